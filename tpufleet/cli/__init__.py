@@ -1,0 +1,73 @@
+"""Command-line shell: parse, load state, call the core, render, save. One module per command.
+
+`main` turns every expected failure into one line on stderr and a documented exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tpufleet.cli.app import app
+
+# Command modules register themselves on `app`.
+from tpufleet.cli import init, show, topology  # noqa: E402,F401
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("TPUFLEET_DEBUG") not in (None, "", "0")
+
+
+def _framework_exit(exc: Exception, debug: bool) -> int | None:
+    """Exit code for Typer/Click's own signalling exceptions (duck-typed: Typer may vendor Click), else None."""
+    from tpufleet.errors import EXIT_BAD_INPUT
+
+    name = type(exc).__name__
+    if name == "Exit":
+        return int(getattr(exc, "exit_code", 0) or 0)
+    if name == "Abort":
+        print("tpufleet: error: aborted", file=sys.stderr)
+        return 130
+    if name == "NoArgsIsHelpError":
+        ctx = getattr(exc, "ctx", None)
+        print(ctx.get_help() if ctx else "tpufleet: error: missing command", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+        message = " ".join(str(exc.format_message()).split())
+        print(f"tpufleet: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT if name in {"UsageError", "BadParameter", "MissingParameter", "NoSuchOption", "BadOptionUsage", "BadArgumentUsage", "NoSuchCommand"} or exc.exit_code == 2 else int(exc.exit_code)
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    import typer
+
+    from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_requested(argv)
+    command = typer.main.get_command(app)
+    try:
+        rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
+        code = rc if isinstance(rc, int) else 0
+    except TpufleetError as exc:
+        if debug:
+            raise
+        print(f"tpufleet: error: {exc}", file=sys.stderr)
+        if isinstance(exc, Refused):
+            for line in exc.details[:50]:
+                print(f"  {line}", file=sys.stderr)
+            if len(exc.details) > 50:
+                print(f"  ... {len(exc.details) - 50} more", file=sys.stderr)
+        code = exc.exit_code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        code = _framework_exit(exc, debug)
+        if code is None:
+            if debug:
+                raise
+            print(f"tpufleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)", file=sys.stderr)
+            code = EXIT_INTERNAL
+    sys.exit(code)

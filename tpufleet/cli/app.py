@@ -1,0 +1,70 @@
+"""The Typer application object and the options every command shares."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    name="tpufleet",
+    help="Digital twin and planner for OCS-reconfigurable TPU pods. See README.md for the JSON contract and exit codes.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class Output(str, enum.Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+class ReportOutput(str, enum.Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    csv = "csv"
+    md = "md"
+
+
+OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts)")]
+
+
+@dataclass
+class Settings:
+    state: Optional[Path]
+    debug: bool
+    lock_timeout: float
+
+    def store(self):
+        from tpufleet.state import Store, resolve_state_dir
+
+        return Store(resolve_state_dir(self.state), self.lock_timeout)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    state: Annotated[
+        Optional[Path],
+        typer.Option("--state", help="State directory (default $TPUFLEET_STATE, else ./.tpufleet)", show_default=False),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors")] = False,
+    lock_timeout: Annotated[
+        float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another command's state lock")
+    ] = 30.0,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit")] = False,
+) -> None:
+    if version:
+        from tpufleet import __version__
+
+        typer.echo(f"tpufleet {__version__}")
+        raise typer.Exit(0)
+    ctx.obj = Settings(state, debug, lock_timeout)

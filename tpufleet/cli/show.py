@@ -1,0 +1,100 @@
+"""`tpufleet show inventory|health|slices|ocs|journal` and `tpufleet status`."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Optional
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.render import emit, grid
+
+
+class What(str, enum.Enum):
+    inventory = "inventory"
+    health = "health"
+    slices = "slices"
+    ocs = "ocs"
+    journal = "journal"
+
+
+def _table(what: What, rows: list[dict]) -> str:
+    if what is What.inventory:
+        return grid(
+            [[r["cube"], r["pod"], r["position"], r["state"], ",".join(r["slices"]) or "-", ",".join(r["faults"]) or "-"] for r in rows],
+            ["cube", "pod", "port", "state", "slices", "faults"],
+        )
+    if what is What.health:
+        if not rows:
+            return "all components healthy"
+        return grid(
+            [[r["target"], r["fault"], "drain" if r["planned"] else "fault", r["since"], r["effect"]] for r in rows],
+            ["target", "fault", "kind", "since", "effect"],
+        )
+    if what is What.slices:
+        return grid(
+            [[r["name"], r["shape"] + (" twisted" if r["twisted"] else ""), r["pod"], len(r["cubes"]), r["state"], r["routes"]] for r in rows],
+            ["slice", "shape", "pod", "cubes", "state", "routes"],
+        )
+    if what is What.ocs:
+        return grid(
+            [[r["id"], r["health"], len(r["xconnects"]), r["ports_cabled"]] for r in rows],
+            ["ocs", "health", "xconnects", "ports cabled"],
+        )
+    return grid([[r["serial"], r["time"], r["user"], r["summary"]] for r in rows], ["serial", "time (UTC)", "user", "summary"])
+
+
+@app.command("show")
+def show_cmd(
+    ctx: typer.Context,
+    what: Annotated[What, typer.Argument(help="inventory, health, slices, ocs or journal")],
+    tail: Annotated[Optional[int], typer.Option("--tail", min=1, help="journal: only the last N entries")] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """List one part of the fleet state; with -o json, a list of objects."""
+    from tpufleet import views
+
+    store = ctx.obj.store()
+    doc = store.load()
+    if what is What.journal:
+        rows = store.journal(doc["serial"])
+        rows = rows[-tail:] if tail else rows
+    else:
+        rows = {
+            What.inventory: views.inventory,
+            What.health: views.health_rows,
+            What.slices: lambda d: views.slice_rows(d),
+            What.ocs: views.ocs_rows,
+        }[what](doc)
+    emit(rows, output, lambda: _table(what, rows))
+
+
+def _status_text(s: dict) -> str:
+    inv, cubes = s["inventory"], s["cubes"]
+    lines = [
+        f"serial {s['serial']}  ·  {inv['pods']} pod(s), {inv['cubes']} cubes, {inv['chips']} chips, {inv['ocs']} OCS",
+        f"cubes: {cubes['free']} free, {cubes['allocated']} allocated, {cubes['out']} out of the pool",
+        f"OCS: {s['ocs']['failed']} failed, {s['ocs']['xconnects']} cross-connects in place",
+        f"open faults: {s['open_faults']}",
+    ]
+    for f in s["faults"][:10]:
+        lines.append(f"  {f['fault']:>5}  {f['target']:<28} {f['effect']}")
+    if len(s["faults"]) > 10:
+        lines.append(f"  ... {len(s['faults']) - 10} more (tpufleet show health)")
+    lines.append(f"slices: {len(s['slices'])}")
+    for sl in s["slices"]:
+        shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
+        lines.append(f"  {sl['name']:<16} {shape:<16} {len(sl['cubes']):>3} cube(s)  {sl['state']:<10} routes {sl['routes']}")
+    if s["stale_routes"]:
+        lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
+    return "\n".join(lines)
+
+
+@app.command("status")
+def status_cmd(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
+    """One screen: cubes free / allocated / out of the pool, open faults, slices, state serial."""
+    from tpufleet import views
+
+    s = views.status(ctx.obj.store().load())
+    emit(s, output, lambda: _status_text(s))

@@ -1,0 +1,24 @@
+"""`tpufleet topology SHAPE`: figures of a torus, twisted torus or mesh slice."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.render import emit, grid
+
+
+@app.command("topology")
+def topology_cmd(
+    shape: Annotated[str, typer.Argument(help="AxBxC in chips, e.g. 4x4x8")],
+    twisted: Annotated[bool, typer.Option("--twisted", help="Twisted torus ((4k,4k,8k) or (4k,8k,8k) only)")] = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Validate a slice shape and report chips, cubes, diameter, mean hops and bisection links."""
+    from tpufleet.shapes import parse_shape
+    from tpufleet.topology import metrics
+
+    m = metrics(parse_shape(shape, twisted))
+    emit(m, output, lambda: grid([[k, v] for k, v in m.items()], ["", ""]))

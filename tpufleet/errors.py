@@ -1,0 +1,47 @@
+"""Exceptions that carry their own exit code, so the CLI shell can turn any of them into one line."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_BAD_INPUT = 2
+EXIT_LOCK_TIMEOUT = 3
+EXIT_PLAN_HAS_CHANGES = 4
+EXIT_INTERNAL = 70
+
+
+class TpufleetError(Exception):
+    """Base class: an expected failure with a one-line message and an exit code."""
+
+    exit_code = EXIT_REFUSED
+
+
+class Refused(TpufleetError):
+    """The operation is valid input but cannot be done (no capacity, failed port, stale plan...)."""
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, message: str, details: list[str] | None = None):
+        super().__init__(message)
+        self.details = details or []
+
+
+class BadInput(TpufleetError):
+    """Malformed user input: an id, a shape, an option value or a file."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class BadStateFile(BadInput):
+    """A state or input file failed validation; names the file, the field path and the value."""
+
+    def __init__(self, file: str, field: str, value: object, problem: str):
+        self.file, self.field, self.value, self.problem = file, field, value, problem
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        super().__init__(f"{file}: field {field or '<root>'}: {problem} (value {shown})")
+
+
+class LockTimeout(TpufleetError):
+    exit_code = EXIT_LOCK_TIMEOUT

@@ -1,0 +1,204 @@
+"""Typed target ids and their one string form.
+
+Grammar (cube ids are unique fleet-wide)::
+
+    cube:c07               a cube (rack)
+    host:c07/3             machine 0-15 of the cube
+    chip:c07/1,2,3         chip at x,y,z inside the cube (0-3 each)
+    ici:c07/1,2,3/+x       electrical link leaving that chip in direction +x
+    link:c07/x/5/out       optical link {cube, dim, index, polarity}
+    ocs:pod0/x/5           optical circuit switch {dim, index} of a pod
+
+>>> parse_target("link:c07/x/5/out")
+LinkId(cube='c07', dim='x', index=5, polarity='out')
+>>> str(parse_target("chip:c07/1,2,3"))
+'chip:c07/1,2,3'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tpufleet.errors import BadInput
+
+DIMS = ("x", "y", "z")
+DIRECTIONS = ("+x", "-x", "+y", "-y", "+z", "-z")
+POLARITIES = ("out", "in")
+CUBE_EDGE = 4
+MACHINES_PER_CUBE = 16
+FACE_LINKS = 16
+
+_CUBE_RE = re.compile(r"^c(\d{2,})$")
+_POD_RE = re.compile(r"^pod(\d+)$")
+
+
+def _cube(text: str, whole: str) -> str:
+    if not _CUBE_RE.match(text):
+        raise BadInput(f"bad id {whole!r}: cube part {text!r} is not of the form cNN (e.g. c07)")
+    return text
+
+
+def _int_in(text: str, lo: int, hi: int, what: str, whole: str) -> int:
+    if not re.fullmatch(r"\d+", text or ""):
+        raise BadInput(f"bad id {whole!r}: {what} {text!r} is not a whole number")
+    value = int(text)
+    if not lo <= value <= hi:
+        raise BadInput(f"bad id {whole!r}: {what} {value} is outside {lo}-{hi}")
+    return value
+
+
+def _choice(text: str, options: tuple[str, ...], what: str, whole: str) -> str:
+    if text not in options:
+        raise BadInput(f"bad id {whole!r}: {what} {text!r} is not one of {', '.join(options)}")
+    return text
+
+
+@dataclass(frozen=True, order=True)
+class CubeId:
+    cube: str
+    kind = "cube"
+
+    def __str__(self) -> str:
+        return f"cube:{self.cube}"
+
+
+@dataclass(frozen=True, order=True)
+class HostId:
+    cube: str
+    machine: int
+    kind = "host"
+
+    def __str__(self) -> str:
+        return f"host:{self.cube}/{self.machine}"
+
+
+@dataclass(frozen=True, order=True)
+class ChipId:
+    cube: str
+    x: int
+    y: int
+    z: int
+    kind = "chip"
+
+    def __str__(self) -> str:
+        return f"chip:{self.cube}/{self.x},{self.y},{self.z}"
+
+    @property
+    def machine(self) -> int:
+        return machine_of(self.x, self.y, self.z)
+
+
+@dataclass(frozen=True, order=True)
+class IciId:
+    cube: str
+    x: int
+    y: int
+    z: int
+    direction: str
+    kind = "ici"
+
+    def __str__(self) -> str:
+        return f"ici:{self.cube}/{self.x},{self.y},{self.z}/{self.direction}"
+
+
+@dataclass(frozen=True, order=True)
+class LinkId:
+    cube: str
+    dim: str
+    index: int
+    polarity: str
+    kind = "link"
+
+    def __str__(self) -> str:
+        return f"link:{self.cube}/{self.dim}/{self.index}/{self.polarity}"
+
+
+@dataclass(frozen=True, order=True)
+class OcsId:
+    pod: str
+    dim: str
+    index: int
+    kind = "ocs"
+
+    def __str__(self) -> str:
+        return f"ocs:{self.pod}/{self.dim}/{self.index}"
+
+    @property
+    def key(self) -> str:
+        """The id without its kind prefix, as used for keys in the state file."""
+        return f"{self.pod}/{self.dim}/{self.index}"
+
+
+TargetId = CubeId | HostId | ChipId | IciId | LinkId | OcsId
+KINDS = ("cube", "host", "chip", "ici", "link", "ocs")
+
+
+def machine_of(x: int, y: int, z: int) -> int:
+    """Machine (host) 0-15 holding chip (x, y, z): 2x2x1 blocks, x fastest, then y, then z."""
+    return 4 * z + 2 * (y // 2) + (x // 2)
+
+
+def machine_chips(machine: int) -> list[tuple[int, int, int]]:
+    """The four chips (x, y, z) of a machine inside its cube."""
+    bx, by, z = 2 * (machine % 2), 2 * ((machine // 2) % 2), machine // 4
+    return [(bx + dx, by + dy, z) for dy in range(2) for dx in range(2)]
+
+
+def link_position(dim: str, index: int) -> tuple[int, int]:
+    """Coordinates (a, b) on the face of `dim` for face index = 4*a + b; a, b are the other two axes in order."""
+    return divmod(index, CUBE_EDGE)
+
+
+def face_index(dim: str, x: int, y: int, z: int) -> int:
+    """Index 0-15 of the optical link leaving/entering the face of `dim` at chip (x, y, z)."""
+    a, b = {"x": (y, z), "y": (x, z), "z": (x, y)}[dim]
+    return CUBE_EDGE * a + b
+
+
+def _coords(text: str, whole: str) -> tuple[int, int, int]:
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise BadInput(f"bad id {whole!r}: chip position {text!r} must be x,y,z")
+    return tuple(_int_in(p, 0, CUBE_EDGE - 1, f"coordinate {'xyz'[i]}", whole) for i, p in enumerate(parts))  # type: ignore[return-value]
+
+
+def parse_target(text: str) -> TargetId:
+    """Parse a typed target id; raise BadInput naming the bad part."""
+    if not isinstance(text, str) or ":" not in text:
+        raise BadInput(f"bad id {text!r}: expected KIND:..., KIND one of {', '.join(KINDS)}")
+    kind, _, rest = text.partition(":")
+    parts = rest.split("/")
+    expected = {"cube": 1, "host": 2, "chip": 2, "ici": 3, "link": 4, "ocs": 3}
+    if kind not in expected:
+        raise BadInput(f"bad id {text!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    if len(parts) != expected[kind]:
+        raise BadInput(f"bad id {text!r}: a {kind} id has {expected[kind]} part(s) separated by '/', got {len(parts)}")
+    if kind == "ocs":
+        if not _POD_RE.match(parts[0]):
+            raise BadInput(f"bad id {text!r}: pod part {parts[0]!r} is not of the form podN")
+        dim = _choice(parts[1], DIMS, "dimension", text)
+        return OcsId(parts[0], dim, _int_in(parts[2], 0, FACE_LINKS - 1, "index", text))
+    cube = _cube(parts[0], text)
+    if kind == "cube":
+        return CubeId(cube)
+    if kind == "host":
+        return HostId(cube, _int_in(parts[1], 0, MACHINES_PER_CUBE - 1, "machine", text))
+    if kind == "chip":
+        return ChipId(cube, *_coords(parts[1], text))
+    if kind == "ici":
+        x, y, z = _coords(parts[1], text)
+        direction = _choice(parts[2], DIRECTIONS, "direction", text)
+        axis, sign = "xyz".index(direction[1]), direction[0]
+        coord = (x, y, z)[axis]
+        if (sign == "+" and coord == CUBE_EDGE - 1) or (sign == "-" and coord == 0):
+            raise BadInput(f"bad id {text!r}: direction {direction} leaves the cube; that is an optical link (link:...)")
+        return IciId(cube, x, y, z, direction)
+    dim = _choice(parts[1], DIMS, "dimension", text)
+    index = _int_in(parts[2], 0, FACE_LINKS - 1, "index", text)
+    return LinkId(cube, dim, index, _choice(parts[3], POLARITIES, "polarity", text))
+
+
+def cube_name(number: int) -> str:
+    """Fleet-wide cube id: c00..c63 in pod 0, c64..c127 in pod 1, ..."""
+    return f"c{number:02d}"

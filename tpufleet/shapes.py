@@ -1,0 +1,115 @@
+"""Slice shapes: parsing, the Cloud TPU validity rule, twists and the cube grid.
+
+>>> s = parse_shape("4x4x8", twisted=True)
+>>> s.dims, s.chips, s.cubes, s.cube_grid
+((4, 4, 8), 128, 2, (1, 1, 2))
+>>> s.twist
+((0, 0, 4), (0, 0, 4), (0, 0, 0))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tpufleet.errors import BadInput
+
+CUBE_EDGE = 4
+CHIPS_PER_CUBE = 64
+SUBCUBE_SHAPES = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4))
+
+Vec = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Shape:
+    dims: Vec
+    twisted: bool = False
+
+    def __str__(self) -> str:
+        return "x".join(map(str, self.dims)) + (" twisted" if self.twisted else "")
+
+    @property
+    def text(self) -> str:
+        return "x".join(map(str, self.dims))
+
+    @property
+    def chips(self) -> int:
+        a, b, c = self.dims
+        return a * b * c
+
+    @property
+    def is_subcube(self) -> bool:
+        """Smaller than a cube: a mesh of whole machines inside one cube, no OCS, no wraparound."""
+        return self.chips < CHIPS_PER_CUBE
+
+    @property
+    def wraps(self) -> bool:
+        return not self.is_subcube
+
+    @property
+    def cubes(self) -> int:
+        return 1 if self.is_subcube else self.chips // CHIPS_PER_CUBE
+
+    @property
+    def machines(self) -> int:
+        return max(1, self.chips // 4)
+
+    @property
+    def cube_grid(self) -> Vec:
+        if self.is_subcube:
+            return (1, 1, 1)
+        return tuple(d // CUBE_EDGE for d in self.dims)  # type: ignore[return-value]
+
+    @property
+    def twist(self) -> tuple[Vec, Vec, Vec]:
+        """Per dimension, the shift (in chips) applied to the other coordinates on crossing its + wraparound."""
+        zero = (0, 0, 0)
+        if not self.twisted:
+            return (zero, zero, zero)
+        a, b, c = self.dims
+        if b == a and c == 2 * a:  # (4k, 4k, 8k): x and y wraps shifted by 4k in z
+            return ((0, 0, a), (0, 0, a), zero)
+        return ((0, a, a), zero, zero)  # (4k, 8k, 8k): x wrap shifted by (0, 4k, 4k)
+
+    def cube_twist(self) -> tuple[Vec, Vec, Vec]:
+        """The twist in whole cubes (shifts are multiples of the cube edge)."""
+        return tuple(tuple(v // CUBE_EDGE for v in t) for t in self.twist)  # type: ignore[return-value]
+
+
+def twistable(dims: Vec) -> bool:
+    a, b, c = dims
+    if a % 4 or a == 0:
+        return False
+    return (b == a and c == 2 * a) or (b == 2 * a and c == 2 * a)
+
+
+def validate_dims(dims: Vec, twisted: bool = False, text: str | None = None) -> Shape:
+    shown = text or "x".join(map(str, dims))
+    if any(d < 1 for d in dims):
+        raise BadInput(f"bad shape {shown!r}: every side must be at least 1")
+    a, b, c = dims
+    if dims != (2, 2, 1):  # one machine is the documented exception to A <= B <= C
+        if not a <= b <= c:
+            raise BadInput(f"bad shape {shown!r}: sides must be ordered A <= B <= C")
+        small, whole = all(d <= 4 for d in dims), all(d % 4 == 0 for d in dims)
+        if not (small or whole):
+            raise BadInput(f"bad shape {shown!r}: sides must all be <= 4 or all be multiples of 4")
+    if twisted and not twistable(dims):
+        raise BadInput(f"bad shape {shown!r}: twisted tori exist only for (4k,4k,8k) and (4k,8k,8k)")
+    return Shape(dims, twisted)
+
+
+def parse_shape(text: str, twisted: bool = False) -> Shape:
+    """Parse 'AxBxC' and apply the Cloud TPU rule; BadInput on anything else."""
+    m = re.fullmatch(r"\s*(\d{1,4})\s*[xX]\s*(\d{1,4})\s*[xX]\s*(\d{1,4})\s*", text or "")
+    if not m:
+        raise BadInput(f"bad shape {text!r}: expected AxBxC, e.g. 4x4x8")
+    return validate_dims(tuple(int(g) for g in m.groups()), twisted, text.strip())  # type: ignore[arg-type]
+
+
+def allocatable(shape: Shape) -> bool:
+    """Sub-cube slices must be whole machines (2x2x1 blocks) that fit in one cube."""
+    if not shape.is_subcube:
+        return True
+    return shape.dims in SUBCUBE_SHAPES

@@ -1,0 +1,164 @@
+"""Schema of the state file (`state.json`) and the checks JSON Schema cannot express.
+
+Errors name the file, the field path (dotted, list positions as numbers) and the offending value.
+"""
+
+from __future__ import annotations
+
+from tpufleet.errors import BadStateFile
+
+SCHEMA_VERSION = 1
+
+_CUBE = {"type": "string", "pattern": r"^c\d{2,}$"}
+_NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}
+_TIME = {"type": "string", "minLength": 1}
+_SERIAL = {"type": "integer", "minimum": 0}
+_PAIR = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2}
+
+STATE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["schema_version", "serial", "fleet", "faults", "slices", "ocs", "routes", "next_fault"],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "serial": _SERIAL,
+        "created": _TIME,
+        "next_fault": {"type": "integer", "minimum": 1},
+        "fleet": {
+            "type": "object",
+            "required": ["pods"],
+            "additionalProperties": False,
+            "properties": {
+                "pods": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "cubes"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "name": {"type": "string", "pattern": r"^pod\d+$"},
+                            "cubes": {"type": "array", "items": _CUBE, "minItems": 1, "maxItems": 68, "uniqueItems": True},
+                        },
+                    },
+                }
+            },
+        },
+        "faults": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "target", "planned", "opened", "cleared"],
+                "additionalProperties": False,
+                "properties": {
+                    "id": {"type": "string", "pattern": r"^f\d+$"},
+                    "target": {"type": "string"},
+                    "planned": {"type": "boolean"},
+                    "reason": {"type": "string"},
+                    "opened": _TIME,
+                    "cleared": {"type": ["string", "null"]},
+                    "opened_serial": _SERIAL,
+                },
+            },
+        },
+        "slices": {
+            "type": "object",
+            "propertyNames": _NAME,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["shape", "twisted", "pod", "cubes", "coords", "state", "fault_tolerant_routing"],
+                "additionalProperties": False,
+                "properties": {
+                    "shape": {"type": "string", "pattern": r"^\d+x\d+x\d+$"},
+                    "twisted": {"type": "boolean"},
+                    "pod": {"type": "string", "pattern": r"^pod\d+$"},
+                    "cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
+                    "coords": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "array",
+                            "items": {"type": "integer", "minimum": 0},
+                            "minItems": 3,
+                            "maxItems": 3,
+                        },
+                    },
+                    "machines": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 15}},
+                    "origin": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 3}},
+                    "state": {"enum": ["allocated", "connected", "evicted"]},
+                    "fault_tolerant_routing": {"type": "boolean"},
+                    "created": _TIME,
+                    "connected_serial": {"type": ["integer", "null"]},
+                },
+            },
+        },
+        "ocs": {
+            "type": "object",
+            "propertyNames": {"pattern": r"^pod\d+/[xyz]/\d+$"},
+            "additionalProperties": {"type": "array", "items": _PAIR},
+        },
+        "routes": {
+            "type": "object",
+            "propertyNames": _NAME,
+            "additionalProperties": {"type": "object"},
+        },
+    },
+}
+
+_validator = None
+
+
+def _get_validator():
+    global _validator
+    if _validator is None:
+        from jsonschema import Draft202012Validator
+
+        _validator = Draft202012Validator(STATE_SCHEMA)
+    return _validator
+
+
+def _path(parts) -> str:
+    return ".".join(str(p) for p in parts)
+
+
+def validate(doc: object, file: str) -> dict:
+    """Validate a loaded state document; raise BadStateFile for the first (most specific) problem."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_get_validator().iter_errors(doc))
+    if error is not None:
+        raise BadStateFile(file, _path(error.absolute_path), error.instance, error.message.split("\n")[0][:120])
+    _check_references(doc, file)  # type: ignore[arg-type]
+    return doc  # type: ignore[return-value]
+
+
+def _check_references(doc: dict, file: str) -> None:
+    from tpufleet.ids import parse_target
+    from tpufleet.errors import BadInput
+
+    pods = {p["name"]: p["cubes"] for p in doc["fleet"]["pods"]}
+    seen: dict[str, str] = {}
+    for i, pod in enumerate(doc["fleet"]["pods"]):
+        for j, cube in enumerate(pod["cubes"]):
+            if cube in seen:
+                raise BadStateFile(file, f"fleet.pods.{i}.cubes.{j}", cube, f"cube id also used in {seen[cube]}")
+            seen[cube] = pod["name"]
+    if len(pods) != len(doc["fleet"]["pods"]):
+        raise BadStateFile(file, "fleet.pods", list(pods), "pod names must be unique")
+    for name, sl in doc["slices"].items():
+        for j, cube in enumerate(sl["cubes"]):
+            if seen.get(cube) != sl["pod"]:
+                raise BadStateFile(file, f"slices.{name}.cubes.{j}", cube, f"not a cube of {sl['pod']}")
+    for key, pairs in doc["ocs"].items():
+        pod = key.split("/")[0]
+        if pod not in pods or int(key.split("/")[2]) > 15:
+            raise BadStateFile(file, f"ocs.{key}", key, "no such OCS in the fleet")
+        limit = len(pods[pod])
+        for j, (north, south) in enumerate(pairs):
+            if north >= limit or south >= limit:
+                raise BadStateFile(file, f"ocs.{key}.{j}", [north, south], f"port beyond the {limit} cabled ports")
+    for i, fault in enumerate(doc["faults"]):
+        try:
+            parse_target(fault["target"])
+        except BadInput as exc:
+            raise BadStateFile(file, f"faults.{i}.target", fault["target"], str(exc)) from None
