@@ -105,29 +105,35 @@ STATE_SCHEMA = {
     },
 }
 
-_validator = None
+_validators: dict[int, object] = {}
 
 
-def _get_validator():
-    global _validator
-    if _validator is None:
-        from jsonschema import Draft202012Validator
+def compiled(schema: dict):
+    """A validator compiled to Python once per process (fastjsonschema: ~50x faster than interpreting)."""
+    import fastjsonschema
 
-        _validator = Draft202012Validator(STATE_SCHEMA)
-    return _validator
+    key = id(schema)
+    if key not in _validators:
+        _validators[key] = fastjsonschema.compile(schema)
+    return _validators[key]
 
 
-def _path(parts) -> str:
-    return ".".join(str(p) for p in parts)
+def check(schema: dict, doc: object, file: str, prefix: str = "") -> None:
+    """Validate `doc` against `schema`; BadStateFile naming file, field path and value on the first problem."""
+    import fastjsonschema
+
+    try:
+        compiled(schema)(doc)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        parts = [str(p) for p in (exc.path or [])][1:]  # drop the leading "data"
+        field = ".".join([prefix, *parts] if prefix else parts)
+        problem = exc.message.replace(exc.name or "data", "it", 1) if exc.message else "invalid"
+        raise BadStateFile(file, field, exc.value, problem[:160]) from None
 
 
 def validate(doc: object, file: str) -> dict:
-    """Validate a loaded state document; raise BadStateFile for the first (most specific) problem."""
-    from jsonschema.exceptions import best_match
-
-    error = best_match(_get_validator().iter_errors(doc))
-    if error is not None:
-        raise BadStateFile(file, _path(error.absolute_path), error.instance, error.message.split("\n")[0][:120])
+    """Validate a loaded state document: the schema, then cross-references."""
+    check(STATE_SCHEMA, doc, file)
     _check_references(doc, file)  # type: ignore[arg-type]
     return doc  # type: ignore[return-value]
 

@@ -1,0 +1,114 @@
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tpufleet.errors import BadInput
+from tpufleet.shapes import parse_shape
+from tpufleet.topology import metrics
+
+
+def independent_graph(dims, twisted, wraps):
+    """The chip graph written out from the brief's words, one edge at a time."""
+    X, Y, Z = dims
+    if twisted and Y == X:
+        tx, ty = (0, 0, X), (0, 0, X)
+    elif twisted:
+        tx, ty = (0, X, X), (0, 0, 0)
+    else:
+        tx = ty = (0, 0, 0)
+    g = nx.Graph()
+    for x in range(X):
+        for y in range(Y):
+            for z in range(Z):
+                g.add_node((x, y, z))
+                if x + 1 < X:
+                    g.add_edge((x, y, z), (x + 1, y, z))
+                elif wraps and X > 1:
+                    g.add_edge((x, y, z), (0, (y + tx[1]) % Y, (z + tx[2]) % Z))
+                if y + 1 < Y:
+                    g.add_edge((x, y, z), (x, y + 1, z))
+                elif wraps and Y > 1:
+                    g.add_edge((x, y, z), (x, 0, (z + ty[2]) % Z))
+                if z + 1 < Z:
+                    g.add_edge((x, y, z), (x, y, z + 1))
+                elif wraps and Z > 1:
+                    g.add_edge((x, y, z), (x, y, 0))
+    return g
+
+
+CASES = [
+    ("4x4x8", True),
+    ("4x4x8", False),
+    ("4x8x8", True),
+    ("4x8x8", False),
+    ("8x8x8", False),
+    ("4x4x4", False),
+    ("2x2x1", False),
+    ("2x4x4", False),
+    ("2x2x4", False),
+    ("1x2x3", False),
+    ("8x8x16", True),
+]
+
+
+@pytest.mark.parametrize("shape, twisted", CASES)
+def test_metrics_match_networkx_all_pairs(shape, twisted):
+    s = parse_shape(shape, twisted)
+    m = metrics(s)
+    g = independent_graph(s.dims, twisted, s.wraps)
+    lengths = dict(nx.all_pairs_shortest_path_length(g))
+    n = s.chips
+    values = [d for src in lengths.values() for d in src.values()]
+    assert len(values) == n * n
+    assert m["diameter"] == max(values)
+    assert m["mean_hops"] == pytest.approx(sum(values) / (n * (n - 1)), abs=1e-6)
+    assert m["links"] == g.number_of_edges() or s.dims == (4, 4, 4)
+
+
+def test_reference_figures_from_the_brief():
+    t = metrics(parse_shape("4x4x8", True))
+    r = metrics(parse_shape("4x4x8"))
+    assert (t["diameter"], round(t["mean_hops"], 4)) == (6, 3.4646)
+    assert (r["diameter"], round(r["mean_hops"], 4)) == (8, 4.0315)
+    assert metrics(parse_shape("4x8x8", True))["diameter"] == 6
+
+
+@pytest.mark.parametrize("shape, twisted", [("4x4x8", True), ("8x8x8", False), ("2x4x4", False)])
+def test_bisection_is_the_smallest_axis_cut_counted_by_brute_force(shape, twisted):
+    s = parse_shape(shape, twisted)
+    g = independent_graph(s.dims, twisted, s.wraps)
+    best = min(
+        sum(1 for a, b in g.edges if (a[d] < s.dims[d] // 2) != (b[d] < s.dims[d] // 2))
+        for d in range(3)
+        if s.dims[d] > 1
+    )
+    assert metrics(s)["bisection_links"] == best
+
+
+@pytest.mark.parametrize(
+    "text, twisted, why",
+    [
+        ("4x4x9", False, "multiples of 4"),
+        ("8x4x4", False, "A <= B <= C"),
+        ("4x4x4", True, "twisted"),
+        ("8x8x8", True, "twisted"),
+        ("4by4", False, "AxBxC"),
+        ("0x4x4", False, "at least 1"),
+    ],
+)
+def test_bad_shapes(text, twisted, why):
+    with pytest.raises(BadInput) as err:
+        parse_shape(text, twisted)
+    assert why in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 2), family=st.sampled_from(["448", "488"]))
+def test_twisted_shapes_are_shorter_than_regular(k, family):
+    dims = (4 * k, 4 * k, 8 * k) if family == "448" else (4 * k, 8 * k, 8 * k)
+    text = "x".join(map(str, dims))
+    t, r = metrics(parse_shape(text, True)), metrics(parse_shape(text))
+    assert t["diameter"] < r["diameter"] and t["mean_hops"] < r["mean_hops"]
+    assert t["bisection_links"] > r["bisection_links"]
+    assert np.isfinite(t["mean_hops"])
