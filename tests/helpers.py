@@ -8,3 +8,35 @@ from pathlib import Path
 def snapshot(state: Path) -> dict[str, bytes]:
     """Every state file's bytes (the lock files aside): to prove a refused command changed nothing."""
     return {p.name: p.read_bytes() for p in sorted(state.rglob("*")) if p.is_file() and not p.name.startswith(".lock")}
+
+
+def add_fault(state: Path, target: str, planned: bool = False) -> str:
+    """Open a fault directly in the state (as healthd or the pod manager would report it)."""
+    from tpufleet.state import Store
+
+    with Store(state).transaction(command="test fault") as tx:
+        fid = f"f{tx.doc['next_fault']}"
+        tx.doc["next_fault"] += 1
+        tx.doc["faults"].append(
+            {"id": fid, "target": target, "planned": planned, "reason": "test", "opened": "2026-01-01T00:00:00Z", "cleared": None}
+        )
+        tx.summary = f"fault {fid} {target}"
+    return fid
+
+
+def expected_neighbour(coord, port, dims, twisted):
+    """The brief's torus / twisted torus rule, written from coordinates alone."""
+    X, Y, Z = dims
+    if twisted and Y == X:
+        shift = {0: (0, 0, X), 1: (0, 0, X), 2: (0, 0, 0)}
+    elif twisted:
+        shift = {0: (0, X, X), 1: (0, 0, 0), 2: (0, 0, 0)}
+    else:
+        shift = {0: (0, 0, 0), 1: (0, 0, 0), 2: (0, 0, 0)}
+    d, sign = port // 2, (1 if port % 2 == 0 else -1)
+    c = list(coord)
+    c[d] += sign
+    if c[d] == dims[d] or c[d] < 0:
+        c[d] %= dims[d]
+        c = [(v + sign * s) % n for v, s, n in zip(c, shift[d], dims)]
+    return tuple(c)

@@ -1,0 +1,205 @@
+import json
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from helpers import add_fault, expected_neighbour, snapshot
+from tpufleet.allocation import grid_coords
+from tpufleet.health import Health, health_of
+from tpufleet.model import default_fleet, link_at_port
+from tpufleet.shapes import parse_shape, twistable
+from tpufleet.topology import coordinates
+from tpufleet.wiring import build
+from tpufleet import xconnect
+
+FLEET = default_fleet()
+
+
+def wire(shape, cubes, ocs=None):
+    coords = grid_coords(shape, cubes)
+    p = xconnect.plan(shape, FLEET, coords, ocs or {}, Health())
+    return coords, p, xconnect.apply(ocs or {}, p.changes)
+
+
+def test_single_cube_is_a_torus_through_its_own_ocs_ports():
+    coords, p, ocs = wire(parse_shape("4x4x4"), ["c09"])
+    assert len(ocs) == 48 and all(pairs == [[9, 9]] for pairs in ocs.values())
+    assert p.summary == {"add": 48, "remove": 0, "keep": 0}
+
+
+def test_eight_cubes_need_eight_pairs_on_every_ocs():
+    _, p, ocs = wire(parse_shape("8x8x8"), [f"c{i:02d}" for i in range(8)])
+    assert len(ocs) == 48 and {len(v) for v in ocs.values()} == {8}
+    assert p.summary["add"] == 384
+
+
+def test_whole_pod_uses_every_port_of_every_ocs():
+    _, p, ocs = wire(parse_shape("16x16x16"), FLEET.cubes)
+    assert p.summary["add"] == 3072
+    for pairs in ocs.values():
+        assert sorted(n for n, _ in pairs) == list(range(64)) and sorted(s for _, s in pairs) == list(range(64))
+
+
+def test_twisted_4x4x8_joins_a_to_b_and_b_to_a_in_every_dimension():
+    _, _, ocs = wire(parse_shape("4x4x8", True), ["c20", "c31"])
+    assert len(ocs) == 48
+    for key, pairs in ocs.items():
+        assert pairs == [[20, 31], [31, 20]], key
+    # untwisted, the x and y rings of one cube wide close on the cube itself
+    _, _, plain = wire(parse_shape("4x4x8"), ["c20", "c31"])
+    assert plain["pod0/x/0"] == [[20, 20], [31, 31]] and plain["pod0/z/0"] == [[20, 31], [31, 20]]
+
+
+multi_cube_shapes = st.sampled_from(
+    [(a, b, c) for a in (4, 8, 12, 16) for b in (4, 8, 12, 16) for c in (4, 8, 12, 16)
+     if a <= b <= c and (a // 4) * (b // 4) * (c // 4) <= 64]
+)
+
+
+@st.composite
+def slice_requests(draw):
+    dims = draw(multi_cube_shapes)
+    twisted = draw(st.booleans()) and twistable(dims)
+    shape = parse_shape("x".join(map(str, dims)), twisted)
+    cubes = draw(st.permutations(FLEET.cubes))[: shape.cubes]
+    return shape, list(cubes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(slice_requests())
+def test_planned_wiring_is_exactly_the_requested_torus(request):
+    shape, cubes = request
+    coords, p, ocs = wire(shape, cubes)
+    used_north, used_south = set(), set()
+    for key, pairs in ocs.items():
+        pod, dim, index = key.split("/")
+        for north, south in pairs:
+            assert link_at_port(FLEET, xconnect.ocs_ids([key])[0], "north", north).polarity == "out"
+            assert link_at_port(FLEET, xconnect.ocs_ids([key])[0], "south", south).polarity == "in"
+            assert (key, north) not in used_north and (key, south) not in used_south
+            used_north.add((key, north))
+            used_south.add((key, south))
+        assert len(pairs) == shape.cubes  # one pair per cube on every OCS
+    assert len(ocs) == 48
+    sl = {"shape": shape.text, "twisted": shape.twisted, "pod": "pod0", "cubes": cubes, "coords": coords}
+    graph = build(sl, FLEET, ocs, Health())
+    assert not graph.missing and not graph.miswired and graph.reachable == shape.chips
+    xyz = [tuple(map(int, c)) for c in coordinates(shape.dims)]
+    index = {c: i for i, c in enumerate(xyz)}
+    for i in random.Random(0).sample(range(shape.chips), min(300, shape.chips)):
+        for port in range(6):
+            assert graph.nbr[i, port] == index[expected_neighbour(xyz[i], port, shape.dims, shape.twisted)]
+    # planning again against the applied state changes nothing
+    again = xconnect.plan(shape, FLEET, coords, ocs, Health())
+    assert not again.has_changes and again.summary["keep"] == 48 * shape.cubes
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["4x4x4", "4x4x8", "4x4x8t", "8x8x8", "4x8x8t", "4x8x8"]), min_size=2, max_size=5), st.randoms())
+def test_slices_never_share_a_port_and_reallocation_reuses_wiring(fleet, shapes, rnd):
+    assert fleet("init", "--force").code == 0  # hypothesis reuses the fixture: start each example afresh
+    made = []
+    for n, text in enumerate(shapes):
+        args = ["allocate", f"s{n}", "--shape", text.rstrip("t")] + (["--twisted"] if text.endswith("t") else [])
+        r = fleet(*args)
+        if r.code == 1:
+            break
+        assert r.code == 0, r.err
+        assert fleet("plan-xconnect", f"s{n}", "--apply").code == 0
+        made.append((f"s{n}", args))
+    doc = json.loads((fleet.state / "state.json").read_text())
+    owners = {}
+    for name, sl in doc["slices"].items():
+        for key, pairs in xconnect.wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), FLEET, sl["coords"]).items():
+            assert {tuple(p) for p in pairs} <= {tuple(p) for p in doc["ocs"][key]}
+            for north, south in pairs:
+                for port in (("n", key, north), ("s", key, south)):
+                    assert owners.setdefault(port, name) == name
+    name, args = rnd.choice(made)
+    assert fleet("release", name).code == 0
+    assert fleet(*args).code == 0
+    plan = fleet("plan-xconnect", name, "-o", "json").json
+    assert plan["summary"]["add"] == 0 and plan["summary"]["remove"] == 0
+    for other, _ in made:  # the other slices are still wired as before
+        assert fleet("plan-xconnect", other, "--detailed-exitcode").code == 0
+
+
+def test_rewiring_a_released_cube_set_removes_the_conflicting_pairs(fleet):
+    cubes = ",".join(f"c{i:02d}" for i in range(8))
+    assert fleet("allocate", "a", "--shape", "8x8x8", "--cubes", cubes).code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("release", "a").code == 0
+    assert fleet("allocate", "b", "--shape", "4x8x8", "--twisted", "--cubes", "c00,c01,c02,c03").code == 0
+    plan = fleet("plan-xconnect", "b", "-o", "json").json
+    s = plan["summary"]
+    assert s["add"] + s["keep"] == 48 * 4 and s["remove"] > 0
+    fleet("plan-xconnect", "b", "--apply")
+    ocs = {o["id"]: o["xconnects"] for o in fleet("show", "ocs", "-o", "json").json}
+    for pairs in ocs.values():
+        souths = [s for _, s in pairs]
+        assert len(souths) == len(set(souths))
+
+
+def test_allocation_refuses_without_enough_healthy_cubes(fleet):
+    add_fault(fleet.state, "host:c00/3")
+    assert fleet("allocate", "big", "--shape", "16x16x16").code == 1
+    r = fleet("allocate", "big", "--shape", "16x16x16")
+    assert "need 64" in r.err and "64 free, 63 of them healthy" in r.err
+    assert fleet("allocate", "ok", "--shape", "16x16x16", "--cubes", ",".join(f"c{i:02d}" for i in range(64))).code == 1
+
+
+@pytest.mark.parametrize(
+    "fault, expect",
+    [
+        ("ocs:pod0/y/7", "ocs:pod0/y/7 is down"),
+        ("link:c03/z/5/in", "link:c03/z/5/in is down"),
+    ],
+)
+def test_plan_refuses_failed_ocs_or_port_and_names_it(fleet, fault, expect):
+    assert fleet("allocate", "s", "--shape", "8x8x8", "--cubes", ",".join(f"c{i:02d}" for i in range(8))).code == 0
+    add_fault(fleet.state, fault, planned=fault.startswith("link"))
+    before = snapshot(fleet.state)
+    r = fleet("plan-xconnect", "s", "--apply")
+    assert r.code == 1 and expect in r.err
+    assert snapshot(fleet.state) == before
+
+
+def test_refusals_leave_state_unchanged(fleet, tmp_path):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    assert fleet("allocate", "t", "--shape", "4x4x4").code == 0  # the serial moves on
+    add_fault(fleet.state, "chip:c00/1,1,1")
+    before = snapshot(fleet.state)
+    cases = [
+        (["apply-xconnect", plan], 1, "stale plan"),
+        (["plan-xconnect", "nope"], 1, "unknown slice 'nope'"),
+        (["plan-xconnect", "s"], 1, "out of the pool"),
+        (["allocate", "u", "--shape", "4x4x4", "--cubes", "c00"], 1, "c00 is out of the pool"),
+        (["allocate", "u", "--shape", "4x4x4", "--cubes", "c99"], 2, "unknown cube 'c99'"),
+        (["allocate", "../x", "--shape", "4x4x4"], 2, "bad name"),
+        (["allocate", "s", "--shape", "4x4x4"], 1, "already exists"),
+        (["allocate", "u", "--shape", "3x3x3"], 2, "smaller than a cube"),
+        (["release", "nope"], 1, "unknown slice"),
+    ]
+    for args, code, text in cases:
+        r = fleet(*args)
+        assert (r.code, text in r.err) == (code, True), (args, r.err)
+        assert snapshot(fleet.state) == before
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**json.loads(plan.read_text()), "ocs": [{"id": "ocs:pod0/x/1", "add": [[1, "a"]], "remove": [], "keep": 0}]}))
+    r = fleet("apply-xconnect", bad)
+    assert r.code == 2 and "ocs.0.add.0.1" in r.err and str(bad) in r.err
+    assert snapshot(fleet.state) == before
+
+
+def test_subcube_slices_pack_best_fit_into_one_cube(fleet):
+    for n, shape in enumerate(["2x2x4", "2x2x4", "2x4x4"]):
+        assert fleet("allocate", f"m{n}", "--shape", shape).code == 0
+    slices = {s["name"]: s for s in fleet("show", "slices", "-o", "json").json}
+    assert {tuple(s["cubes"]) for s in slices.values()} == {("c00",)}
+    machines = [m for s in slices.values() for m in s["machines"]]
+    assert sorted(machines) == list(range(16))
+    assert fleet("allocate", "m3", "--shape", "2x2x1", "-o", "json").json["cubes"] == ["c01"]

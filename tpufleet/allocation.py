@@ -1,0 +1,135 @@
+"""Choosing cubes (or machines inside a cube) for a slice, and giving each cube its grid coordinate (pure).
+
+Any healthy free cubes of one pod will do for a multi-cube slice: the OCS makes physical position irrelevant.
+Sub-cube slices are boxes of whole machines (2x2x1 chips) inside one cube, placed best-fit.
+
+>>> from tpufleet.shapes import parse_shape
+>>> grid_coords(parse_shape("8x8x8"), ["c03", "c01", "c02", "c00", "c04", "c05", "c06", "c07"])["c03"]
+[0, 0, 0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tpufleet.errors import BadInput, Refused
+from tpufleet.health import Health
+from tpufleet.ids import machine_of
+from tpufleet.model import Fleet
+from tpufleet.shapes import Shape, allocatable
+
+
+@dataclass
+class Allocation:
+    pod: str
+    cubes: list[str]
+    coords: dict[str, list[int]]
+    machines: list[int] = field(default_factory=list)
+    origin: list[int] = field(default_factory=list)
+
+
+def grid_coords(shape: Shape, cubes: list[str]) -> dict[str, list[int]]:
+    """Row-major cube coordinates in the (a, b, c) cube grid, in the order the cubes are given."""
+    a, b, c = shape.cube_grid
+    out = {}
+    for n, cube in enumerate(cubes):
+        cx, rest = divmod(n, b * c)
+        cy, cz = divmod(rest, c)
+        out[cube] = [cx, cy, cz]
+    return out
+
+
+def machine_usage(slices: dict) -> dict[str, set[int]]:
+    """cube -> machines held by sub-cube slices; a whole-cube slice holds all 16."""
+    used: dict[str, set[int]] = {}
+    for sl in slices.values():
+        for cube in sl["cubes"]:
+            used.setdefault(cube, set()).update(sl.get("machines") or range(16))
+    return used
+
+
+def _subcube_boxes(shape: Shape):
+    """Every placement of the shape's machine box inside a cube: (origin chip, machine numbers)."""
+    a, b, c = shape.dims
+    for ox in range(0, 4 - a + 1, 2):
+        for oy in range(0, 4 - b + 1, 2):
+            for oz in range(0, 4 - c + 1):
+                machines = sorted(
+                    {machine_of(x, y, z) for x in range(ox, ox + a) for y in range(oy, oy + b) for z in range(oz, oz + c)}
+                )
+                yield [ox, oy, oz], machines
+
+
+def allocate(
+    shape: Shape,
+    fleet: Fleet,
+    slices: dict,
+    health: Health,
+    pod: str | None = None,
+    cubes: list[str] | None = None,
+) -> Allocation:
+    if not allocatable(shape):
+        raise BadInput(f"bad shape {shape.text!r}: a slice smaller than a cube must be one of 2x2x1, 2x2x2, 2x2x4, 2x4x4")
+    if pod is not None and pod not in fleet.pod_by_name:
+        raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
+    used = machine_usage(slices)
+    if cubes:
+        return _take_given(shape, fleet, used, health, pod, cubes)
+    pods = [fleet.pod_by_name[pod]] if pod else list(fleet.pods)
+    if shape.is_subcube:
+        return _best_fit_subcube(shape, pods, used, health)
+    reports = []
+    for p in pods:
+        free = [c for c in p.cubes if c not in used and health.cube_ok(c)]
+        if len(free) >= shape.cubes:
+            chosen = free[: shape.cubes]
+            return Allocation(p.name, chosen, grid_coords(shape, chosen))
+        unused = sum(1 for c in p.cubes if c not in used)
+        reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy")
+    raise Refused(
+        f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports)
+    )
+
+
+def _take_given(shape, fleet, used, health, pod, cubes) -> Allocation:
+    if len(set(cubes)) != len(cubes):
+        raise BadInput(f"bad option --cubes: a cube is listed twice in {','.join(cubes)}")
+    for cube in cubes:
+        if cube not in fleet.cube_pod:
+            raise BadInput(f"bad option --cubes: unknown cube {cube!r}")
+    pods = {fleet.cube_pod[c] for c in cubes}
+    if len(pods) > 1 or (pod and pod not in pods):
+        raise BadInput(f"bad option --cubes: a slice's cubes must all be in one pod{' (' + pod + ')' if pod else ''}")
+    if len(cubes) != shape.cubes:
+        raise BadInput(f"bad option --cubes: {shape} needs {shape.cubes} cube(s), {len(cubes)} given")
+    problems = [f"{c} is out of the pool (faults {', '.join(health.cubes_out[c])})" for c in cubes if not health.cube_ok(c)]
+    if not shape.is_subcube:
+        problems += [f"{c} is already allocated" for c in cubes if c in used]
+    if problems:
+        raise Refused(f"cannot use the given cubes for {shape}: " + "; ".join(problems), problems)
+    if shape.is_subcube:
+        return _best_fit_subcube(shape, [fleet.pod_by_name[pods.pop()]], used, health, only=cubes[0])
+    return Allocation(pods.pop(), list(cubes), grid_coords(shape, list(cubes)))
+
+
+def _best_fit_subcube(shape, pods, used, health, only: str | None = None) -> Allocation:
+    best = None
+    for p in pods:
+        for cube in p.cubes:
+            if (only and cube != only) or not health.cube_ok(cube):
+                continue
+            taken = used.get(cube, set())
+            if len(taken) == 16:
+                continue
+            for origin, machines in _subcube_boxes(shape):
+                if taken.isdisjoint(machines):
+                    # Best fit: the fullest cube that still fits keeps whole cubes free for big slices.
+                    key = (-len(taken), p.name, cube)
+                    if best is None or key < best[0]:
+                        best = (key, p.name, cube, origin, machines)
+                    break
+    if best is None:
+        where = f" in {only}" if only else ""
+        raise Refused(f"no free healthy room{where} for a {shape} sub-cube slice ({shape.machines} machines)")
+    _, pod, cube, origin, machines = best
+    return Allocation(pod, [cube], {cube: [0, 0, 0]}, machines, origin)
