@@ -1,0 +1,385 @@
+"""Checking and measuring routing tables: arrival, link load, virtual channels and deadlock freedom.
+
+All passes visit (destination, chip) pairs level by level in the order of their hop count, so every per-pair
+quantity that flows along routes (arrival, carried traffic, the set of virtual channels in use) is computed in
+a few vectorized sweeps over the N^2 table, without walking pairs one by one.
+
+Virtual-channel rule (the data behind ``vcs``): a dimension-order hop travels on VC ``base + k`` where ``k``
+counts the wraparound (dateline) links crossed since the packet entered the current dimension, and ``base``
+separates the dimension orders in use (one block per order); a non-minimal "wild" hop travels on VC
+``wild_base + j`` for the packet's j-th wild hop. The channel dependency graph (CDG) is built from the tables
+under this rule and searched for a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tpufleet.shapes import Shape
+from tpufleet.topology import PORTS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass
+class RouteTables:
+    shape: Shape
+    nbr: "np.ndarray"  # [N, 6] the live chip graph the tables were made for
+    P: "np.ndarray"  # [t, s] int8 port; -1 deliver; -2 unroutable
+    L: "np.ndarray"  # [t, s] int16 hops; -1 unroutable
+    wild: "np.ndarray | None" = None  # [t, s] bool: a non-minimal first-hop entry
+    dest_class: "np.ndarray | None" = None  # [N] index into `orders` per destination
+    orders: list = field(default_factory=lambda: [(0, 1, 2)])
+    algorithm: str = "dor"
+
+    @property
+    def n(self) -> int:
+        return len(self.nbr)
+
+
+def datelines(shape: Shape) -> "np.ndarray":
+    """[N, 6] bool: the link leaving through this port is a wraparound (the dateline of its ring)."""
+    import numpy as np
+
+    from tpufleet.topology import coordinates
+
+    xyz = coordinates(shape.dims)
+    out = np.zeros((len(xyz), 6), dtype=bool)
+    if shape.wraps:
+        for d in range(3):
+            out[:, 2 * d] = xyz[:, d] == shape.dims[d] - 1
+            out[:, 2 * d + 1] = xyz[:, d] == 0
+    return out
+
+
+class Levels:
+    """Flat pair indices (t * N + s) grouped by hop count, from one stable sort.
+
+    `pos[i]` is pair i's position inside its level, so sums into the next level can use `bincount` instead of
+    the much slower unbuffered `ufunc.at`.
+    """
+
+    def __init__(self, L: "np.ndarray"):
+        import numpy as np
+
+        flat = L.ravel()
+        itype = np.int64 if flat.size >= 2**31 else np.int32
+        order = np.argsort(flat, kind="stable").astype(itype)
+        top = int(flat.max())
+        # level k (from -1 = unroutable up to the longest route) is order[bounds[k + 1]:bounds[k + 2]]
+        self.bounds = np.searchsorted(flat[order], np.arange(-1, top + 2), side="left")
+        self.bounds = np.append(self.bounds, len(flat))[: top + 3]
+        self.order = order
+        self.max = top
+        pos = np.empty(flat.size, dtype=itype)
+        for k in range(top + 2):
+            lo, hi = self.bounds[k], self.bounds[k + 1]
+            pos[order[lo:hi]] = np.arange(hi - lo, dtype=itype)
+        self.pos = pos
+
+    def at(self, k: int) -> "np.ndarray":
+        import numpy as np
+
+        if k < -1 or k > self.max:
+            return np.empty(0, dtype=self.order.dtype)
+        return self.order[self.bounds[k + 1] : self.bounds[k + 2]]
+
+    def size(self, k: int) -> int:
+        return int(self.bounds[k + 2] - self.bounds[k + 1]) if -1 <= k <= self.max else 0
+
+
+def _step(rt: RouteTables, idx: "np.ndarray"):
+    """For flat pair indices: (t, s, port, next chip); next chip is -1 where the entry has no port."""
+    import numpy as np
+
+    n = rt.n
+    t, s = np.divmod(idx, n)
+    p = rt.P.ravel()[idx]
+    ok = p >= 0
+    nxt = rt.nbr.ravel()[s * 6 + np.where(ok, p, 0)]
+    nxt = np.where(ok, nxt, -1)
+    return t, s, p, nxt
+
+
+def verify(rt: RouteTables, levels: Levels | None = None) -> "np.ndarray":
+    """[t, s] bool: walking the tables from s really reaches t.
+
+    Proof by induction on the recorded hop count: a pair arrives iff its next chip is a live neighbour whose own
+    entry for t records one hop fewer and itself arrives.
+    """
+    import numpy as np
+
+    levels = levels or Levels(rt.L)
+    n = rt.n
+    arrives = np.zeros(n * n, dtype=bool)
+    arrives[np.arange(n) * n + np.arange(n)] = True
+    Lf = rt.L.ravel()
+    for k in range(1, levels.max + 1):
+        idx = levels.at(k)
+        t, s, p, nxt = _step(rt, idx)
+        good = nxt >= 0
+        tn = t * n + np.where(good, nxt, 0)
+        arrives[idx] = good & (Lf[tn] == k - 1) & arrives[tn]
+    return arrives.reshape(n, n)
+
+
+@dataclass
+class Analysis:
+    routable: "np.ndarray"
+    load: "np.ndarray"  # [N, 6] all-to-all units per directed link
+    vcs: int = 0
+    deadlock_free: bool | None = None
+    cycle: list[str] = field(default_factory=list)
+    vc_blocks: dict = field(default_factory=dict)
+
+
+def flow(rt: RouteTables, routable: "np.ndarray", levels: Levels, masks: bool = True):
+    """One sweep from the longest routes down: traffic carried per pair hop, and VC bit sets per pair hop.
+
+    weight[t, s]: how many sources' packets to t leave s on its table entry (all-to-all, one unit per pair);
+    mask[t, s]: bit set of relative VC indices those packets use on that hop (see the module docstring).
+    """
+    import numpy as np
+
+    n = rt.n
+    diag = np.arange(n) * n + np.arange(n)
+    weight = routable.ravel().astype(np.int32)
+    weight[diag] = 0
+    mask = None
+    if masks:
+        mask = (weight > 0).astype(np.uint8)
+        date = datelines(rt.shape)
+    wild = rt.wild
+    for k in range(levels.max, 1, -1):
+        idx = levels.at(k)
+        below = levels.at(k - 1)
+        size = len(below)
+        t, s, p, nxt = _step(rt, idx)
+        w = weight[idx]
+        live = w > 0
+        target = t * n + np.where(live, nxt, t)  # dead pairs point at the diagonal, which sits at level 0
+        tpos = np.where(live, levels.pos[target], 0)
+        weight[below] += np.bincount(tpos, weights=w, minlength=size)[:size].astype(np.int32)
+        if masks:
+            q, w_next, w_here, same_dim, cross = _transitions(rt, s, p, np.where(live, nxt, s), t, wild, date)
+            m = mask[idx]
+            if wild is None:
+                shifted = np.where(same_dim, m << cross.astype(np.uint8), np.uint8(1))
+            else:
+                dor_dor = ~w_here & ~w_next
+                shifted = np.where(dor_dor & same_dim, m << cross.astype(np.uint8), 1)
+                shifted = np.where(w_here & w_next, m << 1, shifted)
+            shifted = np.where(live, shifted, 0).astype(np.uint8)
+            acc = np.zeros(size, dtype=np.uint8)
+            bits = int(np.bitwise_or.reduce(shifted)) if len(shifted) else 0
+            for b in range(bits.bit_length()):
+                if not (bits >> b) & 1:
+                    continue
+                bit = (shifted >> b) & 1
+                if b == 0 and bits == 1:
+                    acc[tpos[bit > 0]] = 1  # a plain scatter: every hit sets the same bit
+                else:
+                    hit = np.bincount(tpos, weights=bit, minlength=size)[:size] > 0
+                    acc |= hit.astype(np.uint8) << b
+            mask[below] |= acc
+    return weight, (mask.reshape(n, n) if masks else None)
+
+
+def link_load(rt: RouteTables, weight: "np.ndarray") -> "np.ndarray":
+    """[N, 6] all-to-all units per directed link, from the per-pair carried traffic."""
+    import numpy as np
+
+    n = rt.n
+    total = np.zeros(n * 6, dtype=np.float64)
+    base = np.arange(n, dtype=np.int32) * 6
+    w2 = weight.reshape(n, n)
+    for lo in range(0, n, 512):  # row blocks keep temporaries small
+        P = rt.P[lo : lo + 512]
+        key = base[None, :] + np.maximum(P, 0)
+        w = np.where(P >= 0, w2[lo : lo + 512], 0)
+        total += np.bincount(key.ravel(), weights=w.ravel(), minlength=n * 6)
+    return total.reshape(n, 6)
+
+
+def all_to_all_load(rt: RouteTables, routable: "np.ndarray", levels: Levels) -> "np.ndarray":
+    """Units per directed link when every chip sends one unit to every other (routable pairs only)."""
+    weight, _ = flow(rt, routable, levels, masks=False)
+    return link_load(rt, weight)
+
+
+def pair_load(rt: RouteTables, sources, targets) -> "np.ndarray":
+    """Units per directed link for one unit from each source to its target, by walking the tables."""
+    import numpy as np
+
+    n = rt.n
+    load = np.zeros(n * 6, dtype=np.int64)
+    cur, t = np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64)
+    for _ in range(int(rt.L.max()) + 2):
+        moving = cur != t
+        if not moving.any():
+            break
+        cur, t = cur[moving], t[moving]
+        p = rt.P[t, cur].astype(np.int64)
+        good = p >= 0
+        cur, t, p = cur[good], t[good], p[good]
+        np.add.at(load, cur * 6 + p, 1)
+        cur = rt.nbr[cur, p].astype(np.int64)
+    return load.reshape(n, 6)
+
+
+def ring_allreduce_load(rt: RouteTables, expected_nbr: "np.ndarray") -> "np.ndarray":
+    """Every chip sends one unit to each of its ring neighbours in every dimension (bidirectional rings)."""
+    import numpy as np
+
+    s, p = np.nonzero(expected_nbr >= 0)
+    return pair_load(rt, s, expected_nbr[s, p])
+
+
+def _transitions(rt, s, p, nxt, t, wild, date):
+    """Per pair: (next hop's port, next hop is wild, this hop is wild, same dimension?, crosses a dateline?)."""
+    import numpy as np
+
+    n = rt.n
+    q = rt.P.ravel()[t * n + nxt]
+    w_here = wild.ravel()[t * n + s] if wild is not None else None
+    w_next = wild.ravel()[t * n + nxt] if wild is not None else None
+    same_dim = (q >> 1) == (p >> 1)
+    cross = date.ravel()[s * 6 + np.maximum(p, 0)]
+    return q, w_next, w_here, same_dim, cross
+
+
+def vc_sets(rt: RouteTables, routable: "np.ndarray", levels: Levels) -> "np.ndarray":
+    """[t, s] uint8 bit set of relative VC indices that packets to t use on the hop leaving s."""
+    return flow(rt, routable, levels)[1]
+
+
+def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list[str], dict]:
+    """(VCs used, deadlock free?, one concrete cycle if not, VC layout) from the channel dependency graph.
+
+    Every (destination, chip) pair whose hop is followed by another contributes the dependencies of its VC bit
+    set; pairs are first reduced to distinct (chip, in port, out port, order, wild flags, VC bits) keys, which
+    are few, and only those are expanded into channel-to-channel edges.
+    """
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = rt.n
+    P = rt.P
+    wild = rt.wild
+    dest_class = rt.dest_class if rt.dest_class is not None else np.zeros(n, dtype=np.int64)
+    used_classes = np.unique(dest_class)
+    remap = np.full(int(dest_class.max()) + 1, -1, dtype=np.int64)
+    remap[used_classes] = np.arange(len(used_classes))
+    classes = len(used_classes)
+    if wild is not None and wild.any():
+        bits_dor = int(np.bitwise_or.reduce(mask[~wild])) if (~wild).any() else 1
+        bits_wild = int(np.bitwise_or.reduce(mask[wild]))
+    else:
+        bits_dor, bits_wild = int(np.bitwise_or.reduce(mask.ravel())), 0
+    per_class = max(1, bits_dor.bit_length())
+    wild_base = classes * per_class
+    vcs = wild_base + bits_wild.bit_length()
+    layout = {"per_order": per_class, "orders": classes, "wild": bits_wild.bit_length()}
+
+    mbits = max(1, max(bits_dor, bits_wild).bit_length())
+    radix = 1 << mbits
+    space = n * 36 * classes * 4 * radix
+    ktype = np.int64 if space >= 2**31 else np.int32
+    chips = np.arange(n, dtype=ktype)
+    present = np.zeros(space + 1, dtype=bool)
+    cls_of = remap[dest_class].astype(ktype)
+    nbr_flat = rt.nbr.ravel().astype(ktype)
+    for lo in range(0, n, 256):  # row blocks (destinations) keep temporaries small
+        hi = min(n, lo + 256)
+        Pb, mb = P[lo:hi], mask[lo:hi]
+        p = np.maximum(Pb, 0).astype(ktype)
+        nxt = nbr_flat[chips[None, :] * 6 + p]
+        onward = (Pb >= 0) & (mb > 0) & (nxt != chips[lo:hi, None]) & (nxt >= 0)
+        nxt = np.maximum(nxt, 0)
+        q = np.take_along_axis(Pb, nxt, axis=1).astype(ktype)
+        key = ((chips[None, :] * 6 + p) * 6 + q) * classes + cls_of[lo:hi, None]
+        key *= 4
+        if wild is not None:
+            wb = wild[lo:hi]
+            key += wb.astype(ktype) * 2 + np.take_along_axis(wb, nxt, axis=1)
+        key *= radix
+        key += mb
+        key[~onward] = space
+        present[key.ravel()] = True
+    keys = np.flatnonzero(present[:space]).astype(np.int64)
+    rest, m = np.divmod(keys, radix)
+    rest, fl = np.divmod(rest, 4)
+    rest, cls = np.divmod(rest, classes)
+    rest, q = np.divmod(rest, 6)
+    s, p = np.divmod(rest, 6)
+    w_here, w_next = (fl >> 1).astype(bool), (fl & 1).astype(bool)
+    nb = rt.nbr[s, p].astype(np.int64)
+    same_dim = (q // 2) == (p // 2)
+    cross = datelines(rt.shape)[s, p].astype(np.int64)
+    base = cls * per_class
+    src, dst = [], []
+    for b in range(mbits):
+        has = ((m >> b) & 1).astype(bool)
+        if not has.any():
+            continue
+        hw, hn = w_here[has], w_next[has]
+        vc_in = np.where(hw, wild_base + b, base[has] + b)
+        out_bit = np.where(hw & hn, b + 1, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
+        vc_out = np.where(hn, wild_base + out_bit, base[has] + out_bit)
+        src.append((s[has] * 6 + p[has]) * vcs + vc_in)
+        dst.append((nb[has] * 6 + q[has]) * vcs + vc_out)
+    size = n * 6 * vcs
+    if not src:
+        return vcs, True, [], layout
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(size, size))
+    count, labels = connected_components(graph, directed=True, connection="strong")
+    sizes = np.bincount(labels)
+    if (sizes > 1).any():
+        comp = int(np.argmax(sizes))
+        return vcs, False, _one_cycle(graph, labels, comp, rt, vcs), layout
+    return vcs, True, [], layout
+
+
+def _one_cycle(graph, labels, comp, rt, vcs) -> list[str]:
+    """A concrete dependency cycle inside one strongly connected component, as channel names."""
+    import numpy as np
+
+    members = set(np.nonzero(labels == comp)[0].tolist())
+    start = min(members)
+    seen = {start: None}
+    stack = [start]
+    path_of = {start: [start]}
+    while stack:
+        node = stack.pop()
+        for nb in graph.indices[graph.indptr[node] : graph.indptr[node + 1]]:
+            nb = int(nb)
+            if nb not in members:
+                continue
+            if nb == start:
+                cycle = path_of[node] + [start]
+                return [_channel_name(c, vcs) for c in cycle]
+            if nb not in seen:
+                seen[nb] = node
+                path_of[nb] = path_of[node] + [nb]
+                stack.append(nb)
+    return [_channel_name(start, vcs)]
+
+
+def _channel_name(chan: int, vcs: int) -> str:
+    link, vc = divmod(chan, vcs)
+    chip, port = divmod(link, 6)
+    return f"chip {chip} {PORTS[port]} vc{vc}"
+
+
+def analyze(rt: RouteTables, deadlock: bool = True) -> Analysis:
+    levels = Levels(rt.L)
+    routable = verify(rt, levels)
+    weight, mask = flow(rt, routable, levels, masks=deadlock)
+    result = Analysis(routable, link_load(rt, weight))
+    if deadlock:
+        result.vcs, result.deadlock_free, result.cycle, result.vc_blocks = deadlock_check(rt, mask)
+    return result
