@@ -229,6 +229,33 @@ def pair_load(rt: RouteTables, sources, targets) -> "np.ndarray":
     return load.reshape(n, 6)
 
 
+def symmetric_load(rt: RouteTables) -> "np.ndarray":
+    """All-to-all load of translation-invariant tables on a torus with even sides, from 8 chips' routes.
+
+    Healthy DOR tables depend only on the offset t - s and the parity of s, so moving every pair by an even
+    offset maps routes onto routes. Summing over those moves, the load of link (a, p) is the number of hops
+    through port p, at chips of a's parity, on the routes from one chip of each parity class to every chip.
+    """
+    import numpy as np
+
+    from tpufleet.topology import coordinates
+
+    n = rt.n
+    xyz = coordinates(rt.shape.dims)
+    cls = (xyz[:, 0] % 2) * 4 + (xyz[:, 1] % 2) * 2 + (xyz[:, 2] % 2)
+    reps = [int(np.flatnonzero(cls == c)[0]) for c in range(8)]
+    sources = np.repeat(reps, n)
+    targets = np.tile(np.arange(n), 8)
+    per_link = pair_load(rt, sources, targets)  # [N, 6]
+    counts = np.zeros((8, 6))
+    np.add.at(counts, cls, per_link)
+    return counts[cls]
+
+
+def symmetric(shape: Shape) -> bool:
+    return shape.wraps and all(d % 2 == 0 for d in shape.dims)
+
+
 def ring_allreduce_load(rt: RouteTables, expected_nbr: "np.ndarray") -> "np.ndarray":
     """Every chip sends one unit to each of its ring neighbours in every dimension (bidirectional rings)."""
     import numpy as np

@@ -1,0 +1,81 @@
+"""Table exports: compressed .npz (the state's own format), JSON for small slices, and an ibroute-style dump.
+
+All three use the per-chip view ``port[s, t]``: the output port chip s uses for destination t.
+Port numbers: 0..5 = +x, -x, +y, -y, +z, -z; -1 = this chip; -2 = unroutable.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from tpufleet.errors import BadInput
+from tpufleet.routing.analysis import RouteTables, datelines
+from tpufleet.topology import PORTS
+
+JSON_LIMIT = 1024
+FORMAT_VERSION = 1
+
+
+def npz_bytes(rt: RouteTables, meta: dict) -> bytes:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez_compressed(
+        buf,
+        port=rt.P.T.astype(np.int8),
+        hops=rt.L.T.astype(np.int16),
+        wild=(rt.wild.T if rt.wild is not None else np.zeros(rt.P.shape, dtype=bool)),
+        dest_order=(rt.dest_class if rt.dest_class is not None else np.zeros(rt.n, dtype=np.int64)).astype(np.int8),
+        orders=np.array(rt.orders, dtype=np.int8),
+        datelines=datelines(rt.shape),
+        neighbors=rt.nbr.astype(np.int32),
+        meta=np.array(json.dumps({"format_version": FORMAT_VERSION, **meta})),
+    )
+    return buf.getvalue()
+
+
+def json_text(rt: RouteTables, meta: dict, chip_names: list[str]) -> str:
+    if rt.n > JSON_LIMIT:
+        raise BadInput(f"bad option --format json: {rt.n} chips is over the {JSON_LIMIT}-chip limit for JSON; use npz")
+    doc = {
+        "format_version": FORMAT_VERSION,
+        **meta,
+        "ports": list(PORTS),
+        "chips": chip_names,
+        "port": rt.P.T.tolist(),
+        "wild": (rt.wild.T.astype(int).tolist() if rt.wild is not None else None),
+        "dest_order": (rt.dest_class.tolist() if rt.dest_class is not None else None),
+        "orders": [list(o) for o in rt.orders],
+    }
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def ibroute_text(rt: RouteTables, chip_names: list[str], slice_name: str) -> str:
+    """One block per chip like InfiniBand's `ibroute`: destination id (hex), output port, destination info.
+
+    Port 0 is the chip itself (IB's switch port 0); ports 1-6 are +x, -x, +y, -y, +z, -z.
+    Unroutable destinations are left out of a block and counted in its footer.
+    """
+    n = rt.n
+    width = max(4, len(f"{n - 1:x}"))
+    out = []
+    port_t = rt.P.T
+    for s in range(n):
+        out.append(f"Unicast lids [0x0-0x{n - 1:x}] of switch chip {s} '{chip_names[s]}' (slice {slice_name}):")
+        out.append("  Lid  Out   Destination")
+        out.append("       Port     Info ")
+        row = port_t[s]
+        valid = 0
+        for t in range(n):
+            p = int(row[t])
+            if p == -2:
+                continue
+            valid += 1
+            if p == -1:
+                out.append(f"0x{t:0{width}x} 000 : (this chip '{chip_names[t]}')")
+            else:
+                out.append(f"0x{t:0{width}x} {p + 1:03d} : (chip {t} '{chip_names[t]}' via {PORTS[p]})")
+        out.append(f"{valid} valid lids dumped")
+        out.append("")
+    return "\n".join(out)

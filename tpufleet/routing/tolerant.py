@@ -1,0 +1,311 @@
+"""Fault-tolerant tables: find the routes a fault breaks, then repair them without losing deadlock freedom.
+
+Broken pairs are found from the dead links upward: a pair (t, s) is broken iff its route crosses a dead link,
+i.e. s lies in the subtree, inside destination t's routing tree, of a chip whose table entry uses a dead link.
+That costs time in proportion to the broken pairs, not to N^2.
+
+Repairs, in order:
+
+* ``order`` (part of ``auto``): each destination may use its own dimension order. With a dead x link, a
+  destination outside the broken x rings is reached x-last, so every packet enters x only in the destination's
+  own (healthy) ring; destinations inside broken rings keep x-first. Each order in use gets its own block of
+  virtual channels, so the union stays acyclic.
+* ``wild-first``: a chip whose route is broken takes one non-minimal first hop to a live neighbour whose own
+  route is intact, then follows that neighbour's table. Among the valid neighbours it picks, in batches, the
+  one whose whole path carries the least detour traffic so far (ties: shorter, then spread by a hash).
+* fallback chains: a broken chip with no intact neighbour hops to a neighbour that was itself repaired in an
+  earlier round (a chain of wild hops, each on the next wild VC). What is still unreachable is reported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tpufleet.routing import dor
+from tpufleet.routing.analysis import RouteTables
+from tpufleet.shapes import Shape
+
+if TYPE_CHECKING:
+    import numpy as np
+
+OPPOSITE = (1, 0, 3, 2, 5, 4)
+BATCHES = 8
+MAX_CHAIN_ROUNDS = 4
+
+
+def dead_links(expected: "np.ndarray", alive: "np.ndarray"):
+    """(chips, ports) of links the healthy shape has but the live graph lacks (or wires elsewhere)."""
+    import numpy as np
+
+    s, p = np.nonzero((expected >= 0) & (alive != expected))
+    return s, p
+
+
+def broken_pairs(P: "np.ndarray", expected: "np.ndarray", alive: "np.ndarray") -> "np.ndarray":
+    """Flat indices t * N + s of pairs whose route in P crosses a dead link (upward search from dead links)."""
+    import numpy as np
+
+    n = len(expected)
+    ds, dp = dead_links(expected, alive)
+    if len(ds) == 0:
+        return np.empty(0, dtype=np.int64)
+    # every (t, a) whose own entry uses a dead link (a, p)
+    seeds = []
+    for a, p in zip(ds.tolist(), dp.tolist()):
+        t = np.flatnonzero(P[:, a] == p)
+        seeds.append(t.astype(np.int64) * n + a)
+    frontier = np.unique(np.concatenate(seeds)) if seeds else np.empty(0, dtype=np.int64)
+    bad = np.zeros(n * n, dtype=bool)
+    bad[frontier] = True
+    Pf = P.ravel()
+    while len(frontier):
+        t, a = np.divmod(frontier, n)
+        found = []
+        for port in range(6):
+            # a chip c forwards to a through `port` iff a = expected[c, port], i.e. c = expected[a, opposite]
+            c = expected[a, OPPOSITE[port]]
+            ok = c >= 0
+            idx = t[ok] * n + c[ok]
+            idx = idx[(Pf[idx] == port) & ~bad[idx]]
+            found.append(idx)
+        frontier = np.unique(np.concatenate(found))
+        bad[frontier] = True
+    return np.flatnonzero(bad)
+
+
+def _candidate_orders(dead_dims: set[int]) -> list[tuple[int, int, int]]:
+    orders = [dor.DEFAULT_ORDER]
+    for d in sorted(dead_dims):
+        rest = [x for x in dor.DEFAULT_ORDER if x != d]
+        for order in ((*rest, d), (d, *rest)):
+            if order not in orders:
+                orders.append(order)
+    return orders
+
+
+def choose_orders(shape: Shape, expected, alive):
+    """Per destination, the dimension order whose routes the faults break least (ties: the default order)."""
+    import numpy as np
+
+    n = len(expected)
+    ds, dp = dead_links(expected, alive)
+    orders = _candidate_orders({int(p) // 2 for p in dp})
+    best_count = np.full(n, np.iinfo(np.int64).max)
+    choice = np.zeros(n, dtype=np.int64)
+    P = L = bad = None
+    per_order = []
+    for k, order in enumerate(orders):
+        Pk, Lk = dor.tables(shape, order)
+        bk = broken_pairs(Pk, expected, alive)
+        count = np.bincount(bk // n, minlength=n)
+        better = count < best_count
+        best_count = np.where(better, count, best_count)
+        choice = np.where(better, k, choice)
+        per_order.append((Pk, Lk, bk))
+    P = np.empty_like(per_order[0][0])
+    L = np.empty_like(per_order[0][1])
+    bad_parts = []
+    for k, (Pk, Lk, bk) in enumerate(per_order):
+        rows = choice == k
+        P[rows] = Pk[rows]
+        L[rows] = Lk[rows]
+        bad_parts.append(bk[rows[bk // n]])
+    broken = np.concatenate(bad_parts) if bad_parts else np.empty(0, dtype=np.int64)
+    return P, L, choice, orders, np.sort(broken)
+
+
+def _walk_max(P, nbr, extra, start, t, limit):
+    """Max detour traffic on the links of the routes from `start` to `t` (vectorized walk)."""
+    import numpy as np
+
+    n = len(nbr)
+    cur = start.copy()
+    worst = np.zeros(len(cur), dtype=np.int64)
+    for _ in range(limit):
+        moving = cur != t
+        if not moving.any():
+            break
+        p = P.ravel()[t * n + cur]
+        step = moving & (p >= 0)
+        if not step.any():
+            break
+        link = cur * 6 + np.maximum(p, 0)
+        worst = np.where(step, np.maximum(worst, extra[link]), worst)
+        cur = np.where(step, nbr.ravel()[link], cur)
+    return worst
+
+
+def _walk_add(P, nbr, extra, start, t, limit):
+    import numpy as np
+
+    n = len(nbr)
+    cur, t = start.copy(), t.copy()
+    for _ in range(limit):
+        moving = cur != t
+        cur, t = cur[moving], t[moving]
+        if not len(cur):
+            break
+        p = P.ravel()[t * n + cur]
+        keep = p >= 0
+        cur, t, p = cur[keep], t[keep], p[keep]
+        link = cur * 6 + p
+        np.add.at(extra, link, 1)
+        cur = nbr.ravel()[link]
+
+
+def base_load(P, L, alive, broken, shape, expected=None) -> "np.ndarray":
+    """All-to-all load of the pairs the faults leave intact (flat [N * 6]).
+
+    For the plain DOR tables of a torus: the healthy load (by symmetry, from 8 chips' routes) less the routes of
+    the broken pairs, walked on the healthy graph; otherwise one sweep over all pairs.
+    """
+    import numpy as np
+
+    from tpufleet.routing.analysis import Levels, RouteTables, flow, link_load, pair_load, symmetric, symmetric_load
+
+    n = len(alive)
+    if expected is not None and symmetric(shape):
+        healthy = RouteTables(shape, expected, P, L)
+        t, s = np.divmod(broken, n)
+        total = symmetric_load(healthy) - pair_load(healthy, s, t)
+        return total.ravel().astype(np.int64)
+    intact = np.ones(n * n, dtype=bool)
+    intact[broken] = False
+    rt = RouteTables(shape, alive, P, L)
+    weight, _ = flow(rt, intact.reshape(n, n), Levels(L), masks=False)
+    return link_load(rt, weight).ravel().astype(np.int64)
+
+
+def wild_first(P, L, alive, broken, seed: int = 0, base=None):
+    """Repair broken pairs in place with wild first hops (and chains). Returns (wild mask, unroutable idx).
+
+    `base` is the load already on each link (flat [N * 6]); the choice minimizes the most loaded link of the
+    whole new route, so detours spread over the neighbouring rings instead of piling onto one.
+    """
+    import numpy as np
+
+    n = len(alive)
+    wild = np.zeros(P.shape, dtype=bool)
+    if len(broken) == 0:
+        return wild, broken
+    Pf, Lf, Wf = P.ravel(), L.ravel(), wild.ravel()
+    bad = np.zeros(n * n, dtype=bool)
+    bad[broken] = True
+    extra = np.zeros(n * 6, dtype=np.int64) if base is None else base.copy()
+    rng = np.random.default_rng(seed)
+    todo = rng.permutation(broken)
+    limit = int(L.max()) + 2 * MAX_CHAIN_ROUNDS + 4
+    for round_no in range(MAX_CHAIN_ROUNDS):
+        if not len(todo):
+            break
+        fixed_any = False
+        left = []
+        batches = max(BATCHES, min(256, len(todo) // 32))
+        for batch in np.array_split(todo, min(batches, len(todo))):
+            t, s = np.divmod(batch, n)
+            cand = alive[s]  # [k, 6]
+            valid = cand >= 0
+            cidx = t[:, None] * n + np.maximum(cand, 0)
+            valid &= ~bad[cidx]
+            valid &= (cand == t[:, None]) | (Pf[cidx] >= 0)
+            if round_no == 0:
+                valid &= ~Wf[cidx]  # first round: only neighbours on their own intact route
+            k = len(batch)
+            cost = np.full((k, 6), np.iinfo(np.int64).max, dtype=np.int64)
+            rows, ports = np.nonzero(valid)
+            if len(rows):
+                w = cand[rows, ports].astype(np.int64)
+                tt = t[rows]
+                first = extra[s[rows] * 6 + ports]
+                path = _walk_max(P, alive, extra, w, tt, limit)
+                hops = Lf[tt * n + w].astype(np.int64)
+                jitter = (s[rows] * 7 + tt * 13 + ports * 5 + round_no) % 6
+                cost[rows, ports] = (np.maximum(first, path) * 64 + hops) * 8 + jitter
+            pick = np.argmin(cost, axis=1)
+            ok = valid[np.arange(k), pick]
+            if not ok.any():
+                left.append(batch)
+                continue
+            fixed_any = True
+            b, tb, sb, pb = batch[ok], t[ok], s[ok], pick[ok]
+            wb = alive[sb, pb].astype(np.int64)
+            Pf[b] = pb
+            Lf[b] = Lf[tb * n + wb] + 1
+            Wf[b] = True
+            bad[b] = False
+            np.add.at(extra, sb * 6 + pb, 1)
+            _walk_add(P, alive, extra, wb, tb, limit)
+            left.append(batch[~ok])
+        todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)
+        if not fixed_any:
+            break
+    Pf[todo] = -2
+    Lf[todo] = -1
+    return wild, todo
+
+
+def _repair(shape, expected, alive, algorithm, per_destination_orders: bool):
+    import numpy as np
+
+    n = len(expected)
+    info = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
+    if per_destination_orders:
+        P, L, dest_class, orders, broken = choose_orders(shape, expected, alive)
+        info["orders_used"] = int(len(np.unique(dest_class)))
+    else:
+        P, L = dor.tables(shape)
+        dest_class, orders = np.zeros(n, dtype=np.int64), [dor.DEFAULT_ORDER]
+        broken = broken_pairs(P, expected, alive)
+    info["broken_by_faults"] = int(len(broken))
+    wild = None
+    if len(broken):
+        if algorithm == "dor":
+            P.ravel()[broken] = -2
+            L.ravel()[broken] = -1
+        else:
+            plain = None if per_destination_orders else expected
+            wild, left = wild_first(P, L, alive, broken, base=base_load(P, L, alive, broken, shape, plain))
+            info["repaired_wild"] = int(len(broken) - len(left))
+    _drop_dead_chips(P, L, expected, alive)
+    return RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm), info
+
+
+def _drop_dead_chips(P, L, expected, alive) -> None:
+    """A chip with no live link neither sends nor receives."""
+    import numpy as np
+
+    for chip in np.flatnonzero((alive < 0).all(axis=1) & (expected >= 0).any(axis=1)):
+        P[chip, :], L[chip, :] = -2, -1
+        P[:, chip], L[:, chip] = -2, -1
+        P[chip, chip], L[chip, chip] = -1, 0
+
+
+def _max_load(rt: RouteTables) -> float:
+    from tpufleet.routing.analysis import Levels, flow, link_load, verify
+
+    levels = Levels(rt.L)
+    weight, _ = flow(rt, verify(rt, levels), levels, masks=False)
+    return float(link_load(rt, weight).max())
+
+
+def route(shape: Shape, expected, alive, algorithm: str = "auto") -> tuple[RouteTables, dict]:
+    """Tables for the live graph `alive` of a slice whose healthy graph is `expected`.
+
+    ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
+    take a wild first hop (see module docstring). ``auto``: also tries per-destination dimension orders, and
+    keeps whichever table set has the lower maximum all-to-all link load (ties: fewer virtual channels).
+    """
+    healthy = bool((alive == expected).all())
+    if healthy or algorithm in ("dor", "wild-first"):
+        rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", False)
+        rt.algorithm = algorithm
+        return rt, info
+    plain, plain_info = _repair(shape, expected, alive, "wild-first", False)
+    mixed, mixed_info = _repair(shape, expected, alive, "wild-first", True)
+    if mixed_info["orders_used"] > 1 and _max_load(mixed) < _max_load(plain):
+        rt, info, how = mixed, mixed_info, "per-destination dimension orders + wild-first"
+    else:
+        rt, info, how = plain, plain_info, "wild-first"
+    rt.algorithm = "auto"
+    info["strategy"] = how
+    return rt, info
