@@ -59,7 +59,8 @@ def _apply(tx, pdoc: dict) -> dict:
     doc["ocs"] = xconnect.apply(doc["ocs"], changes)
     sl["state"] = "connected"
     sl["connected_serial"] = doc["serial"] + 1
-    stale = mark_routes_stale(doc, ({pdoc["slice"]} | touched) - {None}, "cross-connects changed")
+    changed = any(c.add or c.remove for c in changes)
+    stale = mark_routes_stale(doc, (({pdoc["slice"]} if changed else set()) | touched) - {None}, "cross-connects changed")
     s = pdoc["summary"]
     tx.summary = f"apply-xconnect {pdoc['slice']}: +{s['add']} -{s['remove']} ={s['keep']}"
     tx.details = {"slice": pdoc["slice"], **s, "routes_stale": stale}
