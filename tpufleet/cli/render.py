@@ -40,3 +40,23 @@ def note(message: str) -> None:
 
 def is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+def flat_table(rows: list[dict], fmt: str) -> str:
+    """CSV or Markdown of a list of flat-ish objects (lists become space-separated cells)."""
+    if not rows:
+        return ""
+    headers = list(rows[0])
+    cells = [[" ".join(map(str, v)) if isinstance(v, list) else v for v in (r.get(h) for h in headers)] for r in rows]
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows(cells)
+        return buf.getvalue().rstrip("\n")
+    from tabulate import tabulate
+
+    return tabulate(cells, headers=headers, tablefmt="github", disable_numparse=True)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 OPPOSITE = (1, 0, 3, 2, 5, 4)
 BATCHES = 8
+LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
+LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
 MAX_CHAIN_ROUNDS = 4
 
 
@@ -83,29 +85,62 @@ def _candidate_orders(dead_dims: set[int]) -> list[tuple[int, int, int]]:
     return orders
 
 
-def choose_orders(shape: Shape, expected, alive):
-    """Per destination, the dimension order whose routes the faults break least (ties: the default order)."""
+def _tree_weights(shape, P, L, expected):
+    """[t, s] traffic each table entry carries on the healthy graph (all-to-all), for load-aware choices."""
+    import numpy as np
+
+    from tpufleet.routing.analysis import Levels, RouteTables, flow
+
+    n = len(expected)
+    rt = RouteTables(shape, expected, P, L)
+    weight, _ = flow(rt, np.ones((n, n), dtype=bool), Levels(L), masks=False)
+    return weight.reshape(n, n)
+
+
+def choose_orders(shape: Shape, expected, alive, penalty: float | None = None):
+    """Per destination, a dimension order: fewest broken routes, and (load-aware) no new hot links.
+
+    Greedy over the destinations whose default-order routes the faults break: each takes the order that keeps
+    the most loaded link lowest once its whole routing tree is counted, a broken route costing `penalty`.
+    """
     import numpy as np
 
     n = len(expected)
     ds, dp = dead_links(expected, alive)
     orders = _candidate_orders({int(p) // 2 for p in dp})
-    best_count = np.full(n, np.iinfo(np.int64).max)
-    choice = np.zeros(n, dtype=np.int64)
-    P = L = bad = None
     per_order = []
-    for k, order in enumerate(orders):
+    for order in orders:
         Pk, Lk = dor.tables(shape, order)
         bk = broken_pairs(Pk, expected, alive)
-        count = np.bincount(bk // n, minlength=n)
-        better = count < best_count
-        best_count = np.where(better, count, best_count)
-        choice = np.where(better, k, choice)
-        per_order.append((Pk, Lk, bk))
+        per_order.append((Pk, Lk, bk, np.bincount(bk // n, minlength=n)))
+    counts = np.stack([c for *_, c in per_order])  # [orders, n]
+    if penalty is None:
+        choice = np.argmin(counts, axis=0)
+    else:
+        choice = np.zeros(n, dtype=np.int64)
+        weights = [_tree_weights(shape, Pk, Lk, expected) for Pk, Lk, _, _ in per_order]
+        chips = np.arange(n)
+        links = [chips[None, :] * 6 + np.maximum(Pk, 0) for Pk, *_ in per_order]
+        total = np.zeros(n * 6, dtype=np.int64)
+        for t in range(n):
+            np.add.at(total, links[0][t], weights[0][t])
+        for t in np.argsort(-counts[0], kind="stable"):
+            if counts[0, t] == 0:
+                break
+            np.subtract.at(total, links[0][t], weights[0][t])
+            rest = total.max()
+            best, best_cost = 0, None
+            for k in range(len(orders)):
+                touched = total[links[k][t]] + weights[k][t]
+                cost = max(rest, touched.max()) + penalty * counts[k, t]
+                if best_cost is None or cost < best_cost:
+                    best, best_cost = k, cost
+            choice[t] = best
+            np.add.at(total, links[best][t], weights[best][t])
     P = np.empty_like(per_order[0][0])
     L = np.empty_like(per_order[0][1])
     bad_parts = []
-    for k, (Pk, Lk, bk) in enumerate(per_order):
+    for k, (Pk, Lk, bk, _) in enumerate(per_order):
         rows = choice == k
         P[rows] = Pk[rows]
         L[rows] = Lk[rows]
@@ -244,13 +279,13 @@ def wild_first(P, L, alive, broken, seed: int = 0, base=None):
     return wild, todo
 
 
-def _repair(shape, expected, alive, algorithm, per_destination_orders: bool):
+def _repair(shape, expected, alive, algorithm, per_destination_orders: bool, penalty: float | None = None):
     import numpy as np
 
     n = len(expected)
     info = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
     if per_destination_orders:
-        P, L, dest_class, orders, broken = choose_orders(shape, expected, alive)
+        P, L, dest_class, orders, broken = choose_orders(shape, expected, alive, penalty)
         info["orders_used"] = int(len(np.unique(dest_class)))
     else:
         P, L = dor.tables(shape)
@@ -292,20 +327,25 @@ def route(shape: Shape, expected, alive, algorithm: str = "auto") -> tuple[Route
     """Tables for the live graph `alive` of a slice whose healthy graph is `expected`.
 
     ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
-    take a wild first hop (see module docstring). ``auto``: also tries per-destination dimension orders, and
-    keeps whichever table set has the lower maximum all-to-all link load (ties: fewer virtual channels).
+    take a wild first hop (see module docstring). ``auto``: also tries per-destination dimension orders (chosen
+    by fewest broken routes, and, up to LOAD_AWARE_LIMIT chips, load-aware), and keeps whichever table set has
+    the lowest maximum all-to-all link load (ties: fewer dimension orders, so fewer virtual channels).
     """
     healthy = bool((alive == expected).all())
     if healthy or algorithm in ("dor", "wild-first"):
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", False)
         rt.algorithm = algorithm
         return rt, info
-    plain, plain_info = _repair(shape, expected, alive, "wild-first", False)
-    mixed, mixed_info = _repair(shape, expected, alive, "wild-first", True)
-    if mixed_info["orders_used"] > 1 and _max_load(mixed) < _max_load(plain):
-        rt, info, how = mixed, mixed_info, "per-destination dimension orders + wild-first"
-    else:
-        rt, info, how = plain, plain_info, "wild-first"
+    best = None
+    variants = [(False, None), (True, None)] + ([(True, LOAD_AWARE_PENALTY)] if len(expected) <= LOAD_AWARE_LIMIT else [])
+    for mixed, penalty in variants:
+        rt, info = _repair(shape, expected, alive, "wild-first", mixed, penalty)
+        if mixed and info["orders_used"] == 1:
+            continue  # the same tables as plain wild-first
+        key = (_max_load(rt), info["orders_used"])
+        if best is None or key < best[0]:
+            how = "wild-first" if not mixed else "per-destination dimension orders + wild-first"
+            best = (key, rt, {**info, "strategy": how})
+    _, rt, info = best
     rt.algorithm = "auto"
-    info["strategy"] = how
     return rt, info

@@ -89,6 +89,7 @@ STATE_SCHEMA = {
                     "fault_tolerant_routing": {"type": "boolean"},
                     "created": _TIME,
                     "connected_serial": {"type": ["integer", "null"]},
+                    "evicted_by": {"type": "string"},
                 },
             },
         },

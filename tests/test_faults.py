@@ -1,0 +1,192 @@
+import json
+
+import pytest
+
+from helpers import snapshot
+from tpufleet import availability
+from tpufleet.faults import random_targets
+from tpufleet.model import default_fleet
+
+
+@pytest.fixture
+def pod(fleet):
+    """A pod with several slices: two FT multi-cube slices, one that opted out, two sub-cube slices."""
+    c = lambda a, b: ",".join(f"c{i:02d}" for i in range(a, b))  # noqa: E731
+    for args in (
+        ["allocate", "a", "--shape", "8x8x8", "--cubes", c(0, 8)],
+        ["allocate", "b", "--shape", "4x4x8", "--twisted", "--cubes", "c08,c09"],
+        ["allocate", "c", "--shape", "4x4x4", "--cubes", "c10", "--no-fault-tolerant-routing"],
+        ["allocate", "d", "--shape", "2x2x4", "--cubes", "c11"],
+        ["allocate", "e", "--shape", "2x2x4", "--cubes", "c11"],
+    ):
+        r = fleet(*args)
+        assert r.code == 0, r.err
+    for name in "abc":
+        assert fleet("plan-xconnect", name, "--apply").code == 0
+    return fleet
+
+
+def actions(result):
+    return {s["slice"]: s["action"] for s in result["slices"]}
+
+
+@pytest.mark.parametrize(
+    "target, cubes_out, expected",
+    [
+        ("ocs:pod0/x/3", [], {"a": "reroute", "b": "reroute", "c": "reschedule"}),
+        ("host:c03/5", ["c03"], {"a": "reschedule"}),
+        ("host:c11/0", ["c11"], {"d": "reschedule", "e": "none"}),
+        ("chip:c08/1,1,1", ["c08"], {"b": "reschedule"}),
+        ("ici:c10/0,0,0/+x", ["c10"], {"c": "reschedule"}),
+        ("link:c00/y/2/out", [], {"a": "reroute"}),
+        ("link:c10/z/7/in", [], {"c": "reschedule"}),
+        ("cube:c09", ["c09"], {"b": "reschedule"}),
+        ("host:c40/1", ["c40"], {}),
+    ],
+)
+def test_blast_radius_per_target_kind(pod, target, cubes_out, expected):
+    before = snapshot(pod.state)
+    r = pod("inject-fault", target, "--dry-run", "-o", "json")
+    assert r.code == 0, r.err
+    j = r.json
+    assert j["target"] == target and j["cubes_out"] == cubes_out
+    assert actions(j) == expected
+    assert snapshot(pod.state) == before  # dry run
+    for s in j["slices"]:
+        if s["action"] == "reroute":
+            rr = s["reroute"]
+            assert rr["fully_routable"] and rr["deadlock_free"]
+            # an OCS failure spreads over every cube boundary; one dead link concentrates its detours
+            assert rr["all_to_all_retained"] >= (0.85 if target.startswith("ocs:") else 0.8)
+        if s["action"] == "reschedule":
+            rep = s["replacement"]
+            if target.startswith("ocs:"):
+                assert rep["status"] == "pending" and "pod" in rep["why"]  # one pod: nowhere to go
+            else:
+                assert rep["status"] == "proposed"
+                assert not set(cubes_out) & set(rep["cubes"])
+                if target.startswith("link:"):
+                    assert target.split(":")[1].split("/")[0] not in rep["cubes"]
+
+
+def test_host_fault_evicts_one_slice_and_reschedule_moves_it(pod):
+    r = pod("inject-fault", "host:c03/5", "--reason", "ECC storm", "-o", "json")
+    assert r.code == 0 and actions(r.json) == {"a": "reschedule"}
+    proposal = r.json["slices"][0]["replacement"]
+    slices = {s["name"]: s for s in pod("show", "slices", "-o", "json").json}
+    assert slices["a"]["state"] == "evicted" and slices["b"]["state"] == "connected"
+    status = pod("status", "-o", "json").json
+    assert status["cubes"]["out"] == 1 and status["open_faults"] == 1
+    r = pod("reschedule", "a", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["cubes"] == proposal["cubes"] and "c03" not in r.json["cubes"]
+    plan = pod("plan-xconnect", "a", "--detailed-exitcode")
+    assert plan.code == 0  # already wired
+    assert pod("routes", "a").code == 0
+    assert pod("reschedule", "a").code == 1  # not evicted any more
+
+
+def test_ocs_fault_hits_every_multi_cube_slice_and_keeps_them_running(pod):
+    r = pod("inject-fault", "ocs:pod0/z/9", "-o", "json")
+    assert actions(r.json) == {"a": "reroute", "b": "reroute", "c": "reschedule"}
+    slices = {s["name"]: s["state"] for s in pod("show", "slices", "-o", "json").json}
+    assert slices == {"a": "connected", "b": "connected", "c": "evicted", "d": "allocated", "e": "allocated"}
+    routes = pod("routes", "a", "-o", "json").json
+    assert routes["unroutable_pairs"] == 0 and routes["throughput_retained"]["all-to-all"] >= 0.85
+    assert pod("reschedule", "c").code == 1  # nowhere to go while the OCS is down
+
+
+def test_inject_then_clear_restores_health_and_pool_and_the_journal_tells_it(pod):
+    health0 = pod("show", "health", "-o", "json").json
+    inv0 = [(r["cube"], r["state"]) for r in pod("show", "inventory", "-o", "json").json]
+    r = pod("inject-fault", "link:c05/x/1/in", "--planned", "--reason", "swap optics", "-o", "json")
+    fid = r.json["fault_id"]
+    assert pod("faults", "-o", "json").json[0]["planned"] is True
+    assert pod("clear-fault", fid).code == 0
+    assert pod("show", "health", "-o", "json").json == health0
+    assert [(r["cube"], r["state"]) for r in pod("show", "inventory", "-o", "json").json] == inv0
+    summaries = [e["summary"] for e in pod("show", "journal", "-o", "json").json]
+    assert summaries[-2] == f"inject-fault {fid} link:c05/x/1/in" and summaries[-1] == f"clear-fault {fid} link:c05/x/1/in"
+    everything = pod("faults", "--all", "-o", "json").json
+    assert everything[0]["cleared"] and pod("faults", "-o", "json").json == []
+    # clearing by target, and the refusals
+    pod("inject-fault", "host:c20/2")
+    assert pod("clear-fault", "host:c20/2").code == 0
+    assert pod("clear-fault", "f99").code == 1
+    assert pod("clear-fault", fid).code == 1  # already cleared
+
+
+def test_repeated_fault_is_an_idempotent_no_op(pod):
+    first = pod("inject-fault", "host:c30/1", "-o", "json").json
+    before = snapshot(pod.state)
+    again = pod("inject-fault", "host:c30/1", "-o", "json")
+    assert again.code == 0 and again.json["duplicate_of"] == first["fault_id"]
+    assert snapshot(pod.state) == before
+
+
+@pytest.mark.parametrize("target", ["host:c99/1", "chip:c01/9,0,0", "ocs:pod7/x/1", "gpu:c01"])
+def test_bad_targets_are_exit_2(pod, target):
+    before = snapshot(pod.state)
+    r = pod("inject-fault", target)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert snapshot(pod.state) == before
+
+
+def test_scenario_file_is_one_transaction(pod, tmp_path):
+    scenario = tmp_path / "drill.yaml"
+    scenario.write_text("- host:c20/1\n- {target: 'ocs:pod0/y/4', planned: true, reason: maintenance}\n- link:c01/x/0/out\n")
+    serial = pod("status", "-o", "json").json["serial"]
+    r = pod("inject-fault", "--from", scenario, "-o", "json")
+    assert r.code == 0 and [x["target"] for x in r.json] == ["host:c20/1", "ocs:pod0/y/4", "link:c01/x/0/out"]
+    assert pod("status", "-o", "json").json["serial"] == serial + 1
+    assert len(pod("faults", "-o", "json").json) == 3
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- host:c20/1\n- {target: 'ocs:pod0/y/4', planned: 'yes'}\n")
+    before = snapshot(pod.state)
+    r = pod("inject-fault", "--from", bad)
+    assert r.code == 2 and "bad.yaml" in r.err and "1.planned" in r.err
+    bad.write_text("- host:c20/1\n- host:c20/77\n")
+    r = pod("inject-fault", "--from", bad)
+    assert r.code == 2 and "item 1" in r.err and "machine 77" in r.err
+    assert snapshot(pod.state) == before
+
+
+def test_random_faults_follow_the_daily_rates_and_the_seed():
+    fleet = default_fleet()
+    a = random_targets(fleet, 20000, seed=5)
+    assert a == random_targets(fleet, 20000, seed=5)
+    share = {k: sum(t.startswith(k) for t in a) / len(a) for k in ("host", "link", "ocs")}
+    weights = {"host": 0.0008 * 1024, "link": 0.00005 * 6144, "ocs": 0.0004 * 48}
+    total = sum(weights.values())
+    for kind, w in weights.items():
+        assert share[kind] == pytest.approx(w / total, abs=0.015)
+
+
+def test_random_injection_via_cli(pod):
+    r = pod("inject-fault", "--random", "5", "--seed", "3", "-o", "json")
+    assert r.code == 0 and len(r.json) == 5
+    assert len(pod("faults", "-o", "json").json) == len({x["target"] for x in r.json})
+
+
+def test_availability_reference_point_and_monte_carlo_agreement():
+    assert availability.reconfigurable_exact(50, 0.99) == pytest.approx(0.954, abs=0.002)
+    result = availability.report([16, 32, 48, 50], 0.99, 0.999, trials=20000, seed=11)
+    for row in result["results"]:
+        lo, hi = row["reconfigurable_ft_mc_ci"]
+        assert lo <= row["reconfigurable_ft"] <= hi
+        lo, hi = row["reconfigurable_mc_ci"]
+        assert lo <= row["reconfigurable"] <= hi
+        assert row["reconfigurable"] <= row["reconfigurable_ft"]
+    by_k = {r["cubes"]: r for r in result["results"]}
+    assert 0.93 <= by_k[50]["reconfigurable_ft"] <= 0.96
+    assert by_k[32]["static"] < 0.2 < 0.9 < by_k[32]["reconfigurable_ft"]
+    assert by_k[50]["static"] < 0.01
+
+
+def test_simulate_availability_cli_with_plot(cli, tmp_path):
+    r = cli("simulate-availability", "--cubes", "1,50", "--trials", "2000", "--plot", tmp_path / "fig.svg", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert [x["cubes"] for x in r.json["results"]] == [1, 50]
+    assert (tmp_path / "fig.svg").read_text().lstrip().startswith("<?xml")
+    assert cli("simulate-availability", "--chips", "100", state=False).code == 2
+    assert cli("simulate-availability", "--plot", "x.gif", state=False).code == 2

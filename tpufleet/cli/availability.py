@@ -1,0 +1,62 @@
+"""`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (seed 002 Fig. 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tpufleet.cli.app import ReportOutput, app
+from tpufleet.cli.render import emit, grid
+
+DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
+
+
+def _table(result: dict) -> str:
+    rows = []
+    for r in result["results"]:
+        lo, hi = r.get("static_ci", [None, None])
+        rows.append([
+            r["cubes"], r["chips"],
+            f"{r['static']:.4f} [{lo:.4f}, {hi:.4f}]" if "static" in r else "-",
+            f"{r['reconfigurable']:.4f}", f"{r['reconfigurable_ft']:.4f}",
+            f"{r['reconfigurable_ft_mc']:.4f}",
+        ])
+    head = (f"host availability {result['host_availability']}, OCS availability {result['ocs_availability']}, "
+            f"{result['trials']} Monte Carlo trials (seed {result['seed']})\n")
+    return head + grid(rows, ["cubes", "chips", "static (MC, 95% CI)", "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"])
+
+
+@app.command("simulate-availability")
+def simulate_cmd(
+    cubes: Annotated[Optional[str], typer.Option("--cubes", help=f"Slice sizes in cubes (default {DEFAULT_CUBES})")] = None,
+    chips: Annotated[Optional[str], typer.Option("--chips", help="Slice sizes in chips (multiples of 64)")] = None,
+    host_availability: Annotated[float, typer.Option("--host-availability", min=0.0, max=1.0, help="Per-host availability p")] = 0.99,
+    ocs_availability: Annotated[float, typer.Option("--ocs-availability", min=0.0, max=1.0, help="Per-OCS availability q")] = 0.999,
+    trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 0,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG or SVG plot like the paper's Fig. 1")] = None,
+    output: Annotated[ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv or md")] = ReportOutput.table,
+) -> None:
+    """For each slice size, the probability a job can be placed on a static pod, a reconfigurable pod, and a
+    reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals)."""
+    from tpufleet import availability
+    from tpufleet.errors import BadInput
+
+    if cubes is not None and chips is not None:
+        raise BadInput("give --cubes or --chips, not both")
+    ks = availability.parse_sizes(chips, "chips") if chips is not None else availability.parse_sizes(cubes or DEFAULT_CUBES, "cubes")
+    if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
+        raise BadInput(f"bad option --plot: {str(plot)!r} must end in .png or .svg")
+    result = availability.report(ks, host_availability, ocs_availability, trials, seed)
+    if plot is not None:
+        availability.plot(result, plot)
+        result["plot"] = str(plot)
+    fmt = output.value
+    if fmt in ("csv", "md"):
+        from tpufleet.cli.render import flat_table
+
+        typer.echo(flat_table(result["results"], fmt))
+        return
+    emit(result, fmt, lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""))

@@ -1,0 +1,70 @@
+"""`make demo`: the main job on the embedded default fleet, in a temporary state directory.
+
+Each step is a real `tpufleet` command line, printed before its output, so the demo doubles as a runbook.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import tempfile
+import time
+
+from tpufleet.cli import main
+
+STEPS = [
+    ("Create the default fleet: one TPUv4 pod, 64 cubes, 48 OCS", "init"),
+    ("What a twisted 4x4x8 buys over a regular one", "topology 4x4x8"),
+    (None, "topology 4x4x8 --twisted"),
+    ("Allocate a twisted 4x4x8 and a regular 8x8x8 slice", "allocate tw --shape 4x4x8 --twisted"),
+    (None, "allocate big --shape 8x8x8"),
+    ("Plan the cross-connects (Terraform style), save the plan, apply it", "plan-xconnect tw --out {tmp}/tw.plan"),
+    (None, "apply-xconnect {tmp}/tw.plan"),
+    (None, "plan-xconnect big --apply"),
+    ("Planning again changes nothing", "plan-xconnect big --detailed-exitcode"),
+    ("Routing tables for both slices: minimal, balanced, deadlock-free", "routes tw"),
+    (None, "routes big"),
+    ("The state after all that", "status"),
+    ("The OCS now carrying cross-connects (first rows)", "show ocs"),
+]
+
+
+def run(argv: list[str]) -> int:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+def demo(steps=STEPS) -> int:
+    with tempfile.TemporaryDirectory(prefix="tpufleet-demo-") as tmp:
+        state = f"{tmp}/state"
+        print(f"# state directory: {state} (temporary)\n")
+        for title, line in steps:
+            line = line.format(tmp=tmp)
+            if title:
+                print(f"\n## {title}")
+            print(f"$ tpufleet {line}")
+            sys.stdout.flush()
+            started = time.perf_counter()
+            argv = ["--state", state, *shlex.split(line)]
+            if line == "show ocs":
+                from io import StringIO
+                from contextlib import redirect_stdout
+
+                buf = StringIO()
+                with redirect_stdout(buf):
+                    code = run(argv)
+                print("\n".join(buf.getvalue().splitlines()[:8]) + "\n  ...")
+            else:
+                code = run(argv)
+            sys.stdout.flush()
+            print(f"  [exit {code}, {time.perf_counter() - started:.2f}s]")
+            if code not in (0, 4):
+                return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(demo())
