@@ -24,8 +24,24 @@ STEPS = [
     ("Planning again changes nothing", "plan-xconnect big --detailed-exitcode"),
     ("Routing tables for both slices: minimal, balanced, deadlock-free", "routes tw"),
     (None, "routes big"),
-    ("The state after all that", "status"),
     ("The OCS now carrying cross-connects (first rows)", "show ocs"),
+    ("Drill first: what would an OCS failure do? (nothing changes)", "inject-fault ocs:pod0/x/5 --dry-run"),
+    ("It happens: fault-tolerant routing keeps both slices running", "inject-fault ocs:pod0/x/5 --reason 'MEMS mirror stuck'"),
+    (None, "routes big"),
+    (None, "routes tw"),
+    ("A machine fails: its cube leaves the pool, its slice is evicted", "inject-fault host:c05/3"),
+    (None, "reschedule big"),
+    (None, "routes big"),
+    ("Repairs done", "clear-fault ocs:pod0/x/5"),
+    (None, "clear-fault host:c05/3"),
+    (None, "faults --all"),
+    ("Program what was deferred while the OCS was down, and route the healthy network again", "plan-xconnect big --apply"),
+    (None, "routes big"),
+    (None, "routes tw"),
+    ("Why OCS: availability of a job against its size (seed 002 Fig. 1)",
+     "simulate-availability --cubes 1,8,16,24,32,48,50,56 --trials 20000 --plot demo-out/availability.png"),
+    ("The state after all that", "status"),
+    (None, "show journal --tail 8"),
 ]
 
 
@@ -38,6 +54,9 @@ def run(argv: list[str]) -> int:
 
 
 def demo(steps=STEPS) -> int:
+    import os
+
+    os.makedirs("demo-out", exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tpufleet-demo-") as tmp:
         state = f"{tmp}/state"
         print(f"# state directory: {state} (temporary)\n")

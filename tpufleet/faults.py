@@ -157,7 +157,7 @@ def propose_replacement(doc: dict, fleet: Fleet, name: str, avoid_pod: str | Non
             alloc = allocation.Allocation(sl["pod"], cubes, coords)
     except Refused as exc:
         return {"status": "pending", "why": str(exc)}
-    plan = xconnect.plan(shape, fleet, coords, doc["ocs"], health)
+    plan = xconnect.plan(shape, fleet, coords, doc["ocs"], health, sl["fault_tolerant_routing"])
     out = {
         "status": "proposed" if not plan.blocked else "pending",
         "pod": alloc.pod,
@@ -169,6 +169,8 @@ def propose_replacement(doc: dict, fleet: Fleet, name: str, avoid_pod: str | Non
         out["machines"], out["origin"] = alloc.machines, alloc.origin
     if plan.blocked:
         out["why"] = "; ".join(plan.blocked[:5])
+    if plan.deferred:
+        out["deferred"] = plan.deferred
     return out
 
 

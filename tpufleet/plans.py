@@ -54,6 +54,7 @@ def plan_doc(name: str, serial: int, sl: dict, plan: Plan, made: str) -> dict:
         "ocs": [{"id": c.id, "add": [list(p) for p in c.add], "remove": [list(p) for p in c.remove], "keep": c.keep} for c in plan.changes],
         "summary": plan.summary,
         "blocked": plan.blocked,
+        "deferred": plan.deferred,
     }
 
 

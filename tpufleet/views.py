@@ -69,6 +69,19 @@ def health_rows(doc: dict, health: Health | None = None) -> list[dict]:
     return rows
 
 
+def missing_pairs(doc: dict, sl: dict) -> int:
+    """Cross-connects the slice needs that are not in place (e.g. deferred while an OCS was down)."""
+    from tpufleet.model import Fleet
+    from tpufleet.shapes import parse_shape
+    from tpufleet.xconnect import wanted_pairs
+
+    if sl["state"] != "connected":
+        return 0
+    wanted = wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), Fleet.from_doc(doc["fleet"]), sl["coords"])
+    have = {k: {tuple(p) for p in v} for k, v in doc["ocs"].items()}
+    return sum(1 for k, pairs in wanted.items() for p in pairs if p not in have.get(k, ()))
+
+
 def slice_rows(doc: dict) -> list[dict]:
     rows = []
     for name in sorted(doc["slices"]):
@@ -85,6 +98,7 @@ def slice_rows(doc: dict) -> list[dict]:
                 "state": sl["state"],
                 "fault_tolerant_routing": sl["fault_tolerant_routing"],
                 "routes": "none" if route is None else ("stale" if route.get("stale") else "fresh"),
+                "missing_xconnects": missing_pairs(doc, sl),
             }
         )
     return rows
@@ -119,6 +133,7 @@ def status(doc: dict) -> dict:
     fleet = Fleet.from_doc(doc["fleet"])
     xconnects = sum(len(p) for p in doc["ocs"].values())
     stale = sorted(n for n, r in doc["routes"].items() if r.get("stale"))
+    slices = slice_rows(doc)
     return {
         "serial": doc["serial"],
         "inventory": inventory_counts(fleet),
@@ -126,6 +141,7 @@ def status(doc: dict) -> dict:
         "ocs": {"total": len(fleet.pods) * 48, "failed": len(health.ocs_down), "xconnects": xconnects},
         "open_faults": len(health.open_faults),
         "faults": health_rows(doc, health),
-        "slices": slice_rows(doc),
+        "slices": slices,
         "stale_routes": stale,
+        "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
     }

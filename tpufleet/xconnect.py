@@ -70,6 +70,7 @@ class OcsChange:
 class Plan:
     changes: list[OcsChange]
     blocked: list[str]
+    deferred: list[str] = field(default_factory=list)  # down OCS left for fault-tolerant routing to bridge
 
     @property
     def summary(self) -> dict[str, int]:
@@ -120,9 +121,17 @@ def unusable(wanted: dict[str, list[Pair]], fleet: Fleet, health: Health) -> lis
     return problems
 
 
-def plan(shape: Shape, fleet: Fleet, coords: dict[str, list[int]], ocs_state: dict, health: Health) -> Plan:
+def plan(
+    shape: Shape, fleet: Fleet, coords: dict[str, list[int]], ocs_state: dict, health: Health, tolerate_down_ocs: bool = False
+) -> Plan:
+    """The cross-connect plan; with `tolerate_down_ocs` (a slice with fault-tolerant routing) a failed OCS is
+    not a refusal: no cube set avoids it, so its pairs are deferred until repair and routing bridges the gap."""
     wanted = wanted_pairs(shape, fleet, coords)
-    return Plan(diff(wanted, ocs_state), unusable(wanted, fleet, health))
+    deferred = []
+    if tolerate_down_ocs:
+        deferred = sorted((f"ocs:{k}" for k in wanted if k in health.ocs_down), key=lambda k: _ocs_order(k[4:]))
+        wanted = {k: v for k, v in wanted.items() if k not in health.ocs_down}
+    return Plan(diff(wanted, ocs_state), unusable(wanted, fleet, health), deferred)
 
 
 def apply(ocs_state: dict, changes: list[OcsChange]) -> dict:

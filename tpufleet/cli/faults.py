@@ -144,8 +144,12 @@ def clear_cmd(
             touched |= {name for name, how in faults.touched_slices(tx.doc, fleet, faults.normalize(fleet, f["target"])) if how == "network"}
         stale = mark_routes_stale(tx.doc, touched, "fault cleared")
         tx.summary = "clear-fault " + ", ".join(f"{f['id']} {f['target']}" for f in cleared)
-    emit({"cleared": cleared, "routes_stale": stale, "serial": tx.doc["serial"]}, output,
-         lambda: "\n".join(f"cleared {f['id']} on {f['target']}" for f in cleared))
+    from tpufleet.views import missing_pairs
+
+    rewire = sorted(n for n, sl in tx.doc["slices"].items() if missing_pairs(tx.doc, sl))
+    hint = [f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`" for n in rewire]
+    emit({"cleared": cleared, "routes_stale": stale, "rewire": rewire, "serial": tx.doc["serial"]}, output,
+         lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in cleared] + hint))
 
 
 @app.command("faults")
@@ -201,7 +205,7 @@ def reschedule_cmd(
             raise Refused(f"cannot reschedule {name!r} yet: {proposal['why']}")
         faults.apply_replacement(doc, name, proposal)
         shape = parse_shape(sl["shape"], sl["twisted"])
-        plan = xconnect.plan(shape, fleet, sl["coords"], doc["ocs"], health_of(doc))
+        plan = xconnect.plan(shape, fleet, sl["coords"], doc["ocs"], health_of(doc), sl["fault_tolerant_routing"])
         doc["ocs"] = xconnect.apply(doc["ocs"], plan.changes)
         sl["state"] = "connected"
         sl["connected_serial"] = doc["serial"] + 1

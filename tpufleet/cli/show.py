@@ -86,6 +86,8 @@ def _status_text(s: dict) -> str:
     for sl in s["slices"]:
         shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
         lines.append(f"  {sl['name']:<16} {shape:<16} {len(sl['cubes']):>3} cube(s)  {sl['state']:<10} routes {sl['routes']}")
+    if s["incomplete_wiring"]:
+        lines.append(f"cross-connects missing (run `tpufleet plan-xconnect SLICE --apply`): {', '.join(s['incomplete_wiring'])}")
     if s["stale_routes"]:
         lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
     return "\n".join(lines)

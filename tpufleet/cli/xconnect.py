@@ -31,7 +31,7 @@ def _make_plan(doc: dict, name: str):
     bad_cubes = [c for c in sl["cubes"] if not health.cube_ok(c)]
     if bad_cubes:
         raise Refused(f"slice {name!r} holds cubes out of the pool: {', '.join(bad_cubes)}; choose other cubes", bad_cubes)
-    plan = xconnect.plan(slice_shape(sl), fleet, sl["coords"], doc["ocs"], health)
+    plan = xconnect.plan(slice_shape(sl), fleet, sl["coords"], doc["ocs"], health, sl["fault_tolerant_routing"])
     if plan.blocked:
         raise Refused(
             f"cannot wire slice {name!r}: {len(plan.blocked)} needed OCS or port(s) are failed or drained; choose other cubes",
@@ -81,6 +81,8 @@ def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
                 for tag, pairs in (("+", o["add"]), ("-", o["remove"])):
                     for n, s in pairs:
                         lines.append(f"    {tag} {o['id']}  N{n} ({cube_names[n]} out) -> S{s} ({cube_names[s]} in)")
+    for key in pdoc.get("deferred", []):
+        lines.append(f"  {key} is down: its pairs wait for the repair; fault-tolerant routing bridges the gap")
     s = pdoc["summary"]
     verdict = "no changes" if not (s["add"] or s["remove"]) else f"{s['add']} to add, {s['remove']} to remove"
     lines.append(f"  total: {verdict}, {s['keep']} already in place")

@@ -1,0 +1,192 @@
+"""Speed and memory figures, each beside a baseline run in the same process, printed as a ratio.
+
+Run with `make bench` (not part of `make test`). Takes a few minutes: the networkx baselines are slow on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "tpufleet"]
+rows: list[tuple[str, float, str, float, str]] = []
+
+
+def best_of(fn, repeat=5):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def wall(args, repeat=7, env=None):
+    def run():
+        subprocess.run(args, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+    return best_of(run, repeat)
+
+
+def record(name, value, target, baseline_name, baseline):
+    ratio = baseline / value if value else float("inf")
+    rows.append((name, value, target, baseline, f"{baseline_name}: {ratio:.1f}x"))
+    print(f"{name:<58} {value:8.3f} s  (target {target})   baseline {baseline:8.3f} s  {baseline_name}, ratio {ratio:.1f}x", flush=True)
+
+
+def bench_cli(state):
+    base = wall([sys.executable, "-c", "pass"])
+    bare = wall([sys.executable, "-c", "import typer"])
+    record("tpufleet --help (median wall)", wall(CLI + ["--help"]), "<= 0.3 s", "python -c 'import typer'", bare)
+    record("tpufleet status, default pod (median wall)", wall(CLI + ["--state", state, "status"]), "<= 0.5 s", "python -c pass", base)
+    subprocess.run(CLI + ["--state", state, "allocate", "pod", "--shape", "16x16x16"], check=True, stdout=subprocess.DEVNULL)
+    record("tpufleet plan-xconnect 16x16x16 (median wall)", wall(CLI + ["--state", state, "plan-xconnect", "pod", "-o", "json"]),
+           "<= 0.6 s", "python -c pass", base)
+    subprocess.run(CLI + ["--state", state, "release", "pod"], check=True, stdout=subprocess.DEVNULL)
+
+
+def bench_xconnect():
+    import networkx as nx
+
+    from tpufleet import xconnect
+    from tpufleet.allocation import grid_coords
+    from tpufleet.health import Health
+    from tpufleet.model import default_fleet
+    from tpufleet.shapes import parse_shape
+
+    fleet = default_fleet()
+    shape = parse_shape("16x16x16")
+    coords = grid_coords(shape, fleet.cubes)
+    ours = best_of(lambda: xconnect.plan(shape, fleet, coords, {}, Health()), 9)
+
+    def networkx_way():
+        g = nx.grid_graph(dim=[4, 4, 4], periodic=True)
+        at = {tuple(v): c for c, v in coords.items()}
+        pairs = []
+        for node in g.nodes:
+            for nb in g.neighbors(node):
+                d = [i for i in range(3) if node[i] != nb[i]][0]
+                if (node[d] + 1) % 4 == nb[d]:
+                    for i in range(16):
+                        pairs.append((d, i, at[node], at[nb]))
+        return pairs
+
+    record("plan 16x16x16 cross-connects in-process", ours, "<= 0.020 s", "networkx torus + neighbour scan", best_of(networkx_way, 3))
+
+
+def bench_routing():
+    import networkx as nx
+    import numpy as np
+
+    from tpufleet.routing import dor, tolerant
+    from tpufleet.routing.analysis import Levels, RouteTables, deadlock_check, flow, verify
+    from tpufleet.shapes import Shape, parse_shape
+    from tpufleet.topology import neighbors
+
+    shape = parse_shape("16x16x16")
+    exp = neighbors(shape)
+    t = time.perf_counter()
+    g = nx.Graph()
+    g.add_edges_from((int(a), int(b)) for a in range(len(exp)) for b in exp[a] if b >= 0)
+    total = sum(sum(d.values()) for _, d in nx.all_pairs_shortest_path_length(g))
+    baseline = time.perf_counter() - t
+    ours = best_of(lambda: dor.tables(shape), 3)
+    P, L = dor.tables(shape)
+    assert int(L.sum(dtype=np.int64)) == total
+    record("healthy 16x16x16 full tables (4096 chips, 16.8 M pairs)", ours, "<= 0.5 s, >= 40x", "networkx all-pairs BFS", baseline)
+
+    alive = exp.copy()
+    from tpufleet.ids import face_index
+    from tpufleet.topology import coordinates
+
+    for s, c in enumerate(coordinates(shape.dims)):
+        local = [int(v) % 4 for v in c]
+        if local[0] == 3 and face_index("x", *local) == 5:
+            alive[s, 0] = -1
+            alive[exp[s, 0], 1] = -1
+    wf = best_of(lambda: tolerant.route(shape, exp, alive, "wild-first"), 1)
+    record("wild-first tables, one OCS failure, 16x16x16", wf, "<= 3 s", "networkx all-pairs BFS", baseline)
+    auto = best_of(lambda: tolerant.route(shape, exp, alive, "auto"), 1)
+    record("auto tables (best repair), one OCS failure, 16x16x16", auto, "(no target)", "networkx all-pairs BFS", baseline)
+    rt, _ = tolerant.route(shape, exp, alive, "wild-first")
+
+    def check():
+        levels = Levels(rt.L)
+        _, mask = flow(rt, verify(rt, levels), levels)
+        return deadlock_check(rt, mask)
+
+    record("deadlock check (arrival proof + VC sets + CDG), 16x16x16", best_of(check, 1), "<= 3 s", "networkx all-pairs BFS", baseline)
+
+    code = (
+        "import resource, time; from tpufleet.routing import dor; from tpufleet.shapes import Shape; "
+        "t=time.perf_counter(); P, L = dor.tables(Shape((16, 20, 28))); el=time.perf_counter()-t; "
+        "print(el, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    seconds, peak_kb = float(out[0]), int(out[1])
+    small = Shape((8, 10, 14))
+    t = time.perf_counter()
+    gs = nx.Graph()
+    es = neighbors(small)
+    gs.add_edges_from((int(a), int(b)) for a in range(len(es)) for b in es[a] if b >= 0)
+    sum(sum(d.values()) for _, d in nx.all_pairs_shortest_path_length(gs))
+    est = (time.perf_counter() - t) * (8960 / 1120) ** 2
+    record(f"healthy 16x20x28 tables (8960 chips), peak RSS {peak_kb / 1024:.0f} MiB", seconds, "<= 3 s, <= 2 GB",
+           "networkx all-pairs BFS (scaled from 8x10x14)", est)
+
+
+def bench_faults(state):
+    from tpufleet.availability import simulate
+
+    t = time.perf_counter()
+    simulate([1, 8, 16, 32, 50, 64], 0.99, 0.999, 100_000, 0, static=False)
+    ours = time.perf_counter() - t
+
+    def python_way(trials):
+        import random
+
+        rng = random.Random(0)
+        ok = 0
+        for _ in range(trials):
+            up = sum(all(rng.random() < 0.99 for _ in range(16)) for _ in range(64))
+            ok += up >= 50
+        return ok
+
+    t = time.perf_counter()
+    python_way(2000)
+    base = (time.perf_counter() - t) * 50
+    record("100,000 Monte Carlo trials, 64-cube pod (reconfigurable)", ours, "<= 2 s", "per-trial Python loop (scaled)", base)
+    t = time.perf_counter()
+    simulate([1, 8, 16, 24, 32, 48, 50, 64], 0.99, 0.999, 100_000, 0, static=True)
+    record("100,000 trials incl. static box search", time.perf_counter() - t, "(no target)", "per-trial Python loop (scaled)", base)
+
+    for n in range(8):
+        subprocess.run(CLI + ["--state", state, "allocate", f"s{n}", "--shape", "8x8x8"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(CLI + ["--state", state, "plan-xconnect", f"s{n}", "--apply"], check=True, stdout=subprocess.DEVNULL)
+    dry = wall(CLI + ["--state", state, "inject-fault", "ocs:pod0/x/5", "--dry-run", "-o", "json"], repeat=3)
+    base = wall(CLI + ["--state", state, "status"], repeat=3)
+    record("inject-fault --dry-run, OCS fault, 8 slices with reroute", dry, "<= 5 s", "tpufleet status", base)
+
+
+def main():
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory() as tmp:
+        state = f"{tmp}/state"
+        subprocess.run(CLI + ["--state", state, "init"], check=True, stdout=subprocess.DEVNULL)
+        bench_cli(state)
+        bench_xconnect()
+        bench_faults(state)
+        bench_routing()
+    print(json.dumps([{"benchmark": r[0], "seconds": round(r[1], 4), "target": r[2], "baseline_seconds": round(r[3], 4),
+                       "ratio": r[4]} for r in rows], indent=1), file=open(os.devnull, "w"))
+
+
+if __name__ == "__main__":
+    main()
