@@ -158,7 +158,8 @@ def test_allocation_refuses_without_enough_healthy_cubes(fleet):
     ],
 )
 def test_plan_refuses_failed_ocs_or_port_and_names_it(fleet, fault, expect):
-    assert fleet("allocate", "s", "--shape", "8x8x8", "--cubes", ",".join(f"c{i:02d}" for i in range(8))).code == 0
+    cubes = ",".join(f"c{i:02d}" for i in range(8))
+    assert fleet("allocate", "s", "--shape", "8x8x8", "--cubes", cubes, "--no-fault-tolerant-routing").code == 0
     add_fault(fleet.state, fault, planned=fault.startswith("link"))
     before = snapshot(fleet.state)
     r = fleet("plan-xconnect", "s", "--apply")
@@ -203,3 +204,18 @@ def test_subcube_slices_pack_best_fit_into_one_cube(fleet):
     machines = [m for s in slices.values() for m in s["machines"]]
     assert sorted(machines) == list(range(16))
     assert fleet("allocate", "m3", "--shape", "2x2x1", "-o", "json").json["cubes"] == ["c01"]
+
+
+def test_a_down_ocs_is_deferred_for_slices_with_fault_tolerant_routing(fleet):
+    add_fault(fleet.state, "ocs:pod0/y/7")
+    assert fleet("allocate", "s", "--shape", "8x8x8").code == 0
+    r = fleet("plan-xconnect", "s", "--apply", "-o", "json")
+    assert r.code == 0 and r.json["deferred"] == ["ocs:pod0/y/7"]
+    assert r.json["summary"]["add"] == 47 * 8
+    status = fleet("status", "-o", "json").json
+    assert status["incomplete_wiring"] == ["s"] and status["slices"][0]["missing_xconnects"] == 8
+    routes = fleet("routes", "s", "-o", "json").json
+    assert routes["unroutable_pairs"] == 0 and routes["deadlock_free"]
+    assert fleet("clear-fault", "ocs:pod0/y/7", "-o", "json").json["rewire"] == ["s"]
+    assert fleet("plan-xconnect", "s", "--apply", "-o", "json").json["summary"]["add"] == 8
+    assert fleet("status", "-o", "json").json["incomplete_wiring"] == []
