@@ -175,6 +175,37 @@ def bench_faults(state):
     record("inject-fault --dry-run, OCS fault, 8 slices with reroute", dry, "<= 5 s", "tpufleet status", base)
 
 
+def bench_goodput():
+    import resource
+
+    from tpufleet.goodput import reference
+    from tpufleet.goodput.pipeline import build, load
+    from tpufleet.goodput.synthetic import training_job
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = []
+        for k in range(440):
+            native, _ = training_job(f"job{k}", 1767571200 + k * 600, runs=4, steps_per_run=300, seed=k, chips=64 * (1 + k % 8))
+            lines += [json.dumps(x) for x in native]
+        path = Path(tmp) / "events.jsonl"
+        path.write_text("\n".join(lines))
+        code = (
+            "import resource, sys, time; from pathlib import Path; from tpufleet.goodput.pipeline import build; "
+            f"t=time.perf_counter(); build([Path({str(path)!r})], by=['accelerator','size','phase','framework'], period='day'); "
+            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+        seconds, peak_kb = float(out[0]), int(out[1])
+        log = load([path], "native", False)
+        sample = list(log.events)[:20]
+        t = time.perf_counter()
+        for j in sample:
+            reference.buckets(log.jobs[j], log.events[j])
+        base = (time.perf_counter() - t) * len(log.events) / len(sample)
+        record(f"goodput-report, {len(lines):,} events, peak RSS {peak_kb / 1024:.0f} MiB", seconds, "<= 10 s, <= 2 GB",
+               "per-event Python reference (scaled)", base)
+
+
 def main():
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,6 +214,7 @@ def main():
         bench_cli(state)
         bench_xconnect()
         bench_faults(state)
+        bench_goodput()
         bench_routing()
     print(json.dumps([{"benchmark": r[0], "seconds": round(r[1], 4), "target": r[2], "baseline_seconds": round(r[3], 4),
                        "ratio": r[4]} for r in rows], indent=1), file=open(os.devnull, "w"))

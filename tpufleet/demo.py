@@ -40,9 +40,30 @@ STEPS = [
     (None, "routes tw"),
     ("Why OCS: availability of a job against its size (seed 002 Fig. 1)",
      "simulate-availability --cubes 1,8,16,24,32,48,50,56 --trials 20000 --plot demo-out/availability.png"),
+    ("ML Productivity Goodput of a week of job logs (HTML report in demo-out/)",
+     "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day -o html --out demo-out/goodput.html"),
+    (None, "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day"),
     ("The state after all that", "status"),
     (None, "show journal --tail 8"),
 ]
+
+
+def write_job_log(path: str) -> None:
+    """A few days of synthetic jobs on two accelerator types, with failures and restarts."""
+    import json
+
+    from tpufleet.goodput.synthetic import training_job
+
+    start = 1767571200.0  # 2026-01-05T00:00:00Z
+    lines = [{"type": "capacity", "time": start, "accelerator": "tpu-v4", "chips": 4096},
+             {"type": "capacity", "time": start, "accelerator": "tpu-v5p", "chips": 1024}]
+    for k in range(12):
+        native, _ = training_job(f"train-{k:02d}", start + k * 20000, runs=1 + k % 4, steps_per_run=410, seed=k,
+                                 chips=(64, 256, 512, 2048)[k % 4], accelerator=("tpu-v4", "tpu-v5p")[k % 3 == 0],
+                                 step_s=30.0, checkpoint_every=50, ideal_step_s=(18.0, 21.0, 24.0)[k % 3], recovery_s=600.0)
+        lines += native
+    with open(path, "w") as fh:
+        fh.write("\n".join(json.dumps(x) for x in lines) + "\n")
 
 
 def run(argv: list[str]) -> int:
@@ -57,6 +78,7 @@ def demo(steps=STEPS) -> int:
     import os
 
     os.makedirs("demo-out", exist_ok=True)
+    write_job_log("demo-out/jobs.jsonl")
     with tempfile.TemporaryDirectory(prefix="tpufleet-demo-") as tmp:
         state = f"{tmp}/state"
         print(f"# state directory: {state} (temporary)\n")

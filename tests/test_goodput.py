@@ -1,0 +1,176 @@
+import json
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tpufleet.goodput import reference
+from tpufleet.goodput.events import CODE, EVENT_NAMES, Job
+from tpufleet.goodput.pipeline import build
+from tpufleet.goodput.synthetic import training_job
+from tpufleet.goodput.timeline import BUCKETS, account
+from pathlib import Path
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput"
+
+
+def by_job(report):
+    return {j["job"]: j for j in report["jobs"]}
+
+
+def test_training_job_with_a_disruption_by_hand():
+    r = build([FIX / "disrupted_training.jsonl"], by=["accelerator"], period="day")
+    j = by_job(r)["train-a"]
+    # allocated 00:10:00-00:14:20 = 260 s; init 60, compile 60, steps 1,2 = 10+10 (10 s of step 2 under a
+    # checkpoint), step 3 lost to the failure (10), recovery 60, restore 20, steps 3,4 again 10+10
+    assert j["all_allocated_s"] == 260 and j["productive_s"] == 40
+    assert j["badput_s"] == {
+        "tpu_initialization": 60, "training_prep": 0, "program_startup": 60, "data_loading_sync": 0,
+        "checkpoint_save": 10, "checkpoint_restore": 20, "wasted_progress_from_disruption": 10,
+        "infrastructure_recovery_from_disruption": 60, "custom_badput_events": 0, "other": 0,
+    }
+    assert j["productive_steps"] == 4 and j["disruptions"] == 1
+    assert j["sg"] == round(260 / 860, 6) and j["rg"] == round(40 / 260, 6) and j["pg"] == 0.8
+    f = r["fleet"]
+    assert f["sg"] == round(256 * 260 / (512 * 860), 6)
+    advice = f["checkpoint_advice"]
+    assert advice["young_interval_s"] == pytest.approx(math.sqrt(2 * 10 * 260), abs=1e-3)
+
+
+def test_partial_allocation_serving_and_two_accelerators():
+    r = build([FIX / "fleet.jsonl"], by=["accelerator", "phase"])
+    jobs = by_job(r)
+    w = jobs["waiter"]
+    # 10 minutes with 100 of 400 chips is not all-allocated; then 30 s all-allocated
+    assert w["all_allocated_s"] == 30 and w["demand_s"] == 630
+    assert w["productive_s"] == 25 and w["badput_s"]["data_loading_sync"] == 5
+    assert w["pg"] == round(2 * 5 / 25, 6)
+    s = jobs["serve"]
+    # serving work is not lost to the preemption (no checkpoints to lose): 4 + 6 - 2 custom
+    assert s["all_allocated_s"] == 20 and s["productive_s"] == 8
+    assert s["badput_s"]["infrastructure_recovery_from_disruption"] == 10
+    assert s["badput_s"]["custom_badput_events"] == 2 and s["badput_s"]["wasted_progress_from_disruption"] == 0
+    seg = {(x["dimension"], x["value"]): x for x in r["segments"]}
+    window = 630
+    assert seg[("accelerator", "tpu-v4")]["sg"] == round(400 * 30 / (1000 * window), 6)
+    assert seg[("accelerator", "tpu-v5p")]["sg"] == round(50 * 20 / (100 * window), 6)
+    assert seg[("accelerator", "tpu-v4")]["sg_basis"] == "capacity" and seg[("phase", "serving")]["sg_basis"] == "demand"
+    assert r["fleet"]["sg"] == round((400 * 30 + 50 * 20) / (1100 * window), 6)
+
+
+def test_every_row_multiplies_and_buckets_add_up():
+    native, _ = training_job("j", 1767571200, runs=3, seed=4)
+    path = Path(FIX.parent.parent / "fixtures" / "goodput" / "fleet.jsonl")
+    r = build([path], by=["accelerator", "size", "phase", "framework"], period="day")
+    for row in [r["fleet"], *r["segments"], *r["periods"], *r["jobs"]]:
+        if None not in (row["sg"], row["rg"], row["pg"]):
+            assert row["mpg"] == pytest.approx(row["sg"] * row["rg"] * row["pg"], abs=2e-6)
+    for j in r["jobs"]:
+        assert sum(j["badput_s"].values()) + j["productive_s"] == pytest.approx(j["all_allocated_s"], abs=1e-6)
+
+
+def test_native_and_ml_goodput_entries_give_the_same_answer(tmp_path):
+    native, ml = training_job("llm-7b", 1767571200, runs=4, seed=2)
+    (tmp_path / "n.jsonl").write_text("\n".join(json.dumps(x) for x in native))
+    (tmp_path / "m.jsonl").write_text("\n".join(json.dumps({"jsonPayload": x}) for x in ml))
+    a = by_job(build([tmp_path / "n.jsonl"]))["llm-7b"]
+    b = by_job(build([tmp_path / "m.jsonl"], fmt="ml-goodput"))["llm-7b"]
+    assert a["productive_s"] == b["productive_s"] > 0
+    assert a["badput_s"] == b["badput_s"]
+    assert a["badput_s"]["wasted_progress_from_disruption"] > 0 and a["badput_s"]["program_startup"] > 0
+    assert a["badput_s"]["data_loading_sync"] > 0  # every data-loading interval, not one per start
+    assert a["disruptions"] == b["disruptions"] == 3
+
+
+@st.composite
+def random_jobs(draw):
+    """Random but plausible event sequences: runs of activities and steps, disruptions, restarts."""
+    t, step, recs = 0.0, 1, []
+    phase = draw(st.sampled_from(["training", "serving"]))
+    allocation = draw(st.booleans())
+    if allocation:
+        recs.append((0.0, CODE["allocation"], -1, draw(st.sampled_from([2, 4])), ""))
+    for r in range(draw(st.integers(1, 3))):
+        recs.append((t, CODE["job_start"], -1, -1, ""))
+        for _ in range(draw(st.integers(0, 12))):
+            kind = draw(st.sampled_from(["step", "step", "step", "ckpt", "data", "init", "compile", "custom", "alloc"]))
+            dt_ = draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
+            if kind == "step":
+                recs.append((t, CODE["step_start"], step, -1, ""))
+                step += 1
+            elif kind == "alloc" and allocation:
+                recs.append((t, CODE["allocation"], -1, draw(st.sampled_from([2, 4])), ""))
+            elif kind in ("ckpt", "data", "init", "compile", "custom"):
+                s, e = {"ckpt": ("checkpoint_start", "checkpoint_end"), "data": ("data_loading_start", "data_loading_end"),
+                        "init": ("tpu_init_start", "tpu_init_end"), "compile": ("compile_start", "compile_end"),
+                        "custom": ("custom_badput_start", "custom_badput_end")}[kind]
+                recs.append((t, CODE[s], step - 1, -1, ""))
+                if draw(st.booleans()):
+                    recs.append((t + dt_ / 2, CODE[e], step - 1, -1, ""))
+            t += dt_
+        if draw(st.booleans()):
+            recs.append((t, CODE[draw(st.sampled_from(["failure", "preemption"]))], -1, -1, ""))
+            t += draw(st.sampled_from([0.0, 1.0, 5.0]))
+            step = max(1, step - draw(st.integers(0, 3)))
+    recs.append((t + 1, CODE["job_end"], -1, -1, ""))
+    return Job("j", chips=4, phase=phase), recs
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_jobs())
+def test_vectorized_accounting_matches_the_per_event_reference(case):
+    job, recs = case
+    a = account(job, recs)
+    productive, buckets = reference.buckets(job, recs)
+    assert a.productive_s == pytest.approx(productive, abs=1e-9)
+    for b in BUCKETS:
+        assert a.buckets[b] == pytest.approx(buckets[b], abs=1e-9), b
+    assert a.productive_s + sum(a.buckets.values()) == pytest.approx(a.all_allocated_s, abs=1e-9)
+
+
+def test_periods_split_a_job_across_midnight(tmp_path):
+    native, _ = training_job("night", 1767571200 + 86400 - 600, runs=2, seed=1)
+    (tmp_path / "n.jsonl").write_text("\n".join(json.dumps(x) for x in native))
+    r = build([tmp_path / "n.jsonl"], period="day")
+    assert len(r["periods"]) == 2
+    total = sum(p["productive_chip_s"] for p in r["periods"])
+    assert total == pytest.approx(r["fleet"]["productive_chip_s"], abs=1e-3)
+
+
+def test_cli_outputs_and_escaping(cli, tmp_path):
+    html_file = tmp_path / "r.html"
+    r = cli("goodput-report", FIX / "fleet.jsonl", "--period", "day", "-o", "html", "--out", html_file, state=False)
+    assert r.code == 0, r.err
+    page = html_file.read_text()
+    assert "<script" not in page.lower() and "MPG" in page
+    evil = tmp_path / "evil.jsonl"
+    evil.write_text((FIX / "fleet.jsonl").read_text().replace('"serve"', '"<script>alert(1)</script>"'))
+    assert cli("goodput-report", evil, "-o", "html", "--out", html_file, state=False).code == 0
+    page = html_file.read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    j = cli("goodput-report", FIX / "fleet.jsonl", "-o", "json", state=False).json
+    assert set(j) >= {"fleet", "segments", "periods", "jobs"} and set(j["fleet"]) >= {"sg", "rg", "pg", "mpg"}
+    assert set(j["jobs"][0]) >= {"job", "sg", "rg", "pg", "mpg", "productive_s", "all_allocated_s", "badput_s", "disruptions"}
+    csv_text = cli("goodput-report", FIX / "fleet.jsonl", "-o", "csv", state=False).out
+    assert csv_text.splitlines()[0].startswith("scope,key,sg,rg,pg,mpg")
+    md = cli("goodput-report", FIX / "fleet.jsonl", "-o", "md", state=False).out
+    assert md.startswith("# ML Productivity Goodput") and "| fleet" in md
+    table = cli("goodput-report", FIX / "fleet.jsonl", state=False).out
+    assert "fleet  SG" in table
+
+
+def test_malformed_input_names_file_line_field_and_value(cli, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    lines = (FIX / "fleet.jsonl").read_text().splitlines()
+    lines.insert(5, '{"type":"event","job":"waiter","time":"yesterday","event":"step_start","step":9}')
+    lines.insert(7, "{not json")
+    bad.write_text("\n".join(lines))
+    r = cli("goodput-report", bad, state=False)
+    assert r.code == 2 and f"{bad}:6: field time" in r.err and "'yesterday'" in r.err
+    r = cli("goodput-report", bad, "--skip-bad", "-o", "json", state=False)
+    assert r.code == 0 and r.json["input"]["skipped"] == 2
+    csv_file = tmp_path / "e.csv"
+    csv_file.write_text("type,job,time,event,step,chips\nevent,a,2026-01-05T00:00:00Z,step_start,x,\n")
+    r = cli("goodput-report", csv_file, state=False)
+    assert r.code == 2 and ":2: field step" in r.err
+    assert cli("goodput-report", FIX / "fleet.jsonl", "--by", "colour", state=False).code == 2

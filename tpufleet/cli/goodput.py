@@ -1,0 +1,83 @@
+"""`tpufleet goodput-report`: ML Productivity Goodput (SG x RG x PG) from job event logs."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tpufleet.cli.app import app
+
+
+class LogFormat(str, enum.Enum):
+    native = "native"
+    ml_goodput = "ml-goodput"
+
+
+class Period(str, enum.Enum):
+    day = "day"
+    week = "week"
+
+
+class GoodputOutput(str, enum.Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    csv = "csv"
+    md = "md"
+    html = "html"
+
+
+@app.command("goodput-report")
+def goodput_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries")],
+    fmt: Annotated[LogFormat, typer.Option("--format", help="native or ml-goodput")] = LogFormat.native,
+    by: Annotated[str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework")] = "accelerator,size,phase,framework",
+    period: Annotated[Optional[Period], typer.Option("--period", help="day or week")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Start of the window (ISO 8601 UTC or POSIX seconds)")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="End of the window")] = None,
+    capacity: Annotated[Optional[str], typer.Option("--capacity", help="Fleet chips when the log has none: ACC=CHIPS,...")] = None,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the report to this file")] = None,
+    output: Annotated[GoodputOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")] = GoodputOutput.table,
+) -> None:
+    """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""
+    from tpufleet.cli.render import to_json
+    from tpufleet.errors import BadInput
+    from tpufleet.goodput import render
+    from tpufleet.goodput.events import parse_time
+    from tpufleet.goodput.metrics import DIMENSIONS
+    from tpufleet.goodput.pipeline import build
+    from tpufleet.state.files import atomic_write
+
+    dims = [d.strip() for d in by.split(",") if d.strip()]
+    for d in dims:
+        if d not in DIMENSIONS:
+            raise BadInput(f"bad option --by: {d!r} is not one of {', '.join(DIMENSIONS)}")
+    t0 = parse_time(since, "--since", 0, "value") if since else None
+    t1 = parse_time(until, "--until", 0, "value") if until else None
+    if t0 is not None and t1 is not None and t1 <= t0:
+        raise BadInput("bad options: --until must be after --since")
+    report = build(files, fmt.value, dims, period.value if period else None, t0, t1, skip_bad, capacity)
+    kind = output.value
+    if kind == "json":
+        text = to_json(report)
+    elif kind == "yaml":
+        import yaml
+
+        text = yaml.safe_dump(report, sort_keys=False)
+    elif kind == "csv":
+        text = render.to_csv(report)
+    elif kind == "md":
+        text = render.to_markdown(report)
+    elif kind == "html":
+        text = render.to_html(report)
+    else:
+        text = render.to_table(report)
+    if out is not None:
+        atomic_write(out, (text.rstrip("\n") + "\n").encode())
+        typer.echo(f"report written to {out}", err=True)
+    else:
+        typer.echo(text.rstrip("\n"))

@@ -1,0 +1,220 @@
+"""Aggregating job accounts into the report: fleet, segments, periods, jobs; checkpoint advice (pure).
+
+* SG: all-allocated chip-time over capacity chip-time (fleet, per accelerator, per period). For jobs and for
+  segments by size, phase or framework, which own no capacity, the denominator is their demand: chips x time
+  from submission to end.
+* RG: productive chip-time over all-allocated chip-time.
+* PG: ideal chip-time (productive steps x ideal step time) over productive chip-time, over jobs with program
+  data; null where no job has any.
+* MPG = SG x RG x PG (null when a factor is).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
+
+SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
+DIMENSIONS = ("accelerator", "size", "phase", "framework")
+
+
+def size_class(chips: int) -> str:
+    for limit, name in SIZE_CLASSES:
+        if chips < limit:
+            return name
+    return "extra-large"
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return round(a / b, 6) if b > 0 else None
+
+
+def _mpg(sg, rg, pg):
+    if sg is None or rg is None or pg is None:
+        return None
+    return round(sg * rg * pg, 6)
+
+
+def capacity_chip_s(capacity: list[tuple[float, str, int]], accelerator: str | None, t0: float, t1: float) -> float:
+    """Integral of the capacity step function(s) over [t0, t1]."""
+    total = 0.0
+    accs = sorted({a for _, a, _ in capacity}) if accelerator is None else [accelerator]
+    for acc in accs:
+        steps = sorted((t, c) for t, a, c in capacity if a == acc)
+        for i, (t, c) in enumerate(steps):
+            nxt = steps[i + 1][0] if i + 1 < len(steps) else t1
+            lo, hi = max(t, t0), min(nxt, t1)
+            if hi > lo:
+                total += c * (hi - lo)
+    return total
+
+
+def young(w: float, mtbf: float) -> float:
+    return math.sqrt(2 * w * mtbf)
+
+
+def daly(w: float, mtbf: float) -> float:
+    if w >= 2 * mtbf:
+        return mtbf
+    x = w / (2 * mtbf)
+    return math.sqrt(2 * w * mtbf) * (1 + math.sqrt(x) / 3 + x / 9) - w
+
+
+def predicted_rg(interval: float, w: float, u0: float, mtbf: float) -> float:
+    """Meta's ETTR model: (1 - (u0 + T/2) / MTBF) / (1 + w / T)."""
+    return max(0.0, (1 - (u0 + interval / 2) / mtbf)) / (1 + w / interval)
+
+
+def advice(accounts: list[JobAccount]) -> dict | None:
+    disruptions = sum(a.disruptions for a in accounts)
+    saves = sum(a.checkpoint_saves for a in accounts)
+    allocated = sum(a.all_allocated_s for a in accounts)
+    if not disruptions or not saves:
+        return None
+    mtbf = allocated / disruptions
+    w = sum(a.checkpoint_save_s for a in accounts) / saves
+    u0 = sum(a.restart_overhead_s for a in accounts) / len(accounts)
+    intervals = [a.checkpoint_interval_s for a in accounts if a.checkpoint_interval_s]
+    current = sum(intervals) / len(intervals) if intervals else None
+    out = {
+        "mtbf_s": round(mtbf, 3),
+        "checkpoint_write_s": round(w, 3),
+        "restart_overhead_s": round(u0, 3),
+        "current_interval_s": round(current, 3) if current else None,
+        "young_interval_s": round(young(w, mtbf), 3),
+        "daly_interval_s": round(daly(w, mtbf), 3),
+    }
+    if w > 0:
+        out["rg_at_young"] = round(predicted_rg(young(w, mtbf), w, u0, mtbf), 4)
+        out["rg_at_daly"] = round(predicted_rg(daly(w, mtbf), w, u0, mtbf), 4)
+        if current:
+            out["rg_at_current"] = round(predicted_rg(current, w, u0, mtbf), 4)
+    return out
+
+
+def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict:
+    all_alloc = sum(a.all_allocated_s * a.job.chips for a in accounts)
+    productive = sum(a.productive_s * a.job.chips for a in accounts)
+    demand = sum(a.demand_s * a.job.chips for a in accounts)
+    with_pg = [a for a in accounts if a.ideal_s is not None]
+    ideal = sum(a.ideal_s * a.job.chips for a in with_pg)
+    prod_pg = sum(a.productive_s * a.job.chips for a in with_pg)
+    sg = _ratio(all_alloc, capacity_s if capacity_s is not None else demand)
+    rg = _ratio(productive, all_alloc)
+    pg = _ratio(ideal, prod_pg) if with_pg else None
+    buckets = {b: round(sum(a.buckets[b] * a.job.chips for a in accounts), 3) for b in BUCKETS}
+    disruptions = sum(a.disruptions for a in accounts)
+    return {
+        "sg": sg, "rg": rg, "pg": pg, "mpg": _mpg(sg, rg, pg),
+        "jobs": len(accounts),
+        "productive_chip_s": round(productive, 3),
+        "all_allocated_chip_s": round(all_alloc, 3),
+        "capacity_chip_s": round(capacity_s, 3) if capacity_s is not None else None,
+        "demand_chip_s": round(demand, 3),
+        "badput_chip_s": buckets,
+        "badput_pct": {b: (round(100 * v / all_alloc, 3) if all_alloc else 0.0) for b, v in buckets.items()},
+        "disruptions": disruptions,
+        "mtbf_h": round(sum(a.all_allocated_s for a in accounts) / disruptions / 3600, 3) if disruptions else None,
+    }
+
+
+def job_row(a: JobAccount) -> dict:
+    sg = _ratio(a.all_allocated_s * a.job.chips, a.demand_s * a.job.chips)
+    rg = _ratio(a.productive_s, a.all_allocated_s)
+    pg = _ratio(a.ideal_s, a.productive_s) if a.ideal_s is not None else None
+    return {
+        "job": a.job.id,
+        "accelerator": a.job.accelerator,
+        "chips": a.job.chips,
+        "size": size_class(a.job.chips),
+        "phase": a.job.phase,
+        "framework": a.job.framework,
+        "sg": sg, "rg": rg, "pg": pg, "mpg": _mpg(sg, rg, pg),
+        "productive_s": round(a.productive_s, 3),
+        "all_allocated_s": round(a.all_allocated_s, 3),
+        "demand_s": round(a.demand_s, 3),
+        "badput_s": {b: round(v, 3) for b, v in a.buckets.items()},
+        "productive_steps": a.productive_steps,
+        "disruptions": a.disruptions,
+        "mtbf_h": round(a.all_allocated_s / a.disruptions / 3600, 3) if a.disruptions else None,
+        "checkpoint_advice": advice([a]),
+    }
+
+
+def _key(a: JobAccount, dim: str) -> str:
+    if dim == "size":
+        return size_class(a.job.chips)
+    return getattr(a.job, dim)
+
+
+def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]]:
+    import datetime as dt
+
+    day = 86400.0
+    start = dt.datetime.fromtimestamp(t0, dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "week":
+        start -= dt.timedelta(days=start.weekday())  # ISO weeks start on Monday
+    step = day * (7 if period == "week" else 1)
+    out, lo = [], start.timestamp()
+    while lo < t1:
+        out.append((lo, lo + step))
+        lo += step
+    return out
+
+
+def _period_row(accounts, capacity, lo, hi, label) -> dict:
+    import numpy as np
+
+    alloc = prod = ideal = prod_pg = 0.0
+    buckets = dict.fromkeys(BUCKETS, 0.0)
+    for a in accounts:
+        if a.ends is None or not len(a.ends) or a.end <= lo or a.start >= hi:
+            continue
+        overlap = np.clip(np.minimum(a.ends, hi) - np.maximum(a.starts, lo), 0, None)
+        sums = np.bincount(a.labels, weights=overlap, minlength=len(BUCKETS) + 1)
+        c = a.job.chips
+        alloc += float(overlap.sum()) * c
+        prod += float(sums[PRODUCTIVE]) * c
+        for b in BUCKETS:
+            buckets[b] += float(sums[LABEL[b]]) * c
+        if a.ideal_s is not None and a.productive_s > 0:
+            ideal += float(sums[PRODUCTIVE]) * c * a.ideal_s / a.productive_s
+            prod_pg += float(sums[PRODUCTIVE]) * c
+    cap = capacity_chip_s(capacity, None, lo, hi) if capacity else None
+    sg, rg = _ratio(alloc, cap) if cap else None, _ratio(prod, alloc)
+    pg = _ratio(ideal, prod_pg) if prod_pg else None
+    return {"period": label, "start": lo, "end": hi, "sg": sg, "rg": rg, "pg": pg, "mpg": _mpg(sg, rg, pg),
+            "productive_chip_s": round(prod, 3), "all_allocated_chip_s": round(alloc, 3),
+            "badput_chip_s": {b: round(v, 3) for b, v in buckets.items()}}
+
+
+def report(accounts: list[JobAccount], capacity: list, t0: float, t1: float, by: list[str], period: str | None) -> dict:
+    import datetime as dt
+
+    fleet_capacity = capacity_chip_s(capacity, None, t0, t1) if capacity else None
+    fleet = _factors(accounts, fleet_capacity)
+    fleet["window"] = {"start": t0, "end": t1}
+    fleet["checkpoint_advice"] = advice(accounts)
+    segments = []
+    for dim in by:
+        groups: dict[str, list[JobAccount]] = {}
+        for a in accounts:
+            groups.setdefault(_key(a, dim), []).append(a)
+        for value in sorted(groups):
+            cap = capacity_chip_s(capacity, value, t0, t1) if dim == "accelerator" and capacity else None
+            row = {"dimension": dim, "value": value, **_factors(groups[value], cap)}
+            row["sg_basis"] = "capacity" if cap is not None else "demand"
+            segments.append(row)
+    periods = []
+    if period:
+        for lo, hi in period_bounds(t0, t1, period):
+            label = dt.datetime.fromtimestamp(lo, dt.timezone.utc).strftime("%Y-%m-%d")
+            periods.append(_period_row(accounts, capacity, max(lo, t0), min(hi, t1), label))
+    return {
+        "schema_version": 1,
+        "fleet": fleet,
+        "segments": segments,
+        "periods": periods,
+        "jobs": [job_row(a) for a in accounts],
+    }

@@ -1,0 +1,93 @@
+"""From files to the report (the only part of goodput that reads files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpufleet.errors import BadInput
+from tpufleet.goodput import events, metrics, mlgoodput
+from tpufleet.goodput.timeline import account
+
+
+def parse_capacity(text: str) -> list[tuple[str, int]]:
+    out = []
+    for part in text.split(","):
+        acc, _, chips = part.partition("=")
+        if not acc.strip() or not chips.strip().isdigit():
+            raise BadInput(f"bad option --capacity: {part!r} is not ACCELERATOR=CHIPS")
+        out.append((acc.strip(), int(chips)))
+    return out
+
+
+def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
+    log = events.Log()
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot be read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise BadInput(f"{path}: not UTF-8 text") from None
+        if fmt == "ml-goodput":
+            mlgoodput.read(text, str(path), log, skip_bad)
+        else:
+            events.read_native(text, str(path), log, skip_bad, csv_format=str(path).lower().endswith(".csv"))
+    return log
+
+
+def _peak_capacity(accounts, t0) -> list[tuple[float, str, int]]:
+    """Without capacity records: the busiest moment's all-allocated chips per accelerator."""
+    import numpy as np
+
+    out = []
+    for acc in sorted({a.job.accelerator for a in accounts}):
+        times, deltas = [], []
+        for a in accounts:
+            if a.job.accelerator == acc and a.starts is not None and len(a.starts):
+                times += [a.starts, a.ends]
+                deltas += [np.full(len(a.starts), a.job.chips), np.full(len(a.ends), -a.job.chips)]
+        if not times:
+            continue
+        t = np.concatenate(times)
+        d = np.concatenate(deltas)
+        order = np.lexsort((d, t))  # ends before starts at the same instant
+        out.append((t0, acc, int(np.cumsum(d[order]).max())))
+    return out
+
+
+def build(
+    paths: list[Path],
+    fmt: str = "native",
+    by: list[str] | None = None,
+    period: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    skip_bad: bool = False,
+    capacity_flag: str | None = None,
+) -> dict:
+    log = load(paths, fmt, skip_bad)
+    for job in log.events:
+        log.jobs.setdefault(job, events.Job(job))
+    accounts = []
+    for job_id in sorted(log.events):
+        records = log.events[job_id]
+        if since is not None or until is not None:
+            records = [r for r in records if (since is None or r[0] >= since) and (until is None or r[0] <= until)]
+        if records:
+            accounts.append(account(log.jobs[job_id], records, until=until, since=since))
+    if not accounts:
+        raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
+    t0 = since if since is not None else min(a.start for a in accounts)
+    t1 = until if until is not None else max(a.end for a in accounts)
+    capacity = list(log.capacity)
+    basis = "events"
+    if not capacity and capacity_flag:
+        capacity = [(t0, acc, chips) for acc, chips in parse_capacity(capacity_flag)]
+        basis = "flag"
+    elif not capacity:
+        capacity = _peak_capacity(accounts, t0)
+        basis = "peak-allocation"
+    result = metrics.report(accounts, capacity, t0, t1, by or [], period)
+    result["fleet"]["capacity_basis"] = basis
+    result["input"] = {"files": [str(p) for p in paths], "format": fmt, "records": log.records, "skipped": log.skipped}
+    return result

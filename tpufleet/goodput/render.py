@@ -1,0 +1,179 @@
+"""Goodput report renderings: terminal table, CSV, Markdown and a self-contained HTML page (pure)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import html
+import io
+
+from tpufleet.goodput.timeline import BUCKETS
+
+COLUMNS = ("sg", "rg", "pg", "mpg")
+
+
+def _f(v) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
+def _when(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def rows(report: dict) -> list[dict]:
+    """One flat row per fleet, segment, period and job (the CSV / Markdown view)."""
+    out = []
+
+    def add(scope, key, r, productive, allocated, buckets):
+        row = {"scope": scope, "key": key, **{c: r.get(c) for c in COLUMNS},
+               "productive_chip_s": productive, "all_allocated_chip_s": allocated}
+        row.update({f"{b}_chip_s": buckets.get(b, 0.0) for b in BUCKETS})
+        out.append(row)
+
+    f = report["fleet"]
+    add("fleet", "all", f, f["productive_chip_s"], f["all_allocated_chip_s"], f["badput_chip_s"])
+    for s in report["segments"]:
+        add("segment", f"{s['dimension']}={s['value']}", s, s["productive_chip_s"], s["all_allocated_chip_s"], s["badput_chip_s"])
+    for p in report["periods"]:
+        add("period", p["period"], p, p["productive_chip_s"], p["all_allocated_chip_s"], p["badput_chip_s"])
+    for j in report["jobs"]:
+        c = j["chips"]
+        add("job", j["job"], j, round(j["productive_s"] * c, 3), round(j["all_allocated_s"] * c, 3),
+            {b: round(v * c, 3) for b, v in j["badput_s"].items()})
+    return out
+
+
+def to_csv(report: dict) -> str:
+    data = rows(report)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(data[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(data)
+    return buf.getvalue()
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(report: dict) -> str:
+    from tabulate import tabulate
+
+    f = report["fleet"]
+    parts = ["# ML Productivity Goodput", "",
+             f"Window {_when(f['window']['start'])} to {_when(f['window']['end'])}, {f['jobs']} jobs, capacity basis "
+             f"{f['capacity_basis']}.", ""]
+    table = [[_md_escape(r["scope"]), _md_escape(r["key"]), *[_f(r[c]) for c in COLUMNS]] for r in rows(report)]
+    parts.append(tabulate(table, headers=["scope", "key", "SG", "RG", "PG", "MPG"], tablefmt="github", disable_numparse=True))
+    parts += ["", "## Badput (share of all-allocated chip-time)", ""]
+    parts.append(tabulate([[b, f"{f['badput_pct'][b]:.2f}%"] for b in BUCKETS], headers=["bucket", "share"], tablefmt="github"))
+    return "\n".join(parts) + "\n"
+
+
+def to_table(report: dict, top: int = 15) -> str:
+    from tabulate import tabulate
+
+    f = report["fleet"]
+    lines = [
+        f"ML Productivity Goodput  {_when(f['window']['start'])} .. {_when(f['window']['end'])}  ({f['jobs']} jobs)",
+        f"  fleet  SG {_f(f['sg'])}  x  RG {_f(f['rg'])}  x  PG {_f(f['pg'])}  =  MPG {_f(f['mpg'])}"
+        f"   (capacity: {f['capacity_basis']})",
+        f"  disruptions {f['disruptions']}" + (f", MTBF {f['mtbf_h']:.2f} h" if f["mtbf_h"] else ""),
+        "",
+        "badput (share of all-allocated chip-time):",
+    ]
+    lines += [f"  {b:<42} {f['badput_pct'][b]:7.2f}%" for b in BUCKETS if f["badput_chip_s"][b]]
+    if report["segments"]:
+        lines += ["", tabulate([[s["dimension"], s["value"], s["jobs"], *[_f(s[c]) for c in COLUMNS], s["sg_basis"]]
+                                for s in report["segments"]],
+                               headers=["by", "segment", "jobs", "SG", "RG", "PG", "MPG", "SG basis"], tablefmt="simple",
+                               disable_numparse=True)]
+    if report["periods"]:
+        lines += ["", tabulate([[p["period"], *[_f(p[c]) for c in COLUMNS]] for p in report["periods"]],
+                               headers=["period", "SG", "RG", "PG", "MPG"], tablefmt="simple", disable_numparse=True)]
+    jobs = sorted(report["jobs"], key=lambda j: (j["mpg"] is None, j["mpg"] or 0))[:top]
+    lines += ["", f"jobs (lowest MPG first, {len(jobs)} of {len(report['jobs'])}):",
+              tabulate([[j["job"], j["accelerator"], j["chips"], j["phase"], *[_f(j[c]) for c in COLUMNS], j["disruptions"]]
+                        for j in jobs], headers=["job", "accelerator", "chips", "phase", "SG", "RG", "PG", "MPG", "disr."],
+                       tablefmt="simple", disable_numparse=True)]
+    advice = f.get("checkpoint_advice")
+    if advice:
+        lines += ["", f"checkpoint interval advice: Young {advice['young_interval_s']:.0f} s, Daly {advice['daly_interval_s']:.0f} s"
+                      + (f" (now {advice['current_interval_s']:.0f} s)" if advice.get("current_interval_s") else "")
+                      + (f"; predicted RG {advice.get('rg_at_current', float('nan')):.3f} now -> {advice['rg_at_daly']:.3f} at Daly"
+                         if "rg_at_daly" in advice and "rg_at_current" in advice else "")]
+    if report["input"]["skipped"]:
+        lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
+    return "\n".join(lines)
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def charts(report: dict) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "path"  # text as paths: no input string reaches the page as markup
+    import matplotlib.pyplot as plt
+
+    out = []
+    periods = report["periods"]
+    if periods:
+        fig, ax = plt.subplots(figsize=(8, 3.4), dpi=100)
+        x = list(range(len(periods)))
+        for key, style in (("mpg", "o-"), ("sg", "s--"), ("rg", "^--"), ("pg", "d--")):
+            ax.plot(x, [p[key] if p[key] is not None else float("nan") for p in periods], style, label=key.upper())
+        ax.set_xticks(x)
+        ax.set_xticklabels([p["period"] for p in periods], rotation=30, ha="right", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(ncol=4, fontsize=8)
+        ax.set_title("MPG and its factors over time")
+        fig.tight_layout()
+        out.append(("MPG over time", _svg(fig)))
+        plt.close(fig)
+    f = report["fleet"]
+    fig, ax = plt.subplots(figsize=(8, 3.4), dpi=100)
+    names = list(BUCKETS)
+    ax.barh(names, [f["badput_pct"][b] for b in names])
+    ax.invert_yaxis()
+    ax.set_xlabel("% of all-allocated chip-time")
+    ax.set_title("Badput breakdown")
+    ax.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
+    out.append(("Badput breakdown", _svg(fig)))
+    plt.close(fig)
+    return out
+
+
+def to_html(report: dict) -> str:
+    e = html.escape
+    f = report["fleet"]
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ML Productivity Goodput</title>",
+        "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
+        "td:first-child,td:nth-child(2){text-align:left}.big{font-size:1.4em}</style></head><body>",
+        "<h1>ML Productivity Goodput</h1>",
+        f"<p>Window {e(_when(f['window']['start']))} to {e(_when(f['window']['end']))}; {f['jobs']} jobs; "
+        f"capacity basis {e(f['capacity_basis'])}.</p>",
+        f"<p class='big'>SG {_f(f['sg'])} &times; RG {_f(f['rg'])} &times; PG {_f(f['pg'])} = <b>MPG {_f(f['mpg'])}</b></p>",
+    ]
+    for title, svg in charts(report):
+        parts.append(f"<h2>{e(title)}</h2>{svg}")
+    parts.append("<h2>Fleet, segments, periods, jobs</h2><table><tr><th>scope</th><th>key</th><th>SG</th><th>RG</th>"
+                 "<th>PG</th><th>MPG</th><th>productive chip-s</th><th>all-allocated chip-s</th></tr>")
+    for r in rows(report):
+        parts.append("<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in (
+            r["scope"], r["key"], _f(r["sg"]), _f(r["rg"]), _f(r["pg"]), _f(r["mpg"]),
+            f"{r['productive_chip_s']:.0f}", f"{r['all_allocated_chip_s']:.0f}")) + "</tr>")
+    parts.append("</table><h2>Badput</h2><table><tr><th>bucket</th><th>chip-s</th><th>share</th></tr>")
+    for b in BUCKETS:
+        parts.append(f"<tr><td>{e(b)}</td><td>{f['badput_chip_s'][b]:.0f}</td><td>{f['badput_pct'][b]:.2f}%</td></tr>")
+    parts.append("</table></body></html>")
+    return "\n".join(parts)
