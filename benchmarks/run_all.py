@@ -206,6 +206,22 @@ def bench_goodput():
                "per-event Python reference (scaled)", base)
 
 
+def bench_simulate():
+    from tpufleet.cli.simulate import summarize
+    from tpufleet.simspec import load_rates, load_workload
+    from tpufleet.simulate import Options, Simulator
+
+    t = time.perf_counter()
+    sim = Simulator(load_workload(None), load_rates(None), Options(days=30, seed=0))
+    records = sim.run()
+    summarize(records, sim)
+    ours = time.perf_counter() - t
+    t = time.perf_counter()
+    subprocess.run(CLI + ["--help"], check=True, stdout=subprocess.DEVNULL)
+    base = time.perf_counter() - t
+    record(f"simulate-fleet 30 days, 1 pod, {len(sim.jobs)} jobs (+ summary)", ours, "<= 10 s", "tpufleet --help", base)
+
+
 def main():
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
@@ -215,6 +231,7 @@ def main():
         bench_xconnect()
         bench_faults(state)
         bench_goodput()
+        bench_simulate()
         bench_routing()
     print(json.dumps([{"benchmark": r[0], "seconds": round(r[1], 4), "target": r[2], "baseline_seconds": round(r[3], 4),
                        "ratio": r[4]} for r in rows], indent=1), file=open(os.devnull, "w"))

@@ -43,6 +43,9 @@ STEPS = [
     ("ML Productivity Goodput of a week of job logs (HTML report in demo-out/)",
      "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day -o html --out demo-out/goodput.html"),
     (None, "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day"),
+    ("What MPG would a month give? Simulate the pod under load and faults, then report",
+     "simulate-fleet --days 30 --seed 1 --out demo-out/simulated.jsonl"),
+    (None, "goodput-report demo-out/simulated.jsonl --by size --period week"),
     ("The state after all that", "status"),
     (None, "show journal --tail 8"),
 ]

@@ -11,7 +11,7 @@ import sys
 from tpufleet.cli.app import app
 
 # Command modules register themselves on `app`.
-from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, topology, xconnect  # noqa: E402,F401
+from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, simulate, topology, xconnect  # noqa: E402,F401
 
 
 def _debug_requested(argv: list[str]) -> bool:

@@ -66,6 +66,20 @@ def build(
     capacity_flag: str | None = None,
 ) -> dict:
     log = load(paths, fmt, skip_bad)
+    result = from_log(log, by, period, since, until, capacity_flag)
+    result["input"] = {"files": [str(p) for p in paths], "format": fmt, "records": log.records, "skipped": log.skipped}
+    return result
+
+
+def from_log(
+    log: events.Log,
+    by: list[str] | None = None,
+    period: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    capacity_flag: str | None = None,
+) -> dict:
+    """The report for records already in memory (used by `simulate-fleet` for its summary)."""
     for job in log.events:
         log.jobs.setdefault(job, events.Job(job))
     accounts = []
@@ -89,5 +103,5 @@ def build(
         basis = "peak-allocation"
     result = metrics.report(accounts, capacity, t0, t1, by or [], period)
     result["fleet"]["capacity_basis"] = basis
-    result["input"] = {"files": [str(p) for p in paths], "format": fmt, "records": log.records, "skipped": log.skipped}
+    result["input"] = {"records": log.records, "skipped": log.skipped}
     return result

@@ -1,0 +1,101 @@
+import json
+import math
+
+import pytest
+
+from tpufleet.cli.simulate import summarize
+from tpufleet.simspec import load_rates, load_workload
+from tpufleet.simulate import Options, Rates, Simulator, Workload
+
+HIGH_RATES = """schema_version: 1
+host_per_day: 0.002
+link_per_day: 0.0005
+ocs_per_day: 0.01
+repair_hours: {host: 8.0, link: 4.0, ocs: 2.0}
+rerouted_slowdown: 1.08
+"""
+
+
+def run(workload, rates, **options):
+    sim = Simulator(workload, rates, Options(**options))
+    records = sim.run()
+    return sim, records, summarize(records, sim)
+
+
+def single_job(shape="8x8x8"):
+    w = Workload(arrival_rate_per_hour=0.0, shapes=[], checkpoint_write_s=60.0)
+    w.jobs = [{"shape": shape, "duration_hours": 100000, "phase": "training"}]
+    return w
+
+
+def test_same_seed_same_events_different_seed_different():
+    w, r = load_workload(None), load_rates(None)
+    _, a, _ = run(w, r, days=3, seed=7)
+    _, b, _ = run(w, r, days=3, seed=7)
+    _, c, _ = run(w, r, days=3, seed=8)
+    assert json.dumps(a) == json.dumps(b) and json.dumps(a) != json.dumps(c)
+
+
+def model_rg(n_hosts, rate_per_day, u0_s, interval_s, write_s):
+    nr = n_hosts * rate_per_day / 86400.0
+    return (1 - nr * (u0_s + interval_s / 2)) / (1 + write_s / interval_s)
+
+
+def test_one_job_matches_the_analytic_model():
+    rates = Rates(host_per_day=2.0 / 128, link_per_day=0.0, ocs_per_day=0.0)
+    u0, T = 600.0, 3600.0
+    rgs = []
+    for seed in range(3):
+        _, _, s = run(single_job(), rates, days=100, seed=seed, checkpoint_interval_s=T, restart_overhead_s=u0)
+        rgs.append(s["rg"])
+    expected = model_rg(128, 2.0 / 128, u0, T, 60.0)
+    assert 0.9 < expected < 0.95
+    assert sum(rgs) / len(rgs) == pytest.approx(expected, rel=0.05)
+
+
+def test_best_simulated_interval_is_near_youngs():
+    rates = Rates(host_per_day=2.0 / 128, link_per_day=0.0, ocs_per_day=0.0)
+    w = 60.0
+    mtbf = 86400.0 / 2.0
+    young = math.sqrt(2 * w * mtbf)  # ~38 minutes
+    results = {}
+    for minutes in (10, 20, 40, 80, 160):
+        rg = [run(single_job(), rates, days=60, seed=s, checkpoint_interval_s=minutes * 60.0, restart_overhead_s=600.0)[2]["rg"]
+              for s in (0, 1)]
+        results[minutes] = sum(rg) / 2
+    best = max(results, key=results.get)
+    assert best in (20, 40, 80)
+    assert abs(math.log(best * 60 / young)) <= math.log(2.2), (results, young)
+    assert results[best] > results[10] and results[best] > results[160]
+
+
+def test_modes_order_as_the_paper_says(tmp_path):
+    rates_file = tmp_path / "rates.yaml"
+    rates_file.write_text(HIGH_RATES)
+    w, r = load_workload(None), load_rates(rates_file)
+    summaries = {m: run(w, r, days=12, seed=3, mode=m)[2] for m in ("static", "reconfigurable", "reconfigurable-ft")}
+    st, rc, ft = summaries["static"], summaries["reconfigurable"], summaries["reconfigurable-ft"]
+    assert ft["rg"] >= rc["rg"] > st["rg"]
+    for size in ("large", "extra-large"):  # multi-cube jobs wait less for any cubes than for a contiguous box
+        seg = {m: next(x for x in s["segments"] if x["value"] == size) for m, s in summaries.items()}
+        assert seg["reconfigurable-ft"]["sg"] >= seg["reconfigurable"]["sg"] * 0.98
+        assert seg["reconfigurable"]["sg"] > seg["static"]["sg"]
+    assert ft["disruptions"]["eviction"] < rc["disruptions"]["eviction"]  # faults rerouted instead
+    assert ft["reroutes"] > 0
+
+
+def test_cli_feeds_goodput_report(cli, tmp_path):
+    out = tmp_path / "events.jsonl"
+    r = cli("simulate-fleet", "--days", "2", "--out", out, "--seed", "4", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    s = r.json
+    assert s["jobs_submitted"] > 20 and s["events"] == len(out.read_text().splitlines())
+    g = cli("goodput-report", out, "-o", "json", state=False).json
+    assert g["fleet"]["rg"] == s["rg"] and g["fleet"]["mpg"] == s["mpg"]
+    bad = tmp_path / "w.yaml"
+    bad.write_text("schema_version: 1\nshapes:\n  - {shape: 5x5x5, weight: 1}\n")
+    r = cli("simulate-fleet", "--days", "1", "--out", out, "--workload", bad, state=False)
+    assert r.code == 2 and "shapes.0.shape" in r.err and "w.yaml" in r.err
+    bad.write_text("schema_version: 1\narrival_rate_per_hour: fast\n")
+    r = cli("simulate-fleet", "--days", "1", "--out", out, "--workload", bad, state=False)
+    assert r.code == 2 and "arrival_rate_per_hour" in r.err
