@@ -407,18 +407,24 @@ class Simulator:
         self.stats["jobs_finished"] += 1
         self.push(t, "schedule")
 
-    def disrupt(self, job: Job, t: float, why: str) -> None:
+    def _stop(self, job: Job, t: float, why: str, state: str) -> bool:
+        """Bring the job's log up to t and stop it: training falls back to its last checkpoint."""
         self.advance(job, t)
         if job.state != "running":
-            return
+            return False
         if job.phase == "training":
             job.progress = job.saved
         else:
             job.saved, job.saved_step = job.progress, job.step  # serving and inference lose no work
         self.emit(job, t, why)
-        self.emit(job, t, "allocation", chips=0)
-        job.state = "queued"
+        job.state = state
         job.version += 1
+        return True
+
+    def disrupt(self, job: Job, t: float, why: str) -> None:
+        if not self._stop(job, t, why, "queued"):
+            return
+        self.emit(job, t, "allocation", chips=0)
         self._release(job)
         self.waiting.append(job)
         self.stats["evictions" if why != "preemption" else "preemptions"] += 1
@@ -426,16 +432,8 @@ class Simulator:
 
     def wait_in_place(self, job: Job, t: float, repair: float) -> None:
         """Static pod: no spare cube can be wired in, so the job keeps its block and restarts after the repair."""
-        self.advance(job, t)
-        if job.state != "running":
+        if not self._stop(job, t, "failure", "repairing"):
             return
-        if job.phase == "training":
-            job.progress = job.saved
-        else:
-            job.saved, job.saved_step = job.progress, job.step
-        self.emit(job, t, "failure")
-        job.state = "repairing"
-        job.version += 1
         self.running.pop(job.id, None)
         self.stats["evictions"] += 1
         self.push(repair + 1e-3, "restart", job.id)
