@@ -145,6 +145,7 @@ class Simulator:
                       "xconnect_changes": 0, "jobs_finished": 0}
         self.step_s = options.checkpoint_interval_s / options.macro_steps
         self._box_cache: dict = {}
+        self.fast_paths = True  # memo of shapes that did not fit, cube-count guard; off only for the benchmark baseline
 
     # ---- event plumbing -------------------------------------------------------------------------------------
     def push(self, t: float, kind: str, payload=None) -> None:
@@ -274,7 +275,7 @@ class Simulator:
         for pod in self.fleet.pods:
             if multi and not ft_routing and any(k.startswith(pod.name + "/") for k in health.ocs_down):
                 continue
-            if multi and len(self._free_cubes(pod.name, health)) < shape.cubes:
+            if multi and self.fast_paths and len(self._free_cubes(pod.name, health)) < shape.cubes:
                 continue
             try:
                 if self.o.mode == "static" and multi:
@@ -447,7 +448,7 @@ class Simulator:
             hopeless: set = set()  # shapes that did not fit since the last placement
             for job in list(self.waiting):
                 key = (job.shape, job.ft, job.priority)
-                if key in hopeless:
+                if key in hopeless and self.fast_paths:
                     continue
                 alloc = self._place(job)
                 if alloc is None and self._preempt_for(job, t):
