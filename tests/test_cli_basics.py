@@ -136,3 +136,16 @@ def test_malformed_state_files_are_exit_2_and_untouched(fleet, data):
         assert snapshot(fleet.state) == before
     finally:
         path.write_bytes(pristine)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.text(max_size=12), twisted=st.booleans(), target=st.text(max_size=20))
+def test_random_shapes_and_ids_never_crash(fleet, shape, twisted, target):
+    before = snapshot(fleet.state)
+    r = fleet("topology", shape, *(["--twisted"] if twisted else []), "-o", "json")
+    assert r.code in (0, 2) and "Traceback" not in r.err
+    if r.code == 2:
+        assert r.err.count("\n") == 1
+    r = fleet("inject-fault", target, "--dry-run")
+    assert r.code in (0, 2) and "Traceback" not in r.err and "internal error" not in r.err
+    assert snapshot(fleet.state) == before

@@ -174,3 +174,16 @@ def test_malformed_input_names_file_line_field_and_value(cli, tmp_path):
     r = cli("goodput-report", csv_file, state=False)
     assert r.code == 2 and ":2: field step" in r.err
     assert cli("goodput-report", FIX / "fleet.jsonl", "--by", "colour", state=False).code == 2
+
+
+def test_capacity_from_the_fleet_inventory(fleet, tmp_path):
+    native, _ = training_job("j", 1767571200, runs=1, seed=3)
+    log = tmp_path / "j.jsonl"
+    log.write_text("\n".join(json.dumps(x) for x in native))
+    r = fleet("goodput-report", log, "--capacity", "state", "-o", "json")
+    assert r.code == 0, r.err
+    f = r.json["fleet"]
+    assert f["capacity_basis"] == "flag"
+    window = f["window"]["end"] - f["window"]["start"]
+    assert f["capacity_chip_s"] == pytest.approx(4096 * window)
+    assert fleet("goodput-report", log, "--capacity", "tpu-v4=lots").code == 2

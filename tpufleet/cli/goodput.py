@@ -32,13 +32,16 @@ class GoodputOutput(str, enum.Enum):
 
 @app.command("goodput-report")
 def goodput_cmd(
+    ctx: typer.Context,
     files: Annotated[list[Path], typer.Argument(help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries")],
     fmt: Annotated[LogFormat, typer.Option("--format", help="native or ml-goodput")] = LogFormat.native,
     by: Annotated[str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework")] = "accelerator,size,phase,framework",
     period: Annotated[Optional[Period], typer.Option("--period", help="day or week")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Start of the window (ISO 8601 UTC or POSIX seconds)")] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="End of the window")] = None,
-    capacity: Annotated[Optional[str], typer.Option("--capacity", help="Fleet chips when the log has none: ACC=CHIPS,...")] = None,
+    capacity: Annotated[
+        Optional[str], typer.Option("--capacity", help="Fleet chips when the log has none: ACC=CHIPS,... or 'state' (the tpufleet inventory)")
+    ] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the report to this file")] = None,
     output: Annotated[GoodputOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")] = GoodputOutput.table,
@@ -60,6 +63,11 @@ def goodput_cmd(
     t1 = parse_time(until, "--until", 0, "value") if until else None
     if t0 is not None and t1 is not None and t1 <= t0:
         raise BadInput("bad options: --until must be after --since")
+    if capacity == "state":
+        from tpufleet.model import Fleet, inventory_counts
+
+        chips = inventory_counts(Fleet.from_doc(ctx.obj.store().load()["fleet"]))["chips"]
+        capacity = f"tpu-v4={chips}"
     report = build(files, fmt.value, dims, period.value if period else None, t0, t1, skip_bad, capacity)
     kind = output.value
     if kind == "json":
