@@ -152,3 +152,35 @@ def test_yaml_is_only_safe_loaded():
         text = path.read_text()
         for bad in ("yaml.load(", "yaml.unsafe_load", "yaml.full_load", "Loader=yaml.Loader", "yaml.Loader"):
             assert bad not in text, f"{path}: {bad}"
+
+
+def test_concurrent_runbooks_through_the_cli(tmp_path):
+    """Four shells each inject ten faults at once: every one lands, each with its own serial and journal line."""
+    import subprocess
+    import sys
+
+    state = tmp_path / "s"
+    cli = [sys.executable, "-m", "tpufleet", "--state", str(state)]
+    subprocess.run(cli + ["init"], check=True, capture_output=True)
+    procs = []
+    for w in range(4):
+        cmds = " && ".join(f"{' '.join(cli)} inject-fault host:c{w * 10 + i:02d}/{i} --reason w{w} >/dev/null" for i in range(10))
+        procs.append(subprocess.Popen(["bash", "-c", cmds]))
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0, 0]
+    store = Store(state)
+    doc = store.load()
+    assert doc["serial"] == 41 and len(doc["faults"]) == 40
+    assert [e["serial"] for e in store.journal()] == list(range(1, 42))
+
+
+def test_cli_lock_timeout_is_exit_3(tmp_path, capsys):
+    from tpufleet.cli import main
+    from tpufleet.state.lock import exclusive
+
+    store = make_state(tmp_path / "s")
+    with exclusive(store.dir, 1, "tpufleet maintenance-window"):
+        with pytest.raises(SystemExit) as code:
+            main(["--state", str(store.dir), "--lock-timeout", "0.2", "inject-fault", "host:c01/1"])
+    assert code.value.code == 3
+    err = capsys.readouterr().err
+    assert "maintenance-window" in err and err.count("\n") == 1
