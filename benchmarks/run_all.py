@@ -86,7 +86,7 @@ def bench_routing():
     import numpy as np
 
     from tpufleet.routing import dor, tolerant
-    from tpufleet.routing.analysis import Levels, RouteTables, deadlock_check, flow, verify
+    from tpufleet.routing.analysis import Levels, deadlock_check, flow, verify
     from tpufleet.shapes import Shape, parse_shape
     from tpufleet.topology import neighbors
 
@@ -176,10 +176,8 @@ def bench_faults(state):
 
 
 def bench_goodput():
-    import resource
-
     from tpufleet.goodput import reference
-    from tpufleet.goodput.pipeline import build, load
+    from tpufleet.goodput.pipeline import load
     from tpufleet.goodput.synthetic import training_job
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,7 +207,7 @@ def bench_goodput():
 def bench_simulate():
     from tpufleet.cli.simulate import summarize
     from tpufleet.simspec import load_rates, load_workload
-    from tpufleet.simulate import Options, Simulator
+    from tpufleet.simulation import Options, Simulator
 
     t = time.perf_counter()
     sim = Simulator(load_workload(None), load_rates(None), Options(days=30, seed=0))

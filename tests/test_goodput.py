@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tpufleet.goodput import reference
-from tpufleet.goodput.events import CODE, EVENT_NAMES, Job
+from tpufleet.goodput.events import CODE, Job
 from tpufleet.goodput.pipeline import build
 from tpufleet.goodput.synthetic import training_job
 from tpufleet.goodput.timeline import BUCKETS, account

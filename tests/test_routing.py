@@ -1,9 +1,8 @@
-import io
 import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tpufleet.ids import face_index
 from tpufleet.routing import dor

@@ -5,7 +5,7 @@ import pytest
 
 from tpufleet.cli.simulate import summarize
 from tpufleet.simspec import load_rates, load_workload
-from tpufleet.simulate import Options, Rates, Simulator, Workload
+from tpufleet.simulation import Options, Rates, Simulator, Workload
 
 HIGH_RATES = """schema_version: 1
 host_per_day: 0.002

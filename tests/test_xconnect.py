@@ -1,13 +1,12 @@
 import json
 import random
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import add_fault, expected_neighbour, snapshot
 from tpufleet.allocation import grid_coords
-from tpufleet.health import Health, health_of
+from tpufleet.health import Health
 from tpufleet.model import default_fleet, link_at_port
 from tpufleet.shapes import parse_shape, twistable
 from tpufleet.topology import coordinates

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tpufleet.errors import BadInput, BadStateFile
-from tpufleet.simulate import Rates, Workload
+from tpufleet.simulation import Rates, Workload
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 _POS = {"type": "number", "exclusiveMinimum": 0}

@@ -77,7 +77,7 @@ def simulate_cmd(
     import sys
 
     from tpufleet.simspec import load_rates, load_workload
-    from tpufleet.simulate import Options, Simulator
+    from tpufleet.simulation import Options, Simulator
     from tpufleet.state.files import atomic_write
 
     sim = Simulator(load_workload(workload), load_rates(fault_rates),

@@ -1,0 +1,24 @@
+"""Discrete-event simulation of pods under load and faults, writing the events `goodput-report` reads (pure).
+
+Jobs arrive (or are listed), wait in a priority queue and are placed through the same allocation and
+cross-connect planning code the CLI uses. Components fail at daily rates and are repaired; an OCS or optical-link
+fault is absorbed by fault-tolerant routing (the job runs on, its step time multiplied by `rerouted_slowdown`)
+exactly where `inject-fault` would reroute, and otherwise evicts the job, as a machine fault always does. An
+evicted or preempted job restarts from its last checkpoint after a restart overhead (TPU initialisation, training
+preparation, compilation, restore). Preemption frees room for a higher-priority job, evicting lower-priority
+jobs medium-sized first, then large, small and extra-large last (seed 000 §5).
+
+Modes: ``static`` places a job only on a contiguous box of cubes of the pod's fixed 4x4x4 cube torus, has no
+fault-tolerant routing, and cannot wire a spare cube in: a job hit by a machine fault keeps its block (still
+all-allocated) and restarts when the machine is repaired; ``reconfigurable`` takes any healthy free cubes, still without fault-tolerant routing
+(and so cannot place multi-cube jobs in a pod with a failed OCS); ``reconfigurable-ft`` adds fault-tolerant
+routing for the jobs that opt in.
+
+Steps are logged at the granularity of "macro steps": each checkpoint interval is ``macro_steps`` logged steps, and
+the job's ``ideal_step_s`` is per logged step, so the goodput accounting is unchanged.
+"""
+
+from tpufleet.simulation.engine import Simulator
+from tpufleet.simulation.spec import MODES, Job, Options, Rates, Workload
+
+__all__ = ["MODES", "Job", "Options", "Rates", "Simulator", "Workload"]
