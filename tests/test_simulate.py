@@ -99,3 +99,18 @@ def test_cli_feeds_goodput_report(cli, tmp_path):
     bad.write_text("schema_version: 1\narrival_rate_per_hour: fast\n")
     r = cli("simulate-fleet", "--days", "1", "--out", out, "--workload", bad, state=False)
     assert r.code == 2 and "arrival_rate_per_hour" in r.err
+
+
+def test_planned_drains_move_jobs_without_losing_work():
+    from tpufleet.goodput import events
+    from tpufleet.goodput.pipeline import from_log
+
+    rates = Rates(host_per_day=0.0, link_per_day=0.0, ocs_per_day=0.0, drain_per_day=2.0 / 128)
+    sim, records, s = run(single_job(), rates, days=30, seed=1, checkpoint_interval_s=3600.0, restart_overhead_s=600.0)
+    assert s["faults"]["drain"] > 20 and s["disruptions"]["eviction"] > 20
+    log = events.Log()
+    for i, rec in enumerate(records):
+        events.add_record(log, rec, "<sim>", i + 1)
+    fleet = from_log(log)["fleet"]
+    assert fleet["badput_chip_s"]["wasted_progress_from_disruption"] < 1.0  # chip-seconds, over dozens of drains
+    assert fleet["badput_chip_s"]["checkpoint_restore"] > 0

@@ -219,13 +219,16 @@ def inject(doc: dict, target_text: str, planned: bool, reason: str, now: str) ->
         if how == "network" and sl["fault_tolerant_routing"]:
             figures = reroute_figures(doc, fleet, name)
             if figures["fully_routable"] and figures.get("deadlock_free"):
-                radius.slices.append(SliceImpact(name, "reroute", "fault-tolerant routing absorbs it", reroute=figures))
+                why = "link drained before repair; fault-tolerant routing carries its traffic" if planned else "fault-tolerant routing absorbs it"
+                radius.slices.append(SliceImpact(name, "reroute", why, reroute=figures))
                 continue
             why = "fault-tolerant routing cannot serve every pair"
         elif how == "network":
             why = "opted out of fault-tolerant routing"
         else:
             why = f"{target.kind} fault stops its machines"
+        if planned:
+            why = f"planned drain of its {target.kind}: the job is notified and checkpoints before it moves"
         avoid_pod = target.pod if isinstance(target, OcsId) else None
         avoid_cube = target.cube if isinstance(target, LinkId) else None
         proposal = propose_replacement(doc, fleet, name, avoid_pod, avoid_cube)

@@ -52,8 +52,9 @@ RATES_SCHEMA = {
         "host_per_day": {"type": "number", "minimum": 0},
         "link_per_day": {"type": "number", "minimum": 0},
         "ocs_per_day": {"type": "number", "minimum": 0},
+        "drain_per_day": {"type": "number", "minimum": 0},
         "repair_hours": {"type": "object", "additionalProperties": False,
-                         "properties": {"host": _POS, "link": _POS, "ocs": _POS}},
+                         "properties": {"host": _POS, "link": _POS, "ocs": _POS, "drain": _POS}},
         "rerouted_slowdown": {"type": "number", "minimum": 1},
     },
 }
@@ -122,7 +123,7 @@ def load_rates(path: Path | None) -> Rates:
     path = Path(path) if path else FIXTURES / "fault-rates.yaml"
     d = _load(path, RATES_SCHEMA)
     r = Rates()
-    for key in ("host_per_day", "link_per_day", "ocs_per_day", "rerouted_slowdown"):
+    for key in ("host_per_day", "link_per_day", "ocs_per_day", "drain_per_day", "rerouted_slowdown"):
         if key in d:
             setattr(r, key, float(d[key]))
     r.repair_hours = {**r.repair_hours, **d.get("repair_hours", {})}

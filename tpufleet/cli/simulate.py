@@ -51,8 +51,8 @@ def _text(s: dict, out: Path) -> str:
         f"simulated {s['days']:g} days, {s['pods']} pod(s), mode {s['mode']}, seed {s['seed']}",
         f"  jobs: {s['jobs_submitted']} submitted, {s['jobs_finished']} finished",
         f"  SG {f(s['sg'])}  x  RG {f(s['rg'])}  x  PG {f(s['pg'])}  =  MPG {f(s['mpg'])}",
-        f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS; "
-        f"rerouted {s['reroutes']} time(s)",
+        f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS, "
+        f"{s['faults']['drain']} planned drains; rerouted {s['reroutes']} time(s)",
         f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions",
         f"  {s['events']} events written to {out} (read them with `tpufleet goodput-report {out}`)",
     ]

@@ -33,7 +33,7 @@ class Simulator(Placement, JobTimelines):
         self.ocs_down: dict[str, int] = {}
         self.ocs_state: dict = {}
         self.records: list[dict] = []
-        self.stats = {"preemptions": 0, "evictions": 0, "reroutes": 0, "faults": {"host": 0, "link": 0, "ocs": 0},
+        self.stats = {"preemptions": 0, "evictions": 0, "reroutes": 0, "faults": {"host": 0, "link": 0, "ocs": 0, "drain": 0},
                       "xconnect_changes": 0, "jobs_finished": 0}
         self.step_s = options.checkpoint_interval_s / options.macro_steps
         self._box_cache: dict = {}
@@ -102,6 +102,7 @@ class Simulator(Placement, JobTimelines):
             ("host", len(cubes) * 16, r.host_per_day),
             ("link", len(cubes) * 48, r.link_per_day),  # one cable per optical link pair
             ("ocs", o.pods * 48, r.ocs_per_day),
+            ("drain", len(cubes) * 16, r.drain_per_day),
         ):
             if rate <= 0:
                 continue
@@ -111,7 +112,7 @@ class Simulator(Placement, JobTimelines):
                 t += self.rng.expovariate(lam)
                 if t >= self.end:
                     break
-                if kind == "host":
+                if kind in ("host", "drain"):
                     target = (self.rng.choice(cubes), self.rng.randrange(16))
                 elif kind == "link":
                     target = (self.rng.choice(cubes), self.rng.randrange(48))
@@ -127,9 +128,30 @@ class Simulator(Placement, JobTimelines):
                 out.append(job)
         return out
 
+    def drain(self, t: float, target, repair: float) -> None:
+        """Planned maintenance of a machine: jobs get notice, training saves a checkpoint, then they move."""
+        cube, machine = target
+        self.out_counts[cube] = self.out_counts.get(cube, 0) + 1
+        for job in self._jobs_on_cube(cube, machine):
+            self.advance(job, t)
+            leave = t
+            if job.phase == "training" and not job.startup and job.ckpt_left is None and job.progress > job.saved:
+                self.emit(job, t, "checkpoint_start", step=job.step)
+                job.ckpt_left = self.w.checkpoint_write_s
+                job.ckpt_step, job.ckpt_progress = job.step, job.progress
+                job.to_ckpt = self.o.checkpoint_interval_s
+                leave = t + job.ckpt_left
+            elif job.ckpt_left is not None:
+                leave = t + job.ckpt_left
+            self.push(leave, "evict", (job.id, job.runs))
+        self.push(repair, "repair", ("host", target))
+
     def fault(self, t: float, kind: str, target) -> None:
         self.stats["faults"][kind] += 1
         repair = t + self.r.repair_hours[kind] * 3600.0
+        if kind == "drain":
+            self.drain(t, target, repair)
+            return
         if kind == "host":
             cube, machine = target
             self.out_counts[cube] = self.out_counts.get(cube, 0) + 1
@@ -208,6 +230,11 @@ class Simulator(Placement, JobTimelines):
                 self.repair(t, *payload)
             elif kind == "schedule":
                 self.schedule(t)
+            elif kind == "evict":
+                job_id, runs = payload
+                job = self.running.get(job_id)
+                if job is not None and job.runs == runs:
+                    self.disrupt(job, t, "eviction")
             elif kind == "restart":
                 job = next(j for j in self.jobs if j.id == payload)
                 if job.state == "repairing":

@@ -35,7 +35,8 @@ class Rates:
     host_per_day: float = 0.0008
     link_per_day: float = 0.00005
     ocs_per_day: float = 0.0004
-    repair_hours: dict[str, float] = field(default_factory=lambda: {"host": 8.0, "link": 4.0, "ocs": 2.0})
+    drain_per_day: float = 0.0
+    repair_hours: dict[str, float] = field(default_factory=lambda: {"host": 8.0, "link": 4.0, "ocs": 2.0, "drain": 4.0})
     rerouted_slowdown: float = 1.08
 
 
