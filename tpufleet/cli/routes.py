@@ -78,6 +78,8 @@ def routes_cmd(
     doc = store.load()
     sl = get_slice(doc, name)
     shape = wiring.slice_shape(sl)
+    if sl["state"] == "evicted":
+        raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
     if sl["state"] != "connected" and not shape.is_subcube:
         raise Refused(f"slice {name!r} is {sl['state']}, not wired; run `tpufleet plan-xconnect {name} --apply` first")
     graph = wiring.build(sl, Fleet.from_doc(doc["fleet"]), doc["ocs"], health_of(doc))
