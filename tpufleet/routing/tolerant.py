@@ -212,7 +212,10 @@ def base_load(P, L, alive, broken, shape, expected=None) -> "np.ndarray":
 
 
 def wild_first(P, L, alive, broken, seed: int = 0, base=None):
-    """Repair broken pairs in place with wild first hops (and chains). Returns (wild mask, unroutable idx).
+    """Repair broken pairs in place with wild first hops (and chains).
+
+    Returns (wild mask, unroutable pair indices, link load): the load is `base` plus every repaired route, which is
+    the repaired tables' exact all-to-all load when `base` is the load of the intact pairs.
 
     `base` is the load already on each link (flat [N * 6]); the choice minimizes the most loaded link of the
     whole new route, so detours spread over the neighbouring rings instead of piling onto one.
@@ -222,7 +225,7 @@ def wild_first(P, L, alive, broken, seed: int = 0, base=None):
     n = len(alive)
     wild = np.zeros(P.shape, dtype=bool)
     if len(broken) == 0:
-        return wild, broken
+        return wild, broken, base
     Pf, Lf, Wf = P.ravel(), L.ravel(), wild.ravel()
     bad = np.zeros(n * n, dtype=bool)
     bad[broken] = True
@@ -276,7 +279,7 @@ def wild_first(P, L, alive, broken, seed: int = 0, base=None):
             break
     Pf[todo] = -2
     Lf[todo] = -1
-    return wild, todo
+    return wild, todo, extra
 
 
 def _repair(shape, expected, alive, algorithm, per_destination_orders: bool, penalty: float | None = None):
@@ -299,7 +302,8 @@ def _repair(shape, expected, alive, algorithm, per_destination_orders: bool, pen
             L.ravel()[broken] = -1
         else:
             plain = None if per_destination_orders else expected
-            wild, left = wild_first(P, L, alive, broken, base=base_load(P, L, alive, broken, shape, plain))
+            wild, left, load = wild_first(P, L, alive, broken, base=base_load(P, L, alive, broken, shape, plain))
+            info["max_load"] = float(load.max())
             info["repaired_wild"] = int(len(broken) - len(left))
     _drop_dead_chips(P, L, expected, alive)
     return RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm), info
@@ -342,7 +346,7 @@ def route(shape: Shape, expected, alive, algorithm: str = "auto") -> tuple[Route
         rt, info = _repair(shape, expected, alive, "wild-first", mixed, penalty)
         if mixed and info["orders_used"] == 1:
             continue  # the same tables as plain wild-first
-        key = (_max_load(rt), info["orders_used"])
+        key = (info.get("max_load", None) or _max_load(rt), info["orders_used"])
         if best is None or key < best[0]:
             how = "wild-first" if not mixed else "per-destination dimension orders + wild-first"
             best = (key, rt, {**info, "strategy": how})
