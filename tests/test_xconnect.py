@@ -218,3 +218,20 @@ def test_a_down_ocs_is_deferred_for_slices_with_fault_tolerant_routing(fleet):
     assert fleet("clear-fault", "ocs:pod0/y/7", "-o", "json").json["rewire"] == ["s"]
     assert fleet("plan-xconnect", "s", "--apply", "-o", "json").json["summary"]["add"] == 8
     assert fleet("status", "-o", "json").json["incomplete_wiring"] == []
+
+
+def test_second_pod_has_its_own_ocs_and_cube_ids(cli):
+    assert cli("init", "--pods", "2").code == 0
+    r = cli("allocate", "p1", "--shape", "8x8x8", "--pod", "pod1", "-o", "json")
+    assert r.code == 0 and r.json["pod"] == "pod1" and r.json["cubes"][0] == "c64"
+    plan = cli("plan-xconnect", "p1", "--apply", "-o", "json").json
+    assert {o["id"].split("/")[0] for o in plan["ocs"]} == {"ocs:pod1"}
+    # ports are positions inside pod1: c64 is port 0 there
+    assert all(0 <= n < 8 and 0 <= s < 8 for o in plan["ocs"] for n, s in o["add"])
+    assert cli("routes", "p1").code == 0
+    r = cli("inject-fault", "ocs:pod0/x/1", "-o", "json").json
+    assert r["slices"] == []  # pod0's OCS is not pod1's
+    r = cli("inject-fault", "ocs:pod1/x/1", "-o", "json").json
+    assert [s["action"] for s in r["slices"]] == ["reroute"]
+    r = cli("allocate", "x", "--shape", "4x4x8", "--cubes", "c01,c64")
+    assert r.code == 2 and "one pod" in r.err
