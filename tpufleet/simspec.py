@@ -7,7 +7,7 @@ from pathlib import Path
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.simulation import Rates, Workload
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+DEFAULTS = Path(__file__).resolve().parent / "data"  # also linked from fixtures/
 _POS = {"type": "number", "exclusiveMinimum": 0}
 _WEIGHTS = {"type": "object", "minProperties": 1, "additionalProperties": {"type": "number", "minimum": 0}}
 
@@ -78,7 +78,7 @@ def _load(path: Path, schema: dict) -> dict:
 def load_workload(path: Path | None) -> Workload:
     from tpufleet.shapes import parse_shape
 
-    path = Path(path) if path else FIXTURES / "workload.yaml"
+    path = Path(path) if path else DEFAULTS / "workload.yaml"
     d = _load(path, WORKLOAD_SCHEMA)
     w = Workload()
     w.arrival_rate_per_hour = d.get("arrival_rate_per_hour", 0.0 if "jobs" in d else w.arrival_rate_per_hour)
@@ -120,7 +120,7 @@ def load_workload(path: Path | None) -> Workload:
 
 
 def load_rates(path: Path | None) -> Rates:
-    path = Path(path) if path else FIXTURES / "fault-rates.yaml"
+    path = Path(path) if path else DEFAULTS / "fault-rates.yaml"
     d = _load(path, RATES_SCHEMA)
     r = Rates()
     for key in ("host_per_day", "link_per_day", "ocs_per_day", "drain_per_day", "rerouted_slowdown"):
