@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from helpers import add_fault, expected_neighbour, snapshot
 from tpufleet.allocation import grid_coords
 from tpufleet.health import Health
+from tpufleet.ids import parse_target
 from tpufleet.model import default_fleet, link_at_port
 from tpufleet.shapes import parse_shape, twistable
 from tpufleet.topology import coordinates
@@ -75,8 +76,9 @@ def test_planned_wiring_is_exactly_the_requested_torus(request):
     for key, pairs in ocs.items():
         pod, dim, index = key.split("/")
         for north, south in pairs:
-            assert link_at_port(FLEET, xconnect.ocs_ids([key])[0], "north", north).polarity == "out"
-            assert link_at_port(FLEET, xconnect.ocs_ids([key])[0], "south", south).polarity == "in"
+            switch = parse_target(f"ocs:{key}")
+            assert link_at_port(FLEET, switch, "north", north).polarity == "out"
+            assert link_at_port(FLEET, switch, "south", south).polarity == "in"
             assert (key, north) not in used_north and (key, south) not in used_south
             used_north.add((key, north))
             used_south.add((key, south))

@@ -18,7 +18,6 @@ the binomial value; intervals are 95% Wilson score intervals.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 HOSTS_PER_CUBE = 16
@@ -241,5 +240,3 @@ def parse_sizes(text: str, unit: str) -> list[int]:
         raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-64 cubes")
     return sorted(set(values))
 
-
-__all__ = ["itertools"]

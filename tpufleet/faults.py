@@ -14,7 +14,6 @@ What a fault takes away, and what happens to each slice it touches:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 from tpufleet import allocation, xconnect
@@ -118,8 +117,14 @@ def open_fault(doc: dict, target: str, planned: bool, reason: str, now: str) -> 
     return fault
 
 
-def propose_replacement(doc: dict, fleet: Fleet, name: str, avoid_pod: str | None = None, avoid_cube: str | None = None) -> dict:
-    """The cubes (or machines) a rescheduled slice would get, and the cross-connect changes; `pending` if none."""
+def propose_replacement(doc: dict, fleet: Fleet, name: str, cause: TargetId | None = None) -> dict:
+    """The cubes (or machines) a rescheduled slice would get, and the cross-connect changes; `pending` if none.
+
+    An open OCS fault as the cause means another pod (every cube of this one uses that OCS); an optical link
+    means replacing the cube that owns the failed port.
+    """
+    avoid_pod = cause.pod if isinstance(cause, OcsId) else None
+    avoid_cube = cause.cube if isinstance(cause, LinkId) else None
     sl = doc["slices"][name]
     shape = parse_shape(sl["shape"], sl["twisted"])
     health = health_of(doc)
@@ -229,9 +234,7 @@ def inject(doc: dict, target_text: str, planned: bool, reason: str, now: str) ->
             why = f"{target.kind} fault stops its machines"
         if planned:
             why = f"planned drain of its {target.kind}: the job is notified and checkpoints before it moves"
-        avoid_pod = target.pod if isinstance(target, OcsId) else None
-        avoid_cube = target.cube if isinstance(target, LinkId) else None
-        proposal = propose_replacement(doc, fleet, name, avoid_pod, avoid_cube)
+        proposal = propose_replacement(doc, fleet, name, target)
         radius.slices.append(SliceImpact(name, "reschedule", why, replacement=proposal))
         sl["state"] = "evicted"
         sl["evicted_by"] = fault["id"]
@@ -290,6 +293,3 @@ def apply_replacement(doc: dict, name: str, proposal: dict) -> None:
         sl["machines"], sl["origin"] = proposal["machines"], proposal["origin"]
     sl.pop("evicted_by", None)
 
-
-def snapshot(doc: dict) -> dict:
-    return copy.deepcopy(doc)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, parse_target
+from tpufleet.ids import ChipId, IciId, LinkId, OcsId, parse_target
 
 
 @dataclass
@@ -45,6 +45,4 @@ def health_of(doc: dict) -> Health:
                 h.chips_down.add((target.cube, target.x, target.y, target.z))
             elif isinstance(target, IciId):
                 h.ici_down.add((target.cube, target.x, target.y, target.z, target.direction))
-            elif isinstance(target, (HostId, CubeId)):
-                pass
     return h

@@ -22,7 +22,6 @@ from tpufleet.ids import (
     FACE_LINKS,
     MACHINES_PER_CUBE,
     ChipId,
-    CubeId,
     HostId,
     IciId,
     LinkId,
@@ -161,5 +160,3 @@ def inventory_counts(fleet: Fleet) -> dict:
         "ocs": len(fleet.pods) * 3 * FACE_LINKS,
     }
 
-
-__all__ = ["CubeId", "Fleet", "Pod", "default_fleet"]

@@ -76,7 +76,7 @@ def _load(path: Path, schema: dict) -> dict:
 
 
 def load_workload(path: Path | None) -> Workload:
-    from tpufleet.shapes import parse_shape
+    from tpufleet.shapes import allocatable, parse_shape
 
     path = Path(path) if path else DEFAULTS / "workload.yaml"
     d = _load(path, WORKLOAD_SCHEMA)
@@ -92,7 +92,7 @@ def load_workload(path: Path | None) -> Workload:
             shape = parse_shape(s["shape"], s.get("twisted", False))
         except BadInput as exc:
             raise BadStateFile(str(path), f"shapes.{i}.shape", s["shape"], str(exc)) from None
-        if shape.is_subcube and not __import__("tpufleet.shapes", fromlist=["allocatable"]).allocatable(shape):
+        if not allocatable(shape):
             raise BadStateFile(str(path), f"shapes.{i}.shape", s["shape"], "not an allocatable sub-cube shape")
         shapes.append((shape, float(s.get("weight", 1.0))))
     if shapes:

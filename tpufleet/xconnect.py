@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tpufleet.health import Health
-from tpufleet.ids import DIMS, FACE_LINKS, LinkId, OcsId
+from tpufleet.ids import DIMS, FACE_LINKS, LinkId
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape
 
@@ -157,6 +157,3 @@ def owner_of_ports(slices: dict, fleet: Fleet) -> dict[tuple[str, int], str]:
                 out[(sl["pod"], fleet.cube_position[cube])] = name
     return out
 
-
-def ocs_ids(keys) -> list[OcsId]:
-    return [OcsId(*k.split("/")[:2], int(k.split("/")[2])) for k in keys]  # type: ignore[misc]

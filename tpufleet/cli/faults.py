@@ -181,6 +181,7 @@ def reschedule_cmd(
     from tpufleet.cli.common import get_slice, mark_routes_stale
     from tpufleet.errors import Refused
     from tpufleet.health import health_of
+    from tpufleet.ids import parse_target
     from tpufleet.model import Fleet
     from tpufleet.shapes import parse_shape
 
@@ -192,14 +193,8 @@ def reschedule_cmd(
             raise Refused(f"slice {name!r} is {sl['state']}, not evicted; nothing to reschedule")
         fleet = Fleet.from_doc(doc["fleet"])
         cause = next((f for f in doc["faults"] if f["id"] == sl.get("evicted_by")), None)
-        avoid_pod = avoid_cube = None
-        if cause and not cause["cleared"]:
-            kind, _, rest = cause["target"].partition(":")
-            if kind == "ocs":
-                avoid_pod = rest.split("/")[0]
-            elif kind == "link":
-                avoid_cube = rest.split("/")[0]
-        proposal = faults.propose_replacement(doc, fleet, name, avoid_pod, avoid_cube)
+        open_cause = cause is not None and not cause["cleared"]
+        proposal = faults.propose_replacement(doc, fleet, name, parse_target(cause["target"]) if open_cause else None)
         if proposal["status"] == "pending":
             raise Refused(f"cannot reschedule {name!r} yet: {proposal['why']}")
         faults.apply_replacement(doc, name, proposal)

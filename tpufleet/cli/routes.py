@@ -111,7 +111,7 @@ def routes_cmd(
         }
         tx.summary = f"routes {name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
     if out is not None:
-        names = [n.replace("/", ":", 0) for n in graph.chip_names]
+        names = graph.chip_names
         if fmt is TableFormat.npz:
             atomic_write(out, export.npz_bytes(report.tables, meta))
         elif fmt is TableFormat.json:

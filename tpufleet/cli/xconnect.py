@@ -110,15 +110,15 @@ def plan_cmd(
         with store.transaction() as tx:
             pdoc, plan = _make_plan(tx.doc, name)
             result = _apply(tx, pdoc)
-        pdoc.update(result, serial=tx.doc["serial"])
+        doc = tx.doc
+        pdoc.update(result, serial=doc["serial"])
     else:
         doc = store.load()
         pdoc, plan = _make_plan(doc, name)
     if out is not None:
         atomic_write(out, (json.dumps(pdoc, indent=1) + "\n").encode())
-    doc_cubes = store.load()["fleet"]["pods"]
-    names = Fleet.from_doc({"pods": doc_cubes}).pod_by_name
-    pod_cubes = list(names[pdoc["ocs"][0]["id"].split(":")[1].split("/")[0]].cubes) if pdoc["ocs"] else []
+    pod = doc["slices"][name]["pod"]
+    pod_cubes = list(Fleet.from_doc(doc["fleet"]).pod_by_name[pod].cubes)
     emit(pdoc, output, lambda: _render_plan(pdoc, verbose, pod_cubes) + (f"\nsaved to {out}" if out else "") + ("\napplied." if apply else ""))
     if detailed_exitcode and plan.has_changes and not apply:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)

@@ -166,7 +166,6 @@ def account(job: Job, records, until: float | None = None, since: float | None =
                 if excess > 0:
                     s0 = st[idx[0]]
                     intervals["program_startup"].append((np.array([s0]), np.array([s0 + excess])))
-    productive_steps = 0
     if len(disrupt):
         resume = np.sort(np.concatenate([at(n) for n in RESUME]))
         back = np.minimum(_first_after(resume, disrupt, inclusive=True), end)
@@ -204,6 +203,7 @@ def account(job: Job, records, until: float | None = None, since: float | None =
     dur = np.diff(bounds)
     use = full & (dur > 0)
     sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
+    productive_steps = 0
     if len(st) and m:
         pos = np.clip(np.searchsorted(bounds, st, side="right") - 1, 0, m - 1)
         productive_steps = int(np.count_nonzero(productive & use[pos] & (st < end)))

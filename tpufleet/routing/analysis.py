@@ -203,12 +203,6 @@ def link_load(rt: RouteTables, weight: "np.ndarray") -> "np.ndarray":
     return total.reshape(n, 6)
 
 
-def all_to_all_load(rt: RouteTables, routable: "np.ndarray", levels: Levels) -> "np.ndarray":
-    """Units per directed link when every chip sends one unit to every other (routable pairs only)."""
-    weight, _ = flow(rt, routable, levels, masks=False)
-    return link_load(rt, weight)
-
-
 def pair_load(rt: RouteTables, sources, targets) -> "np.ndarray":
     """Units per directed link for one unit from each source to its target, by walking the tables."""
     import numpy as np
@@ -275,11 +269,6 @@ def _transitions(rt, s, p, nxt, t, wild, date):
     same_dim = (q >> 1) == (p >> 1)
     cross = date.ravel()[s * 6 + np.maximum(p, 0)]
     return q, w_next, w_here, same_dim, cross
-
-
-def vc_sets(rt: RouteTables, routable: "np.ndarray", levels: Levels) -> "np.ndarray":
-    """[t, s] uint8 bit set of relative VC indices that packets to t use on the hop leaving s."""
-    return flow(rt, routable, levels)[1]
 
 
 def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list[str], dict]:
@@ -367,11 +356,11 @@ def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list
     sizes = np.bincount(labels)
     if (sizes > 1).any():
         comp = int(np.argmax(sizes))
-        return vcs, False, _one_cycle(graph, labels, comp, rt, vcs), layout
+        return vcs, False, _one_cycle(graph, labels, comp, vcs), layout
     return vcs, True, [], layout
 
 
-def _one_cycle(graph, labels, comp, rt, vcs) -> list[str]:
+def _one_cycle(graph, labels, comp, vcs) -> list[str]:
     """A concrete dependency cycle inside one strongly connected component, as channel names."""
     import numpy as np
 

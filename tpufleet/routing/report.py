@@ -18,7 +18,7 @@ class RouteReport:
     cycle: list[str] = field(default_factory=list)
 
 
-def _loads(rt: RouteTables, expected, traffics, routable=None, weight_load=None) -> dict:
+def _loads(rt: RouteTables, expected, traffics, weight_load=None) -> dict:
     from tpufleet.routing.analysis import ring_allreduce_load
 
     out = {}

@@ -236,7 +236,7 @@ class Simulator(Placement, JobTimelines):
                 if job is not None and job.runs == runs:
                     self.disrupt(job, t, "eviction")
             elif kind == "restart":
-                job = next(j for j in self.jobs if j.id == payload)
+                job = payload
                 if job.state == "repairing":
                     self._start(job, job.alloc, t)
         for job in list(self.running.values()):

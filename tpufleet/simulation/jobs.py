@@ -148,5 +148,5 @@ class JobTimelines:
             return
         self.running.pop(job.id, None)
         self.stats["evictions"] += 1
-        self.push(repair + 1e-3, "restart", job.id)
+        self.push(repair + 1e-3, "restart", job)
 
