@@ -69,20 +69,21 @@ def health_rows(doc: dict, health: Health | None = None) -> list[dict]:
     return rows
 
 
-def missing_pairs(doc: dict, sl: dict) -> int:
+def missing_pairs(doc: dict, sl: dict, fleet: Fleet | None = None) -> int:
     """Cross-connects the slice needs that are not in place (e.g. deferred while an OCS was down)."""
-    from tpufleet.model import Fleet
     from tpufleet.shapes import parse_shape
     from tpufleet.xconnect import wanted_pairs
 
     if sl["state"] != "connected":
         return 0
-    wanted = wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), Fleet.from_doc(doc["fleet"]), sl["coords"])
+    fleet = fleet or Fleet.from_doc(doc["fleet"])
+    wanted = wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), fleet, sl["coords"])
     have = {k: {tuple(p) for p in v} for k, v in doc["ocs"].items()}
     return sum(1 for k, pairs in wanted.items() for p in pairs if p not in have.get(k, ()))
 
 
 def slice_rows(doc: dict) -> list[dict]:
+    fleet = Fleet.from_doc(doc["fleet"])
     rows = []
     for name in sorted(doc["slices"]):
         sl = doc["slices"][name]
@@ -98,7 +99,7 @@ def slice_rows(doc: dict) -> list[dict]:
                 "state": sl["state"],
                 "fault_tolerant_routing": sl["fault_tolerant_routing"],
                 "routes": "none" if route is None else ("stale" if route.get("stale") else "fresh"),
-                "missing_xconnects": missing_pairs(doc, sl),
+                "missing_xconnects": missing_pairs(doc, sl, fleet),
             }
         )
     return rows

@@ -145,7 +145,7 @@ def clear_cmd(
         tx.summary = "clear-fault " + ", ".join(f"{f['id']} {f['target']}" for f in cleared)
     from tpufleet.views import missing_pairs
 
-    rewire = sorted(n for n, sl in tx.doc["slices"].items() if missing_pairs(tx.doc, sl))
+    rewire = sorted(n for n, sl in tx.doc["slices"].items() if missing_pairs(tx.doc, sl, fleet))
     hint = [f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`" for n in rewire]
     emit({"cleared": cleared, "routes_stale": stale, "rewire": rewire, "serial": tx.doc["serial"]}, output,
          lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in cleared] + hint))
