@@ -1,3 +1,11 @@
+"""Shared test set-up: Hypothesis profiles, and the in-process CLI runner and its fixtures.
+
+Hypothesis profile: $TPUFLEET_HYPOTHESIS_PROFILE, else "ci" when $CI is set, else "dev" (`--hypothesis-profile`
+overrides both). "ci" is derandomized: every run of a test tries the same examples (the seed is derived from the
+test), so CI is reproducible and a failure prints the blob to replay it. "dev" draws new examples each run;
+"nightly" draws many more.
+"""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +14,48 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tpufleet.cli import main
+
+# Registered from Hypothesis' own defaults (with $CI set, Hypothesis has already loaded its built-in "ci").
+_BASE = settings.get_profile("default")
+settings.register_profile(
+    "ci",
+    _BASE,
+    derandomize=True,
+    database=None,  # nothing carried over between runs: the same examples every time
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", _BASE, deadline=None)
+settings.register_profile("nightly", _BASE, max_examples=1000, deadline=None, print_blob=True)
+HYPOTHESIS_PROFILE = os.environ.get("TPUFLEET_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def hypothesis_line(config: pytest.Config) -> str:
+    current = settings()
+    seed = config.getoption("hypothesis_seed", None)
+    if seed is not None:
+        how = f"seed {seed} (--hypothesis-seed)"
+    elif current.derandomize:
+        how = "derandomized: a fixed seed per test, derived from the test itself"
+    else:
+        how = "random seed per test (printed with any failure)"
+    return f"hypothesis profile {settings.get_current_profile_name()!r}: max_examples={current.max_examples}, {how}"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return hypothesis_line(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """-q hides the header (`make test` runs quiet): print the profile line anyway, CI logs need it."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if session.config.option.verbose < 0 and reporter is not None:
+        reporter.write_line(hypothesis_line(session.config))
 
 
 @dataclass

@@ -116,7 +116,7 @@ def random_jobs(draw):
     return Job("j", chips=4, phase=phase), recs
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=max(200, settings().max_examples))  # at least 200; the profile may ask for more (nightly)
 @given(random_jobs())
 def test_vectorized_accounting_matches_the_per_event_reference(case):
     job, recs = case
