@@ -12,16 +12,14 @@ def snapshot(state: Path) -> dict[str, bytes]:
 
 def add_fault(state: Path, target: str, planned: bool = False) -> str:
     """Open a fault directly in the state (as healthd or the pod manager would report it)."""
+    from tpufleet.fleetstate import Change
+    from tpufleet.ids import parse_target
     from tpufleet.state import Store
 
     with Store(state).transaction(command="test fault") as tx:
-        fid = f"f{tx.doc['next_fault']}"
-        tx.doc["next_fault"] += 1
-        tx.doc["faults"].append(
-            {"id": fid, "target": target, "planned": planned, "reason": "test", "opened": "2026-01-01T00:00:00Z", "cleared": None}
-        )
-        tx.summary = f"fault {fid} {target}"
-    return fid
+        fault = tx.state.open_fault(parse_target(target), planned, "test", "2026-01-01T00:00:00Z")
+        tx.commit(Change(f"fault {fault.id} {target}"))
+    return fault.id
 
 
 def expected_neighbour(coord, port, dims, twisted):

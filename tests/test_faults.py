@@ -151,10 +151,14 @@ def test_scenario_file_is_one_transaction(pod, tmp_path):
 
 
 def test_random_faults_follow_the_daily_rates_and_the_seed():
+    from types import SimpleNamespace
+
     fleet = default_fleet()
-    a = random_targets(fleet, 20000, seed=5)
-    assert a == random_targets(fleet, 20000, seed=5)
-    share = {k: sum(t.startswith(k) for t in a) / len(a) for k in ("host", "link", "ocs")}
+    rates = SimpleNamespace(host_per_day=0.0008, link_per_day=0.00005, ocs_per_day=0.0004)
+    a = random_targets(fleet, 20000, seed=5, rates=rates)
+    assert a == random_targets(fleet, 20000, seed=5, rates=rates)
+    share = {k: sum(t.kind == k for t in a) / len(a) for k in ("host", "link", "ocs")}
+    # every optical link (96 a cube, 6144 a pod) fails at the link rate
     weights = {"host": 0.0008 * 1024, "link": 0.00005 * 6144, "ocs": 0.0004 * 48}
     total = sum(weights.values())
     for kind, w in weights.items():

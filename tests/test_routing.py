@@ -195,11 +195,15 @@ def test_routes_command_end_to_end(fleet, tmp_path):
     assert fleet("routes", "s").code == 0
     assert fleet("plan-xconnect", "s", "--apply").code == 0  # nothing changed: tables stay fresh
     assert fleet("status", "-o", "json").json["stale_routes"] == []
+    from tpufleet.fleetstate import Change
+    from tpufleet.ids import OcsId
     from tpufleet.state import Store
 
     with Store(fleet.state).transaction() as tx:  # someone rewires one of its OCS by hand
-        tx.doc["ocs"]["pod0/z/0"] = [p for p in tx.doc["ocs"]["pod0/z/0"] if p != [0, 1]]
-        tx.summary = "test: drop one cross-connect"
+        ocs = OcsId("pod0", "z", 0)
+        assert (0, 1) in tx.state.ocs[ocs]
+        tx.state.ocs[ocs] -= {(0, 1)}
+        tx.commit(Change("test: drop one cross-connect"))
     assert fleet("plan-xconnect", "s", "--apply").code == 0
     status = fleet("status", "-o", "json").json
     assert status["stale_routes"] == ["s"] and "stale" in fleet("status").out
@@ -214,14 +218,17 @@ def test_routes_command_end_to_end(fleet, tmp_path):
 
 
 def test_miswired_slice_is_refused_with_every_bad_link(fleet):
+    from tpufleet.fleetstate import Change
+    from tpufleet.ids import OcsId
     from tpufleet.state import Store
 
     assert fleet("allocate", "s", "--shape", "8x8x8").code == 0
     assert fleet("plan-xconnect", "s", "--apply").code == 0
     with Store(fleet.state).transaction() as tx:
-        pairs = tx.doc["ocs"]["pod0/x/2"]
-        pairs[0][1], pairs[1][1] = pairs[1][1], pairs[0][1]  # two fibres swapped on one OCS
-        tx.summary = "test: swap two fibres"
+        ocs = OcsId("pod0", "x", 2)
+        (n0, s0), (n1, s1), *rest = sorted(tx.state.ocs[ocs])
+        tx.state.ocs[ocs] = frozenset([(n0, s1), (n1, s0), *rest])  # two fibres swapped on one OCS
+        tx.commit(Change("test: swap two fibres"))
     r = fleet("routes", "s")
     assert r.code == 1 and "miswired" in r.err
     assert r.err.count("reaches") >= 4

@@ -6,8 +6,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import add_fault, expected_neighbour, snapshot
 from tpufleet.allocation import grid_coords
+from tpufleet.fleetstate import Slice
 from tpufleet.health import Health
-from tpufleet.ids import parse_target
+from tpufleet.ids import OcsId
 from tpufleet.model import default_fleet, link_at_port
 from tpufleet.shapes import parse_shape, twistable
 from tpufleet.topology import coordinates
@@ -18,9 +19,11 @@ FLEET = default_fleet()
 
 
 def wire(shape, cubes, ocs=None):
+    """Plan and apply; the OCS state comes back as "pod0/x/5" -> sorted [[north, south]] for easy reading."""
     coords = grid_coords(shape, cubes)
     p = xconnect.plan(shape, FLEET, coords, ocs or {}, Health())
-    return coords, p, xconnect.apply(ocs or {}, p.changes)
+    applied = xconnect.apply(ocs or {}, p.changes)
+    return coords, p, {k.key: sorted(map(list, v)) for k, v in applied.items()}
 
 
 def test_single_cube_is_a_torus_through_its_own_ocs_ports():
@@ -74,9 +77,8 @@ def test_planned_wiring_is_exactly_the_requested_torus(request):
     coords, p, ocs = wire(shape, cubes)
     used_north, used_south = set(), set()
     for key, pairs in ocs.items():
-        pod, dim, index = key.split("/")
+        switch = OcsId.from_key(key)
         for north, south in pairs:
-            switch = parse_target(f"ocs:{key}")
             assert link_at_port(FLEET, switch, "north", north).polarity == "out"
             assert link_at_port(FLEET, switch, "south", south).polarity == "in"
             assert (key, north) not in used_north and (key, south) not in used_south
@@ -84,8 +86,8 @@ def test_planned_wiring_is_exactly_the_requested_torus(request):
             used_south.add((key, south))
         assert len(pairs) == shape.cubes  # one pair per cube on every OCS
     assert len(ocs) == 48
-    sl = {"shape": shape.text, "twisted": shape.twisted, "pod": "pod0", "cubes": cubes, "coords": coords}
-    graph = build(sl, FLEET, ocs, Health())
+    applied = {OcsId.from_key(k): frozenset(map(tuple, v)) for k, v in ocs.items()}
+    graph = build(Slice("s", shape, "pod0", tuple(cubes), coords), FLEET, applied, Health())
     assert not graph.missing and not graph.miswired and graph.reachable == shape.chips
     xyz = [tuple(map(int, c)) for c in coordinates(shape.dims)]
     index = {c: i for i, c in enumerate(xyz)}
@@ -93,7 +95,7 @@ def test_planned_wiring_is_exactly_the_requested_torus(request):
         for port in range(6):
             assert graph.nbr[i, port] == index[expected_neighbour(xyz[i], port, shape.dims, shape.twisted)]
     # planning again against the applied state changes nothing
-    again = xconnect.plan(shape, FLEET, coords, ocs, Health())
+    again = xconnect.plan(shape, FLEET, coords, applied, Health())
     assert not again.has_changes and again.summary["keep"] == 48 * shape.cubes
 
 
@@ -113,7 +115,9 @@ def test_slices_never_share_a_port_and_reallocation_reuses_wiring(fleet, shapes,
     doc = json.loads((fleet.state / "state.json").read_text())
     owners = {}
     for name, sl in doc["slices"].items():
-        for key, pairs in xconnect.wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), FLEET, sl["coords"]).items():
+        coords = {c: tuple(v) for c, v in sl["coords"].items()}
+        for ocs, pairs in xconnect.wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), FLEET, coords).items():
+            key = ocs.key
             assert {tuple(p) for p in pairs} <= {tuple(p) for p in doc["ocs"][key]}
             for north, south in pairs:
                 for port in (("n", key, north), ("s", key, south)):

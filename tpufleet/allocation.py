@@ -4,75 +4,90 @@ Any healthy free cubes of one pod will do for a multi-cube slice: the OCS makes 
 Sub-cube slices are boxes of whole machines (2x2x1 chips) inside one cube, placed best-fit.
 
 >>> from tpufleet.shapes import parse_shape
->>> grid_coords(parse_shape("8x8x8"), ["c03", "c01", "c02", "c00", "c04", "c05", "c06", "c07"])["c03"]
-[0, 0, 0]
+>>> grid_coords(parse_shape("8x8x8"), ["c03", "c01", "c02", "c00", "c04", "c05", "c06", "c07"])["c01"]
+(0, 0, 1)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
+from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health
 from tpufleet.ids import machine_of
-from tpufleet.model import Fleet
-from tpufleet.shapes import Shape, allocatable
+from tpufleet.model import Fleet, Pod
+from tpufleet.shapes import Shape, Vec, allocatable
+
+MachineUsage = Mapping[str, set[int]]  # cube -> machines already held in it
+ALL_MACHINES = frozenset(range(MACHINES_PER_CUBE))
+
+
+class Occupant(Protocol):
+    """Anything that holds cubes: a slice of the state, a job of the simulator, an allocation."""
+
+    @property
+    def cubes(self) -> Sequence[str]: ...
+
+    @property
+    def machines(self) -> Sequence[int]: ...  # empty: every machine of each cube
 
 
 @dataclass
 class Allocation:
     pod: str
-    cubes: list[str]
-    coords: dict[str, list[int]]
-    machines: list[int] = field(default_factory=list)
-    origin: list[int] = field(default_factory=list)
+    cubes: tuple[str, ...]
+    coords: dict[str, Vec]
+    machines: tuple[int, ...] = ()
+    origin: Vec | None = None
 
 
-def grid_coords(shape: Shape, cubes: list[str]) -> dict[str, list[int]]:
+def grid_coords(shape: Shape, cubes: Sequence[str]) -> dict[str, Vec]:
     """Row-major cube coordinates in the (a, b, c) cube grid, in the order the cubes are given."""
-    a, b, c = shape.cube_grid
+    _, b, c = shape.cube_grid
     out = {}
     for n, cube in enumerate(cubes):
         cx, rest = divmod(n, b * c)
         cy, cz = divmod(rest, c)
-        out[cube] = [cx, cy, cz]
+        out[cube] = (cx, cy, cz)
     return out
 
 
-def machine_usage(slices: dict) -> dict[str, set[int]]:
-    """cube -> machines held by sub-cube slices; a whole-cube slice holds all 16."""
+def machine_usage(occupants: Iterable[Occupant]) -> dict[str, set[int]]:
+    """cube -> machines held there; an occupant without machines holds all of them."""
     used: dict[str, set[int]] = {}
-    for sl in slices.values():
-        for cube in sl["cubes"]:
-            used.setdefault(cube, set()).update(sl.get("machines") or range(16))
+    for occupant in occupants:
+        for cube in occupant.cubes:
+            used.setdefault(cube, set()).update(occupant.machines or ALL_MACHINES)
     return used
 
 
-def _subcube_boxes(shape: Shape):
+def _subcube_boxes(shape: Shape) -> Iterator[tuple[Vec, tuple[int, ...]]]:
     """Every placement of the shape's machine box inside a cube: (origin chip, machine numbers)."""
     a, b, c = shape.dims
-    for ox in range(0, 4 - a + 1, 2):
-        for oy in range(0, 4 - b + 1, 2):
-            for oz in range(0, 4 - c + 1):
+    for ox in range(0, CUBE_EDGE - a + 1, 2):
+        for oy in range(0, CUBE_EDGE - b + 1, 2):
+            for oz in range(0, CUBE_EDGE - c + 1):
                 machines = sorted(
                     {machine_of(x, y, z) for x in range(ox, ox + a) for y in range(oy, oy + b) for z in range(oz, oz + c)}
                 )
-                yield [ox, oy, oz], machines
+                yield (ox, oy, oz), tuple(machines)
 
 
 def allocate(
     shape: Shape,
     fleet: Fleet,
-    slices: dict,
+    used: MachineUsage,
     health: Health,
     pod: str | None = None,
-    cubes: list[str] | None = None,
+    cubes: Sequence[str] | None = None,
 ) -> Allocation:
     if not allocatable(shape):
         raise BadInput(f"bad shape {shape.text!r}: a slice smaller than a cube must be one of 2x2x1, 2x2x2, 2x2x4, 2x4x4")
     if pod is not None and pod not in fleet.pod_by_name:
         raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
-    used = machine_usage(slices)
     if cubes:
         return _take_given(shape, fleet, used, health, pod, cubes)
     pods = [fleet.pod_by_name[pod]] if pod else list(fleet.pods)
@@ -82,7 +97,7 @@ def allocate(
     for p in pods:
         free = [c for c in p.cubes if c not in used and health.cube_ok(c)]
         if len(free) >= shape.cubes:
-            chosen = free[: shape.cubes]
+            chosen = tuple(free[: shape.cubes])
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
         unused = sum(1 for c in p.cubes if c not in used)
         reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy")
@@ -91,7 +106,9 @@ def allocate(
     )
 
 
-def _take_given(shape, fleet, used, health, pod, cubes) -> Allocation:
+def _take_given(
+    shape: Shape, fleet: Fleet, used: MachineUsage, health: Health, pod: str | None, cubes: Sequence[str]
+) -> Allocation:
     if len(set(cubes)) != len(cubes):
         raise BadInput(f"bad option --cubes: a cube is listed twice in {','.join(cubes)}")
     for cube in cubes:
@@ -109,17 +126,19 @@ def _take_given(shape, fleet, used, health, pod, cubes) -> Allocation:
         raise Refused(f"cannot use the given cubes for {shape}: " + "; ".join(problems), problems)
     if shape.is_subcube:
         return _best_fit_subcube(shape, [fleet.pod_by_name[pods.pop()]], used, health, only=cubes[0])
-    return Allocation(pods.pop(), list(cubes), grid_coords(shape, list(cubes)))
+    return Allocation(pods.pop(), tuple(cubes), grid_coords(shape, cubes))
 
 
-def _best_fit_subcube(shape, pods, used, health, only: str | None = None) -> Allocation:
-    best = None
+def _best_fit_subcube(
+    shape: Shape, pods: Sequence[Pod], used: MachineUsage, health: Health, only: str | None = None
+) -> Allocation:
+    best: tuple[tuple[int, str, str], str, str, Vec, tuple[int, ...]] | None = None
     for p in pods:
         for cube in p.cubes:
             if (only and cube != only) or not health.cube_ok(cube):
                 continue
             taken = used.get(cube, set())
-            if len(taken) == 16:
+            if len(taken) >= MACHINES_PER_CUBE:
                 continue
             for origin, machines in _subcube_boxes(shape):
                 if taken.isdisjoint(machines):
@@ -132,4 +151,4 @@ def _best_fit_subcube(shape, pods, used, health, only: str | None = None) -> All
         where = f" in {only}" if only else ""
         raise Refused(f"no free healthy room{where} for a {shape} sub-cube slice ({shape.machines} machines)")
     _, pod, cube, origin, machines = best
-    return Allocation(pod, [cube], {cube: [0, 0, 0]}, machines, origin)
+    return Allocation(pod, (cube,), {cube: (0, 0, 0)}, machines, origin)

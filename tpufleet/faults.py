@@ -1,4 +1,4 @@
-"""Faults and their blast radius (seed 002 §3.3, §3.6), pure.
+"""Faults and their blast radius ("Resiliency at Scale" sections 3.3 and 3.6), pure.
 
 What a fault takes away, and what happens to each slice it touches:
 
@@ -15,18 +15,24 @@ What a fault takes away, and what happens to each slice it touches:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from tpufleet import allocation, xconnect
+from tpufleet.allocation import ALL_MACHINES, Allocation
 from tpufleet.errors import BadInput, Refused
-from tpufleet.health import health_of
+from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
-from tpufleet.model import Fleet, check_known
-from tpufleet.shapes import parse_shape
+from tpufleet.model import Fleet, check_known, component_counts
 
-COMPUTE_KINDS = ("chip", "host", "ici", "cube")
-NETWORK_KINDS = ("link", "ocs")
-# Daily failure rates from the brief, per component.
-DAILY_RATES = {"host": 0.0008, "link": 0.00005, "ocs": 0.0004}
+Json = dict[str, Any]
+
+
+class DailyRates(Protocol):
+    """Failures per component per day (the shipped fault-rate file, or the operator's own)."""
+
+    host_per_day: float
+    link_per_day: float
+    ocs_per_day: float
 
 
 def normalize(fleet: Fleet, text: str) -> TargetId:
@@ -41,31 +47,26 @@ def _machines_hit(target: TargetId) -> set[int] | None:
         return {machine_of(target.x, target.y, target.z)}
     if isinstance(target, IciId):
         d = "xyz".index(target.direction[1])
-        step = 1 if target.direction[0] == "+" else -1
         other = [target.x, target.y, target.z]
-        other[d] += step
+        other[d] += 1 if target.direction[0] == "+" else -1
         return {machine_of(target.x, target.y, target.z), machine_of(*other)}
     return None
 
 
-def touched_slices(doc: dict, fleet: Fleet, target: TargetId) -> list[tuple[str, str]]:
-    """(slice, "compute" | "network" | "bystander") for every slice the fault concerns."""
+def touched_slices(state: FleetState, target: TargetId) -> list[tuple[Slice, str]]:
+    """(slice, "compute" | "network" | "bystander") for every slice the fault concerns, by name."""
     out = []
-    for name in sorted(doc["slices"]):
-        sl = doc["slices"][name]
-        machines = set(sl.get("machines") or range(16))
-        shape = parse_shape(sl["shape"], sl["twisted"])
+    for name in sorted(state.slices):
+        sl = state.slices[name]
         if isinstance(target, (ChipId, HostId, IciId, CubeId)):
-            if target.cube not in sl["cubes"]:
-                continue
-            hit = _machines_hit(target)
-            out.append((name, "compute" if hit is None or hit & machines else "bystander"))
+            if target.cube in sl.cubes:
+                hit = _machines_hit(target)
+                out.append((sl, "compute" if hit is None or hit & set(sl.held_machines) else "bystander"))
         elif isinstance(target, OcsId):
-            if sl["pod"] == target.pod and not shape.is_subcube:
-                out.append((name, "network"))
-        elif isinstance(target, LinkId):
-            if target.cube in sl["cubes"] and not shape.is_subcube:
-                out.append((name, "network"))
+            if sl.pod == target.pod and not sl.shape.is_subcube:
+                out.append((sl, "network"))
+        elif target.cube in sl.cubes and not sl.shape.is_subcube:
+            out.append((sl, "network"))
     return out
 
 
@@ -74,11 +75,11 @@ class SliceImpact:
     slice: str
     action: str  # reschedule | reroute | none
     reason: str
-    replacement: dict | None = None
-    reroute: dict | None = None
+    replacement: Json | None = None
+    reroute: Json | None = None
 
-    def to_dict(self) -> dict:
-        out = {"slice": self.slice, "action": self.action, "reason": self.reason}
+    def to_dict(self) -> Json:
+        out: Json = {"slice": self.slice, "action": self.action, "reason": self.reason}
         if self.replacement is not None:
             out["replacement"] = self.replacement
         if self.reroute is not None:
@@ -95,8 +96,8 @@ class BlastRadius:
     slices: list[SliceImpact] = field(default_factory=list)
     duplicate_of: str | None = None
 
-    def to_dict(self) -> dict:
-        out = {
+    def to_dict(self) -> Json:
+        out: Json = {
             "fault_id": self.fault_id,
             "target": self.target,
             "planned": self.planned,
@@ -108,87 +109,94 @@ class BlastRadius:
         return out
 
 
-def open_fault(doc: dict, target: str, planned: bool, reason: str, now: str) -> dict:
-    fid = f"f{doc['next_fault']}"
-    doc["next_fault"] += 1
-    fault = {"id": fid, "target": target, "planned": planned, "reason": reason, "opened": now, "cleared": None,
-             "opened_serial": doc["serial"] + 1}
-    doc["faults"].append(fault)
-    return fault
+def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.MachineUsage) -> Allocation:
+    health = state.health()
+    last: Refused | None = None
+    for pod in state.fleet.pods:
+        if pod.name == avoid_pod:
+            continue
+        try:
+            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod.name)
+        except Refused as exc:
+            last = exc
+    raise last or Refused(f"no other pod than {avoid_pod} to move to")
 
 
-def propose_replacement(doc: dict, fleet: Fleet, name: str, cause: TargetId | None = None) -> dict:
-    """The cubes (or machines) a rescheduled slice would get, and the cross-connect changes; `pending` if none.
+def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage) -> Allocation:
+    """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest."""
+    health = state.health()
+    lost = [c for c in sl.cubes if not health.cube_ok(c) or c == avoid_cube]
+    free = [c for c in state.fleet.pod_by_name[sl.pod].cubes if c not in used and c not in sl.cubes and health.cube_ok(c)]
+    if len(free) < len(lost):
+        raise Refused(f"need {len(lost)} healthy free cube(s) in {sl.pod}, {len(free)} available")
+    swap = dict(zip(lost, free))
+    cubes = tuple(swap.get(c, c) for c in sl.cubes)
+    return Allocation(sl.pod, cubes, {swap.get(c, c): v for c, v in sl.coords.items()})
 
-    An open OCS fault as the cause means another pod (every cube of this one uses that OCS); an optical link
-    means replacing the cube that owns the failed port.
-    """
-    avoid_pod = cause.pod if isinstance(cause, OcsId) else None
+
+def replacement_for(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Allocation:
+    """Where an evicted slice would go. An open OCS fault as the cause means another pod (every cube of this
+    one uses that OCS); an optical link means replacing the cube that owns the failed port. Refused if none."""
+    used = allocation.machine_usage(s for s in state.slices.values() if s.name != sl.name)
+    if isinstance(cause, OcsId):
+        return _other_pod(state, sl, cause.pod, used)
     avoid_cube = cause.cube if isinstance(cause, LinkId) else None
-    sl = doc["slices"][name]
-    shape = parse_shape(sl["shape"], sl["twisted"])
-    health = health_of(doc)
-    others = {k: v for k, v in doc["slices"].items() if k != name}
-    keep = [c for c in sl["cubes"] if health.cube_ok(c) and c != avoid_cube]
+    if sl.shape.is_subcube:
+        if avoid_cube or not state.health().cube_ok(sl.cubes[0]):
+            used = {**used, sl.cubes[0]: set(ALL_MACHINES)}
+        return allocation.allocate(sl.shape, state.fleet, used, state.health(), pod=sl.pod)
+    return _swap_lost_cubes(state, sl, avoid_cube, used)
+
+
+@dataclass
+class Proposal:
+    """Where an evicted slice would go and the cross-connect changes that takes; pending (with why) if nowhere."""
+
+    alloc: Allocation | None
+    plan: xconnect.Plan | None = None
+    why: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.alloc is not None and self.plan is not None and not self.plan.blocked
+
+    def to_dict(self) -> Json:
+        if self.alloc is None or self.plan is None:
+            return {"status": "pending", "why": self.why}
+        out: Json = {
+            "status": "proposed" if self.ready else "pending",
+            "pod": self.alloc.pod,
+            "cubes": list(self.alloc.cubes),
+            "coords": {c: list(v) for c, v in self.alloc.coords.items()},
+            "xconnect_changes": self.plan.summary,
+        }
+        if self.alloc.machines:
+            out["machines"], out["origin"] = list(self.alloc.machines), list(self.alloc.origin or (0, 0, 0))
+        if self.plan.blocked:
+            out["why"] = "; ".join(self.plan.blocked[:5])
+        if self.plan.deferred:
+            out["deferred"] = [str(o) for o in self.plan.deferred]
+        return out
+
+
+def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Proposal:
     try:
-        if avoid_pod is not None:
-            pods = [p.name for p in fleet.pods if p.name != avoid_pod]
-            last = None
-            for pod in pods:
-                try:
-                    alloc = allocation.allocate(shape, fleet, others, health, pod=pod)
-                    break
-                except Refused as exc:
-                    last = exc
-            else:
-                raise last or Refused(f"no other pod than {avoid_pod} to move to")
-            coords = alloc.coords
-        elif shape.is_subcube:
-            blocked = dict(others)
-            if avoid_cube or not health.cube_ok(sl["cubes"][0]):
-                blocked["__failed__"] = {"cubes": [sl["cubes"][0]], "machines": list(range(16))}
-            alloc = allocation.allocate(shape, fleet, blocked, health, pod=sl["pod"])
-            coords = alloc.coords
-        else:
-            lost = [c for c in sl["cubes"] if c not in keep]
-            used = allocation.machine_usage(others)
-            used.update({c: set(range(16)) for c in sl["cubes"]})
-            free = [c for c in fleet.pod_by_name[sl["pod"]].cubes if c not in used and health.cube_ok(c)]
-            if len(free) < len(lost):
-                raise Refused(f"need {len(lost)} healthy free cube(s) in {sl['pod']}, {len(free)} available")
-            swap = dict(zip(lost, free))
-            cubes = [swap.get(c, c) for c in sl["cubes"]]
-            coords = {swap.get(c, c): v for c, v in sl["coords"].items()}
-            alloc = allocation.Allocation(sl["pod"], cubes, coords)
+        alloc = replacement_for(state, sl, cause)
     except Refused as exc:
-        return {"status": "pending", "why": str(exc)}
-    plan = xconnect.plan(shape, fleet, coords, doc["ocs"], health, sl["fault_tolerant_routing"])
-    out = {
-        "status": "proposed" if not plan.blocked else "pending",
-        "pod": alloc.pod,
-        "cubes": alloc.cubes,
-        "coords": coords,
-        "xconnect_changes": plan.summary,
-    }
-    if alloc.machines:
-        out["machines"], out["origin"] = alloc.machines, alloc.origin
-    if plan.blocked:
-        out["why"] = "; ".join(plan.blocked[:5])
-    if plan.deferred:
-        out["deferred"] = plan.deferred
-    return out
+        return Proposal(None, why=str(exc))
+    plan = xconnect.plan(sl.shape, state.fleet, alloc.coords, state.ocs, state.health(), sl.fault_tolerant_routing)
+    return Proposal(alloc, plan)
 
 
-def reroute_figures(doc: dict, fleet: Fleet, name: str) -> dict:
+def reroute_figures(state: FleetState, sl: Slice) -> Json:
     """What the slice's router achieves with the faults as they now stand."""
     from tpufleet import wiring
     from tpufleet.routing.report import evaluate
 
-    sl = doc["slices"][name]
-    graph = wiring.build(sl, fleet, doc["ocs"], health_of(doc))
-    if sl["state"] != "connected":
-        return {"fully_routable": False, "why": f"slice is {sl['state']}, not wired"}
-    report = evaluate(wiring.slice_shape(sl), graph.expected, graph.nbr, "auto", ("all-to-all",))
+    if sl.state is not SliceState.CONNECTED:
+        return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
+    graph = wiring.build(sl, state.fleet, state.ocs, state.health())
+    report = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",))
     s = report.summary
     return {
         "fully_routable": s["unroutable_pairs"] == 0 and not graph.miswired,
@@ -200,96 +208,84 @@ def reroute_figures(doc: dict, fleet: Fleet, name: str) -> dict:
     }
 
 
-def inject(doc: dict, target_text: str, planned: bool, reason: str, now: str) -> BlastRadius:
-    """Record a fault in `doc` (mutated) and work out its blast radius; evicts the slices that must move."""
-    fleet = Fleet.from_doc(doc["fleet"])
-    target = normalize(fleet, target_text)
-    text = str(target)
-    for fault in doc["faults"]:
-        if fault["target"] == text and not fault["cleared"]:
-            return BlastRadius(fault["id"], text, fault["planned"], [], [], duplicate_of=fault["id"])
-    before = health_of(doc)
-    fault = open_fault(doc, text, planned, reason, now)
-    after = health_of(doc)
-    cubes_out = sorted(set(after.cubes_out) - set(before.cubes_out))
-    radius = BlastRadius(fault["id"], text, planned, cubes_out)
-    for name, how in touched_slices(doc, fleet, target):
-        sl = doc["slices"][name]
-        if how == "bystander":
-            radius.slices.append(SliceImpact(name, "none", "runs on other machines of the cube"))
-            continue
-        if sl["state"] == "evicted":
-            radius.slices.append(SliceImpact(name, "none", "already evicted"))
-            continue
-        if how == "network" and sl["fault_tolerant_routing"]:
-            figures = reroute_figures(doc, fleet, name)
-            if figures["fully_routable"] and figures.get("deadlock_free"):
-                why = "link drained before repair; fault-tolerant routing carries its traffic" if planned else "fault-tolerant routing absorbs it"
-                radius.slices.append(SliceImpact(name, "reroute", why, reroute=figures))
-                continue
-            why = "fault-tolerant routing cannot serve every pair"
-        elif how == "network":
-            why = "opted out of fault-tolerant routing"
-        else:
-            why = f"{target.kind} fault stops its machines"
-        if planned:
-            why = f"planned drain of its {target.kind}: the job is notified and checkpoints before it moves"
-        proposal = propose_replacement(doc, fleet, name, target)
-        radius.slices.append(SliceImpact(name, "reschedule", why, replacement=proposal))
-        sl["state"] = "evicted"
-        sl["evicted_by"] = fault["id"]
+def _impact(state: FleetState, sl: Slice, how: str, fault: Fault) -> SliceImpact:
+    """What happens to one touched slice; evicts it (in `state`) when it must move."""
+    kind = fault.target.kind
+    if how == "bystander":
+        return SliceImpact(sl.name, "none", "runs on other machines of the cube")
+    if sl.state is SliceState.EVICTED:
+        return SliceImpact(sl.name, "none", "already evicted")
+    if how == "network" and sl.fault_tolerant_routing:
+        figures = reroute_figures(state, sl)
+        if figures["fully_routable"] and figures.get("deadlock_free"):
+            why = ("link drained before repair; fault-tolerant routing carries its traffic" if fault.planned
+                   else "fault-tolerant routing absorbs it")
+            return SliceImpact(sl.name, "reroute", why, reroute=figures)
+        why = "fault-tolerant routing cannot serve every pair"
+    elif how == "network":
+        why = "opted out of fault-tolerant routing"
+    else:
+        why = f"{kind} fault stops its machines"
+    if fault.planned:
+        why = f"planned drain of its {kind}: the job is notified and checkpoints before it moves"
+    proposal = propose_replacement(state, sl, fault.target)
+    state.evict(sl.name, fault.id)
+    return SliceImpact(sl.name, "reschedule", why, replacement=proposal.to_dict())
+
+
+def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now: str) -> BlastRadius:
+    """Record a fault and work out its blast radius; evicts the slices that must move. A target that already
+    has an open fault changes nothing (the answer names that fault)."""
+    existing = state.open_fault_on(target)
+    if existing is not None:
+        return BlastRadius(existing.id, str(target), existing.planned, [], [], duplicate_of=existing.id)
+    before = set(state.health().cubes_out)
+    fault = state.open_fault(target, planned, reason, now)
+    cubes_out = sorted(set(state.health().cubes_out) - before)
+    radius = BlastRadius(fault.id, str(target), planned, cubes_out)
+    for sl, how in touched_slices(state, target):
+        radius.slices.append(_impact(state, sl, how, fault))
     return radius
 
 
-def clear(doc: dict, key: str, now: str) -> list[dict]:
-    """Close the fault with this id, or every open fault on this target; Refused if there is none."""
-    fleet = Fleet.from_doc(doc["fleet"])
+def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
+    """The fault with this id, or every open fault on this target; Refused if there is none."""
     if key.startswith("f") and key[1:].isdigit():
-        hits = [f for f in doc["faults"] if f["id"] == key]
-        if not hits:
+        hit = state.fault(key)
+        if hit is None:
             raise Refused(f"unknown fault {key!r}")
-        if hits[0]["cleared"]:
-            raise Refused(f"fault {key} was already cleared at {hits[0]['cleared']}")
-    else:
-        text = str(normalize(fleet, key))
-        hits = [f for f in doc["faults"] if f["target"] == text and not f["cleared"]]
-        if not hits:
-            raise Refused(f"no open fault on {text}")
-    for f in hits:
-        f["cleared"] = now
+        if hit.cleared:
+            raise Refused(f"fault {key} was already cleared at {hit.cleared}")
+        return [hit]
+    target = normalize(state.fleet, key)
+    hits = [f for f in state.faults if f.target == target and f.is_open]
+    if not hits:
+        raise Refused(f"no open fault on {target}")
     return hits
 
 
-def random_targets(fleet: Fleet, count: int, seed: int) -> list[str]:
-    """Faults drawn with the brief's relative daily rates: machines 0.08%, ICI cables 0.005%, OCS 0.04% per day."""
+def random_targets(fleet: Fleet, count: int, seed: int, rates: DailyRates) -> list[TargetId]:
+    """Faults drawn in proportion to each kind's daily rate times how many of it the fleet has."""
     import numpy as np
+
+    from tpufleet.constants import DIMS, FACE_LINKS, MACHINES_PER_CUBE, OCS_PER_DIM, POLARITIES
 
     if count < 1:
         raise BadInput(f"bad option --random: {count} must be at least 1")
     rng = np.random.default_rng(seed)
-    cubes = fleet.cubes
-    pods = [p.name for p in fleet.pods]
-    weights = np.array([
-        DAILY_RATES["host"] * len(cubes) * 16,
-        DAILY_RATES["link"] * len(cubes) * 96,
-        DAILY_RATES["ocs"] * len(pods) * 48,
-    ])
-    kinds = rng.choice(3, size=count, p=weights / weights.sum())
-    out = []
-    for kind in kinds:
+    cubes, pods = fleet.cubes, [p.name for p in fleet.pods]
+    counts = component_counts(fleet)
+    weights = np.array([rates.host_per_day * counts["host"], rates.link_per_day * counts["link"],
+                        rates.ocs_per_day * counts["ocs"]])
+    if not weights.sum() > 0:
+        raise BadInput("bad fault rates: every daily rate is zero, nothing to draw from")
+    out: list[TargetId] = []
+    for kind in rng.choice(3, size=count, p=weights / weights.sum()):
         if kind == 0:
-            out.append(f"host:{cubes[rng.integers(len(cubes))]}/{rng.integers(16)}")
+            out.append(HostId(cubes[rng.integers(len(cubes))], int(rng.integers(MACHINES_PER_CUBE))))
         elif kind == 1:
-            out.append(f"link:{cubes[rng.integers(len(cubes))]}/{'xyz'[rng.integers(3)]}/{rng.integers(16)}/{('out', 'in')[rng.integers(2)]}")
+            out.append(LinkId(cubes[rng.integers(len(cubes))], DIMS[rng.integers(3)], int(rng.integers(FACE_LINKS)),
+                              POLARITIES[rng.integers(2)]))
         else:
-            out.append(f"ocs:{pods[rng.integers(len(pods))]}/{'xyz'[rng.integers(3)]}/{rng.integers(16)}")
+            out.append(OcsId(pods[rng.integers(len(pods))], DIMS[rng.integers(3)], int(rng.integers(OCS_PER_DIM))))
     return out
-
-
-def apply_replacement(doc: dict, name: str, proposal: dict) -> None:
-    sl = doc["slices"][name]
-    sl.update(pod=proposal["pod"], cubes=proposal["cubes"], coords=proposal["coords"], state="allocated")
-    if "machines" in proposal:
-        sl["machines"], sl["origin"] = proposal["machines"], proposal["origin"]
-    sl.pop("evicted_by", None)
-

@@ -22,12 +22,7 @@ from dataclasses import dataclass
 
 from tpufleet.errors import BadInput
 
-DIMS = ("x", "y", "z")
-DIRECTIONS = ("+x", "-x", "+y", "-y", "+z", "-z")
-POLARITIES = ("out", "in")
-CUBE_EDGE = 4
-MACHINES_PER_CUBE = 16
-FACE_LINKS = 16
+from tpufleet.constants import CUBE_EDGE, DIMS, DIRECTIONS, FACE_LINKS, MACHINES_PER_CUBE, POLARITIES
 
 _CUBE_RE = re.compile(r"^c(\d{2,})$")
 _POD_RE = re.compile(r"^pod(\d+)$")
@@ -129,6 +124,12 @@ class OcsId:
         """The id without its kind prefix, as used for keys in the state file."""
         return f"{self.pod}/{self.dim}/{self.index}"
 
+    @classmethod
+    def from_key(cls, key: str) -> OcsId:
+        """The inverse of `key`, for keys a schema has already checked."""
+        pod, dim, index = key.split("/")
+        return cls(pod, dim, int(index))
+
 
 TargetId = CubeId | HostId | ChipId | IciId | LinkId | OcsId
 KINDS = ("cube", "host", "chip", "ici", "link", "ocs")
@@ -143,11 +144,6 @@ def machine_chips(machine: int) -> list[tuple[int, int, int]]:
     """The four chips (x, y, z) of a machine inside its cube."""
     bx, by, z = 2 * (machine % 2), 2 * ((machine // 2) % 2), machine // 4
     return [(bx + dx, by + dy, z) for dy in range(2) for dx in range(2)]
-
-
-def link_position(dim: str, index: int) -> tuple[int, int]:
-    """Coordinates (a, b) on the face of `dim` for face index = 4*a + b; a, b are the other two axes in order."""
-    return divmod(index, CUBE_EDGE)
 
 
 def face_index(dim: str, x: int, y: int, z: int) -> int:

@@ -14,27 +14,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from tpufleet.errors import BadInput
-from tpufleet.ids import (
+from tpufleet.constants import (
+    CHIPS_PER_CUBE,
     CUBE_EDGE,
+    CUBES_PER_POD,
     DIMS,
     DIRECTIONS,
     FACE_LINKS,
+    ICI_LINKS_PER_CUBE,
     MACHINES_PER_CUBE,
-    ChipId,
-    HostId,
-    IciId,
-    LinkId,
-    OcsId,
-    TargetId,
-    cube_name,
+    MAX_PODS,
+    OCS_PER_POD,
+    OCS_PORTS,
+    OPTICAL_LINKS_PER_CUBE,
+    POLARITIES,
+    PORTS_PER_SIDE,
 )
-
-CUBES_PER_POD = 64
-OCS_PORTS = 136
-PORTS_PER_SIDE = OCS_PORTS // 2
-CHIPS_PER_CUBE = CUBE_EDGE**3
-OPTICAL_LINKS_PER_CUBE = 6 * FACE_LINKS
+from tpufleet.errors import BadInput
+from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name
 
 
 @dataclass(frozen=True)
@@ -64,17 +61,13 @@ class Fleet:
     def cubes(self) -> list[str]:
         return [c for p in self.pods for c in p.cubes]
 
-    def to_doc(self) -> dict:
-        return {"pods": [{"name": p.name, "cubes": list(p.cubes)} for p in self.pods]}
-
-    @classmethod
-    def from_doc(cls, doc: dict) -> "Fleet":
-        return cls(tuple(Pod(p["name"], tuple(p["cubes"])) for p in doc["pods"]))
+    def pod_of(self, cube: str) -> Pod:
+        return self.pod_by_name[self.cube_pod[cube]]
 
 
 def default_fleet(pods: int = 1, cubes_per_pod: int = CUBES_PER_POD) -> Fleet:
-    if not 1 <= pods <= 64:
-        raise BadInput(f"bad option --pods: {pods} is outside 1-64")
+    if not 1 <= pods <= MAX_PODS:
+        raise BadInput(f"bad option --pods: {pods} is outside 1-{MAX_PODS}")
     if not 1 <= cubes_per_pod <= PORTS_PER_SIDE:
         raise BadInput(f"bad option --cubes-per-pod: {cubes_per_pod} is outside 1-{PORTS_PER_SIDE} (OCS has {OCS_PORTS} ports)")
     return Fleet(
@@ -95,7 +88,7 @@ def cube_hosts(cube: str) -> list[HostId]:
 
 
 def cube_ici_links(cube: str) -> list[IciId]:
-    """Directed electrical links of the cube's 4x4x4 mesh (no wraparound inside a cube): 288."""
+    """Directed electrical links of the cube's 4x4x4 mesh (no wraparound inside a cube): ICI_LINKS_PER_CUBE."""
     out = []
     for chip in cube_chips(cube):
         xyz = (chip.x, chip.y, chip.z)
@@ -107,7 +100,7 @@ def cube_ici_links(cube: str) -> list[IciId]:
 
 
 def cube_optical_links(cube: str) -> list[LinkId]:
-    return [LinkId(cube, d, i, pol) for d in DIMS for i in range(FACE_LINKS) for pol in ("out", "in")]
+    return [LinkId(cube, d, i, pol) for d in DIMS for i in range(FACE_LINKS) for pol in POLARITIES]
 
 
 def optical_links(fleet: Fleet) -> list[LinkId]:
@@ -148,15 +141,22 @@ def check_known(fleet: Fleet, target: TargetId) -> TargetId:
     return target
 
 
-def inventory_counts(fleet: Fleet) -> dict:
+def inventory_counts(fleet: Fleet) -> dict[str, int]:
     cubes = len(fleet.cubes)
     return {
         "pods": len(fleet.pods),
         "cubes": cubes,
         "machines": cubes * MACHINES_PER_CUBE,
         "chips": cubes * CHIPS_PER_CUBE,
-        "ici_links": cubes * 288,
+        "ici_links": cubes * ICI_LINKS_PER_CUBE,
         "optical_links": cubes * OPTICAL_LINKS_PER_CUBE,
-        "ocs": len(fleet.pods) * 3 * FACE_LINKS,
+        "ocs": len(fleet.pods) * OCS_PER_POD,
     }
 
+
+
+def component_counts(fleet: Fleet) -> dict[str, int]:
+    """How many of each component a daily fault rate applies to: machines, optical links (the cables from a
+    cube face to its OCS port, 96 per cube, 6144 per pod) and OCS."""
+    cubes = len(fleet.cubes)
+    return {"host": cubes * MACHINES_PER_CUBE, "link": cubes * OPTICAL_LINKS_PER_CUBE, "ocs": len(fleet.pods) * OCS_PER_POD}

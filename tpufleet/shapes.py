@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tpufleet.constants import CHIPS_PER_CUBE, CHIPS_PER_MACHINE, CUBE_EDGE
 from tpufleet.errors import BadInput
 
-CUBE_EDGE = 4
-CHIPS_PER_CUBE = 64
 SUBCUBE_SHAPES = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4))
 
 Vec = tuple[int, int, int]
@@ -53,7 +52,7 @@ class Shape:
 
     @property
     def machines(self) -> int:
-        return max(1, self.chips // 4)
+        return max(1, self.chips // CHIPS_PER_MACHINE)
 
     @property
     def cube_grid(self) -> Vec:
@@ -79,7 +78,7 @@ class Shape:
 
 def twistable(dims: Vec) -> bool:
     a, b, c = dims
-    if a % 4 or a == 0:
+    if a % CUBE_EDGE or a == 0:
         return False
     return (b == a and c == 2 * a) or (b == 2 * a and c == 2 * a)
 
@@ -92,7 +91,7 @@ def validate_dims(dims: Vec, twisted: bool = False, text: str | None = None) -> 
     if dims != (2, 2, 1):  # one machine is the documented exception to A <= B <= C
         if not a <= b <= c:
             raise BadInput(f"bad shape {shown!r}: sides must be ordered A <= B <= C")
-        small, whole = all(d <= 4 for d in dims), all(d % 4 == 0 for d in dims)
+        small, whole = all(d <= CUBE_EDGE for d in dims), all(d % CUBE_EDGE == 0 for d in dims)
         if not (small or whole):
             raise BadInput(f"bad shape {shown!r}: sides must all be <= 4 or all be multiples of 4")
     if twisted and not twistable(dims):

@@ -1,34 +1,36 @@
-"""Read-only views of a state document, as plain JSON-able data (pure).
+"""Read-only views of the fleet state, as plain JSON-able data (pure).
 
 These are the documented `-o json` shapes of `show` and `status`.
 """
 
 from __future__ import annotations
 
-from tpufleet.health import Health, health_of
-from tpufleet.model import Fleet, inventory_counts, pod_ocs
+from typing import Any
+
+from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
+from tpufleet.fleetstate import FleetState, Slice, SliceState
+from tpufleet.health import Health
+from tpufleet.ids import LinkId, OcsId
+from tpufleet.model import inventory_counts, pod_ocs
+from tpufleet.xconnect import missing_pairs
+
+Row = dict[str, Any]
 
 
-def cube_users(doc: dict) -> dict[str, list[str]]:
+def cube_users(state: FleetState) -> dict[str, list[str]]:
     """cube -> names of slices holding it (sub-cube slices may share a cube)."""
     users: dict[str, list[str]] = {}
-    for name, sl in doc["slices"].items():
-        for cube in sl["cubes"]:
+    for name, sl in state.slices.items():
+        for cube in sl.cubes:
             users.setdefault(cube, []).append(name)
     return users
 
 
-def cube_state(cube: str, users: dict[str, list[str]], health: Health) -> str:
-    if not health.cube_ok(cube):
-        return "out"
-    return "allocated" if cube in users else "free"
-
-
-def inventory(doc: dict, health: Health | None = None) -> list[dict]:
-    fleet, health = Fleet.from_doc(doc["fleet"]), health or health_of(doc)
-    users = cube_users(doc)
+def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
+    health = health or state.health()
+    users = cube_users(state)
     rows = []
-    for pod in fleet.pods:
+    for pod in state.fleet.pods:
         for pos, cube in enumerate(pod.cubes):
             rows.append(
                 {
@@ -36,10 +38,10 @@ def inventory(doc: dict, health: Health | None = None) -> list[dict]:
                     "cube": cube,
                     "pod": pod.name,
                     "position": pos,
-                    "machines": 16,
-                    "chips": 64,
-                    "optical_links": 96,
-                    "state": cube_state(cube, users, health),
+                    "machines": MACHINES_PER_CUBE,
+                    "chips": CHIPS_PER_CUBE,
+                    "optical_links": OPTICAL_LINKS_PER_CUBE,
+                    "state": "out" if not health.cube_ok(cube) else ("allocated" if cube in users else "free"),
                     "slices": users.get(cube, []),
                     "faults": health.cubes_out.get(cube, []),
                 }
@@ -47,102 +49,91 @@ def inventory(doc: dict, health: Health | None = None) -> list[dict]:
     return rows
 
 
-def health_rows(doc: dict, health: Health | None = None) -> list[dict]:
-    health = health or health_of(doc)
-    rows = []
-    for fault in health.open_faults:
-        kind = fault["target"].split(":", 1)[0]
-        effect = {
-            "ocs": "OCS down: every cube of the pod loses that link",
-            "link": "optical link unusable",
-        }.get(kind, "cube out of the pool")
-        rows.append(
-            {
-                "target": fault["target"],
-                "kind": kind,
-                "fault": fault["id"],
-                "planned": fault["planned"],
-                "since": fault["opened"],
-                "effect": effect,
-            }
-        )
-    return rows
+def _effect(target: object) -> str:
+    if isinstance(target, OcsId):
+        return "OCS down: every cube of the pod loses that link"
+    if isinstance(target, LinkId):
+        return "optical link unusable"
+    return "cube out of the pool"
 
 
-def missing_pairs(doc: dict, sl: dict, fleet: Fleet | None = None) -> int:
-    """Cross-connects the slice needs that are not in place (e.g. deferred while an OCS was down)."""
-    from tpufleet.shapes import parse_shape
-    from tpufleet.xconnect import wanted_pairs
+def health_rows(state: FleetState) -> list[Row]:
+    return [
+        {
+            "target": str(fault.target),
+            "kind": fault.target.kind,
+            "fault": fault.id,
+            "planned": fault.planned,
+            "since": fault.opened,
+            "effect": _effect(fault.target),
+        }
+        for fault in state.open_faults()
+    ]
 
-    if sl["state"] != "connected":
+
+def missing_xconnects(state: FleetState, sl: Slice) -> int:
+    """Cross-connects a connected slice needs that are not in place (e.g. deferred while an OCS was down)."""
+    if sl.state is not SliceState.CONNECTED:
         return 0
-    fleet = fleet or Fleet.from_doc(doc["fleet"])
-    wanted = wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), fleet, sl["coords"])
-    have = {k: {tuple(p) for p in v} for k, v in doc["ocs"].items()}
-    return sum(1 for k, pairs in wanted.items() for p in pairs if p not in have.get(k, ()))
+    return missing_pairs(sl.shape, state.fleet, sl.coords, state.ocs)
 
 
-def slice_rows(doc: dict) -> list[dict]:
-    fleet = Fleet.from_doc(doc["fleet"])
+def slice_rows(state: FleetState) -> list[Row]:
     rows = []
-    for name in sorted(doc["slices"]):
-        sl = doc["slices"][name]
-        route = doc["routes"].get(name)
+    for name in sorted(state.slices):
+        sl = state.slices[name]
+        route = state.routes.get(name)
         rows.append(
             {
                 "name": name,
-                "shape": sl["shape"],
-                "twisted": sl["twisted"],
-                "pod": sl["pod"],
-                "cubes": list(sl["cubes"]),
-                "machines": list(sl.get("machines", [])),
-                "state": sl["state"],
-                "fault_tolerant_routing": sl["fault_tolerant_routing"],
-                "routes": "none" if route is None else ("stale" if route.get("stale") else "fresh"),
-                "missing_xconnects": missing_pairs(doc, sl, fleet),
+                "shape": sl.shape.text,
+                "twisted": sl.shape.twisted,
+                "pod": sl.pod,
+                "cubes": list(sl.cubes),
+                "machines": list(sl.machines),
+                "state": sl.state.value,
+                "fault_tolerant_routing": sl.fault_tolerant_routing,
+                "routes": "none" if route is None else ("stale" if route.stale else "fresh"),
+                "missing_xconnects": missing_xconnects(state, sl),
             }
         )
     return rows
 
 
-def ocs_rows(doc: dict, health: Health | None = None) -> list[dict]:
-    fleet, health = Fleet.from_doc(doc["fleet"]), health or health_of(doc)
+def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
+    health = health or state.health()
     rows = []
-    for pod in fleet.pods:
+    for pod in state.fleet.pods:
         for ocs in pod_ocs(pod.name):
-            pairs = doc["ocs"].get(ocs.key, [])
             rows.append(
                 {
                     "id": str(ocs),
                     "pod": ocs.pod,
                     "dim": ocs.dim,
                     "index": ocs.index,
-                    "health": "failed" if ocs.key in health.ocs_down else "ok",
+                    "health": "failed" if ocs in health.ocs_down else "ok",
                     "ports_cabled": 2 * len(pod.cubes),
-                    "xconnects": [list(p) for p in sorted(pairs)],
+                    "xconnects": [list(p) for p in sorted(state.ocs.get(ocs, ()))],
                 }
             )
     return rows
 
 
-def status(doc: dict) -> dict:
-    health = health_of(doc)
-    inv = inventory(doc, health)
+def status(state: FleetState) -> Row:
+    health = state.health()
     counts = {"free": 0, "allocated": 0, "out": 0}
-    for row in inv:
+    for row in inventory(state, health):
         counts[row["state"]] += 1
-    fleet = Fleet.from_doc(doc["fleet"])
-    xconnects = sum(len(p) for p in doc["ocs"].values())
-    stale = sorted(n for n, r in doc["routes"].items() if r.get("stale"))
-    slices = slice_rows(doc)
+    inv = inventory_counts(state.fleet)
+    slices = slice_rows(state)
     return {
-        "serial": doc["serial"],
-        "inventory": inventory_counts(fleet),
+        "serial": state.serial,
+        "inventory": inv,
         "cubes": counts,
-        "ocs": {"total": len(fleet.pods) * 48, "failed": len(health.ocs_down), "xconnects": xconnects},
-        "open_faults": len(health.open_faults),
-        "faults": health_rows(doc, health),
+        "ocs": {"total": inv["ocs"], "failed": len(health.ocs_down), "xconnects": sum(len(p) for p in state.ocs.values())},
+        "open_faults": len(state.open_faults()),
+        "faults": health_rows(state),
         "slices": slices,
-        "stale_routes": stale,
+        "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
     }

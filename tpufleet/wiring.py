@@ -9,108 +9,105 @@ requested shape and lists every missing or miswired link.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from tpufleet.constants import CUBE_EDGE, DIMS
+from tpufleet.fleetstate import Slice
 from tpufleet.health import Health
-from tpufleet.ids import DIMS, face_index
+from tpufleet.ids import ChipId, IciId, LinkId, OcsId, face_index
 from tpufleet.model import Fleet
-from tpufleet.shapes import Shape, parse_shape
+from tpufleet.shapes import Shape, Vec
 from tpufleet.topology import PORTS, coordinates, neighbors
+from tpufleet.xconnect import OcsState
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
 class SliceGraph:
     shape: Shape
-    nbr: "object"  # np.ndarray [N, 6] of actual neighbours, -1 where no usable link
-    expected: "object"  # np.ndarray [N, 6] of the requested shape
+    nbr: np.ndarray  # [N, 6] actual neighbours, -1 where no usable link
+    expected: np.ndarray  # [N, 6] neighbours of the requested shape
     chip_names: list[str]  # slice chip id -> "c07/1,2,3"
     missing: list[str] = field(default_factory=list)
     miswired: list[str] = field(default_factory=list)
     reachable: int = 0
 
-    @property
-    def matches_shape(self) -> bool:
-        return not self.miswired
 
-
-def slice_shape(sl: dict) -> Shape:
-    return parse_shape(sl["shape"], sl["twisted"])
-
-
-def chip_layout(sl: dict) -> tuple[list[str], list[tuple[int, int, int]]]:
+def chip_layout(sl: Slice) -> tuple[list[str], list[Vec]]:
     """For slice chip ids 0..N-1: its cube and its coordinates inside the cube."""
-    shape = slice_shape(sl)
-    xyz = coordinates(shape.dims)
-    if shape.is_subcube:
-        ox, oy, oz = sl.get("origin") or (0, 0, 0)
-        cube = sl["cubes"][0]
-        return [cube] * len(xyz), [(int(x) + ox, int(y) + oy, int(z) + oz) for x, y, z in xyz]
-    at = {tuple(v): c for c, v in sl["coords"].items()}
-    cubes, local = [], []
-    for x, y, z in xyz:
-        cubes.append(at[(int(x) // 4, int(y) // 4, int(z) // 4)])
-        local.append((int(x) % 4, int(y) % 4, int(z) % 4))
-    return cubes, local
+    xyz = coordinates(sl.shape.dims).tolist()
+    if sl.shape.is_subcube:
+        ox, oy, oz = sl.origin or (0, 0, 0)
+        return [sl.cubes[0]] * len(xyz), [(x + ox, y + oy, z + oz) for x, y, z in xyz]
+    at = {v: c for c, v in sl.coords.items()}
+    e = CUBE_EDGE
+    cubes = [at[(x // e, y // e, z // e)] for x, y, z in xyz]
+    return cubes, [(x % e, y % e, z % e) for x, y, z in xyz]
 
 
-def build(sl: dict, fleet: Fleet, ocs_state: dict, health: Health) -> SliceGraph:
+def _port_maps(pod: str, ocs_state: OcsState, health: Health) -> tuple[dict[OcsId, dict[int, int]], dict[OcsId, dict[int, int]]]:
+    """Per working OCS of the pod: north port -> south port, and back."""
+    by_north, by_south = {}, {}
+    for ocs, pairs in ocs_state.items():
+        if ocs.pod == pod and ocs not in health.ocs_down:
+            by_north[ocs] = dict(pairs)
+            by_south[ocs] = {s: n for n, s in pairs}
+    return by_north, by_south
+
+
+def build(sl: Slice, fleet: Fleet, ocs_state: OcsState, health: Health) -> SliceGraph:
     import numpy as np
 
-    shape = slice_shape(sl)
+    shape = sl.shape
     expected = neighbors(shape)
     cubes, local = chip_layout(sl)
     index = {(c, xyz): i for i, (c, xyz) in enumerate(zip(cubes, local))}
-    pod = sl["pod"]
-    pod_cubes = fleet.pod_by_name[pod].cubes
+    pod_cubes = fleet.pod_by_name[sl.pod].cubes
     pos = fleet.cube_position
-    by_north: dict[str, dict[int, int]] = {}
-    by_south: dict[str, dict[int, int]] = {}
-    for key, pairs in ocs_state.items():
-        if key.startswith(pod + "/") and key not in health.ocs_down:
-            by_north[key] = {n: s for n, s in pairs}
-            by_south[key] = {s: n for n, s in pairs}
+    by_north, by_south = _port_maps(sl.pod, ocs_state, health)
     actual = np.full_like(expected, -1)
     names = [f"{c}/{x},{y},{z}" for c, (x, y, z) in zip(cubes, local)]
     for i, (cube, xyz) in enumerate(zip(cubes, local)):
-        if (cube, *xyz) in health.chips_down:
+        if health.chips_down and ChipId(cube, *xyz) in health.chips_down:
             continue
         for port in range(6):
             d, sign = port // 2, (1 if port % 2 == 0 else -1)
             other = list(xyz)
             other[d] += sign
-            if 0 <= other[d] < 4:
-                j = index.get((cube, tuple(other)), -1)  # outside a sub-cube box: no link
-                if j >= 0 and not _ici_down(health, cube, xyz, tuple(other), PORTS[port]):
+            if 0 <= other[d] < CUBE_EDGE:
+                j = index.get((cube, (other[0], other[1], other[2])), -1)  # outside a sub-cube box: no link
+                if j >= 0 and not _ici_down(health, cube, xyz, (other[0], other[1], other[2]), PORTS[port]):
                     actual[i, port] = j
                 continue
             if shape.is_subcube:
                 continue
-            dim = DIMS[d]
-            fi = face_index(dim, *xyz)
-            key = f"{pod}/{dim}/{fi}"
-            if sign > 0:
-                peer_port = by_north.get(key, {}).get(pos[cube])
-                polarity, peer_polarity = "out", "in"
-            else:
-                peer_port = by_south.get(key, {}).get(pos[cube])
-                polarity, peer_polarity = "in", "out"
+            ocs = OcsId(sl.pod, DIMS[d], face_index(DIMS[d], *xyz))
+            peer_port = (by_north if sign > 0 else by_south).get(ocs, {}).get(pos[cube])
             if peer_port is None or peer_port >= len(pod_cubes):
                 continue
             peer = pod_cubes[peer_port]
-            if f"{cube}/{dim}/{fi}/{polarity}" in health.links_down or f"{peer}/{dim}/{fi}/{peer_polarity}" in health.links_down:
+            if health.links_down and _optical_down(health, ocs, cube, peer, sign):
                 continue
-            other[d] = 0 if sign > 0 else 3
-            j = index.get((peer, tuple(other)), -2)
-            actual[i, port] = j
+            other[d] = 0 if sign > 0 else CUBE_EDGE - 1
+            actual[i, port] = index.get((peer, (other[0], other[1], other[2])), -2)
     graph = SliceGraph(shape, actual, expected, names)
     _discover(graph)
     return graph
 
 
-def _ici_down(health: Health, cube, a, b, direction) -> bool:
-    if not health.ici_down:
+def _optical_down(health: Health, ocs: OcsId, cube: str, peer: str, sign: int) -> bool:
+    """Either end of the fibre path is down: a link fault takes both directions of the cable."""
+    mine, theirs = ("out", "in") if sign > 0 else ("in", "out")
+    return not (health.link_ok(LinkId(cube, ocs.dim, ocs.index, mine)) and health.link_ok(LinkId(peer, ocs.dim, ocs.index, theirs)))
+
+
+def _ici_down(health: Health, cube: str, a: Vec, b: Vec, direction: str) -> bool:
+    if not health.ici_down and not health.chips_down:
         return False
     back = ("-" if direction[0] == "+" else "+") + direction[1]
-    return (cube, *a, direction) in health.ici_down or (cube, *b, back) in health.ici_down or (cube, *b) in health.chips_down
+    return IciId(cube, *a, direction) in health.ici_down or IciId(cube, *b, back) in health.ici_down or ChipId(cube, *b) in health.chips_down
 
 
 def _discover(graph: SliceGraph) -> None:

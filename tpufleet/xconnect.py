@@ -1,4 +1,4 @@
-"""Planning optical cross-connects for a slice (seed 002 §3.4.1), pure.
+"""Planning optical cross-connects for a slice ("Resiliency at Scale" section 3.4.1), pure.
 
 1. cube coordinates in the (a, b, c) cube grid (given by the allocation);
 2. each cube's neighbour along +x, +y, +z, with wraparound and, for twisted tori, the twist;
@@ -8,24 +8,28 @@
 
 >>> from tpufleet.shapes import parse_shape
 >>> from tpufleet.model import default_fleet
->>> wanted = wanted_pairs(parse_shape("8x8x8"), default_fleet(), {f"c{i:02d}": [i // 4, i // 2 % 2, i % 2] for i in range(8)})
+>>> coords = {f"c{i:02d}": (i // 4, i // 2 % 2, i % 2) for i in range(8)}
+>>> wanted = wanted_pairs(parse_shape("8x8x8"), default_fleet(), coords)
 >>> len(wanted), sum(len(p) for p in wanted.values())
 (48, 384)
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tpufleet.constants import DIMS, FACE_LINKS
 from tpufleet.health import Health
-from tpufleet.ids import DIMS, FACE_LINKS, LinkId
+from tpufleet.ids import LinkId, OcsId
 from tpufleet.model import Fleet
-from tpufleet.shapes import Shape
+from tpufleet.shapes import Shape, Vec
 
-Pair = tuple[int, int]
+Pair = tuple[int, int]  # (north port, south port)
+OcsState = Mapping[OcsId, frozenset[Pair]]
 
 
-def cube_neighbors(shape: Shape, coords: dict[str, list[int]]) -> dict[str, tuple[str, str, str]]:
+def cube_neighbors(shape: Shape, coords: Mapping[str, Vec]) -> dict[str, tuple[str, str, str]]:
     """cube -> its neighbour cube along +x, +y, +z (wraparound and cube-level twist included)."""
     grid = shape.cube_grid
     at = {tuple(v): cube for cube, v in coords.items()}
@@ -40,27 +44,32 @@ def cube_neighbors(shape: Shape, coords: dict[str, list[int]]) -> dict[str, tupl
                 pos[d] = 0
                 pos = [(p + t) % g for p, t, g in zip(pos, twist[d], grid)]
             nbrs.append(at[tuple(pos)])
-        out[cube] = tuple(nbrs)
+        out[cube] = (nbrs[0], nbrs[1], nbrs[2])
     return out
 
 
-def wanted_pairs(shape: Shape, fleet: Fleet, coords: dict[str, list[int]]) -> dict[str, list[Pair]]:
-    """OCS key ("pod0/x/5") -> sorted [(north port, south port)] the slice needs."""
+def wanted_pairs(shape: Shape, fleet: Fleet, coords: Mapping[str, Vec]) -> dict[OcsId, list[Pair]]:
+    """OCS -> sorted [(north port, south port)] the slice needs."""
     if shape.is_subcube:
         return {}
     pos = fleet.cube_position
     pod = fleet.cube_pod[next(iter(coords))]
-    wanted: dict[str, list[Pair]] = {}
+    wanted: dict[OcsId, list[Pair]] = {}
     for cube, nbrs in cube_neighbors(shape, coords).items():
         for d, nb in enumerate(nbrs):
             for i in range(FACE_LINKS):
-                wanted.setdefault(f"{pod}/{DIMS[d]}/{i}", []).append((pos[cube], pos[nb]))
-    return {k: sorted(v) for k, v in wanted.items()}
+                wanted.setdefault(OcsId(pod, DIMS[d], i), []).append((pos[cube], pos[nb]))
+    return {k: sorted(v) for k, v in sorted(wanted.items(), key=lambda kv: ocs_order(kv[0]))}
+
+
+def ocs_order(ocs: OcsId) -> tuple[int, str, int]:
+    """Pods in numeric order (pod2 before pod10), then dimension, then index."""
+    return (int(ocs.pod[3:]), ocs.dim, ocs.index)
 
 
 @dataclass
 class OcsChange:
-    id: str
+    ocs: OcsId
     add: list[Pair] = field(default_factory=list)
     remove: list[Pair] = field(default_factory=list)
     keep: int = 0
@@ -70,7 +79,7 @@ class OcsChange:
 class Plan:
     changes: list[OcsChange]
     blocked: list[str]
-    deferred: list[str] = field(default_factory=list)  # down OCS left for fault-tolerant routing to bridge
+    deferred: list[OcsId] = field(default_factory=list)  # down OCS left for fault-tolerant routing to bridge
 
     @property
     def summary(self) -> dict[str, int]:
@@ -82,78 +91,70 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        s = self.summary
-        return bool(s["add"] or s["remove"])
+        return any(c.add or c.remove for c in self.changes)
 
 
-def diff(wanted: dict[str, list[Pair]], current: dict[str, list[list[int]]]) -> list[OcsChange]:
+def diff(wanted: Mapping[OcsId, list[Pair]], current: OcsState) -> list[OcsChange]:
     """Per OCS: pairs to add, old pairs that hold a needed port (remove), and how many already stand (keep)."""
     changes = []
-    for key in sorted(wanted, key=_ocs_order):
-        want = set(wanted[key])
-        have = {tuple(p) for p in current.get(key, [])}
+    for ocs in sorted(wanted, key=ocs_order):
+        want = set(wanted[ocs])
+        have = current.get(ocs, frozenset())
         north = {n for n, _ in want}
         south = {s for _, s in want}
         remove = sorted(p for p in have - want if p[0] in north or p[1] in south)
-        changes.append(OcsChange(f"ocs:{key}", sorted(want - have), remove, len(want & have)))
+        changes.append(OcsChange(ocs, sorted(want - have), remove, len(want & have)))
     return changes
 
 
-def _ocs_order(key: str):
-    pod, dim, index = key.split("/")
-    return (int(pod[3:]), dim, int(index))
-
-
-def unusable(wanted: dict[str, list[Pair]], fleet: Fleet, health: Health) -> list[str]:
+def unusable(wanted: Mapping[OcsId, list[Pair]], fleet: Fleet, health: Health) -> list[str]:
     """Every needed OCS or port that is failed or drained, named by its id."""
     problems = []
-    for key in sorted(wanted, key=_ocs_order):
-        if key in health.ocs_down:
-            problems.append(f"ocs:{key} is down (faults {', '.join(health.ocs_down[key])})")
+    for ocs in sorted(wanted, key=ocs_order):
+        if ocs in health.ocs_down:
+            problems.append(f"{ocs} is down (faults {', '.join(health.ocs_down[ocs])})")
             continue
-        pod, dim, index = key.split("/")
-        cubes = fleet.pod_by_name[pod].cubes
-        for north, south in wanted[key]:
-            for link in (LinkId(cubes[north], dim, int(index), "out"), LinkId(cubes[south], dim, int(index), "in")):
+        if not health.links_down:
+            continue
+        cubes = fleet.pod_by_name[ocs.pod].cubes
+        for north, south in wanted[ocs]:
+            for link in (LinkId(cubes[north], ocs.dim, ocs.index, "out"), LinkId(cubes[south], ocs.dim, ocs.index, "in")):
                 if not health.link_ok(link):
-                    fid = health.links_down[str(link).split(":", 1)[1]]
-                    problems.append(f"{link} is down (faults {', '.join(fid)}) on ocs:{key}")
+                    problems.append(f"{link} is down (faults {', '.join(health.links_down[link])}) on {ocs}")
     return problems
 
 
 def plan(
-    shape: Shape, fleet: Fleet, coords: dict[str, list[int]], ocs_state: dict, health: Health, tolerate_down_ocs: bool = False
+    shape: Shape,
+    fleet: Fleet,
+    coords: Mapping[str, Vec],
+    ocs_state: OcsState,
+    health: Health,
+    tolerate_down_ocs: bool = False,
 ) -> Plan:
     """The cross-connect plan; with `tolerate_down_ocs` (a slice with fault-tolerant routing) a failed OCS is
     not a refusal: no cube set avoids it, so its pairs are deferred until repair and routing bridges the gap."""
     wanted = wanted_pairs(shape, fleet, coords)
-    deferred = []
+    deferred: list[OcsId] = []
     if tolerate_down_ocs:
-        deferred = sorted((f"ocs:{k}" for k in wanted if k in health.ocs_down), key=lambda k: _ocs_order(k[4:]))
+        deferred = [k for k in wanted if k in health.ocs_down]
         wanted = {k: v for k, v in wanted.items() if k not in health.ocs_down}
     return Plan(diff(wanted, ocs_state), unusable(wanted, fleet, health), deferred)
 
 
-def apply(ocs_state: dict, changes: list[OcsChange]) -> dict:
-    """A new OCS state with the changes made (the input is not modified)."""
-    new = {k: [list(p) for p in v] for k, v in ocs_state.items()}
+def apply(ocs_state: OcsState, changes: list[OcsChange]) -> dict[OcsId, frozenset[Pair]]:
+    """A new OCS state with the changes made (the input is not modified); OCS left empty are dropped."""
+    new = dict(ocs_state)
     for change in changes:
-        key = change.id.split(":", 1)[1]
-        pairs = {tuple(p) for p in new.get(key, [])}
-        pairs -= {tuple(p) for p in change.remove}
-        pairs |= {tuple(p) for p in change.add}
-        new[key] = [list(p) for p in sorted(pairs)]
-        if not new[key]:
-            del new[key]
+        pairs = (new.get(change.ocs, frozenset()) - set(change.remove)) | set(change.add)
+        if pairs:
+            new[change.ocs] = frozenset(pairs)
+        else:
+            new.pop(change.ocs, None)
     return new
 
 
-def owner_of_ports(slices: dict, fleet: Fleet) -> dict[tuple[str, int], str]:
-    """(pod, port number) -> slice name, for whole-cube slices."""
-    out = {}
-    for name, sl in slices.items():
-        if not sl.get("machines"):
-            for cube in sl["cubes"]:
-                out[(sl["pod"], fleet.cube_position[cube])] = name
-    return out
-
+def missing_pairs(shape: Shape, fleet: Fleet, coords: Mapping[str, Vec], ocs_state: OcsState) -> int:
+    """Cross-connects a wired slice needs that are not in place (e.g. deferred while an OCS was down)."""
+    wanted = wanted_pairs(shape, fleet, coords)
+    return sum(1 for k, pairs in wanted.items() for p in pairs if p not in ocs_state.get(k, ()))

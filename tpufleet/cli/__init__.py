@@ -14,11 +14,14 @@ from tpufleet.cli.app import app
 from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, simulate, topology, xconnect  # noqa: E402,F401
 
 
-def _debug_requested(argv: list[str]) -> bool:
-    return "--debug" in argv or os.environ.get("TPUFLEET_DEBUG") not in (None, "", "0")
+def _debug_requested() -> bool:
+    """--debug as parsed (so a slice named "--debug" after `--` is not mistaken for it), or $TPUFLEET_DEBUG."""
+    from tpufleet.cli.app import SETTINGS
+
+    return SETTINGS.debug or os.environ.get("TPUFLEET_DEBUG") not in (None, "", "0")
 
 
-def _framework_exit(exc: Exception, debug: bool) -> int | None:
+def _framework_exit(exc: Exception) -> int | None:
     """Exit code for Typer/Click's own signalling exceptions (duck-typed: Typer may vendor Click), else None."""
     from tpufleet.errors import EXIT_BAD_INPUT
 
@@ -44,14 +47,16 @@ def main(argv: list[str] | None = None) -> None:
 
     from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
 
+    from tpufleet.cli.app import SETTINGS
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = _debug_requested(argv)
+    SETTINGS.debug = False  # in-process callers (tests) run main more than once
     command = typer.main.get_command(app)
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
     except TpufleetError as exc:
-        if debug:
+        if _debug_requested():
             raise
         print(f"tpufleet: error: {exc}", file=sys.stderr)
         if isinstance(exc, Refused):
@@ -64,9 +69,9 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-        code = _framework_exit(exc, debug)
+        code = _framework_exit(exc)
         if code is None:
-            if debug:
+            if _debug_requested():
                 raise
             print(f"tpufleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)", file=sys.stderr)
             code = EXIT_INTERNAL

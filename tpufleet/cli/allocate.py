@@ -10,12 +10,6 @@ from tpufleet.cli.app import Output, OutputOpt, app
 from tpufleet.cli.render import emit
 
 
-def _describe(name: str, sl: dict) -> str:
-    shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
-    where = f"machines {','.join(map(str, sl['machines']))} of {sl['cubes'][0]}" if sl.get("machines") else f"cubes {','.join(sl['cubes'])}"
-    return f"slice {name}: {shape} in {sl['pod']}, {where} ({sl['state']})"
-
-
 @app.command("allocate")
 def allocate_cmd(
     ctx: typer.Context,
@@ -30,39 +24,23 @@ def allocate_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice."""
-    from tpufleet import allocation
-    from tpufleet.errors import Refused
-    from tpufleet.health import health_of
-    from tpufleet.model import Fleet
+    from tpufleet.ops import slices
     from tpufleet.shapes import parse_shape
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
     parsed = parse_shape(shape, twisted)
-    store = ctx.obj.store()
-    safe_child(store.dir, name)  # slice names become file names (routing tables)
+    safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
     given = [c.strip() for c in cubes.split(",") if c.strip()] if cubes is not None else None
-    with store.transaction() as tx:
-        doc = tx.doc
-        if name in doc["slices"]:
-            raise Refused(f"slice {name!r} already exists (release it first)")
-        fleet = Fleet.from_doc(doc["fleet"])
-        alloc = allocation.allocate(parsed, fleet, doc["slices"], health_of(doc), pod, given)
-        record = {
-            "shape": parsed.text,
-            "twisted": parsed.twisted,
-            "pod": alloc.pod,
-            "cubes": alloc.cubes,
-            "coords": alloc.coords,
-            "state": "allocated",
-            "fault_tolerant_routing": not no_ft,
-            "created": utc_now(),
-        }
-        if alloc.machines:
-            record["machines"], record["origin"] = alloc.machines, alloc.origin
-        doc["slices"][name] = record
-        tx.summary = f"allocate {name}: {parsed} on {','.join(alloc.cubes)}"
-    emit({"slice": name, "serial": tx.doc["serial"], **record}, output, lambda: _describe(name, record))
+    now = utc_now()
+    outcome = ctx.obj.mutate(lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft))
+    emit(outcome.data, output, lambda: _describe(outcome.data))
+
+
+def _describe(d: dict) -> str:
+    shape = d["shape"] + (" twisted" if d["twisted"] else "")
+    where = f"machines {','.join(map(str, d['machines']))} of {d['cubes'][0]}" if d.get("machines") else f"cubes {','.join(d['cubes'])}"
+    return f"slice {d['slice']}: {shape} in {d['pod']}, {where} ({d['state']})"
 
 
 @app.command("release")
@@ -72,17 +50,12 @@ def release_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Return a slice's cubes to the pool. Cross-connects stay in place (a later slice may reuse them)."""
-    from tpufleet.cli.common import get_slice
-    from tpufleet.state.files import safe_child
+    from tpufleet.ops import slices
 
     store = ctx.obj.store()
     with store.transaction() as tx:
-        sl = get_slice(tx.doc, name)
-        del tx.doc["slices"][name]
-        tx.doc["routes"].pop(name, None)
-        tx.summary = f"release {name}: {','.join(sl['cubes'])}"
-    table = safe_child(store.dir / "routes", name, ".npz") if (store.dir / "routes").exists() else None
-    if table is not None and table.exists():
-        table.unlink()
-    emit({"slice": name, "serial": tx.doc["serial"], "released_cubes": sl["cubes"]}, output,
-         lambda: f"released {name}: {','.join(sl['cubes'])} back in the pool")
+        outcome = slices.release(tx.state, name)
+        store.delete_tables(name)  # under the lock, so a concurrent `routes` cannot index a deleted file
+        tx.commit(outcome.change)
+    d = outcome.data
+    emit(d, output, lambda: f"released {name}: {','.join(d['released_cubes'])} back in the pool")

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from tpufleet.fleetstate import FleetState
+    from tpufleet.ops import Outcome
+    from tpufleet.state import Store
 
 app = typer.Typer(
     name="tpufleet",
@@ -39,14 +45,25 @@ OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for pe
 
 @dataclass
 class Settings:
-    state: Optional[Path]
-    debug: bool
-    lock_timeout: float
+    state: Optional[Path] = None
+    debug: bool = False
+    lock_timeout: float = 30.0
 
-    def store(self):
+    def store(self) -> Store:
         from tpufleet.state import Store, resolve_state_dir
 
         return Store(resolve_state_dir(self.state), self.lock_timeout)
+
+    def mutate(self, use_case: Callable[[FleetState], Outcome]) -> Outcome:
+        """One transaction around one use case: lock, load, run it, commit what it changed."""
+        with self.store().transaction() as tx:
+            outcome = use_case(tx.state)
+            tx.commit(outcome.change)
+        return outcome
+
+
+# The options of the running command, for `main` to read after the command ends (or fails).
+SETTINGS = Settings()
 
 
 @app.callback()
@@ -67,4 +84,5 @@ def root(
 
         typer.echo(f"tpufleet {__version__}")
         raise typer.Exit(0)
-    ctx.obj = Settings(state, debug, lock_timeout)
+    SETTINGS.state, SETTINGS.debug, SETTINGS.lock_timeout = state, debug, lock_timeout
+    ctx.obj = SETTINGS

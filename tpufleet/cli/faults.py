@@ -3,44 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app
 from tpufleet.cli.render import emit, grid
 
-SCENARIO_SCHEMA = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "required": ["target"],
-        "additionalProperties": False,
-        "properties": {"target": {"type": "string"}, "planned": {"type": "boolean"}, "reason": {"type": "string"}},
-    },
-}
-
-
-def _scenario(path: Path) -> list[dict]:
-    import yaml
-
-    from tpufleet.errors import BadInput, BadStateFile
-    from tpufleet.state.schema import check
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise BadStateFile(str(path), "", None, f"not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
-    if isinstance(data, list):  # a bare string is shorthand for {target: ...}
-        data = [{"target": d} if isinstance(d, str) else d for d in data]
-    check(SCENARIO_SCHEMA, data, str(path))
-    items = data
-    if not items:
-        raise BadInput(f"{path}: the scenario lists no faults")
-    return items
-
+if TYPE_CHECKING:
+    from tpufleet.model import Fleet
+    from tpufleet.ops.faults import FaultRequest
 
 def _describe(r: dict) -> str:
     if r.get("duplicate_of"):
@@ -75,51 +47,52 @@ def inject_cmd(
     reason: Annotated[str, typer.Option("--reason", help="Free text kept with the fault")] = "",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the blast radius; change nothing")] = False,
     from_file: Annotated[Optional[Path], typer.Option("--from", help="YAML/JSON list of faults, injected in one transaction")] = None,
-    random_count: Annotated[Optional[int], typer.Option("--random", help="Draw N faults with the brief's daily rates")] = None,
+    random_count: Annotated[Optional[int], typer.Option("--random", help="Draw N faults in proportion to the daily failure rates of the shipped fault-rate file (machines 0.08%, optical links 0.005%, OCS 0.04% per day)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --random")] = 0,
     output: OutputOpt = Output.table,
 ) -> None:
     """Fail (or drain) a component and show its blast radius: cubes out, slices rescheduled or rerouted."""
-    from tpufleet import faults
-    from tpufleet.cli.common import mark_routes_stale
     from tpufleet.errors import BadInput
-    from tpufleet.model import Fleet
+    from tpufleet.ops import faults as fault_ops
     from tpufleet.state.store import utc_now
 
-    sources = sum(x is not None for x in (target, from_file, random_count))
-    if sources != 1:
+    if sum(x is not None for x in (target, from_file, random_count)) != 1:
         raise BadInput("give exactly one of TARGET, --from FILE or --random N")
     store = ctx.obj.store()
+    requests = _requests(store.load().fleet, target, from_file, random_count, seed, planned, reason)
+    now = utc_now()
+    outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now, dry_run))
+    radii = outcome.data
+    result = radii[0] if len(radii) == 1 and target is not None else radii
+    note = "\n(dry run: nothing was changed)" if dry_run else ""
+    emit(result, output, lambda: "\n".join(_describe(r) for r in radii) + note)
+
+
+def _requests(fleet: Fleet, target: str | None, from_file: Path | None, random_count: int | None, seed: int,
+              planned: bool, reason: str) -> list[FaultRequest]:
+    """The faults to inject, every id checked against the fleet before the lock is taken."""
+    from tpufleet.errors import BadInput
+    from tpufleet.faults import normalize, random_targets
+    from tpufleet.ops import faults as fault_ops
+
+    if random_count is not None:
+        from tpufleet.simspec import load_rates
+
+        return [fault_ops.FaultRequest(t, planned, reason) for t in random_targets(fleet, random_count, seed, load_rates(None))]
     if from_file is not None:
-        items = _scenario(from_file)
-    elif random_count is not None:
-        items = [{"target": t} for t in faults.random_targets(Fleet.from_doc(store.load()["fleet"]), random_count, seed)]
+        from tpufleet.state import scenario
+
+        items = scenario.read(from_file)
     else:
         items = [{"target": target}]
-    fleet = Fleet.from_doc(store.load()["fleet"])
-    for i, item in enumerate(items):  # reject bad ids before taking the lock
+    out = []
+    for i, item in enumerate(items):
         try:
-            faults.normalize(fleet, item["target"])
+            parsed = normalize(fleet, item["target"])
         except BadInput as exc:
-            where = f"{from_file}: item {i}: " if from_file else ""
-            raise BadInput(f"{where}{exc}") from None
-    now = utc_now()
-    with store.transaction() as tx:
-        radii = []
-        for item in items:
-            r = faults.inject(tx.doc, item["target"], item.get("planned", planned), item.get("reason", reason), now)
-            mark_routes_stale(tx.doc, {s.slice for s in r.slices if s.action != "none"}, f"fault {r.fault_id}")
-            radii.append(r.to_dict())
-        new = [r for r in radii if not r.get("duplicate_of")]
-        if new and not dry_run:
-            tx.summary = "inject-fault " + ", ".join(f"{r['fault_id']} {r['target']}" for r in new)
-            tx.details = {"faults": [r["fault_id"] for r in new]}
-    result = radii[0] if len(radii) == 1 and target is not None else radii
-    if dry_run:
-        note = "(dry run: nothing was changed)"
-        emit(result, output, lambda: "\n".join(_describe(r) for r in radii) + "\n" + note)
-    else:
-        emit(result, output, lambda: "\n".join(_describe(r) for r in radii))
+            raise BadInput(f"{from_file}: item {i}: {exc}" if from_file else str(exc)) from None
+        out.append(fault_ops.FaultRequest(parsed, item.get("planned", planned), item.get("reason", reason)))
+    return out
 
 
 @app.command("clear-fault")
@@ -129,26 +102,14 @@ def clear_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Repair: close the fault; its components return to the pool. Routing tables of affected slices go stale."""
-    from tpufleet import faults
-    from tpufleet.cli.common import mark_routes_stale
-    from tpufleet.model import Fleet
+    from tpufleet.ops import faults as fault_ops
     from tpufleet.state.store import utc_now
 
-    store = ctx.obj.store()
-    with store.transaction() as tx:
-        cleared = faults.clear(tx.doc, key, utc_now())
-        fleet = Fleet.from_doc(tx.doc["fleet"])
-        touched = set()
-        for f in cleared:
-            touched |= {name for name, how in faults.touched_slices(tx.doc, fleet, faults.normalize(fleet, f["target"])) if how == "network"}
-        stale = mark_routes_stale(tx.doc, touched, "fault cleared")
-        tx.summary = "clear-fault " + ", ".join(f"{f['id']} {f['target']}" for f in cleared)
-    from tpufleet.views import missing_pairs
-
-    rewire = sorted(n for n, sl in tx.doc["slices"].items() if missing_pairs(tx.doc, sl, fleet))
-    hint = [f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`" for n in rewire]
-    emit({"cleared": cleared, "routes_stale": stale, "rewire": rewire, "serial": tx.doc["serial"]}, output,
-         lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in cleared] + hint))
+    now = utc_now()
+    outcome = ctx.obj.mutate(lambda state: fault_ops.clear(state, key, now))
+    d = outcome.data
+    hint = [f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`" for n in d["rewire"]]
+    emit(d, output, lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in d["cleared"]] + hint))
 
 
 @app.command("faults")
@@ -158,12 +119,9 @@ def faults_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """List open faults (with --all, cleared ones too)."""
-    doc = ctx.obj.store().load()
-    rows = [
-        {k: f.get(k) for k in ("id", "target", "planned", "opened", "cleared", "reason")}
-        for f in doc["faults"]
-        if all_faults or not f["cleared"]
-    ]
+    state = ctx.obj.store().load()
+    fields = ("id", "target", "planned", "opened", "cleared", "reason")
+    rows = [{k: f.record()[k] for k in fields} for f in state.faults if all_faults or f.is_open]
     emit(rows, output, lambda: grid(
         [[r["id"], r["target"], "drain" if r["planned"] else "fault", r["opened"], r["cleared"] or "open", r["reason"] or ""] for r in rows],
         ["id", "target", "kind", "opened", "cleared", "reason"],
@@ -177,34 +135,10 @@ def reschedule_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Move an evicted slice onto the proposed replacement: allocation plus applied cross-connects."""
-    from tpufleet import faults, xconnect
-    from tpufleet.cli.common import get_slice, mark_routes_stale
-    from tpufleet.errors import Refused
-    from tpufleet.health import health_of
-    from tpufleet.ids import parse_target
-    from tpufleet.model import Fleet
-    from tpufleet.shapes import parse_shape
+    from tpufleet.ops import faults as fault_ops
 
-    store = ctx.obj.store()
-    with store.transaction() as tx:
-        doc = tx.doc
-        sl = get_slice(doc, name)
-        if sl["state"] != "evicted":
-            raise Refused(f"slice {name!r} is {sl['state']}, not evicted; nothing to reschedule")
-        fleet = Fleet.from_doc(doc["fleet"])
-        cause = next((f for f in doc["faults"] if f["id"] == sl.get("evicted_by")), None)
-        open_cause = cause is not None and not cause["cleared"]
-        proposal = faults.propose_replacement(doc, fleet, name, parse_target(cause["target"]) if open_cause else None)
-        if proposal["status"] == "pending":
-            raise Refused(f"cannot reschedule {name!r} yet: {proposal['why']}")
-        faults.apply_replacement(doc, name, proposal)
-        shape = parse_shape(sl["shape"], sl["twisted"])
-        plan = xconnect.plan(shape, fleet, sl["coords"], doc["ocs"], health_of(doc), sl["fault_tolerant_routing"])
-        doc["ocs"] = xconnect.apply(doc["ocs"], plan.changes)
-        sl["state"] = "connected"
-        sl["connected_serial"] = doc["serial"] + 1
-        mark_routes_stale(doc, {name}, "rescheduled")
-        tx.summary = f"reschedule {name}: {','.join(sl['cubes'])} (+{plan.summary['add']} -{plan.summary['remove']})"
-    emit({"slice": name, "serial": tx.doc["serial"], **proposal}, output,
-         lambda: f"rescheduled {name} onto {proposal['pod']} {','.join(proposal['cubes'])}; "
-                 f"cross-connects +{plan.summary['add']} -{plan.summary['remove']} ={plan.summary['keep']}")
+    outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name))
+    d = outcome.data
+    x = d["xconnect_changes"]
+    emit(d, output, lambda: f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; "
+                            f"cross-connects +{x['add']} -{x['remove']} ={x['keep']}")

@@ -64,9 +64,9 @@ def goodput_cmd(
     if t0 is not None and t1 is not None and t1 <= t0:
         raise BadInput("bad options: --until must be after --since")
     if capacity == "state":
-        from tpufleet.model import Fleet, inventory_counts
+        from tpufleet.model import inventory_counts
 
-        chips = inventory_counts(Fleet.from_doc(ctx.obj.store().load()["fleet"]))["chips"]
+        chips = inventory_counts(ctx.obj.store().load().fleet)["chips"]
         capacity = f"tpu-v4={chips}"
     report = build(files, fmt.value, dims, period.value if period else None, t0, t1, skip_bad, capacity)
     kind = output.value

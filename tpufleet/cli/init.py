@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import OutputOpt, Output, app
+from tpufleet.cli.app import Output, OutputOpt, app
 from tpufleet.cli.render import emit
 
 
@@ -19,22 +19,15 @@ def init_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Create the fleet state (default: one TPUv4 pod of 64 cubes)."""
-    from tpufleet.errors import Refused
-    from tpufleet.model import default_fleet, inventory_counts
-    from tpufleet.state.store import new_state_doc
+    from tpufleet.model import default_fleet
+    from tpufleet.ops import fleet as fleet_ops
 
     fleet = default_fleet(pods, cubes_per_pod)
     store = ctx.obj.store()
-    if store.exists() and not force:
-        raise Refused(f"a fleet state already exists in {store.dir}; use --force to replace it")
-    with store.transaction(create=True, replace=force) as tx:
-        tx.doc = new_state_doc(fleet.to_doc())
-        tx.summary = f"init: {pods} pod(s) x {cubes_per_pod} cubes" + (" (replaced)" if force else "")
-    serial = tx.doc["serial"]
-    counts = inventory_counts(fleet)
-    emit(
-        {"state_dir": str(store.dir), "serial": serial, "inventory": counts},
-        output,
-        lambda: f"fleet written to {store.dir} (serial {serial}): "
-        + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()),
-    )
+    with store.creation(fleet, replace=force) as tx:  # refuses an existing state unless --force, under the lock
+        outcome = fleet_ops.init(tx.state, pods, cubes_per_pod, replaced=force)
+        tx.commit(outcome.change)
+    data = {"state_dir": str(store.dir), **outcome.data}
+    counts = data["inventory"]
+    emit(data, output, lambda: f"fleet written to {store.dir} (serial {data['serial']}): "
+         + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()))

@@ -60,14 +60,10 @@ def routes_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Generate routing tables from the slice as wired and as healthy as it is; check them; store them."""
-    from tpufleet import wiring
-    from tpufleet.cli.common import get_slice
-    from tpufleet.errors import BadInput, Refused
-    from tpufleet.health import health_of
-    from tpufleet.model import Fleet
-    from tpufleet.routing import export
-    from tpufleet.routing.report import TRAFFICS, evaluate
-    from tpufleet.state.files import atomic_write, ensure_private_dir, safe_child
+    from tpufleet.errors import BadInput
+    from tpufleet.ops import routes as ops
+    from tpufleet.routing.report import TRAFFICS
+    from tpufleet.state.files import atomic_write
     from tpufleet.state.store import utc_now
 
     traffics = [t.strip() for t in traffic.split(",") if t.strip()]
@@ -75,51 +71,19 @@ def routes_cmd(
         if t not in TRAFFICS:
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
     store = ctx.obj.store()
-    doc = store.load()
-    sl = get_slice(doc, name)
-    shape = wiring.slice_shape(sl)
-    if sl["state"] == "evicted":
-        raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
-    if sl["state"] != "connected" and not shape.is_subcube:
-        raise Refused(f"slice {name!r} is {sl['state']}, not wired; run `tpufleet plan-xconnect {name} --apply` first")
-    graph = wiring.build(sl, Fleet.from_doc(doc["fleet"]), doc["ocs"], health_of(doc))
-    if graph.miswired:
-        raise Refused(f"slice {name!r} is not wired as a {shape}: {len(graph.miswired)} miswired link(s)", graph.miswired)
-    report = evaluate(shape, graph.expected, graph.nbr, algorithm.value, traffics, not no_deadlock_check)
-    s = report.summary
-    if s["deadlock_free"] is False:
-        raise Refused(
-            f"tables for {name!r} have a channel-dependency cycle; not written: " + " -> ".join(report.cycle[:12])
-        )
-    meta = {"slice": name, "shape": shape.text, "twisted": shape.twisted, "serial": doc["serial"], "made": utc_now(), **{k: s[k] for k in ("algorithm", "vcs")}}
-    routes_dir = store.dir / "routes"
-    ensure_private_dir(routes_dir)
-    table_path = safe_child(routes_dir, name, ".npz")
+    store.table_path(name)  # a name that cannot be a file name is refused before any work
+    routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now())
+    stored = ops.export_bytes(routed, "npz")
+    # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
+    exported = None if out is None else stored if fmt is TableFormat.npz else ops.export_bytes(routed, fmt.value)
     with store.transaction() as tx:
-        if tx.doc["serial"] != doc["serial"] or name not in tx.doc["slices"]:
-            raise Refused(f"the state changed while routes for {name!r} were computed (serial {doc['serial']} -> {tx.doc['serial']}); run again")
-        atomic_write(table_path, export.npz_bytes(report.tables, meta))
-        tx.doc["routes"][name] = {
-            "file": f"routes/{table_path.name}",
-            "serial": doc["serial"] + 1,
-            "made": meta["made"],
-            "algorithm": s["algorithm"],
-            "vcs": s["vcs"],
-            "routable_pairs": s["routable_pairs"],
-            "unroutable_pairs": s["unroutable_pairs"],
-            "stale": False,
-        }
-        tx.summary = f"routes {name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
-    if out is not None:
-        names = graph.chip_names
-        if fmt is TableFormat.npz:
-            atomic_write(out, export.npz_bytes(report.tables, meta))
-        elif fmt is TableFormat.json:
-            atomic_write(out, export.json_text(report.tables, meta, names).encode())
-        else:
-            atomic_write(out, export.ibroute_text(report.tables, names, name).encode())
-    unroutable = [f"{graph.chip_names[a]} -> {graph.chip_names[b]}" for a, b in report.unroutable]
-    data = {"slice": name, **s, "unroutable": unroutable[:1000], "tables": str(table_path)}
-    emit(data, output, lambda: _text(name, s, str(table_path), unroutable))
-    if s["unroutable_pairs"]:
+        table_path = store.table_path(name)
+        outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
+        store.save_tables(name, stored)
+        tx.commit(outcome.change)
+    if out is not None and exported is not None:
+        atomic_write(out, exported)
+    data = {**outcome.data, "tables": str(table_path)}
+    emit(data, output, lambda: _text(name, data, str(table_path), routed.unroutable))
+    if data["unroutable_pairs"]:
         raise typer.Exit(1)

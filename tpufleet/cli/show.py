@@ -56,17 +56,17 @@ def show_cmd(
     from tpufleet import views
 
     store = ctx.obj.store()
-    doc = store.load()
+    state = store.load()
     if what is What.journal:
-        rows = store.journal(doc["serial"])
+        rows = store.journal(state.serial)
         rows = rows[-tail:] if tail else rows
     else:
         rows = {
             What.inventory: views.inventory,
             What.health: views.health_rows,
-            What.slices: lambda d: views.slice_rows(d),
+            What.slices: views.slice_rows,
             What.ocs: views.ocs_rows,
-        }[what](doc)
+        }[what](state)
     emit(rows, output, lambda: _table(what, rows))
 
 

@@ -13,60 +13,6 @@ from tpufleet.cli.render import emit
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 
 
-def _make_plan(doc: dict, name: str):
-    from tpufleet import xconnect
-    from tpufleet.cli.common import get_slice
-    from tpufleet.errors import Refused
-    from tpufleet.health import health_of
-    from tpufleet.model import Fleet
-    from tpufleet.plans import plan_doc
-    from tpufleet.state.store import utc_now
-    from tpufleet.wiring import slice_shape
-
-    sl = get_slice(doc, name)
-    if sl["state"] == "evicted":
-        raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
-    fleet = Fleet.from_doc(doc["fleet"])
-    health = health_of(doc)
-    bad_cubes = [c for c in sl["cubes"] if not health.cube_ok(c)]
-    if bad_cubes:
-        raise Refused(f"slice {name!r} holds cubes out of the pool: {', '.join(bad_cubes)}; choose other cubes", bad_cubes)
-    plan = xconnect.plan(slice_shape(sl), fleet, sl["coords"], doc["ocs"], health, sl["fault_tolerant_routing"])
-    if plan.blocked:
-        raise Refused(
-            f"cannot wire slice {name!r}: {len(plan.blocked)} needed OCS or port(s) are failed or drained; choose other cubes",
-            plan.blocked,
-        )
-    return plan_doc(name, doc["serial"], sl, plan, utc_now()), plan
-
-
-def _apply(tx, pdoc: dict) -> dict:
-    from tpufleet import xconnect
-    from tpufleet.cli.common import get_slice, mark_routes_stale
-    from tpufleet.model import Fleet
-    from tpufleet.plans import changes_of
-
-    doc = tx.doc
-    sl = get_slice(doc, pdoc["slice"])
-    changes = changes_of(pdoc)
-    fleet = Fleet.from_doc(doc["fleet"])
-    touched = set()
-    owners = xconnect.owner_of_ports(doc["slices"], fleet)
-    for change in changes:
-        pod = change.id.split(":")[1].split("/")[0]
-        for north, south in change.remove:
-            touched.update(owners.get((pod, p)) for p in (north, south))
-    doc["ocs"] = xconnect.apply(doc["ocs"], changes)
-    sl["state"] = "connected"
-    sl["connected_serial"] = doc["serial"] + 1
-    changed = any(c.add or c.remove for c in changes)
-    stale = mark_routes_stale(doc, (({pdoc["slice"]} if changed else set()) | touched) - {None}, "cross-connects changed")
-    s = pdoc["summary"]
-    tx.summary = f"apply-xconnect {pdoc['slice']}: +{s['add']} -{s['remove']} ={s['keep']}"
-    tx.details = {"slice": pdoc["slice"], **s, "routes_stale": stale}
-    return {"applied": True, "routes_stale": stale}
-
-
 def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
     lines = [f"plan for slice {pdoc['slice']} ({pdoc['shape']}{' twisted' if pdoc['twisted'] else ''}) at serial {pdoc['serial']}"]
     if not pdoc["ocs"]:
@@ -102,26 +48,31 @@ def plan_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Plan the OCS cross-connects of a slice: coordinates, neighbours, port pairs, diff against the OCS."""
-    from tpufleet.model import Fleet
+    from tpufleet.ops import xconnect as ops
     from tpufleet.state.files import atomic_write
+    from tpufleet.state.store import utc_now
 
-    store = ctx.obj.store()
+    now = utc_now()
     if apply:
-        with store.transaction() as tx:
-            pdoc, plan = _make_plan(tx.doc, name)
-            result = _apply(tx, pdoc)
-        doc = tx.doc
-        pdoc.update(result, serial=doc["serial"])
+        state = None
+        outcome = ctx.obj.mutate(lambda s: ops.plan_and_apply(s, name, now))
+        pdoc, has_changes = outcome.data, False
     else:
-        doc = store.load()
-        pdoc, plan = _make_plan(doc, name)
+        state = ctx.obj.store().load()
+        pdoc, plan = ops.make_plan(state, name, now)
+        has_changes = plan.has_changes
     if out is not None:
         atomic_write(out, (json.dumps(pdoc, indent=1) + "\n").encode())
-    pod = doc["slices"][name]["pod"]
-    pod_cubes = list(Fleet.from_doc(doc["fleet"]).pod_by_name[pod].cubes)
+    pod_cubes = _pod_cubes(ctx, pdoc, state)
     emit(pdoc, output, lambda: _render_plan(pdoc, verbose, pod_cubes) + (f"\nsaved to {out}" if out else "") + ("\napplied." if apply else ""))
-    if detailed_exitcode and plan.has_changes and not apply:
+    if detailed_exitcode and has_changes:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
+
+
+def _pod_cubes(ctx: typer.Context, pdoc: dict, state) -> list[str]:
+    """The cube at each OCS port of the slice's pod, to name the ports in `-v` output."""
+    state = state or ctx.obj.store().load()
+    return list(state.fleet.pod_of(next(iter(pdoc["cubes"]))).cubes)
 
 
 @app.command("apply-xconnect")
@@ -130,25 +81,15 @@ def apply_cmd(
     plan_file: Annotated[Path, typer.Argument(help="A plan saved by plan-xconnect --out")],
     output: OutputOpt = Output.table,
 ) -> None:
-    """Apply a saved plan; refuses a stale one (the state serial moved on since it was made)."""
-    from tpufleet.errors import BadStateFile, Refused
-    from tpufleet.plans import PLAN_SCHEMA
-    from tpufleet.state.schema import check
+    """Apply a saved plan; refuses a stale one (the state serial moved on since it was made) and one that is not
+    the plan the state gives (edited, or made for another state directory)."""
+    from tpufleet.ops import xconnect as ops
+    from tpufleet.state import planfile
+    from tpufleet.state.store import utc_now
 
-    try:
-        pdoc = json.loads(plan_file.read_bytes())
-    except OSError as exc:
-        raise BadStateFile(str(plan_file), "", None, f"cannot be read: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadStateFile(str(plan_file), "", None, f"not valid JSON ({exc})") from None
-    check(PLAN_SCHEMA, pdoc, str(plan_file))
-    store = ctx.obj.store()
-    with store.transaction() as tx:
-        if pdoc["serial"] != tx.doc["serial"]:
-            raise Refused(
-                f"stale plan {plan_file}: made at serial {pdoc['serial']}, state is at serial {tx.doc['serial']}; plan again"
-            )
-        result = _apply(tx, pdoc)
-    s = pdoc["summary"]
-    data = {"slice": pdoc["slice"], "serial": tx.doc["serial"], "summary": s, **result}
-    emit(data, output, lambda: f"applied plan for {pdoc['slice']}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {tx.doc['serial']})")
+    pdoc = planfile.read(plan_file)
+    now = utc_now()
+    outcome = ctx.obj.mutate(lambda state: ops.apply_saved(state, pdoc, str(plan_file), now))
+    d = outcome.data
+    s = d["summary"]
+    emit(d, output, lambda: f"applied plan for {d['slice']}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})")

@@ -5,6 +5,7 @@ Errors name the file, the field path (dotted, list positions as numbers) and the
 
 from __future__ import annotations
 
+from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, OCS_PER_DIM, PORTS_PER_SIDE
 from tpufleet.errors import BadStateFile
 
 SCHEMA_VERSION = 1
@@ -39,7 +40,7 @@ STATE_SCHEMA = {
                         "additionalProperties": False,
                         "properties": {
                             "name": {"type": "string", "pattern": r"^pod\d+$"},
-                            "cubes": {"type": "array", "items": _CUBE, "minItems": 1, "maxItems": 68, "uniqueItems": True},
+                            "cubes": {"type": "array", "items": _CUBE, "minItems": 1, "maxItems": PORTS_PER_SIDE, "uniqueItems": True},
                         },
                     },
                 }
@@ -83,8 +84,8 @@ STATE_SCHEMA = {
                             "maxItems": 3,
                         },
                     },
-                    "machines": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 15}},
-                    "origin": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 3}},
+                    "machines": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MACHINES_PER_CUBE - 1}},
+                    "origin": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": CUBE_EDGE - 1}},
                     "state": {"enum": ["allocated", "connected", "evicted"]},
                     "fault_tolerant_routing": {"type": "boolean"},
                     "created": _TIME,
@@ -101,7 +102,22 @@ STATE_SCHEMA = {
         "routes": {
             "type": "object",
             "propertyNames": _NAME,
-            "additionalProperties": {"type": "object"},
+            "additionalProperties": {
+                "type": "object",
+                "required": ["file", "serial", "made", "algorithm", "vcs", "routable_pairs", "unroutable_pairs", "stale"],
+                "additionalProperties": False,
+                "properties": {
+                    "file": {"type": "string"},
+                    "serial": _SERIAL,
+                    "made": _TIME,
+                    "algorithm": {"type": "string"},
+                    "vcs": {"type": ["integer", "null"], "minimum": 0},
+                    "routable_pairs": {"type": "integer", "minimum": 0},
+                    "unroutable_pairs": {"type": "integer", "minimum": 0},
+                    "stale": {"type": "boolean"},
+                    "stale_reason": {"type": "string"},
+                },
+            },
         },
     },
 }
@@ -140,8 +156,9 @@ def validate(doc: object, file: str) -> dict:
 
 
 def _check_references(doc: dict, file: str) -> None:
-    from tpufleet.ids import parse_target
     from tpufleet.errors import BadInput
+    from tpufleet.ids import parse_target
+    from tpufleet.shapes import parse_shape
 
     pods = {p["name"]: p["cubes"] for p in doc["fleet"]["pods"]}
     seen: dict[str, str] = {}
@@ -153,12 +170,13 @@ def _check_references(doc: dict, file: str) -> None:
     if len(pods) != len(doc["fleet"]["pods"]):
         raise BadStateFile(file, "fleet.pods", list(pods), "pod names must be unique")
     for name, sl in doc["slices"].items():
+        _check_slice_layout(name, sl, file)
         for j, cube in enumerate(sl["cubes"]):
             if seen.get(cube) != sl["pod"]:
                 raise BadStateFile(file, f"slices.{name}.cubes.{j}", cube, f"not a cube of {sl['pod']}")
     for key, pairs in doc["ocs"].items():
         pod = key.split("/")[0]
-        if pod not in pods or int(key.split("/")[2]) > 15:
+        if pod not in pods or int(key.split("/")[2]) >= OCS_PER_DIM:
             raise BadStateFile(file, f"ocs.{key}", key, "no such OCS in the fleet")
         limit = len(pods[pod])
         for j, (north, south) in enumerate(pairs):
@@ -169,3 +187,26 @@ def _check_references(doc: dict, file: str) -> None:
             parse_target(fault["target"])
         except BadInput as exc:
             raise BadStateFile(file, f"faults.{i}.target", fault["target"], str(exc)) from None
+
+
+def _check_slice_layout(name: str, sl: dict, file: str) -> None:  # type: ignore[type-arg]
+    """The slice's shape, cubes, grid coordinates and machines agree (a hand edit may break any of them)."""
+    import itertools
+
+    from tpufleet.errors import BadInput
+    from tpufleet.shapes import parse_shape
+
+    where = f"slices.{name}"
+    try:
+        shape = parse_shape(sl["shape"], sl["twisted"])
+    except BadInput as exc:
+        raise BadStateFile(file, f"{where}.shape", sl["shape"], str(exc)) from None
+    if len(sl["cubes"]) != shape.cubes:
+        raise BadStateFile(file, f"{where}.cubes", sl["cubes"], f"a {shape.text} slice holds {shape.cubes} cube(s)")
+    if set(sl["coords"]) != set(sl["cubes"]):
+        raise BadStateFile(file, f"{where}.coords", sorted(sl["coords"]), "must give a position to each of its cubes")
+    grid = {tuple(v) for v in sl["coords"].values()}
+    if grid != set(itertools.product(*(range(n) for n in shape.cube_grid))):
+        raise BadStateFile(file, f"{where}.coords", sl["coords"], f"positions must fill the {shape.cube_grid} cube grid")
+    if shape.is_subcube and len(sl.get("machines", ())) != shape.machines:
+        raise BadStateFile(file, f"{where}.machines", sl.get("machines"), f"a {shape.text} slice holds {shape.machines} machine(s)")

@@ -15,20 +15,25 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tpufleet.errors import BadStateFile, Refused
-from tpufleet.state import journal
-from tpufleet.state.files import atomic_write, ensure_private_dir
+from tpufleet.fleetstate import Change, FleetState
+from tpufleet.model import Fleet
+from tpufleet.state import codec, journal
+from tpufleet.state.files import atomic_write, ensure_private_dir, safe_child
 from tpufleet.state.lock import command_line, exclusive
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 
 STATE_FILE = "state.json"
+ROUTES_DIR = "routes"
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
-def resolve_state_dir(option: str | os.PathLike | None) -> Path:
+def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path:
     """--state DIR, else $TPUFLEET_STATE, else ./.tpufleet."""
     chosen = option or os.environ.get("TPUFLEET_STATE") or ".tpufleet"
     return Path(chosen).expanduser()
@@ -47,11 +52,14 @@ def _user() -> str:
 
 @dataclass
 class Transaction:
-    """A mutable copy of the state; set `summary` to commit it (left None, nothing is written)."""
+    """The freshly loaded state, for the use case to change; `commit` marks it to be written."""
 
-    doc: dict
-    summary: str | None = None
-    details: dict = field(default_factory=dict)
+    state: FleetState
+    change: Change | None = None
+
+    def commit(self, change: Change | None) -> None:
+        """Write the state when the block ends (None: the use case changed nothing; nothing is written)."""
+        self.change = change
 
 
 class Store:
@@ -70,8 +78,15 @@ class Store:
     def exists(self) -> bool:
         return self.state_path.exists()
 
-    def load(self) -> dict:
+    @property
+    def routes_dir(self) -> Path:
+        return self.dir / ROUTES_DIR
+
+    def load(self) -> FleetState:
         """Read and validate the current state (no lock needed: saves are atomic renames)."""
+        return codec.decode(self._load_doc())
+
+    def _load_doc(self) -> dict[str, Any]:
         path = self.state_path
         try:
             raw = path.read_bytes()
@@ -85,51 +100,75 @@ class Store:
             raise BadStateFile(str(path), "", raw[:40].decode("utf-8", "replace"), f"not valid JSON ({exc})") from None
         return validate(doc, str(path))
 
-    def journal(self, serial: int | None = None) -> list[dict]:
+    def journal(self, serial: int | None = None) -> list[dict[str, Any]]:
         if serial is None:
-            serial = self.load()["serial"]
+            serial = self._load_doc()["serial"]
         return journal.read(self.journal_path, serial)
 
+    def table_path(self, name: str) -> Path:
+        """Where a slice's routing tables live (the name is checked so it cannot leave the directory)."""
+        return safe_child(self.routes_dir, name, ".npz")
+
+    def save_tables(self, name: str, data: bytes) -> Path:
+        """Store a slice's routing tables; call inside the transaction that indexes them."""
+        ensure_private_dir(self.routes_dir)
+        path = self.table_path(name)
+        atomic_write(path, data)
+        return path
+
+    def delete_tables(self, name: str) -> None:
+        path = self.table_path(name)
+        if path.exists():
+            path.unlink()
+
     @contextmanager
-    def transaction(self, command: str | None = None, create: bool = False, replace: bool = False):
+    def transaction(self, command: str | None = None) -> Iterator[Transaction]:
         """Lock, load the freshest state, let the caller change it, then commit atomically with serial + 1.
 
-        With `create`, a missing state starts as None (for `init`); with `replace`, an existing one is not even
-        read (for `init --force` over a damaged file). An exception inside leaves files untouched.
+        An exception inside, or no `commit`, leaves the files untouched.
         """
         ensure_private_dir(self.dir)
         command = command or command_line()
         with exclusive(self.dir, self.lock_timeout, command):
-            if replace:
-                doc, serial = None, self._last_serial()
-            elif self.exists():
-                doc = self.load()
-                journal.recover(self.journal_path, doc["serial"])
-                serial = doc["serial"]
-            elif create:
-                doc, serial = None, self._journal_serial()
-            else:
-                self.load()  # raises the "no fleet state" refusal
-            tx = Transaction(doc)  # type: ignore[arg-type]
+            state = self.load()
+            journal.recover(self.journal_path, state.serial)
+            tx = Transaction(state)
             yield tx
-            if tx.summary is None:
-                return
-            new = tx.doc
-            new["serial"] = serial + 1
-            new["schema_version"] = SCHEMA_VERSION
-            validate(new, str(self.state_path))
-            entry = {
-                "serial": new["serial"],
-                "time": utc_now(),
-                "user": _user(),
-                "pid": os.getpid(),
-                "command": command,
-                "summary": tx.summary,
-            }
-            if tx.details:
-                entry["details"] = tx.details
-            journal.append(self.journal_path, entry)
-            atomic_write(self.state_path, json.dumps(new, indent=1, sort_keys=True).encode() + b"\n")
+            if tx.change is not None:
+                self._commit(tx.state, tx.change, state.serial, command)
+
+    @contextmanager
+    def creation(self, fleet: Fleet, replace: bool = False, command: str | None = None) -> Iterator[Transaction]:
+        """`init`: a new state for `fleet`. Refused if one exists, unless `replace` (which does not even read a
+        damaged one). The serial continues where the old state or the journal stopped."""
+        ensure_private_dir(self.dir)
+        command = command or command_line()
+        with exclusive(self.dir, self.lock_timeout, command):
+            if self.exists() and not replace:
+                raise Refused(f"a fleet state already exists in {self.dir}; use --force to replace it")
+            serial = self._last_serial() if self.exists() else self._journal_serial()
+            tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()))
+            yield tx
+            if tx.change is not None:
+                self._commit(tx.state, tx.change, serial, command)
+
+    def _commit(self, state: FleetState, change: Change, serial: int, command: str) -> None:
+        state.serial = serial + 1
+        doc = codec.encode(state)
+        doc["schema_version"] = SCHEMA_VERSION
+        validate(doc, str(self.state_path))
+        entry: dict[str, Any] = {
+            "serial": state.serial,
+            "time": utc_now(),
+            "user": _user(),
+            "pid": os.getpid(),
+            "command": command,
+            "summary": change.summary,
+        }
+        if change.details:
+            entry["details"] = change.details
+        journal.append(self.journal_path, entry)
+        atomic_write(self.state_path, json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n")
 
     def _journal_serial(self) -> int:
         """After `init` over a lost state file, keep numbering where the journal stopped."""
@@ -147,16 +186,3 @@ class Store:
         except (OSError, ValueError, KeyError, TypeError):
             return self._journal_serial()
 
-
-def new_state_doc(fleet_doc: dict) -> dict:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "serial": 0,
-        "created": utc_now(),
-        "next_fault": 1,
-        "fleet": fleet_doc,
-        "faults": [],
-        "slices": {},
-        "ocs": {},
-        "routes": {},
-    }

@@ -1,0 +1,36 @@
+"""The hardware's numbers, each defined once (TPUv4 pod, "Resiliency at Scale" section 2-3).
+
+Every other module imports them from here; a literal 16, 48, 64 or 96 elsewhere is a bug waiting to drift.
+
+>>> CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE, OCS_PER_POD
+(64, 16, 96, 48)
+>>> OPTICAL_LINKS_PER_CUBE * CUBES_PER_POD  # optical links in a pod
+6144
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+DIMS: Final = ("x", "y", "z")
+DIRECTIONS: Final = ("+x", "-x", "+y", "-y", "+z", "-z")  # a chip's six ICI ports, in port-number order
+POLARITIES: Final = ("out", "in")  # out links leave the + face, in links enter the - face
+
+CUBE_EDGE: Final = 4  # a cube is a 4x4x4 electrical mesh of chips
+CHIPS_PER_CUBE: Final = CUBE_EDGE**3
+CHIPS_PER_MACHINE: Final = 4  # a machine (host) is a 2x2x1 block of chips
+MACHINES_PER_CUBE: Final = CHIPS_PER_CUBE // CHIPS_PER_MACHINE
+FACE_LINKS: Final = CUBE_EDGE * CUBE_EDGE  # optical links on one face of a cube
+OPTICAL_LINKS_PER_CUBE: Final = 2 * len(DIMS) * FACE_LINKS  # 6 faces x 16
+# Directed electrical links inside a cube: per dimension, 3 hops x 16 rows x 2 directions.
+ICI_LINKS_PER_CUBE: Final = len(DIMS) * (CUBE_EDGE - 1) * FACE_LINKS * 2
+
+CUBES_PER_POD: Final = 64  # the default pod; a fleet may declare fewer or more (up to the OCS's free ports)
+OCS_PER_DIM: Final = FACE_LINKS  # OCS {d, i} serves face index i of dimension d
+OCS_PER_POD: Final = len(DIMS) * OCS_PER_DIM
+OCS_PORTS: Final = 136  # a Palomar OCS: 136 ports, half on the north side, half on the south
+PORTS_PER_SIDE: Final = OCS_PORTS // 2
+MAX_PODS: Final = 64
+
+# A static (non-reconfigurable) pod is one fixed torus of cubes, 4 x 4 x 4 of them.
+STATIC_CUBE_GRID: Final = (4, 4, 4)

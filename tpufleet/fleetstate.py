@@ -1,0 +1,225 @@
+"""The fleet state as typed objects, and every transition of it in one place (pure).
+
+`tpufleet.state` turns the state file into a `FleetState` when it loads it and back when it commits; nothing
+else sees the document. A command's use case (`tpufleet.ops`) receives the freshly loaded state inside the
+lock, changes it only through the methods below, and returns what it did.
+
+>>> from tpufleet.ids import parse_target
+>>> from tpufleet.model import default_fleet
+>>> state = FleetState(default_fleet())
+>>> fault = state.open_fault(parse_target("host:c03/5"), planned=False, reason="ECC", now="t")
+>>> fault.id, state.health().cubes_out
+('f1', {'c03': ['f1']})
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tpufleet.errors import Refused
+from tpufleet.health import Health, health_of
+from tpufleet.ids import OcsId, TargetId
+from tpufleet.model import Fleet
+from tpufleet.shapes import Shape, Vec
+
+Pair = tuple[int, int]  # (north port, south port) of one OCS cross-connect
+OcsState = Mapping[OcsId, frozenset[Pair]]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a committed transaction did, for its journal line."""
+
+    summary: str
+    details: dict[str, object] = field(default_factory=dict)
+
+
+class SliceState(str, enum.Enum):
+    ALLOCATED = "allocated"  # cubes reserved, cross-connects not (all) applied
+    CONNECTED = "connected"  # wired as its shape; routing tables may be made
+    EVICTED = "evicted"  # a fault stopped it; `reschedule` moves it
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Fault:
+    id: str
+    target: TargetId
+    planned: bool
+    opened: str
+    cleared: str | None = None
+    reason: str = ""
+    opened_serial: int | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.cleared is None
+
+    def record(self) -> dict[str, object]:
+        """Its JSON form, in the state file and in command output."""
+        out: dict[str, object] = {"id": self.id, "target": str(self.target), "planned": self.planned,
+                                  "reason": self.reason, "opened": self.opened, "cleared": self.cleared}
+        if self.opened_serial is not None:
+            out["opened_serial"] = self.opened_serial
+        return out
+
+
+@dataclass
+class Slice:
+    name: str
+    shape: Shape
+    pod: str
+    cubes: tuple[str, ...]
+    coords: dict[str, Vec]  # cube -> its (a, b, c) position in the slice's cube grid
+    state: SliceState = SliceState.ALLOCATED
+    fault_tolerant_routing: bool = True
+    created: str | None = None
+    machines: tuple[int, ...] = ()  # sub-cube slices: the machines of their one cube
+    origin: Vec | None = None  # sub-cube slices: the chip where their box starts
+    connected_serial: int | None = None
+    evicted_by: str | None = None
+
+    @property
+    def held_machines(self) -> tuple[int, ...]:
+        """Machines held in each of its cubes (a whole-cube slice holds all of them)."""
+        from tpufleet.constants import MACHINES_PER_CUBE
+
+        return self.machines or tuple(range(MACHINES_PER_CUBE))
+
+    def record(self) -> dict[str, object]:
+        """Its JSON form, in the state file and in command output (the name is the key, not a field)."""
+        out: dict[str, object] = {
+            "shape": self.shape.text,
+            "twisted": self.shape.twisted,
+            "pod": self.pod,
+            "cubes": list(self.cubes),
+            "coords": {c: list(v) for c, v in self.coords.items()},
+            "state": self.state.value,
+            "fault_tolerant_routing": self.fault_tolerant_routing,
+        }
+        optional = {"created": self.created, "connected_serial": self.connected_serial, "evicted_by": self.evicted_by}
+        out.update({k: v for k, v in optional.items() if v is not None})
+        if self.machines:
+            out["machines"] = list(self.machines)
+            out["origin"] = list(self.origin or (0, 0, 0))
+        return out
+
+    def describe(self) -> str:
+        where = f"machines {','.join(map(str, self.machines))} of {self.cubes[0]}" if self.machines else f"cubes {','.join(self.cubes)}"
+        return f"slice {self.name}: {self.shape} in {self.pod}, {where} ({self.state})"
+
+
+@dataclass
+class RouteRecord:
+    """The index entry of a slice's stored routing tables."""
+
+    file: str
+    serial: int
+    made: str
+    algorithm: str
+    vcs: int | None  # None when the deadlock check was skipped
+    routable_pairs: int
+    unroutable_pairs: int
+    stale: bool = False
+    stale_reason: str | None = None
+
+
+@dataclass
+class FleetState:
+    fleet: Fleet
+    serial: int = 0
+    created: str | None = None
+    next_fault: int = 1
+    faults: list[Fault] = field(default_factory=list)
+    slices: dict[str, Slice] = field(default_factory=dict)
+    ocs: dict[OcsId, frozenset[Pair]] = field(default_factory=dict)
+    routes: dict[str, RouteRecord] = field(default_factory=dict)
+
+    @property
+    def next_serial(self) -> int:
+        """The serial this state gets when the running transaction commits."""
+        return self.serial + 1
+
+    def health(self) -> Health:
+        return health_of(self.faults)
+
+    # ---- slices ------------------------------------------------------------------------------------------
+    def slice(self, name: str) -> Slice:
+        try:
+            return self.slices[name]
+        except KeyError:
+            known = ", ".join(sorted(self.slices)) or "none"
+            raise Refused(f"unknown slice {name!r} (slices: {known})") from None
+
+    def add_slice(self, sl: Slice) -> None:
+        if sl.name in self.slices:
+            raise Refused(f"slice {sl.name!r} already exists (release it first)")
+        self.slices[sl.name] = sl
+
+    def release(self, name: str) -> Slice:
+        """Forget the slice and its tables' index entry; its cross-connects stay for reuse."""
+        sl = self.slice(name)
+        del self.slices[name]
+        self.routes.pop(name, None)
+        return sl
+
+    def connect(self, name: str) -> None:
+        sl = self.slice(name)
+        sl.state = SliceState.CONNECTED
+        sl.connected_serial = self.next_serial
+        sl.evicted_by = None
+
+    def evict(self, name: str, fault_id: str) -> None:
+        sl = self.slice(name)
+        sl.state = SliceState.EVICTED
+        sl.evicted_by = fault_id
+
+    def move(self, name: str, pod: str, cubes: Iterable[str], coords: Mapping[str, Vec],
+             machines: Iterable[int] = (), origin: Vec | None = None) -> None:
+        """Give the slice new cubes (or machines); it must be wired again."""
+        sl = self.slice(name)
+        sl.pod, sl.cubes, sl.coords = pod, tuple(cubes), dict(coords)
+        sl.machines = tuple(machines)
+        sl.origin = origin if sl.machines else None
+        sl.state = SliceState.ALLOCATED
+        sl.evicted_by = None
+
+    def owner_of_ports(self) -> dict[tuple[str, int], str]:
+        """(pod, OCS port number) -> the whole-cube slice whose cube is cabled there."""
+        position = self.fleet.cube_position
+        return {(sl.pod, position[c]): sl.name for sl in self.slices.values() if not sl.machines for c in sl.cubes}
+
+    # ---- faults ------------------------------------------------------------------------------------------
+    def open_faults(self) -> list[Fault]:
+        return [f for f in self.faults if f.is_open]
+
+    def open_fault_on(self, target: TargetId) -> Fault | None:
+        return next((f for f in self.faults if f.is_open and f.target == target), None)
+
+    def open_fault(self, target: TargetId, planned: bool, reason: str, now: str) -> Fault:
+        fault = Fault(f"f{self.next_fault}", target, planned, now, None, reason, self.next_serial)
+        self.next_fault += 1
+        self.faults.append(fault)
+        return fault
+
+    def fault(self, fault_id: str | None) -> Fault | None:
+        return next((f for f in self.faults if f.id == fault_id), None)
+
+    # ---- cross-connects and routing tables ---------------------------------------------------------------
+    def set_ocs(self, ocs: Mapping[OcsId, frozenset[Pair]]) -> None:
+        self.ocs = {k: v for k, v in ocs.items() if v}
+
+    def mark_routes_stale(self, names: Iterable[str | None], why: str) -> list[str]:
+        """Tables of these slices no longer match the network; `status` says so until they are made again."""
+        marked = []
+        for name in sorted({n for n in names if n is not None}):
+            record = self.routes.get(name)
+            if record is not None and not record.stale:
+                record.stale, record.stale_reason = True, why
+                marked.append(name)
+        return marked
+

@@ -1,0 +1,68 @@
+"""Use cases of faults: inject (one, a scenario or a random draw), clear, and reschedule an evicted slice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet import faults
+from tpufleet.errors import Refused
+from tpufleet.fleetstate import Change, FleetState, SliceState
+from tpufleet.ids import TargetId
+from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.xconnect import wire
+from tpufleet.views import missing_xconnects
+
+
+@dataclass(frozen=True)
+class FaultRequest:
+    target: TargetId
+    planned: bool = False
+    reason: str = ""
+
+
+def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_run: bool = False) -> Outcome:
+    """Record the faults in order, each with its blast radius; the slices that must move are evicted and the
+    tables of every slice a fault touches go stale. A dry run works out the same and commits nothing."""
+    radii = []
+    for request in requests:
+        radius = faults.inject(state, request.target, request.planned, request.reason, now)
+        state.mark_routes_stale({s.slice for s in radius.slices if s.action != "none"}, f"fault {radius.fault_id}")
+        radii.append(radius.to_dict())
+    new = [r for r in radii if not r.get("duplicate_of")]
+    if not new or dry_run:
+        return Outcome(radii)
+    summary = "inject-fault " + ", ".join(f"{r['fault_id']} {r['target']}" for r in new)
+    return Outcome(radii, Change(summary, {"faults": [r["fault_id"] for r in new]}))
+
+
+def clear(state: FleetState, key: str, now: str) -> Outcome:
+    """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
+    cleared = faults.faults_to_clear(state, key)
+    for fault in cleared:
+        fault.cleared = now
+    touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
+    stale = state.mark_routes_stale(touched, "fault cleared")
+    rewire = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
+    data: dict[str, Any] = {"cleared": [f.record() for f in cleared], "routes_stale": stale, "rewire": rewire,
+                            "serial": state.next_serial}
+    return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
+
+
+def reschedule(state: FleetState, name: str) -> Outcome:
+    """Move an evicted slice onto its proposed replacement and wire it there."""
+    sl = state.slice(name)
+    if sl.state is not SliceState.EVICTED:
+        raise Refused(f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule")
+    cause = state.fault(sl.evicted_by)
+    proposal = faults.propose_replacement(state, sl, cause.target if cause is not None and cause.is_open else None)
+    if not proposal.ready or proposal.alloc is None or proposal.plan is None:
+        raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
+    alloc, plan = proposal.alloc, proposal.plan
+    state.move(name, alloc.pod, alloc.cubes, alloc.coords, alloc.machines, alloc.origin)
+    wire(state, sl, plan.changes, "rescheduled")
+    state.mark_routes_stale({name}, "rescheduled")
+    data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
+    s = plan.summary
+    return Outcome(data, Change(f"reschedule {name}: {','.join(sl.cubes)} (+{s['add']} -{s['remove']})"))

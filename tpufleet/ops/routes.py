@@ -1,0 +1,79 @@
+"""Use case of routing tables: generate and check them on a snapshot, then index them if nothing moved.
+
+Generating tables for a big slice takes seconds, so it runs outside the lock on the state as loaded; `record`
+then runs inside a transaction and refuses if the state changed meanwhile (the tables would describe a network
+that is no longer there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet import wiring
+from tpufleet.errors import Refused
+from tpufleet.fleetstate import Change, FleetState, RouteRecord, SliceState
+from tpufleet.ops.outcome import Outcome
+from tpufleet.routing import export
+from tpufleet.routing.report import RouteReport, evaluate
+
+EXPORT_FORMATS = ("npz", "json", "ibroute")
+
+
+@dataclass
+class RoutedSlice:
+    name: str
+    serial: int  # the state serial the tables were made at
+    graph: wiring.SliceGraph
+    report: RouteReport
+    meta: dict[str, Any]
+
+    @property
+    def unroutable(self) -> list[str]:
+        names = self.graph.chip_names
+        return [f"{names[a]} -> {names[b]}" for a, b in self.report.unroutable]
+
+
+def compute(state: FleetState, name: str, algorithm: str, traffics: Sequence[str], deadlock_check: bool,
+            now: str) -> RoutedSlice:
+    """Discover the slice as wired and as healthy as it is, make its tables and every figure; Refused when the
+    slice is not wired, miswired, or the tables have a channel-dependency cycle."""
+    sl = state.slice(name)
+    if sl.state is SliceState.EVICTED:
+        raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
+    if sl.state is not SliceState.CONNECTED and not sl.shape.is_subcube:
+        raise Refused(f"slice {name!r} is {sl.state}, not wired; run `tpufleet plan-xconnect {name} --apply` first")
+    graph = wiring.build(sl, state.fleet, state.ocs, state.health())
+    if graph.miswired:
+        raise Refused(f"slice {name!r} is not wired as a {sl.shape}: {len(graph.miswired)} miswired link(s)", graph.miswired)
+    report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check)
+    s = report.summary
+    if s["deadlock_free"] is False:
+        raise Refused(f"tables for {name!r} have a channel-dependency cycle; not written: " + " -> ".join(report.cycle[:12]))
+    meta = {"slice": name, "shape": sl.shape.text, "twisted": sl.shape.twisted, "serial": state.serial, "made": now,
+            "algorithm": s["algorithm"], "vcs": s["vcs"]}
+    return RoutedSlice(name, state.serial, graph, report, meta)
+
+
+def export_bytes(routed: RoutedSlice, fmt: str) -> bytes:
+    """The tables in an export format (npz is also what the state directory keeps)."""
+    tables, names = routed.report.tables, routed.graph.chip_names
+    if fmt == "npz":
+        return export.npz_bytes(tables, routed.meta)
+    if fmt == "json":
+        return export.json_text(tables, routed.meta, names).encode()
+    return export.ibroute_text(tables, names, routed.name).encode()
+
+
+def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
+    """Index the stored tables; Refused if the state moved on since they were computed."""
+    if state.serial != routed.serial or routed.name not in state.slices:
+        raise Refused(f"the state changed while routes for {routed.name!r} were computed "
+                      f"(serial {routed.serial} -> {state.serial}); run again")
+    s = routed.report.summary
+    state.routes[routed.name] = RouteRecord(table_file, state.next_serial, routed.meta["made"], s["algorithm"], s["vcs"],
+                                            s["routable_pairs"], s["unroutable_pairs"])
+    data = {"slice": routed.name, **s, "unroutable": routed.unroutable[:1000]}
+    summary = f"routes {routed.name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
+    return Outcome(data, Change(summary))

@@ -1,0 +1,85 @@
+"""The state document <-> `FleetState`: the only place that knows the file's field names.
+
+`decode` expects a document that passed `schema.validate`; `encode` gives one that passes it again, with the
+same keys the file has always had (the JSON contract of `state.json`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpufleet.fleetstate import Fault, FleetState, Pair, RouteRecord, Slice, SliceState
+from tpufleet.ids import OcsId, parse_target
+from tpufleet.model import Fleet, Pod
+from tpufleet.shapes import Vec, parse_shape
+
+Doc = dict[str, Any]
+
+
+def _vec(value: list[int]) -> Vec:
+    return (int(value[0]), int(value[1]), int(value[2]))
+
+
+def decode(doc: Doc) -> FleetState:
+    fleet = Fleet(tuple(Pod(p["name"], tuple(p["cubes"])) for p in doc["fleet"]["pods"]))
+    return FleetState(
+        fleet=fleet,
+        serial=doc["serial"],
+        created=doc.get("created"),
+        next_fault=doc["next_fault"],
+        faults=[_decode_fault(f) for f in doc["faults"]],
+        slices={name: _decode_slice(name, sl) for name, sl in doc["slices"].items()},
+        ocs={OcsId.from_key(key): frozenset((int(n), int(s)) for n, s in pairs) for key, pairs in doc["ocs"].items()},
+        routes={name: RouteRecord(**entry) for name, entry in doc["routes"].items()},
+    )
+
+
+def _decode_fault(f: Doc) -> Fault:
+    return Fault(f["id"], parse_target(f["target"]), f["planned"], f["opened"], f["cleared"], f.get("reason", ""),
+                 f.get("opened_serial"))
+
+
+def _decode_slice(name: str, sl: Doc) -> Slice:
+    shape = parse_shape(sl["shape"], sl["twisted"])
+    return Slice(
+        name=name,
+        shape=shape,
+        pod=sl["pod"],
+        cubes=tuple(sl["cubes"]),
+        coords={c: _vec(v) for c, v in sl["coords"].items()},
+        state=SliceState(sl["state"]),
+        fault_tolerant_routing=sl["fault_tolerant_routing"],
+        created=sl.get("created"),
+        machines=tuple(sl.get("machines", ())),
+        origin=_vec(sl["origin"]) if sl.get("origin") else None,
+        connected_serial=sl.get("connected_serial"),
+        evicted_by=sl.get("evicted_by"),
+    )
+
+
+def encode(state: FleetState) -> Doc:
+    doc: Doc = {
+        "serial": state.serial,
+        "next_fault": state.next_fault,
+        "fleet": {"pods": [{"name": p.name, "cubes": list(p.cubes)} for p in state.fleet.pods]},
+        "faults": [f.record() for f in state.faults],
+        "slices": {name: sl.record() for name, sl in state.slices.items()},
+        "ocs": {k.key: _pairs(v) for k, v in sorted(state.ocs.items()) if v},
+        "routes": {name: _encode_route(r) for name, r in state.routes.items()},
+    }
+    if state.created is not None:
+        doc["created"] = state.created
+    return doc
+
+
+def _pairs(pairs: frozenset[Pair]) -> list[list[int]]:
+    return [list(p) for p in sorted(pairs)]
+
+
+def _encode_route(r: RouteRecord) -> Doc:
+    out: Doc = {"file": r.file, "serial": r.serial, "made": r.made, "algorithm": r.algorithm, "vcs": r.vcs,
+                "routable_pairs": r.routable_pairs, "unroutable_pairs": r.unroutable_pairs, "stale": r.stale}
+    if r.stale_reason is not None:
+        out["stale_reason"] = r.stale_reason
+    return out
+

@@ -1,0 +1,94 @@
+"""Saved cross-connect plans (`plan-xconnect --out`): their JSON form, schema and reading.
+
+A plan is a file an operator reviews before `apply-xconnect` (like Terraform's plan file); it records the
+state serial it was made at, so a plan made before the fleet changed is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tpufleet.errors import BadStateFile
+from tpufleet.fleetstate import Slice
+from tpufleet.ids import OcsId
+from tpufleet.state.schema import check
+from tpufleet.xconnect import OcsChange, Pair, Plan
+
+PLAN_KIND = "tpufleet-xconnect-plan"
+PLAN_VERSION = 1
+
+_PAIRS = {
+    "type": "array",
+    "items": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+}
+
+PLAN_SCHEMA = {
+    "type": "object",
+    "required": ["kind", "schema_version", "slice", "serial", "shape", "twisted", "cubes", "ocs", "summary"],
+    "properties": {
+        "kind": {"const": PLAN_KIND},
+        "schema_version": {"const": PLAN_VERSION},
+        "slice": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+        "serial": {"type": "integer", "minimum": 0},
+        "shape": {"type": "string"},
+        "twisted": {"type": "boolean"},
+        "cubes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+        "ocs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "add", "remove", "keep"],
+                "properties": {
+                    "id": {"type": "string", "pattern": r"^ocs:pod\d+/[xyz]/\d+$"},
+                    "add": _PAIRS,
+                    "remove": _PAIRS,
+                    "keep": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+        "summary": {"type": "object"},
+    },
+}
+
+
+def plan_doc(sl: Slice, serial: int, plan: Plan, made: str) -> dict[str, Any]:
+    return {
+        "kind": PLAN_KIND,
+        "schema_version": PLAN_VERSION,
+        "slice": sl.name,
+        "serial": serial,
+        "made": made,
+        "shape": sl.shape.text,
+        "twisted": sl.shape.twisted,
+        "cubes": {c: list(sl.coords[c]) for c in sl.cubes},
+        "ocs": [
+            {"id": str(c.ocs), "add": [list(p) for p in c.add], "remove": [list(p) for p in c.remove], "keep": c.keep}
+            for c in plan.changes
+        ],
+        "summary": plan.summary,
+        "blocked": plan.blocked,
+        "deferred": [str(o) for o in plan.deferred],
+    }
+
+
+def _pairs(items: list[list[int]]) -> list[Pair]:
+    return [(int(a), int(b)) for a, b in items]
+
+
+def changes_of(doc: dict[str, Any]) -> list[OcsChange]:
+    return [OcsChange(OcsId.from_key(o["id"].split(":", 1)[1]), _pairs(o["add"]), _pairs(o["remove"]), o["keep"])
+            for o in doc["ocs"]]
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A saved plan, checked against the schema; BadStateFile naming the file, field and value otherwise."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadStateFile(str(path), "", None, f"not valid JSON ({exc})") from None
+    check(PLAN_SCHEMA, doc, str(path))
+    return doc  # type: ignore[no-any-return]
