@@ -58,13 +58,14 @@ def test_partial_allocation_serving_and_two_accelerators():
     assert r["fleet"]["sg"] == round((400 * 30 + 50 * 20) / (1100 * window), 6)
 
 
-def test_every_row_multiplies_and_buckets_add_up():
-    native, _ = training_job("j", 1767571200, runs=3, seed=4)
-    path = Path(FIX.parent.parent / "fixtures" / "goodput" / "fleet.jsonl")
-    r = build([path], by=["accelerator", "size", "phase", "framework"], period="day")
+def test_every_row_multiplies_and_buckets_add_up(tmp_path):
+    native, _ = training_job("j", 1767571200, runs=3, seed=4)  # disruptions, restores, checkpoints
+    (tmp_path / "j.jsonl").write_text("\n".join(json.dumps(x) for x in native))
+    r = build([FIX / "fleet.jsonl", tmp_path / "j.jsonl"], by=["accelerator", "size", "phase", "framework"], period="day")
+    assert {j["job"] for j in r["jobs"]} == {"j", "serve", "waiter"}
     for row in [r["fleet"], *r["segments"], *r["periods"], *r["jobs"]]:
-        if None not in (row["sg"], row["rg"], row["pg"]):
-            assert row["mpg"] == pytest.approx(row["sg"] * row["rg"] * row["pg"], abs=2e-6)
+        assert None not in (row["sg"], row["rg"], row["pg"]), row  # every row of these logs has all three
+        assert row["mpg"] == pytest.approx(row["sg"] * row["rg"] * row["pg"], abs=2e-6)
     for j in r["jobs"]:
         assert sum(j["badput_s"].values()) + j["productive_s"] == pytest.approx(j["all_allocated_s"], abs=1e-6)
 
