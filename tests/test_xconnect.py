@@ -79,8 +79,9 @@ def test_planned_wiring_is_exactly_the_requested_torus(request):
     for key, pairs in ocs.items():
         switch = OcsId.from_key(key)
         for north, south in pairs:
-            assert link_at_port(FLEET, switch, "north", north).polarity == "out"
-            assert link_at_port(FLEET, switch, "south", south).polarity == "in"
+            out_link, in_link = link_at_port(FLEET, switch, "north", north), link_at_port(FLEET, switch, "south", south)
+            assert out_link is not None and out_link.polarity == "out"
+            assert in_link is not None and in_link.polarity == "in"
             assert (key, north) not in used_north and (key, south) not in used_south
             used_north.add((key, north))
             used_south.add((key, south))
@@ -113,7 +114,7 @@ def test_slices_never_share_a_port_and_reallocation_reuses_wiring(fleet, shapes,
         assert fleet("plan-xconnect", f"s{n}", "--apply").code == 0
         made.append((f"s{n}", args))
     doc = json.loads((fleet.state / "state.json").read_text())
-    owners = {}
+    owners: dict[tuple[str, str, int], str] = {}
     for name, sl in doc["slices"].items():
         coords = {c: tuple(v) for c, v in sl["coords"].items()}
         for ocs, pairs in xconnect.wanted_pairs(parse_shape(sl["shape"], sl["twisted"]), FLEET, coords).items():

@@ -1,4 +1,4 @@
-"""The fleet inventory ("datacenter model", seed 002 §3.2): pods, cubes, machines, chips, links, OCS.
+"""The fleet inventory ("datacenter model", "Resiliency at Scale" section 3.2): pods, cubes, machines, chips, links, OCS.
 
 Everything here is derived from the list of pods and their cube ids, so the state file stores only that.
 

@@ -69,10 +69,10 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-        code = _framework_exit(exc)
-        if code is None:
+        framework_code = _framework_exit(exc)
+        if framework_code is None:
             if _debug_requested():
                 raise
             print(f"tpufleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)", file=sys.stderr)
-            code = EXIT_INTERNAL
+        code = EXIT_INTERNAL if framework_code is None else framework_code
     sys.exit(code)

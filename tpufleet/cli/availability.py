@@ -1,4 +1,4 @@
-"""`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (seed 002 Fig. 1)."""
+"""`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (Fig. 1 of the TPUv4 "Resiliency at Scale" paper)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def _holder(info_path: Path) -> str:
 
 
 @contextmanager
-def exclusive(state_dir: Path, timeout: float, command: str):
+def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     lock_path, info_path = state_dir / ".lock", state_dir / ".lock.info"
