@@ -176,9 +176,10 @@ def bench_faults(state):
 
 
 def bench_goodput():
-    from tpufleet.goodput import reference
+    from oracles import goodput_reference as reference  # tests/oracles: on sys.path, see main()
+    from oracles.synthetic_jobs import training_job
+
     from tpufleet.goodput.pipeline import load
-    from tpufleet.goodput.synthetic import training_job
 
     with tempfile.TemporaryDirectory() as tmp:
         lines = []
@@ -224,7 +225,7 @@ def bench_simulate():
 
 
 def main():
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the package, and the test oracles (baselines, inputs)
     with tempfile.TemporaryDirectory() as tmp:
         state = f"{tmp}/state"
         subprocess.run(CLI + ["--state", state, "init"], check=True, stdout=subprocess.DEVNULL)

@@ -1,15 +1,18 @@
+import gzip
 import json
 import math
+from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tpufleet.goodput import reference
+import tpufleet
+from oracles import goodput_reference as reference
+from oracles.synthetic_jobs import demo_log_text, training_job
 from tpufleet.goodput.events import CODE, Job
 from tpufleet.goodput.pipeline import build
-from tpufleet.goodput.synthetic import training_job
 from tpufleet.goodput.timeline import BUCKETS, account
-from pathlib import Path
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput"
 
@@ -25,9 +28,16 @@ def test_training_job_with_a_disruption_by_hand():
     # checkpoint), step 3 lost to the failure (10), recovery 60, restore 20, steps 3,4 again 10+10
     assert j["all_allocated_s"] == 260 and j["productive_s"] == 40
     assert j["badput_s"] == {
-        "tpu_initialization": 60, "training_prep": 0, "program_startup": 60, "data_loading_sync": 0,
-        "checkpoint_save": 10, "checkpoint_restore": 20, "wasted_progress_from_disruption": 10,
-        "infrastructure_recovery_from_disruption": 60, "custom_badput_events": 0, "other": 0,
+        "tpu_initialization": 60,
+        "training_prep": 0,
+        "program_startup": 60,
+        "data_loading_sync": 0,
+        "checkpoint_save": 10,
+        "checkpoint_restore": 20,
+        "wasted_progress_from_disruption": 10,
+        "infrastructure_recovery_from_disruption": 60,
+        "custom_badput_events": 0,
+        "other": 0,
     }
     assert j["productive_steps"] == 4 and j["disruptions"] == 1
     assert j["sg"] == round(260 / 860, 6) and j["rg"] == round(40 / 260, 6) and j["pg"] == 0.8
@@ -54,14 +64,18 @@ def test_partial_allocation_serving_and_two_accelerators():
     window = 630
     assert seg[("accelerator", "tpu-v4")]["sg"] == round(400 * 30 / (1000 * window), 6)
     assert seg[("accelerator", "tpu-v5p")]["sg"] == round(50 * 20 / (100 * window), 6)
-    assert seg[("accelerator", "tpu-v4")]["sg_basis"] == "capacity" and seg[("phase", "serving")]["sg_basis"] == "demand"
+    assert (
+        seg[("accelerator", "tpu-v4")]["sg_basis"] == "capacity" and seg[("phase", "serving")]["sg_basis"] == "demand"
+    )
     assert r["fleet"]["sg"] == round((400 * 30 + 50 * 20) / (1100 * window), 6)
 
 
 def test_every_row_multiplies_and_buckets_add_up(tmp_path):
     native, _ = training_job("j", 1767571200, runs=3, seed=4)  # disruptions, restores, checkpoints
     (tmp_path / "j.jsonl").write_text("\n".join(json.dumps(x) for x in native))
-    r = build([FIX / "fleet.jsonl", tmp_path / "j.jsonl"], by=["accelerator", "size", "phase", "framework"], period="day")
+    r = build(
+        [FIX / "fleet.jsonl", tmp_path / "j.jsonl"], by=["accelerator", "size", "phase", "framework"], period="day"
+    )
     assert {j["job"] for j in r["jobs"]} == {"j", "serve", "waiter"}
     for row in [r["fleet"], *r["segments"], *r["periods"], *r["jobs"]]:
         assert None not in (row["sg"], row["rg"], row["pg"]), row  # every row of these logs has all three
@@ -91,7 +105,7 @@ def random_jobs(draw):
     allocation = draw(st.booleans())
     if allocation:
         recs.append((0.0, CODE["allocation"], -1, draw(st.sampled_from([2, 4])), ""))
-    for r in range(draw(st.integers(1, 3))):
+    for _ in range(draw(st.integers(1, 3))):
         recs.append((t, CODE["job_start"], -1, -1, ""))
         for _ in range(draw(st.integers(0, 12))):
             kind = draw(st.sampled_from(["step", "step", "step", "ckpt", "data", "init", "compile", "custom", "alloc"]))
@@ -102,9 +116,13 @@ def random_jobs(draw):
             elif kind == "alloc" and allocation:
                 recs.append((t, CODE["allocation"], -1, draw(st.sampled_from([2, 4])), ""))
             elif kind in ("ckpt", "data", "init", "compile", "custom"):
-                s, e = {"ckpt": ("checkpoint_start", "checkpoint_end"), "data": ("data_loading_start", "data_loading_end"),
-                        "init": ("tpu_init_start", "tpu_init_end"), "compile": ("compile_start", "compile_end"),
-                        "custom": ("custom_badput_start", "custom_badput_end")}[kind]
+                s, e = {
+                    "ckpt": ("checkpoint_start", "checkpoint_end"),
+                    "data": ("data_loading_start", "data_loading_end"),
+                    "init": ("tpu_init_start", "tpu_init_end"),
+                    "compile": ("compile_start", "compile_end"),
+                    "custom": ("custom_badput_start", "custom_badput_end"),
+                }[kind]
                 recs.append((t, CODE[s], step - 1, -1, ""))
                 if draw(st.booleans()):
                     recs.append((t + dt_ / 2, CODE[e], step - 1, -1, ""))
@@ -151,7 +169,17 @@ def test_cli_outputs_and_escaping(cli, tmp_path):
     assert "<script>" not in page and "&lt;script&gt;" in page
     j = cli("goodput-report", FIX / "fleet.jsonl", "-o", "json", state=False).json
     assert set(j) >= {"fleet", "segments", "periods", "jobs"} and set(j["fleet"]) >= {"sg", "rg", "pg", "mpg"}
-    assert set(j["jobs"][0]) >= {"job", "sg", "rg", "pg", "mpg", "productive_s", "all_allocated_s", "badput_s", "disruptions"}
+    assert set(j["jobs"][0]) >= {
+        "job",
+        "sg",
+        "rg",
+        "pg",
+        "mpg",
+        "productive_s",
+        "all_allocated_s",
+        "badput_s",
+        "disruptions",
+    }
     csv_text = cli("goodput-report", FIX / "fleet.jsonl", "-o", "csv", state=False).out
     assert csv_text.splitlines()[0].startswith("scope,key,sg,rg,pg,mpg")
     md = cli("goodput-report", FIX / "fleet.jsonl", "-o", "md", state=False).out
@@ -188,3 +216,9 @@ def test_capacity_from_the_fleet_inventory(fleet, tmp_path):
     window = f["window"]["end"] - f["window"]["start"]
     assert f["capacity_chip_s"] == pytest.approx(4096 * window)
     assert fleet("goodput-report", log, "--capacity", "tpu-v4=lots").code == 2
+
+
+def test_the_demo_log_shipped_is_the_one_the_builder_makes():
+    shipped = Path(tpufleet.__file__).parent / "data" / "demo-goodput.jsonl.gz"  # `make demo` unpacks it
+    assert shipped.stat().st_size < 300_000
+    assert gzip.decompress(shipped.read_bytes()).decode() == demo_log_text()

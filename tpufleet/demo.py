@@ -5,10 +5,12 @@ Each step is a real `tpufleet` command line, printed before its output, so the d
 
 from __future__ import annotations
 
+import gzip
 import shlex
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from tpufleet.cli import main
 
@@ -51,22 +53,13 @@ STEPS = [
 ]
 
 
+JOB_LOG = Path(__file__).resolve().parent / "data" / "demo-goodput.jsonl.gz"
+
+
 def write_job_log(path: str) -> None:
-    """A few days of synthetic jobs on two accelerator types, with failures and restarts."""
-    import json
-
-    from tpufleet.goodput.synthetic import training_job
-
-    start = 1767571200.0  # 2026-01-05T00:00:00Z
-    lines = [{"type": "capacity", "time": start, "accelerator": "tpu-v4", "chips": 4096},
-             {"type": "capacity", "time": start, "accelerator": "tpu-v5p", "chips": 1024}]
-    for k in range(12):
-        native, _ = training_job(f"train-{k:02d}", start + k * 20000, runs=1 + k % 4, steps_per_run=410, seed=k,
-                                 chips=(64, 256, 512, 2048)[k % 4], accelerator=("tpu-v4", "tpu-v5p")[k % 3 == 0],
-                                 step_s=30.0, checkpoint_every=50, ideal_step_s=(18.0, 21.0, 24.0)[k % 3], recovery_s=600.0)
-        lines += native
-    with open(path, "w") as fh:
-        fh.write("\n".join(json.dumps(x) for x in lines) + "\n")
+    """A few days of synthetic jobs on two accelerator types, with failures and restarts: the sample log shipped
+    with the package (made by tests/oracles/synthetic_jobs.py, `write_demo_log`), unpacked to `path`."""
+    Path(path).write_bytes(gzip.decompress(JOB_LOG.read_bytes()))
 
 
 def run(argv: list[str]) -> int:
