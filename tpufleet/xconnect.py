@@ -54,12 +54,12 @@ def wanted_pairs(shape: Shape, fleet: Fleet, coords: Mapping[str, Vec]) -> dict[
         return {}
     pos = fleet.cube_position
     pod = fleet.cube_pod[next(iter(coords))]
-    wanted: dict[OcsId, list[Pair]] = {}
+    # Every OCS of a dimension gets the same pairs: one per cube, joining it to its neighbour along that dimension.
+    per_dim: list[list[Pair]] = [[], [], []]
     for cube, nbrs in cube_neighbors(shape, coords).items():
         for d, nb in enumerate(nbrs):
-            for i in range(FACE_LINKS):
-                wanted.setdefault(OcsId(pod, DIMS[d], i), []).append((pos[cube], pos[nb]))
-    return {k: sorted(v) for k, v in sorted(wanted.items(), key=lambda kv: ocs_order(kv[0]))}
+            per_dim[d].append((pos[cube], pos[nb]))
+    return {OcsId(pod, dim, i): sorted(per_dim[d]) for d, dim in enumerate(DIMS) for i in range(FACE_LINKS)}
 
 
 def ocs_order(ocs: OcsId) -> tuple[int, str, int]:
@@ -157,4 +157,4 @@ def apply(ocs_state: OcsState, changes: list[OcsChange]) -> dict[OcsId, frozense
 def missing_pairs(shape: Shape, fleet: Fleet, coords: Mapping[str, Vec], ocs_state: OcsState) -> int:
     """Cross-connects a wired slice needs that are not in place (e.g. deferred while an OCS was down)."""
     wanted = wanted_pairs(shape, fleet, coords)
-    return sum(1 for k, pairs in wanted.items() for p in pairs if p not in ocs_state.get(k, ()))
+    return sum(len(set(pairs) - ocs_state.get(k, frozenset())) for k, pairs in wanted.items())
