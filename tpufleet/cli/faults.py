@@ -76,7 +76,7 @@ def _requests(fleet: Fleet, target: str | None, from_file: Path | None, random_c
     from tpufleet.ops import faults as fault_ops
 
     if random_count is not None:
-        from tpufleet.simspec import load_rates
+        from tpufleet.simulation.inputs import load_rates
 
         return [fault_ops.FaultRequest(t, planned, reason) for t in random_targets(fleet, random_count, seed, load_rates(None))]
     if from_file is not None:

@@ -87,9 +87,9 @@ def apply_cmd(
     from tpufleet.state import planfile
     from tpufleet.state.store import utc_now
 
-    pdoc = planfile.read(plan_file)
+    saved = planfile.read(plan_file)
     now = utc_now()
-    outcome = ctx.obj.mutate(lambda state: ops.apply_saved(state, pdoc, str(plan_file), now))
+    outcome = ctx.obj.mutate(lambda state: ops.apply_saved(state, saved, now))
     d = outcome.data
     s = d["summary"]
     emit(d, output, lambda: f"applied plan for {d['slice']}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})")

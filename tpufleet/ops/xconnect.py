@@ -8,7 +8,7 @@ from tpufleet import xconnect
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
 from tpufleet.ops.outcome import Outcome
-from tpufleet.state.planfile import changes_of, plan_doc
+from tpufleet.state.planfile import SavedPlan, plan_doc
 
 
 def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], xconnect.Plan]:
@@ -48,19 +48,19 @@ def plan_and_apply(state: FleetState, name: str, now: str) -> Outcome:
     return Outcome(pdoc, _change(name, plan.summary, stale))
 
 
-def apply_saved(state: FleetState, pdoc: dict[str, Any], path: str, now: str) -> Outcome:
+def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
     """`apply-xconnect FILE`: refuse a plan made at another serial, or one that is not the plan this state gives
     (edited, or made in another state directory); otherwise apply the plan recomputed here."""
-    if pdoc["serial"] != state.serial:
-        raise Refused(f"stale plan {path}: made at serial {pdoc['serial']}, state is at serial {state.serial}; plan again")
-    _, plan = make_plan(state, pdoc["slice"], now)
-    if _comparable(changes_of(pdoc)) != _comparable(plan.changes):
-        raise Refused(f"plan {path} does not match the plan for slice {pdoc['slice']!r} at serial {state.serial} "
+    if saved.serial != state.serial:
+        raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, state is at serial {state.serial}; plan again")
+    _, plan = make_plan(state, saved.slice, now)
+    if _comparable(saved.changes) != _comparable(plan.changes):
+        raise Refused(f"plan {saved.path} does not match the plan for slice {saved.slice!r} at serial {state.serial} "
                       "(edited, or made for another state directory); plan again")
-    stale = wire(state, state.slice(pdoc["slice"]), plan.changes, "cross-connects changed")
-    data = {"slice": pdoc["slice"], "serial": state.next_serial, "summary": plan.summary, "applied": True,
+    stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
+    data = {"slice": saved.slice, "serial": state.next_serial, "summary": plan.summary, "applied": True,
             "routes_stale": stale}
-    return Outcome(data, _change(pdoc["slice"], plan.summary, stale))
+    return Outcome(data, _change(saved.slice, plan.summary, stale))
 
 
 def _comparable(changes: list[xconnect.OcsChange]) -> list[tuple[object, ...]]:

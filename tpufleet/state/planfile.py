@@ -7,6 +7,7 @@ state serial it was made at, so a plan made before the fleet changed is refused.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +74,21 @@ def plan_doc(sl: Slice, serial: int, plan: Plan, made: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class SavedPlan:
+    """A plan file as read back: which slice, made at which serial, and its per-OCS changes."""
+
+    path: str
+    slice: str
+    serial: int
+    changes: list[OcsChange]
+
+
 def _pairs(items: list[list[int]]) -> list[Pair]:
     return [(int(a), int(b)) for a, b in items]
 
 
-def changes_of(doc: dict[str, Any]) -> list[OcsChange]:
-    return [OcsChange(OcsId.from_key(o["id"].split(":", 1)[1]), _pairs(o["add"]), _pairs(o["remove"]), o["keep"])
-            for o in doc["ocs"]]
-
-
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path) -> SavedPlan:
     """A saved plan, checked against the schema; BadStateFile naming the file, field and value otherwise."""
     try:
         doc = json.loads(path.read_bytes())
@@ -91,4 +97,6 @@ def read(path: Path) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadStateFile(str(path), "", None, f"not valid JSON ({exc})") from None
     check(PLAN_SCHEMA, doc, str(path))
-    return doc  # type: ignore[no-any-return]
+    changes = [OcsChange(OcsId.from_key(o["id"].split(":", 1)[1]), _pairs(o["add"]), _pairs(o["remove"]), o["keep"])
+               for o in doc["ocs"]]
+    return SavedPlan(str(path), doc["slice"], doc["serial"], changes)
