@@ -1,12 +1,14 @@
 """Speed and memory figures, each beside a baseline run in the same process, printed as a ratio.
 
 Run with `make bench` (not part of `make test`). Takes a few minutes: the networkx baselines are slow on purpose.
+Times are medians of repeated runs (`median_of`); the figures are also written to benchmarks/latest.json.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -15,11 +17,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "latest.json"  # the figures of the last run, as JSON (not committed: machine-specific)
 CLI = [sys.executable, "-m", "tpufleet"]
 rows: list[tuple[str, float, str, float, str]] = []
 
 
-def best_of(fn, repeat=5):
+def median_of(fn, repeat=5):
+    """Median wall time of `repeat` calls (robust to one slow outlier on a shared machine; not the best case)."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -32,7 +36,7 @@ def wall(args, repeat=7, env=None):
     def run():
         subprocess.run(args, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
-    return best_of(run, repeat)
+    return median_of(run, repeat)
 
 
 def record(name, value, target, baseline_name, baseline):
@@ -64,7 +68,7 @@ def bench_xconnect():
     fleet = default_fleet()
     shape = parse_shape("16x16x16")
     coords = grid_coords(shape, fleet.cubes)
-    ours = best_of(lambda: xconnect.plan(shape, fleet, coords, {}, Health()), 9)
+    ours = median_of(lambda: xconnect.plan(shape, fleet, coords, {}, Health()), 9)
 
     def networkx_way():
         g = nx.grid_graph(dim=[4, 4, 4], periodic=True)
@@ -78,7 +82,7 @@ def bench_xconnect():
                         pairs.append((d, i, at[node], at[nb]))
         return pairs
 
-    record("plan 16x16x16 cross-connects in-process", ours, "<= 0.020 s", "networkx torus + neighbour scan", best_of(networkx_way, 3))
+    record("plan 16x16x16 cross-connects in-process", ours, "<= 0.020 s", "networkx torus + neighbour scan", median_of(networkx_way, 3))
 
 
 def bench_routing():
@@ -97,7 +101,7 @@ def bench_routing():
     g.add_edges_from((int(a), int(b)) for a in range(len(exp)) for b in exp[a] if b >= 0)
     total = sum(sum(d.values()) for _, d in nx.all_pairs_shortest_path_length(g))
     baseline = time.perf_counter() - t
-    ours = best_of(lambda: dor.tables(shape), 3)
+    ours = median_of(lambda: dor.tables(shape), 3)
     P, L = dor.tables(shape)
     assert int(L.sum(dtype=np.int64)) == total
     record("healthy 16x16x16 full tables (4096 chips, 16.8 M pairs)", ours, "<= 0.5 s, >= 40x", "networkx all-pairs BFS", baseline)
@@ -111,9 +115,9 @@ def bench_routing():
         if local[0] == 3 and face_index("x", *local) == 5:
             alive[s, 0] = -1
             alive[exp[s, 0], 1] = -1
-    wf = best_of(lambda: tolerant.route(shape, exp, alive, "wild-first"), 1)
+    wf = median_of(lambda: tolerant.route(shape, exp, alive, "wild-first"), 1)
     record("wild-first tables, one OCS failure, 16x16x16", wf, "<= 3 s", "networkx all-pairs BFS", baseline)
-    auto = best_of(lambda: tolerant.route(shape, exp, alive, "auto"), 1)
+    auto = median_of(lambda: tolerant.route(shape, exp, alive, "auto"), 1)
     record("auto tables (best repair), one OCS failure, 16x16x16", auto, "(no target)", "networkx all-pairs BFS", baseline)
     rt, _ = tolerant.route(shape, exp, alive, "wild-first")
 
@@ -122,7 +126,7 @@ def bench_routing():
         _, mask = flow(rt, verify(rt, levels), levels)
         return deadlock_check(rt, mask)
 
-    record("deadlock check (arrival proof + VC sets + CDG), 16x16x16", best_of(check, 1), "<= 3 s", "networkx all-pairs BFS", baseline)
+    record("deadlock check (arrival proof + VC sets + CDG), 16x16x16", median_of(check, 1), "<= 3 s", "networkx all-pairs BFS", baseline)
 
     code = (
         "import resource, time; from tpufleet.routing import dor; from tpufleet.shapes import Shape; "
@@ -206,9 +210,8 @@ def bench_goodput():
 
 
 def bench_simulate():
-    from tpufleet.cli.simulate import summarize
-    from tpufleet.simspec import load_rates, load_workload
-    from tpufleet.simulation import Options, Simulator
+    from tpufleet.ops.simulate import summarize
+    from tpufleet.simulation import Options, Simulator, load_rates, load_workload
 
     t = time.perf_counter()
     sim = Simulator(load_workload(None), load_rates(None), Options(days=30, seed=0))
@@ -216,8 +219,7 @@ def bench_simulate():
     summarize(records, sim)
     ours = time.perf_counter() - t
     t = time.perf_counter()
-    plain = Simulator(load_workload(None), load_rates(None), Options(days=5, seed=0))
-    plain.fast_paths = False
+    plain = Simulator(load_workload(None), load_rates(None), Options(days=5, seed=0), fit_shortcuts=False)
     plain.run()
     base = (time.perf_counter() - t) * 6
     record(f"simulate-fleet 30 days, 1 pod, {len(sim.jobs)} jobs (+ summary)", ours, "<= 10 s",
@@ -235,8 +237,17 @@ def main():
         bench_goodput()
         bench_simulate()
         bench_routing()
-    print(json.dumps([{"benchmark": r[0], "seconds": round(r[1], 4), "target": r[2], "baseline_seconds": round(r[3], 4),
-                       "ratio": r[4]} for r in rows], indent=1), file=open(os.devnull, "w"))
+    figures = {
+        "python": platform.python_version(),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "results": [
+            {"benchmark": r[0], "seconds": round(r[1], 4), "target": r[2], "baseline_seconds": round(r[3], 4), "ratio": r[4]}
+            for r in rows
+        ],
+    }
+    OUT.write_text(json.dumps(figures, indent=1) + "\n")
+    print(f"figures written to {OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
