@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Callable
 
 import typer
@@ -31,15 +30,6 @@ def grid(rows: list[list], headers: list[str]) -> str:
     if not rows:
         return "(none)"
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-
-
-def note(message: str) -> None:
-    """A human remark on stderr, so stdout stays clean for pipes."""
-    typer.echo(message, err=True)
-
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()
 
 
 def flat_table(rows: list[dict], fmt: str) -> str:

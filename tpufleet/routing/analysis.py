@@ -86,9 +86,6 @@ class Levels:
             return np.empty(0, dtype=self.order.dtype)
         return self.order[self.bounds[k + 1] : self.bounds[k + 2]]
 
-    def size(self, k: int) -> int:
-        return int(self.bounds[k + 2] - self.bounds[k + 1]) if -1 <= k <= self.max else 0
-
 
 def _step(rt: RouteTables, idx: "np.ndarray"):
     """For flat pair indices: (t, s, port, next chip); next chip is -1 where the entry has no port."""
