@@ -193,3 +193,21 @@ def test_simulate_availability_cli_with_plot(cli, tmp_path):
     assert (tmp_path / "fig.svg").read_text().lstrip().startswith("<?xml")
     assert cli("simulate-availability", "--chips", "100", state=False).code == 2
     assert cli("simulate-availability", "--plot", "x.gif", state=False).code == 2
+
+
+def test_simulate_availability_takes_p_and_q_from_the_shipped_fault_rates(cli):
+    import yaml
+
+    from tpufleet.simulation.inputs import SHIPPED_RATES
+
+    rates = yaml.safe_load(SHIPPED_RATES.read_text())
+    r = cli("simulate-availability", "--fault-rates", "shipped", "--cubes", "64", "--trials", "500", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    # MTBF / (MTBF + MTTR), from the same file simulate-fleet and inject-fault --random read
+    host_down = rates["host_per_day"] * rates["repair_hours"]["host"] / 24
+    ocs_down = rates["ocs_per_day"] * rates["repair_hours"]["ocs"] / 24
+    assert r.json["host_availability"] == pytest.approx(1 / (1 + host_down), rel=1e-12)
+    assert r.json["ocs_availability"] == pytest.approx(1 / (1 + ocs_down), rel=1e-12)
+    assert r.json["results"][0]["reconfigurable_ft"] == pytest.approx((1 / (1 + host_down)) ** (16 * 64), abs=1e-5)  # whole pod: p^1024
+    both = cli("simulate-availability", "--fault-rates", "shipped", "--host-availability", "0.9", state=False)
+    assert both.code == 2 and both.err.count("\n") == 1

@@ -32,8 +32,18 @@ def _table(result: dict) -> str:
 def simulate_cmd(
     cubes: Annotated[Optional[str], typer.Option("--cubes", help=f"Slice sizes in cubes (default {DEFAULT_CUBES})")] = None,
     chips: Annotated[Optional[str], typer.Option("--chips", help="Slice sizes in chips (multiples of 64)")] = None,
-    host_availability: Annotated[float, typer.Option("--host-availability", min=0.0, max=1.0, help="Per-host availability p")] = 0.99,
-    ocs_availability: Annotated[float, typer.Option("--ocs-availability", min=0.0, max=1.0, help="Per-OCS availability q")] = 0.999,
+    host_availability: Annotated[
+        Optional[float], typer.Option("--host-availability", min=0.0, max=1.0, help="Per-host availability p [default: 0.99]")
+    ] = None,
+    ocs_availability: Annotated[
+        Optional[float], typer.Option("--ocs-availability", min=0.0, max=1.0, help="Per-OCS availability q [default: 0.999]")
+    ] = None,
+    fault_rates: Annotated[
+        Optional[str],
+        typer.Option("--fault-rates", metavar="FILE|shipped", help="Take p and q from daily fault rates and repair times "
+                     "(steady state MTBF/(MTBF+MTTR)); 'shipped' is the fault-rate file simulate-fleet and "
+                     "inject-fault --random use"),
+    ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 0,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG or SVG plot like the paper's Fig. 1")] = None,
@@ -43,13 +53,15 @@ def simulate_cmd(
     reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals)."""
     from tpufleet import availability
     from tpufleet.errors import BadInput
+    from tpufleet.ops import availability as ops
 
     if cubes is not None and chips is not None:
         raise BadInput("give --cubes or --chips, not both")
+    p, q, source = _availabilities(host_availability, ocs_availability, fault_rates)
     ks = availability.parse_sizes(chips, "chips") if chips is not None else availability.parse_sizes(cubes or DEFAULT_CUBES, "cubes")
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise BadInput(f"bad option --plot: {str(plot)!r} must end in .png or .svg")
-    result = availability.report(ks, host_availability, ocs_availability, trials, seed)
+    result = ops.report(ks, p, q, trials, seed, source)
     if plot is not None:
         availability.plot(result, plot)
         result["plot"] = str(plot)
@@ -60,3 +72,19 @@ def simulate_cmd(
         typer.echo(flat_table(result["results"], fmt))
         return
     emit(result, fmt, lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""))
+
+
+def _availabilities(p: float | None, q: float | None, fault_rates: str | None) -> tuple[float, float, str]:
+    """p and q as given, or from a fault-rate file; the defaults are the operating point of Fig. 1 of the paper."""
+    from tpufleet.errors import BadInput
+
+    if fault_rates is None:
+        return (0.99 if p is None else p), (0.999 if q is None else q), "given"
+    if p is not None or q is not None:
+        raise BadInput("give --fault-rates or --host-availability/--ocs-availability, not both")
+    from tpufleet.ops.availability import availabilities_from_rates
+    from tpufleet.simulation.inputs import load_rates
+
+    path = None if fault_rates == "shipped" else Path(fault_rates)
+    p, q = availabilities_from_rates(load_rates(path))
+    return p, q, f"fault rates ({fault_rates})"

@@ -1,0 +1,39 @@
+"""Use case of `simulate-availability`: job availability against slice size, from availabilities or fault rates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+HOURS_PER_DAY = 24.0
+
+
+class RepairableRates(Protocol):
+    host_per_day: float
+    ocs_per_day: float
+    repair_hours: dict[str, float]
+
+
+def steady_state_availability(failures_per_day: float, repair_hours: float) -> float:
+    """Long-run share of time a component is up when it fails at a constant rate and takes a fixed time to repair:
+    MTBF / (MTBF + MTTR).
+
+    >>> round(steady_state_availability(0.0008, 8.0), 6)  # a TPUv4 machine at 0.08 %/day, 8 h to repair
+    0.999733
+    """
+    down = failures_per_day * repair_hours / HOURS_PER_DAY
+    return 1.0 / (1.0 + down)
+
+
+def availabilities_from_rates(rates: RepairableRates) -> tuple[float, float]:
+    """(per-host p, per-OCS q) implied by the fault rates and repair times."""
+    return (steady_state_availability(rates.host_per_day, rates.repair_hours["host"]),
+            steady_state_availability(rates.ocs_per_day, rates.repair_hours["ocs"]))
+
+
+def report(sizes: Sequence[int], p: float, q: float, trials: int, seed: int, source: str) -> dict[str, Any]:
+    from tpufleet import availability
+
+    result = availability.report(list(sizes), p, q, trials, seed)
+    result["availability_source"] = source
+    return result
