@@ -1,9 +1,11 @@
-from hypothesis import given, strategies as st
+from collections import Counter
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
-from tpufleet.ids import machine_chips, machine_of, parse_target
+from tpufleet.ids import TargetId, machine_chips, machine_of, parse_target
 from tpufleet.model import (
     all_ocs,
     cube_chips,
@@ -41,9 +43,7 @@ def test_every_ocs_has_128_ports_in_use_and_cabling_round_trips():
         assert link_at_port(fleet, ocs, side, port) == link
         assert (side == "north") == (link.polarity == "out")
         assert (ocs.dim, ocs.index) == (link.dim, link.index)
-    per_ocs: dict = {}
-    for ocs, side, port in used:
-        per_ocs[ocs] = per_ocs.get(ocs, 0) + 1
+    per_ocs = Counter(ocs for ocs, _side, _port in used)
     assert len(per_ocs) == 48 and set(per_ocs.values()) == {128}
 
 
@@ -51,13 +51,13 @@ def test_ids_unique_and_round_trip_for_a_whole_two_pod_fleet():
     fleet = default_fleet(pods=2)
     assert fleet.cubes[7] == "c07" and fleet.cubes[71] == "c71"
     assert fleet.cube_pod["c71"] == "pod1"
-    ids = []
+    ids: list[TargetId] = []
     for cube in fleet.cubes[:3] + fleet.cubes[-2:]:
-        ids += cube_chips(cube) + cube_hosts(cube) + cube_ici_links(cube) + cube_optical_links(cube)
+        ids += [*cube_chips(cube), *cube_hosts(cube), *cube_ici_links(cube), *cube_optical_links(cube)]
     ids += all_ocs(fleet)
     texts = [str(i) for i in ids]
     assert len(set(texts)) == len(texts)
-    for ident, text in zip(ids, texts):
+    for ident, text in zip(ids, texts, strict=True):
         assert parse_target(text) == ident
 
 
