@@ -182,7 +182,6 @@ def bench_faults(state):
 def bench_goodput():
     from oracles import goodput_reference as reference  # tests/oracles: on sys.path, see main()
     from oracles.synthetic_jobs import training_job
-
     from tpufleet.goodput.pipeline import load
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -242,8 +241,9 @@ def main():
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results": [
-            {"benchmark": r[0], "seconds": round(r[1], 4), "target": r[2], "baseline_seconds": round(r[3], 4), "ratio": r[4]}
-            for r in rows
+            {"benchmark": name, "seconds": round(seconds, 4), "target": target, "baseline_seconds": round(base, 4),
+             "ratio": ratio}
+            for name, seconds, target, base, ratio in rows
         ],
     }
     OUT.write_text(json.dumps(figures, indent=1) + "\n")
