@@ -1,11 +1,12 @@
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
-from tpufleet.cli.simulate import summarize
-from tpufleet.simspec import load_rates, load_workload
-from tpufleet.simulation import Options, Rates, Simulator, Workload
+from tpufleet.ops.simulate import summarize
+from tpufleet.shapes import parse_shape
+from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates, load_rates, load_workload
 
 HIGH_RATES = """schema_version: 1
 host_per_day: 0.002
@@ -23,9 +24,14 @@ def run(workload, rates, **options):
 
 
 def single_job(shape="8x8x8"):
-    w = Workload(arrival_rate_per_hour=0.0, shapes=[], checkpoint_write_s=60.0)
-    w.jobs = [{"shape": shape, "duration_hours": 100000, "phase": "training"}]
-    return w
+    job = JobSpec(parse_shape(shape), duration_hours=100000, phase="training")
+    return Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(job,))
+
+
+def only_rates(**rates):
+    """The shipped rates with every fault and drain rate zero except the ones given."""
+    zero = {"host_per_day": 0.0, "link_per_day": 0.0, "ocs_per_day": 0.0, "drain_per_day": 0.0}
+    return replace(default_rates(), **{**zero, **rates})
 
 
 def test_same_seed_same_events_different_seed_different():
@@ -42,7 +48,7 @@ def model_rg(n_hosts, rate_per_day, u0_s, interval_s, write_s):
 
 
 def test_one_job_matches_the_analytic_model():
-    rates = Rates(host_per_day=2.0 / 128, link_per_day=0.0, ocs_per_day=0.0)
+    rates = only_rates(host_per_day=2.0 / 128)
     u0, T = 600.0, 3600.0
     rgs = []
     for seed in range(3):
@@ -54,16 +60,16 @@ def test_one_job_matches_the_analytic_model():
 
 
 def test_best_simulated_interval_is_near_youngs():
-    rates = Rates(host_per_day=2.0 / 128, link_per_day=0.0, ocs_per_day=0.0)
+    rates = only_rates(host_per_day=2.0 / 128)
     w = 60.0
     mtbf = 86400.0 / 2.0
     young = math.sqrt(2 * w * mtbf)  # ~38 minutes
     results = {}
     for minutes in (10, 20, 40, 80, 160):
-        rg = [run(single_job(), rates, days=60, seed=s, checkpoint_interval_s=minutes * 60.0, restart_overhead_s=600.0)[2]["rg"]
-              for s in (0, 1)]
+        options = {"days": 60, "checkpoint_interval_s": minutes * 60.0, "restart_overhead_s": 600.0}
+        rg = [run(single_job(), rates, seed=s, **options)[2]["rg"] for s in (0, 1)]
         results[minutes] = sum(rg) / 2
-    best = max(results, key=results.get)
+    best = max(results, key=lambda minutes: results[minutes])
     assert best in (20, 40, 80)
     assert abs(math.log(best * 60 / young)) <= math.log(2.2), (results, young)
     assert results[best] > results[10] and results[best] > results[160]
@@ -105,8 +111,8 @@ def test_planned_drains_move_jobs_without_losing_work():
     from tpufleet.goodput import events
     from tpufleet.goodput.pipeline import from_log
 
-    rates = Rates(host_per_day=0.0, link_per_day=0.0, ocs_per_day=0.0, drain_per_day=2.0 / 128)
-    sim, records, s = run(single_job(), rates, days=30, seed=1, checkpoint_interval_s=3600.0, restart_overhead_s=600.0)
+    rates = only_rates(drain_per_day=2.0 / 128)
+    _, records, s = run(single_job(), rates, days=30, seed=1, checkpoint_interval_s=3600.0, restart_overhead_s=600.0)
     assert s["faults"]["drain"] > 20 and s["disruptions"]["eviction"] > 20
     log = events.Log()
     for i, rec in enumerate(records):

@@ -5,41 +5,19 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app
 from tpufleet.cli.render import emit
+from tpufleet.constants import CUBES_PER_POD
 
 
 class Mode(str, enum.Enum):
     static = "static"
     reconfigurable = "reconfigurable"
     reconfigurable_ft = "reconfigurable-ft"
-
-
-def summarize(records: list[dict], sim) -> dict:
-    from tpufleet.goodput import events
-    from tpufleet.goodput.pipeline import from_log
-
-    log = events.Log()
-    for i, rec in enumerate(records):
-        events.add_record(log, rec, "<simulation>", i + 1)
-    report = from_log(log, by=["size"])
-    f = report["fleet"]
-    kinds = {"failure": 0, "eviction": 0, "preemption": 0}
-    for rec in records:
-        if rec.get("event") in kinds:
-            kinds[rec["event"]] += 1
-    return {
-        "days": sim.o.days, "pods": sim.o.pods, "mode": sim.o.mode, "seed": sim.o.seed,
-        "jobs_submitted": len(sim.jobs), "jobs_finished": sim.stats["jobs_finished"],
-        "sg": f["sg"], "rg": f["rg"], "pg": f["pg"], "mpg": f["mpg"],
-        "disruptions": kinds, "reroutes": sim.stats["reroutes"], "faults": sim.stats["faults"],
-        "xconnect_changes": sim.stats["xconnect_changes"], "events": len(records),
-        "segments": [{k: s[k] for k in ("value", "jobs", "sg", "rg", "pg", "mpg")} for s in report["segments"]],
-    }
 
 
 def _text(s: dict, out: Path) -> str:
@@ -63,35 +41,51 @@ def _text(s: dict, out: Path) -> str:
 def simulate_cmd(
     days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days")],
     out: Annotated[Path, typer.Option("--out", help="Native JSONL events for goodput-report")],
-    workload: Annotated[Optional[Path], typer.Option("--workload", help="Workload YAML (default fixtures/workload.yaml)")] = None,
+    workload: Annotated[
+        Path | None, typer.Option("--workload", help="Workload YAML (default: the shipped workload)")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same events")] = 0,
-    pods: Annotated[int, typer.Option("--pods", min=1, max=16, help="Pods of 64 cubes")] = 1,
-    fault_rates: Annotated[Optional[Path], typer.Option("--fault-rates", help="Fault-rate YAML (default fixtures/fault-rates.yaml)")] = None,
-    checkpoint_interval: Annotated[float, typer.Option("--checkpoint-interval", min=0.1, help="Minutes of compute between checkpoints")] = 60.0,
-    restart_overhead: Annotated[float, typer.Option("--restart-overhead", min=0.0, help="Minutes from restart to the first step")] = 10.0,
-    mode: Annotated[Mode, typer.Option("--mode", help="static, reconfigurable or reconfigurable-ft")] = Mode.reconfigurable_ft,
+    pods: Annotated[int, typer.Option("--pods", min=1, max=16, help=f"Pods of {CUBES_PER_POD} cubes")] = 1,
+    fault_rates: Annotated[
+        Path | None, typer.Option("--fault-rates", help="Fault-rate YAML (default: the shipped rates)")
+    ] = None,
+    checkpoint_interval: Annotated[
+        float, typer.Option("--checkpoint-interval", min=0.1, help="Minutes of compute between checkpoints")
+    ] = 60.0,
+    restart_overhead: Annotated[
+        float, typer.Option("--restart-overhead", min=0.0, help="Minutes from restart to the first step")
+    ] = 10.0,
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="static, reconfigurable or reconfigurable-ft")
+    ] = Mode.reconfigurable_ft,
     output: OutputOpt = Output.table,
 ) -> None:
     """Discrete-event simulation: jobs arrive and are placed through the OCS, faults strike and are repaired,
     fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Writes the event log."""
+    import functools
     import sys
 
-    from tpufleet.simspec import load_rates, load_workload
-    from tpufleet.simulation import Options, Simulator
+    from tpufleet.ops.simulate import simulate
+    from tpufleet.simulation import Options, load_rates, load_workload
     from tpufleet.state.files import atomic_write
 
-    sim = Simulator(load_workload(workload), load_rates(fault_rates),
-                    Options(days=days, seed=seed, pods=pods, mode=mode.value,
-                            checkpoint_interval_s=checkpoint_interval * 60.0, restart_overhead_s=restart_overhead * 60.0))
+    options = Options(
+        days=days,
+        seed=seed,
+        pods=pods,
+        mode=mode.value,
+        checkpoint_interval_s=checkpoint_interval * 60.0,
+        restart_overhead_s=restart_overhead * 60.0,
+    )
+    run = functools.partial(simulate, load_workload(workload), load_rates(fault_rates), options)
     if sys.stderr.isatty():
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("simulating", total=days)
-            records = sim.run(progress=lambda day: bar.update(task, completed=day))
+            result = run(progress=lambda day: bar.update(task, completed=day))
     else:
-        records = sim.run()
-    atomic_write(out, ("\n".join(json.dumps(r, separators=(",", ":")) for r in records) + "\n").encode())
-    summary = summarize(records, sim)
-    summary["out"] = str(out)
+        result = run()
+    atomic_write(out, ("\n".join(json.dumps(r, separators=(",", ":")) for r in result.records) + "\n").encode())
+    summary = {**result.summary, "out": str(out)}
     emit(summary, output, lambda: _text(summary, out))

@@ -10,15 +10,39 @@ jobs medium-sized first, then large, small and extra-large last (seed 000 §5).
 
 Modes: ``static`` places a job only on a contiguous box of cubes of the pod's fixed 4x4x4 cube torus, has no
 fault-tolerant routing, and cannot wire a spare cube in: a job hit by a machine fault keeps its block (still
-all-allocated) and restarts when the machine is repaired; ``reconfigurable`` takes any healthy free cubes, still without fault-tolerant routing
-(and so cannot place multi-cube jobs in a pod with a failed OCS); ``reconfigurable-ft`` adds fault-tolerant
-routing for the jobs that opt in.
+all-allocated) and restarts when the machine is repaired; ``reconfigurable`` takes any healthy free cubes, still
+without fault-tolerant routing (and so cannot place multi-cube jobs in a pod with a failed OCS);
+``reconfigurable-ft`` adds fault-tolerant routing for the jobs that opt in.
+
+Parts: `inputs` (workload, fault rates, options; their schemas and loaders), `events` (typed events and their
+queue), `job`, `placement` (the fleet's occupancy, health and cross-connects), `runner` (running jobs'
+timelines), `scheduler` (wait queue, preemption), `fault_response`, `draws` (arrivals and faults), `log` (records
+and counters) and `engine` (the `Simulator` that composes them and runs the event loop).
 
 Steps are logged at the granularity of "macro steps": each checkpoint interval is ``macro_steps`` logged steps, and
 the job's ``ideal_step_s`` is per logged step, so the goodput accounting is unchanged.
 """
 
 from tpufleet.simulation.engine import Simulator
-from tpufleet.simulation.spec import MODES, Job, Options, Rates, Workload
+from tpufleet.simulation.inputs import (
+    MODES,
+    FaultRates,
+    JobSpec,
+    Options,
+    Workload,
+    default_rates,
+    load_rates,
+    load_workload,
+)
 
-__all__ = ["MODES", "Job", "Options", "Rates", "Simulator", "Workload"]
+__all__ = [
+    "MODES",
+    "FaultRates",
+    "JobSpec",
+    "Options",
+    "Simulator",
+    "Workload",
+    "default_rates",
+    "load_rates",
+    "load_workload",
+]

@@ -1,132 +1,145 @@
-"""Placing jobs through the allocation and cross-connect code, scheduling and preemption (mixin of Simulator)."""
+"""The fleet as the simulation sees it (what is placed where, what is out, the OCS cross-connects) and placing a
+shape on it through the same allocation and cross-connect planning code as the CLI."""
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections import Counter
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from tpufleet import allocation, xconnect
+from tpufleet.allocation import Allocation
+from tpufleet.constants import STATIC_CUBE_GRID
+from tpufleet.errors import Refused
 from tpufleet.health import Health
-from tpufleet.shapes import Shape
-from tpufleet.simulation.spec import VICTIM_ORDER, Job
+from tpufleet.ids import OcsId
+from tpufleet.model import Fleet
+from tpufleet.shapes import Shape, Vec
+from tpufleet.simulation.log import Stats
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+FAULT_ID = "sim"  # what the health view names as the fault holding a component out
 
 
 class Placement:
-    # ---- placement ------------------------------------------------------------------------------------------
-    def _health(self) -> Health:
-        h = Health()
-        h.cubes_out = {c: ["sim"] for c, n in self.out_counts.items() if n > 0}
-        h.ocs_down = {k: ["sim"] for k, n in self.ocs_down.items() if n > 0}
-        return h
+    """Occupancy, health and cross-connects of the fleet, and where a shape fits.
 
-    def _free_cubes(self, pod: str, health: Health) -> list[str]:
-        used = allocation.machine_usage(self.slices)
+    `static` places multi-cube shapes only on a contiguous box of the pod's fixed cube torus. `fit_shortcuts`
+    skips a pod with too few free healthy cubes before asking the allocator (same answer, faster; off only
+    for the benchmark baseline)."""
+
+    def __init__(self, fleet: Fleet, static: bool, stats: Stats, fit_shortcuts: bool = True) -> None:
+        self.fleet = fleet
+        self.static = static
+        self.stats = stats
+        self.fit_shortcuts = fit_shortcuts
+        self.placed: dict[str, Allocation] = {}  # job id -> where it is (or waits in place for a repair)
+        self.cube_faults: Counter[str] = Counter()  # open faults holding each cube out
+        self.ocs_faults: Counter[OcsId] = Counter()  # open faults of each OCS
+        self.ocs_state: dict[OcsId, frozenset[xconnect.Pair]] = {}
+        self._box_cache: dict[Vec, npt.NDArray[np.int64]] = {}
+
+    # ---- health ---------------------------------------------------------------------------------------------
+    def take_out(self, cube: str) -> None:
+        self.cube_faults[cube] += 1
+
+    def bring_back(self, cube: str) -> None:
+        self.cube_faults[cube] -= 1
+
+    def fail_ocs(self, ocs: OcsId) -> None:
+        self.ocs_faults[ocs] += 1
+
+    def repair_ocs(self, ocs: OcsId) -> None:
+        self.ocs_faults[ocs] -= 1
+
+    def health(self) -> Health:
+        return Health(
+            cubes_out={c: [FAULT_ID] for c, n in self.cube_faults.items() if n > 0},
+            ocs_down={k: [FAULT_ID] for k, n in self.ocs_faults.items() if n > 0},
+        )
+
+    # ---- occupancy ------------------------------------------------------------------------------------------
+    def hold(self, job_id: str, alloc: Allocation) -> None:
+        self.placed[job_id] = alloc
+
+    def release(self, job_id: str) -> None:
+        self.placed.pop(job_id, None)
+
+    def free_cubes(self, pod: str, health: Health, used: Mapping[str, set[int]]) -> list[str]:
         return [c for c in self.fleet.pod_by_name[pod].cubes if c not in used and health.cube_ok(c)]
 
-    def _boxes(self, grid_dims) -> "object":
-        """Every box of the fixed 4x4x4 cube torus with these sides, any orientation: [boxes, cubes] positions."""
-        import numpy as np
+    # ---- placing --------------------------------------------------------------------------------------------
+    def place(self, shape: Shape, rerouting: bool) -> Allocation | None:
+        """Where the shape goes now, its cross-connects made; None if it fits nowhere. `rerouting`: the job has
+        fault-tolerant routing, so a down OCS does not keep it out of a pod."""
+        return self._find(shape, rerouting, allocation.machine_usage(self.placed.values()), commit=True)
 
-        if grid_dims not in self._box_cache:
-            boxes = []
-            for dims in sorted(set(itertools.permutations(grid_dims))):
-                cells = list(itertools.product(*(range(n) for n in dims)))
-                for origin in itertools.product(range(4), repeat=3):
-                    boxes.append([((origin[0] + a) % 4) * 16 + ((origin[1] + b) % 4) * 4 + (origin[2] + c) % 4
-                                  for a, b, c in cells])
-            self._box_cache[grid_dims] = np.array(boxes, dtype=np.int64)
-        return self._box_cache[grid_dims]
+    def would_fit(self, shape: Shape, rerouting: bool, without: Collection[str]) -> bool:
+        """Whether the shape would fit if the jobs `without` were gone (nothing is changed)."""
+        rest = (alloc for job_id, alloc in self.placed.items() if job_id not in without)
+        return self._find(shape, rerouting, allocation.machine_usage(rest), commit=False) is not None
 
-    def _static_box(self, shape: Shape, pod: str, health: Health):
+    def _find(self, shape: Shape, rerouting: bool, used: Mapping[str, set[int]], commit: bool) -> Allocation | None:
+        health = self.health()
+        multi = not shape.is_subcube
+        for pod in self.fleet.pods:
+            if multi and not rerouting and any(ocs.pod == pod.name for ocs in health.ocs_down):
+                continue
+            if multi and self.fit_shortcuts and len(self.free_cubes(pod.name, health, used)) < shape.cubes:
+                continue
+            alloc = self._allocate(shape, pod.name, health, used)
+            if alloc is None:
+                continue
+            if multi:
+                plan = xconnect.plan(shape, self.fleet, alloc.coords, self.ocs_state, health, rerouting)
+                if plan.blocked:
+                    continue
+                if commit:
+                    self.ocs_state = xconnect.apply(self.ocs_state, plan.changes)
+                    self.stats.xconnect_changes += plan.summary["add"] + plan.summary["remove"]
+            return alloc
+        return None
+
+    def _allocate(self, shape: Shape, pod: str, health: Health, used: Mapping[str, set[int]]) -> Allocation | None:
+        if self.static and not shape.is_subcube:
+            return self._static_box(shape, pod, set(self.free_cubes(pod, health, used)))
+        try:
+            return allocation.allocate(shape, self.fleet, used, health, pod=pod)
+        except Refused:  # not in this pod
+            return None
+
+    # ---- static pods ----------------------------------------------------------------------------------------
+    def _static_box(self, shape: Shape, pod: str, free: set[str]) -> Allocation | None:
+        """The first box of free cubes of the pod's fixed cube torus that holds the shape, in any orientation."""
         import numpy as np
 
         cubes = self.fleet.pod_by_name[pod].cubes
-        if len(cubes) != 64:
+        if len(cubes) != math.prod(STATIC_CUBE_GRID):
             return None
-        free = set(self._free_cubes(pod, health))
         mask = np.array([c in free for c in cubes])
         boxes = self._boxes(shape.cube_grid)
         fits = np.flatnonzero(mask[boxes].all(axis=1))
         if not len(fits):
             return None
-        box = [cubes[i] for i in boxes[fits[0]]]
-        return allocation.Allocation(pod, box, allocation.grid_coords(shape, box))
+        box = tuple(cubes[i] for i in boxes[fits[0]])
+        return Allocation(pod, box, allocation.grid_coords(shape, box))
 
-    def _place(self, job: Job, commit: bool = True):
-        health = self._health()
-        shape = job.shape
-        multi = not shape.is_subcube
-        ft_routing = self.o.mode == "reconfigurable-ft" and job.ft
-        for pod in self.fleet.pods:
-            if multi and not ft_routing and any(k.startswith(pod.name + "/") for k in health.ocs_down):
-                continue
-            if multi and self.fast_paths and len(self._free_cubes(pod.name, health)) < shape.cubes:
-                continue
-            try:
-                if self.o.mode == "static" and multi:
-                    alloc = self._static_box(shape, pod.name, health)
-                    if alloc is None:
-                        continue
-                else:
-                    alloc = allocation.allocate(shape, self.fleet, self.slices, health, pod=pod.name)
-            except Exception:  # noqa: BLE001 - a refusal means: not in this pod
-                continue
-            if multi:
-                plan = xconnect.plan(shape, self.fleet, alloc.coords, self.ocs_state, health, ft_routing)
-                if plan.blocked:
-                    continue
-                if not commit:
-                    return alloc
-                self.ocs_state = xconnect.apply(self.ocs_state, plan.changes)
-                self.stats["xconnect_changes"] += plan.summary["add"] + plan.summary["remove"]
-            return alloc
-        return None
+    def _boxes(self, sides: Vec) -> npt.NDArray[np.int64]:
+        """Every box of the static cube torus with these sides, any orientation: [box, cube] pod positions."""
+        import numpy as np
 
-    # ---- scheduling -----------------------------------------------------------------------------------------
-    def schedule(self, t: float) -> None:
-        self.waiting.sort(key=lambda j: (j.priority, j.seq))
-        placed = True
-        while placed:
-            placed = False
-            hopeless: set = set()  # shapes that did not fit since the last placement
-            for job in list(self.waiting):
-                key = (job.shape, job.ft, job.priority)
-                if key in hopeless and self.fast_paths:
-                    continue
-                alloc = self._place(job)
-                if alloc is None and self._preempt_for(job, t):
-                    alloc = self._place(job)
-                if alloc is not None:
-                    self.waiting.remove(job)
-                    self._start(job, alloc, t)
-                    placed = True
-                    hopeless.clear()
-                else:
-                    hopeless.add(key)
-
-    def _preempt_for(self, job: Job, t: float) -> bool:
-        """Evict the fewest lower-priority jobs (medium first, extra-large last) that let `job` fit; none if no
-        set of them would."""
-        victims = [j for j in self.running.values() if j.priority > job.priority]
-        if not victims:
-            return False
-        for pod in self.fleet.pods:
-            mine = sorted((j for j in victims if j.alloc.pod == pod.name),
-                          key=lambda j: (VICTIM_ORDER[j.size], -j.priority, -j.seq))
-            chosen = []
-            saved = dict(self.slices)
-            try:
-                for victim in mine:
-                    chosen.append(victim)
-                    self.slices.pop(victim.id, None)
-                    if self._place(job, commit=False) is not None:
-                        break
-                else:
-                    chosen = []
-            finally:
-                self.slices = saved
-            if chosen:
-                for victim in chosen:
-                    self.disrupt(victim, t, "preemption")
-                return True
-        return False
-
+        if sides not in self._box_cache:
+            g0, g1, g2 = STATIC_CUBE_GRID
+            boxes = []
+            for dims in sorted(set(itertools.permutations(sides))):
+                cells = list(itertools.product(*(range(n) for n in dims)))
+                for o0, o1, o2 in itertools.product(range(g0), range(g1), range(g2)):
+                    position = [((o0 + a) % g0, (o1 + b) % g1, (o2 + c) % g2) for a, b, c in cells]
+                    boxes.append([(x * g1 + y) * g2 + z for x, y, z in position])
+            self._box_cache[sides] = np.array(boxes, dtype=np.int64)
+        return self._box_cache[sides]

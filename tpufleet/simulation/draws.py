@@ -1,0 +1,112 @@
+"""Random draws: when jobs arrive and what they are, and when and where faults strike.
+
+All draws come from the simulation's one `random.Random`, in a fixed order, so the same seed gives the same events.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator, Mapping
+
+from tpufleet.constants import DIMS, MACHINES_PER_CUBE, OCS_PER_DIM
+from tpufleet.ids import HostId, OcsId
+from tpufleet.model import Fleet, component_counts, cube_optical_links
+from tpufleet.simulation.events import Arrival, FaultStrike, FaultTarget
+from tpufleet.simulation.inputs import FaultKind, FaultRates, Options, Workload
+from tpufleet.simulation.job import Job
+from tpufleet.simulation.log import EventLog
+
+DAY = 86400.0
+HOUR = 3600.0
+
+
+def arrivals(rng: random.Random, workload: Workload, start: float, end: float) -> Iterator[Arrival]:
+    """The listed jobs, then Poisson arrivals of the shape mix with lognormal durations (capped)."""
+    for spec in workload.jobs:
+        yield Arrival(start + spec.arrival_hours * HOUR, spec.shape, spec.duration_hours, spec)
+    if workload.arrival_rate_per_hour <= 0 or not workload.shapes:
+        return
+    shapes, weights = [s for s, _ in workload.shapes], [w for _, w in workload.shapes]
+    t = start
+    while True:
+        t += rng.expovariate(workload.arrival_rate_per_hour / HOUR)
+        if t >= end:
+            return
+        log_hours = math.log(workload.duration_median_h) + workload.duration_sigma * rng.gauss(0, 1)
+        hours = min(workload.duration_max_h, math.exp(log_hours))
+        yield Arrival(t, rng.choices(shapes, weights=weights)[0], hours)
+
+
+def faults(rng: random.Random, rates: FaultRates, fleet: Fleet, start: float, end: float) -> Iterator[FaultStrike]:
+    """Each kind's strikes, a Poisson process at its daily rate times how many of it the fleet has."""
+    counts = component_counts(fleet)
+    processes: tuple[tuple[FaultKind, int, float], ...] = (
+        ("host", counts["host"], rates.host_per_day),
+        ("link", counts["link"] // 2, rates.link_per_day),  # one cable per pair of optical links (out, in)
+        ("ocs", counts["ocs"], rates.ocs_per_day),
+        ("drain", counts["host"], rates.drain_per_day),
+    )
+    for kind, count, rate in processes:
+        if rate <= 0:
+            continue
+        t = start
+        while True:
+            t += rng.expovariate(count * rate / DAY)
+            if t >= end:
+                break
+            yield FaultStrike(t, kind, _target(rng, kind, fleet))
+
+
+def _target(rng: random.Random, kind: FaultKind, fleet: Fleet) -> FaultTarget:
+    if kind == "ocs":
+        pod = fleet.pods[rng.randrange(len(fleet.pods))].name
+        return OcsId(pod, DIMS[rng.randrange(len(DIMS))], rng.randrange(OCS_PER_DIM))
+    cube = rng.choice(fleet.cubes)
+    if kind == "link":
+        return rng.choice(cube_optical_links(cube)[::2])  # a cable, named by its out link
+    return HostId(cube, rng.randrange(MACHINES_PER_CUBE))
+
+
+def _pick(rng: random.Random, weights: Mapping[str, float]) -> str:
+    names = list(weights)
+    return rng.choices(names, weights=[weights[n] for n in names])[0]
+
+
+class JobMaker:
+    """Turns arrivals into jobs (drawing what the arrival leaves open) and writes each job's record."""
+
+    def __init__(self, rng: random.Random, workload: Workload, options: Options, log: EventLog) -> None:
+        self.rng = rng
+        self.workload = workload
+        self.log = log
+        self.ideal_step_s = options.step_s * workload.ideal_step_fraction
+        self.jobs: list[Job] = []
+
+    def make(self, arrival: Arrival) -> Job:
+        workload, spec, rng = self.workload, arrival.spec, self.rng
+        seq = len(self.jobs)
+        if spec is None:
+            rank = rng.choices(range(len(workload.priorities)), weights=workload.priority_weights)[0]
+        else:
+            rank = spec.priority_rank
+        phase = (spec.phase if spec else None) or _pick(rng, workload.phases)
+        framework = _pick(rng, workload.frameworks)
+        # Drawn for listed jobs too (and then not used), so that they consume the same random numbers.
+        drawn_fault_tolerant = rng.random() < workload.fault_tolerant_share
+        job = Job(
+            id=(spec.id if spec else None) or f"job{seq:05d}",
+            seq=seq,
+            shape=arrival.shape,
+            phase=phase,
+            framework=framework,
+            priority=rank,
+            priority_name=workload.priorities[rank],
+            fault_tolerant=spec.fault_tolerant if spec else drawn_fault_tolerant,
+            work=arrival.hours * HOUR,
+            submitted=arrival.time,
+        )
+        self.jobs.append(job)
+        self.log.job(job, self.ideal_step_s)
+        self.log.event(job, arrival.time, "submitted")
+        return job

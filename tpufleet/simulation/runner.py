@@ -1,0 +1,191 @@
+"""Running jobs' timelines: start-up, macro steps, checkpoints, finishing and stopping."""
+
+from __future__ import annotations
+
+import math
+
+from tpufleet.allocation import Allocation
+from tpufleet.simulation.events import Completion, EventQueue, Schedule
+from tpufleet.simulation.inputs import Options, Workload
+from tpufleet.simulation.job import Job, JobState, StartupStep
+from tpufleet.simulation.log import EventLog, Stats
+from tpufleet.simulation.placement import Placement
+
+EPSILON = 1e-6  # seconds: a stage within this of its end has ended
+# Shares of the restart overhead: TPU initialisation, training preparation, compilation, checkpoint restore.
+STARTUP_SHARES = (("tpu_init", 0.3), ("training_prep", 0.2), ("compile", 0.3))
+RESTORE_SHARE = 0.2
+
+
+class JobRunner:
+    """The running jobs: brings each one's log up to a time, and starts, finishes and stops them."""
+
+    def __init__(
+        self, options: Options, workload: Workload, queue: EventQueue, log: EventLog, placement: Placement, stats: Stats
+    ) -> None:
+        self.options = options
+        self.checkpoint_write_s = workload.checkpoint_write_s
+        self.queue = queue
+        self.log = log
+        self.placement = placement
+        self.stats = stats
+        self.running: dict[str, Job] = {}
+
+    def on_cube(self, cube: str, machine: int | None = None) -> list[Job]:
+        """Running jobs holding the cube (or, given a machine, holding that machine of it)."""
+
+        def holds(alloc: Allocation) -> bool:
+            return cube in alloc.cubes and (machine is None or not alloc.machines or machine in alloc.machines)
+
+        return [job for job in self.running.values() if holds(job.placed)]
+
+    def in_pod(self, pod: str) -> list[Job]:
+        return [job for job in self.running.values() if job.placed.pod == pod]
+
+    # ---- starting and ending --------------------------------------------------------------------------------
+    def start(self, job: Job, alloc: Allocation, t: float) -> None:
+        """Start (or, after waiting in place for a repair, restart) the job from its last checkpoint."""
+        in_place = job.state is JobState.REPAIRING
+        job.alloc = alloc
+        self.placement.hold(job.id, alloc)
+        self.running[job.id] = job
+        job.state = JobState.RUNNING
+        job.runs += 1
+        job.t_mark = t
+        job.progress = job.saved
+        job.step = job.saved_step
+        job.slowdown = 1.0
+        job.network_faults = set()
+        overhead = self.options.restart_overhead_s
+        job.startup = [StartupStep(name, share * overhead) for name, share in STARTUP_SHARES]
+        if job.saved > 0:
+            job.startup.append(StartupStep("restore", RESTORE_SHARE * overhead))
+        job.startup_logged = False
+        job.checkpoint_left = None
+        job.to_checkpoint = self.options.checkpoint_interval_s if job.phase == "training" else math.inf
+        job.to_step = self.options.step_s
+        if not in_place:
+            self.log.event(job, t, "allocation", chips=job.chips)
+        self.log.event(job, t, "job_start")
+        self.schedule_completion(job)
+
+    def release(self, job: Job) -> None:
+        self.placement.release(job.id)
+        self.running.pop(job.id, None)
+
+    def _finish(self, job: Job, t: float) -> None:
+        self.log.event(job, t, "job_end")
+        self.log.event(job, t, "allocation", chips=0)
+        job.state = JobState.DONE
+        job.t_mark = t
+        self.release(job)
+        self.stats.jobs_finished += 1
+        self.queue.push(Schedule(t))
+
+    def stop(self, job: Job, t: float, why: str, state: JobState) -> bool:
+        """Bring the job's log up to t and stop it (False if it had already ended): training falls back to its
+        last checkpoint, serving and inference lose no work."""
+        self.advance(job, t)
+        if job.state is not JobState.RUNNING:
+            return False
+        if job.phase == "training":
+            job.progress = job.saved
+        else:
+            job.saved, job.saved_step = job.progress, job.step
+        self.log.event(job, t, why)
+        job.state = state
+        job.version += 1
+        return True
+
+    # ---- completion -----------------------------------------------------------------------------------------
+    def _remaining_wall(self, job: Job) -> float:
+        rest = sum(s.remaining_s for s in job.startup) + (job.checkpoint_left or 0.0)
+        work = job.work - job.progress
+        rest += work * job.slowdown
+        if job.phase == "training" and work > job.to_checkpoint:
+            writes = math.floor((work - job.to_checkpoint) / self.options.checkpoint_interval_s) + 1
+            rest += writes * self.checkpoint_write_s
+        return rest
+
+    def schedule_completion(self, job: Job) -> None:
+        """(Re)predict the job's end; any earlier prediction goes stale."""
+        job.version += 1
+        self.queue.push(Completion(job.t_mark + self._remaining_wall(job), job.id, job.version))
+
+    def begin_checkpoint(self, job: Job, t: float) -> None:
+        self.log.event(job, t, "checkpoint_start", step=job.step)
+        job.checkpoint_left = self.checkpoint_write_s
+        job.checkpoint_step, job.checkpoint_progress = job.step, job.progress
+        job.to_checkpoint = self.options.checkpoint_interval_s
+
+    # ---- a job's own timeline -------------------------------------------------------------------------------
+    def advance(self, job: Job, t_to: float) -> None:
+        """Write the job's events up to t_to: start-up stages, then steps and checkpoints, maybe its end."""
+        t = job.t_mark
+        while t < t_to - EPSILON and job.state is JobState.RUNNING:
+            if job.startup:
+                t = self._startup(job, t, t_to)
+            elif job.checkpoint_left is not None:
+                t = self._checkpoint_write(job, t, t_to, job.checkpoint_left)
+            else:
+                t, more = self._compute(job, t, t_to)
+                if not more:
+                    break
+        job.t_mark = max(job.t_mark, min(t, t_to) if job.state is JobState.RUNNING else t)
+
+    def _startup(self, job: Job, t: float, t_to: float) -> float:
+        stage = job.startup[0]
+        if not job.startup_logged:
+            self.log.event(job, t, f"{stage.name}_start")
+            job.startup_logged = True
+        take = min(stage.remaining_s, t_to - t)
+        t += take
+        stage.remaining_s -= take
+        if stage.remaining_s <= EPSILON:
+            if stage.name == "restore":
+                self.log.event(job, t, "restore_end", step=job.saved_step)
+            else:
+                self.log.event(job, t, f"{stage.name}_end")
+            job.startup.pop(0)
+            job.startup_logged = False
+            if not job.startup:
+                self._next_step(job, t)
+        return t
+
+    def _checkpoint_write(self, job: Job, t: float, t_to: float, left: float) -> float:
+        take = min(left, t_to - t)
+        t += take
+        job.checkpoint_left = left - take
+        if job.checkpoint_left <= EPSILON:
+            self.log.event(job, t, "checkpoint_end", step=job.checkpoint_step)
+            job.saved, job.saved_step = job.checkpoint_progress, job.checkpoint_step
+            job.checkpoint_left = None
+            self._next_step(job, t)
+        return t
+
+    def _compute(self, job: Job, t: float, t_to: float) -> tuple[float, bool]:
+        """Compute up to the next step, checkpoint or the end, or to t_to; False once there is no more to do."""
+        boundary = min(job.to_step, job.to_checkpoint, job.work - job.progress)
+        wall = boundary * job.slowdown
+        take = min(wall, t_to - t)
+        done = take / job.slowdown
+        t += take
+        job.progress += done
+        job.to_step -= done
+        job.to_checkpoint -= done
+        if take < wall - EPSILON:
+            return t, False
+        if job.progress >= job.work - EPSILON:
+            self._finish(job, t)
+            return t, False
+        if job.to_checkpoint <= EPSILON:
+            self.begin_checkpoint(job, t)
+            job.to_step = self.options.step_s
+        elif job.to_step <= EPSILON:
+            job.to_step = self.options.step_s
+            self._next_step(job, t)
+        return t, True
+
+    def _next_step(self, job: Job, t: float) -> None:
+        job.step += 1
+        self.log.event(job, t, "step_start", step=job.step)

@@ -1,0 +1,123 @@
+"""The wait queue: placing waiting jobs in priority order with backfill, preemption, and taking jobs off the fleet."""
+
+from __future__ import annotations
+
+from tpufleet.model import Fleet
+from tpufleet.shapes import Shape
+from tpufleet.simulation.events import EventQueue, RestartAfterRepair, Schedule
+from tpufleet.simulation.inputs import Options
+from tpufleet.simulation.job import VICTIM_ORDER, Job, JobState
+from tpufleet.simulation.log import EventLog, Stats
+from tpufleet.simulation.placement import Placement
+from tpufleet.simulation.runner import JobRunner
+
+RESTART_DELAY_S = 1e-3  # a job waiting in place restarts just after its machine's repair
+
+
+class Scheduler:
+    """Waiting jobs and the decisions that move jobs on and off the fleet.
+
+    `fit_shortcuts` remembers, within one pass, the kinds of job that did not fit since the last placement and
+    skips them (same answer, faster; off only for the benchmark baseline)."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        options: Options,
+        placement: Placement,
+        runner: JobRunner,
+        queue: EventQueue,
+        log: EventLog,
+        stats: Stats,
+        fit_shortcuts: bool = True,
+    ) -> None:
+        self.fleet = fleet
+        self.options = options
+        self.placement = placement
+        self.runner = runner
+        self.queue = queue
+        self.log = log
+        self.stats = stats
+        self.fit_shortcuts = fit_shortcuts
+        self.waiting: list[Job] = []
+
+    def rerouting(self, job: Job) -> bool:
+        """Whether faults in the job's network are routed around rather than evicting it."""
+        return self.options.fault_tolerant_routing and job.fault_tolerant
+
+    def submit(self, job: Job, t: float) -> None:
+        self.waiting.append(job)
+        self.schedule(t)
+
+    def schedule(self, t: float) -> None:
+        """Place waiting jobs, highest priority first, preempting lower priorities where that makes room; keep
+        going over the queue while anything was placed."""
+        self.waiting.sort(key=lambda j: (j.priority, j.seq))
+        placed = True
+        while placed:
+            placed = False
+            hopeless: set[tuple[Shape, bool, int]] = set()  # kinds of job that did not fit since the last placement
+            for job in list(self.waiting):
+                kind = (job.shape, job.fault_tolerant, job.priority)
+                if kind in hopeless and self.fit_shortcuts:
+                    continue
+                alloc = self.placement.place(job.shape, self.rerouting(job))
+                if alloc is None and self._preempt_for(job, t):
+                    alloc = self.placement.place(job.shape, self.rerouting(job))
+                if alloc is not None:
+                    self.waiting.remove(job)
+                    self.runner.start(job, alloc, t)
+                    placed = True
+                    hopeless.clear()
+                else:
+                    hopeless.add(kind)
+
+    def _preempt_for(self, job: Job, t: float) -> bool:
+        """Evict the fewest lower-priority jobs of one pod (medium first, extra-large last) that let `job` fit;
+        none if no set of them would."""
+        victims = [j for j in self.runner.running.values() if j.priority > job.priority]
+        if not victims:
+            return False
+        for pod in self.fleet.pods:
+            mine = sorted(
+                (j for j in victims if j.placed.pod == pod.name),
+                key=lambda j: (VICTIM_ORDER[j.size], -j.priority, -j.seq),
+            )
+            chosen: list[Job] = []
+            for victim in mine:
+                chosen.append(victim)
+                if self.placement.would_fit(job.shape, self.rerouting(job), {v.id for v in chosen}):
+                    break
+            else:
+                chosen = []
+            if chosen:
+                for victim in chosen:
+                    self.disrupt(victim, t, "preemption")
+                return True
+        return False
+
+    def disrupt(self, job: Job, t: float, why: str) -> None:
+        """Stop the job (`why`: failure, eviction or preemption), free its place and queue it again."""
+        if not self.runner.stop(job, t, why, JobState.QUEUED):
+            return
+        self.log.event(job, t, "allocation", chips=0)
+        self.runner.release(job)
+        self.waiting.append(job)
+        if why == "preemption":
+            self.stats.preemptions += 1
+        else:
+            self.stats.evictions += 1
+        self.queue.push(Schedule(t))
+
+    def wait_in_place(self, job: Job, t: float, repair: float) -> None:
+        """Static pod: no spare cube can be wired in, so the job keeps its block and restarts after the repair."""
+        if not self.runner.stop(job, t, "failure", JobState.REPAIRING):
+            return
+        self.runner.running.pop(job.id, None)
+        self.stats.evictions += 1
+        self.queue.push(RestartAfterRepair(repair + RESTART_DELAY_S, job))
+
+    def restart(self, job: Job, t: float) -> None:
+        """A job that waited in place for a repair starts again on its block (unless something moved it)."""
+        if job.state is JobState.REPAIRING:
+            self.runner.start(job, job.placed, t)
