@@ -19,10 +19,12 @@ import pytest
 
 from tpufleet.cli import main
 from tpufleet.errors import BadInput, LockTimeout
+from tpufleet.fleetstate import Change
 from tpufleet.ids import parse_target
 from tpufleet.state import Store, crashpoints
 from tpufleet.state.files import remove_stale_temps, safe_child
 from tpufleet.state.lock import exclusive
+from tpufleet.state.store import Transaction
 
 CTX = multiprocessing.get_context("fork")
 
@@ -62,24 +64,12 @@ def drain_a_link(store: Store, tag: str) -> None:
         mark_drain(tx, tag)
 
 
-def mark_drain(tx, tag: str) -> None:
-    """Open the drain in the transaction and mark it to be committed.
-
-    Two shapes of `Transaction` exist while the state layer moves from documents to typed objects; the
-    document branch goes when the typed one has landed.
-    """
-    fid = tx.doc["next_fault"] if hasattr(tx, "doc") else tx.state.next_fault
+def mark_drain(tx: Transaction, tag: str) -> None:
+    """Open the drain in the transaction and mark it to be committed."""
+    fid = tx.state.next_fault
     target = f"link:c{fid // 16 % 64:02d}/x/{fid % 16}/out"  # a different link for each of the first 1024
-    if hasattr(tx, "doc"):
-        tx.doc["next_fault"] = fid + 1
-        fault = {"id": f"f{fid}", "target": target, "planned": True, "reason": tag, "opened": "2026-01-01T00:00:00Z"}
-        tx.doc["faults"].append({**fault, "cleared": None})
-        tx.summary = f"drain f{fid} by {tag}"
-    else:
-        from tpufleet.fleetstate import Change
-
-        fault = tx.state.open_fault(parse_target(target), planned=True, reason=tag, now="2026-01-01T00:00:00Z")
-        tx.commit(Change(f"drain {fault.id} by {tag}"))
+    fault = tx.state.open_fault(parse_target(target), planned=True, reason=tag, now="2026-01-01T00:00:00Z")
+    tx.commit(Change(f"drain {fault.id} by {tag}"))
 
 
 def _worker(path: str, worker: int, count: int) -> None:
