@@ -1,12 +1,29 @@
 import json
 import math
+import random
 from dataclasses import replace
 
 import pytest
 
+from tpufleet import allocation
+from tpufleet.constants import OPTICAL_LINKS_PER_CUBE, POLARITIES
+from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.ids import LinkId
+from tpufleet.model import check_known, component_counts, default_fleet
 from tpufleet.ops.simulate import summarize
 from tpufleet.shapes import parse_shape
-from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates, load_rates, load_workload
+from tpufleet.simulation import (
+    FaultRates,
+    JobSpec,
+    Options,
+    Simulator,
+    Workload,
+    default_rates,
+    draws,
+    load_rates,
+    load_workload,
+)
+from tpufleet.simulation.inputs import SHIPPED_RATES
 
 HIGH_RATES = """schema_version: 1
 host_per_day: 0.002
@@ -120,3 +137,61 @@ def test_planned_drains_move_jobs_without_losing_work():
     fleet = from_log(log)["fleet"]
     assert fleet["badput_chip_s"]["wasted_progress_from_disruption"] < 1.0  # chip-seconds, over dozens of drains
     assert fleet["badput_chip_s"]["checkpoint_restore"] > 0
+
+
+def test_link_faults_strike_each_optical_link_at_the_daily_rate():
+    fleet = default_fleet()
+    links = component_counts(fleet)["link"]
+    assert links == len(fleet.cubes) * OPTICAL_LINKS_PER_CUBE  # 6144 in a pod, both polarities
+    rate, days = 0.01, 5
+    strikes = list(draws.faults(random.Random(0), only_rates(link_per_day=rate), fleet, 0.0, days * 86400.0))
+    expected = links * rate * days  # ~307; one strike per cable pair would give half that
+    assert abs(len(strikes) - expected) < 4 * math.sqrt(expected)
+    links_hit = [s.target for s in strikes if s.kind == "link" and isinstance(s.target, LinkId)]
+    assert len(links_hit) == len(strikes)
+    assert {link.polarity for link in links_hit} == set(POLARITIES)
+    assert [check_known(fleet, link) for link in links_hit] == links_hit
+
+
+def test_the_shipped_rates_are_the_only_defaults(tmp_path):
+    import yaml
+
+    shipped = yaml.safe_load(SHIPPED_RATES.read_text())
+    rates = default_rates()
+    assert rates.drain_per_day == shipped["drain_per_day"] > 0 and rates.repair_hours == shipped["repair_hours"]
+    partial = tmp_path / "rates.yaml"
+    partial.write_text("schema_version: 1\nhost_per_day: 0.5\nrepair_hours: {host: 1}\n")
+    mine = load_rates(partial)
+    assert mine == replace(rates, host_per_day=0.5, repair_hours={**rates.repair_hours, "host": 1.0})
+    with pytest.raises(TypeError):
+        FaultRates()  # type: ignore[call-arg]  # no second copy of the numbers
+
+
+def test_listed_jobs_are_checked_when_the_workload_is_read(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text("schema_version: 1\njobs:\n  - {shape: 2x2x3, duration_hours: 1}\n")
+    with pytest.raises(BadStateFile, match=r"w\.yaml: field jobs\.0\.shape: not an allocatable"):
+        load_workload(path)
+    path.write_text(
+        "schema_version: 1\npriorities: [a, b]\njobs:\n  - {shape: 4x4x4, duration_hours: 1, priority_rank: 2}\n"
+    )
+    with pytest.raises(BadStateFile, match=r"field jobs\.0\.priority_rank: there are only 2 priorities"):
+        load_workload(path)
+    with pytest.raises(BadInput, match="bad mode"):
+        Options(days=1, mode="elastic")  # type: ignore[arg-type]
+
+
+def test_fit_shortcuts_change_the_speed_not_the_events():
+    workload, rates = load_workload(None), load_rates(None)
+    fast = Simulator(workload, rates, Options(days=1, seed=2)).run()
+    plain = Simulator(workload, rates, Options(days=1, seed=2), fit_shortcuts=False).run()
+    assert fast == plain
+
+
+def test_a_bug_in_allocation_is_not_taken_for_no_room(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(allocation, "allocate", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        Simulator(single_job("2x2x1"), only_rates(), Options(days=1)).run()

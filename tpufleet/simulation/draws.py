@@ -43,7 +43,7 @@ def faults(rng: random.Random, rates: FaultRates, fleet: Fleet, start: float, en
     counts = component_counts(fleet)
     processes: tuple[tuple[FaultKind, int, float], ...] = (
         ("host", counts["host"], rates.host_per_day),
-        ("link", counts["link"] // 2, rates.link_per_day),  # one cable per pair of optical links (out, in)
+        ("link", counts["link"], rates.link_per_day),  # per optical link, as inject-fault --random weighs them
         ("ocs", counts["ocs"], rates.ocs_per_day),
         ("drain", counts["host"], rates.drain_per_day),
     )
@@ -64,7 +64,7 @@ def _target(rng: random.Random, kind: FaultKind, fleet: Fleet) -> FaultTarget:
         return OcsId(pod, DIMS[rng.randrange(len(DIMS))], rng.randrange(OCS_PER_DIM))
     cube = rng.choice(fleet.cubes)
     if kind == "link":
-        return rng.choice(cube_optical_links(cube)[::2])  # a cable, named by its out link
+        return rng.choice(cube_optical_links(cube))
     return HostId(cube, rng.randrange(MACHINES_PER_CUBE))
 
 
