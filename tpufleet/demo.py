@@ -40,7 +40,7 @@ STEPS = [
     ("Program what was deferred while the OCS was down, and route the healthy network again", "plan-xconnect big --apply"),
     (None, "routes big"),
     (None, "routes tw"),
-    ("Why OCS: availability of a job against its size (seed 002 Fig. 1)",
+    ("Why OCS: availability of a job against its size (Fig. 1 of the TPUv4 paper \"Resiliency at Scale\")",
      "simulate-availability --cubes 1,8,16,24,32,48,50,56 --trials 20000 --plot demo-out/availability.png"),
     ("ML Productivity Goodput of a week of job logs (HTML report in demo-out/)",
      "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day -o html --out demo-out/goodput.html"),
