@@ -37,11 +37,20 @@ class Occupant(Protocol):
 
 @dataclass
 class Allocation:
+    """Where a slice sits or would sit: pod, cubes with their grid positions, machines of a sub-cube slice."""
+
     pod: str
     cubes: tuple[str, ...]
     coords: dict[str, Vec]
     machines: tuple[int, ...] = ()
     origin: Vec | None = None
+
+    def record(self) -> dict[str, object]:
+        out: dict[str, object] = {"pod": self.pod, "cubes": list(self.cubes),
+                                  "coords": {c: list(v) for c, v in self.coords.items()}}
+        if self.machines:
+            out["machines"], out["origin"] = list(self.machines), list(self.origin or (0, 0, 0))
+        return out
 
 
 def grid_coords(shape: Shape, cubes: Sequence[str]) -> dict[str, Vec]:

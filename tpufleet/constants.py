@@ -34,3 +34,7 @@ MAX_PODS: Final = 64
 
 # A static (non-reconfigurable) pod is one fixed torus of cubes, 4 x 4 x 4 of them.
 STATIC_CUBE_GRID: Final = (4, 4, 4)
+
+# Virtual channels per ICI link in the hardware ("turns, datelines, balance"): routing tables that need more
+# cannot be loaded on a slice.
+HARDWARE_VCS: Final = 3

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from tpufleet import allocation, xconnect
 from tpufleet.allocation import ALL_MACHINES, Allocation
 from tpufleet.errors import BadInput, Refused
-from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
+from tpufleet.constants import HARDWARE_VCS
+from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
 from tpufleet.model import Fleet, check_known, component_counts
 
@@ -95,6 +96,7 @@ class BlastRadius:
     cubes_out: list[str]
     slices: list[SliceImpact] = field(default_factory=list)
     duplicate_of: str | None = None
+    analysis_errors: list[str] = field(default_factory=list)  # bugs met while analysing; the fault stands
 
     def to_dict(self) -> Json:
         out: Json = {
@@ -106,6 +108,8 @@ class BlastRadius:
         }
         if self.duplicate_of:
             out["duplicate_of"] = self.duplicate_of
+        if self.analysis_errors:
+            out["analysis_errors"] = self.analysis_errors
         return out
 
 
@@ -136,8 +140,9 @@ def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used:
 
 def replacement_for(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Allocation:
     """Where an evicted slice would go. An open OCS fault as the cause means another pod (every cube of this
-    one uses that OCS); an optical link means replacing the cube that owns the failed port. Refused if none."""
-    used = allocation.machine_usage(s for s in state.slices.values() if s.name != sl.name)
+    one uses that OCS); an optical link means replacing the cube that owns the failed port. Refused if none.
+    Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered."""
+    used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId):
         return _other_pod(state, sl, cause.pod, used)
     avoid_cube = cause.cube if isinstance(cause, LinkId) else None
@@ -180,12 +185,33 @@ class Proposal:
 
 
 def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Proposal:
+    """The slice's reserved proposal while it is still good, else a new one."""
+    if sl.proposal is not None and _still_good(state, sl, sl.proposal, cause):
+        kept = _planned(state, sl, sl.proposal)
+        if kept.ready:
+            return kept
     try:
         alloc = replacement_for(state, sl, cause)
     except Refused as exc:
         return Proposal(None, why=str(exc))
+    return _planned(state, sl, alloc)
+
+
+def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:
     plan = xconnect.plan(sl.shape, state.fleet, alloc.coords, state.ocs, state.health(), sl.fault_tolerant_routing)
     return Proposal(alloc, plan)
+
+
+def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId | None) -> bool:
+    """A reserved proposal can still be taken: healthy, free, and clear of the fault that caused the move."""
+    health = state.health()
+    used = state.machine_usage(excluding=sl.name)
+    if isinstance(cause, OcsId) and alloc.pod == cause.pod:
+        return False
+    if isinstance(cause, LinkId) and cause.cube in alloc.cubes:
+        return False
+    wanted = set(alloc.machines or ALL_MACHINES)
+    return all(health.cube_ok(c) and not (used.get(c, set()) & wanted) for c in alloc.cubes)
 
 
 def reroute_figures(state: FleetState, sl: Slice) -> Json:
@@ -193,7 +219,7 @@ def reroute_figures(state: FleetState, sl: Slice) -> Json:
     from tpufleet import wiring
     from tpufleet.routing.report import evaluate
 
-    if sl.state is not SliceState.CONNECTED:
+    if not sl.state.wired:
         return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())
     report = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",))
@@ -208,20 +234,48 @@ def reroute_figures(state: FleetState, sl: Slice) -> Json:
     }
 
 
-def _impact(state: FleetState, sl: Slice, how: str, fault: Fault) -> SliceImpact:
-    """What happens to one touched slice; evicts it (in `state`) when it must move."""
+def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:
+    """None when the slice can run on the rerouted tables, else why not."""
+    if not figures["fully_routable"]:
+        return figures.get("why") or "fault-tolerant routing cannot serve every pair"
+    if not figures.get("deadlock_free"):
+        return "the rerouted tables are not deadlock-free"
+    if figures["vcs"] > max_vcs:
+        return f"the rerouted tables need {figures['vcs']} virtual channels, the hardware has {max_vcs}"
+    if figures["all_to_all_retained"] < sl.min_throughput:
+        return (f"rerouted, it would keep {figures['all_to_all_retained']:.3f} of its all-to-all throughput, "
+                f"below its floor of {sl.min_throughput:g}")
+    return None
+
+
+def _guarded_figures(state: FleetState, sl: Slice, errors: list[str]) -> Json:
+    """The reroute figures; should the analysis itself fail (a bug), the slice is treated as not reroutable, so
+    it is moved, and the error is kept for the caller to report: recording a fault never depends on analysing
+    its consequences."""
+    try:
+        return reroute_figures(state, sl)
+    except Exception as exc:  # noqa: BLE001 - see the docstring: the fault must be recorded whatever the router does
+        errors.append(f"slice {sl.name}: {type(exc).__name__}: {exc}")
+        return {"fully_routable": False, "why": "its reroute could not be analysed (internal error); moved to be safe"}
+
+
+def _impact(state: FleetState, sl: Slice, how: str, fault: Fault, errors: list[str]) -> SliceImpact:
+    """What happens to one touched slice; degrades or evicts it (in `state`)."""
     kind = fault.target.kind
     if how == "bystander":
         return SliceImpact(sl.name, "none", "runs on other machines of the cube")
     if sl.state is SliceState.EVICTED:
         return SliceImpact(sl.name, "none", "already evicted")
     if how == "network" and sl.fault_tolerant_routing:
-        figures = reroute_figures(state, sl)
-        if figures["fully_routable"] and figures.get("deadlock_free"):
+        figures = _guarded_figures(state, sl, errors)
+        why_not = reroute_verdict(figures, sl, HARDWARE_VCS)
+        if why_not is None:
             why = ("link drained before repair; fault-tolerant routing carries its traffic" if fault.planned
                    else "fault-tolerant routing absorbs it")
+            avoided = tuple(sorted({*(sl.reroute.faults if sl.reroute else ()), fault.id}, key=lambda f: int(f[1:])))
+            state.degrade(sl.name, Reroute(figures["all_to_all_retained"], figures["vcs"], avoided))
             return SliceImpact(sl.name, "reroute", why, reroute=figures)
-        why = "fault-tolerant routing cannot serve every pair"
+        why = why_not
     elif how == "network":
         why = "opted out of fault-tolerant routing"
     else:
@@ -229,7 +283,7 @@ def _impact(state: FleetState, sl: Slice, how: str, fault: Fault) -> SliceImpact
     if fault.planned:
         why = f"planned drain of its {kind}: the job is notified and checkpoints before it moves"
     proposal = propose_replacement(state, sl, fault.target)
-    state.evict(sl.name, fault.id)
+    state.evict(sl.name, fault.id, proposal.alloc if proposal.ready else None)
     return SliceImpact(sl.name, "reschedule", why, replacement=proposal.to_dict())
 
 
@@ -244,7 +298,7 @@ def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now:
     cubes_out = sorted(set(state.health().cubes_out) - before)
     radius = BlastRadius(fault.id, str(target), planned, cubes_out)
     for sl, how in touched_slices(state, target):
-        radius.slices.append(_impact(state, sl, how, fault))
+        radius.slices.append(_impact(state, sl, how, fault, radius.analysis_errors))
     return radius
 
 

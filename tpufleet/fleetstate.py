@@ -18,6 +18,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tpufleet.allocation import Allocation, machine_usage
 from tpufleet.errors import Refused
 from tpufleet.health import Health, health_of
 from tpufleet.ids import OcsId, TargetId
@@ -39,7 +40,12 @@ class Change:
 class SliceState(str, enum.Enum):
     ALLOCATED = "allocated"  # cubes reserved, cross-connects not (all) applied
     CONNECTED = "connected"  # wired as its shape; routing tables may be made
+    DEGRADED = "degraded"  # wired, running on tables that route around faults, at reduced throughput
     EVICTED = "evicted"  # a fault stopped it; `reschedule` moves it
+
+    @property
+    def wired(self) -> bool:
+        return self in (SliceState.CONNECTED, SliceState.DEGRADED)
 
     def __str__(self) -> str:
         return self.value
@@ -68,6 +74,21 @@ class Fault:
         return out
 
 
+DEFAULT_MIN_THROUGHPUT = 0.5  # below this share of healthy all-to-all throughput a slice is moved, not rerouted
+
+
+@dataclass(frozen=True)
+class Reroute:
+    """How a degraded slice runs: the all-to-all throughput it keeps, the VCs its tables use, the faults avoided."""
+
+    retained: float
+    vcs: int
+    faults: tuple[str, ...]
+
+    def record(self) -> dict[str, object]:
+        return {"all_to_all_retained": self.retained, "vcs": self.vcs, "faults": list(self.faults)}
+
+
 @dataclass
 class Slice:
     name: str
@@ -82,6 +103,9 @@ class Slice:
     origin: Vec | None = None  # sub-cube slices: the chip where their box starts
     connected_serial: int | None = None
     evicted_by: str | None = None
+    min_throughput: float = DEFAULT_MIN_THROUGHPUT  # policy floor for rerouting instead of rescheduling
+    reroute: Reroute | None = None  # set while degraded
+    proposal: Allocation | None = None  # set while evicted: where `reschedule` will move it (reserved)
 
     @property
     def held_machines(self) -> tuple[int, ...]:
@@ -101,8 +125,11 @@ class Slice:
             "state": self.state.value,
             "fault_tolerant_routing": self.fault_tolerant_routing,
         }
-        optional = {"created": self.created, "connected_serial": self.connected_serial, "evicted_by": self.evicted_by}
+        optional = {"created": self.created, "connected_serial": self.connected_serial, "evicted_by": self.evicted_by,
+                    "reroute": self.reroute.record() if self.reroute else None,
+                    "proposal": self.proposal.record() if self.proposal else None}
         out.update({k: v for k, v in optional.items() if v is not None})
+        out["min_throughput"] = self.min_throughput
         if self.machines:
             out["machines"] = list(self.machines)
             out["origin"] = list(self.origin or (0, 0, 0))
@@ -171,22 +198,39 @@ class FleetState:
         sl = self.slice(name)
         sl.state = SliceState.CONNECTED
         sl.connected_serial = self.next_serial
-        sl.evicted_by = None
+        sl.evicted_by, sl.reroute, sl.proposal = None, None, None
 
-    def evict(self, name: str, fault_id: str) -> None:
+    def degrade(self, name: str, reroute: Reroute) -> None:
+        """The slice runs on around its faults (a wired slice only)."""
+        sl = self.slice(name)
+        sl.state = SliceState.DEGRADED
+        sl.reroute = reroute
+
+    def recover(self, name: str) -> None:
+        """A degraded slice whose faults are all cleared is plainly connected again."""
+        sl = self.slice(name)
+        if sl.state is SliceState.DEGRADED:
+            sl.state, sl.reroute = SliceState.CONNECTED, None
+
+    def evict(self, name: str, fault_id: str, proposal: Allocation | None) -> None:
+        """Stop the slice; `proposal` (reserved against other allocations) is where `reschedule` will move it."""
         sl = self.slice(name)
         sl.state = SliceState.EVICTED
-        sl.evicted_by = fault_id
+        sl.evicted_by, sl.reroute, sl.proposal = fault_id, None, proposal
 
-    def move(self, name: str, pod: str, cubes: Iterable[str], coords: Mapping[str, Vec],
-             machines: Iterable[int] = (), origin: Vec | None = None) -> None:
+    def move(self, name: str, where: Allocation) -> None:
         """Give the slice new cubes (or machines); it must be wired again."""
         sl = self.slice(name)
-        sl.pod, sl.cubes, sl.coords = pod, tuple(cubes), dict(coords)
-        sl.machines = tuple(machines)
-        sl.origin = origin if sl.machines else None
+        sl.pod, sl.cubes, sl.coords = where.pod, where.cubes, dict(where.coords)
+        sl.machines = where.machines
+        sl.origin = where.origin if sl.machines else None
         sl.state = SliceState.ALLOCATED
-        sl.evicted_by = None
+        sl.evicted_by, sl.reroute, sl.proposal = None, None, None
+
+    def machine_usage(self, excluding: str | None = None) -> dict[str, set[int]]:
+        """cube -> machines held: by every slice, and reserved for the moves of evicted ones."""
+        others = [s for s in self.slices.values() if s.name != excluding]
+        return machine_usage([*others, *(s.proposal for s in others if s.proposal is not None)])
 
     def owner_of_ports(self) -> dict[tuple[str, int], str]:
         """(pod, OCS port number) -> the whole-cube slice whose cube is cabled there."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
-from tpufleet.fleetstate import FleetState, Slice, SliceState
+from tpufleet.fleetstate import FleetState, Slice
 from tpufleet.health import Health
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.model import inventory_counts, pod_ocs
@@ -73,7 +73,7 @@ def health_rows(state: FleetState) -> list[Row]:
 
 def missing_xconnects(state: FleetState, sl: Slice) -> int:
     """Cross-connects a connected slice needs that are not in place (e.g. deferred while an OCS was down)."""
-    if sl.state is not SliceState.CONNECTED:
+    if not sl.state.wired:
         return 0
     return missing_pairs(sl.shape, state.fleet, sl.coords, state.ocs)
 
@@ -95,6 +95,9 @@ def slice_rows(state: FleetState) -> list[Row]:
                 "fault_tolerant_routing": sl.fault_tolerant_routing,
                 "routes": "none" if route is None else ("stale" if route.stale else "fresh"),
                 "missing_xconnects": missing_xconnects(state, sl),
+                "min_throughput": sl.min_throughput,
+                "degraded": sl.reroute.record() if sl.reroute else None,
+                "proposal": sl.proposal.record() if sl.proposal else None,
             }
         )
     return rows

@@ -21,9 +21,17 @@ def allocate_cmd(
     no_ft: Annotated[
         bool, typer.Option("--no-fault-tolerant-routing", help="Opt out: an OCS fault reschedules instead of rerouting")
     ] = False,
+    min_throughput: Annotated[
+        float,
+        typer.Option("--min-throughput", min=0.0, max=1.0, help="Floor for fault-tolerant routing: below this share of "
+                     "its healthy all-to-all throughput the slice is rescheduled instead of rerouted"),
+    ] = 0.5,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice."""
+    """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice.
+
+    Example: tpufleet allocate train --shape 8x8x16 --twisted --min-throughput 0.8
+    """
     from tpufleet.ops import slices
     from tpufleet.shapes import parse_shape
     from tpufleet.state.files import safe_child
@@ -33,7 +41,7 @@ def allocate_cmd(
     safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
     given = [c.strip() for c in cubes.split(",") if c.strip()] if cubes is not None else None
     now = utc_now()
-    outcome = ctx.obj.mutate(lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft))
+    outcome = ctx.obj.mutate(lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft, min_throughput))
     emit(outcome.data, output, lambda: _describe(outcome.data))
 
 
@@ -59,3 +67,29 @@ def release_cmd(
         tx.commit(outcome.change)
     d = outcome.data
     emit(d, output, lambda: f"released {name}: {','.join(d['released_cubes'])} back in the pool")
+
+
+@app.command("policy")
+def policy_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Slice name")],
+    min_throughput: Annotated[
+        Optional[float],
+        typer.Option("--min-throughput", min=0.0, max=1.0, help="Reroute only while keeping this share of healthy throughput"),
+    ] = None,
+    fault_tolerant_routing: Annotated[
+        Optional[bool],
+        typer.Option("--fault-tolerant-routing/--no-fault-tolerant-routing", help="Reroute around OCS and link faults, or be rescheduled", show_default=False),
+    ] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Show or change how a slice meets network faults (its throughput floor, fault-tolerant routing on or off).
+
+    Example: tpufleet policy train --min-throughput 0.9
+    """
+    from tpufleet.ops import slices
+
+    outcome = ctx.obj.mutate(lambda state: slices.set_policy(state, name, min_throughput, fault_tolerant_routing))
+    d = outcome.data
+    emit(d, output, lambda: f"slice {name}: fault-tolerant routing {'on' if d['fault_tolerant_routing'] else 'off'}, "
+                            f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput")

@@ -66,6 +66,14 @@ def inject_cmd(
     result = radii[0] if len(radii) == 1 and target is not None else radii
     note = "\n(dry run: nothing was changed)" if dry_run else ""
     emit(result, output, lambda: "\n".join(_describe(r) for r in radii) + note)
+    errors = [e for r in radii for e in r.get("analysis_errors", [])]
+    if errors:
+        from tpufleet.errors import EXIT_INTERNAL
+
+        done = "nothing was changed (dry run)" if dry_run else "the fault is recorded and the slice moved to be safe"
+        typer.echo(f"tpufleet: internal error while analysing the blast radius ({errors[0]}); {done}; "
+                   "please report it with the state directory", err=True)
+        raise typer.Exit(EXIT_INTERNAL)
 
 
 def _requests(fleet: Fleet, target: str | None, from_file: Path | None, random_count: int | None, seed: int,

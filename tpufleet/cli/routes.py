@@ -57,9 +57,20 @@ def routes_cmd(
     out: Annotated[Optional[Path], typer.Option("--out", help="Also export the tables to this file")] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="Export format for --out: npz, json (<= 1024 chips), ibroute")] = TableFormat.npz,
     no_deadlock_check: Annotated[bool, typer.Option("--no-deadlock-check", help="Skip the channel-dependency check")] = False,
+    max_vcs: Annotated[
+        Optional[int],
+        typer.Option("--max-vcs", min=1, max=16, help="Virtual channels the tables may use [default: the hardware's 3]; "
+                     "tables needing more than the hardware has are not stored (study them with --out)"),
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Generate routing tables from the slice as wired and as healthy as it is; check them; store them."""
+    """Generate routing tables from the slice as wired and as healthy as it is; check them; store them.
+
+    Tables are stored (and the slice's index entry updated) only when every pair is routable, they are
+    deadlock-free and they fit the hardware's virtual channels; otherwise the figures are shown, --out still
+    exports them for study, and the command exits 1 saying why.
+    """
+    from tpufleet.constants import HARDWARE_VCS
     from tpufleet.errors import BadInput
     from tpufleet.ops import routes as ops
     from tpufleet.routing.report import TRAFFICS
@@ -71,19 +82,25 @@ def routes_cmd(
         if t not in TRAFFICS:
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
     store = ctx.obj.store()
-    store.table_path(name)  # a name that cannot be a file name is refused before any work
-    routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now())
+    table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
+    budget = HARDWARE_VCS if max_vcs is None else max_vcs
+    routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now(), budget)
     stored = ops.export_bytes(routed, "npz")
     # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
     exported = None if out is None else stored if fmt is TableFormat.npz else ops.export_bytes(routed, fmt.value)
-    with store.transaction() as tx:
-        table_path = store.table_path(name)
-        outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
-        store.save_tables(name, stored)
-        tx.commit(outcome.change)
+    refusal = ops.not_storable(routed, HARDWARE_VCS)
+    data = {"slice": name, **routed.report.summary, "unroutable": routed.unroutable[:1000], "stored": refusal is None}
+    if refusal is None:
+        with store.transaction() as tx:
+            outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
+            store.save_tables(name, stored)
+            tx.commit(outcome.change)
+        data["tables"] = str(table_path)
+    else:
+        data["not_stored"] = refusal
     if out is not None and exported is not None:
         atomic_write(out, exported)
-    data = {**outcome.data, "tables": str(table_path)}
-    emit(data, output, lambda: _text(name, data, str(table_path), routed.unroutable))
-    if data["unroutable_pairs"]:
+    emit(data, output, lambda: _text(name, data, data.get("tables"), routed.unroutable))
+    if refusal is not None:
+        typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
         raise typer.Exit(1)

@@ -34,8 +34,9 @@ def _table(what: What, rows: list[dict]) -> str:
         )
     if what is What.slices:
         return grid(
-            [[r["name"], r["shape"] + (" twisted" if r["twisted"] else ""), r["pod"], len(r["cubes"]), r["state"], r["routes"]] for r in rows],
-            ["slice", "shape", "pod", "cubes", "state", "routes"],
+            [[r["name"], r["shape"] + (" twisted" if r["twisted"] else ""), r["pod"], len(r["cubes"]), r["state"], r["routes"],
+              f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-"] for r in rows],
+            ["slice", "shape", "pod", "cubes", "state", "routes", "retained"],
         )
     if what is What.ocs:
         return grid(
@@ -85,7 +86,11 @@ def _status_text(s: dict) -> str:
     lines.append(f"slices: {len(s['slices'])}")
     for sl in s["slices"]:
         shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
-        lines.append(f"  {sl['name']:<16} {shape:<16} {len(sl['cubes']):>3} cube(s)  {sl['state']:<10} routes {sl['routes']}")
+        line = f"  {sl['name']:<16} {shape:<16} {len(sl['cubes']):>3} cube(s)  {sl['state']:<10} routes {sl['routes']}"
+        if sl["degraded"]:
+            d = sl["degraded"]
+            line += f"  (keeps {d['all_to_all_retained']:.3f} of all-to-all, {d['vcs']} VCs, around {','.join(d['faults'])})"
+        lines.append(line)
     if s["incomplete_wiring"]:
         lines.append(f"cross-connects missing (run `tpufleet plan-xconnect SLICE --apply`): {', '.join(s['incomplete_wiring'])}")
     if s["stale_routes"]:

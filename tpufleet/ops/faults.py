@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tpufleet import faults
@@ -42,6 +42,14 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     cleared = faults.faults_to_clear(state, key)
     for fault in cleared:
         fault.cleared = now
+    gone = {f.id for f in cleared}
+    for sl in state.slices.values():
+        if sl.reroute is not None and gone & set(sl.reroute.faults):
+            left = tuple(f for f in sl.reroute.faults if f not in gone)
+            if left:  # still routing around others: the figures stand until `routes` is run again
+                state.degrade(sl.name, replace(sl.reroute, faults=left))
+            else:
+                state.recover(sl.name)
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
     stale = state.mark_routes_stale(touched, "fault cleared")
     rewire = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
@@ -60,7 +68,7 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
     alloc, plan = proposal.alloc, proposal.plan
-    state.move(name, alloc.pod, alloc.cubes, alloc.coords, alloc.machines, alloc.origin)
+    state.move(name, alloc)
     wire(state, sl, plan.changes, "rescheduled")
     state.mark_routes_stale({name}, "rescheduled")
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}

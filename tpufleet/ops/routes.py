@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet import wiring
+from tpufleet.constants import HARDWARE_VCS
 from tpufleet.errors import Refused
-from tpufleet.fleetstate import Change, FleetState, RouteRecord, SliceState
+from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, SliceState
+from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
 from tpufleet.routing import export
 from tpufleet.routing.report import RouteReport, evaluate
@@ -36,24 +38,34 @@ class RoutedSlice:
 
 
 def compute(state: FleetState, name: str, algorithm: str, traffics: Sequence[str], deadlock_check: bool,
-            now: str) -> RoutedSlice:
+            now: str, max_vcs: int = HARDWARE_VCS) -> RoutedSlice:
     """Discover the slice as wired and as healthy as it is, make its tables and every figure; Refused when the
     slice is not wired, miswired, or the tables have a channel-dependency cycle."""
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED:
         raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
-    if sl.state is not SliceState.CONNECTED and not sl.shape.is_subcube:
+    if not sl.state.wired and not sl.shape.is_subcube:
         raise Refused(f"slice {name!r} is {sl.state}, not wired; run `tpufleet plan-xconnect {name} --apply` first")
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())
     if graph.miswired:
         raise Refused(f"slice {name!r} is not wired as a {sl.shape}: {len(graph.miswired)} miswired link(s)", graph.miswired)
-    report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check)
+    report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check, max_vcs=max_vcs)
     s = report.summary
     if s["deadlock_free"] is False:
         raise Refused(f"tables for {name!r} have a channel-dependency cycle; not written: " + " -> ".join(report.cycle[:12]))
     meta = {"slice": name, "shape": sl.shape.text, "twisted": sl.shape.twisted, "serial": state.serial, "made": now,
             "algorithm": s["algorithm"], "vcs": s["vcs"]}
     return RoutedSlice(name, state.serial, graph, report, meta)
+
+
+def not_storable(routed: RoutedSlice, hardware_vcs: int) -> str | None:
+    """Why these tables must not replace the slice's working ones (None: they may)."""
+    s = routed.report.summary
+    if s["unroutable_pairs"]:
+        return f"{s['unroutable_pairs']} pairs are unroutable (export them with --out FILE to study)"
+    if s["vcs"] is not None and s["vcs"] > hardware_vcs:
+        return f"they need {s['vcs']} virtual channels and the hardware has {hardware_vcs}"
+    return None
 
 
 def export_bytes(routed: RoutedSlice, fmt: str) -> bytes:
@@ -72,8 +84,25 @@ def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
         raise Refused(f"the state changed while routes for {routed.name!r} were computed "
                       f"(serial {routed.serial} -> {state.serial}); run again")
     s = routed.report.summary
+    _update_degraded(state, routed)
     state.routes[routed.name] = RouteRecord(table_file, state.next_serial, routed.meta["made"], s["algorithm"], s["vcs"],
                                             s["routable_pairs"], s["unroutable_pairs"])
-    data = {"slice": routed.name, **s, "unroutable": routed.unroutable[:1000]}
+    data = {"slice": routed.name, **s}
     summary = f"routes {routed.name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
     return Outcome(data, Change(summary))
+
+
+def _update_degraded(state: FleetState, routed: RoutedSlice) -> None:
+    """Tables that route around faults leave the slice degraded, with their figures; tables of a whole slice
+    make it plainly connected again."""
+    sl = state.slice(routed.name)
+    if not sl.state.wired:
+        return
+    s = routed.report.summary
+    if not routed.graph.missing and not s["pairs_broken_by_faults"]:
+        state.recover(sl.name)
+        return
+    cubes = set(sl.cubes)
+    avoided = tuple(f.id for f in state.open_faults() if isinstance(f.target, (OcsId, LinkId))
+                    and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes))
+    state.degrade(sl.name, Reroute(s["throughput_retained"].get("all-to-all", 0.0), s["vcs"] or 0, avoided))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tpufleet import allocation
-from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
+from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
 from tpufleet.ops.outcome import Outcome
 from tpufleet.shapes import Shape
 
@@ -18,14 +18,14 @@ def allocate(
     pod: str | None = None,
     cubes: Sequence[str] | None = None,
     fault_tolerant_routing: bool = True,
+    min_throughput: float = DEFAULT_MIN_THROUGHPUT,
 ) -> Outcome:
     """Reserve healthy free cubes (any of one pod, or the given ones) or machines inside a cube."""
     if name in state.slices:
         state.add_slice(state.slices[name])  # refuses, naming the slice
-    used = allocation.machine_usage(state.slices.values())
-    alloc = allocation.allocate(shape, state.fleet, used, state.health(), pod, cubes)
+    alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes)
     sl = Slice(name, shape, alloc.pod, alloc.cubes, alloc.coords, SliceState.ALLOCATED, fault_tolerant_routing,
-               created=now, machines=alloc.machines, origin=alloc.origin)
+               created=now, machines=alloc.machines, origin=alloc.origin, min_throughput=min_throughput)
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record()}
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
@@ -36,3 +36,18 @@ def release(state: FleetState, name: str) -> Outcome:
     sl = state.release(name)
     data = {"slice": name, "serial": state.next_serial, "released_cubes": list(sl.cubes)}
     return Outcome(data, Change(f"release {name}: {','.join(sl.cubes)}"))
+
+
+def set_policy(state: FleetState, name: str, min_throughput: float | None, fault_tolerant_routing: bool | None) -> Outcome:
+    """Change how a slice meets network faults: its throughput floor for rerouting, and whether it reroutes at all.
+    Takes effect at the next fault; a slice already degraded is not moved by it."""
+    sl = state.slice(name)
+    said = []
+    if min_throughput is not None:
+        sl.min_throughput = min_throughput
+        said.append(f"min_throughput {min_throughput:g}")
+    if fault_tolerant_routing is not None:
+        sl.fault_tolerant_routing = fault_tolerant_routing
+        said.append(f"fault_tolerant_routing {'on' if fault_tolerant_routing else 'off'}")
+    data = {"slice": name, "serial": state.next_serial, **sl.record()}
+    return Outcome(data, Change(f"policy {name}: {', '.join(said)}") if said else None)

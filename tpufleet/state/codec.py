@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpufleet.fleetstate import Fault, FleetState, Pair, RouteRecord, Slice, SliceState
+from tpufleet.allocation import Allocation
+from tpufleet.fleetstate import (
+    DEFAULT_MIN_THROUGHPUT,
+    Fault,
+    FleetState,
+    Pair,
+    Reroute,
+    RouteRecord,
+    Slice,
+    SliceState,
+)
 from tpufleet.ids import OcsId, parse_target
 from tpufleet.model import Fleet, Pod
 from tpufleet.shapes import Vec, parse_shape
@@ -54,7 +64,20 @@ def _decode_slice(name: str, sl: Doc) -> Slice:
         origin=_vec(sl["origin"]) if sl.get("origin") else None,
         connected_serial=sl.get("connected_serial"),
         evicted_by=sl.get("evicted_by"),
+        min_throughput=sl.get("min_throughput", DEFAULT_MIN_THROUGHPUT),
+        reroute=_decode_reroute(sl["reroute"]) if "reroute" in sl else None,
+        proposal=_decode_placement(sl["proposal"]) if "proposal" in sl else None,
     )
+
+
+def _decode_reroute(r: Doc) -> Reroute:
+    return Reroute(r["all_to_all_retained"], r["vcs"], tuple(r["faults"]))
+
+
+def _decode_placement(p: Doc) -> Allocation:
+    origin = _vec(p["origin"]) if p.get("origin") else None
+    return Allocation(p["pod"], tuple(p["cubes"]), {c: _vec(v) for c, v in p["coords"].items()},
+                     tuple(p.get("machines", ())), origin)
 
 
 def encode(state: FleetState) -> Doc:

@@ -18,6 +18,12 @@ _NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}
 _TIME = {"type": "string", "minLength": 1}
 _SERIAL = {"type": "integer", "minimum": 0}
 _PAIR = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2}
+_COORDS = {
+    "type": "object",
+    "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 3, "maxItems": 3},
+}
+_MACHINES = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MACHINES_PER_CUBE - 1}}
+_ORIGIN = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": CUBE_EDGE - 1}, "minItems": 3, "maxItems": 3}
 
 STATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -78,18 +84,33 @@ STATE_SCHEMA = {
                     "twisted": {"type": "boolean"},
                     "pod": {"type": "string", "pattern": r"^pod\d+$"},
                     "cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
-                    "coords": {
+                    "coords": _COORDS,
+                    "machines": _MACHINES,
+                    "origin": _ORIGIN,
+                    "state": {"enum": ["allocated", "connected", "degraded", "evicted"]},
+                    "min_throughput": {"type": "number", "minimum": 0, "maximum": 1},
+                    "reroute": {
                         "type": "object",
-                        "additionalProperties": {
-                            "type": "array",
-                            "items": {"type": "integer", "minimum": 0},
-                            "minItems": 3,
-                            "maxItems": 3,
+                        "required": ["all_to_all_retained", "vcs", "faults"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "all_to_all_retained": {"type": "number", "minimum": 0},
+                            "vcs": {"type": "integer", "minimum": 0},
+                            "faults": {"type": "array", "items": {"type": "string", "pattern": r"^f\d+$"}},
                         },
                     },
-                    "machines": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MACHINES_PER_CUBE - 1}},
-                    "origin": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": CUBE_EDGE - 1}},
-                    "state": {"enum": ["allocated", "connected", "evicted"]},
+                    "proposal": {
+                        "type": "object",
+                        "required": ["pod", "cubes", "coords"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "pod": {"type": "string", "pattern": r"^pod\d+$"},
+                            "cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
+                            "coords": _COORDS,
+                            "machines": _MACHINES,
+                            "origin": _ORIGIN,
+                        },
+                    },
                     "fault_tolerant_routing": {"type": "boolean"},
                     "created": _TIME,
                     "connected_serial": {"type": ["integer", "null"]},
