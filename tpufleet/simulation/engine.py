@@ -35,7 +35,7 @@ Progress = Callable[[int], None]  # called with each simulated day as it is reac
 
 class Simulator:
     """One simulation run. `fit_shortcuts=False` turns off the scheduler's memo of kinds of job that did not fit
-    and the free-cube count guard: the same events, slower; only the benchmark's baseline uses it."""
+    and the free-cube count guard: the same events (a test checks it); only the benchmark's baseline uses it."""
 
     def __init__(self, workload: Workload, rates: FaultRates, options: Options, *, fit_shortcuts: bool = True) -> None:
         self.workload = workload

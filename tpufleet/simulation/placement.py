@@ -30,8 +30,8 @@ class Placement:
     """Occupancy, health and cross-connects of the fleet, and where a shape fits.
 
     `static` places multi-cube shapes only on a contiguous box of the pod's fixed cube torus. `fit_shortcuts`
-    skips a pod with too few free healthy cubes before asking the allocator (same answer, faster; off only
-    for the benchmark baseline)."""
+    skips a pod with too few free healthy cubes before asking the allocator (the same answer; off only for the
+    benchmark baseline)."""
 
     def __init__(self, fleet: Fleet, static: bool, stats: Stats, fit_shortcuts: bool = True) -> None:
         self.fleet = fleet

@@ -18,7 +18,7 @@ class Scheduler:
     """Waiting jobs and the decisions that move jobs on and off the fleet.
 
     `fit_shortcuts` remembers, within one pass, the kinds of job that did not fit since the last placement and
-    skips them (same answer, faster; off only for the benchmark baseline)."""
+    skips them (the same answer; off only for the benchmark baseline)."""
 
     def __init__(
         self,
