@@ -10,17 +10,21 @@ Ports are numbered 0..5 as +x, -x, +y, -y, +z, -z; a missing neighbour is -1.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tpufleet.constants import DIRECTIONS
 from tpufleet.shapes import Shape, parse_shape  # noqa: F401  (parse_shape used by the doctest)
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
-PORTS = ("+x", "-x", "+y", "-y", "+z", "-z")
+    ChipGraph = npt.NDArray[np.int32]  # [N, 6] the chip reached through each port, -1 where no link
+
+PORTS = DIRECTIONS
 
 
-def coordinates(dims) -> "np.ndarray":
+def coordinates(dims: tuple[int, ...]) -> npt.NDArray[np.int32]:
     """[N, 3] int array of (x, y, z) for chip ids 0..N-1 (row-major)."""
     import numpy as np
 
@@ -28,7 +32,7 @@ def coordinates(dims) -> "np.ndarray":
     return np.ascontiguousarray(grids, dtype=np.int32)
 
 
-def neighbors(shape: Shape) -> "np.ndarray":
+def neighbors(shape: Shape) -> ChipGraph:
     """[N, 6] int32 neighbour table of the slice's chip graph (-1 where no link)."""
     import numpy as np
 
@@ -59,7 +63,7 @@ def neighbors(shape: Shape) -> "np.ndarray":
     return out
 
 
-def bfs_distances(nbr: "np.ndarray", source: int) -> "np.ndarray":
+def bfs_distances(nbr: npt.NDArray[np.integer[Any]], source: int) -> npt.NDArray[np.int32]:
     """Hop distance from `source` to every chip (-1 where unreachable), frontier-at-a-time."""
     import numpy as np
 
@@ -88,13 +92,13 @@ def _path_sums(n: int, ring: bool) -> tuple[int, int]:
     return total, (n // 2 if ring else n - 1)
 
 
-def bisection_links(shape: Shape, nbr: "np.ndarray | None" = None) -> int:
+def bisection_links(shape: Shape, nbr: npt.NDArray[np.integer[Any]] | None = None) -> int:
     """Fewest bidirectional links cut by a plane perpendicular to one axis that halves the slice."""
     import numpy as np
 
     nbr = neighbors(shape) if nbr is None else nbr
     xyz = coordinates(shape.dims)
-    best = None
+    best: int | None = None
     for d in range(3):
         n = shape.dims[d]
         if n < 2:
@@ -109,7 +113,7 @@ def bisection_links(shape: Shape, nbr: "np.ndarray | None" = None) -> int:
     return best or 0
 
 
-def metrics(shape: Shape) -> dict:
+def metrics(shape: Shape) -> dict[str, Any]:
     """Chips, cubes, diameter, mean hops over ordered pairs of distinct chips, bisection links."""
     import numpy as np
 
@@ -121,7 +125,7 @@ def metrics(shape: Shape) -> dict:
         diameter, total = int(dist.max()), float(dist.sum()) * n
     else:
         diameter, total = 0, 0.0
-        for d, size in enumerate(shape.dims):
+        for size in shape.dims:
             s, m = _path_sums(size, ring=False)
             diameter += m
             total += s * (n // size) ** 2

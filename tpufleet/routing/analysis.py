@@ -14,24 +14,32 @@ under this rule and searched for a cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from tpufleet.shapes import Shape
 from tpufleet.topology import PORTS
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
+    from scipy.sparse import csr_matrix
+
+    from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.topology import ChipGraph
+
+    IntArray = npt.NDArray[np.signedinteger[Any]]
+    BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass
 class RouteTables:
     shape: Shape
-    nbr: "np.ndarray"  # [N, 6] the live chip graph the tables were made for
-    P: "np.ndarray"  # [t, s] int8 port; -1 deliver; -2 unroutable
-    L: "np.ndarray"  # [t, s] int16 hops; -1 unroutable
-    wild: "np.ndarray | None" = None  # [t, s] bool: a non-minimal first-hop entry
-    dest_class: "np.ndarray | None" = None  # [N] index into `orders` per destination
-    orders: list = field(default_factory=lambda: [(0, 1, 2)])
+    nbr: ChipGraph  # [N, 6] the live chip graph the tables were made for
+    P: PortTable  # [t, s] int8 port; -1 deliver; -2 unroutable
+    L: HopTable  # [t, s] int16 hops; -1 unroutable
+    wild: BoolArray | None = None  # [t, s] bool: a non-minimal first-hop entry
+    dest_class: npt.NDArray[np.int64] | None = None  # [N] index into `orders` per destination
+    orders: list[Order] = field(default_factory=lambda: [(0, 1, 2)])
     algorithm: str = "dor"
 
     @property
@@ -39,7 +47,7 @@ class RouteTables:
         return len(self.nbr)
 
 
-def datelines(shape: Shape) -> "np.ndarray":
+def datelines(shape: Shape) -> BoolArray:
     """[N, 6] bool: the link leaving through this port is a wraparound (the dateline of its ring)."""
     import numpy as np
 
@@ -61,25 +69,25 @@ class Levels:
     the much slower unbuffered `ufunc.at`.
     """
 
-    def __init__(self, L: "np.ndarray"):
+    def __init__(self, L: HopTable) -> None:
         import numpy as np
 
         flat = L.ravel()
-        itype = np.int64 if flat.size >= 2**31 else np.int32
-        order = np.argsort(flat, kind="stable").astype(itype)
+        itype: type[np.signedinteger[Any]] = np.int64 if flat.size >= 2**31 else np.int32
+        order: IntArray = np.argsort(flat, kind="stable").astype(itype)
         top = int(flat.max())
         # level k (from -1 = unroutable up to the longest route) is order[bounds[k + 1]:bounds[k + 2]]
-        self.bounds = np.searchsorted(flat[order], np.arange(-1, top + 2), side="left")
-        self.bounds = np.append(self.bounds, len(flat))[: top + 3]
+        bounds = np.searchsorted(flat[order], np.arange(-1, top + 2), side="left")
+        self.bounds: npt.NDArray[np.intp] = np.append(bounds, len(flat))[: top + 3]
         self.order = order
         self.max = top
-        pos = np.empty(flat.size, dtype=itype)
+        pos: IntArray = np.empty(flat.size, dtype=itype)
         for k in range(top + 2):
             lo, hi = self.bounds[k], self.bounds[k + 1]
             pos[order[lo:hi]] = np.arange(hi - lo, dtype=itype)
         self.pos = pos
 
-    def at(self, k: int) -> "np.ndarray":
+    def at(self, k: int) -> IntArray:
         import numpy as np
 
         if k < -1 or k > self.max:
@@ -87,7 +95,7 @@ class Levels:
         return self.order[self.bounds[k + 1] : self.bounds[k + 2]]
 
 
-def _step(rt: RouteTables, idx: "np.ndarray"):
+def _step(rt: RouteTables, idx: IntArray) -> tuple[IntArray, IntArray, npt.NDArray[np.int8], IntArray]:
     """For flat pair indices: (t, s, port, next chip); next chip is -1 where the entry has no port."""
     import numpy as np
 
@@ -100,7 +108,7 @@ def _step(rt: RouteTables, idx: "np.ndarray"):
     return t, s, p, nxt
 
 
-def verify(rt: RouteTables, levels: Levels | None = None) -> "np.ndarray":
+def verify(rt: RouteTables, levels: Levels | None = None) -> BoolArray:
     """[t, s] bool: walking the tables from s really reaches t.
 
     Proof by induction on the recorded hop count: a pair arrives iff its next chip is a live neighbour whose own
@@ -115,7 +123,7 @@ def verify(rt: RouteTables, levels: Levels | None = None) -> "np.ndarray":
     Lf = rt.L.ravel()
     for k in range(1, levels.max + 1):
         idx = levels.at(k)
-        t, s, p, nxt = _step(rt, idx)
+        t, _s, _p, nxt = _step(rt, idx)
         good = nxt >= 0
         tn = t * n + np.where(good, nxt, 0)
         arrives[idx] = good & (Lf[tn] == k - 1) & arrives[tn]
@@ -124,15 +132,29 @@ def verify(rt: RouteTables, levels: Levels | None = None) -> "np.ndarray":
 
 @dataclass
 class Analysis:
-    routable: "np.ndarray"
-    load: "np.ndarray"  # [N, 6] all-to-all units per directed link
+    routable: BoolArray
+    load: npt.NDArray[np.float64]  # [N, 6] all-to-all units per directed link
     vcs: int = 0
     deadlock_free: bool | None = None
     cycle: list[str] = field(default_factory=list)
-    vc_blocks: dict = field(default_factory=dict)
+    vc_blocks: dict[str, int] = field(default_factory=dict)
 
 
-def flow(rt: RouteTables, routable: "np.ndarray", levels: Levels, masks: bool = True):
+@overload
+def flow(
+    rt: RouteTables, routable: BoolArray, levels: Levels, masks: Literal[True] = True
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]]: ...
+@overload
+def flow(
+    rt: RouteTables, routable: BoolArray, levels: Levels, masks: Literal[False]
+) -> tuple[npt.NDArray[np.int32], None]: ...
+@overload
+def flow(
+    rt: RouteTables, routable: BoolArray, levels: Levels, masks: bool = True
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8] | None]: ...
+def flow(
+    rt: RouteTables, routable: BoolArray, levels: Levels, masks: bool = True
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8] | None]:
     """One sweep from the longest routes down: traffic carried per pair hop, and VC bit sets per pair hop.
 
     weight[t, s]: how many sources' packets to t leave s on its table entry (all-to-all, one unit per pair);
@@ -144,7 +166,7 @@ def flow(rt: RouteTables, routable: "np.ndarray", levels: Levels, masks: bool = 
     diag = np.arange(n) * n + np.arange(n)
     weight = routable.ravel().astype(np.int32)
     weight[diag] = 0
-    mask = None
+    mask: npt.NDArray[np.uint8] | None = None
     if masks:
         mask = (weight > 0).astype(np.uint8)
         date = datelines(rt.shape)
@@ -159,10 +181,10 @@ def flow(rt: RouteTables, routable: "np.ndarray", levels: Levels, masks: bool = 
         target = t * n + np.where(live, nxt, t)  # dead pairs point at the diagonal, which sits at level 0
         tpos = np.where(live, levels.pos[target], 0)
         weight[below] += np.bincount(tpos, weights=w, minlength=size)[:size].astype(np.int32)
-        if masks:
-            q, w_next, w_here, same_dim, cross = _transitions(rt, s, p, np.where(live, nxt, s), t, wild, date)
+        if mask is not None:  # VC bit sets wanted (`masks`)
+            _q, w_next, w_here, same_dim, cross = _transitions(rt, s, p, np.where(live, nxt, s), t, wild, date)
             m = mask[idx]
-            if wild is None:
+            if w_here is None or w_next is None:  # wild is None
                 shifted = np.where(same_dim, m << cross.astype(np.uint8), np.uint8(1))
             else:
                 dor_dor = ~w_here & ~w_next
@@ -181,10 +203,10 @@ def flow(rt: RouteTables, routable: "np.ndarray", levels: Levels, masks: bool = 
                     hit = np.bincount(tpos, weights=bit, minlength=size)[:size] > 0
                     acc |= hit.astype(np.uint8) << b
             mask[below] |= acc
-    return weight, (mask.reshape(n, n) if masks else None)
+    return weight, (mask.reshape(n, n) if mask is not None else None)
 
 
-def link_load(rt: RouteTables, weight: "np.ndarray") -> "np.ndarray":
+def link_load(rt: RouteTables, weight: npt.NDArray[np.number[Any]]) -> npt.NDArray[np.float64]:
     """[N, 6] all-to-all units per directed link, from the per-pair carried traffic."""
     import numpy as np
 
@@ -200,7 +222,7 @@ def link_load(rt: RouteTables, weight: "np.ndarray") -> "np.ndarray":
     return total.reshape(n, 6)
 
 
-def pair_load(rt: RouteTables, sources, targets) -> "np.ndarray":
+def pair_load(rt: RouteTables, sources: npt.ArrayLike, targets: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Units per directed link for one unit from each source to its target, by walking the tables."""
     import numpy as np
 
@@ -220,7 +242,7 @@ def pair_load(rt: RouteTables, sources, targets) -> "np.ndarray":
     return load.reshape(n, 6)
 
 
-def symmetric_load(rt: RouteTables) -> "np.ndarray":
+def symmetric_load(rt: RouteTables) -> npt.NDArray[np.float64]:
     """All-to-all load of translation-invariant tables on a torus with even sides, from 8 chips' routes.
 
     Healthy DOR tables depend only on the offset t - s and the parity of s, so moving every pair by an even
@@ -240,14 +262,15 @@ def symmetric_load(rt: RouteTables) -> "np.ndarray":
     per_link = pair_load(rt, sources, targets)  # [N, 6]
     counts = np.zeros((8, 6))
     np.add.at(counts, cls, per_link)
-    return counts[cls]
+    load: npt.NDArray[np.float64] = counts[cls]
+    return load
 
 
 def symmetric(shape: Shape) -> bool:
     return shape.wraps and all(d % 2 == 0 for d in shape.dims)
 
 
-def ring_allreduce_load(rt: RouteTables, expected_nbr: "np.ndarray") -> "np.ndarray":
+def ring_allreduce_load(rt: RouteTables, expected_nbr: ChipGraph) -> npt.NDArray[np.int64]:
     """Every chip sends one unit to each of its ring neighbours in every dimension (bidirectional rings)."""
     import numpy as np
 
@@ -255,7 +278,15 @@ def ring_allreduce_load(rt: RouteTables, expected_nbr: "np.ndarray") -> "np.ndar
     return pair_load(rt, s, expected_nbr[s, p])
 
 
-def _transitions(rt, s, p, nxt, t, wild, date):
+def _transitions(
+    rt: RouteTables,
+    s: IntArray,
+    p: npt.NDArray[np.int8],
+    nxt: IntArray,
+    t: IntArray,
+    wild: BoolArray | None,
+    date: BoolArray,
+) -> tuple[npt.NDArray[np.int8], BoolArray | None, BoolArray | None, BoolArray, BoolArray]:
     """Per pair: (next hop's port, next hop is wild, this hop is wild, same dimension?, crosses a dateline?)."""
     import numpy as np
 
@@ -268,7 +299,7 @@ def _transitions(rt, s, p, nxt, t, wild, date):
     return q, w_next, w_here, same_dim, cross
 
 
-def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list[str], dict]:
+def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, bool, list[str], dict[str, int]]:
     """(VCs used, deadlock free?, one concrete cycle if not, VC layout) from the channel dependency graph.
 
     Every (destination, chip) pair whose hop is followed by another contributes the dependencies of its VC bit
@@ -300,7 +331,7 @@ def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list
     mbits = max(1, max(bits_dor, bits_wild).bit_length())
     radix = 1 << mbits
     space = n * 36 * classes * 4 * radix
-    ktype = np.int64 if space >= 2**31 else np.int32
+    ktype: type[np.signedinteger[Any]] = np.int64 if space >= 2**31 else np.int32
     chips = np.arange(n, dtype=ktype)
     present = np.zeros(space + 1, dtype=bool)
     cls_of = remap[dest_class].astype(ktype)
@@ -333,7 +364,8 @@ def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list
     same_dim = (q // 2) == (p // 2)
     cross = datelines(rt.shape)[s, p].astype(np.int64)
     base = cls * per_class
-    src, dst = [], []
+    src_parts: list[npt.NDArray[np.int64]] = []
+    dst_parts: list[npt.NDArray[np.int64]] = []
     for b in range(mbits):
         has = ((m >> b) & 1).astype(bool)
         if not has.any():
@@ -342,14 +374,14 @@ def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list
         vc_in = np.where(hw, wild_base + b, base[has] + b)
         out_bit = np.where(hw & hn, b + 1, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
         vc_out = np.where(hn, wild_base + out_bit, base[has] + out_bit)
-        src.append((s[has] * 6 + p[has]) * vcs + vc_in)
-        dst.append((nb[has] * 6 + q[has]) * vcs + vc_out)
+        src_parts.append((s[has] * 6 + p[has]) * vcs + vc_in)
+        dst_parts.append((nb[has] * 6 + q[has]) * vcs + vc_out)
     size = n * 6 * vcs
-    if not src:
+    if not src_parts:
         return vcs, True, [], layout
-    src, dst = np.concatenate(src), np.concatenate(dst)
+    src, dst = np.concatenate(src_parts), np.concatenate(dst_parts)
     graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(size, size))
-    count, labels = connected_components(graph, directed=True, connection="strong")
+    _count, labels = connected_components(graph, directed=True, connection="strong")
     sizes = np.bincount(labels)
     if (sizes > 1).any():
         comp = int(np.argmax(sizes))
@@ -357,13 +389,13 @@ def deadlock_check(rt: RouteTables, mask: "np.ndarray") -> tuple[int, bool, list
     return vcs, True, [], layout
 
 
-def _one_cycle(graph, labels, comp, vcs) -> list[str]:
+def _one_cycle(graph: csr_matrix, labels: npt.NDArray[np.int32], comp: int, vcs: int) -> list[str]:
     """A concrete dependency cycle inside one strongly connected component, as channel names."""
     import numpy as np
 
-    members = set(np.nonzero(labels == comp)[0].tolist())
+    members: set[int] = set(np.nonzero(labels == comp)[0].tolist())
     start = min(members)
-    seen = {start: None}
+    seen: dict[int, int | None] = {start: None}
     stack = [start]
     path_of = {start: [start]}
     while stack:
@@ -393,6 +425,6 @@ def analyze(rt: RouteTables, deadlock: bool = True) -> Analysis:
     routable = verify(rt, levels)
     weight, mask = flow(rt, routable, levels, masks=deadlock)
     result = Analysis(routable, link_load(rt, weight))
-    if deadlock:
+    if mask is not None:  # flow returns the VC masks iff `deadlock`
         result.vcs, result.deadlock_free, result.cycle, result.vc_blocks = deadlock_check(rt, mask)
     return result

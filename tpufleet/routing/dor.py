@@ -24,11 +24,16 @@ from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
-DEFAULT_ORDER = (0, 1, 2)
+    PortTable = npt.NDArray[np.int8]  # [t, s] output port; -1 deliver, -2 unroutable
+    HopTable = npt.NDArray[np.int16]  # [t, s] hop count; -1 unroutable
+
+Order = tuple[int, int, int]  # a dimension order, first dimension first
+DEFAULT_ORDER: Order = (0, 1, 2)
 
 
-def _ring(n: int, wraps: bool):
+def _ring(n: int, wraps: bool) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int16]]:
     """[n_s, n_t] direction (+1/-1/0) and distance tables of one dimension."""
     import numpy as np
 
@@ -43,7 +48,7 @@ def _ring(n: int, wraps: bool):
     return direction.astype(np.int8), np.minimum(fwd, back).astype(np.int16)
 
 
-def regular_tables(shape: Shape, order=DEFAULT_ORDER):
+def regular_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTable, HopTable]:
     """Closed-form DOR for untwisted tori and meshes: (P[t, s] int8, L[t, s] int16).
 
     Wherever the first dimension of the order differs, the port depends on that dimension alone, so the table
@@ -53,7 +58,8 @@ def regular_tables(shape: Shape, order=DEFAULT_ORDER):
 
     dims = shape.dims
     n = shape.chips
-    ports, dist = [], None
+    ports: list[npt.NDArray[np.int8]] = []
+    dist: npt.NDArray[np.int16] | None = None
     for d in range(3):
         direction, distance = _ring(dims[d], shape.wraps and dims[d] > 1)
         port = np.where(direction > 0, 2 * d, np.where(direction < 0, 2 * d + 1, -1)).astype(np.int8)
@@ -64,18 +70,18 @@ def regular_tables(shape: Shape, order=DEFAULT_ORDER):
         dist = dd if dist is None else dist + dd
     P = np.empty(dims + dims, dtype=np.int8)
 
-    def at(fixed, fill_value):
-        index = [slice(None)] * 6
+    def at(fixed: list[tuple[int, int]], fill_value: int | None) -> tuple[slice | int, ...]:
+        index: list[slice | int] = [slice(None)] * 6
         for k, v in fixed:
             index[k] = index[3 + k] = fill_value if fill_value is not None else v
         return tuple(index)
 
-    def fill(fixed):
+    def fill(fixed: list[tuple[int, int]]) -> None:
         d = order[len(fixed)]
         P[at(fixed, None)] = ports[d][at(fixed, 0)]
         if len(fixed) < 2:
             for i in range(dims[d]):
-                fill(fixed + [(d, i)])
+                fill([*fixed, (d, i)])
 
     fill([])
     L = np.empty(dims + dims, dtype=np.int16)
@@ -83,7 +89,7 @@ def regular_tables(shape: Shape, order=DEFAULT_ORDER):
     return P.reshape(n, n), L.reshape(n, n)
 
 
-def group_offsets(shape: Shape):
+def group_offsets(shape: Shape) -> npt.NDArray[np.int32]:
     """[t, s] -> id of the group element t - s (the offset), for a torus or twisted torus."""
     import numpy as np
 
@@ -103,10 +109,11 @@ def group_offsets(shape: Shape):
     vy -= q * Y
     vz += q * tyz
     vz %= Z
-    return ((vx * Y + vy) * Z + vz).astype(np.int32)
+    offsets: npt.NDArray[np.int32] = ((vx * Y + vy) * Z + vz).astype(np.int32)
+    return offsets
 
 
-def _restricted_bfs(nbr, ports):
+def _restricted_bfs(nbr: npt.NDArray[np.int32], ports: list[int]) -> npt.NDArray[np.int32]:
     import numpy as np
 
     from tpufleet.topology import bfs_distances
@@ -118,7 +125,7 @@ def _restricted_bfs(nbr, ports):
     return dist
 
 
-def offset_moves(shape: Shape, order=DEFAULT_ORDER):
+def offset_moves(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]:
     """[8, N] port to take for each parity class of the current chip and each offset, and [N] distances."""
     import numpy as np
 
@@ -150,7 +157,7 @@ def offset_moves(shape: Shape, order=DEFAULT_ORDER):
     return moves, full
 
 
-def twisted_tables(shape: Shape, order=DEFAULT_ORDER):
+def twisted_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTable, HopTable]:
     import numpy as np
 
     from tpufleet.topology import coordinates
@@ -164,7 +171,7 @@ def twisted_tables(shape: Shape, order=DEFAULT_ORDER):
     return P, L
 
 
-def tables(shape: Shape, order=DEFAULT_ORDER):
+def tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTable, HopTable]:
     """Healthy DOR tables (P[t, s], L[t, s]) for the shape in the given dimension order."""
     if shape.twisted:
         return twisted_tables(shape, order)

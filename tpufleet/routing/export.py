@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 from tpufleet.errors import BadInput
 from tpufleet.routing.analysis import RouteTables, datelines
@@ -17,7 +18,7 @@ JSON_LIMIT = 1024
 FORMAT_VERSION = 1
 
 
-def npz_bytes(rt: RouteTables, meta: dict) -> bytes:
+def npz_bytes(rt: RouteTables, meta: dict[str, Any]) -> bytes:
     import numpy as np
 
     buf = io.BytesIO()
@@ -35,7 +36,7 @@ def npz_bytes(rt: RouteTables, meta: dict) -> bytes:
     return buf.getvalue()
 
 
-def json_text(rt: RouteTables, meta: dict, chip_names: list[str]) -> str:
+def json_text(rt: RouteTables, meta: dict[str, Any], chip_names: list[str]) -> str:
     if rt.n > JSON_LIMIT:
         raise BadInput(f"bad option --format json: {rt.n} chips is over the {JSON_LIMIT}-chip limit for JSON; use npz")
     doc = {

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.routing.analysis import RouteTables
 from tpufleet.shapes import Shape
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.topology import ChipGraph
 
 TRAFFICS = ("all-to-all", "all-reduce")
 
@@ -13,15 +21,20 @@ TRAFFICS = ("all-to-all", "all-reduce")
 @dataclass
 class RouteReport:
     tables: RouteTables
-    summary: dict
+    summary: dict[str, Any]  # the documented figures (JSON-shaped)
     unroutable: list[tuple[int, int]] = field(default_factory=list)
     cycle: list[str] = field(default_factory=list)
 
 
-def _loads(rt: RouteTables, expected, traffics, weight_load=None) -> dict:
+def _loads(
+    rt: RouteTables,
+    expected: ChipGraph,
+    traffics: Sequence[str],
+    weight_load: npt.NDArray[np.float64] | None = None,
+) -> dict[str, float]:
     from tpufleet.routing.analysis import ring_allreduce_load
 
-    out = {}
+    out: dict[str, float] = {}
     for traffic in traffics:
         if traffic == "all-to-all":
             out[traffic] = float(weight_load.max()) if weight_load is not None and weight_load.size else 0.0
@@ -31,7 +44,7 @@ def _loads(rt: RouteTables, expected, traffics, weight_load=None) -> dict:
     return out
 
 
-def healthy_loads(shape: Shape, expected, traffics) -> dict:
+def healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) -> dict[str, float]:
     from tpufleet.routing import dor
     from tpufleet.routing.analysis import analyze, symmetric, symmetric_load
 
@@ -43,10 +56,10 @@ def healthy_loads(shape: Shape, expected, traffics) -> dict:
 
 def evaluate(
     shape: Shape,
-    expected,
-    alive,
+    expected: ChipGraph,
+    alive: ChipGraph,
     algorithm: str = "auto",
-    traffics=TRAFFICS,
+    traffics: Sequence[str] = TRAFFICS,
     deadlock_check: bool = True,
 ) -> RouteReport:
     """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept."""
@@ -70,7 +83,7 @@ def evaluate(
         "algorithm": algorithm,
         "strategy": info.get("strategy", algorithm if info["broken_by_faults"] else "dimension-order"),
         "routable_pairs": int(ok.sum()),
-        "unroutable_pairs": int(len(bad_t)),
+        "unroutable_pairs": len(bad_t),
         "diameter": int(lengths.max()) if lengths.size else 0,
         "mean_hops": round(float(lengths.mean()), 6) if lengths.size else 0.0,
         "vcs": a.vcs if deadlock_check else None,
@@ -83,5 +96,5 @@ def evaluate(
         "dimension_orders": info["orders_used"],
         "vc_layout": a.vc_blocks if deadlock_check else None,
     }
-    pairs = list(zip(bad_s[:1000].tolist(), bad_t[:1000].tolist()))
+    pairs = list(zip(bad_s[:1000].tolist(), bad_t[:1000].tolist(), strict=True))
     return RouteReport(rt, summary, pairs, a.cycle)

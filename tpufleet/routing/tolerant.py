@@ -19,7 +19,7 @@ Repairs, in order:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, overload
 
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
@@ -27,6 +27,13 @@ from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.routing.analysis import BoolArray, IntArray
+    from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.topology import ChipGraph
+
+    Load = npt.NDArray[np.int64]  # [N * 6] units per directed link
 
 OPPOSITE = (1, 0, 3, 2, 5, 4)
 BATCHES = 8
@@ -35,7 +42,20 @@ LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs m
 MAX_CHAIN_ROUNDS = 4
 
 
-def dead_links(expected: "np.ndarray", alive: "np.ndarray"):
+class _RouteCounts(TypedDict):
+    broken_by_faults: int
+    repaired_wild: int
+    orders_used: int
+
+
+class RouteInfo(_RouteCounts, total=False):
+    """What `route` did: pairs the faults broke, pairs repaired with wild hops, dimension orders in use."""
+
+    max_load: float  # the repaired tables' max all-to-all link load, when wild-first ran
+    strategy: str  # `auto` only: the variant kept
+
+
+def dead_links(expected: ChipGraph, alive: ChipGraph) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """(chips, ports) of links the healthy shape has but the live graph lacks (or wires elsewhere)."""
     import numpy as np
 
@@ -43,7 +63,7 @@ def dead_links(expected: "np.ndarray", alive: "np.ndarray"):
     return s, p
 
 
-def broken_pairs(P: "np.ndarray", expected: "np.ndarray", alive: "np.ndarray") -> "np.ndarray":
+def broken_pairs(P: PortTable, expected: ChipGraph, alive: ChipGraph) -> npt.NDArray[np.int64]:
     """Flat indices t * N + s of pairs whose route in P crosses a dead link (upward search from dead links)."""
     import numpy as np
 
@@ -52,8 +72,8 @@ def broken_pairs(P: "np.ndarray", expected: "np.ndarray", alive: "np.ndarray") -
     if len(ds) == 0:
         return np.empty(0, dtype=np.int64)
     # every (t, a) whose own entry uses a dead link (a, p)
-    seeds = []
-    for a, p in zip(ds.tolist(), dp.tolist()):
+    seeds: list[npt.NDArray[np.int64]] = []
+    for a, p in zip(ds.tolist(), dp.tolist(), strict=True):
         t = np.flatnonzero(P[:, a] == p)
         seeds.append(t.astype(np.int64) * n + a)
     frontier = np.unique(np.concatenate(seeds)) if seeds else np.empty(0, dtype=np.int64)
@@ -75,17 +95,17 @@ def broken_pairs(P: "np.ndarray", expected: "np.ndarray", alive: "np.ndarray") -
     return np.flatnonzero(bad)
 
 
-def _candidate_orders(dead_dims: set[int]) -> list[tuple[int, int, int]]:
+def _candidate_orders(dead_dims: set[int]) -> list[Order]:
     orders = [dor.DEFAULT_ORDER]
     for d in sorted(dead_dims):
-        rest = [x for x in dor.DEFAULT_ORDER if x != d]
-        for order in ((*rest, d), (d, *rest)):
+        a, b = [x for x in dor.DEFAULT_ORDER if x != d]
+        for order in ((a, b, d), (d, a, b)):
             if order not in orders:
                 orders.append(order)
     return orders
 
 
-def _tree_weights(shape, P, L, expected):
+def _tree_weights(shape: Shape, P: PortTable, L: HopTable, expected: ChipGraph) -> npt.NDArray[np.int32]:
     """[t, s] traffic each table entry carries on the healthy graph (all-to-all), for load-aware choices."""
     import numpy as np
 
@@ -97,7 +117,9 @@ def _tree_weights(shape, P, L, expected):
     return weight.reshape(n, n)
 
 
-def choose_orders(shape: Shape, expected, alive, penalty: float | None = None):
+def choose_orders(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, penalty: float | None = None
+) -> tuple[PortTable, HopTable, npt.NDArray[np.int64], list[Order], npt.NDArray[np.int64]]:
     """Per destination, a dimension order: fewest broken routes, and (load-aware) no new hot links.
 
     Greedy over the destinations whose default-order routes the faults break: each takes the order that keeps
@@ -106,7 +128,7 @@ def choose_orders(shape: Shape, expected, alive, penalty: float | None = None):
     import numpy as np
 
     n = len(expected)
-    ds, dp = dead_links(expected, alive)
+    _, dp = dead_links(expected, alive)
     orders = _candidate_orders({int(p) // 2 for p in dp})
     per_order = []
     for order in orders:
@@ -149,7 +171,7 @@ def choose_orders(shape: Shape, expected, alive, penalty: float | None = None):
     return P, L, choice, orders, np.sort(broken)
 
 
-def _walk_max(P, nbr, extra, start, t, limit):
+def _walk_max(P: PortTable, nbr: ChipGraph, extra: Load, start: IntArray, t: IntArray, limit: int) -> Load:
     """Max detour traffic on the links of the routes from `start` to `t` (vectorized walk)."""
     import numpy as np
 
@@ -170,7 +192,7 @@ def _walk_max(P, nbr, extra, start, t, limit):
     return worst
 
 
-def _walk_add(P, nbr, extra, start, t, limit):
+def _walk_add(P: PortTable, nbr: ChipGraph, extra: Load, start: IntArray, t: IntArray, limit: int) -> None:
     import numpy as np
 
     n = len(nbr)
@@ -188,7 +210,14 @@ def _walk_add(P, nbr, extra, start, t, limit):
         cur = nbr.ravel()[link]
 
 
-def base_load(P, L, alive, broken, shape, expected=None) -> "np.ndarray":
+def base_load(
+    P: PortTable,
+    L: HopTable,
+    alive: ChipGraph,
+    broken: npt.NDArray[np.int64],
+    shape: Shape,
+    expected: ChipGraph | None = None,
+) -> Load:
     """All-to-all load of the pairs the faults leave intact (flat [N * 6]).
 
     For the plain DOR tables of a torus: the healthy load (by symmetry, from 8 chips' routes) less the routes of
@@ -211,7 +240,17 @@ def base_load(P, L, alive, broken, shape, expected=None) -> "np.ndarray":
     return link_load(rt, weight).ravel().astype(np.int64)
 
 
-def wild_first(P, L, alive, broken, seed: int = 0, base=None):
+@overload
+def wild_first(
+    P: PortTable, L: HopTable, alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, *, base: Load
+) -> tuple[BoolArray, npt.NDArray[np.int64], Load]: ...
+@overload
+def wild_first(
+    P: PortTable, L: HopTable, alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, base: Load | None = None
+) -> tuple[BoolArray, npt.NDArray[np.int64], Load | None]: ...
+def wild_first(
+    P: PortTable, L: HopTable, alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, base: Load | None = None
+) -> tuple[BoolArray, npt.NDArray[np.int64], Load | None]:
     """Repair broken pairs in place with wild first hops (and chains).
 
     Returns (wild mask, unroutable pair indices, link load): the load is `base` plus every repaired route, which is
@@ -237,7 +276,7 @@ def wild_first(P, L, alive, broken, seed: int = 0, base=None):
         if not len(todo):
             break
         fixed_any = False
-        left = []
+        left: list[npt.NDArray[np.int64]] = []
         batches = max(BATCHES, min(256, len(todo) // 32))
         for batch in np.array_split(todo, min(batches, len(todo))):
             t, s = np.divmod(batch, n)
@@ -282,20 +321,27 @@ def wild_first(P, L, alive, broken, seed: int = 0, base=None):
     return wild, todo, extra
 
 
-def _repair(shape, expected, alive, algorithm, per_destination_orders: bool, penalty: float | None = None):
+def _repair(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    algorithm: str,
+    per_destination_orders: bool,
+    penalty: float | None = None,
+) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
 
     n = len(expected)
-    info = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
+    info: RouteInfo = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
     if per_destination_orders:
         P, L, dest_class, orders, broken = choose_orders(shape, expected, alive, penalty)
-        info["orders_used"] = int(len(np.unique(dest_class)))
+        info["orders_used"] = len(np.unique(dest_class))
     else:
         P, L = dor.tables(shape)
         dest_class, orders = np.zeros(n, dtype=np.int64), [dor.DEFAULT_ORDER]
         broken = broken_pairs(P, expected, alive)
-    info["broken_by_faults"] = int(len(broken))
-    wild = None
+    info["broken_by_faults"] = len(broken)
+    wild: BoolArray | None = None
     if len(broken):
         if algorithm == "dor":
             P.ravel()[broken] = -2
@@ -309,7 +355,7 @@ def _repair(shape, expected, alive, algorithm, per_destination_orders: bool, pen
     return RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm), info
 
 
-def _drop_dead_chips(P, L, expected, alive) -> None:
+def _drop_dead_chips(P: PortTable, L: HopTable, expected: ChipGraph, alive: ChipGraph) -> None:
     """A chip with no live link neither sends nor receives."""
     import numpy as np
 
@@ -327,7 +373,7 @@ def _max_load(rt: RouteTables) -> float:
     return float(link_load(rt, weight).max())
 
 
-def route(shape: Shape, expected, alive, algorithm: str = "auto") -> tuple[RouteTables, dict]:
+def route(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> tuple[RouteTables, RouteInfo]:
     """Tables for the live graph `alive` of a slice whose healthy graph is `expected`.
 
     ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
@@ -340,8 +386,8 @@ def route(shape: Shape, expected, alive, algorithm: str = "auto") -> tuple[Route
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", False)
         rt.algorithm = algorithm
         return rt, info
-    best = None
-    variants = [(False, None), (True, None)] + ([(True, LOAD_AWARE_PENALTY)] if len(expected) <= LOAD_AWARE_LIMIT else [])
+    best: tuple[tuple[float, int], RouteTables, RouteInfo] | None = None
+    variants: list[tuple[bool, float | None]] = [(False, None), (True, None)] + ([(True, LOAD_AWARE_PENALTY)] if len(expected) <= LOAD_AWARE_LIMIT else [])
     for mixed, penalty in variants:
         rt, info = _repair(shape, expected, alive, "wild-first", mixed, penalty)
         if mixed and info["orders_used"] == 1:
@@ -350,6 +396,7 @@ def route(shape: Shape, expected, alive, algorithm: str = "auto") -> tuple[Route
         if best is None or key < best[0]:
             how = "wild-first" if not mixed else "per-destination dimension orders + wild-first"
             best = (key, rt, {**info, "strategy": how})
+    assert best is not None  # the first variant (plain wild-first) is never skipped
     _, rt, info = best
     rt.algorithm = "auto"
     return rt, info
