@@ -21,7 +21,9 @@ import csv
 import datetime as dt
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tpufleet.errors import BadInput
 
@@ -37,9 +39,11 @@ EVENT_NAMES = (
 CODE = {name: i for i, name in enumerate(EVENT_NAMES)}
 DISRUPTIONS = ("failure", "preemption", "eviction")
 
+EventRecord = tuple[float, int, int, int, str]  # (time, event code, step, chips, label); -1 / "" where absent
+
 
 class BadRecord(BadInput):
-    def __init__(self, file: str, line: int, field_name: str, value, problem: str):
+    def __init__(self, file: str, line: int, field_name: str, value: object, problem: str) -> None:
         shown = repr(value)
         if len(shown) > 60:
             shown = shown[:57] + "..."
@@ -61,7 +65,7 @@ class Job:
 @dataclass
 class Log:
     jobs: dict[str, Job] = field(default_factory=dict)
-    events: dict[str, list[tuple[float, int, int, int, str]]] = field(default_factory=dict)  # job -> (t, code, step, chips, label)
+    events: dict[str, list[EventRecord]] = field(default_factory=dict)  # job -> (t, code, step, chips, label)
     capacity: list[tuple[float, str, int]] = field(default_factory=list)
     skipped: int = 0
     records: int = 0
@@ -70,7 +74,7 @@ class Log:
         self.events.setdefault(job, []).append((t, code, step, chips, label))
 
 
-def parse_time(value, file: str, line: int, name: str = "time") -> float:
+def parse_time(value: object, file: str, line: int, name: str = "time") -> float:
     if isinstance(value, bool):
         raise BadRecord(file, line, name, value, "not a time")
     if isinstance(value, (int, float)):
@@ -91,7 +95,7 @@ def parse_time(value, file: str, line: int, name: str = "time") -> float:
     raise BadRecord(file, line, name, value, "not a time")
 
 
-def _int(rec, key, file, line, required=False, minimum=0):
+def _int(rec: Mapping[str, Any], key: str, file: str, line: int, required: bool = False, minimum: int = 0) -> int:
     value = rec.get(key)
     if value in (None, ""):
         if required:
@@ -106,7 +110,7 @@ def _int(rec, key, file, line, required=False, minimum=0):
     return number
 
 
-def _float(rec, key, file, line):
+def _float(rec: Mapping[str, Any], key: str, file: str, line: int) -> float | None:
     value = rec.get(key)
     if value in (None, ""):
         return None
@@ -119,7 +123,7 @@ def _float(rec, key, file, line):
     return number
 
 
-def _str(rec, key, file, line, default=""):
+def _str(rec: Mapping[str, Any], key: str, file: str, line: int, default: str = "") -> str:
     value = rec.get(key, default)
     if value in (None, ""):
         return default
@@ -128,7 +132,7 @@ def _str(rec, key, file, line, default=""):
     return value
 
 
-def add_record(log: Log, rec, file: str, line: int) -> None:
+def add_record(log: Log, rec: object, file: str, line: int) -> None:
     if not isinstance(rec, dict):
         raise BadRecord(file, line, "<record>", rec, "must be an object")
     kind = rec.get("type")
@@ -172,7 +176,7 @@ def read_native(text: str, file: str, log: Log, skip_bad: bool = False, csv_form
     if csv_format:
         rows = csv.DictReader(io.StringIO(text))
         for i, row in enumerate(rows, start=2):
-            _guard(log, skip_bad, lambda: add_record(log, {k: v for k, v in row.items() if k}, file, i))
+            _add_guarded(log, skip_bad, {k: v for k, v in row.items() if k}, file, i)
         return log
     loads = json.loads
     for i, raw in enumerate(text.splitlines(), start=1):
@@ -184,14 +188,16 @@ def read_native(text: str, file: str, log: Log, skip_bad: bool = False, csv_form
             if skip_bad:
                 log.skipped += 1
                 continue
-            raise BadRecord(file, i, "<line>", raw[:40], f"not valid JSON ({exc.msg})") from None
-        _guard(log, skip_bad, lambda: add_record(log, rec, file, i))
+            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)  # e.g. an over-long integer
+            raise BadRecord(file, i, "<line>", raw[:40], f"not valid JSON ({detail})") from None
+        _add_guarded(log, skip_bad, rec, file, i)
     return log
 
 
-def _guard(log: Log, skip_bad: bool, fn) -> None:
+def _add_guarded(log: Log, skip_bad: bool, rec: object, file: str, line: int) -> None:
+    """add_record, counting a bad record as skipped instead of raising when `skip_bad`."""
     try:
-        fn()
+        add_record(log, rec, file, line)
     except BadRecord:
         if not skip_bad:
             raise

@@ -12,8 +12,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
+
+Capacity = list[tuple[float, str, int]]  # (from time, accelerator, chips) steps
+Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, periods, jobs
 
 SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
 DIMENSIONS = ("accelerator", "size", "phase", "framework")
@@ -30,13 +34,13 @@ def _ratio(a: float, b: float) -> float | None:
     return round(a / b, 6) if b > 0 else None
 
 
-def _mpg(sg, rg, pg):
+def _mpg(sg: float | None, rg: float | None, pg: float | None) -> float | None:
     if sg is None or rg is None or pg is None:
         return None
     return round(sg * rg * pg, 6)
 
 
-def capacity_chip_s(capacity: list[tuple[float, str, int]], accelerator: str | None, t0: float, t1: float) -> float:
+def capacity_chip_s(capacity: Capacity, accelerator: str | None, t0: float, t1: float) -> float:
     """Integral of the capacity step function(s) over [t0, t1]."""
     total = 0.0
     accs = sorted({a for _, a, _ in capacity}) if accelerator is None else [accelerator]
@@ -66,7 +70,7 @@ def predicted_rg(interval: float, w: float, u0: float, mtbf: float) -> float:
     return max(0.0, (1 - (u0 + interval / 2) / mtbf)) / (1 + w / interval)
 
 
-def advice(accounts: list[JobAccount]) -> dict | None:
+def advice(accounts: list[JobAccount]) -> dict[str, float | None] | None:
     disruptions = sum(a.disruptions for a in accounts)
     saves = sum(a.checkpoint_saves for a in accounts)
     allocated = sum(a.all_allocated_s for a in accounts)
@@ -77,7 +81,7 @@ def advice(accounts: list[JobAccount]) -> dict | None:
     u0 = sum(a.restart_overhead_s for a in accounts) / len(accounts)
     intervals = [a.checkpoint_interval_s for a in accounts if a.checkpoint_interval_s]
     current = sum(intervals) / len(intervals) if intervals else None
-    out = {
+    out: dict[str, float | None] = {
         "mtbf_s": round(mtbf, 3),
         "checkpoint_write_s": round(w, 3),
         "restart_overhead_s": round(u0, 3),
@@ -93,13 +97,13 @@ def advice(accounts: list[JobAccount]) -> dict | None:
     return out
 
 
-def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict:
+def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict[str, Any]:
     all_alloc = sum(a.all_allocated_s * a.job.chips for a in accounts)
     productive = sum(a.productive_s * a.job.chips for a in accounts)
     demand = sum(a.demand_s * a.job.chips for a in accounts)
-    with_pg = [a for a in accounts if a.ideal_s is not None]
-    ideal = sum(a.ideal_s * a.job.chips for a in with_pg)
-    prod_pg = sum(a.productive_s * a.job.chips for a in with_pg)
+    with_pg = [(a, a.ideal_s) for a in accounts if a.ideal_s is not None]
+    ideal = sum(ideal_s * a.job.chips for a, ideal_s in with_pg)
+    prod_pg = sum(a.productive_s * a.job.chips for a, _ in with_pg)
     sg = _ratio(all_alloc, capacity_s if capacity_s is not None else demand)
     rg = _ratio(productive, all_alloc)
     pg = _ratio(ideal, prod_pg) if with_pg else None
@@ -119,7 +123,7 @@ def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict:
     }
 
 
-def job_row(a: JobAccount) -> dict:
+def job_row(a: JobAccount) -> dict[str, Any]:
     sg = _ratio(a.all_allocated_s * a.job.chips, a.demand_s * a.job.chips)
     rg = _ratio(a.productive_s, a.all_allocated_s)
     pg = _ratio(a.ideal_s, a.productive_s) if a.ideal_s is not None else None
@@ -145,14 +149,15 @@ def job_row(a: JobAccount) -> dict:
 def _key(a: JobAccount, dim: str) -> str:
     if dim == "size":
         return size_class(a.job.chips)
-    return getattr(a.job, dim)
+    value: str = getattr(a.job, dim)  # accelerator, phase or framework
+    return value
 
 
 def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]]:
     import datetime as dt
 
     day = 86400.0
-    start = dt.datetime.fromtimestamp(t0, dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = dt.datetime.fromtimestamp(t0, dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     if period == "week":
         start -= dt.timedelta(days=start.weekday())  # ISO weeks start on Monday
     step = day * (7 if period == "week" else 1)
@@ -163,13 +168,13 @@ def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]
     return out
 
 
-def _period_row(accounts, capacity, lo, hi, label) -> dict:
+def _period_row(accounts: list[JobAccount], capacity: Capacity, lo: float, hi: float, label: str) -> dict[str, Any]:
     import numpy as np
 
     alloc = prod = ideal = prod_pg = 0.0
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for a in accounts:
-        if a.ends is None or not len(a.ends) or a.end <= lo or a.start >= hi:
+        if a.ends is None or a.starts is None or a.labels is None or not len(a.ends) or a.end <= lo or a.start >= hi:
             continue
         overlap = np.clip(np.minimum(a.ends, hi) - np.maximum(a.starts, lo), 0, None)
         sums = np.bincount(a.labels, weights=overlap, minlength=len(BUCKETS) + 1)
@@ -189,7 +194,9 @@ def _period_row(accounts, capacity, lo, hi, label) -> dict:
             "badput_chip_s": {b: round(v, 3) for b, v in buckets.items()}}
 
 
-def report(accounts: list[JobAccount], capacity: list, t0: float, t1: float, by: list[str], period: str | None) -> dict:
+def report(
+    accounts: list[JobAccount], capacity: Capacity, t0: float, t1: float, by: list[str], period: str | None
+) -> Report:
     import datetime as dt
 
     fleet_capacity = capacity_chip_s(capacity, None, t0, t1) if capacity else None
@@ -209,7 +216,7 @@ def report(accounts: list[JobAccount], capacity: list, t0: float, t1: float, by:
     periods = []
     if period:
         for lo, hi in period_bounds(t0, t1, period):
-            label = dt.datetime.fromtimestamp(lo, dt.timezone.utc).strftime("%Y-%m-%d")
+            label = dt.datetime.fromtimestamp(lo, dt.UTC).strftime("%Y-%m-%d")
             periods.append(_period_row(accounts, capacity, max(lo, t0), min(hi, t1), label))
     return {
         "schema_version": 1,

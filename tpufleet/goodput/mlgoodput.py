@@ -19,6 +19,8 @@ its time from the first start to the end all-allocated.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from tpufleet.goodput.events import CODE, BadRecord, Job, Log, add_record
 
@@ -32,7 +34,7 @@ _PAIRS = (
 )
 
 
-def _num(payload, key, file, line):
+def _num(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
     value = payload.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadRecord(file, line, key, value, "must be POSIX seconds")
@@ -60,7 +62,7 @@ def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
     return log
 
 
-def _entry(payload, file, line, log: Log, started, stepped) -> None:
+def _entry(payload: object, file: str, line: int, log: Log, started: dict[str, bool], stepped: dict[str, bool]) -> None:
     if not isinstance(payload, dict):
         raise BadRecord(file, line, "<entry>", payload, "must be an object")
     job = payload.get("job_name")

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput
 from tpufleet.goodput import events, metrics, mlgoodput
-from tpufleet.goodput.timeline import account
+from tpufleet.goodput.timeline import JobAccount, account
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 def parse_capacity(text: str) -> list[tuple[str, int]]:
@@ -35,15 +40,16 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
     return log
 
 
-def _peak_capacity(accounts, t0) -> list[tuple[float, str, int]]:
+def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
     """Without capacity records: the busiest moment's all-allocated chips per accelerator."""
     import numpy as np
 
-    out = []
+    out: metrics.Capacity = []
     for acc in sorted({a.job.accelerator for a in accounts}):
-        times, deltas = [], []
+        times: list[npt.NDArray[np.float64]] = []
+        deltas: list[npt.NDArray[np.int_]] = []
         for a in accounts:
-            if a.job.accelerator == acc and a.starts is not None and len(a.starts):
+            if a.job.accelerator == acc and a.starts is not None and a.ends is not None and len(a.starts):
                 times += [a.starts, a.ends]
                 deltas += [np.full(len(a.starts), a.job.chips), np.full(len(a.ends), -a.job.chips)]
         if not times:
@@ -64,7 +70,7 @@ def build(
     until: float | None = None,
     skip_bad: bool = False,
     capacity_flag: str | None = None,
-) -> dict:
+) -> metrics.Report:
     log = load(paths, fmt, skip_bad)
     result = from_log(log, by, period, since, until, capacity_flag)
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, "records": log.records, "skipped": log.skipped}
@@ -78,11 +84,11 @@ def from_log(
     since: float | None = None,
     until: float | None = None,
     capacity_flag: str | None = None,
-) -> dict:
+) -> metrics.Report:
     """The report for records already in memory (used by `simulate-fleet` for its summary)."""
     for job in log.events:
         log.jobs.setdefault(job, events.Job(job))
-    accounts = []
+    accounts: list[JobAccount] = []
     for job_id in sorted(log.events):
         records = log.events[job_id]
         if since is not None or until is not None:

@@ -6,25 +6,38 @@ import csv
 import datetime as dt
 import html
 import io
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLUMNS = ("sg", "rg", "pg", "mpg")
 
 
-def _f(v) -> str:
+def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
 def _when(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def rows(report: dict) -> list[dict]:
+def rows(report: Report) -> list[dict[str, Any]]:
     """One flat row per fleet, segment, period and job (the CSV / Markdown view)."""
-    out = []
+    out: list[dict[str, Any]] = []
 
-    def add(scope, key, r, productive, allocated, buckets):
+    def add(
+        scope: str,
+        key: str,
+        r: Mapping[str, Any],
+        productive: float,
+        allocated: float,
+        buckets: Mapping[str, float],
+    ) -> None:
         row = {"scope": scope, "key": key, **{c: r.get(c) for c in COLUMNS},
                "productive_chip_s": productive, "all_allocated_chip_s": allocated}
         row.update({f"{b}_chip_s": buckets.get(b, 0.0) for b in BUCKETS})
@@ -43,7 +56,7 @@ def rows(report: dict) -> list[dict]:
     return out
 
 
-def to_csv(report: dict) -> str:
+def to_csv(report: Report) -> str:
     data = rows(report)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(data[0]), lineterminator="\n")
@@ -56,7 +69,7 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(report: dict) -> str:
+def to_markdown(report: Report) -> str:
     from tabulate import tabulate
 
     f = report["fleet"]
@@ -70,7 +83,7 @@ def to_markdown(report: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
-def to_table(report: dict, top: int = 15) -> str:
+def to_table(report: Report, top: int = 15) -> str:
     from tabulate import tabulate
 
     f = report["fleet"]
@@ -107,14 +120,14 @@ def to_table(report: dict, top: int = 15) -> str:
     return "\n".join(lines)
 
 
-def _svg(fig) -> str:
+def _svg(fig: Figure) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
     text = buf.getvalue()
     return text[text.index("<svg"):]
 
 
-def charts(report: dict) -> list[tuple[str, str]]:
+def charts(report: Report) -> list[tuple[str, str]]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,7 +164,7 @@ def charts(report: dict) -> list[tuple[str, str]]:
     return out
 
 
-def to_html(report: dict) -> str:
+def to_html(report: Report) -> str:
     e = html.escape
     f = report["fleet"]
     parts = [

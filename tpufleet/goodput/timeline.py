@@ -17,9 +17,17 @@ all-allocated time by construction. Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
-from tpufleet.goodput.events import CODE, DISRUPTIONS, Job
+from tpufleet.goodput.events import CODE, DISRUPTIONS, EventRecord, Job
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Times = npt.NDArray[np.float64]
 
 BUCKETS = (
     "tpu_initialization",
@@ -75,10 +83,10 @@ class JobAccount:
     checkpoint_save_s: float
     checkpoint_interval_s: float | None
     restart_overhead_s: float
-    starts: "object" = None  # elementary intervals, all-allocated only: start times
-    ends: "object" = None
-    labels: "object" = None
-    extra: dict = field(default_factory=dict)
+    starts: Times | None = None  # elementary intervals, all-allocated only: start times
+    ends: Times | None = None
+    labels: npt.NDArray[np.int64] | None = None  # LABEL code of each interval
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ideal_s(self) -> float | None:
@@ -87,26 +95,31 @@ class JobAccount:
         return self.job.ideal_step_s * self.productive_steps
 
 
-def _first_after(times, points, inclusive=False):
+def _first_after(times: Times, points: Times, inclusive: bool = False) -> Times:
     """For each point, the first time in sorted `times` after it (>= with inclusive), or +inf."""
     import numpy as np
 
-    side = "left" if inclusive else "right"
+    side: Literal["left", "right"] = "left" if inclusive else "right"
     idx = np.searchsorted(times, points, side=side)
     padded = np.append(times, np.inf)
     return padded[np.minimum(idx, len(times))]
 
 
-def account(job: Job, records, until: float | None = None, since: float | None = None) -> JobAccount:
+def account(job: Job, records: Sequence[EventRecord], until: float | None = None, since: float | None = None) -> JobAccount:
     """Split one job's events (list of (t, code, step, chips, label)) into productive time and buckets."""
     import numpy as np
 
     arr = np.array([(r[0], r[1], r[2], r[3]) for r in records], dtype=np.float64).reshape(-1, 4)
     order = np.argsort(arr[:, 0], kind="stable")
+    t: Times
+    code: npt.NDArray[np.int64]
+    step: npt.NDArray[np.int64]
+    chips_v: npt.NDArray[np.int64]
     t, code, step, chips_v = arr[order, 0], arr[order, 1].astype(np.int64), arr[order, 2].astype(np.int64), arr[order, 3].astype(np.int64)
 
-    def at(name):
-        return t[code == CODE[name]]
+    def at(name: str) -> Times:
+        times: Times = t[code == CODE[name]]
+        return times
 
     start = float(t.min())
     ends = at("job_end")
@@ -119,7 +132,7 @@ def account(job: Job, records, until: float | None = None, since: float | None =
     restarts = at("job_start")
     stops = np.unique(np.concatenate([restarts, ends, disrupt, [end]]))
 
-    intervals: dict[str, list] = {name: [] for name in PRIORITY}
+    intervals: dict[str, list[tuple[Times, Times]]] = {name: [] for name in PRIORITY}
     for bucket, (s_name, e_name) in PAIRS.items():
         s, e = at(s_name), at(e_name)
         if not len(s):
@@ -172,7 +185,7 @@ def account(job: Job, records, until: float | None = None, since: float | None =
         intervals["infrastructure_recovery_from_disruption"].append((disrupt, back))
 
     # elementary intervals over every boundary, labelled by the highest-priority cover
-    pieces = [t, [start, end]] + [x for lst in intervals.values() for pair in lst for x in pair]
+    pieces: list[npt.ArrayLike] = [t, [start, end], *(x for lst in intervals.values() for pair in lst for x in pair)]
     bounds = np.unique(np.clip(np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in pieces]), start, end))
     m = len(bounds) - 1
     cover = np.zeros((len(PRIORITY) + 1, m + 1), dtype=np.int64)
@@ -185,7 +198,7 @@ def account(job: Job, records, until: float | None = None, since: float | None =
     active = np.cumsum(cover, axis=1)[:, :m] > 0
     active[-1] = True  # "other"
     first = np.argmax(active, axis=0)
-    names = list(PRIORITY) + ["other"]
+    names = [*PRIORITY, "other"]
     label = np.array([LABEL[n] for n in names])[first]
 
     # all-allocated mask
@@ -221,8 +234,8 @@ def account(job: Job, records, until: float | None = None, since: float | None =
         productive_s=float(sums[PRODUCTIVE]),
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
         productive_steps=productive_steps,
-        disruptions=int(len(disrupt)),
-        checkpoint_saves=int(len(saves_t)),
+        disruptions=len(disrupt),
+        checkpoint_saves=len(saves_t),
         checkpoint_save_s=saves_s,
         checkpoint_interval_s=interval,
         restart_overhead_s=restart_cost / (len(disrupt) + 1),
