@@ -14,21 +14,51 @@ the binomial value; intervals are 95% Wilson score intervals.
 
 >>> round(reconfigurable_exact(50, 0.99), 3)
 0.954
+>>> CUBE_HOSTS, STATIC_HOST_GRID, STATIC_POD_CUBES
+((2, 2, 4), (8, 8, 16), 64)
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Final, cast
 
-HOSTS_PER_CUBE = 16
-OCS_PER_POD = 48
+from tpufleet.constants import (
+    CHIPS_PER_CUBE,
+    CUBE_EDGE,
+    CUBES_PER_POD,
+    MACHINES_PER_CUBE,
+    OCS_PER_POD,
+    STATIC_CUBE_GRID,
+)
+
+if TYPE_CHECKING:
+    import os
+
+    import numpy as np
+    import numpy.typing as npt
+
+    BoolArray = npt.NDArray[np.bool_]
+    IntArray = npt.NDArray[np.int64]
+
+Vec = tuple[int, int, int]
+
+# A machine (host) is a 2 x 2 x 1 block of chips, so a cube of 4 x 4 x 4 chips is 2 x 2 x 4 hosts, numbered
+# x fastest: machine m of a cube sits at (m % 2, (m // 2) % 2, m // 4).
+CUBE_HOSTS: Final[Vec] = (CUBE_EDGE // 2, CUBE_EDGE // 2, CUBE_EDGE)
+STATIC_HOST_GRID: Final[Vec] = (
+    STATIC_CUBE_GRID[0] * CUBE_HOSTS[0],
+    STATIC_CUBE_GRID[1] * CUBE_HOSTS[1],
+    STATIC_CUBE_GRID[2] * CUBE_HOSTS[2],
+)  # the static pod's host torus
+STATIC_POD_CUBES: Final = STATIC_CUBE_GRID[0] * STATIC_CUBE_GRID[1] * STATIC_CUBE_GRID[2]
 Z95 = 1.959963984540054
 
 
-def reconfigurable_exact(k: int, p: float, pod_cubes: int = 64, q: float | None = None) -> float:
+def reconfigurable_exact(k: int, p: float, pod_cubes: int = CUBES_PER_POD, q: float | None = None) -> float:
     from scipy.stats import binom
 
-    value = float(binom.sf(k - 1, pod_cubes, p**HOSTS_PER_CUBE))
+    value = float(binom.sf(k - 1, pod_cubes, p**MACHINES_PER_CUBE))
     return value * (q**OCS_PER_POD if q is not None else 1.0)
 
 
@@ -42,7 +72,7 @@ def wilson(successes: int, trials: int) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def static_boxes(k: int, grid=(4, 4, 4)) -> list[tuple[int, int, int]]:
+def static_boxes(k: int, grid: Vec = STATIC_CUBE_GRID) -> list[Vec]:
     """Cube-grid boxes a k-cube job may take in a static pod (see module docstring)."""
     fits = [(a, b, c) for a in range(1, grid[0] + 1) for b in range(1, grid[1] + 1) for c in range(1, grid[2] + 1)]
     exact = [s for s in fits if s[0] * s[1] * s[2] == k]
@@ -55,9 +85,10 @@ def static_boxes(k: int, grid=(4, 4, 4)) -> list[tuple[int, int, int]]:
     return [s for s in bigger if s[0] * s[1] * s[2] == least]
 
 
-def _host_box(cube_box):
+def _host_box(cube_box: Vec) -> Vec:
     a, b, c = cube_box
-    return (2 * a, 2 * b, 4 * c)  # a cube is 2 x 2 x 4 hosts (hosts are 2x2x1 chips)
+    hx, hy, hz = CUBE_HOSTS
+    return (hx * a, hy * b, hz * c)
 
 
 def simulate(
@@ -66,25 +97,26 @@ def simulate(
     q: float,
     trials: int,
     seed: int,
-    pod_cubes: int = 64,
+    pod_cubes: int = CUBES_PER_POD,
     static: bool = True,
     batch: int = 4000,
-) -> dict:
+) -> dict[str, list[int]]:
     """Monte Carlo successes per k: {"reconfigurable", "reconfigurable_ft", "static"} -> list of counts."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     counts = {key: np.zeros(len(ks), dtype=np.int64) for key in ("reconfigurable", "reconfigurable_ft", "static")}
-    grid_hosts = (8, 8, 16)
-    boxes = {k: [_host_box(s) for s in static_boxes(k)] for k in ks} if static and pod_cubes == 64 else {}
+    grid_hosts = STATIC_HOST_GRID
+    boxes = {k: [_host_box(s) for s in static_boxes(k)] for k in ks} if static and pod_cubes == STATIC_POD_CUBES else {}
     ks_arr = np.array(ks)
     done = 0
     while done < trials:
         m = min(batch, trials - done)
         done += m
-        host_up = rng.random((m, pod_cubes * HOSTS_PER_CUBE), dtype=np.float32) < p
-        ocs_up = (rng.random((m, OCS_PER_POD), dtype=np.float32) < q).all(axis=1)
-        cubes_up = host_up.reshape(m, pod_cubes, HOSTS_PER_CUBE).all(axis=2).sum(axis=1)
+        host_up = rng.random((m, pod_cubes * MACHINES_PER_CUBE), dtype=np.float32) < p
+        # cast: with an axis, all() returns an array; numpy's stubs say "np.bool | array"
+        ocs_up = cast("BoolArray", (rng.random((m, OCS_PER_POD), dtype=np.float32) < q).all(axis=1))
+        cubes_up = host_up.reshape(m, pod_cubes, MACHINES_PER_CUBE).all(axis=2).sum(axis=1)
         enough = cubes_up[:, None] >= ks_arr[None, :]
         counts["reconfigurable_ft"] += enough.sum(axis=0)
         counts["reconfigurable"] += (enough & ocs_up[:, None]).sum(axis=0)
@@ -93,20 +125,23 @@ def simulate(
     return {key: v.tolist() for key, v in counts.items()}
 
 
-def _host_coords():
-    """(x, y, z) in the 8 x 8 x 16 host torus of host number cube * 16 + machine (cubes in a 4x4x4 grid)."""
+def _host_coords() -> tuple[IntArray, IntArray, IntArray]:
+    """(x, y, z) in the static pod's host torus (8 x 8 x 16) of host number cube * 16 + machine (cubes numbered
+    row-major in the 4 x 4 x 4 STATIC_CUBE_GRID)."""
     import numpy as np
 
-    cube = np.arange(64)
-    cx, cy, cz = cube // 16, (cube // 4) % 4, cube % 4
-    mach = np.arange(16)
-    hx = (2 * cx[:, None] + mach[None, :] % 2).ravel()
-    hy = (2 * cy[:, None] + (mach[None, :] // 2) % 2).ravel()
-    hz = (4 * cz[:, None] + mach[None, :] // 4).ravel()
+    _, gy, gz = STATIC_CUBE_GRID
+    hx_c, hy_c, hz_c = CUBE_HOSTS
+    cube = np.arange(STATIC_POD_CUBES)
+    cx, cy, cz = cube // (gy * gz), (cube // gz) % gy, cube % gz
+    mach = np.arange(MACHINES_PER_CUBE)
+    hx = (hx_c * cx[:, None] + mach[None, :] % hx_c).ravel()
+    hy = (hy_c * cy[:, None] + (mach[None, :] // hx_c) % hy_c).ravel()
+    hz = (hz_c * cz[:, None] + mach[None, :] // (hx_c * hy_c)).ravel()
     return hx, hy, hz
 
 
-def _static_batch(host_up, ks, boxes, grid):
+def _static_batch(host_up: BoolArray, ks: list[int], boxes: dict[int, list[Vec]], grid: Vec) -> IntArray:
     """Per k: trials in which some box of healthy hosts exists.
 
     Failures are few, so instead of summing every box the search marks, per trial, the box origins each failed
@@ -125,7 +160,7 @@ def _static_batch(host_up, ks, boxes, grid):
     failed[rows, slot] = hosts
     full = np.uint64(0xFFFFFFFFFFFFFFFF)
     out = []
-    cache: dict = {}
+    cache: dict[Vec, BoolArray] = {}
     for k in ks:
         ok = np.zeros(m, dtype=bool)
         for A, B, C in boxes.get(k, []):
@@ -137,7 +172,20 @@ def _static_batch(host_up, ks, boxes, grid):
     return np.array(out)
 
 
-def _fits(failed, per_row, A, B, C, hx, hy, hz, X, Y, Z, full):
+def _fits(
+    failed: IntArray,
+    per_row: IntArray,
+    A: int,
+    B: int,
+    C: int,
+    hx: IntArray,
+    hy: IntArray,
+    hz: IntArray,
+    X: int,
+    Y: int,
+    Z: int,
+    full: np.uint64,
+) -> BoolArray:
     import numpy as np
 
     m, width = failed.shape
@@ -160,18 +208,19 @@ def _fits(failed, per_row, A, B, C, hx, hy, hz, X, Y, Z, full):
         for dz in range(C):
             planes = (hz[h] - dz) % Z
             cover[rows, planes] |= bits
-    return (cover != full).any(axis=1)
+    fits: BoolArray = (cover != full).any(axis=1)
+    return fits
 
 
-def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes: int = 64) -> dict:
+def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes: int = CUBES_PER_POD) -> dict[str, Any]:
     sims = simulate(ks, p, q, trials, seed, pod_cubes)
     rows = []
     for i, k in enumerate(ks):
         exact_ft = reconfigurable_exact(k, p, pod_cubes)
         exact = reconfigurable_exact(k, p, pod_cubes, q)
-        row = {
+        row: dict[str, Any] = {
             "cubes": k,
-            "chips": 64 * k,
+            "chips": CHIPS_PER_CUBE * k,
             "reconfigurable": round(exact, 6),
             "reconfigurable_method": "exact",
             "reconfigurable_mc": round(sims["reconfigurable"][i] / trials, 6),
@@ -181,11 +230,11 @@ def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes:
             "reconfigurable_ft_mc": round(sims["reconfigurable_ft"][i] / trials, 6),
             "reconfigurable_ft_mc_ci": [round(v, 6) for v in wilson(sims["reconfigurable_ft"][i], trials)],
         }
-        if pod_cubes == 64:
+        if pod_cubes == STATIC_POD_CUBES:
             boxes = static_boxes(k)
             row["static_boxes"] = ["x".join(map(str, b)) for b in boxes]
             if k == pod_cubes:
-                row["static"] = round(p ** (pod_cubes * HOSTS_PER_CUBE), 6)
+                row["static"] = round(p ** (pod_cubes * MACHINES_PER_CUBE), 6)
                 row["static_method"] = "exact"
             else:
                 row["static"] = round(sims["static"][i] / trials, 6)
@@ -196,7 +245,7 @@ def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes:
             "results": rows}
 
 
-def plot(result: dict, path) -> None:
+def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Availability against slice size, like seed 002 Fig. 1 (PNG or SVG by the file's suffix)."""
     import matplotlib
 
@@ -231,12 +280,14 @@ def parse_sizes(text: str, unit: str) -> list[int]:
     if not values:
         raise BadInput(f"bad option --{unit}: empty list")
     if unit == "chips":
-        bad = [v for v in values if v % 64 or v <= 0]
+        bad = [v for v in values if v % CHIPS_PER_CUBE or v <= 0]
         if bad:
-            raise BadInput(f"bad option --chips: {bad[0]} is not a whole number of cubes (multiples of 64)")
-        values = [v // 64 for v in values]
-    bad = [v for v in values if not 1 <= v <= 64]
+            raise BadInput(
+                f"bad option --chips: {bad[0]} is not a whole number of cubes (multiples of {CHIPS_PER_CUBE})"
+            )
+        values = [v // CHIPS_PER_CUBE for v in values]
+    bad = [v for v in values if not 1 <= v <= CUBES_PER_POD]
     if bad:
-        raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-64 cubes")
+        raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-{CUBES_PER_POD} cubes")
     return sorted(set(values))
 
