@@ -55,8 +55,10 @@ def test_blast_radius_per_target_kind(pod, target, cubes_out, expected):
         if s["action"] == "reroute":
             rr = s["reroute"]
             assert rr["fully_routable"] and rr["deadlock_free"]
-            # an OCS failure spreads over every cube boundary; one dead link concentrates its detours
-            assert rr["all_to_all_retained"] >= (0.85 if target.startswith("ocs:") else 0.8)
+            # Within the hardware's 3 VCs the tables keep dimension order and detour broken routes by one wild hop:
+            # a broken ring's boundary traffic (512 a link on 8x8x8) moves onto its 4 neighbouring rings, +128 each,
+            # so 512 / 640 = 0.8 is the bound; the router must come within 1% of it.
+            assert rr["vcs"] <= 3 and rr["all_to_all_retained"] >= 0.79
         if s["action"] == "reschedule":
             rep = s["replacement"]
             if target.startswith("ocs:"):
@@ -88,11 +90,24 @@ def test_host_fault_evicts_one_slice_and_reschedule_moves_it(pod):
 def test_ocs_fault_hits_every_multi_cube_slice_and_keeps_them_running(pod):
     r = pod("inject-fault", "ocs:pod0/z/9", "-o", "json")
     assert actions(r.json) == {"a": "reroute", "b": "reroute", "c": "reschedule"}
-    slices = {s["name"]: s["state"] for s in pod("show", "slices", "-o", "json").json}
-    assert slices == {"a": "connected", "b": "connected", "c": "evicted", "d": "allocated", "e": "allocated"}
+    fid = r.json["fault_id"]
+    rows = {s["name"]: s for s in pod("show", "slices", "-o", "json").json}
+    assert {n: s["state"] for n, s in rows.items()} == {
+        "a": "degraded", "b": "degraded", "c": "evicted", "d": "allocated", "e": "allocated"}
+    reroute = {s["slice"]: s["reroute"] for s in r.json["slices"] if s["action"] == "reroute"}
+    for name in "ab":  # a rerouted slice says so everywhere slices are shown, with the figures it runs at
+        d = rows[name]["degraded"]
+        assert d == {"all_to_all_retained": reroute[name]["all_to_all_retained"], "vcs": reroute[name]["vcs"], "faults": [fid]}
+        assert d["vcs"] <= 3
+    status = pod("status").out
+    assert "degraded" in status and f"around {fid}" in status
     routes = pod("routes", "a", "-o", "json").json
-    assert routes["unroutable_pairs"] == 0 and routes["throughput_retained"]["all-to-all"] >= 0.85
+    assert routes["unroutable_pairs"] == 0 and routes["stored"] and routes["vcs"] <= 3
+    assert routes["throughput_retained"]["all-to-all"] == reroute["a"]["all_to_all_retained"]
     assert pod("reschedule", "c").code == 1  # nowhere to go while the OCS is down
+    assert pod("clear-fault", fid).code == 0
+    rows = {s["name"]: s for s in pod("show", "slices", "-o", "json").json}
+    assert rows["a"]["state"] == rows["b"]["state"] == "connected" and rows["a"]["degraded"] is None
 
 
 def test_inject_then_clear_restores_health_and_pool_and_the_journal_tells_it(pod):

@@ -222,7 +222,7 @@ def reroute_figures(state: FleetState, sl: Slice) -> Json:
     if not sl.state.wired:
         return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())
-    report = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",))
+    report = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS)
     s = report.summary
     return {
         "fully_routable": s["unroutable_pairs"] == 0 and not graph.miswired,

@@ -6,9 +6,12 @@ a few vectorized sweeps over the N^2 table, without walking pairs one by one.
 
 Virtual-channel rule (the data behind ``vcs``): a dimension-order hop travels on VC ``base + k`` where ``k``
 counts the wraparound (dateline) links crossed since the packet entered the current dimension, and ``base``
-separates the dimension orders in use (one block per order); a non-minimal "wild" hop travels on VC
-``wild_base + j`` for the packet's j-th wild hop. The channel dependency graph (CDG) is built from the tables
-under this rule and searched for a cycle.
+separates the dimension orders in use (one block per order); non-minimal "wild" hops, which only ever come
+first on a route, share the one VC ``wild_base`` (nothing depends on a wild channel but another wild hop, so a
+single wild VC is deadlock-free whenever the wild hops' own dependencies are acyclic, which the check below
+decides). With ``RouteTables.wild_layers`` the packet's j-th wild hop takes VC ``wild_base + j`` instead: more
+VCs, never a cycle among wild hops. The channel dependency graph (CDG) is built from the tables under this rule
+and searched for a cycle.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class RouteTables:
     dest_class: npt.NDArray[np.int64] | None = None  # [N] index into `orders` per destination
     orders: list[Order] = field(default_factory=lambda: [(0, 1, 2)])
     algorithm: str = "dor"
+    wild_layers: bool = False  # each wild hop of a chain on the next VC (see the module docstring)
 
     @property
     def n(self) -> int:
@@ -189,7 +193,7 @@ def flow(
             else:
                 dor_dor = ~w_here & ~w_next
                 shifted = np.where(dor_dor & same_dim, m << cross.astype(np.uint8), 1)
-                shifted = np.where(w_here & w_next, m << 1, shifted)
+                shifted = np.where(w_here & w_next, (m << 1) if rt.wild_layers else m, shifted)
             shifted = np.where(live, shifted, 0).astype(np.uint8)
             acc = np.zeros(size, dtype=np.uint8)
             bits = int(np.bitwise_or.reduce(shifted)) if len(shifted) else 0
@@ -364,22 +368,25 @@ def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, b
     same_dim = (q // 2) == (p // 2)
     cross = datelines(rt.shape)[s, p].astype(np.int64)
     base = cls * per_class
-    src_parts: list[npt.NDArray[np.int64]] = []
-    dst_parts: list[npt.NDArray[np.int64]] = []
+    chain_step = 1 if rt.wild_layers else 0
+    parts: list[tuple[npt.NDArray[np.int64], ...]] = []
     for b in range(mbits):
         has = ((m >> b) & 1).astype(bool)
         if not has.any():
             continue
         hw, hn = w_here[has], w_next[has]
         vc_in = np.where(hw, wild_base + b, base[has] + b)
-        out_bit = np.where(hw & hn, b + 1, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
+        out_bit = np.where(hw & hn, b + chain_step, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
         vc_out = np.where(hn, wild_base + out_bit, base[has] + out_bit)
-        src_parts.append((s[has] * 6 + p[has]) * vcs + vc_in)
-        dst_parts.append((nb[has] * 6 + q[has]) * vcs + vc_out)
-    size = n * 6 * vcs
-    if not src_parts:
+        parts.append((s[has] * 6 + p[has], vc_in, nb[has] * 6 + q[has], vc_out))
+    if not parts:
         return vcs, True, [], layout
-    src, dst = np.concatenate(src_parts), np.concatenate(dst_parts)
+    link_in, vc_in, link_out, vc_out = (np.concatenate([part[i] for part in parts]) for i in range(4))
+    # A channel the bit sets could not name (a very long wild chain) still counts: size by what is used.
+    vcs = max(vcs, int(max(vc_in.max(), vc_out.max())) + 1)
+    layout["wild"] = vcs - wild_base
+    size = n * 6 * vcs
+    src, dst = link_in * vcs + vc_in, link_out * vcs + vc_out
     graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(size, size))
     _count, labels = connected_components(graph, directed=True, connection="strong")
     sizes = np.bincount(labels)

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tpufleet.routing.analysis import RouteTables
+from tpufleet.routing.analysis import Analysis, RouteTables, analyze
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from tpufleet.routing.tolerant import RouteInfo
     from tpufleet.topology import ChipGraph
 
 TRAFFICS = ("all-to-all", "all-reduce")
@@ -61,23 +62,66 @@ def evaluate(
     algorithm: str = "auto",
     traffics: Sequence[str] = TRAFFICS,
     deadlock_check: bool = True,
+    max_vcs: int | None = None,
 ) -> RouteReport:
-    """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept."""
+    """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept.
+
+    With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
+    VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
+    fewest VCs is reported, for the caller to refuse.
+    """
+    from tpufleet.routing.tolerant import candidates, min_vcs
+
+    options = candidates(shape, expected, alive, algorithm)
+    if not deadlock_check:
+        rt, info = options[0]
+        return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))
+    leanest: tuple[RouteTables, RouteInfo, Analysis, bool] | None = None
+    for rt, info in options:
+        if max_vcs is not None and min_vcs(rt) > max_vcs:
+            continue
+        for layered in (False, True) if rt.wild is not None and rt.wild.any() else (False,):
+            rt.wild_layers = layered
+            a = analyze(rt)
+            if _fits(a, max_vcs):
+                return _report(shape, expected, traffics, True, algorithm, rt, info, a)
+            if leanest is None or _fewer_vcs(a, leanest[2]):
+                leanest = (rt, info, a, layered)
+    if leanest is None:  # every candidate needs more VCs than the budget allows
+        rt, info = min(options, key=lambda option: min_vcs(option[0]))
+        leanest = (rt, info, analyze(rt), rt.wild_layers)
+    rt, info, a, layered = leanest
+    rt.wild_layers = layered
+    return _report(shape, expected, traffics, True, algorithm, rt, info, a)
+
+
+def _fits(a: Analysis, max_vcs: int | None) -> bool:
+    return bool(a.deadlock_free) and (max_vcs is None or a.vcs <= max_vcs)
+
+
+def _fewer_vcs(a: Analysis, than: Analysis) -> bool:
+    """Prefer deadlock-free tables, then fewer VCs."""
+    return (not a.deadlock_free, a.vcs) < (not than.deadlock_free, than.vcs)
+
+
+def _report(shape: Shape, expected: ChipGraph, traffics: Sequence[str], deadlock_check: bool, algorithm: str,
+            rt: RouteTables, info: RouteInfo, a: Analysis) -> RouteReport:
     import numpy as np
 
-    from tpufleet.routing.analysis import analyze
-    from tpufleet.routing.tolerant import route
+    from tpufleet.routing.distances import graph_distances
 
-    rt, info = route(shape, expected, alive, algorithm)
-    a = analyze(rt, deadlock=deadlock_check)
     n = rt.n
     off_diag = ~np.eye(n, dtype=bool)
     ok = a.routable & off_diag
     lengths = rt.L[ok]
     loads = _loads(rt, expected, traffics, weight_load=a.load)
     healthy = healthy_loads(shape, expected, traffics)
-    retained = {k: (round(healthy[k] / loads[k], 4) if loads[k] else 1.0) for k in traffics}
+    delivered = float(ok.sum()) / float(n * (n - 1)) if n > 1 else 1.0
+    # Throughput kept: the healthy maximum link load over this one, times the share of pairs still delivered
+    # (traffic between unroutable pairs is lost, not free).
+    retained = {k: round((healthy[k] / loads[k] if loads[k] else 1.0) * delivered, 4) for k in traffics}
     bad_t, bad_s = np.nonzero(~a.routable & off_diag)
+    graph = graph_distances(rt.nbr)
     summary = {
         "chips": n,
         "algorithm": algorithm,
@@ -86,6 +130,8 @@ def evaluate(
         "unroutable_pairs": len(bad_t),
         "diameter": int(lengths.max()) if lengths.size else 0,
         "mean_hops": round(float(lengths.mean()), 6) if lengths.size else 0.0,
+        "graph_diameter": graph.diameter,
+        "graph_mean_hops": round(graph.mean_hops, 6),
         "vcs": a.vcs if deadlock_check else None,
         "deadlock_free": a.deadlock_free if deadlock_check else None,
         "max_link_load": loads,

@@ -373,30 +373,41 @@ def _max_load(rt: RouteTables) -> float:
     return float(link_load(rt, weight).max())
 
 
-def route(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> tuple[RouteTables, RouteInfo]:
-    """Tables for the live graph `alive` of a slice whose healthy graph is `expected`.
+def min_vcs(rt: RouteTables) -> int:
+    """The fewest VCs the tables can need: two per dimension order on a torus (datelines), one on a mesh, and one
+    for wild hops (all of them on one VC, when their dependencies allow)."""
+    per_order = 2 if rt.shape.wraps else 1
+    orders = len(set(rt.dest_class.tolist())) if rt.dest_class is not None else 1
+    return per_order * orders + (1 if rt.wild is not None and bool(rt.wild.any()) else 0)
+
+
+def candidates(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> list[tuple[RouteTables, RouteInfo]]:
+    """Table sets for the live graph `alive` of a slice whose healthy graph is `expected`, best first.
 
     ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
-    take a wild first hop (see module docstring). ``auto``: also tries per-destination dimension orders (chosen
-    by fewest broken routes, and, up to LOAD_AWARE_LIMIT chips, load-aware), and keeps whichever table set has
-    the lowest maximum all-to-all link load (ties: fewer dimension orders, so fewer virtual channels).
+    take a wild first hop (see module docstring). ``auto``: also per-destination dimension orders (chosen by
+    fewest broken routes, and, up to LOAD_AWARE_LIMIT chips, load-aware), ranked by maximum all-to-all link
+    load (ties: fewer dimension orders, so fewer virtual channels). The caller keeps the first whose virtual
+    channels fit its budget.
     """
     healthy = bool((alive == expected).all())
     if healthy or algorithm in ("dor", "wild-first"):
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", False)
         rt.algorithm = algorithm
-        return rt, info
-    best: tuple[tuple[float, int], RouteTables, RouteInfo] | None = None
+        return [(rt, info)]
+    ranked: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
     variants: list[tuple[bool, float | None]] = [(False, None), (True, None)] + ([(True, LOAD_AWARE_PENALTY)] if len(expected) <= LOAD_AWARE_LIMIT else [])
     for mixed, penalty in variants:
         rt, info = _repair(shape, expected, alive, "wild-first", mixed, penalty)
         if mixed and info["orders_used"] == 1:
             continue  # the same tables as plain wild-first
-        key = (info.get("max_load", None) or _max_load(rt), info["orders_used"])
-        if best is None or key < best[0]:
-            how = "wild-first" if not mixed else "per-destination dimension orders + wild-first"
-            best = (key, rt, {**info, "strategy": how})
-    assert best is not None  # the first variant (plain wild-first) is never skipped
-    _, rt, info = best
-    rt.algorithm = "auto"
-    return rt, info
+        rt.algorithm = "auto"
+        how = "wild-first" if not mixed else "per-destination dimension orders + wild-first"
+        ranked.append(((info.get("max_load", None) or _max_load(rt), info["orders_used"]), rt, {**info, "strategy": how}))
+    ranked.sort(key=lambda item: item[0])
+    return [(rt, info) for _, rt, info in ranked]
+
+
+def route(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> tuple[RouteTables, RouteInfo]:
+    """The best-ranked table set (see `candidates`), whatever the virtual channels it needs."""
+    return candidates(shape, expected, alive, algorithm)[0]
