@@ -328,6 +328,7 @@ def _repair(
     algorithm: str,
     per_destination_orders: bool,
     penalty: float | None = None,
+    order: Order = dor.DEFAULT_ORDER,
 ) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
 
@@ -337,8 +338,8 @@ def _repair(
         P, L, dest_class, orders, broken = choose_orders(shape, expected, alive, penalty)
         info["orders_used"] = len(np.unique(dest_class))
     else:
-        P, L = dor.tables(shape)
-        dest_class, orders = np.zeros(n, dtype=np.int64), [dor.DEFAULT_ORDER]
+        P, L = dor.tables(shape, order)
+        dest_class, orders = np.zeros(n, dtype=np.int64), [order]
         broken = broken_pairs(P, expected, alive)
     info["broken_by_faults"] = len(broken)
     wild: BoolArray | None = None
@@ -396,16 +397,74 @@ def candidates(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: s
         rt.algorithm = algorithm
         return [(rt, info)]
     ranked: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
-    variants: list[tuple[bool, float | None]] = [(False, None), (True, None)] + ([(True, LOAD_AWARE_PENALTY)] if len(expected) <= LOAD_AWARE_LIMIT else [])
-    for mixed, penalty in variants:
-        rt, info = _repair(shape, expected, alive, "wild-first", mixed, penalty)
-        if mixed and info["orders_used"] == 1:
-            continue  # the same tables as plain wild-first
-        rt.algorithm = "auto"
-        how = "wild-first" if not mixed else "per-destination dimension orders + wild-first"
-        ranked.append(((info.get("max_load", None) or _max_load(rt), info["orders_used"]), rt, {**info, "strategy": how}))
+    dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
+    variants: list[tuple[bool, float | None, Order]] = [(False, None, order) for order in single_orders(dead_dims)]
+    variants += [(True, None, dor.DEFAULT_ORDER)]
+    variants += [(True, LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER)] if len(expected) <= LOAD_AWARE_LIMIT else []
+    pattern = ocs_pattern(shape, expected, alive)
+    graphs = [(alive, "")] + ([(pattern, " for the whole OCS's failure pattern")] if pattern is not None else [])
+    for graph, note in graphs:
+        for mixed, penalty, order in variants:
+            rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order)
+            if mixed and info["orders_used"] == 1:
+                continue  # the same tables as plain wild-first
+            rt.algorithm = "auto"
+            rt.nbr = alive  # tables made for fewer links are valid on the live graph: they never use the others
+            plain = "wild-first" + ("" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}")
+            how = (plain if not mixed else "per-destination dimension orders + wild-first") + note
+            load = _max_load(rt) if note else (info.get("max_load", None) or _max_load(rt))
+            ranked.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
     ranked.sort(key=lambda item: item[0])
     return [(rt, info) for _, rt, info in ranked]
+
+
+def single_orders(dead_dims: set[int]) -> list[Order]:
+    """One dimension order for every destination: the default, and orders that take the broken dimensions first.
+
+    A route's last dimension runs in the destination's own ring, so a break there cannot be skirted by a first
+    hop into a neighbouring ring; a broken dimension taken first runs in the source's ring, which one wild hop
+    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops).
+    """
+    from itertools import permutations
+
+    out = [dor.DEFAULT_ORDER]
+    for broken in permutations(sorted(dead_dims)):
+        order = (*broken, *(d for d in dor.DEFAULT_ORDER if d not in dead_dims))
+        if len(order) == 3 and order not in out:
+            out.append((order[0], order[1], order[2]))
+    return out
+
+
+def ocs_pattern(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> ChipGraph | None:
+    """The live graph with every optical link of each OCS that has a dead link here removed too, or None when
+    that removes nothing more (or a dead link is not optical).
+
+    An OCS failure takes the same face position out at every cube boundary of its dimension, a periodic pattern
+    production precomputes tables for; a single failed optical link is a subset of it, so those tables serve it
+    too, and may balance better than tables made for the one link.
+    """
+    import numpy as np
+
+    from tpufleet.constants import CUBE_EDGE
+    from tpufleet.ids import face_index
+    from tpufleet.topology import coordinates
+
+    if not shape.wraps:
+        return None
+    local = coordinates(shape.dims) % CUBE_EDGE
+    chips, ports = dead_links(expected, alive)
+    faces = set()
+    for chip, port in zip(chips.tolist(), ports.tolist(), strict=True):
+        d, sign = port // 2, 1 if port % 2 == 0 else -1
+        if local[chip, d] != (CUBE_EDGE - 1 if sign > 0 else 0):
+            return None  # an electrical link or a chip: not an OCS pattern
+        faces.add((d, face_index("xyz"[d], *local[chip].tolist())))
+    pattern = alive.copy()
+    for d, index in faces:
+        on_face = np.array([face_index("xyz"[d], *xyz) == index for xyz in local.tolist()])
+        for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
+            pattern[on_face & (local[:, d] == edge), port] = -1
+    return None if (pattern == alive).all() else pattern
 
 
 def route(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> tuple[RouteTables, RouteInfo]:

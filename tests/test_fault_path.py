@@ -1,0 +1,129 @@
+"""The fault path an operator bets on, through the CLI: each test is a defect once found by trying it."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import pytest
+
+from helpers import snapshot
+
+
+def _wired(fleet, name: str, shape: str, *extra: str) -> None:
+    assert fleet("allocate", name, "--shape", shape, *extra).code == 0
+    assert fleet("plan-xconnect", name, "--apply").code == 0
+
+
+def test_a_second_ocs_failure_is_recorded_and_answered(fleet):
+    """Two OCS failures in different dimensions once crashed the deadlock check (exit 70) and lost the fault."""
+    _wired(fleet, "s", "8x8x16")
+    first = fleet("inject-fault", "ocs:pod0/y/9", "-o", "json")
+    assert first.code == 0, first.err
+    second = fleet("inject-fault", "ocs:pod0/z/11", "-o", "json")
+    assert second.code == 0, second.err
+    assert [f["target"] for f in fleet("faults", "-o", "json").json] == ["ocs:pod0/y/9", "ocs:pod0/z/11"]
+    (impact,) = second.json["slices"]
+    if impact["action"] == "reroute":  # whatever the router manages, a rerouted slice fits the hardware
+        assert impact["reroute"]["vcs"] <= 3 and impact["reroute"]["deadlock_free"]
+    else:
+        assert impact["action"] == "reschedule" and impact["replacement"]["status"] == "pending"  # one pod only
+
+
+def test_the_fault_is_recorded_even_when_analysing_it_fails(fleet, monkeypatch):
+    _wired(fleet, "s", "8x8x8")
+    from tpufleet import faults
+
+    def broken(*args, **kwargs):
+        raise ValueError("router bug")
+
+    monkeypatch.setattr(faults, "reroute_figures", broken)
+    r = fleet("inject-fault", "ocs:pod0/x/3", "-o", "json")
+    assert "router bug" in r.err and r.err.count("\n") == 1
+    assert [f["target"] for f in fleet("faults", "-o", "json").json] == ["ocs:pod0/x/3"]
+    assert fleet("show", "slices", "-o", "json").json[0]["state"] == "evicted"  # moved to be safe
+
+
+def test_proposals_in_one_blast_radius_are_reserved_and_reschedule_follows_them(fleet, tmp_path):
+    for name, cubes in (("a", "c00,c01,c02,c03,c04,c05,c06,c07"), ("b", "c08,c09,c10,c11,c12,c13,c14,c15")):
+        assert fleet("allocate", name, "--shape", "8x8x8", "--cubes", cubes).code == 0
+        assert fleet("plan-xconnect", name, "--apply").code == 0
+    scenario = tmp_path / "two.yaml"
+    scenario.write_text("- host:c03/1\n- host:c12/7\n")
+    r = fleet("inject-fault", "--from", scenario, "-o", "json")
+    assert r.code == 0, r.err
+    proposals = {s["slice"]: s["replacement"] for radius in r.json for s in radius["slices"]}
+    new_a = set(proposals["a"]["cubes"]) - {f"c{i:02d}" for i in range(8)}
+    new_b = set(proposals["b"]["cubes"]) - {f"c{i:02d}" for i in range(8, 16)}
+    assert len(new_a) == len(new_b) == 1 and not new_a & new_b  # never the same spare cube twice
+    for name in "ba":  # in the other order than proposed: each still gets exactly its proposal
+        done = fleet("reschedule", name, "-o", "json")
+        assert done.code == 0, done.err
+        assert done.json["cubes"] == proposals[name]["cubes"]
+
+
+def test_a_what_if_never_replaces_working_tables(fleet):
+    _wired(fleet, "s", "8x8x8")
+    assert fleet("inject-fault", "ocs:pod0/y/3").code == 0
+    good = fleet("routes", "s", "-o", "json")
+    assert good.code == 0 and good.json["stored"]
+    before = snapshot(fleet.state)
+    r = fleet("routes", "s", "--algorithm", "dor", "-o", "json")
+    assert r.code == 1 and "not stored" in r.err and "unroutable" in r.err and r.err.count("\n") == 1
+    assert r.json["stored"] is False and r.json["unroutable_pairs"] > 0
+    # the pairs that are lost count against the throughput kept
+    lost = r.json["unroutable_pairs"] / (r.json["unroutable_pairs"] + r.json["routable_pairs"])
+    assert r.json["throughput_retained"]["all-to-all"] <= round(1 - lost, 4)
+    assert snapshot(fleet.state) == before
+    assert fleet("status", "-o", "json").json["stale_routes"] == []
+
+
+def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
+    _wired(fleet, "s", "8x8x8")
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    within = fleet("routes", "s", "-o", "json").json
+    assert within["vcs"] <= 3 and within["deadlock_free"] and within["stored"]
+    before = snapshot(fleet.state)
+    study = fleet("routes", "s", "--max-vcs", "6", "--out", tmp_path / "six.npz", "-o", "json")
+    assert study.code == 1 and "virtual channels" in study.err
+    assert 3 < study.json["vcs"] <= 6 and study.json["deadlock_free"]
+    assert study.json["throughput_retained"]["all-to-all"] > within["throughput_retained"]["all-to-all"]
+    assert (tmp_path / "six.npz").exists() and snapshot(fleet.state) == before
+
+
+def test_a_slice_below_its_throughput_floor_is_rescheduled(fleet):
+    _wired(fleet, "strict", "8x8x8", "--min-throughput", "0.85")
+    r = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json")
+    (impact,) = r.json["slices"]
+    assert impact["action"] == "reschedule" and "below its floor of 0.85" in impact["reason"]
+    assert fleet("policy", "strict", "--min-throughput", "0.5").code == 0
+    (impact,) = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json").json["slices"]
+    assert impact["action"] == "reroute" and impact["reroute"]["all_to_all_retained"] >= 0.5
+
+
+@pytest.mark.parametrize("link", ["link:c01/x/3/out", "link:c04/z/10/in"])
+def test_a_failed_link_never_routes_worse_than_its_whole_ocs(fleet, link):
+    _wired(fleet, "s", "8x8x8")
+    ocs = "ocs:pod0/{}/{}".format(*link.split("/")[1:3])
+    by_link = fleet("inject-fault", link, "--dry-run", "-o", "json").json["slices"][0]["reroute"]
+    by_ocs = fleet("inject-fault", ocs, "--dry-run", "-o", "json").json["slices"][0]["reroute"]
+    assert by_link["all_to_all_retained"] >= by_ocs["all_to_all_retained"]
+    study_link = fleet("routes", "s", "-o", "json").json  # healthy still: nothing injected
+    assert study_link["throughput_retained"]["all-to-all"] == 1.0
+
+
+def test_graph_and_route_lengths_are_reported_apart(fleet):
+    _wired(fleet, "s", "4x4x8", "--twisted")
+    assert fleet("inject-fault", "ocs:pod0/z/5").code == 0
+    r = fleet("routes", "s", "-o", "json").json
+    from tpufleet import wiring
+    from tpufleet.state import Store
+
+    state = Store(fleet.state).load()
+    graph = wiring.build(state.slices["s"], state.fleet, state.ocs, state.health()).nbr
+    g = nx.DiGraph((a, int(b)) for a, row in enumerate(graph.tolist()) for b in row if b >= 0)
+    lengths = [d for _, dist in nx.all_pairs_shortest_path_length(g) for d in dist.values() if d]
+    assert r["graph_diameter"] == max(lengths)
+    assert r["graph_mean_hops"] == pytest.approx(sum(lengths) / len(lengths), abs=1e-6)
+    assert r["diameter"] >= r["graph_diameter"] and r["mean_hops"] >= r["graph_mean_hops"]
+    json.dumps(r, allow_nan=False)  # strict JSON
