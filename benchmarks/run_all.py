@@ -42,18 +42,34 @@ def wall(args, repeat=7, env=None):
 def record(name, value, target, baseline_name, baseline):
     ratio = baseline / value if value else float("inf")
     rows.append((name, value, target, baseline, f"{baseline_name}: {ratio:.1f}x"))
-    print(f"{name:<58} {value:8.3f} s  (target {target})   baseline {baseline:8.3f} s  {baseline_name}, ratio {ratio:.1f}x", flush=True)
+    print(
+        f"{name:<58} {value:8.3f} s  (target {target})   baseline {baseline:8.3f} s  {baseline_name}, ratio {ratio:.1f}x",
+        flush=True,
+    )
 
 
 def bench_cli(state):
     base = wall([sys.executable, "-c", "pass"])
     bare = wall([sys.executable, "-c", "import typer"])
-    record("tpufleet --help (median wall)", wall(CLI + ["--help"]), "<= 0.3 s", "python -c 'import typer'", bare)
-    record("tpufleet status, default pod (median wall)", wall(CLI + ["--state", state, "status"]), "<= 0.5 s", "python -c pass", base)
-    subprocess.run(CLI + ["--state", state, "allocate", "pod", "--shape", "16x16x16"], check=True, stdout=subprocess.DEVNULL)
-    record("tpufleet plan-xconnect 16x16x16 (median wall)", wall(CLI + ["--state", state, "plan-xconnect", "pod", "-o", "json"]),
-           "<= 0.6 s", "python -c pass", base)
-    subprocess.run(CLI + ["--state", state, "release", "pod"], check=True, stdout=subprocess.DEVNULL)
+    record("tpufleet --help (median wall)", wall([*CLI, "--help"]), "<= 0.3 s", "python -c 'import typer'", bare)
+    record(
+        "tpufleet status, default pod (median wall)",
+        wall([*CLI, "--state", state, "status"]),
+        "<= 0.5 s",
+        "python -c pass",
+        base,
+    )
+    subprocess.run(
+        [*CLI, "--state", state, "allocate", "pod", "--shape", "16x16x16"], check=True, stdout=subprocess.DEVNULL
+    )
+    record(
+        "tpufleet plan-xconnect 16x16x16 (median wall)",
+        wall([*CLI, "--state", state, "plan-xconnect", "pod", "-o", "json"]),
+        "<= 0.6 s",
+        "python -c pass",
+        base,
+    )
+    subprocess.run([*CLI, "--state", state, "release", "pod"], check=True, stdout=subprocess.DEVNULL)
 
 
 def bench_xconnect():
@@ -76,13 +92,19 @@ def bench_xconnect():
         pairs = []
         for node in g.nodes:
             for nb in g.neighbors(node):
-                d = [i for i in range(3) if node[i] != nb[i]][0]
+                d = next(i for i in range(3) if node[i] != nb[i])
                 if (node[d] + 1) % 4 == nb[d]:
                     for i in range(16):
                         pairs.append((d, i, at[node], at[nb]))
         return pairs
 
-    record("plan 16x16x16 cross-connects in-process", ours, "<= 0.020 s", "networkx torus + neighbour scan", median_of(networkx_way, 3))
+    record(
+        "plan 16x16x16 cross-connects in-process",
+        ours,
+        "<= 0.020 s",
+        "networkx torus + neighbour scan",
+        median_of(networkx_way, 3),
+    )
 
 
 def bench_routing():
@@ -102,9 +124,15 @@ def bench_routing():
     total = sum(sum(d.values()) for _, d in nx.all_pairs_shortest_path_length(g))
     baseline = time.perf_counter() - t
     ours = median_of(lambda: dor.tables(shape), 3)
-    P, L = dor.tables(shape)
+    _P, L = dor.tables(shape)
     assert int(L.sum(dtype=np.int64)) == total
-    record("healthy 16x16x16 full tables (4096 chips, 16.8 M pairs)", ours, "<= 0.5 s, >= 40x", "networkx all-pairs BFS", baseline)
+    record(
+        "healthy 16x16x16 full tables (4096 chips, 16.8 M pairs)",
+        ours,
+        "<= 0.5 s, >= 40x",
+        "networkx all-pairs BFS",
+        baseline,
+    )
 
     alive = exp.copy()
     from tpufleet.ids import face_index
@@ -118,7 +146,9 @@ def bench_routing():
     wf = median_of(lambda: tolerant.route(shape, exp, alive, "wild-first"), 1)
     record("wild-first tables, one OCS failure, 16x16x16", wf, "<= 3 s", "networkx all-pairs BFS", baseline)
     auto = median_of(lambda: tolerant.route(shape, exp, alive, "auto"), 1)
-    record("auto tables (best repair), one OCS failure, 16x16x16", auto, "(no target)", "networkx all-pairs BFS", baseline)
+    record(
+        "auto tables (best repair), one OCS failure, 16x16x16", auto, "(no target)", "networkx all-pairs BFS", baseline
+    )
     rt, _ = tolerant.route(shape, exp, alive, "wild-first")
 
     def check():
@@ -126,7 +156,13 @@ def bench_routing():
         _, mask = flow(rt, verify(rt, levels), levels)
         return deadlock_check(rt, mask)
 
-    record("deadlock check (arrival proof + VC sets + CDG), 16x16x16", median_of(check, 1), "<= 3 s", "networkx all-pairs BFS", baseline)
+    record(
+        "deadlock check (arrival proof + VC sets + CDG), 16x16x16",
+        median_of(check, 1),
+        "<= 3 s",
+        "networkx all-pairs BFS",
+        baseline,
+    )
 
     code = (
         "import resource, time; from tpufleet.routing import dor; from tpufleet.shapes import Shape; "
@@ -142,8 +178,13 @@ def bench_routing():
     gs.add_edges_from((int(a), int(b)) for a in range(len(es)) for b in es[a] if b >= 0)
     sum(sum(d.values()) for _, d in nx.all_pairs_shortest_path_length(gs))
     est = (time.perf_counter() - t) * (8960 / 1120) ** 2
-    record(f"healthy 16x20x28 tables (8960 chips), peak RSS {peak_kb / 1024:.0f} MiB", seconds, "<= 3 s, <= 2 GB",
-           "networkx all-pairs BFS (scaled from 8x10x14)", est)
+    record(
+        f"healthy 16x20x28 tables (8960 chips), peak RSS {peak_kb / 1024:.0f} MiB",
+        seconds,
+        "<= 3 s, <= 2 GB",
+        "networkx all-pairs BFS (scaled from 8x10x14)",
+        est,
+    )
 
 
 def bench_faults(state):
@@ -166,16 +207,32 @@ def bench_faults(state):
     t = time.perf_counter()
     python_way(2000)
     base = (time.perf_counter() - t) * 50
-    record("100,000 Monte Carlo trials, 64-cube pod (reconfigurable)", ours, "<= 2 s", "per-trial Python loop (scaled)", base)
+    record(
+        "100,000 Monte Carlo trials, 64-cube pod (reconfigurable)",
+        ours,
+        "<= 2 s",
+        "per-trial Python loop (scaled)",
+        base,
+    )
     t = time.perf_counter()
     simulate([1, 8, 16, 24, 32, 48, 50, 64], 0.99, 0.999, 100_000, 0, static=True)
-    record("100,000 trials incl. static box search", time.perf_counter() - t, "(no target)", "per-trial Python loop (scaled)", base)
+    record(
+        "100,000 trials incl. static box search",
+        time.perf_counter() - t,
+        "(no target)",
+        "per-trial Python loop (scaled)",
+        base,
+    )
 
     for n in range(8):
-        subprocess.run(CLI + ["--state", state, "allocate", f"s{n}", "--shape", "8x8x8"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(CLI + ["--state", state, "plan-xconnect", f"s{n}", "--apply"], check=True, stdout=subprocess.DEVNULL)
-    dry = wall(CLI + ["--state", state, "inject-fault", "ocs:pod0/x/5", "--dry-run", "-o", "json"], repeat=3)
-    base = wall(CLI + ["--state", state, "status"], repeat=3)
+        subprocess.run(
+            [*CLI, "--state", state, "allocate", f"s{n}", "--shape", "8x8x8"], check=True, stdout=subprocess.DEVNULL
+        )
+        subprocess.run(
+            [*CLI, "--state", state, "plan-xconnect", f"s{n}", "--apply"], check=True, stdout=subprocess.DEVNULL
+        )
+    dry = wall([*CLI, "--state", state, "inject-fault", "ocs:pod0/x/5", "--dry-run", "-o", "json"], repeat=3)
+    base = wall([*CLI, "--state", state, "status"], repeat=3)
     record("inject-fault --dry-run, OCS fault, 8 slices with reroute", dry, "<= 5 s", "tpufleet status", base)
 
 
@@ -187,7 +244,9 @@ def bench_goodput():
     with tempfile.TemporaryDirectory() as tmp:
         lines = []
         for k in range(440):
-            native, _ = training_job(f"job{k}", 1767571200 + k * 600, runs=4, steps_per_run=300, seed=k, chips=64 * (1 + k % 8))
+            native, _ = training_job(
+                f"job{k}", 1767571200 + k * 600, runs=4, steps_per_run=300, seed=k, chips=64 * (1 + k % 8)
+            )
             lines += [json.dumps(x) for x in native]
         path = Path(tmp) / "events.jsonl"
         path.write_text("\n".join(lines))
@@ -204,8 +263,13 @@ def bench_goodput():
         for j in sample:
             reference.buckets(log.jobs[j], log.events[j])
         base = (time.perf_counter() - t) * len(log.events) / len(sample)
-        record(f"goodput-report, {len(lines):,} events, peak RSS {peak_kb / 1024:.0f} MiB", seconds, "<= 10 s, <= 2 GB",
-               "per-event Python reference (scaled)", base)
+        record(
+            f"goodput-report, {len(lines):,} events, peak RSS {peak_kb / 1024:.0f} MiB",
+            seconds,
+            "<= 10 s, <= 2 GB",
+            "per-event Python reference (scaled)",
+            base,
+        )
 
 
 def bench_simulate():
@@ -221,15 +285,20 @@ def bench_simulate():
     plain = Simulator(load_workload(None), load_rates(None), Options(days=5, seed=0), fit_shortcuts=False)
     plain.run()
     base = (time.perf_counter() - t) * 6
-    record(f"simulate-fleet 30 days, 1 pod, {len(sim.jobs)} jobs (+ summary)", ours, "<= 10 s",
-           "same simulation, scheduler without fit memo/guards (5 days, scaled)", base)
+    record(
+        f"simulate-fleet 30 days, 1 pod, {len(sim.jobs)} jobs (+ summary)",
+        ours,
+        "<= 10 s",
+        "same simulation, scheduler without fit memo/guards (5 days, scaled)",
+        base,
+    )
 
 
 def main():
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the package, and the test oracles (baselines, inputs)
     with tempfile.TemporaryDirectory() as tmp:
         state = f"{tmp}/state"
-        subprocess.run(CLI + ["--state", state, "init"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([*CLI, "--state", state, "init"], check=True, stdout=subprocess.DEVNULL)
         bench_cli(state)
         bench_xconnect()
         bench_faults(state)
@@ -241,8 +310,13 @@ def main():
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results": [
-            {"benchmark": name, "seconds": round(seconds, 4), "target": target, "baseline_seconds": round(base, 4),
-             "ratio": ratio}
+            {
+                "benchmark": name,
+                "seconds": round(seconds, 4),
+                "target": target,
+                "baseline_seconds": round(base, 4),
+                "ratio": ratio,
+            }
             for name, seconds, target, base, ratio in rows
         ],
     }

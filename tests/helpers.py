@@ -24,7 +24,7 @@ def add_fault(state: Path, target: str, planned: bool = False) -> str:
 
 def expected_neighbour(coord, port, dims, twisted):
     """The brief's torus / twisted torus rule, written from coordinates alone."""
-    X, Y, Z = dims
+    X, Y, _Z = dims
     if twisted and Y == X:
         shift = {0: (0, 0, X), 1: (0, 0, X), 2: (0, 0, 0)}
     elif twisted:
@@ -36,5 +36,5 @@ def expected_neighbour(coord, port, dims, twisted):
     c[d] += sign
     if c[d] == dims[d] or c[d] < 0:
         c[d] %= dims[d]
-        c = [(v + sign * s) % n for v, s, n in zip(c, shift[d], dims)]
+        c = [(v + sign * s) % n for v, s, n in zip(c, shift[d], dims, strict=False)]
     return tuple(c)

@@ -1,7 +1,8 @@
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import snapshot
 
@@ -86,24 +87,29 @@ def _paths(node, prefix=()):
     yield prefix
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
+            yield from _paths(v, (*prefix, k))
     elif isinstance(node, list):
         for i, v in enumerate(node[:3]):
-            yield from _paths(v, prefix + (i,))
+            yield from _paths(v, (*prefix, i))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_malformed_state_files_are_exit_2_and_untouched(fleet, data):
-    from tpufleet.state.schema import validate
     from tpufleet.errors import BadStateFile
+    from tpufleet.state.schema import validate
 
     path = fleet.state / "state.json"
     pristine = path.read_bytes()
     doc = json.loads(pristine)
     doc["slices"]["s1"] = {
-        "shape": "8x8x8", "twisted": False, "pod": "pod0", "cubes": [f"c{i:02d}" for i in range(8)],
-        "coords": {}, "state": "allocated", "fault_tolerant_routing": True,
+        "shape": "8x8x8",
+        "twisted": False,
+        "pod": "pod0",
+        "cubes": [f"c{i:02d}" for i in range(8)],
+        "coords": {},
+        "state": "allocated",
+        "fault_tolerant_routing": True,
     }
     doc["ocs"]["pod0/x/0"] = [[0, 1], [1, 0]]
     paths = list(_paths(doc))

@@ -1,4 +1,3 @@
-
 import pytest
 
 from helpers import snapshot
@@ -93,11 +92,20 @@ def test_ocs_fault_hits_every_multi_cube_slice_and_keeps_them_running(pod):
     fid = r.json["fault_id"]
     rows = {s["name"]: s for s in pod("show", "slices", "-o", "json").json}
     assert {n: s["state"] for n, s in rows.items()} == {
-        "a": "degraded", "b": "degraded", "c": "evicted", "d": "allocated", "e": "allocated"}
+        "a": "degraded",
+        "b": "degraded",
+        "c": "evicted",
+        "d": "allocated",
+        "e": "allocated",
+    }
     reroute = {s["slice"]: s["reroute"] for s in r.json["slices"] if s["action"] == "reroute"}
     for name in "ab":  # a rerouted slice says so everywhere slices are shown, with the figures it runs at
         d = rows[name]["degraded"]
-        assert d == {"all_to_all_retained": reroute[name]["all_to_all_retained"], "vcs": reroute[name]["vcs"], "faults": [fid]}
+        assert d == {
+            "all_to_all_retained": reroute[name]["all_to_all_retained"],
+            "vcs": reroute[name]["vcs"],
+            "faults": [fid],
+        }
         assert d["vcs"] <= 3
     status = pod("status").out
     assert "degraded" in status and f"around {fid}" in status
@@ -120,7 +128,9 @@ def test_inject_then_clear_restores_health_and_pool_and_the_journal_tells_it(pod
     assert pod("show", "health", "-o", "json").json == health0
     assert [(r["cube"], r["state"]) for r in pod("show", "inventory", "-o", "json").json] == inv0
     summaries = [e["summary"] for e in pod("show", "journal", "-o", "json").json]
-    assert summaries[-2] == f"inject-fault {fid} link:c05/x/1/in" and summaries[-1] == f"clear-fault {fid} link:c05/x/1/in"
+    assert (
+        summaries[-2] == f"inject-fault {fid} link:c05/x/1/in" and summaries[-1] == f"clear-fault {fid} link:c05/x/1/in"
+    )
     everything = pod("faults", "--all", "-o", "json").json
     assert everything[0]["cleared"] and pod("faults", "-o", "json").json == []
     # clearing by target, and the refusals
@@ -148,7 +158,9 @@ def test_bad_targets_are_exit_2(pod, target):
 
 def test_scenario_file_is_one_transaction(pod, tmp_path):
     scenario = tmp_path / "drill.yaml"
-    scenario.write_text("- host:c20/1\n- {target: 'ocs:pod0/y/4', planned: true, reason: maintenance}\n- link:c01/x/0/out\n")
+    scenario.write_text(
+        "- host:c20/1\n- {target: 'ocs:pod0/y/4', planned: true, reason: maintenance}\n- link:c01/x/0/out\n"
+    )
     serial = pod("status", "-o", "json").json["serial"]
     r = pod("inject-fault", "--from", scenario, "-o", "json")
     assert r.code == 0 and [x["target"] for x in r.json] == ["host:c20/1", "ocs:pod0/y/4", "link:c01/x/0/out"]
@@ -202,7 +214,18 @@ def test_availability_reference_point_and_monte_carlo_agreement():
 
 
 def test_simulate_availability_cli_with_plot(cli, tmp_path):
-    r = cli("simulate-availability", "--cubes", "1,50", "--trials", "2000", "--plot", tmp_path / "fig.svg", "-o", "json", state=False)
+    r = cli(
+        "simulate-availability",
+        "--cubes",
+        "1,50",
+        "--trials",
+        "2000",
+        "--plot",
+        tmp_path / "fig.svg",
+        "-o",
+        "json",
+        state=False,
+    )
     assert r.code == 0, r.err
     assert [x["cubes"] for x in r.json["results"]] == [1, 50]
     assert (tmp_path / "fig.svg").read_text().lstrip().startswith("<?xml")
@@ -216,13 +239,26 @@ def test_simulate_availability_takes_p_and_q_from_the_shipped_fault_rates(cli):
     from tpufleet.simulation.inputs import SHIPPED_RATES
 
     rates = yaml.safe_load(SHIPPED_RATES.read_text())
-    r = cli("simulate-availability", "--fault-rates", "shipped", "--cubes", "64", "--trials", "500", "-o", "json", state=False)
+    r = cli(
+        "simulate-availability",
+        "--fault-rates",
+        "shipped",
+        "--cubes",
+        "64",
+        "--trials",
+        "500",
+        "-o",
+        "json",
+        state=False,
+    )
     assert r.code == 0, r.err
     # MTBF / (MTBF + MTTR), from the same file simulate-fleet and inject-fault --random read
     host_down = rates["host_per_day"] * rates["repair_hours"]["host"] / 24
     ocs_down = rates["ocs_per_day"] * rates["repair_hours"]["ocs"] / 24
     assert r.json["host_availability"] == pytest.approx(1 / (1 + host_down), rel=1e-12)
     assert r.json["ocs_availability"] == pytest.approx(1 / (1 + ocs_down), rel=1e-12)
-    assert r.json["results"][0]["reconfigurable_ft"] == pytest.approx((1 / (1 + host_down)) ** (16 * 64), abs=1e-5)  # whole pod: p^1024
+    assert r.json["results"][0]["reconfigurable_ft"] == pytest.approx(
+        (1 / (1 + host_down)) ** (16 * 64), abs=1e-5
+    )  # whole pod: p^1024
     both = cli("simulate-availability", "--fault-rates", "shipped", "--host-availability", "0.9", state=False)
     assert both.code == 2 and both.err.count("\n") == 1

@@ -2,11 +2,12 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tpufleet.ids import face_index
 from tpufleet.routing import dor
-from tpufleet.routing.analysis import RouteTables, analyze, deadlock_check, Levels, flow, verify
+from tpufleet.routing.analysis import Levels, RouteTables, analyze, deadlock_check, flow, verify
 from tpufleet.routing.report import evaluate
 from tpufleet.routing.tolerant import route
 from tpufleet.shapes import parse_shape
@@ -50,8 +51,17 @@ def ocs_failure(shape, dim, index):
     return exp, alive
 
 
-HEALTHY = [("4x4x8", True), ("4x4x8", False), ("4x8x8", True), ("8x8x8", False), ("4x4x4", False),
-           ("2x2x4", False), ("2x4x4", False), ("2x2x1", False), ("8x8x16", True)]
+HEALTHY = [
+    ("4x4x8", True),
+    ("4x4x8", False),
+    ("4x8x8", True),
+    ("8x8x8", False),
+    ("4x4x4", False),
+    ("2x2x4", False),
+    ("2x4x4", False),
+    ("2x2x1", False),
+    ("8x8x16", True),
+]
 
 
 @pytest.mark.parametrize("text, twisted", HEALTHY)
@@ -69,7 +79,9 @@ def test_healthy_routes_are_minimal_arrive_and_are_deadlock_free(text, twisted):
         assert np.array_equal(hops, report.tables.L.T)
 
 
-@pytest.mark.parametrize("text, twisted, optimum", [("8x8x8", False, 512), ("4x4x8", False, 128), ("4x8x8", False, 256)])
+@pytest.mark.parametrize(
+    "text, twisted, optimum", [("8x8x8", False, 512), ("4x4x8", False, 128), ("4x8x8", False, 256)]
+)
 def test_all_to_all_load_is_optimal_on_regular_tori(text, twisted, optimum):
     shape = parse_shape(text, twisted)
     exp = neighbors(shape)
@@ -140,7 +152,7 @@ def test_random_link_faults_keep_tables_deadlock_free_and_honest(case, faults, a
     arrived = (hops >= 0) & ~np.eye(n, dtype=bool)
     assert arrived.sum() == s["routable_pairs"]
     assert s["routable_pairs"] + s["unroutable_pairs"] == n * (n - 1)
-    reported = (report.tables.P.T >= 0)
+    reported = report.tables.P.T >= 0
     assert np.array_equal(reported, arrived)  # nothing claims a route that does not arrive
     assert (hops[arrived] == report.tables.L.T[arrived]).all()
 
@@ -154,7 +166,7 @@ def test_a_cyclic_table_set_is_caught():
     rt = RouteTables(shape, exp, P, L0)
     levels = Levels(rt.L)
     _, mask = flow(rt, verify(rt, levels), levels)
-    vcs, free, cycle, _ = deadlock_check(rt, mask)
+    _vcs, free, cycle, _ = deadlock_check(rt, mask)
     assert free is False and len(cycle) >= 3 and cycle[0] == cycle[-1]
     # the same two orders, each on its own VC block, are fine
     rt.dest_class = (np.arange(64) % 2).astype(np.int64)
@@ -172,8 +184,19 @@ def test_routes_command_end_to_end(fleet, tmp_path):
     r = fleet("routes", "s", "-o", "json", "--out", tmp_path / "t.json", "--format", "json")
     assert r.code == 0, r.err
     j = r.json
-    assert {"slice", "chips", "algorithm", "routable_pairs", "unroutable_pairs", "diameter", "mean_hops", "vcs",
-            "deadlock_free", "max_link_load", "throughput_retained"} <= set(j)
+    assert {
+        "slice",
+        "chips",
+        "algorithm",
+        "routable_pairs",
+        "unroutable_pairs",
+        "diameter",
+        "mean_hops",
+        "vcs",
+        "deadlock_free",
+        "max_link_load",
+        "throughput_retained",
+    } <= set(j)
     assert (j["chips"], j["routable_pairs"], j["diameter"], j["vcs"]) == (128, 128 * 127, 6, 2)
     exported = json.loads((tmp_path / "t.json").read_text())
     assert len(exported["port"]) == 128 and exported["port"][0][0] == -1

@@ -2,9 +2,11 @@ import json
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import add_fault, expected_neighbour, snapshot
+from tpufleet import xconnect
 from tpufleet.allocation import grid_coords
 from tpufleet.fleetstate import Slice
 from tpufleet.health import Health
@@ -13,7 +15,6 @@ from tpufleet.model import default_fleet, link_at_port
 from tpufleet.shapes import parse_shape, twistable
 from tpufleet.topology import coordinates
 from tpufleet.wiring import build
-from tpufleet import xconnect
 
 FLEET = default_fleet()
 
@@ -27,7 +28,7 @@ def wire(shape, cubes, ocs=None):
 
 
 def test_single_cube_is_a_torus_through_its_own_ocs_ports():
-    coords, p, ocs = wire(parse_shape("4x4x4"), ["c09"])
+    _coords, p, ocs = wire(parse_shape("4x4x4"), ["c09"])
     assert len(ocs) == 48 and all(pairs == [[9, 9]] for pairs in ocs.values())
     assert p.summary == {"add": 48, "remove": 0, "keep": 0}
 
@@ -56,8 +57,13 @@ def test_twisted_4x4x8_joins_a_to_b_and_b_to_a_in_every_dimension():
 
 
 multi_cube_shapes = st.sampled_from(
-    [(a, b, c) for a in (4, 8, 12, 16) for b in (4, 8, 12, 16) for c in (4, 8, 12, 16)
-     if a <= b <= c and (a // 4) * (b // 4) * (c // 4) <= 64]
+    [
+        (a, b, c)
+        for a in (4, 8, 12, 16)
+        for b in (4, 8, 12, 16)
+        for c in (4, 8, 12, 16)
+        if a <= b <= c and (a // 4) * (b // 4) * (c // 4) <= 64
+    ]
 )
 
 
@@ -74,7 +80,7 @@ def slice_requests(draw):
 @given(slice_requests())
 def test_planned_wiring_is_exactly_the_requested_torus(request):
     shape, cubes = request
-    coords, p, ocs = wire(shape, cubes)
+    coords, _p, ocs = wire(shape, cubes)
     used_north, used_south = set(), set()
     for key, pairs in ocs.items():
         switch = OcsId.from_key(key)
@@ -101,7 +107,10 @@ def test_planned_wiring_is_exactly_the_requested_torus(request):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(["4x4x4", "4x4x8", "4x4x8t", "8x8x8", "4x8x8t", "4x8x8"]), min_size=2, max_size=5), st.randoms())
+@given(
+    st.lists(st.sampled_from(["4x4x4", "4x4x8", "4x4x8t", "8x8x8", "4x8x8t", "4x8x8"]), min_size=2, max_size=5),
+    st.randoms(),
+)
 def test_slices_never_share_a_port_and_reallocation_reuses_wiring(fleet, shapes, rnd):
     assert fleet("init", "--force").code == 0  # hypothesis reuses the fixture: start each example afresh
     made = []
@@ -196,7 +205,14 @@ def test_refusals_leave_state_unchanged(fleet, tmp_path):
         assert (r.code, text in r.err) == (code, True), (args, r.err)
         assert snapshot(fleet.state) == before
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({**json.loads(plan.read_text()), "ocs": [{"id": "ocs:pod0/x/1", "add": [[1, "a"]], "remove": [], "keep": 0}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                **json.loads(plan.read_text()),
+                "ocs": [{"id": "ocs:pod0/x/1", "add": [[1, "a"]], "remove": [], "keep": 0}],
+            }
+        )
+    )
     r = fleet("apply-xconnect", bad)
     assert r.code == 2 and "ocs.0.add.0.1" in r.err and str(bad) in r.err
     assert snapshot(fleet.state) == before

@@ -46,8 +46,11 @@ class Allocation:
     origin: Vec | None = None
 
     def record(self) -> dict[str, object]:
-        out: dict[str, object] = {"pod": self.pod, "cubes": list(self.cubes),
-                                  "coords": {c: list(v) for c, v in self.coords.items()}}
+        out: dict[str, object] = {
+            "pod": self.pod,
+            "cubes": list(self.cubes),
+            "coords": {c: list(v) for c, v in self.coords.items()},
+        }
         if self.machines:
             out["machines"], out["origin"] = list(self.machines), list(self.origin or (0, 0, 0))
         return out
@@ -80,7 +83,12 @@ def _subcube_boxes(shape: Shape) -> Iterator[tuple[Vec, tuple[int, ...]]]:
         for oy in range(0, CUBE_EDGE - b + 1, 2):
             for oz in range(0, CUBE_EDGE - c + 1):
                 machines = sorted(
-                    {machine_of(x, y, z) for x in range(ox, ox + a) for y in range(oy, oy + b) for z in range(oz, oz + c)}
+                    {
+                        machine_of(x, y, z)
+                        for x in range(ox, ox + a)
+                        for y in range(oy, oy + b)
+                        for z in range(oz, oz + c)
+                    }
                 )
                 yield (ox, oy, oz), tuple(machines)
 
@@ -94,7 +102,9 @@ def allocate(
     cubes: Sequence[str] | None = None,
 ) -> Allocation:
     if not allocatable(shape):
-        raise BadInput(f"bad shape {shape.text!r}: a slice smaller than a cube must be one of 2x2x1, 2x2x2, 2x2x4, 2x4x4")
+        raise BadInput(
+            f"bad shape {shape.text!r}: a slice smaller than a cube must be one of 2x2x1, 2x2x2, 2x2x4, 2x4x4"
+        )
     if pod is not None and pod not in fleet.pod_by_name:
         raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
     if cubes:
@@ -110,9 +120,7 @@ def allocate(
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
         unused = sum(1 for c in p.cubes if c not in used)
         reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy")
-    raise Refused(
-        f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports)
-    )
+    raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
 
 
 def _take_given(
@@ -128,7 +136,9 @@ def _take_given(
         raise BadInput(f"bad option --cubes: a slice's cubes must all be in one pod{' (' + pod + ')' if pod else ''}")
     if len(cubes) != shape.cubes:
         raise BadInput(f"bad option --cubes: {shape} needs {shape.cubes} cube(s), {len(cubes)} given")
-    problems = [f"{c} is out of the pool (faults {', '.join(health.cubes_out[c])})" for c in cubes if not health.cube_ok(c)]
+    problems = [
+        f"{c} is out of the pool (faults {', '.join(health.cubes_out[c])})" for c in cubes if not health.cube_ok(c)
+    ]
     if not shape.is_subcube:
         problems += [f"{c} is already allocated" for c in cubes if c in used]
     if problems:

@@ -241,8 +241,14 @@ def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes:
                 row["static_method"] = "monte-carlo"
             row["static_ci"] = [round(v, 6) for v in wilson(sims["static"][i], trials)]
         rows.append(row)
-    return {"host_availability": p, "ocs_availability": q, "trials": trials, "seed": seed, "pod_cubes": pod_cubes,
-            "results": rows}
+    return {
+        "host_availability": p,
+        "ocs_availability": q,
+        "trials": trials,
+        "seed": seed,
+        "pod_cubes": pod_cubes,
+        "results": rows,
+    }
 
 
 def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
@@ -290,4 +296,3 @@ def parse_sizes(text: str, unit: str) -> list[int]:
     if bad:
         raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-{CUBES_PER_POD} cubes")
     return sorted(set(values))
-

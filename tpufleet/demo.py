@@ -28,7 +28,10 @@ STEPS = [
     (None, "routes big"),
     ("The OCS now carrying cross-connects (first rows)", "show ocs"),
     ("Drill first: what would an OCS failure do? (nothing changes)", "inject-fault ocs:pod0/x/5 --dry-run"),
-    ("It happens: fault-tolerant routing keeps both slices running", "inject-fault ocs:pod0/x/5 --reason 'MEMS mirror stuck'"),
+    (
+        "It happens: fault-tolerant routing keeps both slices running",
+        "inject-fault ocs:pod0/x/5 --reason 'MEMS mirror stuck'",
+    ),
     (None, "routes big"),
     (None, "routes tw"),
     ("A machine fails: its cube leaves the pool, its slice is evicted", "inject-fault host:c05/3"),
@@ -37,16 +40,25 @@ STEPS = [
     ("Repairs done", "clear-fault ocs:pod0/x/5"),
     (None, "clear-fault host:c05/3"),
     (None, "faults --all"),
-    ("Program what was deferred while the OCS was down, and route the healthy network again", "plan-xconnect big --apply"),
+    (
+        "Program what was deferred while the OCS was down, and route the healthy network again",
+        "plan-xconnect big --apply",
+    ),
     (None, "routes big"),
     (None, "routes tw"),
-    ("Why OCS: availability of a job against its size (Fig. 1 of the TPUv4 paper \"Resiliency at Scale\")",
-     "simulate-availability --cubes 1,8,16,24,32,48,50,56 --trials 20000 --plot demo-out/availability.png"),
-    ("ML Productivity Goodput of a week of job logs (HTML report in demo-out/)",
-     "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day -o html --out demo-out/goodput.html"),
+    (
+        'Why OCS: availability of a job against its size (Fig. 1 of the TPUv4 paper "Resiliency at Scale")',
+        "simulate-availability --cubes 1,8,16,24,32,48,50,56 --trials 20000 --plot demo-out/availability.png",
+    ),
+    (
+        "ML Productivity Goodput of a week of job logs (HTML report in demo-out/)",
+        "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day -o html --out demo-out/goodput.html",
+    ),
     (None, "goodput-report demo-out/jobs.jsonl --by accelerator,size --period day"),
-    ("What MPG would a month give? Simulate the pod under load and faults, then report",
-     "simulate-fleet --days 30 --seed 1 --out demo-out/simulated.jsonl"),
+    (
+        "What MPG would a month give? Simulate the pod under load and faults, then report",
+        "simulate-fleet --days 30 --seed 1 --out demo-out/simulated.jsonl",
+    ),
     (None, "goodput-report demo-out/simulated.jsonl --by size --period week"),
     ("The state after all that", "status"),
     (None, "show journal --tail 8"),
@@ -87,8 +99,8 @@ def demo(steps=STEPS) -> int:
             started = time.perf_counter()
             argv = ["--state", state, *shlex.split(line)]
             if line == "show ocs":
-                from io import StringIO
                 from contextlib import redirect_stdout
+                from io import StringIO
 
                 buf = StringIO()
                 with redirect_stdout(buf):

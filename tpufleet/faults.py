@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from tpufleet import allocation, xconnect
 from tpufleet.allocation import ALL_MACHINES, Allocation
-from tpufleet.errors import BadInput, Refused
 from tpufleet.constants import HARDWARE_VCS
+from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
 from tpufleet.model import Fleet, check_known, component_counts
@@ -130,10 +130,12 @@ def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used:
     """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest."""
     health = state.health()
     lost = [c for c in sl.cubes if not health.cube_ok(c) or c == avoid_cube]
-    free = [c for c in state.fleet.pod_by_name[sl.pod].cubes if c not in used and c not in sl.cubes and health.cube_ok(c)]
+    free = [
+        c for c in state.fleet.pod_by_name[sl.pod].cubes if c not in used and c not in sl.cubes and health.cube_ok(c)
+    ]
     if len(free) < len(lost):
         raise Refused(f"need {len(lost)} healthy free cube(s) in {sl.pod}, {len(free)} available")
-    swap = dict(zip(lost, free))
+    swap = dict(zip(lost, free, strict=False))  # the first free cubes, one for each lost one
     cubes = tuple(swap.get(c, c) for c in sl.cubes)
     return Allocation(sl.pod, cubes, {swap.get(c, c): v for c, v in sl.coords.items()})
 
@@ -243,8 +245,10 @@ def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:
     if figures["vcs"] > max_vcs:
         return f"the rerouted tables need {figures['vcs']} virtual channels, the hardware has {max_vcs}"
     if figures["all_to_all_retained"] < sl.min_throughput:
-        return (f"rerouted, it would keep {figures['all_to_all_retained']:.3f} of its all-to-all throughput, "
-                f"below its floor of {sl.min_throughput:g}")
+        return (
+            f"rerouted, it would keep {figures['all_to_all_retained']:.3f} of its all-to-all throughput, "
+            f"below its floor of {sl.min_throughput:g}"
+        )
     return None
 
 
@@ -270,8 +274,11 @@ def _impact(state: FleetState, sl: Slice, how: str, fault: Fault, errors: list[s
         figures = _guarded_figures(state, sl, errors)
         why_not = reroute_verdict(figures, sl, HARDWARE_VCS)
         if why_not is None:
-            why = ("link drained before repair; fault-tolerant routing carries its traffic" if fault.planned
-                   else "fault-tolerant routing absorbs it")
+            why = (
+                "link drained before repair; fault-tolerant routing carries its traffic"
+                if fault.planned
+                else "fault-tolerant routing absorbs it"
+            )
             avoided = tuple(sorted({*(sl.reroute.faults if sl.reroute else ()), fault.id}, key=lambda f: int(f[1:])))
             state.degrade(sl.name, Reroute(figures["all_to_all_retained"], figures["vcs"], avoided))
             return SliceImpact(sl.name, "reroute", why, reroute=figures)
@@ -329,8 +336,9 @@ def random_targets(fleet: Fleet, count: int, seed: int, rates: DailyRates) -> li
     rng = np.random.default_rng(seed)
     cubes, pods = fleet.cubes, [p.name for p in fleet.pods]
     counts = component_counts(fleet)
-    weights = np.array([rates.host_per_day * counts["host"], rates.link_per_day * counts["link"],
-                        rates.ocs_per_day * counts["ocs"]])
+    weights = np.array(
+        [rates.host_per_day * counts["host"], rates.link_per_day * counts["link"], rates.ocs_per_day * counts["ocs"]]
+    )
     if not weights.sum() > 0:
         raise BadInput("bad fault rates: every daily rate is zero, nothing to draw from")
     out: list[TargetId] = []
@@ -338,8 +346,14 @@ def random_targets(fleet: Fleet, count: int, seed: int, rates: DailyRates) -> li
         if kind == 0:
             out.append(HostId(cubes[rng.integers(len(cubes))], int(rng.integers(MACHINES_PER_CUBE))))
         elif kind == 1:
-            out.append(LinkId(cubes[rng.integers(len(cubes))], DIMS[rng.integers(3)], int(rng.integers(FACE_LINKS)),
-                              POLARITIES[rng.integers(2)]))
+            out.append(
+                LinkId(
+                    cubes[rng.integers(len(cubes))],
+                    DIMS[rng.integers(3)],
+                    int(rng.integers(FACE_LINKS)),
+                    POLARITIES[rng.integers(2)],
+                )
+            )
         else:
             out.append(OcsId(pods[rng.integers(len(pods))], DIMS[rng.integers(3)], int(rng.integers(OCS_PER_DIM))))
     return out

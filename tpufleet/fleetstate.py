@@ -67,8 +67,14 @@ class Fault:
 
     def record(self) -> dict[str, object]:
         """Its JSON form, in the state file and in command output."""
-        out: dict[str, object] = {"id": self.id, "target": str(self.target), "planned": self.planned,
-                                  "reason": self.reason, "opened": self.opened, "cleared": self.cleared}
+        out: dict[str, object] = {
+            "id": self.id,
+            "target": str(self.target),
+            "planned": self.planned,
+            "reason": self.reason,
+            "opened": self.opened,
+            "cleared": self.cleared,
+        }
         if self.opened_serial is not None:
             out["opened_serial"] = self.opened_serial
         return out
@@ -125,9 +131,13 @@ class Slice:
             "state": self.state.value,
             "fault_tolerant_routing": self.fault_tolerant_routing,
         }
-        optional = {"created": self.created, "connected_serial": self.connected_serial, "evicted_by": self.evicted_by,
-                    "reroute": self.reroute.record() if self.reroute else None,
-                    "proposal": self.proposal.record() if self.proposal else None}
+        optional = {
+            "created": self.created,
+            "connected_serial": self.connected_serial,
+            "evicted_by": self.evicted_by,
+            "reroute": self.reroute.record() if self.reroute else None,
+            "proposal": self.proposal.record() if self.proposal else None,
+        }
         out.update({k: v for k, v in optional.items() if v is not None})
         out["min_throughput"] = self.min_throughput
         if self.machines:
@@ -136,7 +146,11 @@ class Slice:
         return out
 
     def describe(self) -> str:
-        where = f"machines {','.join(map(str, self.machines))} of {self.cubes[0]}" if self.machines else f"cubes {','.join(self.cubes)}"
+        where = (
+            f"machines {','.join(map(str, self.machines))} of {self.cubes[0]}"
+            if self.machines
+            else f"cubes {','.join(self.cubes)}"
+        )
         return f"slice {self.name}: {self.shape} in {self.pod}, {where} ({self.state})"
 
 
@@ -266,4 +280,3 @@ class FleetState:
                 record.stale, record.stale_reason = True, why
                 marked.append(name)
         return marked
-

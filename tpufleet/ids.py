@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tpufleet.errors import BadInput
-
 from tpufleet.constants import CUBE_EDGE, DIMS, DIRECTIONS, FACE_LINKS, MACHINES_PER_CUBE, POLARITIES
+from tpufleet.errors import BadInput
 
 _CUBE_RE = re.compile(r"^c(\d{2,})$")
 _POD_RE = re.compile(r"^pod(\d+)$")
@@ -188,7 +187,9 @@ def parse_target(text: str) -> TargetId:
         axis, sign = "xyz".index(direction[1]), direction[0]
         coord = (x, y, z)[axis]
         if (sign == "+" and coord == CUBE_EDGE - 1) or (sign == "-" and coord == 0):
-            raise BadInput(f"bad id {text!r}: direction {direction} leaves the cube; that is an optical link (link:...)")
+            raise BadInput(
+                f"bad id {text!r}: direction {direction} leaves the cube; that is an optical link (link:...)"
+            )
         return IciId(cube, x, y, z, direction)
     dim = _choice(parts[1], DIMS, "dimension", text)
     index = _int_in(parts[2], 0, FACE_LINKS - 1, "index", text)

@@ -69,11 +69,12 @@ def default_fleet(pods: int = 1, cubes_per_pod: int = CUBES_PER_POD) -> Fleet:
     if not 1 <= pods <= MAX_PODS:
         raise BadInput(f"bad option --pods: {pods} is outside 1-{MAX_PODS}")
     if not 1 <= cubes_per_pod <= PORTS_PER_SIDE:
-        raise BadInput(f"bad option --cubes-per-pod: {cubes_per_pod} is outside 1-{PORTS_PER_SIDE} (OCS has {OCS_PORTS} ports)")
+        raise BadInput(
+            f"bad option --cubes-per-pod: {cubes_per_pod} is outside 1-{PORTS_PER_SIDE} (OCS has {OCS_PORTS} ports)"
+        )
     return Fleet(
         tuple(
-            Pod(f"pod{p}", tuple(cube_name(p * cubes_per_pod + i) for i in range(cubes_per_pod)))
-            for p in range(pods)
+            Pod(f"pod{p}", tuple(cube_name(p * cubes_per_pod + i) for i in range(cubes_per_pod))) for p in range(pods)
         )
     )
 
@@ -154,9 +155,12 @@ def inventory_counts(fleet: Fleet) -> dict[str, int]:
     }
 
 
-
 def component_counts(fleet: Fleet) -> dict[str, int]:
     """How many of each component a daily fault rate applies to: machines, optical links (the cables from a
     cube face to its OCS port, 96 per cube, 6144 per pod) and OCS."""
     cubes = len(fleet.cubes)
-    return {"host": cubes * MACHINES_PER_CUBE, "link": cubes * OPTICAL_LINKS_PER_CUBE, "ocs": len(fleet.pods) * OCS_PER_POD}
+    return {
+        "host": cubes * MACHINES_PER_CUBE,
+        "link": cubes * OPTICAL_LINKS_PER_CUBE,
+        "ocs": len(fleet.pods) * OCS_PER_POD,
+    }

@@ -133,7 +133,11 @@ def status(state: FleetState) -> Row:
         "serial": state.serial,
         "inventory": inv,
         "cubes": counts,
-        "ocs": {"total": inv["ocs"], "failed": len(health.ocs_down), "xconnects": sum(len(p) for p in state.ocs.values())},
+        "ocs": {
+            "total": inv["ocs"],
+            "failed": len(health.ocs_down),
+            "xconnects": sum(len(p) for p in state.ocs.values()),
+        },
         "open_faults": len(state.open_faults()),
         "faults": health_rows(state),
         "slices": slices,

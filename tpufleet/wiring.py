@@ -47,7 +47,9 @@ def chip_layout(sl: Slice) -> tuple[list[str], list[Vec]]:
     return cubes, [(x % e, y % e, z % e) for x, y, z in xyz]
 
 
-def _port_maps(pod: str, ocs_state: OcsState, health: Health) -> tuple[dict[OcsId, dict[int, int]], dict[OcsId, dict[int, int]]]:
+def _port_maps(
+    pod: str, ocs_state: OcsState, health: Health
+) -> tuple[dict[OcsId, dict[int, int]], dict[OcsId, dict[int, int]]]:
     """Per working OCS of the pod: north port -> south port, and back."""
     by_north, by_south = {}, {}
     for ocs, pairs in ocs_state.items():
@@ -63,13 +65,13 @@ def build(sl: Slice, fleet: Fleet, ocs_state: OcsState, health: Health) -> Slice
     shape = sl.shape
     expected = neighbors(shape)
     cubes, local = chip_layout(sl)
-    index = {(c, xyz): i for i, (c, xyz) in enumerate(zip(cubes, local))}
+    index = {(c, xyz): i for i, (c, xyz) in enumerate(zip(cubes, local, strict=False))}
     pod_cubes = fleet.pod_by_name[sl.pod].cubes
     pos = fleet.cube_position
     by_north, by_south = _port_maps(sl.pod, ocs_state, health)
     actual = np.full_like(expected, -1)
-    names = [f"{c}/{x},{y},{z}" for c, (x, y, z) in zip(cubes, local)]
-    for i, (cube, xyz) in enumerate(zip(cubes, local)):
+    names = [f"{c}/{x},{y},{z}" for c, (x, y, z) in zip(cubes, local, strict=False)]
+    for i, (cube, xyz) in enumerate(zip(cubes, local, strict=False)):
         if health.chips_down and ChipId(cube, *xyz) in health.chips_down:
             continue
         for port in range(6):
@@ -100,14 +102,21 @@ def build(sl: Slice, fleet: Fleet, ocs_state: OcsState, health: Health) -> Slice
 def _optical_down(health: Health, ocs: OcsId, cube: str, peer: str, sign: int) -> bool:
     """Either end of the fibre path is down: a link fault takes both directions of the cable."""
     mine, theirs = ("out", "in") if sign > 0 else ("in", "out")
-    return not (health.link_ok(LinkId(cube, ocs.dim, ocs.index, mine)) and health.link_ok(LinkId(peer, ocs.dim, ocs.index, theirs)))
+    return not (
+        health.link_ok(LinkId(cube, ocs.dim, ocs.index, mine))
+        and health.link_ok(LinkId(peer, ocs.dim, ocs.index, theirs))
+    )
 
 
 def _ici_down(health: Health, cube: str, a: Vec, b: Vec, direction: str) -> bool:
     if not health.ici_down and not health.chips_down:
         return False
     back = ("-" if direction[0] == "+" else "+") + direction[1]
-    return IciId(cube, *a, direction) in health.ici_down or IciId(cube, *b, back) in health.ici_down or ChipId(cube, *b) in health.chips_down
+    return (
+        IciId(cube, *a, direction) in health.ici_down
+        or IciId(cube, *b, back) in health.ici_down
+        or ChipId(cube, *b) in health.chips_down
+    )
 
 
 def _discover(graph: SliceGraph) -> None:
@@ -118,11 +127,11 @@ def _discover(graph: SliceGraph) -> None:
 
     actual, expected, names = graph.nbr, graph.expected, graph.chip_names
     wrong = np.nonzero((actual != expected) & (actual != -1))
-    for i, p in zip(*wrong):
+    for i, p in zip(*wrong, strict=False):
         got = "a chip outside the slice" if actual[i, p] == -2 else names[actual[i, p]]
         graph.miswired.append(f"{names[i]} {PORTS[p]} reaches {got}, expected {names[expected[i, p]]}")
     gone = np.nonzero((actual == -1) & (expected >= 0))
-    for i, p in zip(*gone):
+    for i, p in zip(*gone, strict=False):
         graph.missing.append(f"{names[i]} {PORTS[p]} -> {names[expected[i, p]]}")
     actual[actual == -2] = -1
     graph.reachable = int(np.count_nonzero(bfs_distances(actual, 0) >= 0))

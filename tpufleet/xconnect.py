@@ -42,7 +42,7 @@ def cube_neighbors(shape: Shape, coords: Mapping[str, Vec]) -> dict[str, tuple[s
             pos[d] += 1
             if pos[d] == grid[d]:
                 pos[d] = 0
-                pos = [(p + t) % g for p, t, g in zip(pos, twist[d], grid)]
+                pos = [(p + t) % g for p, t, g in zip(pos, twist[d], grid, strict=False)]
             nbrs.append(at[tuple(pos)])
         out[cube] = (nbrs[0], nbrs[1], nbrs[2])
     return out
@@ -118,7 +118,10 @@ def unusable(wanted: Mapping[OcsId, list[Pair]], fleet: Fleet, health: Health) -
             continue
         cubes = fleet.pod_by_name[ocs.pod].cubes
         for north, south in wanted[ocs]:
-            for link in (LinkId(cubes[north], ocs.dim, ocs.index, "out"), LinkId(cubes[south], ocs.dim, ocs.index, "in")):
+            for link in (
+                LinkId(cubes[north], ocs.dim, ocs.index, "out"),
+                LinkId(cubes[south], ocs.dim, ocs.index, "in"),
+            ):
                 if not health.link_ok(link):
                     problems.append(f"{link} is down (faults {', '.join(health.links_down[link])}) on {ocs}")
     return problems

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 import sys
 
-from tpufleet.cli.app import app
-
 # Command modules register themselves on `app`.
-from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, simulate, topology, xconnect  # noqa: E402,F401
+from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, simulate, topology, xconnect  # noqa: F401
+from tpufleet.cli.app import app
 
 
 def _debug_requested() -> bool:
@@ -38,16 +37,29 @@ def _framework_exit(exc: Exception) -> int | None:
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
         message = " ".join(str(exc.format_message()).split())
         print(f"tpufleet: error: {message}", file=sys.stderr)
-        return EXIT_BAD_INPUT if name in {"UsageError", "BadParameter", "MissingParameter", "NoSuchOption", "BadOptionUsage", "BadArgumentUsage", "NoSuchCommand"} or exc.exit_code == 2 else int(exc.exit_code)
+        return (
+            EXIT_BAD_INPUT
+            if name
+            in {
+                "UsageError",
+                "BadParameter",
+                "MissingParameter",
+                "NoSuchOption",
+                "BadOptionUsage",
+                "BadArgumentUsage",
+                "NoSuchCommand",
+            }
+            or exc.exit_code == 2
+            else int(exc.exit_code)
+        )
     return None
 
 
 def main(argv: list[str] | None = None) -> None:
     import typer
 
-    from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
-
     from tpufleet.cli.app import SETTINGS
+    from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = False  # in-process callers (tests) run main more than once
@@ -68,11 +80,14 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+    except Exception as exc:
         framework_code = _framework_exit(exc)
         if framework_code is None:
             if _debug_requested():
                 raise
-            print(f"tpufleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)", file=sys.stderr)
+            print(
+                f"tpufleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
+                file=sys.stderr,
+            )
         code = EXIT_INTERNAL if framework_code is None else framework_code
     sys.exit(code)

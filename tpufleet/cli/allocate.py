@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,15 +16,22 @@ def allocate_cmd(
     name: Annotated[str, typer.Argument(help="Slice name (letters, digits, . _ -)")],
     shape: Annotated[str, typer.Option("--shape", help="AxBxC in chips, e.g. 8x8x8 or 2x2x4")],
     twisted: Annotated[bool, typer.Option("--twisted", help="Twisted torus ((4k,4k,8k) or (4k,8k,8k))")] = False,
-    cubes: Annotated[Optional[str], typer.Option("--cubes", help="Use these cubes, comma-separated, in grid order")] = None,
-    pod: Annotated[Optional[str], typer.Option("--pod", help="Allocate in this pod")] = None,
+    cubes: Annotated[
+        str | None, typer.Option("--cubes", help="Use these cubes, comma-separated, in grid order")
+    ] = None,
+    pod: Annotated[str | None, typer.Option("--pod", help="Allocate in this pod")] = None,
     no_ft: Annotated[
         bool, typer.Option("--no-fault-tolerant-routing", help="Opt out: an OCS fault reschedules instead of rerouting")
     ] = False,
     min_throughput: Annotated[
         float,
-        typer.Option("--min-throughput", min=0.0, max=1.0, help="Floor for fault-tolerant routing: below this share of "
-                     "its healthy all-to-all throughput the slice is rescheduled instead of rerouted"),
+        typer.Option(
+            "--min-throughput",
+            min=0.0,
+            max=1.0,
+            help="Floor for fault-tolerant routing: below this share of "
+            "its healthy all-to-all throughput the slice is rescheduled instead of rerouted",
+        ),
     ] = 0.5,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -41,13 +48,19 @@ def allocate_cmd(
     safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
     given = [c.strip() for c in cubes.split(",") if c.strip()] if cubes is not None else None
     now = utc_now()
-    outcome = ctx.obj.mutate(lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft, min_throughput))
+    outcome = ctx.obj.mutate(
+        lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft, min_throughput)
+    )
     emit(outcome.data, output, lambda: _describe(outcome.data))
 
 
 def _describe(d: dict) -> str:
     shape = d["shape"] + (" twisted" if d["twisted"] else "")
-    where = f"machines {','.join(map(str, d['machines']))} of {d['cubes'][0]}" if d.get("machines") else f"cubes {','.join(d['cubes'])}"
+    where = (
+        f"machines {','.join(map(str, d['machines']))} of {d['cubes'][0]}"
+        if d.get("machines")
+        else f"cubes {','.join(d['cubes'])}"
+    )
     return f"slice {d['slice']}: {shape} in {d['pod']}, {where} ({d['state']})"
 
 
@@ -74,12 +87,18 @@ def policy_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
     min_throughput: Annotated[
-        Optional[float],
-        typer.Option("--min-throughput", min=0.0, max=1.0, help="Reroute only while keeping this share of healthy throughput"),
+        float | None,
+        typer.Option(
+            "--min-throughput", min=0.0, max=1.0, help="Reroute only while keeping this share of healthy throughput"
+        ),
     ] = None,
     fault_tolerant_routing: Annotated[
-        Optional[bool],
-        typer.Option("--fault-tolerant-routing/--no-fault-tolerant-routing", help="Reroute around OCS and link faults, or be rescheduled", show_default=False),
+        bool | None,
+        typer.Option(
+            "--fault-tolerant-routing/--no-fault-tolerant-routing",
+            help="Reroute around OCS and link faults, or be rescheduled",
+            show_default=False,
+        ),
     ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -91,5 +110,11 @@ def policy_cmd(
 
     outcome = ctx.obj.mutate(lambda state: slices.set_policy(state, name, min_throughput, fault_tolerant_routing))
     d = outcome.data
-    emit(d, output, lambda: f"slice {name}: fault-tolerant routing {'on' if d['fault_tolerant_routing'] else 'off'}, "
-                            f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput")
+    emit(
+        d,
+        output,
+        lambda: (
+            f"slice {name}: fault-tolerant routing {'on' if d['fault_tolerant_routing'] else 'off'}, "
+            f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput"
+        ),
+    )

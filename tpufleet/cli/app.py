@@ -6,7 +6,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -45,7 +45,7 @@ OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for pe
 
 @dataclass
 class Settings:
-    state: Optional[Path] = None
+    state: Path | None = None
     debug: bool = False
     lock_timeout: float = 30.0
 
@@ -70,7 +70,7 @@ SETTINGS = Settings()
 def root(
     ctx: typer.Context,
     state: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--state", help="State directory (default $TPUFLEET_STATE, else ./.tpufleet)", show_default=False),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors")] = False,

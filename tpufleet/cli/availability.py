@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,37 +17,55 @@ def _table(result: dict) -> str:
     rows = []
     for r in result["results"]:
         lo, hi = r.get("static_ci", [None, None])
-        rows.append([
-            r["cubes"], r["chips"],
-            f"{r['static']:.4f} [{lo:.4f}, {hi:.4f}]" if "static" in r else "-",
-            f"{r['reconfigurable']:.4f}", f"{r['reconfigurable_ft']:.4f}",
-            f"{r['reconfigurable_ft_mc']:.4f}",
-        ])
-    head = (f"host availability {result['host_availability']}, OCS availability {result['ocs_availability']}, "
-            f"{result['trials']} Monte Carlo trials (seed {result['seed']})\n")
-    return head + grid(rows, ["cubes", "chips", "static (MC, 95% CI)", "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"])
+        rows.append(
+            [
+                r["cubes"],
+                r["chips"],
+                f"{r['static']:.4f} [{lo:.4f}, {hi:.4f}]" if "static" in r else "-",
+                f"{r['reconfigurable']:.4f}",
+                f"{r['reconfigurable_ft']:.4f}",
+                f"{r['reconfigurable_ft_mc']:.4f}",
+            ]
+        )
+    head = (
+        f"host availability {result['host_availability']}, OCS availability {result['ocs_availability']}, "
+        f"{result['trials']} Monte Carlo trials (seed {result['seed']})\n"
+    )
+    return head + grid(
+        rows, ["cubes", "chips", "static (MC, 95% CI)", "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"]
+    )
 
 
 @app.command("simulate-availability")
 def simulate_cmd(
-    cubes: Annotated[Optional[str], typer.Option("--cubes", help=f"Slice sizes in cubes (default {DEFAULT_CUBES})")] = None,
-    chips: Annotated[Optional[str], typer.Option("--chips", help="Slice sizes in chips (multiples of 64)")] = None,
+    cubes: Annotated[
+        str | None, typer.Option("--cubes", help=f"Slice sizes in cubes (default {DEFAULT_CUBES})")
+    ] = None,
+    chips: Annotated[str | None, typer.Option("--chips", help="Slice sizes in chips (multiples of 64)")] = None,
     host_availability: Annotated[
-        Optional[float], typer.Option("--host-availability", min=0.0, max=1.0, help="Per-host availability p [default: 0.99]")
+        float | None,
+        typer.Option("--host-availability", min=0.0, max=1.0, help="Per-host availability p [default: 0.99]"),
     ] = None,
     ocs_availability: Annotated[
-        Optional[float], typer.Option("--ocs-availability", min=0.0, max=1.0, help="Per-OCS availability q [default: 0.999]")
+        float | None,
+        typer.Option("--ocs-availability", min=0.0, max=1.0, help="Per-OCS availability q [default: 0.999]"),
     ] = None,
     fault_rates: Annotated[
-        Optional[str],
-        typer.Option("--fault-rates", metavar="FILE|shipped", help="Take p and q from daily fault rates and repair times "
-                     "(steady state MTBF/(MTBF+MTTR)); 'shipped' is the fault-rate file simulate-fleet and "
-                     "inject-fault --random use"),
+        str | None,
+        typer.Option(
+            "--fault-rates",
+            metavar="FILE|shipped",
+            help="Take p and q from daily fault rates and repair times "
+            "(steady state MTBF/(MTBF+MTTR)); 'shipped' is the fault-rate file simulate-fleet and "
+            "inject-fault --random use",
+        ),
     ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 0,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG or SVG plot like the paper's Fig. 1")] = None,
-    output: Annotated[ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv or md")] = ReportOutput.table,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG or SVG plot like the paper's Fig. 1")] = None,
+    output: Annotated[
+        ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv or md")
+    ] = ReportOutput.table,
 ) -> None:
     """For each slice size, the probability a job can be placed on a static pod, a reconfigurable pod, and a
     reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals)."""
@@ -58,7 +76,11 @@ def simulate_cmd(
     if cubes is not None and chips is not None:
         raise BadInput("give --cubes or --chips, not both")
     p, q, source = _availabilities(host_availability, ocs_availability, fault_rates)
-    ks = availability.parse_sizes(chips, "chips") if chips is not None else availability.parse_sizes(cubes or DEFAULT_CUBES, "cubes")
+    ks = (
+        availability.parse_sizes(chips, "chips")
+        if chips is not None
+        else availability.parse_sizes(cubes or DEFAULT_CUBES, "cubes")
+    )
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise BadInput(f"bad option --plot: {str(plot)!r} must end in .png or .svg")
     result = ops.report(ks, p, q, trials, seed, source)

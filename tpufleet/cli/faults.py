@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,7 @@ from tpufleet.cli.render import emit, grid
 if TYPE_CHECKING:
     from tpufleet.model import Fleet
     from tpufleet.ops.faults import FaultRequest
+
 
 def _describe(r: dict) -> str:
     if r.get("duplicate_of"):
@@ -30,11 +31,15 @@ def _describe(r: dict) -> str:
                 line += f" -> pending: {rep['why']}"
             else:
                 x = rep["xconnect_changes"]
-                line += f" -> {rep['pod']} {','.join(rep['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
+                line += (
+                    f" -> {rep['pod']} {','.join(rep['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
+                )
         rr = s.get("reroute")
         if rr:
-            line += (f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
-                     f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}")
+            line += (
+                f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
+                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
+            )
         lines.append(line)
     return "\n".join(lines)
 
@@ -42,12 +47,22 @@ def _describe(r: dict) -> str:
 @app.command("inject-fault")
 def inject_cmd(
     ctx: typer.Context,
-    target: Annotated[Optional[str], typer.Argument(help="chip:, host:, ici:, link:, ocs: or cube: id")] = None,
-    planned: Annotated[bool, typer.Option("--planned", help="A maintenance drain: jobs notified, link drained first")] = False,
+    target: Annotated[str | None, typer.Argument(help="chip:, host:, ici:, link:, ocs: or cube: id")] = None,
+    planned: Annotated[
+        bool, typer.Option("--planned", help="A maintenance drain: jobs notified, link drained first")
+    ] = False,
     reason: Annotated[str, typer.Option("--reason", help="Free text kept with the fault")] = "",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the blast radius; change nothing")] = False,
-    from_file: Annotated[Optional[Path], typer.Option("--from", help="YAML/JSON list of faults, injected in one transaction")] = None,
-    random_count: Annotated[Optional[int], typer.Option("--random", help="Draw N faults in proportion to the daily failure rates of the shipped fault-rate file (machines 0.08%, optical links 0.005%, OCS 0.04% per day)")] = None,
+    from_file: Annotated[
+        Path | None, typer.Option("--from", help="YAML/JSON list of faults, injected in one transaction")
+    ] = None,
+    random_count: Annotated[
+        int | None,
+        typer.Option(
+            "--random",
+            help="Draw N faults in proportion to the daily failure rates of the shipped fault-rate file (machines 0.08%, optical links 0.005%, OCS 0.04% per day)",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --random")] = 0,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -71,13 +86,23 @@ def inject_cmd(
         from tpufleet.errors import EXIT_INTERNAL
 
         done = "nothing was changed (dry run)" if dry_run else "the fault is recorded and the slice moved to be safe"
-        typer.echo(f"tpufleet: internal error while analysing the blast radius ({errors[0]}); {done}; "
-                   "please report it with the state directory", err=True)
+        typer.echo(
+            f"tpufleet: internal error while analysing the blast radius ({errors[0]}); {done}; "
+            "please report it with the state directory",
+            err=True,
+        )
         raise typer.Exit(EXIT_INTERNAL)
 
 
-def _requests(fleet: Fleet, target: str | None, from_file: Path | None, random_count: int | None, seed: int,
-              planned: bool, reason: str) -> list[FaultRequest]:
+def _requests(
+    fleet: Fleet,
+    target: str | None,
+    from_file: Path | None,
+    random_count: int | None,
+    seed: int,
+    planned: bool,
+    reason: str,
+) -> list[FaultRequest]:
     """The faults to inject, every id checked against the fleet before the lock is taken."""
     from tpufleet.errors import BadInput
     from tpufleet.faults import normalize, random_targets
@@ -86,7 +111,10 @@ def _requests(fleet: Fleet, target: str | None, from_file: Path | None, random_c
     if random_count is not None:
         from tpufleet.simulation.inputs import load_rates
 
-        return [fault_ops.FaultRequest(t, planned, reason) for t in random_targets(fleet, random_count, seed, load_rates(None))]
+        return [
+            fault_ops.FaultRequest(t, planned, reason)
+            for t in random_targets(fleet, random_count, seed, load_rates(None))
+        ]
     if from_file is not None:
         from tpufleet.state import scenario
 
@@ -116,7 +144,10 @@ def clear_cmd(
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: fault_ops.clear(state, key, now))
     d = outcome.data
-    hint = [f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`" for n in d["rewire"]]
+    hint = [
+        f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`"
+        for n in d["rewire"]
+    ]
     emit(d, output, lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in d["cleared"]] + hint))
 
 
@@ -130,10 +161,28 @@ def faults_cmd(
     state = ctx.obj.store().load()
     fields = ("id", "target", "planned", "opened", "cleared", "reason")
     rows = [{k: f.record()[k] for k in fields} for f in state.faults if all_faults or f.is_open]
-    emit(rows, output, lambda: grid(
-        [[r["id"], r["target"], "drain" if r["planned"] else "fault", r["opened"], r["cleared"] or "open", r["reason"] or ""] for r in rows],
-        ["id", "target", "kind", "opened", "cleared", "reason"],
-    ) if rows else "no faults")
+    emit(
+        rows,
+        output,
+        lambda: (
+            grid(
+                [
+                    [
+                        r["id"],
+                        r["target"],
+                        "drain" if r["planned"] else "fault",
+                        r["opened"],
+                        r["cleared"] or "open",
+                        r["reason"] or "",
+                    ]
+                    for r in rows
+                ],
+                ["id", "target", "kind", "opened", "cleared", "reason"],
+            )
+            if rows
+            else "no faults"
+        ),
+    )
 
 
 @app.command("reschedule")
@@ -148,5 +197,11 @@ def reschedule_cmd(
     outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name))
     d = outcome.data
     x = d["xconnect_changes"]
-    emit(d, output, lambda: f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; "
-                            f"cross-connects +{x['add']} -{x['remove']} ={x['keep']}")
+    emit(
+        d,
+        output,
+        lambda: (
+            f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; "
+            f"cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
+        ),
+    )

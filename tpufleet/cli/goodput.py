@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,18 +33,31 @@ class GoodputOutput(str, enum.Enum):
 @app.command("goodput-report")
 def goodput_cmd(
     ctx: typer.Context,
-    files: Annotated[list[Path], typer.Argument(help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries")
+    ],
     fmt: Annotated[LogFormat, typer.Option("--format", help="native or ml-goodput")] = LogFormat.native,
-    by: Annotated[str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework")] = "accelerator,size,phase,framework",
-    period: Annotated[Optional[Period], typer.Option("--period", help="day or week")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="Start of the window (ISO 8601 UTC or POSIX seconds)")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="End of the window")] = None,
-    capacity: Annotated[
-        Optional[str], typer.Option("--capacity", help="Fleet chips when the log has none: ACC=CHIPS,... or 'state' (the tpufleet inventory)")
+    by: Annotated[
+        str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework")
+    ] = "accelerator,size,phase,framework",
+    period: Annotated[Period | None, typer.Option("--period", help="day or week")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Start of the window (ISO 8601 UTC or POSIX seconds)")
     ] = None,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")] = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the report to this file")] = None,
-    output: Annotated[GoodputOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")] = GoodputOutput.table,
+    until: Annotated[str | None, typer.Option("--until", help="End of the window")] = None,
+    capacity: Annotated[
+        str | None,
+        typer.Option(
+            "--capacity", help="Fleet chips when the log has none: ACC=CHIPS,... or 'state' (the tpufleet inventory)"
+        ),
+    ] = None,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file")] = None,
+    output: Annotated[
+        GoodputOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")
+    ] = GoodputOutput.table,
 ) -> None:
     """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""
     from tpufleet.cli.render import to_json

@@ -29,5 +29,11 @@ def init_cmd(
         tx.commit(outcome.change)
     data = {"state_dir": str(store.dir), **outcome.data}
     counts = data["inventory"]
-    emit(data, output, lambda: f"fleet written to {store.dir} (serial {data['serial']}): "
-         + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()))
+    emit(
+        data,
+        output,
+        lambda: (
+            f"fleet written to {store.dir} (serial {data['serial']}): "
+            + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+        ),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,14 +33,18 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     if s["deadlock_free"] is None:
         lines.append("  deadlock check   skipped (--no-deadlock-check)")
     else:
-        lines.append(f"  virtual channels {s['vcs']}   {'deadlock-free' if s['deadlock_free'] else 'DEADLOCK POSSIBLE'}")
+        lines.append(
+            f"  virtual channels {s['vcs']}   {'deadlock-free' if s['deadlock_free'] else 'DEADLOCK POSSIBLE'}"
+        )
     for traffic, load in s["max_link_load"].items():
         lines.append(
             f"  {traffic:<16} max link load {load:g} (healthy {s['healthy_max_link_load'][traffic]:g}), "
             f"throughput retained {s['throughput_retained'][traffic]:.3f}"
         )
     if s["pairs_broken_by_faults"]:
-        lines.append(f"  faults broke {s['pairs_broken_by_faults']} routes; {s['pairs_repaired_wild']} repaired with wild first hops")
+        lines.append(
+            f"  faults broke {s['pairs_broken_by_faults']} routes; {s['pairs_repaired_wild']} repaired with wild first hops"
+        )
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
     if stored:
@@ -53,14 +57,25 @@ def routes_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
     algorithm: Annotated[Algorithm, typer.Option("--algorithm", help="auto, dor or wild-first")] = Algorithm.auto,
-    traffic: Annotated[str, typer.Option("--traffic", help="Comma-separated: all-to-all, all-reduce")] = "all-to-all,all-reduce",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Also export the tables to this file")] = None,
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Export format for --out: npz, json (<= 1024 chips), ibroute")] = TableFormat.npz,
-    no_deadlock_check: Annotated[bool, typer.Option("--no-deadlock-check", help="Skip the channel-dependency check")] = False,
+    traffic: Annotated[
+        str, typer.Option("--traffic", help="Comma-separated: all-to-all, all-reduce")
+    ] = "all-to-all,all-reduce",
+    out: Annotated[Path | None, typer.Option("--out", help="Also export the tables to this file")] = None,
+    fmt: Annotated[
+        TableFormat, typer.Option("--format", help="Export format for --out: npz, json (<= 1024 chips), ibroute")
+    ] = TableFormat.npz,
+    no_deadlock_check: Annotated[
+        bool, typer.Option("--no-deadlock-check", help="Skip the channel-dependency check")
+    ] = False,
     max_vcs: Annotated[
-        Optional[int],
-        typer.Option("--max-vcs", min=1, max=16, help="Virtual channels the tables may use [default: the hardware's 3]; "
-                     "tables needing more than the hardware has are not stored (study them with --out)"),
+        int | None,
+        typer.Option(
+            "--max-vcs",
+            min=1,
+            max=16,
+            help="Virtual channels the tables may use [default: the hardware's 3]; "
+            "tables needing more than the hardware has are not stored (study them with --out)",
+        ),
     ] = None,
     output: OutputOpt = Output.table,
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,7 +22,17 @@ class What(str, enum.Enum):
 def _table(what: What, rows: list[dict]) -> str:
     if what is What.inventory:
         return grid(
-            [[r["cube"], r["pod"], r["position"], r["state"], ",".join(r["slices"]) or "-", ",".join(r["faults"]) or "-"] for r in rows],
+            [
+                [
+                    r["cube"],
+                    r["pod"],
+                    r["position"],
+                    r["state"],
+                    ",".join(r["slices"]) or "-",
+                    ",".join(r["faults"]) or "-",
+                ]
+                for r in rows
+            ],
             ["cube", "pod", "port", "state", "slices", "faults"],
         )
     if what is What.health:
@@ -34,8 +44,18 @@ def _table(what: What, rows: list[dict]) -> str:
         )
     if what is What.slices:
         return grid(
-            [[r["name"], r["shape"] + (" twisted" if r["twisted"] else ""), r["pod"], len(r["cubes"]), r["state"], r["routes"],
-              f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-"] for r in rows],
+            [
+                [
+                    r["name"],
+                    r["shape"] + (" twisted" if r["twisted"] else ""),
+                    r["pod"],
+                    len(r["cubes"]),
+                    r["state"],
+                    r["routes"],
+                    f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-",
+                ]
+                for r in rows
+            ],
             ["slice", "shape", "pod", "cubes", "state", "routes", "retained"],
         )
     if what is What.ocs:
@@ -43,14 +63,16 @@ def _table(what: What, rows: list[dict]) -> str:
             [[r["id"], r["health"], len(r["xconnects"]), r["ports_cabled"]] for r in rows],
             ["ocs", "health", "xconnects", "ports cabled"],
         )
-    return grid([[r["serial"], r["time"], r["user"], r["summary"]] for r in rows], ["serial", "time (UTC)", "user", "summary"])
+    return grid(
+        [[r["serial"], r["time"], r["user"], r["summary"]] for r in rows], ["serial", "time (UTC)", "user", "summary"]
+    )
 
 
 @app.command("show")
 def show_cmd(
     ctx: typer.Context,
     what: Annotated[What, typer.Argument(help="inventory, health, slices, ocs or journal")],
-    tail: Annotated[Optional[int], typer.Option("--tail", min=1, help="journal: only the last N entries")] = None,
+    tail: Annotated[int | None, typer.Option("--tail", min=1, help="journal: only the last N entries")] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """List one part of the fleet state; with -o json, a list of objects."""
@@ -92,7 +114,9 @@ def _status_text(s: dict) -> str:
             line += f"  (keeps {d['all_to_all_retained']:.3f} of all-to-all, {d['vcs']} VCs, around {','.join(d['faults'])})"
         lines.append(line)
     if s["incomplete_wiring"]:
-        lines.append(f"cross-connects missing (run `tpufleet plan-xconnect SLICE --apply`): {', '.join(s['incomplete_wiring'])}")
+        lines.append(
+            f"cross-connects missing (run `tpufleet plan-xconnect SLICE --apply`): {', '.join(s['incomplete_wiring'])}"
+        )
     if s["stale_routes"]:
         lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
     return "\n".join(lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,13 +14,19 @@ from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 
 
 def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
-    lines = [f"plan for slice {pdoc['slice']} ({pdoc['shape']}{' twisted' if pdoc['twisted'] else ''}) at serial {pdoc['serial']}"]
+    lines = [
+        f"plan for slice {pdoc['slice']} ({pdoc['shape']}{' twisted' if pdoc['twisted'] else ''}) at serial {pdoc['serial']}"
+    ]
     if not pdoc["ocs"]:
         return lines[0] + "\n  sub-cube slice: no cross-connects needed"
     lines.append("  cube coordinates: " + ", ".join(f"{c}={tuple(v)}" for c, v in pdoc["cubes"].items()))
     for dim in "xyz":
         rows = [o for o in pdoc["ocs"] if o["id"].split("/")[1] == dim]
-        add, rem, keep = (sum(len(o["add"]) for o in rows), sum(len(o["remove"]) for o in rows), sum(o["keep"] for o in rows))
+        add, rem, keep = (
+            sum(len(o["add"]) for o in rows),
+            sum(len(o["remove"]) for o in rows),
+            sum(o["keep"] for o in rows),
+        )
         lines.append(f"  {dim}: {len(rows)} OCS  add {add:>4}  remove {rem:>4}  keep {keep:>4}")
         if verbose:
             for o in rows:
@@ -39,10 +45,13 @@ def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
 def plan_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
-    out: Annotated[Optional[Path], typer.Option("--out", help="Save the plan to this file for apply-xconnect")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Save the plan to this file for apply-xconnect")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Plan and apply in one locked step")] = False,
     detailed_exitcode: Annotated[
-        bool, typer.Option("--detailed-exitcode", help=f"Exit {EXIT_PLAN_HAS_CHANGES} when the plan has changes, 0 when none")
+        bool,
+        typer.Option(
+            "--detailed-exitcode", help=f"Exit {EXIT_PLAN_HAS_CHANGES} when the plan has changes, 0 when none"
+        ),
     ] = False,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List every port pair")] = False,
     output: OutputOpt = Output.table,
@@ -64,7 +73,15 @@ def plan_cmd(
     if out is not None:
         atomic_write(out, (json.dumps(pdoc, indent=1) + "\n").encode())
     pod_cubes = _pod_cubes(ctx, pdoc, state)
-    emit(pdoc, output, lambda: _render_plan(pdoc, verbose, pod_cubes) + (f"\nsaved to {out}" if out else "") + ("\napplied." if apply else ""))
+    emit(
+        pdoc,
+        output,
+        lambda: (
+            _render_plan(pdoc, verbose, pod_cubes)
+            + (f"\nsaved to {out}" if out else "")
+            + ("\napplied." if apply else "")
+        ),
+    )
     if detailed_exitcode and has_changes:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
@@ -92,4 +109,10 @@ def apply_cmd(
     outcome = ctx.obj.mutate(lambda state: ops.apply_saved(state, saved, now))
     d = outcome.data
     s = d["summary"]
-    emit(d, output, lambda: f"applied plan for {d['slice']}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})")
+    emit(
+        d,
+        output,
+        lambda: (
+            f"applied plan for {d['slice']}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})"
+        ),
+    )

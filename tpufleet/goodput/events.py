@@ -30,11 +30,28 @@ from tpufleet.errors import BadInput
 SCHEMA_VERSION = 1
 PHASES = ("training", "serving", "bulk_inference")
 EVENT_NAMES = (
-    "submitted", "allocation", "job_start", "job_end",
-    "tpu_init_start", "tpu_init_end", "training_prep_start", "training_prep_end",
-    "compile_start", "compile_end", "step_start", "data_loading_start", "data_loading_end",
-    "checkpoint_start", "checkpoint_end", "restore_start", "restore_end",
-    "custom_badput_start", "custom_badput_end", "failure", "preemption", "eviction",
+    "submitted",
+    "allocation",
+    "job_start",
+    "job_end",
+    "tpu_init_start",
+    "tpu_init_end",
+    "training_prep_start",
+    "training_prep_end",
+    "compile_start",
+    "compile_end",
+    "step_start",
+    "data_loading_start",
+    "data_loading_end",
+    "checkpoint_start",
+    "checkpoint_end",
+    "restore_start",
+    "restore_end",
+    "custom_badput_start",
+    "custom_badput_end",
+    "failure",
+    "preemption",
+    "eviction",
 )
 CODE = {name: i for i, name in enumerate(EVENT_NAMES)}
 DISRUPTIONS = ("failure", "preemption", "eviction")
@@ -159,14 +176,29 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
         flops, peak = _float(rec, "flops_per_step", file, line), _float(rec, "peak_flops_per_chip", file, line)
         if ideal is None and flops is not None and peak is not None:
             ideal = flops / (peak * chips)
-        log.jobs[job] = Job(job, _str(rec, "accelerator", file, line, "unknown"), chips, _str(rec, "topology", file, line),
-                            phase, _str(rec, "framework", file, line, "unknown"), _str(rec, "priority", file, line), ideal)
+        log.jobs[job] = Job(
+            job,
+            _str(rec, "accelerator", file, line, "unknown"),
+            chips,
+            _str(rec, "topology", file, line),
+            phase,
+            _str(rec, "framework", file, line, "unknown"),
+            _str(rec, "priority", file, line),
+            ideal,
+        )
     elif kind == "capacity":
-        log.capacity.append((parse_time(rec.get("time"), file, line), _str(rec, "accelerator", file, line, "unknown"),
-                             _int(rec, "chips", file, line, required=True)))
+        log.capacity.append(
+            (
+                parse_time(rec.get("time"), file, line),
+                _str(rec, "accelerator", file, line, "unknown"),
+                _int(rec, "chips", file, line, required=True),
+            )
+        )
     elif kind == "schema":
         if rec.get("version") != SCHEMA_VERSION:
-            raise BadRecord(file, line, "version", rec.get("version"), f"this reader knows schema version {SCHEMA_VERSION}")
+            raise BadRecord(
+                file, line, "version", rec.get("version"), f"this reader knows schema version {SCHEMA_VERSION}"
+            )
     else:
         raise BadRecord(file, line, "type", kind, "must be job, event, capacity or schema")
     log.records += 1

@@ -110,7 +110,10 @@ def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict[str, 
     buckets = {b: round(sum(a.buckets[b] * a.job.chips for a in accounts), 3) for b in BUCKETS}
     disruptions = sum(a.disruptions for a in accounts)
     return {
-        "sg": sg, "rg": rg, "pg": pg, "mpg": _mpg(sg, rg, pg),
+        "sg": sg,
+        "rg": rg,
+        "pg": pg,
+        "mpg": _mpg(sg, rg, pg),
         "jobs": len(accounts),
         "productive_chip_s": round(productive, 3),
         "all_allocated_chip_s": round(all_alloc, 3),
@@ -134,7 +137,10 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "size": size_class(a.job.chips),
         "phase": a.job.phase,
         "framework": a.job.framework,
-        "sg": sg, "rg": rg, "pg": pg, "mpg": _mpg(sg, rg, pg),
+        "sg": sg,
+        "rg": rg,
+        "pg": pg,
+        "mpg": _mpg(sg, rg, pg),
         "productive_s": round(a.productive_s, 3),
         "all_allocated_s": round(a.all_allocated_s, 3),
         "demand_s": round(a.demand_s, 3),
@@ -189,9 +195,18 @@ def _period_row(accounts: list[JobAccount], capacity: Capacity, lo: float, hi: f
     cap = capacity_chip_s(capacity, None, lo, hi) if capacity else None
     sg, rg = _ratio(alloc, cap) if cap else None, _ratio(prod, alloc)
     pg = _ratio(ideal, prod_pg) if prod_pg else None
-    return {"period": label, "start": lo, "end": hi, "sg": sg, "rg": rg, "pg": pg, "mpg": _mpg(sg, rg, pg),
-            "productive_chip_s": round(prod, 3), "all_allocated_chip_s": round(alloc, 3),
-            "badput_chip_s": {b: round(v, 3) for b, v in buckets.items()}}
+    return {
+        "period": label,
+        "start": lo,
+        "end": hi,
+        "sg": sg,
+        "rg": rg,
+        "pg": pg,
+        "mpg": _mpg(sg, rg, pg),
+        "productive_chip_s": round(prod, 3),
+        "all_allocated_chip_s": round(alloc, 3),
+        "badput_chip_s": {b: round(v, 3) for b, v in buckets.items()},
+    }
 
 
 def report(

@@ -95,17 +95,36 @@ def _entry(payload: object, file: str, line: int, log: Log, started: dict[str, b
             log.add_event(job, _num(payload, key, file, line), CODE[name])
     if "custom_badput_event_start_time" in payload or "custom_badput_event_end_time" in payload:
         label = str(payload.get("custom_badput_event_type", ""))
-        for key, name in (("custom_badput_event_start_time", "custom_badput_start"), ("custom_badput_event_end_time", "custom_badput_end")):
+        for key, name in (
+            ("custom_badput_event_start_time", "custom_badput_start"),
+            ("custom_badput_event_end_time", "custom_badput_end"),
+        ):
             if key in payload:
                 log.add_event(job, _num(payload, key, file, line), CODE[name], label=label)
     kind = payload.get("event_type")
     if kind in ("save", "restore"):
         step = payload.get("step")
         step = int(step) if isinstance(step, int) and not isinstance(step, bool) else -1
-        start_key = next((k for k in ("checkpoint_manager_blocking_start_time", "checkpoint_manager_start_time") if k in payload), None)
-        dur_key = next((k for k in ("checkpoint_manager_blocking_duration_secs", "checkpoint_manager_duration_secs") if k in payload), None)
+        start_key = next(
+            (k for k in ("checkpoint_manager_blocking_start_time", "checkpoint_manager_start_time") if k in payload),
+            None,
+        )
+        dur_key = next(
+            (
+                k
+                for k in ("checkpoint_manager_blocking_duration_secs", "checkpoint_manager_duration_secs")
+                if k in payload
+            ),
+            None,
+        )
         if start_key is None or dur_key is None:
-            raise BadRecord(file, line, "checkpoint_manager_blocking_start_time", None, f"a {kind} entry needs a start time and a duration")
+            raise BadRecord(
+                file,
+                line,
+                "checkpoint_manager_blocking_start_time",
+                None,
+                f"a {kind} entry needs a start time and a duration",
+            )
         start, duration = _num(payload, start_key, file, line), _num(payload, dur_key, file, line)
         a, b = ("checkpoint_start", "checkpoint_end") if kind == "save" else ("restore_start", "restore_end")
         log.add_event(job, start, CODE[a], step)

@@ -38,21 +38,39 @@ def rows(report: Report) -> list[dict[str, Any]]:
         allocated: float,
         buckets: Mapping[str, float],
     ) -> None:
-        row = {"scope": scope, "key": key, **{c: r.get(c) for c in COLUMNS},
-               "productive_chip_s": productive, "all_allocated_chip_s": allocated}
+        row = {
+            "scope": scope,
+            "key": key,
+            **{c: r.get(c) for c in COLUMNS},
+            "productive_chip_s": productive,
+            "all_allocated_chip_s": allocated,
+        }
         row.update({f"{b}_chip_s": buckets.get(b, 0.0) for b in BUCKETS})
         out.append(row)
 
     f = report["fleet"]
     add("fleet", "all", f, f["productive_chip_s"], f["all_allocated_chip_s"], f["badput_chip_s"])
     for s in report["segments"]:
-        add("segment", f"{s['dimension']}={s['value']}", s, s["productive_chip_s"], s["all_allocated_chip_s"], s["badput_chip_s"])
+        add(
+            "segment",
+            f"{s['dimension']}={s['value']}",
+            s,
+            s["productive_chip_s"],
+            s["all_allocated_chip_s"],
+            s["badput_chip_s"],
+        )
     for p in report["periods"]:
         add("period", p["period"], p, p["productive_chip_s"], p["all_allocated_chip_s"], p["badput_chip_s"])
     for j in report["jobs"]:
         c = j["chips"]
-        add("job", j["job"], j, round(j["productive_s"] * c, 3), round(j["all_allocated_s"] * c, 3),
-            {b: round(v * c, 3) for b, v in j["badput_s"].items()})
+        add(
+            "job",
+            j["job"],
+            j,
+            round(j["productive_s"] * c, 3),
+            round(j["all_allocated_s"] * c, 3),
+            {b: round(v * c, 3) for b, v in j["badput_s"].items()},
+        )
     return out
 
 
@@ -73,13 +91,21 @@ def to_markdown(report: Report) -> str:
     from tabulate import tabulate
 
     f = report["fleet"]
-    parts = ["# ML Productivity Goodput", "",
-             f"Window {_when(f['window']['start'])} to {_when(f['window']['end'])}, {f['jobs']} jobs, capacity basis "
-             f"{f['capacity_basis']}.", ""]
+    parts = [
+        "# ML Productivity Goodput",
+        "",
+        f"Window {_when(f['window']['start'])} to {_when(f['window']['end'])}, {f['jobs']} jobs, capacity basis "
+        f"{f['capacity_basis']}.",
+        "",
+    ]
     table = [[_md_escape(r["scope"]), _md_escape(r["key"]), *[_f(r[c]) for c in COLUMNS]] for r in rows(report)]
-    parts.append(tabulate(table, headers=["scope", "key", "SG", "RG", "PG", "MPG"], tablefmt="github", disable_numparse=True))
+    parts.append(
+        tabulate(table, headers=["scope", "key", "SG", "RG", "PG", "MPG"], tablefmt="github", disable_numparse=True)
+    )
     parts += ["", "## Badput (share of all-allocated chip-time)", ""]
-    parts.append(tabulate([[b, f"{f['badput_pct'][b]:.2f}%"] for b in BUCKETS], headers=["bucket", "share"], tablefmt="github"))
+    parts.append(
+        tabulate([[b, f"{f['badput_pct'][b]:.2f}%"] for b in BUCKETS], headers=["bucket", "share"], tablefmt="github")
+    )
     return "\n".join(parts) + "\n"
 
 
@@ -97,24 +123,54 @@ def to_table(report: Report, top: int = 15) -> str:
     ]
     lines += [f"  {b:<42} {f['badput_pct'][b]:7.2f}%" for b in BUCKETS if f["badput_chip_s"][b]]
     if report["segments"]:
-        lines += ["", tabulate([[s["dimension"], s["value"], s["jobs"], *[_f(s[c]) for c in COLUMNS], s["sg_basis"]]
-                                for s in report["segments"]],
-                               headers=["by", "segment", "jobs", "SG", "RG", "PG", "MPG", "SG basis"], tablefmt="simple",
-                               disable_numparse=True)]
+        lines += [
+            "",
+            tabulate(
+                [
+                    [s["dimension"], s["value"], s["jobs"], *[_f(s[c]) for c in COLUMNS], s["sg_basis"]]
+                    for s in report["segments"]
+                ],
+                headers=["by", "segment", "jobs", "SG", "RG", "PG", "MPG", "SG basis"],
+                tablefmt="simple",
+                disable_numparse=True,
+            ),
+        ]
     if report["periods"]:
-        lines += ["", tabulate([[p["period"], *[_f(p[c]) for c in COLUMNS]] for p in report["periods"]],
-                               headers=["period", "SG", "RG", "PG", "MPG"], tablefmt="simple", disable_numparse=True)]
+        lines += [
+            "",
+            tabulate(
+                [[p["period"], *[_f(p[c]) for c in COLUMNS]] for p in report["periods"]],
+                headers=["period", "SG", "RG", "PG", "MPG"],
+                tablefmt="simple",
+                disable_numparse=True,
+            ),
+        ]
     jobs = sorted(report["jobs"], key=lambda j: (j["mpg"] is None, j["mpg"] or 0))[:top]
-    lines += ["", f"jobs (lowest MPG first, {len(jobs)} of {len(report['jobs'])}):",
-              tabulate([[j["job"], j["accelerator"], j["chips"], j["phase"], *[_f(j[c]) for c in COLUMNS], j["disruptions"]]
-                        for j in jobs], headers=["job", "accelerator", "chips", "phase", "SG", "RG", "PG", "MPG", "disr."],
-                       tablefmt="simple", disable_numparse=True)]
+    lines += [
+        "",
+        f"jobs (lowest MPG first, {len(jobs)} of {len(report['jobs'])}):",
+        tabulate(
+            [
+                [j["job"], j["accelerator"], j["chips"], j["phase"], *[_f(j[c]) for c in COLUMNS], j["disruptions"]]
+                for j in jobs
+            ],
+            headers=["job", "accelerator", "chips", "phase", "SG", "RG", "PG", "MPG", "disr."],
+            tablefmt="simple",
+            disable_numparse=True,
+        ),
+    ]
     advice = f.get("checkpoint_advice")
     if advice:
-        lines += ["", f"checkpoint interval advice: Young {advice['young_interval_s']:.0f} s, Daly {advice['daly_interval_s']:.0f} s"
-                      + (f" (now {advice['current_interval_s']:.0f} s)" if advice.get("current_interval_s") else "")
-                      + (f"; predicted RG {advice.get('rg_at_current', float('nan')):.3f} now -> {advice['rg_at_daly']:.3f} at Daly"
-                         if "rg_at_daly" in advice and "rg_at_current" in advice else "")]
+        lines += [
+            "",
+            f"checkpoint interval advice: Young {advice['young_interval_s']:.0f} s, Daly {advice['daly_interval_s']:.0f} s"
+            + (f" (now {advice['current_interval_s']:.0f} s)" if advice.get("current_interval_s") else "")
+            + (
+                f"; predicted RG {advice.get('rg_at_current', float('nan')):.3f} now -> {advice['rg_at_daly']:.3f} at Daly"
+                if "rg_at_daly" in advice and "rg_at_current" in advice
+                else ""
+            ),
+        ]
     if report["input"]["skipped"]:
         lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
     return "\n".join(lines)
@@ -124,7 +180,7 @@ def _svg(fig: Figure) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def charts(report: Report) -> list[tuple[str, str]]:
@@ -179,12 +235,28 @@ def to_html(report: Report) -> str:
     ]
     for title, svg in charts(report):
         parts.append(f"<h2>{e(title)}</h2>{svg}")
-    parts.append("<h2>Fleet, segments, periods, jobs</h2><table><tr><th>scope</th><th>key</th><th>SG</th><th>RG</th>"
-                 "<th>PG</th><th>MPG</th><th>productive chip-s</th><th>all-allocated chip-s</th></tr>")
+    parts.append(
+        "<h2>Fleet, segments, periods, jobs</h2><table><tr><th>scope</th><th>key</th><th>SG</th><th>RG</th>"
+        "<th>PG</th><th>MPG</th><th>productive chip-s</th><th>all-allocated chip-s</th></tr>"
+    )
     for r in rows(report):
-        parts.append("<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in (
-            r["scope"], r["key"], _f(r["sg"]), _f(r["rg"]), _f(r["pg"]), _f(r["mpg"]),
-            f"{r['productive_chip_s']:.0f}", f"{r['all_allocated_chip_s']:.0f}")) + "</tr>")
+        parts.append(
+            "<tr>"
+            + "".join(
+                f"<td>{e(str(v))}</td>"
+                for v in (
+                    r["scope"],
+                    r["key"],
+                    _f(r["sg"]),
+                    _f(r["rg"]),
+                    _f(r["pg"]),
+                    _f(r["mpg"]),
+                    f"{r['productive_chip_s']:.0f}",
+                    f"{r['all_allocated_chip_s']:.0f}",
+                )
+            )
+            + "</tr>"
+        )
     parts.append("</table><h2>Badput</h2><table><tr><th>bucket</th><th>chip-s</th><th>share</th></tr>")
     for b in BUCKETS:
         parts.append(f"<tr><td>{e(b)}</td><td>{f['badput_chip_s'][b]:.0f}</td><td>{f['badput_pct'][b]:.2f}%</td></tr>")

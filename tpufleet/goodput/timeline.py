@@ -65,7 +65,15 @@ PAIRS = {
     "checkpoint_restore": ("restore_start", "restore_end"),
     "custom_badput_events": ("custom_badput_start", "custom_badput_end"),
 }
-RESUME = ("job_start", "tpu_init_start", "training_prep_start", "compile_start", "restore_start", "step_start", "job_end")
+RESUME = (
+    "job_start",
+    "tpu_init_start",
+    "training_prep_start",
+    "compile_start",
+    "restore_start",
+    "step_start",
+    "job_end",
+)
 
 
 @dataclass
@@ -105,7 +113,9 @@ def _first_after(times: Times, points: Times, inclusive: bool = False) -> Times:
     return padded[np.minimum(idx, len(times))]
 
 
-def account(job: Job, records: Sequence[EventRecord], until: float | None = None, since: float | None = None) -> JobAccount:
+def account(
+    job: Job, records: Sequence[EventRecord], until: float | None = None, since: float | None = None
+) -> JobAccount:
     """Split one job's events (list of (t, code, step, chips, label)) into productive time and buckets."""
     import numpy as np
 
@@ -115,7 +125,12 @@ def account(job: Job, records: Sequence[EventRecord], until: float | None = None
     code: npt.NDArray[np.int64]
     step: npt.NDArray[np.int64]
     chips_v: npt.NDArray[np.int64]
-    t, code, step, chips_v = arr[order, 0], arr[order, 1].astype(np.int64), arr[order, 2].astype(np.int64), arr[order, 3].astype(np.int64)
+    t, code, step, chips_v = (
+        arr[order, 0],
+        arr[order, 1].astype(np.int64),
+        arr[order, 2].astype(np.int64),
+        arr[order, 3].astype(np.int64),
+    )
 
     def at(name: str) -> Times:
         times: Times = t[code == CODE[name]]
@@ -223,8 +238,16 @@ def account(job: Job, records: Sequence[EventRecord], until: float | None = None
     saves_s = sum(float((e - s).sum()) for s, e in intervals["checkpoint_save"])
     ck_starts = at("checkpoint_start")
     interval = float(np.diff(ck_starts).mean()) if len(ck_starts) >= 2 else None
-    restart_cost = sum(float(sums[LABEL[b]]) for b in ("infrastructure_recovery_from_disruption", "tpu_initialization",
-                                                       "training_prep", "program_startup", "checkpoint_restore"))
+    restart_cost = sum(
+        float(sums[LABEL[b]])
+        for b in (
+            "infrastructure_recovery_from_disruption",
+            "tpu_initialization",
+            "training_prep",
+            "program_startup",
+            "checkpoint_restore",
+        )
+    )
     return JobAccount(
         job=job,
         start=start,

@@ -27,8 +27,10 @@ def steady_state_availability(failures_per_day: float, repair_hours: float) -> f
 
 def availabilities_from_rates(rates: RepairableRates) -> tuple[float, float]:
     """(per-host p, per-OCS q) implied by the fault rates and repair times."""
-    return (steady_state_availability(rates.host_per_day, rates.repair_hours["host"]),
-            steady_state_availability(rates.ocs_per_day, rates.repair_hours["ocs"]))
+    return (
+        steady_state_availability(rates.host_per_day, rates.repair_hours["host"]),
+        steady_state_availability(rates.ocs_per_day, rates.repair_hours["ocs"]),
+    )
 
 
 def report(sizes: Sequence[int], p: float, q: float, trials: int, seed: int, source: str) -> dict[str, Any]:

@@ -53,8 +53,12 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
     stale = state.mark_routes_stale(touched, "fault cleared")
     rewire = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
-    data: dict[str, Any] = {"cleared": [f.record() for f in cleared], "routes_stale": stale, "rewire": rewire,
-                            "serial": state.next_serial}
+    data: dict[str, Any] = {
+        "cleared": [f.record() for f in cleared],
+        "routes_stale": stale,
+        "rewire": rewire,
+        "serial": state.next_serial,
+    }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
 
 

@@ -37,8 +37,15 @@ class RoutedSlice:
         return [f"{names[a]} -> {names[b]}" for a, b in self.report.unroutable]
 
 
-def compute(state: FleetState, name: str, algorithm: str, traffics: Sequence[str], deadlock_check: bool,
-            now: str, max_vcs: int = HARDWARE_VCS) -> RoutedSlice:
+def compute(
+    state: FleetState,
+    name: str,
+    algorithm: str,
+    traffics: Sequence[str],
+    deadlock_check: bool,
+    now: str,
+    max_vcs: int = HARDWARE_VCS,
+) -> RoutedSlice:
     """Discover the slice as wired and as healthy as it is, make its tables and every figure; Refused when the
     slice is not wired, miswired, or the tables have a channel-dependency cycle."""
     sl = state.slice(name)
@@ -48,13 +55,24 @@ def compute(state: FleetState, name: str, algorithm: str, traffics: Sequence[str
         raise Refused(f"slice {name!r} is {sl.state}, not wired; run `tpufleet plan-xconnect {name} --apply` first")
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())
     if graph.miswired:
-        raise Refused(f"slice {name!r} is not wired as a {sl.shape}: {len(graph.miswired)} miswired link(s)", graph.miswired)
+        raise Refused(
+            f"slice {name!r} is not wired as a {sl.shape}: {len(graph.miswired)} miswired link(s)", graph.miswired
+        )
     report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check, max_vcs=max_vcs)
     s = report.summary
     if s["deadlock_free"] is False:
-        raise Refused(f"tables for {name!r} have a channel-dependency cycle; not written: " + " -> ".join(report.cycle[:12]))
-    meta = {"slice": name, "shape": sl.shape.text, "twisted": sl.shape.twisted, "serial": state.serial, "made": now,
-            "algorithm": s["algorithm"], "vcs": s["vcs"]}
+        raise Refused(
+            f"tables for {name!r} have a channel-dependency cycle; not written: " + " -> ".join(report.cycle[:12])
+        )
+    meta = {
+        "slice": name,
+        "shape": sl.shape.text,
+        "twisted": sl.shape.twisted,
+        "serial": state.serial,
+        "made": now,
+        "algorithm": s["algorithm"],
+        "vcs": s["vcs"],
+    }
     return RoutedSlice(name, state.serial, graph, report, meta)
 
 
@@ -81,14 +99,25 @@ def export_bytes(routed: RoutedSlice, fmt: str) -> bytes:
 def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
     """Index the stored tables; Refused if the state moved on since they were computed."""
     if state.serial != routed.serial or routed.name not in state.slices:
-        raise Refused(f"the state changed while routes for {routed.name!r} were computed "
-                      f"(serial {routed.serial} -> {state.serial}); run again")
+        raise Refused(
+            f"the state changed while routes for {routed.name!r} were computed "
+            f"(serial {routed.serial} -> {state.serial}); run again"
+        )
     s = routed.report.summary
     _update_degraded(state, routed)
-    state.routes[routed.name] = RouteRecord(table_file, state.next_serial, routed.meta["made"], s["algorithm"], s["vcs"],
-                                            s["routable_pairs"], s["unroutable_pairs"])
+    state.routes[routed.name] = RouteRecord(
+        table_file,
+        state.next_serial,
+        routed.meta["made"],
+        s["algorithm"],
+        s["vcs"],
+        s["routable_pairs"],
+        s["unroutable_pairs"],
+    )
     data = {"slice": routed.name, **s}
-    summary = f"routes {routed.name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
+    summary = (
+        f"routes {routed.name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
+    )
     return Outcome(data, Change(summary))
 
 
@@ -103,6 +132,10 @@ def _update_degraded(state: FleetState, routed: RoutedSlice) -> None:
         state.recover(sl.name)
         return
     cubes = set(sl.cubes)
-    avoided = tuple(f.id for f in state.open_faults() if isinstance(f.target, (OcsId, LinkId))
-                    and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes))
+    avoided = tuple(
+        f.id
+        for f in state.open_faults()
+        if isinstance(f.target, (OcsId, LinkId))
+        and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes)
+    )
     state.degrade(sl.name, Reroute(s["throughput_retained"].get("all-to-all", 0.0), s["vcs"] or 0, avoided))

@@ -24,8 +24,19 @@ def allocate(
     if name in state.slices:
         state.add_slice(state.slices[name])  # refuses, naming the slice
     alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes)
-    sl = Slice(name, shape, alloc.pod, alloc.cubes, alloc.coords, SliceState.ALLOCATED, fault_tolerant_routing,
-               created=now, machines=alloc.machines, origin=alloc.origin, min_throughput=min_throughput)
+    sl = Slice(
+        name,
+        shape,
+        alloc.pod,
+        alloc.cubes,
+        alloc.coords,
+        SliceState.ALLOCATED,
+        fault_tolerant_routing,
+        created=now,
+        machines=alloc.machines,
+        origin=alloc.origin,
+        min_throughput=min_throughput,
+    )
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record()}
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
@@ -38,7 +49,9 @@ def release(state: FleetState, name: str) -> Outcome:
     return Outcome(data, Change(f"release {name}: {','.join(sl.cubes)}"))
 
 
-def set_policy(state: FleetState, name: str, min_throughput: float | None, fault_tolerant_routing: bool | None) -> Outcome:
+def set_policy(
+    state: FleetState, name: str, min_throughput: float | None, fault_tolerant_routing: bool | None
+) -> Outcome:
     """Change how a slice meets network faults: its throughput floor for rerouting, and whether it reroutes at all.
     Takes effect at the next fault; a slice already degraded is not moved by it."""
     sl = state.slice(name)

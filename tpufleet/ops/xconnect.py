@@ -19,7 +19,9 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
     health = state.health()
     bad_cubes = [c for c in sl.cubes if not health.cube_ok(c)]
     if bad_cubes:
-        raise Refused(f"slice {name!r} holds cubes out of the pool: {', '.join(bad_cubes)}; choose other cubes", bad_cubes)
+        raise Refused(
+            f"slice {name!r} holds cubes out of the pool: {', '.join(bad_cubes)}; choose other cubes", bad_cubes
+        )
     plan = xconnect.plan(sl.shape, state.fleet, sl.coords, state.ocs, health, sl.fault_tolerant_routing)
     if plan.blocked:
         raise Refused(
@@ -52,14 +54,23 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
     """`apply-xconnect FILE`: refuse a plan made at another serial, or one that is not the plan this state gives
     (edited, or made in another state directory); otherwise apply the plan recomputed here."""
     if saved.serial != state.serial:
-        raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, state is at serial {state.serial}; plan again")
+        raise Refused(
+            f"stale plan {saved.path}: made at serial {saved.serial}, state is at serial {state.serial}; plan again"
+        )
     _, plan = make_plan(state, saved.slice, now)
     if _comparable(saved.changes) != _comparable(plan.changes):
-        raise Refused(f"plan {saved.path} does not match the plan for slice {saved.slice!r} at serial {state.serial} "
-                      "(edited, or made for another state directory); plan again")
+        raise Refused(
+            f"plan {saved.path} does not match the plan for slice {saved.slice!r} at serial {state.serial} "
+            "(edited, or made for another state directory); plan again"
+        )
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
-    data = {"slice": saved.slice, "serial": state.next_serial, "summary": plan.summary, "applied": True,
-            "routes_stale": stale}
+    data = {
+        "slice": saved.slice,
+        "serial": state.next_serial,
+        "summary": plan.summary,
+        "applied": True,
+        "routes_stale": stale,
+    }
     return Outcome(data, _change(saved.slice, plan.summary, stale))
 
 
@@ -68,5 +79,6 @@ def _comparable(changes: list[xconnect.OcsChange]) -> list[tuple[object, ...]]:
 
 
 def _change(name: str, s: dict[str, int], stale: list[str]) -> Change:
-    return Change(f"apply-xconnect {name}: +{s['add']} -{s['remove']} ={s['keep']}",
-                  {"slice": name, **s, "routes_stale": stale})
+    return Change(
+        f"apply-xconnect {name}: +{s['add']} -{s['remove']} ={s['keep']}", {"slice": name, **s, "routes_stale": stale}
+    )

@@ -104,8 +104,16 @@ def _fewer_vcs(a: Analysis, than: Analysis) -> bool:
     return (not a.deadlock_free, a.vcs) < (not than.deadlock_free, than.vcs)
 
 
-def _report(shape: Shape, expected: ChipGraph, traffics: Sequence[str], deadlock_check: bool, algorithm: str,
-            rt: RouteTables, info: RouteInfo, a: Analysis) -> RouteReport:
+def _report(
+    shape: Shape,
+    expected: ChipGraph,
+    traffics: Sequence[str],
+    deadlock_check: bool,
+    algorithm: str,
+    rt: RouteTables,
+    info: RouteInfo,
+    a: Analysis,
+) -> RouteReport:
     import numpy as np
 
     from tpufleet.routing.distances import graph_distances

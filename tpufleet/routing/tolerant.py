@@ -382,7 +382,9 @@ def min_vcs(rt: RouteTables) -> int:
     return per_order * orders + (1 if rt.wild is not None and bool(rt.wild.any()) else 0)
 
 
-def candidates(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> list[tuple[RouteTables, RouteInfo]]:
+def candidates(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto"
+) -> list[tuple[RouteTables, RouteInfo]]:
     """Table sets for the live graph `alive` of a slice whose healthy graph is `expected`, best first.
 
     ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
@@ -410,7 +412,9 @@ def candidates(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: s
                 continue  # the same tables as plain wild-first
             rt.algorithm = "auto"
             rt.nbr = alive  # tables made for fewer links are valid on the live graph: they never use the others
-            plain = "wild-first" + ("" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}")
+            plain = "wild-first" + (
+                "" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}"
+            )
             how = (plain if not mixed else "per-destination dimension orders + wild-first") + note
             load = _max_load(rt) if note else (info.get("max_load", None) or _max_load(rt))
             ranked.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
@@ -467,6 +471,8 @@ def ocs_pattern(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> ChipGrap
     return None if (pattern == alive).all() else pattern
 
 
-def route(shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto") -> tuple[RouteTables, RouteInfo]:
+def route(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto"
+) -> tuple[RouteTables, RouteInfo]:
     """The best-ranked table set (see `candidates`), whatever the virtual channels it needs."""
     return candidates(shape, expected, alive, algorithm)[0]

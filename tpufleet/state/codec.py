@@ -45,8 +45,15 @@ def decode(doc: Doc) -> FleetState:
 
 
 def _decode_fault(f: Doc) -> Fault:
-    return Fault(f["id"], parse_target(f["target"]), f["planned"], f["opened"], f["cleared"], f.get("reason", ""),
-                 f.get("opened_serial"))
+    return Fault(
+        f["id"],
+        parse_target(f["target"]),
+        f["planned"],
+        f["opened"],
+        f["cleared"],
+        f.get("reason", ""),
+        f.get("opened_serial"),
+    )
 
 
 def _decode_slice(name: str, sl: Doc) -> Slice:
@@ -76,8 +83,9 @@ def _decode_reroute(r: Doc) -> Reroute:
 
 def _decode_placement(p: Doc) -> Allocation:
     origin = _vec(p["origin"]) if p.get("origin") else None
-    return Allocation(p["pod"], tuple(p["cubes"]), {c: _vec(v) for c, v in p["coords"].items()},
-                     tuple(p.get("machines", ())), origin)
+    return Allocation(
+        p["pod"], tuple(p["cubes"]), {c: _vec(v) for c, v in p["coords"].items()}, tuple(p.get("machines", ())), origin
+    )
 
 
 def encode(state: FleetState) -> Doc:
@@ -100,9 +108,16 @@ def _pairs(pairs: frozenset[Pair]) -> list[list[int]]:
 
 
 def _encode_route(r: RouteRecord) -> Doc:
-    out: Doc = {"file": r.file, "serial": r.serial, "made": r.made, "algorithm": r.algorithm, "vcs": r.vcs,
-                "routable_pairs": r.routable_pairs, "unroutable_pairs": r.unroutable_pairs, "stale": r.stale}
+    out: Doc = {
+        "file": r.file,
+        "serial": r.serial,
+        "made": r.made,
+        "algorithm": r.algorithm,
+        "vcs": r.vcs,
+        "routable_pairs": r.routable_pairs,
+        "unroutable_pairs": r.unroutable_pairs,
+        "stale": r.stale,
+    }
     if r.stale_reason is not None:
         out["stale_reason"] = r.stale_reason
     return out
-

@@ -97,6 +97,8 @@ def read(path: Path) -> SavedPlan:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadStateFile(str(path), "", None, f"not valid JSON ({exc})") from None
     check(PLAN_SCHEMA, doc, str(path))
-    changes = [OcsChange(OcsId.from_key(o["id"].split(":", 1)[1]), _pairs(o["add"]), _pairs(o["remove"]), o["keep"])
-               for o in doc["ocs"]]
+    changes = [
+        OcsChange(OcsId.from_key(o["id"].split(":", 1)[1]), _pairs(o["add"]), _pairs(o["remove"]), o["keep"])
+        for o in doc["ocs"]
+    ]
     return SavedPlan(str(path), doc["slice"], doc["serial"], changes)

@@ -23,7 +23,12 @@ _COORDS = {
     "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 3, "maxItems": 3},
 }
 _MACHINES = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MACHINES_PER_CUBE - 1}}
-_ORIGIN = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": CUBE_EDGE - 1}, "minItems": 3, "maxItems": 3}
+_ORIGIN = {
+    "type": "array",
+    "items": {"type": "integer", "minimum": 0, "maximum": CUBE_EDGE - 1},
+    "minItems": 3,
+    "maxItems": 3,
+}
 
 STATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -49,7 +54,13 @@ STATE_SCHEMA = {
                         "additionalProperties": False,
                         "properties": {
                             "name": {"type": "string", "pattern": r"^pod\d+$"},
-                            "cubes": {"type": "array", "items": _CUBE, "minItems": 1, "maxItems": PORTS_PER_SIDE, "uniqueItems": True},
+                            "cubes": {
+                                "type": "array",
+                                "items": _CUBE,
+                                "minItems": 1,
+                                "maxItems": PORTS_PER_SIDE,
+                                "uniqueItems": True,
+                            },
                         },
                     },
                 }
@@ -128,7 +139,16 @@ STATE_SCHEMA = {
             "propertyNames": _NAME,
             "additionalProperties": {
                 "type": "object",
-                "required": ["file", "serial", "made", "algorithm", "vcs", "routable_pairs", "unroutable_pairs", "stale"],
+                "required": [
+                    "file",
+                    "serial",
+                    "made",
+                    "algorithm",
+                    "vcs",
+                    "routable_pairs",
+                    "unroutable_pairs",
+                    "stale",
+                ],
                 "additionalProperties": False,
                 "properties": {
                     "file": {"type": "string"},
@@ -185,7 +205,6 @@ def validate(doc: object, file: str) -> dict[str, Any]:
 def _check_references(doc: dict[str, Any], file: str) -> None:
     from tpufleet.errors import BadInput
     from tpufleet.ids import parse_target
-    from tpufleet.shapes import parse_shape
 
     pods = {p["name"]: p["cubes"] for p in doc["fleet"]["pods"]}
     seen: dict[str, str] = {}
@@ -234,6 +253,10 @@ def _check_slice_layout(name: str, sl: dict[str, Any], file: str) -> None:
         raise BadStateFile(file, f"{where}.coords", sorted(sl["coords"]), "must give a position to each of its cubes")
     grid = {tuple(v) for v in sl["coords"].values()}
     if grid != set(itertools.product(*(range(n) for n in shape.cube_grid))):
-        raise BadStateFile(file, f"{where}.coords", sl["coords"], f"positions must fill the {shape.cube_grid} cube grid")
+        raise BadStateFile(
+            file, f"{where}.coords", sl["coords"], f"positions must fill the {shape.cube_grid} cube grid"
+        )
     if shape.is_subcube and len(sl.get("machines", ())) != shape.machines:
-        raise BadStateFile(file, f"{where}.machines", sl.get("machines"), f"a {shape.text} slice holds {shape.machines} machine(s)")
+        raise BadStateFile(
+            file, f"{where}.machines", sl.get("machines"), f"a {shape.text} slice holds {shape.machines} machine(s)"
+        )

@@ -14,8 +14,8 @@ import getpass
 import json
 import os
 import time
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,4 +185,3 @@ class Store:
             return serial
         except (OSError, ValueError, KeyError, TypeError):
             return self._journal_serial()
-
