@@ -31,6 +31,8 @@ OCS_PER_POD: Final = len(DIMS) * OCS_PER_DIM
 OCS_PORTS: Final = 136  # a Palomar OCS: 136 ports, half on the north side, half on the south
 PORTS_PER_SIDE: Final = OCS_PORTS // 2
 MAX_PODS: Final = 64
+# The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
+MAX_SLICE_CHIPS: Final = 16384
 
 # A static (non-reconfigurable) pod is one fixed torus of cubes, 4 x 4 x 4 of them.
 STATIC_CUBE_GRID: Final = (4, 4, 4)

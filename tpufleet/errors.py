@@ -10,6 +10,14 @@ EXIT_PLAN_HAS_CHANGES = 4
 EXIT_INTERNAL = 70
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """repr() of a value for a message, cut short: hostile input must not make the message (or its cost) huge."""
+    if isinstance(value, str) and len(value) > 4 * limit:
+        value = value[: 4 * limit]  # repr of a huge string costs as much as the string
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class TpufleetError(Exception):
     """Base class: an expected failure with a one-line message and an exit code."""
 
@@ -37,10 +45,7 @@ class BadStateFile(BadInput):
 
     def __init__(self, file: str, field: str, value: object, problem: str):
         self.file, self.field, self.value, self.problem = file, field, value, problem
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        super().__init__(f"{file}: field {field or '<root>'}: {problem} (value {shown})")
+        super().__init__(f"{file}: field {field or '<root>'}: {problem} (value {shown(value)})")
 
 
 class LockTimeout(TpufleetError):

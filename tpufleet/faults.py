@@ -300,9 +300,9 @@ def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now:
     existing = state.open_fault_on(target)
     if existing is not None:
         return BlastRadius(existing.id, str(target), existing.planned, [], [], duplicate_of=existing.id)
-    before = set(state.health().cubes_out)
+    was_out = not isinstance(target, (OcsId, LinkId)) and not state.health().cube_ok(target.cube)
     fault = state.open_fault(target, planned, reason, now)
-    cubes_out = sorted(set(state.health().cubes_out) - before)
+    cubes_out = [] if isinstance(target, (OcsId, LinkId)) or was_out else [target.cube]
     radius = BlastRadius(fault.id, str(target), planned, cubes_out)
     for sl, how in touched_slices(state, target):
         radius.slices.append(_impact(state, sl, how, fault, radius.analysis_errors))

@@ -179,6 +179,9 @@ class FleetState:
     slices: dict[str, Slice] = field(default_factory=dict)
     ocs: dict[OcsId, frozenset[Pair]] = field(default_factory=dict)
     routes: dict[str, RouteRecord] = field(default_factory=dict)
+    # Derived from `faults`, kept while they do not change, so a batch of faults costs linear time.
+    _health: Health | None = field(default=None, init=False, repr=False, compare=False)
+    _open_by_target: dict[TargetId, Fault] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def next_serial(self) -> int:
@@ -186,7 +189,12 @@ class FleetState:
         return self.serial + 1
 
     def health(self) -> Health:
-        return health_of(self.faults)
+        if self._health is None:
+            self._health = health_of(self.faults)
+        return self._health
+
+    def _faults_changed(self) -> None:
+        self._health, self._open_by_target = None, None
 
     # ---- slices ------------------------------------------------------------------------------------------
     def slice(self, name: str) -> Slice:
@@ -256,13 +264,23 @@ class FleetState:
         return [f for f in self.faults if f.is_open]
 
     def open_fault_on(self, target: TargetId) -> Fault | None:
-        return next((f for f in self.faults if f.is_open and f.target == target), None)
+        if self._open_by_target is None:
+            self._open_by_target = {f.target: f for f in self.faults if f.is_open}
+        return self._open_by_target.get(target)
 
     def open_fault(self, target: TargetId, planned: bool, reason: str, now: str) -> Fault:
         fault = Fault(f"f{self.next_fault}", target, planned, now, None, reason, self.next_serial)
         self.next_fault += 1
         self.faults.append(fault)
+        if self._health is not None:  # one more fault: update rather than rebuild (batches stay linear)
+            self._health.add(fault)
+        if self._open_by_target is not None:
+            self._open_by_target[target] = fault
         return fault
+
+    def clear_fault(self, fault: Fault, now: str) -> None:
+        fault.cleared = now
+        self._faults_changed()
 
     def fault(self, fault_id: str | None) -> Fault | None:
         return next((f for f in self.faults if f.id == fault_id), None)

@@ -30,21 +30,24 @@ class Health:
     def link_ok(self, link: LinkId) -> bool:
         return link not in self.links_down
 
+    def add(self, fault: Fault) -> None:
+        """Take one more open fault into account."""
+        target, fid = fault.target, fault.id
+        if isinstance(target, OcsId):
+            self.ocs_down.setdefault(target, []).append(fid)
+        elif isinstance(target, LinkId):
+            self.links_down.setdefault(target, []).append(fid)
+        else:
+            self.cubes_out.setdefault(target.cube, []).append(fid)
+            if isinstance(target, ChipId):
+                self.chips_down.add(target)
+            elif isinstance(target, IciId):
+                self.ici_down.add(target)
+
 
 def health_of(faults: Iterable[Fault]) -> Health:
     h = Health()
     for fault in faults:
-        if not fault.is_open:
-            continue
-        target, fid = fault.target, fault.id
-        if isinstance(target, OcsId):
-            h.ocs_down.setdefault(target, []).append(fid)
-        elif isinstance(target, LinkId):
-            h.links_down.setdefault(target, []).append(fid)
-        else:
-            h.cubes_out.setdefault(target.cube, []).append(fid)
-            if isinstance(target, ChipId):
-                h.chips_down.add(target)
-            elif isinstance(target, IciId):
-                h.ici_down.add(target)
+        if fault.is_open:
+            h.add(fault)
     return h

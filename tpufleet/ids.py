@@ -21,30 +21,34 @@ import re
 from dataclasses import dataclass
 
 from tpufleet.constants import CUBE_EDGE, DIMS, DIRECTIONS, FACE_LINKS, MACHINES_PER_CUBE, POLARITIES
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 
-_CUBE_RE = re.compile(r"^c(\d{2,})$")
-_POD_RE = re.compile(r"^pod(\d+)$")
+# ASCII digits only ("\d" would take other scripts' digits, which do not round-trip), whole strings only ("$"
+# would accept a trailing newline), and few enough digits that int() is cheap and cannot fail.
+_CUBE_RE = re.compile(r"c[0-9]{2,6}")
+_POD_RE = re.compile(r"pod[0-9]{1,6}")
+_NUMBER_RE = re.compile(r"[0-9]{1,6}")
 
 
 def _cube(text: str, whole: str) -> str:
-    if not _CUBE_RE.match(text):
-        raise BadInput(f"bad id {whole!r}: cube part {text!r} is not of the form cNN (e.g. c07)")
+    if not _CUBE_RE.fullmatch(text):
+        raise BadInput(f"bad id {shown(whole)}: cube part {shown(text)} is not of the form cNN (e.g. c07)")
     return text
 
 
 def _int_in(text: str, lo: int, hi: int, what: str, whole: str) -> int:
-    if not re.fullmatch(r"\d+", text or ""):
-        raise BadInput(f"bad id {whole!r}: {what} {text!r} is not a whole number")
+    if not _NUMBER_RE.fullmatch(text or ""):
+        problem = f"is outside {lo}-{hi}" if text.isascii() and text.isdigit() else "is not a whole number"
+        raise BadInput(f"bad id {shown(whole)}: {what} {shown(text)} {problem}")
     value = int(text)
     if not lo <= value <= hi:
-        raise BadInput(f"bad id {whole!r}: {what} {value} is outside {lo}-{hi}")
+        raise BadInput(f"bad id {shown(whole)}: {what} {value} is outside {lo}-{hi}")
     return value
 
 
 def _choice(text: str, options: tuple[str, ...], what: str, whole: str) -> str:
     if text not in options:
-        raise BadInput(f"bad id {whole!r}: {what} {text!r} is not one of {', '.join(options)}")
+        raise BadInput(f"bad id {shown(whole)}: {what} {shown(text)} is not one of {', '.join(options)}")
     return text
 
 
@@ -154,24 +158,26 @@ def face_index(dim: str, x: int, y: int, z: int) -> int:
 def _coords(text: str, whole: str) -> tuple[int, int, int]:
     parts = text.split(",")
     if len(parts) != 3:
-        raise BadInput(f"bad id {whole!r}: chip position {text!r} must be x,y,z")
+        raise BadInput(f"bad id {shown(whole)}: chip position {shown(text)} must be x,y,z")
     return tuple(_int_in(p, 0, CUBE_EDGE - 1, f"coordinate {'xyz'[i]}", whole) for i, p in enumerate(parts))  # type: ignore[return-value]
 
 
 def parse_target(text: str) -> TargetId:
     """Parse a typed target id; raise BadInput naming the bad part."""
     if not isinstance(text, str) or ":" not in text:
-        raise BadInput(f"bad id {text!r}: expected KIND:..., KIND one of {', '.join(KINDS)}")
+        raise BadInput(f"bad id {shown(text)}: expected KIND:..., KIND one of {', '.join(KINDS)}")
     kind, _, rest = text.partition(":")
     parts = rest.split("/")
     expected = {"cube": 1, "host": 2, "chip": 2, "ici": 3, "link": 4, "ocs": 3}
     if kind not in expected:
-        raise BadInput(f"bad id {text!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        raise BadInput(f"bad id {shown(text)}: kind {shown(kind)} is not one of {', '.join(KINDS)}")
     if len(parts) != expected[kind]:
-        raise BadInput(f"bad id {text!r}: a {kind} id has {expected[kind]} part(s) separated by '/', got {len(parts)}")
+        raise BadInput(
+            f"bad id {shown(text)}: a {kind} id has {expected[kind]} part(s) separated by '/', got {len(parts)}"
+        )
     if kind == "ocs":
-        if not _POD_RE.match(parts[0]):
-            raise BadInput(f"bad id {text!r}: pod part {parts[0]!r} is not of the form podN")
+        if not _POD_RE.fullmatch(parts[0]):
+            raise BadInput(f"bad id {shown(text)}: pod part {shown(parts[0])} is not of the form podN")
         dim = _choice(parts[1], DIMS, "dimension", text)
         return OcsId(parts[0], dim, _int_in(parts[2], 0, FACE_LINKS - 1, "index", text))
     cube = _cube(parts[0], text)
@@ -188,7 +194,7 @@ def parse_target(text: str) -> TargetId:
         coord = (x, y, z)[axis]
         if (sign == "+" and coord == CUBE_EDGE - 1) or (sign == "-" and coord == 0):
             raise BadInput(
-                f"bad id {text!r}: direction {direction} leaves the cube; that is an optical link (link:...)"
+                f"bad id {shown(text)}: direction {direction} leaves the cube; that is an optical link (link:...)"
             )
         return IciId(cube, x, y, z, direction)
     dim = _choice(parts[1], DIMS, "dimension", text)

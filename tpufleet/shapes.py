@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tpufleet.constants import CHIPS_PER_CUBE, CHIPS_PER_MACHINE, CUBE_EDGE
-from tpufleet.errors import BadInput
+from tpufleet.constants import CHIPS_PER_CUBE, CHIPS_PER_MACHINE, CUBE_EDGE, MAX_SLICE_CHIPS
+from tpufleet.errors import BadInput, shown
 
 SUBCUBE_SHAPES = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4))
 
@@ -84,26 +84,28 @@ def twistable(dims: Vec) -> bool:
 
 
 def validate_dims(dims: Vec, twisted: bool = False, text: str | None = None) -> Shape:
-    shown = text or "x".join(map(str, dims))
+    _quoted = shown(text or "x".join(map(str, dims)))
     if any(d < 1 for d in dims):
-        raise BadInput(f"bad shape {shown!r}: every side must be at least 1")
+        raise BadInput(f"bad shape {_quoted}: every side must be at least 1")
     a, b, c = dims
     if dims != (2, 2, 1):  # one machine is the documented exception to A <= B <= C
         if not a <= b <= c:
-            raise BadInput(f"bad shape {shown!r}: sides must be ordered A <= B <= C")
+            raise BadInput(f"bad shape {_quoted}: sides must be ordered A <= B <= C")
         small, whole = all(d <= CUBE_EDGE for d in dims), all(d % CUBE_EDGE == 0 for d in dims)
         if not (small or whole):
-            raise BadInput(f"bad shape {shown!r}: sides must all be <= 4 or all be multiples of 4")
+            raise BadInput(f"bad shape {_quoted}: sides must all be <= 4 or all be multiples of 4")
+    if a * b * c > MAX_SLICE_CHIPS:
+        raise BadInput(f"bad shape {_quoted}: {a * b * c} chips is over the {MAX_SLICE_CHIPS}-chip limit of a slice")
     if twisted and not twistable(dims):
-        raise BadInput(f"bad shape {shown!r}: twisted tori exist only for (4k,4k,8k) and (4k,8k,8k)")
+        raise BadInput(f"bad shape {_quoted}: twisted tori exist only for (4k,4k,8k) and (4k,8k,8k)")
     return Shape(dims, twisted)
 
 
 def parse_shape(text: str, twisted: bool = False) -> Shape:
     """Parse 'AxBxC' and apply the Cloud TPU rule; BadInput on anything else."""
-    m = re.fullmatch(r"\s*(\d{1,4})\s*[xX]\s*(\d{1,4})\s*[xX]\s*(\d{1,4})\s*", text or "")
+    m = re.fullmatch(r"[ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*", text or "")
     if not m:
-        raise BadInput(f"bad shape {text!r}: expected AxBxC, e.g. 4x4x8")
+        raise BadInput(f"bad shape {shown(text)}: expected AxBxC, e.g. 4x4x8")
     return validate_dims(tuple(int(g) for g in m.groups()), twisted, text.strip())  # type: ignore[arg-type]
 
 

@@ -12,6 +12,8 @@ import sys
 from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, simulate, topology, xconnect  # noqa: F401
 from tpufleet.cli.app import app
 
+INTERRUPTED = "tpufleet: interrupted (a transaction in progress was not committed)"
+
 
 def _debug_requested() -> bool:
     """--debug as parsed (so a slice named "--debug" after `--` is not mistaken for it), or $TPUFLEET_DEBUG."""
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
+        if code == 130:  # Typer turns Ctrl-C into a silent return of 130
+            print(INTERRUPTED, file=sys.stderr)
     except TpufleetError as exc:
         if _debug_requested():
             raise
@@ -77,6 +81,9 @@ def main(argv: list[str] | None = None) -> None:
             if len(exc.details) > 50:
                 print(f"  ... {len(exc.details) - 50} more", file=sys.stderr)
         code = exc.exit_code
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        code = 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0

@@ -47,6 +47,10 @@ def allocate_cmd(
     parsed = parse_shape(shape, twisted)
     safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
     given = [c.strip() for c in cubes.split(",") if c.strip()] if cubes is not None else None
+    if given is not None and not given:
+        from tpufleet.errors import BadInput
+
+        raise BadInput(f"bad option --cubes: {cubes!r} names no cube (leave it out to let the tool choose)")
     now = utc_now()
     outcome = ctx.obj.mutate(
         lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft, min_throughput)

@@ -10,6 +10,8 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, app
 from tpufleet.cli.render import emit, grid
 
+MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
+
 if TYPE_CHECKING:
     from tpufleet.model import Fleet
     from tpufleet.ops.faults import FaultRequest
@@ -60,10 +62,12 @@ def inject_cmd(
         int | None,
         typer.Option(
             "--random",
-            help="Draw N faults in proportion to the daily failure rates of the shipped fault-rate file (machines 0.08%, optical links 0.005%, OCS 0.04% per day)",
+            min=1,
+            max=MAX_RANDOM_FAULTS,
+            help=f"Draw N faults (at most {MAX_RANDOM_FAULTS}) in proportion to the daily failure rates of the shipped fault-rate file (machines 0.08%, optical links 0.005%, OCS 0.04% per day)",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for --random")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Seed for --random")] = 0,
     output: OutputOpt = Output.table,
 ) -> None:
     """Fail (or drain) a component and show its blast radius: cubes out, slices rescheduled or rerouted."""
@@ -74,9 +78,13 @@ def inject_cmd(
     if sum(x is not None for x in (target, from_file, random_count)) != 1:
         raise BadInput("give exactly one of TARGET, --from FILE or --random N")
     store = ctx.obj.store()
-    requests = _requests(store.load().fleet, target, from_file, random_count, seed, planned, reason)
+    snapshot = store.load()
+    requests = _requests(snapshot.fleet, target, from_file, random_count, seed, planned, reason)
     now = utc_now()
-    outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now, dry_run))
+    if dry_run:  # works out the same on the state as loaded, without taking the lock
+        outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
+    else:
+        outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now))
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
     note = "\n(dry run: nothing was changed)" if dry_run else ""

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import html
 import json
+import math
 from collections.abc import Callable
+from typing import Any
 
 import typer
 
 
-def to_json(data) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
+def finite(data: Any) -> Any:
+    """The same data with NaN and infinities as null: strict JSON has no such numbers (documented)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(finite(data), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def emit(data, fmt, table: Callable[[], str]) -> None:
@@ -19,7 +33,7 @@ def emit(data, fmt, table: Callable[[], str]) -> None:
     elif value == "yaml":
         import yaml
 
-        typer.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=None).rstrip())
+        typer.echo(yaml.safe_dump(finite(data), sort_keys=False, default_flow_style=None).rstrip())
     else:
         typer.echo(table())
 
@@ -32,12 +46,24 @@ def grid(rows: list[list], headers: list[str]) -> str:
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
 
 
+def _cell(value: Any, fmt: str) -> Any:
+    """One table cell: lists space-separated; text that a spreadsheet would run as a formula is quoted (CSV),
+    and HTML special characters are escaped (Markdown renders inline HTML)."""
+    if isinstance(value, list):
+        value = " ".join(map(str, value))
+    if not isinstance(value, str):
+        return value
+    if fmt == "csv":
+        return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+    return html.escape(value, quote=False).replace("|", "\\|")
+
+
 def flat_table(rows: list[dict], fmt: str) -> str:
     """CSV or Markdown of a list of flat-ish objects (lists become space-separated cells)."""
     if not rows:
         return ""
     headers = list(rows[0])
-    cells = [[" ".join(map(str, v)) if isinstance(v, list) else v for v in (r.get(h) for h in headers)] for r in rows]
+    cells = [[_cell(v, fmt) for v in (r.get(h) for h in headers)] for r in rows]
     if fmt == "csv":
         import csv
         import io

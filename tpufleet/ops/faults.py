@@ -41,7 +41,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
     cleared = faults.faults_to_clear(state, key)
     for fault in cleared:
-        fault.cleared = now
+        state.clear_fault(fault, now)
     gone = {f.id for f in cleared}
     for sl in state.slices.values():
         if sl.reroute is not None and gone & set(sl.reroute.faults):

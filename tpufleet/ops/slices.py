@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tpufleet import allocation
+from tpufleet.errors import Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
 from tpufleet.ops.outcome import Outcome
 from tpufleet.shapes import Shape
@@ -21,8 +22,11 @@ def allocate(
     min_throughput: float = DEFAULT_MIN_THROUGHPUT,
 ) -> Outcome:
     """Reserve healthy free cubes (any of one pod, or the given ones) or machines inside a cube."""
-    if name in state.slices:
-        state.add_slice(state.slices[name])  # refuses, naming the slice
+    twin = next((other for other in state.slices if other.casefold() == name.casefold()), None)
+    if twin is not None:
+        # Names become table file names, and "A" and "a" are one file on a case-insensitive file system.
+        same = "already exists" if twin == name else f"differs from slice {twin!r} only in case"
+        raise Refused(f"slice {name!r} {same} (release it first, or choose another name)")
     alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes)
     sl = Slice(
         name,
