@@ -72,7 +72,7 @@ def evaluate(
     """
     from tpufleet.routing.tolerant import candidates, min_vcs
 
-    options = candidates(shape, expected, alive, algorithm)
+    options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
     if not deadlock_check:
         rt, info = options[0]
         return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))

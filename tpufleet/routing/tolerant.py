@@ -383,15 +383,16 @@ def min_vcs(rt: RouteTables) -> int:
 
 
 def candidates(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto"
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto", max_vcs: int | None = None
 ) -> list[tuple[RouteTables, RouteInfo]]:
     """Table sets for the live graph `alive` of a slice whose healthy graph is `expected`, best first.
 
     ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
-    take a wild first hop (see module docstring). ``auto``: also per-destination dimension orders (chosen by
-    fewest broken routes, and, up to LOAD_AWARE_LIMIT chips, load-aware), ranked by maximum all-to-all link
-    load (ties: fewer dimension orders, so fewer virtual channels). The caller keeps the first whose virtual
-    channels fit its budget.
+    take a wild first hop (see module docstring). ``auto``: wild-first in each dimension order that takes the
+    broken dimensions first, and per-destination dimension orders (chosen by fewest broken routes, and, up to
+    LOAD_AWARE_LIMIT chips, load-aware) when `max_vcs` leaves room for two orders; for optical-link faults also
+    the same made for the whole OCS's failure pattern. Ranked by maximum all-to-all link load (ties: fewer
+    dimension orders, so fewer virtual channels); the caller keeps the first whose virtual channels fit.
     """
     healthy = bool((alive == expected).all())
     if healthy or algorithm in ("dor", "wild-first"):
@@ -401,8 +402,10 @@ def candidates(
     ranked: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
     dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
     variants: list[tuple[bool, float | None, Order]] = [(False, None, order) for order in single_orders(dead_dims)]
-    variants += [(True, None, dor.DEFAULT_ORDER)]
-    variants += [(True, LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER)] if len(expected) <= LOAD_AWARE_LIMIT else []
+    two_orders = (2 if shape.wraps else 1) * 2 + 1  # VCs of two dimension orders and a wild VC
+    if max_vcs is None or max_vcs >= two_orders:
+        variants += [(True, None, dor.DEFAULT_ORDER)]
+        variants += [(True, LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER)] if len(expected) <= LOAD_AWARE_LIMIT else []
     pattern = ocs_pattern(shape, expected, alive)
     graphs = [(alive, "")] + ([(pattern, " for the whole OCS's failure pattern")] if pattern is not None else [])
     for graph, note in graphs:
@@ -416,24 +419,27 @@ def candidates(
                 "" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}"
             )
             how = (plain if not mixed else "per-destination dimension orders + wild-first") + note
-            load = _max_load(rt) if note else (info.get("max_load", None) or _max_load(rt))
+            # The same routes carry the same load on either graph: the extra links are simply unused.
+            load = info.get("max_load", None) or _max_load(rt)
             ranked.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
     ranked.sort(key=lambda item: item[0])
     return [(rt, info) for _, rt, info in ranked]
 
 
 def single_orders(dead_dims: set[int]) -> list[Order]:
-    """One dimension order for every destination: the default, and orders that take the broken dimensions first.
+    """One dimension order for every destination, taking the broken dimensions first.
 
     A route's last dimension runs in the destination's own ring, so a break there cannot be skirted by a first
     hop into a neighbouring ring; a broken dimension taken first runs in the source's ring, which one wild hop
-    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops).
+    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops). The default order
+    is kept when it already has no broken dimension last (or when every dimension is broken).
     """
     from itertools import permutations
 
-    out = [dor.DEFAULT_ORDER]
+    healthy = [d for d in dor.DEFAULT_ORDER if d not in dead_dims]
+    out = [dor.DEFAULT_ORDER] if not healthy or dor.DEFAULT_ORDER[-1] not in dead_dims else []
     for broken in permutations(sorted(dead_dims)):
-        order = (*broken, *(d for d in dor.DEFAULT_ORDER if d not in dead_dims))
+        order = (*broken, *healthy)
         if len(order) == 3 and order not in out:
             out.append((order[0], order[1], order[2]))
     return out
