@@ -5,7 +5,8 @@ process sends itself SIGKILL right there (no cleanup, no flush, no `finally`: as
 minus the page cache). ``TPUFLEET_CRASH_AT=NAME:N`` kills at the N-th time the point is reached (from 1).
 Unset, the cost is one environment lookup per call.
 
-The points, in the order a commit reaches them (`Store` appends the journal line, then replaces the state file):
+The points, in the order a commit reaches them (`Store` appends the journal line, then replaces the state file
+through `files.write_temp`, `files.install` and `files.sync_parent`, the three steps of `files.atomic_write`):
 
 =================================  ================================================================
 ``journal.before_write``           journal.append: the line is not written yet

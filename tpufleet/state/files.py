@@ -1,31 +1,208 @@
-"""Atomic file replacement and path safety for the state directory."""
+"""Safe file handling: the state directory's own files, and the files a user names with `--out`.
+
+State files (``state.json``, ``journal.jsonl``, ``.lock``, ``.lock.info``, ``routes/*.npz``) are opened with
+``O_NOFOLLOW`` and must be regular files in a directory the user owns that nobody else can write: a symlink,
+a FIFO or a directory in their place is refused (exit 2) rather than followed. Every error the operating system
+gives while writing them (no space, quota, file too large, read-only file system, permission) becomes one line
+naming the file (exit 1) and never a half-made commit.
+
+Output files (`check_output_path`, `write_output`) are the user's: a regular file (or a new one) is replaced
+atomically with ordinary permissions; a device, FIFO or socket is written through; a symlink is followed.
+Nothing ever changes the type of the path it was given.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import secrets
+import stat
 import tempfile
 from pathlib import Path
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, Refused
 from tpufleet.state.crashpoints import reached
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp")  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def kind_of(mode: int) -> str:
+    """What a file is, in words, from its `st_mode`."""
+    for test, name in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISLNK, "symbolic link"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def io_error(action: str, path: Path | str, exc: OSError) -> Refused:
+    """The one-line refusal for an operating-system error on a file (exit 1): ``cannot write PATH: REASON``."""
+    return Refused(f"cannot {action} {path}: {_reason(exc)}")
+
+
+def _not_regular(path: Path | str, mode: int) -> BadInput:
+    what = kind_of(mode)
+    if what == "symbolic link":
+        return BadInput(f"{path} is a symbolic link; state files are never followed out of the state directory")
+    return BadInput(f"{path} is a {what}, not a regular file; move it out of the state directory")
+
+
+# ---- the state directory ---------------------------------------------------------------------------------------
 
 
 def ensure_private_dir(path: Path) -> None:
     """Create the state directory 0700 (and leave an existing one's mode alone unless we made it)."""
-    if not path.exists():
-        path.mkdir(parents=True, mode=0o700)
-        os.chmod(path, 0o700)
-    elif not path.is_dir():
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        try:
+            path.mkdir(parents=True, mode=0o700)
+            os.chmod(path, 0o700)
+        except FileExistsError:  # made by a concurrent command: check it as any existing one
+            ensure_private_dir(path)
+        except OSError as exc:
+            raise io_error("create state directory", path, exc) from None
+        return
+    except NotADirectoryError:
+        raise BadInput(f"state directory {str(path)!r}: a part of the path is not a directory") from None
+    except OSError as exc:
+        raise io_error("access state directory", path, exc) from None
+    if not stat.S_ISDIR(st.st_mode):
         raise BadInput(f"state directory {str(path)!r} is not a directory")
 
 
+def check_state_dir(path: Path) -> None:
+    """Refuse to write into a state directory someone else could change under us (exit 2, saying what is wrong).
+
+    It must be owned by the user running the command and writable by nobody else: a group- or world-writable
+    directory lets another account swap the journal or the lock for a symlink between two of our checks.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise io_error("access state directory", path, exc) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"state directory {str(path)!r} is not a directory")
+    euid = os.geteuid()
+    if st.st_uid != euid:
+        raise BadInput(
+            f"state directory {str(path)!r} is owned by uid {st.st_uid}, not by you (uid {euid}); "
+            "run tpufleet as its owner"
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        who = " and ".join(w for bit, w in ((0o020, "group"), (0o002, "others")) if mode & bit)
+        raise BadInput(
+            f"state directory {str(path)!r} is writable by {who} (mode {mode:04o}); run chmod go-w {str(path)!r}"
+        )
+
+
+def ensure_private_subdir(path: Path) -> None:
+    """A directory inside the state directory (``routes/``): made 0700 if missing; never a symlink."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            ensure_private_subdir(path)
+        except OSError as exc:
+            raise io_error("create directory", path, exc) from None
+        return
+    except OSError as exc:
+        raise io_error("access", path, exc) from None
+    check_subdir_mode(path, st.st_mode)
+
+
+def check_subdir(path: Path) -> bool:
+    """True if the state's subdirectory exists (and is a real directory: else BadInput), False if it is missing."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise io_error("access", path, exc) from None
+    check_subdir_mode(path, st.st_mode)
+    return True
+
+
+def check_subdir_mode(path: Path, mode: int) -> None:
+    if stat.S_ISLNK(mode):
+        raise BadInput(f"{path} is a symbolic link; the state's files are never written outside its directory")
+    if not stat.S_ISDIR(mode):
+        raise BadInput(f"{path} is a {kind_of(mode)}, not a directory; move it out of the state directory")
+
+
+def open_state_file(path: Path, flags: int, mode: int = 0o600) -> int:
+    """Open a state file without following a symlink and make sure it is a regular file; its descriptor.
+
+    A symlink, FIFO, socket, device or directory in its place: BadInput (exit 2). Any other failure is the
+    OSError (FileNotFoundError for a missing file without ``O_CREAT``), for the caller to word. ``O_NONBLOCK``
+    keeps a FIFO put in its place from hanging the open; it changes nothing for a regular file.
+    """
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode) from None
+        if exc.errno == errno.ELOOP:
+            raise _not_regular(path, stat.S_IFLNK) from None
+        raise
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _not_regular(path, st.st_mode)
+    return fd
+
+
+def read_state_file(path: Path) -> bytes:
+    """The bytes of a state file (FileNotFoundError if missing; see `open_state_file` for the rest).
+
+    A read error is an OSError (the caller says which file could not be read)."""
+    fd = open_state_file(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write every byte or raise: `os.write` may take fewer bytes than given (a full disk, ``ulimit -f``)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, f"short write ({len(view)} bytes not written)")
+        view = view[written:]
+
+
 def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -35,30 +212,65 @@ def fsync_dir(path: Path) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write to a temp file in the same directory, fsync, rename over `path`, fsync the directory.
 
-    Readers see either the old file or the new one, never a mix; the file is created 0600. The temp file is
-    named ``.NAME.PID.RANDOM.tmp``; a writer killed before its rename leaves it behind, and the next
-    `atomic_write` of the same file removes it (see `remove_stale_temps`).
+    For the state's own files. Readers see either the old file or the new one, never a mix; the file is created
+    0600. The temp file is named ``.NAME.PID.RANDOM.tmp``; a writer killed before its rename leaves it behind,
+    and the next `atomic_write` of the same file removes it (see `remove_stale_temps`). An operating-system error
+    is Refused naming `path`, with `path` unchanged and no temp file left.
 
     A crash test can stop it at ``atomic_write.before_fsync``, ``atomic_write.before_rename`` and
     ``atomic_write.before_dir_fsync`` (see crashpoints.py).
     """
+    install(write_temp(path, data), path)
+    sync_parent(path)
+
+
+def write_temp(path: Path, data: bytes) -> str:
+    """The first half of `atomic_write`: a durable temp file beside `path` holding `data`; its name."""
     remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # mkstemp opens O_EXCL | O_NOFOLLOW: it never follows a planted link
+        raise io_error("write", path, exc) from None
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            write_all(fd, data)
             reached("atomic_write.before_fsync")
-            os.fsync(fh.fileno())
-        reached("atomic_write.before_rename")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise io_error("write", path, exc) from None
         raise
+    return tmp
+
+
+def install(tmp: str, path: Path) -> None:
+    """The second half: rename the temp file over `path` (the commit point of a state save)."""
+    reached("atomic_write.before_rename")
+    try:
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise io_error("write", path, exc) from None
+        raise
+
+
+def sync_parent(path: Path) -> None:
+    """After `install`: make the rename durable. The new file is already in place, so a failure says so."""
     reached("atomic_write.before_dir_fsync")
-    fsync_dir(path.parent)
+    try:
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise Refused(
+            f"wrote {path}, but could not sync its directory {path.parent}: {_reason(exc)} "
+            "(the change is made; it may not survive a power cut)"
+        ) from None
 
 
 def remove_stale_temps(path: Path) -> list[Path]:
@@ -71,13 +283,13 @@ def remove_stale_temps(path: Path) -> list[Path]:
     prefix, removed = f".{path.name}.", []
     try:
         names = os.listdir(path.parent)
-    except FileNotFoundError:
+    except OSError:  # missing, or unreadable: then writing the temp file fails and says why
         return []
     for name in names:
         mine = _TEMP.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
         if mine is None or _alive(int(mine[1])):
             continue
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(path.parent / name)
             removed.append(path.parent / name)
     return removed
@@ -103,3 +315,97 @@ def safe_child(base: Path, name: str, suffix: str = "") -> Path:
     if path.parent != base.resolve():
         raise BadInput(f"bad name {name!r}: it would leave the state directory")
     return path
+
+
+# ---- output files the user names (--out, --plot) -------------------------------------------------------------
+
+
+def check_output_path(path: Path, option: str) -> None:
+    """Refuse (BadInput, exit 2) an output path that cannot be written: its directory is missing, or it is one.
+
+    Call before any long computation, so a typo fails at once. A symlink is judged by where it points.
+    """
+    shown = str(path)
+    if shown in ("", "."):
+        raise BadInput(f"bad option {option} {shown!r}: give a file name")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = Path(os.path.realpath(path)).parent
+        if not parent.is_dir():
+            raise BadInput(f"bad option {option} {shown!r}: directory {str(parent)!r} does not exist") from None
+        return
+    except NotADirectoryError:
+        raise BadInput(f"bad option {option} {shown!r}: a part of the path is not a directory") from None
+    except OSError as exc:
+        raise BadInput(f"bad option {option} {shown!r}: {_reason(exc)}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"bad option {option} {shown!r}: it is a directory; give a file name")
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write a user's output file without ever changing what kind of thing is at `path`.
+
+    - a regular file, or nothing: replaced atomically (temp file beside it, fsync, rename), so a reader never
+      sees half a file; a new file gets the usual permissions (0666 less the umask), an existing one keeps its
+      mode (and, run as root, its owner);
+    - a character or block device, a FIFO, a socket: opened for writing (no truncation, no rename) and written
+      through, as a shell's ``>`` would (``/dev/null``, a named pipe, ``/dev/stdout``);
+    - a symlink: its target, by the same rules; the link stays a link.
+
+    A directory is BadInput (exit 2); an operating-system error is Refused naming the path (exit 1).
+    """
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"cannot write {path}: it is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_through(path, data)
+        return
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    _replace_regular(target, data, st)
+
+
+def _write_through(path: Path, data: bytes) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | _CLOEXEC)  # follows links (/dev/stdout); a FIFO waits for its reader
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
+    try:
+        write_all(fd, data)
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _replace_regular(target: Path, data: bytes, old: os.stat_result | None) -> None:
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)  # umask applies
+    except OSError as exc:
+        raise io_error("write", target, exc) from None
+    try:
+        try:
+            if old is not None:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if os.geteuid() == 0:
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, old.st_uid, old.st_gid)
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise io_error("write", target, exc) from None
+        raise
+    with contextlib.suppress(OSError):
+        fsync_dir(target.parent)

@@ -2,7 +2,13 @@
 
 Write-ahead: the line for serial N is appended and fsynced before the state file with serial N is renamed into
 place. A crash between the two leaves a line the state never reached; readers ignore lines beyond the state's
-serial and the next writer truncates them (under the lock), so journal and state always agree.
+serial and the next writer drops them (under the lock), so journal and state always agree. A commit that fails
+before its rename (a full disk, ``ulimit -f``, a read-only file system) takes its line back out (`rollback`).
+
+The committed history is never cut: a damaged line (blank, not JSON, no serial) before the line of the state's
+serial is kept and reported (`scan` gives its line number), and reading goes on past it. Recovery drops only what
+follows the last committed line: lines with a serial beyond the state's, and a torn last line (no newline). A
+damaged line there is kept as well (nothing says it was not committed) and reported.
 
 A crash test can stop `append` at ``journal.before_write``, ``journal.before_fsync`` and ``journal.after_fsync``
 (see crashpoints.py).
@@ -10,79 +16,220 @@ A crash test can stop `append` at ``journal.before_write``, ``journal.before_fsy
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpufleet.errors import BadInput
 from tpufleet.state.crashpoints import reached
+from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
 
 JOURNAL = "journal.jsonl"
+_TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial
 
 Entry = dict[str, Any]
 
 
-def append(path: Path, entry: Entry) -> None:
-    """Append one line and fsync it. Call under the lock, before the state with this serial is saved."""
-    line = memoryview((json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode())
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def append(path: Path, entry: Entry) -> int:
+    """Append one line and fsync it; the journal's size before it (for `rollback`).
+
+    Call under the lock, before the state with this serial is saved. If the line cannot be written whole and made
+    durable, it is taken back out and Refused is raised naming the journal: the commit must not go on.
+    """
+    line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
     try:
-        reached("journal.before_write")
-        while line:  # a regular file takes it in one write; loop anyway rather than assume it
-            line = line[os.write(fd, line) :]
-        reached("journal.before_fsync")
-        os.fsync(fd)
-        reached("journal.after_fsync")
+        fd = open_state_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
+    try:
+        try:
+            start = os.fstat(fd).st_size
+        except OSError as exc:
+            raise io_error("write", path, exc) from None
+        try:
+            reached("journal.before_write")
+            write_all(fd, line)
+            reached("journal.before_fsync")
+            os.fsync(fd)
+            reached("journal.after_fsync")
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # no half line left behind (recovery would drop it anyway)
+                os.ftruncate(fd, start)
+                os.fsync(fd)
+            raise io_error("write", path, exc) from None
+    finally:
+        os.close(fd)
+    return start
+
+
+def rollback(path: Path, size: int) -> None:
+    """Take back the line `append` wrote (the state save after it failed). Best effort: should this fail too,
+    the line is beyond the state's serial and the next writer's recovery drops it."""
+    with contextlib.suppress(OSError, BadInput):
+        fd = open_state_file(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _parse(line: bytes) -> Entry | None:
+    """A journal entry, or None for a damaged line."""
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict):
+        return None
+    serial = entry.get("serial")
+    if type(serial) is not int or serial < 0:
+        return None
+    return entry
+
+
+@dataclass
+class Scan:
+    """The journal read against a state serial."""
+
+    entries: list[Entry] = field(default_factory=list)  # committed entries (serial <= the state's), in file order
+    damaged: list[int] = field(default_factory=list)  # line numbers (from 1) of damaged or out-of-place lines
+    committed_end: int = 0  # bytes up to the end of the last committed line
+    kept_tail: bytes = b""  # damaged lines after it: kept by recovery
+    dropped: int = 0  # lines (and a torn end) after it that recovery drops
+
+
+def scan(raw: bytes, serial: int) -> Scan:
+    """Read every line: the committed entries, the damaged lines, and what recovery may drop.
+
+    The committed range ends with the last line whose serial is at most `serial`. Inside it, a line that is not
+    an entry, or whose serial is beyond `serial`, is damage (reported, kept, skipped). After it, entries beyond
+    `serial` are uncommitted and a last piece without a newline is a torn write: both are silently ignored, and
+    dropped by `recover`; a damaged line there is reported and kept.
+    """
+    lines = raw.split(b"\n")
+    torn = lines.pop()  # what follows the last newline: b"" or a torn write
+    parsed = [_parse(line) for line in lines]
+    last = -1
+    for i in range(len(parsed) - 1, -1, -1):
+        entry = parsed[i]
+        if entry is not None and entry["serial"] <= serial:
+            last = i
+            break
+    out = Scan()
+    pos = 0
+    tail: list[bytes] = []
+    for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
+        pos += len(line) + 1
+        if i <= last:
+            if entry is not None and entry["serial"] <= serial:
+                out.entries.append(entry)
+            else:
+                out.damaged.append(i + 1)
+            out.committed_end = pos
+        elif entry is None:
+            out.damaged.append(i + 1)
+            tail.append(line + b"\n")
+        else:
+            out.dropped += 1
+    out.kept_tail = b"".join(tail)
+    out.dropped += 1 if torn else 0
+    return out
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        fd = open_state_file(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
+    return _read_fd(fd, path)
+
+
+def _read_fd(fd: int, path: Path) -> bytes:
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
     finally:
         os.close(fd)
 
 
-def _committed_prefix(raw: bytes, serial: int) -> tuple[list[Entry], int]:
-    """Entries with serial <= `serial` from the start of the file, and the byte length they span."""
-    entries: list[Entry] = []
-    end = pos = 0
-    for line in raw.split(b"\n")[:-1]:  # the last piece has no newline: a torn write or empty
-        pos += len(line) + 1
-        try:
-            entry = json.loads(line)
-            if not isinstance(entry, dict) or entry.get("serial", serial + 1) > serial:
-                break
-        except ValueError:
+def _pread_all(fd: int, size: int) -> bytes:
+    chunks, pos = [], 0
+    while pos < size:
+        chunk = os.pread(fd, size - pos, pos)
+        if not chunk:
             break
-        entries.append(entry)
-        end = pos
-    return entries, end
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)
+
+
+def read_scan(path: Path, serial: int) -> Scan:
+    raw = _read(path)
+    return Scan() if raw is None else scan(raw, serial)
 
 
 def read(path: Path, serial: int) -> list[Entry]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    return _committed_prefix(raw, serial)[0]
+    """The committed entries: every good line up to the state's `serial`, past any damaged one."""
+    return read_scan(path, serial).entries
+
+
+def damaged_lines(path: Path, serial: int) -> list[int]:
+    """Line numbers (from 1) of the journal's damaged lines (see `scan`); empty for a sound journal."""
+    return read_scan(path, serial).damaged
 
 
 def recover(path: Path, serial: int) -> None:
-    """Drop any tail the state never committed (a torn line or a line beyond `serial`). Call under the lock."""
+    """Drop what the state never committed: lines beyond `serial` after the last committed one, a torn last line.
+
+    Call under the lock. Lines inside the committed range are never removed, damaged or not (see `scan`).
+    """
     try:
-        size = path.stat().st_size
+        fd = open_state_file(path, os.O_RDWR)
     except FileNotFoundError:
         return
-    if size == 0:
-        return
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - 65536))
-        tail = fh.read()
-    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
+    rewrite: bytes | None = None
     try:
-        if tail.endswith(b"\n") and json.loads(last).get("serial") == serial:
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - _TAIL)
+            tail = os.pread(fd, size - start, start)
+        except OSError as exc:
+            raise io_error("read", path, exc) from None
+        if not tail:
             return
-    except (ValueError, AttributeError):
-        pass
-    _, end = _committed_prefix(path.read_bytes(), serial)
-    os.truncate(path, end)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
+        if tail.endswith(b"\n"):
+            before = tail[:-1]
+            cut = before.rfind(b"\n")
+            if cut >= 0 or start == 0:
+                entry = _parse(before[cut + 1 :])
+                if entry is not None and entry["serial"] <= serial:
+                    return  # the common case: the journal ends with a committed line
+        try:
+            raw = _pread_all(fd, size)
+        except OSError as exc:
+            raise io_error("read", path, exc) from None
+        found = scan(raw, serial)
+        if found.committed_end + len(found.kept_tail) == len(raw):
+            return  # nothing to drop
+        if found.kept_tail:
+            rewrite = raw[: found.committed_end] + found.kept_tail
+        else:
+            try:
+                os.ftruncate(fd, found.committed_end)
+                os.fsync(fd)
+            except OSError as exc:
+                raise io_error("write", path, exc) from None
     finally:
         os.close(fd)
+    if rewrite is not None:  # damaged lines kept after the committed ones, entries between them dropped: a new file
+        atomic_write(path, rewrite)

@@ -1,35 +1,77 @@
 """The exclusive state lock, with a note of who holds it so a waiting runbook can say whom it waited for.
 
 flock-based (via `filelock`): the kernel drops the lock when its holder dies, even by SIGKILL, so a crashed
-runbook never wedges the fleet.
+runbook never wedges the fleet. `.lock` must be a regular file (a symlink, directory or FIFO in its place is
+refused, exit 2, before filelock opens it; filelock itself opens with ``O_NOFOLLOW``); `.lock.info` is written
+without following a symlink either. An operating-system error taking the lock is one line naming `.lock` (exit 1).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tpufleet.errors import LockTimeout
+from tpufleet.errors import BadInput, LockTimeout
+from tpufleet.state.files import io_error, kind_of, open_state_file, write_all
+
+LOCK, LOCK_INFO = ".lock", ".lock.info"
 
 
 def _holder(info_path: Path) -> str:
     try:
-        info = json.loads(info_path.read_text())
+        fd = open_state_file(info_path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fh:
+            info = json.loads(fh.read())
         return f"pid {info['pid']} ({info['command']}, since {info['started']})"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, BadInput):
         return "an unknown process"
+
+
+def _check_lock_file(lock_path: Path) -> None:
+    """Refuse a `.lock` that is not a regular file (filelock would follow nothing, but fail obscurely)."""
+    try:
+        st = os.lstat(lock_path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise io_error("lock", lock_path, exc) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(
+            f"state lock {lock_path} is a {kind_of(st.st_mode)}, not a regular file; remove it (no tpufleet command "
+            "makes one)"
+        )
+
+
+def _write_info(info_path: Path, command: str) -> None:
+    """Note who holds the lock. Only informative: an operating-system error here does not stop the command
+    (the journal and state writes that follow report a full or read-only disk themselves); a symlink does."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    payload = json.dumps({"pid": os.getpid(), "command": command, "started": started}).encode()
+    try:
+        fd = open_state_file(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            write_all(fd, payload)
+    finally:
+        os.close(fd)
 
 
 @contextmanager
 def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
-    lock_path, info_path = state_dir / ".lock", state_dir / ".lock.info"
+    lock_path, info_path = state_dir / LOCK, state_dir / LOCK_INFO
+    _check_lock_file(lock_path)
     lock = FileLock(str(lock_path), timeout=timeout, mode=0o600)
     try:
         lock.acquire()
@@ -37,12 +79,12 @@ def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
         raise LockTimeout(
             f"state {state_dir} is locked by {_holder(info_path)}; gave up after {timeout:g}s (see --lock-timeout)"
         ) from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR):
+            _check_lock_file(lock_path)  # replaced since the first look: say what it is now
+        raise io_error("lock", lock_path, exc) from None
     try:
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        payload = json.dumps({"pid": os.getpid(), "command": command, "started": started})
-        fd = os.open(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(payload)
+        _write_info(info_path, command)
         yield
     finally:
         lock.release()

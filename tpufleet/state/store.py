@@ -20,11 +20,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpufleet.errors import BadStateFile, Refused
+from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.model import Fleet
 from tpufleet.state import codec, journal
-from tpufleet.state.files import atomic_write, ensure_private_dir, safe_child
+from tpufleet.state.files import (
+    atomic_write,
+    check_state_dir,
+    check_subdir,
+    ensure_private_dir,
+    ensure_private_subdir,
+    install,
+    io_error,
+    read_state_file,
+    safe_child,
+    sync_parent,
+    write_temp,
+)
 from tpufleet.state.lock import command_line, exclusive
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 
@@ -34,9 +46,22 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 
 
 def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path:
-    """--state DIR, else $TPUFLEET_STATE, else ./.tpufleet."""
-    chosen = option or os.environ.get("TPUFLEET_STATE") or ".tpufleet"
-    return Path(chosen).expanduser()
+    """--state DIR, else $TPUFLEET_STATE, else ./.tpufleet.
+
+    None means "not given"; an empty string is given and wrong (BadInput): it would otherwise mean the current
+    directory, or silently the default. (Pass the option as the string typed: `Path("")` is already `.`.)
+    """
+    if option is not None:
+        text = os.fspath(option)
+        if text == "":
+            raise BadInput("bad option --state: the directory is empty ('')")
+        return Path(text).expanduser()
+    env = os.environ.get("TPUFLEET_STATE")
+    if env is not None:
+        if env == "":
+            raise BadInput("bad environment variable TPUFLEET_STATE: it is set but empty; unset it or name a directory")
+        return Path(env).expanduser()
+    return Path(".tpufleet")
 
 
 def utc_now() -> str:
@@ -76,7 +101,7 @@ class Store:
         return self.dir / journal.JOURNAL
 
     def exists(self) -> bool:
-        return self.state_path.exists()
+        return os.path.lexists(self.state_path)
 
     @property
     def routes_dir(self) -> Path:
@@ -89,37 +114,61 @@ class Store:
     def _load_doc(self) -> dict[str, Any]:
         path = self.state_path
         try:
-            raw = path.read_bytes()
+            raw = read_state_file(path)
         except FileNotFoundError:
             raise Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)") from None
+        except NotADirectoryError:
+            raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
         except OSError as exc:
-            raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror}") from None
+            raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
         try:
             doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise BadStateFile(str(path), "", raw[:40].decode("utf-8", "replace"), f"not valid JSON ({exc})") from None
         return validate(doc, str(path))
 
     def journal(self, serial: int | None = None) -> list[dict[str, Any]]:
+        """The committed journal entries, up to the state's serial; a damaged line is skipped (see
+        `journal_damage`), never the end of the history."""
         if serial is None:
             serial = self._load_doc()["serial"]
         return journal.read(self.journal_path, serial)
 
+    def journal_damage(self, serial: int | None = None) -> list[int]:
+        """Line numbers (from 1) of the journal lines `journal` skipped as damaged: blank, not JSON, no serial, or
+        a serial beyond the state's among the committed lines. Empty for a sound journal."""
+        if serial is None:
+            serial = self._load_doc()["serial"]
+        return journal.damaged_lines(self.journal_path, serial)
+
     def table_path(self, name: str) -> Path:
-        """Where a slice's routing tables live (the name is checked so it cannot leave the directory)."""
+        """Where a slice's routing tables live (the name is checked so it cannot leave the directory; `routes/`
+        must be a real directory, not a symlink)."""
+        check_subdir(self.routes_dir)
         return safe_child(self.routes_dir, name, ".npz")
 
     def save_tables(self, name: str, data: bytes) -> Path:
         """Store a slice's routing tables; call inside the transaction that indexes them."""
-        ensure_private_dir(self.routes_dir)
+        ensure_private_subdir(self.routes_dir)
         path = self.table_path(name)
         atomic_write(path, data)
         return path
 
     def delete_tables(self, name: str) -> None:
+        if not check_subdir(self.routes_dir):
+            return
         path = self.table_path(name)
-        if path.exists():
+        try:
             path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise io_error("delete", path, exc) from None
+
+    def _prepare_write(self) -> None:
+        """Before taking the lock to write: the directory exists, is ours, and nobody else can write it."""
+        ensure_private_dir(self.dir)
+        check_state_dir(self.dir)
 
     @contextmanager
     def transaction(self, command: str | None = None) -> Iterator[Transaction]:
@@ -127,7 +176,7 @@ class Store:
 
         An exception inside, or no `commit`, leaves the files untouched.
         """
-        ensure_private_dir(self.dir)
+        self._prepare_write()
         command = command or command_line()
         with exclusive(self.dir, self.lock_timeout, command):
             state = self.load()
@@ -141,7 +190,7 @@ class Store:
     def creation(self, fleet: Fleet, replace: bool = False, command: str | None = None) -> Iterator[Transaction]:
         """`init`: a new state for `fleet`. Refused if one exists, unless `replace` (which does not even read a
         damaged one). The serial continues where the old state or the journal stopped."""
-        ensure_private_dir(self.dir)
+        self._prepare_write()
         command = command or command_line()
         with exclusive(self.dir, self.lock_timeout, command):
             if self.exists() and not replace:
@@ -153,6 +202,8 @@ class Store:
                 self._commit(tx.state, tx.change, serial, command)
 
     def _commit(self, state: FleetState, change: Change, serial: int, command: str) -> None:
+        """Journal line first (durable), then the state file renamed into place. Should anything fail before the
+        rename, the line is taken back out: the files are as they were, and the error names the file."""
         state.serial = serial + 1
         doc = codec.encode(state)
         doc["schema_version"] = SCHEMA_VERSION
@@ -167,21 +218,29 @@ class Store:
         }
         if change.details:
             entry["details"] = change.details
-        journal.append(self.journal_path, entry)
-        atomic_write(self.state_path, json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n")
+        data = json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n"
+        size = journal.append(self.journal_path, entry)
+        try:
+            install(write_temp(self.state_path, data), self.state_path)
+        except BaseException:
+            journal.rollback(self.journal_path, size)
+            raise
+        sync_parent(self.state_path)
 
     def _journal_serial(self) -> int:
         """After `init` over a lost state file, keep numbering where the journal stopped."""
         entries = journal.read(self.journal_path, 1 << 62)
-        serial = entries[-1]["serial"] if entries else 0
+        serial = max((e["serial"] for e in entries), default=0)
         journal.recover(self.journal_path, serial)
         return serial
 
     def _last_serial(self) -> int:
         """The serial to continue from when replacing a state that may be damaged."""
         try:
-            serial = int(json.loads(self.state_path.read_bytes())["serial"])
-            journal.recover(self.journal_path, serial)
-            return serial
-        except (OSError, ValueError, KeyError, TypeError):
+            serial = json.loads(read_state_file(self.state_path))["serial"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return self._journal_serial()
+        if type(serial) is not int or serial < 0:
+            return self._journal_serial()
+        journal.recover(self.journal_path, serial)
+        return serial
