@@ -33,8 +33,6 @@ from tpufleet.constants import (
 )
 
 if TYPE_CHECKING:
-    import os
-
     import numpy as np
     import numpy.typing as npt
 
@@ -251,8 +249,10 @@ def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes:
     }
 
 
-def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Availability against slice size, like seed 002 Fig. 1 (PNG or SVG by the file's suffix)."""
+def plot(result: dict[str, Any], image_format: str) -> bytes:
+    """Availability against slice size, like Fig. 1 of the TPUv4 paper, as PNG or SVG bytes."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -272,8 +272,10 @@ def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
     ax.set_title(f"host availability {result['host_availability']}, OCS availability {result['ocs_availability']}")
     ax.legend(loc="lower left")
     fig.tight_layout()
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=image_format)
     plt.close(fig)
+    return buf.getvalue()
 
 
 def parse_sizes(text: str, unit: str) -> list[int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -45,7 +44,7 @@ OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for pe
 
 @dataclass
 class Settings:
-    state: Path | None = None
+    state: str | None = None  # as typed: "" must reach resolve_state_dir, which refuses it
     debug: bool = False
     lock_timeout: float = 30.0
 
@@ -70,8 +69,13 @@ SETTINGS = Settings()
 def root(
     ctx: typer.Context,
     state: Annotated[
-        Path | None,
-        typer.Option("--state", help="State directory (default $TPUFLEET_STATE, else ./.tpufleet)", show_default=False),
+        str | None,
+        typer.Option(
+            "--state",
+            metavar="DIR",
+            help="State directory (default $TPUFLEET_STATE, else ./.tpufleet)",
+            show_default=False,
+        ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors")] = False,
     lock_timeout: Annotated[

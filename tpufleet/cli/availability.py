@@ -83,9 +83,15 @@ def simulate_cmd(
     )
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise BadInput(f"bad option --plot: {str(plot)!r} must end in .png or .svg")
+    if plot is not None:
+        from tpufleet.state.files import check_output_path
+
+        check_output_path(plot, "--plot")
     result = ops.report(ks, p, q, trials, seed, source)
     if plot is not None:
-        availability.plot(result, plot)
+        from tpufleet.state.files import write_output
+
+        write_output(plot, availability.plot(result, plot.suffix.lower()[1:]))
         result["plot"] = str(plot)
     fmt = output.value
     if fmt in ("csv", "md"):

@@ -61,21 +61,25 @@ def goodput_cmd(
 ) -> None:
     """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""
     from tpufleet.cli.render import to_json
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
     from tpufleet.goodput import render
-    from tpufleet.goodput.events import parse_time
+    from tpufleet.goodput.events import option_time
     from tpufleet.goodput.metrics import DIMENSIONS
-    from tpufleet.goodput.pipeline import build
-    from tpufleet.state.files import atomic_write
+    from tpufleet.goodput.pipeline import build, parse_capacity
+    from tpufleet.state.files import check_output_path, write_output
 
     dims = [d.strip() for d in by.split(",") if d.strip()]
     for d in dims:
         if d not in DIMENSIONS:
-            raise BadInput(f"bad option --by: {d!r} is not one of {', '.join(DIMENSIONS)}")
-    t0 = parse_time(since, "--since", 0, "value") if since else None
-    t1 = parse_time(until, "--until", 0, "value") if until else None
+            raise BadInput(f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}")
+    t0 = option_time(since, "--since") if since else None
+    t1 = option_time(until, "--until") if until else None
     if t0 is not None and t1 is not None and t1 <= t0:
         raise BadInput("bad options: --until must be after --since")
+    if capacity is not None and capacity != "state":
+        parse_capacity(capacity)  # checked before any file is read
+    if out is not None:
+        check_output_path(out, "--out")
     if capacity == "state":
         from tpufleet.model import inventory_counts
 
@@ -98,7 +102,7 @@ def goodput_cmd(
     else:
         text = render.to_table(report)
     if out is not None:
-        atomic_write(out, (text.rstrip("\n") + "\n").encode())
+        write_output(out, (text.rstrip("\n") + "\n").encode())
         typer.echo(f"report written to {out}", err=True)
     else:
         typer.echo(text.rstrip("\n"))

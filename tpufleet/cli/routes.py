@@ -89,13 +89,15 @@ def routes_cmd(
     from tpufleet.errors import BadInput
     from tpufleet.ops import routes as ops
     from tpufleet.routing.report import TRAFFICS
-    from tpufleet.state.files import atomic_write
+    from tpufleet.state.files import check_output_path, write_output
     from tpufleet.state.store import utc_now
 
     traffics = [t.strip() for t in traffic.split(",") if t.strip()]
     for t in traffics:
         if t not in TRAFFICS:
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
+    if out is not None:
+        check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     budget = HARDWARE_VCS if max_vcs is None else max_vcs
@@ -114,7 +116,7 @@ def routes_cmd(
     else:
         data["not_stored"] = refusal
     if out is not None and exported is not None:
-        atomic_write(out, exported)
+        write_output(out, exported)
     emit(data, output, lambda: _text(name, data, data.get("tables"), routed.unroutable))
     if refusal is not None:
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)

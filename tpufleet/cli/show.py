@@ -83,6 +83,10 @@ def show_cmd(
     if what is What.journal:
         rows = store.journal(state.serial)
         rows = rows[-tail:] if tail else rows
+        damaged = store.journal_damage(state.serial)
+        if damaged:
+            lines = ", ".join(map(str, damaged[:10])) + (" ..." if len(damaged) > 10 else "")
+            typer.echo(f"tpufleet: warning: {store.journal_path}: damaged line(s) {lines} skipped", err=True)
     else:
         rows = {
             What.inventory: views.inventory,

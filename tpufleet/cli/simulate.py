@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -39,21 +40,32 @@ def _text(s: dict, out: Path) -> str:
 
 @app.command("simulate-fleet")
 def simulate_cmd(
-    days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days")],
+    days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days (up to 3650)")],
     out: Annotated[Path, typer.Option("--out", help="Native JSONL events for goodput-report")],
     workload: Annotated[
         Path | None, typer.Option("--workload", help="Workload YAML (default: the shipped workload)")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same events")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed", min=0, max=2**63 - 1, help="Random seed, 0 or more: the same seed gives the same events"
+        ),
+    ] = 0,
     pods: Annotated[int, typer.Option("--pods", min=1, max=16, help=f"Pods of {CUBES_PER_POD} cubes")] = 1,
     fault_rates: Annotated[
         Path | None, typer.Option("--fault-rates", help="Fault-rate YAML (default: the shipped rates)")
     ] = None,
     checkpoint_interval: Annotated[
-        float, typer.Option("--checkpoint-interval", min=0.1, help="Minutes of compute between checkpoints")
+        float,
+        typer.Option(
+            "--checkpoint-interval", min=1.0, max=10080, help="Minutes of compute between checkpoints (1 to 10080)"
+        ),
     ] = 60.0,
     restart_overhead: Annotated[
-        float, typer.Option("--restart-overhead", min=0.0, help="Minutes from restart to the first step")
+        float,
+        typer.Option(
+            "--restart-overhead", min=0.0, max=1440, help="Minutes from restart to the first step (0 to 1440)"
+        ),
     ] = 10.0,
     mode: Annotated[
         Mode, typer.Option("--mode", help="static, reconfigurable or reconfigurable-ft")
@@ -61,14 +73,27 @@ def simulate_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Discrete-event simulation: jobs arrive and are placed through the OCS, faults strike and are repaired,
-    fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Writes the event log."""
+    fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Writes the event log.
+
+    A run expected to log more than 2,000,000 events is refused before it starts (exit 2)."""
     import functools
     import sys
 
+    from tpufleet.errors import BadInput
+    from tpufleet.model import component_counts, default_fleet
     from tpufleet.ops.simulate import simulate
     from tpufleet.simulation import Options, load_rates, load_workload
-    from tpufleet.state.files import atomic_write
+    from tpufleet.simulation.inputs import check_budget
+    from tpufleet.state.files import check_output_path, write_output
 
+    for option, value in (
+        ("--days", days),
+        ("--checkpoint-interval", checkpoint_interval),
+        ("--restart-overhead", restart_overhead),
+    ):
+        if not math.isfinite(value):  # the option ranges let NaN through
+            raise BadInput(f"bad option {option} {value!r}: must be a finite number")
+    check_output_path(out, "--out")  # before the run: a typo must not cost the whole simulation
     options = Options(
         days=days,
         seed=seed,
@@ -77,7 +102,9 @@ def simulate_cmd(
         checkpoint_interval_s=checkpoint_interval * 60.0,
         restart_overhead_s=restart_overhead * 60.0,
     )
-    run = functools.partial(simulate, load_workload(workload), load_rates(fault_rates), options)
+    loaded_workload, rates = load_workload(workload), load_rates(fault_rates)
+    check_budget(loaded_workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
+    run = functools.partial(simulate, loaded_workload, rates, options)
     if sys.stderr.isatty():
         from rich.progress import Progress
 
@@ -86,6 +113,6 @@ def simulate_cmd(
             result = run(progress=lambda day: bar.update(task, completed=day))
     else:
         result = run()
-    atomic_write(out, ("\n".join(json.dumps(r, separators=(",", ":")) for r in result.records) + "\n").encode())
+    write_output(out, ("\n".join(json.dumps(r, separators=(",", ":")) for r in result.records) + "\n").encode())
     summary = {**result.summary, "out": str(out)}
     emit(summary, output, lambda: _text(summary, out))

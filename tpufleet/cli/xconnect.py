@@ -58,9 +58,11 @@ def plan_cmd(
 ) -> None:
     """Plan the OCS cross-connects of a slice: coordinates, neighbours, port pairs, diff against the OCS."""
     from tpufleet.ops import xconnect as ops
-    from tpufleet.state.files import atomic_write
+    from tpufleet.state.files import check_output_path, write_output
     from tpufleet.state.store import utc_now
 
+    if out is not None:
+        check_output_path(out, "--out")
     now = utc_now()
     if apply:
         state = None
@@ -71,7 +73,7 @@ def plan_cmd(
         pdoc, plan = ops.make_plan(state, name, now)
         has_changes = plan.has_changes
     if out is not None:
-        atomic_write(out, (json.dumps(pdoc, indent=1) + "\n").encode())
+        write_output(out, (json.dumps(pdoc, indent=1) + "\n").encode())
     pod_cubes = _pod_cubes(ctx, pdoc, state)
     emit(
         pdoc,

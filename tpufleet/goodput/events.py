@@ -11,8 +11,12 @@ One record per line (JSONL) or row (CSV, columns named like the keys). Three rec
   ``step_start``, ``checkpoint_start/end`` (the step saved) and ``restore_end``; ``chips`` for ``allocation``
   (how many of the job's chips are allocated from T on); ``label`` for ``custom_badput_start/end``.
 
-T is ISO 8601 UTC (``2026-01-05T10:00:00Z``) or POSIX seconds. A first record ``{"type": "schema",
-"version": 1}`` is optional.
+T is ISO 8601 UTC (``2026-01-05T10:00:00Z``) or POSIX seconds, from 1970 to 2200 (MIN_TIME, MAX_TIME). A first
+record ``{"type": "schema", "version": 1}`` is optional.
+
+Bounds, each refused as a bad record: ``chips`` at most MAX_CHIPS, ``step`` at most MAX_STEP, strings at most
+MAX_TEXT characters, numbers finite. Files are read through `tpufleet.state.inputfiles` (at most MAX_LOG_BYTES
+each, UTF-8, JSON lines nested at most 64 deep, no NaN or Infinity).
 """
 
 from __future__ import annotations
@@ -20,14 +24,20 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
+from tpufleet.state.inputfiles import parse_json
 
 SCHEMA_VERSION = 1
+MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
+MAX_TIME = 7258118400.0  # 2200-01-01T00:00:00Z
+MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
+MAX_STEP = 10**15  # step numbers (exact in the float64 arrays the accounting uses)
+MAX_TEXT = 4096  # characters of a string field (job ids, names, labels)
 PHASES = ("training", "serving", "bulk_inference")
 EVENT_NAMES = (
     "submitted",
@@ -61,10 +71,8 @@ EventRecord = tuple[float, int, int, int, str]  # (time, event code, step, chips
 
 class BadRecord(BadInput):
     def __init__(self, file: str, line: int, field_name: str, value: object, problem: str) -> None:
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        super().__init__(f"{file}:{line}: field {field_name}: {problem} (value {shown})")
+        self.problem, self.value = problem, value
+        super().__init__(f"{file}:{line}: field {field_name}: {problem} (value {shown(value)})")
 
 
 @dataclass
@@ -91,61 +99,92 @@ class Log:
         self.events.setdefault(job, []).append((t, code, step, chips, label))
 
 
+_TIME_RANGE = "outside 1970-01-01 .. 2200-01-01 (POSIX seconds 0 .. 7258118400)"
+
+
+def in_range(seconds: float | int, value: object, file: str, line: int, name: str) -> float:
+    """POSIX seconds inside MIN_TIME..MAX_TIME (NaN and infinities are outside), as a float."""
+    if not MIN_TIME <= seconds <= MAX_TIME:  # an int is compared before float() could overflow on it
+        raise BadRecord(file, line, name, value, _TIME_RANGE)
+    return float(seconds)
+
+
 def parse_time(value: object, file: str, line: int, name: str = "time") -> float:
     if isinstance(value, bool):
         raise BadRecord(file, line, name, value, "not a time")
     if isinstance(value, (int, float)):
-        return float(value)
+        return in_range(value, value, file, line, name)
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > 64:
+            raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds")
         try:
-            return float(text)
+            seconds = float(text)
         except ValueError:
             pass
+        else:
+            return in_range(seconds, value, file, line, name)
         try:
             stamp = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds") from None
         if stamp.tzinfo is None:
             raise BadRecord(file, line, name, value, "time has no zone; use UTC (…Z)")
-        return stamp.timestamp()
+        try:
+            seconds = stamp.timestamp()
+        except (OverflowError, ValueError):  # a zone offset taking year 1 or 9999 out of datetime's range
+            raise BadRecord(file, line, name, value, _TIME_RANGE) from None
+        return in_range(seconds, value, file, line, name)
     raise BadRecord(file, line, name, value, "not a time")
 
 
-def _int(rec: Mapping[str, Any], key: str, file: str, line: int, required: bool = False, minimum: int = 0) -> int:
+def option_time(value: str, option: str) -> float:
+    """A time given as a command-line option; BadInput naming the option."""
+    try:
+        return parse_time(value, option, 0, "value")
+    except BadRecord as exc:
+        raise BadInput(f"bad option {option} {shown(value)}: {exc.problem}") from None
+
+
+def _int(
+    rec: Mapping[str, Any], key: str, file: str, line: int, required: bool = False, minimum: int = 0, maximum: int = 0
+) -> int:
     value = rec.get(key)
-    if value in (None, ""):
+    if value is None or value == "":
         if required:
             raise BadRecord(file, line, key, None, "is required")
         return -1
+    maximum = maximum or (MAX_STEP if key == "step" else MAX_CHIPS)
     try:
-        number = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+        number = int(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+    except (ValueError, OverflowError):  # "x", a 5,000-digit string, infinity
         number = None
-    if number is None or (isinstance(value, float) and not value.is_integer()) or number < minimum:
-        raise BadRecord(file, line, key, value, f"must be a whole number >= {minimum}")
+    if number is None or (isinstance(value, float) and not value.is_integer()) or not minimum <= number <= maximum:
+        raise BadRecord(file, line, key, value, f"must be a whole number from {minimum} to {maximum:,}")
     return number
 
 
 def _float(rec: Mapping[str, Any], key: str, file: str, line: int) -> float | None:
     value = rec.get(key)
-    if value in (None, ""):
+    if value is None or value == "":
         return None
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else math.nan
+    except (ValueError, OverflowError):
         raise BadRecord(file, line, key, value, "must be a number") from None
-    if not number > 0:
-        raise BadRecord(file, line, key, value, "must be positive")
+    if not 0 < number < math.inf:
+        raise BadRecord(file, line, key, value, "must be a positive finite number")
     return number
 
 
 def _str(rec: Mapping[str, Any], key: str, file: str, line: int, default: str = "") -> str:
     value = rec.get(key, default)
-    if value in (None, ""):
+    if value is None or value == "":
         return default
     if not isinstance(value, str):
         raise BadRecord(file, line, key, value, "must be a string")
+    if len(value) > MAX_TEXT:
+        raise BadRecord(file, line, key, value, f"longer than {MAX_TEXT} characters")
     return value
 
 
@@ -176,6 +215,8 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
         flops, peak = _float(rec, "flops_per_step", file, line), _float(rec, "peak_flops_per_chip", file, line)
         if ideal is None and flops is not None and peak is not None:
             ideal = flops / (peak * chips)
+            if not 0 < ideal < math.inf:
+                raise BadRecord(file, line, "flops_per_step", flops, "gives no finite ideal step time")
         log.jobs[job] = Job(
             job,
             _str(rec, "accelerator", file, line, "unknown"),
@@ -206,24 +247,54 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
 
 def read_native(text: str, file: str, log: Log, skip_bad: bool = False, csv_format: bool = False) -> Log:
     if csv_format:
-        rows = csv.DictReader(io.StringIO(text))
-        for i, row in enumerate(rows, start=2):
-            _add_guarded(log, skip_bad, {k: v for k, v in row.items() if k}, file, i)
-        return log
-    loads = json.loads
+        return _read_csv(text, file, log, skip_bad)
     for i, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
-            rec = loads(raw)
+            rec = parse_json(raw, finite=False)  # every number used is range-checked by add_record
         except ValueError as exc:
             if skip_bad:
                 log.skipped += 1
                 continue
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)  # e.g. an over-long integer
-            raise BadRecord(file, i, "<line>", raw[:40], f"not valid JSON ({detail})") from None
+            raise BadRecord(file, i, "<line>", raw[:40], str(exc)) from None
         _add_guarded(log, skip_bad, rec, file, i)
     return log
+
+
+def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
+    """CSV rows as records; a field of any length is read (the file's size is bounded), then judged."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        reader = csv.reader(io.StringIO(text))
+        try:
+            header = next(reader, None)
+        except csv.Error as exc:
+            raise BadRecord(file, 1, "<header>", None, f"not valid CSV ({exc})") from None
+        if header is None:
+            return log
+        names = header
+        line = reader.line_num
+        while True:
+            start = line + 1
+            try:
+                row = next(reader, None)
+            except csv.Error as exc:
+                line = reader.line_num
+                if not skip_bad:
+                    raise BadRecord(file, start, "<row>", None, f"not valid CSV ({exc})") from None
+                log.skipped += 1
+                continue
+            if row is None:
+                return log
+            line = reader.line_num
+            if not row:
+                continue
+            record = {k: v for k, v in zip(names, row, strict=False) if k}  # extra cells are ignored, as before
+            _add_guarded(log, skip_bad, record, file, start)
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _add_guarded(log: Log, skip_bad: bool, rec: object, file: str, line: int) -> None:

@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
+from tpufleet.errors import BadInput
 from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 
 Capacity = list[tuple[float, str, int]]  # (from time, accelerator, chips) steps
@@ -21,6 +23,7 @@ Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, pe
 
 SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
 DIMENSIONS = ("accelerator", "size", "phase", "framework")
+MAX_PERIODS = 100_000  # rows of --period (1970..2200 is 83,950 days)
 
 
 def size_class(chips: int) -> str:
@@ -40,18 +43,36 @@ def _mpg(sg: float | None, rg: float | None, pg: float | None) -> float | None:
     return round(sg * rg * pg, 6)
 
 
+class CapacitySteps:
+    """The capacity step functions, sorted once per accelerator, for integrals over many windows (periods)."""
+
+    def __init__(self, capacity: Capacity) -> None:
+        self.steps: dict[str, list[tuple[float, int]]] = {}
+        for t, acc, chips in capacity:
+            self.steps.setdefault(acc, []).append((t, chips))
+        for steps in self.steps.values():
+            steps.sort()
+        self.times = {acc: [t for t, _ in steps] for acc, steps in self.steps.items()}
+
+    def integral(self, accelerator: str | None, t0: float, t1: float) -> float:
+        """Chip-seconds over [t0, t1]: each step holds until the next one (the last until t1)."""
+        total = 0.0
+        for acc in sorted(self.steps) if accelerator is None else [accelerator]:
+            steps, times = self.steps.get(acc, []), self.times.get(acc, [])
+            i = max(bisect.bisect_right(times, t0) - 1, 0)  # steps before it end before t0: they add nothing
+            while i < len(steps) and steps[i][0] < t1:
+                t, c = steps[i]
+                nxt = steps[i + 1][0] if i + 1 < len(steps) else t1
+                lo, hi = max(t, t0), min(nxt, t1)
+                if hi > lo:
+                    total += c * (hi - lo)
+                i += 1
+        return total
+
+
 def capacity_chip_s(capacity: Capacity, accelerator: str | None, t0: float, t1: float) -> float:
     """Integral of the capacity step function(s) over [t0, t1]."""
-    total = 0.0
-    accs = sorted({a for _, a, _ in capacity}) if accelerator is None else [accelerator]
-    for acc in accs:
-        steps = sorted((t, c) for t, a, c in capacity if a == acc)
-        for i, (t, c) in enumerate(steps):
-            nxt = steps[i + 1][0] if i + 1 < len(steps) else t1
-            lo, hi = max(t, t0), min(nxt, t1)
-            if hi > lo:
-                total += c * (hi - lo)
-    return total
+    return CapacitySteps(capacity).integral(accelerator, t0, t1)
 
 
 def young(w: float, mtbf: float) -> float:
@@ -160,6 +181,7 @@ def _key(a: JobAccount, dim: str) -> str:
 
 
 def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]]:
+    """The days (UTC) or ISO weeks covering [t0, t1); BadInput if there would be more than MAX_PERIODS."""
     import datetime as dt
 
     day = 86400.0
@@ -167,14 +189,23 @@ def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]
     if period == "week":
         start -= dt.timedelta(days=start.weekday())  # ISO weeks start on Monday
     step = day * (7 if period == "week" else 1)
-    out, lo = [], start.timestamp()
+    first = start.timestamp()
+    count = max(0, math.ceil((t1 - first) / step))  # counted before any is made
+    if count > MAX_PERIODS:
+        raise BadInput(
+            f"too many periods: the window spans {count:,} {period}s, over the limit of {MAX_PERIODS:,} "
+            "(narrow it with --since/--until, or use --period week)"
+        )
+    out, lo = [], first
     while lo < t1:
         out.append((lo, lo + step))
         lo += step
     return out
 
 
-def _period_row(accounts: list[JobAccount], capacity: Capacity, lo: float, hi: float, label: str) -> dict[str, Any]:
+def _period_row(
+    accounts: list[JobAccount], capacity: CapacitySteps | None, lo: float, hi: float, label: str
+) -> dict[str, Any]:
     import numpy as np
 
     alloc = prod = ideal = prod_pg = 0.0
@@ -182,8 +213,10 @@ def _period_row(accounts: list[JobAccount], capacity: Capacity, lo: float, hi: f
     for a in accounts:
         if a.ends is None or a.starts is None or a.labels is None or not len(a.ends) or a.end <= lo or a.start >= hi:
             continue
-        overlap = np.clip(np.minimum(a.ends, hi) - np.maximum(a.starts, lo), 0, None)
-        sums = np.bincount(a.labels, weights=overlap, minlength=len(BUCKETS) + 1)
+        first, last = np.searchsorted(a.ends, lo, side="right"), np.searchsorted(a.starts, hi, side="left")
+        ends, starts, labels = a.ends[first:last], a.starts[first:last], a.labels[first:last]  # the overlapping
+        overlap = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None)
+        sums = np.bincount(labels, weights=overlap, minlength=len(BUCKETS) + 1)
         c = a.job.chips
         alloc += float(overlap.sum()) * c
         prod += float(sums[PRODUCTIVE]) * c
@@ -192,7 +225,7 @@ def _period_row(accounts: list[JobAccount], capacity: Capacity, lo: float, hi: f
         if a.ideal_s is not None and a.productive_s > 0:
             ideal += float(sums[PRODUCTIVE]) * c * a.ideal_s / a.productive_s
             prod_pg += float(sums[PRODUCTIVE]) * c
-    cap = capacity_chip_s(capacity, None, lo, hi) if capacity else None
+    cap = capacity.integral(None, lo, hi) if capacity else None
     sg, rg = _ratio(alloc, cap) if cap else None, _ratio(prod, alloc)
     pg = _ratio(ideal, prod_pg) if prod_pg else None
     return {
@@ -209,10 +242,31 @@ def _period_row(accounts: list[JobAccount], capacity: Capacity, lo: float, hi: f
     }
 
 
+def _periods(accounts: list[JobAccount], capacity: Capacity, t0: float, t1: float, period: str) -> list[dict[str, Any]]:
+    """One row per period; each period looks only at the jobs whose time reaches into it."""
+    import datetime as dt
+
+    bounds = period_bounds(t0, t1, period)
+    if not bounds:
+        return []
+    first, step = bounds[0][0], bounds[0][1] - bounds[0][0]
+    members: list[list[JobAccount]] = [[] for _ in bounds]
+    for a in accounts:
+        k_lo = max(0, math.floor((a.start - first) / step) - 1)  # a period of margin each side: float rounding
+        k_hi = min(len(bounds), math.floor((a.end - first) / step) + 2)
+        for k in range(k_lo, k_hi):
+            members[k].append(a)
+    steps = CapacitySteps(capacity) if capacity else None
+    rows = []
+    for (lo, hi), group in zip(bounds, members, strict=True):
+        label = dt.datetime.fromtimestamp(lo, dt.UTC).strftime("%Y-%m-%d")
+        rows.append(_period_row(group, steps, max(lo, t0), min(hi, t1), label))
+    return rows
+
+
 def report(
     accounts: list[JobAccount], capacity: Capacity, t0: float, t1: float, by: list[str], period: str | None
 ) -> Report:
-    import datetime as dt
 
     fleet_capacity = capacity_chip_s(capacity, None, t0, t1) if capacity else None
     fleet = _factors(accounts, fleet_capacity)
@@ -228,11 +282,7 @@ def report(
             row = {"dimension": dim, "value": value, **_factors(groups[value], cap)}
             row["sg_basis"] = "capacity" if cap is not None else "demand"
             segments.append(row)
-    periods = []
-    if period:
-        for lo, hi in period_bounds(t0, t1, period):
-            label = dt.datetime.fromtimestamp(lo, dt.UTC).strftime("%Y-%m-%d")
-            periods.append(_period_row(accounts, capacity, max(lo, t0), min(hi, t1), label))
+    periods = _periods(accounts, capacity, t0, t1, period) if period else []
     return {
         "schema_version": 1,
         "fleet": fleet,

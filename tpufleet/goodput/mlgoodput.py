@@ -18,11 +18,11 @@ its time from the first start to the end all-allocated.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from tpufleet.goodput.events import CODE, BadRecord, Job, Log, add_record
+from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, BadRecord, Job, Log, add_record, in_range
+from tpufleet.state.inputfiles import parse_json
 
 _PAIRS = (
     ("tpu_init_start_time", "tpu_init_start"),
@@ -32,79 +32,98 @@ _PAIRS = (
     ("data_loading_start_time", "data_loading_start"),
     ("data_loading_end_time", "data_loading_end"),
 )
+Pending = tuple[float, int, int, str]  # (time, event code, step, label): an entry's events, added once all check
 
 
 def _num(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
     value = payload.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadRecord(file, line, key, value, "must be POSIX seconds")
+    return in_range(value, value, file, line, key)
+
+
+def _duration(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
+    value = payload.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400 * 365:
+        raise BadRecord(file, line, key, value, "must be seconds from 0 to a year")
     return float(value)
 
 
+def _step(payload: Mapping[str, Any], key: str, file: str, line: int, default: int | None = None) -> int:
+    value = payload.get(key)
+    if default is not None and (value is None or isinstance(value, bool) or not isinstance(value, int)):
+        return default  # a checkpoint entry without a usable step number: saved step unknown
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
+        raise BadRecord(file, line, key, value, f"must be a whole number from 0 to {MAX_STEP:,}")
+    return value
+
+
 def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
+    """Add the entries of one file to `log`; with `skip_bad`, a malformed entry is skipped whole and counted."""
     started: dict[str, bool] = {}
     stepped: dict[str, bool] = {}
     for i, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
-            payload = json.loads(raw)
+            try:
+                payload = parse_json(raw, finite=False)  # times and durations are range-checked below
+            except ValueError as exc:
+                raise BadRecord(file, i, "<line>", raw[:40], str(exc)) from None
             if isinstance(payload, dict) and isinstance(payload.get("jsonPayload"), dict):
                 payload = payload["jsonPayload"]
             _entry(payload, file, i, log, started, stepped)
-        except ValueError as exc:
-            if skip_bad:
-                log.skipped += 1
-                continue
-            if isinstance(exc, BadRecord):
+        except BadRecord:
+            if not skip_bad:
                 raise
-            raise BadRecord(file, i, "<line>", raw[:40], f"not valid JSON ({exc})") from None
+            log.skipped += 1
     return log
 
 
 def _entry(payload: object, file: str, line: int, log: Log, started: dict[str, bool], stepped: dict[str, bool]) -> None:
+    """One entry: checked whole, then added (a bad entry adds nothing)."""
     if not isinstance(payload, dict):
         raise BadRecord(file, line, "<entry>", payload, "must be an object")
     job = payload.get("job_name")
-    if not isinstance(job, str) or not job:
-        raise BadRecord(file, line, "job_name", job, "is required")
-    log.records += 1
+    if not isinstance(job, str) or not job or len(job) > MAX_TEXT:
+        raise BadRecord(file, line, "job_name", job, f"is required: a string of at most {MAX_TEXT} characters")
     if "job_metadata" in payload:
         meta = payload["job_metadata"]
         if not isinstance(meta, dict):
             raise BadRecord(file, line, "job_metadata", meta, "must be an object")
-        add_record(log, {"type": "job", "job": job, **meta}, file, line)
+        add_record(log, {**meta, "type": "job", "job": job}, file, line)  # checks all, then adds
         return
-    log.jobs.setdefault(job, Job(job))
+    pending: list[Pending] = []
+    restart = False
     if "job_start_time" in payload:
         t = _num(payload, "job_start_time", file, line)
-        if started.get(job) and stepped.get(job):
-            log.add_event(job, t, CODE["failure"])
-        started[job], stepped[job] = True, False
-        log.add_event(job, t, CODE["job_start"])
+        restart = bool(started.get(job) and stepped.get(job))
+        if restart:
+            pending.append((t, CODE["failure"], -1, ""))
+        pending.append((t, CODE["job_start"], -1, ""))
     if "job_end_time" in payload:
-        log.add_event(job, _num(payload, "job_end_time", file, line), CODE["job_end"])
-    if "step_start_time" in payload:
-        step = payload.get("step_count")
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise BadRecord(file, line, "step_count", step, "must be a whole number >= 0")
-        log.add_event(job, _num(payload, "step_start_time", file, line), CODE["step_start"], step)
-        stepped[job] = True
+        pending.append((_num(payload, "job_end_time", file, line), CODE["job_end"], -1, ""))
+    has_step = "step_start_time" in payload
+    if has_step:
+        step = _step(payload, "step_count", file, line)
+        pending.append((_num(payload, "step_start_time", file, line), CODE["step_start"], step, ""))
     for key, name in _PAIRS:
         if key in payload:
-            log.add_event(job, _num(payload, key, file, line), CODE[name])
+            pending.append((_num(payload, key, file, line), CODE[name], -1, ""))
     if "custom_badput_event_start_time" in payload or "custom_badput_event_end_time" in payload:
-        label = str(payload.get("custom_badput_event_type", ""))
+        kind = payload.get("custom_badput_event_type", "")
+        label = kind if isinstance(kind, str) else str(kind) if isinstance(kind, (int, float)) else ""
+        if len(label) > MAX_TEXT:
+            raise BadRecord(file, line, "custom_badput_event_type", label, f"longer than {MAX_TEXT} characters")
         for key, name in (
             ("custom_badput_event_start_time", "custom_badput_start"),
             ("custom_badput_event_end_time", "custom_badput_end"),
         ):
             if key in payload:
-                log.add_event(job, _num(payload, key, file, line), CODE[name], label=label)
+                pending.append((_num(payload, key, file, line), CODE[name], -1, label))
     kind = payload.get("event_type")
     if kind in ("save", "restore"):
-        step = payload.get("step")
-        step = int(step) if isinstance(step, int) and not isinstance(step, bool) else -1
+        step = _step(payload, "step", file, line, default=-1)
         start_key = next(
             (k for k in ("checkpoint_manager_blocking_start_time", "checkpoint_manager_start_time") if k in payload),
             None,
@@ -125,7 +144,16 @@ def _entry(payload: object, file: str, line: int, log: Log, started: dict[str, b
                 None,
                 f"a {kind} entry needs a start time and a duration",
             )
-        start, duration = _num(payload, start_key, file, line), _num(payload, dur_key, file, line)
+        start, duration = _num(payload, start_key, file, line), _duration(payload, dur_key, file, line)
+        end = in_range(start + duration, start + duration, file, line, dur_key)
         a, b = ("checkpoint_start", "checkpoint_end") if kind == "save" else ("restore_start", "restore_end")
-        log.add_event(job, start, CODE[a], step)
-        log.add_event(job, start + duration, CODE[b], step)
+        pending += [(start, CODE[a], step, ""), (end, CODE[b], step, "")]
+    # every field is good: add the entry
+    log.records += 1
+    log.jobs.setdefault(job, Job(job))
+    for t, code, step_no, label in pending:
+        log.add_event(job, t, code, step_no, label=label)
+    if "job_start_time" in payload:
+        started[job], stepped[job] = True, False
+    if has_step:
+        stepped[job] = True

@@ -2,37 +2,47 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.goodput import events, metrics, mlgoodput
 from tpufleet.goodput.timeline import JobAccount, account
+from tpufleet.state.inputfiles import MAX_LOG_BYTES, decode_utf8, read_bytes
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 
+_CAPACITY = re.compile(r"\s*([^=,\s](?:[^=,]{0,62}[^=,\s])?)\s*=\s*([0-9]{1,9})\s*")
+MAX_TOTAL_LOG_BYTES = 4 * MAX_LOG_BYTES  # all the files of one report together
+
+
 def parse_capacity(text: str) -> list[tuple[str, int]]:
-    out = []
+    out: dict[str, int] = {}
     for part in text.split(","):
-        acc, _, chips = part.partition("=")
-        if not acc.strip() or not chips.strip().isdigit():
-            raise BadInput(f"bad option --capacity: {part!r} is not ACCELERATOR=CHIPS")
-        out.append((acc.strip(), int(chips)))
-    return out
+        match = _CAPACITY.fullmatch(part)
+        if match is None or int(match[2]) > events.MAX_CHIPS:
+            raise BadInput(
+                f"bad option --capacity: {shown(part)} is not ACCELERATOR=CHIPS (a name, and 0 to "
+                f"{events.MAX_CHIPS:,} chips)"
+            )
+        if match[1] in out:
+            raise BadInput(f"bad option --capacity: accelerator {match[1]!r} is given twice")
+        out[match[1]] = int(match[2])
+    return list(out.items())
 
 
 def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
     log = events.Log()
+    budget = MAX_TOTAL_LOG_BYTES
     for path in paths:
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise BadInput(f"{path}: cannot be read: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise BadInput(f"{path}: not UTF-8 text") from None
+        data = read_bytes(path, "goodput log", min(MAX_LOG_BYTES, budget))
+        budget -= len(data)
+        text = decode_utf8(data, str(path))
+        del data
         if fmt == "ml-goodput":
             mlgoodput.read(text, str(path), log, skip_bad)
         else:

@@ -74,17 +74,29 @@ def rows(report: Report) -> list[dict[str, Any]]:
     return out
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value: Any) -> Any:
+    """Text a spreadsheet would run as a formula (leading = + - @, tab, CR) gets a leading quote (OWASP)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def to_csv(report: Report) -> str:
     data = rows(report)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(data[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(data)
+    writer.writerows({k: _csv_cell(v) for k, v in row.items()} for row in data)
     return buf.getvalue()
 
 
 def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell: no inline HTML (Markdown renders it), no column break, one line."""
+    escaped = html.escape(str(text).replace("\\", "\\\\"), quote=False).replace("|", "\\|")
+    return " ".join(escaped.splitlines())
 
 
 def to_markdown(report: Report) -> str:

@@ -7,12 +7,19 @@ Fault rates have one source of defaults, the shipped `fault-rates.yaml`: `FaultR
 rates file that leaves a key out takes that key's value from the shipped file. A workload file that leaves a key
 out gets the `Workload` field default (a minimal workload: one 4x4x4 training job class); one that lists `jobs`
 and no `arrival_rate_per_hour` or `shapes` has no random arrivals.
+
+Files are read through `tpufleet.state.inputfiles` (at most 1 MiB of UTF-8, no YAML anchors or aliases, at most
+64 levels of nesting, no NaN or infinite numbers). Every number has a documented range (the schemas below:
+fault rates at most MAX_RATE_PER_DAY per component per day, arrivals at most MAX_ARRIVALS_PER_HOUR, durations
+at most MAX_HOURS, lognormal sigma at most MAX_SIGMA, weights at most MAX_WEIGHT with a positive total), and a
+run whose expected number of logged events exceeds MAX_EVENTS is refused before it starts (`check_budget`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -32,6 +39,23 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 FaultKind = Literal["host", "link", "ocs", "drain"]  # drain: planned maintenance of a machine, with notice
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 RATE_FIELDS = ("host_per_day", "link_per_day", "ocs_per_day", "drain_per_day", "rerouted_slowdown")
+
+# Limits on what a simulation is given (README "Safety"); each refused with exit 2 naming the value.
+MAX_RATE_PER_DAY = 1.0  # failures (or drains) per component per day, each kind
+MAX_REPAIR_HOURS = 8760.0  # a year
+MAX_SLOWDOWN = 100.0  # step-time factor of a rerouted job
+MAX_ARRIVALS_PER_HOUR = 1000.0
+MAX_HOURS = 1_000_000.0  # durations (median, max, listed jobs) and listed arrival times, in hours
+MAX_SIGMA = 10.0  # lognormal sigma of durations
+MAX_WEIGHT = 1_000_000.0  # any mix weight; a mix also needs a positive total
+MAX_CHECKPOINT_WRITE_S = 86400.0
+MAX_LISTED_JOBS = 100_000
+MAX_DAYS = 3650.0
+MIN_CHECKPOINT_INTERVAL_S = 60.0  # --checkpoint-interval >= 1 minute (10 logged steps per interval)
+MAX_CHECKPOINT_INTERVAL_S = 7 * 86400.0
+MAX_RESTART_OVERHEAD_S = 86400.0
+MAX_SEED = 2**63 - 1
+MAX_EVENTS = 2_000_000  # expected events logged by one run (about 180 MB of JSONL; 30 default days: 120,000)
 
 
 @dataclass(frozen=True)
@@ -93,6 +117,20 @@ class Options:
             raise BadInput(f"bad mode {self.mode!r}: not one of {', '.join(MODES)}")
         if self.macro_steps < 1:
             raise BadInput(f"bad macro_steps {self.macro_steps}: must be at least 1")
+        for name, value, lo, hi in (
+            ("days", self.days, 0.0, MAX_DAYS),
+            (
+                "checkpoint interval (s)",
+                self.checkpoint_interval_s,
+                MIN_CHECKPOINT_INTERVAL_S,
+                MAX_CHECKPOINT_INTERVAL_S,
+            ),
+            ("restart overhead (s)", self.restart_overhead_s, 0.0, MAX_RESTART_OVERHEAD_S),
+        ):
+            if not lo <= value <= hi or (name == "days" and value == 0):  # also refuses NaN
+                raise BadInput(f"bad {name} {value!r}: must be a number from {lo:g} to {hi:g}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise BadInput(f"bad seed {self.seed}: must be from 0 to {MAX_SEED}")
 
     @property
     def step_s(self) -> float:
@@ -110,28 +148,30 @@ class Options:
 
 
 # ---- schemas ------------------------------------------------------------------------------------------------
-_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
-_NON_NEGATIVE = {"type": "number", "minimum": 0}
-_WEIGHTS = {"type": "object", "minProperties": 1, "additionalProperties": _NON_NEGATIVE}
+_HOURS = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_HOURS}
+_AT_HOURS = {"type": "number", "minimum": 0, "maximum": MAX_HOURS}
+_WEIGHT = {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT}
+_NAME = {"type": "string", "minLength": 1, "maxLength": 64}
+_WEIGHTS = {"type": "object", "minProperties": 1, "maxProperties": 100, "additionalProperties": _WEIGHT}
 _SHAPE_ENTRY = {
     "type": "object",
     "required": ["shape"],
     "additionalProperties": False,
-    "properties": {"shape": {"type": "string"}, "twisted": {"type": "boolean"}, "weight": _NON_NEGATIVE},
+    "properties": {"shape": {"type": "string", "maxLength": 64}, "twisted": {"type": "boolean"}, "weight": _WEIGHT},
 }
 _JOB_ENTRY = {
     "type": "object",
     "required": ["shape", "duration_hours"],
     "additionalProperties": False,
     "properties": {
-        "id": {"type": "string"},
-        "shape": {"type": "string"},
+        "id": {"type": "string", "minLength": 1, "maxLength": 256},
+        "shape": {"type": "string", "maxLength": 64},
         "twisted": {"type": "boolean"},
-        "duration_hours": _POSITIVE,
-        "arrival_hours": _NON_NEGATIVE,
+        "duration_hours": _HOURS,
+        "arrival_hours": _AT_HOURS,
         "phase": {"enum": list(PHASES)},
         "fault_tolerant": {"type": "boolean"},
-        "priority_rank": {"type": "integer", "minimum": 0},
+        "priority_rank": {"type": "integer", "minimum": 0, "maximum": 99},
     },
 }
 WORKLOAD_SCHEMA: dict[str, Any] = {
@@ -140,33 +180,45 @@ WORKLOAD_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "schema_version": {"const": 1},
-        "arrival_rate_per_hour": _NON_NEGATIVE,
+        "arrival_rate_per_hour": {"type": "number", "minimum": 0, "maximum": MAX_ARRIVALS_PER_HOUR},
         "duration_hours": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"median": _POSITIVE, "sigma": _NON_NEGATIVE, "max": _POSITIVE},
+            "properties": {
+                "median": _HOURS,
+                "sigma": {"type": "number", "minimum": 0, "maximum": MAX_SIGMA},
+                "max": _HOURS,
+            },
         },
-        "shapes": {"type": "array", "items": _SHAPE_ENTRY},
+        "shapes": {"type": "array", "items": _SHAPE_ENTRY, "maxItems": 1000},
         "phases": {**_WEIGHTS, "propertyNames": {"enum": list(PHASES)}},
-        "frameworks": _WEIGHTS,
-        "priorities": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "priority_weights": {"type": "array", "items": _NON_NEGATIVE, "minItems": 1},
+        "frameworks": {**_WEIGHTS, "propertyNames": {"maxLength": 64}},
+        "priorities": {"type": "array", "items": _NAME, "minItems": 1, "maxItems": 100},
+        "priority_weights": {"type": "array", "items": _WEIGHT, "minItems": 1, "maxItems": 100},
         "ideal_step_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "checkpoint_write_s": _NON_NEGATIVE,
+        "checkpoint_write_s": {"type": "number", "minimum": 0, "maximum": MAX_CHECKPOINT_WRITE_S},
         "fault_tolerant_share": {"type": "number", "minimum": 0, "maximum": 1},
-        "jobs": {"type": "array", "items": _JOB_ENTRY},
+        "jobs": {"type": "array", "items": _JOB_ENTRY, "maxItems": MAX_LISTED_JOBS},
     },
 }
-_REPAIR_HOURS = {"type": "object", "additionalProperties": False, "properties": {k: _POSITIVE for k in FAULT_KINDS}}
+_REPAIR_HOURS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {k: {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_REPAIR_HOURS} for k in FAULT_KINDS},
+}
 RATES_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["schema_version"],
     "additionalProperties": False,
     "properties": {
         "schema_version": {"const": 1},
-        **{key: _NON_NEGATIVE for key in RATE_FIELDS if key != "rerouted_slowdown"},
+        **{
+            key: {"type": "number", "minimum": 0, "maximum": MAX_RATE_PER_DAY}
+            for key in RATE_FIELDS
+            if key != "rerouted_slowdown"
+        },
         "repair_hours": _REPAIR_HOURS,
-        "rerouted_slowdown": {"type": "number", "minimum": 1},
+        "rerouted_slowdown": {"type": "number", "minimum": 1, "maximum": MAX_SLOWDOWN},
     },
 }
 # The shipped file is every rate's default, so it must give every one.
@@ -178,18 +230,12 @@ SHIPPED_RATES_SCHEMA: dict[str, Any] = {
 
 
 # ---- loaders ------------------------------------------------------------------------------------------------
-def read_yaml(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
+def read_yaml(path: Path, schema: dict[str, Any], what: str = "YAML file") -> dict[str, Any]:
     """The file's mapping, checked against the schema; BadStateFile naming file, field and value if not."""
-    import yaml
-
+    from tpufleet.state.inputfiles import load_yaml
     from tpufleet.state.schema import check
 
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise BadStateFile(str(path), "", None, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    data = load_yaml(Path(path), what)
     check(schema, data, str(path))  # the validator is compiled once per schema object
     if not isinstance(data, dict):
         raise AssertionError("the schema admits only a mapping")
@@ -198,7 +244,7 @@ def read_yaml(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _shipped_rates() -> dict[str, Any]:
-    return read_yaml(SHIPPED_RATES, SHIPPED_RATES_SCHEMA)
+    return read_yaml(SHIPPED_RATES, SHIPPED_RATES_SCHEMA, "fault-rate file")
 
 
 def default_rates() -> FaultRates:
@@ -209,7 +255,7 @@ def default_rates() -> FaultRates:
 def load_rates(path: Path | None) -> FaultRates:
     """Fault rates from a file (None: the shipped one); a key it leaves out keeps the shipped file's value."""
     shipped = _shipped_rates()
-    doc = read_yaml(Path(path), RATES_SCHEMA) if path else shipped
+    doc = read_yaml(Path(path), RATES_SCHEMA, "fault-rate file") if path else shipped
     merged = {**shipped, **doc}
     repair_hours = {**shipped["repair_hours"], **doc.get("repair_hours", {})}
     return FaultRates(
@@ -239,6 +285,7 @@ def _shape_mix(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[Shape, float],
         for i, item in enumerate(doc.get("shapes", []))
     )
     if shapes:
+        _positive_total(path, "shapes", [w for _, w in shapes])
         return shapes
     return () if "jobs" in doc else None
 
@@ -250,7 +297,14 @@ def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tu
     weights = tuple(float(x) for x in doc.get("priority_weights", [1.0] * len(names)))
     if len(weights) != len(names):
         raise BadStateFile(str(path), "priority_weights", doc.get("priority_weights"), "needs one weight per priority")
+    _positive_total(path, "priority_weights", weights)
     return names, weights
+
+
+def _positive_total(path: Path, where: str, weights: Sequence[float]) -> None:
+    """A weighted mix must be able to draw something."""
+    if not sum(weights) > 0:
+        raise BadStateFile(str(path), where, list(weights)[:8], "the weights add up to zero")
 
 
 def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[JobSpec, ...]:
@@ -277,7 +331,7 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
 def load_workload(path: Path | None) -> Workload:
     """The workload of a file (None: the shipped one)."""
     path = Path(path) if path else SHIPPED_WORKLOAD
-    doc = read_yaml(path, WORKLOAD_SCHEMA)
+    doc = read_yaml(path, WORKLOAD_SCHEMA, "workload file")
     given: dict[str, Any] = {}
     if "arrival_rate_per_hour" in doc or "jobs" in doc:
         given["arrival_rate_per_hour"] = float(doc.get("arrival_rate_per_hour", 0.0))
@@ -290,6 +344,7 @@ def load_workload(path: Path | None) -> Workload:
     for key in ("phases", "frameworks"):
         if key in doc:
             given[key] = {name: float(weight) for name, weight in doc[key].items()}
+            _positive_total(path, key, list(given[key].values()))
     priorities = _priorities(path, doc)
     if priorities is not None:
         given["priorities"], given["priority_weights"] = priorities
@@ -298,3 +353,40 @@ def load_workload(path: Path | None) -> Workload:
             given[key] = float(doc[key])
     given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)))
     return Workload(**given)
+
+
+# ---- the run's size -----------------------------------------------------------------------------------------
+def expected_events(workload: Workload, rates: FaultRates, options: Options, components: Mapping[str, int]) -> float:
+    """About how many records a run will log (an estimate from the means, good to a small factor).
+
+    Steps dominate: each job logs ``macro_steps`` steps and a checkpoint (2 events) per checkpoint interval of
+    compute, so about 1.2 events per step of its work; every job adds about 15 records (its record, submission,
+    allocation, start-up stages, end), every fault strike about 25 (the redone steps and a restart of the job it
+    hits). `components` counts the fleet's hosts, optical links and OCS (`model.component_counts`).
+    """
+    hours = options.days * 24.0
+    work_h = sum(min(spec.duration_hours, hours) for spec in workload.jobs)
+    arrivals = float(len(workload.jobs))
+    if workload.arrival_rate_per_hour > 0 and workload.shapes:
+        random_arrivals = workload.arrival_rate_per_hour * hours
+        log_mean = math.log(workload.duration_median_h) + workload.duration_sigma**2 / 2  # lognormal mean, in logs
+        mean_h = min(workload.duration_max_h, math.exp(min(log_mean, math.log(MAX_HOURS))), hours)
+        arrivals += random_arrivals
+        work_h += random_arrivals * mean_h
+    steps = work_h * 3600.0 / options.step_s
+    strikes = options.days * (
+        components["host"] * (rates.host_per_day + rates.drain_per_day)
+        + components["link"] * rates.link_per_day
+        + components["ocs"] * rates.ocs_per_day
+    )
+    return 1.2 * steps + 15.0 * arrivals + 25.0 * strikes
+
+
+def check_budget(workload: Workload, rates: FaultRates, options: Options, components: Mapping[str, int]) -> None:
+    """Refuse (exit 2) a run expected to log more than MAX_EVENTS records, before it allocates anything."""
+    expected = expected_events(workload, rates, options, components)
+    if expected > MAX_EVENTS:
+        raise BadInput(
+            f"simulation too large: about {expected:,.0f} events expected, over the limit of {MAX_EVENTS:,} "
+            f"(fewer --days, a longer --checkpoint-interval, or lower arrival or fault rates)"
+        )

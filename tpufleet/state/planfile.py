@@ -6,7 +6,6 @@ state serial it was made at, so a plan made before the fleet changed is refused.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Slice
 from tpufleet.ids import OcsId
+from tpufleet.state.inputfiles import MAX_SPEC_BYTES, load_json_file
 from tpufleet.state.schema import check
 from tpufleet.xconnect import OcsChange, Pair, Plan
 
@@ -90,15 +90,13 @@ def _pairs(items: list[list[int]]) -> list[Pair]:
 
 def read(path: Path) -> SavedPlan:
     """A saved plan, checked against the schema; BadStateFile naming the file, field and value otherwise."""
-    try:
-        doc = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadStateFile(str(path), "", None, f"not valid JSON ({exc})") from None
+    doc = load_json_file(path, "plan file", MAX_SPEC_BYTES)
     check(PLAN_SCHEMA, doc, str(path))
-    changes = [
-        OcsChange(OcsId.from_key(o["id"].split(":", 1)[1]), _pairs(o["add"]), _pairs(o["remove"]), o["keep"])
-        for o in doc["ocs"]
-    ]
+    changes = []
+    for i, o in enumerate(doc["ocs"]):
+        try:
+            ocs = OcsId.from_key(o["id"].split(":", 1)[1])
+        except ValueError:  # digits the pattern admits but int() does not take (thousands of them)
+            raise BadStateFile(str(path), f"ocs.{i}.id", o["id"], "not an OCS id") from None
+        changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
     return SavedPlan(str(path), doc["slice"], doc["serial"], changes)

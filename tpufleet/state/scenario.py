@@ -1,6 +1,8 @@
 """Fault scenario files for `inject-fault --from`: a YAML or JSON list of faults.
 
-Each item is a target id, or an object ``{target, planned?, reason?}``.
+Each item is a target id, or an object ``{target, planned?, reason?}``. The file is read through
+`inputfiles.load_yaml` (at most MAX_SPEC_BYTES, UTF-8, no anchors or aliases, bounded nesting); a scenario lists
+at most MAX_FAULTS faults, ids of at most 256 characters and reasons of at most 1,024.
 """
 
 from __future__ import annotations
@@ -8,29 +10,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.errors import BadInput
+from tpufleet.state.inputfiles import load_yaml
 from tpufleet.state.schema import check
+
+MAX_FAULTS = 10_000  # faults in one scenario file
 
 SCENARIO_SCHEMA = {
     "type": "array",
+    "maxItems": MAX_FAULTS,
     "items": {
         "type": "object",
         "required": ["target"],
         "additionalProperties": False,
-        "properties": {"target": {"type": "string"}, "planned": {"type": "boolean"}, "reason": {"type": "string"}},
+        "properties": {
+            "target": {"type": "string", "maxLength": 256},
+            "planned": {"type": "boolean"},
+            "reason": {"type": "string", "maxLength": 1024},
+        },
     },
 }
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise BadStateFile(str(path), "", None, f"not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
+    data = load_yaml(path, "fault scenario file")
     if isinstance(data, list):  # a bare string is shorthand for {target: ...}
         data = [{"target": d} if isinstance(d, str) else d for d in data]
     check(SCENARIO_SCHEMA, data, str(path))
