@@ -305,6 +305,9 @@ def main():
         bench_goodput()
         bench_simulate()
         bench_routing()
+    from routing_quality import main as routing_quality  # benchmarks/ (this script's folder) is on sys.path
+
+    routing_quality(rows)  # tool vs exact LP optimum of the all-to-all max link load: its rows join these
     figures = {
         "python": platform.python_version(),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
