@@ -329,8 +329,11 @@ def _repair(
     per_destination_orders: bool,
     penalty: float | None = None,
     order: Order = dor.DEFAULT_ORDER,
+    balanced: bool = False,
 ) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
+
+    from tpufleet.routing.balanced import balanced_twisted_tables
 
     n = len(expected)
     info: RouteInfo = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
@@ -338,7 +341,7 @@ def _repair(
         P, L, dest_class, orders, broken = choose_orders(shape, expected, alive, penalty)
         info["orders_used"] = len(np.unique(dest_class))
     else:
-        P, L = dor.tables(shape, order)
+        P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
         dest_class, orders = np.zeros(n, dtype=np.int64), [order]
         broken = broken_pairs(P, expected, alive)
     info["broken_by_faults"] = len(broken)
@@ -394,29 +397,38 @@ def candidates(
     the same made for the whole OCS's failure pattern. Ranked by maximum all-to-all link load (ties: fewer
     dimension orders, so fewer virtual channels); the caller keeps the first whose virtual channels fit.
     """
+    from tpufleet.routing.balanced import BALANCE_LIMIT
+
     healthy = bool((alive == expected).all())
+    balance = [False, True] if shape.twisted and algorithm == "auto" and len(expected) <= BALANCE_LIMIT else [False]
+    if healthy and len(balance) > 1:
+        return _ranked_healthy(shape, expected, alive)
     if healthy or algorithm in ("dor", "wild-first"):
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", False)
         rt.algorithm = algorithm
         return [(rt, info)]
     ranked: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
     dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
-    variants: list[tuple[bool, float | None, Order]] = [(False, None, order) for order in single_orders(dead_dims)]
+    variants: list[tuple[bool, float | None, Order, bool]] = [
+        (False, None, order, even) for order in single_orders(dead_dims) for even in balance
+    ]
     two_orders = (2 if shape.wraps else 1) * 2 + 1  # VCs of two dimension orders and a wild VC
     if max_vcs is None or max_vcs >= two_orders:
-        variants += [(True, None, dor.DEFAULT_ORDER)]
-        variants += [(True, LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER)] if len(expected) <= LOAD_AWARE_LIMIT else []
+        variants += [(True, None, dor.DEFAULT_ORDER, False)]
+        variants += [(True, LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
     pattern = ocs_pattern(shape, expected, alive)
     graphs = [(alive, "")] + ([(pattern, " for the whole OCS's failure pattern")] if pattern is not None else [])
     for graph, note in graphs:
-        for mixed, penalty, order in variants:
-            rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order)
+        for mixed, penalty, order, even in variants:
+            rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
             if mixed and info["orders_used"] == 1:
                 continue  # the same tables as plain wild-first
             rt.algorithm = "auto"
             rt.nbr = alive  # tables made for fewer links are valid on the live graph: they never use the others
-            plain = "wild-first" + (
-                "" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}"
+            plain = (
+                ("balanced " if even else "")
+                + "wild-first"
+                + ("" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}")
             )
             how = (plain if not mixed else "per-destination dimension orders + wild-first") + note
             # The same routes carry the same load on either graph: the extra links are simply unused.
@@ -424,6 +436,21 @@ def candidates(
             ranked.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
     ranked.sort(key=lambda item: item[0])
     return [(rt, info) for _, rt, info in ranked]
+
+
+def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[RouteTables, RouteInfo]]:
+    """A healthy twisted torus: the load-balanced minimal tables and the plain ones, lighter first."""
+    from tpufleet.routing.analysis import symmetric_load
+
+    out: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
+    for even in (True, False):
+        rt, info = _repair(shape, expected, alive, "dor", False, balanced=even)
+        rt.algorithm = "auto"
+        load = float(symmetric_load(rt).max())
+        how = "balanced dimension-order" if even else "dimension-order"
+        out.append(((load, 0 if even else 1), rt, {**info, "strategy": how, "max_load": load}))
+    out.sort(key=lambda item: item[0])
+    return [(rt, info) for _, rt, info in out]
 
 
 def single_orders(dead_dims: set[int]) -> list[Order]:
