@@ -187,6 +187,51 @@ def bench_routing():
     )
 
 
+def bench_state(tmp):
+    """A fully wired 4-pod fleet: load and validate its state (in-process), and `status` on it (wall)."""
+    from tpufleet.state import Store
+
+    state = f"{tmp}/four-pods"
+    subprocess.run([*CLI, "--state", state, "init", "--pods", "4"], check=True, stdout=subprocess.DEVNULL)
+    for p in range(4):
+        for args in (
+            ["allocate", f"p{p}", "--shape", "16x16x16", "--pod", f"pod{p}"],
+            ["plan-xconnect", f"p{p}", "--apply"],
+        ):
+            subprocess.run([*CLI, "--state", state, *args], check=True, stdout=subprocess.DEVNULL)
+    store = Store(Path(state))
+    raw = store.state_path.read_bytes()
+    record(
+        "load + validate a fully wired 4-pod state (12,288 cross-connects)",
+        median_of(store.load, 9),
+        "<= 50 ms",
+        "json.loads of the same file",
+        median_of(lambda: json.loads(raw), 9),
+    )
+    record(
+        "tpufleet status, fully wired 4-pod state (median wall)",
+        wall([*CLI, "--state", state, "status"]),
+        "<= 0.5 s",
+        "python -c pass",
+        wall([sys.executable, "-c", "pass"]),
+    )
+
+
+def bench_fault_path(tmp):
+    """End to end through the CLI on a fully wired 16x16x16 fault-tolerant slice (the fault path's targets)."""
+    state = f"{tmp}/full-pod"
+    for args in (["init"], ["allocate", "big", "--shape", "16x16x16"], ["plan-xconnect", "big", "--apply"]):
+        subprocess.run([*CLI, "--state", state, *args], check=True, stdout=subprocess.DEVNULL)
+    base = wall([*CLI, "--state", state, "status"], repeat=3)
+    record("routes, healthy 16x16x16, end to end", wall([*CLI, "--state", state, "routes", "big"], repeat=1),
+           "<= 1 s", "tpufleet status", base)  # fmt: skip
+    dry = wall([*CLI, "--state", state, "inject-fault", "ocs:pod0/x/5", "--dry-run"], repeat=1)
+    record("inject-fault ocs --dry-run, 16x16x16 slice, end to end", dry, "<= 2 s", "tpufleet status", base)
+    subprocess.run([*CLI, "--state", state, "inject-fault", "ocs:pod0/x/5"], check=True, stdout=subprocess.DEVNULL)
+    one = wall([*CLI, "--state", state, "routes", "big"], repeat=1)
+    record("routes, 16x16x16 with one OCS failure, end to end", one, "<= 2 s", "tpufleet status", base)
+
+
 def bench_faults(state):
     from tpufleet.availability import simulate
 
@@ -300,6 +345,8 @@ def main():
         state = f"{tmp}/state"
         subprocess.run([*CLI, "--state", state, "init"], check=True, stdout=subprocess.DEVNULL)
         bench_cli(state)
+        bench_state(tmp)
+        bench_fault_path(tmp)
         bench_xconnect()
         bench_faults(state)
         bench_goodput()
