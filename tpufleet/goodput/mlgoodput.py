@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, BadRecord, Job, Log, add_record, in_range
-from tpufleet.state.inputfiles import parse_json
+from tpufleet.state.inputfiles import parse_json_line
 
 _PAIRS = (
     ("tpu_init_start_time", "tpu_init_start"),
@@ -67,7 +67,7 @@ def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
             continue
         try:
             try:
-                payload = parse_json(raw, finite=False)  # times and durations are range-checked below
+                payload = parse_json_line(raw)  # times and durations are range-checked below
             except ValueError as exc:
                 raise BadRecord(file, i, "<line>", raw[:40], str(exc)) from None
             if isinstance(payload, dict) and isinstance(payload.get("jsonPayload"), dict):

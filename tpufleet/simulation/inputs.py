@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ MIN_CHECKPOINT_INTERVAL_S = 60.0  # --checkpoint-interval >= 1 minute (10 logged
 MAX_CHECKPOINT_INTERVAL_S = 7 * 86400.0
 MAX_RESTART_OVERHEAD_S = 86400.0
 MAX_SEED = 2**63 - 1
+GENERATED_ID = re.compile(r"job[0-9]+")  # the ids of jobs the workload does not list (draws.JobMaker)
 MAX_EVENTS = 2_000_000  # expected events logged by one run (about 180 MB of JSONL; 30 default days: 120,000)
 
 
@@ -195,7 +197,7 @@ WORKLOAD_SCHEMA: dict[str, Any] = {
         "frameworks": {**_WEIGHTS, "propertyNames": {"maxLength": 64}},
         "priorities": {"type": "array", "items": _NAME, "minItems": 1, "maxItems": 100},
         "priority_weights": {"type": "array", "items": _WEIGHT, "minItems": 1, "maxItems": 100},
-        "ideal_step_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "ideal_step_fraction": {"type": "number", "minimum": 0.001, "maximum": 1},
         "checkpoint_write_s": {"type": "number", "minimum": 0, "maximum": MAX_CHECKPOINT_WRITE_S},
         "fault_tolerant_share": {"type": "number", "minimum": 0, "maximum": 1},
         "jobs": {"type": "array", "items": _JOB_ENTRY, "maxItems": MAX_LISTED_JOBS},
@@ -309,7 +311,14 @@ def _positive_total(path: Path, where: str, weights: Sequence[float]) -> None:
 
 def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[JobSpec, ...]:
     specs = []
+    ids: set[str] = set()
     for i, job in enumerate(doc.get("jobs", [])):
+        if "id" in job:  # a job's events are keyed by its id: two jobs must not share one
+            if job["id"] in ids:
+                raise BadStateFile(str(path), f"jobs.{i}.id", job["id"], "another listed job has this id")
+            if GENERATED_ID.fullmatch(job["id"]):
+                raise BadStateFile(str(path), f"jobs.{i}.id", job["id"], "ids job<digits> are for random arrivals")
+            ids.add(job["id"])
         rank = int(job.get("priority_rank", 0))
         if rank >= priorities:
             raise BadStateFile(str(path), f"jobs.{i}.priority_rank", rank, f"there are only {priorities} priorities")
