@@ -23,7 +23,7 @@ from typing import Any
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.model import Fleet
-from tpufleet.state import codec, journal
+from tpufleet.state import codec, inputfiles, journal
 from tpufleet.state.files import (
     atomic_write,
     check_state_dir,
@@ -121,10 +121,14 @@ class Store:
             raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
         except OSError as exc:
             raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+        if len(raw) > inputfiles.MAX_STATE_BYTES:
+            raise BadStateFile(str(path), "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file")
+        # Strict UTF-8 and no NaN or Infinity, like every input file; nesting is bounded by the decoder's own
+        # recursion guard (the pre-scan `load_json` makes costs more than the parse on a big state).
         try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise BadStateFile(str(path), "", raw[:40].decode("utf-8", "replace"), f"not valid JSON ({exc})") from None
+            doc = inputfiles.parse_json_line(inputfiles.decode_utf8(raw, str(path)))
+        except inputfiles.JsonProblem as exc:
+            raise BadStateFile(str(path), "", exc.value, exc.problem) from None
         return validate(doc, str(path))
 
     def journal(self, serial: int | None = None) -> list[dict[str, Any]]:
