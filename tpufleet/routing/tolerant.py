@@ -416,8 +416,7 @@ def candidates(
     if max_vcs is None or max_vcs >= two_orders:
         variants += [(True, None, dor.DEFAULT_ORDER, False)]
         variants += [(True, LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
-    pattern = ocs_pattern(shape, expected, alive)
-    graphs = [(alive, "")] + ([(pattern, " for the whole OCS's failure pattern")] if pattern is not None else [])
+    graphs = [(alive, ""), *ocs_patterns(shape, expected, alive)]
     for graph, note in graphs:
         for mixed, penalty, order, even in variants:
             rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
@@ -472,13 +471,15 @@ def single_orders(dead_dims: set[int]) -> list[Order]:
     return out
 
 
-def ocs_pattern(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> ChipGraph | None:
-    """The live graph with every optical link of each OCS that has a dead link here removed too, or None when
-    that removes nothing more (or a dead link is not optical).
+def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[ChipGraph, str]]:
+    """The live graph with the whole failure pattern of some of the OCS that have a dead link here: one OCS at a
+    time, then all of them; empty when a dead link is not optical (or nothing more would be removed).
 
     An OCS failure takes the same face position out at every cube boundary of its dimension, a periodic pattern
-    production precomputes tables for; a single failed optical link is a subset of it, so those tables serve it
-    too, and may balance better than tables made for the one link.
+    production precomputes tables for; a failed optical link is a subset of it, so tables made for the pattern
+    serve the link too, and may balance better. Expanding one OCS at a time means that among the link's
+    candidates are exactly those its OCS's failure would get, whatever other faults are open: a fault that is a
+    subset of another never routes worse.
     """
     import numpy as np
 
@@ -487,21 +488,33 @@ def ocs_pattern(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> ChipGrap
     from tpufleet.topology import coordinates
 
     if not shape.wraps:
-        return None
+        return []
     local = coordinates(shape.dims) % CUBE_EDGE
     chips, ports = dead_links(expected, alive)
-    faces = set()
+    faces: set[tuple[int, int]] = set()
     for chip, port in zip(chips.tolist(), ports.tolist(), strict=True):
         d, sign = port // 2, 1 if port % 2 == 0 else -1
         if local[chip, d] != (CUBE_EDGE - 1 if sign > 0 else 0):
-            return None  # an electrical link or a chip: not an OCS pattern
+            return []  # an electrical link or a chip: not an OCS pattern
         faces.add((d, face_index("xyz"[d], *local[chip].tolist())))
-    pattern = alive.copy()
-    for d, index in faces:
-        on_face = np.array([face_index("xyz"[d], *xyz) == index for xyz in local.tolist()])
-        for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
-            pattern[on_face & (local[:, d] == edge), port] = -1
-    return None if (pattern == alive).all() else pattern
+
+    def expanded(chosen: list[tuple[int, int]]) -> ChipGraph:
+        graph = alive.copy()
+        for d, index in chosen:
+            on_face = np.array([face_index("xyz"[d], *xyz) == index for xyz in local.tolist()])
+            for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
+                graph[on_face & (local[:, d] == edge), port] = -1
+        return graph
+
+    ordered = sorted(faces)
+    subsets = [[face] for face in ordered] + ([ordered] if len(ordered) > 1 else [])
+    out: list[tuple[ChipGraph, str]] = []
+    for chosen in subsets:
+        graph = expanded(chosen)
+        if not (graph == alive).all() and not any((graph == seen).all() for seen, _ in out):
+            names = ", ".join(f"ocs {'xyz'[d]}/{index}" for d, index in chosen)
+            out.append((graph, f" for the failure pattern of {names}"))
+    return out
 
 
 def route(
