@@ -1,4 +1,4 @@
-"""Availability of a job of k cubes (seed 002 Fig. 1): static pod vs OCS-reconfigurable pod, pure.
+"""Availability of a job of k cubes (Fig. 1 of the TPUv4 paper "Resiliency at Scale"): static pod vs OCS-reconfigurable pod, pure.
 
 * reconfigurable: any k healthy cubes of the pod will do; a cube is healthy when all its 16 hosts are up
   (probability p^16), so availability is a binomial tail. Without fault-tolerant routing the slice also needs

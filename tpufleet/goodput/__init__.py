@@ -1,1 +1,1 @@
-"""ML Productivity Goodput (seed 000): MPG = SG x RG x PG from job event logs."""
+"""ML Productivity Goodput (the ML Productivity Goodput paper): MPG = SG x RG x PG from job event logs."""

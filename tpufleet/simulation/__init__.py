@@ -6,7 +6,7 @@ fault is absorbed by fault-tolerant routing (the job runs on, its step time mult
 exactly where `inject-fault` would reroute, and otherwise evicts the job, as a machine fault always does. An
 evicted or preempted job restarts from its last checkpoint after a restart overhead (TPU initialisation, training
 preparation, compilation, restore). Preemption frees room for a higher-priority job, evicting lower-priority
-jobs medium-sized first, then large, small and extra-large last (seed 000 §5).
+jobs medium-sized first, then large, small and extra-large last (the ML Productivity Goodput paper, section 5).
 
 Modes: ``static`` places a job only on a contiguous box of cubes of the pod's fixed 4x4x4 cube torus, has no
 fault-tolerant routing, and cannot wire a spare cube in: a job hit by a machine fault keeps its block (still
