@@ -122,7 +122,9 @@ class Store:
         except OSError as exc:
             raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
         if len(raw) > inputfiles.MAX_STATE_BYTES:
-            raise BadStateFile(str(path), "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file")
+            raise BadStateFile(
+                str(path), "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file"
+            )
         # Strict UTF-8 and no NaN or Infinity, like every input file; nesting is bounded by the decoder's own
         # recursion guard (the pre-scan `load_json` makes costs more than the parse on a big state).
         try:
