@@ -85,15 +85,6 @@ def balanced_moves(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[npt.NDAr
 
 def balanced_twisted_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTable, HopTable]:
     """Tables (P[t, s], L[t, s]) from `balanced_moves`."""
-    import numpy as np
+    from tpufleet.routing.dor import tables_from_moves
 
-    from tpufleet.routing.dor import group_offsets
-    from tpufleet.topology import coordinates
-
-    moves, dist = balanced_moves(shape, order)
-    xyz = coordinates(shape.dims)
-    cls = ((xyz[:, 0] % 2) << 2 | (xyz[:, 1] % 2) << 1 | (xyz[:, 2] % 2)).astype(np.int64)
-    g = group_offsets(shape)
-    P: PortTable = moves[cls[None, :], g]
-    L: HopTable = dist[g].astype(np.int16)
-    return P, L
+    return tables_from_moves(shape, *balanced_moves(shape, order))

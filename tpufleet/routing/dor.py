@@ -158,11 +158,17 @@ def offset_moves(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[npt.NDArra
 
 
 def twisted_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTable, HopTable]:
+    return tables_from_moves(shape, *offset_moves(shape, order))
+
+
+def tables_from_moves(
+    shape: Shape, moves: npt.NDArray[np.int8], dist: npt.NDArray[np.int32]
+) -> tuple[PortTable, HopTable]:
+    """Tables (P[t, s], L[t, s]) of a rule that picks a move by the chip's parity class and the offset t - s."""
     import numpy as np
 
     from tpufleet.topology import coordinates
 
-    moves, dist = offset_moves(shape, order)
     xyz = coordinates(shape.dims)
     cls = ((xyz[:, 0] % 2) << 2 | (xyz[:, 1] % 2) << 1 | (xyz[:, 2] % 2)).astype(np.int64)
     g = group_offsets(shape)
