@@ -231,7 +231,9 @@ def test_files_are_private(tmp_path):
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
 
 
-@pytest.mark.parametrize("name", ["../evil", "a/b", "..", ".hidden", "", "x" * 65, "/etc/passwd", "a\nb"])
+@pytest.mark.parametrize(
+    "name", ["../evil", "a/b", "..", ".hidden", "", "x" * 65, "/etc/passwd", "a\nb", "a\n", "a\u0663"]
+)
 def test_names_cannot_escape_the_state_directory(tmp_path, name):
     with pytest.raises(BadInput):
         safe_child(tmp_path, name, ".npz")

@@ -20,12 +20,13 @@ import re
 import secrets
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from tpufleet.errors import BadInput, Refused
 from tpufleet.state.crashpoints import reached
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # with fullmatch: "$" would allow a final newline
 _TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp")  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -224,6 +225,19 @@ def atomic_write(path: Path, data: bytes) -> None:
     sync_parent(path)
 
 
+@contextlib.contextmanager
+def _discarded_on_error(tmp: str | Path, target: Path) -> Iterator[None]:
+    """Remove the temp file if the block fails; an OS error becomes one line naming `target`."""
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise io_error("write", target, exc) from None
+        raise
+
+
 def write_temp(path: Path, data: bytes) -> str:
     """The first half of `atomic_write`: a durable temp file beside `path` holding `data`; its name."""
     remove_stale_temps(path)
@@ -231,7 +245,7 @@ def write_temp(path: Path, data: bytes) -> str:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:  # mkstemp opens O_EXCL | O_NOFOLLOW: it never follows a planted link
         raise io_error("write", path, exc) from None
-    try:
+    with _discarded_on_error(tmp, path):
         try:
             os.fchmod(fd, 0o600)
             write_all(fd, data)
@@ -239,26 +253,14 @@ def write_temp(path: Path, data: bytes) -> str:
             os.fsync(fd)
         finally:
             os.close(fd)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise io_error("write", path, exc) from None
-        raise
     return tmp
 
 
 def install(tmp: str, path: Path) -> None:
     """The second half: rename the temp file over `path` (the commit point of a state save)."""
     reached("atomic_write.before_rename")
-    try:
+    with _discarded_on_error(tmp, path):
         os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise io_error("write", path, exc) from None
-        raise
 
 
 def sync_parent(path: Path) -> None:
@@ -309,7 +311,7 @@ def _alive(pid: int) -> bool:
 
 def safe_child(base: Path, name: str, suffix: str = "") -> Path:
     """A file under `base` named after user input; refuse anything that could escape `base`."""
-    if not SAFE_NAME.match(name or "") or name in {".", ".."}:
+    if not SAFE_NAME.fullmatch(name or "") or name in {".", ".."}:
         raise BadInput(f"bad name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     path = (base / f"{name}{suffix}").resolve()
     if path.parent != base.resolve():
@@ -389,7 +391,7 @@ def _replace_regular(target: Path, data: bytes, old: os.stat_result | None) -> N
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)  # umask applies
     except OSError as exc:
         raise io_error("write", target, exc) from None
-    try:
+    with _discarded_on_error(tmp, target):
         try:
             if old is not None:
                 os.fchmod(fd, stat.S_IMODE(old.st_mode))
@@ -401,11 +403,5 @@ def _replace_regular(target: Path, data: bytes, old: os.stat_result | None) -> N
         finally:
             os.close(fd)
         os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise io_error("write", target, exc) from None
-        raise
     with contextlib.suppress(OSError):
         fsync_dir(target.parent)

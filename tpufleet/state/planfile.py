@@ -31,7 +31,7 @@ PLAN_SCHEMA = {
     "properties": {
         "kind": {"const": PLAN_KIND},
         "schema_version": {"const": PLAN_VERSION},
-        "slice": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+        "slice": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"},
         "serial": {"type": "integer", "minimum": 0},
         "shape": {"type": "string"},
         "twisted": {"type": "boolean"},
@@ -42,7 +42,7 @@ PLAN_SCHEMA = {
                 "type": "object",
                 "required": ["id", "add", "remove", "keep"],
                 "properties": {
-                    "id": {"type": "string", "pattern": r"^ocs:pod\d+/[xyz]/\d+$"},
+                    "id": {"type": "string", "pattern": r"^ocs:pod[0-9]+/[xyz]/[0-9]+\Z"},
                     "add": _PAIRS,
                     "remove": _PAIRS,
                     "keep": {"type": "integer", "minimum": 0},

@@ -13,8 +13,8 @@ from tpufleet.errors import BadStateFile
 
 SCHEMA_VERSION = 1
 
-_CUBE = {"type": "string", "pattern": r"^c\d{2,}$"}
-_NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}
+_CUBE = {"type": "string", "pattern": r"^c[0-9]{2,}\Z"}
+_NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"}
 _TIME = {"type": "string", "minLength": 1}
 _SERIAL = {"type": "integer", "minimum": 0}
 _COORDS = {
@@ -56,7 +56,7 @@ STATE_SCHEMA = {
                         "required": ["name", "cubes"],
                         "additionalProperties": False,
                         "properties": {
-                            "name": {"type": "string", "pattern": r"^pod\d+$"},
+                            "name": {"type": "string", "pattern": r"^pod[0-9]+\Z"},
                             "cubes": {
                                 "type": "array",
                                 "items": _CUBE,
@@ -76,7 +76,7 @@ STATE_SCHEMA = {
                 "required": ["id", "target", "planned", "opened", "cleared"],
                 "additionalProperties": False,
                 "properties": {
-                    "id": {"type": "string", "pattern": r"^f\d+$"},
+                    "id": {"type": "string", "pattern": r"^f[0-9]+\Z"},
                     "target": {"type": "string"},
                     "planned": {"type": "boolean"},
                     "reason": {"type": "string"},
@@ -94,9 +94,9 @@ STATE_SCHEMA = {
                 "required": ["shape", "twisted", "pod", "cubes", "coords", "state", "fault_tolerant_routing"],
                 "additionalProperties": False,
                 "properties": {
-                    "shape": {"type": "string", "pattern": r"^\d+x\d+x\d+$"},
+                    "shape": {"type": "string", "pattern": r"^[0-9]+x[0-9]+x[0-9]+\Z"},
                     "twisted": {"type": "boolean"},
-                    "pod": {"type": "string", "pattern": r"^pod\d+$"},
+                    "pod": {"type": "string", "pattern": r"^pod[0-9]+\Z"},
                     "cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
                     "coords": _COORDS,
                     "machines": _MACHINES,
@@ -110,7 +110,7 @@ STATE_SCHEMA = {
                         "properties": {
                             "all_to_all_retained": {"type": "number", "minimum": 0},
                             "vcs": {"type": "integer", "minimum": 0},
-                            "faults": {"type": "array", "items": {"type": "string", "pattern": r"^f\d+$"}},
+                            "faults": {"type": "array", "items": {"type": "string", "pattern": r"^f[0-9]+\Z"}},
                         },
                     },
                     "proposal": {
@@ -118,7 +118,7 @@ STATE_SCHEMA = {
                         "required": ["pod", "cubes", "coords"],
                         "additionalProperties": False,
                         "properties": {
-                            "pod": {"type": "string", "pattern": r"^pod\d+$"},
+                            "pod": {"type": "string", "pattern": r"^pod[0-9]+\Z"},
                             "cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
                             "coords": _COORDS,
                             "machines": _MACHINES,
@@ -134,7 +134,7 @@ STATE_SCHEMA = {
         },
         "ocs": {
             "type": "object",
-            "propertyNames": {"pattern": r"^pod\d+/[xyz]/\d+$"},
+            "propertyNames": {"pattern": r"^pod[0-9]+/[xyz]/[0-9]+\Z"},
             # each item [north, south]: checked in `_check_ocs` (with port reuse), ~25x faster than the schema
             "additionalProperties": {"type": "array"},
         },
