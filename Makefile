@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean sweep-deps test-browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check . || status=1; \
 	$(BIN)/mypy || status=1; \
 	exit $$status
+
+# Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it).
+sweep-deps: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,lint,sweep]'
+
+# Optional: Debian's Chromium for the HTML report tests (they skip, saying why, without it).
+test-browser: $(STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(BIN)/python -m pytest -q tests -m browser
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

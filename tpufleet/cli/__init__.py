@@ -9,7 +9,20 @@ import os
 import sys
 
 # Command modules register themselves on `app`.
-from tpufleet.cli import allocate, availability, faults, goodput, init, routes, show, simulate, topology, xconnect  # noqa: F401
+from tpufleet.cli import (  # noqa: F401
+    allocate,
+    availability,
+    faults,
+    fleetio,
+    goodput,
+    init,
+    routes,
+    show,
+    simulate,
+    sweep,
+    topology,
+    xconnect,
+)
 from tpufleet.cli.app import app
 
 INTERRUPTED = "tpufleet: interrupted (a transaction in progress was not committed)"
