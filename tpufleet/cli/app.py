@@ -39,6 +39,14 @@ class ReportOutput(str, enum.Enum):
     md = "md"
 
 
+def examples(*lines: str) -> str:
+    """An `epilog=` for a command's --help: example invocations, each kept on its own line.
+
+    Click rewraps epilog paragraphs; a line holding only "\\b" before a block keeps it as written.
+    """
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts)")]
 
 
