@@ -101,7 +101,9 @@ def fleet(cli):
 
 
 @pytest.fixture(autouse=True)
-def _no_env_state(monkeypatch):
+def _no_env_state(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("TPUFLEET_STATE", raising=False)
+    monkeypatch.delenv("TPUFLEET_CONFIG", raising=False)  # a developer's own config file must not reach the tests
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
     monkeypatch.delenv("TPUFLEET_DEBUG", raising=False)
     os.environ.setdefault("COLUMNS", "200")

@@ -101,12 +101,23 @@ def validate_dims(dims: Vec, twisted: bool = False, text: str | None = None) -> 
     return Shape(dims, twisted)
 
 
+def canonical_dims(dims: Vec) -> Vec:
+    """The sides in the canonical order A <= B <= C (one machine is 2x2x1), as GKE and xpk accept any order.
+
+    >>> canonical_dims((8, 4, 4)), canonical_dims((1, 2, 2))
+    ((4, 4, 8), (2, 2, 1))
+    """
+    a, b, c = sorted(dims)
+    return (2, 2, 1) if (a, b, c) == (1, 2, 2) else (a, b, c)
+
+
 def parse_shape(text: str, twisted: bool = False) -> Shape:
-    """Parse 'AxBxC' and apply the Cloud TPU rule; BadInput on anything else."""
+    """Parse 'AxBxC' in any order of sides (reported canonically: 8x4x4 is 4x4x8) and apply the Cloud TPU rule."""
     m = re.fullmatch(r"[ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*", text or "")
     if not m:
         raise BadInput(f"bad shape {shown(text)}: expected AxBxC, e.g. 4x4x8")
-    return validate_dims(tuple(int(g) for g in m.groups()), twisted, text.strip())  # type: ignore[arg-type]
+    a, b, c = (int(g) for g in m.groups())
+    return validate_dims(canonical_dims((a, b, c)), twisted, text.strip())
 
 
 def allocatable(shape: Shape) -> bool:

@@ -35,7 +35,18 @@ def _debug_requested() -> bool:
     return SETTINGS.debug or os.environ.get("TPUFLEET_DEBUG") not in (None, "", "0")
 
 
-def _framework_exit(exc: Exception) -> int | None:
+_USAGE_ERRORS = {
+    "UsageError",
+    "BadParameter",
+    "MissingParameter",
+    "NoSuchOption",
+    "BadOptionUsage",
+    "BadArgumentUsage",
+    "NoSuchCommand",
+}
+
+
+def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
     """Exit code for Typer/Click's own signalling exceptions (duck-typed: Typer may vendor Click), else None."""
     from tpufleet.errors import EXIT_BAD_INPUT
 
@@ -43,31 +54,56 @@ def _framework_exit(exc: Exception) -> int | None:
     if name == "Exit":
         return int(getattr(exc, "exit_code", 0) or 0)
     if name == "Abort":
-        print("tpufleet: error: aborted", file=sys.stderr)
+        report_error("aborted", 130, [], fmt)
         return 130
     if name == "NoArgsIsHelpError":
         ctx = getattr(exc, "ctx", None)
         print(ctx.get_help() if ctx else "tpufleet: error: missing command", file=sys.stderr)
         return EXIT_BAD_INPUT
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-        message = " ".join(str(exc.format_message()).split())
-        print(f"tpufleet: error: {message}", file=sys.stderr)
-        return (
-            EXIT_BAD_INPUT
-            if name
-            in {
-                "UsageError",
-                "BadParameter",
-                "MissingParameter",
-                "NoSuchOption",
-                "BadOptionUsage",
-                "BadArgumentUsage",
-                "NoSuchCommand",
-            }
-            or exc.exit_code == 2
-            else int(exc.exit_code)
-        )
+        code = EXIT_BAD_INPUT if name in _USAGE_ERRORS or exc.exit_code == 2 else int(exc.exit_code)
+        report_error(" ".join(str(exc.format_message()).split()), code, [], fmt)
+        return code
     return None
+
+
+def requested_format(argv: list[str]) -> str | None:
+    """The -o/--output value on the command line (the last one, before or after the command), else the config's.
+
+    Read from the raw arguments so that an error found while parsing them is still reported in that format.
+    """
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg in ("-o", "--output") and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith("--output="):
+            found = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("--"):
+            found = arg[2:]
+    if found is None:
+        from tpufleet.state.config import load_config
+
+        try:
+            found = load_config().output
+        except Exception:  # noqa: BLE001 - a bad config file is reported by the command itself
+            return None
+    return found
+
+
+def report_error(message: str, code: int, items: list[str], fmt: str | None) -> None:
+    """One error on stderr: a line for people, or with -o json one JSON object (documented in the README)."""
+    if fmt == "json":
+        import json
+
+        print(json.dumps({"error": message, "exit_code": code, "items": items}, ensure_ascii=False), file=sys.stderr)
+        return
+    print(f"tpufleet: error: {message}", file=sys.stderr)
+    for line in items[:50]:
+        print(f"  {line}", file=sys.stderr)
+    if len(items) > 50:
+        print(f"  ... {len(items) - 50} more", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,13 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     except TpufleetError as exc:
         if _debug_requested():
             raise
-        print(f"tpufleet: error: {exc}", file=sys.stderr)
-        if isinstance(exc, Refused):
-            for line in exc.details[:50]:
-                print(f"  {line}", file=sys.stderr)
-            if len(exc.details) > 50:
-                print(f"  ... {len(exc.details) - 50} more", file=sys.stderr)
         code = exc.exit_code
+        report_error(str(exc), code, exc.details if isinstance(exc, Refused) else [], requested_format(argv))
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         code = 130
@@ -101,13 +132,15 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     except Exception as exc:
-        framework_code = _framework_exit(exc)
+        framework_code = _framework_exit(exc, requested_format(argv))
         if framework_code is None:
             if _debug_requested():
                 raise
-            print(
-                f"tpufleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
-                file=sys.stderr,
+            report_error(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
+                EXIT_INTERNAL,
+                [],
+                requested_format(argv),
             )
         code = EXIT_INTERNAL if framework_code is None else framework_code
     sys.exit(code)

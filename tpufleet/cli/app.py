@@ -16,8 +16,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="tpufleet",
-    help="Digital twin and planner for OCS-reconfigurable TPU pods. See README.md for the JSON contract and exit codes.",
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -73,6 +72,55 @@ class Settings:
 SETTINGS = Settings()
 
 
+def _print_version(value: bool) -> None:
+    """Eager: `tpufleet --version` alone prints the version (no command needed)."""
+    if value:
+        from tpufleet import __version__
+
+        typer.echo(f"tpufleet {__version__}")
+        raise typer.Exit(0)
+
+
+def output_defaults(command: object, fmt: str) -> dict[str, object]:
+    """A Click `default_map` giving every command (and sub-command) that has -o/--output the format `fmt`.
+
+    This is how `tpufleet -o json status` and a config file's `output` reach the commands: a command's own
+    -o still wins, since Click consults the default map only for options not given on the command line.
+    """
+    mapping: dict[str, object] = {}
+    for name, sub in getattr(command, "commands", {}).items():
+        if getattr(sub, "commands", None):
+            mapping[name] = output_defaults(sub, fmt)
+        elif any(p.name == "output" for p in sub.params):
+            mapping[name] = {"output": fmt}
+    return mapping
+
+
+def _apply_config(
+    ctx: typer.Context, state: str | None, lock_timeout: float, group: str | None, fmt: str | None
+) -> None:
+    """Options, then environment, then the config file (see tpufleet.state.config), then built-in defaults."""
+    import os
+    import sys
+
+    from click.core import ParameterSource
+
+    from tpufleet.state import files, lock
+    from tpufleet.state.config import load_config
+
+    config = load_config()
+    if state is None and "TPUFLEET_STATE" not in os.environ:
+        state = config.state
+    if ctx.get_parameter_source("lock_timeout") is ParameterSource.DEFAULT and config.lock_timeout is not None:
+        lock_timeout = config.lock_timeout
+    SETTINGS.state, SETTINGS.lock_timeout = state, lock_timeout
+    files.share_with_group(group or config.group)
+    lock.WAIT_NOTICE.say = (lambda line: print(f"tpufleet: {line}", file=sys.stderr)) if sys.stderr.isatty() else None
+    fmt = fmt or config.output
+    if fmt:
+        ctx.default_map = output_defaults(ctx.command, fmt)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -81,7 +129,18 @@ def root(
         typer.Option(
             "--state",
             metavar="DIR",
-            help="State directory (default $TPUFLEET_STATE, else ./.tpufleet)",
+            help="State directory (default $TPUFLEET_STATE, else the config file's state, else ./.tpufleet)",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FORMAT",
+            help="Output format for the command: table, json or yaml (csv, md, html where it is a report); "
+            "the same as -o after the command",
             show_default=False,
         ),
     ] = None,
@@ -89,12 +148,30 @@ def root(
     lock_timeout: Annotated[
         float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another command's state lock")
     ] = 30.0,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit")] = False,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            metavar="GROUP",
+            help="Let this group read the state (files 0640, directories 0750); default: owner only",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit", is_eager=True, callback=_print_version),
+    ] = False,
 ) -> None:
-    if version:
-        from tpufleet import __version__
+    """Digital twin and planner for OCS-reconfigurable TPU pods. See README.md for the JSON contract and exit codes.
 
-        typer.echo(f"tpufleet {__version__}")
-        raise typer.Exit(0)
-    SETTINGS.state, SETTINGS.debug, SETTINGS.lock_timeout = state, debug, lock_timeout
+    Defaults can live in a config file: $TPUFLEET_CONFIG, else ~/.config/tpufleet/config.toml
+    (keys: state, output, lock_timeout, group).
+    """
+    from tpufleet.errors import BadInput
+    from tpufleet.state.config import OUTPUT_FORMATS
+
+    if output is not None and output not in OUTPUT_FORMATS:
+        raise BadInput(f"bad option -o/--output: {output!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
+    SETTINGS.debug = debug
+    _apply_config(ctx, state, lock_timeout, group, output)
     ctx.obj = SETTINGS

@@ -33,6 +33,54 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
+class _Sharing:
+    """Who may read the state: the owner only (0600/0700), or also one group (0640/0750, that group's id).
+
+    A process-wide setting made once from `--group` or the config file before any state file is touched;
+    writable by the owner alone either way (`check_state_dir` refuses anything else), never world-readable.
+    """
+
+    gid: int | None = None
+
+    @property
+    def file_mode(self) -> int:
+        return 0o600 if self.gid is None else 0o640
+
+    @property
+    def dir_mode(self) -> int:
+        return 0o700 if self.gid is None else 0o750
+
+
+SHARING = _Sharing()
+
+
+def share_with_group(name: str | None) -> None:
+    """Make the state files readable by group `name` (None: by the owner only). Unknown group: BadInput."""
+    if name is None:
+        SHARING.gid = None
+        return
+    import grp
+
+    try:
+        SHARING.gid = grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise BadInput(f"bad group {name!r}: no such group on this machine (see `getent group`)") from None
+
+
+def _share(fd_or_path: int | Path, mode: int) -> None:
+    """Give a file or directory the sharing mode and group (best effort for the group: the mode is what guards)."""
+    if isinstance(fd_or_path, int):
+        os.fchmod(fd_or_path, mode)
+        if SHARING.gid is not None:
+            with contextlib.suppress(OSError):
+                os.fchown(fd_or_path, -1, SHARING.gid)
+        return
+    os.chmod(fd_or_path, mode)
+    if SHARING.gid is not None:
+        with contextlib.suppress(OSError):
+            os.chown(fd_or_path, -1, SHARING.gid)
+
+
 def kind_of(mode: int) -> str:
     """What a file is, in words, from its `st_mode`."""
     for test, name in (
@@ -75,7 +123,7 @@ def ensure_private_dir(path: Path) -> None:
     except FileNotFoundError:
         try:
             path.mkdir(parents=True, mode=0o700)
-            os.chmod(path, 0o700)
+            _share(path, SHARING.dir_mode)
         except FileExistsError:  # made by a concurrent command: check it as any existing one
             ensure_private_dir(path)
         except OSError as exc:
@@ -87,6 +135,9 @@ def ensure_private_dir(path: Path) -> None:
         raise io_error("access state directory", path, exc) from None
     if not stat.S_ISDIR(st.st_mode):
         raise BadInput(f"state directory {str(path)!r} is not a directory")
+    if SHARING.gid is not None and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o777 == 0o700:
+        with contextlib.suppress(OSError):  # a directory made private before the group was set: open it to it
+            _share(path, SHARING.dir_mode)
 
 
 def check_state_dir(path: Path) -> None:
@@ -122,6 +173,7 @@ def ensure_private_subdir(path: Path) -> None:
     except FileNotFoundError:
         try:
             os.mkdir(path, 0o700)
+            _share(path, SHARING.dir_mode)
         except FileExistsError:
             ensure_private_subdir(path)
         except OSError as exc:
@@ -151,7 +203,7 @@ def check_subdir_mode(path: Path, mode: int) -> None:
         raise BadInput(f"{path} is a {kind_of(mode)}, not a directory; move it out of the state directory")
 
 
-def open_state_file(path: Path, flags: int, mode: int = 0o600) -> int:
+def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
     """Open a state file without following a symlink and make sure it is a regular file; its descriptor.
 
     A symlink, FIFO, socket, device or directory in its place: BadInput (exit 2). Any other failure is the
@@ -159,7 +211,7 @@ def open_state_file(path: Path, flags: int, mode: int = 0o600) -> int:
     keeps a FIFO put in its place from hanging the open; it changes nothing for a regular file.
     """
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode)
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, SHARING.file_mode if mode is None else mode)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -180,6 +232,9 @@ def open_state_file(path: Path, flags: int, mode: int = 0o600) -> int:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise _not_regular(path, st.st_mode)
+    if flags & os.O_CREAT and SHARING.gid is not None and st.st_uid == os.geteuid():
+        with contextlib.suppress(OSError):  # made before the group was set (or under a tight umask)
+            _share(fd, SHARING.file_mode)
     return fd
 
 
@@ -247,7 +302,7 @@ def write_temp(path: Path, data: bytes) -> str:
         raise io_error("write", path, exc) from None
     with _discarded_on_error(tmp, path):
         try:
-            os.fchmod(fd, 0o600)
+            _share(fd, SHARING.file_mode)
             write_all(fd, data)
             reached("atomic_write.before_fsync")
             os.fsync(fd)

@@ -41,7 +41,7 @@ def append(path: Path, entry: Entry) -> int:
     """
     line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
     try:
-        fd = open_state_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_state_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     except OSError as exc:
         raise io_error("write", path, exc) from None
     try:

@@ -15,14 +15,31 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput, LockTimeout
-from tpufleet.state.files import io_error, kind_of, open_state_file, write_all
+from tpufleet.state.files import SHARING, io_error, kind_of, open_state_file, write_all
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 LOCK, LOCK_INFO = ".lock", ".lock.info"
+WAIT_NOTICE_AFTER = 1.0  # seconds: a lock released sooner is not worth a line
+
+
+class _WaitNotice:
+    """Where to say "waiting for the state lock held by ..." once a wait passes one second; None says nothing.
+
+    Set by the command-line shell when stderr is a terminal (as Terraform does); scripts see no extra output.
+    """
+
+    say: Callable[[str], None] | None = None
+
+
+WAIT_NOTICE = _WaitNotice()
 
 
 def _holder(info_path: Path) -> str:
@@ -56,7 +73,7 @@ def _write_info(info_path: Path, command: str) -> None:
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     payload = json.dumps({"pid": os.getpid(), "command": command, "started": started}).encode()
     try:
-        fd = open_state_file(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = open_state_file(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     except OSError:
         return
     try:
@@ -66,15 +83,31 @@ def _write_info(info_path: Path, command: str) -> None:
         os.close(fd)
 
 
+def _acquire(lock: BaseFileLock, timeout: float, info_path: Path) -> None:
+    """Take the lock within `timeout` seconds; past the first second, say once whom we are waiting for."""
+    say = WAIT_NOTICE.say
+    if say is None or timeout <= WAIT_NOTICE_AFTER:
+        lock.acquire()
+        return
+    from filelock import Timeout
+
+    try:
+        lock.acquire(timeout=WAIT_NOTICE_AFTER)
+        return
+    except Timeout:
+        say(f"waiting for the state lock held by {_holder(info_path)}")
+    lock.acquire(timeout=timeout - WAIT_NOTICE_AFTER)
+
+
 @contextmanager
 def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     lock_path, info_path = state_dir / LOCK, state_dir / LOCK_INFO
     _check_lock_file(lock_path)
-    lock = FileLock(str(lock_path), timeout=timeout, mode=0o600)
+    lock = FileLock(str(lock_path), timeout=timeout, mode=SHARING.file_mode)
     try:
-        lock.acquire()
+        _acquire(lock, timeout, info_path)
     except Timeout:
         raise LockTimeout(
             f"state {state_dir} is locked by {_holder(info_path)}; gave up after {timeout:g}s (see --lock-timeout)"

@@ -1,0 +1,82 @@
+"""The user's defaults: `$TPUFLEET_CONFIG`, else `~/.config/tpufleet/config.toml` (absent: no defaults).
+
+    state = "/srv/tpufleet/state"   # like --state (after $TPUFLEET_STATE)
+    output = "json"                 # like -o/--output for every command that has it
+    lock_timeout = 60               # like --lock-timeout, seconds
+    group = "tpu-oncall"            # like --group: state files 0640/0750 for this group
+
+A command-line option always wins over the file. An unknown key or a bad value is bad input (exit 2) naming the
+file, the key and the value, so a typo is never silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.state.inputfiles import read_text
+
+OUTPUT_FORMATS = ("table", "json", "yaml", "csv", "md", "html")
+_MAX_CONFIG_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    state: str | None = None
+    output: str | None = None
+    lock_timeout: float | None = None
+    group: str | None = None
+    source: str | None = None  # the file read, if any
+
+
+def config_path() -> Path:
+    env = os.environ.get("TPUFLEET_CONFIG")
+    if env is not None:
+        if env == "":
+            raise BadInput("bad environment variable TPUFLEET_CONFIG: it is set but empty; unset it or name a file")
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "tpufleet" / "config.toml"
+
+
+def load_config() -> Config:
+    """The defaults from the config file; Config() when there is none. An explicitly named missing file is bad input."""
+    path = config_path()
+    if not path.exists():
+        if os.environ.get("TPUFLEET_CONFIG"):
+            raise BadInput(f"config file {path} (from TPUFLEET_CONFIG) does not exist")
+        return Config()
+    text = read_text(path, "config file", _MAX_CONFIG_BYTES)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadStateFile(str(path), "", text[:40], f"not valid TOML: {exc}") from None
+    return _parse(doc, str(path))
+
+
+def _parse(doc: dict[str, object], file: str) -> Config:
+    known = {"state": str, "output": str, "lock_timeout": (int, float), "group": str}
+    for key, value in doc.items():
+        if key not in known:
+            raise BadStateFile(file, key, value, f"unknown setting; known: {', '.join(known)}")
+        if not isinstance(value, known[key]) or isinstance(value, bool):  # type: ignore[arg-type]
+            raise BadStateFile(file, key, value, f"wrong type {type(value).__name__}")
+    output, timeout = doc.get("output"), doc.get("lock_timeout")
+    if output is not None and output not in OUTPUT_FORMATS:
+        raise BadStateFile(file, "output", output, f"must be one of {', '.join(OUTPUT_FORMATS)}")
+    if isinstance(timeout, (int, float)) and not 0 <= timeout <= 86400:
+        raise BadStateFile(file, "lock_timeout", timeout, "must be between 0 and 86400 seconds")
+    for key in ("state", "group"):
+        if doc.get(key) == "":
+            raise BadStateFile(file, key, "", "is empty")
+    values: dict[str, Any] = dict(doc)  # checked above: each present key has its documented type
+    return Config(
+        state=values.get("state"),
+        output=values.get("output"),
+        lock_timeout=None if timeout is None else float(values["lock_timeout"]),
+        group=values.get("group"),
+        source=file,
+    )
