@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 
 
@@ -17,6 +17,7 @@ class What(str, enum.Enum):
     slices = "slices"
     ocs = "ocs"
     journal = "journal"
+    map = "map"
 
 
 def _table(what: What, rows: list[dict]) -> str:
@@ -68,18 +69,39 @@ def _table(what: What, rows: list[dict]) -> str:
     )
 
 
-@app.command("show")
+@app.command(
+    "show",
+    epilog=examples(
+        "tpufleet show map                      # every pod: cubes by slice, failures, drains, the OCS strip",
+        "tpufleet show slices -o json | jq '.[] | select(.state == \"degraded\")'",
+        "tpufleet show journal --tail 20",
+    ),
+)
 def show_cmd(
     ctx: typer.Context,
-    what: Annotated[What, typer.Argument(help="inventory, health, slices, ocs or journal")],
+    what: Annotated[
+        What,
+        typer.Argument(
+            help="inventory (cubes), health (open faults), slices, ocs (switches and cross-connects), "
+            "journal (every change, numbered) or map (a picture of each pod)"
+        ),
+    ],
     tail: Annotated[int | None, typer.Option("--tail", min=1, help="journal: only the last N entries")] = None,
+    pod: Annotated[str | None, typer.Option("--pod", help="map: only this pod (default: every pod)")] = None,
     output: OutputOpt = Output.table,
 ) -> None:
-    """List one part of the fleet state; with -o json, a list of objects."""
+    """List one part of the fleet state; with -o json, a list of objects (map: one object)."""
     from tpufleet import views
 
     store = ctx.obj.store()
     state = store.load()
+    if what is What.map:
+        from tpufleet.cli.mapview import render_map
+        from tpufleet.fleetmap import fleet_map
+
+        fm = fleet_map(state, pod)
+        emit(fm.record(), output, lambda: render_map(fm))
+        return
     if what is What.journal:
         rows = store.journal(state.serial)
         rows = rows[-tail:] if tail else rows

@@ -1,0 +1,68 @@
+"""`show map`: the picture of a pod (golden text without a terminal) and its JSON, checked against `status`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture
+def busy_pod(fleet):
+    """Three slices (one wired and rerouted around a failed OCS), a failed cube and a drained machine."""
+    steps = [
+        ("allocate", "big", "--shape", "4x8x8"),
+        ("plan-xconnect", "big", "--apply"),
+        ("allocate", "mid", "--shape", "4x4x8"),
+        ("allocate", "tiny", "--shape", "2x2x2"),
+        ("inject-fault", "ocs:pod0/x/3"),
+        ("inject-fault", "cube:c40"),
+        ("inject-fault", "host:c41/3", "--planned"),
+    ]
+    for step in steps:
+        r = fleet(*step)
+        assert r.code == 0, (step, r.err)
+    return fleet
+
+
+def test_map_golden_text(busy_pod, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    r = busy_pod("show", "map")
+    assert r.code == 0, r.err
+    assert r.out == (GOLDEN / "map-busy-pod.txt").read_text()
+
+
+def test_map_json_agrees_with_status(busy_pod):
+    fm = busy_pod("show", "map", "-o", "json").json
+    status = busy_pod("status", "-o", "json").json
+    (pod,) = fm["pods"]
+    assert pod["counts"]["slice"] == status["cubes"]["allocated"]
+    assert pod["counts"]["free"] == status["cubes"]["free"]
+    assert pod["counts"]["out"] + pod["counts"]["drained"] == status["cubes"]["out"]
+    assert [c["cube"] for c in pod["cubes"] if c["state"] == "drained"] == ["c41"]
+    assert [c["cube"] for c in pod["cubes"] if c["state"] == "out"] == ["c40"]
+    failed = [o["id"] for o in pod["ocs"] if o["state"] == "failed"]
+    assert failed == ["ocs:pod0/x/3"] and len(pod["ocs"]) == 48
+    assert sum(o["xconnects"] for o in pod["ocs"]) == status["ocs"]["xconnects"]
+    legend = {e["slice"]: e for e in fm["legend"]}
+    slices = {s["name"]: s for s in status["slices"]}
+    assert {n: e["state"] for n, e in legend.items()} == {n: s["state"] for n, s in slices.items()}
+    for name, s in slices.items():
+        marked = sorted(c["cube"] for c in pod["cubes"] if c["slices"] == [name])
+        assert marked == sorted(s["cubes"])
+        assert {c["mark"] for c in pod["cubes"] if c["slices"] == [name]} == {legend[name]["mark"]}
+
+
+def test_map_positions_are_the_inventory_order(fleet):
+    cubes = fleet("show", "map", "-o", "json").json["pods"][0]["cubes"]
+    assert [tuple(c["xyz"]) for c in cubes[:5]] == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0), (0, 1, 0)]
+    assert tuple(cubes[63]["xyz"]) == (3, 3, 3)
+
+
+def test_map_of_one_pod_and_an_unknown_pod(cli):
+    assert cli("init", "--pods", "2").code == 0
+    assert [p["pod"] for p in cli("show", "map", "--pod", "pod1", "-o", "json").json["pods"]] == ["pod1"]
+    r = cli("show", "map", "--pod", "pod9")
+    assert r.code == 2 and "pod9" in r.err and "pod0, pod1" in r.err

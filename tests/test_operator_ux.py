@@ -1,0 +1,166 @@
+"""Operator experience through the CLI: --version, completion, -o anywhere, JSON errors, shapes in any order,
+the config file, group-readable state and the lock-wait notice."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpufleet import __version__
+
+
+def test_version_alone_prints_the_version(cli):
+    r = cli("--version", state=False)
+    assert (r.code, r.out.strip()) == (0, f"tpufleet {__version__}")
+
+
+def test_completion_script_names_the_program(cli):
+    r = cli("--show-completion", "bash", state=False)
+    assert r.code == 0 and "_TPUFLEET_COMPLETE" in r.out
+
+
+def test_completion_offers_commands_and_choices():
+    env = {**os.environ, "_TPUFLEET_COMPLETE": "complete_bash", "COMP_WORDS": "tpufleet show ", "COMP_CWORD": "2"}
+    out = subprocess.run([sys.executable, "-m", "tpufleet"], env=env, capture_output=True, text=True).stdout.split()
+    assert {"inventory", "health", "slices", "ocs", "journal", "map"} <= set(out)
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_output_option_before_or_after_the_command(fleet, where):
+    args = ["-o", "json", "status"] if where == "before" else ["status", "-o", "json"]
+    r = fleet(*args)
+    assert r.code == 0 and r.json["serial"] == 1
+
+
+def test_command_option_wins_over_the_global_one(fleet):
+    r = fleet("-o", "json", "status", "-o", "yaml")
+    assert r.code == 0 and r.out.startswith("serial: 1")
+
+
+def test_errors_are_json_on_stderr_with_json_output(fleet):
+    before = fleet("-o", "json", "allocate", "a", "--shape", "3x3x3")
+    after = fleet("allocate", "a", "--shape", "3x3x3", "--output=json")
+    for r in (before, after):
+        assert r.code == 2 and r.out == ""
+        err = json.loads(r.err)
+        assert err["exit_code"] == 2 and "3x3x3" in err["error"] and err["items"] == []
+    usage = fleet("-o", "json", "allocate")
+    assert usage.code == 2 and json.loads(usage.err)["error"].startswith("Missing argument")
+
+
+def test_refusal_items_are_listed_in_json_errors(fleet):
+    assert fleet("allocate", "a", "--shape", "16x16x16").code == 0
+    r = fleet("-o", "json", "allocate", "b", "--shape", "4x4x4")
+    err = json.loads(r.err)
+    assert r.code == 1 and err["exit_code"] == 1 and isinstance(err["items"], list)
+
+
+def test_plain_errors_stay_one_line(fleet):
+    r = fleet("allocate", "a", "--shape", "3x3x3")
+    assert r.code == 2 and r.err.count("\n") == 1 and r.err.startswith("tpufleet: error: bad shape")
+
+
+def test_shape_in_any_order_is_reported_canonically(fleet):
+    r = fleet("allocate", "a", "--shape", "8x4x4", "-o", "json")
+    assert r.code == 0, r.err
+    shown = fleet("show", "slices", "-o", "json").json
+    assert [s["shape"] for s in shown] == ["4x4x8"]
+
+
+def _config(tmp_path: Path, monkeypatch, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(path))
+    return path
+
+
+def test_config_file_sets_state_and_output(cli, tmp_path, monkeypatch):
+    _config(tmp_path, monkeypatch, f'state = "{tmp_path / "cfgstate"}"\noutput = "json"\n')
+    assert cli("init", state=False).code == 0
+    assert (tmp_path / "cfgstate" / "state.json").exists()
+    r = cli("status", state=False)
+    assert r.code == 0 and r.json["serial"] == 1
+    assert cli("status", "-o", "yaml", state=False).out.startswith("serial: 1")  # the option wins
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [('outptu = "json"\n', "outptu"), ('output = "xml"\n', "output"), ("lock_timeout = -1\n", "lock_timeout")],
+)
+def test_bad_config_is_refused_naming_the_key(cli, tmp_path, monkeypatch, text, field):
+    path = _config(tmp_path, monkeypatch, text)
+    r = cli("status")
+    assert r.code == 2 and str(path) in r.err and f"field {field}" in r.err
+
+
+def test_state_is_private_by_default(fleet):
+    assert stat.S_IMODE(fleet.state.stat().st_mode) == 0o700
+    assert stat.S_IMODE((fleet.state / "state.json").stat().st_mode) == 0o600
+
+
+def test_group_makes_state_group_readable_never_world(cli):
+    import grp
+
+    group = grp.getgrgid(os.getegid()).gr_name
+    assert cli("--group", group, "init").code == 0
+    assert cli("--group", group, "allocate", "a", "--shape", "4x4x4").code == 0
+    assert stat.S_IMODE(cli.state.stat().st_mode) == 0o750
+    for name in ("state.json", "journal.jsonl"):
+        st = (cli.state / name).stat()
+        assert stat.S_IMODE(st.st_mode) == 0o640 and st.st_gid == grp.getgrnam(group).gr_gid
+    assert cli("--group", "no-such-group-here", "status").code == 2
+
+
+def test_lock_wait_notice_on_a_terminal(fleet):
+    """Terraform-style: past one second of waiting, a TTY is told who holds the lock (scripts are not)."""
+    from tpufleet.state.lock import exclusive
+
+    with exclusive(fleet.state, 5, "tpufleet hold-for-test"):
+        pid, fd = pty.fork()
+        if pid == 0:  # the child runs the CLI on a terminal; it times out after 1.5 s without the lock
+            os.execv(
+                sys.executable,
+                [
+                    sys.executable,
+                    "-m",
+                    "tpufleet",
+                    "--state",
+                    str(fleet.state),
+                    "--lock-timeout",
+                    "1.5",
+                    "release",
+                    "x",
+                ],
+            )
+        output = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        _, status = os.waitpid(pid, 0)
+    text = output.decode()
+    assert os.waitstatus_to_exitcode(status) == 3
+    assert f"waiting for the state lock held by pid {os.getpid()} (tpufleet hold-for-test, since " in text
+
+
+def test_no_lock_wait_notice_without_a_terminal(fleet):
+    from tpufleet.state.lock import exclusive
+
+    with exclusive(fleet.state, 5, "tpufleet hold-for-test"):
+        r = subprocess.run(
+            [sys.executable, "-m", "tpufleet", "--state", str(fleet.state), "--lock-timeout", "1.5", "release", "x"],
+            capture_output=True,
+            text=True,
+        )
+    assert r.returncode == 3 and "waiting for" not in r.stderr and r.stderr.count("\n") == 1

@@ -1,0 +1,66 @@
+"""The terminal picture of `show map`: one small grid per z layer of each pod, the OCS strip, a legend.
+
+Plain characters always; colour only when stdout is a terminal (Click strips the styles otherwise) and
+$NO_COLOR is unset.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tpufleet.constants import CUBE_EDGE
+from tpufleet.fleetmap import DRAINED, FREE, OCS_IN_USE, OUT, SHARED, FleetMap, PodMap, ocs_rows_by_dim
+
+_PALETTE = ("cyan", "green", "magenta", "blue", "bright_cyan", "bright_green", "bright_magenta", "bright_blue")
+_FIXED = {OUT: "red", DRAINED: "yellow", FREE: "bright_black", SHARED: "white", OCS_IN_USE: "green"}
+
+
+def _paint(mark: str, degraded: set[str], width: int = 2) -> str:
+    """The mark, coloured (the padding to `width` stays outside the style so lines strip clean)."""
+    pad = " " * (width - len(mark))
+    if os.environ.get("NO_COLOR") or mark == " ":
+        return mark + pad
+    if mark in _FIXED:
+        return click.style(mark, fg=_FIXED[mark], bold=mark == OUT) + pad
+    colour = "yellow" if mark in degraded else _PALETTE[sum(map(ord, mark)) % len(_PALETTE)]
+    return click.style(mark, fg=colour, underline=mark in degraded) + pad
+
+
+def _pod_lines(pm: PodMap, degraded: set[str]) -> list[str]:
+    c = pm.counts
+    lines = [
+        f"pod {pm.pod}: {len(pm.cubes)} cubes, {c['slice']} in slices, {c['free']} free, {c['out']} out, {c['drained']} drained"
+    ]
+    layers = pm.layers()
+    width = CUBE_EDGE * 3 + 4
+    lines.append("     " + "".join(f"z={z}".ljust(width) for z in range(len(layers))))
+    for y in range(CUBE_EDGE):
+        row = f"  y{y} "
+        for layer in layers:
+            cells = [_paint(cell.mark if cell else " ", degraded) for cell in layer[y]]
+            row += " ".join(cells) + " " * (width - 3 * CUBE_EDGE + 1)
+        lines.append(row.rstrip())
+    lines.append("     " + "".join(("x0 x1 x2 x3").ljust(width) for _ in layers).rstrip())
+    lines.append("  OCS  (0-15)")
+    for dim, cells in ocs_rows_by_dim(pm).items():
+        lines.append(f"   {dim}   " + "".join(_paint(o.mark, degraded, 1) for o in cells))
+    return lines
+
+
+def render_map(fm: FleetMap) -> str:
+    degraded = {e.mark for e in fm.legend if e.state == "degraded"}
+    lines: list[str] = []
+    for pm in fm.pods:
+        lines += [*_pod_lines(pm, degraded), ""]
+    lines.append(
+        f"cubes: {FREE} free  {OUT} out of the pool (fault)  {DRAINED} drained  {SHARED} shared by sub-cube slices"
+    )
+    lines.append(f"OCS:   {FREE} healthy, unused  {OCS_IN_USE} cross-connects in use  {OUT} failed  {DRAINED} drained")
+    if fm.legend:
+        lines.append("slices:")
+        for e in fm.legend:
+            detail = f"  ({e.detail})" if e.detail else ""
+            lines.append(f"  {_paint(e.mark, degraded)} {e.slice:<16} {e.shape:<16} {e.state}{detail}")
+    return "\n".join(line.rstrip() for line in lines)

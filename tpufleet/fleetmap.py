@@ -1,0 +1,188 @@
+"""A map of each pod (pure): what every cube and every OCS is doing, for `show map` and the HTML report.
+
+A pod's cubes are drawn as a 4x4x4 grid, cube position p at x = p mod 4, y = (p div 4) mod 4, z = p div 16 (one
+small grid per z layer), which is the order `show inventory` lists them in. Each cube gets one mark:
+
+    .   free                 A..Z, a..z, AA..  the slice holding it (legend)
+    X   out of the pool (a fault)              D   drained (only planned maintenance holds it out)
+    +   several sub-cube slices share it
+
+A slice running on rerouted tables is `degraded`; its cubes carry its letter and the legend says so. The OCS
+strip has one mark per switch: `.` healthy and unused, `o` healthy with cross-connects in use, `X` failed,
+`D` drained.
+
+>>> from tpufleet.fleetstate import FleetState
+>>> from tpufleet.model import default_fleet
+>>> m = fleet_map(FleetState(default_fleet()))
+>>> m.pods[0].counts
+{'free': 64, 'slice': 0, 'out': 0, 'drained': 0}
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tpufleet.constants import CUBE_EDGE, DIMS
+from tpufleet.errors import BadInput
+from tpufleet.fleetstate import FleetState, Slice
+from tpufleet.health import Health
+from tpufleet.model import pod_ocs
+from tpufleet.views import cube_users
+
+FREE, OUT, DRAINED, SHARED = ".", "X", "D", "+"
+OCS_IDLE, OCS_IN_USE = ".", "o"
+_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+
+
+@dataclass(frozen=True)
+class CubeCell:
+    cube: str
+    position: int
+    xyz: tuple[int, int, int]
+    state: str  # free | slice | out | drained
+    mark: str
+    slices: tuple[str, ...]
+    faults: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OcsCell:
+    id: str
+    dim: str
+    index: int
+    state: str  # ok | failed | drained
+    mark: str
+    xconnects: int
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    mark: str
+    slice: str
+    shape: str
+    state: str
+    detail: str
+
+
+@dataclass
+class PodMap:
+    pod: str
+    cubes: list[CubeCell]
+    ocs: list[OcsCell]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def layers(self) -> list[list[list[CubeCell | None]]]:
+        """cells[z][y][x]; positions past the pod's last cube are None."""
+        n_layers = -(-len(self.cubes) // CUBE_EDGE**2) or 1
+        grid: list[list[list[CubeCell | None]]] = [
+            [[None] * CUBE_EDGE for _ in range(CUBE_EDGE)] for _ in range(n_layers)
+        ]
+        for cell in self.cubes:
+            x, y, z = cell.xyz
+            grid[z][y][x] = cell
+        return grid
+
+
+@dataclass
+class FleetMap:
+    pods: list[PodMap]
+    legend: list[LegendEntry]
+
+    def record(self) -> dict[str, object]:
+        """The documented `show map -o json` shape."""
+        return {
+            "pods": [
+                {
+                    "pod": p.pod,
+                    "counts": p.counts,
+                    "cubes": [
+                        {**c.__dict__, "xyz": list(c.xyz), "slices": list(c.slices), "faults": list(c.faults)}
+                        for c in p.cubes
+                    ],
+                    "ocs": [o.__dict__ for o in p.ocs],
+                }
+                for p in self.pods
+            ],
+            "legend": [e.__dict__ for e in self.legend],
+        }
+
+
+def slice_marks(names: Iterable[str]) -> dict[str, str]:
+    """A, B, ... Z, a ... z, then AA, AB ...: one short label per slice, in name order."""
+    marks = {}
+    for i, name in enumerate(sorted(names)):
+        marks[name] = (
+            _LETTERS[i] if i < len(_LETTERS) else _LETTERS[i // len(_LETTERS) - 1] + _LETTERS[i % len(_LETTERS)]
+        )
+    return marks
+
+
+def _slice_detail(sl: Slice) -> str:
+    if sl.reroute is not None:
+        return f"rerouted around {', '.join(sl.reroute.faults)}: keeps {sl.reroute.retained:.3f} of all-to-all"
+    if sl.evicted_by:
+        return f"evicted by {sl.evicted_by}; `tpufleet reschedule {sl.name}` moves it"
+    return ""
+
+
+def _cube_cell(
+    state: FleetState, health: Health, cube: str, position: int, users: list[str], marks: dict[str, str]
+) -> CubeCell:
+    xyz = (position % CUBE_EDGE, position // CUBE_EDGE % CUBE_EDGE, position // CUBE_EDGE**2)
+    faults = tuple(health.cubes_out.get(cube, ()))
+    if faults:
+        planned = all((f := state.fault(fid)) is not None and f.planned for fid in faults)
+        kind, mark = ("drained", DRAINED) if planned else ("out", OUT)
+    elif users:
+        kind, mark = "slice", (marks[users[0]] if len(users) == 1 else SHARED)
+    else:
+        kind, mark = "free", FREE
+    return CubeCell(cube, position, xyz, kind, mark, tuple(users), faults)
+
+
+def _ocs_cells(state: FleetState, health: Health, pod: str) -> list[OcsCell]:
+    cells = []
+    for ocs in pod_ocs(pod):
+        faults = health.ocs_down.get(ocs, [])
+        in_use = len(state.ocs.get(ocs, ()))
+        if faults:
+            planned = all((f := state.fault(fid)) is not None and f.planned for fid in faults)
+            kind, mark = ("drained", DRAINED) if planned else ("failed", OUT)
+        else:
+            kind, mark = "ok", OCS_IN_USE if in_use else OCS_IDLE
+        cells.append(OcsCell(str(ocs), ocs.dim, ocs.index, kind, mark, in_use))
+    return cells
+
+
+def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
+    """The map of every pod (or of one: BadInput naming the pods there are)."""
+    pods = [p for p in state.fleet.pods if pod is None or p.name == pod]
+    if not pods:
+        raise BadInput(f"no pod {pod!r} in the fleet; pods: {', '.join(p.name for p in state.fleet.pods)}")
+    health, users = state.health(), cube_users(state)
+    marks = slice_marks(state.slices)
+    shown = {p.name for p in pods}
+    maps = []
+    for p in pods:
+        cubes = [_cube_cell(state, health, c, i, users.get(c, []), marks) for i, c in enumerate(p.cubes)]
+        counts = {k: sum(c.state == k for c in cubes) for k in ("free", "slice", "out", "drained")}
+        maps.append(PodMap(p.name, cubes, _ocs_cells(state, health, p.name), counts))
+    legend = [
+        LegendEntry(
+            marks[name],
+            name,
+            sl.shape.text + (" twisted" if sl.shape.twisted else ""),
+            sl.state.value,
+            _slice_detail(sl),
+        )
+        for name, sl in sorted(state.slices.items())
+        if sl.pod in shown
+    ]
+    return FleetMap(maps, legend)
+
+
+def ocs_rows_by_dim(pod_map: PodMap) -> dict[str, list[OcsCell]]:
+    """The OCS strip: one row of switches per dimension, in index order."""
+    return {d: sorted((o for o in pod_map.ocs if o.dim == d), key=lambda o: o.index) for d in DIMS}
