@@ -39,13 +39,13 @@ def _pod_lines(pm: PodMap, degraded: set[str]) -> list[str]:
     for y in range(CUBE_EDGE):
         row = f"  y{y} "
         for layer in layers:
-            cells = [_paint(cell.mark if cell else " ", degraded) for cell in layer[y]]
-            row += " ".join(cells) + " " * (width - 3 * CUBE_EDGE + 1)
+            marks = [_paint(cell.mark if cell else " ", degraded) for cell in layer[y]]
+            row += " ".join(marks) + " " * (width - 3 * CUBE_EDGE + 1)
         lines.append(row.rstrip())
-    lines.append("     " + "".join(("x0 x1 x2 x3").ljust(width) for _ in layers).rstrip())
+    lines.append("     " + "".join("x0 x1 x2 x3".ljust(width) for _ in layers).rstrip())
     lines.append("  OCS  (0-15)")
-    for dim, cells in ocs_rows_by_dim(pm).items():
-        lines.append(f"   {dim}   " + "".join(_paint(o.mark, degraded, 1) for o in cells))
+    for dim, switches in ocs_rows_by_dim(pm).items():
+        lines.append(f"   {dim}   " + "".join(_paint(o.mark, degraded, 1) for o in switches))
     return lines
 
 
