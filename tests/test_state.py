@@ -276,3 +276,57 @@ def test_cli_lock_timeout_is_exit_3(tmp_path, capsys):
     assert code == 3
     err = capsys.readouterr().err
     assert "maintenance-window" in err and err.count("\n") == 1
+
+
+def _state_doc(tmp_path: Path) -> tuple[Path, dict]:
+    assert tpufleet("--state", tmp_path / "s", "init") == 0
+    path = tmp_path / "s" / "state.json"
+    return path, json.loads(path.read_text())
+
+
+def test_kubernetes_names_round_trip_and_old_states_have_none(tmp_path):
+    from tpufleet.ids import HostId
+
+    path, doc = _state_doc(tmp_path)
+    assert "k8s" not in doc  # a state never imported keeps the file's old shape
+    with Store(tmp_path / "s").transaction() as tx:
+        tx.state.name_in_k8s({"blk": "pod0"}, {"p1": "c03"}, {"node-a": HostId("c03", 7)})
+        tx.commit(Change("names"))
+    names = Store(tmp_path / "s").load().k8s
+    assert (names.blocks, names.partitions, names.nodes) == (
+        {"blk": "pod0"},
+        {"p1": "c03"},
+        {"node-a": HostId("c03", 7)},
+    )
+    assert json.loads(path.read_text())["k8s"]["nodes"] == {"node-a": "host:c03/7"}
+
+
+@pytest.mark.parametrize(
+    ("names", "field"),
+    [
+        ({"blocks": {"b": "pod9"}}, "k8s.blocks.b"),
+        ({"partitions": {"p": "c99"}}, "k8s.partitions.p"),
+        ({"partitions": {"p": "c01", "q": "c01"}}, "k8s.partitions.q"),
+        ({"nodes": {"n": "host:c01/16"}}, "k8s.nodes.n"),
+        ({"nodes": {"n": "host:c01/2", "m": "host:c01/2"}}, "k8s.nodes.m"),
+        ({"nodes": {"Bad_Name": "host:c01/2"}}, "k8s.nodes"),
+    ],
+)
+def test_bad_kubernetes_names_in_a_state_file_are_exit_2(tmp_path, capsys, names, field):
+    path, doc = _state_doc(tmp_path)
+    doc["k8s"] = names
+    path.write_text(json.dumps(doc))
+    assert tpufleet("--state", tmp_path / "s", "status") == 2
+    assert f"field {field}" in capsys.readouterr().err
+
+
+def test_two_names_for_one_machine_are_refused(tmp_path):
+    from tpufleet.errors import Refused
+    from tpufleet.ids import HostId
+
+    _state_doc(tmp_path)
+    with (
+        pytest.raises(Refused, match="two Kubernetes names for one machine"),
+        Store(tmp_path / "s").transaction() as tx,
+    ):
+        tx.state.name_in_k8s({}, {}, {"a": HostId("c01", 1), "b": HostId("c01", 1)})

@@ -15,13 +15,14 @@ lock, changes it only through the methods below, and returns what it did.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tpufleet.allocation import Allocation, machine_usage
 from tpufleet.errors import Refused
 from tpufleet.health import Health, health_of
-from tpufleet.ids import OcsId, TargetId
+from tpufleet.ids import HostId, OcsId, TargetId
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
 
@@ -170,6 +171,28 @@ class RouteRecord:
 
 
 @dataclass
+class K8sNames:
+    """What a Kubernetes cluster calls the fleet's parts, learnt by `import k8s` and kept so that later imports
+    place the same node on the same machine (GKE names partitions and hosts by opaque ids, not positions)."""
+
+    blocks: dict[str, str] = field(default_factory=dict)  # `gce-topology-block` value -> pod
+    partitions: dict[str, str] = field(default_factory=dict)  # 4x4x4 partition id -> cube
+    nodes: dict[str, HostId] = field(default_factory=dict)  # node name -> machine
+
+    def __bool__(self) -> bool:
+        return bool(self.blocks or self.partitions or self.nodes)
+
+    def pod_block(self) -> dict[str, str]:
+        return {pod: block for block, pod in self.blocks.items()}
+
+    def cube_partition(self) -> dict[str, str]:
+        return {cube: part for part, cube in self.partitions.items()}
+
+    def machine_node(self) -> dict[HostId, str]:
+        return {host: node for node, host in self.nodes.items()}
+
+
+@dataclass
 class FleetState:
     fleet: Fleet
     serial: int = 0
@@ -179,6 +202,7 @@ class FleetState:
     slices: dict[str, Slice] = field(default_factory=dict)
     ocs: dict[OcsId, frozenset[Pair]] = field(default_factory=dict)
     routes: dict[str, RouteRecord] = field(default_factory=dict)
+    k8s: K8sNames = field(default_factory=K8sNames)
     # Derived from `faults`, kept while they do not change, so a batch of faults costs linear time.
     _health: Health | None = field(default=None, init=False, repr=False, compare=False)
     _open_by_target: dict[TargetId, Fault] | None = field(default=None, init=False, repr=False, compare=False)
@@ -298,3 +322,23 @@ class FleetState:
                 record.stale, record.stale_reason = True, why
                 marked.append(name)
         return marked
+
+    # ---- names in a Kubernetes cluster -------------------------------------------------------------------
+    def name_in_k8s(
+        self,
+        blocks: Mapping[str, str],
+        partitions: Mapping[str, str],
+        nodes: Mapping[str, HostId],
+        forget: Iterable[str] = (),
+    ) -> None:
+        """Record (or change) the cluster's names of pods, cubes and machines, after forgetting the node names in
+        `forget` (nodes replaced by others); Refused if a part would get two names."""
+        gone = set(forget)
+        kept = {name: host for name, host in self.k8s.nodes.items() if name not in gone}
+        merged = K8sNames({**self.k8s.blocks, **blocks}, {**self.k8s.partitions, **partitions}, {**kept, **nodes})
+        for what, names in (("pod", merged.blocks), ("cube", merged.partitions), ("machine", merged.nodes)):
+            counts = Counter(names.values())
+            if len(counts) != len(names):
+                twice = sorted(str(p) for p, n in counts.items() if n > 1)
+                raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
+        self.k8s = merged

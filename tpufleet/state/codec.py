@@ -13,13 +13,14 @@ from tpufleet.fleetstate import (
     DEFAULT_MIN_THROUGHPUT,
     Fault,
     FleetState,
+    K8sNames,
     Pair,
     Reroute,
     RouteRecord,
     Slice,
     SliceState,
 )
-from tpufleet.ids import OcsId, parse_target
+from tpufleet.ids import HostId, OcsId, parse_target
 from tpufleet.model import Fleet, Pod
 from tpufleet.shapes import Vec, parse_shape
 
@@ -41,7 +42,17 @@ def decode(doc: Doc) -> FleetState:
         slices={name: _decode_slice(name, sl) for name, sl in doc["slices"].items()},
         ocs={OcsId.from_key(key): frozenset((int(n), int(s)) for n, s in pairs) for key, pairs in doc["ocs"].items()},
         routes={name: RouteRecord(**entry) for name, entry in doc["routes"].items()},
+        k8s=_decode_k8s(doc.get("k8s", {})),
     )
+
+
+def _decode_k8s(names: Doc) -> K8sNames:
+    """Kubernetes names (absent from states written before `import k8s` existed); hosts already checked."""
+    nodes = {}
+    for node, host in names.get("nodes", {}).items():
+        cube, _, machine = host[len("host:") :].partition("/")
+        nodes[node] = HostId(cube, int(machine))
+    return K8sNames(dict(names.get("blocks", {})), dict(names.get("partitions", {})), nodes)
 
 
 def _decode_fault(f: Doc) -> Fault:
@@ -100,6 +111,12 @@ def encode(state: FleetState) -> Doc:
     }
     if state.created is not None:
         doc["created"] = state.created
+    if state.k8s:  # only once a cluster was imported: other states keep the file's old shape
+        doc["k8s"] = {
+            "blocks": dict(sorted(state.k8s.blocks.items())),
+            "partitions": dict(sorted(state.k8s.partitions.items())),
+            "nodes": {node: str(host) for node, host in sorted(state.k8s.nodes.items())},
+        }
     return doc
 
 

@@ -33,6 +33,23 @@ _ORIGIN = {
     "maxItems": 3,
 }
 
+# Kubernetes names: a label value (at most 63 characters) for blocks and partitions, a DNS subdomain for nodes.
+_LABEL_VALUE = {"type": "string", "pattern": r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"}
+_NODE_NAME = {"type": "string", "maxLength": 253, "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z"}
+_K8S = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "blocks": {"type": "object", "propertyNames": _LABEL_VALUE, "additionalProperties": {"type": "string"}},
+        "partitions": {"type": "object", "propertyNames": _LABEL_VALUE, "additionalProperties": _CUBE},
+        "nodes": {
+            "type": "object",
+            "propertyNames": _NODE_NAME,
+            "additionalProperties": {"type": "string", "pattern": r"^host:c[0-9]{2,6}/[0-9]{1,2}\Z"},
+        },
+    },
+}
+
 STATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -43,6 +60,7 @@ STATE_SCHEMA = {
         "serial": _SERIAL,
         "created": _TIME,
         "next_fault": {"type": "integer", "minimum": 1},
+        "k8s": _K8S,
         "fleet": {
             "type": "object",
             "required": ["pods"],
@@ -220,6 +238,32 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
     _check_slices(doc["slices"], seen, file)
     _check_ocs(doc["ocs"], pods, file)
     _check_faults(doc, pods, seen, file)
+    _check_k8s(doc.get("k8s", {}), pods, seen, file)
+
+
+def _check_k8s(names: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, str], file: str) -> None:
+    """Kubernetes names point at parts of the fleet, one name per part (else two nodes would be one machine)."""
+    checks: list[tuple[str, Callable[[str], str | None]]] = [
+        ("blocks", lambda pod: None if pod in pods else f"no pod {pod} in the fleet"),
+        ("partitions", lambda cube: None if cube in pod_of else f"no cube {cube} in the fleet"),
+        ("nodes", lambda host: _bad_host(host, pod_of)),
+    ]
+    for key, problem_of in checks:
+        owner: dict[str, str] = {}
+        for name, part in names.get(key, {}).items():
+            problem = problem_of(part)
+            if problem is None and part in owner:
+                problem = f"{part} is also named {owner[part]!r}"
+            if problem is not None:
+                raise BadStateFile(file, f"k8s.{key}.{name}", part, problem)
+            owner[part] = name
+
+
+def _bad_host(host: str, pod_of: dict[str, str]) -> str | None:
+    cube, _, machine = host[len("host:") :].partition("/")
+    if cube not in pod_of:
+        return f"no cube {cube} in the fleet"
+    return None if int(machine) < MACHINES_PER_CUBE else f"machine {machine} is outside 0-{MACHINES_PER_CUBE - 1}"
 
 
 def _check_slices(slices: dict[str, Any], pod_of: dict[str, str], file: str) -> None:

@@ -1,0 +1,213 @@
+"""`tpufleet import k8s`: the shipped GKE node list of a 64-cube pod, its faults and drains, idempotency, and the
+refusals of malformed input (exit 2, naming node and field, state untouched)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import add_fault, snapshot
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json"
+STATE_LABEL = "cloud.google.com/gke-tpu-partition-4x4x4-state"
+
+
+@pytest.fixture(scope="module")
+def node_list() -> dict:
+    return json.loads(FIXTURE.read_text())
+
+
+def write(tmp_path: Path, doc: dict, name: str = "nodes.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def node_named(doc: dict, prefix: str) -> dict:
+    return next(n for n in doc["items"] if n["metadata"]["name"].startswith(prefix))
+
+
+def test_plan_of_the_fixture_pod(fleet, tmp_path):
+    before = snapshot(fleet.state)
+    r = fleet("import", "k8s", FIXTURE, "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert (d["nodes"], d["tpu_nodes"], d["placed"]) == (1026, 1025, 1023)
+    assert len(d["cubes_added"]) == 64 and d["machines_named"] == 1023
+    assert sorted(f["target"] for f in d["faults_opened"]) == [
+        "cube:c05", "cube:c17", "cube:c40", "cube:c50", "host:c09/14", "host:c40/14",
+    ]  # fmt: skip
+    assert sorted(f["target"] for f in d["drains_opened"]) == ["host:c22/5", "host:c30/5"]
+    assert all(f["planned"] for f in d["drains_opened"]) and not any(f["planned"] for f in d["faults_opened"])
+    assert [u["node"] for u in d["unplaced"]] == [
+        "gke-default-pool-3f2a9c1e-x7qz", "gke-tpu-v4-spare-0b7e44d1-q9ws", "gke-tpu-v5e-pool-81c0d2aa-m4k2",
+    ]  # fmt: skip
+    assert d["has_changes"] and not d["applied"] and d["faults_cleared"] == []
+    assert snapshot(fleet.state) == before  # a plan changes nothing
+
+
+def test_detailed_exitcode_apply_and_repeat_is_a_no_op(fleet):
+    assert fleet("import", "k8s", FIXTURE, "--detailed-exitcode").code == 4
+    r = fleet("import", "k8s", FIXTURE, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["applied"] and r.json["serial"] == 2
+    assert all(f["id"] for f in r.json["faults_opened"] + r.json["drains_opened"])
+    faults = fleet("faults", "-o", "json").json
+    assert len(faults) == 8 and sum(f["planned"] for f in faults) == 2
+    assert fleet("status", "-o", "json").json["cubes"] == {"free": 57, "allocated": 0, "out": 7}
+    before = snapshot(fleet.state)
+    again = fleet("import", "k8s", FIXTURE, "--apply", "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    d = again.json
+    assert not d["has_changes"] and not d["applied"] and d["unchanged_faults"] == 8
+    assert d["faults_opened"] == d["drains_opened"] == d["faults_cleared"] == d["cubes_added"] == []
+    assert snapshot(fleet.state) == before
+
+
+def test_recovery_clears_only_what_the_import_opened(fleet, tmp_path, node_list):
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    manual = add_fault(fleet.state, "host:c09/2")  # opened by hand: the import never clears it
+    healthy = copy.deepcopy(node_list)
+    for node in healthy["items"]:
+        labels = node["metadata"]["labels"]
+        if STATE_LABEL in labels:
+            labels[STATE_LABEL] = "HEALTHY"
+        for cond in node["status"]["conditions"]:
+            if cond["type"] == "Ready":
+                cond["status"] = "True"
+        node["spec"].pop("unschedulable", None)
+        node["spec"]["taints"] = [t for t in node["spec"].get("taints", []) if t["key"] == "google.com/tpu"]
+    r = fleet("import", "k8s", write(tmp_path, healthy), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert len(r.json["faults_cleared"]) == 8 and r.json["faults_opened"] == []
+    assert [f["id"] for f in fleet("faults", "-o", "json").json] == [manual]
+
+
+def test_a_drain_that_becomes_a_failure_is_reopened_as_a_fault(fleet, tmp_path, node_list):
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    doc = copy.deepcopy(node_list)
+    cordoned = node_named(doc, "gke-tpu-v4-p00-22-dd02b978-56e7")
+    cordoned["status"]["conditions"][-1]["status"] = "False"
+    r = fleet("import", "k8s", write(tmp_path, doc), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [(f["target"], f["planned"]) for f in r.json["faults_cleared"]] == [("host:c22/5", True)]
+    assert [f["target"] for f in r.json["faults_opened"]] == ["host:c22/5"]
+
+
+def test_a_replaced_node_takes_over_its_machine(fleet, tmp_path, node_list):
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    doc = copy.deepcopy(node_list)
+    old = node_named(doc, "gke-tpu-v4-p00-03-")
+    old_name, host = old["metadata"]["name"], old["metadata"]["labels"]["cloud.google.com/gce-topology-host"]
+    old["metadata"]["name"] = old["metadata"]["labels"]["kubernetes.io/hostname"] = "gke-tpu-v4-p00-03-new-node"
+    r = fleet("import", "k8s", write(tmp_path, doc), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["names_forgotten"] == [old_name] and r.json["machines_named"] == 1
+    state = json.loads((fleet.state / "state.json").read_text())
+    assert old_name not in state["k8s"]["nodes"] and host  # the host label is kept by GKE; the name changed
+    assert fleet("import", "k8s", write(tmp_path, doc), "--detailed-exitcode").code == 0
+
+
+def test_stdin(fleet, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FIXTURE.read_bytes())))
+    r = fleet("import", "k8s", "-", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["source"] == "<stdin>" and r.json["placed"] == 1023
+
+
+def test_mapping_file_pins_names(fleet, tmp_path, node_list):
+    first = node_list["items"][0]["metadata"]["labels"]
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text(
+        "kind: tpufleet-k8s-mapping\n"
+        f"cubes: {{'{first['cloud.google.com/gke-tpu-partition-4x4x4-id']}': c63}}\n"
+        "accelerators: [tpu-v4-podslice, tpu-v5-lite-podslice]\n"
+    )
+    r = fleet("import", "k8s", FIXTURE, "--mapping", mapping, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    state = json.loads((fleet.state / "state.json").read_text())
+    assert state["k8s"]["partitions"][first["cloud.google.com/gke-tpu-partition-4x4x4-id"]] == "c63"
+    assert state["k8s"]["nodes"][node_list["items"][0]["metadata"]["name"]].startswith("host:c63/")
+    v5e = [u for u in r.json["unplaced"] if u["node"].startswith("gke-tpu-v5e")]
+    assert "no cloud.google.com/gke-tpu-partition-4x4x4-id label" in v5e[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: {"kind": "Node", "metadata": {"name": "x"}}, "field kind: must be List or NodeList"),
+        (lambda d: d["items"][3]["metadata"].pop("labels"), "node gke-tpu-v4-p00-00-"),
+        (
+            lambda d: d["items"][7]["metadata"]["labels"].update({"cloud.google.com/gke-tpu-topology": "4x4x"}),
+            ".metadata.labels.cloud.google.com/gke-tpu-topology: not a TPU topology",
+        ),
+        (
+            lambda d: d["items"][9]["metadata"]["labels"].update({STATE_LABEL: "BROKEN"}),
+            "not one of HEALTHY, DEGRADED, UNHEALTHY, UNSET, INCOMPLETE",
+        ),
+        (lambda d: d["items"][2]["status"]["conditions"][-1].update(status="Maybe"), "must be True, False or Unknown"),
+        (lambda d: d["items"].append(copy.deepcopy(d["items"][0])), "node listed twice"),
+    ],
+)
+def test_malformed_node_lists_exit_2_naming_node_and_field(fleet, tmp_path, node_list, change, expected):
+    doc = copy.deepcopy(node_list)
+    replaced = change(doc)
+    if isinstance(replaced, dict) and "kind" in replaced:
+        doc = replaced
+    before = snapshot(fleet.state)
+    r = fleet("import", "k8s", write(tmp_path, doc), "--apply")
+    assert r.code == 2, r.err
+    assert expected in r.err and r.err.count("\n") == 1
+    assert snapshot(fleet.state) == before
+
+
+def test_labels_missing_names_the_node(fleet, tmp_path, node_list):
+    doc = copy.deepcopy(node_list)
+    name = doc["items"][3]["metadata"]["name"]
+    del doc["items"][3]["metadata"]["labels"]
+    r = fleet("import", "k8s", write(tmp_path, doc))
+    assert r.code == 2
+    assert f"items.3 (node {name}).metadata.labels: missing" in r.err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("colour: blue\n", "field colour: unknown field"),
+        ("cubes: {abc: cube7}\n", "field cubes.abc: not a cube id"),
+        ("nodes: {n1: 'chip:c01/0,0,0'}\n", "must name a machine"),
+        ("labels: {rack: x}\n", "unknown label role"),
+    ],
+)
+def test_bad_mapping_files_exit_2(fleet, tmp_path, text, expected):
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(text)
+    r = fleet("import", "k8s", FIXTURE, "--mapping", mapping)
+    assert r.code == 2 and expected in r.err, r.err
+
+
+def test_not_json_and_missing_file(fleet, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    assert fleet("import", "k8s", bad).code == 2
+    assert fleet("import", "k8s", tmp_path / "absent.json").code == 2
+
+
+def test_more_pods_than_blocks_and_second_pod(tmp_path, cli):
+    """Two blocks on a two-pod fleet: each takes its own pod; a third block finds none and is listed."""
+    sys.path.insert(0, str(FIXTURE.parent))
+    import make_nodes  # type: ignore[import-not-found]
+
+    assert cli("init", "--pods", "2").code == 0
+    doc = make_nodes.node_list(3, scenario=False)
+    r = cli("import", "k8s", write(tmp_path, doc), "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert sorted(p["pod"] for p in d["pods_named"]) == ["pod0", "pod1"] and d["placed"] == 2048
+    assert len(d["unplaced"]) == 1024 and all("no pod left for block" in u["reason"] for u in d["unplaced"])

@@ -1,0 +1,258 @@
+"""Reading a Kubernetes node list (`kubectl get nodes -o json`) and the mapping file, as typed values (pure).
+
+Only the fields the import uses are read: `metadata.name`, `metadata.labels`, `spec.unschedulable`,
+`spec.taints[].key/effect` and the `Ready` entry of `status.conditions`. Anything malformed in those is
+`BadStateFile` (exit 2) naming the file, the node and the field; everything else in a node is ignored, so
+output of any kubectl version is accepted.
+
+Label keys are GKE's (see `LabelKeys`); a fleet that names things its own way says so in the mapping file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.ids import HostId, parse_target
+
+# Values of `cloud.google.com/gke-tpu-partition-4x4x4-state`, as GKE documents them.
+PARTITION_STATES = ("HEALTHY", "DEGRADED", "UNHEALTHY", "UNSET", "INCOMPLETE")
+# Of those, the ones that take the cube out of the pool: a partition that is not whole cannot form its 4x4x4.
+BAD_PARTITION_STATES = frozenset({"DEGRADED", "UNHEALTHY", "INCOMPLETE"})
+DEFAULT_ACCELERATORS = ("tpu-v4-podslice", "tpu-v5p-slice", "tpu7x")  # pods built of 4x4x4 cubes
+# Taints that announce planned work on a node (a cordon adds the first); NoSchedule or NoExecute only.
+DEFAULT_DRAIN_TAINTS = (
+    "node.kubernetes.io/unschedulable",
+    "cloud.google.com/impending-node-termination",
+    "ToBeDeletedByClusterAutoscaler",
+)
+NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain
+LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+TOPOLOGY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,2}(x[1-9][0-9]{0,2})?")
+MAX_LABELS = 512  # per node; real nodes carry a few dozen
+MAX_TAINTS = 64
+
+
+@dataclass(frozen=True)
+class LabelKeys:
+    """The node labels the import reads and `export node-labels` writes."""
+
+    accelerator: str = "cloud.google.com/gke-tpu-accelerator"
+    topology: str = "cloud.google.com/gke-tpu-topology"
+    block: str = "cloud.google.com/gce-topology-block"
+    subblock: str = "cloud.google.com/gce-topology-subblock"
+    host: str = "cloud.google.com/gce-topology-host"
+    partition: str = "cloud.google.com/gke-tpu-partition-4x4x4-id"
+    partition_state: str = "cloud.google.com/gke-tpu-partition-4x4x4-state"
+    hostname: str = "kubernetes.io/hostname"
+    # tpufleet's own: where `export node-labels` put the node; they win over the GKE labels on import
+    pod: str = "tpufleet.io/pod"
+    cube: str = "tpufleet.io/cube"
+    machine: str = "tpufleet.io/machine"
+
+
+@dataclass(frozen=True)
+class K8sMapping:
+    """How this fleet's nodes map onto pods, cubes and machines (all optional: GKE's labels by default)."""
+
+    labels: LabelKeys = field(default_factory=LabelKeys)
+    accelerators: frozenset[str] = frozenset(DEFAULT_ACCELERATORS)
+    pods: Mapping[str, str] = field(default_factory=dict)  # block label value -> pod
+    cubes: Mapping[str, str] = field(default_factory=dict)  # partition id -> cube
+    nodes: Mapping[str, HostId] = field(default_factory=dict)  # node name -> machine
+    drain_taints: frozenset[str] = frozenset(DEFAULT_DRAIN_TAINTS)
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: Mapping[str, str]
+    ready: str | None  # status of the Ready condition: "True", "False", "Unknown"; None when not reported
+    ready_reason: str
+    unschedulable: bool
+    taints: tuple[tuple[str, str], ...]  # (key, effect)
+
+
+class _Where:
+    """Builds the messages of one input file: file, field path, value."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def bad(self, path: str, value: object, problem: str) -> BadStateFile:
+        return BadStateFile(self.file, path, value, problem)
+
+
+_MISSING: Any = object()
+_KIND: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _get(obj: Mapping[str, Any], key: str, kind: type, where: _Where, path: str, default: Any = _MISSING) -> Any:
+    """obj[key], of type `kind`; `default` when absent, if one is given."""
+    value = obj.get(key, _MISSING)
+    if value is _MISSING:
+        if default is not _MISSING:
+            return default
+        raise where.bad(f"{path}.{key}", None, f"missing (must be {_KIND[kind]})")
+    if type(value) is not kind:
+        raise where.bad(f"{path}.{key}", value, f"must be {_KIND[kind]}")
+    return value
+
+
+def parse_nodes(doc: object, file: str, keys: LabelKeys | None = None) -> list[Node]:
+    """The nodes of a `kubectl get nodes -o json` document (a `List` or `NodeList` of `Node`)."""
+    where, keys = _Where(file), keys or LabelKeys()
+    if not isinstance(doc, dict):
+        raise where.bad("", type(doc).__name__, "must be a JSON object of kind List (kubectl get nodes -o json)")
+    if doc.get("kind") not in ("List", "NodeList"):
+        raise where.bad("kind", doc.get("kind"), "must be List or NodeList (kubectl get nodes -o json)")
+    items = _get(doc, "items", list, where, "")
+    nodes, seen = [], set()
+    for i, item in enumerate(items):
+        node = _parse_node(item, f"items.{i}", where, keys)
+        if node.name in seen:
+            raise where.bad(f"items.{i}.metadata.name", node.name, "node listed twice")
+        seen.add(node.name)
+        nodes.append(node)
+    return nodes
+
+
+def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node:
+    if not isinstance(item, dict):
+        raise where.bad(path, type(item).__name__, "must be a Node object")
+    if item.get("kind", "Node") != "Node":
+        raise where.bad(f"{path}.kind", item.get("kind"), "must be Node")
+    meta = _get(item, "metadata", dict, where, path)
+    name = _get(meta, "name", str, where, f"{path}.metadata")
+    if not NODE_NAME.fullmatch(name):
+        raise where.bad(f"{path}.metadata.name", name, "not a Kubernetes node name (lower-case DNS name)")
+    path = f"{path} (node {name})"
+    labels = _get(meta, "labels", dict, where, f"{path}.metadata")
+    _check_labels(labels, f"{path}.metadata.labels", where, keys)
+    spec = _get(item, "spec", dict, where, path, {})
+    status = _get(item, "status", dict, where, path, {})
+    ready, reason = _ready(status, f"{path}.status", where)
+    unschedulable = spec.get("unschedulable", False)
+    if type(unschedulable) is not bool:
+        raise where.bad(f"{path}.spec.unschedulable", unschedulable, "must be true or false")
+    return Node(name, labels, ready, reason, unschedulable, _taints(spec, f"{path}.spec", where))
+
+
+def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelKeys) -> None:
+    if len(labels) > MAX_LABELS:
+        raise where.bad(path, len(labels), f"more than {MAX_LABELS} labels")
+    for key, value in labels.items():
+        if type(value) is not str or not LABEL_VALUE.fullmatch(value):
+            raise where.bad(f"{path}.{key}", value, "not a label value (at most 63 letters, digits, '-', '_', '.')")
+    topology = labels.get(keys.topology)
+    if topology is not None and not TOPOLOGY.fullmatch(topology):
+        raise where.bad(f"{path}.{keys.topology}", topology, "not a TPU topology such as 4x4x8 or 2x4")
+    if keys.accelerator in labels and keys.topology not in labels:
+        raise where.bad(f"{path}.{keys.topology}", None, f"missing on a TPU node (it has {keys.accelerator})")
+    state = labels.get(keys.partition_state)
+    if state is not None and state not in PARTITION_STATES:
+        raise where.bad(f"{path}.{keys.partition_state}", state, f"not one of {', '.join(PARTITION_STATES)}")
+    machine = labels.get(keys.machine)
+    if machine is not None and not (machine.isascii() and machine.isdigit() and int(machine) < 16):
+        raise where.bad(f"{path}.{keys.machine}", machine, "not a machine number 0-15")
+    cube = labels.get(keys.cube)
+    if cube is not None and not re.fullmatch(r"c[0-9]{2,6}", cube):
+        raise where.bad(f"{path}.{keys.cube}", cube, "not a cube id of the form cNN")
+
+
+def _ready(status: dict[str, Any], path: str, where: _Where) -> tuple[str | None, str]:
+    conditions = _get(status, "conditions", list, where, path, [])
+    for j, cond in enumerate(conditions):
+        if not isinstance(cond, dict):
+            raise where.bad(f"{path}.conditions.{j}", cond, "must be an object")
+        if cond.get("type") == "Ready":
+            state = cond.get("status")
+            if state not in ("True", "False", "Unknown"):
+                raise where.bad(f"{path}.conditions.{j}.status", state, "must be True, False or Unknown")
+            reason = cond.get("reason", "")
+            return state, reason if isinstance(reason, str) else ""
+    return None, ""
+
+
+def _taints(spec: dict[str, Any], path: str, where: _Where) -> tuple[tuple[str, str], ...]:
+    taints = _get(spec, "taints", list, where, path, [])
+    if len(taints) > MAX_TAINTS:
+        raise where.bad(f"{path}.taints", len(taints), f"more than {MAX_TAINTS} taints")
+    out = []
+    for j, taint in enumerate(taints):
+        if not isinstance(taint, dict):
+            raise where.bad(f"{path}.taints.{j}", taint, "must be an object")
+        key = _get(taint, "key", str, where, f"{path}.taints.{j}")
+        effect = _get(taint, "effect", str, where, f"{path}.taints.{j}")
+        out.append((key, effect))
+    return tuple(out)
+
+
+# ---- the mapping file ---------------------------------------------------------------------------------------
+_MAPPING_KEYS = {"kind", "version", "labels", "accelerators", "pods", "cubes", "nodes", "drain_taints"}
+
+
+def parse_mapping(doc: object, file: str) -> K8sMapping:
+    """A mapping file (YAML or JSON, already loaded by the bounded reader); see the README for its fields."""
+    where = _Where(file)
+    if not isinstance(doc, dict):
+        raise where.bad("", type(doc).__name__, "must be a mapping of the fields kind, labels, pods, cubes, nodes...")
+    unknown = sorted(set(map(str, doc)) - _MAPPING_KEYS)
+    if unknown:
+        raise where.bad(unknown[0], doc.get(unknown[0]), f"unknown field (known: {', '.join(sorted(_MAPPING_KEYS))})")
+    if doc.get("kind", "tpufleet-k8s-mapping") != "tpufleet-k8s-mapping":
+        raise where.bad("kind", doc.get("kind"), "must be tpufleet-k8s-mapping")
+    if doc.get("version", 1) != 1:
+        raise where.bad("version", doc.get("version"), "must be 1")
+    labels = _str_map(doc, "labels", where)
+    names = {f.name for f in fields(LabelKeys)}
+    for key in labels:
+        if key not in names:
+            raise where.bad(f"labels.{key}", labels[key], f"unknown label role (known: {', '.join(sorted(names))})")
+    base = K8sMapping()
+    return K8sMapping(
+        labels=replace(LabelKeys(), **labels),
+        accelerators=frozenset(_str_list(doc, "accelerators", where)) or base.accelerators,
+        pods=_ids(doc, "pods", where, r"pod[0-9]{1,6}", "a pod name such as pod0"),
+        cubes=_ids(doc, "cubes", where, r"c[0-9]{2,6}", "a cube id such as c07"),
+        nodes={node: _host(text, f"nodes.{node}", where) for node, text in _str_map(doc, "nodes", where).items()},
+        drain_taints=frozenset(_str_list(doc, "drain_taints", where)) or base.drain_taints,
+    )
+
+
+def _str_map(doc: dict[str, Any], key: str, where: _Where) -> dict[str, str]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise where.bad(key, value, "must be a mapping of names to names")
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str:
+            raise where.bad(f"{key}.{k}", v, "keys and values must be strings")
+    return value
+
+
+def _str_list(doc: dict[str, Any], key: str, where: _Where) -> list[str]:
+    value = doc.get(key, [])
+    if not isinstance(value, list) or any(type(v) is not str for v in value):
+        raise where.bad(key, value, "must be a list of strings")
+    return value
+
+
+def _ids(doc: dict[str, Any], key: str, where: _Where, pattern: str, what: str) -> dict[str, str]:
+    value = _str_map(doc, key, where)
+    for k, v in value.items():
+        if not re.fullmatch(pattern, v):
+            raise where.bad(f"{key}.{k}", v, f"not {what}")
+    return value
+
+
+def _host(text: str, path: str, where: _Where) -> HostId:
+    try:
+        target = parse_target(text)
+    except BadInput as exc:
+        raise where.bad(path, text, str(exc)) from None
+    if not isinstance(target, HostId):
+        raise where.bad(path, text, "must name a machine (host:CUBE/M)")
+    return target

@@ -1,0 +1,281 @@
+"""From a Kubernetes node list to tpufleet's view: which machine each node is, and what is failed or drained (pure).
+
+Placement, for each TPU node (one whose accelerator is in the mapping's list), in this order:
+
+1. the mapping file's `nodes` entry, else tpufleet's own labels (`tpufleet.io/cube` and `tpufleet.io/machine`,
+   written by `export node-labels`);
+2. else its 4x4x4 partition: the cube the mapping file's `cubes`, or an earlier import, gave that partition id;
+   a new partition takes the first cube of its pod (by position) that no partition has yet. Its pod is the one
+   the mapping's `pods` or an earlier import gave its `gce-topology-block`; a new block takes the first pod no
+   block has yet;
+3. its machine: the one an earlier import gave that node name, else the lowest machine of the cube that no node
+   of this list holds, in the order of `gce-topology-host`, then node name.
+
+Names are learnt once and kept in the state, so a second import of the same list places every node where the
+first did. A node that cannot be placed (not a TPU node, an accelerator not in the list, no partition label, no
+pod or cube left, a label that contradicts a name already learnt) is listed with the reason, never guessed.
+
+Health: `Ready` False or Unknown is a fault on the node's machine; otherwise a cordon or a drain taint
+(`NoSchedule`/`NoExecute`) is a planned drain on it; a partition DEGRADED, UNHEALTHY or INCOMPLETE is a fault on
+its cube. Faults the import opens carry the reason prefix `k8s: `; it only ever clears those, and only on
+machines and cubes the list reports healthy (a node missing from the list says nothing).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.fleetstate import Fault, FleetState
+from tpufleet.ids import CubeId, HostId, TargetId
+from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
+
+REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
+_WORST_FIRST = ("UNHEALTHY", "INCOMPLETE", "DEGRADED", "UNSET", "HEALTHY")
+
+
+@dataclass
+class Placement:
+    hosts: dict[str, HostId] = field(default_factory=dict)  # every placed node -> its machine
+    blocks: dict[str, str] = field(default_factory=dict)  # names learnt now: block -> pod
+    partitions: dict[str, str] = field(default_factory=dict)  # partition -> cube
+    nodes: dict[str, HostId] = field(default_factory=dict)  # node -> machine (new or moved)
+    forget: list[str] = field(default_factory=list)  # node names whose machine a node of this list took over
+    unplaced: list[tuple[str, str]] = field(default_factory=list)
+    cube_states: dict[str, tuple[str, str]] = field(default_factory=dict)  # cube -> (worst state, partition id)
+
+
+class _Namer:
+    """Looks names up in the mapping file, then this import, then the state; gives free parts to new names."""
+
+    def __init__(self, state: FleetState, mapping: K8sMapping, out: Placement) -> None:
+        self.state, self.mapping, self.out = state, mapping, out
+        self.fleet = state.fleet
+        self.taken_pods = set(state.k8s.blocks.values()) | set(mapping.pods.values())
+        self.taken_cubes = set(state.k8s.partitions.values()) | set(mapping.cubes.values())
+
+    def pod_of_block(self, block: str) -> str | None:
+        known = self.known_pod(block)
+        if known is not None:
+            return known if known in self.fleet.pod_by_name else None
+        pod = next((p.name for p in self.fleet.pods if p.name not in self.taken_pods), None)
+        if pod is not None:
+            self.out.blocks[block] = pod
+            self.taken_pods.add(pod)
+        return pod
+
+    def known_cube(self, partition: str) -> str | None:
+        pinned = self.mapping.cubes.get(partition)
+        if pinned is not None and self.state.k8s.partitions.get(partition) != pinned:
+            self.out.partitions[partition] = pinned  # kept, so later imports agree without the mapping file
+        return pinned or self.out.partitions.get(partition) or self.state.k8s.partitions.get(partition)
+
+    def known_pod(self, block: str) -> str | None:
+        pinned = self.mapping.pods.get(block)
+        if pinned is not None and self.state.k8s.blocks.get(block) != pinned:
+            self.out.blocks[block] = pinned
+        return pinned or self.out.blocks.get(block) or self.state.k8s.blocks.get(block)
+
+    def new_cube(self, partition: str, pod: str) -> str | None:
+        cube = next((c for c in self.fleet.pod_by_name[pod].cubes if c not in self.taken_cubes), None)
+        if cube is not None:
+            self.out.partitions[partition] = cube
+            self.taken_cubes.add(cube)
+        return cube
+
+    def learn(self, partition: str | None, block: str | None, cube: str) -> str | None:
+        """Names a node's explicit cube confirms; the reason when they contradict what is known."""
+        pod = self.fleet.cube_pod[cube]
+        if partition is not None:
+            known = self.known_cube(partition)
+            if known is not None and known != cube:
+                return f"partition {partition} is cube {known}, but the node's labels say {cube}"
+            if known is None and cube not in self.taken_cubes:
+                self.out.partitions[partition] = cube
+                self.taken_cubes.add(cube)
+        if block is not None:
+            known_pod = self.known_pod(block)
+            if known_pod is not None and known_pod != pod:
+                return f"block {block} is {known_pod}, but the node's labels put it in {pod}"
+            if known_pod is None and pod not in self.taken_pods:
+                self.out.blocks[block] = pod
+                self.taken_pods.add(pod)
+        return None
+
+
+def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placement:
+    out = Placement()
+    namer, keys = _Namer(state, mapping, out), mapping.labels
+    pending: dict[str, list[Node]] = defaultdict(list)  # cube -> nodes still without a machine
+    explicit: list[tuple[Node, HostId]] = []
+    for node in sorted(nodes, key=lambda n: n.name):
+        accelerator = node.labels.get(keys.accelerator)
+        if accelerator is None:
+            out.unplaced.append((node.name, f"not a TPU node (no {keys.accelerator} label)"))
+        elif accelerator not in mapping.accelerators:
+            out.unplaced.append((node.name, f"accelerator {accelerator} is not in the mapping's accelerators"))
+        else:
+            cube, machine, why = _resolve(node, namer, mapping)
+            if why is not None or cube is None:
+                out.unplaced.append((node.name, why or "no cube"))
+            elif machine is not None:
+                explicit.append((node, HostId(cube, machine)))
+            else:
+                pending[cube].append(node)
+            if cube is not None and why is None:
+                _note_state(out, cube, node, mapping)
+    _claim_machines(state, out, explicit, pending, mapping)
+    return out
+
+
+def _resolve(node: Node, namer: _Namer, mapping: K8sMapping) -> tuple[str | None, int | None, str | None]:
+    """(cube, machine if given explicitly, why not placed)."""
+    keys, labels = mapping.labels, node.labels
+    pinned = mapping.nodes.get(node.name)
+    label_cube, label_machine = labels.get(keys.cube), labels.get(keys.machine)
+    cube = pinned.cube if pinned else label_cube
+    machine = pinned.machine if pinned else (int(label_machine) if label_machine is not None else None)
+    partition, block = labels.get(keys.partition), labels.get(keys.block)
+    if cube is not None:
+        if cube not in namer.fleet.cube_pod:
+            return None, None, f"cube {cube} is not in the fleet"
+        return cube, machine, namer.learn(partition, block, cube)
+    if partition is None:
+        return None, None, f"no {keys.partition} label (and no {keys.cube})"
+    known = namer.known_cube(partition)
+    if known is not None:
+        if known not in namer.fleet.cube_pod:
+            return None, None, f"partition {partition} is mapped to {known}, which is not in the fleet"
+        return known, machine, None
+    if block is None:
+        return None, None, f"no {keys.block} label to find the pod of new partition {partition}"
+    pod = namer.pod_of_block(block)
+    if pod is None:
+        return None, None, f"no pod left for block {block} (every pod has a block; map it in the mapping file)"
+    cube = namer.new_cube(partition, pod)
+    if cube is None:
+        return None, None, f"no cube of {pod} left for partition {partition}"
+    return cube, machine, None
+
+
+def _note_state(out: Placement, cube: str, node: Node, mapping: K8sMapping) -> None:
+    state = node.labels.get(mapping.labels.partition_state)
+    if state is None:
+        return
+    partition = node.labels.get(mapping.labels.partition, cube)
+    old = out.cube_states.get(cube)
+    if old is None or _WORST_FIRST.index(state) < _WORST_FIRST.index(old[0]):
+        out.cube_states[cube] = (state, partition)
+
+
+def _claim_machines(
+    state: FleetState,
+    out: Placement,
+    explicit: list[tuple[Node, HostId]],
+    pending: dict[str, list[Node]],
+    mapping: K8sMapping,
+) -> None:
+    holder: dict[HostId, str] = {}
+    for node, host in explicit:
+        if host in holder:
+            out.unplaced.append((node.name, f"{host} is already node {holder[host]}"))
+        else:
+            holder[host] = node.name
+    known = state.k8s.nodes
+    for cube in sorted(pending):
+        later = []
+        for node in pending[cube]:
+            had = known.get(node.name)
+            if had is not None and had.cube == cube and had not in holder:
+                holder[had] = node.name
+            else:
+                later.append(node)
+        later.sort(key=lambda n: (n.labels.get(mapping.labels.host, ""), n.name))
+        _fill(cube, later, holder, known, out)
+    seen = {name for name in holder.values()}
+    named_by = state.k8s.machine_node()
+    for host, name in sorted(holder.items()):
+        out.hosts[name] = host
+        if known.get(name) != host:
+            out.nodes[name] = host
+            previous = named_by.get(host)
+            if previous is not None and previous not in seen:
+                out.forget.append(previous)
+
+
+def _fill(cube: str, nodes: list[Node], holder: dict[HostId, str], known: dict[str, HostId], out: Placement) -> None:
+    """Give the nodes the free machines of the cube: never named first, then those named by absent nodes."""
+    named = set(known.values())
+    free = [HostId(cube, m) for m in range(MACHINES_PER_CUBE) if HostId(cube, m) not in holder]
+    free.sort(key=lambda h: (h in named, h.machine))
+    for node, host in zip(nodes, free, strict=False):
+        holder[host] = node.name
+    for node in nodes[len(free) :]:
+        out.unplaced.append((node.name, f"cube {cube} has {MACHINES_PER_CUBE} machines, all held by other nodes"))
+
+
+# ---- health ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Want:
+    target: TargetId
+    planned: bool
+    reason: str
+
+    def record(self) -> dict[str, Any]:
+        return {"target": str(self.target), "planned": self.planned, "reason": self.reason}
+
+
+def wanted(nodes: list[Node], placement: Placement, mapping: K8sMapping) -> tuple[dict[TargetId, Want], set[TargetId]]:
+    """The faults and drains the list reports, and every target it reports on (healthy or not)."""
+    wants: dict[TargetId, Want] = {}
+    scope: set[TargetId] = set()
+    by_name = {n.name: n for n in nodes}
+    for name, host in placement.hosts.items():
+        scope.add(host)
+        want = _node_want(by_name[name], host, mapping)
+        if want is not None:
+            wants[host] = want
+    for cube, (state, partition) in placement.cube_states.items():
+        target = CubeId(cube)
+        scope.add(target)
+        if state in BAD_PARTITION_STATES:
+            wants[target] = Want(target, False, f"{REASON_PREFIX}partition {partition} {state}")
+    return wants, scope
+
+
+def _node_want(node: Node, host: HostId, mapping: K8sMapping) -> Want | None:
+    if node.ready in ("False", "Unknown"):
+        why = f" ({node.ready_reason})" if node.ready_reason else ""
+        return Want(host, False, f"{REASON_PREFIX}node {node.name} Ready={node.ready}{why}")
+    if node.unschedulable:
+        return Want(host, True, f"{REASON_PREFIX}node {node.name} cordoned")
+    for key, effect in node.taints:
+        if key in mapping.drain_taints and effect in ("NoSchedule", "NoExecute"):
+            return Want(host, True, f"{REASON_PREFIX}node {node.name} tainted {key}:{effect}")
+    return None
+
+
+@dataclass
+class HealthDiff:
+    open: list[Want] = field(default_factory=list)
+    clear: list[Fault] = field(default_factory=list)
+    kept: int = 0  # reported faults already open (by an earlier import or by hand)
+
+
+def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[TargetId]) -> HealthDiff:
+    diff = HealthDiff()
+    for target in sorted(wants, key=str):
+        want, fault = wants[target], state.open_fault_on(target)
+        if fault is None:
+            diff.open.append(want)
+        elif fault.reason.startswith(REASON_PREFIX) and fault.planned != want.planned:
+            diff.clear.append(fault)  # a drain became a failure (or back): close one, open the other
+            diff.open.append(want)
+        else:
+            diff.kept += 1
+    for fault in state.open_faults():
+        if fault.reason.startswith(REASON_PREFIX) and fault.target in scope and fault.target not in wants:
+            diff.clear.append(fault)
+    return diff

@@ -1,0 +1,75 @@
+"""Use case of `import k8s`: a Kubernetes node list against the state, as a plan, and applied with `--apply`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpufleet.fleetstate import Change, FleetState
+from tpufleet.integrations.k8s import K8sMapping, Node
+from tpufleet.integrations.k8s_plan import HealthDiff, Placement, health_diff, place, wanted
+from tpufleet.ops import faults as fault_ops
+from tpufleet.ops.outcome import Outcome
+
+
+def import_k8s(
+    state: FleetState, nodes: list[Node], mapping: K8sMapping, source: str, now: str, apply: bool = False
+) -> Outcome:
+    """The diff of the node list against the state; with `apply`, learn the names and open and clear the faults
+    through the same transitions as `inject-fault` and `clear-fault` (blast radius, evictions, stale tables)."""
+    placement = place(state, nodes, mapping)
+    wants, scope = wanted(nodes, placement, mapping)
+    diff = health_diff(state, wants, scope)
+    data = _record(nodes, placement, diff, source, mapping)
+    data["serial"] = state.serial
+    if not apply or not data["has_changes"]:
+        return Outcome(data)
+    state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
+    for fault in diff.clear:
+        fault_ops.clear(state, fault.id, now)
+    requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
+    radii = fault_ops.inject(state, requests, now).data if requests else []
+    ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
+    for entry in (*data["faults_opened"], *data["drains_opened"]):
+        entry["id"] = ids.get(entry["target"])
+    data["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]
+    data["applied"], data["serial"] = True, state.next_serial
+    return Outcome(data, Change(_summary(data, source), {"faults": sorted(filter(None, ids.values()))}))
+
+
+def _record(
+    nodes: list[Node], placement: Placement, diff: HealthDiff, source: str, mapping: K8sMapping
+) -> dict[str, Any]:
+    """The documented JSON of the plan (README, "JSON contract")."""
+    accelerator = mapping.labels.accelerator
+    opened = [w.record() for w in diff.open]
+    data: dict[str, Any] = {
+        "source": source,
+        "nodes": len(nodes),
+        "tpu_nodes": sum(1 for n in nodes if accelerator in n.labels),
+        "placed": len(placement.hosts),
+        "unplaced": [{"node": n, "reason": why} for n, why in sorted(placement.unplaced)],
+        "pods_named": [{"block": b, "pod": p} for b, p in sorted(placement.blocks.items())],
+        "cubes_added": [{"partition": k, "cube": c} for k, c in sorted(placement.partitions.items())],
+        "machines_named": len(placement.nodes),
+        "names_forgotten": sorted(placement.forget),
+        "faults_opened": [w for w in opened if not w["planned"]],
+        "drains_opened": [w for w in opened if w["planned"]],
+        "faults_cleared": [
+            {"id": f.id, "target": str(f.target), "planned": f.planned, "reason": f.reason} for f in diff.clear
+        ],
+        "unchanged_faults": diff.kept,
+        "applied": False,
+    }
+    naming = placement.blocks or placement.partitions or placement.nodes or placement.forget
+    data["has_changes"] = bool(naming or diff.open or diff.clear)
+    return data
+
+
+def _summary(data: dict[str, Any], source: str) -> str:
+    parts = [
+        f"{len(data['cubes_added'])} cube(s) named",
+        f"{data['machines_named']} machine(s) named",
+        f"{len(data['faults_opened'])} fault(s) and {len(data['drains_opened'])} drain(s) opened",
+        f"{len(data['faults_cleared'])} cleared",
+    ]
+    return f"import k8s {source}: " + ", ".join(parts)
