@@ -70,6 +70,34 @@ def simulate_cmd(
     mode: Annotated[
         Mode, typer.Option("--mode", help="static, reconfigurable or reconfigurable-ft")
     ] = Mode.reconfigurable_ft,
+    load_per_pod: Annotated[
+        float,
+        typer.Option(
+            "--load-per-pod",
+            min=0.0,
+            max=100.0,
+            help="Job arrivals per pod as a multiple of the workload's rate: each pod gets the workload's job "
+            "stream times this, so a larger fleet is as busy as one pod",
+        ),
+    ] = 1.0,
+    spare_cubes: Annotated[
+        int,
+        typer.Option(
+            "--spare-cubes",
+            min=0,
+            max=CUBES_PER_POD - 1,
+            help="Healthy free cubes per pod kept back for jobs a fault displaced",
+        ),
+    ] = 0,
+    fault_scale: Annotated[
+        str | None,
+        typer.Option(
+            "--fault-scale",
+            metavar="FACTOR|KIND=FACTOR,...",
+            help="Multiply the fault rates: one factor for every kind (2) or per kind (host=2,ocs=1.5; "
+            "kinds host, link, ocs, drain)",
+        ),
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Discrete-event simulation: jobs arrive and are placed through the OCS, faults strike and are repaired,
@@ -83,13 +111,14 @@ def simulate_cmd(
     from tpufleet.model import component_counts, default_fleet
     from tpufleet.ops.simulate import simulate
     from tpufleet.simulation import Options, load_rates, load_workload
-    from tpufleet.simulation.inputs import check_budget
+    from tpufleet.simulation.scale import check_budget, parse_factors, scale_rates
     from tpufleet.state.files import check_output_path, write_output
 
     for option, value in (
         ("--days", days),
         ("--checkpoint-interval", checkpoint_interval),
         ("--restart-overhead", restart_overhead),
+        ("--load-per-pod", load_per_pod),
     ):
         if not math.isfinite(value):  # the option ranges let NaN through
             raise BadInput(f"bad option {option} {value!r}: must be a finite number")
@@ -101,8 +130,12 @@ def simulate_cmd(
         mode=mode.value,
         checkpoint_interval_s=checkpoint_interval * 60.0,
         restart_overhead_s=restart_overhead * 60.0,
+        load_per_pod=load_per_pod,
+        spare_cubes=spare_cubes,
     )
     loaded_workload, rates = load_workload(workload), load_rates(fault_rates)
+    if fault_scale is not None:
+        rates = scale_rates(rates, parse_factors(fault_scale))
     check_budget(loaded_workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
     run = functools.partial(simulate, loaded_workload, rates, options)
     if sys.stderr.isatty():

@@ -48,6 +48,8 @@ def summarize(records: list[Record], simulator: Simulator) -> dict[str, Any]:
         "pods": options.pods,
         "mode": options.mode,
         "seed": options.seed,
+        "load_per_pod": options.load_per_pod,
+        "spare_cubes": options.spare_cubes,
         "jobs_submitted": len(simulator.jobs),
         "jobs_finished": stats.jobs_finished,
         "sg": fleet["sg"],

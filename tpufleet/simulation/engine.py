@@ -26,6 +26,7 @@ from tpufleet.simulation.job import Job, JobState
 from tpufleet.simulation.log import EventLog, Record, Stats
 from tpufleet.simulation.placement import Placement
 from tpufleet.simulation.runner import JobRunner
+from tpufleet.simulation.scale import fleet_workload
 from tpufleet.simulation.scheduler import Scheduler
 
 START_EPOCH = 1767571200.0  # 2026-01-05T00:00:00Z
@@ -38,6 +39,7 @@ class Simulator:
     and the free-cube count guard: the same events (a test checks it); only the benchmark's baseline uses it."""
 
     def __init__(self, workload: Workload, rates: FaultRates, options: Options, *, fit_shortcuts: bool = True) -> None:
+        workload = fleet_workload(workload, options)
         self.workload = workload
         self.rates = rates
         self.options = options
@@ -48,7 +50,7 @@ class Simulator:
         self.queue = EventQueue()
         self.log = EventLog()
         self.stats = Stats()
-        self.placement = Placement(self.fleet, options.static, self.stats, fit_shortcuts)
+        self.placement = Placement(self.fleet, options.static, self.stats, fit_shortcuts, options.spare_cubes)
         self.runner = JobRunner(options, workload, self.queue, self.log, self.placement, self.stats)
         self.scheduler = Scheduler(
             self.fleet, options, self.placement, self.runner, self.queue, self.log, self.stats, fit_shortcuts

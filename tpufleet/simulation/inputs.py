@@ -12,13 +12,12 @@ Files are read through `tpufleet.state.inputfiles` (at most 1 MiB of UTF-8, no Y
 64 levels of nesting, no NaN or infinite numbers). Every number has a documented range (the schemas below:
 fault rates at most MAX_RATE_PER_DAY per component per day, arrivals at most MAX_ARRIVALS_PER_HOUR, durations
 at most MAX_HOURS, lognormal sigma at most MAX_SIGMA, weights at most MAX_WEIGHT with a positive total), and a
-run whose expected number of logged events exceeds MAX_EVENTS is refused before it starts (`check_budget`).
+run whose expected number of logged events exceeds MAX_EVENTS is refused before it starts (`scale.check_budget`).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,8 +55,8 @@ MIN_CHECKPOINT_INTERVAL_S = 60.0  # --checkpoint-interval >= 1 minute (10 logged
 MAX_CHECKPOINT_INTERVAL_S = 7 * 86400.0
 MAX_RESTART_OVERHEAD_S = 86400.0
 MAX_SEED = 2**63 - 1
+MAX_LOAD_PER_POD = 100.0  # multiple of the workload's arrival rate each pod gets
 GENERATED_ID = re.compile(r"job[0-9]+")  # the ids of jobs the workload does not list (draws.JobMaker)
-MAX_EVENTS = 2_000_000  # expected events logged by one run (about 180 MB of JSONL; 30 default days: 120,000)
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,8 @@ class Options:
     restart_overhead_s: float = 600.0
     macro_steps: int = 10  # logged steps per checkpoint interval
     cubes_per_pod: int = CUBES_PER_POD
+    load_per_pod: float = 1.0  # each pod gets this multiple of the workload's arrival rate
+    spare_cubes: int = 0  # healthy free cubes per pod kept for jobs a fault displaced
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -128,6 +129,8 @@ class Options:
                 MAX_CHECKPOINT_INTERVAL_S,
             ),
             ("restart overhead (s)", self.restart_overhead_s, 0.0, MAX_RESTART_OVERHEAD_S),
+            ("load per pod", self.load_per_pod, 0.0, MAX_LOAD_PER_POD),
+            ("spare cubes", self.spare_cubes, 0, self.cubes_per_pod - 1),
         ):
             if not lo <= value <= hi or (name == "days" and value == 0):  # also refuses NaN
                 raise BadInput(f"bad {name} {value!r}: must be a number from {lo:g} to {hi:g}")
@@ -362,40 +365,3 @@ def load_workload(path: Path | None) -> Workload:
             given[key] = float(doc[key])
     given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)))
     return Workload(**given)
-
-
-# ---- the run's size -----------------------------------------------------------------------------------------
-def expected_events(workload: Workload, rates: FaultRates, options: Options, components: Mapping[str, int]) -> float:
-    """About how many records a run will log (an estimate from the means, good to a small factor).
-
-    Steps dominate: each job logs ``macro_steps`` steps and a checkpoint (2 events) per checkpoint interval of
-    compute, so about 1.2 events per step of its work; every job adds about 15 records (its record, submission,
-    allocation, start-up stages, end), every fault strike about 25 (the redone steps and a restart of the job it
-    hits). `components` counts the fleet's hosts, optical links and OCS (`model.component_counts`).
-    """
-    hours = options.days * 24.0
-    work_h = sum(min(spec.duration_hours, hours) for spec in workload.jobs)
-    arrivals = float(len(workload.jobs))
-    if workload.arrival_rate_per_hour > 0 and workload.shapes:
-        random_arrivals = workload.arrival_rate_per_hour * hours
-        log_mean = math.log(workload.duration_median_h) + workload.duration_sigma**2 / 2  # lognormal mean, in logs
-        mean_h = min(workload.duration_max_h, math.exp(min(log_mean, math.log(MAX_HOURS))), hours)
-        arrivals += random_arrivals
-        work_h += random_arrivals * mean_h
-    steps = work_h * 3600.0 / options.step_s
-    strikes = options.days * (
-        components["host"] * (rates.host_per_day + rates.drain_per_day)
-        + components["link"] * rates.link_per_day
-        + components["ocs"] * rates.ocs_per_day
-    )
-    return 1.2 * steps + 15.0 * arrivals + 25.0 * strikes
-
-
-def check_budget(workload: Workload, rates: FaultRates, options: Options, components: Mapping[str, int]) -> None:
-    """Refuse (exit 2) a run expected to log more than MAX_EVENTS records, before it allocates anything."""
-    expected = expected_events(workload, rates, options, components)
-    if expected > MAX_EVENTS:
-        raise BadInput(
-            f"simulation too large: about {expected:,.0f} events expected, over the limit of {MAX_EVENTS:,} "
-            f"(fewer --days, a longer --checkpoint-interval, or lower arrival or fault rates)"
-        )

@@ -46,6 +46,7 @@ class Job:
     submitted: float
     state: JobState = JobState.QUEUED
     alloc: Allocation | None = None  # where it runs (kept while it waits in place for a repair)
+    displaced: bool = False  # waiting again because a fault stopped it (spare cubes are kept for such jobs)
     runs: int = 0  # starts so far; an eviction notice names the run it was given in
     version: int = 0  # bumped whenever a pending completion event goes stale
     t_mark: float = 0.0  # the time the timeline below has been brought up to

@@ -31,18 +31,31 @@ class Placement:
 
     `static` places multi-cube shapes only on a contiguous box of the pod's fixed cube torus. `fit_shortcuts`
     skips a pod with too few free healthy cubes before asking the allocator (the same answer; off only for the
-    benchmark baseline)."""
+    benchmark baseline). `spare_cubes` healthy free cubes of each pod are kept back for jobs a fault displaced.
 
-    def __init__(self, fleet: Fleet, static: bool, stats: Stats, fit_shortcuts: bool = True) -> None:
+    The machines in use are kept up to date as jobs are placed and released (`used`), and the cross-connects
+    per pod, so placing one job costs the same in a 16-pod fleet as in one pod (recounting every running job's
+    machines, and copying every pod's OCS state, on each placement made a fleet's run grow with its square)."""
+
+    def __init__(
+        self, fleet: Fleet, static: bool, stats: Stats, fit_shortcuts: bool = True, spare_cubes: int = 0
+    ) -> None:
         self.fleet = fleet
         self.static = static
         self.stats = stats
         self.fit_shortcuts = fit_shortcuts
+        self.spare_cubes = spare_cubes
         self.placed: dict[str, Allocation] = {}  # job id -> where it is (or waits in place for a repair)
+        self.used: dict[str, set[int]] = {}  # cube -> machines held by `placed`; a cube is free iff absent
         self.cube_faults: Counter[str] = Counter()  # open faults holding each cube out
         self.ocs_faults: Counter[OcsId] = Counter()  # open faults of each OCS
-        self.ocs_state: dict[OcsId, frozenset[xconnect.Pair]] = {}
+        self.ocs_by_pod: dict[str, dict[OcsId, frozenset[xconnect.Pair]]] = {p.name: {} for p in fleet.pods}
         self._box_cache: dict[Vec, npt.NDArray[np.int64]] = {}
+
+    @property
+    def ocs_state(self) -> dict[OcsId, frozenset[xconnect.Pair]]:
+        """Every pod's cross-connects in one mapping."""
+        return {ocs: pairs for state in self.ocs_by_pod.values() for ocs, pairs in state.items()}
 
     # ---- health ---------------------------------------------------------------------------------------------
     def take_out(self, cube: str) -> None:
@@ -65,45 +78,79 @@ class Placement:
 
     # ---- occupancy ------------------------------------------------------------------------------------------
     def hold(self, job_id: str, alloc: Allocation) -> None:
+        self.release(job_id)  # a job restarting in place holds its block again
         self.placed[job_id] = alloc
+        for cube in alloc.cubes:
+            self.used.setdefault(cube, set()).update(alloc.machines or allocation.ALL_MACHINES)
 
     def release(self, job_id: str) -> None:
-        self.placed.pop(job_id, None)
+        alloc = self.placed.pop(job_id, None)
+        if alloc is None:
+            return
+        for cube in alloc.cubes:
+            left = self.used[cube]
+            left.difference_update(alloc.machines or allocation.ALL_MACHINES)
+            if not left:
+                del self.used[cube]
 
     def free_cubes(self, pod: str, health: Health, used: Mapping[str, set[int]]) -> list[str]:
         return [c for c in self.fleet.pod_by_name[pod].cubes if c not in used and health.cube_ok(c)]
 
     # ---- placing --------------------------------------------------------------------------------------------
-    def place(self, shape: Shape, rerouting: bool) -> Allocation | None:
+    def place(self, shape: Shape, rerouting: bool, spares: bool = False) -> Allocation | None:
         """Where the shape goes now, its cross-connects made; None if it fits nowhere. `rerouting`: the job has
-        fault-tolerant routing, so a down OCS does not keep it out of a pod."""
-        return self._find(shape, rerouting, allocation.machine_usage(self.placed.values()), commit=True)
+        fault-tolerant routing, so a down OCS does not keep it out of a pod; `spares`: it may take spare cubes."""
+        return self._find(shape, rerouting, self.used, spares, commit=True)
 
-    def would_fit(self, shape: Shape, rerouting: bool, without: Collection[str]) -> bool:
+    def would_fit(self, shape: Shape, rerouting: bool, without: Collection[str], spares: bool = False) -> bool:
         """Whether the shape would fit if the jobs `without` were gone (nothing is changed)."""
         rest = (alloc for job_id, alloc in self.placed.items() if job_id not in without)
-        return self._find(shape, rerouting, allocation.machine_usage(rest), commit=False) is not None
+        return self._find(shape, rerouting, allocation.machine_usage(rest), spares, commit=False) is not None
 
-    def _find(self, shape: Shape, rerouting: bool, used: Mapping[str, set[int]], commit: bool) -> Allocation | None:
+    def _find(
+        self, shape: Shape, rerouting: bool, used: Mapping[str, set[int]], spares: bool, commit: bool
+    ) -> Allocation | None:
         health = self.health()
         multi = not shape.is_subcube
+        keep = 0 if spares else self.spare_cubes
         for pod in self.fleet.pods:
             if multi and not rerouting and any(ocs.pod == pod.name for ocs in health.ocs_down):
                 continue
-            if multi and self.fit_shortcuts and len(self.free_cubes(pod.name, health, used)) < shape.cubes:
+            free = self.free_cubes(pod.name, health, used) if keep or (multi and self.fit_shortcuts) else []
+            if multi and self.fit_shortcuts and len(free) - keep < shape.cubes:
                 continue
             alloc = self._allocate(shape, pod.name, health, used)
-            if alloc is None:
+            if alloc is None or (keep and len(set(free) - set(alloc.cubes)) < keep):
                 continue
             if multi:
-                plan = xconnect.plan(shape, self.fleet, alloc.coords, self.ocs_state, health, rerouting)
+                state = self.ocs_by_pod[pod.name]
+                plan = self._plan(shape, alloc, state, health, rerouting)
                 if plan.blocked:
                     continue
                 if commit:
-                    self.ocs_state = xconnect.apply(self.ocs_state, plan.changes)
+                    self.ocs_by_pod[pod.name] = xconnect.apply(state, plan.changes)
                     self.stats.xconnect_changes += plan.summary["add"] + plan.summary["remove"]
             return alloc
         return None
+
+    def _plan(
+        self, shape: Shape, alloc: Allocation, state: xconnect.OcsState, health: Health, rerouting: bool
+    ) -> xconnect.Plan:
+        """`xconnect.plan`, diffing each distinct (wanted pairs, current pairs) once: the 16 OCS of a dimension
+        want the same pairs and, unless one was down, hold the same ones, so 3 diffs usually stand for 48."""
+        wanted = xconnect.wanted_pairs(shape, self.fleet, alloc.coords)
+        deferred = [k for k in wanted if k in health.ocs_down] if rerouting else []
+        if deferred:
+            wanted = {k: v for k, v in wanted.items() if k not in health.ocs_down}
+        seen: dict[tuple[str, frozenset[xconnect.Pair]], xconnect.OcsChange] = {}
+        changes = []
+        for ocs in sorted(wanted, key=xconnect.ocs_order):
+            key = (ocs.dim, state.get(ocs, frozenset()))  # a dimension's OCS all want the same pairs
+            if key not in seen:
+                seen[key] = xconnect.diff({ocs: wanted[ocs]}, state)[0]
+            one = seen[key]
+            changes.append(xconnect.OcsChange(ocs, one.add, one.remove, one.keep))
+        return xconnect.Plan(changes, xconnect.unusable(wanted, self.fleet, health), deferred)
 
     def _allocate(self, shape: Shape, pod: str, health: Health, used: Mapping[str, set[int]]) -> Allocation | None:
         if self.static and not shape.is_subcube:

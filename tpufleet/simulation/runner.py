@@ -50,6 +50,7 @@ class JobRunner:
         self.placement.hold(job.id, alloc)
         self.running[job.id] = job
         job.state = JobState.RUNNING
+        job.displaced = False
         job.runs += 1
         job.t_mark = t
         job.progress = job.saved

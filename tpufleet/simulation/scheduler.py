@@ -56,14 +56,16 @@ class Scheduler:
         placed = True
         while placed:
             placed = False
-            hopeless: set[tuple[Shape, bool, int]] = set()  # kinds of job that did not fit since the last placement
+            hopeless: set[tuple[Shape, bool, int, bool]] = (
+                set()
+            )  # kinds of job that did not fit since the last placement
             for job in list(self.waiting):
-                kind = (job.shape, job.fault_tolerant, job.priority)
+                kind = (job.shape, job.fault_tolerant, job.priority, job.displaced)
                 if kind in hopeless and self.fit_shortcuts:
                     continue
-                alloc = self.placement.place(job.shape, self.rerouting(job))
+                alloc = self.placement.place(job.shape, self.rerouting(job), job.displaced)
                 if alloc is None and self._preempt_for(job, t):
-                    alloc = self.placement.place(job.shape, self.rerouting(job))
+                    alloc = self.placement.place(job.shape, self.rerouting(job), job.displaced)
                 if alloc is not None:
                     self.waiting.remove(job)
                     self.runner.start(job, alloc, t)
@@ -86,7 +88,7 @@ class Scheduler:
             chosen: list[Job] = []
             for victim in mine:
                 chosen.append(victim)
-                if self.placement.would_fit(job.shape, self.rerouting(job), {v.id for v in chosen}):
+                if self.placement.would_fit(job.shape, self.rerouting(job), {v.id for v in chosen}, job.displaced):
                     break
             else:
                 chosen = []
@@ -106,6 +108,7 @@ class Scheduler:
         if why == "preemption":
             self.stats.preemptions += 1
         else:
+            job.displaced = True  # a fault moved it: it may restart on a spare cube
             self.stats.evictions += 1
         self.queue.push(Schedule(t))
 
