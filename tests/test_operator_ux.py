@@ -164,3 +164,40 @@ def test_no_lock_wait_notice_without_a_terminal(fleet):
             text=True,
         )
     assert r.returncode == 3 and "waiting for" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def _saved_plan(fleet, tmp_path, name="s", shape="4x4x8"):
+    assert fleet("allocate", name, "--shape", shape).code == 0
+    plan = tmp_path / f"{name}.plan.json"
+    assert fleet("plan-xconnect", name, "--out", plan).code == 0
+    return plan
+
+
+def test_saved_plan_survives_unrelated_changes(fleet, tmp_path):
+    plan = _saved_plan(fleet, tmp_path)
+    assert fleet("allocate", "other", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "other", "--apply").code == 0  # same OCS, other ports
+    assert fleet("inject-fault", "cube:c60").code == 0  # a cube the plan does not use
+    r = fleet("apply-xconnect", plan, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["applied"] is True
+    slices = {s["name"]: s for s in fleet("show", "slices", "-o", "json").json}
+    assert slices["s"]["state"] == "connected" and slices["s"]["missing_xconnects"] == 0
+
+
+def test_saved_plan_refused_naming_a_fault_on_its_cube(fleet, tmp_path):
+    plan = _saved_plan(fleet, tmp_path)
+    cube = fleet("show", "slices", "-o", "json").json[0]["cubes"][1]
+    assert fleet("inject-fault", f"link:{cube}/x/2/in").code == 0
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 1 and "stale plan" in r.err and f"on link:{cube}/x/2/in opened at serial" in r.err
+
+
+def test_saved_plan_refused_when_its_slice_changed(fleet, tmp_path):
+    plan = _saved_plan(fleet, tmp_path)
+    assert fleet("release", "s").code == 0
+    assert fleet("-o", "json", "apply-xconnect", plan).code == 1
+    assert fleet("allocate", "s", "--shape", "4x4x8", "--cubes", "c10,c11").code == 0
+    r = fleet("-o", "json", "apply-xconnect", plan)
+    err = json.loads(r.err)
+    assert r.code == 1 and err["items"] == ["slice 's' now holds cubes c10,c11"]

@@ -7,6 +7,7 @@ from typing import Any
 from tpufleet import xconnect
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
+from tpufleet.ids import OcsId
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.planfile import SavedPlan, plan_doc
 
@@ -50,18 +51,43 @@ def plan_and_apply(state: FleetState, name: str, now: str) -> Outcome:
     return Outcome(pdoc, _change(name, plan.summary, stale))
 
 
+def changed_since(state: FleetState, saved: SavedPlan) -> list[str]:
+    """What a saved plan depends on that changed after it was made: the slice (gone, other shape or cubes), faults
+    opened since on its cubes or on the OCS it touches. Changes elsewhere in the fleet do not matter to it."""
+    if saved.slice not in state.slices:
+        return [f"slice {saved.slice!r} was released"]
+    sl, why = state.slices[saved.slice], []
+    if (sl.shape.text, sl.shape.twisted) != (saved.shape, saved.twisted):
+        why.append(f"slice {saved.slice!r} is now {sl.shape}")
+    if set(sl.cubes) != set(saved.cubes):
+        why.append(f"slice {saved.slice!r} now holds cubes {','.join(sl.cubes)}")
+    touched = {str(c.ocs) for c in saved.changes} | set(saved.cubes)
+    for fault in state.open_faults():
+        target = fault.target
+        where = str(target) if isinstance(target, OcsId) else getattr(target, "cube", "")
+        if (fault.opened_serial or 0) > saved.serial and where in touched:
+            why.append(f"fault {fault.id} on {target} opened at serial {fault.opened_serial}")
+    return why
+
+
 def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
-    """`apply-xconnect FILE`: refuse a plan made at another serial, or one that is not the plan this state gives
+    """`apply-xconnect FILE`: refuse a plan when something it depends on changed since it was made (not merely the
+    serial: an unrelated slice allocated meanwhile leaves it valid), or when it is not the plan this state gives
     (edited, or made in another state directory); otherwise apply the plan recomputed here."""
-    if saved.serial != state.serial:
+    if saved.serial > state.serial:
         raise Refused(
-            f"stale plan {saved.path}: made at serial {saved.serial}, state is at serial {state.serial}; plan again"
+            f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
+        )
+    why = changed_since(state, saved) if saved.serial != state.serial else []
+    if why:
+        raise Refused(
+            f"stale plan {saved.path}: made at serial {saved.serial}, and since then {'; '.join(why)}; plan again", why
         )
     _, plan = make_plan(state, saved.slice, now)
     if _comparable(saved.changes) != _comparable(plan.changes):
         raise Refused(
-            f"plan {saved.path} does not match the plan for slice {saved.slice!r} at serial {state.serial} "
-            "(edited, or made for another state directory); plan again"
+            f"stale plan {saved.path}: it does not match the plan for slice {saved.slice!r} at serial {state.serial} "
+            "(the cross-connects it touches changed, or it was edited or made for another state directory); plan again"
         )
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
     data = {
