@@ -24,6 +24,7 @@ from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.model import Fleet
 from tpufleet.state import codec, inputfiles, journal
+from tpufleet.state.delta import delta
 from tpufleet.state.files import (
     atomic_write,
     check_state_dir,
@@ -185,12 +186,13 @@ class Store:
         self._prepare_write()
         command = command or command_line()
         with exclusive(self.dir, self.lock_timeout, command):
-            state = self.load()
+            before = self._load_doc()
+            state = codec.decode(before)
             journal.recover(self.journal_path, state.serial)
             tx = Transaction(state)
             yield tx
             if tx.change is not None:
-                self._commit(tx.state, tx.change, state.serial, command)
+                self._commit(tx.state, tx.change, state.serial, command, before)
 
     @contextmanager
     def creation(self, fleet: Fleet, replace: bool = False, command: str | None = None) -> Iterator[Transaction]:
@@ -205,9 +207,9 @@ class Store:
             tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()))
             yield tx
             if tx.change is not None:
-                self._commit(tx.state, tx.change, serial, command)
+                self._commit(tx.state, tx.change, serial, command, {})
 
-    def _commit(self, state: FleetState, change: Change, serial: int, command: str) -> None:
+    def _commit(self, state: FleetState, change: Change, serial: int, command: str, before: dict[str, Any]) -> None:
         """Journal line first (durable), then the state file renamed into place. Should anything fail before the
         rename, the line is taken back out: the files are as they were, and the error names the file."""
         state.serial = serial + 1
@@ -224,6 +226,7 @@ class Store:
         }
         if change.details:
             entry["details"] = change.details
+        entry["delta"] = delta(before, doc)
         data = json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n"
         size = journal.append(self.journal_path, entry)
         try:
