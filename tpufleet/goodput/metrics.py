@@ -168,8 +168,10 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "badput_s": {b: round(v, 3) for b, v in a.buckets.items()},
         "productive_steps": a.productive_steps,
         "disruptions": a.disruptions,
+        "disruptions_inferred": a.inferred_disruptions,
         "mtbf_h": round(a.all_allocated_s / a.disruptions / 3600, 3) if a.disruptions else None,
         "checkpoint_advice": advice([a]),
+        "events_outside_job": a.outside,
     }
 
 

@@ -1,24 +1,28 @@
-"""Importer for the log entries of Google's ml-goodput-measurement package.
+"""Importer for the log entries of Google's ml-goodput-measurement package (0.2.3).
 
-Each line is one entry payload (as written to Cloud Logging; a ``{"jsonPayload": {...}}`` wrapper is accepted),
-keyed by ``job_name``. Keys read: ``job_start_time``, ``job_end_time``, ``step_count`` + ``step_start_time``,
+Two layouts are read: one entry payload per line (JSONL; a ``{"jsonPayload": {...}}`` wrapper is accepted), and
+the JSON *array* of Cloud Logging entries that ``gcloud logging read ... --format=json`` writes (each element's
+``jsonPayload`` is the payload; ``timestamp``, ``logName`` and ``resource`` are not needed). Entries are keyed by
+``job_name``. Keys read: ``job_start_time``, ``job_end_time``, ``step_count`` + ``step_start_time``,
 ``tpu_init_start_time``/``_end_time``, ``training_prep_start_time``/``_end_time``,
 ``data_loading_start_time``/``_end_time``, ``custom_badput_event_type`` + ``custom_badput_event_start_time``/
-``_end_time``, and checkpoint-logger entries (``event_type`` ``save`` or ``restore`` with ``step``,
-``checkpoint_manager_blocking_start_time`` / ``checkpoint_manager_start_time`` and the matching
-``..._duration_secs``). Times are POSIX seconds.
+``_end_time``, and checkpoint-logger entries (``event_type`` ``save``, ``restore`` or ``emergency_restore``
+with ``step``, ``checkpoint_manager_blocking_start_time`` / ``checkpoint_manager_start_time`` and the matching
+``..._duration_secs``; each entry is its own interval). A checkpoint-logger entry without ``job_name`` (the
+package's own tests write them so) belongs to the file's job when the file names exactly one. Times are POSIX
+seconds.
 
-The package records no disruption events: a ``job_start_time`` after steps marks a restart, so a disruption is
-placed at that restart (as the package does when it charges wasted progress up to the restart). Every data
-loading interval is counted, not only one per start. An optional tpufleet extension entry
-``{"job_name": ..., "job_metadata": {"accelerator", "chips", "phase", "framework", "topology", "ideal_step_s"}}``
-supplies what the package does not log; without it a job counts as 1 chip of accelerator ``unknown``, all of
-its time from the first start to the end all-allocated.
+The package records no disruption events: a ``job_start_time`` after steps is a restart, and the accounting
+(`tpufleet.goodput.timeline`) places the disruption by the package's rule. Every data-loading interval is counted,
+not only one per start. An optional tpufleet extension entry ``{"job_name": ..., "job_metadata": {"accelerator",
+"chips", "phase", "framework", "topology", "ideal_step_s"}}`` supplies what the package does not log; without it
+a job counts as 1 chip of accelerator ``unknown``, all of its time from the first start to the end all-allocated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, BadRecord, Job, Log, add_record, in_range
@@ -32,6 +36,8 @@ _PAIRS = (
     ("data_loading_start_time", "data_loading_start"),
     ("data_loading_end_time", "data_loading_end"),
 )
+CHECKPOINT_OPERATIONS = ("save", "restore", "emergency_restore")
+MAX_DURATION_S = 86400 * 365  # a checkpoint operation's duration: at most a year
 Pending = tuple[float, int, int, str]  # (time, event code, step, label): an entry's events, added once all check
 
 
@@ -44,7 +50,7 @@ def _num(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
 
 def _duration(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
     value = payload.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400 * 365:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_DURATION_S:
         raise BadRecord(file, line, key, value, "must be seconds from 0 to a year")
     return float(value)
 
@@ -58,30 +64,134 @@ def _step(payload: Mapping[str, Any], key: str, file: str, line: int, default: i
     return value
 
 
-def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
-    """Add the entries of one file to `log`; with `skip_bad`, a malformed entry is skipped whole and counted."""
-    started: dict[str, bool] = {}
-    stepped: dict[str, bool] = {}
-    for i, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
+    """(line, element) of a JSON array, decoded one element at a time (its line is where it starts)."""
+    pos, line, n = text.index("[") + 1, 1, len(text)
+    line += text.count("\n", 0, pos)
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            line += text[pos] == "\n"
+            pos += 1
+        if pos >= n:
+            raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")
+        if text[pos] == "]":
+            return
         try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError) as exc:
+            raise BadRecord(file, line, "<entry>", text[pos : pos + 40], f"not valid JSON ({exc})") from None
+        yield line, value
+        line += text.count("\n", pos, end)
+        pos = end
+
+
+def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
+    """Add the entries of one file to `log`; with `skip_bad`, a malformed entry is skipped whole and counted.
+
+    In a JSON array, an element that is not valid JSON ends the reading with an error even with `skip_bad`:
+    where the next element starts cannot be known."""
+    orphans: list[tuple[int, dict[str, Any]]] = []  # checkpoint entries without job_name
+    names: set[str] = set()
+    if text.lstrip()[:1] == "[":
+        for i, payload in _array_items(text, file):
+            _guarded(payload, None, file, i, log, skip_bad, orphans, names)
+    else:
+        for i, raw in enumerate(text.splitlines(), start=1):
+            if raw.strip():
+                _guarded(None, raw, file, i, log, skip_bad, orphans, names)
+    _adopt(orphans, names, file, log, skip_bad)
+    return log
+
+
+def _guarded(
+    payload: Any,
+    raw: str | None,
+    file: str,
+    line: int,
+    log: Log,
+    skip_bad: bool,
+    orphans: list[tuple[int, dict[str, Any]]],
+    names: set[str],
+) -> None:
+    """One entry (decoded from `raw` when given), counted as skipped instead of raising when `skip_bad`."""
+    try:
+        if raw is not None:
             try:
                 payload = parse_json_line(raw)  # times and durations are range-checked below
             except ValueError as exc:
-                raise BadRecord(file, i, "<line>", raw[:40], str(exc)) from None
-            if isinstance(payload, dict) and isinstance(payload.get("jsonPayload"), dict):
-                payload = payload["jsonPayload"]
-            _entry(payload, file, i, log, started, stepped)
+                raise BadRecord(file, line, "<line>", raw[:40], str(exc)) from None
+        if isinstance(payload, dict) and isinstance(payload.get("jsonPayload"), dict):
+            payload = payload["jsonPayload"]
+        if isinstance(payload, dict) and "job_name" not in payload and payload.get("event_type") is not None:
+            orphans.append((line, payload))
+            return
+        names.add(_entry(payload, file, line, log))
+    except BadRecord:
+        if not skip_bad:
+            raise
+        log.skipped += 1
+
+
+def _adopt(orphans: list[tuple[int, dict[str, Any]]], names: set[str], file: str, log: Log, skip_bad: bool) -> None:
+    """Checkpoint entries without a job name go to the file's only job."""
+    for i, payload in orphans:
+        try:
+            if len(names) != 1:
+                raise BadRecord(file, i, "job_name", None, "is required (the file names more or fewer than one job)")
+            _entry({**payload, "job_name": next(iter(names))}, file, i, log)
         except BadRecord:
             if not skip_bad:
                 raise
             log.skipped += 1
-    return log
 
 
-def _entry(payload: object, file: str, line: int, log: Log, started: dict[str, bool], stepped: dict[str, bool]) -> None:
-    """One entry: checked whole, then added (a bad entry adds nothing)."""
+def _checkpoint(payload: Mapping[str, Any], kind: str, file: str, line: int) -> list[Pending]:
+    step = _step(payload, "step", file, line, default=-1)
+    start_key = next(
+        (k for k in ("checkpoint_manager_blocking_start_time", "checkpoint_manager_start_time") if k in payload), None
+    )
+    dur_key = next(
+        (k for k in ("checkpoint_manager_blocking_duration_secs", "checkpoint_manager_duration_secs") if k in payload),
+        None,
+    )
+    if start_key is None or dur_key is None:
+        raise BadRecord(
+            file,
+            line,
+            "checkpoint_manager_blocking_start_time",
+            None,
+            f"a {kind} entry needs a start time and a duration",
+        )
+    start, duration = _num(payload, start_key, file, line), _duration(payload, dur_key, file, line)
+    end = in_range(start + duration, start + duration, file, line, dur_key)
+    a, b = ("checkpoint_start", "checkpoint_end") if kind == "save" else ("restore_start", "restore_end")
+    return [(start, CODE[a], step, ""), (end, CODE[b], step, "")]  # adjacent: the pair is this entry's own
+
+
+def _custom(payload: Mapping[str, Any], file: str, line: int) -> list[Pending]:
+    kind = payload.get("custom_badput_event_type", "")
+    label = kind if isinstance(kind, str) else str(kind) if isinstance(kind, (int, float)) else ""
+    if len(label) > MAX_TEXT:
+        raise BadRecord(file, line, "custom_badput_event_type", label, f"longer than {MAX_TEXT} characters")
+    out = []
+    for key, name in (
+        ("custom_badput_event_start_time", "custom_badput_start"),
+        ("custom_badput_event_end_time", "custom_badput_end"),
+    ):
+        if key in payload:
+            out.append((_num(payload, key, file, line), CODE[name], -1, label))
+    return out
+
+
+def _entry(payload: object, file: str, line: int, log: Log) -> str:
+    """One entry: checked whole, then added (a bad entry adds nothing); its job name."""
     if not isinstance(payload, dict):
         raise BadRecord(file, line, "<entry>", payload, "must be an object")
     job = payload.get("job_name")
@@ -92,68 +202,26 @@ def _entry(payload: object, file: str, line: int, log: Log, started: dict[str, b
         if not isinstance(meta, dict):
             raise BadRecord(file, line, "job_metadata", meta, "must be an object")
         add_record(log, {**meta, "type": "job", "job": job}, file, line)  # checks all, then adds
-        return
+        return job
     pending: list[Pending] = []
-    restart = False
     if "job_start_time" in payload:
-        t = _num(payload, "job_start_time", file, line)
-        restart = bool(started.get(job) and stepped.get(job))
-        if restart:
-            pending.append((t, CODE["failure"], -1, ""))
-        pending.append((t, CODE["job_start"], -1, ""))
+        pending.append((_num(payload, "job_start_time", file, line), CODE["job_start"], -1, ""))
     if "job_end_time" in payload:
         pending.append((_num(payload, "job_end_time", file, line), CODE["job_end"], -1, ""))
-    has_step = "step_start_time" in payload
-    if has_step:
+    if "step_start_time" in payload:
         step = _step(payload, "step_count", file, line)
         pending.append((_num(payload, "step_start_time", file, line), CODE["step_start"], step, ""))
     for key, name in _PAIRS:
         if key in payload:
             pending.append((_num(payload, key, file, line), CODE[name], -1, ""))
     if "custom_badput_event_start_time" in payload or "custom_badput_event_end_time" in payload:
-        kind = payload.get("custom_badput_event_type", "")
-        label = kind if isinstance(kind, str) else str(kind) if isinstance(kind, (int, float)) else ""
-        if len(label) > MAX_TEXT:
-            raise BadRecord(file, line, "custom_badput_event_type", label, f"longer than {MAX_TEXT} characters")
-        for key, name in (
-            ("custom_badput_event_start_time", "custom_badput_start"),
-            ("custom_badput_event_end_time", "custom_badput_end"),
-        ):
-            if key in payload:
-                pending.append((_num(payload, key, file, line), CODE[name], -1, label))
+        pending += _custom(payload, file, line)
     kind = payload.get("event_type")
-    if kind in ("save", "restore"):
-        step = _step(payload, "step", file, line, default=-1)
-        start_key = next(
-            (k for k in ("checkpoint_manager_blocking_start_time", "checkpoint_manager_start_time") if k in payload),
-            None,
-        )
-        dur_key = next(
-            (
-                k
-                for k in ("checkpoint_manager_blocking_duration_secs", "checkpoint_manager_duration_secs")
-                if k in payload
-            ),
-            None,
-        )
-        if start_key is None or dur_key is None:
-            raise BadRecord(
-                file,
-                line,
-                "checkpoint_manager_blocking_start_time",
-                None,
-                f"a {kind} entry needs a start time and a duration",
-            )
-        start, duration = _num(payload, start_key, file, line), _duration(payload, dur_key, file, line)
-        end = in_range(start + duration, start + duration, file, line, dur_key)
-        a, b = ("checkpoint_start", "checkpoint_end") if kind == "save" else ("restore_start", "restore_end")
-        pending += [(start, CODE[a], step, ""), (end, CODE[b], step, "")]
+    if kind in CHECKPOINT_OPERATIONS:
+        pending += _checkpoint(payload, str(kind), file, line)
     # every field is good: add the entry
     log.records += 1
     log.jobs.setdefault(job, Job(job))
     for t, code, step_no, label in pending:
         log.add_event(job, t, code, step_no, label=label)
-    if "job_start_time" in payload:
-        started[job], stepped[job] = True, False
-    if has_step:
-        stepped[job] = True
+    return job

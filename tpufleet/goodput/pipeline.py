@@ -83,7 +83,7 @@ def build(
 ) -> metrics.Report:
     log = load(paths, fmt, skip_bad)
     result = from_log(log, by, period, since, until, capacity_flag)
-    result["input"] = {"files": [str(p) for p in paths], "format": fmt, "records": log.records, "skipped": log.skipped}
+    result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result
 
 
@@ -119,5 +119,6 @@ def from_log(
         basis = "peak-allocation"
     result = metrics.report(accounts, capacity, t0, t1, by or [], period)
     result["fleet"]["capacity_basis"] = basis
-    result["input"] = {"records": log.records, "skipped": log.skipped}
+    outside = sum(a.outside for a in accounts)
+    result["input"] = {"records": log.records, "skipped": log.skipped, "events_outside_jobs": outside}
     return result

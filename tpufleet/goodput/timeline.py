@@ -4,30 +4,41 @@ Every instant of the job's *all-allocated* time (all its chips held) gets exactl
 PRIORITY among the activities covering it, else ``other``; so productive time plus the buckets equals the
 all-allocated time by construction. Rules:
 
-* paired activities (``*_start`` .. ``*_end``) end at their matching end, or at the next restart, disruption or
-  job end if the end is missing;
+* the job runs from its first ``job_start`` (or ``submitted``/``allocation`` if earlier) to its last ``job_end``
+  (else its last event); entries stamped outside that span are dropped and counted (``outside``), so one stray
+  timestamp cannot stretch a job over decades;
+* paired activities (``*_start`` .. ``*_end``) end at the first end that follows them *in the log* (so a save
+  starting at the instant the previous one ends gets its own end), or at the next restart, disruption or job
+  end if the end is missing;
 * a step runs from its ``step_start`` to the next step start, restart, disruption or job end;
+* a restart (``job_start``) after steps with no ``failure``/``preemption``/``eviction`` or ``job_end`` since the
+  last step is a disruption too (the rule of ml-goodput-measurement's GoodputCalculator 0.2.3): it happened at the
+  start of that last step when the restart redoes it, else when the step would have ended (its start plus the
+  run's median step, at most the restart); infrastructure recovery runs from there to the restart;
 * a training step is wasted if its work is redone after a restart (a later run starts at or before its step
-  number), or if a disruption ends its run and no checkpoint saved it (a ``checkpoint_end`` of a step >= its
-  number in that run before the disruption; this rule applies only when the job records checkpoints);
+  number), or if an explicit disruption ends its run and no checkpoint saved it (a ``checkpoint_end`` of a step
+  >= its number in that run before the disruption; this rule applies only when the job records checkpoints);
 * program start-up is the ``compile_*`` time, or, when a job records none, the excess of the first step of each
-  run over the mean of that run's other complete steps (as ml-goodput-measurement does);
-* infrastructure recovery runs from a disruption to the next sign of life (restart, init, step, ...).
+  run over the mean of that run's other complete productive steps (as ml-goodput-measurement does), both net of
+  the time other labels take inside the steps;
+* infrastructure recovery runs from an explicit disruption to the next sign of life (restart, init, step, ...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventRecord, Job
+from tpufleet.goodput.steps import Events, Steps, columns, first_after, inferred, startup, steps_of
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     Times = npt.NDArray[np.float64]
+    Ints = npt.NDArray[np.int64]
 
 BUCKETS = (
     "tpu_initialization",
@@ -50,12 +61,14 @@ PRIORITY = (
     "checkpoint_restore",
     "tpu_initialization",
     "training_prep",
-    "program_startup",
     "data_loading_sync",
+    "program_startup",
     "productive",
     "wasted_progress_from_disruption",
     "infrastructure_recovery_from_disruption",
 )
+# the labels a step's time is netted of before its start-up excess is measured: all those ranking above it
+NETTED = PRIORITY[: PRIORITY.index("program_startup")]
 PAIRS = {
     "tpu_initialization": ("tpu_init_start", "tpu_init_end"),
     "training_prep": ("training_prep_start", "training_prep_end"),
@@ -74,6 +87,16 @@ RESUME = (
     "step_start",
     "job_end",
 )
+# the buckets a restart costs (the "u0" of the checkpoint-interval advice)
+RESTART_COST = (
+    "infrastructure_recovery_from_disruption",
+    "tpu_initialization",
+    "training_prep",
+    "program_startup",
+    "checkpoint_restore",
+)
+# events that may precede the first job_start without being stray: the job waits for its chips
+BEFORE_START = ("submitted", "allocation")
 
 
 @dataclass
@@ -94,6 +117,13 @@ class JobAccount:
     starts: Times | None = None  # elementary intervals, all-allocated only: start times
     ends: Times | None = None
     labels: npt.NDArray[np.int64] | None = None  # LABEL code of each interval
+    outside: int = 0  # entries stamped outside the job's span, dropped
+    inferred_disruptions: int = 0  # restarts with no disruption logged before them
+    disruption_times: Times | None = None
+    step_starts: Times | None = None  # the steps: start, end, step number, productive
+    step_ends: Times | None = None
+    step_numbers: Ints | None = None
+    step_productive: npt.NDArray[np.bool_] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -103,103 +133,36 @@ class JobAccount:
         return self.job.ideal_step_s * self.productive_steps
 
 
-def _first_after(times: Times, points: Times, inclusive: bool = False) -> Times:
-    """For each point, the first time in sorted `times` after it (>= with inclusive), or +inf."""
+def _span(ev: Events, until: float | None) -> tuple[float, float, npt.NDArray[np.bool_]]:
+    """The job's start and end, and which events fall inside them (defect: one stray entry moved the start)."""
     import numpy as np
 
-    side: Literal["left", "right"] = "left" if inclusive else "right"
-    idx = np.searchsorted(times, points, side=side)
-    padded = np.append(times, np.inf)
-    return padded[np.minimum(idx, len(times))]
-
-
-def account(
-    job: Job, records: Sequence[EventRecord], until: float | None = None, since: float | None = None
-) -> JobAccount:
-    """Split one job's events (list of (t, code, step, chips, label)) into productive time and buckets."""
-    import numpy as np
-
-    arr = np.array([(r[0], r[1], r[2], r[3]) for r in records], dtype=np.float64).reshape(-1, 4)
-    order = np.argsort(arr[:, 0], kind="stable")
-    t: Times
-    code: npt.NDArray[np.int64]
-    step: npt.NDArray[np.int64]
-    chips_v: npt.NDArray[np.int64]
-    t, code, step, chips_v = (
-        arr[order, 0],
-        arr[order, 1].astype(np.int64),
-        arr[order, 2].astype(np.int64),
-        arr[order, 3].astype(np.int64),
-    )
-
-    def at(name: str) -> Times:
-        times: Times = t[code == CODE[name]]
-        return times
-
-    start = float(t.min())
-    ends = at("job_end")
-    end = float(ends.max()) if len(ends) else float(t.max())
+    starts = ev.at("job_start")
+    early = np.concatenate([starts, *(ev.at(n) for n in BEFORE_START)])
+    start = float(early.min()) if len(starts) else float(ev.t.min())
+    ends = ev.at("job_end")
+    end = float(ends.max()) if len(ends) else float(ev.t.max())
+    inside = (ev.t >= start) & (ev.t <= end)
     if until is not None:
         end = min(end, until)
-    submitted = at("submitted")
-    submit_t = float(submitted.min()) if len(submitted) else start
-    disrupt = np.sort(np.concatenate([at(d) for d in DISRUPTIONS]))
-    restarts = at("job_start")
-    stops = np.unique(np.concatenate([restarts, ends, disrupt, [end]]))
+    return start, max(end, start), inside
 
-    intervals: dict[str, list[tuple[Times, Times]]] = {name: [] for name in PRIORITY}
-    for bucket, (s_name, e_name) in PAIRS.items():
-        s, e = at(s_name), at(e_name)
-        if not len(s):
-            continue
-        matched = _first_after(e, s, inclusive=True)
-        close = np.minimum(matched, _first_after(stops, s))
-        intervals[bucket].append((s, np.minimum(close, end)))
 
-    # steps and whether their work survived
-    sel = code == CODE["step_start"]
-    st, sn = t[sel], step[sel]
-    saves_t, saves_step = at("checkpoint_end"), step[code == CODE["checkpoint_end"]]
-    if len(st):
-        nxt = np.append(st[1:], np.inf)
-        step_end = np.minimum(np.minimum(nxt, _first_after(stops, st)), end)
-        run = np.searchsorted(restarts, st, side="right")  # which (re)start each step belongs to
-        productive = np.ones(len(st), dtype=bool)
-        if job.phase == "training":
-            later = np.searchsorted(run, run, side="right")
-            has_next = later < len(st)
-            first_of_next = np.where(has_next, sn[np.minimum(later, len(st) - 1)], np.iinfo(np.int64).max)
-            productive &= sn < first_of_next
-            if len(saves_t):
-                run_start = np.append([-np.inf], restarts)[run]
-                cut = _first_after(disrupt, st)
-                ends_run = cut < _first_after(np.append(restarts, ends), st)
-                for k in np.flatnonzero(ends_run):
-                    ok = (saves_t >= run_start[k]) & (saves_t <= cut[k])
-                    saved = saves_step[ok].max() if ok.any() else -1
-                    productive[k] &= sn[k] <= saved
-        intervals["productive"].append((st[productive], step_end[productive]))
-        intervals["wasted_progress_from_disruption"].append((st[~productive], step_end[~productive]))
-        if not (code == CODE["compile_start"]).any():
-            complete = nxt <= _first_after(stops, st)
-            for r in np.unique(run):
-                idx = np.flatnonzero(run == r)
-                if len(idx) < 2 or not complete[idx[0]]:
-                    continue
-                durations = (step_end - st)[idx]
-                others = durations[1:][complete[idx[1:]]]
-                if not len(others):
-                    continue
-                excess = durations[0] - others.mean()
-                if excess > 0:
-                    s0 = st[idx[0]]
-                    intervals["program_startup"].append((np.array([s0]), np.array([s0 + excess])))
-    if len(disrupt):
-        resume = np.sort(np.concatenate([at(n) for n in RESUME]))
-        back = np.minimum(_first_after(resume, disrupt, inclusive=True), end)
-        intervals["infrastructure_recovery_from_disruption"].append((disrupt, back))
+def _pair_ends(ev: Events, s_name: str, e_name: str) -> tuple[Times, Times]:
+    """Each start with the first end after it in log order (not merely at or after its time)."""
+    import numpy as np
 
-    # elementary intervals over every boundary, labelled by the highest-priority cover
+    s_pos, e_pos = np.flatnonzero(ev.code == CODE[s_name]), np.flatnonzero(ev.code == CODE[e_name])
+    j = np.searchsorted(e_pos, s_pos, side="right")
+    ends = np.append(ev.t[e_pos], np.inf)[j]
+    starts: Times = ev.t[s_pos]
+    return starts, ends
+
+
+def _label(start: float, end: float, t: Times, intervals: dict[str, list[tuple[Times, Times]]]) -> tuple[Times, Ints]:
+    """Elementary intervals over every boundary, labelled by the highest-priority cover."""
+    import numpy as np
+
     pieces: list[npt.ArrayLike] = [t, [start, end], *(x for lst in intervals.values() for pair in lst for x in pair)]
     bounds = np.unique(np.clip(np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in pieces]), start, end))
     m = len(bounds) - 1
@@ -214,40 +177,96 @@ def account(
     active[-1] = True  # "other"
     first = np.argmax(active, axis=0)
     names = [*PRIORITY, "other"]
-    label = np.array([LABEL[n] for n in names])[first]
+    label: Ints = np.array([LABEL[n] for n in names])[first]
+    return bounds, label
 
-    # all-allocated mask
-    alloc_sel = code == CODE["allocation"]
+
+def _allocated(job: Job, ev: Events, bounds: Times, start: float) -> npt.NDArray[np.bool_]:
+    """Which elementary intervals have all the job's chips: from allocation events, else from the first start."""
+    import numpy as np
+
+    alloc_sel = ev.code == CODE["allocation"]
     if alloc_sel.any():
-        a_t, a_v = t[alloc_sel], chips_v[alloc_sel]
+        a_t, a_v = ev.t[alloc_sel], ev.chips[alloc_sel]
         idx = np.searchsorted(a_t, bounds[:-1], side="right") - 1
         held = np.where(idx >= 0, a_v[np.maximum(idx, 0)], 0)
-        full = held >= job.chips
-    else:
-        begin = restarts.min() if len(restarts) else float(t[code != CODE["submitted"]].min(initial=start))
-        full = bounds[:-1] >= begin
+        full: npt.NDArray[np.bool_] = held >= job.chips
+        return full
+    restarts = ev.at("job_start")
+    begin = restarts.min() if len(restarts) else float(ev.t[ev.code != CODE["submitted"]].min(initial=start))
+    return bounds[:-1] >= begin
+
+
+def account(
+    job: Job, records: Sequence[EventRecord], until: float | None = None, since: float | None = None
+) -> JobAccount:
+    """Split one job's events (list of (t, code, step, chips, label)) into productive time and buckets."""
+    import numpy as np
+
+    ev = columns(records)
+    start, end, inside = _span(ev, until)
+    outside = int(len(inside) - np.count_nonzero(inside))
+    if outside:
+        ev = ev.keep(inside)
+    submitted = ev.at("submitted")
+    submit_t = float(submitted.min()) if len(submitted) else start
+    explicit = np.sort(np.concatenate([ev.at(d) for d in DISRUPTIONS]))
+    sel = ev.code == CODE["step_start"]
+    run0 = np.searchsorted(ev.at("job_start"), ev.t[sel], side="right")
+    inf_d, inf_r = inferred(ev, ev.t[sel], ev.step[sel], run0)
+    disrupt = np.sort(np.concatenate([explicit, inf_d]))
+    stops = np.unique(np.concatenate([ev.at("job_start"), ev.at("job_end"), disrupt, [end]]))
+
+    intervals: dict[str, list[tuple[Times, Times]]] = {name: [] for name in PRIORITY}
+    for bucket, (s_name, e_name) in PAIRS.items():
+        s, matched = _pair_ends(ev, s_name, e_name)
+        if len(s):
+            intervals[bucket].append((s, np.minimum(np.minimum(matched, first_after(stops, s)), end)))
+    steps = steps_of(job, ev, disrupt, explicit, stops, end)
+    intervals["productive"].append((steps.st[steps.productive], steps.end[steps.productive]))
+    intervals["wasted_progress_from_disruption"].append((steps.st[~steps.productive], steps.end[~steps.productive]))
+    if len(steps.st) and not (ev.code == CODE["compile_start"]).any():
+        for s0, e0 in startup(steps, [pair for name in NETTED for pair in intervals[name]]):
+            intervals["program_startup"].append((np.array([s0]), np.array([e0])))
+    if len(explicit):
+        resume = np.sort(np.concatenate([ev.at(n) for n in RESUME]))
+        back = np.minimum(first_after(resume, explicit, inclusive=True), end)
+        intervals["infrastructure_recovery_from_disruption"].append((explicit, back))
+    if len(inf_d):
+        intervals["infrastructure_recovery_from_disruption"].append((inf_d, np.minimum(inf_r, end)))
+    bounds, label = _label(start, end, ev.t, intervals)
+    return _finish(job, ev, steps, intervals, bounds, label, start, end, submit_t, since, disrupt, outside, len(inf_d))
+
+
+def _finish(
+    job: Job,
+    ev: Events,
+    steps: Steps,
+    intervals: dict[str, list[tuple[Times, Times]]],
+    bounds: Times,
+    label: Ints,
+    start: float,
+    end: float,
+    submit_t: float,
+    since: float | None,
+    disrupt: Times,
+    outside: int,
+    inferred: int,
+) -> JobAccount:
+    import numpy as np
+
+    full = _allocated(job, ev, bounds, start)
     if since is not None:
         full &= bounds[:-1] >= since
     dur = np.diff(bounds)
     use = full & (dur > 0)
     sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
-    productive_steps = 0
-    if len(st) and m:
-        pos = np.clip(np.searchsorted(bounds, st, side="right") - 1, 0, m - 1)
-        productive_steps = int(np.count_nonzero(productive & use[pos] & (st < end)))
-    saves_s = sum(float((e - s).sum()) for s, e in intervals["checkpoint_save"])
-    ck_starts = at("checkpoint_start")
-    interval = float(np.diff(ck_starts).mean()) if len(ck_starts) >= 2 else None
-    restart_cost = sum(
-        float(sums[LABEL[b]])
-        for b in (
-            "infrastructure_recovery_from_disruption",
-            "tpu_initialization",
-            "training_prep",
-            "program_startup",
-            "checkpoint_restore",
-        )
-    )
+    productive_steps, m = 0, len(bounds) - 1
+    if len(steps.st) and m:
+        pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
+        productive_steps = int(np.count_nonzero(steps.productive & use[pos] & (steps.st < end)))
+    ck_starts = ev.at("checkpoint_start")
+    restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
     return JobAccount(
         job=job,
         start=start,
@@ -258,11 +277,18 @@ def account(
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
         productive_steps=productive_steps,
         disruptions=len(disrupt),
-        checkpoint_saves=len(saves_t),
-        checkpoint_save_s=saves_s,
-        checkpoint_interval_s=interval,
+        checkpoint_saves=int(np.count_nonzero(ev.code == CODE["checkpoint_end"])),
+        checkpoint_save_s=sum(float((e - s).sum()) for s, e in intervals["checkpoint_save"]),
+        checkpoint_interval_s=float(np.diff(ck_starts).mean()) if len(ck_starts) >= 2 else None,
         restart_overhead_s=restart_cost / (len(disrupt) + 1),
         starts=bounds[:-1][use],
         ends=bounds[1:][use],
         labels=label[use],
+        outside=outside,
+        inferred_disruptions=inferred,
+        disruption_times=disrupt,
+        step_starts=steps.st,
+        step_ends=steps.end,
+        step_numbers=steps.sn,
+        step_productive=steps.productive,
     )

@@ -1,0 +1,200 @@
+"""Steps, restarts and covered time for the accounting in `tpufleet.goodput.timeline` (pure, numpy).
+
+* `inferred`: where a restart with no logged disruption puts the disruption (ml-goodput-measurement's rule);
+* `steps_of`: each step's end, its run, whether its work survived and whether it is complete (has a next step in
+  the same run): only complete steps measure start-up;
+* `startup`: the first step's excess over the others, net of the time higher labels take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from tpufleet.goodput.events import CODE, DISRUPTIONS, EventRecord, Job
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Times = npt.NDArray[np.float64]
+    Ints = npt.NDArray[np.int64]
+
+
+def first_after(times: Times, points: Times, inclusive: bool = False) -> Times:
+    """For each point, the first time in sorted `times` after it (>= with inclusive), or +inf."""
+    import numpy as np
+
+    side: Literal["left", "right"] = "left" if inclusive else "right"
+    idx = np.searchsorted(times, points, side=side)
+    padded = np.append(times, np.inf)
+    return padded[np.minimum(idx, len(times))]
+
+
+@dataclass
+class Events:
+    """One job's events as sorted columns (time, then log order at equal times)."""
+
+    t: Times
+    code: Ints
+    step: Ints
+    chips: Ints
+
+    def at(self, name: str) -> Times:
+        times: Times = self.t[self.code == CODE[name]]
+        return times
+
+    def keep(self, mask: npt.NDArray[np.bool_]) -> Events:
+        return Events(self.t[mask], self.code[mask], self.step[mask], self.chips[mask])
+
+
+def columns(records: Sequence[EventRecord]) -> Events:
+    import numpy as np
+
+    arr = np.array([(r[0], r[1], r[2], r[3]) for r in records], dtype=np.float64).reshape(-1, 4)
+    order = np.argsort(arr[:, 0], kind="stable")
+    arr = arr[order]
+    return Events(arr[:, 0].copy(), arr[:, 1].astype(np.int64), arr[:, 2].astype(np.int64), arr[:, 3].astype(np.int64))
+
+
+def _median_step(st: Times, run: Ints, r: int) -> float | None:
+    import numpy as np
+
+    mine = st[run == r]
+    return float(np.median(np.diff(mine))) if len(mine) >= 2 else None
+
+
+def inferred(ev: Events, st: Times, sn: Ints, run: Ints) -> tuple[Times, Times]:
+    """Restarts after steps with no disruption or end logged since the last step: (disruption, restart) times."""
+    import numpy as np
+
+    restarts = ev.at("job_start")
+    marks = np.sort(np.concatenate([ev.at("job_end"), *(ev.at(d) for d in DISRUPTIONS)]))
+    out_d, out_r = [], []
+    for k in range(1, len(restarts)):
+        r_t = restarts[k]
+        last = int(np.searchsorted(st, r_t, side="left")) - 1  # the last step before the restart
+        if last < 0 or run[last] != k:  # the run just ended logged no step
+            continue
+        s_t = st[last]
+        if np.searchsorted(marks, s_t, side="left") < np.searchsorted(marks, r_t, side="right"):
+            continue  # a disruption or end was logged: it is the more precise source
+        nxt = int(np.searchsorted(st, r_t, side="left"))
+        redone = nxt < len(st) and sn[nxt] <= sn[last]
+        median = None if redone else _median_step(st, run, k)
+        out_d.append(s_t if median is None else min(r_t, s_t + median))
+        out_r.append(r_t)
+    return np.array(out_d, dtype=np.float64), np.array(out_r, dtype=np.float64)
+
+
+@dataclass
+class Steps:
+    st: Times
+    sn: Ints
+    end: Times
+    run: Ints
+    productive: npt.NDArray[np.bool_]
+    complete: npt.NDArray[np.bool_]
+
+
+def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times, end: float) -> Steps:
+    """Steps, where each ends, and whether its work survived."""
+    import numpy as np
+
+    sel = ev.code == CODE["step_start"]
+    st, sn = ev.t[sel], ev.step[sel]
+    restarts = ev.at("job_start")
+    nxt = np.append(st[1:], np.inf)
+    stop = np.minimum(np.minimum(first_after(stops, st), first_after(disrupt, st, inclusive=True)), end)
+    step_end = np.minimum(nxt, stop)
+    run = np.searchsorted(restarts, st, side="right")  # which (re)start each step belongs to
+    productive = np.ones(len(st), dtype=bool)
+    if job.phase == "training" and len(st):
+        later = np.searchsorted(run, run, side="right")
+        has_next = later < len(st)
+        first_of_next = np.where(has_next, sn[np.minimum(later, len(st) - 1)], np.iinfo(np.int64).max)
+        productive &= sn < first_of_next
+        saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.code == CODE["checkpoint_end"]]
+        if len(saves_t) and len(explicit):
+            run_start = np.append([-np.inf], restarts)[run]
+            cut = first_after(explicit, st)
+            ends_run = cut < first_after(np.append(restarts, ev.at("job_end")), st)
+            for k in np.flatnonzero(ends_run):
+                ok = (saves_t >= run_start[k]) & (saves_t <= cut[k])
+                saved = saves_step[ok].max() if ok.any() else -1
+                productive[k] &= sn[k] <= saved
+    return Steps(st, sn, step_end, run, productive, nxt <= stop)
+
+
+def _covered(intervals: list[tuple[Times, Times]]) -> tuple[Times, Times, Times]:
+    """The union of intervals as disjoint sorted [a, b) with the covered length before each a."""
+    import numpy as np
+
+    if not intervals:
+        empty = np.zeros(0)
+        return empty, empty, empty
+    s = np.concatenate([x for x, _ in intervals])
+    e = np.concatenate([y for _, y in intervals])
+    keep = e > s
+    s, e = s[keep], e[keep]
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e) if len(e) else e
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    group = np.cumsum(new) - 1
+    a = s[new]
+    b = np.zeros(len(a))
+    np.maximum.at(b, group, e)
+    before = np.concatenate([[0.0], np.cumsum(b - a)[:-1]])
+    return a, b, before
+
+
+def _covered_upto(cov: tuple[Times, Times, Times], x: Times) -> Times:
+    import numpy as np
+
+    a, b, before = cov
+    if not len(a):
+        return np.zeros(len(x))
+    k = np.searchsorted(a, x, side="right") - 1
+    kk = np.maximum(k, 0)
+    inside = np.clip(x - a[kk], 0, b[kk] - a[kk])
+    return np.where(k >= 0, before[kk] + inside, 0.0)
+
+
+def _free_until(cov: tuple[Times, Times, Times], s0: float, amount: float) -> float:
+    """The first time e at which [s0, e] holds `amount` seconds not covered by `cov`."""
+    a, b, _ = cov
+    t, left = s0, amount
+    for lo, hi in zip(a, b, strict=True):
+        if hi <= t:
+            continue
+        gap = max(0.0, float(lo) - t)
+        if gap >= left:
+            break
+        left -= gap
+        t = max(t, float(hi))
+    return t + left
+
+
+def startup(steps: Steps, netted: list[tuple[Times, Times]]) -> list[tuple[float, float]]:
+    """The first step's excess over the run's other complete productive steps, all net of `netted`; placed
+    on the first step's time that `netted` leaves free."""
+    import numpy as np
+
+    cov = _covered(netted)
+    net = (steps.end - steps.st) - (_covered_upto(cov, steps.end) - _covered_upto(cov, steps.st))
+    out = []
+    for r in np.unique(steps.run):
+        idx = np.flatnonzero(steps.run == r)
+        if len(idx) < 2 or not steps.complete[idx[0]]:
+            continue
+        rest = idx[1:][steps.complete[idx[1:]] & steps.productive[idx[1:]]]
+        if not len(rest):
+            continue
+        excess = float(net[idx[0]] - net[rest].mean())
+        if excess > 0:
+            s0 = float(steps.st[idx[0]])
+            out.append((s0, _free_until(cov, s0, excess)))
+    return out
