@@ -12,9 +12,11 @@ import sys
 from tpufleet.cli import (  # noqa: F401
     allocate,
     availability,
+    explain,
     faults,
     fleetio,
     goodput,
+    history,
     init,
     routes,
     show,

@@ -1,0 +1,128 @@
+"""`explain`, `history` and `diff` through the CLI, checked against what other commands show."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _ok(cli, *args):
+    r = cli(*args)
+    assert r.code == 0, (args, r.err)
+    return r
+
+
+def _snapshot(cli):
+    slices = {s["name"]: s for s in _ok(cli, "show", "slices", "-o", "json").json}
+    faults = {f["id"]: f for f in _ok(cli, "faults", "--all", "-o", "json").json}
+    ocs = {o["id"]: {tuple(p) for p in o["xconnects"]} for o in _ok(cli, "show", "ocs", "-o", "json").json}
+    return slices, faults, ocs
+
+
+@pytest.fixture
+def story(fleet):
+    """Serial 1 init; 2 allocate a; 3 wire a; 4 allocate b; 5 wire b; 6 OCS fault; 7 release b."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "allocate", "b", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "b", "--apply")
+    return fleet
+
+
+def test_diff_agrees_with_state_snapshots(story):
+    s0, f0, o0 = _snapshot(story)  # at serial 5
+    _ok(story, "inject-fault", "ocs:pod0/y/4")
+    _ok(story, "release", "b")
+    _ok(story, "allocate", "c", "--shape", "4x4x4", "--cubes", "c10")
+    _ok(story, "plan-xconnect", "c", "--apply")
+    s1, f1, o1 = _snapshot(story)
+    d = _ok(story, "diff", "5", "-o", "json").json
+    assert (d["from"], d["to"], d["commits"], d["without_detail"]) == (5, 9, 4, [])
+    assert d["slices"]["added"] == sorted(s1.keys() - s0.keys()) == ["c"]
+    assert d["slices"]["removed"] == sorted(s0.keys() - s1.keys()) == ["b"]
+    changed = {n for n in s0.keys() & s1.keys() if s0[n]["state"] != s1[n]["state"]}
+    assert set(d["slices"]["changed"]) == changed == {"a"}
+    assert d["slices"]["changed"]["a"]["state"] == [s0["a"]["state"], s1["a"]["state"]]
+    assert [f["id"] for f in d["faults"]["opened"]] == sorted(f1.keys() - f0.keys())
+    expected_ocs = {k: (o1[k] - o0[k], o0[k] - o1[k]) for k in o0 if o0[k] != o1[k]}
+    got = {f"ocs:{k}": ({tuple(p) for p in c["add"]}, {tuple(p) for p in c["remove"]}) for k, c in d["ocs"].items()}
+    assert got == expected_ocs and expected_ocs  # wiring c on c10 added cross-connects
+
+
+def test_diff_nets_out_changes_undone_within_the_range(story):
+    _ok(story, "allocate", "t", "--shape", "4x4x4")
+    _ok(story, "release", "t")
+    d = _ok(story, "diff", "5", "-o", "json").json
+    assert d["slices"] == {"added": [], "removed": [], "changed": {}} and d["commits"] == 2
+
+
+def test_diff_refuses_serials_out_of_range(story):
+    r = story("diff", "4", "99")
+    assert r.code == 2 and "current serial" in r.err
+
+
+def test_history_filters(story):
+    rows = _ok(story, "history", "-o", "json").json
+    assert [r["serial"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["serial"] for r in _ok(story, "history", "--since", "4", "-o", "json").json] == [4, 5]
+    assert [r["serial"] for r in _ok(story, "history", "--slice", "b", "-o", "json").json] == [4, 5]
+    assert len(_ok(story, "history", "--since", "1h", "-o", "json").json) == 5
+    assert _ok(story, "history", "--since", "2999-01-01", "-o", "json").json == []
+    assert len(_ok(story, "history", "--since", "2000-01-01T00:00+05:00", "-o", "json").json) == 5
+    bad = story("history", "--since", "last tuesday")
+    assert bad.code == 2 and "--since" in bad.err and "7d" in bad.err
+
+
+def test_explain_evicted_slice_names_the_reschedule_target(fleet):
+    _ok(fleet, "allocate", "s", "--shape", "4x4x8")
+    _ok(fleet, "plan-xconnect", "s", "--apply")
+    cube = _ok(fleet, "show", "slices", "-o", "json").json[0]["cubes"][0]
+    _ok(fleet, "inject-fault", f"cube:{cube}")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    proposal = _ok(fleet, "show", "slices", "-o", "json").json[0]["proposal"]
+    assert e["state"] == "evicted" and e["next"] == ["tpufleet reschedule s"]
+    assert f"reschedule would move it to cubes {', '.join(proposal['cubes'])}" in " ".join(e["why"])
+    assert [f["target"] for f in e["faults"]] == [f"cube:{cube}"]
+    _ok(fleet, "reschedule", "s")
+    assert _ok(fleet, "show", "slices", "-o", "json").json[0]["cubes"] == proposal["cubes"]
+
+
+def test_explain_pending_slice_names_the_blocking_ocs(fleet):
+    _ok(fleet, "inject-fault", "ocs:pod0/z/5")
+    _ok(fleet, "allocate", "s", "--shape", "8x8x8", "--no-fault-tolerant-routing")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    text = " ".join(e["why"])
+    assert e["state"] == "allocated" and "cannot be wired" in text and "ocs:pod0/z/5" in text
+    assert "tpufleet policy s --fault-tolerant-routing" in " ".join(e["next"])
+    _ok(fleet, "policy", "s", "--fault-tolerant-routing")
+    assert _ok(fleet, "explain", "s", "-o", "json").json["next"] == ["tpufleet plan-xconnect s --apply"]
+
+
+def test_explain_degraded_slice_matches_show_slices(fleet):
+    _ok(fleet, "allocate", "s", "--shape", "8x8x8")
+    _ok(fleet, "plan-xconnect", "s", "--apply")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/6")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    shown = _ok(fleet, "show", "slices", "-o", "json").json[0]["degraded"]
+    assert e["state"] == "degraded" and e["degraded"] == shown
+    assert f"keeps {shown['all_to_all_retained']:.3f}" in e["why"][0] and "tpufleet clear-fault f1" in e["next"]
+
+
+def test_explain_component_lists_dependants(story):
+    _ok(story, "routes", "a")
+    a_cube = _ok(story, "show", "slices", "-o", "json").json[0]["cubes"][0]
+    e = _ok(story, "explain", f"cube:{a_cube}", "-o", "json").json
+    assert (e["state"], e["slices"], e["tables"], e["faults"]) == ("healthy", ["a"], ["a"], [])
+    ocs = _ok(story, "explain", "ocs:pod0/x/0", "-o", "json").json
+    assert ocs["slices"] == ["a", "b"] and ocs["tables"] == ["a"]
+    free = _ok(story, "explain", "cube:c63", "-o", "json").json
+    assert free["slices"] == [] and free["next"][0].startswith("tpufleet inject-fault cube:c63 --dry-run")
+
+
+@pytest.mark.parametrize(
+    "what, code, text", [("nope", 1, "unknown slice"), ("cube:c99", 2, "c99"), ("ocs:pod7/x/1", 2, "pod7")]
+)
+def test_explain_unknown_things(fleet, what, code, text):
+    r = fleet("-o", "json", "explain", what)
+    assert r.code == code and text in json.loads(r.err)["error"]

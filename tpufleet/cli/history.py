@@ -1,0 +1,126 @@
+"""`tpufleet history` (the journal as a timeline) and `tpufleet diff SERIAL [SERIAL]` (what changed between two)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.render import emit, grid
+from tpufleet.errors import BadInput
+from tpufleet.timeparse import TIME_HELP
+
+
+def _since_filter(since: str | None):
+    """--since as a serial (digits) or a time; a predicate on journal entries."""
+    if since is None:
+        return lambda e: True
+    if since.strip().isdigit():
+        serial = int(since)
+        return lambda e: e["serial"] >= serial
+    from tpufleet.timeparse import parse_stamp, parse_time
+
+    moment = parse_time(since, "--since")
+    return lambda e: (stamp := parse_stamp(e.get("time", ""))) is not None and stamp >= moment
+
+
+def _history_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keep = ("serial", "time", "user", "command", "summary", "details", "delta")
+    return [{k: e[k] for k in keep if k in e} for e in entries]
+
+
+@app.command(
+    "history",
+    epilog=examples(
+        "tpufleet history --since 24h",
+        "tpufleet history --slice train-a      # every change that touched the slice",
+        "tpufleet history --since 120 -o json",
+    ),
+)
+def history_cmd(
+    ctx: typer.Context,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="SERIAL|TIME", help=f"From this serial, or from {TIME_HELP}")
+    ] = None,
+    slice_name: Annotated[str | None, typer.Option("--slice", help="Only changes that touched this slice")] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """The journal as a readable timeline: who changed what, when, oldest first."""
+    from tpufleet.state.delta import touches_slice
+
+    store = ctx.obj.store()
+    keep = _since_filter(since)
+    entries = [e for e in store.journal() if keep(e)]
+    if slice_name is not None:
+        entries = [
+            e for e in entries if touches_slice(e.get("delta", {}), slice_name) or slice_name in e["summary"].split()
+        ]
+    rows = _history_rows(entries)
+    emit(
+        rows,
+        output,
+        lambda: grid(
+            [[r["serial"], r["time"], r["user"], r["summary"]] for r in rows],
+            ["serial", "time (UTC)", "user", "change"],
+        ),
+    )
+
+
+def _diff_text(d: dict[str, Any]) -> str:
+    lines = [f"serial {d['from']} -> {d['to']} ({d['commits']} commits)"]
+    s, f = d["slices"], d["faults"]
+    lines += [f"  + slice {n}" for n in s["added"]] + [f"  - slice {n}" for n in s["removed"]]
+    for name, fields in s["changed"].items():
+        lines.append(f"  ~ slice {name}: " + "; ".join(f"{k} {v[0]} -> {v[1]}" for k, v in fields.items()))
+    lines += [f"  + fault {x['id']} {x['target']}" + (" (drain)" if x["planned"] else "") for x in f["opened"]]
+    lines += [f"  - fault {x} cleared" for x in f["cleared"]]
+    lines += _ocs_lines(d["ocs"])
+    if d["without_detail"]:
+        lines.append(f"  (serials {', '.join(map(str, d['without_detail']))} were recorded without detail)")
+    return "\n".join(lines) if len(lines) > 1 else lines[0] + "\n  no changes"
+
+
+def _ocs_lines(ocs: dict[str, dict[str, list]]) -> list[str]:
+    """One line per OCS when few changed; else one line per pod and dimension (a wired slice touches dozens)."""
+    if len(ocs) <= 6:
+        return [f"  ~ ocs:{k}: +{len(c['add'])} -{len(c['remove'])} cross-connects" for k, c in ocs.items()]
+    groups: dict[str, list[int]] = {}
+    for key, ch in ocs.items():
+        pod, dim, _ = key.split("/")
+        g = groups.setdefault(f"{pod}/{dim}", [0, 0, 0])
+        g[0], g[1], g[2] = g[0] + 1, g[1] + len(ch["add"]), g[2] + len(ch["remove"])
+    return [f"  ~ {n} OCS of {k}: +{a} -{r} cross-connects" for k, (n, a, r) in sorted(groups.items())]
+
+
+@app.command(
+    "diff",
+    epilog=examples("tpufleet diff 40          # from serial 40 to now", "tpufleet diff 40 52 -o json"),
+)
+def diff_cmd(
+    ctx: typer.Context,
+    start: Annotated[int, typer.Argument(metavar="SERIAL", min=0, help="The older serial")],
+    end: Annotated[
+        int | None, typer.Argument(metavar="[SERIAL]", min=0, help="The newer serial (default: now)")
+    ] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """What changed between two serials: slices added, removed or changed, faults opened and cleared, cross-connects."""
+    from tpufleet.state.delta import combine
+
+    store = ctx.obj.store()
+    entries = store.journal()
+    now = entries[-1]["serial"] if entries else 0
+    end = now if end is None else end
+    if not start <= end <= now:
+        raise BadInput(f"bad serials {start} {end}: need SERIAL <= SERIAL <= {now} (the current serial)")
+    span = [e for e in entries if start < e["serial"] <= end]
+    net = combine([e["delta"] for e in span if "delta" in e])
+    d = {
+        "from": start,
+        "to": end,
+        "commits": len(span),
+        **net,
+        "without_detail": [e["serial"] for e in span if "delta" not in e],
+    }
+    emit(d, output, lambda: _diff_text(d))

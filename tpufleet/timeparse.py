@@ -1,0 +1,45 @@
+"""Times as operators type them: a date, an ISO time with or without a zone (UTC assumed), or an age.
+
+>>> from datetime import datetime, timezone
+>>> now = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
+>>> str(parse_time("2026-01-06", "--since", now))
+'2026-01-06 00:00:00+00:00'
+>>> str(parse_time("2026-01-06T10:30+02:00", "--since", now))
+'2026-01-06 08:30:00+00:00'
+>>> str(parse_time("36h", "--since", now))
+'2026-03-09 00:00:00+00:00'
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from tpufleet.errors import BadInput, shown
+
+_AGE = re.compile(r"([0-9]{1,6})([smhdw])")
+_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+TIME_HELP = "a date (2026-01-06), an ISO time (2026-01-06T10:30, UTC unless it has a zone) or an age (7d, 12h, 30m)"
+
+
+def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:
+    """The moment `text` names, as an aware UTC datetime; BadInput naming the option and the value otherwise."""
+    now = now or datetime.now(UTC)
+    value = text.strip()
+    age = _AGE.fullmatch(value)
+    if age:
+        return now - timedelta(**{_UNIT[age[2]]: int(age[1])})
+    try:
+        moment = datetime.fromisoformat(value.replace("z", "Z"))
+    except ValueError:
+        raise BadInput(f"bad option {option}: {shown(text)} is not {TIME_HELP}") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def parse_stamp(text: str) -> datetime | None:
+    """A timestamp the tool wrote (``2026-01-06T10:30:00Z``) as a datetime; None if it is not one."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
