@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from tpufleet.integrations.k8s import K8sMapping
 
 MAX_NODE_LIST_BYTES = 512 * 1024 * 1024  # kubectl prints 2-4 KB a node: room for 100,000 nodes
+MAX_YAML_NODE_LIST_BYTES = 16 * 1024 * 1024  # YAML parses at 1-3 s a MiB: bounded tighter than JSON
 
 import_app = typer.Typer(
     name="import",
@@ -33,7 +35,7 @@ app.add_typer(export_app, name="export")
 
 
 def read_node_list(source: str) -> tuple[Any, str]:
-    """The JSON document in FILE, or on stdin for "-", read through the bounded reader; and its name."""
+    """The JSON (or YAML) document in FILE, or on stdin for "-", read through the bounded reader; and its name."""
     from tpufleet.state import inputfiles
 
     name = "<stdin>" if source == "-" else source
@@ -46,6 +48,12 @@ def read_node_list(source: str) -> tuple[Any, str]:
     else:
         data = inputfiles.read_bytes(source, "node list", MAX_NODE_LIST_BYTES)
     text = inputfiles.decode_utf8(data, name)
+    if not text.lstrip().startswith("{"):  # YAML (as `export node-labels` writes by default); JSON is faster
+        if len(data) > MAX_YAML_NODE_LIST_BYTES:
+            from tpufleet.errors import BadStateFile
+
+            raise BadStateFile(name, "", None, "YAML larger than 16 MiB: give kubectl's JSON (-o json) instead")
+        return inputfiles.parse_yaml(text, name), name
     try:
         # the event logs' fast path: no numbers of a node list are used, and nesting stays bounded by the decoder
         return inputfiles.parse_json_line(text), name
@@ -142,3 +150,250 @@ def import_k8s_cmd(
         raise typer.Exit(EXIT_INTERNAL)
     if detailed_exitcode and d["has_changes"] and not d["applied"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
+
+
+# ---- export ------------------------------------------------------------------------------------------------
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Write to this file (atomically) instead of stdout")]
+
+
+def _deliver(kind: str, text: str, as_json: Any, count: int, out: Path | None, output: Output) -> None:
+    """Without --out the artefact itself goes to stdout (-o json: as JSON); with --out it is written to the file
+    and stdout gets a summary: {"kind", "file", "objects"}."""
+    if out is None:
+        value = getattr(output, "value", output)
+        if value == "json":
+            from tpufleet.cli.render import to_json
+
+            typer.echo(to_json(as_json))
+        else:
+            typer.echo(text, nl=False)
+        return
+    from tpufleet.state.files import write_output
+
+    write_output(out, text.encode())
+    summary = {"kind": kind, "file": str(out), "objects": count}
+    emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {out}")
+
+
+def _manifests(docs: list[dict[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False) if docs else ""
+
+
+def _as_list(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": docs}
+
+
+@export_app.command(
+    "node-labels",
+    epilog=examples(
+        "tpufleet export node-labels --out nodes.yaml",
+        "tpufleet export node-labels -o json > nodes.json && tpufleet import k8s nodes.json",
+        "tpufleet export node-labels --tpufleet-labels-only --out labels.yaml && kubectl apply --server-side -f labels.yaml",
+    ),
+)
+def export_node_labels_cmd(
+    ctx: typer.Context,
+    own_only: Annotated[
+        bool,
+        typer.Option("--tpufleet-labels-only", help="Only the tpufleet.io/ labels: safe to apply to a live cluster"),
+    ] = False,
+    mapping: Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")] = None,
+    out: OutOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Every machine as a Kubernetes Node: placement labels, cordons for drains, Ready=False for failures.
+    `import k8s` reads it back."""
+    from tpufleet.integrations import exports
+    from tpufleet.state.files import check_output_path
+
+    if out is not None:
+        check_output_path(out, "--out")
+    doc = exports.node_labels(ctx.obj.store().load(), load_mapping(mapping).labels, own_only)
+    _deliver("Node", _manifests([doc]), doc, len(doc["items"]), out, output)
+
+
+@export_app.command(
+    "kueue-topology",
+    epilog=examples(
+        "tpufleet export kueue-topology --out kueue-topology.yaml && kubectl apply -f kueue-topology.yaml",
+        "tpufleet export kueue-topology --name tpu-v4 -o json",
+    ),
+)
+def export_kueue_cmd(
+    ctx: typer.Context,
+    name: Annotated[
+        str, typer.Option("--name", help="Name of the Topology (the ResourceFlavor is NAME-ACCELERATOR)")
+    ] = "tpufleet",
+    mapping: Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")] = None,
+    out: OutOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """A Kueue Topology (block, 4x4x4 partition, host) and a ResourceFlavor of the TPU nodes that uses it."""
+    from tpufleet.errors import BadInput
+    from tpufleet.integrations import exports
+    from tpufleet.integrations.k8s import LABEL_VALUE
+    from tpufleet.state.files import check_output_path
+
+    if not name or not LABEL_VALUE.fullmatch(name) or name != name.lower():
+        raise BadInput(f"bad option --name {name!r}: a lower-case Kubernetes name (letters, digits, '-', '.')")
+    if out is not None:
+        check_output_path(out, "--out")
+    docs = exports.kueue_topology(ctx.obj.store().load(), name, load_mapping(mapping).labels)
+    _deliver("Kueue", _manifests(docs), _as_list(docs), len(docs), out, output)
+
+
+class SlurmPlugin(str, enum.Enum):
+    tree = "tree"
+    block = "block"
+
+
+@export_app.command(
+    "slurm-topology",
+    epilog=examples(
+        "tpufleet export slurm-topology --out /etc/slurm/topology.conf",
+        "tpufleet export slurm-topology --plugin block --out /etc/slurm/topology.conf",
+    ),
+)
+def export_slurm_cmd(
+    ctx: typer.Context,
+    plugin: Annotated[
+        SlurmPlugin, typer.Option("--plugin", help="tree (switches) or block (BlockName, BlockSizes)")
+    ] = SlurmPlugin.tree,
+    out: OutOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Slurm's topology.conf: one switch or block per cube (its 16 machines), pods above them."""
+    from tpufleet.integrations import exports
+    from tpufleet.state.files import check_output_path
+
+    if out is not None:
+        check_output_path(out, "--out")
+    text = exports.slurm_topology(ctx.obj.store().load(), plugin.value)
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    _deliver("topology.conf line", text, {"plugin": plugin.value, "lines": lines}, len(lines), out, output)
+
+
+@export_app.command(
+    "slices",
+    epilog=examples(
+        "tpufleet export slices --out slices.yaml && kubectl apply -f slices.yaml",
+        "tpufleet export slices --type tpu7x -o json",
+    ),
+)
+def export_slices_cmd(
+    ctx: typer.Context,
+    accelerator: Annotated[str, typer.Option("--type", help="spec.type of every Slice")] = "tpu-v4-podslice",
+    out: OutOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """One GKE Slice (accelerator.gke.io/v1beta1) per whole-cube slice: topology, partition ids, Ready condition.
+    Sub-cube slices are skipped and named on stderr."""
+    from tpufleet.errors import BadInput
+    from tpufleet.integrations import exports
+    from tpufleet.integrations.k8s import LABEL_VALUE
+    from tpufleet.state.files import check_output_path
+
+    if not accelerator or not LABEL_VALUE.fullmatch(accelerator):
+        raise BadInput(f"bad option --type {accelerator!r}: a label value such as tpu-v4-podslice or tpu7x")
+    if out is not None:
+        check_output_path(out, "--out")
+    docs, skipped = exports.slices(ctx.obj.store().load(), accelerator)
+    for s in skipped:
+        typer.echo(f"tpufleet: skipped slice {s['slice']}: {s['reason']}", err=True)
+    _deliver("Slice", _manifests(docs), _as_list(docs), len(docs), out, output)
+
+
+# ---- metrics -----------------------------------------------------------------------------------------------
+class MetricsFormat(str, enum.Enum):
+    prometheus = "prometheus"
+    openmetrics = "openmetrics"
+
+
+def _last_change(store: Any, serial: int) -> float | None:
+    """Unix time of the state's last committed change, from its journal line (None if there is none)."""
+    import calendar
+    import time
+
+    entries = store.journal(serial)
+    if not entries:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(entries[-1]["time"], "%Y-%m-%dT%H:%M:%SZ")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _families_json(text: bytes) -> list[dict[str, Any]]:
+    """The exposition as JSON, read back with prometheus_client's own parser (so both say the same)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [
+        {
+            "name": fam.name,
+            "type": fam.type,
+            "help": fam.documentation,
+            "samples": [{"name": s.name, "labels": dict(s.labels), "value": s.value} for s in fam.samples],
+        }
+        for fam in text_string_to_metric_families(text.decode())
+    ]
+
+
+@app.command(
+    "metrics",
+    epilog=examples(
+        "tpufleet metrics",
+        "tpufleet metrics --out /var/lib/node_exporter/textfile_collector/tpufleet.prom",
+        "tpufleet metrics --goodput events.jsonl --out /var/lib/node_exporter/textfile_collector/tpufleet.prom",
+    ),
+)
+def metrics_cmd(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to FILE.prom atomically (temp file, then rename)")
+    ] = None,
+    goodput: Annotated[
+        list[Path] | None,
+        typer.Option("--goodput", help="Goodput event logs: add SG/RG/PG/MPG and badput (repeatable)"),
+    ] = None,
+    goodput_format: Annotated[
+        str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
+    ] = "native",
+    fmt: Annotated[
+        MetricsFormat, typer.Option("--format", help="prometheus (text 0.0.4, the textfile collector's) or openmetrics")
+    ] = MetricsFormat.prometheus,
+    output: OutputOpt = Output.table,
+) -> None:
+    """The state as Prometheus metrics: cubes by state per pod, open faults and drains by kind, slices by state,
+    stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time."""
+    from tpufleet import __version__
+    from tpufleet.errors import BadInput
+    from tpufleet.integrations.metrics import exposition
+    from tpufleet.state.files import check_output_path
+
+    if out is not None:
+        check_output_path(out, "--out")
+    if goodput_format not in ("native", "ml-goodput"):
+        raise BadInput(f"bad option --goodput-format {goodput_format!r}: native or ml-goodput")
+    report = None
+    if goodput:
+        from tpufleet.goodput.pipeline import build
+
+        report = build(list(goodput), goodput_format, by=["accelerator", "size", "phase", "framework"])
+    store = ctx.obj.store()
+    state = store.load()
+    text = exposition(state, _last_change(store, state.serial), report, __version__, fmt is MetricsFormat.openmetrics)
+    if out is None:
+        if getattr(output, "value", output) == "json":
+            emit(_families_json(text), output, str)
+        else:
+            typer.echo(text.decode(), nl=False)
+        return
+    from tpufleet.state.files import write_output
+
+    write_output(out, text)
+    if not out.name.endswith(".prom"):
+        typer.echo("tpufleet: note: the node exporter's textfile collector reads only *.prom files", err=True)
+    summary = {"file": str(out), "families": text.count(b"# TYPE "), "serial": state.serial}
+    emit(summary, output, lambda: f"wrote {summary['families']} metric families to {out}")

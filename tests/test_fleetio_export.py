@@ -1,0 +1,225 @@
+"""`tpufleet export`: node labels that import back to the same inventory and health, a Kueue Topology and
+ResourceFlavor checked against the published field names and the exported nodes, Slurm topology.conf parsed back
+(own hostlist expander) and checked against the fleet, and GKE Slice objects."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+from test_fleetio_import import FIXTURE
+
+from helpers import snapshot
+
+LEVEL_LIMIT = 16  # Kueue: a Topology has 1-16 levels
+SLICE_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+@pytest.fixture
+def imported(fleet):
+    r = fleet("import", "k8s", FIXTURE, "--apply")
+    assert r.code == 0, r.err
+    return fleet
+
+
+def open_faults(cli) -> set[tuple[str, bool]]:
+    return {(f["target"], f["planned"]) for f in cli("faults", "-o", "json").json}
+
+
+def expand(hostlist: str) -> list[str]:
+    """Slurm's hostlist expression, written here from the man page's examples (tux[0-3,12,18-20])."""
+    names = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,]*)?", hostlist):
+        m = re.fullmatch(r"(.*)\[([^\]]*)\](.*)", part)
+        if m is None:
+            names.append(part)
+            continue
+        for rng in m.group(2).split(","):
+            lo, _, hi = rng.partition("-")
+            width = len(lo)
+            names += [f"{m.group(1)}{n:0{width}d}{m.group(3)}" for n in range(int(lo), int(hi or lo) + 1)]
+    return names
+
+
+def test_node_labels_round_trip_into_the_same_state_is_empty(imported, tmp_path):
+    r = imported("export", "node-labels", "-o", "json")
+    assert r.code == 0, r.err
+    doc = r.json
+    assert doc["kind"] == "List" and len(doc["items"]) == 1023  # the node missing from its partition stays missing
+    path = tmp_path / "nodes.json"
+    path.write_text(r.out)
+    before = snapshot(imported.state)
+    again = imported("import", "k8s", path, "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    assert not again.json["has_changes"] and again.json["unplaced"] == []
+    assert snapshot(imported.state) == before
+
+
+def test_node_labels_into_a_fresh_state_give_the_same_inventory_and_health(imported, tmp_path, cli):
+    path = tmp_path / "nodes.yaml"
+    assert imported("export", "node-labels", "--out", path).code == 0
+    original = json.loads((imported.state / "state.json").read_text())
+    from conftest import Cli
+
+    fresh = Cli(imported.capsys, tmp_path / "fresh")
+    assert fresh("init").code == 0
+    r = fresh("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    copy = json.loads((fresh.state / "state.json").read_text())
+    assert copy["k8s"] == original["k8s"]
+    assert open_faults(fresh) == open_faults(imported)
+
+
+def test_faults_of_a_fleet_never_imported_come_back(fleet, tmp_path):
+    for target, planned in (
+        ("host:c03/4", False),
+        ("cube:c10", False),
+        ("host:c20/0", True),
+        ("chip:c30/1,0,0", False),
+    ):
+        assert fleet("inject-fault", target, *(["--planned"] if planned else [])).code == 0
+    out = tmp_path / "nodes.json"
+    out.write_text(fleet("export", "node-labels", "-o", "json").out)
+    from conftest import Cli
+
+    fresh = Cli(fleet.capsys, tmp_path / "fresh")
+    assert fresh("init").code == 0
+    assert fresh("import", "k8s", out, "--apply").code == 0
+    # a failed chip shows as its machine not Ready: it comes back as a machine fault
+    expected = {("host:c03/4", False), ("cube:c10", False), ("host:c20/0", True), ("host:c30/0", False)}
+    assert open_faults(fresh) == expected
+    assert fresh("import", "k8s", out, "--detailed-exitcode").code == 0
+
+
+def test_tpufleet_labels_only(imported):
+    doc = imported("export", "node-labels", "--tpufleet-labels-only", "-o", "json").json
+    assert {tuple(sorted(n["metadata"]["labels"])) for n in doc["items"]} == {
+        ("tpufleet.io/cube", "tpufleet.io/machine", "tpufleet.io/pod")
+    }
+    assert all(set(n) == {"apiVersion", "kind", "metadata"} for n in doc["items"])
+
+
+def test_kueue_topology_matches_the_published_fields_and_the_nodes(imported):
+    r = imported("export", "kueue-topology")
+    assert r.code == 0, r.err
+    topology, flavor = yaml.safe_load_all(r.out)
+    assert topology["apiVersion"].startswith("kueue.x-k8s.io/") and topology["kind"] == "Topology"
+    levels = [level["nodeLabel"] for level in topology["spec"]["levels"]]
+    assert 1 <= len(levels) <= LEVEL_LIMIT and len(set(levels)) == len(levels)
+    assert levels[-1] == "kubernetes.io/hostname" and "kubernetes.io/hostname" not in levels[:-1]
+    assert flavor["kind"] == "ResourceFlavor" and flavor["spec"]["topologyName"] == topology["metadata"]["name"]
+    nodes = imported("export", "node-labels", "-o", "json").json["items"]
+    selected = [n for n in nodes if flavor["spec"]["nodeLabels"].items() <= n["metadata"]["labels"].items()]
+    assert len(selected) == len(nodes) == 1023
+    assert all(level in n["metadata"]["labels"] for n in selected for level in levels)  # TAS needs every level
+    # each partition domain is one cube's machines; each block domain one pod
+    domains: dict[str, set[str]] = {}
+    for n in selected:
+        domains.setdefault(n["metadata"]["labels"][levels[1]], set()).add(n["metadata"]["labels"]["tpufleet.io/cube"])
+    assert len(domains) == 64 and all(len(cubes) == 1 for cubes in domains.values())
+    assert len({n["metadata"]["labels"][levels[0]] for n in selected}) == 1
+
+
+def test_kueue_bad_name_is_exit_2(fleet):
+    assert fleet("export", "kueue-topology", "--name", "Not_A_Name").code == 2
+
+
+def parse_conf(text: str) -> list[dict[str, str]]:
+    rows = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            rows.append(dict(field.split("=", 1) for field in line.split()))
+    return rows
+
+
+@pytest.mark.parametrize("pods", [1, 2])
+def test_slurm_tree_has_one_switch_per_cube_with_its_machines(cli, pods):
+    assert cli("init", "--pods", pods).code == 0
+    rows = parse_conf(cli("export", "slurm-topology").out)
+    cubes = {r["SwitchName"]: expand(r["Nodes"]) for r in rows if "Nodes" in r}
+    assert len(cubes) == 64 * pods
+    assert all(names == [f"tpu-{c}-m{m:02d}" for m in range(16)] for c, names in cubes.items())
+    pod_switches = {r["SwitchName"]: expand(r["Switches"]) for r in rows if r["SwitchName"].startswith("pod")}
+    inventory = cli("show", "inventory", "-o", "json").json
+    for pod, members in pod_switches.items():
+        assert members == [row["cube"] for row in inventory if row["pod"] == pod]
+    tops = [r for r in rows if r["SwitchName"] == "fleet"]
+    assert (len(tops) == 1 and expand(tops[0]["Switches"]) == list(pod_switches)) if pods > 1 else not tops
+
+
+@pytest.mark.parametrize(("cubes", "sizes"), [(64, [16, 32, 64, 128, 256, 512, 1024]), (12, [16, 32, 64])])
+def test_slurm_block_sizes_stay_inside_a_pod(cli, cubes, sizes):
+    assert cli("init", "--pods", 2, "--cubes-per-pod", cubes).code == 0
+    rows = parse_conf(cli("export", "slurm-topology", "--plugin", "block").out)
+    blocks = [r for r in rows if "BlockName" in r]
+    assert len(blocks) == 2 * cubes and all(len(expand(b["Nodes"])) == 16 for b in blocks)
+    assert [int(s) for s in rows[-1]["BlockSizes"].split(",")] == sizes
+    assert cubes * 16 % sizes[-1] == 0  # the largest aggregate never spans two pods
+
+
+def test_slurm_of_an_imported_fleet_names_the_real_nodes(imported):
+    rows = parse_conf(imported("export", "slurm-topology").out)
+    c50 = next(r for r in rows if r["SwitchName"] == "c50")
+    names = expand(c50["Nodes"])
+    state = json.loads((imported.state / "state.json").read_text())
+    assert sorted(names) == sorted(n for n, h in state["k8s"]["nodes"].items() if h.startswith("host:c50/"))
+    assert len(names) == 15
+
+
+def test_export_to_a_file_and_json_summary(imported, tmp_path):
+    out = tmp_path / "topology.conf"
+    r = imported("export", "slurm-topology", "--out", out, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json == {"kind": "topology.conf line", "file": str(out), "objects": 65}
+    assert out.read_text().startswith("# topology.conf")
+    assert imported("export", "slurm-topology", "--out", tmp_path / "missing" / "t.conf").code == 2
+
+
+def test_slices_export(imported):
+    assert imported("allocate", "Train_Big.1", "--shape", "4x4x8").code == 0
+    assert imported("plan-xconnect", "Train_Big.1", "--apply").code == 0
+    assert imported("allocate", "tiny", "--shape", "2x2x1").code == 0
+    assert imported("allocate", "queued", "--shape", "4x4x4").code == 0
+    r = imported("export", "slices")
+    assert r.code == 0, r.err
+    assert "skipped slice tiny" in r.err
+    docs = list(yaml.safe_load_all(r.out))
+    assert [d["metadata"]["annotations"]["tpufleet.io/slice"] for d in docs] == ["Train_Big.1", "queued"]
+    state = json.loads((imported.state / "state.json").read_text())
+    partition_of = {cube: pid for pid, cube in state["k8s"]["partitions"].items()}
+    for doc in docs:
+        assert doc["apiVersion"] == "accelerator.gke.io/v1beta1" and doc["kind"] == "Slice"
+        assert SLICE_NAME.fullmatch(doc["metadata"]["name"]) and len(doc["metadata"]["name"]) <= 49
+        sl = state["slices"][doc["metadata"]["annotations"]["tpufleet.io/slice"]]
+        assert doc["spec"]["topology"] == sl["shape"]
+        assert doc["spec"]["partitionIds"] == [partition_of[c] for c in sl["cubes"]]
+        a, b, c = map(int, doc["spec"]["topology"].split("x"))
+        assert a <= b <= c and a % 4 == b % 4 == c % 4 == 0 and len(doc["spec"]["partitionIds"]) == a * b * c // 64
+    assert docs[0]["metadata"]["name"] == "train-big-1"
+    assert [d["status"]["conditions"][0]["status"] for d in docs] == ["True", "False"]
+
+
+def test_slice_names_that_clash_get_a_suffix():
+    from tpufleet.integrations.exports import _k8s_name
+
+    used: set[str] = set()
+    names = [_k8s_name(n, used) for n in ("a.b", "a_b", "9lives", "x" * 80, "-")]
+    assert names == ["a-b", "a-b-2", "s-9lives", "x" * 49, "slice"]
+    assert all(SLICE_NAME.fullmatch(n) for n in names)
+
+
+def test_export_help_has_examples(fleet):
+    for sub in ("node-labels", "kueue-topology", "slurm-topology", "slices"):
+        r = fleet("export", sub, "--help")
+        assert r.code == 0 and "Examples:" in r.out
+
+
+def test_hostlist_compression_round_trips():
+    from tpufleet.integrations.exports import hostlist
+
+    names = ["tpu-c05-m00", "tpu-c05-m01", "tpu-c05-m03", "gke-x-ab12", "gke-x-ab13", "plain"]
+    assert sorted(expand(hostlist(names))) == sorted(names)
+    assert hostlist(f"tpu-c05-m{m:02d}" for m in range(16)) == "tpu-c05-m[00-15]"

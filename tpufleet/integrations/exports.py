@@ -1,0 +1,262 @@
+"""The fleet in other tools' formats (pure): Kubernetes node labels, a Kueue Topology and ResourceFlavor, a Slurm
+`topology.conf` (tree or block plugin) and GKE `Slice` objects.
+
+Every machine is a node. Its name is the one `import k8s` learnt for it, else `tpu-CUBE-mMM` (e.g.
+`tpu-c05-m03`); a cube's partition id is the imported one, else the cube id; a pod's block is the imported one,
+else the pod name. So an exported node list imported into the same state changes nothing, and imported into a
+fresh state of the same shape gives the same cubes, machines, faults and drains (see `node_labels`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.fleetstate import FleetState, Slice, SliceState
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
+from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LabelKeys
+
+Doc = dict[str, Any]
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+SLICE_API = "accelerator.gke.io/v1beta1"
+TPU_TAINT = "google.com/tpu"  # GKE taints TPU nodes with it; pods (and Kueue flavors) must tolerate it
+
+
+class Names:
+    """Node, partition and block names of the fleet's parts (imported, else made up from tpufleet's ids)."""
+
+    def __init__(self, state: FleetState) -> None:
+        self.node_of = state.k8s.machine_node()
+        self.partition_of = state.k8s.cube_partition()
+        self.block_of = state.k8s.pod_block()
+
+    def node(self, host: HostId) -> str:
+        return self.node_of.get(host) or f"tpu-{host.cube}-m{host.machine:02d}"
+
+    def machines(self, cube: str) -> list[HostId]:
+        """The cube's machines that are nodes: of an imported partition only those the cluster listed (a node
+        missing from it stays missing), else all 16."""
+        every = [HostId(cube, m) for m in range(MACHINES_PER_CUBE)]
+        return [h for h in every if h in self.node_of] if cube in self.partition_of else every
+
+    def partition(self, cube: str) -> str:
+        return self.partition_of.get(cube, cube)
+
+    def block(self, pod: str) -> str:
+        return self.block_of.get(pod, pod)
+
+
+# ---- node labels -------------------------------------------------------------------------------------------
+def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool = False) -> Doc:
+    """A `kubectl get nodes -o json`-shaped List of every machine's Node: labels, a cordon for a planned drain,
+    and a `Ready` condition (False for a failed machine, chip or electrical link). A failed cube is its
+    partition UNHEALTHY; a drained cube cordons its 16 nodes (read back as 16 machine drains). Optical link and
+    OCS faults have no node to show them. `own_only`: only the `tpufleet.io/` labels, safe to apply to a live
+    cluster (the rest is GKE's to set)."""
+    keys, names = keys or LabelKeys(), Names(state)
+    down, drained, cubes_down = _node_health(state)
+    items = []
+    for pod in state.fleet.pods:
+        for cube in pod.cubes:
+            for host in names.machines(cube):
+                m, name = host.machine, names.node(host)
+                own = {keys.pod: pod.name, keys.cube: cube, keys.machine: str(m)}
+                if own_only:
+                    items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": own}})
+                    continue
+                labels = {
+                    keys.accelerator: DEFAULT_ACCELERATORS[0],
+                    keys.topology: "4x4x4",
+                    keys.block: names.block(pod.name),
+                    keys.partition: names.partition(cube),
+                    keys.partition_state: "UNHEALTHY" if cube in cubes_down else "HEALTHY",
+                    keys.hostname: name,
+                    **own,
+                }
+                items.append(_node(name, labels, host in drained or cube in drained, down.get(host)))
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+def _node_health(state: FleetState) -> tuple[dict[HostId, str], set[HostId | str], set[str]]:
+    """Machines down (-> why), machines or whole cubes drained, cubes failed: from the open faults."""
+    down: dict[HostId, str] = {}
+    drained: set[HostId | str] = set()
+    cubes_down: set[str] = set()
+    for fault in state.open_faults():
+        target = fault.target
+        if isinstance(target, CubeId):
+            if fault.planned:
+                drained.add(target.cube)
+            else:
+                cubes_down.add(target.cube)
+        elif isinstance(target, (HostId, ChipId, IciId)):
+            host = (
+                target if isinstance(target, HostId) else HostId(target.cube, machine_of(target.x, target.y, target.z))
+            )
+            if fault.planned:
+                drained.add(host)
+            else:
+                down.setdefault(host, f"{fault.id} {target}: {fault.reason}".strip())
+    return down, drained, cubes_down
+
+
+def _node(name: str, labels: dict[str, str], cordoned: bool, down: str | None) -> Doc:
+    ready = {
+        "type": "Ready",
+        "status": "False" if down else "True",
+        "reason": "TpufleetFault" if down else "KubeletReady",
+        "message": down or "",
+    }
+    spec: Doc = {"unschedulable": True} if cordoned else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {"conditions": [ready]},
+    }
+
+
+# ---- Kueue -------------------------------------------------------------------------------------------------
+def kueue_topology(state: FleetState, name: str = "tpufleet", keys: LabelKeys | None = None) -> list[Doc]:
+    """A Kueue `Topology` (block -> 4x4x4 partition -> host: a slice's chips in one partition share an
+    electrical mesh, in one block an OCS pod) and a `ResourceFlavor` of the fleet's TPU nodes that uses it."""
+    keys = keys or LabelKeys()
+    levels = [keys.block, keys.partition, keys.hostname]
+    topology = {
+        "apiVersion": KUEUE_API,
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": label} for label in levels]},
+    }
+    flavor = {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": f"{name}-{DEFAULT_ACCELERATORS[0]}"},
+        "spec": {
+            "nodeLabels": {keys.accelerator: DEFAULT_ACCELERATORS[0], keys.topology: "4x4x4"},
+            "topologyName": name,
+            "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+    return [topology, flavor]
+
+
+# ---- Slurm -------------------------------------------------------------------------------------------------
+def hostlist(names: Iterable[str]) -> str:
+    """Slurm's hostlist expression: runs of names that differ only in a number with the same digit count become
+    `prefix[a-b,...]suffix` ("tpu-c05-m[00-15]"); other names are listed as they are, comma-separated."""
+    groups: dict[tuple[str, int, str], list[int]] = {}
+    order: list[tuple[str, int, str] | str] = []
+    for name in names:
+        match = re.fullmatch(r"(.*?)([0-9]+)([^0-9]*)", name)
+        if match is None:
+            order.append(name)
+            continue
+        key = (match.group(1), len(match.group(2)), match.group(3))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(match.group(2)))
+    return ",".join(item if isinstance(item, str) else _ranges(item, groups[item]) for item in order)
+
+
+def _ranges(key: tuple[str, int, str], numbers: list[int]) -> str:
+    prefix, width, suffix = key
+    if len(numbers) == 1:
+        return f"{prefix}{numbers[0]:0{width}d}{suffix}"
+    numbers, runs = sorted(numbers), []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        runs.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
+        if n is not None:
+            start = prev = n
+    return f"{prefix}[{','.join(runs)}]{suffix}"
+
+
+def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
+    """topology.conf. tree: a switch per cube (its 16 machines), one per pod (its cubes), one over the pods.
+    block: a block per cube; BlockSizes doubles from one cube up to the largest power of two dividing every
+    pod's cube count, so an aggregated block never spans two pods (cubes of different pods share no OCS)."""
+    names = Names(state)
+    cube_nodes = {c: hostlist(names.node(h) for h in names.machines(c)) for c in state.fleet.cubes}
+    lines = [f"# topology.conf for Slurm's topology/{plugin} plugin, written by tpufleet (serial {state.serial})"]
+    if plugin == "tree":
+        for pod in state.fleet.pods:
+            lines += [f"SwitchName={c} Nodes={cube_nodes[c]}" for c in pod.cubes]
+            lines.append(f"SwitchName={pod.name} Switches={hostlist(pod.cubes)}")
+        if len(state.fleet.pods) > 1:
+            lines.append(f"SwitchName=fleet Switches={hostlist(p.name for p in state.fleet.pods)}")
+    else:
+        lines += [f"BlockName={c} Nodes={cube_nodes[c]}" for c in state.fleet.cubes]
+        per_pod = min((len(p.cubes) & -len(p.cubes)) for p in state.fleet.pods)  # largest power of two dividing all
+        sizes, size = [], 1
+        while size <= per_pod:
+            sizes.append(str(size * MACHINES_PER_CUBE))
+            size *= 2
+        lines.append(f"BlockSizes={','.join(sizes)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- GKE Slice objects -------------------------------------------------------------------------------------
+_SLICE_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+MAX_SLICE_NAME = 49  # the Slice reference: the controller appends "-" and an 8-character hash within 63
+
+
+def slices(state: FleetState, accelerator: str = DEFAULT_ACCELERATORS[0]) -> tuple[list[Doc], list[Doc]]:
+    """One `Slice` per whole-cube slice (partition ids = its cubes' partitions, in slice order) and the
+    sub-cube slices skipped (a Slice is made of whole 4x4x4 partitions)."""
+    names, out, skipped, used = Names(state), [], [], set[str]()
+    for name in sorted(state.slices):
+        sl = state.slices[name]
+        if sl.machines:
+            skipped.append({"slice": name, "reason": f"{sl.shape.text} is smaller than a 4x4x4 partition"})
+            continue
+        k8s_name = _k8s_name(name, used)
+        out.append(
+            {
+                "apiVersion": SLICE_API,
+                "kind": "Slice",
+                "metadata": {"name": k8s_name, "annotations": {"tpufleet.io/slice": name}},
+                "spec": {
+                    "type": accelerator,
+                    "topology": sl.shape.text,
+                    "partitionIds": [names.partition(c) for c in sl.cubes],
+                },
+                "status": {"conditions": [_condition(sl)]},
+            }
+        )
+    return out, skipped
+
+
+def _k8s_name(name: str, used: set[str]) -> str:
+    """A valid Slice name for a tpufleet slice name (lower case, '-' for '.' and '_', a letter first, short
+    enough); a clash with an earlier one gets a numbered suffix."""
+    base = re.sub(r"[^a-z0-9-]", "-", name.lower()).strip("-") or "slice"
+    if not base[0].isalpha():
+        base = "s-" + base
+    base = base[:MAX_SLICE_NAME].rstrip("-")
+    candidate, n = base, 2
+    while candidate in used or not _SLICE_NAME.fullmatch(candidate):
+        suffix = f"-{n}"
+        candidate, n = base[: MAX_SLICE_NAME - len(suffix)].rstrip("-") + suffix, n + 1
+    used.add(candidate)
+    return candidate
+
+
+def _condition(sl: Slice) -> Doc:
+    """The `Ready` condition a Slice would show for the tpufleet slice's state."""
+    status, reason, message = {
+        SliceState.CONNECTED: ("True", "Ready", "wired as its shape"),
+        SliceState.DEGRADED: ("True", "Degraded", "running on tables that route around faults"),
+        SliceState.ALLOCATED: ("False", "Provisioning", "cubes reserved, cross-connects not all applied"),
+        SliceState.EVICTED: ("False", "Evicted", f"stopped by fault {sl.evicted_by}"),
+    }[sl.state]
+    if sl.state is SliceState.DEGRADED and sl.reroute is not None:
+        message += f" (all-to-all throughput retained {sl.reroute.retained:.3f})"
+    return {"type": "Ready", "status": status, "reason": reason, "message": message}

@@ -1,0 +1,166 @@
+"""The state (and optionally a goodput report) as Prometheus metrics, through `prometheus_client` (pure).
+
+Names follow Prometheus' conventions: the `tpufleet_` prefix, base units in the name (`_seconds`,
+`_chip_seconds`), `_ratio` for 0..1 shares, `_total` only on the one counter (faults ever recorded, which only
+grows), `_info` for constant text. Labels are low-cardinality: pod, state, kind, factor, bucket, segment; the
+per-slice ratio is labelled by slice name (a fleet has tens of slices, not thousands). Every value comes from
+the same views as `status -o json`, so the two always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from tpufleet.fleetstate import FleetState, SliceState
+from tpufleet.ids import KINDS
+from tpufleet.views import inventory, status
+
+FACTORS = ("sg", "rg", "pg", "mpg")
+
+
+class FleetCollector(Collector):
+    """Yields the families of one state (read once, when built) and of a goodput report, if given."""
+
+    def __init__(
+        self, state: FleetState, last_change: float | None, goodput: dict[str, Any] | None, version: str
+    ) -> None:
+        self.state, self.last_change, self.goodput, self.version = state, last_change, goodput, version
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._state()
+        yield from self._cubes_and_faults()
+        yield from self._slices()
+        if self.goodput is not None:
+            yield from goodput_families(self.goodput)
+
+    def _state(self) -> Iterator[Metric]:
+        info = InfoMetricFamily("tpufleet", "The tool that wrote these metrics.", value={"version": self.version})
+        yield info
+        yield GaugeMetricFamily(
+            "tpufleet_state_serial", "Serial of the state (one more per change).", self.state.serial
+        )
+        if self.last_change is not None:
+            yield GaugeMetricFamily(
+                "tpufleet_state_last_change_timestamp_seconds",
+                "Unix time of the last committed change of the state.",
+                self.last_change,
+                unit="seconds",
+            )
+
+    def _cubes_and_faults(self) -> Iterator[Metric]:
+        cubes = GaugeMetricFamily(
+            "tpufleet_cubes", "Cubes by pod and state (free, allocated, out).", labels=["pod", "state"]
+        )
+        counts = {(p.name, s): 0 for p in self.state.fleet.pods for s in ("free", "allocated", "out")}
+        for row in inventory(self.state):
+            counts[row["pod"], row["state"]] += 1
+        for (pod_name, cube_state), n in counts.items():
+            cubes.add_metric([pod_name, cube_state], n)
+        yield cubes
+        opened = CounterMetricFamily("tpufleet_faults_opened", "Faults and drains ever recorded.")
+        opened.add_metric([], len(self.state.faults))
+        yield opened
+        faults = GaugeMetricFamily(
+            "tpufleet_open_faults", "Open unplanned faults by kind of component.", labels=["kind"]
+        )
+        drains = GaugeMetricFamily(
+            "tpufleet_planned_drains", "Open planned drains by kind of component.", labels=["kind"]
+        )
+        open_now = self.state.open_faults()
+        for kind in KINDS:
+            faults.add_metric([kind], sum(1 for f in open_now if f.target.kind == kind and not f.planned))
+            drains.add_metric([kind], sum(1 for f in open_now if f.target.kind == kind and f.planned))
+        yield faults
+        yield drains
+        health = self.state.health()
+        ocs = GaugeMetricFamily("tpufleet_ocs_xconnects", "OCS cross-connects in use, by pod.", labels=["pod"])
+        failed = GaugeMetricFamily("tpufleet_ocs_failed", "OCS with an open fault, by pod.", labels=["pod"])
+        for pod in self.state.fleet.pods:
+            ocs.add_metric([pod.name], sum(len(v) for k, v in self.state.ocs.items() if k.pod == pod.name))
+            failed.add_metric([pod.name], sum(1 for o in health.ocs_down if o.pod == pod.name))
+        yield ocs
+        yield failed
+
+    def _slices(self) -> Iterator[Metric]:
+        view = status(self.state)
+        by_state = GaugeMetricFamily("tpufleet_slices", "Slices by state.", labels=["state"])
+        for state in SliceState:
+            by_state.add_metric([state.value], sum(1 for s in view["slices"] if s["state"] == state.value))
+        yield by_state
+        yield GaugeMetricFamily(
+            "tpufleet_stale_route_tables",
+            "Slices whose stored routing tables no longer match.",
+            len(view["stale_routes"]),
+        )
+        yield GaugeMetricFamily(
+            "tpufleet_incomplete_wiring_slices", "Wired slices missing cross-connects.", len(view["incomplete_wiring"])
+        )
+        retained = GaugeMetricFamily(
+            "tpufleet_slice_all_to_all_retained_ratio",
+            "Share of healthy all-to-all throughput a wired slice keeps (1 when connected).",
+            labels=["slice"],
+            unit="ratio",
+        )
+        for name in sorted(self.state.slices):
+            sl = self.state.slices[name]
+            if sl.state.wired:
+                retained.add_metric([name], sl.reroute.retained if sl.reroute is not None else 1.0)
+        yield retained
+
+
+def goodput_families(report: dict[str, Any]) -> Iterator[Metric]:
+    """Fleet and per-segment goodput factors and badput of a `goodput-report` result."""
+    ratio = GaugeMetricFamily(
+        "tpufleet_goodput_ratio",
+        "ML Productivity Goodput factors (sg, rg, pg, mpg) of the fleet and of each segment.",
+        labels=["factor", "dimension", "segment"],
+        unit="ratio",
+    )
+    badput = GaugeMetricFamily(
+        "tpufleet_goodput_badput_chip_seconds",
+        "Chip-seconds lost, by badput bucket, for the fleet and each segment.",
+        labels=["bucket", "dimension", "segment"],
+        unit="chip_seconds",
+    )
+    productive = GaugeMetricFamily(
+        "tpufleet_goodput_productive_chip_seconds",
+        "Chip-seconds of saved progress, for the fleet and each segment.",
+        labels=["dimension", "segment"],
+        unit="chip_seconds",
+    )
+    rows = [("fleet", "all", report["fleet"])] + [(s["dimension"], s["value"], s) for s in report["segments"]]
+    for dimension, segment, row in rows:
+        for factor in FACTORS:
+            if row.get(factor) is not None:
+                ratio.add_metric([factor, dimension, segment], row[factor])
+        for bucket, chip_s in row.get("badput_chip_s", {}).items():
+            badput.add_metric([bucket, dimension, segment], chip_s)
+        productive.add_metric([dimension, segment], row["productive_chip_s"])
+    yield ratio
+    yield badput
+    yield productive
+
+
+def exposition(
+    state: FleetState,
+    last_change: float | None,
+    goodput: dict[str, Any] | None = None,
+    version: str = "",
+    openmetrics: bool = False,
+) -> bytes:
+    """The text a Prometheus server (or the node exporter's textfile collector) reads."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FleetCollector(state, last_change, goodput, version))
+    if openmetrics:
+        from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+        om: bytes = generate_openmetrics(registry)  # type: ignore[no-untyped-call]  # unannotated in the library
+        return om
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry)
