@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
-
 from test_fleetio_import import FIXTURE
 
 GOODPUT = Path(__file__).parent.parent / "fixtures" / "goodput" / "fleet.jsonl"
