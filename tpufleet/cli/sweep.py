@@ -1,1 +1,137 @@
 """`tpufleet sweep SPEC.yaml`: grids of fleet and availability simulations, serially or on a Dask cluster."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.render import emit
+
+EPILOG = examples(
+    "tpufleet sweep fixtures/sweeps/checkpoint-interval.yaml --out ckpt",
+    "tpufleet sweep fixtures/sweeps/spare-cubes.yaml --out spares --workers 2",
+    "tpufleet sweep spec.yaml --out run1 --cluster tcp://scheduler:8786 -o json",
+    "tpufleet sweep spec.yaml --out run1 --resume",
+)
+
+
+def _text(doc: dict[str, Any]) -> str:
+    from tpufleet.cli.render import grid
+    from tpufleet.sweep.report import label
+
+    metric = doc["metric"]
+    rows = []
+    for point in doc["points"]:
+        figure = point["metrics"].get(metric, {})
+        band = "-" if figure.get("low") is None else f"[{figure['low']:.4f}, {figure['high']:.4f}]"
+        mean = "-" if figure.get("mean") is None else f"{figure['mean']:.4f}"
+        rows.append([point["index"], *(label(point["params"][s]) for s in doc["swept"]), mean, band])
+    lines = [
+        f"sweep {doc['name']}: {doc['points_finished']} of {doc['points_total']} points finished "
+        f"({doc['points_resumed']} resumed, {doc['points_failed']} failed), {len(doc['seeds'])} seed(s) each, "
+        f"on {doc['executor']['kind']} ({doc['executor']['workers']} worker(s))",
+        grid(rows, ["point", *doc["swept"], f"{metric} mean", "95% interval"]),
+    ]
+    for failed in doc["failed"]:
+        lines.append(f"FAILED point {failed['index']} {failed['params']}: {failed['error']}")
+    lines.append("written: " + ", ".join(doc["files"].values()))
+    return "\n".join(lines)
+
+
+def _executor(serial: bool, cluster: str | None, workers: int | None) -> Any:
+    from tpufleet.errors import BadInput
+    from tpufleet.sweep import backends
+
+    if serial and (cluster or workers):
+        raise BadInput("give --serial, or --cluster / --workers, not both")
+    if cluster and workers:
+        raise BadInput("--workers sizes the local cluster; a --cluster is sized by its own workers")
+    if serial:
+        return backends.Serial()
+    if cluster is None and not backends.dask_available():
+        print(f"tpufleet: Dask is not installed, running serially ({backends.INSTALL_HINT})", file=sys.stderr)
+        return backends.Serial()
+    return backends.Dask(cluster, workers)
+
+
+def _progress() -> Any:
+    """A bar over points with an ETA on a terminal; nothing otherwise (logs and pipes stay clean)."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
+    task = bar.add_task("points", total=None)
+    return bar, lambda done, total: bar.update(task, completed=done, total=total)
+
+
+@app.command("sweep", epilog=EPILOG)
+def sweep_cmd(
+    spec_file: Annotated[Path, typer.Argument(metavar="SPEC.yaml", help="Sweep spec (YAML)")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the results and the finished points")],
+    resume: Annotated[bool, typer.Option("--resume", help="Keep the points already finished in --out")] = False,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", metavar="tcp://HOST:8786", help="Run on this Dask scheduler")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, max=1024, help="Worker processes of the local cluster [default: the cores]"),
+    ] = None,
+    serial: Annotated[bool, typer.Option("--serial", help="Run in this process, one run after another")] = False,
+    keep_events: Annotated[
+        bool, typer.Option("--keep-events", help="Also write each fleet run's events to --out/events/")
+    ] = False,
+    plot_format: Annotated[str, typer.Option("--plot-format", help="png or svg")] = "png",
+    output: OutputOpt = Output.table,
+) -> None:
+    """Run a simulation over a grid of parameters, several seeds per point, and write the mean and 95% interval
+    of every figure per point to --out (sweep.json, sweep.csv, sweep.png).
+
+    Runs go to a local Dask cluster (one worker per core) when Dask is installed, else run serially; the numbers
+    are the same either way. Exit 1 if some points failed (the others are written), 2 for a bad spec."""
+    from tpufleet.errors import BadInput
+    from tpufleet.sweep import driver, spec
+
+    if plot_format not in ("png", "svg"):
+        raise BadInput(f"bad option --plot-format {plot_format!r}: png or svg")
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"bad option --out {str(out)!r}: it is not a directory")
+    sweep = spec.load(spec_file)  # every point is checked before any work starts
+    executor = _executor(serial, cluster, workers)
+    bar, progress = _progress()
+    try:
+        if bar is not None:
+            bar.start()
+        outcome = driver.run(sweep, out, executor, resume=resume, keep_events=keep_events, progress=progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+        executor.close()
+    doc = _write(outcome, out, plot_format)
+    # How this invocation ran: not in sweep.json, which is the same however the sweep ran or resumed.
+    doc["points_resumed"] = outcome.resumed
+    doc["executor"] = {"kind": executor.kind, "workers": executor.workers}
+    emit(doc, output, lambda: _text(doc))
+    if outcome.failed:
+        for failed in doc["failed"]:
+            print(f"tpufleet: point {failed['index']} failed {failed['params']}: {failed['error']}", file=sys.stderr)
+        raise typer.Exit(70 if any(f["bug"] for f in doc["failed"]) else 1)
+
+
+def _write(outcome: Any, out: Path, plot_format: str) -> dict[str, Any]:
+    """sweep.json, sweep.csv and the plot in --out; the document, naming them."""
+    from tpufleet.cli.render import flat_table, to_json
+    from tpufleet.state.files import write_output
+    from tpufleet.sweep import plot, report
+
+    doc = report.document(outcome)
+    files = {"json": out / "sweep.json", "csv": out / "sweep.csv", "plot": out / f"sweep.{plot_format}"}
+    doc["files"] = {k: str(v) for k, v in files.items()}
+    write_output(files["csv"], (flat_table(report.rows(outcome), "csv") + "\n").encode())
+    write_output(files["plot"], plot.plot(outcome, plot_format))
+    write_output(files["json"], (to_json(doc) + "\n").encode())
+    return doc

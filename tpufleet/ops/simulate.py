@@ -62,4 +62,19 @@ def summarize(records: list[Record], simulator: Simulator) -> dict[str, Any]:
         "xconnect_changes": stats.xconnect_changes,
         "events": len(records),
         "segments": [{k: segment[k] for k in SEGMENT_KEYS} for segment in report["segments"]],
+        **waits(simulator),
+    }
+
+
+def waits(simulator: Simulator) -> dict[str, dict[str, float]]:
+    """Mean hours, by job size, from submission to the first start (a job still waiting at the end counts up to
+    the end), and from being displaced by a fault to the restart."""
+    first: dict[str, list[float]] = {}
+    for job in simulator.jobs:
+        start = simulator.end if job.first_start is None else job.first_start
+        first.setdefault(job.size, []).append(start - job.submitted)
+    restart = simulator.stats.restart_waits
+    return {
+        "wait_hours": {size: sum(w) / len(w) / 3600.0 for size, w in sorted(first.items())},
+        "restart_wait_hours": {size: sum(w) / len(w) / 3600.0 for size, w in sorted(restart.items())},
     }

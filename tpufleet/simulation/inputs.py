@@ -259,8 +259,18 @@ def default_rates() -> FaultRates:
 
 def load_rates(path: Path | None) -> FaultRates:
     """Fault rates from a file (None: the shipped one); a key it leaves out keeps the shipped file's value."""
+    return rates_from_doc(read_yaml(Path(path), RATES_SCHEMA, "fault-rate file") if path else None)
+
+
+def rates_from_doc(doc: Mapping[str, Any] | None, name: str = "fault-rate file") -> FaultRates:
+    """Fault rates from a fault-rate file's mapping, already read (None: the shipped rates)."""
     shipped = _shipped_rates()
-    doc = read_yaml(Path(path), RATES_SCHEMA, "fault-rate file") if path else shipped
+    if doc is None:
+        doc = shipped
+    else:
+        from tpufleet.state.schema import check
+
+        check(RATES_SCHEMA, doc, name)
     merged = {**shipped, **doc}
     repair_hours = {**shipped["repair_hours"], **doc.get("repair_hours", {})}
     return FaultRates(
@@ -343,7 +353,22 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
 def load_workload(path: Path | None) -> Workload:
     """The workload of a file (None: the shipped one)."""
     path = Path(path) if path else SHIPPED_WORKLOAD
-    doc = read_yaml(path, WORKLOAD_SCHEMA, "workload file")
+    return workload_from_doc(read_yaml(path, WORKLOAD_SCHEMA, "workload file"), path)
+
+
+def read_workload(path: Path | None) -> dict[str, Any]:
+    """A workload file's mapping, checked against the schema and built once (so it can be sent elsewhere)."""
+    doc = read_yaml(Path(path) if path else SHIPPED_WORKLOAD, WORKLOAD_SCHEMA, "workload file")
+    workload_from_doc(doc, path or SHIPPED_WORKLOAD)
+    return doc
+
+
+def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
+    """The workload of a workload file's mapping; `path` names it in errors."""
+    from tpufleet.state.schema import check
+
+    path = Path(path)
+    check(WORKLOAD_SCHEMA, doc, str(path))
     given: dict[str, Any] = {}
     if "arrival_rate_per_hour" in doc or "jobs" in doc:
         given["arrival_rate_per_hour"] = float(doc.get("arrival_rate_per_hour", 0.0))

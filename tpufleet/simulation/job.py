@@ -47,6 +47,8 @@ class Job:
     state: JobState = JobState.QUEUED
     alloc: Allocation | None = None  # where it runs (kept while it waits in place for a repair)
     displaced: bool = False  # waiting again because a fault stopped it (spare cubes are kept for such jobs)
+    stopped_at: float = 0.0  # when a fault last displaced it
+    first_start: float | None = None  # when it first started (None: still waiting)
     runs: int = 0  # starts so far; an eviction notice names the run it was given in
     version: int = 0  # bumped whenever a pending completion event goes stale
     t_mark: float = 0.0  # the time the timeline below has been brought up to

@@ -54,3 +54,4 @@ class Stats:
     faults: dict[str, int] = field(default_factory=lambda: {kind: 0 for kind in FAULT_KINDS})
     xconnect_changes: int = 0  # cross-connects added plus removed
     jobs_finished: int = 0
+    restart_waits: dict[str, list[float]] = field(default_factory=dict)  # by size: seconds from a fault to the restart

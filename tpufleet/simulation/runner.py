@@ -50,6 +50,10 @@ class JobRunner:
         self.placement.hold(job.id, alloc)
         self.running[job.id] = job
         job.state = JobState.RUNNING
+        if job.first_start is None:
+            job.first_start = t
+        if job.displaced:
+            self.stats.restart_waits.setdefault(job.size, []).append(t - job.stopped_at)
         job.displaced = False
         job.runs += 1
         job.t_mark = t

@@ -109,6 +109,7 @@ class Scheduler:
             self.stats.preemptions += 1
         else:
             job.displaced = True  # a fault moved it: it may restart on a spare cube
+            job.stopped_at = t
             self.stats.evictions += 1
         self.queue.push(Schedule(t))
 

@@ -1,0 +1,127 @@
+"""Where the runs of a sweep execute: in this process, one after another, or on a Dask cluster.
+
+Both take plain tasks and yield plain results as runs finish (`runs.run_task` does the work either way). The
+Dask executor starts an in-process `LocalCluster` of worker processes (one thread each: the simulation is pure
+Python and holds the GIL) or connects to a running scheduler; Dask is imported only here, and only when used,
+so the rest of the tool does not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+from tpufleet.errors import BadInput, Refused
+from tpufleet.sweep.runs import Result, Task, run_task
+
+INSTALL_HINT = "install the sweep extra: pip install 'tpufleet[sweep]' (or make sweep-deps)"
+
+
+class Executor(Protocol):
+    kind: str  # serial, local or remote
+    workers: int
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[Result]: ...
+
+    def close(self) -> None: ...
+
+
+class Serial:
+    kind = "serial"
+    workers = 1
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[Result]:
+        for task in tasks:
+            yield run_task(task)
+
+    def close(self) -> None:
+        pass
+
+
+def _distributed() -> Any:
+    """The `distributed` module, typed loosely: its own annotations are partial, and it is an optional extra
+    (mypy must pass with and without it installed)."""
+    import importlib
+
+    return importlib.import_module("distributed")
+
+
+def dask_available() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def local_workers() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class Dask:
+    """Runs tasks on a Dask cluster: a local one of `workers` processes, or the scheduler at `address`."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        if not dask_available():
+            raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
+        dd = _distributed()
+        self.cluster: Any = None
+        try:
+            if address is None:
+                self.workers = workers or local_workers()
+                self.cluster = dd.LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+                self.client = dd.Client(self.cluster)
+                self.kind = "local"
+            else:
+                self.client = dd.Client(address, timeout="10s")
+                self.workers = sum(self.client.nthreads().values())
+                self.kind = "remote"
+        except OSError as exc:  # no scheduler there, refused, timed out
+            self.close()
+            raise Refused(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[Result]:
+        # Keys name the run, so a scheduler's dashboard shows which point each task is.
+        futures = [
+            self.client.submit(run_task, task, key=f"tpufleet-sweep-{task['key']}-r{task['replication']}", pure=False)
+            for task in tasks
+        ]
+        by_future = dict(zip(futures, tasks, strict=True))
+        try:
+            for future in _distributed().as_completed(futures):
+                yield self._result(future, by_future[future])
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+    @staticmethod
+    def _result(future: Any, task: Task) -> Result:
+        try:
+            result: Result = future.result()
+        except Exception as exc:  # noqa: BLE001 - the cluster lost the run (a worker died): reported, not fatal
+            return {
+                "point": task["point"],
+                "replication": task["replication"],
+                "seed": task["seed"],
+                "error": f"the cluster lost this run: {type(exc).__name__}: {exc}",
+                "bug": False,
+            }
+        return result
+
+    def close(self) -> None:
+        for part in (getattr(self, "client", None), self.cluster):
+            if part is not None:
+                with contextlib.suppress(Exception):
+                    part.close()

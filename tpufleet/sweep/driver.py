@@ -1,0 +1,126 @@
+"""Running a sweep: the points not finished yet go to the executor as tasks, one per replication; each point is
+saved as soon as all its replications are back, and a point whose run failed is reported with its parameters
+while the others go on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpufleet.sweep import store
+from tpufleet.sweep.backends import Executor
+from tpufleet.sweep.runs import Result, Task
+from tpufleet.sweep.spec import Point, SweepSpec
+from tpufleet.sweep.stats import summarize
+
+Progress = Callable[[int, int], None]  # (points done, points in all)
+
+
+@dataclass
+class Outcome:
+    spec: SweepSpec
+    points: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> finished point
+    failed: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> its first failed run
+    resumed: int = 0  # points taken from an earlier run's files
+    ran: int = 0  # points run now (finished or failed)
+    events: list[str] = field(default_factory=list)  # event files written (--keep-events)
+
+
+def tasks(spec: SweepSpec, points: list[Point], keep_events: bool) -> list[Task]:
+    """One task per replication of each point, in point order: plain data a worker anywhere can run."""
+    out = []
+    for point in points:
+        used = {name: spec.inputs[name] for name in spec.inputs if name in point.params.values()}
+        for replication, seed in enumerate(spec.seeds):
+            out.append(
+                {
+                    "simulation": spec.simulation,
+                    "point": point.index,
+                    "key": point.key,
+                    "params": point.params,
+                    "inputs": used,
+                    "replication": replication,
+                    "seed": seed,
+                    "keep_events": keep_events,
+                }
+            )
+    return out
+
+
+def run(
+    spec: SweepSpec,
+    out: Path,
+    executor: Executor,
+    *,
+    resume: bool = False,
+    keep_events: bool = False,
+    progress: Progress | None = None,
+) -> Outcome:
+    points_dir = store.prepare(out, resume)
+    saved = store.finished(points_dir, [p.key for p in spec.points]) if resume else {}
+    outcome = Outcome(spec, resumed=len(saved))
+    for point in spec.points:
+        if point.key in saved:
+            outcome.points[point.index] = _public(saved[point.key])
+    todo = [p for p in spec.points if p.key not in saved]
+    by_index = {p.index: p for p in todo}
+    if progress is not None:
+        progress(outcome.resumed, len(spec.points))
+    back: dict[int, dict[int, Result]] = {p.index: {} for p in todo}
+    for result in executor.run(tasks(spec, todo, keep_events)):
+        index = result["point"]
+        back[index][result["replication"]] = result
+        if keep_events and result.get("events") is not None:
+            outcome.events.append(_write_events(out, by_index[index], result))
+        if len(back[index]) == len(spec.seeds):
+            _finish(outcome, points_dir, by_index[index], back.pop(index))
+            if progress is not None:
+                progress(len(outcome.points) + len(outcome.failed), len(spec.points))
+    return outcome
+
+
+def _finish(outcome: Outcome, points_dir: Path, point: Point, results: dict[int, Result]) -> None:
+    """Save the point, or record its first failed run (it is not saved: --resume runs it again)."""
+    outcome.ran += 1
+    ordered = [results[r] for r in sorted(results)]
+    errors = [r for r in ordered if "error" in r]
+    if errors:
+        first = errors[0]
+        outcome.failed[point.index] = {
+            "index": point.index,
+            "params": point.params,
+            "replication": first["replication"],
+            "seed": first["seed"],
+            "error": first["error"],
+            "bug": first["bug"],
+            "failed_runs": len(errors),
+        }
+        return
+    runs = [r["metrics"] for r in ordered]
+    saved = {
+        "key": point.key,
+        "index": point.index,
+        "params": point.params,
+        "seeds": list(outcome.spec.seeds),
+        "runs": runs,
+        "metrics": summarize(runs),
+    }
+    store.save(points_dir, saved)
+    outcome.points[point.index] = _public(saved)
+
+
+def _public(saved: dict[str, Any]) -> dict[str, Any]:
+    """A finished point as the sweep's output shows it (its runs stay in its file)."""
+    return {k: saved[k] for k in ("index", "params", "metrics")}
+
+
+def _write_events(out: Path, point: Point, result: Result) -> str:
+    from tpufleet.state.files import write_output
+
+    events = out / "events"
+    events.mkdir(exist_ok=True)
+    path = events / f"point{point.index:04d}-r{result['replication']}.jsonl.gz"
+    write_output(path, result["events"])
+    return str(path)

@@ -1,0 +1,93 @@
+"""The parameters a sweep may vary, per simulation, and the JSON Schema each value must meet.
+
+Fleet parameters are those of `simulate-fleet` (times in minutes, as on its command line); availability
+parameters those of `simulate-availability`. `workload` and `fault_rates` name YAML files (relative to the
+spec's directory): the sweep reads them once, before any work, and sends their contents to the workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from tpufleet.constants import CUBES_PER_POD
+from tpufleet.simulation.inputs import (
+    FAULT_KINDS,
+    MAX_ARRIVALS_PER_HOUR,
+    MAX_CHECKPOINT_INTERVAL_S,
+    MAX_DAYS,
+    MAX_LOAD_PER_POD,
+    MAX_RESTART_OVERHEAD_S,
+    MAX_WEIGHT,
+    MODES,
+)
+
+Simulation = Literal["fleet", "availability"]
+SIMULATIONS: tuple[Simulation, ...] = ("fleet", "availability")
+FILE_PARAMS = ("workload", "fault_rates")  # values are file names, read by the driver
+MAX_FAULT_FACTOR = 1000.0
+MAX_PODS = 16
+MAX_TRIALS = 1_000_000
+
+_NUMBER = {"type": "number"}
+_FACTOR = {**_NUMBER, "minimum": 0, "maximum": MAX_FAULT_FACTOR}
+_FILE = {"type": "string", "minLength": 1, "maxLength": 4096}
+_SIZE = {"type": "integer", "minimum": 1, "maximum": CUBES_PER_POD}
+
+FLEET: dict[str, dict[str, Any]] = {
+    "days": {**_NUMBER, "exclusiveMinimum": 0, "maximum": MAX_DAYS},
+    "pods": {"type": "integer", "minimum": 1, "maximum": MAX_PODS},
+    "mode": {"enum": list(MODES)},
+    "checkpoint_interval_min": {**_NUMBER, "minimum": 1, "maximum": MAX_CHECKPOINT_INTERVAL_S / 60},
+    "restart_overhead_min": {**_NUMBER, "minimum": 0, "maximum": MAX_RESTART_OVERHEAD_S / 60},
+    "load_per_pod": {**_NUMBER, "minimum": 0, "maximum": MAX_LOAD_PER_POD},
+    "arrival_rate_per_hour": {**_NUMBER, "minimum": 0, "maximum": MAX_ARRIVALS_PER_HOUR},
+    "size_mix": {
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 100,
+        "propertyNames": {"maxLength": 64},
+        "additionalProperties": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
+    },
+    "spare_cubes": {"type": "integer", "minimum": 0, "maximum": CUBES_PER_POD - 1},
+    "fault_scale": {
+        "anyOf": [
+            _FACTOR,
+            {
+                "type": "object",
+                "minProperties": 1,
+                "additionalProperties": False,
+                "properties": {kind: _FACTOR for kind in FAULT_KINDS},
+            },
+        ]
+    },
+    "workload": _FILE,
+    "fault_rates": _FILE,
+}
+AVAILABILITY: dict[str, dict[str, Any]] = {
+    "host_availability": {**_NUMBER, "minimum": 0, "maximum": 1},
+    "ocs_availability": {**_NUMBER, "minimum": 0, "maximum": 1},
+    "cubes": {"anyOf": [_SIZE, {"type": "array", "items": _SIZE, "minItems": 1, "maxItems": CUBES_PER_POD}]},
+    "trials": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS},
+}
+PARAMS: dict[Simulation, dict[str, dict[str, Any]]] = {"fleet": FLEET, "availability": AVAILABILITY}
+
+# What a point does not say.
+DEFAULTS: dict[Simulation, dict[str, Any]] = {
+    "fleet": {
+        "days": 30.0,
+        "pods": 1,
+        "mode": "reconfigurable-ft",
+        "checkpoint_interval_min": 60.0,
+        "restart_overhead_min": 10.0,
+        "load_per_pod": 1.0,
+        "spare_cubes": 0,
+    },
+    "availability": {
+        "host_availability": 0.99,
+        "ocs_availability": 0.999,
+        "cubes": [1, 8, 16, 32, 50, 64],
+        "trials": 20000,
+    },
+}
+# The figure plotted when the spec does not name one.
+DEFAULT_METRIC: dict[Simulation, str] = {"fleet": "mpg", "availability": "reconfigurable_ft.50"}

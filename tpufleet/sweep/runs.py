@@ -1,0 +1,148 @@
+"""One run of a sweep: a plain task in, a plain result out (what a worker does; no file is read or written).
+
+A task is a dict of JSON values: the simulation, the point's parameters, the contents of the input files it
+names, its seed, and whether to send the events back. A result holds the run's figures as a flat mapping of
+name -> number (or None), or the error that stopped it: `run_task` never raises, so an error travels back as
+data, whichever executor ran it (exceptions with their own constructors do not always survive pickling).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from tpufleet.shapes import parse_shape
+from tpufleet.simulation import FaultRates, Options, Workload
+from tpufleet.simulation.inputs import FAULT_KINDS
+
+Task = dict[str, Any]
+Result = dict[str, Any]
+DISRUPTIONS = ("failure", "eviction", "preemption")
+
+
+def run_task(task: Task) -> Result:
+    """Run one replication of one point; its figures, or the error (`bug`: not an expected refusal)."""
+    from tpufleet.errors import TpufleetError
+
+    head = {"point": task["point"], "replication": task["replication"], "seed": task["seed"]}
+    try:
+        if task["simulation"] == "fleet":
+            metrics, events = _fleet(task["params"], task["inputs"], task["seed"], task["keep_events"])
+        else:
+            metrics, events = _availability(task["params"], task["seed"]), None
+    except TpufleetError as exc:
+        return {**head, "error": str(exc), "bug": False}
+    except Exception as exc:  # noqa: BLE001 - reported with its point; the other points go on
+        return {**head, "error": f"{type(exc).__name__}: {exc}", "bug": True}
+    return {**head, "metrics": metrics, "events": events}
+
+
+def fleet_inputs(
+    params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int
+) -> tuple[Workload, FaultRates, Options]:
+    """The workload, fault rates and options of a fleet point (BadInput if they do not make a valid run)."""
+    from tpufleet.simulation.inputs import SHIPPED_WORKLOAD, rates_from_doc, read_workload, workload_from_doc
+    from tpufleet.simulation.scale import scale_rates
+
+    name = params.get("workload")
+    doc = inputs[name] if name is not None else read_workload(None)
+    workload = workload_from_doc(doc, name or SHIPPED_WORKLOAD)
+    if params.get("arrival_rate_per_hour") is not None:
+        workload = replace(workload, arrival_rate_per_hour=float(params["arrival_rate_per_hour"]))
+    if params.get("size_mix") is not None:
+        workload = replace(workload, shapes=_size_mix(params["size_mix"]))
+    rates_name = params.get("fault_rates")
+    rates = rates_from_doc(inputs[rates_name] if rates_name is not None else None, rates_name or "fault-rate file")
+    scale = params.get("fault_scale")
+    if scale is not None:
+        rates = scale_rates(rates, scale if isinstance(scale, dict) else dict.fromkeys(FAULT_KINDS, scale))
+    options = Options(
+        days=float(params["days"]),
+        seed=seed,
+        pods=int(params["pods"]),
+        mode=params["mode"],
+        checkpoint_interval_s=float(params["checkpoint_interval_min"]) * 60.0,
+        restart_overhead_s=float(params["restart_overhead_min"]) * 60.0,
+        load_per_pod=float(params["load_per_pod"]),
+        spare_cubes=int(params["spare_cubes"]),
+    )
+    return workload, rates, options
+
+
+def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
+    """{"4x4x8 twisted": 2, "8x8x8": 1} -> the workload's weighted shapes; BadInput on a bad shape or total."""
+    from tpufleet.errors import BadInput
+    from tpufleet.shapes import allocatable
+
+    shapes = []
+    for text, weight in mix.items():
+        words = text.split()
+        shape = parse_shape(words[0], twisted=words[1:] == ["twisted"])
+        if not allocatable(shape) or words[1:] not in ([], ["twisted"]):
+            raise BadInput(f"bad size_mix shape {text!r}: give an allocatable shape, optionally 'twisted'")
+        shapes.append((shape, float(weight)))
+    if not sum(w for _, w in shapes) > 0:
+        raise BadInput("bad size_mix: the weights add up to zero")
+    return tuple(shapes)
+
+
+def check_point(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+    """Refuse (BadInput) a point whose run could not start: inputs that do not combine, or over the budget."""
+    if simulation != "fleet":
+        return
+    from tpufleet.model import component_counts, default_fleet
+    from tpufleet.simulation.scale import check_budget
+
+    workload, rates, options = fleet_inputs(params, inputs, 0)
+    check_budget(workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
+
+
+def _fleet(
+    params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int, keep_events: bool
+) -> tuple[dict[str, float | None], bytes | None]:
+    from tpufleet.ops.simulate import simulate
+
+    result = simulate(*fleet_inputs(params, inputs, seed))
+    events = None
+    if keep_events:
+        encode = json.JSONEncoder(separators=(",", ":")).encode
+        events = gzip.compress(("\n".join(map(encode, result.records)) + "\n").encode(), mtime=0)
+    return fleet_metrics(result.summary), events
+
+
+def fleet_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
+    """The figures of a simulate-fleet summary, flat: sg, rg, pg, mpg, counts, and by size."""
+    metrics: dict[str, float | None] = {k: summary[k] for k in ("sg", "rg", "pg", "mpg")}
+    metrics["jobs_submitted"] = summary["jobs_submitted"]
+    metrics["jobs_finished"] = summary["jobs_finished"]
+    metrics["disruptions"] = sum(summary["disruptions"].values())
+    for kind in DISRUPTIONS:
+        metrics[f"disruptions.{kind}"] = summary["disruptions"][kind]
+    metrics["reroutes"] = summary["reroutes"]
+    for segment in summary["segments"]:
+        metrics[f"sg.{segment['value']}"] = segment["sg"]
+        metrics[f"rg.{segment['value']}"] = segment["rg"]
+    for figure in ("wait_hours", "restart_wait_hours"):
+        for size, hours in summary[figure].items():
+            metrics[f"{figure}.{size}"] = hours
+    return metrics
+
+
+def _availability(params: Mapping[str, Any], seed: int) -> dict[str, float | None]:
+    """Job availability by slice size (cubes), Monte Carlo (seeded) and exact."""
+    from tpufleet.ops.availability import report
+
+    sizes = params["cubes"] if isinstance(params["cubes"], list) else [params["cubes"]]
+    result = report(sizes, params["host_availability"], params["ocs_availability"], params["trials"], seed, "given")
+    metrics: dict[str, float | None] = {}
+    for row in result["results"]:
+        k = row["cubes"]
+        metrics[f"reconfigurable_ft.{k}"] = row["reconfigurable_ft_mc"]
+        metrics[f"reconfigurable.{k}"] = row["reconfigurable_mc"]
+        metrics[f"reconfigurable_ft_exact.{k}"] = row["reconfigurable_ft"]
+        if "static" in row:
+            metrics[f"static.{k}"] = row["static"]
+    return metrics

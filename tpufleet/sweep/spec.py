@@ -1,0 +1,179 @@
+"""A sweep specification: read, checked and expanded into points, every one of them checked before any work.
+
+A spec is YAML (read through the bounded reader): which simulation, `seeds` replications per point, a base
+`seed`, `fixed` parameters, and the points as a `grid` (every combination of the listed values, in file order)
+and/or a list of `points` (each combined with every grid combination). Any problem is one line naming the file,
+the field and the value (exit 2), before a single run starts.
+
+Seeds come from the spec alone: replication r of every point runs with `derive_seed(seed, r)`, whichever machine
+runs it, so a sweep gives the same numbers serially, on a local cluster and on a remote one. All points share
+those seeds (common random numbers), which makes differences between points less noisy than independent draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.simulation.inputs import MAX_SEED
+from tpufleet.sweep import params as P
+
+MAX_SEEDS = 1000
+MAX_RUNS = 100_000  # points times seeds
+SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["schema_version", "simulation"],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": 1},
+        "simulation": {"enum": list(P.SIMULATIONS)},
+        "name": {"type": "string", "maxLength": 200},
+        "description": {"type": "string", "maxLength": 4000},
+        "seeds": {"type": "integer", "minimum": 1, "maximum": MAX_SEEDS},
+        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+        "fixed": {"type": "object"},
+        "grid": {"type": "object", "additionalProperties": {"type": "array", "maxItems": 10_000}},
+        "points": {"type": "array", "items": {"type": "object"}, "minItems": 1, "maxItems": MAX_RUNS},
+        "plot": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"metric": {"type": "string", "maxLength": 200}, "young_daly_for": {"type": "string"}},
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    params: dict[str, Any]  # every parameter of the simulation, defaults filled in
+    key: str  # identifies the point's work (parameters, input files' contents, seeds): its resume file's name
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    path: str
+    name: str
+    simulation: P.Simulation
+    base_seed: int
+    seeds: tuple[int, ...]  # one per replication, the same for every point
+    swept: tuple[str, ...]  # parameters that vary, in the spec's order
+    points: tuple[Point, ...]
+    metric: str  # the figure plotted
+    young_daly_for: str | None  # a shape whose Young/Daly checkpoint interval the plot marks
+    inputs: dict[str, Any]  # input file name (as written in the spec) -> its contents
+
+
+def derive_seed(base: int, replication: int) -> int:
+    """The seed of one replication: a 63-bit hash of the base seed and the replication number.
+
+    >>> derive_seed(0, 0) == derive_seed(0, 0) != derive_seed(0, 1)
+    True
+    """
+    digest = hashlib.sha256(f"tpufleet-sweep/{base}/{replication}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def load(path: Path) -> SweepSpec:
+    """Read, check and expand a sweep spec; BadStateFile naming file, field and value on the first problem."""
+    from tpufleet.simulation.inputs import read_yaml
+
+    doc = read_yaml(path, SPEC_SCHEMA, "sweep spec")
+    file = str(path)
+    simulation: P.Simulation = doc["simulation"]
+    fixed = _checked(file, simulation, "fixed", doc.get("fixed", {}))
+    entries = [_checked(file, simulation, f"points.{i}", e) for i, e in enumerate(doc.get("points", []))]
+    grid = _grid(file, simulation, doc.get("grid", {}))
+    if not grid and not entries:
+        raise BadStateFile(file, "grid", doc.get("grid"), "nothing to sweep: give grid values or points")
+    swept = tuple(dict.fromkeys([*grid, *(k for e in entries for k in e)]))
+    base_seed = int(doc.get("seed", 0))
+    seeds = tuple(derive_seed(base_seed, r) for r in range(int(doc.get("seeds", 1))))
+    combos = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+    unset = dict.fromkeys(swept)  # a point that does not set a swept parameter shows it as null
+    merged = [{**unset, **P.DEFAULTS[simulation], **fixed, **e, **c} for e in (entries or [{}]) for c in combos]
+    if len(merged) * len(seeds) > MAX_RUNS:
+        raise BadStateFile(file, "grid", len(merged), f"{len(merged)} points x {len(seeds)} seeds is over {MAX_RUNS}")
+    inputs = _read_inputs(path, merged)
+    points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds)) for i, p in enumerate(merged))
+    _check_points(file, simulation, points, inputs, "points" if entries else "grid")
+    plot = doc.get("plot", {})
+    metric = plot.get("metric", P.DEFAULT_METRIC[simulation])
+    return SweepSpec(
+        file, doc.get("name", path.stem), simulation, base_seed, seeds, swept, points, metric,
+        plot.get("young_daly_for"), inputs,
+    )  # fmt: skip
+
+
+def _known(file: str, simulation: P.Simulation, where: str, name: str, value: Any) -> dict[str, Any]:
+    """The schema of a parameter the simulation has; BadStateFile naming `where` if it has none."""
+    known = P.PARAMS[simulation]
+    if name not in known:
+        raise BadStateFile(file, where, value, f"unknown {simulation} parameter; known: {', '.join(known)}")
+    return known[name]
+
+
+def _checked(file: str, simulation: P.Simulation, where: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry's parameters, each known to the simulation and within its range."""
+    from tpufleet.state.schema import check
+
+    for name, value in entry.items():
+        check(_known(file, simulation, f"{where}.{name}", name, value), value, file, prefix=f"{where}.{name}")
+    return dict(entry)
+
+
+def _grid(file: str, simulation: P.Simulation, grid: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    from tpufleet.state.schema import check
+
+    for name, values in grid.items():
+        schema = _known(file, simulation, f"grid.{name}", name, values)
+        if not values:
+            raise BadStateFile(file, f"grid.{name}", values, "no values: list at least one")
+        for i, value in enumerate(values):
+            check(schema, value, file, prefix=f"grid.{name}.{i}")
+    return dict(grid)
+
+
+def _read_inputs(spec: Path, points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every input file the points name, read once (relative names are relative to the spec's directory)."""
+    from tpufleet.simulation.inputs import RATES_SCHEMA, read_workload, read_yaml
+
+    inputs: dict[str, Any] = {}
+    for point in points:
+        for param in P.FILE_PARAMS:
+            name = point.get(param)
+            if name is None or name in inputs:
+                continue
+            path = spec.parent / name
+            inputs[name] = (
+                read_workload(path) if param == "workload" else read_yaml(path, RATES_SCHEMA, "fault-rate file")
+            )
+    return inputs
+
+
+def point_key(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any], seeds: tuple[int, ...]) -> str:
+    """A name for the point's work: equal keys mean equal results (parameters, input contents and seeds)."""
+    used = {params[p]: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
+    text = json.dumps([simulation, params, used, seeds], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _check_points(
+    file: str, simulation: P.Simulation, points: tuple[Point, ...], inputs: Mapping[str, Any], where: str
+) -> None:
+    """Build every point's simulation inputs now, so a bad combination is refused before any work."""
+    from tpufleet.sweep.runs import check_point
+
+    for point in points:
+        try:
+            check_point(simulation, point.params, inputs)
+        except BadStateFile:
+            raise
+        except BadInput as exc:
+            raise BadStateFile(file, where, point.params, f"point {point.index}: {exc}") from None
