@@ -33,7 +33,8 @@ from tpufleet.views import cube_users
 
 FREE, OUT, DRAINED, SHARED = ".", "X", "D", "+"
 OCS_IDLE, OCS_IN_USE = ".", "o"
-_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+# Slice labels never use the status marks (D drained, X out), so a cube's letter is never ambiguous.
+_LETTERS = "".join(c for c in string.ascii_uppercase + string.ascii_lowercase if c not in "DXdx")
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,11 @@ class FleetMap:
 
 
 def slice_marks(names: Iterable[str]) -> dict[str, str]:
-    """A, B, ... Z, a ... z, then AA, AB ...: one short label per slice, in name order."""
+    """A, B, C, E, ... (no D or X, the status marks), then a ..., then two letters: one label per slice, by name.
+
+    >>> slice_marks(["a", "b", "c", "d"])
+    {'a': 'A', 'b': 'B', 'c': 'C', 'd': 'E'}
+    """
     marks = {}
     for i, name in enumerate(sorted(names)):
         marks[name] = (

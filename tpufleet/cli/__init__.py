@@ -18,6 +18,7 @@ from tpufleet.cli import (  # noqa: F401
     goodput,
     history,
     init,
+    report,
     routes,
     show,
     simulate,

@@ -1,7 +1,7 @@
 """The terminal picture of `show map`: one small grid per z layer of each pod, the OCS strip, a legend.
 
 Plain characters always; colour only when stdout is a terminal (Click strips the styles otherwise) and
-$NO_COLOR is unset.
+$NO_COLOR is unset. A degraded slice's letter is underlined.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def _paint(mark: str, degraded: set[str], width: int = 2) -> str:
         return mark + pad
     if mark in _FIXED:
         return click.style(mark, fg=_FIXED[mark], bold=mark == OUT) + pad
-    colour = "yellow" if mark in degraded else _PALETTE[sum(map(ord, mark)) % len(_PALETTE)]
-    return click.style(mark, fg=colour, underline=mark in degraded) + pad
+    colour = _PALETTE[sum(map(ord, mark)) % len(_PALETTE)]
+    return click.style(mark, fg=colour, underline=mark in degraded, bold=mark in degraded) + pad
 
 
 def _pod_lines(pm: PodMap, degraded: set[str]) -> list[str]:

@@ -1,0 +1,147 @@
+"""`tpufleet report`: the JSON, markdown and the self-contained HTML page (parsed here; rendered in Chromium
+by the `browser` tests, which `make test-browser` runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def two_pods(cli):
+    steps = [
+        ("init", "--pods", "2"),
+        ("allocate", "big", "--shape", "4x8x8"),
+        ("plan-xconnect", "big", "--apply"),
+        ("allocate", "mid", "--shape", "4x4x8", "--pod", "pod1"),
+        ("inject-fault", "ocs:pod0/x/3"),
+        ("inject-fault", "cube:c40"),
+        ("inject-fault", "host:c41/3", "--planned"),
+    ]
+    for step in steps:
+        r = cli(*step)
+        assert r.code == 0, (step, r.err)
+    return cli
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[str] = []
+        self.titles: list[str] = []
+        self.refs: list[str] = []
+        self._in_title = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self._in_title = tag == "title"
+        self.refs += [v for k, v in attrs if k in ("src", "href") and v]
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.titles.append(data)
+            self._in_title = False
+
+
+def test_report_json(two_pods):
+    r = two_pods("report", "-o", "json").json
+    assert r["serial"] == 7 and [p["pod"] for p in r["map"]["pods"]] == ["pod0", "pod1"]
+    assert [e["serial"] for e in r["journal"]] == [7, 6, 5, 4, 3, 2, 1]  # latest first
+    assert [f["target"] for f in r["faults"]] == ["ocs:pod0/x/3", "cube:c40", "host:c41/3"]
+    assert all(f["age_seconds"] is not None and f["age_seconds"] >= 0 for f in r["faults"])
+    assert {s["name"]: s["state"] for s in r["slices"]} == {"big": "degraded", "mid": "allocated"}
+
+
+def test_report_html_is_self_contained_and_names_every_cube_and_ocs(two_pods, tmp_path):
+    out = tmp_path / "fleet.html"
+    r = two_pods("report", "-o", "html", "--out", out)
+    assert r.code == 0, r.err
+    page = _Page()
+    page.feed(out.read_text())
+    assert page.refs == []  # nothing fetched: no src or href at all
+    cube_titles = [t for t in page.titles if t.startswith("cube ")]
+    ocs_titles = [t for t in page.titles if t.startswith("ocs:")]
+    assert len(cube_titles) == 128 and len(ocs_titles) == 96
+    assert "cube c40 (position 40): out; faults f2" in cube_titles
+    assert "cube c41 (position 41): drained; faults f3" in cube_titles
+    assert any(t.startswith("cube c00 (position 0): slice; slice big 4x8x8 degraded") for t in cube_titles)
+    assert [t for t in ocs_titles if "failed" in t] == ["ocs:pod0/x/3: failed, 4 cross-connects"]
+    text = out.read_text()
+    assert "Slices" in text and "Open faults" in text and "Latest changes" in text
+    assert not re.search(r"\bbrief\b|seed 00", text)
+
+
+def test_report_markdown(two_pods):
+    md = two_pods("report", "-o", "md").out
+    assert "| big | 4x8x8 | degraded | 4 | none | 0 |" in md and "| f3 | host:c41/3 | drain |" in md
+
+
+# ---- in a real browser -----------------------------------------------------------------------------------------
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium on this machine; `make test-browser` installs Debian's and runs these tests"
+)
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+]
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
+    cmd = [CHROMIUM or "chromium", *FLAGS, f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+
+
+def _console_errors(stderr: str) -> list[str]:
+    """Console messages and uncaught errors of the page (Chromium logs each as one ':CONSOLE' line; the report has
+    no script, so any such line is a fault)."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.browser
+@needs_browser
+def test_console_check_catches_errors(tmp_path):
+    """The console check itself can fail: a page that logs an error is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text("<!doctype html><script>console.error('broken on purpose')</script>")
+    r = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert any("broken on purpose" in line for line in _console_errors(r.stderr)), r.stderr[-2000:]
+
+
+@pytest.mark.browser
+@needs_browser
+def test_report_renders_in_chromium(two_pods, tmp_path):
+    out = tmp_path / "fleet.html"
+    assert two_pods("report", "-o", "html", "--out", out).code == 0
+    shot = tmp_path / "fleet.png"
+    r = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1920,1080", out.as_uri())
+    assert shot.exists(), r.stderr[-2000:]
+    assert _png_size(shot) == (1920, 1080)
+    assert _console_errors(r.stderr) == []
+    dom = _chromium(tmp_path, "--dump-dom", out.as_uri())
+    assert dom.stdout.count("<svg") == 2 and dom.stdout.count("<rect") == 2 * (64 + 48)
+    assert json.dumps("Fleet report")[1:-1] in dom.stdout

@@ -1,0 +1,166 @@
+"""`tpufleet report -o html`: one self-contained page (inline CSS and SVG, no script, nothing fetched).
+
+Sized for a 1920x1080 wall screen: the pods' maps across the top (one panel per pod, every cube and OCS with a
+hover title naming it, its slice and its faults), then the slices, the open faults with their age and the latest
+changes.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from tpufleet.constants import CUBE_EDGE, DIMS
+
+Row = dict[str, Any]
+CELL, GAP, LAYER_GAP = 30, 4, 22
+_PALETTE = (
+    "#4e79a7",
+    "#59a14f",
+    "#b07aa1",
+    "#76b7b2",
+    "#9c755f",
+    "#edc948",
+    "#af7aa1",
+    "#86bcb6",
+    "#8cd17d",
+    "#a0cbe8",
+)
+_STATE_FILL = {"free": "#2b2f36", "out": "#e15759", "drained": "#f28e2b"}
+_OCS_FILL = {"ok": "#3a3f47", "in_use": "#59a14f", "failed": "#e15759", "drained": "#f28e2b"}
+
+CSS = """
+body{margin:0;padding:18px 24px;background:#16191d;color:#e6e6e6;font:17px/1.35 system-ui,sans-serif}
+h1{font-size:26px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 6px;color:#c9d1d9}
+.sub{color:#9aa4ae;margin-bottom:10px}.pods{display:flex;flex-wrap:wrap;gap:14px}
+.panel{background:#1e2228;border:1px solid #30363d;border-radius:6px;padding:8px 10px}
+.panel h3{margin:0 0 4px;font-size:15px}.cols{display:flex;gap:28px;flex-wrap:wrap}
+table{border-collapse:collapse;font-size:16px}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #30363d}
+th{color:#9aa4ae;font-weight:600}.bad{color:#ff7b72}.warn{color:#f2cc60}.ok{color:#7ee787}
+.key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
+svg text{fill:#9aa4ae;font:13px system-ui,sans-serif}
+"""
+
+
+def slice_colours(legend: list[Row]) -> dict[str, str]:
+    return {e["slice"]: _PALETTE[i % len(_PALETTE)] for i, e in enumerate(legend)}
+
+
+def _cube_rect(c: Row, x: int, y: int, colours: dict[str, str], legend: dict[str, Row]) -> str:
+    fill = colours[c["slices"][0]] if c["state"] == "slice" else _STATE_FILL.get(c["state"], "#2b2f36")
+    title = f"cube {c['cube']} (position {c['position']}): {c['state']}"
+    for name in c["slices"]:
+        e = legend.get(name, {})
+        title += f"; slice {name} {e.get('shape', '')} {e.get('state', '')}"
+    if c["faults"]:
+        title += f"; faults {', '.join(c['faults'])}"
+    stroke = (
+        ' stroke="#f2cc60" stroke-width="2"'
+        if any(legend.get(n, {}).get("state") == "degraded" for n in c["slices"])
+        else ""
+    )
+    label = escape(c["mark"]) if c["state"] != "free" else ""
+    return (
+        f'<g><title>{escape(title)}</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" rx="3" fill="{fill}"{stroke}/>'
+        f'<text x="{x + CELL / 2}" y="{y + CELL / 2 + 5}" text-anchor="middle" style="fill:#fff;font-size:14px">{label}</text></g>'
+    )
+
+
+def pod_svg(pod: Row, colours: dict[str, str], legend: dict[str, Row]) -> str:
+    layers = max(1, -(-len(pod["cubes"]) // CUBE_EDGE**2))
+    layer_w = CUBE_EDGE * (CELL + GAP)
+    width = layers * (layer_w + LAYER_GAP)
+    parts = [f'<text x="{z * (layer_w + LAYER_GAP)}" y="11">z={z}</text>' for z in range(layers)]
+    for c in pod["cubes"]:
+        x, y, z = c["xyz"]
+        parts.append(
+            _cube_rect(c, z * (layer_w + LAYER_GAP) + x * (CELL + GAP), 16 + y * (CELL + GAP), colours, legend)
+        )
+    top = 16 + CUBE_EDGE * (CELL + GAP) + 14
+    parts.append(f'<text x="0" y="{top - 3}">OCS (x, y, z rows; 0-15)</text>')
+    for row, dim in enumerate(DIMS):
+        for o in (o for o in pod["ocs"] if o["dim"] == dim):
+            state = "in_use" if o["state"] == "ok" and o["xconnects"] else o["state"]
+            title = f"{o['id']}: {o['state']}, {o['xconnects']} cross-connects"
+            x, y = 16 + o["index"] * 18, top + 4 + row * 18
+            parts.append(
+                f'<g><title>{escape(title)}</title><rect x="{x}" y="{y}" width="15" height="15" rx="2" fill="{_OCS_FILL[state]}"/></g>'
+            )
+        parts.append(f'<text x="0" y="{top + 16 + row * 18}">{dim}</text>')
+    height = top + 4 + 3 * 18 + 4
+    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="map of {escape(pod["pod"])}">{"".join(parts)}</svg>'
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return '<p class="sub">none</p>'
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:
+    rows = []
+    for s in r["slices"]:
+        state_class = {"degraded": "warn", "evicted": "bad", "connected": "ok"}.get(s["state"], "")
+        d = s["degraded"]
+        degraded = f"keeps {d['all_to_all_retained']:.3f}, {d['vcs']} VCs, around {', '.join(d['faults'])}" if d else ""
+        key = f'<span class="key" style="background:{colours.get(s["name"], "#555")}"></span>'
+        rows.append(
+            [
+                key + escape(s["name"]),
+                escape(s["shape"] + (" twisted" if s["twisted"] else "")),
+                f'<span class="{state_class}">{escape(s["state"])}</span>',
+                str(len(s["cubes"])),
+                f'<span class="{"warn" if s["routes"] == "stale" else ""}">{escape(s["routes"])}</span>',
+                str(s["missing_xconnects"] or ""),
+                escape(degraded),
+            ]
+        )
+    return rows
+
+
+def render_page(r: Row) -> str:
+    legend = {e["slice"]: e for e in r["map"]["legend"]}
+    colours = slice_colours(r["map"]["legend"])
+    panels = "".join(
+        f'<div class="panel"><h3>{escape(p["pod"])} <span class="sub">{p["counts"]["slice"]} in slices, {p["counts"]["free"]} free, '
+        f"{p['counts']['out']} out, {p['counts']['drained']} drained</span></h3>{pod_svg(p, colours, legend)}</div>"
+        for p in r["map"]["pods"]
+    )
+    keys = "".join(
+        f'<span class="key" style="background:{c}"></span>{escape(k)}'
+        for k, c in (
+            ("free", _STATE_FILL["free"]),
+            ("out of the pool", _STATE_FILL["out"]),
+            ("drained", _STATE_FILL["drained"]),
+            ("OCS in use", _OCS_FILL["in_use"]),
+        )
+    )
+    faults = [
+        [
+            escape(f["fault"]),
+            escape(f["target"]),
+            "drain" if f["planned"] else '<span class="bad">fault</span>',
+            escape(f["age"]),
+            escape(f["effect"]),
+        ]
+        for f in r["faults"]
+    ]
+    journal = [
+        [str(e["serial"]), escape(str(e["time"])), escape(str(e["user"])), escape(str(e["summary"]))]
+        for e in r["journal"]
+    ]
+    inv, cubes = r["inventory"], r["cubes"]
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>tpufleet report, serial {r["serial"]}</title><style>{CSS}</style></head><body>
+<h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
+<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {r["ocs"]["failed"]} failed of {r["ocs"]["total"]}; {len(r["faults"])} open fault(s)</div>
+<div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
+<div class="pods">{panels}</div>
+<div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
+<div><h2>Open faults</h2>{_table(["fault", "target", "kind", "age", "effect"], faults)}</div></div>
+<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}
+</body></html>
+"""

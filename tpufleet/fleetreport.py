@@ -1,0 +1,61 @@
+"""The data of `tpufleet report` (pure): the map, the slices, open faults with their age, the latest changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from tpufleet import views
+from tpufleet.fleetmap import fleet_map
+from tpufleet.fleetstate import FleetState
+from tpufleet.timeparse import parse_stamp
+
+Row = dict[str, Any]
+JOURNAL_LINES = 15  # the latest changes shown: a screenful beside the map
+
+
+def age_text(seconds: float | None) -> str:
+    """A short age for people: 45s, 12m, 5h 3m, 4d 2h.
+
+    >>> age_text(45), age_text(750), age_text(18180), age_text(352800)
+    ('45s', '12m', '5h 3m', '4d 2h')
+    """
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60}m"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def _faults(state: FleetState, now: datetime) -> list[Row]:
+    rows = views.health_rows(state)
+    for r in rows:
+        since = parse_stamp(r["since"])
+        r["age_seconds"] = None if since is None else max(0.0, (now - since).total_seconds())
+        r["age"] = age_text(r["age_seconds"])
+    return rows
+
+
+def report(state: FleetState, journal: list[Row], now: datetime) -> Row:
+    """Everything the report shows, as the documented `report -o json` object."""
+    summary = views.status(state)
+    return {
+        "generated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "serial": state.serial,
+        "inventory": summary["inventory"],
+        "cubes": summary["cubes"],
+        "ocs": summary["ocs"],
+        "map": fleet_map(state).record(),
+        "slices": summary["slices"],
+        "faults": _faults(state, now),
+        "stale_routes": summary["stale_routes"],
+        "incomplete_wiring": summary["incomplete_wiring"],
+        "journal": [
+            {k: e.get(k) for k in ("serial", "time", "user", "summary")} for e in journal[-JOURNAL_LINES:][::-1]
+        ],
+    }
