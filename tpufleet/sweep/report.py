@@ -46,10 +46,15 @@ def label(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _order(name: str) -> tuple[int, str]:
+    """The headline figures first, in their order, then the rest by name."""
+    return (HEADLINE.index(name) if name in HEADLINE else len(HEADLINE), name)
+
+
 def rows(outcome: Outcome) -> list[dict[str, Any]]:
     """One flat row per finished point: its swept parameters, then mean, low and high of every figure."""
     spec = outcome.spec
-    names = sorted({n for p in outcome.points.values() for n in p["metrics"]}, key=lambda n: (n not in HEADLINE, n))
+    names = sorted({n for p in outcome.points.values() for n in p["metrics"]}, key=_order)
     out = []
     for index in sorted(outcome.points):
         point = outcome.points[index]

@@ -1,0 +1,200 @@
+"""tpufleet sweep, serially (no Dask needed): spec checks, seeds, statistics, outputs, failures and resume."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import scipy.stats
+
+from tpufleet.ops.simulate import simulate
+from tpufleet.sweep import backends, runs, spec, stats
+from tpufleet.sweep.runs import fleet_inputs, fleet_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = """schema_version: 1
+simulation: fleet
+seeds: 2
+seed: 5
+fixed: {days: 0.5}
+plot: {metric: rg, young_daly_for: 8x8x8}
+grid:
+  checkpoint_interval_min: [30, 120]
+  fault_scale: [1, 3]
+"""
+
+
+def write(tmp_path, text, name="spec.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def sweep_json(out):
+    doc = json.loads((out / "sweep.json").read_text())
+    doc.pop("files")
+    return doc
+
+
+def test_interval_is_students_t_as_scipy_gives_it():
+    for values in ([0.91, 0.93, 0.95, 0.92], [1.0, 2.0], [3.5, 3.5, 3.5], [0.2, 0.9, 0.4, 0.7, 0.1, 0.3]):
+        got = stats.interval(values)
+        mean = statistics.fmean(values)
+        if statistics.stdev(values) == 0:
+            assert got["low"] == got["high"] == mean
+            continue
+        low, high = scipy.stats.t.interval(0.95, len(values) - 1, loc=mean, scale=scipy.stats.sem(values))
+        assert got["mean"] == pytest.approx(mean) and got["n"] == len(values)
+        assert got["low"] == pytest.approx(low, rel=1e-12) and got["high"] == pytest.approx(high, rel=1e-12)
+    assert stats.interval([0.5]) == {"mean": 0.5, "low": None, "high": None, "n": 1}
+    assert stats.summarize([{"pg": None, "rg": 0.9}, {"pg": 0.5, "rg": 0.7}])["pg"]["n"] == 1
+
+
+def test_seeds_and_keys_come_from_the_spec(tmp_path):
+    a = spec.load(write(tmp_path, SMALL))
+    b = spec.load(write(tmp_path, SMALL, "copy.yaml"))
+    assert a.seeds == b.seeds == (spec.derive_seed(5, 0), spec.derive_seed(5, 1))
+    assert [p.key for p in a.points] == [p.key for p in b.points]
+    assert len({p.key for p in a.points}) == 4
+    assert [(p.params["checkpoint_interval_min"], p.params["fault_scale"]) for p in a.points] == [
+        (30, 1), (30, 3), (120, 1), (120, 3),
+    ]  # fmt: skip
+    other = spec.load(write(tmp_path, SMALL.replace("seed: 5", "seed: 6"), "other.yaml"))
+    assert other.seeds != a.seeds and other.points[0].key != a.points[0].key
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ("  bogus_knob: [1, 2]\n", "grid.bogus_knob"),
+        ("  days: []\n", "grid.days"),
+        ("  arrival_rate_per_hour: [1, -2]\n", "grid.arrival_rate_per_hour.1"),
+        ("  fault_scale_x: [1]\n", "grid.fault_scale_x"),
+        ("  mode: [elastic]\n", "grid.mode.0"),
+    ],
+)
+def test_a_bad_spec_exits_2_naming_the_key_before_any_work(cli, tmp_path, change, field):
+    path = write(tmp_path, SMALL + change)
+    out = tmp_path / "out"
+    r = cli("sweep", path, "--out", out, "--serial", state=False)
+    assert r.code == 2, r.err
+    assert field in r.err and "spec.yaml" in r.err and len(r.err.strip().splitlines()) == 1
+    assert not out.exists()  # nothing started
+
+
+def test_other_bad_specs(cli, tmp_path):
+    cases = {
+        "schema_version: 1\nsimulation: fleet\ngrid: {}\n": "field grid: nothing to sweep",
+        "schema_version: 1\nsimulation: fleet\nfixed: {days: 3650, pods: 16}\ngrid: {seeds_x: [1]}\n": "grid.seeds_x",
+        "schema_version: 1\nsimulation: fleet\ngrid: {days: [3650]}\nfixed: {pods: 16}\n": "simulation too large",
+        "schema_version: 1\nsimulation: fleet\ngrid: {fault_scale: [{host: -1}]}\n": "grid.fault_scale.0",
+        "schema_version: 1\nsimulation: fleet\ngrid: {size_mix: [{5x5x5: 1}]}\n": "bad shape",
+        "schema_version: 1\nsimulation: fleet\ngrid: {workload: [missing.yaml]}\n": "missing.yaml",
+        "schema_version: 1\nsimulation: availability\ngrid: {checkpoint_interval_min: [1]}\n": "unknown availability",
+    }
+    for text, expected in cases.items():
+        r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", state=False)
+        assert r.code == 2 and expected in r.err, (text, r.err)
+
+
+def test_a_serial_sweep_writes_json_csv_plot_and_its_numbers_are_the_simulations(cli, tmp_path):
+    out = tmp_path / "out"
+    r = cli("sweep", write(tmp_path, SMALL), "--out", out, "--serial", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    doc = r.json
+    assert doc["executor"] == {"kind": "serial", "workers": 1} and doc["points_finished"] == 4
+    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    csv_lines = (out / "sweep.csv").read_text().splitlines()
+    assert len(csv_lines) == 5 and csv_lines[0].startswith("point,checkpoint_interval_min,fault_scale,sg_mean")
+    sweep = spec.load(write(tmp_path, SMALL))
+    point = sweep.points[3]  # 120 minutes, 3x the fault rates
+    direct = [fleet_metrics(simulate(*fleet_inputs(point.params, {}, seed)).summary) for seed in sweep.seeds]
+    saved = json.loads((out / "points" / f"{point.key}.json").read_text())
+    assert saved["runs"] == direct
+    assert doc["points"][3]["metrics"]["rg"] == stats.interval([float(d["rg"] or 0) for d in direct])
+    assert doc["points"][3]["params"]["fault_scale"] == 3
+
+
+def test_a_failing_point_is_reported_and_the_rest_finish_then_resume_runs_only_it(cli, tmp_path, monkeypatch):
+    real = runs._fleet
+
+    def flaky(params, inputs, seed, keep_events):
+        if params["checkpoint_interval_min"] == 120 and params["fault_scale"] == 1:
+            from tpufleet.errors import Refused
+
+            raise Refused("no room for this point")
+        return real(params, inputs, seed, keep_events)
+
+    monkeypatch.setattr(runs, "_fleet", flaky)
+    path, out = write(tmp_path, SMALL), tmp_path / "out"
+    r = cli("sweep", path, "--out", out, "--serial", "-o", "json", state=False)
+    assert r.code == 1
+    doc = r.json
+    assert doc["points_finished"] == 3 and [f["index"] for f in doc["failed"]] == [2]
+    failed = doc["failed"][0]
+    assert failed["params"]["checkpoint_interval_min"] == 120 and "no room" in failed["error"] and not failed["bug"]
+    assert "point 2 failed" in r.err
+    assert len(list((out / "points").iterdir())) == 3
+    monkeypatch.setattr(runs, "_fleet", real)
+    r = cli("sweep", path, "--out", out, "--serial", "-o", "json", state=False)
+    assert r.code == 2 and "--resume" in r.err  # never mixed into an old sweep's points by accident
+    r = cli("sweep", path, "--out", out, "--serial", "--resume", "-o", "json", state=False)
+    assert r.code == 0 and r.json["points_resumed"] == 3 and r.json["points_finished"] == 4
+
+
+def test_a_bug_in_a_point_exits_70_after_the_others(cli, tmp_path, monkeypatch):
+    def broken(params, seed):
+        if params["host_availability"] == 0.5:
+            raise ZeroDivisionError("oops")
+        return {"x": 1.0}
+
+    monkeypatch.setattr(runs, "_availability", broken)
+    text = "schema_version: 1\nsimulation: availability\ngrid: {host_availability: [0.5, 0.9]}\n"
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
+    assert r.code == 70 and r.json["failed"][0]["bug"] and "ZeroDivisionError" in r.json["failed"][0]["error"]
+    assert r.json["points_finished"] == 1
+
+
+def test_killed_at_a_named_point_then_resumed_gives_the_uninterrupted_output(tmp_path):
+    path = write(tmp_path, SMALL)
+    env = {**os.environ, "TPUFLEET_CRASH_AT": "sweep.after_point:2"}
+    cmd = [sys.executable, "-m", "tpufleet", "sweep", str(path), "--serial", "-o", "json"]
+    killed = subprocess.run([*cmd, "--out", str(tmp_path / "a")], env=env, capture_output=True, cwd=ROOT)
+    assert killed.returncode == -9
+    assert len(list((tmp_path / "a" / "points").iterdir())) == 2
+    env.pop("TPUFLEET_CRASH_AT")
+    resumed = subprocess.run([*cmd, "--out", str(tmp_path / "a"), "--resume"], env=env, capture_output=True, cwd=ROOT)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["points_resumed"] == 2
+    whole = subprocess.run([*cmd, "--out", str(tmp_path / "b")], env=env, capture_output=True, cwd=ROOT)
+    assert whole.returncode == 0
+    assert sweep_json(tmp_path / "a") == sweep_json(tmp_path / "b")
+    assert (tmp_path / "a" / "sweep.csv").read_text() == (tmp_path / "b" / "sweep.csv").read_text()
+
+
+def test_without_dask_the_sweep_runs_serially_and_says_so(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(backends, "dask_available", lambda: False)
+    text = "schema_version: 1\nsimulation: availability\nseeds: 3\nfixed: {trials: 200}\ngrid: {cubes: [8, 64]}\n"
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "-o", "json", state=False)
+    assert r.code == 0 and "running serially" in r.err and r.json["executor"]["kind"] == "serial"
+    exact = r.json["points"][1]["metrics"]["reconfigurable_ft_exact.64"]
+    assert exact["low"] == exact["high"] == exact["mean"]  # no seed changes an exact value
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "p", "--cluster", "tcp://x:1", state=False)
+    assert r.code == 2 and "sweep extra" in r.err
+
+
+def test_keep_events_writes_each_runs_events(cli, tmp_path):
+    text = "schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {days: 0.2}\ngrid: {spare_cubes: [0, 4]}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", "--keep-events", state=False)
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in (out / "events").iterdir()) == ["point0000-r0.jsonl.gz", "point0001-r0.jsonl.gz"]
+
+
+def test_the_shipped_specs_are_valid():
+    for path in sorted((ROOT / "fixtures" / "sweeps").glob("*.yaml")):
+        sweep = spec.load(path)
+        assert sweep.points and sweep.seeds, path
