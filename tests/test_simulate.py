@@ -195,3 +195,59 @@ def test_a_bug_in_allocation_is_not_taken_for_no_room(monkeypatch):
     monkeypatch.setattr(allocation, "allocate", broken)
     with pytest.raises(ValueError, match="a bug"):
         Simulator(single_job("2x2x1"), only_rates(), Options(days=1)).run()
+
+
+def test_each_pod_gets_the_workloads_load():
+    from tpufleet.simulation.scale import fleet_workload
+
+    w, r = load_workload(None), load_rates(None)
+    assert fleet_workload(w, Options(days=1, pods=4)).arrival_rate_per_hour == 4 * w.arrival_rate_per_hour
+    assert fleet_workload(w, Options(days=1, pods=2, load_per_pod=0.5)) == replace(w)
+    one = Simulator(w, r, Options(days=2, seed=1)).run()
+    four = Simulator(w, r, Options(days=2, seed=1, pods=4)).run()
+    jobs = [sum(1 for rec in records if rec["type"] == "job") for records in (one, four)]
+    assert 3 * jobs[0] < jobs[1] < 5 * jobs[0]
+
+
+def test_placement_keeps_its_machine_count_and_crossconnects_per_pod():
+    sim = Simulator(load_workload(None), load_rates(None), Options(days=2, seed=4, pods=2))
+    sim.run()
+    assert sim.placement.used == allocation.machine_usage(sim.placement.placed.values())
+    for pod, state in sim.placement.ocs_by_pod.items():
+        assert all(ocs.pod == pod for ocs in state)
+
+
+def test_spare_cubes_are_kept_for_jobs_a_fault_displaced():
+    rates = only_rates(host_per_day=0.02)
+    w = load_workload(None)
+    summaries = {spares: run(w, rates, days=4, seed=2, spare_cubes=spares)[2] for spares in (0, 8)}
+    without, with_spares = summaries[0], summaries[8]
+    assert with_spares["spare_cubes"] == 8 and with_spares["disruptions"]["failure"] > 5
+    # Displaced jobs restart at once on the spares; new jobs wait longer for the smaller pool.
+    assert with_spares["restart_wait_hours"]["large"] == 0 < without["restart_wait_hours"]["large"]
+    assert with_spares["wait_hours"]["large"] > without["wait_hours"]["large"]
+    assert with_spares["sg"] < without["sg"]
+    with pytest.raises(BadInput, match="spare cubes"):
+        Options(days=1, spare_cubes=64)
+
+
+def test_fault_rates_scale_per_kind():
+    from tpufleet.simulation.scale import parse_factors, scale_rates
+
+    rates = default_rates()
+    assert parse_factors("2") == {"host": 2.0, "link": 2.0, "ocs": 2.0, "drain": 2.0}
+    scaled = scale_rates(rates, parse_factors("host=3,ocs=0"))
+    assert scaled == replace(rates, host_per_day=3 * rates.host_per_day, ocs_per_day=0.0)
+    for bad in ("gpu=2", "host=fast", "host=-1", "host=2000"):
+        with pytest.raises(BadInput):
+            scale_rates(rates, parse_factors(bad))
+
+
+def test_cli_takes_the_new_knobs(cli, tmp_path):
+    out = tmp_path / "e.jsonl"
+    args = ("--days", "0.5", "--out", out, "--pods", "2", "--load-per-pod", "0.5", "--spare-cubes", "2")
+    r = cli("simulate-fleet", *args, "--fault-scale", "host=2", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["load_per_pod"] == 0.5 and r.json["spare_cubes"] == 2 and "large" in r.json["wait_hours"]
+    r = cli("simulate-fleet", *args, "--fault-scale", "disk=2", state=False)
+    assert r.code == 2 and "bad fault kind 'disk'" in r.err
