@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
-from tpufleet.errors import BadInput, shown
+from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import events, metrics, mlgoodput
+from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account
-from tpufleet.state.inputfiles import MAX_LOG_BYTES, decode_utf8, read_bytes
+from tpufleet.state.inputfiles import MAX_LOG_BYTES, MissingFile, decode_utf8, read_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,7 +19,8 @@ if TYPE_CHECKING:
 
 
 _CAPACITY = re.compile(r"\s*([^=,\s](?:[^=,]{0,62}[^=,\s])?)\s*=\s*([0-9]{1,9})\s*")
-MAX_TOTAL_LOG_BYTES = 4 * MAX_LOG_BYTES  # all the files of one report together
+MAX_TOTAL_LOG_BYTES = 8 * MAX_LOG_BYTES  # all the files of one report together: about 20 M native events
+CHUNK_BYTES = 8 * 1024 * 1024  # native logs are read this much at a time
 
 
 def parse_capacity(text: str) -> list[tuple[str, int]]:
@@ -35,19 +38,84 @@ def parse_capacity(text: str) -> list[tuple[str, int]]:
     return list(out.items())
 
 
+def _chunks(path: Path, limit: int) -> Iterator[str]:
+    """The file as UTF-8 text in pieces ending at a newline, so the whole file is never held; errors as
+    `read_bytes` / `decode_utf8` give them (the size checked as the pieces come)."""
+    total = consumed = 0
+    with _open(path) as fh:
+        rest = b""
+        while block := fh.read(CHUNK_BYTES):
+            total += len(block)
+            if total > limit:
+                read_bytes(path, "goodput log", limit)  # raises the one-line error naming the limit
+            data, rest = _split_at_newline(rest + block)
+            yield _decode(data, path, consumed)
+            consumed += len(data)
+        if rest:
+            yield _decode(rest, path, consumed)
+
+
+def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
+def _decode(data: bytes, path: Path, offset: int) -> str:
+    """UTF-8, a byte-order mark dropped at the file's start; an error names the file offset of the bad byte."""
+    try:
+        return decode_utf8(data, str(path)) if offset == 0 else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = offset + exc.start
+        raise BadStateFile(
+            str(path), "", data[exc.start : exc.start + 4], f"not UTF-8 text: invalid byte at offset {bad}"
+        ) from None
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise MissingFile(str(path), "", None, "cannot be read: no such goodput log") from None
+    except OSError as exc:
+        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _numbered(pieces: Iterable[str]) -> Iterator[tuple[int, str]]:
+    line = 0
+    for piece in pieces:
+        for raw in piece.splitlines():
+            line += 1
+            yield line, raw
+
+
 def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
+    """Every file into one Log: native JSONL is streamed (read and parsed a piece at a time); CSV and the
+    ml-goodput forms are read whole (each at most MAX_LOG_BYTES)."""
     log = events.Log()
     budget = MAX_TOTAL_LOG_BYTES
     for path in paths:
-        data = read_bytes(path, "goodput log", min(MAX_LOG_BYTES, budget))
+        limit = min(MAX_LOG_BYTES, budget)
+        if fmt == "native" and not str(path).lower().endswith(".csv"):
+            before = _size(path)
+            events.read_native_lines(_numbered(_chunks(path, limit)), str(path), log, skip_bad)
+            budget -= before
+            continue
+        data = read_bytes(path, "goodput log", limit)
         budget -= len(data)
         text = decode_utf8(data, str(path))
         del data
         if fmt == "ml-goodput":
             mlgoodput.read(text, str(path), log, skip_bad)
         else:
-            events.read_native(text, str(path), log, skip_bad, csv_format=str(path).lower().endswith(".csv"))
+            events.read_native(text, str(path), log, skip_bad, csv_format=True)
     return log
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reading it says what is wrong
 
 
 def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
@@ -100,11 +168,9 @@ def from_log(
         log.jobs.setdefault(job, events.Job(job))
     accounts: list[JobAccount] = []
     for job_id in sorted(log.events):
-        records = log.events[job_id]
-        if since is not None or until is not None:
-            records = [r for r in records if (since is None or r[0] >= since) and (until is None or r[0] <= until)]
-        if records:
-            accounts.append(account(log.jobs[job_id], records, until=until, since=since))
+        ev = columns(log.events[job_id], since, until)
+        if len(ev.t):
+            accounts.append(account(log.jobs[job_id], ev, until=until, since=since))
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tpufleet.goodput.events import CODE, DISRUPTIONS, EventRecord, Job
+from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,13 +49,29 @@ class Events:
         return Events(self.t[mask], self.code[mask], self.step[mask], self.chips[mask])
 
 
-def columns(records: Sequence[EventRecord]) -> Events:
+def columns(
+    records: Sequence[EventRecord] | EventColumns, since: float | None = None, until: float | None = None
+) -> Events:
+    """Sorted columns of the events inside [since, until] (all when not given)."""
     import numpy as np
 
-    arr = np.array([(r[0], r[1], r[2], r[3]) for r in records], dtype=np.float64).reshape(-1, 4)
-    order = np.argsort(arr[:, 0], kind="stable")
-    arr = arr[order]
-    return Events(arr[:, 0].copy(), arr[:, 1].astype(np.int64), arr[:, 2].astype(np.int64), arr[:, 3].astype(np.int64))
+    if isinstance(records, EventColumns):
+        t = np.frombuffer(records.t, dtype=np.float64)
+        code = np.frombuffer(records.code, dtype=np.int8).astype(np.int64)
+        step, chips = np.frombuffer(records.step, dtype=np.int64), np.frombuffer(records.chips, dtype=np.int64)
+    else:
+        arr = np.array([(r[0], r[1], r[2], r[3]) for r in records], dtype=np.float64).reshape(-1, 4)
+        t, code, step, chips = (
+            arr[:, 0],
+            arr[:, 1].astype(np.int64),
+            arr[:, 2].astype(np.int64),
+            arr[:, 3].astype(np.int64),
+        )
+    if since is not None or until is not None:
+        keep = (t >= (-np.inf if since is None else since)) & (t <= (np.inf if until is None else until))
+        t, code, step, chips = t[keep], code[keep], step[keep], chips[keep]
+    order = np.argsort(t, kind="stable")
+    return Events(t[order], code[order], step[order], chips[order])
 
 
 def _median_step(st: Times, run: Ints, r: int) -> float | None:
@@ -120,10 +136,13 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
             run_start = np.append([-np.inf], restarts)[run]
             cut = first_after(explicit, st)
             ends_run = cut < first_after(np.append(restarts, ev.at("job_end")), st)
-            for k in np.flatnonzero(ends_run):
-                ok = (saves_t >= run_start[k]) & (saves_t <= cut[k])
+            ks = np.flatnonzero(ends_run)
+            spans, which = np.unique(np.stack([run_start[ks], cut[ks]]), axis=1, return_inverse=True)
+            for g in range(spans.shape[1]):  # one per run cut short: few, whatever the number of steps
+                ok = (saves_t >= spans[0, g]) & (saves_t <= spans[1, g])
                 saved = saves_step[ok].max() if ok.any() else -1
-                productive[k] &= sn[k] <= saved
+                mine = ks[which.ravel() == g]
+                productive[mine] &= sn[mine] <= saved
     return Steps(st, sn, step_end, run, productive, nxt <= stop)
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tpufleet.goodput.events import CODE, DISRUPTIONS, EventRecord, Job
+from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 from tpufleet.goodput.steps import Events, Steps, columns, first_after, inferred, startup, steps_of
 
 if TYPE_CHECKING:
@@ -198,12 +198,16 @@ def _allocated(job: Job, ev: Events, bounds: Times, start: float) -> npt.NDArray
 
 
 def account(
-    job: Job, records: Sequence[EventRecord], until: float | None = None, since: float | None = None
+    job: Job,
+    records: Sequence[EventRecord] | EventColumns | Events,
+    until: float | None = None,
+    since: float | None = None,
 ) -> JobAccount:
-    """Split one job's events (list of (t, code, step, chips, label)) into productive time and buckets."""
+    """Split one job's events into productive time and buckets; `Events` are taken as already inside the window
+    (`columns(records, since, until)`), other forms are cut to it here."""
     import numpy as np
 
-    ev = columns(records)
+    ev = records if isinstance(records, Events) else columns(records, since, until)
     start, end, inside = _span(ev, until)
     outside = int(len(inside) - np.count_nonzero(inside))
     if outside:

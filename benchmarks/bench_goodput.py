@@ -1,0 +1,225 @@
+"""goodput-report at scale, each figure beside a baseline run in the same process (printed as a ratio).
+
+    python benchmarks/bench_goodput.py                  # 10 M native events, ~1 M ml-goodput entries
+    python benchmarks/bench_goodput.py --events 1000000  # a quicker run
+
+Figures:
+1. ``goodput-report`` (``pipeline.build``) over N native events in several files (timed in a child process so
+   its peak RSS is its own), against the floor of reading the same files with the standard library's
+   ``json.loads`` line by line (no accounting at all).
+2. ml-goodput-measurement's own ``GoodputCalculator`` (0.2.3; an in-memory logger, as its tests use) over about
+   1 M entries of one job, against ``pipeline.build(..., fmt="ml-goodput")`` on the same entries; productive
+   time and every bucket are compared (data loading aside: the package counts one interval per start, see the
+   README), and the figures are printed. Skipped when the package is not installed.
+
+Goal (issue 18): 10 M native events in <= 20 s and <= 2 GB peak on the project machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+START = 1767571200.0  # 2026-01-05T00:00:00Z
+
+
+def native_job(out: list[str], job: str, t: float, rng: random.Random, events: int) -> float:
+    """About `events` native lines for one training job: runs of steps with data loading, checkpoints, failures."""
+    chips = rng.choice((64, 256, 512, 2048))
+    out.append(
+        f'{{"type":"job","job":"{job}","accelerator":"tpu-v4","chips":{chips},"phase":"training",'
+        f'"framework":"jax","ideal_step_s":{rng.uniform(4, 9):.3f}}}\n'
+    )
+
+    def ev(name: str, when: float, extra: str = "") -> None:
+        out.append(f'{{"type":"event","job":"{job}","time":{when:.3f},"event":"{name}"{extra}}}\n')
+
+    ev("submitted", t)
+    n, step = 1, 1
+    while n < events:
+        ev("job_start", t)
+        ev("tpu_init_start", t)
+        t += rng.uniform(20, 60)
+        ev("tpu_init_end", t)
+        n += 3
+        for _ in range(rng.randint(200, 600)):
+            ev("step_start", t, f',"step":{step}')
+            n += 1
+            if step % 4 == 1:
+                ev("data_loading_start", t + 0.2)
+                ev("data_loading_end", t + 0.9)
+                n += 2
+            t += rng.uniform(9, 11)
+            if step % 50 == 0:
+                ev("checkpoint_start", t, f',"step":{step}')
+                t += rng.uniform(1, 4)
+                ev("checkpoint_end", t, f',"step":{step}')
+                n += 2
+            step += 1
+        t += rng.uniform(30, 120)
+        ev("failure", t)
+        t += rng.uniform(60, 600)
+        step = max(1, step - 50 * (step // 50 > 0) - step % 50)
+        n += 1
+    ev("job_end", t)
+    return t
+
+
+def write_native(directory: Path, events: int, files: int) -> list[Path]:
+    rng = random.Random(0)
+    per_job = 20_000
+    jobs = max(1, events // per_job)
+    paths = []
+    for f in range(files):
+        lines = ['{"type":"capacity","time":1767571200,"accelerator":"tpu-v4","chips":65536}\n'] if f == 0 else []
+        for k in range(f, jobs, files):
+            native_job(lines, f"job-{k:05d}", START + k * 37.0, rng, per_job)
+        path = directory / f"events-{f}.jsonl"
+        path.write_text("".join(lines))
+        paths.append(path)
+    return paths
+
+
+def ml_entries(entries: int, seed: int = 1) -> list[dict[str, Any]]:
+    """One job's ml-goodput-measurement entries: runs of steps, saves, restores, restarts redoing steps."""
+    rng = random.Random(seed)
+    t, step, saved = START, 1, 0
+    out: list[dict[str, Any]] = []
+    while len(out) < entries:
+        out.append({"job_name": "big", "job_start_time": t})
+        for key in ("tpu_init", "training_prep", "data_loading"):
+            out.append({"job_name": "big", f"{key}_start_time": t})
+            t += rng.uniform(5, 30)
+            out.append({"job_name": "big", f"{key}_end_time": t})
+        if saved:
+            d = rng.uniform(5, 20)
+            out.append(
+                {
+                    "event_type": "restore",
+                    "step": saved,
+                    "directory": "gs://b/c",
+                    "checkpoint_manager_start_time": t,
+                    "checkpoint_manager_duration_secs": d,
+                    "checkpointer_duration_secs": d,
+                }
+            )
+            t += d
+        count = rng.randint(2000, 6000)
+        for k in range(count):
+            out.append({"job_name": "big", "step_count": step, "step_start_time": t})
+            t += rng.uniform(0.9, 1.1) * (3 if k == 0 else 1)
+            if step % 100 == 0 and k < count - 1:
+                d = rng.uniform(1, 3)
+                out.append(
+                    {
+                        "event_type": "save",
+                        "step": step,
+                        "directory": "gs://b/c",
+                        "checkpoint_manager_blocking_start_time": t - d,
+                        "checkpoint_manager_blocking_duration_secs": d,
+                        "checkpointer_blocking_duration_secs": d,
+                        "wait_for_prev_duration_secs": 0.0,
+                        "get_old_steps_duration_secs": 0.0,
+                    }
+                )
+                saved = step
+            step += 1
+        t += rng.uniform(30, 300)
+        step = saved + 1
+    out.append({"job_name": "big", "job_end_time": t})
+    return out
+
+
+def child(paths: list[Path], fmt: str) -> tuple[float, float]:
+    """(seconds, peak MiB) of pipeline.build in a fresh interpreter."""
+    code = (
+        "import resource, sys, time; from pathlib import Path; from tpufleet.goodput.pipeline import build\n"
+        "t = time.perf_counter()\n"
+        f"build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r}, ['accelerator','size','phase','framework'],"
+        " 'day')\n"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    seconds, peak_kb = out.stdout.split()
+    return float(seconds), int(peak_kb) / 1024
+
+
+def stdlib_floor(paths: list[Path]) -> float:
+    t = time.perf_counter()
+    for path in paths:
+        with path.open() as f:
+            for line in f:
+                json.loads(line)
+    return time.perf_counter() - t
+
+
+def bench_native(events: int, files: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        paths = write_native(Path(tmp), events, files)
+        lines = sum(p.read_bytes().count(b"\n") for p in paths)
+        size = sum(p.stat().st_size for p in paths) / 2**20
+        print(f"generated {lines:,} native lines, {size:,.0f} MiB in {files} files ({time.perf_counter() - t:.1f} s)")
+        seconds, peak = child(paths, "native")
+        floor = stdlib_floor(paths)
+    print(
+        f"goodput-report native   {lines:>12,} events  {seconds:7.2f} s  peak {peak:6.0f} MiB   "
+        f"baseline json.loads per line {floor:7.2f} s   ratio {seconds / floor:5.2f}x   (goal <= 20 s, <= 2048 MiB)"
+    )
+
+
+def bench_package(entries: int) -> None:
+    try:
+        from ml_goodput_measurement.src import goodput as package  # type: ignore[import-untyped]
+    except ImportError:
+        print("ml-goodput-measurement not installed: package comparison skipped (pip install ml-goodput-measurement)")
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_goodput_mlimport import package_figures
+
+    log = ml_entries(entries)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ml.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in log))
+        seconds, peak = child([path], "ml-goodput")
+        from tpufleet.goodput.pipeline import build
+
+        (ours,) = build([path], fmt="ml-goodput")["jobs"]
+    t = time.perf_counter()
+    productive, theirs = package_figures(log)
+    theirs_s = time.perf_counter() - t
+    print(
+        f"goodput-report ml-goodput {len(log):>10,} entries  {seconds:7.2f} s  peak {peak:6.0f} MiB   "
+        f"GoodputCalculator {theirs_s:7.2f} s   ratio {seconds / theirs_s:5.2f}x   (package {package.__name__})"
+    )
+    rows = [("productive", ours["productive_s"], productive)]
+    rows += [(b, ours["badput_s"][b], theirs.get(b, 0.0)) for b in ours["badput_s"]]
+    for name, a, b in rows:
+        note = "  (data loading: one interval per start in the package)" if name == "data_loading_sync" else ""
+        flag = "agree" if abs(a - b) <= 1e-3 * max(1.0, abs(b)) else "DIFFER"
+        print(f"    {name:<42} tpufleet {a:14,.3f}  package {b:14,.3f}  {flag}{note}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    args = parser.parse_args()
+    print(f"peak RSS of this process before: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    bench_native(args.events, args.files)
+    bench_package(args.entries)
+
+
+if __name__ == "__main__":
+    main()
