@@ -6,11 +6,18 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 
-@app.command("allocate")
+@app.command(
+    "allocate",
+    epilog=examples(
+        "tpufleet allocate train --shape 8x8x16 --twisted --min-throughput 0.8",
+        "tpufleet allocate dev --shape 2x2x4            # two machines inside one cube",
+        "tpufleet allocate eval --shape 4x4x8 --cubes c10,c11 --pod pod0",
+    ),
+)
 def allocate_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name (letters, digits, . _ -)")],
@@ -35,10 +42,7 @@ def allocate_cmd(
     ] = 0.5,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice.
-
-    Example: tpufleet allocate train --shape 8x8x16 --twisted --min-throughput 0.8
-    """
+    """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice."""
     from tpufleet.ops import slices
     from tpufleet.shapes import parse_shape
     from tpufleet.state.files import safe_child
@@ -68,7 +72,7 @@ def _describe(d: dict) -> str:
     return f"slice {d['slice']}: {shape} in {d['pod']}, {where} ({d['state']})"
 
 
-@app.command("release")
+@app.command("release", epilog=examples("tpufleet release train"))
 def release_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
@@ -86,7 +90,14 @@ def release_cmd(
     emit(d, output, lambda: f"released {name}: {','.join(d['released_cubes'])} back in the pool")
 
 
-@app.command("policy")
+@app.command(
+    "policy",
+    epilog=examples(
+        "tpufleet policy train                          # show it",
+        "tpufleet policy train --min-throughput 0.9",
+        "tpufleet policy train --no-fault-tolerant-routing",
+    ),
+)
 def policy_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
@@ -106,10 +117,7 @@ def policy_cmd(
     ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Show or change how a slice meets network faults (its throughput floor, fault-tolerant routing on or off).
-
-    Example: tpufleet policy train --min-throughput 0.9
-    """
+    """Show or change how a slice meets network faults (its throughput floor, fault-tolerant routing on or off)."""
     from tpufleet.ops import slices
 
     outcome = ctx.obj.mutate(lambda state: slices.set_policy(state, name, min_throughput, fault_tolerant_routing))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import ReportOutput, app
+from tpufleet.cli.app import ReportOutput, app, examples
 from tpufleet.cli.render import emit, grid
 
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
@@ -36,7 +36,14 @@ def _table(result: dict) -> str:
     )
 
 
-@app.command("simulate-availability")
+@app.command(
+    "simulate-availability",
+    epilog=examples(
+        "tpufleet simulate-availability                               # the operating point of the paper's Fig. 1",
+        "tpufleet simulate-availability --host-availability 0.995 --cubes 16,32,64",
+        "tpufleet simulate-availability --fault-rates shipped --plot availability.png",
+    ),
+)
 def simulate_cmd(
     cubes: Annotated[
         str | None, typer.Option("--cubes", help=f"Slice sizes in cubes (default {DEFAULT_CUBES})")
@@ -62,7 +69,10 @@ def simulate_cmd(
     ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 0,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG or SVG plot like the paper's Fig. 1")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help='Write a PNG or SVG plot like Fig. 1 of the "Resiliency at Scale" TPUv4 paper'),
+    ] = None,
     output: Annotated[
         ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv or md")
     ] = ReportOutput.table,

@@ -6,11 +6,14 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 
-@app.command("init")
+@app.command(
+    "init",
+    epilog=examples("tpufleet init", "tpufleet init --pods 4", "tpufleet --state /srv/tpufleet init --force"),
+)
 def init_cmd(
     ctx: typer.Context,
     pods: Annotated[int, typer.Option("--pods", help="Number of pods")] = 1,

@@ -148,7 +148,7 @@ def _status_text(s: dict) -> str:
     return "\n".join(lines)
 
 
-@app.command("status")
+@app.command("status", epilog=examples("tpufleet status", "tpufleet status -o json | jq .open_faults"))
 def status_cmd(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """One screen: cubes free / allocated / out of the pool, open faults, slices, state serial."""
     from tpufleet import views

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 
 
-@app.command("topology")
+@app.command("topology", epilog=examples("tpufleet topology 4x4x8", "tpufleet topology 4x8x8 --twisted -o json"))
 def topology_cmd(
     shape: Annotated[str, typer.Argument(help="AxBxC in chips, e.g. 4x4x8")],
     twisted: Annotated[bool, typer.Option("--twisted", help="Twisted torus ((4k,4k,8k) or (4k,8k,8k) only)")] = False,

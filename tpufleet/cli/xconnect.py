@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 
@@ -41,7 +41,14 @@ def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
     return "\n".join(lines)
 
 
-@app.command("plan-xconnect")
+@app.command(
+    "plan-xconnect",
+    epilog=examples(
+        "tpufleet plan-xconnect train                   # what would change on the OCS",
+        "tpufleet plan-xconnect train --out train.plan  # save it for review, then apply-xconnect",
+        "tpufleet plan-xconnect train --apply",
+    ),
+)
 def plan_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
@@ -94,14 +101,15 @@ def _pod_cubes(ctx: typer.Context, pdoc: dict, state) -> list[str]:
     return list(state.fleet.pod_of(next(iter(pdoc["cubes"]))).cubes)
 
 
-@app.command("apply-xconnect")
+@app.command("apply-xconnect", epilog=examples("tpufleet apply-xconnect train.plan"))
 def apply_cmd(
     ctx: typer.Context,
     plan_file: Annotated[Path, typer.Argument(help="A plan saved by plan-xconnect --out")],
     output: OutputOpt = Output.table,
 ) -> None:
-    """Apply a saved plan; refuses a stale one (the state serial moved on since it was made) and one that is not
-    the plan the state gives (edited, or made for another state directory)."""
+    """Apply a saved plan. Refuses it when something it depends on changed since it was made (its slice, its
+    cubes, a fault on them or on an OCS it touches; unrelated changes elsewhere do not matter), and when it is
+    not the plan the state gives (edited, or made for another state directory)."""
     from tpufleet.ops import xconnect as ops
     from tpufleet.state import planfile
     from tpufleet.state.store import utc_now
