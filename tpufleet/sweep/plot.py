@@ -48,7 +48,12 @@ def _panel(ax: Any, outcome: Outcome, param: str) -> None:
     if not numeric:
         ax.set_xticks(range(len(ticks)), ticks, rotation=20, fontsize=7)
     elif param == "checkpoint_interval_min":
-        ax.set_xscale("log")
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        ax.set_xscale("log")  # intervals are compared by ratios (Young's optimum scales with a square root)
+        ax.set_xticks(sorted(set(values)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(
         param + (" (dashed: Young, dotted: Daly)" if spec.young_daly_for and param == "checkpoint_interval_min" else "")
     )
