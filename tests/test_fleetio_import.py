@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import add_fault, snapshot
 
@@ -183,6 +185,9 @@ def test_labels_missing_names_the_node(fleet, tmp_path, node_list):
         ("cubes: {abc: cube7}\n", "field cubes.abc: not a cube id"),
         ("nodes: {n1: 'chip:c01/0,0,0'}\n", "must name a machine"),
         ("labels: {rack: x}\n", "unknown label role"),
+        ("cubes: {p1: c01, p2: c01}\n", "field cubes.p2: c01 is also given to 'p1'"),
+        ("nodes: {a: 'host:c01/1', b: 'host:c01/1'}\n", "host:c01/1 is also given to 'a'"),
+        ("- a list\n", "must be a mapping"),
     ],
 )
 def test_bad_mapping_files_exit_2(fleet, tmp_path, text, expected):
@@ -211,3 +216,66 @@ def test_more_pods_than_blocks_and_second_pod(tmp_path, cli):
     d = r.json
     assert sorted(p["pod"] for p in d["pods_named"]) == ["pod0", "pod1"] and d["placed"] == 2048
     assert len(d["unplaced"]) == 1024 and all("no pod left for block" in u["reason"] for u in d["unplaced"])
+
+
+@settings(max_examples=60)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        max_leaves=12,
+    )
+)
+def test_any_json_value_is_a_node_list_or_exit_2(value):
+    """Whatever the structure, the parser either returns nodes or says what is wrong (never a crash)."""
+    from tpufleet.errors import BadStateFile
+    from tpufleet.integrations.k8s import parse_nodes
+
+    for doc in (value, {"kind": "List", "items": value}, {"kind": "List", "items": [value]}):
+        try:
+            parse_nodes(doc, "f.json")
+        except BadStateFile as exc:
+            assert str(exc).startswith("f.json: field ")
+
+
+_NODE = json.loads(FIXTURE.read_text().split("\n")[1].rstrip(","))
+_PATHS = [
+    ("metadata",), ("metadata", "name"), ("metadata", "labels"),
+    ("metadata", "labels", "cloud.google.com/gke-tpu-topology"),
+    ("metadata", "labels", "cloud.google.com/gke-tpu-partition-4x4x4-state"),
+    ("metadata", "labels", "tpufleet.io/machine"), ("metadata", "labels", "tpufleet.io/cube"),
+    ("spec",), ("spec", "taints"), ("spec", "unschedulable"), ("status",), ("status", "conditions"),
+]  # fmt: skip
+
+
+@settings(max_examples=150)
+@given(
+    st.sampled_from(_PATHS),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=70)
+    | st.lists(st.text(max_size=5), max_size=2)
+    | st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+)
+def test_a_node_with_any_field_replaced_is_read_or_exit_2(path, value):
+    from tpufleet.errors import BadStateFile
+    from tpufleet.fleetstate import FleetState
+    from tpufleet.integrations.k8s import K8sMapping, parse_nodes
+    from tpufleet.integrations.k8s_plan import health_diff, place, wanted
+    from tpufleet.model import default_fleet
+
+    node = copy.deepcopy(_NODE)
+    where = node
+    for key in path[:-1]:
+        where = where[key]
+    where[path[-1]] = value
+    try:
+        nodes = parse_nodes({"kind": "List", "items": [node]}, "f.json")
+    except BadStateFile as exc:
+        assert str(exc).startswith("f.json: field ")
+        return
+    state, mapping = FleetState(default_fleet()), K8sMapping()
+    placement = place(state, nodes, mapping)
+    health_diff(state, *wanted(nodes, placement, mapping))
+    assert len(placement.hosts) + len(placement.unplaced) == 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any
 
 from tpufleet.errors import BadInput, BadStateFile
@@ -52,6 +53,10 @@ class LabelKeys:
     pod: str = "tpufleet.io/pod"
     cube: str = "tpufleet.io/cube"
     machine: str = "tpufleet.io/machine"
+
+    @cached_property
+    def read(self) -> tuple[str, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
 
 
 @dataclass(frozen=True)
@@ -144,8 +149,12 @@ def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node
 def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelKeys) -> None:
     if len(labels) > MAX_LABELS:
         raise where.bad(path, len(labels), f"more than {MAX_LABELS} labels")
-    for key, value in labels.items():
-        if type(value) is not str or not LABEL_VALUE.fullmatch(value):
+    if not all(type(v) is str for v in labels.values()):
+        key = next(k for k, v in labels.items() if type(v) is not str)
+        raise where.bad(f"{path}.{key}", labels[key], "a label value must be a string")
+    for key in keys.read:  # only the labels the import reads are checked in full (a node carries dozens)
+        value = labels.get(key)
+        if value is not None and not LABEL_VALUE.fullmatch(value):
             raise where.bad(f"{path}.{key}", value, "not a label value (at most 63 letters, digits, '-', '_', '.')")
     topology = labels.get(keys.topology)
     if topology is not None and not TOPOLOGY.fullmatch(topology):
@@ -218,7 +227,7 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
         accelerators=frozenset(_str_list(doc, "accelerators", where)) or base.accelerators,
         pods=_ids(doc, "pods", where, r"pod[0-9]{1,6}", "a pod name such as pod0"),
         cubes=_ids(doc, "cubes", where, r"c[0-9]{2,6}", "a cube id such as c07"),
-        nodes={node: _host(text, f"nodes.{node}", where) for node, text in _str_map(doc, "nodes", where).items()},
+        nodes=_hosts(doc, where),
         drain_taints=frozenset(_str_list(doc, "drain_taints", where)) or base.drain_taints,
     )
 
@@ -242,9 +251,13 @@ def _str_list(doc: dict[str, Any], key: str, where: _Where) -> list[str]:
 
 def _ids(doc: dict[str, Any], key: str, where: _Where, pattern: str, what: str) -> dict[str, str]:
     value = _str_map(doc, key, where)
+    first: dict[str, str] = {}
     for k, v in value.items():
         if not re.fullmatch(pattern, v):
             raise where.bad(f"{key}.{k}", v, f"not {what}")
+        if v in first:  # two names for one part would make two nodes one machine
+            raise where.bad(f"{key}.{k}", v, f"{v} is also given to {first[v]!r}")
+        first[v] = k
     return value
 
 
@@ -256,3 +269,14 @@ def _host(text: str, path: str, where: _Where) -> HostId:
     if not isinstance(target, HostId):
         raise where.bad(path, text, "must name a machine (host:CUBE/M)")
     return target
+
+
+def _hosts(doc: dict[str, Any], where: _Where) -> dict[str, HostId]:
+    out: dict[str, HostId] = {}
+    first: dict[HostId, str] = {}
+    for node, text in _str_map(doc, "nodes", where).items():
+        host = _host(text, f"nodes.{node}", where)
+        if host in first:
+            raise where.bad(f"nodes.{node}", text, f"{host} is also given to {first[host]!r}")
+        first[host], out[node] = node, host
+    return out

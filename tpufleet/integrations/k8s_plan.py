@@ -151,6 +151,9 @@ def _resolve(node: Node, namer: _Namer, mapping: K8sMapping) -> tuple[str | None
         return known, machine, None
     if block is None:
         return None, None, f"no {keys.block} label to find the pod of new partition {partition}"
+    pinned_pod = mapping.pods.get(block)
+    if pinned_pod is not None and pinned_pod not in namer.fleet.pod_by_name:
+        return None, None, f"block {block} is mapped to {pinned_pod}, which is not in the fleet"
     pod = namer.pod_of_block(block)
     if pod is None:
         return None, None, f"no pod left for block {block} (every pod has a block; map it in the mapping file)"
@@ -184,6 +187,7 @@ def _claim_machines(
         else:
             holder[host] = node.name
     known = state.k8s.nodes
+    named = set(known.values())
     for cube in sorted(pending):
         later = []
         for node in pending[cube]:
@@ -192,8 +196,9 @@ def _claim_machines(
                 holder[had] = node.name
             else:
                 later.append(node)
-        later.sort(key=lambda n: (n.labels.get(mapping.labels.host, ""), n.name))
-        _fill(cube, later, holder, known, out)
+        if later:
+            later.sort(key=lambda n: (n.labels.get(mapping.labels.host, ""), n.name))
+            _fill(cube, later, holder, named, out)
     seen = {name for name in holder.values()}
     named_by = state.k8s.machine_node()
     for host, name in sorted(holder.items()):
@@ -205,9 +210,8 @@ def _claim_machines(
                 out.forget.append(previous)
 
 
-def _fill(cube: str, nodes: list[Node], holder: dict[HostId, str], known: dict[str, HostId], out: Placement) -> None:
+def _fill(cube: str, nodes: list[Node], holder: dict[HostId, str], named: set[HostId], out: Placement) -> None:
     """Give the nodes the free machines of the cube: never named first, then those named by absent nodes."""
-    named = set(known.values())
     free = [HostId(cube, m) for m in range(MACHINES_PER_CUBE) if HostId(cube, m) not in holder]
     free.sort(key=lambda h: (h in named, h.machine))
     for node, host in zip(nodes, free, strict=False):
