@@ -279,3 +279,38 @@ def test_a_node_with_any_field_replaced_is_read_or_exit_2(path, value):
     placement = place(state, nodes, mapping)
     health_diff(state, *wanted(nodes, placement, mapping))
     assert len(placement.hosts) + len(placement.unplaced) == 1
+
+
+def test_a_fleet_with_its_own_labels_uses_the_shipped_mapping_example(fleet, tmp_path):
+    """Nodes labelled example.com/pod, /rack and /rack-health, one pinned by name, one under a maintenance taint."""
+    items = []
+    for rack in range(2):
+        for m in range(16):
+            labels = {
+                "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
+                "cloud.google.com/gke-tpu-topology": "4x4x4",
+                "example.com/pod": "hall-a",
+                "example.com/rack": f"rack-a{rack + 1:02d}",
+                "example.com/rack-health": "UNHEALTHY" if rack == 1 else "HEALTHY",
+            }
+            spec = {"taints": [{"key": "example.com/maintenance", "effect": "NoExecute"}]} if m == 5 else {}
+            items.append({"metadata": {"name": f"tpu-host-a{rack + 1:02d}-{m:02d}", "labels": labels}, "spec": spec})
+    path = write(tmp_path, {"kind": "List", "items": items})
+    mapping = FIXTURE.parent / "mapping.yaml"
+    r = fleet("import", "k8s", path, "--mapping", mapping, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert d["placed"] == 32 and d["pods_named"] == [{"block": "hall-a", "pod": "pod0"}]
+    assert d["cubes_added"] == [{"partition": "rack-a01", "cube": "c00"}, {"partition": "rack-a02", "cube": "c01"}]
+    assert [f["target"] for f in d["faults_opened"]] == ["cube:c01"]
+    assert sorted(f["target"] for f in d["drains_opened"]) == ["host:c00/5", "host:c01/5"]
+    state = json.loads((fleet.state / "state.json").read_text())
+    assert state["k8s"]["nodes"]["tpu-host-a01-00"] == "host:c00/0"
+    labels = fleet("export", "node-labels", "--mapping", mapping, "-o", "json").json["items"][0]["metadata"]["labels"]
+    assert labels["example.com/rack"] == "rack-a01" and labels["example.com/pod"] == "hall-a"
+
+
+def test_help_has_examples_and_no_state_is_needed(cli):
+    for args in (("import", "k8s", "--help"), ("metrics", "--help")):
+        r = cli(*args)
+        assert r.code == 0 and "Examples:" in r.out, r.out
