@@ -201,3 +201,28 @@ def test_saved_plan_refused_when_its_slice_changed(fleet, tmp_path):
     r = fleet("-o", "json", "apply-xconnect", plan)
     err = json.loads(r.err)
     assert r.code == 1 and err["items"] == ["slice 's' now holds cubes c10,c11"]
+
+
+def _run_on_a_terminal(args: list[str]) -> tuple[int, str]:
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-m", "tpufleet", *args])
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
+def test_progress_on_a_terminal_only():
+    args = ["simulate-availability", "--trials", "8000", "--cubes", "1,64", "-o", "json"]
+    code, text = _run_on_a_terminal(args)
+    assert code == 0 and "simulating pods" in text
+    piped = subprocess.run([sys.executable, "-m", "tpufleet", *args], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "" and len(json.loads(piped.stdout)["results"]) == 2

@@ -21,6 +21,7 @@ the binomial value; intervals are 95% Wilson score intervals.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from tpufleet.constants import (
@@ -98,8 +99,12 @@ def simulate(
     pod_cubes: int = CUBES_PER_POD,
     static: bool = True,
     batch: int = 4000,
+    on_progress: Callable[[int], None] | None = None,
 ) -> dict[str, list[int]]:
-    """Monte Carlo successes per k: {"reconfigurable", "reconfigurable_ft", "static"} -> list of counts."""
+    """Monte Carlo successes per k: {"reconfigurable", "reconfigurable_ft", "static"} -> list of counts.
+
+    `on_progress(m)` is called after each batch of m trials (for a progress bar; it does not change the result).
+    """
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -120,6 +125,8 @@ def simulate(
         counts["reconfigurable"] += (enough & ocs_up[:, None]).sum(axis=0)
         if boxes:
             counts["static"] += _static_batch(host_up, ks, boxes, grid_hosts)
+        if on_progress is not None:
+            on_progress(m)
     return {key: v.tolist() for key, v in counts.items()}
 
 
@@ -210,8 +217,16 @@ def _fits(
     return fits
 
 
-def report(ks: list[int], p: float, q: float, trials: int, seed: int, pod_cubes: int = CUBES_PER_POD) -> dict[str, Any]:
-    sims = simulate(ks, p, q, trials, seed, pod_cubes)
+def report(
+    ks: list[int],
+    p: float,
+    q: float,
+    trials: int,
+    seed: int,
+    pod_cubes: int = CUBES_PER_POD,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    sims = simulate(ks, p, q, trials, seed, pod_cubes, on_progress=on_progress)
     rows = []
     for i, k in enumerate(ks):
         exact_ft = reconfigurable_exact(k, p, pod_cubes)

@@ -97,7 +97,10 @@ def simulate_cmd(
         from tpufleet.state.files import check_output_path
 
         check_output_path(plot, "--plot")
-    result = ops.report(ks, p, q, trials, seed, source)
+    from tpufleet.cli.progress import progress
+
+    with progress("simulating pods", trials) as advance:
+        result = ops.report(ks, p, q, trials, seed, source, on_progress=advance)
     if plot is not None:
         from tpufleet.state.files import write_output
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 HOURS_PER_DAY = 24.0
@@ -33,9 +33,17 @@ def availabilities_from_rates(rates: RepairableRates) -> tuple[float, float]:
     )
 
 
-def report(sizes: Sequence[int], p: float, q: float, trials: int, seed: int, source: str) -> dict[str, Any]:
+def report(
+    sizes: Sequence[int],
+    p: float,
+    q: float,
+    trials: int,
+    seed: int,
+    source: str,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
     from tpufleet import availability
 
-    result = availability.report(list(sizes), p, q, trials, seed)
+    result = availability.report(list(sizes), p, q, trials, seed, on_progress=on_progress)
     result["availability_source"] = source
     return result
