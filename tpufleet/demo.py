@@ -35,6 +35,8 @@ STEPS = [
     (None, "routes big"),
     (None, "routes tw"),
     ("A machine fails: its cube leaves the pool, its slice is evicted", "inject-fault host:c05/3"),
+    ("See it: the pod's map, and why the slice is where it is", "show map"),
+    (None, "explain big"),
     (None, "reschedule big"),
     (None, "routes big"),
     ("Repairs done", "clear-fault ocs:pod0/x/5"),
@@ -61,7 +63,9 @@ STEPS = [
     ),
     (None, "goodput-report demo-out/simulated.jsonl --by size --period week"),
     ("The state after all that", "status"),
-    (None, "show journal --tail 8"),
+    (None, "history --since 12"),
+    ("What changed from serial 7 (both slices routed) to now", "diff 7"),
+    ("The whole fleet on one page (HTML in demo-out/)", "report -o html --out demo-out/fleet.html"),
 ]
 
 

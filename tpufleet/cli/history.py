@@ -67,12 +67,18 @@ def history_cmd(
     )
 
 
+def _shown(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def _diff_text(d: dict[str, Any]) -> str:
     lines = [f"serial {d['from']} -> {d['to']} ({d['commits']} commits)"]
     s, f = d["slices"], d["faults"]
     lines += [f"  + slice {n}" for n in s["added"]] + [f"  - slice {n}" for n in s["removed"]]
     for name, fields in s["changed"].items():
-        lines.append(f"  ~ slice {name}: " + "; ".join(f"{k} {v[0]} -> {v[1]}" for k, v in fields.items()))
+        lines.append(
+            f"  ~ slice {name}: " + "; ".join(f"{k} {_shown(v[0])} -> {_shown(v[1])}" for k, v in fields.items())
+        )
     lines += [f"  + fault {x['id']} {x['target']}" + (" (drain)" if x["planned"] else "") for x in f["opened"]]
     lines += [f"  - fault {x} cleared" for x in f["cleared"]]
     lines += _ocs_lines(d["ocs"])
