@@ -103,7 +103,7 @@ def simulate_cmd(
     """Discrete-event simulation: jobs arrive and are placed through the OCS, faults strike and are repaired,
     fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Writes the event log.
 
-    A run expected to log more than 2,000,000 events is refused before it starts (exit 2)."""
+    A run expected to log more than 3,000,000 events is refused before it starts (exit 2)."""
     import functools
     import sys
 

@@ -18,7 +18,7 @@ from tpufleet.simulation.inputs import (
     Workload,
 )
 
-MAX_EVENTS = 2_000_000  # expected events logged by one run (about 180 MB of JSONL; 30 default days: 120,000)
+MAX_EVENTS = 3_000_000  # expected events logged by one run (about 270 MB of JSONL, 1.5 GB in memory; 30 days of one pod: 120,000, of 16 pods: 1.9 M)
 RATE_OF_KIND = {"host": "host_per_day", "link": "link_per_day", "ocs": "ocs_per_day", "drain": "drain_per_day"}
 
 

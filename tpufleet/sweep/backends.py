@@ -65,6 +65,15 @@ def local_workers() -> int:
         return os.cpu_count() or 1
 
 
+def _tpufleet_version() -> str | None:
+    """Run on each worker: its tpufleet version (None if it has none)."""
+    try:
+        from tpufleet import __version__
+    except ImportError:
+        return None
+    return __version__
+
+
 class Dask:
     """Runs tasks on a Dask cluster: a local one of `workers` processes, or the scheduler at `address`."""
 
@@ -89,9 +98,26 @@ class Dask:
                 self.client = dd.Client(address, timeout="10s")
                 self.workers = sum(self.client.nthreads().values())
                 self.kind = "remote"
+                self._check_versions()
         except OSError as exc:  # no scheduler there, refused, timed out
             self.close()
             raise Refused(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        except Refused:
+            self.close()
+            raise
+
+    def _check_versions(self) -> None:
+        """Refuse workers without this version of tpufleet: another version may give other numbers."""
+        from tpufleet import __version__
+
+        if not self.workers:
+            raise Refused("the Dask cluster has no workers: start some with `dask worker SCHEDULER_ADDRESS`")
+        theirs = self.client.run(_tpufleet_version)
+        wrong = sorted(
+            f"{worker} has {version or 'no tpufleet'}" for worker, version in theirs.items() if version != __version__
+        )
+        if wrong:
+            raise Refused(f"Dask workers must run tpufleet {__version__}: " + "; ".join(wrong[:5]), wrong)
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Result]:
         # Keys name the run, so a scheduler's dashboard shows which point each task is.
