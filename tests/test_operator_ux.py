@@ -118,39 +118,30 @@ def test_group_makes_state_group_readable_never_world(cli):
     assert cli("--group", "no-such-group-here", "status").code == 2
 
 
+def _run_on_a_terminal(args: list[str]) -> tuple[int, str]:
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-m", "tpufleet", *args])
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
 def test_lock_wait_notice_on_a_terminal(fleet):
     """Terraform-style: past one second of waiting, a TTY is told who holds the lock (scripts are not)."""
     from tpufleet.state.lock import exclusive
 
     with exclusive(fleet.state, 5, "tpufleet hold-for-test"):
-        pid, fd = pty.fork()
-        if pid == 0:  # the child runs the CLI on a terminal; it times out after 1.5 s without the lock
-            os.execv(
-                sys.executable,
-                [
-                    sys.executable,
-                    "-m",
-                    "tpufleet",
-                    "--state",
-                    str(fleet.state),
-                    "--lock-timeout",
-                    "1.5",
-                    "release",
-                    "x",
-                ],
-            )
-        output = b""
-        while True:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        _, status = os.waitpid(pid, 0)
-    text = output.decode()
-    assert os.waitstatus_to_exitcode(status) == 3
+        code, text = _run_on_a_terminal(["--state", str(fleet.state), "--lock-timeout", "1.5", "release", "x"])
+    assert code == 3
     assert f"waiting for the state lock held by pid {os.getpid()} (tpufleet hold-for-test, since " in text
 
 
@@ -201,23 +192,6 @@ def test_saved_plan_refused_when_its_slice_changed(fleet, tmp_path):
     r = fleet("-o", "json", "apply-xconnect", plan)
     err = json.loads(r.err)
     assert r.code == 1 and err["items"] == ["slice 's' now holds cubes c10,c11"]
-
-
-def _run_on_a_terminal(args: list[str]) -> tuple[int, str]:
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(sys.executable, [sys.executable, "-m", "tpufleet", *args])
-    output = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
 
 
 def test_progress_on_a_terminal_only():
