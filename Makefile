@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean sweep-deps test-browser
+.PHONY: demo test lint bench clean sweep-deps browser-deps test-browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,9 +32,13 @@ lint: $(STAMP)
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,lint,sweep]'
 
-# Optional: Debian's Chromium for the HTML report tests (they skip, saying why, without it).
-test-browser: $(STAMP)
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+# Optional: Debian's Chromium for the HTML report tests (they skip, saying why, without it). Needs root or sudo.
+browser-deps:
+	command -v chromium >/dev/null || ( \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null )
+
+test-browser: browser-deps $(STAMP)
 	$(BIN)/python -m pytest -q tests -m browser
 
 bench: $(STAMP)
