@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -156,7 +157,7 @@ def import_k8s_cmd(
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Write to this file (atomically) instead of stdout")]
 
 
-def _deliver(kind: str, text: str, as_json: Any, count: int, out: Path | None, output: Output) -> None:
+def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output) -> None:
     """Without --out the artefact itself goes to stdout (-o json: as JSON); with --out it is written to the file
     and stdout gets a summary: {"kind", "file", "objects"}."""
     if out is None:
@@ -166,19 +167,25 @@ def _deliver(kind: str, text: str, as_json: Any, count: int, out: Path | None, o
 
             typer.echo(to_json(as_json))
         else:
-            typer.echo(text, nl=False)
+            typer.echo(text(), nl=False)
         return
     from tpufleet.state.files import write_output
 
-    write_output(out, text.encode())
+    write_output(out, text().encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
     emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {out}")
 
 
-def _manifests(docs: list[dict[str, Any]]) -> str:
-    import yaml
+def _manifests(docs: list[dict[str, Any]]) -> Callable[[], str]:
+    """The documents as YAML, made only when asked for (16,384 nodes take seconds even with libyaml)."""
 
-    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False) if docs else ""
+    def text() -> str:
+        import yaml
+
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter: ~10x faster
+        return yaml.dump_all(docs, Dumper=dumper, sort_keys=False, default_flow_style=False) if docs else ""
+
+    return text
 
 
 def _as_list(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -272,7 +279,7 @@ def export_slurm_cmd(
         check_output_path(out, "--out")
     text = exports.slurm_topology(ctx.obj.store().load(), plugin.value)
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
-    _deliver("topology.conf line", text, {"plugin": plugin.value, "lines": lines}, len(lines), out, output)
+    _deliver("topology.conf line", lambda: text, {"plugin": plugin.value, "lines": lines}, len(lines), out, output)
 
 
 @export_app.command(
