@@ -375,32 +375,43 @@ def metrics_cmd(
     """The state as Prometheus metrics: cubes by state per pod, open faults and drains by kind, slices by state,
     stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time."""
     from tpufleet import __version__
-    from tpufleet.errors import BadInput
     from tpufleet.integrations.metrics import exposition
     from tpufleet.state.files import check_output_path
 
     if out is not None:
         check_output_path(out, "--out")
-    if goodput_format not in ("native", "ml-goodput"):
-        raise BadInput(f"bad option --goodput-format {goodput_format!r}: native or ml-goodput")
-    report = None
-    if goodput:
-        from tpufleet.goodput.pipeline import build
-
-        report = build(list(goodput), goodput_format, by=["accelerator", "size", "phase", "framework"])
+    report = _goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state = store.load()
-    text = exposition(state, _last_change(store, state.serial), report, __version__, fmt is MetricsFormat.openmetrics)
-    if out is None:
-        if getattr(output, "value", output) == "json":
-            emit(_families_json(text), output, str)
-        else:
-            typer.echo(text.decode(), nl=False)
-        return
+    as_json = getattr(output, "value", output) == "json" and out is None
+    openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
+    text = exposition(state, _last_change(store, state.serial), report, __version__, openmetrics)
+    if as_json:
+        emit(_families_json(text), output, str)
+    elif out is None:
+        typer.echo(text.decode(), nl=False)
+    else:
+        _write_textfile(out, text, state.serial, output)
+
+
+def _goodput_report(goodput: list[Path] | None, fmt: str) -> dict[str, Any] | None:
+    from tpufleet.errors import BadInput
+
+    if fmt not in ("native", "ml-goodput"):
+        raise BadInput(f"bad option --goodput-format {fmt!r}: native or ml-goodput")
+    if not goodput:
+        return None
+    from tpufleet.goodput.pipeline import build
+
+    return build(list(goodput), fmt, by=["accelerator", "size", "phase", "framework"])
+
+
+def _write_textfile(out: Path, text: bytes, serial: int, output: Output) -> None:
+    """Temp file beside it, fsync, rename: a textfile collector never reads half a file."""
     from tpufleet.state.files import write_output
 
     write_output(out, text)
     if not out.name.endswith(".prom"):
         typer.echo("tpufleet: note: the node exporter's textfile collector reads only *.prom files", err=True)
-    summary = {"file": str(out), "families": text.count(b"# TYPE "), "serial": state.serial}
+    summary = {"file": str(out), "families": text.count(b"# TYPE "), "serial": serial}
     emit(summary, output, lambda: f"wrote {summary['families']} metric families to {out}")

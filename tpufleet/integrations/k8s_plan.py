@@ -7,7 +7,7 @@ Placement, for each TPU node (one whose accelerator is in the mapping's list), i
 2. else its 4x4x4 partition: the cube the mapping file's `cubes`, or an earlier import, gave that partition id;
    a new partition takes the first cube of its pod (by position) that no partition has yet. Its pod is the one
    the mapping's `pods` or an earlier import gave its `gce-topology-block`; a new block takes the first pod no
-   block has yet;
+   block has yet (new partitions and blocks are met in the order of node names);
 3. its machine: the one an earlier import gave that node name, else the lowest machine of the cube that no node
    of this list holds, in the order of `gce-topology-host`, then node name.
 
