@@ -98,6 +98,11 @@ def test_other_bad_specs(cli, tmp_path):
     for text, expected in cases.items():
         r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", state=False)
         assert r.code == 2 and expected in r.err, (text, r.err)
+    r = cli("sweep", write(tmp_path, SMALL), "--out", tmp_path / "no" / "such", "--serial", state=False)
+    assert r.code == 2 and "does not exist" in r.err
+    (tmp_path / "file").write_text("")
+    r = cli("sweep", write(tmp_path, SMALL), "--out", tmp_path / "file", "--serial", state=False)
+    assert r.code == 2 and "not a directory" in r.err
 
 
 def test_a_serial_sweep_writes_json_csv_plot_and_its_numbers_are_the_simulations(cli, tmp_path):

@@ -92,7 +92,8 @@ def sweep_cmd(
     of every figure per point to --out (sweep.json, sweep.csv, sweep.png).
 
     Runs go to a local Dask cluster (one worker per core) when Dask is installed, else run serially; the numbers
-    are the same either way. Exit 1 if some points failed (the others are written), 2 for a bad spec."""
+    are the same either way. Exit 1 if some points failed (the others are written; --resume runs them again), 2 for
+    a bad spec (before any run starts), 70 if a point failed by a bug."""
     from tpufleet.errors import BadInput
     from tpufleet.sweep import driver, spec
 
@@ -100,6 +101,8 @@ def sweep_cmd(
         raise BadInput(f"bad option --plot-format {plot_format!r}: png or svg")
     if out.exists() and not out.is_dir():
         raise BadInput(f"bad option --out {str(out)!r}: it is not a directory")
+    if not out.exists() and not out.absolute().parent.is_dir():
+        raise BadInput(f"bad option --out {str(out)!r}: directory {str(out.absolute().parent)!r} does not exist")
     sweep = spec.load(spec_file)  # every point is checked before any work starts
     executor = _executor(serial, cluster, workers)
     bar, progress = _progress()

@@ -26,7 +26,8 @@ def prepare(out: Path, resume: bool) -> Path:
     """The points directory of `out`, made if missing; refuse to mix a new sweep into an old one's points."""
     points = out / POINTS_DIR
     try:
-        points.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
+        points.mkdir(exist_ok=True)
     except FileExistsError:
         raise BadInput(f"bad option --out {str(out)!r}: it, or its {POINTS_DIR}/, is not a directory") from None
     except OSError as exc:
