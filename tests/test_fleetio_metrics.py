@@ -130,6 +130,6 @@ def test_promtool_accepts_it(busy, tmp_path):
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool not installed (the distribution's prometheus package provides it)")
-    text = busy("metrics").out
+    text = busy("metrics", "--goodput", GOODPUT).out
     done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
