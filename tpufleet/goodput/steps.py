@@ -70,6 +70,8 @@ def columns(
     if since is not None or until is not None:
         keep = (t >= (-np.inf if since is None else since)) & (t <= (np.inf if until is None else until))
         t, code, step, chips = t[keep], code[keep], step[keep], chips[keep]
+    if len(t) < 2 or bool((t[1:] >= t[:-1]).all()):  # logs are mostly in time order already: no sort
+        return Events(t.copy(), code, step.copy(), chips.copy())
     order = np.argsort(t, kind="stable")
     return Events(t[order], code[order], step[order], chips[order])
 
@@ -184,11 +186,12 @@ def _covered_upto(cov: tuple[Times, Times, Times], x: Times) -> Times:
 
 def _free_until(cov: tuple[Times, Times, Times], s0: float, amount: float) -> float:
     """The first time e at which [s0, e] holds `amount` seconds not covered by `cov`."""
+    import numpy as np
+
     a, b, _ = cov
     t, left = s0, amount
-    for lo, hi in zip(a, b, strict=True):
-        if hi <= t:
-            continue
+    first = int(np.searchsorted(b, s0, side="right"))  # the intervals ending by s0 are behind it
+    for lo, hi in zip(a[first:].tolist(), b[first:].tolist(), strict=True):
         gap = max(0.0, float(lo) - t)
         if gap >= left:
             break
