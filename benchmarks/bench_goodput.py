@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,7 @@ def stdlib_floor(paths: list[Path]) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - c
 
 
-def best(runs: list[tuple[float, ...]]) -> tuple[float, ...]:
+def best(runs: Sequence[tuple[float, ...]]) -> tuple[float, ...]:
     """The fastest of repeated runs, field by field (a shared machine only ever adds time)."""
     return tuple(min(r[i] for r in runs) for i in range(len(runs[0])))
 
