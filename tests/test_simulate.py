@@ -251,3 +251,18 @@ def test_cli_takes_the_new_knobs(cli, tmp_path):
     assert r.json["load_per_pod"] == 0.5 and r.json["spare_cubes"] == 2 and "large" in r.json["wait_hours"]
     r = cli("simulate-fleet", *args, "--fault-scale", "disk=2", state=False)
     assert r.code == 2 and "bad fault kind 'disk'" in r.err
+
+
+def test_grouped_crossconnect_planning_gives_the_plain_plans_events(monkeypatch):
+    from tpufleet import xconnect
+    from tpufleet.simulation import placement
+
+    rates = only_rates(ocs_per_day=0.05, host_per_day=0.005)  # down OCS make a dimension's OCS differ
+    fast = Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2)).run()
+
+    def plain_plan(self, shape, alloc, state, health, rerouting):
+        return xconnect.plan(shape, self.fleet, alloc.coords, state, health, rerouting)
+
+    monkeypatch.setattr(placement.Placement, "_plan", plain_plan)
+    monkeypatch.setattr(placement, "_apply", xconnect.apply)
+    assert Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2)).run() == fast

@@ -128,8 +128,9 @@ class Placement:
                 if plan.blocked:
                     continue
                 if commit:
-                    self.ocs_by_pod[pod.name] = xconnect.apply(state, plan.changes)
-                    self.stats.xconnect_changes += plan.summary["add"] + plan.summary["remove"]
+                    self.ocs_by_pod[pod.name] = _apply(state, plan.changes)
+                    summary = plan.summary
+                    self.stats.xconnect_changes += summary["add"] + summary["remove"]
             return alloc
         return None
 
@@ -190,3 +191,20 @@ class Placement:
                     boxes.append([(x * g1 + y) * g2 + z for x, y, z in position])
             self._box_cache[sides] = np.array(boxes, dtype=np.int64)
         return self._box_cache[sides]
+
+
+def _apply(state: xconnect.OcsState, changes: list[xconnect.OcsChange]) -> dict[OcsId, frozenset[xconnect.Pair]]:
+    """`xconnect.apply`, working out each distinct (dimension, current pairs) once, as `Placement._plan` diffs
+    them: OCS of a dimension that held the same pairs get the same change and so hold the same pairs after."""
+    new = dict(state)
+    after: dict[tuple[str, frozenset[xconnect.Pair]], frozenset[xconnect.Pair]] = {}
+    for change in changes:
+        before = state.get(change.ocs, frozenset())
+        key = (change.ocs.dim, before)
+        if key not in after:
+            after[key] = xconnect.apply({change.ocs: before}, [change]).get(change.ocs, frozenset())
+        if after[key]:
+            new[change.ocs] = after[key]
+        else:
+            new.pop(change.ocs, None)
+    return new
