@@ -1,1 +1,147 @@
 """`tpufleet collective SLICE --op ... --bytes SIZE`: time and bus bandwidth of a collective on the slice's tables."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.render import emit, grid
+
+
+class Op(str, enum.Enum):
+    all_reduce = "all-reduce"
+    reduce_scatter = "reduce-scatter"
+    all_gather = "all-gather"
+    all_to_all = "all-to-all"
+
+
+class Algorithm(str, enum.Enum):
+    auto = "auto"
+    ring = "ring"
+    bidir_ring = "bidir-ring"
+    dim_by_dim = "dim-by-dim"
+    direct = "direct"
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.4g} ms"
+
+
+def _gbs(bps: float | None) -> str:
+    return "-" if bps is None else f"{bps / 1e9:.2f} GB/s"
+
+
+def _text(d: dict[str, Any]) -> str:
+    tables = d["tables"]
+    lines = [
+        f"{d['op']} of {d['bytes']} bytes per chip on slice {d['slice']} ({d['shape']}{' twisted' if d['twisted'] else ''}, "
+        f"{d['chips']} chips; tables {tables['source']}{', degraded' if tables['degraded'] else ''}"
+        f"{', STALE' if tables.get('stale') else ''})",
+        f"  algorithm        {d['algorithm']}{' (' + d['dims'] + ')' if d['dims'] else ''}",
+        f"  time             {_ms(d['time_s'])}  (latency {_ms(d['latency_s'])}, bandwidth {_ms(d['bandwidth_s'])})",
+        f"  bandwidth        algorithm {_gbs(d['algorithm_bandwidth_Bps'])}, bus {_gbs(d['bus_bandwidth_Bps'])}",
+    ]
+    if d["slowdown"] is not None and tables["degraded"]:
+        lines.append(f"  healthy          {_ms(d['healthy_time_s'])}; slowdown {d['slowdown']:.3f}x")
+    lines.append(f"  why              {d['why']}")
+    if tables.get("stale"):
+        lines.append(
+            f"  note             the tables are stale ({tables['stale_reason']}); "
+            f"run `tpufleet routes {d['slice']}` to model the network as it is now"
+        )
+    if d["twist"]:
+        lines.append(f"  twist            {d['twist']}")
+    if d["sparse"]:
+        sp = d["sparse"]
+        runs = ", ".join(f"{a['algorithm']} {'runs' if a['runs'] else 'does not run'}" for a in sp["algorithms"])
+        lines.append(f"  sparse tables    at most {sp['capacity']} destinations a chip: {runs}")
+    rows = [
+        [
+            ph["dimension"] or "-",
+            ph["ring_size"],
+            ph["step"],
+            ph["steps"],
+            _ms(ph["seconds"]),
+            ph["max_link_messages"],
+            ph["hops"],
+        ]
+        for ph in d["phases"]
+    ]
+    lines += ["", grid(rows, ["dim", "ring", "step", "steps", "time", "msgs/link", "hops"])]
+    rows = [
+        [
+            c["algorithm"] + (f" ({c['dims']})" if c["dims"] else ""),
+            _ms(c["time_s"]),
+            _gbs(c["bus_bandwidth_Bps"]),
+            c["not_delivered"] or "",
+        ]
+        for c in d["candidates"]
+    ]
+    lines += ["", grid(rows, ["candidate", "time", "bus bandwidth", "cannot deliver"])]
+    return "\n".join(lines)
+
+
+@app.command(
+    "collective",
+    epilog=examples(
+        "tpufleet collective s --op all-reduce --bytes 1GiB",
+        "tpufleet collective s --op all-reduce --bytes 512MiB --algorithm dim-by-dim --dims yxz -o json",
+        "tpufleet collective s --op all-to-all --bytes 64MiB --table-capacity 64",
+        "tpufleet collective s --op all-gather --bytes 4096 --assume-healthy --profile my-profile.yaml",
+    ),
+)
+def collective_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Slice name")],
+    op: Annotated[str, typer.Option("--op", help="all-reduce, reduce-scatter, all-gather or all-to-all")],
+    size: Annotated[str, typer.Option("--bytes", help="Bytes per chip: 1GiB, 512MiB, 1.5GB, 4096")],
+    algorithm: Annotated[
+        str, typer.Option("--algorithm", help="auto, ring, bidir-ring, dim-by-dim (all-to-all: direct, dim-by-dim)")
+    ] = "auto",
+    dims: Annotated[
+        str | None, typer.Option("--dims", help="Dimension order for dim-by-dim, largest payload first, e.g. yxz")
+    ] = None,
+    profile_file: Annotated[
+        Path | None, typer.Option("--profile", help="Hardware profile YAML (default: the shipped TPUv4 profile)")
+    ] = None,
+    table_capacity: Annotated[
+        int | None,
+        typer.Option("--table-capacity", min=0, help="Model sparse tables: each chip holds at most N destinations"),
+    ] = None,
+    assume_healthy: Annotated[
+        bool, typer.Option("--assume-healthy", help="Without stored tables, model the healthy DOR tables of the shape")
+    ] = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Model a collective on the slice's current routing tables (healthy or rerouted, as `routes` stored them).
+
+    An alpha-beta model per link: each step lasts as long as its most loaded link needs, plus the per-hop latency
+    of its longest route. `auto` compares a ring through every chip, a bidirectional ring and dimension-by-dimension
+    bidirectional rings in every order, and says why it picked the fastest.
+    """
+    from tpufleet.collectives.algorithms import parse_order
+    from tpufleet.collectives.model import ALGORITHMS, OPS
+    from tpufleet.collectives.profile import load_profile, parse_size
+    from tpufleet.errors import BadInput
+    from tpufleet.ops import collective as ops
+
+    if op not in OPS:
+        raise BadInput(f"bad option --op: {op!r} is not one of {', '.join(OPS)}")
+    if algorithm not in ALGORITHMS:
+        raise BadInput(f"bad option --algorithm: {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    nbytes = parse_size(size)
+    order = parse_order(dims) if dims is not None else None
+    if order is not None and algorithm not in ("dim-by-dim", "auto"):
+        raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim only, not {algorithm}")
+    profile = load_profile(profile_file)
+    store = ctx.obj.store()
+    table_file = store.table_path(name)
+    req = ops.Request(
+        op, nbytes, "dim-by-dim" if order and algorithm == "auto" else algorithm, order, table_capacity, assume_healthy
+    )
+    outcome = ops.run(store.load(), name, req, profile, table_file)
+    emit(outcome.data, output, lambda: _text(outcome.data))

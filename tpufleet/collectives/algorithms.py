@@ -1,0 +1,218 @@
+"""Estimates of each algorithm on a slice's tables, and the choice among them (`auto`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import permutations
+from typing import TYPE_CHECKING
+
+from tpufleet.collectives.model import (
+    A2A_ALGORITHMS,
+    RING_ALGORITHMS,
+    Estimate,
+    Pattern,
+    PhaseCost,
+    _all_pairs_pattern,
+    _ring_pattern,
+)
+from tpufleet.collectives.profile import Profile
+from tpufleet.collectives.schedules import DIMS, Phase, dim_phases, snake_ring
+from tpufleet.collectives.tables import Tables
+from tpufleet.errors import BadInput
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+PASSES = {"all-reduce": 2, "reduce-scatter": 1, "all-gather": 1, "all-to-all": 1}
+
+
+@dataclass
+class Context:
+    """One slice's tables and profile, with the per-phase step costs shared by every order that uses them."""
+
+    tables: Tables
+    profile: Profile
+    patterns: dict[tuple[object, ...], Pattern] = field(default_factory=dict)
+    phases: dict[tuple[int, ...], list[Phase]] = field(default_factory=dict)
+
+    def dim_phases(self, order: tuple[int, ...]) -> list[Phase]:
+        if order not in self.phases:
+            self.phases[order] = dim_phases(self.tables.shape, order, self.tables.healthy_nbr)
+        return self.phases[order]
+
+    def ring(self, key: tuple[object, ...], rings: npt.NDArray[np.int64], bidir: bool) -> Pattern:
+        full = (*key, bidir)
+        if full not in self.patterns:
+            self.patterns[full] = _ring_pattern(self.tables, self.profile, rings, bidir)
+        return self.patterns[full]
+
+
+def _finish(est: Estimate, profile: Profile) -> Estimate:
+    for ph in est.phases:
+        if ph.pattern.undelivered is not None:
+            est.undelivered = ph.pattern.undelivered
+            est.latency = est.bandwidth = float("inf")
+            return est
+        est.latency += est.passes * ph.steps * ph.pattern.hops * profile.hop_latency
+        est.bandwidth += est.passes * ph.steps * ph.step_seconds
+    return est
+
+
+def ring(ctx: Context, op: str, nbytes: float, bidir: bool) -> Estimate:
+    """One ring through every chip of the slice (unidirectional, or bidirectional with half chunks each way)."""
+    rings = snake_ring(ctx.tables.shape)
+    p = rings.shape[1]
+    est = Estimate(op, "bidir-ring" if bidir else "ring", None, nbytes, p, passes=PASSES[op])
+    pat = ctx.ring(("snake",), rings, bidir)
+    est.phases.append(PhaseCost(None, p, 1, "snake", nbytes, nbytes / p / (2 if bidir else 1), p - 1, pat))
+    return _finish(est, ctx.profile)
+
+
+def dim_by_dim(ctx: Context, op: str, nbytes: float, order: tuple[int, ...]) -> Estimate:
+    """Bidirectional rings per dimension, the first dimension of `order` carrying the whole payload."""
+    phases = ctx.dim_phases(order)
+    est = Estimate(op, "dim-by-dim", tuple(ph.dim for ph in phases), nbytes, ctx.tables.n, passes=PASSES[op])
+    payload = float(nbytes)
+    for ph in phases:
+        m = ph.size
+        pat = ctx.ring(("dim", ph.dim, ph.generator), ph.rings, True)
+        est.phases.append(PhaseCost(ph.dim, m, len(ph.rings), ph.step_text, payload, payload / m / 2, m - 1, pat))
+        payload /= m
+    return _finish(est, ctx.profile)
+
+
+def a2a_direct(ctx: Context, nbytes: float) -> Estimate:
+    """Every chip sends n/p to every other chip at once, each message on its own route."""
+    p = ctx.tables.n
+    est = Estimate("all-to-all", "direct", None, nbytes, p)
+    est.phases.append(PhaseCost(None, p, 1, "all pairs", nbytes, nbytes / p, 1, _a2a_pattern(ctx)))
+    return _finish(est, ctx.profile)
+
+
+def _a2a_pattern(ctx: Context) -> Pattern:
+    """All-pairs link load from the routing layer's level-by-level sweep (one walk per pair would be N^2 hops)."""
+    import numpy as np
+
+    from tpufleet.routing.analysis import Levels, RouteTables, flow, link_load, verify
+
+    key = ("all-pairs",)
+    if key not in ctx.patterns:
+        t = ctx.tables
+        rt = RouteTables(t.shape, t.nbr, np.ascontiguousarray(t.port.T), np.ascontiguousarray(t.hop_table().T))
+        levels = Levels(rt.L)
+        routable = verify(rt, levels)
+        if not routable.all():
+            dst, src = (int(v[0]) for v in np.nonzero(~routable))
+            ctx.patterns[key] = Pattern(0.0, 0, 0, None, (src, dst))
+        else:
+            weight, _ = flow(rt, routable, levels, masks=False)
+            load = link_load(rt, weight)
+            bw = np.array([ctx.profile.bandwidth(p // 2) for p in range(6)])
+            per_byte = load / bw[None, :]
+            worst = int(np.argmax(per_byte))
+            ctx.patterns[key] = Pattern(
+                float(per_byte.ravel()[worst]), int(rt.L.max()), int(load.ravel()[worst]), (worst // 6, worst % 6)
+            )
+    return ctx.patterns[key]
+
+
+def a2a_dims(ctx: Context, nbytes: float, order: tuple[int, ...]) -> Estimate:
+    """All-to-all forwarded dimension by dimension: in each phase a chip sends each ring member the n/size bytes
+    bound for chips with that member's digit, so only ring members need table entries."""
+    phases = ctx.dim_phases(order)
+    est = Estimate("all-to-all", "dim-by-dim", tuple(ph.dim for ph in phases), nbytes, ctx.tables.n)
+    for ph in phases:
+        key = ("pairs", ph.dim, ph.generator)
+        if key not in ctx.patterns:
+            ctx.patterns[key] = _all_pairs_pattern(ctx.tables, ctx.profile, ph.rings)
+        est.phases.append(
+            PhaseCost(ph.dim, ph.size, len(ph.rings), ph.step_text, nbytes, nbytes / ph.size, 1, ctx.patterns[key])
+        )
+    return _finish(est, ctx.profile)
+
+
+def orders(ctx: Context) -> list[tuple[int, ...]]:
+    """Every order of the dimensions longer than one chip."""
+    dims = [d for d in range(3) if ctx.tables.shape.dims[d] > 1]
+    return [tuple(o) for o in permutations(dims)]
+
+
+def estimate(ctx: Context, op: str, nbytes: float, algorithm: str, order: tuple[int, ...] | None) -> list[Estimate]:
+    """Estimates of `algorithm` (all orders of dim-by-dim unless `order`); every algorithm for `auto`."""
+    allowed = A2A_ALGORITHMS if op == "all-to-all" else RING_ALGORITHMS
+    if algorithm != "auto" and algorithm not in allowed:
+        raise BadInput(
+            f"bad option --algorithm: {algorithm!r} does not apply to {op}; use {', '.join(allowed)} or auto"
+        )
+    names = allowed if algorithm == "auto" else (algorithm,)
+    out: list[Estimate] = []
+    for name in names:
+        if name == "dim-by-dim":
+            for o in [order] if order else orders(ctx):
+                out.append(a2a_dims(ctx, nbytes, o) if op == "all-to-all" else dim_by_dim(ctx, op, nbytes, o))
+        elif name == "direct":
+            out.append(a2a_direct(ctx, nbytes))
+        else:
+            out.append(ring(ctx, op, nbytes, name == "bidir-ring"))
+    return out
+
+
+def parse_order(text: str) -> tuple[int, ...]:
+    """'yxz', 'y,x,z' or 'Y X Z' -> (1, 0, 2); every dimension once."""
+    letters = [c for c in text.lower() if c not in ", "]
+    if (
+        sorted(letters) != sorted(set(letters))
+        or not letters
+        or any(c not in DIMS for c in letters)
+        or len(letters) != 3
+    ):
+        raise BadInput(f"bad option --dims: {text!r} is not an order of x, y and z (e.g. yxz)")
+    return tuple(DIMS.index(c) for c in letters)
+
+
+def _gbps(per_byte: float) -> str:
+    return f"{1 / per_byte / 1e9:.1f} GB/s" if per_byte > 0 else "no traffic"
+
+
+SAME = 1e-9  # relative difference below which two estimates tie (then fewer hops, then the listed order wins)
+
+
+def best_of(ests: list[Estimate]) -> Estimate | None:
+    """The fastest estimate that runs; on a tie the one with less latency, then the first listed."""
+    running = [e for e in ests if e.runs]
+    if not running:
+        return None
+    fastest = min(e.seconds for e in running)
+    tied = [e for e in running if e.seconds <= fastest * (1 + SAME)]
+    return min(tied, key=lambda e: e.latency)
+
+
+def why(best: Estimate, others: list[Estimate]) -> str:
+    """Why `best` was chosen: against the best of every other algorithm, and, for dim-by-dim, why this order."""
+    text = f"{best.name} is the fastest that runs ({best.seconds * 1e3:.4g} ms)"
+    rivals = []
+    for name in dict.fromkeys(e.algorithm for e in others if e.algorithm != best.algorithm):
+        runs = [e for e in others if e.algorithm == name and e.runs]
+        if runs:
+            r = min(runs, key=lambda e: e.seconds)
+            rivals.append(f"{r.name} {r.seconds * 1e3:.4g} ms ({r.seconds / best.seconds:.3f}x)")
+        else:
+            rivals.append(f"{name} cannot run on these tables")
+    if rivals:
+        text += ": against " + ", ".join(rivals)
+    orders = [e for e in others if e.algorithm == best.algorithm and e.order and e.runs]
+    if best.order and len(orders) > 1 and len(best.phases) > 1:
+        worst = max(orders, key=lambda e: e.seconds)
+        if worst.seconds <= best.seconds * (1 + 1e-6):
+            text += "; every dimension order takes the same time (all dimensions' links are equally fast and loaded)"
+        else:
+            first, last = best.phases[0], best.phases[-1]
+            text += (
+                f"; order {''.join(DIMS[d] for d in best.order)} puts the largest payload on {DIMS[first.dim or 0]} "
+                f"({_gbps(first.pattern.seconds_per_byte)} per message on its busiest link) and the smallest on "
+                f"{DIMS[last.dim or 0]} ({_gbps(last.pattern.seconds_per_byte)}); the worst order, "
+                f"{''.join(DIMS[d] for d in worst.order or ())}, takes {worst.seconds * 1e3:.4g} ms "
+                f"({worst.seconds / best.seconds:.3f}x)"
+            )
+    return text

@@ -1,0 +1,148 @@
+"""The hardware profile of the cost model (link bandwidth and latency, peak FLOP/s, HBM) and message sizes.
+
+The shipped profile is ``tpufleet/data/hardware-profile.yaml`` (its figures and their public sources are in the
+file); ``--profile FILE`` replaces it with a file of the same form. Every hardware number the model uses comes
+from a profile, so nothing here hard-codes one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpufleet.errors import BadInput, BadStateFile, shown
+
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "hardware-profile.yaml"
+DIMS = "xyz"
+SCHEMA_VERSION = 1
+# A message size beyond this is a typo, not a collective (1 PiB per chip, 30,000 times a TPUv4's HBM).
+MAX_BYTES = 1 << 50
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
+_SIZE = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    link_bandwidth: float  # bytes/s, one link, one direction
+    hop_latency: float  # seconds per hop
+    peak_flops: float  # FLOP/s per chip
+    hbm_bytes: float
+    hbm_bandwidth: float  # bytes/s per chip
+    dimension_bandwidth: dict[str, float] = field(default_factory=dict)  # per-dimension override
+    sources: tuple[str, ...] = ()
+    file: str = ""
+
+    def bandwidth(self, dim: int) -> float:
+        """Bytes/s of one link of dimension `dim` (0, 1, 2), one direction."""
+        return self.dimension_bandwidth.get(DIMS[dim], self.link_bandwidth)
+
+
+def parse_size(text: str, what: str = "--bytes") -> int:
+    """Bytes from '1GiB', '512MiB', '4096', '1.5e9' (decimal units kB..TB, binary KiB..TiB)."""
+    m = _SIZE.fullmatch(text or "")
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _UNITS:
+        raise BadInput(f"bad option {what}: {shown(text)} is not a size (e.g. 1GiB, 512MiB, 4096)")
+    value = float(m.group(1)) * _UNITS[unit]
+    if not math.isfinite(value) or value > MAX_BYTES:
+        raise BadInput(f"bad option {what}: {shown(text)} is over the limit of {MAX_BYTES} bytes (1 PiB)")
+    if value < 1:
+        raise BadInput(f"bad option {what}: {shown(text)} must be at least 1 byte")
+    return round(value)
+
+
+def _number(doc: dict[str, Any], key: str, file: str, where: str) -> float:
+    raw = value = doc.get(key)
+    path = f"{where}.{key}"
+    if key not in doc:
+        raise BadStateFile(file, path, None, "is required")
+    if isinstance(value, str):  # YAML 1.1 reads 50e9 and 50.0e9 (no sign in the exponent) as text
+        try:
+            value = float(value)
+        except ValueError:
+            raise BadStateFile(file, path, raw, "must be a number") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadStateFile(file, path, raw, "must be a number")
+    if not math.isfinite(value) or value <= 0:
+        raise BadStateFile(file, path, raw, "must be a positive number")
+    return float(value)
+
+
+def _section(doc: dict[str, Any], key: str, file: str, allowed: set[str]) -> dict[str, Any]:
+    value = doc.get(key)
+    if not isinstance(value, dict):
+        raise BadStateFile(file, key, value, "must be a mapping")
+    for k in value:
+        if k not in allowed:
+            raise BadStateFile(file, f"{key}.{k}", value[k], f"unknown key; expected {', '.join(sorted(allowed))}")
+    return value
+
+
+def profile_from_doc(doc: object, file: str) -> Profile:
+    """Validate a loaded profile document; BadStateFile naming file, field and value."""
+    if not isinstance(doc, dict):
+        raise BadStateFile(file, "", doc, "must be a mapping")
+    allowed = {"schema_version", "name", "ici", "chip", "sources"}
+    for k in doc:
+        if k not in allowed:
+            raise BadStateFile(file, str(k), doc[k], f"unknown key; expected {', '.join(sorted(allowed))}")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise BadStateFile(file, "schema_version", doc.get("schema_version"), f"must be {SCHEMA_VERSION}")
+    name = doc.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise BadStateFile(file, "name", name, "must be a non-empty string")
+    ici = _section(doc, "ici", file, {"link_bandwidth", "hop_latency", "dimension_bandwidth"})
+    chip = _section(doc, "chip", file, {"peak_flops", "hbm_bytes", "hbm_bandwidth"})
+    per_dim = ici.get("dimension_bandwidth") or {}
+    if not isinstance(per_dim, dict):
+        raise BadStateFile(file, "ici.dimension_bandwidth", per_dim, "must be a mapping of x, y, z to bytes/s")
+    for k in per_dim:
+        if k not in DIMS:
+            raise BadStateFile(file, f"ici.dimension_bandwidth.{k}", per_dim[k], "unknown dimension; expected x, y, z")
+    sources = doc.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise BadStateFile(file, "sources", sources, "must be a list of strings")
+    return Profile(
+        name=name.strip(),
+        link_bandwidth=_number(ici, "link_bandwidth", file, "ici"),
+        hop_latency=_number(ici, "hop_latency", file, "ici"),
+        peak_flops=_number(chip, "peak_flops", file, "chip"),
+        hbm_bytes=_number(chip, "hbm_bytes", file, "chip"),
+        hbm_bandwidth=_number(chip, "hbm_bandwidth", file, "chip"),
+        dimension_bandwidth={str(k): _number(per_dim, k, file, "ici.dimension_bandwidth") for k in per_dim},
+        sources=tuple(sources),
+        file=file,
+    )
+
+
+def load_profile(path: Path | str | None = None) -> Profile:
+    """The shipped profile, or the user's file (bounded read, strict YAML)."""
+    from tpufleet.state.inputfiles import load_yaml
+
+    target = SHIPPED if path is None else Path(path)
+    return profile_from_doc(load_yaml(target, "hardware profile"), str(target))
+
+
+_DEFAULT: list[Profile] = []
+
+
+def default_profile() -> Profile:
+    """The shipped profile, read once per process."""
+    if not _DEFAULT:
+        _DEFAULT.append(load_profile())
+    return _DEFAULT[0]

@@ -1,0 +1,182 @@
+"""The routing tables a collective runs on, read-only: a slice's stored tables or the healthy DOR ones of a shape,
+and the walk of messages along them.
+
+Stored tables are ``routes/SLICE.npz`` as ``tpufleet routes`` writes them (tpufleet/routing/export.py): the
+per-chip view ``port[s, t]`` (0..5 = +x,-x,+y,-y,+z,-z; -1 this chip; -2 unroutable), ``neighbors`` (the live
+chip graph the tables were made for) and ``meta`` (JSON: shape, twisted, algorithm, made). Only the members
+needed are decompressed.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tpufleet.errors import BadStateFile
+from tpufleet.shapes import Shape
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    IntArray = npt.NDArray[np.int64]
+
+UNROUTABLE = -2
+
+
+@dataclass
+class Tables:
+    shape: Shape
+    port_table: npt.NDArray[np.int8] | None  # [s, t] output port of chip s for destination t (None: not made yet)
+    nbr: npt.NDArray[np.int32]  # [N, 6] live chip graph
+    healthy_nbr: npt.NDArray[np.int32]  # [N, 6] the shape's whole graph (the logical rings are built on it)
+    source: str  # "stored", "assumed-healthy" or "sparse" (a capacity-limited copy)
+    meta: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None  # the stored file, for members read only when needed (`hop_table`)
+    hops: npt.NDArray[np.int16] | None = None  # [s, t] hop count, -1 unroutable; read on demand
+
+    @property
+    def n(self) -> int:
+        return len(self.nbr)
+
+    @property
+    def port(self) -> npt.NDArray[np.int8]:
+        """The whole [s, t] table; healthy tables of a shape are only made when a route needs more than one hop."""
+        if self.port_table is None:
+            from tpufleet.routing import dor
+
+            P, L = dor.tables(self.shape)
+            self.port_table, self.hops = P.T.copy(), L.T.copy()
+        return self.port_table
+
+    def hop_table(self) -> npt.NDArray[np.int16]:
+        """[s, t] hops of every route (read from the stored file on first use: all-to-all and sparse tables)."""
+        import numpy as np
+
+        if self.hops is None and self.port_table is None:
+            self.port  # noqa: B018  (makes the healthy tables, hops included)
+        if self.hops is None:
+            assert self.path is not None, "tables without hops come from a file"
+            file = str(self.path)
+            with zipfile.ZipFile(self.path) as zf:
+                hops = _member(zf, "hops", file)
+            if hops.shape != self.port.shape:
+                raise BadStateFile(file, "hops", list(hops.shape), f"does not match port {list(self.port.shape)}")
+            self.hops = hops.astype(np.int16)
+        return self.hops
+
+    @property
+    def degraded(self) -> bool:
+        """Some link of the shape is missing from the graph the tables were made for."""
+        return bool((self.nbr != self.healthy_nbr).any())
+
+
+def healthy(shape: Shape) -> Tables:
+    """The healthy dimension-order tables of a shape (what `routes` makes for a whole slice).
+
+    Minimal routes between neighbours are their direct link, so rings of neighbours are walked without the
+    N x N tables; they are made (about a second on 4,096 chips) only when a longer route is asked for.
+    """
+    from tpufleet.topology import neighbors
+
+    nbr = neighbors(shape)
+    meta = {"shape": shape.text, "twisted": shape.twisted, "algorithm": "dor"}
+    return Tables(shape, None, nbr, nbr, "assumed-healthy", meta)
+
+
+def _direct(
+    t: Tables, src: IntArray, dst: IntArray
+) -> tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]] | None:
+    """`walk` for healthy tables not yet made, when every message goes to a neighbour (None otherwise)."""
+    import numpy as np
+
+    hit = t.nbr[src] == dst[:, None]  # [m, 6]
+    moving = src != dst
+    if not bool((hit.any(axis=1) | ~moving).all()):
+        return None
+    idx = np.flatnonzero(moving).astype(np.int64)
+    port = np.argmax(hit[idx], axis=1).astype(np.int64)
+    return idx, src[idx] * 6 + port, moving.astype(np.int64), np.ones(len(src), dtype=bool)
+
+
+def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
+    import numpy as np
+
+    try:
+        with zf.open(name + ".npy") as fh:
+            return np.lib.format.read_array(fh, allow_pickle=False)
+    except KeyError:
+        raise BadStateFile(file, name, None, "is missing from the routing tables") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
+
+
+def load(path: Path) -> Tables:
+    """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
+    import numpy as np
+
+    from tpufleet.shapes import validate_dims
+    from tpufleet.topology import neighbors
+
+    file = str(path)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise BadStateFile(file, "", None, f"cannot be read as routing tables: {exc}") from None
+    with zf:
+        meta = json.loads(str(_member(zf, "meta", file)))
+        port = _member(zf, "port", file)
+        nbr = _member(zf, "neighbors", file)
+    try:
+        dims = tuple(int(v) for v in str(meta["shape"]).split("x"))
+        shape = validate_dims((dims[0], dims[1], dims[2]), bool(meta.get("twisted", False)))
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        raise BadStateFile(file, "meta.shape", meta.get("shape"), f"is not a slice shape ({exc})") from None
+    n = shape.chips
+    if port.shape != (n, n) or port.dtype != np.int8 or nbr.shape != (n, 6):
+        raise BadStateFile(file, "port", list(port.shape), f"does not fit a {shape.text} slice of {n} chips")
+    return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, path=path)
+
+
+def walk(
+    t: Tables, src: npt.ArrayLike, dst: npt.ArrayLike
+) -> tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]]:
+    """Follow every message (src[i] -> dst[i]) along the tables.
+
+    Returns (message index per hop, directed link id chip*6+port per hop, hops per message, delivered per message).
+    A message is not delivered when some chip on its way has no entry for the destination (-2) or no live link.
+    """
+    import numpy as np
+
+    cur = np.asarray(src, dtype=np.int64).copy()
+    to = np.asarray(dst, dtype=np.int64)
+    if t.port_table is None and (quick := _direct(t, cur, to)) is not None:
+        return quick
+    m = len(cur)
+    hops = np.zeros(m, dtype=np.int64)
+    ok = np.ones(m, dtype=bool)
+    idx = np.arange(m, dtype=np.int64)
+    msgs: list[IntArray] = []
+    links: list[IntArray] = []
+    for _ in range(4 * t.n + 8):  # a route longer than this loops
+        moving = cur[idx] != to[idx]
+        idx = idx[moving]
+        if not len(idx):
+            break
+        c = cur[idx]
+        p = t.port[c, to[idx]].astype(np.int64)
+        nxt = np.where(p >= 0, t.nbr[c, np.maximum(p, 0)], -1)
+        bad = nxt < 0
+        ok[idx[bad]] = False
+        idx, c, p, nxt = idx[~bad], c[~bad], p[~bad], nxt[~bad]
+        msgs.append(idx)
+        links.append(c * 6 + p)
+        cur[idx] = nxt
+        hops[idx] += 1
+    else:
+        ok[idx[cur[idx] != to[idx]]] = False
+    empty = np.empty(0, dtype=np.int64)
+    return (np.concatenate(msgs) if msgs else empty, np.concatenate(links) if links else empty, hops, ok)
