@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from tpufleet.errors import BadInput
+from tpufleet.goodput.health import job_health
 from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 
 Capacity = list[tuple[float, str, int]]  # (from time, accelerator, chips) steps
@@ -128,6 +129,7 @@ def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict[str, 
     sg = _ratio(all_alloc, capacity_s if capacity_s is not None else demand)
     rg = _ratio(productive, all_alloc)
     pg = _ratio(ideal, prod_pg) if with_pg else None
+    bases = {a.pg_basis for a, _ in with_pg}
     buckets = {b: round(sum(a.buckets[b] * a.job.chips for a in accounts), 3) for b in BUCKETS}
     disruptions = sum(a.disruptions for a in accounts)
     return {
@@ -135,6 +137,7 @@ def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict[str, 
         "rg": rg,
         "pg": pg,
         "mpg": _mpg(sg, rg, pg),
+        "pg_basis": None if not bases else bases.pop() if len(bases) == 1 else "mixed",
         "jobs": len(accounts),
         "productive_chip_s": round(productive, 3),
         "all_allocated_chip_s": round(all_alloc, 3),
@@ -162,6 +165,7 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "rg": rg,
         "pg": pg,
         "mpg": _mpg(sg, rg, pg),
+        "pg_basis": a.pg_basis if pg is not None else None,
         "productive_s": round(a.productive_s, 3),
         "all_allocated_s": round(a.all_allocated_s, 3),
         "demand_s": round(a.demand_s, 3),
@@ -172,6 +176,7 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "mtbf_h": round(a.all_allocated_s / a.disruptions / 3600, 3) if a.disruptions else None,
         "checkpoint_advice": advice([a]),
         "events_outside_job": a.outside,
+        "step_time": a.extra.get("step_time"),
     }
 
 
@@ -270,10 +275,16 @@ def report(
     accounts: list[JobAccount], capacity: Capacity, t0: float, t1: float, by: list[str], period: str | None
 ) -> Report:
 
+    for a in accounts:
+        a.extra["step_time"] = health = job_health(a)
+        a.estimated_ideal_step_s = health["empirical_ideal_s"]
     fleet_capacity = capacity_chip_s(capacity, None, t0, t1) if capacity else None
     fleet = _factors(accounts, fleet_capacity)
     fleet["window"] = {"start": t0, "end": t1}
     fleet["checkpoint_advice"] = advice(accounts)
+    slow = [a for a in accounts if a.extra["step_time"]["slow_periods"]]
+    fleet["slow_periods"] = sum(len(a.extra["step_time"]["slow_periods"]) for a in slow)
+    fleet["jobs_with_slow_periods"] = len(slow)
     segments = []
     for dim in by:
         groups: dict[str, list[JobAccount]] = {}

@@ -9,6 +9,7 @@ import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tpufleet.goodput.health import SLOW_FACTOR
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS
 
@@ -20,6 +21,12 @@ COLUMNS = ("sg", "rg", "pg", "mpg")
 
 def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
+
+
+def _basis(row: Mapping[str, Any]) -> str:
+    """A mark on a PG that is (partly) estimated from step times rather than from logged program data."""
+    basis = row.get("pg_basis")
+    return f" ({basis})" if basis in ("estimated", "mixed") else ""
 
 
 def _when(t: float) -> str:
@@ -127,7 +134,7 @@ def to_table(report: Report, top: int = 15) -> str:
     f = report["fleet"]
     lines = [
         f"ML Productivity Goodput  {_when(f['window']['start'])} .. {_when(f['window']['end'])}  ({f['jobs']} jobs)",
-        f"  fleet  SG {_f(f['sg'])}  x  RG {_f(f['rg'])}  x  PG {_f(f['pg'])}  =  MPG {_f(f['mpg'])}"
+        f"  fleet  SG {_f(f['sg'])}  x  RG {_f(f['rg'])}  x  PG {_f(f['pg'])}{_basis(f)}  =  MPG {_f(f['mpg'])}"
         f"   (capacity: {f['capacity_basis']})",
         f"  disruptions {f['disruptions']}" + (f", MTBF {f['mtbf_h']:.2f} h" if f["mtbf_h"] else ""),
         "",
@@ -171,6 +178,7 @@ def to_table(report: Report, top: int = 15) -> str:
             disable_numparse=True,
         ),
     ]
+    lines += _slow_lines(report, top)
     advice = f.get("checkpoint_advice")
     if advice:
         lines += [
@@ -186,6 +194,46 @@ def to_table(report: Report, top: int = 15) -> str:
     if report["input"]["skipped"]:
         lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
     return "\n".join(lines)
+
+
+def slow_rows(report: Report) -> list[dict[str, Any]]:
+    """Every slow period of every job, the worst slowdown first."""
+    out = [
+        {"job": j["job"], **p} for j in report["jobs"] for p in ((j.get("step_time") or {}).get("slow_periods") or [])
+    ]
+    return sorted(out, key=lambda p: (-p["slowdown"], p["job"], p["start"]))
+
+
+def _slow_lines(report: Report, top: int) -> list[str]:
+    periods = slow_rows(report)
+    if not periods:
+        return []
+    shown = periods[:top]
+    return [
+        "",
+        f"slow periods (steps over {SLOW_FACTOR:.1f}x the job's empirical ideal, worst first, {len(shown)} of "
+        f"{len(periods)}):",
+        tabulate_rows(
+            [
+                [
+                    p["job"],
+                    _when(p["start"]),
+                    _when(p["end"]),
+                    p["steps"],
+                    f"{p['mean_step_s']:.2f}",
+                    f"{p['slowdown']:.2f}x",
+                ]
+                for p in shown
+            ],
+            ["job", "from", "to", "steps", "mean step s", "slowdown"],
+        ),
+    ]
+
+
+def tabulate_rows(rows_: list[list[Any]], headers: list[str]) -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows_, headers=headers, tablefmt="simple", disable_numparse=True)
 
 
 def _svg(fig: Figure) -> str:

@@ -124,13 +124,24 @@ class JobAccount:
     step_ends: Times | None = None
     step_numbers: Ints | None = None
     step_productive: npt.NDArray[np.bool_] | None = None
+    estimated_ideal_step_s: float | None = None  # the empirical ideal (health.ideal_step) when none is declared
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def ideal_step_s(self) -> float | None:
+        return self.job.ideal_step_s if self.job.ideal_step_s is not None else self.estimated_ideal_step_s
+
+    @property
+    def pg_basis(self) -> str | None:
+        """``declared`` (ideal step time or FLOPs logged), ``estimated`` (empirical ideal) or None."""
+        if self.job.ideal_step_s is not None:
+            return "declared"
+        return "estimated" if self.estimated_ideal_step_s is not None else None
+
+    @property
     def ideal_s(self) -> float | None:
-        if self.job.ideal_step_s is None:
-            return None
-        return self.job.ideal_step_s * self.productive_steps
+        ideal = self.ideal_step_s
+        return None if ideal is None else ideal * self.productive_steps
 
 
 def _span(ev: Events, until: float | None) -> tuple[float, float, npt.NDArray[np.bool_]]:

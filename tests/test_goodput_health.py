@@ -1,0 +1,60 @@
+"""Step-time health, by hand: a job whose steps slow down by 30% for an hour (fixtures/goodput/slow_steps.jsonl:
+400 steps of 10 s, 277 of 13 s from 00:06:40 (= 3,601 s), 400 of 10 s, then the end at 11,601 s; no ideal step
+time logged); and the empirical ideal step time against ml-goodput-measurement's own function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tpufleet.goodput.health import ideal_step
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput"
+B = 1767571200
+
+
+def test_a_thirty_percent_slowdown_for_an_hour_is_found(cli):
+    r = cli("goodput-report", FIX / "slow_steps.jsonl", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (j,) = r.json["jobs"]
+    health = j["step_time"]
+    # 1,076 timed steps (the last has no successor); 799 of them take 10 s: median 10, MAD 0, ideal 10
+    assert health["steps_timed"] == 1076 and health["empirical_ideal_s"] == 10
+    assert health["slow_periods"] == [
+        {"start": B + 4000, "end": B + 7601, "steps": 277, "mean_step_s": 13.0, "slowdown": 1.3}
+    ]
+    # the last hour of step times (steps starting from 7,991 s): all 10 s again
+    assert health["trailing_mean_s"] == 10 and health["trailing_slowdown"] == 1 and health["trailing_deviation_s"] == 0
+    # no program data logged: PG from the empirical ideal, marked so (1,077 productive steps in 11,601 s)
+    assert j["pg_basis"] == "estimated" and j["pg"] == round(10 * 1077 / 11601, 6)
+    assert r.json["fleet"]["pg_basis"] == "estimated" and r.json["fleet"]["slow_periods"] == 1
+    table = cli("goodput-report", FIX / "slow_steps.jsonl", state=False).out
+    assert "slow" in table and "1.30x" in table
+
+
+def test_a_declared_ideal_keeps_pg_declared():
+    from tpufleet.goodput.pipeline import build
+
+    (j,) = build([FIX / "disrupted_training.jsonl"])["jobs"]
+    assert j["pg_basis"] == "declared" and j["pg"] == 0.8
+
+
+package_utils = pytest.importorskip(
+    "ml_goodput_measurement.src.goodput_utils",
+    reason="ml-goodput-measurement is not installed (pip install ml-goodput-measurement==0.2.3)",
+)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.lists(st.sampled_from([0.2, 0.9, 1.0, 2.0, 2.5, 3.0, 3.0, 3.1, 9.0, 40.0]), min_size=1, max_size=40))
+def test_empirical_ideal_is_the_packages(durations):
+    import numpy as np
+
+    theirs = package_utils.compute_ideal_step_time(list(durations))
+    ours = ideal_step(np.array(durations, dtype=np.float64))
+    assert (ours is None) == (theirs is None)
+    if ours is not None:
+        assert ours == pytest.approx(float(theirs), abs=1e-12)
