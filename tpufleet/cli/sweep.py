@@ -106,6 +106,8 @@ def sweep_cmd(
     sweep = spec.load(spec_file)  # every point is checked before any work starts
     executor = _executor(serial, cluster, workers)
     bar, progress = _progress()
+    if bar is not None and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
+        print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
     try:
         if bar is not None:
             bar.start()

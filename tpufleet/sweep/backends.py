@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from tpufleet.errors import BadInput, Refused
 from tpufleet.sweep.runs import Result, Task, run_task
 
+WORKER_WAIT_S = 30.0  # how long a remote cluster may take to show its first worker
 INSTALL_HINT = "install the sweep extra: pip install 'tpufleet[sweep]' (or make sweep-deps)"
 
 
@@ -96,6 +97,7 @@ class Dask:
                 self.kind = "local"
             else:
                 self.client = dd.Client(address, timeout="10s")
+                self._wait_for_a_worker()
                 self.workers = sum(self.client.nthreads().values())
                 self.kind = "remote"
                 self._check_versions()
@@ -106,12 +108,20 @@ class Dask:
             self.close()
             raise
 
+    def _wait_for_a_worker(self) -> None:
+        """Workers started with the scheduler may still be registering: give them WORKER_WAIT_S."""
+        try:
+            self.client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except TimeoutError:
+            raise Refused(
+                f"the Dask cluster has no workers after {WORKER_WAIT_S:g} s: start some with "
+                "`dask worker SCHEDULER_ADDRESS`"
+            ) from None
+
     def _check_versions(self) -> None:
         """Refuse workers without this version of tpufleet: another version may give other numbers."""
         from tpufleet import __version__
 
-        if not self.workers:
-            raise Refused("the Dask cluster has no workers: start some with `dask worker SCHEDULER_ADDRESS`")
         theirs = self.client.run(_tpufleet_version)
         wrong = sorted(
             f"{worker} has {version or 'no tpufleet'}" for worker, version in theirs.items() if version != __version__
@@ -145,6 +155,11 @@ class Dask:
                 "bug": False,
             }
         return result
+
+    def dashboard(self) -> str:
+        """The scheduler's dashboard address (where Dask shows each task's progress), or why there is none."""
+        link = getattr(self.client, "dashboard_link", None)
+        return str(link) if link else "not running (install bokeh on the scheduler for one)"
 
     def close(self) -> None:
         for part in (getattr(self, "client", None), self.cluster):
