@@ -80,7 +80,7 @@ def run(state: FleetState, name: str, req: Request, profile: Profile, table_file
         from tpufleet.collectives.sparse import sparse
 
         t, missing = sparse(t, req.table_capacity)
-        kept = (t.port >= 0).sum(axis=1) - 1
+        kept = (t.port >= 0).sum(axis=1)  # the chip itself is -1, not counted
         sparse_info = {"capacity": req.table_capacity, "max_entries": int(kept.max()), "ring_entries_missing": missing}
         info["source"] = "sparse"
     ctx = Context(t, profile)

@@ -1,0 +1,146 @@
+"""`tpufleet collective`: the JSON contract, stored versus assumed tables, faults, sparse tables, bad input."""
+
+import pytest
+
+GIB = 1 << 30
+DOCUMENTED = {
+    "slice", "shape", "twisted", "chips", "op", "bytes", "algorithm", "dims", "time_s", "latency_s", "bandwidth_s",
+    "algorithm_bandwidth_Bps", "bus_bandwidth_Bps", "why", "twist", "phases", "tables", "healthy_time_s", "slowdown",
+    "candidates", "profile", "sparse",
+}  # fmt: skip
+
+
+@pytest.fixture
+def routed(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    return fleet
+
+
+def test_without_tables_it_says_to_run_routes_or_assumes_healthy(routed):
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB")
+    assert r.code == 1
+    assert r.err.strip() == (
+        "tpufleet: error: slice 's' has no routing tables; run `tpufleet routes s` first "
+        "(or pass --assume-healthy to model the healthy tables of a 4x4x8)"
+    )
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["tables"]["source"] == "assumed-healthy"
+
+
+def test_stored_tables_give_the_documented_result(routed):
+    assert routed("routes", "s").code == 0
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "-o", "json")
+    assert r.code == 0, r.err
+    j = r.json
+    assert set(j) == DOCUMENTED
+    assert (j["op"], j["bytes"], j["chips"], j["algorithm"]) == ("all-reduce", GIB, 128, "dim-by-dim")
+    assert j["tables"]["source"] == "stored" and j["tables"]["degraded"] is False and j["slowdown"] == 1.0
+    assert j["time_s"] == pytest.approx(j["latency_s"] + j["bandwidth_s"])
+    assert j["bus_bandwidth_Bps"] == pytest.approx(GIB / j["time_s"] * 2 * 127 / 128)
+    assert [c["algorithm"] for c in j["candidates"]].count("dim-by-dim") == 6
+    assert "every dimension order takes the same time" in j["why"]
+    text = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB").out
+    assert "dim-by-dim" in text and "bus" in text
+
+
+def test_an_ocs_fault_slows_the_rerouted_slice_and_auto_moves_the_broken_dimension_last(routed):
+    assert routed("routes", "s").code == 0
+    assert routed("inject-fault", "ocs:pod0/z/5").code == 0
+    stale = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB")
+    assert stale.code == 0 and "stale" in stale.out and "tpufleet routes s" in stale.out
+    assert routed("routes", "s").code == 0
+    j = routed(
+        "collective",
+        "s",
+        "--op",
+        "all-reduce",
+        "--bytes",
+        "1GiB",
+        "--algorithm",
+        "dim-by-dim",
+        "--dims",
+        "zyx",
+        "-o",
+        "json",
+    ).json
+    assert j["tables"]["degraded"] is True and j["dims"] == "zyx"
+    assert j["slowdown"] > 1.2 and j["time_s"] == pytest.approx(j["healthy_time_s"] * j["slowdown"])
+    auto = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "-o", "json").json
+    assert auto["time_s"] < j["time_s"] and auto["slowdown"] < j["slowdown"]
+
+
+def test_twisted_slice_explains_its_rings(fleet):
+    assert fleet("allocate", "t", "--shape", "4x4x8", "--twisted").code == 0
+    assert fleet("plan-xconnect", "t", "--apply").code == 0
+    assert fleet("routes", "t").code == 0
+    j = fleet("collective", "t", "--op", "reduce-scatter", "--bytes", "512MiB", "--dims", "xyz", "-o", "json").json
+    assert j["twist"].startswith("x: a helix of 8 chips") and [p["ring_size"] for p in j["phases"]] == [8, 4, 4]
+    assert [p["step"] for p in j["phases"]] == ["+x", "+y-x", "+z-x"]
+
+
+def test_table_capacity_reports_which_algorithms_still_run(routed):
+    assert routed("routes", "s").code == 0
+    r = routed("collective", "s", "--op", "all-to-all", "--bytes", "64MiB", "--table-capacity", "13", "-o", "json")
+    assert r.code == 0, r.err
+    sp = r.json["sparse"]
+    assert (sp["capacity"], sp["max_entries"], sp["ring_entries_missing"]) == (13, 13, 0)
+    runs = {a["algorithm"]: a["runs"] for a in sp["algorithms"]}
+    assert runs == {"direct": False, "dim-by-dim": True}
+    assert r.json["algorithm"] == "dim-by-dim" and r.json["tables"]["source"] == "sparse"
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1MiB", "--table-capacity", "4")
+    assert r.code == 1 and "no algorithm for all-reduce runs on these tables (sparse)" in r.err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--op", "scatter", "--bytes", "1GiB"],
+            "bad option --op: 'scatter' is not one of all-reduce, reduce-scatter, all-gather, all-to-all",
+        ),
+        (["--op", "all-reduce", "--bytes", "-1"], "bad option --bytes: '-1' must be at least 1 byte"),
+        (
+            ["--op", "all-reduce", "--bytes", "1e99"],
+            "bad option --bytes: '1e99' is over the limit of 1125899906842624 bytes (1 PiB)",
+        ),
+        (
+            ["--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "tree"],
+            "bad option --algorithm: 'tree' is not one of ring, bidir-ring, dim-by-dim, direct, auto",
+        ),
+        (
+            ["--op", "all-to-all", "--bytes", "1GiB", "--algorithm", "ring"],
+            "bad option --algorithm: 'ring' does not apply to all-to-all; use direct, dim-by-dim or auto",
+        ),
+        (
+            ["--op", "all-reduce", "--bytes", "1GiB", "--dims", "xxz"],
+            "bad option --dims: 'xxz' is not an order of x, y and z (e.g. yxz)",
+        ),
+    ],
+)
+def test_bad_input_exits_2_naming_the_value(routed, args, message):
+    r = routed("collective", "s", *args, "--assume-healthy")
+    assert r.code == 2 and r.err.strip() == f"tpufleet: error: {message}"
+
+
+def test_a_profile_with_a_negative_bandwidth_exits_2_naming_file_field_and_value(routed, tmp_path):
+    from pathlib import Path
+
+    shipped = (Path(__file__).resolve().parents[1] / "tpufleet" / "data" / "hardware-profile.yaml").read_text()
+    bad = tmp_path / "p.yaml"
+    bad.write_text(shipped.replace("link_bandwidth: 50.0e+9", "link_bandwidth: -50.0e+9"))
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "--profile", bad)
+    assert r.code == 2
+    assert (
+        r.err.strip()
+        == f"tpufleet: error: {bad}: field ici.link_bandwidth: must be a positive number (value -50000000000.0)"
+    )
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(shipped.replace("link_bandwidth: 50.0e+9", "link_bandwidth: 25.0e+9"))
+    fast = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json").json
+    halved = routed(
+        "collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "--profile", slow, "-o", "json"
+    ).json
+    assert halved["bandwidth_s"] == pytest.approx(2 * fast["bandwidth_s"])
+    assert halved["profile"]["file"] == str(slow)

@@ -1,0 +1,75 @@
+"""Fault helpers for the collective tests: one OCS down, and the tables `tpufleet routes` would store for it."""
+
+import numpy as np
+
+from tpufleet.collectives.tables import Tables
+from tpufleet.ids import face_index
+from tpufleet.topology import coordinates, neighbors
+
+
+def ocs_failure(shape, dim, index):
+    """The periodic pattern of one OCS failure: link {dim, index} gone at every cube boundary (both directions)."""
+    exp = neighbors(shape)
+    alive = exp.copy()
+    d = "xyz".index(dim)
+    for s, c in enumerate(coordinates(shape.dims)):
+        local = [int(v) % 4 for v in c]
+        if local[d] == 3 and face_index(dim, *local) == index:
+            t = exp[s, 2 * d]
+            alive[s, 2 * d] = -1
+            alive[t, 2 * d + 1] = -1
+    return exp, alive
+
+
+def ocs_down(shape, dim, index):
+    from tpufleet.routing.report import evaluate
+
+    exp, alive = ocs_failure(shape, dim, index)
+    rt = evaluate(shape, exp, alive, traffics=(), max_vcs=3).tables
+    return Tables(shape, np.ascontiguousarray(rt.P.T), alive, exp, "stored", {}, hops=np.ascontiguousarray(rt.L.T))
+
+
+# ---- the link-by-link simulation against the model, with one OCS down ------------------------------------------
+import pytest  # noqa: E402
+
+from tpufleet.collectives.algorithms import Context, estimate  # noqa: E402
+from tpufleet.collectives.profile import default_profile  # noqa: E402
+from tpufleet.collectives.simulate import simulate  # noqa: E402
+from tpufleet.shapes import parse_shape  # noqa: E402
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    "text, twisted, dim, algorithms",
+    [
+        ("4x4x4", False, "x", ["ring", "bidir-ring", "dim-by-dim"]),
+        ("4x4x8", False, "z", ["dim-by-dim"]),
+        ("4x4x8", True, "x", ["dim-by-dim"]),
+        ("8x8x8", False, "y", ["dim-by-dim"]),
+    ],
+)
+def test_simulation_agrees_with_the_model_with_one_ocs_down(text, twisted, dim, algorithms):
+    shape = parse_shape(text, twisted)
+    t = ocs_down(shape, dim, 5)
+    assert t.degraded
+    pr = default_profile()
+    ctx = Context(t, pr)
+    slower = 0
+    for algorithm in algorithms:
+        for order in [(0, 1, 2), (2, 1, 0)] if algorithm == "dim-by-dim" else [(0, 1, 2)]:
+            (model,) = estimate(ctx, "all-reduce", MIB, algorithm, order if algorithm == "dim-by-dim" else None)
+            sim = simulate(t, pr, "all-reduce", algorithm, MIB, order)
+            assert sim.correct, (algorithm, order)  # every chip ends with the exact sum
+            assert sim.seconds == pytest.approx(model.seconds, rel=0.05), (algorithm, order)
+            healthy = estimate(
+                Context(_healthy(shape), pr), "all-reduce", MIB, algorithm, order if algorithm == "dim-by-dim" else None
+            )[0]
+            slower += model.seconds > healthy.seconds * 1.01
+    assert slower  # the detours show: some schedule is slower than on the healthy slice
+
+
+def _healthy(shape):
+    from tpufleet.collectives.tables import healthy
+
+    return healthy(shape)
