@@ -314,3 +314,15 @@ def test_help_has_examples_and_no_state_is_needed(cli):
     for args in (("import", "k8s", "--help"), ("metrics", "--help")):
         r = cli(*args)
         assert r.code == 0 and "Examples:" in r.out, r.out
+
+
+def test_a_mapping_that_gives_a_named_cube_a_second_partition_is_refused_in_the_plan_too(fleet, tmp_path, node_list):
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    before = snapshot(fleet.state)
+    second = node_list["items"][16]["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-id"]
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(f"cubes: {{'{second}': c00}}\n")  # c00 already has the first pool's partition
+    for extra in ((), ("--apply",)):
+        r = fleet("import", "k8s", FIXTURE, "--mapping", mapping, *extra)
+        assert r.code == 1 and "two Kubernetes names for one cube: c00" in r.err, r.err
+    assert snapshot(fleet.state) == before

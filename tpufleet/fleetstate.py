@@ -333,6 +333,16 @@ class FleetState:
     ) -> None:
         """Record (or change) the cluster's names of pods, cubes and machines, after forgetting the node names in
         `forget` (nodes replaced by others); Refused if a part would get two names."""
+        self.k8s = self.k8s_names_after(blocks, partitions, nodes, forget)
+
+    def k8s_names_after(
+        self,
+        blocks: Mapping[str, str],
+        partitions: Mapping[str, str],
+        nodes: Mapping[str, HostId],
+        forget: Iterable[str] = (),
+    ) -> K8sNames:
+        """The names `name_in_k8s` would record (without recording them), so a plan is refused like its apply."""
         gone = set(forget)
         kept = {name: host for name, host in self.k8s.nodes.items() if name not in gone}
         merged = K8sNames({**self.k8s.blocks, **blocks}, {**self.k8s.partitions, **partitions}, {**kept, **nodes})
@@ -341,4 +351,4 @@ class FleetState:
             if len(counts) != len(names):
                 twice = sorted(str(p) for p, n in counts.items() if n > 1)
                 raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
-        self.k8s = merged
+        return merged

@@ -21,6 +21,7 @@ def import_k8s(
     diff = health_diff(state, wants, scope)
     data = _record(nodes, placement, diff, source, mapping)
     data["serial"] = state.serial
+    state.k8s_names_after(placement.blocks, placement.partitions, placement.nodes, placement.forget)  # refusal
     if not apply or not data["has_changes"]:
         return Outcome(data)
     state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
