@@ -111,6 +111,7 @@ def test_a_serial_sweep_writes_json_csv_plot_and_its_numbers_are_the_simulations
     assert r.code == 0, r.err
     doc = r.json
     assert doc["executor"] == {"kind": "serial", "workers": 1} and doc["points_finished"] == 4
+    assert r.err == ""  # no progress bar when stderr is not a terminal
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     csv_lines = (out / "sweep.csv").read_text().splitlines()
     assert len(csv_lines) == 5 and csv_lines[0].startswith("point,checkpoint_interval_min,fault_scale,sg_mean")
