@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import app
+from tpufleet.cli.app import app, examples
 
 
 class LogFormat(str, enum.Enum):
@@ -30,7 +30,15 @@ class GoodputOutput(str, enum.Enum):
     html = "html"
 
 
-@app.command("goodput-report")
+@app.command(
+    "goodput-report",
+    epilog=examples(
+        "tpufleet goodput-report jobs.jsonl",
+        "tpufleet goodput-report jobs.jsonl --period day --window 1h,6h,24h -o html --out goodput.html",
+        "tpufleet goodput-report export.json --format ml-goodput -o json",
+        "tpufleet goodput-report jobs.jsonl --exclude maintenance.json --since 2026-01-05T00:00:00Z",
+    ),
+)
 def goodput_cmd(
     ctx: typer.Context,
     files: Annotated[
@@ -51,6 +59,16 @@ def goodput_cmd(
             "--capacity", help="Fleet chips when the log has none: ACC=CHIPS,... or 'state' (the tpufleet inventory)"
         ),
     ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option("--window", help="Rolling windows over the last part of the data, e.g. 1h,6h,24h (s, m, h, d, w)"),
+    ] = None,
+    exclude: Annotated[
+        Path | None,
+        typer.Option(
+            "--exclude", help="JSON list of {start, end, reason}: spans (planned maintenance) that count nowhere"
+        ),
+    ] = None,
     skip_bad: Annotated[
         bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")
     ] = False,
@@ -66,6 +84,7 @@ def goodput_cmd(
     from tpufleet.goodput.events import option_time
     from tpufleet.goodput.metrics import DIMENSIONS
     from tpufleet.goodput.pipeline import build, parse_capacity
+    from tpufleet.goodput.windows import parse_windows
     from tpufleet.state.files import check_output_path, write_output
 
     dims = [d.strip() for d in by.split(",") if d.strip()]
@@ -78,6 +97,7 @@ def goodput_cmd(
         raise BadInput("bad options: --until must be after --since")
     if capacity is not None and capacity != "state":
         parse_capacity(capacity)  # checked before any file is read
+    windows = parse_windows(window) if window is not None else None
     if out is not None:
         check_output_path(out, "--out")
     if capacity == "state":
@@ -85,7 +105,9 @@ def goodput_cmd(
 
         chips = inventory_counts(ctx.obj.store().load().fleet)["chips"]
         capacity = f"tpu-v4={chips}"
-    report = build(files, fmt.value, dims, period.value if period else None, t0, t1, skip_bad, capacity)
+    report = build(
+        files, fmt.value, dims, period.value if period else None, t0, t1, skip_bad, capacity, windows, exclude
+    )
     kind = output.value
     if kind == "json":
         text = to_json(report)

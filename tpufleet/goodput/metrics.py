@@ -47,7 +47,8 @@ def _mpg(sg: float | None, rg: float | None, pg: float | None) -> float | None:
 class CapacitySteps:
     """The capacity step functions, sorted once per accelerator, for integrals over many windows (periods)."""
 
-    def __init__(self, capacity: Capacity) -> None:
+    def __init__(self, capacity: Capacity, excluded: list[tuple[float, float]] | None = None) -> None:
+        self.excluded = excluded or []  # spans that count nowhere: not in capacity either
         self.steps: dict[str, list[tuple[float, int]]] = {}
         for t, acc, chips in capacity:
             self.steps.setdefault(acc, []).append((t, chips))
@@ -56,6 +57,14 @@ class CapacitySteps:
         self.times = {acc: [t for t, _ in steps] for acc, steps in self.steps.items()}
 
     def integral(self, accelerator: str | None, t0: float, t1: float) -> float:
+        """Chip-seconds over [t0, t1] outside the excluded spans."""
+        total = self._integral(accelerator, t0, t1)
+        for a, b in self.excluded:
+            if b > t0 and a < t1:
+                total -= self._integral(accelerator, max(a, t0), min(b, t1))
+        return max(0.0, total)
+
+    def _integral(self, accelerator: str | None, t0: float, t1: float) -> float:
         """Chip-seconds over [t0, t1]: each step holds until the next one (the last until t1)."""
         total = 0.0
         for acc in sorted(self.steps) if accelerator is None else [accelerator]:
@@ -71,9 +80,11 @@ class CapacitySteps:
         return total
 
 
-def capacity_chip_s(capacity: Capacity, accelerator: str | None, t0: float, t1: float) -> float:
-    """Integral of the capacity step function(s) over [t0, t1]."""
-    return CapacitySteps(capacity).integral(accelerator, t0, t1)
+def capacity_chip_s(
+    capacity: Capacity, accelerator: str | None, t0: float, t1: float, excluded: list[tuple[float, float]] | None = None
+) -> float:
+    """Integral of the capacity step function(s) over [t0, t1], the excluded spans left out."""
+    return CapacitySteps(capacity, excluded).integral(accelerator, t0, t1)
 
 
 def young(w: float, mtbf: float) -> float:
@@ -249,7 +260,9 @@ def _period_row(
     }
 
 
-def _periods(accounts: list[JobAccount], capacity: Capacity, t0: float, t1: float, period: str) -> list[dict[str, Any]]:
+def _periods(
+    accounts: list[JobAccount], steps: CapacitySteps | None, t0: float, t1: float, period: str
+) -> list[dict[str, Any]]:
     """One row per period; each period looks only at the jobs whose time reaches into it."""
     import datetime as dt
 
@@ -263,7 +276,6 @@ def _periods(accounts: list[JobAccount], capacity: Capacity, t0: float, t1: floa
         k_hi = min(len(bounds), math.floor((a.end - first) / step) + 2)
         for k in range(k_lo, k_hi):
             members[k].append(a)
-    steps = CapacitySteps(capacity) if capacity else None
     rows = []
     for (lo, hi), group in zip(bounds, members, strict=True):
         label = dt.datetime.fromtimestamp(lo, dt.UTC).strftime("%Y-%m-%d")
@@ -271,14 +283,32 @@ def _periods(accounts: list[JobAccount], capacity: Capacity, t0: float, t1: floa
     return rows
 
 
-def report(
-    accounts: list[JobAccount], capacity: Capacity, t0: float, t1: float, by: list[str], period: str | None
-) -> Report:
+def windows_rows(
+    accounts: list[JobAccount], steps: CapacitySteps | None, t0: float, t1: float, windows: list[tuple[str, float]]
+) -> list[dict[str, Any]]:
+    """The factors over the last W of the data, for each window W (a window longer than the data is all of it)."""
+    rows = []
+    for label, seconds in windows:
+        row = _period_row(accounts, steps, max(t0, t1 - seconds), t1, label)
+        rows.append({"window": row.pop("period"), "seconds": seconds, **row})
+    return rows
 
+
+def report(
+    accounts: list[JobAccount],
+    capacity: Capacity,
+    t0: float,
+    t1: float,
+    by: list[str],
+    period: str | None,
+    windows: list[tuple[str, float]] | None = None,
+    excluded: list[tuple[float, float]] | None = None,
+) -> Report:
     for a in accounts:
         a.extra["step_time"] = health = job_health(a)
         a.estimated_ideal_step_s = health["empirical_ideal_s"]
-    fleet_capacity = capacity_chip_s(capacity, None, t0, t1) if capacity else None
+    steps = CapacitySteps(capacity, excluded) if capacity else None
+    fleet_capacity = steps.integral(None, t0, t1) if steps else None
     fleet = _factors(accounts, fleet_capacity)
     fleet["window"] = {"start": t0, "end": t1}
     fleet["checkpoint_advice"] = advice(accounts)
@@ -291,15 +321,16 @@ def report(
         for a in accounts:
             groups.setdefault(_key(a, dim), []).append(a)
         for value in sorted(groups):
-            cap = capacity_chip_s(capacity, value, t0, t1) if dim == "accelerator" and capacity else None
+            cap = steps.integral(value, t0, t1) if dim == "accelerator" and steps else None
             row = {"dimension": dim, "value": value, **_factors(groups[value], cap)}
             row["sg_basis"] = "capacity" if cap is not None else "demand"
             segments.append(row)
-    periods = _periods(accounts, capacity, t0, t1, period) if period else []
+    fleet["excluded_chip_s"] = round(sum(a.excluded_s * a.job.chips for a in accounts), 3)
     return {
         "schema_version": 1,
         "fleet": fleet,
         "segments": segments,
-        "periods": periods,
+        "periods": _periods(accounts, steps, t0, t1, period) if period else [],
+        "windows": windows_rows(accounts, steps, t0, t1, windows or []),
         "jobs": [job_row(a) for a in accounts],
     }

@@ -11,6 +11,7 @@ from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import events, fastread, metrics, mlgoodput
 from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account
+from tpufleet.goodput.windows import Exclusion, merged, parse_exclusions
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MissingFile, decode_utf8, read_bytes
 
 if TYPE_CHECKING:
@@ -118,6 +119,13 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
     return log
 
 
+def load_exclusions(path: Path) -> list[Exclusion]:
+    """An --exclude file: a JSON list of {start, end, reason}."""
+    from tpufleet.state.inputfiles import MAX_SPEC_BYTES, load_json_file
+
+    return parse_exclusions(load_json_file(path, "exclusions file", MAX_SPEC_BYTES), str(path))
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -155,9 +163,12 @@ def build(
     until: float | None = None,
     skip_bad: bool = False,
     capacity_flag: str | None = None,
+    windows: list[tuple[str, float]] | None = None,
+    exclude: Path | None = None,
 ) -> metrics.Report:
+    exclusions = load_exclusions(exclude) if exclude is not None else []
     log = load(paths, fmt, skip_bad)
-    result = from_log(log, by, period, since, until, capacity_flag)
+    result = from_log(log, by, period, since, until, capacity_flag, windows, exclusions)
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result
 
@@ -169,15 +180,18 @@ def from_log(
     since: float | None = None,
     until: float | None = None,
     capacity_flag: str | None = None,
+    windows: list[tuple[str, float]] | None = None,
+    exclusions: list[Exclusion] | None = None,
 ) -> metrics.Report:
     """The report for records already in memory (used by `simulate-fleet` for its summary)."""
+    spans = merged(exclusions or [])
     for job in log.events:
         log.jobs.setdefault(job, events.Job(job))
     accounts: list[JobAccount] = []
     for job_id in sorted(log.events):
         ev = columns(log.events[job_id], since, until)
         if len(ev.t):
-            accounts.append(account(log.jobs[job_id], ev, until=until, since=since))
+            accounts.append(account(log.jobs[job_id], ev, until=until, since=since, exclude=spans))
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)
@@ -190,7 +204,8 @@ def from_log(
     elif not capacity:
         capacity = _peak_capacity(accounts, t0)
         basis = "peak-allocation"
-    result = metrics.report(accounts, capacity, t0, t1, by or [], period)
+    result = metrics.report(accounts, capacity, t0, t1, by or [], period, windows, spans)
+    result["exclusions"] = [{"start": x.start, "end": x.end, "reason": x.reason} for x in exclusions or []]
     result["fleet"]["capacity_basis"] = basis
     outside = sum(a.outside for a in accounts)
     result["input"] = {"records": log.records, "skipped": log.skipped, "events_outside_jobs": outside}

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 from tpufleet.goodput.steps import Events, Steps, columns, first_after, inferred, startup, steps_of
+from tpufleet.goodput.windows import overlap
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,6 +125,7 @@ class JobAccount:
     step_ends: Times | None = None
     step_numbers: Ints | None = None
     step_productive: npt.NDArray[np.bool_] | None = None
+    excluded_s: float = 0.0  # all-allocated seconds inside exclusions, left out of everything
     estimated_ideal_step_s: float | None = None  # the empirical ideal (health.ideal_step) when none is declared
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -170,11 +172,18 @@ def _pair_ends(ev: Events, s_name: str, e_name: str) -> tuple[Times, Times]:
     return starts, ends
 
 
-def _label(start: float, end: float, t: Times, intervals: dict[str, list[tuple[Times, Times]]]) -> tuple[Times, Ints]:
+def _label(
+    start: float, end: float, t: Times, intervals: dict[str, list[tuple[Times, Times]]], cuts: list[float]
+) -> tuple[Times, Ints]:
     """Elementary intervals over every boundary, labelled by the highest-priority cover."""
     import numpy as np
 
-    pieces: list[npt.ArrayLike] = [t, [start, end], *(x for lst in intervals.values() for pair in lst for x in pair)]
+    pieces: list[npt.ArrayLike] = [
+        t,
+        [start, end],
+        cuts,
+        *(x for lst in intervals.values() for pair in lst for x in pair),
+    ]
     bounds = np.unique(np.clip(np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in pieces]), start, end))
     m = len(bounds) - 1
     cover = np.zeros((len(PRIORITY) + 1, m + 1), dtype=np.int64)
@@ -213,6 +222,7 @@ def account(
     records: Sequence[EventRecord] | EventColumns | Events,
     until: float | None = None,
     since: float | None = None,
+    exclude: list[tuple[float, float]] | None = None,
 ) -> JobAccount:
     """Split one job's events into productive time and buckets; `Events` are taken as already inside the window
     (`columns(records, since, until)`), other forms are cut to it here."""
@@ -249,8 +259,12 @@ def account(
         intervals["infrastructure_recovery_from_disruption"].append((explicit, back))
     if len(inf_d):
         intervals["infrastructure_recovery_from_disruption"].append((inf_d, np.minimum(inf_r, end)))
-    bounds, label = _label(start, end, ev.t, intervals)
-    return _finish(job, ev, steps, intervals, bounds, label, start, end, submit_t, since, disrupt, outside, len(inf_d))
+    spans = exclude or []
+    bounds, label = _label(start, end, ev.t, intervals, [x for span in spans for x in span])
+    a = _finish(
+        job, ev, steps, intervals, bounds, label, start, end, submit_t, since, disrupt, outside, len(inf_d), spans
+    )
+    return a
 
 
 def _finish(
@@ -267,10 +281,18 @@ def _finish(
     disrupt: Times,
     outside: int,
     inferred: int,
+    spans: list[tuple[float, float]],
 ) -> JobAccount:
     import numpy as np
 
     full = _allocated(job, ev, bounds, start)
+    excluded_s = 0.0
+    if spans:  # excluded instants count nowhere (their boundaries are among the bounds)
+        lo, hi = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
+        k = np.searchsorted(lo, bounds[:-1], side="right") - 1
+        inside = (k >= 0) & (bounds[:-1] < hi[np.maximum(k, 0)])
+        excluded_s = float(np.diff(bounds)[full & inside].sum())
+        full &= ~inside
     if since is not None:
         full &= bounds[:-1] >= since
     dur = np.diff(bounds)
@@ -281,12 +303,13 @@ def _finish(
         pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
         productive_steps = int(np.count_nonzero(steps.productive & use[pos] & (steps.st < end)))
     ck_starts = ev.at("checkpoint_start")
+    begin = submit_t if since is None else max(submit_t, since)
     restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
     return JobAccount(
         job=job,
         start=start,
         end=end,
-        demand_s=max(0.0, end - (submit_t if since is None else max(submit_t, since))),
+        demand_s=max(0.0, end - begin - overlap(spans, begin, end)),
         all_allocated_s=float(dur[use].sum()),
         productive_s=float(sums[PRODUCTIVE]),
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
@@ -306,4 +329,5 @@ def _finish(
         step_ends=steps.end,
         step_numbers=steps.sn,
         step_productive=steps.productive,
+        excluded_s=excluded_s,
     )

@@ -1,0 +1,73 @@
+"""Rolling windows and exclusions, by hand, on fixtures/goodput/disrupted_training.jsonl (train-a, 256 of a
+512-chip fleet, submitted 00:00:00, allocated 00:10:00 .. 00:14:20; failure 00:12:40, restart 00:13:40, restore
+until 00:14:00, steps 3 and 4 until the end at 00:14:20; ideal step 8 s)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput"
+LOG = FIX / "disrupted_training.jsonl"
+T = 1767571200  # 2026-01-05T00:00:00Z
+
+
+def test_an_excluded_window_counts_nowhere(cli, tmp_path):
+    exclude = tmp_path / "maintenance.json"
+    exclude.write_text(json.dumps([{"start": "2026-01-05T00:12:40Z", "end": T + 820, "reason": "OCS swap"}]))
+    r = cli("goodput-report", LOG, "--exclude", exclude, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (j,) = r.json["jobs"]
+    # the minute of recovery is gone: 260 - 60 s all-allocated, 860 - 60 s of demand, nothing else moves
+    assert j["all_allocated_s"] == 200 and j["demand_s"] == 800 and j["productive_s"] == 40
+    assert j["badput_s"]["infrastructure_recovery_from_disruption"] == 0
+    assert j["badput_s"]["wasted_progress_from_disruption"] == 10 and j["badput_s"]["checkpoint_restore"] == 20
+    assert j["sg"] == 0.25 and j["rg"] == 0.2
+    f = r.json["fleet"]
+    assert f["capacity_chip_s"] == 512 * 800 and f["sg"] == 0.125 and f["excluded_chip_s"] == 256 * 60
+    assert r.json["exclusions"] == [{"start": T + 760, "end": T + 820, "reason": "OCS swap"}]
+
+
+def test_rolling_windows_are_the_last_part_of_the_data(cli):
+    r = cli("goodput-report", LOG, "--window", "1m,1h", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    last_minute, hour = r.json["windows"]
+    # 00:13:20 .. 00:14:20: recovery 20 s, restore 20 s, steps 20 s; all 256 chips of 512 held
+    assert last_minute["window"] == "1m" and last_minute["start"] == T + 800 and last_minute["end"] == T + 860
+    assert last_minute["sg"] == 0.5 and last_minute["rg"] == round(20 / 60, 6) and last_minute["pg"] == 0.8
+    assert last_minute["badput_chip_s"]["checkpoint_restore"] == 256 * 20
+    assert last_minute["mpg"] == round(0.5 * round(20 / 60, 6) * 0.8, 6)
+    # a window longer than the data is all of it
+    assert hour["start"] == T and hour["rg"] == r.json["fleet"]["rg"] and hour["sg"] == r.json["fleet"]["sg"]
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--window", "6x"], "--window"),
+        (["--window", "0h"], "--window"),
+        (["--window", "1h,,2h"], "--window"),
+    ],
+)
+def test_bad_windows_exit_2(cli, args, needle):
+    r = cli("goodput-report", LOG, *args, state=False)
+    assert r.code == 2 and needle in r.err and len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ('{"start": 1}', "must be a JSON list"),
+        ('[{"start": "soon", "end": 5}]', ":1: field start"),
+        ('[{"start": 10, "end": 20}, {"start": 30, "end": 20}]', ":2: field end"),
+        ('[{"start": 10, "end": 20, "reason": 7}]', ":1: field reason"),
+        ("[1", "not valid JSON"),
+    ],
+)
+def test_bad_exclusion_files_exit_2_naming_the_entry(cli, tmp_path, content, needle):
+    bad = tmp_path / "x.json"
+    bad.write_text(content)
+    r = cli("goodput-report", LOG, "--exclude", bad, state=False)
+    assert r.code == 2 and str(bad) in r.err and needle in r.err, r.err

@@ -1,0 +1,83 @@
+"""Rolling windows and exclusion intervals for the goodput report (pure; the exclusions file is read by the
+pipeline).
+
+* ``--window 1h,6h,24h``: the factors over the last W of the data (what ml-goodput-measurement's monitor uploads
+  as its interval goodput), one row each. Units: s, m, h, d, w.
+* ``--exclude FILE``: a JSON list ``[{"start": T, "end": T, "reason": "..."}]`` (T as in the event logs: ISO
+  8601 UTC or POSIX seconds) of spans the fleet owner does not want charged, planned maintenance say: every
+  instant inside one counts nowhere: not in all-allocated time (so in no bucket), not in capacity, not in demand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet.errors import BadInput, shown
+from tpufleet.goodput.events import MAX_TEXT, MAX_TIME, BadRecord, parse_time
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_WINDOW = re.compile(r"\s*([0-9]{1,6})([smhdw])\s*")
+MAX_WINDOWS = 16  # rows of --window
+MAX_EXCLUSIONS = 10_000  # entries of an --exclude file
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    start: float
+    end: float
+    reason: str
+
+
+def parse_windows(text: str) -> list[tuple[str, float]]:
+    """``1h,6h`` as [("1h", 3600.0), ("6h", 21600.0)]; BadInput naming the option and the bad part."""
+    out: list[tuple[str, float]] = []
+    for part in text.split(","):
+        match = _WINDOW.fullmatch(part)
+        if match is None or int(match[1]) == 0 or int(match[1]) * UNITS[match[2]] > MAX_TIME:
+            raise BadInput(
+                f"bad option --window: {shown(part)} is not a length like 90m, 6h or 7d (a whole number over 0 "
+                "and one of s, m, h, d, w)"
+            )
+        out.append((f"{int(match[1])}{match[2]}", float(int(match[1]) * UNITS[match[2]])))
+    if len(out) > MAX_WINDOWS:
+        raise BadInput(f"bad option --window: {len(out)} windows, over the limit of {MAX_WINDOWS}")
+    return out
+
+
+def parse_exclusions(data: Any, file: str) -> list[Exclusion]:
+    """The entries of an exclusions file; BadRecord naming the file, the entry (as its line: 1-based) and field."""
+    if not isinstance(data, list):
+        raise BadRecord(file, 0, "<file>", data, "must be a JSON list of {start, end, reason}")
+    if len(data) > MAX_EXCLUSIONS:
+        raise BadRecord(file, 0, "<file>", len(data), f"more than {MAX_EXCLUSIONS:,} entries")
+    out = []
+    for i, entry in enumerate(data, start=1):
+        if not isinstance(entry, dict):
+            raise BadRecord(file, i, "<entry>", entry, "must be an object {start, end, reason}")
+        start = parse_time(entry.get("start"), file, i, "start")
+        end = parse_time(entry.get("end"), file, i, "end")
+        if end <= start:
+            raise BadRecord(file, i, "end", entry.get("end"), "must be after start")
+        reason = entry.get("reason", "")
+        if not isinstance(reason, str) or len(reason) > MAX_TEXT:
+            raise BadRecord(file, i, "reason", reason, f"must be a string of at most {MAX_TEXT} characters")
+        out.append(Exclusion(start, end, reason))
+    return sorted(out, key=lambda x: (x.start, x.end))
+
+
+def merged(exclusions: list[Exclusion]) -> list[tuple[float, float]]:
+    """The union of the excluded spans, sorted and disjoint."""
+    out: list[list[float]] = []
+    for x in sorted(exclusions, key=lambda x: x.start):
+        if out and x.start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], x.end)
+        else:
+            out.append([x.start, x.end])
+    return [(a, b) for a, b in out]
+
+
+def overlap(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Seconds of [lo, hi] inside the (disjoint) spans."""
+    return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in spans)
