@@ -63,6 +63,33 @@ def test_dim_by_dim_is_the_sum_over_dimensions_of_the_ring_closed_form(text, twi
         assert e.bandwidth == pytest.approx((1 - 1 / shape.chips) * n / B, rel=1e-12)
 
 
+@pytest.mark.parametrize("text", ["4x4x4", "8x8x8"])
+def test_multi_dim_on_a_cubic_torus_is_a_third_of_dim_by_dim(text):
+    shape = parse_shape(text)
+    ctx = ctx_of(shape)
+    multi = one(ctx, "all-reduce", "multi-dim", (0, 1, 2))
+    B, n = ctx.profile.link_bandwidth, float(GIB)
+    assert multi.bandwidth == pytest.approx((1 - 1 / shape.chips) * n / (3 * B), rel=1e-12)
+    assert multi.latency == one(ctx, "all-reduce", "dim-by-dim", (0, 1, 2)).latency
+
+
+def test_multi_dim_at_45_gbps_matches_the_cloud_all_reduce_bandwidth_per_pod():
+    """Cloud TPU v4 documentation: all-reduce bandwidth 1.1 PB/s per 4,096-chip pod (links at about 45 GB/s)."""
+    pr = dataclasses.replace(default_profile(), link_bandwidth=45e9)
+    best = best_of(estimate(ctx_of(parse_shape("16x16x16"), pr), "all-reduce", GIB, "auto", None))
+    assert best is not None and best.algorithm == "multi-dim"
+    assert best.bus_bandwidth() * 4096 == pytest.approx(1.1e15, rel=0.05)
+
+
+def test_twist_balances_multi_dim_on_4x4x8():
+    twisted, plain = (
+        best_of(estimate(ctx_of(parse_shape("4x4x8", tw)), "all-reduce", GIB, "auto", None)) for tw in (True, False)
+    )
+    assert twisted is not None and plain is not None
+    assert twisted.algorithm == plain.algorithm == "multi-dim"
+    assert plain.seconds / twisted.seconds > 1.4  # every part's first ring has 8 chips on the twisted slice
+
+
 def test_twist_turns_the_x_ring_into_a_helix_and_corrects_later_rings():
     shape = parse_shape("4x4x8", twisted=True)
     phases = dim_phases(shape, (0, 1, 2), tables.healthy(shape).healthy_nbr)
@@ -104,8 +131,8 @@ def test_auto_picks_the_order_with_the_broken_dimension_last():
     shape = parse_shape("8x8x8")
     t = ocs_down(shape, "x", 5)
     ctx = Context(t, default_profile())
-    best = best_of(estimate(ctx, "all-reduce", GIB, "auto", None))
-    assert best is not None and best.algorithm == "dim-by-dim" and best.order is not None and best.order[-1] == 0
+    best = best_of(estimate(ctx, "all-reduce", GIB, "dim-by-dim", None))
+    assert best is not None and best.order is not None and best.order[-1] == 0
     worst = max(estimate(ctx, "all-reduce", GIB, "dim-by-dim", None), key=lambda e: e.seconds)
     assert worst.order is not None and worst.order[0] == 0 and worst.seconds > 1.3 * best.seconds
 
@@ -116,7 +143,9 @@ def test_ideal_step_time_and_reroute_slowdown():
     shape = parse_shape("4x4x8")
     pr = default_profile()
     compute = 1e15 / (128 * pr.peak_flops)
-    healthy = one(ctx_of(shape), "all-reduce", "dim-by-dim", (0, 1, 2), GIB).seconds
+    fastest = best_of(estimate(ctx_of(shape), "all-reduce", GIB, "auto", None))
+    assert fastest is not None and fastest.algorithm == "multi-dim"
+    healthy = fastest.seconds
     assert ideal_step_time(shape, 1e15, GIB) == pytest.approx(compute + healthy, rel=1e-12)
     assert ideal_step_time(shape, 1e15, 0) == pytest.approx(compute, rel=1e-12)
     _exp, alive = ocs_failure(shape, "z", 5)

@@ -35,12 +35,14 @@ def test_stored_tables_give_the_documented_result(routed):
     assert r.code == 0, r.err
     j = r.json
     assert set(j) == DOCUMENTED
-    assert (j["op"], j["bytes"], j["chips"], j["algorithm"]) == ("all-reduce", GIB, 128, "dim-by-dim")
+    assert (j["op"], j["bytes"], j["chips"], j["algorithm"]) == ("all-reduce", GIB, 128, "multi-dim")
     assert j["tables"]["source"] == "stored" and j["tables"]["degraded"] is False and j["slowdown"] == 1.0
     assert j["time_s"] == pytest.approx(j["latency_s"] + j["bandwidth_s"])
     assert j["bus_bandwidth_Bps"] == pytest.approx(GIB / j["time_s"] * 2 * 127 / 128)
     assert [c["algorithm"] for c in j["candidates"]].count("dim-by-dim") == 6
-    assert "every dimension order takes the same time" in j["why"]
+    assert "keeps every dimension's links busy" in j["why"] and "dim-by-dim (xyz)" in j["why"]
+    dims = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "dim-by-dim", "-o", "json")
+    assert "every dimension order takes the same time" in dims.json["why"]
     text = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB").out
     assert "dim-by-dim" in text and "bus" in text
 
@@ -75,7 +77,8 @@ def test_twisted_slice_explains_its_rings(fleet):
     assert fleet("allocate", "t", "--shape", "4x4x8", "--twisted").code == 0
     assert fleet("plan-xconnect", "t", "--apply").code == 0
     assert fleet("routes", "t").code == 0
-    j = fleet("collective", "t", "--op", "reduce-scatter", "--bytes", "512MiB", "--dims", "xyz", "-o", "json").json
+    args = ["--op", "reduce-scatter", "--bytes", "512MiB", "--algorithm", "dim-by-dim", "--dims", "xyz", "-o", "json"]
+    j = fleet("collective", "t", *args).json
     assert j["twist"].startswith("x: a helix of 8 chips") and [p["ring_size"] for p in j["phases"]] == [8, 4, 4]
     assert [p["step"] for p in j["phases"]] == ["+x", "+y-x", "+z-x"]
 
@@ -107,11 +110,15 @@ def test_table_capacity_reports_which_algorithms_still_run(routed):
         ),
         (
             ["--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "tree"],
-            "bad option --algorithm: 'tree' is not one of ring, bidir-ring, dim-by-dim, direct, auto",
+            "bad option --algorithm: 'tree' is not one of ring, bidir-ring, dim-by-dim, multi-dim, direct, auto",
         ),
         (
             ["--op", "all-to-all", "--bytes", "1GiB", "--algorithm", "ring"],
             "bad option --algorithm: 'ring' does not apply to all-to-all; use direct, dim-by-dim or auto",
+        ),
+        (
+            ["--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "ring", "--dims", "yxz"],
+            "bad option --dims: 'yxz' applies to dim-by-dim and multi-dim, not ring",
         ),
         (
             ["--op", "all-reduce", "--bytes", "1GiB", "--dims", "xxz"],

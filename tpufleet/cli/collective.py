@@ -100,10 +100,14 @@ def collective_cmd(
     op: Annotated[str, typer.Option("--op", help="all-reduce, reduce-scatter, all-gather or all-to-all")],
     size: Annotated[str, typer.Option("--bytes", help="Bytes per chip: 1GiB, 512MiB, 1.5GB, 4096")],
     algorithm: Annotated[
-        str, typer.Option("--algorithm", help="auto, ring, bidir-ring, dim-by-dim (all-to-all: direct, dim-by-dim)")
+        str,
+        typer.Option(
+            "--algorithm", help="auto, ring, bidir-ring, dim-by-dim, multi-dim (all-to-all: direct, dim-by-dim)"
+        ),
     ] = "auto",
     dims: Annotated[
-        str | None, typer.Option("--dims", help="Dimension order for dim-by-dim, largest payload first, e.g. yxz")
+        str | None,
+        typer.Option("--dims", help="Dimension order for dim-by-dim (largest payload first) and multi-dim, e.g. yxz"),
     ] = None,
     profile_file: Annotated[
         Path | None, typer.Option("--profile", help="Hardware profile YAML (default: the shipped TPUv4 profile)")
@@ -120,8 +124,9 @@ def collective_cmd(
     """Model a collective on the slice's current routing tables (healthy or rerouted, as `routes` stored them).
 
     An alpha-beta model per link: each step lasts as long as its most loaded link needs, plus the per-hop latency
-    of its longest route. `auto` compares a ring through every chip, a bidirectional ring and dimension-by-dimension
-    bidirectional rings in every order, and says why it picked the fastest.
+    of its longest route. `auto` compares a ring through every chip, a bidirectional ring, dimension-by-dimension
+    bidirectional rings in every order, and multi-dim (dimension by dimension on every dimension at once, one part
+    of the data per dimension), and says why it picked the fastest.
     """
     from tpufleet.collectives.algorithms import parse_order
     from tpufleet.collectives.model import ALGORITHMS, OPS
@@ -135,8 +140,8 @@ def collective_cmd(
         raise BadInput(f"bad option --algorithm: {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
     nbytes = parse_size(size)
     order = parse_order(dims) if dims is not None else None
-    if order is not None and algorithm not in ("dim-by-dim", "auto"):
-        raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim only, not {algorithm}")
+    if order is not None and algorithm not in ("dim-by-dim", "multi-dim", "auto"):
+        raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim and multi-dim, not {algorithm}")
     profile = load_profile(profile_file)
     store = ctx.obj.store()
     table_file = store.table_path(name)

@@ -14,6 +14,7 @@ from tpufleet.collectives.model import (
     PhaseCost,
     _all_pairs_pattern,
     _ring_pattern,
+    pattern,
 )
 from tpufleet.collectives.profile import Profile
 from tpufleet.collectives.schedules import DIMS, Phase, dim_phases, snake_ring
@@ -79,6 +80,44 @@ def dim_by_dim(ctx: Context, op: str, nbytes: float, order: tuple[int, ...]) -> 
         pat = ctx.ring(("dim", ph.dim, ph.generator), ph.rings, True)
         est.phases.append(PhaseCost(ph.dim, m, len(ph.rings), ph.step_text, payload, payload / m / 2, m - 1, pat))
         payload /= m
+    return _finish(est, ctx.profile)
+
+
+def rotations(order: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [order[i:] + order[:i] for i in range(len(order))]
+
+
+def multi_dim(ctx: Context, op: str, nbytes: float, order: tuple[int, ...]) -> Estimate:
+    """Dimension by dimension on every dimension at once: the data in one part per dimension, part i running
+    dim-by-dim in the i-th rotation of `order`, so that in each phase every dimension's links carry a part.
+
+    Phase k lasts as long as its longest ring; while the shorter rings of other parts have finished, only the
+    rest share the links, so every step is costed with the parts still active (message sizes may differ).
+    """
+    import numpy as np
+
+    parts = [ctx.dim_phases(o) for o in rotations(order)]
+    est = Estimate(op, "multi-dim", tuple(ph.dim for ph in parts[0]), nbytes, ctx.tables.n, passes=PASSES[op])
+    payload = [nbytes / len(parts)] * len(parts)
+    for k in range(len(parts[0])):
+        sizes = [p[k].size for p in parts]
+        done = 0
+        for end in sorted(set(m - 1 for m in sizes)):
+            active = [i for i, m in enumerate(sizes) if m - 1 > done]
+            src, dst, size = [], [], []
+            for i in active:
+                ph, msg = parts[i][k], payload[i] / sizes[i] / 2
+                nxt = np.roll(ph.rings, -1, axis=1)
+                src += [ph.rings.ravel(), nxt.ravel()]
+                dst += [nxt.ravel(), ph.rings.ravel()]
+                size += [np.full(2 * ph.rings.size, msg)]
+            pat = pattern(ctx.tables, ctx.profile, np.concatenate(src), np.concatenate(dst), np.concatenate(size))
+            label = "+".join(DIMS[parts[i][k].dim] for i in active)
+            est.phases.append(
+                PhaseCost(None, max(sizes), len(active), "rings", sum(payload), 1.0, end - done, pat, label)
+            )
+            done = end
+        payload = [payload[i] / sizes[i] for i in range(len(parts))]
     return _finish(est, ctx.profile)
 
 
@@ -151,6 +190,10 @@ def estimate(ctx: Context, op: str, nbytes: float, algorithm: str, order: tuple[
         if name == "dim-by-dim":
             for o in [order] if order else orders(ctx):
                 out.append(a2a_dims(ctx, nbytes, o) if op == "all-to-all" else dim_by_dim(ctx, op, nbytes, o))
+        elif name == "multi-dim":
+            dims = orders(ctx)[0] if orders(ctx) else ()
+            families = [order] if order else ([dims, dims[:1] + dims[1:][::-1]] if len(dims) > 2 else [dims])
+            out += [multi_dim(ctx, op, nbytes, o) for o in families if o]
         elif name == "direct":
             out.append(a2a_direct(ctx, nbytes))
         else:
@@ -201,7 +244,9 @@ def why(best: Estimate, others: list[Estimate]) -> str:
             rivals.append(f"{name} cannot run on these tables")
     if rivals:
         text += ": against " + ", ".join(rivals)
-    orders = [e for e in others if e.algorithm == best.algorithm and e.order and e.runs]
+    if best.algorithm == "multi-dim":
+        text += "; it keeps every dimension's links busy (one part of the data per dimension, each in a rotated order)"
+    orders = [e for e in others if e.algorithm == "dim-by-dim" == best.algorithm and e.order and e.runs]
     if best.order and len(orders) > 1 and len(best.phases) > 1:
         worst = max(orders, key=lambda e: e.seconds)
         if worst.seconds <= best.seconds * (1 + 1e-6):

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
-RING_ALGORITHMS = ("ring", "bidir-ring", "dim-by-dim")
+RING_ALGORITHMS = ("ring", "bidir-ring", "dim-by-dim", "multi-dim")
 A2A_ALGORITHMS = ("direct", "dim-by-dim")
-ALGORITHMS = ("ring", "bidir-ring", "dim-by-dim", "direct", "auto")
+ALGORITHMS = ("ring", "bidir-ring", "dim-by-dim", "multi-dim", "direct", "auto")
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Pattern:
 
 @dataclass
 class PhaseCost:
-    dim: int | None  # None for a whole-slice ring or a direct all-to-all
+    dim: int | None  # None for a whole-slice ring, a direct all-to-all or several dimensions at once
     size: int  # chips per ring (or in the slice)
     rings: int
     step: str  # the ring step, e.g. "+x" or "+y-x"
@@ -52,6 +52,7 @@ class PhaseCost:
     message: float  # bytes per message per step
     steps: int  # steps per pass (reduce-scatter or all-gather)
     pattern: Pattern
+    label: str | None = None  # the dimensions busy at once (multi-dim), e.g. "x+y+z"
 
     @property
     def step_seconds(self) -> float:
@@ -60,7 +61,7 @@ class PhaseCost:
     def as_dict(self, profile: Profile, passes: int) -> dict[str, Any]:
         bw = self.pattern.seconds_per_byte
         return {
-            "dimension": DIMS[self.dim] if self.dim is not None else None,
+            "dimension": DIMS[self.dim] if self.dim is not None else self.label,
             "ring_size": self.size,
             "rings": self.rings,
             "step": self.step,
@@ -112,19 +113,29 @@ def _link_text(link: tuple[int, int] | None) -> str | None:
     return None if link is None else f"chip {link[0]} {PORTS[link[1]]}"
 
 
-def pattern(t: Tables, profile: Profile, src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> Pattern:
-    """Walk one message per (src, dst) along the tables: the per-byte time of the most loaded link, the hops."""
+def pattern(
+    t: Tables,
+    profile: Profile,
+    src: npt.NDArray[np.int64],
+    dst: npt.NDArray[np.int64],
+    weights: npt.NDArray[np.float64] | None = None,
+) -> Pattern:
+    """Walk one message per (src, dst) along the tables: the per-byte time of the most loaded link, the hops.
+
+    With `weights` (bytes per message) the link loads are in bytes and `seconds_per_byte` is the step's seconds.
+    """
     import numpy as np
 
-    _msg, links, hops, ok = walk(t, src, dst)
+    msg, links, hops, ok = walk(t, src, dst)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         return Pattern(0.0, 0, 0, None, (int(src[i]), int(dst[i])))
     if not len(links):
         return Pattern(0.0, 0, 0, None)
     count = np.bincount(links, minlength=t.n * 6).astype(np.float64)
+    load = count if weights is None else np.bincount(links, weights=weights[msg], minlength=t.n * 6)
     bw = np.array([profile.bandwidth(p // 2) for p in range(6)])
-    per_byte = count.reshape(t.n, 6) / bw[None, :]
+    per_byte = load.reshape(t.n, 6) / bw[None, :]
     worst = int(np.argmax(per_byte))
     return Pattern(float(per_byte.ravel()[worst]), int(hops.max()), int(count[worst]), (worst // 6, worst % 6))
 

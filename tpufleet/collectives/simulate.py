@@ -85,8 +85,57 @@ def run_step(t: Tables, profile: Profile, src: IntArray, dst: IntArray, nbytes: 
     return float((done_at + hops * profile.hop_latency).max()) if len(src) else 0.0
 
 
+Move = tuple["IntArray", "IntArray", "IntArray"]  # senders [R], receivers [R], element indices [R, k]
+
+
+def _halves(seg: IntArray, rings: IntArray, bidir: bool) -> tuple[IntArray, IntArray | None]:
+    """[R, position, part, k] element indices of the halves sent clockwise (and counter-clockwise)."""
+    m = rings.shape[1]
+    parts = seg[rings].reshape(rings.shape[0], m, m, -1)
+    if not bidir:
+        return parts, None
+    h = parts.shape[-1] // 2
+    return parts[..., :h], parts[..., h:]
+
+
+def rs_steps(seg: IntArray, rings: IntArray, bidir: bool) -> tuple[list[list[Move]], IntArray]:
+    """The moves of a ring reduce-scatter, step by step, and each chip's segment after it.
+
+    Clockwise, the chip at position i sends part (i - s) at step s and ends with the whole sum of part i + 1;
+    counter-clockwise (bidirectional rings, the other half of every part) it sends part (i + s), ends with i - 1.
+    """
+    import numpy as np
+
+    m = rings.shape[1]
+    cw, ccw = _halves(seg, rings, bidir)
+    steps = []
+    for s in range(m - 1):
+        moves = [(rings[:, i], rings[:, (i + 1) % m], cw[:, i, (i - s) % m]) for i in range(m)]
+        if ccw is not None:
+            moves += [(rings[:, i], rings[:, (i - 1) % m], ccw[:, i, (i + s) % m]) for i in range(m)]
+        steps.append(moves)
+    after = np.empty((len(seg), seg.shape[1] // m), dtype=np.int64)  # the rings cover every chip
+    for i in range(m):
+        keep = [cw[:, i, (i + 1) % m]] + ([ccw[:, i, (i - 1) % m]] if ccw is not None else [])
+        after[rings[:, i]] = np.concatenate(keep, axis=1)
+    return steps, after
+
+
+def ag_steps(before: IntArray, rings: IntArray, bidir: bool) -> list[list[Move]]:
+    """The moves of the all-gather undoing `rs_steps` from segment `before`: each chip passes on what it has."""
+    m = rings.shape[1]
+    cw, ccw = _halves(before, rings, bidir)
+    steps = []
+    for s in range(m - 1):
+        moves = [(rings[:, i], rings[:, (i + 1) % m], cw[:, i, (i + 1 - s) % m]) for i in range(m)]
+        if ccw is not None:
+            moves += [(rings[:, i], rings[:, (i - 1) % m], ccw[:, i, (i - 1 + s) % m]) for i in range(m)]
+        steps.append(moves)
+    return steps
+
+
 class _Run:
-    """Executes ring phases on integer data and times every step."""
+    """Integer data on every chip, the moves applied to it, and the simulated time of every step."""
 
     def __init__(self, t: Tables, profile: Profile, nbytes: float, elements: int, seed: int = 7) -> None:
         import numpy as np
@@ -95,11 +144,10 @@ class _Run:
         self.per_element = nbytes / elements
         self.data = np.random.default_rng(seed).integers(0, 1000, size=(t.n, elements), dtype=np.int64)
         self.total = self.data.sum(axis=0)
-        self.seg = np.tile(np.arange(elements, dtype=np.int64), (t.n, 1))
         self.seconds, self.steps, self.messages = 0.0, 0, 0
 
-    def _step(self, moves: list[tuple[IntArray, IntArray, IntArray]], add: bool) -> None:
-        """moves: (senders [R], receivers [R], element indices [R, k]) all sent at once."""
+    def step(self, moves: list[Move], add: bool) -> None:
+        """Every move of a step at once: values are read before any is written."""
         import numpy as np
 
         values = [self.data[s[:, None], idx] for s, _r, idx in moves]
@@ -115,72 +163,57 @@ class _Run:
         self.steps += 1
         self.messages += len(src)
 
-    def _halves(self, rings: IntArray, bidir: bool) -> tuple[IntArray, IntArray | None]:
-        """[R, m, pos-part, k] element indices of the halves sent clockwise (and counter-clockwise)."""
-        m = rings.shape[1]
-        parts = self.seg[rings].reshape(rings.shape[0], m, m, -1)  # [ring, position, part, elements]
-        if not bidir:
-            return parts, None
-        h = parts.shape[-1] // 2
-        return parts[..., :h], parts[..., h:]
+    def lockstep(self, per_part: list[list[list[Move]]], add: bool) -> None:
+        """Run several parts' steps together: step s of every part that still has one."""
+        for s in range(max(len(p) for p in per_part)):
+            self.step([mv for p in per_part if s < len(p) for mv in p[s]], add)
 
-    def reduce_scatter(self, rings: IntArray, bidir: bool) -> None:
+    def scattered_ok(self, segs: list[IntArray]) -> bool:
+        """Every chip holds the full sum of its shards, and the shards cover the data once."""
         import numpy as np
 
-        m = rings.shape[1]
-        cw, ccw = self._halves(rings, bidir)
-        for s in range(m - 1):
-            moves = [(rings[:, i], rings[:, (i + 1) % m], cw[:, i, (i - s) % m]) for i in range(m)]
-            if ccw is not None:
-                moves += [(rings[:, i], rings[:, (i - 1) % m], ccw[:, i, (i + s) % m]) for i in range(m)]
-            self._step(moves, add=True)
-        seg = np.empty((self.t.n, self.seg.shape[1] // m), dtype=np.int64)  # the rings cover every chip
-        for i in range(m):
-            keep = [cw[:, i, (i + 1) % m]] + ([ccw[:, i, (i - 1) % m]] if ccw is not None else [])
-            seg[rings[:, i]] = np.concatenate(keep, axis=1)
-        self.seg = seg
-
-    def all_gather(self, rings: IntArray, bidir: bool, before: IntArray) -> None:
-        m = rings.shape[1]
-        self.seg = before
-        cw, ccw = self._halves(rings, bidir)
-        for s in range(m - 1):
-            moves = [(rings[:, i], rings[:, (i + 1) % m], cw[:, i, (i + 1 - s) % m]) for i in range(m)]
-            if ccw is not None:
-                moves += [(rings[:, i], rings[:, (i - 1) % m], ccw[:, i, (i - 1 + s) % m]) for i in range(m)]
-            self._step(moves, add=False)
-
-    def scattered_ok(self) -> bool:
-        """Every chip holds the full sum of its shard, and the shards cover the data once."""
-        import numpy as np
-
+        seg = np.concatenate(segs, axis=1)
         rows = np.arange(self.t.n)[:, None]
-        covered = np.sort(self.seg.ravel())
-        return bool((self.data[rows, self.seg] == self.total[self.seg]).all()) and bool(
+        covered = np.sort(seg.ravel())
+        return bool((self.data[rows, seg] == self.total[seg]).all()) and bool(
             (covered == np.arange(self.data.shape[1])).all()
         )
+
+
+def _plans(t: Tables, algorithm: str, order: tuple[int, ...]) -> list[list[tuple[IntArray, bool]]]:
+    """Per part of the data, its ring phases (rings, bidirectional?) in order."""
+    if algorithm == "multi-dim":
+        from tpufleet.collectives.algorithms import rotations
+
+        dims = tuple(d for d in order if t.shape.dims[d] > 1)
+        return [[(ph.rings, True) for ph in dim_phases(t.shape, o, t.healthy_nbr)] for o in rotations(dims)]
+    if algorithm == "dim-by-dim":
+        return [[(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr)]]
+    return [[(snake_ring(t.shape), algorithm == "bidir-ring")]]
 
 
 def simulate(
     t: Tables, profile: Profile, op: str, algorithm: str, nbytes: float, order: tuple[int, ...] = (0, 1, 2)
 ) -> SimResult:
-    """Run all-reduce, reduce-scatter or all-gather (ring, bidir-ring or dim-by-dim) step by step on `t`."""
+    """Run all-reduce, reduce-scatter or all-gather (ring, bidir-ring, dim-by-dim or multi-dim) step by step."""
+    import numpy as np
 
-    if algorithm == "dim-by-dim":
-        plan = [(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr)]
-    else:
-        plan = [(snake_ring(t.shape), algorithm == "bidir-ring")]
-    run = _Run(t, profile, nbytes, 2 * t.n)
-    history = []
-    for rings, bidir in plan:
-        history.append(run.seg.copy())
-        run.reduce_scatter(rings, bidir)
-    correct = run.scattered_ok()
+    plans = _plans(t, algorithm, order)
+    width = 2 * t.n  # elements per part: every ring size (and its halving) divides it
+    run = _Run(t, profile, nbytes, width * len(plans))
+    segs = [np.tile(np.arange(i * width, (i + 1) * width, dtype=np.int64), (t.n, 1)) for i in range(len(plans))]
+    history: list[list[IntArray]] = []
+    for k in range(len(plans[0])):
+        history.append(list(segs))
+        made = [rs_steps(segs[i], *plans[i][k]) for i in range(len(plans))]
+        run.lockstep([steps for steps, _ in made], add=True)
+        segs = [after for _, after in made]
+    correct = run.scattered_ok(segs)
     if op == "reduce-scatter":
         return SimResult(run.seconds, run.steps, run.messages, correct)
     if op == "all-gather":  # the same steps as the reduce-scatter's, backwards: time only that half
-        run.seconds = run.steps = run.messages = 0
-    for (rings, bidir), before in zip(reversed(plan), reversed(history), strict=True):
-        run.all_gather(rings, bidir, before)
+        run.seconds, run.steps, run.messages = 0.0, 0, 0
+    for k in reversed(range(len(plans[0]))):
+        run.lockstep([ag_steps(history[k][i], *plans[i][k]) for i in range(len(plans))], add=False)
     correct = correct and bool((run.data == run.total[None, :]).all())
     return SimResult(run.seconds, run.steps, run.messages, correct)

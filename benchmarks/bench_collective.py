@@ -1,0 +1,165 @@
+"""Collective cost model: 1 GiB all-reduce on 8x8x8, twisted 4x4x8 and 16x16x16, healthy and with one OCS down,
+the paper-001 reproduction, the simulator against the model, and the model's speed on 16x16x16.
+
+    python benchmarks/bench_collective.py          # about a minute (the 16x16x16 rerouted tables take ~10 s)
+
+Every figure is printed beside a baseline computed in the same process, as a ratio:
+* modelled times against the closed form of a bidirectional ring through every chip on healthy links
+  (2(p-1)a + (p-1)/p * n/B, what a model that ignores the tables would say);
+* the model's wall time on 16x16x16 (read the stored tables, estimate every algorithm and order, pick one)
+  against reading the whole stored tables file;
+* the link-by-link simulation against the model.
+Tables are made as `tpufleet routes` makes them (within the hardware's 3 VCs) and stored and read back in the
+state's .npz format, so the model reads them exactly as `tpufleet collective` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+GIB = 1 << 30
+
+
+def stored(shape: Any, alive: Any, folder: Path, name: str) -> Path:
+    """The tables `routes` would store for the live graph, written as routes/NAME.npz."""
+    from tpufleet.routing.export import npz_bytes
+    from tpufleet.routing.report import evaluate
+    from tpufleet.topology import neighbors
+
+    exp = neighbors(shape)
+    report = evaluate(shape, exp, exp if alive is None else alive, traffics=(), max_vcs=3)
+    path = folder / f"{name}.npz"
+    path.write_bytes(npz_bytes(report.tables, {"shape": shape.text, "twisted": shape.twisted, "algorithm": "auto"}))
+    return path
+
+
+def model(path: Path, profile: Any) -> Any:
+    from tpufleet.collectives import tables
+    from tpufleet.collectives.algorithms import Context, best_of, estimate
+
+    return best_of(estimate(Context(tables.load(path), profile), "all-reduce", GIB, "auto", None))
+
+
+def ring_closed_form(p: int, profile: Any) -> float:
+    return 2 * (p - 1) * profile.hop_latency + (p - 1) / p * GIB / profile.link_bandwidth
+
+
+def figures(folder: Path, profile: Any) -> list[dict[str, Any]]:
+    from test_collective_faults import ocs_failure
+
+    from tpufleet.shapes import parse_shape
+
+    rows = []
+    print("1 GiB all-reduce (auto), baseline: closed form of a bidirectional ring through every chip")
+    for text, twisted in [("8x8x8", False), ("4x4x8", True), ("16x16x16", False)]:
+        shape = parse_shape(text, twisted)
+        healthy_s = None
+        for label, alive in [("healthy", None), ("one OCS down (x/5)", ocs_failure(shape, "x", 5)[1])]:
+            t = time.perf_counter()
+            path = stored(shape, alive, folder, f"{text}-{twisted}-{alive is None}")
+            made = time.perf_counter() - t
+            best = model(path, profile)
+            healthy_s = healthy_s or best.seconds
+            base = ring_closed_form(shape.chips, profile)
+            row = {
+                "shape": str(shape), "case": label, "algorithm": best.name, "time_ms": best.seconds * 1e3,
+                "bus_GBps": best.bus_bandwidth() / 1e9, "slowdown": best.seconds / healthy_s,
+                "baseline_ms": base * 1e3, "path": path,
+            }  # fmt: skip
+            rows.append(row)
+            print(
+                f"  {shape!s:<16} {label:<20} {best.name:<18} {row['time_ms']:8.3f} ms  bus {row['bus_GBps']:6.1f} GB/s"
+                f"  slowdown {row['slowdown']:.3f}   baseline {row['baseline_ms']:8.3f} ms, ratio {base / best.seconds:.3f}x"
+                f"   (tables made in {made:.1f} s)",
+                flush=True,
+            )
+    return rows
+
+
+def speed(rows: list[dict[str, Any]], profile: Any) -> None:
+    import numpy as np
+
+    print("Model speed on 16x16x16 once the tables exist (median of 5), baseline: reading the whole tables file")
+    for row in rows:
+        if not row["shape"].startswith("16x16x16"):
+            continue
+        path = row["path"]
+
+        def read_all(path: Path = path) -> None:
+            with np.load(path) as z:
+                for key in z.files:
+                    z[key]
+
+        t_model = statistics.median(_timed(lambda path=path: model(path, profile)) for _ in range(5))
+        t_base = statistics.median(_timed(read_all) for _ in range(5))
+        print(
+            f"  {row['case']:<20} {t_model:6.3f} s (target <= 0.5 s)   baseline {t_base:6.3f} s, ratio {t_base / t_model:.2f}x",
+            flush=True,
+        )
+
+
+def _timed(fn: Any) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def paper_001(profile: Any) -> None:
+    from tpufleet.collectives import tables
+    from tpufleet.collectives.algorithms import Context, estimate
+    from tpufleet.shapes import Shape
+
+    print("Paper 001 (128x32 2D torus, 4,096 chips, 1 GiB all-reduce), X links slower; baseline: dim-by-dim, Y first")
+    t = tables.healthy(Shape((128, 32, 1)))
+    for share in (1.0, 0.5, 0.25):
+        pr = dataclasses.replace(profile, dimension_bandwidth={"x": profile.link_bandwidth * share})
+        ctx = Context(t, pr)
+        ests = {e.name: e for e in estimate(ctx, "all-reduce", GIB, "auto", None)}
+        base = ests["dim-by-dim (yx)"].seconds
+        cells = "  ".join(f"{n} {e.seconds * 1e3:7.2f} ms ({e.seconds / base:.2f}x)" for n, e in ests.items())
+        print(f"  X at {share:4.2f} of Y: {cells}", flush=True)
+
+
+def simulator(profile: Any) -> None:
+    from test_collective_faults import ocs_down
+
+    from tpufleet.collectives.algorithms import Context, estimate
+    from tpufleet.collectives.simulate import simulate
+    from tpufleet.shapes import parse_shape
+
+    print("Link-by-link simulation against the model (1 MiB all-reduce, dim-by-dim xyz), baseline: the model")
+    for text, twisted, dim in [("4x4x8", True, "x"), ("8x8x8", False, "x")]:
+        shape = parse_shape(text, twisted)
+        t = ocs_down(shape, dim, 5)
+        (est,) = estimate(Context(t, profile), "all-reduce", 1 << 20, "dim-by-dim", (0, 1, 2))
+        w = time.perf_counter()
+        sim = simulate(t, profile, "all-reduce", "dim-by-dim", 1 << 20)
+        w = time.perf_counter() - w
+        print(
+            f"  {shape!s:<14} one OCS down ({dim}/5): simulated {sim.seconds * 1e6:8.2f} us (data exact: {sim.correct}), "
+            f"model {est.seconds * 1e6:8.2f} us, ratio {sim.seconds / est.seconds:.4f}   ({sim.steps} steps, {w:.2f} s)",
+            flush=True,
+        )
+
+
+def main() -> None:
+    from tpufleet.collectives.profile import default_profile
+
+    profile = default_profile()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = figures(Path(tmp), profile)
+        speed(rows, profile)
+    paper_001(profile)
+    simulator(profile)
+
+
+if __name__ == "__main__":
+    main()
