@@ -151,3 +151,12 @@ def test_a_profile_with_a_negative_bandwidth_exits_2_naming_file_field_and_value
     ).json
     assert halved["bandwidth_s"] == pytest.approx(2 * fast["bandwidth_s"])
     assert halved["profile"]["file"] == str(slow)
+
+
+def test_damaged_tables_exit_2_naming_the_file(routed):
+    assert routed("routes", "s").code == 0
+    (routed.state / "routes" / "s.npz").write_bytes(b"not a zip")
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB")
+    assert (
+        r.code == 2 and f"{routed.state / 'routes' / 's.npz'}: field <root>: cannot be read as routing tables" in r.err
+    )

@@ -128,7 +128,7 @@ def collective_cmd(
     bidirectional rings in every order, and multi-dim (dimension by dimension on every dimension at once, one part
     of the data per dimension), and says why it picked the fastest.
     """
-    from tpufleet.collectives.algorithms import parse_order
+    from tpufleet.collectives.algorithms import check_algorithm, parse_order
     from tpufleet.collectives.model import ALGORITHMS, OPS
     from tpufleet.collectives.profile import load_profile, parse_size
     from tpufleet.errors import BadInput
@@ -138,6 +138,7 @@ def collective_cmd(
         raise BadInput(f"bad option --op: {op!r} is not one of {', '.join(OPS)}")
     if algorithm not in ALGORITHMS:
         raise BadInput(f"bad option --algorithm: {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    check_algorithm(op, algorithm)
     nbytes = parse_size(size)
     order = parse_order(dims) if dims is not None else None
     if order is not None and algorithm not in ("dim-by-dim", "multi-dim", "auto"):

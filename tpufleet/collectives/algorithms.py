@@ -177,13 +177,19 @@ def orders(ctx: Context) -> list[tuple[int, ...]]:
     return [tuple(o) for o in permutations(dims)]
 
 
-def estimate(ctx: Context, op: str, nbytes: float, algorithm: str, order: tuple[int, ...] | None) -> list[Estimate]:
-    """Estimates of `algorithm` (all orders of dim-by-dim unless `order`); every algorithm for `auto`."""
+def check_algorithm(op: str, algorithm: str) -> tuple[str, ...]:
+    """The algorithms that apply to `op`; BadInput if `algorithm` is not one of them (nor auto)."""
     allowed = A2A_ALGORITHMS if op == "all-to-all" else RING_ALGORITHMS
     if algorithm != "auto" and algorithm not in allowed:
         raise BadInput(
             f"bad option --algorithm: {algorithm!r} does not apply to {op}; use {', '.join(allowed)} or auto"
         )
+    return allowed
+
+
+def estimate(ctx: Context, op: str, nbytes: float, algorithm: str, order: tuple[int, ...] | None) -> list[Estimate]:
+    """Estimates of `algorithm` (all orders of dim-by-dim unless `order`); every algorithm for `auto`."""
+    allowed = check_algorithm(op, algorithm)
     names = allowed if algorithm == "auto" else (algorithm,)
     out: list[Estimate] = []
     for name in names:

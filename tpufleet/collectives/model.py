@@ -59,7 +59,6 @@ class PhaseCost:
         return self.message * self.pattern.seconds_per_byte
 
     def as_dict(self, profile: Profile, passes: int) -> dict[str, Any]:
-        bw = self.pattern.seconds_per_byte
         return {
             "dimension": DIMS[self.dim] if self.dim is not None else self.label,
             "ring_size": self.size,
@@ -68,8 +67,8 @@ class PhaseCost:
             "payload_bytes": self.payload,
             "steps": self.steps * passes,
             "seconds": passes * self.steps * (self.step_seconds + self.pattern.hops * profile.hop_latency),
+            "step_s": self.step_seconds + self.pattern.hops * profile.hop_latency,
             "max_link_messages": self.pattern.max_messages,
-            "link_bandwidth_Bps": (1.0 / bw) * self.pattern.max_messages if bw else None,
             "hops": self.pattern.hops,
             "slowest_link": _link_text(self.pattern.slowest_link),
         }
