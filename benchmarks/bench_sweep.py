@@ -24,7 +24,7 @@ SPEC = """schema_version: 1
 simulation: fleet
 name: bench
 seeds: 1
-fixed: {days: 2}
+fixed: {days: 6}
 grid:
   checkpoint_interval_min: [20, 40, 60, 90, 120, 240]
   spare_cubes: [0, 2, 4, 8]
@@ -73,6 +73,7 @@ def bench_sweep(tmp: Path) -> None:
 def _fleet_run(pods: int) -> dict[str, float]:
     from tpufleet.ops.simulate import summarize
     from tpufleet.simulation import Options, Simulator, load_rates, load_workload
+    from tpufleet.simulation.log import jsonl
 
     t = time.perf_counter()
     sim = Simulator(load_workload(None), load_rates(None), Options(days=30, seed=0, pods=pods))
@@ -80,8 +81,7 @@ def _fleet_run(pods: int) -> dict[str, float]:
     t1 = time.perf_counter()
     summarize(records, sim)
     t2 = time.perf_counter()
-    encode = json.JSONEncoder(separators=(",", ":")).encode
-    ("\n".join(map(encode, records)) + "\n").encode()
+    jsonl(records)
     t3 = time.perf_counter()
     return {"simulate": t1 - t, "summary": t2 - t1, "write": t3 - t2, "total": t3 - t, "events": len(records)}
 

@@ -266,3 +266,13 @@ def test_grouped_crossconnect_planning_gives_the_plain_plans_events(monkeypatch)
     monkeypatch.setattr(placement.Placement, "_plan", plain_plan)
     monkeypatch.setattr(placement, "_apply", xconnect.apply)
     assert Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2)).run() == fast
+
+
+def test_the_event_writer_gives_the_json_encoders_bytes():
+    from tpufleet.simulation.log import jsonl
+
+    job = JobSpec(parse_shape("4x4x4"), duration_hours=30, id='odd "id" \u00e9\\', phase="training")
+    workload = replace(load_workload(None), jobs=(job,))
+    records = Simulator(workload, only_rates(host_per_day=0.05), Options(days=1, seed=1)).run()
+    expected = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+    assert jsonl(records) == expected and b'"odd \\"id\\"' in expected

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 import math
 from pathlib import Path
 from typing import Annotated
@@ -111,6 +110,7 @@ def simulate_cmd(
     from tpufleet.model import component_counts, default_fleet
     from tpufleet.ops.simulate import simulate
     from tpufleet.simulation import Options, load_rates, load_workload
+    from tpufleet.simulation.log import jsonl
     from tpufleet.simulation.scale import check_budget, parse_factors, scale_rates
     from tpufleet.state.files import check_output_path, write_output
 
@@ -146,6 +146,6 @@ def simulate_cmd(
             result = run(progress=lambda day: bar.update(task, completed=day))
     else:
         result = run()
-    write_output(out, ("\n".join(json.dumps(r, separators=(",", ":")) for r in result.records) + "\n").encode())
+    write_output(out, jsonl(result.records))
     summary = {**result.summary, "out": str(out)}
     emit(summary, output, lambda: _text(summary, out))

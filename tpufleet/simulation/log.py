@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,3 +57,29 @@ class Stats:
     xconnect_changes: int = 0  # cross-connects added plus removed
     jobs_finished: int = 0
     restart_waits: dict[str, list[float]] = field(default_factory=dict)  # by size: seconds from a fault to the restart
+
+
+def jsonl(records: Iterable[Record]) -> bytes:
+    """The records as JSON lines, byte for byte what `json.dumps(record, separators=(",", ":"))` gives each one.
+
+    Event records (nearly all of them) are formatted directly: their keys and value types are fixed by
+    `EventLog.event`, and formatting them is several times faster than the general encoder, which took a sixth of
+    a 16-pod run."""
+    encode = json.JSONEncoder(separators=(",", ":")).encode
+    quoted: dict[str, str] = {}  # job id -> its JSON string (ids may hold characters JSON escapes)
+    lines = []
+    for record in records:
+        if record["type"] != "event" or len(record) > 6 or type(record["time"]) is not float:
+            lines.append(encode(record))
+            continue
+        job = record["job"]
+        name = quoted.get(job)
+        if name is None:
+            name = quoted[job] = encode(job)
+        line = f'{{"type":"event","job":{name},"time":{record["time"]!r},"event":{encode(record["event"])}'
+        for key in ("step", "chips"):
+            if key in record:
+                line += f',"{key}":{record[key]}'
+        lines.append(line + "}")
+    lines.append("")
+    return "\n".join(lines).encode()

@@ -9,7 +9,6 @@ data, whichever executor ran it (exceptions with their own constructors do not a
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -108,8 +107,9 @@ def _fleet(
     result = simulate(*fleet_inputs(params, inputs, seed))
     events = None
     if keep_events:
-        encode = json.JSONEncoder(separators=(",", ":")).encode
-        events = gzip.compress(("\n".join(map(encode, result.records)) + "\n").encode(), mtime=0)
+        from tpufleet.simulation.log import jsonl
+
+        events = gzip.compress(jsonl(result.records), mtime=0)
     return fleet_metrics(result.summary), events
 
 
