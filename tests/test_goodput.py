@@ -32,6 +32,9 @@ def test_training_job_with_a_disruption_by_hand():
         "wasted_progress_from_disruption": 10,
         "infrastructure_recovery_from_disruption": 60,
         "custom_badput_events": 0,
+        "elastic_slice_down": 0,
+        "elastic_scale_up": 0,
+        "elastic_reinitialization": 0,
         "other": 0,
     }
     assert j["productive_steps"] == 4 and j["disruptions"] == 1

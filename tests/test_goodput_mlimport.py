@@ -32,6 +32,9 @@ ZERO = {
     "wasted_progress_from_disruption": 0,
     "infrastructure_recovery_from_disruption": 0,
     "custom_badput_events": 0,
+    "elastic_slice_down": 0,
+    "elastic_scale_up": 0,
+    "elastic_reinitialization": 0,
     "other": 0,
 }
 
@@ -356,3 +359,47 @@ def test_the_fixtures_agree_with_the_package_where_documented():
         assert j["productive_s"] == pytest.approx(productive), name
         for bucket, value in theirs.items():
             assert j["badput_s"][bucket] == pytest.approx(value), (name, bucket)
+
+
+def test_elastic_slice_down_and_reinitialisation_by_hand(cli):
+    # 4 slices stepping from 0; init 0..10, prep 10..15; steps 1..5 every 10 s from 20; slices down at 70 (3 of 4
+    # available, none stepping) until 100; elastic reinitialisation 100..130 (holding init 100..110 and prep
+    # 110..120, counted once, as reinitialisation, as the package does); steps 6..8 on 3 slices every 12 s from
+    # 130; end 166
+    _, j = job_of(cli, "elastic_slice_down.jsonl")
+    assert j["all_allocated_s"] == 166 and j["productive_s"] == 86  # 20..70 and 130..166
+    assert j["badput_s"] == {
+        **ZERO,
+        "tpu_initialization": 10,
+        "training_prep": 5,
+        "elastic_slice_down": 30,
+        "elastic_reinitialization": 30,
+        "other": 5,  # 15..20
+    }
+    # time-weighted: stepping 4/4 for 70 s, 0 for 60 s, 3/4 for 36 s; available 4/4, 3/4, 3/4
+    assert j["slices"] == {
+        "stepping_slice_efficiency": round(97 / 166, 6),
+        "available_slice_efficiency": round(142 / 166, 6),
+    }
+
+
+def test_elastic_buckets_agree_with_the_packages_elastic_calculator():
+    goodput_elastic = pytest.importorskip("ml_goodput_measurement.src.goodput_elastic")
+
+    entries = [json.loads(x) for x in (FIX / "elastic_slice_down.jsonl").read_text().splitlines()]
+    with tempfile.TemporaryDirectory() as cache:
+        calc = goodput_elastic.ElasticGoodputCalculator("j", "l", cloud_logger=_MemoryLogger(entries), cache_dir=cache)
+        calc.get_job_goodput(include_badput_breakdown=True)
+        info = calc._goodput_cache.get_goodput_info()
+        details = calc.get_job_goodput_details()
+    theirs = {k.name: v for k, v in info.total_unproductive_time.items()}
+    (j,) = build([FIX / "elastic_slice_down.jsonl"], fmt="ml-goodput")["jobs"]
+    assert j["badput_s"]["elastic_slice_down"] == theirs["ELASTIC_SLICE_DOWN"] == 30
+    assert j["badput_s"]["elastic_reinitialization"] == theirs["ELASTIC_REINITIALIZATION"] == 30
+    assert j["badput_s"]["tpu_initialization"] == theirs["TPU_INITIALIZATION"] == 10
+    assert j["badput_s"]["training_prep"] == theirs["TRAINING_PREP"] == 5
+    assert j["slices"]["stepping_slice_efficiency"] == pytest.approx(details["stepping_slice_efficiency"], abs=1e-6)
+    assert j["slices"]["available_slice_efficiency"] == pytest.approx(details["available_slice_efficiency"], abs=1e-6)
+    # where they part: the package also counts step 5's whole span (60..130) as productive, on top of the 60 s of
+    # wait and reinitialisation inside it; tpufleet gives each instant one label
+    assert info.total_productive_time == 86 + 60

@@ -25,6 +25,8 @@ GOOD = [
     '{"type":"job","job":"a","accelerator":"tpu-v4","chips":256,"ideal_step_s":1.5}',
     '{"type":"capacity","time":"2026-01-05T00:00:00Z","accelerator":"tpu-v4","chips":4096}',
     '{"type":"schema","version":1}',
+    '{"type":"event","job":"b","time":1767571216.0,"event":"slice_counts","active_slices":2,"total_slices":4}',
+    '{"type":"event","job":"b","time":1767571217.0,"event":"elastic_reinit_start"}',
 ]
 BAD = [
     '{"type":"event","job":"a","time":"2026-01-05T00:00:09Z","event":"job_end"}',  # good, but text time
@@ -36,6 +38,8 @@ BAD = [
     '{"type":"event","job":"a","time":1767571200.0,"event":"allocation","chips":99999999999}',
     '{"type":"event","job":"","time":1767571200.0,"event":"job_end"}',
     '{"type":"event","job":"a","time":1767571200.0,"event":"lunch"}',
+    '{"type":"event","job":"b","time":1767571216.0,"event":"slice_counts","active_slices":5,"total_slices":4}',
+    '{"type":"event","job":"b","time":1767571216.0,"event":"slice_counts"}',
     '{"type":"job","job":"a","chips":0}',
     '{"type":"bogus"}',
     "[1, 2]",
@@ -54,7 +58,7 @@ def snapshot(paths: list[Path], skip_bad: bool) -> Any:
         return ("error", str(exc))
     by_job = {job: list(columns) for job, columns in log.events.items()}
     jobs = {k: vars(v) for k, v in log.jobs.items()}
-    return by_job, jobs, log.capacity, log.records, log.skipped
+    return by_job, jobs, log.capacity, log.slices, log.records, log.skipped
 
 
 @settings(max_examples=150, derandomize=True, deadline=None)

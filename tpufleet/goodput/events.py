@@ -63,11 +63,21 @@ EVENT_NAMES = (
     "failure",
     "preemption",
     "eviction",
+    "elastic_slice_down_start",
+    "elastic_slice_down_end",
+    "elastic_scale_up_start",
+    "elastic_scale_up_end",
+    "elastic_reinit_start",
+    "elastic_reinit_end",
+    "slice_counts",
 )
 CODE = {name: i for i, name in enumerate(EVENT_NAMES)}
 DISRUPTIONS = ("failure", "preemption", "eviction")
 
-EventRecord = tuple[float, int, int, int, str]  # (time, event code, step, chips, label); -1 / "" where absent
+EventRecord = tuple[float, int, int, int, str]
+SliceCounts = tuple[
+    float, int, int, int
+]  # (time, active = stepping slices, available slices, total slices)  # (time, event code, step, chips, label); -1 / "" where absent
 
 
 class BadRecord(BadInput):
@@ -124,6 +134,7 @@ class Log:
     jobs: dict[str, Job] = field(default_factory=dict)
     events: dict[str, EventColumns] = field(default_factory=dict)  # job -> its events
     capacity: list[tuple[float, str, int]] = field(default_factory=list)
+    slices: dict[str, list[SliceCounts]] = field(default_factory=dict)  # job -> elastic slice counts
     skipped: int = 0
     records: int = 0
 
@@ -239,6 +250,10 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
         if not isinstance(name, str) or name not in CODE:
             raise BadRecord(file, line, "event", name, "unknown event name")
         t = parse_time(rec.get("time"), file, line)
+        if name == "slice_counts":
+            add_slice_counts(log, job, t, rec, file, line)
+            log.records += 1
+            return
         step = _int(rec, "step", file, line, required=name in ("step_start",))
         chips = _int(rec, "chips", file, line, required=name == "allocation")
         log.add_event(job, t, CODE[name], step, chips, _str(rec, "label", file, line))
@@ -284,6 +299,14 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
     log.records += 1
 
 
+def add_slice_counts(log: Log, job: str, t: float, rec: Mapping[str, Any], file: str, line: int) -> None:
+    """An elastic job's slice counts from `t` on: active (stepping), available and total slices."""
+    total = _int(rec, "total_slices", file, line, required=True, minimum=1)
+    active = _int(rec, "active_slices", file, line, required=True, maximum=total)
+    available = _int(rec, "available_slices", file, line, maximum=total)
+    log.slices.setdefault(job, []).append((t, active, active if available < 0 else available, total))
+
+
 def read_native(text: str, file: str, log: Log, skip_bad: bool = False, csv_format: bool = False) -> Log:
     if csv_format:
         return _read_csv(text, file, log, skip_bad)
@@ -300,7 +323,7 @@ def _fast_event(log: Log, rec: dict[str, Any]) -> bool:
     if type(job) is not str or not 0 < len(job) <= MAX_TEXT or type(name) is not str or type(t) is not float:
         return False
     code = CODE.get(name)
-    if code is None or not MIN_TIME <= t <= MAX_TIME or not _EVENT_KEYS.issuperset(rec):
+    if code is None or code == _SLICE_COUNTS or not MIN_TIME <= t <= MAX_TIME or not _EVENT_KEYS.issuperset(rec):
         return False
     step, chips = rec.get("step"), rec.get("chips")
     if step is None:
@@ -320,7 +343,7 @@ def _fast_event(log: Log, rec: dict[str, Any]) -> bool:
     return True
 
 
-_STEP_START, _ALLOCATION = CODE["step_start"], CODE["allocation"]
+_STEP_START, _ALLOCATION, _SLICE_COUNTS = CODE["step_start"], CODE["allocation"], CODE["slice_counts"]
 
 
 def read_native_lines(lines: Iterable[tuple[int, str]], file: str, log: Log, skip_bad: bool = False) -> Log:

@@ -41,14 +41,14 @@ if msgspec is not None:
 
     from tpufleet.goodput.events import EVENT_NAMES
 
-    _Name = Literal[EVENT_NAMES]  # type: ignore[valid-type]
+    _Name = Literal[tuple(n for n in EVENT_NAMES if n != "slice_counts")]  # type: ignore[valid-type]
 
     class _Event(msgspec.Struct, tag="event", tag_field="type"):
         """A plain event, fully checked by the decoder; defaults are not validated, so -1 means absent."""
 
         job: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]
         time: Annotated[float, msgspec.Meta(ge=MIN_TIME, le=MAX_TIME)]
-        event: _Name
+        event: _Name  # type: ignore[valid-type]
         step: Annotated[int, msgspec.Meta(ge=0, le=MAX_STEP)] = -1
         chips: Annotated[int, msgspec.Meta(ge=0, le=MAX_CHIPS)] = -1
         label: Annotated[str, msgspec.Meta(max_length=MAX_TEXT)] = ""

@@ -107,3 +107,26 @@ def job_health(a: JobAccount) -> dict[str, Any]:
     out["trailing_deviation_s"] = round(float(abs(recent - ideal).mean()), 4)
     out["slow_periods"] = slow_periods(starts, durations, ideal)
     return out
+
+
+def slice_efficiency(counts: list[tuple[float, int, int, int]], t0: float, t1: float) -> dict[str, float] | None:
+    """An elastic multislice job's time-weighted stepping (active / total) and available (available / total)
+    slice efficiency over [t0, t1], each count holding until the next (ml-goodput-measurement's rule: before the
+    first count nothing is known, and that time counts as 0)."""
+    if not counts or t1 <= t0:
+        return None
+    ordered = sorted(counts)
+    before = [c for c in ordered if c[0] <= t0]
+    line = [(t0, *before[-1][1:])] if before else []
+    line += [c for c in ordered if t0 < c[0] < t1]
+    if not line:
+        return None
+    stepping = available = 0.0
+    for i, (t, active, avail, total) in enumerate(line):
+        nxt = line[i + 1][0] if i + 1 < len(line) else t1
+        stepping += active / total * (nxt - t)
+        available += avail / total * (nxt - t)
+    return {
+        "stepping_slice_efficiency": round(stepping / (t1 - t0), 6),
+        "available_slice_efficiency": round(available / (t1 - t0), 6),
+    }

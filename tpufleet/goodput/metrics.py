@@ -188,6 +188,7 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "checkpoint_advice": advice([a]),
         "events_outside_job": a.outside,
         "step_time": a.extra.get("step_time"),
+        "slices": a.extra.get("slices"),
     }
 
 

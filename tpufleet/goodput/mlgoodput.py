@@ -25,7 +25,17 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, BadRecord, Job, Log, add_record, in_range
+from tpufleet.goodput.events import (
+    CODE,
+    MAX_STEP,
+    MAX_TEXT,
+    BadRecord,
+    Job,
+    Log,
+    add_record,
+    add_slice_counts,
+    in_range,
+)
 from tpufleet.state.inputfiles import parse_json_line
 
 _PAIRS = (
@@ -219,9 +229,37 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
     kind = payload.get("event_type")
     if kind in CHECKPOINT_OPERATIONS:
         pending += _checkpoint(payload, str(kind), file, line)
+    pending += _elastic(payload, file, line)
+    counts = None
+    if "elastic_slice_counts_timestamp" in payload:
+        t = _num(payload, "elastic_slice_counts_timestamp", file, line)
+        counts = (t, {k: payload.get(k) for k in ("active_slices", "available_slices", "total_slices")})
+        add_slice_counts(Log(), job, t, counts[1], file, line)  # checked before anything is added
     # every field is good: add the entry
     log.records += 1
     log.jobs.setdefault(job, Job(job))
     for t, code, step_no, label in pending:
         log.add_event(job, t, code, step_no, label=label)
+    if counts is not None:
+        add_slice_counts(log, job, counts[0], counts[1], file, line)
     return job
+
+
+def _elastic(payload: Mapping[str, Any], file: str, line: int) -> list[Pending]:
+    """Elastic waits (slice down, or scale up when the event type says so) and reinitialisations."""
+    out = []
+    if "elastic_wait_start_time" in payload or "elastic_wait_end_time" in payload:
+        kind = payload.get("elastic_wait_event_type", "unknown")
+        if not isinstance(kind, str) or len(kind) > MAX_TEXT:
+            raise BadRecord(file, line, "elastic_wait_event_type", kind, f"must be a string of at most {MAX_TEXT}")
+        name = "elastic_scale_up" if "scale_up" in kind.lower() else "elastic_slice_down"  # the package's rule
+        for key, end in (("elastic_wait_start_time", "_start"), ("elastic_wait_end_time", "_end")):
+            if key in payload:
+                out.append((_num(payload, key, file, line), CODE[name + end], -1, kind))
+    for key, name in (
+        ("elastic_reinit_start_time", "elastic_reinit_start"),
+        ("elastic_reinit_end_time", "elastic_reinit_end"),
+    ):
+        if key in payload:
+            out.append((_num(payload, key, file, line), CODE[name], -1, ""))
+    return out

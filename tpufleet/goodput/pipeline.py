@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import events, fastread, metrics, mlgoodput
+from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account
 from tpufleet.goodput.windows import Exclusion, merged, parse_exclusions
@@ -191,7 +192,9 @@ def from_log(
     for job_id in sorted(log.events):
         ev = columns(log.events[job_id], since, until)
         if len(ev.t):
-            accounts.append(account(log.jobs[job_id], ev, until=until, since=since, exclude=spans))
+            a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
+            a.extra["slices"] = slice_efficiency(log.slices.get(job_id, []), a.start, a.end)
+            accounts.append(a)
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)

@@ -51,6 +51,9 @@ BUCKETS = (
     "wasted_progress_from_disruption",
     "infrastructure_recovery_from_disruption",
     "custom_badput_events",
+    "elastic_slice_down",
+    "elastic_scale_up",
+    "elastic_reinitialization",
     "other",
 )
 # label codes: 0 productive, 1.. buckets in BUCKETS order
@@ -60,8 +63,11 @@ PRIORITY = (
     "custom_badput_events",
     "checkpoint_save",
     "checkpoint_restore",
+    "elastic_reinitialization",  # holds the init and prep of an elastic retry (the package discounts them)
     "tpu_initialization",
     "training_prep",
+    "elastic_slice_down",
+    "elastic_scale_up",
     "data_loading_sync",
     "program_startup",
     "productive",
@@ -78,6 +84,9 @@ PAIRS = {
     "checkpoint_save": ("checkpoint_start", "checkpoint_end"),
     "checkpoint_restore": ("restore_start", "restore_end"),
     "custom_badput_events": ("custom_badput_start", "custom_badput_end"),
+    "elastic_slice_down": ("elastic_slice_down_start", "elastic_slice_down_end"),
+    "elastic_scale_up": ("elastic_scale_up_start", "elastic_scale_up_end"),
+    "elastic_reinitialization": ("elastic_reinit_start", "elastic_reinit_end"),
 }
 RESUME = (
     "job_start",
@@ -86,6 +95,7 @@ RESUME = (
     "compile_start",
     "restore_start",
     "step_start",
+    "elastic_reinit_start",
     "job_end",
 )
 # the buckets a restart costs (the "u0" of the checkpoint-interval advice)
