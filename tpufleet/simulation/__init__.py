@@ -14,10 +14,15 @@ all-allocated) and restarts when the machine is repaired; ``reconfigurable`` tak
 without fault-tolerant routing (and so cannot place multi-cube jobs in a pod with a failed OCS);
 ``reconfigurable-ft`` adds fault-tolerant routing for the jobs that opt in.
 
-Parts: `inputs` (workload, fault rates, options; their schemas and loaders), `events` (typed events and their
-queue), `job`, `placement` (the fleet's occupancy, health and cross-connects), `runner` (running jobs'
-timelines), `scheduler` (wait queue, preemption), `fault_response`, `draws` (arrivals and faults), `log` (records
-and counters) and `engine` (the `Simulator` that composes them and runs the event loop).
+The workload's arrival rate is per pod: a fleet of N pods gets N times the job stream (times `load_per_pod`), so
+each pod is as busy as one pod on its own. `spare_cubes` healthy free cubes per pod are kept back for jobs a fault
+displaced, so they restart at once instead of queueing behind new arrivals.
+
+Parts: `inputs` (workload, fault rates, options; their schemas and loaders), `scale` (the fleet's job stream,
+fault-rate factors, the event budget), `events` (typed events and their queue), `job`, `placement` (the fleet's
+occupancy, health and cross-connects), `runner` (running jobs' timelines), `scheduler` (wait queue, preemption),
+`fault_response`, `draws` (arrivals and faults), `log` (records, counters, the JSON-lines writer) and `engine`
+(the `Simulator` that composes them and runs the event loop).
 
 Steps are logged at the granularity of "macro steps": each checkpoint interval is ``macro_steps`` logged steps, and
 the job's ``ideal_step_s`` is per logged step, so the goodput accounting is unchanged.
