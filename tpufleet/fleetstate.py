@@ -113,6 +113,7 @@ class Slice:
     min_throughput: float = DEFAULT_MIN_THROUGHPUT  # policy floor for rerouting instead of rescheduling
     reroute: Reroute | None = None  # set while degraded
     proposal: Allocation | None = None  # set while evicted: where `reschedule` will move it (reserved)
+    job: str | None = None  # the multislice job it is one slice of (named JOB-0, JOB-1, ...), if any
 
     @property
     def held_machines(self) -> tuple[int, ...]:
@@ -141,6 +142,8 @@ class Slice:
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         out["min_throughput"] = self.min_throughput
+        if self.job is not None:  # only job slices carry the key: other slices keep the file's old shape
+            out["job"] = self.job
         if self.machines:
             out["machines"] = list(self.machines)
             out["origin"] = list(self.origin or (0, 0, 0))
@@ -153,6 +156,34 @@ class Slice:
             else f"cubes {','.join(self.cubes)}"
         )
         return f"slice {self.name}: {self.shape} in {self.pod}, {where} ({self.state})"
+
+
+@dataclass
+class Job:
+    """A multislice job (Pathways' "islands", Cloud TPU's multislice): N identical slices, each wired through the
+    OCS of its own pod, joined by the data-centre network. Its slices are ordinary slices that name it; its state
+    is derived from theirs (`tpufleet.jobs`), never stored."""
+
+    name: str
+    shape: Shape
+    slices: tuple[str, ...]
+    elastic_min: int | None = None  # elastic: runs on while at least this many slices are active; None: all or none
+    spread: bool = False  # asked to put its slices in different pods
+    created: str | None = None
+
+    @property
+    def elastic(self) -> bool:
+        return self.elastic_min is not None
+
+    @property
+    def needed(self) -> int:
+        """Slices that must be active for the job to run."""
+        return len(self.slices) if self.elastic_min is None else self.elastic_min
+
+
+def job_slice_names(job: str, count: int) -> list[str]:
+    """The names of a job's slices: JOB-0, JOB-1, ... (so every per-slice command takes them as they are)."""
+    return [f"{job}-{i}" for i in range(count)]
 
 
 @dataclass
@@ -203,6 +234,7 @@ class FleetState:
     ocs: dict[OcsId, frozenset[Pair]] = field(default_factory=dict)
     routes: dict[str, RouteRecord] = field(default_factory=dict)
     k8s: K8sNames = field(default_factory=K8sNames)
+    jobs: dict[str, Job] = field(default_factory=dict)
     # Derived from `faults`, kept while they do not change, so a batch of faults costs linear time.
     _health: Health | None = field(default=None, init=False, repr=False, compare=False)
     _open_by_target: dict[TargetId, Fault] | None = field(default=None, init=False, repr=False, compare=False)
@@ -234,11 +266,50 @@ class FleetState:
         self.slices[sl.name] = sl
 
     def release(self, name: str) -> Slice:
-        """Forget the slice and its tables' index entry; its cross-connects stay for reuse."""
+        """Forget the slice and its tables' index entry; its cross-connects stay for reuse. A job's slices go only
+        with their job (`release_job`): a job never points at a slice that is gone."""
         sl = self.slice(name)
+        if sl.job is not None:
+            raise Refused(
+                f"slice {name!r} is one slice of job {sl.job!r}: release the job (`tpufleet release {sl.job}`)"
+            )
         del self.slices[name]
         self.routes.pop(name, None)
         return sl
+
+    # ---- multislice jobs --------------------------------------------------------------------------------
+    def job(self, name: str) -> Job:
+        try:
+            return self.jobs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.jobs)) or "none"
+            raise Refused(f"unknown job {name!r} (jobs: {known})") from None
+
+    def add_job(self, job: Job, slices: Iterable[Slice]) -> None:
+        """Record the job and all its slices at once (the slices must be exactly the job's, each naming it)."""
+        members = list(slices)
+        if job.name in self.jobs or job.name in self.slices:
+            raise Refused(f"name {job.name!r} is already used by a {'job' if job.name in self.jobs else 'slice'}")
+        if [s.name for s in members] != list(job.slices) or any(s.job != job.name for s in members):
+            raise ValueError(f"the slices given are not those of job {job.name!r}")  # a bug in the caller
+        taken = [s.name for s in members if s.name in self.slices]
+        if taken:
+            raise Refused(f"slice name(s) of job {job.name!r} already in use: {', '.join(taken)}")
+        for sl in members:
+            self.slices[sl.name] = sl
+        self.jobs[job.name] = job
+
+    def release_job(self, name: str) -> list[Slice]:
+        """Forget the job, its slices and their tables' index entries; cross-connects stay for reuse."""
+        job = self.job(name)
+        gone = [self.slices.pop(s) for s in job.slices]
+        for s in job.slices:
+            self.routes.pop(s, None)
+        del self.jobs[name]
+        return gone
+
+    def job_slices(self, name: str) -> list[Slice]:
+        return [self.slices[s] for s in self.job(name).slices]
 
     def connect(self, name: str) -> None:
         sl = self.slice(name)

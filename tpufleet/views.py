@@ -98,9 +98,17 @@ def slice_rows(state: FleetState) -> list[Row]:
                 "min_throughput": sl.min_throughput,
                 "degraded": sl.reroute.record() if sl.reroute else None,
                 "proposal": sl.proposal.record() if sl.proposal else None,
+                "job": sl.job,
             }
         )
     return rows
+
+
+def job_rows(state: FleetState) -> list[Row]:
+    """`show jobs`: each multislice job with its state derived from its slices, by name."""
+    from tpufleet.jobs import all_statuses
+
+    return [status.record() for status in all_statuses(state)]
 
 
 def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
@@ -143,4 +151,5 @@ def status(state: FleetState) -> Row:
         "slices": slices,
         "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
+        "jobs": job_rows(state),
     }

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+
+if TYPE_CHECKING:
+    from tpufleet.shapes import Shape
 
 
 @app.command(
@@ -16,17 +19,40 @@ from tpufleet.cli.render import emit
         "tpufleet allocate train --shape 8x8x16 --twisted --min-throughput 0.8",
         "tpufleet allocate dev --shape 2x2x4            # two machines inside one cube",
         "tpufleet allocate eval --shape 4x4x8 --cubes c10,c11 --pod pod0",
+        "tpufleet allocate llm --shape 8x8x8 --slices 4 --spread          # a multislice job: llm-0 .. llm-3",
+        "tpufleet allocate llm --shape 8x8x8 --slices 4 --elastic 3       # runs on while 3 slices are active",
     ),
 )
 def allocate_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name (letters, digits, . _ -)")],
+    name: Annotated[str, typer.Argument(help="Slice name, or job name with --slices (letters, digits, . _ -)")],
     shape: Annotated[str, typer.Option("--shape", help="AxBxC in chips, e.g. 8x8x8 or 2x2x4")],
     twisted: Annotated[bool, typer.Option("--twisted", help="Twisted torus ((4k,4k,8k) or (4k,8k,8k))")] = False,
     cubes: Annotated[
         str | None, typer.Option("--cubes", help="Use these cubes, comma-separated, in grid order")
     ] = None,
-    pod: Annotated[str | None, typer.Option("--pod", help="Allocate in this pod")] = None,
+    pod: Annotated[
+        list[str] | None,
+        typer.Option("--pod", help="Allocate in this pod; with --slices, repeat it (or give a comma list) for several"),
+    ] = None,
+    slices: Annotated[
+        int | None,
+        typer.Option(
+            "--slices",
+            help="A multislice job of N identical slices (NAME-0 .. NAME-N-1) joined by the data-centre network",
+        ),
+    ] = None,
+    spread: Annotated[
+        bool, typer.Option("--spread", help="With --slices: put the slices in different pods as far as pods allow")
+    ] = False,
+    elastic: Annotated[
+        int | None,
+        typer.Option(
+            "--elastic",
+            metavar="MIN",
+            help="With --slices: the job runs on while at least MIN slices are active (default: all or none)",
+        ),
+    ] = None,
     no_ft: Annotated[
         bool, typer.Option("--no-fault-tolerant-routing", help="Opt out: an OCS fault reschedules instead of rerouting")
     ] = False,
@@ -42,24 +68,84 @@ def allocate_cmd(
     ] = 0.5,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice."""
-    from tpufleet.ops import slices
+    """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice; with --slices N, N
+    identical slices for one multislice job, all or none."""
+    from tpufleet.errors import BadInput
     from tpufleet.shapes import parse_shape
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
     parsed = parse_shape(shape, twisted)
     safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
+    pods = _pods(pod)
+    if slices is not None:
+        return _allocate_job(ctx, name, parsed, slices, pods, spread, elastic, cubes, not no_ft, min_throughput, output)
+    for option, given_value in (("--spread", spread), ("--elastic", elastic is not None)):
+        if given_value:
+            raise BadInput(f"bad option {option}: only with --slices N (a multislice job)")
+    if len(pods) > 1:
+        raise BadInput(f"bad option --pod: {','.join(pods)}: a slice lives in one pod (several only with --slices N)")
     given = [c.strip() for c in cubes.split(",") if c.strip()] if cubes is not None else None
     if given is not None and not given:
-        from tpufleet.errors import BadInput
-
         raise BadInput(f"bad option --cubes: {cubes!r} names no cube (leave it out to let the tool choose)")
+    from tpufleet.ops import slices as ops
+
     now = utc_now()
+    one_pod = pods[0] if pods else None
     outcome = ctx.obj.mutate(
-        lambda state: slices.allocate(state, name, parsed, now, pod, given, not no_ft, min_throughput)
+        lambda state: ops.allocate(state, name, parsed, now, one_pod, given, not no_ft, min_throughput)
     )
     emit(outcome.data, output, lambda: _describe(outcome.data))
+
+
+def _pods(given: list[str] | None) -> list[str]:
+    """--pod values, repeated or comma-separated; a pod named twice is a typo (exit 2)."""
+    pods = [p.strip() for value in given or [] for p in value.split(",") if p.strip()]
+    twice = sorted({p for p in pods if pods.count(p) > 1})
+    if twice:
+        from tpufleet.errors import BadInput
+
+        raise BadInput(f"bad option --pod: {twice[0]!r} given twice")
+    return pods
+
+
+def _check_job_options(name: str, count: int, elastic: int | None, cubes: str | None) -> None:
+    from tpufleet.errors import BadInput
+
+    if count < 1:
+        raise BadInput(f"bad option --slices: {count} (a job has at least one slice)")
+    if elastic is not None and not 1 <= elastic <= count:
+        where = "below 1" if elastic < 1 else f"above --slices {count}"
+        raise BadInput(f"bad option --elastic: {elastic} is {where} (the job's minimum of active slices)")
+    if cubes is not None:
+        raise BadInput(f"bad option --cubes: {cubes!r} with --slices (a job's slices are placed by the tool)")
+
+
+def _allocate_job(
+    ctx: typer.Context,
+    name: str,
+    shape: Shape,
+    count: int,
+    pods: list[str],
+    spread: bool,
+    elastic: int | None,
+    cubes: str | None,
+    fault_tolerant_routing: bool,
+    min_throughput: float,
+    output: Output,
+) -> None:
+    from tpufleet.fleetstate import job_slice_names
+    from tpufleet.ops import jobs as ops
+    from tpufleet.state.files import safe_child
+    from tpufleet.state.store import utc_now
+
+    _check_job_options(name, count, elastic, cubes)
+    for slice_name in job_slice_names(name, count)[-1:]:  # the longest name: each becomes a table file name
+        safe_child(ctx.obj.store().dir, slice_name)
+    req = ops.JobRequest(name, shape, count, tuple(pods), spread, elastic, fault_tolerant_routing, min_throughput)
+    now = utc_now()
+    outcome = ctx.obj.mutate(lambda state: ops.allocate_job(state, req, now))
+    emit(outcome.data, output, lambda: _describe_job(outcome.data))
 
 
 def _describe(d: dict) -> str:
@@ -72,22 +158,44 @@ def _describe(d: dict) -> str:
     return f"slice {d['slice']}: {shape} in {d['pod']}, {where} ({d['state']})"
 
 
-@app.command("release", epilog=examples("tpufleet release train"))
+def _describe_job(d: dict) -> str:
+    shape = d["shape"] + (" twisted" if d["twisted"] else "")
+    kind = f"elastic, runs on at least {d['elastic_min']}" if d["elastic_min"] is not None else "all or none"
+    per_pod = ", ".join(f"{pod}: {n}" for pod, n in d["per_pod"].items())
+    lines = [f"job {d['job']}: {len(d['slices'])} x {shape} ({kind}) over {per_pod}"]
+    lines += ["  " + _describe(s) for s in d["slices"]]
+    if d["note"]:
+        lines.append(f"  spread: {d['note']}")
+    lines.append(f"next: tpufleet plan-xconnect {d['job']} --apply")
+    return "\n".join(lines)
+
+
+@app.command(
+    "release", epilog=examples("tpufleet release train", "tpufleet release llm     # a job: every slice of it")
+)
 def release_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name")],
+    name: Annotated[str, typer.Argument(help="Slice name, or job name (all its slices)")],
     output: OutputOpt = Output.table,
 ) -> None:
-    """Return a slice's cubes to the pool. Cross-connects stay in place (a later slice may reuse them)."""
-    from tpufleet.ops import slices
+    """Return a slice's cubes (or every slice of a job) to the pool. Cross-connects stay in place (a later slice
+    may reuse them). A slice of a job goes only with its job."""
+    from tpufleet.ops import jobs, slices
 
     store = ctx.obj.store()
     with store.transaction() as tx:
-        outcome = slices.release(tx.state, name)
-        store.delete_tables(name)  # under the lock, so a concurrent `routes` cannot index a deleted file
+        if name in tx.state.jobs:
+            outcome = jobs.release_job(tx.state, name)
+            gone = outcome.data["slices"]
+        else:
+            outcome = slices.release(tx.state, name)
+            gone = [name]
+        for slice_name in gone:
+            store.delete_tables(slice_name)  # under the lock, so a concurrent `routes` cannot index a deleted file
         tx.commit(outcome.change)
     d = outcome.data
-    emit(d, output, lambda: f"released {name}: {','.join(d['released_cubes'])} back in the pool")
+    what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name
+    emit(d, output, lambda: f"released {what}: {','.join(d['released_cubes'])} back in the pool")
 
 
 @app.command(

@@ -15,6 +15,7 @@ class What(str, enum.Enum):
     inventory = "inventory"
     health = "health"
     slices = "slices"
+    jobs = "jobs"
     ocs = "ocs"
     journal = "journal"
     map = "map"
@@ -54,11 +55,14 @@ def _table(what: What, rows: list[dict]) -> str:
                     r["state"],
                     r["routes"],
                     f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-",
+                    r["job"] or "-",
                 ]
                 for r in rows
             ],
-            ["slice", "shape", "pod", "cubes", "state", "routes", "retained"],
+            ["slice", "shape", "pod", "cubes", "state", "routes", "retained", "job"],
         )
+    if what is What.jobs:
+        return _jobs_table(rows)
     if what is What.ocs:
         return grid(
             [[r["id"], r["health"], len(r["xconnects"]), r["ports_cabled"]] for r in rows],
@@ -69,12 +73,41 @@ def _table(what: What, rows: list[dict]) -> str:
     )
 
 
+def _kept(r: dict) -> str:
+    """The throughput a job keeps, in words: data parallel, it is the share of its slices active."""
+    if r["throughput_kept"] is None:
+        return "-"
+    if r["step_slowdown"] is None:
+        return "0"
+    return f"{r['throughput_kept']:g} (step x{r['step_slowdown']:g})"
+
+
+def _jobs_table(rows: list[dict]) -> str:
+    return grid(
+        [
+            [
+                r["name"],
+                r["shape"] + (" twisted" if r["twisted"] else ""),
+                f"{r['active_slices']}/{r['total_slices']}",
+                "-" if r["elastic_min"] is None else r["elastic_min"],
+                r["state"],
+                _kept(r),
+                ",".join(r["pods"]),
+                ",".join(r["evicted"]) or "-",
+            ]
+            for r in rows
+        ],
+        ["job", "shape", "active", "elastic min", "state", "throughput kept", "pods", "evicted"],
+    )
+
+
 @app.command(
     "show",
     epilog=examples(
         "tpufleet show map                      # every pod: cubes by slice, failures, drains, the OCS strip",
         "tpufleet show slices -o json | jq '.[] | select(.state == \"degraded\")'",
         "tpufleet show journal --tail 20",
+        "tpufleet show jobs -o json | jq '.[] | select(.state != \"running\")'",
     ),
 )
 def show_cmd(
@@ -82,8 +115,8 @@ def show_cmd(
     what: Annotated[
         What,
         typer.Argument(
-            help="inventory (cubes), health (open faults), slices, ocs (switches and cross-connects), "
-            "journal (every change, numbered) or map (a picture of each pod)"
+            help="inventory (cubes), health (open faults), slices, jobs (multislice jobs and their state), "
+            "ocs (switches and cross-connects), journal (every change, numbered) or map (a picture of each pod)"
         ),
     ],
     tail: Annotated[int | None, typer.Option("--tail", min=1, help="journal: only the last N entries")] = None,
@@ -114,6 +147,7 @@ def show_cmd(
             What.inventory: views.inventory,
             What.health: views.health_rows,
             What.slices: views.slice_rows,
+            What.jobs: views.job_rows,
             What.ocs: views.ocs_rows,
         }[what](state)
     emit(rows, output, lambda: _table(what, rows))
@@ -135,10 +169,19 @@ def _status_text(s: dict) -> str:
     for sl in s["slices"]:
         shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
         line = f"  {sl['name']:<16} {shape:<16} {len(sl['cubes']):>3} cube(s)  {sl['state']:<10} routes {sl['routes']}"
+        if sl["job"]:
+            line += f"  job {sl['job']}"
         if sl["degraded"]:
             d = sl["degraded"]
             line += f"  (keeps {d['all_to_all_retained']:.3f} of all-to-all, {d['vcs']} VCs, around {','.join(d['faults'])})"
         lines.append(line)
+    if s["jobs"]:
+        lines.append(f"jobs: {len(s['jobs'])}")
+        for j in s["jobs"]:
+            kept = f", keeps {_kept(j)}" if j["state"] == "degraded" else ""
+            lines.append(
+                f"  {j['name']:<16} {j['active_slices']}/{j['total_slices']} slices active  {j['state']}{kept}"
+            )
     if s["incomplete_wiring"]:
         lines.append(
             f"cross-connects missing (run `tpufleet plan-xconnect SLICE --apply`): {', '.join(s['incomplete_wiring'])}"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tpufleet import allocation
-from tpufleet.errors import Refused
+from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
+from tpufleet.ops.jobs import name_clash
 from tpufleet.ops.outcome import Outcome
 from tpufleet.shapes import Shape
 
@@ -27,6 +28,9 @@ def allocate(
         # Names become table file names, and "A" and "a" are one file on a case-insensitive file system.
         same = "already exists" if twin == name else f"differs from slice {twin!r} only in case"
         raise Refused(f"slice {name!r} {same} (release it first, or choose another name)")
+    clash = name_clash(state, name, "slice")
+    if clash is not None:  # a name given to both could not tell `release` or `plan-xconnect` which is meant
+        raise BadInput(f"bad slice name: {clash}")
     alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes)
     sl = Slice(
         name,

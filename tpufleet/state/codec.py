@@ -13,6 +13,7 @@ from tpufleet.fleetstate import (
     DEFAULT_MIN_THROUGHPUT,
     Fault,
     FleetState,
+    Job,
     K8sNames,
     Pair,
     Reroute,
@@ -43,6 +44,19 @@ def decode(doc: Doc) -> FleetState:
         ocs={OcsId.from_key(key): frozenset((int(n), int(s)) for n, s in pairs) for key, pairs in doc["ocs"].items()},
         routes={name: RouteRecord(**entry) for name, entry in doc["routes"].items()},
         k8s=_decode_k8s(doc.get("k8s", {})),
+        jobs={name: _decode_job(name, job) for name, job in doc.get("jobs", {}).items()},
+    )
+
+
+def _decode_job(name: str, job: Doc) -> Job:
+    """A multislice job (absent from states written before jobs existed)."""
+    return Job(
+        name=name,
+        shape=parse_shape(job["shape"], job["twisted"]),
+        slices=tuple(job["slices"]),
+        elastic_min=job.get("elastic_min"),
+        spread=job["spread"],
+        created=job.get("created"),
     )
 
 
@@ -85,6 +99,7 @@ def _decode_slice(name: str, sl: Doc) -> Slice:
         min_throughput=sl.get("min_throughput", DEFAULT_MIN_THROUGHPUT),
         reroute=_decode_reroute(sl["reroute"]) if "reroute" in sl else None,
         proposal=_decode_placement(sl["proposal"]) if "proposal" in sl else None,
+        job=sl.get("job"),
     )
 
 
@@ -117,7 +132,23 @@ def encode(state: FleetState) -> Doc:
             "partitions": dict(sorted(state.k8s.partitions.items())),
             "nodes": {node: str(host) for node, host in sorted(state.k8s.nodes.items())},
         }
+    if state.jobs:  # only once there are jobs, as for `k8s`: other states keep the file's old shape
+        doc["jobs"] = {name: _encode_job(job) for name, job in sorted(state.jobs.items())}
     return doc
+
+
+def _encode_job(job: Job) -> Doc:
+    out: Doc = {
+        "shape": job.shape.text,
+        "twisted": job.shape.twisted,
+        "slices": list(job.slices),
+        "spread": job.spread,
+    }
+    if job.elastic_min is not None:
+        out["elastic_min"] = job.elastic_min
+    if job.created is not None:
+        out["created"] = job.created
+    return out
 
 
 def _pairs(pairs: frozenset[Pair]) -> list[list[int]]:

@@ -50,6 +50,26 @@ _K8S = {
     },
 }
 
+# Multislice jobs: N identical slices (named in `slices`, each naming the job back), elastic or not.
+_SHAPE_TEXT = {"type": "string", "pattern": r"^[0-9]+x[0-9]+x[0-9]+\Z"}
+_JOBS = {
+    "type": "object",
+    "propertyNames": _NAME,
+    "additionalProperties": {
+        "type": "object",
+        "required": ["shape", "twisted", "slices", "spread"],
+        "additionalProperties": False,
+        "properties": {
+            "shape": _SHAPE_TEXT,
+            "twisted": {"type": "boolean"},
+            "slices": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
+            "elastic_min": {"type": "integer", "minimum": 1},
+            "spread": {"type": "boolean"},
+            "created": _TIME,
+        },
+    },
+}
+
 STATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -61,6 +81,7 @@ STATE_SCHEMA = {
         "created": _TIME,
         "next_fault": {"type": "integer", "minimum": 1},
         "k8s": _K8S,
+        "jobs": _JOBS,
         "fleet": {
             "type": "object",
             "required": ["pods"],
@@ -147,6 +168,7 @@ STATE_SCHEMA = {
                     "created": _TIME,
                     "connected_serial": {"type": ["integer", "null"]},
                     "evicted_by": {"type": "string"},
+                    "job": _NAME,
                 },
             },
         },
@@ -239,6 +261,43 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
     _check_ocs(doc["ocs"], pods, file)
     _check_faults(doc, pods, seen, file)
     _check_k8s(doc.get("k8s", {}), pods, seen, file)
+    _check_jobs(doc.get("jobs", {}), doc["slices"], file)
+
+
+def _check_jobs(jobs: dict[str, Any], slices: dict[str, Any], file: str) -> None:
+    """A job's slices exist, have its shape and name it back; no slice is in two jobs; a slice naming a job is
+    one of its slices; the elastic minimum is at most its slice count; no job shares a name with a slice (a
+    command given that name could not tell which is meant)."""
+    owner: dict[str, str] = {}
+    for name, job in jobs.items():
+        where = f"jobs.{name}"
+        if name in slices:
+            raise BadStateFile(file, where, name, "a job and a slice cannot share a name")
+        if job.get("elastic_min", 1) > len(job["slices"]):
+            raise BadStateFile(
+                file, f"{where}.elastic_min", job["elastic_min"], f"above the job's {len(job['slices'])} slice(s)"
+            )
+        for j, member in enumerate(job["slices"]):
+            problem = _job_slice_problem(name, job, member, slices.get(member), owner.get(member))
+            if problem is not None:
+                raise BadStateFile(file, f"{where}.slices.{j}", member, problem)
+            owner[member] = name
+    for name, sl in slices.items():
+        if "job" in sl and owner.get(name) != sl["job"]:
+            raise BadStateFile(file, f"slices.{name}.job", sl["job"], f"no job {sl['job']} lists slice {name}")
+
+
+def _job_slice_problem(job_name: str, job: dict[str, Any], member: str, sl: Any, other_job: str | None) -> str | None:
+    if other_job is not None:
+        return f"slice {member} is also in job {other_job}"
+    if sl is None:
+        return f"no slice {member} in the state"
+    if sl.get("job") != job_name:
+        return f"slice {member} does not name job {job_name} (its job: {sl.get('job')})"
+    if (sl["shape"], sl["twisted"]) != (job["shape"], job["twisted"]):
+        shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
+        return f"slice {member} is {shape}; a job's slices all have its shape {job['shape']}"
+    return None
 
 
 def _check_k8s(names: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, str], file: str) -> None:

@@ -1,0 +1,277 @@
+"""Multislice jobs: where their slices go, the job's state derived from its slices, and what a fault does to a
+job (pure).
+
+A job is N identical slices, each an ICI torus wired through the OCS of its own pod, joined by the data-centre
+network (Pathways' "islands"; Cloud TPU's multislice). Pathways gang-schedules every slice of a program
+together, so a job without elasticity runs only when all its slices do: one evicted slice stops the whole job,
+while its other slices stay held so that `reschedule` replaces only the broken one. An elastic job (a minimum
+of M slices) runs on while at least M are active, data parallel: each active slice keeps its own step time, so
+the job keeps active/N of its throughput, and a step of the same global batch takes N/active as long.
+
+>>> from tpufleet.fleetstate import Job, Slice, SliceState
+>>> from tpufleet.shapes import parse_shape
+>>> shape = parse_shape("4x4x8")
+>>> job = Job("j", shape, ("j-0", "j-1", "j-2", "j-3"), elastic_min=3)
+>>> parts = [Slice(n, shape, "pod0", (), {}, SliceState.CONNECTED, job="j") for n in job.slices]
+>>> parts[1].state = SliceState.EVICTED
+>>> s = status_of(job, parts)
+>>> s.state.value, len(s.active), s.throughput_kept, s.step_slowdown
+('degraded', 3, 0.75, 1.333)
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet import allocation
+from tpufleet.allocation import ALL_MACHINES, Allocation, MachineUsage
+from tpufleet.errors import Refused
+from tpufleet.fleetstate import FleetState, Job, Slice, SliceState
+from tpufleet.health import Health
+from tpufleet.model import Fleet
+from tpufleet.shapes import Shape
+
+Json = dict[str, Any]
+
+
+class JobState(str, enum.Enum):
+    PENDING = "pending"  # not every slice wired yet, none evicted
+    RUNNING = "running"  # every slice wired, none evicted
+    DEGRADED = "degraded"  # elastic: some slices out, at least its minimum active
+    STOPPED = "stopped"  # fewer active slices than it needs (without elasticity: any slice evicted)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job's state as its slices give it."""
+
+    job: Job
+    state: JobState
+    active: tuple[str, ...]  # wired (connected or rerouted) slices
+    evicted: tuple[str, ...]
+    rerouted: tuple[str, ...]  # active slices running on tables around a network fault
+    pods: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.job.slices)
+
+    @property
+    def throughput_kept(self) -> float | None:
+        """Share of the job's data-parallel throughput it keeps (None while it has not started)."""
+        if self.state is JobState.PENDING:
+            return None
+        if self.state is JobState.STOPPED:
+            return 0.0
+        return round(len(self.active) / self.total, 3)
+
+    @property
+    def step_slowdown(self) -> float | None:
+        """How much longer a step of the same global batch takes on the active slices (None when stopped)."""
+        if self.state in (JobState.RUNNING, JobState.DEGRADED):
+            return round(self.total / len(self.active), 3)
+        return None
+
+    def record(self) -> Json:
+        """The documented `show jobs -o json` object."""
+        job = self.job
+        return {
+            "name": job.name,
+            "shape": job.shape.text,
+            "twisted": job.shape.twisted,
+            "slices": list(job.slices),
+            "elastic_min": job.elastic_min,
+            "spread": job.spread,
+            "state": self.state.value,
+            "active_slices": len(self.active),
+            "total_slices": self.total,
+            "pods": list(self.pods),
+            "throughput_kept": self.throughput_kept,
+            "step_slowdown": self.step_slowdown,
+            "evicted": list(self.evicted),
+            "rerouted": list(self.rerouted),
+            "created": job.created,
+        }
+
+
+def status_of(job: Job, slices: Sequence[Slice]) -> JobStatus:
+    """The job's state from its slices' states (given in the job's order)."""
+    active = tuple(s.name for s in slices if s.state.wired)
+    evicted = tuple(s.name for s in slices if s.state is SliceState.EVICTED)
+    rerouted = tuple(s.name for s in slices if s.state is SliceState.DEGRADED)
+    pods = tuple(sorted({s.pod for s in slices}))
+    if evicted:  # an elastic job runs on while it keeps its minimum; any other stops whole
+        state = JobState.DEGRADED if job.elastic and len(active) >= job.needed else JobState.STOPPED
+    else:
+        state = JobState.RUNNING if len(active) == len(slices) else JobState.PENDING
+    return JobStatus(job, state, active, evicted, rerouted, pods)
+
+
+def job_status(state: FleetState, name: str) -> JobStatus:
+    return status_of(state.job(name), state.job_slices(name))
+
+
+def all_statuses(state: FleetState) -> list[JobStatus]:
+    return [job_status(state, name) for name in sorted(state.jobs)]
+
+
+# ---- what a fault does to a job ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobVerdict:
+    """A job touched by a fault, after the fault's per-slice verdicts: stopped whole, or running on."""
+
+    status: JobStatus
+    hit: tuple[str, ...]  # its slices the fault touched
+
+    @property
+    def action(self) -> str:
+        return "stop" if self.status.state is JobState.STOPPED else "continue"
+
+    def reason(self) -> str:
+        s, job = self.status, self.status.job
+        if s.state is JobState.STOPPED and not job.elastic:
+            held = s.total - len(s.evicted)
+            return (
+                f"not elastic: {len(s.evicted)} of its {s.total} slices evicted stops the whole job; "
+                f"its other {held} slice(s) stay held and `reschedule` replaces only the evicted one(s)"
+            )
+        if s.state is JobState.STOPPED:
+            return f"elastic, but only {len(s.active)} of {s.total} slices active, below its minimum {job.elastic_min}"
+        if s.state is JobState.DEGRADED:
+            return (
+                f"elastic: continues on {len(s.active)} of {s.total} slices (minimum {job.elastic_min}), "
+                f"keeping {s.throughput_kept:g} of its throughput (a step takes {s.step_slowdown:g}x as long)"
+            )
+        if s.state is JobState.PENDING:
+            return "not running yet: some slices are not wired"
+        return "runs on: no slice of it was evicted"
+
+    def record(self, state: FleetState) -> Json:
+        """The job section of a blast radius (`inject-fault -o json` under "jobs")."""
+        s = self.status
+        return {
+            "job": s.job.name,
+            "action": self.action,
+            "state": s.state.value,
+            "reason": self.reason(),
+            "slices_hit": list(self.hit),
+            "active_slices": len(s.active),
+            "total_slices": s.total,
+            "elastic_min": s.job.elastic_min,
+            "throughput_kept": s.throughput_kept,
+            "step_slowdown": s.step_slowdown,
+            "replacements": [_replacement(state.slices[n]) for n in s.evicted],
+            "next": next_steps(state, s),
+        }
+
+
+def _replacement(sl: Slice) -> Json:
+    return {"slice": sl.name, "proposal": sl.proposal.record() if sl.proposal else None}
+
+
+def next_steps(state: FleetState, status: JobStatus) -> list[str]:
+    """The commands that bring the job back to all its slices."""
+    steps = []
+    for name in status.evicted:
+        sl = state.slices[name]
+        if sl.proposal is not None:
+            steps.append(f"tpufleet reschedule {name}")
+        else:
+            steps.append(f"tpufleet clear-fault {sl.evicted_by} once repaired (no free room for {name} now)")
+    if status.state is JobState.PENDING:
+        steps.append(f"tpufleet plan-xconnect {status.job.name} --apply")
+    return steps
+
+
+def fault_verdicts(state: FleetState, slices_hit: Iterable[str]) -> list[JobVerdict]:
+    """The job-level verdict for every job one of whose slices a fault touched, given the state after the fault's
+    per-slice verdicts (evictions and reroutes already made). Changes nothing: a job's state is derived."""
+    hit: dict[str, list[str]] = {}
+    for name in slices_hit:
+        sl = state.slices.get(name)
+        if sl is not None and sl.job is not None:
+            hit.setdefault(sl.job, []).append(name)
+    return [JobVerdict(job_status(state, job), tuple(names)) for job, names in sorted(hit.items())]
+
+
+def jobs_hit(state: FleetState, radius: Json) -> list[Json]:
+    """The "jobs" section for one blast radius (`BlastRadius.to_dict()`): its slices' jobs and their verdicts."""
+    touched = [s["slice"] for s in radius.get("slices", []) if s.get("action") != "none"]
+    return [v.record(state) for v in fault_verdicts(state, touched)]
+
+
+# ---- placement --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    allocations: list[Allocation]
+    note: str | None  # said when --spread could not give each slice its own pod
+
+    @property
+    def per_pod(self) -> dict[str, int]:
+        return dict(sorted(Counter(a.pod for a in self.allocations).items()))
+
+
+def place_slices(
+    shape: Shape,
+    count: int,
+    fleet: Fleet,
+    used: MachineUsage,
+    health: Health,
+    pods: Sequence[str] = (),
+    spread: bool = False,
+) -> Placement:
+    """Where N identical slices go, all or none (Refused naming how far it got). Without `spread`, each slice
+    takes the first pod (in `pods` order, else the fleet's) with room, which packs pods; with `spread`, the pod
+    holding fewest of the job's slices so far, so they land in different pods while there are pods for them and
+    evenly after that."""
+    candidates = list(pods) or [p.name for p in fleet.pods]
+    usage = {cube: set(machines) for cube, machines in used.items()}
+    placed: list[Allocation] = []
+    for i in range(count):
+        counts = Counter(a.pod for a in placed)
+        order = sorted(candidates, key=lambda p: counts[p]) if spread else candidates  # stable: ties keep order
+        alloc, why = _first_fit(shape, fleet, usage, health, order)
+        if alloc is None:
+            raise Refused(
+                f"not enough healthy free room for {count} slices of {shape}: {i} placed, then {why}"
+                " (nothing was allocated)"
+            )
+        placed.append(alloc)
+        for cube in alloc.cubes:
+            usage.setdefault(cube, set()).update(alloc.machines or ALL_MACHINES)
+    return Placement(placed, _spread_note(placed, candidates, count) if spread else None)
+
+
+def _first_fit(
+    shape: Shape, fleet: Fleet, usage: MachineUsage, health: Health, order: Sequence[str]
+) -> tuple[Allocation | None, str]:
+    reasons = []
+    for pod in order:
+        try:
+            return allocation.allocate(shape, fleet, usage, health, pod=pod), ""
+        except Refused as exc:
+            reasons.append(f"{pod}: {exc}")
+    return None, "; ".join(reasons)
+
+
+def _spread_note(placed: Sequence[Allocation], candidates: Sequence[str], count: int) -> str | None:
+    used_pods = {a.pod for a in placed}
+    if len(used_pods) == count:
+        return None
+    if count > len(candidates):
+        per = Counter(a.pod for a in placed)
+        spread = ", ".join(f"{pod}: {n}" for pod, n in sorted(per.items()))
+        return f"{count} slices, {len(candidates)} pod(s): not one pod each; spread as evenly as room allows ({spread})"
+    full = sorted(set(candidates) - used_pods)
+    return f"pods {', '.join(full)} had no room: {count} slices share {len(used_pods)} pod(s)"

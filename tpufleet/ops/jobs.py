@@ -1,0 +1,202 @@
+"""Use cases of multislice jobs: allocate N slices at once, release them, plan and wire every slice of a job."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet import jobs
+from tpufleet.errors import BadInput, Refused
+from tpufleet.fleetstate import Change, FleetState, Job, Slice, SliceState, job_slice_names
+from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.xconnect import changed_since, make_plan, wire
+from tpufleet.shapes import Shape
+from tpufleet.state.planfile import SavedPlan
+
+JOB_PLAN_KIND = "tpufleet-xconnect-job-plan"
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What `allocate JOB --slices N` asks for."""
+
+    name: str
+    shape: Shape
+    count: int
+    pods: tuple[str, ...] = ()
+    spread: bool = False
+    elastic_min: int | None = None
+    fault_tolerant_routing: bool = True
+    min_throughput: float = 0.5
+
+
+def name_clash(state: FleetState, name: str, kind: str) -> str | None:
+    """Why `name` cannot be a new job's or slice's name here (None if it can). Compared without case: names
+    become table file names, and "A" and "a" are one file on a case-insensitive file system."""
+    folded = name.casefold()
+    for other in state.jobs:
+        if other.casefold() == folded:
+            return f"{kind} name {name!r} collides with job {other!r}"
+    if kind == "job":
+        for other in state.slices:
+            if other.casefold() == folded:
+                return f"job name {name!r} collides with slice {other!r}"
+    return None
+
+
+def _check_names(state: FleetState, req: JobRequest) -> list[str]:
+    """The job's slice names, after refusing (exit 2) any name that collides with a job or slice."""
+    if req.name in state.jobs:
+        raise Refused(f"job {req.name!r} already exists (release it first, or choose another name)")
+    clash = name_clash(state, req.name, "job")
+    if clash is not None:
+        raise BadInput(f"bad job name: {clash}")
+    names = job_slice_names(req.name, req.count)
+    existing = {s.casefold(): s for s in state.slices}
+    taken = [f"{n} (slice {existing[n.casefold()]!r})" for n in names if n.casefold() in existing]
+    taken += [f"{n} (job {j!r})" for n in names for j in state.jobs if j.casefold() == n.casefold()]
+    if taken:
+        raise BadInput(f"bad job name {req.name!r}: its slice names are in use: {', '.join(taken)}")
+    return names
+
+
+def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
+    """Reserve N identical slices in one go (all or none): any pods, or spread across pods."""
+    names = _check_names(state, req)
+    unknown = [p for p in req.pods if p not in state.fleet.pod_by_name]
+    if unknown:
+        raise BadInput(f"bad option --pod: unknown pod {unknown[0]!r} (fleet has {', '.join(state.fleet.pod_by_name)})")
+    placement = jobs.place_slices(
+        req.shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread
+    )
+    members = [
+        Slice(
+            name,
+            req.shape,
+            alloc.pod,
+            alloc.cubes,
+            alloc.coords,
+            SliceState.ALLOCATED,
+            req.fault_tolerant_routing,
+            created=now,
+            machines=alloc.machines,
+            origin=alloc.origin,
+            min_throughput=req.min_throughput,
+            job=req.name,
+        )
+        for name, alloc in zip(names, placement.allocations, strict=True)
+    ]
+    job = Job(req.name, req.shape, tuple(names), req.elastic_min, req.spread, now)
+    state.add_job(job, members)
+    data = {
+        "job": req.name,
+        "serial": state.next_serial,
+        "shape": req.shape.text,
+        "twisted": req.shape.twisted,
+        "slices": [{"slice": s.name, **s.record()} for s in members],
+        "pods": sorted(placement.per_pod),
+        "per_pod": placement.per_pod,
+        "spread": req.spread,
+        "elastic_min": req.elastic_min,
+        "note": placement.note,
+    }
+    where = ", ".join(f"{pod} x{n}" for pod, n in placement.per_pod.items())
+    return Outcome(data, Change(f"allocate job {req.name}: {req.count} x {req.shape} on {where}"))
+
+
+def release_job(state: FleetState, name: str) -> Outcome:
+    """Return every slice of the job to the pool; cross-connects stay for later slices to reuse."""
+    gone = state.release_job(name)
+    cubes = [c for s in gone for c in s.cubes]
+    data = {"job": name, "serial": state.next_serial, "slices": [s.name for s in gone], "released_cubes": cubes}
+    return Outcome(data, Change(f"release job {name}: {', '.join(s.name for s in gone)}"))
+
+
+# ---- cross-connects of a whole job ------------------------------------------------------------------------------
+
+
+def _job_plan_doc(state: FleetState, name: str, plans: list[dict[str, Any]], now: str) -> dict[str, Any]:
+    total = {k: sum(p["summary"][k] for p in plans) for k in ("add", "remove", "keep")}
+    return {
+        "kind": JOB_PLAN_KIND,
+        "schema_version": 1,
+        "job": name,
+        "serial": state.serial,
+        "made": now,
+        "plans": plans,
+        "summary": total,
+    }
+
+
+def plan_job(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], bool]:
+    """Every slice's plan (each against the OCS as they stand), and whether any has changes; Refused if any
+    slice cannot be wired (an evicted slice is rescheduled first)."""
+    docs, changes = [], False
+    for sl in state.job_slices(name):
+        pdoc, plan = make_plan(state, sl.name, now)
+        docs.append(pdoc)
+        changes = changes or plan.has_changes
+    return _job_plan_doc(state, name, docs, now), changes
+
+
+def plan_and_apply_job(state: FleetState, name: str, now: str) -> Outcome:
+    """`plan-xconnect JOB --apply`: wire every slice in one locked step, each planned after the one before
+    is applied (two slices may want the same stale cross-connect removed)."""
+    docs, stale = [], set()
+    for sl in state.job_slices(name):
+        pdoc, plan = make_plan(state, sl.name, now)
+        stale.update(wire(state, sl, plan.changes, "cross-connects changed"))
+        pdoc.update(applied=True, serial=state.next_serial)
+        docs.append(pdoc)
+    doc = _job_plan_doc(state, name, docs, now)
+    doc.update(applied=True, routes_stale=sorted(stale), serial=state.next_serial)
+    return Outcome(doc, _change(name, doc["summary"], sorted(stale)))
+
+
+def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now: str) -> Outcome:
+    """`apply-xconnect JOBPLAN`: every slice's saved plan is checked as `apply-xconnect` checks one (stale since,
+    or not the plan this state gives) before anything is applied; then all are wired in this one transaction."""
+    members = [s.name for s in state.job_slices(job)]
+    if sorted(p.slice for p in saved) != sorted(members):
+        raise Refused(
+            f"job plan for {job!r} covers slices {', '.join(p.slice for p in saved)}, the job has "
+            f"{', '.join(members)}; plan again"
+        )
+    for plan in saved:
+        _check_saved(state, plan, now)
+    return plan_and_apply_job(state, job, now)
+
+
+def _check_saved(state: FleetState, saved: SavedPlan, now: str) -> None:
+    if saved.serial > state.serial:
+        raise Refused(
+            f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
+        )
+    why = changed_since(state, saved) if saved.serial != state.serial else []
+    if why:
+        raise Refused(
+            f"stale plan {saved.path} for slice {saved.slice!r}: since serial {saved.serial}, "
+            f"{'; '.join(why)}; plan again",
+            why,
+        )
+    _, plan = make_plan(state, saved.slice, now)
+    if _comparable(saved) != _comparable_changes(plan.changes):
+        raise Refused(
+            f"stale plan {saved.path}: its part for slice {saved.slice!r} does not match the plan at serial "
+            f"{state.serial} (the cross-connects it touches changed, or it was edited or made elsewhere); plan again"
+        )
+
+
+def _comparable(saved: SavedPlan) -> list[tuple[object, ...]]:
+    return _comparable_changes(saved.changes)
+
+
+def _comparable_changes(changes: Sequence[Any]) -> list[tuple[object, ...]]:
+    return sorted((str(c.ocs), sorted(c.add), sorted(c.remove), c.keep) for c in changes if c.add or c.remove or c.keep)
+
+
+def _change(name: str, s: dict[str, int], stale: list[str]) -> Change:
+    return Change(
+        f"apply-xconnect job {name}: +{s['add']} -{s['remove']} ={s['keep']}", {"job": name, **s, "routes_stale": stale}
+    )
