@@ -135,12 +135,13 @@ def test_auto_picks_the_order_with_the_broken_dimension_last():
     assert best is not None and best.order is not None and best.order[-1] == 0
     worst = max(estimate(ctx, "all-reduce", GIB, "dim-by-dim", None), key=lambda e: e.seconds)
     assert worst.order is not None and worst.order[0] == 0 and worst.seconds > 1.3 * best.seconds
-    # Every dimension busy means some part runs the broken dimension at full payload: the detoured rings share
-    # links, so it halves, like the nearest-neighbour all-reduce of the TPUv4 "Resiliency at Scale" paper (~50%).
+    # With every dimension busy, some part starts on the broken dimension and the detours load the other
+    # dimensions' links too: the TPUv4 "Resiliency at Scale" paper reports nearest-neighbour all-reduce losing
+    # about 50% under one OCS failure; splitting the data unevenly keeps a little more than half here.
     multi = best_of(estimate(ctx, "all-reduce", GIB, "multi-dim", None))
     healthy = best_of(estimate(ctx_of(shape), "all-reduce", GIB, "multi-dim", None))
     assert multi is not None and healthy is not None
-    assert multi.seconds / healthy.seconds == pytest.approx(2.0, rel=0.02) and multi.seconds < best.seconds
+    assert 1.6 < multi.seconds / healthy.seconds < 2.0 and multi.seconds < best.seconds
 
 
 def test_ideal_step_time_and_reroute_slowdown():

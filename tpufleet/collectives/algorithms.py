@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import permutations
+from itertools import permutations, product
 from typing import TYPE_CHECKING
 
 from tpufleet.collectives.model import (
@@ -18,7 +18,7 @@ from tpufleet.collectives.model import (
 )
 from tpufleet.collectives.profile import Profile
 from tpufleet.collectives.schedules import DIMS, Phase, dim_phases, snake_ring
-from tpufleet.collectives.tables import Tables
+from tpufleet.collectives.tables import Tables, walk
 from tpufleet.errors import BadInput
 
 if TYPE_CHECKING:
@@ -35,7 +35,14 @@ class Context:
     tables: Tables
     profile: Profile
     patterns: dict[tuple[object, ...], Pattern] = field(default_factory=dict)
+    loads: dict[tuple[object, ...], npt.NDArray[np.float64]] = field(default_factory=dict)
+    rings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     phases: dict[tuple[int, ...], list[Phase]] = field(default_factory=dict)
+
+    def snake(self) -> npt.NDArray[np.int64]:
+        if "snake" not in self.rings:
+            self.rings["snake"] = snake_ring(self.tables.shape)
+        return self.rings["snake"]
 
     def dim_phases(self, order: tuple[int, ...]) -> list[Phase]:
         if order not in self.phases:
@@ -62,7 +69,7 @@ def _finish(est: Estimate, profile: Profile) -> Estimate:
 
 def ring(ctx: Context, op: str, nbytes: float, bidir: bool) -> Estimate:
     """One ring through every chip of the slice (unidirectional, or bidirectional with half chunks each way)."""
-    rings = snake_ring(ctx.tables.shape)
+    rings = ctx.snake()
     p = rings.shape[1]
     est = Estimate(op, "bidir-ring" if bidir else "ring", None, nbytes, p, passes=PASSES[op])
     pat = ctx.ring(("snake",), rings, bidir)
@@ -87,18 +94,82 @@ def rotations(order: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [order[i:] + order[:i] for i in range(len(order))]
 
 
+SPLIT = 24  # multi-dim splits the data in multiples of 1/SPLIT (so a simulation can split integer data alike)
+
+
+def _ring_load(ctx: Context, ph: Phase) -> npt.NDArray[np.float64]:
+    """[N * 6] seconds per byte of message on each link for one step of a phase's bidirectional rings."""
+    import numpy as np
+
+    key = ("load", ph.dim, ph.generator)
+    if key not in ctx.loads:
+        nxt = np.roll(ph.rings, -1, axis=1)
+        src, dst = np.concatenate([ph.rings.ravel(), nxt.ravel()]), np.concatenate([nxt.ravel(), ph.rings.ravel()])
+        _msg, links, _hops, ok = walk(ctx.tables, src, dst)
+        bw = np.tile([ctx.profile.bandwidth(p // 2) for p in range(6)], ctx.tables.n)
+        load = np.bincount(links, minlength=ctx.tables.n * 6) / bw
+        ctx.loads[key] = load if ok.all() else np.full_like(load, np.inf)
+    return ctx.loads[key]
+
+
+def _compositions(total: int, parts: int) -> npt.NDArray[np.int64]:
+    """Every way to write `total` as `parts` positive integers, one per row."""
+    import numpy as np
+
+    rows = [c for c in product(range(1, total), repeat=parts - 1) if sum(c) < total]
+    return np.array([[*c, total - sum(c)] for c in rows], dtype=np.int64).reshape(-1, parts)
+
+
+def _distinct_columns(a: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The distinct columns of `a` (most links of a torus carry the same loads), found by sorting one number per
+    column: its dot product with square roots of primes, which no two different load columns share (their
+    entries are a few multiples of one another's). Much faster than `np.unique(axis=1)`."""
+    import numpy as np
+
+    weights = np.sqrt(np.array([2.0, 3.0, 5.0, 7.0, 11.0, 13.0]))[: a.shape[0]]
+    _, first = np.unique(weights @ a, return_index=True)
+    return a[:, first]
+
+
+def split(ctx: Context, parts: list[list[Phase]]) -> list[int]:
+    """Units of 1/SPLIT of the data per part that make the bandwidth term of multi-dim smallest.
+
+    Link loads are linear in the parts' sizes, so every split is costed at once: in each stretch of steps the
+    busiest link's seconds are the largest of (sizes @ per-part link seconds). A part whose first dimension is
+    slower or loaded by detours around a fault gets less data; on a healthy regular slice the split is even.
+    """
+    import numpy as np
+
+    if len(parts) == 1:
+        return [SPLIT]
+    units = _compositions(SPLIT, len(parts)).astype(np.float64)
+    total = np.zeros(len(units))
+    shrink = np.ones(len(parts))  # payload of each part relative to its start
+    for k in range(len(parts[0])):
+        sizes = [p[k].size for p in parts]
+        done = 0
+        for end in sorted(set(m - 1 for m in sizes)):
+            active = [i for i, m in enumerate(sizes) if m - 1 > done]
+            per_unit = np.stack([_ring_load(ctx, parts[i][k]) * shrink[i] / sizes[i] / 2 for i in active])
+            per_unit = _distinct_columns(per_unit[:, per_unit.max(axis=0) > 0])
+            total += (end - done) * (units[:, active] @ per_unit).max(axis=1, initial=0.0)
+            done = end
+        shrink /= sizes
+    return [int(u) for u in units[int(np.argmin(total))]]
+
+
 def multi_dim(ctx: Context, op: str, nbytes: float, order: tuple[int, ...]) -> Estimate:
     """Dimension by dimension on every dimension at once: the data in one part per dimension, part i running
     dim-by-dim in the i-th rotation of `order`, so that in each phase every dimension's links carry a part.
 
-    Phase k lasts as long as its longest ring; while the shorter rings of other parts have finished, only the
-    rest share the links, so every step is costed with the parts still active (message sizes may differ).
+    Parts are sized by `split`. Phase k lasts as long as its longest ring; once the shorter rings of other parts
+    have finished, only the rest share the links, so every step is costed with the parts still active.
     """
     import numpy as np
 
     parts = [ctx.dim_phases(o) for o in rotations(order)]
     est = Estimate(op, "multi-dim", tuple(ph.dim for ph in parts[0]), nbytes, ctx.tables.n, passes=PASSES[op])
-    payload = [nbytes / len(parts)] * len(parts)
+    payload = [nbytes * u / SPLIT for u in split(ctx, parts)]
     for k in range(len(parts[0])):
         sizes = [p[k].size for p in parts]
         done = 0

@@ -9,6 +9,7 @@ has arrived (transfer plus per-hop latency); steps run one after another, as in 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -180,16 +181,19 @@ class _Run:
         )
 
 
-def _plans(t: Tables, algorithm: str, order: tuple[int, ...]) -> list[list[tuple[IntArray, bool]]]:
-    """Per part of the data, its ring phases (rings, bidirectional?) in order."""
+def _plans(
+    t: Tables, profile: Profile, algorithm: str, order: tuple[int, ...]
+) -> tuple[list[list[tuple[IntArray, bool]]], list[int]]:
+    """Per part of the data, its ring phases (rings, bidirectional?) in order; and each part's share."""
     if algorithm == "multi-dim":
-        from tpufleet.collectives.algorithms import rotations
+        from tpufleet.collectives.algorithms import Context, rotations, split
 
-        dims = tuple(d for d in order if t.shape.dims[d] > 1)
-        return [[(ph.rings, True) for ph in dim_phases(t.shape, o, t.healthy_nbr)] for o in rotations(dims)]
+        ctx = Context(t, profile)
+        parts = [ctx.dim_phases(o) for o in rotations(tuple(d for d in order if t.shape.dims[d] > 1))]
+        return [[(ph.rings, True) for ph in part] for part in parts], split(ctx, parts)
     if algorithm == "dim-by-dim":
-        return [[(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr)]]
-    return [[(snake_ring(t.shape), algorithm == "bidir-ring")]]
+        return [[(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr)]], [1]
+    return [[(snake_ring(t.shape), algorithm == "bidir-ring")]], [1]
 
 
 def simulate(
@@ -198,10 +202,11 @@ def simulate(
     """Run all-reduce, reduce-scatter or all-gather (ring, bidir-ring, dim-by-dim or multi-dim) step by step."""
     import numpy as np
 
-    plans = _plans(t, algorithm, order)
-    width = 2 * t.n  # elements per part: every ring size (and its halving) divides it
-    run = _Run(t, profile, nbytes, width * len(plans))
-    segs = [np.tile(np.arange(i * width, (i + 1) * width, dtype=np.int64), (t.n, 1)) for i in range(len(plans))]
+    plans, shares = _plans(t, profile, algorithm, order)
+    unit = 2 * t.n  # elements per share: every ring size (and its halving) divides it
+    bounds = np.cumsum([0, *shares]) * unit
+    run = _Run(t, profile, nbytes, int(bounds[-1]))
+    segs = [np.tile(np.arange(lo, hi, dtype=np.int64), (t.n, 1)) for lo, hi in itertools.pairwise(bounds)]
     history: list[list[IntArray]] = []
     for k in range(len(plans[0])):
         history.append(list(segs))
