@@ -30,12 +30,13 @@ GIB = 1 << 30
 
 def stored(shape: Any, alive: Any, folder: Path, name: str) -> Path:
     """The tables `routes` would store for the live graph, written as routes/NAME.npz."""
+    from tpufleet.constants import HARDWARE_VCS
     from tpufleet.routing.export import npz_bytes
     from tpufleet.routing.report import evaluate
     from tpufleet.topology import neighbors
 
     exp = neighbors(shape)
-    report = evaluate(shape, exp, exp if alive is None else alive, traffics=(), max_vcs=3)
+    report = evaluate(shape, exp, exp if alive is None else alive, traffics=(), max_vcs=HARDWARE_VCS)
     path = folder / f"{name}.npz"
     path.write_bytes(npz_bytes(report.tables, {"shape": shape.text, "twisted": shape.twisted, "algorithm": "auto"}))
     return path
@@ -135,17 +136,24 @@ def simulator(profile: Any) -> None:
     from tpufleet.collectives.simulate import simulate
     from tpufleet.shapes import parse_shape
 
-    print("Link-by-link simulation against the model (1 MiB all-reduce, dim-by-dim xyz), baseline: the model")
-    for text, twisted, dim in [("4x4x8", True, "x"), ("8x8x8", False, "x")]:
+    print("Link-by-link simulation against the model (all-reduce, one OCS down), baseline: the model")
+    cases = [("4x4x8", True, "x", "dim-by-dim", 1), ("8x8x8", False, "x", "dim-by-dim", 1)]
+    cases += [
+        ("4x4x8", True, "x", "multi-dim", 1),
+        ("4x4x8", True, "x", "multi-dim", 64),
+        ("4x4x8", False, "z", "multi-dim", 64),
+    ]
+    for text, twisted, dim, algorithm, mib in cases:
         shape = parse_shape(text, twisted)
         t = ocs_down(shape, dim, 5)
-        (est,) = estimate(Context(t, profile), "all-reduce", 1 << 20, "dim-by-dim", (0, 1, 2))
+        (est,) = estimate(Context(t, profile), "all-reduce", mib << 20, algorithm, (0, 1, 2))
         w = time.perf_counter()
-        sim = simulate(t, profile, "all-reduce", "dim-by-dim", 1 << 20)
+        sim = simulate(t, profile, "all-reduce", algorithm, mib << 20)
         w = time.perf_counter() - w
         print(
-            f"  {shape!s:<14} one OCS down ({dim}/5): simulated {sim.seconds * 1e6:8.2f} us (data exact: {sim.correct}), "
-            f"model {est.seconds * 1e6:8.2f} us, ratio {sim.seconds / est.seconds:.4f}   ({sim.steps} steps, {w:.2f} s)",
+            f"  {shape!s:<14} ({dim}/5) {algorithm:<10} {mib:3d} MiB: simulated {sim.seconds * 1e6:9.2f} us "
+            f"(data exact: {sim.correct}), model {est.seconds * 1e6:9.2f} us, ratio {sim.seconds / est.seconds:.4f}"
+            f"   ({sim.steps} steps, {w:.2f} s)",
             flush=True,
         )
 

@@ -22,10 +22,11 @@ def ocs_failure(shape, dim, index):
 
 
 def ocs_down(shape, dim, index):
+    from tpufleet.constants import HARDWARE_VCS
     from tpufleet.routing.report import evaluate
 
     exp, alive = ocs_failure(shape, dim, index)
-    rt = evaluate(shape, exp, alive, traffics=(), max_vcs=3).tables
+    rt = evaluate(shape, exp, alive, traffics=(), max_vcs=HARDWARE_VCS).tables
     return Tables(shape, np.ascontiguousarray(rt.P.T), alive, exp, "stored", {}, hops=np.ascontiguousarray(rt.L.T))
 
 
