@@ -6,7 +6,7 @@ GIB = 1 << 30
 DOCUMENTED = {
     "slice", "shape", "twisted", "chips", "op", "bytes", "algorithm", "dims", "time_s", "latency_s", "bandwidth_s",
     "algorithm_bandwidth_Bps", "bus_bandwidth_Bps", "why", "twist", "phases", "tables", "healthy_time_s", "slowdown",
-    "candidates", "profile", "sparse",
+    "candidates", "profile", "sparse", "split",
 }  # fmt: skip
 
 
@@ -41,6 +41,7 @@ def test_stored_tables_give_the_documented_result(routed):
     assert j["bus_bandwidth_Bps"] == pytest.approx(GIB / j["time_s"] * 2 * 127 / 128)
     assert [c["algorithm"] for c in j["candidates"]].count("dim-by-dim") == 6
     assert "keeps every dimension's links busy" in j["why"] and "dim-by-dim (xyz)" in j["why"]
+    assert sum(j["split"]) == pytest.approx(1.0) and len(j["split"]) == 3
     dims = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "dim-by-dim", "-o", "json")
     assert "every dimension order takes the same time" in dims.json["why"]
     text = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB").out

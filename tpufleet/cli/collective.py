@@ -41,7 +41,8 @@ def _text(d: dict[str, Any]) -> str:
         f"{d['op']} of {d['bytes']} bytes per chip on slice {d['slice']} ({d['shape']}{' twisted' if d['twisted'] else ''}, "
         f"{d['chips']} chips; tables {tables['source']}{', degraded' if tables['degraded'] else ''}"
         f"{', STALE' if tables.get('stale') else ''})",
-        f"  algorithm        {d['algorithm']}{' (' + d['dims'] + ')' if d['dims'] else ''}",
+        f"  algorithm        {d['algorithm']}{' (' + d['dims'] + ')' if d['dims'] else ''}"
+        + (f", data split {' / '.join(f'{v:.3g}' for v in d['split'])}" if d["split"] else ""),
         f"  time             {_ms(d['time_s'])}  (latency {_ms(d['latency_s'])}, bandwidth {_ms(d['bandwidth_s'])})",
         f"  bandwidth        algorithm {_gbs(d['algorithm_bandwidth_Bps'])}, bus {_gbs(d['bus_bandwidth_Bps'])}",
     ]

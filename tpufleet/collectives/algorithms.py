@@ -169,7 +169,9 @@ def multi_dim(ctx: Context, op: str, nbytes: float, order: tuple[int, ...]) -> E
 
     parts = [ctx.dim_phases(o) for o in rotations(order)]
     est = Estimate(op, "multi-dim", tuple(ph.dim for ph in parts[0]), nbytes, ctx.tables.n, passes=PASSES[op])
-    payload = [nbytes * u / SPLIT for u in split(ctx, parts)]
+    units = split(ctx, parts)
+    est.shares = tuple(u / SPLIT for u in units)
+    payload = [nbytes * u / SPLIT for u in units]
     for k in range(len(parts[0])):
         sizes = [p[k].size for p in parts]
         done = 0
@@ -184,9 +186,9 @@ def multi_dim(ctx: Context, op: str, nbytes: float, order: tuple[int, ...]) -> E
                 size += [np.full(2 * ph.rings.size, msg)]
             pat = pattern(ctx.tables, ctx.profile, np.concatenate(src), np.concatenate(dst), np.concatenate(size))
             label = "+".join(DIMS[parts[i][k].dim] for i in active)
-            est.phases.append(
-                PhaseCost(None, max(sizes), len(active), "rings", sum(payload), 1.0, end - done, pat, label)
-            )
+            rings = sum(len(parts[i][k].rings) for i in active)
+            step = ",".join(parts[i][k].step_text for i in active)
+            est.phases.append(PhaseCost(None, max(sizes), rings, step, sum(payload), 1.0, end - done, pat, label))
             done = end
         payload = [payload[i] / sizes[i] for i in range(len(parts))]
     return _finish(est, ctx.profile)

@@ -86,6 +86,7 @@ class Estimate:
     latency: float = 0.0
     bandwidth: float = 0.0
     undelivered: tuple[int, int] | None = None
+    shares: tuple[float, ...] | None = None  # multi-dim: the share of the data of each part
 
     @property
     def runs(self) -> bool:

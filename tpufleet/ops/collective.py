@@ -131,6 +131,7 @@ def _result(
         "bandwidth_s": best.bandwidth,
         "algorithm_bandwidth_Bps": req.nbytes / best.seconds if best.seconds else None,
         "bus_bandwidth_Bps": best.bus_bandwidth(),
+        "split": list(best.shares) if best.shares else None,
         "why": why(best, ests) if len(ests) > 1 else f"{best.name}, as asked",
         "twist": twist_note(t.shape, ctx.dim_phases(best.order)) if best.order else None,
         "phases": [ph.as_dict(profile, best.passes) for ph in best.phases],
