@@ -53,7 +53,11 @@ class Profile:
 
 
 def parse_size(text: str, what: str = "--bytes") -> int:
-    """Bytes from '1GiB', '512MiB', '4096', '1.5e9' (decimal units kB..TB, binary KiB..TiB)."""
+    """Bytes from '1GiB', '512MiB', '4096', '1.5e9' (decimal units kB..TB, binary KiB..TiB).
+
+    >>> parse_size("1GiB"), parse_size("512MiB"), parse_size("4096"), parse_size("1.5GB")
+    (1073741824, 536870912, 4096, 1500000000)
+    """
     m = _SIZE.fullmatch(text or "")
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
