@@ -255,3 +255,18 @@ def test_shipped_profile_cites_its_sources():
     assert (pr.link_bandwidth, pr.peak_flops, pr.hbm_bytes) == (50e9, 275e12, 32 * GIB)
     assert any("cloud.google.com/tpu/docs/v4" in s for s in pr.sources)
     assert any("Resiliency at Scale" in s for s in pr.sources)
+
+
+def test_sparse_route_tables_export_only_the_kept_entries():
+    from tpufleet.collectives.sparse import sparse_route_tables
+    from tpufleet.routing.export import ibroute_text
+    from tpufleet.routing.report import evaluate
+    from tpufleet.topology import neighbors
+
+    shape = parse_shape("4x4x4")
+    exp = neighbors(shape)
+    rt = evaluate(shape, exp, exp, traffics=()).tables
+    kept, missing = sparse_route_tables(rt, exp, 9)  # 3 + 3 + 3 ring members
+    assert missing == 0 and ((kept.P >= 0).sum(axis=0) == 9).all() and ((kept.P == -2).sum(axis=0) == 54).all()
+    text = ibroute_text(kept, [f"c{i}" for i in range(64)], "s")
+    assert text.count("10 valid lids dumped") == 64  # itself and its 9 ring members

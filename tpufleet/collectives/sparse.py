@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from tpufleet.routing.analysis import RouteTables
+    from tpufleet.topology import ChipGraph
+
 ORDER = (0, 1, 2)
 
 
@@ -63,3 +66,18 @@ def sparse(t: Tables, capacity: int) -> tuple[Tables, int]:
     kept_hops = np.where(keep, hops, -1).astype(np.int16)
     np.fill_diagonal(kept_hops, 0)
     return Tables(t.shape, port, t.nbr, t.healthy_nbr, "sparse", meta, hops=kept_hops), missing
+
+
+def sparse_route_tables(rt: RouteTables, expected: ChipGraph, capacity: int) -> tuple[RouteTables, int]:
+    """`sparse` for the routing layer's tables (for `routes --table-capacity N` to export): the same tables with
+    at most `capacity` destinations a chip, the others -2; and the ring entries that did not fit."""
+    import dataclasses
+
+    import numpy as np
+
+    t = Tables(
+        rt.shape, np.ascontiguousarray(rt.P.T), rt.nbr, expected, "stored", {}, hops=np.ascontiguousarray(rt.L.T)
+    )
+    kept, missing = sparse(t, capacity)
+    P, L = np.ascontiguousarray(kept.port.T), np.ascontiguousarray(kept.hop_table().T)
+    return dataclasses.replace(rt, P=P, L=L), missing
