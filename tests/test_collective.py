@@ -270,3 +270,17 @@ def test_sparse_route_tables_export_only_the_kept_entries():
     assert missing == 0 and ((kept.P >= 0).sum(axis=0) == 9).all() and ((kept.P == -2).sum(axis=0) == 54).all()
     text = ibroute_text(kept, [f"c{i}" for i in range(64)], "s")
     assert text.count("10 valid lids dumped") == 64  # itself and its 9 ring members
+
+
+def test_ocs_down_graph_is_the_periodic_pattern_of_the_failure():
+    from test_collective_faults import ocs_failure
+
+    from tpufleet.collectives.cost import ocs_down_graph
+
+    for text, twisted in [("8x8x8", False), ("4x4x8", True)]:
+        shape = parse_shape(text, twisted)
+        for dim, index in [("x", 5), ("z", 0)]:
+            assert (ocs_down_graph(shape, [(dim, index)]) == ocs_failure(shape, dim, index)[1]).all()
+    both = ocs_down_graph(parse_shape("8x8x8"), [("x", 5), ("y", 3)])
+    # per OCS: 4 rings of its face position x 2 cube boundaries each x 2 directions
+    assert int((both < 0).sum()) == 2 * 4 * 2 * 2

@@ -2,11 +2,13 @@
 
 Both model the gradient all-reduce of a data-parallel job over its whole slice (the fastest algorithm that
 runs, as `tpufleet collective --algorithm auto` picks it) and cache per slice shape and fault pattern, so a
-fleet simulation may call them for every job.
+fleet simulation may call them for every job. `ocs_down_graph` gives the live graph of a slice with OCS down,
+for `reroute_slowdown`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tpufleet.collectives.profile import Profile, default_profile
@@ -81,3 +83,28 @@ def reroute_slowdown(
     before = compute + collective_time(shape, gradient_bytes, profile=profile)
     after = compute + collective_time(shape, gradient_bytes, profile=profile, alive=alive)
     return after / before if before > 0 else 1.0
+
+
+def ocs_down_graph(shape: Shape, failures: Sequence[tuple[str, int]]) -> ChipGraph:
+    """The live chip graph of a slice with the given OCS down, each as (dimension 'x'|'y'|'z', index 0-15): an
+    OCS carries face position `index` of its dimension at every cube boundary, so every cube loses that link
+    (both directions). A sub-cube slice has no optical link and keeps its graph."""
+    from tpufleet.constants import CUBE_EDGE
+    from tpufleet.ids import face_index
+    from tpufleet.topology import coordinates, neighbors
+
+    alive = neighbors(shape).copy()
+    if not shape.wraps:
+        return alive
+    local = coordinates(shape.dims) % CUBE_EDGE
+    faces = [face_index(dim, *xyz) for dim in "xyz" for xyz in local.tolist()]
+    n = len(local)
+    for dim, index in failures:
+        d = "xyz".index(dim)
+        for chip in range(n):
+            if local[chip, d] == CUBE_EDGE - 1 and faces[d * n + chip] == index:
+                other = alive[chip, 2 * d]
+                alive[chip, 2 * d] = -1
+                if other >= 0:
+                    alive[other, 2 * d + 1] = -1
+    return alive
