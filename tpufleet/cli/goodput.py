@@ -10,6 +10,8 @@ import typer
 
 from tpufleet.cli.app import app, examples
 
+HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MPG first)
+
 
 class LogFormat(str, enum.Enum):
     native = "native"
@@ -105,10 +107,12 @@ def goodput_cmd(
 
         chips = inventory_counts(ctx.obj.store().load().fleet)["chips"]
         capacity = f"tpu-v4={chips}"
-    report = build(
-        files, fmt.value, dims, period.value if period else None, t0, t1, skip_bad, capacity, windows, exclude
-    )
     kind = output.value
+    chosen = period.value if period else None
+    if kind == "html" and chosen is None:
+        chosen = "day"  # the page's charts over time need periods (for a log of years, pass --period week)
+    keep = HTML_TIMELINES if kind == "html" else 0
+    report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, capacity, windows, exclude, keep)
     if kind == "json":
         text = to_json(report)
     elif kind == "yaml":
@@ -120,7 +124,11 @@ def goodput_cmd(
     elif kind == "md":
         text = render.to_markdown(report)
     elif kind == "html":
-        text = render.to_html(report)
+        import time
+
+        from tpufleet.goodput import wall
+
+        text = wall.to_html(report, time.time(), report.pop("timelines", None))
     else:
         text = render.to_table(report)
     if out is not None:

@@ -43,7 +43,7 @@ if msgspec is not None:
 
     _Name = Literal[tuple(n for n in EVENT_NAMES if n != "slice_counts")]  # type: ignore[valid-type]
 
-    class _Event(msgspec.Struct, tag="event", tag_field="type"):
+    class _Event(msgspec.Struct, tag="event", tag_field="type", gc=False):  # no cycles: the collector skips them
         """A plain event, fully checked by the decoder; defaults are not validated, so -1 means absent."""
 
         job: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]

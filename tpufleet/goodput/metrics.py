@@ -280,7 +280,9 @@ def _periods(
     rows = []
     for (lo, hi), group in zip(bounds, members, strict=True):
         label = dt.datetime.fromtimestamp(lo, dt.UTC).strftime("%Y-%m-%d")
-        rows.append(_period_row(group, steps, max(lo, t0), min(hi, t1), label))
+        row = _period_row(group, steps, max(lo, t0), min(hi, t1), label)
+        row["partial"] = row["end"] - row["start"] < hi - lo  # the window cuts it: not a whole day or week
+        rows.append(row)
     return rows
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import events, fastread, metrics, mlgoodput
@@ -120,6 +120,41 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
     return log
 
 
+MAX_SEGMENTS = 3000  # drawn pieces of one job's timeline on the HTML page
+
+
+def timelines(accounts: list[JobAccount], rows: list[dict[str, Any]], keep: int) -> dict[str, Any]:
+    """Per job (the `keep` with the lowest MPG): its labelled segments (adjacent equal labels merged; at most
+    MAX_SEGMENTS, sampled evenly beyond that), disruptions, checkpoint starts and badput seconds."""
+    import numpy as np
+
+    from tpufleet.goodput.timeline import BUCKETS
+
+    names = np.array(["productive", *BUCKETS])
+    worst = {r["job"] for r in sorted(rows, key=lambda r: (r["mpg"] is None, r["mpg"] or 0, r["job"]))[:keep]}
+    out: dict[str, Any] = {}
+    for a in accounts:
+        if a.job.id not in worst or a.starts is None or a.ends is None or a.labels is None:
+            continue
+        s, t, lab = a.starts, a.ends, a.labels
+        new = np.ones(len(s), dtype=bool)
+        new[1:] = (lab[1:] != lab[:-1]) | (s[1:] != t[:-1])
+        first = np.flatnonzero(new)
+        last = np.append(first[1:], len(s)) - 1
+        pick = np.linspace(0, len(first) - 1, MAX_SEGMENTS).astype(int) if len(first) > MAX_SEGMENTS else None
+        idx = first if pick is None else first[np.unique(pick)]
+        ends = t[last] if pick is None else np.append(s[idx[1:]], t[-1])
+        out[a.job.id] = {
+            "start": a.start,
+            "end": a.end,
+            "segments": [[float(x), float(y), str(n)] for x, y, n in zip(s[idx], ends, names[lab[idx]], strict=True)],
+            "disruptions": [] if a.disruption_times is None else a.disruption_times.tolist(),
+            "checkpoints": [] if a.checkpoint_starts is None else a.checkpoint_starts.tolist(),
+            "badput": {b: round(v, 3) for b, v in a.buckets.items()},
+        }
+    return out
+
+
 def load_exclusions(path: Path) -> list[Exclusion]:
     """An --exclude file: a JSON list of {start, end, reason}."""
     from tpufleet.state.inputfiles import MAX_SPEC_BYTES, load_json_file
@@ -166,10 +201,13 @@ def build(
     capacity_flag: str | None = None,
     windows: list[tuple[str, float]] | None = None,
     exclude: Path | None = None,
+    keep_timelines: int = 0,
 ) -> metrics.Report:
+    """The report of the files; with `keep_timelines`, also (key ``timelines``, for the HTML page only) the
+    drill-down timelines of that many jobs, the lowest MPG first."""
     exclusions = load_exclusions(exclude) if exclude is not None else []
     log = load(paths, fmt, skip_bad)
-    result = from_log(log, by, period, since, until, capacity_flag, windows, exclusions)
+    result = from_log(log, by, period, since, until, capacity_flag, windows, exclusions, keep_timelines)
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result
 
@@ -183,6 +221,7 @@ def from_log(
     capacity_flag: str | None = None,
     windows: list[tuple[str, float]] | None = None,
     exclusions: list[Exclusion] | None = None,
+    keep_timelines: int = 0,
 ) -> metrics.Report:
     """The report for records already in memory (used by `simulate-fleet` for its summary)."""
     spans = merged(exclusions or [])
@@ -210,6 +249,8 @@ def from_log(
     result = metrics.report(accounts, capacity, t0, t1, by or [], period, windows, spans)
     result["exclusions"] = [{"start": x.start, "end": x.end, "reason": x.reason} for x in exclusions or []]
     result["fleet"]["capacity_basis"] = basis
+    if keep_timelines:
+        result["timelines"] = timelines(accounts, result["jobs"], keep_timelines)
     outside = sum(a.outside for a in accounts)
     result["input"] = {"records": log.records, "skipped": log.skipped, "events_outside_jobs": outside}
     return result

@@ -135,6 +135,7 @@ class JobAccount:
     step_ends: Times | None = None
     step_numbers: Ints | None = None
     step_productive: npt.NDArray[np.bool_] | None = None
+    checkpoint_starts: Times | None = None
     excluded_s: float = 0.0  # all-allocated seconds inside exclusions, left out of everything
     estimated_ideal_step_s: float | None = None  # the empirical ideal (health.ideal_step) when none is declared
     extra: dict[str, Any] = field(default_factory=dict)
@@ -340,4 +341,5 @@ def _finish(
         step_numbers=steps.sn,
         step_productive=steps.productive,
         excluded_s=excluded_s,
+        checkpoint_starts=ck_starts,
     )
