@@ -330,3 +330,65 @@ def test_two_names_for_one_machine_are_refused(tmp_path):
         Store(tmp_path / "s").transaction() as tx,
     ):
         tx.state.name_in_k8s({}, {}, {"a": HostId("c01", 1), "b": HostId("c01", 1)})
+
+
+def _with_job(tmp_path: Path, *extra: str) -> tuple[Path, dict]:
+    """A state holding job `j` (two 4x4x4 slices j-0 and j-1), as the file has it."""
+    path, _ = _state_doc(tmp_path)
+    assert tpufleet("--state", tmp_path / "s", "allocate", "j", "--shape", "4x4x4", "--slices", "2", *extra) == 0
+    return path, json.loads(path.read_text())
+
+
+def test_jobs_round_trip_and_old_states_have_none(tmp_path):
+    path, doc = _state_doc(tmp_path)
+    assert "jobs" not in doc  # a state without jobs keeps the file's old shape
+    assert Store(tmp_path / "s").load().jobs == {}
+    path.write_text(json.dumps(doc))  # a file written before jobs existed loads unchanged
+    assert tpufleet("--state", tmp_path / "s", "status") == 0
+    path, doc = _with_job(tmp_path / "new", "--elastic", "1")
+    assert doc["jobs"] == {
+        "j": {
+            "shape": "4x4x4",
+            "twisted": False,
+            "slices": ["j-0", "j-1"],
+            "spread": False,
+            "elastic_min": 1,
+            "created": doc["jobs"]["j"]["created"],
+        }
+    }
+    assert [doc["slices"][s]["job"] for s in ("j-0", "j-1")] == ["j", "j"]
+    job = Store(tmp_path / "new" / "s").load().jobs["j"]
+    assert (job.slices, job.elastic_min, job.spread, job.shape.text) == (("j-0", "j-1"), 1, False, "4x4x4")
+    assert tpufleet("--state", tmp_path / "new" / "s", "release", "j") == 0
+    doc = json.loads(path.read_text())
+    assert "jobs" not in doc and doc["slices"] == {}  # the last job gone: the key goes too
+
+
+def _drop_job_of(doc: dict, name: str) -> None:
+    del doc["slices"][name]["job"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "problem"),
+    [
+        (lambda d: d["jobs"]["j"]["slices"].append("ghost"), "jobs.j.slices.2", "no slice ghost"),
+        (lambda d: _drop_job_of(d, "j-1"), "jobs.j.slices.1", "does not name job j"),
+        (lambda d: d["slices"]["j-0"].update(job="k"), "jobs.j.slices.0", "does not name job j"),
+        (lambda d: d["jobs"].update(k=dict(d["jobs"]["j"])), "jobs.k.slices.0", "also in job j"),
+        (lambda d: d["jobs"]["j"].update(elastic_min=3), "jobs.j.elastic_min", "above the job's 2 slice(s)"),
+        (lambda d: d["jobs"]["j"].update(elastic_min=0), "jobs.j.elastic_min", "bigger than or equal to 1"),
+        (lambda d: d["jobs"]["j"].update(slices=[]), "jobs.j.slices", "at least 1 items"),
+        (lambda d: d["jobs"]["j"].update(shape="4x4x8"), "jobs.j.slices.0", "all have its shape"),
+        (lambda d: d["jobs"].update({"j-0": d["jobs"].pop("j")}), "jobs.j-0", "cannot share a name"),
+        (lambda d: d["jobs"]["j"].update(slices=["j-0"]), "slices.j-1.job", "no job j lists slice j-1"),
+        (lambda d: d["jobs"]["j"].update(spread="yes"), "jobs.j.spread", "boolean"),
+    ],
+)
+def test_bad_jobs_in_a_state_file_are_exit_2(tmp_path, capsys, edit, field, problem):
+    path, doc = _with_job(tmp_path)
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert tpufleet("--state", tmp_path / "s", "status") == 2
+    err = capsys.readouterr().err
+    assert f"field {field}:" in err and problem in err and err.count("\n") == 1, err

@@ -1,0 +1,198 @@
+"""Multislice jobs through the CLI: allocate N slices at once, wire, a host fault on one slice, `show jobs`,
+`reschedule`, release; bad input exits 2 naming the value and leaves the state as it was.
+
+Fleets are two pods of 8 cubes (`init --pods 2 --cubes-per-pod 8`): room for the issue's 4-slice job over 2
+pods and small state files, so each command stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import snapshot
+
+
+@pytest.fixture
+def pods2(cli):
+    assert cli("init", "--pods", "2", "--cubes-per-pod", "8").code == 0
+    return cli
+
+
+def _ok(r, what: str = ""):
+    assert r.code == 0, (what, r.err)
+    return r.json
+
+
+def _slices(fleet) -> dict[str, dict]:
+    return {r["name"]: r for r in _ok(fleet("show", "slices", "-o", "json"))}
+
+
+def _job(fleet, name: str = "j") -> dict:
+    (row,) = [r for r in _ok(fleet("show", "jobs", "-o", "json")) if r["name"] == name]
+    return row
+
+
+def _no_cube_twice(fleet) -> None:
+    held = [c for r in _slices(fleet).values() if not r["machines"] for c in r["cubes"]]
+    assert len(held) == len(set(held)), held
+
+
+def _four_slices_over_two_pods(fleet, *extra: str) -> dict:
+    d = _ok(fleet("allocate", "j", "--shape", "4x4x8", "--slices", "4", "--spread", *extra, "-o", "json"))
+    assert [s["slice"] for s in d["slices"]] == ["j-0", "j-1", "j-2", "j-3"]
+    assert d["per_pod"] == {"pod0": 2, "pod1": 2} and d["pods"] == ["pod0", "pod1"]
+    assert "not one pod each" in d["note"]  # 4 slices, 2 pods: said, not hidden
+    assert len({c for s in d["slices"] for c in s["cubes"]}) == 8
+    assert _ok(fleet("status", "-o", "json"))["cubes"] == {"free": 8, "allocated": 8, "out": 0}
+    assert _job(fleet)["state"] == "pending"
+    wired = _ok(fleet("plan-xconnect", "j", "--apply", "-o", "json"))
+    assert wired["applied"] and [p["slice"] for p in wired["plans"]] == ["j-0", "j-1", "j-2", "j-3"]
+    assert wired["summary"] == {"add": 4 * 96, "remove": 0, "keep": 0}
+    job = _job(fleet)
+    assert (job["state"], job["active_slices"], job["total_slices"]) == ("running", 4, 4)
+    return d
+
+
+def _host_fault_on(fleet, d: dict, slice_name: str) -> dict:
+    (cube,) = [s["cubes"][0] for s in d["slices"] if s["slice"] == slice_name]
+    (radius,) = [_ok(fleet("inject-fault", f"host:{cube}/3", "-o", "json"))]
+    assert [(s["slice"], s["action"]) for s in radius["slices"]] == [(slice_name, "reschedule")]
+    return radius
+
+
+def test_a_non_elastic_job_stops_whole_and_runs_again_after_one_reschedule(pods2):
+    d = _four_slices_over_two_pods(pods2)
+    _host_fault_on(pods2, d, "j-1")
+    job = _job(pods2)
+    assert (job["state"], job["active_slices"], job["evicted"]) == ("stopped", 3, ["j-1"])
+    assert (job["throughput_kept"], job["step_slowdown"]) == (0, None)
+    slices = _slices(pods2)
+    assert [slices[n]["state"] for n in ("j-0", "j-2", "j-3")] == ["connected"] * 3  # still held
+    proposals = {n: r["proposal"] for n, r in slices.items() if r["proposal"]}
+    assert list(proposals) == ["j-1"] and proposals["j-1"]["pod"] == slices["j-1"]["pod"]  # one replacement slice
+    text = pods2("show", "jobs").out
+    assert "stopped" in text and "3/4" in text and "j-1" in text
+    moved = _ok(pods2("reschedule", "j-1", "-o", "json"))
+    assert moved["cubes"] == proposals["j-1"]["cubes"]
+    job = _job(pods2)
+    assert (job["state"], job["active_slices"], job["evicted"], job["throughput_kept"]) == ("running", 4, [], 1)
+    assert _slices(pods2)["j-1"]["job"] == "j"
+    _no_cube_twice(pods2)
+
+
+def test_an_elastic_job_runs_on_three_of_four_slices_and_reports_the_slowdown(pods2):
+    d = _four_slices_over_two_pods(pods2, "--elastic", "3")
+    _host_fault_on(pods2, d, "j-2")
+    job = _job(pods2)
+    assert (job["state"], job["active_slices"], job["total_slices"], job["elastic_min"]) == ("degraded", 3, 4, 3)
+    assert (job["throughput_kept"], job["step_slowdown"]) == (0.75, 1.333)
+    status = _ok(pods2("status", "-o", "json"))
+    assert [(j["name"], j["state"]) for j in status["jobs"]] == [("j", "degraded")]
+    assert {s["name"]: s["job"] for s in status["slices"]} == {f"j-{i}": "j" for i in range(4)}
+    assert "3/4 slices active  degraded, keeps 0.75 (step x1.333)" in pods2("status").out
+    _ok(pods2("reschedule", "j-2", "-o", "json"))
+    assert _job(pods2)["state"] == "running"
+    _no_cube_twice(pods2)
+
+
+def test_release_frees_every_slice_and_its_tables(pods2):
+    _four_slices_over_two_pods(pods2)
+    assert pods2("routes", "j-0", "-o", "json").code == 0
+    assert (pods2.state / "routes" / "j-0.npz").exists()
+    before = snapshot(pods2.state)
+    r = pods2("release", "j-0")
+    assert r.code == 1 and "release the job" in r.err and "'j'" in r.err and r.err.count("\n") == 1
+    assert snapshot(pods2.state) == before
+    d = _ok(pods2("release", "j", "-o", "json"))
+    assert d["slices"] == ["j-0", "j-1", "j-2", "j-3"] and len(d["released_cubes"]) == 8
+    assert _ok(pods2("status", "-o", "json"))["cubes"] == {"free": 16, "allocated": 0, "out": 0}
+    assert _ok(pods2("show", "jobs", "-o", "json")) == [] and not list((pods2.state / "routes").glob("j-*"))
+    assert "jobs" not in json.loads((pods2.state / "state.json").read_text())
+
+
+def test_a_saved_job_plan_is_applied_in_one_step_and_not_twice(pods2, tmp_path):
+    assert pods2("allocate", "j", "--shape", "4x4x4", "--slices", "3").code == 0
+    plan = tmp_path / "j.plan"
+    assert pods2("plan-xconnect", "j", "--out", plan, "--detailed-exitcode").code == 4
+    saved = json.loads(plan.read_text())
+    assert saved["kind"] == "tpufleet-xconnect-job-plan" and [p["slice"] for p in saved["plans"]] == [
+        "j-0",
+        "j-1",
+        "j-2",
+    ]
+    serial = _ok(pods2("status", "-o", "json"))["serial"]
+    d = _ok(pods2("apply-xconnect", plan, "-o", "json"))
+    assert d["applied"] and d["serial"] == serial + 1 and d["summary"]["add"] == 3 * 48
+    assert _job(pods2)["state"] == "running"
+    assert pods2("plan-xconnect", "j", "--detailed-exitcode").code == 0  # nothing left to do
+    before = snapshot(pods2.state)
+    again = pods2("apply-xconnect", plan)
+    assert again.code == 1 and "stale plan" in again.err and "j-0" in again.err
+    assert snapshot(pods2.state) == before
+    one = _ok(pods2("plan-xconnect", "j-1", "-o", "json"))  # a job's slice plans alone, as any slice
+    assert one["slice"] == "j-1" and one["summary"]["add"] == 0
+
+
+def test_allocate_without_slices_is_unchanged(pods2):
+    d = _ok(pods2("allocate", "solo", "--shape", "4x4x8", "-o", "json"))
+    assert d["slice"] == "solo" and "job" not in d and len(d["cubes"]) == 2
+    assert _slices(pods2)["solo"]["job"] is None
+    assert "job" not in json.loads((pods2.state / "state.json").read_text())["slices"]["solo"]
+
+
+BAD_INPUT = [
+    (["new", "--slices", "0"], "--slices: 0"),
+    (["new", "--slices", "-2"], "--slices: -2"),
+    (["new", "--slices", "4", "--elastic", "5"], "--elastic: 5 is above --slices 4"),
+    (["new", "--slices", "4", "--elastic", "0"], "--elastic: 0 is below 1"),
+    (["new", "--elastic", "2"], "--elastic: only with --slices"),
+    (["new", "--spread"], "--spread: only with --slices"),
+    (["solo", "--slices", "2"], "job name 'solo' collides with slice 'solo'"),
+    (["SOLO", "--slices", "2"], "collides with slice 'solo'"),
+    (["x", "--slices", "2"], "x-1 (slice 'x-1')"),  # a slice name the job would create
+    (["JJ"], "slice name 'JJ' collides with job 'jj'"),
+    (["new", "--slices", "2", "--cubes", "c00"], "--cubes: 'c00' with --slices"),
+    (["new", "--slices", "2", "--pod", "pod0", "--pod", "pod0"], "--pod: 'pod0' given twice"),
+    (["new", "--slices", "2", "--pod", "pod0,pod9"], "unknown pod 'pod9'"),
+    (["new", "--pod", "pod0", "--pod", "pod1"], "--pod: pod0,pod1: a slice lives in one pod"),
+    (["n" * 63, "--slices", "2"], "n-1'"),  # its slices' names would pass 64 characters
+]
+
+
+def test_bad_input_exits_2_naming_the_value_and_changes_nothing(pods2):
+    """One fleet for every case (each is refused, so each starts from the same state)."""
+    for name, extra in (("solo", []), ("x-1", []), ("jj", ["--slices", "2"])):
+        assert pods2("allocate", name, "--shape", "4x4x4", *extra).code == 0
+    before = snapshot(pods2.state)
+    for args, named in BAD_INPUT:
+        r = pods2("allocate", *args, "--shape", "4x4x4")
+        assert r.code == 2 and named in r.err and r.err.count("\n") == 1, (args, r.err)
+        assert snapshot(pods2.state) == before, args
+
+
+def test_refusals_exit_1_and_change_nothing(pods2):
+    assert pods2("allocate", "j", "--shape", "4x4x8", "--slices", "2").code == 0
+    before = snapshot(pods2.state)
+    for args, said in (
+        (["j", "--shape", "4x4x4", "--slices", "2"], "job 'j' already exists"),
+        (["big", "--shape", "4x4x8", "--slices", "7"], "6 placed, then"),  # all or nothing: 14 cubes free
+        (["big", "--shape", "4x4x8", "--slices", "5", "--pod", "pod1"], "4 placed"),
+    ):
+        r = pods2("allocate", *args)
+        assert r.code == 1 and said in r.err, r.err
+        assert snapshot(pods2.state) == before
+    r = pods2("release", "nothing")
+    assert r.code == 1 and snapshot(pods2.state) == before
+
+
+def test_a_job_of_sub_cube_slices_and_its_table(pods2):
+    d = _ok(pods2("allocate", "dev", "--shape", "2x2x2", "--slices", "3", "-o", "json"))
+    assert [len(s["machines"]) for s in d["slices"]] == [2, 2, 2]
+    machines = [(s["cubes"][0], m) for s in d["slices"] for m in s["machines"]]
+    assert len(machines) == len(set(machines))  # no machine in two slices
+    assert _ok(pods2("plan-xconnect", "dev", "--apply", "-o", "json"))["summary"]["add"] == 0
+    assert _job(pods2, "dev")["state"] == "running"
+    table = pods2("show", "jobs").out.splitlines()
+    assert table[0].split()[:4] == ["job", "shape", "active", "elastic"] and "3/3" in table[2]
