@@ -61,12 +61,16 @@ def test_the_page_has_what_the_wall_needs(cli, tmp_path):
     rows = re.findall(r"<tr data-job='([^']*)'", html)
     assert rows[0] == "waiter"  # the worst MPG first, not by name
     assert "the brief" not in html.lower() and "seed 00" not in html.lower()
-    data = json.loads(re.search(r"id='drill-data'>(.*?)</script>", html, re.S)[1])
+    found = re.search(r"id='drill-data'>(.*?)</script>", html, re.S)
+    assert found is not None
+    data = json.loads(found[1])
     assert set(data) == {"train-a", "serve", "waiter", "slow"}
     assert {s[2] for s in data["train-a"]["segments"]} >= {"productive", "checkpoint_save", "tpu_initialization"}
 
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+CHROMIUM: str | None = next(
+    (path for n in ("chromium", "chromium-browser", "google-chrome") if (path := shutil.which(n))), None
+)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (make test-browser installs one)")
@@ -75,6 +79,7 @@ def test_a_real_browser_renders_it_without_script_errors(cli, tmp_path, size):
     html = tmp_path / "wall.html"
     html.write_text(page(cli, tmp_path, evil_log(tmp_path), FIX / "fleet.jsonl", FIX / "slow_steps.jsonl"))
     shot = tmp_path / f"wall-{size.split(',')[0]}.png"
+    assert CHROMIUM is not None
     base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={size}"]
     done = subprocess.run(
         [*base, "--enable-logging=stderr", "--v=0", "--dump-dom", html.as_uri()],
