@@ -22,7 +22,7 @@ def _snapshot(cli):
 
 @pytest.fixture
 def story(fleet):
-    """Serial 1 init; 2 allocate a; 3 wire a; 4 allocate b; 5 wire b; 6 OCS fault; 7 release b."""
+    """Serial 1 init; 2 allocate a; 3 wire a; 4 allocate b; 5 wire b."""
     _ok(fleet, "allocate", "a", "--shape", "4x4x8")
     _ok(fleet, "plan-xconnect", "a", "--apply")
     _ok(fleet, "allocate", "b", "--shape", "4x4x4")
@@ -126,3 +126,60 @@ def test_explain_component_lists_dependants(story):
 def test_explain_unknown_things(fleet, what, code, text):
     r = fleet("-o", "json", "explain", what)
     assert r.code == code and text in json.loads(r.err)["error"]
+
+
+def test_diff_shows_a_slice_made_again_under_its_name(fleet):
+    _ok(fleet, "allocate", "x", "--shape", "4x4x8")
+    _ok(fleet, "release", "x")
+    _ok(fleet, "allocate", "x", "--shape", "4x4x4", "--cubes", "c20")
+    d = _ok(fleet, "diff", "1", "-o", "json").json
+    assert d["slices"]["added"] == ["x"] and d["slices"]["changed"] == {}
+    d = _ok(fleet, "diff", "2", "-o", "json").json
+    assert d["slices"]["added"] == [] and d["slices"]["removed"] == []
+    assert d["slices"]["changed"]["x"]["shape"] == ["4x4x8", "4x4x4"]
+    assert d["slices"]["changed"]["x"]["cubes"] == [["c00", "c01"], ["c20"]]
+
+
+def test_diff_across_init_force_shows_what_was_replaced(fleet):
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "init", "--force")
+    d = _ok(fleet, "diff", "3", "-o", "json").json
+    assert d["slices"]["removed"] == ["a"] and d["ocs"] and all(not c["add"] for c in d["ocs"].values())
+
+
+def _rewrite_journal(state, change):
+    path = state / "journal.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(change(e)) + "\n" for e in lines))
+
+
+@pytest.mark.parametrize("bad", ["²", "999999w", "0001-01-01T00:00+01:00", "9" * 30])
+def test_history_since_out_of_range_is_bad_input(fleet, bad):
+    r = fleet("history", "--since", bad)
+    assert r.code == 2 and r.err.startswith("tpufleet: error: bad option --since")
+
+
+@pytest.mark.parametrize("damage", [{}, None, "x", {"slices": []}])
+def test_damaged_deltas_count_as_without_detail(story, damage):
+    _rewrite_journal(story.state, lambda e: {**e, "delta": damage} if e["serial"] == 3 else e)
+    d = _ok(story, "diff", "1", "-o", "json").json
+    assert d["without_detail"] == [3] and d["slices"]["added"] == ["a", "b"]
+    assert [r["serial"] for r in _ok(story, "history", "--slice", "a", "-o", "json").json] == [2, 3]
+
+
+def test_history_of_a_slice_in_older_journals(story):
+    _rewrite_journal(story.state, lambda e: {k: v for k, v in e.items() if k != "delta"})
+    assert [r["serial"] for r in _ok(story, "history", "--slice", "a", "-o", "json").json] == [2, 3]
+    assert _ok(story, "history", "--slice", "x", "-o", "json").json == []  # "init: 1 pod(s) x 64 cubes" is not x
+    assert _ok(story, "diff", "1", "-o", "json").json["without_detail"] == [2, 3, 4, 5]
+
+
+def test_damaged_journal_lines_are_named(story):
+    path = story.state / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = "not json"
+    path.write_text("\n".join(lines) + "\n")
+    r = story("history")
+    assert r.code == 0 and "damaged line(s) 3 skipped" in r.err
+    assert "damaged line(s) 3" in story("diff", "1").err

@@ -27,13 +27,15 @@ def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
     value = text.strip()
     age = _AGE.fullmatch(value)
-    if age:
-        return now - timedelta(**{_UNIT[age[2]]: int(age[1])})
     try:
+        if age:
+            return now - timedelta(**{_UNIT[age[2]]: int(age[1])})
         moment = datetime.fromisoformat(value.replace("z", "Z"))
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
         raise BadInput(f"bad option {option}: {shown(text)} is not {TIME_HELP}") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:  # an age or a zone that leaves the calendar (999999w, 0001-01-01T00:00+01:00)
+        raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
 
 
 def parse_stamp(text: str) -> datetime | None:

@@ -8,26 +8,18 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-from tpufleet.errors import BadInput
 from tpufleet.timeparse import TIME_HELP
 
 
-def _since_filter(since: str | None):
-    """--since as a serial (digits) or a time; a predicate on journal entries."""
-    if since is None:
-        return lambda e: True
-    if since.strip().isdigit():
-        serial = int(since)
-        return lambda e: e["serial"] >= serial
-    from tpufleet.timeparse import parse_stamp, parse_time
-
-    moment = parse_time(since, "--since")
-    return lambda e: (stamp := parse_stamp(e.get("time", ""))) is not None and stamp >= moment
-
-
-def _history_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    keep = ("serial", "time", "user", "command", "summary", "details", "delta")
-    return [{k: e[k] for k in keep if k in e} for e in entries]
+def _journal(ctx: typer.Context) -> list[dict[str, Any]]:
+    """The committed journal; a damaged line is skipped and named on stderr (as `show journal` does)."""
+    store = ctx.obj.store()
+    serial = store.load().serial
+    damaged = store.journal_damage(serial)
+    if damaged:
+        lines = ", ".join(map(str, damaged[:10])) + (" ..." if len(damaged) > 10 else "")
+        typer.echo(f"tpufleet: warning: {store.journal_path}: damaged line(s) {lines} skipped", err=True)
+    return store.journal(serial)
 
 
 @app.command(
@@ -47,16 +39,9 @@ def history_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """The journal as a readable timeline: who changed what, when, oldest first."""
-    from tpufleet.state.delta import touches_slice
+    from tpufleet.ops.history import timeline
 
-    store = ctx.obj.store()
-    keep = _since_filter(since)
-    entries = [e for e in store.journal() if keep(e)]
-    if slice_name is not None:
-        entries = [
-            e for e in entries if touches_slice(e.get("delta", {}), slice_name) or slice_name in e["summary"].split()
-        ]
-    rows = _history_rows(entries)
+    rows = timeline(_journal(ctx), since, slice_name)
     emit(
         rows,
         output,
@@ -112,21 +97,7 @@ def diff_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """What changed between two serials: slices added, removed or changed, faults opened and cleared, cross-connects."""
-    from tpufleet.state.delta import combine
+    from tpufleet.ops.history import diff
 
-    store = ctx.obj.store()
-    entries = store.journal()
-    now = entries[-1]["serial"] if entries else 0
-    end = now if end is None else end
-    if not start <= end <= now:
-        raise BadInput(f"bad serials {start} {end}: need SERIAL <= SERIAL <= {now} (the current serial)")
-    span = [e for e in entries if start < e["serial"] <= end]
-    net = combine([e["delta"] for e in span if "delta" in e])
-    d = {
-        "from": start,
-        "to": end,
-        "commits": len(span),
-        **net,
-        "without_detail": [e["serial"] for e in span if "delta" not in e],
-    }
+    d = diff(_journal(ctx), start, end)
     emit(d, output, lambda: _diff_text(d))

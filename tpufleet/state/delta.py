@@ -30,7 +30,15 @@ def _slices(before: Doc, after: Doc) -> Doc:
         }
         if fields:
             changed[name] = fields
-    return {"added": sorted(new.keys() - old.keys()), "removed": sorted(old.keys() - new.keys()), "changed": changed}
+    added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
+    out: Doc = {"added": added, "removed": removed, "changed": changed}
+    # What a released slice was and what a new one is, so that `combine` can show a slice released and made again
+    # under the same name as a change of its fields.
+    if removed:
+        out["was"] = {n: {f: old[n].get(f) for f in _SLICE_FIELDS} for n in removed}
+    if added:
+        out["now"] = {n: {f: new[n].get(f) for f in _SLICE_FIELDS} for n in added}
+    return out
 
 
 def _faults(before: Doc, after: Doc) -> Doc:
@@ -71,8 +79,31 @@ def delta(before: Doc, after: Doc) -> Doc:
     }
 
 
+def is_delta(value: object) -> bool:
+    """Whether a journal line's ``delta`` has the recorded form (a hand-edited or damaged one does not count)."""
+    if not isinstance(value, dict):
+        return False
+    parts = {"slices": dict, "faults": dict, "ocs": dict}
+    if not all(isinstance(value.get(k), t) for k, t in parts.items()):
+        return False
+    s, f = value["slices"], value["faults"]
+    return (
+        isinstance(s.get("added"), list)
+        and isinstance(s.get("removed"), list)
+        and isinstance(s.get("changed"), dict)
+        and isinstance(f.get("opened"), list)
+        and isinstance(f.get("cleared"), list)
+        and all(
+            isinstance(c, dict) and isinstance(c.get("add"), list) and isinstance(c.get("remove"), list)
+            for c in value["ocs"].values()
+        )
+    )
+
+
 def touches_slice(d: Doc, name: str) -> bool:
     s, r = d.get("slices", {}), d.get("routes", {})
+    if not isinstance(r, dict):
+        r = {}
     named = [
         *s.get("added", []),
         *s.get("removed", []),
@@ -83,54 +114,77 @@ def touches_slice(d: Doc, name: str) -> bool:
     return name in named or name in r.get("dropped", [])
 
 
-def combine(deltas: list[Doc]) -> Doc:
-    """The net change of consecutive deltas (oldest first): a slice added then removed is neither; a cross-connect
-    added then removed is neither; a fault opened and cleared within the range is listed in both."""
-    added: set[str] = set()
-    removed: set[str] = set()
-    changed: dict[str, dict[str, list[Any]]] = {}
-    opened: list[Doc] = []
-    cleared: list[str] = []
-    ocs: dict[str, dict[tuple[int, ...], int]] = {}
-    for d in deltas:
-        s = d["slices"]
-        for name in s["added"]:
-            if name in removed:  # released and made again within the range: net, it changed
-                removed.discard(name)
-            else:
-                added.add(name)
+class _Net:
+    """The running sum of deltas that `combine` keeps."""
+
+    def __init__(self) -> None:
+        self.added: set[str] = set()
+        self.removed: set[str] = set()
+        self.changed: dict[str, dict[str, list[Any]]] = {}
+        self.opened: list[Doc] = []
+        self.cleared: list[str] = []
+        self.ocs: dict[str, dict[tuple[int, ...], int]] = {}
+        self.was: dict[str, dict[str, Any]] = {}  # a removed slice's fields as at the start of the range
+
+    def slices(self, s: Doc) -> None:
         for name in s["removed"]:
-            if name in added:
-                added.discard(name)
-            else:
-                removed.add(name)
-            changed.pop(name, None)
+            if name in self.added:
+                self.added.discard(name)
+                continue
+            self.removed.add(name)
+            was = dict(s.get("was", {}).get(name, {}))
+            was.update({f: v[0] for f, v in self.changed.pop(name, {}).items()})
+            self.was[name] = was
+        for name in s["added"]:
+            if name not in self.removed:
+                self.added.add(name)
+                continue
+            self.removed.discard(name)  # released and made again within the range: net, its fields changed
+            was, now = self.was.pop(name, {}), s.get("now", {}).get(name, {})
+            self.changed[name] = {f: [was.get(f), now.get(f)] for f in _SLICE_FIELDS if f in was or f in now}
         for name, fields in s["changed"].items():
-            net = changed.setdefault(name, {})
+            net = self.changed.setdefault(name, {})
             for f, (old, new) in fields.items():
                 net[f] = [net.get(f, [old])[0], new]
-        opened += d["faults"]["opened"]
-        cleared += d["faults"]["cleared"]
-        for key, ch in d["ocs"].items():
-            counts = ocs.setdefault(key, {})
+
+    def cross_connects(self, ocs: Doc) -> None:
+        for key, ch in ocs.items():
+            counts = self.ocs.setdefault(key, {})
             for p in ch["add"]:
                 counts[tuple(p)] = counts.get(tuple(p), 0) + 1
             for p in ch["remove"]:
                 counts[tuple(p)] = counts.get(tuple(p), 0) - 1
-    net_changed = {n: {f: v for f, v in fs.items() if v[0] != v[1]} for n, fs in changed.items() if n not in added}
-    return {
-        "slices": {
-            "added": sorted(added),
-            "removed": sorted(removed),
-            "changed": {n: fs for n, fs in sorted(net_changed.items()) if fs},
-        },
-        "faults": {"opened": opened, "cleared": cleared},
-        "ocs": {
-            key: {
-                "add": [list(p) for p, n in sorted(c.items()) if n > 0],
-                "remove": [list(p) for p, n in sorted(c.items()) if n < 0],
-            }
-            for key, c in sorted(ocs.items())
-            if any(c.values())
-        },
-    }
+
+    def result(self) -> Doc:
+        changed = {n: {f: v for f, v in fs.items() if v[0] != v[1]} for n, fs in self.changed.items()}
+        return {
+            "slices": {
+                "added": sorted(self.added),
+                "removed": sorted(self.removed),
+                "changed": {
+                    n: fs for n, fs in sorted(changed.items()) if fs and n not in self.added and n not in self.removed
+                },
+            },
+            "faults": {"opened": self.opened, "cleared": self.cleared},
+            "ocs": {
+                key: {
+                    "add": [list(p) for p, n in sorted(c.items()) if n > 0],
+                    "remove": [list(p) for p, n in sorted(c.items()) if n < 0],
+                }
+                for key, c in sorted(self.ocs.items())
+                if any(c.values())
+            },
+        }
+
+
+def combine(deltas: list[Doc]) -> Doc:
+    """The net change of consecutive deltas (oldest first): a slice added then removed is neither; a cross-connect
+    added then removed is neither; a fault opened and cleared within the range is listed in both. A slice released
+    and made again under the same name shows as changed (its shape or cubes, old -> new)."""
+    net = _Net()
+    for d in deltas:
+        net.slices(d["slices"])
+        net.opened += d["faults"]["opened"]
+        net.cleared += d["faults"]["cleared"]
+        net.cross_connects(d["ocs"])
+    return net.result()

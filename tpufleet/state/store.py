@@ -204,10 +204,18 @@ class Store:
             if self.exists() and not replace:
                 raise Refused(f"a fleet state already exists in {self.dir}; use --force to replace it")
             serial = self._last_serial() if self.exists() else self._journal_serial()
+            before = self._replaced_doc() if self.exists() else {}
             tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()))
             yield tx
             if tx.change is not None:
-                self._commit(tx.state, tx.change, serial, command, {})
+                self._commit(tx.state, tx.change, serial, command, before)
+
+    def _replaced_doc(self) -> dict[str, Any]:
+        """The state `init --force` replaces, for its journal delta (empty when it cannot be read)."""
+        try:
+            return self._load_doc()
+        except (BadInput, Refused):  # damaged or unreadable: the delta then lists only what the new state has
+            return {}
 
     def _commit(self, state: FleetState, change: Change, serial: int, command: str, before: dict[str, Any]) -> None:
         """Journal line first (durable), then the state file renamed into place. Should anything fail before the
