@@ -1,4 +1,4 @@
-"""Goodput report renderings: terminal table, CSV, Markdown and a self-contained HTML page (pure)."""
+"""Goodput report renderings: terminal table, CSV and Markdown (pure; the HTML page is `wall`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import datetime as dt
 import html
 import io
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tpufleet.goodput.health import SLOW_FACTOR
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 COLUMNS = ("sg", "rg", "pg", "mpg")
 
@@ -234,91 +231,3 @@ def tabulate_rows(rows_: list[list[Any]], headers: list[str]) -> str:
     from tabulate import tabulate
 
     return tabulate(rows_, headers=headers, tablefmt="simple", disable_numparse=True)
-
-
-def _svg(fig: Figure) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    text = buf.getvalue()
-    return text[text.index("<svg") :]
-
-
-def charts(report: Report) -> list[tuple[str, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "path"  # text as paths: no input string reaches the page as markup
-    import matplotlib.pyplot as plt
-
-    out = []
-    periods = report["periods"]
-    if periods:
-        fig, ax = plt.subplots(figsize=(8, 3.4), dpi=100)
-        x = list(range(len(periods)))
-        for key, style in (("mpg", "o-"), ("sg", "s--"), ("rg", "^--"), ("pg", "d--")):
-            ax.plot(x, [p[key] if p[key] is not None else float("nan") for p in periods], style, label=key.upper())
-        ax.set_xticks(x)
-        ax.set_xticklabels([p["period"] for p in periods], rotation=30, ha="right", fontsize=8)
-        ax.set_ylim(0, 1.05)
-        ax.grid(alpha=0.3)
-        ax.legend(ncol=4, fontsize=8)
-        ax.set_title("MPG and its factors over time")
-        fig.tight_layout()
-        out.append(("MPG over time", _svg(fig)))
-        plt.close(fig)
-    f = report["fleet"]
-    fig, ax = plt.subplots(figsize=(8, 3.4), dpi=100)
-    names = list(BUCKETS)
-    ax.barh(names, [f["badput_pct"][b] for b in names])
-    ax.invert_yaxis()
-    ax.set_xlabel("% of all-allocated chip-time")
-    ax.set_title("Badput breakdown")
-    ax.tick_params(axis="y", labelsize=8)
-    fig.tight_layout()
-    out.append(("Badput breakdown", _svg(fig)))
-    plt.close(fig)
-    return out
-
-
-def to_html(report: Report) -> str:
-    e = html.escape
-    f = report["fleet"]
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ML Productivity Goodput</title>",
-        "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
-        "td:first-child,td:nth-child(2){text-align:left}.big{font-size:1.4em}</style></head><body>",
-        "<h1>ML Productivity Goodput</h1>",
-        f"<p>Window {e(_when(f['window']['start']))} to {e(_when(f['window']['end']))}; {f['jobs']} jobs; "
-        f"capacity basis {e(f['capacity_basis'])}.</p>",
-        f"<p class='big'>SG {_f(f['sg'])} &times; RG {_f(f['rg'])} &times; PG {_f(f['pg'])} = <b>MPG {_f(f['mpg'])}</b></p>",
-    ]
-    for title, svg in charts(report):
-        parts.append(f"<h2>{e(title)}</h2>{svg}")
-    parts.append(
-        "<h2>Fleet, segments, periods, jobs</h2><table><tr><th>scope</th><th>key</th><th>SG</th><th>RG</th>"
-        "<th>PG</th><th>MPG</th><th>productive chip-s</th><th>all-allocated chip-s</th></tr>"
-    )
-    for r in rows(report):
-        parts.append(
-            "<tr>"
-            + "".join(
-                f"<td>{e(str(v))}</td>"
-                for v in (
-                    r["scope"],
-                    r["key"],
-                    _f(r["sg"]),
-                    _f(r["rg"]),
-                    _f(r["pg"]),
-                    _f(r["mpg"]),
-                    f"{r['productive_chip_s']:.0f}",
-                    f"{r['all_allocated_chip_s']:.0f}",
-                )
-            )
-            + "</tr>"
-        )
-    parts.append("</table><h2>Badput</h2><table><tr><th>bucket</th><th>chip-s</th><th>share</th></tr>")
-    for b in BUCKETS:
-        parts.append(f"<tr><td>{e(b)}</td><td>{f['badput_chip_s'][b]:.0f}</td><td>{f['badput_pct'][b]:.2f}%</td></tr>")
-    parts.append("</table></body></html>")
-    return "\n".join(parts)
