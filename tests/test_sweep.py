@@ -170,11 +170,14 @@ def test_killed_at_a_named_point_then_resumed_gives_the_uninterrupted_output(tmp
     cmd = [sys.executable, "-m", "tpufleet", "sweep", str(path), "--serial", "-o", "json"]
     killed = subprocess.run([*cmd, "--out", str(tmp_path / "a")], env=env, capture_output=True, cwd=ROOT)
     assert killed.returncode == -9
-    assert len(list((tmp_path / "a" / "points").iterdir())) == 2
+    finished = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (tmp_path / "a" / "points").iterdir()}
+    assert len(finished) == 2
     env.pop("TPUFLEET_CRASH_AT")
     resumed = subprocess.run([*cmd, "--out", str(tmp_path / "a"), "--resume"], env=env, capture_output=True, cwd=ROOT)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["points_resumed"] == 2
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (tmp_path / "a" / "points").iterdir()}
+    assert len(after) == 4 and {name: after[name] for name in finished} == finished  # not run again
     whole = subprocess.run([*cmd, "--out", str(tmp_path / "b")], env=env, capture_output=True, cwd=ROOT)
     assert whole.returncode == 0
     assert sweep_json(tmp_path / "a") == sweep_json(tmp_path / "b")
