@@ -65,6 +65,8 @@ def rows(report: Report) -> list[dict[str, Any]]:
         )
     for p in report["periods"]:
         add("period", p["period"], p, p["productive_chip_s"], p["all_allocated_chip_s"], p["badput_chip_s"])
+    for w in report.get("windows", []):
+        add("window", f"last {w['window']}", w, w["productive_chip_s"], w["all_allocated_chip_s"], w["badput_chip_s"])
     for j in report["jobs"]:
         c = j["chips"]
         add(
@@ -161,6 +163,20 @@ def to_table(report: Report, top: int = 15) -> str:
                 disable_numparse=True,
             ),
         ]
+    if report.get("windows"):
+        lines += [
+            "",
+            tabulate(
+                [[f"last {w['window']}", *[_f(w[c]) for c in COLUMNS]] for w in report["windows"]],
+                headers=["window", "SG", "RG", "PG", "MPG"],
+                tablefmt="simple",
+                disable_numparse=True,
+            ),
+        ]
+    if report.get("exclusions"):
+        lines.append(
+            f"\nnot charged: {len(report['exclusions'])} excluded span(s), {report['fleet']['excluded_chip_s']:,.0f} chip-s"
+        )
     jobs = sorted(report["jobs"], key=lambda j: (j["mpg"] is None, j["mpg"] or 0))[:top]
     lines += [
         "",
