@@ -56,10 +56,14 @@ def test_errors_are_json_on_stderr_with_json_output(fleet):
 
 
 def test_refusal_items_are_listed_in_json_errors(fleet):
-    assert fleet("allocate", "a", "--shape", "16x16x16").code == 0
-    r = fleet("-o", "json", "allocate", "b", "--shape", "4x4x4")
+    assert fleet("inject-fault", "ocs:pod0/z/5").code == 0
+    assert fleet("allocate", "a", "--shape", "8x8x8", "--no-fault-tolerant-routing").code == 0
+    plain = fleet("plan-xconnect", "a", "--apply")
+    r = fleet("-o", "json", "plan-xconnect", "a", "--apply")
     err = json.loads(r.err)
-    assert r.code == 1 and err["exit_code"] == 1 and isinstance(err["items"], list)
+    assert r.code == plain.code == 1 and err["exit_code"] == 1
+    assert err["items"] == ["ocs:pod0/z/5 is down (faults f1)"]
+    assert plain.err.splitlines()[1:] == ["  ocs:pod0/z/5 is down (faults f1)"]
 
 
 def test_plain_errors_stay_one_line(fleet):
@@ -200,3 +204,27 @@ def test_progress_on_a_terminal_only():
     assert code == 0 and "simulating pods" in text
     piped = subprocess.run([sys.executable, "-m", "tpufleet", *args], capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == "" and len(json.loads(piped.stdout)["results"]) == 2
+
+
+def test_group_readable_state_stays_so_without_the_option(cli):
+    import grp
+
+    group = grp.getgrgid(os.getegid()).gr_name
+    assert cli("--group", group, "init").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x4").code == 0  # no --group this time
+    for name in ("state.json", "journal.jsonl"):
+        assert stat.S_IMODE((cli.state / name).stat().st_mode) == 0o640
+
+
+def test_config_report_format_leaves_other_commands_alone(fleet, tmp_path, monkeypatch):
+    _config(tmp_path, monkeypatch, 'output = "md"\n')
+    assert fleet("status").out.startswith("serial 1")  # status has no md: its table
+    assert fleet("report").out.startswith("# Fleet report")
+    r = fleet("-o", "md", "status")  # given as an option, the format must suit the command
+    assert r.code == 2 and "'md' is not one of" in r.err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e9"])
+def test_lock_timeout_must_be_a_real_duration(fleet, value):
+    r = fleet("--lock-timeout", value, "status")
+    assert r.code == 2 and "--lock-timeout" in r.err

@@ -81,17 +81,26 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def output_defaults(command: object, fmt: str) -> dict[str, object]:
+def _accepts(param: object, fmt: str) -> bool:
+    choices = getattr(getattr(param, "type", None), "choices", None)
+    return choices is None or fmt in [getattr(c, "value", c) for c in choices]
+
+
+def output_defaults(command: object, fmt: str, everywhere: bool = True) -> dict[str, object]:
     """A Click `default_map` giving every command (and sub-command) that has -o/--output the format `fmt`.
 
     This is how `tpufleet -o json status` and a config file's `output` reach the commands: a command's own
-    -o still wins, since Click consults the default map only for options not given on the command line.
+    -o still wins, since Click consults the default map only for options not given on the command line. A format
+    from the config file (`everywhere=False`) reaches only the commands that offer it (`md` suits the reports, and
+    `status` keeps its table); one given as an option reaches every command, which refuses one it cannot write.
     """
     mapping: dict[str, object] = {}
     for name, sub in getattr(command, "commands", {}).items():
         if getattr(sub, "commands", None):
-            mapping[name] = output_defaults(sub, fmt)
-        elif any(p.name == "output" for p in sub.params):
+            mapping[name] = output_defaults(sub, fmt, everywhere)
+            continue
+        param = next((p for p in sub.params if p.name == "output"), None)
+        if param is not None and (everywhere or _accepts(param, fmt)):
             mapping[name] = {"output": fmt}
     return mapping
 
@@ -116,9 +125,8 @@ def _apply_config(
     SETTINGS.state, SETTINGS.lock_timeout = state, lock_timeout
     files.share_with_group(group or config.group)
     lock.WAIT_NOTICE.say = (lambda line: print(f"tpufleet: {line}", file=sys.stderr)) if sys.stderr.isatty() else None
-    fmt = fmt or config.output
-    if fmt:
-        ctx.default_map = output_defaults(ctx.command, fmt)
+    if fmt or config.output:
+        ctx.default_map = output_defaults(ctx.command, fmt or config.output or "", everywhere=fmt is not None)
 
 
 @app.callback()
@@ -172,6 +180,8 @@ def root(
 
     if output is not None and output not in OUTPUT_FORMATS:
         raise BadInput(f"bad option -o/--output: {output!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
+    if not 0 <= lock_timeout <= 86400:  # also refuses nan, which every comparison fails
+        raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to 86400 seconds")
     SETTINGS.debug = debug
     _apply_config(ctx, state, lock_timeout, group, output)
     ctx.obj = SETTINGS

@@ -159,6 +159,8 @@ def check_state_dir(path: Path) -> None:
             "run tpufleet as its owner"
         )
     mode = stat.S_IMODE(st.st_mode)
+    if SHARING.gid is None and mode & 0o050 == 0o050:
+        SHARING.gid = st.st_gid  # a directory opened to a group stays so: files follow it without --group
     if mode & 0o022:
         who = " and ".join(w for bit, w in ((0o020, "group"), (0o002, "others")) if mode & bit)
         raise BadInput(
