@@ -196,3 +196,15 @@ def test_a_job_of_sub_cube_slices_and_its_table(pods2):
     assert _job(pods2, "dev")["state"] == "running"
     table = pods2("show", "jobs").out.splitlines()
     assert table[0].split()[:4] == ["job", "shape", "active", "elastic"] and "3/3" in table[2]
+
+
+def test_policy_of_a_job_sets_every_slice(pods2):
+    assert pods2("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--min-throughput", "0.7").code == 0
+    assert {r["min_throughput"] for r in _slices(pods2).values()} == {0.7}
+    d = _ok(pods2("policy", "j", "--min-throughput", "0.9", "--no-fault-tolerant-routing", "-o", "json"))
+    assert d["job"] == "j" and [s["slice"] for s in d["slices"]] == ["j-0", "j-1"]
+    assert {(r["min_throughput"], r["fault_tolerant_routing"]) for r in _slices(pods2).values()} == {(0.9, False)}
+    assert (
+        pods2("history", "-o", "json").json[-1]["summary"]
+        == "policy job j: min_throughput 0.9, fault_tolerant_routing off"
+    )

@@ -10,7 +10,7 @@ from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
-    from tpufleet.shapes import Shape
+    from tpufleet.ops.jobs import JobRequest
 
 
 @app.command(
@@ -43,7 +43,12 @@ def allocate_cmd(
         ),
     ] = None,
     spread: Annotated[
-        bool, typer.Option("--spread", help="With --slices: put the slices in different pods as far as pods allow")
+        bool,
+        typer.Option(
+            "--spread",
+            help="With --slices: put the slices in different pods as far as pods allow (more slices than pods: evenly, and "
+            "said)",
+        ),
     ] = False,
     elastic: Annotated[
         int | None,
@@ -79,7 +84,11 @@ def allocate_cmd(
     safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
     pods = _pods(pod)
     if slices is not None:
-        return _allocate_job(ctx, name, parsed, slices, pods, spread, elastic, cubes, not no_ft, min_throughput, output)
+        from tpufleet.ops.jobs import JobRequest
+
+        _check_job_options(slices, elastic, cubes)
+        req = JobRequest(name, parsed, slices, tuple(pods), spread, elastic, not no_ft, min_throughput)
+        return _allocate_job(ctx, req, output)
     for option, given_value in (("--spread", spread), ("--elastic", elastic is not None)):
         if given_value:
             raise BadInput(f"bad option {option}: only with --slices N (a multislice job)")
@@ -99,17 +108,19 @@ def allocate_cmd(
 
 
 def _pods(given: list[str] | None) -> list[str]:
-    """--pod values, repeated or comma-separated; a pod named twice is a typo (exit 2)."""
-    pods = [p.strip() for value in given or [] for p in value.split(",") if p.strip()]
+    """--pod values, repeated or comma-separated; an empty one or a pod named twice is a typo (exit 2)."""
+    from tpufleet.errors import BadInput
+
+    pods = [p.strip() for value in given or [] for p in value.split(",")]
+    if "" in pods:
+        raise BadInput(f"bad option --pod: {','.join(given or [])!r} names an empty pod")
     twice = sorted({p for p in pods if pods.count(p) > 1})
     if twice:
-        from tpufleet.errors import BadInput
-
         raise BadInput(f"bad option --pod: {twice[0]!r} given twice")
     return pods
 
 
-def _check_job_options(name: str, count: int, elastic: int | None, cubes: str | None) -> None:
+def _check_job_options(count: int, elastic: int | None, cubes: str | None) -> None:
     from tpufleet.errors import BadInput
 
     if count < 1:
@@ -121,28 +132,14 @@ def _check_job_options(name: str, count: int, elastic: int | None, cubes: str | 
         raise BadInput(f"bad option --cubes: {cubes!r} with --slices (a job's slices are placed by the tool)")
 
 
-def _allocate_job(
-    ctx: typer.Context,
-    name: str,
-    shape: Shape,
-    count: int,
-    pods: list[str],
-    spread: bool,
-    elastic: int | None,
-    cubes: str | None,
-    fault_tolerant_routing: bool,
-    min_throughput: float,
-    output: Output,
-) -> None:
+def _allocate_job(ctx: typer.Context, req: JobRequest, output: Output) -> None:
     from tpufleet.fleetstate import job_slice_names
     from tpufleet.ops import jobs as ops
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
-    _check_job_options(name, count, elastic, cubes)
-    for slice_name in job_slice_names(name, count)[-1:]:  # the longest name: each becomes a table file name
-        safe_child(ctx.obj.store().dir, slice_name)
-    req = ops.JobRequest(name, shape, count, tuple(pods), spread, elastic, fault_tolerant_routing, min_throughput)
+    longest = job_slice_names(req.name, req.count)[-1]
+    safe_child(ctx.obj.store().dir, longest)  # each slice's name becomes a table file name
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: ops.allocate_job(state, req, now))
     emit(outcome.data, output, lambda: _describe_job(outcome.data))
@@ -204,11 +201,12 @@ def release_cmd(
         "tpufleet policy train                          # show it",
         "tpufleet policy train --min-throughput 0.9",
         "tpufleet policy train --no-fault-tolerant-routing",
+        "tpufleet policy llm --min-throughput 0.8       # a job: every slice of it",
     ),
 )
 def policy_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name")],
+    name: Annotated[str, typer.Argument(help="Slice name, or job name (every slice of the job)")],
     min_throughput: Annotated[
         float | None,
         typer.Option(
@@ -230,11 +228,18 @@ def policy_cmd(
 
     outcome = ctx.obj.mutate(lambda state: slices.set_policy(state, name, min_throughput, fault_tolerant_routing))
     d = outcome.data
+    if "job" in d:
+        emit(d, output, lambda: "\n".join(_policy_line(s["slice"], s) for s in d["slices"]))
+        return
     emit(
         d,
         output,
-        lambda: (
-            f"slice {name}: fault-tolerant routing {'on' if d['fault_tolerant_routing'] else 'off'}, "
-            f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput"
-        ),
+        lambda: _policy_line(name, d),
+    )
+
+
+def _policy_line(name: str, d: dict) -> str:
+    return (
+        f"slice {name}: fault-tolerant routing {'on' if d['fault_tolerant_routing'] else 'off'}, "
+        f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput"
     )

@@ -60,15 +60,22 @@ def release(state: FleetState, name: str) -> Outcome:
 def set_policy(
     state: FleetState, name: str, min_throughput: float | None, fault_tolerant_routing: bool | None
 ) -> Outcome:
-    """Change how a slice meets network faults: its throughput floor for rerouting, and whether it reroutes at all.
-    Takes effect at the next fault; a slice already degraded is not moved by it."""
-    sl = state.slice(name)
+    """Change how a slice (or every slice of a job) meets network faults: its throughput floor for rerouting, and
+    whether it reroutes at all. Takes effect at the next fault; a slice already degraded is not moved by it."""
     said = []
     if min_throughput is not None:
-        sl.min_throughput = min_throughput
         said.append(f"min_throughput {min_throughput:g}")
     if fault_tolerant_routing is not None:
-        sl.fault_tolerant_routing = fault_tolerant_routing
         said.append(f"fault_tolerant_routing {'on' if fault_tolerant_routing else 'off'}")
-    data = {"slice": name, "serial": state.next_serial, **sl.record()}
-    return Outcome(data, Change(f"policy {name}: {', '.join(said)}") if said else None)
+    members = state.job_slices(name) if name in state.jobs else [state.slice(name)]
+    for sl in members:
+        if min_throughput is not None:
+            sl.min_throughput = min_throughput
+        if fault_tolerant_routing is not None:
+            sl.fault_tolerant_routing = fault_tolerant_routing
+    rows = [{"slice": sl.name, "serial": state.next_serial, **sl.record()} for sl in members]
+    what = f"job {name}" if name in state.jobs else name
+    change = Change(f"policy {what}: {', '.join(said)}") if said else None
+    if name in state.jobs:
+        return Outcome({"job": name, "serial": state.next_serial, "slices": rows}, change)
+    return Outcome(rows[0], change)
