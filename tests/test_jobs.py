@@ -269,3 +269,22 @@ def test_random_sequences_keep_the_state_valid_and_jobs_consistent(ops):
         except (Refused, BadInput):
             state = codec.decode(json.loads(json.dumps({**before, "schema_version": SCHEMA_VERSION})))
         _check(state)
+
+
+def test_words_for_explain_and_the_map_legend():
+    from tpufleet.jobs import explain_job, job_line, job_tag
+
+    state = _state_with_job(None)
+    d = explain_job(state, "j")
+    assert (d["kind"], d["state"], d["next"]) == ("job", "stopped", ["tpufleet reschedule j-1"])
+    assert d["why"][0] == (
+        "job j: 3 of 4 slices active (not elastic), stopped: one evicted slice stops the whole job; "
+        "its other slices stay held"
+    )
+    assert d["why"][2].endswith("by fault f1 on host:c08/3; reschedule moves it to pod1 c12,c09 (reserved)")
+    assert job_tag(state, state.slices["j-0"]) == "job j (stopped)"
+    assert (job_line(state, state.slices["j-3"]) or "").startswith("one of the slices of job j: 3 of 4")
+    elastic = _state_with_job(3)
+    assert "keeps 0.75 of its throughput, a step takes 1.333x as long" in explain_job(elastic, "j")["why"][0]
+    solo = Slice("solo", S448, "pod0", (), {}, C)
+    assert job_line(state, solo) is None and job_tag(state, solo) == ""

@@ -209,6 +209,48 @@ def jobs_hit(state: FleetState, radius: Json) -> list[Json]:
     return [v.record(state) for v in fault_verdicts(state, touched)]
 
 
+# ---- words for `explain` and the map legend ----------------------------------------------------------------------
+
+
+def summary(status: JobStatus) -> str:
+    """One line: how many slices are active, of how many, and what that means for the job."""
+    job = status.job
+    kind = f"elastic, minimum {job.elastic_min}" if job.elastic else "not elastic"
+    text = f"job {job.name}: {len(status.active)} of {status.total} slices active ({kind}), {status.state}"
+    if status.state is JobState.DEGRADED:
+        text += f": keeps {status.throughput_kept:g} of its throughput, a step takes {status.step_slowdown:g}x as long"
+    elif status.state is JobState.STOPPED and not job.elastic:
+        text += ": one evicted slice stops the whole job; its other slices stay held"
+    return text
+
+
+def job_line(state: FleetState, sl: Slice) -> str | None:
+    """For `explain SLICE`: the job the slice belongs to, in one line (None for a slice of no job)."""
+    if sl.job is None:
+        return None
+    return f"one of the slices of {summary(job_status(state, sl.job))}"
+
+
+def job_tag(state: FleetState, sl: Slice) -> str:
+    """For the map legend: "job J (state)", or "" for a slice of no job."""
+    return "" if sl.job is None else f"job {sl.job} ({job_status(state, sl.job).state})"
+
+
+def explain_job(state: FleetState, name: str) -> Json:
+    """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
+    status = job_status(state, name)
+    why = [summary(status)]
+    for member in state.job_slices(name):
+        line = member.describe()
+        fault = state.fault(member.evicted_by)
+        if fault is not None:
+            line += f", by fault {fault.id} on {fault.target}"
+        if member.proposal is not None:
+            line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
+        why.append(line)
+    return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
+
+
 # ---- placement --------------------------------------------------------------------------------------------------
 
 
