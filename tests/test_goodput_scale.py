@@ -48,6 +48,9 @@ BAD = [
     "   ",
     '{"type":"event","job":"a\\u2028b","time":1767571200.0,"event":"job_end"}',
     '\ufeff{"type":"schema","version":1}',
+    '{"type":"event","job":"a\x1cb","time":1767571200.0,"event":"job_end"}',
+    '{"type":"event","job":"a\x85b","time":1767571200.0,"event":"job_end"}',
+    '{"type":"event",\x0b"job":"a","time":1767571200.0,"event":"job_end"}',
 ]
 
 

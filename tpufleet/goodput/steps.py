@@ -139,9 +139,12 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
             cut = first_after(explicit, st)
             ends_run = cut < first_after(np.append(restarts, ev.at("job_end")), st)
             ks = np.flatnonzero(ends_run)
-            spans, which = np.unique(np.stack([run_start[ks], cut[ks]]), axis=1, return_inverse=True)
-            for g in range(spans.shape[1]):  # one per run cut short: few, whatever the number of steps
-                ok = (saves_t >= spans[0, g]) & (saves_t <= spans[1, g])
+            # one group per (run, disruption) pair: few, whatever the number of steps
+            key = run[ks] * (len(explicit) + 1) + np.searchsorted(explicit, cut[ks])
+            groups, first, which = np.unique(key, return_index=True, return_inverse=True)
+            for g in range(len(groups)):
+                k = ks[first[g]]
+                ok = (saves_t >= run_start[k]) & (saves_t <= cut[k])
                 saved = saves_step[ok].max() if ok.any() else -1
                 mine = ks[which.ravel() == g]
                 productive[mine] &= sn[mine] <= saved
