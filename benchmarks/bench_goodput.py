@@ -194,8 +194,10 @@ def bench_native(events: int, files: int, repeat: int) -> None:
 
 
 def bench_package(entries: int) -> None:
+    import importlib
+
     try:
-        from ml_goodput_measurement.src import goodput as package  # type: ignore[import-untyped]
+        package = importlib.import_module("ml_goodput_measurement.src.goodput")
     except ImportError:
         print("ml-goodput-measurement not installed: package comparison skipped (pip install ml-goodput-measurement)")
         return

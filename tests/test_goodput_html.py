@@ -73,6 +73,7 @@ CHROMIUM: str | None = next(
 )
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (make test-browser installs one)")
 @pytest.mark.parametrize("size", ["1920,1080", "800,1400"])
 def test_a_real_browser_renders_it_without_script_errors(cli, tmp_path, size):

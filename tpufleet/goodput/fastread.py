@@ -26,7 +26,7 @@ from tpufleet.goodput.events import (
 )
 
 try:
-    import msgspec
+    import msgspec  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # optional: the standard reader gives the same answers, several times slower
     msgspec = None  # type: ignore[assignment]
 
