@@ -104,7 +104,11 @@ def bench_fleet() -> None:
 
 
 def main() -> None:
+    import os
+
     sys.path[:0] = [str(ROOT)]
+    # A parallel speed-up needs idle cores: on a shared machine the ratio says more with the load beside it.
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     which = set(sys.argv[1:]) or {"--sweep", "--fleet"}
     with tempfile.TemporaryDirectory() as tmp:
         if "--sweep" in which:
