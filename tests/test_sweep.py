@@ -209,3 +209,23 @@ def test_the_shipped_specs_are_valid():
     assert all(p.params["workload"] == "one-large-job.yaml" for p in ckpt.points)
     spares = spec.load(ROOT / "fixtures" / "sweeps" / "spare-cubes.yaml")
     assert spares.swept == ("spare_cubes", "fault_scale") and spares.metric == "wait_hours.large"
+
+
+def test_points_combine_with_the_grid_and_show_unset_parameters_as_null(cli, tmp_path):
+    text = """schema_version: 1
+simulation: availability
+seeds: 2
+fixed: {trials: 100}
+points:
+  - {host_availability: 0.98}
+  - {ocs_availability: 0.99}
+grid: {cubes: [8, 64]}
+"""
+    sweep = spec.load(write(tmp_path, text))
+    assert sweep.swept == ("cubes", "host_availability", "ocs_availability")
+    assert [(p.params["host_availability"], p.params["ocs_availability"], p.params["cubes"]) for p in sweep.points] == [
+        (0.98, 0.999, 8), (0.98, 0.999, 64), (0.99, 0.99, 8), (0.99, 0.99, 64),
+    ]  # fmt: skip
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "--plot-format", "svg", state=False)
+    assert r.code == 0, r.err
+    assert (tmp_path / "o" / "sweep.svg").read_text().lstrip().startswith("<?xml")
