@@ -106,7 +106,12 @@ def test_explain_degraded_slice_matches_show_slices(fleet):
     e = _ok(fleet, "explain", "s", "-o", "json").json
     shown = _ok(fleet, "show", "slices", "-o", "json").json[0]["degraded"]
     assert e["state"] == "degraded" and e["degraded"] == shown
-    assert f"keeps {shown['all_to_all_retained']:.3f}" in e["why"][0] and "tpufleet clear-fault f1" in e["next"]
+    assert f"keeps {shown['all_to_all_retained']:.3f}" in e["why"][0]
+    assert e["next"] == ["tpufleet clear-fault f1", "tpufleet routes s"]  # no tables stored yet; no reschedule
+    _ok(fleet, "routes", "s")
+    _ok(fleet, "clear-fault", "f1")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert "its routing tables are stale (fault cleared" in " ".join(e["why"]) or e["routes"] == "fresh"
 
 
 def test_explain_component_lists_dependants(story):
@@ -117,7 +122,8 @@ def test_explain_component_lists_dependants(story):
     ocs = _ok(story, "explain", "ocs:pod0/x/0", "-o", "json").json
     assert ocs["slices"] == ["a", "b"] and ocs["tables"] == ["a"]
     free = _ok(story, "explain", "cube:c63", "-o", "json").json
-    assert free["slices"] == [] and free["next"][0].startswith("tpufleet inject-fault cube:c63 --dry-run")
+    assert free["slices"] == [] and free["next"] == []
+    assert free["why"] == ["`tpufleet inject-fault cube:c63 --dry-run` shows what a failure here would do"]
 
 
 @pytest.mark.parametrize(
@@ -183,3 +189,59 @@ def test_damaged_journal_lines_are_named(story):
     r = story("history")
     assert r.code == 0 and "damaged line(s) 3 skipped" in r.err
     assert "damaged line(s) 3" in story("diff", "1").err
+
+
+def test_explain_next_steps_are_commands_that_work(fleet):
+    """Every `next` entry is a bare command, and running the first one is accepted."""
+    _ok(fleet, "allocate", "s", "--shape", "4x4x8")
+    _ok(fleet, "plan-xconnect", "s", "--apply")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/7")  # one pod: the evicted... or degraded slice has nowhere to go
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert all(step.startswith("tpufleet ") and "#" not in step for step in e["next"])
+    assert "reschedule" not in " ".join(e["next"]) or e["state"] == "evicted"
+
+
+def test_explain_evicted_without_a_replacement_then_after_repair(fleet):
+    _ok(fleet, "allocate", "s", "--shape", "4x4x8", "--no-fault-tolerant-routing")
+    _ok(fleet, "plan-xconnect", "s", "--apply")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/7")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert e["state"] == "evicted" and e["next"] == ["tpufleet clear-fault f1"]
+    assert "reschedule cannot move it yet" in " ".join(e["why"])
+    _ok(fleet, "clear-fault", "f1")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert e["next"] == ["tpufleet reschedule s"] and "fault f1 is cleared" in " ".join(e["why"])
+    _ok(fleet, *e["next"][0].split()[1:])
+
+
+def test_explain_sub_cube_slice_names_the_fault_under_it(fleet):
+    _ok(fleet, "allocate", "b", "--shape", "2x2x2")
+    machines = _ok(fleet, "show", "slices", "-o", "json").json[0]["machines"]
+    _ok(fleet, "inject-fault", "ocs:pod0/x/5")
+    e = _ok(fleet, "explain", "b", "-o", "json").json
+    assert e["faults"] == [] and "no cross-connects needed" in e["why"][0]
+    _ok(fleet, "inject-fault", f"host:c00/{machines[0]}")
+    e = _ok(fleet, "explain", "b", "-o", "json").json
+    assert [f["target"] for f in e["faults"]] == [f"host:c00/{machines[0]}"]
+    assert "cannot be wired" not in " ".join(e["why"])
+
+
+def test_explain_components_inside_failed_ones(fleet):
+    _ok(fleet, "allocate", "whole", "--shape", "4x4x4", "--cubes", "c05")
+    _ok(fleet, "allocate", "part", "--shape", "2x2x1")
+    part_machine = _ok(fleet, "show", "slices", "-o", "json").json[0]["machines"][0]
+    _ok(fleet, "inject-fault", "host:c04/3")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/5")
+    _ok(fleet, "inject-fault", "host:c06/1", "--planned")
+    chip = _ok(fleet, "explain", "chip:c04/2,2,0", "-o", "json").json  # machine 4*0 + 2*(2//2) + 2//2 = 3
+    assert chip["state"] == "failed with host:c04/3" and [f["id"] for f in chip["faults"]] == ["f1"]
+    link = _ok(fleet, "explain", "link:c05/x/5/out", "-o", "json").json
+    assert link["state"] == "failed with ocs:pod0/x/5" and link["slices"] == ["whole"]
+    assert _ok(fleet, "explain", "host:c06/1", "-o", "json").json["state"] == "drained"
+    cube = _ok(fleet, "explain", "cube:c06", "-o", "json").json
+    assert cube["state"] == "drained with host:c06/1" and cube["next"] == ["tpufleet clear-fault f3"]
+    holder = _ok(fleet, "show", "slices", "-o", "json").json
+    part_cube = next(s["cubes"][0] for s in holder if s["name"] == "part")
+    other = next(m for m in range(16) if m != part_machine)
+    assert _ok(fleet, "explain", f"host:{part_cube}/{other}", "-o", "json").json["slices"] == []
+    assert _ok(fleet, "explain", f"host:{part_cube}/{part_machine}", "-o", "json").json["slices"] == ["part"]

@@ -66,3 +66,20 @@ def test_map_of_one_pod_and_an_unknown_pod(cli):
     assert [p["pod"] for p in cli("show", "map", "--pod", "pod1", "-o", "json").json["pods"]] == ["pod1"]
     r = cli("show", "map", "--pod", "pod9")
     assert r.code == 2 and "pod9" in r.err and "pod0, pod1" in r.err
+
+
+def test_map_marks_cubes_reserved_for_an_evicted_slice(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("inject-fault", "cube:c00").code == 0
+    proposal = fleet("show", "slices", "-o", "json").json[0]["proposal"]["cubes"]
+    cubes = fleet("show", "map", "-o", "json").json["pods"][0]["cubes"]
+    reserved = [c["cube"] for c in cubes if c["state"] == "reserved"]
+    assert reserved == sorted(c for c in proposal if c not in ("c00", "c01")) and reserved
+    assert all(c["mark"] == "*" and c["slices"] == ["s"] for c in cubes if c["state"] == "reserved")
+
+
+def test_map_written_to_a_file_has_no_colour_codes(busy_pod, tmp_path):
+    out = tmp_path / "report.txt"
+    assert busy_pod("report", "--out", out).code == 0
+    assert "\x1b[" not in out.read_text() and "pod pod0" in out.read_text()

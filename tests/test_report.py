@@ -79,9 +79,26 @@ def test_report_html_is_self_contained_and_names_every_cube_and_ocs(two_pods, tm
     assert not re.search(r"\bbrief\b|seed 00", text)
 
 
+def _md_rows(md: str, first: str) -> list[list[str]]:
+    return [
+        [c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith(f"| {first}")
+    ]
+
+
 def test_report_markdown(two_pods):
     md = two_pods("report", "-o", "md").out
-    assert "| big | 4x8x8 | degraded | 4 | none | 0 |" in md and "| f3 | host:c41/3 | drain |" in md
+    big = _md_rows(md, "big")
+    assert big and big[0][:6] == ["big", "4x8x8", "degraded", "4", "none", "0"] and big[0][6].startswith("keeps ")
+    assert _md_rows(md, "f3")[0][:3] == ["f3", "host:c41/3", "drain"]
+    assert "```\npod pod0:" in md and "\x1b[" not in md
+
+
+def test_report_markdown_escapes_what_users_typed(two_pods, monkeypatch):
+    monkeypatch.setenv("USER", "ev|il<img src=x>")
+    monkeypatch.setenv("LOGNAME", "ev|il<img src=x>")
+    assert two_pods("release", "mid").code == 0
+    md = two_pods("report", "-o", "md").out
+    assert "<img" not in md and "ev\\|il&lt;img src=x&gt;" in md
 
 
 # ---- in a real browser -----------------------------------------------------------------------------------------

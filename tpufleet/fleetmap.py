@@ -5,7 +5,7 @@ small grid per z layer), which is the order `show inventory` lists them in. Each
 
     .   free                 A..Z, a..z, AA..  the slice holding it (legend)
     X   out of the pool (a fault)              D   drained (only planned maintenance holds it out)
-    +   several sub-cube slices share it
+    +   several sub-cube slices share it        *   reserved as an evicted slice's replacement
 
 A slice running on rerouted tables is `degraded`; its cubes carry its letter and the legend says so. The OCS
 strip has one mark per switch: `.` healthy and unused, `o` healthy with cross-connects in use, `X` failed,
@@ -15,7 +15,7 @@ strip has one mark per switch: `.` healthy and unused, `o` healthy with cross-co
 >>> from tpufleet.model import default_fleet
 >>> m = fleet_map(FleetState(default_fleet()))
 >>> m.pods[0].counts
-{'free': 64, 'slice': 0, 'out': 0, 'drained': 0}
+{'free': 64, 'slice': 0, 'reserved': 0, 'out': 0, 'drained': 0}
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tpufleet.health import Health
 from tpufleet.model import pod_ocs
 from tpufleet.views import cube_users
 
-FREE, OUT, DRAINED, SHARED = ".", "X", "D", "+"
+FREE, OUT, DRAINED, SHARED, RESERVED = ".", "X", "D", "+", "*"
 OCS_IDLE, OCS_IN_USE = ".", "o"
 # Slice labels never use the status marks (D drained, X out), so a cube's letter is never ambiguous.
 _LETTERS = "".join(c for c in string.ascii_uppercase + string.ascii_lowercase if c not in "DXdx")
@@ -42,7 +42,7 @@ class CubeCell:
     cube: str
     position: int
     xyz: tuple[int, int, int]
-    state: str  # free | slice | out | drained
+    state: str  # free | slice | reserved | out | drained
     mark: str
     slices: tuple[str, ...]
     faults: tuple[str, ...]
@@ -127,21 +127,36 @@ def slice_marks(names: Iterable[str]) -> dict[str, str]:
 def _slice_detail(sl: Slice) -> str:
     if sl.reroute is not None:
         return f"rerouted around {', '.join(sl.reroute.faults)}: keeps {sl.reroute.retained:.3f} of all-to-all"
+    if sl.evicted_by and sl.proposal is not None:
+        return f"evicted by {sl.evicted_by}; {','.join(sl.proposal.cubes)} reserved: `tpufleet reschedule {sl.name}`"
     if sl.evicted_by:
-        return f"evicted by {sl.evicted_by}; `tpufleet reschedule {sl.name}` moves it"
+        return f"evicted by {sl.evicted_by}; no replacement reserved: `tpufleet explain {sl.name}`"
     return ""
 
 
+def _held_out(state: FleetState, fault_ids: Iterable[str]) -> tuple[str, str]:
+    """(state, mark) of a component held out by these faults: drained when every one is planned maintenance."""
+    planned = all((f := state.fault(fid)) is not None and f.planned for fid in fault_ids)
+    return ("drained", DRAINED) if planned else ("out", OUT)
+
+
 def _cube_cell(
-    state: FleetState, health: Health, cube: str, position: int, users: list[str], marks: dict[str, str]
+    state: FleetState,
+    health: Health,
+    cube: str,
+    position: int,
+    users: list[str],
+    reserved: dict[str, str],
+    marks: dict[str, str],
 ) -> CubeCell:
     xyz = (position % CUBE_EDGE, position // CUBE_EDGE % CUBE_EDGE, position // CUBE_EDGE**2)
     faults = tuple(health.cubes_out.get(cube, ()))
     if faults:
-        planned = all((f := state.fault(fid)) is not None and f.planned for fid in faults)
-        kind, mark = ("drained", DRAINED) if planned else ("out", OUT)
+        kind, mark = _held_out(state, faults)
     elif users:
         kind, mark = "slice", (marks[users[0]] if len(users) == 1 else SHARED)
+    elif cube in reserved:
+        kind, mark, users = "reserved", RESERVED, [reserved[cube]]
     else:
         kind, mark = "free", FREE
     return CubeCell(cube, position, xyz, kind, mark, tuple(users), faults)
@@ -153,8 +168,8 @@ def _ocs_cells(state: FleetState, health: Health, pod: str) -> list[OcsCell]:
         faults = health.ocs_down.get(ocs, [])
         in_use = len(state.ocs.get(ocs, ()))
         if faults:
-            planned = all((f := state.fault(fid)) is not None and f.planned for fid in faults)
-            kind, mark = ("drained", DRAINED) if planned else ("failed", OUT)
+            kind, mark = _held_out(state, faults)
+            kind = "failed" if kind == "out" else kind
         else:
             kind, mark = "ok", OCS_IN_USE if in_use else OCS_IDLE
         cells.append(OcsCell(str(ocs), ocs.dim, ocs.index, kind, mark, in_use))
@@ -167,12 +182,18 @@ def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
     if not pods:
         raise BadInput(f"no pod {pod!r} in the fleet; pods: {', '.join(p.name for p in state.fleet.pods)}")
     health, users = state.health(), cube_users(state)
+    reserved = {
+        c: s.name
+        for s in state.slices.values()
+        if s.proposal is not None and not s.proposal.machines
+        for c in s.proposal.cubes
+    }
     marks = slice_marks(state.slices)
     shown = {p.name for p in pods}
     maps = []
     for p in pods:
-        cubes = [_cube_cell(state, health, c, i, users.get(c, []), marks) for i, c in enumerate(p.cubes)]
-        counts = {k: sum(c.state == k for c in cubes) for k in ("free", "slice", "out", "drained")}
+        cubes = [_cube_cell(state, health, c, i, users.get(c, []), reserved, marks) for i, c in enumerate(p.cubes)]
+        counts = {k: sum(c.state == k for c in cubes) for k in ("free", "slice", "reserved", "out", "drained")}
         maps.append(PodMap(p.name, cubes, _ocs_cells(state, health, p.name), counts))
     legend = [
         LegendEntry(

@@ -11,24 +11,24 @@ import os
 import click
 
 from tpufleet.constants import CUBE_EDGE
-from tpufleet.fleetmap import DRAINED, FREE, OCS_IN_USE, OUT, SHARED, FleetMap, PodMap, ocs_rows_by_dim
+from tpufleet.fleetmap import DRAINED, FREE, OCS_IN_USE, OUT, RESERVED, SHARED, FleetMap, PodMap, ocs_rows_by_dim
 
 _PALETTE = ("cyan", "green", "magenta", "blue", "bright_cyan", "bright_green", "bright_magenta", "bright_blue")
-_FIXED = {OUT: "red", DRAINED: "yellow", FREE: "bright_black", SHARED: "white", OCS_IN_USE: "green"}
+_FIXED = {OUT: "red", DRAINED: "yellow", FREE: "bright_black", SHARED: "white", RESERVED: "cyan", OCS_IN_USE: "green"}
 
 
-def _paint(mark: str, degraded: set[str], width: int = 2) -> str:
+def _paint(mark: str, degraded: set[str], width: int = 2, colour: bool = True) -> str:
     """The mark, coloured (the padding to `width` stays outside the style so lines strip clean)."""
     pad = " " * (width - len(mark))
-    if os.environ.get("NO_COLOR") or mark == " ":
+    if not colour or os.environ.get("NO_COLOR") or mark == " ":
         return mark + pad
     if mark in _FIXED:
         return click.style(mark, fg=_FIXED[mark], bold=mark == OUT) + pad
-    colour = _PALETTE[sum(map(ord, mark)) % len(_PALETTE)]
-    return click.style(mark, fg=colour, underline=mark in degraded, bold=mark in degraded) + pad
+    fg = _PALETTE[sum(map(ord, mark)) % len(_PALETTE)]
+    return click.style(mark, fg=fg, underline=mark in degraded, bold=mark in degraded) + pad
 
 
-def _pod_lines(pm: PodMap, degraded: set[str]) -> list[str]:
+def _pod_lines(pm: PodMap, degraded: set[str], colour: bool) -> list[str]:
     c = pm.counts
     lines = [
         f"pod {pm.pod}: {len(pm.cubes)} cubes, {c['slice']} in slices, {c['free']} free, {c['out']} out, {c['drained']} drained"
@@ -39,28 +39,30 @@ def _pod_lines(pm: PodMap, degraded: set[str]) -> list[str]:
     for y in range(CUBE_EDGE):
         row = f"  y{y} "
         for layer in layers:
-            marks = [_paint(cell.mark if cell else " ", degraded) for cell in layer[y]]
+            marks = [_paint(cell.mark if cell else " ", degraded, colour=colour) for cell in layer[y]]
             row += " ".join(marks) + " " * (width - 3 * CUBE_EDGE + 1)
         lines.append(row.rstrip())
     lines.append("     " + "".join("x0 x1 x2 x3".ljust(width) for _ in layers).rstrip())
     lines.append("  OCS  (0-15)")
     for dim, switches in ocs_rows_by_dim(pm).items():
-        lines.append(f"   {dim}   " + "".join(_paint(o.mark, degraded, 1) for o in switches))
+        lines.append(f"   {dim}   " + "".join(_paint(o.mark, degraded, 1, colour) for o in switches))
     return lines
 
 
-def render_map(fm: FleetMap) -> str:
+def render_map(fm: FleetMap, colour: bool = True) -> str:
+    """The picture; `colour=False` for a file (styles are otherwise stripped only when echoed to a non-terminal)."""
     degraded = {e.mark for e in fm.legend if e.state == "degraded"}
     lines: list[str] = []
     for pm in fm.pods:
-        lines += [*_pod_lines(pm, degraded), ""]
+        lines += [*_pod_lines(pm, degraded, colour), ""]
     lines.append(
         f"cubes: {FREE} free  {OUT} out of the pool (fault)  {DRAINED} drained  {SHARED} shared by sub-cube slices"
+        f"  {RESERVED} reserved for an evicted slice"
     )
     lines.append(f"OCS:   {FREE} healthy, unused  {OCS_IN_USE} cross-connects in use  {OUT} failed  {DRAINED} drained")
     if fm.legend:
         lines.append("slices:")
         for e in fm.legend:
             detail = f"  ({e.detail})" if e.detail else ""
-            lines.append(f"  {_paint(e.mark, degraded)} {e.slice:<16} {e.shape:<16} {e.state}{detail}")
+            lines.append(f"  {_paint(e.mark, degraded, colour=colour)} {e.slice:<16} {e.shape:<16} {e.state}{detail}")
     return "\n".join(line.rstrip() for line in lines)

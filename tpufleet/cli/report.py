@@ -9,7 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from tpufleet.cli.app import app, examples
-from tpufleet.cli.render import emit, grid
+from tpufleet.cli.render import emit, flat_table, grid
+
+Row = dict[str, Any]
 
 
 class ReportFormat(str, enum.Enum):
@@ -20,29 +22,68 @@ class ReportFormat(str, enum.Enum):
     html = "html"
 
 
-def _markdown(r: dict[str, Any]) -> str:
-    lines = [f"# Fleet report, serial {r['serial']} ({r['generated']})", "", "## Slices", ""]
-    lines += ["| slice | shape | state | cubes | tables | missing cross-connects |", "|---|---|---|---|---|---|"]
-    lines += [
-        f"| {s['name']} | {s['shape']}{' twisted' if s['twisted'] else ''} | {s['state']} | {len(s['cubes'])} | {s['routes']} | {s['missing_xconnects']} |"
+def _degraded(s: Row) -> str:
+    d = s["degraded"]
+    return f"keeps {d['all_to_all_retained']:.3f}, {d['vcs']} VCs, around {','.join(d['faults'])}" if d else ""
+
+
+def _slices(r: Row) -> list[Row]:
+    return [
+        {
+            "slice": s["name"],
+            "shape": s["shape"] + (" twisted" if s["twisted"] else ""),
+            "state": s["state"],
+            "cubes": len(s["cubes"]),
+            "tables": s["routes"],
+            "missing cross-connects": s["missing_xconnects"],
+            "degraded": _degraded(s),
+        }
         for s in r["slices"]
     ]
-    lines += ["", "## Open faults", "", "| fault | target | kind | age | effect |", "|---|---|---|---|---|"]
-    lines += [
-        f"| {f['fault']} | {f['target']} | {'drain' if f['planned'] else 'fault'} | {f['age']} | {f['effect']} |"
+
+
+def _faults(r: Row) -> list[Row]:
+    return [
+        {
+            "fault": f["fault"],
+            "target": f["target"],
+            "kind": "drain" if f["planned"] else "fault",
+            "age": f["age"],
+            "effect": f["effect"],
+        }
         for f in r["faults"]
     ]
-    lines += ["", "## Latest changes", "", "| serial | time | user | change |", "|---|---|---|---|"]
-    lines += [f"| {e['serial']} | {e['time']} | {e['user']} | {e['summary']} |" for e in r["journal"]]
-    return "\n".join(lines)
 
 
-def _table(r: dict[str, Any], map_text: str) -> str:
-    faults = grid(
-        [[f["fault"], f["target"], f["age"], f["effect"]] for f in r["faults"]], ["fault", "target", "age", "effect"]
-    )
-    journal = grid([[e["serial"], e["time"], e["summary"]] for e in r["journal"]], ["serial", "time (UTC)", "change"])
-    return f"{map_text}\n\nopen faults:\n{faults}\n\nlatest changes:\n{journal}"
+def _journal(r: Row) -> list[Row]:
+    return [
+        {"serial": e["serial"], "time (UTC)": e["time"], "user": e["user"], "change": e["summary"]}
+        for e in r["journal"]
+    ]
+
+
+def _markdown(r: Row, map_text: str) -> str:
+    """Markdown with every cell escaped (render.flat_table): a user or slice name cannot inject HTML or columns."""
+    parts = [f"# Fleet report, serial {r['serial']} ({r['generated']})", "", "```", map_text, "```"]
+    for title, rows in (("Slices", _slices(r)), ("Open faults", _faults(r)), ("Latest changes", _journal(r))):
+        parts += ["", f"## {title}", "", flat_table(rows, "md") or "none"]
+    return "\n".join(parts) + "\n"
+
+
+def _table(r: Row, map_text: str) -> str:
+    parts = [map_text]
+    for title, rows in (("slices", _slices(r)), ("open faults", _faults(r)), ("latest changes", _journal(r))):
+        parts.append(f"{title}:\n" + grid([list(row.values()) for row in rows], list(rows[0]) if rows else []))
+    return "\n\n".join(parts)
+
+
+def _text(r: Row, fmt: ReportFormat, map_text: str) -> str:
+    """The report as one text in a format that is not emitted as data (html, md, table for a file)."""
+    if fmt is ReportFormat.html:
+        from tpufleet.cli.fleetpage import render_page
+
+        return render_page(r)
+    return _markdown(r, map_text) if fmt is ReportFormat.md else _table(r, map_text) + "\n"
 
 
 @app.command(
@@ -65,6 +106,9 @@ def report_cmd(
     faults with their age and the latest changes."""
     from datetime import UTC, datetime
 
+    from tpufleet.cli.mapview import render_map
+    from tpufleet.cli.render import finite, to_json
+    from tpufleet.fleetmap import fleet_map
     from tpufleet.fleetreport import report
     from tpufleet.state.files import check_output_path, write_output
 
@@ -73,29 +117,21 @@ def report_cmd(
     store = ctx.obj.store()
     state = store.load()
     r = report(state, store.journal(state.serial), datetime.now(UTC))
-    if output is ReportFormat.html or output is ReportFormat.md:
-        from tpufleet.cli.fleetpage import render_page
+    colour = out is None and output is ReportFormat.table  # a file, or Markdown, never holds terminal styles
+    map_text = render_map(fleet_map(state), colour=colour)
+    if out is None and output in (ReportFormat.table, ReportFormat.json, ReportFormat.yaml):
+        emit(r, output, lambda: _table(r, map_text))
+        return
+    if output is ReportFormat.json:
+        text = to_json(r) + "\n"
+    elif output is ReportFormat.yaml:
+        import yaml
 
-        text = render_page(r) if output is ReportFormat.html else _markdown(r) + "\n"
+        text = yaml.safe_dump(finite(r), sort_keys=False)
     else:
-        from tpufleet.cli.mapview import render_map
-        from tpufleet.fleetmap import fleet_map
-
-        if out is None:
-            emit(r, output, lambda: _table(r, render_map(fleet_map(state))))
-            return
-        from tpufleet.cli.render import finite, to_json
-
-        if output is ReportFormat.json:
-            text = to_json(r) + "\n"
-        elif output is ReportFormat.yaml:
-            import yaml
-
-            text = yaml.safe_dump(finite(r), sort_keys=False)
-        else:
-            text = _table(r, render_map(fleet_map(state))) + "\n"
+        text = _text(r, output, map_text)
     if out is None:
         typer.echo(text, nl=False)
-    else:
-        write_output(out, text.encode())
-        typer.echo(f"wrote {out}", err=True)
+        return
+    write_output(out, text.encode())
+    typer.echo(f"wrote {out}", err=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
-from tpufleet.ids import CubeId, OcsId, TargetId, parse_target
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
 from tpufleet.ops.outcome import Outcome
 from tpufleet.views import missing_xconnects
 
@@ -30,18 +30,40 @@ def _fault_row(f: Fault) -> Row:
 
 
 def _faults_under(state: FleetState, sl: Slice) -> list[Fault]:
-    """Open faults on the slice's cubes (any component inside them) or on an OCS of its pod."""
-    cubes = set(sl.cubes)
-    return [
-        f
-        for f in state.open_faults()
-        if (isinstance(f.target, OcsId) and f.target.pod == sl.pod) or getattr(f.target, "cube", None) in cubes
-    ]
+    """Open faults on what the slice uses: its cubes (for a sub-cube slice, its own machines) and, when it is
+    wired through the OCS (any whole-cube slice), the OCS of its pod."""
+    cubes, held = set(sl.cubes), set(sl.held_machines)
+    out = []
+    for f in state.open_faults():
+        t = f.target
+        if isinstance(t, OcsId):
+            if t.pod == sl.pod and not sl.machines:
+                out.append(f)
+        elif t.cube in cubes and (not sl.machines or _machine_of(t) in held | {None}):
+            out.append(f)
+    return out
+
+
+def _machine_of(target: TargetId) -> int | None:
+    """The machine a host, chip or electrical link is in; None for a whole cube or an optical link."""
+    if isinstance(target, HostId):
+        return target.machine
+    if isinstance(target, (ChipId, IciId)):
+        return machine_of(target.x, target.y, target.z)
+    return None
 
 
 def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[str]]:
     from tpufleet.ops.xconnect import make_plan
 
+    if sl.machines:
+        broken = _faults_under(state, sl)
+        if not broken:
+            return [
+                f"a sub-cube slice on machines {','.join(map(str, sl.machines))} of {sl.cubes[0]}: no cross-connects needed"
+            ], []
+        why = [f"fault {f.id} on {f.target} ({'drain' if f.planned else 'failure'}) is under it" for f in broken]
+        return why, [f"tpufleet release {sl.name}"]
     try:
         _, plan = make_plan(state, sl.name, now)
     except Refused as exc:
@@ -62,15 +84,26 @@ def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
+    from tpufleet.faults import propose_replacement
+
     fault = state.fault(sl.evicted_by)
     why = [f"evicted by fault {sl.evicted_by}" + (f" on {fault.target} (since {fault.opened})" if fault else "")]
+    if fault is not None and not fault.is_open:
+        why.append(f"fault {fault.id} is cleared since {fault.cleared}")
     out = [c for c in sl.cubes if not state.health().cube_ok(c)]
     if out:
         why.append(f"cubes out of the pool: {', '.join(out)}")
-    if sl.proposal is None:
-        why.append("no replacement is reserved: there were not enough healthy free cubes")
-        return why, [f"tpufleet clear-fault {sl.evicted_by} once repaired, or release {sl.name}"]
-    why.append(f"reschedule would move it to cubes {', '.join(sl.proposal.cubes)} (reserved for it)")
+    cause = fault.target if fault is not None and fault.is_open else None
+    proposal = propose_replacement(state, sl, cause).to_dict()
+    if proposal["status"] != "proposed":
+        why.append(f"reschedule cannot move it yet: {proposal.get('why', 'no replacement')}")
+        return why, [f"tpufleet clear-fault {fault.id}"] if fault is not None and fault.is_open else []
+    where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
+    reserved = sl.proposal is not None and list(sl.proposal.cubes) == proposal["cubes"]
+    why.append(
+        f"reschedule would move it to {where}"
+        + (" (reserved for it)" if reserved else " (the reserved cubes are no longer usable)")
+    )
     return why, [f"tpufleet reschedule {sl.name}"]
 
 
@@ -79,9 +112,18 @@ def _degraded(sl: Slice) -> tuple[list[str], list[str]]:
     assert r is not None  # degraded slices carry their reroute
     why = [
         f"running on rerouted tables around {', '.join(r.faults)}: keeps {r.retained:.3f} of its all-to-all "
-        f"throughput with {r.vcs} virtual channels (its floor is {sl.min_throughput:g}; below it, it is rescheduled)"
+        f"throughput with {r.vcs} virtual channels (its floor is {sl.min_throughput:g}; below it, it is rescheduled)",
+        f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} repaired and cleared",
     ]
-    return why, [f"tpufleet clear-fault {f}" for f in r.faults] + [f"tpufleet reschedule {sl.name} (to move now)"]
+    return why, [f"tpufleet clear-fault {f}" for f in r.faults]
+
+
+def _missing_why(state: FleetState, sl: Slice, missing: int) -> str:
+    down = [f for f in _faults_under(state, sl) if isinstance(f.target, OcsId)]
+    if down:
+        where = ", ".join(str(f.target) for f in down)
+        return f"{missing} cross-connects are deferred while {where} is down (fault-tolerant routing bridges them); after the repair, `plan-xconnect {sl.name} --apply` programs them"
+    return f"{missing} cross-connects it needs are not in place"
 
 
 def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
@@ -94,14 +136,16 @@ def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
     elif sl.state is SliceState.DEGRADED:
         why, next_steps = _degraded(sl)
     else:
-        why, next_steps = ["wired and healthy"], []
-    if sl.state.wired and routes != "fresh":
-        why.append(f"its routing tables are {routes}" + (f" ({route.stale})" if route and route.stale else ""))
+        why, next_steps = ["wired" + ("" if _faults_under(state, sl) else " and healthy")], []
+    if sl.state.wired and routes != "fresh" and not sl.machines:
+        reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
+        why.append(f"its routing tables are {routes}{reason}")
         next_steps.append(f"tpufleet routes {sl.name}")
     missing = missing_xconnects(state, sl)
     if missing:
-        why.append(f"{missing} cross-connects it needs are not in place")
-        next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")
+        why.append(_missing_why(state, sl, missing))
+        if not any(isinstance(f.target, OcsId) for f in _faults_under(state, sl)):
+            next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")
     return {
         "kind": "slice",
         "name": sl.name,
@@ -119,7 +163,30 @@ def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
     }
 
 
+def _containing(state: FleetState, target: TargetId) -> list[Fault]:
+    """Open faults on the target itself or on what contains it: its cube, its machine, the OCS of an optical link.
+    For a cube, every fault that holds it out of the pool."""
+    if isinstance(target, CubeId):
+        ids = set(state.health().cubes_out.get(target.cube, ()))
+        return [f for f in state.open_faults() if f.id in ids or f.target == target]
+    machine = _machine_of(target)
+    pod = None if isinstance(target, OcsId) else state.fleet.cube_pod.get(target.cube)
+
+    def contains(t: TargetId) -> bool:
+        if t == target:
+            return True
+        if isinstance(target, OcsId) or isinstance(t, (ChipId, IciId, LinkId)):
+            return False  # nothing lies inside an OCS here, and a chip or link fault contains nothing else
+        if isinstance(t, OcsId):
+            return isinstance(target, LinkId) and (t.pod, t.dim, t.index) == (pod, target.dim, target.index)
+        return t.cube == target.cube and (isinstance(t, CubeId) or (isinstance(t, HostId) and t.machine == machine))
+
+    return [f for f in state.open_faults() if contains(f.target)]
+
+
 def _dependents(state: FleetState, target: TargetId) -> list[str]:
+    """Slices that use the target: hold its cube (a sub-cube slice only through its own machines), are wired
+    through it (an OCS or optical link), or have its cube reserved as their replacement."""
     if isinstance(target, OcsId):
         owners = state.owner_of_ports()
         wired = {owners.get((target.pod, port)) for pair in state.ocs.get(target, ()) for port in pair}
@@ -127,10 +194,25 @@ def _dependents(state: FleetState, target: TargetId) -> list[str]:
             s.name for s in state.slices.values() if s.pod == target.pod and not s.state.wired and not s.machines
         }
         return sorted(n for n in wired | waiting if n)
-    cube = target.cube
-    holders = {n for n, s in state.slices.items() if cube in s.cubes}
-    reserved = {n for n, s in state.slices.items() if s.proposal is not None and cube in s.proposal.cubes}
-    return sorted(holders | reserved)
+    cube, machine = target.cube, _machine_of(target)
+    names = set()
+    for n, s in state.slices.items():
+        if cube in s.cubes and not (
+            s.machines and (isinstance(target, LinkId) or (machine is not None and machine not in s.machines))
+        ):
+            names.add(n)
+        if isinstance(target, CubeId) and s.proposal is not None and cube in s.proposal.cubes:
+            names.add(n)
+    return sorted(names)
+
+
+def _component_state(target: TargetId, faults: list[Fault]) -> str:
+    if not faults:
+        return "healthy"
+    own = [f for f in faults if f.target == target]
+    cause = own or faults
+    kind = "drained" if all(f.planned for f in cause) else "failed"
+    return kind if own else f"{kind} with {cause[0].target}"
 
 
 def explain_target(state: FleetState, target: TargetId) -> Row:
@@ -139,22 +221,16 @@ def explain_target(state: FleetState, target: TargetId) -> Row:
         raise BadInput(f"unknown pod {target.pod!r} in {target} (pods: {', '.join(pods)})")
     if not isinstance(target, OcsId) and target.cube not in state.fleet.cube_pod:
         raise BadInput(f"unknown cube {target.cube!r} in {target}")
-    faults = [
-        f
-        for f in state.open_faults()
-        if f.target == target or (isinstance(target, CubeId) and getattr(f.target, "cube", None) == target.cube)
-    ]
+    faults = _containing(state, target)
     slices = _dependents(state, target)
-    tables = [n for n in slices if n in state.routes]
-    impact = "out of the pool" if isinstance(target, CubeId) and not state.health().cube_ok(target.cube) else None
+    why = [] if faults else [f"`tpufleet inject-fault {target} --dry-run` shows what a failure here would do"]
     return {
         "kind": target.kind,
         "target": str(target),
+        "state": _component_state(target, faults),
         "faults": [_fault_row(f) for f in faults],
-        "state": impact or ("failed" if faults else "healthy"),
         "slices": slices,
-        "tables": tables,
-        "next": [f"tpufleet inject-fault {target} --dry-run   # what a failure here would do"]
-        if not faults
-        else [f"tpufleet clear-fault {f.id}" for f in faults],
+        "tables": [n for n in slices if n in state.routes],
+        "why": why,
+        "next": [f"tpufleet clear-fault {f.id}" for f in faults],
     }
