@@ -228,3 +228,31 @@ def test_config_report_format_leaves_other_commands_alone(fleet, tmp_path, monke
 def test_lock_timeout_must_be_a_real_duration(fleet, value):
     r = fleet("--lock-timeout", value, "status")
     assert r.code == 2 and "--lock-timeout" in r.err
+
+
+def test_saved_plan_refusal_names_a_cleared_fault(fleet, tmp_path):
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    plan = _saved_plan(fleet, tmp_path)  # made while x/3 is down: its pairs there are deferred
+    assert fleet("clear-fault", "ocs:pod0/x/3").code == 0
+    r = fleet("-o", "json", "apply-xconnect", plan)
+    err = json.loads(r.err)
+    assert r.code == 1 and "stale plan" in err["error"]
+    assert any(item.startswith("fault f1 on ocs:pod0/x/3 was cleared at") for item in err["items"])
+
+
+def test_saved_plan_refusal_names_the_slice_now_on_its_ports(fleet, tmp_path):
+    steps = [
+        ("allocate", "x", "--shape", "4x4x16", "--cubes", "c10,c11,c12,c13"),
+        ("plan-xconnect", "x", "--apply"),
+        ("release", "x"),
+        ("allocate", "a", "--shape", "4x4x8", "--cubes", "c10,c11"),
+    ]
+    for step in steps:
+        assert fleet(*step).code == 0, step
+    plan = tmp_path / "a.plan"
+    assert fleet("plan-xconnect", "a", "--out", plan).code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x8", "--cubes", "c12,c13").code == 0
+    assert fleet("plan-xconnect", "b", "--apply").code == 0
+    r = fleet("-o", "json", "apply-xconnect", plan)
+    err = json.loads(r.err)
+    assert r.code == 1 and err["items"] and all("now wired for slice b" in i for i in err["items"])

@@ -85,9 +85,16 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         )
     _, plan = make_plan(state, saved.slice, now)
     if _comparable(saved.changes) != _comparable(plan.changes):
+        why = _why_plans_differ(state, saved, plan.changes)
         raise Refused(
-            f"stale plan {saved.path}: it does not match the plan for slice {saved.slice!r} at serial {state.serial} "
-            "(the cross-connects it touches changed, or it was edited or made for another state directory); plan again"
+            f"stale plan {saved.path}: it does not match the plan for slice {saved.slice!r} at serial {state.serial}: "
+            + (
+                "; ".join(why[:4]) + (f"; and {len(why) - 4} more" if len(why) > 4 else "")
+                if why
+                else "it was edited or made for another state directory"
+            )
+            + "; plan again",
+            why,
         )
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
     data = {
@@ -98,6 +105,35 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         "routes_stale": stale,
     }
     return Outcome(data, _change(saved.slice, plan.summary, stale))
+
+
+def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> list[str]:
+    """Name what makes the recomputed plan differ: faults cleared since the plan was made, and per OCS whose
+    changes differ, the other slices now holding the ports it touches."""
+    why = [
+        f"fault {f.id} on {f.target} was cleared at {f.cleared}"
+        for f in state.faults
+        if f.cleared and saved.made and f.cleared >= saved.made and _touches(f.target, saved)  # same second: listed
+    ]
+    old, new = {str(c.ocs): c for c in saved.changes}, {str(c.ocs): c for c in now}
+    owners = state.owner_of_ports()
+    for key in sorted(old.keys() | new.keys()):
+        a, b = old.get(key), new.get(key)
+        if _comparable([a] if a else []) == _comparable([b] if b else []):
+            continue
+        pod = (a or b).ocs.pod  # type: ignore[union-attr]  # one of them exists: the key came from it
+        ports = {p for c in (a, b) if c for pair in (*c.add, *c.remove) for p in pair}
+        others = sorted({owners.get((pod, p)) for p in ports} - {None, saved.slice})  # type: ignore[type-var]
+        why.append(
+            f"{key} changed" + (f" (its ports are now wired for slice {', '.join(map(str, others))})" if others else "")
+        )
+    return why
+
+
+def _touches(target: object, saved: SavedPlan) -> bool:
+    if isinstance(target, OcsId):
+        return any(c.ocs.pod == target.pod for c in saved.changes)
+    return getattr(target, "cube", None) in saved.cubes
 
 
 def _comparable(changes: list[xconnect.OcsChange]) -> list[tuple[object, ...]]:

@@ -85,6 +85,7 @@ class SavedPlan:
     shape: str = ""
     twisted: bool = False
     cubes: tuple[str, ...] = ()
+    made: str = ""
 
 
 def _pairs(items: list[list[int]]) -> list[Pair]:
