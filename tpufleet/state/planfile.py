@@ -103,4 +103,7 @@ def read(path: Path) -> SavedPlan:
         except ValueError:  # digits the pattern admits but int() does not take (thousands of them)
             raise BadStateFile(str(path), f"ocs.{i}.id", o["id"], "not an OCS id") from None
         changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
-    return SavedPlan(str(path), doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], tuple(doc["cubes"]))
+    made = doc.get("made", "")
+    return SavedPlan(
+        str(path), doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], tuple(doc["cubes"]), made
+    )
