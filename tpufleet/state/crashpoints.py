@@ -17,6 +17,9 @@ through `files.write_temp`, `files.install` and `files.sync_parent`, the three s
 ``atomic_write.before_dir_fsync``  files.atomic_write: renamed (the new file is visible), directory not fsynced
 =================================  ================================================================
 
+Outside the commit protocol: ``sweep.after_point`` (a sweep's finished point file is written,
+tpufleet/sweep/store.py), for the resume tests.
+
 >>> reached("journal.before_write")  # no TPUFLEET_CRASH_AT in the environment: nothing happens
 """
 
