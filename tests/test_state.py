@@ -392,3 +392,14 @@ def test_bad_jobs_in_a_state_file_are_exit_2(tmp_path, capsys, edit, field, prob
     assert tpufleet("--state", tmp_path / "s", "status") == 2
     err = capsys.readouterr().err
     assert f"field {field}:" in err and problem in err and err.count("\n") == 1, err
+
+
+def test_a_key_with_a_newline_still_gives_a_one_line_error(tmp_path, capsys):
+    """Found by test_malformed_state_files_are_exit_2_and_untouched: the field path quoted the key as it was."""
+    path, doc = _state_doc(tmp_path)
+    doc["routes"] = {"a\nb": None}
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert tpufleet("--state", tmp_path / "s", "status") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field routes.a\\nb" in err, err

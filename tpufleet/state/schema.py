@@ -232,10 +232,17 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
     try:
         compiled(schema)(doc)
     except fastjsonschema.JsonSchemaValueException as exc:
-        parts = [str(p) for p in (exc.path or [])][1:]  # drop the leading "data"
+        parts = [_printable(str(p)) for p in (exc.path or [])][1:]  # drop the leading "data"
         field = ".".join([prefix, *parts] if prefix else parts)
         problem = exc.message.replace(exc.name or "data", "it", 1) if exc.message else "invalid"
         raise BadStateFile(file, field, exc.value, problem[:160]) from None
+
+
+def _printable(key: str, limit: int = 80) -> str:
+    """A key of the document as it goes into a message: control characters escaped (a key holding a newline must
+    not break the one-line error), cut short like values are."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in key[: 4 * limit])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def validate(doc: object, file: str) -> dict[str, Any]:
