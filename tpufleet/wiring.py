@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tpufleet.constants import CUBE_EDGE, DIMS
 from tpufleet.fleetstate import Slice
 from tpufleet.health import Health
-from tpufleet.ids import ChipId, IciId, LinkId, OcsId, face_index
+from tpufleet.ids import ChipId, IciId, LinkId, OcsId
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
 from tpufleet.topology import PORTS, coordinates, neighbors
@@ -60,43 +60,102 @@ def _port_maps(
 
 
 def build(sl: Slice, fleet: Fleet, ocs_state: OcsState, health: Health) -> SliceGraph:
+    """Every chip's six ports resolved, in numpy: the cube's mesh for inner ports, the OCS for face ports.
+
+    The health checks that need component ids (failed chips, electrical and optical links) are applied per
+    component of the few cubes they concern, so a healthy 4096-chip slice costs a few array passes.
+    """
     import numpy as np
 
     shape = sl.shape
     expected = neighbors(shape)
     cubes, local = chip_layout(sl)
-    index = {(c, xyz): i for i, (c, xyz) in enumerate(zip(cubes, local, strict=False))}
-    pod_cubes = fleet.pod_by_name[sl.pod].cubes
-    pos = fleet.cube_position
-    by_north, by_south = _port_maps(sl.pod, ocs_state, health)
-    actual = np.full_like(expected, -1)
     names = [f"{c}/{x},{y},{z}" for c, (x, y, z) in zip(cubes, local, strict=False)]
+    order = list(dict.fromkeys(cubes))  # the slice's cubes, each once
+    slot = {c: k for k, c in enumerate(order)}
+    cube_of = np.array([slot[c] for c in cubes], dtype=np.int64)
+    loc = np.array(local, dtype=np.int64).reshape(-1, 3)
+    at = np.full((len(order), CUBE_EDGE, CUBE_EDGE, CUBE_EDGE), -1, dtype=np.int64)
+    at[cube_of, loc[:, 0], loc[:, 1], loc[:, 2]] = np.arange(len(cubes))
+    actual = np.full_like(expected, -1)
+    for port in range(6):
+        d, sign = port // 2, (1 if port % 2 == 0 else -1)
+        other = loc.copy()
+        other[:, d] += sign
+        inside = (other[:, d] >= 0) & (other[:, d] < CUBE_EDGE)
+        o = other[inside]
+        actual[inside, port] = at[cube_of[inside], o[:, 0], o[:, 1], o[:, 2]]
+        if not shape.is_subcube:
+            _optical_ports(sl, fleet, ocs_state, health, actual, port, ~inside, (cube_of, loc, at, order))
+    if health.chips_down or health.ici_down:
+        _electrical_health(health, cubes, local, actual, slot, at)
+    graph = SliceGraph(shape, actual, expected, names)
+    _discover(graph)
+    return graph
+
+
+def _optical_ports(
+    sl: Slice,
+    fleet: Fleet,
+    ocs_state: OcsState,
+    health: Health,
+    actual: np.ndarray,
+    port: int,
+    face: np.ndarray,
+    where: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]],
+) -> None:
+    """Face ports through the OCS cross-connect in place; -2 where it reaches a chip outside the slice."""
+    import numpy as np
+
+    cube_of, loc, at, order = where
+    d, sign = port // 2, (1 if port % 2 == 0 else -1)
+    pod_cubes = fleet.pod_by_name[sl.pod].cubes
+    slot = {c: k for k, c in enumerate(order)}
+    pos = np.array([fleet.cube_position[c] for c in order], dtype=np.int64)
+    by_north, by_south = _port_maps(sl.pod, ocs_state, health)
+    chips = np.flatnonzero(face)
+    a, b = [k for k in range(3) if k != d]
+    index = CUBE_EDGE * loc[chips, a] + loc[chips, b]  # face_index: the two other coordinates, in xyz order
+    peer_slot = np.full(len(chips), -1, dtype=np.int64)
+    peer_ok = np.zeros(len(chips), dtype=bool)
+    for i in range(CUBE_EDGE * CUBE_EDGE):
+        ocs = OcsId(sl.pod, DIMS[d], i)
+        pairs = (by_north if sign > 0 else by_south).get(ocs, {})
+        mine = np.flatnonzero(index == i)
+        for k in mine.tolist():
+            peer_port = pairs.get(int(pos[cube_of[chips[k]]]))
+            if peer_port is None or peer_port >= len(pod_cubes):
+                continue
+            peer = pod_cubes[peer_port]
+            if health.links_down and _optical_down(health, ocs, order[cube_of[chips[k]]], peer, sign):
+                continue
+            peer_ok[k] = True
+            peer_slot[k] = slot.get(peer, -1)
+    other = loc[chips].copy()
+    other[:, d] = 0 if sign > 0 else CUBE_EDGE - 1
+    found = at[np.maximum(peer_slot, 0), other[:, 0], other[:, 1], other[:, 2]]
+    reached = np.where(peer_slot >= 0, found, -2)
+    actual[chips[peer_ok], port] = reached[peer_ok]
+
+
+def _electrical_health(
+    health: Health, cubes: list[str], local: list[Vec], actual: np.ndarray, slot: dict[str, int], at: np.ndarray
+) -> None:
+    """Remove failed chips (every port) and electrical links that are down or lead to a failed chip."""
+    touched = {c.cube for c in health.chips_down} | {i.cube for i in health.ici_down}
     for i, (cube, xyz) in enumerate(zip(cubes, local, strict=False)):
-        if health.chips_down and ChipId(cube, *xyz) in health.chips_down:
+        if cube not in touched:
+            continue
+        if ChipId(cube, *xyz) in health.chips_down:
+            actual[i, :] = -1
             continue
         for port in range(6):
             d, sign = port // 2, (1 if port % 2 == 0 else -1)
             other = list(xyz)
             other[d] += sign
-            if 0 <= other[d] < CUBE_EDGE:
-                j = index.get((cube, (other[0], other[1], other[2])), -1)  # outside a sub-cube box: no link
-                if j >= 0 and not _ici_down(health, cube, xyz, (other[0], other[1], other[2]), PORTS[port]):
-                    actual[i, port] = j
-                continue
-            if shape.is_subcube:
-                continue
-            ocs = OcsId(sl.pod, DIMS[d], face_index(DIMS[d], *xyz))
-            peer_port = (by_north if sign > 0 else by_south).get(ocs, {}).get(pos[cube])
-            if peer_port is None or peer_port >= len(pod_cubes):
-                continue
-            peer = pod_cubes[peer_port]
-            if health.links_down and _optical_down(health, ocs, cube, peer, sign):
-                continue
-            other[d] = 0 if sign > 0 else CUBE_EDGE - 1
-            actual[i, port] = index.get((peer, (other[0], other[1], other[2])), -2)
-    graph = SliceGraph(shape, actual, expected, names)
-    _discover(graph)
-    return graph
+            inner = 0 <= other[d] < CUBE_EDGE and actual[i, port] >= 0
+            if inner and _ici_down(health, cube, xyz, (other[0], other[1], other[2]), PORTS[port]):
+                actual[i, port] = -1
 
 
 def _optical_down(health: Health, ocs: OcsId, cube: str, peer: str, sign: int) -> bool:

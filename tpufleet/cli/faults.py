@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 
 MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
@@ -46,10 +46,25 @@ def _describe(r: dict) -> str:
     return "\n".join(lines)
 
 
-@app.command("inject-fault")
+@app.command(
+    "inject-fault",
+    epilog=examples(
+        "tpufleet inject-fault ocs:pod0/x/5 --dry-run    # what would happen, nothing changed",
+        "tpufleet inject-fault host:c12/3 --reason 'healthd: PCIe errors'",
+        "tpufleet inject-fault link:c07/z/11/out --planned   # drain it for repair",
+        "tpufleet inject-fault --from faults.yaml",
+        "tpufleet inject-fault --random 5 --seed 7 --dry-run",
+    ),
+)
 def inject_cmd(
     ctx: typer.Context,
-    target: Annotated[str | None, typer.Argument(help="chip:, host:, ici:, link:, ocs: or cube: id")] = None,
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="What failed: chip:c07/1,2,3, host:c07/5 (a machine), ici:c07/1,2,3/+x (an electrical link), "
+            "link:c07/x/5/out (an optical link), ocs:pod0/x/5 or cube:c07"
+        ),
+    ] = None,
     planned: Annotated[
         bool, typer.Option("--planned", help="A maintenance drain: jobs notified, link drained first")
     ] = False,
@@ -64,13 +79,21 @@ def inject_cmd(
             "--random",
             min=1,
             max=MAX_RANDOM_FAULTS,
-            help=f"Draw N faults (at most {MAX_RANDOM_FAULTS}) in proportion to the daily failure rates of the shipped fault-rate file (machines 0.08%, optical links 0.005%, OCS 0.04% per day)",
+            help=f"Draw N faults (at most {MAX_RANDOM_FAULTS}), each kind in proportion to its daily failure rate "
+            "times how many the fleet has (shipped rates: machines 0.08%, optical links 0.005%, OCS 0.04% a day)",
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Seed for --random")] = 0,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Fail (or drain) a component and show its blast radius: cubes out, slices rescheduled or rerouted."""
+    """Fail (or drain) a component and show its blast radius: cubes out, slices rescheduled or rerouted.
+
+    A failed chip, machine, electrical link or cube takes its cube out of the pool and the slices on it are
+    evicted, with the replacement cubes proposed. A failed OCS or optical link leaves the cubes in place: a
+    slice with fault-tolerant routing keeps running on rerouted tables if every pair still arrives, the
+    tables fit the hardware's 3 virtual channels and it keeps at least its throughput floor; otherwise it is
+    evicted too.
+    """
     from tpufleet.errors import BadInput
     from tpufleet.ops import faults as fault_ops
     from tpufleet.state.store import utc_now
@@ -139,7 +162,10 @@ def _requests(
     return out
 
 
-@app.command("clear-fault")
+@app.command(
+    "clear-fault",
+    epilog=examples("tpufleet clear-fault f12", "tpufleet clear-fault ocs:pod0/x/5   # every open fault on it"),
+)
 def clear_cmd(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="A fault id (f12) or a target id (all its open faults)")],
@@ -159,7 +185,7 @@ def clear_cmd(
     emit(d, output, lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in d["cleared"]] + hint))
 
 
-@app.command("faults")
+@app.command("faults", epilog=examples("tpufleet faults", "tpufleet faults --all -o json"))
 def faults_cmd(
     ctx: typer.Context,
     all_faults: Annotated[bool, typer.Option("--all", help="Include cleared faults")] = False,
@@ -193,7 +219,7 @@ def faults_cmd(
     )
 
 
-@app.command("reschedule")
+@app.command("reschedule", epilog=examples("tpufleet reschedule train"))
 def reschedule_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="An evicted slice")],

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 
@@ -52,20 +52,46 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     return "\n".join(lines)
 
 
-@app.command("routes")
+@app.command(
+    "routes",
+    epilog=examples(
+        "tpufleet routes train                       # make, check and store the tables",
+        "tpufleet routes train --traffic all-to-all -o json",
+        "tpufleet routes train --out train.ibroute --format ibroute",
+        "tpufleet routes train --algorithm wild-first --max-vcs 6 --out study.npz   # study other choices",
+    ),
+)
 def routes_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Slice name")],
-    algorithm: Annotated[Algorithm, typer.Option("--algorithm", help="auto, dor or wild-first")] = Algorithm.auto,
+    algorithm: Annotated[
+        Algorithm,
+        typer.Option(
+            "--algorithm",
+            help="auto: try every repair below (and other dimension orders) and keep the one with the lightest "
+            "busiest link that fits the virtual channels; dor: plain dimension-order routes, each dimension the "
+            "shorter way round, and pairs a fault cuts off are left unroutable; wild-first: like dor, but a chip "
+            "whose route crosses a failed link first steps to a neighbour whose own route is intact",
+        ),
+    ] = Algorithm.auto,
     traffic: Annotated[
-        str, typer.Option("--traffic", help="Comma-separated: all-to-all, all-reduce")
+        str,
+        typer.Option(
+            "--traffic",
+            help="Traffic patterns to measure, comma-separated: all-to-all (one unit between every ordered pair "
+            "of chips), all-reduce (one unit to each ring neighbour)",
+        ),
     ] = "all-to-all,all-reduce",
     out: Annotated[Path | None, typer.Option("--out", help="Also export the tables to this file")] = None,
     fmt: Annotated[
         TableFormat, typer.Option("--format", help="Export format for --out: npz, json (<= 1024 chips), ibroute")
     ] = TableFormat.npz,
     no_deadlock_check: Annotated[
-        bool, typer.Option("--no-deadlock-check", help="Skip the channel-dependency check")
+        bool,
+        typer.Option(
+            "--no-deadlock-check",
+            help="Skip the check that the tables cannot deadlock (no cycle among the links' virtual channels)",
+        ),
     ] = False,
     max_vcs: Annotated[
         int | None,

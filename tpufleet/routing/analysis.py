@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from tpufleet.shapes import Shape
-from tpufleet.topology import PORTS
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-    from scipy.sparse import csr_matrix
 
     from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.routing.structured import DorBase
     from tpufleet.topology import ChipGraph
 
     IntArray = npt.NDArray[np.signedinteger[Any]]
@@ -45,6 +44,7 @@ class RouteTables:
     orders: list[Order] = field(default_factory=lambda: [(0, 1, 2)])
     algorithm: str = "dor"
     wild_layers: bool = False  # each wild hop of a chain on the next VC (see the module docstring)
+    base: DorBase | None = None  # set by the maker when the tables are plain DOR plus repairs (fast analysis)
 
     @property
     def n(self) -> int:
@@ -308,11 +308,11 @@ def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, b
 
     Every (destination, chip) pair whose hop is followed by another contributes the dependencies of its VC bit
     set; pairs are first reduced to distinct (chip, in port, out port, order, wild flags, VC bits) keys, which
-    are few, and only those are expanded into channel-to-channel edges.
+    are few, and only those are expanded into channel-to-channel edges (`cdg.verdict`).
     """
     import numpy as np
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
+
+    from tpufleet.routing import cdg
 
     n = rt.n
     P = rt.P
@@ -321,23 +321,15 @@ def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, b
     used_classes = np.unique(dest_class)
     remap = np.full(int(dest_class.max()) + 1, -1, dtype=np.int64)
     remap[used_classes] = np.arange(len(used_classes))
-    classes = len(used_classes)
     if wild is not None and wild.any():
         bits_dor = int(np.bitwise_or.reduce(mask[~wild])) if (~wild).any() else 1
         bits_wild = int(np.bitwise_or.reduce(mask[wild]))
     else:
         bits_dor, bits_wild = int(np.bitwise_or.reduce(mask.ravel())), 0
-    per_class = max(1, bits_dor.bit_length())
-    wild_base = classes * per_class
-    vcs = wild_base + bits_wild.bit_length()
-    layout = {"per_order": per_class, "orders": classes, "wild": bits_wild.bit_length()}
-
-    mbits = max(1, max(bits_dor, bits_wild).bit_length())
-    radix = 1 << mbits
-    space = n * 36 * classes * 4 * radix
-    ktype: type[np.signedinteger[Any]] = np.int64 if space >= 2**31 else np.int32
+    layout = cdg.Layout(n, len(used_classes), bits_dor, bits_wild)
+    ktype = layout.ktype
     chips = np.arange(n, dtype=ktype)
-    present = np.zeros(space + 1, dtype=bool)
+    present = np.zeros(layout.space + 1, dtype=bool)
     cls_of = remap[dest_class].astype(ktype)
     nbr_flat = rt.nbr.ravel().astype(ktype)
     for lo in range(0, n, 256):  # row blocks (destinations) keep temporaries small
@@ -348,86 +340,31 @@ def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, b
         onward = (Pb >= 0) & (mb > 0) & (nxt != chips[lo:hi, None]) & (nxt >= 0)
         nxt = np.maximum(nxt, 0)
         q = np.take_along_axis(Pb, nxt, axis=1).astype(ktype)
-        key = ((chips[None, :] * 6 + p) * 6 + q) * classes + cls_of[lo:hi, None]
-        key *= 4
+        flags = np.zeros(1, dtype=ktype)
         if wild is not None:
             wb = wild[lo:hi]
-            key += wb.astype(ktype) * 2 + np.take_along_axis(wb, nxt, axis=1)
-        key *= radix
-        key += mb
-        key[~onward] = space
+            flags = wb.astype(ktype) * 2 + np.take_along_axis(wb, nxt, axis=1)
+        key = layout.encode(chips[None, :], p, q, cls_of[lo:hi, None], flags, mb)
+        key[~onward] = layout.space
         present[key.ravel()] = True
-    keys = np.flatnonzero(present[:space]).astype(np.int64)
-    rest, m = np.divmod(keys, radix)
-    rest, fl = np.divmod(rest, 4)
-    rest, cls = np.divmod(rest, classes)
-    rest, q = np.divmod(rest, 6)
-    s, p = np.divmod(rest, 6)
-    w_here, w_next = (fl >> 1).astype(bool), (fl & 1).astype(bool)
-    nb = rt.nbr[s, p].astype(np.int64)
-    same_dim = (q // 2) == (p // 2)
-    cross = datelines(rt.shape)[s, p].astype(np.int64)
-    base = cls * per_class
-    chain_step = 1 if rt.wild_layers else 0
-    parts: list[tuple[npt.NDArray[np.int64], ...]] = []
-    for b in range(mbits):
-        has = ((m >> b) & 1).astype(bool)
-        if not has.any():
-            continue
-        hw, hn = w_here[has], w_next[has]
-        vc_in = np.where(hw, wild_base + b, base[has] + b)
-        out_bit = np.where(hw & hn, b + chain_step, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
-        vc_out = np.where(hn, wild_base + out_bit, base[has] + out_bit)
-        parts.append((s[has] * 6 + p[has], vc_in, nb[has] * 6 + q[has], vc_out))
-    if not parts:
-        return vcs, True, [], layout
-    link_in, vc_in, link_out, vc_out = (np.concatenate([part[i] for part in parts]) for i in range(4))
-    # A channel the bit sets could not name (a very long wild chain) still counts: size by what is used.
-    vcs = max(vcs, int(max(vc_in.max(), vc_out.max())) + 1)
-    layout["wild"] = vcs - wild_base
-    size = n * 6 * vcs
-    src, dst = link_in * vcs + vc_in, link_out * vcs + vc_out
-    graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(size, size))
-    _count, labels = connected_components(graph, directed=True, connection="strong")
-    sizes = np.bincount(labels)
-    if (sizes > 1).any():
-        comp = int(np.argmax(sizes))
-        return vcs, False, _one_cycle(graph, labels, comp, vcs), layout
-    return vcs, True, [], layout
-
-
-def _one_cycle(graph: csr_matrix, labels: npt.NDArray[np.int32], comp: int, vcs: int) -> list[str]:
-    """A concrete dependency cycle inside one strongly connected component, as channel names."""
-    import numpy as np
-
-    members: set[int] = set(np.nonzero(labels == comp)[0].tolist())
-    start = min(members)
-    seen: dict[int, int | None] = {start: None}
-    stack = [start]
-    path_of = {start: [start]}
-    while stack:
-        node = stack.pop()
-        for nb in graph.indices[graph.indptr[node] : graph.indptr[node + 1]]:
-            nb = int(nb)
-            if nb not in members:
-                continue
-            if nb == start:
-                cycle = path_of[node] + [start]
-                return [_channel_name(c, vcs) for c in cycle]
-            if nb not in seen:
-                seen[nb] = node
-                path_of[nb] = path_of[node] + [nb]
-                stack.append(nb)
-    return [_channel_name(start, vcs)]
-
-
-def _channel_name(chan: int, vcs: int) -> str:
-    link, vc = divmod(chan, vcs)
-    chip, port = divmod(link, 6)
-    return f"chip {chip} {PORTS[port]} vc{vc}"
+    keys = np.flatnonzero(present[: layout.space]).astype(np.int64)
+    return cdg.verdict(rt, keys, layout)
 
 
 def analyze(rt: RouteTables, deadlock: bool = True) -> Analysis:
+    """Arrival, all-to-all load, VCs and deadlock verdict of the tables (the same figures whichever way they are
+    computed: pair by pair here, or from the rings when the maker says how the tables were made)."""
+    from tpufleet.routing import structured
+
+    if structured.applies(rt):
+        fast = structured.analyze(rt, deadlock)
+        if fast is not None:
+            return fast
+    return analyze_pairs(rt, deadlock)
+
+
+def analyze_pairs(rt: RouteTables, deadlock: bool = True) -> Analysis:
+    """The pair-by-pair analysis (also the oracle of the fast one)."""
     levels = Levels(rt.L)
     routable = verify(rt, levels)
     weight, mask = flow(rt, routable, levels, masks=deadlock)

@@ -52,6 +52,8 @@ def healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) ->
     from tpufleet.routing.analysis import analyze, symmetric, symmetric_load
     from tpufleet.routing.balanced import BALANCE_LIMIT, balanced_twisted_tables
 
+    if symmetric(shape) and not shape.twisted:
+        return _ring_healthy_loads(shape, expected, traffics)
     makers = [dor.tables]
     if shape.twisted and len(expected) <= BALANCE_LIMIT:
         makers.append(balanced_twisted_tables)
@@ -65,6 +67,35 @@ def healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) ->
             best = loads
     assert best is not None
     return best
+
+
+def _ring_healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) -> dict[str, float]:
+    """`healthy_loads` of an untwisted torus without making its tables: the routes `symmetric_load` and
+    `ring_allreduce_load` walk (from one chip of each parity class to all; to every ring neighbour) are counted
+    from their ring runs."""
+    import numpy as np
+
+    from tpufleet.routing.dor import DEFAULT_ORDER
+    from tpufleet.routing.rings import RingPaths
+    from tpufleet.topology import coordinates
+
+    n = len(expected)
+    paths = RingPaths(shape, DEFAULT_ORDER)
+    out: dict[str, float] = {}
+    for traffic in traffics:
+        if traffic == "all-to-all":
+            xyz = coordinates(shape.dims)
+            cls = (xyz[:, 0] % 2) * 4 + (xyz[:, 1] % 2) * 2 + (xyz[:, 2] % 2)
+            reps = np.array([int(np.flatnonzero(cls == c)[0]) for c in range(8)], dtype=np.int64)
+            routes = paths.count(np.repeat(reps, n), np.tile(np.arange(n, dtype=np.int64), 8), n * 6)
+            counts = np.zeros((8, 6))
+            np.add.at(counts, cls, routes.reshape(n, 6))
+            out[traffic] = float(counts[cls].max()) if n else 0.0
+        else:
+            s, p = np.nonzero(expected >= 0)
+            load = paths.count(s.astype(np.int64), expected[s, p].astype(np.int64), n * 6)
+            out[traffic] = float(load.max()) if load.size else 0.0
+    return out
 
 
 def evaluate(
@@ -126,30 +157,26 @@ def _report(
     info: RouteInfo,
     a: Analysis,
 ) -> RouteReport:
-    import numpy as np
 
     from tpufleet.routing.distances import graph_distances
 
     n = rt.n
-    off_diag = ~np.eye(n, dtype=bool)
-    ok = a.routable & off_diag
-    lengths = rt.L[ok]
+    routable_pairs, bad_t, bad_s, diameter, mean_hops = _lengths(rt, a)
     loads = _loads(rt, expected, traffics, weight_load=a.load)
-    healthy = healthy_loads(shape, expected, traffics)
-    delivered = float(ok.sum()) / float(n * (n - 1)) if n > 1 else 1.0
+    healthy = loads if _is_healthy_reference(rt, expected) else healthy_loads(shape, expected, traffics)
+    delivered = float(routable_pairs) / float(n * (n - 1)) if n > 1 else 1.0
     # Throughput kept: the healthy maximum link load over this one, times the share of pairs still delivered
     # (traffic between unroutable pairs is lost, not free).
     retained = {k: round((healthy[k] / loads[k] if loads[k] else 1.0) * delivered, 4) for k in traffics}
-    bad_t, bad_s = np.nonzero(~a.routable & off_diag)
-    graph = graph_distances(rt.nbr)
+    graph = graph_distances(rt.nbr, shape)
     summary = {
         "chips": n,
         "algorithm": algorithm,
         "strategy": info.get("strategy", algorithm if info["broken_by_faults"] else "dimension-order"),
-        "routable_pairs": int(ok.sum()),
+        "routable_pairs": routable_pairs,
         "unroutable_pairs": len(bad_t),
-        "diameter": int(lengths.max()) if lengths.size else 0,
-        "mean_hops": round(float(lengths.mean()), 6) if lengths.size else 0.0,
+        "diameter": diameter,
+        "mean_hops": mean_hops,
         "graph_diameter": graph.diameter,
         "graph_mean_hops": round(graph.mean_hops, 6),
         "vcs": a.vcs if deadlock_check else None,
@@ -164,3 +191,37 @@ def _report(
     }
     pairs = list(zip(bad_s[:1000].tolist(), bad_t[:1000].tolist(), strict=True))
     return RouteReport(rt, summary, pairs, a.cycle)
+
+
+def _is_healthy_reference(rt: RouteTables, expected: ChipGraph) -> bool:
+    """These are the very tables `healthy_loads` would measure (plain default-order DOR, untwisted, no fault)."""
+    from tpufleet.routing.dor import DEFAULT_ORDER
+
+    base = rt.base
+    return (
+        base is not None
+        and base.load is None
+        and base.order == DEFAULT_ORDER
+        and not rt.shape.twisted
+        and (rt.wild is None or not rt.wild.any())
+        and bool((rt.nbr == expected).all())
+    )
+
+
+def _lengths(rt: RouteTables, a: Analysis) -> tuple[int, Any, Any, int, float]:
+    """(routable pairs, unroutable (t, s) indices, longest route, mean route length) over distinct pairs."""
+    import numpy as np
+
+    n = rt.n
+    if n > 1 and a.routable.all():
+        # Every pair arrives and the diagonal has length 0, so the whole table gives the same integer sums.
+        total = int(rt.L.sum(dtype=np.int64))
+        empty = np.empty(0, dtype=np.intp)
+        return n * (n - 1), empty, empty, int(rt.L.max()), round(total / (n * (n - 1)), 6)
+    off_diag = ~np.eye(n, dtype=bool)
+    ok = a.routable & off_diag
+    lengths = rt.L[ok]
+    bad_t, bad_s = np.nonzero(~a.routable & off_diag)
+    diameter = int(lengths.max()) if lengths.size else 0
+    mean = round(float(lengths.mean()), 6) if lengths.size else 0.0
+    return int(ok.sum()), bad_t, bad_s, diameter, mean

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypedDict, overload
 
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
+from tpufleet.routing.structured import DorBase
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from tpufleet.routing.analysis import BoolArray, IntArray
     from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.routing.rings import RingPaths
     from tpufleet.topology import ChipGraph
 
     Load = npt.NDArray[np.int64]  # [N * 6] units per directed link
@@ -76,7 +78,8 @@ def broken_pairs(P: PortTable, expected: ChipGraph, alive: ChipGraph) -> npt.NDA
     for a, p in zip(ds.tolist(), dp.tolist(), strict=True):
         t = np.flatnonzero(P[:, a] == p)
         seeds.append(t.astype(np.int64) * n + a)
-    frontier = np.unique(np.concatenate(seeds)) if seeds else np.empty(0, dtype=np.int64)
+    # No deduplication needed: an entry is found only from its own next hop, which is one entry.
+    frontier = np.concatenate(seeds) if seeds else np.empty(0, dtype=np.int64)
     bad = np.zeros(n * n, dtype=bool)
     bad[frontier] = True
     Pf = P.ravel()
@@ -90,7 +93,7 @@ def broken_pairs(P: PortTable, expected: ChipGraph, alive: ChipGraph) -> npt.NDA
             idx = t[ok] * n + c[ok]
             idx = idx[(Pf[idx] == port) & ~bad[idx]]
             found.append(idx)
-        frontier = np.unique(np.concatenate(found))
+        frontier = np.concatenate(found)
         bad[frontier] = True
     return np.flatnonzero(bad)
 
@@ -217,11 +220,13 @@ def base_load(
     broken: npt.NDArray[np.int64],
     shape: Shape,
     expected: ChipGraph | None = None,
+    paths: RingPaths | None = None,
 ) -> Load:
     """All-to-all load of the pairs the faults leave intact (flat [N * 6]).
 
     For the plain DOR tables of a torus: the healthy load (by symmetry, from 8 chips' routes) less the routes of
-    the broken pairs, walked on the healthy graph; otherwise one sweep over all pairs.
+    the broken pairs, walked on the healthy graph (or counted by ring runs, `paths`); otherwise one sweep over
+    all pairs.
     """
     import numpy as np
 
@@ -231,6 +236,8 @@ def base_load(
     if expected is not None and symmetric(shape):
         healthy = RouteTables(shape, expected, P, L)
         t, s = np.divmod(broken, n)
+        if paths is not None:
+            return symmetric_load(healthy).ravel().astype(np.int64) - paths.count(s, t, n * 6)
         total = symmetric_load(healthy) - pair_load(healthy, s, t)
         return total.ravel().astype(np.int64)
     intact = np.ones(n * n, dtype=bool)
@@ -242,14 +249,33 @@ def base_load(
 
 @overload
 def wild_first(
-    P: PortTable, L: HopTable, alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, *, base: Load
+    P: PortTable,
+    L: HopTable,
+    alive: ChipGraph,
+    broken: npt.NDArray[np.int64],
+    seed: int = 0,
+    *,
+    base: Load,
+    paths: RingPaths | None = None,
 ) -> tuple[BoolArray, npt.NDArray[np.int64], Load]: ...
 @overload
 def wild_first(
-    P: PortTable, L: HopTable, alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, base: Load | None = None
+    P: PortTable,
+    L: HopTable,
+    alive: ChipGraph,
+    broken: npt.NDArray[np.int64],
+    seed: int = 0,
+    base: Load | None = None,
+    paths: RingPaths | None = None,
 ) -> tuple[BoolArray, npt.NDArray[np.int64], Load | None]: ...
 def wild_first(
-    P: PortTable, L: HopTable, alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, base: Load | None = None
+    P: PortTable,
+    L: HopTable,
+    alive: ChipGraph,
+    broken: npt.NDArray[np.int64],
+    seed: int = 0,
+    base: Load | None = None,
+    paths: RingPaths | None = None,
 ) -> tuple[BoolArray, npt.NDArray[np.int64], Load | None]:
     """Repair broken pairs in place with wild first hops (and chains).
 
@@ -258,6 +284,9 @@ def wild_first(
 
     `base` is the load already on each link (flat [N * 6]); the choice minimizes the most loaded link of the
     whole new route, so detours spread over the neighbouring rings instead of piling onto one.
+
+    `paths`, given when P is the plain dimension-order table of an untwisted torus, answers the first round's
+    route questions from ring runs instead of walks (every neighbour offered then is on its intact route).
     """
     import numpy as np
 
@@ -278,6 +307,15 @@ def wild_first(
         fixed_any = False
         left: list[npt.NDArray[np.int64]] = []
         batches = max(BATCHES, min(256, len(todo) // 32))
+        if round_no == 0 and paths is not None:
+            from tpufleet.routing.wildrings import first_round
+
+            tables = (P, L, wild)
+            left, fixed_any = first_round(todo, n, alive, tables, bad, extra, paths, min(batches, len(todo)))
+            todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)
+            if not fixed_any:
+                break
+            continue
         for batch in np.array_split(todo, min(batches, len(todo))):
             t, s = np.divmod(batch, n)
             cand = alive[s]  # [k, 6]
@@ -343,20 +381,41 @@ def _repair(
     else:
         P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
         dest_class, orders = np.zeros(n, dtype=np.int64), [order]
-        broken = broken_pairs(P, expected, alive)
+        if not balanced and _plain_dor(shape, expected, alive):
+            from tpufleet.routing.rings import broken_by_runs
+
+            broken = broken_by_runs(shape, order, expected, alive)  # the same set, from the dead links' rings
+        else:
+            broken = broken_pairs(P, expected, alive)
     info["broken_by_faults"] = len(broken)
     wild: BoolArray | None = None
+    load: Load | None = None
     if len(broken):
+        plain = None if per_destination_orders else expected
         if algorithm == "dor":
+            load = base_load(P, L, alive, broken, shape, plain) if _plain_dor(shape, expected, alive) else None
             P.ravel()[broken] = -2
             L.ravel()[broken] = -1
         else:
-            plain = None if per_destination_orders else expected
-            wild, left, load = wild_first(P, L, alive, broken, base=base_load(P, L, alive, broken, shape, plain))
+            paths = None
+            if not per_destination_orders and not balanced and _plain_dor(shape, expected, alive):
+                from tpufleet.routing.rings import RingPaths
+
+                paths = RingPaths(shape, order)
+            start = base_load(P, L, alive, broken, shape, plain, paths)
+            wild, left, load = wild_first(P, L, alive, broken, base=start, paths=paths)
             info["max_load"] = float(load.max())
             info["repaired_wild"] = int(len(broken) - len(left))
     _drop_dead_chips(P, L, expected, alive)
-    return RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm), info
+    rt = RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm)
+    if not per_destination_orders and not balanced and _plain_dor(shape, expected, alive):
+        rt.base = DorBase(order, alive, load)  # only broken pairs changed: the rings give every figure
+    return rt, info
+
+
+def _plain_dor(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> bool:
+    """The tables of `order` are the closed-form ones of an untwisted torus, and `alive` only lacks links."""
+    return shape.wraps and not shape.twisted and bool(((alive == expected) | (alive < 0)).all())
 
 
 def _drop_dead_chips(P: PortTable, L: HopTable, expected: ChipGraph, alive: ChipGraph) -> None:

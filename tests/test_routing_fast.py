@@ -1,0 +1,149 @@
+"""The fast analysis of plain dimension-order tables with repairs (`routing.structured`, from the rings) gives
+exactly the pair-by-pair analysis (`analysis.analyze_pairs`, the oracle): arrival, loads, VCs, verdict, cycle."""
+
+import numpy as np
+import pytest
+from test_routing import ocs_failure
+
+from tpufleet.routing import structured
+from tpufleet.routing.analysis import analyze_pairs
+from tpufleet.routing.cdg import acyclic
+from tpufleet.routing.tolerant import candidates
+from tpufleet.shapes import parse_shape
+from tpufleet.topology import neighbors
+
+
+def cut(exp, alive, pairs):
+    out = alive.copy()
+    for s, p in pairs:
+        t = exp[s, p]
+        out[s, p] = -1
+        out[t, p ^ 1] = -1
+    return out
+
+
+def cases():
+    out = []
+    for text in ("4x4x4", "4x4x8", "8x8x8", "4x8x12"):
+        shape = parse_shape(text)
+        exp = neighbors(shape)
+        out.append((f"{text} healthy", shape, exp, exp))
+        for dim, index in (("x", 5), ("y", 2), ("z", 11)):
+            _, alive = ocs_failure(shape, dim, index)
+            out.append((f"{text} ocs {dim}/{index}", shape, exp, alive))
+        both = np.where((ocs_failure(shape, "x", 5)[1] < 0) | (ocs_failure(shape, "z", 3)[1] < 0), -1, exp)
+        out.append((f"{text} two ocs", shape, exp, both))
+        rng = np.random.default_rng(len(exp))  # fixed seeds: the same links every run
+        links = [(int(rng.integers(len(exp))), int(rng.integers(6))) for _ in range(3)]
+        out.append((f"{text} links", shape, exp, cut(exp, exp, links)))
+        chip = len(exp) // 2  # a chip with every link dead: its pairs are unroutable
+        out.append((f"{text} dead chip", shape, exp, cut(exp, exp, [(chip, p) for p in range(6)])))
+    return out
+
+
+CASES = cases()
+
+
+def same(fast, slow):
+    assert np.array_equal(fast.routable, slow.routable)
+    assert fast.load.dtype == slow.load.dtype and np.array_equal(fast.load, slow.load)
+    assert (fast.vcs, fast.deadlock_free, fast.cycle, fast.vc_blocks) == (
+        slow.vcs,
+        slow.deadlock_free,
+        slow.cycle,
+        slow.vc_blocks,
+    )
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "wild-first", "dor"])
+@pytest.mark.parametrize("name, shape, exp, alive", CASES, ids=[c[0] for c in CASES])
+def test_fast_analysis_equals_the_pair_by_pair_one(name, shape, exp, alive, algorithm):
+    seen_cycle = False
+    for rt, _info in candidates(shape, exp, alive, algorithm, 3):
+        assert structured.applies(rt)
+        for layered in (False, True):
+            rt.wild_layers = layered
+            fast = structured.analyze(rt)
+            slow = analyze_pairs(rt)
+            if fast is None:  # a wild pair that does not arrive is left to the oracle; never expected here
+                pytest.fail("fast analysis declined")
+            same(fast, slow)
+            seen_cycle |= slow.deadlock_free is False
+            loads_only = structured.analyze(rt, deadlock=False)
+            assert loads_only is not None and np.array_equal(loads_only.load, slow.load)
+    if name.endswith("ocs z/11") and algorithm == "wild-first" and shape.dims[2] >= 12:
+        assert seen_cycle  # the cycle report (scipy path) is compared too
+
+
+def test_twisted_and_mixed_orders_keep_the_pair_by_pair_analysis():
+    shape = parse_shape("4x4x8", twisted=True)
+    exp = neighbors(shape)
+    rt, _ = candidates(shape, exp, exp, "auto")[0]
+    assert not structured.applies(rt)
+    shape = parse_shape("8x8x8")
+    _, alive = ocs_failure(shape, "x", 5)
+    mixed = [rt for rt, _ in candidates(shape, neighbors(shape), alive, "auto", None) if len(rt.orders) > 1]
+    assert mixed and not any(structured.applies(rt) for rt in mixed)
+
+
+@pytest.mark.parametrize(
+    "edges, expected",
+    [
+        ([], True),
+        ([(0, 1), (1, 2)], True),
+        ([(0, 1), (1, 2), (2, 0)], False),
+        ([(0, 0), (0, 1)], True),  # a self-loop is not a cycle of channels (components of one node)
+        ([(0, 1), (0, 1), (1, 2), (3, 2), (2, 4), (4, 3)], False),
+    ],
+)
+def test_peeling_finds_cycles(edges, expected):
+    src = np.array([a for a, _ in edges], dtype=np.int64)
+    dst = np.array([b for _, b in edges], dtype=np.int64)
+    assert acyclic(src, dst, 5) is expected
+
+
+REPAIR_CASES = [c for c in CASES if c[0].split()[0] in ("4x4x8", "4x8x12") and "healthy" not in c[0]]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1), (1, 2, 0)])
+@pytest.mark.parametrize("name, shape, exp, alive", REPAIR_CASES, ids=[c[0] for c in REPAIR_CASES])
+def test_ring_runs_repair_exactly_as_the_walks_do(name, shape, exp, alive, order):
+    """wild-first with routes answered by ring runs (`RingPaths`) makes the very tables, loads and leftovers of
+    the hop-by-hop walks; the intact load counted by runs equals the walked one."""
+    from tpufleet.routing import dor
+    from tpufleet.routing.rings import RingPaths
+    from tpufleet.routing.tolerant import base_load, broken_pairs, wild_first
+
+    results = []
+    for paths in (None, RingPaths(shape, order)):
+        P, L = dor.tables(shape, order)
+        broken = broken_pairs(P, exp, alive)
+        base = base_load(P, L, alive, broken, shape, exp, paths)
+        results.append((P, L, base, *wild_first(P, L, alive, broken, base=base, paths=paths)))
+    for walked, counted in zip(*results, strict=True):
+        assert walked.dtype == counted.dtype and np.array_equal(walked, counted)
+
+
+@pytest.mark.parametrize("text", ["4x4x4", "4x4x8", "8x8x8", "4x8x12", "8x8x16"])
+def test_healthy_reference_loads_from_rings_equal_the_tables(text):
+    from tpufleet.routing import dor, report
+    from tpufleet.routing.analysis import RouteTables, symmetric_load
+
+    shape = parse_shape(text)
+    exp = neighbors(shape)
+    P, L = dor.tables(shape)
+    rt = RouteTables(shape, exp, P, L)
+    traffics = ("all-to-all", "all-reduce")
+    from_tables = report._loads(rt, exp, traffics, weight_load=symmetric_load(rt))
+    assert report._ring_healthy_loads(shape, exp, traffics) == from_tables
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1), (1, 2, 0), (0, 2, 1)])
+@pytest.mark.parametrize("name, shape, exp, alive", CASES, ids=[c[0] for c in CASES])
+def test_broken_pairs_from_the_dead_links_rings_equal_the_upward_search(name, shape, exp, alive, order):
+    from tpufleet.routing import dor
+    from tpufleet.routing.rings import broken_by_runs
+    from tpufleet.routing.tolerant import broken_pairs
+
+    P, _L = dor.tables(shape, order)
+    assert np.array_equal(broken_by_runs(shape, order, exp, alive), broken_pairs(P, exp, alive))
