@@ -99,8 +99,8 @@ def simulate_cmd(
         check_output_path(plot, "--plot")
     from tpufleet.cli.progress import progress
 
-    with progress("simulating pods", trials) as advance:
-        result = ops.report(ks, p, q, trials, seed, source, on_progress=advance)
+    with progress("simulating pods", trials) as bar:
+        result = ops.report(ks, p, q, trials, seed, source, on_progress=bar.advance)
     if plot is not None:
         from tpufleet.state.files import write_output
 

@@ -1,32 +1,50 @@
 """A progress bar on stderr for commands that take more than a moment, only when stderr is a terminal.
 
-Scripts (stderr a pipe or a file) get nothing extra. The core reports progress through a plain callback
-(`advance(n)`), so it stays free of any terminal code.
+Scripts (stderr a pipe or a file) get nothing extra. The core reports progress through plain callbacks
+(`bar.advance(n)` or `bar.set(done, total)`), so it stays free of any terminal code.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-Advance = Callable[[int], None]
 
+class Bar:
+    """What a command hands the core: `advance(n)` by increments, or `set(done, total)` by position."""
 
-def _ignore(_: int) -> None:
-    return None
+    def __init__(self, bar: Any = None, task: Any = None) -> None:
+        self._bar, self._task = bar, task
+
+    def advance(self, n: float) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def set(self, done: float, total: float | None = None) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, **({} if total is None else {"total": total}))
 
 
 @contextmanager
-def progress(label: str, total: int) -> Iterator[Advance]:
-    """Yields `advance(n)`; draws a transient bar with an ETA on a terminal, does nothing otherwise."""
+def progress(label: str, total: float | None, count: bool = False) -> Iterator[Bar]:
+    """A transient bar with an ETA on a terminal (with `count`, "done/total" instead of a percentage); a bar that
+    draws nothing otherwise."""
     if not sys.stderr.isatty():
-        yield _ignore
+        yield Bar()
         return
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
+    amount = MofNCompleteColumn() if count else TaskProgressColumn()
+    columns = (TextColumn("{task.description}"), BarColumn(), amount, TimeRemainingColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+        yield Bar(bar, bar.add_task(label, total=total))

@@ -104,7 +104,6 @@ def simulate_cmd(
 
     A run expected to log more than 3,000,000 events is refused before it starts (exit 2)."""
     import functools
-    import sys
 
     from tpufleet.errors import BadInput
     from tpufleet.model import component_counts, default_fleet
@@ -138,14 +137,10 @@ def simulate_cmd(
         rates = scale_rates(rates, parse_factors(fault_scale))
     check_budget(loaded_workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
     run = functools.partial(simulate, loaded_workload, rates, options)
-    if sys.stderr.isatty():
-        from rich.progress import Progress
+    from tpufleet.cli.progress import progress
 
-        with Progress(transient=True) as bar:
-            task = bar.add_task("simulating", total=days)
-            result = run(progress=lambda day: bar.update(task, completed=day))
-    else:
-        result = run()
+    with progress("simulating days", days) as bar:
+        result = run(progress=bar.set)
     write_output(out, jsonl(result.records))
     summary = {**result.summary, "out": str(out)}
     emit(summary, output, lambda: _text(summary, out))

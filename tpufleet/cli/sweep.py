@@ -58,17 +58,6 @@ def _executor(serial: bool, cluster: str | None, workers: int | None) -> Any:
     return backends.Dask(cluster, workers)
 
 
-def _progress() -> Any:
-    """A bar over points with an ETA on a terminal; nothing otherwise (logs and pipes stay clean)."""
-    if not sys.stderr.isatty():
-        return None, None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
-    task = bar.add_task("points", total=None)
-    return bar, lambda done, total: bar.update(task, completed=done, total=total)
-
-
 @app.command("sweep", epilog=EPILOG)
 def sweep_cmd(
     spec_file: Annotated[Path, typer.Argument(metavar="SPEC.yaml", help="Sweep spec (YAML)")],
@@ -105,16 +94,14 @@ def sweep_cmd(
         raise BadInput(f"bad option --out {str(out)!r}: directory {str(out.absolute().parent)!r} does not exist")
     sweep = spec.load(spec_file)  # every point is checked before any work starts
     executor = _executor(serial, cluster, workers)
-    bar, progress = _progress()
-    if bar is not None and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
+    from tpufleet.cli.progress import progress
+
+    if sys.stderr.isatty() and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
         print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
     try:
-        if bar is not None:
-            bar.start()
-        outcome = driver.run(sweep, out, executor, resume=resume, keep_events=keep_events, progress=progress)
+        with progress("sweep", None, count=True) as bar:
+            outcome = driver.run(sweep, out, executor, resume=resume, keep_events=keep_events, progress=bar.set)
     finally:
-        if bar is not None:
-            bar.stop()
         executor.close()
     doc = _write(outcome, out, plot_format)
     # How this invocation ran: not in sweep.json, which is the same however the sweep ran or resumed.
