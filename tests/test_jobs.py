@@ -144,7 +144,7 @@ def test_a_slice_of_a_job_goes_only_with_its_job():
     ("count", "spread", "pods", "per_pod", "note"),
     [
         (4, True, (), {"pod0": 2, "pod1": 2}, "4 slices, 2 pod(s): not one pod each"),
-        (2, True, (), {"pod0": 1, "pod1": 1}, None),
+        (2, True, (), {"pod0": 1, "pod1": 1}, "one pod each (pod0, pod1)"),
         (4, False, (), {"pod0": 4}, None),  # packs the first pod with room
         (5, False, (), {"pod0": 4, "pod1": 1}, None),
         (3, False, ("pod1", "pod0"), {"pod1": 3}, None),
@@ -164,7 +164,7 @@ def test_spread_says_which_pods_had_no_room_and_a_job_too_big_is_refused_whole()
     state = FleetState(default_fleet(3, 4))
     used = {c: set(range(16)) for c in state.fleet.pod_by_name["pod1"].cubes}
     p = place_slices(S448, 2, state.fleet, used, state.health(), (), True)
-    assert p.per_pod == {"pod0": 1, "pod2": 1} and p.note is None
+    assert p.per_pod == {"pod0": 1, "pod2": 1} and p.note == "one pod each (pod0, pod2)"
     p = place_slices(S448, 3, state.fleet, used, state.health(), (), True)
     assert p.per_pod == {"pod0": 2, "pod2": 1} and p.note == "pods pod1 had no room: 3 slices share 2 pod(s)"
     with pytest.raises(Refused, match="4 placed, then pod0: not enough"):

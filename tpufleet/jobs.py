@@ -257,7 +257,7 @@ def explain_job(state: FleetState, name: str) -> Json:
 @dataclass(frozen=True)
 class Placement:
     allocations: list[Allocation]
-    note: str | None  # said when --spread could not give each slice its own pod
+    note: str | None  # with --spread: one pod each, or why not (None without --spread)
 
     @property
     def per_pod(self) -> dict[str, int]:
@@ -307,10 +307,10 @@ def _first_fit(
     return None, "; ".join(reasons)
 
 
-def _spread_note(placed: Sequence[Allocation], candidates: Sequence[str], count: int) -> str | None:
+def _spread_note(placed: Sequence[Allocation], candidates: Sequence[str], count: int) -> str:
     used_pods = {a.pod for a in placed}
     if len(used_pods) == count:
-        return None
+        return f"one pod each ({', '.join(a.pod for a in placed)})"
     if count > len(candidates):
         per = Counter(a.pod for a in placed)
         spread = ", ".join(f"{pod}: {n}" for pod, n in sorted(per.items()))

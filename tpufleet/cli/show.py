@@ -79,6 +79,8 @@ def _kept(r: dict) -> str:
         return "-"
     if r["step_slowdown"] is None:
         return "0"
+    if r["state"] == "running":
+        return "1"
     return f"{r['throughput_kept']:g} (step x{r['step_slowdown']:g})"
 
 
