@@ -71,6 +71,30 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
     return None
 
 
+_PLAIN_METAVARS = {
+    "FloatRange": "NUMBER",
+    "FloatParamType": "NUMBER",
+    "IntRange": "N",
+    "IntParamType": "N",
+    "Path": "FILE",
+    "TyperPath": "FILE",
+}
+
+
+def plain_metavars(command: object) -> None:
+    """Help in words an operator knows: NUMBER, N, FILE, DIR instead of Click's FLOAT RANGE, INTEGER, PATH."""
+    for sub in getattr(command, "commands", {}).values():
+        plain_metavars(sub)
+    for param in getattr(command, "params", []):
+        kind = type(param.type).__name__
+        if param.metavar is None and kind in _PLAIN_METAVARS and getattr(param, "param_type_name", "") == "option":
+            said = str(getattr(param, "help", "") or "").lower()
+            folder = kind.endswith("Path") and (
+                not getattr(param.type, "file_okay", True) or said.startswith("directory")
+            )
+            param.metavar = "DIR" if folder else _PLAIN_METAVARS[kind]
+
+
 def requested_format(argv: list[str]) -> str | None:
     """The -o/--output value on the command line (the last one, before or after the command), else the config's.
 
@@ -119,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = False  # in-process callers (tests) run main more than once
     command = typer.main.get_command(app)
+    plain_metavars(command)
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 from tpufleet.constants import CUBES_PER_POD
 
@@ -37,7 +37,14 @@ def _text(s: dict, out: Path) -> str:
     return "\n".join(lines)
 
 
-@app.command("simulate-fleet")
+@app.command(
+    "simulate-fleet",
+    epilog=examples(
+        "tpufleet simulate-fleet --days 30 --out month.jsonl && tpufleet goodput-report month.jsonl",
+        "tpufleet simulate-fleet --days 30 --pods 4 --spare-cubes 2 --fault-scale host=2 --out month.jsonl",
+        "tpufleet simulate-fleet --days 7 --mode static --seed 3 --out static.jsonl -o json",
+    ),
+)
 def simulate_cmd(
     days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days (up to 3650)")],
     out: Annotated[Path, typer.Option("--out", help="Native JSONL events for goodput-report")],
