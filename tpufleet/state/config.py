@@ -59,11 +59,17 @@ def load_config() -> Config:
 
 def _parse(doc: dict[str, object], file: str) -> Config:
     known = {"state": str, "output": str, "lock_timeout": (int, float), "group": str}
+    words = {
+        "state": "a directory in quotes",
+        "output": "a format in quotes",
+        "lock_timeout": "a number of seconds",
+        "group": "a group name in quotes",
+    }
     for key, value in doc.items():
         if key not in known:
             raise BadStateFile(file, key, value, f"unknown setting; known: {', '.join(known)}")
         if not isinstance(value, known[key]) or isinstance(value, bool):  # type: ignore[arg-type]
-            raise BadStateFile(file, key, value, f"wrong type {type(value).__name__}")
+            raise BadStateFile(file, key, value, f"must be {words[key]}")
     output, timeout = doc.get("output"), doc.get("lock_timeout")
     if output is not None and output not in OUTPUT_FORMATS:
         raise BadStateFile(file, "output", output, f"must be one of {', '.join(OUTPUT_FORMATS)}")
