@@ -256,3 +256,11 @@ def test_saved_plan_refusal_names_the_slice_now_on_its_ports(fleet, tmp_path):
     r = fleet("-o", "json", "apply-xconnect", plan)
     err = json.loads(r.err)
     assert r.code == 1 and err["items"] and all("now wired for slice b" in i for i in err["items"])
+
+
+def test_config_that_is_not_a_file_is_refused(cli, tmp_path, monkeypatch):
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(fifo))
+    r = cli("status")
+    assert r.code == 2 and "not a regular file" in r.err

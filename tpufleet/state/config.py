@@ -49,6 +49,8 @@ def load_config() -> Config:
         if os.environ.get("TPUFLEET_CONFIG"):
             raise BadInput(f"config file {path} (from TPUFLEET_CONFIG) does not exist")
         return Config()
+    if not path.is_file():  # a FIFO or a device would block the read, a directory cannot be one
+        raise BadInput(f"config file {path} is not a regular file")
     text = read_text(path, "config file", _MAX_CONFIG_BYTES)
     try:
         doc = tomllib.loads(text)
