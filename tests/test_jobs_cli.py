@@ -208,3 +208,20 @@ def test_policy_of_a_job_sets_every_slice(pods2):
         pods2("history", "-o", "json").json[-1]["summary"]
         == "policy job j: min_throughput 0.9, fault_tolerant_routing off"
     )
+
+
+def test_a_job_plan_whose_slices_remove_the_same_old_cross_connects_applies(pods2, tmp_path):
+    """A released 4x4x8 on c00,c01 leaves cross-connects joining the two cubes; a job's two 4x4x4 slices there
+    each need those ports, so both slices' plans remove the same old pairs: the saved job plan still applies."""
+    assert pods2("allocate", "old", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    assert pods2("plan-xconnect", "old", "--apply").code == 0
+    assert pods2("release", "old").code == 0
+    d = _ok(pods2("allocate", "j", "--shape", "4x4x4", "--slices", "2", "-o", "json"))
+    assert [s["cubes"] for s in d["slices"]] == [["c00"], ["c01"]]
+    plan = tmp_path / "j.plan"
+    saved = _ok(pods2("plan-xconnect", "j", "--out", plan, "-o", "json"))
+    assert [p["summary"]["remove"] for p in saved["plans"]] == [32, 32]  # the same z pairs, in both plans
+    applied = _ok(pods2("apply-xconnect", plan, "-o", "json"))
+    assert applied["applied"] and applied["summary"]["add"] == 32  # x and y: the old self-loops kept
+    assert _job(pods2)["state"] == "running"
+    assert _ok(pods2("status", "-o", "json"))["ocs"]["xconnects"] == 96  # each cube wired to itself, nothing else

@@ -216,7 +216,10 @@ def _saved(doc: dict, path: str, i: int):
             raise BadStateFile(path, f"plans.{i}.ocs.{j}.id", o["id"], "not an OCS id") from None
         pairs = [[(int(a), int(b)) for a, b in o[k]] for k in ("add", "remove")]
         changes.append(OcsChange(ocs, pairs[0], pairs[1], o["keep"]))
-    return SavedPlan(path, doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], tuple(doc["cubes"]))
+    cubes = tuple(doc["cubes"])
+    return SavedPlan(
+        path, doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], cubes, doc.get("made", "")
+    )
 
 
 def _apply_job_plan(ctx: typer.Context, job: str, saved: list, output: Output) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +11,7 @@ from tpufleet import jobs
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Job, Slice, SliceState, job_slice_names
 from tpufleet.ops.outcome import Outcome
-from tpufleet.ops.xconnect import changed_since, make_plan, wire
+from tpufleet.ops.xconnect import apply_saved, make_plan, wire
 from tpufleet.shapes import Shape
 from tpufleet.state.planfile import SavedPlan
 
@@ -155,8 +156,8 @@ def plan_and_apply_job(state: FleetState, name: str, now: str) -> Outcome:
 
 
 def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now: str) -> Outcome:
-    """`apply-xconnect JOBPLAN`: every slice's saved plan is checked as `apply-xconnect` checks one (stale since,
-    or not the plan this state gives) before anything is applied; then all are wired in this one transaction."""
+    """`apply-xconnect JOBPLAN`: every slice's saved plan is checked exactly as `apply-xconnect` checks one (stale
+    since, or not the plan this state gives) before anything is applied; then all are wired in this transaction."""
     members = [s.name for s in state.job_slices(job)]
     if sorted(p.slice for p in saved) != sorted(members):
         raise Refused(
@@ -164,36 +165,10 @@ def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now
             f"{', '.join(members)}; plan again"
         )
     for plan in saved:
-        _check_saved(state, plan, now)
+        # On a copy: each part is judged against the state as it is now, not after the parts before it are wired
+        # (two slices' plans may both remove one stale cross-connect).
+        apply_saved(copy.deepcopy(state), plan, now)
     return plan_and_apply_job(state, job, now)
-
-
-def _check_saved(state: FleetState, saved: SavedPlan, now: str) -> None:
-    if saved.serial > state.serial:
-        raise Refused(
-            f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
-        )
-    why = changed_since(state, saved) if saved.serial != state.serial else []
-    if why:
-        raise Refused(
-            f"stale plan {saved.path} for slice {saved.slice!r}: since serial {saved.serial}, "
-            f"{'; '.join(why)}; plan again",
-            why,
-        )
-    _, plan = make_plan(state, saved.slice, now)
-    if _comparable(saved) != _comparable_changes(plan.changes):
-        raise Refused(
-            f"stale plan {saved.path}: its part for slice {saved.slice!r} does not match the plan at serial "
-            f"{state.serial} (the cross-connects it touches changed, or it was edited or made elsewhere); plan again"
-        )
-
-
-def _comparable(saved: SavedPlan) -> list[tuple[object, ...]]:
-    return _comparable_changes(saved.changes)
-
-
-def _comparable_changes(changes: Sequence[Any]) -> list[tuple[object, ...]]:
-    return sorted((str(c.ocs), sorted(c.add), sorted(c.remove), c.keep) for c in changes if c.add or c.remove or c.keep)
 
 
 def _change(name: str, s: dict[str, int], stale: list[str]) -> Change:
