@@ -31,7 +31,7 @@ def first_round(
 
     P, L, W = tables
     Pf, Lf, Wf = P.ravel(), L.ravel(), W.ravel()
-    valid = _valid(todo, n, alive, P, bad)
+    valid = _valid(todo, n, alive, bad)
     rows, ports = np.nonzero(valid)
     bounds = np.cumsum([0] + [len(part) for part in np.array_split(np.arange(len(todo)), batches)])
     edges = np.searchsorted(rows, bounds)
@@ -67,9 +67,7 @@ def first_round(
     return left, fixed_any
 
 
-def _valid(
-    todo: I64, n: int, alive: npt.NDArray[np.int32], P: npt.NDArray[np.int8], bad: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.bool_]:
+def _valid(todo: I64, n: int, alive: npt.NDArray[np.int32], bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """[len(todo), 6]: the neighbour through this port is live and its own route to the target intact."""
     import numpy as np
 
@@ -78,5 +76,6 @@ def _valid(
     valid = cand >= 0
     cidx = t[:, None] * n + np.maximum(cand, 0)
     valid &= ~bad[cidx]
-    valid &= (cand == t[:, None]) | (P.ravel()[cidx] >= 0)
+    # `wild_first` also asks for a port (or the target itself); every entry of a plain table that is not broken
+    # has one, so that second lookup into the N^2 table is left out here.
     return valid
