@@ -224,13 +224,15 @@ def from_log(
     keep_timelines: int = 0,
 ) -> metrics.Report:
     """The report for records already in memory (used by `simulate-fleet` for its summary)."""
+    import numpy as np
+
     spans = merged(exclusions or [])
     for job in log.events:
         log.jobs.setdefault(job, events.Job(job))
     accounts: list[JobAccount] = []
     for job_id in sorted(log.events):
-        ev = columns(log.events[job_id], since, until)
-        if len(ev.t):
+        ev = columns(log.events[job_id])
+        if np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
             a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
             a.extra["slices"] = slice_efficiency(log.slices.get(job_id, []), a.start, a.end)
             accounts.append(a)

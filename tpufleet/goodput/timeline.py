@@ -157,8 +157,18 @@ class JobAccount:
         return None if ideal is None else ideal * self.productive_steps
 
 
-def _span(ev: Events, until: float | None) -> tuple[float, float, npt.NDArray[np.bool_]]:
-    """The job's start and end, and which events fall inside them (defect: one stray entry moved the start)."""
+@dataclass
+class _Span:
+    start: float  # of the job's part in the window
+    end: float
+    begin: float  # the job's first start in the whole log: all-allocated from here when no allocation is logged
+    inside: npt.NDArray[np.bool_]  # events inside the job (the rest are stray)
+    keep: npt.NDArray[np.bool_]  # events inside the job and the window, and allocations before the window
+
+
+def _span(ev: Events, since: float | None, until: float | None) -> _Span:
+    """The job's span, judged on the whole log (a stray entry must not move the start; a window starting mid-run
+    keeps that run's steps), cut to the window."""
     import numpy as np
 
     starts = ev.at("job_start")
@@ -167,9 +177,15 @@ def _span(ev: Events, until: float | None) -> tuple[float, float, npt.NDArray[np
     ends = ev.at("job_end")
     end = float(ends.max()) if len(ends) else float(ev.t.max())
     inside = (ev.t >= start) & (ev.t <= end)
+    begin = float(starts.min()) if len(starts) else float(ev.t[ev.code != CODE["submitted"]].min(initial=start))
+    lo, hi = -np.inf if since is None else since, np.inf if until is None else until
+    in_window = inside & (ev.t >= lo) & (ev.t <= hi)
+    keep = in_window | (inside & (ev.code == CODE["allocation"]) & (ev.t < lo))  # chips held when it opens
+    if since is not None and in_window.any():
+        start = max(start, float(ev.t[in_window].min()))  # the window's part starts at its first event
     if until is not None:
         end = min(end, until)
-    return start, max(end, start), inside
+    return _Span(start, max(end, start), begin, inside, keep)
 
 
 def _pair_ends(ev: Events, s_name: str, e_name: str) -> tuple[Times, Times]:
@@ -212,7 +228,7 @@ def _label(
     return bounds, label
 
 
-def _allocated(job: Job, ev: Events, bounds: Times, start: float) -> npt.NDArray[np.bool_]:
+def _allocated(job: Job, ev: Events, bounds: Times, begin: float) -> npt.NDArray[np.bool_]:
     """Which elementary intervals have all the job's chips: from allocation events, else from the first start."""
     import numpy as np
 
@@ -223,8 +239,6 @@ def _allocated(job: Job, ev: Events, bounds: Times, start: float) -> npt.NDArray
         held = np.where(idx >= 0, a_v[np.maximum(idx, 0)], 0)
         full: npt.NDArray[np.bool_] = held >= job.chips
         return full
-    restarts = ev.at("job_start")
-    begin = restarts.min() if len(restarts) else float(ev.t[ev.code != CODE["submitted"]].min(initial=start))
     return bounds[:-1] >= begin
 
 
@@ -235,15 +249,15 @@ def account(
     since: float | None = None,
     exclude: list[tuple[float, float]] | None = None,
 ) -> JobAccount:
-    """Split one job's events into productive time and buckets; `Events` are taken as already inside the window
-    (`columns(records, since, until)`), other forms are cut to it here."""
+    """Split one job's events (inside [since, until] when given) into productive time and buckets."""
     import numpy as np
 
-    ev = records if isinstance(records, Events) else columns(records, since, until)
-    start, end, inside = _span(ev, until)
-    outside = int(len(inside) - np.count_nonzero(inside))
-    if outside:
-        ev = ev.keep(inside)
+    ev = records if isinstance(records, Events) else columns(records)
+    span = _span(ev, since, until)
+    start, end = span.start, span.end
+    outside = int(len(span.inside) - np.count_nonzero(span.inside))
+    if not span.keep.all():
+        ev = ev.keep(span.keep)
     submitted = ev.at("submitted")
     submit_t = float(submitted.min()) if len(submitted) else start
     explicit = np.sort(np.concatenate([ev.at(d) for d in DISRUPTIONS]))
@@ -270,12 +284,10 @@ def account(
         intervals["infrastructure_recovery_from_disruption"].append((explicit, back))
     if len(inf_d):
         intervals["infrastructure_recovery_from_disruption"].append((inf_d, np.minimum(inf_r, end)))
-    spans = exclude or []
-    bounds, label = _label(start, end, ev.t, intervals, [x for span in spans for x in span])
-    a = _finish(
-        job, ev, steps, intervals, bounds, label, start, end, submit_t, since, disrupt, outside, len(inf_d), spans
-    )
-    return a
+    excl = exclude or []
+    bounds, label = _label(start, end, ev.t, intervals, [x for pair in excl for x in pair])
+    times = (start, end, submit_t, span.begin)
+    return _finish(job, ev, steps, intervals, bounds, label, times, since, disrupt, outside, len(inf_d), excl)
 
 
 def _finish(
@@ -285,9 +297,7 @@ def _finish(
     intervals: dict[str, list[tuple[Times, Times]]],
     bounds: Times,
     label: Ints,
-    start: float,
-    end: float,
-    submit_t: float,
+    times: tuple[float, float, float, float],
     since: float | None,
     disrupt: Times,
     outside: int,
@@ -296,7 +306,8 @@ def _finish(
 ) -> JobAccount:
     import numpy as np
 
-    full = _allocated(job, ev, bounds, start)
+    start, end, submit_t, begin_all = times  # the part's start and end, submission, the job's first start
+    full = _allocated(job, ev, bounds, begin_all)
     excluded_s = 0.0
     if spans:  # excluded instants count nowhere (their boundaries are among the bounds)
         lo, hi = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
