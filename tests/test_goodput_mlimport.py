@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tpufleet.goodput.pipeline import build
@@ -410,3 +410,61 @@ def test_elastic_buckets_agree_with_the_packages_elastic_calculator():
     # where they part: the package also counts step 5's whole span (60..130) as productive, on top of the 60 s of
     # wait and reinitialisation inside it; tpufleet gives each instant one label
     assert info.total_productive_time == 86 + 60
+
+
+KEYS = [
+    "job_start_time",
+    "job_end_time",
+    "step_start_time",
+    "step_count",
+    "tpu_init_start_time",
+    "data_loading_end_time",
+    "custom_badput_event_type",
+    "custom_badput_event_start_time",
+    "event_type",
+    "step",
+    "checkpoint_manager_start_time",
+    "checkpoint_manager_duration_secs",
+    "active_slices",
+    "total_slices",
+    "available_slices",
+    "elastic_slice_counts_timestamp",
+    "elastic_wait_event_type",
+    "elastic_wait_start_time",
+    "elastic_reinit_end_time",
+    "job_metadata",
+]
+VALUES = st.one_of(
+    st.sampled_from([0, 1, -1, 3, 1767571200.0, 1767571260.5, 1e300, "x", "scale_up", "emergency_restore", "save"]),
+    st.sampled_from([None, True, [], {}, {"chips": 0}, {"chips": 4, "phase": "training"}, 10**30]),
+)
+
+
+@settings(
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # `cli` keeps no state between examples
+)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=5).map(lambda d: {"job_name": "j", **d}),
+        min_size=1,
+        max_size=12,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_any_entries_exit_0_or_2_never_70(cli, entries, as_array, skip_bad):
+    """Hostile or odd entries (wrong types, huge numbers, elastic and checkpoint fields mixed): a report or one
+    line naming file, line and field; never an internal error."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "log.json"
+        text = json.dumps(entries) if as_array else "".join(json.dumps(e) + "\n" for e in entries)
+        log.write_text(text)
+        args = ["goodput-report", log, "--format", "ml-goodput", "-o", "json", "--window", "1h"]
+        r = cli(*args, *(["--skip-bad"] if skip_bad else []), state=False)
+        code, err = r.code, r.err
+    assert code in (0, 2), err
+    if code == 2:
+        assert (len(err.strip().splitlines()) == 1 and str(log) in err) or "no job events" in err
