@@ -25,6 +25,8 @@ GOOD = [
     '{"type":"job","job":"a","accelerator":"tpu-v4","chips":256,"ideal_step_s":1.5}',
     '{"type":"capacity","time":"2026-01-05T00:00:00Z","accelerator":"tpu-v4","chips":4096}',
     '{"type":"schema","version":1}',
+    '{"type":"job","job":"b","chips":"64","ideal_step_s":"2.5","phase":"serving","notes":{"a":[1,{"b":2}]}}',
+    '{"type":"job","job":"c","chips":8,"flops_per_step":1e15,"peak_flops_per_chip":2.75e14,"topology":"2x2x2"}',
     '{"type":"event","job":"b","time":1767571216.0,"event":"slice_counts","active_slices":2,"total_slices":4}',
     '{"type":"event","job":"b","time":1767571217.0,"event":"elastic_reinit_start"}',
 ]
@@ -41,6 +43,9 @@ BAD = [
     '{"type":"event","job":"b","time":1767571216.0,"event":"slice_counts","active_slices":5,"total_slices":4}',
     '{"type":"event","job":"b","time":1767571216.0,"event":"slice_counts"}',
     '{"type":"job","job":"a","chips":0}',
+    '{"type":"job","job":"a","chips":100000000000000000000000000001}',
+    '{"type":"capacity","time":1767571200,"accelerator":"tpu-v4","chips":true}',
+    '{"type":"schema","version":2}',
     '{"type":"bogus"}',
     "[1, 2]",
     "{not json",

@@ -60,14 +60,28 @@ if msgspec is not None:
         chips: Annotated[int, msgspec.Meta(ge=0, le=MAX_CHIPS)] = -1
         label: Annotated[str, msgspec.Meta(max_length=MAX_TEXT)] = ""
 
-    class _Job(msgspec.Struct, tag="job", tag_field="type"):
-        pass
+    # The other records keep, untyped, every field `add_record` reads (UNSET: absent), for it to judge as usual.
+    _U: Any = msgspec.UNSET
 
-    class _Capacity(msgspec.Struct, tag="capacity", tag_field="type"):
-        pass
+    class _Job(msgspec.Struct, tag="job", tag_field="type", gc=False):
+        job: Any = _U
+        accelerator: Any = _U
+        chips: Any = _U
+        topology: Any = _U
+        phase: Any = _U
+        framework: Any = _U
+        priority: Any = _U
+        ideal_step_s: Any = _U
+        flops_per_step: Any = _U
+        peak_flops_per_chip: Any = _U
 
-    class _Schema(msgspec.Struct, tag="schema", tag_field="type"):
-        pass
+    class _Capacity(msgspec.Struct, tag="capacity", tag_field="type", gc=False):
+        time: Any = _U
+        accelerator: Any = _U
+        chips: Any = _U
+
+    class _Schema(msgspec.Struct, tag="schema", tag_field="type", gc=False):
+        version: Any = _U
 
     _DECODER: Any = msgspec.json.Decoder(_Event | _Job | _Capacity | _Schema)
     _EVENT: Any = _Event
@@ -101,7 +115,7 @@ def read_piece(piece: bytes, first_line: int, file: str, log: Log) -> int:
     if batch is None:
         return 0
     if len(events) < len(records):
-        scratch = _others(piece, records, first_line, file)
+        scratch = _others(records, first_line, file)
         if scratch is None:
             return 0
         log.jobs.update(scratch.jobs)
@@ -112,17 +126,16 @@ def read_piece(piece: bytes, first_line: int, file: str, log: Log) -> int:
     return lines
 
 
-def _others(piece: bytes, records: list[Any], first_line: int, file: str) -> Log | None:
+def _others(records: list[Any], first_line: int, file: str) -> Log | None:
     """Job, capacity and schema records judged by `add_record` into a scratch Log; None if any is bad."""
     from tpufleet.errors import BadInput
-    from tpufleet.state.inputfiles import parse_json_line
 
-    raw = piece.split(b"\n")
     scratch = Log()
     try:
         for i, r in enumerate(records):
             if type(r) is not _EVENT:
-                add_record(scratch, parse_json_line(raw[i].decode()), file, first_line + i)
+                fields = {k: v for k in r.__struct_fields__ if (v := getattr(r, k)) is not msgspec.UNSET}
+                add_record(scratch, {"type": r.__struct_config__.tag, **fields}, file, first_line + i)
     except (BadInput, ValueError):
         return None
     return scratch
