@@ -245,3 +245,14 @@ def test_explain_components_inside_failed_ones(fleet):
     other = next(m for m in range(16) if m != part_machine)
     assert _ok(fleet, "explain", f"host:{part_cube}/{other}", "-o", "json").json["slices"] == []
     assert _ok(fleet, "explain", f"host:{part_cube}/{part_machine}", "-o", "json").json["slices"] == ["part"]
+
+
+def test_explain_a_job_and_its_slices(fleet):
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    job = _ok(fleet, "explain", "j", "-o", "json").json
+    assert job["kind"] == "job" and job["name"] == "j" and job["total_slices"] == 2
+    part = _ok(fleet, "explain", "j-0", "-o", "json").json
+    assert part["job"] == "j" and "j" in part["why"][0]
+    assert all(step.startswith("tpufleet ") for step in job["next"] + part["next"])
+    legend = _ok(fleet, "show", "map", "-o", "json").json["legend"]
+    assert {e["slice"]: e["job"] for e in legend} == {"j-0": "j", "j-1": "j"}

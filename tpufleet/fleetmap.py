@@ -28,6 +28,7 @@ from tpufleet.constants import CUBE_EDGE, DIMS
 from tpufleet.errors import BadInput
 from tpufleet.fleetstate import FleetState, Slice
 from tpufleet.health import Health
+from tpufleet.jobs import job_tag
 from tpufleet.model import pod_ocs
 from tpufleet.views import cube_users
 
@@ -65,6 +66,7 @@ class LegendEntry:
     shape: str
     state: str
     detail: str
+    job: str | None = None  # the multislice job the slice belongs to
 
 
 @dataclass
@@ -201,7 +203,8 @@ def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
             name,
             sl.shape.text + (" twisted" if sl.shape.twisted else ""),
             sl.state.value,
-            _slice_detail(sl),
+            "; ".join(filter(None, (job_tag(state, sl), _slice_detail(sl)))),
+            sl.job,
         )
         for name, sl in sorted(state.slices.items())
         if sl.pod in shown

@@ -11,6 +11,10 @@ from tpufleet.cli.render import emit
 
 
 def _text(r: dict) -> str:
+    if r["kind"] == "job":
+        shape = r["shape"] + (" twisted" if r["twisted"] else "")
+        lines = [f"job {r['name']}: {r['total_slices']} x {shape} over {','.join(r['pods'])}, {r['state']}"]
+        return "\n".join(lines + [f"  why: {w}" for w in r["why"]] + [f"  next: {n}" for n in r["next"]])
     if r["kind"] == "slice":
         lines = [f"slice {r['name']}: {r['shape']} in {r['pod']}, cubes {','.join(r['cubes'])}, {r['state']}"]
     else:
@@ -39,7 +43,7 @@ def _text(r: dict) -> str:
 def explain_cmd(
     ctx: typer.Context,
     what: Annotated[
-        str, typer.Argument(metavar="SLICE|TARGET", help="A slice name, or a component id such as cube:c12")
+        str, typer.Argument(metavar="SLICE|JOB|TARGET", help="A slice or job name, or a component id such as cube:c12")
     ],
     output: OutputOpt = Output.table,
 ) -> None:

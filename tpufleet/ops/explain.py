@@ -22,6 +22,10 @@ def explain(state: FleetState, what: str, now: str) -> Outcome:
     """A slice name, or a target id (it has a kind prefix: cube:, host:, chip:, ici:, link:, ocs:)."""
     if ":" in what:
         return Outcome(explain_target(state, parse_target(what)), None)
+    if what in state.jobs:
+        from tpufleet.jobs import explain_job
+
+        return Outcome(explain_job(state, what), None)
     return Outcome(explain_slice(state, state.slice(what), now), None)
 
 
@@ -63,24 +67,32 @@ def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
                 f"a sub-cube slice on machines {','.join(map(str, sl.machines))} of {sl.cubes[0]}: no cross-connects needed"
             ], []
         why = [f"fault {f.id} on {f.target} ({'drain' if f.planned else 'failure'}) is under it" for f in broken]
-        return why, [f"tpufleet release {sl.name}"]
+        return [*why, "release it and allocate it again on healthy machines"], [f"tpufleet release {sl.job or sl.name}"]
     try:
         _, plan = make_plan(state, sl.name, now)
     except Refused as exc:
-        why = [f"it is allocated but cannot be wired: {exc}", *exc.details[:20]]
-        down = [f for f in _faults_under(state, sl) if isinstance(f.target, OcsId)]
-        if not down:
-            return why, [f"tpufleet release {sl.name}, then allocate it on other cubes"]
-        steps = [
-            f"tpufleet clear-fault {f.id} once {f.target} is repaired" for f in down
-        ]  # every cube of the pod needs it
-        if not sl.fault_tolerant_routing:
-            steps.append(f"tpufleet policy {sl.name} --fault-tolerant-routing   # wire around the failed OCS")
-        return why, [*steps, f"or release {sl.name} and allocate it in another pod"]
+        return _unwirable(state, sl, exc)
     why = [f"it is allocated but not wired: {plan.summary['add']} cross-connects to add"]
     if plan.deferred:
         why.append(f"cross-connects on {', '.join(map(str, plan.deferred))} would be deferred (OCS down)")
     return why, [f"tpufleet plan-xconnect {sl.name} --apply"]
+
+
+def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], list[str]]:
+    """An allocated slice its plan refuses: a failed OCS (every cube of the pod needs it) or failed ports/cubes."""
+    why = [f"it is allocated but cannot be wired: {exc}", *exc.details[:20]]
+    down = [f for f in _faults_under(state, sl) if isinstance(f.target, OcsId)]
+    owner = sl.job or sl.name  # a slice of a job goes only with its job
+    if not down:
+        return [*why, "release it and allocate it again on other cubes"], [f"tpufleet release {owner}"]
+    why += [f"every cube of {sl.pod} needs {f.target}: clear {f.id} once it is repaired" for f in down]
+    steps = [f"tpufleet clear-fault {f.id}" for f in down]
+    if not sl.fault_tolerant_routing:
+        why.append("with fault-tolerant routing it can be wired around the failed OCS now")
+        steps.insert(0, f"tpufleet policy {sl.name} --fault-tolerant-routing")
+    if len(state.fleet.pods) > 1:
+        why.append("or release it and allocate it in another pod")
+    return why, steps
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
@@ -137,6 +149,11 @@ def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
         why, next_steps = _degraded(sl)
     else:
         why, next_steps = ["wired" + ("" if _faults_under(state, sl) else " and healthy")], []
+    from tpufleet.jobs import job_line
+
+    line = job_line(state, sl)
+    if line is not None:
+        why.insert(0, line)
     if sl.state.wired and routes != "fresh" and not sl.machines:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
@@ -160,6 +177,7 @@ def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
         "missing_xconnects": missing,
         "degraded": sl.reroute.record() if sl.reroute else None,
         "proposal": sl.proposal.record() if sl.proposal else None,
+        "job": sl.job,
     }
 
 
