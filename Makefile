@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/bench_collective.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_goodput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
