@@ -264,3 +264,21 @@ def test_config_that_is_not_a_file_is_refused(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("TPUFLEET_CONFIG", str(fifo))
     r = cli("status")
     assert r.code == 2 and "not a regular file" in r.err
+
+
+def test_goodput_times_as_operators_type_them(cli, tmp_path):
+    import gzip
+
+    from tpufleet.demo import JOB_LOG
+
+    log = tmp_path / "jobs.jsonl"
+    log.write_bytes(gzip.decompress(JOB_LOG.read_bytes()))
+    reports = [
+        cli("goodput-report", log, "--since", since, "-o", "json", state=False)
+        for since in ("1767657600", "2026-01-06", "2026-01-06T00:00", "2026-01-06T02:00+02:00")
+    ]
+    assert all(r.code == 0 for r in reports), [r.err for r in reports]
+    fleets = [r.json["fleet"] for r in reports]
+    assert all(f == fleets[0] for f in fleets) and fleets[0]["jobs"] > 0
+    bad = cli("goodput-report", log, "--since", "last tuesday", state=False)
+    assert bad.code == 2 and "--since" in bad.err and "7d" in bad.err

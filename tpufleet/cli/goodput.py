@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tpufleet.cli.app import app, examples
+from tpufleet.timeparse import TIME_HELP
 
 HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MPG first)
 
@@ -52,9 +53,12 @@ def goodput_cmd(
     ] = "accelerator,size,phase,framework",
     period: Annotated[Period | None, typer.Option("--period", help="day or week")] = None,
     since: Annotated[
-        str | None, typer.Option("--since", help="Start of the window (ISO 8601 UTC or POSIX seconds)")
+        str | None,
+        typer.Option("--since", metavar="TIME", help=f"Start of the window: POSIX seconds, {TIME_HELP}"),
     ] = None,
-    until: Annotated[str | None, typer.Option("--until", help="End of the window")] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", metavar="TIME", help="End of the window (the same forms as --since)")
+    ] = None,
     capacity: Annotated[
         str | None,
         typer.Option(

@@ -187,11 +187,14 @@ def parse_time(value: object, file: str, line: int, name: str = "time") -> float
 
 
 def option_time(value: str, option: str) -> float:
-    """A time given as a command-line option; BadInput naming the option."""
+    """A time given as a command-line option, as POSIX seconds: POSIX seconds, or what operators type elsewhere (a
+    date, an ISO time, UTC unless zoned, or an age such as 7d; tpufleet.timeparse). BadInput naming the option."""
     try:
         return parse_time(value, option, 0, "value")
-    except BadRecord as exc:
-        raise BadInput(f"bad option {option} {shown(value)}: {exc.problem}") from None
+    except BadRecord:
+        from tpufleet.timeparse import parse_time as operator_time
+
+        return operator_time(value, option).timestamp()
 
 
 def _int(
