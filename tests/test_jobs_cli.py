@@ -225,3 +225,22 @@ def test_a_job_plan_whose_slices_remove_the_same_old_cross_connects_applies(pods
     assert applied["applied"] and applied["summary"]["add"] == 32  # x and y: the old self-loops kept
     assert _job(pods2)["state"] == "running"
     assert _ok(pods2("status", "-o", "json"))["ocs"]["xconnects"] == 96  # each cube wired to itself, nothing else
+
+
+@pytest.mark.parametrize(
+    ("extra", "action", "state"), [((), "stop", "stopped"), (("--elastic", "3"), "continue", "degraded")]
+)
+def test_inject_fault_and_reschedule_report_the_job(pods2, extra, action, state):
+    d = _four_slices_over_two_pods(pods2, *extra)
+    radius = _host_fault_on(pods2, d, "j-1")
+    (hit,) = radius["jobs"]
+    assert (hit["job"], hit["action"], hit["state"], hit["active_slices"], hit["total_slices"]) == (
+        "j",
+        action,
+        state,
+        3,
+        4,
+    )
+    assert [r["slice"] for r in hit["replacements"]] == ["j-1"]
+    moved = _ok(pods2("reschedule", "j-1", "-o", "json"))
+    assert (moved["job"]["name"], moved["job"]["state"], moved["job"]["active_slices"]) == ("j", "running", 4)

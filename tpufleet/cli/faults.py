@@ -43,6 +43,9 @@ def _describe(r: dict) -> str:
                 f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
             )
         lines.append(line)
+    for j in r.get("jobs", []):
+        lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
+        lines.extend(f"    next: {step}" for step in j["next"])
     return "\n".join(lines)
 
 
@@ -237,5 +240,11 @@ def reschedule_cmd(
         lambda: (
             f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; "
             f"cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
+            + (
+                f"; job {d['job']['name']} {d['job']['state']} "
+                f"({d['job']['active_slices']} of {d['job']['total_slices']} slices active)"
+                if d.get("job")
+                else ""
+            )
         ),
     )

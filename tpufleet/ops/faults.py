@@ -10,6 +10,7 @@ from tpufleet import faults
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
 from tpufleet.ids import TargetId
+from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.views import missing_xconnects
@@ -29,7 +30,11 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
     for request in requests:
         radius = faults.inject(state, request.target, request.planned, request.reason, now)
         state.mark_routes_stale({s.slice for s in radius.slices if s.action != "none"}, f"fault {radius.fault_id}")
-        radii.append(radius.to_dict())
+        entry = radius.to_dict()
+        hit = jobs_hit(state, entry)  # after this fault's evictions and reroutes: the job-level verdict
+        if hit:
+            entry["jobs"] = hit
+        radii.append(entry)
     new = [r for r in radii if not r.get("duplicate_of")]
     if not new or dry_run:
         return Outcome(radii)
@@ -76,5 +81,7 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     wire(state, sl, plan.changes, "rescheduled")
     state.mark_routes_stale({name}, "rescheduled")
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
+    if sl.job is not None:  # the job runs again only when every slice is back
+        data["job"] = job_status(state, sl.job).record()
     s = plan.summary
     return Outcome(data, Change(f"reschedule {name}: {','.join(sl.cubes)} (+{s['add']} -{s['remove']})"))
