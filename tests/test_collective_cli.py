@@ -1,5 +1,7 @@
 """`tpufleet collective`: the JSON contract, stored versus assumed tables, faults, sparse tables, bad input."""
 
+import json
+
 import pytest
 
 GIB = 1 << 30
@@ -161,3 +163,16 @@ def test_damaged_tables_exit_2_naming_the_file(routed):
     assert (
         r.code == 2 and f"{routed.state / 'routes' / 's.npz'}: field <root>: cannot be read as routing tables" in r.err
     )
+
+
+def test_routes_table_capacity_exports_sparse_tables_and_stores_nothing(cli, tmp_path):
+    for step in (("init",), ("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply")):
+        assert cli(*step).code == 0
+    out = tmp_path / "sparse.json"
+    r = cli("routes", "s", "--table-capacity", "20", "--out", out, "--format", "json", "-o", "json")
+    assert r.code == 1 and "not stored" in r.err and r.json["stored"] is False
+    assert r.json["table_capacity"] == 20 and r.json["ring_entries_missing"] == 0
+    assert not (cli.state / "routes" / "s.npz").exists()
+    rows = json.loads(out.read_text())["port"]  # chip -> destination -> port; -2: no entry, -1: itself
+    assert len(rows) == 128 and all(sum(v >= 0 for v in row) <= 20 for row in rows)
+    assert all(row[i] == -1 for i, row in enumerate(rows))

@@ -103,6 +103,16 @@ def routes_cmd(
             "tables needing more than the hardware has are not stored (study them with --out)",
         ),
     ] = None,
+    table_capacity: Annotated[
+        int | None,
+        typer.Option(
+            "--table-capacity",
+            min=1,
+            max=1 << 20,
+            help="Keep at most N destinations a chip (sparse tables, as the TPU-v3 multipod used: its own rings "
+            "first); for study and export with --out, never stored",
+        ),
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Generate routing tables from the slice as wired and as healthy as it is; check them; store them.
@@ -128,11 +138,23 @@ def routes_cmd(
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     budget = HARDWARE_VCS if max_vcs is None else max_vcs
     routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now(), budget)
+    sparse_note = {}
+    if table_capacity is not None:
+        routed, missing = ops.sparse(routed, table_capacity)
+        sparse_note = {"table_capacity": table_capacity, "ring_entries_missing": missing}
     stored = ops.export_bytes(routed, "npz")
     # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
     exported = None if out is None else stored if fmt is TableFormat.npz else ops.export_bytes(routed, fmt.value)
     refusal = ops.not_storable(routed, HARDWARE_VCS)
-    data = {"slice": name, **routed.report.summary, "unroutable": routed.unroutable[:1000], "stored": refusal is None}
+    if sparse_note and refusal is None:
+        refusal = "sparse tables (--table-capacity) are for study; export them with --out"
+    data = {
+        "slice": name,
+        **routed.report.summary,
+        **sparse_note,
+        "unroutable": routed.unroutable[:1000],
+        "stored": refusal is None,
+    }
     if refusal is None:
         with store.transaction() as tx:
             outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")

@@ -86,6 +86,18 @@ def not_storable(routed: RoutedSlice, hardware_vcs: int) -> str | None:
     return None
 
 
+def sparse(routed: RoutedSlice, capacity: int) -> tuple[RoutedSlice, int]:
+    """The same tables with at most `capacity` destinations a chip (each chip's own rings per dimension first, as
+    the TPU-v3 multipod's 1,024-entry tables held), for study and export; and the ring entries that did not fit."""
+    import dataclasses
+
+    from tpufleet.collectives.sparse import sparse_route_tables
+
+    tables, missing = sparse_route_tables(routed.report.tables, routed.graph.expected, capacity)
+    report = dataclasses.replace(routed.report, tables=tables)
+    return dataclasses.replace(routed, report=report), missing
+
+
 def export_bytes(routed: RoutedSlice, fmt: str) -> bytes:
     """The tables in an export format (npz is also what the state directory keeps)."""
     tables, names = routed.report.tables, routed.graph.chip_names
