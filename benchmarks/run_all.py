@@ -287,40 +287,40 @@ def bench_faults(state):
     record("inject-fault --dry-run, OCS fault, 8 slices with reroute", dry, "<= 5 s", "tpufleet status", base)
 
 
-def bench_goodput():
-    from oracles import goodput_reference as reference  # tests/oracles: on sys.path, see main()
-    from oracles.synthetic_jobs import training_job
-    from tpufleet.goodput.pipeline import load
-
-    with tempfile.TemporaryDirectory() as tmp:
-        lines = []
-        for k in range(440):
-            native, _ = training_job(
-                f"job{k}", 1767571200 + k * 600, runs=4, steps_per_run=300, seed=k, chips=64 * (1 + k % 8)
-            )
-            lines += [json.dumps(x) for x in native]
-        path = Path(tmp) / "events.jsonl"
-        path.write_text("\n".join(lines))
-        code = (
-            "import resource, sys, time; from pathlib import Path; from tpufleet.goodput.pipeline import build; "
-            f"t=time.perf_counter(); build([Path({str(path)!r})], by=['accelerator','size','phase','framework'], period='day'); "
-            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
-        )
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-        seconds, peak_kb = float(out[0]), int(out[1])
-        log = load([path], "native", False)
-        sample = list(log.events)[:20]
-        t = time.perf_counter()
-        for j in sample:
-            reference.buckets(log.jobs[j], log.events[j])
-        base = (time.perf_counter() - t) * len(log.events) / len(sample)
-        record(
-            f"goodput-report, {len(lines):,} events, peak RSS {peak_kb / 1024:.0f} MiB",
-            seconds,
-            "<= 10 s, <= 2 GB",
-            "per-event Python reference (scaled)",
-            base,
-        )
+def bench_fleetio(tmp):
+    """`import k8s` of 16 pods (1,024 cubes, 16,384 nodes of GKE labels) and `metrics` on the fully wired
+    4-pod state of `bench_state` (call after it). (goodput-report has its own: benchmarks/bench_goodput.py.)"""
+    nodes = Path(tmp) / "nodes-16-pods.json"
+    with open(nodes, "w") as fh:
+        gen = [sys.executable, str(ROOT / "fixtures" / "k8s" / "make_nodes.py"), "--pods", "16"]
+        subprocess.run(gen, check=True, stdout=fh)
+    state = f"{tmp}/sixteen-pods"
+    subprocess.run([*CLI, "--state", state, "init", "--pods", "16"], check=True, stdout=subprocess.DEVNULL)
+    floor = wall([sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(nodes)], repeat=3)
+    imp = [*CLI, "--state", state, "import", "k8s", str(nodes)]
+    record(
+        "tpufleet import k8s, 16 pods / 16,384 nodes: plan (median wall)",
+        wall(imp, repeat=3),
+        "<= 3 s",
+        "json.load of the node list",
+        floor,
+    )
+    subprocess.run([*imp, "--apply"], check=True, stdout=subprocess.DEVNULL)
+    record(
+        "tpufleet import k8s, 16 pods: repeat, no changes (median wall)",
+        wall(imp, repeat=3),
+        "<= 3 s",
+        "json.load of the node list",
+        floor,
+    )
+    wired = f"{tmp}/four-pods"
+    record(
+        "tpufleet metrics, fully wired 4-pod state (median wall)",
+        wall([*CLI, "--state", wired, "metrics"]),
+        "<= 0.5 s",
+        "tpufleet status on it",
+        wall([*CLI, "--state", wired, "status"]),
+    )
 
 
 def bench_simulate():
@@ -356,7 +356,7 @@ def main():
         bench_fault_path(tmp)
         bench_xconnect()
         bench_faults(state)
-        bench_goodput()
+        bench_fleetio(tmp)
         bench_simulate()
         bench_routing()
     from routing_quality import main as routing_quality  # benchmarks/ (this script's folder) is on sys.path
