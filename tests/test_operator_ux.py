@@ -198,6 +198,18 @@ def test_saved_plan_refused_when_its_slice_changed(fleet, tmp_path):
     assert r.code == 1 and err["items"] == ["slice 's' now holds cubes c10,c11"]
 
 
+def test_long_commands_show_progress_on_a_terminal(fleet):
+    state = ["--state", str(fleet.state)]
+    for step in (["allocate", "s", "--shape", "4x4x8"], ["plan-xconnect", "s", "--apply"]):
+        assert fleet(*step).code == 0
+    code, text = _run_on_a_terminal([*state, "routes", "s"])
+    assert code == 0 and "routing s" in text
+    code, text = _run_on_a_terminal([*state, "inject-fault", "ocs:pod0/x/1", "--dry-run"])
+    assert code == 0 and "analysing" in text
+    piped = subprocess.run([sys.executable, "-m", "tpufleet", *state, "routes", "s"], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
 def test_progress_on_a_terminal_only():
     args = ["simulate-availability", "--trials", "8000", "--cubes", "1,64", "-o", "json"]
     code, text = _run_on_a_terminal(args)

@@ -107,10 +107,13 @@ def inject_cmd(
     snapshot = store.load()
     requests = _requests(snapshot.fleet, target, from_file, random_count, seed, planned, reason)
     now = utc_now()
-    if dry_run:  # works out the same on the state as loaded, without taking the lock
-        outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
-    else:
-        outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now))
+    from tpufleet.cli.progress import progress
+
+    with progress("recording and analysing" if not dry_run else "analysing", None):
+        if dry_run:  # works out the same on the state as loaded, without taking the lock
+            outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
+        else:
+            outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now))
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
     note = "\n(dry run: nothing was changed)" if dry_run else ""

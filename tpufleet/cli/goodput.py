@@ -116,7 +116,10 @@ def goodput_cmd(
     if kind == "html" and chosen is None:
         chosen = "day"  # the page's charts over time need periods (for a log of years, pass --period week)
     keep = HTML_TIMELINES if kind == "html" else 0
-    report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, capacity, windows, exclude, keep)
+    from tpufleet.cli.progress import progress
+
+    with progress("reading logs", None):
+        report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, capacity, windows, exclude, keep)
     if kind == "json":
         text = to_json(report)
     elif kind == "yaml":

@@ -137,7 +137,10 @@ def routes_cmd(
     store = ctx.obj.store()
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     budget = HARDWARE_VCS if max_vcs is None else max_vcs
-    routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now(), budget)
+    from tpufleet.cli.progress import progress
+
+    with progress(f"routing {name}", None):
+        routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now(), budget)
     sparse_note = {}
     if table_capacity is not None:
         routed, missing = ops.sparse(routed, table_capacity)
