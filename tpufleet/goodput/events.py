@@ -187,14 +187,30 @@ def parse_time(value: object, file: str, line: int, name: str = "time") -> float
 
 
 def option_time(value: str, option: str) -> float:
-    """A time given as a command-line option, as POSIX seconds: POSIX seconds, or what operators type elsewhere (a
-    date, an ISO time, UTC unless zoned, or an age such as 7d; tpufleet.timeparse). BadInput naming the option."""
+    """A time given as a command-line option, as POSIX seconds: POSIX seconds or an ISO time with its zone (as in
+    the logs), or what operators type elsewhere (a date, an ISO time in UTC, an age such as 7d;
+    tpufleet.timeparse). The logs' bounds apply to every form. BadInput naming the option."""
     try:
         return parse_time(value, option, 0, "value")
-    except BadRecord:
-        from tpufleet.timeparse import parse_time as operator_time
+    except BadRecord as exc:
+        first = exc
+    from tpufleet.timeparse import parse_time as operator_time
 
-        return operator_time(value, option).timestamp()
+    if first.problem.startswith("outside") or _looks_numeric(value):  # the form was right, the value is not
+        raise BadInput(f"bad option {option} {shown(value)}: {first.problem}") from None
+    moment = operator_time(value, option).timestamp()
+    try:
+        return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
+    except BadRecord as exc:
+        raise BadInput(f"bad option {option} {shown(value)}: {exc.problem}") from None
+
+
+def _looks_numeric(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _int(
