@@ -1,7 +1,5 @@
 """`tpufleet allocate` and `tpufleet release`."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -132,7 +130,7 @@ def _check_job_options(count: int, elastic: int | None, cubes: str | None) -> No
         raise BadInput(f"bad option --cubes: {cubes!r} with --slices (a job's slices are placed by the tool)")
 
 
-def _allocate_job(ctx: typer.Context, req: JobRequest, output: Output) -> None:
+def _allocate_job(ctx: typer.Context, req: "JobRequest", output: Output) -> None:
     from tpufleet.fleetstate import job_slice_names
     from tpufleet.ops import jobs as ops
     from tpufleet.state.files import safe_child

@@ -1,7 +1,5 @@
 """`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (Fig. 1 of the TPUv4 "Resiliency at Scale" paper)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """`tpufleet collective SLICE --op ... --bytes SIZE`: time and bus bandwidth of a collective on the slice's tables."""
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
 from typing import Annotated, Any

@@ -1,7 +1,5 @@
 """`tpufleet explain SLICE|TARGET`: why a slice is pending, evicted or degraded; what depends on a component."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`tpufleet inject-fault`, `clear-fault`, `faults` and `reschedule`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -132,14 +130,14 @@ def inject_cmd(
 
 
 def _requests(
-    fleet: Fleet,
+    fleet: "Fleet",
     target: str | None,
     from_file: Path | None,
     random_count: int | None,
     seed: int,
     planned: bool,
     reason: str,
-) -> list[FaultRequest]:
+) -> "list[FaultRequest]":
     """The faults to inject, every id checked against the fleet before the lock is taken."""
     from tpufleet.errors import BadInput
     from tpufleet.faults import normalize, random_targets

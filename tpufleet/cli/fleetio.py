@@ -1,7 +1,5 @@
 """`tpufleet import ...` and `tpufleet export ...`: a real fleet in (Kubernetes/GKE) and out (Kueue, Slurm, Prometheus)."""
 
-from __future__ import annotations
-
 import enum
 import sys
 from collections.abc import Callable
@@ -64,7 +62,7 @@ def read_node_list(source: str) -> tuple[Any, str]:
         raise BadStateFile(name, "", exc.value, exc.problem) from None
 
 
-def load_mapping(path: Path | None) -> K8sMapping:
+def load_mapping(path: Path | None) -> "K8sMapping":
     from tpufleet.integrations.k8s import K8sMapping, parse_mapping
     from tpufleet.state import inputfiles
 

@@ -1,7 +1,5 @@
 """`tpufleet goodput-report`: ML Productivity Goodput (SG x RG x PG) from job event logs."""
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`tpufleet history` (the journal as a timeline) and `tpufleet diff SERIAL [SERIAL]` (what changed between two)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """`tpufleet init`: write the default fleet into the state directory."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

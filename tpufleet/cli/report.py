@@ -1,7 +1,5 @@
 """`tpufleet report`: the fleet on one page (map, slices, open faults with age, latest changes); html for a wall."""
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
 from typing import Annotated, Any

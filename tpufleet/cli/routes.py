@@ -1,7 +1,5 @@
 """`tpufleet routes SLICE`: discover the slice's network, generate, check and store its routing tables."""
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`tpufleet show inventory|health|slices|ocs|journal` and `tpufleet status`."""
 
-from __future__ import annotations
-
 import enum
 from typing import Annotated
 

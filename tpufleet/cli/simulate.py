@@ -1,7 +1,5 @@
 """`tpufleet simulate-fleet`: run the fleet under load and faults; write native events for goodput-report."""
 
-from __future__ import annotations
-
 import enum
 import math
 from pathlib import Path

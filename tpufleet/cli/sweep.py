@@ -1,7 +1,5 @@
 """`tpufleet sweep SPEC.yaml`: grids of fleet and availability simulations, serially or on a Dask cluster."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any

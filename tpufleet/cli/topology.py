@@ -1,7 +1,5 @@
 """`tpufleet topology SHAPE`: figures of a torus, twisted torus or mesh slice."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`tpufleet plan-xconnect` and `tpufleet apply-xconnect`: Terraform-style plan / apply of OCS cross-connects."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated
