@@ -294,3 +294,30 @@ def test_goodput_times_as_operators_type_them(cli, tmp_path):
     assert all(f == fleets[0] for f in fleets) and fleets[0]["jobs"] > 0
     bad = cli("goodput-report", log, "--since", "last tuesday", state=False)
     assert bad.code == 2 and "--since" in bad.err and "7d" in bad.err
+
+
+def _leaf_commands(command, path=()):
+    subs = getattr(command, "commands", None)
+    if not subs:
+        yield path, command
+        return
+    for name, sub in subs.items():
+        yield from _leaf_commands(sub, (*path, name))
+
+
+def test_every_command_has_examples_and_plain_help(cli):
+    import typer
+
+    from tpufleet.cli import app, plain_metavars
+
+    root = typer.main.get_command(app)
+    plain_metavars(root)
+    leaves = list(_leaf_commands(root))
+    assert len(leaves) >= 29
+    for path, command in leaves:
+        assert "Examples:" in (command.epilog or ""), path
+        r = cli(*path, "--help", state=False)
+        assert r.code == 0, path
+        text = r.out.lower()
+        assert "list[" not in text and "brief" not in text and "seed 00" not in text, path
+        assert "float range" not in text and "integer range" not in text, path
