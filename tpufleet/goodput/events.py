@@ -5,7 +5,9 @@ One record per line (JSONL) or row (CSV, columns named like the keys). Three rec
 * ``{"type": "job", "job": ID, "accelerator": "tpu-v4", "chips": 256, "topology": "4x8x8",
   "phase": "training|serving|bulk_inference", "framework": "jax", "priority": "batch",
   "ideal_step_s": 1.2}``: job metadata; instead of ``ideal_step_s``, ``flops_per_step`` and
-  ``peak_flops_per_chip`` (ideal step = flops / (peak x chips)).
+  ``peak_flops_per_chip`` (ideal step = flops / (peak x chips)); or ``model_flops_per_step`` and
+  ``gradient_bytes`` with ``topology``: compute at the hardware profile's peak plus the modelled all-reduce of the
+  gradients on that slice shape.
 * ``{"type": "capacity", "time": T, "accelerator": "tpu-v4", "chips": 4096}``: fleet capacity from T on.
 * ``{"type": "event", "job": ID, "time": T, "event": NAME, ...}`` with NAME one of EVENT_NAMES; ``step`` for
   ``step_start``, ``checkpoint_start/end`` (the step saved) and ``restore_end``; ``chips`` for ``allocation``
@@ -233,6 +235,27 @@ def _int(
     return number
 
 
+def _modelled_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> float:
+    """The ideal step of a job that declares its model instead of a measured step: compute at the profile's peak
+    plus the modelled all-reduce of its gradients on its slice shape (tpufleet.collectives.cost.ideal_step_time)."""
+    from tpufleet.collectives.cost import ideal_step_time
+    from tpufleet.errors import BadInput
+    from tpufleet.shapes import parse_shape
+
+    flops = _float(rec, "model_flops_per_step", file, line) or 0.0
+    grads = 0.0 if rec.get("gradient_bytes") in (None, 0, "") else _float(rec, "gradient_bytes", file, line) or 0.0
+    topology = rec.get("topology")
+    try:
+        shape = parse_shape(topology if isinstance(topology, str) else "")
+    except BadInput:
+        raise BadRecord(
+            file, line, "topology", topology, "a slice shape such as 4x4x8 is needed with model_flops_per_step"
+        ) from None
+    if shape.chips != chips:
+        raise BadRecord(file, line, "chips", chips, f"differs from the {shape.chips} chips of topology {shape}")
+    return ideal_step_time(shape, flops, grads)
+
+
 def _float(rec: Mapping[str, Any], key: str, file: str, line: int) -> float | None:
     value = rec.get(key)
     if value is None or value == "":
@@ -290,6 +313,8 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
             ideal = flops / (peak * chips)
             if not 0 < ideal < math.inf:
                 raise BadRecord(file, line, "flops_per_step", flops, "gives no finite ideal step time")
+        if ideal is None and rec.get("model_flops_per_step") not in (None, ""):
+            ideal = _modelled_step(rec, chips, file, line)
         log.jobs[job] = Job(
             job,
             _str(rec, "accelerator", file, line, "unknown"),

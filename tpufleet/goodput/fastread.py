@@ -74,6 +74,8 @@ if msgspec is not None:
         ideal_step_s: Any = _U
         flops_per_step: Any = _U
         peak_flops_per_chip: Any = _U
+        model_flops_per_step: Any = _U
+        gradient_bytes: Any = _U
 
     class _Capacity(msgspec.Struct, tag="capacity", tag_field="type", gc=False):
         time: Any = _U

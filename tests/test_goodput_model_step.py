@@ -1,0 +1,44 @@
+"""PG from a declared model: a job may give model_flops_per_step and gradient_bytes (with its topology) instead of
+a measured ideal step time; the ideal is then compute at peak plus the modelled all-reduce on its slice shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tpufleet.collectives.cost import ideal_step_time
+from tpufleet.shapes import parse_shape
+
+FLOPS, GRADS = 3.0e17, 2.0e9  # one step of a 64-chip job: ~17 ms at peak, plus a 2 GB gradient all-reduce
+
+
+def _log(tmp_path, name: str, **job) -> str:
+    records = [{"type": "job", "job": "j", "accelerator": "tpu-v4", "chips": 64, "phase": "training", **job}]
+    t = 1767571200.0
+    records.append({"type": "event", "job": "j", "time": t, "event": "job_start"})
+    for step in range(1, 201):
+        records.append({"type": "event", "job": "j", "time": t + 10 + step * 0.1, "event": "step_start", "step": step})
+    records.append({"type": "event", "job": "j", "time": t + 40, "event": "job_end"})
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return str(path)
+
+
+def test_declared_model_gives_the_modelled_ideal_step(cli, tmp_path):
+    ideal = ideal_step_time(parse_shape("4x4x4"), FLOPS, GRADS)
+    assert ideal > FLOPS / (64 * 275e12)  # the all-reduce adds to the compute
+    declared = _log(tmp_path, "model.jsonl", topology="4x4x4", model_flops_per_step=FLOPS, gradient_bytes=GRADS)
+    measured = _log(tmp_path, "ideal.jsonl", topology="4x4x4", ideal_step_s=ideal)
+    a = cli("goodput-report", declared, "-o", "json", state=False)
+    b = cli("goodput-report", measured, "-o", "json", state=False)
+    assert a.code == b.code == 0, (a.err, b.err)
+    (ja,), (jb,) = a.json["jobs"], b.json["jobs"]
+    assert ja["pg"] == pytest.approx(jb["pg"], rel=1e-12) and ja["pg_basis"] == "declared"
+
+
+@pytest.mark.parametrize(("topology", "field"), [(None, "topology"), ("four-by-four", "topology"), ("4x4x8", "chips")])
+def test_declared_model_needs_the_slice_shape(cli, tmp_path, topology, field):
+    path = _log(tmp_path, "bad.jsonl", topology=topology, model_flops_per_step=FLOPS)
+    r = cli("goodput-report", path, state=False)
+    assert r.code == 2 and f"field {field}" in r.err and r.err.count("\n") == 1
