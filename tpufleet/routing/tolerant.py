@@ -342,13 +342,9 @@ def wild_first(
                 left.append(batch)
                 continue
             fixed_any = True
-            b, tb, sb, pb = batch[ok], t[ok], s[ok], pick[ok]
-            wb = alive[sb, pb].astype(np.int64)
-            Pf[b] = pb
-            Lf[b] = Lf[tb * n + wb] + 1
-            Wf[b] = True
-            bad[b] = False
-            np.add.at(extra, sb * 6 + pb, 1)
+            from tpufleet.routing.wildrings import take_picks
+
+            wb, tb = take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, (Pf, Lf, Wf), bad, extra, n)
             _walk_add(P, alive, extra, wb, tb, limit)
             left.append(batch[~ok])
         todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)

@@ -55,16 +55,30 @@ def first_round(
             left.append(batch)
             continue
         fixed_any = True
-        b, tb, sb, pb = batch[ok], t[ok], s[ok], pick[ok]
-        wb = alive[sb, pb].astype(np.int64)
-        Pf[b] = pb
-        Lf[b] = Lf[tb * n + wb] + 1
-        Wf[b] = True
-        bad[b] = False
-        np.add.at(extra, sb * 6 + pb, 1)
+        wb, tb = take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, (Pf, Lf, Wf), bad, extra, n)
         extra += paths.count(wb, tb, len(extra))
         left.append(batch[~ok])
     return left, fixed_any
+
+
+def take_picks(
+    b: I64, tb: I64, sb: I64, pb: I64, alive: npt.NDArray[np.int32],
+    flat: tuple[npt.NDArray[np.int8], npt.NDArray[np.int16], npt.NDArray[np.bool_]], bad: npt.NDArray[np.bool_],
+    extra: I64, n: int,
+) -> tuple[I64, I64]:  # fmt: skip
+    """Fix pairs `b` (targets `tb`, sources `sb`) on their picked wild first hop `pb`: port, hop count (one more
+    than the rest of the route from the next chip) and wild mark; count the first hops' load. Returns the next
+    chips and the targets, whose remaining routes the caller adds to the load its own way."""
+    import numpy as np
+
+    Pf, Lf, Wf = flat
+    wb = alive[sb, pb].astype(np.int64)
+    Pf[b] = pb
+    Lf[b] = Lf[tb * n + wb] + 1
+    Wf[b] = True
+    bad[b] = False
+    np.add.at(extra, sb * 6 + pb, 1)
+    return wb, tb
 
 
 def _valid(todo: I64, n: int, alive: npt.NDArray[np.int32], bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
