@@ -145,7 +145,7 @@ def test_auto_picks_the_order_with_the_broken_dimension_last():
 
 
 def test_ideal_step_time_and_reroute_slowdown():
-    from test_collective_faults import ocs_failure
+    from helpers import ocs_failure
 
     shape = parse_shape("4x4x8")
     pr = default_profile()
@@ -273,8 +273,7 @@ def test_sparse_route_tables_export_only_the_kept_entries():
 
 
 def test_ocs_down_graph_is_the_periodic_pattern_of_the_failure():
-    from test_collective_faults import ocs_failure
-
+    from helpers import ocs_failure
     from tpufleet.collectives.cost import ocs_down_graph
 
     for text, twisted in [("8x8x8", False), ("4x4x8", True)]:

@@ -2,23 +2,8 @@
 
 import numpy as np
 
+from helpers import ocs_failure
 from tpufleet.collectives.tables import Tables
-from tpufleet.ids import face_index
-from tpufleet.topology import coordinates, neighbors
-
-
-def ocs_failure(shape, dim, index):
-    """The periodic pattern of one OCS failure: link {dim, index} gone at every cube boundary (both directions)."""
-    exp = neighbors(shape)
-    alive = exp.copy()
-    d = "xyz".index(dim)
-    for s, c in enumerate(coordinates(shape.dims)):
-        local = [int(v) % 4 for v in c]
-        if local[d] == 3 and face_index(dim, *local) == index:
-            t = exp[s, 2 * d]
-            alive[s, 2 * d] = -1
-            alive[t, 2 * d + 1] = -1
-    return exp, alive
 
 
 def ocs_down(shape, dim, index):

@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpufleet.ids import face_index
+from helpers import ocs_failure
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import Levels, RouteTables, analyze, deadlock_check, flow, verify
 from tpufleet.routing.report import evaluate
 from tpufleet.routing.tolerant import route
 from tpufleet.shapes import parse_shape
-from tpufleet.topology import coordinates, metrics, neighbors
+from tpufleet.topology import metrics, neighbors
 
 
 def walk_all(port_by_chip, nbr, limit=200):
@@ -35,20 +35,6 @@ def walk_all(port_by_chip, nbr, limit=200):
         hops[idx[~bad]] += 1
     lost |= cur != dst
     return np.where(lost, -1, hops).reshape(n, n)
-
-
-def ocs_failure(shape, dim, index):
-    """The periodic pattern of one OCS failure: link {dim, index} gone at every cube boundary (both directions)."""
-    exp = neighbors(shape)
-    alive = exp.copy()
-    d = "xyz".index(dim)
-    for s, c in enumerate(coordinates(shape.dims)):
-        local = [int(v) % 4 for v in c]
-        if local[d] == 3 and face_index(dim, *local) == index:
-            t = exp[s, 2 * d]
-            alive[s, 2 * d] = -1
-            alive[t, 2 * d + 1] = -1
-    return exp, alive
 
 
 HEALTHY = [

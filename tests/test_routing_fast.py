@@ -3,8 +3,8 @@ exactly the pair-by-pair analysis (`analysis.analyze_pairs`, the oracle): arriva
 
 import numpy as np
 import pytest
-from test_routing import ocs_failure
 
+from helpers import ocs_failure
 from tpufleet.routing import structured
 from tpufleet.routing.analysis import analyze_pairs
 from tpufleet.routing.cdg import acyclic
