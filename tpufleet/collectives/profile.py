@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,16 @@ _SIZE = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*
 
 
 @dataclass(frozen=True)
+class Dcn:
+    """The data-centre network between slices (multislice jobs), as a host sees it."""
+
+    host_bandwidth: float  # bytes/s one host sends (and receives) over the DCN, one direction
+    latency: float  # seconds per message between two hosts, on top of its bandwidth term
+    pod_oversubscription: float = 1.0  # between pods, each host gets host_bandwidth / this
+    source: str = "profile"  # where the figures came from: this profile, or the shipped one
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     link_bandwidth: float  # bytes/s, one link, one direction
@@ -46,6 +56,13 @@ class Profile:
     dimension_bandwidth: dict[str, float] = field(default_factory=dict)  # per-dimension override
     sources: tuple[str, ...] = ()
     file: str = ""
+    dcn: Dcn | None = None  # None only while the shipped profile itself is being read
+
+    def dcn_link(self) -> Dcn:
+        """The data-centre network figures: this profile's, else (a file without a `dcn` section) the shipped ones."""
+        if self.dcn is not None:
+            return self.dcn
+        return replace(default_profile().dcn_link(), source=f"shipped profile ({SHIPPED.name})")
 
     def bandwidth(self, dim: int) -> float:
         """Bytes/s of one link of dimension `dim` (0, 1, 2), one direction."""
@@ -101,7 +118,7 @@ def profile_from_doc(doc: object, file: str) -> Profile:
     """Validate a loaded profile document; BadStateFile naming file, field and value."""
     if not isinstance(doc, dict):
         raise BadStateFile(file, "", doc, "must be a mapping")
-    allowed = {"schema_version", "name", "ici", "chip", "sources"}
+    allowed = {"schema_version", "name", "ici", "chip", "dcn", "sources"}
     for k in doc:
         if k not in allowed:
             raise BadStateFile(file, str(k), doc[k], f"unknown key; expected {', '.join(sorted(allowed))}")
@@ -131,7 +148,22 @@ def profile_from_doc(doc: object, file: str) -> Profile:
         dimension_bandwidth={str(k): _number(per_dim, k, file, "ici.dimension_bandwidth") for k in per_dim},
         sources=tuple(sources),
         file=file,
+        dcn=_dcn(doc, file),
     )
+
+
+def _dcn(doc: dict[str, Any], file: str) -> Dcn | None:
+    """The optional `dcn` section. A file written before it existed models DCN with the shipped figures (the
+    shipped profile must have it)."""
+    if "dcn" not in doc:
+        if Path(file).resolve() == SHIPPED:
+            raise BadStateFile(file, "dcn", None, "is required in the shipped profile")
+        return None
+    dcn = _section(doc, "dcn", file, {"host_bandwidth", "latency", "pod_oversubscription"})
+    over = _number(dcn, "pod_oversubscription", file, "dcn") if "pod_oversubscription" in dcn else 1.0
+    if over < 1:
+        raise BadStateFile(file, "dcn.pod_oversubscription", dcn["pod_oversubscription"], "must be at least 1")
+    return Dcn(_number(dcn, "host_bandwidth", file, "dcn"), _number(dcn, "latency", file, "dcn"), over)
 
 
 def load_profile(path: Path | str | None = None) -> Profile:
