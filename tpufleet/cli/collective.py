@@ -1,4 +1,5 @@
-"""`tpufleet collective SLICE --op ... --bytes SIZE`: time and bus bandwidth of a collective on the slice's tables."""
+"""`tpufleet collective SLICE|JOB --op ... --bytes SIZE`: time and bus bandwidth of a collective on the slice's
+tables, or the hierarchical all-reduce of a multislice job (ICI in each slice, DCN between them)."""
 
 import enum
 from pathlib import Path
@@ -84,6 +85,68 @@ def _text(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _job_text(d: dict[str, Any]) -> str:
+    dcn = d["profile"]["dcn"]
+    lines = [
+        f"all-reduce of {d['bytes']} bytes per chip on job {d['job']} ({d['slices']} of {d['total_slices']} slices of "
+        f"{d['shape']}{' twisted' if d['twisted'] else ''}, {d['chips']} chips, {d['hosts_per_slice']} hosts a slice; "
+        f"pods {', '.join(d['pods'])})",
+        f"  time             {_ms(d['time_s'])}  (ICI reduce-scatter, DCN all-reduce of the shards, ICI all-gather)",
+        f"  DCN              {_gbs(dcn['host_bandwidth_Bps'])} per host, latency {_ms(dcn['latency_s'])}, "
+        f"oversubscription between pods {dcn['pod_oversubscription']:g} ({dcn['source']})",
+    ]
+    step, one = d["step"], d["one_slice"]
+    if step is not None:
+        lines.append(
+            f"  step             {_ms(step['step_s'])} (compute at peak {_ms(step['compute_s'])}); all-reduce "
+            f"{step['all_reduce_fraction']:.1%} of it, DCN {step['dcn_fraction']:.1%}"
+        )
+    if one["shape"] is None:
+        lines.append(f"  one slice        {one['note']}")
+    else:
+        ratio = f"; step throughput {one['throughput_ratio']:.3f}x of it" if one["throughput_ratio"] is not None else ""
+        lines.append(
+            f"  one slice        {one['shape']}{' twisted' if one['twisted'] else ''}: all-reduce "
+            f"{_ms(one['all_reduce_s'])} (the job's takes {one['all_reduce_ratio']:.3f}x as long){ratio}"
+        )
+    rows = [[ph["phase"], _ms(ph["seconds"]), ph.get("slowest_slice") or ""] for ph in d["phases"]]
+    lines += ["", grid(rows, ["phase", "time", "slowest slice"])]
+    rows = [
+        [
+            r["slice"],
+            r["pod"],
+            r["tables"]["source"] + (", degraded" if r["tables"]["degraded"] else ""),
+            f"{_ms(r['reduce_scatter_s'])} {r['reduce_scatter_algorithm']}",
+            _ms(r["all_gather_s"]),
+        ]
+        for r in d["per_slice"]
+    ]
+    lines += ["", grid(rows, ["slice", "pod", "tables", "reduce-scatter", "all-gather"])]
+    return "\n".join(lines)
+
+
+def _check_job_options(op: str, algorithm: str, dims: str | None, table_capacity: int | None) -> None:
+    from tpufleet.errors import BadInput
+
+    if op != "all-reduce":
+        raise BadInput(f"bad option --op: {op!r}; a multislice job models all-reduce only")
+    for flag, given in (("--algorithm", algorithm != "auto"), ("--dims", dims is not None)):
+        if given:
+            raise BadInput(f"bad option {flag}: a multislice job picks the fastest algorithm in each slice")
+    if table_capacity is not None:
+        raise BadInput("bad option --table-capacity: applies to a slice, not a multislice job")
+
+
+def _flops(value: float | None) -> float | None:
+    import math
+
+    from tpufleet.errors import BadInput
+
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise BadInput(f"bad option --model-flops-per-step: {value!r} must be a positive number")
+    return value
+
+
 @app.command(
     "collective",
     epilog=examples(
@@ -91,11 +154,12 @@ def _text(d: dict[str, Any]) -> str:
         "tpufleet collective s --op all-reduce --bytes 512MiB --algorithm dim-by-dim --dims yxz -o json",
         "tpufleet collective s --op all-to-all --bytes 64MiB --table-capacity 64",
         "tpufleet collective s --op all-gather --bytes 4096 --assume-healthy --profile my-profile.yaml",
+        "tpufleet collective job --op all-reduce --bytes 1GiB --model-flops-per-step 4.1e17",
     ),
 )
 def collective_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name")],
+    name: Annotated[str, typer.Argument(help="Slice or multislice job name")],
     op: Annotated[str, typer.Option("--op", help="all-reduce, reduce-scatter, all-gather or all-to-all")],
     size: Annotated[str, typer.Option("--bytes", help="Bytes per chip: 1GiB, 512MiB, 1.5GB, 4096")],
     algorithm: Annotated[
@@ -118,6 +182,13 @@ def collective_cmd(
     assume_healthy: Annotated[
         bool, typer.Option("--assume-healthy", help="Without stored tables, model the healthy DOR tables of the shape")
     ] = False,
+    model_flops: Annotated[
+        float | None,
+        typer.Option(
+            "--model-flops-per-step",
+            help="Job only: model FLOPs of one training step (all chips), for the step time and the all-reduce's share",
+        ),
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Model a collective on the slice's current routing tables (healthy or rerouted, as `routes` stored them).
@@ -126,6 +197,11 @@ def collective_cmd(
     of its longest route. `auto` compares a ring through every chip, a bidirectional ring, dimension-by-dimension
     bidirectional rings in every order, and multi-dim (dimension by dimension on every dimension at once, one part
     of the data per dimension), and says why it picked the fastest.
+
+    For a multislice job: the hierarchical all-reduce, an ICI reduce-scatter in each slice (on its current tables),
+    a ring all-reduce of each chip's shard among the slices over the hosts' DCN links (the profile's `dcn`
+    figures), then an ICI all-gather; with --model-flops-per-step, the step at peak and the all-reduce's share,
+    against the same chips in one ICI slice.
     """
     from tpufleet.collectives.algorithms import check_algorithm, parse_order
     from tpufleet.collectives.model import ALGORITHMS, OPS
@@ -142,11 +218,21 @@ def collective_cmd(
     order = parse_order(dims) if dims is not None else None
     if order is not None and algorithm not in ("dim-by-dim", "multi-dim", "auto"):
         raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim and multi-dim, not {algorithm}")
+    flops = _flops(model_flops)
     profile = load_profile(profile_file)
     store = ctx.obj.store()
+    state = store.load()
+    if name in state.jobs:
+        _check_job_options(op, algorithm, dims, table_capacity)
+        jreq = ops.JobRequest(nbytes, flops, assume_healthy)
+        job_outcome = ops.run_job(state, name, jreq, profile, store.table_path)
+        emit(job_outcome.data, output, lambda: _job_text(job_outcome.data))
+        return
+    if flops is not None:
+        raise BadInput("bad option --model-flops-per-step: applies to a multislice job, not a slice")
     table_file = store.table_path(name)
     req = ops.Request(
         op, nbytes, "dim-by-dim" if order and algorithm == "auto" else algorithm, order, table_capacity, assume_healthy
     )
-    outcome = ops.run(store.load(), name, req, profile, table_file)
+    outcome = ops.run(state, name, req, profile, table_file)
     emit(outcome.data, output, lambda: _text(outcome.data))
