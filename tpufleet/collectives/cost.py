@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tpufleet.topology import ChipGraph
 
 _TABLES: dict[tuple[Shape, bytes], Tables] = {}
-_TIMES: dict[tuple[Shape, bytes, float, str, str, str], float] = {}
+_TIMES: dict[tuple[Shape, bytes, float, str, str], float] = {}  # the profile by its repr: all its figures
 
 
 def _tables(shape: Shape, alive: ChipGraph | None) -> Tables:
@@ -50,12 +50,40 @@ def collective_time(
     from tpufleet.collectives.algorithms import Context, best_of, estimate
 
     profile = profile or default_profile()
-    key = (shape, b"" if alive is None else alive.tobytes(), float(nbytes), op, profile.name, profile.file)
+    key = (shape, b"" if alive is None else alive.tobytes(), float(nbytes), op, repr(profile))
     if key not in _TIMES:
         ctx = Context(_tables(shape, alive), profile)
         best = best_of(estimate(ctx, op, nbytes, "auto", None))
         _TIMES[key] = best.seconds if best is not None else float("inf")
     return _TIMES[key]
+
+
+Terms = tuple[tuple[float, float], ...]  # per algorithm that runs: (latency s, seconds per byte)
+_TERMS: dict[tuple[Shape, bytes, str, str], Terms] = {}
+
+
+def collective_terms(
+    shape: Shape, op: str = "all-reduce", profile: Profile | None = None, alive: ChipGraph | None = None
+) -> Terms:
+    """Every algorithm's time as latency + seconds per byte * n, for any message size n at once.
+
+    Each algorithm of the model is affine in the size (its schedule, routes and multi-dim split do not depend on
+    it), so `time_from_terms(terms, n)` equals `collective_time(shape, n, ...)` for every n. Empty when nothing
+    can run."""
+    from tpufleet.collectives.algorithms import Context, estimate
+
+    profile = profile or default_profile()
+    key = (shape, b"" if alive is None else alive.tobytes(), op, repr(profile))
+    if key not in _TERMS:
+        ctx = Context(_tables(shape, alive), profile)
+        ests = [e for e in estimate(ctx, op, 1.0, "auto", None) if e.runs]
+        _TERMS[key] = tuple(sorted({(e.latency, e.bandwidth) for e in ests}))
+    return _TERMS[key]
+
+
+def time_from_terms(terms: Terms, nbytes: float) -> float:
+    """Seconds of the fastest algorithm at `nbytes`; inf when none runs."""
+    return min((latency + per_byte * nbytes for latency, per_byte in terms), default=float("inf"))
 
 
 def ideal_step_time(
@@ -107,4 +135,32 @@ def ocs_down_graph(shape: Shape, failures: Sequence[tuple[str, int]]) -> ChipGra
                 alive[chip, 2 * d] = -1
                 if other >= 0:
                     alive[other, 2 * d + 1] = -1
+    return alive
+
+
+def link_down_graph(
+    shape: Shape, links: Sequence[tuple[tuple[int, int, int], str, int, str]], alive: ChipGraph | None = None
+) -> ChipGraph:
+    """The live chip graph with optical links down, each as (cube position in the slice's cube grid, dimension,
+    face index 0-15, polarity 'out'|'in'): 'out' is the cable leaving the cube's + face, 'in' the one entering
+    its - face, as in `tpufleet.ids.LinkId`. A link fault takes both directions of its cable."""
+    import numpy as np
+
+    from tpufleet.constants import CUBE_EDGE
+
+    alive = (ocs_down_graph(shape, []) if alive is None else alive).copy()
+    if not shape.wraps:
+        return alive
+    for cube, dim, index, polarity in links:
+        d = "xyz".index(dim)
+        a, b = [k for k in range(3) if k != d]
+        local = [0, 0, 0]
+        local[a], local[b] = divmod(index, CUBE_EDGE)
+        local[d] = CUBE_EDGE - 1 if polarity == "out" else 0
+        chip = int(np.ravel_multi_index(tuple(c * CUBE_EDGE + x for c, x in zip(cube, local, strict=True)), shape.dims))
+        port = 2 * d + (0 if polarity == "out" else 1)
+        other = alive[chip, port]
+        alive[chip, port] = -1
+        if other >= 0:
+            alive[other, port ^ 1] = -1
     return alive

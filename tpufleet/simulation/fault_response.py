@@ -82,11 +82,26 @@ class FaultResponse:
             self.queue.push(Eviction(leave, job.id, job.runs))
 
     def _reroute(self, job: Job, fault: FaultStrike) -> None:
+        slowdown = self._slowdown(job, job.network_faults | {fault})
+        if slowdown == float("inf"):  # these faults leave some pair of its chips unroutable
+            self.scheduler.disrupt(job, fault.time, "eviction")
+            return
         self.runner.advance(job, fault.time)
         job.network_faults.add(fault)
-        job.slowdown = self.rates.rerouted_slowdown
+        job.slowdown = slowdown
         self.stats.reroutes += 1
         self.runner.schedule_completion(job)
+
+    def _slowdown(self, job: Job, faults: set[FaultStrike]) -> float:
+        """The modelled factor for a job that declares its step, else the fault-rate file's constant."""
+        if not faults:
+            return 1.0
+        if job.model is None:
+            return self.rates.rerouted_slowdown
+        from tpufleet.simulation.reroute import slowdown
+
+        targets = sorted((f.target for f in faults if isinstance(f.target, LinkId | OcsId)), key=str)
+        return slowdown(job.shape, job.model, targets, job.placed.coords)
 
     def repair(self, repair: Repair) -> None:
         target = repair.target
@@ -103,6 +118,9 @@ class FaultResponse:
     def _end_reroute(self, job: Job, fault: FaultStrike, t: float) -> None:
         self.runner.advance(job, t)
         job.network_faults.discard(fault)
-        if not job.network_faults:
-            job.slowdown = 1.0
+        slowdown = self._slowdown(job, job.network_faults)
+        if slowdown == float("inf"):  # what is left cannot be routed within the budget on its own: move it
+            self.scheduler.disrupt(job, t, "eviction")
+            return
+        job.slowdown = slowdown
         self.runner.schedule_completion(job)

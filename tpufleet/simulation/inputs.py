@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 from tpufleet.constants import CUBES_PER_POD
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.shapes import Shape, allocatable, parse_shape
+from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data"
 SHIPPED_WORKLOAD = SHIPPED / "workload.yaml"
@@ -70,6 +71,7 @@ class JobSpec:
     phase: Phase | None = None
     fault_tolerant: bool = True
     priority_rank: int = 0
+    model: StepModel | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Workload:
     checkpoint_write_s: float = 60.0
     fault_tolerant_share: float = 0.95
     jobs: tuple[JobSpec, ...] = ()
+    models: Mapping[Shape, StepModel] = field(default_factory=dict)  # step models of random arrivals, by shape
 
 
 @dataclass
@@ -162,7 +165,12 @@ _SHAPE_ENTRY = {
     "type": "object",
     "required": ["shape"],
     "additionalProperties": False,
-    "properties": {"shape": {"type": "string", "maxLength": 64}, "twisted": {"type": "boolean"}, "weight": _WEIGHT},
+    "properties": {
+        "shape": {"type": "string", "maxLength": 64},
+        "twisted": {"type": "boolean"},
+        "weight": _WEIGHT,
+        "model": STEP_MODEL_SCHEMA,
+    },
 }
 _JOB_ENTRY = {
     "type": "object",
@@ -177,6 +185,7 @@ _JOB_ENTRY = {
         "phase": {"enum": list(PHASES)},
         "fault_tolerant": {"type": "boolean"},
         "priority_rank": {"type": "integer", "minimum": 0, "maximum": 99},
+        "model": STEP_MODEL_SCHEMA,
     },
 }
 WORKLOAD_SCHEMA: dict[str, Any] = {
@@ -305,6 +314,20 @@ def _shape_mix(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[Shape, float],
     return () if "jobs" in doc else None
 
 
+def _step_models(path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape, float]]) -> dict[Shape, StepModel]:
+    """The step model declared for each shape of the mix; one shape declared twice must declare it alike."""
+    models: dict[Shape, StepModel] = {}
+    for i, (item, (shape, _weight)) in enumerate(zip(doc.get("shapes", []), shapes, strict=True)):
+        if "model" not in item:
+            continue
+        model = step_model_at(path, f"shapes.{i}.model", item["model"], shape)
+        if models.setdefault(shape, model) != model:
+            raise BadStateFile(
+                str(path), f"shapes.{i}.model", item["model"], f"another entry of {shape} declares another"
+            )
+    return models
+
+
 def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
     if "priorities" not in doc:
         return None
@@ -345,6 +368,7 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
                 phase=job.get("phase"),
                 fault_tolerant=job.get("fault_tolerant", True),
                 priority_rank=rank,
+                model=step_model_at(path, f"jobs.{i}.model", job["model"], shape) if "model" in job else None,
             )
         )
     return tuple(specs)
@@ -389,4 +413,5 @@ def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
         if key in doc:
             given[key] = float(doc[key])
     given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)))
+    given["models"] = _step_models(path, doc, shapes or ())
     return Workload(**given)

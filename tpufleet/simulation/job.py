@@ -12,6 +12,7 @@ from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     from tpufleet.simulation.events import FaultStrike
+    from tpufleet.simulation.reroute import StepModel
 
 # Eviction preference when preempting, by size class: medium first, extra-large last.
 VICTIM_ORDER = {"medium": 0, "large": 1, "small": 2, "extra-large": 3}
@@ -65,6 +66,7 @@ class Job:
     checkpoint_progress: float = 0.0
     to_checkpoint: float = 0.0  # compute seconds to the next checkpoint
     to_step: float = 0.0  # compute seconds to the next logged step
+    model: StepModel | None = None  # the declared step, for the modelled slowdown when rerouted
 
     @property
     def chips(self) -> int:

@@ -1,0 +1,125 @@
+"""The modelled slowdown of a rerouted job: the shipped table of single faults, the exact compound path, the
+workload's step models, and the simulator using them."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from tpufleet.collectives.cost import (
+    collective_terms,
+    collective_time,
+    link_down_graph,
+    ocs_down_graph,
+    time_from_terms,
+)
+from tpufleet.collectives.profile import default_profile
+from tpufleet.collectives.reroute_table import profile_key, representative, shape_entry, shape_key
+from tpufleet.errors import BadStateFile
+from tpufleet.ids import LinkId, OcsId
+from tpufleet.shapes import parse_shape
+from tpufleet.simulation import reroute
+from tpufleet.simulation.inputs import load_workload
+from tpufleet.simulation.reroute import StepModel, allreduce_seconds, slowdown
+
+GIB = 1 << 30
+
+
+def test_terms_give_the_model_at_every_size():
+    """Each algorithm is affine in the message size, so the terms reproduce `collective_time` exactly."""
+    shape = parse_shape("4x4x8", twisted=True)
+    for alive in (None, representative(shape, "ocs", "z"), representative(shape, "link", "x")):
+        terms = collective_terms(shape, alive=alive)
+        for n in (1, 4096, 1 << 20, GIB, 1e11):
+            assert time_from_terms(terms, n) == pytest.approx(collective_time(shape, n, alive=alive), rel=1e-12)
+    assert time_from_terms((), GIB) == float("inf")
+
+
+def test_the_shipped_table_is_current():
+    """Made under the shipped profile for every multi-cube shape of the shipped workload; the small shapes'
+    entries recompute exactly (`python tools/make_reroute_costs.py` rewrites it)."""
+    doc = json.loads(reroute.TABLE.read_text())
+    assert doc["profile"] == profile_key(default_profile())
+    shapes = {shape for shape, _ in load_workload(None).shapes if shape.wraps}
+    assert set(doc["shapes"]) == {shape_key(s) for s in shapes}
+    for text, twisted in (("4x4x4", False), ("4x4x8", True)):
+        shape = parse_shape(text, twisted)
+        assert doc["shapes"][shape_key(shape)] == shape_entry(shape, default_profile())
+
+
+def test_link_down_graph_is_what_the_wiring_builds(fleet):
+    """The simulator's graph of a failed optical link, from the slice's cube grid alone, against the real wiring
+    of a state with that link failed (both polarities, a cube inside the slice and one at its edge)."""
+    from tpufleet import wiring
+    from tpufleet.state import Store
+
+    assert fleet("allocate", "s", "--shape", "4x8x8", "--twisted").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    sl = Store(fleet.state).load().slices["s"]
+    cubes = sorted(sl.coords)
+    failed = [(cubes[0], "y", 5, "out"), (cubes[-1], "z", 12, "in"), (cubes[1], "x", 0, "in")]
+    for n, (cube, dim, index, polarity) in enumerate(failed):
+        assert fleet("inject-fault", f"link:{cube}/{dim}/{index}/{polarity}").code == 0, n
+        state = Store(fleet.state).load()
+        real = wiring.build(state.slices["s"], state.fleet, state.ocs, state.health()).nbr
+        links = [(sl.coords[c], d, i, p) for c, d, i, p in failed[: n + 1]]
+        assert (link_down_graph(sl.shape, links) == real).all(), n
+        assert (real < 0).sum() == 2 * (n + 1)  # each link takes both directions of its cable
+
+
+def test_single_faults_come_from_the_table_and_compound_ones_are_modelled_exactly(monkeypatch):
+    shape = parse_shape("8x8x8")
+    coords = {"a": (0, 0, 0), "b": (1, 0, 0), "c": (0, 1, 0), "d": (1, 1, 0), "e": (0, 0, 1)}
+    healthy = collective_time(shape, GIB)
+    one = allreduce_seconds(shape, GIB, [OcsId("pod0", "y", 9)], coords)
+    assert one == pytest.approx(collective_time(shape, GIB, alive=representative(shape, "ocs", "y")), rel=1e-12)
+    link = LinkId("b", "x", 3, "in")
+    assert allreduce_seconds(shape, GIB, [link], coords) == pytest.approx(
+        collective_time(shape, GIB, alive=representative(shape, "link", "x")), rel=1e-12
+    )
+    both: list[OcsId | LinkId] = [OcsId("pod0", "y", 9), link]
+    alive = link_down_graph(shape, [((1, 0, 0), "x", 3, "in")], ocs_down_graph(shape, [("y", 9)]))
+    exact = collective_time(shape, GIB, alive=alive)
+    assert allreduce_seconds(shape, GIB, both, coords) == pytest.approx(exact, rel=1e-12)
+    model = StepModel(model_flops_per_step=0.0, gradient_bytes=GIB, step_time_s=0.05)
+    assert slowdown(shape, model, both, coords) == pytest.approx(1 + (exact - healthy) / 0.05, rel=1e-12)
+    assert slowdown(shape, model, [], coords) == 1.0
+    assert slowdown(parse_shape("2x2x4"), model, both, coords) == 1.0  # no optical link in a sub-cube slice
+    # Under another profile the table does not apply: the model runs on the link's own graph.
+    slow_x = replace(default_profile(), dimension_bandwidth={"x": 12.5e9})
+    own = link_down_graph(shape, [((1, 0, 0), "x", 3, "in")])
+    assert allreduce_seconds(shape, GIB, [link], coords, slow_x) == pytest.approx(
+        collective_time(shape, GIB, profile=slow_x, alive=own), rel=1e-12
+    )
+    assert collective_time(shape, GIB, profile=slow_x) > healthy  # a profile is remembered by all its figures
+
+
+def _workload(tmp_path, entry: str) -> object:
+    path = tmp_path / "w.yaml"
+    path.write_text("schema_version: 1\narrival_rate_per_hour: 1\nshapes:\n" + entry)
+    return load_workload(path)
+
+
+def test_the_workload_declares_step_models(tmp_path):
+    shape = parse_shape("4x4x8", twisted=True)
+    ideal = StepModel(1e15, GIB, 1.0).ideal_step_s(shape)
+    assert ideal == pytest.approx(1e15 / (128 * default_profile().peak_flops) + collective_time(shape, GIB))
+    w = _workload(
+        tmp_path,
+        "  - {shape: 4x4x8, twisted: true, model: {model_flops_per_step: 1.0e+15, gradient_bytes: 1073741824,"
+        " step_time_s: 1.0}}\n  - {shape: 4x4x4}\n",
+    )
+    assert w.models == {shape: StepModel(1e15, GIB, 1.0)}  # type: ignore[attr-defined]
+    with pytest.raises(BadStateFile, match=r"field shapes\.0\.model\.step_time_s: .*shorter than the model's ideal"):
+        _workload(
+            tmp_path,
+            "  - {shape: 4x4x8, model: {model_flops_per_step: 1.0e+18, gradient_bytes: 0, step_time_s: 1.0}}\n",
+        )
+    with pytest.raises(BadStateFile, match=r"shapes\.0\.model"):
+        _workload(tmp_path, "  - {shape: 4x4x8, model: {gradient_bytes: 0, step_time_s: 1.0}}\n")
+    with pytest.raises(BadStateFile, match=r"field shapes\.1\.model: .*another entry of 4x4x4 declares another"):
+        _workload(
+            tmp_path,
+            "  - {shape: 4x4x4, model: {model_flops_per_step: 0, gradient_bytes: 0, step_time_s: 1.0}}\n"
+            "  - {shape: 4x4x4, model: {model_flops_per_step: 0, gradient_bytes: 0, step_time_s: 2.0}}\n",
+        )
