@@ -1,5 +1,6 @@
 """Collective cost model: 1 GiB all-reduce on 8x8x8, twisted 4x4x8 and 16x16x16, healthy and with one OCS down,
-the paper-001 reproduction, the simulator against the model, and the model's speed on 16x16x16.
+the paper-001 reproduction, the two-island hierarchical all-reduce (Pathways), the simulator against the model, and
+the model's speed on 16x16x16.
 
     python benchmarks/bench_collective.py          # about a minute (the 16x16x16 rerouted tables take ~10 s)
 
@@ -158,6 +159,40 @@ def simulator(profile: Any) -> None:
         )
 
 
+def pathways(profile: Any) -> None:
+    """The hierarchical all-reduce of a two-island job ("Pathways" appendix D: 2 x 512 chips, 64e9 fp32 gradients)
+    beside the same all-reduce on one 1024-chip ICI slice (the baseline), modelled time and wall time."""
+    from tpufleet.collectives import dcn
+    from tpufleet.collectives.algorithms import Context, best_of, estimate
+    from tpufleet.collectives.tables import healthy
+    from tpufleet.shapes import Shape
+
+    nbytes, island, single = 64e9 * 4, Shape((8, 8, 8)), Shape((8, 8, 16), twisted=True)
+
+    def two_islands() -> dcn.Hierarchical:
+        ctx = Context(healthy(island), profile)
+        rs = best_of(estimate(ctx, "reduce-scatter", nbytes, "auto", None))
+        ag = best_of(estimate(ctx, "all-gather", nbytes, "auto", None))
+        assert rs is not None and ag is not None
+        phase = dcn.dcn_all_reduce(nbytes, 2, dcn.hosts(island), profile.dcn_link(), across_pods=True)
+        return dcn.hierarchical([rs.seconds] * 2, phase, [ag.seconds] * 2)
+
+    def one_slice() -> float:
+        best = best_of(estimate(Context(healthy(single), profile), "all-reduce", nbytes, "auto", None))
+        return best.seconds if best is not None else float("inf")
+
+    print("Two islands of 8x8x8 over DCN, 256 GB all-reduce (Pathways 64B); baseline: one twisted 8x8x16 slice")
+    h, base = two_islands(), one_slice()
+    t_model = statistics.median(_timed(two_islands) for _ in range(3))
+    t_base = statistics.median(_timed(one_slice) for _ in range(3))
+    print(
+        f"  modelled {h.seconds:.4f} s (ICI {h.reduce_scatter_s + h.all_gather_s:.4f} s, DCN {h.dcn.seconds:.4f} s), "
+        f"baseline {base:.4f} s, ratio {h.seconds / base:.3f}x",
+        flush=True,
+    )
+    print(f"  wall time {t_model:.3f} s, baseline {t_base:.3f} s, ratio {t_model / t_base:.2f}x", flush=True)
+
+
 def main() -> None:
     from tpufleet.collectives.profile import default_profile
 
@@ -166,6 +201,7 @@ def main() -> None:
         rows = figures(Path(tmp), profile)
         speed(rows, profile)
     paper_001(profile)
+    pathways(profile)
     simulator(profile)
 
 
