@@ -1,6 +1,7 @@
 """The modelled slowdown of a rerouted job: the shipped table of single faults, the exact compound path, the
 workload's step models, and the simulator using them."""
 
+import itertools
 import json
 from dataclasses import replace
 
@@ -123,3 +124,40 @@ def test_the_workload_declares_step_models(tmp_path):
             "  - {shape: 4x4x4, model: {model_flops_per_step: 0, gradient_bytes: 0, step_time_s: 1.0}}\n"
             "  - {shape: 4x4x4, model: {model_flops_per_step: 0, gradient_bytes: 0, step_time_s: 2.0}}\n",
         )
+
+
+def test_the_simulator_slows_a_rerouted_job_by_its_modelled_all_reduce(monkeypatch):
+    """A listed 4x4x8 twisted training job with a step model, under frequent OCS and link faults: every reroute
+    asks the model, and the job's logged steps last the step interval times exactly the factor it answered."""
+    from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates
+
+    shape = parse_shape("4x4x8", twisted=True)
+    model = StepModel(8.44425e14, GIB, 0.0533)
+    asked: list[tuple[tuple[str, ...], float]] = []
+
+    def spy(*args, **kwargs):
+        factor = slowdown(*args, **kwargs)
+        asked.append((tuple(str(f) for f in args[2]), factor))
+        return factor
+
+    monkeypatch.setattr(reroute, "slowdown", spy)
+    job = JobSpec(shape, duration_hours=100000, phase="training", model=model)
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(job,))
+    rates = replace(default_rates(), host_per_day=0.0, link_per_day=0.002, ocs_per_day=0.02, drain_per_day=0.0)
+    options = Options(days=5, seed=3)
+    sim = Simulator(workload, rates, options)
+    records = sim.run()
+    record = next(r for r in records if r["type"] == "job")
+    assert record["ideal_step_s"] == round(options.step_s * model.ideal_step_s(shape) / model.step_time_s, 6)
+    singles = [(faults, f) for faults, f in asked if len(faults) == 1]
+    assert singles and all(f > 1 for _, f in asked)
+    healthy = collective_time(shape, GIB)
+    for faults, factor in singles:
+        kind, dim = faults[0].split(":")[0], faults[0].split("/")[1]  # ocs:pod0/x/3, link:c07/x/3/out
+        expected = 1 + (collective_time(shape, GIB, alive=representative(shape, kind, dim)) - healthy) / 0.0533
+        assert factor == pytest.approx(expected, rel=1e-12), faults
+    starts = [r["time"] for r in records if r.get("event") == "step_start"]
+    lengths = {round(b - a, 3) for a, b in itertools.pairwise(starts)}
+    assert {round(options.step_s * f, 3) for _, f in singles} & lengths  # steps run slower by the factor
+    assert len({faults[0].split(":")[0] for faults, _ in singles}) == 2  # both kinds were met
+    assert sim.stats.reroutes >= len(singles)

@@ -80,8 +80,15 @@ class JobMaker:
         self.rng = rng
         self.workload = workload
         self.log = log
-        self.ideal_step_s = options.step_s * workload.ideal_step_fraction
+        self.step_s = options.step_s
         self.jobs: list[Job] = []
+
+    def ideal_step_s(self, job: Job) -> float:
+        """Per logged step: the workload's ideal fraction of it, or the job's declared model's ideal (compute at
+        peak plus the modelled all-reduce) over its declared step time."""
+        if job.model is None:
+            return self.step_s * self.workload.ideal_step_fraction
+        return self.step_s * job.model.ideal_step_s(job.shape) / job.model.step_time_s
 
     def make(self, arrival: Arrival) -> Job:
         workload, spec, rng = self.workload, arrival.spec, self.rng
@@ -105,8 +112,9 @@ class JobMaker:
             fault_tolerant=spec.fault_tolerant if spec else drawn_fault_tolerant,
             work=arrival.hours * HOUR,
             submitted=arrival.time,
+            model=(spec.model if spec else workload.models.get(arrival.shape)) if phase == "training" else None,
         )
         self.jobs.append(job)
-        self.log.job(job, self.ideal_step_s)
+        self.log.job(job, self.ideal_step_s(job))
         self.log.event(job, arrival.time, "submitted")
         return job
