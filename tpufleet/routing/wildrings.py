@@ -3,14 +3,18 @@ as `tolerant.wild_first` does it, with routes read from their ring runs instead 
 
 In the first round a broken pair may only step to a neighbour whose own route is intact, so which candidates are
 valid is fixed before the first batch (later batches only make more pairs wild, and those are never candidates)
-and every candidate's route is a plain dimension-order one: at most one run per dimension. Each batch refreshes
-the ring window maxima from the current load (`RingPaths.refresh`), reads each candidate's route maximum as two
-lookups per run, and adds the chosen routes as difference arrays per ring. The choices, tables and loads are
-exactly those of the walk.
+and every candidate's route is a plain dimension-order one: at most one run per dimension. So everything about a
+candidate but the loads is worked out once, a chunk of batches at a time: the cells of the window maxima its
+runs read (`RingPaths.refresh`'s layout, two a run) and its first hop's own cell, whether a dead link lies on
+its route (the same cells of a table of dead links), its hop count, and where its runs start in per-ring
+difference arrays. The loads are kept in ring-travel order, so a batch only rebuilds the window maxima, reads
+seven cells a candidate, picks, and adds the picked routes as one difference array. The choices, tables and
+loads are exactly those of the walk.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,6 +25,9 @@ if TYPE_CHECKING:
 
     I64 = npt.NDArray[np.int64]
 
+CHUNK_PAIRS = 1 << 15  # broken pairs whose candidates are prepared at once (about 15 MB of index arrays)
+NO_CANDIDATE = 1 << 62  # the cost of a port that is no candidate: above any real one
+
 
 def first_round(
     todo: I64, n: int, alive: npt.NDArray[np.int32], tables: tuple[npt.NDArray[np.int8], npt.NDArray[np.int16],
@@ -29,36 +36,179 @@ def first_round(
     """Run round one over `todo` in `batches` batches; returns the pairs left and whether any was repaired."""
     import numpy as np
 
-    P, L, W = tables
-    Pf, Lf, Wf = P.ravel(), L.ravel(), W.ravel()
-    valid = _valid(todo, n, alive, bad)
-    rows, ports = np.nonzero(valid)
-    bounds = np.cumsum([0] + [len(part) for part in np.array_split(np.arange(len(todo)), batches)])
-    edges = np.searchsorted(rows, bounds)
-    left: list[I64] = []
-    fixed_any = False
-    for r0, r1, e0, e1 in zip(bounds[:-1], bounds[1:], edges[:-1], edges[1:], strict=True):
-        batch = todo[r0:r1]
-        t, s = np.divmod(batch, n)
-        cost = np.full((r1 - r0, 6), np.iinfo(np.int64).max, dtype=np.int64)
-        if e1 > e0:
-            rr, pp = rows[e0:e1] - r0, ports[e0:e1]
-            tt, ss = t[rr], s[rr]
-            w = alive[ss, pp].astype(np.int64)
-            paths.refresh(extra)
-            worst = np.maximum(extra[ss * 6 + pp], paths.route_max(w, tt))
-            jitter = (ss * 7 + tt * 13 + pp * 5) % 6
-            cost[rr, pp] = (worst * 64 + Lf[tt * n + w]) * 8 + jitter
-        pick = np.argmin(cost, axis=1)
-        ok = valid[r0:r1][np.arange(r1 - r0), pick]
-        if not ok.any():
-            left.append(batch)
-            continue
-        fixed_any = True
-        wb, tb = take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, (Pf, Lf, Wf), bad, extra, n)
-        extra += paths.count(wb, tb, len(extra))
-        left.append(batch[~ok])
-    return left, fixed_any
+    rings = _RingLoads(paths, alive)
+    load = extra[rings.perm]
+    sizes = np.full(batches, len(todo) // batches, dtype=np.int64)
+    sizes[: len(todo) % batches] += 1  # where np.array_split cuts
+    bounds = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
+    fixed = np.zeros(len(todo), dtype=bool)
+    parts: list[tuple[I64, I64, I64]] = []
+    first = 0
+    while first < batches:
+        last = max(first + 1, int(np.searchsorted(bounds, bounds[first] + CHUNK_PAIRS, side="right")) - 1)
+        cand = rings.candidates(todo[bounds[first] : bounds[last]], n, int(bounds[first]))
+        edges = np.searchsorted(cand.row, bounds[first : last + 1])
+        for b in range(first, last):
+            e0, e1 = int(edges[b - first]), int(edges[b - first + 1])
+            if e1 > e0:
+                chosen = rings.pick(load, cand, e0, e1, int(bounds[b]), int(bounds[b + 1]))
+                parts.append((cand.row[chosen], cand.port[chosen], cand.hops[chosen]))
+        first = last
+    P, L, W = (a.ravel() for a in tables)
+    for row, port, hops in parts:
+        pair = todo[row]
+        P[pair], L[pair], W[pair], bad[pair] = port, hops + 1, True, False
+        fixed[row] = True
+    extra[rings.perm] = load
+    return [todo[~fixed]], bool(fixed.any())
+
+
+@dataclass
+class _Candidates:
+    """Valid (pair, first hop) candidates of a chunk, by pair then port."""
+
+    row: I64  # the pair's index in `todo`
+    port: I64
+    link: I64  # the first hop's link (chip * 6 + port)
+    hops: I64  # of the neighbour's route
+    static: I64  # the cost without the load: hops * 8 + jitter
+    cells: I64  # [7, k] window cells: two per run, then the first hop's own
+    keys: I64  # [3, k] each run's key (see `_RingLoads.__init__`)
+
+
+class _RingLoads:
+    """Link loads in ring-travel order: per dimension [side, ring, travel index], as `RingPaths` lays them out.
+
+    The i-th run of a route w -> t (dimension d = order[i]) is fixed by its code (w_d, t_d) and its ring, whose
+    coordinates are t's in the dimensions before d and w's in the others: a key ``code * rings + ring`` that is a
+    sum of one part from w and one from t. Per key, tables give the run's two window cells, its start in the
+    difference array, its length and whether it crosses a dead link, so a candidate costs a few lookups.
+    """
+
+    def __init__(self, paths: RingPaths, alive: npt.NDArray[np.int32]) -> None:
+        import numpy as np
+
+        self.paths = paths
+        self.alive = alive
+        chips = len(alive)
+        self.perm = np.concatenate([paths.links[d][side].ravel() for d in range(3) for side in (0, 1)])
+        self.first_cell = np.empty(chips * 6, dtype=np.int64)  # link -> its cell of the level-0 windows
+        self.first_start = np.empty(chips * 6, dtype=np.int64)  # link -> its difference-array index
+        self.blocks: list[tuple[int, int, int, int, int, int]] = []  # (n, rings, levels, load, window, diff) offsets
+        t_off = w_off = d_off = 0
+        for d in range(3):
+            n, rings, levels = paths.dims[d], len(paths.links[d][0]), paths._levels(d)
+            self.blocks.append((n, rings, levels, t_off, w_off, d_off))
+            at = np.arange(rings * n, dtype=np.int64).reshape(rings, n)
+            for side in (0, 1):
+                self.first_cell[paths.links[d][side]] = w_off + side * levels * rings * n + at
+                self.first_start[paths.links[d][side]] = d_off + side * rings * 2 * n + at + (at // n) * n
+            t_off += 2 * rings * n
+            w_off += (2 * levels + 1) * rings * n  # then a block of zeros, where an empty run looks
+            d_off += 2 * rings * 2 * n
+        self.diff_size = d_off
+        self.windows = np.zeros(w_off, dtype=np.int64)
+        self.refresh((alive.ravel() < 0)[self.perm].astype(np.int64))
+        self.runs = [self._run_tables(i) for i in range(3)]
+
+    def _run_tables(self, i: int) -> tuple[I64, I64, I64, I64, I64, I64, npt.NDArray[np.bool_] | None]:
+        """The i-th run's key parts (from w, from t) and, per key, its cells, start, length and dead mark (None
+        when its dimension has no dead link); `self.windows` holds the dead links' window maxima."""
+        import numpy as np
+
+        d = self.paths.order[i]
+        n, rings, _levels, _t, w_off, d_off = self.blocks[d]
+        o0, o1 = [k for k in range(3) if k != d]
+        pos, dims, before = self.paths.pos, self.paths.dims, self.paths.order[:i]
+        from_w = pos[d] * n * rings
+        from_t = pos[d] * rings
+        for k, scale in ((o0, dims[o1]), (o1, 1)):
+            if k in before:
+                from_t = from_t + pos[k] * scale
+            else:
+                from_w = from_w + pos[k] * scale
+        first, last, lo, length = (a.astype(np.int64) for a in self.paths.offsets[d])
+        code = np.repeat(np.arange(n * n), rings)
+        ring = np.tile(np.arange(rings, dtype=np.int64), n * n) * n
+        cell0 = first[code] + ring + w_off
+        cell1 = last[code] + ring + w_off
+        dead = (self.windows[cell0] > 0) | (self.windows[cell1] > 0)
+        start = lo[code] + 2 * ring + d_off
+        return from_w, from_t, cell0, cell1, start, length[code], (dead if dead.any() else None)
+
+    def refresh(self, load: I64) -> None:
+        """Window maxima of `load` (ring-travel order) per dimension [side, level, ring, i]: the most loaded of
+        the 2^level links from travel index i on (`RingPaths.refresh`)."""
+        import numpy as np
+
+        for n, rings, levels, t_off, w_off, _ in self.blocks:
+            table = self.windows[w_off : w_off + 2 * levels * rings * n].reshape(2, levels, rings, n)
+            table[:, 0] = load[t_off : t_off + 2 * rings * n].reshape(2, rings, n)
+            span = 1
+            for k in range(1, levels):
+                prev, cur = table[:, k - 1], table[:, k]
+                np.maximum(prev[..., : n - span], prev[..., span:], out=cur[..., : n - span])
+                np.maximum(prev[..., n - span :], prev[..., :span], out=cur[..., n - span :])
+                span *= 2
+
+    def candidates(self, chunk: I64, chips: int, row0: int) -> _Candidates:
+        """Every valid candidate of the pairs `chunk` (flat t * N + s; the first is `todo[row0]`): a live first
+        hop to a neighbour whose own route to the target crosses no dead link."""
+        import numpy as np
+
+        t, s = np.divmod(chunk, chips)
+        neighbours = self.alive[s].ravel()
+        slot = np.flatnonzero(neighbours >= 0)  # pair * 6 + port
+        w = neighbours[slot].astype(np.int64)
+        rows = slot // 6
+        tt = t[rows]
+        ok: npt.NDArray[np.bool_] | None = None
+        for from_w, from_t, *_, dead in self.runs:
+            if dead is not None:
+                crosses = dead[from_w[w] + from_t[tt]]
+                ok = ~crosses if ok is None else ok & ~crosses
+        if ok is not None:
+            slot, rows, w, tt = slot[ok], rows[ok], w[ok], tt[ok]
+        ports = slot - rows * 6
+        m = len(rows)
+        keys = np.empty((3, m), dtype=np.int64)
+        cells = np.empty((7, m), dtype=np.int64)
+        hops = np.zeros(m, dtype=np.int64)
+        for i, (from_w, from_t, cell0, cell1, _start, length, _dead) in enumerate(self.runs):
+            key = keys[i]
+            np.add(from_w[w], from_t[tt], out=key)
+            np.take(cell0, key, out=cells[2 * i])
+            np.take(cell1, key, out=cells[2 * i + 1])
+            hops += length[key]
+        link = s[rows] * 6 + ports
+        np.take(self.first_cell, link, out=cells[6])
+        static = hops * 8 + (link + link // 6 + tt * 13 + ports * 4) % 6  # jitter: (s * 7 + t * 13 + port * 5) % 6
+        return _Candidates(rows + row0, ports, link, hops, static, cells, keys)
+
+    def pick(self, load: I64, cand: _Candidates, e0: int, e1: int, r0: int, r1: int) -> I64:
+        """One batch (pairs r0..r1, candidates e0..e1): each pair's cheapest candidate on the current load, whose
+        routes (first hop included) are then added to `load`. Returns the chosen candidates."""
+        import numpy as np
+
+        self.refresh(load)
+        worst = self.windows[cand.cells[:, e0:e1]].max(axis=0)
+        k = r1 - r0
+        slot = (cand.row[e0:e1] - r0) * 6 + cand.port[e0:e1]
+        cost = np.full(k * 6, NO_CANDIDATE, dtype=np.int64)
+        cost[slot] = worst * 512 + cand.static[e0:e1]  # (worst * 64 + hops) * 8 + jitter
+        index = np.full(k * 6, -1, dtype=np.int64)
+        index[slot] = np.arange(e0, e1)
+        best = index[np.arange(k) * 6 + np.argmin(cost.reshape(k, 6), axis=1)]
+        chosen: I64 = best[best >= 0]
+        keys = cand.keys[:, chosen]
+        starts = [run[4][keys[i]] for i, run in enumerate(self.runs)] + [self.first_start[cand.link[chosen]]]
+        ends = [run[5][keys[i]] + starts[i] for i, run in enumerate(self.runs)] + [starts[3] + 1]
+        diff = np.bincount(np.concatenate(starts), minlength=self.diff_size)
+        diff -= np.bincount(np.concatenate(ends), minlength=self.diff_size)
+        for n, rings, _levels, t_off, _w_off, d_off in self.blocks:
+            laps = np.cumsum(diff[d_off : d_off + 4 * rings * n].reshape(2 * rings, 2 * n), axis=1)
+            load[t_off : t_off + 2 * rings * n] += (laps[:, :n] + laps[:, n:]).ravel()
+        return chosen
 
 
 def take_picks(
@@ -79,17 +229,3 @@ def take_picks(
     bad[b] = False
     np.add.at(extra, sb * 6 + pb, 1)
     return wb, tb
-
-
-def _valid(todo: I64, n: int, alive: npt.NDArray[np.int32], bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """[len(todo), 6]: the neighbour through this port is live and its own route to the target intact."""
-    import numpy as np
-
-    t, s = np.divmod(todo, n)
-    cand = alive[s]
-    valid = cand >= 0
-    cidx = t[:, None] * n + np.maximum(cand, 0)
-    valid &= ~bad[cidx]
-    # `wild_first` also asks for a port (or the target itself); every entry of a plain table that is not broken
-    # has one, so that second lookup into the N^2 table is left out here.
-    return valid
