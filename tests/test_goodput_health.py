@@ -63,3 +63,21 @@ def test_empirical_ideal_is_the_packages(durations):
     assert (ours is None) == (theirs is None)
     if ours is not None:
         assert ours == pytest.approx(float(theirs), abs=1e-12)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.5, 1.0, 9.0, 10.0, 11.0, 12.0, 13.0, 40.0]), min_size=21, max_size=80),
+    st.sampled_from([1, 3, 5, 21]),
+    st.sampled_from([9.0, 10.0, 12.0, 13.0]),
+)
+def test_the_running_count_is_the_rolling_median(values, k, limit):
+    """More than half of a window over the limit <=> its median over it (ties at the limit included)."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from tpufleet.goodput.health import rolling_median_over
+
+    v = np.array(values)
+    medians = np.median(sliding_window_view(v, k), axis=1)
+    assert (rolling_median_over(v, k, limit) == (medians > limit)).all()

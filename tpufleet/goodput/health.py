@@ -57,17 +57,26 @@ def ideal_step(durations: Times) -> float | None:
     return float(normal.mean()) if len(normal) else None
 
 
+def rolling_median_over(values: Times, k: int, limit: float) -> npt.NDArray[np.bool_]:
+    """For each full window of `k` (odd) consecutive values, whether its median is over `limit`: exactly when
+    more than half of the window is (the median is the middle of the sorted window), so a running count does
+    in O(n) what sorting every window would (a median per window was 40% of a ten-million-event report)."""
+    import numpy as np
+
+    over = np.concatenate([[0], np.cumsum(values > limit)])
+    above: npt.NDArray[np.bool_] = over[k:] - over[:-k] > k // 2
+    return above
+
+
 def slow_periods(starts: Times, durations: Times, ideal: float) -> list[dict[str, Any]]:
     """The runs of slow steps (see the module's docstring), each with its start, end, steps and slowdown."""
     import numpy as np
-    from numpy.lib.stride_tricks import sliding_window_view
 
     k = SLOW_MIN_STEPS
     if len(durations) < k:
         return []
-    rolling = np.median(sliding_window_view(durations, k), axis=1)
     slow = np.zeros(len(durations), dtype=bool)
-    slow[k // 2 : k // 2 + len(rolling)] = rolling > SLOW_FACTOR * ideal
+    slow[k // 2 : len(durations) - k // 2] = rolling_median_over(durations, k, SLOW_FACTOR * ideal)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], slow.astype(np.int8), [0]])))
     out = []
     for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):

@@ -142,11 +142,13 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
             # one group per (run, disruption) pair: few, whatever the number of steps
             key = run[ks] * (len(explicit) + 1) + np.searchsorted(explicit, cut[ks])
             groups, first, which = np.unique(key, return_index=True, return_inverse=True)
+            by_group = np.argsort(which.ravel(), kind="stable")  # each group's rows together, in order
+            bounds = np.searchsorted(which.ravel()[by_group], np.arange(len(groups) + 1))
             for g in range(len(groups)):
                 k = ks[first[g]]
                 ok = (saves_t >= run_start[k]) & (saves_t <= cut[k])
                 saved = saves_step[ok].max() if ok.any() else -1
-                mine = ks[which.ravel() == g]
+                mine = ks[by_group[bounds[g] : bounds[g + 1]]]
                 productive[mine] &= sn[mine] <= saved
     return Steps(st, sn, step_end, run, productive, nxt <= stop)
 
@@ -194,32 +196,44 @@ def _free_until(cov: tuple[Times, Times, Times], s0: float, amount: float) -> fl
     a, b, _ = cov
     t, left = s0, amount
     first = int(np.searchsorted(b, s0, side="right"))  # the intervals ending by s0 are behind it
-    for lo, hi in zip(a[first:].tolist(), b[first:].tolist(), strict=True):
-        gap = max(0.0, float(lo) - t)
-        if gap >= left:
-            break
-        left -= gap
-        t = max(t, float(hi))
+    for chunk in range(first, len(a), _CHUNK):  # the answer is mostly a few intervals on: convert a few at a time
+        for lo, hi in zip(a[chunk : chunk + _CHUNK].tolist(), b[chunk : chunk + _CHUNK].tolist(), strict=True):
+            gap = max(0.0, lo - t)
+            if gap >= left:
+                return t + left
+            left -= gap
+            t = max(t, hi)
     return t + left
+
+
+_CHUNK = 64
 
 
 def startup(steps: Steps, netted: list[tuple[Times, Times]]) -> list[tuple[float, float]]:
     """The first step's excess over the run's other complete productive steps, all net of `netted`; placed
     on the first step's time that `netted` leaves free."""
-    import numpy as np
 
     cov = _covered(netted)
     net = (steps.end - steps.st) - (_covered_upto(cov, steps.end) - _covered_upto(cov, steps.st))
     out = []
-    for r in np.unique(steps.run):
-        idx = np.flatnonzero(steps.run == r)
-        if len(idx) < 2 or not steps.complete[idx[0]]:
+    for lo, hi in _runs(steps.run):
+        if hi - lo < 2 or not steps.complete[lo]:
             continue
-        rest = idx[1:][steps.complete[idx[1:]] & steps.productive[idx[1:]]]
-        if not len(rest):
+        rest = slice(lo + 1, hi)
+        use = steps.complete[rest] & steps.productive[rest]
+        if not use.any():
             continue
-        excess = float(net[idx[0]] - net[rest].mean())
+        excess = float(net[lo] - net[rest][use].mean())
         if excess > 0:
-            s0 = float(steps.st[idx[0]])
+            s0 = float(steps.st[lo])
             out.append((s0, _free_until(cov, s0, excess)))
     return out
+
+
+def _runs(run: Ints) -> list[tuple[int, int]]:
+    """The [lo, hi) row ranges of equal values in `run` (non-decreasing: steps are in time order)."""
+    import numpy as np
+
+    cuts = np.flatnonzero(run[1:] != run[:-1]) + 1
+    edges = [0, *cuts.tolist(), len(run)]
+    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1) if edges[i + 1] > edges[i]]

@@ -213,18 +213,17 @@ def _label(
     ]
     bounds = np.unique(np.clip(np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in pieces]), start, end))
     m = len(bounds) - 1
-    cover = np.zeros((len(PRIORITY) + 1, m + 1), dtype=np.int64)
-    for row, name in enumerate(PRIORITY):
-        for s, e in intervals[name]:
-            s, e = np.clip(s, start, end), np.clip(e, start, end)
-            keep = e > s
-            np.add.at(cover[row], np.searchsorted(bounds, s[keep]), 1)
-            np.add.at(cover[row], np.searchsorted(bounds, e[keep]), -1)
-    active = np.cumsum(cover, axis=1)[:, :m] > 0
-    active[-1] = True  # "other"
-    first = np.argmax(active, axis=0)
-    names = [*PRIORITY, "other"]
-    label: Ints = np.array([LABEL[n] for n in names])[first]
+    label: Ints = np.full(m, LABEL["other"], dtype=np.int64)
+    for name in reversed(PRIORITY):  # each label painted over the lower ones: the highest cover wins
+        pairs = intervals[name]
+        if not pairs:
+            continue
+        s = np.clip(np.concatenate([s for s, _ in pairs]), start, end)
+        e = np.clip(np.concatenate([e for _, e in pairs]), start, end)
+        keep = e > s
+        depth = np.bincount(np.searchsorted(bounds, s[keep]), minlength=m + 1)
+        depth -= np.bincount(np.searchsorted(bounds, e[keep]), minlength=m + 1)
+        label[np.cumsum(depth[:m]) > 0] = LABEL[name]
     return bounds, label
 
 
