@@ -244,3 +244,28 @@ def test_inject_fault_and_reschedule_report_the_job(pods2, extra, action, state)
     assert [r["slice"] for r in hit["replacements"]] == ["j-1"]
     moved = _ok(pods2("reschedule", "j-1", "-o", "json"))
     assert (moved["job"]["name"], moved["job"]["state"], moved["job"]["active_slices"]) == ("j", "running", 4)
+
+
+@pytest.mark.parametrize("spread", [True, False])
+def test_a_spread_jobs_slice_moved_off_a_failed_ocs_goes_to_the_pod_with_fewest_of_its_slices(cli, spread):
+    """Three pods of 4 cubes, a 2-cube slice filling half of pod0: the job's two slices land in pod0 and pod1
+    either way. An OCS fault in pod0 moves j-0 to another pod: for a spread job pod2 (none of its slices) rather
+    than pod1 (j-1), though pod1 comes first in the fleet; a job allocated without --spread takes the fleet's
+    order."""
+    assert cli("init", "--pods", "3", "--cubes-per-pod", "4").code == 0
+    _ok(cli("allocate", "filler", "--shape", "4x4x8", "--pod", "pod0", "-o", "json"))
+    _ok(cli("plan-xconnect", "filler", "--apply", "-o", "json"))  # wired, it reroutes around the fault below
+    extra = ("--spread",) if spread else ()
+    d = _ok(
+        cli("allocate", "j", "--shape", "4x4x8", "--slices", "2", *extra, "--no-fault-tolerant-routing", "-o", "json")
+    )
+    assert [s["pod"] for s in d["slices"]] == ["pod0", "pod1"]
+    _ok(cli("plan-xconnect", "j", "--apply", "-o", "json"))
+    radius = _ok(cli("inject-fault", "ocs:pod0/x/3", "-o", "json"))
+    hits = {s["slice"]: s for s in radius["slices"]}
+    assert hits["filler"]["action"] == "reroute"
+    hit = hits["j-0"]
+    expected_pod = "pod2" if spread else "pod1"
+    assert hit["action"] == "reschedule" and hit["replacement"]["pod"] == expected_pod
+    _ok(cli("reschedule", "j-0", "-o", "json"))
+    assert _slices(cli)["j-0"]["pod"] == expected_pod

@@ -113,14 +113,23 @@ class BlastRadius:
         return out
 
 
+def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
+    """Every pod but `avoid_pod`, in the fleet's order; for a slice of a job spread across pods, the pods holding
+    fewest of the job's other slices first, so that the move keeps the job as spread as room allows."""
+    pods = [p.name for p in state.fleet.pods if p.name != avoid_pod]
+    job = state.jobs.get(sl.job) if sl.job is not None else None
+    if job is None or not job.spread:
+        return pods
+    held = [state.slices[n].pod for n in job.slices if n != sl.name and n in state.slices]
+    return sorted(pods, key=held.count)  # stable: ties keep the fleet's order
+
+
 def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.MachineUsage) -> Allocation:
     health = state.health()
     last: Refused | None = None
-    for pod in state.fleet.pods:
-        if pod.name == avoid_pod:
-            continue
+    for pod in _pods_to_try(state, sl, avoid_pod):
         try:
-            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod.name)
+            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod)
         except Refused as exc:
             last = exc
     raise last or Refused(f"no other pod than {avoid_pod} to move to")
