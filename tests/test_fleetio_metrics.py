@@ -133,3 +133,25 @@ def test_promtool_accepts_it(busy, tmp_path):
     text = busy("metrics", "--goodput", GOODPUT).out
     done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_job_families_equal_show_jobs(cli):
+    """Two multislice jobs, one elastic: a host fault leaves the elastic one degraded at 3 of 4 and stops the
+    other; the job families say exactly what `show jobs -o json` says."""
+    assert cli("init", "--pods", "2", "--cubes-per-pod", "16").code == 0
+    for name, extra in (("e", ("--elastic", "3")), ("h", ())):
+        assert cli("allocate", name, "--shape", "4x4x8", "--slices", "4", "--spread", *extra).code == 0
+        assert cli("plan-xconnect", name, "--apply").code == 0
+    for name in ("e-1", "h-2"):
+        (row,) = [r for r in cli("show", "slices", "-o", "json").json if r["name"] == name]
+        assert cli("inject-fault", f"host:{row['cubes'][0]}/0").code == 0
+    jobs = {j["name"]: j for j in cli("show", "jobs", "-o", "json").json}
+    assert (jobs["e"]["state"], jobs["h"]["state"]) == ("degraded", "stopped")
+    fams = families(cli("metrics").out)
+    assert value(fams["tpufleet_jobs"], state="degraded") == 1 == value(fams["tpufleet_jobs"], state="stopped")
+    assert value(fams["tpufleet_jobs"]) == 2
+    for name, job in jobs.items():
+        assert value(fams["tpufleet_job_active_slices"], job=name) == job["active_slices"] == 3
+        assert value(fams["tpufleet_job_slices"], job=name) == job["total_slices"] == 4
+        assert value(fams["tpufleet_job_throughput_kept_ratio"], job=name) == job["throughput_kept"]
+    assert jobs["e"]["throughput_kept"] == 0.75 and jobs["h"]["throughput_kept"] == 0.0

@@ -3,7 +3,8 @@
 Names follow Prometheus' conventions: the `tpufleet_` prefix, base units in the name (`_seconds`,
 `_chip_seconds`), `_ratio` for 0..1 shares, `_total` only on the one counter (faults ever recorded, which only
 grows), `_info` for constant text. Labels are low-cardinality: pod, state, kind, factor, bucket, segment; the
-per-slice ratio is labelled by slice name (a fleet has tens of slices, not thousands). Every value comes from
+per-slice ratio is labelled by slice name and the per-job figures by job name (a fleet has tens of slices and
+jobs, not thousands). Every value comes from
 the same views as `status -o json`, so the two always agree.
 """
 
@@ -35,6 +36,7 @@ class FleetCollector(Collector):
         yield from self._state()
         yield from self._cubes_and_faults()
         yield from self._slices()
+        yield from self._jobs()
         if self.goodput is not None:
             yield from goodput_families(self.goodput)
 
@@ -111,6 +113,34 @@ class FleetCollector(Collector):
             if sl.state.wired:
                 retained.add_metric([name], sl.reroute.retained if sl.reroute is not None else 1.0)
         yield retained
+
+    def _jobs(self) -> Iterator[Metric]:
+        """Multislice jobs: how many in each state, and per job its active slices and the throughput it keeps."""
+        from tpufleet.jobs import JobState, all_statuses
+
+        statuses = all_statuses(self.state)
+        by_state = GaugeMetricFamily("tpufleet_jobs", "Multislice jobs by state.", labels=["state"])
+        for job_state in JobState:
+            by_state.add_metric([job_state.value], sum(1 for st in statuses if st.state is job_state))
+        yield by_state
+        active = GaugeMetricFamily(
+            "tpufleet_job_active_slices", "Slices of a multislice job that are wired and running.", labels=["job"]
+        )
+        total = GaugeMetricFamily("tpufleet_job_slices", "Slices a multislice job was allocated.", labels=["job"])
+        kept = GaugeMetricFamily(
+            "tpufleet_job_throughput_kept_ratio",
+            "Share of its data-parallel throughput a started multislice job keeps (0 when stopped).",
+            labels=["job"],
+            unit="ratio",
+        )
+        for st in statuses:
+            active.add_metric([st.job.name], len(st.active))
+            total.add_metric([st.job.name], st.total)
+            if st.throughput_kept is not None:
+                kept.add_metric([st.job.name], st.throughput_kept)
+        yield active
+        yield total
+        yield kept
 
 
 def goodput_families(report: dict[str, Any]) -> Iterator[Metric]:
