@@ -65,6 +65,14 @@ STEPS = [
     ("The state after all that", "status"),
     (None, "history --since 12"),
     ("What changed from serial 7 (both slices routed) to now", "diff 7"),
+    ("How long does a 1 GiB gradient all-reduce take on big's tables?", "collective big --op all-reduce --bytes 1GiB"),
+    (
+        "A multislice job: two 4x4x8 islands joined by the data-centre network (Pathways, Cloud TPU multislice)",
+        "allocate llm --shape 4x4x8 --slices 2 --elastic 1",
+    ),
+    (None, "plan-xconnect llm --apply"),
+    (None, "show jobs"),
+    (None, "collective llm --op all-reduce --bytes 1GiB --model-flops-per-step 8e14 --assume-healthy"),
     ("The whole fleet on one page (HTML in demo-out/)", "report -o html --out demo-out/fleet.html"),
 ]
 
