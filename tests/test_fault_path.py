@@ -127,3 +127,28 @@ def test_graph_and_route_lengths_are_reported_apart(fleet):
     assert r["graph_mean_hops"] == pytest.approx(sum(lengths) / len(lengths), abs=1e-6)
     assert r["diameter"] >= r["graph_diameter"] and r["mean_hops"] >= r["graph_mean_hops"]
     json.dumps(r, allow_nan=False)  # strict JSON
+
+
+def test_a_recorded_fault_leaves_its_repair_for_routes_which_makes_the_same_tables(fleet, tmp_path):
+    """`inject-fault` keeps the wild-first choices it searched in the state's cache/ (a dry run does not);
+    `routes` replays them, and its tables are exactly those searched afresh."""
+    import os
+    import shutil
+
+    import numpy as np
+
+    _wired(fleet, "s", "8x8x8")
+    before = snapshot(fleet.state)
+    assert fleet("inject-fault", "ocs:pod0/x/3", "--dry-run").code == 0
+    assert snapshot(fleet.state) == before
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    (entry,) = (fleet.state / "cache").glob("*.npy")
+    os.utime(entry, (1, 1))
+    assert fleet("routes", "s", "--out", tmp_path / "replayed.npz").code == 0
+    assert entry.stat().st_mtime > 1  # read back (a hit marks the entry used)
+    shutil.rmtree(fleet.state / "cache")
+    assert fleet("routes", "s", "--out", tmp_path / "searched.npz").code == 0
+    replayed, searched = np.load(tmp_path / "replayed.npz"), np.load(tmp_path / "searched.npz")
+    assert replayed["wild"].any()
+    for name in ("port", "hops", "wild", "dest_order", "orders", "neighbors"):
+        assert np.array_equal(replayed[name], searched[name])

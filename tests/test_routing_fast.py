@@ -1,6 +1,9 @@
 """The fast analysis of plain dimension-order tables with repairs (`routing.structured`, from the rings) gives
 exactly the pair-by-pair analysis (`analysis.analyze_pairs`, the oracle): arrival, loads, VCs, verdict, cycle."""
 
+import os
+import stat
+
 import numpy as np
 import pytest
 
@@ -147,3 +150,136 @@ def test_broken_pairs_from_the_dead_links_rings_equal_the_upward_search(name, sh
 
     P, _L = dor.tables(shape, order)
     assert np.array_equal(broken_by_runs(shape, order, exp, alive), broken_pairs(P, exp, alive))
+
+
+class DictCache:
+    """A `memo.ChoiceCache` in memory, counting what it was asked."""
+
+    def __init__(self):
+        self.entries, self.hits, self.puts = {}, 0, 0
+
+    def get(self, key):
+        found = self.entries.get(key)
+        self.hits += found is not None
+        return None if found is None else found.copy()
+
+    def put(self, key, choices):
+        self.puts += 1
+        self.entries[key] = choices.copy()
+
+
+def _repaired(shape, exp, alive, order=(0, 1, 2)):
+    from tpufleet.routing import dor
+    from tpufleet.routing.rings import RingPaths
+    from tpufleet.routing.tolerant import base_load, broken_pairs, wild_first
+
+    P, L = dor.tables(shape, order)
+    broken = broken_pairs(P, exp, alive)
+    paths = RingPaths(shape, order)
+    wild, left, load = wild_first(
+        P, L, alive, broken, base=base_load(P, L, alive, broken, shape, exp, paths), paths=paths
+    )
+    return P, L, wild, left, load
+
+
+@pytest.mark.parametrize("text, dim, index", [("4x4x8", "x", 5), ("4x8x12", "y", 11), ("8x8x8", "y", 2)])
+def test_choices_replayed_from_a_cache_make_the_very_tables_and_loads(text, dim, index):
+    from tpufleet.routing import memo
+
+    shape = parse_shape(text)
+    exp, alive = ocs_failure(shape, dim, index)
+    searched = _repaired(shape, exp, alive)
+    cache = DictCache()
+    with memo.using(cache):
+        first = _repaired(shape, exp, alive)
+        second = _repaired(shape, exp, alive)
+    assert (cache.puts, cache.hits) == (1, 1)  # searched once, then replayed
+    for a, b, c in zip(searched, first, second, strict=True):
+        assert a.dtype == b.dtype == c.dtype and np.array_equal(a, b) and np.array_equal(a, c)
+    _, other = ocs_failure(shape, "x" if dim != "x" else "y", index)  # another pattern: its own key
+    with memo.using(cache):
+        _repaired(shape, exp, other)
+    assert (cache.puts, cache.hits) == (2, 1)
+
+
+def test_repairs_that_need_chains_are_not_kept():
+    """An OCS of the last dimension of the order: some pairs need chains of wild hops, which are not kept."""
+    from tpufleet.routing import memo
+
+    shape = parse_shape("4x4x8")
+    exp, alive = ocs_failure(shape, "z", 5)
+    cache = DictCache()
+    with memo.using(cache):
+        kept = _repaired(shape, exp, alive)
+    assert cache.puts == 0
+    for a, b in zip(_repaired(shape, exp, alive), kept, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_choices_that_fail_the_check_are_not_used():
+    """A kept hop onto a dead link, or to a neighbour whose own route is broken, or the wrong length or dtype:
+    the search runs again and the tables are the searched ones."""
+    from tpufleet.routing import memo
+
+    shape = parse_shape("4x4x8")
+    exp, alive = ocs_failure(shape, "x", 5)
+    searched = _repaired(shape, exp, alive)
+    cache = DictCache()
+    with memo.using(cache):
+        _repaired(shape, exp, alive)
+    ((key, good),) = cache.entries.items()
+    from tpufleet.routing import dor
+    from tpufleet.routing.tolerant import broken_pairs
+
+    P, _ = dor.tables(shape)
+    broken = broken_pairs(P, exp, alive)
+    s = broken % len(exp)
+    dead_port = np.argmax(alive[s] < 0, axis=1)  # some pairs' sources have a dead link: a hop onto it
+    has_dead = (alive[s] < 0).any(axis=1)
+    onto_dead = good.copy()
+    onto_dead[np.flatnonzero(has_dead)[0]] = dead_port[has_dead][0]
+    # a hop to the neighbour the broken route itself takes: that neighbour's route crosses the dead link too
+    along = good.copy()
+    i = int(np.flatnonzero(P.ravel()[broken] >= 0)[0])
+    along[i] = P.ravel()[broken[i]]
+    for bad_entry in (onto_dead, along, good[:-1], good.astype(np.int16), np.full_like(good, 6)):
+        cache.entries = {key: bad_entry}
+        with memo.using(cache):
+            again = _repaired(shape, exp, alive)
+        for a, b in zip(searched, again, strict=True):
+            assert np.array_equal(a, b)
+
+
+def test_the_state_directory_cache_keeps_reads_back_and_bounds_its_entries(tmp_path):
+    from tpufleet.state import tablecache
+    from tpufleet.state.tablecache import TableCache
+
+    cache = TableCache(tmp_path)
+    keys = [f"{i:040x}" for i in range(tablecache.MAX_ENTRIES + 3)]
+    cache.put(keys[0], np.zeros(3, dtype=np.int8))
+    assert not (tmp_path / "cache").exists()  # held until the command commits
+    for i, key in enumerate(keys):
+        cache.put(key, np.full(10 + i, i % 6, dtype=np.int8))
+        cache.flush()
+        os.utime(tmp_path / "cache" / f"{key}.npy", (1000 + i, 1000 + i))  # a clear order of use
+    cache.put(keys[-1], np.full(10, 1, dtype=np.int8))
+    cache.flush()
+    kept = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert kept == sorted(f"{k}.npy" for k in keys[-tablecache.MAX_ENTRIES :])
+    assert np.array_equal(cache.get(keys[-1]), np.full(10, 1, dtype=np.int8))
+    assert cache.get(keys[0]) is None  # evicted
+    (tmp_path / "cache" / f"{keys[-2]}.npy").write_bytes(b"not an array")
+    assert cache.get(keys[-2]) is None
+    np.save(tmp_path / "cache" / f"{keys[-3]}.npy", np.zeros(4, dtype=np.int64))
+    assert cache.get(keys[-3]) is None  # not int8 choices
+    assert stat.S_IMODE(os.stat(tmp_path / "cache").st_mode) == 0o700
+
+
+def test_a_cache_that_cannot_be_written_is_ignored(tmp_path):
+    from tpufleet.state.tablecache import TableCache
+
+    (tmp_path / "cache").write_text("a file where the directory goes")
+    cache = TableCache(tmp_path)
+    cache.put("0" * 40, np.zeros(3, dtype=np.int8))
+    cache.flush()  # no error
+    assert cache.get("0" * 40) is None

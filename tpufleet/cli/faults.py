@@ -106,12 +106,16 @@ def inject_cmd(
     requests = _requests(snapshot.fleet, target, from_file, random_count, seed, planned, reason)
     now = utc_now()
     from tpufleet.cli.progress import progress
+    from tpufleet.routing import memo
+    from tpufleet.state.tablecache import TableCache
 
-    with progress("recording and analysing" if not dry_run else "analysing", None):
+    cache = TableCache(store.dir)  # read by a dry run too; written only once the faults are recorded
+    with progress("recording and analysing" if not dry_run else "analysing", None), memo.using(cache):
         if dry_run:  # works out the same on the state as loaded, without taking the lock
             outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
         else:
             outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now))
+            cache.flush()
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
     note = "\n(dry run: nothing was changed)" if dry_run else ""

@@ -136,8 +136,11 @@ def routes_cmd(
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     budget = HARDWARE_VCS if max_vcs is None else max_vcs
     from tpufleet.cli.progress import progress
+    from tpufleet.routing import memo
+    from tpufleet.state.tablecache import TableCache
 
-    with progress(f"routing {name}", None):
+    cache = TableCache(store.dir)
+    with progress(f"routing {name}", None), memo.using(cache):
         routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now(), budget)
     sparse_note = {}
     if table_capacity is not None:
@@ -161,6 +164,7 @@ def routes_cmd(
             outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
             store.save_tables(name, stored)
             tx.commit(outcome.change)
+        cache.flush()
         data["tables"] = str(table_path)
     else:
         data["not_stored"] = refusal

@@ -308,12 +308,11 @@ def wild_first(
         left: list[npt.NDArray[np.int64]] = []
         batches = max(BATCHES, min(256, len(todo) // 32))
         if round_no == 0 and paths is not None:
-            from tpufleet.routing.wildrings import first_round
-
-            tables = (P, L, wild)
-            left, fixed_any = first_round(todo, n, alive, tables, bad, extra, paths, min(batches, len(todo)))
-            todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)
-            if not fixed_any:
+            if _first_round(P, L, wild, alive, broken, todo, bad, extra, paths, min(batches, len(todo)), seed):
+                todo = np.empty(0, dtype=np.int64)
+                break
+            todo = todo[bad[todo]]
+            if len(todo) == len(broken):
                 break
             continue
         for batch in np.array_split(todo, min(batches, len(todo))):
@@ -353,6 +352,29 @@ def wild_first(
     Pf[todo] = -2
     Lf[todo] = -1
     return wild, todo, extra
+
+
+def _first_round(
+    P: PortTable, L: HopTable, wild: BoolArray, alive: ChipGraph, broken: npt.NDArray[np.int64],
+    todo: npt.NDArray[np.int64], bad: BoolArray, extra: Load, paths: RingPaths, batches: int, seed: int,
+) -> bool:  # fmt: skip
+    """wild-first's first round by ring runs (`wildrings.first_round`), or its choices replayed from the cache
+    the caller installed (`memo`); True when it repaired every broken pair. Fully repaired choices are offered
+    back to the cache."""
+    from tpufleet.routing import memo
+    from tpufleet.routing.wildrings import first_round, replay
+
+    n = len(alive)
+    cache = memo.current()
+    tag = memo.key(paths.dims, paths.order, seed, BATCHES, MAX_CHAIN_ROUNDS, alive, broken, extra) if cache else ""
+    kept = cache.get(tag) if cache is not None else None
+    if kept is not None and replay(broken, kept, n, alive, (P, L, wild), bad, extra, paths):
+        return True
+    left, _ = first_round(todo, n, alive, (P, L, wild), bad, extra, paths, batches)
+    done = not any(len(part) for part in left)
+    if done and cache is not None:
+        cache.put(tag, P.ravel()[broken])
+    return done
 
 
 def _repair(

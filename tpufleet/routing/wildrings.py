@@ -229,3 +229,30 @@ def take_picks(
     bad[b] = False
     np.add.at(extra, sb * 6 + pb, 1)
     return wb, tb
+
+
+def replay(
+    pairs: I64, ports: npt.NDArray[np.int8], n: int, alive: npt.NDArray[np.int32], tables: tuple[
+    npt.NDArray[np.int8], npt.NDArray[np.int16], npt.NDArray[np.bool_]], bad: npt.NDArray[np.bool_], extra: I64,
+    paths: RingPaths,
+) -> bool:  # fmt: skip
+    """Apply first hops kept from an earlier `first_round` that repaired every one of the broken `pairs`: the
+    same tables and loads it made. False, with nothing changed, unless every hop is a live link to a neighbour
+    whose own route to the target is intact (so every repaired route arrives on live links)."""
+    import numpy as np
+
+    if ports.dtype != np.int8 or ports.shape != pairs.shape:
+        return False
+    if len(ports) and (int(ports.min()) < 0 or int(ports.max()) > 5):
+        return False
+    t, s = np.divmod(pairs, n)
+    port = ports.astype(np.int64)
+    w = alive[s, port].astype(np.int64)
+    if (w < 0).any() or bad[t * n + np.maximum(w, 0)].any():
+        return False
+    P, L, W = (a.ravel() for a in tables)
+    hops = L[t * n + w]  # the neighbours' own routes, which are not among `pairs`
+    P[pairs], L[pairs], W[pairs], bad[pairs] = ports, hops + 1, True, False
+    extra += np.bincount(s * 6 + port, minlength=len(extra))
+    extra += paths.count(w, t, len(extra))
+    return True

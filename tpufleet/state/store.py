@@ -5,6 +5,7 @@ Layout of a state directory::
     state.json       fleet, faults, slices, OCS cross-connects, route-table index; carries `serial`
     journal.jsonl    one line per committed serial (write-ahead, see journal.py)
     routes/          binary routing tables (.npz), named after their slice
+    cache/           wild-first repair choices by fault pattern (tablecache.py): disposable, checked when read
     .lock, .lock.info  the exclusive lock and who holds it
 """
 

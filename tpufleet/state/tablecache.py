@@ -1,0 +1,120 @@
+"""The state directory's ``cache/``: wild-first choices by key (`tpufleet.routing.memo`), so that the same fault
+pattern on the same slice shape is searched once, not again by `inject-fault --dry-run`, `inject-fault` and
+`routes` in turn.
+
+A cache is never needed and never trusted: an entry that cannot be read, is not a plain int8 array or does not
+pass the router's own check is a miss, and any failure to write one is ignored (a read-only state directory
+included). New entries are only held until the command commits a change (`flush`): a dry run, or a command that
+is refused, leaves the state directory exactly as it was. Entries are written to a temp file and renamed into
+place (no fsync: a torn entry after a power cut is just a miss), and at most MAX_ENTRIES / MAX_BYTES are kept,
+the least recently used going first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tpufleet.errors import BadInput, Refused
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+CACHE_DIR = "cache"
+MAX_ENTRIES = 16
+MAX_BYTES = 64 << 20  # one 16x16x16 OCS pattern is 0.8 MB
+STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
+_ENTRY = re.compile(r"[0-9a-f]{40}\.npy")
+
+
+class TableCache:
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir / CACHE_DIR
+        self.pending: dict[str, npt.NDArray[np.int8]] = {}
+
+    def _path(self, key: str) -> Path:
+        if not _ENTRY.fullmatch(key + ".npy"):
+            raise ValueError(f"bad cache key {key!r}")
+        return self.dir / f"{key}.npy"
+
+    def get(self, key: str) -> npt.NDArray[np.int8] | None:
+        import io
+
+        import numpy as np
+
+        from tpufleet.state.files import read_state_file
+
+        try:
+            path = self._path(key)
+            data = read_state_file(path)  # a regular file, never through a symlink
+            choices = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+            os.utime(path)  # recently used
+        except (OSError, ValueError, BadInput, Refused):
+            return None
+        if choices.dtype != np.int8 or choices.ndim != 1:
+            return None
+        return np.asarray(choices, dtype=np.int8)
+
+    def put(self, key: str, choices: npt.NDArray[np.int8]) -> None:
+        """Hold a new entry until `flush`."""
+        self.pending[key] = choices
+
+    def flush(self) -> None:
+        """Write the held entries (after the command committed its change); errors are ignored."""
+        for key, choices in self.pending.items():
+            self._write(key, choices)
+        self.pending.clear()
+
+    def _write(self, key: str, choices: npt.NDArray[np.int8]) -> None:
+        import io
+
+        import numpy as np
+
+        from tpufleet.state.files import check_state_dir, ensure_private_subdir
+
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, np.ascontiguousarray(choices, dtype=np.int8), allow_pickle=False)
+        if buf.tell() > MAX_BYTES:
+            return
+        with contextlib.suppress(OSError, ValueError, BadInput, Refused):
+            check_state_dir(self.dir.parent)
+            ensure_private_subdir(self.dir)
+            path = self._path(key)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.dir)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(buf.getvalue())
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            self._trim()
+
+    def _trim(self) -> None:
+        """Keep the most recently used entries within MAX_ENTRIES and MAX_BYTES; stray temp files of writers that
+        died go too."""
+        entries = []
+        for entry in os.scandir(self.dir):
+            st = entry.stat(follow_symlinks=False)
+            if _ENTRY.fullmatch(entry.name):
+                entries.append((st.st_mtime, st.st_size, entry.path))
+            elif entry.name.endswith(".tmp") and st.st_mtime < _now() - STALE_TEMP_SECONDS:
+                os.unlink(entry.path)
+        entries.sort(reverse=True)
+        total = 0
+        for i, (_mtime, size, path) in enumerate(entries):
+            total += size
+            if i >= MAX_ENTRIES or total > MAX_BYTES:
+                os.unlink(path)
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
