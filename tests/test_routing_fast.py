@@ -266,7 +266,8 @@ def test_the_state_directory_cache_keeps_reads_back_and_bounds_its_entries(tmp_p
     cache.flush()
     kept = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert kept == sorted(f"{k}.npy" for k in keys[-tablecache.MAX_ENTRIES :])
-    assert np.array_equal(cache.get(keys[-1]), np.full(10, 1, dtype=np.int8))
+    latest = cache.get(keys[-1])
+    assert latest is not None and np.array_equal(latest, np.full(10, 1, dtype=np.int8))
     assert cache.get(keys[0]) is None  # evicted
     (tmp_path / "cache" / f"{keys[-2]}.npy").write_bytes(b"not an array")
     assert cache.get(keys[-2]) is None
