@@ -284,3 +284,29 @@ def test_a_cache_that_cannot_be_written_is_ignored(tmp_path):
     cache.put("0" * 40, np.zeros(3, dtype=np.int8))
     cache.flush()  # no error
     assert cache.get("0" * 40) is None
+
+
+def test_large_tables_are_a_zip_that_numpy_zipfile_and_the_collectives_read(tmp_path):
+    """Above COMPRESS_LIMIT chips the npz is written member by member (the largest in a second thread)."""
+    import zipfile
+
+    from tpufleet.collectives import tables
+    from tpufleet.routing import export
+    from tpufleet.routing.report import evaluate
+
+    shape = parse_shape("8x16x16")
+    assert shape.chips > export.COMPRESS_LIMIT
+    exp, alive = ocs_failure(shape, "y", 2)
+    rt = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3).tables
+    path = tmp_path / "big.npz"
+    path.write_bytes(export.npz_bytes(rt, {"shape": shape.text, "twisted": False}))
+    with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None
+        assert [i.filename for i in zf.infolist()][:3] == ["port.npy", "hops.npy", "wild.npy"]
+    stored = np.load(path)
+    assert np.array_equal(stored["port"], rt.P.T) and stored["port"].dtype == np.int8
+    assert np.array_equal(stored["hops"], rt.L.T) and stored["hops"].dtype == np.int16
+    assert rt.wild is not None and np.array_equal(stored["wild"], rt.wild.T) and stored["wild"].any()
+    assert np.array_equal(stored["neighbors"], alive)
+    loaded = tables.load(path)
+    assert np.array_equal(loaded.port, rt.P.T) and loaded.meta["shape"] == "8x16x16"
