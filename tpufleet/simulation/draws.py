@@ -24,7 +24,9 @@ HOUR = 3600.0
 def arrivals(rng: random.Random, workload: Workload, start: float, end: float) -> Iterator[Arrival]:
     """The listed jobs, then Poisson arrivals of the shape mix with lognormal durations (capped)."""
     for spec in workload.jobs:
-        yield Arrival(start + spec.arrival_hours * HOUR, spec.shape, spec.duration_hours, spec)
+        yield Arrival(
+            start + spec.arrival_hours * HOUR, spec.shape, spec.duration_hours, spec, spec.slices, spec.elastic_min
+        )
     if workload.arrival_rate_per_hour <= 0 or not workload.shapes:
         return
     shapes, weights = [s for s, _ in workload.shapes], [w for _, w in workload.shapes]
@@ -35,7 +37,19 @@ def arrivals(rng: random.Random, workload: Workload, start: float, end: float) -
             return
         log_hours = math.log(workload.duration_median_h) + workload.duration_sigma * rng.gauss(0, 1)
         hours = min(workload.duration_max_h, math.exp(log_hours))
-        yield Arrival(t, rng.choices(shapes, weights=weights)[0], hours)
+        shape = rng.choices(shapes, weights=weights)[0]
+        yield Arrival(t, shape, hours, None, *_multislice(rng, workload))
+
+
+def _multislice(rng: random.Random, workload: Workload) -> tuple[int, int | None]:
+    """Slices and elastic minimum of a random arrival (one slice, not elastic, unless the workload mixes in
+    multislice jobs: then nothing is drawn for other workloads, which keep their random stream)."""
+    mix = workload.multislice
+    if mix is None or rng.random() >= mix.share:
+        return 1, None
+    slices = rng.choices([n for n, _ in mix.counts], weights=[w for _, w in mix.counts])[0]
+    elastic = rng.random() < mix.elastic_share
+    return slices, (mix.elastic_min(slices) if elastic and slices > 1 else None)
 
 
 def faults(rng: random.Random, rates: FaultRates, fleet: Fleet, start: float, end: float) -> Iterator[FaultStrike]:
@@ -85,10 +99,15 @@ class JobMaker:
 
     def ideal_step_s(self, job: Job) -> float:
         """Per logged step: the workload's ideal fraction of it, or the job's declared model's ideal (compute at
-        peak plus the modelled all-reduce) over its declared step time."""
+        peak plus the modelled all-reduce, and for a multislice job the DCN all-reduce between its slices) over
+        its step: the declared step time on one slice, plus that DCN all-reduce (the model's FLOPs are per slice:
+        data parallel, each slice runs the model on its share of the batch)."""
         if job.model is None:
             return self.step_s * self.workload.ideal_step_fraction
-        return self.step_s * job.model.ideal_step_s(job.shape) / job.model.step_time_s
+        from tpufleet.simulation.multislice import dcn_seconds
+
+        dcn = dcn_seconds(job.shape, job.slices, job.model.gradient_bytes, job.spread)
+        return self.step_s * (job.model.ideal_step_s(job.shape) + dcn) / (job.model.step_time_s + dcn)
 
     def make(self, arrival: Arrival) -> Job:
         workload, spec, rng = self.workload, arrival.spec, self.rng
@@ -113,6 +132,9 @@ class JobMaker:
             work=arrival.hours * HOUR,
             submitted=arrival.time,
             model=(spec.model if spec else workload.models.get(arrival.shape)) if phase == "training" else None,
+            slices=arrival.slices,
+            elastic_min=arrival.elastic_min,
+            spread=arrival.slices > 1 and (workload.multislice.spread if workload.multislice else True),
         )
         self.jobs.append(job)
         self.log.job(job, self.ideal_step_s(job))

@@ -22,6 +22,8 @@ class Arrival:
     shape: Shape
     hours: float  # of useful compute
     spec: JobSpec | None = None
+    slices: int = 1  # a drawn multislice job: slices of `shape`
+    elastic_min: int | None = None
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ A planned drain gives notice: a training job first writes a checkpoint, then lea
 
 from __future__ import annotations
 
+from tpufleet.allocation import Allocation
 from tpufleet.ids import HostId, LinkId, OcsId
-from tpufleet.simulation.events import EventQueue, Eviction, FaultStrike, Repair, Schedule
+from tpufleet.simulation.events import EventQueue, Eviction, FaultStrike, FaultTarget, Repair, Schedule
 from tpufleet.simulation.inputs import FaultRates, Options
 from tpufleet.simulation.job import Job
 from tpufleet.simulation.log import Stats
@@ -18,6 +19,15 @@ from tpufleet.simulation.runner import JobRunner
 from tpufleet.simulation.scheduler import Scheduler
 
 HOUR = 3600.0
+
+
+def _hits(target: FaultTarget, alloc: Allocation) -> bool:
+    """Whether a fault's component belongs to the slice: an OCS of its pod, a link or machine of its cubes."""
+    if isinstance(target, OcsId):
+        return alloc.pod == target.pod
+    if isinstance(target, HostId):
+        return target.cube in alloc.cubes and (not alloc.machines or target.machine in alloc.machines)
+    return target.cube in alloc.cubes
 
 
 class FaultResponse:
@@ -38,6 +48,7 @@ class FaultResponse:
         self.scheduler = scheduler
         self.queue = queue
         self.stats = stats
+        self.slices_lost = 0  # slices elastic jobs ran on without
 
     def strike(self, fault: FaultStrike) -> None:
         self.stats.faults[fault.kind] += 1
@@ -60,7 +71,7 @@ class FaultResponse:
             if self.scheduler.rerouting(job):
                 self._reroute(job, fault)
             else:
-                self.scheduler.disrupt(job, fault.time, "eviction")
+                self._lose_slices(job, fault.time, [a for a in job.held if _hits(target, a)], "eviction")
         self.queue.push(Repair(repair_at, fault.kind, target, fault))
 
     def _machine_down(self, t: float, machine: HostId, repair_at: float) -> None:
@@ -68,7 +79,19 @@ class FaultResponse:
             if self.options.static:
                 self.scheduler.wait_in_place(job, t, repair_at)
             else:
-                self.scheduler.disrupt(job, t, "failure")
+                self._lose_slices(job, t, [a for a in job.held if _hits(machine, a)], "failure")
+
+    def _lose_slices(self, job: Job, t: float, lost: list[Allocation], why: str) -> None:
+        """An elastic multislice job that keeps its minimum runs on without the lost slices (the scheduler gives
+        them back when they fit); any other job stops whole (one program: a lost slice stops every slice)."""
+        keep = [a for a in job.held if not any(a is b for b in lost)]
+        if job.elastic_min is None or not keep or len(keep) < job.elastic_min:
+            self.scheduler.disrupt(job, t, why)
+            return
+        self.runner.set_slices(job, t, keep)
+        self.scheduler.short[job.id] = job
+        self.slices_lost += len(lost)
+        self.queue.push(Schedule(t))  # a slice may fit elsewhere at once
 
     def _drain(self, t: float, machine: HostId) -> None:
         """Planned maintenance: the jobs get notice, training saves a checkpoint, then they move."""
@@ -82,26 +105,32 @@ class FaultResponse:
             self.queue.push(Eviction(leave, job.id, job.runs))
 
     def _reroute(self, job: Job, fault: FaultStrike) -> None:
-        slowdown = self._slowdown(job, job.network_faults | {fault})
-        if slowdown == float("inf"):  # these faults leave some pair of its chips unroutable
-            self.scheduler.disrupt(job, fault.time, "eviction")
+        factor = self._slowdown(job, job.network_faults | {fault})
+        if factor == float("inf"):  # these faults leave some pair of its chips unroutable
+            self._lose_slices(job, fault.time, [a for a in job.held if _hits(fault.target, a)], "eviction")
             return
         self.runner.advance(job, fault.time)
         job.network_faults.add(fault)
-        job.slowdown = slowdown
+        job.reroute_factor = factor
+        job.refresh_slowdown()
         self.stats.reroutes += 1
         self.runner.schedule_completion(job)
 
     def _slowdown(self, job: Job, faults: set[FaultStrike]) -> float:
-        """The modelled factor for a job that declares its step, else the fault-rate file's constant."""
+        """The modelled factor for a job that declares its step, else the fault-rate file's constant. The slices
+        of a multislice job step in lockstep: the slowest slice sets the pace."""
         if not faults:
             return 1.0
         if job.model is None:
             return self.rates.rerouted_slowdown
         from tpufleet.simulation.reroute import slowdown
 
-        targets = sorted((f.target for f in faults if isinstance(f.target, LinkId | OcsId)), key=str)
-        return slowdown(job.shape, job.model, targets, job.placed.coords)
+        factor = 1.0
+        for alloc in job.held:
+            mine = [f.target for f in faults if isinstance(f.target, LinkId | OcsId) and _hits(f.target, alloc)]
+            if mine:
+                factor = max(factor, slowdown(job.shape, job.model, sorted(mine, key=str), alloc.coords))
+        return factor
 
     def repair(self, repair: Repair) -> None:
         target = repair.target
@@ -118,9 +147,10 @@ class FaultResponse:
     def _end_reroute(self, job: Job, fault: FaultStrike, t: float) -> None:
         self.runner.advance(job, t)
         job.network_faults.discard(fault)
-        slowdown = self._slowdown(job, job.network_faults)
-        if slowdown == float("inf"):  # what is left cannot be routed within the budget on its own: move it
+        factor = self._slowdown(job, job.network_faults)
+        if factor == float("inf"):  # what is left cannot be routed within the budget on its own: move it
             self.scheduler.disrupt(job, t, "eviction")
             return
-        job.slowdown = slowdown
+        job.reroute_factor = factor
+        job.refresh_slowdown()
         self.runner.schedule_completion(job)

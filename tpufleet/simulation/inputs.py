@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 from tpufleet.constants import CUBES_PER_POD
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.shapes import Shape, allocatable, parse_shape
+from tpufleet.simulation.multislice import SECTION_SCHEMA, SLICES_SCHEMA, MultisliceMix, check_listed, mix_from_doc
 from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data"
@@ -72,6 +73,8 @@ class JobSpec:
     fault_tolerant: bool = True
     priority_rank: int = 0
     model: StepModel | None = None
+    slices: int = 1  # a multislice job: this many slices of `shape`
+    elastic_min: int | None = None  # runs on while it keeps this many slices (None: stops with any)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class Workload:
     fault_tolerant_share: float = 0.95
     jobs: tuple[JobSpec, ...] = ()
     models: Mapping[Shape, StepModel] = field(default_factory=dict)  # step models of random arrivals, by shape
+    multislice: MultisliceMix | None = None  # the share of random arrivals that are multislice, and how
 
 
 @dataclass
@@ -186,6 +190,8 @@ _JOB_ENTRY = {
         "fault_tolerant": {"type": "boolean"},
         "priority_rank": {"type": "integer", "minimum": 0, "maximum": 99},
         "model": STEP_MODEL_SCHEMA,
+        "slices": SLICES_SCHEMA,
+        "elastic_min": SLICES_SCHEMA,
     },
 }
 WORKLOAD_SCHEMA: dict[str, Any] = {
@@ -213,6 +219,7 @@ WORKLOAD_SCHEMA: dict[str, Any] = {
         "checkpoint_write_s": {"type": "number", "minimum": 0, "maximum": MAX_CHECKPOINT_WRITE_S},
         "fault_tolerant_share": {"type": "number", "minimum": 0, "maximum": 1},
         "jobs": {"type": "array", "items": _JOB_ENTRY, "maxItems": MAX_LISTED_JOBS},
+        "multislice": SECTION_SCHEMA,
     },
 }
 _REPAIR_HOURS = {
@@ -359,6 +366,7 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
         if rank >= priorities:
             raise BadStateFile(str(path), f"jobs.{i}.priority_rank", rank, f"there are only {priorities} priorities")
         shape = _shape_at(path, f"jobs.{i}.shape", job["shape"], job.get("twisted", False))
+        slices, elastic_min = check_listed(path, f"jobs.{i}", job)
         specs.append(
             JobSpec(
                 shape,
@@ -369,6 +377,8 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
                 fault_tolerant=job.get("fault_tolerant", True),
                 priority_rank=rank,
                 model=step_model_at(path, f"jobs.{i}.model", job["model"], shape) if "model" in job else None,
+                slices=slices,
+                elastic_min=elastic_min,
             )
         )
     return tuple(specs)
@@ -414,4 +424,6 @@ def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
             given[key] = float(doc[key])
     given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)))
     given["models"] = _step_models(path, doc, shapes or ())
+    if "multislice" in doc:
+        given["multislice"] = mix_from_doc(path, doc["multislice"])
     return Workload(**given)

@@ -67,10 +67,29 @@ class Job:
     to_checkpoint: float = 0.0  # compute seconds to the next checkpoint
     to_step: float = 0.0  # compute seconds to the next logged step
     model: StepModel | None = None  # the declared step, for the modelled slowdown when rerouted
+    slices: int = 1  # a multislice job: this many slices of `shape`, gang-scheduled
+    elastic_min: int | None = None  # an elastic multislice job runs on while it holds this many
+    spread: bool = False  # its slices go to the pods holding fewest of them
+    more: list[Allocation] = field(default_factory=list)  # the slices held beyond `alloc` (multislice)
+    reroute_factor: float = 1.0  # step-time factor of the network faults it routes around
+
+    @property
+    def held(self) -> list[Allocation]:
+        """Every slice it holds (one for a single-slice job)."""
+        return ([self.alloc] if self.alloc is not None else []) + self.more
+
+    @property
+    def active(self) -> int:
+        return len(self.held)
+
+    def refresh_slowdown(self) -> None:
+        """Step-time factor: its network faults', times total/active slices (the same global batch on fewer)."""
+        self.slowdown = self.reroute_factor * (self.slices / self.active if self.active else 1.0)
 
     @property
     def chips(self) -> int:
-        return self.shape.chips
+        """All its slices' chips."""
+        return self.shape.chips * self.slices
 
     @property
     def size(self) -> str:

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 FAULT_ID = "sim"  # what the health view names as the fault holding a component out
+SLICE_SEP = "\x1f"  # joins a multislice job's id and a slice number into a key (no job id holds it)
+
+
+def slice_key(job_id: str, k: int) -> str:
+    """The occupancy key of slice k >= 1 of a multislice job (slice 0 is held under the job's id)."""
+    return f"{job_id}{SLICE_SEP}{k}"
 
 
 class Placement:
@@ -97,23 +103,56 @@ class Placement:
         return [c for c in self.fleet.pod_by_name[pod].cubes if c not in used and health.cube_ok(c)]
 
     # ---- placing --------------------------------------------------------------------------------------------
-    def place(self, shape: Shape, rerouting: bool, spares: bool = False) -> Allocation | None:
+    def place(
+        self, shape: Shape, rerouting: bool, spares: bool = False, beside: list[Allocation] | None = None
+    ) -> Allocation | None:
         """Where the shape goes now, its cross-connects made; None if it fits nowhere. `rerouting`: the job has
-        fault-tolerant routing, so a down OCS does not keep it out of a pod; `spares`: it may take spare cubes."""
-        return self._find(shape, rerouting, self.used, spares, commit=True)
+        fault-tolerant routing, so a down OCS does not keep it out of a pod; `spares`: it may take spare cubes;
+        `beside`: a spread job's other slices (the pods holding fewest of them are tried first)."""
+        pods = self._pods_for(beside) if beside is not None else None
+        return self._find(shape, rerouting, self.used, spares, commit=True, pods=pods)
 
     def would_fit(self, shape: Shape, rerouting: bool, without: Collection[str], spares: bool = False) -> bool:
         """Whether the shape would fit if the jobs `without` were gone (nothing is changed)."""
-        rest = (alloc for job_id, alloc in self.placed.items() if job_id not in without)
+        rest = (alloc for key, alloc in self.placed.items() if key.split(SLICE_SEP)[0] not in without)
         return self._find(shape, rerouting, allocation.machine_usage(rest), spares, commit=False) is not None
 
+    def place_slices(
+        self, shape: Shape, count: int, rerouting: bool, spares: bool = False, spread: bool = False
+    ) -> list[Allocation] | None:
+        """Where a multislice job's `count` slices go, all or none, their cross-connects made (undone if not all
+        fit). `spread`: each slice to the pod holding fewest of the job's slices so far (ties: the fleet's order)."""
+        ocs_before, changes_before = dict(self.ocs_by_pod), self.stats.xconnect_changes
+        used = {cube: set(machines) for cube, machines in self.used.items()}
+        placed: list[Allocation] = []
+        for _ in range(count):
+            order = self._pods_for(placed) if spread else None
+            alloc = self._find(shape, rerouting, used, spares, commit=True, pods=order)
+            if alloc is None:
+                self.ocs_by_pod, self.stats.xconnect_changes = ocs_before, changes_before
+                return None
+            placed.append(alloc)
+            for cube in alloc.cubes:
+                used.setdefault(cube, set()).update(alloc.machines or allocation.ALL_MACHINES)
+        return placed
+
+    def _pods_for(self, placed: list[Allocation]) -> list[str]:
+        held = [a.pod for a in placed]
+        return sorted((p.name for p in self.fleet.pods), key=held.count)
+
     def _find(
-        self, shape: Shape, rerouting: bool, used: Mapping[str, set[int]], spares: bool, commit: bool
+        self,
+        shape: Shape,
+        rerouting: bool,
+        used: Mapping[str, set[int]],
+        spares: bool,
+        commit: bool,
+        pods: list[str] | None = None,
     ) -> Allocation | None:
         health = self.health()
         multi = not shape.is_subcube
         keep = 0 if spares else self.spare_cubes
-        for pod in self.fleet.pods:
+        for pod in [self.fleet.pod_by_name[p] for p in pods] if pods is not None else self.fleet.pods:
             if multi and not rerouting and any(ocs.pod == pod.name for ocs in health.ocs_down):
                 continue
             free = self.free_cubes(pod.name, health, used) if keep or (multi and self.fit_shortcuts) else []

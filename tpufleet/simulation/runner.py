@@ -9,7 +9,7 @@ from tpufleet.simulation.events import Completion, EventQueue, Schedule
 from tpufleet.simulation.inputs import Options, Workload
 from tpufleet.simulation.job import Job, JobState, StartupStep
 from tpufleet.simulation.log import EventLog, Stats
-from tpufleet.simulation.placement import Placement
+from tpufleet.simulation.placement import Placement, slice_key
 
 EPSILON = 1e-6  # seconds: a stage within this of its end has ended
 # Shares of the restart overhead: TPU initialisation, training preparation, compilation, checkpoint restore.
@@ -24,6 +24,8 @@ class JobRunner:
         self, options: Options, workload: Workload, queue: EventQueue, log: EventLog, placement: Placement, stats: Stats
     ) -> None:
         self.options = options
+        self.step_s = options.step_s
+        self.checkpoint_interval_s = options.checkpoint_interval_s
         self.checkpoint_write_s = workload.checkpoint_write_s
         self.queue = queue
         self.log = log
@@ -37,17 +39,22 @@ class JobRunner:
         def holds(alloc: Allocation) -> bool:
             return cube in alloc.cubes and (machine is None or not alloc.machines or machine in alloc.machines)
 
-        return [job for job in self.running.values() if holds(job.placed)]
+        return [job for job in self.running.values() if any(holds(a) for a in job.held)]
 
     def in_pod(self, pod: str) -> list[Job]:
-        return [job for job in self.running.values() if job.placed.pod == pod]
+        return [job for job in self.running.values() if any(a.pod == pod for a in job.held)]
 
     # ---- starting and ending --------------------------------------------------------------------------------
-    def start(self, job: Job, alloc: Allocation, t: float) -> None:
-        """Start (or, after waiting in place for a repair, restart) the job from its last checkpoint."""
+    def start(self, job: Job, alloc: Allocation, t: float, more: list[Allocation] | None = None) -> None:
+        """Start (or, after waiting in place for a repair, restart) the job from its last checkpoint; `more`: a
+        multislice job's other slices (a restart in place keeps the ones it held)."""
         in_place = job.state is JobState.REPAIRING
         job.alloc = alloc
+        if more is not None:
+            job.more = list(more)
         self.placement.hold(job.id, alloc)
+        for k, extra in enumerate(job.more, 1):
+            self.placement.hold(slice_key(job.id, k), extra)
         self.running[job.id] = job
         job.state = JobState.RUNNING
         if job.first_start is None:
@@ -59,24 +66,44 @@ class JobRunner:
         job.t_mark = t
         job.progress = job.saved
         job.step = job.saved_step
-        job.slowdown = 1.0
+        job.reroute_factor = 1.0
         job.network_faults = set()
+        job.refresh_slowdown()
         overhead = self.options.restart_overhead_s
         job.startup = [StartupStep(name, share * overhead) for name, share in STARTUP_SHARES]
         if job.saved > 0:
             job.startup.append(StartupStep("restore", RESTORE_SHARE * overhead))
         job.startup_logged = False
         job.checkpoint_left = None
-        job.to_checkpoint = self.options.checkpoint_interval_s if job.phase == "training" else math.inf
-        job.to_step = self.options.step_s
+        job.to_checkpoint = self.checkpoint_interval_s if job.phase == "training" else math.inf
+        job.to_step = self.step_s
         if not in_place:
-            self.log.event(job, t, "allocation", chips=job.chips)
+            self.log.event(job, t, "allocation", chips=job.shape.chips * job.active)
         self.log.event(job, t, "job_start")
         self.schedule_completion(job)
 
     def release(self, job: Job) -> None:
-        self.placement.release(job.id)
+        self._release_slices(job)
+        job.more = []
         self.running.pop(job.id, None)
+
+    def _release_slices(self, job: Job) -> None:
+        self.placement.release(job.id)
+        for k in range(1, len(job.more) + 1):
+            self.placement.release(slice_key(job.id, k))
+
+    def set_slices(self, job: Job, t: float, held: list[Allocation]) -> None:
+        """An elastic job runs on `held` (one slice fewer after a fault, one more when a slice is back): its
+        log is brought up to t, the slices it no longer holds are freed, its step time follows the count."""
+        self.advance(job, t)
+        self._release_slices(job)
+        job.alloc, job.more = held[0], list(held[1:])
+        self.placement.hold(job.id, job.alloc)
+        for k, extra in enumerate(job.more, 1):
+            self.placement.hold(slice_key(job.id, k), extra)
+        self.log.event(job, t, "allocation", chips=job.shape.chips * job.active)
+        job.refresh_slowdown()
+        self.schedule_completion(job)
 
     def _finish(self, job: Job, t: float) -> None:
         self.log.event(job, t, "job_end")
@@ -108,7 +135,7 @@ class JobRunner:
         work = job.work - job.progress
         rest += work * job.slowdown
         if job.phase == "training" and work > job.to_checkpoint:
-            writes = math.floor((work - job.to_checkpoint) / self.options.checkpoint_interval_s) + 1
+            writes = math.floor((work - job.to_checkpoint) / self.checkpoint_interval_s) + 1
             rest += writes * self.checkpoint_write_s
         return rest
 
@@ -121,7 +148,7 @@ class JobRunner:
         self.log.event(job, t, "checkpoint_start", step=job.step)
         job.checkpoint_left = self.checkpoint_write_s
         job.checkpoint_step, job.checkpoint_progress = job.step, job.progress
-        job.to_checkpoint = self.options.checkpoint_interval_s
+        job.to_checkpoint = self.checkpoint_interval_s
 
     # ---- a job's own timeline -------------------------------------------------------------------------------
     def advance(self, job: Job, t_to: float) -> None:
@@ -136,6 +163,7 @@ class JobRunner:
                 t, more = self._compute(job, t, t_to)
                 if not more:
                     break
+                t = self._steps(job, t, t_to)
         job.t_mark = max(job.t_mark, min(t, t_to) if job.state is JobState.RUNNING else t)
 
     def _startup(self, job: Job, t: float, t_to: float) -> float:
@@ -185,11 +213,35 @@ class JobRunner:
             return t, False
         if job.to_checkpoint <= EPSILON:
             self.begin_checkpoint(job, t)
-            job.to_step = self.options.step_s
+            job.to_step = self.step_s
         elif job.to_step <= EPSILON:
-            job.to_step = self.options.step_s
+            job.to_step = self.step_s
             self._next_step(job, t)
         return t, True
+
+    def _steps(self, job: Job, t: float, t_to: float) -> float:
+        """Whole steps, one after another, while nothing else happens (`_compute` over and over, the same
+        arithmetic in the same order, without a call per step: steps are nearly all of a run's events): up to the
+        step that ends the job, starts a checkpoint or reaches t_to, which is left to `_compute`."""
+        if job.state is not JobState.RUNNING or job.startup or job.checkpoint_left is not None:
+            return t
+        step_s, slowdown, work = self.step_s, job.slowdown, job.work
+        progress, to_step, to_checkpoint, step = job.progress, job.to_step, job.to_checkpoint, job.step
+        entries, job_id = self.log.entries, job.id
+        while t < t_to - EPSILON:
+            boundary = min(to_step, to_checkpoint, work - progress)
+            wall = boundary * slowdown
+            take = min(wall, t_to - t)
+            done = take / slowdown
+            after, left = progress + done, to_checkpoint - done
+            if take < wall - EPSILON or after >= work - EPSILON or left <= EPSILON or to_step - done > EPSILON:
+                break  # not a plain step: `_compute` works it out again from here, the same way
+            t += take
+            progress, to_checkpoint, to_step = after, left, step_s
+            step += 1
+            entries.append((job_id, round(t, 3), "step_start", step, None))
+        job.progress, job.to_step, job.to_checkpoint, job.step = progress, to_step, to_checkpoint, step
+        return t
 
     def _next_step(self, job: Job, t: float) -> None:
         job.step += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tpufleet.allocation import Allocation
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape
 from tpufleet.simulation.events import EventQueue, RestartAfterRepair, Schedule
@@ -40,6 +41,8 @@ class Scheduler:
         self.stats = stats
         self.fit_shortcuts = fit_shortcuts
         self.waiting: list[Job] = []
+        self.short: dict[str, Job] = {}  # elastic jobs running without some of their slices
+        self.slices_regained = 0
 
     def rerouting(self, job: Job) -> bool:
         """Whether faults in the job's network are routed around rather than evicting it."""
@@ -56,23 +59,43 @@ class Scheduler:
         placed = True
         while placed:
             placed = False
-            hopeless: set[tuple[Shape, bool, int, bool]] = (
-                set()
-            )  # kinds of job that did not fit since the last placement
+            hopeless: set[tuple[Shape, bool, int, bool, int]] = set()  # kinds that did not fit since a placement
             for job in list(self.waiting):
-                kind = (job.shape, job.fault_tolerant, job.priority, job.displaced)
+                kind = (job.shape, job.fault_tolerant, job.priority, job.displaced, job.slices)
                 if kind in hopeless and self.fit_shortcuts:
                     continue
-                alloc = self.placement.place(job.shape, self.rerouting(job), job.displaced)
-                if alloc is None and self._preempt_for(job, t):
-                    alloc = self.placement.place(job.shape, self.rerouting(job), job.displaced)
-                if alloc is not None:
+                slices = self._place(job, t)
+                if slices:
                     self.waiting.remove(job)
-                    self.runner.start(job, alloc, t)
+                    self.runner.start(job, slices[0], t, slices[1:])
                     placed = True
                     hopeless.clear()
                 else:
                     hopeless.add(kind)
+        self._regrow(t)
+
+    def _place(self, job: Job, t: float) -> list[Allocation] | None:
+        """Where the job's slices go (preempting lower priorities for a single-slice job if that makes room)."""
+        rerouting = self.rerouting(job)
+        if job.slices > 1:  # gang-scheduled: every slice or none; it does not preempt
+            return self.placement.place_slices(job.shape, job.slices, rerouting, job.displaced, job.spread)
+        alloc = self.placement.place(job.shape, rerouting, job.displaced)
+        if alloc is None and self._preempt_for(job, t):
+            alloc = self.placement.place(job.shape, rerouting, job.displaced)
+        return [alloc] if alloc is not None else None
+
+    def _regrow(self, t: float) -> None:
+        """Give elastic jobs running without some slices those slices back, one at a time, where they fit."""
+        for job in list(self.short.values()):
+            while job.state is JobState.RUNNING and job.active < job.slices:
+                beside = job.held if job.spread else None
+                alloc = self.placement.place(job.shape, self.rerouting(job), True, beside)
+                if alloc is None:
+                    break
+                self.runner.set_slices(job, t, [*job.held, alloc])
+                self.slices_regained += 1
+            if job.state is not JobState.RUNNING or job.active == job.slices:
+                del self.short[job.id]
 
     def _preempt_for(self, job: Job, t: float) -> bool:
         """Evict the fewest lower-priority jobs of one pod (medium first, extra-large last) that let `job` fit;

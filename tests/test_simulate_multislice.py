@@ -1,0 +1,151 @@
+"""Multislice jobs in simulate-fleet: gang placement over pods, a host fault stopping the whole job or (elastic)
+leaving it on fewer slices until one is back, the DCN in the ideal step, and the workload's multislice mix."""
+
+import itertools
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from tpufleet.collectives.profile import default_profile
+from tpufleet.errors import BadStateFile
+from tpufleet.ids import HostId
+from tpufleet.shapes import parse_shape
+from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates, load_workload
+from tpufleet.simulation.events import FaultStrike
+from tpufleet.simulation.reroute import StepModel
+
+HOUR = 3600.0
+SHAPE = parse_shape("4x4x8")
+NO_FAULTS: dict[str, Any] = {"host_per_day": 0.0, "link_per_day": 0.0, "ocs_per_day": 0.0, "drain_per_day": 0.0}
+
+
+def _sim(*jobs: JobSpec, pods: int = 2, days: float = 2.0, fault_at: tuple[float, int, int] | None = None):
+    """A run of the listed jobs on `pods` pods, no random faults; `fault_at` (hours, slice, job) fails machine 0 of
+    the first cube of that slice of that job at that hour (found by a first run of the same seed)."""
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=jobs)
+    rates = replace(default_rates(), **NO_FAULTS)
+    options = Options(days=days, seed=1, pods=pods)
+    sim = Simulator(workload, rates, options)
+    if fault_at is not None:
+        hours, k, j = fault_at
+        probe = Simulator(workload, rates, replace(options, days=hours / 24))
+        probe.run()
+        cube = probe.jobs[j].held[k].cubes[0]
+        sim.queue.push(FaultStrike(sim.start + hours * HOUR, "host", HostId(cube, 0)))
+    records = sim.run()
+    return sim, records
+
+
+def _events(records, job="j", name=None):
+    return [r for r in records if r.get("job") == job and r["type"] == "event" and (name is None or r["event"] == name)]
+
+
+def test_a_spread_job_is_placed_whole_one_slice_per_pod():
+    spec = JobSpec(SHAPE, duration_hours=10, phase="training", id="j", slices=2)
+    sim, records = _sim(spec)
+    (job,) = sim.jobs
+    assert job.spread  # listed multislice jobs spread over pods, as the islands of Pathways
+    (record,) = [r for r in records if r["type"] == "job"]
+    assert record["chips"] == 256
+    assert [r["chips"] for r in _events(records, name="allocation")] == [256, 0]  # placed whole, then done
+    probe = Simulator(
+        Workload(arrival_rate_per_hour=0.0, shapes=(), jobs=(spec,)),
+        replace(default_rates(), **NO_FAULTS),
+        Options(days=0.1, seed=1, pods=2),
+    )
+    probe.run()
+    assert sorted(a.pod for a in probe.jobs[0].held) == ["pod0", "pod1"]
+
+
+def test_a_host_fault_stops_a_non_elastic_job_whole():
+    spec = JobSpec(SHAPE, duration_hours=40, phase="training", id="j", slices=3)
+    sim, records = _sim(spec, fault_at=(5.0, 1, 0))
+    assert len(_events(records, name="failure")) == 1
+    allocations = [r["chips"] for r in _events(records, name="allocation")]
+    assert allocations[:3] == [384, 0, 384]  # every slice freed, then all placed again
+    assert sim.fault_response.slices_lost == 0
+
+
+def test_an_elastic_job_runs_on_fewer_slices_and_takes_the_slice_back():
+    """4 slices, minimum 3: a host fault takes one; the job runs on 3 (each step 4/3 as long) without a
+    disruption, and the scheduler gives it a fourth slice back at once (the fleet has room)."""
+    spec = JobSpec(SHAPE, duration_hours=40, phase="training", id="j", slices=4, elastic_min=3)
+    sim, records = _sim(spec, fault_at=(5.0, 2, 0))
+    assert not _events(records, name="failure") and not _events(records, name="eviction")
+    allocations = [(r["time"], r["chips"]) for r in _events(records, name="allocation")]
+    assert [c for _, c in allocations] == [512, 384, 512, 0]  # the fault, the slice back, the job's end
+    assert allocations[1][0] == allocations[2][0] == sim.start + 5 * HOUR  # back at the same instant's schedule
+    assert sim.fault_response.slices_lost == 1 and sim.scheduler.slices_regained == 1
+
+
+def test_an_elastic_job_waits_on_fewer_slices_when_none_is_free():
+    """One pod of 8 cubes, all held by the job's 4 slices: after the fault there is no cube for a fourth slice
+    until the repair (8 hours), so the job steps 4/3 as slowly in between."""
+    spec = JobSpec(SHAPE, duration_hours=40, phase="training", id="j", slices=4, elastic_min=3)
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(spec,))
+    rates = replace(default_rates(), **NO_FAULTS)
+    options = Options(days=1.0, seed=1, pods=1, cubes_per_pod=8)
+    sim = Simulator(workload, rates, options)
+    probe = Simulator(workload, rates, replace(options, days=5 / 24))
+    probe.run()
+    cube = probe.jobs[0].held[0].cubes[0]
+    sim.queue.push(FaultStrike(sim.start + 5 * HOUR, "host", HostId(cube, 0)))
+    records = sim.run()
+    allocations = [(r["time"] - sim.start, r["chips"]) for r in _events(records, name="allocation")]
+    repair = 5 * HOUR + default_rates().repair_hours["host"] * HOUR
+    assert [c for _, c in allocations[:3]] == [512, 384, 512]
+    assert allocations[1][0] == pytest.approx(5 * HOUR) and allocations[2][0] == pytest.approx(repair)
+    starts = [r["time"] for r in _events(records, name="step_start")]
+    slow = [b - a for a, b in itertools.pairwise(starts) if 5 * HOUR + 600 < a - sim.start < repair - 600]
+    slower = pytest.approx(options.step_s * 4 / 3)
+    assert slower in slow and options.step_s not in slow  # (a step with a checkpoint write is longer still)
+
+
+def test_the_dcn_all_reduce_is_in_a_multislice_jobs_ideal_step():
+    model = StepModel(8.44425e14, 1 << 30, 0.0533)
+    shape = parse_shape("4x4x8", twisted=True)
+    spec = JobSpec(shape, duration_hours=1, phase="training", id="j", slices=4, model=model)
+    sim, records = _sim(spec)
+    (record,) = [r for r in records if r["type"] == "job"]
+    dcn = default_profile().dcn_link()
+    hosts = 128 // 4
+    closed = 2 * 3 / 4 * (1 << 30) / hosts / dcn.host_bandwidth + 2 * 3 * dcn.latency  # one pod: no oversubscription
+    ideal = model.ideal_step_s(shape)
+    step = sim.options.step_s
+    assert record["ideal_step_s"] == round(step * (ideal + closed) / (model.step_time_s + closed), 6)
+
+
+def _workload(tmp_path, text: str):
+    path = tmp_path / "w.yaml"
+    path.write_text("schema_version: 1\narrival_rate_per_hour: 1\nshapes: [{shape: 4x4x8}]\n" + text)
+    return load_workload(path)
+
+
+def test_the_workload_mix_of_multislice_jobs(tmp_path):
+    w = _workload(tmp_path, "multislice: {share: 0.2, slices: {'2': 3, '4': 1}, elastic_share: 0.5}\n")
+    assert w.multislice is not None and w.multislice.counts == ((2, 3.0), (4, 1.0))
+    assert (w.multislice.elastic_min(4), w.multislice.elastic_min(2)) == (3, 2)
+    for bad, field in (
+        ("multislice: {share: 0.2, slices: {'0': 1}}\n", r"multislice\.slices\.0"),
+        ("multislice: {share: 1.5, slices: {'2': 1}}\n", r"multislice\.share"),
+        ("multislice: {share: 0.2, slices: {'2': 0}}\n", r"multislice\.slices"),
+        ("jobs: [{shape: 4x4x8, duration_hours: 1, slices: 2, elastic_min: 3}]\n", r"jobs\.0\.elastic_min"),
+        ("jobs: [{shape: 4x4x8, duration_hours: 1, slices: 0}]\n", r"jobs\.0\.slices"),
+    ):
+        with pytest.raises(BadStateFile, match=field):
+            _workload(tmp_path, bad)
+
+
+def test_a_mixed_workload_runs_and_places_multislice_jobs_over_pods(tmp_path):
+    w = _workload(tmp_path, "multislice: {share: 0.5, slices: {'2': 1, '3': 1}, elastic_share: 0.5}\n")
+    sim = Simulator(w, default_rates(), Options(days=3, seed=4, pods=3))
+    records = sim.run()
+    multi = [j for j in sim.jobs if j.slices > 1]
+    assert multi and len(multi) < len(sim.jobs)
+    assert any(j.elastic_min is not None for j in multi) and any(j.elastic_min is None for j in multi)
+    chips = {r["job"]: r["chips"] for r in records if r["type"] == "job"}
+    assert all(chips[j.id] == 128 * j.slices for j in sim.jobs)
+    for r in records:
+        if r["type"] == "event" and r["event"] == "allocation":
+            assert r["chips"] % 128 == 0 and r["chips"] <= chips[r["job"]]
