@@ -103,33 +103,73 @@ def lines_in(piece: bytes) -> int:
     return piece.count(b"\n") + (0 if piece.endswith(b"\n") or not piece else 1)
 
 
+class Batch(NamedTuple):
+    """A piece's plain events as columns, and how they group by job (`order` lists each job's rows in log
+    order, job by job; `bounds` delimits them)."""
+
+    jobs: list[str]  # distinct, first seen first
+    order: Any
+    bounds: Any
+    t: Any
+    code: Any
+    step: Any
+    chips: Any
+    labels: dict[int, str]  # row -> label, for the few rows with one
+
+
 def read_piece(piece: bytes, first_line: int, file: str, log: Log) -> int:
     """Add the records of a piece of whole lines and return its number of lines; 0 (nothing added) if it must
     be read the standard way."""
+    decoded = decode_piece(piece)
+    return 0 if decoded is None else add_decoded(decoded, first_line, file, log)
+
+
+class Decoded(NamedTuple):
+    """A piece decoded, before anything is judged that needs its place in the file (picklable: a worker
+    process may decode it)."""
+
+    lines: int
+    batch: Batch
+    others: list[tuple[int, str, dict[str, Any]]]  # (row in the piece, record type, its fields) of the rest
+
+
+def decode_piece(piece: bytes) -> Decoded | None:
+    """A piece of whole lines decoded and its plain events checked; None if it must be read the standard way."""
     if _DECODER is None or _odd_breaks(piece):
-        return 0
+        return None
     try:
         records = _DECODER.decode_lines(piece)
     except (msgspec.DecodeError, RecursionError):
-        return 0
+        return None
     lines = lines_in(piece)
     if len(records) != lines:  # a blank line: numbering would drift
-        return 0
+        return None
     events, others = _split(records)
     del records
     batch = _checked(events, b'"label"' in piece)
     if batch is None:
-        return 0
-    if others:
-        scratch = _others(others, first_line, file)
+        return None
+    rest = [(i, r.__struct_config__.tag, _fields(r)) for i, r in others]
+    return Decoded(lines, batch, rest)
+
+
+def _fields(r: Any) -> dict[str, Any]:
+    return {k: v for k in r.__struct_fields__ if (v := getattr(r, k)) is not msgspec.UNSET}
+
+
+def add_decoded(decoded: Decoded, first_line: int, file: str, log: Log) -> int:
+    """Add a decoded piece starting at `first_line` and return its number of lines; 0 (nothing added) if one of
+    its other records is bad (the standard reader then names the problem)."""
+    if decoded.others:
+        scratch = _others(decoded.others, first_line, file)
         if scratch is None:
             return 0
         log.jobs.update(scratch.jobs)
         log.capacity += scratch.capacity
         log.records += scratch.records
-    _append(log, batch)
-    log.records += len(events)
-    return lines
+    _append(log, decoded.batch)
+    log.records += len(decoded.batch.t)
+    return decoded.lines
 
 
 def _split(records: list[Any]) -> tuple[list[Any], list[tuple[int, Any]]]:
@@ -153,32 +193,17 @@ def _split(records: list[Any]) -> tuple[list[Any], list[tuple[int, Any]]]:
     return events, [(i, records[i]) for i in at]
 
 
-def _others(others: list[tuple[int, Any]], first_line: int, file: str) -> Log | None:
+def _others(others: list[tuple[int, str, dict[str, Any]]], first_line: int, file: str) -> Log | None:
     """Job, capacity and schema records judged by `add_record` into a scratch Log; None if any is bad."""
     from tpufleet.errors import BadInput
 
     scratch = Log()
     try:
-        for i, r in others:
-            fields = {k: v for k in r.__struct_fields__ if (v := getattr(r, k)) is not msgspec.UNSET}
-            add_record(scratch, {"type": r.__struct_config__.tag, **fields}, file, first_line + i)
+        for i, kind, fields in others:
+            add_record(scratch, {"type": kind, **fields}, file, first_line + i)
     except (BadInput, ValueError):
         return None
     return scratch
-
-
-class Batch(NamedTuple):
-    """A piece's plain events as columns, and how they group by job (`order` lists each job's rows in log
-    order, job by job; `bounds` delimits them)."""
-
-    jobs: list[str]  # distinct, first seen first
-    order: Any
-    bounds: Any
-    t: Any
-    code: Any
-    step: Any
-    chips: Any
-    labels: dict[int, str]  # row -> label, for the few rows with one
 
 
 def _checked(recs: list[Any], any_label: bool) -> Batch | None:

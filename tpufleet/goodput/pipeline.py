@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -16,6 +18,8 @@ from tpufleet.goodput.windows import Exclusion, merged, parse_exclusions
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MissingFile, decode_utf8, read_bytes
 
 if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
+
     import numpy as np
     import numpy.typing as npt
 
@@ -58,18 +62,60 @@ def _pieces(path: Path, limit: int) -> Iterator[tuple[bytes, int]]:
             yield rest, consumed
 
 
-def _read_native_file(path: Path, limit: int, log: events.Log, skip_bad: bool) -> None:
-    """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers)."""
+def _read_native_file(path: Path, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None = None) -> None:
+    """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers); with
+    a pool, pieces are decoded ahead in its worker processes and added here in file order."""
     line = 0
-    for piece, offset in _pieces(path, limit):
-        bom = offset == 0 and piece.startswith(_BOM)  # the standard reader drops it
-        fast = 0 if bom else fastread.read_piece(piece, line + 1, str(path), log)
+    for piece, offset, decoded in _decoded(_pieces(path, limit), pool):
+        fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, str(path), log)
         if fast:
             line += fast
             continue
         lines = _decode(piece, path, offset).splitlines()
         events.read_native_lines(enumerate(lines, start=line + 1), str(path), log, skip_bad)
         line += len(lines)
+
+
+def _decoded(
+    pieces: Iterator[tuple[bytes, int]], pool: Pool | None
+) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
+    """Each piece with its decoding (None: read it the standard way, as a piece starting with a byte-order mark
+    is, which that reader drops)."""
+    if pool is not None:
+        yield from _decoded_ahead(pieces, pool)
+        return
+    for piece, offset in pieces:
+        yield piece, offset, None if _bom(piece, offset) else fastread.decode_piece(piece)
+
+
+def _decoded_ahead(
+    pieces: Iterator[tuple[bytes, int]], pool: Pool
+) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
+    """`_decoded` with up to two pieces a worker decoded ahead in the pool. An error reading the file (too
+    large, unreadable) is raised after the pieces before it are given, as reading one at a time would."""
+    ahead: deque[tuple[bytes, int, Any]] = deque()
+    failure: BadInput | None = None
+    while True:
+        while failure is None and len(ahead) < 2 * _workers(pool):
+            try:
+                piece, offset = next(pieces)
+            except StopIteration:
+                break
+            except BadInput as exc:
+                failure = exc
+                break
+            job = None if _bom(piece, offset) else pool.apply_async(fastread.decode_piece, (piece,))
+            ahead.append((piece, offset, job))
+        if not ahead:
+            if failure is not None:
+                raise failure
+            return
+        piece, offset, job = ahead.popleft()
+        yield piece, offset, None if job is None else job.get()
+
+
+def _bom(piece: bytes, offset: int) -> bool:
+    return offset == 0 and piece.startswith(_BOM)
 
 
 def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
@@ -102,22 +148,60 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
     ml-goodput forms are read whole (each at most MAX_LOG_BYTES)."""
     log = events.Log()
     budget = MAX_TOTAL_LOG_BYTES
-    for path in paths:
-        limit = min(MAX_LOG_BYTES, budget)
-        if fmt == "native" and not str(path).lower().endswith(".csv"):
-            before = _size(path)
-            _read_native_file(path, limit, log, skip_bad)
-            budget -= before
-            continue
-        data = read_bytes(path, "goodput log", limit)
-        budget -= len(data)
-        text = decode_utf8(data, str(path))
-        del data
-        if fmt == "ml-goodput":
-            mlgoodput.read(text, str(path), log, skip_bad)
-        else:
-            events.read_native(text, str(path), log, skip_bad, csv_format=True)
+    native = [p for p in paths if fmt == "native" and not str(p).lower().endswith(".csv")]
+    with _fork_pool(sum(_size(p) for p in native) >= PARALLEL_MIN_BYTES) as pool:
+        for path in paths:
+            limit = min(MAX_LOG_BYTES, budget)
+            if path in native:
+                before = _size(path)
+                _read_native_file(path, limit, log, skip_bad, pool)
+                budget -= before
+                continue
+            data = read_bytes(path, "goodput log", limit)
+            budget -= len(data)
+            text = decode_utf8(data, str(path))
+            del data
+            if fmt == "ml-goodput":
+                mlgoodput.read(text, str(path), log, skip_bad)
+            else:
+                events.read_native(text, str(path), log, skip_bad, csv_format=True)
     return log
+
+
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
+PARALLEL_MIN_EVENTS = 2_000_000  # and logs of at least this many events accounted in them
+MAX_WORKERS = 4
+
+
+@contextmanager
+def _fork_pool(
+    wanted: bool, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+) -> Iterator[Pool | None]:
+    """Worker processes, when `wanted`, msgspec is there (the large-input path) and more than one CPU is; None
+    otherwise, or where fork is not available: one process does the work, with the same answers. Forked, the
+    workers see the parent's memory as it was (the records already read) without copying it through a pipe."""
+    import multiprocessing
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not wanted or cpus < 2 or not fastread.available():
+        yield None
+        return
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:
+        yield None
+        return
+    pool = context.Pool(min(cpus, MAX_WORKERS), initializer, initargs)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _workers(pool: Pool) -> int:
+    return int(getattr(pool, "_processes", 1))
 
 
 MAX_SEGMENTS = 3000  # drawn pieces of one job's timeline on the HTML page
@@ -190,6 +274,44 @@ def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
     return out
 
 
+_JOB_INPUT: dict[str, Any] = {}  # in an accounting worker: the log and the options (inherited by fork)
+
+
+def _accounts(
+    log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]]
+) -> list[JobAccount]:
+    """Each job's account (jobs with no event inside --since/--until left out), in job order; for a large
+    log, jobs are accounted in worker processes (each job on its own: the answers are the same)."""
+    size = sum(len(c) for c in log.events.values())
+    ids = sorted(log.events)
+    with _fork_pool(size >= PARALLEL_MIN_EVENTS, _set_job_input, (log, since, until, spans)) as pool:
+        if pool is None:
+            _set_job_input(log, since, until, spans)
+            try:
+                found = list(map(_account_job, ids))
+            finally:
+                _JOB_INPUT.clear()
+        else:
+            found = list(pool.imap(_account_job, ids, chunksize=max(1, len(ids) // (8 * _workers(pool)))))
+    return [a for a in found if a is not None]
+
+
+def _set_job_input(log: events.Log, since: float | None, until: float | None, spans: list[Any]) -> None:
+    _JOB_INPUT.update(log=log, since=since, until=until, spans=spans)
+
+
+def _account_job(job_id: str) -> JobAccount | None:
+    import numpy as np
+
+    log, since, until = _JOB_INPUT["log"], _JOB_INPUT["since"], _JOB_INPUT["until"]
+    ev = columns(log.events[job_id])
+    if not np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
+        return None
+    a = account(log.jobs[job_id], ev, until=until, since=since, exclude=_JOB_INPUT["spans"])
+    a.extra["slices"] = slice_efficiency(log.slices.get(job_id, []), a.start, a.end)
+    return a
+
+
 def build(
     paths: list[Path],
     fmt: str = "native",
@@ -224,18 +346,11 @@ def from_log(
     keep_timelines: int = 0,
 ) -> metrics.Report:
     """The report for records already in memory (used by `simulate-fleet` for its summary)."""
-    import numpy as np
 
     spans = merged(exclusions or [])
     for job in log.events:
         log.jobs.setdefault(job, events.Job(job))
-    accounts: list[JobAccount] = []
-    for job_id in sorted(log.events):
-        ev = columns(log.events[job_id])
-        if np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
-            a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
-            a.extra["slices"] = slice_efficiency(log.slices.get(job_id, []), a.start, a.end)
-            accounts.append(a)
+    accounts = _accounts(log, since, until, spans)
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)

@@ -1,0 +1,168 @@
+"""The large-input path of goodput-report (msgspec-decoded pieces, decoded and accounted in worker processes)
+against the straightforward one (the standard line-by-line reader, one process): the same report and the same
+table on varied logs, and the same one-line error, naming file, line and field, for a malformed line."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tpufleet.errors import BadInput
+from tpufleet.goodput import fastread, pipeline, render
+
+pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast path to check")
+
+B = 1767571200.0
+MALFORMED = [  # (line, field named in the error)
+    ('{"type":"event","job":"j0","time":1767571200.0,"event":"step_start","step":-1}', "step"),
+    ('{"type":"event","job":"j1","time":1e400,"event":"job_end"}', "time"),
+    ('{"type":"event","job":"j2","time":1767571200.0,"event":"lunch"}', "event"),
+    ('{"type":"job","job":"j0","chips":0}', "chips"),
+    ('{"type":"event","job":"j1","time":1767571200.0,"event":"allocation"}', "chips"),
+    ('{"type":"event","job":"j0","time":17675', "<line>"),
+    ("[1, 2]", "<record>"),
+]
+
+
+def varied_log(seed: int, jobs: int, malformed: int) -> list[str]:
+    """Interleaved jobs with runs of steps, data loading, checkpoints, failures and silent restarts, custom
+    badput, allocations, capacity and slice counts; some times as ISO text, some lines with extra fields."""
+    rng = random.Random(seed)
+    out = ['{"type":"schema","version":1}'] if rng.random() < 0.5 else []
+    out.append(json.dumps({"type": "capacity", "time": B, "accelerator": "tpu-v4", "chips": 4096}))
+    streams = [_job_lines(rng, f"j{k}", B + 13.0 * k) for k in range(jobs)]
+    while any(streams):
+        pick = rng.choice([s for s in streams if s])
+        out += [pick.pop(0) for _ in range(min(len(pick), rng.randint(1, 40)))]
+    for _ in range(malformed):
+        out.insert(rng.randrange(len(out) + 1), rng.choice(MALFORMED)[0])
+    return out
+
+
+def _job_lines(rng: random.Random, job: str, t: float) -> list[str]:
+    meta: dict[str, Any] = {"type": "job", "job": job, "accelerator": rng.choice(["tpu-v4", "tpu-v5e"])}
+    meta |= {"chips": rng.choice([8, 64]), "phase": rng.choice(["training", "training", "serving"])}
+    if rng.random() < 0.5:
+        meta["ideal_step_s"] = round(rng.uniform(0.5, 2), 3)
+    lines = [json.dumps(meta)]
+
+    def ev(name: str, when: float, **extra: Any) -> None:
+        rec: dict[str, Any] = {"type": "event", "job": job, "time": round(when, 3), "event": name, **extra}
+        if rng.random() < 0.01:
+            rec["time"] = f"{when:.3f}"  # a time as text: that piece goes the standard way
+        if rng.random() < 0.02:
+            rec["note"] = [1, {"x": None}]
+        lines.append(json.dumps(rec))
+
+    ev("submitted", t)
+    if rng.random() < 0.3:
+        ev("allocation", t + 5, chips=meta["chips"])
+    step = 1
+    for _run in range(rng.randint(1, 4)):
+        t += rng.uniform(10, 60)
+        ev("job_start", t)
+        ev("tpu_init_start", t)
+        t += rng.uniform(5, 20)
+        ev("tpu_init_end", t)
+        for _ in range(rng.randint(0, 60)):
+            ev("step_start", t, step=step)
+            if rng.random() < 0.2:
+                ev("data_loading_start", t + 0.1)
+                ev("data_loading_end", t + 0.4)
+            if rng.random() < 0.05:
+                ev("custom_badput_start", t + 0.2, label="eval")
+                ev("custom_badput_end", t + 0.6, label="eval")
+            t += rng.uniform(0.8, 1.6) * (1.5 if rng.random() < 0.1 else 1)
+            if step % 10 == 0:
+                ev("checkpoint_start", t, step=step)
+                t += rng.uniform(0.5, 3)
+                ev("checkpoint_end", t, step=step)
+            step += 1
+        t += rng.uniform(5, 30)
+        if rng.random() < 0.6:
+            ev(rng.choice(["failure", "preemption", "eviction"]), t)
+        step = max(1, step - rng.randint(0, 15))
+    if rng.random() < 0.2:
+        ev("slice_counts", t, active_slices=1, total_slices=2)
+    if rng.random() < 0.8:
+        ev("job_end", t + 1)
+    return lines
+
+
+def report(paths: list[Path], fast: bool, skip_bad: bool, chunk: int) -> Any:
+    """(report, table) or ("error", message), by the fast path (pools forced on) or the straightforward one."""
+    pools: list[int] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "CHUNK_BYTES", chunk)
+        if fast:
+            mp.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+            mp.setattr(pipeline, "PARALLEL_MIN_EVENTS", 0)
+            real = pipeline._workers
+
+            def counted(pool: Any) -> int:
+                pools.append(1)
+                return real(pool)
+
+            mp.setattr(pipeline, "_workers", counted)
+        else:
+            mp.setattr(fastread, "_DECODER", None)
+        try:
+            r = pipeline.build(paths, by=["accelerator", "phase"], period="day", skip_bad=skip_bad)
+        except BadInput as exc:
+            return ("error", str(exc))
+        finally:
+            assert bool(pools) == (fast and MULTI_CPU)  # the worker processes were used
+    return r, render.to_table(r, top=50)
+
+
+MULTI_CPU = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 1
+
+
+@settings(max_examples=12, derandomize=True, deadline=None)
+@given(
+    st.integers(0, 10**6),
+    st.integers(1, 6),
+    st.integers(0, 3),
+    st.booleans(),
+    st.sampled_from([256, 4096, 1 << 20]),
+)
+def test_fast_path_gives_the_straightforward_report(tmp_path_factory, seed, jobs, malformed, skip_bad, chunk):
+    lines = varied_log(seed, jobs, malformed)
+    directory = tmp_path_factory.mktemp("logs")
+    half = len(lines) // 2  # two files: a job's events may span both
+    paths = [directory / "a.jsonl", directory / "b.jsonl"]
+    paths[0].write_text("\n".join(lines[:half]) + "\n")
+    paths[1].write_text("\n".join(lines[half:]))
+    fast = report(paths, True, skip_bad, chunk)
+    assert fast == report(paths, False, skip_bad, chunk)
+    if malformed and not skip_bad:
+        assert fast[0] == "error"
+        where, field = fast[1].split(": field ", 1)[0], fast[1].split(": field ", 1)[1].split(":")[0]
+        file, line = where.rsplit(":", 1)
+        text = Path(file).read_text().splitlines()[int(line) - 1]
+        assert (text, field) in MALFORMED
+    else:
+        assert fast[0]["input"]["skipped"] == (malformed if skip_bad else 0)
+
+
+def test_a_malformed_line_deep_in_a_large_log_exits_2_naming_file_line_and_field(cli, tmp_path, monkeypatch):
+    lines = varied_log(7, 40, 0)
+    assert len(lines) > 5000
+    lines.insert(4321, MALFORMED[0][0])
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 8192)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_EVENTS", 0)
+    r = cli("goodput-report", path, state=False)
+    assert r.code == 2
+    assert f"{path}:4322: field step: must be a whole number from 0 to" in r.err
+    ok = cli("goodput-report", path, "--skip-bad", "-o", "json", state=False)
+    assert ok.code == 0 and ok.json["input"]["skipped"] == 1
