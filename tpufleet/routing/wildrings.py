@@ -5,11 +5,12 @@ In the first round a broken pair may only step to a neighbour whose own route is
 valid is fixed before the first batch (later batches only make more pairs wild, and those are never candidates)
 and every candidate's route is a plain dimension-order one: at most one run per dimension. So everything about a
 candidate but the loads is worked out once, a chunk of batches at a time: the cells of the window maxima its
-runs read (`RingPaths.refresh`'s layout, two a run) and its first hop's own cell, whether a dead link lies on
+runs read (two a run, as in `RingPaths.route_max`) and its first hop's own cell, whether a dead link lies on
 its route (the same cells of a table of dead links), its hop count, and where its runs start in per-ring
-difference arrays. The loads are kept in ring-travel order, so a batch only rebuilds the window maxima, reads
-seven cells a candidate, picks, and adds the picked routes as one difference array. The choices, tables and
-loads are exactly those of the walk.
+difference arrays. The loads are kept in ring-travel order and the window maxima level by level over every
+ring at once, so a batch rebuilds them in a few flat operations, reads seven cells a candidate, picks each
+pair's cheapest port by a running minimum over the six ports (the port rides in the cost's low bits), and adds
+the picked routes as one difference array. The choices, tables and loads are exactly those of the walk.
 """
 
 from __future__ import annotations
@@ -68,10 +69,11 @@ class _Candidates:
     """Valid (pair, first hop) candidates of a chunk, by pair then port."""
 
     row: I64  # the pair's index in `todo`
+    slot: I64  # row * 6 + port
     port: I64
     link: I64  # the first hop's link (chip * 6 + port)
     hops: I64  # of the neighbour's route
-    static: I64  # the cost without the load: hops * 8 + jitter
+    static: I64  # the cost without the load, and the port: (hops * 8 + jitter) * 8 + port
     cells: I64  # [7, k] window cells: two per run, then the first hop's own
     keys: I64  # [3, k] each run's key (see `_RingLoads.__init__`)
 
@@ -92,22 +94,30 @@ class _RingLoads:
         self.alive = alive
         chips = len(alive)
         self.perm = np.concatenate([paths.links[d][side].ravel() for d in range(3) for side in (0, 1)])
-        self.first_cell = np.empty(chips * 6, dtype=np.int64)  # link -> its cell of the level-0 windows
-        self.first_start = np.empty(chips * 6, dtype=np.int64)  # link -> its difference-array index
-        self.blocks: list[tuple[int, int, int, int, int, int]] = []  # (n, rings, levels, load, window, diff) offsets
-        t_off = w_off = d_off = 0
+        size = len(self.perm)
+        self.levels = max(paths._levels(d) for d in range(3))
+        self.first_cell = np.empty(size, dtype=np.int64)  # link -> its place in ring-travel order (level 0)
+        self.first_cell[self.perm] = np.arange(size)
+        self.first_start = np.empty(size, dtype=np.int64)  # link -> its difference-array index
+        # per level k >= 1: for every place, the place 2^(k-1) further round the same ring
+        self.ahead: list[I64] = [np.empty(size, dtype=np.int64) for _ in range(self.levels)]
+        self.blocks: list[tuple[int, int, int, int]] = []  # (n, rings, load offset, difference-array offset)
+        t_off = d_off = 0
         for d in range(3):
-            n, rings, levels = paths.dims[d], len(paths.links[d][0]), paths._levels(d)
-            self.blocks.append((n, rings, levels, t_off, w_off, d_off))
-            at = np.arange(rings * n, dtype=np.int64).reshape(rings, n)
+            n, rings = paths.dims[d], len(paths.links[d][0])
+            self.blocks.append((n, rings, t_off, d_off))
+            at = np.arange(2 * rings * n, dtype=np.int64).reshape(2 * rings, n)  # [side, ring] rows
             for side in (0, 1):
-                self.first_cell[paths.links[d][side]] = w_off + side * levels * rings * n + at
-                self.first_start[paths.links[d][side]] = d_off + side * rings * 2 * n + at + (at // n) * n
+                rows = at[side * rings : (side + 1) * rings]
+                self.first_start[paths.links[d][side]] = d_off + rows + (rows // n) * n
+            for k in range(1, self.levels):
+                i = at % n
+                self.ahead[k][t_off : t_off + 2 * rings * n] = (at - i + (i + (1 << (k - 1))) % n).ravel() + t_off
             t_off += 2 * rings * n
-            w_off += (2 * levels + 1) * rings * n  # then a block of zeros, where an empty run looks
             d_off += 2 * rings * 2 * n
         self.diff_size = d_off
-        self.windows = np.zeros(w_off, dtype=np.int64)
+        # [level, place] window maxima, then a block of zeros (one ring's worth per chip) where an empty run looks
+        self.windows = np.zeros(self.levels * size + chips, dtype=np.int64)
         self.refresh((alive.ravel() < 0)[self.perm].astype(np.int64))
         self.runs = [self._run_tables(i) for i in range(3)]
 
@@ -116,40 +126,40 @@ class _RingLoads:
         when its dimension has no dead link); `self.windows` holds the dead links' window maxima."""
         import numpy as np
 
+        from tpufleet.routing.rings import _floor_log2
+
         d = self.paths.order[i]
-        n, rings, _levels, _t, w_off, d_off = self.blocks[d]
+        n, rings, t_off, d_off = self.blocks[d]
         o0, o1 = [k for k in range(3) if k != d]
         pos, dims, before = self.paths.pos, self.paths.dims, self.paths.order[:i]
         from_w = pos[d] * n * rings
         from_t = pos[d] * rings
-        for k, scale in ((o0, dims[o1]), (o1, 1)):
-            if k in before:
-                from_t = from_t + pos[k] * scale
+        for other, scale in ((o0, dims[o1]), (o1, 1)):
+            if other in before:
+                from_t = from_t + pos[other] * scale
             else:
-                from_w = from_w + pos[k] * scale
-        first, last, lo, length = (a.astype(np.int64) for a in self.paths.offsets[d])
-        code = np.repeat(np.arange(n * n), rings)
+                from_w = from_w + pos[other] * scale
+        side, start, length = (a[np.repeat(np.arange(n * n), rings)] for a in self.paths.move[d])
         ring = np.tile(np.arange(rings, dtype=np.int64), n * n) * n
-        cell0 = first[code] + ring + w_off
-        cell1 = last[code] + ring + w_off
+        level = _floor_log2(n)[length]
+        base = level * len(self.perm) + t_off + side * rings * n + ring
+        empty = self.levels * len(self.perm) + ring
+        cell0 = np.where(length > 0, base + start, empty)
+        cell1 = np.where(length > 0, base + (start + length - np.left_shift(1, level)) % n, empty)
         dead = (self.windows[cell0] > 0) | (self.windows[cell1] > 0)
-        start = lo[code] + 2 * ring + d_off
-        return from_w, from_t, cell0, cell1, start, length[code], (dead if dead.any() else None)
+        begin = d_off + side * rings * 2 * n + 2 * ring + start
+        return from_w, from_t, cell0, cell1, begin, length, (dead if dead.any() else None)
 
     def refresh(self, load: I64) -> None:
-        """Window maxima of `load` (ring-travel order) per dimension [side, level, ring, i]: the most loaded of
-        the 2^level links from travel index i on (`RingPaths.refresh`)."""
+        """Window maxima of `load` (ring-travel order) per level k and place: the most loaded of the 2^k links
+        from that place on round its ring (`RingPaths.refresh`, for every dimension at once)."""
         import numpy as np
 
-        for n, rings, levels, t_off, w_off, _ in self.blocks:
-            table = self.windows[w_off : w_off + 2 * levels * rings * n].reshape(2, levels, rings, n)
-            table[:, 0] = load[t_off : t_off + 2 * rings * n].reshape(2, rings, n)
-            span = 1
-            for k in range(1, levels):
-                prev, cur = table[:, k - 1], table[:, k]
-                np.maximum(prev[..., : n - span], prev[..., span:], out=cur[..., : n - span])
-                np.maximum(prev[..., n - span :], prev[..., :span], out=cur[..., n - span :])
-                span *= 2
+        size = len(self.perm)
+        self.windows[:size] = load
+        for k in range(1, self.levels):
+            prev = self.windows[(k - 1) * size : k * size]
+            np.maximum(prev, prev[self.ahead[k]], out=self.windows[k * size : (k + 1) * size])
 
     def candidates(self, chunk: I64, chips: int, row0: int) -> _Candidates:
         """Every valid candidate of the pairs `chunk` (flat t * N + s; the first is `todo[row0]`): a live first
@@ -182,8 +192,9 @@ class _RingLoads:
             hops += length[key]
         link = s[rows] * 6 + ports
         np.take(self.first_cell, link, out=cells[6])
-        static = hops * 8 + (link + link // 6 + tt * 13 + ports * 4) % 6  # jitter: (s * 7 + t * 13 + port * 5) % 6
-        return _Candidates(rows + row0, ports, link, hops, static, cells, keys)
+        jitter = (link + link // 6 + tt * 13 + ports * 4) % 6  # (s * 7 + t * 13 + port * 5) % 6
+        static = (hops * 8 + jitter) * 8 + ports  # the cost is (worst * 64 + hops) * 8 + jitter, then the port
+        return _Candidates(rows + row0, (rows + row0) * 6 + ports, ports, link, hops, static, cells, keys)
 
     def pick(self, load: I64, cand: _Candidates, e0: int, e1: int, r0: int, r1: int) -> I64:
         """One batch (pairs r0..r1, candidates e0..e1): each pair's cheapest candidate on the current load, whose
@@ -193,19 +204,23 @@ class _RingLoads:
         self.refresh(load)
         worst = self.windows[cand.cells[:, e0:e1]].max(axis=0)
         k = r1 - r0
-        slot = (cand.row[e0:e1] - r0) * 6 + cand.port[e0:e1]
-        cost = np.full(k * 6, NO_CANDIDATE, dtype=np.int64)
-        cost[slot] = worst * 512 + cand.static[e0:e1]  # (worst * 64 + hops) * 8 + jitter
+        slot = cand.slot[e0:e1] - r0 * 6
+        cost = np.full((k, 6), NO_CANDIDATE, dtype=np.int64)
+        cost.ravel()[slot] = worst * 4096 + cand.static[e0:e1]
+        # the cheapest port of each pair, the lowest on a tie (as argmin): the port is the cost's last three bits
+        least = cost[:, 0].copy()
+        for port in range(1, 6):
+            np.minimum(least, cost[:, port], out=least)
         index = np.full(k * 6, -1, dtype=np.int64)
         index[slot] = np.arange(e0, e1)
-        best = index[np.arange(k) * 6 + np.argmin(cost.reshape(k, 6), axis=1)]
+        best = index[np.arange(k) * 6 + (least & 7)]
         chosen: I64 = best[best >= 0]
-        keys = cand.keys[:, chosen]
+        keys = [cand.keys[i][chosen] for i in range(3)]
         starts = [run[4][keys[i]] for i, run in enumerate(self.runs)] + [self.first_start[cand.link[chosen]]]
         ends = [run[5][keys[i]] + starts[i] for i, run in enumerate(self.runs)] + [starts[3] + 1]
         diff = np.bincount(np.concatenate(starts), minlength=self.diff_size)
         diff -= np.bincount(np.concatenate(ends), minlength=self.diff_size)
-        for n, rings, _levels, t_off, _w_off, d_off in self.blocks:
+        for n, rings, t_off, d_off in self.blocks:
             laps = np.cumsum(diff[d_off : d_off + 4 * rings * n].reshape(2 * rings, 2 * n), axis=1)
             load[t_off : t_off + 2 * rings * n] += (laps[:, :n] + laps[:, n:]).ravel()
         return chosen
