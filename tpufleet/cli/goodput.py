@@ -85,9 +85,9 @@ def goodput_cmd(
     from tpufleet.cli.render import to_json
     from tpufleet.errors import BadInput, shown
     from tpufleet.goodput import render
-    from tpufleet.goodput.events import option_time
     from tpufleet.goodput.metrics import DIMENSIONS
     from tpufleet.goodput.pipeline import build, parse_capacity
+    from tpufleet.goodput.times import option_time
     from tpufleet.goodput.windows import parse_windows
     from tpufleet.state.files import check_output_path, write_output
 

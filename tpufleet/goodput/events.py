@@ -24,7 +24,6 @@ each, UTF-8, JSON lines nested at most 64 deep, no NaN or Infinity).
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import math
 from array import array
@@ -32,12 +31,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpufleet.errors import BadInput, shown
+from tpufleet.goodput.times import MAX_TIME, MIN_TIME, BadRecord, parse_time
 from tpufleet.state.inputfiles import parse_json_line
 
 SCHEMA_VERSION = 1
-MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
-MAX_TIME = 7258118400.0  # 2200-01-01T00:00:00Z
 MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
 MAX_STEP = 10**15  # step numbers (exact in the float64 arrays the accounting uses)
 MAX_TEXT = 4096  # characters of a string field (job ids, names, labels)
@@ -80,12 +77,6 @@ EventRecord = tuple[float, int, int, int, str]
 SliceCounts = tuple[
     float, int, int, int
 ]  # (time, active = stepping slices, available slices, total slices)  # (time, event code, step, chips, label); -1 / "" where absent
-
-
-class BadRecord(BadInput):
-    def __init__(self, file: str, line: int, field_name: str, value: object, problem: str) -> None:
-        self.problem, self.value = problem, value
-        super().__init__(f"{file}:{line}: field {field_name}: {problem} (value {shown(value)})")
 
 
 @dataclass
@@ -145,74 +136,6 @@ class Log:
         if columns is None:
             columns = self.events[job] = EventColumns()
         columns.append(t, code, step, chips, label)
-
-
-_TIME_RANGE = "outside 1970-01-01 .. 2200-01-01 (POSIX seconds 0 .. 7258118400)"
-
-
-def in_range(seconds: float | int, value: object, file: str, line: int, name: str) -> float:
-    """POSIX seconds inside MIN_TIME..MAX_TIME (NaN and infinities are outside), as a float."""
-    if not MIN_TIME <= seconds <= MAX_TIME:  # an int is compared before float() could overflow on it
-        raise BadRecord(file, line, name, value, _TIME_RANGE)
-    return float(seconds)
-
-
-def parse_time(value: object, file: str, line: int, name: str = "time") -> float:
-    if type(value) is float and MIN_TIME <= value <= MAX_TIME:  # the common case first
-        return value
-    if isinstance(value, bool):
-        raise BadRecord(file, line, name, value, "not a time")
-    if isinstance(value, (int, float)):
-        return in_range(value, value, file, line, name)
-    if isinstance(value, str):
-        text = value.strip()
-        if len(text) > 64:
-            raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds")
-        try:
-            seconds = float(text)
-        except ValueError:
-            pass
-        else:
-            return in_range(seconds, value, file, line, name)
-        try:
-            stamp = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds") from None
-        if stamp.tzinfo is None:
-            raise BadRecord(file, line, name, value, "time has no zone; use UTC (…Z)")
-        try:
-            seconds = stamp.timestamp()
-        except (OverflowError, ValueError):  # a zone offset taking year 1 or 9999 out of datetime's range
-            raise BadRecord(file, line, name, value, _TIME_RANGE) from None
-        return in_range(seconds, value, file, line, name)
-    raise BadRecord(file, line, name, value, "not a time")
-
-
-def option_time(value: str, option: str) -> float:
-    """A time given as a command-line option, as POSIX seconds: POSIX seconds or an ISO time with its zone (as in
-    the logs), or what operators type elsewhere (a date, an ISO time in UTC, an age such as 7d;
-    tpufleet.timeparse). The logs' bounds apply to every form. BadInput naming the option."""
-    try:
-        return parse_time(value, option, 0, "value")
-    except BadRecord as exc:
-        first = exc
-    from tpufleet.timeparse import parse_time as operator_time
-
-    if first.problem.startswith("outside") or _looks_numeric(value):  # the form was right, the value is not
-        raise BadInput(f"bad option {option} {shown(value)}: {first.problem}") from None
-    moment = operator_time(value, option).timestamp()
-    try:
-        return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
-    except BadRecord as exc:
-        raise BadInput(f"bad option {option} {shown(value)}: {exc.problem}") from None
-
-
-def _looks_numeric(value: str) -> bool:
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _int(
@@ -281,58 +204,19 @@ def _str(rec: Mapping[str, Any], key: str, file: str, line: int, default: str = 
 
 
 def add_record(log: Log, rec: object, file: str, line: int) -> None:
+    """Check one record and add it; BadRecord (naming file, line, field and value) if it is bad."""
     if not isinstance(rec, dict):
         raise BadRecord(file, line, "<record>", rec, "must be an object")
     kind = rec.get("type")
     if kind == "event":
-        job = _str(rec, "job", file, line)
-        if not job:
-            raise BadRecord(file, line, "job", rec.get("job"), "is required")
-        name = rec.get("event")
-        if not isinstance(name, str) or name not in CODE:
-            raise BadRecord(file, line, "event", name, "unknown event name")
-        t = parse_time(rec.get("time"), file, line)
-        if name == "slice_counts":
-            add_slice_counts(log, job, t, rec, file, line)
-            log.records += 1
-            return
-        step = _int(rec, "step", file, line, required=name in ("step_start",))
-        chips = _int(rec, "chips", file, line, required=name == "allocation")
-        log.add_event(job, t, CODE[name], step, chips, _str(rec, "label", file, line))
+        _add_event(log, rec, file, line)
     elif kind == "job":
-        job = _str(rec, "job", file, line)
-        if not job:
-            raise BadRecord(file, line, "job", rec.get("job"), "is required")
-        phase = _str(rec, "phase", file, line, "training")
-        if phase not in PHASES:
-            raise BadRecord(file, line, "phase", phase, f"must be one of {', '.join(PHASES)}")
-        chips = _int(rec, "chips", file, line, required=True, minimum=1)
-        ideal = _float(rec, "ideal_step_s", file, line)
-        flops, peak = _float(rec, "flops_per_step", file, line), _float(rec, "peak_flops_per_chip", file, line)
-        if ideal is None and flops is not None and peak is not None:
-            ideal = flops / (peak * chips)
-            if not 0 < ideal < math.inf:
-                raise BadRecord(file, line, "flops_per_step", flops, "gives no finite ideal step time")
-        if ideal is None and rec.get("model_flops_per_step") not in (None, ""):
-            ideal = _modelled_step(rec, chips, file, line)
-        log.jobs[job] = Job(
-            job,
-            _str(rec, "accelerator", file, line, "unknown"),
-            chips,
-            _str(rec, "topology", file, line),
-            phase,
-            _str(rec, "framework", file, line, "unknown"),
-            _str(rec, "priority", file, line),
-            ideal,
-        )
+        job = _job(rec, file, line)
+        log.jobs[job.id] = job
     elif kind == "capacity":
-        log.capacity.append(
-            (
-                parse_time(rec.get("time"), file, line),
-                _str(rec, "accelerator", file, line, "unknown"),
-                _int(rec, "chips", file, line, required=True),
-            )
-        )
+        when = parse_time(rec.get("time"), file, line)
+        accelerator = _str(rec, "accelerator", file, line, "unknown")
+        log.capacity.append((when, accelerator, _int(rec, "chips", file, line, required=True)))
     elif kind == "schema":
         if rec.get("version") != SCHEMA_VERSION:
             raise BadRecord(
@@ -341,6 +225,56 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
     else:
         raise BadRecord(file, line, "type", kind, "must be job, event, capacity or schema")
     log.records += 1
+
+
+def _add_event(log: Log, rec: Mapping[str, Any], file: str, line: int) -> None:
+    job = _str(rec, "job", file, line)
+    if not job:
+        raise BadRecord(file, line, "job", rec.get("job"), "is required")
+    name = rec.get("event")
+    if not isinstance(name, str) or name not in CODE:
+        raise BadRecord(file, line, "event", name, "unknown event name")
+    t = parse_time(rec.get("time"), file, line)
+    if name == "slice_counts":
+        add_slice_counts(log, job, t, rec, file, line)
+        return
+    step = _int(rec, "step", file, line, required=name in ("step_start",))
+    chips = _int(rec, "chips", file, line, required=name == "allocation")
+    log.add_event(job, t, CODE[name], step, chips, _str(rec, "label", file, line))
+
+
+def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
+    job = _str(rec, "job", file, line)
+    if not job:
+        raise BadRecord(file, line, "job", rec.get("job"), "is required")
+    phase = _str(rec, "phase", file, line, "training")
+    if phase not in PHASES:
+        raise BadRecord(file, line, "phase", phase, f"must be one of {', '.join(PHASES)}")
+    chips = _int(rec, "chips", file, line, required=True, minimum=1)
+    ideal = _ideal_step(rec, chips, file, line)  # judged before the other fields, as always (which error wins)
+    return Job(
+        job,
+        _str(rec, "accelerator", file, line, "unknown"),
+        chips,
+        _str(rec, "topology", file, line),
+        phase,
+        _str(rec, "framework", file, line, "unknown"),
+        _str(rec, "priority", file, line),
+        ideal,
+    )
+
+
+def _ideal_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> float | None:
+    """Declared (ideal_step_s), from FLOPs at the chips' peak, or modelled from the model and slice shape."""
+    ideal = _float(rec, "ideal_step_s", file, line)
+    flops, peak = _float(rec, "flops_per_step", file, line), _float(rec, "peak_flops_per_chip", file, line)
+    if ideal is None and flops is not None and peak is not None:
+        ideal = flops / (peak * chips)
+        if not 0 < ideal < math.inf:
+            raise BadRecord(file, line, "flops_per_step", flops, "gives no finite ideal step time")
+    if ideal is None and rec.get("model_flops_per_step") not in (None, ""):
+        ideal = _modelled_step(rec, chips, file, line)
+    return ideal
 
 
 def add_slice_counts(log: Log, job: str, t: float, rec: Mapping[str, Any], file: str, line: int) -> None:

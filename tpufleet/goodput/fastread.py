@@ -18,12 +18,11 @@ from tpufleet.goodput.events import (
     MAX_CHIPS,
     MAX_STEP,
     MAX_TEXT,
-    MAX_TIME,
-    MIN_TIME,
     EventColumns,
     Log,
     add_record,
 )
+from tpufleet.goodput.times import MAX_TIME, MIN_TIME
 
 try:
     import msgspec  # type: ignore[import-not-found, unused-ignore]

@@ -29,13 +29,12 @@ from tpufleet.goodput.events import (
     CODE,
     MAX_STEP,
     MAX_TEXT,
-    BadRecord,
     Job,
     Log,
     add_record,
     add_slice_counts,
-    in_range,
 )
+from tpufleet.goodput.times import BadRecord, in_range
 from tpufleet.state.inputfiles import parse_json_line
 
 _PAIRS = (

@@ -128,8 +128,34 @@ def to_markdown(report: Report) -> str:
 
 
 def to_table(report: Report, top: int = 15) -> str:
-    from tabulate import tabulate
+    """The terminal report: headline, badput, segments, periods, windows, the worst jobs, slow periods, the
+    checkpoint advice."""
+    lines = _headline(report)
+    if report["segments"]:
+        rows = [
+            [s["dimension"], s["value"], s["jobs"], *[_f(s[c]) for c in COLUMNS], s["sg_basis"]]
+            for s in report["segments"]
+        ]
+        lines += ["", tabulate_rows(rows, ["by", "segment", "jobs", "SG", "RG", "PG", "MPG", "SG basis"])]
+    if report["periods"]:
+        rows = [[p["period"], *[_f(p[c]) for c in COLUMNS]] for p in report["periods"]]
+        lines += ["", tabulate_rows(rows, ["period", "SG", "RG", "PG", "MPG"])]
+    if report.get("windows"):
+        rows = [[f"last {w['window']}", *[_f(w[c]) for c in COLUMNS]] for w in report["windows"]]
+        lines += ["", tabulate_rows(rows, ["window", "SG", "RG", "PG", "MPG"])]
+    if report.get("exclusions"):
+        lines.append(
+            f"\nnot charged: {len(report['exclusions'])} excluded span(s), {report['fleet']['excluded_chip_s']:,.0f} chip-s"
+        )
+    lines += _job_lines(report, top)
+    lines += _slow_lines(report, top)
+    lines += _advice_lines(report["fleet"].get("checkpoint_advice"))
+    if report["input"]["skipped"]:
+        lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
+    return "\n".join(lines)
 
+
+def _headline(report: Report) -> list[str]:
     f = report["fleet"]
     lines = [
         f"ML Productivity Goodput  {_when(f['window']['start'])} .. {_when(f['window']['end'])}  ({f['jobs']} jobs)",
@@ -139,74 +165,35 @@ def to_table(report: Report, top: int = 15) -> str:
         "",
         "badput (share of all-allocated chip-time):",
     ]
-    lines += [f"  {b:<42} {f['badput_pct'][b]:7.2f}%" for b in BUCKETS if f["badput_chip_s"][b]]
-    if report["segments"]:
-        lines += [
-            "",
-            tabulate(
-                [
-                    [s["dimension"], s["value"], s["jobs"], *[_f(s[c]) for c in COLUMNS], s["sg_basis"]]
-                    for s in report["segments"]
-                ],
-                headers=["by", "segment", "jobs", "SG", "RG", "PG", "MPG", "SG basis"],
-                tablefmt="simple",
-                disable_numparse=True,
-            ),
-        ]
-    if report["periods"]:
-        lines += [
-            "",
-            tabulate(
-                [[p["period"], *[_f(p[c]) for c in COLUMNS]] for p in report["periods"]],
-                headers=["period", "SG", "RG", "PG", "MPG"],
-                tablefmt="simple",
-                disable_numparse=True,
-            ),
-        ]
-    if report.get("windows"):
-        lines += [
-            "",
-            tabulate(
-                [[f"last {w['window']}", *[_f(w[c]) for c in COLUMNS]] for w in report["windows"]],
-                headers=["window", "SG", "RG", "PG", "MPG"],
-                tablefmt="simple",
-                disable_numparse=True,
-            ),
-        ]
-    if report.get("exclusions"):
-        lines.append(
-            f"\nnot charged: {len(report['exclusions'])} excluded span(s), {report['fleet']['excluded_chip_s']:,.0f} chip-s"
-        )
+    return lines + [f"  {b:<42} {f['badput_pct'][b]:7.2f}%" for b in BUCKETS if f["badput_chip_s"][b]]
+
+
+def _job_lines(report: Report, top: int) -> list[str]:
     jobs = sorted(report["jobs"], key=lambda j: (j["mpg"] is None, j["mpg"] or 0))[:top]
-    lines += [
+    rows = [
+        [j["job"], j["accelerator"], j["chips"], j["phase"], *[_f(j[c]) for c in COLUMNS], j["disruptions"]]
+        for j in jobs
+    ]
+    return [
         "",
         f"jobs (lowest MPG first, {len(jobs)} of {len(report['jobs'])}):",
-        tabulate(
-            [
-                [j["job"], j["accelerator"], j["chips"], j["phase"], *[_f(j[c]) for c in COLUMNS], j["disruptions"]]
-                for j in jobs
-            ],
-            headers=["job", "accelerator", "chips", "phase", "SG", "RG", "PG", "MPG", "disr."],
-            tablefmt="simple",
-            disable_numparse=True,
+        tabulate_rows(rows, ["job", "accelerator", "chips", "phase", "SG", "RG", "PG", "MPG", "disr."]),
+    ]
+
+
+def _advice_lines(advice: dict[str, Any] | None) -> list[str]:
+    if not advice:
+        return []
+    return [
+        "",
+        f"checkpoint interval advice: Young {advice['young_interval_s']:.0f} s, Daly {advice['daly_interval_s']:.0f} s"
+        + (f" (now {advice['current_interval_s']:.0f} s)" if advice.get("current_interval_s") else "")
+        + (
+            f"; predicted RG {advice.get('rg_at_current', float('nan')):.3f} now -> {advice['rg_at_daly']:.3f} at Daly"
+            if "rg_at_daly" in advice and "rg_at_current" in advice
+            else ""
         ),
     ]
-    lines += _slow_lines(report, top)
-    advice = f.get("checkpoint_advice")
-    if advice:
-        lines += [
-            "",
-            f"checkpoint interval advice: Young {advice['young_interval_s']:.0f} s, Daly {advice['daly_interval_s']:.0f} s"
-            + (f" (now {advice['current_interval_s']:.0f} s)" if advice.get("current_interval_s") else "")
-            + (
-                f"; predicted RG {advice.get('rg_at_current', float('nan')):.3f} now -> {advice['rg_at_daly']:.3f} at Daly"
-                if "rg_at_daly" in advice and "rg_at_current" in advice
-                else ""
-            ),
-        ]
-    if report["input"]["skipped"]:
-        lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
-    return "\n".join(lines)
 
 
 def slow_rows(report: Report) -> list[dict[str, Any]]:

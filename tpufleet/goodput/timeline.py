@@ -306,23 +306,12 @@ def _finish(
     import numpy as np
 
     start, end, submit_t, begin_all = times  # the part's start and end, submission, the job's first start
-    full = _allocated(job, ev, bounds, begin_all)
-    excluded_s = 0.0
-    if spans:  # excluded instants count nowhere (their boundaries are among the bounds)
-        lo, hi = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
-        k = np.searchsorted(lo, bounds[:-1], side="right") - 1
-        inside = (k >= 0) & (bounds[:-1] < hi[np.maximum(k, 0)])
-        excluded_s = float(np.diff(bounds)[full & inside].sum())
-        full &= ~inside
+    full, excluded_s = _not_excluded(_allocated(job, ev, bounds, begin_all), bounds, spans)
     if since is not None:
         full &= bounds[:-1] >= since
     dur = np.diff(bounds)
     use = full & (dur > 0)
     sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
-    productive_steps, m = 0, len(bounds) - 1
-    if len(steps.st) and m:
-        pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
-        productive_steps = int(np.count_nonzero(steps.productive & use[pos] & (steps.st < end)))
     ck_starts = ev.at("checkpoint_start")
     begin = submit_t if since is None else max(submit_t, since)
     restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
@@ -334,7 +323,7 @@ def _finish(
         all_allocated_s=float(dur[use].sum()),
         productive_s=float(sums[PRODUCTIVE]),
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
-        productive_steps=productive_steps,
+        productive_steps=_productive_steps(steps, bounds, use, end),
         disruptions=len(disrupt),
         checkpoint_saves=int(np.count_nonzero(ev.code == CODE["checkpoint_end"])),
         checkpoint_save_s=sum(float((e - s).sum()) for s, e in intervals["checkpoint_save"]),
@@ -353,3 +342,29 @@ def _finish(
         excluded_s=excluded_s,
         checkpoint_starts=ck_starts,
     )
+
+
+def _not_excluded(
+    full: npt.NDArray[np.bool_], bounds: Times, spans: list[tuple[float, float]]
+) -> tuple[npt.NDArray[np.bool_], float]:
+    """`full` without the intervals inside exclusions (their instants count nowhere; their boundaries are among
+    the bounds), and the all-allocated seconds so left out."""
+    import numpy as np
+
+    if not spans:
+        return full, 0.0
+    lo, hi = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
+    k = np.searchsorted(lo, bounds[:-1], side="right") - 1
+    inside = (k >= 0) & (bounds[:-1] < hi[np.maximum(k, 0)])
+    return full & ~inside, float(np.diff(bounds)[full & inside].sum())
+
+
+def _productive_steps(steps: Steps, bounds: Times, use: npt.NDArray[np.bool_], end: float) -> int:
+    """Productive steps starting in a counted interval before the end."""
+    import numpy as np
+
+    m = len(bounds) - 1
+    if not len(steps.st) or not m:
+        return 0
+    pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
+    return int(np.count_nonzero(steps.productive & use[pos] & (steps.st < end)))

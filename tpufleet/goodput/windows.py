@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet.errors import BadInput, shown
-from tpufleet.goodput.events import MAX_TEXT, MAX_TIME, BadRecord, parse_time
+from tpufleet.goodput.events import MAX_TEXT
+from tpufleet.goodput.times import MAX_TIME, BadRecord, parse_time
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WINDOW = re.compile(r"\s*([0-9]{1,6})([smhdw])\s*")

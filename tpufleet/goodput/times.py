@@ -1,0 +1,85 @@
+"""Times in goodput logs and options (pure): POSIX seconds or ISO 8601 with a zone, from 1970 to 2200, and the
+one-line error naming file, line, field and value that every bad record raises."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tpufleet.errors import BadInput, shown
+
+MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
+MAX_TIME = 7258118400.0  # 2200-01-01T00:00:00Z
+
+
+class BadRecord(BadInput):
+    def __init__(self, file: str, line: int, field_name: str, value: object, problem: str) -> None:
+        self.problem, self.value = problem, value
+        super().__init__(f"{file}:{line}: field {field_name}: {problem} (value {shown(value)})")
+
+
+_TIME_RANGE = "outside 1970-01-01 .. 2200-01-01 (POSIX seconds 0 .. 7258118400)"
+
+
+def in_range(seconds: float | int, value: object, file: str, line: int, name: str) -> float:
+    """POSIX seconds inside MIN_TIME..MAX_TIME (NaN and infinities are outside), as a float."""
+    if not MIN_TIME <= seconds <= MAX_TIME:  # an int is compared before float() could overflow on it
+        raise BadRecord(file, line, name, value, _TIME_RANGE)
+    return float(seconds)
+
+
+def parse_time(value: object, file: str, line: int, name: str = "time") -> float:
+    if type(value) is float and MIN_TIME <= value <= MAX_TIME:  # the common case first
+        return value
+    if isinstance(value, bool):
+        raise BadRecord(file, line, name, value, "not a time")
+    if isinstance(value, (int, float)):
+        return in_range(value, value, file, line, name)
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > 64:
+            raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds")
+        try:
+            seconds = float(text)
+        except ValueError:
+            pass
+        else:
+            return in_range(seconds, value, file, line, name)
+        try:
+            stamp = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds") from None
+        if stamp.tzinfo is None:
+            raise BadRecord(file, line, name, value, "time has no zone; use UTC (…Z)")
+        try:
+            seconds = stamp.timestamp()
+        except (OverflowError, ValueError):  # a zone offset taking year 1 or 9999 out of datetime's range
+            raise BadRecord(file, line, name, value, _TIME_RANGE) from None
+        return in_range(seconds, value, file, line, name)
+    raise BadRecord(file, line, name, value, "not a time")
+
+
+def option_time(value: str, option: str) -> float:
+    """A time given as a command-line option, as POSIX seconds: POSIX seconds or an ISO time with its zone (as in
+    the logs), or what operators type elsewhere (a date, an ISO time in UTC, an age such as 7d;
+    tpufleet.timeparse). The logs' bounds apply to every form. BadInput naming the option."""
+    try:
+        return parse_time(value, option, 0, "value")
+    except BadRecord as exc:
+        first = exc
+    from tpufleet.timeparse import parse_time as operator_time
+
+    if first.problem.startswith("outside") or _looks_numeric(value):  # the form was right, the value is not
+        raise BadInput(f"bad option {option} {shown(value)}: {first.problem}") from None
+    moment = operator_time(value, option).timestamp()
+    try:
+        return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
+    except BadRecord as exc:
+        raise BadInput(f"bad option {option} {shown(value)}: {exc.problem}") from None
+
+
+def _looks_numeric(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
