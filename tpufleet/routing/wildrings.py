@@ -190,11 +190,12 @@ class _RingLoads:
             np.take(cell0, key, out=cells[2 * i])
             np.take(cell1, key, out=cells[2 * i + 1])
             hops += length[key]
-        link = s[rows] * 6 + ports
+        link = (s * 6)[rows] + ports
         np.take(self.first_cell, link, out=cells[6])
-        jitter = (link + link // 6 + tt * 13 + ports * 4) % 6  # (s * 7 + t * 13 + port * 5) % 6
+        jitter = ((s * 7 + t * 13) % 6)[rows] + ports * 5  # (s * 7 + t * 13 + port * 5) % 6, below
+        jitter %= 6
         static = (hops * 8 + jitter) * 8 + ports  # the cost is (worst * 64 + hops) * 8 + jitter, then the port
-        return _Candidates(rows + row0, (rows + row0) * 6 + ports, ports, link, hops, static, cells, keys)
+        return _Candidates(rows + row0, slot + row0 * 6, ports, link, hops, static, cells, keys)
 
     def pick(self, load: I64, cand: _Candidates, e0: int, e1: int, r0: int, r1: int) -> I64:
         """One batch (pairs r0..r1, candidates e0..e1): each pair's cheapest candidate on the current load, whose
@@ -202,7 +203,7 @@ class _RingLoads:
         import numpy as np
 
         self.refresh(load)
-        worst = self.windows[cand.cells[:, e0:e1]].max(axis=0)
+        worst = np.take(self.windows, cand.cells[:, e0:e1]).max(axis=0)
         k = r1 - r0
         slot = cand.slot[e0:e1] - r0 * 6
         cost = np.full((k, 6), NO_CANDIDATE, dtype=np.int64)
