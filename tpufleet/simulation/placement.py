@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
-from collections.abc import Collection, Mapping
+from collections import ChainMap, Counter
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from tpufleet import allocation, xconnect
 from tpufleet.allocation import Allocation
-from tpufleet.constants import STATIC_CUBE_GRID
+from tpufleet.constants import DIMS, FACE_LINKS, STATIC_CUBE_GRID
 from tpufleet.errors import Refused
 from tpufleet.health import Health
 from tpufleet.ids import OcsId
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 FAULT_ID = "sim"  # what the health view names as the fault holding a component out
+_NONE: frozenset[xconnect.Pair] = frozenset()
 SLICE_SEP = "\x1f"  # joins a multislice job's id and a slice number into a key (no job id holds it)
 
 
@@ -57,6 +58,8 @@ class Placement:
         self.ocs_faults: Counter[OcsId] = Counter()  # open faults of each OCS
         self.ocs_by_pod: dict[str, dict[OcsId, frozenset[xconnect.Pair]]] = {p.name: {} for p in fleet.pods}
         self._box_cache: dict[Vec, npt.NDArray[np.int64]] = {}
+        self._health: Health | None = None  # the health view, made again only after a fault or repair
+        self._ocs_of_pod: dict[str, list[tuple[OcsId, int]]] = {}  # pod -> its OCS in `ocs_order`, with dimension
 
     @property
     def ocs_state(self) -> dict[OcsId, frozenset[xconnect.Pair]]:
@@ -66,21 +69,28 @@ class Placement:
     # ---- health ---------------------------------------------------------------------------------------------
     def take_out(self, cube: str) -> None:
         self.cube_faults[cube] += 1
+        self._health = None
 
     def bring_back(self, cube: str) -> None:
         self.cube_faults[cube] -= 1
+        self._health = None
 
     def fail_ocs(self, ocs: OcsId) -> None:
         self.ocs_faults[ocs] += 1
+        self._health = None
 
     def repair_ocs(self, ocs: OcsId) -> None:
         self.ocs_faults[ocs] -= 1
+        self._health = None
 
     def health(self) -> Health:
-        return Health(
-            cubes_out={c: [FAULT_ID] for c, n in self.cube_faults.items() if n > 0},
-            ocs_down={k: [FAULT_ID] for k, n in self.ocs_faults.items() if n > 0},
-        )
+        """What is out now (shared between calls until the next fault or repair: do not change it)."""
+        if self._health is None:
+            self._health = Health(
+                cubes_out={c: [FAULT_ID] for c, n in self.cube_faults.items() if n > 0},
+                ocs_down={k: [FAULT_ID] for k, n in self.ocs_faults.items() if n > 0},
+            )
+        return self._health
 
     # ---- occupancy ------------------------------------------------------------------------------------------
     def hold(self, job_id: str, alloc: Allocation) -> None:
@@ -113,17 +123,30 @@ class Placement:
         return self._find(shape, rerouting, self.used, spares, commit=True, pods=pods)
 
     def would_fit(self, shape: Shape, rerouting: bool, without: Collection[str], spares: bool = False) -> bool:
-        """Whether the shape would fit if the jobs `without` were gone (nothing is changed)."""
-        rest = (alloc for key, alloc in self.placed.items() if key.split(SLICE_SEP)[0] not in without)
-        return self._find(shape, rerouting, allocation.machine_usage(rest), spares, commit=False) is not None
+        """Whether the shape would fit if the jobs `without` (every slice of them) were gone; nothing is changed.
+        Their machines are taken off a view of the usage, not recounted from every job placed."""
+        freed: dict[str, set[int]] = {}
+        for job_id in without:
+            keys = itertools.takewhile(lambda k: k in self.placed, (slice_key(job_id, k) for k in itertools.count(1)))
+            for key in [job_id, *keys]:
+                alloc = self.placed.get(key)
+                if alloc is None:
+                    continue
+                machines = set(alloc.machines or allocation.ALL_MACHINES)
+                for cube in alloc.cubes:
+                    freed[cube] = freed.get(cube, self.used.get(cube, set())) - machines
+        return self._find(shape, rerouting, _Without(self.used, freed), spares, commit=False) is not None
 
     def place_slices(
         self, shape: Shape, count: int, rerouting: bool, spares: bool = False, spread: bool = False
     ) -> list[Allocation] | None:
         """Where a multislice job's `count` slices go, all or none, their cross-connects made (undone if not all
         fit). `spread`: each slice to the pod holding fewest of the job's slices so far (ties: the fleet's order)."""
+        if not self._room_for(shape, count, spares):
+            return None
         ocs_before, changes_before = dict(self.ocs_by_pod), self.stats.xconnect_changes
-        used = {cube: set(machines) for cube, machines in self.used.items()}
+        taken: dict[str, set[int]] = {}  # what the slices placed so far hold, over what is held already
+        used = ChainMap(taken, self.used)
         placed: list[Allocation] = []
         for _ in range(count):
             order = self._pods_for(placed) if spread else None
@@ -133,8 +156,19 @@ class Placement:
                 return None
             placed.append(alloc)
             for cube in alloc.cubes:
-                used.setdefault(cube, set()).update(alloc.machines or allocation.ALL_MACHINES)
+                taken[cube] = used.get(cube, set()) | set(alloc.machines or allocation.ALL_MACHINES)
         return placed
+
+    def _room_for(self, shape: Shape, count: int, spares: bool) -> bool:
+        """Whether the pods' free healthy cubes (less the spares kept) could hold `count` slices at all: a
+        necessary condition, counted before the allocator is asked (a waiting multislice job asks often)."""
+        if shape.is_subcube or not self.fit_shortcuts:
+            return True
+        health, keep = self.health(), 0 if spares else self.spare_cubes
+        fits = sum(
+            max(0, len(self.free_cubes(p.name, health, self.used)) - keep) // shape.cubes for p in self.fleet.pods
+        )
+        return fits >= count
 
     def _pods_for(self, placed: list[Allocation]) -> list[str]:
         held = [a.pod for a in placed]
@@ -177,20 +211,42 @@ class Placement:
         self, shape: Shape, alloc: Allocation, state: xconnect.OcsState, health: Health, rerouting: bool
     ) -> xconnect.Plan:
         """`xconnect.plan`, diffing each distinct (wanted pairs, current pairs) once: the 16 OCS of a dimension
-        want the same pairs and, unless one was down, hold the same ones, so 3 diffs usually stand for 48."""
-        wanted = xconnect.wanted_pairs(shape, self.fleet, alloc.coords)
-        deferred = [k for k in wanted if k in health.ocs_down] if rerouting else []
-        if deferred:
-            wanted = {k: v for k, v in wanted.items() if k not in health.ocs_down}
-        seen: dict[tuple[str, frozenset[xconnect.Pair]], xconnect.OcsChange] = {}
+        want the same pairs (`xconnect.wanted_pairs` gives every one of them its dimension's list) and, unless one
+        was down, hold the same ones, so 3 diffs usually stand for 48. The pod's OCS are listed in order once."""
+        per_dim = self._pairs_by_dim(shape, alloc.coords)
+        pod = self.fleet.cube_pod[next(iter(alloc.coords))]
+        down = health.ocs_down
+        deferred = [ocs for ocs, _ in self._ocs_in_order(pod) if ocs in down] if rerouting and down else []
+        seen: dict[tuple[int, frozenset[xconnect.Pair]], xconnect.OcsChange] = {}
         changes = []
-        for ocs in sorted(wanted, key=xconnect.ocs_order):
-            key = (ocs.dim, state.get(ocs, frozenset()))  # a dimension's OCS all want the same pairs
-            if key not in seen:
-                seen[key] = xconnect.diff({ocs: wanted[ocs]}, state)[0]
-            one = seen[key]
+        for ocs, d in self._ocs_in_order(pod):
+            if deferred and ocs in down:
+                continue
+            current = state.get(ocs, _NONE)
+            one = seen.get((d, current))
+            if one is None:
+                one = seen[d, current] = xconnect.diff({ocs: per_dim[d]}, state)[0]
             changes.append(xconnect.OcsChange(ocs, one.add, one.remove, one.keep))
-        return xconnect.Plan(changes, xconnect.unusable(wanted, self.fleet, health), deferred)
+        blocked: list[str] = []
+        if down or health.links_down:  # nothing can be unusable while nothing is out
+            wanted = {ocs: per_dim[d] for ocs, d in self._ocs_in_order(pod) if not (deferred and ocs in down)}
+            blocked = xconnect.unusable(wanted, self.fleet, health)
+        return xconnect.Plan(changes, blocked, deferred)
+
+    def _pairs_by_dim(self, shape: Shape, coords: Mapping[str, Vec]) -> list[list[xconnect.Pair]]:
+        """The pairs every OCS of each dimension wants, as `xconnect.wanted_pairs` lists them."""
+        pos = self.fleet.cube_position
+        per_dim: list[list[xconnect.Pair]] = [[], [], []]
+        for cube, nbrs in xconnect.cube_neighbors(shape, coords).items():
+            for d, nb in enumerate(nbrs):
+                per_dim[d].append((pos[cube], pos[nb]))
+        return [sorted(pairs) for pairs in per_dim]
+
+    def _ocs_in_order(self, pod: str) -> list[tuple[OcsId, int]]:
+        if pod not in self._ocs_of_pod:
+            every = [(OcsId(pod, dim, i), d) for d, dim in enumerate(DIMS) for i in range(FACE_LINKS)]
+            self._ocs_of_pod[pod] = sorted(every, key=lambda item: xconnect.ocs_order(item[0]))
+        return self._ocs_of_pod[pod]
 
     def _allocate(self, shape: Shape, pod: str, health: Health, used: Mapping[str, set[int]]) -> Allocation | None:
         if self.static and not shape.is_subcube:
@@ -230,6 +286,30 @@ class Placement:
                     boxes.append([(x * g1 + y) * g2 + z for x, y, z in position])
             self._box_cache[sides] = np.array(boxes, dtype=np.int64)
         return self._box_cache[sides]
+
+
+class _Without(Mapping[str, set[int]]):
+    """The machine usage with some cubes' machines taken off (a cube left with none is free)."""
+
+    def __init__(self, used: Mapping[str, set[int]], changed: Mapping[str, set[int]]) -> None:
+        self.used, self.changed = used, changed
+
+    def __getitem__(self, cube: str) -> set[int]:
+        machines = self.changed[cube] if cube in self.changed else self.used[cube]
+        if not machines:
+            raise KeyError(cube)
+        return machines
+
+    def __contains__(self, cube: object) -> bool:  # the allocator asks this of every cube: no KeyError path
+        if cube in self.changed:
+            return bool(self.changed[cube])  # type: ignore[index]
+        return cube in self.used
+
+    def __iter__(self) -> Iterator[str]:
+        return (c for c in self.used if self.changed.get(c, True))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _apply(state: xconnect.OcsState, changes: list[xconnect.OcsChange]) -> dict[OcsId, frozenset[xconnect.Pair]]:
