@@ -54,26 +54,40 @@ def _deflated_zip(arrays: dict[str, Any], level: int) -> bytes:
 
     import numpy as np
 
-    members = []
-    for name, value in arrays.items():
-        raw = io.BytesIO()
-        np.lib.format.write_array(raw, np.asanyarray(value), allow_pickle=False)
-        members.append((f"{name}.npy".encode(), raw.getbuffer()))
+    members = [(f"{name}.npy".encode(), *_npy_parts(np.asanyarray(value))) for name, value in arrays.items()]
     packed: list[tuple[int, bytes]] = [(0, b"")] * len(members)
 
     def deflate(i: int) -> None:
-        data = members[i][1]
+        _, header, body = members[i]
         packer = zlib.compressobj(level, zlib.DEFLATED, -15)
-        packed[i] = (zlib.crc32(data), packer.compress(data) + packer.flush())
+        data = packer.compress(header) + packer.compress(body) + packer.flush()
+        packed[i] = (zlib.crc32(body, zlib.crc32(header)), data)
 
-    largest = max(range(len(members)), key=lambda i: len(members[i][1]))
+    largest = max(range(len(members)), key=lambda i: members[i][2].nbytes)
     helper = threading.Thread(target=deflate, args=(largest,), name="npz-deflate")
     helper.start()
     for i in range(len(members)):
         if i != largest:
             deflate(i)
     helper.join()
-    return _zip([(name, len(data), *packed[i]) for i, (name, data) in enumerate(members)])
+    sizes = [len(header) + body.nbytes for _, header, body in members]
+    return _zip([(name, sizes[i], *packed[i]) for i, (name, _, _) in enumerate(members)])
+
+
+def _npy_parts(array: Any) -> tuple[bytes, memoryview]:
+    """A .npy file as its header and its data, the data a view of the array's memory (no copy): C order, or
+    Fortran order for the transposed tables, as `np.lib.format.write_array` lays them out."""
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
+    if array.flags.c_contiguous:
+        data = array
+    elif array.flags.f_contiguous:
+        data = array.T
+    else:
+        data = np.ascontiguousarray(array)
+    return header.getvalue(), memoryview(data).cast("B")
 
 
 def _zip(members: list[tuple[bytes, int, int, bytes]]) -> bytes:
