@@ -55,26 +55,25 @@ def ring_tables(shape: Shape, graph: ChipGraph, d: int) -> RingTables:
     at[ring, xyz[:, d]] = np.arange(len(xyz))
     live = np.stack([graph[at, 2 * d] >= 0, graph[at, 2 * d + 1] >= 0], axis=-1)  # [ring, pos, + / -]
     direction, _ = _ring(n, n > 1)
+    # every entry position walking to every target at once: [entry, target] positions, [ring, entry, target] runs
+    x = np.repeat(np.arange(n)[:, None], n, axis=1)
+    targets = np.broadcast_to(np.arange(n)[None, :], (n, n))
     run_ok = np.ones((rings, n, n), dtype=bool)
-    bits = np.zeros((rings, n, n), dtype=np.uint8)
-    targets = np.arange(n)
-    for e in range(n):  # every entry position, walking to every target at once
-        x = np.full(n, e)
-        alive = np.ones((rings, n), dtype=bool)
-        crossed = np.zeros(n, dtype=np.int64)
-        for _ in range(n):
-            step = direction[x, targets]
-            moving = step != 0
-            if not moving.any():
-                break
-            cols = targets[moving]
-            bits[:, x[moving], cols] |= (alive[:, moving] << crossed[moving][None, :]).astype(np.uint8)
-            side = np.where(step[moving] > 0, 0, 1)
-            alive[:, moving] &= live[:, x[moving], side]
-            crossed[moving] += ((x[moving] == n - 1) & (side == 0)) | ((x[moving] == 0) & (side == 1))
-            x = np.where(moving, (x + step) % n, x)
-        run_ok[:, e, :] = alive
-    return RingTables(d, n, ring, xyz[:, d], direction, run_ok, bits)
+    crossed = np.zeros((n, n), dtype=np.int64)
+    bits = np.zeros((n * n, rings), dtype=np.uint8)  # [position * n + target, ring]
+    for _ in range(n):
+        step = direction[x, targets]
+        e, t = np.nonzero(step)
+        if not len(e):
+            break
+        at = x[e, t]
+        # packets from several entries may pass one hop: their VC bits are or-ed
+        np.bitwise_or.at(bits, at * n + t, (run_ok[:, e, t] << crossed[e, t][None, :]).T.astype(np.uint8))
+        side = (step[e, t] < 0).astype(np.int64)
+        run_ok[:, e, t] &= live[:, at, side]
+        crossed[e, t] += ((at == n - 1) & (side == 0)) | ((at == 0) & (side == 1))
+        x[e, t] = (at + step[e, t]) % n
+    return RingTables(d, n, ring, xyz[:, d], direction, run_ok, np.ascontiguousarray(bits.T).reshape(rings, n, n))
 
 
 class RingPaths:
