@@ -59,15 +59,14 @@ def regular_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTabl
     dims = shape.dims
     n = shape.chips
     ports: list[npt.NDArray[np.int8]] = []
-    dist: npt.NDArray[np.int16] | None = None
+    dists: list[npt.NDArray[np.int16]] = []
     for d in range(3):
         direction, distance = _ring(dims[d], shape.wraps and dims[d] > 1)
         port = np.where(direction > 0, 2 * d, np.where(direction < 0, 2 * d + 1, -1)).astype(np.int8)
         shape6 = [1] * 6
         shape6[d], shape6[3 + d] = dims[d], dims[d]
         ports.append(port.T.reshape(shape6))  # axes (tx, ty, tz, sx, sy, sz)
-        dd = distance.T.reshape(shape6)
-        dist = dd if dist is None else dist + dd
+        dists.append(distance.T.reshape(shape6))
     P = np.empty(dims + dims, dtype=np.int8)
 
     def at(fixed: list[tuple[int, int]], fill_value: int | None) -> tuple[slice | int, ...]:
@@ -85,7 +84,7 @@ def regular_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTabl
 
     fill([])
     L = np.empty(dims + dims, dtype=np.int16)
-    L[...] = dist
+    np.add(dists[0] + dists[1], dists[2], out=L)  # the sum is written once, straight into the table
     return P.reshape(n, n), L.reshape(n, n)
 
 
