@@ -297,6 +297,13 @@ def windows_rows(
     return rows
 
 
+def with_health(a: JobAccount) -> JobAccount:
+    """The job's step-time health in its account, and PG's empirical ideal step from it."""
+    a.extra["step_time"] = health = job_health(a)
+    a.estimated_ideal_step_s = health["empirical_ideal_s"]
+    return a
+
+
 def report(
     accounts: list[JobAccount],
     capacity: Capacity,
@@ -308,8 +315,8 @@ def report(
     excluded: list[tuple[float, float]] | None = None,
 ) -> Report:
     for a in accounts:
-        a.extra["step_time"] = health = job_health(a)
-        a.estimated_ideal_step_s = health["empirical_ideal_s"]
+        if "step_time" not in a.extra:  # (done already where jobs are accounted in worker processes)
+            with_health(a)
     steps = CapacitySteps(capacity, excluded) if capacity else None
     fleet_capacity = steps.integral(None, t0, t1) if steps else None
     fleet = _factors(accounts, fleet_capacity)

@@ -309,7 +309,7 @@ def _account_job(job_id: str) -> JobAccount | None:
         return None
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=_JOB_INPUT["spans"])
     a.extra["slices"] = slice_efficiency(log.slices.get(job_id, []), a.start, a.end)
-    return a
+    return metrics.with_health(a)
 
 
 def build(
