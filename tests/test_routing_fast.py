@@ -276,6 +276,25 @@ def test_the_state_directory_cache_keeps_reads_back_and_bounds_its_entries(tmp_p
     assert stat.S_IMODE(os.stat(tmp_path / "cache").st_mode) == 0o700
 
 
+def test_a_cache_directory_that_is_a_symlink_is_neither_read_nor_written(tmp_path):
+    from tpufleet.state.tablecache import TableCache
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    outside = TableCache(elsewhere)
+    outside.put("1" * 40, np.ones(3, dtype=np.int8))
+    outside.flush()
+    assert outside.get("1" * 40) is not None
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "cache").symlink_to(elsewhere / "cache")
+    cache = TableCache(state)
+    assert cache.get("1" * 40) is None
+    cache.put("2" * 40, np.ones(3, dtype=np.int8))
+    cache.flush()
+    assert sorted(p.name for p in (elsewhere / "cache").iterdir()) == ["1" * 40 + ".npy"]
+
+
 def test_a_cache_that_cannot_be_written_is_ignored(tmp_path):
     from tpufleet.state.tablecache import TableCache
 

@@ -47,10 +47,12 @@ class TableCache:
 
         import numpy as np
 
-        from tpufleet.state.files import read_state_file
+        from tpufleet.state.files import check_subdir, read_state_file
 
         try:
             path = self._path(key)
+            if not check_subdir(self.dir):  # a real directory (never a symlink out of the state), or no cache
+                return None
             data = read_state_file(path)  # a regular file, never through a symlink
             choices = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
             os.utime(path)  # recently used
