@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from tpufleet.simulation import FaultRates, Options, Simulator, Workload
 from tpufleet.simulation.engine import Progress
-from tpufleet.simulation.log import Record
+from tpufleet.simulation.log import Entry, Record
 
 DISRUPTIONS = ("failure", "eviction", "preemption")
 SEGMENT_KEYS = ("value", "jobs", "sg", "rg", "pg", "mpg")
@@ -15,8 +16,15 @@ SEGMENT_KEYS = ("value", "jobs", "sg", "rg", "pg", "mpg")
 
 @dataclass(frozen=True)
 class SimulationResult:
-    records: list[Record]  # the native events, in order, for goodput-report
+    entries: list[Entry]  # the native records in order, events as tuples (`simulation.log.jsonl` writes them)
     summary: dict[str, Any]  # the documented JSON summary (without "out", which the caller knows)
+
+    @property
+    def records(self) -> list[Record]:
+        """The records as dicts, for goodput-report (made on each call: `jsonl(entries)` is the fast way out)."""
+        from tpufleet.simulation.log import as_record
+
+        return [as_record(e) if isinstance(e, tuple) else e for e in self.entries]
 
 
 def simulate(
@@ -24,31 +32,24 @@ def simulate(
 ) -> SimulationResult:
     """Run the simulation; its records (for the caller to write) and their summary."""
     simulator = Simulator(workload, rates, options)
-    records = simulator.run(progress)
-    return SimulationResult(records, summarize(records, simulator))
+    simulator.simulate(progress)
+    return SimulationResult(simulator.log.entries, summarize(simulator.log.entries, simulator))
 
 
-def summarize(records: list[Record], simulator: Simulator) -> dict[str, Any]:
-    """Goodput of the run (fleet, and by size), its disruptions, faults and cross-connect changes."""
-    from tpufleet.goodput import events
-    from tpufleet.goodput.pipeline import from_log
+def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
+    """Goodput of the run (fleet, and by size: the figures `goodput-report --by size` gives on its events), its
+    disruptions, faults and cross-connect changes."""
+    from tpufleet.simulation.summary import goodput
 
-    log = events.Log()
-    code = events.CODE
-    for i, record in enumerate(records):
-        if record["type"] == "event":  # the simulator's own events are well formed: skip the reader's checks
-            log.add_event(
-                record["job"], record["time"], code[record["event"]], record.get("step", -1), record.get("chips", -1)
-            )
-            log.records += 1
-        else:
-            events.add_record(log, record, "<simulation>", i + 1)
-    report = from_log(log, by=["size"])
+    grouped = records is simulator.log.entries  # then the log has them by job already
+    records = records if isinstance(records, list) else list(records)
+    report = goodput(records, simulator.log.by_job if grouped else None)
     fleet = report["fleet"]
     disruptions = dict.fromkeys(DISRUPTIONS, 0)
     for record in records:
-        if record.get("event") in disruptions:
-            disruptions[record["event"]] += 1
+        name = record[2] if isinstance(record, tuple) else record.get("event")
+        if name in disruptions:
+            disruptions[name] += 1
     options, stats = simulator.options, simulator.stats
     return {
         "days": options.days,

@@ -71,6 +71,11 @@ class Simulator:
 
     def run(self, progress: Progress | None = None) -> list[Record]:
         """Simulate `options.days` and return the records (capacity, jobs, events), in order."""
+        self.simulate(progress)
+        return self.log.records
+
+    def simulate(self, progress: Progress | None = None) -> None:
+        """Simulate `options.days`; the records are left in `log` (events as tuples, see `EventLog`)."""
         options = self.options
         self.log.capacity(self.start, options.pods * options.cubes_per_pod * CHIPS_PER_CUBE)
         for arrival in draws.arrivals(self.rng, self.workload, self.start, self.end):
@@ -88,7 +93,6 @@ class Simulator:
             self._dispatch(event)
         for job in list(self.runner.running.values()):
             self.runner.advance(job, self.end)
-        return self.log.records
 
     # ---- handlers -------------------------------------------------------------------------------------------
     def _dispatch(self, event: Event) -> None:

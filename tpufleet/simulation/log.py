@@ -12,20 +12,33 @@ from tpufleet.simulation.job import Job
 
 ACCELERATOR = "tpu-v4"
 Record = dict[str, Any]  # one line of the native JSONL log `goodput-report` reads
+# One job event as the run keeps it: (job id, time rounded to milliseconds, event name, step, chips); None where
+# the record has no such field. A dict per event cost a tenth of a 16-pod run; records are made only when asked.
+EventTuple = tuple[str, float, str, int | None, int | None]
+Entry = Record | EventTuple  # capacity and job records stay dicts (a few per job)
 
 
 class EventLog:
-    """The records of a run: capacity, one per job, then the jobs' events (times rounded to milliseconds)."""
+    """The records of a run: capacity, one per job, then the jobs' events (times rounded to milliseconds).
+
+    `entries` holds them in order, events as `EventTuple`s; `records` gives them all as dicts. `by_job` holds the
+    same event tuples grouped by job (the summary reads them so)."""
 
     def __init__(self) -> None:
-        self.records: list[Record] = []
+        self.entries: list[Entry] = []
+        self.by_job: dict[str, list[EventTuple]] = {}
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record as the JSON-lines writer and `goodput-report` see it (made afresh on each call)."""
+        return [as_record(entry) if isinstance(entry, tuple) else entry for entry in self.entries]
 
     def capacity(self, time: float, chips: int) -> None:
-        self.records.append({"type": "capacity", "time": time, "accelerator": ACCELERATOR, "chips": chips})
+        self.entries.append({"type": "capacity", "time": time, "accelerator": ACCELERATOR, "chips": chips})
 
     def job(self, job: Job, ideal_step_s: float) -> None:
         topology = job.shape.text + (" twisted" if job.shape.twisted else "")
-        self.records.append(
+        self.entries.append(
             {
                 "type": "job",
                 "job": job.id,
@@ -40,12 +53,22 @@ class EventLog:
         )
 
     def event(self, job: Job, time: float, name: str, *, step: int | None = None, chips: int | None = None) -> None:
-        record: Record = {"type": "event", "job": job.id, "time": round(time, 3), "event": name}
-        if step is not None:
-            record["step"] = step
-        if chips is not None:
-            record["chips"] = chips
-        self.records.append(record)
+        event = (job.id, round(time, 3), name, step, chips)
+        self.entries.append(event)
+        mine = self.by_job.get(job.id)
+        if mine is None:
+            mine = self.by_job[job.id] = []
+        mine.append(event)
+
+
+def as_record(event: EventTuple) -> Record:
+    job, time, name, step, chips = event
+    record: Record = {"type": "event", "job": job, "time": time, "event": name}
+    if step is not None:
+        record["step"] = step
+    if chips is not None:
+        record["chips"] = chips
+    return record
 
 
 @dataclass
@@ -59,27 +82,53 @@ class Stats:
     restart_waits: dict[str, list[float]] = field(default_factory=dict)  # by size: seconds from a fault to the restart
 
 
-def jsonl(records: Iterable[Record]) -> bytes:
-    """The records as JSON lines, byte for byte what `json.dumps(record, separators=(",", ":"))` gives each one.
+def jsonl(records: Iterable[Entry]) -> bytes:
+    """The records (dicts, or the log's event tuples) as JSON lines, byte for byte what
+    `json.dumps(record, separators=(",", ":"))` gives each one's record.
 
-    Event records (nearly all of them) are formatted directly: their keys and value types are fixed by
-    `EventLog.event`, and formatting them is several times faster than the general encoder, which took a sixth of
-    a 16-pod run."""
+    Events (nearly all of them) are formatted directly: their keys and value types are fixed by `EventLog.event`,
+    and formatting them is several times faster than the general encoder, which took a sixth of a 16-pod run."""
     encode = json.JSONEncoder(separators=(",", ":")).encode
-    quoted: dict[str, str] = {}  # job id -> its JSON string (ids may hold characters JSON escapes)
-    lines = []
+    prefix: dict[str, str] = {}  # job id -> the start of its event lines (ids may hold characters JSON escapes)
+    names: dict[str, str] = {}  # event name -> its JSON string
+    lines: list[str] = []
+    append = lines.append
     for record in records:
-        if record["type"] != "event" or len(record) > 6 or type(record["time"]) is not float:
-            lines.append(encode(record))
+        event = record if isinstance(record, tuple) else _event_of(record)
+        if event is None:
+            append(encode(record))
             continue
-        job = record["job"]
-        name = quoted.get(job)
-        if name is None:
-            name = quoted[job] = encode(job)
-        line = f'{{"type":"event","job":{name},"time":{record["time"]!r},"event":{encode(record["event"])}'
-        for key in ("step", "chips"):
-            if key in record:
-                line += f',"{key}":{record[key]}'
-        lines.append(line + "}")
+        job, time, name, step, chips = event
+        head = prefix.get(job)
+        if head is None:
+            head = prefix[job] = f'{{"type":"event","job":{encode(job)},"time":'
+        quoted = names.get(name)
+        if quoted is None:
+            quoted = names[name] = f',"event":{encode(name)}'
+        if step is None and chips is None:
+            append(f"{head}{time!r}{quoted}}}")
+        elif chips is None:
+            append(f'{head}{time!r}{quoted},"step":{step}}}')
+        elif step is None:
+            append(f'{head}{time!r}{quoted},"chips":{chips}}}')
+        else:
+            append(f'{head}{time!r}{quoted},"step":{step},"chips":{chips}}}')
     lines.append("")
     return "\n".join(lines).encode()
+
+
+def _event_of(record: Record) -> EventTuple | None:
+    """An event record written by `EventLog.event` as its tuple; None for any other record (encoded in full)."""
+    if record.get("type") != "event" or len(record) > 6 or list(record)[:4] != ["type", "job", "time", "event"]:
+        return None
+    job, time, name = record["job"], record["time"], record["event"]
+    step, chips = record.get("step"), record.get("chips")
+    if type(job) is not str or type(time) is not float or type(name) is not str:
+        return None
+    if any(v is not None and type(v) is not int for v in (step, chips)) or len(record) != 4 + (step is not None) + (
+        chips is not None
+    ):
+        return None
+    if "step" in record and "chips" in record and list(record)[4:] != ["step", "chips"]:
+        return None
+    return job, time, name, step, chips

@@ -228,6 +228,7 @@ class JobRunner:
         step_s, slowdown, work = self.step_s, job.slowdown, job.work
         progress, to_step, to_checkpoint, step = job.progress, job.to_step, job.to_checkpoint, job.step
         entries, job_id = self.log.entries, job.id
+        mine = self.log.by_job[job_id]  # the job logged its start already
         while t < t_to - EPSILON:
             boundary = min(to_step, to_checkpoint, work - progress)
             wall = boundary * slowdown
@@ -239,7 +240,9 @@ class JobRunner:
             t += take
             progress, to_checkpoint, to_step = after, left, step_s
             step += 1
-            entries.append((job_id, round(t, 3), "step_start", step, None))
+            event = (job_id, round(t, 3), "step_start", step, None)
+            entries.append(event)
+            mine.append(event)
         job.progress, job.to_step, job.to_checkpoint, job.step = progress, to_step, to_checkpoint, step
         return t
 
