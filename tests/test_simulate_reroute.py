@@ -68,29 +68,31 @@ def test_link_down_graph_is_what_the_wiring_builds(fleet):
         assert (real < 0).sum() == 2 * (n + 1)  # each link takes both directions of its cable
 
 
-def test_single_faults_come_from_the_table_and_compound_ones_are_modelled_exactly(monkeypatch):
+def test_single_faults_are_their_representatives_and_compound_ones_add_up():
     shape = parse_shape("8x8x8")
-    coords = {"a": (0, 0, 0), "b": (1, 0, 0), "c": (0, 1, 0), "d": (1, 1, 0), "e": (0, 0, 1)}
     healthy = collective_time(shape, GIB)
-    one = allreduce_seconds(shape, GIB, [OcsId("pod0", "y", 9)], coords)
-    assert one == pytest.approx(collective_time(shape, GIB, alive=representative(shape, "ocs", "y")), rel=1e-12)
+    ocs = collective_time(shape, GIB, alive=representative(shape, "ocs", "y"))
+    link_x = collective_time(shape, GIB, alive=representative(shape, "link", "x"))
+    assert allreduce_seconds(shape, GIB, [OcsId("pod0", "y", 9)]) == pytest.approx(ocs, rel=1e-12)
     link = LinkId("b", "x", 3, "in")
-    assert allreduce_seconds(shape, GIB, [link], coords) == pytest.approx(
-        collective_time(shape, GIB, alive=representative(shape, "link", "x")), rel=1e-12
-    )
+    assert allreduce_seconds(shape, GIB, [link]) == pytest.approx(link_x, rel=1e-12)
     both: list[OcsId | LinkId] = [OcsId("pod0", "y", 9), link]
-    alive = link_down_graph(shape, [((1, 0, 0), "x", 3, "in")], ocs_down_graph(shape, [("y", 9)]))
-    exact = collective_time(shape, GIB, alive=alive)
-    assert allreduce_seconds(shape, GIB, both, coords) == pytest.approx(exact, rel=1e-12)
+    added = healthy + (ocs - healthy) + (link_x - healthy)
+    assert allreduce_seconds(shape, GIB, both) == pytest.approx(added, rel=1e-12)
+    # The exact compound pattern, for the record: here the sum overstates it by 27% (18.3 against 14.4 ms; the
+    # detours of the two faults share links less than the sum assumes).
+    exact = collective_time(
+        shape, GIB, alive=link_down_graph(shape, [((1, 0, 0), "x", 3, "in")], ocs_down_graph(shape, [("y", 9)]))
+    )
+    assert exact < added < 1.3 * exact
     model = StepModel(model_flops_per_step=0.0, gradient_bytes=GIB, step_time_s=0.05)
-    assert slowdown(shape, model, both, coords) == pytest.approx(1 + (exact - healthy) / 0.05, rel=1e-12)
-    assert slowdown(shape, model, [], coords) == 1.0
-    assert slowdown(parse_shape("2x2x4"), model, both, coords) == 1.0  # no optical link in a sub-cube slice
-    # Under another profile the table does not apply: the model runs on the link's own graph.
+    assert slowdown(shape, model, both) == pytest.approx(1 + (added - healthy) / 0.05, rel=1e-12)
+    assert slowdown(shape, model, []) == 1.0
+    assert slowdown(parse_shape("2x2x4"), model, both) == 1.0  # no optical link in a sub-cube slice
+    # Under another profile the table does not apply: the representative is modelled under it.
     slow_x = replace(default_profile(), dimension_bandwidth={"x": 12.5e9})
-    own = link_down_graph(shape, [((1, 0, 0), "x", 3, "in")])
-    assert allreduce_seconds(shape, GIB, [link], coords, slow_x) == pytest.approx(
-        collective_time(shape, GIB, profile=slow_x, alive=own), rel=1e-12
+    assert allreduce_seconds(shape, GIB, [link], slow_x) == pytest.approx(
+        collective_time(shape, GIB, profile=slow_x, alive=representative(shape, "link", "x")), rel=1e-12
     )
     assert collective_time(shape, GIB, profile=slow_x) > healthy  # a profile is remembered by all its figures
 

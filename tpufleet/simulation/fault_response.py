@@ -129,7 +129,7 @@ class FaultResponse:
         for alloc in job.held:
             mine = [f.target for f in faults if isinstance(f.target, LinkId | OcsId) and _hits(f.target, alloc)]
             if mine:
-                factor = max(factor, slowdown(job.shape, job.model, sorted(mine, key=str), alloc.coords))
+                factor = max(factor, slowdown(job.shape, job.model, sorted(mine, key=str)))
         return factor
 
     def repair(self, repair: Repair) -> None:

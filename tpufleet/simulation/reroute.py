@@ -6,10 +6,11 @@ on a healthy slice) spends longer in its gradient all-reduce while rerouted; the
     slowdown = 1 + (all-reduce rerouted - all-reduce healthy) / step_time_s
 
 with both all-reduce times from `tpufleet collective`'s model (the fastest algorithm that runs) on the job's own
-slice shape and fault pattern. A single OCS or optical-link fault is looked up in the shipped table of
-representatives (`tpufleet.collectives.reroute_table`: one fault per shape, kind and dimension stands for the
-others, which the model puts within about 12% of it); a compound pattern, a shape the table lacks or another
-hardware profile is modelled exactly on first use (seconds on the largest slices) and remembered. A job without a step model keeps the
+slice shape and faults. A single OCS or optical-link fault is looked up in the shipped table of representatives
+(`tpufleet.collectives.reroute_table`: one fault per shape, kind and dimension stands for the others, which the
+model puts within about 12% of it); a shape the table lacks or another hardware profile is modelled once per
+(shape, kind, dimension) and remembered. Several faults at once add what each adds on its own (see
+`allreduce_seconds`). A job without a step model keeps the
 fault-rate file's constant `rerouted_slowdown`. Infinite when the faults leave some pair of chips unroutable.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from tpufleet.collectives.profile import Profile, default_profile
 from tpufleet.ids import LinkId, OcsId
-from tpufleet.shapes import Shape, Vec
+from tpufleet.shapes import Shape
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "reroute-costs.json"
 
@@ -42,7 +43,7 @@ class StepModel:
     def ideal_step_s(self, shape: Shape, profile: Profile | None = None) -> float:
         """Compute at every chip's peak plus the modelled all-reduce (`tpufleet.collectives.cost`)."""
         compute = self.model_flops_per_step / (shape.chips * (profile or default_profile()).peak_flops)
-        return compute + allreduce_seconds(shape, self.gradient_bytes, (), {}, profile)
+        return compute + allreduce_seconds(shape, self.gradient_bytes, (), profile)
 
 
 MAX_MODEL_FLOPS = 1e27  # per step, all chips: far beyond any model trained today
@@ -93,53 +94,38 @@ def _table_terms(shape: Shape, pattern: str, profile: Profile) -> tuple[tuple[fl
     return terms_of(entry[pattern])
 
 
-def _single_pattern(faults: Sequence[NetworkFault]) -> str:
-    """'healthy', 'ocs:x', 'link:y'... for no fault or a single one; '' for a compound pattern."""
-    if not faults:
-        return "healthy"
-    if len(faults) == 1:
-        return f"{faults[0].kind}:{faults[0].dim}"
-    return ""
+def _single_terms(shape: Shape, pattern: str, profile: Profile) -> tuple[tuple[float, float], ...]:
+    """The terms of 'healthy' or of one fault's representative ('ocs:x', 'link:y'...): from the shipped table,
+    else modelled once and remembered by `collective_terms`."""
+    from tpufleet.collectives.cost import collective_terms
+    from tpufleet.collectives.reroute_table import representative
 
-
-def _live_graph(shape: Shape, faults: Sequence[NetworkFault], coords: Mapping[str, Vec]) -> Any:
-    from tpufleet.collectives.cost import link_down_graph, ocs_down_graph
-
-    ocs = [(f.dim, f.index) for f in faults if isinstance(f, OcsId)]
-    links = [(coords[f.cube], f.dim, f.index, f.polarity) for f in faults if isinstance(f, LinkId)]
-    return link_down_graph(shape, links, ocs_down_graph(shape, ocs))
+    terms = _table_terms(shape, pattern, profile)
+    if terms is not None:
+        return terms
+    alive = None if pattern == "healthy" else representative(shape, *pattern.split(":"))
+    return collective_terms(shape, "all-reduce", profile, alive)
 
 
 def allreduce_seconds(
-    shape: Shape,
-    nbytes: float,
-    faults: Sequence[NetworkFault],
-    coords: Mapping[str, Vec],
-    profile: Profile | None = None,
+    shape: Shape, nbytes: float, faults: Sequence[NetworkFault], profile: Profile | None = None
 ) -> float:
-    """The modelled all-reduce of `nbytes` per chip on the slice with `faults` open; `coords` places the slice's
-    cubes in its cube grid (for optical-link faults)."""
-    from tpufleet.collectives.cost import collective_terms, time_from_terms
+    """The modelled all-reduce of `nbytes` per chip on the slice with `faults` open. One fault: its kind and
+    dimension's representative. Several: the healthy time plus the sum of what each adds on its own (routing
+    each compound pattern exactly costs 2-20 s on the larger slices, and patterns seldom repeat, so a run with
+    many overlapping faults would take hours)."""
+    from tpufleet.collectives.cost import time_from_terms
 
     profile = profile or default_profile()
-    pattern = _single_pattern(faults)
-    terms = _table_terms(shape, pattern, profile) if pattern else None
-    if terms is None:
-        alive = _live_graph(shape, faults, coords) if faults else None
-        terms = collective_terms(shape, "all-reduce", profile, alive)
-    return time_from_terms(terms, nbytes)
+    healthy = time_from_terms(_single_terms(shape, "healthy", profile), nbytes)
+    extra = sum(time_from_terms(_single_terms(shape, f"{f.kind}:{f.dim}", profile), nbytes) - healthy for f in faults)
+    return healthy + extra
 
 
-def slowdown(
-    shape: Shape,
-    model: StepModel,
-    faults: Sequence[NetworkFault],
-    coords: Mapping[str, Vec],
-    profile: Profile | None = None,
-) -> float:
+def slowdown(shape: Shape, model: StepModel, faults: Sequence[NetworkFault], profile: Profile | None = None) -> float:
     """The job's step-time factor while rerouted around `faults` (1 with none; inf if some pair is unroutable)."""
     if not faults or not shape.wraps:
         return 1.0
-    before = allreduce_seconds(shape, model.gradient_bytes, (), coords, profile)
-    after = allreduce_seconds(shape, model.gradient_bytes, faults, coords, profile)
+    before = allreduce_seconds(shape, model.gradient_bytes, (), profile)
+    after = allreduce_seconds(shape, model.gradient_bytes, faults, profile)
     return max(1.0, 1.0 + (after - before) / model.step_time_s)
