@@ -107,7 +107,7 @@ def test_modes_order_as_the_paper_says(tmp_path):
     assert ft["reroutes"] > 0
 
 
-def test_cli_feeds_goodput_report(cli, tmp_path):
+def test_cli_feeds_goodput_report(cli, tmp_path, monkeypatch):
     out = tmp_path / "events.jsonl"
     r = cli("simulate-fleet", "--days", "2", "--out", out, "--seed", "4", "-o", "json", state=False)
     assert r.code == 0, r.err
@@ -115,6 +115,13 @@ def test_cli_feeds_goodput_report(cli, tmp_path):
     assert s["jobs_submitted"] > 20 and s["events"] == len(out.read_text().splitlines())
     g = cli("goodput-report", out, "-o", "json", state=False).json
     assert g["fleet"]["rg"] == s["rg"] and g["fleet"]["mpg"] == s["mpg"]
+    assert g["fleet"]["sg"] == s["sg"] and g["fleet"]["pg"] == s["pg"] and s["out"] == str(out)
+    monkeypatch.chdir(tmp_path)  # without --out nothing is written, here or anywhere
+    alone = cli("simulate-fleet", "--days", "2", "--seed", "4", "-o", "json", state=False)
+    assert alone.code == 0, alone.err
+    assert alone.json == {**s, "out": None} and sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl"]
+    text = cli("simulate-fleet", "--days", "0.5", "--seed", "4", state=False)
+    assert text.code == 0 and "not written (--out FILE" in text.out
     bad = tmp_path / "w.yaml"
     bad.write_text("schema_version: 1\nshapes:\n  - {shape: 5x5x5, weight: 1}\n")
     r = cli("simulate-fleet", "--days", "1", "--out", out, "--workload", bad, state=False)

@@ -18,7 +18,7 @@ class Mode(str, enum.Enum):
     reconfigurable_ft = "reconfigurable-ft"
 
 
-def _text(s: dict, out: Path) -> str:
+def _text(s: dict, out: Path | None) -> str:
     def f(v):
         return "-" if v is None else f"{v:.4f}"
 
@@ -30,7 +30,9 @@ def _text(s: dict, out: Path) -> str:
         f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS, "
         f"{s['faults']['drain']} planned drains; rerouted {s['reroutes']} time(s)",
         f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions",
-        f"  {s['events']} events written to {out} (read them with `tpufleet goodput-report {out}`)",
+        f"  {s['events']} events written to {out} (read them with `tpufleet goodput-report {out}`)"
+        if out is not None
+        else f"  {s['events']} events, not written (--out FILE keeps them for goodput-report)",
     ]
     return "\n".join(lines)
 
@@ -39,13 +41,17 @@ def _text(s: dict, out: Path) -> str:
     "simulate-fleet",
     epilog=examples(
         "tpufleet simulate-fleet --days 30 --out month.jsonl && tpufleet goodput-report month.jsonl",
+        "tpufleet simulate-fleet --days 30 --pods 16                  # the summary only, no events written",
         "tpufleet simulate-fleet --days 30 --pods 4 --spare-cubes 2 --fault-scale host=2 --out month.jsonl",
         "tpufleet simulate-fleet --days 7 --mode static --seed 3 --out static.jsonl -o json",
     ),
 )
 def simulate_cmd(
     days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days (up to 3650)")],
-    out: Annotated[Path, typer.Option("--out", help="Native JSONL events for goodput-report")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the native JSONL events for goodput-report here (default: not written)"),
+    ] = None,
     workload: Annotated[
         Path | None, typer.Option("--workload", help="Workload YAML (default: the shipped workload)")
     ] = None,
@@ -105,7 +111,8 @@ def simulate_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Discrete-event simulation: jobs arrive and are placed through the OCS, faults strike and are repaired,
-    fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Writes the event log.
+    fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Prints the goodput summary; writes the
+    event log with --out.
 
     A run expected to log more than 3,000,000 events is refused before it starts (exit 2)."""
     import functools
@@ -126,7 +133,8 @@ def simulate_cmd(
     ):
         if not math.isfinite(value):  # the option ranges let NaN through
             raise BadInput(f"bad option {option} {value!r}: must be a finite number")
-    check_output_path(out, "--out")  # before the run: a typo must not cost the whole simulation
+    if out is not None:
+        check_output_path(out, "--out")  # before the run: a typo must not cost the whole simulation
     options = Options(
         days=days,
         seed=seed,
@@ -146,6 +154,7 @@ def simulate_cmd(
 
     with progress("simulating days", days) as bar:
         result = run(progress=bar.set)
-    write_output(out, jsonl(result.records))
-    summary = {**result.summary, "out": str(out)}
+    if out is not None:
+        write_output(out, jsonl(result.entries))
+    summary = {**result.summary, "out": None if out is None else str(out)}
     emit(summary, output, lambda: _text(summary, out))
