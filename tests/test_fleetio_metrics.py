@@ -151,7 +151,7 @@ def test_job_families_equal_show_jobs(cli):
     assert value(fams["tpufleet_jobs"], state="degraded") == 1 == value(fams["tpufleet_jobs"], state="stopped")
     assert value(fams["tpufleet_jobs"]) == 2
     for name, job in jobs.items():
-        assert value(fams["tpufleet_job_active_slices"], job=name) == job["active_slices"] == 3
-        assert value(fams["tpufleet_job_slices"], job=name) == job["total_slices"] == 4
-        assert value(fams["tpufleet_job_throughput_kept_ratio"], job=name) == job["throughput_kept"]
+        assert value(fams["tpufleet_job_active_slices"], multislice_job=name) == job["active_slices"] == 3
+        assert value(fams["tpufleet_job_slices"], multislice_job=name) == job["total_slices"] == 4
+        assert value(fams["tpufleet_job_throughput_kept_ratio"], multislice_job=name) == job["throughput_kept"]
     assert jobs["e"]["throughput_kept"] == 0.75 and jobs["h"]["throughput_kept"] == 0.0

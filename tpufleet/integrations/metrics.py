@@ -3,8 +3,8 @@
 Names follow Prometheus' conventions: the `tpufleet_` prefix, base units in the name (`_seconds`,
 `_chip_seconds`), `_ratio` for 0..1 shares, `_total` only on the one counter (faults ever recorded, which only
 grows), `_info` for constant text. Labels are low-cardinality: pod, state, kind, factor, bucket, segment; the
-per-slice ratio is labelled by slice name and the per-job figures by job name (a fleet has tens of slices and
-jobs, not thousands). Every value comes from
+per-slice ratio is labelled by slice name and the per-job figures by `multislice_job` (a fleet has tens of slices
+and jobs, not thousands; not `job`, which Prometheus sets to the scrape job and would rename `exported_job`). Every value comes from
 the same views as `status -o json`, so the two always agree.
 """
 
@@ -124,13 +124,13 @@ class FleetCollector(Collector):
             by_state.add_metric([job_state.value], sum(1 for st in statuses if st.state is job_state))
         yield by_state
         active = GaugeMetricFamily(
-            "tpufleet_job_active_slices", "Slices of a multislice job that are wired and running.", labels=["job"]
+            "tpufleet_job_active_slices", "Slices of a multislice job that are wired and running.", labels=["multislice_job"]
         )
-        total = GaugeMetricFamily("tpufleet_job_slices", "Slices a multislice job was allocated.", labels=["job"])
+        total = GaugeMetricFamily("tpufleet_job_slices", "Slices a multislice job was allocated.", labels=["multislice_job"])
         kept = GaugeMetricFamily(
             "tpufleet_job_throughput_kept_ratio",
             "Share of its data-parallel throughput a started multislice job keeps (0 when stopped).",
-            labels=["job"],
+            labels=["multislice_job"],
             unit="ratio",
         )
         for st in statuses:
