@@ -1,6 +1,7 @@
 """The simulator's own goodput summary against the goodput report on the same events, job by job and in total."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -14,23 +15,26 @@ from tpufleet.simulation.scale import scale_rates
 from tpufleet.simulation.summary import JobFigures, goodput, job_figures
 
 FIGURES = ("start", "end", "demand_s", "all_allocated_s", "productive_s", "productive_steps")
-# (seed, mode, fault-rate factor, restart overhead s, checkpoint interval s, pods): static, reconfigurable and
-# fault-tolerant pods; machine, link, OCS faults and drains at up to 30x the shipped rates; zero-length start-ups.
+MULTISLICE = Path(__file__).resolve().parents[1] / "fixtures" / "multislice-workload.yaml"
+# (seed, mode, fault-rate factor, restart overhead s, checkpoint interval s, pods, workload): static, reconfigurable
+# and fault-tolerant pods; machine, link, OCS faults and drains at up to 30x the shipped rates; zero-length
+# start-ups; multislice jobs, elastic ones running on part of their chips.
 RUNS = [
-    (0, "static", 20.0, 600.0, 3600.0, 1),
-    (1, "reconfigurable", 20.0, 0.0, 600.0, 2),
-    (2, "reconfigurable-ft", 30.0, 60.0, 1800.0, 1),
-    (3, "reconfigurable-ft", 1.0, 600.0, 3600.0, 2),
-    (4, "static", 30.0, 0.0, 900.0, 1),
+    (0, "static", 20.0, 600.0, 3600.0, 1, None),
+    (1, "reconfigurable", 20.0, 0.0, 600.0, 2, None),
+    (2, "reconfigurable-ft", 30.0, 60.0, 1800.0, 1, None),
+    (3, "reconfigurable-ft", 1.0, 600.0, 3600.0, 2, None),
+    (4, "static", 30.0, 0.0, 900.0, 1, None),
+    (5, "reconfigurable-ft", 20.0, 600.0, 1800.0, 2, MULTISLICE),
 ]
 
 
-def simulated(seed, mode, factor, overhead, interval, pods):
+def simulated(seed, mode, factor, overhead, interval, pods, workload=None):
     rates = scale_rates(load_rates(None), dict.fromkeys(("host", "link", "ocs", "drain"), factor))
     options = Options(
         days=2, seed=seed, pods=pods, mode=mode, restart_overhead_s=overhead, checkpoint_interval_s=interval
     )
-    sim = Simulator(load_workload(None), rates, options)
+    sim = Simulator(load_workload(workload), rates, options)
     sim.simulate()
     return sim
 
@@ -47,7 +51,7 @@ def report_of(sim, tmp_path):
     }, pipeline.load([path], "native", False)
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[f"{r[1]}-seed{r[0]}" for r in RUNS])
+@pytest.mark.parametrize("run", RUNS, ids=[f"{r[1]}-seed{r[0]}{'-multislice' if r[6] else ''}" for r in RUNS])
 def test_the_summary_is_the_goodput_reports(run, tmp_path):
     sim = simulated(*run)
     expected, log = report_of(sim, tmp_path)
