@@ -269,3 +269,32 @@ def test_a_spread_jobs_slice_moved_off_a_failed_ocs_goes_to_the_pod_with_fewest_
     assert hit["action"] == "reschedule" and hit["replacement"]["pod"] == expected_pod
     _ok(cli("reschedule", "j-0", "-o", "json"))
     assert _slices(cli)["j-0"]["pod"] == expected_pod
+
+
+def test_two_slices_moved_off_one_failed_ocs_go_to_different_pods(cli):
+    """Four pods of 4 cubes; a spread job of 4 slices sits two and two in pod0 and pod1. An OCS fault in pod0
+    moves both of its slices: the first to pod2, the second (seeing the first's reservation) to pod3."""
+    assert cli("init", "--pods", "4", "--cubes-per-pod", "4").code == 0
+    for name, pod in (("f2", "pod2"), ("f3", "pod3")):
+        _ok(cli("allocate", name, "--shape", "4x8x8", "--pod", pod, "-o", "json"))
+    d = _ok(
+        cli(
+            "allocate",
+            "j",
+            "--shape",
+            "4x4x8",
+            "--slices",
+            "4",
+            "--spread",
+            "--no-fault-tolerant-routing",
+            "-o",
+            "json",
+        )
+    )
+    assert d["per_pod"] == {"pod0": 2, "pod1": 2}
+    for name in ("f2", "f3"):
+        _ok(cli("release", name, "-o", "json"))
+    _ok(cli("plan-xconnect", "j", "--apply", "-o", "json"))
+    radius = _ok(cli("inject-fault", "ocs:pod0/x/3", "-o", "json"))
+    moved = {s["slice"]: s["replacement"]["pod"] for s in radius["slices"] if s["action"] == "reschedule"}
+    assert sorted(moved.values()) == ["pod2", "pod3"], moved

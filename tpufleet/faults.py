@@ -115,12 +115,14 @@ class BlastRadius:
 
 def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
     """Every pod but `avoid_pod`, in the fleet's order; for a slice of a job spread across pods, the pods holding
-    fewest of the job's other slices first, so that the move keeps the job as spread as room allows."""
+    fewest of the job's other slices first (a sibling already moving counts where its replacement is reserved),
+    so that the move keeps the job as spread as room allows."""
     pods = [p.name for p in state.fleet.pods if p.name != avoid_pod]
     job = state.jobs.get(sl.job) if sl.job is not None else None
     if job is None or not job.spread:
         return pods
-    held = [state.slices[n].pod for n in job.slices if n != sl.name and n in state.slices]
+    siblings = [state.slices[n] for n in job.slices if n != sl.name and n in state.slices]
+    held = [s.proposal.pod if s.proposal is not None else s.pod for s in siblings]  # where each is, or is going
     return sorted(pods, key=held.count)  # stable: ties keep the fleet's order
 
 
