@@ -163,3 +163,14 @@ def test_the_simulator_slows_a_rerouted_job_by_its_modelled_all_reduce(monkeypat
     assert {round(options.step_s * f, 3) for _, f in singles} & lengths  # steps run slower by the factor
     assert len({faults[0].split(":")[0] for faults, _ in singles}) == 2  # both kinds were met
     assert sim.stats.reroutes >= len(singles)
+
+
+def test_a_listed_jobs_model_makes_it_a_training_job(tmp_path):
+    model = "model: {model_flops_per_step: 8.0e+14, gradient_bytes: 1073741824, step_time_s: 0.0533}"
+    path = tmp_path / "w.yaml"
+    path.write_text(f"schema_version: 1\njobs:\n  - {{shape: 4x4x8, duration_hours: 5, {model}}}\n")
+    (job,) = load_workload(path).jobs
+    assert job.phase == "training" and job.model is not None
+    path.write_text(f"schema_version: 1\njobs:\n  - {{shape: 4x4x8, duration_hours: 5, phase: serving, {model}}}\n")
+    with pytest.raises(BadStateFile, match=r"field jobs\.0\.model: a step model is for training jobs \(value 'serving'\)"):
+        load_workload(path)

@@ -367,13 +367,15 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
             raise BadStateFile(str(path), f"jobs.{i}.priority_rank", rank, f"there are only {priorities} priorities")
         shape = _shape_at(path, f"jobs.{i}.shape", job["shape"], job.get("twisted", False))
         slices, elastic_min = check_listed(path, f"jobs.{i}", job)
+        if "model" in job and job.get("phase", "training") != "training":
+            raise BadStateFile(str(path), f"jobs.{i}.model", job["phase"], "a step model is for training jobs")
         specs.append(
             JobSpec(
                 shape,
                 float(job["duration_hours"]),
                 float(job.get("arrival_hours", 0.0)),
                 id=job.get("id"),
-                phase=job.get("phase"),
+                phase=job.get("phase", "training" if "model" in job else None),  # a model means training
                 fault_tolerant=job.get("fault_tolerant", True),
                 priority_rank=rank,
                 model=step_model_at(path, f"jobs.{i}.model", job["model"], shape) if "model" in job else None,
