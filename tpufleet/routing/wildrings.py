@@ -118,12 +118,16 @@ class _RingLoads:
         self.diff_size = d_off
         # [level, place] window maxima, then a block of zeros (one ring's worth per chip) where an empty run looks
         self.windows = np.zeros(self.levels * size + chips, dtype=np.int64)
+        self.cell_bits = len(self.windows).bit_length()
+        if 2 * self.cell_bits + max(paths.dims).bit_length() > 62:
+            raise ValueError(f"a torus of {chips} chips is too large for packed run tables")
         self.refresh((alive.ravel() < 0)[self.perm].astype(np.int64))
         self.runs = [self._run_tables(i) for i in range(3)]
 
-    def _run_tables(self, i: int) -> tuple[I64, I64, I64, I64, I64, I64, npt.NDArray[np.bool_] | None]:
-        """The i-th run's key parts (from w, from t) and, per key, its cells, start, length and dead mark (None
-        when its dimension has no dead link); `self.windows` holds the dead links' window maxima."""
+    def _run_tables(self, i: int) -> tuple[I64, I64, I64, I64, I64, npt.NDArray[np.bool_] | None]:
+        """The i-th run's key parts (from w, from t) and, per key: its two cells and length packed in one integer
+        (`cell_bits` each, the length above), its start and length, and its dead mark (None when its dimension has
+        no dead link); `self.windows` holds the dead links' window maxima."""
         import numpy as np
 
         from tpufleet.routing.rings import _floor_log2
@@ -148,7 +152,8 @@ class _RingLoads:
         cell1 = np.where(length > 0, base + (start + length - np.left_shift(1, level)) % n, empty)
         dead = (self.windows[cell0] > 0) | (self.windows[cell1] > 0)
         begin = d_off + side * rings * 2 * n + 2 * ring + start
-        return from_w, from_t, cell0, cell1, begin, length, (dead if dead.any() else None)
+        packed = cell0 | (cell1 << self.cell_bits) | (length << (2 * self.cell_bits))
+        return from_w, from_t, packed, begin, length, (dead if dead.any() else None)
 
     def refresh(self, load: I64) -> None:
         """Window maxima of `load` (ring-travel order) per level k and place: the most loaded of the 2^k links
@@ -173,9 +178,11 @@ class _RingLoads:
         rows = slot // 6
         tt = t[rows]
         ok: npt.NDArray[np.bool_] | None = None
-        for from_w, from_t, *_, dead in self.runs:
+        early: dict[int, I64] = {}  # the keys of the runs checked for dead links
+        for i, (from_w, from_t, *_, dead) in enumerate(self.runs):
             if dead is not None:
-                crosses = dead[from_w[w] + from_t[tt]]
+                early[i] = from_w[w] + from_t[tt]
+                crosses = dead[early[i]]
                 ok = ~crosses if ok is None else ok & ~crosses
         if ok is not None:
             slot, rows, w, tt = slot[ok], rows[ok], w[ok], tt[ok]
@@ -184,12 +191,19 @@ class _RingLoads:
         keys = np.empty((3, m), dtype=np.int64)
         cells = np.empty((7, m), dtype=np.int64)
         hops = np.zeros(m, dtype=np.int64)
-        for i, (from_w, from_t, cell0, cell1, _start, length, _dead) in enumerate(self.runs):
+        bits, mask = self.cell_bits, (1 << self.cell_bits) - 1
+        for i, (from_w, from_t, packed_cells, *_) in enumerate(self.runs):
             key = keys[i]
-            np.add(from_w[w], from_t[tt], out=key)
-            np.take(cell0, key, out=cells[2 * i])
-            np.take(cell1, key, out=cells[2 * i + 1])
-            hops += length[key]
+            if i in early:
+                np.compress(ok, early[i], out=key) if ok is not None else np.copyto(key, early[i])
+            else:
+                np.add(from_w[w], from_t[tt], out=key)
+            packed = np.take(packed_cells, key)
+            np.bitwise_and(packed, mask, out=cells[2 * i])
+            np.right_shift(packed, bits, out=cells[2 * i + 1])
+            cells[2 * i + 1] &= mask
+            packed >>= 2 * bits
+            hops += packed
         link = (s * 6)[rows] + ports
         np.take(self.first_cell, link, out=cells[6])
         jitter = ((s * 7 + t * 13) % 6)[rows] + ports * 5  # (s * 7 + t * 13 + port * 5) % 6, below
@@ -217,8 +231,8 @@ class _RingLoads:
         best = index[np.arange(k) * 6 + (least & 7)]
         chosen: I64 = best[best >= 0]
         keys = [cand.keys[i][chosen] for i in range(3)]
-        starts = [run[4][keys[i]] for i, run in enumerate(self.runs)] + [self.first_start[cand.link[chosen]]]
-        ends = [run[5][keys[i]] + starts[i] for i, run in enumerate(self.runs)] + [starts[3] + 1]
+        starts = [run[3][keys[i]] for i, run in enumerate(self.runs)] + [self.first_start[cand.link[chosen]]]
+        ends = [run[4][keys[i]] + starts[i] for i, run in enumerate(self.runs)] + [starts[3] + 1]
         diff = np.bincount(np.concatenate(starts), minlength=self.diff_size)
         diff -= np.bincount(np.concatenate(ends), minlength=self.diff_size)
         for n, rings, t_off, d_off in self.blocks:
