@@ -221,7 +221,7 @@ def doc(**ici):
         "schema_version": 1,
         "name": "t",
         "ici": {"link_bandwidth": 50e9, "hop_latency": 1e-6, **ici},
-        "chip": {"peak_flops": 1e12, "hbm_bytes": 1, "hbm_bandwidth": 1},
+        "chip": {"peak_flops": 1e12, "hbm_bytes": 1e9, "hbm_bandwidth": 1e9},
     }
 
 

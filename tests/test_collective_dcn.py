@@ -132,6 +132,9 @@ def test_a_profile_without_a_dcn_section_models_the_dcn_with_the_shipped_figures
         ("host_bandwidth: 25.0e+9", "dcn.host_bandwidth", "0"),
         ("latency: 1.0e-5", "dcn.latency", "-1"),
         ("pod_oversubscription: 1.0", "dcn.pod_oversubscription", "0.5"),
+        ("host_bandwidth: 25.0e+9", "dcn.host_bandwidth", "0.001"),  # positive, and a nonsense figure
+        ("pod_oversubscription: 1.0", "dcn.pod_oversubscription", "5000"),
+        ("link_bandwidth: 50.0e+9", "ici.link_bandwidth", "1000"),
     ],
 )
 def test_a_bad_dcn_figure_exits_2_naming_file_field_and_value(job, tmp_path, line, field, value):
