@@ -226,3 +226,20 @@ def test_two_islands_of_512_chips_keep_the_pathways_share_of_throughput(fleet):
     assert one["throughput_ratio"] == pytest.approx((compute + single) / islands, rel=1e-12)
     assert 1.0 < one["throughput_ratio"] < 1.02
     assert step(flops, 1024, default_profile(), 0.0).compute_s == compute
+
+
+def test_a_slice_with_stale_tables_is_flagged_in_the_jobs_table(cli):
+    assert cli("init", "--pods", "3", "--cubes-per-pod", "8").code == 0
+    for args in (("allocate", "S", "--shape", "4x4x8", "--slices", "2", "--spread"), ("plan-xconnect", "S", "--apply")):
+        assert cli(*args).code == 0
+    for name in ("S-0", "S-1"):
+        assert cli("routes", name).code == 0
+    pod = next(r["pod"] for r in cli("show", "slices", "-o", "json").json if r["name"] == "S-1")
+    assert cli("inject-fault", f"ocs:{pod}/y/2").code == 0
+    r = cli("collective", "S", "--op", "all-reduce", "--bytes", "1GiB")
+    assert r.code == 0, r.err
+    rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith("S-")}
+    assert "stored, STALE" in rows["S-1"] and "STALE" not in rows["S-0"]
+    assert "run tpufleet routes S-1" in r.out
+    j = cli("collective", "S", "--op", "all-reduce", "--bytes", "1GiB", "-o", "json").json
+    assert [s["tables"].get("stale", False) for s in j["per_slice"]] == [False, True]

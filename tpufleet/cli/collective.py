@@ -115,13 +115,21 @@ def _job_text(d: dict[str, Any]) -> str:
         [
             r["slice"],
             r["pod"],
-            r["tables"]["source"] + (", degraded" if r["tables"]["degraded"] else ""),
+            r["tables"]["source"]
+            + (", degraded" if r["tables"]["degraded"] else "")
+            + (", STALE" if r["tables"].get("stale") else ""),
             f"{_ms(r['reduce_scatter_s'])} {r['reduce_scatter_algorithm']}",
             _ms(r["all_gather_s"]),
         ]
         for r in d["per_slice"]
     ]
     lines += ["", grid(rows, ["slice", "pod", "tables", "reduce-scatter", "all-gather"])]
+    stale = [r["slice"] for r in d["per_slice"] if r["tables"].get("stale")]
+    if stale:
+        lines.append(
+            f"note: the stored tables of {', '.join(stale)} are stale (the network changed since): run "
+            + "; ".join(f"tpufleet routes {name}" for name in stale)
+        )
     return "\n".join(lines)
 
 
