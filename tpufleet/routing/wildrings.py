@@ -226,18 +226,20 @@ class _RingLoads:
         least = cost[:, 0].copy()
         for port in range(1, 6):
             np.minimum(least, cost[:, port], out=least)
-        index = np.full(k * 6, -1, dtype=np.int64)
-        index[slot] = np.arange(e0, e1)
-        best = index[np.arange(k) * 6 + (least & 7)]
-        chosen: I64 = best[best >= 0]
+        has = np.flatnonzero(least < NO_CANDIDATE)
+        # candidates are in slot order: the chosen slot's place among the batch's is the chosen candidate
+        chosen: I64 = e0 + np.searchsorted(slot, has * 6 + (least[has] & 7))
         keys = [cand.keys[i][chosen] for i in range(3)]
         starts = [run[3][keys[i]] for i, run in enumerate(self.runs)] + [self.first_start[cand.link[chosen]]]
-        ends = [run[4][keys[i]] + starts[i] for i, run in enumerate(self.runs)] + [starts[3] + 1]
-        diff = np.bincount(np.concatenate(starts), minlength=self.diff_size)
-        diff -= np.bincount(np.concatenate(ends), minlength=self.diff_size)
+        ends = [run[4][keys[i]] + starts[i] + self.diff_size for i, run in enumerate(self.runs)]
+        ends.append(starts[3] + (1 + self.diff_size))
+        marks = np.bincount(np.concatenate(starts + ends), minlength=2 * self.diff_size)
+        # every run starts and ends inside its ring's block, so each block's marks sum to zero and one running sum
+        # over all of them is each block's own
+        laps = np.cumsum(marks[: self.diff_size] - marks[self.diff_size :])
         for n, rings, t_off, d_off in self.blocks:
-            laps = np.cumsum(diff[d_off : d_off + 4 * rings * n].reshape(2 * rings, 2 * n), axis=1)
-            load[t_off : t_off + 2 * rings * n] += (laps[:, :n] + laps[:, n:]).ravel()
+            block = laps[d_off : d_off + 4 * rings * n].reshape(2 * rings, 2, n)
+            load[t_off : t_off + 2 * rings * n] += (block[:, 0] + block[:, 1]).ravel()
         return chosen
 
 
