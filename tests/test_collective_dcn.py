@@ -243,3 +243,18 @@ def test_a_slice_with_stale_tables_is_flagged_in_the_jobs_table(cli):
     assert "run tpufleet routes S-1" in r.out
     j = cli("collective", "S", "--op", "all-reduce", "--bytes", "1GiB", "-o", "json").json
     assert [s["tables"].get("stale", False) for s in j["per_slice"]] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("shape", "slices", "why"),
+    [
+        ("4x4x4", "3", "no documented slice shape (torus or sub-cube block) has that many chips"),  # 192 chips
+        ("4x4x8", "4", "its shapes need more cubes than a pod of 4 has"),  # 512 chips: 8x8x8, 8 cubes
+    ],
+)
+def test_why_the_same_chips_cannot_be_one_slice(cli, shape, slices, why):
+    assert cli("init", "--pods", "3", "--cubes-per-pod", "4").code == 0
+    assert cli("allocate", "j", "--shape", shape, "--slices", slices, "--spread").code == 0
+    r = cli("collective", "j", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["one_slice"]["shape"] is None and r.json["one_slice"]["note"].endswith(why)

@@ -89,7 +89,7 @@ def _job_text(d: dict[str, Any]) -> str:
     dcn = d["profile"]["dcn"]
     lines = [
         f"all-reduce of {d['bytes']} bytes per chip on job {d['job']} ({d['slices']} of {d['total_slices']} slices of "
-        f"{d['shape']}{' twisted' if d['twisted'] else ''}, {d['chips']} chips, {d['hosts_per_slice']} hosts a slice; "
+        f"{d['shape']}{' twisted' if d['twisted'] else ''}, {d['chips']} chips, {d['hosts_per_slice']} host{'s' if d['hosts_per_slice'] != 1 else ''} a slice; "
         f"pods {', '.join(d['pods'])})",
         f"  time             {_ms(d['time_s'])}  (ICI reduce-scatter, DCN all-reduce of the shards, ICI all-gather)",
         f"  DCN              {_gbs(dcn['host_bandwidth_Bps'])} per host, latency {_ms(dcn['latency_s'])}, "

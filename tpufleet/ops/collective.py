@@ -299,7 +299,7 @@ def _one_slice(
     timed = [(collective_time(s, req.nbytes, "all-reduce", profile), s) for s in shapes]
     timed = [(t, s) for t, s in timed if t != float("inf")]
     if not timed:
-        note = f"no slice of {chips} chips: no documented torus shape of that size fits a pod of {max_cubes} cubes"
+        note = _no_one_slice(chips, max_cubes)
         return {"shape": None, "twisted": None, "all_reduce_s": None, "all_reduce_ratio": None,
                 "step_s": None, "throughput_ratio": None, "note": note}  # fmt: skip
     seconds, shape = min(timed, key=lambda ts: ts[0])
@@ -313,6 +313,15 @@ def _one_slice(
         "throughput_ratio": None if one_step is None else one_step.seconds / job_step.seconds,
         "note": f"fastest of {', '.join(str(s) for _, s in timed)} (healthy tables)",
     }
+
+
+def _no_one_slice(chips: int, max_cubes: int) -> str:
+    """Why the same chips cannot be one slice: no slice shape has that many chips, or none fits a pod."""
+    from tpufleet.collectives import dcn
+
+    if dcn.one_slice_shapes(chips, 10**9):
+        return f"no slice of {chips} chips: its shapes need more cubes than a pod of {max_cubes} has"
+    return f"no slice of {chips} chips: no documented slice shape (torus or sub-cube block) has that many chips"
 
 
 def _profile_record(profile: Profile) -> dict[str, Any]:
