@@ -103,17 +103,16 @@ def lines_in(piece: bytes) -> int:
 
 
 class Batch(NamedTuple):
-    """A piece's plain events as columns, and how they group by job (`order` lists each job's rows in log
-    order, job by job; `bounds` delimits them)."""
+    """A piece's plain events as columns in job order (log order within a job): job k's rows are
+    bounds[k]:bounds[k + 1]. Ordered where decoded, so a worker process sends nothing more."""
 
     jobs: list[str]  # distinct, first seen first
-    order: Any
     bounds: Any
     t: Any
     code: Any
     step: Any
     chips: Any
-    labels: dict[int, str]  # row -> label, for the few rows with one
+    labels: dict[int, str]  # row (in job order) -> label, for the few rows with one
 
 
 def read_piece(piece: bytes, first_line: int, file: str, log: Log) -> int:
@@ -216,14 +215,20 @@ def _checked(recs: list[Any], any_label: bool) -> Batch | None:
     chips = np.array([r.chips for r in recs], dtype=np.int64)
     if (((code == _STEP_START) & (step < 0)) | ((code == _ALLOCATION) & (chips < 0))).any():
         return None
-    labels = {i: r.label for i, r in enumerate(recs) if r.label} if any_label else {}
     jobs, order, bounds = _grouped([r.job for r in recs])
-    return Batch(jobs, order, bounds, t, code, step, chips, labels)
+    labels: dict[int, str] = {}
+    if any_label:
+        row = {i: n for n, i in enumerate(order.tolist())} if order is not None else None
+        labels = {i if row is None else row[i]: r.label for i, r in enumerate(recs) if r.label}
+    if order is not None:
+        t, code, step, chips = t[order], code[order], step[order], chips[order]
+    return Batch(jobs, bounds, t, code, step, chips, labels)
 
 
 def _grouped(jobs: list[str]) -> tuple[list[str], Any, Any]:
-    """The distinct jobs (first seen first), the rows in job order (log order within a job) and each job's
-    bounds in that order. Logs mostly come in runs of one job's lines: then one dictionary look-up a run."""
+    """The distinct jobs (first seen first), the rows in job order (log order within a job; None: as they are)
+    and each job's bounds in that order. Logs mostly come in runs of one job's lines: then one dictionary
+    look-up a run."""
     import numpy as np
 
     n = len(jobs)
@@ -237,7 +242,7 @@ def _grouped(jobs: list[str]) -> tuple[list[str], Any, Any]:
         ids = {j: k for k, j in enumerate(dict.fromkeys(jobs))}
         job_id = np.fromiter(map(ids.__getitem__, jobs), dtype=np.int64, count=n)
     if len(ids) == 1:
-        return list(ids), np.arange(n), np.array([0, n])
+        return list(ids), None, np.array([0, n])
     order = np.argsort(job_id, kind="stable")
     return list(ids), order, np.searchsorted(job_id[order], np.arange(len(ids) + 1))
 
@@ -247,17 +252,15 @@ _CODE, _STEP_START, _ALLOCATION = CODE, CODE["step_start"], CODE["allocation"]
 
 def _append(log: Log, b: Batch) -> None:
     """Append each job's events in log order (the order the accounting keeps at equal times)."""
-    import numpy as np
-
     for k, job in enumerate(b.jobs):
-        take = b.order[b.bounds[k] : b.bounds[k + 1]]
+        lo, hi = int(b.bounds[k]), int(b.bounds[k + 1])
         columns = log.events.get(job)
         if columns is None:
             columns = log.events[job] = EventColumns()
         if b.labels:
-            base = len(columns)
-            columns.labels.update({base + n: b.labels[i] for n, i in enumerate(take.tolist()) if i in b.labels})
-        columns.t.frombytes(b.t[take].tobytes())
-        columns.code.frombytes(b.code[take].astype(np.int8).tobytes())
-        columns.step.frombytes(b.step[take].tobytes())
-        columns.chips.frombytes(b.chips[take].tobytes())
+            base = len(columns) - lo
+            columns.labels.update({base + i: label for i, label in b.labels.items() if lo <= i < hi})
+        columns.t.frombytes(b.t[lo:hi].tobytes())
+        columns.code.frombytes(b.code[lo:hi].tobytes())
+        columns.step.frombytes(b.step[lo:hi].tobytes())
+        columns.chips.frombytes(b.chips[lo:hi].tobytes())

@@ -171,6 +171,18 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
 PARALLEL_MIN_EVENTS = 2_000_000  # and logs of at least this many events accounted in them
 MAX_WORKERS = 4
+# Workers cost about a fifth more CPU (pieces and accounts pickled between processes): they pay off only with
+# CPU to spare. On 2 CPUs busy with other work (load 4), one process was faster (42 s against 62 s wall).
+MIN_IDLE_CPUS = 0.5
+
+
+def _cpus() -> tuple[int, float]:
+    """(CPUs this process may use, how many of them are idle: CPUs less the 1-minute load average)."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return cpus, cpus - load
 
 
 @contextmanager
@@ -181,10 +193,9 @@ def _fork_pool(
     otherwise, or where fork is not available: one process does the work, with the same answers. Forked, the
     workers see the parent's memory as it was (the records already read) without copying it through a pipe."""
     import multiprocessing
-    import os
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if not wanted or cpus < 2 or not fastread.available():
+    cpus, idle = _cpus()
+    if not wanted or cpus < 2 or idle < MIN_IDLE_CPUS or not fastread.available():
         yield None
         return
     try:
