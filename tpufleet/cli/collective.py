@@ -91,7 +91,12 @@ def _job_text(d: dict[str, Any]) -> str:
         f"all-reduce of {d['bytes']} bytes per chip on job {d['job']} ({d['slices']} of {d['total_slices']} slices of "
         f"{d['shape']}{' twisted' if d['twisted'] else ''}, {d['chips']} chips, {d['hosts_per_slice']} host{'s' if d['hosts_per_slice'] != 1 else ''} a slice; "
         f"pods {', '.join(d['pods'])})",
-        f"  time             {_ms(d['time_s'])}  (ICI reduce-scatter, DCN all-reduce of the shards, ICI all-gather)",
+        f"  time             {_ms(d['time_s'])}  "
+        + (
+            "(each chip's share of the sharded gradient all-reduced over the DCN)"
+            if d["layout"] == "sharded"
+            else "(ICI reduce-scatter, DCN all-reduce of the shards, ICI all-gather)"
+        ),
         f"  DCN              {_gbs(dcn['host_bandwidth_Bps'])} per host, latency {_ms(dcn['latency_s'])}, "
         f"oversubscription between pods {dcn['pod_oversubscription']:g} ({dcn['source']})",
     ]
@@ -105,9 +110,14 @@ def _job_text(d: dict[str, Any]) -> str:
         lines.append(f"  one slice        {one['note']}")
     else:
         ratio = f"; step throughput {one['throughput_ratio']:.3f}x of it" if one["throughput_ratio"] is not None else ""
+        versus = (
+            f"(the job's takes {one['all_reduce_ratio']:.3f}x as long)"
+            if one["all_reduce_ratio"] is not None
+            else f"({one['note']})"
+        )
         lines.append(
             f"  one slice        {one['shape']}{' twisted' if one['twisted'] else ''}: all-reduce "
-            f"{_ms(one['all_reduce_s'])} (the job's takes {one['all_reduce_ratio']:.3f}x as long){ratio}"
+            f"{_ms(one['all_reduce_s'])} {versus}{ratio}"
         )
     rows = [[ph["phase"], _ms(ph["seconds"]), ph.get("slowest_slice") or ""] for ph in d["phases"]]
     lines += ["", grid(rows, ["phase", "time", "slowest slice"])]
@@ -197,6 +207,15 @@ def collective_cmd(
             help="Job only: model FLOPs of one training step (all chips), for the step time and the all-reduce's share",
         ),
     ] = None,
+    layout: Annotated[
+        str,
+        typer.Option(
+            "--layout",
+            help="Job only: replicated (every chip holds the whole gradient, data parallel inside each slice) or "
+            "sharded (each chip holds its own share: the model is sharded over each slice, data parallel between "
+            "slices, as Pathways' islands); --bytes is what one chip holds",
+        ),
+    ] = "replicated",
     output: OutputOpt = Output.table,
 ) -> None:
     """Model a collective on the slice's current routing tables (healthy or rerouted, as `routes` stored them).
@@ -232,12 +251,16 @@ def collective_cmd(
     state = store.load()
     if name in state.jobs:
         _check_job_options(op, algorithm, dims, table_capacity)
-        jreq = ops.JobRequest(nbytes, flops, assume_healthy)
+        if layout not in ops.LAYOUTS:
+            raise BadInput(f"bad option --layout: {layout!r} is not one of {', '.join(ops.LAYOUTS)}")
+        jreq = ops.JobRequest(nbytes, flops, assume_healthy, layout)
         job_outcome = ops.run_job(state, name, jreq, profile, store.table_path)
         emit(job_outcome.data, output, lambda: _job_text(job_outcome.data))
         return
     if flops is not None:
         raise BadInput("bad option --model-flops-per-step: applies to a multislice job, not a slice")
+    if layout != "replicated":
+        raise BadInput("bad option --layout: applies to a multislice job, not a slice")
     table_file = store.table_path(name)
     req = ops.Request(
         op, nbytes, "dim-by-dim" if order and algorithm == "auto" else algorithm, order, table_capacity, assume_healthy

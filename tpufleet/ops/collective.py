@@ -76,6 +76,7 @@ def _best(ests: list[Estimate], t: Tables) -> Estimate:
 
 def run(state: FleetState, name: str, req: Request, profile: Profile, table_file: Path) -> Outcome:
     """The modelled time and bandwidths of the collective, the algorithm chosen and why, and the candidates."""
+    check_fits_hbm(req.nbytes, profile, job=False)
     t, info = slice_tables(state, name, table_file, req.assume_healthy)
     sparse_info: dict[str, Any] | None = None
     if req.table_capacity is not None:
@@ -167,11 +168,27 @@ def _candidate(e: Estimate, t: Tables) -> dict[str, Any]:
 # ---- multislice jobs: the hierarchical all-reduce -----------------------------------------------------------------
 
 
+LAYOUTS = ("replicated", "sharded")
+
+
 @dataclass
 class JobRequest:
     nbytes: int
     model_flops_per_step: float | None = None
     assume_healthy: bool = False
+    layout: str = "replicated"  # sharded: each chip of a slice holds its own share of the gradient
+
+
+def check_fits_hbm(nbytes: int, profile: Profile, job: bool) -> None:
+    """A collective of more bytes per chip than a chip's HBM cannot run: BadInput naming the figure."""
+    from tpufleet.errors import BadInput
+
+    if nbytes > profile.hbm_bytes:
+        hint = " (a larger gradient is sharded over the slice: give each chip's share with --layout sharded)"
+        raise BadInput(
+            f"bad option --bytes: {nbytes} bytes a chip is more than a chip's HBM ({profile.hbm_bytes:.0f} bytes in "
+            f"the profile){hint if job else ''}"
+        )
 
 
 def _members(state: FleetState, name: str) -> list[Any]:
@@ -192,15 +209,19 @@ def _members(state: FleetState, name: str) -> list[Any]:
 
 
 def _slice_phases(state: FleetState, sl: Any, req: JobRequest, profile: Profile, table_file: Path) -> dict[str, Any]:
-    """One slice's ICI reduce-scatter and all-gather of the job's bytes, on its current tables."""
+    """One slice's ICI reduce-scatter and all-gather of the job's bytes, on its current tables (none when the
+    gradient is sharded: each chip's share is already its own)."""
+    row = {"slice": sl.name, "pod": sl.pod, "state": sl.state.value}
+    if req.layout == "sharded":
+        none = "none (sharded)"
+        return {**row, "reduce_scatter_s": 0.0, "reduce_scatter_algorithm": none, "all_gather_s": 0.0,
+                "all_gather_algorithm": none, "tables": {"source": "not used", "degraded": False}}  # fmt: skip
     t, info = slice_tables(state, sl.name, table_file, req.assume_healthy)
     ctx = Context(t, profile)
     rs = _best(estimate(ctx, "reduce-scatter", req.nbytes, "auto", None), t)
     ag = _best(estimate(ctx, "all-gather", req.nbytes, "auto", None), t)
     return {
-        "slice": sl.name,
-        "pod": sl.pod,
-        "state": sl.state.value,
+        **row,
         "reduce_scatter_s": rs.seconds,
         "reduce_scatter_algorithm": rs.name,
         "all_gather_s": ag.seconds,
@@ -216,12 +237,15 @@ def run_job(
     share of a training step, and the same step on one ICI slice of as many chips."""
     from tpufleet.collectives import dcn
 
+    check_fits_hbm(req.nbytes, profile, job=True)
     job = state.job(name)
     members = _members(state, name)
     rows = [_slice_phases(state, sl, req, profile, table_path(sl.name)) for sl in members]
     pods = sorted({sl.pod for sl in members})
     link = profile.dcn_link()
-    phase = dcn.dcn_all_reduce(req.nbytes, len(members), dcn.hosts(job.shape), link, across_pods=len(pods) > 1)
+    # Replicated: after the reduce-scatter a slice's chips hold SIZE between them; sharded, SIZE x chips.
+    per_slice = req.nbytes * (job.shape.chips if req.layout == "sharded" else 1)
+    phase = dcn.dcn_all_reduce(per_slice, len(members), dcn.hosts(job.shape), link, across_pods=len(pods) > 1)
     h = dcn.hierarchical([r["reduce_scatter_s"] for r in rows], phase, [r["all_gather_s"] for r in rows])
     chips = job.shape.chips * len(members)
     step = None
@@ -239,6 +263,7 @@ def run_job(
         "pods": pods,
         "op": "all-reduce",
         "bytes": req.nbytes,
+        "layout": req.layout,
         "time_s": h.seconds,
         "phases": _phases(h, rows),
         "per_slice": rows,
@@ -296,6 +321,8 @@ def _one_slice(
     from tpufleet.collectives.cost import collective_time
 
     shapes = dcn.one_slice_shapes(chips, max_cubes)
+    if req.layout == "sharded":  # one slice has no shards to exchange: its step is the compute alone
+        return _one_sharded_slice(shapes, chips, req, profile, max_cubes, job_step)
     timed = [(collective_time(s, req.nbytes, "all-reduce", profile), s) for s in shapes]
     timed = [(t, s) for t, s in timed if t != float("inf")]
     if not timed:
@@ -312,6 +339,28 @@ def _one_slice(
         "step_s": None if one_step is None else one_step.seconds,
         "throughput_ratio": None if one_step is None else one_step.seconds / job_step.seconds,
         "note": f"fastest of {', '.join(str(s) for _, s in timed)} (healthy tables)",
+    }
+
+
+def _one_sharded_slice(
+    shapes: list[Any], chips: int, req: JobRequest, profile: Profile, max_cubes: int, job_step: Any
+) -> dict[str, Any]:
+    """With a sharded gradient, the same chips as one slice have no DCN exchange, and what the chips exchange
+    inside a slice (not modelled) is the same in both: the step is the compute alone."""
+    from tpufleet.collectives import dcn
+
+    if not shapes:
+        return {"shape": None, "twisted": None, "all_reduce_s": None, "all_reduce_ratio": None,
+                "step_s": None, "throughput_ratio": None, "note": _no_one_slice(chips, max_cubes)}  # fmt: skip
+    one_step = None if job_step is None else dcn.step(req.model_flops_per_step or 0.0, chips, profile, 0.0)
+    return {
+        "shape": shapes[0].text,
+        "twisted": shapes[0].twisted,
+        "all_reduce_s": 0.0,
+        "all_reduce_ratio": None,
+        "step_s": None if one_step is None else one_step.seconds,
+        "throughput_ratio": None if one_step is None else one_step.seconds / job_step.seconds,
+        "note": "sharded: one slice of these chips exchanges no shards over the DCN; the step is its compute",
     }
 
 
