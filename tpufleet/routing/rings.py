@@ -190,7 +190,8 @@ class RingPaths:
             start = lo[code] + 2 * ring  # [side, ring, 2n]: a run never wraps past one lap
             size = 2 * rings * 2 * n
             diff = np.bincount(start, minlength=size) - np.bincount(start + length[code], minlength=size)
-            laps = np.cumsum(diff.reshape(2, rings, 2 * n), axis=2)
+            # a run never leaves its ring's block, so each block's marks cancel: one running sum serves them all
+            laps = np.cumsum(diff).reshape(2, rings, 2 * n)
             total = laps[:, :, :n] + laps[:, :, n:]
             for s in (0, 1):
                 load[self.links[d][s].ravel()] += total[s].ravel()  # each link once: a plain add is exact
