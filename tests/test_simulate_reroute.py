@@ -172,5 +172,32 @@ def test_a_listed_jobs_model_makes_it_a_training_job(tmp_path):
     (job,) = load_workload(path).jobs
     assert job.phase == "training" and job.model is not None
     path.write_text(f"schema_version: 1\njobs:\n  - {{shape: 4x4x8, duration_hours: 5, phase: serving, {model}}}\n")
-    with pytest.raises(BadStateFile, match=r"field jobs\.0\.model: a step model is for training jobs \(value 'serving'\)"):
+    with pytest.raises(
+        BadStateFile, match=r"field jobs\.0\.model: a step model is for training jobs \(value 'serving'\)"
+    ):
         load_workload(path)
+
+
+def test_a_job_that_starts_in_a_pod_with_an_ocs_down_runs_rerouted():
+    """The OCS fails at hour 1, before the listed job arrives at hour 2; it is repaired at hour 3 (2 h repair).
+    The job starts routed around it (its steps slower by the modelled factor) and runs healthy after the repair."""
+    from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates
+    from tpufleet.simulation.events import FaultStrike
+
+    shape = parse_shape("4x4x8", twisted=True)
+    model = StepModel(8.44425e14, GIB, 0.0533)
+    job = JobSpec(shape, duration_hours=10, arrival_hours=2, phase="training", model=model, id="j")
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(job,))
+    zero = {"host_per_day": 0.0, "link_per_day": 0.0, "ocs_per_day": 0.0, "drain_per_day": 0.0}
+    options = Options(days=1, seed=1, restart_overhead_s=0.0)
+    sim = Simulator(workload, replace(default_rates(), **zero), options)
+    sim.queue.push(FaultStrike(sim.start + 3600, "ocs", OcsId("pod0", "z", 5)))
+    records = sim.run()
+    factor = slowdown(shape, model, [OcsId("pod0", "z", 5)])
+    assert factor > 1.05
+    starts = [r["time"] - sim.start for r in records if r.get("event") == "step_start"]
+    lengths = [round(b - a, 3) for a, b in itertools.pairwise(starts)]
+    before = [d for (a, d) in zip(starts, lengths, strict=False) if a < 3 * 3600 - options.step_s * factor]
+    after = [d for (a, d) in zip(starts, lengths, strict=False) if a > 3 * 3600 + 1]
+    assert before and all(abs(d - options.step_s * factor) < 0.002 for d in before)  # times are logged to 1 ms
+    assert options.step_s in after

@@ -49,6 +49,8 @@ class FaultResponse:
         self.queue = queue
         self.stats = stats
         self.slices_lost = 0  # slices elastic jobs ran on without
+        self.open_network: dict[FaultStrike, None] = {}  # OCS and optical-link faults not yet repaired, in order
+        scheduler.joined = self._joined
 
     def strike(self, fault: FaultStrike) -> None:
         self.stats.faults[fault.kind] += 1
@@ -62,6 +64,7 @@ class FaultResponse:
                 self._machine_down(fault.time, target, repair_at)
             self.queue.push(Repair(repair_at, "host", target))
             return
+        self.open_network[fault] = None
         if isinstance(target, LinkId):
             hit = [job for job in self.runner.on_cube(target.cube) if not job.shape.is_subcube]
         else:
@@ -116,6 +119,23 @@ class FaultResponse:
         self.stats.reroutes += 1
         self.runner.schedule_completion(job)
 
+    def _joined(self, job: Job, t: float) -> None:
+        """A job started (or took a slice back) where network faults are open: it runs routed around them (the
+        placement only puts a job that cannot be rerouted clear of a down OCS)."""
+        if job.shape.is_subcube or not self.open_network or not self.scheduler.rerouting(job):
+            return
+        faults = {f for f in self.open_network if any(_hits(f.target, a) for a in job.held)}
+        if not faults - job.network_faults:
+            return
+        factor = self._slowdown(job, job.network_faults | faults)
+        if factor == float("inf"):  # cannot be routed around them after all: it leaves again
+            self.scheduler.disrupt(job, t, "eviction")
+            return
+        job.network_faults |= faults
+        job.reroute_factor = factor
+        job.refresh_slowdown()
+        self.runner.schedule_completion(job)
+
     def _slowdown(self, job: Job, faults: set[FaultStrike]) -> float:
         """The modelled factor for a job that declares its step, else the fault-rate file's constant. The slices
         of a multislice job step in lockstep: the slowest slice sets the pace."""
@@ -139,6 +159,7 @@ class FaultResponse:
         elif isinstance(target, OcsId):
             self.placement.repair_ocs(target)
         if repair.fault is not None:
+            self.open_network.pop(repair.fault, None)
             for job in list(self.runner.running.values()):
                 if repair.fault in job.network_faults:
                     self._end_reroute(job, repair.fault, repair.time)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tpufleet.allocation import Allocation
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape
@@ -42,6 +44,9 @@ class Scheduler:
         self.fit_shortcuts = fit_shortcuts
         self.waiting: list[Job] = []
         self.short: dict[str, Job] = {}  # elastic jobs running without some of their slices
+        # Called when a job starts or takes a slice back, so that it is routed around the network faults open
+        # where it landed (the fault response sets it).
+        self.joined: Callable[[Job, float], None] = lambda job, t: None
         self.slices_regained = 0
 
     def rerouting(self, job: Job) -> bool:
@@ -68,6 +73,7 @@ class Scheduler:
                 if slices:
                     self.waiting.remove(job)
                     self.runner.start(job, slices[0], t, slices[1:])
+                    self.joined(job, t)
                     placed = True
                     hopeless.clear()
                 else:
@@ -93,6 +99,7 @@ class Scheduler:
                 if alloc is None:
                     break
                 self.runner.set_slices(job, t, [*job.held, alloc])
+                self.joined(job, t)
                 self.slices_regained += 1
             if job.state is not JobState.RUNNING or job.active == job.slices:
                 del self.short[job.id]
