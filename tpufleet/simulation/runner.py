@@ -222,28 +222,30 @@ class JobRunner:
     def _steps(self, job: Job, t: float, t_to: float) -> float:
         """Whole steps, one after another, while nothing else happens (`_compute` over and over, the same
         arithmetic in the same order, without a call per step: steps are nearly all of a run's events): up to the
-        step that ends the job, starts a checkpoint or reaches t_to, which is left to `_compute`."""
-        if job.state is not JobState.RUNNING or job.startup or job.checkpoint_left is not None:
-            return t
+        step that ends the job, starts a checkpoint or reaches t_to, which is left to `_compute` (any step this
+        loop does not vouch for is, from the same state, so the events are `_compute`'s)."""
         step_s, slowdown, work = self.step_s, job.slowdown, job.work
-        progress, to_step, to_checkpoint, step = job.progress, job.to_step, job.to_checkpoint, job.step
+        wall = step_s * slowdown  # a whole step's wall time, as `_compute` works it out
+        done = wall / slowdown
+        busy = job.state is not JobState.RUNNING or job.startup or job.checkpoint_left is not None
+        if busy or job.to_step != step_s or step_s - done > EPSILON:
+            return t
+        progress, to_checkpoint, step = job.progress, job.to_checkpoint, job.step
         entries, job_id = self.log.entries, job.id
         mine = self.log.by_job[job_id]  # the job logged its start already
         while t < t_to - EPSILON:
-            boundary = min(to_step, to_checkpoint, work - progress)
-            wall = boundary * slowdown
-            take = min(wall, t_to - t)
-            done = take / slowdown
+            if to_checkpoint < step_s or work - progress < step_s or wall > t_to - t:
+                break  # the step is cut short by a checkpoint, the job's end or t_to
             after, left = progress + done, to_checkpoint - done
-            if take < wall - EPSILON or after >= work - EPSILON or left <= EPSILON or to_step - done > EPSILON:
-                break  # not a plain step: `_compute` works it out again from here, the same way
-            t += take
-            progress, to_checkpoint, to_step = after, left, step_s
+            if after >= work - EPSILON or left <= EPSILON:
+                break  # it ends the job or starts a checkpoint
+            t += wall
+            progress, to_checkpoint = after, left
             step += 1
             event = (job_id, round(t, 3), "step_start", step, None)
             entries.append(event)
             mine.append(event)
-        job.progress, job.to_step, job.to_checkpoint, job.step = progress, to_step, to_checkpoint, step
+        job.progress, job.to_checkpoint, job.step = progress, to_checkpoint, step
         return t
 
     def _next_step(self, job: Job, t: float) -> None:
