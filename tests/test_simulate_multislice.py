@@ -149,3 +149,22 @@ def test_a_mixed_workload_runs_and_places_multislice_jobs_over_pods(tmp_path):
     for r in records:
         if r["type"] == "event" and r["event"] == "allocation":
             assert r["chips"] % 128 == 0 and r["chips"] <= chips[r["job"]]
+
+
+def test_the_summary_gives_multislice_jobs_apart(tmp_path):
+    """Every arrival a multislice job of 2 or 3 slices of 4x4x8 (256 or 384 chips: one size class): the
+    multislice kind is then the whole size segment, which the summary works out as goodput-report does."""
+    from tpufleet.ops.simulate import simulate
+
+    w = _workload(tmp_path, "multislice: {share: 1.0, slices: {'2': 1, '3': 1}, elastic_share: 0.5}\n")
+    result = simulate(w, default_rates(), Options(days=4, seed=2, pods=2))
+    s = result.summary
+    m = s["multislice"]
+    (segment,) = s["segments"]
+    assert m["jobs"] == s["jobs_submitted"] == segment["jobs"] == m["multislice"]["jobs"]
+    assert {k: m["multislice"][k] for k in ("sg", "rg", "pg", "mpg")} == {
+        k: segment[k] for k in ("sg", "rg", "pg", "mpg")
+    }
+    assert m["single_slice"]["jobs"] == 0 and m["single_slice"]["sg"] is None
+    plain = simulate(load_workload(None), default_rates(), Options(days=1, seed=2)).summary
+    assert plain["multislice"] is None

@@ -4,6 +4,7 @@ workload's step models, and the simulator using them."""
 import itertools
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -188,7 +189,7 @@ def test_a_job_that_starts_in_a_pod_with_an_ocs_down_runs_rerouted():
     model = StepModel(8.44425e14, GIB, 0.0533)
     job = JobSpec(shape, duration_hours=10, arrival_hours=2, phase="training", model=model, id="j")
     workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(job,))
-    zero = {"host_per_day": 0.0, "link_per_day": 0.0, "ocs_per_day": 0.0, "drain_per_day": 0.0}
+    zero: dict[str, Any] = {"host_per_day": 0.0, "link_per_day": 0.0, "ocs_per_day": 0.0, "drain_per_day": 0.0}
     options = Options(days=1, seed=1, restart_overhead_s=0.0)
     sim = Simulator(workload, replace(default_rates(), **zero), options)
     sim.queue.push(FaultStrike(sim.start + 3600, "ocs", OcsId("pod0", "z", 5)))

@@ -30,11 +30,30 @@ def _text(s: dict, out: Path | None) -> str:
         f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS, "
         f"{s['faults']['drain']} planned drains; rerouted {s['reroutes']} time(s)",
         f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions",
+        *_multislice_lines(s.get("multislice"), f),
         f"  {s['events']} events written to {out} (read them with `tpufleet goodput-report {out}`)"
         if out is not None
         else f"  {s['events']} events, not written (--out FILE keeps them for goodput-report)",
     ]
     return "\n".join(lines)
+
+
+def _multislice_lines(m: dict | None, f) -> list[str]:
+    if m is None:
+        return []
+    lines = [
+        f"  multislice: {m['jobs']} jobs ({m['elastic_jobs']} elastic); elastic jobs lost {m['slices_lost']} "
+        f"slice(s), got {m['slices_regained']} back"
+    ]
+    for kind in ("multislice", "single_slice"):
+        k = m.get(kind)
+        if k is not None:
+            label = kind.replace("_", "-")
+            lines.append(
+                f"    {label:<13} SG {f(k['sg'])}  x  RG {f(k['rg'])}  x  PG {f(k['pg'])}  =  MPG {f(k['mpg'])}"
+                f"  ({k['jobs']} jobs)"
+            )
+    return lines
 
 
 @app.command(

@@ -43,7 +43,8 @@ def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
 
     grouped = records is simulator.log.entries  # then the log has them by job already
     records = records if isinstance(records, list) else list(records)
-    report = goodput(records, simulator.log.by_job if grouped else None)
+    multislice = {job.id for job in simulator.jobs if job.slices > 1}
+    report = goodput(records, simulator.log.by_job if grouped else None, multislice)
     fleet = report["fleet"]
     disruptions = dict.fromkeys(DISRUPTIONS, 0)
     for record in records:
@@ -70,7 +71,25 @@ def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
         "xconnect_changes": stats.xconnect_changes,
         "events": len(records),
         "segments": [{k: segment[k] for k in SEGMENT_KEYS} for segment in report["segments"]],
+        "multislice": _multislice(simulator, report, multislice),
         **waits(simulator),
+    }
+
+
+def _multislice(simulator: Simulator, report: dict[str, Any], ids: set[str]) -> dict[str, Any] | None:
+    """Multislice jobs apart from the others (SG, RG, PG, MPG of each kind), and the slices elastic jobs lost
+    and got back; None without multislice jobs."""
+    if not ids:
+        return None
+    kinds = report.get("kinds") or {}
+    elastic = sum(1 for job in simulator.jobs if job.slices > 1 and job.elastic_min is not None)
+    return {
+        "jobs": len(ids),
+        "elastic_jobs": elastic,
+        "slices_lost": simulator.fault_response.slices_lost,
+        "slices_regained": simulator.scheduler.slices_regained,
+        "multislice": kinds.get("multislice"),
+        "single_slice": kinds.get("single_slice"),
     }
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from operator import sub
@@ -330,9 +330,12 @@ def _minus(keep: list[Interval], drop: list[Interval]) -> list[Interval]:
 
 
 # ---- the run's figures ----------------------------------------------------------------------------------------
-def goodput(entries: Iterable[Entry], by_job: dict[str, list[EventTuple]] | None = None) -> dict[str, Any]:
+def goodput(
+    entries: Iterable[Entry], by_job: dict[str, list[EventTuple]] | None = None, multislice: Collection[str] = ()
+) -> dict[str, Any]:
     """SG, RG, PG and MPG of the fleet, and the same by job size (``segments``), as `goodput-report --by size`
-    gives them for these records; `by_job`: their events grouped by job when the caller has them so."""
+    gives them for these records; `by_job`: their events grouped by job when the caller has them so. With the ids
+    of the `multislice` jobs, also their factors and the other jobs' (``kinds``)."""
     entries = list(entries)
     log = goodput_events.Log()
     group = by_job is None
@@ -358,7 +361,11 @@ def goodput(entries: Iterable[Entry], by_job: dict[str, list[EventTuple]] | None
     for job, figures in accounts:
         groups.setdefault(size_class(job.chips), []).append((job, figures))
     segments = [{"value": value, **_factors(groups[value], None)} for value in sorted(groups)]
-    return {"fleet": fleet, "segments": segments}
+    kinds = {
+        "multislice": _factors([(j, f) for j, f in accounts if j.id in multislice], None),
+        "single_slice": _factors([(j, f) for j, f in accounts if j.id not in multislice], None),
+    }
+    return {"fleet": fleet, "segments": segments, "kinds": kinds}
 
 
 def _figures_of(job: goodput_events.Job, events: list[EventTuple]) -> JobFigures:
@@ -415,4 +422,5 @@ def by_the_report(entries: Iterable[Entry]) -> dict[str, Any]:
     return {
         "fleet": {k: report["fleet"][k] for k in keys},
         "segments": [{"value": s["value"], **{k: s[k] for k in keys}} for s in report["segments"]],
+        "kinds": None,  # the report has no multislice segment
     }
