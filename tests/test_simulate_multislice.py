@@ -100,6 +100,32 @@ def test_an_elastic_job_waits_on_fewer_slices_when_none_is_free():
     slow = [b - a for a, b in itertools.pairwise(starts) if 5 * HOUR + 600 < a - sim.start < repair - 600]
     slower = pytest.approx(options.step_s * 4 / 3)
     assert slower in slow and options.step_s not in slow  # (a step with a checkpoint write is longer still)
+    counts = [(r["time"] - sim.start, r["active_slices"]) for r in _events(records, name="slice_counts")]
+    assert counts == [(0.0, 4), (5 * HOUR, 3), (pytest.approx(repair), 4)]
+    assert all(r["total_slices"] == 4 for r in _events(records, name="slice_counts"))
+
+
+def test_goodput_report_reads_an_elastic_jobs_slice_counts(cli, tmp_path):
+    """The slice counts the simulator writes feed goodput-report's stepping slice efficiency: 3 of 4 slices for
+    the 8 hours between the fault and the repair, 4 of 4 otherwise, over the job's 40 h and start-up."""
+    from tpufleet.simulation.log import jsonl
+
+    spec = JobSpec(SHAPE, duration_hours=40, phase="training", id="j", slices=4, elastic_min=3)
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(spec,))
+    options = Options(days=3.0, seed=1, pods=1, cubes_per_pod=8)
+    sim = Simulator(workload, replace(default_rates(), **NO_FAULTS), options)
+    probe = Simulator(workload, replace(default_rates(), **NO_FAULTS), replace(options, days=5 / 24))
+    probe.run()
+    sim.queue.push(FaultStrike(sim.start + 5 * HOUR, "host", HostId(probe.jobs[0].held[0].cubes[0], 0)))
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(jsonl(sim.run()))
+    r = cli("goodput-report", str(log), "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (job,) = r.json["jobs"]
+    eff = job["slices"]["stepping_slice_efficiency"]
+    ends = [e["time"] for e in _events(sim.log.records, name="job_end")]
+    total = ends[0] - sim.start
+    assert eff == pytest.approx(1 - 8 * HOUR / 4 / total, abs=1e-6)
 
 
 def test_the_dcn_all_reduce_is_in_a_multislice_jobs_ideal_step():

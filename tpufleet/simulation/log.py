@@ -52,6 +52,14 @@ class EventLog:
             }
         )
 
+    def slice_counts(self, job: Job, time: float) -> None:
+        """An elastic multislice job's slice counts from `time` on (a record of its own: the goodput report's
+        stepping and available slice efficiency). Every slice the job holds steps."""
+        active = job.active
+        record = {"type": "event", "job": job.id, "time": round(time, 3), "event": "slice_counts",
+                  "active_slices": active, "available_slices": active, "total_slices": job.slices}  # fmt: skip
+        self.entries.append(record)
+
     def event(self, job: Job, time: float, name: str, *, step: int | None = None, chips: int | None = None) -> None:
         event = (job.id, round(time, 3), name, step, chips)
         self.entries.append(event)

@@ -79,6 +79,8 @@ class JobRunner:
         job.to_step = self.step_s
         if not in_place:
             self.log.event(job, t, "allocation", chips=job.shape.chips * job.active)
+        if job.elastic_min is not None:
+            self.log.slice_counts(job, t)
         self.log.event(job, t, "job_start")
         self.schedule_completion(job)
 
@@ -102,6 +104,7 @@ class JobRunner:
         for k, extra in enumerate(job.more, 1):
             self.placement.hold(slice_key(job.id, k), extra)
         self.log.event(job, t, "allocation", chips=job.shape.chips * job.active)
+        self.log.slice_counts(job, t)
         job.refresh_slowdown()
         self.schedule_completion(job)
 

@@ -341,7 +341,7 @@ def goodput(
     group = by_job is None
     by_job = {} if by_job is None else by_job
     for line, entry in enumerate(entries, start=1):
-        if isinstance(entry, dict) and entry.get("type") == "event":
+        if isinstance(entry, dict) and entry.get("type") == "event" and entry.get("event") != "slice_counts":
             entry = (entry["job"], entry["time"], entry["event"], entry.get("step"), entry.get("chips"))
         if not isinstance(entry, tuple):
             goodput_events.add_record(log, entry, "<simulation>", line)
