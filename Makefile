@@ -44,7 +44,8 @@ test-browser: browser-deps $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/bench_collective.py
-	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_sweep.py --sweep
+	$(BIN)/python benchmarks/bench_simulate.py
 	$(BIN)/python benchmarks/bench_goodput.py
 
 clean:

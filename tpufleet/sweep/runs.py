@@ -109,7 +109,7 @@ def _fleet(
     if keep_events:
         from tpufleet.simulation.log import jsonl
 
-        events = gzip.compress(jsonl(result.records), mtime=0)
+        events = gzip.compress(jsonl(result.entries), mtime=0)
     return fleet_metrics(result.summary), events
 
 
