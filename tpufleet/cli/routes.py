@@ -146,9 +146,6 @@ def routes_cmd(
     if table_capacity is not None:
         routed, missing = ops.sparse(routed, table_capacity)
         sparse_note = {"table_capacity": table_capacity, "ring_entries_missing": missing}
-    stored = ops.export_bytes(routed, "npz")
-    # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
-    exported = None if out is None else stored if fmt is TableFormat.npz else ops.export_bytes(routed, fmt.value)
     refusal = ops.not_storable(routed, HARDWARE_VCS)
     if sparse_note and refusal is None:
         refusal = "sparse tables (--table-capacity) are for study; export them with --out"
@@ -159,17 +156,25 @@ def routes_cmd(
         "unroutable": routed.unroutable[:1000],
         "stored": refusal is None,
     }
-    if refusal is None:
-        with store.transaction() as tx:
-            outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
-            store.save_tables(name, stored)
-            tx.commit(outcome.change)
-        cache.flush()
-        data["tables"] = str(table_path)
-    else:
-        data["not_stored"] = refusal
-    if out is not None and exported is not None:
-        write_output(out, exported)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="npz") as pool:
+        # The npz is deflated (zlib lets go of the GIL) while the state is locked, checked and committed.
+        wanted = refusal is None or (out is not None and fmt is TableFormat.npz)
+        npz = pool.submit(ops.export_bytes, routed, "npz") if wanted else None
+        # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
+        exported = None if out is None or fmt is TableFormat.npz else ops.export_bytes(routed, fmt.value)
+        if refusal is None and npz is not None:
+            with store.transaction() as tx:
+                outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
+                store.save_tables(name, npz.result())
+                tx.commit(outcome.change)
+            cache.flush()
+            data["tables"] = str(table_path)
+        else:
+            data["not_stored"] = refusal
+        if out is not None:
+            write_output(out, exported if exported is not None else npz.result() if npz is not None else b"")
     emit(data, output, lambda: _text(name, data, data.get("tables"), routed.unroutable))
     if refusal is not None:
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
