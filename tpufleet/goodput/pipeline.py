@@ -171,9 +171,10 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
 PARALLEL_MIN_EVENTS = 2_000_000  # and logs of at least this many events accounted in them
 MAX_WORKERS = 4
-# Workers cost about a fifth more CPU (pieces and accounts pickled between processes): they pay off only with
-# CPU to spare. On 2 CPUs busy with other work (load 4), one process was faster (42 s against 62 s wall).
-MIN_IDLE_CPUS = 0.5
+# Workers cost a fifth to a third more CPU (pieces and accounts pickled between processes, caches shared): they
+# pay off only with CPUs to spare. On the 2-CPU project machine with one other busy process, 10 M events took
+# 24.8 s with workers and 20.7 s in one process; with two or more (load 4), 62 s and 42 s.
+MIN_IDLE_CPUS = 1.5
 
 
 def _cpus() -> tuple[int, float]:
