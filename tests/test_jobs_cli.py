@@ -298,3 +298,23 @@ def test_two_slices_moved_off_one_failed_ocs_go_to_different_pods(cli):
     radius = _ok(cli("inject-fault", "ocs:pod0/x/3", "-o", "json"))
     moved = {s["slice"]: s["replacement"]["pod"] for s in radius["slices"] if s["action"] == "reschedule"}
     assert sorted(moved.values()) == ["pod2", "pod3"], moved
+
+
+def test_routes_of_a_job_stores_every_wired_slice(pods2):
+    d = _ok(pods2("allocate", "j", "--shape", "4x4x8", "--slices", "2", "--spread", "-o", "json"))
+    r = pods2("routes", "j")
+    assert r.code == 1 and "has no wired slice" in r.err  # allocated, not wired yet
+    _ok(pods2("plan-xconnect", "j", "--apply", "-o", "json"))
+    routed = _ok(pods2("routes", "j", "-o", "json"))
+    assert routed["job"] == "j" and routed["stored"] is True
+    assert [s["slice"] for s in routed["slices"]] == [s["slice"] for s in d["slices"]] == ["j-0", "j-1"]
+    assert all(s["unroutable_pairs"] == 0 and s["stored"] for s in routed["slices"])
+    rows = _slices(pods2)
+    assert rows["j-0"]["routes"] == rows["j-1"]["routes"] == "fresh"
+    text = pods2("routes", "j")
+    assert text.code == 0 and text.out.count("tables stored in") == 2
+    before = snapshot(pods2.state)
+    for extra in (("--out", "x.npz"), ("--table-capacity", "8")):
+        r = pods2("routes", "j", *extra)
+        assert r.code == 2 and "give one slice of the job" in r.err
+    assert snapshot(pods2.state) == before

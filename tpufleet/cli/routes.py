@@ -1,13 +1,17 @@
 """`tpufleet routes SLICE`: discover the slice's network, generate, check and store its routing tables."""
 
 import enum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+
+if TYPE_CHECKING:
+    from tpufleet.state import Store
 
 
 class Algorithm(str, enum.Enum):
@@ -57,11 +61,12 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         "tpufleet routes train --traffic all-to-all -o json",
         "tpufleet routes train --out train.ibroute --format ibroute",
         "tpufleet routes train --algorithm wild-first --max-vcs 6 --out study.npz   # study other choices",
+        "tpufleet routes llm                         # a multislice job: each wired slice",
     ),
 )
 def routes_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name")],
+    name: Annotated[str, typer.Argument(help="Slice name, or a multislice job (each wired slice routed and stored)")],
     algorithm: Annotated[
         Algorithm,
         typer.Option(
@@ -118,13 +123,13 @@ def routes_cmd(
     Tables are stored (and the slice's index entry updated) only when every pair is routable, they are
     deadlock-free and they fit the hardware's virtual channels; otherwise the figures are shown, --out still
     exports them for study, and the command exits 1 saying why.
+
+    For a multislice job, every wired slice is routed and stored in turn (one transaction each).
     """
     from tpufleet.constants import HARDWARE_VCS
     from tpufleet.errors import BadInput
-    from tpufleet.ops import routes as ops
     from tpufleet.routing.report import TRAFFICS
-    from tpufleet.state.files import check_output_path, write_output
-    from tpufleet.state.store import utc_now
+    from tpufleet.state.files import check_output_path
 
     traffics = [t.strip() for t in traffic.split(",") if t.strip()]
     for t in traffics:
@@ -133,15 +138,77 @@ def routes_cmd(
     if out is not None:
         check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
-    table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
-    budget = HARDWARE_VCS if max_vcs is None else max_vcs
+    opts = _Options(algorithm.value, traffics, not no_deadlock_check, HARDWARE_VCS if max_vcs is None else max_vcs)
+    job = _job_of(store, name)
+    if job is not None:
+        if out is not None or table_capacity is not None:
+            raise BadInput("bad option --out/--table-capacity: give one slice of the job (JOB-k), not the whole job")
+        _route_job(store, name, job, opts, output)
+        return
+    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt)
+    emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
+    if refusal is not None:
+        typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class _Options:
+    algorithm: str
+    traffics: list[str]
+    deadlock_check: bool
+    max_vcs: int
+
+
+def _job_of(store: "Store", name: str) -> list[str] | None:
+    """The slices of the multislice job `name` that are wired now (None when `name` is no job)."""
+    state = store.load()
+    if name not in state.jobs:
+        return None
+    return [sl.name for sl in state.job_slices(name) if sl.state.wired]
+
+
+def _route_job(store: "Store", name: str, slices: list[str], opts: _Options, output: Output) -> None:
+    """Route each wired slice of the job, each stored in its own transaction as `routes SLICE` does."""
+    from tpufleet.errors import Refused
+
+    if not slices:
+        raise Refused(f"job {name!r} has no wired slice to route: `tpufleet plan-xconnect {name} --apply` wires them")
+    results = [(sl, *_route_slice(store, sl, opts, None, None, TableFormat.npz)) for sl in slices]
+    data = {
+        "job": name,
+        "slices": [d for _, d, _, _ in results],
+        "stored": all(refusal is None for _, _, _, refusal in results),
+    }
+    emit(data, output, lambda: "\n".join(_text(sl, d, d.get("tables"), u) for sl, d, u, _ in results))
+    refused = [(sl, refusal) for sl, _, _, refusal in results if refusal is not None]
+    for sl, refusal in refused:
+        typer.echo(f"tpufleet: tables for {sl!r} not stored: {refusal}", err=True)
+    if refused:
+        raise typer.Exit(1)
+
+
+def _route_slice(
+    store: "Store", name: str, opts: _Options, table_capacity: int | None, out: Path | None, fmt: TableFormat
+) -> tuple[dict, list[str], str | None]:
+    """Generate, check and (when they may be) store one slice's tables; export them to `out` if asked. Returns
+    the result, the unroutable pairs and why the tables were not stored (None when they were)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from tpufleet.cli.progress import progress
+    from tpufleet.constants import HARDWARE_VCS
+    from tpufleet.ops import routes as ops
     from tpufleet.routing import memo
+    from tpufleet.state.files import write_output
+    from tpufleet.state.store import utc_now
     from tpufleet.state.tablecache import TableCache
 
+    table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     cache = TableCache(store.dir)
     with progress(f"routing {name}", None), memo.using(cache):
-        routed = ops.compute(store.load(), name, algorithm.value, traffics, not no_deadlock_check, utc_now(), budget)
+        routed = ops.compute(
+            store.load(), name, opts.algorithm, opts.traffics, opts.deadlock_check, utc_now(), opts.max_vcs
+        )
     sparse_note = {}
     if table_capacity is not None:
         routed, missing = ops.sparse(routed, table_capacity)
@@ -156,8 +223,6 @@ def routes_cmd(
         "unroutable": routed.unroutable[:1000],
         "stored": refusal is None,
     }
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="npz") as pool:
         # The npz is deflated (zlib lets go of the GIL) while the state is locked, checked and committed.
         wanted = refusal is None or (out is not None and fmt is TableFormat.npz)
@@ -175,7 +240,4 @@ def routes_cmd(
             data["not_stored"] = refusal
         if out is not None:
             write_output(out, exported if exported is not None else npz.result() if npz is not None else b"")
-    emit(data, output, lambda: _text(name, data, data.get("tables"), routed.unroutable))
-    if refusal is not None:
-        typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
-        raise typer.Exit(1)
+    return data, routed.unroutable, refusal
