@@ -20,7 +20,7 @@ SPEC = """schema_version: 1
 simulation: fleet
 name: bench
 seeds: 1
-fixed: {days: 6}
+fixed: {days: 20}
 grid:
   checkpoint_interval_min: [20, 40, 60, 90, 120, 240]
   spare_cubes: [0, 2, 4, 8]
