@@ -178,3 +178,29 @@ def test_the_demo_log_shipped_is_the_one_the_builder_makes():
     shipped = Path(tpufleet.__file__).parent / "data" / "demo-goodput.jsonl.gz"  # `make demo` unpacks it
     assert shipped.stat().st_size < 300_000
     assert gzip.decompress(shipped.read_bytes()).decode() == demo_log_text()
+
+
+def test_a_multislice_job_record_and_the_slices_dimension(cli, tmp_path):
+    """A native job record may say how many slices the job has: `--by slices` then splits multislice jobs from
+    the others, and a bad count exits 2 naming file, line and field."""
+    lines = [
+        {"type": "job", "job": "m", "chips": 256, "slices": 2, "ideal_step_s": 1.0},
+        {"type": "job", "job": "s", "chips": 128, "ideal_step_s": 1.0},
+    ]
+    for job in ("m", "s"):
+        lines += [
+            {"type": "event", "job": job, "time": 100.0, "event": "allocation", "chips": 256 if job == "m" else 128},
+            {"type": "event", "job": job, "time": 100.0, "event": "job_start"},
+            *({"type": "event", "job": job, "time": 110.0 + k, "event": "step_start", "step": k} for k in range(5)),
+            {"type": "event", "job": job, "time": 120.0, "event": "job_end"},
+        ]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = cli("goodput-report", str(log), "--by", "slices", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert [(s["value"], s["jobs"]) for s in r.json["segments"]] == [("multislice", 1), ("single-slice", 1)]
+    assert {j["job"]: j["job_slices"] for j in r.json["jobs"]} == {"m": 2, "s": 1}
+    lines[0]["slices"] = 0
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = cli("goodput-report", str(log), "-o", "json", state=False)
+    assert r.code == 2 and f"{log}:1: field slices: must be a whole number from 1" in r.err

@@ -119,9 +119,12 @@ def test_goodput_report_reads_an_elastic_jobs_slice_counts(cli, tmp_path):
     sim.queue.push(FaultStrike(sim.start + 5 * HOUR, "host", HostId(probe.jobs[0].held[0].cubes[0], 0)))
     log = tmp_path / "run.jsonl"
     log.write_bytes(jsonl(sim.run()))
-    r = cli("goodput-report", str(log), "-o", "json", state=False)
+    r = cli("goodput-report", str(log), "--by", "slices", "-o", "json", state=False)
     assert r.code == 0, r.err
     (job,) = r.json["jobs"]
+    (segment,) = r.json["segments"]
+    assert (segment["value"], job["job_slices"]) == ("multislice", 4)
+    assert segment["slices"] == job["slices"]  # one job: the segment's time-weighted efficiency is its own
     eff = job["slices"]["stepping_slice_efficiency"]
     ends = [e["time"] for e in _events(sim.log.records, name="job_end")]
     total = ends[0] - sim.start
@@ -194,3 +197,25 @@ def test_the_summary_gives_multislice_jobs_apart(tmp_path):
     assert m["single_slice"]["jobs"] == 0 and m["single_slice"]["sg"] is None
     plain = simulate(load_workload(None), default_rates(), Options(days=1, seed=2)).summary
     assert plain["multislice"] is None
+
+
+def test_the_summarys_kinds_equal_goodput_report_by_slices(cli, tmp_path):
+    """A third of the arrivals multislice: the summary's multislice and single-slice figures are what
+    `goodput-report --by slices` gives on the written events (an independent path: the report's own reader and
+    accounting)."""
+    from tpufleet.ops.simulate import simulate
+    from tpufleet.simulation.log import jsonl
+
+    w = _workload(tmp_path, "multislice: {share: 0.33, slices: {'2': 2, '4': 1}, elastic_share: 0.5}\n")
+    result = simulate(w, replace(default_rates(), host_per_day=0.02), Options(days=4, seed=5, pods=2))
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(jsonl(result.entries))
+    r = cli("goodput-report", str(log), "--by", "slices", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    segments = {s["value"]: s for s in r.json["segments"]}
+    kinds = result.summary["multislice"]
+    for kind, value in (("multislice", "multislice"), ("single_slice", "single-slice")):
+        assert {k: kinds[kind][k] for k in ("sg", "rg", "pg", "mpg", "jobs")} == {
+            k: segments[value][k] for k in ("sg", "rg", "pg", "mpg", "jobs")
+        }, kind
+    assert kinds["jobs"] == segments["multislice"]["jobs"] > 0

@@ -37,6 +37,7 @@ from tpufleet.state.inputfiles import parse_json_line
 SCHEMA_VERSION = 1
 MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
 MAX_STEP = 10**15  # step numbers (exact in the float64 arrays the accounting uses)
+MAX_SLICES = 100_000  # slices of a multislice job
 MAX_TEXT = 4096  # characters of a string field (job ids, names, labels)
 PHASES = ("training", "serving", "bulk_inference")
 EVENT_NAMES = (
@@ -89,6 +90,7 @@ class Job:
     framework: str = "unknown"
     priority: str = ""
     ideal_step_s: float | None = None
+    slices: int = 1  # a multislice job's slices (chips counts them all)
 
 
 class EventColumns:
@@ -261,6 +263,7 @@ def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
         _str(rec, "framework", file, line, "unknown"),
         _str(rec, "priority", file, line),
         ideal,
+        max(1, _int(rec, "slices", file, line, minimum=1, maximum=MAX_SLICES)),
     )
 
 

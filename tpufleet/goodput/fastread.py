@@ -76,6 +76,7 @@ if msgspec is not None:
         peak_flops_per_chip: Any = _U
         model_flops_per_step: Any = _U
         gradient_bytes: Any = _U
+        slices: Any = _U
 
     class _Capacity(msgspec.Struct, tag="capacity", tag_field="type", gc=False):
         time: Any = _U

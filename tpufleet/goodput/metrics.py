@@ -23,7 +23,7 @@ Capacity = list[tuple[float, str, int]]  # (from time, accelerator, chips) steps
 Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, periods, jobs
 
 SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
-DIMENSIONS = ("accelerator", "size", "phase", "framework")
+DIMENSIONS = ("accelerator", "size", "phase", "framework", "slices")
 MAX_PERIODS = 100_000  # rows of --period (1970..2200 is 83,950 days)
 
 
@@ -172,6 +172,7 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "size": size_class(a.job.chips),
         "phase": a.job.phase,
         "framework": a.job.framework,
+        "job_slices": a.job.slices,
         "sg": sg,
         "rg": rg,
         "pg": pg,
@@ -192,9 +193,24 @@ def job_row(a: JobAccount) -> dict[str, Any]:
     }
 
 
+def _slice_efficiency(accounts: list[JobAccount]) -> dict[str, float] | None:
+    """The stepping and available slice efficiency of the jobs that logged slice counts, weighted by how long
+    each ran (None when none did)."""
+    rows = [(a.extra["slices"], a.end - a.start) for a in accounts if a.extra.get("slices") and a.end > a.start]
+    span = sum(w for _, w in rows)
+    if not span:
+        return None
+    return {
+        key: round(sum(r[key] * w for r, w in rows) / span, 6)
+        for key in ("stepping_slice_efficiency", "available_slice_efficiency")
+    }
+
+
 def _key(a: JobAccount, dim: str) -> str:
     if dim == "size":
         return size_class(a.job.chips)
+    if dim == "slices":
+        return "multislice" if a.job.slices > 1 else "single-slice"
     value: str = getattr(a.job, dim)  # accelerator, phase or framework
     return value
 
@@ -334,6 +350,7 @@ def report(
             cap = steps.integral(value, t0, t1) if dim == "accelerator" and steps else None
             row = {"dimension": dim, "value": value, **_factors(groups[value], cap)}
             row["sg_basis"] = "capacity" if cap is not None else "demand"
+            row["slices"] = _slice_efficiency(groups[value])
             segments.append(row)
     fleet["excluded_chip_s"] = round(sum(a.excluded_s * a.job.chips for a in accounts), 3)
     return {

@@ -320,7 +320,10 @@ def _account_job(job_id: str) -> JobAccount | None:
     if not np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
         return None
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=_JOB_INPUT["spans"])
-    a.extra["slices"] = slice_efficiency(log.slices.get(job_id, []), a.start, a.end)
+    counts = log.slices.get(job_id, [])
+    a.extra["slices"] = slice_efficiency(counts, a.start, a.end)
+    if counts and a.job.slices == 1:  # a job record that does not say: its slice counts do
+        a.job.slices = max(c[3] for c in counts)
     return metrics.with_health(a)
 
 

@@ -49,6 +49,7 @@ class EventLog:
                 "framework": job.framework,
                 "priority": job.priority_name,
                 "ideal_step_s": round(ideal_step_s, 6),
+                **({"slices": job.slices} if job.slices > 1 else {}),
             }
         )
 
