@@ -47,7 +47,7 @@ def goodput_cmd(
     ],
     fmt: Annotated[LogFormat, typer.Option("--format", help="native or ml-goodput")] = LogFormat.native,
     by: Annotated[
-        str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework")
+        str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework,slices")
     ] = "accelerator,size,phase,framework",
     period: Annotated[Period | None, typer.Option("--period", help="day or week")] = None,
     since: Annotated[

@@ -124,9 +124,13 @@ class FleetCollector(Collector):
             by_state.add_metric([job_state.value], sum(1 for st in statuses if st.state is job_state))
         yield by_state
         active = GaugeMetricFamily(
-            "tpufleet_job_active_slices", "Slices of a multislice job that are wired and running.", labels=["multislice_job"]
+            "tpufleet_job_active_slices",
+            "Slices of a multislice job that are wired and running.",
+            labels=["multislice_job"],
         )
-        total = GaugeMetricFamily("tpufleet_job_slices", "Slices a multislice job was allocated.", labels=["multislice_job"])
+        total = GaugeMetricFamily(
+            "tpufleet_job_slices", "Slices a multislice job was allocated.", labels=["multislice_job"]
+        )
         kept = GaugeMetricFamily(
             "tpufleet_job_throughput_kept_ratio",
             "Share of its data-parallel throughput a started multislice job keeps (0 when stopped).",
