@@ -183,17 +183,17 @@ def test_the_demo_log_shipped_is_the_one_the_builder_makes():
 def test_a_multislice_job_record_and_the_slices_dimension(cli, tmp_path):
     """A native job record may say how many slices the job has: `--by slices` then splits multislice jobs from
     the others, and a bad count exits 2 naming file, line and field."""
-    lines = [
+    lines: list[dict[str, object]] = [
         {"type": "job", "job": "m", "chips": 256, "slices": 2, "ideal_step_s": 1.0},
         {"type": "job", "job": "s", "chips": 128, "ideal_step_s": 1.0},
     ]
     for job in ("m", "s"):
-        lines += [
-            {"type": "event", "job": job, "time": 100.0, "event": "allocation", "chips": 256 if job == "m" else 128},
-            {"type": "event", "job": job, "time": 100.0, "event": "job_start"},
-            *({"type": "event", "job": job, "time": 110.0 + k, "event": "step_start", "step": k} for k in range(5)),
-            {"type": "event", "job": job, "time": 120.0, "event": "job_end"},
-        ]
+        lines.append(
+            {"type": "event", "job": job, "time": 100.0, "event": "allocation", "chips": 256 if job == "m" else 128}
+        )
+        lines.append({"type": "event", "job": job, "time": 100.0, "event": "job_start"})
+        lines += [{"type": "event", "job": job, "time": 110.0 + k, "event": "step_start", "step": k} for k in range(5)]
+        lines.append({"type": "event", "job": job, "time": 120.0, "event": "job_end"})
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
     r = cli("goodput-report", str(log), "--by", "slices", "-o", "json", state=False)
