@@ -318,3 +318,15 @@ def test_routes_of_a_job_stores_every_wired_slice(pods2):
         r = pods2("routes", "j", *extra)
         assert r.code == 2 and "give one slice of the job" in r.err
     assert snapshot(pods2.state) == before
+
+
+def test_policy_of_one_slice_of_a_job_in_table_output(pods2):
+    """Once exit 70 (the table output took the slice's `job` for a whole job's result)."""
+    _ok(pods2("allocate", "j", "--shape", "4x4x8", "--slices", "2", "-o", "json"))
+    r = pods2("policy", "j-1", "--min-throughput", "0.6")
+    assert r.code == 0, r.err
+    assert "j-1" in r.out and "0.6" in r.out
+    assert {s["name"]: s["min_throughput"] for s in _slices(pods2).values() if s["name"].startswith("j-")} == {
+        "j-0": 0.5,
+        "j-1": 0.6,
+    }

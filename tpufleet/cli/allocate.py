@@ -226,7 +226,7 @@ def policy_cmd(
 
     outcome = ctx.obj.mutate(lambda state: slices.set_policy(state, name, min_throughput, fault_tolerant_routing))
     d = outcome.data
-    if "job" in d:
+    if isinstance(d.get("slices"), list):  # a job: every slice (one slice of a job also names its job)
         emit(d, output, lambda: "\n".join(_policy_line(s["slice"], s) for s in d["slices"]))
         return
     emit(
