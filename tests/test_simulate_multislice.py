@@ -9,7 +9,7 @@ import pytest
 
 from tpufleet.collectives.profile import default_profile
 from tpufleet.errors import BadStateFile
-from tpufleet.ids import HostId
+from tpufleet.ids import HostId, LinkId
 from tpufleet.shapes import parse_shape
 from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates, load_workload
 from tpufleet.simulation.events import FaultStrike
@@ -219,3 +219,48 @@ def test_the_summarys_kinds_equal_goodput_report_by_slices(cli, tmp_path):
             k: segments[value][k] for k in ("sg", "rg", "pg", "mpg", "jobs")
         }, kind
     assert kinds["jobs"] == segments["multislice"]["jobs"] > 0
+
+
+def test_a_slice_lost_just_after_the_job_finished_is_not_held_again():
+    """The job's 20 h end on its own falls between steps and the completion event that confirms it: a fault on
+    one of its machines then must not hold its slices again (they stayed held for the rest of the run)."""
+    spec = JobSpec(parse_shape("4x4x4"), duration_hours=20, phase="training", id="E", slices=4, elastic_min=2)
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(spec,))
+    rates, options = replace(default_rates(), **NO_FAULTS), Options(days=3, seed=0, pods=1)
+    first = Simulator(workload, rates, options)
+    first.run()
+    (end,) = [r["time"] for r in _events(first.log.records, "E", "job_end")]
+    probe = Simulator(workload, rates, replace(options, days=0.1))
+    probe.run()
+    cube = probe.jobs[0].held[1].cubes[0]
+    sim = Simulator(workload, rates, options)
+    sim.queue.push(FaultStrike(end + 30.0, "host", HostId(cube, 0)))
+    records = sim.run()
+    assert [r["event"] for r in _events(records, "E")][-2:] == ["job_end", "allocation"]
+    assert sim.placement.placed == {} and sim.scheduler.short == {}
+    assert sim.fault_response.slices_lost == 0
+
+
+def test_a_static_elastic_job_short_of_a_slice_gets_it_back_after_waiting_for_a_repair():
+    """Static pod: E (4 slices, min 2, no fault-tolerant routing) loses a slice to a link fault at 1 h while 60
+    one-cube jobs fill the pod and a 61st waits (it takes the freed cube); a machine fault at 2 h makes E wait on
+    its block for the repair. The fillers leave by 6 h; when E restarts (10 h) it takes its fourth slice back at
+    once, not never."""
+    cube = parse_shape("4x4x4")
+    fillers = tuple(
+        JobSpec(cube, duration_hours=5, phase="serving", id=f"F{i}", fault_tolerant=False) for i in range(60)
+    )
+    fillers += (JobSpec(cube, duration_hours=5, arrival_hours=0.5, phase="serving", id="F60", fault_tolerant=False),)
+    e = JobSpec(cube, duration_hours=200, phase="training", id="E", slices=4, elastic_min=2, fault_tolerant=False)
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(e, *fillers))
+    rates, options = replace(default_rates(), **NO_FAULTS), Options(days=20, seed=0, pods=1, mode="static")
+    probe = Simulator(workload, rates, replace(options, days=0.01))
+    probe.run()
+    cubes = [a.cubes[0] for a in probe.jobs[0].held]
+    sim = Simulator(workload, rates, options)
+    sim.queue.push(FaultStrike(sim.start + HOUR, "link", LinkId(cubes[1], "x", 0, "out")))
+    sim.queue.push(FaultStrike(sim.start + 2 * HOUR, "host", HostId(cubes[2], 0)))
+    records = sim.run()
+    chips = [(round((r["time"] - sim.start) / HOUR, 3), r["chips"]) for r in _events(records, "E", "allocation")]
+    assert chips[:3] == [(0.0, 256), (1.0, 192), (10.0, 256)]
+    assert sim.scheduler.slices_regained == 1

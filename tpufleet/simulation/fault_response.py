@@ -91,7 +91,8 @@ class FaultResponse:
         if job.elastic_min is None or not keep or len(keep) < job.elastic_min:
             self.scheduler.disrupt(job, t, why)
             return
-        self.runner.set_slices(job, t, keep)
+        if not self.runner.set_slices(job, t, keep):
+            return  # it had just finished
         self.scheduler.short[job.id] = job
         self.slices_lost += len(lost)
         self.queue.push(Schedule(t))  # a slice may fit elsewhere at once

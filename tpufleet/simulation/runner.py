@@ -94,10 +94,13 @@ class JobRunner:
         for k in range(1, len(job.more) + 1):
             self.placement.release(slice_key(job.id, k))
 
-    def set_slices(self, job: Job, t: float, held: list[Allocation]) -> None:
+    def set_slices(self, job: Job, t: float, held: list[Allocation]) -> bool:
         """An elastic job runs on `held` (one slice fewer after a fault, one more when a slice is back): its
-        log is brought up to t, the slices it no longer holds are freed, its step time follows the count."""
+        log is brought up to t, the slices it no longer holds are freed, its step time follows the count. False
+        (nothing changed) when the job ended on its own by t."""
         self.advance(job, t)
+        if job.state is not JobState.RUNNING:
+            return False
         self._release_slices(job)
         job.alloc, job.more = held[0], list(held[1:])
         self.placement.hold(job.id, job.alloc)
@@ -107,6 +110,7 @@ class JobRunner:
         self.log.slice_counts(job, t)
         job.refresh_slowdown()
         self.schedule_completion(job)
+        return True
 
     def _finish(self, job: Job, t: float) -> None:
         self.log.event(job, t, "job_end")

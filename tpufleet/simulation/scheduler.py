@@ -98,7 +98,8 @@ class Scheduler:
                 alloc = self.placement.place(job.shape, self.rerouting(job), True, beside)
                 if alloc is None:
                     break
-                self.runner.set_slices(job, t, [*job.held, alloc])
+                if not self.runner.set_slices(job, t, [*job.held, alloc]):
+                    break  # it had just finished (the slice found was never held)
                 self.joined(job, t)
                 self.slices_regained += 1
             if job.state is not JobState.RUNNING or job.active == job.slices:
@@ -152,6 +153,10 @@ class Scheduler:
         self.queue.push(RestartAfterRepair(repair + RESTART_DELAY_S, job))
 
     def restart(self, job: Job, t: float) -> None:
-        """A job that waited in place for a repair starts again on its block (unless something moved it)."""
+        """A job that waited in place for a repair starts again on its block (unless something moved it); an
+        elastic job still short of slices is given them back when they fit."""
         if job.state is JobState.REPAIRING:
             self.runner.start(job, job.placed, t)
+            if job.active < job.slices:
+                self.short[job.id] = job
+                self.queue.push(Schedule(t))
