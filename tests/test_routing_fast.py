@@ -274,6 +274,16 @@ def test_the_state_directory_cache_keeps_reads_back_and_bounds_its_entries(tmp_p
     np.save(tmp_path / "cache" / f"{keys[-3]}.npy", np.zeros(4, dtype=np.int64))
     assert cache.get(keys[-3]) is None  # not int8 choices
     assert stat.S_IMODE(os.stat(tmp_path / "cache").st_mode) == 0o700
+    # A flipped byte, an entry copied under another key, or a bare array without our digest: each a miss.
+    good = tmp_path / "cache" / f"{keys[-1]}.npy"
+    data = bytearray(good.read_bytes())
+    data[-1] ^= 1
+    (tmp_path / "cache" / f"{keys[-4]}.npy").write_bytes(bytes(data))
+    assert cache.get(keys[-4]) is None
+    (tmp_path / "cache" / f"{keys[-5]}.npy").write_bytes(good.read_bytes())
+    assert cache.get(keys[-5]) is None and cache.get(keys[-1]) is not None
+    np.save(tmp_path / "cache" / f"{keys[-6]}.npy", np.zeros(4, dtype=np.int8))
+    assert cache.get(keys[-6]) is None
 
 
 def test_a_cache_directory_that_is_a_symlink_is_neither_read_nor_written(tmp_path):

@@ -2,10 +2,12 @@
 pattern on the same slice shape is searched once, not again by `inject-fault --dry-run`, `inject-fault` and
 `routes` in turn.
 
-A cache is never needed and never trusted: an entry that cannot be read, is not a plain int8 array or does not
-pass the router's own check is a miss, and any failure to write one is ignored (a read-only state directory
+A cache is never needed and never trusted: an entry that cannot be read, lacks our header, fails its SHA-256
+digest (of its key and content: a torn, corrupted or renamed file), is not a plain int8 array or does not pass
+the router's own check is a miss, and any failure to write one is ignored (a read-only state directory
 included). New entries are only held until the command commits a change (`flush`): a dry run, or a command that
-is refused, leaves the state directory exactly as it was. Entries are written to a temp file and renamed into
+is refused, leaves the state directory's contents exactly as they were (reading an entry refreshes its
+modification time, its place in the least-recently-used order). Entries are written to a temp file and renamed into
 place (no fsync: a torn entry after a power cut is just a miss), and at most MAX_ENTRIES / MAX_BYTES are kept,
 the least recently used going first.
 """
@@ -30,6 +32,25 @@ MAX_ENTRIES = 16
 MAX_BYTES = 64 << 20  # one 16x16x16 OCS pattern is 0.8 MB
 STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
 _ENTRY = re.compile(r"[0-9a-f]{40}\.npy")
+MAGIC = b"TPUFLEET-CHOICES-1\n"
+DIGEST_BYTES = 32
+
+
+def _digest(key: str, body: bytes) -> bytes:
+    """SHA-256 of the key and the array: a torn, corrupted or renamed entry is a miss. (Whoever may write the
+    state directory may also write a matching digest; the directory's owner check guards that, as for the state.)"""
+    import hashlib
+
+    return hashlib.sha256(key.encode() + b"\0" + body).digest()
+
+
+def _checked(key: str, data: bytes) -> bytes | None:
+    """The array's bytes when the entry carries our header and a digest that matches its key and content."""
+    head = len(MAGIC) + DIGEST_BYTES
+    if len(data) < head or not data.startswith(MAGIC):
+        return None
+    body = data[head:]
+    return body if data[len(MAGIC) : head] == _digest(key, body) else None
 
 
 class TableCache:
@@ -53,11 +74,17 @@ class TableCache:
             path = self._path(key)
             if not check_subdir(self.dir):  # a real directory (never a symlink out of the state), or no cache
                 return None
+            if os.lstat(path).st_size > MAX_BYTES + len(MAGIC) + DIGEST_BYTES:
+                return None
             data = read_state_file(path)  # a regular file, never through a symlink
-            choices = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
-            os.utime(path)  # recently used
+            body = _checked(key, data)
+            if body is None:  # torn, flipped, renamed from another key, or not ours
+                return None
+            choices = np.lib.format.read_array(io.BytesIO(body), allow_pickle=False)
         except (OSError, ValueError, BadInput, Refused):
             return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used (a reader who may not set times still uses the entry)
         if choices.dtype != np.int8 or choices.ndim != 1:
             return None
         return np.asarray(choices, dtype=np.int8)
@@ -83,6 +110,8 @@ class TableCache:
         np.lib.format.write_array(buf, np.ascontiguousarray(choices, dtype=np.int8), allow_pickle=False)
         if buf.tell() > MAX_BYTES:
             return
+        body = buf.getvalue()
+        data = MAGIC + _digest(key, body) + body
         with contextlib.suppress(OSError, ValueError, BadInput, Refused):
             check_state_dir(self.dir.parent)
             ensure_private_subdir(self.dir)
@@ -90,7 +119,7 @@ class TableCache:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.dir)
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    fh.write(buf.getvalue())
+                    fh.write(data)
                 os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
