@@ -264,3 +264,22 @@ def test_a_static_elastic_job_short_of_a_slice_gets_it_back_after_waiting_for_a_
     chips = [(round((r["time"] - sim.start) / HOUR, 3), r["chips"]) for r in _events(records, "E", "allocation")]
     assert chips[:3] == [(0.0, 256), (1.0, 192), (10.0, 256)]
     assert sim.scheduler.slices_regained == 1
+
+
+def test_slice_counts_the_fleet_cannot_hold_are_refused_or_not_drawn(cli, tmp_path):
+    """A listed job of 4 slices of 8x16x16 (128 cubes) on one pod of 64 cubes would wait for ever: exit 2 naming
+    it. A mix whose only count is 64 slices draws none of them on one pod: every job is one slice, and runs."""
+    path = tmp_path / "big.yaml"
+    path.write_text(
+        "schema_version: 1\njobs:\n  - {id: huge, shape: 8x16x16, twisted: true, slices: 4, duration_hours: 5}\n"
+    )
+    r = cli("simulate-fleet", "--days", "1", "--workload", str(path), state=False)
+    assert r.code == 2 and "listed job 0 (huge): 4 slice(s) of 8x16x16 twisted need 128 cubes" in r.err
+    w = _workload(tmp_path, "multislice: {share: 1.0, slices: {'64': 1}}\n")
+    sim = Simulator(w, default_rates(), Options(days=2, seed=1))
+    sim.run()
+    assert sim.jobs and all(j.slices == 1 for j in sim.jobs)
+    assert sum(j.first_start is not None for j in sim.jobs) > 0
+    on_two = Simulator(w, default_rates(), Options(days=1, seed=1, pods=2))  # 64 slices of 2 cubes: 2 pods
+    on_two.run()
+    assert any(j.slices == 64 for j in on_two.jobs)

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from tpufleet.constants import DIMS, MACHINES_PER_CUBE, OCS_PER_DIM
 from tpufleet.ids import HostId, OcsId
 from tpufleet.model import Fleet, component_counts, cube_optical_links
+from tpufleet.shapes import Shape
 from tpufleet.simulation.events import Arrival, FaultStrike, FaultTarget
 from tpufleet.simulation.inputs import FaultKind, FaultRates, Options, Workload
 from tpufleet.simulation.job import Job
@@ -38,16 +39,20 @@ def arrivals(rng: random.Random, workload: Workload, start: float, end: float) -
         log_hours = math.log(workload.duration_median_h) + workload.duration_sigma * rng.gauss(0, 1)
         hours = min(workload.duration_max_h, math.exp(log_hours))
         shape = rng.choices(shapes, weights=weights)[0]
-        yield Arrival(t, shape, hours, None, *_multislice(rng, workload))
+        yield Arrival(t, shape, hours, None, *_multislice(rng, workload, shape))
 
 
-def _multislice(rng: random.Random, workload: Workload) -> tuple[int, int | None]:
+def _multislice(rng: random.Random, workload: Workload, shape: Shape) -> tuple[int, int | None]:
     """Slices and elastic minimum of a random arrival (one slice, not elastic, unless the workload mixes in
-    multislice jobs: then nothing is drawn for other workloads, which keep their random stream)."""
+    multislice jobs: then nothing is drawn for other workloads, which keep their random stream). Only slice
+    counts the fleet can hold are drawn; a shape with none of them stays one slice."""
     mix = workload.multislice
     if mix is None or rng.random() >= mix.share:
         return 1, None
-    slices = rng.choices([n for n, _ in mix.counts], weights=[w for _, w in mix.counts])[0]
+    counts = mix.counts_for(shape)
+    if not counts or not sum(w for _, w in counts) > 0:
+        return 1, None
+    slices = rng.choices([n for n, _ in counts], weights=[w for _, w in counts])[0]
     elastic = rng.random() < mix.elastic_share
     return slices, (mix.elastic_min(slices) if elastic and slices > 1 else None)
 

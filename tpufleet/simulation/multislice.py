@@ -52,6 +52,13 @@ class MultisliceMix:
     elastic_share: float = 0.0
     elastic_min_fraction: float = 0.75  # an elastic job needs ceil(this x slices) slices
     spread: bool = True
+    max_cubes: int | None = None  # the fleet's cubes (set for a run): counts that could never fit are not drawn
+
+    def counts_for(self, shape: Shape) -> tuple[tuple[int, float], ...]:
+        """The slice counts (and weights) a job of `shape` may draw: those whose slices the fleet can hold."""
+        if self.max_cubes is None:
+            return self.counts
+        return tuple((n, w) for n, w in self.counts if n * shape.cubes <= self.max_cubes)
 
     def elastic_min(self, slices: int) -> int:
         import math

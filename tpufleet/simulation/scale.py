@@ -25,6 +25,7 @@ RATE_OF_KIND = {"host": "host_per_day", "link": "link_per_day", "ocs": "ocs_per_
 def fleet_workload(workload: Workload, options: Options) -> Workload:
     """The workload the whole fleet sees: its arrival rate is per pod, times the pods and `load_per_pod`, so
     each pod of a larger fleet is as busy as one pod on its own (listed jobs are kept as listed)."""
+    workload = _fitting(workload, options)
     factor = options.pods * options.load_per_pod
     if factor == 1.0:
         return workload
@@ -32,6 +33,22 @@ def fleet_workload(workload: Workload, options: Options) -> Workload:
     if rate > MAX_ARRIVALS_PER_HOUR * options.pods:
         raise BadInput(f"bad load per pod {options.load_per_pod:g}: over {MAX_ARRIVALS_PER_HOUR:g} arrivals per hour")
     return replace(workload, arrival_rate_per_hour=rate)
+
+
+def _fitting(workload: Workload, options: Options) -> Workload:
+    """The workload with the fleet's size given to its multislice mix (a drawn job takes only slice counts the
+    fleet can hold); BadInput for a listed job the fleet could never hold."""
+    cubes = options.pods * options.cubes_per_pod
+    for i, spec in enumerate(workload.jobs):
+        need = spec.slices * spec.shape.cubes
+        if need > cubes:
+            raise BadInput(
+                f"bad workload: listed job {i} ({spec.id or 'no id'}): {spec.slices} slice(s) of {spec.shape} need "
+                f"{need} cubes, and {options.pods} pod(s) of {options.cubes_per_pod} have {cubes}"
+            )
+    if workload.multislice is None:
+        return workload
+    return replace(workload, multislice=replace(workload.multislice, max_cubes=cubes))
 
 
 def scale_rates(rates: FaultRates, factors: Mapping[str, float]) -> FaultRates:
