@@ -313,8 +313,15 @@ def test_routes_of_a_job_stores_every_wired_slice(pods2):
     assert rows["j-0"]["routes"] == rows["j-1"]["routes"] == "fresh"
     text = pods2("routes", "j")
     assert text.code == 0 and text.out.count("tables stored in") == 2
+    assert routed["skipped"] == []
+    (cube,) = rows["j-1"]["cubes"][:1]
+    assert pods2("inject-fault", f"host:{cube}/0").code == 0  # j-1 evicted: skipped, and said
+    partial = _ok(pods2("routes", "j", "-o", "json"))
+    assert [s["slice"] for s in partial["slices"]] == ["j-0"]
+    assert partial["skipped"] == [{"slice": "j-1", "state": "evicted"}]
+    assert "slice j-1: skipped (evicted)" in pods2("routes", "j").out
     before = snapshot(pods2.state)
-    for extra in (("--out", "x.npz"), ("--table-capacity", "8")):
+    for extra in (("--out", "x.npz"), ("--table-capacity", "8")):  # (asked before any routing)
         r = pods2("routes", "j", *extra)
         assert r.code == 2 and "give one slice of the job" in r.err
     assert snapshot(pods2.state) == before
@@ -330,3 +337,9 @@ def test_policy_of_one_slice_of_a_job_in_table_output(pods2):
         "j-0": 0.5,
         "j-1": 0.6,
     }
+
+
+def test_routes_of_a_job_of_sub_cube_slices_needs_no_wiring(pods2):
+    _ok(pods2("allocate", "k", "--shape", "2x2x1", "--slices", "2", "-o", "json"))
+    routed = _ok(pods2("routes", "k", "-o", "json"))
+    assert [s["slice"] for s in routed["slices"]] == ["k-0", "k-1"] and routed["stored"]

@@ -160,27 +160,40 @@ class _Options:
     max_vcs: int
 
 
-def _job_of(store: "Store", name: str) -> list[str] | None:
-    """The slices of the multislice job `name` that are wired now (None when `name` is no job)."""
+def _job_of(store: "Store", name: str) -> tuple[list[str], dict[str, str]] | None:
+    """The slices of the multislice job `name` to route now (wired, or sub-cube ones, which need no wiring) and
+    the others with their state (None when `name` is no job)."""
     state = store.load()
     if name not in state.jobs:
         return None
-    return [sl.name for sl in state.job_slices(name) if sl.state.wired]
+    slices = state.job_slices(name)
+    routed = [sl.name for sl in slices if sl.state.wired or (sl.shape.is_subcube and sl.state.value == "allocated")]
+    return routed, {sl.name: sl.state.value for sl in slices if sl.name not in routed}
 
 
-def _route_job(store: "Store", name: str, slices: list[str], opts: _Options, output: Output) -> None:
-    """Route each wired slice of the job, each stored in its own transaction as `routes SLICE` does."""
+def _route_job(
+    store: "Store", name: str, job: tuple[list[str], dict[str, str]], opts: _Options, output: Output
+) -> None:
+    """Route each wired slice of the job, each stored in its own transaction as `routes SLICE` does; the others
+    are listed as skipped with their state."""
     from tpufleet.errors import Refused
 
+    slices, skipped = job
     if not slices:
         raise Refused(f"job {name!r} has no wired slice to route: `tpufleet plan-xconnect {name} --apply` wires them")
     results = [(sl, *_route_slice(store, sl, opts, None, None, TableFormat.npz)) for sl in slices]
     data = {
         "job": name,
         "slices": [d for _, d, _, _ in results],
+        "skipped": [{"slice": sl, "state": state} for sl, state in skipped.items()],
         "stored": all(refusal is None for _, _, _, refusal in results),
     }
-    emit(data, output, lambda: "\n".join(_text(sl, d, d.get("tables"), u) for sl, d, u, _ in results))
+    skipped_text = [f"slice {sl}: skipped ({state})" for sl, state in skipped.items()]
+    emit(
+        data,
+        output,
+        lambda: "\n".join([*(_text(sl, d, d.get("tables"), u) for sl, d, u, _ in results), *skipped_text]),
+    )
     refused = [(sl, refusal) for sl, _, _, refusal in results if refusal is not None]
     for sl, refusal in refused:
         typer.echo(f"tpufleet: tables for {sl!r} not stored: {refusal}", err=True)
