@@ -161,6 +161,7 @@ def test_the_workload_mix_of_multislice_jobs(tmp_path):
         ("multislice: {share: 0.2, slices: {'2': 0}}\n", r"multislice\.slices"),
         ("jobs: [{shape: 4x4x8, duration_hours: 1, slices: 2, elastic_min: 3}]\n", r"jobs\.0\.elastic_min"),
         ("jobs: [{shape: 4x4x8, duration_hours: 1, slices: 0}]\n", r"jobs\.0\.slices"),
+        ("jobs: [{shape: 4x4x8, duration_hours: 1, elastic_min: 1}]\n", r"jobs\.0\.elastic_min: applies to a job of 2"),
     ):
         with pytest.raises(BadStateFile, match=field):
             _workload(tmp_path, bad)

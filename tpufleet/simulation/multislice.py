@@ -97,6 +97,8 @@ def check_listed(path: Path | str, where: str, job: Mapping[str, Any]) -> tuple[
     if "elastic_min" not in job:
         return slices, None
     minimum = int(job["elastic_min"])
+    if slices < 2:
+        raise BadStateFile(str(path), f"{where}.elastic_min", minimum, "applies to a job of 2 or more slices")
     if minimum > slices:
         raise BadStateFile(str(path), f"{where}.elastic_min", minimum, f"above the job's {slices} slice(s)")
     return slices, minimum
