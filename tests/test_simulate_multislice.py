@@ -284,3 +284,21 @@ def test_slice_counts_the_fleet_cannot_hold_are_refused_or_not_drawn(cli, tmp_pa
     on_two = Simulator(w, default_rates(), Options(days=1, seed=1, pods=2))  # 64 slices of 2 cubes: 2 pods
     on_two.run()
     assert any(j.slices == 64 for j in on_two.jobs)
+
+
+def test_an_elastic_job_does_not_take_back_a_slice_on_the_cube_whose_link_failed():
+    """Without fault-tolerant routing, E loses the slice whose optical link failed; the only free cube is that
+    one, which it may not wire whole until the link is repaired (4 h): it gets the slice back then, not at once."""
+    e = JobSpec(parse_shape("4x4x4"), duration_hours=40, phase="training", id="E", slices=4, elastic_min=2,
+                fault_tolerant=False)  # fmt: skip
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(e,))
+    rates, options = replace(default_rates(), **NO_FAULTS), Options(days=2, seed=0, pods=1, cubes_per_pod=4)
+    probe = Simulator(workload, rates, replace(options, days=0.01))
+    probe.run()
+    cube = probe.jobs[0].held[1].cubes[0]
+    sim = Simulator(workload, rates, options)
+    sim.queue.push(FaultStrike(sim.start + HOUR, "link", LinkId(cube, "y", 3, "out")))
+    records = sim.run()
+    chips = [(round((r["time"] - sim.start) / HOUR, 3), r["chips"]) for r in _events(records, "E", "allocation")]
+    repair = 1 + default_rates().repair_hours["link"]
+    assert chips[:3] == [(0.0, 256), (1.0, 192), (repair, 256)]

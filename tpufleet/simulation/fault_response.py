@@ -66,6 +66,7 @@ class FaultResponse:
             return
         self.open_network[fault] = None
         if isinstance(target, LinkId):
+            self.placement.fail_link(target.cube)
             hit = [job for job in self.runner.on_cube(target.cube) if not job.shape.is_subcube]
         else:
             self.placement.fail_ocs(target)
@@ -159,6 +160,8 @@ class FaultResponse:
             self.placement.bring_back(target.cube)
         elif isinstance(target, OcsId):
             self.placement.repair_ocs(target)
+        else:
+            self.placement.repair_link(target.cube)
         if repair.fault is not None:
             self.open_network.pop(repair.fault, None)
             for job in list(self.runner.running.values()):

@@ -56,6 +56,7 @@ class Placement:
         self.used: dict[str, set[int]] = {}  # cube -> machines held by `placed`; a cube is free iff absent
         self.cube_faults: Counter[str] = Counter()  # open faults holding each cube out
         self.ocs_faults: Counter[OcsId] = Counter()  # open faults of each OCS
+        self.link_faults: Counter[str] = Counter()  # open optical-link faults of each cube
         self.ocs_by_pod: dict[str, dict[OcsId, frozenset[xconnect.Pair]]] = {p.name: {} for p in fleet.pods}
         self._box_cache: dict[Vec, npt.NDArray[np.int64]] = {}
         self._health: Health | None = None  # the health view, made again only after a fault or repair
@@ -74,6 +75,14 @@ class Placement:
     def bring_back(self, cube: str) -> None:
         self.cube_faults[cube] -= 1
         self._health = None
+
+    def fail_link(self, cube: str) -> None:
+        self.link_faults[cube] += 1
+
+    def repair_link(self, cube: str) -> None:
+        self.link_faults[cube] -= 1
+        if not self.link_faults[cube]:
+            del self.link_faults[cube]
 
     def fail_ocs(self, ocs: OcsId) -> None:
         self.ocs_faults[ocs] += 1
@@ -186,6 +195,8 @@ class Placement:
         health = self.health()
         multi = not shape.is_subcube
         keep = 0 if spares else self.spare_cubes
+        if multi and not rerouting and self.link_faults:  # a cube with a failed optical link cannot be wired whole
+            used = ChainMap({c: set(allocation.ALL_MACHINES) for c in self.link_faults}, used)  # type: ignore[arg-type]
         for pod in [self.fleet.pod_by_name[p] for p in pods] if pods is not None else self.fleet.pods:
             if multi and not rerouting and any(ocs.pod == pod.name for ocs in health.ocs_down):
                 continue
