@@ -204,3 +204,39 @@ def test_a_multislice_job_record_and_the_slices_dimension(cli, tmp_path):
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
     r = cli("goodput-report", str(log), "-o", "json", state=False)
     assert r.code == 2 and f"{log}:1: field slices: must be a whole number from 1" in r.err
+
+
+def test_per_slice_allocations_make_the_jobs(cli, tmp_path):
+    """A 2-slice job whose allocations come per slice (`slice` on each): the report is the one of the same job
+    logged with its total chips; it is all-allocated only while both slices are held."""
+
+    def log_of(allocations):
+        lines = [{"type": "job", "job": "m", "chips": 256, "slices": 2, "ideal_step_s": 1.0}]
+        lines += allocations
+        lines.append({"type": "event", "job": "m", "time": 100.0, "event": "job_start"})
+        lines += [
+            {"type": "event", "job": "m", "time": 112.0 + 4 * k, "event": "step_start", "step": k} for k in range(20)
+        ]
+        lines.append({"type": "event", "job": "m", "time": 150.0, "event": "failure", "slice": 1})
+        lines.append({"type": "event", "job": "m", "time": 160.0, "event": "job_start"})
+        lines.append({"type": "event", "job": "m", "time": 200.0, "event": "job_end"})
+        return "".join(json.dumps(x) + "\n" for x in lines)
+
+    def alloc(t, chips, part=None):
+        return {"type": "event", "job": "m", "time": t, "event": "allocation", "chips": chips,
+                **({} if part is None else {"slice": part})}  # fmt: skip
+
+    # Out of time order on purpose: the slices' allocations are folded in time order.
+    per_slice = [alloc(110.0, 128, 1), alloc(100.0, 128, 0), alloc(160.0, 128, 1), alloc(150.0, 0, 1)]
+    total = [alloc(100.0, 128), alloc(110.0, 256), alloc(150.0, 128), alloc(160.0, 256)]
+    reports = []
+    for name, allocations in (("slices", per_slice), ("total", total)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(log_of(allocations))
+        r = cli("goodput-report", str(path), "-o", "json", state=False)
+        assert r.code == 0, r.err
+        reports.append(r.json)
+    (a,), (b,) = reports[0]["jobs"], reports[1]["jobs"]
+    assert a == b and a["job_slices"] == 2
+    assert a["all_allocated_s"] == 80.0  # 110-150 and 160-200: both slices held
+    assert reports[0]["fleet"] == reports[1]["fleet"]

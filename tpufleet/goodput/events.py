@@ -130,6 +130,8 @@ class Log:
     events: dict[str, EventColumns] = field(default_factory=dict)  # job -> its events
     capacity: list[tuple[float, str, int]] = field(default_factory=list)
     slices: dict[str, list[SliceCounts]] = field(default_factory=dict)  # job -> elastic slice counts
+    # job -> per-slice allocations (time, order read, slice, chips): folded into job allocations (`fold_slices`)
+    slice_allocations: dict[str, list[tuple[float, int, int, int]]] = field(default_factory=dict)
     skipped: int = 0
     records: int = 0
 
@@ -242,7 +244,26 @@ def _add_event(log: Log, rec: Mapping[str, Any], file: str, line: int) -> None:
         return
     step = _int(rec, "step", file, line, required=name in ("step_start",))
     chips = _int(rec, "chips", file, line, required=name == "allocation")
+    part = _int(rec, "slice", file, line, maximum=MAX_SLICES)  # which slice of a multislice job (else -1)
+    if name == "allocation" and part >= 0:
+        allocations = log.slice_allocations.setdefault(job, [])
+        allocations.append((t, len(allocations), part, chips))
+        return
     log.add_event(job, t, CODE[name], step, chips, _str(rec, "label", file, line))
+
+
+def fold_slices(log: Log) -> None:
+    """Per-slice allocations as the job's: from each, the chips of every slice's latest allocation added up (so
+    the job is all-allocated exactly while every slice is held), in time order."""
+    for job, allocations in log.slice_allocations.items():
+        held: dict[int, int] = {}
+        for t, _order, part, chips in sorted(allocations):
+            held[part] = chips
+            log.add_event(job, t, CODE["allocation"], -1, sum(held.values()))
+        known = log.jobs.get(job)
+        if known is not None and known.slices == 1:  # a job record that does not say: its slices do
+            known.slices = max(len(held), 1)
+    log.slice_allocations.clear()
 
 
 def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:

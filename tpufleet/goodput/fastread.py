@@ -134,7 +134,7 @@ class Decoded(NamedTuple):
 
 def decode_piece(piece: bytes) -> Decoded | None:
     """A piece of whole lines decoded and its plain events checked; None if it must be read the standard way."""
-    if _DECODER is None or _odd_breaks(piece):
+    if _DECODER is None or _odd_breaks(piece) or b'"slice"' in piece:  # per-slice events: the standard reader
         return None
     try:
         records = _DECODER.decode_lines(piece)

@@ -363,6 +363,7 @@ def from_log(
     """The report for records already in memory (used by `simulate-fleet` for its summary)."""
 
     spans = merged(exclusions or [])
+    events.fold_slices(log)
     for job in log.events:
         log.jobs.setdefault(job, events.Job(job))
     accounts = _accounts(log, since, until, spans)
