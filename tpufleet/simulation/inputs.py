@@ -28,7 +28,7 @@ from tpufleet.constants import CUBES_PER_POD
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.shapes import Shape, allocatable, parse_shape
 from tpufleet.simulation.multislice import SECTION_SCHEMA, SLICES_SCHEMA, MultisliceMix, check_listed, mix_from_doc
-from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at
+from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at, step_models
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data"
 SHIPPED_WORKLOAD = SHIPPED / "workload.yaml"
@@ -321,20 +321,6 @@ def _shape_mix(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[Shape, float],
     return () if "jobs" in doc else None
 
 
-def _step_models(path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape, float]]) -> dict[Shape, StepModel]:
-    """The step model declared for each shape of the mix; one shape declared twice must declare it alike."""
-    models: dict[Shape, StepModel] = {}
-    for i, (item, (shape, _weight)) in enumerate(zip(doc.get("shapes", []), shapes, strict=True)):
-        if "model" not in item:
-            continue
-        model = step_model_at(path, f"shapes.{i}.model", item["model"], shape)
-        if models.setdefault(shape, model) != model:
-            raise BadStateFile(
-                str(path), f"shapes.{i}.model", item["model"], f"another entry of {shape} declares another"
-            )
-    return models
-
-
 def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
     if "priorities" not in doc:
         return None
@@ -425,7 +411,7 @@ def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
         if key in doc:
             given[key] = float(doc[key])
     given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)))
-    given["models"] = _step_models(path, doc, shapes or ())
+    given["models"] = step_models(path, doc, shapes or ())
     if "multislice" in doc:
         given["multislice"] = mix_from_doc(path, doc["multislice"])
     return Workload(**given)

@@ -77,6 +77,22 @@ def step_model_at(path: Path | str, where: str, doc: Mapping[str, Any], shape: S
     return model
 
 
+def step_models(path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape, float]]) -> dict[Shape, StepModel]:
+    """The step model declared for each shape of the mix; one shape declared twice must declare it alike."""
+    from tpufleet.errors import BadStateFile
+
+    models: dict[Shape, StepModel] = {}
+    for i, (item, (shape, _weight)) in enumerate(zip(doc.get("shapes", []), shapes, strict=True)):
+        if "model" not in item:
+            continue
+        model = step_model_at(path, f"shapes.{i}.model", item["model"], shape)
+        if models.setdefault(shape, model) != model:
+            raise BadStateFile(
+                str(path), f"shapes.{i}.model", item["model"], f"another entry of {shape} declares another"
+            )
+    return models
+
+
 @cache
 def _shipped() -> dict[str, Any]:
     doc: dict[str, Any] = json.loads(TABLE.read_text())
