@@ -23,7 +23,7 @@ def add_fault(state: Path, target: str, planned: bool = False) -> str:
 
 
 def expected_neighbour(coord, port, dims, twisted):
-    """The brief's torus / twisted torus rule, written from coordinates alone."""
+    """The torus / twisted torus rule of "Resiliency at Scale", written from coordinates alone."""
     X, Y, _Z = dims
     if twisted and Y == X:
         shift = {0: (0, 0, X), 1: (0, 0, X), 2: (0, 0, 0)}

@@ -182,7 +182,7 @@ def test_sparse_tables_keep_the_rings_so_dim_by_dim_runs_and_all_to_all_does_not
 def test_all_to_all_direct_matches_the_routing_layers_optimal_load():
     ctx = ctx_of(parse_shape("8x8x8"))
     e = one(ctx, "all-to-all", "direct", nbytes=512 * 1000)
-    assert e.phases[0].pattern.max_messages == 512  # the brief's optimum on 8x8x8, one unit per ordered pair
+    assert e.phases[0].pattern.max_messages == 512  # the optimum on 8x8x8, one unit per ordered pair
     assert e.bandwidth == pytest.approx(512 * 1000 / ctx.profile.link_bandwidth, rel=1e-12)
 
 

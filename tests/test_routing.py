@@ -103,13 +103,13 @@ def test_every_single_ocs_failure_is_survived(text, twisted):
     assert worst < 1.0  # the faults really cost something
 
 
-def test_single_hop_wild_first_alone_matches_the_brief_on_8x8x8():
+def test_single_hop_wild_first_alone_matches_the_paper_on_8x8x8():
     shape = parse_shape("8x8x8")
     exp, alive = ocs_failure(shape, "x", 5)
     s = evaluate(shape, exp, alive, algorithm="wild-first", traffics=("all-to-all", "all-reduce")).summary
     assert s["unroutable_pairs"] == 0 and s["deadlock_free"]
-    assert 0.78 <= s["throughput_retained"]["all-to-all"] <= 0.82  # brief: 640 -> 0.80
-    assert s["throughput_retained"]["all-reduce"] == 0.5  # brief: nearest-neighbour all-reduce loses ~50%
+    assert 0.78 <= s["throughput_retained"]["all-to-all"] <= 0.82  # "Resiliency at Scale": 640 -> 0.80
+    assert s["throughput_retained"]["all-reduce"] == 0.5  # the same paper: nearest-neighbour all-reduce loses ~50%
     dor_only = evaluate(shape, exp, alive, algorithm="dor").summary
     assert dor_only["unroutable_pairs"] == 8192  # 4 broken rings x 8 sources x 256 far destinations
 

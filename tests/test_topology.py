@@ -7,7 +7,7 @@ from tpufleet.topology import metrics
 
 
 def independent_graph(dims, twisted, wraps):
-    """The chip graph written out from the brief's words, one edge at a time."""
+    """The chip graph written out from the papers' words, one edge at a time."""
     X, Y, Z = dims
     if twisted and Y == X:
         tx, ty = (0, 0, X), (0, 0, X)
@@ -75,7 +75,7 @@ def test_a_single_cube_torus_has_three_links_per_chip():
     assert (m["topology"], m["chips"], m["links"]) == ("torus", 64, 192)
 
 
-def test_reference_figures_from_the_brief():
+def test_reference_figures_from_the_papers():
     t = metrics(parse_shape("4x4x8", True))
     r = metrics(parse_shape("4x4x8"))
     assert (t["diameter"], round(t["mean_hops"], 4)) == (6, 3.4646)

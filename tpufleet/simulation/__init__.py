@@ -2,7 +2,7 @@
 
 Jobs arrive (or are listed), wait in a priority queue and are placed through the same allocation and
 cross-connect planning code the CLI uses. Components fail at daily rates and are repaired; an OCS or optical-link
-fault is absorbed by fault-tolerant routing (the job runs on, its step time multiplied by `rerouted_slowdown`)
+fault is absorbed by fault-tolerant routing (the job runs on, slower by its modelled all-reduce, `reroute`)
 exactly where `inject-fault` would reroute, and otherwise evicts the job, as a machine fault always does. An
 evicted or preempted job restarts from its last checkpoint after a restart overhead (TPU initialisation, training
 preparation, compilation, restore). Preemption frees room for a higher-priority job, evicting lower-priority
