@@ -19,6 +19,7 @@ Record = Callable[[str, float, str, str, float], None]
 
 
 def median_of(fn: Callable[[], Any], repeat: int = 3) -> float:
+    """Median wall time of `repeat` calls (robust to one slow outlier on a shared machine; not the best case)."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()

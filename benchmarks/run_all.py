@@ -20,16 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "latest.json"  # the figures of the last run, as JSON (not committed: machine-specific)
 CLI = [sys.executable, "-m", "tpufleet"]
 rows: list[tuple[str, float, str, float, str]] = []
-
-
-def median_of(fn, repeat=5):
-    """Median wall time of `repeat` calls (robust to one slow outlier on a shared machine; not the best case)."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_routing_fast import median_of  # noqa: E402  # one median for every benchmark
 
 
 def wall(args, repeat=7, env=None):
