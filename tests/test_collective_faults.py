@@ -49,8 +49,10 @@ def test_simulation_agrees_with_the_model_with_one_ocs_down(text, twisted, dim, 
             sim = simulate(t, pr, "all-reduce", algorithm, MIB, order)
             assert sim.correct, (algorithm, order)  # every chip ends with the exact sum
             # 1 MiB is mostly latency: a detour's extra hops count for a whole step in the model, only for the
-            # few bytes that take it in the simulation, so the model is conservative there (at most 10%) ...
-            assert 0.9 * model.seconds <= sim.seconds <= model.seconds * (1 + 1e-9), (algorithm, order)
+            # few bytes that take it in the simulation, so the model is conservative there (at most 10%) ... up to
+            # max-min fair sharing, which is not makespan-optimal: with multi-dim's unequal parts on one link the
+            # last message can end a little after the busiest link's bytes / bandwidth (0.2% on twisted 4x4x8).
+            assert 0.9 * model.seconds <= sim.seconds <= model.seconds * 1.005, (algorithm, order)
             (big,) = estimate(ctx, "all-reduce", 64 * MIB, algorithm, asked)
             sim = simulate(t, pr, "all-reduce", algorithm, 64 * MIB, order)
             assert sim.seconds == pytest.approx(big.seconds, rel=0.05), (algorithm, order)  # ... and within 5%

@@ -81,6 +81,7 @@ def test_a_what_if_never_replaces_working_tables(fleet):
 def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
     _wired(fleet, "s", "8x8x8")
     assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("inject-fault", "ocs:pod0/y/5").code == 0  # two broken dimensions: a fourth VC helps
     within = fleet("routes", "s", "-o", "json").json
     assert within["vcs"] <= 3 and within["deadlock_free"] and within["stored"]
     before = snapshot(fleet.state)
@@ -92,10 +93,10 @@ def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
 
 
 def test_a_slice_below_its_throughput_floor_is_rescheduled(fleet):
-    _wired(fleet, "strict", "8x8x8", "--min-throughput", "0.85")
+    _wired(fleet, "strict", "8x8x8", "--min-throughput", "0.95")
     r = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json")
     (impact,) = r.json["slices"]
-    assert impact["action"] == "reschedule" and "below its floor of 0.85" in impact["reason"]
+    assert impact["action"] == "reschedule" and "below its floor of 0.95" in impact["reason"]
     assert fleet("policy", "strict", "--min-throughput", "0.5").code == 0
     (impact,) = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json").json["slices"]
     assert impact["action"] == "reroute" and impact["reroute"]["all_to_all_retained"] >= 0.5

@@ -62,7 +62,9 @@ def same(fast, slow):
 @pytest.mark.parametrize("name, shape, exp, alive", CASES, ids=[c[0] for c in CASES])
 def test_fast_analysis_equals_the_pair_by_pair_one(name, shape, exp, alive, algorithm):
     seen_cycle = False
-    for rt, _info in candidates(shape, exp, alive, algorithm, 3):
+    single = [rt for rt, _info in candidates(shape, exp, alive, algorithm, 3) if len(rt.orders) == 1]
+    assert single  # per-destination orders (3 VCs when packed) keep the pair-by-pair analysis, tested below
+    for rt in single:
         assert structured.applies(rt)
         for layered in (False, True):
             rt.wild_layers = layered

@@ -141,7 +141,7 @@ class Analysis:
     vcs: int = 0
     deadlock_free: bool | None = None
     cycle: list[str] = field(default_factory=list)
-    vc_blocks: dict[str, int] = field(default_factory=dict)
+    vc_blocks: dict[str, Any] = field(default_factory=dict)
 
 
 @overload
@@ -303,7 +303,7 @@ def _transitions(
     return q, w_next, w_here, same_dim, cross
 
 
-def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, bool, list[str], dict[str, int]]:
+def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, bool, list[str], dict[str, Any]]:
     """(VCs used, deadlock free?, one concrete cycle if not, VC layout) from the channel dependency graph.
 
     Every (destination, chip) pair whose hop is followed by another contributes the dependencies of its VC bit

@@ -67,14 +67,83 @@ class Layout:
 
 def verdict(
     rt: RouteTables, keys: npt.NDArray[np.int64], layout: Layout
-) -> tuple[int, bool, list[str], dict[str, int]]:
-    """(VCs used, deadlock free?, one cycle if not, VC layout) from the sorted distinct keys."""
+) -> tuple[int, bool, list[str], dict[str, Any]]:
+    """(VCs used, deadlock free?, one cycle if not, VC layout) from the sorted distinct keys.
+
+    The layout of separate blocks (one per order class, then the wild VCs) is tried first. When it needs more VCs
+    than one order and one wild VC, tighter packings are tried, fewest VCs first: order blocks that overlap
+    (the class of rank r on VCs r*stride + k, in any sequence of the classes) and wild hops sharing a dateline VC. Whether a packing is deadlock-free depends
+    on the routes, not on a rule, so each is decided by the same cycle search and the first acyclic one is kept.
+    """
+    separate = _Packing(tuple(range(layout.classes)), layout.per_class, layout.wild_base)
+    vcs, src, dst = _pack_edges(rt, keys, layout, separate)
+    size = rt.n * 6 * vcs
+    blocks = separate.blocks(layout, vcs)
+    if not acyclic(src, dst, size):
+        # Packing identifies channels, which keeps every cycle (a hop always changes link): no packing can help.
+        return vcs, *_scc_cycle(src, dst, size, vcs), blocks
+    if vcs > layout.per_class + 1:
+        for packing in _packings(layout, vcs):
+            packed, psrc, pdst = _pack_edges(rt, keys, layout, packing)
+            if packed < vcs and acyclic(psrc, pdst, rt.n * 6 * packed):
+                return packed, True, [], packing.blocks(layout, packed)
+    return vcs, True, [], blocks
+
+
+@dataclass(frozen=True)
+class _Packing:
+    """Where each order class's dateline VCs start (rank * stride) and the first wild VC."""
+
+    rank: tuple[int, ...]  # per order class, its position in the packing
+    stride: int
+    wild_at: int
+
+    def top(self, layout: Layout) -> int:
+        return (layout.classes - 1) * self.stride + layout.per_class
+
+    def vcs(self, layout: Layout) -> int:
+        wild = layout.bits_wild.bit_length()
+        return max(self.top(layout), self.wild_at + wild) if wild else self.top(layout)
+
+    def blocks(self, layout: Layout, vcs: int) -> dict[str, Any]:
+        """The VC layout as reported: block sizes, each order's first VC and the first wild VC."""
+        top = self.top(layout)
+        return {
+            "per_order": layout.per_class,
+            "orders": layout.classes,
+            "wild": vcs - self.wild_at if self.wild_at >= top else layout.bits_wild.bit_length(),
+            "order_first_vc": [r * self.stride for r in self.rank],
+            "first_wild_vc": self.wild_at,
+        }
+
+
+def _packings(layout: Layout, beat: int) -> list[_Packing]:
+    """Packings using fewer than `beat` VCs, fewest first: order blocks overlapping by a stride (in every
+    sequence of the classes, up to 3 of them), wild VCs anywhere in or after them."""
+    from itertools import permutations
+
+    ranks = list(permutations(range(layout.classes))) if layout.classes <= 3 else [tuple(range(layout.classes))]
+    out: list[tuple[int, int, _Packing]] = []
+    for stride in range(1, layout.per_class + 1):
+        top = (layout.classes - 1) * stride + layout.per_class
+        for wild_at in range(top + 1) if layout.bits_wild else (top,):
+            for rank in ranks:
+                packing = _Packing(rank, stride, wild_at)
+                vcs = packing.vcs(layout)
+                if vcs < beat:
+                    out.append((vcs, len(out), packing))
+    out.sort(key=lambda item: item[:2])
+    return [packing for *_, packing in out]
+
+
+def _pack_edges(
+    rt: RouteTables, keys: npt.NDArray[np.int64], layout: Layout, packing: _Packing
+) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(VCs used, channel-dependency edges src -> dst) under `packing`; a channel is link * VCs + VC."""
     import numpy as np
 
     from tpufleet.routing.analysis import datelines
 
-    n, vcs = rt.n, layout.wild_base + layout.bits_wild.bit_length()
-    blocks = {"per_order": layout.per_class, "orders": layout.classes, "wild": layout.bits_wild.bit_length()}
     rest, m = np.divmod(keys, 1 << layout.mbits)
     rest, fl = np.divmod(rest, 4)
     rest, cls = np.divmod(rest, layout.classes)
@@ -84,7 +153,8 @@ def verdict(
     nb = rt.nbr[s, p].astype(np.int64)
     same_dim = (q // 2) == (p // 2)
     cross = datelines(rt.shape)[s, p].astype(np.int64)
-    base = cls * layout.per_class
+    base = np.asarray(packing.rank, dtype=np.int64)[cls] * packing.stride
+    wild_at = packing.wild_at
     chain_step = 1 if rt.wild_layers else 0
     parts: list[tuple[npt.NDArray[np.int64], ...]] = []
     for b in range(layout.mbits):
@@ -92,21 +162,18 @@ def verdict(
         if not has.any():
             continue
         hw, hn = w_here[has], w_next[has]
-        vc_in = np.where(hw, layout.wild_base + b, base[has] + b)
+        vc_in = np.where(hw, wild_at + b, base[has] + b)
         out_bit = np.where(hw & hn, b + chain_step, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
-        vc_out = np.where(hn, layout.wild_base + out_bit, base[has] + out_bit)
+        vc_out = np.where(hn, wild_at + out_bit, base[has] + out_bit)
         parts.append((s[has] * 6 + p[has], vc_in, nb[has] * 6 + q[has], vc_out))
+    vcs = packing.vcs(layout)
     if not parts:
-        return vcs, True, [], blocks
+        empty = np.empty(0, dtype=np.int64)
+        return vcs, empty, empty
     link_in, vc_in, link_out, vc_out = (np.concatenate([part[i] for part in parts]) for i in range(4))
     # A channel the bit sets could not name (a very long wild chain) still counts: size by what is used.
     vcs = max(vcs, int(max(vc_in.max(), vc_out.max())) + 1)
-    blocks["wild"] = vcs - layout.wild_base
-    size = n * 6 * vcs
-    src, dst = link_in * vcs + vc_in, link_out * vcs + vc_out
-    if acyclic(src, dst, size):
-        return vcs, True, [], blocks
-    return vcs, *_scc_cycle(src, dst, size, vcs), blocks
+    return vcs, link_in * vcs + vc_in, link_out * vcs + vc_out
 
 
 def acyclic(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], size: int) -> bool | None:

@@ -18,7 +18,7 @@ The generic analysis stays the oracle: tests compare the two exactly on many sha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,7 +94,7 @@ def _load(rt: RouteTables) -> npt.NDArray[np.float64]:
     return rt.base.load.reshape(rt.n, 6).astype(np.float64)
 
 
-def _deadlock(rt: RouteTables, wild_idx: npt.NDArray[np.int64]) -> tuple[int, bool, list[str], dict[str, int]]:
+def _deadlock(rt: RouteTables, wild_idx: npt.NDArray[np.int64]) -> tuple[int, bool, list[str], dict[str, Any]]:
     import numpy as np
 
     from tpufleet.routing import cdg
