@@ -81,3 +81,33 @@ def test_the_oracle_sees_the_cycle_of_two_orders_sharing_one_block():
     rt = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).tables
     graph, vcs = channel_graph(rt, [0, 0], 2)  # both orders on VCs 0-1: turns of one feed turns of the other
     assert vcs == 3 and not nx.is_directed_acyclic_graph(graph)
+
+
+def test_stored_tables_carry_their_vc_layout(fleet):
+    """The layout is chosen per table set, so the stored file must say it: rebuilt from the file alone (ports,
+    wild flags, orders per destination, neighbours, meta), the channel graph is acyclic in the stored VCs."""
+    import json
+    from types import SimpleNamespace
+
+    assert fleet("allocate", "s", "--shape", "8x8x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/y/5").code == 0
+    shown = fleet("routes", "s", "-o", "json").json
+    assert shown["stored"] and shown["vcs"] == 3 and shown["dimension_orders"] == 2
+    with np.load(fleet.state / "routes" / "s.npz") as f:
+        meta = json.loads(str(f["meta"]))
+        stored = SimpleNamespace(
+            shape=parse_shape(meta["shape"]),
+            n=len(f["neighbors"]),
+            P=f["port"].T.copy(),
+            nbr=f["neighbors"],
+            wild=f["wild"].T.copy(),
+            dest_class=f["dest_order"].astype(np.int64),
+        )
+        orders = f["orders"].tolist()
+    assert meta["format_version"] == 2 and meta["vc_layout"] == shown["vc_layout"] and meta["wild_layers"] is False
+    layout = meta["vc_layout"]
+    assert len(layout["order_first_vc"]) == len(orders)
+    used = sorted(set(stored.dest_class.tolist()))
+    graph, vcs = channel_graph(stored, [layout["order_first_vc"][k] for k in used], layout["first_wild_vc"])
+    assert vcs == meta["vcs"] == 3 and nx.is_directed_acyclic_graph(graph)

@@ -72,6 +72,9 @@ def compute(
         "made": now,
         "algorithm": s["algorithm"],
         "vcs": s["vcs"],
+        # which VC each hop takes is not fixed by a rule alone: the layout kept (see README, "Virtual channels")
+        "vc_layout": s["vc_layout"],
+        "wild_layers": report.tables.wild_layers,
     }
     return RoutedSlice(name, state.serial, graph, report, meta)
 

@@ -6,12 +6,13 @@ a few vectorized sweeps over the N^2 table, without walking pairs one by one.
 
 Virtual-channel rule (the data behind ``vcs``): a dimension-order hop travels on VC ``base + k`` where ``k``
 counts the wraparound (dateline) links crossed since the packet entered the current dimension, and ``base``
-separates the dimension orders in use (one block per order); non-minimal "wild" hops, which only ever come
-first on a route, share the one VC ``wild_base`` (nothing depends on a wild channel but another wild hop, so a
-single wild VC is deadlock-free whenever the wild hops' own dependencies are acyclic, which the check below
-decides). With ``RouteTables.wild_layers`` the packet's j-th wild hop takes VC ``wild_base + j`` instead: more
-VCs, never a cycle among wild hops. The channel dependency graph (CDG) is built from the tables under this rule
-and searched for a cycle.
+is its dimension order's first VC; non-minimal "wild" hops, which only ever come first on a route, share the
+one VC ``wild_base`` (nothing depends on a wild channel but another wild hop, so a single wild VC is
+deadlock-free whenever the wild hops' own dependencies are acyclic, which the check below decides). With
+``RouteTables.wild_layers`` the packet's j-th wild hop takes VC ``wild_base + j`` instead: more VCs, never a
+cycle among wild hops. The orders' blocks come one after another and the wild VCs after them, unless a tighter
+packing (blocks overlapping, wild hops on a dateline VC) is also acyclic (`cdg.verdict`); ``vc_blocks`` says
+which. The channel dependency graph (CDG) is built from the tables under this rule and searched for a cycle.
 """
 
 from __future__ import annotations
@@ -348,7 +349,12 @@ def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, b
         key[~onward] = layout.space
         present[key.ravel()] = True
     keys = np.flatnonzero(present[: layout.space]).astype(np.int64)
-    return cdg.verdict(rt, keys, layout)
+    vcs, free, cycle, blocks = cdg.verdict(rt, keys, layout)
+    # the verdict numbers the orders in use; the tables' file lists every order it may name (-1: unused)
+    first = [-1] * len(rt.orders)
+    for used, vc in zip(used_classes.tolist(), blocks["order_first_vc"], strict=True):
+        first[used] = vc
+    return vcs, free, cycle, {**blocks, "order_first_vc": first}
 
 
 def analyze(rt: RouteTables, deadlock: bool = True) -> Analysis:

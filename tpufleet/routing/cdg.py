@@ -28,7 +28,8 @@ PEEL_ROUNDS = 4096  # a longer dependency chain than this is left to scipy
 
 @dataclass(frozen=True)
 class Layout:
-    """VC blocks: `per_class` dateline VCs for each order class, then the wild VCs; and the key encoding."""
+    """The VCs the keys can name: `per_class` dateline VCs for each order class and the wild VCs (placed by a
+    `_Packing`: separate blocks, or overlapping ones); and the key encoding."""
 
     n: int
     classes: int

@@ -42,6 +42,8 @@ BATCHES = 8
 LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
 MAX_CHAIN_ROUNDS = 4
+PAIRS_LIMIT = 1024  # chips: per-destination order pairs within 3 VCs (see `order_pairs`)
+PAIRS_LIMIT_TWISTED = 512
 
 
 class _RouteCounts(TypedDict):
@@ -496,46 +498,70 @@ def candidates(
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", None)
         rt.algorithm = algorithm
         return [(rt, info)]
-    ranked: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
     dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
-    variants: list[tuple[list[Order] | None, float | None, Order, bool]] = [
-        (None, None, order, even) for order in single_orders(dead_dims) for even in balance
-    ]
-    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
-    variants += [(pair, None, pair[0], even) for pair in pairs for even in balance]
+    singles: list[Variant] = [(None, None, order, even) for order in single_orders(dead_dims) for even in balance]
+    mixed: list[Variant] = []
     if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
-        variants += [([], None, dor.DEFAULT_ORDER, False)]
-        variants += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
+        mixed += [([], None, dor.DEFAULT_ORDER, False)]
+        mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
     graphs = [(alive, ""), *ocs_patterns(shape, expected, alive)]
-    for graph, note in graphs:
-        for mixed, penalty, order, even in variants:
-            rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
-            if mixed is not None and info["orders_used"] == 1:
-                continue  # the same tables as plain wild-first
-            rt.algorithm = "auto"
-            rt.nbr = alive  # tables made for fewer links are valid on the live graph: they never use the others
-            plain = (
-                ("balanced " if even else "")
-                + "wild-first"
-                + ("" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}")
-            )
-            mixed_how = ("balanced " if even else "") + "per-destination dimension orders + wild-first"
-            how = (plain if mixed is None else mixed_how) + note
-            # The same routes carry the same load on either graph: the extra links are simply unused.
-            load = info.get("max_load", None) or _max_load(rt)
-            ranked.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
+    ranked = [item for graph, note in graphs for item in _made(shape, expected, alive, graph, note, singles)]
+    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
+    if pairs and not _good_enough(shape, expected, min(item[0][0] for item in ranked)):
+        mixed = [(pair, None, pair[0], even) for pair in pairs for even in balance] + mixed
+    ranked += [item for graph, note in graphs for item in _made(shape, expected, alive, graph, note, mixed)]
     ranked.sort(key=lambda item: item[0])
     return [(rt, info) for _, rt, info in ranked]
+
+
+Variant = tuple["list[Order] | None", "float | None", "Order", bool]  # orders per destination, penalty, order, balanced
+Ranked = tuple[tuple[float, int], RouteTables, RouteInfo]
+GOOD_ENOUGH = 0.95  # of the healthy throughput: a single order this good is not worth two orders' seconds
+
+
+def _good_enough(shape: Shape, expected: ChipGraph, load: float) -> bool:
+    from tpufleet.routing.report import healthy_loads
+
+    healthy = healthy_loads(shape, expected, ("all-to-all",))["all-to-all"]
+    return load <= healthy / GOOD_ENOUGH
+
+
+def _made(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str, variants: list[Variant]
+) -> list[Ranked]:
+    """Each variant's wild-first tables made for `graph` (the live graph, or an OCS's whole failure pattern),
+    with its rank key (max all-to-all load, orders used) and how it was made."""
+    out: list[Ranked] = []
+    for mixed, penalty, order, even in variants:
+        rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
+        if mixed is not None and info["orders_used"] == 1:
+            continue  # the same tables as plain wild-first
+        rt.algorithm = "auto"
+        rt.nbr = alive  # tables made for fewer links are valid on the live graph: they never use the others
+        plain = (
+            ("balanced " if even else "")
+            + "wild-first"
+            + ("" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}")
+        )
+        mixed_how = ("balanced " if even else "") + "per-destination dimension orders + wild-first"
+        how = (plain if mixed is None else mixed_how) + note
+        # The same routes carry the same load on either graph: the extra links are simply unused.
+        load = info.get("max_load", None) or _max_load(rt)
+        out.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
+    return out
 
 
 def order_pairs(shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None) -> list[list[Order]]:
     """Per broken dimension d, the two orders a destination may choose between: d first (its route leaves the
     source's ring, where one wild hop can skirt a cut) or d last (it enters d in the destination's own ring, whole
     when the destination is outside the broken rings). Two orders fit 3 VCs when their blocks overlap and wild hops
-    share a VC (`cdg.verdict` decides): true on 8x8x8 with one OCS down, not on 16x16x16, where making them costs
-    seconds; so up to LOAD_AWARE_LIMIT chips."""
+    share a VC (`cdg.verdict` decides): true on 8x8x8 and 8x8x16 with one OCS down, not on 8x16x16 or 16x16x16,
+    where making them costs seconds for nothing; on twisted tori they gain a unit at most (their balanced tables
+    are built for the whole torus). Hence the size limits."""
     per_order = 2 if shape.wraps else 1
-    if chips > LOAD_AWARE_LIMIT or (max_vcs is not None and max_vcs < per_order + 1):
+    if chips > (PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT) or (
+        max_vcs is not None and max_vcs < per_order + 1
+    ):
         return []
     out: list[list[Order]] = []
     for d in sorted(dead_dims):
