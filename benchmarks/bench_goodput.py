@@ -5,7 +5,7 @@
 
 Figures:
 1. ``goodput-report`` (``pipeline.build``) over N native events in several files (timed in a child process so
-   its peak RSS is its own; CPU includes the forked workers that decode and account large inputs), again with the
+   its peak RSS is its own; CPU includes the forked workers that decode large inputs), again with the
    workers off (one process), against the floor of reading the same files with the standard library's
    ``json.loads`` line by line (no accounting at all). The machine's load is printed: on a shared machine, wall
    time follows it, CPU time much less.
@@ -146,12 +146,12 @@ def ml_entries(entries: int, seed: int = 1) -> list[dict[str, Any]]:
 
 def child(paths: list[Path], fmt: str, one_process: bool = False) -> tuple[float, float, float, float]:
     """(wall seconds, CPU seconds, peak MiB, a worker's peak MiB) of pipeline.build in a fresh interpreter
-    (imports not counted). CPU includes the worker processes' (large inputs are decoded and accounted in
+    (imports not counted). CPU includes the worker processes' (large inputs are decoded in
     forked workers; their peak counts the parent's pages they share). `one_process` turns the workers off."""
     code = (
         "import resource, sys, time; from pathlib import Path; from tpufleet.goodput import pipeline\n"
         "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render\n"
-        f"if {one_process}: pipeline.PARALLEL_MIN_BYTES = pipeline.PARALLEL_MIN_EVENTS = 1 << 62\n"
+        f"if {one_process}: pipeline.PARALLEL_MIN_BYTES = 1 << 62\n"
         "t, c = time.perf_counter(), time.process_time()\n"
         f"pipeline.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
         " ['accelerator','size','phase','framework'], 'day')\n"

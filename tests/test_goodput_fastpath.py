@@ -103,7 +103,6 @@ def report(paths: list[Path], fast: bool, skip_bad: bool, chunk: int) -> Any:
         mp.setattr(pipeline, "CHUNK_BYTES", chunk)
         if fast:
             mp.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
-            mp.setattr(pipeline, "PARALLEL_MIN_EVENTS", 0)
             mp.setattr(pipeline, "_cpus", lambda: (CPUS, float(CPUS)))  # idle, whatever else runs here
             real = pipeline._workers
 
@@ -162,10 +161,20 @@ def test_a_malformed_line_deep_in_a_large_log_exits_2_naming_file_line_and_field
     path.write_text("\n".join(lines) + "\n")
     monkeypatch.setattr(pipeline, "CHUNK_BYTES", 8192)
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_EVENTS", 0)
     monkeypatch.setattr(pipeline, "_cpus", lambda: (CPUS, float(CPUS)))
     r = cli("goodput-report", path, state=False)
     assert r.code == 2
     assert f"{path}:4322: field step: must be a whole number from 0 to" in r.err
     ok = cli("goodput-report", path, "--skip-bad", "-o", "json", state=False)
     assert ok.code == 0 and ok.json["input"]["skipped"] == 1
+
+
+def test_idle_cpus_are_measured_now_and_within_the_cpus_this_process_may_use(monkeypatch):
+    """The decoding workers start only with a CPU idle now (the 1-minute load average lags a finished run)."""
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat here: the 1-minute load average is used instead")
+    monkeypatch.setattr(pipeline, "IDLE_SAMPLE_S", 0.01)
+    cpus, idle = pipeline._cpus()
+    assert cpus >= 1 and 0.0 <= idle <= cpus
+    all_ticks, idle_ticks = pipeline._cpu_ticks()
+    assert 0 <= idle_ticks <= all_ticks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -169,34 +169,51 @@ def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
 
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
-PARALLEL_MIN_EVENTS = 2_000_000  # and logs of at least this many events accounted in them
 MAX_WORKERS = 4
-# Workers cost a fifth to a third more CPU (pieces and accounts pickled between processes, caches shared): they
-# pay off only with CPUs to spare. On the 2-CPU project machine with one other busy process, 10 M events took
-# 24.8 s with workers and 20.7 s in one process; with two or more (load 4), 62 s and 42 s.
+# Decoding workers pay off only with a CPU to spare: on the 2-CPU project machine, quiet, 10 M events take
+# 17.5-18.4 s with them (26-27 s of CPU: pieces and columns cross pipes, two processes share one cache) against
+# 22.1 s in one process; with another busy process they would fight it for the one free CPU. Accounting jobs in
+# workers never paid (each job's account pickled back: twice the CPU, slower on the clock), so it stays here.
 MIN_IDLE_CPUS = 1.5
+IDLE_SAMPLE_S = 0.1  # how long idle CPU time is watched before deciding (the load average lags by a minute)
 
 
 def _cpus() -> tuple[int, float]:
-    """(CPUs this process may use, how many of them are idle: CPUs less the 1-minute load average)."""
+    """(CPUs this process may use, how many of them are idle now: from the idle share of /proc/stat over
+    IDLE_SAMPLE_S on Linux, else CPUs less the 1-minute load average)."""
     import os
+    import time
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return cpus, cpus - load
+    try:
+        before = _cpu_ticks()
+        time.sleep(IDLE_SAMPLE_S)
+        after = _cpu_ticks()
+    except (OSError, ValueError, IndexError):
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        return cpus, cpus - load
+    total, idle = after[0] - before[0], after[1] - before[1]
+    return cpus, cpus * idle / total if total > 0 else float(cpus)
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(all, idle + waiting for I/O) clock ticks of every CPU since boot, from the first line of /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    return sum(fields[:8]), fields[3] + fields[4]  # user nice system idle iowait irq softirq steal
 
 
 @contextmanager
-def _fork_pool(
-    wanted: bool, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
-) -> Iterator[Pool | None]:
-    """Worker processes, when `wanted`, msgspec is there (the large-input path) and more than one CPU is; None
-    otherwise, or where fork is not available: one process does the work, with the same answers. Forked, the
-    workers see the parent's memory as it was (the records already read) without copying it through a pipe."""
+def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
+    """Worker processes, when `wanted`, msgspec is there (the large-input path) and a CPU is idle to run them;
+    None otherwise, or where fork is not available: one process does the work, with the same answers."""
     import multiprocessing
 
+    if not wanted or not fastread.available():
+        yield None
+        return
     cpus, idle = _cpus()
-    if not wanted or cpus < 2 or idle < MIN_IDLE_CPUS or not fastread.available():
+    if cpus < 2 or idle < MIN_IDLE_CPUS:
         yield None
         return
     try:
@@ -204,7 +221,7 @@ def _fork_pool(
     except ValueError:
         yield None
         return
-    pool = context.Pool(min(cpus, MAX_WORKERS), initializer, initargs)
+    pool = context.Pool(min(cpus, MAX_WORKERS))
     try:
         yield pool
     finally:
@@ -286,40 +303,23 @@ def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
     return out
 
 
-_JOB_INPUT: dict[str, Any] = {}  # in an accounting worker: the log and the options (inherited by fork)
-
-
 def _accounts(
     log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]]
 ) -> list[JobAccount]:
-    """Each job's account (jobs with no event inside --since/--until left out), in job order; for a large
-    log, jobs are accounted in worker processes (each job on its own: the answers are the same)."""
-    size = sum(len(c) for c in log.events.values())
-    ids = sorted(log.events)
-    with _fork_pool(size >= PARALLEL_MIN_EVENTS, _set_job_input, (log, since, until, spans)) as pool:
-        if pool is None:
-            _set_job_input(log, since, until, spans)
-            try:
-                found = list(map(_account_job, ids))
-            finally:
-                _JOB_INPUT.clear()
-        else:
-            found = list(pool.imap(_account_job, ids, chunksize=max(1, len(ids) // (8 * _workers(pool)))))
+    """Each job's account (jobs with no event inside --since/--until left out), in job order."""
+    found = (_account_job(log, job_id, since, until, spans) for job_id in sorted(log.events))
     return [a for a in found if a is not None]
 
 
-def _set_job_input(log: events.Log, since: float | None, until: float | None, spans: list[Any]) -> None:
-    _JOB_INPUT.update(log=log, since=since, until=until, spans=spans)
-
-
-def _account_job(job_id: str) -> JobAccount | None:
+def _account_job(
+    log: events.Log, job_id: str, since: float | None, until: float | None, spans: list[tuple[float, float]]
+) -> JobAccount | None:
     import numpy as np
 
-    log, since, until = _JOB_INPUT["log"], _JOB_INPUT["since"], _JOB_INPUT["until"]
     ev = columns(log.events[job_id])
     if not np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
         return None
-    a = account(log.jobs[job_id], ev, until=until, since=since, exclude=_JOB_INPUT["spans"])
+    a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
     counts = log.slices.get(job_id, [])
     a.extra["slices"] = slice_efficiency(counts, a.start, a.end)
     if counts and a.job.slices == 1:  # a job record that does not say: its slice counts do
