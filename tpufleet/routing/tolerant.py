@@ -505,12 +505,17 @@ def candidates(
     if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
         mixed += [([], None, dor.DEFAULT_ORDER, False)]
         mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
-    graphs = [(alive, ""), *ocs_patterns(shape, expected, alive)]
-    ranked = [item for graph, note in graphs for item in _made(shape, expected, alive, graph, note, singles)]
     pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
-    if pairs and not _good_enough(shape, expected, min(item[0][0] for item in ranked)):
-        mixed = [(pair, None, pair[0], even) for pair in pairs for even in balance] + mixed
-    ranked += [item for graph, note in graphs for item in _made(shape, expected, alive, graph, note, mixed)]
+    ranked: list[Ranked] = []
+    for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
+        made = _made(shape, expected, alive, graph, note, singles)
+        # Decided per graph, from that graph's own tables: an optical link's candidates then include exactly
+        # those its whole OCS's failure gets alone, so the link never routes worse than the OCS.
+        if pairs and not _good_enough(shape, expected, min(item[0][0] for item in made)):
+            made += _made(
+                shape, expected, alive, graph, note, [(p, None, p[0], even) for p in pairs for even in balance]
+            )
+        ranked += made + _made(shape, expected, alive, graph, note, mixed)
     ranked.sort(key=lambda item: item[0])
     return [(rt, info) for _, rt, info in ranked]
 
