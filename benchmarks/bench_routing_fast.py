@@ -46,9 +46,10 @@ def one_ocs_failure(shape: Any, dim: int = 0, index: int = 5) -> tuple[Any, Any]
 def bench(record: Record) -> None:
     from tpufleet.routing import dor, structured
     from tpufleet.routing.analysis import analyze_pairs
+    from tpufleet.routing.candidates import candidates
     from tpufleet.routing.distances import graph_distances
     from tpufleet.routing.rings import RingPaths
-    from tpufleet.routing.tolerant import base_load, broken_pairs, candidates, wild_first
+    from tpufleet.routing.tolerant import base_load, broken_pairs, wild_first
     from tpufleet.shapes import parse_shape
 
     shape = parse_shape("16x16x16")

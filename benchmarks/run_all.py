@@ -103,7 +103,7 @@ def bench_routing():
     import networkx as nx
     import numpy as np
 
-    from tpufleet.routing import dor, tolerant
+    from tpufleet.routing import candidates, dor
     from tpufleet.routing.analysis import Levels, deadlock_check, flow, verify
     from tpufleet.shapes import Shape, parse_shape
     from tpufleet.topology import neighbors
@@ -135,13 +135,13 @@ def bench_routing():
         if local[0] == 3 and face_index("x", *local) == 5:
             alive[s, 0] = -1
             alive[exp[s, 0], 1] = -1
-    wf = median_of(lambda: tolerant.route(shape, exp, alive, "wild-first"), 1)
+    wf = median_of(lambda: candidates.route(shape, exp, alive, "wild-first"), 1)
     record("wild-first tables, one OCS failure, 16x16x16", wf, "<= 3 s", "networkx all-pairs BFS", baseline)
-    auto = median_of(lambda: tolerant.route(shape, exp, alive, "auto"), 1)
+    auto = median_of(lambda: candidates.route(shape, exp, alive, "auto"), 1)
     record(
         "auto tables (best repair), one OCS failure, 16x16x16", auto, "(no target)", "networkx all-pairs BFS", baseline
     )
-    rt, _ = tolerant.route(shape, exp, alive, "wild-first")
+    rt, _ = candidates.route(shape, exp, alive, "wild-first")
 
     def check():
         levels = Levels(rt.L)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from helpers import ocs_failure
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import Levels, RouteTables, analyze, deadlock_check, flow, verify
+from tpufleet.routing.candidates import route
 from tpufleet.routing.report import evaluate
-from tpufleet.routing.tolerant import route
 from tpufleet.shapes import parse_shape
 from tpufleet.topology import metrics, neighbors
 

@@ -10,8 +10,8 @@ import pytest
 from helpers import ocs_failure
 from tpufleet.routing import structured
 from tpufleet.routing.analysis import analyze_pairs
+from tpufleet.routing.candidates import candidates
 from tpufleet.routing.cdg import acyclic
-from tpufleet.routing.tolerant import candidates
 from tpufleet.shapes import parse_shape
 from tpufleet.topology import neighbors
 

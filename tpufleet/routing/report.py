@@ -113,7 +113,7 @@ def evaluate(
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
     fewest VCs is reported, for the caller to refuse.
     """
-    from tpufleet.routing.tolerant import candidates, min_vcs
+    from tpufleet.routing.candidates import candidates, min_vcs
 
     options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
     if not deadlock_check:

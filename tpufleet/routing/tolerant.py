@@ -4,12 +4,8 @@ Broken pairs are found from the dead links upward: a pair (t, s) is broken iff i
 i.e. s lies in the subtree, inside destination t's routing tree, of a chip whose table entry uses a dead link.
 That costs time in proportion to the broken pairs, not to N^2.
 
-Repairs, in order:
+Repairs, in order (which tables they start from, and which of the results is kept: `candidates`):
 
-* ``order`` (part of ``auto``): each destination may use its own dimension order. With a dead x link, a
-  destination outside the broken x rings is reached x-last, so every packet enters x only in the destination's
-  own (healthy) ring; destinations inside broken rings keep x-first. Each order in use gets its own block of
-  virtual channels, so the union stays acyclic.
 * ``wild-first``: a chip whose route is broken takes one non-minimal first hop to a live neighbour whose own
   route is intact, then follows that neighbour's table. Among the valid neighbours it picks, in batches, the
   one whose whole path carries the least detour traffic so far (ties: shorter, then spread by a hash).
@@ -21,9 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict, overload
 
-from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
-from tpufleet.routing.structured import DorBase
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -31,7 +25,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from tpufleet.routing.analysis import BoolArray, IntArray
-    from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.routing.dor import HopTable, PortTable
     from tpufleet.routing.rings import RingPaths
     from tpufleet.topology import ChipGraph
 
@@ -40,11 +34,7 @@ if TYPE_CHECKING:
 OPPOSITE = (1, 0, 3, 2, 5, 4)
 BATCHES = 8
 MAX_BATCHES = 256  # 16x16x16, one OCS: 128 batches would save 0.1-0.2 s for +0.25% max load, 64: 0.3 s for +0.6%
-LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
-LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
 MAX_CHAIN_ROUNDS = 4
-PAIRS_LIMIT = 1024  # chips: per-destination order pairs within 3 VCs (see `order_pairs`)
-PAIRS_LIMIT_TWISTED = 512
 
 
 class _RouteCounts(TypedDict):
@@ -99,90 +89,6 @@ def broken_pairs(P: PortTable, expected: ChipGraph, alive: ChipGraph) -> npt.NDA
         frontier = np.concatenate(found)
         bad[frontier] = True
     return np.flatnonzero(bad)
-
-
-def _candidate_orders(dead_dims: set[int]) -> list[Order]:
-    orders = [dor.DEFAULT_ORDER]
-    for d in sorted(dead_dims):
-        a, b = [x for x in dor.DEFAULT_ORDER if x != d]
-        for order in ((a, b, d), (d, a, b)):
-            if order not in orders:
-                orders.append(order)
-    return orders
-
-
-def _tree_weights(shape: Shape, P: PortTable, L: HopTable, expected: ChipGraph) -> npt.NDArray[np.int32]:
-    """[t, s] traffic each table entry carries on the healthy graph (all-to-all), for load-aware choices."""
-    import numpy as np
-
-    from tpufleet.routing.analysis import Levels, RouteTables, flow
-
-    n = len(expected)
-    rt = RouteTables(shape, expected, P, L)
-    weight, _ = flow(rt, np.ones((n, n), dtype=bool), Levels(L), masks=False)
-    return weight.reshape(n, n)
-
-
-def choose_orders(
-    shape: Shape,
-    expected: ChipGraph,
-    alive: ChipGraph,
-    penalty: float | None = None,
-    orders: list[Order] | None = None,
-    balanced: bool = False,
-) -> tuple[PortTable, HopTable, npt.NDArray[np.int64], list[Order], npt.NDArray[np.int64]]:
-    """Per destination, a dimension order: fewest broken routes, and (load-aware) no new hot links.
-
-    Greedy over the destinations whose default-order routes the faults break: each takes the order that keeps
-    the most loaded link lowest once its whole routing tree is counted, a broken route costing `penalty`.
-    """
-    import numpy as np
-
-    from tpufleet.routing.balanced import balanced_twisted_tables
-
-    n = len(expected)
-    if orders is None:
-        _, dp = dead_links(expected, alive)
-        orders = _candidate_orders({int(p) // 2 for p in dp})
-    per_order = []
-    for order in orders:
-        Pk, Lk = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
-        bk = broken_pairs(Pk, expected, alive)
-        per_order.append((Pk, Lk, bk, np.bincount(bk // n, minlength=n)))
-    counts = np.stack([c for *_, c in per_order])  # [orders, n]
-    if penalty is None:
-        choice = np.argmin(counts, axis=0)
-    else:
-        choice = np.zeros(n, dtype=np.int64)
-        weights = [_tree_weights(shape, Pk, Lk, expected) for Pk, Lk, _, _ in per_order]
-        chips = np.arange(n)
-        links = [chips[None, :] * 6 + np.maximum(Pk, 0) for Pk, *_ in per_order]
-        total = np.zeros(n * 6, dtype=np.int64)
-        for t in range(n):
-            np.add.at(total, links[0][t], weights[0][t])
-        for t in np.argsort(-counts[0], kind="stable"):
-            if counts[0, t] == 0:
-                break
-            np.subtract.at(total, links[0][t], weights[0][t])
-            rest = total.max()
-            best, best_cost = 0, None
-            for k in range(len(orders)):
-                touched = total[links[k][t]] + weights[k][t]
-                cost = max(rest, touched.max()) + penalty * counts[k, t]
-                if best_cost is None or cost < best_cost:
-                    best, best_cost = k, cost
-            choice[t] = best
-            np.add.at(total, links[best][t], weights[best][t])
-    P = np.empty_like(per_order[0][0])
-    L = np.empty_like(per_order[0][1])
-    bad_parts = []
-    for k, (Pk, Lk, bk, _) in enumerate(per_order):
-        rows = choice == k
-        P[rows] = Pk[rows]
-        L[rows] = Lk[rows]
-        bad_parts.append(bk[rows[bk // n]])
-    broken = np.concatenate(bad_parts) if bad_parts else np.empty(0, dtype=np.int64)
-    return P, L, choice, orders, np.sort(broken)
 
 
 def _walk_max(P: PortTable, nbr: ChipGraph, extra: Load, start: IntArray, t: IntArray, limit: int) -> Load:
@@ -241,7 +147,7 @@ def base_load(
     """
     import numpy as np
 
-    from tpufleet.routing.analysis import Levels, RouteTables, flow, link_load, pair_load, symmetric, symmetric_load
+    from tpufleet.routing.analysis import Levels, flow, link_load, pair_load, symmetric, symmetric_load
 
     n = len(alive)
     if expected is not None and symmetric(shape):
@@ -386,278 +292,3 @@ def _first_round(
     if done and cache is not None:
         cache.put(tag, P.ravel()[broken])
     return done
-
-
-def _repair(
-    shape: Shape,
-    expected: ChipGraph,
-    alive: ChipGraph,
-    algorithm: str,
-    per_destination_orders: list[Order] | None,
-    penalty: float | None = None,
-    order: Order = dor.DEFAULT_ORDER,
-    balanced: bool = False,
-) -> tuple[RouteTables, RouteInfo]:
-    import numpy as np
-
-    from tpufleet.routing.balanced import balanced_twisted_tables
-
-    n = len(expected)
-    info: RouteInfo = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
-    if per_destination_orders is not None:
-        P, L, dest_class, orders, broken = choose_orders(
-            shape, expected, alive, penalty, per_destination_orders or None, balanced
-        )
-        info["orders_used"] = len(np.unique(dest_class))
-    else:
-        P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
-        dest_class, orders = np.zeros(n, dtype=np.int64), [order]
-        if not balanced and _plain_dor(shape, expected, alive):
-            from tpufleet.routing.rings import broken_by_runs
-
-            broken = broken_by_runs(shape, order, expected, alive)  # the same set, from the dead links' rings
-        else:
-            broken = broken_pairs(P, expected, alive)
-    info["broken_by_faults"] = len(broken)
-    wild: BoolArray | None = None
-    load: Load | None = None
-    if len(broken):
-        plain = None if per_destination_orders is not None else expected
-        if algorithm == "dor":
-            load = base_load(P, L, alive, broken, shape, plain) if _plain_dor(shape, expected, alive) else None
-            P.ravel()[broken] = -2
-            L.ravel()[broken] = -1
-        else:
-            paths = None
-            if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
-                from tpufleet.routing.rings import RingPaths
-
-                paths = RingPaths(shape, order)
-            start = base_load(P, L, alive, broken, shape, plain, paths)
-            wild, left, load = wild_first(P, L, alive, broken, base=start, paths=paths)
-            info["max_load"] = float(load.max())
-            info["repaired_wild"] = int(len(broken) - len(left))
-    _drop_dead_chips(P, L, expected, alive)
-    rt = RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm)
-    if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
-        rt.base = DorBase(order, alive, load)  # only broken pairs changed: the rings give every figure
-    return rt, info
-
-
-def _plain_dor(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> bool:
-    """The tables of `order` are the closed-form ones of an untwisted torus, and `alive` only lacks links."""
-    return shape.wraps and not shape.twisted and bool(((alive == expected) | (alive < 0)).all())
-
-
-def _drop_dead_chips(P: PortTable, L: HopTable, expected: ChipGraph, alive: ChipGraph) -> None:
-    """A chip with no live link neither sends nor receives."""
-    import numpy as np
-
-    for chip in np.flatnonzero((alive < 0).all(axis=1) & (expected >= 0).any(axis=1)):
-        P[chip, :], L[chip, :] = -2, -1
-        P[:, chip], L[:, chip] = -2, -1
-        P[chip, chip], L[chip, chip] = -1, 0
-
-
-def _max_load(rt: RouteTables) -> float:
-    from tpufleet.routing.analysis import Levels, flow, link_load, verify
-
-    levels = Levels(rt.L)
-    weight, _ = flow(rt, verify(rt, levels), levels, masks=False)
-    return float(link_load(rt, weight).max())
-
-
-def min_vcs(rt: RouteTables) -> int:
-    """The fewest VCs the tables can need (`cdg.verdict` packs no tighter): two dateline VCs per dimension order on
-    a torus (one on a mesh), each further order one more (its block overlapping the previous one), and one VC for
-    wild hops, which share a dateline VC when there are several orders."""
-    per_order = 2 if rt.shape.wraps else 1
-    orders = len(set(rt.dest_class.tolist())) if rt.dest_class is not None else 1
-    wild = rt.wild is not None and bool(rt.wild.any())
-    return per_order + orders - 1 + (1 if wild and orders == 1 else 0)
-
-
-def candidates(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto", max_vcs: int | None = None
-) -> list[tuple[RouteTables, RouteInfo]]:
-    """Table sets for the live graph `alive` of a slice whose healthy graph is `expected`, best first.
-
-    ``dor``: healthy dimension-order routes; pairs a fault breaks are unroutable. ``wild-first``: those pairs
-    take a wild first hop (see module docstring). ``auto``: wild-first in each dimension order that takes the
-    broken dimensions first, and per-destination dimension orders (chosen by fewest broken routes, and, up to
-    LOAD_AWARE_LIMIT chips, load-aware) when `max_vcs` leaves room for two orders; for optical-link faults also
-    the same made for the whole OCS's failure pattern. Ranked by maximum all-to-all link load (ties: fewer
-    dimension orders, so fewer virtual channels); the caller keeps the first whose virtual channels fit.
-    """
-    from tpufleet.routing.balanced import BALANCE_LIMIT
-
-    healthy = bool((alive == expected).all())
-    balance = [False, True] if shape.twisted and algorithm == "auto" and len(expected) <= BALANCE_LIMIT else [False]
-    if healthy and len(balance) > 1:
-        return _ranked_healthy(shape, expected, alive)
-    if healthy or algorithm in ("dor", "wild-first"):
-        rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", None)
-        rt.algorithm = algorithm
-        return [(rt, info)]
-    dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
-    singles: list[Variant] = [(None, None, order, even) for order in single_orders(dead_dims) for even in balance]
-    mixed: list[Variant] = []
-    if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
-        mixed += [([], None, dor.DEFAULT_ORDER, False)]
-        mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
-    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
-    ranked: list[Ranked] = []
-    for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
-        made = _made(shape, expected, alive, graph, note, singles)
-        # Decided per graph, from that graph's own tables: an optical link's candidates then include exactly
-        # those its whole OCS's failure gets alone, so the link never routes worse than the OCS.
-        if pairs and not _good_enough(shape, expected, min(item[0][0] for item in made)):
-            made += _made(
-                shape, expected, alive, graph, note, [(p, None, p[0], even) for p in pairs for even in balance]
-            )
-        ranked += made + _made(shape, expected, alive, graph, note, mixed)
-    ranked.sort(key=lambda item: item[0])
-    return [(rt, info) for _, rt, info in ranked]
-
-
-Variant = tuple["list[Order] | None", "float | None", "Order", bool]  # orders per destination, penalty, order, balanced
-Ranked = tuple[tuple[float, int], RouteTables, RouteInfo]
-GOOD_ENOUGH = 0.95  # of the healthy throughput: a single order this good is not worth two orders' seconds
-
-
-def _good_enough(shape: Shape, expected: ChipGraph, load: float) -> bool:
-    from tpufleet.routing.report import healthy_loads
-
-    healthy = healthy_loads(shape, expected, ("all-to-all",))["all-to-all"]
-    return load <= healthy / GOOD_ENOUGH
-
-
-def _made(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str, variants: list[Variant]
-) -> list[Ranked]:
-    """Each variant's wild-first tables made for `graph` (the live graph, or an OCS's whole failure pattern),
-    with its rank key (max all-to-all load, orders used) and how it was made."""
-    out: list[Ranked] = []
-    for mixed, penalty, order, even in variants:
-        rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
-        if mixed is not None and info["orders_used"] == 1:
-            continue  # the same tables as plain wild-first
-        rt.algorithm = "auto"
-        rt.nbr = alive  # tables made for fewer links are valid on the live graph: they never use the others
-        plain = (
-            ("balanced " if even else "")
-            + "wild-first"
-            + ("" if order == dor.DEFAULT_ORDER else f", dimension order {''.join('xyz'[d] for d in order)}")
-        )
-        mixed_how = ("balanced " if even else "") + "per-destination dimension orders + wild-first"
-        how = (plain if mixed is None else mixed_how) + note
-        # The same routes carry the same load on either graph: the extra links are simply unused.
-        load = info.get("max_load", None) or _max_load(rt)
-        out.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
-    return out
-
-
-def order_pairs(shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None) -> list[list[Order]]:
-    """Per broken dimension d, the two orders a destination may choose between: d first (its route leaves the
-    source's ring, where one wild hop can skirt a cut) or d last (it enters d in the destination's own ring, whole
-    when the destination is outside the broken rings). Two orders fit 3 VCs when their blocks overlap and wild hops
-    share a VC (`cdg.verdict` decides): true on 8x8x8 and 8x8x16 with one OCS down, not on 8x16x16 or 16x16x16,
-    where making them costs seconds for nothing; on twisted tori they gain a unit at most (their balanced tables
-    are built for the whole torus). Hence the size limits."""
-    per_order = 2 if shape.wraps else 1
-    if chips > (PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT) or (
-        max_vcs is not None and max_vcs < per_order + 1
-    ):
-        return []
-    out: list[list[Order]] = []
-    for d in sorted(dead_dims):
-        a, b = [x for x in dor.DEFAULT_ORDER if x != d]
-        out += [[(d, a, b), (a, b, d)], [(a, b, d), (d, a, b)]]  # a destination with a tie takes the first
-    return out
-
-
-def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[RouteTables, RouteInfo]]:
-    """A healthy twisted torus: the load-balanced minimal tables and the plain ones, lighter first."""
-    from tpufleet.routing.analysis import symmetric_load
-
-    out: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
-    for even in (True, False):
-        rt, info = _repair(shape, expected, alive, "dor", None, balanced=even)
-        rt.algorithm = "auto"
-        load = float(symmetric_load(rt).max())
-        how = "balanced dimension-order" if even else "dimension-order"
-        out.append(((load, 0 if even else 1), rt, {**info, "strategy": how, "max_load": load}))
-    out.sort(key=lambda item: item[0])
-    return [(rt, info) for _, rt, info in out]
-
-
-def single_orders(dead_dims: set[int]) -> list[Order]:
-    """One dimension order for every destination, taking the broken dimensions first.
-
-    A route's last dimension runs in the destination's own ring, so a break there cannot be skirted by a first
-    hop into a neighbouring ring; a broken dimension taken first runs in the source's ring, which one wild hop
-    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops). The default order
-    is kept when it already has no broken dimension last (or when every dimension is broken).
-    """
-    from itertools import permutations
-
-    healthy = [d for d in dor.DEFAULT_ORDER if d not in dead_dims]
-    out = [dor.DEFAULT_ORDER] if not healthy or dor.DEFAULT_ORDER[-1] not in dead_dims else []
-    for broken in permutations(sorted(dead_dims)):
-        order = (*broken, *healthy)
-        if len(order) == 3 and order not in out:
-            out.append((order[0], order[1], order[2]))
-    return out
-
-
-def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[ChipGraph, str]]:
-    """The live graph with the whole failure pattern of some of the OCS that have a dead link here: one OCS at a
-    time, then all of them; empty when a dead link is not optical (or nothing more would be removed).
-
-    An OCS failure takes the same face position out at every cube boundary of its dimension, a periodic pattern
-    production precomputes tables for; a failed optical link is a subset of it, so tables made for the pattern
-    serve the link too, and may balance better. Expanding one OCS at a time means that among the link's
-    candidates are exactly those its OCS's failure would get, whatever other faults are open: a fault that is a
-    subset of another never routes worse.
-    """
-    import numpy as np
-
-    from tpufleet.constants import CUBE_EDGE
-    from tpufleet.ids import face_index
-    from tpufleet.topology import coordinates
-
-    if not shape.wraps:
-        return []
-    local = coordinates(shape.dims) % CUBE_EDGE
-    chips, ports = dead_links(expected, alive)
-    faces: set[tuple[int, int]] = set()
-    for chip, port in zip(chips.tolist(), ports.tolist(), strict=True):
-        d, sign = port // 2, 1 if port % 2 == 0 else -1
-        if local[chip, d] != (CUBE_EDGE - 1 if sign > 0 else 0):
-            return []  # an electrical link or a chip: not an OCS pattern
-        faces.add((d, face_index("xyz"[d], *local[chip].tolist())))
-
-    def expanded(chosen: list[tuple[int, int]]) -> ChipGraph:
-        graph = alive.copy()
-        for d, index in chosen:
-            on_face = np.array([face_index("xyz"[d], *xyz) == index for xyz in local.tolist()])
-            for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
-                graph[on_face & (local[:, d] == edge), port] = -1
-        return graph
-
-    ordered = sorted(faces)
-    subsets = [[face] for face in ordered] + ([ordered] if len(ordered) > 1 else [])
-    out: list[tuple[ChipGraph, str]] = []
-    for chosen in subsets:
-        graph = expanded(chosen)
-        if not (graph == alive).all() and not any((graph == seen).all() for seen, _ in out):
-            names = ", ".join(f"ocs {'xyz'[d]}/{index}" for d, index in chosen)
-            out.append((graph, f" for the failure pattern of {names}"))
-    return out
-
-
-def route(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto"
-) -> tuple[RouteTables, RouteInfo]:
-    """The best-ranked table set (see `candidates`), whatever the virtual channels it needs."""
-    return candidates(shape, expected, alive, algorithm)[0]
