@@ -72,9 +72,10 @@ def verdict(
     """(VCs used, deadlock free?, one cycle if not, VC layout) from the sorted distinct keys.
 
     The layout of separate blocks (one per order class, then the wild VCs) is tried first. When it needs more VCs
-    than one order and one wild VC, tighter packings are tried, fewest VCs first: order blocks that overlap
-    (the class of rank r on VCs r*stride + k, in any sequence of the classes) and wild hops sharing a dateline VC. Whether a packing is deadlock-free depends
-    on the routes, not on a rule, so each is decided by the same cycle search and the first acyclic one is kept.
+    than one order and one wild VC, tighter packings are tried, fewest VCs first: order blocks that overlap (the
+    class of rank r on VCs r*stride + k, in any sequence of the classes) and wild hops sharing a dateline VC.
+    Whether a packing is deadlock-free depends on the routes, not on a rule, so each is decided by the same cycle
+    search and the first acyclic one is kept.
     """
     separate = _Packing(tuple(range(layout.classes)), layout.per_class, layout.wild_base)
     vcs, src, dst = _pack_edges(rt, keys, layout, separate)
