@@ -153,3 +153,17 @@ def test_a_recorded_fault_leaves_its_repair_for_routes_which_makes_the_same_tabl
     assert replayed["wild"].any()
     for name in ("port", "hops", "wild", "dest_order", "orders", "neighbors"):
         assert np.array_equal(replayed[name], searched[name])
+
+
+def test_a_budget_no_table_set_fits_shows_the_leanest_but_keeps_the_working_tables(fleet):
+    """`--max-vcs 1` on a torus with a fault: nothing fits, so the leanest tables (3 VCs, worse) are shown; they once
+    replaced the slice's better working tables with exit 0."""
+    _wired(fleet, "s", "8x8x8")
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    good = fleet("routes", "s", "-o", "json").json
+    assert good["stored"] and good["throughput_retained"]["all-to-all"] >= 0.9
+    before = snapshot(fleet.state)
+    r = fleet("routes", "s", "--max-vcs", "1", "-o", "json")
+    assert r.code == 1 and "more than --max-vcs 1 allows" in r.err
+    assert r.json["stored"] is False and r.json["vcs"] == 3
+    assert snapshot(fleet.state) == before

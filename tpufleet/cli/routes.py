@@ -226,7 +226,7 @@ def _route_slice(
     if table_capacity is not None:
         routed, missing = ops.sparse(routed, table_capacity)
         sparse_note = {"table_capacity": table_capacity, "ring_entries_missing": missing}
-    refusal = ops.not_storable(routed, HARDWARE_VCS)
+    refusal = ops.not_storable(routed, HARDWARE_VCS, opts.max_vcs)
     if sparse_note and refusal is None:
         refusal = "sparse tables (--table-capacity) are for study; export them with --out"
     data = {

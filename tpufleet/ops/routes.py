@@ -79,13 +79,16 @@ def compute(
     return RoutedSlice(name, state.serial, graph, report, meta)
 
 
-def not_storable(routed: RoutedSlice, hardware_vcs: int) -> str | None:
-    """Why these tables must not replace the slice's working ones (None: they may)."""
+def not_storable(routed: RoutedSlice, hardware_vcs: int, asked_vcs: int | None = None) -> str | None:
+    """Why these tables must not replace the slice's working ones (None: they may). Tables over the VC budget
+    asked for (`--max-vcs`) are not what was asked: when no table set fits it, the leanest is only shown."""
     s = routed.report.summary
     if s["unroutable_pairs"]:
         return f"{s['unroutable_pairs']} pairs are unroutable (export them with --out FILE to study)"
     if s["vcs"] is not None and s["vcs"] > hardware_vcs:
         return f"they need {s['vcs']} virtual channels and the hardware has {hardware_vcs}"
+    if s["vcs"] is not None and asked_vcs is not None and s["vcs"] > asked_vcs:
+        return f"they need {s['vcs']} virtual channels, more than --max-vcs {asked_vcs} allows"
     return None
 
 
