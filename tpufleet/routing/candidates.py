@@ -241,12 +241,13 @@ def candidates(
         mixed += [([], None, dor.DEFAULT_ORDER, False)]
         mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
     pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
+    good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     ranked: list[Ranked] = []
     for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
         made = _made(shape, expected, alive, graph, note, singles)
         # Decided per graph, from that graph's own tables: an optical link's candidates then include exactly
         # those its whole OCS's failure gets alone, so the link never routes worse than the OCS.
-        if pairs and not _good_enough(shape, expected, min(item[0][0] for item in made)):
+        if pairs and min(item[0][0] for item in made) > good_enough:
             made += _made(
                 shape, expected, alive, graph, note, [(p, None, p[0], even) for p in pairs for even in balance]
             )
@@ -264,11 +265,11 @@ Ranked = tuple[tuple[float, int], RouteTables, RouteInfo]
 GOOD_ENOUGH = 0.95  # of the healthy throughput: a single order this good is not worth two orders' seconds
 
 
-def _good_enough(shape: Shape, expected: ChipGraph, load: float) -> bool:
+def _good_enough_load(shape: Shape, expected: ChipGraph) -> float:
+    """The all-to-all max link load that keeps GOOD_ENOUGH of the healthy throughput."""
     from tpufleet.routing.report import healthy_loads
 
-    healthy = healthy_loads(shape, expected, ("all-to-all",))["all-to-all"]
-    return load <= healthy / GOOD_ENOUGH
+    return healthy_loads(shape, expected, ("all-to-all",))["all-to-all"] / GOOD_ENOUGH
 
 
 def _made(
