@@ -11,6 +11,7 @@ from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
+    from tpufleet.fleetstate import FleetState
     from tpufleet.state import Store
 
 
@@ -139,13 +140,14 @@ def routes_cmd(
         check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
     opts = _Options(algorithm.value, traffics, not no_deadlock_check, HARDWARE_VCS if max_vcs is None else max_vcs)
-    job = _job_of(store, name)
+    state = store.load()  # read once here; each job slice reads the state its own transaction left
+    job = _job_of(state, name)
     if job is not None:
         if out is not None or table_capacity is not None:
             raise BadInput("bad option --out/--table-capacity: give one slice of the job (JOB-k), not the whole job")
         _route_job(store, name, job, opts, output)
         return
-    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt)
+    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt, state)
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None:
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
@@ -160,10 +162,9 @@ class _Options:
     max_vcs: int
 
 
-def _job_of(store: "Store", name: str) -> tuple[list[str], dict[str, str]] | None:
+def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] | None:
     """The slices of the multislice job `name` to route now (wired, or sub-cube ones, which need no wiring) and
     the others with their state (None when `name` is no job)."""
-    state = store.load()
     if name not in state.jobs:
         return None
     slices = state.job_slices(name)
@@ -202,7 +203,13 @@ def _route_job(
 
 
 def _route_slice(
-    store: "Store", name: str, opts: _Options, table_capacity: int | None, out: Path | None, fmt: TableFormat
+    store: "Store",
+    name: str,
+    opts: _Options,
+    table_capacity: int | None,
+    out: Path | None,
+    fmt: TableFormat,
+    state: "FleetState | None" = None,
 ) -> tuple[dict, list[str], str | None]:
     """Generate, check and (when they may be) store one slice's tables; export them to `out` if asked. Returns
     the result, the unroutable pairs and why the tables were not stored (None when they were)."""
@@ -220,7 +227,7 @@ def _route_slice(
     cache = TableCache(store.dir)
     with progress(f"routing {name}", None), memo.using(cache):
         routed = ops.compute(
-            store.load(), name, opts.algorithm, opts.traffics, opts.deadlock_check, utc_now(), opts.max_vcs
+            state or store.load(), name, opts.algorithm, opts.traffics, opts.deadlock_check, utc_now(), opts.max_vcs
         )
     sparse_note = {}
     if table_capacity is not None:

@@ -49,25 +49,35 @@ def applies(rt: RouteTables) -> bool:
 
 def analyze(rt: RouteTables, deadlock: bool = True) -> Analysis | None:
     """The same `Analysis` as `analysis.analyze`, or None when a wild pair does not arrive (left to it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
     from tpufleet.routing.analysis import Analysis
 
-    routable, wild_idx = _routable(rt)
-    if not routable.ravel()[wild_idx].all():
-        return None
-    result = Analysis(routable, _load(rt))
-    if deadlock:
-        result.vcs, result.deadlock_free, result.cycle, result.vc_blocks = _deadlock(rt, wild_idx)
+    wild_idx = np.flatnonzero(rt.wild) if rt.wild is not None else np.empty(0, dtype=np.int64)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdg") as pool:
+        # The channel dependencies are read off the tables alone: found on the second core while arrival is
+        # checked (numpy lets go of the GIL), and only used when every pair arrives.
+        verdict = pool.submit(_deadlock, rt, wild_idx) if deadlock else None
+        routable = _routable(rt, wild_idx)
+        if not routable.ravel()[wild_idx].all():
+            if verdict is not None:
+                verdict.cancel()
+            return None
+        result = Analysis(routable, _load(rt))
+        if verdict is not None:
+            result.vcs, result.deadlock_free, result.cycle, result.vc_blocks = verdict.result()
     return result
 
 
-def _routable(rt: RouteTables) -> tuple[BoolArray, npt.NDArray[np.int64]]:
-    """[t, s] arrival, and the flat indices of the wild pairs (checked nearest first)."""
+def _routable(rt: RouteTables, wild_idx: npt.NDArray[np.int64]) -> BoolArray:
+    """[t, s] arrival (the wild pairs `wild_idx` checked nearest first)."""
     import numpy as np
 
     n = rt.n
-    routable = rt.P != -2
+    routable: BoolArray = rt.P != -2
     flat, Lf = routable.ravel(), rt.L.ravel()
-    wild_idx = np.flatnonzero(rt.wild) if rt.wild is not None else np.empty(0, dtype=np.int64)
     if len(wild_idx):
         order = np.argsort(Lf[wild_idx], kind="stable")
         by_level = wild_idx[order]
@@ -80,7 +90,7 @@ def _routable(rt: RouteTables) -> tuple[BoolArray, npt.NDArray[np.int64]]:
             ok = nxt >= 0
             succ = t * n + np.where(ok, nxt, 0)
             flat[idx] = ok & (Lf[succ] == k - 1) & flat[succ]
-    return routable, wild_idx
+    return routable
 
 
 def _load(rt: RouteTables) -> npt.NDArray[np.float64]:

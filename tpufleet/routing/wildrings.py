@@ -9,12 +9,14 @@ runs read (two a run, as in `RingPaths.route_max`) and its first hop's own cell,
 its route (the same cells of a table of dead links), its hop count, and where its runs start in per-ring
 difference arrays. The loads are kept in ring-travel order and the window maxima level by level over every
 ring at once, so a batch rebuilds them in a few flat operations, reads seven cells a candidate, picks each
-pair's cheapest port by a running minimum over the six ports (the port rides in the cost's low bits), and adds
-the picked routes as one difference array. The choices, tables and loads are exactly those of the walk.
+pair's cheapest candidate with one segmented minimum (its place among the pair's rides in the cost's low bits),
+and adds the picked routes as one difference array. The choices, tables and loads are exactly those of the walk.
+The next chunk's candidates, which do not depend on the loads, are made in a second thread meanwhile.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
     I64 = npt.NDArray[np.int64]
 
 CHUNK_PAIRS = 1 << 15  # broken pairs whose candidates are prepared at once (about 15 MB of index arrays)
-NO_CANDIDATE = 1 << 62  # the cost of a port that is no candidate: above any real one
 
 
 def first_round(
@@ -44,17 +45,28 @@ def first_round(
     bounds = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
     fixed = np.zeros(len(todo), dtype=bool)
     parts: list[tuple[I64, I64, I64]] = []
-    first = 0
-    while first < batches:
-        last = max(first + 1, int(np.searchsorted(bounds, bounds[first] + CHUNK_PAIRS, side="right")) - 1)
-        cand = rings.candidates(todo[bounds[first] : bounds[last]], n, int(bounds[first]))
-        edges = np.searchsorted(cand.row, bounds[first : last + 1])
-        for b in range(first, last):
-            e0, e1 = int(edges[b - first]), int(edges[b - first + 1])
-            if e1 > e0:
-                chosen = rings.pick(load, cand, e0, e1, int(bounds[b]), int(bounds[b + 1]))
-                parts.append((cand.row[chosen], cand.port[chosen], cand.hops[chosen]))
-        first = last
+    cuts = [0]
+    while cuts[-1] < batches:
+        first = cuts[-1]
+        cuts.append(max(first + 1, int(np.searchsorted(bounds, bounds[first] + CHUNK_PAIRS, side="right")) - 1))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="candidates") as pool:
+        # A chunk's candidates do not depend on the loads: the next chunk's are made (numpy lets go of the GIL)
+        # while this chunk's batches are picked, which must stay in order.
+        def made(i: int) -> Future[_Candidates]:
+            return pool.submit(rings.candidates, todo[bounds[cuts[i]] : bounds[cuts[i + 1]]], n, int(bounds[cuts[i]]))
+
+        coming = made(0)
+        for i in range(len(cuts) - 1):
+            cand = coming.result()
+            if i + 2 < len(cuts):
+                coming = made(i + 1)
+            first, last = cuts[i], cuts[i + 1]
+            edges = np.searchsorted(cand.row, bounds[first : last + 1])
+            for b in range(first, last):
+                e0, e1 = int(edges[b - first]), int(edges[b - first + 1])
+                if e1 > e0:
+                    chosen = rings.pick(load, cand, e0, e1)
+                    parts.append((cand.row[chosen], cand.port[chosen], cand.hops[chosen]))
     P, L, W = (a.ravel() for a in tables)
     for row, port, hops in parts:
         pair = todo[row]
@@ -69,11 +81,13 @@ class _Candidates:
     """Valid (pair, first hop) candidates of a chunk, by pair then port."""
 
     row: I64  # the pair's index in `todo`
-    slot: I64  # row * 6 + port
     port: I64
     link: I64  # the first hop's link (chip * 6 + port)
     hops: I64  # of the neighbour's route
-    static: I64  # the cost without the load, and the port: (hops * 8 + jitter) * 8 + port
+    static: (
+        I64  # the cost without the load, then the candidate's place among its pair's: (hops * 8 + jitter) * 8 + place
+    )
+    pair_first: I64  # where each pair's candidates begin (candidates of a pair are consecutive, in port order)
     cells: I64  # [7, k] window cells: two per run, then the first hop's own
     keys: I64  # [3, k] each run's key (see `_RingLoads.__init__`)
 
@@ -208,27 +222,25 @@ class _RingLoads:
         np.take(self.first_cell, link, out=cells[6])
         jitter = ((s * 7 + t * 13) % 6)[rows] + ports * 5  # (s * 7 + t * 13 + port * 5) % 6, below
         jitter %= 6
-        static = (hops * 8 + jitter) * 8 + ports  # the cost is (worst * 64 + hops) * 8 + jitter, then the port
-        return _Candidates(rows + row0, slot + row0 * 6, ports, link, hops, static, cells, keys)
+        first = np.flatnonzero(np.diff(rows, prepend=-1))  # rows ascend: each pair's first candidate
+        place = np.arange(m) - np.repeat(first, np.diff(first, append=m))
+        # the cost is (worst * 64 + hops) * 8 + jitter, then the place, so the least is the lowest port on a tie
+        static = (hops * 8 + jitter) * 8 + place
+        return _Candidates(rows + row0, ports, link, hops, static, first, cells, keys)
 
-    def pick(self, load: I64, cand: _Candidates, e0: int, e1: int, r0: int, r1: int) -> I64:
-        """One batch (pairs r0..r1, candidates e0..e1): each pair's cheapest candidate on the current load, whose
+    def pick(self, load: I64, cand: _Candidates, e0: int, e1: int) -> I64:
+        """One batch (the pairs of candidates e0..e1): each pair's cheapest candidate on the current load, whose
         routes (first hop included) are then added to `load`. Returns the chosen candidates."""
         import numpy as np
 
         self.refresh(load)
-        worst = np.take(self.windows, cand.cells[:, e0:e1]).max(axis=0)
-        k = r1 - r0
-        slot = cand.slot[e0:e1] - r0 * 6
-        cost = np.full((k, 6), NO_CANDIDATE, dtype=np.int64)
-        cost.ravel()[slot] = worst * 4096 + cand.static[e0:e1]
-        # the cheapest port of each pair, the lowest on a tie (as argmin): the port is the cost's last three bits
-        least = cost[:, 0].copy()
-        for port in range(1, 6):
-            np.minimum(least, cost[:, port], out=least)
-        has = np.flatnonzero(least < NO_CANDIDATE)
-        # candidates are in slot order: the chosen slot's place among the batch's is the chosen candidate
-        chosen: I64 = e0 + np.searchsorted(slot, has * 6 + (least[has] & 7))
+        cost = np.take(self.windows, cand.cells[:, e0:e1]).max(axis=0)
+        cost *= 4096
+        cost += cand.static[e0:e1]
+        # each pair's cheapest candidate (batches hold whole pairs): its place is the cost's last three bits
+        first = cand.pair_first[np.searchsorted(cand.pair_first, e0) : np.searchsorted(cand.pair_first, e1)]
+        least = np.minimum.reduceat(cost, first - e0)
+        chosen: I64 = first + (least & 7)
         keys = [cand.keys[i][chosen] for i in range(3)]
         starts = [run[3][keys[i]] for i, run in enumerate(self.runs)] + [self.first_start[cand.link[chosen]]]
         ends = [run[4][keys[i]] + starts[i] + self.diff_size for i, run in enumerate(self.runs)]
