@@ -167,3 +167,25 @@ def test_a_budget_no_table_set_fits_shows_the_leanest_but_keeps_the_working_tabl
     assert r.code == 1 and "more than --max-vcs 1 allows" in r.err
     assert r.json["stored"] is False and r.json["vcs"] == 3
     assert snapshot(fleet.state) == before
+
+
+def test_slices_of_one_shape_hit_by_one_ocs_share_one_routing_analysis(fleet, monkeypatch):
+    """Their live graphs are the same (chips are numbered within the slice), so the tables are made once."""
+    from tpufleet.routing import report
+
+    for name in "ab":
+        _wired(fleet, name, "4x4x8")
+    made = []
+    real = report.evaluate
+
+    def counted(*args, **kwargs):
+        made.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report, "evaluate", counted)
+    r = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json")
+    assert r.code == 0, r.err
+    impacts = {s["slice"]: s for s in r.json["slices"]}
+    assert sorted(impacts) == ["a", "b"] and len(made) == 1
+    assert impacts["a"]["action"] == impacts["b"]["action"] == "reroute"
+    assert impacts["a"]["reroute"] == impacts["b"]["reroute"]

@@ -227,16 +227,25 @@ def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId
     return all(health.cube_ok(c) and not (used.get(c, set()) & wanted) for c in alloc.cubes)
 
 
-def reroute_figures(state: FleetState, sl: Slice) -> Json:
-    """What the slice's router achieves with the faults as they now stand."""
+RoutedGraphs = dict[tuple[str, bool, bytes, bytes], dict[str, Any]]  # (shape, twisted, graphs) -> routing summary
+
+
+def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = None) -> Json:
+    """What the slice's router achieves with the faults as they now stand. `routed` keeps the routing summaries
+    of live graphs already analysed in this blast radius: slices of one shape hit by one fault see the same live
+    graph (chips are numbered within the slice), so the tables, and the figures, are worked out once."""
     from tpufleet import wiring
     from tpufleet.routing.report import evaluate
 
     if not sl.state.wired:
         return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())
-    report = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS)
-    s = report.summary
+    key = (sl.shape.text, sl.shape.twisted, graph.expected.tobytes(), graph.nbr.tobytes())
+    s = routed.get(key) if routed is not None else None
+    if s is None:
+        s = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS).summary
+        if routed is not None:
+            routed[key] = s
     return {
         "fully_routable": s["unroutable_pairs"] == 0 and not graph.miswired,
         "unroutable_pairs": s["unroutable_pairs"],
@@ -263,18 +272,20 @@ def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:
     return None
 
 
-def _guarded_figures(state: FleetState, sl: Slice, errors: list[str]) -> Json:
+def _guarded_figures(state: FleetState, sl: Slice, errors: list[str], routed: RoutedGraphs) -> Json:
     """The reroute figures; should the analysis itself fail (a bug), the slice is treated as not reroutable, so
     it is moved, and the error is kept for the caller to report: recording a fault never depends on analysing
     its consequences."""
     try:
-        return reroute_figures(state, sl)
+        return reroute_figures(state, sl, routed)
     except Exception as exc:  # noqa: BLE001 - see the docstring: the fault must be recorded whatever the router does
         errors.append(f"slice {sl.name}: {type(exc).__name__}: {exc}")
         return {"fully_routable": False, "why": "its reroute could not be analysed (internal error); moved to be safe"}
 
 
-def _impact(state: FleetState, sl: Slice, how: str, fault: Fault, errors: list[str]) -> SliceImpact:
+def _impact(
+    state: FleetState, sl: Slice, how: str, fault: Fault, errors: list[str], routed: RoutedGraphs
+) -> SliceImpact:
     """What happens to one touched slice; degrades or evicts it (in `state`)."""
     kind = fault.target.kind
     if how == "bystander":
@@ -282,7 +293,7 @@ def _impact(state: FleetState, sl: Slice, how: str, fault: Fault, errors: list[s
     if sl.state is SliceState.EVICTED:
         return SliceImpact(sl.name, "none", "already evicted")
     if how == "network" and sl.fault_tolerant_routing:
-        figures = _guarded_figures(state, sl, errors)
+        figures = _guarded_figures(state, sl, errors, routed)
         why_not = reroute_verdict(figures, sl, HARDWARE_VCS)
         if why_not is None:
             why = (
@@ -315,8 +326,9 @@ def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now:
     fault = state.open_fault(target, planned, reason, now)
     cubes_out = [] if isinstance(target, (OcsId, LinkId)) or was_out else [target.cube]
     radius = BlastRadius(fault.id, str(target), planned, cubes_out)
+    routed: RoutedGraphs = {}
     for sl, how in touched_slices(state, target):
-        radius.slices.append(_impact(state, sl, how, fault, radius.analysis_errors))
+        radius.slices.append(_impact(state, sl, how, fault, radius.analysis_errors, routed))
     return radius
 
 

@@ -6,11 +6,12 @@ a few vectorized sweeps over the N^2 table, without walking pairs one by one.
 
 Virtual-channel rule (the data behind ``vcs``): a dimension-order hop travels on VC ``base + k`` where ``k``
 counts the wraparound (dateline) links crossed since the packet entered the current dimension, and ``base``
-is its dimension order's first VC; non-minimal "wild" hops, which only ever come first on a route, share the
-one VC ``wild_base`` (nothing depends on a wild channel but another wild hop, so a single wild VC is
-deadlock-free whenever the wild hops' own dependencies are acyclic, which the check below decides). With
-``RouteTables.wild_layers`` the packet's j-th wild hop takes VC ``wild_base + j`` instead: more VCs, never a
-cycle among wild hops. The orders' blocks come one after another and the wild VCs after them, unless a tighter
+is its dimension order's first VC; non-minimal "wild" hops share the one VC ``wild_base``, and the hop after a
+wild one starts again at its order's first VC. A repair's wild hops come first on a route (nothing depends on a
+wild channel but another wild hop, so a single wild VC is deadlock-free whenever the wild hops' own dependencies
+are acyclic); a relieved entry (`routing.relieve`) may be taken mid-route, which adds dependencies into the wild
+VC: the check below decides either way. With ``RouteTables.wild_layers`` the packet's j-th wild hop takes VC
+``wild_base + j`` instead: more VCs, never a cycle among wild hops. The orders' blocks come one after another and the wild VCs after them, unless a tighter
 packing (blocks overlapping, wild hops on a dateline VC) is also acyclic (`cdg.verdict`); ``vc_blocks`` says
 which. The channel dependency graph (CDG) is built from the tables under this rule and searched for a cycle.
 """
@@ -40,7 +41,7 @@ class RouteTables:
     nbr: ChipGraph  # [N, 6] the live chip graph the tables were made for
     P: PortTable  # [t, s] int8 port; -1 deliver; -2 unroutable
     L: HopTable  # [t, s] int16 hops; -1 unroutable
-    wild: BoolArray | None = None  # [t, s] bool: a non-minimal first-hop entry
+    wild: BoolArray | None = None  # [t, s] bool: a non-minimal entry (a repair's first hop, or a relieved one)
     dest_class: npt.NDArray[np.int64] | None = None  # [N] index into `orders` per destination
     orders: list[Order] = field(default_factory=lambda: [(0, 1, 2)])
     algorithm: str = "dor"

@@ -293,7 +293,7 @@ def _made(
         how = (plain if mixed is None else mixed_how) + note
         # The same routes carry the same load on either graph: the extra links are simply unused.
         load = info.get("max_load", None) or _max_load(rt)
-        out.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load}))
+        out.append(((load, info["orders_used"]), rt, {**info, "strategy": how, "max_load": load, "made_for": graph}))
     return out
 
 

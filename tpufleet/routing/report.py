@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.routing.analysis import Analysis, RouteTables, analyze
+from tpufleet.routing.relieve import RELIEVE_LIMIT, RELIEVED_CANDIDATES
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -113,29 +114,95 @@ def evaluate(
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
     fewest VCs is reported, for the caller to refuse.
     """
-    from tpufleet.routing.candidates import candidates, min_vcs
+    from tpufleet.routing.candidates import candidates
 
     options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
     if not deadlock_check:
         rt, info = options[0]
         return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))
-    leanest: tuple[RouteTables, RouteInfo, Analysis, bool] | None = None
+    # Relieving makes routes non-minimal: never on a healthy slice, whose tables stay the minimal ones.
+    relieving = algorithm == "auto" and len(expected) <= RELIEVE_LIMIT and bool((alive != expected).any())
+    kept, fitting = _first_fitting(options, max_vcs, relieving)
+    if fitting:
+        kept = _relieved(fitting, kept, max_vcs, expected)
+    rt, info, a, layered = kept
+    rt.wild_layers = layered
+    return _report(shape, expected, traffics, True, algorithm, rt, info, a)
+
+
+Checked = tuple[RouteTables, "RouteInfo", Analysis, bool]  # tables, how made, analysis, wild hops layered
+
+
+def _analyzed(rt: RouteTables, max_vcs: int | None) -> tuple[Analysis, bool]:
+    """The analysis that fits `max_vcs` (wild hops on one VC, or, if that leaves a cycle, on one VC per hop of a
+    chain), or the leaner of the two."""
+    best: tuple[Analysis, bool] | None = None
+    for layered in (False, True) if rt.wild is not None and rt.wild.any() else (False,):
+        rt.wild_layers = layered
+        a = analyze(rt)
+        if _fits(a, max_vcs):
+            return a, layered
+        if best is None or _fewer_vcs(a, best[0]):
+            best = (a, layered)
+    assert best is not None
+    return best
+
+
+def _first_fitting(
+    options: list[tuple[RouteTables, RouteInfo]], max_vcs: int | None, relieving: bool
+) -> tuple[Checked, list[Checked]]:
+    """The best-ranked table set that fits (else the leanest), and, when `relieving`, the first RELIEVED_CANDIDATES
+    that fit of each graph the sets were made for (so an optical link's include its whole OCS's)."""
+    from tpufleet.routing.candidates import min_vcs
+
+    first: Checked | None = None
+    leanest: Checked | None = None
+    per_graph: dict[int, list[Checked]] = {}
+    graphs = {id(info.get("made_for")) for _, info in options}
     for rt, info in options:
         if max_vcs is not None and min_vcs(rt) > max_vcs:
             continue
-        for layered in (False, True) if rt.wild is not None and rt.wild.any() else (False,):
-            rt.wild_layers = layered
-            a = analyze(rt)
-            if _fits(a, max_vcs):
-                return _report(shape, expected, traffics, True, algorithm, rt, info, a)
+        group = per_graph.setdefault(id(info.get("made_for")), [])
+        if first is not None and len(group) >= RELIEVED_CANDIDATES:
+            continue
+        a, layered = _analyzed(rt, max_vcs)
+        if not _fits(a, max_vcs):
             if leanest is None or _fewer_vcs(a, leanest[2]):
                 leanest = (rt, info, a, layered)
+            continue
+        first = first or (rt, info, a, layered)
+        if not relieving:
+            break
+        group.append((rt, info, a, layered))
+        if len(per_graph) == len(graphs) and all(len(g) >= RELIEVED_CANDIDATES for g in per_graph.values()):
+            break
+    if first is not None:
+        return first, [c for g in per_graph.values() for c in g] if relieving else []
     if leanest is None:  # every candidate needs more VCs than the budget allows
         rt, info = min(options, key=lambda option: min_vcs(option[0]))
-        leanest = (rt, info, analyze(rt), rt.wild_layers)
-    rt, info, a, layered = leanest
-    rt.wild_layers = layered
-    return _report(shape, expected, traffics, True, algorithm, rt, info, a)
+        a = analyze(rt)
+        leanest = (rt, info, a, rt.wild_layers)
+    return leanest, []
+
+
+def _relieved(fitting: list[Checked], kept: Checked, max_vcs: int | None, expected: ChipGraph) -> Checked:
+    """The lightest of `kept` and the fitting sets with their busiest links relieved (subtrees, or leaves), each
+    analyzed again: a relieved set is kept only if it fits `max_vcs` and is strictly lighter for all-to-all. The
+    routes ring collectives use never move, so no collective gets slower."""
+    from tpufleet.routing.relieve import relieve
+
+    for rt, info, _, _ in fitting:
+        made_for = info.get("made_for", rt.nbr)
+        for leaves in (False, True):
+            done = relieve(rt, made_for, expected, leaves)
+            if done is None or done.max_load >= kept[1].get("max_load", float("inf")):
+                continue
+            a, layered = _analyzed(done.tables, max_vcs)
+            if _fits(a, max_vcs):
+                how = f"{info.get('strategy', 'wild-first')}, busiest links relieved"
+                relieved: RouteInfo = {**info, "strategy": how, "max_load": done.max_load, "relieved": done.moved}
+                kept = (done.tables, relieved, a, layered)
+    return kept
 
 
 def _fits(a: Analysis, max_vcs: int | None) -> bool:
@@ -186,6 +253,7 @@ def _report(
         "throughput_retained": retained,
         "pairs_broken_by_faults": info["broken_by_faults"],
         "pairs_repaired_wild": info["repaired_wild"],
+        "entries_relieved": info.get("relieved", 0),
         "dimension_orders": info["orders_used"],
         "vc_layout": a.vc_blocks if deadlock_check else None,
     }

@@ -48,6 +48,8 @@ class RouteInfo(_RouteCounts, total=False):
 
     max_load: float  # the repaired tables' max all-to-all link load, when wild-first ran
     strategy: str  # `auto` only: the variant kept
+    made_for: ChipGraph  # `auto` only: the graph the tables were made for (live, or an OCS's failure pattern)
+    relieved: int  # table entries repointed off the busiest links (`routing.relieve`)
 
 
 def dead_links(expected: ChipGraph, alive: ChipGraph) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
