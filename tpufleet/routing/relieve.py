@@ -28,7 +28,7 @@ given when the relieved ones need more VCs than allowed.
 39.0
 >>> relieved = relieve(rt, alive, expected, leaves=True)
 >>> relieved.max_load, relieved.moved
-(37.0, 26)
+(37.0, 36)
 """
 
 from __future__ import annotations
