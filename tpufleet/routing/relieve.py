@@ -229,7 +229,8 @@ def _ring_routes(rt: RouteTables, expected: ChipGraph) -> npt.NDArray[np.bool_]:
     """[t, s]: the entry lies on a route between consecutive members of a ring the collectives schedule (the
     snake ring, and every dimension's rings in every order: on twisted tori some members are two or three hops
     apart), either way round. Ring all-reduce, all-gather and reduce-scatter send only along these, so the routes
-    stay exactly as they are and no collective gets slower."""
+    stay exactly as they are and so does the time of every ring collective. (All-to-all collectives send every
+    pair, relieved ones included: direct all-to-all gains, dim-by-dim may lose a few percent.)"""
     import itertools
 
     import numpy as np

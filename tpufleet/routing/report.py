@@ -188,7 +188,7 @@ def _first_fitting(
 def _relieved(fitting: list[Checked], kept: Checked, max_vcs: int | None, expected: ChipGraph) -> Checked:
     """The lightest of `kept` and the fitting sets with their busiest links relieved (subtrees, or leaves), each
     analyzed again: a relieved set is kept only if it fits `max_vcs` and is strictly lighter for all-to-all. The
-    routes ring collectives use never move, so no collective gets slower."""
+    routes ring collectives use never move, so all-reduce, all-gather and reduce-scatter keep their times."""
     from tpufleet.routing.relieve import relieve
 
     for rt, info, _, _ in fitting:
