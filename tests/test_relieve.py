@@ -99,3 +99,36 @@ def test_an_optical_link_never_routes_worse_than_its_relieved_ocs():
     link = evaluate(shape, expected, one_link, "auto", ("all-to-all",), max_vcs=3).summary
     assert whole["entries_relieved"] > 0 and link["vcs"] <= 3
     assert link["max_link_load"]["all-to-all"] <= whole["max_link_load"]["all-to-all"]
+
+
+def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):
+    """Through the CLI: the relieved tables are stored; from the file alone (ports, wild flags, orders, neighbours,
+    meta) every route arrives, the busiest link carries what `routes` reported, and the channel graph is acyclic in
+    the stored VCs."""
+    import json
+    from types import SimpleNamespace
+
+    assert fleet("allocate", "t", "--shape", "4x4x8", "--twisted").code == 0
+    assert fleet("plan-xconnect", "t", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    text = fleet("routes", "t")
+    assert text.code == 0, text.err
+    shown = fleet("routes", "t", "-o", "json").json
+    assert shown["stored"] and shown["vcs"] <= 3 and shown["entries_relieved"] > 0
+    assert f"{shown['entries_relieved']} table entries moved off the busiest links" in text.out
+    with np.load(fleet.state / "routes" / "t.npz") as f:
+        meta = json.loads(str(f["meta"]))
+        stored = SimpleNamespace(
+            shape=parse_shape(meta["shape"], meta["twisted"]),
+            n=len(f["neighbors"]),
+            P=f["port"].T.copy(),
+            nbr=f["neighbors"],
+            wild=f["wild"].T.copy(),
+            dest_class=f["dest_order"].astype(np.int64),
+        )
+    load, _ = walked(stored.P, stored.nbr, stored.nbr)
+    assert load.max() == shown["max_link_load"]["all-to-all"] < 82  # 82 before relieving
+    layout = meta["vc_layout"]
+    used = sorted(set(stored.dest_class.tolist()))
+    graph, vcs = channel_graph(stored, [layout["order_first_vc"][k] for k in used], layout["first_wild_vc"])
+    assert vcs == meta["vcs"] == shown["vcs"] and nx.is_directed_acyclic_graph(graph)

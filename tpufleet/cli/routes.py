@@ -48,6 +48,8 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         lines.append(
             f"  faults broke {s['pairs_broken_by_faults']} routes; {s['pairs_repaired_wild']} repaired with wild first hops"
         )
+    if s.get("entries_relieved"):
+        lines.append(f"  {s['entries_relieved']} table entries moved off the busiest links (wild hops)")
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
     if stored:
