@@ -6,10 +6,12 @@ links are few and all-to-all puts them a few percent above the rest; rerouting t
 them, but repointing a's own entry can: a steps to another live neighbour w (a wild hop) whose route to t neither
 passes a (no loop) nor any link that would then carry as much as the busiest. The whole subtree follows.
 
-Rounds: every pair whose own hop is on a link at the current maximum M is a candidate; in batches (one move per
+Rounds: every pair whose own hop is on a link at the current maximum M is a candidate (or, in the `leaves`
+variant, every leaf whose route crosses such a link anywhere: it moves alone); in batches (one move per
 destination a batch, as subtrees interact) each takes its cheapest neighbour when the subtree's weight fits under
 M there, the loads and weights are moved along both paths, and a round counts when it lowers (M, links at M);
-a round that does not is undone and ends the search, so the result is never worse than the tables given.
+a round that does not is undone and ends the search, so the result is never worse than the tables given. Entries
+on the routes the ring collectives use never move (`_ring_routes`).
 
 A moved entry is marked wild, so its hop travels on the wild VC and the packet returns to its order's first VC
 after it (the rule of `analysis`); unlike a repair's wild first hop it may be taken mid-route, which adds channel
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     I64 = npt.NDArray[np.int64]
 
 RELIEVE_LIMIT = 512  # chips: beyond this the rounds cost seconds (8x8x8: 0.2-1.5 s a table set)
-RELIEVED_CANDIDATES = 1  # per graph: the best table sets that fit the VC budget are relieved
+RELIEVED_CANDIDATES = 1  # per graph (live, each OCS pattern): the first table sets that fit the VC budget
 BATCHES = 32
 MIN_BATCH = 16  # pairs: smaller batches cost more in overhead than they win in accuracy
 MAX_ROUNDS = 200
@@ -129,8 +131,8 @@ class _Tree:
 def relieve(rt: RouteTables, graph: ChipGraph, expected: ChipGraph, leaves: bool, seed: int = 0) -> Relieved | None:
     """`rt`'s tables with their busiest links relieved, on the live graph `graph` the tables were made for, by
     moving subtrees or (`leaves`) single leaves, never an entry on a route the ring collectives use (their rings
-    laid out on the healthy graph `expected`); None when no round lowered the maximum or the number of links carrying it (or a pair does not
-    arrive)."""
+    laid out on the healthy graph `expected`); None when no round lowered the maximum or the number of links
+    carrying it (or a pair does not arrive)."""
     import numpy as np
 
     from tpufleet.routing.analysis import Levels, flow, link_load, verify
@@ -197,8 +199,8 @@ def _round(tree: _Tree, rng: np.random.Generator, leaves: bool) -> int:
 
 
 def _batch(tree: _Tree, t: I64, s: I64, top: int) -> int:
-    """Move, of the pairs (t, s) whose own hop still carries `top`, those with a neighbour that takes the whole
-    subtree under `top`; at most one a destination. Returns how many moved."""
+    """Move, of the pairs (t, s) whose route still crosses a link at `top`, those with a neighbour that takes the
+    whole subtree under `top`; at most one a destination. Returns how many moved."""
     import numpy as np
 
     n = tree.n
