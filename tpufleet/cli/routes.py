@@ -229,7 +229,13 @@ def _route_slice(
     cache = TableCache(store.dir)
     with progress(f"routing {name}", None), memo.using(cache):
         routed = ops.compute(
-            state or store.load(), name, opts.algorithm, opts.traffics, opts.deadlock_check, utc_now(), opts.max_vcs
+            state if state is not None else store.load(),
+            name,
+            opts.algorithm,
+            opts.traffics,
+            opts.deadlock_check,
+            utc_now(),
+            opts.max_vcs,
         )
     sparse_note = {}
     if table_capacity is not None:
