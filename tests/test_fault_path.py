@@ -80,16 +80,16 @@ def test_a_what_if_never_replaces_working_tables(fleet):
 
 def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
     _wired(fleet, "s", "8x8x8")
-    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
-    assert fleet("inject-fault", "ocs:pod0/y/5").code == 0  # two broken dimensions: a fourth VC helps
+    assert fleet("inject-fault", "ocs:pod0/y/5").code == 0
+    assert fleet("inject-fault", "ocs:pod0/z/2").code == 0  # two broken dimensions: four orders need 8 VCs here
     within = fleet("routes", "s", "-o", "json").json
     assert within["vcs"] <= 3 and within["deadlock_free"] and within["stored"]
     before = snapshot(fleet.state)
-    study = fleet("routes", "s", "--max-vcs", "6", "--out", tmp_path / "six.npz", "-o", "json")
+    study = fleet("routes", "s", "--max-vcs", "9", "--out", tmp_path / "nine.npz", "-o", "json")
     assert study.code == 1 and "virtual channels" in study.err
-    assert 3 < study.json["vcs"] <= 6 and study.json["deadlock_free"]
+    assert 3 < study.json["vcs"] <= 9 and study.json["deadlock_free"]
     assert study.json["throughput_retained"]["all-to-all"] > within["throughput_retained"]["all-to-all"]
-    assert (tmp_path / "six.npz").exists() and snapshot(fleet.state) == before
+    assert (tmp_path / "nine.npz").exists() and snapshot(fleet.state) == before
 
 
 def test_a_slice_below_its_throughput_floor_is_rescheduled(fleet):

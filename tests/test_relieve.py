@@ -11,7 +11,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from test_vc_packing import channel_graph
+from test_vc_packing import channel_graph, layout_vcs
 
 from helpers import ocs_failure
 from tpufleet.routing.candidates import candidates
@@ -56,7 +56,7 @@ def test_twisted_448_one_ocs_within_three_vcs_reaches_nine_tenths_of_the_optimum
     assert load.max() == s["max_link_load"]["all-to-all"]
     assert (hops == np.maximum(rt.L, 0)).all()
     layout = s["vc_layout"]
-    graph, vcs = channel_graph(rt, layout["order_first_vc"], layout["first_wild_vc"])
+    graph, vcs = channel_graph(rt, *layout_vcs(rt, layout))
     assert vcs == s["vcs"] and nx.is_directed_acyclic_graph(graph)
 
 
@@ -129,6 +129,5 @@ def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):
     load, _ = walked(stored.P, stored.nbr, stored.nbr)
     assert load.max() == shown["max_link_load"]["all-to-all"] < 82  # 82 before relieving
     layout = meta["vc_layout"]
-    used = sorted(set(stored.dest_class.tolist()))
-    graph, vcs = channel_graph(stored, [layout["order_first_vc"][k] for k in used], layout["first_wild_vc"])
+    graph, vcs = channel_graph(stored, *layout_vcs(stored, layout))
     assert vcs == meta["vcs"] == shown["vcs"] and nx.is_directed_acyclic_graph(graph)

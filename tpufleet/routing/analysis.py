@@ -11,9 +11,11 @@ wild one starts again at its order's first VC. A repair's wild hops come first o
 wild channel but another wild hop, so a single wild VC is deadlock-free whenever the wild hops' own dependencies
 are acyclic); a relieved entry (`routing.relieve`) may be taken mid-route, which adds dependencies into the wild
 VC: the check below decides either way. With ``RouteTables.wild_layers`` the packet's j-th wild hop takes VC
-``wild_base + j`` instead: more VCs, never a cycle among wild hops. The orders' blocks come one after another and the wild VCs after them, unless a tighter
-packing (blocks overlapping, wild hops on a dateline VC) is also acyclic (`cdg.verdict`); ``vc_blocks`` says
-which. The channel dependency graph (CDG) is built from the tables under this rule and searched for a cycle.
+``wild_base + j`` instead: more VCs, never a cycle among wild hops. The orders' blocks come one after another and
+the wild VCs after them, unless a tighter packing (blocks overlapping, wild hops on a dateline VC, or each order's
+legs placed one by one: ``base`` per order and dimension, the wild VC per order and dimension, `routing.legs`) is
+also acyclic (`cdg.verdict`); ``vc_blocks`` says which. The channel dependency graph (CDG) is built from the
+tables under this rule and searched for a cycle.
 """
 
 from __future__ import annotations
@@ -352,10 +354,12 @@ def deadlock_check(rt: RouteTables, mask: npt.NDArray[np.uint8]) -> tuple[int, b
     keys = np.flatnonzero(present[: layout.space]).astype(np.int64)
     vcs, free, cycle, blocks = cdg.verdict(rt, keys, layout)
     # the verdict numbers the orders in use; the tables' file lists every order it may name (-1: unused)
-    first = [-1] * len(rt.orders)
-    for used, vc in zip(used_classes.tolist(), blocks["order_first_vc"], strict=True):
-        first[used] = vc
-    return vcs, free, cycle, {**blocks, "order_first_vc": first}
+    per_order: dict[str, list[Any]] = {}
+    for name, unused in (("order_first_vc", -1), ("leg_first_vc", [-1] * 3), ("wild_vc", [-1] * 3)):
+        per_order[name] = [unused] * len(rt.orders)
+        for used, vc in zip(used_classes.tolist(), blocks[name], strict=True):
+            per_order[name][used] = vc
+    return vcs, free, cycle, {**blocks, **per_order}
 
 
 def analyze(rt: RouteTables, deadlock: bool = True) -> Analysis:

@@ -206,9 +206,13 @@ def min_vcs(rt: RouteTables) -> int:
     """The fewest VCs the tables can need (`cdg.verdict` packs no tighter): two dateline VCs per dimension order on
     a torus (one on a mesh), each further order one more (its block overlapping the previous one), and one VC for
     wild hops, which share a dateline VC when there are several orders."""
+    from tpufleet.routing.legs import LEG_LIMIT
+
     per_order = 2 if rt.shape.wraps else 1
     orders = len(set(rt.dest_class.tolist())) if rt.dest_class is not None else 1
     wild = rt.wild is not None and bool(rt.wild.any())
+    if orders > 1 and rt.n <= LEG_LIMIT:
+        return per_order + 1  # legs placed one by one (`routing.legs`) may fit any number of orders there
     return per_order + orders - 1 + (1 if wild and orders == 1 else 0)
 
 
@@ -241,6 +245,7 @@ def candidates(
         mixed += [([], None, dor.DEFAULT_ORDER, False)]
         mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
     pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
+    pairs += all_orders(len(expected), dead_dims) if pairs else []
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     ranked: list[Ranked] = []
     for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
@@ -314,6 +319,23 @@ def order_pairs(shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | No
         a, b = [x for x in dor.DEFAULT_ORDER if x != d]
         out += [[(d, a, b), (a, b, d)], [(a, b, d), (d, a, b)]]  # a destination with a tie takes the first
     return out
+
+
+def all_orders(chips: int, dead_dims: set[int]) -> list[list[Order]]:
+    """Every dimension order, for each destination the one that leaves the fewest routes broken, healthy
+    dimensions first on ties. With broken x and y rings a destination outside them is reached z first, so both
+    broken legs run in its own z plane, where they are whole unless its plane holds the broken rings of that
+    dimension, and then the other of x and y goes last (into its own ring); a destination inside broken rings
+    starts with that dimension (in the source's ring). Up to four orders: they fit 3 VCs only when their legs
+    are placed one by one (`routing.legs`), hence its size limit."""
+    from itertools import permutations
+
+    from tpufleet.routing.legs import LEG_LIMIT
+
+    if chips > LEG_LIMIT or len(dead_dims) < 2:
+        return []
+    orders = sorted(permutations(range(3)), key=lambda o: (-sum(o.index(d) for d in dead_dims), o))
+    return [[(o[0], o[1], o[2]) for o in orders]]
 
 
 def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[RouteTables, RouteInfo]]:

@@ -73,22 +73,37 @@ def verdict(
 
     The layout of separate blocks (one per order class, then the wild VCs) is tried first. When it needs more VCs
     than one order and one wild VC, tighter packings are tried, fewest VCs first: order blocks that overlap (the
-    class of rank r on VCs r*stride + k, in any sequence of the classes) and wild hops sharing a dateline VC.
-    Whether a packing is deadlock-free depends on the routes, not on a rule, so each is decided by the same cycle
-    search and the first acyclic one is kept.
+    class of rank r on VCs r*stride + k, in any sequence of the classes) and wild hops sharing a dateline VC; and,
+    before any packing that needs more than that, legs placed one by one (`legs.place`: each order's dimensions,
+    and its wild hops by dimension, on VCs of their own). Whether a packing is deadlock-free depends on the
+    routes, not on a rule, so each is decided by the same cycle search and the first acyclic one is kept.
     """
+    from tpufleet.routing import legs
+
+    hops = _Hops.of(rt, keys, layout)
     separate = _Packing(tuple(range(layout.classes)), layout.per_class, layout.wild_base)
-    vcs, src, dst = _pack_edges(rt, keys, layout, separate)
+    vcs, src, dst = hops.edges(*separate.bases(layout), separate.vcs(layout))
     size = rt.n * 6 * vcs
     blocks = separate.blocks(layout, vcs)
     if not acyclic(src, dst, size):
         # Packing identifies channels, which keeps every cycle (a hop always changes link): no packing can help.
         return vcs, *_scc_cycle(src, dst, size, vcs), blocks
-    if vcs > layout.per_class + 1:
+    least = layout.per_class + 1
+    if vcs > least:
+        placed_tried = not legs.worth_trying(rt, layout)
         for packing in _packings(layout, vcs):
-            packed, psrc, pdst = _pack_edges(rt, keys, layout, packing)
+            if packing.vcs(layout) > least and not placed_tried:
+                placed_tried = True
+                placed = legs.place(hops, layout, least)
+                if placed is not None:
+                    return least, True, [], legs.blocks(layout, *placed)
+            packed, psrc, pdst = hops.edges(*packing.bases(layout), packing.vcs(layout))
             if packed < vcs and acyclic(psrc, pdst, rt.n * 6 * packed):
                 return packed, True, [], packing.blocks(layout, packed)
+        if not placed_tried:
+            placed = legs.place(hops, layout, least)
+            if placed is not None:
+                return least, True, [], legs.blocks(layout, *placed)
     return vcs, True, [], blocks
 
 
@@ -107,15 +122,26 @@ class _Packing:
         wild = layout.bits_wild.bit_length()
         return max(self.top(layout), self.wild_at + wild) if wild else self.top(layout)
 
+    def bases(self, layout: Layout) -> tuple[IntArray, IntArray]:
+        """[class, dimension] first VC of dimension-order hops, and of wild hops."""
+        import numpy as np
+
+        first = np.asarray(self.rank, dtype=np.int64) * self.stride
+        return np.repeat(first[:, None], 3, axis=1), np.full((layout.classes, 3), self.wild_at, dtype=np.int64)
+
     def blocks(self, layout: Layout, vcs: int) -> dict[str, Any]:
-        """The VC layout as reported: block sizes, each order's first VC and the first wild VC."""
+        """The VC layout as reported: block sizes, each order's first VC and the first wild VC, and the same per
+        dimension (`legs.blocks`), here alike for every dimension of an order."""
         top = self.top(layout)
+        first = [r * self.stride for r in self.rank]
         return {
             "per_order": layout.per_class,
             "orders": layout.classes,
             "wild": vcs - self.wild_at if self.wild_at >= top else layout.bits_wild.bit_length(),
-            "order_first_vc": [r * self.stride for r in self.rank],
+            "order_first_vc": first,
             "first_wild_vc": self.wild_at,
+            "leg_first_vc": [[vc] * 3 for vc in first],
+            "wild_vc": [[self.wild_at] * 3 for _ in first],
         }
 
 
@@ -138,44 +164,72 @@ def _packings(layout: Layout, beat: int) -> list[_Packing]:
     return [packing for *_, packing in out]
 
 
-def _pack_edges(
-    rt: RouteTables, keys: npt.NDArray[np.int64], layout: Layout, packing: _Packing
-) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(VCs used, channel-dependency edges src -> dst) under `packing`; a channel is link * VCs + VC."""
-    import numpy as np
+@dataclass(frozen=True)
+class _Hops:
+    """Every (key, VC bit) of the tables decoded once: the link a packet is on and the link it takes next, and
+    what their VCs are made of: the order class, each hop's dimension, whether it is wild, and the VC offset on
+    top of the first VC of its kind (the bit itself; after a dateline one more; a wild hop of a layered chain one
+    more; a turn, or a hop after a wild one, none)."""
 
-    from tpufleet.routing.analysis import datelines
+    link_in: IntArray
+    link_out: IntArray
+    cls: IntArray
+    dim_in: IntArray
+    dim_out: IntArray
+    wild_in: npt.NDArray[np.bool_]
+    wild_out: npt.NDArray[np.bool_]
+    off_in: IntArray
+    off_out: IntArray
 
-    rest, m = np.divmod(keys, 1 << layout.mbits)
-    rest, fl = np.divmod(rest, 4)
-    rest, cls = np.divmod(rest, layout.classes)
-    rest, q = np.divmod(rest, 6)
-    s, p = np.divmod(rest, 6)
-    w_here, w_next = (fl >> 1).astype(bool), (fl & 1).astype(bool)
-    nb = rt.nbr[s, p].astype(np.int64)
-    same_dim = (q // 2) == (p // 2)
-    cross = datelines(rt.shape)[s, p].astype(np.int64)
-    base = np.asarray(packing.rank, dtype=np.int64)[cls] * packing.stride
-    wild_at = packing.wild_at
-    chain_step = 1 if rt.wild_layers else 0
-    parts: list[tuple[npt.NDArray[np.int64], ...]] = []
-    for b in range(layout.mbits):
-        has = ((m >> b) & 1).astype(bool)
-        if not has.any():
-            continue
-        hw, hn = w_here[has], w_next[has]
-        vc_in = np.where(hw, wild_at + b, base[has] + b)
-        out_bit = np.where(hw & hn, b + chain_step, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
-        vc_out = np.where(hn, wild_at + out_bit, base[has] + out_bit)
-        parts.append((s[has] * 6 + p[has], vc_in, nb[has] * 6 + q[has], vc_out))
-    vcs = packing.vcs(layout)
-    if not parts:
-        empty = np.empty(0, dtype=np.int64)
-        return vcs, empty, empty
-    link_in, vc_in, link_out, vc_out = (np.concatenate([part[i] for part in parts]) for i in range(4))
-    # A channel the bit sets could not name (a very long wild chain) still counts: size by what is used.
-    vcs = max(vcs, int(max(vc_in.max(), vc_out.max())) + 1)
-    return vcs, link_in * vcs + vc_in, link_out * vcs + vc_out
+    @classmethod
+    def of(cls, rt: RouteTables, keys: npt.NDArray[np.int64], layout: Layout) -> _Hops:
+        import numpy as np
+
+        from tpufleet.routing.analysis import datelines
+
+        rest, m = np.divmod(keys, 1 << layout.mbits)
+        rest, fl = np.divmod(rest, 4)
+        rest, klass = np.divmod(rest, layout.classes)
+        rest, q = np.divmod(rest, 6)
+        s, p = np.divmod(rest, 6)
+        w_here, w_next = (fl >> 1).astype(bool), (fl & 1).astype(bool)
+        nb = rt.nbr[s, p].astype(np.int64)
+        same_dim = (q // 2) == (p // 2)
+        cross = datelines(rt.shape)[s, p].astype(np.int64)
+        chain_step = 1 if rt.wild_layers else 0
+        parts = []
+        for b in range(layout.mbits):
+            has = ((m >> b) & 1).astype(bool)
+            if not has.any():
+                continue
+            hw, hn = w_here[has], w_next[has]
+            out_bit = np.where(hw & hn, b + chain_step, np.where(~hw & ~hn & same_dim[has], b + cross[has], 0))
+            bit = np.full(int(has.sum()), b, dtype=np.int64)
+            parts.append(
+                (s[has] * 6 + p[has], nb[has] * 6 + q[has], klass[has], p[has] // 2, q[has] // 2, hw, hn, bit, out_bit)
+            )
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return cls(empty, empty, empty, empty, empty, empty.astype(bool), empty.astype(bool), empty, empty)
+        return cls(*(np.concatenate([part[i] for part in parts]) for i in range(9)))
+
+    def vcs_of(self, dor_first: IntArray, wild_first: IntArray) -> tuple[IntArray, IntArray]:
+        """(VC in, VC out) per hop pair, given the first VC of each [class, dimension] for both kinds of hop."""
+        import numpy as np
+
+        vc_in = np.where(self.wild_in, wild_first[self.cls, self.dim_in], dor_first[self.cls, self.dim_in])
+        vc_out = np.where(self.wild_out, wild_first[self.cls, self.dim_out], dor_first[self.cls, self.dim_out])
+        return vc_in + self.off_in, vc_out + self.off_out
+
+    def edges(
+        self, dor_first: IntArray, wild_first: IntArray, vcs: int
+    ) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(VCs used, channel-dependency edges src -> dst); a channel is link * VCs + VC."""
+        vc_in, vc_out = self.vcs_of(dor_first, wild_first)
+        if len(vc_in):
+            # A channel the bit sets could not name (a very long wild chain) still counts: size by what is used.
+            vcs = max(vcs, int(max(vc_in.max(), vc_out.max())) + 1)
+        return vcs, self.link_in * vcs + vc_in, self.link_out * vcs + vc_out
 
 
 def acyclic(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], size: int) -> bool | None:

@@ -16,7 +16,7 @@ from tpufleet.routing.analysis import RouteTables, datelines
 from tpufleet.topology import PORTS
 
 JSON_LIMIT = 1024
-FORMAT_VERSION = 2  # 2: meta carries the VC layout (`vc_layout`, `wild_layers`)
+FORMAT_VERSION = 3  # 2: meta carries the VC layout (`vc_layout`, `wild_layers`); 3: with VCs per dimension
 # Above this many chips the tables are deflated at level 1: on 16x16x16 (67 MB of tables) numpy's default level
 # takes 0.6-1.3 s, most of a `routes` run, level 1 about a third of that for files 2x larger (2-5 MB); storing
 # them plain would mean writing and syncing 67 MB. `np.load` reads every level alike. The hop counts (half the

@@ -1,0 +1,106 @@
+"""Virtual channels placed leg by leg: each dimension order's legs (its x, y and z hops) and its wild hops by
+dimension start on VCs of their own, found by a bounded backtracking search, pure.
+
+Why: per-destination dimension orders keep the most routes whole (`candidates.all_orders`), but every order
+needs two dateline VCs, and blocks per order (even overlapping ones, `cdg._packings`) do not fit the hardware's
+3 VCs once three or four orders are in use. A VC is only a name for a buffer; what matters is that the channel
+dependency graph is acyclic. Letting each (order, dimension) pick where its dateline pair starts (VC 0 or 1 of
+3), and each (order, dimension) of wild hops its VC, gives the cycle search more room: with x and y OCS failures
+on 8x8x8, four orders fit 3 VCs this way, and no packing of blocks does.
+
+The search assigns one (order, dimension) at a time, most used first, lowest VC first, and checks the channel
+graph of the hops whose VCs are already known after each step: a cycle among them stays whatever the rest get,
+so that branch is cut. It gives up after LEG_CHECKS cycle checks (bounded work: `evaluate` then keeps what the
+blocks give), and only runs on slices up to LEG_LIMIT chips.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.routing.analysis import RouteTables
+    from tpufleet.routing.cdg import Layout, _Hops
+
+    IntArray = npt.NDArray[np.int64]
+
+LEG_LIMIT = 512  # chips
+# Cycle checks (5-10 ms each on 8x8x8) before the search gives up: the fits found on 8x8x8, 4x4x8 and 4x8x8 with
+# OCS failures took 14-37; a search that finds none costs 0.5-1 s.
+LEG_CHECKS = 100
+
+
+def worth_trying(rt: RouteTables, layout: Layout) -> bool:
+    return layout.classes > 1 and rt.n <= LEG_LIMIT
+
+
+def place(hops: _Hops, layout: Layout, vcs: int) -> tuple[IntArray, IntArray] | None:
+    """(first VC of dimension-order hops, first VC of wild hops), each [class, dimension], within `vcs` VCs and
+    deadlock-free; None if the search found none within LEG_CHECKS checks."""
+    import numpy as np
+
+    from tpufleet.routing.cdg import acyclic
+
+    C = layout.classes
+    var_in = np.where(hops.wild_in, 3 * C, 0) + hops.cls * 3 + hops.dim_in
+    var_out = np.where(hops.wild_out, 3 * C, 0) + hops.cls * 3 + hops.dim_out
+    top = np.zeros(6 * C, dtype=np.int64)  # the highest offset each variable is used with
+    np.maximum.at(top, var_in, hops.off_in)
+    np.maximum.at(top, var_out, hops.off_out)
+    uses = np.bincount(np.concatenate([var_in, var_out]), minlength=6 * C)
+    order = [int(v) for v in np.argsort(-uses, kind="stable") if uses[v]]
+    value = np.full(6 * C, -1, dtype=np.int64)
+    size = len(hops.cls) and int(max(hops.link_in.max(), hops.link_out.max())) + 1
+    checks = 0
+
+    def fits() -> bool:
+        nonlocal checks
+        checks += 1
+        known = (value[var_in] >= 0) & (value[var_out] >= 0)
+        vc_in = value[var_in[known]] + hops.off_in[known]
+        vc_out = value[var_out[known]] + hops.off_out[known]
+        return bool(acyclic(hops.link_in[known] * vcs + vc_in, hops.link_out[known] * vcs + vc_out, size * vcs))
+
+    def assign(i: int) -> bool:
+        if i == len(order):
+            return True
+        v = order[i]
+        for vc in range(vcs - int(top[v])):
+            if checks >= LEG_CHECKS:
+                return False
+            value[v] = vc
+            if fits() and assign(i + 1):
+                return True
+        value[v] = -1
+        return False
+
+    if not order or not assign(0):
+        return None
+    return value[: 3 * C].reshape(C, 3), value[3 * C :].reshape(C, 3)
+
+
+def blocks(layout: Layout, dor_first: IntArray, wild_first: IntArray) -> dict[str, Any]:
+    """The VC layout as reported (see `cdg._Packing.blocks`); a dimension no hop of an order uses is given the
+    order's first VC, so every entry names a VC."""
+    import numpy as np
+
+    dor = dor_first.copy()
+    wild = wild_first.copy()
+    first = [int(row[row >= 0].min()) if (row >= 0).any() else 0 for row in dor]
+    used_wild = wild[wild >= 0]
+    first_wild = int(used_wild.min()) if used_wild.size else 0
+    for c in range(layout.classes):
+        dor[c][dor[c] < 0] = first[c]
+        wild[c][wild[c] < 0] = first_wild
+    return {
+        "per_order": layout.per_class,
+        "orders": layout.classes,
+        "wild": len(np.unique(used_wild + np.arange(layout.bits_wild.bit_length())[:, None])) if used_wild.size else 0,
+        "order_first_vc": first,
+        "first_wild_vc": first_wild,
+        "leg_first_vc": dor.tolist(),
+        "wild_vc": wild.tolist(),
+    }
