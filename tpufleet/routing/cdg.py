@@ -94,17 +94,26 @@ def verdict(
         for packing in _packings(layout, vcs):
             if packing.vcs(layout) > least and not placed_tried:
                 placed_tried = True
-                placed = legs.place(hops, layout, least)
-                if placed is not None:
-                    return least, True, [], legs.blocks(layout, *placed)
+                if (placed := _legs_placed(hops, layout, least)) is not None:
+                    return placed
             packed, psrc, pdst = hops.edges(*packing.bases(layout), packing.vcs(layout))
             if packed < vcs and acyclic(psrc, pdst, rt.n * 6 * packed):
                 return packed, True, [], packing.blocks(layout, packed)
-        if not placed_tried:
-            placed = legs.place(hops, layout, least)
-            if placed is not None:
-                return least, True, [], legs.blocks(layout, *placed)
+        if not placed_tried and (placed := _legs_placed(hops, layout, least)) is not None:
+            return placed
     return vcs, True, [], blocks
+
+
+def _legs_placed(hops: _Hops, layout: Layout, vcs: int) -> tuple[int, bool, list[str], dict[str, Any]] | None:
+    """The verdict of legs placed one by one within `vcs` VCs (`legs.place`), if the search finds a placement."""
+    from tpufleet.routing import legs
+
+    placed = legs.place(hops, layout, vcs)
+    if placed is None:
+        return None
+    vc_in, vc_out = hops.vcs_of(*placed)
+    used = int(max(vc_in.max(), vc_out.max())) + 1 if len(vc_in) else 1
+    return used, True, [], legs.blocks(layout, *placed)
 
 
 @dataclass(frozen=True)
