@@ -322,20 +322,23 @@ def order_pairs(shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | No
 
 
 def all_orders(chips: int, dead_dims: set[int]) -> list[list[Order]]:
-    """Every dimension order, for each destination the one that leaves the fewest routes broken, healthy
-    dimensions first on ties. With broken x and y rings a destination outside them is reached z first, so both
+    """Every dimension order, for each destination the one that leaves the fewest routes broken, the healthy
+    dimension first on ties. With broken x and y rings a destination outside them is reached z first, so both
     broken legs run in its own z plane, where they are whole unless its plane holds the broken rings of that
     dimension, and then the other of x and y goes last (into its own ring); a destination inside broken rings
     starts with that dimension (in the source's ring). Up to four orders: they fit 3 VCs only when their legs
-    are placed one by one (`routing.legs`), hence its size limit."""
+    are placed one by one (`routing.legs`), hence its size limit. Which of the two healthy-first orders takes the
+    planes where both keep every route whole decides whether a placement exists (x/3 with y/5 on 8x8x8: one way,
+    y/5 with z/2: the other), so both are made."""
     from itertools import permutations
 
     from tpufleet.routing.legs import LEG_LIMIT
 
-    if chips > LEG_LIMIT or len(dead_dims) < 2:
+    if chips > LEG_LIMIT or len(dead_dims) != 2:
         return []
-    orders = sorted(permutations(range(3)), key=lambda o: (-sum(o.index(d) for d in dead_dims), o))
-    return [[(o[0], o[1], o[2]) for o in orders]]
+    ranked = sorted(permutations(range(3)), key=lambda o: (-sum(o.index(d) for d in dead_dims), o))
+    orders: list[Order] = [(o[0], o[1], o[2]) for o in ranked]
+    return [orders, [orders[1], orders[0], *orders[2:]]]
 
 
 def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[RouteTables, RouteInfo]]:
