@@ -129,5 +129,6 @@ def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):
     load, _ = walked(stored.P, stored.nbr, stored.nbr)
     assert load.max() == shown["max_link_load"]["all-to-all"] < 82  # 82 before relieving
     layout = meta["vc_layout"]
-    graph, vcs = channel_graph(stored, *layout_vcs(stored, layout))
+    legs, wild = layout_vcs(stored, layout)
+    graph, vcs = channel_graph(stored, legs, wild, layered=meta["wild_layers"])
     assert vcs == meta["vcs"] == shown["vcs"] and nx.is_directed_acyclic_graph(graph)

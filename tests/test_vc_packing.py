@@ -19,11 +19,13 @@ from tpufleet.shapes import parse_shape
 from tpufleet.topology import neighbors
 
 
-def channel_graph(rt, leg_first_vc, wild_vc):
+def channel_graph(rt, leg_first_vc, wild_vc, layered=None):
     """networkx DiGraph of (chip, port, vc) -> (next chip, port, vc) over every pair's route, and the VCs used.
 
     `leg_first_vc[k][d]` / `wild_vc[k][d]`: the first VC of dimension d's hops (wild ones) of the k-th order in
-    use; a single number stands for all three dimensions."""
+    use; a single number stands for all three dimensions. `layered` (default: the tables' `wild_layers`): the j-th
+    wild hop of a chain takes the wild VC plus j."""
+    layered = getattr(rt, "wild_layers", False) if layered is None else layered
     n = rt.n
     ports, nbr, date = rt.P.astype(np.int64), rt.nbr.astype(np.int64), datelines(rt.shape)
     wild = rt.wild if rt.wild is not None else np.zeros((n, n), dtype=bool)
@@ -41,19 +43,21 @@ def channel_graph(rt, leg_first_vc, wild_vc):
     crossed = np.zeros(len(t), dtype=np.int64)
     prev_wild = np.zeros(len(t), dtype=bool)
     prev_date = np.zeros(len(t), dtype=np.int64)
+    run = np.zeros(len(t), dtype=np.int64)  # wild hops so far in the current chain
     edges: set[tuple[int, int]] = set()
     vcs_used = 0
     while len(t):
         p = ports[t, at]
         go = p >= 0
-        t, at, p, klass, prev, prev_dim, crossed, prev_wild, prev_date = (
-            a[go] for a in (t, at, p, klass, prev, prev_dim, crossed, prev_wild, prev_date)
+        t, at, p, klass, prev, prev_dim, crossed, prev_wild, prev_date, run = (
+            a[go] for a in (t, at, p, klass, prev, prev_dim, crossed, prev_wild, prev_date, run)
         )
         here_wild = wild[t, at]
         same = (p // 2 == prev_dim) & ~prev_wild & ~here_wild
         crossed = np.where(same, crossed + prev_date, 0)
-        vc = np.where(here_wild, wild_first[klass, p // 2], first[klass, p // 2] + crossed)
-        channel = (at * 6 + p) * 8 + vc
+        run = np.where(here_wild & prev_wild, run + 1, 0)
+        vc = np.where(here_wild, wild_first[klass, p // 2] + (run if layered else 0), first[klass, p // 2] + crossed)
+        channel = (at * 6 + p) * 64 + vc  # room for any VC a table set could name
         vcs_used = max(vcs_used, int(vc.max(initial=-1)) + 1)
         hop = prev >= 0
         edges.update(zip(prev[hop].tolist(), channel[hop].tolist(), strict=True))
@@ -126,7 +130,8 @@ def test_stored_tables_carry_their_vc_layout(fleet):
     assert meta["format_version"] == 3 and meta["vc_layout"] == shown["vc_layout"] and meta["wild_layers"] is False
     layout = meta["vc_layout"]
     assert len(layout["order_first_vc"]) == len(orders)
-    graph, vcs = channel_graph(stored, *layout_vcs(stored, layout))
+    legs, wild = layout_vcs(stored, layout)
+    graph, vcs = channel_graph(stored, legs, wild, layered=meta["wild_layers"])
     assert vcs == meta["vcs"] == 3 and nx.is_directed_acyclic_graph(graph)
 
 
@@ -150,3 +155,29 @@ def test_x_and_y_ocs_down_on_8x8x8_keep_092_of_the_optimum_within_three_vcs():
     single = [[min(legs)] * 3 for legs in layout_vcs(report.tables, layout)[0]]
     graph, _ = channel_graph(report.tables, single, layout_vcs(report.tables, layout)[1])
     assert not nx.is_directed_acyclic_graph(graph)  # the same orders with each on one VC pair would deadlock
+
+
+def _random_dead_links(shape, count, seed):
+    expected = neighbors(shape)
+    alive, rng = expected.copy(), np.random.default_rng(seed)
+    for _ in range(count):
+        chip, port = int(rng.integers(len(expected))), int(rng.integers(6))
+        alive[chip, port] = alive[expected[chip, port], port ^ 1] = -1
+    return expected, alive
+
+
+@pytest.mark.parametrize("faults", ["ocs y/5 z/2", "34 random links"])
+def test_placed_legs_are_what_the_oracle_walks(faults):
+    """Whatever the verdict placed (orders overlapping, legs one by one, wild hops on any VC), walking every route
+    under the reported per-dimension VCs gives an acyclic channel graph on exactly the VCs reported."""
+    shape = parse_shape("8x8x8")
+    if faults.startswith("ocs"):
+        expected = neighbors(shape)
+        alive = np.minimum(ocs_failure(shape, "y", 5)[1], ocs_failure(shape, "z", 2)[1])
+    else:
+        expected, alive = _random_dead_links(shape, 34, seed=1)  # legs placed, wild hops on all 3 VCs
+    report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
+    s, layout = report.summary, report.summary["vc_layout"]
+    assert s["deadlock_free"] and s["vcs"] == 3 and s["dimension_orders"] > 1
+    graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, layout))
+    assert vcs == s["vcs"] and nx.is_directed_acyclic_graph(graph)

@@ -6,7 +6,9 @@
 * per-destination dimension orders (`choose_orders`): with a dead x link, a destination outside the broken x rings
   is reached x-last, so every packet enters x only in the destination's own (healthy) ring; destinations inside
   broken rings keep x-first. Per broken dimension, the pair "first or last" (`order_pairs`) fits the hardware's 3
-  VCs when the two orders' blocks overlap (`cdg.verdict` decides); every order at once needs separate blocks;
+  VCs when the two orders' blocks overlap or their legs are placed one by one (`cdg.verdict` decides); with two
+  broken dimensions, up to 512 chips, also all six orders (`all_orders`: healthy dimension first), which fit 3
+  VCs only with legs placed one by one; the orders' own blocks (`max_vcs` 5 and more) as a last family;
 * for optical-link faults, the same made for the whole OCS's failure pattern (`ocs_patterns`): a link never
   routes worse than its OCS.
 
@@ -245,7 +247,7 @@ def candidates(
         mixed += [([], None, dor.DEFAULT_ORDER, False)]
         mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
     pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
-    pairs += all_orders(len(expected), dead_dims) if pairs else []
+    pairs += all_orders(len(expected), dead_dims) if pairs and not shape.twisted else []
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     ranked: list[Ranked] = []
     for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
@@ -329,7 +331,8 @@ def all_orders(chips: int, dead_dims: set[int]) -> list[list[Order]]:
     starts with that dimension (in the source's ring). Up to four orders: they fit 3 VCs only when their legs
     are placed one by one (`routing.legs`), hence its size limit. Which of the two healthy-first orders takes the
     planes where both keep every route whole decides whether a placement exists (x/3 with y/5 on 8x8x8: one way,
-    y/5 with z/2: the other), so both are made."""
+    y/5 with z/2: the other), so both are made. Not on twisted tori, whose balanced single orders relieve better
+    (4x8x8 with two OCS down: 193-194 against 204)."""
     from itertools import permutations
 
     from tpufleet.routing.legs import LEG_LIMIT

@@ -87,6 +87,8 @@ def verdict(
     blocks = separate.blocks(layout, vcs)
     if not acyclic(src, dst, size):
         # Packing identifies channels, which keeps every cycle (a hop always changes link): no packing can help.
+        # (Placing legs could still split the one wild VC by order and dimension; the caller's remedy for wild hops
+        # closing a cycle is a VC per wild hop of a chain instead, `RouteTables.wild_layers`.)
         return vcs, *_scc_cycle(src, dst, size, vcs), blocks
     least = layout.per_class + 1
     if vcs > least:
@@ -111,9 +113,12 @@ def _legs_placed(hops: _Hops, layout: Layout, vcs: int) -> tuple[int, bool, list
     placed = legs.place(hops, layout, vcs)
     if placed is None:
         return None
+    import numpy as np
+
     vc_in, vc_out = hops.vcs_of(*placed)
     used = int(max(vc_in.max(), vc_out.max())) + 1 if len(vc_in) else 1
-    return used, True, [], legs.blocks(layout, *placed)
+    wild = len(np.unique(np.concatenate([vc_in[hops.wild_in], vc_out[hops.wild_out]])))
+    return used, True, [], legs.blocks(layout, *placed, wild)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,11 @@ dimension start on VCs of their own, found by a bounded backtracking search, pur
 Why: per-destination dimension orders keep the most routes whole (`candidates.all_orders`), but every order
 needs two dateline VCs, and blocks per order (even overlapping ones, `cdg._packings`) do not fit the hardware's
 3 VCs once three or four orders are in use. A VC is only a name for a buffer; what matters is that the channel
-dependency graph is acyclic. Letting each (order, dimension) pick where its dateline pair starts (VC 0 or 1 of
-3), and each (order, dimension) of wild hops its VC, gives the cycle search more room: with x and y OCS failures
-on 8x8x8, four orders fit 3 VCs this way, and no packing of blocks does.
+dependency graph is acyclic. Letting each (order, dimension) pick where its dateline pair starts (any VC that
+leaves room for the second of the pair; a leg that never crosses a dateline needs one VC only), and each (order,
+dimension) of wild hops its VC (plus j for the j-th hop of a chain with `RouteTables.wild_layers`), gives the
+cycle search more room: with x and y OCS failures on 8x8x8, four orders fit 3 VCs this way, and no packing of
+blocks does.
 
 The search assigns one (order, dimension) at a time, most used first, lowest VC first, and checks the channel
 graph of the hops whose VCs are already known after each step: a cycle among them stays whatever the rest get,
@@ -82,11 +84,9 @@ def place(hops: _Hops, layout: Layout, vcs: int) -> tuple[IntArray, IntArray] | 
     return value[: 3 * C].reshape(C, 3), value[3 * C :].reshape(C, 3)
 
 
-def blocks(layout: Layout, dor_first: IntArray, wild_first: IntArray) -> dict[str, Any]:
-    """The VC layout as reported (see `cdg._Packing.blocks`); a dimension no hop of an order uses is given the
-    order's first VC, so every entry names a VC."""
-    import numpy as np
-
+def blocks(layout: Layout, dor_first: IntArray, wild_first: IntArray, wild_vcs: int) -> dict[str, Any]:
+    """The VC layout as reported (see `cdg._Packing.blocks`; `wild_vcs`: how many VCs wild hops use); a dimension
+    no hop of an order uses is given the order's first VC, so every entry names a VC."""
     dor = dor_first.copy()
     wild = wild_first.copy()
     first = [int(row[row >= 0].min()) if (row >= 0).any() else 0 for row in dor]
@@ -98,7 +98,7 @@ def blocks(layout: Layout, dor_first: IntArray, wild_first: IntArray) -> dict[st
     return {
         "per_order": layout.per_class,
         "orders": layout.classes,
-        "wild": len(np.unique(used_wild + np.arange(layout.bits_wild.bit_length())[:, None])) if used_wild.size else 0,
+        "wild": wild_vcs,
         "order_first_vc": first,
         "first_wild_vc": first_wild,
         "leg_first_vc": dor.tolist(),

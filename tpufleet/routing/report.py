@@ -144,6 +144,8 @@ def _analyzed(rt: RouteTables, max_vcs: int | None) -> tuple[Analysis, bool]:
             return a, layered
         if best is None or _fewer_vcs(a, best[0]):
             best = (a, layered)
+        if a.deadlock_free:
+            break  # too many VCs, but no cycle for a VC per wild hop of a chain to break: it would only add VCs
     assert best is not None
     return best
 
