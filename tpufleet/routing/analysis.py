@@ -12,11 +12,10 @@ wild channel but another wild hop, so a single wild VC is deadlock-free whenever
 are acyclic); a relieved entry (`routing.relieve`) may be taken mid-route, which adds dependencies into the wild
 VC: the check below decides either way. With ``RouteTables.wild_layers`` the packet's j-th wild hop takes VC
 ``wild_base + j`` instead: more VCs, never a cycle among wild hops. The orders' blocks come one after another and
-the wild VCs after them, unless a tighter packing (blocks overlapping, wild hops on a dateline VC, or each order's
-legs placed one by one: ``base`` per order and dimension, the wild VC (plus j) per order and dimension,
-`routing.legs`) is
-also acyclic (`cdg.verdict`); ``vc_blocks`` says which. The channel dependency graph (CDG) is built from the
-tables under this rule and searched for a cycle.
+the wild VCs after them, unless a tighter packing is also acyclic (`cdg.verdict`): blocks overlapping, wild hops on
+a dateline VC, or each order's legs placed one by one (``base`` per order and dimension, the wild VC, plus j, per
+order and dimension: `routing.legs`); ``vc_blocks`` says which. The channel dependency graph (CDG) is built from
+the tables under this rule and searched for a cycle.
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ def _max_load(rt: RouteTables) -> float:
 def min_vcs(rt: RouteTables) -> int:
     """The fewest VCs the tables can need (`cdg.verdict` packs no tighter): two dateline VCs per dimension order on
     a torus (one on a mesh), each further order one more (its block overlapping the previous one), and one VC for
-    wild hops, which share a dateline VC when there are several orders."""
+    wild hops, which share a dateline VC when there are several orders; up to LEG_LIMIT chips, where legs may be
+    placed one by one, any number of orders in one order's VCs and one more."""
     from tpufleet.routing.legs import LEG_LIMIT
 
     per_order = 2 if rt.shape.wraps else 1

@@ -108,13 +108,13 @@ def verdict(
 
 def _legs_placed(hops: _Hops, layout: Layout, vcs: int) -> tuple[int, bool, list[str], dict[str, Any]] | None:
     """The verdict of legs placed one by one within `vcs` VCs (`legs.place`), if the search finds a placement."""
+    import numpy as np
+
     from tpufleet.routing import legs
 
     placed = legs.place(hops, layout, vcs)
     if placed is None:
         return None
-    import numpy as np
-
     vc_in, vc_out = hops.vcs_of(*placed)
     used = int(max(vc_in.max(), vc_out.max())) + 1 if len(vc_in) else 1
     wild = len(np.unique(np.concatenate([vc_in[hops.wild_in], vc_out[hops.wild_out]])))
