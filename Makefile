@@ -4,21 +4,38 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean sweep-deps browser-deps test-browser
+.PHONY: demo test lint bench clean sweep-deps browser-deps test-browser lock test-latest
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+# Exact versions with their hashes from the committed lock (`make lock` refreshes it), then tpufleet itself.
+$(STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m tpufleet.demo
 
+# Both cores (pytest-xdist); the ten slowest tests are listed at the end.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests tpufleet
+	$(BIN)/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} --durations=10 tests tpufleet
+
+# Refresh the locks from pyproject.toml's ranges (pip-tools, in a venv of its own).
+LOCK_BIN := .venv-lock/bin
+COMPILE := $(LOCK_BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
+lock:
+	test -x $(LOCK_BIN)/pip-compile || ( $(PYTHON) -m venv .venv-lock && $(LOCK_BIN)/python -m pip install --quiet pip-tools )
+	$(COMPILE) --upgrade --extra test --extra lint -o requirements.lock pyproject.toml
+	$(COMPILE) --upgrade --extra test --extra lint --extra sweep -o requirements-sweep.lock pyproject.toml
+
+# The suite against the newest versions pyproject.toml allows, in a venv of its own (CI reports, never fails, on it).
+test-latest:
+	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[test,lint]'
+	.venv-latest/bin/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} -p no:cacheprovider tests tpufleet
 
 # All three checks run (and report) even when an earlier one fails; the target fails if any did.
 lint: $(STAMP)
@@ -30,7 +47,7 @@ lint: $(STAMP)
 
 # Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it).
 sweep-deps: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,lint,sweep]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
 
 # Optional: Debian's Chromium for the HTML report tests (they skip, saying why, without it). Needs root or sudo.
 browser-deps:
@@ -49,4 +66,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_goodput.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .venv-lock .venv-latest .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -259,6 +259,10 @@ def parse_yaml(text: str, file: str) -> Any:
 
     if _LOADER is None:
         _LOADER = _loader_class()
+    # Flow-style nesting ([[[...]]]) is measured here, before the parser: libyaml's own depth limit would
+    # otherwise answer first, in its words, for some depths and not others.
+    if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
+        raise BadStateFile(file, "", None, f"nested more than {MAX_DEPTH} levels deep")
     loader = None
     try:
         loader = _LOADER(text)
