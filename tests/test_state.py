@@ -104,6 +104,7 @@ CRASHES = {
     "atomic_write.before_fsync": (0, 1, 1),
     "atomic_write.before_rename": (0, 1, 1),
     "atomic_write.before_dir_fsync": (1, 0, 0),  # renamed: committed (only a power cut could still lose it)
+    "transaction.before_side_files": (1, 0, 0),  # committed; the files beside the state not yet swapped
 }
 
 

@@ -31,6 +31,9 @@ OCS_PER_POD: Final = len(DIMS) * OCS_PER_DIM
 OCS_PORTS: Final = 136  # a Palomar OCS: 136 ports, half on the north side, half on the south
 PORTS_PER_SIDE: Final = OCS_PORTS // 2
 MAX_PODS: Final = 64
+# The longest text kept with a fault (its reason) or a slice (why it was evicted, why its tables are stale):
+# the state stays proportional to the fleet, whatever an input file or a node list carries.
+MAX_REASON_CHARS: Final = 1024
 # The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
 MAX_SLICE_CHIPS: Final = 16384
 

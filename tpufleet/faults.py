@@ -336,6 +336,8 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
     """The fault with this id, or every open fault on this target; Refused if there is none."""
     if key.startswith("f") and key[1:].isdigit():
         hit = state.fault(key)
+        if hit is None and len(key) < 20 and 0 < int(key[1:]) < state.next_fault:  # ids go out in order: cleared
+            raise Refused(f"fault {key} is not open (cleared earlier; `tpufleet faults --all` lists it)")
         if hit is None:
             raise Refused(f"unknown fault {key!r}")
         if hit.cleared:

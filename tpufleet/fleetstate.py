@@ -20,11 +20,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tpufleet.allocation import Allocation, machine_usage
-from tpufleet.errors import Refused
+from tpufleet.constants import MAX_REASON_CHARS
+from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
 from tpufleet.ids import HostId, OcsId, TargetId
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
+from tpufleet.text import printable
 
 Pair = tuple[int, int]  # (north port, south port) of one OCS cross-connect
 OcsState = Mapping[OcsId, frozenset[Pair]]
@@ -364,6 +366,9 @@ class FleetState:
         return self._open_by_target.get(target)
 
     def open_fault(self, target: TargetId, planned: bool, reason: str, now: str) -> Fault:
+        reason = printable(reason)  # shown in tables and messages: one line, no terminal controls
+        if len(reason) > MAX_REASON_CHARS:
+            raise BadInput(f"bad fault reason: {len(reason)} characters; at most {MAX_REASON_CHARS} are kept")
         fault = Fault(f"f{self.next_fault}", target, planned, now, None, reason, self.next_serial)
         self.next_fault += 1
         self.faults.append(fault)
@@ -376,6 +381,19 @@ class FleetState:
     def clear_fault(self, fault: Fault, now: str) -> None:
         fault.cleared = now
         self._faults_changed()
+
+    def prune_cleared(self, keep: int) -> list[Fault]:
+        """Drop all but the `keep` most recently cleared faults from the live state and return the dropped ones
+        (oldest first), so the state grows with the fleet and not with its age; their records go to the journal."""
+        cleared = [f for f in self.faults if not f.is_open]
+        if len(cleared) <= keep:
+            return []
+        cleared.sort(key=lambda f: (f.cleared or "", int(f.id[1:])))
+        dropped = cleared[: len(cleared) - keep]
+        gone = {f.id for f in dropped}
+        self.faults = [f for f in self.faults if f.id not in gone]
+        self._faults_changed()
+        return dropped
 
     def fault(self, fault_id: str | None) -> Fault | None:
         return next((f for f in self.faults if f.id == fault_id), None)

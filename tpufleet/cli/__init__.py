@@ -127,9 +127,11 @@ def report_error(message: str, code: int, items: list[str], fmt: str | None) -> 
 
         print(json.dumps({"error": message, "exit_code": code, "items": items}, ensure_ascii=False), file=sys.stderr)
         return
-    print(f"tpufleet: error: {message}", file=sys.stderr)
+    from tpufleet.text import printable
+
+    print(f"tpufleet: error: {printable(message)}", file=sys.stderr)
     for line in items[:50]:
-        print(f"  {line}", file=sys.stderr)
+        print(f"  {printable(line)}", file=sys.stderr)
     if len(items) > 50:
         print(f"  ... {len(items) - 50} more", file=sys.stderr)
 
@@ -138,12 +140,14 @@ def main(argv: list[str] | None = None) -> None:
     import typer
 
     from tpufleet.cli.app import SETTINGS
+    from tpufleet.cli.numbers import strict_numbers
     from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = False  # in-process callers (tests) run main more than once
     command = typer.main.get_command(app)
     plain_metavars(command)
+    strict_numbers(command)
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0

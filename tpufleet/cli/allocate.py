@@ -186,7 +186,7 @@ def release_cmd(
             outcome = slices.release(tx.state, name)
             gone = [name]
         for slice_name in gone:
-            store.delete_tables(slice_name)  # under the lock, so a concurrent `routes` cannot index a deleted file
+            store.delete_tables(tx, slice_name)  # deleted once the release is committed
         tx.commit(outcome.change)
     d = outcome.data
     what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name

@@ -66,7 +66,7 @@ def simulate_cmd(
         ),
     ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Random seed, 0 or more")] = 0,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help='Write a PNG or SVG plot like Fig. 1 of the "Resiliency at Scale" TPUv4 paper'),

@@ -200,9 +200,13 @@ def faults_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """List open faults (with --all, cleared ones too)."""
-    state = ctx.obj.store().load()
+    store = ctx.obj.store()
+    state = store.load()
     fields = ("id", "target", "planned", "opened", "cleared", "reason")
-    rows = [{k: f.record()[k] for k in fields} for f in state.faults if all_faults or f.is_open]
+    records = [f.record() for f in state.faults if all_faults or f.is_open]
+    if all_faults:  # older cleared faults live in the journal
+        records = sorted([*store.moved_faults(), *records], key=lambda r: int(r["id"][1:]))
+    rows = [{k: r.get(k) for k in fields} for r in records]
     emit(
         rows,
         output,

@@ -35,7 +35,9 @@ def emit(data, fmt, table: Callable[[], str]) -> None:
 
         typer.echo(yaml.safe_dump(finite(data), sort_keys=False, default_flow_style=None).rstrip())
     else:
-        typer.echo(table())
+        from tpufleet.text import terminal_safe
+
+        typer.echo(terminal_safe(table()))  # values from outside never drive the terminal (ESC, bidi, NUL)
 
 
 def grid(rows: list[list], headers: list[str]) -> str:
@@ -55,7 +57,9 @@ def _cell(value: Any, fmt: str) -> Any:
         return value
     if fmt == "csv":
         return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-    return html.escape(value, quote=False).replace("|", "\\|")
+    from tpufleet.text import printable
+
+    return html.escape(printable(value), quote=False).replace("|", "\\|")  # one line per row
 
 
 def flat_table(rows: list[dict], fmt: str) -> str:

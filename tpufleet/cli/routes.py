@@ -260,7 +260,7 @@ def _route_slice(
         if refusal is None and npz is not None:
             with store.transaction() as tx:
                 outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
-                store.save_tables(name, npz.result())
+                store.save_tables(tx, name, npz.result())
                 tx.commit(outcome.change)
             cache.flush()
             data["tables"] = str(table_path)

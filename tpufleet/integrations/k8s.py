@@ -18,6 +18,7 @@ from typing import Any
 
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.ids import HostId, parse_target
+from tpufleet.text import bounded
 
 # Values of `cloud.google.com/gke-tpu-partition-4x4x4-state`, as GKE documents them.
 PARTITION_STATES = ("HEALTHY", "DEGRADED", "UNHEALTHY", "UNSET", "INCOMPLETE")
@@ -35,6 +36,7 @@ LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 TOPOLOGY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,2}(x[1-9][0-9]{0,2})?")
 MAX_LABELS = 512  # per node; real nodes carry a few dozen
 MAX_TAINTS = 64
+NODE_REASON_CHARS = 128  # of a node's Ready reason, kept in the fault it opens
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,8 @@ def _ready(status: dict[str, Any], path: str, where: _Where) -> tuple[str | None
             if state not in ("True", "False", "Unknown"):
                 raise where.bad(f"{path}.conditions.{j}.status", state, "must be True, False or Unknown")
             reason = cond.get("reason", "")
-            return state, reason if isinstance(reason, str) else ""
+            # kept with the fault it opens: one line, cut short (Kubernetes' own limit is 1,024 characters)
+            return state, bounded(reason, NODE_REASON_CHARS) if isinstance(reason, str) else ""
     return None, ""
 
 

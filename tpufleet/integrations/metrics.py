@@ -65,7 +65,7 @@ class FleetCollector(Collector):
             cubes.add_metric([pod_name, cube_state], n)
         yield cubes
         opened = CounterMetricFamily("tpufleet_faults_opened", "Faults and drains ever recorded.")
-        opened.add_metric([], len(self.state.faults))
+        opened.add_metric([], self.state.next_fault - 1)  # ids are handed out in order from f1
         yield opened
         faults = GaugeMetricFamily(
             "tpufleet_open_faults", "Open unplanned faults by kind of component.", labels=["kind"]

@@ -15,6 +15,8 @@ through `files.write_temp`, `files.install` and `files.sync_parent`, the three s
 ``atomic_write.before_fsync``      files.atomic_write: the temp file is written, not fsynced
 ``atomic_write.before_rename``     files.atomic_write: the temp file is durable, not renamed over the target
 ``atomic_write.before_dir_fsync``  files.atomic_write: renamed (the new file is visible), directory not fsynced
+``transaction.before_side_files``  Store.transaction: the state is committed; the files beside it (routing
+                                   tables) are not yet swapped in or deleted
 =================================  ================================================================
 
 Outside the commit protocol: ``sweep.after_point`` (a sweep's finished point file is written,
@@ -37,6 +39,7 @@ POINTS = (
     "atomic_write.before_fsync",
     "atomic_write.before_rename",
     "atomic_write.before_dir_fsync",
+    "transaction.before_side_files",
 )
 
 _seen: dict[str, int] = {}

@@ -47,7 +47,9 @@ def _faults(before: Doc, after: Doc) -> Doc:
     opened = [
         {"id": i, "target": new[i]["target"], "planned": new[i].get("planned", False)} for i in new if i not in old
     ]
-    cleared = [i for i in new if i in old and new[i].get("cleared") and not old[i].get("cleared")]
+    # cleared in this change: still listed and now cleared, or open before and gone (cleared and moved to the
+    # journal in the same commit)
+    cleared = [i for i in old if not old[i].get("cleared") and (i not in new or new[i].get("cleared"))]
     return {"opened": opened, "cleared": cleared}
 
 

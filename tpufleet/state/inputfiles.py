@@ -162,6 +162,32 @@ def parse_json_line(text: str) -> Any:
         raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
 
 
+class _WrittenAsFloat(float):
+    """A number written with a point or an exponent. JSON Schema (and so the validator) calls 6.0 an integer;
+    a state file is written by tpufleet, which writes integers as integers, so here 6.0 is not one."""
+
+    def is_integer(self) -> bool:
+        return False
+
+
+_STATE_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_WrittenAsFloat)
+
+
+def parse_json_state(text: str) -> Any:
+    """`parse_json_line` for the state file: numbers written as floats stay floats for the schema's integer check
+    (`"serial": 6.0` is refused, not read as 6)."""
+    try:
+        return _STATE_DECODER.decode(text)
+    except JsonProblem:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise JsonProblem("nested too deeply") from None
+    except ValueError as exc:  # an integer too long to parse
+        raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
+
+
 def load_json(text: str, file: str) -> Any:
     """`parse_json`, with BadStateFile naming the file."""
     try:
@@ -274,7 +300,7 @@ def parse_yaml(text: str, file: str) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
-    _check_finite(data, file, "")
+    check_finite(data, file, "")
     return data
 
 
@@ -284,7 +310,7 @@ def load_yaml(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> Any:
     return parse_yaml(read_text(path, what, limit), str(path))
 
 
-def _check_finite(data: object, file: str, where: str) -> None:
+def check_finite(data: object, file: str, where: str = "") -> None:
     """Refuse NaN and infinite floats anywhere in a loaded document (iterative: depth is already bounded)."""
     stack: list[tuple[object, str]] = [(data, where)]
     while stack:

@@ -28,6 +28,7 @@ from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
 
 JOURNAL = "journal.jsonl"
+MOVED_FAULTS = "moved_faults"  # key of an entry: records of cleared faults moved out of state.json by that commit
 _TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial
 
 Entry = dict[str, Any]

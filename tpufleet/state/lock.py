@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput, LockTimeout
 from tpufleet.state.files import SHARING, io_error, kind_of, open_state_file, write_all
+from tpufleet.text import bounded, printable
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -47,7 +48,8 @@ def _holder(info_path: Path) -> str:
         fd = open_state_file(info_path, os.O_RDONLY)
         with os.fdopen(fd, "rb") as fh:
             info = json.loads(fh.read())
-        return f"pid {info['pid']} ({info['command']}, since {info['started']})"
+        # the holder's command line is another user's text: escaped, and cut short
+        return printable(f"pid {info['pid']} ({bounded(str(info['command']), 200)}, since {info['started']})")
     except (OSError, ValueError, KeyError, TypeError, RecursionError, BadInput):
         return "an unknown process"
 

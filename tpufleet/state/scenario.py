@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import MAX_REASON_CHARS
 from tpufleet.errors import BadInput
 from tpufleet.state.inputfiles import load_yaml
 from tpufleet.state.schema import check
@@ -26,7 +27,7 @@ SCENARIO_SCHEMA = {
         "properties": {
             "target": {"type": "string", "maxLength": 256},
             "planned": {"type": "boolean"},
-            "reason": {"type": "string", "maxLength": 1024},
+            "reason": {"type": "string", "maxLength": MAX_REASON_CHARS},
         },
     },
 }

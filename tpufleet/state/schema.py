@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, OCS_PER_DIM, PORTS_PER_SIDE
+from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, MAX_REASON_CHARS, OCS_PER_DIM, PORTS_PER_SIDE
 from tpufleet.errors import BadStateFile
 
 SCHEMA_VERSION = 1
@@ -17,6 +17,7 @@ _CUBE = {"type": "string", "pattern": r"^c[0-9]{2,}\Z"}
 _NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"}
 _TIME = {"type": "string", "minLength": 1}
 _SERIAL = {"type": "integer", "minimum": 0}
+_REASON = {"type": "string", "maxLength": MAX_REASON_CHARS}
 _COORDS = {
     "type": "object",
     "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 3, "maxItems": 3},
@@ -118,7 +119,7 @@ STATE_SCHEMA = {
                     "id": {"type": "string", "pattern": r"^f[0-9]+\Z"},
                     "target": {"type": "string"},
                     "planned": {"type": "boolean"},
-                    "reason": {"type": "string"},
+                    "reason": _REASON,
                     "opened": _TIME,
                     "cleared": {"type": ["string", "null"]},
                     "opened_serial": _SERIAL,
@@ -167,7 +168,7 @@ STATE_SCHEMA = {
                     "fault_tolerant_routing": {"type": "boolean"},
                     "created": _TIME,
                     "connected_serial": {"type": ["integer", "null"]},
-                    "evicted_by": {"type": "string"},
+                    "evicted_by": _REASON,
                     "job": _NAME,
                 },
             },
@@ -203,7 +204,7 @@ STATE_SCHEMA = {
                     "routable_pairs": {"type": "integer", "minimum": 0},
                     "unroutable_pairs": {"type": "integer", "minimum": 0},
                     "stale": {"type": "boolean"},
-                    "stale_reason": {"type": "string"},
+                    "stale_reason": _REASON,
                 },
             },
         },

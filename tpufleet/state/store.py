@@ -15,19 +15,19 @@ import getpass
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.model import Fleet
 from tpufleet.state import codec, inputfiles, journal
+from tpufleet.state.crashpoints import reached
 from tpufleet.state.delta import delta
 from tpufleet.state.files import (
-    atomic_write,
     check_state_dir,
     check_subdir,
     ensure_private_dir,
@@ -42,9 +42,13 @@ from tpufleet.state.files import (
 from tpufleet.state.lock import command_line, exclusive
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 
+T = TypeVar("T")
+
 STATE_FILE = "state.json"
 ROUTES_DIR = "routes"
 DEFAULT_LOCK_TIMEOUT = 30.0
+# Cleared faults kept in state.json (the most recent); older ones live only in the journal (`faults --all`).
+CLEARED_FAULTS_KEPT = 128
 
 
 def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path:
@@ -83,10 +87,45 @@ class Transaction:
 
     state: FleetState
     change: Change | None = None
+    # Files beside the state that change with it: (final path, durable temp file holding the new content, or
+    # None to delete). They are swapped in only after the state's rename, so a failed commit leaves them as
+    # they were.
+    side_files: list[tuple[Path, str | None]] = field(default_factory=list)
 
     def commit(self, change: Change | None) -> None:
         """Write the state when the block ends (None: the use case changed nothing; nothing is written)."""
         self.change = change
+
+
+def checked_state(raw: bytes, file: str) -> dict[str, Any]:
+    """The state document in `raw`, with every check a load makes: the size limit, strict UTF-8, JSON without NaN
+    or Infinity, numbers written as integers where the schema wants integers, the schema, cross-references."""
+    if len(raw) > inputfiles.MAX_STATE_BYTES:
+        raise BadStateFile(file, "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file")
+    # Nesting is bounded by the decoder's own recursion guard (the pre-scan `load_json` makes costs more than the
+    # parse on a big state).
+    try:
+        doc = inputfiles.parse_json_state(inputfiles.decode_utf8(raw, file))
+    except inputfiles.JsonProblem as exc:
+        raise BadStateFile(file, "", exc.value, exc.problem) from None
+    return validate(doc, file)
+
+
+def _encoded(doc: dict[str, Any], file: str) -> bytes:
+    """The state file's bytes; a non-finite number (which JSON cannot carry) is refused naming its field."""
+    try:
+        return json.dumps(doc, indent=1, sort_keys=True, allow_nan=False).encode() + b"\n"
+    except ValueError:
+        unsaveable(lambda: inputfiles.check_finite(doc, file))
+        raise
+
+
+def unsaveable(check: Callable[[], T]) -> T:
+    """Run a check of the state about to be written; its failure becomes a refusal that says nothing changed."""
+    try:
+        return check()
+    except BadStateFile as exc:
+        raise BadInput(f"refused: the state after this command would not load again ({exc}); nothing changed") from None
 
 
 class Store:
@@ -123,17 +162,7 @@ class Store:
             raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
         except OSError as exc:
             raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
-        if len(raw) > inputfiles.MAX_STATE_BYTES:
-            raise BadStateFile(
-                str(path), "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file"
-            )
-        # Strict UTF-8 and no NaN or Infinity, like every input file; nesting is bounded by the decoder's own
-        # recursion guard (the pre-scan `load_json` makes costs more than the parse on a big state).
-        try:
-            doc = inputfiles.parse_json_line(inputfiles.decode_utf8(raw, str(path)))
-        except inputfiles.JsonProblem as exc:
-            raise BadStateFile(str(path), "", exc.value, exc.problem) from None
-        return validate(doc, str(path))
+        return checked_state(raw, str(path))
 
     def journal(self, serial: int | None = None) -> list[dict[str, Any]]:
         """The committed journal entries, up to the state's serial; a damaged line is skipped (see
@@ -141,6 +170,10 @@ class Store:
         if serial is None:
             serial = self._load_doc()["serial"]
         return journal.read(self.journal_path, serial)
+
+    def moved_faults(self) -> list[dict[str, Any]]:
+        """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
+        return [f for entry in self.journal() for f in entry.get(journal.MOVED_FAULTS, ())]
 
     def journal_damage(self, serial: int | None = None) -> list[int]:
         """Line numbers (from 1) of the journal lines `journal` skipped as damaged: blank, not JSON, no serial, or
@@ -155,23 +188,38 @@ class Store:
         check_subdir(self.routes_dir)
         return safe_child(self.routes_dir, name, ".npz")
 
-    def save_tables(self, name: str, data: bytes) -> Path:
-        """Store a slice's routing tables; call inside the transaction that indexes them."""
+    def save_tables(self, tx: Transaction, name: str, data: bytes) -> Path:
+        """Store a slice's routing tables with the transaction that indexes them: written now under a temporary
+        name (so a full disk refuses the command before anything is committed), renamed into place only once
+        the state is."""
         ensure_private_subdir(self.routes_dir)
         path = self.table_path(name)
-        atomic_write(path, data)
+        tx.side_files.append((path, write_temp(path, data)))
         return path
 
-    def delete_tables(self, name: str) -> None:
-        if not check_subdir(self.routes_dir):
-            return
-        path = self.table_path(name)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise io_error("delete", path, exc) from None
+    def delete_tables(self, tx: Transaction, name: str) -> None:
+        """Delete a slice's stored tables once the transaction that drops them from the index is committed."""
+        if check_subdir(self.routes_dir):
+            tx.side_files.append((self.table_path(name), None))
+
+    def _finish_side_files(self, tx: Transaction, committed: bool) -> None:
+        """After the state's commit: swap in or delete the files beside it. Without a commit: discard the temps."""
+        if committed:
+            reached("transaction.before_side_files")
+        for path, tmp in tx.side_files:
+            try:
+                if tmp is None:
+                    if committed:
+                        path.unlink(missing_ok=True)
+                elif committed:
+                    os.replace(tmp, path)
+                else:
+                    os.unlink(tmp)
+            except OSError as exc:
+                if committed:  # the state is committed: say which file is behind it
+                    raise io_error("delete" if tmp is None else "write", path, exc) from None
+        if committed and tx.side_files:
+            sync_parent(tx.side_files[0][0])
 
     def _prepare_write(self) -> None:
         """Before taking the lock to write: the directory exists, is ours, and nobody else can write it."""
@@ -191,9 +239,15 @@ class Store:
             state = codec.decode(before)
             journal.recover(self.journal_path, state.serial)
             tx = Transaction(state)
-            yield tx
-            if tx.change is not None:
-                self._commit(tx.state, tx.change, state.serial, command, before)
+            committed = False
+            try:
+                yield tx
+                if tx.change is not None:
+                    self._commit(tx.state, tx.change, state.serial, command, before)
+                    committed = True  # the state file is renamed into place: the files beside it follow
+                    sync_parent(self.state_path)
+            finally:
+                self._finish_side_files(tx, committed)
 
     @contextmanager
     def creation(self, fleet: Fleet, replace: bool = False, command: str | None = None) -> Iterator[Transaction]:
@@ -210,6 +264,7 @@ class Store:
             yield tx
             if tx.change is not None:
                 self._commit(tx.state, tx.change, serial, command, before)
+                sync_parent(self.state_path)
 
     def _replaced_doc(self) -> dict[str, Any]:
         """The state `init --force` replaces, for its journal delta (empty when it cannot be read)."""
@@ -220,11 +275,16 @@ class Store:
 
     def _commit(self, state: FleetState, change: Change, serial: int, command: str, before: dict[str, Any]) -> None:
         """Journal line first (durable), then the state file renamed into place. Should anything fail before the
-        rename, the line is taken back out: the files are as they were, and the error names the file."""
+        rename, the line is taken back out: the files are as they were, and the error names the file.
+
+        The bytes to be written are first put through the very checks a load makes (`checked_state`): a change
+        that the next command would refuse to load is refused now, with nothing written."""
         state.serial = serial + 1
+        moved = state.prune_cleared(CLEARED_FAULTS_KEPT)
         doc = codec.encode(state)
         doc["schema_version"] = SCHEMA_VERSION
-        validate(doc, str(self.state_path))
+        data = _encoded(doc, str(self.state_path))
+        doc = unsaveable(lambda: checked_state(data, str(self.state_path)))
         entry: dict[str, Any] = {
             "serial": state.serial,
             "time": utc_now(),
@@ -236,14 +296,14 @@ class Store:
         if change.details:
             entry["details"] = change.details
         entry["delta"] = delta(before, doc)
-        data = json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n"
+        if moved:
+            entry[journal.MOVED_FAULTS] = [f.record() for f in moved]
         size = journal.append(self.journal_path, entry)
         try:
             install(write_temp(self.state_path, data), self.state_path)
         except BaseException:
             journal.rollback(self.journal_path, size)
             raise
-        sync_parent(self.state_path)
 
     def _journal_serial(self) -> int:
         """After `init` over a lost state file, keep numbering where the journal stopped."""

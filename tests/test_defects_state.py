@@ -1,0 +1,228 @@
+"""Regression tests through the CLI for the defects that could brick the state or lose tables: numbers that JSON
+cannot carry, integers written as floats, a state grown past what a load accepts, tables changed before the
+commit, and text from outside reaching the terminal."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from helpers import snapshot
+from tpufleet.cli import main
+from tpufleet.state import Store, crashpoints
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json"
+CTX = multiprocessing.get_context("fork")
+
+
+def one_line(r, code: int = 2) -> str:
+    lines = r.err.strip().splitlines()
+    assert r.code == code, (r.code, r.err[-500:])
+    assert len(lines) == 1, r.err[-1000:]
+    return lines[0]
+
+
+def state_doc(state: Path) -> dict:
+    return json.loads((state / "state.json").read_text())
+
+
+# ---- numbers: NaN, infinities and digits of other scripts are refused at every numeric option ------------------
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999", "\u0660.\u0665"])
+def test_non_finite_or_non_ascii_throughput_is_refused_and_the_state_stays_loadable(fleet, value):
+    before = snapshot(fleet.state)
+    assert "--min-throughput" in one_line(fleet("allocate", "x", "--shape", "2x2x1", "--min-throughput", value))
+    assert snapshot(fleet.state) == before
+    assert fleet("allocate", "x", "--shape", "2x2x1").code == 0
+    assert "--min-throughput" in one_line(fleet("policy", "x", "--min-throughput", value))
+    assert fleet("status").code == 0
+
+
+def _commands(command, path=()):
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_every_numeric_parameter_of_every_command_is_checked():
+    """The class, not the instances: walk the whole command tree as `main` builds it."""
+    import typer
+
+    from tpufleet.cli.app import app
+    from tpufleet.cli.numbers import is_strict, strict_numbers
+
+    root = typer.main.get_command(app)
+    strict_numbers(root)
+    numeric, seeds = [], []
+    for path, command in _commands(root):
+        for param in command.params:
+            kind = type(param.type).__mro__
+            if any(k.__name__ in ("FloatParamType", "IntParamType") for k in kind):
+                numeric.append((path, param.name))
+                assert is_strict(param.type), (path, param.name)
+            if param.name == "seed":
+                seeds.append(path)
+                assert getattr(param.type, "min", None) == 0, path
+    assert len(numeric) > 20 and len(seeds) >= 3
+
+
+def test_negative_seed_and_nan_availability_are_bad_input(fleet):
+    assert "--seed" in one_line(fleet("simulate-availability", "--seed", "-1"))
+    assert "--host-availability" in one_line(fleet("simulate-availability", "--host-availability", "nan"))
+
+
+# ---- integers are integers ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("field, value", [("serial", 6.0), ("next_fault", 2.0)])
+def test_an_integer_written_as_a_float_is_refused_naming_the_field(fleet, field, value):
+    doc = state_doc(fleet.state)
+    doc[field] = value
+    (fleet.state / "state.json").write_text(json.dumps(doc))
+    line = one_line(fleet("status"))
+    assert f"field {field}" in line and "state.json" in line
+
+
+# ---- the state stays the size of the fleet -----------------------------------------------------------------------
+def test_a_commit_the_next_load_would_refuse_is_refused(fleet, monkeypatch):
+    from tpufleet.state import inputfiles
+
+    size = (fleet.state / "state.json").stat().st_size
+    monkeypatch.setattr(inputfiles, "MAX_STATE_BYTES", size + 200)
+    before = snapshot(fleet.state)
+    line = one_line(fleet("inject-fault", "host:c01/1", "--reason", "r" * 900))
+    assert "limit" in line and "nothing changed" in line
+    assert snapshot(fleet.state) == before
+    monkeypatch.undo()
+    assert fleet("status").code == 0
+
+
+def test_a_reason_over_the_limit_is_refused(fleet):
+    before = snapshot(fleet.state)
+    assert "reason" in one_line(fleet("inject-fault", "host:c01/1", "--reason", "r" * 1025))
+    assert snapshot(fleet.state) == before
+
+
+def test_a_huge_node_condition_reason_is_kept_short(fleet, tmp_path):
+    nodes = json.loads(FIXTURE.read_text())
+    node = nodes["items"][0]
+    for cond in node["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            cond.update(status="False", reason="Kubelet" + "X" * 2_000_000)
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(nodes))
+    r = fleet("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    reasons = [f["reason"] for f in state_doc(fleet.state)["faults"]]
+    assert reasons and max(map(len, reasons)) < 300
+    assert (fleet.state / "state.json").stat().st_size < 200_000
+
+
+def test_cleared_faults_move_to_the_journal_and_faults_all_still_lists_them(fleet):
+    from tpufleet.state.store import CLEARED_FAULTS_KEPT
+
+    count = CLEARED_FAULTS_KEPT + 40
+    for i in range(count):
+        assert fleet("inject-fault", f"host:c{i % 60:02d}/{i % 16}", "--reason", f"r{i}").code == 0
+        assert fleet("clear-fault", f"f{i + 1}").code == 0
+    doc = state_doc(fleet.state)
+    assert len(doc["faults"]) == CLEARED_FAULTS_KEPT  # the most recent ones
+    assert {f["id"] for f in doc["faults"]} == {f"f{n}" for n in range(41, count + 1)}
+    listed = fleet("faults", "--all", "-o", "json").json
+    assert [f["id"] for f in listed] == [f"f{n}" for n in range(1, count + 1)]
+    assert [f["reason"] for f in listed] == [f"r{i}" for i in range(count)]
+    assert all(f["cleared"] for f in listed)
+    assert fleet("faults", "-o", "json").json == []
+    line = one_line(fleet("clear-fault", "f1"), 1)
+    assert "not open" in line
+    opened = fleet("metrics").out
+    assert f"tpufleet_faults_opened_total {count}.0" in opened
+
+
+def test_a_fault_cleared_and_moved_in_one_commit_is_in_that_commits_delta(fleet):
+    from tpufleet.state.store import CLEARED_FAULTS_KEPT
+
+    scenario = fleet.state.parent / "many.yaml"
+    targets = [f"host:c{i // 16:02d}/{i % 16}" for i in range(CLEARED_FAULTS_KEPT + 10)]
+    scenario.write_text("\n".join(f"- {t}" for t in targets) + "\n")
+    assert fleet("inject-fault", "--from", scenario).code == 0
+    for t in targets:
+        assert fleet("clear-fault", t).code == 0
+    history = fleet("history", "-o", "json").json
+    cleared = [i for e in history for i in e.get("delta", {}).get("faults", {}).get("cleared", [])]
+    assert sorted(cleared, key=lambda f: int(f[1:])) == [f"f{n}" for n in range(1, len(targets) + 1)]
+
+
+# ---- files beside the state change only after its commit ---------------------------------------------------------
+def _run_crashing_at(state: str, point: str, *args: str) -> None:
+    os.environ[crashpoints.ENV] = point
+    main(["--state", state, *args])  # exits itself
+
+
+def _crash(state: Path, point: str, *args: str) -> None:
+    proc = CTX.Process(target=_run_crashing_at, args=(str(state), point, *args))
+    proc.start()
+    proc.join(300)
+    assert proc.exitcode == -signal.SIGKILL
+
+
+@pytest.fixture
+def routed(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("routes", "s").code == 0
+    return fleet
+
+
+def test_a_release_that_does_not_commit_keeps_the_tables(routed):
+    tables = routed.state / "routes" / "s.npz"
+    before = tables.read_bytes()
+    _crash(routed.state, "atomic_write.before_rename", "release", "s")
+    assert tables.read_bytes() == before
+    assert "s" in state_doc(routed.state)["routes"]
+    assert routed("release", "s").code == 0
+    assert not tables.exists() and not list((routed.state / "routes").iterdir())
+
+
+def test_routes_that_do_not_commit_keep_the_old_tables(routed):
+    tables = routed.state / "routes" / "s.npz"
+    before, index = tables.read_bytes(), state_doc(routed.state)["routes"]["s"]
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    _crash(routed.state, "atomic_write.before_rename", "routes", "s")
+    assert tables.read_bytes() == before
+    assert state_doc(routed.state)["routes"]["s"]["serial"] == index["serial"]
+    assert routed("routes", "s").code == 0  # and the next writer clears what the killed one left
+    assert [p.name for p in (routed.state / "routes").iterdir()] == ["s.npz"]
+    assert tables.read_bytes() != before
+
+
+def test_tables_are_swapped_in_only_after_the_state_is_committed(routed):
+    tables = routed.state / "routes" / "s.npz"
+    before = tables.read_bytes()
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    _crash(routed.state, "transaction.before_side_files", "routes", "s")
+    # the state is committed; the new tables wait beside the old ones under a temporary name
+    assert state_doc(routed.state)["routes"]["s"]["stale"] is False
+    assert tables.read_bytes() == before
+
+
+# ---- text from outside never drives the terminal -----------------------------------------------------------------
+def test_control_characters_in_a_reason_are_shown_escaped(fleet):
+    reason = "healthd\nf99  host:c09/9  fault  forged-row\x1b[2J\u202e\x00"
+    assert fleet("inject-fault", "host:c01/1", "--reason", reason).code == 0
+    table = fleet("faults").out
+    assert "\x1b" not in table and "\u202e" not in table and "\x00" not in table
+    assert len(table.strip().splitlines()) == 3  # header, rule, one fault: no forged row
+    assert "\\n" in table and "\\x1b" in table
+
+
+def test_the_lock_holders_command_line_is_shown_escaped(fleet):
+    from tpufleet.state.lock import exclusive
+
+    with exclusive(fleet.state, 1, "tpufleet \x1b[2J\x1b]0;pwned\x07 allocate"):
+        r = fleet("--lock-timeout", "0", "inject-fault", "host:c01/1")
+    assert r.code == 3
+    assert "\x1b" not in r.err and "\x07" not in r.err and "\\x1b" in r.err
+    assert Store(fleet.state).load().open_faults() == []

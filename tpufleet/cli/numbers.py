@@ -1,0 +1,57 @@
+"""Numbers on the command line: finite, in ASCII digits, for every option and argument of every command.
+
+Click reads `nan`, `inf` and digits of any script (an Arabic-Indic zero after a 1 reads as 10) as numbers, and its range checks let NaN through
+(every comparison with NaN is false). Rather than remember a check at each of the many numeric options, the
+command tree is walked once at start-up and each numeric parameter's type is given the checks below: one
+mechanism, which also covers options added later.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+_NUMERIC = {"FloatParamType", "FloatRange", "IntParamType", "IntRange"}
+_strict_classes: dict[type, type] = {}
+
+
+class _StrictNumber:
+    """Mixed in before Click's own numeric type: refuses non-ASCII text, NaN and infinities."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value.isascii():
+            self.fail(f"{shown(value)} is not a number in ASCII digits", param, ctx)  # type: ignore[attr-defined]
+        number = super().convert(value, param, ctx)  # type: ignore[misc]
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+        return number
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """A bad value as quoted in a message: repr-escaped, at most `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _strict_class(cls: type) -> type:
+    if cls not in _strict_classes:
+        _strict_classes[cls] = type(cls.__name__, (_StrictNumber, cls), {})
+    return _strict_classes[cls]
+
+
+def strict_numbers(command: object) -> None:
+    """Give every numeric parameter in the command tree the finite, ASCII-only checks (idempotent)."""
+    for sub in getattr(command, "commands", {}).values():
+        strict_numbers(sub)
+    for param in getattr(command, "params", []):
+        kind = type(param.type)
+        if kind.__name__ in _NUMERIC and not issubclass(kind, _StrictNumber):
+            # a new object (never the shared click.INT / click.FLOAT themselves) with the same settings
+            strict: Any = object.__new__(_strict_class(kind))
+            strict.__dict__.update(vars(param.type))
+            param.type = strict
+
+
+def is_strict(param_type: object) -> bool:
+    """Whether a parameter type has the checks (for the test that walks every command)."""
+    return isinstance(param_type, _StrictNumber)

@@ -1,0 +1,45 @@
+"""Text from outside (node conditions, reasons, command lines of other processes) made safe to show.
+
+A newline in a stored reason would print a fake row in a table; ESC sequences would drive the operator's
+terminal; U+202E would reverse what follows. Values are kept as given in JSON (which escapes them) and shown
+escaped everywhere else.
+
+>>> printable("Ready\\nf9  host:c01/0")
+'Ready\\\\nf9  host:c01/0'
+>>> printable("\\x1b[2Jgone")
+'\\\\x1b[2Jgone'
+>>> terminal_safe("row 1\\nrow 2 \\u202eevil")
+'row 1\\nrow 2 \\\\u202eevil'
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNPRINTABLE = re.compile(r"[^\t\n\x20-\x7e]")  # anything else is looked at once by `str.isprintable`
+
+
+def _escape(char: str) -> str:
+    return char if char.isprintable() else repr(char)[1:-1]
+
+
+def printable(text: str) -> str:
+    """`text` on one line: every character that is not printable (newlines, tabs, NUL, ESC, bidi controls)
+    written as its Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(c) for c in text)
+
+
+def terminal_safe(text: str) -> str:
+    """Rendered output for a terminal: newlines and tabs kept (they are the layout), every other character that
+    is not printable escaped."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: m.group() if m.group() in "\t\n" else _escape(m.group()), text)
+
+
+def bounded(text: str, limit: int) -> str:
+    """`printable(text)` cut to at most `limit` characters, the cut marked with an ellipsis."""
+    text = printable(text[: 4 * limit])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
