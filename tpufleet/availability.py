@@ -90,6 +90,38 @@ def _host_box(cube_box: Vec) -> Vec:
     return (hx * a, hy * b, hz * c)
 
 
+MAX_WORK = 5e9  # host draws plus static-box checks (`expected_work`): about 75 s on one core
+
+
+def expected_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_PER_POD) -> float:
+    """The Monte Carlo's work, before it runs: per trial, a draw for each of the pod's hosts, and for each host
+    expected to be down (1 - p of them), a mark on every z-plane of every static box tried (`_fits` loops over
+    the failed hosts and the box's planes; the time per unit is about that of a draw).
+
+    >>> f"{expected_work([64], 0.99, 20000):,.0f}"  # 1,024 draws + 10.24 failed hosts x 16 planes, per trial
+    '23,756,800'
+    """
+    hosts = pod_cubes * MACHINES_PER_CUBE
+    planes = 0
+    if pod_cubes == STATIC_POD_CUBES:
+        planes = sum(box[2] for box in {_host_box(cubes) for k in ks for cubes in static_boxes(k)})
+    return trials * (hosts + hosts * (1.0 - p) * planes)
+
+
+def check_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_PER_POD) -> None:
+    """Refuse (BadInput, exit 2) a Monte Carlo of more than MAX_WORK (`expected_work`) before it starts: the
+    static-pod search grows with the hosts down, so at p = 0 the allowed 10,000,000 trials would run for hours."""
+    from tpufleet.errors import BadInput
+
+    work = expected_work(ks, p, trials, pod_cubes)
+    if work > MAX_WORK:
+        raise BadInput(
+            f"simulation too large: {trials:,} trials of {len(ks)} slice size(s) at host availability {p:g} are "
+            f"about {work:,.0f} units of work (host draws and static-box checks), over the limit of "
+            f"{MAX_WORK:,.0f} (fewer --trials or --cubes, or a higher --host-availability)"
+        )
+
+
 def simulate(
     ks: list[int],
     p: float,
@@ -294,12 +326,14 @@ def plot(result: dict[str, Any], image_format: str) -> bytes:
 
 
 def parse_sizes(text: str, unit: str) -> list[int]:
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
 
     try:
+        if not text.isascii():  # int() reads digits of every script
+            raise ValueError(text)
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise BadInput(f"bad option --{unit}: {text!r} is not a comma-separated list of whole numbers") from None
+        raise BadInput(f"bad option --{unit}: {shown(text)} is not a comma-separated list of whole numbers") from None
     if not values:
         raise BadInput(f"bad option --{unit}: empty list")
     if unit == "chips":

@@ -76,9 +76,12 @@ def simulate_cmd(
     ] = ReportOutput.table,
 ) -> None:
     """For each slice size, the probability a job can be placed on a static pod, a reconfigurable pod, and a
-    reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals)."""
+    reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals).
+
+    The Monte Carlo is capped by its work, trials x (the pod's 1,024 hosts + hosts expected down x the static boxes'
+    planes), at 5,000,000,000 (about a million trials at the defaults): more is refused before it starts (exit 2)."""
     from tpufleet import availability
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
     from tpufleet.ops import availability as ops
 
     if cubes is not None and chips is not None:
@@ -90,7 +93,7 @@ def simulate_cmd(
         else availability.parse_sizes(cubes or DEFAULT_CUBES, "cubes")
     )
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
-        raise BadInput(f"bad option --plot: {str(plot)!r} must end in .png or .svg")
+        raise BadInput(f"bad option --plot: {shown(str(plot))} must end in .png or .svg")
     if plot is not None:
         from tpufleet.state.files import check_output_path
 

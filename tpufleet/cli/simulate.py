@@ -133,7 +133,9 @@ def simulate_cmd(
     fault-tolerant routing absorbs what it can, jobs checkpoint and restart. Prints the goodput summary; writes the
     event log with --out.
 
-    A run expected to log more than 3,000,000 events is refused before it starts (exit 2)."""
+    A run expected to log more than 3,000,000 events, or to queue more work than the fleet can run for so long
+    that the scheduler would visit waiting jobs more than 50,000,000 times, is refused before it starts (exit 2).
+    A run in which no job arrives is a result (zero jobs, no goodput), not an error."""
     import functools
 
     from tpufleet.errors import BadInput

@@ -40,20 +40,21 @@ def _text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _executor(serial: bool, cluster: str | None, workers: int | None) -> Any:
+def _executor(serial: bool, address: str | None, workers: int | None, timeout: float) -> Any:
+    """Serial, a local Dask cluster or the scheduler at `address` (checked by `backends.scheduler_address`)."""
     from tpufleet.errors import BadInput
     from tpufleet.sweep import backends
 
-    if serial and (cluster or workers):
+    if serial and (address is not None or workers):
         raise BadInput("give --serial, or --cluster / --workers, not both")
-    if cluster and workers:
+    if address is not None and workers:
         raise BadInput("--workers sizes the local cluster; a --cluster is sized by its own workers")
     if serial:
         return backends.Serial()
-    if cluster is None and not backends.dask_available():
+    if address is None and not backends.dask_available():
         print(f"tpufleet: Dask is not installed, running serially ({backends.INSTALL_HINT})", file=sys.stderr)
         return backends.Serial()
-    return backends.Dask(cluster, workers)
+    return backends.Dask(address, workers, timeout)
 
 
 @app.command("sweep", epilog=EPILOG)
@@ -64,6 +65,16 @@ def sweep_cmd(
     cluster: Annotated[
         str | None, typer.Option("--cluster", metavar="tcp://HOST:8786", help="Run on this Dask scheduler")
     ] = None,
+    cluster_timeout: Annotated[
+        float,
+        typer.Option(
+            "--cluster-timeout",
+            min=0.1,
+            max=3600,
+            metavar="SECONDS",
+            help="How long the --cluster scheduler may take to answer (its workers get 30 s more to appear)",
+        ),
+    ] = 10.0,
     workers: Annotated[
         int | None,
         typer.Option("--workers", min=1, max=1024, help="Worker processes of the local cluster [default: the cores]"),
@@ -79,26 +90,30 @@ def sweep_cmd(
     of every figure per point to --out (sweep.json, sweep.csv, sweep.png).
 
     Runs go to a local Dask cluster (one worker per core) when Dask is installed, else run serially; the numbers
-    are the same either way. Exit 1 if some points failed (the others are written; --resume runs them again), 2 for
-    a bad spec (before any run starts), 70 if a point failed by a bug."""
-    from tpufleet.errors import BadInput
-    from tpufleet.sweep import driver, spec
+    are the same either way. Exit 1 if some points failed (the others are written; --resume runs them again) or
+    the --cluster scheduler cannot be reached or does not answer within --cluster-timeout, 2 for a bad spec or a
+    malformed --cluster address (before any run starts), 70 if a point failed by a bug."""
+    from tpufleet.errors import BadInput, shown
+    from tpufleet.sweep import backends, driver, spec
 
+    address = None if cluster is None else backends.scheduler_address(cluster)  # before the spec's work
     if plot_format not in ("png", "svg"):
-        raise BadInput(f"bad option --plot-format {plot_format!r}: png or svg")
+        raise BadInput(f"bad option --plot-format {shown(plot_format)}: png or svg")
     if out.exists() and not out.is_dir():
-        raise BadInput(f"bad option --out {str(out)!r}: it is not a directory")
+        raise BadInput(f"bad option --out {shown(str(out))}: it is not a directory")
     if not out.exists() and not out.absolute().parent.is_dir():
-        raise BadInput(f"bad option --out {str(out)!r}: directory {str(out.absolute().parent)!r} does not exist")
+        raise BadInput(f"bad option --out {shown(str(out))}: its directory does not exist")
     sweep = spec.load(spec_file)  # every point is checked before any work starts
-    executor = _executor(serial, cluster, workers)
+    executor = _executor(serial, address, workers, cluster_timeout)
     from tpufleet.cli.progress import progress
 
     if sys.stderr.isatty() and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
         print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
     try:
         with progress("sweep", None, count=True) as bar:
-            outcome = driver.run(sweep, out, executor, resume=resume, keep_events=keep_events, progress=bar.set)
+            outcome = driver.run(
+                sweep, out, executor, resume=resume, keep_events=keep_events, progress=bar.set, warn=_warn
+            )
     finally:
         executor.close()
     doc = _write(outcome, out, plot_format)
@@ -110,6 +125,10 @@ def sweep_cmd(
         for failed in doc["failed"]:
             print(f"tpufleet: point {failed['index']} failed {failed['params']}: {failed['error']}", file=sys.stderr)
         raise typer.Exit(70 if any(f["bug"] for f in doc["failed"]) else 1)
+
+
+def _warn(line: str) -> None:
+    print(f"tpufleet: {line}", file=sys.stderr)
 
 
 def _write(outcome: Any, out: Path, plot_format: str) -> dict[str, Any]:

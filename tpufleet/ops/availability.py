@@ -44,6 +44,7 @@ def report(
 ) -> dict[str, Any]:
     from tpufleet import availability
 
+    availability.check_work(list(sizes), p, trials)
     result = availability.report(list(sizes), p, q, trials, seed, on_progress=on_progress)
     result["availability_source"] = source
     return result

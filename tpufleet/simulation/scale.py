@@ -1,5 +1,6 @@
 """How much a run simulates: the fleet's job stream at a load per pod, fault rates scaled per kind, and the
-event budget a run must fit in (`check_budget`, refused before it starts)."""
+budget a run must fit in (`check_budget`, refused before it starts): the events it logs and the scheduler's
+work on its queue of waiting jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
-from tpufleet.errors import BadInput
+from tpufleet.constants import CHIPS_PER_CUBE
+from tpufleet.errors import BadInput, shown
 from tpufleet.simulation.inputs import (
     FAULT_KINDS,
     MAX_ARRIVALS_PER_HOUR,
@@ -19,6 +21,10 @@ from tpufleet.simulation.inputs import (
 )
 
 MAX_EVENTS = 3_000_000  # expected events logged by one run (about 270 MB of JSONL, 1.5 GB in memory; 30 days of one pod: 120,000, of 16 pods: 1.9 M)
+# Expected waiting-job visits of the scheduler (`expected_queue_work`): about a microsecond each, so about a
+# minute of scheduling on one core (1,000 arrivals an hour on one pod: 10 hours; the shipped workload at
+# --load-per-pod 2 on one pod for 30 days: 0.8 M).
+MAX_QUEUE_WORK = 50_000_000
 RATE_OF_KIND = {"host": "host_per_day", "link": "link_per_day", "ocs": "ocs_per_day", "drain": "drain_per_day"}
 
 
@@ -56,7 +62,7 @@ def scale_rates(rates: FaultRates, factors: Mapping[str, float]) -> FaultRates:
     changed = {}
     for kind, factor in factors.items():
         if kind not in RATE_OF_KIND:
-            raise BadInput(f"bad fault kind {kind!r}: not one of {', '.join(FAULT_KINDS)}")
+            raise BadInput(f"bad fault kind {shown(kind)}: not one of {', '.join(FAULT_KINDS)}")
         if not 0 <= factor <= 1000:  # also refuses NaN
             raise BadInput(f"bad fault-rate factor {factor!r} for {kind}: must be a number from 0 to 1000")
         name = RATE_OF_KIND[kind]
@@ -78,7 +84,7 @@ def parse_factors(text: str) -> dict[str, float]:
         return {kind.strip(): float(value) for kind, value in pairs}
     except ValueError:
         raise BadInput(
-            f"bad option --fault-scale {text!r}: give a factor (2) or kind=factor pairs (host=2,ocs=1.5)"
+            f"bad option --fault-scale {shown(text)}: give a factor (2) or kind=factor pairs (host=2,ocs=1.5)"
         ) from None
 
 
@@ -109,12 +115,64 @@ def expected_events(workload: Workload, rates: FaultRates, options: Options, com
     return 1.2 * steps + 15.0 * arrivals + 25.0 * strikes
 
 
+def _arrivals(workload: Workload, hours: float) -> tuple[float, float]:
+    """(Jobs expected to arrive in `hours`, their expected cube-hours of work), the listed jobs included.
+
+    A random arrival's work is its mean duration (lognormal, capped like the draws, and at the run's length)
+    times the mean cubes of the shape mix (a sub-cube shape its share of a cube) times its mean slice count."""
+    listed = sum(spec.slices * spec.shape.chips / CHIPS_PER_CUBE * min(spec.duration_hours, hours)
+                 for spec in workload.jobs)  # fmt: skip
+    if not (workload.arrival_rate_per_hour > 0 and workload.shapes):
+        return float(len(workload.jobs)), listed
+    random_arrivals = workload.arrival_rate_per_hour * hours
+    log_mean = math.log(workload.duration_median_h) + workload.duration_sigma**2 / 2
+    mean_h = min(workload.duration_max_h, math.exp(min(log_mean, math.log(MAX_HOURS))), hours)
+    total_weight = sum(w for _, w in workload.shapes)
+    mean_cubes = sum(shape.chips / CHIPS_PER_CUBE * w for shape, w in workload.shapes) / total_weight
+    return len(workload.jobs) + random_arrivals, listed + random_arrivals * mean_h * mean_cubes * _mean_slices(workload)
+
+
+def _mean_slices(workload: Workload) -> float:
+    mix = workload.multislice
+    if mix is None or not mix.counts:
+        return 1.0
+    mean = sum(n * w for n, w in mix.counts) / sum(w for _, w in mix.counts)
+    return 1.0 + mix.share * (mean - 1.0)
+
+
+def expected_queue_work(workload: Workload, options: Options) -> tuple[float, float, float]:
+    """(Waiting-job visits the scheduler is expected to make, jobs expected to arrive, and to be waiting at the
+    end), for the fleet's job stream (`fleet_workload`).
+
+    Each arrival (and each end) makes the scheduler walk its queue of waiting jobs. While the fleet keeps up the
+    queue stays short; when the work arriving is rho > 1 times the cube-hours the fleet has, about a share
+    1 - 1/rho of the arrivals is still waiting at the end, the queue grows steadily to it, and the walks add up
+    to arrivals x waiting / 2: quadratic in the run's length. An estimate, good to a small factor.
+    """
+    hours = options.days * 24.0
+    arrivals, cube_hours = _arrivals(workload, hours)
+    capacity = options.pods * options.cubes_per_pod * hours
+    rho = cube_hours / capacity if capacity > 0 else 0.0
+    waiting = arrivals * (1.0 - 1.0 / rho) if rho > 1.0 else 0.0
+    return arrivals * waiting / 2.0, arrivals, waiting
+
+
 def check_budget(workload: Workload, rates: FaultRates, options: Options, components: Mapping[str, int]) -> None:
-    """Refuse (exit 2) a run expected to log more than MAX_EVENTS records, before it allocates anything.
-    `workload` is the workload file's (per pod): the fleet's stream is worked out here."""
-    expected = expected_events(fleet_workload(workload, options), rates, options, components)
+    """Refuse (exit 2) a run expected to log more than MAX_EVENTS records, or to make the scheduler walk its queue
+    more than MAX_QUEUE_WORK times, before it allocates anything. `workload` is the workload file's (per pod):
+    the fleet's stream is worked out here."""
+    fleet = fleet_workload(workload, options)
+    expected = expected_events(fleet, rates, options, components)
     if expected > MAX_EVENTS:
         raise BadInput(
             f"simulation too large: about {expected:,.0f} events expected, over the limit of {MAX_EVENTS:,} "
             f"(fewer --days, a longer --checkpoint-interval, or lower arrival or fault rates)"
+        )
+    work, arrivals, waiting = expected_queue_work(fleet, options)
+    if work > MAX_QUEUE_WORK:
+        raise BadInput(
+            f"simulation too large: about {arrivals:,.0f} jobs arrive for more work than the fleet can run, about "
+            f"{waiting:,.0f} still waiting at the end: about {work:,.0f} visits of waiting jobs by the scheduler, "
+            f"over the limit of {MAX_QUEUE_WORK:,} (fewer --days, or a lower arrival rate or "
+            f"--load-per-pod)"
         )

@@ -31,7 +31,6 @@ from itertools import pairwise
 from operator import sub
 from typing import Any
 
-from tpufleet.errors import BadInput
 from tpufleet.goodput import events as goodput_events
 from tpufleet.goodput.metrics import capacity_chip_s, size_class
 from tpufleet.simulation.log import Entry, EventTuple
@@ -347,8 +346,8 @@ def goodput(
             goodput_events.add_record(log, entry, "<simulation>", line)
         elif group:
             by_job.setdefault(entry[0], []).append(entry)
-    if not by_job:
-        raise BadInput("no job events in the input")
+    if not by_job:  # no job arrived (no load, or too short a run): a valid run with nothing to measure
+        return {"fleet": _factors([], None), "segments": [], "kinds": None}
     jobs = [log.jobs.get(job_id) or goodput_events.Job(job_id) for job_id in sorted(by_job)]
     if not log.capacity or any(job.ideal_step_s is None for job in jobs):
         return by_the_report(entries)  # peak-allocation capacity, estimated ideal steps: not worked out here

@@ -4,21 +4,39 @@ Both take plain tasks and yield plain results as runs finish (`runs.run_task` do
 Dask executor starts an in-process `LocalCluster` of worker processes (one thread each: the simulation is pure
 Python and holds the GIL) or connects to a running scheduler; Dask is imported only here, and only when used,
 so the rest of the tool does not pay for it.
+
+A remote scheduler's address is checked before Dask sees it (`scheduler_address`), and every exchange with it
+before the first task (connecting, counting its workers, their versions) runs under a deadline: Dask's own
+connect timeout covers opening the socket but not the handshake that follows, so a port that accepts and never
+answers would hold the sweep forever, and a peer that answers with other bytes makes Dask's reader fail in ways
+of its own (a frame length of exabytes, a bad struct). Both are the same thing to the operator: no scheduler
+there (`Refused`, exit 1).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, Refused, shown
 from tpufleet.sweep.runs import Result, Task, run_task
 
 WORKER_WAIT_S = 30.0  # how long a remote cluster may take to show its first worker
+CONNECT_TIMEOUT_S = 10.0  # default --cluster-timeout: how long the scheduler may take to answer
+DEFAULT_PORT = 8786  # the Dask scheduler's own default
+SCHEMES = ("tcp", "tls")  # the network transports a Dask scheduler listens on without extra packages
 INSTALL_HINT = "install the sweep extra: pip install 'tpufleet[sweep]' (or make sweep-deps)"
+_ADDRESS = re.compile(
+    r"(?:(?P<scheme>[a-z]+)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]]+)(?::(?P<port>[0-9]{1,5}))?", re.ASCII
+)
+_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")  # a DNS label (and Docker's underscores)
+T = TypeVar("T")
 
 
 class Executor(Protocol):
@@ -99,14 +117,70 @@ def _local_cluster(dd: Any, workers: int) -> Any:
         )
 
 
-class Dask:
-    """Runs tasks on a Dask cluster: a local one of `workers` processes, or the scheduler at `address`."""
+def scheduler_address(text: str) -> str:
+    """`--cluster` checked and spelt out: ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (scheme tcp and port 8786
+    when left out); BadInput naming the option and the value otherwise.
 
-    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+    >>> scheduler_address("scheduler"), scheduler_address("tls://[::1]:9000")
+    ('tcp://scheduler:8786', 'tls://[::1]:9000')
+    """
+    match = _ADDRESS.fullmatch(text) if text.isascii() and len(text) <= 300 else None
+    scheme = (match.group("scheme") or "tcp") if match else None
+    port = int(match.group("port") or DEFAULT_PORT) if match else 0
+    if match is None or scheme not in SCHEMES or not 1 <= port <= 65535 or not _good_host(match.group("host")):
+        raise BadInput(
+            f"bad option --cluster {shown(text)}: give a Dask scheduler's address, "
+            f"tcp://HOST:PORT or tls://HOST:PORT (HOST a name or an IP address, PORT 1-65535)"
+        )
+    return f"{scheme}://{match.group('host')}:{port}"
+
+
+def _good_host(host: str) -> bool:
+    """An IPv4 address, an IPv6 one in brackets, or a DNS name (at most 253 characters, labels of at most 63)."""
+    if host.startswith("["):
+        try:
+            return isinstance(ipaddress.ip_address(host[1:-1]), ipaddress.IPv6Address)
+        except ValueError:
+            return False
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= 253 and all(_LABEL.fullmatch(label) for label in labels)
+
+
+def _within(seconds: float, what: str, call: Callable[[], T]) -> T:
+    """`call()`, given at most `seconds`: Refused (exit 1) saying so when it has not returned by then.
+
+    It runs in a daemon thread, because Dask's synchronous client blocks inside its own event loop where no
+    timeout of ours reaches; a thread still waiting on a silent peer is left behind (it ends when the peer
+    closes the connection, or with the process)."""
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
+            done["error"] = exc
+
+    thread = threading.Thread(target=run, name=f"tpufleet {what}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise Refused(f"{what} did not answer within {seconds:g} s (--cluster-timeout)")
+    if "error" in done:
+        raise done["error"]
+    value: T = done["value"]
+    return value
+
+
+class Dask:
+    """Runs tasks on a Dask cluster: a local one of `workers` processes, or the scheduler at `address` (checked
+    by `scheduler_address`), which must answer within `timeout` seconds."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None, timeout: float = CONNECT_TIMEOUT_S):
         if not dask_available():
             raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
         dd = _distributed()
         self.cluster: Any = None
+        self.client: Any = None
         try:
             if address is None:
                 self.workers = workers or local_workers()
@@ -114,17 +188,33 @@ class Dask:
                 self.client = dd.Client(self.cluster)
                 self.kind = "local"
             else:
-                self.client = dd.Client(address, timeout="10s")
-                self._wait_for_a_worker()
-                self.workers = sum(self.client.nthreads().values())
-                self.kind = "remote"
-                self._check_versions()
-        except OSError as exc:  # no scheduler there, refused, timed out
+                self._connect(dd, address, timeout)
+        except OSError as exc:  # no port or process for the local cluster
             self.close()
-            raise Refused(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+            raise Refused(f"cannot start a local Dask cluster: {exc}") from None
         except Refused:
             self.close()
             raise
+
+    def _connect(self, dd: Any, address: str, timeout: float) -> None:
+        """Connect to the scheduler, wait for a worker, count the workers and check their versions, each under
+        a deadline; whatever Dask raises on the way means no scheduler answered there."""
+        where = f"the Dask scheduler at {shown(address)}"
+        try:
+            # Dask's own timeout (its connect retries, on a refused connection) gets half the deadline, so that
+            # a refused port is told apart from a silent one.
+            self.client = _within(timeout, where, lambda: dd.Client(address, timeout=timeout / 2))
+            _within(WORKER_WAIT_S + timeout, where, self._wait_for_a_worker)
+            self.workers = _within(timeout, where, lambda: sum(self.client.nthreads().values()))
+            self.kind = "remote"
+            _within(WORKER_WAIT_S + timeout, where, self._check_versions)
+        except (Refused, BadInput):
+            raise
+        # Refused, connection refused, a timeout, or a peer that is no Dask scheduler: Dask's reader fails on
+        # its bytes with MemoryError, struct.error, ValueError... all of them one answer: nothing usable there.
+        except Exception as exc:  # noqa: BLE001
+            reason = " ".join(str(exc).split())[:120] or "no reason given"
+            raise Refused(f"cannot reach {where}: {type(exc).__name__}: {reason}") from None
 
     def _wait_for_a_worker(self) -> None:
         """Workers started with the scheduler may still be registering: give them WORKER_WAIT_S."""
@@ -141,8 +231,10 @@ class Dask:
         from tpufleet import __version__
 
         theirs = self.client.run(_tpufleet_version)
-        wrong = sorted(
-            f"{worker} has {version or 'no tpufleet'}" for worker, version in theirs.items() if version != __version__
+        wrong = sorted(  # the names and versions are the peer's words: each cut short
+            f"{shown(worker)} has {shown(version) if version else 'no tpufleet'}"
+            for worker, version in theirs.items()
+            if version != __version__
         )
         if wrong:
             raise Refused(f"Dask workers must run tpufleet {__version__}: " + "; ".join(wrong[:5]), wrong)

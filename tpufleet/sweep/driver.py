@@ -1,6 +1,7 @@
 """Running a sweep: the points not finished yet go to the executor as tasks, one per replication; each point is
 saved as soon as all its replications are back, and a point whose run failed is reported with its parameters
-while the others go on."""
+while the others go on. With `resume`, a point whose saved file does not check (`store.read_point`) is run again
+and `warn` is told why."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpufleet.errors import BadStateFile
 from tpufleet.sweep import store
 from tpufleet.sweep.backends import Executor
 from tpufleet.sweep.runs import Result, Task
@@ -16,6 +18,7 @@ from tpufleet.sweep.spec import Point, SweepSpec
 from tpufleet.sweep.stats import summarize
 
 Progress = Callable[[int, int], None]  # (points done, points in all)
+Warn = Callable[[str], None]  # one line for the operator
 
 
 @dataclass
@@ -57,14 +60,13 @@ def run(
     resume: bool = False,
     keep_events: bool = False,
     progress: Progress | None = None,
+    warn: Warn | None = None,
 ) -> Outcome:
     points_dir = store.prepare(out, resume)
-    saved = store.finished(points_dir, [p.key for p in spec.points]) if resume else {}
-    outcome = Outcome(spec, resumed=len(saved))
-    for point in spec.points:
-        if point.key in saved:
-            outcome.points[point.index] = _public(saved[point.key])
-    todo = [p for p in spec.points if p.key not in saved]
+    outcome = Outcome(spec)
+    if resume:
+        _resume(outcome, points_dir, warn or (lambda line: None))
+    todo = [p for p in spec.points if p.index not in outcome.points]
     by_index = {p.index: p for p in todo}
     if progress is not None:
         progress(outcome.resumed, len(spec.points))
@@ -79,6 +81,20 @@ def run(
             if progress is not None:
                 progress(len(outcome.points) + len(outcome.failed), len(spec.points))
     return outcome
+
+
+def _resume(outcome: Outcome, points_dir: Path, warn: Warn) -> None:
+    """Take the points an earlier run saved; a file that does not check is not used (its point runs again and
+    the file is replaced), and `warn` says which and why."""
+    for point in outcome.spec.points:
+        try:
+            runs = store.read_point(points_dir, point.key, outcome.spec.seeds)
+        except BadStateFile as exc:
+            warn(f"{exc}: point {point.index} runs again")
+            continue
+        if runs is not None:
+            outcome.points[point.index] = _public(point, runs)
+            outcome.resumed += 1
 
 
 def _finish(outcome: Outcome, points_dir: Path, point: Point, results: dict[int, Result]) -> None:
@@ -108,12 +124,13 @@ def _finish(outcome: Outcome, points_dir: Path, point: Point, results: dict[int,
         "metrics": summarize(runs),
     }
     store.save(points_dir, saved)
-    outcome.points[point.index] = _public(saved)
+    outcome.points[point.index] = _public(point, runs)
 
 
-def _public(saved: dict[str, Any]) -> dict[str, Any]:
-    """A finished point as the sweep's output shows it (its runs stay in its file)."""
-    return {k: saved[k] for k in ("index", "params", "metrics")}
+def _public(point: Point, runs: list[dict[str, float | None]]) -> dict[str, Any]:
+    """A finished point as the sweep's output shows it (its runs stay in its file): the spec's parameters and the
+    summary of the runs, worked out the same way for a point just run and one read back."""
+    return {"index": point.index, "params": point.params, "metrics": summarize(runs)}
 
 
 def _write_events(out: Path, point: Point, result: Result) -> str:

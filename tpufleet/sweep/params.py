@@ -89,5 +89,24 @@ DEFAULTS: dict[Simulation, dict[str, Any]] = {
         "trials": 20000,
     },
 }
-# The figure plotted when the spec does not name one.
+# The figure plotted when the spec does not name one: MPG, or the availability of a slice of 50 cubes with
+# fault-tolerant routing (the operating point of Fig. 1 of "Resiliency at Scale") when the sweep has that size.
 DEFAULT_METRIC: dict[Simulation, str] = {"fleet": "mpg", "availability": "reconfigurable_ft.50"}
+DEFAULT_CUBES = 50
+
+
+def default_metric(simulation: Simulation, sizes_per_point: list[set[int]]) -> str:
+    """The figure plotted when the spec names none. An availability sweep plots reconfigurable_ft.K for K = 50
+    when every point simulates 50 cubes, else the largest size every point simulates, else the largest any
+    point simulates (`sizes_per_point`: the sizes of each point).
+
+    >>> default_metric("availability", [{8, 64}, {8, 16}])
+    'reconfigurable_ft.8'
+    """
+    if simulation == "fleet":
+        return DEFAULT_METRIC["fleet"]
+    common = set.intersection(*sizes_per_point) if sizes_per_point else set()
+    if DEFAULT_CUBES in common:
+        return DEFAULT_METRIC["availability"]
+    size = max(common) if common else max(set().union(*sizes_per_point))
+    return f"reconfigurable_ft.{size}"

@@ -9,7 +9,7 @@ data, whichever executor ran it (exceptions with their own constructors do not a
 from __future__ import annotations
 
 import gzip
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,14 @@ from tpufleet.simulation.inputs import FAULT_KINDS
 Task = dict[str, Any]
 Result = dict[str, Any]
 DISRUPTIONS = ("failure", "eviction", "preemption")
+# The figures a run gives (`fleet_metrics`, `_availability`): these names, and FAMILY.VALUE for each family below
+# with VALUE a size class (fleet) or a slice size in cubes (availability).
+FLEET_FIGURES = (
+    "sg", "rg", "pg", "mpg", "jobs_submitted", "jobs_finished", "disruptions",
+    *(f"disruptions.{kind}" for kind in DISRUPTIONS), "reroutes",
+)  # fmt: skip
+FLEET_BY_SIZE = ("sg", "rg", "wait_hours", "restart_wait_hours")
+AVAILABILITY_BY_SIZE = ("reconfigurable_ft", "reconfigurable", "reconfigurable_ft_exact", "static")
 
 
 def run_task(task: Task) -> Result:
@@ -73,7 +81,7 @@ def fleet_inputs(
 
 def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
     """{"4x4x8 twisted": 2, "8x8x8": 1} -> the workload's weighted shapes; BadInput on a bad shape or total."""
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
     from tpufleet.shapes import allocatable
 
     shapes = []
@@ -81,7 +89,7 @@ def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
         words = text.split()
         shape = parse_shape(words[0], twisted=words[1:] == ["twisted"])
         if not allocatable(shape) or words[1:] not in ([], ["twisted"]):
-            raise BadInput(f"bad size_mix shape {text!r}: give an allocatable shape, optionally 'twisted'")
+            raise BadInput(f"bad size_mix shape {shown(text)}: give an allocatable shape, optionally 'twisted'")
         shapes.append((shape, float(weight)))
     if not sum(w for _, w in shapes) > 0:
         raise BadInput("bad size_mix: the weights add up to zero")
@@ -91,6 +99,9 @@ def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
 def check_point(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
     """Refuse (BadInput) a point whose run could not start: inputs that do not combine, or over the budget."""
     if simulation != "fleet":
+        from tpufleet.availability import check_work
+
+        check_work(sizes_of(params), params["host_availability"], params["trials"])
         return
     from tpufleet.model import component_counts, default_fleet
     from tpufleet.simulation.scale import check_budget
@@ -131,12 +142,35 @@ def fleet_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
     return metrics
 
 
+def figure_names(simulation: str, points: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every figure a run of these points can give (a fleet run gives a size class's figures only when a job of
+    that class ran)."""
+    if simulation == "fleet":
+        from tpufleet.goodput.metrics import SIZE_CLASSES
+
+        sizes = [name for _, name in SIZE_CLASSES]
+        return {*FLEET_FIGURES, *(f"{family}.{size}" for family in FLEET_BY_SIZE for size in sizes)}
+    return {f"{family}.{k}" for family in AVAILABILITY_BY_SIZE for k in sizes_in(points)}
+
+
+def sizes_of(params: Mapping[str, Any]) -> list[int]:
+    """The slice sizes (cubes) an availability point simulates."""
+    cubes = params["cubes"]
+    return list(cubes) if isinstance(cubes, list) else [cubes]
+
+
+def sizes_in(points: Sequence[Mapping[str, Any]]) -> set[int]:
+    """The slice sizes any of the availability points simulates."""
+    return {k for params in points for k in sizes_of(params)}
+
+
 def _availability(params: Mapping[str, Any], seed: int) -> dict[str, float | None]:
     """Job availability by slice size (cubes), Monte Carlo (seeded) and exact."""
     from tpufleet.ops.availability import report
 
-    sizes = params["cubes"] if isinstance(params["cubes"], list) else [params["cubes"]]
-    result = report(sizes, params["host_availability"], params["ocs_availability"], params["trials"], seed, "given")
+    result = report(
+        sizes_of(params), params["host_availability"], params["ocs_availability"], params["trials"], seed, "given"
+    )
     metrics: dict[str, float | None] = {}
     for row in result["results"]:
         k = row["cubes"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,10 @@ SPEC_SCHEMA: dict[str, Any] = {
         "plot": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"metric": {"type": "string", "maxLength": 200}, "young_daly_for": {"type": "string"}},
+            "properties": {
+                "metric": {"type": "string", "maxLength": 200},
+                "young_daly_for": {"type": "string", "maxLength": 64},
+            },
         },
     },
 }
@@ -81,7 +85,10 @@ def derive_seed(base: int, replication: int) -> int:
 
 
 def load(path: Path) -> SweepSpec:
-    """Read, check and expand a sweep spec; BadStateFile naming file, field and value on the first problem."""
+    """Read, check and expand a sweep spec; BadStateFile naming file, field and value on the first problem.
+
+    Everything is checked before any run: the number of runs (counted from the grid's axes before a point is
+    built), every value, the plot's figure and shape, and every point's simulation inputs."""
     from tpufleet.simulation.inputs import read_yaml
 
     doc = read_yaml(path, SPEC_SCHEMA, "sweep spec")
@@ -95,20 +102,63 @@ def load(path: Path) -> SweepSpec:
     swept = tuple(dict.fromkeys([*grid, *(k for e in entries for k in e)]))
     base_seed = int(doc.get("seed", 0))
     seeds = tuple(derive_seed(base_seed, r) for r in range(int(doc.get("seeds", 1))))
+    _check_runs(file, "grid" if grid else "points", [len(entries) or 1, *map(len, grid.values())], len(seeds))
     combos = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     unset = dict.fromkeys(swept)  # a point that does not set a swept parameter shows it as null
     merged = [{**unset, **P.DEFAULTS[simulation], **fixed, **e, **c} for e in (entries or [{}]) for c in combos]
-    if len(merged) * len(seeds) > MAX_RUNS:
-        raise BadStateFile(file, "grid", len(merged), f"{len(merged)} points x {len(seeds)} seeds is over {MAX_RUNS}")
+    metric, young_daly_for = _plot(file, simulation, doc.get("plot", {}), merged)
     inputs = _read_inputs(path, merged)
     points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds)) for i, p in enumerate(merged))
     _check_points(file, simulation, points, inputs, "points" if entries else "grid")
-    plot = doc.get("plot", {})
-    metric = plot.get("metric", P.DEFAULT_METRIC[simulation])
     return SweepSpec(
-        file, doc.get("name", path.stem), simulation, base_seed, seeds, swept, points, metric,
-        plot.get("young_daly_for"), inputs,
+        file, doc.get("name", path.stem), simulation, base_seed, seeds, swept, points, metric, young_daly_for,
+        inputs,
     )  # fmt: skip
+
+
+def _check_runs(file: str, field: str, axes: list[int], seeds: int) -> None:
+    """Refuse more than MAX_RUNS runs, counted from the number of values on each axis (entries, then each grid
+    parameter): a few KB of grid can ask for 10^11 combinations, which must not be built to be counted."""
+    exponent = math.fsum(math.log10(n) for n in axes)
+    points = math.prod(axes) if exponent < 15 else None  # past 10^15 only the order of magnitude matters
+    if points is not None and points * seeds <= MAX_RUNS:
+        return
+    count = f"{points:,} points" if points is not None else f"about 10^{exponent:.0f} points"
+    raise BadStateFile(file, field, points, f"{count} x {seeds} seed(s) is over the limit of {MAX_RUNS:,} runs")
+
+
+def _plot(
+    file: str, simulation: P.Simulation, plot: Mapping[str, Any], points: list[dict[str, Any]]
+) -> tuple[str, str | None]:
+    """The figure to plot (the spec's, which some point must give, or the default) and the Young/Daly shape."""
+    from tpufleet.sweep.runs import figure_names, sizes_of
+
+    sizes = [set(sizes_of(p)) for p in points] if simulation == "availability" else []
+    metric = plot["metric"] if "metric" in plot else P.default_metric(simulation, sizes)
+    names = figure_names(simulation, points)
+    if metric not in names:
+        some = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+        raise BadStateFile(file, "plot.metric", metric, f"no point of this sweep gives this figure (it gives {some})")
+    return metric, _young_daly_shape(file, simulation, plot.get("young_daly_for"))
+
+
+def _young_daly_shape(file: str, simulation: P.Simulation, text: str | None) -> str | None:
+    """`plot.young_daly_for` checked: a fleet sweep's shape, optionally followed by ``twisted``."""
+    from tpufleet.shapes import parse_shape
+
+    if text is None:
+        return None
+    field = "plot.young_daly_for"
+    if simulation != "fleet":
+        raise BadStateFile(file, field, text, "only a fleet sweep has checkpoint intervals to mark")
+    words = text.split()
+    if not words or words[1:] not in ([], ["twisted"]):
+        raise BadStateFile(file, field, text, "give a shape, optionally followed by 'twisted' (8x16x16 twisted)")
+    try:
+        parse_shape(words[0], twisted=words[1:] == ["twisted"])
+    except BadInput as exc:
+        raise BadStateFile(file, field, text, str(exc)) from None
+    return text
 
 
 def _known(file: str, simulation: P.Simulation, where: str, name: str, value: Any) -> dict[str, Any]:
