@@ -1,3 +1,3 @@
 """tpufleet: a digital twin and planner for OCS-reconfigurable TPU pods."""
 
-__version__ = "0.1.0"
+__version__ = "0.3.0.dev0"

@@ -19,7 +19,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health
 from tpufleet.ids import machine_of
 from tpufleet.model import Fleet, Pod
-from tpufleet.shapes import Shape, Vec, allocatable
+from tpufleet.shapes import Shape, Vec, require_allocatable
 
 MachineUsage = Mapping[str, set[int]]  # cube -> machines already held in it
 ALL_MACHINES = frozenset(range(MACHINES_PER_CUBE))
@@ -101,10 +101,7 @@ def allocate(
     pod: str | None = None,
     cubes: Sequence[str] | None = None,
 ) -> Allocation:
-    if not allocatable(shape):
-        raise BadInput(
-            f"bad shape {shape.text!r}: a slice smaller than a cube must be one of 2x2x1, 2x2x2, 2x2x4, 2x4x4"
-        )
+    require_allocatable(shape)
     if pod is not None and pod not in fleet.pod_by_name:
         raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
     if cubes:

@@ -292,6 +292,10 @@ def _impact(
         return SliceImpact(sl.name, "none", "runs on other machines of the cube")
     if sl.state is SliceState.EVICTED:
         return SliceImpact(sl.name, "none", "already evicted")
+    if how == "network" and sl.fault_tolerant_routing and sl.state is SliceState.ALLOCATED and kind == "ocs":
+        # nothing runs yet: like a slice allocated now, its plan defers the failed OCS's pairs and routing
+        # bridges them (its tables are checked against its floor when they are made)
+        return SliceImpact(sl.name, "none", "not wired yet: plan-xconnect defers the failed OCS's cross-connects")
     if how == "network" and sl.fault_tolerant_routing:
         figures = _guarded_figures(state, sl, errors, routed)
         why_not = reroute_verdict(figures, sl, HARDWARE_VCS)

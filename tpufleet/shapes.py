@@ -120,6 +120,16 @@ def parse_shape(text: str, twisted: bool = False) -> Shape:
     return validate_dims(canonical_dims((a, b, c)), twisted, text.strip())
 
 
+def require_allocatable(shape: Shape) -> Shape:
+    """`shape`, if a slice can have it (BadInput otherwise): `topology` and `allocate` accept the same shapes."""
+    if not allocatable(shape):
+        raise BadInput(
+            f"bad shape {shape.text!r}: a slice smaller than a cube must be one of "
+            + ", ".join("x".join(map(str, d)) for d in SUBCUBE_SHAPES)
+        )
+    return shape
+
+
 def allocatable(shape: Shape) -> bool:
     """Sub-cube slices must be whole machines (2x2x1 blocks) that fit in one cube."""
     if not shape.is_subcube:

@@ -66,9 +66,16 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
         return EXIT_BAD_INPUT
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
         code = EXIT_BAD_INPUT if name in _USAGE_ERRORS or exc.exit_code == 2 else int(exc.exit_code)
-        report_error(" ".join(str(exc.format_message()).split()), code, [], fmt)
+        report_error(_one_hint(" ".join(str(exc.format_message()).split())), code, [], fmt)
         return code
     return None
+
+
+def _one_hint(message: str) -> str:
+    """Typer suggests close command names and Click then adds its own list: keep the first suggestion only."""
+    first = message.find("Did you mean")
+    second = message.find("(Did you mean", first + 1) if first >= 0 else -1
+    return message[:second].rstrip() if second > 0 else message
 
 
 _PLAIN_METAVARS = {

@@ -131,12 +131,11 @@ def _check_job_options(count: int, elastic: int | None, cubes: str | None) -> No
 
 
 def _allocate_job(ctx: typer.Context, req: "JobRequest", output: Output) -> None:
-    from tpufleet.fleetstate import job_slice_names
     from tpufleet.ops import jobs as ops
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
-    longest = job_slice_names(req.name, req.count)[-1]
+    longest = f"{req.name}-{req.count - 1}"  # the last of job_slice_names, without building N names
     safe_child(ctx.obj.store().dir, longest)  # each slice's name becomes a table file name
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: ops.allocate_job(state, req, now))
@@ -176,6 +175,7 @@ def release_cmd(
     """Return a slice's cubes (or every slice of a job) to the pool. Cross-connects stay in place (a later slice
     may reuse them). A slice of a job goes only with its job."""
     from tpufleet.ops import jobs, slices
+    from tpufleet.ops.pool import release_words
 
     store = ctx.obj.store()
     with store.transaction() as tx:
@@ -190,7 +190,7 @@ def release_cmd(
         tx.commit(outcome.change)
     d = outcome.data
     what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name
-    emit(d, output, lambda: f"released {what}: {','.join(d['released_cubes'])} back in the pool")
+    emit(d, output, lambda: f"released {what}: {release_words(d)}")
 
 
 @app.command(
@@ -237,7 +237,9 @@ def policy_cmd(
 
 
 def _policy_line(name: str, d: dict) -> str:
+    if not d["fault_tolerant_routing"]:
+        return f"slice {name}: fault-tolerant routing off, rescheduled on any network fault"
     return (
-        f"slice {name}: fault-tolerant routing {'on' if d['fault_tolerant_routing'] else 'off'}, "
+        f"slice {name}: fault-tolerant routing on, "
         f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput"
     )

@@ -26,7 +26,7 @@ def init_cmd(
     fleet = default_fleet(pods, cubes_per_pod)
     store = ctx.obj.store()
     with store.creation(fleet, replace=force) as tx:  # refuses an existing state unless --force, under the lock
-        outcome = fleet_ops.init(tx.state, pods, cubes_per_pod, replaced=force)
+        outcome = fleet_ops.init(tx.state, pods, cubes_per_pod, replaced=tx.replaced)
         tx.commit(outcome.change)
     data = {"state_dir": str(store.dir), **outcome.data}
     counts = data["inventory"]
@@ -36,5 +36,6 @@ def init_cmd(
         lambda: (
             f"fleet written to {store.dir} (serial {data['serial']}): "
             + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+            + (f"\nreplaced a state of {fleet_ops.dropped_words(data['replaced'])}" if "replaced" in data else "")
         ),
     )

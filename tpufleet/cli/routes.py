@@ -153,7 +153,11 @@ def routes_cmd(
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None:
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
-        raise typer.Exit(1)
+        if not (refusal == SPARSE_NOT_STORED and out is not None):  # sparse tables written where asked: done
+            raise typer.Exit(1)
+
+
+SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study; export them with --out"
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,7 @@ def _route_slice(
         sparse_note = {"table_capacity": table_capacity, "ring_entries_missing": missing}
     refusal = ops.not_storable(routed, HARDWARE_VCS, opts.max_vcs)
     if sparse_note and refusal is None:
-        refusal = "sparse tables (--table-capacity) are for study; export them with --out"
+        refusal = SPARSE_NOT_STORED
     data = {
         "slice": name,
         **routed.report.summary,

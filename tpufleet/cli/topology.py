@@ -15,8 +15,8 @@ def topology_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Validate a slice shape and report chips, cubes, diameter, mean hops and bisection links."""
-    from tpufleet.shapes import parse_shape
+    from tpufleet.shapes import parse_shape, require_allocatable
     from tpufleet.topology import metrics
 
-    m = metrics(parse_shape(shape, twisted))
+    m = metrics(require_allocatable(parse_shape(shape, twisted)))
     emit(m, output, lambda: grid([[k, v] for k, v in m.items()], ["", ""]))

@@ -31,8 +31,11 @@ _UNITS = {
     "mib": 1 << 20,
     "gib": 1 << 30,
     "tib": 1 << 40,
+    "pb": 10**15,
+    "pib": 1 << 50,  # the limit itself, so the unit that names it is accepted
 }
-_SIZE = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
+# ASCII digits only: a Unicode \d would read an Arabic-Indic zero after a 1 as 10
+_SIZE = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class Profile:
 
 
 def parse_size(text: str, what: str = "--bytes") -> int:
-    """Bytes from '1GiB', '512MiB', '4096', '1.5e9' (decimal units kB..TB, binary KiB..TiB).
+    """Bytes from '1GiB', '512MiB', '4096', '1.5e9' (decimal units kB..PB, binary KiB..PiB).
 
     >>> parse_size("1GiB"), parse_size("512MiB"), parse_size("4096"), parse_size("1.5GB")
     (1073741824, 536870912, 4096, 1500000000)

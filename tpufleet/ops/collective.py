@@ -39,7 +39,11 @@ def slice_tables(state: FleetState, name: str, table_file: Path, assume_healthy:
 
     sl = state.slice(name)
     record = state.routes.get(name)
-    if record is None or not table_file.exists():
+    try:
+        stored = record is not None and table_file.exists()
+    except OSError as exc:  # e.g. a group member and a routes/ directory still private to its owner
+        raise Refused(f"cannot read the routing tables of {name!r} ({table_file}): {exc.strerror or exc}") from None
+    if record is None or not stored:
         if not assume_healthy:
             raise Refused(
                 f"slice {name!r} has no routing tables; run `tpufleet routes {name}` first "

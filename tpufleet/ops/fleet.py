@@ -7,8 +7,17 @@ from tpufleet.model import inventory_counts
 from tpufleet.ops.outcome import Outcome
 
 
-def init(state: FleetState, pods: int, cubes_per_pod: int, replaced: bool) -> Outcome:
-    """Describe the fleet a new state starts with (the caller's `Store.creation` made it)."""
-    data = {"serial": state.next_serial, "inventory": inventory_counts(state.fleet)}
-    summary = f"init: {pods} pod(s) x {cubes_per_pod} cubes" + (" (replaced)" if replaced else "")
+def init(state: FleetState, pods: int, cubes_per_pod: int, replaced: dict[str, int] | None) -> Outcome:
+    """Describe the fleet a new state starts with (the caller's `Store.creation` made it), and what the state it
+    replaces held (`replaced`: counts, None when there was none)."""
+    data: dict[str, object] = {"serial": state.next_serial, "inventory": inventory_counts(state.fleet)}
+    summary = f"init: {pods} pod(s) x {cubes_per_pod} cubes"
+    if replaced is not None:
+        data["replaced"] = replaced
+        summary += f" (replaced a state of {dropped_words(replaced)})"
     return Outcome(data, Change(summary))
+
+
+def dropped_words(counts: dict[str, int]) -> str:
+    """'4 pods, 3 slices, 2 open faults' from the counts of a replaced state (zeros left out, pods always said)."""
+    return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n or k == "pods")

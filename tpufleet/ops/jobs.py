@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet import jobs
+from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Job, Slice, SliceState, job_slice_names
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.pool import pool_after
 from tpufleet.ops.xconnect import apply_saved, make_plan, wire
 from tpufleet.shapes import Shape
 from tpufleet.state.planfile import SavedPlan
@@ -62,8 +64,20 @@ def _check_names(state: FleetState, req: JobRequest) -> list[str]:
     return names
 
 
+def _check_fits_the_fleet(state: FleetState, req: JobRequest) -> None:
+    """Refuse a job larger than the whole fleet from two multiplications, whatever N is."""
+    machines = sum(len(p.cubes) for p in state.fleet.pods) * MACHINES_PER_CUBE
+    needed = req.count * req.shape.machines
+    if needed > machines:
+        raise Refused(
+            f"job {req.name!r} needs {req.count:,} x {req.shape.machines:,} = {needed:,} machines; "
+            f"the whole fleet has {machines:,}"
+        )
+
+
 def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
     """Reserve N identical slices in one go (all or none): any pods, or spread across pods."""
+    _check_fits_the_fleet(state, req)  # before anything of size N is built
     names = _check_names(state, req)
     unknown = [p for p in req.pods if p not in state.fleet.pod_by_name]
     if unknown:
@@ -110,7 +124,13 @@ def release_job(state: FleetState, name: str) -> Outcome:
     """Return every slice of the job to the pool; cross-connects stay for later slices to reuse."""
     gone = state.release_job(name)
     cubes = [c for s in gone for c in s.cubes]
-    data = {"job": name, "serial": state.next_serial, "slices": [s.name for s in gone], "released_cubes": cubes}
+    data = {
+        "job": name,
+        "serial": state.next_serial,
+        "slices": [s.name for s in gone],
+        "released_cubes": cubes,
+        **pool_after(state, sorted(set(cubes))),
+    }
     return Outcome(data, Change(f"release job {name}: {', '.join(s.name for s in gone)}"))
 
 

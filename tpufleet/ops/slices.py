@@ -9,6 +9,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
 from tpufleet.ops.jobs import name_clash
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.pool import pool_after
 from tpufleet.shapes import Shape
 
 
@@ -53,7 +54,7 @@ def allocate(
 def release(state: FleetState, name: str) -> Outcome:
     """Return a slice's cubes to the pool; its cross-connects stay for a later slice to reuse."""
     sl = state.release(name)
-    data = {"slice": name, "serial": state.next_serial, "released_cubes": list(sl.cubes)}
+    data = {"slice": name, "serial": state.next_serial, "released_cubes": list(sl.cubes), **pool_after(state, sl.cubes)}
     return Outcome(data, Change(f"release {name}: {','.join(sl.cubes)}"))
 
 

@@ -70,6 +70,19 @@ def changed_since(state: FleetState, saved: SavedPlan) -> list[str]:
     return why
 
 
+def _reviewed_fields_edited(sl: Slice, saved: SavedPlan, summary: dict[str, Any]) -> list[str]:
+    """The fields an operator reviews (shape, cubes and their places, the counts) that differ from the plan the
+    state gives: a plan is applied only as it was read."""
+    edited = []
+    if (saved.shape, saved.twisted) != (sl.shape.text, sl.shape.twisted):
+        edited.append(f"shape {saved.shape}{' twisted' if saved.twisted else ''} (the slice is {sl.shape})")
+    if saved.coords is not None and saved.coords != {c: tuple(sl.coords[c]) for c in sl.cubes}:
+        edited.append(f"cubes {','.join(saved.coords)} (the slice's: {','.join(sl.cubes)}, in its grid order)")
+    if saved.summary is not None and saved.summary != summary:
+        edited.append(f"summary {saved.summary} (the plan's: {summary})")
+    return edited
+
+
 def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
     """`apply-xconnect FILE`: refuse a plan when something it depends on changed since it was made (not merely the
     serial: an unrelated slice allocated meanwhile leaves it valid), or when it is not the plan this state gives
@@ -95,6 +108,13 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
             )
             + "; plan again",
             why,
+        )
+    edited = _reviewed_fields_edited(state.slice(saved.slice), saved, plan.summary)
+    if edited:
+        raise Refused(
+            f"plan {saved.path} does not say what the plan for slice {saved.slice!r} does: {'; '.join(edited)} "
+            "(edited after it was made?); plan again",
+            edited,
         )
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
     data = {

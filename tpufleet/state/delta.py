@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 Doc = dict[str, Any]
-_SLICE_FIELDS = ("state", "cubes", "shape", "pod", "min_throughput", "fault_tolerant_routing")
+# "reroute": a second fault on a degraded slice changes only its figures and the faults it routes around
+_SLICE_FIELDS = ("state", "cubes", "shape", "pod", "min_throughput", "fault_tolerant_routing", "reroute")
 
 
 def _slices(before: Doc, after: Doc) -> Doc:

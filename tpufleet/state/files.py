@@ -27,7 +27,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.state.crashpoints import reached
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # with fullmatch: "$" would allow a final newline
-_TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp")  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
+_TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp", re.ASCII)  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -184,6 +184,9 @@ def ensure_private_subdir(path: Path) -> None:
     except OSError as exc:
         raise io_error("access", path, exc) from None
     check_subdir_mode(path, st.st_mode)
+    if SHARING.gid is not None and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o777 == 0o700:
+        with contextlib.suppress(OSError):  # made before the state was shared: open it to the group as well
+            _share(path, SHARING.dir_mode)
 
 
 def check_subdir(path: Path) -> bool:

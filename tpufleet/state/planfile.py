@@ -86,6 +86,8 @@ class SavedPlan:
     twisted: bool = False
     cubes: tuple[str, ...] = ()
     made: str = ""
+    coords: dict[str, tuple[int, ...]] | None = None  # cube -> its place in the cube grid, as reviewed
+    summary: dict[str, Any] | None = None  # the counts the operator reviewed
 
 
 def _pairs(items: list[list[int]]) -> list[Pair]:
@@ -104,6 +106,16 @@ def read(path: Path) -> SavedPlan:
             raise BadStateFile(str(path), f"ocs.{i}.id", o["id"], "not an OCS id") from None
         changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
     made = doc.get("made", "")
+    coords = {cube: tuple(xyz) for cube, xyz in doc["cubes"].items()}
     return SavedPlan(
-        str(path), doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], tuple(doc["cubes"]), made
+        str(path),
+        doc["slice"],
+        doc["serial"],
+        changes,
+        doc["shape"],
+        doc["twisted"],
+        tuple(doc["cubes"]),
+        made,
+        coords,
+        doc["summary"],
     )

@@ -11,6 +11,7 @@ Layout of a state directory::
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import os
@@ -91,6 +92,8 @@ class Transaction:
     # None to delete). They are swapped in only after the state's rename, so a failed commit leaves them as
     # they were.
     side_files: list[tuple[Path, str | None]] = field(default_factory=list)
+    # `init --force`: what the state being replaced held (counts), for the use case to say and journal
+    replaced: dict[str, int] | None = None
 
     def commit(self, change: Change | None) -> None:
         """Write the state when the block ends (None: the use case changed nothing; nothing is written)."""
@@ -109,6 +112,18 @@ def checked_state(raw: bytes, file: str) -> dict[str, Any]:
     except inputfiles.JsonProblem as exc:
         raise BadStateFile(file, "", exc.value, exc.problem) from None
     return validate(doc, file)
+
+
+def replaced_counts(doc: dict[str, Any]) -> dict[str, int]:
+    """What a state document holds, counted: what `init --force` drops (all zero for an unreadable one)."""
+    return {
+        "pods": len(doc.get("fleet", {}).get("pods", [])),
+        "slices": len(doc.get("slices", {})),
+        "jobs": len(doc.get("jobs", {})),
+        "open_faults": sum(1 for f in doc.get("faults", []) if f.get("cleared") is None),
+        "cross_connects": sum(len(pairs) for pairs in doc.get("ocs", {}).values()),
+        "route_tables": len(doc.get("routes", {})),
+    }
 
 
 def _encoded(doc: dict[str, Any], file: str) -> bytes:
@@ -261,10 +276,20 @@ class Store:
             serial = self._last_serial() if self.exists() else self._journal_serial()
             before = self._replaced_doc() if self.exists() else {}
             tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()))
-            yield tx
-            if tx.change is not None:
-                self._commit(tx.state, tx.change, serial, command, before)
-                sync_parent(self.state_path)
+            if self.exists():
+                tx.replaced = replaced_counts(before)
+                for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
+                    with contextlib.suppress(BadInput):  # a damaged state's odd name: nothing of ours to delete
+                        self.delete_tables(tx, name)
+            committed = False
+            try:
+                yield tx
+                if tx.change is not None:
+                    self._commit(tx.state, tx.change, serial, command, before)
+                    committed = True
+                    sync_parent(self.state_path)
+            finally:
+                self._finish_side_files(tx, committed)
 
     def _replaced_doc(self) -> dict[str, Any]:
         """The state `init --force` replaces, for its journal delta (empty when it cannot be read)."""

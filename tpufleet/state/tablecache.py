@@ -53,6 +53,27 @@ def _checked(key: str, data: bytes) -> bytes | None:
     return body if data[len(MAGIC) : head] == _digest(key, body) else None
 
 
+def _int8_vector(body: bytes) -> npt.NDArray[np.int8] | None:
+    """The .npy body as a 1-D int8 array, judged from its header before anything is allocated: a header whose
+    shape claims more elements than the bytes that follow it (a forged 2**42) is a miss, not a 4 TiB allocation."""
+    import io
+
+    import numpy as np
+
+    fh = io.BytesIO(body)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        return None
+    data = body[fh.tell() :]
+    if dtype != np.dtype(np.int8) or fortran or len(shape) != 1 or shape[0] != len(data):
+        return None
+    return np.frombuffer(data, dtype=np.int8).copy()
+
+
 class TableCache:
     def __init__(self, state_dir: Path) -> None:
         self.dir = state_dir / CACHE_DIR
@@ -64,9 +85,6 @@ class TableCache:
         return self.dir / f"{key}.npy"
 
     def get(self, key: str) -> npt.NDArray[np.int8] | None:
-        import io
-
-        import numpy as np
 
         from tpufleet.state.files import check_subdir, read_state_file
 
@@ -80,14 +98,14 @@ class TableCache:
             body = _checked(key, data)
             if body is None:  # torn, flipped, renamed from another key, or not ours
                 return None
-            choices = np.lib.format.read_array(io.BytesIO(body), allow_pickle=False)
-        except (OSError, ValueError, BadInput, Refused):
+            choices = _int8_vector(body)
+        except (OSError, ValueError, MemoryError, BadInput, Refused):
+            return None
+        if choices is None:
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # recently used (a reader who may not set times still uses the entry)
-        if choices.dtype != np.int8 or choices.ndim != 1:
-            return None
-        return np.asarray(choices, dtype=np.int8)
+        return choices
 
     def put(self, key: str, choices: npt.NDArray[np.int8]) -> None:
         """Hold a new entry until `flush`."""
