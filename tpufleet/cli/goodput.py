@@ -1,8 +1,10 @@
 """`tpufleet goodput-report`: ML Productivity Goodput (SG x RG x PG) from job event logs."""
 
 import enum
+import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,12 +40,16 @@ class GoodputOutput(str, enum.Enum):
         "tpufleet goodput-report jobs.jsonl --period day --window 1h,6h,24h -o html --out goodput.html",
         "tpufleet goodput-report export.json --format ml-goodput -o json",
         "tpufleet goodput-report jobs.jsonl --exclude maintenance.json --since 2026-01-05T00:00:00Z",
+        "zcat old/*.jsonl.gz | tpufleet goodput-report - sweep/events/point0000-r0.jsonl.gz",
     ),
 )
 def goodput_cmd(
     ctx: typer.Context,
     files: Annotated[
-        list[Path], typer.Argument(help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries")
+        list[Path],
+        typer.Argument(
+            help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries; gzip-compressed or not; - for stdin"
+        ),
     ],
     fmt: Annotated[LogFormat, typer.Option("--format", help="native or ml-goodput")] = LogFormat.native,
     by: Annotated[
@@ -60,7 +66,8 @@ def goodput_cmd(
     capacity: Annotated[
         str | None,
         typer.Option(
-            "--capacity", help="Fleet chips when the log has none: ACC=CHIPS,... or 'state' (the tpufleet inventory)"
+            "--capacity",
+            help="Fleet chips, over the logs' capacity records: ACC=CHIPS,... or 'state' (the tpufleet inventory)",
         ),
     ] = None,
     window: Annotated[
@@ -82,15 +89,16 @@ def goodput_cmd(
     ] = GoodputOutput.table,
 ) -> None:
     """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""
-    from tpufleet.cli.render import to_json
     from tpufleet.errors import BadInput, shown
     from tpufleet.goodput import render
     from tpufleet.goodput.metrics import DIMENSIONS
     from tpufleet.goodput.pipeline import build, parse_capacity
     from tpufleet.goodput.times import option_time
     from tpufleet.goodput.windows import parse_windows
-    from tpufleet.state.files import check_output_path, write_output
+    from tpufleet.state.files import check_output_path
 
+    if sum(str(f) == "-" for f in files) > 1:
+        raise BadInput("bad arguments: - (standard input) is given more than once")
     dims = [d.strip() for d in by.split(",") if d.strip()]
     for d in dims:
         if d not in DIMENSIONS:
@@ -118,9 +126,16 @@ def goodput_cmd(
 
     with progress("reading logs", None):
         report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, capacity, windows, exclude, keep)
+    if capacity is not None and report["input"]["capacity_records"]:
+        typer.echo(
+            f"tpufleet: note: --capacity is used; the logs' {report['input']['capacity_records']:,} capacity "
+            "record(s) are not (an option on the command line wins)",
+            err=True,
+        )
     if kind == "json":
-        text = to_json(report)
-    elif kind == "yaml":
+        _emit(_json_pieces(report), out)
+        return
+    if kind == "yaml":
         import yaml
 
         text = yaml.safe_dump(report, sort_keys=False)
@@ -136,8 +151,60 @@ def goodput_cmd(
         text = wall.to_html(report, time.time(), report.pop("timelines", None))
     else:
         text = render.to_table(report)
+    _emit(iter([text.rstrip("\n")]), out)
+
+
+EMIT_BATCH = 1 << 20  # characters written to stdout at a time
+
+
+def _emit(pieces: Iterator[str], out: Path | None) -> None:
+    """The text and a newline: to --out (whole, atomically), or to stdout a batch at a time, so a large report's
+    text is never held a second time."""
+    import io
+
+    from tpufleet.state.files import write_output
+
     if out is not None:
-        write_output(out, (text.rstrip("\n") + "\n").encode())
+        buffer = io.StringIO()
+        for piece in pieces:
+            buffer.write(piece)
+        buffer.write("\n")
+        write_output(out, buffer.getvalue().encode())
         typer.echo(f"report written to {out}", err=True)
-    else:
-        typer.echo(text.rstrip("\n"))
+        return
+    batch: list[str] = []
+    size = 0
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if size >= EMIT_BATCH:
+            typer.echo("".join(batch), nl=False)
+            batch, size = [], 0
+    typer.echo("".join(batch))
+
+
+def _json_pieces(report: dict[str, Any]) -> Iterator[str]:
+    """`render.to_json`'s text a piece at a time: the pure-Python indenting encoder's list of pieces, the text
+    joined from it and `render.finite`'s copy each cost about as much as the report. Its figures are finite at
+    the source (the readers bound every input they come from); were one not, the copy with nulls is encoded, as
+    `to_json` does."""
+    import json
+
+    from tpufleet.cli.render import finite
+
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False)
+    return encoder.iterencode(report if _all_finite(report) else finite(report))
+
+
+def _all_finite(data: Any) -> bool:
+    """Whether every float in the (JSON-shaped) data is finite, without copying it."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return True

@@ -13,12 +13,16 @@ One record per line (JSONL) or row (CSV, columns named like the keys). Three rec
   ``step_start``, ``checkpoint_start/end`` (the step saved) and ``restore_end``; ``chips`` for ``allocation``
   (how many of the job's chips are allocated from T on); ``label`` for ``custom_badput_start/end``.
 
-T is ISO 8601 UTC (``2026-01-05T10:00:00Z``) or POSIX seconds, from 1970 to 2200 (MIN_TIME, MAX_TIME). A first
+T is ISO 8601 UTC (``2026-01-05T10:00:00Z``) or POSIX seconds, from 1970 to 2200 (MIN_TIME, MAX_TIME; 0 or at least
+SMALLEST_TIME, a microsecond, so that no duration is subnormal). A first
 record ``{"type": "schema", "version": 1}`` is optional.
 
 Bounds, each refused as a bad record: ``chips`` at most MAX_CHIPS, ``step`` at most MAX_STEP, strings at most
-MAX_TEXT characters, numbers finite. Files are read through `tpufleet.state.inputfiles` (at most MAX_LOG_BYTES
-each, UTF-8, JSON lines nested at most 64 deep, no NaN or Infinity).
+MAX_TEXT characters, numbers finite, an ideal step time (declared or derived) at most MAX_IDEAL_STEP_S, so that
+every goodput figure stays finite (1.7e308 s made PG infinite). Files are read through `tpufleet.state.inputfiles`
+(at most MAX_LOG_BYTES each, UTF-8, JSON lines nested at most 64 deep, no NaN or Infinity); a line longer than
+MAX_LINE_BYTES is refused before it is decoded (a line of ``[[],[],...]`` costs ~26x its size as Python objects),
+and a report reads at most MAX_JOBS jobs (each costs a few KB however short its log).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpufleet.goodput.times import MAX_TIME, MIN_TIME, BadRecord, parse_time
+from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
 from tpufleet.state.inputfiles import parse_json_line
 
 SCHEMA_VERSION = 1
@@ -39,6 +43,9 @@ MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
 MAX_STEP = 10**15  # step numbers (exact in the float64 arrays the accounting uses)
 MAX_SLICES = 100_000  # slices of a multislice job
 MAX_TEXT = 4096  # characters of a string field (job ids, names, labels)
+MAX_IDEAL_STEP_S = 86400.0 * 365  # a year: ideal x steps x chips stays far below the float range
+MAX_LINE_BYTES = 1024 * 1024  # one log line or entry (a job record of five 4,096-character fields is ~120 KB)
+MAX_JOBS = 100_000  # jobs of one report (rows are held to be rendered): 475 MiB peak at 100,000 one-line jobs
 PHASES = ("training", "serving", "bulk_inference")
 EVENT_NAMES = (
     "submitted",
@@ -124,6 +131,14 @@ class EventColumns:
         return (self[i] for i in range(len(self.t)))
 
 
+class TooManyJobs(Exception):
+    """A log names more jobs than its Log admits (`Log.job_limit`); the reader of the file says which file."""
+
+    def __init__(self, job: str, limit: int) -> None:
+        super().__init__(job)
+        self.job, self.limit = job, limit
+
+
 @dataclass
 class Log:
     jobs: dict[str, Job] = field(default_factory=dict)
@@ -134,12 +149,28 @@ class Log:
     slice_allocations: dict[str, list[tuple[float, int, int, int]]] = field(default_factory=dict)
     skipped: int = 0
     records: int = 0
+    job_limit: int = 0  # jobs admitted (events and job records, each counted): 0 for no limit (the simulator's)
 
-    def add_event(self, job: str, t: float, code: int, step: int = -1, chips: int = -1, label: str = "") -> None:
+    def columns(self, job: str) -> EventColumns:
+        """The job's event columns, new ones for a new job; TooManyJobs past `job_limit`."""
         columns = self.events.get(job)
         if columns is None:
+            self._admit(self.events, job)
             columns = self.events[job] = EventColumns()
-        columns.append(t, code, step, chips, label)
+        return columns
+
+    def add_job(self, job: Job) -> None:
+        """A job record (the last one read wins); TooManyJobs past `job_limit`."""
+        if job.id not in self.jobs:
+            self._admit(self.jobs, job.id)
+        self.jobs[job.id] = job
+
+    def _admit(self, table: Mapping[str, object], job: str) -> None:
+        if self.job_limit and len(table) >= self.job_limit:
+            raise TooManyJobs(job, self.job_limit)
+
+    def add_event(self, job: str, t: float, code: int, step: int = -1, chips: int = -1, label: str = "") -> None:
+        self.columns(job).append(t, code, step, chips, label)
 
 
 def _int(
@@ -215,8 +246,7 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
     if kind == "event":
         _add_event(log, rec, file, line)
     elif kind == "job":
-        job = _job(rec, file, line)
-        log.jobs[job.id] = job
+        log.add_job(_job(rec, file, line))
     elif kind == "capacity":
         when = parse_time(rec.get("time"), file, line)
         accelerator = _str(rec, "accelerator", file, line, "unknown")
@@ -289,15 +319,25 @@ def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
 
 
 def _ideal_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> float | None:
-    """Declared (ideal_step_s), from FLOPs at the chips' peak, or modelled from the model and slice shape."""
+    """Declared (ideal_step_s), from FLOPs at the chips' peak, or modelled from the model and slice shape; each
+    at most MAX_IDEAL_STEP_S (the field it comes from named when it is not)."""
     ideal = _float(rec, "ideal_step_s", file, line)
+    source = "ideal_step_s"
     flops, peak = _float(rec, "flops_per_step", file, line), _float(rec, "peak_flops_per_chip", file, line)
     if ideal is None and flops is not None and peak is not None:
-        ideal = flops / (peak * chips)
+        ideal, source = flops / (peak * chips), "flops_per_step"
         if not 0 < ideal < math.inf:
             raise BadRecord(file, line, "flops_per_step", flops, "gives no finite ideal step time")
     if ideal is None and rec.get("model_flops_per_step") not in (None, ""):
-        ideal = _modelled_step(rec, chips, file, line)
+        ideal, source = _modelled_step(rec, chips, file, line), "model_flops_per_step"
+    if ideal is not None and not ideal <= MAX_IDEAL_STEP_S:
+        raise BadRecord(
+            file,
+            line,
+            source,
+            rec.get(source),
+            f"the ideal step time must be at most {MAX_IDEAL_STEP_S:,.0f} s (a year)",
+        )
     return ideal
 
 
@@ -325,7 +365,7 @@ def _fast_event(log: Log, rec: dict[str, Any]) -> bool:
     if type(job) is not str or not 0 < len(job) <= MAX_TEXT or type(name) is not str or type(t) is not float:
         return False
     code = CODE.get(name)
-    if code is None or code == _SLICE_COUNTS or not MIN_TIME <= t <= MAX_TIME or not _EVENT_KEYS.issuperset(rec):
+    if code is None or code == _SLICE_COUNTS or not SMALLEST_TIME <= t <= MAX_TIME or not _EVENT_KEYS.issuperset(rec):
         return False
     step, chips = rec.get("step"), rec.get("chips")
     if step is None:
@@ -367,9 +407,9 @@ def read_native_lines(lines: Iterable[tuple[int, str]], file: str, log: Log, ski
 
 
 def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
-    """CSV rows as records; a field of any length is read (the file's size is bounded), then judged."""
+    """CSV rows as records; a field longer than MAX_LINE_BYTES makes its row bad."""
     limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, len(text) + 1))
+    csv.field_size_limit(MAX_LINE_BYTES)  # a longer field is a bad row (not valid CSV), not a huge string
     try:
         reader = csv.reader(io.StringIO(text))
         try:

@@ -18,11 +18,10 @@ from tpufleet.goodput.events import (
     MAX_CHIPS,
     MAX_STEP,
     MAX_TEXT,
-    EventColumns,
     Log,
     add_record,
 )
-from tpufleet.goodput.times import MAX_TIME, MIN_TIME
+from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
 try:
     import msgspec  # type: ignore[import-not-found, unused-ignore]
@@ -54,7 +53,7 @@ if msgspec is not None:
         """A plain event, fully checked by the decoder; defaults are not validated, so -1 means absent."""
 
         job: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]
-        time: Annotated[float, msgspec.Meta(ge=MIN_TIME, le=MAX_TIME)]
+        time: Annotated[float, msgspec.Meta(ge=SMALLEST_TIME, le=MAX_TIME)]  # 0.0: the standard reader
         event: _Name  # type: ignore[valid-type]
         step: Annotated[int, msgspec.Meta(ge=0, le=MAX_STEP)] = -1
         chips: Annotated[int, msgspec.Meta(ge=0, le=MAX_CHIPS)] = -1
@@ -163,12 +162,26 @@ def add_decoded(decoded: Decoded, first_line: int, file: str, log: Log) -> int:
         scratch = _others(decoded.others, first_line, file)
         if scratch is None:
             return 0
-        log.jobs.update(scratch.jobs)
+        if _over_job_limit(log, decoded.batch.jobs, scratch.jobs):
+            return 0  # the standard reader stops at the line of the job too many
+        for job in scratch.jobs.values():
+            log.add_job(job)
         log.capacity += scratch.capacity
         log.records += scratch.records
+    elif _over_job_limit(log, decoded.batch.jobs, {}):
+        return 0
     _append(log, decoded.batch)
     log.records += len(decoded.batch.t)
     return decoded.lines
+
+
+def _over_job_limit(log: Log, event_jobs: list[str], record_jobs: dict[str, Any]) -> bool:
+    """Whether adding a piece's jobs would take the log past its job limit."""
+    if not log.job_limit:
+        return False
+    new_events = sum(1 for j in event_jobs if j not in log.events)
+    new_records = sum(1 for j in record_jobs if j not in log.jobs)
+    return len(log.events) + new_events > log.job_limit or len(log.jobs) + new_records > log.job_limit
 
 
 def _split(records: list[Any]) -> tuple[list[Any], list[tuple[int, Any]]]:
@@ -255,9 +268,7 @@ def _append(log: Log, b: Batch) -> None:
     """Append each job's events in log order (the order the accounting keeps at equal times)."""
     for k, job in enumerate(b.jobs):
         lo, hi = int(b.bounds[k]), int(b.bounds[k + 1])
-        columns = log.events.get(job)
-        if columns is None:
-            columns = log.events[job] = EventColumns()
+        columns = log.columns(job)
         if b.labels:
             base = len(columns) - lo
             columns.labels.update({base + i: label for i, label in b.labels.items() if lo <= i < hi})

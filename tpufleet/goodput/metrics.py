@@ -100,6 +100,8 @@ def daly(w: float, mtbf: float) -> float:
 
 def predicted_rg(interval: float, w: float, u0: float, mtbf: float) -> float:
     """Meta's ETTR model: (1 - (u0 + T/2) / MTBF) / (1 + w / T)."""
+    if interval <= 0 or mtbf <= 0:  # no time between checkpoints or failures: nothing runs
+        return 0.0
     return max(0.0, (1 - (u0 + interval / 2) / mtbf)) / (1 + w / interval)
 
 
@@ -107,7 +109,7 @@ def advice(accounts: list[JobAccount]) -> dict[str, float | None] | None:
     disruptions = sum(a.disruptions for a in accounts)
     saves = sum(a.checkpoint_saves for a in accounts)
     allocated = sum(a.all_allocated_s for a in accounts)
-    if not disruptions or not saves:
+    if not disruptions or not saves or allocated <= 0:  # no MTBF without all-allocated time (it divided by 0)
         return None
     mtbf = allocated / disruptions
     w = sum(a.checkpoint_save_s for a in accounts) / saves

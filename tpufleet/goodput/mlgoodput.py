@@ -27,6 +27,7 @@ from typing import Any
 
 from tpufleet.goodput.events import (
     CODE,
+    MAX_LINE_BYTES,
     MAX_STEP,
     MAX_TEXT,
     Job,
@@ -132,6 +133,10 @@ def _guarded(
     """One entry (decoded from `raw` when given), counted as skipped instead of raising when `skip_bad`."""
     try:
         if raw is not None:
+            if len(raw) > MAX_LINE_BYTES:  # refused before decoding: Python objects cost up to ~26x the text
+                raise BadRecord(
+                    file, line, "<line>", raw[:40], f"longer than the {MAX_LINE_BYTES:,} characters allowed for a line"
+                )
             try:
                 payload = parse_json_line(raw)  # times and durations are range-checked below
             except ValueError as exc:
@@ -236,7 +241,8 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
         add_slice_counts(Log(), job, t, counts[1], file, line)  # checked before anything is added
     # every field is good: add the entry
     log.records += 1
-    log.jobs.setdefault(job, Job(job))
+    if job not in log.jobs:
+        log.add_job(Job(job))
     for t, code, step_no, label in pending:
         log.add_event(job, t, code, step_no, label=label)
     if counts is not None:

@@ -1,21 +1,29 @@
-"""From files to the report (the only part of goodput that reads files)."""
+"""From files to the report (the only part of goodput that reads files).
+
+A log is a file or ``-`` (standard input), plain or gzip-compressed (known by its first two bytes, as `sweep
+--keep-events` and the demo write them); every size limit counts the bytes as decompressed.
+"""
 
 from __future__ import annotations
 
+import gzip
 import re
+import sys
+import zlib
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import events, fastread, metrics, mlgoodput
 from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account
+from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, merged, parse_exclusions
-from tpufleet.state.inputfiles import MAX_LOG_BYTES, MissingFile, decode_utf8, read_bytes
+from tpufleet.state.inputfiles import MAX_LOG_BYTES, MissingFile, decode_utf8
 
 if TYPE_CHECKING:
     from multiprocessing.pool import Pool
@@ -27,7 +35,10 @@ if TYPE_CHECKING:
 _CAPACITY = re.compile(r"\s*([^=,\s](?:[^=,]{0,62}[^=,\s])?)\s*=\s*([0-9]{1,9})\s*")
 MAX_TOTAL_LOG_BYTES = 8 * MAX_LOG_BYTES  # all the files of one report together: about 20 M native events
 _BOM = b"\xef\xbb\xbf"
+_GZIP = b"\x1f\x8b"
 CHUNK_BYTES = 8 * 1024 * 1024  # native logs are read this much at a time
+STDIN = "-"
+_TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
 
 
 def parse_capacity(text: str) -> list[tuple[str, int]]:
@@ -45,35 +56,92 @@ def parse_capacity(text: str) -> list[tuple[str, int]]:
     return list(out.items())
 
 
-def _pieces(path: Path, limit: int) -> Iterator[tuple[bytes, int]]:
-    """The file in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
-    whole file is never held; the size is checked as they come (the error as `read_bytes` gives it)."""
-    total = consumed = 0
-    with _open(path) as fh:
-        rest = b""
-        while block := fh.read(CHUNK_BYTES):
-            total += len(block)
-            if total > limit:
-                read_bytes(path, "goodput log", limit)  # raises the one-line error naming the limit
-            data, rest = _split_at_newline(rest + block)
-            yield data, consumed
-            consumed += len(data)
-        if rest:
-            yield rest, consumed
+def shown_name(path: Path) -> str:
+    """The name a message gives a log: ``<stdin>`` for ``-``."""
+    return "<stdin>" if str(path) == STDIN else str(path)
 
 
-def _read_native_file(path: Path, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None = None) -> None:
+def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool) -> Iterator[tuple[bytes, int]]:
+    """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
+    whole file is never held. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
+    it is decoded: an over-long line is an error naming its line, or with `skip_bad` one bad line (its bytes are
+    dropped as they come)."""
+    total = consumed = lines = 0
+    rest, dropping = b"", False
+    while block := _read(fh, name, CHUNK_BYTES):
+        total += len(block)
+        if total > limit:
+            raise _too_large(name, limit)
+        if dropping:  # the rest of an over-long line
+            cut = block.find(b"\n")
+            if cut < 0:
+                continue
+            block, dropping = block[cut + 1 :], False
+        data, rest = _split_at_newline(rest + block)
+        data = _without_long_lines(data, name, lines, skip_bad)
+        if len(rest) > events.MAX_LINE_BYTES:
+            _refuse_long_line(name, lines + data.count(b"\n") + 1, rest, skip_bad)
+            data, rest, dropping = data + _TOO_LONG, b"", True
+        lines += data.count(b"\n")
+        yield data, consumed
+        consumed += len(data)
+    if rest:
+        yield rest, consumed
+
+
+def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> bytes:
+    """Whole lines with each one over MAX_LINE_BYTES refused (or, with `skip_bad`, put as one bad line): a
+    vectorised scan of the newlines, a few milliseconds a piece."""
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    long = np.flatnonzero(ends - starts > events.MAX_LINE_BYTES)
+    if not len(long):
+        return data
+    first = int(long[0])
+    _refuse_long_line(name, lines_before + first + 1, data[int(starts[first]) : int(starts[first]) + 40], skip_bad)
+    kept, done = [], 0
+    for k in long.tolist():
+        kept += [data[done : int(starts[k])], _TOO_LONG]
+        done = int(ends[k]) + 1
+    return b"".join([*kept, data[done:]])
+
+
+def _refuse_long_line(name: str, line: int, text: bytes, skip_bad: bool) -> None:
+    if not skip_bad:
+        problem = f"longer than the {events.MAX_LINE_BYTES:,} bytes allowed for a line"
+        raise BadRecord(name, line, "<line>", text[:40], problem)
+
+
+def _too_large(name: str, limit: int) -> BadStateFile:
+    size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit:,} bytes"
+    return BadStateFile(name, "", None, f"larger than the {size} allowed for a goodput log (decompressed)")
+
+
+def _read(fh: BinaryIO, name: str, size: int) -> bytes:
+    """Up to `size` bytes; a damaged gzip stream or a failed read is the one-line error naming the log."""
+    try:
+        return fh.read(size)
+    except (OSError, EOFError, zlib.error) as exc:
+        what = "not a readable gzip file" if isinstance(fh, gzip.GzipFile) else "cannot be read"
+        raise BadStateFile(name, "", None, f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _read_native_file(fh: BinaryIO, name: str, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None) -> int:
     """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers); with
-    a pool, pieces are decoded ahead in its worker processes and added here in file order."""
-    line = 0
-    for piece, offset, decoded in _decoded(_pieces(path, limit), pool):
-        fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, str(path), log)
+    a pool, pieces are decoded ahead in its worker processes and added here in file order. The bytes read."""
+    line = read = 0
+    for piece, offset, decoded in _decoded(_pieces(fh, name, limit, skip_bad), pool):
+        read = offset + len(piece)
+        fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, name, log)
         if fast:
             line += fast
             continue
-        lines = _decode(piece, path, offset).splitlines()
-        events.read_native_lines(enumerate(lines, start=line + 1), str(path), log, skip_bad)
+        lines = _decode(piece, name, offset).splitlines()
+        events.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
         line += len(lines)
+    return read
 
 
 def _decoded(
@@ -123,49 +191,96 @@ def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
     return data[:cut], data[cut:]
 
 
-def _decode(data: bytes, path: Path, offset: int) -> str:
+def _decode(data: bytes, name: str, offset: int) -> str:
     """UTF-8, a byte-order mark dropped at the file's start; an error names the file offset of the bad byte."""
     try:
-        return decode_utf8(data, str(path)) if offset == 0 else data.decode("utf-8")
+        return decode_utf8(data, name) if offset == 0 else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = offset + exc.start
         raise BadStateFile(
-            str(path), "", data[exc.start : exc.start + 4], f"not UTF-8 text: invalid byte at offset {bad}"
+            name, "", data[exc.start : exc.start + 4], f"not UTF-8 text: invalid byte at offset {bad}"
         ) from None
 
 
-def _open(path: Path) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise MissingFile(str(path), "", None, "cannot be read: no such goodput log") from None
-    except OSError as exc:
-        raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+@contextmanager
+def _open(path: Path) -> Iterator[BinaryIO]:
+    """The log's bytes, decompressed when it starts as gzip does; ``-`` is standard input (left open)."""
+    name = shown_name(path)
+    with ExitStack() as stack:
+        raw: BinaryIO = sys.stdin.buffer
+        if str(path) != STDIN:
+            try:
+                raw = stack.enter_context(open(path, "rb"))
+            except FileNotFoundError:
+                raise MissingFile(name, "", None, "cannot be read: no such goodput log") from None
+            except OSError as exc:
+                raise BadStateFile(name, "", None, f"cannot be read: {exc.strerror or exc}") from None
+        head = _read(raw, name, len(_GZIP))
+        stream = _Prefixed(head, raw)
+        plain = cast(BinaryIO, stream)
+        yield cast(BinaryIO, gzip.GzipFile(fileobj=plain, mode="rb")) if head == _GZIP else plain
 
 
-def load(paths: list[Path], fmt: str, skip_bad: bool) -> events.Log:
-    """Every file into one Log: native JSONL is streamed (read and parsed a piece at a time); CSV and the
-    ml-goodput forms are read whole (each at most MAX_LOG_BYTES)."""
-    log = events.Log()
+class _Prefixed:
+    """A stream's bytes with the first few (already read to tell gzip from text) put back in front: standard
+    input cannot seek back."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1, /) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        if size is None or size < 0:
+            out, self.head = self.head + self.rest.read(), b""
+            return out
+        out, self.head = self.head[:size], self.head[size:]
+        return out if len(out) == size or not out else out + self.rest.read(size - len(out))
+
+
+def _read_whole(fh: BinaryIO, name: str, limit: int) -> bytes:
+    data = _read(fh, name, limit + 1)
+    if len(data) > limit:
+        raise _too_large(name, limit)
+    return data
+
+
+def load(paths: list[Path], fmt: str, skip_bad: bool, job_limit: int | None = None) -> events.Log:
+    """Every log into one Log: native JSONL is streamed (read and parsed a piece at a time); CSV and the
+    ml-goodput forms are read whole (each at most MAX_LOG_BYTES decompressed). More than `job_limit` jobs is
+    BadInput naming the log where the one too many is."""
+    log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit)
     budget = MAX_TOTAL_LOG_BYTES
     native = [p for p in paths if fmt == "native" and not str(p).lower().endswith(".csv")]
     with _fork_pool(sum(_size(p) for p in native) >= PARALLEL_MIN_BYTES) as pool:
         for path in paths:
-            limit = min(MAX_LOG_BYTES, budget)
-            if path in native:
-                before = _size(path)
-                _read_native_file(path, limit, log, skip_bad, pool)
-                budget -= before
-                continue
-            data = read_bytes(path, "goodput log", limit)
-            budget -= len(data)
-            text = decode_utf8(data, str(path))
-            del data
-            if fmt == "ml-goodput":
-                mlgoodput.read(text, str(path), log, skip_bad)
-            else:
-                events.read_native(text, str(path), log, skip_bad, csv_format=True)
+            name = shown_name(path)
+            with _open(path) as fh:
+                try:
+                    budget -= _load_one(fh, name, fmt, path in native, min(MAX_LOG_BYTES, budget), log, skip_bad, pool)
+                except events.TooManyJobs as exc:
+                    raise BadInput(
+                        f"{name}: field job: more than {exc.limit:,} jobs in one report; report on fewer logs "
+                        f"(value {shown(exc.job)})"
+                    ) from None
     return log
+
+
+def _load_one(
+    fh: BinaryIO, name: str, fmt: str, native: bool, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None
+) -> int:
+    """One log into `log`; the bytes it held (decompressed)."""
+    if native:
+        return _read_native_file(fh, name, limit, log, skip_bad, pool)
+    data = _read_whole(fh, name, limit)
+    size = len(data)
+    text = decode_utf8(data, name)
+    del data
+    if fmt == "ml-goodput":
+        mlgoodput.read(text, name, log, skip_bad)
+    else:
+        events.read_native(text, name, log, skip_bad, csv_format=True)
+    return size
 
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
@@ -276,6 +391,9 @@ def load_exclusions(path: Path) -> list[Exclusion]:
 
 
 def _size(path: Path) -> int:
+    """The size on disk (compressed, for a gzip log; 0 for standard input): to decide on worker processes."""
+    if str(path) == STDIN:
+        return 0
     try:
         return path.stat().st_size
     except OSError:
@@ -304,19 +422,40 @@ def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
 
 
 def _accounts(
-    log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]]
+    log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
 ) -> list[JobAccount]:
-    """Each job's account (jobs with no event inside --since/--until left out), in job order."""
-    found = (_account_job(log, job_id, since, until, spans) for job_id in sorted(log.events))
-    return [a for a in found if a is not None]
+    """Each job's account (jobs with no event inside --since/--until left out), in job order. Each job's events
+    leave the log once accounted, so the two are not held at once."""
+    out = []
+    for job_id in sorted(log.events):
+        a = _account_job(log, log.events.pop(job_id), job_id, since, until, spans)
+        if a is not None:
+            out.append(_compact(a, timelines))
+    return out
+
+
+def _compact(a: JobAccount, timelines: bool) -> JobAccount:
+    """The account without what the report no longer reads: the steps (read for the step-time health, done),
+    and unless the HTML page draws timelines, the disruption and checkpoint times; labels as bytes."""
+    a.step_starts = a.step_ends = a.step_numbers = a.step_productive = None
+    if not timelines:
+        a.disruption_times = a.checkpoint_starts = None
+    if a.labels is not None:
+        a.labels = a.labels.astype("int8")  # label codes are 0..13; an interval costs 17 bytes, not 24
+    return a
 
 
 def _account_job(
-    log: events.Log, job_id: str, since: float | None, until: float | None, spans: list[tuple[float, float]]
+    log: events.Log,
+    records: events.EventColumns,
+    job_id: str,
+    since: float | None,
+    until: float | None,
+    spans: list[tuple[float, float]],
 ) -> JobAccount | None:
     import numpy as np
 
-    ev = columns(log.events[job_id])
+    ev = columns(records)
     if not np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
         return None
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
@@ -325,6 +464,16 @@ def _account_job(
     if counts and a.job.slices == 1:  # a job record that does not say: its slice counts do
         a.job.slices = max(c[3] for c in counts)
     return metrics.with_health(a)
+
+
+def _capacity(log: events.Log, flag: str | None, accounts: list[JobAccount], t0: float) -> tuple[metrics.Capacity, str]:
+    """The capacity and its basis: --capacity when given (an option on the command line wins over the logs'
+    capacity records), else the records, else the busiest moment's all-allocated chips."""
+    if flag:
+        return [(t0, acc, chips) for acc, chips in parse_capacity(flag)], "flag"
+    if log.capacity:
+        return list(log.capacity), "events"
+    return _peak_capacity(accounts, t0), "peak-allocation"
 
 
 def build(
@@ -360,30 +509,30 @@ def from_log(
     exclusions: list[Exclusion] | None = None,
     keep_timelines: int = 0,
 ) -> metrics.Report:
-    """The report for records already in memory (used by `simulate-fleet` for its summary)."""
+    """The report for records already in memory (used by `simulate-fleet` for its summary); the log's events are
+    consumed (each job's leave it as it is accounted)."""
 
     spans = merged(exclusions or [])
     events.fold_slices(log)
     for job in log.events:
-        log.jobs.setdefault(job, events.Job(job))
-    accounts = _accounts(log, since, until, spans)
+        if job not in log.jobs:
+            log.jobs[job] = events.Job(job)  # (a job with events was admitted with them)
+    accounts = _accounts(log, since, until, spans, keep_timelines > 0)
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)
     t1 = until if until is not None else max(a.end for a in accounts)
-    capacity = list(log.capacity)
-    basis = "events"
-    if not capacity and capacity_flag:
-        capacity = [(t0, acc, chips) for acc, chips in parse_capacity(capacity_flag)]
-        basis = "flag"
-    elif not capacity:
-        capacity = _peak_capacity(accounts, t0)
-        basis = "peak-allocation"
+    capacity, basis = _capacity(log, capacity_flag, accounts, t0)
     result = metrics.report(accounts, capacity, t0, t1, by or [], period, windows, spans)
     result["exclusions"] = [{"start": x.start, "end": x.end, "reason": x.reason} for x in exclusions or []]
     result["fleet"]["capacity_basis"] = basis
     if keep_timelines:
         result["timelines"] = timelines(accounts, result["jobs"], keep_timelines)
     outside = sum(a.outside for a in accounts)
-    result["input"] = {"records": log.records, "skipped": log.skipped, "events_outside_jobs": outside}
+    result["input"] = {
+        "records": log.records,
+        "skipped": log.skipped,
+        "events_outside_jobs": outside,
+        "capacity_records": len(log.capacity),  # read; `capacity_basis` says whether they were used
+    }
     return result

@@ -62,20 +62,23 @@ LABEL = {"productive": 0, **{b: i + 1 for i, b in enumerate(BUCKETS)}}
 PRIORITY = (
     "custom_badput_events",
     "checkpoint_save",
-    "checkpoint_restore",
-    "elastic_reinitialization",  # holds the init and prep of an elastic retry (the package discounts them)
+    "elastic_reinitialization",  # holds the init, prep and restore of an elastic retry (the package discounts them)
     "tpu_initialization",
-    "training_prep",
+    "training_prep",  # holds a restore made while preparing: the prep's whole span is prep (the package's figure)
+    "checkpoint_restore",
     "elastic_slice_down",
     "elastic_scale_up",
+    # lost time: a lost step's data loading was lost with it (the whole step is wasted), and so was the data
+    # loading of the step a disruption cut, which is in recovery when the log places the disruption at its start
+    "wasted_progress_from_disruption",
+    "infrastructure_recovery_from_disruption",
     "data_loading_sync",
     "program_startup",
     "productive",
-    "wasted_progress_from_disruption",
-    "infrastructure_recovery_from_disruption",
 )
-# the labels a step's time is netted of before its start-up excess is measured: all those ranking above it
-NETTED = PRIORITY[: PRIORITY.index("program_startup")]
+LOST = ("wasted_progress_from_disruption", "infrastructure_recovery_from_disruption")
+# the labels a step's time is netted of before its start-up excess is measured (lost steps are never measured)
+NETTED = tuple(p for p in PRIORITY[: PRIORITY.index("program_startup")] if p not in LOST)
 PAIRS = {
     "tpu_initialization": ("tpu_init_start", "tpu_init_end"),
     "training_prep": ("training_prep_start", "training_prep_end"),

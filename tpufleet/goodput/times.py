@@ -9,6 +9,9 @@ from tpufleet.errors import BadInput, shown
 
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
 MAX_TIME = 7258118400.0  # 2200-01-01T00:00:00Z
+# Times other than 0 start a microsecond after the epoch: two distinct times then differ by at least ~2e-22 s,
+# so a ratio over a duration (PG over productive time) stays finite; 5e-324 and 1e-323 made PG infinite.
+SMALLEST_TIME = 1e-6
 
 
 class BadRecord(BadInput):
@@ -18,17 +21,21 @@ class BadRecord(BadInput):
 
 
 _TIME_RANGE = "outside 1970-01-01 .. 2200-01-01 (POSIX seconds 0 .. 7258118400)"
+_TOO_CLOSE = "between 0 and a microsecond after the epoch (POSIX seconds 0, or 0.000001 .. 7258118400)"
 
 
 def in_range(seconds: float | int, value: object, file: str, line: int, name: str) -> float:
-    """POSIX seconds inside MIN_TIME..MAX_TIME (NaN and infinities are outside), as a float."""
+    """POSIX seconds inside MIN_TIME..MAX_TIME (NaN and infinities are outside), 0 or at least SMALLEST_TIME, as
+    a float."""
     if not MIN_TIME <= seconds <= MAX_TIME:  # an int is compared before float() could overflow on it
         raise BadRecord(file, line, name, value, _TIME_RANGE)
+    if 0 < seconds < SMALLEST_TIME:
+        raise BadRecord(file, line, name, value, _TOO_CLOSE)
     return float(seconds)
 
 
 def parse_time(value: object, file: str, line: int, name: str = "time") -> float:
-    if type(value) is float and MIN_TIME <= value <= MAX_TIME:  # the common case first
+    if type(value) is float and SMALLEST_TIME <= value <= MAX_TIME:  # the common case first
         return value
     if isinstance(value, bool):
         raise BadRecord(file, line, name, value, "not a time")
