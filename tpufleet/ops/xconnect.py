@@ -113,8 +113,7 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
     if edited:
         raise Refused(
             f"plan {saved.path} does not say what the plan for slice {saved.slice!r} does: {'; '.join(edited)} "
-            "(edited after it was made?); plan again",
-            edited,
+            "(edited after it was made?); plan again"
         )
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
     data = {

@@ -1,0 +1,199 @@
+"""Regression tests through the CLI for the smaller defects an operator and an adversarial pass found: unbounded
+work inside documented limits, hostile cache entries and config files, digits of other scripts, and answers that
+were wrong or misleading."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import snapshot
+
+
+def one_line(r, code: int = 2) -> str:
+    lines = r.err.strip().splitlines()
+    assert r.code == code, (r.code, r.err[-500:])
+    assert len(lines) == 1, r.err[-1000:]
+    return lines[0]
+
+
+def state_doc(state: Path) -> dict:
+    return json.loads((state / "state.json").read_text())
+
+
+# ---- unbounded work -------------------------------------------------------------------------------------------
+def test_a_job_of_a_billion_slices_is_refused_from_its_size_alone(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("allocate", "j", "--shape", "2x2x1", "--slices", "1000000000"), 1)
+    assert "1,000,000,000" in line and "1,024" in line
+    assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("state = " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+        ("lock_timeout = " + "9" * 5000 + "\n", "TOML"),
+    ],
+)
+def test_hostile_config_files_are_bad_input(fleet, tmp_path, monkeypatch, text, needle):
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
+    line = one_line(fleet("status"))
+    assert str(config) in line and needle in line
+
+
+# ---- a forged repair-cache entry is a miss ------------------------------------------------------------------------
+def _forge(path: Path) -> None:
+    """Replace a cache entry by one whose .npy header claims 2**42 elements, with a digest that matches."""
+    from tpufleet.state import tablecache
+
+    buf = io.BytesIO()
+    header = {"descr": "|i1", "fortran_order": False, "shape": (1 << 42,)}
+    np.lib.format.write_array_header_1_0(buf, header)
+    body = buf.getvalue() + b"\x00" * 64
+    key = path.name.removesuffix(".npy")
+    path.write_bytes(tablecache.MAGIC + tablecache._digest(key, body) + body)
+
+
+def test_forged_cache_entries_are_misses_and_change_no_answer(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/5").code == 0
+    honest = fleet("routes", "s", "-o", "json")
+    assert honest.code == 0, honest.err
+    entries = sorted((fleet.state / "cache").glob("*.npy"))
+    assert entries
+    for entry in entries:
+        _forge(entry)
+    forged = fleet("routes", "s", "-o", "json")
+    assert forged.code == 0, forged.err
+    assert forged.json["max_link_load"] == honest.json["max_link_load"]
+    dry = fleet("inject-fault", "ocs:pod0/y/2", "--dry-run", "-o", "json")
+    assert dry.code == 0, dry.err
+    assert [s["action"] for s in dry.json["slices"]] == ["reroute"]
+
+
+# ---- digits of other scripts, and the size that names the limit -------------------------------------------------
+def test_sizes_take_ascii_digits_and_the_unit_of_their_limit(fleet):
+    assert fleet("allocate", "c", "--shape", "4x4x4").code == 0
+    arabic_ten_gib = "1\u0660GiB"
+    assert "--bytes" in one_line(fleet("collective", "c", "--op", "all-reduce", "--bytes", arabic_ten_gib))
+    r = fleet("collective", "c", "--op", "all-reduce", "--bytes", "1PiB", "--assume-healthy")
+    assert "not a size" not in r.err  # parsed: refused only for being more than a chip's memory
+    r = fleet("collective", "c", "--op", "all-reduce", "--bytes", "1MiB", "--assume-healthy", "-o", "json")
+    assert r.code == 0, r.err
+    assert "SERIAL" in one_line(fleet("diff", "\u0661"))
+
+
+# ---- wrong or misleading answers --------------------------------------------------------------------------------
+def test_an_unwired_fault_tolerant_slice_is_planned_around_a_failed_ocs(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    r = fleet("inject-fault", "ocs:pod0/x/5", "-o", "json")
+    assert r.code == 0, r.err
+    assert [(s["slice"], s["action"]) for s in r.json["slices"]] == [("a", "none")]
+    assert state_doc(fleet.state)["slices"]["a"]["state"] == "allocated"
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    routed = fleet("routes", "a", "-o", "json")
+    assert routed.code == 0, routed.err
+    assert state_doc(fleet.state)["slices"]["a"]["state"] == "degraded"
+
+
+def test_release_says_which_cubes_are_back_in_the_pool(fleet):
+    assert fleet("allocate", "m1", "--shape", "2x2x1", "--cubes", "c05").code == 0
+    assert fleet("allocate", "m2", "--shape", "2x2x1", "--cubes", "c05").code == 0
+    assert fleet("allocate", "big", "--shape", "4x4x8", "--cubes", "c06,c07").code == 0
+    assert fleet("inject-fault", "host:c07/9").code == 0
+    r = fleet("release", "m1", "-o", "json")
+    assert (r.json["back_in_pool"], r.json["still_held"]) == ([], ["c05"])
+    r = fleet("release", "big", "-o", "json")
+    assert (r.json["back_in_pool"], r.json["still_out"]) == (["c06"], ["c07"])
+    text = fleet("release", "m2").out
+    assert "c05 back in the pool" in text
+
+
+def test_init_force_says_and_journals_what_it_replaced(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("routes", "s").code == 0
+    assert fleet("inject-fault", "host:c09/1").code == 0
+    r = fleet("init", "--force", "-o", "json")
+    assert r.code == 0, r.err
+    replaced = r.json["replaced"]
+    assert (replaced["slices"], replaced["open_faults"], replaced["route_tables"]) == (1, 1, 1)
+    assert replaced["cross_connects"] == 48
+    assert "replaced" in fleet("history", "-o", "json").json[-1]["summary"]
+    assert list((fleet.state / "routes").iterdir()) == []
+
+
+def test_a_second_fault_on_a_degraded_slice_is_in_its_history(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/5").code == 0
+    assert fleet("inject-fault", "ocs:pod0/y/2").code == 0
+    history = fleet("history", "--slice", "s", "-o", "json").json
+    assert history[-1]["serial"] == state_doc(fleet.state)["serial"]  # the second fault's line names the slice
+    last = history[-1]["delta"]["slices"]["changed"]["s"]["reroute"]
+    assert last[0]["faults"] == ["f1"] and last[1]["faults"] == ["f1", "f2"]
+
+
+def test_policy_without_fault_tolerant_routing_does_not_speak_of_rerouting(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    text = fleet("policy", "s", "--no-fault-tolerant-routing").out
+    assert "off" in text and "rerouted" not in text
+
+
+def test_sparse_tables_written_where_asked_exit_0(fleet, tmp_path):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    out = tmp_path / "sparse.npz"
+    r = fleet("routes", "s", "--table-capacity", "16", "--out", out)
+    assert r.code == 0, r.err
+    assert out.stat().st_size > 0 and "not stored" in r.err
+    assert fleet("routes", "s", "--table-capacity", "16").code == 1  # computed, neither stored nor written
+
+
+def test_one_typo_hint(fleet):
+    line = one_line(fleet("stauts"))
+    assert line.count("Did you mean") == 1 and "status" in line
+
+
+def test_topology_accepts_only_what_allocate_accepts(fleet):
+    assert "2x2x1" in one_line(fleet("topology", "3x3x3"))
+    assert "2x2x1" in one_line(fleet("allocate", "x", "--shape", "3x3x3"))
+    assert fleet("topology", "2x2x2").code == 0
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["summary"].update(add=1),
+        lambda d: d.update(shape="4x8x4"),
+        lambda d: d.update(cubes={c: xyz for c, xyz in zip(reversed(d["cubes"]), d["cubes"].values(), strict=True)}),
+    ],
+    ids=["summary", "shape", "cube places swapped"],
+)
+def test_a_plan_whose_reviewed_fields_were_edited_is_refused(fleet, tmp_path, edit):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "p.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    edit(doc)
+    plan.write_text(json.dumps(doc))
+    before = snapshot(fleet.state)
+    assert "plan again" in one_line(fleet("apply-xconnect", plan), 1)
+    assert snapshot(fleet.state) == before
+
+
+def test_version_is_the_changelogs(fleet):
+    import tpufleet
+
+    assert fleet("--version", state=False).out.strip() == f"tpufleet {tpufleet.__version__}"
+    changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
+    release = tpufleet.__version__.split(".dev")[0]
+    assert f"## {release}" in changelog
