@@ -1,6 +1,8 @@
 """`tpufleet import ...` and `tpufleet export ...`: a real fleet in (Kubernetes/GKE) and out (Kueue, Slurm, Prometheus)."""
 
+import codecs
 import enum
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,10 +14,16 @@ from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
-    from tpufleet.integrations.k8s import K8sMapping
+    from tpufleet.integrations.k8s import K8sMapping, LabelKeys, Node
 
-MAX_NODE_LIST_BYTES = 512 * 1024 * 1024  # kubectl prints 2-4 KB a node: room for 100,000 nodes
-MAX_YAML_NODE_LIST_BYTES = 16 * 1024 * 1024  # YAML parses at 1-3 s a MiB: bounded tighter than JSON
+# A GKE cluster holds 15,000 nodes (65,000 at most) and kubectl's indented JSON of a TPU node is 4-8 KB (labels,
+# conditions, images): 128 MiB is room for 15,000 such nodes. The typed reader peaks at 2-3x a kubectl list's
+# size (the plain decoder: 4-6x, and 27x for empty objects); the worst measured is 7x (900 MiB), for nodes of 64
+# tiny conditions each. A larger list is imported in parts (a node missing from a list says nothing).
+MAX_NODE_LIST_BYTES = 128 * 2**20
+MAX_YAML_NODE_LIST_BYTES = 16 * 2**20  # YAML parses at 1-3 s a MiB into plain objects: bounded tighter than JSON
+_UTF8_CHECK_PIECE = 2**20
+_JSON_OBJECT = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 
 import_app = typer.Typer(
     name="import",
@@ -33,33 +41,43 @@ app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 
 
-def read_node_list(source: str) -> tuple[Any, str]:
-    """The JSON (or YAML) document in FILE, or on stdin for "-", read through the bounded reader; and its name."""
+def read_node_list(source: str, keys: "LabelKeys") -> tuple[list["Node"], str]:
+    """The nodes of the JSON (or YAML) node list in FILE, or on stdin for "-", read through the bounded reader;
+    and the name it is given in messages."""
+    from tpufleet.errors import BadStateFile
+    from tpufleet.integrations.k8s import SPLIT_THE_LIST, decode_node_list, parse_nodes
     from tpufleet.state import inputfiles
 
     name = "<stdin>" if source == "-" else source
     if source == "-":
         data = sys.stdin.buffer.read(MAX_NODE_LIST_BYTES + 1)
-        if len(data) > MAX_NODE_LIST_BYTES:
-            from tpufleet.errors import BadStateFile
-
-            raise BadStateFile(name, "", None, f"larger than the {MAX_NODE_LIST_BYTES // 2**20} MiB allowed")
     else:
         data = inputfiles.read_bytes(source, "node list", MAX_NODE_LIST_BYTES)
-    text = inputfiles.decode_utf8(data, name)
-    if not text.lstrip().startswith("{"):  # YAML (as `export node-labels` writes by default); JSON is faster
-        if len(data) > MAX_YAML_NODE_LIST_BYTES:
-            from tpufleet.errors import BadStateFile
+    if len(data) > MAX_NODE_LIST_BYTES:
+        raise BadStateFile(
+            name, "", None, f"larger than the {MAX_NODE_LIST_BYTES // 2**20} MiB allowed: {SPLIT_THE_LIST}"
+        )
+    _check_utf8(data, name)
+    if _JSON_OBJECT.match(data):  # JSON, as kubectl prints it: read typed, without a copy as text
+        return decode_node_list(data, name, keys), name
+    if len(data) > MAX_YAML_NODE_LIST_BYTES:  # YAML, as `export node-labels` writes by default
+        raise BadStateFile(name, "", None, "YAML larger than 16 MiB: give kubectl's JSON (-o json) instead")
+    return parse_nodes(inputfiles.parse_yaml(inputfiles.decode_utf8(data, name), name), name, keys), name
 
-            raise BadStateFile(name, "", None, "YAML larger than 16 MiB: give kubectl's JSON (-o json) instead")
-        return inputfiles.parse_yaml(text, name), name
+
+def _check_utf8(data: bytes, name: str) -> None:
+    """Strict UTF-8, checked a piece at a time: decoding it whole would hold a text copy of up to 4x its size."""
+    from tpufleet.state import inputfiles
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
     try:
-        # the event logs' fast path: no numbers of a node list are used, and nesting stays bounded by the decoder
-        return inputfiles.parse_json_line(text), name
-    except inputfiles.JsonProblem as exc:
-        from tpufleet.errors import BadStateFile
-
-        raise BadStateFile(name, "", exc.value, exc.problem) from None
+        for start in range(0, len(data), _UTF8_CHECK_PIECE):
+            end = start + _UTF8_CHECK_PIECE
+            decoder.decode(view[start:end], final=end >= len(data))
+    except UnicodeDecodeError:
+        inputfiles.decode_utf8(data, name)  # raises, naming the offset of the first bad byte
+        raise
 
 
 def load_mapping(path: Path | None) -> "K8sMapping":
@@ -126,13 +144,11 @@ def import_k8s_cmd(
     """Compare a Kubernetes node list with the state: cubes added, faults opened and cleared, drains; nodes that
     cannot be placed are listed. Changes nothing without --apply."""
     from tpufleet.errors import EXIT_INTERNAL, EXIT_PLAN_HAS_CHANGES
-    from tpufleet.integrations.k8s import parse_nodes
     from tpufleet.ops import fleetio
     from tpufleet.state.store import utc_now
 
     keys = load_mapping(mapping)
-    doc, name = read_node_list(source)
-    nodes = parse_nodes(doc, name, keys.labels)
+    nodes, name = read_node_list(source, keys.labels)
     now = utc_now()
     if apply:
         outcome = ctx.obj.mutate(lambda state: fleetio.import_k8s(state, nodes, keys, name, now, apply=True))
@@ -215,8 +231,18 @@ def export_node_labels_cmd(
 
     if out is not None:
         check_output_path(out, "--out")
-    doc = exports.node_labels(ctx.obj.store().load(), load_mapping(mapping).labels, own_only)
+    state = ctx.obj.store().load()
+    doc = exports.node_labels(state, load_mapping(mapping).labels, own_only)
+    _note_left_out(exports.machines_without_node(state))
     _deliver("Node", _manifests([doc]), doc, len(doc["items"]), out, output)
+
+
+def _note_left_out(machines: int) -> None:
+    if machines:
+        typer.echo(
+            f"tpufleet: note: {machines} machine(s) have no node in the imported cluster and were left out",
+            err=True,
+        )
 
 
 @export_app.command(
@@ -275,7 +301,9 @@ def export_slurm_cmd(
 
     if out is not None:
         check_output_path(out, "--out")
-    text = exports.slurm_topology(ctx.obj.store().load(), plugin.value)
+    state = ctx.obj.store().load()
+    text = exports.slurm_topology(state, plugin.value)
+    _note_left_out(exports.machines_without_node(state))
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     _deliver("topology.conf line", lambda: text, {"plugin": plugin.value, "lines": lines}, len(lines), out, output)
 

@@ -1,10 +1,12 @@
 """The fleet in other tools' formats (pure): Kubernetes node labels, a Kueue Topology and ResourceFlavor, a Slurm
 `topology.conf` (tree or block plugin) and GKE `Slice` objects.
 
-Every machine is a node. Its name is the one `import k8s` learnt for it, else `tpu-CUBE-mMM` (e.g.
-`tpu-c05-m03`); a cube's partition id is the imported one, else the cube id; a pod's block is the imported one,
-else the pod name. So an exported node list imported into the same state changes nothing, and imported into a
-fresh state of the same shape gives the same cubes, machines, faults and drains (see `node_labels`).
+Which machines are nodes: once `import k8s` has named any node, exactly the machines it named (a machine no
+imported node holds is not a node of the cluster, and `machines_without_node` counts them); in a fleet never
+imported, every machine, named `tpu-CUBE-mMM` (e.g. `tpu-c05-m03`). A cube's partition id is the imported one,
+else the cube id; a pod's block is the imported one, else the pod name. So an exported node list imported into
+the same state changes nothing, and imported into a fresh state of the same shape gives the same cubes,
+machines, faults and drains (see `node_labels`).
 """
 
 from __future__ import annotations
@@ -36,10 +38,10 @@ class Names:
         return self.node_of.get(host) or f"tpu-{host.cube}-m{host.machine:02d}"
 
     def machines(self, cube: str) -> list[HostId]:
-        """The cube's machines that are nodes: of an imported partition only those the cluster listed (a node
-        missing from it stays missing), else all 16."""
+        """The cube's machines that are nodes: those an import named (a node missing from the cluster stays
+        missing, a machine never named is no node), or all 16 in a fleet never imported."""
         every = [HostId(cube, m) for m in range(MACHINES_PER_CUBE)]
-        return [h for h in every if h in self.node_of] if cube in self.partition_of else every
+        return [h for h in every if h in self.node_of] if self.node_of else every
 
     def partition(self, cube: str) -> str:
         return self.partition_of.get(cube, cube)
@@ -48,9 +50,15 @@ class Names:
         return self.block_of.get(pod, pod)
 
 
+def machines_without_node(state: FleetState) -> int:
+    """Machines the exports leave out: in an imported fleet, those no imported node holds."""
+    names = Names(state)
+    return sum(MACHINES_PER_CUBE - len(names.machines(cube)) for cube in state.fleet.cubes)
+
+
 # ---- node labels -------------------------------------------------------------------------------------------
 def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool = False) -> Doc:
-    """A `kubectl get nodes -o json`-shaped List of every machine's Node: labels, a cordon for a planned drain,
+    """A `kubectl get nodes -o json`-shaped List of a Node per machine that is one (`Names.machines`): labels, a cordon for a planned drain,
     and a `Ready` condition (False for a failed machine, chip or electrical link). A failed cube is its
     partition UNHEALTHY; a drained cube cordons its 16 nodes (read back as 16 machine drains). Optical link and
     OCS faults have no node to show them. `own_only`: only the `tpufleet.io/` labels, safe to apply to a live
@@ -185,15 +193,18 @@ def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
     pod's cube count, so an aggregated block never spans two pods (cubes of different pods share no OCS)."""
     names = Names(state)
     cube_nodes = {c: hostlist(names.node(h) for h in names.machines(c)) for c in state.fleet.cubes}
+    cube_nodes = {c: nodes for c, nodes in cube_nodes.items() if nodes}  # a cube without nodes is no switch
     lines = [f"# topology.conf for Slurm's topology/{plugin} plugin, written by tpufleet (serial {state.serial})"]
     if plugin == "tree":
-        for pod in state.fleet.pods:
-            lines += [f"SwitchName={c} Nodes={cube_nodes[c]}" for c in pod.cubes]
-            lines.append(f"SwitchName={pod.name} Switches={hostlist(pod.cubes)}")
-        if len(state.fleet.pods) > 1:
-            lines.append(f"SwitchName=fleet Switches={hostlist(p.name for p in state.fleet.pods)}")
+        pods = [(p.name, [c for c in p.cubes if c in cube_nodes]) for p in state.fleet.pods]
+        pods = [(pod, cubes) for pod, cubes in pods if cubes]
+        for pod, cubes in pods:
+            lines += [f"SwitchName={c} Nodes={cube_nodes[c]}" for c in cubes]
+            lines.append(f"SwitchName={pod} Switches={hostlist(cubes)}")
+        if len(pods) > 1:
+            lines.append(f"SwitchName=fleet Switches={hostlist(pod for pod, _ in pods)}")
     else:
-        lines += [f"BlockName={c} Nodes={cube_nodes[c]}" for c in state.fleet.cubes]
+        lines += [f"BlockName={c} Nodes={nodes}" for c, nodes in cube_nodes.items()]
         per_pod = min((len(p.cubes) & -len(p.cubes)) for p in state.fleet.pods)  # largest power of two dividing all
         sizes, size = [], 1
         while size <= per_pod:

@@ -3,7 +3,8 @@
 Only the fields the import uses are read: `metadata.name`, `metadata.labels`, `spec.unschedulable`,
 `spec.taints[].key/effect` and the `Ready` entry of `status.conditions`. Anything malformed in those is
 `BadStateFile` (exit 2) naming the file, the node and the field; everything else in a node is ignored, so
-output of any kubectl version is accepted.
+output of any kubectl version is accepted. `decode_node_list` reads JSON bytes with a typed decoder that skips
+the other fields unread, so a node list costs about its own size in memory, not 6-26x (see its docstring).
 
 Label keys are GKE's (see `LabelKeys`); a fleet that names things its own way says so in the mapping file.
 """
@@ -11,12 +12,12 @@ Label keys are GKE's (see `LabelKeys`); a fleet that names things its own way sa
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
-from typing import Any
+from functools import cache, cached_property
+from typing import Annotated, Any
 
-from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.ids import HostId, parse_target
 from tpufleet.text import bounded
 
@@ -36,6 +37,10 @@ LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 TOPOLOGY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,2}(x[1-9][0-9]{0,2})?")
 MAX_LABELS = 512  # per node; real nodes carry a few dozen
 MAX_TAINTS = 64
+# GKE's largest clusters (65,000 nodes) and tpufleet's largest fleet (64 pods of 1,024 machines)
+MAX_NODES = 65_536
+SPLIT_THE_LIST = "import the cluster in parts (kubectl get nodes -l LABEL -o json per node pool)"
+MAX_CONDITIONS = 64  # per node; the kubelet and node-problem-detector report about ten
 NODE_REASON_CHARS = 128  # of a node's Ready reason, kept in the fault it opens
 
 
@@ -71,6 +76,7 @@ class K8sMapping:
     cubes: Mapping[str, str] = field(default_factory=dict)  # partition id -> cube
     nodes: Mapping[str, HostId] = field(default_factory=dict)  # node name -> machine
     drain_taints: frozenset[str] = frozenset(DEFAULT_DRAIN_TAINTS)
+    source: str = "<no mapping file>"  # the file it was read from, named by the checks against the fleet
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,11 @@ class _Where:
 
     def bad(self, path: str, value: object, problem: str) -> BadStateFile:
         return BadStateFile(self.file, path, value, problem)
+
+
+def _k(key: object) -> str:
+    """A key of the input as part of a field path: one line, cut to 60 characters like the values quoted."""
+    return bounded(str(key), 60)
 
 
 _MISSING: Any = object()
@@ -117,6 +128,12 @@ def parse_nodes(doc: object, file: str, keys: LabelKeys | None = None) -> list[N
     if doc.get("kind") not in ("List", "NodeList"):
         raise where.bad("kind", doc.get("kind"), "must be List or NodeList (kubectl get nodes -o json)")
     items = _get(doc, "items", list, where, "")
+    if len(items) > MAX_NODES:
+        raise where.bad("items", len(items), f"more than {MAX_NODES:,} nodes: {SPLIT_THE_LIST}")
+    return _read_items(items, where, keys)
+
+
+def _read_items(items: Iterable[object], where: _Where, keys: LabelKeys) -> list[Node]:
     nodes, seen = [], set()
     for i, item in enumerate(items):
         node = _parse_node(item, f"items.{i}", where, keys)
@@ -153,11 +170,14 @@ def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelK
         raise where.bad(path, len(labels), f"more than {MAX_LABELS} labels")
     if not all(type(v) is str for v in labels.values()):
         key = next(k for k, v in labels.items() if type(v) is not str)
-        raise where.bad(f"{path}.{key}", labels[key], "a label value must be a string")
+        raise where.bad(f"{path}.{_k(key)}", labels[key], "a label value must be a string")
     for key in keys.read:  # only the labels the import reads are checked in full (a node carries dozens)
         value = labels.get(key)
         if value is not None and not LABEL_VALUE.fullmatch(value):
-            raise where.bad(f"{path}.{key}", value, "not a label value (at most 63 letters, digits, '-', '_', '.')")
+            raise where.bad(f"{path}.{_k(key)}", value, "not a label value (at most 63 letters, digits, '-', '_', '.')")
+    for key, what in ((keys.block, "its pod"), (keys.partition, "its cube")):
+        if labels.get(key) == "":  # Kubernetes allows it, but an empty value names nothing the state could keep
+            raise where.bad(f"{path}.{_k(key)}", "", f"empty: this label names {what} (remove it or give a value)")
     topology = labels.get(keys.topology)
     if topology is not None and not TOPOLOGY.fullmatch(topology):
         raise where.bad(f"{path}.{keys.topology}", topology, "not a TPU topology such as 4x4x8 or 2x4")
@@ -176,6 +196,8 @@ def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelK
 
 def _ready(status: dict[str, Any], path: str, where: _Where) -> tuple[str | None, str]:
     conditions = _get(status, "conditions", list, where, path, [])
+    if len(conditions) > MAX_CONDITIONS:
+        raise where.bad(f"{path}.conditions", len(conditions), f"more than {MAX_CONDITIONS} conditions")
     for j, cond in enumerate(conditions):
         if not isinstance(cond, dict):
             raise where.bad(f"{path}.conditions.{j}", cond, "must be an object")
@@ -203,6 +225,112 @@ def _taints(spec: dict[str, Any], path: str, where: _Where) -> tuple[tuple[str, 
     return tuple(out)
 
 
+# ---- JSON bytes, read typed ----------------------------------------------------------------------------------
+# Below this size a list the typed decoder refuses is decoded again in full, so the message names the node and
+# the field as `parse_nodes` words it (at most ~26x of 16 MiB); above it the decoder's own path and reason are given.
+PRECISE_MESSAGE_BYTES = 16 * 2**20
+_BOM = b"\xef\xbb\xbf"
+
+
+def decode_node_list(data: bytes, file: str, keys: LabelKeys | None = None) -> list[Node]:
+    """The nodes of `kubectl get nodes -o json` given as JSON bytes (already checked to be UTF-8).
+
+    A plain `json.loads` builds every field of every node (images, annotations, capacity: 6x the file's size
+    for kubectl's output, ~26x for a list of empty objects). Here msgspec decodes only the fields the import
+    reads into typed records, skips the rest unread, and refuses at the first item that lacks a field the import
+    needs, so what is built stays a small part of the input; each node is then checked as by `parse_nodes`."""
+    import msgspec
+
+    where, keys = _Where(file), keys or LabelKeys()
+    # each node has one "metadata" key (the list one more); elsewhere the text is only the end of a string that
+    # ends in '"metadata', so the count bounds the nodes before any is built (~250 bytes a record, 40 a node)
+    if data.count(b'"metadata"') > MAX_NODES + 1:
+        raise where.bad("items", None, f"more than {MAX_NODES:,} nodes: {SPLIT_THE_LIST}")
+    body = memoryview(data)[len(_BOM) :] if data.startswith(_BOM) else data
+    try:
+        doc = _typed_decoder(keys).decode(body)
+    except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
+        if len(data) > PRECISE_MESSAGE_BYTES:
+            raise _decoder_problem(where, exc) from None
+        return parse_nodes(_plain_json(data, file), file, keys)  # its message, or its nodes if it accepts them
+    if doc.kind not in ("List", "NodeList"):
+        raise where.bad("kind", doc.kind, "must be List or NodeList (kubectl get nodes -o json)")
+    items: list[Any] = doc.items
+    del doc
+    if len(items) > MAX_NODES:  # refused before a node is built: the plan costs ~1.4 KB a node
+        raise where.bad("items", len(items), f"more than {MAX_NODES:,} nodes: {SPLIT_THE_LIST}")
+
+    def one_at_a_time() -> Iterable[object]:
+        for i, item in enumerate(items):
+            items[i] = None  # the record goes once its node is read: peak memory is one copy of the kept fields
+            yield msgspec.to_builtins(item)
+
+    return _read_items(one_at_a_time(), where, keys)
+
+
+def _decoder_problem(where: _Where, exc: Exception) -> BadStateFile:
+    """The typed decoder's reason, at its path (`$.items[3].metadata` -> `items.3.metadata`)."""
+    if isinstance(exc, RecursionError):
+        return where.bad("", None, "nested too deeply")
+    text = str(exc)
+    reason, _, at = text.rpartition(" - at `")
+    path = re.sub(r"\[(\d+)\]", r".\1", at.rstrip("`").removeprefix("$").lstrip("."))
+    return where.bad(path if reason else "", None, f"not as kubectl writes a node list: {reason or text}")
+
+
+def _plain_json(data: bytes, file: str) -> Any:
+    from tpufleet.state.inputfiles import JsonProblem, parse_json_line
+
+    try:
+        return parse_json_line(data.decode("utf-8-sig"))
+    except JsonProblem as exc:
+        raise BadStateFile(file, "", exc.value, exc.problem) from None
+
+
+@cache
+def _typed_decoder(keys: LabelKeys) -> Any:
+    """A msgspec decoder of the fields `_parse_node` reads (built on first use: msgspec takes 27 ms to import).
+    Fields `_parse_node` requires are required here too, so a list of empty objects is refused at its first; of
+    the labels only those `keys` name are read (the others, dozens a node, are skipped unread)."""
+    import msgspec
+    from msgspec import UNSET, Meta, UnsetType
+
+    def record(name: str, *fields: tuple[str, Any] | tuple[str, Any, Any]) -> Any:
+        # gc=False: records hold no cycles, so the collector never walks a million of them
+        return msgspec.defstruct(name, list(fields), gc=False, omit_defaults=True)
+
+    def at_most(n: int, kind: Any) -> Any:
+        return Annotated[kind, Meta(max_length=n)]
+
+    optional = UnsetType  # absent: UNSET, left out of the record's dict
+    condition = record("Condition", ("type", str), ("status", str | optional, UNSET), ("reason", str | optional, UNSET))
+    taint = record("Taint", ("key", str), ("effect", str))
+    spec = record(
+        "Spec",
+        ("unschedulable", bool | optional, UNSET),
+        ("taints", at_most(MAX_TAINTS, list[taint]) | optional, UNSET),  # type: ignore[valid-type]
+    )
+    status = record("Status", ("conditions", at_most(MAX_CONDITIONS, list[condition]) | optional, UNSET))  # type: ignore[valid-type]
+    wanted = sorted(set(keys.read))
+    labels = msgspec.defstruct(
+        "Labels",
+        [(f"label{i}", str | optional, UNSET) for i in range(len(wanted))],
+        rename={f"label{i}": key for i, key in enumerate(wanted)},
+        gc=False,
+        omit_defaults=True,
+    )
+    metadata = record("Metadata", ("name", str), ("labels", labels))
+    item = record(
+        "Item",
+        ("metadata", metadata),
+        ("kind", str | optional, UNSET),
+        ("spec", spec | optional, UNSET),
+        ("status", status | optional, UNSET),
+    )
+    node_list = record("NodeList", ("items", list[item]), ("kind", str | None, None))  # type: ignore[valid-type]
+    return msgspec.json.Decoder(node_list)
+
+
 # ---- the mapping file ---------------------------------------------------------------------------------------
 _MAPPING_KEYS = {"kind", "version", "labels", "accelerators", "pods", "cubes", "nodes", "drain_taints"}
 
@@ -214,7 +342,9 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
         raise where.bad("", type(doc).__name__, "must be a mapping of the fields kind, labels, pods, cubes, nodes...")
     unknown = sorted(set(map(str, doc)) - _MAPPING_KEYS)
     if unknown:
-        raise where.bad(unknown[0], doc.get(unknown[0]), f"unknown field (known: {', '.join(sorted(_MAPPING_KEYS))})")
+        raise where.bad(
+            _k(unknown[0]), doc.get(unknown[0]), f"unknown field (known: {', '.join(sorted(_MAPPING_KEYS))})"
+        )
     if doc.get("kind", "tpufleet-k8s-mapping") != "tpufleet-k8s-mapping":
         raise where.bad("kind", doc.get("kind"), "must be tpufleet-k8s-mapping")
     if doc.get("version", 1) != 1:
@@ -223,7 +353,7 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
     names = {f.name for f in fields(LabelKeys)}
     for key in labels:
         if key not in names:
-            raise where.bad(f"labels.{key}", labels[key], f"unknown label role (known: {', '.join(sorted(names))})")
+            raise where.bad(f"labels.{_k(key)}", labels[key], f"unknown label role (known: {', '.join(sorted(names))})")
     base = K8sMapping()
     return K8sMapping(
         labels=replace(LabelKeys(), **labels),
@@ -232,6 +362,7 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
         cubes=_ids(doc, "cubes", where, r"c[0-9]{2,6}", "a cube id such as c07"),
         nodes=_hosts(doc, where),
         drain_taints=frozenset(_str_list(doc, "drain_taints", where)) or base.drain_taints,
+        source=file,
     )
 
 
@@ -241,7 +372,7 @@ def _str_map(doc: dict[str, Any], key: str, where: _Where) -> dict[str, str]:
         raise where.bad(key, value, "must be a mapping of names to names")
     for k, v in value.items():
         if type(k) is not str or type(v) is not str:
-            raise where.bad(f"{key}.{k}", v, "keys and values must be strings")
+            raise where.bad(f"{key}.{_k(k)}", v, "keys and values must be strings")
     return value
 
 
@@ -256,10 +387,12 @@ def _ids(doc: dict[str, Any], key: str, where: _Where, pattern: str, what: str) 
     value = _str_map(doc, key, where)
     first: dict[str, str] = {}
     for k, v in value.items():
+        if not (k and LABEL_VALUE.fullmatch(k)):  # the state keeps it as a name: an empty one names nothing
+            raise where.bad(f"{key}.{_k(k)}", k, "not a label value (1-63 letters, digits, '-', '_', '.')")
         if not re.fullmatch(pattern, v):
-            raise where.bad(f"{key}.{k}", v, f"not {what}")
+            raise where.bad(f"{key}.{_k(k)}", v, f"not {what}")
         if v in first:  # two names for one part would make two nodes one machine
-            raise where.bad(f"{key}.{k}", v, f"{v} is also given to {first[v]!r}")
+            raise where.bad(f"{key}.{_k(k)}", v, f"{v} is also given to {shown(first[v])}")
         first[v] = k
     return value
 
@@ -278,6 +411,8 @@ def _hosts(doc: dict[str, Any], where: _Where) -> dict[str, HostId]:
     out: dict[str, HostId] = {}
     first: dict[HostId, str] = {}
     for node, text in _str_map(doc, "nodes", where).items():
+        if not NODE_NAME.fullmatch(node):
+            raise where.bad(f"nodes.{_k(node)}", node, "not a Kubernetes node name (lower-case DNS name)")
         host = _host(text, f"nodes.{node}", where)
         if host in first:
             raise where.bad(f"nodes.{node}", text, f"{host} is also given to {first[host]!r}")

@@ -24,16 +24,38 @@ machines and cubes the list reports healthy (a node missing from the list says n
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.ids import CubeId, HostId, TargetId
 from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
+from tpufleet.model import Fleet
 
 REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
 _WORST_FIRST = ("UNHEALTHY", "INCOMPLETE", "DEGRADED", "UNSET", "HEALTHY")
+
+
+def check_mapping_fits(fleet: Fleet, mapping: K8sMapping) -> None:
+    """BadStateFile (exit 2) naming the mapping file's first entry that pins a pod, cube or machine the fleet
+    does not have: refused when read, so no plan proposes a name the state would refuse to keep."""
+    pinned: list[tuple[str, str, str, bool]] = [
+        *((f"pods.{block}", pod, "pod", pod in fleet.pod_by_name) for block, pod in mapping.pods.items()),
+        *((f"cubes.{part}", cube, "cube", cube in fleet.cube_pod) for part, cube in mapping.cubes.items()),
+        *((f"nodes.{node}", str(host), "cube", host.cube in fleet.cube_pod) for node, host in mapping.nodes.items()),
+    ]
+    for entry, value, kind, known in pinned:
+        if not known:
+            have = ", ".join(_first_and_last(fleet.pod_by_name if kind == "pod" else fleet.cubes))
+            raise BadStateFile(mapping.source, entry, value, f"no such {kind} in the fleet (it has {have})")
+
+
+def _first_and_last(names: Iterable[str]) -> list[str]:
+    ordered = list(names)
+    return ordered if len(ordered) <= 2 else [f"{ordered[0]} to {ordered[-1]}"]
 
 
 @dataclass

@@ -6,7 +6,14 @@ from typing import Any
 
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.integrations.k8s import K8sMapping, Node
-from tpufleet.integrations.k8s_plan import HealthDiff, Placement, health_diff, place, wanted
+from tpufleet.integrations.k8s_plan import (
+    HealthDiff,
+    Placement,
+    check_mapping_fits,
+    health_diff,
+    place,
+    wanted,
+)
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 
@@ -16,6 +23,7 @@ def import_k8s(
 ) -> Outcome:
     """The diff of the node list against the state; with `apply`, learn the names and open and clear the faults
     through the same transitions as `inject-fault` and `clear-fault` (blast radius, evictions, stale tables)."""
+    check_mapping_fits(state.fleet, mapping)
     placement = place(state, nodes, mapping)
     wants, scope = wanted(nodes, placement, mapping)
     diff = health_diff(state, wants, scope)
