@@ -170,7 +170,7 @@ def test_routes_table_capacity_exports_sparse_tables_and_stores_nothing(cli, tmp
         assert cli(*step).code == 0
     out = tmp_path / "sparse.json"
     r = cli("routes", "s", "--table-capacity", "20", "--out", out, "--format", "json", "-o", "json")
-    assert r.code == 1 and "not stored" in r.err and r.json["stored"] is False
+    assert r.code == 0 and "not stored" in r.err and r.json["stored"] is False  # written where asked: done
     assert r.json["table_capacity"] == 20 and r.json["ring_entries_missing"] == 0
     assert not (cli.state / "routes" / "s.npz").exists()
     rows = json.loads(out.read_text())["port"]  # chip -> destination -> port; -2: no entry, -1: itself

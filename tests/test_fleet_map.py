@@ -11,7 +11,8 @@ GOLDEN = Path(__file__).parent / "golden"
 
 @pytest.fixture
 def busy_pod(fleet):
-    """Three slices (one wired and rerouted around a failed OCS), a failed cube and a drained machine."""
+    """Three slices (one wired and rerouted around a failed OCS, one not yet wired and so planned around it), a
+    failed cube and a drained machine."""
     steps = [
         ("allocate", "big", "--shape", "4x8x8"),
         ("plan-xconnect", "big", "--apply"),
