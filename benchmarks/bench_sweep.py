@@ -47,7 +47,7 @@ def bench_sweep(tmp: Path) -> None:
     from tpufleet.sweep import backends, spec
 
     if not backends.dask_available():
-        print("sweep on a local cluster: skipped, Dask is not installed (make sweep-deps)", flush=True)
+        print("sweep on a local cluster: SKIPPED, Dask is not installed (`make sweep-deps` installs it)", flush=True)
         return
     path = tmp / "bench.yaml"
     path.write_text(SPEC)

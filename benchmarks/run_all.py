@@ -2,6 +2,9 @@
 
 Run with `make bench` (not part of `make test`). Takes a few minutes: the networkx baselines are slow on purpose.
 Times are medians of repeated runs (`median_of`); the figures are also written to benchmarks/latest.json.
+Peak memory is measured from outside a fresh child (benchmarks/peak.py), beside the same child importing only.
+
+    python benchmarks/run_all.py --only tables simulate   # some groups only (latest.json is then left alone)
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ OUT = ROOT / "benchmarks" / "latest.json"  # the figures of the last run, as JSO
 CLI = [sys.executable, "-m", "tpufleet"]
 rows: list[tuple[str, float, str, float, str]] = []
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import peak as measure  # noqa: E402  # a child measured from outside (its own peak RSS)
 from bench_routing_fast import median_of  # noqa: E402  # one median for every benchmark
 
 
@@ -105,7 +109,7 @@ def bench_routing():
 
     from tpufleet.routing import candidates, dor
     from tpufleet.routing.analysis import Levels, deadlock_check, flow, verify
-    from tpufleet.shapes import Shape, parse_shape
+    from tpufleet.shapes import parse_shape
     from tpufleet.topology import neighbors
 
     shape = parse_shape("16x16x16")
@@ -159,13 +163,31 @@ def bench_routing():
 
     bench_fast(record)  # the fast pieces of the fault path, each beside the implementation it replaced
 
+
+def bench_big_tables():
+    """Healthy 16x20x28 tables in a fresh process, its peak RSS measured from outside (benchmarks/peak.py), beside
+    the same process that only imports (and the bytes of the tables it returns): the peak is the child's own,
+    not this process's (which a child exec'd from it would otherwise start from)."""
+    import networkx as nx
+
+    from tpufleet.shapes import Shape
+    from tpufleet.topology import neighbors
+
+    imports = "import time; from tpufleet.routing import dor; from tpufleet.shapes import Shape"
     code = (
-        "import resource, time; from tpufleet.routing import dor; from tpufleet.shapes import Shape; "
-        "t=time.perf_counter(); P, L = dor.tables(Shape((16, 20, 28))); el=time.perf_counter()-t; "
-        "print(el, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        f"{imports}; t = time.perf_counter(); P, L = dor.tables(Shape((16, 20, 28))); "
+        "print(time.perf_counter() - t, P.nbytes + L.nbytes)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    seconds, peak_kb = float(out[0]), int(out[1])
+    child = measure.run([sys.executable, "-c", code], cwd=ROOT)
+    seconds, table_bytes = float(child.stdout.split()[0]), int(child.stdout.split()[1])
+    bare = measure.run([sys.executable, "-c", imports], cwd=ROOT)
+    tables_mib = table_bytes / 2**20
+    print(
+        f"  16x20x28 peak RSS {child.peak_mib:.0f} MiB (measured from outside); baseline: the same imports alone"
+        f" {bare.peak_mib:.0f} MiB, ratio {child.peak_mib / bare.peak_mib:.1f}x; the tables' own arrays"
+        f" {tables_mib:.0f} MiB, peak / tables {child.peak_mib / tables_mib:.2f}x",
+        flush=True,
+    )
     small = Shape((8, 10, 14))
     t = time.perf_counter()
     gs = nx.Graph()
@@ -174,7 +196,8 @@ def bench_routing():
     sum(sum(d.values()) for _, d in nx.all_pairs_shortest_path_length(gs))
     est = (time.perf_counter() - t) * (8960 / 1120) ** 2
     record(
-        f"healthy 16x20x28 tables (8960 chips), peak RSS {peak_kb / 1024:.0f} MiB",
+        f"healthy 16x20x28 tables (8960 chips), peak RSS {child.peak_mib:.0f} MiB"
+        f" (imports alone {bare.peak_mib:.0f} MiB, tables {tables_mib:.0f} MiB)",
         seconds,
         "<= 3 s, <= 2 GB",
         "networkx all-pairs BFS (scaled from 8x10x14)",
@@ -353,44 +376,74 @@ def bench_fleetio(tmp):
 
 
 def bench_simulate():
+    """One pod x 30 days with the scheduler's fit memo and guards against the same 30 days without them, the runs
+    alternated (median of 3 each; CPU seconds beside wall, the machine is shared)."""
     from tpufleet.ops.simulate import summarize
     from tpufleet.simulation import Options, Simulator, load_rates, load_workload
 
-    t = time.perf_counter()
-    sim = Simulator(load_workload(None), load_rates(None), Options(days=30, seed=0))
-    records = sim.run()
-    summarize(records, sim)
-    ours = time.perf_counter() - t
-    t = time.perf_counter()
-    plain = Simulator(load_workload(None), load_rates(None), Options(days=5, seed=0), fit_shortcuts=False)
-    plain.run()
-    base = (time.perf_counter() - t) * 6
+    def one(memo):
+        t, c = time.perf_counter(), time.process_time()
+        sim = Simulator(load_workload(None), load_rates(None), Options(days=30, seed=0), fit_shortcuts=memo)
+        summarize(sim.run(), sim)
+        return time.perf_counter() - t, time.process_time() - c, len(sim.jobs)
+
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(3):
+        for memo in (True, False):
+            w, cpu, jobs = one(memo)
+            walls[memo].append(w)
+            cpus[memo].append(cpu)
+    ours, base = statistics.median(walls[True]), statistics.median(walls[False])
+    cpu, base_cpu = statistics.median(cpus[True]), statistics.median(cpus[False])
     record(
-        f"simulate-fleet 30 days, 1 pod, {len(sim.jobs)} jobs (+ summary)",
+        f"simulate-fleet 30 days, 1 pod, {jobs} jobs (+ summary) [cpu {cpu:.2f} s vs {base_cpu:.2f} s]",
         ours,
         "<= 10 s",
-        "same simulation, scheduler without fit memo/guards (5 days, scaled)",
+        "same 30 days, scheduler without fit memo/guards",
         base,
     )
 
 
+BENCHES = ("cli", "state", "fault_path", "xconnect", "faults", "fleetio", "simulate", "routing", "tables", "quality")
+
+
 def main():
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=BENCHES, help="run these groups only (default: all)")
+    only = set(parser.parse_args().only or BENCHES)
     # the package, the test oracles (baselines, inputs) and this folder (the other benchmark modules)
     sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
     with tempfile.TemporaryDirectory() as tmp:
         state = f"{tmp}/state"
         subprocess.run([*CLI, "--state", state, "init"], check=True, stdout=subprocess.DEVNULL)
-        bench_cli(state)
-        bench_state(tmp)
-        bench_fault_path(tmp)
-        bench_xconnect()
-        bench_faults(state)
-        bench_fleetio(tmp)
-        bench_simulate()
-        bench_routing()
-    from routing_quality import main as routing_quality  # benchmarks/ (this script's folder) is on sys.path
+        if "cli" in only:
+            bench_cli(state)
+        if only & {"state", "fleetio"}:
+            bench_state(tmp)  # fleetio's `metrics` row reads the 4-pod state this builds
+        if "fault_path" in only:
+            bench_fault_path(tmp)
+        if "xconnect" in only:
+            bench_xconnect()
+        if "faults" in only:
+            bench_faults(state)
+        if "fleetio" in only:
+            bench_fleetio(tmp)
+        if "simulate" in only:
+            bench_simulate()
+        if "routing" in only:
+            bench_routing()
+        if "tables" in only:
+            bench_big_tables()
+    if "quality" in only:
+        from routing_quality import main as routing_quality  # benchmarks/ (this script's folder) is on sys.path
 
-    routing_quality(rows)  # tool vs exact LP optimum of the all-to-all max link load: its rows join these
+        routing_quality(rows)  # tool vs exact LP optimum of the all-to-all max link load: its rows join these
+    if only != set(BENCHES):
+        print(f"a partial run ({', '.join(sorted(only))}): {OUT.relative_to(ROOT)} left as it was")
+        return
     figures = {
         "python": platform.python_version(),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",

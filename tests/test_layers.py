@@ -1,0 +1,67 @@
+"""The layer checks `make lint` runs catch what they are for: a core module that imports the state layer (even
+inside a function), a use case that imports the shell, and a core module that opens a file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "tpufleet", tmp_path / "tpufleet", ignore=shutil.ignore_patterns("__pycache__", "data"))
+    shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
+    return tmp_path
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _check_io(root: Path) -> subprocess.CompletedProcess[str]:
+    tool = ROOT / "tools" / "check_core_io.py"
+    return subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True, timeout=300)
+
+
+pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is a lint extra (make lint installs it)")
+
+
+def test_the_tree_as_it_is_keeps_its_layers():
+    assert _lint_imports(ROOT).returncode == 0
+    assert _check_io(ROOT).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "module, planted, culprit",
+    [
+        ("routing/planted.py", "def f():\n    from tpufleet.state import store\n", "tpufleet.routing.planted"),
+        ("goodput/planted.py", "import tpufleet.ops.slices\n", "tpufleet.goodput.planted"),
+        ("ops/planted.py", "from tpufleet.cli import render\n", "tpufleet.ops.planted"),
+    ],
+)
+def test_a_planted_upward_import_breaks_the_contracts(tmp_path, module, planted, culprit):
+    root = _copy(tmp_path)
+    (root / "tpufleet" / module).write_text(planted)
+    r = _lint_imports(root)
+    assert r.returncode == 1
+    assert culprit in r.stdout
+
+
+def test_a_planted_file_read_in_the_core_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    (root / "tpufleet" / "routing" / "planted.py").write_text(
+        "from pathlib import Path\n\ndef f(p: Path) -> str:\n    return p.read_text()\n"
+    )
+    r = _check_io(root)
+    assert r.returncode == 1
+    assert "tpufleet/routing/planted.py: read_text()" in r.stderr

@@ -1,0 +1,134 @@
+"""Record every command's JSON output on a fixed runbook, to prove a refactoring changed no behaviour.
+
+    python tools/record_outputs.py OUT.json            # record
+    python tools/record_outputs.py NEW.json --against OUT.json   # record again and compare (exit 1 on a change)
+
+The runbook builds a fleet with slices, a job, wiring, routes, faults, an import, and calls the read commands in
+every shape they take. Times of day and the temporary directory are replaced by placeholders (they differ run to
+run); everything else must be byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NODES = ROOT / "fixtures" / "k8s" / "pod-64.json"
+GOODPUT = ROOT / "fixtures" / "goodput" / "fleet.jsonl"
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+_AGE = re.compile(r'"(age|age_seconds)": [^,}\n]+')
+_COMMAND = re.compile(r'"command": "[^"]*"')  # the recording process's own command line
+_EPOCH = re.compile(r'"value": 1[5-9][0-9]{8}(\.[0-9]+)?')  # seconds since the epoch (a metric's time of day)
+
+
+def runbook(state: Path, tmp: Path) -> list[list[str]]:
+    plan = str(tmp / "p.json")
+    return [
+        ["init", "--pods", "2"],
+        ["topology", "4x4x8", "--twisted"],
+        ["allocate", "llm", "--shape", "4x8x8", "--twisted"],
+        ["allocate", "mid", "--shape", "4x4x8"],
+        ["allocate", "dev", "--shape", "2x2x4"],
+        ["allocate", "job", "--shape", "4x4x4", "--slices", "2", "--spread"],
+        ["plan-xconnect", "llm", "--out", plan],
+        ["apply-xconnect", plan],
+        ["plan-xconnect", "mid", "--apply"],
+        ["plan-xconnect", "job", "--apply"],
+        ["routes", "llm"],
+        ["routes", "mid"],
+        ["routes", "job"],
+        ["collective", "mid", "--op", "all-reduce", "--bytes", "1GiB"],
+        ["collective", "job", "--op", "all-reduce", "--bytes", "1GiB"],
+        ["inject-fault", "ocs:pod0/x/5", "--dry-run"],
+        ["inject-fault", "ocs:pod0/x/5"],
+        ["inject-fault", "host:c03/2", "--reason", "healthd"],
+        ["inject-fault", "link:c01/y/4/out", "--planned"],
+        ["routes", "mid"],
+        ["policy", "mid", "--min-throughput", "0.9"],
+        ["import", "k8s", str(NODES)],
+        ["status"],
+        ["faults", "--all"],
+        ["show", "inventory"],
+        ["show", "health"],
+        ["show", "slices"],
+        ["show", "jobs"],
+        ["show", "ocs"],
+        ["show", "map"],
+        ["explain", "mid"],
+        ["explain", "job"],
+        ["explain", "ocs:pod0/x/5"],
+        ["history"],
+        ["diff", "3"],
+        ["report"],
+        ["export", "node-labels"],
+        ["export", "kueue-topology"],
+        ["export", "slurm-topology"],
+        ["export", "slices"],
+        ["metrics"],
+        ["clear-fault", "host:c03/2"],
+        ["reschedule", "mid"],
+        ["release", "dev"],
+        ["release", "job"],
+        ["simulate-availability", "--trials", "200"],
+        ["simulate-fleet", "--days", "2", "--seed", "3"],
+        ["goodput-report", str(GOODPUT)],
+    ]
+
+
+def call(state: Path, args: list[str]) -> dict[str, object]:
+    from tpufleet.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["--state", str(state), *args, "-o", "json"])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return {"args": args, "exit": code, "out": out.getvalue(), "err": err.getvalue()}
+
+
+def normalized(text: str, tmp: Path) -> str:
+    text = _TIME.sub("TIME", text.replace(str(tmp), "TMP"))
+    return _EPOCH.sub('"value": EPOCH', _COMMAND.sub('"command": CMD', _AGE.sub(r'"\1": AGE', text)))
+
+
+def record() -> list[dict[str, object]]:
+    with tempfile.TemporaryDirectory(prefix="tpufleet-record-") as name:
+        tmp = Path(name)
+        state = tmp / "state"
+        rows = []
+        for args in runbook(state, tmp):
+            row = call(state, args)
+            row["args"] = [normalized(a, tmp) for a in args]
+            rows.append({k: normalized(v, tmp) if isinstance(v, str) else v for k, v in row.items()})
+        return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--against", type=Path)
+    opts = parser.parse_args()
+    rows = record()
+    opts.out.write_text(json.dumps(rows, indent=1) + "\n")
+    if opts.against is None:
+        print(f"recorded {len(rows)} commands to {opts.out}")
+        return 0
+    old = json.loads(opts.against.read_text())
+    changed = [new["args"] for new, was in zip(rows, old, strict=True) if new != was]
+    for args in changed:
+        print("changed:", " ".join(str(a) for a in args), file=sys.stderr)  # type: ignore[attr-defined]
+    print(f"{len(rows) - len(changed)} of {len(rows)} commands unchanged")
+    return 1 if changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
