@@ -197,3 +197,24 @@ def test_version_is_the_changelogs(fleet):
     changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
     release = tpufleet.__version__.split(".dev")[0]
     assert f"## {release}" in changelog
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["explain", "x" * 5000],
+        ["release", "x" * 5000],
+        ["allocate", "x" * 5000, "--shape", "4x4x4"],
+        ["show", "x" * 5000],
+        ["export", "x" * 5000],
+        ["apply-xconnect", "x" * 5000],
+        ["diff", "x" * 5000],
+        ["collective", "a", "--op", "x" * 5000, "--bytes", "1GiB"],
+    ],
+    ids=["explain", "release", "allocate", "show", "export", "apply-xconnect", "diff", "collective"],
+)
+def test_messages_quote_at_most_60_characters_of_a_bad_value(fleet, args):
+    r = fleet(*args)
+    assert r.code in (1, 2)
+    (line,) = r.err.strip().splitlines()
+    assert "'" + "x" * 61 not in line and len(line) < 400  # a quoted value at most 60, a bare path at most 160

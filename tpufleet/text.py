@@ -39,6 +39,28 @@ def terminal_safe(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group() if m.group() in "\t\n" else _escape(m.group()), text)
 
 
+# A quoted value: no spaces and over 60 characters, or anything over 300 (two apostrophes of a sentence are
+# rarely that far apart)
+_LONG_QUOTED = re.compile(r"'([^'\s]{61,}|[^'\n]{301,})'|\"([^\"\s]{61,}|[^\"\n]{301,})\"")
+_LONG_TOKEN = re.compile(r"\S{161,}")
+
+
+def quoted_short(message: str) -> str:
+    """A message with each quoted value cut to 60 characters and any other run without spaces (a path, a name
+    pasted unquoted) to 160: hostile input must not make an error line thousands of characters long.
+
+    >>> quoted_short("unknown slice '" + "x" * 100 + "'")
+    "unknown slice 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'"
+    """
+
+    def cut_quoted(m: re.Match[str]) -> str:
+        quote = m.group(0)[0]
+        return quote + m.group(0)[1:57] + "..." + quote
+
+    message = _LONG_QUOTED.sub(cut_quoted, message)
+    return _LONG_TOKEN.sub(lambda m: m.group(0)[:157] + "...", message)
+
+
 def bounded(text: str, limit: int) -> str:
     """`printable(text)` cut to at most `limit` characters, the cut marked with an ellipsis."""
     text = printable(text[: 4 * limit])

@@ -129,6 +129,9 @@ def requested_format(argv: list[str]) -> str | None:
 
 def report_error(message: str, code: int, items: list[str], fmt: str | None) -> None:
     """One error on stderr: a line for people, or with -o json one JSON object (documented in the README)."""
+    from tpufleet.text import quoted_short
+
+    message = quoted_short(message)  # every quoted value at most 60 characters, whoever wrote the message
     if fmt == "json":
         import json
 
