@@ -1,0 +1,503 @@
+"""Accelerator generations (TPU v4, TPU v5p, TPU7x): what differs from one pod to the next, as typed data.
+
+A `Generation` is read from a profile document (`tpufleet/data/generations/NAME.yaml`, read and schema-checked by
+`tpufleet.state.generations`); every figure there carries its public source or an ``ASSUMPTION:`` with the
+reasoning, and `Generation.sources` keeps them. What no generation changes stays in `tpufleet.constants` (the
+4x4x4 cube, six ports a chip, sixteen links a cube face). This module touches no file.
+
+The shape rule is xpk's ``generate_tpu_topologies`` (``src/xpk/core/system_characteristics.py``), the list GKE's
+tooling accepts for each generation:
+
+1. the sub-cube shapes 2x2x1, 2x2x2, 2x2x4 and 2x4x4, exactly as written (meshes inside one cube);
+2. otherwise every side a multiple of 4, at most 256 (``max_side``);
+3. sides non-decreasing, A <= B <= C, where the generation asks for it (v5p, TPU7x; v4 takes any order);
+4. at most ``max_cubes`` cubes of 4x4x4 (v4 64, v5p 140, TPU7x 144);
+5. twisted only for the families the generation offers, (4k, 4k, 8k) and (4k, 8k, 8k), sides in that order.
+
+>>> gen = from_document(_EXAMPLE, "example.yaml")
+>>> gen.check_shape((16, 24, 24)), gen.cubes_of((16, 24, 24))
+(None, 144)
+>>> gen.check_shape((20, 24, 28))
+Traceback (most recent call last):
+...
+tpufleet.errors.BadInput: bad shape 20x24x28 for tpu7x: 210 cubes, at most 144
+>>> len(gen.accepted_shapes()), len(gen.accepted_shapes(twisted=True))
+(432, 7)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NamedTuple, get_args
+
+from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, DIMS, FACE_LINKS
+from tpufleet.errors import BadInput, BadStateFile
+
+__all__ = [
+    "FIGURES",
+    "SCHEMA_VERSION",
+    "SIDE_ORDERS",
+    "TWIST_FAMILIES",
+    "FaultDefaults",
+    "Figure",
+    "Generation",
+    "RepairHours",
+    "SideOrder",
+    "TwistFamily",
+    "from_document",
+    "is_assumption",
+    "shape_text",
+]
+
+SCHEMA_VERSION: Final = 1
+Vec = tuple[int, int, int]
+SideOrder = Literal["any", "non-decreasing"]
+SIDE_ORDERS: tuple[SideOrder, ...] = get_args(SideOrder)
+TwistFamily = Literal["4k,4k,8k", "4k,8k,8k"]
+TWIST_FAMILIES: tuple[TwistFamily, ...] = get_args(TwistFamily)
+REPAIR_KINDS: Final = ("host", "link", "ocs", "drain")
+ASSUMPTION: Final = "ASSUMPTION:"
+NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9-]{0,31}\Z"
+LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?\Z"  # a Kubernetes label value, lower case
+MAX_SOURCE_CHARS: Final = 1000
+MAX_POD_CUBES: Final = 4096  # a sanity bound on a profile, far above any pod (TPU7x: 144)
+
+
+class Figure(NamedTuple):
+    """How one figure of a profile document is checked: its kind and, for numbers, its inclusive range."""
+
+    kind: Literal["int", "number", "label", "shape", "shapes", "side_order", "twists", "hours"]
+    low: float = 0.0
+    high: float = 0.0
+
+
+# Every figure of a profile document (a dotted path -> its check). The state layer builds the JSON Schema from this
+# table, so the schema and `from_document` hold the same ranges. Bandwidths in bytes per second, one direction.
+FIGURES: Final[Mapping[str, Figure]] = {
+    "gke_accelerator": Figure("label"),
+    "machine_type": Figure("label"),
+    "host_shape": Figure("shape"),
+    "pod.chips": Figure("int", CHIPS_PER_CUBE, MAX_POD_CUBES * CHIPS_PER_CUBE),
+    "pod.cubes": Figure("int", 1, MAX_POD_CUBES),
+    "pod.ocs": Figure("int", 1, 1024),
+    "pod.ocs_ports": Figure("int", 2, 2 * MAX_POD_CUBES),
+    "slices.max_cubes": Figure("int", 1, MAX_POD_CUBES),
+    "slices.max_side": Figure("int", CUBE_EDGE, 4096),
+    "slices.side_order": Figure("side_order"),
+    "slices.subcube_shapes": Figure("shapes"),
+    "slices.twisted": Figure("twists"),
+    "ici.links_per_chip": Figure("int", 1, 64),
+    "ici.link_bandwidth": Figure("number", 1.0e6, 1.0e15),
+    "chip.peak_bf16_flops": Figure("number", 1.0e9, 1.0e18),
+    "chip.hbm_bytes": Figure("int", 1, 2**50),
+    "chip.hbm_bandwidth": Figure("number", 1.0e6, 1.0e15),
+    "dcn.chip_bandwidth": Figure("number", 1.0e6, 1.0e15),
+    "faults.host_per_day": Figure("number", 0.0, 1.0),
+    "faults.link_per_day": Figure("number", 0.0, 1.0),
+    "faults.ocs_per_day": Figure("number", 0.0, 1.0),
+    "faults.drain_per_day": Figure("number", 0.0, 1.0),
+    "faults.repair_hours": Figure("hours", 0.001, 8760.0),
+}
+SECTIONS: Final = ("pod", "slices", "ici", "chip", "dcn", "faults")
+TOP_KEYS: Final = ("schema_version", "name", "title", "gke_accelerator", "machine_type", "host_shape", *SECTIONS)
+
+
+@dataclass(frozen=True)
+class RepairHours:
+    """Hours to repair a component (or to finish a planned drain)."""
+
+    host: float
+    link: float
+    ocs: float
+    drain: float
+
+
+@dataclass(frozen=True)
+class FaultDefaults:
+    """Default failure rates (per component per day) and repair times of a generation."""
+
+    host_per_day: float
+    link_per_day: float
+    ocs_per_day: float
+    drain_per_day: float
+    repair_hours: RepairHours
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One accelerator generation: its labels, pod, wiring, slice-shape rule, interconnect, chip and faults."""
+
+    name: str
+    title: str
+    gke_accelerator: str  # the value of node label cloud.google.com/gke-tpu-accelerator
+    machine_type: str
+    host_shape: Vec  # the chips of one host (VM), e.g. 2x2x1
+    pod_chips: int
+    pod_cubes: int
+    ocs_count: int
+    ocs_ports: int  # per OCS, half on the north side and half on the south
+    max_slice_cubes: int
+    max_side: int
+    side_order: SideOrder
+    subcube_shapes: tuple[Vec, ...]
+    twist_families: tuple[TwistFamily, ...]
+    ici_links_per_chip: int
+    ici_link_bandwidth: float  # bytes/s per link, one direction
+    peak_bf16_flops: float  # FLOP/s per chip
+    hbm_bytes: int
+    hbm_bandwidth: float  # bytes/s per chip
+    dcn_chip_bandwidth: float  # bytes/s per chip, one direction
+    faults: FaultDefaults
+    sources: tuple[tuple[str, str], ...]  # (figure path, its source or ASSUMPTION) in FIGURES order
+
+    @property
+    def chips_per_host(self) -> int:
+        return math.prod(self.host_shape)
+
+    @property
+    def hosts_per_cube(self) -> int:
+        return CHIPS_PER_CUBE // self.chips_per_host
+
+    @property
+    def ocs_per_dim(self) -> int:
+        return self.ocs_count // len(DIMS)
+
+    @property
+    def ports_per_side(self) -> int:
+        """Cubes one OCS can serve: one out link (north) and one in link (south) each."""
+        return self.ocs_ports // 2
+
+    def source(self, figure: str) -> str:
+        """The public source of a figure (a dotted path of FIGURES), or its ASSUMPTION with the reasoning."""
+        return dict(self.sources)[figure]
+
+    def assumptions(self) -> dict[str, str]:
+        """The figures that rest on an assumption rather than a public figure."""
+        return {path: text for path, text in self.sources if is_assumption(text)}
+
+    def cubes_of(self, dims: Vec) -> int:
+        """Cubes a slice of these sides takes: 1 for a sub-cube shape (it lives inside one cube)."""
+        if tuple(dims) in self.subcube_shapes:
+            return 1
+        return math.prod(d // CUBE_EDGE for d in dims)
+
+    def twistable(self, dims: Vec) -> bool:
+        """Whether this generation offers a twisted torus of these sides (in the order given)."""
+        family = _family(dims)
+        return family is not None and family in self.twist_families
+
+    def accepts(self, dims: Vec, twisted: bool = False) -> bool:
+        """Whether `check_shape` passes."""
+        return _problem(self, dims, twisted) is None
+
+    def check_shape(self, dims: Vec, twisted: bool = False) -> None:
+        """Refuse (BadInput naming the rule and the generation) a shape this generation's slices cannot have.
+
+        >>> gen = from_document(_EXAMPLE, "example.yaml")
+        >>> gen.check_shape((6, 8, 8))
+        Traceback (most recent call last):
+        ...
+        tpufleet.errors.BadInput: bad shape 6x8x8 for tpu7x: sides must be multiples of 4 (or a sub-cube shape 2x2x1, 2x2x2, 2x2x4, 2x4x4)
+        """
+        problem = _problem(self, dims, twisted)
+        if problem is not None:
+            label = shape_text(dims) + (" twisted" if twisted else "")
+            raise BadInput(f"bad shape {label} for {self.name}: {problem}")
+
+    def accepted_shapes(self, twisted: bool = False) -> tuple[Vec, ...]:
+        """Every (A, B, C) a slice may have (sorted), or every twisted one: xpk's list for this generation."""
+        shapes = [*self.subcube_shapes, *self._whole_cube_shapes()]
+        if twisted:
+            shapes = [d for d in shapes if self.twistable(d)]
+        return tuple(sorted(set(shapes)))
+
+    def _whole_cube_shapes(self) -> Iterator[Vec]:
+        """Sides multiples of 4 up to max_side, at most max_slice_cubes cubes, ordered where the rule says so."""
+        top, limit, ordered = self.max_side // CUBE_EDGE, self.max_slice_cubes, self.side_order == "non-decreasing"
+        for a in range(1, min(top, limit) + 1):
+            for b in range(a if ordered else 1, min(top, limit // a) + 1):
+                for c in range(b if ordered else 1, min(top, limit // (a * b)) + 1):
+                    yield (CUBE_EDGE * a, CUBE_EDGE * b, CUBE_EDGE * c)
+
+
+def _family(dims: Vec) -> TwistFamily | None:
+    """The twisted family of these sides, (4k, 4k, 8k) or (4k, 8k, 8k) in that order, if any."""
+    a, b, c = dims
+    if a < 1 or a % CUBE_EDGE:
+        return None
+    if b == a and c == 2 * a:
+        return "4k,4k,8k"
+    if b == 2 * a and c == 2 * a:
+        return "4k,8k,8k"
+    return None
+
+
+def _problem(gen: Generation, dims: Vec, twisted: bool) -> str | None:
+    """What is wrong with the shape for this generation (the rule, in the module docstring's order), or None."""
+    if len(dims) != 3:
+        return "a shape has three sides, AxBxC"
+    if any(d < 1 for d in dims):
+        return "every side must be at least 1"
+    subcubes = ", ".join(shape_text(s) for s in gen.subcube_shapes)
+    if tuple(dims) not in gen.subcube_shapes:
+        if max(dims) > gen.max_side:
+            return f"a side is over {gen.max_side}"
+        if any(d % CUBE_EDGE for d in dims):
+            return f"sides must be multiples of {CUBE_EDGE} (or a sub-cube shape {subcubes})"
+        if gen.side_order == "non-decreasing" and not dims[0] <= dims[1] <= dims[2]:
+            return "sides must be non-decreasing, A <= B <= C (e.g. " + shape_text(tuple(sorted(dims))) + ")"
+        cubes = gen.cubes_of(dims)
+        if cubes > gen.max_slice_cubes:
+            return f"{cubes} cubes, at most {gen.max_slice_cubes}"
+    if twisted and not gen.twistable(dims):
+        offered = " and ".join(f"({f})" for f in gen.twist_families) or "no shape"
+        return f"twisted tori exist only for {offered}, sides in that order"
+    return None
+
+
+def shape_text(dims: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def is_assumption(source: str) -> bool:
+    return source.lstrip().startswith(ASSUMPTION)
+
+
+# ---- document -> Generation ----------------------------------------------------------------------------------
+def from_document(doc: object, file: str) -> Generation:
+    """The Generation a profile document describes; BadStateFile naming file, field and value if it is malformed.
+
+    The document is a mapping: `schema_version`, `name`, `title` and, for every path of FIGURES, a mapping
+    {value, source}. Checked here by hand (types, ranges, unknown keys) and across figures (chips = 64 x cubes,
+    one OCS per dimension and face position, enough OCS ports for every cube, a slice no larger than the pod).
+    """
+    top = _mapping(doc, "", file, TOP_KEYS)
+    if top.get("schema_version") != SCHEMA_VERSION or isinstance(top.get("schema_version"), bool):
+        raise BadStateFile(file, "schema_version", top.get("schema_version"), f"must be {SCHEMA_VERSION}")
+    for section in SECTIONS:
+        keys = tuple(p.split(".", 1)[1] for p in FIGURES if p.startswith(section + "."))
+        _mapping(top[section], section, file, keys)
+    values = {path: _figure(top, path, spec, file) for path, spec in FIGURES.items()}
+    gen = _build(top, values, file)
+    _check_consistent(gen, file)
+    return gen
+
+
+def _mapping(value: object, where: str, file: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """`value` as a mapping holding exactly `keys`."""
+    if not isinstance(value, dict):
+        raise BadStateFile(file, where, value, "must be a mapping")
+    for key in value:
+        if key not in keys:
+            raise BadStateFile(file, _at(where, str(key)), value[key], f"unknown key; known: {', '.join(keys)}")
+    for key in keys:
+        if key not in value:
+            raise BadStateFile(file, _at(where, key), None, "is required")
+    return value
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _figure(top: dict[str, Any], path: str, spec: Figure, file: str) -> Any:
+    """The value of one figure, checked against `spec`; its source must be a non-empty text."""
+    section, _, key = path.rpartition(".")
+    holder = top[section] if section else top
+    fig = _mapping(holder[key], path, file, ("value", "source"))
+    source = fig["source"]
+    if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
+        raise BadStateFile(file, f"{path}.source", source, f"must be a text of 1-{MAX_SOURCE_CHARS} characters")
+    return _value(fig["value"], spec, f"{path}.value", file)
+
+
+def _value(value: object, spec: Figure, where: str, file: str) -> Any:
+    """One value of kind `spec.kind`, in range; BadStateFile naming the field otherwise."""
+    match spec.kind:
+        case "int" | "number":
+            return _number(value, spec, where, file)
+        case "label":
+            if not isinstance(value, str) or not re.match(LABEL_PATTERN, value):
+                raise BadStateFile(file, where, value, "must be a lower-case label value (a-z, 0-9, -, .)")
+            return value
+        case "shape":
+            return _shape(value, where, file)
+        case "shapes":
+            return _listed(value, where, file, lambda v, at: _shape(v, at, file))
+        case "side_order":
+            return _choice(value, SIDE_ORDERS, where, file)
+        case "twists":
+            return _listed(value, where, file, lambda v, at: _choice(v, TWIST_FAMILIES, at, file), empty=True)
+        case "hours":
+            hours = _mapping(value, where, file, REPAIR_KINDS)
+            return RepairHours(*(_number(hours[k], spec, f"{where}.{k}", file) for k in REPAIR_KINDS))
+    raise AssertionError(spec.kind)  # pragma: no cover - FIGURES holds only the kinds above
+
+
+def _number(value: object, spec: Figure, where: str, file: str) -> float:
+    """An integer (kind "int") or a number in [low, high]; NaN and infinities fail the range."""
+    whole = spec.kind == "int"
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+        raise BadStateFile(file, where, value, "must be an integer" if whole else "must be a number")
+    if not spec.low <= value <= spec.high:
+        raise BadStateFile(file, where, value, f"must be between {spec.low:g} and {spec.high:g}")
+    return value
+
+
+def _shape(value: object, where: str, file: str) -> Vec:
+    if isinstance(value, list) and len(value) == 3 and all(_side(d) for d in value):
+        return (value[0], value[1], value[2])
+    raise BadStateFile(file, where, value, f"must be [A, B, C], each side 1-{CUBE_EDGE} (inside one cube)")
+
+
+def _side(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= CUBE_EDGE
+
+
+def _choice(value: object, options: tuple[str, ...], where: str, file: str) -> Any:
+    if value not in options:
+        raise BadStateFile(file, where, value, f"must be one of {', '.join(options)}")
+    return value
+
+
+def _listed(value: object, where: str, file: str, item: Any, empty: bool = False) -> tuple[Any, ...]:
+    """A list of distinct items, each checked by `item(value, field)`."""
+    if not isinstance(value, list) or (not value and not empty) or len(value) > 64:
+        raise BadStateFile(file, where, value, "must be a list" + ("" if empty else " of 1-64 items"))
+    items = tuple(item(v, f"{where}.{i}") for i, v in enumerate(value))
+    if len(set(items)) != len(items):
+        raise BadStateFile(file, where, value, "items must be distinct")
+    return items
+
+
+def _build(top: dict[str, Any], v: dict[str, Any], file: str) -> Generation:
+    name, title = top["name"], top["title"]
+    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
+        raise BadStateFile(file, "name", name, "must be a lower-case name (a-z, 0-9, -), at most 32 characters")
+    if not isinstance(title, str) or not 1 <= len(title) <= 64:
+        raise BadStateFile(file, "title", title, "must be a text of 1-64 characters")
+    faults = FaultDefaults(
+        host_per_day=float(v["faults.host_per_day"]),
+        link_per_day=float(v["faults.link_per_day"]),
+        ocs_per_day=float(v["faults.ocs_per_day"]),
+        drain_per_day=float(v["faults.drain_per_day"]),
+        repair_hours=v["faults.repair_hours"],
+    )
+    return Generation(
+        name=name,
+        title=title,
+        gke_accelerator=v["gke_accelerator"],
+        machine_type=v["machine_type"],
+        host_shape=v["host_shape"],
+        pod_chips=v["pod.chips"],
+        pod_cubes=v["pod.cubes"],
+        ocs_count=v["pod.ocs"],
+        ocs_ports=v["pod.ocs_ports"],
+        max_slice_cubes=v["slices.max_cubes"],
+        max_side=v["slices.max_side"],
+        side_order=v["slices.side_order"],
+        subcube_shapes=v["slices.subcube_shapes"],
+        twist_families=v["slices.twisted"],
+        ici_links_per_chip=v["ici.links_per_chip"],
+        ici_link_bandwidth=float(v["ici.link_bandwidth"]),
+        peak_bf16_flops=float(v["chip.peak_bf16_flops"]),
+        hbm_bytes=v["chip.hbm_bytes"],
+        hbm_bandwidth=float(v["chip.hbm_bandwidth"]),
+        dcn_chip_bandwidth=float(v["dcn.chip_bandwidth"]),
+        faults=faults,
+        sources=tuple((path, _source_of(top, path)) for path in FIGURES),
+    )
+
+
+def _source_of(top: dict[str, Any], path: str) -> str:
+    section, _, key = path.rpartition(".")
+    return str((top[section] if section else top)[key]["source"])
+
+
+def _check_consistent(gen: Generation, file: str) -> None:
+    """What one figure says about another: BadStateFile naming the later field."""
+    wiring = len(DIMS) * FACE_LINKS  # OCS {d, i}: one per dimension and face position
+    checks = (
+        (
+            "pod.chips",
+            gen.pod_chips,
+            gen.pod_chips == gen.pod_cubes * CHIPS_PER_CUBE,
+            f"must be pod.cubes x {CHIPS_PER_CUBE} = {gen.pod_cubes * CHIPS_PER_CUBE}",
+        ),
+        (
+            "pod.ocs",
+            gen.ocs_count,
+            gen.ocs_count == wiring,
+            f"must be {wiring}: one OCS per dimension and face position",
+        ),
+        (
+            "pod.ocs_ports",
+            gen.ocs_ports,
+            gen.ocs_ports % 2 == 0 and gen.ports_per_side >= gen.pod_cubes,
+            f"must be even and at least 2 x pod.cubes = {2 * gen.pod_cubes} (an out and an in link per cube)",
+        ),
+        (
+            "slices.max_cubes",
+            gen.max_slice_cubes,
+            gen.max_slice_cubes <= gen.pod_cubes,
+            f"must be at most pod.cubes ({gen.pod_cubes})",
+        ),
+        ("slices.max_side", gen.max_side, gen.max_side % CUBE_EDGE == 0, f"must be a multiple of {CUBE_EDGE}"),
+        (
+            "host_shape",
+            list(gen.host_shape),
+            CHIPS_PER_CUBE % gen.chips_per_host == 0,
+            f"must divide a cube of {CHIPS_PER_CUBE} chips",
+        ),
+    )
+    for field, value, ok, problem in checks:
+        if not ok:
+            raise BadStateFile(file, f"{field}.value", value, problem)
+    for i, dims in enumerate(gen.subcube_shapes):
+        if math.prod(dims) % gen.chips_per_host or math.prod(dims) >= CHIPS_PER_CUBE:
+            raise BadStateFile(
+                file,
+                f"slices.subcube_shapes.value.{i}",
+                list(dims),
+                f"must be whole hosts of {shape_text(gen.host_shape)}, smaller than a cube",
+            )
+
+
+def _example() -> dict[str, Any]:
+    """A TPU7x profile document (for the doctests; the shipped one is tpufleet/data/generations/tpu7x.yaml)."""
+    figures: dict[str, Any] = {
+        "gke_accelerator": "tpu7x",
+        "machine_type": "tpu7x-standard-4t",
+        "host_shape": [2, 2, 1],
+        "pod.chips": 9216,
+        "pod.cubes": 144,
+        "pod.ocs": 48,
+        "pod.ocs_ports": 288,
+        "slices.max_cubes": 144,
+        "slices.max_side": 256,
+        "slices.side_order": "non-decreasing",
+        "slices.subcube_shapes": [[2, 2, 1], [2, 2, 2], [2, 2, 4], [2, 4, 4]],
+        "slices.twisted": ["4k,4k,8k", "4k,8k,8k"],
+        "ici.links_per_chip": 6,
+        "ici.link_bandwidth": 100.0e9,
+        "chip.peak_bf16_flops": 2307.0e12,
+        "chip.hbm_bytes": 192 * 2**30,
+        "chip.hbm_bandwidth": 7380.0e9,
+        "dcn.chip_bandwidth": 12.5e9,
+        "faults.host_per_day": 0.0008,
+        "faults.link_per_day": 0.00005,
+        "faults.ocs_per_day": 0.0004,
+        "faults.drain_per_day": 0.0002,
+        "faults.repair_hours": {"host": 8.0, "link": 4.0, "ocs": 2.0, "drain": 4.0},
+    }
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "name": "tpu7x", "title": "TPU7x (Ironwood)"}
+    for path, value in figures.items():
+        section, _, key = path.rpartition(".")
+        (doc.setdefault(section, {}) if section else doc)[key] = {"value": value, "source": "example"}
+    return doc
+
+
+_EXAMPLE: Final = _example()
