@@ -44,10 +44,10 @@ def stored(shape: Any, alive: Any, folder: Path, name: str) -> Path:
 
 
 def model(path: Path, profile: Any) -> Any:
-    from tpufleet.collectives import tables
     from tpufleet.collectives.algorithms import Context, best_of, estimate
+    from tpufleet.state import routetables
 
-    return best_of(estimate(Context(tables.load(path), profile), "all-reduce", GIB, "auto", None))
+    return best_of(estimate(Context(routetables.load(path), profile), "all-reduce", GIB, "auto", None))
 
 
 def ring_closed_form(p: int, profile: Any) -> float:

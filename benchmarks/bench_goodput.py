@@ -154,11 +154,11 @@ def child(paths: list[Path], fmt: str, one_process: bool = False, build: bool = 
     decode large inputs (a worker's includes the pages it shares with the child), and CPU includes the workers'.
     `one_process` turns the workers off; `build=False` only imports (the baseline of the peak)."""
     code = (
-        "import resource, sys, time; from pathlib import Path; from tpufleet.goodput import pipeline\n"
-        "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render\n"
-        f"if {one_process}: pipeline.PARALLEL_MIN_BYTES = 1 << 62\n"
+        "import resource, sys, time; from pathlib import Path; from tpufleet.ops import goodput\n"
+        "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs as logs\n"
+        f"if {one_process}: logs.PARALLEL_MIN_BYTES = 1 << 62\n"
         "t, c = time.perf_counter(), time.process_time()\n"
-        f"if {build}: pipeline.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
+        f"if {build}: goodput.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
         " ['accelerator','size','phase','framework'], 'day')\n"
         "w = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print(time.perf_counter() - t, time.process_time() - c + w.ru_utime + w.ru_stime)"
@@ -232,7 +232,7 @@ def bench_package(entries: int) -> None:
         seconds, _, peak = child([path], "ml-goodput")
         bare = child([path], "ml-goodput", build=False)[2]
         input_mib = path.stat().st_size / 2**20
-        from tpufleet.goodput.pipeline import build
+        from tpufleet.ops.goodput import build
 
         (ours,) = build([path], fmt="ml-goodput")["jobs"]
     t = time.perf_counter()

@@ -35,8 +35,9 @@ def timed(step: Callable[[], Any]) -> tuple[Any, float, float]:
 def run(pods: int, events: bool) -> dict[str, Any]:
     """One `simulate-fleet` run in pieces: {piece: (wall s, CPU s)}, the event count and the summary."""
     from tpufleet.ops.simulate import summarize
-    from tpufleet.simulation import Options, Simulator, load_rates, load_workload
+    from tpufleet.simulation import Options, Simulator
     from tpufleet.simulation.log import jsonl
+    from tpufleet.state.siminputs import load_rates, load_workload
 
     sim = Simulator(load_workload(None), load_rates(None), Options(days=DAYS, pods=pods))
     pieces: dict[str, tuple[float, float]] = {}

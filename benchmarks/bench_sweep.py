@@ -33,28 +33,31 @@ def row(name: str, seconds: float, baseline_name: str, baseline: float) -> None:
 
 
 def _sweep(spec: Any, out: Path, executor: Any) -> tuple[float, dict[int, Any]]:
+    from tpufleet.state import sweepstore
     from tpufleet.sweep import driver
 
     t = time.perf_counter()
     try:
-        outcome = driver.run(spec, out, executor)
+        outcome = driver.run(spec, sweepstore.prepare(out, False), executor)
     finally:
         executor.close()
     return time.perf_counter() - t, outcome.points
 
 
 def bench_sweep(tmp: Path) -> None:
-    from tpufleet.sweep import backends, spec
+    from tpufleet.ops.sweep import run_task
+    from tpufleet.state import sweepstore
+    from tpufleet.sweep import backends
 
     if not backends.dask_available():
         print("sweep on a local cluster: SKIPPED, Dask is not installed (`make sweep-deps` installs it)", flush=True)
         return
     path = tmp / "bench.yaml"
     path.write_text(SPEC)
-    sweep = spec.load(path)
-    serial_s, serial = _sweep(sweep, tmp / "serial", backends.Serial())
+    sweep = sweepstore.load_spec(path)
+    serial_s, serial = _sweep(sweep, tmp / "serial", backends.Serial(run_task))
     t = time.perf_counter()
-    executor = backends.Dask(workers=2)
+    executor = backends.Dask(run_task, workers=2)
     startup = time.perf_counter() - t
     dask_s, on_dask = _sweep(sweep, tmp / "dask", executor)
     same = json.dumps(serial, sort_keys=True) == json.dumps(on_dask, sort_keys=True)

@@ -379,7 +379,8 @@ def bench_simulate():
     """One pod x 30 days with the scheduler's fit memo and guards against the same 30 days without them, the runs
     alternated (median of 3 each; CPU seconds beside wall, the machine is shared)."""
     from tpufleet.ops.simulate import summarize
-    from tpufleet.simulation import Options, Simulator, load_rates, load_workload
+    from tpufleet.simulation import Options, Simulator
+    from tpufleet.state.siminputs import load_rates, load_workload
 
     def one(memo):
         t, c = time.perf_counter(), time.process_time()

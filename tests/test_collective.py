@@ -250,6 +250,14 @@ def test_bad_profiles_name_file_field_and_value(ici, message):
     assert str(exc.value) == message
 
 
+def test_shipped_profile_is_the_shipped_file():
+    """The core's copy of the shipped document (it reads no file) decodes to what the shipped YAML does."""
+    from tpufleet.collectives.profile import SHIPPED
+    from tpufleet.state.profiles import read_profile
+
+    assert read_profile(SHIPPED) == default_profile() == read_profile(None)
+
+
 def test_shipped_profile_cites_its_sources():
     pr = default_profile()
     assert (pr.link_bandwidth, pr.peak_flops, pr.hbm_bytes) == (50e9, 275e12, 32 * GIB)

@@ -217,4 +217,4 @@ def test_messages_quote_at_most_60_characters_of_a_bad_value(fleet, args):
     r = fleet(*args)
     assert r.code in (1, 2)
     (line,) = r.err.strip().splitlines()
-    assert "'" + "x" * 61 not in line and len(line) < 400  # a quoted value at most 60, a bare path at most 160
+    assert "'" + "x" * 61 not in line and len(line) < 600  # a quoted value at most 60, a bare path at most 400

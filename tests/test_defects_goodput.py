@@ -99,9 +99,9 @@ def test_a_damaged_gzip_log_is_one_line_naming_it(cli, tmp_path):
 
 
 def test_the_size_limit_counts_decompressed_bytes(cli, tmp_path, monkeypatch):
-    from tpufleet.goodput import pipeline
+    from tpufleet.state import goodputlogs
 
-    monkeypatch.setattr(pipeline, "MAX_LOG_BYTES", 1024 * 1024)
+    monkeypatch.setattr(goodputlogs, "MAX_LOG_BYTES", 1024 * 1024)
     bomb = tmp_path / "bomb.jsonl.gz"
     bomb.write_bytes(gzip.compress(b"\n" * (3 * 1024 * 1024)))  # 3 KB on disk, 3 MiB of text
     err = refused(cli, bomb)
@@ -320,9 +320,9 @@ def test_a_line_over_the_limit_is_one_skipped_record_with_skip_bad(cli, tmp_path
 
 
 def test_a_line_over_the_limit_split_across_pieces(cli, tmp_path, monkeypatch):
-    from tpufleet.goodput import pipeline
+    from tpufleet.state import goodputlogs
 
-    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 64 * 1024)  # the long line spans many pieces
+    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 64 * 1024)  # the long line spans many pieces
     log = long_line_log(tmp_path / "long.jsonl", "last")
     assert f"{log}:7: field <line>:" in refused(cli, log)
     rep = report(cli, log, "--skip-bad")
@@ -360,6 +360,8 @@ import resource, sys
 import json, msgspec, numpy, tabulate  # what any report loads, before the baseline is taken
 from tpufleet.cli import main
 from tpufleet.goodput import metrics, pipeline
+from tpufleet.ops import goodput
+from tpufleet.state import goodputlogs
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     main(sys.argv[1:])

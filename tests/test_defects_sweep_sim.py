@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tpufleet.simulation.inputs import SHIPPED_WORKLOAD
-from tpufleet.sweep import spec as sweep_spec
+from tpufleet.state.siminputs import SHIPPED_WORKLOAD
+from tpufleet.state.sweepstore import load_spec
 from tpufleet.sweep.stats import bounds
 
 AVAILABILITY = """schema_version: 1
@@ -172,7 +172,7 @@ def test_resume_reruns_planted_and_truncated_point_files_and_says_so(cli, tmp_pa
     out = tmp_path / "out"
     first = cli("sweep", path, "--out", out, "--serial", state=False)
     assert first.code == 0, first.err
-    points = sweep_spec.load(path).points
+    points = load_spec(path).points
     files = [out / "points" / f"{p.key}.json" for p in points]
     intact = files[5].read_bytes()
     files[0].write_bytes(files[0].read_bytes()[:40])  # truncated
@@ -199,7 +199,7 @@ def test_resume_takes_only_the_runs_from_a_point_file(cli, tmp_path):
     path = write(tmp_path, AVAILABILITY)
     out = tmp_path / "out"
     assert cli("sweep", path, "--out", out, "--serial", state=False).code == 0
-    point = sweep_spec.load(path).points[0]
+    point = load_spec(path).points[0]
     file = out / "points" / f"{point.key}.json"
     saved = json.loads(file.read_text())
     file.write_text(json.dumps({**saved, "params": {"cubes": 999}, "metrics": {"fake": 1}, "index": 7}))

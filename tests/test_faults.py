@@ -236,7 +236,7 @@ def test_simulate_availability_cli_with_plot(cli, tmp_path):
 def test_simulate_availability_takes_p_and_q_from_the_shipped_fault_rates(cli):
     import yaml
 
-    from tpufleet.simulation.inputs import SHIPPED_RATES
+    from tpufleet.state.siminputs import SHIPPED_RATES
 
     rates = yaml.safe_load(SHIPPED_RATES.read_text())
     r = cli(

@@ -7,7 +7,7 @@ import pytest
 
 import tpufleet
 from oracles.synthetic_jobs import demo_log_text, training_job
-from tpufleet.goodput.pipeline import build
+from tpufleet.ops.goodput import build
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput"
 

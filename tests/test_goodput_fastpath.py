@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import fastread, pipeline, render
+from tpufleet.goodput import fastread, render
+from tpufleet.ops.goodput import build
+from tpufleet.state import goodputlogs
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast path to check")
 
@@ -100,21 +102,21 @@ def report(paths: list[Path], fast: bool, skip_bad: bool, chunk: int) -> Any:
     """(report, table) or ("error", message), by the fast path (pools forced on) or the straightforward one."""
     pools: list[int] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputlogs, "CHUNK_BYTES", chunk)
         if fast:
-            mp.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
-            mp.setattr(pipeline, "_cpus", lambda: (CPUS, float(CPUS)))  # idle, whatever else runs here
-            real = pipeline._workers
+            mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 0)
+            mp.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))  # idle, whatever else runs here
+            real = goodputlogs._workers
 
             def counted(pool: Any) -> int:
                 pools.append(1)
                 return real(pool)
 
-            mp.setattr(pipeline, "_workers", counted)
+            mp.setattr(goodputlogs, "_workers", counted)
         else:
             mp.setattr(fastread, "_DECODER", None)
         try:
-            r = pipeline.build(paths, by=["accelerator", "phase"], period="day", skip_bad=skip_bad)
+            r = build(paths, by=["accelerator", "phase"], period="day", skip_bad=skip_bad)
         except BadInput as exc:
             return ("error", str(exc))
         finally:
@@ -159,9 +161,9 @@ def test_a_malformed_line_deep_in_a_large_log_exits_2_naming_file_line_and_field
     lines.insert(4321, MALFORMED[0][0])
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 8192)
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(pipeline, "_cpus", lambda: (CPUS, float(CPUS)))
+    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 8192)
+    monkeypatch.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
     r = cli("goodput-report", path, state=False)
     assert r.code == 2
     assert f"{path}:4322: field step: must be a whole number from 0 to" in r.err
@@ -173,8 +175,8 @@ def test_idle_cpus_are_measured_now_and_within_the_cpus_this_process_may_use(mon
     """The decoding workers start only with a CPU idle now (the 1-minute load average lags a finished run)."""
     if not Path("/proc/stat").exists():
         pytest.skip("no /proc/stat here: the 1-minute load average is used instead")
-    monkeypatch.setattr(pipeline, "IDLE_SAMPLE_S", 0.01)
-    cpus, idle = pipeline._cpus()
+    monkeypatch.setattr(goodputlogs, "IDLE_SAMPLE_S", 0.01)
+    cpus, idle = goodputlogs._cpus()
     assert cpus >= 1 and 0.0 <= idle <= cpus
-    all_ticks, idle_ticks = pipeline._cpu_ticks()
+    all_ticks, idle_ticks = goodputlogs._cpu_ticks()
     assert 0 <= idle_ticks <= all_ticks

@@ -38,7 +38,7 @@ def test_a_thirty_percent_slowdown_for_an_hour_is_found(cli):
 
 
 def test_a_declared_ideal_keeps_pg_declared():
-    from tpufleet.goodput.pipeline import build
+    from tpufleet.ops.goodput import build
 
     (j,) = build([FIX / "disrupted_training.jsonl"])["jobs"]
     assert j["pg_basis"] == "declared" and j["pg"] == 0.8

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tpufleet.goodput.pipeline import build
+from tpufleet.ops.goodput import build
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput" / "ml"
 ZERO = {

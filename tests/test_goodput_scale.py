@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import events, fastread, pipeline
+from tpufleet.goodput import events, fastread
+from tpufleet.state import goodputlogs
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast reader to check")
 
@@ -61,7 +62,7 @@ BAD = [
 
 def snapshot(paths: list[Path], skip_bad: bool) -> Any:
     try:
-        log = pipeline.load(paths, "native", skip_bad)
+        log = goodputlogs.load(paths, "native", skip_bad)
     except BadInput as exc:
         return ("error", str(exc))
     by_job = {job: list(columns) for job, columns in log.events.items()}
@@ -80,7 +81,7 @@ def test_fast_reader_gives_what_the_standard_reader_gives(tmp_path_factory, line
     path = tmp_path_factory.mktemp("log") / "log.jsonl"
     path.write_bytes(newline.join(lines).encode())
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputlogs, "CHUNK_BYTES", chunk)
         fast = snapshot([path], skip_bad)
         mp.setattr(fastread, "_DECODER", None)
         slow = snapshot([path], skip_bad)
@@ -102,7 +103,7 @@ def test_large_plain_logs_take_the_fast_path(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(events, "read_native_lines", counted)
-    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 64 * 1024)
-    log = pipeline.load([path], "native", False)
+    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 64 * 1024)
+    log = goodputlogs.load([path], "native", False)
     assert sum(len(c) for c in log.events.values()) == 20_000 and log.records == 20_001
     assert not calls  # every piece was vouched for by the fast reader

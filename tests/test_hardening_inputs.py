@@ -250,9 +250,9 @@ def test_csv_fields_of_any_length_are_judged_not_crashed_on(cli, tmp_path):
 
 
 def test_goodput_logs_over_the_size_cap_are_refused(cli, tmp_path, monkeypatch):
-    from tpufleet.goodput import pipeline
+    from tpufleet.state import goodputlogs
 
-    monkeypatch.setattr(pipeline, "MAX_LOG_BYTES", 1000)
+    monkeypatch.setattr(goodputlogs, "MAX_LOG_BYTES", 1000)
     one_line_error(cli("goodput-report", FLEET_LOG, state=False), str(FLEET_LOG), "larger than the 1,000 bytes")
 
 

@@ -33,7 +33,9 @@ def _check_io(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True, timeout=300)
 
 
-pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is a lint extra (make lint installs it)")
+pytestmark = pytest.mark.skipif(
+    not LINT_IMPORTS.exists(), reason="import-linter is a lint extra (make lint installs it)"
+)
 
 
 def test_the_tree_as_it_is_keeps_its_layers():

@@ -321,9 +321,9 @@ def test_large_tables_are_a_zip_that_numpy_zipfile_and_the_collectives_read(tmp_
     """Above COMPRESS_LIMIT chips the npz is written member by member (the largest in a second thread)."""
     import zipfile
 
-    from tpufleet.collectives import tables
     from tpufleet.routing import export
     from tpufleet.routing.report import evaluate
+    from tpufleet.state import routetables
 
     shape = parse_shape("8x16x16")
     assert shape.chips > export.COMPRESS_LIMIT
@@ -339,5 +339,5 @@ def test_large_tables_are_a_zip_that_numpy_zipfile_and_the_collectives_read(tmp_
     assert np.array_equal(stored["hops"], rt.L.T) and stored["hops"].dtype == np.int16
     assert rt.wild is not None and np.array_equal(stored["wild"], rt.wild.T) and stored["wild"].any()
     assert np.array_equal(stored["neighbors"], alive)
-    loaded = tables.load(path)
+    loaded = routetables.load(path)
     assert np.array_equal(loaded.port, rt.P.T) and loaded.meta["shape"] == "8x16x16"

@@ -18,12 +18,9 @@ from tpufleet.simulation import (
     Options,
     Simulator,
     Workload,
-    default_rates,
     draws,
-    load_rates,
-    load_workload,
 )
-from tpufleet.simulation.inputs import SHIPPED_RATES
+from tpufleet.state.siminputs import SHIPPED_RATES, default_rates, load_rates, load_workload
 
 HIGH_RATES = """schema_version: 1
 host_per_day: 0.002

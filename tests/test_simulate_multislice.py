@@ -11,9 +11,10 @@ from tpufleet.collectives.profile import default_profile
 from tpufleet.errors import BadStateFile
 from tpufleet.ids import HostId, LinkId
 from tpufleet.shapes import parse_shape
-from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates, load_workload
+from tpufleet.simulation import JobSpec, Options, Simulator, Workload
 from tpufleet.simulation.events import FaultStrike
 from tpufleet.simulation.reroute import StepModel
+from tpufleet.state.siminputs import default_rates, load_workload
 
 HOUR = 3600.0
 SHAPE = parse_shape("4x4x8")

@@ -21,8 +21,8 @@ from tpufleet.errors import BadStateFile
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.shapes import parse_shape
 from tpufleet.simulation import reroute
-from tpufleet.simulation.inputs import load_workload
 from tpufleet.simulation.reroute import StepModel, allreduce_seconds, slowdown
+from tpufleet.state.siminputs import load_workload
 
 GIB = 1 << 30
 
@@ -132,7 +132,8 @@ def test_the_workload_declares_step_models(tmp_path):
 def test_the_simulator_slows_a_rerouted_job_by_its_modelled_all_reduce(monkeypatch):
     """A listed 4x4x8 twisted training job with a step model, under frequent OCS and link faults: every reroute
     asks the model, and the job's logged steps last the step interval times exactly the factor it answered."""
-    from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates
+    from tpufleet.simulation import JobSpec, Options, Simulator, Workload
+    from tpufleet.state.siminputs import default_rates
 
     shape = parse_shape("4x4x8", twisted=True)
     model = StepModel(8.44425e14, GIB, 0.0533)
@@ -182,8 +183,9 @@ def test_a_listed_jobs_model_makes_it_a_training_job(tmp_path):
 def test_a_job_that_starts_in_a_pod_with_an_ocs_down_runs_rerouted():
     """The OCS fails at hour 1, before the listed job arrives at hour 2; it is repaired at hour 3 (2 h repair).
     The job starts routed around it (its steps slower by the modelled factor) and runs healthy after the repair."""
-    from tpufleet.simulation import JobSpec, Options, Simulator, Workload, default_rates
+    from tpufleet.simulation import JobSpec, Options, Simulator, Workload
     from tpufleet.simulation.events import FaultStrike
+    from tpufleet.state.siminputs import default_rates
 
     shape = parse_shape("4x4x8", twisted=True)
     model = StepModel(8.44425e14, GIB, 0.0533)

@@ -6,13 +6,15 @@ from pathlib import Path
 import pytest
 
 from tpufleet.goodput import events as goodput_events
-from tpufleet.goodput import pipeline
 from tpufleet.goodput.timeline import account
+from tpufleet.ops.goodput import build
 from tpufleet.shapes import parse_shape
-from tpufleet.simulation import JobSpec, Options, Simulator, load_rates, load_workload
+from tpufleet.simulation import JobSpec, Options, Simulator
 from tpufleet.simulation.log import jsonl
 from tpufleet.simulation.scale import scale_rates
 from tpufleet.simulation.summary import JobFigures, goodput, job_figures
+from tpufleet.state import goodputlogs
+from tpufleet.state.siminputs import load_rates, load_workload
 
 FIGURES = ("start", "end", "demand_s", "all_allocated_s", "productive_s", "productive_steps")
 MULTISLICE = Path(__file__).resolve().parents[1] / "fixtures" / "multislice-workload.yaml"
@@ -43,12 +45,12 @@ def report_of(sim, tmp_path):
     """`goodput-report --by size` on the run's events written out: fleet and size segments, and its job accounts."""
     path = tmp_path / "events.jsonl"
     path.write_bytes(jsonl(sim.log.entries))
-    report = pipeline.build([path], by=["size"])
+    report = build([path], by=["size"])
     keys = ("sg", "rg", "pg", "mpg", "jobs")
     return {
         "fleet": {k: report["fleet"][k] for k in keys},
         "segments": [{"value": s["value"], **{k: s[k] for k in keys}} for s in report["segments"]],
-    }, pipeline.load([path], "native", False)
+    }, goodputlogs.load([path], "native", False)
 
 
 def figures_of(summary):

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 import scipy.stats
 
+from tpufleet.ops import sweep as ops_sweep
 from tpufleet.ops.simulate import simulate
-from tpufleet.sweep import backends, runs, spec, stats
+from tpufleet.state.siminputs import shipped_inputs
+from tpufleet.state.sweepstore import load_spec
+from tpufleet.sweep import backends, spec, stats
 from tpufleet.sweep.runs import fleet_inputs, fleet_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,15 +57,15 @@ def test_interval_is_students_t_as_scipy_gives_it():
 
 
 def test_seeds_and_keys_come_from_the_spec(tmp_path):
-    a = spec.load(write(tmp_path, SMALL))
-    b = spec.load(write(tmp_path, SMALL, "copy.yaml"))
+    a = load_spec(write(tmp_path, SMALL))
+    b = load_spec(write(tmp_path, SMALL, "copy.yaml"))
     assert a.seeds == b.seeds == (spec.derive_seed(5, 0), spec.derive_seed(5, 1))
     assert [p.key for p in a.points] == [p.key for p in b.points]
     assert len({p.key for p in a.points}) == 4
     assert [(p.params["checkpoint_interval_min"], p.params["fault_scale"]) for p in a.points] == [
         (30, 1), (30, 3), (120, 1), (120, 3),
     ]  # fmt: skip
-    other = spec.load(write(tmp_path, SMALL.replace("seed: 5", "seed: 6"), "other.yaml"))
+    other = load_spec(write(tmp_path, SMALL.replace("seed: 5", "seed: 6"), "other.yaml"))
     assert other.seeds != a.seeds and other.points[0].key != a.points[0].key
 
 
@@ -115,9 +118,11 @@ def test_a_serial_sweep_writes_json_csv_plot_and_its_numbers_are_the_simulations
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     csv_lines = (out / "sweep.csv").read_text().splitlines()
     assert len(csv_lines) == 5 and csv_lines[0].startswith("point,checkpoint_interval_min,fault_scale,sg_mean")
-    sweep = spec.load(write(tmp_path, SMALL))
+    sweep = load_spec(write(tmp_path, SMALL))
     point = sweep.points[3]  # 120 minutes, 3x the fault rates
-    direct = [fleet_metrics(simulate(*fleet_inputs(point.params, {}, seed)).summary) for seed in sweep.seeds]
+    direct = [
+        fleet_metrics(simulate(*fleet_inputs(point.params, {}, seed, shipped_inputs())).summary) for seed in sweep.seeds
+    ]
     saved = json.loads((out / "points" / f"{point.key}.json").read_text())
     assert saved["runs"] == direct
     assert doc["points"][3]["metrics"]["rg"] == stats.interval(
@@ -127,16 +132,16 @@ def test_a_serial_sweep_writes_json_csv_plot_and_its_numbers_are_the_simulations
 
 
 def test_a_failing_point_is_reported_and_the_rest_finish_then_resume_runs_only_it(cli, tmp_path, monkeypatch):
-    real = runs._fleet
+    real = ops_sweep._fleet
 
-    def flaky(params, inputs, seed, keep_events):
+    def flaky(params, inputs, seed, keep_events, shipped):
         if params["checkpoint_interval_min"] == 120 and params["fault_scale"] == 1:
             from tpufleet.errors import Refused
 
             raise Refused("no room for this point")
-        return real(params, inputs, seed, keep_events)
+        return real(params, inputs, seed, keep_events, shipped)
 
-    monkeypatch.setattr(runs, "_fleet", flaky)
+    monkeypatch.setattr(ops_sweep, "_fleet", flaky)
     path, out = write(tmp_path, SMALL), tmp_path / "out"
     r = cli("sweep", path, "--out", out, "--serial", "-o", "json", state=False)
     assert r.code == 1
@@ -146,7 +151,7 @@ def test_a_failing_point_is_reported_and_the_rest_finish_then_resume_runs_only_i
     assert failed["params"]["checkpoint_interval_min"] == 120 and "no room" in failed["error"] and not failed["bug"]
     assert "point 2 failed" in r.err
     assert len(list((out / "points").iterdir())) == 3
-    monkeypatch.setattr(runs, "_fleet", real)
+    monkeypatch.setattr(ops_sweep, "_fleet", real)
     r = cli("sweep", path, "--out", out, "--serial", "-o", "json", state=False)
     assert r.code == 2 and "--resume" in r.err  # never mixed into an old sweep's points by accident
     r = cli("sweep", path, "--out", out, "--serial", "--resume", "-o", "json", state=False)
@@ -159,7 +164,7 @@ def test_a_bug_in_a_point_exits_70_after_the_others(cli, tmp_path, monkeypatch):
             raise ZeroDivisionError("oops")
         return {"x": 1.0}
 
-    monkeypatch.setattr(runs, "_availability", broken)
+    monkeypatch.setattr(ops_sweep, "_availability", broken)
     text = "schema_version: 1\nsimulation: availability\ngrid: {host_availability: [0.5, 0.9]}\n"
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
     assert r.code == 70 and r.json["failed"][0]["bug"] and "ZeroDivisionError" in r.json["failed"][0]["error"]
@@ -206,10 +211,10 @@ def test_keep_events_writes_each_runs_events(cli, tmp_path):
 
 
 def test_the_shipped_specs_are_valid():
-    ckpt = spec.load(ROOT / "fixtures" / "sweeps" / "checkpoint-interval.yaml")
+    ckpt = load_spec(ROOT / "fixtures" / "sweeps" / "checkpoint-interval.yaml")
     assert ckpt.swept == ("checkpoint_interval_min", "fault_scale") and ckpt.young_daly_for
     assert all(p.params["workload"] == "one-large-job.yaml" for p in ckpt.points)
-    spares = spec.load(ROOT / "fixtures" / "sweeps" / "spare-cubes.yaml")
+    spares = load_spec(ROOT / "fixtures" / "sweeps" / "spare-cubes.yaml")
     assert spares.swept == ("spare_cubes", "fault_scale") and spares.metric == "wait_hours.large"
 
 
@@ -223,7 +228,7 @@ points:
   - {ocs_availability: 0.99}
 grid: {cubes: [8, 64]}
 """
-    sweep = spec.load(write(tmp_path, text))
+    sweep = load_spec(write(tmp_path, text))
     assert sweep.swept == ("cubes", "host_availability", "ocs_availability")
     assert [(p.params["host_availability"], p.params["ocs_availability"], p.params["cubes"]) for p in sweep.points] == [
         (0.98, 0.999, 8), (0.98, 0.999, 64), (0.99, 0.99, 8), (0.99, 0.99, 64),

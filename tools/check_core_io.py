@@ -20,16 +20,19 @@ CORE = (
     "availability",
     "collectives",
     "constants",
+    "doccheck",
     "errors",
     "faults",
     "fleetmap",
     "fleetreport",
     "fleetstate",
+    "generations",
     "goodput",
     "health",
     "ids",
     "integrations",
     "jobs",
+    "jsontext",
     "model",
     "routing",
     "shapes",
@@ -50,11 +53,7 @@ NOT_FILES = {"str", "text", "line", "name", "json", "yaml", "pickle", "msgspec",
 
 # module -> calls it still makes (name: count). Shrinks as the I/O moves to tpufleet/state/.
 KNOWN: dict[str, dict[str, int]] = {
-    "tpufleet/collectives/tables.py": {"ZipFile": 2},  # opens a slice's stored tables (.npz)
-    "tpufleet/goodput/pipeline.py": {"open": 2},  # opens the logs; reads /proc/stat to size its worker pool
     "tpufleet/simulation/reroute.py": {"read_text": 1},  # the shipped reroute costs
-    "tpufleet/sweep/driver.py": {"mkdir": 1},  # the sweep's output directory
-    "tpufleet/sweep/store.py": {"listdir": 1, "mkdir": 2},  # the sweep's point files
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tpufleet.collectives.profile import default_profile
 from tpufleet.collectives.reroute_table import make_table
-from tpufleet.simulation.inputs import load_workload
+from tpufleet.state.siminputs import load_workload
 
 OUT = Path(__file__).resolve().parents[1] / "tpufleet" / "data" / "reroute-costs.json"
 

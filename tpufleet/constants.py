@@ -34,6 +34,7 @@ MAX_PODS: Final = 64
 # The longest text kept with a fault (its reason) or a slice (why it was evicted, why its tables are stale):
 # the state stays proportional to the fleet, whatever an input file or a node list carries.
 MAX_REASON_CHARS: Final = 1024
+MAX_NAME_CHARS: Final = 64  # a slice or job name (it becomes a file name and a Kubernetes label value)
 # The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
 MAX_SLICE_CHIPS: Final = 16384
 

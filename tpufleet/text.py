@@ -41,13 +41,14 @@ def terminal_safe(text: str) -> str:
 
 # A quoted value: no spaces and over 60 characters, or anything over 300 (two apostrophes of a sentence are
 # rarely that far apart)
-_LONG_QUOTED = re.compile(r"'([^'\s]{61,}|[^'\n]{301,})'|\"([^\"\s]{61,}|[^\"\n]{301,})\"")
-_LONG_TOKEN = re.compile(r"\S{161,}")
+# (a path, with a "/", is a name, not a value: it is kept whole up to the token limit)
+_LONG_QUOTED = re.compile(r"'([^'\s/]{61,}|[^'\n]{301,})'|\"([^\"\s/]{61,}|[^\"\n]{301,})\"")
+_LONG_TOKEN = re.compile(r"\S{401,}")
 
 
 def quoted_short(message: str) -> str:
-    """A message with each quoted value cut to 60 characters and any other run without spaces (a path, a name
-    pasted unquoted) to 160: hostile input must not make an error line thousands of characters long.
+    """A message with each quoted value cut to 60 characters and any run without spaces (a path, a name pasted
+    unquoted) to 400: hostile input must not make an error line thousands of characters long.
 
     >>> quoted_short("unknown slice '" + "x" * 100 + "'")
     "unknown slice 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'"
@@ -58,7 +59,7 @@ def quoted_short(message: str) -> str:
         return quote + m.group(0)[1:57] + "..." + quote
 
     message = _LONG_QUOTED.sub(cut_quoted, message)
-    return _LONG_TOKEN.sub(lambda m: m.group(0)[:157] + "...", message)
+    return _LONG_TOKEN.sub(lambda m: m.group(0)[:397] + "...", message)
 
 
 def bounded(text: str, limit: int) -> str:

@@ -131,11 +131,17 @@ def _check_job_options(count: int, elastic: int | None, cubes: str | None) -> No
 
 
 def _allocate_job(ctx: typer.Context, req: "JobRequest", output: Output) -> None:
+    from tpufleet.constants import MAX_NAME_CHARS
+    from tpufleet.errors import BadInput
     from tpufleet.ops import jobs as ops
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
     longest = f"{req.name}-{req.count - 1}"  # the last of job_slice_names, without building N names
+    if len(longest) > MAX_NAME_CHARS:  # said in words: the quoted name itself is cut short in the message
+        raise BadInput(
+            f"bad job name {req.name!r}: its slice names (up to {longest!r}) would pass {MAX_NAME_CHARS} characters"
+        )
     safe_child(ctx.obj.store().dir, longest)  # each slice's name becomes a table file name
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: ops.allocate_job(state, req, now))
@@ -174,17 +180,12 @@ def release_cmd(
 ) -> None:
     """Return a slice's cubes (or every slice of a job) to the pool. Cross-connects stay in place (a later slice
     may reuse them). A slice of a job goes only with its job."""
-    from tpufleet.ops import jobs, slices
+    from tpufleet.ops import slices
     from tpufleet.ops.pool import release_words
 
     store = ctx.obj.store()
     with store.transaction() as tx:
-        if name in tx.state.jobs:
-            outcome = jobs.release_job(tx.state, name)
-            gone = outcome.data["slices"]
-        else:
-            outcome = slices.release(tx.state, name)
-            gone = [name]
+        outcome, gone = slices.release_named(tx.state, name)
         for slice_name in gone:
             store.delete_tables(tx, slice_name)  # deleted once the release is committed
         tx.commit(outcome.change)

@@ -125,7 +125,7 @@ def _availabilities(p: float | None, q: float | None, fault_rates: str | None) -
     if p is not None or q is not None:
         raise BadInput("give --fault-rates or --host-availability/--ocs-availability, not both")
     from tpufleet.ops.availability import availabilities_from_rates
-    from tpufleet.simulation.inputs import load_rates
+    from tpufleet.state.siminputs import load_rates
 
     path = None if fault_rates == "shipped" else Path(fault_rates)
     p, q = availabilities_from_rates(load_rates(path))

@@ -35,8 +35,16 @@ def _gbs(bps: float | None) -> str:
 
 
 def _text(d: dict[str, Any]) -> str:
+    lines = [*_summary_lines(d), *_note_lines(d)]
+    lines += ["", grid(_phase_rows(d), ["dim", "ring", "step", "steps", "time", "msgs/link", "hops"])]
+    lines += ["", grid(_candidate_rows(d), ["candidate", "time", "bus bandwidth", "cannot deliver"])]
+    return "\n".join(lines)
+
+
+def _summary_lines(d: dict[str, Any]) -> list[str]:
+    """The collective, its slice and tables, the algorithm chosen, its time and bandwidths."""
     tables = d["tables"]
-    lines = [
+    return [
         f"{d['op']} of {d['bytes']} bytes per chip on slice {d['slice']} ({d['shape']}{' twisted' if d['twisted'] else ''}, "
         f"{d['chips']} chips; tables {tables['source']}{', degraded' if tables['degraded'] else ''}"
         f"{', STALE' if tables.get('stale') else ''})",
@@ -45,6 +53,12 @@ def _text(d: dict[str, Any]) -> str:
         f"  time             {_ms(d['time_s'])}  (latency {_ms(d['latency_s'])}, bandwidth {_ms(d['bandwidth_s'])})",
         f"  bandwidth        algorithm {_gbs(d['algorithm_bandwidth_Bps'])}, bus {_gbs(d['bus_bandwidth_Bps'])}",
     ]
+
+
+def _note_lines(d: dict[str, Any]) -> list[str]:
+    """Against the healthy slice, why this algorithm, stale tables, the twist and sparse tables."""
+    tables = d["tables"]
+    lines = []
     if d["slowdown"] is not None and tables["degraded"]:
         lines.append(f"  healthy          {_ms(d['healthy_time_s'])}; slowdown {d['slowdown']:.3f}x")
     lines.append(f"  why              {d['why']}")
@@ -59,7 +73,11 @@ def _text(d: dict[str, Any]) -> str:
         sp = d["sparse"]
         runs = ", ".join(f"{a['algorithm']} {'runs' if a['runs'] else 'does not run'}" for a in sp["algorithms"])
         lines.append(f"  sparse tables    at most {sp['capacity']} destinations a chip: {runs}")
-    rows = [
+    return lines
+
+
+def _phase_rows(d: dict[str, Any]) -> list[list[Any]]:
+    return [
         [
             ph["dimension"] or "-",
             ph["ring_size"],
@@ -71,8 +89,10 @@ def _text(d: dict[str, Any]) -> str:
         ]
         for ph in d["phases"]
     ]
-    lines += ["", grid(rows, ["dim", "ring", "step", "steps", "time", "msgs/link", "hops"])]
-    rows = [
+
+
+def _candidate_rows(d: dict[str, Any]) -> list[list[Any]]:
+    return [
         [
             c["algorithm"] + (f" ({c['dims']})" if c["dims"] else ""),
             _ms(c["time_s"]),
@@ -81,13 +101,33 @@ def _text(d: dict[str, Any]) -> str:
         ]
         for c in d["candidates"]
     ]
-    lines += ["", grid(rows, ["candidate", "time", "bus bandwidth", "cannot deliver"])]
-    return "\n".join(lines)
 
 
 def _job_text(d: dict[str, Any]) -> str:
+    lines = _job_summary_lines(d)
+    if d["step"] is not None:
+        step = d["step"]
+        lines.append(
+            f"  step             {_ms(step['step_s'])} (compute at peak {_ms(step['compute_s'])}); all-reduce "
+            f"{step['all_reduce_fraction']:.1%} of it, DCN {step['dcn_fraction']:.1%}"
+        )
+    lines.append(_one_slice_line(d["one_slice"]))
+    rows = [[ph["phase"], _ms(ph["seconds"]), ph.get("slowest_slice") or ""] for ph in d["phases"]]
+    lines += ["", grid(rows, ["phase", "time", "slowest slice"])]
+    lines += ["", grid(_job_slice_rows(d), ["slice", "pod", "tables", "reduce-scatter", "all-gather"])]
+    stale = [r["slice"] for r in d["per_slice"] if r["tables"].get("stale")]
+    if stale:
+        lines.append(
+            f"note: the stored tables of {', '.join(stale)} are stale (the network changed since): run "
+            + "; ".join(f"tpufleet routes {name}" for name in stale)
+        )
+    return "\n".join(lines)
+
+
+def _job_summary_lines(d: dict[str, Any]) -> list[str]:
+    """The job's all-reduce: its slices, chips and pods, its time and the DCN figures."""
     dcn = d["profile"]["dcn"]
-    lines = [
+    return [
         f"all-reduce of {d['bytes']} bytes per chip on job {d['job']} ({d['slices']} of {d['total_slices']} slices of "
         f"{d['shape']}{' twisted' if d['twisted'] else ''}, {d['chips']} chips, {d['hosts_per_slice']} host{'s' if d['hosts_per_slice'] != 1 else ''} a slice; "
         f"pods {', '.join(d['pods'])})",
@@ -100,28 +140,26 @@ def _job_text(d: dict[str, Any]) -> str:
         f"  DCN              {_gbs(dcn['host_bandwidth_Bps'])} per host, latency {_ms(dcn['latency_s'])}, "
         f"oversubscription between pods {dcn['pod_oversubscription']:g} ({dcn['source']})",
     ]
-    step, one = d["step"], d["one_slice"]
-    if step is not None:
-        lines.append(
-            f"  step             {_ms(step['step_s'])} (compute at peak {_ms(step['compute_s'])}); all-reduce "
-            f"{step['all_reduce_fraction']:.1%} of it, DCN {step['dcn_fraction']:.1%}"
-        )
+
+
+def _one_slice_line(one: dict[str, Any]) -> str:
+    """The same chips as one ICI slice, or why there is none."""
     if one["shape"] is None:
-        lines.append(f"  one slice        {one['note']}")
-    else:
-        ratio = f"; step throughput {one['throughput_ratio']:.3f}x of it" if one["throughput_ratio"] is not None else ""
-        versus = (
-            f"(the job's takes {one['all_reduce_ratio']:.3f}x as long)"
-            if one["all_reduce_ratio"] is not None
-            else f"({one['note']})"
-        )
-        lines.append(
-            f"  one slice        {one['shape']}{' twisted' if one['twisted'] else ''}: all-reduce "
-            f"{_ms(one['all_reduce_s'])} {versus}{ratio}"
-        )
-    rows = [[ph["phase"], _ms(ph["seconds"]), ph.get("slowest_slice") or ""] for ph in d["phases"]]
-    lines += ["", grid(rows, ["phase", "time", "slowest slice"])]
-    rows = [
+        return f"  one slice        {one['note']}"
+    ratio = f"; step throughput {one['throughput_ratio']:.3f}x of it" if one["throughput_ratio"] is not None else ""
+    versus = (
+        f"(the job's takes {one['all_reduce_ratio']:.3f}x as long)"
+        if one["all_reduce_ratio"] is not None
+        else f"({one['note']})"
+    )
+    return (
+        f"  one slice        {one['shape']}{' twisted' if one['twisted'] else ''}: all-reduce "
+        f"{_ms(one['all_reduce_s'])} {versus}{ratio}"
+    )
+
+
+def _job_slice_rows(d: dict[str, Any]) -> list[list[Any]]:
+    return [
         [
             r["slice"],
             r["pod"],
@@ -133,14 +171,6 @@ def _job_text(d: dict[str, Any]) -> str:
         ]
         for r in d["per_slice"]
     ]
-    lines += ["", grid(rows, ["slice", "pod", "tables", "reduce-scatter", "all-gather"])]
-    stale = [r["slice"] for r in d["per_slice"] if r["tables"].get("stale")]
-    if stale:
-        lines.append(
-            f"note: the stored tables of {', '.join(stale)} are stale (the network changed since): run "
-            + "; ".join(f"tpufleet routes {name}" for name in stale)
-        )
-    return "\n".join(lines)
 
 
 def _check_job_options(op: str, algorithm: str, dims: str | None, table_capacity: int | None) -> None:
@@ -232,9 +262,11 @@ def collective_cmd(
     """
     from tpufleet.collectives.algorithms import check_algorithm, parse_order
     from tpufleet.collectives.model import ALGORITHMS, OPS
-    from tpufleet.collectives.profile import load_profile, parse_size
+    from tpufleet.collectives.profile import parse_size
     from tpufleet.errors import BadInput
     from tpufleet.ops import collective as ops
+    from tpufleet.state.profiles import read_profile
+    from tpufleet.state.routetables import StoredTables
 
     if op not in OPS:
         raise BadInput(f"bad option --op: {op!r} is not one of {', '.join(OPS)}")
@@ -246,7 +278,7 @@ def collective_cmd(
     if order is not None and algorithm not in ("dim-by-dim", "multi-dim", "auto"):
         raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim and multi-dim, not {algorithm}")
     flops = _flops(model_flops)
-    profile = load_profile(profile_file)
+    profile = read_profile(profile_file)
     store = ctx.obj.store()
     state = store.load()
     if name in state.jobs:
@@ -254,16 +286,16 @@ def collective_cmd(
         if layout not in ops.LAYOUTS:
             raise BadInput(f"bad option --layout: {layout!r} is not one of {', '.join(ops.LAYOUTS)}")
         jreq = ops.JobRequest(nbytes, flops, assume_healthy, layout)
-        job_outcome = ops.run_job(state, name, jreq, profile, store.table_path)
+        job_outcome = ops.run_job(state, name, jreq, profile, lambda sl: StoredTables(sl, store.table_path(sl)))
         emit(job_outcome.data, output, lambda: _job_text(job_outcome.data))
         return
     if flops is not None:
         raise BadInput("bad option --model-flops-per-step: applies to a multislice job, not a slice")
     if layout != "replicated":
         raise BadInput("bad option --layout: applies to a multislice job, not a slice")
-    table_file = store.table_path(name)
+    source = StoredTables(name, store.table_path(name))
     req = ops.Request(
         op, nbytes, "dim-by-dim" if order and algorithm == "auto" else algorithm, order, table_capacity, assume_healthy
     )
-    outcome = ops.run(state, name, req, profile, table_file)
+    outcome = ops.run(state, name, req, profile, source)
     emit(outcome.data, output, lambda: _text(outcome.data))

@@ -148,7 +148,7 @@ def _requests(
     from tpufleet.ops import faults as fault_ops
 
     if random_count is not None:
-        from tpufleet.simulation.inputs import load_rates
+        from tpufleet.state.siminputs import load_rates
 
         return [
             fault_ops.FaultRequest(t, planned, reason)

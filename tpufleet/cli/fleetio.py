@@ -1,29 +1,14 @@
 """`tpufleet import ...` and `tpufleet export ...`: a real fleet in (Kubernetes/GKE) and out (Kueue, Slurm, Prometheus)."""
 
-import codecs
 import enum
-import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
-
-if TYPE_CHECKING:
-    from tpufleet.integrations.k8s import K8sMapping, LabelKeys, Node
-
-# A GKE cluster holds 15,000 nodes (65,000 at most) and kubectl's indented JSON of a TPU node is 4-8 KB (labels,
-# conditions, images): 128 MiB is room for 15,000 such nodes. The typed reader peaks at 2-3x a kubectl list's
-# size (the plain decoder: 4-6x, and 27x for empty objects); the worst measured is 7x (900 MiB), for nodes of 64
-# tiny conditions each. A larger list is imported in parts (a node missing from a list says nothing).
-MAX_NODE_LIST_BYTES = 128 * 2**20
-MAX_YAML_NODE_LIST_BYTES = 16 * 2**20  # YAML parses at 1-3 s a MiB into plain objects: bounded tighter than JSON
-_UTF8_CHECK_PIECE = 2**20
-_JSON_OBJECT = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 
 import_app = typer.Typer(
     name="import",
@@ -39,54 +24,6 @@ export_app = typer.Typer(
 )
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
-
-
-def read_node_list(source: str, keys: "LabelKeys") -> tuple[list["Node"], str]:
-    """The nodes of the JSON (or YAML) node list in FILE, or on stdin for "-", read through the bounded reader;
-    and the name it is given in messages."""
-    from tpufleet.errors import BadStateFile
-    from tpufleet.integrations.k8s import SPLIT_THE_LIST, decode_node_list, parse_nodes
-    from tpufleet.state import inputfiles
-
-    name = "<stdin>" if source == "-" else source
-    if source == "-":
-        data = sys.stdin.buffer.read(MAX_NODE_LIST_BYTES + 1)
-    else:
-        data = inputfiles.read_bytes(source, "node list", MAX_NODE_LIST_BYTES)
-    if len(data) > MAX_NODE_LIST_BYTES:
-        raise BadStateFile(
-            name, "", None, f"larger than the {MAX_NODE_LIST_BYTES // 2**20} MiB allowed: {SPLIT_THE_LIST}"
-        )
-    _check_utf8(data, name)
-    if _JSON_OBJECT.match(data):  # JSON, as kubectl prints it: read typed, without a copy as text
-        return decode_node_list(data, name, keys), name
-    if len(data) > MAX_YAML_NODE_LIST_BYTES:  # YAML, as `export node-labels` writes by default
-        raise BadStateFile(name, "", None, "YAML larger than 16 MiB: give kubectl's JSON (-o json) instead")
-    return parse_nodes(inputfiles.parse_yaml(inputfiles.decode_utf8(data, name), name), name, keys), name
-
-
-def _check_utf8(data: bytes, name: str) -> None:
-    """Strict UTF-8, checked a piece at a time: decoding it whole would hold a text copy of up to 4x its size."""
-    from tpufleet.state import inputfiles
-
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    try:
-        for start in range(0, len(data), _UTF8_CHECK_PIECE):
-            end = start + _UTF8_CHECK_PIECE
-            decoder.decode(view[start:end], final=end >= len(data))
-    except UnicodeDecodeError:
-        inputfiles.decode_utf8(data, name)  # raises, naming the offset of the first bad byte
-        raise
-
-
-def load_mapping(path: Path | None) -> "K8sMapping":
-    from tpufleet.integrations.k8s import K8sMapping, parse_mapping
-    from tpufleet.state import inputfiles
-
-    if path is None:
-        return K8sMapping()
-    return parse_mapping(inputfiles.load_yaml(path, "mapping file"), str(path))
 
 
 def _import_text(d: dict[str, Any]) -> str:
@@ -145,9 +82,10 @@ def import_k8s_cmd(
     cannot be placed are listed. Changes nothing without --apply."""
     from tpufleet.errors import EXIT_INTERNAL, EXIT_PLAN_HAS_CHANGES
     from tpufleet.ops import fleetio
+    from tpufleet.state.nodelists import read_mapping, read_node_list
     from tpufleet.state.store import utc_now
 
-    keys = load_mapping(mapping)
+    keys = read_mapping(mapping)
     nodes, name = read_node_list(source, keys.labels)
     now = utc_now()
     if apply:
@@ -228,11 +166,12 @@ def export_node_labels_cmd(
     `import k8s` reads it back."""
     from tpufleet.integrations import exports
     from tpufleet.state.files import check_output_path
+    from tpufleet.state.nodelists import read_mapping
 
     if out is not None:
         check_output_path(out, "--out")
     state = ctx.obj.store().load()
-    doc = exports.node_labels(state, load_mapping(mapping).labels, own_only)
+    doc = exports.node_labels(state, read_mapping(mapping).labels, own_only)
     _note_left_out(exports.machines_without_node(state))
     _deliver("Node", _manifests([doc]), doc, len(doc["items"]), out, output)
 
@@ -266,12 +205,13 @@ def export_kueue_cmd(
     from tpufleet.integrations import exports
     from tpufleet.integrations.k8s import LABEL_VALUE
     from tpufleet.state.files import check_output_path
+    from tpufleet.state.nodelists import read_mapping
 
     if not name or not LABEL_VALUE.fullmatch(name) or name != name.lower():
         raise BadInput(f"bad option --name {name!r}: a lower-case Kubernetes name (letters, digits, '-', '.')")
     if out is not None:
         check_output_path(out, "--out")
-    docs = exports.kueue_topology(ctx.obj.store().load(), name, load_mapping(mapping).labels)
+    docs = exports.kueue_topology(ctx.obj.store().load(), name, read_mapping(mapping).labels)
     _deliver("Kueue", _manifests(docs), _as_list(docs), len(docs), out, output)
 
 
@@ -344,20 +284,6 @@ class MetricsFormat(str, enum.Enum):
     openmetrics = "openmetrics"
 
 
-def _last_change(store: Any, serial: int) -> float | None:
-    """Unix time of the state's last committed change, from its journal line (None if there is none)."""
-    import calendar
-    import time
-
-    entries = store.journal(serial)
-    if not entries:
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(entries[-1]["time"], "%Y-%m-%dT%H:%M:%SZ")))
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 def _families_json(text: bytes) -> list[dict[str, Any]]:
     """The exposition as JSON, read back with prometheus_client's own parser (so both say the same)."""
     from prometheus_client.parser import text_string_to_metric_families
@@ -402,6 +328,7 @@ def metrics_cmd(
     stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time."""
     from tpufleet import __version__
     from tpufleet.integrations.metrics import exposition
+    from tpufleet.ops.fleetio import last_change
     from tpufleet.state.files import check_output_path
 
     if out is not None:
@@ -411,7 +338,7 @@ def metrics_cmd(
     state = store.load()
     as_json = getattr(output, "value", output) == "json" and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
-    text = exposition(state, _last_change(store, state.serial), report, __version__, openmetrics)
+    text = exposition(state, last_change(store.journal(state.serial)), report, __version__, openmetrics)
     if as_json:
         emit(_families_json(text), output, str)
     elif out is None:
@@ -427,7 +354,7 @@ def _goodput_report(goodput: list[Path] | None, fmt: str) -> dict[str, Any] | No
         raise BadInput(f"bad option --goodput-format {fmt!r}: native or ml-goodput")
     if not goodput:
         return None
-    from tpufleet.goodput.pipeline import build
+    from tpufleet.ops.goodput import build
 
     return build(list(goodput), fmt, by=["accelerator", "size", "phase", "framework"])
 

@@ -120,15 +120,17 @@ def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:
     return rows
 
 
-def render_page(r: Row) -> str:
+def _pod_panels(r: Row, colours: dict[str, str]) -> str:
     legend = {e["slice"]: e for e in r["map"]["legend"]}
-    colours = slice_colours(r["map"]["legend"])
-    panels = "".join(
+    return "".join(
         f'<div class="panel"><h3>{escape(p["pod"])} <span class="sub">{p["counts"]["slice"]} in slices, {p["counts"]["free"]} free, '
         f"{p['counts']['out']} out, {p['counts']['drained']} drained</span></h3>{pod_svg(p, colours, legend)}</div>"
         for p in r["map"]["pods"]
     )
-    keys = "".join(
+
+
+def _map_keys() -> str:
+    return "".join(
         f'<span class="key" style="background:{c}"></span>{escape(k)}'
         for k, c in (
             ("free", _STATE_FILL["free"]),
@@ -137,7 +139,10 @@ def render_page(r: Row) -> str:
             ("OCS in use", _OCS_FILL["in_use"]),
         )
     )
-    faults = [
+
+
+def _fault_rows(r: Row) -> list[list[str]]:
+    return [
         [
             escape(f["fault"]),
             escape(f["target"]),
@@ -147,10 +152,19 @@ def render_page(r: Row) -> str:
         ]
         for f in r["faults"]
     ]
-    journal = [
+
+
+def _journal_rows(r: Row) -> list[list[str]]:
+    return [
         [str(e["serial"]), escape(str(e["time"])), escape(str(e["user"])), escape(str(e["summary"]))]
         for e in r["journal"]
     ]
+
+
+def render_page(r: Row) -> str:
+    colours = slice_colours(r["map"]["legend"])
+    panels, keys = _pod_panels(r, colours), _map_keys()
+    faults, journal = _fault_rows(r), _journal_rows(r)
     inv, cubes = r["inventory"], r["cubes"]
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">

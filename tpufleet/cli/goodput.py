@@ -2,7 +2,8 @@
 
 import enum
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -89,10 +90,40 @@ def goodput_cmd(
     ] = GoodputOutput.table,
 ) -> None:
     """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""
+    from tpufleet.cli.progress import progress
+    from tpufleet.ops.goodput import build
+
+    dims, t0, t1, pairs, windows = _parse(files, by, since, until, capacity, window, out)
+    fleet = ctx.obj.store().load().fleet if capacity == "state" else None
+    kind = output.value
+    chosen = period.value if period else ("day" if kind == "html" else None)  # the page charts over periods
+    keep = HTML_TIMELINES if kind == "html" else 0
+    with progress("reading logs", None):
+        report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet)
+    if capacity is not None and report["input"]["capacity_records"]:
+        typer.echo(
+            f"tpufleet: note: --capacity is used; the logs' {report['input']['capacity_records']:,} capacity "
+            "record(s) are not (an option on the command line wins)",
+            err=True,
+        )
+    _emit(_json_pieces(report) if kind == "json" else iter([_text(kind, report)]), out)
+
+
+_CAPACITY = re.compile(r"\s*([^=,\s](?:[^=,]{0,62}[^=,\s])?)\s*=\s*([0-9]{1,9})\s*")
+
+
+def _parse(
+    files: list[Path],
+    by: str,
+    since: str | None,
+    until: str | None,
+    capacity: str | None,
+    window: str | None,
+    out: Path | None,
+) -> tuple[list[str], float | None, float | None, list[tuple[str, int]] | None, list[tuple[str, float]] | None]:
+    """The options checked before any file is read: (segments, --since, --until, --capacity pairs, windows)."""
     from tpufleet.errors import BadInput, shown
-    from tpufleet.goodput import render
     from tpufleet.goodput.metrics import DIMENSIONS
-    from tpufleet.goodput.pipeline import build, parse_capacity
     from tpufleet.goodput.times import option_time
     from tpufleet.goodput.windows import parse_windows
     from tpufleet.state.files import check_output_path
@@ -107,51 +138,47 @@ def goodput_cmd(
     t1 = option_time(until, "--until") if until else None
     if t0 is not None and t1 is not None and t1 <= t0:
         raise BadInput("bad options: --until must be after --since")
-    if capacity is not None and capacity != "state":
-        parse_capacity(capacity)  # checked before any file is read
+    pairs = parse_capacity(capacity) if capacity is not None and capacity != "state" else None
     windows = parse_windows(window) if window is not None else None
     if out is not None:
         check_output_path(out, "--out")
-    if capacity == "state":
-        from tpufleet.model import inventory_counts
+    return dims, t0, t1, pairs, windows
 
-        chips = inventory_counts(ctx.obj.store().load().fleet)["chips"]
-        capacity = f"tpu-v4={chips}"
-    kind = output.value
-    chosen = period.value if period else None
-    if kind == "html" and chosen is None:
-        chosen = "day"  # the page's charts over time need periods (for a log of years, pass --period week)
-    keep = HTML_TIMELINES if kind == "html" else 0
-    from tpufleet.cli.progress import progress
 
-    with progress("reading logs", None):
-        report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, capacity, windows, exclude, keep)
-    if capacity is not None and report["input"]["capacity_records"]:
-        typer.echo(
-            f"tpufleet: note: --capacity is used; the logs' {report['input']['capacity_records']:,} capacity "
-            "record(s) are not (an option on the command line wins)",
-            err=True,
-        )
-    if kind == "json":
-        _emit(_json_pieces(report), out)
-        return
-    if kind == "yaml":
-        import yaml
+def parse_capacity(text: str) -> list[tuple[str, int]]:
+    """--capacity ACC=CHIPS,...: (accelerator, chips) pairs, each accelerator once."""
+    from tpufleet.errors import BadInput, shown
+    from tpufleet.goodput.events import MAX_CHIPS
 
-        text = yaml.safe_dump(report, sort_keys=False)
-    elif kind == "csv":
-        text = render.to_csv(report)
-    elif kind == "md":
-        text = render.to_markdown(report)
-    elif kind == "html":
-        import time
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        match = _CAPACITY.fullmatch(part)
+        if match is None or int(match[2]) > MAX_CHIPS:
+            raise BadInput(
+                f"bad option --capacity: {shown(part)} is not ACCELERATOR=CHIPS (a name, and 0 to {MAX_CHIPS:,} chips)"
+            )
+        if match[1] in out:
+            raise BadInput(f"bad option --capacity: accelerator {match[1]!r} is given twice")
+        out[match[1]] = int(match[2])
+    return list(out.items())
 
-        from tpufleet.goodput import wall
 
-        text = wall.to_html(report, time.time(), report.pop("timelines", None))
-    else:
-        text = render.to_table(report)
-    _emit(iter([text.rstrip("\n")]), out)
+def _text(kind: str, report: dict[str, Any]) -> str:
+    """The report as a table, YAML, CSV, Markdown or the HTML page."""
+    import time
+
+    import yaml
+
+    from tpufleet.goodput import render, wall
+
+    renderers: dict[str, Callable[[], str]] = {
+        "yaml": lambda: yaml.safe_dump(report, sort_keys=False),
+        "csv": lambda: render.to_csv(report),
+        "md": lambda: render.to_markdown(report),
+        "html": lambda: wall.to_html(report, time.time(), report.pop("timelines", None)),
+        "table": lambda: render.to_table(report),
+    }
+    return renderers[kind]().rstrip("\n")
 
 
 EMIT_BATCH = 1 << 20  # characters written to stdout at a time

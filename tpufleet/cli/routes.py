@@ -1,7 +1,6 @@
 """`tpufleet routes SLICE`: discover the slice's network, generate, check and store its routing tables."""
 
 import enum
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +11,7 @@ from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
+    from tpufleet.ops.routes import RoutedSlice, RouteRequest
     from tpufleet.state import Store
 
 
@@ -131,6 +131,7 @@ def routes_cmd(
     """
     from tpufleet.constants import HARDWARE_VCS
     from tpufleet.errors import BadInput
+    from tpufleet.ops.routes import SPARSE_NOT_STORED, RouteRequest
     from tpufleet.routing.report import TRAFFICS
     from tpufleet.state.files import check_output_path
 
@@ -141,7 +142,7 @@ def routes_cmd(
     if out is not None:
         check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
-    opts = _Options(algorithm.value, traffics, not no_deadlock_check, HARDWARE_VCS if max_vcs is None else max_vcs)
+    opts = RouteRequest(algorithm.value, traffics, not no_deadlock_check, HARDWARE_VCS if max_vcs is None else max_vcs)
     state = store.load()  # read once here; each job slice reads the state its own transaction left
     job = _job_of(state, name)
     if job is not None:
@@ -157,17 +158,6 @@ def routes_cmd(
             raise typer.Exit(1)
 
 
-SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study; export them with --out"
-
-
-@dataclass(frozen=True)
-class _Options:
-    algorithm: str
-    traffics: list[str]
-    deadlock_check: bool
-    max_vcs: int
-
-
 def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] | None:
     """The slices of the multislice job `name` to route now (wired, or sub-cube ones, which need no wiring) and
     the others with their state (None when `name` is no job)."""
@@ -179,7 +169,7 @@ def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] 
 
 
 def _route_job(
-    store: "Store", name: str, job: tuple[list[str], dict[str, str]], opts: _Options, output: Output
+    store: "Store", name: str, job: tuple[list[str], dict[str, str]], opts: "RouteRequest", output: Output
 ) -> None:
     """Route each wired slice of the job, each stored in its own transaction as `routes SLICE` does; the others
     are listed as skipped with their state."""
@@ -211,18 +201,16 @@ def _route_job(
 def _route_slice(
     store: "Store",
     name: str,
-    opts: _Options,
+    opts: "RouteRequest",
     table_capacity: int | None,
     out: Path | None,
     fmt: TableFormat,
     state: "FleetState | None" = None,
 ) -> tuple[dict, list[str], str | None]:
-    """Generate, check and (when they may be) store one slice's tables; export them to `out` if asked. Returns
-    the result, the unroutable pairs and why the tables were not stored (None when they were)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """One slice's `routes` (`ops.routes.route_slice`), its tables stored in a transaction of their own and the
+    export written to `out` if asked. Returns the result, the unroutable pairs and why the tables were not stored
+    (None when they were)."""
     from tpufleet.cli.progress import progress
-    from tpufleet.constants import HARDWARE_VCS
     from tpufleet.ops import routes as ops
     from tpufleet.routing import memo
     from tpufleet.state.files import write_output
@@ -231,45 +219,19 @@ def _route_slice(
 
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     cache = TableCache(store.dir)
+
+    def store_tables(routed: "RoutedSlice", npz: bytes) -> str:
+        with store.transaction() as tx:
+            outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
+            store.save_tables(tx, name, npz)
+            tx.commit(outcome.change)
+        cache.flush()
+        return str(table_path)
+
     with progress(f"routing {name}", None), memo.using(cache):
-        routed = ops.compute(
-            state if state is not None else store.load(),
-            name,
-            opts.algorithm,
-            opts.traffics,
-            opts.deadlock_check,
-            utc_now(),
-            opts.max_vcs,
-        )
-    sparse_note = {}
-    if table_capacity is not None:
-        routed, missing = ops.sparse(routed, table_capacity)
-        sparse_note = {"table_capacity": table_capacity, "ring_entries_missing": missing}
-    refusal = ops.not_storable(routed, HARDWARE_VCS, opts.max_vcs)
-    if sparse_note and refusal is None:
-        refusal = SPARSE_NOT_STORED
-    data = {
-        "slice": name,
-        **routed.report.summary,
-        **sparse_note,
-        "unroutable": routed.unroutable[:1000],
-        "stored": refusal is None,
-    }
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="npz") as pool:
-        # The npz is deflated (zlib lets go of the GIL) while the state is locked, checked and committed.
-        wanted = refusal is None or (out is not None and fmt is TableFormat.npz)
-        npz = pool.submit(ops.export_bytes, routed, "npz") if wanted else None
-        # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
-        exported = None if out is None or fmt is TableFormat.npz else ops.export_bytes(routed, fmt.value)
-        if refusal is None and npz is not None:
-            with store.transaction() as tx:
-                outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
-                store.save_tables(tx, name, npz.result())
-                tx.commit(outcome.change)
-            cache.flush()
-            data["tables"] = str(table_path)
-        else:
-            data["not_stored"] = refusal
-        if out is not None:
-            write_output(out, exported if exported is not None else npz.result() if npz is not None else b"")
-    return data, routed.unroutable, refusal
+        snapshot = state if state is not None else store.load()
+        export_format = None if out is None else fmt.value
+        done = ops.route_slice(snapshot, name, opts, utc_now(), store_tables, table_capacity, export_format)
+    if out is not None:
+        write_output(out, done.exported or b"")
+    return done.data, done.unroutable, done.refusal

@@ -21,44 +21,11 @@ class What(str, enum.Enum):
 
 def _table(what: What, rows: list[dict]) -> str:
     if what is What.inventory:
-        return grid(
-            [
-                [
-                    r["cube"],
-                    r["pod"],
-                    r["position"],
-                    r["state"],
-                    ",".join(r["slices"]) or "-",
-                    ",".join(r["faults"]) or "-",
-                ]
-                for r in rows
-            ],
-            ["cube", "pod", "port", "state", "slices", "faults"],
-        )
+        return _inventory_table(rows)
     if what is What.health:
-        if not rows:
-            return "all components healthy"
-        return grid(
-            [[r["target"], r["fault"], "drain" if r["planned"] else "fault", r["since"], r["effect"]] for r in rows],
-            ["target", "fault", "kind", "since", "effect"],
-        )
+        return _health_table(rows)
     if what is What.slices:
-        return grid(
-            [
-                [
-                    r["name"],
-                    r["shape"] + (" twisted" if r["twisted"] else ""),
-                    r["pod"],
-                    len(r["cubes"]),
-                    r["state"],
-                    r["routes"],
-                    f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-",
-                    r["job"] or "-",
-                ]
-                for r in rows
-            ],
-            ["slice", "shape", "pod", "cubes", "state", "routes", "retained", "job"],
-        )
+        return _slices_table(rows)
     if what is What.jobs:
         return _jobs_table(rows)
     if what is What.ocs:
@@ -68,6 +35,51 @@ def _table(what: What, rows: list[dict]) -> str:
         )
     return grid(
         [[r["serial"], r["time"], r["user"], r["summary"]] for r in rows], ["serial", "time (UTC)", "user", "summary"]
+    )
+
+
+def _inventory_table(rows: list[dict]) -> str:
+    return grid(
+        [
+            [
+                r["cube"],
+                r["pod"],
+                r["position"],
+                r["state"],
+                ",".join(r["slices"]) or "-",
+                ",".join(r["faults"]) or "-",
+            ]
+            for r in rows
+        ],
+        ["cube", "pod", "port", "state", "slices", "faults"],
+    )
+
+
+def _health_table(rows: list[dict]) -> str:
+    if not rows:
+        return "all components healthy"
+    return grid(
+        [[r["target"], r["fault"], "drain" if r["planned"] else "fault", r["since"], r["effect"]] for r in rows],
+        ["target", "fault", "kind", "since", "effect"],
+    )
+
+
+def _slices_table(rows: list[dict]) -> str:
+    return grid(
+        [
+            [
+                r["name"],
+                r["shape"] + (" twisted" if r["twisted"] else ""),
+                r["pod"],
+                len(r["cubes"]),
+                r["state"],
+                r["routes"],
+                f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-",
+                r["job"] or "-",
+            ]
+            for r in rows
+        ],
+        ["slice", "shape", "pod", "cubes", "state", "routes", "retained", "job"],
     )
 
 

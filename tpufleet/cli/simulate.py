@@ -136,15 +136,11 @@ def simulate_cmd(
     A run expected to log more than 3,000,000 events, or to queue more work than the fleet can run for so long
     that the scheduler would visit waiting jobs more than 50,000,000 times, is refused before it starts (exit 2).
     A run in which no job arrives is a result (zero jobs, no goodput), not an error."""
-    import functools
-
+    from tpufleet.cli.progress import progress
     from tpufleet.errors import BadInput
-    from tpufleet.model import component_counts, default_fleet
-    from tpufleet.ops.simulate import simulate
-    from tpufleet.simulation import Options, load_rates, load_workload
-    from tpufleet.simulation.log import jsonl
-    from tpufleet.simulation.scale import check_budget, parse_factors, scale_rates
-    from tpufleet.state.files import check_output_path, write_output
+    from tpufleet.ops.simulate import run_fleet
+    from tpufleet.simulation import Options
+    from tpufleet.state.files import check_output_path
 
     for option, value in (
         ("--days", days),
@@ -166,16 +162,7 @@ def simulate_cmd(
         load_per_pod=load_per_pod,
         spare_cubes=spare_cubes,
     )
-    loaded_workload, rates = load_workload(workload), load_rates(fault_rates)
-    if fault_scale is not None:
-        rates = scale_rates(rates, parse_factors(fault_scale))
-    check_budget(loaded_workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
-    run = functools.partial(simulate, loaded_workload, rates, options)
-    from tpufleet.cli.progress import progress
-
     with progress("simulating days", days) as bar:
-        result = run(progress=bar.set)
-    if out is not None:
-        write_output(out, jsonl(result.entries))
+        result = run_fleet(options, workload, fault_rates, fault_scale, out, progress=bar.set)
     summary = {**result.summary, "out": None if out is None else str(out)}
     emit(summary, output, lambda: _text(summary, out))

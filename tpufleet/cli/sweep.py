@@ -43,6 +43,7 @@ def _text(doc: dict[str, Any]) -> str:
 def _executor(serial: bool, address: str | None, workers: int | None, timeout: float) -> Any:
     """Serial, a local Dask cluster or the scheduler at `address` (checked by `backends.scheduler_address`)."""
     from tpufleet.errors import BadInput
+    from tpufleet.ops.sweep import run_task
     from tpufleet.sweep import backends
 
     if serial and (address is not None or workers):
@@ -50,11 +51,14 @@ def _executor(serial: bool, address: str | None, workers: int | None, timeout: f
     if address is not None and workers:
         raise BadInput("--workers sizes the local cluster; a --cluster is sized by its own workers")
     if serial:
-        return backends.Serial()
+        return backends.Serial(run_task)
     if address is None and not backends.dask_available():
         print(f"tpufleet: Dask is not installed, running serially ({backends.INSTALL_HINT})", file=sys.stderr)
-        return backends.Serial()
-    return backends.Dask(address, workers, timeout)
+        return backends.Serial(run_task)
+    executor = backends.Dask(run_task, address, workers, timeout)
+    if sys.stderr.isatty() and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
+        print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
+    return executor
 
 
 @app.command("sweep", epilog=EPILOG)
@@ -93,29 +97,23 @@ def sweep_cmd(
     are the same either way. Exit 1 if some points failed (the others are written; --resume runs them again) or
     the --cluster scheduler cannot be reached or does not answer within --cluster-timeout, 2 for a bad spec or a
     malformed --cluster address (before any run starts), 70 if a point failed by a bug."""
+    from tpufleet.cli.progress import progress
     from tpufleet.errors import BadInput, shown
-    from tpufleet.sweep import backends, driver, spec
+    from tpufleet.ops import sweep
+    from tpufleet.sweep import backends
 
     address = None if cluster is None else backends.scheduler_address(cluster)  # before the spec's work
     if plot_format not in ("png", "svg"):
         raise BadInput(f"bad option --plot-format {shown(plot_format)}: png or svg")
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"bad option --out {shown(str(out))}: it is not a directory")
-    if not out.exists() and not out.absolute().parent.is_dir():
-        raise BadInput(f"bad option --out {shown(str(out))}: its directory does not exist")
-    sweep = spec.load(spec_file)  # every point is checked before any work starts
-    executor = _executor(serial, address, workers, cluster_timeout)
-    from tpufleet.cli.progress import progress
-
-    if sys.stderr.isatty() and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
-        print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
-    try:
-        with progress("sweep", None, count=True) as bar:
-            outcome = driver.run(
-                sweep, out, executor, resume=resume, keep_events=keep_events, progress=bar.set, warn=_warn
-            )
-    finally:
-        executor.close()
+    outcome, executor = sweep.run(
+        spec_file,
+        out,
+        lambda: _executor(serial, address, workers, cluster_timeout),
+        resume=resume,
+        keep_events=keep_events,
+        progress=lambda: progress("sweep", None, count=True),
+        warn=_warn,
+    )
     doc = _write(outcome, out, plot_format)
     # How this invocation ran: not in sweep.json, which is the same however the sweep ran or resumed.
     doc["points_resumed"] = outcome.resumed

@@ -1,14 +1,16 @@
 """`tpufleet plan-xconnect` and `tpufleet apply-xconnect`: Terraform-style plan / apply of OCS cross-connects."""
 
-import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
+
+if TYPE_CHECKING:
+    from tpufleet.ops.plans import Planned
 
 
 def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
@@ -64,74 +66,36 @@ def plan_cmd(
 ) -> None:
     """Plan the OCS cross-connects of a slice (or of every slice of a job): coordinates, neighbours, port pairs,
     diff against the OCS."""
-    from tpufleet.ops import xconnect as ops
-    from tpufleet.state.files import check_output_path, write_output
+    from tpufleet.ops import plans as ops
+    from tpufleet.state import planfile
+    from tpufleet.state.files import check_output_path
     from tpufleet.state.store import utc_now
 
     if out is not None:
         check_output_path(out, "--out")
     now = utc_now()
-    if name in ctx.obj.store().load().jobs:
-        _plan_job(ctx, name, out, apply, detailed_exitcode, verbose, output, now)
-        return
     if apply:
-        state = None
-        outcome = ctx.obj.mutate(lambda s: ops.plan_and_apply(s, name, now))
-        pdoc, has_changes = outcome.data, False
+        planned = ctx.obj.mutate(lambda s: ops.plan(s, name, now, apply=True))
     else:
-        state = ctx.obj.store().load()
-        pdoc, plan = ops.make_plan(state, name, now)
-        has_changes = plan.has_changes
+        planned = ops.plan(ctx.obj.store().load(), name, now, apply=False)
+    assert isinstance(planned, ops.Planned)
     if out is not None:
-        write_output(out, (json.dumps(pdoc, indent=1) + "\n").encode())
-    pod_cubes = _pod_cubes(ctx, pdoc, state)
-    emit(
-        pdoc,
-        output,
-        lambda: (
-            _render_plan(pdoc, verbose, pod_cubes)
-            + (f"\nsaved to {out}" if out else "")
-            + ("\napplied." if apply else "")
-        ),
-    )
-    if detailed_exitcode and has_changes:
+        planfile.write(out, planned.data)
+    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." if apply else "")
+    emit(planned.data, output, lambda: _render_planned(name, planned, verbose) + tail)
+    if detailed_exitcode and planned.has_changes:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
 
-def _plan_job(
-    ctx: typer.Context,
-    name: str,
-    out: Path | None,
-    apply: bool,
-    detailed_exitcode: bool,
-    verbose: bool,
-    output: Output,
-    now: str,
-) -> None:
-    """`plan-xconnect JOB`: the plan of every slice of the job; with --apply, all wired in one transaction."""
-    from tpufleet.ops import jobs as ops
-    from tpufleet.state.files import write_output
-
-    if apply:
-        doc, has_changes = ctx.obj.mutate(lambda s: ops.plan_and_apply_job(s, name, now)).data, False
-    else:
-        doc, has_changes = ops.plan_job(ctx.obj.store().load(), name, now)
-    if out is not None:
-        write_output(out, (json.dumps(doc, indent=1) + "\n").encode())
-    state = ctx.obj.store().load()
-    parts = [_render_plan(p, verbose, _pod_cubes(ctx, p, state)) for p in doc["plans"]]
+def _render_planned(name: str, planned: "Planned", verbose: bool) -> str:
+    """A slice's plan, or each slice's plan of a job and the job's total."""
+    doc = planned.data
+    if not planned.job:
+        return _render_plan(doc, verbose, planned.port_cubes[doc["slice"]])
+    parts = [_render_plan(p, verbose, planned.port_cubes[p["slice"]]) for p in doc["plans"]]
     s = doc["summary"]
     total = f"job {name}: {len(parts)} slice(s), {s['add']} to add, {s['remove']} to remove, {s['keep']} in place"
-    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." if apply else "")
-    emit(doc, output, lambda: "\n".join([*parts, total]) + tail)
-    if detailed_exitcode and has_changes:
-        raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
-
-
-def _pod_cubes(ctx: typer.Context, pdoc: dict, state) -> list[str]:
-    """The cube at each OCS port of the slice's pod, to name the ports in `-v` output."""
-    state = state or ctx.obj.store().load()
-    return list(state.fleet.pod_of(next(iter(pdoc["cubes"]))).cubes)
+    return "\n".join([*parts, total])
 
 
 @app.command(
@@ -146,92 +110,20 @@ def apply_cmd(
     """Apply a saved plan. Refuses it when something it depends on changed since it was made (its slice, its
     cubes, a fault on them or on an OCS it touches; unrelated changes elsewhere do not matter), and when it is
     not the plan the state gives (edited, or made for another state directory)."""
-    from tpufleet.ops import xconnect as ops
+    from tpufleet.ops import plans as ops
     from tpufleet.state import planfile
     from tpufleet.state.store import utc_now
 
-    job_plan = _read_job_plan(plan_file)
-    if job_plan is not None:
-        _apply_job_plan(ctx, *job_plan, output)
-        return
-    saved = planfile.read(plan_file)
+    saved = planfile.read_any(plan_file)
     now = utc_now()
-    outcome = ctx.obj.mutate(lambda state: ops.apply_saved(state, saved, now))
-    d = outcome.data
+    d = ctx.obj.mutate(lambda state: ops.apply(state, saved, now)).data
     s = d["summary"]
+    job = isinstance(saved, planfile.SavedJobPlan)
+    what = f"job {d['job']} ({len(d['plans'])} slices)" if job else d["slice"]
     emit(
         d,
         output,
         lambda: (
-            f"applied plan for {d['slice']}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})"
-        ),
-    )
-
-
-_JOB_PLAN_SCHEMA = {
-    "type": "object",
-    "required": ["kind", "schema_version", "job", "serial", "plans"],
-    "properties": {
-        "schema_version": {"const": 1},
-        "job": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"},
-        "serial": {"type": "integer", "minimum": 0},
-        "plans": {"type": "array", "minItems": 1},
-    },
-}
-
-
-def _read_job_plan(path: Path) -> tuple[str, list] | None:
-    """A job's plan file (`plan-xconnect JOB --out`): the job and each slice's plan, each checked as a slice's
-    plan file is; None when the file is a slice's plan (planfile.read reports any problem with it)."""
-    from tpufleet.ops.jobs import JOB_PLAN_KIND
-    from tpufleet.state import planfile
-    from tpufleet.state.inputfiles import MAX_SPEC_BYTES, load_json_file
-    from tpufleet.state.schema import check
-
-    doc = load_json_file(path, "plan file", MAX_SPEC_BYTES)
-    if not isinstance(doc, dict) or doc.get("kind") != JOB_PLAN_KIND:
-        return None
-    check(_JOB_PLAN_SCHEMA, doc, str(path))
-    saved = []
-    for i, part in enumerate(doc["plans"]):
-        check(planfile.PLAN_SCHEMA, part, str(path), f"plans.{i}")
-        saved.append(_saved(part, str(path), i))
-    return doc["job"], saved
-
-
-def _saved(doc: dict, path: str, i: int):
-    """One slice's part of a job plan as a SavedPlan (what planfile.read makes of a slice's plan file)."""
-    from tpufleet.errors import BadStateFile
-    from tpufleet.ids import OcsId
-    from tpufleet.state.planfile import SavedPlan
-    from tpufleet.xconnect import OcsChange
-
-    changes = []
-    for j, o in enumerate(doc["ocs"]):
-        try:
-            ocs = OcsId.from_key(o["id"].split(":", 1)[1])
-        except ValueError:
-            raise BadStateFile(path, f"plans.{i}.ocs.{j}.id", o["id"], "not an OCS id") from None
-        pairs = [[(int(a), int(b)) for a, b in o[k]] for k in ("add", "remove")]
-        changes.append(OcsChange(ocs, pairs[0], pairs[1], o["keep"]))
-    cubes = tuple(doc["cubes"])
-    return SavedPlan(
-        path, doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], cubes, doc.get("made", "")
-    )
-
-
-def _apply_job_plan(ctx: typer.Context, job: str, saved: list, output: Output) -> None:
-    from tpufleet.ops import jobs as ops
-    from tpufleet.state.store import utc_now
-
-    now = utc_now()
-    d = ctx.obj.mutate(lambda state: ops.apply_saved_job(state, job, saved, now)).data
-    s = d["summary"]
-    emit(
-        d,
-        output,
-        lambda: (
-            f"applied plan for job {job} ({len(d['plans'])} slices): {s['add']} added, {s['remove']} removed, "
-            f"{s['keep']} kept (serial {d['serial']})"
+            f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})"
         ),
     )

@@ -2,7 +2,11 @@
 
 The shipped profile is ``tpufleet/data/hardware-profile.yaml`` (its figures and their public sources are in the
 file); ``--profile FILE`` replaces it with a file of the same form. Every hardware number the model uses comes
-from a profile, so nothing here hard-codes one.
+from a profile, so nothing else hard-codes one.
+
+No file is read here: the state layer reads a profile file (``tpufleet.state.profiles.read_profile``) and hands
+`profile_from_doc` its document. `SHIPPED_DOC` is the shipped file's document as decoded, so the core and the
+simulator have the default without reading anything; a test holds it equal to the file.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from tpufleet.errors import BadInput, BadStateFile, shown
 
-SHIPPED = Path(__file__).resolve().parents[1] / "data" / "hardware-profile.yaml"
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "hardware-profile.yaml"  # named, never opened here
 DIMS = "xyz"
 SCHEMA_VERSION = 1
 # A message size beyond this is a typo, not a collective (1 PiB per chip, 30,000 times a TPUv4's HBM).
@@ -136,8 +140,9 @@ def _section(doc: dict[str, Any], key: str, file: str, allowed: set[str]) -> dic
     return value
 
 
-def profile_from_doc(doc: object, file: str) -> Profile:
-    """Validate a loaded profile document; BadStateFile naming file, field and value."""
+def profile_from_doc(doc: object, file: str, shipped: bool = False) -> Profile:
+    """Validate a loaded profile document; BadStateFile naming file, field and value. The `shipped` profile must
+    have the `dcn` section the others may leave out."""
     if not isinstance(doc, dict):
         raise BadStateFile(file, "", doc, "must be a mapping")
     allowed = {"schema_version", "name", "ici", "chip", "dcn", "sources"}
@@ -170,15 +175,15 @@ def profile_from_doc(doc: object, file: str) -> Profile:
         dimension_bandwidth={str(k): _number(per_dim, k, file, "ici.dimension_bandwidth") for k in per_dim},
         sources=tuple(sources),
         file=file,
-        dcn=_dcn(doc, file),
+        dcn=_dcn(doc, file, shipped),
     )
 
 
-def _dcn(doc: dict[str, Any], file: str) -> Dcn | None:
+def _dcn(doc: dict[str, Any], file: str, shipped: bool) -> Dcn | None:
     """The optional `dcn` section. A file written before it existed models DCN with the shipped figures (the
     shipped profile must have it)."""
     if "dcn" not in doc:
-        if Path(file).resolve() == SHIPPED:
+        if shipped:
             raise BadStateFile(file, "dcn", None, "is required in the shipped profile")
         return None
     dcn = _section(doc, "dcn", file, {"host_bandwidth", "latency", "pod_oversubscription"})
@@ -186,19 +191,34 @@ def _dcn(doc: dict[str, Any], file: str) -> Dcn | None:
     return Dcn(_number(dcn, "host_bandwidth", file, "dcn"), _number(dcn, "latency", file, "dcn"), over)
 
 
-def load_profile(path: Path | str | None = None) -> Profile:
-    """The shipped profile, or the user's file (bounded read, strict YAML)."""
-    from tpufleet.state.inputfiles import load_yaml
-
-    target = SHIPPED if path is None else Path(path)
-    return profile_from_doc(load_yaml(target, "hardware profile"), str(target))
-
+# The document of the shipped `tpufleet/data/hardware-profile.yaml` (the file gives each figure's source and
+# reasoning; `tests/test_collective.py` holds the two equal).
+SHIPPED_DOC: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "tpu-v4",
+    "ici": {"link_bandwidth": 50.0e9, "hop_latency": 1.0e-6, "dimension_bandwidth": {}},
+    "chip": {"peak_flops": 275.0e12, "hbm_bytes": 34359738368, "hbm_bandwidth": 1200.0e9},
+    "dcn": {"host_bandwidth": 25.0e9, "latency": 1.0e-5, "pod_oversubscription": 1.0},
+    "sources": [
+        "Cloud TPU v4 documentation, https://cloud.google.com/tpu/docs/v4 (peak compute, HBM, all-reduce bandwidth "
+        "per pod)",
+        "Resiliency at Scale: Managing Google's TPUv4 Machine Learning Supercomputer, NSDI 2024, section 2 (50 GB/s "
+        "per ICI link per direction)",
+        "Exploring the limits of concurrency in ML training on Google TPUs, MLSys 2021, section 3.3 "
+        "(dimension-by-dimension all-reduce)",
+        "Cloud TPU Multislice overview, https://cloud.google.com/tpu/docs/multislice-introduction (slices exchange "
+        "data through their hosts over the DCN)",
+        "Cloud TPU v5p documentation, https://cloud.google.com/tpu/docs/v5p (DCN bandwidth 50 Gbps per chip; the v4 "
+        "DCN figure is an assumption based on it)",
+        "Cloud TPU v5e documentation, https://cloud.google.com/tpu/docs/v5e (DCN bandwidth 6.4 Tbps per 256-chip pod)",
+    ],
+}
 
 _DEFAULT: list[Profile] = []
 
 
 def default_profile() -> Profile:
-    """The shipped profile, read once per process."""
+    """The shipped profile (decoded once per process from `SHIPPED_DOC`)."""
     if not _DEFAULT:
-        _DEFAULT.append(load_profile())
+        _DEFAULT.append(profile_from_doc(SHIPPED_DOC, str(SHIPPED), shipped=True))
     return _DEFAULT[0]

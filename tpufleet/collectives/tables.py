@@ -3,16 +3,15 @@ and the walk of messages along them.
 
 Stored tables are ``routes/SLICE.npz`` as ``tpufleet routes`` writes them (tpufleet/routing/export.py): the
 per-chip view ``port[s, t]`` (0..5 = +x,-x,+y,-y,+z,-z; -1 this chip; -2 unroutable), ``neighbors`` (the live
-chip graph the tables were made for) and ``meta`` (JSON: shape, twisted, algorithm, made). Only the members
-needed are decompressed.
+chip graph the tables were made for) and ``meta`` (JSON: shape, twisted, algorithm, made). The state layer reads
+them (``tpufleet.state.routetables``) and builds `Tables` with `stored`; members needed only by some models (the
+hop counts) are read when first asked for, through the reader it hands over.
 """
 
 from __future__ import annotations
 
-import json
-import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.errors import BadStateFile
@@ -35,7 +34,7 @@ class Tables:
     healthy_nbr: npt.NDArray[np.int32]  # [N, 6] the shape's whole graph (the logical rings are built on it)
     source: str  # "stored", "assumed-healthy" or "sparse" (a capacity-limited copy)
     meta: dict[str, Any] = field(default_factory=dict)
-    path: Path | None = None  # the stored file, for members read only when needed (`hop_table`)
+    read_hops: Callable[[], npt.NDArray[np.int16]] | None = None  # the stored [s, t] hops, read when first needed
     hops: npt.NDArray[np.int16] | None = None  # [s, t] hop count, -1 unroutable; read on demand
 
     @property
@@ -59,13 +58,8 @@ class Tables:
         if self.hops is None and self.port_table is None:
             self.port  # noqa: B018  (makes the healthy tables, hops included)
         if self.hops is None:
-            assert self.path is not None, "tables without hops come from a file"
-            file = str(self.path)
-            with zipfile.ZipFile(self.path) as zf:
-                hops = _member(zf, "hops", file)
-            if hops.shape != self.port.shape:
-                raise BadStateFile(file, "hops", list(hops.shape), f"does not match port {list(self.port.shape)}")
-            self.hops = hops.astype(np.int16)
+            assert self.read_hops is not None, "tables without hops are stored ones"
+            self.hops = self.read_hops().astype(np.int16)
         return self.hops
 
     @property
@@ -102,34 +96,20 @@ def _direct(
     return idx, src[idx] * 6 + port, moving.astype(np.int64), np.ones(len(src), dtype=bool)
 
 
-def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
-    import numpy as np
-
-    try:
-        with zf.open(name + ".npy") as fh:
-            return np.lib.format.read_array(fh, allow_pickle=False)
-    except KeyError:
-        raise BadStateFile(file, name, None, "is missing from the routing tables") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
-
-
-def load(path: Path) -> Tables:
-    """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
+def stored(
+    meta: dict[str, Any],
+    port: npt.NDArray[np.int8],
+    nbr: npt.NDArray[np.int32],
+    file: str,
+    read_hops: Callable[[], npt.NDArray[np.int16]] | None = None,
+) -> Tables:
+    """A slice's stored tables from their decoded members (`meta`, `port`, `neighbors`); BadStateFile naming
+    `file` when they are not the tables of a slice shape."""
     import numpy as np
 
     from tpufleet.shapes import validate_dims
     from tpufleet.topology import neighbors
 
-    file = str(path)
-    try:
-        zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise BadStateFile(file, "", None, f"cannot be read as routing tables: {exc}") from None
-    with zf:
-        meta = json.loads(str(_member(zf, "meta", file)))
-        port = _member(zf, "port", file)
-        nbr = _member(zf, "neighbors", file)
     try:
         dims = tuple(int(v) for v in str(meta["shape"]).split("x"))
         shape = validate_dims((dims[0], dims[1], dims[2]), bool(meta.get("twisted", False)))
@@ -138,7 +118,7 @@ def load(path: Path) -> Tables:
     n = shape.chips
     if port.shape != (n, n) or port.dtype != np.int8 or nbr.shape != (n, 6):
         raise BadStateFile(file, "port", list(port.shape), f"does not fit a {shape.text} slice of {n} chips")
-    return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, path=path)
+    return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, read_hops=read_hops)
 
 
 def walk(

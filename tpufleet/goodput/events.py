@@ -19,7 +19,7 @@ record ``{"type": "schema", "version": 1}`` is optional.
 
 Bounds, each refused as a bad record: ``chips`` at most MAX_CHIPS, ``step`` at most MAX_STEP, strings at most
 MAX_TEXT characters, numbers finite, an ideal step time (declared or derived) at most MAX_IDEAL_STEP_S, so that
-every goodput figure stays finite (1.7e308 s made PG infinite). Files are read through `tpufleet.state.inputfiles`
+every goodput figure stays finite (1.7e308 s made PG infinite). Files are read by `tpufleet.state.goodputlogs`
 (at most MAX_LOG_BYTES each, UTF-8, JSON lines nested at most 64 deep, no NaN or Infinity); a line longer than
 MAX_LINE_BYTES is refused before it is decoded (a line of ``[[],[],...]`` costs ~26x its size as Python objects),
 and a report reads at most MAX_JOBS jobs (each costs a few KB however short its log).
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
-from tpufleet.state.inputfiles import parse_json_line
+from tpufleet.jsontext import parse_json_line
 
 SCHEMA_VERSION = 1
 MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record

@@ -36,7 +36,7 @@ from tpufleet.goodput.events import (
     add_slice_counts,
 )
 from tpufleet.goodput.times import BadRecord, in_range
-from tpufleet.state.inputfiles import parse_json_line
+from tpufleet.jsontext import parse_json_line
 
 _PAIRS = (
     ("tpu_init_start_time", "tpu_init_start"),

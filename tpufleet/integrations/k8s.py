@@ -279,7 +279,7 @@ def _decoder_problem(where: _Where, exc: Exception) -> BadStateFile:
 
 
 def _plain_json(data: bytes, file: str) -> Any:
-    from tpufleet.state.inputfiles import JsonProblem, parse_json_line
+    from tpufleet.jsontext import JsonProblem, parse_json_line
 
     try:
         return parse_json_line(data.decode("utf-8-sig"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tpufleet.collectives.algorithms import Context, best_of, estimate, why
 from tpufleet.collectives.model import Estimate
@@ -33,31 +33,38 @@ def _chip(t: Tables, chip: int) -> str:
     return f"chip {chip} ({chip // (Y * Z)},{chip // Z % Y},{chip % Z})"
 
 
-def slice_tables(state: FleetState, name: str, table_file: Path, assume_healthy: bool) -> tuple[Tables, dict[str, Any]]:
+class TableSource(Protocol):
+    """Where a slice's stored tables are (the state layer's `StoredTables`): read only when the index has them."""
+
+    @property
+    def path(self) -> Path: ...
+
+    def read(self) -> Tables | None: ...
+
+
+def slice_tables(
+    state: FleetState, name: str, source: TableSource, assume_healthy: bool
+) -> tuple[Tables, dict[str, Any]]:
     """The slice's stored tables (or, with `assume_healthy` and none stored, the healthy DOR ones of its shape)."""
     from tpufleet.collectives import tables
 
     sl = state.slice(name)
     record = state.routes.get(name)
-    try:
-        stored = record is not None and table_file.exists()
-    except OSError as exc:  # e.g. a group member and a routes/ directory still private to its owner
-        raise Refused(f"cannot read the routing tables of {name!r} ({table_file}): {exc.strerror or exc}") from None
-    if record is None or not stored:
+    t = source.read() if record is not None else None
+    if record is None or t is None:
         if not assume_healthy:
             raise Refused(
                 f"slice {name!r} has no routing tables; run `tpufleet routes {name}` first "
                 f"(or pass --assume-healthy to model the healthy tables of a {sl.shape})"
             )
         return tables.healthy(sl.shape), {"source": "assumed-healthy", "routing": "dor"}
-    t = tables.load(table_file)
     if t.shape != sl.shape:
         raise Refused(
             f"the tables of {name!r} are for a {t.shape}, the slice is a {sl.shape}; run `tpufleet routes {name}`"
         )
     info = {
         "source": "stored",
-        "file": str(table_file),
+        "file": str(source.path),
         "made": record.made,
         "routing": record.algorithm,
         "stale": record.stale,
@@ -78,10 +85,10 @@ def _best(ests: list[Estimate], t: Tables) -> Estimate:
     return best
 
 
-def run(state: FleetState, name: str, req: Request, profile: Profile, table_file: Path) -> Outcome:
+def run(state: FleetState, name: str, req: Request, profile: Profile, source: TableSource) -> Outcome:
     """The modelled time and bandwidths of the collective, the algorithm chosen and why, and the candidates."""
     check_fits_hbm(req.nbytes, profile, job=False)
-    t, info = slice_tables(state, name, table_file, req.assume_healthy)
+    t, info = slice_tables(state, name, source, req.assume_healthy)
     sparse_info: dict[str, Any] | None = None
     if req.table_capacity is not None:
         from tpufleet.collectives.sparse import sparse
@@ -212,7 +219,7 @@ def _members(state: FleetState, name: str) -> list[Any]:
     return [s for s in slices if s.name in status.active]
 
 
-def _slice_phases(state: FleetState, sl: Any, req: JobRequest, profile: Profile, table_file: Path) -> dict[str, Any]:
+def _slice_phases(state: FleetState, sl: Any, req: JobRequest, profile: Profile, source: TableSource) -> dict[str, Any]:
     """One slice's ICI reduce-scatter and all-gather of the job's bytes, on its current tables (none when the
     gradient is sharded: each chip's share is already its own)."""
     row = {"slice": sl.name, "pod": sl.pod, "state": sl.state.value}
@@ -220,7 +227,7 @@ def _slice_phases(state: FleetState, sl: Any, req: JobRequest, profile: Profile,
         none = "none (sharded)"
         return {**row, "reduce_scatter_s": 0.0, "reduce_scatter_algorithm": none, "all_gather_s": 0.0,
                 "all_gather_algorithm": none, "tables": {"source": "not used", "degraded": False}}  # fmt: skip
-    t, info = slice_tables(state, sl.name, table_file, req.assume_healthy)
+    t, info = slice_tables(state, sl.name, source, req.assume_healthy)
     ctx = Context(t, profile)
     rs = _best(estimate(ctx, "reduce-scatter", req.nbytes, "auto", None), t)
     ag = _best(estimate(ctx, "all-gather", req.nbytes, "auto", None), t)
@@ -235,7 +242,7 @@ def _slice_phases(state: FleetState, sl: Any, req: JobRequest, profile: Profile,
 
 
 def run_job(
-    state: FleetState, name: str, req: JobRequest, profile: Profile, table_path: Callable[[str], Path]
+    state: FleetState, name: str, req: JobRequest, profile: Profile, tables_of: Callable[[str], TableSource]
 ) -> Outcome:
     """The hierarchical all-reduce of a multislice job (ICI reduce-scatter, DCN all-reduce, ICI all-gather), its
     share of a training step, and the same step on one ICI slice of as many chips."""
@@ -244,7 +251,7 @@ def run_job(
     check_fits_hbm(req.nbytes, profile, job=True)
     job = state.job(name)
     members = _members(state, name)
-    rows = [_slice_phases(state, sl, req, profile, table_path(sl.name)) for sl in members]
+    rows = [_slice_phases(state, sl, req, profile, tables_of(sl.name)) for sl in members]
     pods = sorted({sl.pod for sl in members})
     link = profile.dcn_link()
     # Replicated: after the reduce-scatter a slice's chips hold SIZE between them; sharded, SIZE x chips.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tpufleet.fleetstate import Change, FleetState
@@ -82,3 +83,21 @@ def _summary(data: dict[str, Any], source: str) -> str:
         f"{len(data['faults_cleared'])} cleared",
     ]
     return f"import k8s {source}: " + ", ".join(parts)
+
+
+def last_change(entries: Sequence[Mapping[str, Any]]) -> float | None:
+    """Unix time of the state's last committed change, from the last of its journal `entries` (None if there is
+    none, or its time is not the journal's UTC stamp).
+
+    >>> last_change([{"time": "1970-01-02T00:00:00Z"}]), last_change([])
+    (86400.0, None)
+    """
+    import calendar
+    import time
+
+    if not entries:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(entries[-1]["time"], "%Y-%m-%dT%H:%M:%SZ")))
+    except (KeyError, TypeError, ValueError):
+        return None

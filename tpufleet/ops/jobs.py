@@ -15,9 +15,7 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after
 from tpufleet.ops.xconnect import apply_saved, make_plan, wire
 from tpufleet.shapes import Shape
-from tpufleet.state.planfile import SavedPlan
-
-JOB_PLAN_KIND = "tpufleet-xconnect-job-plan"
+from tpufleet.state.planfile import SavedPlan, job_plan_doc
 
 
 @dataclass(frozen=True)
@@ -138,16 +136,7 @@ def release_job(state: FleetState, name: str) -> Outcome:
 
 
 def _job_plan_doc(state: FleetState, name: str, plans: list[dict[str, Any]], now: str) -> dict[str, Any]:
-    total = {k: sum(p["summary"][k] for p in plans) for k in ("add", "remove", "keep")}
-    return {
-        "kind": JOB_PLAN_KIND,
-        "schema_version": 1,
-        "job": name,
-        "serial": state.serial,
-        "made": now,
-        "plans": plans,
-        "summary": total,
-    }
+    return job_plan_doc(name, state.serial, plans, now)
 
 
 def plan_job(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], bool]:

@@ -7,7 +7,7 @@ that is no longer there).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from tpufleet.routing import export
 from tpufleet.routing.report import RouteReport, evaluate
 
 EXPORT_FORMATS = ("npz", "json", "ibroute")
+SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study; export them with --out"
 
 
 @dataclass
@@ -157,3 +158,79 @@ def _update_degraded(state: FleetState, routed: RoutedSlice) -> None:
         and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes)
     )
     state.degrade(sl.name, Reroute(s["throughput_retained"].get("all-to-all", 0.0), s["vcs"] or 0, avoided))
+
+
+# ---- `routes SLICE`: the whole operation ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RouteRequest:
+    algorithm: str
+    traffics: list[str]
+    deadlock_check: bool
+    max_vcs: int = HARDWARE_VCS
+
+
+@dataclass
+class SliceRoutes:
+    data: dict[str, Any]  # the documented result of one slice
+    unroutable: list[str]
+    refusal: str | None  # why the tables were not stored (None: they were)
+    exported: bytes | None  # the tables in the export format asked for (None: no export asked)
+
+
+# Stores the tables (npz bytes) of a routed slice with the transaction that indexes them (`record`); returns
+# where they are kept. The shell's: it owns the state directory.
+StoreTables = Callable[[RoutedSlice, bytes], str]
+
+
+def route_slice(
+    state: FleetState,
+    name: str,
+    req: RouteRequest,
+    now: str,
+    store_tables: StoreTables,
+    table_capacity: int | None = None,
+    export_format: str | None = None,
+) -> SliceRoutes:
+    """Generate and check one slice's tables on `state` (a snapshot: `record` refuses if it moved on), store
+    them when they may replace the working ones, and make the export asked for (`export_format`). Sparse tables
+    (`table_capacity`) are for study and export only, never stored."""
+    routed = compute(state, name, req.algorithm, req.traffics, req.deadlock_check, now, req.max_vcs)
+    sparse_note: dict[str, Any] = {}
+    if table_capacity is not None:
+        routed, missing = sparse(routed, table_capacity)
+        sparse_note = {"table_capacity": table_capacity, "ring_entries_missing": missing}
+    refusal = not_storable(routed, HARDWARE_VCS, req.max_vcs)
+    if sparse_note and refusal is None:
+        refusal = SPARSE_NOT_STORED
+    data = {
+        "slice": name,
+        **routed.report.summary,
+        **sparse_note,
+        "unroutable": routed.unroutable[:1000],
+        "stored": refusal is None,
+    }
+    exported = _store_and_export(routed, refusal, export_format, store_tables, data)
+    return SliceRoutes(data, routed.unroutable, refusal, exported)
+
+
+def _store_and_export(
+    routed: RoutedSlice, refusal: str | None, export_format: str | None, store_tables: StoreTables, data: dict[str, Any]
+) -> bytes | None:
+    """Store the tables unless `refusal` says why not (noted in `data`), and return the export asked for."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="npz") as pool:
+        # The npz is deflated (zlib lets go of the GIL) while the state is locked, checked and committed.
+        wanted = refusal is None or export_format == "npz"
+        npz = pool.submit(export_bytes, routed, "npz") if wanted else None
+        # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
+        exported = None if export_format in (None, "npz") else export_bytes(routed, str(export_format))
+        if refusal is None and npz is not None:
+            data["tables"] = store_tables(routed, npz.result())
+        else:
+            data["not_stored"] = refusal
+        if export_format is None:
+            return None
+        return exported if exported is not None else npz.result() if npz is not None else b""

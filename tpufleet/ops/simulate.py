@@ -1,9 +1,11 @@
-"""Use case of `simulate-fleet`: run the simulation and sum it up (writes no file; the caller writes the events)."""
+"""Use case of `simulate-fleet`: read the inputs, check the run's budget, run the simulation, sum it up and keep
+its events (`run_fleet`); `simulate` runs given inputs (the sweep's runs use it too)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tpufleet.simulation import FaultRates, Options, Simulator, Workload
@@ -25,6 +27,34 @@ class SimulationResult:
         from tpufleet.simulation.log import as_record
 
         return [as_record(e) if isinstance(e, tuple) else e for e in self.entries]
+
+
+def run_fleet(
+    options: Options,
+    workload: Path | None = None,
+    fault_rates: Path | None = None,
+    fault_scale: str | None = None,
+    out: Path | None = None,
+    progress: Progress | None = None,
+) -> SimulationResult:
+    """`simulate-fleet`: the workload and fault-rate files (None: the shipped ones), the rates scaled by
+    `fault_scale` (``--fault-scale``: "2", or per kind "host=2,ocs=1.5"; read after the files, as the command
+    always has), the run refused before it starts if over its budget (`scale.check_budget`),
+    then simulated; its events written to `out` (native JSONL) when given."""
+    from tpufleet.model import component_counts, default_fleet
+    from tpufleet.simulation.log import jsonl
+    from tpufleet.simulation.scale import check_budget, parse_factors, scale_rates
+    from tpufleet.state.files import write_output
+    from tpufleet.state.siminputs import load_rates, load_workload
+
+    loaded, rates = load_workload(workload), load_rates(fault_rates)
+    if fault_scale is not None:
+        rates = scale_rates(rates, parse_factors(fault_scale))
+    check_budget(loaded, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
+    result = simulate(loaded, rates, options, progress)
+    if out is not None:
+        write_output(out, jsonl(result.entries))
+    return result
 
 
 def simulate(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from tpufleet import allocation
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
-from tpufleet.ops.jobs import name_clash
+from tpufleet.ops.jobs import name_clash, release_job
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after
 from tpufleet.shapes import Shape
@@ -56,6 +56,15 @@ def release(state: FleetState, name: str) -> Outcome:
     sl = state.release(name)
     data = {"slice": name, "serial": state.next_serial, "released_cubes": list(sl.cubes), **pool_after(state, sl.cubes)}
     return Outcome(data, Change(f"release {name}: {','.join(sl.cubes)}"))
+
+
+def release_named(state: FleetState, name: str) -> tuple[Outcome, list[str]]:
+    """`release NAME`: the job of that name with every slice of it, else the slice. Returns the outcome and the
+    slices released, whose stored routing tables go with the release."""
+    if name in state.jobs:
+        outcome = release_job(state, name)
+        return outcome, list(outcome.data["slices"])
+    return release(state, name), [name]
 
 
 def set_policy(

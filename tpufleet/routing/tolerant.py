@@ -235,42 +235,56 @@ def wild_first(
                 break
             continue
         for batch in np.array_split(todo, min(batches, len(todo))):
-            t, s = np.divmod(batch, n)
-            cand = alive[s]  # [k, 6]
-            valid = cand >= 0
-            cidx = t[:, None] * n + np.maximum(cand, 0)
-            valid &= ~bad[cidx]
-            valid &= (cand == t[:, None]) | (Pf[cidx] >= 0)
-            if round_no == 0:
-                valid &= ~Wf[cidx]  # first round: only neighbours on their own intact route
-            k = len(batch)
-            cost = np.full((k, 6), np.iinfo(np.int64).max, dtype=np.int64)
-            rows, ports = np.nonzero(valid)
-            if len(rows):
-                w = cand[rows, ports].astype(np.int64)
-                tt = t[rows]
-                first = extra[s[rows] * 6 + ports]
-                path = _walk_max(P, alive, extra, w, tt, limit)
-                hops = Lf[tt * n + w].astype(np.int64)
-                jitter = (s[rows] * 7 + tt * 13 + ports * 5 + round_no) % 6
-                cost[rows, ports] = (np.maximum(first, path) * 64 + hops) * 8 + jitter
-            pick = np.argmin(cost, axis=1)
-            ok = valid[np.arange(k), pick]
-            if not ok.any():
-                left.append(batch)
-                continue
-            fixed_any = True
-            from tpufleet.routing.wildrings import take_picks
-
-            wb, tb = take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, (Pf, Lf, Wf), bad, extra, n)
-            _walk_add(P, alive, extra, wb, tb, limit)
-            left.append(batch[~ok])
+            fixed, rest = _repair_batch(P, alive, batch, round_no, bad, extra, limit, (Pf, Lf, Wf))
+            fixed_any |= fixed
+            left.append(rest)
         todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)
         if not fixed_any:
             break
     Pf[todo] = -2
     Lf[todo] = -1
     return wild, todo, extra
+
+
+def _repair_batch(
+    P: PortTable, alive: ChipGraph, batch: npt.NDArray[np.int64], round_no: int, bad: BoolArray,
+    extra: Load, limit: int, flat: tuple[npt.NDArray[np.int8], npt.NDArray[np.int16], BoolArray],
+) -> tuple[bool, npt.NDArray[np.int64]]:  # fmt: skip
+    """One batch of broken pairs (flat indices `t * n + s`) in one round of `wild_first`: each takes
+    the first hop to a neighbour whose whole new route has the lightest busiest link. Returns whether any pair was
+    repaired, and the pairs left broken."""
+    import numpy as np
+
+    Pf, Lf, Wf = flat
+    n = len(alive)
+    t, s = np.divmod(batch, n)
+    cand = alive[s]  # [k, 6]
+    valid = cand >= 0
+    cidx = t[:, None] * n + np.maximum(cand, 0)
+    valid &= ~bad[cidx]
+    valid &= (cand == t[:, None]) | (Pf[cidx] >= 0)
+    if round_no == 0:
+        valid &= ~Wf[cidx]  # first round: only neighbours on their own intact route
+    k = len(batch)
+    cost = np.full((k, 6), np.iinfo(np.int64).max, dtype=np.int64)
+    rows, ports = np.nonzero(valid)
+    if len(rows):
+        w = cand[rows, ports].astype(np.int64)
+        tt = t[rows]
+        first = extra[s[rows] * 6 + ports]
+        path = _walk_max(P, alive, extra, w, tt, limit)
+        hops = Lf[tt * n + w].astype(np.int64)
+        jitter = (s[rows] * 7 + tt * 13 + ports * 5 + round_no) % 6
+        cost[rows, ports] = (np.maximum(first, path) * 64 + hops) * 8 + jitter
+    pick = np.argmin(cost, axis=1)
+    ok = valid[np.arange(k), pick]
+    if not ok.any():
+        return False, batch
+    from tpufleet.routing.wildrings import take_picks
+
+    wb, tb = take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, (Pf, Lf, Wf), bad, extra, n)
+    _walk_add(P, alive, extra, wb, tb, limit)
+    return True, batch[~ok]
 
 
 def _first_round(

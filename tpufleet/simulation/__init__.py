@@ -35,9 +35,6 @@ from tpufleet.simulation.inputs import (
     JobSpec,
     Options,
     Workload,
-    default_rates,
-    load_rates,
-    load_workload,
 )
 
 __all__ = [
@@ -47,7 +44,4 @@ __all__ = [
     "Options",
     "Simulator",
     "Workload",
-    "default_rates",
-    "load_rates",
-    "load_workload",
 ]

@@ -1,14 +1,15 @@
 """What a simulation is given: the workload, the fault rates and the run's options; their file schemas and loaders.
 
 The files are YAML, validated against the schemas below; every error names the file, the field and the value.
-`load_workload(None)` and `load_rates(None)` read the files shipped in `tpufleet/data/` (linked from fixtures/).
+The files are read by `tpufleet.state.siminputs` (`load_workload(None)` and `load_rates(None)` read the ones
+shipped in `tpufleet/data/`, linked from fixtures/); this module turns their mappings into typed values.
 
 Fault rates have one source of defaults, the shipped `fault-rates.yaml`: `FaultRates` has no field defaults, and a
 rates file that leaves a key out takes that key's value from the shipped file. A workload file that leaves a key
 out gets the `Workload` field default (a minimal workload: one 4x4x4 training job class); one that lists `jobs`
 and no `arrival_rate_per_hour` or `shapes` has no random arrivals.
 
-Files are read through `tpufleet.state.inputfiles` (at most 1 MiB of UTF-8, no YAML anchors or aliases, at most
+Files are read through the bounded reader (at most 1 MiB of UTF-8, no YAML anchors or aliases, at most
 64 levels of nesting, no NaN or infinite numbers). Every number has a documented range (the schemas below:
 fault rates at most MAX_RATE_PER_DAY per component per day, arrivals at most MAX_ARRIVALS_PER_HOUR, durations
 at most MAX_HOURS, lognormal sigma at most MAX_SIGMA, weights at most MAX_WEIGHT with a positive total), and a
@@ -17,7 +18,6 @@ run whose expected number of logged events exceeds MAX_EVENTS is refused before 
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,14 +25,11 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from tpufleet.constants import CUBES_PER_POD
+from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.shapes import Shape, allocatable, parse_shape
 from tpufleet.simulation.multislice import SECTION_SCHEMA, SLICES_SCHEMA, MultisliceMix, check_listed, mix_from_doc
 from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at, step_models
-
-SHIPPED = Path(__file__).resolve().parent.parent / "data"
-SHIPPED_WORKLOAD = SHIPPED / "workload.yaml"
-SHIPPED_RATES = SHIPPED / "fault-rates.yaml"
 
 Mode = Literal["static", "reconfigurable", "reconfigurable-ft"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -250,42 +247,15 @@ SHIPPED_RATES_SCHEMA: dict[str, Any] = {
 }
 
 
-# ---- loaders ------------------------------------------------------------------------------------------------
-def read_yaml(path: Path, schema: dict[str, Any], what: str = "YAML file") -> dict[str, Any]:
-    """The file's mapping, checked against the schema; BadStateFile naming file, field and value if not."""
-    from tpufleet.state.inputfiles import load_yaml
-    from tpufleet.state.schema import check
-
-    data = load_yaml(Path(path), what)
-    check(schema, data, str(path))  # the validator is compiled once per schema object
-    if not isinstance(data, dict):
-        raise AssertionError("the schema admits only a mapping")
-    return data
-
-
-@functools.lru_cache(maxsize=1)
-def _shipped_rates() -> dict[str, Any]:
-    return read_yaml(SHIPPED_RATES, SHIPPED_RATES_SCHEMA, "fault-rate file")
-
-
-def default_rates() -> FaultRates:
-    """The shipped fault rates (tpufleet/data/fault-rates.yaml)."""
-    return load_rates(None)
-
-
-def load_rates(path: Path | None) -> FaultRates:
-    """Fault rates from a file (None: the shipped one); a key it leaves out keeps the shipped file's value."""
-    return rates_from_doc(read_yaml(Path(path), RATES_SCHEMA, "fault-rate file") if path else None)
-
-
-def rates_from_doc(doc: Mapping[str, Any] | None, name: str = "fault-rate file") -> FaultRates:
-    """Fault rates from a fault-rate file's mapping, already read (None: the shipped rates)."""
-    shipped = _shipped_rates()
+# ---- from documents to values ---------------------------------------------------------------------------
+def rates_from_doc(
+    doc: Mapping[str, Any] | None, shipped: Mapping[str, Any], name: str = "fault-rate file"
+) -> FaultRates:
+    """Fault rates from a fault-rate file's mapping, already read (None: the shipped rates); a key it leaves out
+    keeps the value of `shipped`, the shipped file's mapping (checked against SHIPPED_RATES_SCHEMA)."""
     if doc is None:
         doc = shipped
     else:
-        from tpufleet.state.schema import check
-
         check(RATES_SCHEMA, doc, name)
     merged = {**shipped, **doc}
     repair_hours = {**shipped["repair_hours"], **doc.get("repair_hours", {})}
@@ -372,23 +342,8 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
     return tuple(specs)
 
 
-def load_workload(path: Path | None) -> Workload:
-    """The workload of a file (None: the shipped one)."""
-    path = Path(path) if path else SHIPPED_WORKLOAD
-    return workload_from_doc(read_yaml(path, WORKLOAD_SCHEMA, "workload file"), path)
-
-
-def read_workload(path: Path | None) -> dict[str, Any]:
-    """A workload file's mapping, checked against the schema and built once (so it can be sent elsewhere)."""
-    doc = read_yaml(Path(path) if path else SHIPPED_WORKLOAD, WORKLOAD_SCHEMA, "workload file")
-    workload_from_doc(doc, path or SHIPPED_WORKLOAD)
-    return doc
-
-
 def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
     """The workload of a workload file's mapping; `path` names it in errors."""
-    from tpufleet.state.schema import check
-
     path = Path(path)
     check(WORKLOAD_SCHEMA, doc, str(path))
     given: dict[str, Any] = {}

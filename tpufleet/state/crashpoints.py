@@ -20,7 +20,7 @@ through `files.write_temp`, `files.install` and `files.sync_parent`, the three s
 =================================  ================================================================
 
 Outside the commit protocol: ``sweep.after_point`` (a sweep's finished point file is written,
-tpufleet/sweep/store.py), for the resume tests.
+tpufleet/state/sweepstore.py), for the resume tests.
 
 >>> reached("journal.before_write")  # no TPUFLEET_CRASH_AT in the environment: nothing happens
 """

@@ -1,23 +1,28 @@
-"""Saved cross-connect plans (`plan-xconnect --out`): their JSON form, schema and reading.
+"""Saved cross-connect plans (`plan-xconnect --out`): their JSON form, schema, writing and reading.
 
 A plan is a file an operator reviews before `apply-xconnect` (like Terraform's plan file); it records the
-state serial it was made at, so a plan made before the fleet changed is refused.
+state serial it was made at, so a plan made before the fleet changed is refused. A job's plan
+(`plan-xconnect JOB --out`, kind `JOB_PLAN_KIND`) holds one slice's plan per slice of the job, each checked as a
+slice's plan file is.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tpufleet.doccheck import check
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Slice
 from tpufleet.ids import OcsId
-from tpufleet.state.inputfiles import MAX_SPEC_BYTES, load_json_file
-from tpufleet.state.schema import check
+from tpufleet.jsontext import MAX_SPEC_BYTES
+from tpufleet.state.inputfiles import load_json_file
 from tpufleet.xconnect import OcsChange, Pair, Plan
 
 PLAN_KIND = "tpufleet-xconnect-plan"
+JOB_PLAN_KIND = "tpufleet-xconnect-job-plan"
 PLAN_VERSION = 1
 
 _PAIRS = {
@@ -54,6 +59,18 @@ PLAN_SCHEMA = {
 }
 
 
+JOB_PLAN_SCHEMA = {
+    "type": "object",
+    "required": ["kind", "schema_version", "job", "serial", "plans"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "job": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"},
+        "serial": {"type": "integer", "minimum": 0},
+        "plans": {"type": "array", "minItems": 1},
+    },
+}
+
+
 def plan_doc(sl: Slice, serial: int, plan: Plan, made: str) -> dict[str, Any]:
     return {
         "kind": PLAN_KIND,
@@ -72,6 +89,27 @@ def plan_doc(sl: Slice, serial: int, plan: Plan, made: str) -> dict[str, Any]:
         "blocked": plan.blocked,
         "deferred": [str(o) for o in plan.deferred],
     }
+
+
+def job_plan_doc(job: str, serial: int, plans: list[dict[str, Any]], made: str) -> dict[str, Any]:
+    """A job's plan: each slice's plan document (`plan_doc`) and their summed counts."""
+    total = {k: sum(p["summary"][k] for p in plans) for k in ("add", "remove", "keep")}
+    return {
+        "kind": JOB_PLAN_KIND,
+        "schema_version": 1,
+        "job": job,
+        "serial": serial,
+        "made": made,
+        "plans": plans,
+        "summary": total,
+    }
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    """Save a plan document (a slice's or a job's) where `--out` asked (`state.files.write_output`)."""
+    from tpufleet.state.files import write_output
+
+    write_output(path, (json.dumps(doc, indent=1) + "\n").encode())
 
 
 @dataclass(frozen=True)
@@ -96,7 +134,10 @@ def _pairs(items: list[list[int]]) -> list[Pair]:
 
 def read(path: Path) -> SavedPlan:
     """A saved plan, checked against the schema; BadStateFile naming the file, field and value otherwise."""
-    doc = load_json_file(path, "plan file", MAX_SPEC_BYTES)
+    return _slice_plan(load_json_file(path, "plan file", MAX_SPEC_BYTES), path)
+
+
+def _slice_plan(doc: Any, path: Path) -> SavedPlan:
     check(PLAN_SCHEMA, doc, str(path))
     changes = []
     for i, o in enumerate(doc["ocs"]):
@@ -118,4 +159,46 @@ def read(path: Path) -> SavedPlan:
         made,
         coords,
         doc["summary"],
+    )
+
+
+@dataclass(frozen=True)
+class SavedJobPlan:
+    """A job's plan file as read back: the job and each slice's part."""
+
+    path: str
+    job: str
+    plans: list[SavedPlan]
+
+
+def read_any(path: Path) -> SavedPlan | SavedJobPlan:
+    """A saved plan of a slice or of a job (by its `kind`), checked against its schema; BadStateFile naming the
+    file, field and value otherwise."""
+    doc = load_json_file(path, "plan file", MAX_SPEC_BYTES)
+    if isinstance(doc, dict) and doc.get("kind") == JOB_PLAN_KIND:
+        return _job_plan(doc, str(path))
+    return _slice_plan(doc, path)
+
+
+def _job_plan(doc: dict[str, Any], path: str) -> SavedJobPlan:
+    check(JOB_PLAN_SCHEMA, doc, path)
+    saved = []
+    for i, part in enumerate(doc["plans"]):
+        check(PLAN_SCHEMA, part, path, f"plans.{i}")
+        saved.append(_job_part(part, path, i))
+    return SavedJobPlan(path, doc["job"], saved)
+
+
+def _job_part(doc: dict[str, Any], path: str, i: int) -> SavedPlan:
+    """One slice's part of a job plan as a SavedPlan."""
+    changes = []
+    for j, o in enumerate(doc["ocs"]):
+        try:
+            ocs = OcsId.from_key(o["id"].split(":", 1)[1])
+        except ValueError:
+            raise BadStateFile(path, f"plans.{i}.ocs.{j}.id", o["id"], "not an OCS id") from None
+        changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
+    cubes = tuple(doc["cubes"])
+    return SavedPlan(
+        path, doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], cubes, doc.get("made", "")
     )

@@ -9,7 +9,10 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, MAX_REASON_CHARS, OCS_PER_DIM, PORTS_PER_SIDE
+from tpufleet.doccheck import Schema, Validator, check, compiled
 from tpufleet.errors import BadStateFile
+
+__all__ = ["SCHEMA_VERSION", "STATE_SCHEMA", "Schema", "Validator", "check", "compiled", "validate"]
 
 SCHEMA_VERSION = 1
 
@@ -210,40 +213,6 @@ STATE_SCHEMA = {
         },
     },
 }
-
-Schema = dict[str, Any]
-Validator = Callable[[object], object]
-_validators: dict[int, Validator] = {}
-
-
-def compiled(schema: Schema) -> Validator:
-    """A validator compiled to Python once per process (fastjsonschema: ~50x faster than interpreting)."""
-    import fastjsonschema
-
-    key = id(schema)
-    if key not in _validators:
-        _validators[key] = fastjsonschema.compile(schema)
-    return _validators[key]
-
-
-def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
-    """Validate `doc` against `schema`; BadStateFile naming file, field path and value on the first problem."""
-    import fastjsonschema
-
-    try:
-        compiled(schema)(doc)
-    except fastjsonschema.JsonSchemaValueException as exc:
-        parts = [_printable(str(p)) for p in (exc.path or [])][1:]  # drop the leading "data"
-        field = ".".join([prefix, *parts] if prefix else parts)
-        problem = exc.message.replace(exc.name or "data", "it", 1) if exc.message else "invalid"
-        raise BadStateFile(file, field, exc.value, problem[:160]) from None
-
-
-def _printable(key: str, limit: int = 80) -> str:
-    """A key of the document as it goes into a message: control characters escaped (a key holding a newline must
-    not break the one-line error), cut short like values are."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in key[: 4 * limit])
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def validate(doc: object, file: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Where the runs of a sweep execute: in this process, one after another, or on a Dask cluster.
 
-Both take plain tasks and yield plain results as runs finish (`runs.run_task` does the work either way). The
+Both take plain tasks and yield plain results as runs finish (the `run_task` they are given does the work
+either way: `tpufleet.ops.sweep.run_task`). The
 Dask executor starts an in-process `LocalCluster` of worker processes (one thread each: the simulation is pure
 Python and holds the GIL) or connects to a running scheduler; Dask is imported only here, and only when used,
 so the rest of the tool does not pay for it.
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from tpufleet.errors import BadInput, Refused, shown
-from tpufleet.sweep.runs import Result, Task, run_task
+from tpufleet.sweep.runs import Result, Task
 
 WORKER_WAIT_S = 30.0  # how long a remote cluster may take to show its first worker
 CONNECT_TIMEOUT_S = 10.0  # default --cluster-timeout: how long the scheduler may take to answer
@@ -39,6 +40,9 @@ _LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")  # a DNS 
 T = TypeVar("T")
 
 
+Runner = Callable[[Task], Result]  # runs one task, never raising (`tpufleet.ops.sweep.run_task`)
+
+
 class Executor(Protocol):
     kind: str  # serial, local or remote
     workers: int
@@ -49,12 +53,17 @@ class Executor(Protocol):
 
 
 class Serial:
+    """Runs the tasks in this process, one after another, with `run_task`."""
+
     kind = "serial"
     workers = 1
 
+    def __init__(self, run_task: Runner) -> None:
+        self.run_task = run_task
+
     def run(self, tasks: Sequence[Task]) -> Iterator[Result]:
         for task in tasks:
-            yield run_task(task)
+            yield self.run_task(task)
 
     def close(self) -> None:
         pass
@@ -172,10 +181,18 @@ def _within(seconds: float, what: str, call: Callable[[], T]) -> T:
 
 
 class Dask:
-    """Runs tasks on a Dask cluster: a local one of `workers` processes, or the scheduler at `address` (checked
-    by `scheduler_address`), which must answer within `timeout` seconds."""
+    """Runs tasks with `run_task` (a module-level function: the workers import it) on a Dask cluster: a local one
+    of `workers` processes, or the scheduler at `address` (checked by `scheduler_address`), which must answer
+    within `timeout` seconds."""
 
-    def __init__(self, address: str | None = None, workers: int | None = None, timeout: float = CONNECT_TIMEOUT_S):
+    def __init__(
+        self,
+        run_task: Runner,
+        address: str | None = None,
+        workers: int | None = None,
+        timeout: float = CONNECT_TIMEOUT_S,
+    ):
+        self.run_task = run_task
         if not dask_available():
             raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
         dd = _distributed()
@@ -242,7 +259,9 @@ class Dask:
     def run(self, tasks: Sequence[Task]) -> Iterator[Result]:
         # Keys name the run, so a scheduler's dashboard shows which point each task is.
         futures = [
-            self.client.submit(run_task, task, key=f"tpufleet-sweep-{task['key']}-r{task['replication']}", pure=False)
+            self.client.submit(
+                self.run_task, task, key=f"tpufleet-sweep-{task['key']}-r{task['replication']}", pure=False
+            )
             for task in tasks
         ]
         by_future = dict(zip(futures, tasks, strict=True))

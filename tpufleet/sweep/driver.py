@@ -1,17 +1,16 @@
 """Running a sweep: the points not finished yet go to the executor as tasks, one per replication; each point is
 saved as soon as all its replications are back, and a point whose run failed is reported with its parameters
-while the others go on. With `resume`, a point whose saved file does not check (`store.read_point`) is run again
-and `warn` is told why."""
+while the others go on. With `resume`, a point whose saved file does not check (`Points.read_point`) is run again
+and `warn` is told why. The points are kept by a `Points` (`tpufleet.state.sweepstore.PointDir` keeps them in
+files); the runs by an `Executor` (`backends`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tpufleet.errors import BadStateFile
-from tpufleet.sweep import store
 from tpufleet.sweep.backends import Executor
 from tpufleet.sweep.runs import Result, Task
 from tpufleet.sweep.spec import Point, SweepSpec
@@ -19,6 +18,22 @@ from tpufleet.sweep.stats import summarize
 
 Progress = Callable[[int, int], None]  # (points done, points in all)
 Warn = Callable[[str], None]  # one line for the operator
+
+
+class Points(Protocol):
+    """Where the finished points are kept (`tpufleet.state.sweepstore.PointDir`: one file per point)."""
+
+    def read_point(self, key: str, seeds: Sequence[int]) -> list[dict[str, float | None]] | None:
+        """The runs saved for the point `key`, None if none; BadStateFile if what is saved does not check."""
+        ...
+
+    def save(self, saved: Mapping[str, Any]) -> None:
+        """Keep a finished point (its key, index, parameters, seeds, runs and summary)."""
+        ...
+
+    def write_events(self, index: int, replication: int, data: bytes) -> str:
+        """Keep a run's events (gzip-compressed JSONL); where they are."""
+        ...
 
 
 @dataclass
@@ -44,6 +59,7 @@ def tasks(spec: SweepSpec, points: list[Point], keep_events: bool) -> list[Task]
                     "key": point.key,
                     "params": point.params,
                     "inputs": used,
+                    "shipped": spec.shipped,
                     "replication": replication,
                     "seed": seed,
                     "keep_events": keep_events,
@@ -54,7 +70,7 @@ def tasks(spec: SweepSpec, points: list[Point], keep_events: bool) -> list[Task]
 
 def run(
     spec: SweepSpec,
-    out: Path,
+    points: Points,
     executor: Executor,
     *,
     resume: bool = False,
@@ -62,10 +78,9 @@ def run(
     progress: Progress | None = None,
     warn: Warn | None = None,
 ) -> Outcome:
-    points_dir = store.prepare(out, resume)
     outcome = Outcome(spec)
     if resume:
-        _resume(outcome, points_dir, warn or (lambda line: None))
+        _resume(outcome, points, warn or (lambda line: None))
     todo = [p for p in spec.points if p.index not in outcome.points]
     by_index = {p.index: p for p in todo}
     if progress is not None:
@@ -75,20 +90,20 @@ def run(
         index = result["point"]
         back[index][result["replication"]] = result
         if keep_events and result.get("events") is not None:
-            outcome.events.append(_write_events(out, by_index[index], result))
+            outcome.events.append(points.write_events(index, result["replication"], result["events"]))
         if len(back[index]) == len(spec.seeds):
-            _finish(outcome, points_dir, by_index[index], back.pop(index))
+            _finish(outcome, points, by_index[index], back.pop(index))
             if progress is not None:
                 progress(len(outcome.points) + len(outcome.failed), len(spec.points))
     return outcome
 
 
-def _resume(outcome: Outcome, points_dir: Path, warn: Warn) -> None:
+def _resume(outcome: Outcome, points: Points, warn: Warn) -> None:
     """Take the points an earlier run saved; a file that does not check is not used (its point runs again and
     the file is replaced), and `warn` says which and why."""
     for point in outcome.spec.points:
         try:
-            runs = store.read_point(points_dir, point.key, outcome.spec.seeds)
+            runs = points.read_point(point.key, outcome.spec.seeds)
         except BadStateFile as exc:
             warn(f"{exc}: point {point.index} runs again")
             continue
@@ -97,7 +112,7 @@ def _resume(outcome: Outcome, points_dir: Path, warn: Warn) -> None:
             outcome.resumed += 1
 
 
-def _finish(outcome: Outcome, points_dir: Path, point: Point, results: dict[int, Result]) -> None:
+def _finish(outcome: Outcome, points: Points, point: Point, results: dict[int, Result]) -> None:
     """Save the point, or record its first failed run (it is not saved: --resume runs it again)."""
     outcome.ran += 1
     ordered = [results[r] for r in sorted(results)]
@@ -123,7 +138,7 @@ def _finish(outcome: Outcome, points_dir: Path, point: Point, results: dict[int,
         "runs": runs,
         "metrics": summarize(runs),
     }
-    store.save(points_dir, saved)
+    points.save(saved)
     outcome.points[point.index] = _public(point, runs)
 
 
@@ -131,13 +146,3 @@ def _public(point: Point, runs: list[dict[str, float | None]]) -> dict[str, Any]
     """A finished point as the sweep's output shows it (its runs stay in its file): the spec's parameters and the
     summary of the runs, worked out the same way for a point just run and one read back."""
     return {"index": point.index, "params": point.params, "metrics": summarize(runs)}
-
-
-def _write_events(out: Path, point: Point, result: Result) -> str:
-    from tpufleet.state.files import write_output
-
-    events = out / "events"
-    events.mkdir(exist_ok=True)
-    path = events / f"point{point.index:04d}-r{result['replication']}.jsonl.gz"
-    write_output(path, result["events"])
-    return str(path)

@@ -77,7 +77,7 @@ def young_daly_minutes(spec: SweepSpec, params: Mapping[str, Any]) -> tuple[floa
         return None
     words = spec.young_daly_for.split()
     machines = parse_shape(words[0], twisted=words[1:] == ["twisted"]).machines
-    workload, rates, _ = fleet_inputs(params, spec.inputs, 0)
+    workload, rates, _ = fleet_inputs(params, spec.inputs, 0, spec.shipped)
     if rates.host_per_day <= 0:
         return None
     mtbf = 86400.0 / (machines * rates.host_per_day)

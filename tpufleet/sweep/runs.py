@@ -1,14 +1,14 @@
-"""One run of a sweep: a plain task in, a plain result out (what a worker does; no file is read or written).
+"""One run of a sweep: what a task and a result hold, the simulation inputs of a point and its figures.
 
 A task is a dict of JSON values: the simulation, the point's parameters, the contents of the input files it
-names, its seed, and whether to send the events back. A result holds the run's figures as a flat mapping of
-name -> number (or None), or the error that stopped it: `run_task` never raises, so an error travels back as
-data, whichever executor ran it (exceptions with their own constructors do not always survive pickling).
+names (and of the shipped ones the runs default to), its seed, and whether to send the events back. A result
+holds the run's figures as a flat mapping of name -> number (or None), or the error that stopped it: the runner
+(`tpufleet.ops.sweep.run_task`, which the executors are given) never raises, so an error travels back as data,
+whichever executor ran it (exceptions with their own constructors do not always survive pickling).
 """
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,39 +30,24 @@ FLEET_BY_SIZE = ("sg", "rg", "wait_hours", "restart_wait_hours")
 AVAILABILITY_BY_SIZE = ("reconfigurable_ft", "reconfigurable", "reconfigurable_ft_exact", "static")
 
 
-def run_task(task: Task) -> Result:
-    """Run one replication of one point; its figures, or the error (`bug`: not an expected refusal)."""
-    from tpufleet.errors import TpufleetError
-
-    head = {"point": task["point"], "replication": task["replication"], "seed": task["seed"]}
-    try:
-        if task["simulation"] == "fleet":
-            metrics, events = _fleet(task["params"], task["inputs"], task["seed"], task["keep_events"])
-        else:
-            metrics, events = _availability(task["params"], task["seed"]), None
-    except TpufleetError as exc:
-        return {**head, "error": str(exc), "bug": False}
-    except Exception as exc:  # noqa: BLE001 - reported with its point; the other points go on
-        return {**head, "error": f"{type(exc).__name__}: {exc}", "bug": True}
-    return {**head, "metrics": metrics, "events": events}
-
-
 def fleet_inputs(
-    params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int
+    params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int, shipped: Mapping[str, Any]
 ) -> tuple[Workload, FaultRates, Options]:
-    """The workload, fault rates and options of a fleet point (BadInput if they do not make a valid run)."""
-    from tpufleet.simulation.inputs import SHIPPED_WORKLOAD, rates_from_doc, read_workload, workload_from_doc
+    """The workload, fault rates and options of a fleet point (BadInput if they do not make a valid run).
+    `inputs`: the input files' mappings by name; `shipped`: the shipped ones (`state.siminputs.shipped_inputs`)."""
+    from tpufleet.simulation.inputs import rates_from_doc, workload_from_doc
     from tpufleet.simulation.scale import scale_rates
 
     name = params.get("workload")
-    doc = inputs[name] if name is not None else read_workload(None)
-    workload = workload_from_doc(doc, name or SHIPPED_WORKLOAD)
+    doc = inputs[name] if name is not None else shipped["workload"]
+    workload = workload_from_doc(doc, name or shipped["workload_file"])
     if params.get("arrival_rate_per_hour") is not None:
         workload = replace(workload, arrival_rate_per_hour=float(params["arrival_rate_per_hour"]))
     if params.get("size_mix") is not None:
         workload = replace(workload, shapes=_size_mix(params["size_mix"]))
     rates_name = params.get("fault_rates")
-    rates = rates_from_doc(inputs[rates_name] if rates_name is not None else None, rates_name or "fault-rate file")
+    rates_doc = inputs[rates_name] if rates_name is not None else None
+    rates = rates_from_doc(rates_doc, shipped["rates"], rates_name or "fault-rate file")
     scale = params.get("fault_scale")
     if scale is not None:
         rates = scale_rates(rates, scale if isinstance(scale, dict) else dict.fromkeys(FAULT_KINDS, scale))
@@ -96,7 +81,9 @@ def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
     return tuple(shapes)
 
 
-def check_point(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+def check_point(
+    simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any], shipped: Mapping[str, Any]
+) -> None:
     """Refuse (BadInput) a point whose run could not start: inputs that do not combine, or over the budget."""
     if simulation != "fleet":
         from tpufleet.availability import check_work
@@ -106,22 +93,8 @@ def check_point(simulation: str, params: Mapping[str, Any], inputs: Mapping[str,
     from tpufleet.model import component_counts, default_fleet
     from tpufleet.simulation.scale import check_budget
 
-    workload, rates, options = fleet_inputs(params, inputs, 0)
+    workload, rates, options = fleet_inputs(params, inputs, 0, shipped)
     check_budget(workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
-
-
-def _fleet(
-    params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int, keep_events: bool
-) -> tuple[dict[str, float | None], bytes | None]:
-    from tpufleet.ops.simulate import simulate
-
-    result = simulate(*fleet_inputs(params, inputs, seed))
-    events = None
-    if keep_events:
-        from tpufleet.simulation.log import jsonl
-
-        events = gzip.compress(jsonl(result.entries), mtime=0)
-    return fleet_metrics(result.summary), events
 
 
 def fleet_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
@@ -162,21 +135,3 @@ def sizes_of(params: Mapping[str, Any]) -> list[int]:
 def sizes_in(points: Sequence[Mapping[str, Any]]) -> set[int]:
     """The slice sizes any of the availability points simulates."""
     return {k for params in points for k in sizes_of(params)}
-
-
-def _availability(params: Mapping[str, Any], seed: int) -> dict[str, float | None]:
-    """Job availability by slice size (cubes), Monte Carlo (seeded) and exact."""
-    from tpufleet.ops.availability import report
-
-    result = report(
-        sizes_of(params), params["host_availability"], params["ocs_availability"], params["trials"], seed, "given"
-    )
-    metrics: dict[str, float | None] = {}
-    for row in result["results"]:
-        k = row["cubes"]
-        metrics[f"reconfigurable_ft.{k}"] = row["reconfigurable_ft_mc"]
-        metrics[f"reconfigurable.{k}"] = row["reconfigurable_mc"]
-        metrics[f"reconfigurable_ft_exact.{k}"] = row["reconfigurable_ft"]
-        if "static" in row:
-            metrics[f"static.{k}"] = row["static"]
-    return metrics

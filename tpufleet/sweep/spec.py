@@ -1,6 +1,7 @@
 """A sweep specification: read, checked and expanded into points, every one of them checked before any work.
 
-A spec is YAML (read through the bounded reader): which simulation, `seeds` replications per point, a base
+A spec is YAML (read through the bounded reader by `tpufleet.state.sweepstore.load_spec`, which hands its mapping
+to `build`): which simulation, `seeds` replications per point, a base
 `seed`, `fixed` parameters, and the points as a `grid` (every combination of the listed values, in file order)
 and/or a list of `points` (each combined with every grid combination). Any problem is one line naming the file,
 the field and the value (exit 2), before a single run starts.
@@ -16,11 +17,11 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.simulation.inputs import MAX_SEED
 from tpufleet.sweep import params as P
@@ -72,6 +73,10 @@ class SweepSpec:
     metric: str  # the figure plotted
     young_daly_for: str | None  # a shape whose Young/Daly checkpoint interval the plot marks
     inputs: dict[str, Any]  # input file name (as written in the spec) -> its contents
+    shipped: dict[str, Any]  # what the runs default to: the shipped workload and fault rates (`runs.fleet_inputs`)
+
+
+ReadInput = Callable[[str, str], dict[str, Any]]  # (parameter, file name as the spec gives it) -> its mapping
 
 
 def derive_seed(base: int, replication: int) -> int:
@@ -84,15 +89,13 @@ def derive_seed(base: int, replication: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def load(path: Path) -> SweepSpec:
-    """Read, check and expand a sweep spec; BadStateFile naming file, field and value on the first problem.
+def build(doc: Mapping[str, Any], file: str, stem: str, read_input: ReadInput, shipped: dict[str, Any]) -> SweepSpec:
+    """Check and expand a sweep spec's mapping (already checked against SPEC_SCHEMA; `file` names it, `stem` is
+    its default name); BadStateFile naming file, field and value on the first problem. `read_input` gives the
+    mapping of an input file a point names, `shipped` what the runs default to.
 
     Everything is checked before any run: the number of runs (counted from the grid's axes before a point is
     built), every value, the plot's figure and shape, and every point's simulation inputs."""
-    from tpufleet.simulation.inputs import read_yaml
-
-    doc = read_yaml(path, SPEC_SCHEMA, "sweep spec")
-    file = str(path)
     simulation: P.Simulation = doc["simulation"]
     fixed = _checked(file, simulation, "fixed", doc.get("fixed", {}))
     entries = [_checked(file, simulation, f"points.{i}", e) for i, e in enumerate(doc.get("points", []))]
@@ -107,12 +110,12 @@ def load(path: Path) -> SweepSpec:
     unset = dict.fromkeys(swept)  # a point that does not set a swept parameter shows it as null
     merged = [{**unset, **P.DEFAULTS[simulation], **fixed, **e, **c} for e in (entries or [{}]) for c in combos]
     metric, young_daly_for = _plot(file, simulation, doc.get("plot", {}), merged)
-    inputs = _read_inputs(path, merged)
+    inputs = _read_inputs(read_input, merged)
     points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds)) for i, p in enumerate(merged))
-    _check_points(file, simulation, points, inputs, "points" if entries else "grid")
+    _check_points(file, simulation, points, inputs, shipped, "points" if entries else "grid")
     return SweepSpec(
-        file, doc.get("name", path.stem), simulation, base_seed, seeds, swept, points, metric, young_daly_for,
-        inputs,
+        file, doc.get("name", stem), simulation, base_seed, seeds, swept, points, metric, young_daly_for,
+        inputs, shipped,
     )  # fmt: skip
 
 
@@ -171,16 +174,12 @@ def _known(file: str, simulation: P.Simulation, where: str, name: str, value: An
 
 def _checked(file: str, simulation: P.Simulation, where: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry's parameters, each known to the simulation and within its range."""
-    from tpufleet.state.schema import check
-
     for name, value in entry.items():
         check(_known(file, simulation, f"{where}.{name}", name, value), value, file, prefix=f"{where}.{name}")
     return dict(entry)
 
 
 def _grid(file: str, simulation: P.Simulation, grid: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
-    from tpufleet.state.schema import check
-
     for name, values in grid.items():
         schema = _known(file, simulation, f"grid.{name}", name, values)
         if not values:
@@ -190,20 +189,15 @@ def _grid(file: str, simulation: P.Simulation, grid: Mapping[str, list[Any]]) ->
     return dict(grid)
 
 
-def _read_inputs(spec: Path, points: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every input file the points name, read once (relative names are relative to the spec's directory)."""
-    from tpufleet.simulation.inputs import RATES_SCHEMA, read_workload, read_yaml
-
+def _read_inputs(read_input: ReadInput, points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every input file the points name, read once."""
     inputs: dict[str, Any] = {}
     for point in points:
         for param in P.FILE_PARAMS:
             name = point.get(param)
             if name is None or name in inputs:
                 continue
-            path = spec.parent / name
-            inputs[name] = (
-                read_workload(path) if param == "workload" else read_yaml(path, RATES_SCHEMA, "fault-rate file")
-            )
+            inputs[name] = read_input(param, name)
     return inputs
 
 
@@ -215,14 +209,19 @@ def point_key(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, A
 
 
 def _check_points(
-    file: str, simulation: P.Simulation, points: tuple[Point, ...], inputs: Mapping[str, Any], where: str
+    file: str,
+    simulation: P.Simulation,
+    points: tuple[Point, ...],
+    inputs: Mapping[str, Any],
+    shipped: Mapping[str, Any],
+    where: str,
 ) -> None:
     """Build every point's simulation inputs now, so a bad combination is refused before any work."""
     from tpufleet.sweep.runs import check_point
 
     for point in points:
         try:
-            check_point(simulation, point.params, inputs)
+            check_point(simulation, point.params, inputs, shipped)
         except BadStateFile:
             raise
         except BadInput as exc:

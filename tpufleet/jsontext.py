@@ -1,0 +1,198 @@
+"""JSON text and decoded documents, checked without touching a file: the pure half of the bounded readers.
+
+`tpufleet.state.inputfiles` reads the files (size caps) and re-exports these; the core uses them on text or bytes
+it is given (an event log's lines, a point's document):
+
+* `decode_utf8`: strict UTF-8 (a leading byte-order mark dropped), the error naming the first bad byte's offset.
+* `parse_json` / `load_json`: the standard decoder, refusing ``NaN`` / ``Infinity`` / ``-Infinity`` and numbers
+  that overflow to infinity (``1e400``), nesting deeper than `MAX_DEPTH`, and integers too long to parse.
+  `parse_json_line` is the event logs' hot path; `parse_json_state` keeps floats floats for the state schema.
+* `check_finite`: no NaN or infinite float anywhere in a loaded document.
+
+Limits (documented in the README's "Safety" section): `MAX_SPEC_BYTES` for YAML/JSON specifications (fault
+scenarios, workloads, fault rates, saved plans), `MAX_STATE_BYTES` for ``state.json``, `MAX_LOG_BYTES` for each
+goodput event log, `MAX_DEPTH` levels of nesting in any YAML or JSON document.
+
+>>> parse_json('{"a": [1, 2.5]}')
+{'a': [1, 2.5]}
+>>> nested_deeper_than("[[[]]]", 2)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from tpufleet.errors import BadStateFile
+
+__all__ = [
+    "BOM",
+    "MAX_DEPTH",
+    "MAX_LOG_BYTES",
+    "MAX_SPEC_BYTES",
+    "MAX_STATE_BYTES",
+    "JsonProblem",
+    "MiB",
+    "check_finite",
+    "decode_utf8",
+    "load_json",
+    "nested_deeper_than",
+    "parse_json",
+    "parse_json_line",
+    "parse_json_state",
+]
+
+MiB = 1024 * 1024
+MAX_SPEC_BYTES = 1 * MiB  # scenario, workload, fault-rate and plan files (YAML parses at 1-3 s per MiB)
+MAX_STATE_BYTES = 64 * MiB  # state.json
+MAX_LOG_BYTES = 256 * MiB  # each goodput event log (1 M native events are about 96 MB)
+MAX_DEPTH = 64  # levels of nesting (lists and mappings) in any YAML or JSON document
+
+BOM = b"\xef\xbb\xbf"
+
+
+class JsonProblem(ValueError):
+    """Why a JSON text was refused (`parse_json`); the caller names the file, line and field."""
+
+    def __init__(self, problem: str, value: object = None) -> None:
+        super().__init__(problem)
+        self.problem, self.value = problem, value
+
+
+def decode_utf8(data: bytes, file: str) -> str:
+    """Strict UTF-8 (a leading byte-order mark dropped); BadStateFile naming the offset of the first bad byte."""
+    skip = len(BOM) if data.startswith(BOM) else 0
+    try:
+        return data[skip:].decode("utf-8") if skip else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + skip
+        raise BadStateFile(
+            file, "", data[offset : offset + 4], f"not UTF-8 text: invalid byte at offset {offset}"
+        ) from None
+
+
+# ---- JSON ---------------------------------------------------------------------------------------------------
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes and all
+_ONLY_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}  # str.translate table
+_INNERMOST = re.compile(r"\[\]|\{\}")
+
+
+def nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether the JSON text nests lists and objects more than `limit` deep (brackets in strings do not count).
+
+    Each pass of a regular expression removes the innermost pairs, so `limit` passes leave a pair only if the
+    text nests deeper: a few milliseconds for a 4-pod state file. Unbalanced brackets give False (the decoder
+    then says what is wrong).
+    """
+    brackets = _STRINGS.sub("", text).translate(_ONLY_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        fewer = _INNERMOST.sub("", brackets)
+        if fewer == brackets:
+            return False
+        brackets = fewer
+    return _INNERMOST.search(brackets) is not None
+
+
+def _plain(exc: BaseException) -> str:
+    """A short reason for a ValueError of the decoders (the long one Python gives for a huge integer)."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer with more than 4,300 digits"
+    return " ".join(text.split())[:120] or type(exc).__name__
+
+
+def _refuse_constant(name: str) -> float:
+    raise JsonProblem(f"{name} is not a number JSON allows", name)
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise JsonProblem("number too large", text[:40])
+    return number
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_FAST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value of `text`; JsonProblem (a ValueError) saying what is wrong if it is not acceptable."""
+    if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
+        raise JsonProblem(f"nested more than {MAX_DEPTH} levels deep")
+    try:
+        return _DECODER.decode(text)
+    except JsonProblem:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # an integer too long to parse; nesting (the scan bounds it)
+        raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
+
+
+def parse_json_line(text: str) -> Any:
+    """One line of an event log (the hot path: a million lines a report): `parse_json` without the nesting
+    pre-scan or the overflow check. The decoder's own recursion guard still bounds nesting (refused here as a
+    JsonProblem), and the readers accept no nested value in any field and range-check every number they use."""
+    try:
+        return _FAST_DECODER.decode(text)
+    except JsonProblem:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise JsonProblem("nested too deeply") from None
+    except ValueError as exc:  # an integer too long to parse
+        raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
+
+
+class _WrittenAsFloat(float):
+    """A number written with a point or an exponent. JSON Schema (and so the validator) calls 6.0 an integer;
+    a state file is written by tpufleet, which writes integers as integers, so here 6.0 is not one."""
+
+    def is_integer(self) -> bool:
+        return False
+
+
+_STATE_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_WrittenAsFloat)
+
+
+def parse_json_state(text: str) -> Any:
+    """`parse_json_line` for the state file: numbers written as floats stay floats for the schema's integer check
+    (`"serial": 6.0` is refused, not read as 6)."""
+    try:
+        return _STATE_DECODER.decode(text)
+    except JsonProblem:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise JsonProblem("nested too deeply") from None
+    except ValueError as exc:  # an integer too long to parse
+        raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
+
+
+def load_json(text: str, file: str) -> Any:
+    """`parse_json`, with BadStateFile naming the file."""
+    try:
+        return parse_json(text)
+    except JsonProblem as exc:
+        raise BadStateFile(file, "", exc.value, exc.problem) from None
+
+
+def check_finite(data: object, file: str, where: str = "") -> None:
+    """Refuse NaN and infinite floats anywhere in a loaded document (iterative: depth is already bounded)."""
+    stack: list[tuple[object, str]] = [(data, where)]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadStateFile(file, at, value, "must be a finite number")
+        if isinstance(value, dict):
+            stack.extend((v, f"{at}.{k}" if at else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{at}.{i}" if at else str(i)) for i, v in enumerate(value))

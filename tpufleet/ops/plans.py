@@ -1,0 +1,57 @@
+"""Use cases of `plan-xconnect NAME` and `apply-xconnect FILE`, for a slice or a multislice job alike: the name
+(or the saved plan's kind) says which, and the slice's (`ops.xconnect`) or the job's (`ops.jobs`) use case runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpufleet.fleetstate import FleetState
+from tpufleet.ops import jobs, xconnect
+from tpufleet.ops.outcome import Outcome
+from tpufleet.state.planfile import SavedJobPlan, SavedPlan
+
+
+@dataclass
+class Planned(Outcome):
+    """A plan of a slice or a job (`data`: its document), with what its rendering needs."""
+
+    job: bool = False
+    has_changes: bool = False  # anything to add or remove (False once applied)
+    port_cubes: dict[str, list[str]] = field(default_factory=dict)  # slice -> the cube at each OCS port of its pod
+
+
+def plan(state: FleetState, name: str, now: str, apply: bool) -> Planned:
+    """The cross-connect plan of slice or job `name`; with `apply`, made and applied in this transaction."""
+    if name in state.jobs:
+        if apply:
+            done = jobs.plan_and_apply_job(state, name, now)
+            doc, change, has_changes = done.data, done.change, False
+        else:
+            doc, has_changes = jobs.plan_job(state, name, now)
+            change = None
+        plans = doc["plans"]
+    else:
+        if apply:
+            done = xconnect.plan_and_apply(state, name, now)
+            doc, change, has_changes = done.data, done.change, False
+        else:
+            doc, made = xconnect.make_plan(state, name, now)
+            change, has_changes = None, made.has_changes
+        plans = [doc]
+    cubes = {p["slice"]: _port_cubes(state, p) for p in plans}
+    return Planned(doc, change, name in state.jobs, has_changes, cubes)
+
+
+def _port_cubes(state: FleetState, pdoc: dict[str, Any]) -> list[str]:
+    """The cube at each OCS port of the slice's pod, to name the ports in `-v` output."""
+    return list(state.fleet.pod_of(next(iter(pdoc["cubes"]))).cubes)
+
+
+def apply(state: FleetState, saved: SavedPlan | SavedJobPlan, now: str) -> Outcome:
+    """`apply-xconnect FILE`: a slice's saved plan, or every part of a job's, checked against this state and
+    applied (`xconnect.apply_saved`, `jobs.apply_saved_job`)."""
+    if isinstance(saved, SavedJobPlan):
+        return jobs.apply_saved_job(state, saved.job, saved.plans, now)
+    return xconnect.apply_saved(state, saved, now)

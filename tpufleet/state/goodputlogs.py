@@ -1,0 +1,345 @@
+"""Goodput event logs and --exclude files, read: the goodput report's only file access (its core,
+`tpufleet.goodput`, takes the decoded records).
+
+A log is a file or ``-`` (standard input), plain or gzip-compressed (known by its first two bytes, as `sweep
+--keep-events` and the demo write them); every size limit counts the bytes as decompressed. Native JSONL is
+streamed a piece of whole lines at a time (each line checked against MAX_LINE_BYTES before it is decoded); with
+a large input and an idle CPU, pieces are decoded ahead in forked worker processes (`_fork_pool`, sized from
+``/proc/stat``), with the same answers as one process gives.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import zlib
+from collections import deque
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
+
+from tpufleet.errors import BadInput, BadStateFile, shown
+from tpufleet.goodput import events, fastread, mlgoodput
+from tpufleet.goodput.times import BadRecord
+from tpufleet.goodput.windows import Exclusion, parse_exclusions
+from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
+
+__all__ = ["STDIN", "load", "load_exclusions", "shown_name"]
+
+MAX_TOTAL_LOG_BYTES = 8 * MAX_LOG_BYTES  # all the files of one report together: about 20 M native events
+_BOM = b"\xef\xbb\xbf"
+_GZIP = b"\x1f\x8b"
+CHUNK_BYTES = 8 * 1024 * 1024  # native logs are read this much at a time
+STDIN = "-"
+_TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
+
+
+def shown_name(path: Path) -> str:
+    """The name a message gives a log: ``<stdin>`` for ``-``."""
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool) -> Iterator[tuple[bytes, int]]:
+    """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
+    whole file is never held. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
+    it is decoded: an over-long line is an error naming its line, or with `skip_bad` one bad line (its bytes are
+    dropped as they come)."""
+    total = consumed = lines = 0
+    rest, dropping = b"", False
+    while block := _read(fh, name, CHUNK_BYTES):
+        total += len(block)
+        if total > limit:
+            raise _too_large(name, limit)
+        if dropping:  # the rest of an over-long line
+            cut = block.find(b"\n")
+            if cut < 0:
+                continue
+            block, dropping = block[cut + 1 :], False
+        data, rest = _split_at_newline(rest + block)
+        data = _without_long_lines(data, name, lines, skip_bad)
+        if len(rest) > events.MAX_LINE_BYTES:
+            _refuse_long_line(name, lines + data.count(b"\n") + 1, rest, skip_bad)
+            data, rest, dropping = data + _TOO_LONG, b"", True
+        lines += data.count(b"\n")
+        yield data, consumed
+        consumed += len(data)
+    if rest:
+        yield rest, consumed
+
+
+def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> bytes:
+    """Whole lines with each one over MAX_LINE_BYTES refused (or, with `skip_bad`, put as one bad line): a
+    vectorised scan of the newlines, a few milliseconds a piece."""
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    long = np.flatnonzero(ends - starts > events.MAX_LINE_BYTES)
+    if not len(long):
+        return data
+    first = int(long[0])
+    _refuse_long_line(name, lines_before + first + 1, data[int(starts[first]) : int(starts[first]) + 40], skip_bad)
+    kept, done = [], 0
+    for k in long.tolist():
+        kept += [data[done : int(starts[k])], _TOO_LONG]
+        done = int(ends[k]) + 1
+    return b"".join([*kept, data[done:]])
+
+
+def _refuse_long_line(name: str, line: int, text: bytes, skip_bad: bool) -> None:
+    if not skip_bad:
+        problem = f"longer than the {events.MAX_LINE_BYTES:,} bytes allowed for a line"
+        raise BadRecord(name, line, "<line>", text[:40], problem)
+
+
+def _too_large(name: str, limit: int) -> BadStateFile:
+    size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit:,} bytes"
+    return BadStateFile(name, "", None, f"larger than the {size} allowed for a goodput log (decompressed)")
+
+
+def _read(fh: BinaryIO, name: str, size: int) -> bytes:
+    """Up to `size` bytes; a damaged gzip stream or a failed read is the one-line error naming the log."""
+    try:
+        return fh.read(size)
+    except (OSError, EOFError, zlib.error) as exc:
+        what = "not a readable gzip file" if isinstance(fh, gzip.GzipFile) else "cannot be read"
+        raise BadStateFile(name, "", None, f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _read_native_file(fh: BinaryIO, name: str, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None) -> int:
+    """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers); with
+    a pool, pieces are decoded ahead in its worker processes and added here in file order. The bytes read."""
+    line = read = 0
+    for piece, offset, decoded in _decoded(_pieces(fh, name, limit, skip_bad), pool):
+        read = offset + len(piece)
+        fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, name, log)
+        if fast:
+            line += fast
+            continue
+        lines = _decode(piece, name, offset).splitlines()
+        events.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
+        line += len(lines)
+    return read
+
+
+def _decoded(
+    pieces: Iterator[tuple[bytes, int]], pool: Pool | None
+) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
+    """Each piece with its decoding (None: read it the standard way, as a piece starting with a byte-order mark
+    is, which that reader drops)."""
+    if pool is not None:
+        yield from _decoded_ahead(pieces, pool)
+        return
+    for piece, offset in pieces:
+        yield piece, offset, None if _bom(piece, offset) else fastread.decode_piece(piece)
+
+
+def _decoded_ahead(
+    pieces: Iterator[tuple[bytes, int]], pool: Pool
+) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
+    """`_decoded` with up to two pieces a worker decoded ahead in the pool. An error reading the file (too
+    large, unreadable) is raised after the pieces before it are given, as reading one at a time would."""
+    ahead: deque[tuple[bytes, int, Any]] = deque()
+    failure: BadInput | None = None
+    while True:
+        while failure is None and len(ahead) < 2 * _workers(pool):
+            try:
+                piece, offset = next(pieces)
+            except StopIteration:
+                break
+            except BadInput as exc:
+                failure = exc
+                break
+            job = None if _bom(piece, offset) else pool.apply_async(fastread.decode_piece, (piece,))
+            ahead.append((piece, offset, job))
+        if not ahead:
+            if failure is not None:
+                raise failure
+            return
+        piece, offset, job = ahead.popleft()
+        yield piece, offset, None if job is None else job.get()
+
+
+def _bom(piece: bytes, offset: int) -> bool:
+    return offset == 0 and piece.startswith(_BOM)
+
+
+def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
+def _decode(data: bytes, name: str, offset: int) -> str:
+    """UTF-8, a byte-order mark dropped at the file's start; an error names the file offset of the bad byte."""
+    try:
+        return decode_utf8(data, name) if offset == 0 else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = offset + exc.start
+        raise BadStateFile(
+            name, "", data[exc.start : exc.start + 4], f"not UTF-8 text: invalid byte at offset {bad}"
+        ) from None
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[BinaryIO]:
+    """The log's bytes, decompressed when it starts as gzip does; ``-`` is standard input (left open)."""
+    name = shown_name(path)
+    with ExitStack() as stack:
+        raw: BinaryIO = sys.stdin.buffer
+        if str(path) != STDIN:
+            try:
+                raw = stack.enter_context(open(path, "rb"))
+            except FileNotFoundError:
+                raise MissingFile(name, "", None, "cannot be read: no such goodput log") from None
+            except OSError as exc:
+                raise BadStateFile(name, "", None, f"cannot be read: {exc.strerror or exc}") from None
+        head = _read(raw, name, len(_GZIP))
+        stream = _Prefixed(head, raw)
+        plain = cast(BinaryIO, stream)
+        yield cast(BinaryIO, gzip.GzipFile(fileobj=plain, mode="rb")) if head == _GZIP else plain
+
+
+class _Prefixed:
+    """A stream's bytes with the first few (already read to tell gzip from text) put back in front: standard
+    input cannot seek back."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1, /) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        if size is None or size < 0:
+            out, self.head = self.head + self.rest.read(), b""
+            return out
+        out, self.head = self.head[:size], self.head[size:]
+        return out if len(out) == size or not out else out + self.rest.read(size - len(out))
+
+
+def _read_whole(fh: BinaryIO, name: str, limit: int) -> bytes:
+    data = _read(fh, name, limit + 1)
+    if len(data) > limit:
+        raise _too_large(name, limit)
+    return data
+
+
+def load(paths: list[Path], fmt: str, skip_bad: bool, job_limit: int | None = None) -> events.Log:
+    """Every log into one Log: native JSONL is streamed (read and parsed a piece at a time); CSV and the
+    ml-goodput forms are read whole (each at most MAX_LOG_BYTES decompressed). More than `job_limit` jobs is
+    BadInput naming the log where the one too many is."""
+    log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit)
+    budget = MAX_TOTAL_LOG_BYTES
+    native = [p for p in paths if fmt == "native" and not str(p).lower().endswith(".csv")]
+    with _fork_pool(sum(_size(p) for p in native) >= PARALLEL_MIN_BYTES) as pool:
+        for path in paths:
+            name = shown_name(path)
+            with _open(path) as fh:
+                try:
+                    budget -= _load_one(fh, name, fmt, path in native, min(MAX_LOG_BYTES, budget), log, skip_bad, pool)
+                except events.TooManyJobs as exc:
+                    raise BadInput(
+                        f"{name}: field job: more than {exc.limit:,} jobs in one report; report on fewer logs "
+                        f"(value {shown(exc.job)})"
+                    ) from None
+    return log
+
+
+def _load_one(
+    fh: BinaryIO, name: str, fmt: str, native: bool, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None
+) -> int:
+    """One log into `log`; the bytes it held (decompressed)."""
+    if native:
+        return _read_native_file(fh, name, limit, log, skip_bad, pool)
+    data = _read_whole(fh, name, limit)
+    size = len(data)
+    text = decode_utf8(data, name)
+    del data
+    if fmt == "ml-goodput":
+        mlgoodput.read(text, name, log, skip_bad)
+    else:
+        events.read_native(text, name, log, skip_bad, csv_format=True)
+    return size
+
+
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
+MAX_WORKERS = 4
+# Decoding workers pay off only with a CPU to spare: on the 2-CPU project machine, quiet, 10 M events take
+# 17.5-18.4 s with them (26-27 s of CPU: pieces and columns cross pipes, two processes share one cache) against
+# 22.1 s in one process; with another busy process they would fight it for the one free CPU. Accounting jobs in
+# workers never paid (each job's account pickled back: twice the CPU, slower on the clock), so it stays here.
+MIN_IDLE_CPUS = 1.5
+IDLE_SAMPLE_S = 0.1  # how long idle CPU time is watched before deciding (the load average lags by a minute)
+
+
+def _cpus() -> tuple[int, float]:
+    """(CPUs this process may use, how many of them are idle now: from the idle share of /proc/stat over
+    IDLE_SAMPLE_S on Linux, else CPUs less the 1-minute load average)."""
+    import os
+    import time
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        before = _cpu_ticks()
+        time.sleep(IDLE_SAMPLE_S)
+        after = _cpu_ticks()
+    except (OSError, ValueError, IndexError):
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        return cpus, cpus - load
+    total, idle = after[0] - before[0], after[1] - before[1]
+    return cpus, cpus * idle / total if total > 0 else float(cpus)
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(all, idle + waiting for I/O) clock ticks of every CPU since boot, from the first line of /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    return sum(fields[:8]), fields[3] + fields[4]  # user nice system idle iowait irq softirq steal
+
+
+@contextmanager
+def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
+    """Worker processes, when `wanted`, msgspec is there (the large-input path) and a CPU is idle to run them;
+    None otherwise, or where fork is not available: one process does the work, with the same answers."""
+    import multiprocessing
+
+    if not wanted or not fastread.available():
+        yield None
+        return
+    cpus, idle = _cpus()
+    if cpus < 2 or idle < MIN_IDLE_CPUS:
+        yield None
+        return
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:
+        yield None
+        return
+    pool = context.Pool(min(cpus, MAX_WORKERS))
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _workers(pool: Pool) -> int:
+    return int(getattr(pool, "_processes", 1))
+
+
+def load_exclusions(path: Path) -> list[Exclusion]:
+    """An --exclude file: a JSON list of {start, end, reason}."""
+    return parse_exclusions(load_json_file(path, "exclusions file", MAX_SPEC_BYTES), str(path))
+
+
+def _size(path: Path) -> int:
+    """The size on disk (compressed, for a gzip log; 0 for standard input): to decide on worker processes."""
+    if str(path) == STDIN:
+        return 0
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reading it says what is wrong
