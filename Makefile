@@ -38,7 +38,8 @@ test-latest:
 	.venv-latest/bin/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} -p no:cacheprovider tests tpufleet
 
 # Every check runs (and reports) even when an earlier one fails; the target fails if any did. import-linter keeps
-# the layers (.importlinter); tools/check_core_io.py keeps file access out of the core.
+# the layers (.importlinter); tools/check_core_io.py keeps file access out of the core; tools/check_function_lengths.py
+# keeps functions short (60 lines, 40 in the command-line shell).
 lint: $(STAMP)
 	@status=0; \
 	$(BIN)/ruff check . || status=1; \
@@ -46,6 +47,7 @@ lint: $(STAMP)
 	$(BIN)/mypy || status=1; \
 	$(BIN)/lint-imports || status=1; \
 	$(BIN)/python tools/check_core_io.py || status=1; \
+	$(BIN)/python tools/check_function_lengths.py || status=1; \
 	exit $$status
 
 # Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it).

@@ -67,3 +67,14 @@ def test_a_planted_file_read_in_the_core_is_caught(tmp_path):
     r = _check_io(root)
     assert r.returncode == 1
     assert "tpufleet/routing/planted.py: read_text()" in r.stderr
+
+
+def test_a_planted_long_function_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    body = "".join(f"    x{i} = {i}\n" for i in range(45))
+    (root / "tpufleet" / "cli" / "planted.py").write_text(f"def planted() -> None:\n    '''Doc.'''\n{body}")
+    tool = ROOT / "tools" / "check_function_lengths.py"
+    r = subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert "tpufleet/cli/planted.py:planted: 45 lines, over the 40 allowed" in r.stderr
+    assert subprocess.run([sys.executable, str(tool)], capture_output=True, timeout=300).returncode == 0
