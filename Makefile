@@ -69,6 +69,7 @@ bench: $(STAMP) sweep-deps
 	$(BIN)/python benchmarks/bench_sweep.py --sweep
 	$(BIN)/python benchmarks/bench_simulate.py
 	$(BIN)/python benchmarks/bench_goodput.py
+	$(BIN)/python benchmarks/bench_input_memory.py
 
 # 10,000 `import k8s --apply` runs against flapping nodes (20-40 minutes): state.json stays bounded.
 soak: $(STAMP)
