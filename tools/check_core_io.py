@@ -37,6 +37,7 @@ CORE = (
     "routing",
     "shapes",
     "simulation",
+    "spares",
     "sweep",
     "text",
     "timeparse",

@@ -23,6 +23,7 @@ from tpufleet.cli import (  # noqa: F401
     routes,
     show,
     simulate,
+    spares,
     sweep,
     topology,
     xconnect,

@@ -1,0 +1,278 @@
+"""plan-spares and suspects: the binomial and Poisson-binomial figures against scipy and a direct convolution, the
+130-of-144 reproduction, the analytic answer inside simulate-availability's Monte Carlo interval, the commands on a
+fleet with slices and faults, a planted noisy host, and bad options."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from scipy.stats import binom, poisson
+
+from tpufleet import availability, spares
+from tpufleet.spares import TPU_V4_RATES, ComponentRates
+
+
+def convolve(ps):
+    """The Poisson-binomial pmf by direct convolution, written independently of tpufleet.spares."""
+    pmf = np.array([1.0])
+    for p in ps:
+        pmf = np.convolve(pmf, [1.0 - p, p])
+    return pmf
+
+
+def tail(ps, k):
+    return float(convolve(ps)[k:].sum()) if k > 0 else 1.0
+
+
+# ---- the figures ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n, p, k", [(64, 0.99**16, 50), (144, 0.94, 130), (144, 0.8796, 120), (10, 0.5, 3)])
+def test_binomial_tail_is_scipys(n, p, k):
+    assert spares.at_least([p] * n, k) == float(binom.sf(k - 1, n, p))
+
+
+def test_poisson_binomial_equals_a_direct_convolution():
+    rng = np.random.default_rng(7)
+    ps = list(rng.uniform(0.5, 1.0, 144))
+    assert spares.poisson_binomial(ps) == pytest.approx(list(convolve(ps)), abs=1e-15)
+    for k in (0, 100, 120, 140, 144, 145):
+        assert spares.at_least(ps, k) == pytest.approx(tail(ps, k), abs=1e-13)
+
+
+def test_spare_curve_alike_is_binomial_and_mixed_is_the_convolution():
+    curve = spares.spare_curve([0.9] * 8, [0.9] * 5, 8, 1.0, 0.95)
+    assert list(curve.probabilities) == [float(binom.sf(7, 8 + s, 0.9)) for s in range(6)]
+    assert curve.spares == min(s for s in range(6) if binom.sf(7, 8 + s, 0.9) >= 0.95)
+    own, cand = [0.9, 0.0, 0.95, 0.8], [0.99, 0.97, 0.9, 0.5]
+    mixed = spares.spare_curve(own, cand, 4, 0.9, 0.8)
+    expected = [0.9 * tail(own + cand[:s], 4) for s in range(5)]
+    assert list(mixed.probabilities) == pytest.approx(expected, abs=1e-14)
+    assert mixed.spares == next(s for s, p in enumerate(expected) if p >= 0.8)
+
+
+def test_out_of_reach_names_the_fewest_spares_at_the_cap():
+    curve = spares.spare_curve([0.9] * 4, [0.9] * 40, 4, 0.8, 0.95)  # the OCS term caps every count at 0.8
+    assert curve.spares is None
+    assert curve.probability == pytest.approx(0.8, rel=1e-9) and 0 < curve.best < 40
+
+
+def test_cube_model_is_the_poisson_window_of_its_hosts_and_links():
+    rates = ComponentRates(0.001, 0.0001, 0.0005, 12.0, 6.0, 3.0)
+    expected = math.exp(-(16 * 0.001 * (7 + 0.5) + 96 * 0.0001 * (7 + 0.25)))
+    assert spares.cube_healthy(rates, 7.0) == pytest.approx(expected, rel=1e-15)
+    assert spares.cube_healthy(rates, 7.0, history=2) == pytest.approx(expected**3, rel=1e-12)
+    assert spares.ocs_all_up(rates, 7.0) == pytest.approx(math.exp(-48 * 0.0005 * (7 + 0.125)), rel=1e-15)
+
+
+# ---- the blog's 130 of 144 --------------------------------------------------------------------------------------
+def test_blog_130_of_144_at_95_percent():
+    assert spares.cubes_at_confidence([spares.BLOG_CUBE_AVAILABILITY] * 144, 0.95) == 130
+    assert binom.sf(129, 144, 0.94) >= 0.95 > binom.sf(130, 144, 0.94)
+    # the interval of per-cube availabilities that give 130, and the answer just outside it
+    assert spares.cubes_at_confidence([0.9347] * 144, 0.95) == 130
+    assert spares.cubes_at_confidence([0.9402] * 144, 0.95) == 130
+    assert spares.cubes_at_confidence([0.9346] * 144, 0.95) == 129
+    assert spares.cubes_at_confidence([0.9403] * 144, 0.95) == 131
+
+
+def test_the_answer_moves_with_the_rate():
+    ps = (0.90, 0.92, 0.94, 0.96, 0.98, 0.99)
+    counts = [spares.cubes_at_confidence([p] * 144, 0.95) for p in ps]
+    assert counts == [max(k for k in range(145) if binom.sf(k - 1, 144, p) >= 0.95) for p in ps]
+    assert counts == [123, 127, 130, 134, 138, 140]
+
+
+# ---- analytic vs Monte Carlo (simulate-availability's) ------------------------------------------------------------
+@pytest.mark.parametrize("host_per_day", [0.0008, 0.002, 0.005])
+def test_analytic_inside_the_monte_carlo_interval(host_per_day):
+    rates = ComponentRates(host_per_day, 0.0, 0.0004, 8.0, 4.0, 2.0)  # no optical links: the MC draws hosts only
+    horizon = 7.0
+    p_host = math.exp(-host_per_day * (horizon + 8.0 / 24))
+    q_ocs = math.exp(-0.0004 * (horizon + 2.0 / 24))
+    p_cube = spares.cube_healthy(rates, horizon)
+    assert p_cube == pytest.approx(p_host**16, rel=1e-12)
+    k = round(64 * p_cube) - 2
+    trials = 20000
+    sims = availability.simulate([k], p_host, q_ocs, trials, seed=11, pod_cubes=64, static=False)
+    ft = spares.at_least([p_cube] * 64, k)
+    lo, hi = availability.wilson(sims["reconfigurable_ft"][0], trials)
+    assert lo <= ft <= hi
+    with_ocs = ft * spares.ocs_all_up(rates, horizon)
+    lo, hi = availability.wilson(sims["reconfigurable"][0], trials)
+    assert lo <= with_ocs <= hi
+
+
+# ---- plan-spares through the CLI ----------------------------------------------------------------------------------
+def _fault(state_dir, target, planned=False, cleared=False):
+    from tpufleet.fleetstate import Change
+    from tpufleet.ids import parse_target
+    from tpufleet.state import Store
+
+    with Store(state_dir).transaction(command="test fault") as tx:
+        fault = tx.state.open_fault(parse_target(target), planned, "test", "2026-01-01T00:00:00Z")
+        if cleared:
+            tx.state.clear_fault(fault, "2026-01-02T00:00:00Z")
+        tx.commit(Change(f"fault {fault.id} {target}"))
+
+
+@pytest.fixture
+def busy(fleet):
+    """64 cubes: slice a (8x8x8 on c00-c07), two sub-cube slices sharing c11; host c03/5 failed (open), a drain
+    on c20, an optical link down on c21, a cleared fault in c30's history."""
+    cubes = ",".join(f"c{i:02d}" for i in range(8))
+    for args in (
+        ["allocate", "a", "--shape", "8x8x8", "--cubes", cubes],
+        ["allocate", "d", "--shape", "2x2x4", "--cubes", "c11"],
+        ["allocate", "e", "--shape", "2x2x4", "--cubes", "c11"],
+    ):
+        assert fleet(*args).code == 0
+    _fault(fleet.state, "host:c03/5")
+    _fault(fleet.state, "cube:c20", planned=True)
+    _fault(fleet.state, "link:c21/x/3/out")
+    _fault(fleet.state, "host:c30/1", cleared=True)
+    return fleet
+
+
+def test_plan_spares_on_a_fleet_with_slices_and_faults(busy):
+    r = busy("plan-spares", "-o", "json")
+    assert r.code == 0, r.err
+    pod = r.json["pods"][0]
+    p = spares.cube_healthy(TPU_V4_RATES, 7.0)
+    assert pod["p_cube"] == pytest.approx(p, rel=1e-12)
+    assert pod["cubes_down_now"] == ["c03", "c20", "c21"]
+    assert pod["cubes_with_history"] == {"c30": 1}
+    assert pod["needed_cubes"] == 9 and pod["slices"] == ["a", "d", "e"]
+    assert pod["ocs_all_up"] == 1.0  # every slice has fault-tolerant routing
+    free = [f"c{i:02d}" for i in range(8, 64) if f"c{i:02d}" not in ("c11", "c20", "c21", "c30")] + ["c30"]
+    assert pod["free_healthy_cubes"] == len(free) == 53
+    own = [p] * 3 + [0.0] + [p] * 5  # c03 is down now
+    cand = [p] * 52 + [p**2]
+    expected = [tail(own + cand[:s], 9) for s in range(54)]
+    want = next(s for s, v in enumerate(expected) if v >= 0.95)
+    assert pod["spares"] == want == 4
+    assert pod["probability"] == pytest.approx(expected[want], abs=1e-12)
+    assert pod["hold_back"] == free[:want] == ["c08", "c09", "c10", "c12"]
+    assert pod["healthy_cubes_at_confidence"] == spares.cubes_at_confidence([0.0] * 3 + [p] * 60 + [p**2], 0.95)
+    table = busy("plan-spares")
+    assert table.code == 0 and "c08,c09,c10,c12" in table.out
+
+
+def test_plan_spares_for_chosen_slices_and_a_non_fault_tolerant_one(busy):
+    assert busy("allocate", "c", "--shape", "4x4x4", "--cubes", "c40", "--no-fault-tolerant-routing").code == 0
+    pod = busy("plan-spares", "--slices", "c", "--horizon", "1d", "-o", "json").json["pods"][0]
+    p = spares.cube_healthy(TPU_V4_RATES, 1.0)
+    q = spares.ocs_all_up(TPU_V4_RATES, 1.0)
+    assert pod["needed_cubes"] == 1 and pod["ocs_all_up"] == pytest.approx(q)
+    assert pod["curve"][0]["probability"] == pytest.approx(p * q)
+    assert pod["curve"][1]["probability"] == pytest.approx((1 - (1 - p) ** 2) * q)
+
+
+def test_plan_spares_fault_rates_file_overrides(busy, tmp_path):
+    rates = tmp_path / "rates.yaml"
+    rates.write_text("schema_version: 1\nhost_per_day: 0.002\n")
+    pod = busy("plan-spares", "--fault-rates", str(rates), "-o", "json").json["pods"][0]
+    assert pod["p_cube"] == pytest.approx(spares.cube_healthy(ComponentRates(0.002, 0.00005, 0.0004, 8, 4, 2), 7.0))
+    assert "rates.yaml" in pod["rates_source"]
+
+
+def test_a_pod_without_running_slices_says_so(fleet):
+    r = fleet("plan-spares")
+    assert r.code == 0 and "no running slices" in r.out
+    pod = fleet("plan-spares", "-o", "yaml")
+    assert pod.code == 0 and "needed_cubes: 0" in pod.out
+
+
+def test_plan_spares_on_a_144_cube_pod_in_process():
+    from tpufleet.fleetstate import FleetState
+    from tpufleet.model import Fleet, Pod
+    from tpufleet.ops import spares as ops
+    from tpufleet.state.siminputs import load_rates
+
+    state = FleetState(Fleet((Pod("pod0", tuple(f"c{i:03d}" for i in range(144))),)))
+    result = ops.plan(state, ops.RatesChoice(load_rates(None)), 0.95, 7.0).data["pods"][0]
+    assert result["healthy_cubes_at_confidence"] == spares.cubes_at_confidence(
+        [spares.cube_healthy(TPU_V4_RATES, 7)] * 144, 0.95
+    )
+    assert "no running slices" in result["note"]
+
+
+# ---- suspects ----------------------------------------------------------------------------------------------------
+def _stamp(days_ago):
+    return (datetime.now(UTC) - timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.fixture
+def noisy(fleet):
+    """host c05/3 failed four times in the last 30 days (and once long ago); three other hosts once each."""
+    from tpufleet.fleetstate import Change
+    from tpufleet.ids import parse_target
+    from tpufleet.state import Store
+
+    plan = [("host:c05/3", 1), ("chip:c05/2,2,0", 3), ("host:c05/3", 5), ("ici:c05/2,3,0/+x", 9), ("host:c05/3", 60)]
+    plan += [("host:c10/0", 2), ("host:c20/7", 4), ("chip:c40/0,0,3", 6), ("cube:c50", 7)]
+    with Store(fleet.state).transaction(command="test faults") as tx:
+        for target, days in plan:
+            fault = tx.state.open_fault(parse_target(target), False, "test", _stamp(days))
+            tx.state.clear_fault(fault, _stamp(days - 0.5))
+        tx.state.open_fault(parse_target("host:c06/0"), True, "drain", _stamp(1))  # planned: not counted
+        tx.commit(Change("faults"))
+    return fleet
+
+
+def test_suspects_finds_the_planted_noisy_host(noisy):
+    r = noisy("suspects", "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert d["faults_in_window"] == 8 and d["hosts"] == 1024 and d["cubes"] == 64
+    found = {s["target"]: s for s in d["suspects"]}
+    assert set(found) == {"host:c05/3", "cube:c05"}
+    host = found["host:c05/3"]
+    # chip c05/2,2,0 and ici c05/2,3,0/+x are on machine 3 too: 4 faults in the window; the other hosts 3 in all
+    assert host["faults"] == 4 and host["expected"] == pytest.approx(3 / 1023)
+    assert host["p_value"] == pytest.approx(float(poisson.sf(3, 3 / 1023)), rel=1e-12)
+    cube = found["cube:c05"]
+    assert cube["faults"] == 4 and cube["p_value"] == pytest.approx(float(poisson.sf(3, 4 / 63)), rel=1e-12)
+    assert host["quarantine"].startswith("tpufleet inject-fault host:c05/3 --planned --reason ")
+    assert not host["quarantined"]
+    table = noisy("suspects")
+    assert table.code == 0 and "tpufleet inject-fault cube:c05 --planned" in table.out
+    assert noisy("suspects", "--window", "90d", "-o", "json").json["suspects"][0]["faults"] == 5
+
+
+def test_suspects_counts_the_journals_moved_faults(noisy):
+    from tpufleet.ops import spares as ops
+    from tpufleet.state import Store
+
+    store = Store(noisy.state)
+    moved = [{"id": "f900", "target": "host:c05/3", "planned": False, "opened": _stamp(2), "cleared": _stamp(1)}]
+    now = datetime.now(UTC)
+    d = ops.find_suspects(store.load(), [*store.moved_faults(), *moved], 30.0, 0.01, now).data
+    host = next(s for s in d["suspects"] if s["target"] == "host:c05/3")
+    assert host["faults"] == 5 and "f900" in host["fault_ids"]
+
+
+def test_a_quiet_fleet_has_no_suspects(fleet):
+    r = fleet("suspects")
+    assert r.code == 0 and "no suspects" in r.out
+
+
+# ---- bad options -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["plan-spares", "--confidence", "1.5"], "--confidence: 1.5"),
+        (["plan-spares", "--confidence", "0"], "--confidence: 0.0"),
+        (["plan-spares", "--horizon", "soon"], "--horizon: 'soon'"),
+        (["plan-spares", "--slices", "nope"], "--slices: 'nope'"),
+        (["plan-spares", "--pod", "pod9"], "--pod: 'pod9'"),
+        (["suspects", "--window", "0d"], "--window: '0d'"),
+        (["suspects", "--window", "2026-01-01"], "--window: '2026-01-01'"),
+        (["suspects", "--p-value", "2"], "--p-value: 2.0"),
+    ],
+)
+def test_bad_options_exit_2_naming_option_and_value(fleet, args, named):
+    r = fleet(*args)
+    assert r.code == 2
+    assert named in r.err

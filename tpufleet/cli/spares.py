@@ -1,0 +1,155 @@
+"""`tpufleet plan-spares` (spare cubes for the running slices at a confidence) and `tpufleet suspects` (hosts and
+cubes that fail far more often than the fleet): options -> one use case -> render."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.render import emit, grid
+
+
+def _unit_interval(value: float, option: str) -> float:
+    from tpufleet.errors import BadInput
+
+    if not 0.0 < value < 1.0:
+        raise BadInput(f"bad option {option}: {value!r} must be between 0 and 1 (exclusive)")
+    return value
+
+
+def _rates_choice(fault_rates: str | None) -> Any:
+    """The shipped rates, and the --fault-rates file's for every pod when given (read by the state layer)."""
+    from pathlib import Path
+
+    from tpufleet.ops.spares import RatesChoice
+    from tpufleet.state.siminputs import load_rates
+
+    shipped = load_rates(None)
+    if fault_rates is None:
+        return RatesChoice(shipped)
+    override = shipped if fault_rates == "shipped" else load_rates(Path(fault_rates))
+    return RatesChoice(shipped, override, f"fault rates ({fault_rates})")
+
+
+def _names(text: str | None) -> list[str] | None:
+    from tpufleet.errors import BadInput
+
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise BadInput("bad option --slices: empty list")
+    return names
+
+
+def _spares_table(result: dict[str, Any]) -> str:
+    rows = []
+    for p in result["pods"]:
+        held = ",".join(p["hold_back"])
+        rows.append(
+            [
+                p["pod"],
+                p["cubes"],
+                f"{p['p_cube']:.4f}",
+                p["healthy_cubes_at_confidence"],
+                p["needed_cubes"],
+                "-" if p["spares"] is None else p["spares"],
+                f"{p['probability']:.4f}",
+                (held[:60] + "...") if len(held) > 63 else (held or "-"),
+            ]
+        )
+    head = f"confidence {result['confidence']:g}, horizon {result['horizon_days']:g} days\n"
+    notes = [f"{p['pod']}: {p['note']}" for p in result["pods"] if p["note"]]
+    table = grid(
+        rows, ["pod", "cubes", "p(cube healthy)", "healthy@conf", "needed", "spares", "P(at spares)", "hold back"]
+    )
+    return head + table + "".join(f"\n{n}" for n in notes)
+
+
+@app.command(
+    "plan-spares",
+    epilog=examples(
+        "tpufleet plan-spares                                  # every pod, 95% over 7 days",
+        "tpufleet plan-spares --confidence 0.99 --horizon 30d --slices train",
+        "tpufleet plan-spares --fault-rates shipped --pod pod0 -o json",
+    ),
+)
+def plan_spares_cmd(
+    ctx: typer.Context,
+    confidence: Annotated[float, typer.Option("--confidence", help="Probability the slices keep a placement")] = 0.95,
+    horizon: Annotated[str, typer.Option("--horizon", metavar="AGE", help="How long: 7d, 12h, 2w")] = "7d",
+    fault_rates: Annotated[
+        str | None,
+        typer.Option(
+            "--fault-rates",
+            metavar="FILE|shipped",
+            help="Rates and repair times for every pod (default: each pod's generation, else the shipped file)",
+        ),
+    ] = None,
+    slices: Annotated[
+        str | None, typer.Option("--slices", metavar="NAME,...", help="These slices (default: all)")
+    ] = None,
+    pod: Annotated[str | None, typer.Option("--pod", metavar="POD", help="Only this pod")] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """For each pod: each cube's probability of staying fully healthy over the horizon (every host and optical link
+    up), the healthy cubes at the confidence, and the spare cubes to hold back so that the running slices keep a
+    healthy placement with that confidence (binomial, or Poisson-binomial where cubes differ)."""
+    from tpufleet.ops import spares as ops
+    from tpufleet.spares import parse_days
+
+    level = _unit_interval(confidence, "--confidence")
+    days = parse_days(horizon, "--horizon", allow_zero=True)
+    choice = _rates_choice(fault_rates)
+    state = ctx.obj.store().load()
+    result = ops.plan(state, choice, level, days, _names(slices), pod).data
+    emit(result, output, lambda: _spares_table(result))
+
+
+def _suspects_table(result: dict[str, Any]) -> str:
+    head = (
+        f"{result['faults_in_window']} unplanned faults in the last {result['window_days']:g} days on "
+        f"{result['hosts']} hosts and {result['cubes']} cubes; suspects at p < {result['p_value']:g}\n"
+    )
+    if not result["suspects"]:
+        return head + "no suspects"
+    rows = [
+        [s["target"], s["faults"], f"{s['expected']:.3g}", f"{s['p_value']:.3g}", "yes" if s["quarantined"] else "no"]
+        for s in result["suspects"]
+    ]
+    commands = "\n".join(s["quarantine"] for s in result["suspects"] if not s["quarantined"])
+    table = grid(rows, ["target", "faults", "fleet mean", "p-value", "quarantined"])
+    return head + table + ("\n\nto quarantine:\n" + commands if commands else "")
+
+
+@app.command(
+    "suspects",
+    epilog=examples("tpufleet suspects", "tpufleet suspects --window 90d --p-value 0.001 -o json"),
+)
+def suspects_cmd(
+    ctx: typer.Context,
+    window: Annotated[
+        str, typer.Option("--window", metavar="AGE", help="Faults opened this recently: 30d, 2w")
+    ] = "30d",
+    p_value: Annotated[float, typer.Option("--p-value", help="Flag a unit below this one-sided p-value")] = 0.01,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Hosts and cubes whose unplanned faults in the window (open, cleared, and those moved to the journal) are far
+    above the rest of the fleet's rate (one-sided Poisson test), each with the `inject-fault --planned` that
+    quarantines it."""
+    from tpufleet.ops import spares as ops
+    from tpufleet.spares import parse_days
+    from tpufleet.timeparse import parse_stamp
+
+    level = _unit_interval(p_value, "--p-value")
+    days = parse_days(window, "--window")
+    store = ctx.obj.store()
+    state = store.load()
+    from tpufleet.state.store import utc_now
+
+    now = parse_stamp(utc_now())
+    assert now is not None  # utc_now writes the tool's own stamp
+    result = ops.find_suspects(state, store.moved_faults(), days, level, now).data
+    emit(result, output, lambda: _suspects_table(result))

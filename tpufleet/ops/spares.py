@@ -1,0 +1,267 @@
+"""Use cases of `plan-spares` (spare cubes for the running slices at a confidence) and `suspects` (hosts and cubes
+that fail far more often than the fleet). The model is `tpufleet.spares`' docstring; this module gathers its inputs
+from the fleet state: each pod's rates, each cube's probability, the slices' cubes, the free healthy cubes."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from tpufleet import spares
+from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
+from tpufleet.errors import BadInput, shown
+from tpufleet.fleetstate import Fault, FleetState, Slice
+from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, parse_target
+from tpufleet.model import Pod
+from tpufleet.ops.outcome import Outcome
+from tpufleet.timeparse import parse_stamp
+
+MODEL = (
+    "a cube is fully healthy over the horizon when none of its hosts and optical links fails in [-repair, horizon] "
+    "(Poisson failures); cubes independent; a cube with an open fault is down now; h past faults multiply its "
+    "intensity by 1 + h; slices without fault-tolerant routing also need every OCS of their pod"
+)
+
+
+class RateFile(Protocol):
+    """Fault rates as `tpufleet.state.siminputs.load_rates` gives them."""
+
+    host_per_day: float
+    link_per_day: float
+    ocs_per_day: float
+    repair_hours: dict[str, float]
+
+
+@dataclass(frozen=True)
+class RatesChoice:
+    """Where each pod's rates come from: the --fault-rates file for every pod, else the pod's generation profile,
+    else the shipped TPU v4 file."""
+
+    shipped: RateFile
+    override: RateFile | None = None
+    override_source: str = ""
+
+
+def component_rates(rates: Any) -> spares.ComponentRates:
+    """A rate file's or a generation profile's `faults` (FaultDefaults: repair hours as a RepairHours) as the
+    core's rates."""
+    hours = rates.repair_hours
+    host, link, ocs = (
+        (float(hours[k]) if isinstance(hours, Mapping) else float(getattr(hours, k))) for k in ("host", "link", "ocs")
+    )
+    return spares.ComponentRates(rates.host_per_day, rates.link_per_day, rates.ocs_per_day, host, link, ocs)
+
+
+def _pod_rates(pod: Pod, choice: RatesChoice) -> tuple[spares.ComponentRates, str, Any]:
+    gen = getattr(pod, "generation", None)  # a tpufleet.generations.Generation, or None: the built-in TPU v4
+    if choice.override is not None:
+        return component_rates(choice.override), choice.override_source, gen
+    if gen is not None:
+        return component_rates(gen.faults), f"generation {gen.name}", gen
+    return component_rates(choice.shipped), "shipped fault-rates.yaml (TPU v4)", gen
+
+
+def _history(state: FleetState) -> dict[str, int]:
+    """cube -> cleared unplanned faults on its hosts, chips, electrical or optical links (the state's list)."""
+    out: dict[str, int] = {}
+    for f in state.faults:
+        if not f.is_open and not f.planned and not isinstance(f.target, OcsId):
+            out[f.target.cube] = out.get(f.target.cube, 0) + 1
+    return out
+
+
+def _down_now(state: FleetState) -> set[str]:
+    health = state.health()
+    return set(health.cubes_out) | {link.cube for link in health.links_down}
+
+
+def _selected(state: FleetState, names: Sequence[str] | None) -> list[Slice]:
+    if names is None:
+        return list(state.slices.values())
+    unknown = [n for n in names if n not in state.slices]
+    if unknown:
+        known = ", ".join(sorted(state.slices)) or "none"
+        raise BadInput(f"bad option --slices: {shown(unknown[0])} is not a slice (slices: {known})")
+    return [state.slices[n] for n in names]
+
+
+def plan(
+    state: FleetState,
+    choice: RatesChoice,
+    confidence: float,
+    horizon_days: float,
+    slice_names: Sequence[str] | None = None,
+    pod_name: str | None = None,
+) -> Outcome:
+    """Per pod: each cube's probability of staying fully healthy, the healthy cubes at the confidence, the spares
+    the chosen slices need and the cubes to hold back (read only: no change)."""
+    if pod_name is not None and pod_name not in state.fleet.pod_by_name:
+        known = ", ".join(state.fleet.pod_by_name)
+        raise BadInput(f"bad option --pod: {shown(pod_name)} is not a pod (pods: {known})")
+    chosen = _selected(state, slice_names)
+    pods = [p for p in state.fleet.pods if pod_name in (None, p.name)]
+    context = _Context(state, _history(state), _down_now(state), state.machine_usage())
+    rows = [
+        _pod_plan(context, pod, [s for s in chosen if s.pod == pod.name], choice, confidence, horizon_days)
+        for pod in pods
+    ]
+    return Outcome({"confidence": confidence, "horizon_days": horizon_days, "model": MODEL, "pods": rows})
+
+
+@dataclass(frozen=True)
+class _Context:
+    state: FleetState
+    history: dict[str, int]
+    down: set[str]
+    usage: dict[str, set[int]]
+
+
+def _pod_plan(
+    ctx: _Context, pod: Pod, slices: list[Slice], choice: RatesChoice, confidence: float, horizon: float
+) -> dict[str, Any]:
+    rates, source, gen = _pod_rates(pod, choice)
+    hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
+    clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE)
+    odds = {
+        c: 0.0
+        if c in ctx.down
+        else spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, ctx.history.get(c, 0))
+        for c in pod.cubes
+    }
+    own = list(dict.fromkeys(c for s in slices for c in s.cubes))  # sub-cube slices sharing a cube count it once
+    position = {c: i for i, c in enumerate(pod.cubes)}
+    free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and odds[c] > 0.0]
+    free.sort(key=lambda c: (-odds[c], position[c]))
+    ocs = _ocs_term(ctx.state, pod, slices, rates, horizon, gen)
+    curve = spares.spare_curve([odds[c] for c in own], [odds[c] for c in free], len(own), ocs, confidence)
+    shown_to = min(len(free), curve.best + 2)
+    return {
+        "pod": pod.name,
+        "generation": gen.name if gen is not None else None,
+        "rates_source": source,
+        "cubes": len(pod.cubes),
+        "hosts_per_cube": hosts,
+        "p_cube": clean,
+        "cubes_down_now": sorted(c for c in pod.cubes if c in ctx.down),
+        "cubes_with_history": {c: ctx.history[c] for c in pod.cubes if ctx.history.get(c) and c not in ctx.down},
+        "expected_healthy": sum(odds.values()),
+        "healthy_cubes_at_confidence": spares.cubes_at_confidence(list(odds.values()), confidence),
+        "slices": [s.name for s in slices],
+        "needed_cubes": len(own),
+        "ocs_all_up": ocs,
+        "free_healthy_cubes": len(free),
+        "spares": curve.spares,
+        "probability": curve.probability,
+        "best_spares": curve.best,
+        "hold_back": free[: curve.best],
+        "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
+        "note": _note(slices, curve, len(free)),
+    }
+
+
+def _ocs_term(
+    state: FleetState, pod: Pod, slices: list[Slice], rates: spares.ComponentRates, horizon: float, gen: Any
+) -> float:
+    """1 when every slice rides through OCS failures; else P(every OCS of the pod up), 0 if one is down now."""
+    if all(s.fault_tolerant_routing for s in slices):
+        return 1.0
+    if any(o.pod == pod.name for o in state.health().ocs_down):
+        return 0.0
+    return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD)
+
+
+def _note(slices: list[Slice], curve: spares.SpareCurve, free: int) -> str | None:
+    if not slices:
+        return "no running slices in this pod: nothing to hold back"
+    if curve.spares is None:
+        return (
+            f"the confidence is out of reach: at most {curve.probability:.6f}, with {curve.best} of the {free} free "
+            "healthy cubes held back (more do not help: the OCS term or the cubes down now cap it)"
+        )
+    return None
+
+
+# ---- suspects ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Event:
+    id: str
+    target: TargetId
+    opened: datetime
+
+
+def _events(state: FleetState, moved: Sequence[Mapping[str, Any]], since: datetime) -> list[_Event]:
+    """Unplanned faults opened in the window: the state's (open and cleared) and the journal's moved records."""
+    records: dict[str, tuple[str, bool, str]] = {
+        str(r["id"]): (str(r["target"]), bool(r.get("planned")), str(r.get("opened"))) for r in moved
+    }
+    records.update({f.id: (str(f.target), f.planned, f.opened) for f in state.faults})
+    out = []
+    for fid, (target, planned, opened) in records.items():
+        stamp = parse_stamp(opened)
+        if not planned and stamp is not None and stamp >= since:
+            out.append(_Event(fid, parse_target(target), stamp))
+    return sorted(out, key=lambda e: int(e.id[1:]) if e.id[1:].isdigit() else 0)
+
+
+def _host_of(target: TargetId) -> str | None:
+    """The host a fault is charged to: the machine itself, a chip's, an electrical link's source chip's."""
+    if isinstance(target, HostId):
+        return str(target)
+    if isinstance(target, (ChipId, IciId)):
+        return str(HostId(target.cube, ChipId(target.cube, target.x, target.y, target.z).machine))
+    return None
+
+
+def find_suspects(
+    state: FleetState, moved: Sequence[Mapping[str, Any]], window_days: float, p_value: float, now: datetime
+) -> Outcome:
+    """Hosts and cubes whose unplanned faults in the window fail a one-sided Poisson test against the rest of the
+    fleet's rate, each with the `inject-fault --planned` that quarantines it (read only: no change)."""
+    events = _events(state, moved, now - timedelta(days=window_days))
+    ids: dict[str, list[str]] = {}
+    for e in events:
+        host = _host_of(e.target)
+        for unit in ([host] if host else []) + ([] if isinstance(e.target, OcsId) else [f"cube:{e.target.cube}"]):
+            ids.setdefault(unit, []).append(e.id)
+    cubes = len(state.fleet.cubes)
+    hosts = sum(len(p.cubes) * _hosts_per_cube(p) for p in state.fleet.pods)
+    found = [
+        *spares.suspects({u: len(v) for u, v in ids.items() if u.startswith("host:")}, hosts, p_value),
+        *spares.suspects({u: len(v) for u, v in ids.items() if u.startswith("cube:")}, cubes, p_value),
+    ]
+    window = f"{window_days:g}d"
+    rows = [_suspect_row(state, s, ids[s.unit], window) for s in sorted(found, key=lambda s: (s.p_value, s.unit))]
+    return Outcome(
+        {
+            "window_days": window_days,
+            "p_value": p_value,
+            "faults_in_window": len(events),
+            "hosts": hosts,
+            "cubes": cubes,
+            "suspects": rows,
+        }
+    )
+
+
+def _hosts_per_cube(pod: Pod) -> int:
+    gen = getattr(pod, "generation", None)
+    return int(gen.hosts_per_cube) if gen is not None else MACHINES_PER_CUBE
+
+
+def _suspect_row(state: FleetState, s: spares.Suspect, fault_ids: list[str], window: str) -> dict[str, Any]:
+    target = parse_target(s.unit)
+    reason = f"suspect: {s.faults} faults in {window}, fleet rate {s.expected:.3g}, Poisson p={s.p_value:.3g}"
+    open_fault: Fault | None = state.open_fault_on(target)
+    return {
+        "target": s.unit,
+        "kind": target.kind,
+        "faults": s.faults,
+        "expected": s.expected,
+        "p_value": s.p_value,
+        "fault_ids": fault_ids,
+        "quarantined": open_fault is not None and open_fault.planned,
+        "quarantine": f"tpufleet inject-fault {s.unit} --planned --reason {shlex.quote(reason)}",
+    }

@@ -1,0 +1,282 @@
+"""Spare cubes and suspect components: how many healthy cubes a pod can count on, and who fails too often (pure).
+
+The model of `plan-spares` (the cube-level framework of Google Cloud's "Cluster-level reliability for
+trillion-parameter models on TPUs", May 2026: every chip and ICI link of a cube must be up for the cube to count,
+and the count of healthy cubes is binomial):
+
+1. Each component fails as a Poisson process at its daily rate lambda (host, optical link, OCS) and a failure keeps
+   it down for its repair time R. A component is up for the whole horizon H iff no failure falls in the window
+   [-R, H] (one that fell in [-R, 0] is still being repaired at the start): probability exp(-lambda (H + R)).
+2. A cube is *fully healthy over the horizon* iff every one of its hosts (16 of 4 chips; a host's failure stands
+   for its chips and the electrical ICI links on its board) and every one of its optical links (96) is:
+   p_cube = exp(-(hosts lambda_host (H + R_host) + links lambda_link (H + R_link))).
+3. A cube with an open fault (any kind, a planned drain included) is down now: p = 0. A cube with h faults in its
+   recorded history has its intensity multiplied by 1 + h (the mean of a Gamma(1, 1/lambda) prior updated by h
+   failures over a short exposure; conservative: it never makes a clean cube look better than the fleet).
+4. Cubes fail independently, so the healthy count is binomial when the cubes are alike and Poisson-binomial
+   (exact, by convolution) when they differ.
+5. The running slices need K = the sum of their cubes healthy cubes (a sub-cube slice needs its one cube, which
+   slices sharing it count once). With s spares held back they keep a placement iff at least K of their own cubes
+   and the s spares are healthy; a slice without fault-tolerant routing also needs every OCS of its pod up,
+   exp(-ocs lambda_ocs (H + R_ocs)), while fault-tolerant slices ride through OCS failures.
+
+Assumptions: failures independent across components and cubes (no shared power or cooling domain), constant
+rates (no infant mortality or wear-out), repair times fixed, a repaired cube re-qualified instantly, the horizon
+counted from now. With the TPUv4 rates (hosts 0.08 %/day, 8 h; optical links 0.005 %/day, 4 h) a cube is fully
+healthy over 7 days with probability 0.8796; at the blog's operating point the whole superpod has 130 of 144
+healthy cubes at 95 % confidence when p_cube = 0.94 (any p_cube in [0.93469, 0.94026) gives 130; the blog states
+the count, not the per-cube figure, so 0.94 is derived here):
+
+>>> cubes_at_confidence([BLOG_CUBE_AVAILABILITY] * 144, 0.95)
+130
+>>> round(cube_healthy(TPU_V4_RATES, 7.0), 4)
+0.8796
+
+`suspects` is a one-sided Poisson test of each unit's fault count against the rest of the fleet's rate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
+from tpufleet.errors import BadInput, shown
+
+__all__ = [
+    "BLOG_CUBES",
+    "BLOG_CUBE_AVAILABILITY",
+    "TPU_V4_RATES",
+    "ComponentRates",
+    "SpareCurve",
+    "Suspect",
+    "at_least",
+    "cube_healthy",
+    "cubes_at_confidence",
+    "ocs_all_up",
+    "parse_days",
+    "poisson_binomial",
+    "spare_curve",
+    "suspects",
+]
+
+HOURS_PER_DAY: Final = 24.0
+BLOG_CUBES: Final = 144
+# ASSUMPTION: the blog gives "130 of 144 cubes at 95 % confidence" from a binomial model, not the per-cube
+# availability; 0.94 is the round figure in the interval [0.93469, 0.94026) that reproduces it.
+BLOG_CUBE_AVAILABILITY: Final = 0.94
+
+
+@dataclass(frozen=True)
+class ComponentRates:
+    """Failures per component per day and hours to repair: hosts, optical links, OCS."""
+
+    host_per_day: float
+    link_per_day: float
+    ocs_per_day: float
+    host_repair_hours: float
+    link_repair_hours: float
+    ocs_repair_hours: float
+
+
+TPU_V4_RATES: Final = ComponentRates(0.0008, 0.00005, 0.0004, 8.0, 4.0, 2.0)  # "Resiliency at Scale", tpufleet's
+
+
+def _exposure(per_day: float, repair_hours: float, horizon_days: float) -> float:
+    """Expected failures of one component in the window [-R, H] (step 1 of the module docstring)."""
+    return per_day * (horizon_days + repair_hours / HOURS_PER_DAY)
+
+
+def cube_healthy(
+    rates: ComponentRates,
+    horizon_days: float,
+    hosts: int = MACHINES_PER_CUBE,
+    links: int = OPTICAL_LINKS_PER_CUBE,
+    history: int = 0,
+) -> float:
+    """Probability that every host and optical link of a cube stays up over the horizon (steps 1-3).
+
+    >>> round(cube_healthy(TPU_V4_RATES, 0.0), 6)  # now: a cube's steady-state availability
+    0.994946
+    >>> round(cube_healthy(TPU_V4_RATES, 7.0, history=1), 4)  # one fault in its history: twice the intensity
+    0.7737
+    """
+    load = hosts * _exposure(rates.host_per_day, rates.host_repair_hours, horizon_days)
+    load += links * _exposure(rates.link_per_day, rates.link_repair_hours, horizon_days)
+    return math.exp(-(1 + history) * load)
+
+
+def ocs_all_up(rates: ComponentRates, horizon_days: float, ocs: int = OCS_PER_POD) -> float:
+    """Probability that every OCS of a pod stays up over the horizon (what a slice without fault-tolerant routing
+    needs, step 5).
+
+    >>> round(ocs_all_up(TPU_V4_RATES, 7.0), 4)
+    0.8728
+    """
+    return math.exp(-ocs * _exposure(rates.ocs_per_day, rates.ocs_repair_hours, horizon_days))
+
+
+def poisson_binomial(ps: Sequence[float]) -> list[float]:
+    """The distribution of the number of successes of independent trials with these probabilities: pmf[k], k = 0..n,
+    by direct convolution (exact up to rounding; O(n^2)).
+
+    >>> [round(v, 4) for v in poisson_binomial([0.5, 0.9])]
+    [0.05, 0.5, 0.45]
+    """
+    import numpy as np
+
+    pmf = np.zeros(len(ps) + 1)
+    pmf[0] = 1.0
+    for i, p in enumerate(ps):
+        head = pmf[: i + 2].copy()
+        pmf[: i + 2] *= 1.0 - p
+        pmf[1 : i + 2] += head[: i + 1] * p
+    return [float(v) for v in pmf]
+
+
+def _alike(ps: Sequence[float]) -> bool:
+    return len(set(ps)) <= 1
+
+
+def at_least(ps: Sequence[float], k: int) -> float:
+    """P(at least k of the trials succeed): the exact binomial tail when all ps are equal (scipy), else the
+    Poisson-binomial one.
+
+    >>> round(at_least([0.99 ** 16] * 64, 50), 4)  # the TPUv4 paper's Fig. 1 point: 50 of 64 cubes, p = 0.99
+    0.9544
+    """
+    if k <= 0:
+        return 1.0
+    if k > len(ps):
+        return 0.0
+    if _alike(ps):
+        from scipy.stats import binom
+
+        return float(binom.sf(k - 1, len(ps), ps[0]))
+    return min(1.0, sum(poisson_binomial(ps)[k:]))
+
+
+def cubes_at_confidence(ps: Sequence[float], confidence: float) -> int:
+    """The largest k with P(at least k cubes healthy) >= confidence: the cubes one can count on (the blog's 130).
+
+    >>> cubes_at_confidence([0.9] * 10, 0.9)
+    8
+    """
+    if _alike(ps) and ps:
+        from scipy.stats import binom
+
+        tails = [float(binom.sf(k - 1, len(ps), ps[0])) for k in range(len(ps) + 1)]
+    else:
+        pmf = poisson_binomial(ps)
+        tails = [sum(pmf[k:]) for k in range(len(ps) + 1)]
+    return max(k for k, tail in enumerate(tails) if tail >= confidence or k == 0)
+
+
+@dataclass(frozen=True)
+class SpareCurve:
+    """For s = 0, 1, ... spares (in the order given), P(the slices keep a healthy placement); the smallest s that
+    meets the confidence (None: no number of the candidates does) and the probability there (or at `best`)."""
+
+    needed: int
+    probabilities: tuple[float, ...]
+    spares: int | None
+    probability: float
+    best: int  # = spares when met; else the fewest spares reaching the curve's highest value
+
+
+def spare_curve(
+    own: Sequence[float], candidates: Sequence[float], needed: int, ocs: float, confidence: float
+) -> SpareCurve:
+    """P(at least `needed` of the slices' own cubes and the first s candidate spares are healthy) x the OCS term,
+    for s = 0 .. len(candidates) (step 5 of the module docstring).
+
+    >>> curve = spare_curve([0.9] * 4, [0.9] * 3, 4, 1.0, 0.95)
+    >>> curve.spares, round(curve.probability, 4), [round(p, 4) for p in curve.probabilities]
+    (2, 0.9841, [0.6561, 0.9185, 0.9841, 0.9973])
+    """
+    if _alike([*own, *candidates]) and own:
+        from scipy.stats import binom
+
+        probs = [float(binom.sf(needed - 1, len(own) + s, own[0])) * ocs for s in range(len(candidates) + 1)]
+    else:
+        probs = _incremental_tails(own, candidates, needed, ocs)
+    meets = next((s for s, p in enumerate(probs) if p >= confidence), None)
+    if meets is None:  # out of reach: the fewest spares past which more no longer help (the OCS term caps it)
+        best = next(s for s, p in enumerate(probs) if p >= max(probs) * (1.0 - 1e-9))
+        return SpareCurve(needed, tuple(probs), None, probs[best], best)
+    return SpareCurve(needed, tuple(probs), meets, probs[meets], meets)
+
+
+def _incremental_tails(own: Sequence[float], candidates: Sequence[float], needed: int, ocs: float) -> list[float]:
+    """The curve of `spare_curve` by one convolution, adding one candidate at a time (O(n^2) in all)."""
+    import numpy as np
+
+    pmf = np.array(poisson_binomial(own) + [0.0] * len(candidates))
+    n = len(own)
+    out = [float(pmf[needed:].sum()) * ocs if needed > 0 else ocs]
+    for p in candidates:
+        head = pmf[: n + 1].copy()
+        pmf[: n + 1] *= 1.0 - p
+        pmf[1 : n + 2] += head * p
+        n += 1
+        out.append(min(1.0, float(pmf[needed:].sum())) * ocs if needed > 0 else ocs)
+    return out
+
+
+# ---- suspects ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Suspect:
+    """A unit (host or cube) whose fault count in the window is improbably high for the rest of the fleet's rate."""
+
+    unit: str
+    faults: int
+    expected: float
+    p_value: float
+
+
+def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: int = 2) -> list[Suspect]:
+    """Units whose count n has a one-sided Poisson p-value P(X >= n | mean) below `p_value`, most surprising first.
+
+    The mean is the rest of the fleet's count per unit (leave-one-out, so a noisy unit does not raise its own bar):
+    (total - n) / (units - 1). A unit with fewer than `min_faults` faults is never a suspect (in a quiet fleet one
+    fault alone would be infinitely surprising).
+
+    >>> [(s.unit, s.faults, f"{s.p_value:.2e}") for s in suspects({"host:c01/3": 4, "host:c02/0": 1}, 1024, 0.01)]
+    [('host:c01/3', 4, '3.80e-14')]
+    """
+    from scipy.stats import poisson
+
+    total = sum(counts.values())
+    out = []
+    for unit, n in counts.items():
+        mean = (total - n) / max(units - 1, 1)
+        value = float(poisson.sf(n - 1, mean))
+        if n >= min_faults and value < p_value:
+            out.append(Suspect(unit, n, mean, value))
+    return sorted(out, key=lambda s: (s.p_value, -s.faults, s.unit))
+
+
+# ---- options ---------------------------------------------------------------------------------------------------
+_AGE = re.compile(r"[0-9]{1,6}[smhdw]")
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def parse_days(text: str, option: str, allow_zero: bool = False) -> float:
+    """A length of time as operators type an age (7d, 12h, 30m, 2w), in days; BadInput naming the option otherwise.
+
+    >>> parse_days("36h", "--horizon")
+    1.5
+    """
+    from tpufleet.timeparse import parse_time
+
+    value = text.strip()
+    if not _AGE.fullmatch(value):
+        raise BadInput(f"bad option {option}: {shown(text)} is not a length of time such as 7d, 12h, 30m or 2w")
+    days = (_EPOCH - parse_time(value, option, _EPOCH)).total_seconds() / 86400.0
+    if days <= 0 and not allow_zero:
+        raise BadInput(f"bad option {option}: {shown(text)} must be longer than zero")
+    return days
