@@ -19,7 +19,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health
 from tpufleet.ids import machine_of
 from tpufleet.model import Fleet, Pod
-from tpufleet.shapes import Shape, Vec, require_allocatable
+from tpufleet.shapes import Shape, Vec, check_generation, require_allocatable
 
 MachineUsage = Mapping[str, set[int]]  # cube -> machines already held in it
 ALL_MACHINES = frozenset(range(MACHINES_PER_CUBE))
@@ -106,7 +106,7 @@ def allocate(
         raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
     if cubes:
         return _take_given(shape, fleet, used, health, pod, cubes)
-    pods = [fleet.pod_by_name[pod]] if pod else list(fleet.pods)
+    pods = fitting_pods(shape, [fleet.pod_by_name[pod]] if pod else list(fleet.pods))
     if shape.is_subcube:
         return _best_fit_subcube(shape, pods, used, health)
     reports = []
@@ -120,6 +120,23 @@ def allocate(
     raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
 
 
+def fitting_pods(shape: Shape, pods: Sequence[Pod]) -> list[Pod]:
+    """The pods whose generation's shape rule takes `shape` (a pod without one: the rule parsing applied); if
+    none does, the first refusal (BadInput naming the rule and the generation)."""
+    fit: list[Pod] = []
+    refusal: BadInput | None = None
+    for p in pods:
+        try:
+            check_generation(shape, p.generation)
+        except BadInput as exc:
+            refusal = refusal or exc
+            continue
+        fit.append(p)
+    if not fit and refusal is not None:
+        raise refusal
+    return fit
+
+
 def _take_given(
     shape: Shape, fleet: Fleet, used: MachineUsage, health: Health, pod: str | None, cubes: Sequence[str]
 ) -> Allocation:
@@ -131,6 +148,7 @@ def _take_given(
     pods = {fleet.cube_pod[c] for c in cubes}
     if len(pods) > 1 or (pod and pod not in pods):
         raise BadInput(f"bad option --cubes: a slice's cubes must all be in one pod{' (' + pod + ')' if pod else ''}")
+    fitting_pods(shape, [fleet.pod_by_name[p] for p in pods])
     if len(cubes) != shape.cubes:
         raise BadInput(f"bad option --cubes: {shape} needs {shape.cubes} cube(s), {len(cubes)} given")
     problems = [

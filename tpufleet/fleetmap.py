@@ -75,6 +75,7 @@ class PodMap:
     cubes: list[CubeCell]
     ocs: list[OcsCell]
     counts: dict[str, int] = field(default_factory=dict)
+    generation: str | None = None  # None: the built-in TPU v4 model
 
     def layers(self) -> list[list[list[CubeCell | None]]]:
         """cells[z][y][x]; positions past the pod's last cube are None."""
@@ -99,6 +100,7 @@ class FleetMap:
             "pods": [
                 {
                     "pod": p.pod,
+                    **({"generation": p.generation} if p.generation is not None else {}),
                     "counts": p.counts,
                     "cubes": [
                         {**c.__dict__, "xyz": list(c.xyz), "slices": list(c.slices), "faults": list(c.faults)}
@@ -196,7 +198,7 @@ def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
     for p in pods:
         cubes = [_cube_cell(state, health, c, i, users.get(c, []), reserved, marks) for i, c in enumerate(p.cubes)]
         counts = {k: sum(c.state == k for c in cubes) for k in ("free", "slice", "reserved", "out", "drained")}
-        maps.append(PodMap(p.name, cubes, _ocs_cells(state, health, p.name), counts))
+        maps.append(PodMap(p.name, cubes, _ocs_cells(state, health, p.name), counts, p.generation_name))
     legend = [
         LegendEntry(
             marks[name],

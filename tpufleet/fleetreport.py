@@ -48,6 +48,7 @@ def report(state: FleetState, journal: list[Row], now: datetime) -> Row:
         "generated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "serial": state.serial,
         "inventory": summary["inventory"],
+        **({"generations": summary["generations"]} if "generations" in summary else {}),
         "cubes": summary["cubes"],
         "ocs": summary["ocs"],
         "map": fleet_map(state).record(),

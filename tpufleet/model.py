@@ -31,13 +31,32 @@ from tpufleet.constants import (
     PORTS_PER_SIDE,
 )
 from tpufleet.errors import BadInput
+from tpufleet.generations import Generation
 from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name
 
 
 @dataclass(frozen=True)
 class Pod:
+    """A pod: its cubes in port order and its accelerator generation (None: the built-in TPU v4 model of
+    `tpufleet.constants`, a 136-port OCS and the Cloud TPU shape rule of `tpufleet.shapes`)."""
+
     name: str
     cubes: tuple[str, ...]
+    generation: Generation | None = None
+
+    @property
+    def ports_per_side(self) -> int:
+        """Cubes one OCS of this pod can serve (one north and one south port each): 68 for the built-in v4."""
+        return PORTS_PER_SIDE if self.generation is None else self.generation.ports_per_side
+
+    @property
+    def ocs_ports(self) -> int:
+        return OCS_PORTS if self.generation is None else self.generation.ocs_ports
+
+    @property
+    def generation_name(self) -> str | None:
+        """The generation's name, None for the built-in TPU v4 model (what outputs leave out)."""
+        return None if self.generation is None else self.generation.name
 
 
 @dataclass(frozen=True)
@@ -65,18 +84,44 @@ class Fleet:
         return self.pod_by_name[self.cube_pod[cube]]
 
 
-def default_fleet(pods: int = 1, cubes_per_pod: int = CUBES_PER_POD) -> Fleet:
+def default_fleet(pods: int = 1, cubes_per_pod: int | None = None, generation: Generation | None = None) -> Fleet:
+    """`pods` pods of `cubes_per_pod` cubes (default: the generation's pod, 64 for the built-in v4 model).
+
+    >>> default_fleet(2, 4).pods[1].cubes
+    ('c04', 'c05', 'c06', 'c07')
+    """
     if not 1 <= pods <= MAX_PODS:
         raise BadInput(f"bad option --pods: {pods} is outside 1-{MAX_PODS}")
-    if not 1 <= cubes_per_pod <= PORTS_PER_SIDE:
-        raise BadInput(
-            f"bad option --cubes-per-pod: {cubes_per_pod} is outside 1-{PORTS_PER_SIDE} (OCS has {OCS_PORTS} ports)"
-        )
-    return Fleet(
-        tuple(
-            Pod(f"pod{p}", tuple(cube_name(p * cubes_per_pod + i) for i in range(cubes_per_pod))) for p in range(pods)
-        )
-    )
+    return fleet_of([(cubes_per_pod, generation)] * pods)
+
+
+def fleet_of(pods: list[tuple[int | None, Generation | None]]) -> Fleet:
+    """A fleet of pods pod0, pod1, ... given (cubes, generation) each (cubes None: the generation's pod), cube ids
+    numbered on across pods; BadInput if a pod has more cubes than its OCS serve (a mixed fleet is allowed).
+
+    >>> fleet = fleet_of([(None, None), (2, None)])
+    >>> [len(p.cubes) for p in fleet.pods], fleet.pods[1].cubes
+    ([64, 2], ('c64', 'c65'))
+    """
+    out, first = [], 0
+    for p, (cubes, generation) in enumerate(pods):
+        count = _pod_cubes(cubes, generation)
+        out.append(Pod(f"pod{p}", tuple(cube_name(first + i) for i in range(count)), generation))
+        first += count
+    return Fleet(tuple(out))
+
+
+def _pod_cubes(cubes: int | None, generation: Generation | None) -> int:
+    """The cubes of one pod: given, or the generation's pod size; at most the ports on one side of its OCS."""
+    if generation is None:
+        count, limit = CUBES_PER_POD if cubes is None else cubes, PORTS_PER_SIDE
+        what = f"OCS has {OCS_PORTS} ports"
+    else:
+        count, limit = generation.pod_cubes if cubes is None else cubes, generation.ports_per_side
+        what = f"a {generation.name} OCS has {generation.ocs_ports} ports"
+    if not 1 <= count <= limit:
+        raise BadInput(f"bad option --cubes-per-pod: {count} is outside 1-{limit} ({what})")
+    return count
 
 
 def cube_chips(cube: str) -> list[ChipId]:

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpufleet.constants import CHIPS_PER_CUBE, CHIPS_PER_MACHINE, CUBE_EDGE, MAX_SLICE_CHIPS
 from tpufleet.errors import BadInput, shown
+
+if TYPE_CHECKING:
+    from tpufleet.generations import Generation
 
 SUBCUBE_SHAPES = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4))
 
@@ -76,6 +80,17 @@ class Shape:
         return tuple(tuple(v // CUBE_EDGE for v in t) for t in self.twist)  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class ShapeText:
+    """A shape as written, its rule applied once the pod is known (`parse_shape` with the pod's generation)."""
+
+    text: str
+    twisted: bool = False
+
+    def under(self, generation: Generation | None) -> Shape:
+        return parse_shape(self.text, self.twisted, generation)
+
+
 def twistable(dims: Vec) -> bool:
     a, b, c = dims
     if a % CUBE_EDGE or a == 0:
@@ -111,13 +126,49 @@ def canonical_dims(dims: Vec) -> Vec:
     return (2, 2, 1) if (a, b, c) == (1, 2, 2) else (a, b, c)
 
 
-def parse_shape(text: str, twisted: bool = False) -> Shape:
-    """Parse 'AxBxC' in any order of sides (reported canonically: 8x4x4 is 4x4x8) and apply the Cloud TPU rule."""
+def parse_dims(text: str) -> Vec:
+    """The sides of 'AxBxC' in canonical order (8x4x4 is 4x4x8); only the syntax is checked, not a shape rule.
+
+    >>> parse_dims(" 8x4X4 ")
+    (4, 4, 8)
+    """
     m = re.fullmatch(r"[ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*", text or "")
     if not m:
         raise BadInput(f"bad shape {shown(text)}: expected AxBxC, e.g. 4x4x8")
     a, b, c = (int(g) for g in m.groups())
-    return validate_dims(canonical_dims((a, b, c)), twisted, text.strip())
+    return canonical_dims((a, b, c))
+
+
+def parse_shape(text: str, twisted: bool = False, generation: Generation | None = None) -> Shape:
+    """Parse 'AxBxC' in any order of sides (reported canonically: 8x4x4 is 4x4x8) and apply the shape rule: the
+    generation's (`Generation.check_shape`, on the canonical sides) or, without one, the Cloud TPU rule above.
+
+    >>> parse_shape("8x4x4").dims
+    (4, 4, 8)
+    """
+    dims = parse_dims(text)
+    if generation is None:
+        return validate_dims(dims, twisted, text.strip())
+    return generation_shape(dims, twisted, generation)
+
+
+def generation_shape(dims: Vec, twisted: bool, generation: Generation) -> Shape:
+    """The shape, if slices of this generation can have it (BadInput naming the rule and the generation)."""
+    generation.check_shape(dims, twisted)
+    chips = dims[0] * dims[1] * dims[2]
+    if chips > MAX_SLICE_CHIPS:
+        text = "x".join(map(str, dims))
+        raise BadInput(
+            f"bad shape {text} for {generation.name}: {chips} chips is over the {MAX_SLICE_CHIPS}-chip limit"
+        )
+    return Shape(dims, twisted)
+
+
+def check_generation(shape: Shape, generation: Generation | None) -> Shape:
+    """`shape`, if a pod of this generation can hold it (None: the built-in v4 model, whose rule parsing applied)."""
+    if generation is not None:
+        generation_shape(shape.dims, shape.twisted, generation)
+    return shape
 
 
 def require_allocatable(shape: Shape) -> Shape:

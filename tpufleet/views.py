@@ -1,6 +1,8 @@
 """Read-only views of the fleet state, as plain JSON-able data (pure).
 
-These are the documented `-o json` shapes of `show` and `status`.
+These are the documented `-o json` shapes of `show` and `status`. A pod of an accelerator generation says which
+(`generation`: tpu-v4, tpu-v5p, tpu7x); a pod without one is the built-in TPU v4 model and its rows leave the
+field out, as they always have.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_
 from tpufleet.fleetstate import FleetState, Slice
 from tpufleet.health import Health
 from tpufleet.ids import LinkId, OcsId
-from tpufleet.model import inventory_counts, pod_ocs
+from tpufleet.model import Pod, inventory_counts, pod_ocs
 from tpufleet.xconnect import missing_pairs
 
 Row = dict[str, Any]
@@ -32,21 +34,32 @@ def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
     rows = []
     for pod in state.fleet.pods:
         for pos, cube in enumerate(pod.cubes):
-            rows.append(
-                {
-                    "id": f"cube:{cube}",
-                    "cube": cube,
-                    "pod": pod.name,
-                    "position": pos,
-                    "machines": MACHINES_PER_CUBE,
-                    "chips": CHIPS_PER_CUBE,
-                    "optical_links": OPTICAL_LINKS_PER_CUBE,
-                    "state": "out" if not health.cube_ok(cube) else ("allocated" if cube in users else "free"),
-                    "slices": users.get(cube, []),
-                    "faults": health.cubes_out.get(cube, []),
-                }
-            )
+            row: Row = {
+                "id": f"cube:{cube}",
+                "cube": cube,
+                "pod": pod.name,
+                "position": pos,
+                "machines": MACHINES_PER_CUBE,
+                "chips": CHIPS_PER_CUBE,
+                "optical_links": OPTICAL_LINKS_PER_CUBE,
+                "state": "out" if not health.cube_ok(cube) else ("allocated" if cube in users else "free"),
+                "slices": users.get(cube, []),
+                "faults": health.cubes_out.get(cube, []),
+            }
+            rows.append(with_generation(row, pod))
     return rows
+
+
+def with_generation(row: Row, pod: Pod) -> Row:
+    """`row` with the pod's `generation` when it has one; unchanged for the built-in v4 model."""
+    if pod.generation is not None:
+        row["generation"] = pod.generation.name
+    return row
+
+
+def pod_generations(state: FleetState) -> dict[str, str]:
+    """pod -> its generation, for the pods that have one (the others are the built-in TPU v4 model)."""
+    return {p.name: p.generation.name for p in state.fleet.pods if p.generation is not None}
 
 
 def _effect(target: object) -> str:
@@ -116,17 +129,18 @@ def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
     rows = []
     for pod in state.fleet.pods:
         for ocs in pod_ocs(pod.name):
-            rows.append(
-                {
-                    "id": str(ocs),
-                    "pod": ocs.pod,
-                    "dim": ocs.dim,
-                    "index": ocs.index,
-                    "health": "failed" if ocs in health.ocs_down else "ok",
-                    "ports_cabled": 2 * len(pod.cubes),
-                    "xconnects": [list(p) for p in sorted(state.ocs.get(ocs, ()))],
-                }
-            )
+            row: Row = {
+                "id": str(ocs),
+                "pod": ocs.pod,
+                "dim": ocs.dim,
+                "index": ocs.index,
+                "health": "failed" if ocs in health.ocs_down else "ok",
+                "ports_cabled": 2 * len(pod.cubes),
+                "xconnects": [list(p) for p in sorted(state.ocs.get(ocs, ()))],
+            }
+            if pod.generation is not None:
+                row["ports"] = pod.generation.ocs_ports
+            rows.append(with_generation(row, pod))
     return rows
 
 
@@ -137,9 +151,11 @@ def status(state: FleetState) -> Row:
         counts[row["state"]] += 1
     inv = inventory_counts(state.fleet)
     slices = slice_rows(state)
+    generations = pod_generations(state)
     return {
         "serial": state.serial,
         "inventory": inv,
+        **({"generations": generations} if generations else {}),
         "cubes": counts,
         "ocs": {
             "total": inv["ocs"],

@@ -6,6 +6,10 @@
    {B, d, i, in} (south port);
 4. the diff against the OCS's current cross-connects: add, remove (old pairs on a needed port), keep.
 
+An OCS has as many ports a side as its pod's generation gives it (68 of a 136-port Palomar for the built-in TPU
+v4 model, 144 of 288 for TPU7x): a cube's position must be below that, else its pairs are blocked. There are
+16 OCS per dimension whatever the generation (a cube face has 16 optical links).
+
 >>> from tpufleet.shapes import parse_shape
 >>> from tpufleet.model import default_fleet
 >>> coords = {f"c{i:02d}": (i // 4, i // 2 % 2, i % 2) for i in range(8)}
@@ -107,9 +111,24 @@ def diff(wanted: Mapping[OcsId, list[Pair]], current: OcsState) -> list[OcsChang
     return changes
 
 
-def unusable(wanted: Mapping[OcsId, list[Pair]], fleet: Fleet, health: Health) -> list[str]:
-    """Every needed OCS or port that is failed or drained, named by its id."""
+def uncabled(wanted: Mapping[OcsId, list[Pair]], fleet: Fleet) -> list[str]:
+    """Every needed port past the OCS's ports on a side (a pod holding more cubes than its generation's OCS serve).
+
+    >>> from tpufleet.model import default_fleet
+    >>> uncabled({OcsId("pod0", "x", 0): [(0, 1), (70, 2)]}, default_fleet())
+    ['port 70 of ocs:pod0/x/0 is past its 68 ports a side']
+    """
     problems = []
+    for ocs in sorted(wanted, key=ocs_order):
+        limit = fleet.pod_by_name[ocs.pod].ports_per_side
+        past = sorted({p for pair in wanted[ocs] for p in pair if p >= limit})
+        problems += [f"port {p} of {ocs} is past its {limit} ports a side" for p in past]
+    return problems
+
+
+def unusable(wanted: Mapping[OcsId, list[Pair]], fleet: Fleet, health: Health) -> list[str]:
+    """Every needed OCS or port that is failed, drained or not cabled, named by its id."""
+    problems = uncabled(wanted, fleet)
     for ocs in sorted(wanted, key=ocs_order):
         if ocs in health.ocs_down:
             problems.append(f"{ocs} is down (faults {', '.join(health.ocs_down[ocs])})")

@@ -74,18 +74,20 @@ def allocate_cmd(
     """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice; with --slices N, N
     identical slices for one multislice job, all or none."""
     from tpufleet.errors import BadInput
-    from tpufleet.shapes import parse_shape
+    from tpufleet.shapes import ShapeText, parse_dims, parse_shape
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
-    parsed = parse_shape(shape, twisted)
+    parse_dims(shape)  # the syntax now; the shape rule once the pod (its generation) is known
     safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
     pods = _pods(pod)
     if slices is not None:
         from tpufleet.ops.jobs import JobRequest
 
         _check_job_options(slices, elastic, cubes)
-        req = JobRequest(name, parsed, slices, tuple(pods), spread, elastic, not no_ft, min_throughput)
+        req = JobRequest(
+            name, parse_shape(shape, twisted), slices, tuple(pods), spread, elastic, not no_ft, min_throughput
+        )
         return _allocate_job(ctx, req, output)
     for option, given_value in (("--spread", spread), ("--elastic", elastic is not None)):
         if given_value:
@@ -100,7 +102,9 @@ def allocate_cmd(
     now = utc_now()
     one_pod = pods[0] if pods else None
     outcome = ctx.obj.mutate(
-        lambda state: ops.allocate(state, name, parsed, now, one_pod, given, not no_ft, min_throughput)
+        lambda state: ops.allocate(
+            state, name, ShapeText(shape, twisted), now, one_pod, given, not no_ft, min_throughput
+        )
     )
     emit(outcome.data, output, lambda: _describe(outcome.data))
 

@@ -120,10 +120,15 @@ def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:
     return rows
 
 
+def _generation_tag(pod: Row) -> str:
+    """' tpu7x' after a pod's name when it has a generation (the built-in TPU v4 model shows none)."""
+    return f" {escape(pod['generation'])}" if "generation" in pod else ""
+
+
 def _pod_panels(r: Row, colours: dict[str, str]) -> str:
     legend = {e["slice"]: e for e in r["map"]["legend"]}
     return "".join(
-        f'<div class="panel"><h3>{escape(p["pod"])} <span class="sub">{p["counts"]["slice"]} in slices, {p["counts"]["free"]} free, '
+        f'<div class="panel"><h3>{escape(p["pod"])}{_generation_tag(p)} <span class="sub">{p["counts"]["slice"]} in slices, {p["counts"]["free"]} free, '
         f"{p['counts']['out']} out, {p['counts']['drained']} drained</span></h3>{pod_svg(p, colours, legend)}</div>"
         for p in r["map"]["pods"]
     )

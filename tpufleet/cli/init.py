@@ -10,23 +10,43 @@ from tpufleet.cli.render import emit
 
 @app.command(
     "init",
-    epilog=examples("tpufleet init", "tpufleet init --pods 4", "tpufleet --state /srv/tpufleet init --force"),
+    epilog=examples(
+        "tpufleet init",
+        "tpufleet init --pods 4",
+        "tpufleet init --generation tpu7x --pods 2      # two TPU7x superpods of 144 cubes",
+        "tpufleet --state /srv/tpufleet init --force",
+    ),
 )
 def init_cmd(
     ctx: typer.Context,
     pods: Annotated[int, typer.Option("--pods", help="Number of pods")] = 1,
-    cubes_per_pod: Annotated[int, typer.Option("--cubes-per-pod", help="Cubes per pod (at most 68)")] = 64,
+    cubes_per_pod: Annotated[
+        int | None,
+        typer.Option(
+            "--cubes-per-pod",
+            help="Cubes per pod (default: the generation's pod, 64 without one; at most its OCS ports per side, 68)",
+        ),
+    ] = None,
+    generation: Annotated[
+        str | None,
+        typer.Option(
+            "--generation",
+            help="Accelerator generation of the pods: tpu-v4, tpu-v5p or tpu7x (default: the built-in TPU v4 model)",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing fleet state")] = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Create the fleet state (default: one TPUv4 pod of 64 cubes)."""
     from tpufleet.model import default_fleet
     from tpufleet.ops import fleet as fleet_ops
+    from tpufleet.state import generations
 
-    fleet = default_fleet(pods, cubes_per_pod)
+    gen = None if generation is None else generations.shipped(generation)
+    fleet = default_fleet(pods, cubes_per_pod, gen)
     store = ctx.obj.store()
     with store.creation(fleet, replace=force) as tx:  # refuses an existing state unless --force, under the lock
-        outcome = fleet_ops.init(tx.state, pods, cubes_per_pod, replaced=tx.replaced)
+        outcome = fleet_ops.init(tx.state, replaced=tx.replaced)
         tx.commit(outcome.change)
     data = {"state_dir": str(store.dir), **outcome.data}
     counts = data["inventory"]
@@ -34,7 +54,9 @@ def init_cmd(
         data,
         output,
         lambda: (
-            f"fleet written to {store.dir} (serial {data['serial']}): "
+            f"fleet written to {store.dir} (serial {data['serial']}"
+            + (f", generation {data['generation']}" if "generation" in data else "")
+            + "): "
             + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
             + (f"\nreplaced a state of {fleet_ops.dropped_words(data['replaced'])}" if "replaced" in data else "")
         ),

@@ -39,6 +39,7 @@ def _table(what: What, rows: list[dict]) -> str:
 
 
 def _inventory_table(rows: list[dict]) -> str:
+    generations = any("generation" in r for r in rows)  # a column only when a pod has one
     return grid(
         [
             [
@@ -49,9 +50,10 @@ def _inventory_table(rows: list[dict]) -> str:
                 ",".join(r["slices"]) or "-",
                 ",".join(r["faults"]) or "-",
             ]
+            + ([r.get("generation", "tpu-v4")] if generations else [])
             for r in rows
         ],
-        ["cube", "pod", "port", "state", "slices", "faults"],
+        ["cube", "pod", "port", "state", "slices", "faults"] + (["generation"] if generations else []),
     )
 
 
@@ -167,8 +169,10 @@ def show_cmd(
 
 def _status_text(s: dict) -> str:
     inv, cubes = s["inventory"], s["cubes"]
+    gens = s.get("generations", {})
     lines = [
-        f"serial {s['serial']}  ·  {inv['pods']} pod(s), {inv['cubes']} cubes, {inv['chips']} chips, {inv['ocs']} OCS",
+        f"serial {s['serial']}  ·  {inv['pods']} pod(s), {inv['cubes']} cubes, {inv['chips']} chips, {inv['ocs']} OCS"
+        + (f"  ·  {_generations_text(gens, inv['pods'])}" if gens else ""),
         f"cubes: {cubes['free']} free, {cubes['allocated']} allocated, {cubes['out']} out of the pool",
         f"OCS: {s['ocs']['failed']} failed, {s['ocs']['xconnects']} cross-connects in place",
         f"open faults: {s['open_faults']}",
@@ -201,6 +205,13 @@ def _status_text(s: dict) -> str:
     if s["stale_routes"]:
         lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
     return "\n".join(lines)
+
+
+def _generations_text(gens: dict[str, str], pods: int) -> str:
+    """'tpu7x' when every pod is of one generation, else 'pod0 tpu-v4, pod1 tpu7x' (built-in v4: 'tpu-v4')."""
+    if len(gens) == pods and len(set(gens.values())) == 1:
+        return next(iter(gens.values()))
+    return ", ".join(f"{pod} {gen}" for pod, gen in gens.items()) + " (others: built-in tpu-v4)"
 
 
 @app.command("status", epilog=examples("tpufleet status", "tpufleet status -o json | jq .open_faults"))

@@ -7,6 +7,11 @@ imported, every machine, named `tpu-CUBE-mMM` (e.g. `tpu-c05-m03`). A cube's par
 else the cube id; a pod's block is the imported one, else the pod name. So an exported node list imported into
 the same state changes nothing, and imported into a fresh state of the same shape gives the same cubes,
 machines, faults and drains (see `node_labels`).
+
+The accelerator label, the Kueue flavors and a Slice's `type` come from each pod's generation
+(`Generation.gke_accelerator`: tpu-v4-podslice, tpu-v5p-slice, tpu7x); a pod without one is the built-in TPU v4
+model and keeps `tpu-v4-podslice`. A Slice takes its pod's accelerator only where the Slice CRD knows it as a
+type (`SLICE_TYPES`); the others keep the type the caller gives.
 """
 
 from __future__ import annotations
@@ -19,11 +24,18 @@ from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LabelKeys
+from tpufleet.model import Pod
 
 Doc = dict[str, Any]
 KUEUE_API = "kueue.x-k8s.io/v1beta1"
 SLICE_API = "accelerator.gke.io/v1beta1"
 TPU_TAINT = "google.com/tpu"  # GKE taints TPU nodes with it; pods (and Kueue flavors) must tolerate it
+SLICE_TYPES = frozenset({"tpu7x"})  # accelerators of a generation that the Slice CRD's spec.type accepts
+
+
+def accelerator(pod: Pod) -> str:
+    """The pod's GKE accelerator label value: its generation's, else the built-in TPU v4 model's."""
+    return DEFAULT_ACCELERATORS[0] if pod.generation is None else pod.generation.gke_accelerator
 
 
 class Names:
@@ -75,7 +87,7 @@ def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool
                     items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": own}})
                     continue
                 labels = {
-                    keys.accelerator: DEFAULT_ACCELERATORS[0],
+                    keys.accelerator: accelerator(pod),
                     keys.topology: "4x4x4",
                     keys.block: names.block(pod.name),
                     keys.partition: names.partition(cube),
@@ -130,7 +142,8 @@ def _node(name: str, labels: dict[str, str], cordoned: bool, down: str | None) -
 # ---- Kueue -------------------------------------------------------------------------------------------------
 def kueue_topology(state: FleetState, name: str = "tpufleet", keys: LabelKeys | None = None) -> list[Doc]:
     """A Kueue `Topology` (block -> 4x4x4 partition -> host: a slice's chips in one partition share an
-    electrical mesh, in one block an OCS pod) and a `ResourceFlavor` of the fleet's TPU nodes that uses it."""
+    electrical mesh, in one block an OCS pod) and a `ResourceFlavor` of the fleet's TPU nodes that uses it, one
+    per accelerator of its pods (in pod order; a fleet of one generation has one)."""
     keys = keys or LabelKeys()
     levels = [keys.block, keys.partition, keys.hostname]
     topology = {
@@ -139,17 +152,20 @@ def kueue_topology(state: FleetState, name: str = "tpufleet", keys: LabelKeys | 
         "metadata": {"name": name},
         "spec": {"levels": [{"nodeLabel": label} for label in levels]},
     }
-    flavor = {
-        "apiVersion": KUEUE_API,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": f"{name}-{DEFAULT_ACCELERATORS[0]}"},
-        "spec": {
-            "nodeLabels": {keys.accelerator: DEFAULT_ACCELERATORS[0], keys.topology: "4x4x4"},
-            "topologyName": name,
-            "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
-        },
-    }
-    return [topology, flavor]
+    flavors = [
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": f"{name}-{acc}"},
+            "spec": {
+                "nodeLabels": {keys.accelerator: acc, keys.topology: "4x4x4"},
+                "topologyName": name,
+                "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        }
+        for acc in dict.fromkeys(accelerator(p) for p in state.fleet.pods)  # one per accelerator, in pod order
+    ]
+    return [topology, *flavors]
 
 
 # ---- Slurm -------------------------------------------------------------------------------------------------
@@ -219,10 +235,12 @@ _SLICE_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 MAX_SLICE_NAME = 49  # the Slice reference: the controller appends "-" and an 8-character hash within 63
 
 
-def slices(state: FleetState, accelerator: str = DEFAULT_ACCELERATORS[0]) -> tuple[list[Doc], list[Doc]]:
+def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tuple[list[Doc], list[Doc]]:
     """One `Slice` per whole-cube slice (partition ids = its cubes' partitions, in slice order) and the
-    sub-cube slices skipped (a Slice is made of whole 4x4x4 partitions)."""
+    sub-cube slices skipped (a Slice is made of whole 4x4x4 partitions). Its type: the pod's accelerator where
+    it is one of `SLICE_TYPES` (tpu7x), else `slice_type`."""
     names, out, skipped, used = Names(state), [], [], set[str]()
+    pod_types = {p.name: accelerator(p) for p in state.fleet.pods if accelerator(p) in SLICE_TYPES}
     for name in sorted(state.slices):
         sl = state.slices[name]
         if sl.machines:
@@ -235,7 +253,7 @@ def slices(state: FleetState, accelerator: str = DEFAULT_ACCELERATORS[0]) -> tup
                 "kind": "Slice",
                 "metadata": {"name": k8s_name, "annotations": {"tpufleet.io/slice": name}},
                 "spec": {
-                    "type": accelerator,
+                    "type": pod_types.get(sl.pod, slice_type),
                     "topology": sl.shape.text,
                     "partitionIds": [names.partition(c) for c in sl.cubes],
                 },

@@ -43,6 +43,7 @@ class FleetCollector(Collector):
     def _state(self) -> Iterator[Metric]:
         info = InfoMetricFamily("tpufleet", "The tool that wrote these metrics.", value={"version": self.version})
         yield info
+        yield from self._generations()
         yield GaugeMetricFamily(
             "tpufleet_state_serial", "Serial of the state (one more per change).", self.state.serial
         )
@@ -53,6 +54,20 @@ class FleetCollector(Collector):
                 self.last_change,
                 unit="seconds",
             )
+
+    def _generations(self) -> Iterator[Metric]:
+        """`tpufleet_pod_generation_info{pod, generation, accelerator}` for each pod of a generation; none in a
+        fleet of the built-in TPU v4 model, whose metrics stay as they were."""
+        pods = [p for p in self.state.fleet.pods if p.generation is not None]
+        if not pods:
+            return
+        family = InfoMetricFamily(
+            "tpufleet_pod_generation", "Accelerator generation of a pod.", labels=["pod", "generation", "accelerator"]
+        )
+        for p in pods:
+            assert p.generation is not None
+            family.add_metric([p.name, p.generation.name, p.generation.gke_accelerator], {})
+        yield family
 
     def _cubes_and_faults(self) -> Iterator[Metric]:
         cubes = GaugeMetricFamily(

@@ -7,11 +7,16 @@ from tpufleet.model import inventory_counts
 from tpufleet.ops.outcome import Outcome
 
 
-def init(state: FleetState, pods: int, cubes_per_pod: int, replaced: dict[str, int] | None) -> Outcome:
+def init(state: FleetState, replaced: dict[str, int] | None) -> Outcome:
     """Describe the fleet a new state starts with (the caller's `Store.creation` made it), and what the state it
-    replaces held (`replaced`: counts, None when there was none)."""
+    replaces held (`replaced`: counts, None when there was none); a fleet of a generation says which."""
+    pods = state.fleet.pods
     data: dict[str, object] = {"serial": state.next_serial, "inventory": inventory_counts(state.fleet)}
-    summary = f"init: {pods} pod(s) x {cubes_per_pod} cubes"
+    summary = f"init: {len(pods)} pod(s) x {len(pods[0].cubes)} cubes"
+    names = list(dict.fromkeys(p.generation_name for p in pods if p.generation_name))
+    if names:  # only when set: an init of the built-in v4 model says what it always said
+        data["generation"] = names[0] if len(names) == 1 else names
+        summary += f" of {', '.join(names)}"
     if replaced is not None:
         data["replaced"] = replaced
         summary += f" (replaced a state of {dropped_words(replaced)})"

@@ -7,23 +7,28 @@ from collections.abc import Sequence
 from tpufleet import allocation
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
+from tpufleet.generations import Generation
 from tpufleet.ops.jobs import name_clash, release_job
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after
-from tpufleet.shapes import Shape
+from tpufleet.shapes import Shape, ShapeText
 
 
 def allocate(
     state: FleetState,
     name: str,
-    shape: Shape,
+    shape: Shape | ShapeText,
     now: str,
     pod: str | None = None,
     cubes: Sequence[str] | None = None,
     fault_tolerant_routing: bool = True,
     min_throughput: float = DEFAULT_MIN_THROUGHPUT,
 ) -> Outcome:
-    """Reserve healthy free cubes (any of one pod, or the given ones) or machines inside a cube."""
+    """Reserve healthy free cubes (any of one pod, or the given ones) or machines inside a cube; a shape as
+    written is checked against the rule of the pod's generation (of the first generation that takes it, when
+    the slice may go to pods of several)."""
+    if isinstance(shape, ShapeText):  # first, as when the command line parsed it
+        shape = _shape_for(state, shape, pod, cubes)
     twin = next((other for other in state.slices if other.casefold() == name.casefold()), None)
     if twin is not None:
         # Names become table file names, and "A" and "a" are one file on a case-insensitive file system.
@@ -49,6 +54,24 @@ def allocate(
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record()}
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
+
+
+def _shape_for(state: FleetState, text: ShapeText, pod: str | None, cubes: Sequence[str] | None) -> Shape:
+    """The shape under the rule of the pods the slice may go to: the given pod, the pod of the given cubes, or
+    any; the first rule that takes it, else the first refusal."""
+    fleet = state.fleet
+    if pod is None and cubes and cubes[0] in fleet.cube_pod:
+        pod = fleet.cube_pod[cubes[0]]
+    pods = [fleet.pod_by_name[pod]] if pod in fleet.pod_by_name else list(fleet.pods)
+    generations: list[Generation | None] = list(dict.fromkeys(p.generation for p in pods))
+    refusal: BadInput | None = None
+    for generation in generations:
+        try:
+            return text.under(generation)
+        except BadInput as exc:
+            refusal = refusal or exc
+    assert refusal is not None  # a fleet has at least one pod
+    raise refusal
 
 
 def release(state: FleetState, name: str) -> Outcome:

@@ -24,6 +24,7 @@ from tpufleet.fleetstate import (
 from tpufleet.ids import HostId, OcsId, parse_target
 from tpufleet.model import Fleet, Pod
 from tpufleet.shapes import Vec, parse_shape
+from tpufleet.state import generations
 
 Doc = dict[str, Any]
 
@@ -33,7 +34,7 @@ def _vec(value: list[int]) -> Vec:
 
 
 def decode(doc: Doc) -> FleetState:
-    fleet = Fleet(tuple(Pod(p["name"], tuple(p["cubes"])) for p in doc["fleet"]["pods"]))
+    fleet = Fleet(tuple(_decode_pod(p) for p in doc["fleet"]["pods"]))
     return FleetState(
         fleet=fleet,
         serial=doc["serial"],
@@ -46,6 +47,19 @@ def decode(doc: Doc) -> FleetState:
         k8s=_decode_k8s(doc.get("k8s", {})),
         jobs={name: _decode_job(name, job) for name, job in doc.get("jobs", {}).items()},
     )
+
+
+def _decode_pod(pod: Doc) -> Pod:
+    """A pod; `generation` names a shipped profile (absent: the built-in TPU v4 model, as in older states)."""
+    name = pod.get("generation")
+    return Pod(pod["name"], tuple(pod["cubes"]), None if name is None else generations.shipped(name))
+
+
+def _encode_pod(pod: Pod) -> Doc:
+    out: Doc = {"name": pod.name, "cubes": list(pod.cubes)}
+    if pod.generation is not None:  # only when set: a state of the built-in v4 model keeps the file's old shape
+        out["generation"] = pod.generation.name
+    return out
 
 
 def _decode_job(name: str, job: Doc) -> Job:
@@ -118,7 +132,7 @@ def encode(state: FleetState) -> Doc:
     doc: Doc = {
         "serial": state.serial,
         "next_fault": state.next_fault,
-        "fleet": {"pods": [{"name": p.name, "cubes": list(p.cubes)} for p in state.fleet.pods]},
+        "fleet": {"pods": [_encode_pod(p) for p in state.fleet.pods]},
         "faults": [f.record() for f in state.faults],
         "slices": {name: sl.record() for name, sl in state.slices.items()},
         "ocs": {k.key: _pairs(v) for k, v in sorted(state.ocs.items()) if v},

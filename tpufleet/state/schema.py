@@ -11,6 +11,8 @@ from typing import Any, NoReturn
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, MAX_REASON_CHARS, OCS_PER_DIM, PORTS_PER_SIDE
 from tpufleet.doccheck import Schema, Validator, check, compiled
 from tpufleet.errors import BadStateFile
+from tpufleet.generations import MAX_POD_CUBES
+from tpufleet.state import generations
 
 __all__ = ["SCHEMA_VERSION", "STATE_SCHEMA", "Schema", "Validator", "check", "compiled", "validate"]
 
@@ -104,10 +106,16 @@ STATE_SCHEMA = {
                                 "type": "array",
                                 "items": _CUBE,
                                 "minItems": 1,
-                                "maxItems": PORTS_PER_SIDE,
+                                "maxItems": MAX_POD_CUBES,
                                 "uniqueItems": True,
                             },
+                            # a shipped generation profile; absent: the built-in TPU v4 model (older states)
+                            "generation": {"enum": generations.names()},
                         },
+                        # a pod of the built-in model: one cube per port on a side of its 136-port OCS; a pod of
+                        # a generation: its OCS's ports, checked in `_check_pods`
+                        "if": {"not": {"required": ["generation"]}},
+                        "then": {"properties": {"cubes": {"maxItems": PORTS_PER_SIDE}}},
                     },
                 }
             },
@@ -234,11 +242,27 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
             seen[cube] = pod["name"]
     if len(pods) != len(doc["fleet"]["pods"]):
         raise BadStateFile(file, "fleet.pods", list(pods), "pod names must be unique")
+    _check_pods(doc["fleet"]["pods"], file)
     _check_slices(doc["slices"], seen, file)
     _check_ocs(doc["ocs"], pods, file)
     _check_faults(doc, pods, seen, file)
     _check_k8s(doc.get("k8s", {}), pods, seen, file)
     _check_jobs(doc.get("jobs", {}), doc["slices"], file)
+
+
+def _check_pods(pods: list[dict[str, Any]], file: str) -> None:
+    """A pod of a generation has at most one cube per port on a side of its OCS (the schema checks the others)."""
+    for i, pod in enumerate(pods):
+        if "generation" not in pod:
+            continue
+        gen = generations.shipped(pod["generation"])
+        if len(pod["cubes"]) > gen.ports_per_side:
+            raise BadStateFile(
+                file,
+                f"fleet.pods.{i}.cubes",
+                f"{len(pod['cubes'])} cubes",
+                f"a {gen.name} pod has at most {gen.ports_per_side} cubes (its OCS has {gen.ocs_ports} ports)",
+            )
 
 
 def _check_jobs(jobs: dict[str, Any], slices: dict[str, Any], file: str) -> None:
