@@ -218,3 +218,18 @@ def test_messages_quote_at_most_60_characters_of_a_bad_value(fleet, args):
     assert r.code in (1, 2)
     (line,) = r.err.strip().splitlines()
     assert "'" + "x" * 61 not in line and len(line) < 600  # a quoted value at most 60, a bare path at most 400
+
+
+def test_the_maps_own_colours_are_stripped_off_a_terminal_not_shown_escaped(fleet, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "cube:c09").code == 0
+    out = fleet("show", "map").out
+    assert "\x1b" not in out and "\\x1b" not in out
+    assert "X" in out and "A" in out
+
+
+def test_terminal_safe_keeps_colours_and_escapes_every_other_sequence():
+    from tpufleet.text import terminal_safe
+
+    assert terminal_safe("\x1b[32mA\x1b[0m \x1b[2J\x1b]0;t\x07") == "\x1b[32mA\x1b[0m \\x1b[2J\\x1b]0;t\\x07"

@@ -18,6 +18,7 @@ from pathlib import Path
 CORE = (
     "allocation",
     "availability",
+    "capacity",
     "collectives",
     "constants",
     "doccheck",

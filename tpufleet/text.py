@@ -14,9 +14,13 @@ escaped everywhere else.
 
 from __future__ import annotations
 
+import enum
 import re
 
 _UNPRINTABLE = re.compile(r"[^\t\n\x20-\x7e]")  # anything else is looked at once by `str.isprintable`
+# A colour or weight (SGR: ESC [ digits m) is the only escape sequence kept: tpufleet's own map colours, which
+# Click strips off a terminal. It cannot move the cursor, clear the screen or set a title; every other ESC is shown.
+_SGR_OR_UNPRINTABLE = re.compile(r"\x1b\[[0-9;]*m|[^\t\n\x20-\x7e]")
 
 
 def _escape(char: str) -> str:
@@ -36,7 +40,12 @@ def terminal_safe(text: str) -> str:
     is not printable escaped."""
     if not _UNPRINTABLE.search(text):
         return text
-    return _UNPRINTABLE.sub(lambda m: m.group() if m.group() in "\t\n" else _escape(m.group()), text)
+
+    def shown(m: re.Match[str]) -> str:
+        char = m.group()
+        return char if char in "\t\n" or len(char) > 1 else _escape(char)
+
+    return _SGR_OR_UNPRINTABLE.sub(shown, text)
 
 
 # A quoted value: no spaces and over 60 characters, or anything over 300 (two apostrophes of a sentence are
@@ -66,3 +75,25 @@ def bounded(text: str, limit: int) -> str:
     """`printable(text)` cut to at most `limit` characters, the cut marked with an ellipsis."""
     text = printable(text[: 4 * limit])
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Output(str, enum.Enum):
+    """What every command prints with -o: a table for people, json or yaml for scripts."""
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+class ReportOutput(str, enum.Enum):
+    """What a report may print besides: csv, Markdown and an HTML page, each by the command's own renderer.
+
+    A report offers those it has a renderer for (see `tpufleet.cli.app.report_formats`).
+    """
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    csv = "csv"
+    md = "md"
+    html = "html"

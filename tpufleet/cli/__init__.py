@@ -12,6 +12,7 @@ import sys
 from tpufleet.cli import (  # noqa: F401
     allocate,
     availability,
+    capacity,
     collective,
     explain,
     faults,
