@@ -35,10 +35,8 @@ from tpufleet.constants import (
 
 if TYPE_CHECKING:
     import numpy as np
-    import numpy.typing as npt
 
-    BoolArray = npt.NDArray[np.bool_]
-    IntArray = npt.NDArray[np.int64]
+    from tpufleet.constants import BoolArray, Int64Array
 
 Vec = tuple[int, int, int]
 
@@ -162,7 +160,7 @@ def simulate(
     return {key: v.tolist() for key, v in counts.items()}
 
 
-def _host_coords() -> tuple[IntArray, IntArray, IntArray]:
+def _host_coords() -> tuple[Int64Array, Int64Array, Int64Array]:
     """(x, y, z) in the static pod's host torus (8 x 8 x 16) of host number cube * 16 + machine (cubes numbered
     row-major in the 4 x 4 x 4 STATIC_CUBE_GRID)."""
     import numpy as np
@@ -178,7 +176,7 @@ def _host_coords() -> tuple[IntArray, IntArray, IntArray]:
     return hx, hy, hz
 
 
-def _static_batch(host_up: BoolArray, ks: list[int], boxes: dict[int, list[Vec]], grid: Vec) -> IntArray:
+def _static_batch(host_up: BoolArray, ks: list[int], boxes: dict[int, list[Vec]], grid: Vec) -> Int64Array:
     """Per k: trials in which some box of healthy hosts exists.
 
     Failures are few, so instead of summing every box the search marks, per trial, the box origins each failed
@@ -210,14 +208,14 @@ def _static_batch(host_up: BoolArray, ks: list[int], boxes: dict[int, list[Vec]]
 
 
 def _fits(
-    failed: IntArray,
-    per_row: IntArray,
+    failed: Int64Array,
+    per_row: Int64Array,
     A: int,
     B: int,
     C: int,
-    hx: IntArray,
-    hy: IntArray,
-    hz: IntArray,
+    hx: Int64Array,
+    hy: Int64Array,
+    hz: Int64Array,
     X: int,
     Y: int,
     Z: int,

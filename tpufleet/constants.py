@@ -1,19 +1,33 @@
-"""The hardware's numbers, each defined once (TPUv4 pod, "Resiliency at Scale" section 2-3).
+"""The hardware's numbers, the axes and the units, each defined once (TPUv4 pod, "Resiliency at Scale" section 2-3).
 
-Every other module imports them from here; a literal 16, 48, 64 or 96 elsewhere is a bug waiting to drift.
+Every other module imports them from here; a literal 16, 48, 64 or 96 (or 3600, 86400, 2**20) elsewhere is a bug
+waiting to drift.
 
 >>> CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE, OCS_PER_POD
 (64, 16, 96, 48)
 >>> OPTICAL_LINKS_PER_CUBE * CUBES_PER_POD  # optical links in a pod
 6144
+>>> OPPOSITE, DAY // HOUR, MiB
+((1, 0, 3, 2, 5, 4), 24, 1048576)
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    # The array aliases of annotations (import them under TYPE_CHECKING): two integer meanings, two names.
+    Int64Array = npt.NDArray[np.int64]  # chip ids, ring orders, counts: always int64
+    IntArray = npt.NDArray[np.signedinteger[Any]]  # indices of any signed width (int8 to int64, chosen by size)
+    BoolArray = npt.NDArray[np.bool_]
 
 DIMS: Final = ("x", "y", "z")
 DIRECTIONS: Final = ("+x", "-x", "+y", "-y", "+z", "-z")  # a chip's six ICI ports, in port-number order
+# The port facing the other way, by port number: OPPOSITE[p] is -x for +x, +x for -x, ...
+OPPOSITE: Final = tuple(DIRECTIONS.index({"+": "-", "-": "+"}[d[0]] + d[1]) for d in DIRECTIONS)
 POLARITIES: Final = ("out", "in")  # out links leave the + face, in links enter the - face
 
 CUBE_EDGE: Final = 4  # a cube is a 4x4x4 electrical mesh of chips
@@ -44,3 +58,13 @@ STATIC_CUBE_GRID: Final = (4, 4, 4)
 # Virtual channels per ICI link in the hardware ("turns, datelines, balance"): routing tables that need more
 # cannot be loaded on a slice.
 HARDWARE_VCS: Final = 3
+
+# Units. Times are seconds and sizes bytes everywhere; these name the multiples.
+MINUTE: Final = 60
+HOUR: Final = 60 * MINUTE
+DAY: Final = 24 * HOUR
+WEEK: Final = 7 * DAY
+HOURS_PER_DAY: Final = DAY // HOUR
+KiB: Final = 1024
+MiB: Final = 1024 * KiB
+GiB: Final = 1024 * MiB

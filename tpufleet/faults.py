@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from tpufleet import allocation, xconnect
 from tpufleet.allocation import ALL_MACHINES, Allocation
-from tpufleet.constants import HARDWARE_VCS
+from tpufleet.constants import DIMS, HARDWARE_VCS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
@@ -47,7 +47,7 @@ def _machines_hit(target: TargetId) -> set[int] | None:
     if isinstance(target, ChipId):
         return {machine_of(target.x, target.y, target.z)}
     if isinstance(target, IciId):
-        d = "xyz".index(target.direction[1])
+        d = DIMS.index(target.direction[1])
         other = [target.x, target.y, target.z]
         other[d] += 1 if target.direction[0] == "+" else -1
         return {machine_of(target.x, target.y, target.z), machine_of(*other)}

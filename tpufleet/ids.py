@@ -159,7 +159,7 @@ def _coords(text: str, whole: str) -> tuple[int, int, int]:
     parts = text.split(",")
     if len(parts) != 3:
         raise BadInput(f"bad id {shown(whole)}: chip position {shown(text)} must be x,y,z")
-    return tuple(_int_in(p, 0, CUBE_EDGE - 1, f"coordinate {'xyz'[i]}", whole) for i, p in enumerate(parts))  # type: ignore[return-value]
+    return tuple(_int_in(p, 0, CUBE_EDGE - 1, f"coordinate {DIMS[i]}", whole) for i, p in enumerate(parts))  # type: ignore[return-value]
 
 
 def parse_target(text: str) -> TargetId:
@@ -190,7 +190,7 @@ def parse_target(text: str) -> TargetId:
     if kind == "ici":
         x, y, z = _coords(parts[1], text)
         direction = _choice(parts[2], DIRECTIONS, "direction", text)
-        axis, sign = "xyz".index(direction[1]), direction[0]
+        axis, sign = DIMS.index(direction[1]), direction[0]
         coord = (x, y, z)[axis]
         if (sign == "+" and coord == CUBE_EDGE - 1) or (sign == "-" and coord == 0):
             raise BadInput(

@@ -26,6 +26,7 @@ import math
 import re
 from typing import Any
 
+from tpufleet.constants import MiB
 from tpufleet.errors import BadStateFile
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "MAX_SPEC_BYTES",
     "MAX_STATE_BYTES",
     "JsonProblem",
-    "MiB",
     "check_finite",
     "decode_utf8",
     "load_json",
@@ -45,7 +45,6 @@ __all__ = [
     "parse_json_state",
 ]
 
-MiB = 1024 * 1024
 MAX_SPEC_BYTES = 1 * MiB  # scenario, workload, fault-rate and plan files (YAML parses at 1-3 s per MiB)
 MAX_STATE_BYTES = 64 * MiB  # state.json
 MAX_LOG_BYTES = 256 * MiB  # each goodput event log (1 M native events are about 96 MB)
@@ -139,16 +138,7 @@ def parse_json_line(text: str) -> Any:
     """One line of an event log (the hot path: a million lines a report): `parse_json` without the nesting
     pre-scan or the overflow check. The decoder's own recursion guard still bounds nesting (refused here as a
     JsonProblem), and the readers accept no nested value in any field and range-check every number they use."""
-    try:
-        return _FAST_DECODER.decode(text)
-    except JsonProblem:
-        raise
-    except json.JSONDecodeError as exc:
-        raise JsonProblem(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise JsonProblem("nested too deeply") from None
-    except ValueError as exc:  # an integer too long to parse
-        raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
+    return _decode(_FAST_DECODER, text, one_line=True)
 
 
 class _WrittenAsFloat(float):
@@ -165,12 +155,19 @@ _STATE_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_
 def parse_json_state(text: str) -> Any:
     """`parse_json_line` for the state file: numbers written as floats stay floats for the schema's integer check
     (`"serial": 6.0` is refused, not read as 6)."""
+    return _decode(_STATE_DECODER, text, one_line=False)
+
+
+def _decode(decoder: json.JSONDecoder, text: str, one_line: bool) -> Any:
+    """The decoder's value of `text`, without the nesting pre-scan; JsonProblem saying what is wrong (the column,
+    and the line unless `text` is one line; nesting beyond the decoder's recursion guard)."""
     try:
-        return _STATE_DECODER.decode(text)
+        return decoder.decode(text)
     except JsonProblem:
         raise
     except json.JSONDecodeError as exc:
-        raise JsonProblem(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        where = f"column {exc.colno}" if one_line else f"line {exc.lineno} column {exc.colno}"
+        raise JsonProblem(f"not valid JSON ({exc.msg} at {where})") from None
     except RecursionError:
         raise JsonProblem("nested too deeply") from None
     except ValueError as exc:  # an integer too long to parse

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
+import click
 import typer
+
+from tpufleet.constants import DAY
+from tpufleet.text import Output, ReportOutput  # the formats, defined in the core (the config file names them too)
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -24,18 +27,7 @@ app = typer.Typer(
 )
 
 
-class Output(str, enum.Enum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
-class ReportOutput(str, enum.Enum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-    csv = "csv"
-    md = "md"
+__all__ = ["Output", "OutputOpt", "ReportOutput", "Settings", "app", "examples", "report_formats"]
 
 
 def examples(*lines: str) -> str:
@@ -47,6 +39,12 @@ def examples(*lines: str) -> str:
 
 
 OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts)")]
+
+
+def report_formats(*extra: ReportOutput) -> click.Choice:
+    """The -o choices of a report (a `click_type=` for a `ReportOutput` option): table, json, yaml and the `extra`
+    formats it has renderers for (`tpufleet.cli.render.emit`)."""
+    return click.Choice([f.value for f in (*Output, *extra)])
 
 
 @dataclass
@@ -176,12 +174,12 @@ def root(
     (keys: state, output, lock_timeout, group).
     """
     from tpufleet.errors import BadInput
-    from tpufleet.state.config import OUTPUT_FORMATS
 
-    if output is not None and output not in OUTPUT_FORMATS:
-        raise BadInput(f"bad option -o/--output: {output!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
-    if not 0 <= lock_timeout <= 86400:  # also refuses nan, which every comparison fails
-        raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to 86400 seconds")
+    formats = [f.value for f in ReportOutput]
+    if output is not None and output not in formats:
+        raise BadInput(f"bad option -o/--output: {output!r}; choose one of {', '.join(formats)}")
+    if not 0 <= lock_timeout <= DAY:  # also refuses nan, which every comparison fails
+        raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to {DAY} seconds")
     SETTINGS.debug = debug
     _apply_config(ctx, state, lock_timeout, group, output)
     ctx.obj = SETTINGS

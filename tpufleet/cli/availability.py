@@ -5,8 +5,8 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import ReportOutput, app, examples
-from tpufleet.cli.render import emit, grid
+from tpufleet.cli.app import ReportOutput, app, examples, report_formats
+from tpufleet.cli.render import emit, flat_table, grid
 
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
 
@@ -72,7 +72,13 @@ def simulate_cmd(
         typer.Option("--plot", help='Write a PNG or SVG plot like Fig. 1 of the "Resiliency at Scale" TPUv4 paper'),
     ] = None,
     output: Annotated[
-        ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv or md")
+        ReportOutput,
+        typer.Option(
+            "-o",
+            "--output",
+            click_type=report_formats(ReportOutput.csv, ReportOutput.md),
+            help="table, json, yaml, csv or md",
+        ),
     ] = ReportOutput.table,
 ) -> None:
     """For each slice size, the probability a job can be placed on a static pod, a reconfigurable pod, and a
@@ -107,13 +113,12 @@ def simulate_cmd(
 
         write_output(plot, availability.plot(result, plot.suffix.lower()[1:]))
         result["plot"] = str(plot)
-    fmt = output.value
-    if fmt in ("csv", "md"):
-        from tpufleet.cli.render import flat_table
-
-        typer.echo(flat_table(result["results"], fmt))
-        return
-    emit(result, fmt, lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""))
+    emit(
+        result,
+        output,
+        lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""),
+        {"csv": lambda: flat_table(result["results"], "csv"), "md": lambda: flat_table(result["results"], "md")},
+    )
 
 
 def _availabilities(p: float | None, q: float | None, fault_rates: str | None) -> tuple[float, float, str]:

@@ -1,7 +1,6 @@
 """`tpufleet collective SLICE|JOB --op ... --bytes SIZE`: time and bus bandwidth of a collective on the slice's
 tables, or the hierarchical all-reduce of a multislice job (ICI in each slice, DCN between them)."""
 
-import enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,21 +8,6 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-
-
-class Op(str, enum.Enum):
-    all_reduce = "all-reduce"
-    reduce_scatter = "reduce-scatter"
-    all_gather = "all-gather"
-    all_to_all = "all-to-all"
-
-
-class Algorithm(str, enum.Enum):
-    auto = "auto"
-    ring = "ring"
-    bidir_ring = "bidir-ring"
-    dim_by_dim = "dim-by-dim"
-    direct = "direct"
 
 
 def _ms(seconds: float | None) -> str:

@@ -349,9 +349,10 @@ def metrics_cmd(
 
 def _goodput_report(goodput: list[Path] | None, fmt: str) -> dict[str, Any] | None:
     from tpufleet.errors import BadInput
+    from tpufleet.goodput.events import LOG_FORMATS
 
-    if fmt not in ("native", "ml-goodput"):
-        raise BadInput(f"bad option --goodput-format {fmt!r}: native or ml-goodput")
+    if fmt not in LOG_FORMATS:
+        raise BadInput(f"bad option --goodput-format {fmt!r}: {' or '.join(LOG_FORMATS)}")
     if not goodput:
         return None
     from tpufleet.ops.goodput import build

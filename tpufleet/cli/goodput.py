@@ -1,37 +1,21 @@
 """`tpufleet goodput-report`: ML Productivity Goodput (SG x RG x PG) from job event logs."""
 
-import enum
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 
-from tpufleet.cli.app import app, examples
+from tpufleet.cli.app import ReportOutput, app, examples
+from tpufleet.cli.render import Renderers
+from tpufleet.goodput.events import LOG_FORMATS
+from tpufleet.goodput.metrics import PERIODS
 from tpufleet.timeparse import TIME_HELP
 
 HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MPG first)
-
-
-class LogFormat(str, enum.Enum):
-    native = "native"
-    ml_goodput = "ml-goodput"
-
-
-class Period(str, enum.Enum):
-    day = "day"
-    week = "week"
-
-
-class GoodputOutput(str, enum.Enum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-    csv = "csv"
-    md = "md"
-    html = "html"
 
 
 @app.command(
@@ -52,11 +36,15 @@ def goodput_cmd(
             help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries; gzip-compressed or not; - for stdin"
         ),
     ],
-    fmt: Annotated[LogFormat, typer.Option("--format", help="native or ml-goodput")] = LogFormat.native,
+    fmt: Annotated[
+        str, typer.Option("--format", click_type=click.Choice(LOG_FORMATS), help="native or ml-goodput")
+    ] = "native",
     by: Annotated[
         str, typer.Option("--by", help="Segments: comma-separated accelerator,size,phase,framework,slices")
     ] = "accelerator,size,phase,framework",
-    period: Annotated[Period | None, typer.Option("--period", help="day or week")] = None,
+    period: Annotated[
+        str | None, typer.Option("--period", click_type=click.Choice(PERIODS), help="day or week")
+    ] = None,
     since: Annotated[
         str | None,
         typer.Option("--since", metavar="TIME", help=f"Start of the window: POSIX seconds, {TIME_HELP}"),
@@ -86,8 +74,8 @@ def goodput_cmd(
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file")] = None,
     output: Annotated[
-        GoodputOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")
-    ] = GoodputOutput.table,
+        ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")
+    ] = ReportOutput.table,
 ) -> None:
     """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""
     from tpufleet.cli.progress import progress
@@ -96,10 +84,10 @@ def goodput_cmd(
     dims, t0, t1, pairs, windows = _parse(files, by, since, until, capacity, window, out)
     fleet = ctx.obj.store().load().fleet if capacity == "state" else None
     kind = output.value
-    chosen = period.value if period else ("day" if kind == "html" else None)  # the page charts over periods
+    chosen = period if period else ("day" if kind == "html" else None)  # the page charts over periods
     keep = HTML_TIMELINES if kind == "html" else 0
     with progress("reading logs", None):
-        report = build(files, fmt.value, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet)
+        report = build(files, fmt, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet)
     if capacity is not None and report["input"]["capacity_records"]:
         typer.echo(
             f"tpufleet: note: --capacity is used; the logs' {report['input']['capacity_records']:,} capacity "
@@ -171,7 +159,7 @@ def _text(kind: str, report: dict[str, Any]) -> str:
 
     from tpufleet.goodput import render, wall
 
-    renderers: dict[str, Callable[[], str]] = {
+    renderers: Renderers = {
         "yaml": lambda: yaml.safe_dump(report, sort_keys=False),
         "csv": lambda: render.to_csv(report),
         "md": lambda: render.to_markdown(report),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import typer
@@ -26,9 +26,22 @@ def to_json(data: Any) -> str:
     return json.dumps(finite(data), indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def emit(data, fmt, table: Callable[[], str]) -> None:
+# A command's own renderers of the report formats, by name ("csv", "md", "html"): each called only when chosen.
+Renderers = Mapping[str, Callable[[], str]]
+
+
+def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | None = None) -> None:
+    """`data` as `fmt` (an `Output` or `ReportOutput`) on stdout: json and yaml from the data itself, the table
+    and the report formats from the command's renderers (the table made terminal-safe; csv, md and html escape
+    their own cells). A format the command has no renderer for is refused (exit 2)."""
     value = getattr(fmt, "value", fmt)
-    if value == "json":
+    if value in ("csv", "md", "html"):
+        if renderers is None or value not in renderers:
+            from tpufleet.errors import BadInput
+
+            raise BadInput(f"bad option -o/--output: this command does not write {value}")
+        typer.echo(renderers[value]())
+    elif value == "json":
         typer.echo(to_json(data))
     elif value == "yaml":
         import yaml

@@ -4,10 +4,12 @@ import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import click
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+from tpufleet.ops.routes import EXPORT_FORMATS
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -19,12 +21,6 @@ class Algorithm(str, enum.Enum):
     auto = "auto"
     dor = "dor"
     wild_first = "wild-first"
-
-
-class TableFormat(str, enum.Enum):
-    npz = "npz"
-    json = "json"
-    ibroute = "ibroute"
 
 
 def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
@@ -90,8 +86,13 @@ def routes_cmd(
     ] = "all-to-all,all-reduce",
     out: Annotated[Path | None, typer.Option("--out", help="Also export the tables to this file")] = None,
     fmt: Annotated[
-        TableFormat, typer.Option("--format", help="Export format for --out: npz, json (<= 1024 chips), ibroute")
-    ] = TableFormat.npz,
+        str,
+        typer.Option(
+            "--format",
+            click_type=click.Choice(EXPORT_FORMATS),
+            help="Export format for --out: npz, json (<= 1024 chips), ibroute",
+        ),
+    ] = "npz",
     no_deadlock_check: Annotated[
         bool,
         typer.Option(
@@ -178,7 +179,7 @@ def _route_job(
     slices, skipped = job
     if not slices:
         raise Refused(f"job {name!r} has no wired slice to route: `tpufleet plan-xconnect {name} --apply` wires them")
-    results = [(sl, *_route_slice(store, sl, opts, None, None, TableFormat.npz)) for sl in slices]
+    results = [(sl, *_route_slice(store, sl, opts, None, None, "npz")) for sl in slices]
     data = {
         "job": name,
         "slices": [d for _, d, _, _ in results],
@@ -204,7 +205,7 @@ def _route_slice(
     opts: "RouteRequest",
     table_capacity: int | None,
     out: Path | None,
-    fmt: TableFormat,
+    fmt: str,
     state: "FleetState | None" = None,
 ) -> tuple[dict, list[str], str | None]:
     """One slice's `routes` (`ops.routes.route_slice`), its tables stored in a transaction of their own and the
@@ -230,7 +231,7 @@ def _route_slice(
 
     with progress(f"routing {name}", None), memo.using(cache):
         snapshot = state if state is not None else store.load()
-        export_format = None if out is None else fmt.value
+        export_format = None if out is None else fmt
         done = ops.route_slice(snapshot, name, opts, utc_now(), store_tables, table_capacity, export_format)
     if out is not None:
         write_output(out, done.exported or b"")

@@ -8,6 +8,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+from tpufleet.constants import HOUR
 
 EPILOG = examples(
     "tpufleet sweep fixtures/sweeps/checkpoint-interval.yaml --out ckpt",
@@ -74,7 +75,7 @@ def sweep_cmd(
         typer.Option(
             "--cluster-timeout",
             min=0.1,
-            max=3600,
+            max=HOUR,
             metavar="SECONDS",
             help="How long the --cluster scheduler may take to answer (its workers get 30 s more to appear)",
         ),

@@ -7,6 +7,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+from tpufleet.constants import DIMS
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
     if not pdoc["ocs"]:
         return lines[0] + "\n  sub-cube slice: no cross-connects needed"
     lines.append("  cube coordinates: " + ", ".join(f"{c}={tuple(v)}" for c, v in pdoc["cubes"].items()))
-    for dim in "xyz":
+    for dim in DIMS:
         rows = [o for o in pdoc["ocs"] if o["id"].split("/")[1] == dim]
         add, rem, keep = (
             sum(len(o["add"]) for o in rows),

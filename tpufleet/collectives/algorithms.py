@@ -17,8 +17,9 @@ from tpufleet.collectives.model import (
     pattern,
 )
 from tpufleet.collectives.profile import Profile
-from tpufleet.collectives.schedules import DIMS, Phase, dim_phases, snake_ring
+from tpufleet.collectives.schedules import Phase, dim_phases, snake_ring
 from tpufleet.collectives.tables import Tables, walk
+from tpufleet.constants import DIMS
 from tpufleet.errors import BadInput
 
 if TYPE_CHECKING:

@@ -117,7 +117,7 @@ def ocs_down_graph(shape: Shape, failures: Sequence[tuple[str, int]]) -> ChipGra
     """The live chip graph of a slice with the given OCS down, each as (dimension 'x'|'y'|'z', index 0-15): an
     OCS carries face position `index` of its dimension at every cube boundary, so every cube loses that link
     (both directions). A sub-cube slice has no optical link and keeps its graph."""
-    from tpufleet.constants import CUBE_EDGE
+    from tpufleet.constants import CUBE_EDGE, DIMS
     from tpufleet.ids import face_index
     from tpufleet.topology import coordinates, neighbors
 
@@ -125,10 +125,10 @@ def ocs_down_graph(shape: Shape, failures: Sequence[tuple[str, int]]) -> ChipGra
     if not shape.wraps:
         return alive
     local = coordinates(shape.dims) % CUBE_EDGE
-    faces = [face_index(dim, *xyz) for dim in "xyz" for xyz in local.tolist()]
+    faces = [face_index(dim, *xyz) for dim in DIMS for xyz in local.tolist()]
     n = len(local)
     for dim, index in failures:
-        d = "xyz".index(dim)
+        d = DIMS.index(dim)
         for chip in range(n):
             if local[chip, d] == CUBE_EDGE - 1 and faces[d * n + chip] == index:
                 other = alive[chip, 2 * d]
@@ -146,13 +146,13 @@ def link_down_graph(
     its - face, as in `tpufleet.ids.LinkId`. A link fault takes both directions of its cable."""
     import numpy as np
 
-    from tpufleet.constants import CUBE_EDGE
+    from tpufleet.constants import CUBE_EDGE, DIMS
 
     alive = (ocs_down_graph(shape, []) if alive is None else alive).copy()
     if not shape.wraps:
         return alive
     for cube, dim, index, polarity in links:
-        d = "xyz".index(dim)
+        d = DIMS.index(dim)
         a, b = [k for k in range(3) if k != d]
         local = [0, 0, 0]
         local[a], local[b] = divmod(index, CUBE_EDGE)

@@ -15,20 +15,23 @@ All-to-all sends n/p to every other chip in one step (`direct`), or forwards dim
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from tpufleet.collectives.profile import Profile
-from tpufleet.collectives.schedules import DIMS
 from tpufleet.collectives.tables import Tables, walk
+from tpufleet.constants import DIMS
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
-RING_ALGORITHMS = ("ring", "bidir-ring", "dim-by-dim", "multi-dim")
-A2A_ALGORITHMS = ("direct", "dim-by-dim")
-ALGORITHMS = ("ring", "bidir-ring", "dim-by-dim", "multi-dim", "direct", "auto")
+# The collectives `tpufleet collective --op` times, and the algorithms `--algorithm` chooses among.
+CollectiveOp = Literal["all-reduce", "reduce-scatter", "all-gather", "all-to-all"]
+OPS: tuple[CollectiveOp, ...] = get_args(CollectiveOp)
+CollectiveAlgorithm = Literal["ring", "bidir-ring", "dim-by-dim", "multi-dim", "direct", "auto"]
+ALGORITHMS: tuple[CollectiveAlgorithm, ...] = get_args(CollectiveAlgorithm)
+RING_ALGORITHMS: tuple[CollectiveAlgorithm, ...] = ("ring", "bidir-ring", "dim-by-dim", "multi-dim")
+A2A_ALGORITHMS: tuple[CollectiveAlgorithm, ...] = ("direct", "dim-by-dim")
 
 
 @dataclass

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import DIMS, GiB, KiB, MiB
 from tpufleet.errors import BadInput, BadStateFile, shown
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "hardware-profile.yaml"  # named, never opened here
-DIMS = "xyz"
 SCHEMA_VERSION = 1
 # A message size beyond this is a typo, not a collective (1 PiB per chip, 30,000 times a TPUv4's HBM).
 MAX_BYTES = 1 << 50
@@ -31,10 +31,10 @@ _UNITS = {
     "mb": 10**6,
     "gb": 10**9,
     "tb": 10**12,
-    "kib": 1 << 10,
-    "mib": 1 << 20,
-    "gib": 1 << 30,
-    "tib": 1 << 40,
+    "kib": KiB,
+    "mib": MiB,
+    "gib": GiB,
+    "tib": 1024 * GiB,
     "pb": 10**15,
     "pib": 1 << 50,  # the limit itself, so the unit that names it is accepted
 }

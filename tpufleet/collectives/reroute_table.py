@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.collectives.cost import Terms, collective_terms, link_down_graph, ocs_down_graph
 from tpufleet.collectives.profile import Profile
+from tpufleet.constants import DIMS
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def shape_entry(shape: Shape, profile: Profile) -> dict[str, list[list[float]]]:
     """The healthy terms and those of every single-fault representative of the shape."""
     entry = {"healthy": [list(t) for t in collective_terms(shape, OP, profile)]}
     for kind in KINDS:
-        for dim in "xyz":
+        for dim in DIMS:
             terms = collective_terms(shape, OP, profile, representative(shape, kind, dim))
             entry[pattern_name(kind, dim)] = [list(t) for t in terms]
     return entry

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING
 
+from tpufleet.constants import DIMS
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    IntArray = npt.NDArray[np.int64]
+    from tpufleet.constants import Int64Array
 
-DIMS = "xyz"
 Move = tuple[int, int]  # (dimension, signed number of hops)
 
 
@@ -34,7 +34,7 @@ Move = tuple[int, int]  # (dimension, signed number of hops)
 class Phase:
     dim: int  # the dimension this phase runs along
     generator: tuple[Move, ...]  # the ring step, as hops along dimensions
-    rings: IntArray  # [rings, size] chip ids in ring order (ring[j + 1] = ring[j] + generator)
+    rings: Int64Array  # [rings, size] chip ids in ring order (ring[j + 1] = ring[j] + generator)
 
     @property
     def size(self) -> int:
@@ -47,7 +47,7 @@ class Phase:
         )
 
 
-def snake_ring(shape: Shape) -> IntArray:
+def snake_ring(shape: Shape) -> Int64Array:
     """[1, N] a ring through every chip: a back-and-forth path over x in each row, rows back and forth in each
     z plane, planes alternately reversed; on even sides consecutive chips are neighbours and the ring closes
     through a z (or y) wraparound, which no twist shifts."""
@@ -62,7 +62,7 @@ def snake_ring(shape: Shape) -> IntArray:
     return np.array([order], dtype=np.int64)
 
 
-def _apply(nbr: npt.NDArray[np.int32], chips: IntArray, moves: tuple[Move, ...], times: int = 1) -> IntArray:
+def _apply(nbr: npt.NDArray[np.int32], chips: Int64Array, moves: tuple[Move, ...], times: int = 1) -> Int64Array:
     import numpy as np
 
     out = np.asarray(chips, dtype=np.int64)
@@ -160,7 +160,7 @@ def dim_phases(shape: Shape, order: tuple[int, ...], nbr: npt.NDArray[np.int32])
     return phases
 
 
-def _digits(nbr: npt.NDArray[np.int32], gens: list[tuple[tuple[Move, ...], int]]) -> IntArray:
+def _digits(nbr: npt.NDArray[np.int32], gens: list[tuple[tuple[Move, ...], int]]) -> Int64Array:
     """chip id of a1*g1 + a2*g2 + ... as an array indexed [a1, a2, ...]; checks it covers every chip once."""
     import numpy as np
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    IntArray = npt.NDArray[np.int64]
+    from tpufleet.constants import Int64Array
 
 
 @dataclass
@@ -33,7 +33,7 @@ class SimResult:
 
 
 def fair_rates(
-    flow_of_hop: IntArray, link_of_hop: IntArray, capacity: npt.NDArray[np.float64], flows: int
+    flow_of_hop: Int64Array, link_of_hop: Int64Array, capacity: npt.NDArray[np.float64], flows: int
 ) -> npt.NDArray[np.float64]:
     """Max-min fair rates of `flows` flows (progressive filling): raise every unfrozen flow's rate together until
     some link is full, freeze the flows crossing it, repeat."""
@@ -58,7 +58,7 @@ def fair_rates(
     return rate
 
 
-def run_step(t: Tables, profile: Profile, src: IntArray, dst: IntArray, nbytes: npt.NDArray[np.float64]) -> float:
+def run_step(t: Tables, profile: Profile, src: Int64Array, dst: Int64Array, nbytes: npt.NDArray[np.float64]) -> float:
     """Seconds until every message of one step has arrived."""
     import numpy as np
 
@@ -86,10 +86,10 @@ def run_step(t: Tables, profile: Profile, src: IntArray, dst: IntArray, nbytes: 
     return float((done_at + hops * profile.hop_latency).max()) if len(src) else 0.0
 
 
-Move = tuple["IntArray", "IntArray", "IntArray"]  # senders [R], receivers [R], element indices [R, k]
+Move = tuple["Int64Array", "Int64Array", "Int64Array"]  # senders [R], receivers [R], element indices [R, k]
 
 
-def _halves(seg: IntArray, rings: IntArray, bidir: bool) -> tuple[IntArray, IntArray | None]:
+def _halves(seg: Int64Array, rings: Int64Array, bidir: bool) -> tuple[Int64Array, Int64Array | None]:
     """[R, position, part, k] element indices of the halves sent clockwise (and counter-clockwise)."""
     m = rings.shape[1]
     parts = seg[rings].reshape(rings.shape[0], m, m, -1)
@@ -99,7 +99,7 @@ def _halves(seg: IntArray, rings: IntArray, bidir: bool) -> tuple[IntArray, IntA
     return parts[..., :h], parts[..., h:]
 
 
-def rs_steps(seg: IntArray, rings: IntArray, bidir: bool) -> tuple[list[list[Move]], IntArray]:
+def rs_steps(seg: Int64Array, rings: Int64Array, bidir: bool) -> tuple[list[list[Move]], Int64Array]:
     """The moves of a ring reduce-scatter, step by step, and each chip's segment after it.
 
     Clockwise, the chip at position i sends part (i - s) at step s and ends with the whole sum of part i + 1;
@@ -122,7 +122,7 @@ def rs_steps(seg: IntArray, rings: IntArray, bidir: bool) -> tuple[list[list[Mov
     return steps, after
 
 
-def ag_steps(before: IntArray, rings: IntArray, bidir: bool) -> list[list[Move]]:
+def ag_steps(before: Int64Array, rings: Int64Array, bidir: bool) -> list[list[Move]]:
     """The moves of the all-gather undoing `rs_steps` from segment `before`: each chip passes on what it has."""
     m = rings.shape[1]
     cw, ccw = _halves(before, rings, bidir)
@@ -169,7 +169,7 @@ class _Run:
         for s in range(max(len(p) for p in per_part)):
             self.step([mv for p in per_part if s < len(p) for mv in p[s]], add)
 
-    def scattered_ok(self, segs: list[IntArray]) -> bool:
+    def scattered_ok(self, segs: list[Int64Array]) -> bool:
         """Every chip holds the full sum of its shards, and the shards cover the data once."""
         import numpy as np
 
@@ -183,7 +183,7 @@ class _Run:
 
 def _plans(
     t: Tables, profile: Profile, algorithm: str, order: tuple[int, ...]
-) -> tuple[list[list[tuple[IntArray, bool]]], list[int]]:
+) -> tuple[list[list[tuple[Int64Array, bool]]], list[int]]:
     """Per part of the data, its ring phases (rings, bidirectional?) in order; and each part's share."""
     if algorithm == "multi-dim":
         from tpufleet.collectives.algorithms import Context, rotations, split
@@ -207,7 +207,7 @@ def simulate(
     bounds = np.cumsum([0, *shares]) * unit
     run = _Run(t, profile, nbytes, int(bounds[-1]))
     segs = [np.tile(np.arange(lo, hi, dtype=np.int64), (t.n, 1)) for lo, hi in itertools.pairwise(bounds)]
-    history: list[list[IntArray]] = []
+    history: list[list[Int64Array]] = []
     for k in range(len(plans[0])):
         history.append(list(segs))
         made = [rs_steps(segs[i], *plans[i][k]) for i in range(len(plans))]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    IntArray = npt.NDArray[np.int64]
+    from tpufleet.constants import Int64Array
 
 UNROUTABLE = -2
 
@@ -82,8 +82,8 @@ def healthy(shape: Shape) -> Tables:
 
 
 def _direct(
-    t: Tables, src: IntArray, dst: IntArray
-) -> tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]] | None:
+    t: Tables, src: Int64Array, dst: Int64Array
+) -> tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.bool_]] | None:
     """`walk` for healthy tables not yet made, when every message goes to a neighbour (None otherwise)."""
     import numpy as np
 
@@ -123,7 +123,7 @@ def stored(
 
 def walk(
     t: Tables, src: npt.ArrayLike, dst: npt.ArrayLike
-) -> tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]]:
+) -> tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.bool_]]:
     """Follow every message (src[i] -> dst[i]) along the tables.
 
     Returns (message index per hop, directed link id chip*6+port per hop, hops per message, delivered per message).
@@ -139,8 +139,8 @@ def walk(
     hops = np.zeros(m, dtype=np.int64)
     ok = np.ones(m, dtype=bool)
     idx = np.arange(m, dtype=np.int64)
-    msgs: list[IntArray] = []
-    links: list[IntArray] = []
+    msgs: list[Int64Array] = []
+    links: list[Int64Array] = []
     for _ in range(4 * t.n + 8):  # a route longer than this loops
         moving = cur[idx] != to[idx]
         idx = idx[moving]

@@ -33,8 +33,9 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
+from tpufleet.constants import DAY, MiB
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
 from tpufleet.jsontext import parse_json_line
 
@@ -43,8 +44,8 @@ MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
 MAX_STEP = 10**15  # step numbers (exact in the float64 arrays the accounting uses)
 MAX_SLICES = 100_000  # slices of a multislice job
 MAX_TEXT = 4096  # characters of a string field (job ids, names, labels)
-MAX_IDEAL_STEP_S = 86400.0 * 365  # a year: ideal x steps x chips stays far below the float range
-MAX_LINE_BYTES = 1024 * 1024  # one log line or entry (a job record of five 4,096-character fields is ~120 KB)
+MAX_IDEAL_STEP_S = 365.0 * DAY  # a year: ideal x steps x chips stays far below the float range
+MAX_LINE_BYTES = MiB  # one log line or entry (a job record of five 4,096-character fields is ~120 KB)
 MAX_JOBS = 100_000  # jobs of one report (rows are held to be rendered): 475 MiB peak at 100,000 one-line jobs
 PHASES = ("training", "serving", "bulk_inference")
 EVENT_NAMES = (
@@ -79,7 +80,12 @@ EVENT_NAMES = (
     "slice_counts",
 )
 CODE = {name: i for i, name in enumerate(EVENT_NAMES)}
-DISRUPTIONS = ("failure", "preemption", "eviction")
+# Why a job stopped unplanned (a simulation's log writes them, the accounting reads them), in the reports' order.
+Disruption = Literal["failure", "eviction", "preemption"]
+DISRUPTIONS: tuple[Disruption, ...] = get_args(Disruption)
+# The event logs `goodput-report` and `import-goodput` read: tpufleet's own, or the ml-goodput package's export.
+LogFormat = Literal["native", "ml-goodput"]
+LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
 
 EventRecord = tuple[float, int, int, int, str]
 SliceCounts = tuple[
@@ -358,6 +364,13 @@ def read_native(text: str, file: str, log: Log, skip_bad: bool = False, csv_form
 _EVENT_KEYS = frozenset(("type", "job", "time", "event", "step", "chips"))
 
 
+def _plain_count(value: Any, optional: bool, limit: int) -> int | None:
+    """A record's step or chip count for `_fast_event`: -1 where absent (if `optional`), None where not plain."""
+    if value is None:
+        return -1 if optional else None
+    return value if type(value) is int and 0 <= value <= limit else None
+
+
 def _fast_event(log: Log, rec: dict[str, Any]) -> bool:
     """Add a plain event record (float time, known name, in-range step/chips, no label) without the general
     checks; False (nothing added) for anything else, which `add_record` then judges."""
@@ -367,18 +380,9 @@ def _fast_event(log: Log, rec: dict[str, Any]) -> bool:
     code = CODE.get(name)
     if code is None or code == _SLICE_COUNTS or not SMALLEST_TIME <= t <= MAX_TIME or not _EVENT_KEYS.issuperset(rec):
         return False
-    step, chips = rec.get("step"), rec.get("chips")
-    if step is None:
-        if code == _STEP_START:
-            return False
-        step = -1
-    elif type(step) is not int or not 0 <= step <= MAX_STEP:
-        return False
-    if chips is None:
-        if code == _ALLOCATION:
-            return False
-        chips = -1
-    elif type(chips) is not int or not 0 <= chips <= MAX_CHIPS:
+    step = _plain_count(rec.get("step"), code != _STEP_START, MAX_STEP)
+    chips = _plain_count(rec.get("chips"), code != _ALLOCATION, MAX_CHIPS)
+    if step is None or chips is None:
         return False
     log.add_event(job, t, code, step, chips)
     log.records += 1

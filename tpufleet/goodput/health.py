@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tpufleet.constants import HOUR
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 MIN_STEP_S = 1.0  # step times under a second are not used for the ideal (the package's filter)
 MAD_LIMIT = 3.0  # steps slower than median + 3 x MAD are anomalies, not the ideal
-TRAILING_S = 3600.0  # the trailing window of step-time deviation: the job's last hour of steps
+TRAILING_S = float(HOUR)  # the trailing window of step-time deviation: the job's last hour of steps
 SLOW_FACTOR = 1.2  # a step more than 20% over the ideal is slow
 SLOW_MIN_STEPS = 21  # a slow period lasts at least this many steps (also the rolling median's width; odd)
 

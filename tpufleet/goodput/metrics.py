@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any
+from typing import Any, Literal, get_args
 
+from tpufleet.constants import DAY, HOUR, WEEK
 from tpufleet.errors import BadInput
 from tpufleet.goodput.health import job_health
 from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
@@ -24,6 +25,8 @@ Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, pe
 
 SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
 DIMENSIONS = ("accelerator", "size", "phase", "framework", "slices")
+Period = Literal["day", "week"]  # --period: UTC days or ISO weeks
+PERIODS: tuple[Period, ...] = get_args(Period)
 MAX_PERIODS = 100_000  # rows of --period (1970..2200 is 83,950 days)
 
 
@@ -159,7 +162,7 @@ def _factors(accounts: list[JobAccount], capacity_s: float | None) -> dict[str, 
         "badput_chip_s": buckets,
         "badput_pct": {b: (round(100 * v / all_alloc, 3) if all_alloc else 0.0) for b, v in buckets.items()},
         "disruptions": disruptions,
-        "mtbf_h": round(sum(a.all_allocated_s for a in accounts) / disruptions / 3600, 3) if disruptions else None,
+        "mtbf_h": round(sum(a.all_allocated_s for a in accounts) / disruptions / HOUR, 3) if disruptions else None,
     }
 
 
@@ -187,7 +190,7 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "productive_steps": a.productive_steps,
         "disruptions": a.disruptions,
         "disruptions_inferred": a.inferred_disruptions,
-        "mtbf_h": round(a.all_allocated_s / a.disruptions / 3600, 3) if a.disruptions else None,
+        "mtbf_h": round(a.all_allocated_s / a.disruptions / HOUR, 3) if a.disruptions else None,
         "checkpoint_advice": advice([a]),
         "events_outside_job": a.outside,
         "step_time": a.extra.get("step_time"),
@@ -221,11 +224,10 @@ def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]
     """The days (UTC) or ISO weeks covering [t0, t1); BadInput if there would be more than MAX_PERIODS."""
     import datetime as dt
 
-    day = 86400.0
     start = dt.datetime.fromtimestamp(t0, dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     if period == "week":
         start -= dt.timedelta(days=start.weekday())  # ISO weeks start on Monday
-    step = day * (7 if period == "week" else 1)
+    step = float(WEEK if period == "week" else DAY)
     first = start.timestamp()
     count = max(0, math.ceil((t1 - first) / step))  # counted before any is made
     if count > MAX_PERIODS:

@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tpufleet.constants import DAY
 from tpufleet.goodput.events import (
     CODE,
     MAX_LINE_BYTES,
@@ -47,7 +48,7 @@ _PAIRS = (
     ("data_loading_end_time", "data_loading_end"),
 )
 CHECKPOINT_OPERATIONS = ("save", "restore", "emergency_restore")
-MAX_DURATION_S = 86400 * 365  # a checkpoint operation's duration: at most a year
+MAX_DURATION_S = 365 * DAY  # a checkpoint operation's duration: at most a year
 Pending = tuple[float, int, int, str]  # (time, event code, step, label): an entry's events, added once all check
 
 

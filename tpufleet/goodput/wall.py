@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tpufleet.constants import HOUR
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS, LABEL
 
@@ -47,7 +48,7 @@ def _pct(v: float | None) -> str:
 
 
 def _hours(chip_s: float) -> str:
-    return f"{chip_s / 3600:,.0f}"
+    return f"{chip_s / HOUR:,.0f}"
 
 
 def _script_json(value: Any) -> str:
@@ -146,14 +147,14 @@ def badput_area_chart(periods: list[dict[str, Any]]) -> str:
     """Badput chip-hours per period, stacked by bucket."""
     width, height, pad = 1200, 380, 30
     n = len(periods)
-    totals = [sum(p["badput_chip_s"].values()) / 3600 for p in periods]
+    totals = [sum(p["badput_chip_s"].values()) / HOUR for p in periods]
     ymax = max(totals, default=0) or 1
     scale, unit = (1000, "thousand chip-hours") if ymax >= 1000 else (1, "chip-hours")
     labels = [p["period"] for p in periods]
     parts = [_axes(width, height, pad, f"badput, {unit}", labels, ymax / scale, "{:,.1f}" if scale > 1 else "{:,.0f}")]
     base = [0.0] * n
     for b in BUCKETS:
-        values = [p["badput_chip_s"].get(b, 0) / 3600 for p in periods]
+        values = [p["badput_chip_s"].get(b, 0) / HOUR for p in periods]
         if not any(values):
             continue
         top = [lo + v for lo, v in zip(base, values, strict=True)]

@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tpufleet.constants import DAY, HOUR, MINUTE, WEEK
 from tpufleet.errors import BadInput, shown
 from tpufleet.goodput.events import MAX_TEXT
 from tpufleet.goodput.times import MAX_TIME, BadRecord, parse_time
 
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+UNITS = {"s": 1, "m": MINUTE, "h": HOUR, "d": DAY, "w": WEEK}
 _WINDOW = re.compile(r"\s*([0-9]{1,6})([smhdw])\s*")
 MAX_WINDOWS = 16  # rows of --window
 MAX_EXCLUSIONS = 10_000  # entries of an --exclude file

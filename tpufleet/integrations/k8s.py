@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property
 from typing import Annotated, Any
 
+from tpufleet.constants import MiB
 from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.ids import HostId, parse_target
 from tpufleet.text import bounded
@@ -228,7 +229,7 @@ def _taints(spec: dict[str, Any], path: str, where: _Where) -> tuple[tuple[str, 
 # ---- JSON bytes, read typed ----------------------------------------------------------------------------------
 # Below this size a list the typed decoder refuses is decoded again in full, so the message names the node and
 # the field as `parse_nodes` words it (at most ~26x of 16 MiB); above it the decoder's own path and reason are given.
-PRECISE_MESSAGE_BYTES = 16 * 2**20
+PRECISE_MESSAGE_BYTES = 16 * MiB
 _BOM = b"\xef\xbb\xbf"
 
 

@@ -69,6 +69,13 @@ class Placement:
     cube_states: dict[str, tuple[str, str]] = field(default_factory=dict)  # cube -> (worst state, partition id)
 
 
+def _claim(names: dict[str, str], taken: set[str], name: str, value: str, known: str | None) -> None:
+    """Name `value` (a cube or pod) `name` unless the name is known already or the value is taken."""
+    if known is None and value not in taken:
+        names[name] = value
+        taken.add(value)
+
+
 class _Namer:
     """Looks names up in the mapping file, then this import, then the state; gives free parts to new names."""
 
@@ -103,8 +110,7 @@ class _Namer:
     def new_cube(self, partition: str, pod: str) -> str | None:
         cube = next((c for c in self.fleet.pod_by_name[pod].cubes if c not in self.taken_cubes), None)
         if cube is not None:
-            self.out.partitions[partition] = cube
-            self.taken_cubes.add(cube)
+            _claim(self.out.partitions, self.taken_cubes, partition, cube, None)
         return cube
 
     def learn(self, partition: str | None, block: str | None, cube: str) -> str | None:
@@ -114,16 +120,12 @@ class _Namer:
             known = self.known_cube(partition)
             if known is not None and known != cube:
                 return f"partition {partition} is cube {known}, but the node's labels say {cube}"
-            if known is None and cube not in self.taken_cubes:
-                self.out.partitions[partition] = cube
-                self.taken_cubes.add(cube)
+            _claim(self.out.partitions, self.taken_cubes, partition, cube, known)
         if block is not None:
             known_pod = self.known_pod(block)
             if known_pod is not None and known_pod != pod:
                 return f"block {block} is {known_pod}, but the node's labels put it in {pod}"
-            if known_pod is None and pod not in self.taken_pods:
-                self.out.blocks[block] = pod
-                self.taken_pods.add(pod)
+            _claim(self.out.blocks, self.taken_pods, block, pod, known_pod)
         return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-HOURS_PER_DAY = 24.0
+from tpufleet.constants import HOURS_PER_DAY
 
 
 class RepairableRates(Protocol):

@@ -11,8 +11,9 @@ from typing import Any, Protocol
 from tpufleet.collectives.algorithms import Context, best_of, estimate, why
 from tpufleet.collectives.model import Estimate
 from tpufleet.collectives.profile import Profile
-from tpufleet.collectives.schedules import DIMS, twist_note
+from tpufleet.collectives.schedules import twist_note
 from tpufleet.collectives.tables import Tables
+from tpufleet.constants import DIMS
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import FleetState
 from tpufleet.ops.outcome import Outcome

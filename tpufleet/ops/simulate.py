@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import HOUR
+from tpufleet.goodput.events import DISRUPTIONS
 from tpufleet.simulation import FaultRates, Options, Simulator, Workload
 from tpufleet.simulation.engine import Progress
 from tpufleet.simulation.log import Entry, Record
 
-DISRUPTIONS = ("failure", "eviction", "preemption")
 SEGMENT_KEYS = ("value", "jobs", "sg", "rg", "pg", "mpg")
 
 
@@ -132,6 +133,6 @@ def waits(simulator: Simulator) -> dict[str, dict[str, float]]:
         first.setdefault(job.size, []).append(start - job.submitted)
     restart = simulator.stats.restart_waits
     return {
-        "wait_hours": {size: sum(w) / len(w) / 3600.0 for size, w in sorted(first.items())},
-        "restart_wait_hours": {size: sum(w) / len(w) / 3600.0 for size, w in sorted(restart.items())},
+        "wait_hours": {size: sum(w) / len(w) / HOUR for size, w in sorted(first.items())},
+        "restart_wait_hours": {size: sum(w) / len(w) / HOUR for size, w in sorted(restart.items())},
     }

@@ -9,7 +9,7 @@ import math
 import random
 from collections.abc import Iterator, Mapping
 
-from tpufleet.constants import DIMS, MACHINES_PER_CUBE, OCS_PER_DIM
+from tpufleet.constants import DAY, DIMS, HOUR, MACHINES_PER_CUBE, OCS_PER_DIM
 from tpufleet.ids import HostId, OcsId
 from tpufleet.model import Fleet, component_counts, cube_optical_links
 from tpufleet.shapes import Shape
@@ -17,9 +17,6 @@ from tpufleet.simulation.events import Arrival, FaultStrike, FaultTarget
 from tpufleet.simulation.inputs import FaultKind, FaultRates, Options, Workload
 from tpufleet.simulation.job import Job
 from tpufleet.simulation.log import EventLog
-
-DAY = 86400.0
-HOUR = 3600.0
 
 
 def arrivals(rng: random.Random, workload: Workload, start: float, end: float) -> Iterator[Arrival]:

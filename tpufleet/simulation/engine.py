@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from typing import assert_never
 
-from tpufleet.constants import CHIPS_PER_CUBE
+from tpufleet.constants import CHIPS_PER_CUBE, DAY
 from tpufleet.model import Fleet, default_fleet
 from tpufleet.simulation import draws
 from tpufleet.simulation.events import (
@@ -46,7 +46,7 @@ class Simulator:
         self.rng = random.Random(options.seed)
         self.fleet: Fleet = default_fleet(options.pods, options.cubes_per_pod)
         self.start = START_EPOCH
-        self.end = START_EPOCH + options.days * draws.DAY
+        self.end = START_EPOCH + options.days * DAY
         self.queue = EventQueue()
         self.log = EventLog()
         self.stats = Stats()
@@ -87,8 +87,8 @@ class Simulator:
             event = self.queue.pop()
             if event.time > self.end:
                 break
-            if progress is not None and int((event.time - self.start) // draws.DAY) > day:
-                day = int((event.time - self.start) // draws.DAY)
+            if progress is not None and int((event.time - self.start) // DAY) > day:
+                day = int((event.time - self.start) // DAY)
                 progress(day)
             self._dispatch(event)
         for job in list(self.runner.running.values()):

@@ -8,7 +8,11 @@ A planned drain gives notice: a training job first writes a checkpoint, then lea
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from tpufleet.allocation import Allocation
+from tpufleet.constants import HOUR
+from tpufleet.goodput.events import Disruption
 from tpufleet.ids import HostId, LinkId, OcsId
 from tpufleet.simulation.events import EventQueue, Eviction, FaultStrike, FaultTarget, Repair, Schedule
 from tpufleet.simulation.inputs import FaultRates, Options
@@ -17,8 +21,6 @@ from tpufleet.simulation.log import Stats
 from tpufleet.simulation.placement import Placement
 from tpufleet.simulation.runner import JobRunner
 from tpufleet.simulation.scheduler import Scheduler
-
-HOUR = 3600.0
 
 
 def _hits(target: FaultTarget, alloc: Allocation) -> bool:
@@ -30,27 +32,21 @@ def _hits(target: FaultTarget, alloc: Allocation) -> bool:
     return target.cube in alloc.cubes
 
 
+@dataclass(eq=False)
 class FaultResponse:
-    def __init__(
-        self,
-        options: Options,
-        rates: FaultRates,
-        placement: Placement,
-        runner: JobRunner,
-        scheduler: Scheduler,
-        queue: EventQueue,
-        stats: Stats,
-    ) -> None:
-        self.options = options
-        self.rates = rates
-        self.placement = placement
-        self.runner = runner
-        self.scheduler = scheduler
-        self.queue = queue
-        self.stats = stats
-        self.slices_lost = 0  # slices elastic jobs ran on without
-        self.open_network: dict[FaultStrike, None] = {}  # OCS and optical-link faults not yet repaired, in order
-        scheduler.joined = self._joined
+    options: Options
+    rates: FaultRates
+    placement: Placement
+    runner: JobRunner
+    scheduler: Scheduler
+    queue: EventQueue
+    stats: Stats
+    slices_lost: int = field(default=0, init=False)  # slices elastic jobs ran on without
+    # OCS and optical-link faults not yet repaired, in order
+    open_network: dict[FaultStrike, None] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.scheduler.joined = self._joined
 
     def strike(self, fault: FaultStrike) -> None:
         self.stats.faults[fault.kind] += 1
@@ -85,7 +81,7 @@ class FaultResponse:
             else:
                 self._lose_slices(job, t, [a for a in job.held if _hits(machine, a)], "failure")
 
-    def _lose_slices(self, job: Job, t: float, lost: list[Allocation], why: str) -> None:
+    def _lose_slices(self, job: Job, t: float, lost: list[Allocation], why: Disruption) -> None:
         """An elastic multislice job that keeps its minimum runs on without the lost slices (the scheduler gives
         them back when they fit); any other job stops whole (one program: a lost slice stops every slice)."""
         keep = [a for a in job.held if not any(a is b for b in lost)]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from tpufleet.constants import CUBES_PER_POD
+from tpufleet.constants import CUBES_PER_POD, DAY, HOUR, WEEK
 from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.shapes import Shape, allocatable, parse_shape
@@ -47,12 +47,12 @@ MAX_ARRIVALS_PER_HOUR = 1000.0
 MAX_HOURS = 1_000_000.0  # durations (median, max, listed jobs) and listed arrival times, in hours
 MAX_SIGMA = 10.0  # lognormal sigma of durations
 MAX_WEIGHT = 1_000_000.0  # any mix weight; a mix also needs a positive total
-MAX_CHECKPOINT_WRITE_S = 86400.0
+MAX_CHECKPOINT_WRITE_S = float(DAY)
 MAX_LISTED_JOBS = 100_000
 MAX_DAYS = 3650.0
 MIN_CHECKPOINT_INTERVAL_S = 60.0  # --checkpoint-interval >= 1 minute (10 logged steps per interval)
-MAX_CHECKPOINT_INTERVAL_S = 7 * 86400.0
-MAX_RESTART_OVERHEAD_S = 86400.0
+MAX_CHECKPOINT_INTERVAL_S = float(WEEK)
+MAX_RESTART_OVERHEAD_S = float(DAY)
 MAX_SEED = 2**63 - 1
 MAX_LOAD_PER_POD = 100.0  # multiple of the workload's arrival rate each pod gets
 GENERATED_ID = re.compile(r"job[0-9]+")  # the ids of jobs the workload does not list (draws.JobMaker)
@@ -112,7 +112,7 @@ class Options:
     seed: int = 0
     pods: int = 1
     mode: Mode = "reconfigurable-ft"
-    checkpoint_interval_s: float = 3600.0
+    checkpoint_interval_s: float = float(HOUR)
     restart_overhead_s: float = 600.0
     macro_steps: int = 10  # logged steps per checkpoint interval
     cubes_per_pod: int = CUBES_PER_POD

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tpufleet.collectives.profile import Profile, default_profile
+from tpufleet.constants import DAY
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.shapes import Shape
 
@@ -47,7 +48,7 @@ class StepModel:
 
 
 MAX_MODEL_FLOPS = 1e27  # per step, all chips: far beyond any model trained today
-MAX_STEP_S = 86400.0
+MAX_STEP_S = float(DAY)
 STEP_MODEL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["model_flops_per_step", "gradient_bytes", "step_time_s"],

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
-from tpufleet.constants import CHIPS_PER_CUBE
+from tpufleet.constants import CHIPS_PER_CUBE, HOUR
 from tpufleet.errors import BadInput, shown
 from tpufleet.simulation.inputs import (
     FAULT_KINDS,
@@ -106,7 +106,7 @@ def expected_events(workload: Workload, rates: FaultRates, options: Options, com
         mean_h = min(workload.duration_max_h, math.exp(min(log_mean, math.log(MAX_HOURS))), hours)
         arrivals += random_arrivals
         work_h += random_arrivals * mean_h
-    steps = work_h * 3600.0 / options.step_s
+    steps = work_h * HOUR / options.step_s
     strikes = options.days * (
         components["host"] * (rates.host_per_day + rates.drain_per_day)
         + components["link"] * rates.link_per_day

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from tpufleet.allocation import Allocation
+from tpufleet.goodput.events import Disruption
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape
 from tpufleet.simulation.events import EventQueue, RestartAfterRepair, Schedule
@@ -17,37 +19,31 @@ from tpufleet.simulation.runner import JobRunner
 RESTART_DELAY_S = 1e-3  # a job waiting in place restarts just after its machine's repair
 
 
+def _joined_nowhere(job: Job, t: float) -> None:
+    """The scheduler's `joined` until the fault response sets its own."""
+
+
+@dataclass(eq=False)
 class Scheduler:
     """Waiting jobs and the decisions that move jobs on and off the fleet.
 
     `fit_shortcuts` remembers, within one pass, the kinds of job that did not fit since the last placement and
     skips them (the same answer; off only for the benchmark baseline)."""
 
-    def __init__(
-        self,
-        fleet: Fleet,
-        options: Options,
-        placement: Placement,
-        runner: JobRunner,
-        queue: EventQueue,
-        log: EventLog,
-        stats: Stats,
-        fit_shortcuts: bool = True,
-    ) -> None:
-        self.fleet = fleet
-        self.options = options
-        self.placement = placement
-        self.runner = runner
-        self.queue = queue
-        self.log = log
-        self.stats = stats
-        self.fit_shortcuts = fit_shortcuts
-        self.waiting: list[Job] = []
-        self.short: dict[str, Job] = {}  # elastic jobs running without some of their slices
-        # Called when a job starts or takes a slice back, so that it is routed around the network faults open
-        # where it landed (the fault response sets it).
-        self.joined: Callable[[Job, float], None] = lambda job, t: None
-        self.slices_regained = 0
+    fleet: Fleet
+    options: Options
+    placement: Placement
+    runner: JobRunner
+    queue: EventQueue
+    log: EventLog
+    stats: Stats
+    fit_shortcuts: bool = True
+    waiting: list[Job] = field(default_factory=list, init=False)
+    short: dict[str, Job] = field(default_factory=dict, init=False)  # elastic jobs running without some slices
+    # Called when a job starts or takes a slice back, so that it is routed around the network faults open where it
+    # landed (the fault response sets it).
+    joined: Callable[[Job, float], None] = field(default=_joined_nowhere, init=False)
+    slices_regained: int = field(default=0, init=False)
 
     def rerouting(self, job: Job) -> bool:
         """Whether faults in the job's network are routed around rather than evicting it."""
@@ -129,7 +125,7 @@ class Scheduler:
                 return True
         return False
 
-    def disrupt(self, job: Job, t: float, why: str) -> None:
+    def disrupt(self, job: Job, t: float, why: Disruption) -> None:
         """Stop the job (`why`: failure, eviction or preemption), free its place and queue it again."""
         if not self.runner.stop(job, t, why, JobState.QUEUED):
             return

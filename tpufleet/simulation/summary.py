@@ -36,7 +36,6 @@ from tpufleet.goodput.metrics import capacity_chip_s, size_class
 from tpufleet.simulation.log import Entry, EventTuple
 
 INF = math.inf
-DISRUPTIONS = frozenset(("failure", "preemption", "eviction"))
 # Paired activities (start, end): all rank above productive time, so their time is never productive.
 PAIR_OF_START = {
     "tpu_init_start": "tpu_init_end",
@@ -216,7 +215,7 @@ def _collect(
             starts.append(t)
         elif name == "job_end":
             ends.append(t)
-        elif name in DISRUPTIONS:
+        elif name in goodput_events.DISRUPTIONS:
             explicit.append(t)
         elif name == "submitted":
             submitted.append(t)

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import DAY
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
+from tpufleet.text import ReportOutput
 
-OUTPUT_FORMATS = ("table", "json", "yaml", "csv", "md", "html")
+OUTPUT_FORMATS = tuple(f.value for f in ReportOutput)  # what the config file's `output` may name
 _MAX_CONFIG_BYTES = 64 * 1024
 
 
@@ -79,8 +81,8 @@ def _parse(doc: dict[str, object], file: str) -> Config:
     output, timeout = doc.get("output"), doc.get("lock_timeout")
     if output is not None and output not in OUTPUT_FORMATS:
         raise BadStateFile(file, "output", output, f"must be one of {', '.join(OUTPUT_FORMATS)}")
-    if isinstance(timeout, (int, float)) and not 0 <= timeout <= 86400:
-        raise BadStateFile(file, "lock_timeout", timeout, "must be between 0 and 86400 seconds")
+    if isinstance(timeout, (int, float)) and not 0 <= timeout <= DAY:
+        raise BadStateFile(file, "lock_timeout", timeout, f"must be between 0 and {DAY} seconds")
     for key in ("state", "group"):
         if doc.get(key) == "":
             raise BadStateFile(file, key, "", "is empty")

@@ -19,11 +19,12 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from tpufleet.constants import MiB
 from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import events, fastread, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
-from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file
+from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file, size_text
 
 if TYPE_CHECKING:
     from multiprocessing.pool import Pool
@@ -33,7 +34,7 @@ __all__ = ["STDIN", "load", "load_exclusions", "shown_name"]
 MAX_TOTAL_LOG_BYTES = 8 * MAX_LOG_BYTES  # all the files of one report together: about 20 M native events
 _BOM = b"\xef\xbb\xbf"
 _GZIP = b"\x1f\x8b"
-CHUNK_BYTES = 8 * 1024 * 1024  # native logs are read this much at a time
+CHUNK_BYTES = 8 * MiB  # native logs are read this much at a time
 STDIN = "-"
 _TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
 
@@ -97,8 +98,7 @@ def _refuse_long_line(name: str, line: int, text: bytes, skip_bad: bool) -> None
 
 
 def _too_large(name: str, limit: int) -> BadStateFile:
-    size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit:,} bytes"
-    return BadStateFile(name, "", None, f"larger than the {size} allowed for a goodput log (decompressed)")
+    return BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed for a goodput log (decompressed)")
 
 
 def _read(fh: BinaryIO, name: str, size: int) -> bytes:
@@ -265,7 +265,7 @@ def _load_one(
     return size
 
 
-PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # native logs at least this large are decoded in worker processes too
+PARALLEL_MIN_BYTES = 64 * MiB  # native logs at least this large are decoded in worker processes too
 MAX_WORKERS = 4
 # Decoding workers pay off only with a CPU to spare: on the 2-CPU project machine, quiet, 10 M events take
 # 17.5-18.4 s with them (26-27 s of CPU: pieces and columns cross pipes, two processes share one cache) against

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import MiB
 from tpufleet.errors import BadStateFile
 
 # The pure half (text and documents, no file) lives in the core (`tpufleet.jsontext`); re-exported here.
@@ -32,7 +33,6 @@ from tpufleet.jsontext import (
     MAX_SPEC_BYTES,
     MAX_STATE_BYTES,
     JsonProblem,
-    MiB,
     _plain,
     check_finite,
     decode_utf8,
@@ -49,7 +49,6 @@ __all__ = [
     "MAX_SPEC_BYTES",
     "MAX_STATE_BYTES",
     "JsonProblem",
-    "MiB",
     "MissingFile",
     "check_finite",
     "decode_utf8",
@@ -70,7 +69,8 @@ class MissingFile(BadStateFile):
     """The file does not exist (a BadStateFile, so exit 2; the state store turns it into its own message)."""
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """A byte limit as people read it: 16 MiB, or 1,000 bytes."""
     return f"{n // MiB} MiB" if n % MiB == 0 else f"{n:,} bytes"
 
 
@@ -85,7 +85,7 @@ def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
     except OSError as exc:
         raise BadStateFile(name, "", None, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise BadStateFile(name, "", None, f"larger than the {_size(limit)} allowed for a {what}")
+        raise BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed for a {what}")
     return data
 
 

@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from tpufleet.constants import MiB
 from tpufleet.errors import BadStateFile
 from tpufleet.integrations.k8s import (
     SPLIT_THE_LIST,
@@ -24,7 +25,7 @@ from tpufleet.integrations.k8s import (
     parse_nodes,
 )
 from tpufleet.jsontext import decode_utf8
-from tpufleet.state.inputfiles import load_yaml, parse_yaml, read_bytes
+from tpufleet.state.inputfiles import load_yaml, parse_yaml, read_bytes, size_text
 
 __all__ = ["MAX_NODE_LIST_BYTES", "MAX_YAML_NODE_LIST_BYTES", "read_mapping", "read_node_list"]
 
@@ -32,9 +33,9 @@ __all__ = ["MAX_NODE_LIST_BYTES", "MAX_YAML_NODE_LIST_BYTES", "read_mapping", "r
 # conditions, images): 128 MiB is room for 15,000 such nodes. The typed reader peaks at 2-3x a kubectl list's
 # size (the plain decoder: 4-6x, and 27x for empty objects); the worst measured is 7x (900 MiB), for nodes of 64
 # tiny conditions each. A larger list is imported in parts (a node missing from a list says nothing).
-MAX_NODE_LIST_BYTES = 128 * 2**20
-MAX_YAML_NODE_LIST_BYTES = 16 * 2**20  # YAML parses at 1-3 s a MiB into plain objects: bounded tighter than JSON
-_UTF8_CHECK_PIECE = 2**20
+MAX_NODE_LIST_BYTES = 128 * MiB
+MAX_YAML_NODE_LIST_BYTES = 16 * MiB  # YAML parses at 1-3 s a MiB into plain objects: bounded tighter than JSON
+_UTF8_CHECK_PIECE = MiB
 _JSON_OBJECT = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 
 
@@ -48,13 +49,18 @@ def read_node_list(source: str, keys: LabelKeys) -> tuple[list[Node], str]:
         data = read_bytes(source, "node list", MAX_NODE_LIST_BYTES)
     if len(data) > MAX_NODE_LIST_BYTES:
         raise BadStateFile(
-            name, "", None, f"larger than the {MAX_NODE_LIST_BYTES // 2**20} MiB allowed: {SPLIT_THE_LIST}"
+            name, "", None, f"larger than the {size_text(MAX_NODE_LIST_BYTES)} allowed: {SPLIT_THE_LIST}"
         )
     _check_utf8(data, name)
     if _JSON_OBJECT.match(data):  # JSON, as kubectl prints it: read typed, without a copy as text
         return decode_node_list(data, name, keys), name
     if len(data) > MAX_YAML_NODE_LIST_BYTES:  # YAML, as `export node-labels` writes by default
-        raise BadStateFile(name, "", None, "YAML larger than 16 MiB: give kubectl's JSON (-o json) instead")
+        raise BadStateFile(
+            name,
+            "",
+            None,
+            f"YAML larger than {size_text(MAX_YAML_NODE_LIST_BYTES)}: give kubectl's JSON (-o json) instead",
+        )
     return parse_nodes(parse_yaml(decode_utf8(data, name), name), name, keys), name
 
 

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import MiB
 from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile, Refused, shown
-from tpufleet.jsontext import MiB
 from tpufleet.simulation.inputs import RATES_SCHEMA
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, write_output

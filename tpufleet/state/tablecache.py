@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tpufleet.constants import HOUR
 from tpufleet.errors import BadInput, Refused
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 CACHE_DIR = "cache"
 MAX_ENTRIES = 16
 MAX_BYTES = 64 << 20  # one 16x16x16 OCS pattern is 0.8 MB
-STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
+STALE_TEMP_SECONDS = HOUR  # a temp file this old belongs to a writer that died
 _ENTRY = re.compile(r"[0-9a-f]{40}\.npy")
 MAGIC = b"TPUFLEET-CHOICES-1\n"
 DIGEST_BYTES = 32

@@ -25,7 +25,7 @@ Simulation = Literal["fleet", "availability"]
 SIMULATIONS: tuple[Simulation, ...] = ("fleet", "availability")
 FILE_PARAMS = ("workload", "fault_rates")  # values are file names, read by the driver
 MAX_FAULT_FACTOR = 1000.0
-MAX_PODS = 16
+MAX_SWEEP_PODS = 16  # pods of a sweep point's fleet (each point is simulated many times), not the fleet's MAX_PODS
 MAX_TRIALS = 1_000_000
 
 _NUMBER = {"type": "number"}
@@ -35,7 +35,7 @@ _SIZE = {"type": "integer", "minimum": 1, "maximum": CUBES_PER_POD}
 
 FLEET: dict[str, dict[str, Any]] = {
     "days": {**_NUMBER, "exclusiveMinimum": 0, "maximum": MAX_DAYS},
-    "pods": {"type": "integer", "minimum": 1, "maximum": MAX_PODS},
+    "pods": {"type": "integer", "minimum": 1, "maximum": MAX_SWEEP_PODS},
     "mode": {"enum": list(MODES)},
     "checkpoint_interval_min": {**_NUMBER, "minimum": 1, "maximum": MAX_CHECKPOINT_INTERVAL_S / 60},
     "restart_overhead_min": {**_NUMBER, "minimum": 0, "maximum": MAX_RESTART_OVERHEAD_S / 60},

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tpufleet.constants import DAY
 from tpufleet.sweep.driver import Outcome
 from tpufleet.sweep.spec import SweepSpec
 
@@ -80,7 +81,7 @@ def young_daly_minutes(spec: SweepSpec, params: Mapping[str, Any]) -> tuple[floa
     workload, rates, _ = fleet_inputs(params, spec.inputs, 0, spec.shipped)
     if rates.host_per_day <= 0:
         return None
-    mtbf = 86400.0 / (machines * rates.host_per_day)
+    mtbf = DAY / (machines * rates.host_per_day)
     w = workload.checkpoint_write_s
     young = math.sqrt(2 * w * mtbf)
     daly = young * (1 + math.sqrt(w / (2 * mtbf)) / 3 + (w / (2 * mtbf)) / 9) - w

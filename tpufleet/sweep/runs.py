@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tpufleet.goodput.events import DISRUPTIONS
 from tpufleet.shapes import parse_shape
 from tpufleet.simulation import FaultRates, Options, Workload
 from tpufleet.simulation.inputs import FAULT_KINDS
 
 Task = dict[str, Any]
 Result = dict[str, Any]
-DISRUPTIONS = ("failure", "eviction", "preemption")
 # The figures a run gives (`fleet_metrics`, `_availability`): these names, and FAMILY.VALUE for each family below
 # with VALUE a size class (fleet) or a slice size in cubes (availability).
 FLEET_FIGURES = (
