@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from tpufleet import views
+from tpufleet.constants import DAY, HOUR
 from tpufleet.fleetmap import fleet_map
 from tpufleet.fleetstate import FleetState
 from tpufleet.timeparse import parse_stamp
@@ -25,11 +26,11 @@ def age_text(seconds: float | None) -> str:
     s = int(seconds)
     if s < 60:
         return f"{s}s"
-    if s < 3600:
+    if s < HOUR:
         return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60}m"
-    return f"{s // 86400}d {s % 86400 // 3600}h"
+    if s < DAY:
+        return f"{s // HOUR}h {s % HOUR // 60}m"
+    return f"{s // DAY}d {s % DAY // HOUR}h"
 
 
 def _faults(state: FleetState, now: datetime) -> list[Row]:

@@ -139,7 +139,7 @@ def cube_ici_links(cube: str) -> list[IciId]:
     for chip in cube_chips(cube):
         xyz = (chip.x, chip.y, chip.z)
         for direction in DIRECTIONS:
-            axis, step = "xyz".index(direction[1]), 1 if direction[0] == "+" else -1
+            axis, step = DIMS.index(direction[1]), 1 if direction[0] == "+" else -1
             if 0 <= xyz[axis] + step < CUBE_EDGE:
                 out.append(IciId(cube, *xyz, direction))
     return out

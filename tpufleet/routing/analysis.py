@@ -29,12 +29,10 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from tpufleet.constants import BoolArray, IntArray
     from tpufleet.routing.dor import HopTable, Order, PortTable
     from tpufleet.routing.structured import DorBase
     from tpufleet.topology import ChipGraph
-
-    IntArray = npt.NDArray[np.signedinteger[Any]]
-    BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass

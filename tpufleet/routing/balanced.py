@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tpufleet.constants import OPPOSITE
 from tpufleet.routing.dor import DEFAULT_ORDER, Order
 from tpufleet.shapes import Shape
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
     from tpufleet.routing.dor import HopTable, PortTable
 
-OPPOSITE = (1, 0, 3, 2, 5, 4)
 CLASSES = 8  # parity of x, y, z
 BALANCE_LIMIT = 4096  # chips; the settling loop is per state, so larger slices keep the plain rule
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from tpufleet.routing.analysis import BoolArray
+    from tpufleet.constants import BoolArray
     from tpufleet.routing.dor import HopTable, Order, PortTable
     from tpufleet.topology import ChipGraph
 
@@ -391,7 +391,7 @@ def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tu
     """
     import numpy as np
 
-    from tpufleet.constants import CUBE_EDGE
+    from tpufleet.constants import CUBE_EDGE, DIMS
     from tpufleet.ids import face_index
     from tpufleet.topology import coordinates
 
@@ -404,12 +404,12 @@ def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tu
         d, sign = port // 2, 1 if port % 2 == 0 else -1
         if local[chip, d] != (CUBE_EDGE - 1 if sign > 0 else 0):
             return []  # an electrical link or a chip: not an OCS pattern
-        faces.add((d, face_index("xyz"[d], *local[chip].tolist())))
+        faces.add((d, face_index(DIMS[d], *local[chip].tolist())))
 
     def expanded(chosen: list[tuple[int, int]]) -> ChipGraph:
         graph = alive.copy()
         for d, index in chosen:
-            on_face = np.array([face_index("xyz"[d], *xyz) == index for xyz in local.tolist()])
+            on_face = np.array([face_index(DIMS[d], *xyz) == index for xyz in local.tolist()])
             for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
                 graph[on_face & (local[:, d] == edge), port] = -1
         return graph

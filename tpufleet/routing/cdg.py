@@ -19,9 +19,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from scipy.sparse import csr_matrix
 
+    from tpufleet.constants import IntArray
     from tpufleet.routing.analysis import RouteTables
-
-    IntArray = npt.NDArray[np.signedinteger[Any]]
 
 PEEL_ROUNDS = 4096  # a longer dependency chain than this is left to scipy
 

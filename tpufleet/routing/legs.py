@@ -21,13 +21,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
+    from tpufleet.constants import Int64Array
     from tpufleet.routing.analysis import RouteTables
     from tpufleet.routing.cdg import Layout, _Hops
-
-    IntArray = npt.NDArray[np.int64]
 
 LEG_LIMIT = 512  # chips
 # Cycle checks (5-10 ms each on 8x8x8) before the search gives up: the fits found on 8x8x8, 4x4x8 and 4x8x8 with
@@ -39,7 +35,7 @@ def worth_trying(rt: RouteTables, layout: Layout) -> bool:
     return layout.classes > 1 and rt.n <= LEG_LIMIT
 
 
-def place(hops: _Hops, layout: Layout, vcs: int) -> tuple[IntArray, IntArray] | None:
+def place(hops: _Hops, layout: Layout, vcs: int) -> tuple[Int64Array, Int64Array] | None:
     """(first VC of dimension-order hops, first VC of wild hops), each [class, dimension], within `vcs` VCs and
     deadlock-free; None if the search found none within LEG_CHECKS checks."""
     import numpy as np
@@ -84,7 +80,7 @@ def place(hops: _Hops, layout: Layout, vcs: int) -> tuple[IntArray, IntArray] | 
     return value[: 3 * C].reshape(C, 3), value[3 * C :].reshape(C, 3)
 
 
-def blocks(layout: Layout, dor_first: IntArray, wild_first: IntArray, wild_vcs: int) -> dict[str, Any]:
+def blocks(layout: Layout, dor_first: Int64Array, wild_first: Int64Array, wild_vcs: int) -> dict[str, Any]:
     """The VC layout as reported (see `cdg._Packing.blocks`; `wild_vcs`: how many VCs wild hops use); a dimension
     no hop of an order uses is given the order's first VC, so every entry names a VC."""
     dor = dor_first.copy()

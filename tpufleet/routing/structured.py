@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from tpufleet.routing.analysis import Analysis, BoolArray, RouteTables
+    from tpufleet.constants import BoolArray
+    from tpufleet.routing.analysis import Analysis, RouteTables
     from tpufleet.routing.cdg import Layout
     from tpufleet.routing.dor import Order
     from tpufleet.routing.rings import RingTables
