@@ -217,3 +217,25 @@ def test_a_state_file_pod_over_its_generations_ports_is_refused(fleet):
     write_doc(cli, doc)
     r = cli("status")
     assert r.code == 2 and "fleet.pods.0.generation" in r.err
+
+
+def test_a_tpu7x_collective_uses_tpu7x_figures(cli, tmp_path):
+    """The same slice and payload on a TPU v4 pod and a TPU7x pod: the ICI links are 50 and 100 GB/s, so the
+    bandwidth term halves exactly; a multislice job's DCN leg uses TPU7x's 100 Gb/s per chip (4 chips a host)."""
+    from conftest import Cli
+
+    v4, ironwood = Cli(cli.capsys, tmp_path / "v4"), Cli(cli.capsys, tmp_path / "tpu7x")
+    assert v4("init").code == 0 and ironwood("init", "--generation", "tpu7x").code == 0
+    figures = {}
+    for name, run in (("v4", v4), ("tpu7x", ironwood)):
+        assert run("allocate", "s", "--shape", "8x8x8").code == 0
+        r = run("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
+        assert r.code == 0, r.err
+        figures[name] = r.json
+    assert figures["tpu7x"]["profile"]["name"] == "tpu7x"
+    assert figures["tpu7x"]["profile"]["link_bandwidth_Bps"] == 100e9
+    assert figures["v4"]["bandwidth_s"] == pytest.approx(2 * figures["tpu7x"]["bandwidth_s"], rel=1e-12)
+    assert ironwood("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    r = ironwood("collective", "j", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["profile"]["dcn"]["host_bandwidth_Bps"] == 4 * 100e9 / 8

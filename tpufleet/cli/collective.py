@@ -2,12 +2,16 @@
 tables, or the hierarchical all-reduce of a multislice job (ICI in each slice, DCN between them)."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
+
+if TYPE_CHECKING:
+    from tpufleet.collectives.profile import Profile
+    from tpufleet.fleetstate import FleetState
 
 
 def _ms(seconds: float | None) -> str:
@@ -85,6 +89,21 @@ def _candidate_rows(d: dict[str, Any]) -> list[list[Any]]:
         ]
         for c in d["candidates"]
     ]
+
+
+def _profile_for(state: "FleetState", name: str, profile_file: "Path | None") -> "Profile":
+    """--profile when given; else the slice's (or the job's first slice's) pod generation's figures over the shipped
+    profile; else the shipped TPU v4 profile."""
+    from tpufleet.collectives.profile import for_generation
+    from tpufleet.state.profiles import read_profile
+
+    profile = read_profile(profile_file)
+    if profile_file is not None:
+        return profile
+    member = state.job_slices(name)[0].name if name in state.jobs else name
+    sl = state.slices.get(member)
+    gen = state.fleet.pod_by_name[sl.pod].generation if sl is not None else None
+    return for_generation(profile, gen) if gen is not None else profile
 
 
 def _job_text(d: dict[str, Any]) -> str:
@@ -249,7 +268,6 @@ def collective_cmd(
     from tpufleet.collectives.profile import parse_size
     from tpufleet.errors import BadInput
     from tpufleet.ops import collective as ops
-    from tpufleet.state.profiles import read_profile
     from tpufleet.state.routetables import StoredTables
 
     if op not in OPS:
@@ -262,9 +280,9 @@ def collective_cmd(
     if order is not None and algorithm not in ("dim-by-dim", "multi-dim", "auto"):
         raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim and multi-dim, not {algorithm}")
     flops = _flops(model_flops)
-    profile = read_profile(profile_file)
     store = ctx.obj.store()
     state = store.load()
+    profile = _profile_for(state, name, profile_file)
     if name in state.jobs:
         _check_job_options(op, algorithm, dims, table_capacity)
         if layout not in ops.LAYOUTS:

@@ -15,10 +15,13 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.constants import DIMS, GiB, KiB, MiB
 from tpufleet.errors import BadInput, BadStateFile, shown
+
+if TYPE_CHECKING:
+    from tpufleet.generations import Generation
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "hardware-profile.yaml"  # named, never opened here
 SCHEMA_VERSION = 1
@@ -222,3 +225,27 @@ def default_profile() -> Profile:
     if not _DEFAULT:
         _DEFAULT.append(profile_from_doc(SHIPPED_DOC, str(SHIPPED), shipped=True))
     return _DEFAULT[0]
+
+
+def for_generation(base: Profile, gen: Generation) -> Profile:
+    """`base` (the shipped TPU v4 profile) with a generation's own figures: ICI link bandwidth, peak BF16 FLOP/s,
+    HBM size and bandwidth, and its DCN bandwidth per host (per chip x chips per host). Latencies, the DCN's
+    oversubscription and per-dimension overrides are not in a generation profile: they stay `base`'s (said in
+    `sources`)."""
+    dcn = replace(
+        base.dcn_link(),
+        host_bandwidth=gen.dcn_chip_bandwidth * gen.chips_per_host,
+        source=f"generation {gen.name} (latency and oversubscription: {base.name})",
+    )
+    return replace(
+        base,
+        name=gen.name,
+        link_bandwidth=gen.ici_link_bandwidth,
+        peak_flops=gen.peak_bf16_flops,
+        hbm_bytes=float(gen.hbm_bytes),
+        hbm_bandwidth=gen.hbm_bandwidth,
+        dimension_bandwidth={},
+        sources=(f"generation profile {gen.name} (bandwidths, FLOP/s, HBM)", f"{base.name} (latencies)"),
+        file="",
+        dcn=dcn,
+    )
