@@ -239,3 +239,19 @@ def test_a_tpu7x_collective_uses_tpu7x_figures(cli, tmp_path):
     r = ironwood("collective", "j", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["profile"]["dcn"]["host_bandwidth_Bps"] == 4 * 100e9 / 8
+
+
+def test_simulate_fleet_places_jobs_on_144_cube_tpu7x_pods(cli, tmp_path):
+    out = tmp_path / "events.jsonl"
+    r = cli(
+        "simulate-fleet", "--days", "2", "--pods", "2", "--generation", "tpu7x", "--out", out, "-o", "json", state=False
+    )
+    assert r.code == 0, r.err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    (capacity,) = [x for x in records if x["type"] == "capacity"]
+    assert (capacity["accelerator"], capacity["chips"]) == ("tpu7x", 2 * 144 * 64)
+    jobs = [x for x in records if x["type"] == "job"]
+    assert jobs and {j["accelerator"] for j in jobs} == {"tpu7x"}
+    assert r.json["jobs_submitted"] == len(jobs)
+    refused = cli("simulate-fleet", "--days", "1", "--generation", "tpu7x", "--mode", "static", state=False)
+    assert refused.code == 2 and "static" in refused.err

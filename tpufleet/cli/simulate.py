@@ -3,13 +3,16 @@
 import enum
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 from tpufleet.constants import CUBES_PER_POD
+
+if TYPE_CHECKING:
+    from tpufleet.generations import Generation
 
 
 class Mode(str, enum.Enum):
@@ -54,6 +57,21 @@ def _multislice_lines(m: dict | None, f) -> list[str]:
                 f"  ({k['jobs']} jobs)"
             )
     return lines
+
+
+def _generation(name: str | None, mode: str) -> "Generation | None":
+    """The shipped profile of `--generation` (None: the built-in TPU v4 pod of 64 cubes)."""
+    from tpufleet.errors import BadInput
+    from tpufleet.state.generations import shipped
+
+    if name is None:
+        return None
+    gen = shipped(name)
+    if mode == "static" and gen.pod_cubes != CUBES_PER_POD:
+        raise BadInput(
+            f"bad option --mode static: a static pod is a 4x4x4 grid of cubes, a {name} pod has {gen.pod_cubes}"
+        )
+    return gen
 
 
 @app.command(
@@ -127,6 +145,10 @@ def simulate_cmd(
             "kinds host, link, ocs, drain)",
         ),
     ] = None,
+    generation: Annotated[
+        str | None,
+        typer.Option("--generation", help="Pods of this generation (tpu-v4, tpu-v5p, tpu7x): its pod size"),
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Discrete-event simulation: jobs arrive and are placed through the OCS, faults strike and are repaired,
@@ -152,7 +174,10 @@ def simulate_cmd(
             raise BadInput(f"bad option {option} {value!r}: must be a finite number")
     if out is not None:
         check_output_path(out, "--out")  # before the run: a typo must not cost the whole simulation
+    gen = _generation(generation, mode.value)
     options = Options(
+        generation=gen,
+        cubes_per_pod=gen.pod_cubes if gen is not None else CUBES_PER_POD,
         days=days,
         seed=seed,
         pods=pods,

@@ -51,7 +51,8 @@ def run_fleet(
     loaded, rates = load_workload(workload), load_rates(fault_rates)
     if fault_scale is not None:
         rates = scale_rates(rates, parse_factors(fault_scale))
-    check_budget(loaded, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
+    fleet = default_fleet(options.pods, options.cubes_per_pod, options.generation)
+    check_budget(loaded, rates, options, component_counts(fleet))
     result = simulate(loaded, rates, options, progress)
     if out is not None:
         write_output(out, jsonl(result.entries))

@@ -23,7 +23,7 @@ from tpufleet.simulation.events import (
 from tpufleet.simulation.fault_response import FaultResponse
 from tpufleet.simulation.inputs import FaultRates, Options, Workload
 from tpufleet.simulation.job import Job, JobState
-from tpufleet.simulation.log import EventLog, Record, Stats
+from tpufleet.simulation.log import ACCELERATOR, EventLog, Record, Stats
 from tpufleet.simulation.placement import Placement
 from tpufleet.simulation.runner import JobRunner
 from tpufleet.simulation.scale import fleet_workload
@@ -44,11 +44,11 @@ class Simulator:
         self.rates = rates
         self.options = options
         self.rng = random.Random(options.seed)
-        self.fleet: Fleet = default_fleet(options.pods, options.cubes_per_pod)
+        self.fleet: Fleet = default_fleet(options.pods, options.cubes_per_pod, options.generation)
         self.start = START_EPOCH
         self.end = START_EPOCH + options.days * DAY
         self.queue = EventQueue()
-        self.log = EventLog()
+        self.log = EventLog(options.generation.name if options.generation is not None else ACCELERATOR)
         self.stats = Stats()
         self.placement = Placement(self.fleet, options.static, self.stats, fit_shortcuts, options.spare_cubes)
         self.runner = JobRunner(options, workload, self.queue, self.log, self.placement, self.stats)

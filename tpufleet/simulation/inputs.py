@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 from tpufleet.constants import CUBES_PER_POD, DAY, HOUR, WEEK
 from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.generations import Generation
 from tpufleet.shapes import Shape, allocatable, parse_shape
 from tpufleet.simulation.multislice import SECTION_SCHEMA, SLICES_SCHEMA, MultisliceMix, check_listed, mix_from_doc
 from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at, step_models
@@ -118,6 +119,7 @@ class Options:
     cubes_per_pod: int = CUBES_PER_POD
     load_per_pod: float = 1.0  # each pod gets this multiple of the workload's arrival rate
     spare_cubes: int = 0  # healthy free cubes per pod kept for jobs a fault displaced
+    generation: Generation | None = None  # the pods' generation (None: the built-in TPU v4 model)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

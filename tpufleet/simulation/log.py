@@ -10,7 +10,7 @@ from typing import Any
 from tpufleet.simulation.inputs import FAULT_KINDS
 from tpufleet.simulation.job import Job
 
-ACCELERATOR = "tpu-v4"
+ACCELERATOR = "tpu-v4"  # the built-in pod's; a run on pods of a generation writes the generation's name
 Record = dict[str, Any]  # one line of the native JSONL log `goodput-report` reads
 # One job event as the run keeps it: (job id, time rounded to milliseconds, event name, step, chips); None where
 # the record has no such field. A dict per event cost a tenth of a 16-pod run; records are made only when asked.
@@ -24,7 +24,8 @@ class EventLog:
     `entries` holds them in order, events as `EventTuple`s; `records` gives them all as dicts. `by_job` holds the
     same event tuples grouped by job (the summary reads them so)."""
 
-    def __init__(self) -> None:
+    def __init__(self, accelerator: str = ACCELERATOR) -> None:
+        self.accelerator = accelerator
         self.entries: list[Entry] = []
         self.by_job: dict[str, list[EventTuple]] = {}
 
@@ -34,7 +35,7 @@ class EventLog:
         return [as_record(entry) if isinstance(entry, tuple) else entry for entry in self.entries]
 
     def capacity(self, time: float, chips: int) -> None:
-        self.entries.append({"type": "capacity", "time": time, "accelerator": ACCELERATOR, "chips": chips})
+        self.entries.append({"type": "capacity", "time": time, "accelerator": self.accelerator, "chips": chips})
 
     def job(self, job: Job, ideal_step_s: float) -> None:
         topology = job.shape.text + (" twisted" if job.shape.twisted else "")
@@ -42,7 +43,7 @@ class EventLog:
             {
                 "type": "job",
                 "job": job.id,
-                "accelerator": ACCELERATOR,
+                "accelerator": self.accelerator,
                 "chips": job.chips,
                 "topology": topology,
                 "phase": job.phase,
