@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -255,3 +256,30 @@ def test_simulate_fleet_places_jobs_on_144_cube_tpu7x_pods(cli, tmp_path):
     assert r.json["jobs_submitted"] == len(jobs)
     refused = cli("simulate-fleet", "--days", "1", "--generation", "tpu7x", "--mode", "static", state=False)
     assert refused.code == 2 and "static" in refused.err
+
+
+def test_import_k8s_places_a_node_only_on_a_pod_of_its_accelerator(cli, tmp_path):
+    """The fixture's TPU v4 nodes against a TPU7x superpod: none is placed, each saying why; relabelled as TPU7x
+    nodes, they are placed exactly as the TPU v4 nodes are on a TPU v4 pod."""
+    from conftest import Cli
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "k8s" / "pod-64.json"
+    v4 = Cli(cli.capsys, tmp_path / "v4")
+    assert v4("init").code == 0
+    on_v4 = v4("import", "k8s", fixture, "-o", "json").json
+    assert cli("init", "--generation", "tpu7x").code == 0
+    r = cli("import", "k8s", fixture, "-o", "json")
+    assert r.code == 0, r.err
+    mismatched = [u for u in r.json["unplaced"] if "of a tpu7x pod (whose nodes are tpu7x)" in u["reason"]]
+    assert r.json["placed"] == 0 and len(mismatched) == on_v4["placed"] > 1000
+    doc = json.loads(fixture.read_text())
+    for node in doc["items"]:
+        labels = node["metadata"]["labels"]
+        if labels.get("cloud.google.com/gke-tpu-accelerator") == "tpu-v4-podslice":
+            labels["cloud.google.com/gke-tpu-accelerator"] = "tpu7x"
+    relabelled = tmp_path / "tpu7x-nodes.json"
+    relabelled.write_text(json.dumps(doc))
+    r = cli("import", "k8s", relabelled, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["placed"] == on_v4["placed"]
+    assert [u["node"] for u in r.json["unplaced"]] == [u["node"] for u in on_v4["unplaced"]]

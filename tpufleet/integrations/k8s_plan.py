@@ -142,6 +142,7 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
             out.unplaced.append((node.name, f"accelerator {accelerator} is not in the mapping's accelerators"))
         else:
             cube, machine, why = _resolve(node, namer, mapping)
+            why = why or _generation_mismatch(state, cube, accelerator)
             if why is not None or cube is None:
                 out.unplaced.append((node.name, why or "no cube"))
             elif machine is not None:
@@ -152,6 +153,17 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
                 _note_state(out, cube, node, mapping)
     _claim_machines(state, out, explicit, pending, mapping)
     return out
+
+
+def _generation_mismatch(state: FleetState, cube: str | None, accelerator: str) -> str | None:
+    """A node whose accelerator is not its pod's generation's (a TPU7x node on a v5p pod) is not placed there. A pod
+    without a generation (the built-in TPU v4 model) takes any accelerator of the mapping's list, as before."""
+    if cube is None or cube not in state.fleet.cube_pod:
+        return None
+    gen = state.fleet.pod_of(cube).generation
+    if gen is None or accelerator == gen.gke_accelerator:
+        return None
+    return f"accelerator {accelerator} on cube {cube} of a {gen.name} pod (whose nodes are {gen.gke_accelerator})"
 
 
 def _resolve(node: Node, namer: _Namer, mapping: K8sMapping) -> tuple[str | None, int | None, str | None]:
