@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -183,7 +184,10 @@ def test_slices_export(imported):
     assert imported("plan-xconnect", "Train_Big.1", "--apply").code == 0
     assert imported("allocate", "tiny", "--shape", "2x2x1").code == 0
     assert imported("allocate", "queued", "--shape", "4x4x4").code == 0
-    r = imported("export", "slices")
+    refused = imported("export", "slices")  # a TPU v4 model pod's type, tpu-v4-podslice, is not the CRD's
+    assert refused.code == 0 and "spec.type accepts tpu7x and v6e, not tpu-v4-podslice" in refused.err
+    assert refused.out.strip() in ("", "[]", "null")
+    r = imported("export", "slices", "--type", "tpu7x")
     assert r.code == 0, r.err
     assert "skipped slice tiny" in r.err
     docs = list(yaml.safe_load_all(r.out))
@@ -200,6 +204,28 @@ def test_slices_export(imported):
         assert a <= b <= c and a % 4 == b % 4 == c % 4 == 0 and len(doc["spec"]["partitionIds"]) == a * b * c // 64
     assert docs[0]["metadata"]["name"] == "train-big-1"
     assert [d["status"]["conditions"][0]["status"] for d in docs] == ["True", "False"]
+    assert [d["status"]["conditions"][0]["reason"] for d in docs] == ["ACTIVE", "ACTIVATING"]
+    check = slice_crd()
+    for doc in docs:
+        check(doc)  # every exported Slice passes the published CRD's schema
+    import fastjsonschema
+
+    edits: list[dict[str, object]] = [{"type": "tpu-v4-podslice"}, {"topology": "4x4"}, {"partitionIds": []}]
+    for broken in edits:
+        bad = json.loads(json.dumps(docs[0]))
+        bad["spec"].update(broken)
+        if broken.get("topology") == "4x4":
+            bad["status"]["conditions"][0].pop("lastTransitionTime")
+        with pytest.raises(fastjsonschema.JsonSchemaValueException):
+            check(bad)
+
+
+def slice_crd():
+    """The Slice CRD's schema (tests/crds/slice-crd.json, with its source) as a validator."""
+    import fastjsonschema
+
+    crd = json.loads((Path(__file__).parent / "crds" / "slice-crd.json").read_text())
+    return fastjsonschema.compile(crd["openAPIV3Schema"], formats={"int64": r"^-?\d+$"})
 
 
 def test_slice_names_that_clash_get_a_suffix():

@@ -31,6 +31,9 @@ KUEUE_API = "kueue.x-k8s.io/v1beta1"
 SLICE_API = "accelerator.gke.io/v1beta1"
 TPU_TAINT = "google.com/tpu"  # GKE taints TPU nodes with it; pods (and Kueue flavors) must tolerate it
 SLICE_TYPES = frozenset({"tpu7x"})  # accelerators of a generation that the Slice CRD's spec.type accepts
+# The Slice CRD's spec.type enum (xpk, slice/config/crd/bases/accelerator.gke.io_slices.yaml): a Slice of any
+# other type is refused by the API server, so none is written.
+CRD_SLICE_TYPES = frozenset({"v6e", "tpu7x"})
 
 
 def accelerator(pod: Pod) -> str:
@@ -243,8 +246,13 @@ def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tupl
     pod_types = {p.name: accelerator(p) for p in state.fleet.pods if accelerator(p) in SLICE_TYPES}
     for name in sorted(state.slices):
         sl = state.slices[name]
+        kind = pod_types.get(sl.pod, slice_type)
         if sl.machines:
             skipped.append({"slice": name, "reason": f"{sl.shape.text} is smaller than a 4x4x4 partition"})
+            continue
+        if kind not in CRD_SLICE_TYPES:  # the API server would refuse the object: say so, write none
+            accepted = " and ".join(sorted(CRD_SLICE_TYPES))
+            skipped.append({"slice": name, "reason": f"the Slice CRD's spec.type accepts {accepted}, not {kind}"})
             continue
         k8s_name = _k8s_name(name, used)
         out.append(
@@ -253,7 +261,7 @@ def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tupl
                 "kind": "Slice",
                 "metadata": {"name": k8s_name, "annotations": {"tpufleet.io/slice": name}},
                 "spec": {
-                    "type": pod_types.get(sl.pod, slice_type),
+                    "type": kind,
                     "topology": sl.shape.text,
                     "partitionIds": [names.partition(c) for c in sl.cubes],
                 },
@@ -279,13 +287,17 @@ def _k8s_name(name: str, used: set[str]) -> str:
 
 
 def _condition(sl: Slice) -> Doc:
-    """The `Ready` condition a Slice would show for the tpufleet slice's state."""
+    """The `Ready` condition a Slice would show for the tpufleet slice's state, its reason one of GKE's Slice states
+    (ACTIVATING, ACTIVE, ACTIVE_DEGRADED, FAILED). The CRD requires a lastTransitionTime: tpufleet keeps no time
+    of a slice's last state change, so the time it was allocated stands for it (the API's conventions allow the
+    time the field changed when the transition's is not known)."""
     status, reason, message = {
-        SliceState.CONNECTED: ("True", "Ready", "wired as its shape"),
-        SliceState.DEGRADED: ("True", "Degraded", "running on tables that route around faults"),
-        SliceState.ALLOCATED: ("False", "Provisioning", "cubes reserved, cross-connects not all applied"),
-        SliceState.EVICTED: ("False", "Evicted", f"stopped by fault {sl.evicted_by}"),
+        SliceState.CONNECTED: ("True", "ACTIVE", "wired as its shape"),
+        SliceState.DEGRADED: ("True", "ACTIVE_DEGRADED", "running on tables that route around faults"),
+        SliceState.ALLOCATED: ("False", "ACTIVATING", "cubes reserved, cross-connects not all applied"),
+        SliceState.EVICTED: ("False", "FAILED", f"stopped by fault {sl.evicted_by}"),
     }[sl.state]
     if sl.state is SliceState.DEGRADED and sl.reroute is not None:
         message += f" (all-to-all throughput retained {sl.reroute.retained:.3f})"
-    return {"type": "Ready", "status": status, "reason": reason, "message": message}
+    since = sl.created or "1970-01-01T00:00:00Z"
+    return {"type": "Ready", "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
