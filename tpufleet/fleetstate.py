@@ -63,6 +63,8 @@ class Fault:
     cleared: str | None = None
     reason: str = ""
     opened_serial: int | None = None
+    window_start: str | None = None  # a planned drain of announced maintenance: its window (RFC 3339)
+    window_end: str | None = None
 
     @property
     def is_open(self) -> bool:
@@ -80,6 +82,10 @@ class Fault:
         }
         if self.opened_serial is not None:
             out["opened_serial"] = self.opened_serial
+        if self.window_start is not None:  # only drains of announced maintenance: other faults keep their shape
+            out["window_start"] = self.window_start
+        if self.window_end is not None:
+            out["window_end"] = self.window_end
         return out
 
 
@@ -225,6 +231,71 @@ class K8sNames:
         return {host: node for node, host in self.nodes.items()}
 
 
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """Announced maintenance of a reservation sub-block (Compute Engine's `upcomingGroupMaintenance`)."""
+
+    status: str  # maintenanceStatus: PENDING, ONGOING or UNKNOWN
+    kind: str | None = None  # type: SCHEDULED, UNSCHEDULED, MULTIPLE, UNKNOWN_TYPE
+    start: str | None = None  # windowStartTime, RFC 3339
+    end: str | None = None  # windowEndTime
+
+    @property
+    def drains(self) -> bool:
+        """Pending or ongoing maintenance takes the cube's hosts away: a planned drain."""
+        return self.status in ("PENDING", "ONGOING")
+
+    def record(self) -> dict[str, object]:
+        out: dict[str, object] = {"status": self.status}
+        optional = {"type": self.kind, "window_start": self.start, "window_end": self.end}
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
+
+@dataclass(frozen=True)
+class SubBlockRecord:
+    """What the state keeps of one reservation sub-block: the cube it is, and its health and maintenance as last
+    imported. A DEGRADED sub-block is a degraded cube that still serves (Compute Engine: "within SLO and can be
+    used"): its own state, not a fault."""
+
+    cube: str
+    block: str  # physicalTopology.block ("" when the sub-block did not say)
+    health: str  # healthInfo.healthStatus: HEALTHY, DEGRADED or HEALTH_STATUS_UNSPECIFIED
+    healthy_hosts: int | None = None
+    degraded_hosts: int | None = None
+    maintenance: MaintenanceWindow | None = None
+
+    @property
+    def degraded(self) -> bool:
+        return self.health == "DEGRADED"
+
+    def record(self) -> dict[str, object]:
+        out: dict[str, object] = {"cube": self.cube, "block": self.block, "health": self.health}
+        if self.healthy_hosts is not None:
+            out["healthy_hosts"] = self.healthy_hosts
+        if self.degraded_hosts is not None:
+            out["degraded_hosts"] = self.degraded_hosts
+        if self.maintenance is not None:
+            out["maintenance"] = self.maintenance.record()
+        return out
+
+
+@dataclass
+class ReservationNames:
+    """A Compute Engine reservation's sub-blocks as cubes, learnt by `import reservation` and kept so that a later
+    import puts the same sub-block on the same cube (sub-blocks are named by opaque server-generated names)."""
+
+    blocks: dict[str, str] = field(default_factory=dict)  # physicalTopology.block -> pod
+    sub_blocks: dict[str, SubBlockRecord] = field(default_factory=dict)  # sub-block name -> its record
+
+    def __bool__(self) -> bool:
+        return bool(self.blocks or self.sub_blocks)
+
+    def by_cube(self) -> dict[str, tuple[str, SubBlockRecord]]:
+        """cube -> (sub-block name, record)."""
+        return {r.cube: (name, r) for name, r in self.sub_blocks.items()}
+
+
 @dataclass
 class FleetState:
     fleet: Fleet
@@ -237,6 +308,7 @@ class FleetState:
     routes: dict[str, RouteRecord] = field(default_factory=dict)
     k8s: K8sNames = field(default_factory=K8sNames)
     jobs: dict[str, Job] = field(default_factory=dict)
+    reservation: ReservationNames = field(default_factory=ReservationNames)
     # Derived from `faults`, kept while they do not change, so a batch of faults costs linear time.
     _health: Health | None = field(default=None, init=False, repr=False, compare=False)
     _open_by_target: dict[TargetId, Fault] | None = field(default=None, init=False, repr=False, compare=False)
@@ -378,6 +450,13 @@ class FleetState:
             self._open_by_target[target] = fault
         return fault
 
+    def set_fault_window(self, fault_id: str, start: str | None, end: str | None) -> None:
+        """Give a planned drain the window of the maintenance it stands for."""
+        fault = self.fault(fault_id)
+        if fault is None or not fault.planned:
+            raise ValueError(f"no planned fault {fault_id!r} to give a window")  # a bug in the caller
+        fault.window_start, fault.window_end = start, end
+
     def clear_fault(self, fault: Fault, now: str) -> None:
         fault.cleared = now
         self._faults_changed()
@@ -440,4 +519,21 @@ class FleetState:
             if len(counts) != len(names):
                 twice = sorted(str(p) for p, n in counts.items() if n > 1)
                 raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
+        return merged
+
+    # ---- a Compute Engine reservation --------------------------------------------------------------------
+    def record_reservation(self, blocks: Mapping[str, str], sub_blocks: Mapping[str, SubBlockRecord]) -> None:
+        """Record (or update) which pod each physical block is and which cube each sub-block is, with its health
+        and maintenance; Refused if a cube would be two sub-blocks."""
+        self.reservation = self.reservation_after(blocks, sub_blocks)
+
+    def reservation_after(
+        self, blocks: Mapping[str, str], sub_blocks: Mapping[str, SubBlockRecord]
+    ) -> ReservationNames:
+        """What `record_reservation` would record (without recording it), so a plan is refused like its apply."""
+        merged = ReservationNames({**self.reservation.blocks, **blocks}, {**self.reservation.sub_blocks, **sub_blocks})
+        counts = Counter(r.cube for r in merged.sub_blocks.values())
+        twice = sorted(c for c, n in counts.items() if n > 1)
+        if twice:
+            raise Refused(f"two reservation sub-blocks for one cube: {', '.join(twice[:5])}")
         return merged

@@ -29,8 +29,10 @@ def cube_users(state: FleetState) -> dict[str, list[str]]:
 
 
 def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
+    """One row a cube; a cube whose reservation sub-block is DEGRADED carries `degraded` (it still serves)."""
     health = health or state.health()
     users = cube_users(state)
+    degraded = degraded_cubes(state)
     rows = []
     for pod in state.fleet.pods:
         for pos, cube in enumerate(pod.cubes):
@@ -46,8 +48,19 @@ def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
                 "slices": users.get(cube, []),
                 "faults": health.cubes_out.get(cube, []),
             }
+            if cube in degraded:  # only on degraded cubes: other rows keep their shape
+                row["degraded"] = degraded[cube]
             rows.append(with_generation(row, pod))
     return rows
+
+
+def degraded_cubes(state: FleetState) -> dict[str, Row]:
+    """cube -> its DEGRADED reservation sub-block and host counts (imported by `import reservation`)."""
+    return {
+        r.cube: {"sub_block": name, "healthy_hosts": r.healthy_hosts, "degraded_hosts": r.degraded_hosts}
+        for name, r in sorted(state.reservation.sub_blocks.items())
+        if r.degraded
+    }
 
 
 def with_generation(row: Row, pod: Pod) -> Row:
@@ -71,8 +84,9 @@ def _effect(target: object) -> str:
 
 
 def health_rows(state: FleetState) -> list[Row]:
-    return [
-        {
+    rows = []
+    for fault in state.open_faults():
+        row: Row = {
             "target": str(fault.target),
             "kind": fault.target.kind,
             "fault": fault.id,
@@ -80,8 +94,10 @@ def health_rows(state: FleetState) -> list[Row]:
             "since": fault.opened,
             "effect": _effect(fault.target),
         }
-        for fault in state.open_faults()
-    ]
+        if fault.window_start is not None or fault.window_end is not None:  # a drain of announced maintenance
+            row["window_start"], row["window_end"] = fault.window_start, fault.window_end
+        rows.append(row)
+    return rows
 
 
 def missing_xconnects(state: FleetState, sl: Slice) -> int:
@@ -168,4 +184,15 @@ def status(state: FleetState) -> Row:
         "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
         "jobs": job_rows(state),
+        **_reservation_status(state),
     }
+
+
+def _reservation_status(state: FleetState) -> Row:
+    """`status` of an imported reservation: its sub-blocks and the degraded cubes (absent without one)."""
+    if not state.reservation:
+        return {}
+    pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
+    rows = sorted(degraded_cubes(state).items(), key=lambda kv: (pod_of[kv[0]], position[kv[0]]))
+    degraded = [{"cube": c, "pod": pod_of[c], **r} for c, r in rows]
+    return {"reservation": {"sub_blocks": len(state.reservation.sub_blocks), "degraded_cubes": degraded}}

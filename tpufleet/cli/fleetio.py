@@ -105,6 +105,88 @@ def import_k8s_cmd(
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
 
+def _reservation_text(d: dict[str, Any]) -> str:
+    lines = [
+        f"{d['source']}: {d['sub_blocks']} sub-blocks, {d['mapped']} mapped to cubes "
+        f"({len(d['sub_blocks_new'])} new, {d['sub_blocks_known']} known), {len(d['degraded'])} degraded",
+    ]
+    lines += [f"  pod named: {b['pod']} = block {b['block']}" for b in d["blocks_named"]]
+    if d["sub_blocks_new"]:
+        lines.append(f"  + {len(d['sub_blocks_new'])} sub-block(s) named as cubes")
+    if d["sub_blocks_updated"]:
+        lines.append(f"  ~ {len(d['sub_blocks_updated'])} sub-block(s) with new health or maintenance")
+    for g in d["degraded_new"]:
+        lines.append(f"  + degraded {g['cube']} ({g['sub_block']}): {g['degraded_hosts']} degraded host(s)")
+    lines += [f"  - degraded {g['cube']} ({g['sub_block']}): healthy again" for g in d["degraded_cleared"]]
+    for f in d["drains_opened"]:
+        ident = f" {f['id']}" if f.get("id") else ""
+        lines.append(f"  + drain{ident} {f['target']}: {f['reason']}")
+    lines += [f"  - clear {f['id']} {f['target']}: {f['reason']}" for f in d["drains_cleared"]]
+    lines += [f"  ? not placed: {u['sub_block']}: {u['reason']}" for u in d["unplaced"]]
+    if not d["has_changes"]:
+        lines.append("  no changes")
+    elif d["applied"]:
+        lines.append(f"applied (serial {d['serial']}).")
+    else:
+        lines.append("plan only: run again with --apply to record it.")
+    return "\n".join(lines)
+
+
+@import_app.command(
+    "reservation",
+    epilog=examples(
+        "gcloud compute reservations sub-blocks list RESERVATION --block-name BLOCK --zone ZONE --format=json > sb.json",
+        "tpufleet import reservation sb.json",
+        "tpufleet import reservation sb.json --pod pod0 --apply",
+        "gcloud compute reservations sub-blocks list ... --format=json | tpufleet import reservation - --detailed-exitcode",
+    ),
+)
+def import_reservation_cmd(
+    ctx: typer.Context,
+    source: Annotated[
+        str,
+        typer.Argument(metavar="FILE|-", help="Output of `gcloud compute reservations sub-blocks list --format=json`"),
+    ],
+    pod: Annotated[str | None, typer.Option("--pod", help="The pod a new physical block is")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Record it: cubes, health, drains opened and cleared")] = False,
+    detailed_exitcode: Annotated[
+        bool, typer.Option("--detailed-exitcode", help="Exit 4 when the import has changes, 0 when none")
+    ] = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Compare a reservation's sub-blocks with the state: each a cube, DEGRADED ones degraded (still serving),
+    pending maintenance a planned drain with its window; what cannot be placed is listed. Changes nothing
+    without --apply."""
+    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
+    from tpufleet.ops.reservation import import_reservation
+    from tpufleet.state.reservations import read_reservation
+    from tpufleet.state.store import utc_now
+
+    given, name = read_reservation(source)
+    now = utc_now()
+    if apply:
+        outcome = ctx.obj.mutate(lambda state: import_reservation(state, given, pod, name, now, apply=True))
+    else:
+        outcome = import_reservation(ctx.obj.store().load(), given, pod, name, now)
+    d = outcome.data
+    emit(d, output, lambda: _reservation_text(d))
+    _check_analysis(d)
+    if detailed_exitcode and d["has_changes"] and not d["applied"]:
+        raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
+
+
+def _check_analysis(d: dict[str, Any]) -> None:
+    from tpufleet.errors import EXIT_INTERNAL
+
+    if d.get("analysis_errors"):
+        typer.echo(
+            f"tpufleet: internal error while analysing a blast radius ({d['analysis_errors'][0]}); the faults are "
+            "recorded and the slices moved to be safe; please report it with the state directory",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERNAL)
+
+
 # ---- export ------------------------------------------------------------------------------------------------
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Write to this file (atomically) instead of stdout")]
 

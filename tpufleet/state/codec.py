@@ -15,11 +15,14 @@ from tpufleet.fleetstate import (
     FleetState,
     Job,
     K8sNames,
+    MaintenanceWindow,
     Pair,
     Reroute,
+    ReservationNames,
     RouteRecord,
     Slice,
     SliceState,
+    SubBlockRecord,
 )
 from tpufleet.ids import HostId, OcsId, parse_target
 from tpufleet.model import Fleet, Pod
@@ -46,7 +49,22 @@ def decode(doc: Doc) -> FleetState:
         routes={name: RouteRecord(**entry) for name, entry in doc["routes"].items()},
         k8s=_decode_k8s(doc.get("k8s", {})),
         jobs={name: _decode_job(name, job) for name, job in doc.get("jobs", {}).items()},
+        reservation=_decode_reservation(doc.get("reservation", {})),
     )
+
+
+def _decode_reservation(res: Doc) -> ReservationNames:
+    """A reservation's sub-blocks as cubes (absent from states without an imported reservation)."""
+    sub_blocks = {}
+    for name, r in res.get("sub_blocks", {}).items():
+        m = r.get("maintenance")
+        window = None
+        if m is not None:
+            window = MaintenanceWindow(m["status"], m.get("type"), m.get("window_start"), m.get("window_end"))
+        sub_blocks[name] = SubBlockRecord(
+            r["cube"], r["block"], r["health"], r.get("healthy_hosts"), r.get("degraded_hosts"), window
+        )
+    return ReservationNames(dict(res.get("blocks", {})), sub_blocks)
 
 
 def _decode_pod(pod: Doc) -> Pod:
@@ -92,6 +110,8 @@ def _decode_fault(f: Doc) -> Fault:
         f["cleared"],
         f.get("reason", ""),
         f.get("opened_serial"),
+        f.get("window_start"),
+        f.get("window_end"),
     )
 
 
@@ -148,6 +168,11 @@ def encode(state: FleetState) -> Doc:
         }
     if state.jobs:  # only once there are jobs, as for `k8s`: other states keep the file's old shape
         doc["jobs"] = {name: _encode_job(job) for name, job in sorted(state.jobs.items())}
+    if state.reservation:  # only once a reservation was imported, as for `k8s`
+        doc["reservation"] = {
+            "blocks": dict(sorted(state.reservation.blocks.items())),
+            "sub_blocks": {name: r.record() for name, r in sorted(state.reservation.sub_blocks.items())},
+        }
     return doc
 
 

@@ -12,6 +12,7 @@ from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, MAX_REASON_CHARS, O
 from tpufleet.doccheck import Schema, Validator, check, compiled
 from tpufleet.errors import BadStateFile
 from tpufleet.generations import MAX_POD_CUBES
+from tpufleet.integrations.reservation import HEALTH_STATUSES, MAINTENANCE_STATUSES, MAINTENANCE_TYPES
 from tpufleet.state import generations
 
 __all__ = ["SCHEMA_VERSION", "STATE_SCHEMA", "Schema", "Validator", "check", "compiled", "validate"]
@@ -19,6 +20,7 @@ __all__ = ["SCHEMA_VERSION", "STATE_SCHEMA", "Schema", "Validator", "check", "co
 SCHEMA_VERSION = 1
 
 _CUBE = {"type": "string", "pattern": r"^c[0-9]{2,}\Z"}
+_POD = {"type": "string", "pattern": r"^pod[0-9]+\Z"}
 _NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"}
 _TIME = {"type": "string", "minLength": 1}
 _SERIAL = {"type": "integer", "minimum": 0}
@@ -56,6 +58,44 @@ _K8S = {
     },
 }
 
+# A Compute Engine reservation: physical block -> pod, sub-block name (RFC 1035) -> its cube, health, maintenance.
+_PHYSICAL_ID = {"type": "string", "maxLength": 128, "pattern": r"^[\x21-\x7e]*\Z"}
+_COUNT = {"type": "integer", "minimum": 0}
+_RESERVATION = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "blocks": {"type": "object", "propertyNames": _PHYSICAL_ID, "additionalProperties": _POD},
+        "sub_blocks": {
+            "type": "object",
+            "propertyNames": {"type": "string", "pattern": r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z"},
+            "additionalProperties": {
+                "type": "object",
+                "required": ["cube", "block", "health"],
+                "additionalProperties": False,
+                "properties": {
+                    "cube": _CUBE,
+                    "block": _PHYSICAL_ID,
+                    "health": {"enum": list(HEALTH_STATUSES)},
+                    "healthy_hosts": _COUNT,
+                    "degraded_hosts": _COUNT,
+                    "maintenance": {
+                        "type": "object",
+                        "required": ["status"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "status": {"enum": list(MAINTENANCE_STATUSES)},
+                            "type": {"enum": list(MAINTENANCE_TYPES)},
+                            "window_start": _TIME,
+                            "window_end": _TIME,
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
 # Multislice jobs: N identical slices (named in `slices`, each naming the job back), elastic or not.
 _SHAPE_TEXT = {"type": "string", "pattern": r"^[0-9]+x[0-9]+x[0-9]+\Z"}
 _JOBS = {
@@ -88,6 +128,7 @@ STATE_SCHEMA = {
         "next_fault": {"type": "integer", "minimum": 1},
         "k8s": _K8S,
         "jobs": _JOBS,
+        "reservation": _RESERVATION,
         "fleet": {
             "type": "object",
             "required": ["pods"],
@@ -134,6 +175,8 @@ STATE_SCHEMA = {
                     "opened": _TIME,
                     "cleared": {"type": ["string", "null"]},
                     "opened_serial": _SERIAL,
+                    "window_start": _TIME,
+                    "window_end": _TIME,
                 },
             },
         },
@@ -248,6 +291,26 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
     _check_faults(doc, pods, seen, file)
     _check_k8s(doc.get("k8s", {}), pods, seen, file)
     _check_jobs(doc.get("jobs", {}), doc["slices"], file)
+    _check_reservation(doc.get("reservation", {}), pods, seen, file)
+
+
+def _check_reservation(res: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, str], file: str) -> None:
+    """Each block is a pod of the fleet; each sub-block a cube of the fleet (in its block's pod, when the block is
+    placed), no cube two sub-blocks."""
+    for block, pod in res.get("blocks", {}).items():
+        if pod not in pods:
+            raise BadStateFile(file, f"reservation.blocks.{block}", pod, f"no pod {pod} in the fleet")
+    owner: dict[str, str] = {}
+    for name, sb in res.get("sub_blocks", {}).items():
+        cube, where = sb["cube"], f"reservation.sub_blocks.{name}.cube"
+        pod = res.get("blocks", {}).get(sb["block"])
+        if cube not in pod_of:
+            raise BadStateFile(file, where, cube, f"no cube {cube} in the fleet")
+        if pod is not None and pod_of[cube] != pod:
+            raise BadStateFile(file, where, cube, f"not a cube of {pod}, the pod of block {sb['block']}")
+        if cube in owner:
+            raise BadStateFile(file, where, cube, f"{cube} is also sub-block {owner[cube]!r}")
+        owner[cube] = name
 
 
 def _check_pods(pods: list[dict[str, Any]], file: str) -> None:

@@ -1,0 +1,197 @@
+"""`tpufleet import reservation`: the shipped TPU7x reservation (144 sub-blocks, 3 DEGRADED, 2 under pending
+maintenance) on a superpod, its plan, apply and no-op repeat, recovery clearing what it opened, and the refusals
+of malformed input (exit 2, naming the file, the object and the field; state untouched)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import snapshot
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+DEGRADED = {"c17": (15, 1), "c58": (14, 2), "c121": (15, 1)}
+DRAINED = {"cube:c40": "2026-06-16T09:00:00Z", "cube:c99": "2026-06-18T09:00:00Z"}
+
+
+@pytest.fixture
+def superpod(cli):
+    r = cli("init", "--generation", "tpu7x")
+    assert r.code == 0, r.err
+    return cli
+
+
+@pytest.fixture(scope="module")
+def sub_blocks() -> list:
+    return json.loads(FIXTURE.read_text())
+
+
+def write(tmp_path: Path, doc: object, name: str = "sb.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_plan_of_the_fixture(superpod):
+    before = snapshot(superpod.state)
+    r = superpod("import", "reservation", FIXTURE, "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert (d["sub_blocks"], d["mapped"], len(d["sub_blocks_new"]), d["sub_blocks_known"]) == (144, 144, 144, 0)
+    assert [c["cube"] for c in d["sub_blocks_new"]][:3] == ["c00", "c01", "c02"]  # in physical order
+    assert {g["cube"]: (g["healthy_hosts"], g["degraded_hosts"]) for g in d["degraded"]} == DEGRADED
+    assert len(d["degraded_new"]) == 3 and d["degraded_cleared"] == []
+    assert {f["target"]: f["window_start"] for f in d["drains_opened"]} == DRAINED
+    assert all(f["planned"] and f["reason"].startswith("reservation: ") for f in d["drains_opened"])
+    assert d["blocks_named"] == [{"block": "block-5d21e0b4", "pod": "pod0"}]
+    assert d["unplaced"] == [] and d["drains_cleared"] == []
+    assert d["has_changes"] and not d["applied"]
+    assert superpod("import", "reservation", FIXTURE, "--detailed-exitcode").code == 4
+    assert snapshot(superpod.state) == before  # a plan changes nothing
+
+
+def test_apply_shows_in_status_and_inventory_and_repeat_is_a_no_op(superpod):
+    r = superpod("import", "reservation", FIXTURE, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["applied"] and r.json["serial"] == 2 and all(f["id"] for f in r.json["drains_opened"])
+    status = superpod("status", "-o", "json").json
+    assert status["cubes"] == {"free": 142, "allocated": 0, "out": 2}  # degraded cubes still serve
+    assert {f["target"]: f["window_start"] for f in status["faults"]} == DRAINED
+    assert all(f["planned"] for f in status["faults"])
+    res = status["reservation"]
+    assert res["sub_blocks"] == 144
+    assert [g["cube"] for g in res["degraded_cubes"]] == ["c17", "c58", "c121"]
+    rows = {row["cube"]: row for row in superpod("show", "inventory", "-o", "json").json}
+    assert {
+        c: (row["degraded"]["healthy_hosts"], row["degraded"]["degraded_hosts"])
+        for c, row in rows.items()
+        if "degraded" in row
+    } == DEGRADED
+    assert rows["c17"]["state"] == "free" and rows["c40"]["state"] == "out"
+    assert {f["window_end"] for f in status["faults"]} == {"2026-06-16T13:00:00Z", "2026-06-18T13:00:00Z"}
+    doc = json.loads((superpod.state / "state.json").read_text())
+    assert {f["target"]: f["window_start"] for f in doc["faults"]} == DRAINED
+    assert len(doc["reservation"]["sub_blocks"]) == 144 and doc["reservation"]["blocks"] == {"block-5d21e0b4": "pod0"}
+    before = snapshot(superpod.state)
+    again = superpod("import", "reservation", FIXTURE, "--apply", "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    d = again.json
+    assert not d["has_changes"] and not d["applied"] and d["unchanged_drains"] == 2
+    assert d["sub_blocks_new"] == d["drains_opened"] == d["drains_cleared"] == d["degraded_new"] == []
+    assert d["sub_blocks_known"] == 144 and len(d["degraded"]) == 3
+    assert snapshot(superpod.state) == before
+
+
+def test_maintenance_done_and_healthy_again_clear_drain_and_degraded(superpod, tmp_path, sub_blocks):
+    assert superpod("import", "reservation", FIXTURE, "--apply").code == 0
+    changed = copy.deepcopy(sub_blocks)
+    changed[40]["reservationSubBlockMaintenance"].pop("upcomingGroupMaintenance")
+    changed[17]["healthInfo"] = {"healthStatus": "HEALTHY", "healthyHostCount": 16, "degradedHostCount": 0}
+    path = write(tmp_path, changed)
+    plan = superpod("import", "reservation", path, "--detailed-exitcode", "-o", "json")
+    assert plan.code == 4, plan.err
+    d = plan.json
+    assert [f["target"] for f in d["drains_cleared"]] == ["cube:c40"]
+    assert [g["cube"] for g in d["degraded_cleared"]] == ["c17"] and d["drains_opened"] == []
+    assert sorted(d["sub_blocks_updated"]) == [changed[17]["name"], changed[40]["name"]]
+    assert superpod("import", "reservation", path, "--apply").code == 0
+    status = superpod("status", "-o", "json").json
+    assert [f["target"] for f in status["faults"]] == ["cube:c99"]
+    assert [g["cube"] for g in status["reservation"]["degraded_cubes"]] == ["c58", "c121"]
+    assert superpod("import", "reservation", path, "--detailed-exitcode").code == 0
+
+
+def test_stdin(superpod, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FIXTURE.read_bytes())))
+    r = superpod("import", "reservation", "-", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["source"] == "<stdin>" and r.json["mapped"] == 144
+
+
+def test_what_cannot_be_placed(superpod, tmp_path, sub_blocks):
+    extra = copy.deepcopy(sub_blocks[0])
+    extra["name"], extra["physicalTopology"]["subBlock"] = "spare-sub-block", "zz-beyond"
+    other = copy.deepcopy(sub_blocks[1])
+    other["name"], other["physicalTopology"]["block"] = "other-block-sb", "block-elsewhere"
+    r = superpod("import", "reservation", write(tmp_path, [*sub_blocks, extra, other]), "-o", "json")
+    assert r.code == 0, r.err
+    unplaced = {u["sub_block"]: u["reason"] for u in r.json["unplaced"]}
+    assert "no cube left" in unplaced["spare-sub-block"] and "144 cubes" in unplaced["spare-sub-block"]
+    assert "unknown block" in unplaced["other-block-sb"]
+    assert r.json["mapped"] == 144
+
+
+def test_unknown_pod_is_bad_input(superpod):
+    r = superpod("import", "reservation", FIXTURE, "--pod", "pod7")
+    assert r.code == 2 and "--pod" in r.err and "pod0" in r.err
+
+
+LONG = "x" * 500
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "words"),
+    [
+        (lambda d: {"items": "no"}, "<root>", "must be a JSON list"),
+        (lambda d: d[0].pop("name") and d, "field 0.name", "missing or not a sub-block name"),
+        (lambda d: d[3]["healthInfo"].update(healthStatus=LONG) or d, "field 3.healthInfo.healthStatus", "HEALTHY"),
+        (
+            lambda d: d[5]["healthInfo"].update(degradedHostCount="2") or d,
+            "field 5.healthInfo.degradedHostCount",
+            "must be an integer",
+        ),
+        (lambda d: d[6].update(count=16.5) or d, "field 6.count", "must be an integer"),
+        (
+            lambda d: d[8]["physicalTopology"].update(subBlock=d[7]["physicalTopology"]["subBlock"]) or d,
+            "field 8.physicalTopology.subBlock",
+            "same position",
+        ),
+        (
+            lambda d: (
+                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(windowStartTime="soon") or d
+            ),
+            "upcomingGroupMaintenance.windowStartTime",
+            "RFC 3339",
+        ),
+    ],
+)
+def test_malformed_input_exits_2_naming_object_and_field(superpod, tmp_path, sub_blocks, edit, field, words):
+    before = snapshot(superpod.state)
+    path = write(tmp_path, edit(copy.deepcopy(sub_blocks)))
+    r = superpod("import", "reservation", path, "--apply")
+    assert r.code == 2, r.err
+    assert str(path) in r.err and field in r.err and words in r.err
+    if field.startswith("field 3."):
+        assert "sub-block ironwood-superpod-block-0001-sub-0003" in r.err
+        assert LONG[:61] not in r.err  # at most 60 characters of a bad value are quoted
+    assert snapshot(superpod.state) == before
+
+
+def test_not_json_and_missing_file(superpod, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{")
+    assert superpod("import", "reservation", bad).code == 2
+    r = superpod("import", "reservation", tmp_path / "missing.json")
+    assert r.code == 2 and "missing.json" in r.err
+
+
+def test_old_state_has_no_reservation_section(superpod):
+    doc = json.loads((superpod.state / "state.json").read_text())
+    assert "reservation" not in doc
+    assert "reservation" not in superpod("status", "-o", "json").json
+
+
+def test_state_naming_a_cube_not_in_the_fleet_is_refused(superpod):
+    assert superpod("import", "reservation", FIXTURE, "--apply").code == 0
+    path = superpod.state / "state.json"
+    doc = json.loads(path.read_text())
+    name = next(iter(doc["reservation"]["sub_blocks"]))
+    doc["reservation"]["sub_blocks"][name]["cube"] = "c999"
+    path.write_text(json.dumps(doc))
+    r = superpod("status")
+    assert r.code == 2 and f"reservation.sub_blocks.{name}.cube" in r.err and "no cube c999" in r.err

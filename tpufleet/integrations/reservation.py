@@ -1,0 +1,371 @@
+"""A Compute Engine reservation's sub-blocks as cubes: decoding `gcloud compute reservations sub-blocks list
+--format=json` and planning its import against the state (pure: documents in, typed values out).
+
+In All-Capacity mode a TPU7x reservation comes as blocks and sub-blocks, one sub-block a 4x4x4 cube of 16 hosts.
+The fields read are those of the Compute Engine API's `ReservationSubBlock` resource (REST reference,
+`compute/docs/reference/rest/v1/reservationSubBlocks`): `name`, `count`, `inUseCount`, `physicalTopology`
+{`cluster`, `block`, `subBlock`}, `healthInfo` {`healthStatus`, `healthyHostCount`, `degradedHostCount`} and
+`reservationSubBlockMaintenance.upcomingGroupMaintenance` {`type`, `maintenanceStatus`, `windowStartTime`,
+`windowEndTime`}. Items of kind `compute#reservationBlock` (`reservations blocks list`) may be given in the same
+list: their `physicalTopology.block` is then the set of blocks a sub-block may name. Anything else is ignored.
+
+The plan, in steps:
+
+1. Each physical block is a pod: the one the state already knows for it, else `--pod`, else the fleet's only
+   pod; a block no pod can take is not placed (named, with why).
+2. Each sub-block is a cube of its block's pod: the cube the state already knows for its name, else the next
+   cube no sub-block holds, in the order of `physicalTopology.subBlock` (the list order where absent). Sub-blocks
+   beyond the pod's cubes are not placed.
+3. DEGRADED is the cube's own state (it still serves); pending or ongoing maintenance with a window is a planned
+   drain of the cube, its fault reason prefixed `reservation: ` and carrying the window. Only faults with that
+   prefix are ever cleared, and only on cubes of sub-blocks in the input (a sub-block missing says nothing).
+
+>>> doc = [{"name": "sb-a", "physicalTopology": {"block": "b1", "subBlock": "s0"},
+...         "healthInfo": {"healthStatus": "DEGRADED", "healthyHostCount": 15, "degradedHostCount": 1}}]
+>>> sb = decode_reservation(doc, "list.json").sub_blocks[0]
+>>> sb.name, sb.block, sb.health, sb.degraded_hosts
+('sb-a', 'b1', 'DEGRADED', 1)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
+from tpufleet.ids import CubeId
+from tpufleet.text import bounded
+
+__all__ = [
+    "HEALTH_STATUSES",
+    "MAINTENANCE_STATUSES",
+    "MAINTENANCE_TYPES",
+    "REASON_PREFIX",
+    "Drain",
+    "ReservationInput",
+    "ReservationPlan",
+    "SubBlock",
+    "decode_reservation",
+    "plan",
+]
+
+# The enums, as the Compute Engine reference gives them (ReservationSubBlockHealthInfo.HealthStatus,
+# UpcomingMaintenance.MaintenanceStatus and .Type).
+HEALTH_STATUSES = ("HEALTHY", "DEGRADED", "HEALTH_STATUS_UNSPECIFIED")
+MAINTENANCE_STATUSES = ("PENDING", "ONGOING", "UNKNOWN")
+MAINTENANCE_TYPES = ("SCHEDULED", "UNSCHEDULED", "MULTIPLE", "UNKNOWN_TYPE")
+KIND_SUB_BLOCK, KIND_BLOCK = "compute#reservationSubBlock", "compute#reservationBlock"
+REASON_PREFIX = "reservation: "  # marks the drains an import opened: the only faults a later import may clear
+MAX_ITEMS = 65_536  # 455 TPU7x superpods; a reservation of 16 holds 2,304 sub-blocks
+MAX_COUNT = 1_000_000
+# A sub-block's name: RFC 1035, 1-63 characters (the reference's pattern). Physical ids: documented only as strings.
+NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+PHYSICAL_ID = re.compile(r"[\x21-\x7e]{1,128}")
+RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
+
+
+@dataclass(frozen=True)
+class SubBlock:
+    """One sub-block of the list, as read."""
+
+    name: str
+    index: int  # its position in the list
+    block: str  # physicalTopology.block ("" when absent)
+    position: str | None  # physicalTopology.subBlock
+    health: str
+    healthy_hosts: int | None
+    degraded_hosts: int | None
+    count: int | None
+    in_use: int | None
+    maintenance: MaintenanceWindow | None
+
+    def record(self, cube: str) -> SubBlockRecord:
+        return SubBlockRecord(cube, self.block, self.health, self.healthy_hosts, self.degraded_hosts, self.maintenance)
+
+
+@dataclass(frozen=True)
+class ReservationInput:
+    sub_blocks: tuple[SubBlock, ...]
+    blocks: frozenset[str] | None  # physical blocks of the block items given; None: no block item in the list
+
+
+class _Where:
+    """Builds the messages of one input file: file, field path (list position first), object, value."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def bad(self, path: str, value: object, problem: str, name: str | None = None) -> BadStateFile:
+        who = f"sub-block {bounded(name, 60)}: " if name else ""
+        return BadStateFile(self.file, path, value, who + problem)
+
+
+def decode_reservation(doc: object, file: str) -> ReservationInput:
+    """The sub-blocks (and blocks) of a `sub-blocks list --format=json` document: a JSON list, or the REST list
+    response (an object with `items`). BadStateFile (exit 2) names the file, the item, the field and the value."""
+    where = _Where(file)
+    items = doc.get("items") if isinstance(doc, dict) else doc
+    if not isinstance(items, list):
+        problem = "must be a JSON list (gcloud compute reservations sub-blocks list --format=json)"
+        raise where.bad("", type(doc).__name__, problem)
+    if len(items) > MAX_ITEMS:
+        raise where.bad("", len(items), f"more than {MAX_ITEMS:,} items: import the reservation block by block")
+    subs: list[SubBlock] = []
+    blocks: set[str] | None = None
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise where.bad(str(i), type(item).__name__, "must be an object (a reservation sub-block)")
+        if item.get("kind") == KIND_BLOCK:
+            blocks = (blocks or set()) | {_block_of(item, str(i), where)}
+        else:
+            subs.append(_sub_block(item, i, where))
+    _check_unique(subs, where)
+    return ReservationInput(tuple(subs), None if blocks is None else frozenset(blocks))
+
+
+def _sub_block(item: dict[str, Any], i: int, where: _Where) -> SubBlock:
+    path = str(i)
+    kind = item.get("kind", KIND_SUB_BLOCK)
+    if kind != KIND_SUB_BLOCK:
+        raise where.bad(f"{path}.kind", kind, f"must be {KIND_SUB_BLOCK} or {KIND_BLOCK}")
+    name = item.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise where.bad(f"{path}.name", name, "missing or not a sub-block name (RFC 1035, 1-63 characters)")
+    topo = _object(item, "physicalTopology", path, where, name)
+    health = _object(item, "healthInfo", path, where, name)
+    status = health.get("healthStatus", "HEALTH_STATUS_UNSPECIFIED")
+    if status not in HEALTH_STATUSES:
+        raise where.bad(f"{path}.healthInfo.healthStatus", status, f"must be {_or(HEALTH_STATUSES)}", name)
+    return SubBlock(
+        name=name,
+        index=i,
+        block=_physical(topo, "block", f"{path}.physicalTopology", where, name) or "",
+        position=_physical(topo, "subBlock", f"{path}.physicalTopology", where, name),
+        health=status,
+        healthy_hosts=_count(health, "healthyHostCount", f"{path}.healthInfo", where, name),
+        degraded_hosts=_count(health, "degradedHostCount", f"{path}.healthInfo", where, name),
+        count=_count(item, "count", path, where, name),
+        in_use=_count(item, "inUseCount", path, where, name),
+        maintenance=_maintenance(item, path, where, name),
+    )
+
+
+def _block_of(item: dict[str, Any], path: str, where: _Where) -> str:
+    name = item.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise where.bad(f"{path}.name", name, "missing or not a block name (RFC 1035, 1-63 characters)")
+    topo = _object(item, "physicalTopology", path, where, None)
+    return _physical(topo, "block", f"{path}.physicalTopology", where, None) or ""
+
+
+def _object(item: Mapping[str, Any], key: str, path: str, where: _Where, name: str | None) -> dict[str, Any]:
+    value = item.get(key, {})
+    if not isinstance(value, dict):
+        raise where.bad(f"{path}.{key}", value, "must be an object", name)
+    return value
+
+
+def _physical(topo: Mapping[str, Any], key: str, path: str, where: _Where, name: str | None) -> str | None:
+    value = topo.get(key)
+    if value is not None and (not isinstance(value, str) or not PHYSICAL_ID.fullmatch(value)):
+        raise where.bad(f"{path}.{key}", value, "must be a string of 1-128 visible ASCII characters", name)
+    return value
+
+
+def _count(obj: Mapping[str, Any], key: str, path: str, where: _Where, name: str) -> int | None:
+    value = obj.get(key)
+    if value is not None and (type(value) is not int or not 0 <= value <= MAX_COUNT):
+        raise where.bad(f"{path}.{key}", value, f"must be an integer from 0 to {MAX_COUNT:,}", name)
+    return value
+
+
+def _maintenance(item: Mapping[str, Any], path: str, where: _Where, name: str) -> MaintenanceWindow | None:
+    group = _object(item, "reservationSubBlockMaintenance", path, where, name)
+    path = f"{path}.reservationSubBlockMaintenance"
+    upcoming = _object(group, "upcomingGroupMaintenance", path, where, name)
+    if not upcoming:
+        return None
+    path = f"{path}.upcomingGroupMaintenance"
+    status = upcoming.get("maintenanceStatus", "UNKNOWN")
+    if status not in MAINTENANCE_STATUSES:
+        raise where.bad(f"{path}.maintenanceStatus", status, f"must be {_or(MAINTENANCE_STATUSES)}", name)
+    kind = upcoming.get("type")
+    if kind is not None and kind not in MAINTENANCE_TYPES:
+        raise where.bad(f"{path}.type", kind, f"must be {_or(MAINTENANCE_TYPES)}", name)
+    start, end = (_time(upcoming, k, path, where, name) for k in ("windowStartTime", "windowEndTime"))
+    if start is not None and end is not None and end < start and start[-1] == end[-1] == "Z":
+        raise where.bad(f"{path}.windowEndTime", end, f"before the window's start {start}", name)
+    return MaintenanceWindow(status, kind, start, end)
+
+
+def _time(obj: Mapping[str, Any], key: str, path: str, where: _Where, name: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and (not isinstance(value, str) or not RFC3339.fullmatch(value)):
+        raise where.bad(f"{path}.{key}", value, "must be an RFC 3339 time (2026-06-16T09:00:00Z)", name)
+    return value
+
+
+def _check_unique(subs: list[SubBlock], where: _Where) -> None:
+    """No two sub-blocks with one name, nor at one physical position (else two would be one cube)."""
+    names: dict[str, int] = {}
+    positions: dict[tuple[str, str], SubBlock] = {}
+    for sb in subs:
+        if sb.name in names:
+            raise where.bad(f"{sb.index}.name", sb.name, f"also the name of item {names[sb.name]}", sb.name)
+        names[sb.name] = sb.index
+        if sb.position is None:
+            continue
+        other = positions.setdefault((sb.block, sb.position), sb)
+        if other is not sb:
+            problem = f"the same position (block {bounded(sb.block, 60)}) as sub-block {other.name}"
+            raise where.bad(f"{sb.index}.physicalTopology.subBlock", sb.position, problem, sb.name)
+
+
+def _or(options: tuple[str, ...]) -> str:
+    return ", ".join(options[:-1]) + " or " + options[-1]
+
+
+# ---- the plan -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Drain:
+    """A planned drain the import wants open: a cube under announced maintenance."""
+
+    cube: str
+    sub_block: str
+    window: MaintenanceWindow
+
+    @property
+    def reason(self) -> str:
+        w = self.window
+        when = f" {w.start or '?'} to {w.end or '?'}" if w.start or w.end else ""
+        return f"{REASON_PREFIX}sub-block {self.sub_block} maintenance {w.kind or 'UNKNOWN_TYPE'} {w.status}{when}"
+
+    def record(self) -> dict[str, object]:
+        return {
+            "target": f"cube:{self.cube}",
+            "sub_block": self.sub_block,
+            "planned": True,
+            "reason": self.reason,
+            "window_start": self.window.start,
+            "window_end": self.window.end,
+        }
+
+
+@dataclass
+class ReservationPlan:
+    blocks: dict[str, str] = field(default_factory=dict)  # newly placed physical block -> pod
+    mapped: dict[str, SubBlockRecord] = field(default_factory=dict)  # every placed sub-block -> its record now
+    pods: dict[str, str] = field(default_factory=dict)  # placed sub-block -> pod
+    new: list[str] = field(default_factory=list)  # sub-blocks mapped for the first time
+    updated: list[str] = field(default_factory=list)  # known sub-blocks whose health or maintenance changed
+    unplaced: list[tuple[str, str]] = field(default_factory=list)  # (sub-block, why)
+    degraded_new: list[str] = field(default_factory=list)
+    degraded_cleared: list[str] = field(default_factory=list)
+    open: list[Drain] = field(default_factory=list)
+    clear: list[Fault] = field(default_factory=list)
+    kept: int = 0  # drains wanted that are already open (by an earlier import or by hand)
+
+    @property
+    def changes(self) -> dict[str, SubBlockRecord]:
+        """The records to write: new and updated sub-blocks."""
+        return {name: self.mapped[name] for name in (*self.new, *self.updated)}
+
+
+def plan(state: FleetState, given: ReservationInput, pod: str | None) -> ReservationPlan:
+    """The import of `given` against `state` (steps 1-3 of the module docstring); BadInput for an unknown pod."""
+    if pod is not None and pod not in state.fleet.pod_by_name:
+        known = ", ".join(sorted(state.fleet.pod_by_name))
+        raise BadInput(f"bad option --pod {bounded(pod, 60)!r}: no such pod (pods: {known})")
+    out = ReservationPlan()
+    pod_of = _place_blocks(state, given, pod, out)
+    _place_sub_blocks(state, given, pod_of, out)
+    _health_diff(state, out)
+    _drain_diff(state, out)
+    return out
+
+
+def _place_blocks(state: FleetState, given: ReservationInput, pod: str | None, out: ReservationPlan) -> dict[str, str]:
+    """physical block -> pod for the blocks that can be placed; the sub-blocks of the others go unplaced."""
+    known = state.reservation.blocks
+    held = set(known.values())
+    only = state.fleet.pods[0].name if len(state.fleet.pods) == 1 else None
+    pod_of: dict[str, str] = {}
+    for block in sorted({sb.block for sb in given.sub_blocks}):
+        if given.blocks is not None and block not in given.blocks:
+            why = f"unknown block {bounded(block, 60)!r}: no block item of the list has it"
+        elif block in known:
+            pod_of[block] = known[block]
+            why = "" if pod in (None, known[block]) else f"block {block} is {known[block]}, not --pod {pod}"
+        elif (pod or only) is not None and (pod or only) not in held:
+            pod_of[block] = out.blocks[block] = pod or only or ""
+            held.add(pod_of[block])
+            why = ""
+        else:
+            why = f"unknown block {bounded(block, 60)!r}: " + (
+                f"{pod or only} already holds another block" if (pod or only) else "give --pod to place it"
+            )
+        if why:
+            pod_of.pop(block, None)
+            out.unplaced += [(sb.name, why) for sb in given.sub_blocks if sb.block == block]
+    return pod_of
+
+
+def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[str, str], out: ReservationPlan) -> None:
+    """Known names keep their cube; new ones take the pod's free cubes in physical order."""
+    known = state.reservation.sub_blocks
+    taken = {r.cube for r in known.values()}
+    free = {p.name: [c for c in p.cubes if c not in taken] for p in state.fleet.pods}
+    order = sorted(given.sub_blocks, key=lambda sb: (sb.position is None, sb.position or "", sb.index))
+    for sb in order:
+        pod = pod_of.get(sb.block)
+        if pod is None:
+            continue
+        if sb.name in known:
+            cube = known[sb.name].cube
+        elif free[pod]:
+            cube = free[pod].pop(0)
+            out.new.append(sb.name)
+        else:
+            size = len(state.fleet.pod_by_name[pod].cubes)
+            out.unplaced.append((sb.name, f"no cube left: {pod} has {size} cubes, each already a sub-block"))
+            continue
+        out.mapped[sb.name], out.pods[sb.name] = sb.record(cube), pod
+        if sb.name in known and known[sb.name] != out.mapped[sb.name]:
+            out.updated.append(sb.name)
+    out.unplaced.sort()
+
+
+def _health_diff(state: FleetState, out: ReservationPlan) -> None:
+    known = state.reservation.sub_blocks
+    for name, record in sorted(out.mapped.items()):
+        was = known[name].degraded if name in known else False
+        if record.degraded and not was:
+            out.degraded_new.append(name)
+        elif was and not record.degraded:
+            out.degraded_cleared.append(name)
+
+
+def _drain_diff(state: FleetState, out: ReservationPlan) -> None:
+    """Drains to open for maintenance announced, and drains this import opened whose maintenance is gone."""
+    wanted: set[str] = set()
+    for name, record in sorted(out.mapped.items(), key=lambda kv: kv[1].cube):
+        if record.maintenance is None or not record.maintenance.drains:
+            continue
+        wanted.add(record.cube)
+        if state.open_fault_on(CubeId(record.cube)) is None:
+            out.open.append(Drain(record.cube, name, record.maintenance))
+        else:
+            out.kept += 1
+    scope = {r.cube for r in out.mapped.values()}
+    for fault in state.open_faults():
+        target = fault.target
+        if (
+            isinstance(target, CubeId)
+            and fault.reason.startswith(REASON_PREFIX)
+            and target.cube in scope
+            and target.cube not in wanted
+        ):
+            out.clear.append(fault)

@@ -1,0 +1,83 @@
+"""Use case of `import reservation`: a Compute Engine reservation's sub-blocks against the state, as a plan, and
+applied with `--apply` (sub-blocks named as cubes, degraded cubes recorded, maintenance drains opened and
+cleared through the same transitions as `inject-fault` and `clear-fault`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpufleet.fleetstate import Change, FleetState
+from tpufleet.ids import CubeId
+from tpufleet.integrations.reservation import ReservationInput, ReservationPlan, plan
+from tpufleet.ops import faults as fault_ops
+from tpufleet.ops.outcome import Outcome
+
+
+def import_reservation(
+    state: FleetState, given: ReservationInput, pod: str | None, source: str, now: str, apply: bool = False
+) -> Outcome:
+    """The diff of the reservation against the state; with `apply`, record the sub-blocks and open and clear
+    the maintenance drains."""
+    diff = plan(state, given, pod)
+    data = _record(state, given, diff, source)
+    state.reservation_after(diff.blocks, diff.changes)  # a refusal is the plan's as much as the apply's
+    if not apply or not data["has_changes"]:
+        return Outcome(data)
+    state.record_reservation(diff.blocks, diff.changes)
+    for fault in diff.clear:
+        fault_ops.clear(state, fault.id, now)
+    requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
+    radii = fault_ops.inject(state, requests, now).data if requests else []
+    ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
+    for drain, entry in zip(diff.open, data["drains_opened"], strict=True):
+        entry["id"] = ids.get(entry["target"])
+        if entry["id"] is not None:
+            state.set_fault_window(entry["id"], drain.window.start, drain.window.end)
+    data["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]
+    data["applied"], data["serial"] = True, state.next_serial
+    return Outcome(data, Change(_summary(data, source), {"faults": sorted(filter(None, ids.values()))}))
+
+
+def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, source: str) -> dict[str, Any]:
+    """The documented JSON of the plan (README, "JSON contract")."""
+    mapped = diff.mapped
+
+    def cube_row(name: str) -> dict[str, Any]:
+        r = mapped[name]
+        return {"sub_block": name, "cube": r.cube, "pod": diff.pods[name], "block": r.block}
+
+    def degraded_row(name: str) -> dict[str, Any]:
+        r = mapped[name]
+        return {**cube_row(name), "healthy_hosts": r.healthy_hosts, "degraded_hosts": r.degraded_hosts}
+
+    data: dict[str, Any] = {
+        "source": source,
+        "sub_blocks": len(given.sub_blocks),
+        "mapped": len(mapped),
+        "blocks_named": [{"block": b, "pod": p} for b, p in sorted(diff.blocks.items())],
+        "sub_blocks_new": [cube_row(n) for n in sorted(diff.new, key=lambda n: mapped[n].cube)],
+        "sub_blocks_known": len(mapped) - len(diff.new),
+        "sub_blocks_updated": sorted(diff.updated),
+        "degraded": [degraded_row(n) for n in sorted(mapped, key=lambda n: mapped[n].cube) if mapped[n].degraded],
+        "degraded_new": [degraded_row(n) for n in diff.degraded_new],
+        "degraded_cleared": [cube_row(n) for n in diff.degraded_cleared],
+        "drains_opened": [d.record() for d in diff.open],
+        "drains_cleared": [{"id": f.id, "target": str(f.target), "reason": f.reason} for f in diff.clear],
+        "unchanged_drains": diff.kept,
+        "unplaced": [{"sub_block": n, "reason": why} for n, why in diff.unplaced],
+        "applied": False,
+        "serial": state.serial,
+    }
+    data["has_changes"] = bool(diff.blocks or diff.new or diff.updated or diff.open or diff.clear)
+    return data
+
+
+def _summary(data: dict[str, Any], source: str) -> str:
+    parts = [
+        f"{len(data['sub_blocks_new'])} sub-block(s) named",
+        f"{len(data['sub_blocks_updated'])} updated",
+        f"{len(data['degraded'])} degraded",
+        f"{len(data['drains_opened'])} drain(s) opened",
+        f"{len(data['drains_cleared'])} cleared",
+    ]
+    return f"import reservation {source}: " + ", ".join(parts)
