@@ -249,3 +249,28 @@ def test_hostlist_compression_round_trips():
     names = ["tpu-c05-m00", "tpu-c05-m01", "tpu-c05-m03", "gke-x-ab12", "gke-x-ab13", "plain"]
     assert sorted(expand(hostlist(names))) == sorted(names)
     assert hostlist(f"tpu-c05-m{m:02d}" for m in range(16)) == "tpu-c05-m[00-15]"
+
+
+@pytest.mark.parametrize("plugin", ["tree", "block"])
+def test_slurm_topology_yaml_says_what_topology_conf_says(imported, plugin):
+    """topology.yaml(5): a list of topologies, each `topology` first, then `cluster_default` and one of `tree`
+    (`switches`: `switch` with `nodes` or `children`) or `block` (`block_sizes`, `blocks`: `block`, `nodes`)."""
+    conf = imported("export", "slurm-topology", "--plugin", plugin).out
+    r = imported("export", "slurm-topology", "--plugin", plugin, "--format", "yaml")
+    assert r.code == 0, r.err
+    (topology,) = yaml.safe_load(r.out)
+    assert list(topology)[:2] == ["topology", "cluster_default"] and topology["cluster_default"] is True
+    lines = [line.split() for line in conf.splitlines() if line and not line.startswith("#")]
+    if plugin == "tree":
+        assert set(topology) == {"topology", "cluster_default", "tree"}
+        as_conf = []
+        for s in topology["tree"]["switches"]:
+            assert set(s) in ({"switch", "nodes"}, {"switch", "children"})
+            kind = "Nodes" if "nodes" in s else "Switches"
+            as_conf.append([f"SwitchName={s['switch']}", f"{kind}={s.get('nodes') or s['children']}"])
+        assert as_conf == lines
+    else:
+        assert set(topology) == {"topology", "cluster_default", "block"}
+        blocks = [[f"BlockName={b['block']}", f"Nodes={b['nodes']}"] for b in topology["block"]["blocks"]]
+        sizes = ["BlockSizes=" + ",".join(map(str, topology["block"]["block_sizes"]))]
+        assert [*blocks, sizes] == lines

@@ -34,6 +34,7 @@ CORE = (
     "integrations",
     "jobs",
     "jsontext",
+    "maintenance",
     "model",
     "routing",
     "shapes",

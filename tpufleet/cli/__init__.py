@@ -20,6 +20,7 @@ from tpufleet.cli import (  # noqa: F401
     goodput,
     history,
     init,
+    maintenance,
     report,
     routes,
     show,

@@ -210,6 +210,14 @@ def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: 
     emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {out}")
 
 
+def _yaml_text(doc: Any) -> str:
+    """A document as block-style YAML, its keys in the order written (topology.yaml wants `topology` first)."""
+    import yaml
+
+    header = "# topology.yaml for Slurm (topology.yaml(5)), written by tpufleet\n"
+    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
 def _manifests(docs: list[dict[str, Any]]) -> Callable[[], str]:
     """The documents as YAML, made only when asked for (16,384 nodes take seconds even with libyaml)."""
 
@@ -302,11 +310,17 @@ class SlurmPlugin(str, enum.Enum):
     block = "block"
 
 
+class SlurmFile(str, enum.Enum):
+    conf = "conf"  # topology.conf
+    yaml = "yaml"  # topology.yaml (Slurm 25.05 and later; read before topology.conf when both exist)
+
+
 @export_app.command(
     "slurm-topology",
     epilog=examples(
         "tpufleet export slurm-topology --out /etc/slurm/topology.conf",
         "tpufleet export slurm-topology --plugin block --out /etc/slurm/topology.conf",
+        "tpufleet export slurm-topology --format yaml --out /etc/slurm/topology.yaml",
     ),
 )
 def export_slurm_cmd(
@@ -314,18 +328,25 @@ def export_slurm_cmd(
     plugin: Annotated[
         SlurmPlugin, typer.Option("--plugin", help="tree (switches) or block (BlockName, BlockSizes)")
     ] = SlurmPlugin.tree,
+    file_format: Annotated[
+        SlurmFile, typer.Option("--format", help="conf (topology.conf) or yaml (topology.yaml, Slurm 25.05+)")
+    ] = SlurmFile.conf,
     out: OutOpt = None,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Slurm's topology.conf: one switch or block per cube (its 16 machines), pods above them."""
+    """Slurm's topology.conf (or topology.yaml): one switch or block per cube (its 16 machines), pods above them."""
     from tpufleet.integrations import exports
     from tpufleet.state.files import check_output_path
 
     if out is not None:
         check_output_path(out, "--out")
     state = ctx.obj.store().load()
-    text = exports.slurm_topology(state, plugin.value)
     _note_left_out(exports.machines_without_node(state))
+    if file_format is SlurmFile.yaml:
+        doc = exports.slurm_topology_yaml(state, plugin.value)
+        _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output)
+        return
+    text = exports.slurm_topology(state, plugin.value)
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     _deliver("topology.conf line", lambda: text, {"plugin": plugin.value, "lines": lines}, len(lines), out, output)
 

@@ -206,17 +206,28 @@ def _ranges(key: tuple[str, int, str], numbers: list[int]) -> str:
     return f"{prefix}[{','.join(runs)}]{suffix}"
 
 
-def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
-    """topology.conf. tree: a switch per cube (its 16 machines), one per pod (its cubes), one over the pods.
-    block: a block per cube; BlockSizes doubles from one cube up to the largest power of two dividing every
-    pod's cube count, so an aggregated block never spans two pods (cubes of different pods share no OCS)."""
+def _slurm_parts(state: FleetState) -> tuple[dict[str, str], list[tuple[str, list[str]]], list[int]]:
+    """(cube -> its nodes as a hostlist, pods with the cubes that have nodes, the block sizes in nodes). A cube
+    without nodes is no switch or block. Block sizes double from one cube up to the largest power of two dividing
+    every pod's cube count, so an aggregated block never spans two pods (cubes of different pods share no OCS)."""
     names = Names(state)
     cube_nodes = {c: hostlist(names.node(h) for h in names.machines(c)) for c in state.fleet.cubes}
-    cube_nodes = {c: nodes for c, nodes in cube_nodes.items() if nodes}  # a cube without nodes is no switch
+    cube_nodes = {c: nodes for c, nodes in cube_nodes.items() if nodes}
+    pods = [(p.name, [c for c in p.cubes if c in cube_nodes]) for p in state.fleet.pods]
+    per_pod = min((len(p.cubes) & -len(p.cubes)) for p in state.fleet.pods)  # largest power of two dividing all
+    sizes, size = [], 1
+    while size <= per_pod:
+        sizes.append(size * MACHINES_PER_CUBE)
+        size *= 2
+    return cube_nodes, [(pod, cubes) for pod, cubes in pods if cubes], sizes
+
+
+def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
+    """topology.conf. tree: a switch per cube (its 16 machines), one per pod (its cubes), one over the pods.
+    block: a block per cube, and the block sizes of `_slurm_parts`."""
+    cube_nodes, pods, sizes = _slurm_parts(state)
     lines = [f"# topology.conf for Slurm's topology/{plugin} plugin, written by tpufleet (serial {state.serial})"]
     if plugin == "tree":
-        pods = [(p.name, [c for c in p.cubes if c in cube_nodes]) for p in state.fleet.pods]
-        pods = [(pod, cubes) for pod, cubes in pods if cubes]
         for pod, cubes in pods:
             lines += [f"SwitchName={c} Nodes={cube_nodes[c]}" for c in cubes]
             lines.append(f"SwitchName={pod} Switches={hostlist(cubes)}")
@@ -224,13 +235,27 @@ def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
             lines.append(f"SwitchName=fleet Switches={hostlist(pod for pod, _ in pods)}")
     else:
         lines += [f"BlockName={c} Nodes={nodes}" for c, nodes in cube_nodes.items()]
-        per_pod = min((len(p.cubes) & -len(p.cubes)) for p in state.fleet.pods)  # largest power of two dividing all
-        sizes, size = [], 1
-        while size <= per_pod:
-            sizes.append(str(size * MACHINES_PER_CUBE))
-            size *= 2
-        lines.append(f"BlockSizes={','.join(sizes)}")
+        lines.append(f"BlockSizes={','.join(map(str, sizes))}")
     return "\n".join(lines) + "\n"
+
+
+def slurm_topology_yaml(state: FleetState, plugin: str = "tree") -> list[Doc]:
+    """topology.yaml (Slurm 25.05 and later; topology.yaml(5)): one topology, the cluster's default, named
+    `tpufleet-PLUGIN`, with the same switches or blocks as `slurm_topology` writes to topology.conf."""
+    cube_nodes, pods, sizes = _slurm_parts(state)
+    topology: Doc = {"topology": f"tpufleet-{plugin}", "cluster_default": True}
+    if plugin == "tree":
+        switches: list[Doc] = []
+        for pod, cubes in pods:
+            switches += [{"switch": c, "nodes": cube_nodes[c]} for c in cubes]
+            switches.append({"switch": pod, "children": hostlist(cubes)})
+        if len(pods) > 1:
+            switches.append({"switch": "fleet", "children": hostlist(pod for pod, _ in pods)})
+        topology["tree"] = {"switches": switches}
+    else:
+        blocks = [{"block": c, "nodes": nodes} for c, nodes in cube_nodes.items()]
+        topology["block"] = {"block_sizes": sizes, "blocks": blocks}
+    return [topology]
 
 
 # ---- GKE Slice objects -------------------------------------------------------------------------------------

@@ -1,0 +1,221 @@
+"""`tpufleet plan-maintenance` on the TPU7x fixture reservation (144 sub-blocks, 2 pending maintenance drains) with
+a running 12x12x24 and 16x16x16: 20 notices taken in waves with every slice moved, the plan's commands replayed
+through the CLI leaving no slice evicted, an impossible set refused naming the slice (exit 1, the plan still
+written), the spare target, the Markdown runbook, and malformed notices (exit 2, naming file, field and value)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import snapshot
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+
+
+@pytest.fixture
+def running(cli):
+    """The fixture reservation imported (c40 and c99 drained for maintenance), a 12x12x24 (54 cubes: c00-c54
+    without c40) and a 16x16x16 (64 cubes: c55-c118 without c99) running; 24 cubes free."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", FIXTURE, "--apply").code == 0
+    assert cli("allocate", "a", "--shape", "12x12x24").code == 0
+    assert cli("allocate", "b", "--shape", "16x16x16").code == 0
+    assert cli("status", "-o", "json").json["cubes"] == {"free": 24, "allocated": 118, "out": 2}
+    return cli
+
+
+def notices(cubes: list[str], same_window: bool = False) -> list[dict[str, str]]:
+    """One notice a day (or all in one window), 09:00 to 13:00."""
+    return [
+        {
+            "target": f"cube:{c}",
+            "window_start": f"2026-07-{1 if same_window else i + 1:02d}T09:00:00Z",
+            "window_end": f"2026-07-{1 if same_window else i + 1:02d}T13:00:00Z",
+        }
+        for i, c in enumerate(cubes)
+    ]
+
+
+def write(tmp_path: Path, doc: object, name: str = "notices.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+TWENTY = [f"c{i:02d}" for i in range(10)] + [f"c{i}" for i in range(55, 65)]  # 10 of a's cubes, 10 of b's
+
+
+def test_twenty_notices_every_slice_moved_and_replay_leaves_none_evicted(running, tmp_path):
+    path = write(tmp_path, list(reversed(notices(TWENTY))))  # given out of order: planned by window
+    before = snapshot(running.state)
+    placed = {s["name"]: s["cubes"] for s in running("show", "slices", "-o", "json").json}
+    r = running("plan-maintenance", "--notices", path, "--out", tmp_path / "plan.json", "-o", "json")
+    assert r.code == 0, r.err
+    plan = r.json
+    assert snapshot(running.state) == before  # a plan changes nothing
+    assert json.loads((tmp_path / "plan.json").read_text()) == plan
+    assert (plan["kind"], plan["serial"], plan["max_parallel"], plan["spares"]) == (
+        "tpufleet-maintenance-plan",
+        4,
+        1,
+        0,
+    )
+    assert len(plan["waves"]) == 20 and plan["moves"] == 20
+    assert plan["served"] and plan["unserved"] == [] and plan["spare_shortfall_waves"] == []
+    assert [w["cubes"] for w in plan["waves"]] == [[c] for c in TWENTY]
+    first = plan["waves"][0]
+    assert [(m["slice"], m["status"], m["cubes_out"]) for m in first["moves"]] == [("a", "moved", ["c00"])]
+    assert first["free_healthy_cubes"] == 23  # 24 free, one taken by the move, c00 down
+    assert first["commands"] == [
+        "tpufleet inject-fault cube:c00 --planned --reason "
+        "'maintenance wave 1: 2026-07-01T09:00:00Z to 2026-07-01T13:00:00Z'",
+        "tpufleet reschedule a",
+        "tpufleet plan-xconnect a --apply",
+        "tpufleet routes a",
+        "tpufleet clear-fault cube:c00",
+    ]
+    assert [m["slice"] for w in plan["waves"] for m in w["moves"]] == ["a"] * 10 + ["b"] * 10
+    assert len(plan["commands"]) == 100
+    for command in plan["commands"]:
+        done = running(*shlex.split(command)[1:])
+        assert done.code == 0, (command, done.err)
+    slices = {s["name"]: s for s in running("show", "slices", "-o", "json").json}
+    assert sorted(slices) == ["a", "b"] and all(s["state"] != "evicted" for s in slices.values())
+    predicted = {name: set(cubes) for name, cubes in placed.items()}
+    for m in (m for w in plan["waves"] for m in w["moves"]):
+        predicted[m["slice"]] = (predicted[m["slice"]] - set(m["cubes_out"])) | set(m["cubes_in"])
+    assert {name: set(s["cubes"]) for name, s in slices.items()} == predicted  # moved where the plan said
+    assert {f["target"] for f in running("status", "-o", "json").json["faults"]} == {"cube:c40", "cube:c99"}
+
+
+def test_default_notices_are_the_imported_drains(running):
+    r = running("plan-maintenance", "-o", "json")
+    assert r.code == 0, r.err
+    plan = r.json
+    assert plan["source"] == "open maintenance drains"
+    assert [(w["cubes"], w["already_drained"], w["window_start"]) for w in plan["waves"]] == [
+        (["c40"], ["cube:c40"], "2026-06-16T09:00:00Z"),
+        (["c99"], ["cube:c99"], "2026-06-18T09:00:00Z"),
+    ]
+    assert plan["moves"] == 0  # the slices were placed after the drains opened
+    assert plan["commands"] == ["tpufleet clear-fault cube:c40", "tpufleet clear-fault cube:c99"]
+
+
+def test_parallel_waves_and_overlapping_windows(running, tmp_path):
+    doc = notices(["c00", "c01", "c55"], same_window=True) + notices(["c02"])[:1]
+    doc[-1]["window_start"], doc[-1]["window_end"] = "2026-07-01T12:00:00Z", "2026-07-01T15:00:00Z"
+    r = running("plan-maintenance", "--notices", write(tmp_path, doc), "--max-parallel", "2", "-o", "json")
+    assert r.code == 0, r.err
+    waves = r.json["waves"]
+    assert [w["cubes"] for w in waves] == [["c00", "c01"], ["c55", "c02"]]
+    assert [len(w["moves"]) for w in waves] == [1, 2]
+    # wave 2 starts at 09:00, before wave 1 ends: wave 1's cubes stay out through it and clear after it
+    assert waves[0]["cleared_after"] == [] and waves[1]["cleared_after"] == [
+        "cube:c00",
+        "cube:c01",
+        "cube:c55",
+        "cube:c02",
+    ]
+    into = {c for w in waves for m in w["moves"] for c in m["cubes_in"]}
+    assert not into & {"c00", "c01", "c02", "c55"}
+
+
+def test_impossible_notices_name_the_slice_and_exit_1(running, tmp_path):
+    cubes = [f"c{i:02d}" for i in range(25)]  # 25 of a's cubes in one window; 24 free cubes
+    out = tmp_path / "plan.json"
+    path = write(tmp_path, notices(cubes, same_window=True))
+    r = running("plan-maintenance", "--notices", path, "--max-parallel", "25", "--out", out, "-o", "json")
+    assert r.code == 1, r.err
+    plan = r.json
+    assert not plan["served"] and plan["moves"] == 0
+    assert [(u["wave"], u["slice"], u["notice"], u["status"]) for u in plan["unserved"]] == [
+        (1, "a", "cube:c00", "unserved")
+    ]
+    assert "need 25 healthy free cube(s) in pod0, 24 available" in plan["unserved"][0]["reason"]
+    assert "tpufleet reschedule a" not in plan["commands"]
+    assert json.loads(out.read_text())["unserved"] == plan["unserved"]
+    table = running("plan-maintenance", "--notices", path, "--max-parallel", "25")
+    assert table.code == 1 and "NOT SERVED: cube:c00 (wave 1) stops slice a" in table.out
+    # one at a time, each cube comes back before the next goes: served
+    assert running("plan-maintenance", "--notices", write(tmp_path, notices(cubes), "seq.yaml")).code == 0
+
+
+def test_spare_target(running, tmp_path):
+    path = write(tmp_path, notices(["c00", "c01"]))
+    held = running("plan-maintenance", "--notices", path, "--spares", "23", "-o", "json")
+    assert held.code == 0 and [w["spares_held"] for w in held.json["waves"]] == [True, True]
+    short = running("plan-maintenance", "--notices", path, "--spares", "24", "-o", "json")
+    assert short.code == 1 and short.json["spare_shortfall_waves"] == [1, 2] and short.json["unserved"] == []
+
+
+def test_markdown_runbook(running, tmp_path):
+    r = running("plan-maintenance", "--notices", write(tmp_path, notices(["c00", "c60"])), "-o", "md")
+    assert r.code == 0, r.err
+    assert r.out.startswith("# Maintenance runbook (state serial 4, ")
+    assert "## Wave 1: c00" in r.out and "## Wave 2: c60" in r.out
+    assert "2. `tpufleet reschedule a`" in r.out and "3. `tpufleet plan-xconnect a --apply`" in r.out
+    assert "4. `tpufleet routes a`" in r.out
+    assert "5. After the window ends: `tpufleet clear-fault cube:c00`" in r.out
+    assert "1. `tpufleet inject-fault cube:c60 --planned --reason" in r.out
+
+
+@pytest.mark.parametrize(
+    ("doc", "said"),
+    [
+        (
+            [{"target": "host:c01/3", "window_start": "2026-07-01T09:00:00Z", "window_end": "2026-07-01T10:00:00Z"}],
+            "notice 1: field target: 'host:c01/3'",
+        ),
+        (
+            [{"target": "cube:c999", "window_start": "2026-07-01T09:00:00Z", "window_end": "2026-07-01T10:00:00Z"}],
+            "field target: 'cube:c999'",
+        ),
+        (
+            [{"target": "cube:c01", "window_start": "soon", "window_end": "2026-07-01T10:00:00Z"}],
+            "field window_start: 'soon'",
+        ),
+        (
+            [{"target": "cube:c01", "window_start": "2026-07-01T09:00:00Z", "window_end": "2026-07-01T08:00:00Z"}],
+            "field window_end",
+        ),
+        ([{"target": "cube:c01", "window_start": "2026-07-01T09:00:00Z"}], "field window_end: None"),
+        (
+            [
+                {
+                    "target": "cube:c01",
+                    "window_start": "2026-07-01T09:00:00Z",
+                    "window_end": "2026-07-01T10:00:00Z",
+                    "when": 1,
+                }
+            ],
+            "field 'when'",
+        ),
+        (notices(["c01", "c01"]), "notice 2: field target: cube:c01 is given twice"),
+        ([], "non-empty list"),
+        ({"notice": []}, "non-empty list"),
+        (["cube:c01"], "notice 1: 'cube:c01' is not a mapping"),
+    ],
+)
+def test_bad_notices_exit_2(running, tmp_path, doc, said):
+    before = snapshot(running.state)
+    path = write(tmp_path, doc)
+    r = running("plan-maintenance", "--notices", path)
+    assert r.code == 2, r.out
+    assert str(path) in r.err and said in r.err
+    assert snapshot(running.state) == before
+
+
+def test_bad_files_and_options_exit_2(running, tmp_path):
+    missing = running("plan-maintenance", "--notices", tmp_path / "nope.yaml")
+    assert missing.code == 2 and "nope.yaml" in missing.err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {target: [")
+    assert running("plan-maintenance", "--notices", bad).code == 2
+    assert running("plan-maintenance", "--max-parallel", "0").code == 2
+    assert running("plan-maintenance", "-o", "csv").code == 2
+    assert running("plan-maintenance", "--out", tmp_path / "no" / "plan.json").code == 2

@@ -1,0 +1,106 @@
+"""`tpufleet plan-maintenance`: maintenance notices as ordered waves of drains, moves and clears, checked on a copy
+of the state: options -> one use case -> render (a table, JSON/YAML, or a Markdown runbook)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import ReportOutput, app, examples, report_formats
+from tpufleet.cli.render import emit, grid
+
+
+def _moves_text(wave: dict[str, Any]) -> str:
+    parts = []
+    for m in wave["moves"]:
+        if m["status"] == "moved":
+            parts.append(f"{m['slice']}: {','.join(m['cubes_out'])} -> {','.join(m['cubes_in']) or '-'}")
+        else:
+            parts.append(f"{m['slice']}: UNSERVED")
+    return "; ".join(parts) or "-"
+
+
+def _verdict(plan: dict[str, Any]) -> list[str]:
+    lines = [
+        f"NOT SERVED: {u['notice']} (wave {u['wave']}) stops slice {u['slice']}"
+        + (f" of job {u['job']}" if u["job"] else "")
+        + f": {u['reason']}"
+        for u in plan["unserved"]
+    ]
+    lines += [f"spare target {plan['spares']} missed in wave {w}" for w in plan["spare_shortfall_waves"]]
+    return lines or [f"every notice served: {len(plan['waves'])} wave(s), {plan['moves']} move(s)"]
+
+
+def _table(plan: dict[str, Any]) -> str:
+    rows = []
+    for w in plan["waves"]:
+        free = f"{w['free_healthy_cubes']}{'' if w['spares_held'] else ' (short)'}"
+        rows.append([w["wave"], w["window_start"], w["window_end"] or "-", ",".join(w["cubes"]), _moves_text(w), free])
+    table = grid(rows, ["wave", "start", "end", "cubes", "moves (out -> in)", "free healthy"])
+    return f"plan at serial {plan['serial']} from {plan['source']}\n{table}\n" + "\n".join(_verdict(plan))
+
+
+def _runbook(plan: dict[str, Any]) -> str:
+    out = [f"# Maintenance runbook (state serial {plan['serial']}, {plan['source']})", ""]
+    out += [f"> {line}" for line in _verdict(plan)]
+    for w in plan["waves"]:
+        out += ["", f"## Wave {w['wave']}: {', '.join(w['cubes'])}", ""]
+        out.append(f"Window {w['window_start']} to {w['window_end'] or 'when done'}; ")
+        out[-1] += f"{w['free_healthy_cubes']} free healthy cube(s) left during it."
+        out += [f"- already drained: {t}" for t in w["already_drained"]]
+        out += [f"- cannot move {m['slice']}: {m['reason']}" for m in w["moves"] if m["status"] != "moved"]
+        out.append("")
+        for i, command in enumerate(w["commands"], 1):
+            after = "After the window ends: " if command.startswith("tpufleet clear-fault ") else ""
+            out.append(f"{i}. {after}`{command}`")
+    return "\n".join(out) + "\n"
+
+
+@app.command(
+    "plan-maintenance",
+    epilog=examples(
+        "tpufleet plan-maintenance                       # the drains `import reservation` opened",
+        "tpufleet plan-maintenance --notices notices.yaml --max-parallel 2 --spares 4 -o md",
+        "tpufleet plan-maintenance --notices notices.yaml --out plan.json",
+    ),
+)
+def plan_maintenance_cmd(
+    ctx: typer.Context,
+    notices: Annotated[
+        Path | None,
+        typer.Option("--notices", help="YAML/JSON list of {target: cube:cNN, window_start, window_end}"),
+    ] = None,
+    max_parallel: Annotated[int, typer.Option("--max-parallel", min=1, max=10_000, help="Cubes per wave")] = 1,
+    spares: Annotated[int, typer.Option("--spares", min=0, help="Healthy free cubes to keep during a wave")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", metavar="PLAN", help="Write the JSON plan here")] = None,
+    output: Annotated[
+        ReportOutput,
+        typer.Option("-o", "--output", click_type=report_formats(ReportOutput.md), help="table, json, yaml or md"),
+    ] = ReportOutput.table,
+) -> None:
+    """Take maintenance notices (default: the open drains `import reservation` made) in waves of at most K cubes,
+    earliest window first; each wave's drains and moves are replayed on a copy of the state with the code of
+    `inject-fault` and `reschedule`. Exit 1 when a notice cannot be served without stopping a slice, or a wave
+    leaves fewer free healthy cubes than --spares."""
+    from tpufleet.cli.render import to_json
+    from tpufleet.maintenance import notices_from_document
+    from tpufleet.ops import maintenance as ops
+    from tpufleet.state.files import check_output_path, write_output
+    from tpufleet.state.inputfiles import load_yaml
+
+    if out is not None:
+        check_output_path(out, "--out")
+    state = ctx.obj.store().load()
+    if notices is None:
+        found, source = ops.open_drain_notices(state), "open maintenance drains"
+    else:
+        found = notices_from_document(load_yaml(notices, "notices"), str(notices), state.fleet.cubes)
+        source = str(notices)
+    plan = ops.plan(state, found, max_parallel, spares, source).data
+    if out is not None:
+        write_output(out, (to_json(plan) + "\n").encode())
+    emit(plan, output, lambda: _table(plan), {"md": lambda: _runbook(plan)})
+    if not plan["served"]:
+        raise typer.Exit(1)

@@ -1,0 +1,165 @@
+"""Maintenance notices taken in waves: which cubes go down together, in what order, and the commands (pure).
+
+The planner of `plan-maintenance`:
+
+1. A notice is a cube and its maintenance window (RFC 3339 start and end; an end may be unknown for a drain
+   imported without one). Notices are ordered by window start, then by cube, and cut into waves of at most K.
+2. A wave's window runs from its earliest start to its latest end (an unknown end: open until the last wave).
+3. A wave's cubes are cleared after its window, once every wave that starts before that end has been drained:
+   the clear of wave i goes at the end of wave j, the last wave with start_j < end_i (j >= i). Replaying the
+   waves' commands in order therefore replays the windows as they overlap in time.
+4. For each wave, in order: drain each cube (`inject-fault cube:cNN --planned`), then for each slice the drains
+   evicted, `reschedule`, `plan-xconnect --apply` and `routes`; then the clears that fall there (step 3).
+
+Whether the moves exist is the use case's part (`tpufleet.ops.maintenance`): it replays these steps on a copy of
+the fleet state through the same code `inject-fault` and `reschedule` run.
+
+>>> ns = [Notice("c02", "2026-06-16T09:00:00Z", "2026-06-16T13:00:00Z"),
+...       Notice("c01", "2026-06-16T09:00:00Z", "2026-06-16T13:00:00Z"),
+...       Notice("c03", "2026-06-18T09:00:00Z", "2026-06-18T13:00:00Z")]
+>>> [[n.cube for n in w] for w in waves(ns, 2)], clear_positions(waves(ns, 2))
+([['c01', 'c02'], ['c03']], [0, 1])
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tpufleet.errors import BadInput, shown
+from tpufleet.timeparse import parse_stamp
+
+__all__ = [
+    "KIND",
+    "MAX_NOTICES",
+    "Notice",
+    "clear_command",
+    "clear_positions",
+    "drain_command",
+    "move_commands",
+    "notices_from_document",
+    "wave_reason",
+    "waves",
+    "window",
+]
+
+KIND: Final = "tpufleet-maintenance-plan"
+MAX_NOTICES: Final = 10_000
+_FIELDS: Final = ("target", "window_start", "window_end")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One cube's maintenance: its window, and the planned drain already open for it (imported), if any."""
+
+    cube: str
+    window_start: str
+    window_end: str | None
+    fault_id: str | None = None
+
+    @property
+    def target(self) -> str:
+        return f"cube:{self.cube}"
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "window_start": self.window_start,
+            "window_end": self.window_end,
+            "open_drain": self.fault_id,
+        }
+
+
+def _when(item: Mapping[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    moment = parse_stamp(value) if isinstance(value, str) else None
+    if moment is None:
+        raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str]) -> str:
+    target = item.get("target")
+    cube = target[5:] if isinstance(target, str) and target.startswith("cube:") else None
+    if cube is None or cube not in cubes:
+        raise BadInput(f"{where}: field target: {shown(target)} is not a cube of the fleet (cube:cNN)")
+    return cube
+
+
+def _notice(item: Any, where: str, cubes: Sequence[str]) -> Notice:
+    if not isinstance(item, Mapping):
+        raise BadInput(f"{where}: {shown(item)} is not a mapping with target, window_start and window_end")
+    extra = sorted(str(k) for k in item if k not in _FIELDS)
+    if extra:
+        raise BadInput(f"{where}: field {shown(extra[0])} is not one of {', '.join(_FIELDS)}")
+    cube = _cube_of(item, where, cubes)
+    start, end = _when(item, "window_start", where), _when(item, "window_end", where)
+    if end <= start:
+        raise BadInput(f"{where}: field window_end: {shown(end)} is not after window_start {start}")
+    return Notice(cube, start, end)
+
+
+def notices_from_document(doc: Any, source: str, cubes: Sequence[str]) -> list[Notice]:
+    """The notices of a parsed YAML/JSON document: a list (or ``{notices: [...]}``) of
+    ``{target: cube:cNN, window_start, window_end}``; BadInput naming the source, item, field and value.
+
+    >>> notices_from_document([{"target": "cube:c01", "window_start": "2026-06-16T09:00:00+00:00",
+    ...     "window_end": "2026-06-16T13:00:00Z"}], "n.yaml", ["c01"])[0].window_start
+    '2026-06-16T09:00:00Z'
+    """
+    items = doc.get("notices") if isinstance(doc, Mapping) else doc
+    if not isinstance(items, list) or not items:
+        raise BadInput(f"{source}: expected a non-empty list of notices (target, window_start, window_end)")
+    if len(items) > MAX_NOTICES:
+        raise BadInput(f"{source}: {len(items)} notices, at most {MAX_NOTICES}")
+    out = [_notice(item, f"{source}: notice {i + 1}", cubes) for i, item in enumerate(items)]
+    seen: set[str] = set()
+    for i, n in enumerate(out):
+        if n.cube in seen:
+            raise BadInput(f"{source}: notice {i + 1}: field target: {n.target} is given twice")
+        seen.add(n.cube)
+    return out
+
+
+def waves(notices: Sequence[Notice], max_parallel: int, order: Sequence[str] = ()) -> list[list[Notice]]:
+    """The notices by window start (then the cube's place in `order`, then name), cut into waves of at most
+    `max_parallel` (step 1)."""
+    place = {c: i for i, c in enumerate(order)}
+    ranked = sorted(notices, key=lambda n: (n.window_start, place.get(n.cube, len(place)), n.cube))
+    return [ranked[i : i + max_parallel] for i in range(0, len(ranked), max_parallel)]
+
+
+def window(wave: Sequence[Notice]) -> tuple[str, str | None]:
+    """A wave's window: its earliest start and latest end (None when one end is unknown)."""
+    ends = [n.window_end for n in wave]
+    return min(n.window_start for n in wave), None if None in ends else max(e for e in ends if e is not None)
+
+
+def clear_positions(plan: Sequence[Sequence[Notice]]) -> list[int]:
+    """For each wave, the wave at whose end its cubes are cleared (step 3)."""
+    starts = [window(w)[0] for w in plan]
+    out = []
+    for i, w in enumerate(plan):
+        end = window(w)[1]
+        out.append(max(j for j in range(i, len(plan)) if j == i or end is None or starts[j] < end))
+    return out
+
+
+def wave_reason(number: int, wave: Sequence[Notice]) -> str:
+    start, end = window(wave)
+    return f"maintenance wave {number}: {start} to {end or 'done'}"
+
+
+def drain_command(notice: Notice, reason: str) -> str:
+    return f"tpufleet inject-fault {notice.target} --planned --reason {shlex.quote(reason)}"
+
+
+def move_commands(slice_name: str) -> list[str]:
+    name = shlex.quote(slice_name)
+    return [f"tpufleet reschedule {name}", f"tpufleet plan-xconnect {name} --apply", f"tpufleet routes {name}"]
+
+
+def clear_command(notice: Notice) -> str:
+    return f"tpufleet clear-fault {notice.target}"
