@@ -274,3 +274,15 @@ def test_slurm_topology_yaml_says_what_topology_conf_says(imported, plugin):
         blocks = [[f"BlockName={b['block']}", f"Nodes={b['nodes']}"] for b in topology["block"]["blocks"]]
         sizes = ["BlockSizes=" + ",".join(map(str, topology["block"]["block_sizes"]))]
         assert [*blocks, sizes] == lines
+
+
+def test_kueue_objects_are_v1beta2_unless_asked(imported):
+    docs = imported("export", "kueue-topology", "-o", "json").json["items"]
+    assert {d["apiVersion"] for d in docs} == {"kueue.x-k8s.io/v1beta2"}
+    old = imported("export", "kueue-topology", "--api-version", "v1beta1", "-o", "json").json["items"]
+    assert {d["apiVersion"] for d in old} == {"kueue.x-k8s.io/v1beta1"}
+    assert [{k: v for k, v in d.items() if k != "apiVersion"} for d in old] == [
+        {k: v for k, v in d.items() if k != "apiVersion"} for d in docs
+    ]
+    r = imported("export", "kueue-topology", "--api-version", "v1alpha1")
+    assert r.code == 2 and "--api-version" in r.err

@@ -287,6 +287,9 @@ def export_kueue_cmd(
         str, typer.Option("--name", help="Name of the Topology (the ResourceFlavor is NAME-ACCELERATOR)")
     ] = "tpufleet",
     mapping: Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")] = None,
+    api_version: Annotated[
+        str, typer.Option("--api-version", help="Kueue's API version: v1beta2 (Kueue 0.15 and later) or v1beta1")
+    ] = "v1beta2",
     out: OutOpt = None,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -301,7 +304,10 @@ def export_kueue_cmd(
         raise BadInput(f"bad option --name {name!r}: a lower-case Kubernetes name (letters, digits, '-', '.')")
     if out is not None:
         check_output_path(out, "--out")
-    docs = exports.kueue_topology(ctx.obj.store().load(), name, read_mapping(mapping).labels)
+    if api_version not in exports.KUEUE_API_VERSIONS:
+        raise BadInput(f"bad option --api-version {api_version!r}: one of {', '.join(exports.KUEUE_API_VERSIONS)}")
+    api = f"kueue.x-k8s.io/{api_version}"
+    docs = exports.kueue_topology(ctx.obj.store().load(), name, read_mapping(mapping).labels, api)
     _deliver("Kueue", _manifests(docs), _as_list(docs), len(docs), out, output)
 
 

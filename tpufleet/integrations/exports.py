@@ -27,7 +27,11 @@ from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LabelKeys
 from tpufleet.model import Pod
 
 Doc = dict[str, Any]
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
+# Kueue's API versions: v1beta2 is served from Kueue 0.15 on; v1beta1 is deprecated (no longer served from 0.20,
+# kubernetes-sigs/kueue#13957). Topology and
+# ResourceFlavor have the same fields in both (levels[].nodeLabel; nodeLabels, topologyName, tolerations).
+KUEUE_API_VERSIONS = ("v1beta2", "v1beta1")
+KUEUE_API = f"kueue.x-k8s.io/{KUEUE_API_VERSIONS[0]}"
 SLICE_API = "accelerator.gke.io/v1beta1"
 TPU_TAINT = "google.com/tpu"  # GKE taints TPU nodes with it; pods (and Kueue flavors) must tolerate it
 SLICE_TYPES = frozenset({"tpu7x"})  # accelerators of a generation that the Slice CRD's spec.type accepts
@@ -143,21 +147,23 @@ def _node(name: str, labels: dict[str, str], cordoned: bool, down: str | None) -
 
 
 # ---- Kueue -------------------------------------------------------------------------------------------------
-def kueue_topology(state: FleetState, name: str = "tpufleet", keys: LabelKeys | None = None) -> list[Doc]:
+def kueue_topology(
+    state: FleetState, name: str = "tpufleet", keys: LabelKeys | None = None, api: str = KUEUE_API
+) -> list[Doc]:
     """A Kueue `Topology` (block -> 4x4x4 partition -> host: a slice's chips in one partition share an
     electrical mesh, in one block an OCS pod) and a `ResourceFlavor` of the fleet's TPU nodes that uses it, one
     per accelerator of its pods (in pod order; a fleet of one generation has one)."""
     keys = keys or LabelKeys()
     levels = [keys.block, keys.partition, keys.hostname]
     topology = {
-        "apiVersion": KUEUE_API,
+        "apiVersion": api,
         "kind": "Topology",
         "metadata": {"name": name},
         "spec": {"levels": [{"nodeLabel": label} for label in levels]},
     }
     flavors = [
         {
-            "apiVersion": KUEUE_API,
+            "apiVersion": api,
             "kind": "ResourceFlavor",
             "metadata": {"name": f"{name}-{acc}"},
             "spec": {
