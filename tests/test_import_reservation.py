@@ -195,3 +195,10 @@ def test_state_naming_a_cube_not_in_the_fleet_is_refused(superpod):
     path.write_text(json.dumps(doc))
     r = superpod("status")
     assert r.code == 2 and f"reservation.sub_blocks.{name}.cube" in r.err and "no cube c999" in r.err
+
+
+def test_faults_lists_a_maintenance_drains_window(superpod):
+    assert superpod("import", "reservation", FIXTURE, "--apply").code == 0
+    rows = superpod("faults", "-o", "json").json
+    windows = [(r["target"], r["window_start"], r["window_end"]) for r in rows if "window_start" in r]
+    assert len(windows) == 2 and all(start < end for _, start, end in windows)

@@ -206,7 +206,8 @@ def faults_cmd(
     records = [f.record() for f in state.faults if all_faults or f.is_open]
     if all_faults:  # older cleared faults live in the journal
         records = sorted([*store.moved_faults(), *records], key=lambda r: int(r["id"][1:]))
-    rows = [{k: r.get(k) for k in fields} for r in records]
+    windows = ("window_start", "window_end")  # a drain of announced maintenance only (import reservation)
+    rows = [{k: r.get(k) for k in fields} | {k: r[k] for k in windows if k in r} for r in records]
     emit(
         rows,
         output,
@@ -219,7 +220,8 @@ def faults_cmd(
                         "drain" if r["planned"] else "fault",
                         r["opened"],
                         r["cleared"] or "open",
-                        r["reason"] or "",
+                        (r["reason"] or "")
+                        + (f" [{r['window_start']} .. {r['window_end']}]" if "window_start" in r else ""),
                     ]
                     for r in rows
                 ],
