@@ -284,3 +284,19 @@ def test_import_k8s_places_a_node_only_on_a_pod_of_its_accelerator(cli, tmp_path
     assert r.code == 0, r.err
     assert r.json["placed"] == on_v4["placed"]
     assert [u["node"] for u in r.json["unplaced"]] == [u["node"] for u in on_v4["unplaced"]]
+
+
+def test_simulate_availability_on_a_tpu7x_pod_is_the_binomial_of_144_cubes(cli):
+    from scipy.stats import binom
+
+    r = cli("simulate-availability", "--generation", "tpu7x", "--trials", "2000", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["pod_cubes"] == 144
+    rows = {row["cubes"]: row for row in r.json["results"]}
+    assert (max(rows) == 144 and 130 in rows) or 126 in rows
+    cube_up = 0.99**16
+    for k, row in rows.items():
+        assert row["reconfigurable_ft"] == round(float(binom.sf(k - 1, 144, cube_up)), 6)
+        assert "static" not in row and "static_boxes" not in row  # a 144-cube pod has no 4x4x4 static twin
+    too_big = cli("simulate-availability", "--generation", "tpu7x", "--cubes", "145", state=False)
+    assert too_big.code == 2 and "1-144" in too_big.err

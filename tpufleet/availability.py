@@ -323,7 +323,7 @@ def plot(result: dict[str, Any], image_format: str) -> bytes:
     return buf.getvalue()
 
 
-def parse_sizes(text: str, unit: str) -> list[int]:
+def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[int]:
     from tpufleet.errors import BadInput, shown
 
     try:
@@ -341,7 +341,7 @@ def parse_sizes(text: str, unit: str) -> list[int]:
                 f"bad option --chips: {bad[0]} is not a whole number of cubes (multiples of {CHIPS_PER_CUBE})"
             )
         values = [v // CHIPS_PER_CUBE for v in values]
-    bad = [v for v in values if not 1 <= v <= CUBES_PER_POD]
+    bad = [v for v in values if not 1 <= v <= pod_cubes]
     if bad:
-        raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-{CUBES_PER_POD} cubes")
+        raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-{pod_cubes} cubes (the pod's)")
     return sorted(set(values))

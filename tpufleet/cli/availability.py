@@ -65,6 +65,10 @@ def simulate_cmd(
             "inject-fault --random use",
         ),
     ] = None,
+    generation: Annotated[
+        str | None,
+        typer.Option("--generation", help="Pods of this generation (its pod size; tpu7x: 144 cubes, no static twin)"),
+    ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Random seed, 0 or more")] = 0,
     plot: Annotated[
@@ -87,16 +91,19 @@ def simulate_cmd(
     The Monte Carlo is capped by its work, trials x (the pod's 1,024 hosts + hosts expected down x the static boxes'
     planes), at 5,000,000,000 (about a million trials at the defaults): more is refused before it starts (exit 2)."""
     from tpufleet import availability
+    from tpufleet.constants import CUBES_PER_POD
     from tpufleet.errors import BadInput, shown
     from tpufleet.ops import availability as ops
 
     if cubes is not None and chips is not None:
         raise BadInput("give --cubes or --chips, not both")
     p, q, source = _availabilities(host_availability, ocs_availability, fault_rates)
+    pod_cubes = _pod_cubes(generation)
+    default = DEFAULT_CUBES if pod_cubes is None else ",".join(map(str, _sizes_up_to(pod_cubes)))
     ks = (
-        availability.parse_sizes(chips, "chips")
+        availability.parse_sizes(chips, "chips", pod_cubes or CUBES_PER_POD)
         if chips is not None
-        else availability.parse_sizes(cubes or DEFAULT_CUBES, "cubes")
+        else availability.parse_sizes(cubes or default, "cubes", pod_cubes or CUBES_PER_POD)
     )
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise BadInput(f"bad option --plot: {shown(str(plot))} must end in .png or .svg")
@@ -107,7 +114,7 @@ def simulate_cmd(
     from tpufleet.cli.progress import progress
 
     with progress("simulating pods", trials) as bar:
-        result = ops.report(ks, p, q, trials, seed, source, on_progress=bar.advance)
+        result = ops.report(ks, p, q, trials, seed, source, on_progress=bar.advance, pod_cubes=pod_cubes)
     if plot is not None:
         from tpufleet.state.files import write_output
 
@@ -119,6 +126,22 @@ def simulate_cmd(
         lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""),
         {"csv": lambda: flat_table(result["results"], "csv"), "md": lambda: flat_table(result["results"], "md")},
     )
+
+
+def _pod_cubes(generation: str | None) -> int | None:
+    """The cubes of a pod of `--generation` (through the state layer's shipped profiles); None without it."""
+    if generation is None:
+        return None
+    from tpufleet.state.generations import shipped
+
+    return shipped(generation).pod_cubes
+
+
+def _sizes_up_to(pod_cubes: int) -> list[int]:
+    """The default slice sizes for a pod of this many cubes: doubling from 1, then every eighth of the pod."""
+    sizes = {1, 2, 4, 8, 16, pod_cubes}
+    sizes |= {pod_cubes * i // 8 for i in range(1, 8)}
+    return sorted(s for s in sizes if 1 <= s <= pod_cubes)
 
 
 def _availabilities(p: float | None, q: float | None, fault_rates: str | None) -> tuple[float, float, str]:

@@ -41,10 +41,17 @@ def report(
     seed: int,
     source: str,
     on_progress: Callable[[int], None] | None = None,
+    pod_cubes: int | None = None,
 ) -> dict[str, Any]:
+    """The report for pods of `pod_cubes` cubes (None: the built-in TPU v4 pod of 64, with its static twin; a pod
+    of any other size has no static twin, a 4x4x4 grid of cubes, to compare with)."""
     from tpufleet import availability
+    from tpufleet.constants import CUBES_PER_POD
 
-    availability.check_work(list(sizes), p, trials)
-    result = availability.report(list(sizes), p, q, trials, seed, on_progress=on_progress)
+    cubes = CUBES_PER_POD if pod_cubes is None else pod_cubes
+    availability.check_work(list(sizes), p, trials, cubes)
+    result = availability.report(list(sizes), p, q, trials, seed, cubes, on_progress=on_progress)
     result["availability_source"] = source
+    if pod_cubes is not None:
+        result["pod_cubes"] = pod_cubes
     return result
