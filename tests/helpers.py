@@ -55,3 +55,11 @@ def ocs_failure(shape, dim, index):
             alive[s, 2 * d] = -1
             alive[t, 2 * d + 1] = -1
     return exp, alive
+
+
+def one_line(r, code: int = 2) -> str:
+    """The one line a refused command prints on stderr, after checking its exit code (2: bad input)."""
+    lines = r.err.strip().splitlines()
+    assert r.code == code, (r.code, r.err[-500:])
+    assert len(lines) == 1, r.err[-1000:]
+    return lines[0]

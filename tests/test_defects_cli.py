@@ -11,14 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import snapshot
-
-
-def one_line(r, code: int = 2) -> str:
-    lines = r.err.strip().splitlines()
-    assert r.code == code, (r.code, r.err[-500:])
-    assert len(lines) == 1, r.err[-1000:]
-    return lines[0]
+from helpers import one_line, snapshot
 
 
 def state_doc(state: Path) -> dict:

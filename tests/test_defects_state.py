@@ -12,19 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import snapshot
+from helpers import one_line, snapshot
 from tpufleet.cli import main
 from tpufleet.state import Store, crashpoints
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json"
 CTX = multiprocessing.get_context("fork")
-
-
-def one_line(r, code: int = 2) -> str:
-    lines = r.err.strip().splitlines()
-    assert r.code == code, (r.code, r.err[-500:])
-    assert len(lines) == 1, r.err[-1000:]
-    return lines[0]
 
 
 def state_doc(state: Path) -> dict:

@@ -46,13 +46,14 @@ def _import_text(d: dict[str, Any]) -> str:
             lines.append(f"  {sign} {kind}{ident} {f['target']}: {f['reason']}")
     for u in d["unplaced"]:
         lines.append(f"  ? not placed: {u['node']}: {u['reason']}")
+    return "\n".join([*lines, _plan_verdict(d)])
+
+
+def _plan_verdict(d: dict[str, Any]) -> str:
+    """The last line of an import's plan: nothing to do, recorded, or a plan to apply."""
     if not d["has_changes"]:
-        lines.append("  no changes")
-    elif d["applied"]:
-        lines.append(f"applied (serial {d['serial']}).")
-    else:
-        lines.append("plan only: run again with --apply to record it.")
-    return "\n".join(lines)
+        return "  no changes"
+    return f"applied (serial {d['serial']})." if d["applied"] else "plan only: run again with --apply to record it."
 
 
 @import_app.command(
@@ -123,13 +124,7 @@ def _reservation_text(d: dict[str, Any]) -> str:
         lines.append(f"  + drain{ident} {f['target']}: {f['reason']}")
     lines += [f"  - clear {f['id']} {f['target']}: {f['reason']}" for f in d["drains_cleared"]]
     lines += [f"  ? not placed: {u['sub_block']}: {u['reason']}" for u in d["unplaced"]]
-    if not d["has_changes"]:
-        lines.append("  no changes")
-    elif d["applied"]:
-        lines.append(f"applied (serial {d['serial']}).")
-    else:
-        lines.append("plan only: run again with --apply to record it.")
-    return "\n".join(lines)
+    return "\n".join([*lines, _plan_verdict(d)])
 
 
 @import_app.command(

@@ -67,6 +67,18 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
 
 
+def reconcile(
+    state: FleetState, clear_ids: Sequence[str], requests: Sequence[FaultRequest], now: str
+) -> tuple[dict[str, str], list[str]]:
+    """An import's health changes, through the same transitions as `clear-fault` and `inject-fault`: the faults
+    cleared, then the ones opened. (target -> id of each fault opened, the analysis errors of their blast radii.)"""
+    for fault_id in clear_ids:
+        clear(state, fault_id, now)
+    radii = inject(state, requests, now).data if requests else []
+    ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
+    return ids, [e for r in radii for e in r.get("analysis_errors", [])]
+
+
 def reschedule(state: FleetState, name: str) -> Outcome:
     """Move an evicted slice onto its proposed replacement and wire it there."""
     sl = state.slice(name)

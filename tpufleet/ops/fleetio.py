@@ -34,14 +34,10 @@ def import_k8s(
     if not apply or not data["has_changes"]:
         return Outcome(data)
     state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
-    for fault in diff.clear:
-        fault_ops.clear(state, fault.id, now)
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
-    radii = fault_ops.inject(state, requests, now).data if requests else []
-    ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
+    ids, data["analysis_errors"] = fault_ops.reconcile(state, [f.id for f in diff.clear], requests, now)
     for entry in (*data["faults_opened"], *data["drains_opened"]):
         entry["id"] = ids.get(entry["target"])
-    data["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]
     data["applied"], data["serial"] = True, state.next_serial
     return Outcome(data, Change(_summary(data, source), {"faults": sorted(filter(None, ids.values()))}))
 

@@ -24,16 +24,12 @@ def import_reservation(
     if not apply or not data["has_changes"]:
         return Outcome(data)
     state.record_reservation(diff.blocks, diff.changes)
-    for fault in diff.clear:
-        fault_ops.clear(state, fault.id, now)
     requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
-    radii = fault_ops.inject(state, requests, now).data if requests else []
-    ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
+    ids, data["analysis_errors"] = fault_ops.reconcile(state, [f.id for f in diff.clear], requests, now)
     for drain, entry in zip(diff.open, data["drains_opened"], strict=True):
         entry["id"] = ids.get(entry["target"])
         if entry["id"] is not None:
             state.set_fault_window(entry["id"], drain.window.start, drain.window.end)
-    data["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]
     data["applied"], data["serial"] = True, state.next_serial
     return Outcome(data, Change(_summary(data, source), {"faults": sorted(filter(None, ids.values()))}))
 

@@ -89,6 +89,18 @@ def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
     return data
 
 
+def read_file_or_stdin(source: str, what: str, limit: int, too_big: str) -> tuple[bytes, str]:
+    """The bytes of FILE, or of standard input for "-", at most `limit` of them (beyond, BadStateFile ending with
+    the hint `too_big`); and the name the input is given in messages."""
+    import sys
+
+    name = "<stdin>" if source == "-" else source
+    data = sys.stdin.buffer.read(limit + 1) if source == "-" else read_bytes(source, what, limit)
+    if len(data) > limit:
+        raise BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed: {too_big}")
+    return data, name
+
+
 def read_text(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> str:
     """The file as UTF-8 text, at most `limit` bytes."""
     return decode_utf8(read_bytes(path, what, limit), str(path))

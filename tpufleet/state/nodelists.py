@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import re
-import sys
 from pathlib import Path
 
 from tpufleet.constants import MiB
@@ -25,7 +24,7 @@ from tpufleet.integrations.k8s import (
     parse_nodes,
 )
 from tpufleet.jsontext import decode_utf8
-from tpufleet.state.inputfiles import load_yaml, parse_yaml, read_bytes, size_text
+from tpufleet.state.inputfiles import load_yaml, parse_yaml, read_file_or_stdin, size_text
 
 __all__ = ["MAX_NODE_LIST_BYTES", "MAX_YAML_NODE_LIST_BYTES", "read_mapping", "read_node_list"]
 
@@ -42,15 +41,7 @@ _JSON_OBJECT = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 def read_node_list(source: str, keys: LabelKeys) -> tuple[list[Node], str]:
     """The nodes of the JSON (or YAML) node list in FILE, or on stdin for "-", read through the bounded reader;
     and the name it is given in messages."""
-    name = "<stdin>" if source == "-" else source
-    if source == "-":
-        data = sys.stdin.buffer.read(MAX_NODE_LIST_BYTES + 1)
-    else:
-        data = read_bytes(source, "node list", MAX_NODE_LIST_BYTES)
-    if len(data) > MAX_NODE_LIST_BYTES:
-        raise BadStateFile(
-            name, "", None, f"larger than the {size_text(MAX_NODE_LIST_BYTES)} allowed: {SPLIT_THE_LIST}"
-        )
+    data, name = read_file_or_stdin(source, "node list", MAX_NODE_LIST_BYTES, SPLIT_THE_LIST)
     _check_utf8(data, name)
     if _JSON_OBJECT.match(data):  # JSON, as kubectl prints it: read typed, without a copy as text
         return decode_node_list(data, name, keys), name

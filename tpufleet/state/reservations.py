@@ -7,12 +7,9 @@ the core's decoder, `tpufleet.integrations.reservation.decode_reservation`.
 
 from __future__ import annotations
 
-import sys
-
 from tpufleet.constants import MiB
-from tpufleet.errors import BadStateFile
 from tpufleet.integrations.reservation import ReservationInput, decode_reservation
-from tpufleet.state.inputfiles import decode_utf8, load_json, read_bytes, size_text
+from tpufleet.state.inputfiles import decode_utf8, load_json, read_file_or_stdin
 
 __all__ = ["MAX_RESERVATION_BYTES", "read_reservation"]
 
@@ -24,13 +21,5 @@ MAX_RESERVATION_BYTES = 64 * MiB
 def read_reservation(source: str) -> tuple[ReservationInput, str]:
     """The sub-blocks (and blocks) in FILE, or on stdin for "-", read through the bounded reader; and the name
     the input is given in messages."""
-    name = "<stdin>" if source == "-" else source
-    if source == "-":
-        data = sys.stdin.buffer.read(MAX_RESERVATION_BYTES + 1)
-    else:
-        data = read_bytes(source, "reservation list", MAX_RESERVATION_BYTES)
-    if len(data) > MAX_RESERVATION_BYTES:
-        raise BadStateFile(
-            name, "", None, f"larger than the {size_text(MAX_RESERVATION_BYTES)} allowed: import it block by block"
-        )
+    data, name = read_file_or_stdin(source, "reservation list", MAX_RESERVATION_BYTES, "import it block by block")
     return decode_reservation(load_json(decode_utf8(data, name), name), name), name
