@@ -418,6 +418,19 @@ class FleetState:
         sl.state = SliceState.ALLOCATED
         sl.evicted_by, sl.reroute, sl.proposal = None, None, None
 
+    def record_routes(self, name: str, entry: RouteRecord) -> None:
+        """Index the slice's newly stored routing tables (replacing its older entry)."""
+        self.slice(name)
+        self.routes[name] = entry
+
+    def set_policy(self, name: str, min_throughput: float | None, fault_tolerant_routing: bool | None) -> None:
+        """How the slice meets network faults from the next fault on (None: unchanged)."""
+        sl = self.slice(name)
+        if min_throughput is not None:
+            sl.min_throughput = min_throughput
+        if fault_tolerant_routing is not None:
+            sl.fault_tolerant_routing = fault_tolerant_routing
+
     def machine_usage(self, excluding: str | None = None) -> dict[str, set[int]]:
         """cube -> machines held: by every slice, and reserved for the moves of evicted ones."""
         others = [s for s in self.slices.values() if s.name != excluding]

@@ -106,17 +106,15 @@ def report_cmd(
 
     from tpufleet.cli.mapview import render_map
     from tpufleet.cli.render import finite, to_json
-    from tpufleet.fleetmap import fleet_map
-    from tpufleet.fleetreport import report
+    from tpufleet.ops import views
     from tpufleet.state.files import check_output_path, write_output
 
     if out is not None:
         check_output_path(out, "--out")
-    store = ctx.obj.store()
-    state = store.load()
-    r = report(state, store.journal(state.serial), datetime.now(UTC))
+    fleet = views.report(ctx.obj.store(), datetime.now(UTC))
+    r = fleet.document
     colour = out is None and output is ReportFormat.table  # a file, or Markdown, never holds terminal styles
-    map_text = render_map(fleet_map(state), colour=colour)
+    map_text = render_map(fleet.map, colour=colour)
     if out is None and output in (ReportFormat.table, ReportFormat.json, ReportFormat.yaml):
         emit(r, output, lambda: _table(r, map_text))
         return

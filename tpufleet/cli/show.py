@@ -138,33 +138,20 @@ def show_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """List one part of the fleet state; with -o json, a list of objects (map: one object)."""
-    from tpufleet import views
+    from tpufleet.ops import views
 
     store = ctx.obj.store()
-    state = store.load()
     if what is What.map:
         from tpufleet.cli.mapview import render_map
-        from tpufleet.fleetmap import fleet_map
 
-        fm = fleet_map(state, pod)
+        fm = views.show_map(store, pod)
         emit(fm.record(), output, lambda: render_map(fm))
         return
-    if what is What.journal:
-        rows = store.journal(state.serial)
-        rows = rows[-tail:] if tail else rows
-        damaged = store.journal_damage(state.serial)
-        if damaged:
-            lines = ", ".join(map(str, damaged[:10])) + (" ..." if len(damaged) > 10 else "")
-            typer.echo(f"tpufleet: warning: {store.journal_path}: damaged line(s) {lines} skipped", err=True)
-    else:
-        rows = {
-            What.inventory: views.inventory,
-            What.health: views.health_rows,
-            What.slices: views.slice_rows,
-            What.jobs: views.job_rows,
-            What.ocs: views.ocs_rows,
-        }[what](state)
-    emit(rows, output, lambda: _table(what, rows))
+    listing = views.show(store, what.value, tail)
+    if listing.damaged:
+        lines = ", ".join(map(str, listing.damaged[:10])) + (" ..." if len(listing.damaged) > 10 else "")
+        typer.echo(f"tpufleet: warning: {store.journal_path}: damaged line(s) {lines} skipped", err=True)
+    emit(listing.rows, output, lambda: _table(what, listing.rows))
 
 
 def _status_text(s: dict) -> str:
@@ -217,7 +204,7 @@ def _generations_text(gens: dict[str, str], pods: int) -> str:
 @app.command("status", epilog=examples("tpufleet status", "tpufleet status -o json | jq .open_faults"))
 def status_cmd(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """One screen: cubes free / allocated / out of the pool, open faults, slices, state serial."""
-    from tpufleet import views
+    from tpufleet.ops import views
 
-    s = views.status(ctx.obj.store().load())
+    s = views.status(ctx.obj.store())
     emit(s, output, lambda: _status_text(s))

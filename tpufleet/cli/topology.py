@@ -26,12 +26,7 @@ def topology_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Validate a slice shape and report chips, cubes, diameter, mean hops and bisection links."""
-    from tpufleet.shapes import parse_shape, require_allocatable
-    from tpufleet.state import generations
-    from tpufleet.topology import metrics
+    from tpufleet.ops import views
 
-    gen = None if generation is None else generations.shipped(generation)
-    m = metrics(require_allocatable(parse_shape(shape, twisted, gen)))
-    if gen is not None:
-        m["generation"] = gen.name
+    m = views.topology(shape, twisted, generation)
     emit(m, output, lambda: grid([[k, v] for k, v in m.items()], ["", ""]))

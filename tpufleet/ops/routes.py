@@ -124,14 +124,17 @@ def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
         )
     s = routed.report.summary
     _update_degraded(state, routed)
-    state.routes[routed.name] = RouteRecord(
-        table_file,
-        state.next_serial,
-        routed.meta["made"],
-        s["algorithm"],
-        s["vcs"],
-        s["routable_pairs"],
-        s["unroutable_pairs"],
+    state.record_routes(
+        routed.name,
+        RouteRecord(
+            table_file,
+            state.next_serial,
+            routed.meta["made"],
+            s["algorithm"],
+            s["vcs"],
+            s["routable_pairs"],
+            s["unroutable_pairs"],
+        ),
     )
     data = {"slice": routed.name, **s}
     summary = (

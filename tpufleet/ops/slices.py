@@ -102,10 +102,7 @@ def set_policy(
         said.append(f"fault_tolerant_routing {'on' if fault_tolerant_routing else 'off'}")
     members = state.job_slices(name) if name in state.jobs else [state.slice(name)]
     for sl in members:
-        if min_throughput is not None:
-            sl.min_throughput = min_throughput
-        if fault_tolerant_routing is not None:
-            sl.fault_tolerant_routing = fault_tolerant_routing
+        state.set_policy(sl.name, min_throughput, fault_tolerant_routing)
     rows = [{"slice": sl.name, "serial": state.next_serial, **sl.record()} for sl in members]
     what = f"job {name}" if name in state.jobs else name
     change = Change(f"policy {what}: {', '.join(said)}") if said else None

@@ -1,0 +1,80 @@
+"""Use cases that only read: `show`, `status`, `report` and `topology`.
+
+Each loads what it needs from the store (never taking the write lock) and returns the document the command renders;
+the pure views (`tpufleet.views`, `fleetmap`, `fleetreport`, `topology`) compute it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from tpufleet import views
+from tpufleet.fleetmap import FleetMap, fleet_map
+from tpufleet.fleetreport import report as fleet_report
+from tpufleet.state import generations
+from tpufleet.state.store import Store
+
+ShowWhat = Literal["inventory", "health", "slices", "jobs", "ocs", "journal"]
+
+_ROWS = {
+    "inventory": views.inventory,
+    "health": views.health_rows,
+    "slices": views.slice_rows,
+    "jobs": views.job_rows,
+    "ocs": views.ocs_rows,
+}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The rows of one `show` part; `damaged`: journal line numbers skipped as damaged (journal only)."""
+
+    rows: list[dict[str, Any]]
+    damaged: list[int] = field(default_factory=list)
+
+
+def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
+    """The rows of one part of the fleet state (`tail`: the journal's last N entries)."""
+    state = store.load()
+    if what != "journal":
+        return Listing(_ROWS[what](state))
+    rows = store.journal(state.serial)
+    return Listing(rows[-tail:] if tail else rows, store.journal_damage(state.serial))
+
+
+def show_map(store: Store, pod: str | None = None) -> FleetMap:
+    """The picture of each pod (or of `pod` only)."""
+    return fleet_map(store.load(), pod)
+
+
+def status(store: Store) -> dict[str, Any]:
+    """`tpufleet status`: one screen of the fleet."""
+    return views.status(store.load())
+
+
+@dataclass(frozen=True)
+class Report:
+    """The fleet report's document and the map it draws."""
+
+    document: dict[str, Any]
+    map: FleetMap
+
+
+def report(store: Store, now: datetime) -> Report:
+    """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
+    state = store.load()
+    return Report(fleet_report(state, store.journal(state.serial), now), fleet_map(state))
+
+
+def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:
+    """`tpufleet topology`: the figures of a slice shape under a generation's rule (None: TPU v4's)."""
+    from tpufleet.shapes import parse_shape, require_allocatable
+    from tpufleet.topology import metrics
+
+    gen = None if generation is None else generations.shipped(generation)
+    figures = metrics(require_allocatable(parse_shape(shape, twisted, gen)))
+    if gen is not None:
+        figures["generation"] = gen.name
+    return figures
