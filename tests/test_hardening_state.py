@@ -141,7 +141,7 @@ def test_torn_last_line_is_dropped_by_the_next_writer(six):
 def test_scan_keeps_every_committed_entry():
     raw = b'{"serial":1}\n\n{"serial":2}\n{"serial":5}\n{"serial":3}\nx\n{"serial":4}\n{"serial":4'
     found = journal.scan(raw, 3)
-    assert [e["serial"] for e in found.entries] == [1, 2, 3]
+    assert [e.serial for e in found.entries] == [1, 2, 3]
     assert found.damaged == [2, 4, 6]  # blank, serial 5 inside the history, and a damaged line after it
     assert found.committed_end == raw.index(b"x\n") - 0 and found.kept_tail == b"x\n"
 
@@ -341,7 +341,7 @@ def test_two_concurrent_inits_one_wins(tmp_path, monkeypatch):
         tx.commit(Change("init by first"))
     thread.join(120)
     assert isinstance(outcome["second"], Refused) and "already exists" in str(outcome["second"])
-    assert [e["summary"] for e in Store(state).journal()] == ["init by first"]
+    assert [e.summary for e in Store(state).journal()] == ["init by first"]
 
 
 # ---- 5. output files keep their type --------------------------------------------------------------------------

@@ -78,3 +78,19 @@ def test_a_planted_long_function_is_caught(tmp_path):
     assert r.returncode == 1
     assert "tpufleet/cli/planted.py:planted: 45 lines, over the 40 allowed" in r.stderr
     assert subprocess.run([sys.executable, str(tool)], capture_output=True, timeout=300).returncode == 0
+
+
+def test_the_core_contract_lists_every_core_module():
+    """A new top-level module is core unless it is the shell, a use case or the state layer: import-linter must
+    forbid it the upper layers too, so its contract lists exactly what `check_core_io` scans."""
+    import configparser
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from check_core_io import core_names
+    finally:
+        sys.path.pop(0)
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    listed = config["importlinter:contract:core"]["source_modules"].split()
+    assert sorted(listed) == [f"tpufleet.{name}" for name in core_names(ROOT / "tpufleet")]

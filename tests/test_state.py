@@ -88,7 +88,7 @@ def test_eight_processes_fifty_mutations_each_lose_nothing(tmp_path):
         assert p.exitcode == 0
     doc = state_doc(store)
     assert doc["serial"] == 401  # init + 400
-    assert [e["serial"] for e in store.journal()] == list(range(1, 402))
+    assert [e.serial for e in store.journal()] == list(range(1, 402))
     assert [json.loads(line)["serial"] for line in journal_lines(store)] == list(range(1, 402))
     ids = [f["id"] for f in doc["faults"]]
     assert sorted(ids) == sorted(f"f{n}" for n in range(1, 401))
@@ -141,7 +141,7 @@ def test_sigkill_at_each_step_of_a_commit(tmp_path, point):
         assert len(opened) == 1 and opened[0]["cleared"] is None
     else:
         assert store.state_path.read_bytes() == before_state and not opened
-    assert [e["serial"] for e in store.journal()] == list(range(1, serial + 1))  # committed: ends at the state
+    assert [e.serial for e in store.journal()] == list(range(1, serial + 1))  # committed: ends at the state
     raw = store.journal_path.read_bytes()
     assert raw.startswith(before_journal) and raw.endswith(b"\n")  # appended to, whole lines only
     lines = journal_lines(store)
@@ -266,7 +266,7 @@ def test_concurrent_runbooks_through_the_cli(tmp_path):
     assert sorted(f["target"] for f in doc["faults"]) == sorted(
         f"host:c{w * 10 + i:02d}/{i}" for w in range(4) for i in range(5)
     )
-    assert [e["serial"] for e in store.journal()] == list(range(1, 22))
+    assert [e.serial for e in store.journal()] == list(range(1, 22))
 
 
 def test_cli_lock_timeout_is_exit_3(tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -9,6 +10,7 @@ from tpufleet import views
 from tpufleet.constants import DAY, HOUR
 from tpufleet.fleetmap import fleet_map
 from tpufleet.fleetstate import FleetState
+from tpufleet.journalentry import JournalEntry
 from tpufleet.timeparse import parse_stamp
 
 Row = dict[str, Any]
@@ -42,7 +44,7 @@ def _faults(state: FleetState, now: datetime) -> list[Row]:
     return rows
 
 
-def report(state: FleetState, journal: list[Row], now: datetime) -> Row:
+def report(state: FleetState, journal: Sequence[JournalEntry], now: datetime) -> Row:
     """Everything the report shows, as the documented `report -o json` object."""
     summary = views.status(state)
     return {
@@ -58,6 +60,7 @@ def report(state: FleetState, journal: list[Row], now: datetime) -> Row:
         "stale_routes": summary["stale_routes"],
         "incomplete_wiring": summary["incomplete_wiring"],
         "journal": [
-            {k: e.get(k) for k in ("serial", "time", "user", "summary")} for e in journal[-JOURNAL_LINES:][::-1]
+            {"serial": e.serial, "time": e.time, "user": e.user, "summary": e.summary}
+            for e in journal[-JOURNAL_LINES:][::-1]
         ],
     }

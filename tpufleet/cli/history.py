@@ -1,6 +1,6 @@
 """`tpufleet history` (the journal as a timeline) and `tpufleet diff SERIAL [SERIAL]` (what changed between two)."""
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -8,16 +8,25 @@ from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 from tpufleet.timeparse import TIME_HELP
 
+if TYPE_CHECKING:
+    from tpufleet.journalentry import JournalEntry
 
-def _journal(ctx: typer.Context) -> list[dict[str, Any]]:
-    """The committed journal; a damaged line is skipped and named on stderr (as `show journal` does)."""
-    store = ctx.obj.store()
-    serial = store.load().serial
-    damaged = store.journal_damage(serial)
+
+def warn_damaged(journal_path: object, damaged: list[int]) -> None:
+    """Name the journal's damaged lines (skipped by every reader) on stderr."""
     if damaged:
         lines = ", ".join(map(str, damaged[:10])) + (" ..." if len(damaged) > 10 else "")
-        typer.echo(f"tpufleet: warning: {store.journal_path}: damaged line(s) {lines} skipped", err=True)
-    return store.journal(serial)
+        typer.echo(f"tpufleet: warning: {journal_path}: damaged line(s) {lines} skipped", err=True)
+
+
+def _journal(ctx: typer.Context) -> "list[JournalEntry]":
+    """The committed journal; a damaged line is skipped and named on stderr (as `show journal` does)."""
+    from tpufleet.ops import views
+
+    store = ctx.obj.store()
+    read = views.read_journal(store)
+    warn_damaged(store.journal_path, read.damaged)
+    return read.entries
 
 
 @app.command(

@@ -147,10 +147,10 @@ def show_cmd(
         fm = views.show_map(store, pod)
         emit(fm.record(), output, lambda: render_map(fm))
         return
+    from tpufleet.cli.history import warn_damaged
+
     listing = views.show(store, what.value, tail)
-    if listing.damaged:
-        lines = ", ".join(map(str, listing.damaged[:10])) + (" ..." if len(listing.damaged) > 10 else "")
-        typer.echo(f"tpufleet: warning: {store.journal_path}: damaged line(s) {lines} skipped", err=True)
+    warn_damaged(store.journal_path, listing.damaged)
     emit(listing.rows, output, lambda: _table(what, listing.rows))
 
 

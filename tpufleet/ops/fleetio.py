@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tpufleet.fleetstate import Change, FleetState
@@ -15,6 +15,7 @@ from tpufleet.integrations.k8s_plan import (
     place,
     wanted,
 )
+from tpufleet.journalentry import JournalEntry
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 
@@ -81,11 +82,11 @@ def _summary(data: dict[str, Any], source: str) -> str:
     return f"import k8s {source}: " + ", ".join(parts)
 
 
-def last_change(entries: Sequence[Mapping[str, Any]]) -> float | None:
+def last_change(entries: Sequence[JournalEntry]) -> float | None:
     """Unix time of the state's last committed change, from the last of its journal `entries` (None if there is
     none, or its time is not the journal's UTC stamp).
 
-    >>> last_change([{"time": "1970-01-02T00:00:00Z"}]), last_change([])
+    >>> last_change([JournalEntry(1, "1970-01-02T00:00:00Z")]), last_change([])
     (86400.0, None)
     """
     import calendar
@@ -94,6 +95,6 @@ def last_change(entries: Sequence[Mapping[str, Any]]) -> float | None:
     if not entries:
         return None
     try:
-        return float(calendar.timegm(time.strptime(entries[-1]["time"], "%Y-%m-%dT%H:%M:%SZ")))
-    except (KeyError, TypeError, ValueError):
+        return float(calendar.timegm(time.strptime(entries[-1].time, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
         return None

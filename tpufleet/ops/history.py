@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Any
 
 from tpufleet.errors import BadInput
+from tpufleet.journalentry import JournalEntry
 from tpufleet.state.delta import combine, is_delta, touches_slice
 from tpufleet.timeparse import parse_stamp, parse_time
 
-Entry = dict[str, Any]
+Doc = dict[str, Any]
 _SLICE_COMMANDS = {"allocate", "release", "policy", "apply-xconnect", "routes", "reschedule"}
 _KEPT = ("serial", "time", "user", "command", "summary", "details", "delta")
 
@@ -24,46 +25,46 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
     return None, parse_time(since, "--since", now)
 
 
-def _names_slice(e: Entry, name: str) -> bool:
+def _names_slice(e: JournalEntry, name: str) -> bool:
     """Whether a line concerns slice `name`: from its delta, else (older lines) from what its summary names."""
-    if is_delta(e.get("delta")):
-        return touches_slice(e["delta"], name)
-    details = e.get("details")
+    if is_delta(e.delta):
+        return touches_slice(e.delta, name)
+    details = e.details
     if isinstance(details, dict) and details.get("slice") == name:
         return True
-    words = str(e.get("summary", "")).split()
+    words = e.summary.split()
     return len(words) > 1 and words[0] in _SLICE_COMMANDS and words[1].rstrip(":") == name
 
 
 def timeline(
-    entries: list[Entry], since: str | None, slice_name: str | None, now: datetime | None = None
-) -> list[Entry]:
+    entries: list[JournalEntry], since: str | None, slice_name: str | None, now: datetime | None = None
+) -> list[Doc]:
     """`history`: the committed lines from a serial or a moment on, optionally only those touching a slice."""
     serial, moment = _after(since, now)
     rows = []
     for e in entries:
-        if serial is not None and e["serial"] < serial:
+        if serial is not None and e.serial < serial:
             continue
-        if moment is not None and ((stamp := parse_stamp(e.get("time", ""))) is None or stamp < moment):
+        if moment is not None and ((stamp := parse_stamp(e.time)) is None or stamp < moment):
             continue
         if slice_name is not None and not _names_slice(e, slice_name):
             continue
-        rows.append({k: e[k] for k in _KEPT if k in e})
+        rows.append({k: v for k, v in e.record().items() if k in _KEPT})
     return rows
 
 
-def diff(entries: list[Entry], start: int, end: int | None) -> Entry:
+def diff(entries: list[JournalEntry], start: int, end: int | None) -> Doc:
     """`diff`: the net change from serial `start` to `end` (default: the last), in the journal's delta form."""
-    now = entries[-1]["serial"] if entries else 0
+    now = entries[-1].serial if entries else 0
     end = now if end is None else end
     if not 0 <= start <= end <= now:
         raise BadInput(f"bad serials {start} {end}: need 0 <= SERIAL <= SERIAL <= {now} (the current serial)")
-    span = [e for e in entries if start < e["serial"] <= end]
-    recorded = [e for e in span if is_delta(e.get("delta"))]
+    span = [e for e in entries if start < e.serial <= end]
+    recorded = [e for e in span if is_delta(e.delta)]
     return {
         "from": start,
         "to": end,
         "commits": len(span),
-        **combine([e["delta"] for e in recorded]),
-        "without_detail": [e["serial"] for e in span if not is_delta(e.get("delta"))],
+        **combine([e.delta for e in recorded]),
+        "without_detail": [e.serial for e in span if not is_delta(e.delta)],
     }

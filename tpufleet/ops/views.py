@@ -13,6 +13,7 @@ from typing import Any, Literal
 from tpufleet import views
 from tpufleet.fleetmap import FleetMap, fleet_map
 from tpufleet.fleetreport import report as fleet_report
+from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
 from tpufleet.state.store import Store
 
@@ -35,13 +36,27 @@ class Listing:
     damaged: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class JournalRead:
+    """The committed journal entries, and the line numbers of damaged lines skipped."""
+
+    entries: list[JournalEntry]
+    damaged: list[int]
+
+
+def read_journal(store: Store) -> JournalRead:
+    """The journal up to the state's serial (`history`, `diff`, `show journal`)."""
+    serial = store.load().serial
+    return JournalRead(store.journal(serial), store.journal_damage(serial))
+
+
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     """The rows of one part of the fleet state (`tail`: the journal's last N entries)."""
-    state = store.load()
     if what != "journal":
-        return Listing(_ROWS[what](state))
-    rows = store.journal(state.serial)
-    return Listing(rows[-tail:] if tail else rows, store.journal_damage(state.serial))
+        return Listing(_ROWS[what](store.load()))
+    read = read_journal(store)
+    entries = read.entries[-tail:] if tail else read.entries
+    return Listing([e.record() for e in entries], read.damaged)
 
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:

@@ -21,26 +21,25 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tpufleet.errors import BadInput
+from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
 
 JOURNAL = "journal.jsonl"
-MOVED_FAULTS = "moved_faults"  # key of an entry: records of cleared faults moved out of state.json by that commit
 _TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial
 
-Entry = dict[str, Any]
+__all__ = ["JOURNAL", "MOVED_FAULTS", "JournalEntry", "append", "damaged_lines", "read", "recover", "rollback", "scan"]
 
 
-def append(path: Path, entry: Entry) -> int:
+def append(path: Path, entry: JournalEntry) -> int:
     """Append one line and fsync it; the journal's size before it (for `rollback`).
 
     Call under the lock, before the state with this serial is saved. If the line cannot be written whole and made
     durable, it is taken back out and Refused is raised naming the journal: the commit must not go on.
     """
-    line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    line = (json.dumps(entry.record(), sort_keys=True, separators=(",", ":")) + "\n").encode()
     try:
         fd = open_state_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     except OSError as exc:
@@ -78,25 +77,21 @@ def rollback(path: Path, size: int) -> None:
             os.close(fd)
 
 
-def _parse(line: bytes) -> Entry | None:
-    """A journal entry, or None for a damaged line."""
+def _parse(line: bytes) -> JournalEntry | None:
+    """A journal entry, or None for a damaged line (not JSON, or not an entry: see `JournalEntry.from_doc`)."""
     try:
-        entry = json.loads(line)
+        return JournalEntry.from_doc(json.loads(line))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(entry, dict):
-        return None
-    serial = entry.get("serial")
-    if type(serial) is not int or serial < 0:
-        return None
-    return entry
 
 
 @dataclass
 class Scan:
     """The journal read against a state serial."""
 
-    entries: list[Entry] = field(default_factory=list)  # committed entries (serial <= the state's), in file order
+    entries: list[JournalEntry] = field(
+        default_factory=list
+    )  # committed entries (serial <= the state's), in file order
     damaged: list[int] = field(default_factory=list)  # line numbers (from 1) of damaged or out-of-place lines
     committed_end: int = 0  # bytes up to the end of the last committed line
     kept_tail: bytes = b""  # damaged lines after it: kept by recovery
@@ -117,7 +112,7 @@ def scan(raw: bytes, serial: int) -> Scan:
     last = -1
     for i in range(len(parsed) - 1, -1, -1):
         entry = parsed[i]
-        if entry is not None and entry["serial"] <= serial:
+        if entry is not None and entry.serial <= serial:
             last = i
             break
     out = Scan()
@@ -126,7 +121,7 @@ def scan(raw: bytes, serial: int) -> Scan:
     for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
         pos += len(line) + 1
         if i <= last:
-            if entry is not None and entry["serial"] <= serial:
+            if entry is not None and entry.serial <= serial:
                 out.entries.append(entry)
             else:
                 out.damaged.append(i + 1)
@@ -177,7 +172,7 @@ def read_scan(path: Path, serial: int) -> Scan:
     return Scan() if raw is None else scan(raw, serial)
 
 
-def read(path: Path, serial: int) -> list[Entry]:
+def read(path: Path, serial: int) -> list[JournalEntry]:
     """The committed entries: every good line up to the state's `serial`, past any damaged one."""
     return read_scan(path, serial).entries
 
@@ -213,7 +208,7 @@ def recover(path: Path, serial: int) -> None:
             cut = before.rfind(b"\n")
             if cut >= 0 or start == 0:
                 entry = _parse(before[cut + 1 :])
-                if entry is not None and entry["serial"] <= serial:
+                if entry is not None and entry.serial <= serial:
                     return  # the common case: the journal ends with a committed line
         try:
             raw = _pread_all(fd, size)

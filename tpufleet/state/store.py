@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
+from tpufleet.journalentry import JournalEntry
 from tpufleet.model import Fleet
 from tpufleet.state import codec, inputfiles, journal
 from tpufleet.state.crashpoints import reached
@@ -179,7 +180,7 @@ class Store:
             raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
         return checked_state(raw, str(path))
 
-    def journal(self, serial: int | None = None) -> list[dict[str, Any]]:
+    def journal(self, serial: int | None = None) -> list[JournalEntry]:
         """The committed journal entries, up to the state's serial; a damaged line is skipped (see
         `journal_damage`), never the end of the history."""
         if serial is None:
@@ -188,7 +189,7 @@ class Store:
 
     def moved_faults(self) -> list[dict[str, Any]]:
         """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
-        return [f for entry in self.journal() for f in entry.get(journal.MOVED_FAULTS, ())]
+        return [f for entry in self.journal() for f in entry.moved_faults]
 
     def journal_damage(self, serial: int | None = None) -> list[int]:
         """Line numbers (from 1) of the journal lines `journal` skipped as damaged: blank, not JSON, no serial, or
@@ -310,19 +311,17 @@ class Store:
         doc["schema_version"] = SCHEMA_VERSION
         data = _encoded(doc, str(self.state_path))
         doc = unsaveable(lambda: checked_state(data, str(self.state_path)))
-        entry: dict[str, Any] = {
-            "serial": state.serial,
-            "time": utc_now(),
-            "user": _user(),
-            "pid": os.getpid(),
-            "command": command,
-            "summary": change.summary,
-        }
-        if change.details:
-            entry["details"] = change.details
-        entry["delta"] = delta(before, doc)
-        if moved:
-            entry[journal.MOVED_FAULTS] = [f.record() for f in moved]
+        entry = JournalEntry(
+            state.serial,
+            utc_now(),
+            _user(),
+            command,
+            change.summary,
+            pid=os.getpid(),
+            details=change.details or None,
+            delta=delta(before, doc),
+            moved_faults=tuple(f.record() for f in moved),
+        )
         size = journal.append(self.journal_path, entry)
         try:
             install(write_temp(self.state_path, data), self.state_path)
@@ -333,7 +332,7 @@ class Store:
     def _journal_serial(self) -> int:
         """After `init` over a lost state file, keep numbering where the journal stopped."""
         entries = journal.read(self.journal_path, 1 << 62)
-        serial = max((e["serial"] for e in entries), default=0)
+        serial = max((e.serial for e in entries), default=0)
         journal.recover(self.journal_path, serial)
         return serial
 

@@ -1,0 +1,64 @@
+"""One line of the state's journal, typed: who changed what, when, at which serial, and what it changed.
+
+The state layer writes one per commit (`tpufleet.state.journal`) and reads them back through `JournalEntry.from_doc`,
+which is also where a line is judged damaged: a line whose fields have the wrong types is skipped and reported like
+one that is not JSON, so no reader meets a number where it expects a time.
+
+>>> e = JournalEntry.from_doc({"serial": 3, "time": "2026-11-25T17:00:00Z", "user": "ops", "summary": "init"})
+>>> e.serial, e.summary, e.record()["command"]
+(3, 'init', '')
+>>> JournalEntry.from_doc({"serial": 3, "time": 17}) is None
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MOVED_FAULTS", "JournalEntry"]
+
+MOVED_FAULTS = "moved_faults"  # records of cleared faults a commit moved out of state.json
+_TEXT = ("time", "user", "command", "summary")
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """A committed change. `delta` is kept as written (`tpufleet.state.delta.is_delta` says whether it has the
+    recorded form; lines written before deltas existed have none); `moved_faults` are fault records."""
+
+    serial: int
+    time: str = ""
+    user: str = ""
+    command: str = ""
+    summary: str = ""
+    pid: int | None = None
+    details: dict[str, Any] | None = None
+    delta: Any = None
+    moved_faults: tuple[dict[str, Any], ...] = ()
+
+    @classmethod
+    def from_doc(cls, doc: object) -> JournalEntry | None:
+        """The entry a decoded line holds, or None when it is damaged (no serial, a field of the wrong type)."""
+        if not isinstance(doc, dict):
+            return None
+        serial, pid, details = doc.get("serial"), doc.get("pid"), doc.get("details")
+        moved = doc.get(MOVED_FAULTS, [])
+        if type(serial) is not int or serial < 0 or (pid is not None and type(pid) is not int):
+            return None
+        if any(not isinstance(doc.get(k, ""), str) for k in _TEXT) or not isinstance(details, dict | None):
+            return None
+        if not isinstance(moved, list) or not all(isinstance(f, dict) for f in moved):
+            return None
+        texts = {k: doc.get(k, "") for k in _TEXT}
+        return cls(serial, **texts, pid=pid, details=details, delta=doc.get("delta"), moved_faults=tuple(moved))
+
+    def record(self) -> dict[str, Any]:
+        """Its JSON form, as the journal line holds it (keys sorted; optional fields only when set)."""
+        out: dict[str, Any] = {"serial": self.serial, "time": self.time, "user": self.user}
+        out.update(command=self.command, summary=self.summary)
+        optional = {"pid": self.pid, "details": self.details, "delta": self.delta}
+        out.update({k: v for k, v in optional.items() if v is not None})
+        if self.moved_faults:
+            out[MOVED_FAULTS] = list(self.moved_faults)
+        return dict(sorted(out.items()))
