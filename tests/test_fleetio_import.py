@@ -40,9 +40,11 @@ def test_plan_of_the_fixture_pod(fleet, tmp_path):
     d = r.json
     assert (d["nodes"], d["tpu_nodes"], d["placed"]) == (1026, 1025, 1023)
     assert len(d["cubes_added"]) == 64 and d["machines_named"] == 1023
+    # partition 17 is DEGRADED: a degraded cube that still serves (GKE: a DEGRADED sub-block is usable), no fault
     assert sorted(f["target"] for f in d["faults_opened"]) == [
-        "cube:c05", "cube:c17", "cube:c40", "cube:c50", "host:c09/14", "host:c40/14",
+        "cube:c05", "cube:c40", "cube:c50", "host:c09/14", "host:c40/14",
     ]  # fmt: skip
+    assert [g["cube"] for g in d["degraded_new"]] == ["c17"] and d["degraded_cleared"] == []
     assert sorted(f["target"] for f in d["drains_opened"]) == ["host:c22/5", "host:c30/5"]
     assert all(f["planned"] for f in d["drains_opened"]) and not any(f["planned"] for f in d["faults_opened"])
     assert [u["node"] for u in d["unplaced"]] == [
@@ -59,13 +61,15 @@ def test_detailed_exitcode_apply_and_repeat_is_a_no_op(fleet):
     assert r.json["applied"] and r.json["serial"] == 2
     assert all(f["id"] for f in r.json["faults_opened"] + r.json["drains_opened"])
     faults = fleet("faults", "-o", "json").json
-    assert len(faults) == 8 and sum(f["planned"] for f in faults) == 2
-    assert fleet("status", "-o", "json").json["cubes"] == {"free": 57, "allocated": 0, "out": 7}
+    assert len(faults) == 7 and sum(f["planned"] for f in faults) == 2
+    status = fleet("status", "-o", "json").json
+    assert status["cubes"] == {"free": 58, "allocated": 0, "out": 6}  # c17 degraded, still in the pool
+    assert [g["cube"] for g in status["k8s"]["degraded_cubes"]] == ["c17"]
     before = snapshot(fleet.state)
     again = fleet("import", "k8s", FIXTURE, "--apply", "--detailed-exitcode", "-o", "json")
     assert again.code == 0, again.err
     d = again.json
-    assert not d["has_changes"] and not d["applied"] and d["unchanged_faults"] == 8
+    assert not d["has_changes"] and not d["applied"] and d["unchanged_faults"] == 7
     assert d["faults_opened"] == d["drains_opened"] == d["faults_cleared"] == d["cubes_added"] == []
     assert snapshot(fleet.state) == before
 
@@ -85,8 +89,10 @@ def test_recovery_clears_only_what_the_import_opened(fleet, tmp_path, node_list)
         node["spec"]["taints"] = [t for t in node["spec"].get("taints", []) if t["key"] == "google.com/tpu"]
     r = fleet("import", "k8s", write(tmp_path, healthy), "--apply", "-o", "json")
     assert r.code == 0, r.err
-    assert len(r.json["faults_cleared"]) == 8 and r.json["faults_opened"] == []
+    assert len(r.json["faults_cleared"]) == 7 and r.json["faults_opened"] == []
+    assert [g["cube"] for g in r.json["degraded_cleared"]] == ["c17"]  # DEGRADED -> HEALTHY: no longer degraded
     assert [f["id"] for f in fleet("faults", "-o", "json").json] == [manual]
+    assert "k8s" not in fleet("status", "-o", "json").json
 
 
 def test_a_drain_that_becomes_a_failure_is_reopened_as_a_fault(fleet, tmp_path, node_list):

@@ -209,17 +209,45 @@ class RouteRecord:
     stale_reason: str | None = None
 
 
+@dataclass(frozen=True)
+class NodePoolSlice:
+    """A GKE TPU node pool held as an *unplaced* slice: a node pool is one slice of its topology (GKE creates and
+    repairs a multi-host pool as one unit), but no label of its nodes says which cubes it holds. It is kept on a
+    pod of its generation and counted against that pod's free cubes (`status`), never given cubes by guess."""
+
+    shape: Shape
+    accelerator: str  # cloud.google.com/gke-tpu-accelerator
+    pod: str
+    nodes: tuple[str, ...]  # its nodes' names, sorted
+
+    @property
+    def cubes(self) -> int:
+        """Whole cubes it holds (a sub-cube slice holds machines of one cube: see `machines`)."""
+        return 0 if self.shape.is_subcube else self.shape.cubes
+
+    @property
+    def machines(self) -> int:
+        return self.shape.machines
+
+    def record(self) -> dict[str, object]:
+        return {"shape": self.shape.text, "accelerator": self.accelerator, "pod": self.pod, "nodes": list(self.nodes)}
+
+
 @dataclass
 class K8sNames:
     """What a Kubernetes cluster calls the fleet's parts, learnt by `import k8s` and kept so that later imports
-    place the same node on the same machine (GKE names partitions and hosts by opaque ids, not positions)."""
+    place the same node on the same machine (GKE names partitions and hosts by opaque ids, not positions); and
+    what the last import said of them that is no fault: DEGRADED partitions (degraded cubes that still serve)
+    and node pools held as unplaced slices."""
 
     blocks: dict[str, str] = field(default_factory=dict)  # `gce-topology-block` value -> pod
     partitions: dict[str, str] = field(default_factory=dict)  # 4x4x4 partition id -> cube
     nodes: dict[str, HostId] = field(default_factory=dict)  # node name -> machine
+    degraded: frozenset[str] = frozenset()  # cubes whose partition GKE reports DEGRADED
+    node_pools: dict[str, NodePoolSlice] = field(default_factory=dict)  # node pool name -> its unplaced slice
 
     def __bool__(self) -> bool:
-        return bool(self.blocks or self.partitions or self.nodes)
+        return bool(self.blocks or self.partitions or self.nodes or self.degraded or self.node_pools)
 
     def pod_block(self) -> dict[str, str]:
         return {pod: block for block, pod in self.blocks.items()}
@@ -526,13 +554,24 @@ class FleetState:
         """The names `name_in_k8s` would record (without recording them), so a plan is refused like its apply."""
         gone = set(forget)
         kept = {name: host for name, host in self.k8s.nodes.items() if name not in gone}
-        merged = K8sNames({**self.k8s.blocks, **blocks}, {**self.k8s.partitions, **partitions}, {**kept, **nodes})
+        merged = K8sNames(
+            {**self.k8s.blocks, **blocks},
+            {**self.k8s.partitions, **partitions},
+            {**kept, **nodes},
+            self.k8s.degraded,
+            self.k8s.node_pools,
+        )
         for what, names in (("pod", merged.blocks), ("cube", merged.partitions), ("machine", merged.nodes)):
             counts = Counter(names.values())
             if len(counts) != len(names):
                 twice = sorted(str(p) for p, n in counts.items() if n > 1)
                 raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
         return merged
+
+    def record_k8s_health(self, degraded: Iterable[str], node_pools: Mapping[str, NodePoolSlice]) -> None:
+        """Record the cubes whose partition is DEGRADED (replacing the set) and add or update node-pool slices."""
+        self.k8s.degraded = frozenset(degraded)
+        self.k8s.node_pools = dict(sorted({**self.k8s.node_pools, **node_pools}.items()))
 
     # ---- a Compute Engine reservation --------------------------------------------------------------------
     def record_reservation(self, blocks: Mapping[str, str], sub_blocks: Mapping[str, SubBlockRecord]) -> None:

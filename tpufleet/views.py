@@ -33,6 +33,8 @@ def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
     health = health or state.health()
     users = cube_users(state)
     degraded = degraded_cubes(state)
+    for cube, part in k8s_degraded_cubes(state).items():
+        degraded[cube] = {**degraded.get(cube, {}), **part}
     rows = []
     for pod in state.fleet.pods:
         for pos, cube in enumerate(pod.cubes):
@@ -61,6 +63,12 @@ def degraded_cubes(state: FleetState) -> dict[str, Row]:
         for name, r in sorted(state.reservation.sub_blocks.items())
         if r.degraded
     }
+
+
+def k8s_degraded_cubes(state: FleetState) -> dict[str, Row]:
+    """cube -> its DEGRADED 4x4x4 partition (imported by `import k8s`)."""
+    partition_of = state.k8s.cube_partition()
+    return {c: {"partition": partition_of.get(c)} for c in state.k8s.degraded}
 
 
 def with_generation(row: Row, pod: Pod) -> Row:
@@ -185,7 +193,31 @@ def status(state: FleetState) -> Row:
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
         "jobs": job_rows(state),
         **_reservation_status(state),
+        **_k8s_status(state, counts["free"]),
     }
+
+
+def _k8s_status(state: FleetState, free: int) -> Row:
+    """`status` of an imported cluster: its DEGRADED partitions and the node pools held as unplaced slices, with
+    the free cubes left once those are counted (absent when there are neither)."""
+    from tpufleet.integrations.k8s_pools import unplaced_cubes
+
+    k8s = state.k8s
+    if not (k8s.degraded or k8s.node_pools):
+        return {}
+    pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
+    degraded = [
+        {"cube": c, "pod": pod_of[c], **r}
+        for c, r in sorted(k8s_degraded_cubes(state).items(), key=lambda kv: (pod_of[kv[0]], position[kv[0]]))
+    ]
+    held = unplaced_cubes(k8s.node_pools.values())
+    pools = [
+        {"name": name, "node_pool": name, **p.record(), "cubes": p.cubes, "machines": p.machines}
+        for name, p in sorted(k8s.node_pools.items())
+    ]
+    cubes = sum(held.values())
+    unplaced = {"slices": pools, "cubes": cubes, "by_pod": dict(sorted(held.items()))}
+    return {"k8s": {"degraded_cubes": degraded, "unplaced_slices": unplaced, "free_after_unplaced": free - cubes}}
 
 
 def _reservation_status(state: FleetState) -> Row:

@@ -21,6 +21,7 @@ from tpufleet.cli import (  # noqa: F401
     history,
     init,
     maintenance,
+    reconcile,
     report,
     routes,
     show,

@@ -44,9 +44,25 @@ def _import_text(d: dict[str, Any]) -> str:
         for f in d[key]:
             ident = f" {f['id']}" if f.get("id") else ""
             lines.append(f"  {sign} {kind}{ident} {f['target']}: {f['reason']}")
+    lines += _pool_lines(d)
     for u in d["unplaced"]:
         lines.append(f"  ? not placed: {u['node']}: {u['reason']}")
     return "\n".join([*lines, _plan_verdict(d)])
+
+
+def _pool_lines(d: dict[str, Any]) -> list[str]:
+    """Node pools held as unplaced slices, and partitions DEGRADED (degraded cubes that still serve)."""
+    sign = {"new": "+", "changed": "~", "unchanged": "="}
+    lines = [
+        f"  {sign[p['change']]} node pool {p['node_pool']}: {p['shape']} slice of {len(p['nodes'])} node(s) on "
+        f"{p['pod']}, unplaced (no label says which cubes; counted against {p['pod']}'s free cubes)"
+        for p in d.get("node_pool_slices", [])
+    ]
+    lines += [f"  + degraded {g['cube']} (partition {g['partition']}): still serves" for g in d.get("degraded_new", [])]
+    lines += [
+        f"  - degraded {g['cube']} (partition {g['partition']}): healthy again" for g in d.get("degraded_cleared", [])
+    ]
+    return lines
 
 
 def _plan_verdict(d: dict[str, Any]) -> str:
@@ -409,6 +425,7 @@ def _families_json(text: bytes) -> list[dict[str, Any]]:
         "tpufleet metrics",
         "tpufleet metrics --out /var/lib/node_exporter/textfile_collector/tpufleet.prom",
         "tpufleet metrics --goodput events.jsonl --out /var/lib/node_exporter/textfile_collector/tpufleet.prom",
+        "tpufleet metrics --drift-reservation sb.json --drift-slices slices.json --out /var/lib/node_exporter/textfile_collector/tpufleet.prom",
     ),
 )
 def metrics_cmd(
@@ -426,11 +443,26 @@ def metrics_cmd(
     fmt: Annotated[
         MetricsFormat, typer.Option("--format", help="prometheus (text 0.0.4, the textfile collector's) or openmetrics")
     ] = MetricsFormat.prometheus,
+    drift_nodes: Annotated[
+        str | None,
+        typer.Option("--drift-nodes", metavar="FILE|-", help="Add the drift of a node list (as drift --nodes)"),
+    ] = None,
+    drift_mapping: Annotated[
+        Path | None, typer.Option("--drift-mapping", help="Mapping file of --drift-nodes (as import k8s --mapping)")
+    ] = None,
+    drift_reservation: Annotated[
+        str | None, typer.Option("--drift-reservation", metavar="FILE|-", help="Add the drift of a sub-block list")
+    ] = None,
+    drift_slices: Annotated[
+        str | None, typer.Option("--drift-slices", metavar="FILE|-", help="Add the drift of a Slice list")
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """The state as Prometheus metrics: cubes by state per pod, open faults and drains by kind, slices by state,
-    stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time."""
+    stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time; with
+    --drift-*, the drift of fresh exports against the state (as `drift`) by source and kind."""
     from tpufleet import __version__
+    from tpufleet.cli.reconcile import drift_kinds
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
     from tpufleet.state.files import check_output_path
@@ -442,7 +474,8 @@ def metrics_cmd(
     state = store.load()
     as_json = getattr(output, "value", output) == "json" and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
-    text = exposition(state, last_change(store.journal(state.serial)), report, __version__, openmetrics)
+    drift = drift_kinds(state, drift_nodes, drift_mapping, drift_reservation, drift_slices)
+    text = exposition(state, last_change(store.journal(state.serial)), report, __version__, openmetrics, drift)
     if as_json:
         emit(_families_json(text), output, str)
     elif out is None:

@@ -191,7 +191,28 @@ def _status_text(s: dict) -> str:
         )
     if s["stale_routes"]:
         lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"])])
+
+
+def _k8s_lines(k8s: dict | None, free: int) -> list[str]:
+    """Node pools held as unplaced slices (and the free cubes they leave), DEGRADED partitions."""
+    if not k8s:
+        return []
+    unplaced = k8s["unplaced_slices"]
+    lines = []
+    if unplaced["slices"]:
+        lines.append(
+            f"unplaced node-pool slices: {len(unplaced['slices'])}, holding {unplaced['cubes']} cube(s): "
+            f"{k8s['free_after_unplaced']} of the {free} free cubes are left to allocate"
+        )
+        lines += [
+            f"  {p['node_pool']:<16} {p['shape']:<16} {p['accelerator']} on {p['pod']}, {len(p['nodes'])} node(s)"
+            for p in unplaced["slices"]
+        ]
+    if k8s["degraded_cubes"]:
+        cubes = ", ".join(f"{g['cube']} (partition {g['partition']})" for g in k8s["degraded_cubes"])
+        lines.append(f"degraded cubes (GKE partition DEGRADED, still serving): {cubes}")
+    return lines
 
 
 def _generations_text(gens: dict[str, str], pods: int) -> str:

@@ -98,12 +98,17 @@ def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool
                     keys.topology: "4x4x4",
                     keys.block: names.block(pod.name),
                     keys.partition: names.partition(cube),
-                    keys.partition_state: "UNHEALTHY" if cube in cubes_down else "HEALTHY",
+                    keys.partition_state: _partition_state(cube, cubes_down, state.k8s.degraded),
                     keys.hostname: name,
                     **own,
                 }
                 items.append(_node(name, labels, host in drained or cube in drained, down.get(host)))
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+def _partition_state(cube: str, down: set[str], degraded: frozenset[str]) -> str:
+    """A failed cube's partition is UNHEALTHY; a degraded one's (it still serves) DEGRADED, as GKE reports it."""
+    return "UNHEALTHY" if cube in down else "DEGRADED" if cube in degraded else "HEALTHY"
 
 
 def _node_health(state: FleetState) -> tuple[dict[HostId, str], set[HostId | str], set[str]]:

@@ -25,7 +25,9 @@ from tpufleet.text import bounded
 # Values of `cloud.google.com/gke-tpu-partition-4x4x4-state`, as GKE documents them.
 PARTITION_STATES = ("HEALTHY", "DEGRADED", "UNHEALTHY", "UNSET", "INCOMPLETE")
 # Of those, the ones that take the cube out of the pool: a partition that is not whole cannot form its 4x4x4.
-BAD_PARTITION_STATES = frozenset({"DEGRADED", "UNHEALTHY", "INCOMPLETE"})
+# DEGRADED is not one of them: GKE documents a DEGRADED sub-block as still usable (a degraded cube that serves).
+BAD_PARTITION_STATES = frozenset({"UNHEALTHY", "INCOMPLETE"})
+DEGRADED_PARTITION = "DEGRADED"
 DEFAULT_ACCELERATORS = ("tpu-v4-podslice", "tpu-v5p-slice", "tpu7x")  # pods built of 4x4x4 cubes
 # Taints that announce planned work on a node (a cordon adds the first); NoSchedule or NoExecute only.
 DEFAULT_DRAIN_TAINTS = (
@@ -57,6 +59,7 @@ class LabelKeys:
     partition: str = "cloud.google.com/gke-tpu-partition-4x4x4-id"
     partition_state: str = "cloud.google.com/gke-tpu-partition-4x4x4-state"
     hostname: str = "kubernetes.io/hostname"
+    node_pool: str = "cloud.google.com/gke-nodepool"  # a TPU node pool is one slice of its topology
     # tpufleet's own: where `export node-labels` put the node; they win over the GKE labels on import
     pod: str = "tpufleet.io/pod"
     cube: str = "tpufleet.io/cube"

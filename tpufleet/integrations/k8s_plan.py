@@ -16,8 +16,8 @@ first did. A node that cannot be placed (not a TPU node, an accelerator not in t
 pod or cube left, a label that contradicts a name already learnt) is listed with the reason, never guessed.
 
 Health: `Ready` False or Unknown is a fault on the node's machine; otherwise a cordon or a drain taint
-(`NoSchedule`/`NoExecute`) is a planned drain on it; a partition DEGRADED, UNHEALTHY or INCOMPLETE is a fault on
-its cube. Faults the import opens carry the reason prefix `k8s: `; it only ever clears those, and only on
+(`NoSchedule`/`NoExecute`) is a planned drain on it; a partition UNHEALTHY or INCOMPLETE is a fault on its cube
+(a partition DEGRADED still serves: a degraded cube, `k8s_pools`, not a fault). Faults the import opens carry the reason prefix `k8s: `; it only ever clears those, and only on
 machines and cubes the list reports healthy (a node missing from the list says nothing).
 """
 

@@ -10,7 +10,7 @@ the same views as `status -o json`, so the two always agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -28,9 +28,15 @@ class FleetCollector(Collector):
     """Yields the families of one state (read once, when built) and of a goodput report, if given."""
 
     def __init__(
-        self, state: FleetState, last_change: float | None, goodput: dict[str, Any] | None, version: str
+        self,
+        state: FleetState,
+        last_change: float | None,
+        goodput: dict[str, Any] | None,
+        version: str,
+        drift: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         self.state, self.last_change, self.goodput, self.version = state, last_change, goodput, version
+        self.drift = drift
 
     def collect(self) -> Iterator[Metric]:
         yield from self._state()
@@ -39,6 +45,8 @@ class FleetCollector(Collector):
         yield from self._jobs()
         if self.goodput is not None:
             yield from goodput_families(self.goodput)
+        if self.drift is not None:
+            yield drift_family(self.drift)
 
     def _state(self) -> Iterator[Metric]:
         info = InfoMetricFamily("tpufleet", "The tool that wrote these metrics.", value={"version": self.version})
@@ -195,16 +203,35 @@ def goodput_families(report: dict[str, Any]) -> Iterator[Metric]:
     yield productive
 
 
+def drift_family(drift: Mapping[str, Mapping[str, int]]) -> Metric:
+    """`tpufleet_drift_items{source, kind}`: the drift of fresh exports against the state (as `tpufleet drift`),
+    one sample per kind of each source given, zeros included (so an alert on `> 0` sees the series).
+
+    >>> [(s.labels["kind"], s.value) for s in drift_family({"slices": {"conflict": 1, "shape": 0}}).samples]
+    [('conflict', 1), ('shape', 0)]
+    """
+    family = GaugeMetricFamily(
+        "tpufleet_drift_items",
+        "Drift items between a fresh export (source: nodes, reservation, slices) and the state, by kind.",
+        labels=["source", "kind"],
+    )
+    for source, kinds in drift.items():
+        for kind, n in kinds.items():
+            family.add_metric([source, kind], n)
+    return family
+
+
 def exposition(
     state: FleetState,
     last_change: float | None,
     goodput: dict[str, Any] | None = None,
     version: str = "",
     openmetrics: bool = False,
+    drift: Mapping[str, Mapping[str, int]] | None = None,
 ) -> bytes:
     """The text a Prometheus server (or the node exporter's textfile collector) reads."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector(state, last_change, goodput, version))
+    registry.register(FleetCollector(state, last_change, goodput, version, drift))
     if openmetrics:
         from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 

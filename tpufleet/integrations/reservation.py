@@ -11,8 +11,9 @@ list: their `physicalTopology.block` is then the set of blocks a sub-block may n
 
 The plan, in steps:
 
-1. Each physical block is a pod: the one the state already knows for it, else `--pod`, else the fleet's only
-   pod; a block no pod can take is not placed (named, with why).
+1. Each physical block is a pod: the one the state already knows for it, else `--pod`, else the pod `import k8s`
+   learnt for that `gce-topology-block`, else the fleet's only pod; a block no pod can take is not placed (named,
+   with why).
 2. Each sub-block is a cube of its block's pod: the cube the state already knows for its name, else the next
    cube no sub-block holds, in the order of `physicalTopology.subBlock` (the list order where absent). Sub-blocks
    beyond the pod's cubes are not placed.
@@ -299,6 +300,11 @@ def _place_blocks(state: FleetState, given: ReservationInput, pod: str | None, o
         elif block in known:
             pod_of[block] = known[block]
             why = "" if pod in (None, known[block]) else f"block {block} is {known[block]}, not --pod {pod}"
+        elif pod is None and state.k8s.blocks.get(block) in state.fleet.pod_by_name.keys() - held:
+            # the pod `import k8s` learnt for this block from its nodes' gce-topology-block label
+            pod_of[block] = out.blocks[block] = state.k8s.blocks[block]
+            held.add(pod_of[block])
+            why = ""
         elif (pod or only) is not None and (pod or only) not in held:
             pod_of[block] = out.blocks[block] = pod or only or ""
             held.add(pod_of[block])

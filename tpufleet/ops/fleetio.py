@@ -15,6 +15,7 @@ from tpufleet.integrations.k8s_plan import (
     place,
     wanted,
 )
+from tpufleet.integrations.k8s_pools import BUILT_IN_ACCELERATOR, PoolPlan, plan_pools
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
@@ -27,14 +28,17 @@ def import_k8s(
     through the same transitions as `inject-fault` and `clear-fault` (blast radius, evictions, stale tables)."""
     check_mapping_fits(state.fleet, mapping)
     placement = place(state, nodes, mapping)
+    pools = plan_pools(state, nodes, mapping, placement, source, known_accelerators())
     wants, scope = wanted(nodes, placement, mapping)
     diff = health_diff(state, wants, scope)
     data = _record(nodes, placement, diff, source, mapping)
+    _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
     state.k8s_names_after(placement.blocks, placement.partitions, placement.nodes, placement.forget)  # refusal
     if not apply or not data["has_changes"]:
         return Outcome(data)
     state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
+    state.record_k8s_health(pools.degraded, pools.changes)
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
     ids, data["analysis_errors"] = fault_ops.reconcile(state, [f.id for f in diff.clear], requests, now)
     for entry in (*data["faults_opened"], *data["drains_opened"]):
@@ -72,10 +76,38 @@ def _record(
     return data
 
 
+def known_accelerators() -> frozenset[str]:
+    """The accelerator of every shipped generation, and the built-in TPU v4 model's."""
+    from tpufleet.state import generations
+
+    return frozenset({BUILT_IN_ACCELERATOR, *(generations.shipped(n).gke_accelerator for n in generations.names())})
+
+
+def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, placement: Placement) -> None:
+    """Node pools as slices and degraded cubes, in the documented JSON of the plan."""
+    partition_of = {**state.k8s.cube_partition(), **{c: p for c, (_, p) in placement.cube_states.items()}}
+
+    def degraded_row(cube: str) -> dict[str, Any]:
+        return {"cube": cube, "pod": state.fleet.cube_pod[cube], "partition": partition_of.get(cube)}
+
+    def pool_row(name: str) -> dict[str, Any]:
+        p = pools.slices[name]
+        change = "new" if name in pools.new else "changed" if name in pools.changed else "unchanged"
+        row = {"node_pool": name, **p.record(), "placed": False, "change": change}
+        return {**row, "cubes": p.cubes, "machines": p.machines, "nodes": list(p.nodes)}
+
+    data["node_pool_slices"] = [pool_row(n) for n in sorted(pools.slices)]
+    data["degraded_new"] = [degraded_row(c) for c in pools.degraded_new]
+    data["degraded_cleared"] = [degraded_row(c) for c in pools.degraded_cleared]
+    data["has_changes"] = data["has_changes"] or pools.has_changes
+
+
 def _summary(data: dict[str, Any], source: str) -> str:
     parts = [
         f"{len(data['cubes_added'])} cube(s) named",
         f"{data['machines_named']} machine(s) named",
+        f"{sum(p['change'] != 'unchanged' for p in data['node_pool_slices'])} node pool(s) held as unplaced slices",
+        f"{len(data['degraded_new'])} cube(s) degraded, {len(data['degraded_cleared'])} no longer",
         f"{len(data['faults_opened'])} fault(s) and {len(data['drains_opened'])} drain(s) opened",
         f"{len(data['faults_cleared'])} cleared",
     ]

@@ -16,6 +16,7 @@ from tpufleet.fleetstate import (
     Job,
     K8sNames,
     MaintenanceWindow,
+    NodePoolSlice,
     Pair,
     Reroute,
     ReservationNames,
@@ -26,7 +27,7 @@ from tpufleet.fleetstate import (
 )
 from tpufleet.ids import HostId, OcsId, parse_target
 from tpufleet.model import Fleet, Pod
-from tpufleet.shapes import Vec, parse_shape
+from tpufleet.shapes import Shape, Vec, parse_dims, parse_shape
 from tpufleet.state import generations
 
 Doc = dict[str, Any]
@@ -98,7 +99,12 @@ def _decode_k8s(names: Doc) -> K8sNames:
     for node, host in names.get("nodes", {}).items():
         cube, _, machine = host[len("host:") :].partition("/")
         nodes[node] = HostId(cube, int(machine))
-    return K8sNames(dict(names.get("blocks", {})), dict(names.get("partitions", {})), nodes)
+    pools = {
+        name: NodePoolSlice(Shape(parse_dims(p["shape"])), p["accelerator"], p["pod"], tuple(p["nodes"]))
+        for name, p in names.get("node_pools", {}).items()
+    }
+    degraded = frozenset(names.get("degraded_cubes", ()))
+    return K8sNames(dict(names.get("blocks", {})), dict(names.get("partitions", {})), nodes, degraded, pools)
 
 
 def _decode_fault(f: Doc) -> Fault:
@@ -166,6 +172,10 @@ def encode(state: FleetState) -> Doc:
             "partitions": dict(sorted(state.k8s.partitions.items())),
             "nodes": {node: str(host) for node, host in sorted(state.k8s.nodes.items())},
         }
+        if state.k8s.degraded:  # only once a partition was DEGRADED: other states keep the file's old shape
+            doc["k8s"]["degraded_cubes"] = sorted(state.k8s.degraded)
+        if state.k8s.node_pools:  # only once a node pool was held unplaced
+            doc["k8s"]["node_pools"] = {name: p.record() for name, p in sorted(state.k8s.node_pools.items())}
     if state.jobs:  # only once there are jobs, as for `k8s`: other states keep the file's old shape
         doc["jobs"] = {name: _encode_job(job) for name, job in sorted(state.jobs.items())}
     if state.reservation:  # only once a reservation was imported, as for `k8s`

@@ -55,6 +55,23 @@ _K8S = {
             "propertyNames": _NODE_NAME,
             "additionalProperties": {"type": "string", "pattern": r"^host:c[0-9]{2,6}/[0-9]{1,2}\Z"},
         },
+        "degraded_cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
+        # node pools held as unplaced slices: pool name (a label value) -> shape, accelerator, pod, node names
+        "node_pools": {
+            "type": "object",
+            "propertyNames": _LABEL_VALUE,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["shape", "accelerator", "pod", "nodes"],
+                "additionalProperties": False,
+                "properties": {
+                    "shape": {"type": "string", "pattern": r"^[0-9]+x[0-9]+x[0-9]+\Z"},
+                    "accelerator": _LABEL_VALUE,
+                    "pod": _POD,
+                    "nodes": {"type": "array", "items": _NODE_NAME, "uniqueItems": True},
+                },
+            },
+        },
     },
 }
 
@@ -380,6 +397,29 @@ def _check_k8s(names: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, st
             if problem is not None:
                 raise BadStateFile(file, f"k8s.{key}.{name}", part, problem)
             owner[part] = name
+    for j, cube in enumerate(names.get("degraded_cubes", [])):
+        if cube not in pod_of:
+            raise BadStateFile(file, f"k8s.degraded_cubes.{j}", cube, f"no cube {cube} in the fleet")
+    _check_node_pools(names.get("node_pools", {}), pods, file)
+
+
+def _check_node_pools(pools: dict[str, Any], pods: dict[str, Any], file: str) -> None:
+    """Each unplaced node-pool slice is on a pod of the fleet, has a slice's shape, and no node is in two pools."""
+    from tpufleet.errors import BadInput
+    from tpufleet.shapes import Shape, parse_dims, require_allocatable
+
+    pool_of: dict[str, str] = {}
+    for name, pool in pools.items():
+        if pool["pod"] not in pods:
+            raise BadStateFile(file, f"k8s.node_pools.{name}.pod", pool["pod"], f"no pod {pool['pod']} in the fleet")
+        try:
+            require_allocatable(Shape(parse_dims(pool["shape"])))
+        except BadInput as exc:
+            raise BadStateFile(file, f"k8s.node_pools.{name}.shape", pool["shape"], str(exc)) from None
+        for j, node in enumerate(pool["nodes"]):
+            if node in pool_of:
+                raise BadStateFile(file, f"k8s.node_pools.{name}.nodes.{j}", node, f"also in node pool {pool_of[node]}")
+            pool_of[node] = name
 
 
 def _bad_host(host: str, pod_of: dict[str, str]) -> str | None:

@@ -1,0 +1,222 @@
+"""`tpufleet import k8s` of ordinary GKE TPU node pools (no dynamic-slicing partition labels): each pool one slice of
+its topology on a pod of its generation, held unplaced (no label says which cubes) and counted in `status`; the
+second import is empty; malformed pools exit 2 naming node and label with the state untouched; the state keeps
+them through a validated save and load; export -> import adds nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from helpers import one_line, snapshot
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "k8s"
+V5P = FIXTURES / "v5p-cluster-nodes.json"
+V4 = FIXTURES / "v4-nodepools.json"
+POD64 = FIXTURES / "pod-64.json"
+POOL, ACCEL, TOPO = (
+    "cloud.google.com/gke-nodepool",
+    "cloud.google.com/gke-tpu-accelerator",
+    "cloud.google.com/gke-tpu-topology",
+)
+
+
+def pools_of(path: Path) -> dict[str, tuple[str, str, list[str]]]:
+    """The oracle, read from the fixture itself: node pool -> (accelerator, topology, node names)."""
+    out: dict[str, tuple[str, str, list[str]]] = {}
+    for node in json.loads(path.read_text())["items"]:
+        labels = node["metadata"]["labels"]
+        if ACCEL in labels:
+            out.setdefault(labels[POOL], (labels[ACCEL], labels[TOPO], []))[2].append(node["metadata"]["name"])
+    return {k: (a, t, sorted(n)) for k, (a, t, n) in out.items()}
+
+
+def write(tmp_path: Path, doc: object, name: str = "nodes.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture
+def v5p(cli):
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    return cli
+
+
+def test_v5p_cluster_pools_become_unplaced_slices_of_their_shape(v5p):
+    before = snapshot(v5p.state)
+    r = v5p("import", "k8s", V5P, "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert (d["nodes"], d["tpu_nodes"], d["placed"]) == (34, 33, 0)
+    expected = pools_of(V5P)
+    assert sorted(expected) == ["v5p-2x2x1", "v5p-4x4x8"]
+    rows = {p["node_pool"]: p for p in d["node_pool_slices"]}
+    assert sorted(rows) == sorted(expected)
+    for name, (accel, topo, nodes) in expected.items():
+        row = rows[name]
+        assert (row["shape"], row["accelerator"], row["pod"], row["nodes"]) == (topo, accel, "pod0", nodes)
+        assert not row["placed"] and row["change"] == "new"
+    # 4x4x8 of v5p: 128 chips, 4 a VM -> 32 machines in 2 cubes; 2x2x1: one machine, no whole cube
+    assert (rows["v5p-4x4x8"]["cubes"], rows["v5p-4x4x8"]["machines"]) == (2, 32)
+    assert (rows["v5p-2x2x1"]["cubes"], rows["v5p-2x2x1"]["machines"]) == (0, 1)
+    assert [u["node"] for u in d["unplaced"]] == [n for n in _names(V5P) if "default-pool" in n]
+    assert d["has_changes"] and not d["applied"] and d["faults_opened"] == d["degraded_new"] == []
+    assert snapshot(v5p.state) == before  # a plan changes nothing
+
+
+def _names(path: Path) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in json.loads(path.read_text())["items"])
+
+
+def test_v4_repro_imports_the_pools_and_a_repeat_is_a_no_op(fleet):
+    """The issue's list: 33 TPU nodes of a 4x4x8 and a 2x2x1 pool, which imported as '0 placed', exit 0."""
+    assert fleet("import", "k8s", V4, "--detailed-exitcode").code == 4
+    r = fleet("import", "k8s", V4, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["applied"] and sorted(p["node_pool"] for p in r.json["node_pool_slices"]) == sorted(pools_of(V4))
+    status = fleet("status", "-o", "json").json
+    unplaced = status["k8s"]["unplaced_slices"]
+    # 4x4x8 holds 2 cubes; the 2x2x1 one machine, which takes a cube of room
+    assert (unplaced["cubes"], unplaced["by_pod"]) == (3, {"pod0": 3})
+    assert status["cubes"]["free"] == 64 and status["k8s"]["free_after_unplaced"] == 61
+    assert {s["node_pool"]: len(s["nodes"]) for s in unplaced["slices"]} == {"tpu-v4-4x4x8": 32, "tpu-v4-2x2x1": 1}
+    text = fleet("status").out
+    assert "tpu-v4-4x4x8" in text and "61 of the 64 free cubes" in text
+    before = snapshot(fleet.state)
+    again = fleet("import", "k8s", V4, "--apply", "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    assert not again.json["has_changes"] and {p["change"] for p in again.json["node_pool_slices"]} == {"unchanged"}
+    assert snapshot(fleet.state) == before
+
+
+def test_a_pool_missing_from_a_later_list_is_kept_and_a_changed_one_updated(fleet, tmp_path):
+    assert fleet("import", "k8s", V4, "--apply").code == 0
+    doc = json.loads(V4.read_text())
+    doc["items"] = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL) != "tpu-v4-2x2x1"]
+    doc["items"] = doc["items"][:-1]  # one node of the 4x4x8 pool gone (being repaired): still that slice
+    r = fleet("import", "k8s", write(tmp_path, doc), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [(p["node_pool"], p["change"], len(p["nodes"])) for p in r.json["node_pool_slices"]] == [
+        ("tpu-v4-4x4x8", "changed", 31)
+    ]
+    pools = {s["node_pool"] for s in fleet("status", "-o", "json").json["k8s"]["unplaced_slices"]["slices"]}
+    assert pools == {"tpu-v4-4x4x8", "tpu-v4-2x2x1"}
+
+
+def test_the_state_keeps_the_pools_through_a_validated_save_and_load(v5p):
+    from tpufleet.state import Store
+    from tpufleet.state.codec import decode, encode
+    from tpufleet.state.schema import SCHEMA_VERSION, validate
+
+    assert v5p("import", "k8s", V5P, "--apply").code == 0
+    state = Store(v5p.state).load()
+    assert sorted(state.k8s.node_pools) == ["v5p-2x2x1", "v5p-4x4x8"]
+    doc = {"schema_version": SCHEMA_VERSION, **encode(state)}
+    again = decode(validate(json.loads(json.dumps(doc)), "state.json"))
+    assert again.k8s == state.k8s and {"schema_version": SCHEMA_VERSION, **encode(again)} == doc
+    assert doc["k8s"]["node_pools"]["v5p-4x4x8"]["shape"] == "4x4x8" and "degraded_cubes" not in doc["k8s"]
+
+
+def test_an_old_state_loads_and_saves_without_the_new_keys(fleet):
+    from tpufleet.state import Store
+    from tpufleet.state.codec import encode
+
+    assert fleet("import", "k8s", POD64, "--apply").code == 0
+    doc = {"schema_version": 1, **encode(Store(fleet.state).load())}
+    assert set(doc["k8s"]) == {"blocks", "partitions", "nodes", "degraded_cubes"}  # c17 DEGRADED
+    del doc["k8s"]["degraded_cubes"]  # as a state written before DEGRADED was a degraded cube
+    from tpufleet.state.codec import decode
+    from tpufleet.state.schema import validate
+
+    old = decode(validate(doc, "state.json"))
+    assert (
+        not old.k8s.degraded and not old.k8s.node_pools and set(encode(old)["k8s"]) == {"blocks", "partitions", "nodes"}
+    )
+
+
+def test_a_degraded_partition_is_a_degraded_cube_that_still_serves(fleet):
+    r = fleet("import", "k8s", POD64, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [(g["cube"], g["pod"]) for g in r.json["degraded_new"]] == [("c17", "pod0")]
+    assert "cube:c17" not in {f["target"] for f in fleet("faults", "-o", "json").json}
+    inventory = {row["cube"]: row for row in fleet("show", "inventory", "-o", "json").json}
+    assert inventory["c17"]["state"] == "free" and inventory["c17"]["degraded"]["partition"]
+    assert sum("degraded" in row for row in inventory.values()) == 1
+
+
+def test_nodes_import_export_import_is_the_identity(fleet, tmp_path):
+    """Real nodes (the fixture pod, one partition DEGRADED, and the v4 node pools) -> import -> export
+    node-labels -> import: nothing to add, the state byte for byte the same."""
+    doc = json.loads(POD64.read_text())
+    doc["items"] += json.loads(V4.read_text())["items"]
+    nodes = write(tmp_path, doc)
+    assert fleet("import", "k8s", nodes, "--apply").code == 0
+    before = snapshot(fleet.state)
+    exported = fleet("export", "node-labels", "-o", "json")
+    assert exported.code == 0, exported.err
+    states = Counter(
+        n["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-state"] for n in exported.json["items"]
+    )
+    assert states["DEGRADED"] == 16  # the degraded cube's 16 machines say so, as GKE would
+    r = fleet("import", "k8s", write(tmp_path, exported.json, "exported.json"), "--detailed-exitcode", "-o", "json")
+    assert r.code == 0, r.err
+    assert not r.json["has_changes"] and r.json["degraded_cleared"] == [] and r.json["unplaced"] == []
+    assert snapshot(fleet.state) == before
+
+
+def _v5p_doc() -> dict:
+    return json.loads(V5P.read_text())
+
+
+def _first_of(doc: dict, pool: str) -> dict:
+    return next(n for n in doc["items"] if n["metadata"]["labels"].get(POOL) == pool)
+
+
+@pytest.mark.parametrize(
+    ("label", "value", "every_node", "reason"),
+    [
+        (TOPO, "4x4x5", True, "not a slice"),  # the syntax of a topology, not a shape of a slice
+        (TOPO, "2x2x3", True, "not a slice"),
+        (ACCEL, "tpu-v6e-slice", True, "no TPU generation"),  # listed in the mapping, but no generation has it
+        (TOPO, "4x4x4", False, "a node pool has one"),  # one node disagrees with its pool
+    ],
+)
+def test_a_malformed_pool_is_refused_naming_node_and_label(v5p, tmp_path, label, value, every_node, reason):
+    doc = _v5p_doc()
+    members = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL) == "v5p-4x4x8"]
+    for node in members if every_node else members[1:2]:
+        node["metadata"]["labels"][label] = value
+    named = members[0 if every_node else 1]["metadata"]["name"]  # the pool's first node, or the one that differs
+    mapping = write(tmp_path, {"accelerators": ["tpu-v5p-slice", "tpu-v6e-slice"]}, "mapping.json")
+    before = snapshot(v5p.state)
+    for args in ((), ("--apply",)):
+        line = one_line(v5p("import", "k8s", write(tmp_path, doc), "--mapping", mapping, *args))
+        assert f"(node {named}).metadata.labels.{label}:" in line and repr(value) in line and reason in line
+    assert snapshot(v5p.state) == before
+
+
+def test_a_pool_with_more_nodes_than_its_shape_has_machines_is_no_slice(v5p, tmp_path):
+    doc = _v5p_doc()
+    extra = copy.deepcopy(_first_of(doc, "v5p-2x2x1"))
+    extra["metadata"]["name"] += "-b"
+    doc["items"].append(extra)
+    r = v5p("import", "k8s", write(tmp_path, doc), "-o", "json")
+    assert r.code == 0, r.err
+    assert [p["node_pool"] for p in r.json["node_pool_slices"]] == ["v5p-4x4x8"]
+    why = {u["node"]: u["reason"] for u in r.json["unplaced"]}
+    assert sum("node pool v5p-2x2x1 has 2 nodes" in w and "1 machine" in w for w in why.values()) == 2
+
+
+def test_pools_of_another_generation_are_not_placed_on_this_pod(v5p):
+    r = v5p("import", "k8s", V4, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["node_pool_slices"] == [] and not r.json["has_changes"]
+    assert (
+        sum("no pod of the fleet has gke-tpu-accelerator tpu-v4-podslice" in u["reason"] for u in r.json["unplaced"])
+        == 33
+    )

@@ -1,0 +1,235 @@
+"""`tpufleet import slices`: the shipped Slice list (every state, on the TPU7x reservation's sub-blocks) against a
+superpod whose reservation is imported: the exact drift, apply, the no-op repeat, each drift kind named against
+a state that disagrees, and malformed input refused (exit 2 naming the Slice and the field; state untouched)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import one_line, snapshot
+
+GKE = Path(__file__).parent.parent / "fixtures" / "gke"
+FIXTURE = GKE / "tpu7x-slices.json"
+RESERVATION = GKE / "tpu7x-reservation-subblocks.json"
+# The Slices tpufleet can hold (sub-block NNNN is cube cNN: import reservation maps them in physical order).
+NEW = {
+    "llm-train-0": ("8x8x8", "ACTIVE", [f"c{i:02d}" for i in range(8)]),
+    "llm-train-1": ("4x8x8", "ACTIVE_DEGRADED", ["c16", "c17", "c18", "c19"]),
+    "rl-rollout-0": ("4x4x8", "ACTIVATING", ["c24", "c25"]),
+    "eval-0": ("4x4x4", "CREATED", ["c26"]),
+    "ft-job-0": ("4x4x8", "INCOMPLETE", ["c28", "c29"]),
+    "batch-0": ("4x4x4", "UNKNOWN", ["c30"]),
+}
+IGNORED = {"old-0": "ACTIVE", "pretrain-0": "FAILED", "pretrain-1": "SliceCreationFailed", "serve-0": "DEACTIVATING"}
+
+
+@pytest.fixture
+def superpod(cli):
+    """A TPU7x superpod with the fixture reservation imported (c40 and c99 drained for maintenance)."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    r = cli("import", "reservation", RESERVATION, "--apply")
+    assert r.code == 0, r.err
+    return cli
+
+
+@pytest.fixture(scope="module")
+def slices() -> dict:
+    return json.loads(FIXTURE.read_text())
+
+
+def write(tmp_path: Path, doc: object, name: str = "slices.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def kinds(d: dict) -> dict[str, list[tuple]]:
+    out: dict[str, list[tuple]] = {}
+    for item in d["drift"]:
+        out.setdefault(item["kind"], []).append((item["slice"], item["tpufleet_slice"]))
+    return out
+
+
+def test_fixture_is_valid_against_the_slice_crd(slices):
+    from test_fleetio_export import slice_crd
+
+    check = slice_crd()
+    for item in slices["items"]:
+        check(item)
+    reasons = {c["reason"] for i in slices["items"] for c in i.get("status", {}).get("conditions", [])}
+    assert reasons == {
+        "ACTIVE",
+        "ACTIVE_DEGRADED",
+        "ACTIVATING",
+        "INCOMPLETE",
+        "UNKNOWN",
+        "FAILED",
+        "SliceCreationFailed",
+        "DEACTIVATING",
+    }
+
+
+def test_plan_of_the_fixture(superpod):
+    before = snapshot(superpod.state)
+    r = superpod("import", "slices", FIXTURE, "-o", "json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert (d["slices"], d["matched"], d["in_sync"]) == (11, 0, 0)
+    assert {s["slice"]: (s["topology"], s["state"], s["cubes"]) for s in d["slices_new"]} == NEW
+    assert all(s["pod"] == "pod0" for s in d["slices_new"])
+    assert kinds(d) == {
+        "not_in_tpufleet": sorted((n, None) for n in NEW),
+        "conflict": [("maint-0", None)],  # ACTIVE on c40, which the reservation's maintenance drains
+    }
+    (conflict,) = [i for i in d["drift"] if i["kind"] == "conflict"]
+    assert "c40 is out of the pool" in conflict["reason"]
+    assert {g["slice"]: g["state"] for g in d["ignored"]} == IGNORED
+    assert d["drift_counts"] == {
+        "not_in_tpufleet": 6,
+        "conflict": 1,
+        "not_in_cluster": 0,
+        "shape": 0,
+        "cubes": 0,
+        "state": 0,
+    }
+    assert d["has_changes"] and not d["applied"]
+    assert superpod("import", "slices", FIXTURE, "--detailed-exitcode").code == 4
+    assert snapshot(superpod.state) == before  # a plan changes nothing
+
+
+def test_apply_then_repeat_is_a_no_op(superpod):
+    r = superpod("import", "slices", FIXTURE, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["applied"] and r.json["serial"] == 3
+    shown = {s["name"]: s for s in superpod("show", "slices", "-o", "json").json}
+    assert {n: (s["shape"], s["cubes"], s["state"]) for n, s in shown.items()} == {
+        n: (topology, cubes, "allocated") for n, (topology, _, cubes) in NEW.items()
+    }
+    assert superpod("status", "-o", "json").json["cubes"]["allocated"] == 18  # 8 + 4 + 2 + 1 + 2 + 1
+    before = snapshot(superpod.state)
+    again = superpod("import", "slices", FIXTURE, "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    d = again.json
+    assert (d["matched"], d["in_sync"], d["slices_new"], d["has_changes"]) == (6, 6, [], False)
+    assert kinds(d) == {"conflict": [("maint-0", None)]}  # still drift: not for import to settle
+    assert superpod("import", "slices", FIXTURE, "--apply", "-o", "json").json["applied"] is False
+    assert snapshot(superpod.state) == before
+
+
+def test_each_kind_of_drift_is_named(superpod):
+    """tpufleet's own slices disagreeing with the list: another shape, other cubes, a slice with no Slice, a
+    connected slice the cluster reports FAILED, one the cluster reports degraded."""
+    for name, shape, cubes in (
+        ("llm-train-0", "4x4x8", "c00,c01"),
+        ("rl-rollout-0", "4x4x8", "c50,c51"),
+        ("tpf-only", "4x4x4", "c60"),
+        ("pretrain-0", "4x4x8", "c32,c33"),
+        ("llm-train-1", "4x8x8", "c16,c17,c18,c19"),
+    ):
+        r = superpod("allocate", name, "--shape", shape, "--cubes", cubes)
+        assert r.code == 0, r.err
+    for name in ("pretrain-0", "llm-train-1"):
+        assert superpod("plan-xconnect", name, "--apply").code == 0
+    d = superpod("import", "slices", FIXTURE, "-o", "json").json
+    assert kinds(d) == {
+        "not_in_tpufleet": [("batch-0", None), ("eval-0", None), ("ft-job-0", None)],
+        "conflict": [("maint-0", None)],
+        "not_in_cluster": [(None, "tpf-only")],
+        "shape": [("llm-train-0", "llm-train-0")],
+        "cubes": [("rl-rollout-0", "rl-rollout-0")],
+        "state": [("llm-train-1", "llm-train-1"), ("pretrain-0", "pretrain-0")],
+    }
+    reasons = {(i["kind"], i["slice"] or i["tpufleet_slice"]): i["reason"] for i in d["drift"]}
+    assert reasons[("shape", "llm-train-0")] == "the Slice is 8x8x8, tpufleet's slice 4x4x8"
+    assert reasons[("state", "pretrain-0")] == "GKE reports FAILED; tpufleet runs it (connected)"
+    assert "ACTIVE_DEGRADED" in reasons[("state", "llm-train-1")]
+    assert (d["matched"], d["in_sync"]) == (4, 0)
+    assert {g["slice"] for g in d["ignored"]} == {"old-0", "pretrain-1", "serve-0"}  # pretrain-0 is matched
+
+
+def test_an_exported_slice_matches_by_its_annotation(superpod, tmp_path):
+    assert superpod("allocate", "Job.A", "--shape", "4x4x8", "--cubes", "c70,c71").code == 0
+    assert superpod("plan-xconnect", "Job.A", "--apply").code == 0
+    exported = superpod("export", "slices", "-o", "json").json
+    assert [i["metadata"]["name"] for i in exported["items"]] == ["job-a"]
+    d = superpod("import", "slices", write(tmp_path, exported), "-o", "json").json
+    assert (d["matched"], d["in_sync"], d["drift"]) == (1, 1, [])
+
+
+def test_stdin(superpod, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FIXTURE.read_bytes())))
+    r = superpod("import", "slices", "-", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["source"] == "<stdin>" and len(r.json["slices_new"]) == 6
+
+
+def _edit(doc: dict, index: int, path: str, value: object) -> dict:
+    doc = copy.deepcopy(doc)
+    obj = doc["items"][index]
+    *parents, last = path.split(".")
+    for key in parents:
+        obj = obj[int(key)] if isinstance(obj, list) else obj[key]
+    if isinstance(obj, list):
+        obj[int(last)] = value
+    else:
+        obj[last] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "words"),
+    [
+        ((0, "spec.topology", "8x8"), "items.0.spec.topology", "three sides"),
+        ((0, "spec.topology", "eight"), "items.0.spec.topology", "not a topology"),
+        ((3, "spec.topology", "2x2x3"), "items.3.spec.topology", "multiples of 4"),
+        ((0, "spec.type", "tpu-v4-podslice"), "items.0.spec.type", "must be tpu7x or v6e"),
+        ((0, "spec.type", 7), "items.0.spec.type", "must be tpu7x or v6e"),
+        ((2, "spec.partitionIds.1", "no-such-sub-block"), "items.2.spec.partitionIds.1", "no such partition"),
+        ((2, "spec.partitionIds", "c24"), "items.2.spec.partitionIds", "non-empty list"),
+        ((2, "spec.partitionIds.1", "ironwood-superpod-block-0001-sub-0024"), "items.2.spec.partitionIds.1", "also"),
+        ((2, "spec.partitionIds.1", "c24"), "items.2.spec.partitionIds", "two partitions are one cube"),
+        ((3, "spec.partitionIds", ["c26", "c27"]), "items.3.spec.partitionIds", "1 partition(s)"),
+        ((1, "status.conditions.0.reason", "Running"), "items.1.status.conditions.0.reason", "not a Slice state"),
+        ((1, "metadata.name", "Bad_Name"), "items.1.metadata.name", "not a Slice name"),
+        ((1, "metadata.name", "llm-train-0"), "items.1.metadata.name", "also the name of item 0"),
+        ((1, "kind", "Node"), "items.1.kind", "must be Slice"),
+    ],
+)
+def test_malformed_slices_exit_2_naming_the_slice_and_field(superpod, slices, tmp_path, edit, field, words):
+    before = snapshot(superpod.state)
+    path = write(tmp_path, _edit(slices, *edit))
+    line = one_line(superpod("import", "slices", path, "--apply"))
+    assert f"field {field}:" in line and words in line, line
+    name = slices["items"][edit[0]]["metadata"]["name"]
+    assert edit[1] == "metadata.name" or f"Slice {name}:" in line
+    assert snapshot(superpod.state) == before
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [[], {"kind": "List"}, {"items": {"a": 1}}, "slices", {"items": [1]}],
+    ids=["bare", "no-items", "map", "str", "int"],
+)
+def test_not_a_list_exits_2(superpod, tmp_path, doc):
+    before = snapshot(superpod.state)
+    line = one_line(superpod("import", "slices", write(tmp_path, doc), "--apply"))
+    assert "slices.json: field" in line
+    assert snapshot(superpod.state) == before
+
+
+def test_a_slice_of_a_generation_the_fleet_has_not_exits_2(cli, slices, tmp_path):
+    assert cli("init", "--pods", "2", "--cubes-per-pod", "16").code == 0  # the built-in TPU v4 model
+    doc = {"items": [_edit(slices, 0, "spec.partitionIds", [f"c{i:02d}" for i in range(8)])["items"][0]]}
+    line = one_line(cli("import", "slices", write(tmp_path, doc)))
+    assert "field items.0.spec.type:" in line and "no pod of this fleet is tpu7x" in line
+
+
+def test_help_has_examples(cli):
+    r = cli("import", "slices", "--help", state=False)
+    assert r.code == 0 and "Examples:" in r.out

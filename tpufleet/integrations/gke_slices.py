@@ -1,0 +1,425 @@
+"""GKE `Slice` objects (`kubectl get slices -o json`) against tpufleet's slices: decoding the list and planning
+its import (pure: documents in, typed values out).
+
+A Slice (group `accelerator.gke.io`, GKE's "Slice" custom resource reference; the CRD of xpk's slice
+controller) has `spec.type` (`tpu7x`, or `v6e`), `spec.topology` (`AxBxC` chips) and `spec.partitionIds` (one
+4x4x4 partition per 64 chips); its state is the `reason` of its `Ready` condition: ACTIVATING, ACTIVE,
+ACTIVE_DEGRADED, FAILED, and in the controller also INCOMPLETE, DEACTIVATING, UNKNOWN and SliceCreationFailed;
+no `Ready` condition yet is CREATED, and a `metadata.deletionTimestamp` means it is being deleted.
+
+The plan, in steps:
+
+1. Each partition id is a cube: the one `import k8s` learnt for that 4x4x4 partition id, else the cube of the
+   reservation sub-block of that name (`import reservation`), else the cube of that id (`c05`). A partition
+   nothing names, cubes of two pods, a pod of another accelerator, or a topology the pod's generation does not
+   take is bad input (the list does not describe this fleet). A `v6e` Slice is left aside (no tpufleet
+   generation is v6e) unless a pod is v6e.
+2. A Slice is tpufleet's slice named in its `tpufleet.io/slice` annotation (as `export slices` writes it), else
+   the slice of its name, else the one slice on exactly its cubes. Slices being deleted are left aside.
+3. Drift, by kind: `not_in_tpufleet` (a Slice on cubes tpufleet holds free: `--apply` makes it a slice of its
+   shape on those cubes), `conflict` (a Slice on cubes tpufleet cannot give it: held by another slice, out of
+   the pool, another Slice's), `not_in_cluster` (a slice a Slice could describe, and none does), `shape` and
+   `cubes` (the two disagree on what the slice is), `state` (FAILED while tpufleet runs it, ACTIVE while tpufleet
+   evicted it, degraded on one side only). A FAILED, SliceCreationFailed or DEACTIVATING Slice with no slice in
+   tpufleet holds nothing: it is listed as ignored, not drift.
+
+>>> doc = {"items": [{"metadata": {"name": "a"}, "spec": {"type": "tpu7x", "topology": "4x4x8",
+...         "partitionIds": ["p1", "p2"]}, "status": {"conditions": [{"type": "Ready", "status": "True",
+...         "reason": "ACTIVE"}]}}]}
+>>> s = decode_slice_list(doc, "slices.json").slices[0]
+>>> s.name, s.dims, s.partitions, s.state
+('a', (4, 4, 8), ('p1', 'p2'), 'ACTIVE')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpufleet import allocation
+from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE
+from tpufleet.errors import BadInput, BadStateFile, Refused
+from tpufleet.fleetstate import FleetState, Slice, SliceState
+from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
+from tpufleet.shapes import Shape, Vec, generation_shape, parse_dims, validate_dims
+from tpufleet.text import bounded
+
+__all__ = [
+    "DRIFT_KINDS",
+    "IGNORED_STATES",
+    "SLICE_STATES",
+    "Drift",
+    "GkeSlice",
+    "NewSlice",
+    "SliceListInput",
+    "SlicePlan",
+    "decode_slice_list",
+    "plan",
+]
+
+# The Ready condition's reasons: GKE's Slice reference, and xpk's slice controller (internal/core/constants.go,
+# MMIGHealthStatus and SliceCreationFailed); CREATED is a Slice without a Ready condition yet.
+SLICE_STATES = (
+    "CREATED",
+    "INCOMPLETE",
+    "ACTIVATING",
+    "ACTIVE",
+    "ACTIVE_DEGRADED",
+    "DEACTIVATING",
+    "FAILED",
+    "UNKNOWN",
+    "SliceCreationFailed",
+)
+RUNNING = frozenset({"ACTIVE", "ACTIVE_DEGRADED"})
+FAILED = frozenset({"FAILED", "SliceCreationFailed"})
+IGNORED_STATES = FAILED | {"DEACTIVATING"}  # a Slice in these states with no tpufleet slice holds nothing
+DRIFT_KINDS = ("not_in_tpufleet", "conflict", "not_in_cluster", "shape", "cubes", "state")
+UNMODELLED = frozenset({"v6e"})  # Slice types of no tpufleet generation: such Slices are left aside
+ANNOTATION = "tpufleet.io/slice"
+MAX_ITEMS = 65_536
+NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")  # the Slice reference: ^[a-z]([-a-z0-9]*[a-z0-9])?$
+TOPOLOGY = re.compile(r"[0-9]{1,5}x[0-9]{1,5}(x[0-9]{1,5})?")  # the CRD's pattern, bounded
+PARTITION = re.compile(r"[\x21-\x7e]{1,128}")
+API_GROUP = "accelerator.gke.io/"
+
+
+@dataclass(frozen=True)
+class GkeSlice:
+    """One Slice of the list, as read."""
+
+    name: str
+    index: int  # its position in the list
+    kind: str  # spec.type
+    topology: str
+    dims: Vec | None  # the sides of a 3-D topology, in canonical order (None for a 2-D v6e one)
+    partitions: tuple[str, ...]
+    state: str  # the Ready condition's reason, or CREATED
+    deleting: bool
+    tpufleet_name: str | None  # the tpufleet.io/slice annotation
+
+    @property
+    def path(self) -> str:
+        return f"items.{self.index}"
+
+
+@dataclass(frozen=True)
+class SliceListInput:
+    slices: tuple[GkeSlice, ...]
+    file: str
+
+
+def _bad(file: str, path: str, value: object, problem: str, name: str | None = None) -> BadStateFile:
+    return BadStateFile(file, path, value, (f"Slice {bounded(name, 60)}: " if name else "") + problem)
+
+
+def decode_slice_list(doc: object, file: str) -> SliceListInput:
+    """The Slices of `kubectl get slices -o json` (a List with `items`). BadStateFile (exit 2) names the file,
+    the Slice, the field and the value."""
+    items = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        problem = "must be a list of Slices with `items` (kubectl get slices -o json)"
+        raise _bad(file, "items" if isinstance(doc, dict) else "", type(items if items else doc).__name__, problem)
+    if len(items) > MAX_ITEMS:
+        raise _bad(file, "items", len(items), f"more than {MAX_ITEMS:,} Slices")
+    slices = tuple(_slice(item, i, file) for i, item in enumerate(items))
+    seen: dict[str, int] = {}
+    for s in slices:
+        if seen.setdefault(s.name, s.index) != s.index:
+            raise _bad(file, f"{s.path}.metadata.name", s.name, f"also the name of item {seen[s.name]}", s.name)
+    return SliceListInput(slices, file)
+
+
+def _slice(item: object, i: int, file: str) -> GkeSlice:
+    path = f"items.{i}"
+    if not isinstance(item, dict):
+        raise _bad(file, path, type(item).__name__, "must be an object (a Slice)")
+    meta = _object(item, "metadata", path, file, None)
+    name = meta.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise _bad(file, f"{path}.metadata.name", name, "missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)")
+    if item.get("kind", "Slice") != "Slice":
+        raise _bad(file, f"{path}.kind", item.get("kind"), "must be Slice", name)
+    api = item.get("apiVersion", API_GROUP)
+    if not isinstance(api, str) or not api.startswith(API_GROUP):
+        raise _bad(file, f"{path}.apiVersion", api, f"must be of the group {API_GROUP.rstrip('/')}", name)
+    annotations = _object(meta, "annotations", f"{path}.metadata", file, name)
+    own = annotations.get(ANNOTATION)
+    if own is not None and not isinstance(own, str):
+        raise _bad(file, f"{path}.metadata.annotations.{ANNOTATION}", own, "must be a string", name)
+    spec = _object(item, "spec", path, file, name)
+    kind, topology, dims, partitions = _spec(spec, f"{path}.spec", file, name)
+    status = _object(item, "status", path, file, name)
+    state = _state(status, f"{path}.status", file, name)
+    deleting = meta.get("deletionTimestamp") is not None
+    return GkeSlice(name, i, kind, topology, dims, partitions, state, deleting, own)
+
+
+def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | None) -> dict[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad(file, f"{path}.{key}", type(value).__name__, "must be an object", name)
+    return value
+
+
+def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str, Vec | None, tuple[str, ...]]:
+    kind = spec.get("type")
+    if kind not in CRD_SLICE_TYPES:
+        raise _bad(file, f"{path}.type", kind, f"must be {' or '.join(sorted(CRD_SLICE_TYPES))}", name)
+    topology = spec.get("topology")
+    if not isinstance(topology, str) or not TOPOLOGY.fullmatch(topology):
+        raise _bad(file, f"{path}.topology", topology, "not a topology (AxBxC chips, e.g. 4x4x8)", name)
+    dims: Vec | None = None
+    if topology.count("x") == 2:
+        dims = parse_dims(topology)
+    elif kind == "tpu7x":
+        raise _bad(file, f"{path}.topology", topology, "a tpu7x topology has three sides (AxBxC)", name)
+    ids = spec.get("partitionIds")
+    if not isinstance(ids, list) or not ids:
+        raise _bad(file, f"{path}.partitionIds", type(ids).__name__, "must be a non-empty list of strings", name)
+    for j, pid in enumerate(ids):
+        if not isinstance(pid, str) or not PARTITION.fullmatch(pid):
+            problem = "must be a partition id (1-128 visible ASCII characters)"
+            raise _bad(file, f"{path}.partitionIds.{j}", pid, problem, name)
+        if ids.index(pid) != j:
+            raise _bad(file, f"{path}.partitionIds.{j}", pid, f"also partition {ids.index(pid)}", name)
+    if dims is not None:
+        need = max(1, dims[0] * dims[1] * dims[2] // CHIPS_PER_CUBE)
+        if len(ids) != need:
+            problem = f"{topology} is {need} partition(s) of 64 chips, {len(ids)} given"
+            raise _bad(file, f"{path}.partitionIds", len(ids), problem, name)
+    return kind, topology, dims, tuple(ids)
+
+
+def _state(status: dict[str, Any], path: str, file: str, name: str) -> str:
+    """The Ready condition's reason (CREATED without one)."""
+    conditions = status.get("conditions", [])
+    if not isinstance(conditions, list):
+        raise _bad(file, f"{path}.conditions", type(conditions).__name__, "must be a list", name)
+    for j, cond in enumerate(conditions):
+        if not isinstance(cond, dict):
+            raise _bad(file, f"{path}.conditions.{j}", type(cond).__name__, "must be an object", name)
+        if cond.get("type") != "Ready":
+            continue
+        reason = cond.get("reason")
+        if reason not in SLICE_STATES:
+            problem = "not a Slice state (" + ", ".join(SLICE_STATES[1:]) + ")"
+            raise _bad(file, f"{path}.conditions.{j}.reason", reason, problem, name)
+        if cond.get("status") not in ("True", "False", "Unknown"):
+            problem = "must be True, False or Unknown"
+            raise _bad(file, f"{path}.conditions.{j}.status", cond.get("status"), problem, name)
+        return str(reason)
+    return "CREATED"
+
+
+# ---- the plan -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Drift:
+    kind: str  # one of DRIFT_KINDS
+    slice: str | None  # the Slice's name
+    tpufleet_slice: str | None
+    reason: str
+
+    def record(self) -> dict[str, object]:
+        return {"kind": self.kind, "slice": self.slice, "tpufleet_slice": self.tpufleet_slice, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class NewSlice:
+    """A Slice the import makes a tpufleet slice: its name, shape and cubes (in partition order)."""
+
+    name: str
+    shape: Shape
+    pod: str
+    cubes: tuple[str, ...]
+    state: str  # the Slice's
+
+    def record(self) -> dict[str, object]:
+        return {"slice": self.name, "topology": self.shape.text, "state": self.state, "pod": self.pod,
+                "cubes": list(self.cubes)}  # fmt: skip
+
+
+@dataclass
+class SlicePlan:
+    new: list[NewSlice] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
+    ignored: list[tuple[str, str, str]] = field(default_factory=list)  # (Slice, state, why)
+    matched: dict[str, str] = field(default_factory=dict)  # Slice -> tpufleet slice
+    in_sync: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {kind: sum(1 for d in self.drift if d.kind == kind) for kind in DRIFT_KINDS}
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A Slice with its cubes resolved and its shape checked against their pod."""
+
+    gke: GkeSlice
+    pod: str
+    cubes: tuple[str, ...]
+    shape: Shape
+
+
+def plan(state: FleetState, given: SliceListInput) -> SlicePlan:
+    """The import of `given` against `state` (steps 1-3 of the module docstring); BadStateFile for a Slice that
+    does not describe this fleet."""
+    out = SlicePlan()
+    placed = _resolve_all(state, given, out)
+    unmatched = _match(state, placed, out)
+    _new_or_conflict(state, unmatched, out)
+    described = set(out.matched.values())
+    for name in sorted(state.slices):
+        sl = state.slices[name]
+        if name not in described and _describable(state, sl):
+            why = f"{sl.shape.text} on {_cube_text(sl.cubes)}: no Slice (export slices writes it)"
+            out.drift.append(Drift("not_in_cluster", None, name, why))
+    out.drift.sort(key=lambda d: (DRIFT_KINDS.index(d.kind), d.slice or "", d.tpufleet_slice or ""))
+    return out
+
+
+def _lookup(state: FleetState) -> dict[str, str]:
+    """partition id -> cube: cube ids, then reservation sub-blocks, then the partition ids import k8s learnt."""
+    ids = {cube: cube for cube in state.fleet.cubes}
+    ids.update({name: r.cube for name, r in state.reservation.sub_blocks.items()})
+    ids.update(state.k8s.partitions)
+    return ids
+
+
+def _resolve_all(state: FleetState, given: SliceListInput, out: SlicePlan) -> list[_Placed]:
+    ids, pods_of = _lookup(state), dict[str, list[str]]()
+    for pod in state.fleet.pods:
+        pods_of.setdefault(accelerator(pod), []).append(pod.name)
+    placed = []
+    for s in given.slices:
+        if s.deleting:
+            out.ignored.append((s.name, s.state, "being deleted (metadata.deletionTimestamp)"))
+        elif s.kind not in pods_of and s.kind in UNMODELLED:
+            out.ignored.append((s.name, s.state, f"type {s.kind}: tpufleet models no pod of that accelerator"))
+        elif s.kind not in pods_of:
+            raise _bad(given.file, f"{s.path}.spec.type", s.kind, f"no pod of this fleet is {s.kind}", s.name)
+        else:
+            placed.append(_resolve(state, s, ids, given.file))
+    return placed
+
+
+def _resolve(state: FleetState, s: GkeSlice, ids: dict[str, str], file: str) -> _Placed:
+    cubes = []
+    for j, pid in enumerate(s.partitions):
+        if pid not in ids:
+            problem = "no such partition: not a partition id import k8s learnt, a reservation sub-block, nor a cube"
+            raise _bad(file, f"{s.path}.spec.partitionIds.{j}", pid, problem, s.name)
+        cubes.append(ids[pid])
+    if len(set(cubes)) != len(cubes):
+        raise _bad(file, f"{s.path}.spec.partitionIds", list(s.partitions), "two partitions are one cube", s.name)
+    pods = sorted({state.fleet.cube_pod[c] for c in cubes})
+    if len(pods) > 1:
+        raise _bad(file, f"{s.path}.spec.partitionIds", ",".join(cubes), f"cubes of pods {', '.join(pods)}", s.name)
+    pod = state.fleet.pod_by_name[pods[0]]
+    if accelerator(pod) != s.kind:
+        problem = f"its partitions are cubes of {pod.name}, a {accelerator(pod)} pod"
+        raise _bad(file, f"{s.path}.spec.type", s.kind, problem, s.name)
+    if s.dims is None:  # a 2-D topology (v6e's): tpufleet's pods are 3-D tori
+        raise _bad(file, f"{s.path}.spec.topology", s.topology, "not a 3-D shape (AxBxC) of this fleet", s.name)
+    try:
+        shape = generation_shape(s.dims, False, pod.generation) if pod.generation else validate_dims(s.dims)
+    except BadInput as exc:
+        raise _bad(file, f"{s.path}.spec.topology", s.topology, str(exc), s.name) from None
+    return _Placed(s, pod.name, tuple(cubes), shape)
+
+
+def _match(state: FleetState, placed: list[_Placed], out: SlicePlan) -> list[_Placed]:
+    """Pair Slices with tpufleet slices (annotation, name, then exactly the same cubes); compare each pair."""
+    by_cubes = {frozenset(sl.cubes): sl.name for sl in state.slices.values()}
+    unmatched = []
+    for p in placed:
+        s = p.gke
+        name = next((n for n in (s.tpufleet_name, s.name) if n in state.slices), None)
+        if name is None:
+            name = by_cubes.get(frozenset(p.cubes))
+        if name is None or name in out.matched.values():
+            unmatched.append(p)
+            continue
+        out.matched[s.name] = name
+        found = _compare(p, state.slices[name])
+        out.drift += found
+        out.in_sync += not found
+    return unmatched
+
+
+def _compare(p: _Placed, sl: Slice) -> list[Drift]:
+    s, found = p.gke, []
+    if p.shape.dims != sl.shape.dims:
+        why = f"the Slice is {p.shape.text}, tpufleet's slice {sl.shape.text}"
+        found.append(Drift("shape", s.name, sl.name, why))
+    elif set(p.cubes) != set(sl.cubes):
+        why = f"the Slice is on {_cube_text(p.cubes)}, tpufleet's slice on {_cube_text(sl.cubes)}"
+        found.append(Drift("cubes", s.name, sl.name, why))
+    disagree = _state_drift(s.state, sl)
+    if disagree is not None:
+        found.append(Drift("state", s.name, sl.name, disagree))
+    return found
+
+
+def _state_drift(gke: str, sl: Slice) -> str | None:
+    """Why the Slice's state and the slice's disagree; None when they do not (an allocated slice, not yet
+    wired in tpufleet's twin, agrees with any: GKE's controller wires it)."""
+    if sl.state.wired and gke in FAILED:
+        return f"GKE reports {gke}; tpufleet runs it ({sl.state})"
+    if sl.state is SliceState.EVICTED and gke in RUNNING:
+        return f"GKE reports {gke}; tpufleet evicted it (fault {sl.evicted_by})"
+    if sl.state is SliceState.CONNECTED and gke == "ACTIVE_DEGRADED":
+        return "GKE reports ACTIVE_DEGRADED; tpufleet knows no fault on it (connected)"
+    if sl.state is SliceState.DEGRADED and gke == "ACTIVE":
+        faults = ", ".join(sl.reroute.faults) if sl.reroute else "?"
+        return f"GKE reports ACTIVE; tpufleet runs it degraded around faults {faults}"
+    return None
+
+
+def _new_or_conflict(state: FleetState, unmatched: list[_Placed], out: SlicePlan) -> None:
+    """Slices tpufleet does not know: running ones first, each on its cubes if tpufleet can give them."""
+    used = state.machine_usage()
+    health = state.health()
+    rank = {st: i for i, st in enumerate(("ACTIVE", "ACTIVE_DEGRADED"))}
+    for p in sorted(unmatched, key=lambda p: (rank.get(p.gke.state, 2), p.gke.name)):
+        s = p.gke
+        if s.state in IGNORED_STATES:
+            out.ignored.append((s.name, s.state, f"{s.state} and not a tpufleet slice: holds no cubes"))
+            continue
+        why = _name_taken(state, s.name)
+        try:
+            if why is None:
+                alloc = allocation.allocate(p.shape, state.fleet, used, health, p.pod, p.cubes)
+        except (Refused, BadInput) as exc:
+            why = str(exc)
+        if why is not None:
+            out.drift.append(Drift("conflict", s.name, None, f"{s.state} on {_cube_text(p.cubes)}: {why}"))
+            continue
+        for cube in alloc.cubes:
+            used.setdefault(cube, set()).update(alloc.machines or range(MACHINES_PER_CUBE))
+        out.new.append(NewSlice(s.name, p.shape, p.pod, p.cubes, s.state))
+        why = f"{s.state} {p.shape.text} on cubes tpufleet holds free: {_cube_text(p.cubes)}"
+        out.drift.append(Drift("not_in_tpufleet", s.name, None, why))
+    out.ignored.sort()
+
+
+def _name_taken(state: FleetState, name: str) -> str | None:
+    folded = name.casefold()
+    for kind, names in (("slice", state.slices), ("multislice job", state.jobs)):
+        other = next((n for n in names if n.casefold() == folded), None)
+        if other is not None:
+            return f"its name is tpufleet's {kind} {other!r}"
+    return None
+
+
+def _describable(state: FleetState, sl: Slice) -> bool:
+    """A slice a Slice could describe: whole cubes, on a pod of an accelerator the Slice CRD takes."""
+    return not sl.machines and accelerator(state.fleet.pod_by_name[sl.pod]) in CRD_SLICE_TYPES
+
+
+def _cube_text(cubes: tuple[str, ...] | list[str]) -> str:
+    shown = list(cubes[:8])
+    return ",".join(shown) + (f",... ({len(cubes)} cubes)" if len(cubes) > 8 else "")

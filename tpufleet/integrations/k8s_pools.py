@@ -1,0 +1,230 @@
+"""Ordinary GKE TPU node pools as slices, and DEGRADED partitions as degraded cubes: the part of `import k8s`
+that is no placement of a node on a machine (pure).
+
+A TPU node pool is one slice: GKE creates a multi-host pool of `--tpu-topology` as one unit and repairs it as one
+("About TPUs in GKE": atomicity), every node labelled with the pool (`cloud.google.com/gke-nodepool`), the
+accelerator (`cloud.google.com/gke-tpu-accelerator`) and the slice's topology (`cloud.google.com/gke-tpu-topology`).
+So the nodes of a pool that the placement of `k8s_plan` could not put on machines (no 4x4x4 partition id, no
+`tpufleet.io/cube`, no mapping entry) are read as one slice of the pool's topology, on a pod of the accelerator's
+generation (a pod without one is the built-in TPU v4 model, whose nodes are `tpu-v4-podslice`):
+
+- the pod is the one an earlier import gave the pool, else the one its nodes' `gce-topology-block` names (the
+  mapping file, an earlier `import k8s` or `import reservation`), else the first pod of the generation with
+  room for it after the other unplaced slices, else the first pod of the generation;
+- no label says which cubes it holds, so it is held *unplaced*: kept in the state (`k8s.node_pools`) and counted
+  against its pod's free cubes by `status`, never given cubes by guess;
+- a pool whose nodes disagree on accelerator or topology, whose topology is not a slice of its generation, or
+  whose accelerator is no generation's, is bad input (exit 2, naming the node and the label); a pool with more
+  nodes than its topology has machines is not a slice (its nodes are listed with why).
+
+Nodes of 4x4x4 partitions (dynamic slicing's sub-blocks: "a node pool maps directly to a sub-block") are cubes of
+the pool of free capacity, as before, never a slice. A pool missing from the list says nothing (as a missing node
+says nothing): it stays as it was.
+
+A partition DEGRADED is a degraded cube that still serves: its own state (`k8s.degraded`), not a fault; the
+import sets it on cubes whose partition the list reports DEGRADED and clears it on cubes it reports otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+
+from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.fleetstate import FleetState, NodePoolSlice
+from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, Node
+from tpufleet.integrations.k8s_plan import Placement
+from tpufleet.model import Pod
+from tpufleet.shapes import Shape, parse_shape, require_allocatable
+
+BUILT_IN_ACCELERATOR = DEFAULT_ACCELERATORS[0]  # the nodes of a pod of the built-in TPU v4 model
+
+
+@dataclass
+class PoolPlan:
+    slices: dict[str, NodePoolSlice] = field(default_factory=dict)  # every pool of the list that is a slice
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    degraded: frozenset[str] = frozenset()  # the cubes degraded after the import
+    degraded_new: list[str] = field(default_factory=list)
+    degraded_cleared: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> dict[str, NodePoolSlice]:
+        return {name: self.slices[name] for name in (*self.new, *self.changed)}
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.new or self.changed or self.degraded_new or self.degraded_cleared)
+
+
+def plan_pools(
+    state: FleetState,
+    nodes: list[Node],
+    mapping: K8sMapping,
+    placement: Placement,
+    source: str,
+    known_accelerators: Collection[str] = DEFAULT_ACCELERATORS,
+) -> PoolPlan:
+    """Node pools as slices and partition health as degraded cubes. Takes the pools' nodes out of
+    `placement.unplaced` (they are the pool's slice now) and puts there those of pools that are no slice.
+    BadStateFile (exit 2) for a pool the labels contradict; `known_accelerators`: every generation's."""
+    out = PoolPlan()
+    keys = mapping.labels
+    unplaced = {name for name, _ in placement.unplaced}
+    members: dict[str, list[Node]] = defaultdict(list)
+    for node in nodes:
+        pool = node.labels.get(keys.node_pool)
+        if pool and node.name in unplaced and _poolable(node, mapping):
+            members[pool].append(node)
+    pooled = {n.name for group in members.values() for n in group}
+    placement.unplaced = [u for u in placement.unplaced if u[0] not in pooled]
+    rooms = _rooms(state)
+    for pool in sorted(members):
+        group = sorted(members[pool], key=lambda n: n.name)
+        shape, pods = _pool_shape(state, pool, group, mapping, source, known_accelerators)
+        why = _why_no_slice(pool, group, shape, pods, keys.accelerator)
+        if why is not None:
+            placement.unplaced += [(n.name, why) for n in group]
+            continue
+        assert shape is not None
+        pod = _pod_for(state, pool, group, pods, shape, mapping, placement, rooms)
+        accelerator = group[0].labels[keys.accelerator]
+        out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group))
+        known = state.k8s.node_pools.get(pool)
+        if known is None:
+            out.new.append(pool)
+        elif known != out.slices[pool]:
+            out.changed.append(pool)
+    placement.unplaced.sort()
+    _degraded(state, placement, out)
+    return out
+
+
+def _poolable(node: Node, mapping: K8sMapping) -> bool:
+    """A TPU node the labels place on no cube: no partition id, no cube of tpufleet's, no mapping entry."""
+    keys, labels = mapping.labels, node.labels
+    return (
+        labels.get(keys.accelerator) in mapping.accelerators
+        and keys.partition not in labels
+        and keys.cube not in labels
+        and node.name not in mapping.nodes
+    )
+
+
+def pods_of(state: FleetState, accelerator: str) -> list[Pod]:
+    """The pods whose nodes carry this accelerator (a pod of the built-in v4 model: tpu-v4-podslice)."""
+    return [
+        p
+        for p in state.fleet.pods
+        if (p.generation.gke_accelerator if p.generation is not None else BUILT_IN_ACCELERATOR) == accelerator
+    ]
+
+
+def _label_path(node: Node, key: str) -> str:
+    return f"items (node {node.name}).metadata.labels.{key}"
+
+
+def _pool_shape(
+    state: FleetState,
+    pool: str,
+    group: list[Node],
+    mapping: K8sMapping,
+    source: str,
+    known_accelerators: Collection[str],
+) -> tuple[Shape | None, list[Pod]]:
+    """The pool's slice shape on its generation, and the pods of that generation (BadStateFile if malformed)."""
+    keys, first = mapping.labels, group[0]
+    accelerator, topology = first.labels[keys.accelerator], first.labels[keys.topology]
+    for node in group[1:]:
+        for key, want in ((keys.accelerator, accelerator), (keys.topology, topology)):
+            if node.labels[key] != want:
+                problem = f"node pool {pool} is {want} on node {first.name}: a node pool has one {key.split('/')[-1]}"
+                raise BadStateFile(source, _label_path(node, key), node.labels[key], problem)
+    if accelerator not in known_accelerators:
+        problem = f"no TPU generation has this accelerator (known: {', '.join(sorted(known_accelerators))})"
+        raise BadStateFile(source, _label_path(first, keys.accelerator), accelerator, problem)
+    pods = pods_of(state, accelerator)
+    if not pods:
+        return None, pods
+    try:
+        shape = require_allocatable(parse_shape(topology, generation=pods[0].generation))
+    except BadInput as exc:
+        raise BadStateFile(source, _label_path(first, keys.topology), topology, f"not a slice: {exc}") from None
+    return shape, pods
+
+
+def _why_no_slice(pool: str, group: list[Node], shape: Shape | None, pods: list[Pod], key: str) -> str | None:
+    if shape is None:
+        return f"node pool {pool}: no pod of the fleet has {key.split('/')[-1]} {group[0].labels[key]}"
+    if len(group) > shape.machines:
+        return f"node pool {pool} has {len(group)} nodes, but a {shape.text} slice has {shape.machines} machine(s)"
+    return None
+
+
+def _rooms(state: FleetState) -> dict[str, int]:
+    """pod -> machines free for an unplaced slice: free cubes' machines less those held by unplaced slices."""
+    health, used = state.health(), {c for sl in state.slices.values() for c in sl.cubes}
+    room = {
+        p.name: MACHINES_PER_CUBE * sum(1 for c in p.cubes if health.cube_ok(c) and c not in used)
+        for p in state.fleet.pods
+    }
+    for pool in state.k8s.node_pools.values():
+        room[pool.pod] = room.get(pool.pod, 0) - pool.machines
+    return room
+
+
+def _pod_for(
+    state: FleetState,
+    pool: str,
+    group: list[Node],
+    pods: list[Pod],
+    shape: Shape,
+    mapping: K8sMapping,
+    placement: Placement,
+    rooms: dict[str, int],
+) -> str:
+    names = [p.name for p in pods]
+    known = state.k8s.node_pools.get(pool)
+    if known is not None and known.pod in names:
+        return known.pod
+    block = group[0].labels.get(mapping.labels.block)
+    if block is not None:
+        for table in (mapping.pods, placement.blocks, state.k8s.blocks, state.reservation.blocks):
+            if table.get(block) in names:
+                return table[block]
+    pod = next((p for p in names if rooms.get(p, 0) >= shape.machines), names[0])
+    rooms[pod] = rooms.get(pod, 0) - shape.machines
+    return pod
+
+
+def _degraded(state: FleetState, placement: Placement, out: PoolPlan) -> None:
+    """Cubes whose partition the list reports: DEGRADED ones degraded, the others not; the rest as they were."""
+    reported = placement.cube_states
+    was = state.k8s.degraded
+    now = {c for c in was if c not in reported} | {c for c, (s, _) in reported.items() if s == DEGRADED_PARTITION}
+    out.degraded = frozenset(now)
+    out.degraded_new = sorted(now - was, key=_cube_order(state))
+    out.degraded_cleared = sorted(was - now, key=_cube_order(state))
+
+
+def _cube_order(state: FleetState) -> Callable[[str], tuple[str, int]]:
+    pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
+    return lambda c: (pod_of.get(c, ""), position.get(c, 0))
+
+
+def unplaced_cubes(pools: Iterable[NodePoolSlice]) -> dict[str, int]:
+    """pod -> cubes its unplaced slices hold: whole-cube slices their cubes, sub-cube ones their machines in cubes
+    (rounded up: 2x2x1 and 2x2x2 slices on one pod take one cube of room)."""
+    cubes: dict[str, int] = defaultdict(int)
+    machines: dict[str, int] = defaultdict(int)
+    for pool in pools:
+        if pool.shape.is_subcube:
+            machines[pool.pod] += pool.machines
+        else:
+            cubes[pool.pod] += pool.cubes
+    for pod, m in machines.items():
+        cubes[pod] += -(-m // MACHINES_PER_CUBE)
+    return dict(cubes)
