@@ -57,6 +57,7 @@ __all__ = [
     "at_least",
     "cube_healthy",
     "cubes_at_confidence",
+    "failures_at_confidence",
     "ocs_all_up",
     "parse_days",
     "poisson_binomial",
@@ -174,6 +175,16 @@ def cubes_at_confidence(ps: Sequence[float], confidence: float) -> int:
         pmf = poisson_binomial(ps)
         tails = [sum(pmf[k:]) for k in range(len(ps) + 1)]
     return max(k for k, tail in enumerate(tails) if tail >= confidence or k == 0)
+
+
+def failures_at_confidence(ps: Sequence[float], confidence: float) -> int:
+    """The smallest K with P(at most K of these cubes fail) >= confidence, each cube healthy with its p (the
+    expected case of `capacity`): the cubes minus `cubes_at_confidence`.
+
+    >>> failures_at_confidence([0.9] * 10, 0.9)
+    2
+    """
+    return len(ps) - cubes_at_confidence(ps, confidence)
 
 
 @dataclass(frozen=True)

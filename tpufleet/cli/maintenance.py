@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import ReportOutput, app, examples, report_formats
+from tpufleet.cli.app import Output, OutputOpt, ReportOutput, app, examples, report_formats
 from tpufleet.cli.render import emit, grid
 
 
@@ -104,3 +104,62 @@ def plan_maintenance_cmd(
     emit(plan, output, lambda: _table(plan), {"md": lambda: _runbook(plan)})
     if not plan["served"]:
         raise typer.Exit(1)
+
+
+def _applied_text(d: dict[str, Any]) -> str:
+    head = f"{'dry run of ' if d['dry_run'] else ''}wave {d['wave']} of {d['waves']} ({', '.join(d['cubes'])})"
+    lines = [f"{head}, plan {d['plan']} made at serial {d['plan_serial']}"]
+    for s in d["steps"]:
+        if s["step"] == "drain":
+            lines.append(f"  drain {s['target']}: {'opened' if s['opened'] else 'already open'} {s['fault_id']}")
+        elif s["step"] == "reschedule":
+            lines.append(f"  move {s['slice']}: {','.join(s['cubes_out'])} -> {','.join(s['cubes_in']) or '-'}")
+        elif s["step"] == "plan-xconnect":
+            lines.append(f"  wire {s['slice']}: +{s['add']} -{s['remove']} ={s['keep']}")
+        elif s["step"] == "routes":
+            lines.append(f"  routes {s['slice']}: {s['routable_pairs']} routable pairs, {s['vcs']} VCs")
+        else:
+            lines.append(f"  clear {s['target']}: {', '.join(s['fault_ids']) or 'nothing open'}")
+    tail = "nothing was changed (dry run)" if d["dry_run"] else f"applied (serial {d['serial']})"
+    return "\n".join([*lines, tail])
+
+
+@app.command(
+    "apply-maintenance",
+    epilog=examples(
+        "tpufleet apply-maintenance plan.json --wave 1 --dry-run   # check it, change nothing",
+        "tpufleet apply-maintenance plan.json --wave 1",
+    ),
+)
+def apply_maintenance_cmd(
+    ctx: typer.Context,
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="A plan saved by plan-maintenance --out")],
+    wave: Annotated[int, typer.Option("--wave", min=1, max=10_000, help="The wave to apply (waves go in order)")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and work out the wave; change nothing")] = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Apply one wave of a saved maintenance plan in one transaction: its drains, the moves of the slices they
+    stop (reschedule, cross-connects, routing tables) and the clears at its end. Refused (exit 1, nothing
+    changed) when an earlier wave is not applied, the wave was, or something the wave depends on changed since
+    the plan was made (a slice or fault on a cube it touches, an OCS fault in its pod); changes elsewhere do not
+    matter."""
+    from tpufleet.ops import maintenance as ops
+    from tpufleet.state.maintenanceplan import read
+    from tpufleet.state.store import utc_now
+
+    saved, now, store = read(plan_file), utc_now(), ctx.obj.store()
+    if dry_run:
+        state = store.load()
+        applied = ops.applied_waves(store.journal(state.serial), saved)
+        d = ops.apply_wave(state, saved, wave, applied, now, None).data
+    else:
+        with store.transaction() as tx:
+            applied = ops.applied_waves(store.journal(tx.state.serial), saved)
+
+            def keep(name: str, npz: bytes) -> str:
+                return f"{store.routes_dir.name}/{store.save_tables(tx, name, npz).name}"
+
+            outcome = ops.apply_wave(tx.state, saved, wave, applied, now, keep)
+            tx.commit(outcome.change)
+        d = outcome.data
+    emit(d, output, lambda: _applied_text(d))

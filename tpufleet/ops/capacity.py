@@ -1,18 +1,47 @@
-"""Use case of `tpufleet capacity`: the shapes each pod can place now and after the worst K cube failures."""
+"""Use case of `tpufleet capacity`: the shapes each pod can place now and after K cube failures, K given (the
+worst case) or the failures `plan-spares`' model expects at a confidence over a horizon (the expected case)."""
 
 from __future__ import annotations
 
-from tpufleet import capacity
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet import capacity, spares
 from tpufleet.errors import BadInput
 from tpufleet.fleetstate import FleetState
+from tpufleet.model import Pod
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.spares import RatesChoice, cube_odds
 
 MAX_AFTER = 1000  # cube failures to plan for: more than any pod has cubes
 
 
-def report(state: FleetState, after: int, pod: str | None = None) -> Outcome:
+@dataclass(frozen=True)
+class Expected:
+    """The expected case: K is the smallest number of cube failures that is not exceeded with this confidence
+    over the horizon, each cube failing with `plan-spares`' probability (Poisson-binomial over the cubes up)."""
+
+    confidence: float
+    horizon_days: float
+    rates: RatesChoice
+
+
+def _expected_failures(state: FleetState, pod: Pod, expected: Expected) -> dict[str, Any]:
+    odds, source = cube_odds(state, pod, expected.rates, expected.horizon_days)
+    up = [p for p in odds.values() if p > 0.0]
+    k = spares.failures_at_confidence(up, expected.confidence)
+    return {
+        "failures": k,
+        "cubes_up": len(up),
+        "probability": spares.at_least(up, len(up) - k),  # P(at most K of them fail)
+        "rates_source": source,
+    }
+
+
+def report(state: FleetState, after: int, pod: str | None = None, expected: Expected | None = None) -> Outcome:
     """Per pod (or the one asked for): every shape of its generation, whether the allocator places it now, and
-    whether it still fits after the `after` cube failures that hurt it most. Reads the state, changes nothing."""
+    whether it still fits after the `after` cube failures that hurt it most (with `expected`: after the pod's
+    expected failures at the confidence). Reads the state, changes nothing."""
     if not 0 <= after <= MAX_AFTER:
         raise BadInput(f"bad option --after: {after} is outside 0-{MAX_AFTER}")
     if pod is not None and pod not in state.fleet.pod_by_name:
@@ -22,11 +51,15 @@ def report(state: FleetState, after: int, pod: str | None = None) -> Outcome:
     for p in state.fleet.pods:
         if pod is not None and p.name != pod:
             continue
-        rows = capacity.verdicts(p, state.fleet, used, health, after)
+        expect = _expected_failures(state, p, expected) if expected is not None else None
+        k = expect["failures"] if expect is not None else after
+        rows = capacity.verdicts(p, state.fleet, used, health, k)
         pods.append(
             {
                 "pod": p.name,
                 "generation": p.generation.name if p.generation is not None else None,
+                "after": k,
+                "expected_failures": expect,
                 "free_healthy_cubes": sum(1 for c in p.cubes if c not in used and health.cube_ok(c)),
                 "shapes": len(rows),
                 "fit_now": sum(r.now for r in rows),
@@ -36,7 +69,10 @@ def report(state: FleetState, after: int, pod: str | None = None) -> Outcome:
                 "verdicts": [r.record() for r in rows],
             }
         )
-    return Outcome({"serial": state.serial, "after": after, "pods": pods})
+    top: dict[str, Any] = {"after": after if expected is None else None}
+    if expected is not None:
+        top.update(confidence=expected.confidence, horizon_days=expected.horizon_days)
+    return Outcome({"serial": state.serial, **top, "pods": pods})
 
 
 def _largest(rows: list[capacity.Verdict], now: bool) -> str | None:

@@ -1,21 +1,37 @@
-"""Use case of `plan-maintenance`: the waves of `tpufleet.maintenance`, replayed on a copy of the fleet state
-through the same use cases `inject-fault`, `reschedule` and `clear-fault` run, so each move shown is the one the
-commands will make. Read only: the state itself is never changed (the plan is a plan)."""
+"""Use cases of `plan-maintenance` and `apply-maintenance`: the waves of `tpufleet.maintenance`, each run through
+the same use cases `inject-fault`, `reschedule`, `plan-xconnect --apply`, `routes` and `clear-fault` run.
+
+Planning runs every wave on a copy of the fleet state (the state itself is never changed: the plan is a plan),
+each drain and clear at its notice's window. Applying runs one wave of a saved plan on the state, in one
+transaction, with the same step code (`_run_wave`), after checking that nothing the wave depends on moved since
+the plan was made; afterwards the moves it made must be the plan's, or nothing is committed.
+"""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet import maintenance
-from tpufleet.errors import Refused
-from tpufleet.fleetstate import FleetState, SliceState
-from tpufleet.ids import CubeId
+from tpufleet.errors import BadInput, Refused
+from tpufleet.fleetstate import Change, FleetState, SliceState
+from tpufleet.ids import CubeId, OcsId
+from tpufleet.journalentry import JournalEntry
 from tpufleet.maintenance import Notice
 from tpufleet.ops import faults as fault_ops
+from tpufleet.ops import routes as route_ops
+from tpufleet.ops import xconnect as xconnect_ops
 from tpufleet.ops.outcome import Outcome
+from tpufleet.state.maintenanceplan import SavedMaintenancePlan, SavedWave
+
+# Stores a moved slice's routing tables (npz bytes) with the transaction that applies the wave; returns where they
+# are kept, relative to the state directory. The shell's: it owns the state directory.
+SaveTables = Callable[[str, bytes], str]
+
+JOURNAL_PLAN_KEY = "maintenance_plan"  # the journal details of an applied wave: plan id, wave number, plan serial
 
 
 def open_drain_notices(state: FleetState) -> list[Notice]:
@@ -34,9 +50,38 @@ class _Wave:
     commands: list[str] = field(default_factory=list)
     moves: list[dict[str, Any]] = field(default_factory=list)
     fault_ids: set[str] = field(default_factory=set)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # what was done, in order (apply-maintenance)
+    holders: dict[str, list[str]] = field(default_factory=dict)  # cube -> slices holding it before the wave
 
 
-def _drain(sim: FleetState, wave: _Wave) -> None:
+@dataclass(frozen=True)
+class _Run:
+    """How a wave runs: on a plan's copy (each step at its notice's window; a slice that cannot move is noted
+    as unserved) or applied (every step at `now`, the moved slices wired and routed; a refusal stops it all)."""
+
+    now: str | None = None
+    route: Callable[[FleetState, str], dict[str, Any]] | None = None
+
+    @property
+    def applying(self) -> bool:
+        return self.now is not None
+
+    def drain_time(self, n: Notice) -> str:
+        return self.now or n.window_start
+
+    def clear_time(self, n: Notice) -> str:
+        return self.now or n.window_end or n.window_start
+
+
+def _holders(state: FleetState) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for name in sorted(state.slices):
+        for c in state.slices[name].cubes:
+            out[c].append(name)
+    return out
+
+
+def _drain(sim: FleetState, wave: _Wave, run: _Run) -> None:
     """Drain the wave's cubes (a notice whose drain is already open keeps it)."""
     reason = maintenance.wave_reason(wave.number, wave.notices)
     for n in wave.notices:
@@ -44,25 +89,35 @@ def _drain(sim: FleetState, wave: _Wave) -> None:
         existing = sim.open_fault_on(target)
         if existing is not None:
             wave.fault_ids.add(existing.id)
+            wave.steps.append({"step": "drain", "target": n.target, "fault_id": existing.id, "opened": False})
             continue
         wave.commands.append(maintenance.drain_command(n, reason))
-        radius = fault_ops.inject(sim, [fault_ops.FaultRequest(target, True, reason)], n.window_start).data[0]
+        request = fault_ops.FaultRequest(target, True, reason)
+        radius = fault_ops.inject(sim, [request], run.drain_time(n)).data[0]
         wave.fault_ids.add(radius["fault_id"])
+        wave.steps.append({"step": "drain", "target": n.target, "fault_id": radius["fault_id"], "opened": True})
 
 
-def _move(sim: FleetState, wave: _Wave, name: str) -> None:
+def _move(sim: FleetState, wave: _Wave, name: str, run: _Run) -> None:
     sl = sim.slices[name]
     before, on = list(sl.cubes), [n.target for n in wave.notices if n.cube in sl.cubes]
     row: dict[str, Any] = {"slice": name, "job": sl.job, "notice": on[0] if on else None, "pod": sl.pod}
     try:
         done = fault_ops.reschedule(sim, name).data
     except Refused as exc:
+        if run.applying:
+            raise Refused(f"wave {wave.number}: cannot move slice {name!r}: {exc}; plan again") from None
         wave.moves.append({**row, "status": "unserved", "reason": str(exc)})
         return
     wave.commands.extend(maintenance.move_commands(name))
     after = list(done["cubes"])
     out, into = [c for c in before if c not in after], [c for c in after if c not in before]
     wave.moves.append({**row, "status": "moved", "to_pod": done["pod"], "cubes_out": out, "cubes_in": into})
+    wave.steps.append({"step": "reschedule", "slice": name, "pod": done["pod"], "cubes_out": out, "cubes_in": into})
+    if run.route is not None and run.now is not None:
+        wired = xconnect_ops.plan_and_apply(sim, name, run.now).data["summary"]
+        wave.steps.append({"step": "plan-xconnect", "slice": name, **wired})
+        wave.steps.append({"step": "routes", **run.route(sim, name)})
 
 
 def _evicted_by(sim: FleetState, fault_ids: set[str]) -> list[str]:
@@ -76,10 +131,28 @@ def _free_healthy(sim: FleetState, pods: set[str]) -> int:
     return sum(1 for p in sim.fleet.pods if p.name in pods for c in p.cubes if c not in used and health.cube_ok(c))
 
 
-def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice]) -> None:
+def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -> None:
     for n in notices:
         wave.commands.append(maintenance.clear_command(n))
-        fault_ops.clear(sim, n.target, n.window_end or n.window_start)
+        done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
+        wave.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in done["cleared"]]})
+
+
+def _run_wave(sim: FleetState, wave: _Wave, cleared: Sequence[Notice], run: _Run, spares: int) -> dict[str, Any]:
+    """One wave's steps, in the order of its commands: drains, the evicted slices' moves, then the clears that
+    fall at its end. The wave's record (cubes, moves, free healthy cubes during it) is returned."""
+    holders = _holders(sim)
+    _drain(sim, wave, run)
+    for name in _evicted_by(sim, wave.fault_ids):
+        _move(sim, wave, name, run)
+    record = _wave_record(sim, wave, spares)
+    moved = {m["slice"] for m in wave.moves}
+    touched = {n.cube for n in wave.notices} | {c for m in wave.moves for c in m.get("cubes_in", ())}
+    touched |= {c for c, names in holders.items() if moved & set(names)}
+    order = {c: i for i, c in enumerate(sim.fleet.cubes)}
+    record["holders_before"] = {c: holders.get(c, []) for c in sorted(touched, key=order.__getitem__)}
+    _clear(sim, wave, cleared, run)
+    return {**record, "cleared_after": [n.target for n in cleared], "commands": wave.commands}
 
 
 def _wave_record(sim: FleetState, wave: _Wave, spares: int) -> dict[str, Any]:
@@ -99,7 +172,7 @@ def _wave_record(sim: FleetState, wave: _Wave, spares: int) -> dict[str, Any]:
 
 
 def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares: int, source: str) -> Outcome:
-    """The waves, each replayed on a copy of the state: drains, the evicted slices' moves (or why not), the free
+    """The waves, each run on a copy of the state: drains, the evicted slices' moves (or why not), the free
     healthy cubes left during the window against the spare target, and the commands in order."""
     order = [c for p in state.fleet.pods for c in p.cubes]
     groups = maintenance.waves(notices, max_parallel, order)
@@ -107,14 +180,8 @@ def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares
     sim = copy.deepcopy(state)
     rows = []
     for i, group in enumerate(groups):
-        wave = _Wave(i + 1, list(group))
-        _drain(sim, wave)
-        for name in _evicted_by(sim, wave.fault_ids):
-            _move(sim, wave, name)
-        record = _wave_record(sim, wave, spares)
         cleared = [n for j, g in enumerate(groups) if clears[j] == i for n in g]
-        _clear(sim, wave, cleared)
-        rows.append({**record, "cleared_after": [n.target for n in cleared], "commands": wave.commands})
+        rows.append(_run_wave(sim, _Wave(i + 1, list(group)), cleared, _Run(), spares))
     return Outcome(_document(state, notices, rows, max_parallel, spares, source))
 
 
@@ -137,3 +204,145 @@ def _document(
         "served": not unserved and not short,
         "commands": [c for w in rows for c in w["commands"]],
     }
+
+
+# ---- apply-maintenance PLAN --wave N ---------------------------------------------------------------------------
+
+
+def applied_waves(entries: Sequence[JournalEntry], saved: SavedMaintenancePlan) -> dict[int, int]:
+    """Wave number -> the serial that applied it, from the journal's entries (this plan's id, after its serial)."""
+    out = {}
+    for e in entries:
+        mark = (e.details or {}).get(JOURNAL_PLAN_KEY)
+        if isinstance(mark, Mapping) and mark.get("id") == saved.plan_id and e.serial > saved.serial:
+            wave = mark.get("wave")
+            if isinstance(wave, int):
+                out[wave] = e.serial
+    return out
+
+
+def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, applied: dict[int, int]) -> None:
+    """Refused when the plan is newer than the state, the wave was applied, or an earlier one was not."""
+    if saved.serial > state.serial:
+        raise Refused(
+            f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
+        )
+    if number in applied:
+        raise Refused(f"wave {number} of plan {saved.path} was applied at serial {applied[number]}; nothing to do")
+    missing = [k for k in range(1, number) if k not in applied]
+    if missing:
+        raise Refused(
+            f"wave {missing[0]} of plan {saved.path} is not applied yet: waves go in order "
+            f"(tpufleet apply-maintenance {saved.path} --wave {missing[0]})"
+        )
+
+
+def changed_since(state: FleetState, saved: SavedMaintenancePlan, wave: SavedWave, own: set[int]) -> list[str]:
+    """What wave `wave` depends on that changed since the plan was made (its own earlier waves' commits, serials
+    `own`, aside): a slice moved, released or added on a cube it touches (the cubes it drains, the moved
+    slices' cubes and their destinations); a fault opened on one of those cubes (or a host, chip or link of it)
+    or on an OCS of their pods; a drain the plan found open, cleared. Changes elsewhere do not matter to it."""
+    why = []
+    holders = _holders(state)
+    for cube, names in wave.holders_before.items():
+        now = holders.get(cube, [])
+        if list(names) != now:
+            why.append(f"cube {cube} is held by {','.join(now) or 'no slice'} (the plan: {','.join(names) or 'free'})")
+    pods = {state.fleet.pod_of(c).name for c in wave.holders_before}
+    for fault in state.open_faults():
+        serial, target = fault.opened_serial or 0, fault.target
+        on = target.pod in pods if isinstance(target, OcsId) else target.cube in wave.holders_before
+        if serial > saved.serial and serial not in own and on:
+            why.append(f"fault {fault.id} on {target} opened at serial {serial}")
+    why += [f"the drain of {t} was cleared" for t in wave.already_drained if state.open_fault_on(CubeId(t[5:])) is None]
+    return why
+
+
+def _differs(wave: SavedWave, done: _Wave, state: FleetState) -> list[str]:
+    """How the wave as run differs from the plan's: other moves, or a slice left stopped."""
+    planned = {m.slice: (set(m.cubes_out), set(m.cubes_in)) for m in wave.moves}
+    made = {m["slice"]: (set(m["cubes_out"]), set(m["cubes_in"])) for m in done.moves}
+    why = [f"slice {name!r} would not move" for name in sorted(planned.keys() - made.keys())]
+    why += [f"slice {name!r} would be moved too" for name in sorted(made.keys() - planned.keys())]
+    for name in sorted(planned.keys() & made.keys()):
+        if planned[name] != made[name]:
+            into = ",".join(sorted(made[name][1])) or "-"
+            why.append(f"slice {name!r} would move to {into} (the plan: {','.join(sorted(planned[name][1])) or '-'})")
+    why += [f"slice {name!r} would be left evicted" for name in _evicted_by(state, done.fault_ids)]
+    return why
+
+
+def apply_wave(
+    state: FleetState,
+    saved: SavedMaintenancePlan,
+    number: int,
+    applied: dict[int, int],
+    now: str,
+    save_tables: SaveTables | None,
+) -> Outcome:
+    """`apply-maintenance PLAN --wave N`: check the order and that nothing the wave depends on moved, then run
+    its steps (`_run_wave`, as planning did) on `state`; refused, with nothing changed, when a step cannot be
+    made or the moves differ from the plan's. `save_tables` None: a dry run (tables made, not kept)."""
+    if not 1 <= number <= len(saved.waves):
+        raise BadInput(f"bad option --wave: {number} is not a wave of plan {saved.path} (1 to {len(saved.waves)})")
+    _order_refusal(state, saved, number, applied)
+    wave = saved.waves[number - 1]
+    unserved = [m for m in wave.moves if m.status != "moved"]
+    if unserved:
+        raise Refused(f"wave {number} of plan {saved.path} stops slice {unserved[0].slice!r}: {unserved[0].reason}")
+    why = changed_since(state, saved, wave, set(applied.values()))
+    if why:
+        raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
+    run = _Run(now, lambda s, name: _route(s, name, now, save_tables))
+    done = _Wave(number, list(wave.notices))
+    record = _run_wave(state, done, wave.cleared_after, run, 0)
+    differ = _differs(wave, done, state)
+    if differ:
+        raise Refused(f"wave {number} would not do what plan {saved.path} says: {_listed(differ)}; plan again")
+    return _applied(state, saved, done, record, save_tables is None)
+
+
+def _listed(why: list[str], shown: int = 4) -> str:
+    return "; ".join(why[:shown]) + (f"; and {len(why) - shown} more" if len(why) > shown else "")
+
+
+def _route(state: FleetState, name: str, now: str, save_tables: SaveTables | None) -> dict[str, Any]:
+    """`routes SLICE` with its defaults, the tables kept with the wave's transaction (`save_tables`)."""
+    request = route_ops.RouteRequest("auto", ["all-to-all", "all-reduce"], True)
+
+    def keep(routed: route_ops.RoutedSlice, npz: bytes) -> str:
+        where = save_tables(name, npz) if save_tables is not None else f"routes/{name}.npz"
+        route_ops.record(state, routed, where)
+        return where
+
+    done = route_ops.route_slice(state, name, request, now, keep)
+    if done.refusal is not None:
+        raise Refused(f"tables for slice {name!r} cannot be stored: {done.refusal}; nothing was changed")
+    s = done.data
+    return {"slice": name, "vcs": s["vcs"], "routable_pairs": s["routable_pairs"], "stored": save_tables is not None}
+
+
+def _applied(
+    state: FleetState, saved: SavedMaintenancePlan, done: _Wave, record: dict[str, Any], dry_run: bool
+) -> Outcome:
+    opened = [s["fault_id"] for s in done.steps if s["step"] == "drain" and s["opened"]]
+    cleared = [f for s in done.steps if s["step"] == "clear" for f in s["fault_ids"]]
+    moved = [{k: m[k] for k in ("slice", "pod", "to_pod", "cubes_out", "cubes_in")} for m in done.moves]
+    data = {
+        "plan": saved.path,
+        "plan_id": saved.plan_id,
+        "plan_serial": saved.serial,
+        "wave": done.number,
+        "waves": len(saved.waves),
+        "dry_run": dry_run,
+        "cubes": record["cubes"],
+        "steps": done.steps,
+        "moved": moved,
+        "faults_opened": opened,
+        "faults_cleared": cleared,
+        "commands": done.commands,
+        "serial": state.serial if dry_run else state.next_serial,
+    }
+    summary = f"apply-maintenance wave {done.number}: {','.join(record['cubes'])}; {len(moved)} slice(s) moved"
+    mark = {"id": saved.plan_id, "wave": done.number, "plan_serial": saved.serial}
+    return Outcome(data, None if dry_run else Change(summary, {JOURNAL_PLAN_KEY: mark, "moved": moved}))

@@ -125,12 +125,7 @@ def _pod_plan(
     rates, source, gen = _pod_rates(pod, choice)
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
     clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE)
-    odds = {
-        c: 0.0
-        if c in ctx.down
-        else spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, ctx.history.get(c, 0))
-        for c in pod.cubes
-    }
+    odds = _odds(ctx, pod, rates, hosts, horizon)
     own = list(dict.fromkeys(c for s in slices for c in s.cubes))  # sub-cube slices sharing a cube count it once
     position = {c: i for i, c in enumerate(pod.cubes)}
     free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and odds[c] > 0.0]
@@ -160,6 +155,25 @@ def _pod_plan(
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
         "note": _note(slices, curve, len(free)),
     }
+
+
+def _odds(ctx: _Context, pod: Pod, rates: spares.ComponentRates, hosts: int, horizon: float) -> dict[str, float]:
+    """Each cube's probability of staying fully healthy over the horizon (0 for a cube down now)."""
+    return {
+        c: 0.0
+        if c in ctx.down
+        else spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, ctx.history.get(c, 0))
+        for c in pod.cubes
+    }
+
+
+def cube_odds(state: FleetState, pod: Pod, choice: RatesChoice, horizon: float) -> tuple[dict[str, float], str]:
+    """Each cube's probability of staying fully healthy over the horizon as `plan-spares` works it out (0 for a
+    cube down now), and where the pod's rates came from."""
+    rates, source, gen = _pod_rates(pod, choice)
+    hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
+    ctx = _Context(state, _history(state), _down_now(state), {})
+    return _odds(ctx, pod, rates, hosts, horizon), source
 
 
 def _ocs_term(

@@ -1,0 +1,275 @@
+"""`tpufleet apply-maintenance PLAN --wave N` on the TPU7x fixture reservation (144 sub-blocks, 2 imported
+maintenance drains) with a running 12x12x24 and 16x16x16: every wave applied in order through the CLI leaves no
+slice evicted and ends where replaying the plan's printed commands ends; an unrelated change leaves the plan
+valid; a fault or slice on a cube the wave touches, waves out of order or twice, and a plan newer than the state
+are refused (exit 1, one line, the state byte-identical); malformed plan files and waves out of range exit 2."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import Cli
+
+from helpers import one_line, snapshot
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+
+
+def _start(cli: Any) -> Any:
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", FIXTURE, "--apply").code == 0
+    assert cli("allocate", "a", "--shape", "12x12x24").code == 0  # c00-c54 without c40
+    assert cli("allocate", "b", "--shape", "16x16x16").code == 0  # c55-c118 without c99
+    return cli
+
+
+@pytest.fixture
+def running(cli):
+    return _start(cli)
+
+
+def _notice(cube: str, start: str, end: str) -> dict[str, str]:
+    return {"target": f"cube:{cube}", "window_start": f"2026-07-{start}:00Z", "window_end": f"2026-07-{end}:00Z"}
+
+
+# c00 and c01 (slice a) one morning; c55 (b) from noon that day, so the first wave's cubes stay out through the
+# second; c02 (a) on the 3rd; c56 and c57 (b) together on the 4th. --max-parallel 2: three waves.
+NOTICES = [
+    _notice("c00", "01T09:00", "01T13:00"),
+    _notice("c01", "01T10:00", "01T14:00"),
+    _notice("c55", "01T12:00", "02T13:00"),
+    _notice("c02", "03T09:00", "03T13:00"),
+    _notice("c56", "04T09:00", "04T13:00"),
+    _notice("c57", "04T09:00", "04T13:00"),
+]
+
+
+def _plan(cli: Any, tmp_path: Path, notices: list[dict[str, str]] = NOTICES, parallel: int = 2) -> dict:
+    path = tmp_path / "notices.yaml"
+    path.write_text(yaml.safe_dump(notices))
+    out = tmp_path / "plan.json"
+    r = cli("plan-maintenance", "--notices", path, "--max-parallel", parallel, "--out", out, "-o", "json")
+    assert r.code == 0, r.err
+    return r.json
+
+
+def _placed(cli: Any) -> dict[str, tuple[str, frozenset[str]]]:
+    return {s["name"]: (s["state"], frozenset(s["cubes"])) for s in cli("show", "slices", "-o", "json").json}
+
+
+def _open_faults(cli: Any) -> set[str]:
+    return {f["target"] for f in cli("status", "-o", "json").json["faults"]}
+
+
+def _serial(cli: Any) -> int:
+    return cli("status", "-o", "json").json["serial"]
+
+
+def test_every_wave_in_order_evicts_nothing_and_ends_where_the_commands_end(running, tmp_path, capsys):
+    plan = _plan(running, tmp_path)
+    waves = plan["waves"]
+    assert [w["cubes"] for w in waves] == [["c00", "c01"], ["c55", "c02"], ["c56", "c57"]]
+    assert waves[0]["cleared_after"] == [] and len(waves[1]["cleared_after"]) == 4  # the windows overlap
+    assert [[m["slice"] for m in w["moves"]] for w in waves] == [["a"], ["a", "b"], ["b"]]
+    assert waves[0]["holders_before"]["c00"] == ["a"]
+    serial = _serial(running)
+    for w in waves:
+        r = running("apply-maintenance", tmp_path / "plan.json", "--wave", w["wave"], "-o", "json")
+        assert r.code == 0, r.err
+        d = r.json
+        serial += 1
+        assert (d["wave"], d["waves"], d["dry_run"], d["serial"], d["plan_serial"]) == (w["wave"], 3, False, serial, 4)
+        assert d["cubes"] == w["cubes"] and d["commands"] == w["commands"]
+        assert [(m["slice"], m["cubes_out"], m["cubes_in"]) for m in d["moved"]] == [
+            (m["slice"], m["cubes_out"], m["cubes_in"]) for m in w["moves"]
+        ]
+        named = {"inject-fault": "drain", "clear-fault": "clear"}
+        assert [s["step"] for s in d["steps"]] == [named.get(c.split()[1], c.split()[1]) for c in d["commands"]]
+        assert len(d["faults_opened"]) == len(w["cubes"]) and len(d["faults_cleared"]) == len(w["cleared_after"])
+        assert _serial(running) == serial  # one transaction a wave
+        placed = _placed(running)
+        assert sorted(placed) == ["a", "b"] and all(state != "evicted" for state, _ in placed.values())
+    applied = _placed(running)
+    assert all(state == "connected" for state, _ in applied.values())
+    assert _open_faults(running) == {"cube:c40", "cube:c99"}
+    assert {s["name"]: s["routes"] for s in running("show", "slices", "-o", "json").json} == {
+        "a": "fresh",
+        "b": "fresh",
+    }
+
+    replay = _start(Cli(capsys, tmp_path / "replay"))
+    for command in plan["commands"]:
+        done = replay(*shlex.split(command)[1:])
+        assert done.code == 0, (command, done.err)
+    assert _placed(replay) == applied
+    assert _open_faults(replay) == _open_faults(running)
+
+
+def test_dry_run_changes_nothing_and_says_what_the_wave_does(running, tmp_path):
+    plan = _plan(running, tmp_path)
+    before = snapshot(running.state)
+    r = running("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "--dry-run", "-o", "json")
+    assert r.code == 0, r.err
+    assert snapshot(running.state) == before
+    assert r.json["dry_run"] and r.json["serial"] == 4 and r.json["commands"] == plan["waves"][0]["commands"]
+    assert [m["cubes_in"] for m in r.json["moved"]] == [plan["waves"][0]["moves"][0]["cubes_in"]]
+    table = running("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "--dry-run")
+    assert table.code == 0 and "nothing was changed (dry run)" in table.out
+
+
+def test_out_of_order_and_twice_refused_with_nothing_changed(running, tmp_path):
+    _plan(running, tmp_path)
+    plan = tmp_path / "plan.json"
+    before = snapshot(running.state)
+    assert "wave 1 of plan" in one_line(running("apply-maintenance", plan, "--wave", "2"), 1)
+    assert snapshot(running.state) == before
+    assert running("apply-maintenance", plan, "--wave", "1").code == 0
+    after_one = snapshot(running.state)
+    assert "was applied at serial 5" in one_line(running("apply-maintenance", plan, "--wave", "1"), 1)
+    assert "wave 2 of plan" in one_line(running("apply-maintenance", plan, "--wave", "3"), 1)
+    assert snapshot(running.state) == after_one
+    assert running("apply-maintenance", plan, "--wave", "2").code == 0
+
+
+def _untouched_free(running: Any, plan: dict) -> list[str]:
+    touched = {c for w in plan["waves"] for c in w["holders_before"]}
+    used = {c for _, cubes in _placed(running).values() for c in cubes}
+    return [f"c{i}" for i in range(100, 144) if f"c{i}" not in touched | used]
+
+
+def test_unrelated_changes_leave_the_plan_valid(running, tmp_path):
+    plan = _plan(running, tmp_path)
+    spare, broken = _untouched_free(running, plan)[:2]
+    assert running("allocate", "eval", "--shape", "4x4x4", "--cubes", spare).code == 0
+    assert running("inject-fault", f"host:{broken}/3").code == 0
+    assert _serial(running) == 6
+    for wave in (1, 2, 3):
+        r = running("apply-maintenance", tmp_path / "plan.json", "--wave", wave, "-o", "json")
+        assert r.code == 0, r.err
+        assert [m["cubes_in"] for m in r.json["moved"]] == [m["cubes_in"] for m in plan["waves"][wave - 1]["moves"]]
+    assert all(state != "evicted" for state, _ in _placed(running).values())
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("inject-fault", "host:c01/5"), "fault f3 on host:c01/5 opened at serial 5"),  # a cube wave 1 drains
+        (("inject-fault", "link:c30/x/5/out"), "fault f3 on link:c30/x/5/out"),  # a cube of the slice it moves
+        (("inject-fault", "cube:{into}", "--planned"), "fault f3 on cube:{into}"),  # where the slice goes
+        (("allocate", "x", "--shape", "4x4x4", "--cubes", "{into}"), "cube {into} is held by x (the plan: free)"),
+        (("release", "a"), "cube c00 is held by no slice (the plan: a); cube c01 is held by no slice (the plan: a); "),
+        (("inject-fault", "ocs:pod0/x/5"), "fault f3 on ocs:pod0/x/5"),  # an OCS of the pod
+    ],
+)
+def test_a_change_under_the_wave_is_refused_as_stale(running, tmp_path, change, said):
+    plan = _plan(running, tmp_path)
+    into = plan["waves"][0]["moves"][0]["cubes_in"][0]
+    assert running(*(a.format(into=into) for a in change)).code == 0
+    before, serial = snapshot(running.state), _serial(running)
+    line = one_line(running("apply-maintenance", tmp_path / "plan.json", "--wave", "1"), 1)
+    assert line.startswith(f"tpufleet: error: stale plan {tmp_path / 'plan.json'}: made at serial 4, and since then")
+    assert said.format(into=into) in line
+    assert snapshot(running.state) == before and _serial(running) == serial
+    assert (running.state / "state.json").read_bytes() == before["state.json"]
+
+
+def test_a_plan_newer_than_the_state_is_refused(running, tmp_path, capsys):
+    _plan(running, tmp_path)
+    other = Cli(capsys, tmp_path / "other")
+    assert other("init", "--generation", "tpu7x").code == 0
+    before = snapshot(other.state)
+    line = one_line(other("apply-maintenance", tmp_path / "plan.json", "--wave", "1"), 1)
+    assert "was made at serial 4, after this state (1)" in line
+    assert snapshot(other.state) == before
+
+
+def _edit(doc: dict, path: str, value: object) -> dict:
+    doc = json.loads(json.dumps(doc))
+    *parents, last = path.split(".")
+    node = doc
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is KeyError:
+        del node[last]
+    elif isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("kind", "tpufleet-xconnect-plan", "field kind"),
+        ("serial", -1, "field serial"),
+        ("serial", "4", "field serial"),
+        ("waves.0.wave", 2, "field waves.0.wave"),
+        ("waves.0.cubes.0", "c 00", "field waves.0.cubes.0"),
+        ("waves.0.cubes.0", "c140", "field waves.0.cubes.0"),  # not one of the plan's notices
+        ("waves.1.cleared_after.0", "cube:c99", "field waves.1.cleared_after.0"),
+        ("waves.0.holders_before", KeyError, "field waves.0"),
+        ("waves.0.moves.0.status", "maybe", "field waves.0.moves.0.status"),
+        ("notices.0.window_start", "tomorrow", "field notices.0.window_start"),
+        ("notices.0.window_end", "2026-07-01T08:00:00Z", "field notices.0.window_end"),
+        ("waves", [], "field waves"),
+    ],
+)
+def test_bad_plan_files_exit_2_naming_the_field(running, tmp_path, path, value, field):
+    plan = _plan(running, tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edit(plan, path, value)))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", bad, "--wave", "1"))
+    assert str(bad) in line and field in line
+    assert snapshot(running.state) == before
+
+
+def test_bad_files_and_waves_exit_2(running, tmp_path):
+    _plan(running, tmp_path)
+    plan = tmp_path / "plan.json"
+    before = snapshot(running.state)
+    assert "--wave: 4 is not a wave of plan" in one_line(running("apply-maintenance", plan, "--wave", "4"))
+    assert running("apply-maintenance", plan, "--wave", "0").code == 2
+    assert running("apply-maintenance", plan).code == 2  # --wave is required
+    assert "nope.json" in one_line(running("apply-maintenance", tmp_path / "nope.json", "--wave", "1"))
+    (tmp_path / "text.json").write_text("{not json")
+    assert "text.json" in one_line(running("apply-maintenance", tmp_path / "text.json", "--wave", "1"))
+    assert snapshot(running.state) == before
+
+
+def test_a_wave_that_would_move_elsewhere_than_the_plan_says_is_refused(running, tmp_path):
+    plan = _plan(running, tmp_path)
+    into = plan["waves"][0]["moves"][0]["cubes_in"]
+    other = next(c for c in _untouched_free(running, plan) if c not in into)
+    wave = plan["waves"][0]
+    wave["moves"][0]["cubes_in"] = [other]
+    wave["holders_before"] = {c: v for c, v in wave["holders_before"].items() if c not in into} | {other: []}
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(plan))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", edited, "--wave", "1"), 1)
+    assert f"slice 'a' would move to {','.join(into)} (the plan: {other}); plan again" in line
+    assert snapshot(running.state) == before
+
+
+def test_the_imported_drains_plan_clears_them_wave_by_wave(running, tmp_path):
+    r = running("plan-maintenance", "--out", tmp_path / "drains.json", "-o", "json")
+    assert r.code == 0 and [w["already_drained"] for w in r.json["waves"]] == [["cube:c40"], ["cube:c99"]]
+    first = running("apply-maintenance", tmp_path / "drains.json", "--wave", "1", "-o", "json")
+    assert first.code == 0, first.err
+    d = first.json
+    assert d["steps"] == [
+        {"step": "drain", "target": "cube:c40", "fault_id": "f1", "opened": False},
+        {"step": "clear", "target": "cube:c40", "fault_ids": ["f1"]},
+    ]
+    assert (d["faults_opened"], d["faults_cleared"], d["moved"]) == ([], ["f1"], [])
+    assert _open_faults(running) == {"cube:c99"}
+    assert running("clear-fault", "cube:c99").code == 0  # done by hand meanwhile: the plan's drain is gone
+    line = one_line(running("apply-maintenance", tmp_path / "drains.json", "--wave", "2"), 1)
+    assert "the drain of cube:c99 was cleared" in line
