@@ -1,8 +1,8 @@
 """`tpufleet apply-maintenance PLAN --wave N` on the TPU7x fixture reservation (144 sub-blocks, 2 imported
 maintenance drains) with a running 12x12x24 and 16x16x16: every wave applied in order through the CLI leaves no
-slice evicted and ends where replaying the plan's printed commands ends; an unrelated change leaves the plan
-valid; a fault or slice on a cube the wave touches, waves out of order or twice, and a plan newer than the state
-are refused (exit 1, one line, the state byte-identical); malformed plan files and waves out of range exit 2."""
+slice evicted and ends where replaying the plan's printed commands ends; a slice allocated or released on other
+cubes leaves the plan valid; a fault anywhere in the pod since the plan, a slice on a cube the wave touches, waves
+out of order or twice, and a plan newer than the state are refused (exit 1, one line, the state byte-identical); malformed plan files and waves out of range exit 2."""
 
 from __future__ import annotations
 
@@ -144,10 +144,11 @@ def _untouched_free(running: Any, plan: dict) -> list[str]:
 
 def test_unrelated_changes_leave_the_plan_valid(running, tmp_path):
     plan = _plan(running, tmp_path)
-    spare, broken = _untouched_free(running, plan)[:2]
+    spare, other = _untouched_free(running, plan)[:2]
     assert running("allocate", "eval", "--shape", "4x4x4", "--cubes", spare).code == 0
-    assert running("inject-fault", f"host:{broken}/3").code == 0
-    assert _serial(running) == 6
+    assert running("allocate", "probe", "--shape", "4x4x4", "--cubes", other).code == 0
+    assert running("release", "probe").code == 0
+    assert _serial(running) == 7
     for wave in (1, 2, 3):
         r = running("apply-maintenance", tmp_path / "plan.json", "--wave", wave, "-o", "json")
         assert r.code == 0, r.err
@@ -164,16 +165,20 @@ def test_unrelated_changes_leave_the_plan_valid(running, tmp_path):
         (("allocate", "x", "--shape", "4x4x4", "--cubes", "{into}"), "cube {into} is held by x (the plan: free)"),
         (("release", "a"), "cube c00 is held by no slice (the plan: a); cube c01 is held by no slice (the plan: a); "),
         (("inject-fault", "ocs:pod0/x/5"), "fault f3 on ocs:pod0/x/5"),  # an OCS of the pod
+        # a failure elsewhere in the pod: it takes a spare the plan counted on
+        (("inject-fault", "host:{untouched}/3"), "fault f3 on host:{untouched}/3 opened at serial 5 in pod0"),
     ],
 )
 def test_a_change_under_the_wave_is_refused_as_stale(running, tmp_path, change, said):
     plan = _plan(running, tmp_path)
-    into = plan["waves"][0]["moves"][0]["cubes_in"][0]
-    assert running(*(a.format(into=into) for a in change)).code == 0
+    into, untouched = plan["waves"][0]["moves"][0]["cubes_in"][0], _untouched_free(running, plan)[0]
+    change = tuple(a.format(into=into, untouched=untouched) for a in change)
+    said = said.format(into=into, untouched=untouched)
+    assert running(*change).code == 0
     before, serial = snapshot(running.state), _serial(running)
     line = one_line(running("apply-maintenance", tmp_path / "plan.json", "--wave", "1"), 1)
     assert line.startswith(f"tpufleet: error: stale plan {tmp_path / 'plan.json'}: made at serial 4, and since then")
-    assert said.format(into=into) in line
+    assert said in line
     assert snapshot(running.state) == before and _serial(running) == serial
     assert (running.state / "state.json").read_bytes() == before["state.json"]
 

@@ -240,8 +240,9 @@ def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, 
 def changed_since(state: FleetState, saved: SavedMaintenancePlan, wave: SavedWave, own: set[int]) -> list[str]:
     """What wave `wave` depends on that changed since the plan was made (its own earlier waves' commits, serials
     `own`, aside): a slice moved, released or added on a cube it touches (the cubes it drains, the moved
-    slices' cubes and their destinations); a fault opened on one of those cubes (or a host, chip or link of it)
-    or on an OCS of their pods; a drain the plan found open, cleared. Changes elsewhere do not matter to it."""
+    slices' cubes and their destinations); a fault opened anywhere in their pods (a failure the plan did not
+    know takes a spare the plan counted on, or the path it chose); a drain the plan found open, cleared. A slice
+    allocated or released on other cubes, or a fault on another pod, does not matter to it."""
     why = []
     holders = _holders(state)
     for cube, names in wave.holders_before.items():
@@ -251,9 +252,9 @@ def changed_since(state: FleetState, saved: SavedMaintenancePlan, wave: SavedWav
     pods = {state.fleet.pod_of(c).name for c in wave.holders_before}
     for fault in state.open_faults():
         serial, target = fault.opened_serial or 0, fault.target
-        on = target.pod in pods if isinstance(target, OcsId) else target.cube in wave.holders_before
-        if serial > saved.serial and serial not in own and on:
-            why.append(f"fault {fault.id} on {target} opened at serial {serial}")
+        pod = target.pod if isinstance(target, OcsId) else state.fleet.pod_of(target.cube).name
+        if serial > saved.serial and serial not in own and pod in pods:
+            why.append(f"fault {fault.id} on {target} opened at serial {serial} in {pod}")
     why += [f"the drain of {t} was cleared" for t in wave.already_drained if state.open_fault_on(CubeId(t[5:])) is None]
     return why
 
