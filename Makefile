@@ -25,16 +25,18 @@ test: $(STAMP)
 
 # Refresh the locks from pyproject.toml's ranges (pip-tools, in a venv of its own).
 LOCK_BIN := .venv-lock/bin
+# `make test` covers the server and the PostgreSQL backend: their extras are in the main lock.
+LOCKED_EXTRAS := --extra test --extra lint --extra serve --extra postgres
 COMPILE := $(LOCK_BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 lock:
 	test -x $(LOCK_BIN)/pip-compile || ( $(PYTHON) -m venv .venv-lock && $(LOCK_BIN)/python -m pip install --quiet pip-tools )
-	$(COMPILE) --upgrade --extra test --extra lint -o requirements.lock pyproject.toml
-	$(COMPILE) --upgrade --extra test --extra lint --extra sweep -o requirements-sweep.lock pyproject.toml
+	$(COMPILE) --upgrade $(LOCKED_EXTRAS) -o requirements.lock pyproject.toml
+	$(COMPILE) --upgrade $(LOCKED_EXTRAS) --extra sweep --extra columnar -o requirements-sweep.lock pyproject.toml
 
 # The suite against the newest versions pyproject.toml allows, in a venv of its own (CI reports, never fails, on it).
 test-latest:
 	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
-	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[test,lint]'
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[test,lint,serve,postgres]'
 	.venv-latest/bin/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} -p no:cacheprovider tests tpufleet
 
 # Every check runs (and reports) even when an earlier one fails; the target fails if any did. import-linter keeps
