@@ -73,6 +73,7 @@ bench: $(STAMP) sweep-deps
 	$(BIN)/python benchmarks/bench_goodput.py
 	$(BIN)/python benchmarks/bench_input_memory.py
 	$(BIN)/python benchmarks/bench_generations.py
+	$(BIN)/python benchmarks/bench_import.py
 
 # 10,000 `import k8s --apply` runs against flapping nodes (20-40 minutes): state.json stays bounded.
 soak: $(STAMP)
