@@ -7,6 +7,14 @@ each beside a baseline in the same run, printed as a ratio.
    same graph (what any routing must at least do once); peak memory measured from outside (benchmarks/peak.py).
 2. `routes` end to end for the superpod slice, healthy and with one OCS down; `status` on four fully wired TPU7x
    superpods; `plan-spares` and `capacity --after 3` on a 144-cube pod: each against `tpufleet --version`.
+3. `plan-maintenance` of 20 notices and `apply-maintenance` of one wave (drain, move, wire, route, clear) on the
+   TPU7x fixture reservation (144 sub-blocks) with a 12x12x24 and a 16x16x16 running: each against `status` on the
+   same state.
+
+4. `simulate-fleet` of two TPU7x superpods (3 days, faults x10) against the same run on two TPU v4 pods.
+
+    python benchmarks/bench_generations.py maintenance    # section 3 only
+    python benchmarks/bench_generations.py simulation     # section 4 only
 """
 
 from __future__ import annotations
@@ -132,10 +140,83 @@ def end_to_end(tmp: Path) -> None:
     )
 
 
+def maintenance(tmp: Path) -> None:
+    import json
+    import shutil
+
+    def tpufleet(state: Path, *args: str) -> peak.Child:
+        return peak.run([sys.executable, "-m", "tpufleet", "--state", str(state), *args], cwd=ROOT)
+
+    fixture = ROOT / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+    state = tmp / "maintenance"
+    for args in (
+        ["init", "--generation", "tpu7x"],
+        ["import", "reservation", str(fixture), "--apply"],
+        ["allocate", "a", "--shape", "12x12x24"],
+        ["allocate", "b", "--shape", "16x16x16"],
+    ):
+        tpufleet(state, *args)
+    cubes = [f"c{i:02d}" for i in range(10)] + [f"c{i}" for i in range(55, 65)]  # 10 of each slice's cubes
+    notices = [
+        {
+            "target": f"cube:{c}",
+            "window_start": f"2026-07-{i + 1:02d}T09:00:00Z",
+            "window_end": f"2026-07-{i + 1:02d}T13:00:00Z",
+        }
+        for i, c in enumerate(cubes)
+    ]
+    (tmp / "notices.json").write_text(json.dumps(notices))
+    plan = tmp / "plan.json"
+    status = median_of(lambda: tpufleet(state, "status"))
+    row(
+        "plan-maintenance, 144 sub-blocks, 20 notices",
+        median_of(
+            lambda: tpufleet(state, "plan-maintenance", "--notices", str(tmp / "notices.json"), "--out", str(plan))
+        ),
+        "<= 5 s",
+        "status",
+        status,
+    )
+    times = []
+    for run in range(3):  # each on a fresh copy of the planned state: a wave is applied once
+        copy = tmp / f"apply{run}"
+        shutil.copytree(state, copy)
+        t = time.perf_counter()
+        done = tpufleet(copy, "apply-maintenance", str(plan), "--wave", "1")
+        times.append(time.perf_counter() - t)
+        assert done.returncode == 0, done.stdout
+    row("apply-maintenance --wave 1 (one 12x12x24 moved and routed)", statistics.median(times), "-", "status", status)
+
+
+def simulation() -> None:
+    """`simulate-fleet` of two TPU7x superpods (its step model and reroute costs modelled on TPU7x figures, not
+    looked up) against the same run on two built-in TPU v4 pods."""
+
+    def simulate(*args: str) -> peak.Child:
+        days = ["simulate-fleet", "--days", "3", "--pods", "2", "--seed", "3", "--fault-scale", "10"]
+        return peak.run([sys.executable, "-m", "tpufleet", *days, *args], cwd=ROOT)
+
+    row(
+        "simulate-fleet 3 days, two TPU7x superpods",
+        median_of(lambda: simulate("--generation", "tpu7x")),
+        "-",
+        "two TPU v4 pods",
+        median_of(lambda: simulate()),
+    )
+
+
 def main() -> None:
-    in_process()
+    only = sys.argv[1:]
+    if only not in ([], ["maintenance"], ["simulation"]):
+        sys.exit("usage: python benchmarks/bench_generations.py [maintenance|simulation]")
     with tempfile.TemporaryDirectory() as name:
-        end_to_end(Path(name))
+        if not only:
+            in_process()
+            end_to_end(Path(name))
+        if only != ["simulation"]:
+            maintenance(Path(name))
+        if only != ["maintenance"]:
+            simulation()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,15 @@ Figures:
    time and every bucket are compared (data loading aside: the package counts one interval per start, see the
    README), and the figures are printed. Skipped when the package is not installed.
 
-Goal (issue 18): 10 M native events in <= 20 s and <= 2 GB peak on the project machine.
+3. (issue 32) The columnar rows: ``goodput-report`` over N native events against DuckDB's read + group-by of the
+   same files (and the decode alone by msgspec, PyArrow and Polars), its peak beside the decoded columns (25
+   bytes an event); ml-goodput entries against a decode of the same file (orjson, else msgspec); and the many-logs
+   row: the same events over ``--dask-files`` logs on a 2-worker local Dask cluster (``--workers 2``) against
+   the serial run. Each is skipped, saying so, when its library is not installed.
+
+Goals (issue 18): 10 M native events in <= 20 s and <= 2 GB peak on the project machine. (issue 32): <= 1.5x
+DuckDB's read + group-by, peak <= 2x the decoded columns; ml-goodput <= 3x an orjson decode; >= 1.7x on 2
+Dask workers over serial.
 """
 
 from __future__ import annotations
@@ -264,13 +272,109 @@ def bench_package(entries: int) -> None:
         print(f"    {name:<42} tpufleet {a:14,.3f}  package {b:14,.3f}  {flag}{note}")
 
 
+def timed(code: str) -> tuple[float, float, float]:
+    """(wall, CPU, peak MiB) of `code` (which prints wall and CPU) in a fresh interpreter, measured from outside."""
+    out = measure.run([sys.executable, "-c", code], cwd=ROOT)
+    wall, cpu = out.stdout.split()[-2:]
+    return float(wall), float(cpu), out.peak_mib
+
+
+_CLOCK = "import time; t, c = time.perf_counter(), time.process_time()\n"
+_DONE = "\nprint(time.perf_counter() - t, time.process_time() - c)"
+_DECODERS = {
+    "duckdb": 'import duckdb\nfor p in PATHS: duckdb.sql(f"SELECT job, count(*), min(time), max(time) FROM read_json('
+    "'{p}', format='newline_delimited', columns={{type:'VARCHAR', job:'VARCHAR', time:'DOUBLE', event:'VARCHAR', "
+    "step:'BIGINT', chips:'BIGINT'}}) GROUP BY job\").fetchall()",
+    "msgspec": "from tpufleet.goodput import fastread\nfor p in PATHS: fastread._DECODER.decode_lines(open(p, 'rb').read())",
+    "pyarrow": "import pyarrow.json as pj\nfor p in PATHS: pj.read_json(p)",
+    "polars": "import polars as pl\nfor p in PATHS: pl.read_ndjson(p)",
+}
+
+
+def bench_columnar(events: int, files: int) -> None:
+    """goodput-report against DuckDB's read + group-by and the decoders alone, on the same files."""
+    import importlib.util
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_native(Path(tmp), events, files)
+        lines = sum(p.read_bytes().count(b"\n") for p in paths)
+        ours = child(paths, "native", one_process=True)
+        bare = child(paths, "native", build=False)[2]
+        rows = {}
+        for name, code in _DECODERS.items():
+            if importlib.util.find_spec(name) is not None:
+                rows[name] = timed(f"PATHS = {[str(p) for p in paths]!r}\n" + _CLOCK + code + _DONE)
+    columns = lines * 25 / 2**20
+    print(
+        f"goodput-report native {lines:,} events (one process): {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU, "
+        f"peak {ours[2]:.0f} MiB ({ours[2] - bare:.0f} MiB over the bare import; decoded columns {columns:.0f} MiB: "
+        f"{(ours[2] - bare) / columns:.1f}x, goal <= 2x)"
+    )
+    for name, (wall, cpu, peak) in rows.items():
+        print(
+            f"  {name:<8} read{' + group-by' if name == 'duckdb' else ' only'}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, "
+            f"peak {peak:5.0f} MiB   report / this: {ours[0] / wall:.2f}x wall, {ours[1] / cpu:.2f}x CPU"
+            + ("   (goal <= 1.5x)" if name == "duckdb" else "")
+        )
+
+
+def bench_ml_decode(entries: int) -> None:
+    """goodput-report --format ml-goodput against a decode of the same file (orjson, else msgspec)."""
+    import importlib.util
+
+    name = "orjson" if importlib.util.find_spec("orjson") else "msgspec"
+    decode = "orjson.loads" if name == "orjson" else "msgspec.json.decode"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ml.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in ml_entries(entries)))
+        ours = child([path], "ml-goodput")
+        base = timed(f"import {name}\n" + _CLOCK + f"[{decode}(x) for x in open({str(path)!r}, 'rb')]" + _DONE)
+    print(
+        f"goodput-report ml-goodput {entries:,} entries: {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU; {name} decode "
+        f"{base[0]:.2f} s wall, {base[1]:.2f} s CPU   ratio {ours[0] / base[0]:.2f}x wall, {ours[1] / base[1]:.2f}x CPU "
+        "(goal <= 3x)"
+    )
+
+
+def bench_dask(events: int, files: int) -> None:
+    """The same events over `files` logs: serial against a 2-worker local Dask cluster (--workers 2)."""
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        print("Dask not installed: the many-logs row skipped (make sweep-deps)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_native(Path(tmp), events, files)
+        lines = sum(p.read_bytes().count(b"\n") for p in paths)
+        head = (
+            "from pathlib import Path; from tpufleet.ops import goodput; import tpufleet.state.goodputlogs as logs\n"
+            f"logs.PARALLEL_MIN_BYTES = 1 << 62; paths = [Path(p) for p in {[str(p) for p in paths]!r}]\n"
+        )
+        serial = timed(head + _CLOCK + "goodput.build(paths, period='day')" + _DONE)
+        dask = timed(head + _CLOCK + "goodput.build(paths, period='day', workers=2)" + _DONE)
+    print(
+        f"goodput-report {lines:,} native events in {files} logs: serial {serial[0]:.2f} s, 2 Dask workers "
+        f"{dask[0]:.2f} s (cluster start included)   speed-up {serial[0] / dask[0]:.2f}x (goal >= 1.7x); "
+        f"peak of the client {dask[2]:.0f} MiB against serial {serial[2]:.0f} MiB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--dask-events", type=int, default=100_000_000)
+    parser.add_argument("--dask-files", type=int, default=100)
+    parser.add_argument("--only", choices=("issue18", "issue32"), default=None, help="run only these rows")
     args = parser.parse_args()
+    if args.only != "issue18":
+        bench_columnar(args.events, args.files)
+        bench_ml_decode(args.entries)
+        bench_dask(args.dask_events, args.dask_files)
+    if args.only == "issue32":
+        return
     print(f"peak RSS of this process before: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     bench_native(args.events, args.files, args.repeat)
     bench_package(args.entries)

@@ -32,9 +32,7 @@ FILE_CALLS |= {"ZipFile", "load", "save", "savez", "savez_compressed", "fromfile
 NOT_FILES = {"str", "text", "line", "name", "json", "yaml", "pickle", "msgspec", "dataclasses", "tomllib"}
 
 # module -> calls it still makes (name: count). Shrinks as the I/O moves to tpufleet/state/.
-KNOWN: dict[str, dict[str, int]] = {
-    "tpufleet/simulation/reroute.py": {"read_text": 1},  # the shipped reroute costs
-}
+KNOWN: dict[str, dict[str, int]] = {}
 
 
 def _callee(node: ast.Call) -> tuple[str, str]:

@@ -74,7 +74,7 @@ def allocate_cmd(
     """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice; with --slices N, N
     identical slices for one multislice job, all or none."""
     from tpufleet.errors import BadInput
-    from tpufleet.shapes import ShapeText, parse_dims, parse_shape
+    from tpufleet.shapes import ShapeText, parse_dims
     from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
@@ -86,7 +86,7 @@ def allocate_cmd(
 
         _check_job_options(slices, elastic, cubes)
         req = JobRequest(
-            name, parse_shape(shape, twisted), slices, tuple(pods), spread, elastic, not no_ft, min_throughput
+            name, ShapeText(shape, twisted), slices, tuple(pods), spread, elastic, not no_ft, min_throughput
         )
         return _allocate_job(ctx, req, output)
     for option, given_value in (("--spread", spread), ("--elastic", elastic is not None)):

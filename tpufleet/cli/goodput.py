@@ -72,6 +72,16 @@ def goodput_cmd(
     skip_bad: Annotated[
         bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, max=1024, help="Read and account the logs on a local Dask cluster of N workers"
+        ),
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", metavar="tcp://HOST:8786", help="Read and account the logs on this Dask scheduler"),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file")] = None,
     output: Annotated[
         ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")
@@ -87,7 +97,9 @@ def goodput_cmd(
     chosen = period if period else ("day" if kind == "html" else None)  # the page charts over periods
     keep = HTML_TIMELINES if kind == "html" else 0
     with progress("reading logs", None):
-        report = build(files, fmt, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet)
+        report = build(
+            files, fmt, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet, *_dask(cluster, workers)
+        )
     if capacity is not None and report["input"]["capacity_records"]:
         typer.echo(
             f"tpufleet: note: --capacity is used; the logs' {report['input']['capacity_records']:,} capacity "
@@ -95,6 +107,16 @@ def goodput_cmd(
             err=True,
         )
     _emit(_json_pieces(report) if kind == "json" else iter([_text(kind, report)]), out)
+
+
+def _dask(cluster: str | None, workers: int | None) -> tuple[str | None, int | None]:
+    """--cluster (checked and spelt out) and --workers: one or the other."""
+    from tpufleet.errors import BadInput
+    from tpufleet.sweep import backends
+
+    if cluster is not None and workers:
+        raise BadInput("--workers sizes the local cluster; a --cluster is sized by its own workers")
+    return (None if cluster is None else backends.scheduler_address(cluster)), workers
 
 
 _CAPACITY = re.compile(r"\s*([^=,\s](?:[^=,]{0,62}[^=,\s])?)\s*=\s*([0-9]{1,9})\s*")

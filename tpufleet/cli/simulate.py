@@ -98,7 +98,10 @@ def simulate_cmd(
             "--seed", min=0, max=2**63 - 1, help="Random seed, 0 or more: the same seed gives the same events"
         ),
     ] = 0,
-    pods: Annotated[int, typer.Option("--pods", min=1, max=16, help=f"Pods of {CUBES_PER_POD} cubes")] = 1,
+    pods: Annotated[
+        int,
+        typer.Option("--pods", min=1, max=16, help=f"Pods of {CUBES_PER_POD} cubes (or of the --generation's size)"),
+    ] = 1,
     fault_rates: Annotated[
         Path | None, typer.Option("--fault-rates", help="Fault-rate YAML (default: the shipped rates)")
     ] = None,
@@ -147,7 +150,11 @@ def simulate_cmd(
     ] = None,
     generation: Annotated[
         str | None,
-        typer.Option("--generation", help="Pods of this generation (tpu-v4, tpu-v5p, tpu7x): its pod size"),
+        typer.Option(
+            "--generation",
+            help="Pods of this generation (tpu-v4, tpu-v5p, tpu7x): its pod size, shape rule, default fault rates "
+            "and repair times, chips per host, and its FLOP/s, ICI and DCN bandwidth in the step-time model",
+        ),
     ] = None,
     output: OutputOpt = Output.table,
 ) -> None:

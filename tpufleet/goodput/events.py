@@ -453,3 +453,46 @@ def _add_guarded(log: Log, skip_bad: bool, rec: object, file: str, line: int) ->
         if not skip_bad:
             raise
         log.skipped += 1
+
+
+def job_names(log: Log) -> set[str]:
+    """Every job the log says anything of (a job record, events, slice counts or per-slice allocations)."""
+    return set(log.jobs) | set(log.events) | set(log.slices) | set(log.slice_allocations)
+
+
+def take_jobs(log: Log, names: set[str]) -> Log:
+    """The records of the jobs `names`, moved out of `log` into a new Log (its capacity and counts left)."""
+    out = Log()
+    for name in names:
+        for mine, theirs in (
+            (log.jobs, out.jobs),
+            (log.events, out.events),
+            (log.slices, out.slices),
+            (log.slice_allocations, out.slice_allocations),
+        ):
+            if name in mine:
+                theirs[name] = mine.pop(name)  # type: ignore[assignment]
+    return out
+
+
+def merge_into(log: Log, later: Log) -> None:
+    """`later`'s records after `log`'s, where reading its file after theirs puts them (a job record read later
+    wins, events and slice counts follow in order), and its counts added."""
+    for job in later.jobs.values():
+        log.add_job(job)
+    for name, new in later.events.items():
+        columns = log.columns(name)
+        base = len(columns)
+        columns.labels.update({base + i: label for i, label in new.labels.items()})
+        columns.t.extend(new.t)
+        columns.code.extend(new.code)
+        columns.step.extend(new.step)
+        columns.chips.extend(new.chips)
+    log.capacity += later.capacity
+    for name, counts in later.slices.items():
+        log.slices.setdefault(name, []).extend(counts)
+    for name, allocations in later.slice_allocations.items():
+        held = log.slice_allocations.setdefault(name, [])
+        held.extend((t, len(held) + k, part, chips) for k, (t, _order, part, chips) in enumerate(allocations))
+    log.records += later.records
+    log.skipped += later.skipped

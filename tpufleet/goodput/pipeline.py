@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["from_log", "timelines"]
+__all__ = ["account_log", "from_accounts", "from_log", "timelines"]
 
 MAX_SEGMENTS = 3000  # drawn pieces of one job's timeline on the HTML page
 
@@ -151,13 +151,36 @@ def from_log(
     events are consumed (each job's leave it as it is accounted). `capacity`: (accelerator, chips) pairs that
     override the logs' capacity records; with `keep_timelines`, also (key ``timelines``, for the HTML page only)
     the drill-down timelines of that many jobs, the lowest MPG first."""
+    accounts = account_log(log, since, until, merged(exclusions or []), keep_timelines > 0)
+    return from_accounts(accounts, log, by, period, since, until, capacity, windows, exclusions, keep_timelines)
 
-    spans = merged(exclusions or [])
+
+def account_log(
+    log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
+) -> list[JobAccount]:
+    """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
+    any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order)."""
     events.fold_slices(log)
     for job in log.events:
         if job not in log.jobs:
             log.jobs[job] = events.Job(job)  # (a job with events was admitted with them)
-    accounts = _accounts(log, since, until, spans, keep_timelines > 0)
+    return _accounts(log, since, until, spans, timelines)
+
+
+def from_accounts(
+    accounts: list[JobAccount],
+    log: events.Log,
+    by: list[str] | None = None,
+    period: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    capacity: Sequence[tuple[str, int]] | None = None,
+    windows: list[tuple[str, float]] | None = None,
+    exclusions: list[Exclusion] | None = None,
+    keep_timelines: int = 0,
+) -> metrics.Report:
+    """The report of every job's account (in job order); `log` gives the capacity records and the counts."""
+    spans = merged(exclusions or [])
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)

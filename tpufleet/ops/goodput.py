@@ -1,7 +1,8 @@
 """Use case of `goodput-report` (and of `metrics --goodput`): read the logs, account every job, report.
 
 `tpufleet.state.goodputlogs` reads the logs and the --exclude file; `tpufleet.goodput.pipeline.from_log` makes
-the report of what was read. With `fleet` (``--capacity state``), the fleet inventory's chips are the capacity.
+the report of what was read. With `fleet` (``--capacity state``), the fleet inventory's chips are the capacity,
+per accelerator: each pod's generation (`fleet_capacity`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tpufleet.constants import CHIPS_PER_CUBE
 from tpufleet.goodput import metrics
 from tpufleet.goodput.pipeline import from_log
-from tpufleet.model import Fleet, inventory_counts
+from tpufleet.model import Fleet
+from tpufleet.ops import goodputparts
 from tpufleet.state import goodputlogs
 
-ACCELERATOR = "tpu-v4"  # the accelerator of the fleet tpufleet manages (--capacity state)
+ACCELERATOR = "tpu-v4"  # the accelerator of a pod of the built-in TPU v4 model (--capacity state)
+
+
+def fleet_capacity(fleet: Fleet) -> list[tuple[str, int]]:
+    """(accelerator, chips) of the fleet's pods, by generation in pod order: the accelerator is the name the
+    simulation and the logs give it (the generation's, ``tpu-v4`` for the built-in model), the chips each pod's
+    cubes x 64 (a whole TPU7x superpod 9,216, a TPU v5p pod 8,960, a TPU v4 pod 4,096)."""
+    chips: dict[str, int] = {}
+    for pod in fleet.pods:
+        name = ACCELERATOR if pod.generation is None else pod.generation.name
+        chips[name] = chips.get(name, 0) + len(pod.cubes) * CHIPS_PER_CUBE
+    return list(chips.items())
 
 
 def build(
@@ -30,16 +44,24 @@ def build(
     exclude: Path | None = None,
     keep_timelines: int = 0,
     fleet: Fleet | None = None,
+    cluster: str | None = None,
+    workers: int | None = None,
 ) -> metrics.Report:
     """The report of the logs `paths` (``-``: standard input) in `fmt` (native or ml-goodput).
 
     `capacity`: (accelerator, chips) pairs over the logs' capacity records; `fleet`: the inventory's chips
     instead. With `keep_timelines`, also (key ``timelines``, for the HTML page only) the drill-down timelines of
-    that many jobs, the lowest MPG first."""
+    that many jobs, the lowest MPG first. With `cluster` (a Dask scheduler's address) or `workers` (a local
+    Dask cluster's), the logs are read and accounted there (`goodputparts`), with the same report."""
     if fleet is not None:
-        capacity = [(ACCELERATOR, inventory_counts(fleet)["chips"])]
+        capacity = fleet_capacity(fleet)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
-    log = goodputlogs.load(paths, fmt, skip_bad)
-    result = from_log(log, by, period, since, until, capacity, windows, exclusions, keep_timelines)
+    if cluster is not None or workers:
+        options: dict[str, object] = {"by": by, "period": period, "since": since, "until": until, "capacity": capacity}
+        options |= {"windows": windows, "exclusions": exclusions, "keep_timelines": keep_timelines}
+        result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
+    else:
+        log = goodputlogs.load(paths, fmt, skip_bad)
+        result = from_log(log, by, period, since, until, capacity, windows, exclusions, keep_timelines)
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result

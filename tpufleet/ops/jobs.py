@@ -14,16 +14,17 @@ from tpufleet.fleetstate import Change, FleetState, Job, Slice, SliceState, job_
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after
 from tpufleet.ops.xconnect import apply_saved, make_plan, wire
-from tpufleet.shapes import Shape
+from tpufleet.shapes import Shape, ShapeText
 from tpufleet.state.planfile import SavedPlan, job_plan_doc
 
 
 @dataclass(frozen=True)
 class JobRequest:
-    """What `allocate JOB --slices N` asks for."""
+    """What `allocate JOB --slices N` asks for (the shape as written is checked against the rule of the pods'
+    generation when the fleet is known: `job_shape`)."""
 
     name: str
-    shape: Shape
+    shape: Shape | ShapeText
     count: int
     pods: tuple[str, ...] = ()
     spread: bool = False
@@ -62,31 +63,51 @@ def _check_names(state: FleetState, req: JobRequest) -> list[str]:
     return names
 
 
-def _check_fits_the_fleet(state: FleetState, req: JobRequest) -> None:
+def _check_fits_the_fleet(state: FleetState, req: JobRequest, shape: Shape) -> None:
     """Refuse a job larger than the whole fleet from two multiplications, whatever N is."""
     machines = sum(len(p.cubes) for p in state.fleet.pods) * MACHINES_PER_CUBE
-    needed = req.count * req.shape.machines
+    needed = req.count * shape.machines
     if needed > machines:
         raise Refused(
-            f"job {req.name!r} needs {req.count:,} x {req.shape.machines:,} = {needed:,} machines; "
+            f"job {req.name!r} needs {req.count:,} x {shape.machines:,} = {needed:,} machines; "
             f"the whole fleet has {machines:,}"
         )
 
 
+def job_shape(state: FleetState, req: JobRequest) -> Shape:
+    """The job's shape under the rule of the pods it may go to (the given ones, else any): the first generation
+    whose rule takes it, else the first refusal (BadInput naming the rule, the generation and the job)."""
+    if isinstance(req.shape, Shape):
+        return req.shape
+    fleet = state.fleet
+    pods = [fleet.pod_by_name[p] for p in req.pods if p in fleet.pod_by_name] or list(fleet.pods)
+    refusals: list[tuple[BadInput, bool]] = []  # (refusal, by a generation's rule)
+    for generation in dict.fromkeys(p.generation for p in pods):
+        try:
+            return req.shape.under(generation)
+        except BadInput as exc:
+            refusals.append((exc, generation is not None))
+    first, of_generation = refusals[0]
+    if not of_generation:  # the built-in TPU v4 rule's message, as the command has always given it
+        raise first
+    raise BadInput(f"{first} (job {req.name!r}, {req.count} slices)")
+
+
 def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
     """Reserve N identical slices in one go (all or none): any pods, or spread across pods."""
-    _check_fits_the_fleet(state, req)  # before anything of size N is built
+    shape = job_shape(state, req)
+    _check_fits_the_fleet(state, req, shape)  # before anything of size N is built
     names = _check_names(state, req)
     unknown = [p for p in req.pods if p not in state.fleet.pod_by_name]
     if unknown:
         raise BadInput(f"bad option --pod: unknown pod {unknown[0]!r} (fleet has {', '.join(state.fleet.pod_by_name)})")
     placement = jobs.place_slices(
-        req.shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread
+        shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread
     )
     members = [
         Slice(
             name,
-            req.shape,
+            shape,
             alloc.pod,
             alloc.cubes,
             alloc.coords,
@@ -100,13 +121,13 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
         )
         for name, alloc in zip(names, placement.allocations, strict=True)
     ]
-    job = Job(req.name, req.shape, tuple(names), req.elastic_min, req.spread, now)
+    job = Job(req.name, shape, tuple(names), req.elastic_min, req.spread, now)
     state.add_job(job, members)
     data = {
         "job": req.name,
         "serial": state.next_serial,
-        "shape": req.shape.text,
-        "twisted": req.shape.twisted,
+        "shape": shape.text,
+        "twisted": shape.twisted,
         "slices": [{"slice": s.name, **s.record()} for s in members],
         "pods": sorted(placement.per_pod),
         "per_pod": placement.per_pod,
@@ -115,7 +136,7 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
         "note": placement.note,
     }
     where = ", ".join(f"{pod} x{n}" for pod, n in placement.per_pod.items())
-    return Outcome(data, Change(f"allocate job {req.name}: {req.count} x {req.shape} on {where}"))
+    return Outcome(data, Change(f"allocate job {req.name}: {req.count} x {shape} on {where}"))
 
 
 def release_job(state: FleetState, name: str) -> Outcome:

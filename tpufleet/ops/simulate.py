@@ -1,5 +1,6 @@
 """Use case of `simulate-fleet`: read the inputs, check the run's budget, run the simulation, sum it up and keep
-its events (`run_fleet`); `simulate` runs given inputs (the sweep's runs use it too)."""
+its events (`run_fleet`); `simulate` runs given inputs (the sweep's runs use it too). On pods of a generation
+(`Options.generation`) the fault rates a rates file leaves out are the generation profile's."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tpufleet.goodput.events import DISRUPTIONS
 from tpufleet.simulation import FaultRates, Options, Simulator, Workload
 from tpufleet.simulation.engine import Progress
 from tpufleet.simulation.log import Entry, Record
+from tpufleet.simulation.reroute import RerouteCosts
 
 SEGMENT_KEYS = ("value", "jobs", "sg", "rg", "pg", "mpg")
 
@@ -42,17 +44,18 @@ def run_fleet(
     `fault_scale` (``--fault-scale``: "2", or per kind "host=2,ocs=1.5"; read after the files, as the command
     always has), the run refused before it starts if over its budget (`scale.check_budget`),
     then simulated; its events written to `out` (native JSONL) when given."""
-    from tpufleet.model import component_counts, default_fleet
+    from tpufleet.model import default_fleet
+    from tpufleet.simulation.draws import components
     from tpufleet.simulation.log import jsonl
     from tpufleet.simulation.scale import check_budget, parse_factors, scale_rates
     from tpufleet.state.files import write_output
     from tpufleet.state.siminputs import load_rates, load_workload
 
-    loaded, rates = load_workload(workload), load_rates(fault_rates)
+    loaded, rates = load_workload(workload), load_rates(fault_rates, options.generation)
     if fault_scale is not None:
         rates = scale_rates(rates, parse_factors(fault_scale))
     fleet = default_fleet(options.pods, options.cubes_per_pod, options.generation)
-    check_budget(loaded, rates, options, component_counts(fleet))
+    check_budget(loaded, rates, options, components(fleet))
     result = simulate(loaded, rates, options, progress)
     if out is not None:
         write_output(out, jsonl(result.entries))
@@ -60,10 +63,18 @@ def run_fleet(
 
 
 def simulate(
-    workload: Workload, rates: FaultRates, options: Options, progress: Progress | None = None
+    workload: Workload,
+    rates: FaultRates,
+    options: Options,
+    progress: Progress | None = None,
+    reroute_costs: RerouteCosts | None = None,
 ) -> SimulationResult:
-    """Run the simulation; its records (for the caller to write) and their summary."""
-    simulator = Simulator(workload, rates, options)
+    """Run the simulation; its records (for the caller to write) and their summary. `reroute_costs`: the
+    shipped reroute-cost table as a sweep's task carries it (None: read here, `state.reroutecosts`)."""
+    from tpufleet.state.reroutecosts import shipped_costs
+
+    costs = shipped_costs() if reroute_costs is None else reroute_costs
+    simulator = Simulator(workload, rates, options, reroute_costs=costs)
     simulator.simulate(progress)
     return SimulationResult(simulator.log.entries, summarize(simulator.log.entries, simulator))
 

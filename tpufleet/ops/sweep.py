@@ -19,7 +19,7 @@ from tpufleet.ops.simulate import simulate
 from tpufleet.state import sweepstore
 from tpufleet.sweep import driver
 from tpufleet.sweep.backends import Executor
-from tpufleet.sweep.runs import Result, Task, fleet_inputs, fleet_metrics, sizes_of
+from tpufleet.sweep.runs import Result, Task, fleet_inputs, fleet_metrics, pod_cubes, sizes_of
 
 __all__ = ["run", "run_task"]
 
@@ -61,7 +61,9 @@ def run_task(task: Task) -> Result:
         if task["simulation"] == "fleet":
             metrics, events = _fleet(task["params"], task["inputs"], task["seed"], task["keep_events"], task["shipped"])
         else:
-            metrics, events = _availability(task["params"], task["seed"]), None
+            cubes = pod_cubes(task["params"], task["shipped"])  # None: the built-in TPU v4 pod
+            args = (task["params"], task["seed"]) if cubes is None else (task["params"], task["seed"], cubes)
+            metrics, events = _availability(*args), None
     except TpufleetError as exc:
         return {**head, "error": str(exc), "bug": False}
     except Exception as exc:  # noqa: BLE001 - reported with its point; the other points go on
@@ -72,7 +74,7 @@ def run_task(task: Task) -> Result:
 def _fleet(
     params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int, keep_events: bool, shipped: Mapping[str, Any]
 ) -> tuple[dict[str, float | None], bytes | None]:
-    result = simulate(*fleet_inputs(params, inputs, seed, shipped))
+    result = simulate(*fleet_inputs(params, inputs, seed, shipped), reroute_costs=shipped.get("reroute_costs"))
     events = None
     if keep_events:
         from tpufleet.simulation.log import jsonl
@@ -81,10 +83,17 @@ def _fleet(
     return fleet_metrics(result.summary), events
 
 
-def _availability(params: Mapping[str, Any], seed: int) -> dict[str, float | None]:
-    """Job availability by slice size (cubes), Monte Carlo (seeded) and exact."""
+def _availability(params: Mapping[str, Any], seed: int, cubes: int | None = None) -> dict[str, float | None]:
+    """Job availability by slice size (cubes), Monte Carlo (seeded) and exact, in a pod of `cubes` cubes (the
+    point's generation's; None: the built-in TPU v4 pod, with its static twin)."""
     result = availability_report(
-        sizes_of(params), params["host_availability"], params["ocs_availability"], params["trials"], seed, "given"
+        sizes_of(params),
+        params["host_availability"],
+        params["ocs_availability"],
+        params["trials"],
+        seed,
+        "given",
+        pod_cubes=cubes,
     )
     metrics: dict[str, float | None] = {}
     for row in result["results"]:

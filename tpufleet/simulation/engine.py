@@ -25,6 +25,7 @@ from tpufleet.simulation.inputs import FaultRates, Options, Workload
 from tpufleet.simulation.job import Job, JobState
 from tpufleet.simulation.log import ACCELERATOR, EventLog, Record, Stats
 from tpufleet.simulation.placement import Placement
+from tpufleet.simulation.reroute import RerouteCosts
 from tpufleet.simulation.runner import JobRunner
 from tpufleet.simulation.scale import fleet_workload
 from tpufleet.simulation.scheduler import Scheduler
@@ -36,9 +37,19 @@ Progress = Callable[[int], None]  # called with each simulated day as it is reac
 
 class Simulator:
     """One simulation run. `fit_shortcuts=False` turns off the scheduler's memo of kinds of job that did not fit
-    and the free-cube count guard: the same events (a test checks it); only the benchmark's baseline uses it."""
+    and the free-cube count guard: the same events (a test checks it); only the benchmark's baseline uses it.
+    `reroute_costs`: the shipped table of all-reduce terms (`tpufleet.state.reroutecosts`), looked up for the step
+    models instead of modelling them (None: every term modelled, the same figures more slowly)."""
 
-    def __init__(self, workload: Workload, rates: FaultRates, options: Options, *, fit_shortcuts: bool = True) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        rates: FaultRates,
+        options: Options,
+        *,
+        fit_shortcuts: bool = True,
+        reroute_costs: RerouteCosts | None = None,
+    ) -> None:
         workload = fleet_workload(workload, options)
         self.workload = workload
         self.rates = rates
@@ -56,9 +67,9 @@ class Simulator:
             self.fleet, options, self.placement, self.runner, self.queue, self.log, self.stats, fit_shortcuts
         )
         self.fault_response = FaultResponse(
-            options, rates, self.placement, self.runner, self.scheduler, self.queue, self.stats
+            options, rates, self.placement, self.runner, self.scheduler, self.queue, self.stats, reroute_costs
         )
-        self.job_maker = draws.JobMaker(self.rng, workload, options, self.log)
+        self.job_maker = draws.JobMaker(self.rng, workload, options, self.log, reroute_costs)
 
     @property
     def jobs(self) -> list[Job]:

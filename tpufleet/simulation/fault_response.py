@@ -19,6 +19,7 @@ from tpufleet.simulation.inputs import FaultRates, Options
 from tpufleet.simulation.job import Job
 from tpufleet.simulation.log import Stats
 from tpufleet.simulation.placement import Placement
+from tpufleet.simulation.reroute import RerouteCosts
 from tpufleet.simulation.runner import JobRunner
 from tpufleet.simulation.scheduler import Scheduler
 
@@ -41,12 +42,14 @@ class FaultResponse:
     scheduler: Scheduler
     queue: EventQueue
     stats: Stats
+    reroute_costs: RerouteCosts | None = None  # the shipped all-reduce terms (None: modelled)
     slices_lost: int = field(default=0, init=False)  # slices elastic jobs ran on without
     # OCS and optical-link faults not yet repaired, in order
     open_network: dict[FaultStrike, None] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.scheduler.joined = self._joined
+        self.profile = self.options.profile  # the pods' generation's figures (None: the shipped TPU v4 profile)
 
     def strike(self, fault: FaultStrike) -> None:
         self.stats.faults[fault.kind] += 1
@@ -147,7 +150,8 @@ class FaultResponse:
         for alloc in job.held:
             mine = [f.target for f in faults if isinstance(f.target, LinkId | OcsId) and _hits(f.target, alloc)]
             if mine:
-                factor = max(factor, slowdown(job.shape, job.model, sorted(mine, key=str)))
+                faults_here = sorted(mine, key=str)
+                factor = max(factor, slowdown(job.shape, job.model, faults_here, self.profile, self.reroute_costs))
         return factor
 
     def repair(self, repair: Repair) -> None:

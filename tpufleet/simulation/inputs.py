@@ -18,19 +18,24 @@ run whose expected number of logged events exceeds MAX_EVENTS is refused before 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from tpufleet.constants import CUBES_PER_POD, DAY, HOUR, WEEK
+from tpufleet.constants import CUBES_PER_POD, DAY, HOUR, STATIC_CUBE_GRID, WEEK
 from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.generations import Generation
 from tpufleet.shapes import Shape, allocatable, parse_shape
 from tpufleet.simulation.multislice import SECTION_SCHEMA, SLICES_SCHEMA, MultisliceMix, check_listed, mix_from_doc
-from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, StepModel, step_model_at, step_models
+from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, RerouteCosts, StepModel, step_model_at, step_models
+
+if TYPE_CHECKING:
+    from tpufleet.collectives.profile import Profile
 
 Mode = Literal["static", "reconfigurable", "reconfigurable-ft"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -142,6 +147,22 @@ class Options:
                 raise BadInput(f"bad {name} {value!r}: must be a number from {lo:g} to {hi:g}")
         if not 0 <= self.seed <= MAX_SEED:
             raise BadInput(f"bad seed {self.seed}: must be from 0 to {MAX_SEED}")
+        if self.static and self.generation is not None and self.cubes_per_pod != math.prod(STATIC_CUBE_GRID):
+            raise BadInput(
+                f"bad mode static: a static pod is a 4x4x4 grid of cubes, a {self.generation.name} pod has "
+                f"{self.cubes_per_pod}"
+            )
+
+    @cached_property
+    def profile(self) -> Profile | None:
+        """The step-time model's hardware figures: the shipped TPU v4 profile with the generation's ICI link
+        bandwidth, peak FLOP/s, HBM and DCN (`collectives.profile.for_generation`); None (the shipped profile
+        itself) for the built-in TPU v4 pod."""
+        if self.generation is None:
+            return None
+        from tpufleet.collectives.profile import default_profile, for_generation
+
+        return for_generation(default_profile(), self.generation)
 
     @property
     def step_s(self) -> float:
@@ -250,6 +271,25 @@ SHIPPED_RATES_SCHEMA: dict[str, Any] = {
 
 
 # ---- from documents to values ---------------------------------------------------------------------------
+def generation_rates(shipped: Mapping[str, Any], generation: Generation | None) -> Mapping[str, Any]:
+    """The defaults of a run on pods of `generation`: the shipped fault-rate file's mapping with the generation
+    profile's fault rates and repair times (its ``faults`` section; figures inherited from TPU v4 say so in the
+    profile); the step-time factor of a rerouted job without a step model stays the shipped file's. The shipped
+    mapping itself for the built-in TPU v4 pod (None)."""
+    if generation is None:
+        return shipped
+    faults = generation.faults
+    hours = faults.repair_hours
+    return {
+        **shipped,
+        "host_per_day": faults.host_per_day,
+        "link_per_day": faults.link_per_day,
+        "ocs_per_day": faults.ocs_per_day,
+        "drain_per_day": faults.drain_per_day,
+        "repair_hours": {"host": hours.host, "link": hours.link, "ocs": hours.ocs, "drain": hours.drain},
+    }
+
+
 def rates_from_doc(
     doc: Mapping[str, Any] | None, shipped: Mapping[str, Any], name: str = "fault-rate file"
 ) -> FaultRates:
@@ -310,7 +350,7 @@ def _positive_total(path: Path, where: str, weights: Sequence[float]) -> None:
         raise BadStateFile(str(path), where, list(weights)[:8], "the weights add up to zero")
 
 
-def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[JobSpec, ...]:
+def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int, table: RerouteCosts | None) -> tuple[JobSpec, ...]:
     specs = []
     ids: set[str] = set()
     for i, job in enumerate(doc.get("jobs", [])):
@@ -336,7 +376,7 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
                 phase=job.get("phase", "training" if "model" in job else None),  # a model means training
                 fault_tolerant=job.get("fault_tolerant", True),
                 priority_rank=rank,
-                model=step_model_at(path, f"jobs.{i}.model", job["model"], shape) if "model" in job else None,
+                model=step_model_at(path, f"jobs.{i}.model", job["model"], shape, table) if "model" in job else None,
                 slices=slices,
                 elastic_min=elastic_min,
             )
@@ -344,8 +384,9 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int) -> tuple[Job
     return tuple(specs)
 
 
-def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
-    """The workload of a workload file's mapping; `path` names it in errors."""
+def workload_from_doc(doc: Mapping[str, Any], path: Path | str, table: RerouteCosts | None = None) -> Workload:
+    """The workload of a workload file's mapping; `path` names it in errors. `table`: the shipped reroute costs,
+    which give the step models' healthy all-reduce without modelling it (None: modelled)."""
     path = Path(path)
     check(WORKLOAD_SCHEMA, doc, str(path))
     given: dict[str, Any] = {}
@@ -367,8 +408,8 @@ def workload_from_doc(doc: Mapping[str, Any], path: Path | str) -> Workload:
     for key in ("ideal_step_fraction", "checkpoint_write_s", "fault_tolerant_share"):
         if key in doc:
             given[key] = float(doc[key])
-    given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)))
-    given["models"] = step_models(path, doc, shapes or ())
+    given["jobs"] = _job_specs(path, doc, len(given.get("priorities", Workload.priorities)), table)
+    given["models"] = step_models(path, doc, shapes or (), table)
     if "multislice" in doc:
         given["multislice"] = mix_from_doc(path, doc["multislice"])
     return Workload(**given)

@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.shapes import Shape
+
+if TYPE_CHECKING:
+    from tpufleet.collectives.profile import Profile
 
 MAX_SLICES = 64
 SECTION_SCHEMA: dict[str, Any] = {
@@ -104,11 +107,22 @@ def check_listed(path: Path | str, where: str, job: Mapping[str, Any]) -> tuple[
     return slices, minimum
 
 
-def dcn_seconds(shape: Shape, slices: int, gradient_bytes: float, across_pods: bool) -> float:
-    """The DCN all-reduce of `gradient_bytes` per chip between `slices` slices of `shape` (0 for one slice)."""
+def dcn_seconds(
+    shape: Shape,
+    slices: int,
+    gradient_bytes: float,
+    across_pods: bool,
+    profile: Profile | None = None,
+    chips_per_host: int | None = None,
+) -> float:
+    """The DCN all-reduce of `gradient_bytes` per chip between `slices` slices of `shape` (0 for one slice), at
+    the DCN bandwidth per host of `profile` (None: the shipped TPU v4 profile), over the slice's hosts of
+    `chips_per_host` chips (None: TPU v4's 4)."""
     if slices < 2 or gradient_bytes <= 0:
         return 0.0
     from tpufleet.collectives.dcn import dcn_all_reduce, hosts
     from tpufleet.collectives.profile import default_profile
 
-    return dcn_all_reduce(gradient_bytes, slices, hosts(shape), default_profile().dcn_link(), across_pods).seconds
+    dcn = (profile or default_profile()).dcn_link()
+    count = hosts(shape) if chips_per_host is None else max(1, shape.chips // chips_per_host)
+    return dcn_all_reduce(gradient_bytes, slices, count, dcn, across_pods).seconds

@@ -8,18 +8,17 @@ on a healthy slice) spends longer in its gradient all-reduce while rerouted; the
 with both all-reduce times from `tpufleet collective`'s model (the fastest algorithm that runs) on the job's own
 slice shape and faults. A single OCS or optical-link fault is looked up in the shipped table of representatives
 (`tpufleet.collectives.reroute_table`: one fault per shape, kind and dimension stands for the others, which the
-model puts within about 12% of it); a shape the table lacks or another hardware profile is modelled once per
-(shape, kind, dimension) and remembered. Several faults at once add what each adds on its own (see
+model puts within about 12% of it); a shape the table lacks, another hardware profile (another generation's) or
+no table at all is modelled once per (shape, kind, dimension) and remembered. The table is handed in (`table`,
+read by `tpufleet.state.reroutecosts`): nothing here opens a file. Several faults at once add what each adds on its own (see
 `allreduce_seconds`). A job without a step model keeps the
 fault-rate file's constant `rerouted_slowdown`. Infinite when the faults leave some pair of chips unroutable.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,10 @@ from tpufleet.constants import DAY
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.shapes import Shape
 
-TABLE = Path(__file__).resolve().parents[1] / "data" / "reroute-costs.json"
+TABLE = Path(__file__).resolve().parents[1] / "data" / "reroute-costs.json"  # named, never opened here
 
 NetworkFault = LinkId | OcsId
+RerouteCosts = Mapping[str, Any]  # the table's document, as `costs_from_doc` checked it
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,10 @@ class StepModel:
     gradient_bytes: float  # per chip, all-reduced every step
     step_time_s: float  # measured on a healthy slice
 
-    def ideal_step_s(self, shape: Shape, profile: Profile | None = None) -> float:
+    def ideal_step_s(self, shape: Shape, profile: Profile | None = None, table: RerouteCosts | None = None) -> float:
         """Compute at every chip's peak plus the modelled all-reduce (`tpufleet.collectives.cost`)."""
         compute = self.model_flops_per_step / (shape.chips * (profile or default_profile()).peak_flops)
-        return compute + allreduce_seconds(shape, self.gradient_bytes, (), profile)
+        return compute + allreduce_seconds(shape, self.gradient_bytes, (), profile, table)
 
 
 MAX_MODEL_FLOPS = 1e27  # per step, all chips: far beyond any model trained today
@@ -61,13 +61,15 @@ STEP_MODEL_SCHEMA: dict[str, Any] = {
 }
 
 
-def step_model_at(path: Path | str, where: str, doc: Mapping[str, Any], shape: Shape) -> StepModel:
+def step_model_at(
+    path: Path | str, where: str, doc: Mapping[str, Any], shape: Shape, table: RerouteCosts | None = None
+) -> StepModel:
     """The step model of a workload entry (already checked against STEP_MODEL_SCHEMA); BadStateFile naming the
     field when the model's ideal step is longer than the step time it declares (nothing could reach it)."""
     from tpufleet.errors import BadStateFile
 
     model = StepModel(float(doc["model_flops_per_step"]), float(doc["gradient_bytes"]), float(doc["step_time_s"]))
-    ideal = model.ideal_step_s(shape)
+    ideal = model.ideal_step_s(shape, None, table)
     if ideal > model.step_time_s:
         raise BadStateFile(
             str(path),
@@ -78,7 +80,9 @@ def step_model_at(path: Path | str, where: str, doc: Mapping[str, Any], shape: S
     return model
 
 
-def step_models(path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape, float]]) -> dict[Shape, StepModel]:
+def step_models(
+    path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape, float]], table: RerouteCosts | None = None
+) -> dict[Shape, StepModel]:
     """The step model declared for each shape of the mix; one shape declared twice must declare it alike."""
     from tpufleet.errors import BadStateFile
 
@@ -86,7 +90,7 @@ def step_models(path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape
     for i, (item, (shape, _weight)) in enumerate(zip(doc.get("shapes", []), shapes, strict=True)):
         if "model" not in item:
             continue
-        model = step_model_at(path, f"shapes.{i}.model", item["model"], shape)
+        model = step_model_at(path, f"shapes.{i}.model", item["model"], shape, table)
         if models.setdefault(shape, model) != model:
             raise BadStateFile(
                 str(path), f"shapes.{i}.model", item["model"], f"another entry of {shape} declares another"
@@ -94,30 +98,60 @@ def step_models(path: Path, doc: Mapping[str, Any], shapes: Sequence[tuple[Shape
     return models
 
 
-@cache
-def _shipped() -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(TABLE.read_text())
+def costs_from_doc(doc: object, file: str) -> RerouteCosts:
+    """The reroute-cost table's document (`tpufleet.collectives.reroute_table.make_table` wrote it), checked for
+    its form: BadStateFile naming the file, the field and the value."""
+    from tpufleet.collectives.reroute_table import OP, SCHEMA_VERSION
+    from tpufleet.errors import BadStateFile
+
+    if not isinstance(doc, dict):
+        raise BadStateFile(file, "<root>", doc, "must be a mapping")
+    checks = (
+        ("schema_version", doc.get("schema_version") == SCHEMA_VERSION, f"must be {SCHEMA_VERSION}"),
+        ("op", doc.get("op") == OP, f"must be {OP}"),
+        ("profile", isinstance(doc.get("profile"), dict), "must be a mapping of the profile's ICI figures"),
+        ("shapes", isinstance(doc.get("shapes"), dict), "must be a mapping of shapes to their terms"),
+    )
+    for field, ok, problem in checks:
+        if not ok:
+            raise BadStateFile(file, field, doc.get(field), problem)
     return doc
 
 
-def _table_terms(shape: Shape, pattern: str, profile: Profile) -> tuple[tuple[float, float], ...] | None:
-    """The shipped terms, when the table was made for this shape under these profile figures."""
+def _table_terms(
+    shape: Shape, pattern: str, profile: Profile, table: RerouteCosts | None
+) -> tuple[tuple[float, float], ...] | None:
+    """The table's terms, when it was made for this shape under these profile figures, or under figures that
+    differ only in a uniform ICI link bandwidth (another generation's): then the seconds per byte scaled by the
+    ratio of the bandwidths. The model's per-byte terms are the links' loads over their bandwidth and its
+    latency terms hops times the hop latency, so a uniform bandwidth scales the one and leaves the other (the
+    routes, which take the time, do not depend on either)."""
     from tpufleet.collectives.reroute_table import profile_key, shape_key, terms_of
 
-    doc = _shipped()
-    entry = doc["shapes"].get(shape_key(shape))
-    if entry is None or doc["profile"] != profile_key(profile) or pattern not in entry:
+    if table is None:
         return None
-    return terms_of(entry[pattern])
+    entry = table["shapes"].get(shape_key(shape))
+    if entry is None or pattern not in entry:
+        return None
+    made, wanted = table["profile"], profile_key(profile)
+    if made == wanted:
+        return terms_of(entry[pattern])
+    uniform = not made.get("dimension_bandwidth") and not wanted["dimension_bandwidth"]
+    if not uniform or made.get("hop_latency") != wanted["hop_latency"]:
+        return None
+    scale = float(made["link_bandwidth"]) / wanted["link_bandwidth"]
+    return tuple((latency, per_byte * scale) for latency, per_byte in terms_of(entry[pattern]))
 
 
-def _single_terms(shape: Shape, pattern: str, profile: Profile) -> tuple[tuple[float, float], ...]:
-    """The terms of 'healthy' or of one fault's representative ('ocs:x', 'link:y'...): from the shipped table,
-    else modelled once and remembered by `collective_terms`."""
+def _single_terms(
+    shape: Shape, pattern: str, profile: Profile, table: RerouteCosts | None
+) -> tuple[tuple[float, float], ...]:
+    """The terms of 'healthy' or of one fault's representative ('ocs:x', 'link:y'...): from the table, else
+    modelled once and remembered by `collective_terms`."""
     from tpufleet.collectives.cost import collective_terms
     from tpufleet.collectives.reroute_table import representative
 
-    terms = _table_terms(shape, pattern, profile)
+    terms = _table_terms(shape, pattern, profile, table)
     if terms is not None:
         return terms
     alive = None if pattern == "healthy" else representative(shape, *pattern.split(":"))
@@ -125,24 +159,36 @@ def _single_terms(shape: Shape, pattern: str, profile: Profile) -> tuple[tuple[f
 
 
 def allreduce_seconds(
-    shape: Shape, nbytes: float, faults: Sequence[NetworkFault], profile: Profile | None = None
+    shape: Shape,
+    nbytes: float,
+    faults: Sequence[NetworkFault],
+    profile: Profile | None = None,
+    table: RerouteCosts | None = None,
 ) -> float:
     """The modelled all-reduce of `nbytes` per chip on the slice with `faults` open. One fault: its kind and
     dimension's representative. Several: the healthy time plus the sum of what each adds on its own (routing
     each compound pattern exactly costs 2-20 s on the larger slices, and patterns seldom repeat, so a run with
-    many overlapping faults would take hours)."""
+    many overlapping faults would take hours). `table`: the shipped terms (None: every term modelled)."""
     from tpufleet.collectives.cost import time_from_terms
 
     profile = profile or default_profile()
-    healthy = time_from_terms(_single_terms(shape, "healthy", profile), nbytes)
-    extra = sum(time_from_terms(_single_terms(shape, f"{f.kind}:{f.dim}", profile), nbytes) - healthy for f in faults)
+    healthy = time_from_terms(_single_terms(shape, "healthy", profile, table), nbytes)
+    extra = sum(
+        time_from_terms(_single_terms(shape, f"{f.kind}:{f.dim}", profile, table), nbytes) - healthy for f in faults
+    )
     return healthy + extra
 
 
-def slowdown(shape: Shape, model: StepModel, faults: Sequence[NetworkFault], profile: Profile | None = None) -> float:
+def slowdown(
+    shape: Shape,
+    model: StepModel,
+    faults: Sequence[NetworkFault],
+    profile: Profile | None = None,
+    table: RerouteCosts | None = None,
+) -> float:
     """The job's step-time factor while rerouted around `faults` (1 with none; inf if some pair is unroutable)."""
     if not faults or not shape.wraps:
         return 1.0
-    before = allreduce_seconds(shape, model.gradient_bytes, (), profile)
-    after = allreduce_seconds(shape, model.gradient_bytes, faults, profile)
+    before = allreduce_seconds(shape, model.gradient_bytes, (), profile, table)
+    after = allreduce_seconds(shape, model.gradient_bytes, faults, profile, table)
     return max(1.0, 1.0 + (after - before) / model.step_time_s)

@@ -10,6 +10,8 @@ from dataclasses import replace
 
 from tpufleet.constants import CHIPS_PER_CUBE, HOUR
 from tpufleet.errors import BadInput, shown
+from tpufleet.generations import Generation
+from tpufleet.shapes import check_generation
 from tpufleet.simulation.inputs import (
     FAULT_KINDS,
     MAX_ARRIVALS_PER_HOUR,
@@ -41,9 +43,26 @@ def fleet_workload(workload: Workload, options: Options) -> Workload:
     return replace(workload, arrival_rate_per_hour=rate)
 
 
+def check_shapes(workload: Workload, generation: Generation | None) -> None:
+    """Refuse (BadInput naming the job, the shape and the generation) a workload asking for a shape the pods'
+    generation refuses: a listed job's, or one of the random arrivals' shape mix. The built-in TPU v4 pod's rule
+    was applied when the workload was read."""
+    if generation is None:
+        return
+    asked = [(f"listed job {i} ({spec.id or 'no id'})", spec.shape) for i, spec in enumerate(workload.jobs)]
+    asked += [(f"shape mix entry {i} ({shape})", shape) for i, (shape, _) in enumerate(workload.shapes)]
+    for what, shape in asked:
+        try:
+            check_generation(shape, generation)
+        except BadInput as exc:
+            raise BadInput(f"bad workload: {what}: {exc}") from None
+
+
 def _fitting(workload: Workload, options: Options) -> Workload:
     """The workload with the fleet's size given to its multislice mix (a drawn job takes only slice counts the
-    fleet can hold); BadInput for a listed job the fleet could never hold."""
+    fleet can hold); BadInput for a shape the pods' generation refuses and for a listed job the fleet could
+    never hold."""
+    check_shapes(workload, options.generation)
     cubes = options.pods * options.cubes_per_pod
     for i, spec in enumerate(workload.jobs):
         need = spec.slices * spec.shape.cubes

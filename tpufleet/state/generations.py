@@ -35,7 +35,7 @@ from tpufleet.generations import (
 )
 from tpufleet.state.inputfiles import load_yaml
 
-__all__ = ["DEFAULT", "GENERATION_SCHEMA", "SHIPPED_DIR", "load", "names", "shipped"]
+__all__ = ["DEFAULT", "GENERATION_SCHEMA", "SHIPPED_DIR", "document", "load", "names", "shipped"]
 
 SHIPPED_DIR: Final = Path(__file__).resolve().parents[1] / "data" / "generations"
 DEFAULT: Final = "tpu-v4"  # `init` without --generation: today's behaviour
@@ -112,6 +112,14 @@ def load(path: Path | str) -> Generation:
     doc: Any = load_yaml(path, "generation profile", MAX_PROFILE_BYTES)
     check(GENERATION_SCHEMA, doc, str(path))
     return from_document(doc, str(path))
+
+
+def document(name: str) -> dict[str, Any]:
+    """The shipped profile document of generation `name`, checked (`shipped`), as plain data to send elsewhere
+    (a sweep's workers make the `Generation` again with `from_document`)."""
+    shipped(name)  # BadInput for an unknown name; BadStateFile for a malformed file
+    doc: dict[str, Any] = load_yaml(SHIPPED_DIR / f"{name}.yaml", "generation profile", MAX_PROFILE_BYTES)
+    return doc
 
 
 def names() -> list[str]:

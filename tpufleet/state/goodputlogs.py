@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from tpufleet.constants import MiB
 from tpufleet.errors import BadInput, BadStateFile, shown
-from tpufleet.goodput import events, fastread, mlgoodput
+from tpufleet.goodput import columnar, events, fastread, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file, size_text
@@ -135,7 +135,7 @@ def _decoded(
         yield from _decoded_ahead(pieces, pool)
         return
     for piece, offset in pieces:
-        yield piece, offset, None if _bom(piece, offset) else fastread.decode_piece(piece)
+        yield piece, offset, None if _bom(piece, offset) else decode_piece(piece)
 
 
 def _decoded_ahead(
@@ -154,7 +154,7 @@ def _decoded_ahead(
             except BadInput as exc:
                 failure = exc
                 break
-            job = None if _bom(piece, offset) else pool.apply_async(fastread.decode_piece, (piece,))
+            job = None if _bom(piece, offset) else pool.apply_async(decode_piece, (piece,))
             ahead.append((piece, offset, job))
         if not ahead:
             if failure is not None:
@@ -162,6 +162,14 @@ def _decoded_ahead(
             return
         piece, offset, job = ahead.popleft()
         yield piece, offset, None if job is None else job.get()
+
+
+def decode_piece(piece: bytes) -> fastread.Decoded | None:
+    """A piece as msgspec's records, else as Arrow's typed columns (when one of them vouches for all of it); None:
+    read it the standard way. The same answers each way; msgspec first, as the faster here (benchmarks/
+    bench_goodput.py measures both)."""
+    decoded = fastread.decode_piece(piece)
+    return columnar.decode_piece(piece) if decoded is None else decoded
 
 
 def _bom(piece: bytes, offset: int) -> bool:
@@ -306,7 +314,7 @@ def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
     None otherwise, or where fork is not available: one process does the work, with the same answers."""
     import multiprocessing
 
-    if not wanted or not fastread.available():
+    if not wanted or not (fastread.available() or columnar.available()):
         yield None
         return
     cpus, idle = _cpus()
@@ -343,3 +351,20 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0  # reading it says what is wrong
+
+
+def load_part(path: Path, fmt: str, skip_bad: bool) -> tuple[events.Log, int]:
+    """One log read alone, in this process (a Dask worker's share of a report): its records and the bytes it
+    held (decompressed), each log at most MAX_LOG_BYTES and MAX_JOBS jobs; the caller checks the limits of all
+    the logs together (`load` is the reference: it says which log goes over)."""
+    log = events.Log(job_limit=events.MAX_JOBS)
+    native = fmt == "native" and not str(path).lower().endswith(".csv")
+    name = shown_name(path)
+    with _open(path) as fh:
+        try:
+            size = _load_one(fh, name, fmt, native, MAX_LOG_BYTES, log, skip_bad, None)
+        except events.TooManyJobs as exc:
+            raise BadInput(
+                f"{name}: field job: more than {exc.limit:,} jobs in one log (value {shown(exc.job)})"
+            ) from None
+    return log, size

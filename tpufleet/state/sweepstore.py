@@ -53,14 +53,17 @@ POINT_SCHEMA: dict[str, Any] = {
 
 def load_spec(path: Path) -> sweep_spec.SweepSpec:
     """Read, check and expand a sweep spec (`sweep.spec.build`), reading the input files its points name
-    (relative names are relative to the spec's directory) and the shipped inputs the runs default to."""
+    (relative names are relative to the spec's directory), the shipped inputs the runs default to and the
+    profiles of the generations its points name."""
 
     def read_input(param: str, name: str) -> dict[str, Any]:
         file = path.parent / name
         return read_workload(file) if param == "workload" else read_yaml(file, RATES_SCHEMA, "fault-rate file")
 
+    from tpufleet.state.generations import document
+
     doc = read_yaml(path, sweep_spec.SPEC_SCHEMA, "sweep spec")
-    return sweep_spec.build(doc, str(path), path.stem, read_input, shipped_inputs())
+    return sweep_spec.build(doc, str(path), path.stem, read_input, shipped_inputs(), read_generation=document)
 
 
 def check_out(out: Path) -> None:

@@ -3,13 +3,16 @@
 Fleet parameters are those of `simulate-fleet` (times in minutes, as on its command line); availability
 parameters those of `simulate-availability`. `workload` and `fault_rates` name YAML files (relative to the
 spec's directory): the sweep reads them once, before any work, and sends their contents to the workers.
+`generation` names a shipped generation (tpu-v4, tpu-v5p, tpu7x; a point without one has the built-in TPU v4
+pod): its pod size bounds `spare_cubes` and `cubes`, its shape rule the shapes, its profile the fault rates a
+rates file leaves out (the sweep reads the profile once and sends it along, as the input files).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from tpufleet.constants import CUBES_PER_POD
+from tpufleet.generations import MAX_POD_CUBES, NAME_PATTERN
 from tpufleet.simulation.inputs import (
     FAULT_KINDS,
     MAX_ARRIVALS_PER_HOUR,
@@ -31,7 +34,8 @@ MAX_TRIALS = 1_000_000
 _NUMBER = {"type": "number"}
 _FACTOR = {**_NUMBER, "minimum": 0, "maximum": MAX_FAULT_FACTOR}
 _FILE = {"type": "string", "minLength": 1, "maxLength": 4096}
-_SIZE = {"type": "integer", "minimum": 1, "maximum": CUBES_PER_POD}
+_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_POD_CUBES}  # at most the point's pod (`runs.pod_cubes`)
+_GENERATION = {"type": "string", "pattern": NAME_PATTERN}
 
 FLEET: dict[str, dict[str, Any]] = {
     "days": {**_NUMBER, "exclusiveMinimum": 0, "maximum": MAX_DAYS},
@@ -48,7 +52,7 @@ FLEET: dict[str, dict[str, Any]] = {
         "propertyNames": {"maxLength": 64},
         "additionalProperties": {**_NUMBER, "minimum": 0, "maximum": MAX_WEIGHT},
     },
-    "spare_cubes": {"type": "integer", "minimum": 0, "maximum": CUBES_PER_POD - 1},
+    "spare_cubes": {"type": "integer", "minimum": 0, "maximum": MAX_POD_CUBES - 1},  # below the pod's (`Options`)
     "fault_scale": {
         "anyOf": [
             _FACTOR,
@@ -62,12 +66,14 @@ FLEET: dict[str, dict[str, Any]] = {
     },
     "workload": _FILE,
     "fault_rates": _FILE,
+    "generation": _GENERATION,
 }
 AVAILABILITY: dict[str, dict[str, Any]] = {
     "host_availability": {**_NUMBER, "minimum": 0, "maximum": 1},
     "ocs_availability": {**_NUMBER, "minimum": 0, "maximum": 1},
-    "cubes": {"anyOf": [_SIZE, {"type": "array", "items": _SIZE, "minItems": 1, "maxItems": CUBES_PER_POD}]},
+    "cubes": {"anyOf": [_SIZE, {"type": "array", "items": _SIZE, "minItems": 1, "maxItems": MAX_POD_CUBES}]},
     "trials": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS},
+    "generation": _GENERATION,
 }
 PARAMS: dict[Simulation, dict[str, dict[str, Any]]] = {"fleet": FLEET, "availability": AVAILABILITY}
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tpufleet.constants import CUBES_PER_POD
+from tpufleet.generations import Generation
 from tpufleet.goodput.events import DISRUPTIONS
 from tpufleet.shapes import parse_shape
 from tpufleet.simulation import FaultRates, Options, Workload
@@ -30,28 +32,44 @@ FLEET_BY_SIZE = ("sg", "rg", "wait_hours", "restart_wait_hours")
 AVAILABILITY_BY_SIZE = ("reconfigurable_ft", "reconfigurable", "reconfigurable_ft_exact", "static")
 
 
+def generation_of(params: Mapping[str, Any], shipped: Mapping[str, Any]) -> Generation | None:
+    """The generation a point names (its profile document travels in `shipped["generations"]`, read by the
+    state layer), None for the built-in TPU v4 pod."""
+    from tpufleet.generations import from_document
+
+    name = params.get("generation")
+    if name is None:
+        return None
+    return from_document(shipped["generations"][name], f"{name}.yaml")
+
+
 def fleet_inputs(
     params: Mapping[str, Any], inputs: Mapping[str, Any], seed: int, shipped: Mapping[str, Any]
 ) -> tuple[Workload, FaultRates, Options]:
     """The workload, fault rates and options of a fleet point (BadInput if they do not make a valid run).
-    `inputs`: the input files' mappings by name; `shipped`: the shipped ones (`state.siminputs.shipped_inputs`)."""
-    from tpufleet.simulation.inputs import rates_from_doc, workload_from_doc
+    `inputs`: the input files' mappings by name; `shipped`: the shipped ones (`state.siminputs.shipped_inputs`).
+    On pods of a generation (``generation``): its pod size, its profile's fault rates where the point's rates
+    file leaves them out, its shape rule and step-time figures."""
+    from tpufleet.simulation.inputs import generation_rates, rates_from_doc, workload_from_doc
     from tpufleet.simulation.scale import scale_rates
 
+    generation = generation_of(params, shipped)
     name = params.get("workload")
     doc = inputs[name] if name is not None else shipped["workload"]
-    workload = workload_from_doc(doc, name or shipped["workload_file"])
+    workload = workload_from_doc(doc, name or shipped["workload_file"], shipped.get("reroute_costs"))
     if params.get("arrival_rate_per_hour") is not None:
         workload = replace(workload, arrival_rate_per_hour=float(params["arrival_rate_per_hour"]))
     if params.get("size_mix") is not None:
         workload = replace(workload, shapes=_size_mix(params["size_mix"]))
     rates_name = params.get("fault_rates")
     rates_doc = inputs[rates_name] if rates_name is not None else None
-    rates = rates_from_doc(rates_doc, shipped["rates"], rates_name or "fault-rate file")
+    rates = rates_from_doc(rates_doc, generation_rates(shipped["rates"], generation), rates_name or "fault-rate file")
     scale = params.get("fault_scale")
     if scale is not None:
         rates = scale_rates(rates, scale if isinstance(scale, dict) else dict.fromkeys(FAULT_KINDS, scale))
     options = Options(
+        generation=generation,
+        cubes_per_pod=CUBES_PER_POD if generation is None else generation.pod_cubes,
         days=float(params["days"]),
         seed=seed,
         pods=int(params["pods"]),
@@ -88,13 +106,30 @@ def check_point(
     if simulation != "fleet":
         from tpufleet.availability import check_work
 
-        check_work(sizes_of(params), params["host_availability"], params["trials"])
+        cubes = pod_cubes(params, shipped)
+        check_work(sizes_of(params), params["host_availability"], params["trials"], cubes or CUBES_PER_POD)
         return
-    from tpufleet.model import component_counts, default_fleet
+    from tpufleet.model import default_fleet
+    from tpufleet.simulation.draws import components
     from tpufleet.simulation.scale import check_budget
 
     workload, rates, options = fleet_inputs(params, inputs, 0, shipped)
-    check_budget(workload, rates, options, component_counts(default_fleet(options.pods, options.cubes_per_pod)))
+    fleet = default_fleet(options.pods, options.cubes_per_pod, options.generation)
+    check_budget(workload, rates, options, components(fleet))
+
+
+def pod_cubes(params: Mapping[str, Any], shipped: Mapping[str, Any]) -> int | None:
+    """The cubes of an availability point's pod: its generation's, None for the built-in TPU v4 pod (64);
+    BadInput for a slice size over the pod."""
+    from tpufleet.errors import BadInput
+
+    generation = generation_of(params, shipped)
+    cubes = CUBES_PER_POD if generation is None else generation.pod_cubes
+    over = [k for k in sizes_of(params) if k > cubes]
+    if over:
+        where = "a TPU v4 pod" if generation is None else f"a {generation.name} pod"
+        raise BadInput(f"bad cubes {over[0]}: {where} has {cubes} cubes")
+    return None if generation is None else cubes
 
 
 def fleet_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:

@@ -77,6 +77,7 @@ class SweepSpec:
 
 
 ReadInput = Callable[[str, str], dict[str, Any]]  # (parameter, file name as the spec gives it) -> its mapping
+ReadGeneration = Callable[[str], dict[str, Any]]  # a shipped generation's name -> its profile document
 
 
 def derive_seed(base: int, replication: int) -> int:
@@ -89,10 +90,18 @@ def derive_seed(base: int, replication: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def build(doc: Mapping[str, Any], file: str, stem: str, read_input: ReadInput, shipped: dict[str, Any]) -> SweepSpec:
+def build(
+    doc: Mapping[str, Any],
+    file: str,
+    stem: str,
+    read_input: ReadInput,
+    shipped: dict[str, Any],
+    read_generation: ReadGeneration | None = None,
+) -> SweepSpec:
     """Check and expand a sweep spec's mapping (already checked against SPEC_SCHEMA; `file` names it, `stem` is
     its default name); BadStateFile naming file, field and value on the first problem. `read_input` gives the
-    mapping of an input file a point names, `shipped` what the runs default to.
+    mapping of an input file a point names, `shipped` what the runs default to, `read_generation` the profile
+    document of a generation a point names (they go to the runs in ``shipped["generations"]``).
 
     Everything is checked before any run: the number of runs (counted from the grid's axes before a point is
     built), every value, the plot's figure and shape, and every point's simulation inputs."""
@@ -111,6 +120,9 @@ def build(doc: Mapping[str, Any], file: str, stem: str, read_input: ReadInput, s
     merged = [{**unset, **P.DEFAULTS[simulation], **fixed, **e, **c} for e in (entries or [{}]) for c in combos]
     metric, young_daly_for = _plot(file, simulation, doc.get("plot", {}), merged)
     inputs = _read_inputs(read_input, merged)
+    generations = _read_generations(file, read_generation, merged)
+    if generations:
+        shipped = {**shipped, "generations": generations}
     points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds)) for i, p in enumerate(merged))
     _check_points(file, simulation, points, inputs, shipped, "points" if entries else "grid")
     return SweepSpec(
@@ -199,6 +211,26 @@ def _read_inputs(read_input: ReadInput, points: list[dict[str, Any]]) -> dict[st
                 continue
             inputs[name] = read_input(param, name)
     return inputs
+
+
+def _read_generations(
+    file: str, read_generation: ReadGeneration | None, points: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The profile documents of the generations the points name, read once; BadStateFile for an unknown one."""
+    docs: dict[str, dict[str, Any]] = {}
+    for point in points:
+        name = point.get("generation")
+        if name is None or name in docs:
+            continue
+        if read_generation is None:
+            raise BadStateFile(file, "generation", name, "no generation profiles to read here")
+        try:
+            docs[name] = read_generation(name)
+        except BadStateFile:
+            raise
+        except BadInput as exc:
+            raise BadStateFile(file, "generation", name, str(exc)) from None
+    return docs
 
 
 def point_key(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any], seeds: tuple[int, ...]) -> str:

@@ -1,0 +1,88 @@
+"""goodput-report on a Dask cluster (`--workers N`, `--cluster`): one task a log, the jobs several logs share
+merged in the logs' order and accounted as one; the serial report byte for byte, and the serial error."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("distributed", reason="Dask is an optional extra (make sweep-deps installs it): no cluster here")
+
+from test_goodput_fastpath import varied_log
+
+from tpufleet.goodput import render
+from tpufleet.ops import goodputparts
+from tpufleet.ops.goodput import build
+
+
+def split_logs(directory: Path, seed: int, files: int) -> list[Path]:
+    """One log's lines dealt into `files` logs in runs: most jobs span several, some one only."""
+    rng = random.Random(seed)
+    lines = [line for k in range(3) for line in varied_log(seed + k, 4, 0)]
+    lines = [re.sub(r'"j([0-9])', rf'"s{k % 2}-j\1', line) if k % 5 else line for k, line in enumerate(lines)]
+    paths = [directory / f"part{i}.jsonl" for i in range(files)]
+    chunks: list[list[str]] = [[] for _ in paths]
+    i = 0
+    while i < len(lines):
+        run = rng.randint(1, 200)
+        chunks[rng.randrange(files)].extend(lines[i : i + run])
+        i += run
+    for f, chunk in enumerate(chunks):  # a job of this log only
+        chunk += [re.sub(r'"j([0-9])', rf'"only{f}-j\1', line) for line in varied_log(seed + 10 + f, 1, 0)[1:]]
+    for path, chunk in zip(paths, chunks, strict=True):
+        path.write_text("\n".join(chunk) + "\n")
+    return paths
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_a_cluster_gives_the_serial_report_byte_for_byte(tmp_path, scheduler):
+    paths = split_logs(tmp_path, 5, 4)
+    options: dict[str, Any] = {"by": ["accelerator", "phase"], "period": "day"}
+    serial = build(paths, **options)
+    shared = goodputparts.report(paths, "native", False, scheduler, None, dict(options))
+    assert shared["input"] == {k: v for k, v in serial["input"].items() if k not in ("files", "format")}
+    on_cluster = build(paths, **options, cluster=scheduler)
+    assert json.dumps(on_cluster) == json.dumps(serial)
+    assert render.to_table(on_cluster, top=50) == render.to_table(serial, top=50)
+    assert serial["input"]["records"] == sum(1 for p in paths for line in p.read_text().splitlines() if line.strip())
+    assert len(serial["jobs"]) >= 10
+    named = [
+        {line.split('"job": "')[1].split('"')[0] for line in p.read_text().splitlines() if '"job": "' in line}
+        for p in paths
+    ]
+    by_one = [j for j in set().union(*named) if sum(j in n for n in named) == 1]
+    assert by_one and len(by_one) < len(set().union(*named))  # jobs of one log and jobs shared by several
+
+
+def test_local_workers_give_the_serial_report_and_the_serial_error(tmp_path):
+    paths = split_logs(tmp_path, 9, 3)
+    serial = build(paths, period="week", skip_bad=True)
+    assert json.dumps(build(paths, period="week", skip_bad=True, workers=2)) == json.dumps(serial)
+    with paths[1].open("a") as fh:
+        fh.write('{"type":"event","job":"j0","time":1767571200.0,"event":"step_start","step":-1}\n')
+    with pytest.raises(Exception) as serial_error:
+        build(paths)
+    with pytest.raises(type(serial_error.value)) as error:
+        build(paths, workers=2)
+    assert str(error.value) == str(serial_error.value) and f"{paths[1]}:" in str(error.value)
+
+
+def test_the_cli_takes_workers_or_cluster_not_both(cli, tmp_path, scheduler):
+    paths = split_logs(tmp_path, 2, 2)
+    serial = cli("goodput-report", *paths, "-o", "json", state=False)
+    shared = cli("goodput-report", *paths, "-o", "json", "--cluster", scheduler, state=False)
+    assert serial.code == shared.code == 0 and shared.out == serial.out
+    both = cli("goodput-report", *paths, "--cluster", scheduler, "--workers", "2", state=False)
+    assert both.code == 2 and "--workers sizes the local cluster" in both.err
