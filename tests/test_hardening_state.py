@@ -32,7 +32,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change
 from tpufleet.model import default_fleet
 from tpufleet.state import Store, journal, resolve_state_dir
-from tpufleet.state import store as store_module
+from tpufleet.state import filebackend as store_module  # where the directory's lock is taken
 from tpufleet.state.files import check_output_path, write_output
 
 CTX = multiprocessing.get_context("fork")
@@ -314,7 +314,7 @@ def test_two_concurrent_inits_one_wins(tmp_path, monkeypatch):
     """The second init reaches the lock while the first holds it, not yet committed: it must still be refused."""
     state = tmp_path / "s"
     second_waits = threading.Event()
-    real = store_module.exclusive  # type: ignore[attr-defined]  # patched where the store looks it up
+    real = store_module.exclusive  # type: ignore[attr-defined]  # patched where the directory backend looks it up
 
     @contextmanager
     def exclusive(state_dir, timeout, command):

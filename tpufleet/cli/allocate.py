@@ -75,11 +75,10 @@ def allocate_cmd(
     identical slices for one multislice job, all or none."""
     from tpufleet.errors import BadInput
     from tpufleet.shapes import ShapeText, parse_dims
-    from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
     parse_dims(shape)  # the syntax now; the shape rule once the pod (its generation) is known
-    safe_child(ctx.obj.store().dir, name)  # slice names become file names (routing tables)
+    ctx.obj.store().check_name(name)  # slice names become file names (routing tables)
     pods = _pods(pod)
     if slices is not None:
         from tpufleet.ops.jobs import JobRequest
@@ -138,7 +137,6 @@ def _allocate_job(ctx: typer.Context, req: "JobRequest", output: Output) -> None
     from tpufleet.constants import MAX_NAME_CHARS
     from tpufleet.errors import BadInput
     from tpufleet.ops import jobs as ops
-    from tpufleet.state.files import safe_child
     from tpufleet.state.store import utc_now
 
     longest = f"{req.name}-{req.count - 1}"  # the last of job_slice_names, without building N names
@@ -146,7 +144,7 @@ def _allocate_job(ctx: typer.Context, req: "JobRequest", output: Output) -> None
         raise BadInput(
             f"bad job name {req.name!r}: its slice names (up to {longest!r}) would pass {MAX_NAME_CHARS} characters"
         )
-    safe_child(ctx.obj.store().dir, longest)  # each slice's name becomes a table file name
+    ctx.obj.store().check_name(longest)  # each slice's name becomes a table file name
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: ops.allocate_job(state, req, now))
     emit(outcome.data, output, lambda: _describe_job(outcome.data))

@@ -134,8 +134,9 @@ def root(
         str | None,
         typer.Option(
             "--state",
-            metavar="DIR",
-            help="State directory (default $TPUFLEET_STATE, else the config file's state, else ./.tpufleet)",
+            metavar="DIR|URL",
+            help="State directory or postgresql:// URL (default $TPUFLEET_STATE, else the config file's state, "
+            "else ./.tpufleet)",
             show_default=False,
         ),
     ] = None,

@@ -268,7 +268,6 @@ def collective_cmd(
     from tpufleet.collectives.profile import parse_size
     from tpufleet.errors import BadInput
     from tpufleet.ops import collective as ops
-    from tpufleet.state.routetables import StoredTables
 
     if op not in OPS:
         raise BadInput(f"bad option --op: {op!r} is not one of {', '.join(OPS)}")
@@ -288,14 +287,14 @@ def collective_cmd(
         if layout not in ops.LAYOUTS:
             raise BadInput(f"bad option --layout: {layout!r} is not one of {', '.join(ops.LAYOUTS)}")
         jreq = ops.JobRequest(nbytes, flops, assume_healthy, layout)
-        job_outcome = ops.run_job(state, name, jreq, profile, lambda sl: StoredTables(sl, store.table_path(sl)))
+        job_outcome = ops.run_job(state, name, jreq, profile, store.stored_tables)
         emit(job_outcome.data, output, lambda: _job_text(job_outcome.data))
         return
     if flops is not None:
         raise BadInput("bad option --model-flops-per-step: applies to a multislice job, not a slice")
     if layout != "replicated":
         raise BadInput("bad option --layout: applies to a multislice job, not a slice")
-    source = StoredTables(name, store.table_path(name))
+    source = store.stored_tables(name)
     req = ops.Request(
         op, nbytes, "dim-by-dim" if order and algorithm == "auto" else algorithm, order, table_capacity, assume_healthy
     )

@@ -107,9 +107,8 @@ def inject_cmd(
     now = utc_now()
     from tpufleet.cli.progress import progress
     from tpufleet.routing import memo
-    from tpufleet.state.tablecache import TableCache
 
-    cache = TableCache(store.dir)  # read by a dry run too; written only once the faults are recorded
+    cache = store.table_cache()  # read by a dry run too; written only once the faults are recorded
     with progress("recording and analysing" if not dry_run else "analysing", None), memo.using(cache):
         if dry_run:  # works out the same on the state as loaded, without taking the lock
             outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
@@ -200,14 +199,9 @@ def faults_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """List open faults (with --all, cleared ones too)."""
-    store = ctx.obj.store()
-    state = store.load()
-    fields = ("id", "target", "planned", "opened", "cleared", "reason")
-    records = [f.record() for f in state.faults if all_faults or f.is_open]
-    if all_faults:  # older cleared faults live in the journal
-        records = sorted([*store.moved_faults(), *records], key=lambda r: int(r["id"][1:]))
-    windows = ("window_start", "window_end")  # a drain of announced maintenance only (import reservation)
-    rows = [{k: r.get(k) for k in fields} | {k: r[k] for k in windows if k in r} for r in records]
+    from tpufleet.ops import faults as fault_ops
+
+    rows = fault_ops.listing(ctx.obj.store(), all_faults)
     emit(
         rows,
         output,

@@ -147,6 +147,7 @@ def _map_keys() -> str:
 
 
 def _fault_rows(r: Row) -> list[list[str]]:
+    """Each open fault; with its reason when the rows carry one (`tpufleet serve`'s page)."""
     return [
         [
             escape(f["fault"]),
@@ -155,6 +156,7 @@ def _fault_rows(r: Row) -> list[list[str]]:
             escape(f["age"]),
             escape(f["effect"]),
         ]
+        + ([escape(f["reason"])] if "reason" in f else [])
         for f in r["faults"]
     ]
 
@@ -166,20 +168,25 @@ def _journal_rows(r: Row) -> list[list[str]]:
     ]
 
 
-def render_page(r: Row) -> str:
+def render_page(r: Row, refresh: int | None = None) -> str:
+    """The page; `refresh`: seconds after which the browser reloads it (a meta refresh, no script)."""
     colours = slice_colours(r["map"]["legend"])
     panels, keys = _pod_panels(r, colours), _map_keys()
     faults, journal = _fault_rows(r), _journal_rows(r)
+    fault_heads = ["fault", "target", "kind", "age", "effect"] + (
+        ["reason"] if any("reason" in f for f in r["faults"]) else []
+    )
     inv, cubes = r["inventory"], r["cubes"]
+    reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">{reload}
 <title>tpufleet report, serial {r["serial"]}</title><style>{CSS}</style></head><body>
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
 <div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {r["ocs"]["failed"]} failed of {r["ocs"]["total"]}; {len(r["faults"])} open fault(s)</div>
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
 <div class="pods">{panels}</div>
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
-<div><h2>Open faults</h2>{_table(["fault", "target", "kind", "age", "effect"], faults)}</div></div>
+<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>
 <h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}
 </body></html>
 """

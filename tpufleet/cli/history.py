@@ -25,7 +25,7 @@ def _journal(ctx: typer.Context) -> "list[JournalEntry]":
 
     store = ctx.obj.store()
     read = views.read_journal(store)
-    warn_damaged(store.journal_path, read.damaged)
+    warn_damaged(store.journal_label, read.damaged)
     return read.entries
 
 

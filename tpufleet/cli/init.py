@@ -48,13 +48,13 @@ def init_cmd(
     with store.creation(fleet, replace=force) as tx:  # refuses an existing state unless --force, under the lock
         outcome = fleet_ops.init(tx.state, replaced=tx.replaced)
         tx.commit(outcome.change)
-    data = {"state_dir": str(store.dir), **outcome.data}
+    data = {"state_dir": store.where, **outcome.data}
     counts = data["inventory"]
     emit(
         data,
         output,
         lambda: (
-            f"fleet written to {store.dir} (serial {data['serial']}"
+            f"fleet written to {store.where} (serial {data['serial']}"
             + (f", generation {data['generation']}" if "generation" in data else "")
             + "): "
             + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())

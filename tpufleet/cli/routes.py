@@ -216,10 +216,9 @@ def _route_slice(
     from tpufleet.routing import memo
     from tpufleet.state.files import write_output
     from tpufleet.state.store import utc_now
-    from tpufleet.state.tablecache import TableCache
 
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
-    cache = TableCache(store.dir)
+    cache = store.table_cache()
 
     def store_tables(routed: "RoutedSlice", npz: bytes) -> str:
         with store.transaction() as tx:

@@ -150,7 +150,7 @@ def show_cmd(
     from tpufleet.cli.history import warn_damaged
 
     listing = views.show(store, what.value, tail)
-    warn_damaged(store.journal_path, listing.damaged)
+    warn_damaged(store.journal_label, listing.damaged)
     emit(listing.rows, output, lambda: _table(what, listing.rows))
 
 

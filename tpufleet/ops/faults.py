@@ -13,7 +13,11 @@ from tpufleet.ids import TargetId
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
+from tpufleet.state.store import Store
 from tpufleet.views import missing_xconnects
+
+LISTED = ("id", "target", "planned", "opened", "cleared", "reason")
+WINDOW = ("window_start", "window_end")  # a drain of announced maintenance only (import reservation)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,15 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
         "serial": state.next_serial,
     }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
+
+
+def listing(store: Store, all_faults: bool = False) -> list[dict[str, Any]]:
+    """`tpufleet faults`: the open faults (with `all_faults`, the cleared ones too, older ones from the journal)."""
+    state = store.load()
+    records: list[dict[str, Any]] = [f.record() for f in state.faults if all_faults or f.is_open]
+    if all_faults:
+        records = sorted([*store.moved_faults(), *records], key=lambda r: int(str(r["id"])[1:]))
+    return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
 
 
 def reconcile(

@@ -1,6 +1,6 @@
 """The user's defaults: `$TPUFLEET_CONFIG`, else `~/.config/tpufleet/config.toml` (absent: no defaults).
 
-    state = "/srv/tpufleet/state"   # like --state (after $TPUFLEET_STATE)
+    state = "/srv/tpufleet/state"   # like --state (after $TPUFLEET_STATE); or "postgresql://USER@HOST/DB?..."
     output = "json"                 # like -o/--output for every command that has it
     lock_timeout = 60               # like --lock-timeout, seconds
     group = "tpu-oncall"            # like --group: state files 0640/0750 for this group
@@ -68,7 +68,7 @@ def load_config() -> Config:
 def _parse(doc: dict[str, object], file: str) -> Config:
     known = {"state": str, "output": str, "lock_timeout": (int, float), "group": str}
     words = {
-        "state": "a directory in quotes",
+        "state": "a directory or a postgresql:// URL in quotes",
         "output": "a format in quotes",
         "lock_timeout": "a number of seconds",
         "group": "a group name in quotes",

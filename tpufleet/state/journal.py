@@ -30,7 +30,23 @@ from tpufleet.state.files import atomic_write, io_error, open_state_file, write_
 JOURNAL = "journal.jsonl"
 _TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial
 
-__all__ = ["JOURNAL", "MOVED_FAULTS", "JournalEntry", "append", "damaged_lines", "read", "recover", "rollback", "scan"]
+__all__ = [
+    "JOURNAL",
+    "MOVED_FAULTS",
+    "JournalEntry",
+    "append",
+    "damaged_lines",
+    "encode",
+    "read",
+    "recover",
+    "rollback",
+    "scan",
+]
+
+
+def encode(entry: JournalEntry) -> bytes:
+    """The entry's journal line, without its newline (the same bytes in a state directory and a database)."""
+    return json.dumps(entry.record(), sort_keys=True, separators=(",", ":")).encode()
 
 
 def append(path: Path, entry: JournalEntry) -> int:
@@ -39,7 +55,7 @@ def append(path: Path, entry: JournalEntry) -> int:
     Call under the lock, before the state with this serial is saved. If the line cannot be written whole and made
     durable, it is taken back out and Refused is raised naming the journal: the commit must not go on.
     """
-    line = (json.dumps(entry.record(), sort_keys=True, separators=(",", ":")) + "\n").encode()
+    line = encode(entry) + b"\n"
     try:
         fd = open_state_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     except OSError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from tpufleet.collectives.tables import Tables, stored
 from tpufleet.errors import BadStateFile, Refused
 
-__all__ = ["StoredTables", "load"]
+__all__ = ["StoredTables", "load", "load_bytes"]
 
 
 def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
@@ -32,12 +33,11 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
         raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
 
 
-def _hops_reader(path: Path, port_shape: tuple[int, ...]) -> Any:
+def _hops_reader(open_zip: Callable[[], zipfile.ZipFile], file: str, port_shape: tuple[int, ...]) -> Any:
     """Reads the `hops` member when first called (BadStateFile if it does not match `port`)."""
 
     def read_hops() -> Any:
-        file = str(path)
-        with zipfile.ZipFile(path) as zf:
+        with open_zip() as zf:
             hops = _member(zf, "hops", file)
         if hops.shape != port_shape:
             raise BadStateFile(file, "hops", list(hops.shape), f"does not match port {list(port_shape)}")
@@ -46,18 +46,28 @@ def _hops_reader(path: Path, port_shape: tuple[int, ...]) -> Any:
     return read_hops
 
 
-def load(path: Path) -> Tables:
-    """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
-    file = str(path)
+def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> Tables:
     try:
-        zf = zipfile.ZipFile(path)
+        zf = open_zip()
     except (OSError, zipfile.BadZipFile) as exc:
         raise BadStateFile(file, "", None, f"cannot be read as routing tables: {exc}") from None
     with zf:
         meta = json.loads(str(_member(zf, "meta", file)))
         port = _member(zf, "port", file)
         nbr = _member(zf, "neighbors", file)
-    return stored(meta, port, nbr, file, _hops_reader(path, port.shape))
+    return stored(meta, port, nbr, file, _hops_reader(open_zip, file, port.shape))
+
+
+def load(path: Path) -> Tables:
+    """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
+    return _load(lambda: zipfile.ZipFile(path), str(path))
+
+
+def load_bytes(data: bytes, file: str) -> Tables:
+    """The same, from the file's bytes (a database row); `file` names them in an error."""
+    import io
+
+    return _load(lambda: zipfile.ZipFile(io.BytesIO(data)), file)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The state directory: load (validated), and serialized, journaled, atomic transactions.
+"""The fleet state: load (validated), and serialized, journaled, atomic transactions, on a state directory or a
+PostgreSQL database (``--state postgresql://...``: pgbackend.py; the seam is backend.py).
 
 Layout of a state directory::
 
@@ -18,43 +19,37 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePath
 from typing import Any, TypeVar
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.model import Fleet
-from tpufleet.state import codec, inputfiles, journal
-from tpufleet.state.crashpoints import reached
+from tpufleet.state import codec, inputfiles
+from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
-from tpufleet.state.files import (
-    check_state_dir,
-    check_subdir,
-    ensure_private_dir,
-    ensure_private_subdir,
-    install,
-    io_error,
-    read_state_file,
-    safe_child,
-    sync_parent,
-    write_temp,
-)
-from tpufleet.state.lock import command_line, exclusive
+from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
+from tpufleet.state.files import safe_child
+from tpufleet.state.lock import command_line
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 
 T = TypeVar("T")
 
-STATE_FILE = "state.json"
-ROUTES_DIR = "routes"
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_LOCK_TIMEOUT = 30.0
 # Cleared faults kept in state.json (the most recent); older ones live only in the journal (`faults --all`).
 CLEARED_FAULTS_KEPT = 128
 
 
-def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path:
-    """--state DIR, else $TPUFLEET_STATE, else ./.tpufleet.
+def is_database_url(location: str) -> bool:
+    """Whether `--state` names a PostgreSQL database (``postgresql://...``) rather than a directory."""
+    return location.lower().startswith(DATABASE_SCHEMES)
+
+
+def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path | str:
+    """--state DIR|URL, else $TPUFLEET_STATE, else ./.tpufleet: a directory (a Path), or a database URL (as typed).
 
     None means "not given"; an empty string is given and wrong (BadInput): it would otherwise mean the current
     directory, or silently the default. (Pass the option as the string typed: `Path("")` is already `.`.)
@@ -63,13 +58,17 @@ def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path:
         text = os.fspath(option)
         if text == "":
             raise BadInput("bad option --state: the directory is empty ('')")
-        return Path(text).expanduser()
+        return _location(text)
     env = os.environ.get("TPUFLEET_STATE")
     if env is not None:
         if env == "":
             raise BadInput("bad environment variable TPUFLEET_STATE: it is set but empty; unset it or name a directory")
-        return Path(env).expanduser()
+        return _location(env)
     return Path(".tpufleet")
+
+
+def _location(text: str) -> Path | str:
+    return text if is_database_url(text) else Path(text).expanduser()
 
 
 def utc_now() -> str:
@@ -88,11 +87,8 @@ class Transaction:
     """The freshly loaded state, for the use case to change; `commit` marks it to be written."""
 
     state: FleetState
+    writer: Writer  # the backend's side of this write (staged routing tables)
     change: Change | None = None
-    # Files beside the state that change with it: (final path, durable temp file holding the new content, or
-    # None to delete). They are swapped in only after the state's rename, so a failed commit leaves them as
-    # they were.
-    side_files: list[tuple[Path, str | None]] = field(default_factory=list)
     # `init --force`: what the state being replaced held (counts), for the use case to say and journal
     replaced: dict[str, int] | None = None
 
@@ -145,47 +141,69 @@ def unsaveable(check: Callable[[], T]) -> T:
 
 
 class Store:
-    def __init__(self, state_dir: Path, lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
-        self.dir = Path(state_dir)
+    """A fleet state: a state directory (a path) or a PostgreSQL database (a ``postgresql://`` URL), or any
+    `Backend`. The protocol is the same for all of them; only the storage differs."""
+
+    def __init__(self, state: Path | str | Backend, lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
+        if isinstance(state, str) and is_database_url(state):
+            from tpufleet.state.pgbackend import PostgresBackend
+
+            self.backend: Backend = PostgresBackend(state)
+        elif isinstance(state, (str, os.PathLike)):
+            self.backend = DirectoryBackend(Path(state))
+        else:
+            self.backend = state
         self.lock_timeout = lock_timeout
+
+    # ---- what commands show and where they read ----------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """The state directory, or the database's URL without its password: what messages name."""
+        return self.backend.where
+
+    @property
+    def journal_label(self) -> str:
+        """The journal, as a warning about its damaged lines names it."""
+        return self.backend.journal_label
+
+    def _directory(self) -> DirectoryBackend:
+        if not isinstance(self.backend, DirectoryBackend):
+            raise BadInput(f"the fleet state {self.where} is not a state directory; this needs one")
+        return self.backend
+
+    @property
+    def dir(self) -> Path:
+        return self._directory().dir
 
     @property
     def state_path(self) -> Path:
-        return self.dir / STATE_FILE
+        return self._directory().state_path
 
     @property
     def journal_path(self) -> Path:
-        return self.dir / journal.JOURNAL
-
-    def exists(self) -> bool:
-        return os.path.lexists(self.state_path)
+        return self._directory().journal_path
 
     @property
-    def routes_dir(self) -> Path:
-        return self.dir / ROUTES_DIR
+    def routes_dir(self) -> PurePath:
+        return PurePath(ROUTES_DIR) if not isinstance(self.backend, DirectoryBackend) else self.backend.routes_dir
+
+    def exists(self) -> bool:
+        return self.backend.exists()
 
     def load(self) -> FleetState:
-        """Read and validate the current state (no lock needed: saves are atomic renames)."""
+        """Read and validate the current state (no lock needed: saves are atomic)."""
         return codec.decode(self._load_doc())
 
     def _load_doc(self) -> dict[str, Any]:
-        path = self.state_path
-        try:
-            raw = read_state_file(path)
-        except FileNotFoundError:
-            raise Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)") from None
-        except NotADirectoryError:
-            raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
-        except OSError as exc:
-            raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
-        return checked_state(raw, str(path))
+        return checked_state(self.backend.read_state(), self.backend.state_label)
 
     def journal(self, serial: int | None = None) -> list[JournalEntry]:
         """The committed journal entries, up to the state's serial; a damaged line is skipped (see
         `journal_damage`), never the end of the history."""
         if serial is None:
             serial = self._load_doc()["serial"]
-        return journal.read(self.journal_path, serial)
+        return self.backend.read_journal(serial).entries
 
     def moved_faults(self) -> list[dict[str, Any]]:
         """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
@@ -196,112 +214,90 @@ class Store:
         a serial beyond the state's among the committed lines. Empty for a sound journal."""
         if serial is None:
             serial = self._load_doc()["serial"]
-        return journal.damaged_lines(self.journal_path, serial)
+        return self.backend.read_journal(serial).damaged
 
-    def table_path(self, name: str) -> Path:
+    # ---- routing tables and the repair cache -------------------------------------------------------------------
+
+    def table_path(self, name: str) -> PurePath:
         """Where a slice's routing tables live (the name is checked so it cannot leave the directory; `routes/`
-        must be a real directory, not a symlink)."""
-        check_subdir(self.routes_dir)
-        return safe_child(self.routes_dir, name, ".npz")
+        must be a real directory, not a symlink). In a database: `routes/NAME.npz`, the name of its row."""
+        return self.backend.table_place(name)
 
-    def save_tables(self, tx: Transaction, name: str, data: bytes) -> Path:
-        """Store a slice's routing tables with the transaction that indexes them: written now under a temporary
-        name (so a full disk refuses the command before anything is committed), renamed into place only once
-        the state is."""
-        ensure_private_subdir(self.routes_dir)
-        path = self.table_path(name)
-        tx.side_files.append((path, write_temp(path, data)))
-        return path
+    def check_name(self, name: str) -> None:
+        """Refuse a slice name that cannot name its routing tables (BadInput), before any work."""
+        if isinstance(self.backend, DirectoryBackend):
+            safe_child(self.backend.dir, name)
+        else:
+            self.backend.table_place(name)
+
+    def stored_tables(self, name: str) -> TablesSource:
+        """A slice's stored routing tables, read when a use case asks (None from `read` when there are none)."""
+        return self.backend.stored_tables(name)
+
+    def table_cache(self) -> ChoiceCache:
+        """The repair cache (wild-first choices by fault pattern): written by `flush` once a command committed."""
+        return self.backend.table_cache()
+
+    def save_tables(self, tx: Transaction, name: str, data: bytes) -> PurePath:
+        """Store a slice's routing tables with the transaction that indexes them: staged now (in a directory,
+        written under a temporary name, so a full disk refuses the command before anything is committed), kept
+        only once the state is committed."""
+        return tx.writer.save_tables(name, data)
 
     def delete_tables(self, tx: Transaction, name: str) -> None:
         """Delete a slice's stored tables once the transaction that drops them from the index is committed."""
-        if check_subdir(self.routes_dir):
-            tx.side_files.append((self.table_path(name), None))
+        tx.writer.delete_tables(name)
 
-    def _finish_side_files(self, tx: Transaction, committed: bool) -> None:
-        """After the state's commit: swap in or delete the files beside it. Without a commit: discard the temps."""
-        if committed:
-            reached("transaction.before_side_files")
-        for path, tmp in tx.side_files:
-            try:
-                if tmp is None:
-                    if committed:
-                        path.unlink(missing_ok=True)
-                elif committed:
-                    os.replace(tmp, path)
-                else:
-                    os.unlink(tmp)
-            except OSError as exc:
-                if committed:  # the state is committed: say which file is behind it
-                    raise io_error("delete" if tmp is None else "write", path, exc) from None
-        if committed and tx.side_files:
-            sync_parent(tx.side_files[0][0])
-
-    def _prepare_write(self) -> None:
-        """Before taking the lock to write: the directory exists, is ours, and nobody else can write it."""
-        ensure_private_dir(self.dir)
-        check_state_dir(self.dir)
+    # ---- writing -------------------------------------------------------------------------------------------------
 
     @contextmanager
     def transaction(self, command: str | None = None) -> Iterator[Transaction]:
         """Lock, load the freshest state, let the caller change it, then commit atomically with serial + 1.
 
-        An exception inside, or no `commit`, leaves the files untouched.
+        An exception inside, or no `commit`, leaves the state untouched.
         """
-        self._prepare_write()
         command = command or command_line()
-        with exclusive(self.dir, self.lock_timeout, command):
-            before = self._load_doc()
+        with self.backend.writing(self.lock_timeout, command) as writer:
+            before = checked_state(writer.read_state(), self.backend.state_label)
             state = codec.decode(before)
-            journal.recover(self.journal_path, state.serial)
-            tx = Transaction(state)
-            committed = False
-            try:
-                yield tx
-                if tx.change is not None:
-                    self._commit(tx.state, tx.change, state.serial, command, before)
-                    committed = True  # the state file is renamed into place: the files beside it follow
-                    sync_parent(self.state_path)
-            finally:
-                self._finish_side_files(tx, committed)
+            writer.recover(state.serial)
+            tx = Transaction(state, writer)
+            yield tx
+            if tx.change is not None:
+                self._commit(writer, tx.state, tx.change, state.serial, command, before)
 
     @contextmanager
     def creation(self, fleet: Fleet, replace: bool = False, command: str | None = None) -> Iterator[Transaction]:
         """`init`: a new state for `fleet`. Refused if one exists, unless `replace` (which does not even read a
         damaged one). The serial continues where the old state or the journal stopped."""
-        self._prepare_write()
         command = command or command_line()
-        with exclusive(self.dir, self.lock_timeout, command):
-            if self.exists() and not replace:
-                raise Refused(f"a fleet state already exists in {self.dir}; use --force to replace it")
-            serial = self._last_serial() if self.exists() else self._journal_serial()
-            before = self._replaced_doc() if self.exists() else {}
-            tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()))
-            if self.exists():
+        with self.backend.writing(self.lock_timeout, command) as writer:
+            exists = writer.exists()
+            if exists and not replace:
+                raise Refused(f"a fleet state already exists in {self.where}; use --force to replace it")
+            serial = writer.last_serial() if exists else writer.journal_serial()
+            before = self._replaced_doc(writer) if exists else {}
+            tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()), writer)
+            if exists:
                 tx.replaced = replaced_counts(before)
                 for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
                     with contextlib.suppress(BadInput):  # a damaged state's odd name: nothing of ours to delete
-                        self.delete_tables(tx, name)
-            committed = False
-            try:
-                yield tx
-                if tx.change is not None:
-                    self._commit(tx.state, tx.change, serial, command, before)
-                    committed = True
-                    sync_parent(self.state_path)
-            finally:
-                self._finish_side_files(tx, committed)
+                        writer.delete_tables(name)
+            yield tx
+            if tx.change is not None:
+                self._commit(writer, tx.state, tx.change, serial, command, before)
 
-    def _replaced_doc(self) -> dict[str, Any]:
+    def _replaced_doc(self, writer: Writer) -> dict[str, Any]:
         """The state `init --force` replaces, for its journal delta (empty when it cannot be read)."""
         try:
-            return self._load_doc()
+            return checked_state(writer.read_state(), self.backend.state_label)
         except (BadInput, Refused):  # damaged or unreadable: the delta then lists only what the new state has
             return {}
 
-    def _commit(self, state: FleetState, change: Change, serial: int, command: str, before: dict[str, Any]) -> None:
-        """Journal line first (durable), then the state file renamed into place. Should anything fail before the
-        rename, the line is taken back out: the files are as they were, and the error names the file.
+    def _commit(
+        self, writer: Writer, state: FleetState, change: Change, serial: int, command: str, before: dict[str, Any]
+    ) -> None:
+        """Serial + 1, the journal entry, and the backend's atomic commit of both.
 
         The bytes to be written are first put through the very checks a load makes (`checked_state`): a change
         that the next command would refuse to load is refused now, with nothing written."""
@@ -309,8 +305,9 @@ class Store:
         moved = state.prune_cleared(CLEARED_FAULTS_KEPT)
         doc = codec.encode(state)
         doc["schema_version"] = SCHEMA_VERSION
-        data = _encoded(doc, str(self.state_path))
-        doc = unsaveable(lambda: checked_state(data, str(self.state_path)))
+        label = self.backend.state_label
+        data = _encoded(doc, label)
+        doc = unsaveable(lambda: checked_state(data, label))
         entry = JournalEntry(
             state.serial,
             utc_now(),
@@ -322,27 +319,4 @@ class Store:
             delta=delta(before, doc),
             moved_faults=tuple(f.record() for f in moved),
         )
-        size = journal.append(self.journal_path, entry)
-        try:
-            install(write_temp(self.state_path, data), self.state_path)
-        except BaseException:
-            journal.rollback(self.journal_path, size)
-            raise
-
-    def _journal_serial(self) -> int:
-        """After `init` over a lost state file, keep numbering where the journal stopped."""
-        entries = journal.read(self.journal_path, 1 << 62)
-        serial = max((e.serial for e in entries), default=0)
-        journal.recover(self.journal_path, serial)
-        return serial
-
-    def _last_serial(self) -> int:
-        """The serial to continue from when replacing a state that may be damaged."""
-        try:
-            serial = json.loads(read_state_file(self.state_path))["serial"]
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            return self._journal_serial()
-        if type(serial) is not int or serial < 0:
-            return self._journal_serial()
-        journal.recover(self.journal_path, serial)
-        return serial
+        writer.commit(entry, data)

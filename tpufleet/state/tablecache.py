@@ -75,6 +75,20 @@ def _int8_vector(body: bytes) -> npt.NDArray[np.int8] | None:
     return np.frombuffer(data, dtype=np.int8).copy()
 
 
+def entry_bytes(key: str, choices: npt.NDArray[np.int8]) -> bytes | None:
+    """An entry as stored: our header, the SHA-256 digest of key and array, the .npy array (None: over MAX_BYTES)."""
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ascontiguousarray(choices, dtype=np.int8), allow_pickle=False)
+    if buf.tell() > MAX_BYTES:
+        return None
+    body = buf.getvalue()
+    return MAGIC + _digest(key, body) + body
+
+
 class TableCache:
     def __init__(self, state_dir: Path) -> None:
         self.dir = state_dir / CACHE_DIR
@@ -119,18 +133,11 @@ class TableCache:
         self.pending.clear()
 
     def _write(self, key: str, choices: npt.NDArray[np.int8]) -> None:
-        import io
-
-        import numpy as np
-
         from tpufleet.state.files import check_state_dir, ensure_private_subdir
 
-        buf = io.BytesIO()
-        np.lib.format.write_array(buf, np.ascontiguousarray(choices, dtype=np.int8), allow_pickle=False)
-        if buf.tell() > MAX_BYTES:
+        data = entry_bytes(key, choices)
+        if data is None:
             return
-        body = buf.getvalue()
-        data = MAGIC + _digest(key, body) + body
         with contextlib.suppress(OSError, ValueError, BadInput, Refused):
             check_state_dir(self.dir.parent)
             ensure_private_subdir(self.dir)

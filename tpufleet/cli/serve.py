@@ -1,0 +1,195 @@
+"""`tpufleet serve`: the fleet live over HTTP (metrics, the fleet page, the JSON documents, Alertmanager's alerts).
+
+The routes are `tpufleet.serve.app`'s; this command checks its options, loads the state once (so a missing or
+damaged state is refused before listening), binds the socket itself (a clear error for a port in use; port 0 picks
+a free one, printed) and runs uvicorn until SIGTERM or Ctrl-C, after which it finishes the requests in flight and
+exits 0.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import app, examples
+
+if TYPE_CHECKING:
+    from tpufleet.serve.documents import MetricsInputs
+
+MAX_TOKEN_BYTES = 4096
+MIN_TOKEN_CHARS = 16
+DEFAULT_LISTEN = "127.0.0.1:9478"
+SPARES_CONFIDENCE, SPARES_HORIZON_DAYS = 0.95, 7.0  # plan-spares' defaults: the spare target the alerts watch
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """HOST:PORT ([::1]:PORT for IPv6) -> (host, port); BadInput naming --listen otherwise.
+
+    >>> parse_listen("127.0.0.1:9478"), parse_listen("[::1]:0")
+    (('127.0.0.1', 9478), ('::1', 0))
+    """
+    from tpufleet.errors import BadInput
+
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
+        raise BadInput(f"bad option --listen {text!r}: HOST:PORT, e.g. {DEFAULT_LISTEN} or [::1]:9478")
+    return host, int(port)
+
+
+def read_token(path: Path) -> bytes:
+    """The bearer token Alertmanager sends (its `credentials_file`): one line, at least 16 characters."""
+    from tpufleet.errors import BadInput
+
+    try:
+        raw = path.read_bytes()[: MAX_TOKEN_BYTES + 1]
+    except OSError as exc:
+        raise BadInput(f"bad option --token-file {str(path)!r}: cannot be read: {exc.strerror or exc}") from None
+    token = raw.strip()
+    if len(raw) > MAX_TOKEN_BYTES or len(token) < MIN_TOKEN_CHARS or not all(33 <= b < 127 for b in token):
+        raise BadInput(
+            f"bad option --token-file {str(path)!r}: one line of {MIN_TOKEN_CHARS} to {MAX_TOKEN_BYTES} printable "
+            "ASCII characters without spaces (e.g. `openssl rand -hex 32`)"
+        )
+    if path.stat().st_mode & 0o077:
+        typer.echo(f"tpufleet: warning: {path} can be read by others; chmod 600 it", err=True)
+    return token
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use is one clear line (and port 0 a free port)."""
+    from tpufleet.errors import Refused
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # connections wait in the queue until uvicorn takes them
+    except OSError as exc:
+        sock.close()
+        raise Refused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def metrics_inputs() -> MetricsInputs:
+    """plan-spares' spare target per pod (the pods' rates, 95% over 7 days) and the shipped repair times."""
+    from tpufleet.ops import spares
+    from tpufleet.serve.documents import MetricsInputs
+    from tpufleet.state.siminputs import load_rates
+
+    shipped = load_rates(None)
+    choice = spares.RatesChoice(shipped)
+
+    def rows(state: Any) -> list[dict[str, Any]]:
+        return list(spares.plan(state, choice, SPARES_CONFIDENCE, SPARES_HORIZON_DAYS).data["pods"])
+
+    return MetricsInputs(rows, dict(shipped.repair_hours))
+
+
+def goodput_extras(paths: list[Path], fmt: str) -> Any:
+    """The goodput report of the logs, made again whenever one of them changes (a log being written that does not
+    read yet leaves the goodput families out until it does, said on stderr)."""
+    from tpufleet.cli.fleetio import _goodput_report
+    from tpufleet.errors import TpufleetError
+
+    _goodput_report(paths, fmt)  # a bad log or format is refused before listening
+
+    def make() -> dict[str, Any]:
+        try:
+            return {"goodput": _goodput_report(paths, fmt)}
+        except TpufleetError as exc:
+            typer.echo(f"tpufleet: goodput left out until the logs read again: {exc}", err=True)
+            return {}
+
+    return make
+
+
+def run(application: Any, sock: socket.socket) -> str | None:
+    """uvicorn on the socket until SIGTERM or SIGINT (requests in flight finished); the signal's name, if any."""
+    import signal
+
+    import uvicorn
+
+    config = uvicorn.Config(
+        application,
+        http="h11",
+        h11_max_incomplete_event_size=16 * 1024,  # request line and headers: 16 KiB at most
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=10,
+    )
+    server = uvicorn.Server(config)
+    got: list[int] = []
+    # uvicorn handles the signals while it runs, then raises them again once it has stopped: these catch that.
+    kept = {s: signal.signal(s, lambda n, _f: got.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for s, handler in kept.items():
+            signal.signal(s, handler)
+    return signal.Signals(got[0]).name if got else None
+
+
+@app.command(
+    "serve",
+    epilog=examples(
+        "tpufleet serve                                   # http://127.0.0.1:9478/ : the fleet page, /metrics, /api/v1/...",
+        "tpufleet --state /var/lib/tpufleet serve --listen 0.0.0.0:9478 --token-file /etc/tpufleet/alert-token",
+        "curl -s localhost:9478/api/v1/status | jq .open_faults",
+    ),
+)
+def serve_cmd(
+    ctx: typer.Context,
+    listen: Annotated[
+        str, typer.Option("--listen", metavar="HOST:PORT", help="Address to listen on (loopback unless told)")
+    ] = DEFAULT_LISTEN,
+    token_file: Annotated[
+        Path | None,
+        typer.Option("--token-file", help="Bearer token for POST /api/v1/alerts (Alertmanager); without it, off"),
+    ] = None,
+    refresh: Annotated[
+        int, typer.Option("--refresh", min=2, max=3600, help="Seconds between reloads of the fleet page")
+    ] = 15,
+    goodput: Annotated[
+        list[Path] | None,
+        typer.Option("--goodput", help="Goodput event logs for /metrics (repeatable; re-read on change)"),
+    ] = None,
+    goodput_format: Annotated[
+        str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
+    ] = "native",
+) -> None:
+    """Serve the fleet over HTTP: GET / (the fleet page, reloading itself), /metrics (as `tpufleet metrics`, with
+    the monitoring mixin's families), /api/v1/status|slices|jobs|faults|journal (the -o json documents, the serial
+    as ETag), /healthz, /readyz; with --token-file, POST /api/v1/alerts takes Alertmanager's webhook."""
+    try:
+        from tpufleet.serve.app import Server, build_app
+        from tpufleet.serve.snapshot import Source
+    except ImportError as exc:
+        from tpufleet.errors import Refused
+
+        raise Refused(
+            f"tpufleet serve needs the serve extra ({exc.name} is missing): pip install 'tpufleet[serve]'"
+        ) from None
+    host, port = parse_listen(listen)
+    token = read_token(token_file) if token_file is not None else None
+    store = ctx.obj.store()
+    serial = store.load().serial  # a missing or damaged state is refused before listening
+    extras = goodput_extras(list(goodput), goodput_format) if goodput else None
+    source = Source(store, list(goodput or []), extras)
+    sock = bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    intake = "on" if token is not None else "off (no --token-file)"
+    typer.echo(
+        f"tpufleet: serving {store.dir} (serial {serial}) at http://{shown}:{sock.getsockname()[1]}/ ; "
+        f"alert intake {intake}",
+        err=True,
+    )
+    stopped = run(build_app(Server(source, metrics_inputs(), token, refresh)), sock)
+    typer.echo(f"tpufleet: stopped{f' on {stopped}' if stopped else ''}", err=True)

@@ -1,0 +1,105 @@
+"""`tpufleet state migrate|push|pull`: a PostgreSQL state's schema, and a fleet moved between a state directory and
+a database (tpufleet/state/transfer.py)."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.render import emit
+
+state_app = typer.Typer(
+    name="state",
+    help="Keep the fleet state in a PostgreSQL database: its schema, and moving a fleet in and out.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(state_app, name="state")
+
+
+def _url(text: str, what: str) -> str:
+    from tpufleet.errors import BadInput
+    from tpufleet.state.store import is_database_url
+
+    if not is_database_url(text):
+        raise BadInput(f"bad argument {what}: {text[:80]!r} is not a postgresql:// URL")
+    return text
+
+
+def _directory(text: str) -> Path:
+    from tpufleet.errors import BadInput
+    from tpufleet.state.store import is_database_url
+
+    if text == "" or is_database_url(text):
+        raise BadInput(f"bad argument DIR: {text[:80]!r} is not a state directory")
+    return Path(text).expanduser()
+
+
+def _moved_text(d: dict[str, Any]) -> str:
+    if not d["changed"]:
+        return f"{d['to']} already holds serial {d['serial']} of {d['from']}: nothing to move"
+    return (
+        f"moved serial {d['serial']} from {d['from']} to {d['to']}: {d['journal_lines']} journal line(s), "
+        f"{len(d['tables'])} routing table(s)"
+    )
+
+
+@state_app.command(
+    "migrate",
+    epilog=examples(
+        "tpufleet state migrate postgresql://tpufleet_owner@db.example.com/tpufleet?sslmode=verify-full",
+        "tpufleet --state postgresql://tpufleet@db/tpufleet state migrate",
+    ),
+)
+def migrate_cmd(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Argument(metavar="URL", help="The database (default: --state)")] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Create or upgrade tpufleet's tables in a PostgreSQL database (versioned; run it as the role owning them)."""
+    from tpufleet.state import transfer
+    from tpufleet.state.store import resolve_state_dir
+
+    target = url if url is not None else resolve_state_dir(ctx.obj.state)
+    d = transfer.migrate(_url(str(target), "URL"), ctx.obj.lock_timeout)
+    applied = ", ".join(map(str, d["applied"])) or "none needed"
+    emit(d, output, lambda: f"{d['database']}: schema version {d['to_version']} (applied: {applied})")
+
+
+@state_app.command(
+    "push",
+    epilog=examples("tpufleet state push ~/.tpufleet postgresql://alice@db.example.com/tpufleet?sslmode=require"),
+)
+def push_cmd(
+    ctx: typer.Context,
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="The state directory to copy from")],
+    url: Annotated[str, typer.Argument(metavar="URL", help="The database to copy into")],
+    output: OutputOpt = Output.table,
+) -> None:
+    """Copy a state directory's fleet (state, journal, routing tables) into a database; refused when the database
+    holds a newer serial or another history."""
+    from tpufleet.state import transfer
+    from tpufleet.state.lock import command_line
+
+    d = transfer.push(_directory(directory), _url(url, "URL"), ctx.obj.lock_timeout, command_line())
+    emit(d, output, lambda: _moved_text(d))
+
+
+@state_app.command(
+    "pull",
+    epilog=examples("tpufleet state pull postgresql://alice@db.example.com/tpufleet ./fleet-copy"),
+)
+def pull_cmd(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(metavar="URL", help="The database to copy from")],
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="The state directory to copy into")],
+    output: OutputOpt = Output.table,
+) -> None:
+    """Copy a database's fleet into a state directory (made if missing); refused when the directory holds a newer
+    serial or another history."""
+    from tpufleet.state import transfer
+    from tpufleet.state.lock import command_line
+
+    d = transfer.pull(_url(url, "URL"), _directory(directory), ctx.obj.lock_timeout, command_line())
+    emit(d, output, lambda: _moved_text(d))

@@ -1,0 +1,93 @@
+"""The families the monitoring mixin's alerts need beside those of `tpufleet metrics` (pure).
+
+`tpufleet serve` adds them to its `/metrics`: each pod's spare target and free healthy cubes (as `plan-spares`
+works them out), each slice's state, throughput floor and table freshness, each open fault's opening time and the
+repair time of its kind. A fleet has tens of slices and open faults, so labelling by slice and fault stays small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from tpufleet.constants import HOUR
+from tpufleet.fleetstate import FleetState, SliceState
+from tpufleet.timeparse import parse_stamp
+
+# The repair time that stands for each kind of component (the rate files' `repair_hours` keys): a chip, an
+# electrical link or a whole cube is repaired as its machine is.
+REPAIR_KEY = {"cube": "host", "host": "host", "chip": "host", "ici": "host", "link": "link", "ocs": "ocs"}
+
+
+def alert_families(
+    state: FleetState, spare_rows: Sequence[Mapping[str, Any]], repair_hours: Mapping[str, float]
+) -> list[Metric]:
+    """The families of one state; `spare_rows`: `plan-spares`' pods (pod, best_spares, free_healthy_cubes);
+    `repair_hours`: hours to repair by rate-file key (host, link, ocs)."""
+    return [*_spares(spare_rows), *_slices(state), *_faults(state, repair_hours)]
+
+
+def _spares(rows: Sequence[Mapping[str, Any]]) -> list[Metric]:
+    target = GaugeMetricFamily(
+        "tpufleet_pod_spare_target_cubes",
+        "Spare cubes plan-spares holds back for a pod's slices (95% over 7 days, the pod's rates).",
+        labels=["pod"],
+    )
+    free = GaugeMetricFamily(
+        "tpufleet_pod_free_healthy_cubes",
+        "Free cubes of a pod with no open fault and no slice or machine in use (as plan-spares counts them).",
+        labels=["pod"],
+    )
+    for row in rows:
+        target.add_metric([row["pod"]], row["best_spares"])
+        free.add_metric([row["pod"]], row["free_healthy_cubes"])
+    return [target, free]
+
+
+def _slices(state: FleetState) -> list[Metric]:
+    states = GaugeMetricFamily(
+        "tpufleet_slice_state", "1 for the state a slice is in, 0 for the others.", labels=["slice", "state"]
+    )
+    floor = GaugeMetricFamily(
+        "tpufleet_slice_min_throughput_ratio",
+        "Throughput floor of a slice: below it a fault evicts the slice instead of rerouting it.",
+        labels=["slice"],
+        unit="ratio",
+    )
+    stale = GaugeMetricFamily(
+        "tpufleet_slice_route_tables_stale", "1 when a slice's stored routing tables no longer match.", labels=["slice"]
+    )
+    for name in sorted(state.slices):
+        sl = state.slices[name]
+        for value in SliceState:
+            states.add_metric([name, value.value], 1 if sl.state is value else 0)
+        floor.add_metric([name], sl.min_throughput)
+        record = state.routes.get(name)
+        stale.add_metric([name], 1 if record is not None and record.stale else 0)
+    return [states, floor, stale]
+
+
+def _faults(state: FleetState, repair_hours: Mapping[str, float]) -> list[Metric]:
+    opened = GaugeMetricFamily(
+        "tpufleet_fault_opened_timestamp_seconds",
+        "Unix time an open fault or drain was recorded.",
+        labels=["fault", "target", "kind", "planned"],
+        unit="seconds",
+    )
+    for fault in state.open_faults():
+        when = parse_stamp(fault.opened)
+        if when is not None:
+            labels = [fault.id, str(fault.target), fault.target.kind, str(fault.planned).lower()]
+            opened.add_metric(labels, when.timestamp())
+    repair = GaugeMetricFamily(
+        "tpufleet_fault_repair_seconds",
+        "Expected repair time of a failed component of this kind (the fault rates' repair hours).",
+        labels=["kind"],
+        unit="seconds",
+    )
+    for kind, key in REPAIR_KEY.items():
+        if key in repair_hours:
+            repair.add_metric([kind], float(repair_hours[key]) * HOUR)
+    return [opened, repair]

@@ -1,0 +1,107 @@
+"""Use case of `POST /api/v1/alerts` (`tpufleet serve`): Prometheus Alertmanager's alerts that name a component
+open and clear faults through the same transitions as `inject-fault` and `clear-fault`.
+
+An alert names its component with the label `tpufleet_target` (a target id, e.g. ``host:c07/3``); the label
+`tpufleet_planned="true"` makes it a planned drain. A firing alert opens a fault whose reason ends with the mark
+``[alertmanager FINGERPRINT since STARTS_AT]``; the same alert sent again (Alertmanager repeats a firing group) finds
+its mark and changes nothing, even when the fault was cleared by hand since; its resolution clears the open fault
+carrying its fingerprint. The mark lives in the fault itself, so it is committed in the same atomic rename as the
+fault and survives a restart of the server without a second file to keep in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet.constants import MAX_REASON_CHARS
+from tpufleet.errors import BadInput
+from tpufleet.faults import normalize
+from tpufleet.fleetstate import Change, FleetState
+from tpufleet.ops import faults as fault_ops
+from tpufleet.ops.outcome import Outcome
+
+TARGET_LABEL = "tpufleet_target"
+PLANNED_LABEL = "tpufleet_planned"
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert of an Alertmanager webhook (payload version 4), its fields already checked."""
+
+    fingerprint: str
+    firing: bool
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: str
+
+    @property
+    def name(self) -> str:
+        return self.labels.get("alertname", "")
+
+    @property
+    def mark(self) -> str:
+        return f"[alertmanager {self.fingerprint} since {self.starts_at}]"
+
+    def reason(self) -> str:
+        """The fault's reason: the alert's name and summary, then its mark (kept whole within the length limit)."""
+        text = " ".join(f"{self.name}: {self.annotations.get('summary', '')}".split()).rstrip(": ")
+        room = MAX_REASON_CHARS - len(self.mark) - 1
+        return f"{text[:room]} {self.mark}".lstrip()
+
+
+def receive(state: FleetState, alerts: Sequence[Alert], now: str) -> Outcome:
+    """Each alert in order: a firing one opens its fault (once), a resolved one clears the fault it opened."""
+    rows: list[dict[str, Any]] = []
+    opened: list[str] = []
+    cleared: list[str] = []
+    for alert in alerts:
+        row: dict[str, Any] = {
+            "fingerprint": alert.fingerprint,
+            "alertname": alert.name,
+            "status": "firing" if alert.firing else "resolved",
+            "target": alert.labels.get(TARGET_LABEL),
+        }
+        row |= _one(state, alert, now, opened, cleared)
+        rows.append(row)
+    data: dict[str, Any] = {"alerts": rows, "opened": opened, "cleared": cleared}
+    if not opened and not cleared:
+        return Outcome(data | {"serial": state.serial})
+    data["serial"] = state.next_serial
+    parts = [f"opened {', '.join(opened)}"] * bool(opened) + [f"cleared {', '.join(cleared)}"] * bool(cleared)
+    return Outcome(data, Change("alertmanager: " + "; ".join(parts), {"opened": opened, "cleared": cleared}))
+
+
+def _one(state: FleetState, alert: Alert, now: str, opened: list[str], cleared: list[str]) -> dict[str, Any]:
+    """What one alert does: {"action": opened|cleared|unchanged|ignored, "fault"?, "why"?}."""
+    text = alert.labels.get(TARGET_LABEL)
+    if text is None:
+        return {"action": "ignored", "why": f"no {TARGET_LABEL} label"}
+    try:
+        target = normalize(state.fleet, text)
+    except BadInput as exc:
+        return {"action": "ignored", "why": str(exc)}
+    if not alert.firing:
+        return _resolve(state, alert, now, cleared)
+    seen = next((f for f in state.faults if alert.mark in f.reason), None)
+    if seen is not None:
+        return {"action": "unchanged", "fault": seen.id, "why": "already recorded for this alert"}
+    planned = alert.labels.get(PLANNED_LABEL, "").lower() == "true"
+    radius = fault_ops.inject(state, [fault_ops.FaultRequest(target, planned, alert.reason())], now).data[0]
+    if radius.get("duplicate_of"):
+        return {"action": "unchanged", "fault": radius["duplicate_of"], "why": f"{target} already has an open fault"}
+    opened.append(radius["fault_id"])
+    row = {"action": "opened", "fault": radius["fault_id"], "slices": radius["slices"]}
+    return row | ({"analysis_errors": radius["analysis_errors"]} if radius.get("analysis_errors") else {})
+
+
+def _resolve(state: FleetState, alert: Alert, now: str, cleared: list[str]) -> dict[str, Any]:
+    mine = f"[alertmanager {alert.fingerprint} since "
+    hits = [f for f in state.open_faults() if mine in f.reason]
+    if not hits:
+        return {"action": "unchanged", "why": "no open fault of this alert"}
+    for fault in hits:
+        fault_ops.clear(state, fault.id, now)
+        cleared.append(fault.id)
+    return {"action": "cleared", "fault": hits[0].id} | ({"faults": [f.id for f in hits]} if len(hits) > 1 else {})

@@ -1,0 +1,85 @@
+"""Alertmanager's webhook payload (version 4), checked field by field before anything is done with it.
+
+The fields read (Alertmanager's `webhook_config` documentation): `version` ("4"), `status`, and `alerts`, a list of
+objects with `status` ("firing" or "resolved"), `labels` and `annotations` (string to string), `startsAt`, `endsAt`
+(RFC 3339) and `fingerprint` (the hash of the alert's labels). Other fields (receiver, groupLabels, commonLabels,
+externalURL, groupKey, truncatedAlerts, generatorURL...) are allowed and not used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tpufleet.ops.alerts import Alert
+
+MAX_ALERTS = 1000  # one notification holds one group; Alertmanager's max_alerts caps it further
+MAX_LABEL_CHARS = 4096
+_FINGERPRINT = re.compile(r"[0-9A-Za-z]{1,64}")
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,30}(Z|[+-][0-9]{2}:[0-9]{2})")
+
+
+class NotJson(ValueError):
+    """The body is not JSON at all (400)."""
+
+
+class BadPayload(ValueError):
+    """JSON, but not an Alertmanager payload this server takes (422); the message names the field."""
+
+
+def parse(body: bytes) -> list[Alert]:
+    """The alerts of a webhook body, or NotJson / BadPayload naming what is wrong."""
+    try:
+        doc = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise NotJson(f"the body is not JSON: {type(exc).__name__}") from None
+    if not isinstance(doc, dict):
+        raise BadPayload("the payload is not a JSON object")
+    if doc.get("version") != "4":
+        raise BadPayload(f'version: {_short(doc.get("version"))}; this server takes Alertmanager\'s version "4"')
+    alerts = doc.get("alerts")
+    if not isinstance(alerts, list):
+        raise BadPayload("alerts: not a list")
+    if len(alerts) > MAX_ALERTS:
+        raise BadPayload(f"alerts: {len(alerts)} alerts; at most {MAX_ALERTS} in one notification")
+    return [_alert(a, f"alerts[{i}]") for i, a in enumerate(alerts)]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _alert(raw: Any, where: str) -> Alert:
+    if not isinstance(raw, dict):
+        raise BadPayload(f"{where}: not an object")
+    status = raw.get("status")
+    if status not in ("firing", "resolved"):
+        raise BadPayload(f"{where}.status: {_short(status)}; firing or resolved")
+    fingerprint = raw.get("fingerprint")
+    if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
+        raise BadPayload(f"{where}.fingerprint: {_short(fingerprint)}; 1 to 64 letters and digits")
+    starts = raw.get("startsAt")
+    if not isinstance(starts, str) or not _STAMP.fullmatch(starts):
+        raise BadPayload(f"{where}.startsAt: {_short(starts)}; an RFC 3339 time")
+    labels = _strings(raw.get("labels"), f"{where}.labels", required=True)
+    annotations = _strings(raw.get("annotations", {}), f"{where}.annotations", required=False)
+    return Alert(fingerprint, status == "firing", labels, annotations, starts)
+
+
+def _strings(raw: Any, where: str, required: bool) -> dict[str, str]:
+    if raw is None and not required:
+        return {}
+    if not isinstance(raw, dict):
+        raise BadPayload(f"{where}: not an object")
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            raise BadPayload(f"{where}.{_short(key)}: {_short(value)}; a string")
+        if len(key) > MAX_LABEL_CHARS or len(value) > MAX_LABEL_CHARS:
+            raise BadPayload(f"{where}.{_short(key)}: over {MAX_LABEL_CHARS} characters")
+    return dict(raw)

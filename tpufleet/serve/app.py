@@ -1,0 +1,246 @@
+"""The routes of `tpufleet serve` (a Starlette application; `tpufleet.cli.serve` runs it under uvicorn).
+
+Every answer is JSON but `/` (HTML) and `/metrics` (Prometheus text); every error is `{"error": ..., "status": N}`
+with the documented status: 400 a bad query or a body that is not JSON, 401 a missing or wrong token, 404 no such
+route (or alert intake off), 405 a method the route does not take, 408 a body sent too slowly, 413 a body over
+1 MiB, 431 a request target and headers over 16 KiB, 422 JSON that is not an Alertmanager payload, 409 a change
+the state refuses, 503 the state cannot be read or its lock is busy. A 500 is a bug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, TpufleetError
+from tpufleet.ops.alerts import Alert
+from tpufleet.serve import documents
+from tpufleet.serve.alertpayload import BadPayload, NotJson, parse
+from tpufleet.serve.snapshot import Snapshot, Source
+
+MAX_HEADERS = 16 * 1024  # the request target and every header together
+MAX_BODY = 1 << 20  # 1 MiB: a notification of 1000 alerts with long annotations fits
+BODY_SECONDS = 10.0  # a body must arrive within this: a slow client cannot hold a write for long
+MAX_SERIAL_DIGITS = 18
+ALERTS_COMMAND = "tpufleet serve: POST /api/v1/alerts"
+_COMMON = {"X-Content-Type-Options": "nosniff"}
+_PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
+class Problem(Exception):
+    """An answer with an error status (never a 500)."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.headers = status, headers or {}
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status, headers={**_COMMON, **(headers or {})})
+
+
+@dataclass
+class Server:
+    source: Source
+    inputs: documents.MetricsInputs
+    token: bytes | None = None  # None: POST /api/v1/alerts is off
+    refresh: int = 15
+
+    def snapshot(self) -> Snapshot:
+        try:
+            return self.source.current()
+        except TpufleetError as exc:
+            raise Problem(503, f"the state cannot be read: {exc}") from None
+
+    # ---- reads -----------------------------------------------------------------------------------------------
+    def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"}, headers=_COMMON)
+
+    def readyz(self, request: Request) -> Response:
+        snap = self.snapshot()
+        return JSONResponse({"status": "ready", "serial": snap.serial}, headers=_COMMON)
+
+    def metrics(self, request: Request) -> Response:
+        openmetrics = "application/openmetrics-text" in request.headers.get("accept", "")
+        body = documents.metrics(self.snapshot(), openmetrics, self.inputs)
+        kind = documents.OPENMETRICS_TYPE if openmetrics else documents.PROMETHEUS_TYPE
+        return Response(body, headers={**_COMMON, "Content-Type": kind, "Cache-Control": "no-store"})
+
+    def page(self, request: Request) -> Response:
+        body = documents.page(self.snapshot(), self.refresh)
+        headers = {**_COMMON, "Cache-Control": "no-store", "Content-Security-Policy": _PAGE_POLICY}
+        return Response(body, media_type="text/html; charset=utf-8", headers=headers)
+
+    def status(self, request: Request) -> Response:
+        snap = self.snapshot()
+        return tagged(request, snap.serial, lambda: documents.status(snap))
+
+    def slices(self, request: Request) -> Response:
+        snap = self.snapshot()
+        return tagged(request, snap.serial, lambda: documents.rows(snap, "slices"))
+
+    def jobs(self, request: Request) -> Response:
+        snap = self.snapshot()
+        return tagged(request, snap.serial, lambda: documents.rows(snap, "jobs"))
+
+    def faults(self, request: Request) -> Response:
+        every = flag(request, "all")
+        snap = self.snapshot()
+        return tagged(request, snap.serial, lambda: documents.faults(snap, every))
+
+    def journal(self, request: Request) -> Response:
+        since = serial_query(request, "since")
+        snap = self.snapshot()
+        return tagged(request, snap.serial, lambda: documents.journal(snap, since))
+
+    # ---- the one write ---------------------------------------------------------------------------------------
+    async def alerts(self, request: Request) -> Response:
+        if self.token is None:
+            raise Problem(404, "alert intake is off: start tpufleet serve with --token-file FILE")
+        if not authorized(request.headers.get("authorization", ""), self.token):
+            raise Problem(401, "missing or wrong token", {"WWW-Authenticate": 'Bearer realm="tpufleet"'})
+        body = await bounded_body(request)
+        try:
+            alerts = parse(body)
+        except NotJson as exc:
+            raise Problem(400, str(exc)) from None
+        except BadPayload as exc:
+            raise Problem(422, str(exc)) from None
+        data = await run_in_threadpool(self._receive, alerts)
+        return JSONResponse(data, headers=_COMMON)
+
+    def _receive(self, alerts: list[Alert]) -> dict[str, Any]:
+        from tpufleet.ops.alerts import receive
+        from tpufleet.state.store import utc_now
+
+        try:
+            with self.source.store.transaction(ALERTS_COMMAND) as tx:
+                outcome = receive(tx.state, alerts, utc_now())
+                tx.commit(outcome.change)
+        except LockTimeout as exc:
+            raise Problem(503, str(exc), {"Retry-After": "5"}) from None
+        except BadStateFile as exc:
+            raise Problem(503, f"the state cannot be read: {exc}") from None
+        except BadInput as exc:
+            raise Problem(422, str(exc)) from None
+        except Refused as exc:
+            raise Problem(409, str(exc)) from None
+        data: dict[str, Any] = outcome.data
+        return data
+
+
+def authorized(header: str, token: bytes) -> bool:
+    """`Authorization: Bearer TOKEN`, the token compared in constant time."""
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("utf-8", "replace"), token)
+
+
+async def bounded_body(request: Request) -> bytes:
+    """The request body: 413 over MAX_BODY (said by Content-Length or found while reading), 408 when it takes longer
+    than BODY_SECONDS to arrive."""
+    length = request.headers.get("content-length", "")
+    if length.isascii() and length.isdigit() and int(length) > MAX_BODY:
+        raise Problem(413, f"the body is over {MAX_BODY} bytes")
+    chunks: list[bytes] = []
+    size = 0
+
+    async def read() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise Problem(413, f"the body is over {MAX_BODY} bytes")
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), BODY_SECONDS)
+    except TimeoutError:
+        raise Problem(408, f"the body did not arrive within {BODY_SECONDS:g} seconds") from None
+    return b"".join(chunks)
+
+
+def tagged(request: Request, serial: int, body: Callable[[], bytes]) -> Response:
+    """A JSON document with the serial as its ETag; 304 (no body) when the client already holds that serial."""
+    etag = f'"{serial}"'
+    headers = {**_COMMON, "ETag": etag, "Cache-Control": "no-cache"}
+    held = [t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")]
+    if etag in held or "*" in held:
+        return Response(status_code=304, headers=headers)
+    return Response(body(), media_type="application/json", headers=headers)
+
+
+def flag(request: Request, name: str) -> bool:
+    value = request.query_params.get(name, "false").lower()
+    if value not in ("1", "true", "0", "false"):
+        raise Problem(400, f"bad query {name}: {value[:40]!r}; true or false")
+    return value in ("1", "true")
+
+
+def serial_query(request: Request, name: str) -> int:
+    value = request.query_params.get(name, "0")
+    if not (value.isascii() and value.isdigit() and len(value) <= MAX_SERIAL_DIGITS):
+        raise Problem(400, f"bad query {name}: {value[:40]!r}; a serial (0 or more)")
+    return int(value)
+
+
+async def _problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Problem)
+    return error(exc.status, str(exc), exc.headers)
+
+
+async def _http(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 (no route) and 405 (method), as JSON; the Allow header kept."""
+    assert isinstance(exc, HTTPException)
+    return error(exc.status_code, exc.detail, dict(exc.headers or {}))
+
+
+class BoundedHeaders:
+    """ASGI middleware: a request whose target and headers exceed MAX_HEADERS bytes in all gets 431 before any
+    route runs (uvicorn's parser bounds only what arrives in pieces)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+            size += sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+            if size > MAX_HEADERS:
+                await error(431, f"the request's target and headers are over {MAX_HEADERS} bytes")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(server: Server) -> Starlette:
+    routes = [
+        Route(path, endpoint, methods=["GET"])
+        for path, endpoint in (
+            ("/", server.page),
+            ("/metrics", server.metrics),
+            ("/healthz", server.healthz),
+            ("/readyz", server.readyz),
+            ("/api/v1/status", server.status),
+            ("/api/v1/slices", server.slices),
+            ("/api/v1/jobs", server.jobs),
+            ("/api/v1/faults", server.faults),
+            ("/api/v1/journal", server.journal),
+        )
+    ]
+    alerts: Callable[[Request], Awaitable[Response]] = server.alerts
+    routes.append(Route("/api/v1/alerts", alerts, methods=["POST"]))
+    handlers = {Problem: _problem, HTTPException: _http}
+    application = Starlette(routes=routes, exception_handlers=handlers)
+    application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
+    application.add_middleware(BoundedHeaders)
+    return application

@@ -1,0 +1,104 @@
+"""What `tpufleet serve` answers, made from one snapshot by the same use cases and renderers as the CLI: the JSON of
+`status`, `show slices|jobs|journal` and `faults` (`-o json`, the same encoder), the exposition of `tpufleet
+metrics` with the mixin's families, and the page of `report -o html` refreshing itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from tpufleet.cli.render import to_json
+from tpufleet.fleetstate import FleetState
+from tpufleet.serve.snapshot import Snapshot
+
+OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class MetricsInputs:
+    """What the mixin's families need beside the state: `plan-spares`' inputs and the repair times."""
+
+    spare_rows: Callable[[FleetState], list[dict[str, Any]]]
+    repair_hours: Mapping[str, float]
+
+
+def status(snap: Snapshot) -> bytes:
+    from tpufleet.ops import views
+
+    return snap.cached("status", lambda: to_json(views.status(snap.store)).encode())
+
+
+def rows(snap: Snapshot, what: Literal["slices", "jobs"]) -> bytes:
+    """`show slices` or `show jobs` -o json."""
+    from tpufleet.ops import views
+
+    return snap.cached(what, lambda: to_json(views.show(snap.store, what).rows).encode())
+
+
+def faults(snap: Snapshot, all_faults: bool) -> bytes:
+    from tpufleet.ops import faults as fault_ops
+
+    return snap.cached(f"faults:{all_faults}", lambda: to_json(fault_ops.listing(snap.store, all_faults)).encode())
+
+
+def journal(snap: Snapshot, since: int) -> bytes:
+    """`show journal -o json`, the entries after serial `since` only."""
+    from tpufleet.ops import views
+
+    entries = snap.cached("journal", lambda: views.show(snap.store, "journal").rows)
+    return to_json([e for e in entries if e["serial"] > since]).encode()
+
+
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def metrics(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> bytes:
+    """The families of `tpufleet metrics` (with the goodput of `serve --goodput`), then the mixin's."""
+    return snap.cached(f"metrics:{openmetrics}", lambda: _exposition(snap, openmetrics, inputs))
+
+
+def _exposition(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> bytes:
+    from tpufleet import __version__
+    from tpufleet.integrations.alertmetrics import alert_families
+    from tpufleet.integrations.metrics import FleetCollector
+    from tpufleet.ops.fleetio import last_change
+
+    state = snap.store.state
+    registry = CollectorRegistry(auto_describe=False)
+    collector = FleetCollector(state, last_change(snap.store.journal()), snap.extras.get("goodput"), __version__)
+    registry.register(collector)
+    registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours)))
+    if openmetrics:
+        from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+        om: bytes = generate_openmetrics(registry)
+        return om
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry)
+
+
+def page(snap: Snapshot, refresh: int) -> bytes:
+    """The fleet page of `report -o html`, with each open fault's reason, reloading itself every `refresh` seconds
+    (a meta refresh: no script needed). Its ages run from now, so it is made for each request."""
+    from tpufleet.cli.fleetpage import render_page
+    from tpufleet.ops import views
+
+    report = views.report(snap.store, datetime.now(UTC))
+    doc = report.document
+    for row in doc["faults"]:
+        fault = snap.store.state.fault(row["fault"])
+        row["reason"] = fault.reason if fault is not None else ""
+    return render_page(doc, refresh=refresh).encode()

@@ -1,0 +1,121 @@
+"""Where a fleet state is kept: the storage seam beneath `Store`.
+
+`Store` owns the protocol (lock, load, validate, decode, journal, serial + 1, the very checks a load makes on the
+bytes about to be written); a backend only keeps bytes: the state document, the journal's lines, the routing
+tables and the repair cache. Two backends: a state directory (`filebackend.DirectoryBackend`) and a PostgreSQL
+database (`pgbackend.PostgresBackend`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.collectives.tables import Tables
+    from tpufleet.journalentry import JournalEntry
+    from tpufleet.state.journal import Scan
+
+
+class TablesSource(Protocol):
+    """A slice's stored routing tables, read only when a use case asks."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> Path:
+        """Where they are kept, for the report (`routes/NAME.npz` in a database)."""
+        ...
+
+    def read(self) -> Tables | None: ...
+
+
+class ChoiceCache(Protocol):
+    """The repair cache (`tpufleet.routing.memo.ChoiceCache`, plus `flush` once the command committed)."""
+
+    def get(self, key: str) -> npt.NDArray[np.int8] | None: ...
+
+    def put(self, key: str, choices: npt.NDArray[np.int8]) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class Writer(Protocol):
+    """One locked write: what `Store.transaction` and `Store.creation` need while they hold the lock."""
+
+    def exists(self) -> bool:
+        """Whether a state document is there (a damaged one included)."""
+        ...
+
+    def read_state(self) -> bytes:
+        """The state document's bytes (Refused when there is none)."""
+        ...
+
+    def recover(self, serial: int) -> None:
+        """Drop what a crashed writer left beyond `serial` (journal lines the state never reached)."""
+        ...
+
+    def journal_serial(self) -> int:
+        """The journal's last serial (0 when empty): where `init` over a lost state continues."""
+        ...
+
+    def last_serial(self) -> int:
+        """The serial to continue from when replacing a state that may be damaged."""
+        ...
+
+    def save_tables(self, name: str, data: bytes) -> PurePath:
+        """Stage a slice's routing tables, to be kept only if the state commits; their place."""
+        ...
+
+    def delete_tables(self, name: str) -> None:
+        """Stage the deletion of a slice's routing tables, done only if the state commits."""
+        ...
+
+    def commit(self, entry: JournalEntry, data: bytes) -> None:
+        """Journal `entry` and install `data` as the state, atomically; the staged tables follow. Refused when
+        another writer committed since this one read the state (the serial checked), with nothing written."""
+        ...
+
+
+class Backend(Protocol):
+    @property
+    def where(self) -> str:
+        """What messages name: the directory, or the database's URL without its password."""
+        ...
+
+    @property
+    def state_label(self) -> str:
+        """The state document, as a validation error names it."""
+        ...
+
+    @property
+    def journal_label(self) -> str:
+        """The journal, as a warning about its damaged lines names it."""
+        ...
+
+    def exists(self) -> bool: ...
+
+    def read_state(self) -> bytes:
+        """The state document's bytes (Refused when there is none); no lock needed."""
+        ...
+
+    def read_journal(self, serial: int) -> Scan:
+        """The journal read against the state's `serial` (`journal.scan`)."""
+        ...
+
+    def writing(self, timeout: float, command: str) -> AbstractContextManager[Writer]:
+        """Take the exclusive lock (LockTimeout after `timeout` seconds, naming the holder) for one write."""
+        ...
+
+    def table_place(self, name: str) -> PurePath:
+        """Where a slice's routing tables are kept (the name checked); `routes/NAME.npz` in a database."""
+        ...
+
+    def stored_tables(self, name: str) -> TablesSource: ...
+
+    def table_cache(self) -> ChoiceCache: ...

@@ -1,0 +1,196 @@
+"""The state directory as a backend (see store.py for its layout): files, an flock, fsync and renames.
+
+A commit appends and fsyncs the journal line, then renames the new state file into place (the commit point);
+routing tables are written under a temporary name first and swapped in, or deleted, only after that rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tpufleet.errors import BadInput, BadStateFile, Refused
+from tpufleet.journalentry import JournalEntry
+from tpufleet.state import journal
+from tpufleet.state.crashpoints import reached
+from tpufleet.state.files import (
+    check_state_dir,
+    check_subdir,
+    ensure_private_dir,
+    ensure_private_subdir,
+    install,
+    io_error,
+    read_state_file,
+    safe_child,
+    sync_parent,
+    write_temp,
+)
+from tpufleet.state.lock import exclusive
+
+if TYPE_CHECKING:
+    from tpufleet.state.routetables import StoredTables
+    from tpufleet.state.tablecache import TableCache
+
+STATE_FILE = "state.json"
+ROUTES_DIR = "routes"
+
+
+class DirectoryBackend:
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir
+
+    @property
+    def where(self) -> str:
+        return str(self.dir)
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / STATE_FILE
+
+    @property
+    def journal_path(self) -> Path:
+        return self.dir / journal.JOURNAL
+
+    @property
+    def routes_dir(self) -> Path:
+        return self.dir / ROUTES_DIR
+
+    @property
+    def state_label(self) -> str:
+        return str(self.state_path)
+
+    @property
+    def journal_label(self) -> str:
+        return str(self.journal_path)
+
+    def exists(self) -> bool:
+        return os.path.lexists(self.state_path)
+
+    def read_state(self) -> bytes:
+        path = self.state_path
+        try:
+            return read_state_file(path)
+        except FileNotFoundError:
+            raise Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)") from None
+        except NotADirectoryError:
+            raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
+        except OSError as exc:
+            raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+
+    def read_journal(self, serial: int) -> journal.Scan:
+        return journal.read_scan(self.journal_path, serial)
+
+    def table_place(self, name: str) -> Path:
+        """The tables' file (the name is checked so it cannot leave the directory; `routes/` must be a real
+        directory, not a symlink)."""
+        check_subdir(self.routes_dir)
+        return safe_child(self.routes_dir, name, ".npz")
+
+    def stored_tables(self, name: str) -> StoredTables:
+        from tpufleet.state.routetables import StoredTables
+
+        return StoredTables(name, self.table_place(name))
+
+    def table_cache(self) -> TableCache:
+        from tpufleet.state.tablecache import TableCache
+
+        return TableCache(self.dir)
+
+    @contextmanager
+    def writing(self, timeout: float, command: str) -> Iterator[DirectoryWriter]:
+        """The directory exists, is ours and nobody else can write it; then the lock. The files beside the state
+        are swapped in (or their temps discarded) before the lock is released."""
+        ensure_private_dir(self.dir)
+        check_state_dir(self.dir)
+        with exclusive(self.dir, timeout, command):
+            writer = DirectoryWriter(self)
+            try:
+                yield writer
+            finally:
+                writer.finish_side_files()
+
+
+class DirectoryWriter:
+    def __init__(self, backend: DirectoryBackend) -> None:
+        self.backend = backend
+        self.committed = False
+        # Files beside the state that change with it: (final path, durable temp file holding the new content, or
+        # None to delete). They are swapped in only after the state's rename, so a failed commit leaves them as
+        # they were.
+        self.side_files: list[tuple[Path, str | None]] = []
+
+    def exists(self) -> bool:
+        return self.backend.exists()
+
+    def read_state(self) -> bytes:
+        return self.backend.read_state()
+
+    def recover(self, serial: int) -> None:
+        journal.recover(self.backend.journal_path, serial)
+
+    def journal_serial(self) -> int:
+        """After `init` over a lost state file, keep numbering where the journal stopped."""
+        path = self.backend.journal_path
+        serial = max((e.serial for e in journal.read(path, 1 << 62)), default=0)
+        journal.recover(path, serial)
+        return serial
+
+    def last_serial(self) -> int:
+        try:
+            serial = json.loads(read_state_file(self.backend.state_path))["serial"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            return self.journal_serial()
+        if type(serial) is not int or serial < 0:
+            return self.journal_serial()
+        journal.recover(self.backend.journal_path, serial)
+        return serial
+
+    def save_tables(self, name: str, data: bytes) -> Path:
+        """Written now under a temporary name (so a full disk refuses the command before anything is committed),
+        renamed into place only once the state is."""
+        ensure_private_subdir(self.backend.routes_dir)
+        path = self.backend.table_place(name)
+        self.side_files.append((path, write_temp(path, data)))
+        return path
+
+    def delete_tables(self, name: str) -> None:
+        if check_subdir(self.backend.routes_dir):
+            self.side_files.append((self.backend.table_place(name), None))
+
+    def commit(self, entry: JournalEntry, data: bytes) -> None:
+        """Journal line first (durable), then the state file renamed into place. Should anything fail before the
+        rename, the line is taken back out: the files are as they were, and the error names the file. (Under the
+        lock nobody else writes: the serial the state was read at is still the file's.)"""
+        path = self.backend.state_path
+        size = journal.append(self.backend.journal_path, entry)
+        try:
+            install(write_temp(path, data), path)
+        except BaseException:
+            journal.rollback(self.backend.journal_path, size)
+            raise
+        self.committed = True  # the state file is renamed into place: the files beside it follow
+        sync_parent(path)
+
+    def finish_side_files(self) -> None:
+        """After the state's commit: swap in or delete the files beside it. Without a commit: discard the temps."""
+        committed = self.committed
+        if committed:
+            reached("transaction.before_side_files")
+        for path, tmp in self.side_files:
+            try:
+                if tmp is None:
+                    if committed:
+                        path.unlink(missing_ok=True)
+                elif committed:
+                    os.replace(tmp, path)
+                else:
+                    os.unlink(tmp)
+            except OSError as exc:
+                if committed:  # the state is committed: say which file is behind it
+                    raise io_error("delete" if tmp is None else "write", path, exc) from None
+        if committed and self.side_files:
+            sync_parent(self.side_files[0][0])

@@ -1,0 +1,568 @@
+"""A fleet state in a PostgreSQL database (``--state postgresql://USER@HOST/DB?...``), with the guarantees of a state
+directory: one locked, serial-checked database transaction per command.
+
+The lock is a session advisory lock (released by the server when the holder's connection ends, even when the
+holder is killed), with a holder row (`tpufleet_lock`: user, pid, host, command, since) for the "whose lock"
+message and `--lock-timeout`. Under it, a command reads the state row, and its commit is one database transaction:
+the journal line inserted, the state row updated only if its serial is still the one read (the writer that
+commits second is refused, never merged), the staged routing tables written or deleted. The server commits all
+of it or none of it: a killed writer or a server stopped mid-command leaves the old serial or the new one.
+
+Tables (created by `init` on an empty database, or by `tpufleet state migrate`; versioned in `tpufleet_schema`):
+`tpufleet_state` (one row: serial, the state document's bytes), `tpufleet_journal` (one row per journal line, in
+order; append-only, a trigger refuses UPDATE, DELETE and TRUNCATE), `tpufleet_tables` (routing tables, bytea),
+`tpufleet_cache` (the repair cache, bytea), `tpufleet_lock` (the lock's holder).
+
+Credentials come from the URL, ``PGPASSFILE`` (``~/.pgpass``) or the environment (``PGPASSWORD``, ``PGUSER``...,
+as libpq reads them); messages name the URL without its password. A connection that fails or is lost is one
+line (exit 1); a lost commit says that its outcome is unknown and how to see it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from tpufleet.errors import BadInput, LockTimeout, Refused
+from tpufleet.journalentry import JournalEntry
+from tpufleet.state import journal
+from tpufleet.state.crashpoints import reached
+from tpufleet.state.files import SAFE_NAME
+from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER
+from tpufleet.text import bounded, printable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import psycopg
+
+    from tpufleet.collectives.tables import Tables
+
+# ---- the schema ------------------------------------------------------------------------------------------------
+
+SCHEMA_VERSION = 1
+LOCK_KEY = int.from_bytes(b"tpufleet", "big")  # the advisory lock's key (one fleet per database and schema)
+_VERSION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS tpufleet_schema "
+    "(version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now(), by_user text NOT NULL)"
+)
+# MIGRATIONS[v - 1] takes the schema from version v - 1 to v; each runs in one transaction with its version row.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE tpufleet_state (id smallint PRIMARY KEY CHECK (id = 1), serial bigint NOT NULL "
+        "CHECK (serial >= 0), doc bytea NOT NULL, written timestamptz NOT NULL DEFAULT now())",
+        "CREATE TABLE tpufleet_journal (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, serial bigint, "
+        "line bytea NOT NULL)",
+        "CREATE INDEX tpufleet_journal_serial ON tpufleet_journal (serial)",
+        "CREATE FUNCTION tpufleet_journal_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'the tpufleet journal is append-only'; END $$",
+        "CREATE TRIGGER tpufleet_journal_no_change BEFORE UPDATE OR DELETE ON tpufleet_journal "
+        "FOR EACH ROW EXECUTE FUNCTION tpufleet_journal_append_only()",
+        "CREATE TRIGGER tpufleet_journal_no_truncate BEFORE TRUNCATE ON tpufleet_journal "
+        "FOR EACH STATEMENT EXECUTE FUNCTION tpufleet_journal_append_only()",
+        "CREATE TABLE tpufleet_tables (name text PRIMARY KEY, data bytea NOT NULL)",
+        "CREATE TABLE tpufleet_cache (key text PRIMARY KEY, data bytea NOT NULL, "
+        "used timestamptz NOT NULL DEFAULT clock_timestamp())",
+        "CREATE TABLE tpufleet_lock (id smallint PRIMARY KEY CHECK (id = 1), username text NOT NULL, "
+        "pid integer NOT NULL, host text NOT NULL, command text NOT NULL, since text NOT NULL)",
+    ),
+)
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+# ---- the URL -----------------------------------------------------------------------------------------------------
+
+
+def redacted(url: str) -> str:
+    """The URL without its password (in the user part or a ``password=`` parameter): what messages show."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "postgresql://(a URL that cannot be parsed)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        netloc = f"{user.split(':', 1)[0]}@{host}"
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(k == "password" for k, _ in pairs):
+        query = urlencode([(k, v) for k, v in pairs if k != "password"])
+    return printable(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def _secrets(url: str) -> list[str]:
+    """The password(s) the URL carries, to be cut out of any message that might quote them."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "password" and v]
+    if parts.password:
+        found += [parts.password, unquote(parts.password)]
+    return found
+
+
+def _first_line(exc: BaseException, secrets: list[str]) -> str:
+    text = " ".join(str(exc).strip().split("\n", 1)[0].split()) or type(exc).__name__
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return printable(bounded(text, 300))
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _check_name(name: str) -> None:
+    if not SAFE_NAME.fullmatch(name or "") or name in {".", ".."}:
+        raise BadInput(f"bad name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
+
+# ---- the backend -------------------------------------------------------------------------------------------------
+
+
+class PostgresBackend:
+    """One database connection per process, opened at first use (autocommit: each write is an explicit
+    transaction)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = redacted(url)
+        self._secrets = _secrets(url)
+        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+
+    @property
+    def state_label(self) -> str:
+        return self.where
+
+    @property
+    def journal_label(self) -> str:
+        return f"{self.where} (journal)"
+
+    # -- connection and errors --
+
+    @contextmanager
+    def errors(self, doing: str = "use") -> Iterator[None]:
+        """A database error as one line naming the URL (never its password): exit 1."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.Error as exc:
+            self.close()
+            raise Refused(
+                f"cannot {doing} the state database {self.where}: {_first_line(exc, self._secrets)}"
+            ) from None
+
+    def connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        try:
+            import psycopg
+        except ImportError:
+            raise Refused(
+                f"the state {self.where} is a PostgreSQL database: install the driver with "
+                "pip install 'tpufleet[postgres]'"
+            ) from None
+        options: dict[str, Any] = {"autocommit": True}
+        query = dict(parse_qsl(urlsplit(self.url).query))
+        if "connect_timeout" not in query:
+            options["connect_timeout"] = 10
+        if "application_name" not in query:
+            options["application_name"] = "tpufleet"
+        with self.errors("connect to"):
+            self._conn = psycopg.connect(self.url, **options)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    def schema_version(self) -> int | None:
+        """The schema's version in the database; None when it has none (no tpufleet table)."""
+        conn = self.connection()
+        with self.errors("read"):
+            found = conn.execute("SELECT to_regclass('tpufleet_schema') IS NOT NULL").fetchone()
+            if not found or not found[0]:
+                return None
+            row = conn.execute("SELECT max(version) FROM tpufleet_schema").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def _usable(self, version: int | None) -> bool:
+        """False when there is no schema yet; Refused when it is not this tpufleet's version."""
+        if version is None:
+            return False
+        if version > SCHEMA_VERSION:
+            raise Refused(
+                f"the state database {self.where} has schema version {version}, newer than this tpufleet's "
+                f"({SCHEMA_VERSION}): upgrade tpufleet"
+            )
+        if version < SCHEMA_VERSION:
+            raise Refused(
+                f"the state database {self.where} has schema version {version}; run `tpufleet state migrate` "
+                f"to bring it to {SCHEMA_VERSION}"
+            )
+        return True
+
+    def migrate(self, conn: psycopg.Connection[tuple[Any, ...]], version: int | None) -> list[int]:
+        """Bring the schema to SCHEMA_VERSION, one transaction per step; the versions applied."""
+        done = []
+        with self.errors("migrate"):
+            for target in range((version or 0) + 1, SCHEMA_VERSION + 1):
+                with conn.transaction():
+                    conn.execute(_VERSION_TABLE)
+                    for statement in MIGRATIONS[target - 1]:
+                        conn.execute(statement.encode())
+                    conn.execute("INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, _user()))
+                done.append(target)
+        return done
+
+    def migrate_in(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """Create the schema inside the caller's transaction (the first `init` or `state push` on an empty database:
+        the schema and the state commit together). One made meanwhile by another command is checked instead."""
+        conn.execute(_VERSION_TABLE)
+        row = conn.execute("SELECT max(version) FROM tpufleet_schema").fetchone()
+        if row is not None and row[0] is not None:
+            self._usable(int(row[0]))
+            return
+        for target, statements in enumerate(MIGRATIONS, 1):
+            for statement in statements:
+                conn.execute(statement.encode())
+            conn.execute("INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, _user()))
+
+    # -- reading --
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
+        """The rows of a read of tpufleet's tables; None when the database has no such table (no schema yet, or
+        one of another version: then Refused saying so)."""
+        import psycopg
+
+        conn = self.connection()
+        with self.errors("read"):
+            try:
+                return conn.execute(sql, params).fetchall()
+            except psycopg.errors.UndefinedTable:
+                pass
+        self._usable(self.schema_version())
+        return None
+
+    def _state_row(self) -> tuple[int, bytes] | None:
+        """(serial, document) of the state row; None when there is none (or no schema). One round trip."""
+        rows = self._query(
+            "SELECT v.version, s.serial, s.doc FROM (SELECT max(version) AS version FROM tpufleet_schema) v "
+            "LEFT JOIN tpufleet_state s ON s.id = 1"
+        )
+        if not rows or not self._usable(rows[0][0]):
+            return None
+        _version, serial, doc = rows[0]
+        return None if serial is None else (int(serial), bytes(doc))
+
+    def exists(self) -> bool:
+        return self._state_row() is not None
+
+    def read_state(self) -> bytes:
+        row = self._state_row()
+        if row is None:
+            raise Refused(f"no fleet state in {self.where} (run `tpufleet init` or pass --state DIR|URL)")
+        return row[1]
+
+    def journal_bytes(self) -> bytes:
+        """The journal as a state directory's journal.jsonl holds it: every line, in order, each ended by a newline."""
+        rows = self._query("SELECT line FROM tpufleet_journal ORDER BY seq") or []
+        return b"".join(bytes(r[0]) + b"\n" for r in rows)
+
+    def read_journal(self, serial: int) -> journal.Scan:
+        return journal.scan(self.journal_bytes(), serial)
+
+    def table_place(self, name: str) -> PurePosixPath:
+        _check_name(name)
+        return PurePosixPath("routes") / f"{name}.npz"
+
+    def stored_tables(self, name: str) -> DatabaseTables:
+        return DatabaseTables(self, name, Path(self.table_place(name)))
+
+    def table_bytes(self, name: str) -> bytes | None:
+        rows = self._query("SELECT data FROM tpufleet_tables WHERE name = %s", (name,))
+        return bytes(rows[0][0]) if rows else None
+
+    def table_cache(self) -> DatabaseCache:
+        return DatabaseCache(self)
+
+    # -- the lock --
+
+    def holder(self) -> str:
+        """Who holds the lock, from its holder row ("an unknown process" when it cannot be read)."""
+        import psycopg
+
+        try:
+            conn = self.connection()
+            row = conn.execute("SELECT username, pid, host, command, since FROM tpufleet_lock WHERE id = 1").fetchone()
+        except (psycopg.Error, Refused):
+            return "an unknown process"
+        if row is None:
+            return "an unknown process"
+        user, pid, host, command, since = row
+        return printable(f"{user}'s pid {pid} on {host} ({bounded(str(command), 200)}, since {since})")
+
+    def _try_lock(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the advisory lock; whether it was taken."""
+        import psycopg
+
+        conn = self.connection()
+        with self.errors("lock"):
+            if seconds <= 0:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+                return bool(row and row[0])
+            conn.execute(f"SET lock_timeout = {max(1, round(seconds * 1000))}")
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+                return True
+            except psycopg.errors.LockNotAvailable:
+                return False
+            finally:
+                conn.execute("SET lock_timeout = 0")
+
+    def _acquire(self, timeout: float) -> None:
+        say = WAIT_NOTICE.say
+        first = WAIT_NOTICE_AFTER if say is not None and timeout > WAIT_NOTICE_AFTER else timeout
+        if self._try_lock(first):
+            return
+        if first < timeout:
+            if say is not None:
+                say(f"waiting for the state lock held by {self.holder()}")
+            if self._try_lock(timeout - first):
+                return
+        raise LockTimeout(
+            f"state {self.where} is locked by {self.holder()}; gave up after {timeout:g}s (see --lock-timeout)"
+        )
+
+    def _note_holder(self, command: str) -> None:
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with self.errors("lock"):
+            self.connection().execute(
+                "INSERT INTO tpufleet_lock (id, username, pid, host, command, since) VALUES (1, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET username = excluded.username, pid = excluded.pid, "
+                "host = excluded.host, command = excluded.command, since = excluded.since",
+                (_user(), os.getpid(), socket.gethostname(), command, since),
+            )
+
+    @contextmanager
+    def advisory(self, timeout: float) -> Iterator[None]:
+        """Hold the advisory lock (LockTimeout after `timeout` seconds, naming the holder)."""
+        self._acquire(timeout)
+        try:
+            yield
+        finally:
+            if self._conn is not None and not self._conn.closed:
+                with contextlib.suppress(Exception):
+                    self._conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+
+    @contextmanager
+    def locked(self, timeout: float, command: str) -> Iterator[bool]:
+        """Hold the lock and its holder row (once the schema exists); whether the schema is there."""
+        with self.advisory(timeout):
+            ready = self._usable(self.schema_version())
+            if ready:
+                self._note_holder(command)
+            yield ready
+
+    @contextmanager
+    def writing(self, timeout: float, command: str) -> Iterator[DatabaseWriter]:
+        with self.locked(timeout, command) as ready:
+            yield DatabaseWriter(self, ready)
+
+
+class DatabaseWriter:
+    """One locked write: the state row read, the tables staged, then one database transaction."""
+
+    def __init__(self, backend: PostgresBackend, ready: bool) -> None:
+        self.backend = backend
+        self.ready = ready  # False: no schema yet (`init` on an empty database creates it in its commit)
+        self.read_serial: int | None = None  # the serial of the state row read (None: no row)
+        self.staged: dict[str, bytes | None] = {}
+        self.committed = False
+
+    def _row(self) -> tuple[int, bytes] | None:
+        row = self.backend._state_row() if self.ready else None
+        self.read_serial = None if row is None else row[0]
+        return row
+
+    def exists(self) -> bool:
+        return self._row() is not None
+
+    def read_state(self) -> bytes:
+        row = self._row()
+        if row is None:
+            raise Refused(f"no fleet state in {self.backend.where} (run `tpufleet init` or pass --state DIR|URL)")
+        return row[1]
+
+    def recover(self, serial: int) -> None:
+        """Nothing to recover: a journal line is committed with its state or not at all."""
+
+    def journal_serial(self) -> int:
+        entries = self.backend.read_journal(1 << 62).entries
+        return max((e.serial for e in entries), default=0)
+
+    def last_serial(self) -> int:
+        row = self._row()
+        return row[0] if row is not None else self.journal_serial()
+
+    def save_tables(self, name: str, data: bytes) -> PurePosixPath:
+        place = self.backend.table_place(name)
+        self.staged[name] = data
+        return place
+
+    def delete_tables(self, name: str) -> None:
+        self.backend.table_place(name)
+        self.staged[name] = None
+
+    def commit(self, entry: JournalEntry, data: bytes) -> None:
+        """One database transaction: schema (on an empty database), journal line, state row (serial checked),
+        staged tables. A connection lost during it: the server keeps all of it or none of it."""
+        import psycopg
+
+        conn = self.backend.connection()
+        try:
+            with conn.transaction():
+                if not self.ready:
+                    self.backend.migrate_in(conn)
+                self._write(conn, entry, data)
+        except psycopg.OperationalError as exc:
+            self.backend.close()
+            raise Refused(
+                f"lost the state database {self.backend.where} while committing serial {entry.serial} "
+                f"({_first_line(exc, self.backend._secrets)}); the change is either wholly made or not at all: "
+                "`tpufleet status` shows which"
+            ) from None
+        except psycopg.Error as exc:
+            self.backend.close()
+            raise Refused(
+                f"cannot write the state database {self.backend.where}: {_first_line(exc, self.backend._secrets)}; "
+                "nothing was written"
+            ) from None
+        self.committed = True
+        reached("atomic_write.before_dir_fsync")
+        reached("transaction.before_side_files")
+
+    def _write(self, conn: psycopg.Connection[tuple[Any, ...]], entry: JournalEntry, data: bytes) -> None:
+        reached("journal.before_write")
+        conn.execute(
+            "INSERT INTO tpufleet_journal (serial, line) VALUES (%s, %s)", (entry.serial, journal.encode(entry))
+        )
+        reached("journal.before_fsync")
+        reached("journal.after_fsync")
+        if self.read_serial is None:
+            cur = conn.execute(
+                "INSERT INTO tpufleet_state (id, serial, doc) VALUES (1, %s, %s) ON CONFLICT (id) DO NOTHING",
+                (entry.serial, data),
+            )
+        else:
+            cur = conn.execute(
+                "UPDATE tpufleet_state SET serial = %s, doc = %s, written = now() WHERE id = 1 AND serial = %s",
+                (entry.serial, data, self.read_serial),
+            )
+        if cur.rowcount != 1:
+            raise Refused(
+                f"the state in {self.backend.where} changed while this command ran (another writer committed "
+                f"serial {entry.serial} or later first); nothing was written: run the command again"
+            )
+        for name, tables in self.staged.items():
+            if tables is None:
+                conn.execute("DELETE FROM tpufleet_tables WHERE name = %s", (name,))
+            else:
+                conn.execute(
+                    "INSERT INTO tpufleet_tables (name, data) VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET data = excluded.data",
+                    (name, tables),
+                )
+        reached("atomic_write.before_fsync")
+        reached("atomic_write.before_rename")
+
+
+class DatabaseTables:
+    """A slice's routing tables in `tpufleet_tables`, read when asked."""
+
+    def __init__(self, backend: PostgresBackend, name: str, path: Path) -> None:
+        self.backend, self._name, self._path = backend, name, path
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def read(self) -> Tables | None:
+        from tpufleet.state.routetables import load_bytes
+
+        data = self.backend.table_bytes(self._name)
+        return None if data is None else load_bytes(data, f"{self.backend.where} {self._path}")
+
+
+_KEY = re.compile(r"[0-9a-f]{40}")
+
+
+class DatabaseCache:
+    """The repair cache in `tpufleet_cache` (see tablecache.py: never needed, never trusted, every failure a miss;
+    new entries held until the command commits)."""
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self.backend = backend
+        self.pending: dict[str, npt.NDArray[np.int8]] = {}
+
+    def get(self, key: str) -> npt.NDArray[np.int8] | None:
+        from tpufleet.state import tablecache
+
+        if not _KEY.fullmatch(key):
+            return None
+        try:
+            conn = self.backend.connection()
+            row = conn.execute(
+                "UPDATE tpufleet_cache SET used = clock_timestamp() WHERE key = %s RETURNING data", (key,)
+            )
+            found = row.fetchone()
+        except Exception:  # noqa: BLE001 - a cache that cannot be read is a miss
+            return None
+        body = None if found is None else tablecache._checked(key, bytes(found[0]))
+        return None if body is None else tablecache._int8_vector(body)
+
+    def put(self, key: str, choices: npt.NDArray[np.int8]) -> None:
+        self.pending[key] = choices
+
+    def flush(self) -> None:
+        """Write the held entries and keep the most recently used within the cache's limits; errors are ignored."""
+        from tpufleet.state import tablecache
+
+        rows = [(k, tablecache.entry_bytes(k, c)) for k, c in self.pending.items() if _KEY.fullmatch(k)]
+        self.pending.clear()
+        with contextlib.suppress(Exception):
+            conn = self.backend.connection()
+            with conn.transaction():
+                for key, data in rows:
+                    if data is not None:
+                        conn.execute(
+                            "INSERT INTO tpufleet_cache (key, data) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                            "SET data = excluded.data, used = clock_timestamp()",
+                            (key, data),
+                        )
+                conn.execute(
+                    "DELETE FROM tpufleet_cache WHERE key IN (SELECT key FROM (SELECT key, "
+                    "row_number() OVER w AS n, sum(length(data)) OVER w AS total FROM tpufleet_cache "
+                    "WINDOW w AS (ORDER BY used DESC)) ranked WHERE n > %s OR total > %s)",
+                    (tablecache.MAX_ENTRIES, tablecache.MAX_BYTES),
+                )

@@ -1,0 +1,186 @@
+"""`tpufleet state migrate|push|pull`: a PostgreSQL state's schema, and a fleet moved between a state directory and
+a database, byte for byte (the state document, every journal line, the indexed routing tables; the repair cache is
+disposable and stays behind).
+
+Both sides are locked while the fleet moves. A move never goes backwards: it is refused when the target holds a
+newer serial, or the same serial with other contents, or a journal that is not the start of the source's (two
+histories); a target already equal to the source is left alone. Into a database, the move is one transaction;
+into a directory, the state file is renamed into place last (its commit point), the tables swapped in after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tpufleet.errors import Refused
+from tpufleet.state import journal
+from tpufleet.state.filebackend import DirectoryBackend, DirectoryWriter
+from tpufleet.state.files import atomic_write, install, io_error, read_state_file, sync_parent, write_temp
+from tpufleet.state.pgbackend import SCHEMA_VERSION, PostgresBackend
+from tpufleet.state.store import checked_state
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A fleet as stored: the state document, the journal's lines (without newlines), the indexed tables."""
+
+    state: bytes
+    serial: int
+    lines: list[bytes]
+    tables: dict[str, bytes]
+
+
+def migrate(url: str, timeout: float) -> dict[str, Any]:
+    """Create or upgrade the database's tpufleet schema, under the state lock."""
+    db = PostgresBackend(url)
+    with db.advisory(timeout):
+        before = db.schema_version()
+        if before is not None and before > SCHEMA_VERSION:
+            db._usable(before)  # newer than this tpufleet: refused, saying so
+        applied = db.migrate(db.connection(), before)
+    return {"database": db.where, "from_version": before or 0, "to_version": SCHEMA_VERSION, "applied": applied}
+
+
+def _lines(raw: bytes) -> list[bytes]:
+    return raw.split(b"\n")[:-1] if raw else []
+
+
+def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: str) -> bool:
+    """Whether the target must change (False: it already holds the source's fleet); Refused when it may not."""
+    if target is None:
+        return True
+    if target.serial > source.serial:
+        raise Refused(
+            f"{target_name} holds serial {target.serial}, newer than {source_name}'s {source.serial}; nothing was "
+            "moved (move the newer fleet the other way)"
+        )
+    same_start = source.lines[: len(target.lines)] == target.lines
+    if target.serial == source.serial and target.state == source.state and same_start:
+        return len(source.lines) != len(target.lines) or source.tables != target.tables
+    if target.serial == source.serial or not same_start:
+        raise Refused(
+            f"{target_name} (serial {target.serial}) holds another history than {source_name} (serial "
+            f"{source.serial}): its journal is not the start of the source's; nothing was moved"
+        )
+    return True
+
+
+def _directory_fleet(writer: DirectoryWriter) -> Fleet | None:
+    """The directory's fleet, checked as a load checks it (None: there is none); under its lock."""
+    backend = writer.backend
+    if not backend.exists():
+        return None
+    raw = writer.read_state()
+    doc = checked_state(raw, backend.state_label)
+    writer.recover(doc["serial"])
+    try:
+        lines = _lines(read_state_file(backend.journal_path))
+    except FileNotFoundError:
+        lines = []
+    except OSError as exc:
+        raise io_error("read", backend.journal_path, exc) from None
+    tables = {}
+    for name in doc.get("routes", {}):
+        path = backend.table_place(name)
+        try:
+            tables[name] = read_state_file(path)
+        except FileNotFoundError:
+            continue  # indexed but missing: `routes` would say so; nothing to move
+        except OSError as exc:
+            raise io_error("read", path, exc) from None
+    return Fleet(raw, doc["serial"], lines, tables)
+
+
+def _database_fleet(db: PostgresBackend) -> Fleet | None:
+    row = db._state_row()
+    if row is None:
+        return None
+    serial, raw = row
+    doc = checked_state(raw, db.state_label)
+    tables = {name: data for name in doc.get("routes", {}) if (data := db.table_bytes(name)) is not None}
+    return Fleet(raw, serial, _lines(db.journal_bytes()), tables)
+
+
+def _result(source: str, target: str, fleet: Fleet, changed: bool) -> dict[str, Any]:
+    return {
+        "from": source,
+        "to": target,
+        "serial": fleet.serial,
+        "journal_lines": len(fleet.lines),
+        "tables": sorted(fleet.tables),
+        "changed": changed,
+    }
+
+
+def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, Any]:
+    """Copy the directory's fleet into the database (one transaction), unless the database's is newer."""
+    directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
+    with directory.writing(timeout, command) as writer:
+        source = _directory_fleet(writer)
+        if source is None:
+            raise Refused(f"no fleet state in {directory.where} to push")
+        with db.locked(timeout, command) as ready:
+            target = _database_fleet(db) if ready else None
+            changed = _judge(source, target, directory.where, db.where)
+            if changed:
+                _write_database(db, ready, source, target)
+    return _result(directory.where, db.where, source, changed)
+
+
+def _write_database(db: PostgresBackend, ready: bool, source: Fleet, target: Fleet | None) -> None:
+    conn = db.connection()
+    with db.errors("write"), conn.transaction():
+        if not ready:
+            db.migrate_in(conn)
+        for line in source.lines[len(target.lines) if target else 0 :]:
+            entry = journal._parse(line)
+            conn.execute(
+                "INSERT INTO tpufleet_journal (serial, line) VALUES (%s, %s)",
+                (None if entry is None else entry.serial, line),
+            )
+        if target is None:
+            cur = conn.execute(
+                "INSERT INTO tpufleet_state (id, serial, doc) VALUES (1, %s, %s) ON CONFLICT (id) DO NOTHING",
+                (source.serial, source.state),
+            )
+        else:
+            cur = conn.execute(
+                "UPDATE tpufleet_state SET serial = %s, doc = %s, written = now() WHERE id = 1 AND serial = %s",
+                (source.serial, source.state, target.serial),
+            )
+        if cur.rowcount != 1:
+            raise Refused(f"the state in {db.where} changed during the push; nothing was written")
+        conn.execute("DELETE FROM tpufleet_tables")
+        for name, data in source.tables.items():
+            conn.execute("INSERT INTO tpufleet_tables (name, data) VALUES (%s, %s)", (name, data))
+
+
+def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, Any]:
+    """Copy the database's fleet into the directory, unless the directory's is newer."""
+    directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
+    with db.locked(timeout, command) as ready:
+        source = _database_fleet(db) if ready else None
+        if source is None:
+            raise Refused(f"no fleet state in {db.where} to pull")
+        with directory.writing(timeout, command) as writer:
+            target = _directory_fleet(writer)
+            changed = _judge(source, target, db.where, directory.where)
+            if changed:
+                _write_directory(writer, source, target)
+    return _result(db.where, directory.where, source, changed)
+
+
+def _write_directory(writer: DirectoryWriter, source: Fleet, target: Fleet | None) -> None:
+    """Tables staged, the journal replaced, then the state file renamed into place (the commit point); the tables
+    swapped in (and those the new state does not index deleted) after it."""
+    backend = writer.backend
+    for name, data in source.tables.items():
+        writer.save_tables(name, data)
+    for name in set(target.tables if target else ()) - set(source.tables):
+        writer.delete_tables(name)
+    atomic_write(backend.journal_path, b"".join(line + b"\n" for line in source.lines))
+    install(write_temp(backend.state_path, source.state), backend.state_path)
+    writer.committed = True
+    sync_parent(backend.state_path)
