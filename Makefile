@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench soak clean sweep-deps browser-deps test-browser lock test-latest
+.PHONY: demo test lint bench soak clean sweep-deps browser-deps test-browser lock test-latest db-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,13 @@ lint: $(STAMP)
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
 
+# Optional: Debian's PostgreSQL server for the database backend's tests (they start their own server in a
+# temporary directory; without it they skip, saying why). Needs root or sudo.
+db-deps:
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ( \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null )
+
 # Optional: Debian's Chromium for the HTML report tests (they skip, saying why, without it). Needs root or sudo.
 browser-deps:
 	command -v chromium >/dev/null || ( \
@@ -74,6 +81,8 @@ bench: $(STAMP) sweep-deps
 	$(BIN)/python benchmarks/bench_input_memory.py
 	$(BIN)/python benchmarks/bench_generations.py
 	$(BIN)/python benchmarks/bench_import.py
+	$(BIN)/python benchmarks/bench_pg.py
+	$(BIN)/python benchmarks/bench_serve.py
 
 # 10,000 `import k8s --apply` runs against flapping nodes (20-40 minutes): state.json stays bounded.
 soak: $(STAMP)
