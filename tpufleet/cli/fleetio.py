@@ -325,6 +325,7 @@ def export_kueue_cmd(
 class SlurmPlugin(str, enum.Enum):
     tree = "tree"
     block = "block"
+    torus3d = "torus3d"  # Slurm 26.05; topology.yaml only
 
 
 class SlurmFile(str, enum.Enum):
@@ -338,12 +339,14 @@ class SlurmFile(str, enum.Enum):
         "tpufleet export slurm-topology --out /etc/slurm/topology.conf",
         "tpufleet export slurm-topology --plugin block --out /etc/slurm/topology.conf",
         "tpufleet export slurm-topology --format yaml --out /etc/slurm/topology.yaml",
+        "tpufleet export slurm-topology --plugin torus3d --format yaml --out /etc/slurm/topology.yaml",
     ),
 )
 def export_slurm_cmd(
     ctx: typer.Context,
     plugin: Annotated[
-        SlurmPlugin, typer.Option("--plugin", help="tree (switches) or block (BlockName, BlockSizes)")
+        SlurmPlugin,
+        typer.Option("--plugin", help="tree (switches), block (BlockName, BlockSizes) or torus3d (topology.yaml only)"),
     ] = SlurmPlugin.tree,
     file_format: Annotated[
         SlurmFile, typer.Option("--format", help="conf (topology.conf) or yaml (topology.yaml, Slurm 25.05+)")
@@ -357,6 +360,10 @@ def export_slurm_cmd(
 
     if out is not None:
         check_output_path(out, "--out")
+    if plugin is SlurmPlugin.torus3d and file_format is not SlurmFile.yaml:
+        from tpufleet.errors import BadInput
+
+        raise BadInput("bad option --plugin: torus3d is configured only in topology.yaml (add --format yaml)")
     state = ctx.obj.store().load()
     _note_left_out(exports.machines_without_node(state))
     if file_format is SlurmFile.yaml:

@@ -201,6 +201,28 @@ def hostlist(names: Iterable[str]) -> str:
     return ",".join(item if isinstance(item, str) else _ranges(item, groups[item]) for item in order)
 
 
+def ordered_hostlist(names: Iterable[str]) -> str:
+    """A hostlist expression that expands to `names` in their order (Slurm maps a torus region's nodes in list
+    order): only runs of consecutive numbers with the same prefix, width and suffix are folded.
+
+    >>> ordered_hostlist(["n03", "n04", "n05", "n01", "m"])
+    'n[03-05],n01,m'
+    """
+    parts: list[tuple[tuple[str, int, str] | None, list[str | int]]] = []
+    for name in names:
+        match = re.fullmatch(r"(.*?)([0-9]+)([^0-9]*)", name)
+        if match is None:
+            parts.append((None, [name]))
+            continue
+        key, number = (match.group(1), len(match.group(2)), match.group(3)), int(match.group(2))
+        last = parts[-1] if parts else None
+        if last is not None and last[0] == key and last[1][-1] == number - 1:
+            last[1].append(number)
+        else:
+            parts.append((key, [number]))
+    return ",".join(str(run[0]) if key is None else _ranges(key, [int(n) for n in run]) for key, run in parts)
+
+
 def _ranges(key: tuple[str, int, str], numbers: list[int]) -> str:
     prefix, width, suffix = key
     if len(numbers) == 1:
@@ -253,6 +275,10 @@ def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
 def slurm_topology_yaml(state: FleetState, plugin: str = "tree") -> list[Doc]:
     """topology.yaml (Slurm 25.05 and later; topology.yaml(5)): one topology, the cluster's default, named
     `tpufleet-PLUGIN`, with the same switches or blocks as `slurm_topology` writes to topology.conf."""
+    if plugin == "torus3d":
+        from tpufleet.integrations.slurm_torus import torus3d_yaml
+
+        return torus3d_yaml(state)
     cube_nodes, pods, sizes = _slurm_parts(state)
     topology: Doc = {"topology": f"tpufleet-{plugin}", "cluster_default": True}
     if plugin == "tree":
