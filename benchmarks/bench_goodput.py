@@ -15,13 +15,13 @@ Figures:
    time and every bucket are compared (data loading aside: the package counts one interval per start, see the
    README), and the figures are printed. Skipped when the package is not installed.
 
-3. (issue 32) The columnar rows: ``goodput-report`` over N native events against DuckDB's read + group-by of the
+3. (fleet scale) The columnar rows: ``goodput-report`` over N native events against DuckDB's read + group-by of the
    same files (and the decode alone by msgspec, PyArrow and Polars), its peak beside the decoded columns (25
    bytes an event); ml-goodput entries against a decode of the same file (orjson, else msgspec); and the many-logs
    row: the same events over ``--dask-files`` logs on a 2-worker local Dask cluster (``--workers 2``) against
    the serial run. Each is skipped, saying so, when its library is not installed.
 
-Goals (issue 18): 10 M native events in <= 20 s and <= 2 GB peak on the project machine. (issue 32): <= 1.5x
+Goals: 10 M native events in <= 20 s and <= 2 GB peak on the project machine. At fleet scale: <= 1.5x
 DuckDB's read + group-by, peak <= 2x the decoded columns; ml-goodput <= 3x an orjson decode; >= 1.7x on 2
 Dask workers over serial.
 """
@@ -367,13 +367,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dask-events", type=int, default=100_000_000)
     parser.add_argument("--dask-files", type=int, default=100)
-    parser.add_argument("--only", choices=("issue18", "issue32"), default=None, help="run only these rows")
+    parser.add_argument("--only", choices=("reports", "fleet-scale"), default=None, help="run only these rows")
     args = parser.parse_args()
-    if args.only != "issue18":
+    if args.only != "reports":
         bench_columnar(args.events, args.files)
         bench_ml_decode(args.entries)
         bench_dask(args.dask_events, args.dask_files)
-    if args.only == "issue32":
+    if args.only == "fleet-scale":
         return
     print(f"peak RSS of this process before: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     bench_native(args.events, args.files, args.repeat)
