@@ -1,4 +1,5 @@
-"""The state document <-> `FleetState`: the only place that knows the file's field names.
+"""The state document <-> `FleetState`: the only place that knows the file's field names (with `records.py`, the
+file forms of the records, kept apart from the output contract's `record()`).
 
 `decode` expects a document that passed `schema.validate`; `encode` gives one that passes it again, with the
 same keys the file has always had (the JSON contract of `state.json`).
@@ -28,7 +29,7 @@ from tpufleet.fleetstate import (
 from tpufleet.ids import HostId, OcsId, parse_target
 from tpufleet.model import Fleet, Pod
 from tpufleet.shapes import Shape, Vec, parse_dims, parse_shape
-from tpufleet.state import generations
+from tpufleet.state import generations, records
 
 Doc = dict[str, Any]
 
@@ -159,8 +160,8 @@ def encode(state: FleetState) -> Doc:
         "serial": state.serial,
         "next_fault": state.next_fault,
         "fleet": {"pods": [_encode_pod(p) for p in state.fleet.pods]},
-        "faults": [f.record() for f in state.faults],
-        "slices": {name: sl.record() for name, sl in state.slices.items()},
+        "faults": [records.fault_doc(f) for f in state.faults],
+        "slices": {name: records.slice_doc(sl) for name, sl in state.slices.items()},
         "ocs": {k.key: _pairs(v) for k, v in sorted(state.ocs.items()) if v},
         "routes": {name: _encode_route(r) for name, r in state.routes.items()},
     }
@@ -175,13 +176,15 @@ def encode(state: FleetState) -> Doc:
         if state.k8s.degraded:  # only once a partition was DEGRADED: other states keep the file's old shape
             doc["k8s"]["degraded_cubes"] = sorted(state.k8s.degraded)
         if state.k8s.node_pools:  # only once a node pool was held unplaced
-            doc["k8s"]["node_pools"] = {name: p.record() for name, p in sorted(state.k8s.node_pools.items())}
+            doc["k8s"]["node_pools"] = {
+                name: records.node_pool_doc(p) for name, p in sorted(state.k8s.node_pools.items())
+            }
     if state.jobs:  # only once there are jobs, as for `k8s`: other states keep the file's old shape
         doc["jobs"] = {name: _encode_job(job) for name, job in sorted(state.jobs.items())}
     if state.reservation:  # only once a reservation was imported, as for `k8s`
         doc["reservation"] = {
             "blocks": dict(sorted(state.reservation.blocks.items())),
-            "sub_blocks": {name: r.record() for name, r in sorted(state.reservation.sub_blocks.items())},
+            "sub_blocks": {name: records.sub_block_doc(r) for name, r in sorted(state.reservation.sub_blocks.items())},
         }
     return doc
 

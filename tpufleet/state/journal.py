@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tpufleet.errors import BadInput
 from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
+from tpufleet.state import records
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
 
@@ -46,7 +47,7 @@ __all__ = [
 
 def encode(entry: JournalEntry) -> bytes:
     """The entry's journal line, without its newline (the same bytes in a state directory and a database)."""
-    return json.dumps(entry.record(), sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(records.journal_doc(entry), sort_keys=True, separators=(",", ":")).encode()
 
 
 def append(path: Path, entry: JournalEntry) -> int:

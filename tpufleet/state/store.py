@@ -27,7 +27,7 @@ from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.model import Fleet
-from tpufleet.state import codec, inputfiles
+from tpufleet.state import codec, inputfiles, records
 from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
@@ -317,6 +317,6 @@ class Store:
             pid=os.getpid(),
             details=change.details or None,
             delta=delta(before, doc),
-            moved_faults=tuple(f.record() for f in moved),
+            moved_faults=tuple(records.fault_doc(f) for f in moved),
         )
         writer.commit(entry, data)

@@ -1,0 +1,107 @@
+"""The file forms of the state's records: what `state.json` (and the journal's moved faults) hold.
+
+These are the file schema's, kept apart from the `record()` methods of the typed objects, which are the output
+contract (`-o json`): today the two agree field for field, and either can change without the other (a test holds
+`encode` independent of `record()`). `codec.py` assembles the document from them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpufleet.allocation import Allocation
+from tpufleet.fleetstate import Fault, MaintenanceWindow, NodePoolSlice, Reroute, Slice, SubBlockRecord
+from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
+
+Doc = dict[str, Any]
+
+__all__ = ["fault_doc", "journal_doc", "node_pool_doc", "placement_doc", "reroute_doc", "slice_doc", "sub_block_doc"]
+
+
+def fault_doc(f: Fault) -> Doc:
+    out: Doc = {
+        "id": f.id,
+        "target": str(f.target),
+        "planned": f.planned,
+        "reason": f.reason,
+        "opened": f.opened,
+        "cleared": f.cleared,
+    }
+    if f.opened_serial is not None:
+        out["opened_serial"] = f.opened_serial
+    if f.window_start is not None:  # only drains of announced maintenance: other faults keep their shape
+        out["window_start"] = f.window_start
+    if f.window_end is not None:
+        out["window_end"] = f.window_end
+    return out
+
+
+def reroute_doc(r: Reroute) -> Doc:
+    return {"all_to_all_retained": r.retained, "vcs": r.vcs, "faults": list(r.faults)}
+
+
+def placement_doc(a: Allocation) -> Doc:
+    out: Doc = {"pod": a.pod, "cubes": list(a.cubes), "coords": {c: list(v) for c, v in a.coords.items()}}
+    if a.machines:
+        out["machines"], out["origin"] = list(a.machines), list(a.origin or (0, 0, 0))
+    return out
+
+
+def slice_doc(sl: Slice) -> Doc:
+    """A slice (its name is the key, not a field); optional fields only when set, so older files keep their shape."""
+    out: Doc = {
+        "shape": sl.shape.text,
+        "twisted": sl.shape.twisted,
+        "pod": sl.pod,
+        "cubes": list(sl.cubes),
+        "coords": {c: list(v) for c, v in sl.coords.items()},
+        "state": sl.state.value,
+        "fault_tolerant_routing": sl.fault_tolerant_routing,
+    }
+    optional = {
+        "created": sl.created,
+        "connected_serial": sl.connected_serial,
+        "evicted_by": sl.evicted_by,
+        "reroute": reroute_doc(sl.reroute) if sl.reroute else None,
+        "proposal": placement_doc(sl.proposal) if sl.proposal else None,
+    }
+    out.update({k: v for k, v in optional.items() if v is not None})
+    out["min_throughput"] = sl.min_throughput
+    if sl.job is not None:
+        out["job"] = sl.job
+    if sl.machines:
+        out["machines"] = list(sl.machines)
+        out["origin"] = list(sl.origin or (0, 0, 0))
+    return out
+
+
+def _window_doc(m: MaintenanceWindow) -> Doc:
+    out: Doc = {"status": m.status}
+    optional = {"type": m.kind, "window_start": m.start, "window_end": m.end}
+    out.update({k: v for k, v in optional.items() if v is not None})
+    return out
+
+
+def sub_block_doc(r: SubBlockRecord) -> Doc:
+    out: Doc = {"cube": r.cube, "block": r.block, "health": r.health}
+    if r.healthy_hosts is not None:
+        out["healthy_hosts"] = r.healthy_hosts
+    if r.degraded_hosts is not None:
+        out["degraded_hosts"] = r.degraded_hosts
+    if r.maintenance is not None:
+        out["maintenance"] = _window_doc(r.maintenance)
+    return out
+
+
+def node_pool_doc(p: NodePoolSlice) -> Doc:
+    return {"shape": p.shape.text, "accelerator": p.accelerator, "pod": p.pod, "nodes": list(p.nodes)}
+
+
+def journal_doc(e: JournalEntry) -> Doc:
+    """A journal line (its keys sorted when written); optional fields only when set."""
+    out: Doc = {"serial": e.serial, "time": e.time, "user": e.user, "command": e.command, "summary": e.summary}
+    optional = {"pid": e.pid, "details": e.details, "delta": e.delta}
+    out.update({k: v for k, v in optional.items() if v is not None})
+    if e.moved_faults:
+        out[MOVED_FAULTS] = list(e.moved_faults)
+    return out
