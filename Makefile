@@ -31,7 +31,7 @@ COMPILE := $(LOCK_BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --st
 lock:
 	test -x $(LOCK_BIN)/pip-compile || ( $(PYTHON) -m venv .venv-lock && $(LOCK_BIN)/python -m pip install --quiet pip-tools )
 	$(COMPILE) --upgrade $(LOCKED_EXTRAS) -o requirements.lock pyproject.toml
-	$(COMPILE) --upgrade $(LOCKED_EXTRAS) --extra sweep --extra columnar -o requirements-sweep.lock pyproject.toml
+	$(COMPILE) --upgrade $(LOCKED_EXTRAS) --extra sweep --extra columnar --extra bench -o requirements-sweep.lock pyproject.toml
 
 # The suite against the newest versions pyproject.toml allows, in a venv of its own (CI reports, never fails, on it).
 test-latest:
@@ -52,7 +52,8 @@ lint: $(STAMP)
 	$(BIN)/python tools/check_function_lengths.py || status=1; \
 	exit $$status
 
-# Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it).
+# Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it), PyArrow for
+# goodput-report's typed reader, and DuckDB and Polars, the baselines of `make bench`.
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
 

@@ -20,9 +20,9 @@ from tpufleet.goodput.fastread import Batch, Decoded, lines_in
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
 try:
-    import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
-    import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
-    import pyarrow.json as pj  # type: ignore[import-untyped, unused-ignore]
+    import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    import pyarrow.compute as pc  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    import pyarrow.json as pj  # type: ignore[import-untyped, import-not-found, unused-ignore]
 except ImportError:  # optional: the msgspec and standard readers give the same answers, slower
     pa = pc = pj = None
 
