@@ -305,6 +305,116 @@ CASES = (
 VC_BUDGETS = (3, 4, 6)
 
 
+@dataclass
+class IssueCase:
+    """A row of issue 31's table: the LP is solved (reduced by symmetry) when `lp`, else a lower bound stands."""
+
+    name: str
+    shape: str
+    twisted: bool
+    failures: tuple[tuple[str, int], ...] = ()
+    links: int = 0  # > 0: only every other dead link of the failures, at most this many (scattered optical links)
+    lp: bool = True
+
+
+ISSUE_CASES = (
+    IssueCase("4x4x4, one x OCS (x/3)", "4x4x4", False, (("x", 3),)),
+    IssueCase("4x4x4, one y OCS (y/3)", "4x4x4", False, (("y", 3),)),
+    IssueCase("4x4x4, one z OCS (z/3)", "4x4x4", False, (("z", 3),)),
+    IssueCase("8x8x8, one x OCS (x/3)", "8x8x8", False, (("x", 3),)),
+    IssueCase("8x8x8, 3 links of x/3, y/5, z/2", "8x8x8", False, (("x", 3), ("y", 5), ("z", 2)), links=3, lp=False),
+    IssueCase("8x8x8, three OCS (x/3, y/5, z/2)", "8x8x8", False, (("x", 3), ("y", 5), ("z", 2)), lp=False),
+    IssueCase("8x8x16, x and z OCS (x/3, z/2)", "8x8x16", False, (("x", 3), ("z", 2)), lp=False),
+    IssueCase("twisted 8x8x16, x and z OCS", "8x8x16", True, (("x", 3), ("z", 2)), lp=False),
+    IssueCase("twisted 8x8x16, one x OCS (x/3)", "8x8x16", True, (("x", 3),), lp=False),
+    IssueCase("twisted 8x16x16, one x OCS (x/3)", "8x16x16", True, (("x", 3),), lp=False),
+    IssueCase("16x16x16, one x OCS (x/3)", "16x16x16", False, (("x", 3),), lp=False),
+)
+
+
+def scattered(expected: ChipGraph, alive: ChipGraph, count: int) -> ChipGraph:
+    """Only `count` of the dead links of `alive` (every other one, spread over the failures), both directions."""
+    import numpy as np
+
+    chips, ports = np.nonzero((alive != expected) & (expected >= 0))
+    plus = [(int(c), int(p)) for c, p in zip(chips, ports, strict=True) if p % 2 == 0]
+    step = max(1, len(plus) // count)
+    out = expected.copy()
+    for a, p in plus[::step][:count]:
+        b = int(expected[a, p])
+        out[a, p] = out[b, p + 1] = -1
+    return out
+
+
+def cut_bound(shape: Shape, nbr: Graph) -> float:
+    """A lower bound on the all-to-all max load: per dimension, the slice cut into two halves at coordinate 0
+    and k/2 (cube boundaries), (N/2)^2 pairs crossing each way over the live links that cross that way."""
+    from tpufleet.topology import coordinates
+
+    n = len(nbr)
+    xyz = coordinates(shape.dims)
+    best = 0.0
+    for d, k in enumerate(shape.dims):
+        if k < 2 or shape.twisted:
+            continue
+        side = xyz[:, d] < k // 2
+        src, dst = links(nbr)
+        crossing = int((side[src] & ~side[dst]).sum())
+        if crossing:
+            best = max(best, (n // 2) * (n - n // 2) / crossing)
+    return best
+
+
+def issue_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
+    """Issue 31's table re-measured: tool (auto, 3 VCs), LP optimum or bound (saying which), tool/optimum, healthy
+    kept against the tool's healthy tables and against the healthy optimum, VCs."""
+    from tpufleet.routing.report import evaluate
+    from tpufleet.shapes import parse_shape
+    from tpufleet.topology import neighbors
+
+    print(
+        "\nIssue 31 table: all-to-all max link load within 3 VCs, beside the LP optimum (or a lower bound)", flush=True
+    )
+    head = f"{'case':<38} {'tool':>7} {'optimum':>9} {'which':>14} {'tool/opt':>8} {'kept/tab':>8} {'kept/opt':>8}"
+    print(f"{head} {'VCs':>3} {'tool s':>6} {'LP s':>6}", flush=True)
+    out: list[dict[str, object]] = []
+    for case in ISSUE_CASES:
+        shape = parse_shape(case.shape, case.twisted)
+        expected = neighbors(shape)
+        alive = ocs_failures(shape, expected, case.failures)
+        if case.links:
+            alive = scattered(expected, alive, case.links)
+        t = time.perf_counter()
+        s = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary
+        tool_s = time.perf_counter() - t
+        tool = float(s["max_link_load"]["all-to-all"])
+        t = time.perf_counter()
+        if case.lp:
+            optimum, which = solve(alive, automorphisms(shape, alive)).optimum, "LP"
+        else:
+            cut, dist = cut_bound(shape, alive), distance_bound(alive)
+            optimum, which = max(cut, dist), "bound (cut)" if cut >= dist else "bound (dist)"
+        lp_s = time.perf_counter() - t
+        kept_tab = s["throughput_retained"]["all-to-all"]
+        kept_opt = s["throughput_retained_vs_optimum"]["all-to-all"]
+        print(
+            f"{case.name:<38} {tool:7.1f} {optimum:9.2f} {which:>14} {optimum / tool:8.4f} {kept_tab:8.4f} "
+            f"{kept_opt:8.4f} {s['vcs']:>3} {tool_s:6.2f} {lp_s:6.2f}",
+            flush=True,
+        )
+        out.append(
+            {"case": case.name, "tool_max_load": tool, "optimum": round(optimum, 4), "optimum_is": which,
+             "optimum_over_tool": round(optimum / tool, 4), "kept_vs_tables": kept_tab, "kept_vs_optimum": kept_opt,
+             "vcs": s["vcs"]}
+        )  # fmt: skip
+        if rows is not None:
+            rows.append(
+                (f"routing quality, {case.name}", tool_s, "(no target)", lp_s,
+                 f"optimum/tool: {optimum / tool:.3f} ({which}); kept vs healthy optimum {kept_opt:.3f}")
+            )  # fmt: skip
+    return out
+
+
 def tool_figures(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int) -> tuple[float, float, int, float]:
     """(max all-to-all link load, healthy reference, VCs used, seconds) of `evaluate` with `auto` tables."""
     from tpufleet.routing.report import evaluate
@@ -399,10 +509,14 @@ def main(rows: list[Row] | None = None) -> list[dict[str, object]]:
             tool, _, vcs, _ = tool_figures(shape, expected, alive, k)
             cells.append(f"{tool:6.1f} ({vcs} used)")
         print(f"{case.name:<42} {optimum:9.3f} " + " ".join(f"{c:>14}" for c in cells), flush=True)
+    out += issue_table(rows)
     print("(figures printed only; under `make bench` the rows above also go to benchmarks/latest.json)", flush=True)
     return out
 
 
 if __name__ == "__main__":
     sys.path[:0] = [str(ROOT)]
-    main()
+    if "--issue" in sys.argv:
+        issue_table()
+    else:
+        main()

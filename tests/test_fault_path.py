@@ -143,10 +143,12 @@ def test_a_recorded_fault_leaves_its_repair_for_routes_which_makes_the_same_tabl
     assert fleet("inject-fault", "ocs:pod0/x/3", "--dry-run").code == 0
     assert snapshot(fleet.state) == before
     assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
-    (entry,) = (fleet.state / "cache").glob("*.npy")
-    os.utime(entry, (1, 1))
+    entries = list((fleet.state / "cache").glob("*.npy"))  # one per dimension order repaired from ring runs
+    assert entries
+    for entry in entries:
+        os.utime(entry, (1, 1))
     assert fleet("routes", "s", "--out", tmp_path / "replayed.npz").code == 0
-    assert entry.stat().st_mtime > 1  # read back (a hit marks the entry used)
+    assert all(entry.stat().st_mtime > 1 for entry in entries)  # read back (a hit marks the entry used)
     shutil.rmtree(fleet.state / "cache")
     assert fleet("routes", "s", "--out", tmp_path / "searched.npz").code == 0
     replayed, searched = np.load(tmp_path / "replayed.npz"), np.load(tmp_path / "searched.npz")

@@ -39,6 +39,8 @@ LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hott
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
 PAIRS_LIMIT = 1024  # chips: per-destination order pairs within 3 VCs (see `order_pairs`)
 PAIRS_LIMIT_TWISTED = 512
+MIDDLE_ORDERS_LIMIT = 1024  # chips: single orders with a broken dimension in the middle (`single_orders`)
+MIDDLE_ORDERS_LIMIT_TWISTED = 512
 
 
 def _candidate_orders(dead_dims: set[int]) -> list[Order]:
@@ -242,7 +244,11 @@ def candidates(
         rt.algorithm = algorithm
         return [(rt, info)]
     dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
-    singles: list[Variant] = [(None, None, order, even) for order in single_orders(dead_dims) for even in balance]
+    singles: list[Variant] = [
+        (None, None, order, even)
+        for order in single_orders(dead_dims, len(expected), shape.twisted)
+        for even in balance
+    ]
     mixed: list[Variant] = []
     if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
         mixed += [([], None, dor.DEFAULT_ORDER, False)]
@@ -360,22 +366,31 @@ def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list
     return [(rt, info) for _, rt, info in out]
 
 
-def single_orders(dead_dims: set[int]) -> list[Order]:
+def single_orders(dead_dims: set[int], chips: int = 0, twisted: bool = False) -> list[Order]:
     """One dimension order for every destination, taking the broken dimensions first.
 
     A route's last dimension runs in the destination's own ring, so a break there cannot be skirted by a first
     hop into a neighbouring ring; a broken dimension taken first runs in the source's ring, which one wild hop
-    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops). The default order
-    is kept when it already has no broken dimension last (or when every dimension is broken).
+    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops). Every dimension order
+    with a healthy last dimension is made up to MIDDLE_ORDERS_LIMIT chips (a broken dimension in the middle wins on
+    small slices: 4x4x4 with one x OCS down 35 against 41; twisted: up to MIDDLE_ORDERS_LIMIT_TWISTED), so that the same fault turned by a symmetry of the
+    slice is offered the same orders turned; above it only the broken-first ones (the middle ones gain nothing on
+    16x16x16 and cost a repair each). When every dimension is broken, all six orders.
     """
     from itertools import permutations
 
     healthy = [d for d in dor.DEFAULT_ORDER if d not in dead_dims]
-    out = [dor.DEFAULT_ORDER] if not healthy or dor.DEFAULT_ORDER[-1] not in dead_dims else []
+    if not healthy:
+        return list(permutations(dor.DEFAULT_ORDER))  # type: ignore[arg-type]
+    out: list[Order] = []
     for broken in permutations(sorted(dead_dims)):
         order = (*broken, *healthy)
-        if len(order) == 3 and order not in out:
-            out.append((order[0], order[1], order[2]))
+        out.append((order[0], order[1], order[2]))
+    if chips <= (MIDDLE_ORDERS_LIMIT_TWISTED if twisted else MIDDLE_ORDERS_LIMIT):
+        out += [o for o in permutations(dor.DEFAULT_ORDER) if o[-1] not in dead_dims and o not in out]  # type: ignore[misc]
+    if dor.DEFAULT_ORDER in out:  # the plain tables first, on ties too
+        out.remove(dor.DEFAULT_ORDER)
+        out.insert(0, dor.DEFAULT_ORDER)
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,25 +49,50 @@ def _loads(
 def healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) -> dict[str, float]:
     """Loads of the tool's own healthy tables (for a twisted torus, the lighter of plain and balanced DOR): the
     reference `throughput_retained` is measured against."""
+    return _healthy_reference(shape, expected, traffics)[0]
+
+
+def _healthy_reference(
+    shape: Shape, expected: ChipGraph, traffics: Sequence[str]
+) -> tuple[dict[str, float], Callable[[Shape], tuple[Any, Any]]]:
+    """`healthy_loads`, and the maker of the healthy tables they are the loads of."""
     from tpufleet.routing import dor
     from tpufleet.routing.analysis import analyze, symmetric, symmetric_load
     from tpufleet.routing.balanced import BALANCE_LIMIT, balanced_twisted_tables
 
     if symmetric(shape) and not shape.twisted:
-        return _ring_healthy_loads(shape, expected, traffics)
-    makers = [dor.tables]
+        return _ring_healthy_loads(shape, expected, traffics), dor.tables
+    makers: list[Callable[[Shape], tuple[Any, Any]]] = [dor.tables]
     if shape.twisted and len(expected) <= BALANCE_LIMIT:
         makers.append(balanced_twisted_tables)
-    best: dict[str, float] | None = None
+    best: tuple[dict[str, float], Callable[[Shape], tuple[Any, Any]]] | None = None
     for make in makers:
         P, L = make(shape)
         rt = RouteTables(shape, expected, P, L)
         a2a = symmetric_load(rt) if symmetric(shape) else analyze(rt, deadlock=False).load
         loads = _loads(rt, expected, traffics, weight_load=a2a)
-        if best is None or loads.get("all-to-all", 0.0) < best.get("all-to-all", 0.0):
-            best = loads
+        if best is None or loads.get("all-to-all", 0.0) < best[0].get("all-to-all", 0.0):
+            best = (loads, make)
     assert best is not None
     return best
+
+
+def healthy_tables_broken(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> int:
+    """`pairs_broken_by_faults`: the ordered pairs whose route in the tool's healthy tables (the ones
+    `healthy_loads` measures) crosses a link the live graph lacks, whatever tables then route around it."""
+    from tpufleet.routing.analysis import symmetric
+    from tpufleet.routing.dor import DEFAULT_ORDER
+    from tpufleet.routing.tolerant import broken_pairs
+
+    if bool((alive == expected).all()):
+        return 0
+    if symmetric(shape) and not shape.twisted and bool(((alive == expected) | (alive < 0)).all()):
+        from tpufleet.routing.rings import broken_by_runs
+
+        return len(broken_by_runs(shape, DEFAULT_ORDER, expected, alive))
+    _, make = _healthy_reference(shape, expected, ("all-to-all",))
+    P, _ = make(shape)
+    return len(broken_pairs(P, expected, alive))
 
 
 def _ring_healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) -> dict[str, float]:
@@ -107,15 +132,82 @@ def evaluate(
     traffics: Sequence[str] = TRAFFICS,
     deadlock_check: bool = True,
     max_vcs: int | None = None,
+    turn: bool = True,
 ) -> RouteReport:
     """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept.
+
+    `auto` tables of a fault with a canonical form (`routing.canonical`, small untwisted tori) are made for that
+    form and turned back (`turn`), so the same fault turned gets the same load.
 
     With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
     fewest VCs is reported, for the caller to refuse.
     """
+    return _evaluate(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn)
+
+
+def _evaluate(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    algorithm: str,
+    traffics: Sequence[str],
+    deadlock_check: bool,
+    max_vcs: int | None,
+    turn: bool,
+) -> RouteReport:
+    """`evaluate`, which the recursion for a fault's canonical form calls without turning it again."""
+    own = _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn)
+    if not (turn and deadlock_check and algorithm == "auto"):
+        return own
+    return _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own)
+
+
+def _with_whole_ocs(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    own: RouteReport,
+) -> RouteReport:
+    """`own`, or the tables made for the canonical form of a whole OCS's failure pattern containing the dead
+    optical links, turned back, when they carry all-to-all with a lower maximum load: they never use a link the
+    pattern lacks, so they serve the links too. The candidates already hold each pattern's tables as it is; its
+    canonical form (`_turned`) may route it better, and a link is then never routed worse than its OCS."""
+    from tpufleet.routing.candidates import ocs_patterns
+
+    best = own
+    if "all-to-all" not in best.summary["max_link_load"]:
+        return best
+    for graph, _ in ocs_patterns(shape, expected, alive):
+        other = _turned(shape, expected, graph, traffics, max_vcs, live=alive)
+        if other is not None and _a2a(other) < _a2a(best) and not other.summary["unroutable_pairs"]:
+            best = other
+    return best
+
+
+def _a2a(report: RouteReport) -> float:
+    return float(report.summary["max_link_load"]["all-to-all"])
+
+
+def _made_for(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    algorithm: str,
+    traffics: Sequence[str],
+    deadlock_check: bool,
+    max_vcs: int | None,
+    turn: bool,
+) -> RouteReport:
+    """The tables of the live graph: its canonical form's, turned back, else the best-ranked candidate."""
     from tpufleet.routing.candidates import candidates
 
+    if turn and deadlock_check and algorithm == "auto":
+        turned = _turned(shape, expected, alive, traffics, max_vcs)
+        if turned is not None:
+            return turned
     options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
     if not deadlock_check:
         rt, info = options[0]
@@ -128,6 +220,50 @@ def evaluate(
     rt, info, a, layered = kept
     rt.wild_layers = layered
     return _report(shape, expected, traffics, True, algorithm, rt, info, a)
+
+
+def _turned(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    live: ChipGraph | None = None,
+) -> RouteReport | None:
+    """The report of the tables made for the fault's canonical form (`routing.canonical`), turned back onto the
+    live graph (`live`, default `alive`: tables made for fewer links serve it); None when the fault has none, or
+    the turned tables do not fit `max_vcs` on the real slice."""
+    from tpufleet.routing.canonical import canonical_turn
+
+    turn = canonical_turn(shape, expected, alive)
+    if turn is None:
+        return None
+    turned_alive = turn.graph(alive)
+    if (turned_alive == alive).all():
+        return None  # already canonical: made as it is (and among the live graph's candidates when a pattern)
+    made = _evaluate(shape, expected, turned_alive, "auto", traffics, True, max_vcs, turn=False)
+    if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
+        return None
+    rt = turn.back(made.tables, alive if live is None else live)
+    info = _turned_info(made.summary)
+    a, layered = _analyzed(rt, max_vcs)
+    if not _fits(a, max_vcs):
+        return None
+    rt.wild_layers = layered
+    return _report(shape, expected, traffics, True, "auto", rt, info, a)
+
+
+def _turned_info(summary: dict[str, Any]) -> RouteInfo:
+    """How the canonical form's tables were made, as `candidates` said it (the same counts, turned)."""
+    info: RouteInfo = {
+        "broken_by_faults": summary["pairs_broken_in_base_orders"],
+        "repaired_wild": summary["pairs_repaired_wild"],
+        "orders_used": summary["dimension_orders"],
+        "strategy": summary["strategy"],
+        "relieved": summary["entries_relieved"],
+        "max_load": summary["max_link_load"].get("all-to-all", 0.0),
+    }
+    return info
 
 
 Checked = tuple[RouteTables, "RouteInfo", Analysis, bool]  # tables, how made, analysis, wild hops layered
@@ -237,6 +373,7 @@ def _report(
     # Throughput kept: the healthy maximum link load over this one, times the share of pairs still delivered
     # (traffic between unroutable pairs is lost, not free).
     retained = {k: round((healthy[k] / loads[k] if loads[k] else 1.0) * delivered, 4) for k in traffics}
+    optimum = _optimum_figures(shape, expected, healthy, loads, delivered)
     graph = graph_distances(rt.nbr, shape)
     summary = {
         "chips": n,
@@ -253,7 +390,10 @@ def _report(
         "max_link_load": loads,
         "healthy_max_link_load": healthy,
         "throughput_retained": retained,
-        "pairs_broken_by_faults": info["broken_by_faults"],
+        "throughput_retained_vs_tables": retained,
+        **optimum,
+        "pairs_broken_by_faults": healthy_tables_broken(shape, expected, rt.nbr),
+        "pairs_broken_in_base_orders": info["broken_by_faults"],
         "pairs_repaired_wild": info["repaired_wild"],
         "entries_relieved": info.get("relieved", 0),
         "dimension_orders": info["orders_used"],
@@ -261,6 +401,29 @@ def _report(
     }
     pairs = list(zip(bad_s[:1000].tolist(), bad_t[:1000].tolist(), strict=True))
     return RouteReport(rt, summary, pairs, a.cycle)
+
+
+def _optimum_figures(
+    shape: Shape, expected: ChipGraph, healthy: dict[str, float], loads: dict[str, float], delivered: float
+) -> dict[str, Any]:
+    """All-to-all against the healthy optimum (`routing.optimum`): the optimum, whether it is exact (else a lower
+    bound), and the throughput kept against it."""
+    from tpufleet.routing.optimum import healthy_optimum
+
+    if "all-to-all" not in healthy:
+        return {
+            "healthy_optimum_max_link_load": {},
+            "healthy_optimum_exact": None,
+            "throughput_retained_vs_optimum": {},
+        }
+    best = healthy_optimum(shape, expected, healthy["all-to-all"])
+    load = loads["all-to-all"]
+    kept = round((best.load / load if load else 1.0) * delivered, 4)
+    return {
+        "healthy_optimum_max_link_load": {"all-to-all": round(best.load, 4)},
+        "healthy_optimum_exact": best.exact,
+        "throughput_retained_vs_optimum": {"all-to-all": kept},
+    }
 
 
 def _is_healthy_reference(rt: RouteTables, expected: ChipGraph) -> bool:

@@ -1,0 +1,114 @@
+"""The same fault turned by a symmetry of the slice gets the same tables, turned (pure).
+
+An untwisted torus is symmetric under every map p -> A p + v of its chip coordinates (A a signed permutation of
+equal-sized dimensions, v a translation). Faults that one such map turns into another are the same fault, yet the
+repairs' greedy choices (batch order, ties by chip number, dimension orders named x, y, z) would route them
+differently (4x4x4 with one OCS down: 34 to 36 by OCS). So up to CANONICAL_LIMIT chips the fault is first turned
+into its canonical form, the smallest image of its dead link set; the tables are made there and turned back: the
+same routes, turned, hence the same load. Whether the turned tables fit the virtual channels is decided again on
+the real slice (its datelines stay where they are); the caller falls back to routing the fault as it is.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tpufleet.routing.analysis import RouteTables
+from tpufleet.shapes import Shape
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.topology import ChipGraph
+
+CANONICAL_LIMIT = 1024  # chips
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A symmetry sigma of the healthy torus: chip p -> chips[p]; port q -> ports[q]; dimension d -> dims[d]."""
+
+    chips: npt.NDArray[np.int64]
+    ports: npt.NDArray[np.int64]
+    dims: tuple[int, int, int]
+
+    def graph(self, nbr: ChipGraph) -> ChipGraph:
+        """The chip graph turned: sigma(p) links to sigma(q) through port sigma(port)."""
+        import numpy as np
+
+        out = np.full_like(nbr, -1)
+        target = np.where(nbr >= 0, self.chips[np.maximum(nbr, 0)], -1)
+        out[self.chips[:, None], self.ports[None, : nbr.shape[1]]] = target
+        return out
+
+    def back(self, rt: RouteTables, alive: ChipGraph) -> RouteTables:
+        """Tables made on the turned slice, turned back onto the real one (live graph `alive`)."""
+        import numpy as np
+
+        idx = np.ix_(self.chips, self.chips)
+        P = rt.P[idx].copy()
+        inverse = np.argsort(self.ports)
+        moving = P >= 0
+        P[moving] = inverse[P[moving].astype(np.int64)]
+        wild = rt.wild[idx].copy() if rt.wild is not None else None
+        dest_class = rt.dest_class[self.chips].copy() if rt.dest_class is not None else None
+        real = {self.dims[d]: d for d in range(3)}  # turned dimension -> real dimension
+        orders = [(real[o[0]], real[o[1]], real[o[2]]) for o in rt.orders]
+        return RouteTables(rt.shape, alive, P, rt.L[idx].copy(), wild, dest_class, orders, rt.algorithm)
+
+
+def canonical_turn(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> Turn | None:
+    """The symmetry taking the fault (the links `alive` lacks) to its canonical form; None when the slice is not
+    an untwisted torus up to CANONICAL_LIMIT chips, nothing is dead, or a link is rewired rather than lost."""
+    import numpy as np
+
+    from tpufleet.topology import coordinates
+
+    n = len(expected)
+    if not shape.wraps or shape.twisted or n > CANONICAL_LIMIT or min(shape.dims) < 3:
+        return None
+    gone = (expected >= 0) & (alive != expected)
+    if not gone.any() or not ((alive == expected) | (alive < 0)).all():
+        return None
+    dims = np.array(shape.dims)
+    xyz = coordinates(shape.dims).astype(np.int64)
+    a, p = np.nonzero(gone)
+    b = expected[a, p].astype(np.int64)
+    ends = np.r_[a, b]
+    best: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int] | None = None
+    for axes in itertools.permutations(range(3)):
+        if tuple(dims[list(axes)]) != tuple(dims):
+            continue
+        for signs in itertools.product((1, -1), repeat=3):
+            moved = xyz[ends][:, list(axes)] * np.array(signs)  # p -> A p: row r = sign_r * p[axes[r]]
+            image = (moved[None, :, :] + xyz[:, None, :]) % dims  # [v, end, 3]: A p + v
+            ids = np.ravel_multi_index(tuple(np.moveaxis(image, -1, 0)), shape.dims)  # [v, end]
+            ia, ib = ids[:, : len(a)], ids[:, len(a) :]
+            keys = np.sort(np.minimum(ia, ib) * n + np.maximum(ia, ib), axis=1)
+            v = int(np.lexsort(keys.T[::-1])[0])
+            key = tuple(int(k) for k in keys[v])
+            if best is None or key < best[0]:
+                best = (key, axes, signs, v)
+    assert best is not None
+    _, axes, signs, v = best
+    chips = np.ravel_multi_index(tuple(((xyz[:, list(axes)] * np.array(signs) + xyz[v]) % dims).T), shape.dims)
+    turn = _turn(axes, signs, chips)
+    if not (turn.graph(expected) == expected).all():  # a check: the map must be a symmetry of the healthy torus
+        return None
+    return turn
+
+
+def _turn(axes: tuple[int, ...], signs: tuple[int, ...], chips: npt.NDArray[np.int64]) -> Turn:
+    """Real dimension axes[r] becomes turned dimension r, its + direction the sign_r direction."""
+    import numpy as np
+
+    ports = np.zeros(6, dtype=np.int64)
+    dims = [0, 0, 0]
+    for r, (d, sign) in enumerate(zip(axes, signs, strict=True)):
+        dims[d] = r
+        ports[2 * d] = 2 * r + (0 if sign > 0 else 1)
+        ports[2 * d + 1] = 2 * r + (1 if sign > 0 else 0)
+    return Turn(chips.astype(np.int64), ports, (dims[0], dims[1], dims[2]))
