@@ -307,7 +307,7 @@ VC_BUDGETS = (3, 4, 6)
 
 @dataclass
 class IssueCase:
-    """A row of issue 31's table: the LP is solved (reduced by symmetry) when `lp`, else a lower bound stands."""
+    """A row of the fault-tolerance checker's table: the LP is solved (reduced by symmetry) when `lp`, else a lower bound stands."""
 
     name: str
     shape: str
@@ -365,7 +365,7 @@ def cut_bound(shape: Shape, nbr: Graph) -> float:
     return best
 
 
-def issue_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
+def checker_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
     """Issue 31's table re-measured: tool (auto, 3 VCs), LP optimum or bound (saying which), tool/optimum, healthy
     kept against the tool's healthy tables and against the healthy optimum, VCs."""
     from tpufleet.routing.report import evaluate
@@ -509,14 +509,14 @@ def main(rows: list[Row] | None = None) -> list[dict[str, object]]:
             tool, _, vcs, _ = tool_figures(shape, expected, alive, k)
             cells.append(f"{tool:6.1f} ({vcs} used)")
         print(f"{case.name:<42} {optimum:9.3f} " + " ".join(f"{c:>14}" for c in cells), flush=True)
-    out += issue_table(rows)
+    out += checker_table(rows)
     print("(figures printed only; under `make bench` the rows above also go to benchmarks/latest.json)", flush=True)
     return out
 
 
 if __name__ == "__main__":
     sys.path[:0] = [str(ROOT)]
-    if "--issue" in sys.argv:
-        issue_table()
+    if "--checker" in sys.argv:
+        checker_table()
     else:
         main()
