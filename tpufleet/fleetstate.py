@@ -123,6 +123,33 @@ class Slice:
     proposal: Allocation | None = None  # set while evicted: where `reschedule` will move it (reserved)
     job: str | None = None  # the multislice job it is one slice of (named JOB-0, JOB-1, ...), if any
 
+    @classmethod
+    def allocated(
+        cls,
+        name: str,
+        shape: Shape,
+        where: Allocation,
+        fault_tolerant_routing: bool,
+        created: str,
+        min_throughput: float = DEFAULT_MIN_THROUGHPUT,
+        job: str | None = None,
+    ) -> Slice:
+        """A new slice on the cubes (or machines) the allocator gave it, allocated, not yet wired."""
+        return cls(
+            name,
+            shape,
+            where.pod,
+            where.cubes,
+            dict(where.coords),
+            SliceState.ALLOCATED,
+            fault_tolerant_routing,
+            created=created,
+            machines=where.machines,
+            origin=where.origin,
+            min_throughput=min_throughput,
+            job=job,
+        )
+
     @property
     def held_machines(self) -> tuple[int, ...]:
         """Machines held in each of its cubes (a whole-cube slice holds all of them)."""

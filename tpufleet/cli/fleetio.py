@@ -97,7 +97,7 @@ def import_k8s_cmd(
 ) -> None:
     """Compare a Kubernetes node list with the state: cubes added, faults opened and cleared, drains; nodes that
     cannot be placed are listed. Changes nothing without --apply."""
-    from tpufleet.errors import EXIT_INTERNAL, EXIT_PLAN_HAS_CHANGES
+    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
     from tpufleet.ops import fleetio
     from tpufleet.state.nodelists import read_mapping, read_node_list
     from tpufleet.state.store import utc_now
@@ -111,13 +111,7 @@ def import_k8s_cmd(
         outcome = fleetio.import_k8s(ctx.obj.store().load(), nodes, keys, name, now)
     d = outcome.data
     emit(d, output, lambda: _import_text(d))
-    if d.get("analysis_errors"):
-        typer.echo(
-            f"tpufleet: internal error while analysing a blast radius ({d['analysis_errors'][0]}); the faults are "
-            "recorded and the slices moved to be safe; please report it with the state directory",
-            err=True,
-        )
-        raise typer.Exit(EXIT_INTERNAL)
+    _check_analysis(d)
     if detailed_exitcode and d["has_changes"] and not d["applied"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 

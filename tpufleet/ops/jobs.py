@@ -10,7 +10,7 @@ from typing import Any
 from tpufleet import jobs
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
-from tpufleet.fleetstate import Change, FleetState, Job, Slice, SliceState, job_slice_names
+from tpufleet.fleetstate import Change, FleetState, Job, Slice, job_slice_names
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after
 from tpufleet.ops.xconnect import apply_saved, make_plan, wire
@@ -105,20 +105,7 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
         shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread
     )
     members = [
-        Slice(
-            name,
-            shape,
-            alloc.pod,
-            alloc.cubes,
-            alloc.coords,
-            SliceState.ALLOCATED,
-            req.fault_tolerant_routing,
-            created=now,
-            machines=alloc.machines,
-            origin=alloc.origin,
-            min_throughput=req.min_throughput,
-            job=req.name,
-        )
+        Slice.allocated(name, shape, alloc, req.fault_tolerant_routing, now, req.min_throughput, req.name)
         for name, alloc in zip(names, placement.allocations, strict=True)
     ]
     job = Job(req.name, shape, tuple(names), req.elastic_min, req.spread, now)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from tpufleet import allocation
 from tpufleet.errors import BadInput, Refused
-from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice, SliceState
+from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice
 from tpufleet.generations import Generation
 from tpufleet.ops.jobs import name_clash, release_job
 from tpufleet.ops.outcome import Outcome
@@ -38,19 +38,7 @@ def allocate(
     if clash is not None:  # a name given to both could not tell `release` or `plan-xconnect` which is meant
         raise BadInput(f"bad slice name: {clash}")
     alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes)
-    sl = Slice(
-        name,
-        shape,
-        alloc.pod,
-        alloc.cubes,
-        alloc.coords,
-        SliceState.ALLOCATED,
-        fault_tolerant_routing,
-        created=now,
-        machines=alloc.machines,
-        origin=alloc.origin,
-        min_throughput=min_throughput,
-    )
+    sl = Slice.allocated(name, shape, alloc, fault_tolerant_routing, now, min_throughput)
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record()}
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
