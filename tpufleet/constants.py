@@ -1,5 +1,9 @@
-"""The hardware's numbers, the axes and the units, each defined once (TPUv4 pod, "Resiliency at Scale" section 2-3).
+"""The hardware's numbers, the axes and the units, each defined once ("Resiliency at Scale" section 2-3).
 
+What no generation changes (the 4x4x4 cube, a chip's six ports, a host of 2x2x1 chips, the OCS per face position,
+the hardware's 3 VCs, the units) is here; a pod's size, its OCS ports and its chips' figures are its generation's
+(`tpufleet/data/generations/`). The few figures of the built-in TPU v4 model, the pod of every state without a
+generation, are grouped below and equal the tpu-v4 profile's (`tests/test_generations.py` holds them equal).
 Every other module imports them from here; a literal 16, 48, 64 or 96 (or 3600, 86400, 2**20) elsewhere is a bug
 waiting to drift.
 
@@ -39,11 +43,16 @@ OPTICAL_LINKS_PER_CUBE: Final = 2 * len(DIMS) * FACE_LINKS  # 6 faces x 16
 # Directed electrical links inside a cube: per dimension, 3 hops x 16 rows x 2 directions.
 ICI_LINKS_PER_CUBE: Final = len(DIMS) * (CUBE_EDGE - 1) * FACE_LINKS * 2
 
-CUBES_PER_POD: Final = 64  # the default pod; a fleet may declare fewer or more (up to the OCS's free ports)
 OCS_PER_DIM: Final = FACE_LINKS  # OCS {d, i} serves face index i of dimension d
 OCS_PER_POD: Final = len(DIMS) * OCS_PER_DIM
+
+# The built-in TPU v4 model (a pod without a generation): the tpu-v4 profile's figures.
+CUBES_PER_POD: Final = 64  # its default pod; a fleet may declare fewer or more (up to the OCS's free ports)
 OCS_PORTS: Final = 136  # a Palomar OCS: 136 ports, half on the north side, half on the south
 PORTS_PER_SIDE: Final = OCS_PORTS // 2
+# A static (non-reconfigurable) pod, the twin the availability study compares with: one fixed torus of 4x4x4 cubes.
+STATIC_CUBE_GRID: Final = (4, 4, 4)
+
 MAX_PODS: Final = 64
 # The longest text kept with a fault (its reason) or a slice (why it was evicted, why its tables are stale):
 # the state stays proportional to the fleet, whatever an input file or a node list carries.
@@ -51,9 +60,6 @@ MAX_REASON_CHARS: Final = 1024
 MAX_NAME_CHARS: Final = 64  # a slice or job name (it becomes a file name and a Kubernetes label value)
 # The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
 MAX_SLICE_CHIPS: Final = 16384
-
-# A static (non-reconfigurable) pod is one fixed torus of cubes, 4 x 4 x 4 of them.
-STATIC_CUBE_GRID: Final = (4, 4, 4)
 
 # Virtual channels per ICI link in the hardware ("turns, datelines, balance"): routing tables that need more
 # cannot be loaded on a slice.
