@@ -317,3 +317,15 @@ def test_between_markers():
     )
     assert between_markers("<!-- generations-table:end --> <!-- generations-table:start -->") is None
     assert between_markers("no markers") is None
+
+
+def test_spare_cubes_are_bounded_by_the_generations_pod(cli):
+    """`--spare-cubes` takes up to a pod's cubes minus one: 63 on the built-in TPU v4 pod, 143 on a TPU7x pod."""
+    from helpers import one_line
+
+    line = one_line(cli("simulate-fleet", "--days", "0.1", "--spare-cubes", "64"), 2)
+    assert "--spare-cubes 64" in line and "64 cubes" in line
+    r = cli("simulate-fleet", "--days", "0.1", "--generation", "tpu7x", "--spare-cubes", "143", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["spare_cubes"] == 143
+    assert one_line(cli("simulate-fleet", "--days", "0.1", "--generation", "tpu7x", "--spare-cubes", "144"), 2)

@@ -135,8 +135,7 @@ def simulate_cmd(
         typer.Option(
             "--spare-cubes",
             min=0,
-            max=CUBES_PER_POD - 1,
-            help="Healthy free cubes per pod kept back for jobs a fault displaced",
+            help="Healthy free cubes per pod kept back for jobs a fault displaced (fewer than a pod's cubes)",
         ),
     ] = 0,
     fault_scale: Annotated[
@@ -182,9 +181,12 @@ def simulate_cmd(
     if out is not None:
         check_output_path(out, "--out")  # before the run: a typo must not cost the whole simulation
     gen = _generation(generation, mode.value)
+    pod_cubes = gen.pod_cubes if gen is not None else CUBES_PER_POD
+    if spare_cubes >= pod_cubes:
+        raise BadInput(f"bad option --spare-cubes {spare_cubes}: a pod has {pod_cubes} cubes (at most {pod_cubes - 1})")
     options = Options(
         generation=gen,
-        cubes_per_pod=gen.pod_cubes if gen is not None else CUBES_PER_POD,
+        cubes_per_pod=pod_cubes,
         days=days,
         seed=seed,
         pods=pods,
