@@ -33,7 +33,7 @@ def _summary_lines(d: dict[str, Any]) -> list[str]:
     """The collective, its slice and tables, the algorithm chosen, its time and bandwidths."""
     tables = d["tables"]
     return [
-        f"{d['op']} of {d['bytes']} bytes per chip on slice {d['slice']} ({d['shape']}{' twisted' if d['twisted'] else ''}, "
+        f"{d['op']} of {d['bytes']} bytes per chip on {'the what-if network' if tables['source'] == 'what-if' else 'slice'} {d['slice']} ({d['shape']}{' twisted' if d['twisted'] else ''}, "
         f"{d['chips']} chips; tables {tables['source']}{', degraded' if tables['degraded'] else ''}"
         f"{', STALE' if tables.get('stale') else ''})",
         f"  algorithm        {d['algorithm']}{' (' + d['dims'] + ')' if d['dims'] else ''}"
@@ -188,6 +188,37 @@ def _check_job_options(op: str, algorithm: str, dims: str | None, table_capacity
         raise BadInput("bad option --table-capacity: applies to a slice, not a multislice job")
 
 
+def _refuse_for_what_if(
+    flops: float | None, table_capacity: int | None, layout: str, name: str | None, topology: str | None
+) -> None:
+    from tpufleet.errors import BadInput
+
+    if name is not None:
+        raise BadInput(f"bad argument {name!r}: --topology models a network of its own, not a slice or job")
+    if topology is None:
+        raise BadInput("bad option --topology: give a slice or job name, or a what-if --topology such as 128x32")
+    for flag, given in (("--model-flops-per-step", flops), ("--table-capacity", table_capacity)):
+        if given is not None:
+            raise BadInput(f"bad option {flag}: applies to a slice or job, not a what-if --topology")
+    if layout != "replicated":
+        raise BadInput("bad option --layout: applies to a multislice job, not a what-if --topology")
+
+
+def _what_if(topology: str, wrap: str | None, req: Any, how: tuple[Path | None, Output]) -> None:
+    """`collective --topology AxB[xC] --wrap DIMS`: the collective on a network that needs no fleet. `how`: the
+    profile file and the output."""
+    from tpufleet.collectives.whatif import parse_topology, parse_wrap
+    from tpufleet.ops import collective as ops
+    from tpufleet.state.profiles import read_profile
+
+    profile_file, output = how
+    dims, wraps = parse_topology(topology), parse_wrap(wrap)
+    if req.order is not None and req.algorithm == "auto":
+        req.algorithm = "dim-by-dim"
+    outcome = ops.run_what_if(dims, wraps, req, read_profile(profile_file))
+    emit(outcome.data, output, lambda: _text(outcome.data))
+
+
 def _flops(value: float | None) -> float | None:
     import math
 
@@ -206,11 +237,11 @@ def _flops(value: float | None) -> float | None:
         "tpufleet collective s --op all-to-all --bytes 64MiB --table-capacity 64",
         "tpufleet collective s --op all-gather --bytes 4096 --assume-healthy --profile my-profile.yaml",
         "tpufleet collective job --op all-reduce --bytes 1GiB --model-flops-per-step 4.1e17",
+        "tpufleet collective --topology 128x32 --wrap y --profile tpu-v3 --op all-reduce --bytes 1GiB",
     ),
 )
 def collective_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice or multislice job name")],
     op: Annotated[str, typer.Option("--op", help="all-reduce, reduce-scatter, all-gather or all-to-all")],
     size: Annotated[str, typer.Option("--bytes", help="Bytes per chip: 1GiB, 512MiB, 1.5GB, 4096")],
     algorithm: Annotated[
@@ -249,7 +280,15 @@ def collective_cmd(
             "slices, as Pathways' islands); --bytes is what one chip holds",
         ),
     ] = "replicated",
+    topology: Annotated[
+        str | None,
+        typer.Option("--topology", help="What-if network, no fleet needed: AxB or AxBxC chips, e.g. 128x32"),
+    ] = None,
+    wrap: Annotated[
+        str | None, typer.Option("--wrap", help="With --topology: the dimensions that are tori, e.g. y (others: mesh)")
+    ] = None,
     output: OutputOpt = Output.table,
+    name: Annotated[str | None, typer.Argument(help="Slice or multislice job name (none with --topology)")] = None,
 ) -> None:
     """Model a collective on the slice's current routing tables (healthy or rerouted, as `routes` stored them).
 
@@ -279,9 +318,16 @@ def collective_cmd(
     if order is not None and algorithm not in ("dim-by-dim", "multi-dim", "auto"):
         raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim and multi-dim, not {algorithm}")
     flops = _flops(model_flops)
+    if topology is not None or wrap is not None or name is None:
+        _refuse_for_what_if(flops, table_capacity, layout, name, topology)
+        _what_if(topology or "", wrap, ops.Request(op, nbytes, algorithm, order), (profile_file, output))
+        return
     store = ctx.obj.store()
     state = store.load()
     profile = _profile_for(state, name, profile_file)
+    if name not in state.jobs and (flops is not None or layout != "replicated"):
+        flag = "--model-flops-per-step" if flops is not None else "--layout"
+        raise BadInput(f"bad option {flag}: applies to a multislice job, not a slice")
     if name in state.jobs:
         _check_job_options(op, algorithm, dims, table_capacity)
         if layout not in ops.LAYOUTS:
@@ -290,10 +336,6 @@ def collective_cmd(
         job_outcome = ops.run_job(state, name, jreq, profile, store.stored_tables)
         emit(job_outcome.data, output, lambda: _job_text(job_outcome.data))
         return
-    if flops is not None:
-        raise BadInput("bad option --model-flops-per-step: applies to a multislice job, not a slice")
-    if layout != "replicated":
-        raise BadInput("bad option --layout: applies to a multislice job, not a slice")
     source = store.stored_tables(name)
     req = ops.Request(
         op, nbytes, "dim-by-dim" if order and algorithm == "auto" else algorithm, order, table_capacity, assume_healthy

@@ -47,7 +47,8 @@ class Context:
 
     def dim_phases(self, order: tuple[int, ...]) -> list[Phase]:
         if order not in self.phases:
-            self.phases[order] = dim_phases(self.tables.shape, order, self.tables.healthy_nbr)
+            fold = tuple(self.tables.meta.get("fold", (False, False, False)))
+            self.phases[order] = dim_phases(self.tables.shape, order, self.tables.healthy_nbr, fold)
         return self.phases[order]
 
     def ring(self, key: tuple[object, ...], rings: npt.NDArray[np.int64], bidir: bool) -> Pattern:

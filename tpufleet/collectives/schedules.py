@@ -134,11 +134,14 @@ def _merge(moves: tuple[Move, ...]) -> tuple[Move, ...]:
     return tuple((d, k) for d, k in total.items() if k)
 
 
-def dim_phases(shape: Shape, order: tuple[int, ...], nbr: npt.NDArray[np.int32]) -> list[Phase]:
+def dim_phases(
+    shape: Shape, order: tuple[int, ...], nbr: npt.NDArray[np.int32], fold: tuple[bool, ...] = (False, False, False)
+) -> list[Phase]:
     """The rings of each phase of dimension-by-dimension collectives in `order` (first = largest payload).
 
     `nbr` is the shape's whole (healthy) chip graph: the rings are logical, the routes come from the tables.
-    Dimensions of size 1 are skipped.
+    Dimensions of size 1 are skipped. A dimension marked in `fold` is a mesh whose rings are folded (0, 2, 4, ...
+    then the odd positions back), so no member is more than two hops from the next (`tpufleet.collectives.whatif`).
     """
     import numpy as np
 
@@ -154,9 +157,12 @@ def dim_phases(shape: Shape, order: tuple[int, ...], nbr: npt.NDArray[np.int32])
             gens.append(_generator(nbr, d, gens))
         digits = _digits(nbr, gens)
     phases = []
-    for k, (gen, _size) in enumerate(gens):
+    for k, (gen, size) in enumerate(gens):
         moved = np.moveaxis(digits, k, -1)
-        phases.append(Phase(order[k], gen, moved.reshape(-1, moved.shape[-1])))
+        rings = moved.reshape(-1, moved.shape[-1])
+        if fold[order[k]]:
+            rings = rings[:, [*range(0, size, 2), *reversed(range(1, size, 2))]]
+        phases.append(Phase(order[k], gen, rings))
     return phases
 
 

@@ -116,6 +116,21 @@ def run(state: FleetState, name: str, req: Request, profile: Profile, source: Ta
     return Outcome(data, None)
 
 
+def run_what_if(dims: tuple[int, int, int], wraps: tuple[bool, bool, bool], req: Request, profile: Profile) -> Outcome:
+    """The collective on a topology that needs no fleet (`--topology 128x32 --wrap y`): its healthy
+    dimension-order tables (`tpufleet.collectives.whatif`); `slice` is the topology's description."""
+    from tpufleet.collectives.whatif import describe, what_if_tables
+
+    check_fits_hbm(req.nbytes, profile, job=False)
+    t = what_if_tables(dims, wraps)
+    ctx = Context(t, profile)
+    ests = estimate(ctx, req.op, req.nbytes, req.algorithm, req.order)
+    data = _result(describe(dims, wraps), ctx, req, _best(ests, t), ests, {"source": "what-if", "routing": "dor"})
+    data["wrap"] = t.meta["wrap"]
+    data["sparse"] = None
+    return Outcome(data, None)
+
+
 def _which_run(ests: list[Estimate]) -> list[dict[str, Any]]:
     """Per algorithm: whether it runs on the tables, and in which dimension orders."""
     out: dict[str, dict[str, Any]] = {}

@@ -1,0 +1,93 @@
+"""`collective --topology 128x32 --wrap y --profile tpu-v3`: the TPU-v3 multipod of "Exploring the limits of
+concurrency in ML training on Google TPUs" (MLSys 2021), a mesh in X and a torus in Y, with no fleet."""
+
+import json
+
+import pytest
+
+from tpufleet.collectives.algorithms import Context, best_of, estimate
+from tpufleet.collectives.tables import walk
+from tpufleet.collectives.whatif import parse_topology, parse_wrap, what_if_tables
+from tpufleet.errors import BadInput
+from tpufleet.state.profiles import read_profile
+
+GIB = 1 << 30
+
+
+def test_the_mesh_has_no_x_wraparound_and_the_tables_route_every_pair_on_it():
+    t = what_if_tables((8, 4, 1), (False, True, False))
+    assert (t.nbr[:, 0] >= 0).sum() == 7 * 4 and (t.nbr[:, 2] >= 0).sum() == 32  # x: a line; y: a ring
+    src, dst = [s for s in range(32) for _ in range(32)], [d for _ in range(32) for d in range(32)]
+    _msg, _links, hops, ok = walk(t, src, dst)
+    assert ok.all()
+    x, y = [s // 4 for s in src], [s % 4 for s in src]
+    xt, yt = [d // 4 for d in dst], [d % 4 for d in dst]
+    expect = [abs(a - b) + min((c - e) % 4, (e - c) % 4) for a, b, c, e in zip(x, xt, y, yt, strict=True)]
+    assert hops.tolist() == expect
+
+
+def test_paper_001_y_first_on_the_mesh_carries_32x_less_over_x():
+    """MLSys 2021, section 3.3: reduce-scatter along the Y torus first (bidirectional rings), then along X, so X
+    carries 32 times less. The model: y first 14.07 ms, x first 26.65 ms (1.895x) for 1 GiB on TPU v3."""
+    profile = read_profile("tpu-v3")
+    ctx = Context(what_if_tables((128, 32, 1), (False, True, False)), profile)
+    ests = estimate(ctx, "all-reduce", GIB, "auto", None)
+    best = best_of(ests)
+    assert best is not None and (best.algorithm, best.order) == ("dim-by-dim", (1, 0))
+    x_first = next(e for e in ests if e.algorithm == "dim-by-dim" and e.order == (0, 1))
+    assert best.phases[1].payload == pytest.approx(best.phases[0].payload / 32)
+    B, h, n = profile.link_bandwidth, profile.hop_latency, float(GIB)
+    # Y: 2 passes of 31 steps, half a chunk each way round the torus ring, one hop
+    y = 2 * 31 * ((n / 32 / 2) / B + h)
+    # X: a folded ring on the 128-chip line, two hops a step and two messages on each link
+    x = 2 * 127 * (2 * (n / 32 / 128 / 2) / B + 2 * h)
+    assert best.seconds == pytest.approx(x + y, rel=1e-12)
+    assert x_first.seconds / best.seconds == pytest.approx(1.895, abs=0.001)
+    assert best.seconds == pytest.approx(14.07e-3, abs=0.01e-3)
+
+
+def test_the_cli_needs_no_fleet(cli):
+    r = cli(
+        "collective",
+        "--topology",
+        "128x32",
+        "--wrap",
+        "y",
+        "--profile",
+        "tpu-v3",
+        "--op",
+        "all-reduce",
+        "--bytes",
+        "1GiB",
+        "-o",
+        "json",
+    )
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    assert (d["algorithm"], d["dims"], d["chips"], d["wrap"]) == ("dim-by-dim", "yx", 4096, "y")
+    assert d["tables"]["source"] == "what-if" and d["profile"]["name"] == "tpu-v3"
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--topology", "128"], "--topology"),
+        (["--topology", "128x32x2x2"], "--topology"),
+        (["--topology", "128x0"], "--topology"),
+        (["--topology", "128x64"], "--topology"),
+        (["--topology", "16x16", "--wrap", "w"], "--wrap"),
+        (["--topology", "16x16", "--wrap", "yy"], "--wrap"),
+        (["--topology", "16x16", "--table-capacity", "4"], "--table-capacity"),
+        (["--wrap", "y"], "--topology"),
+        (["s", "--topology", "16x16"], "'s'"),
+    ],
+)
+def test_bad_what_if_options_exit_2_naming_the_option(cli, args, flag):
+    r = cli("collective", *args, "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 2 and flag in r.err, r.err
+
+
+def test_parsers():
+    assert parse_topology("4x4x4") == (4, 4, 4) and parse_wrap("x,z") == (True, False, True)
+    with pytest.raises(BadInput):
+        parse_topology("4x٤")
