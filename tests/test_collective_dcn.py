@@ -187,7 +187,7 @@ GRAD_BYTES = 4  # fp32 gradients (assumption; the paper reports 457 GB of global
 CHIPS = 512  # per island; the model is sharded over an island's chips, so each holds 1/512 of the gradient
 
 
-@pytest.mark.parametrize(("tokens", "kept"), [(2**20, 0.947), (2**21, 0.973)])
+@pytest.mark.parametrize(("tokens", "kept"), [(2**19, 0.899), (2**20, 0.947), (2**21, 0.973), (2**22, 0.986)])
 def test_two_islands_of_512_chips_keep_the_pathways_share_of_throughput(fleet, tokens, kept):
     """ "Pathways" section 5.3 and appendix D: a 64B decoder on two islands of 512 chips, sharded inside each
     island and data parallel between them over the DCN, reaches 97.2% of the throughput of the same chips over
@@ -195,7 +195,8 @@ def test_two_islands_of_512_chips_keep_the_pathways_share_of_throughput(fleet, t
     chip's 1/512 share of the fp32 gradient. The DCN all-reduce moves each host's 4 shares (2 GB) once to its peer
     at the profile's 25 GB/s: 80 ms. The same chips as one slice exchange nothing over the DCN, and what chips
     exchange inside a slice is the same in both, so the ratio is compute / (compute + DCN). The paper gives no
-    batch: at peak compute 1M tokens per step give 94.7%, 2M give 97.3% (the paper: 97.2%)."""
+    batch: at peak compute 0.5M tokens per step give 89.9%, 1M 94.7%, 2M 97.3% (the paper: 97.2%), 4M 98.6%: the
+    paper's figure is met at about 2M tokens a step, a fit, not a prediction."""
     nbytes, flops = PARAMS * GRAD_BYTES / CHIPS, 6 * PARAMS * tokens
     assert fleet("allocate", "pw", "--shape", "8x8x8", "--slices", "2").code == 0
     r = fleet(
@@ -211,8 +212,25 @@ def test_two_islands_of_512_chips_keep_the_pathways_share_of_throughput(fleet, t
     assert j["step"]["step_s"] == pytest.approx(compute + dcn, rel=1e-12)
     ratio = j["one_slice"]["throughput_ratio"]
     assert ratio == pytest.approx(compute / (compute + dcn), rel=1e-12)
-    assert round(ratio, 3) == kept and 0.94 <= ratio <= 0.99
+    assert round(ratio, 3) == kept and 0.85 <= ratio < 1
     assert step(flops, 1024, default_profile(), 0.0).compute_s == compute
+
+
+@pytest.mark.parametrize(("params", "paper_bytes"), [(64e9, 457e9), (136e9, 1030e9)])
+def test_bytes_of_a_global_reduction_between_two_islands(fleet, params, paper_bytes):
+    """Pathways section 5.3 reports 457 GB per global reduction for the 64B model on two islands and 1,030 GB for
+    the 136B model on 2 x 1,024 cores (two islands of 512 chips). The model's DCN all-reduce between two islands
+    moves every host's share of the fp32 gradient once to its peer, each way: 2 x 4 B x parameters in all (512 GB
+    and 1,088 GB). The paper's figures are 0.89 and 0.95 of that, 1.79 and 1.89 times the fp32 gradient: more
+    than a bf16 gradient each way (1.0x) could give, less than an fp32 one; the paper says no more."""
+    nbytes = params * GRAD_BYTES / CHIPS
+    assert fleet("allocate", "pw", "--shape", "8x8x8", "--slices", "2").code == 0
+    r = fleet("collective", "pw", "--op", "all-reduce", "--bytes", f"{nbytes:.0f}", "--layout", "sharded", "-o", "json")
+    assert r.code == 0, r.err
+    per_host = r.json["phases"][1]["bytes_per_host"]
+    total = per_host * 128 * 2  # 128 hosts an island (8x8x8: 512 chips, 4 a host), two islands
+    assert total == pytest.approx(2 * GRAD_BYTES * params, rel=1e-12)
+    assert 0.85 < paper_bytes / total < 1.0 and paper_bytes / (params * 2) > 1.0  # above bf16 each way
 
 
 def test_a_replicated_gradient_larger_than_hbm_is_refused(fleet):
