@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench soak clean sweep-deps browser-deps test-browser lock test-latest db-deps
+.PHONY: demo test lint bench soak soak-pg clean sweep-deps browser-deps test-browser lock test-latest db-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,11 @@ bench: $(STAMP) sweep-deps
 # 10,000 `import k8s --apply` runs against flapping nodes (20-40 minutes): state.json stays bounded.
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak_import.py --runs $${SOAK_RUNS:-10000}
+
+# 12 writer processes for 60 s against a throwaway PostgreSQL server (about 2 minutes): serials consecutive, the
+# journal complete, no cube or port used twice.
+soak-pg: $(STAMP)
+	$(BIN)/python benchmarks/soak_pg.py
 
 clean:
 	rm -rf $(VENV) .venv-lock .venv-latest .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -175,13 +175,31 @@ def test_a_read_of_an_empty_database_is_refused_and_creates_nothing(pg_server: P
 def test_migrate_creates_then_has_nothing_to_do_and_a_newer_schema_is_refused(pg_server: PgServer, pg_url, capsys):
     cli = Cli(capsys, pg_url)
     r = cli("state", "migrate", "-o", "json")
-    assert r.code == 0 and r.json["applied"] == [1] and r.json["from_version"] == 0
+    assert r.code == 0 and r.json["applied"] == [1, 2] and r.json["from_version"] == 0
     assert cli("state", "migrate", "-o", "json").json["applied"] == []
     assert cli("init").code == 0
     db = db_name(pg_url)
     pg_server.sql("INSERT INTO tpufleet_schema (version, by_user) VALUES (99, 'future')", db)
     assert "newer than this tpufleet" in one_line(cli("status"), 1)
     assert "newer than this tpufleet" in one_line(cli("state", "migrate"), 1)
+
+
+def test_a_version_1_database_migrates_to_tables_stored_uncompressed(pg_server: PgServer, pg_url, capsys):
+    """Version 2 stores routing tables as they come (pglz took ten times longer to write a pod's than to store them)."""
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0 and cli("allocate", "a", "--shape", "4x4x4").code == 0
+    db = db_name(pg_url)
+    storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'tpufleet_tables'::regclass AND attname = 'data'"
+    assert pg_server.sql(storage, db) == [("e",)]
+    pg_server.sql("ALTER TABLE tpufleet_tables ALTER COLUMN data SET STORAGE EXTENDED", db)  # as version 1 made it
+    pg_server.sql("DELETE FROM tpufleet_schema WHERE version = 2", db)
+    assert "run `tpufleet state migrate`" in one_line(cli("status"), 1)
+    r = cli("state", "migrate", "-o", "json")
+    assert r.code == 0 and (r.json["from_version"], r.json["applied"]) == (1, [2])
+    assert pg_server.sql(storage, db) == [("e",)]
+    assert cli("plan-xconnect", "a", "--apply").code == 0 and cli("routes", "a").code == 0
+    stored = "SELECT pg_column_size(data) = octet_length(data) FROM tpufleet_tables WHERE name = 'a'"
+    assert pg_server.sql(stored, db) == [(True,)]
 
 
 def test_the_journal_table_is_append_only(pg_server: PgServer, pg_url, capsys):

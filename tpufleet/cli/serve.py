@@ -187,7 +187,7 @@ def serve_cmd(
     shown = f"[{host}]" if ":" in host else host
     intake = "on" if token is not None else "off (no --token-file)"
     typer.echo(
-        f"tpufleet: serving {store.dir} (serial {serial}) at http://{shown}:{sock.getsockname()[1]}/ ; "
+        f"tpufleet: serving {store.where} (serial {serial}) at http://{shown}:{sock.getsockname()[1]}/ ; "
         f"alert intake {intake}",
         err=True,
     )

@@ -1,17 +1,19 @@
 """The last committed state, loaded once per serial and shared by every request until the next commit.
 
-Reads never take the write lock: a commit renames a complete state file into place, so a load sees the old serial
-or the new one, never half of one. Each request stats `state.json` (and the goodput logs, if any); a new file (a
-commit) means a new snapshot, loaded by one request while the others wait for it. The documents a snapshot answers
-are made once from it, through the read use cases of `tpufleet.ops` run on a store pinned to it: every document
-of one serial comes from the same state.
+Reads never take the write lock: a commit renames a complete state file into place (a database commits the state
+row in one transaction), so a load sees the old serial or the new one, never half of one. Each request asks the
+store's change key (a stat of `state.json`; on a database, the state row's serial: one small query) and stats the
+goodput logs, if any; a change (a commit) means a new snapshot, loaded by one request while the others wait for
+it. On a database the reads have a connection of their own, apart from the one the alert intake writes with. The
+documents a snapshot answers are made once from it, through the read use cases of `tpufleet.ops` run on a store
+pinned to it: every document of one serial comes from the same state.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state.store import Store
 
-Key = tuple[tuple[int, int, int, int], ...]
+Key = tuple[Hashable, ...]
 
 
 class PinnedStore(Store):
@@ -28,7 +30,7 @@ class PinnedStore(Store):
     cases (`tpufleet.ops.views`, `ops.faults.listing`) run on it unchanged."""
 
     def __init__(self, store: Store, state: FleetState) -> None:
-        super().__init__(store.dir, store.lock_timeout)
+        super().__init__(store.backend, store.lock_timeout)
         self.state = state
         self._journal: list[JournalEntry] | None = None
 
@@ -77,20 +79,22 @@ def _stat_key(path: Path) -> tuple[int, int, int, int]:
 
 
 class Source:
-    """The current snapshot of a state directory (and of the goodput logs given to `serve --goodput`)."""
+    """The current snapshot of a fleet state (and of the goodput logs given to `serve --goodput`). `store` is the
+    one writes go through; reads go through `reads`, on a connection of their own for a database."""
 
     def __init__(self, store: Store, watched: Sequence[Path] = (), extras: Callable[[], dict[str, Any]] | None = None):
         self.store, self.watched, self.make_extras = store, list(watched), extras
+        self.reads = store.reader()
         self._current: Snapshot | None = None
         self._lock = threading.Lock()
 
     def current(self) -> Snapshot:
         """The snapshot of the state as committed now (loaded, validated) — the same object until the next commit."""
-        key = tuple(_stat_key(p) for p in [self.store.state_path, *self.watched])
+        key = (self.reads.change_key(), *(_stat_key(p) for p in self.watched))
         with self._lock:
             snap = self._current
             if snap is None or snap.key != key:
-                state = self.store.load()
-                snap = Snapshot(key, PinnedStore(self.store, state), self.make_extras() if self.make_extras else {})
+                state = self.reads.load()
+                snap = Snapshot(key, PinnedStore(self.reads, state), self.make_extras() if self.make_extras else {})
                 self._current = snap
             return snap

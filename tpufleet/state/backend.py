@@ -8,6 +8,7 @@ database (`pgbackend.PostgresBackend`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
@@ -102,6 +103,11 @@ class Backend(Protocol):
 
     def read_state(self) -> bytes:
         """The state document's bytes (Refused when there is none); no lock needed."""
+        ...
+
+    def change_key(self) -> Hashable:
+        """A value that changes with every commit, much cheaper to ask than `read_state` (a server asks it per
+        request); no lock needed."""
         ...
 
     def read_journal(self, serial: int) -> Scan:

@@ -70,6 +70,14 @@ class DirectoryBackend:
     def exists(self) -> bool:
         return os.path.lexists(self.state_path)
 
+    def change_key(self) -> tuple[int, int, int, int]:
+        """The state file's device, inode, mtime and size: a commit renames a new file into place."""
+        try:
+            st = os.stat(self.state_path)
+        except OSError:
+            return (0, 0, 0, 0)  # missing or unreadable: the load says why
+        return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
     def read_state(self) -> bytes:
         path = self.state_path
         try:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 # ---- the schema ------------------------------------------------------------------------------------------------
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LOCK_KEY = int.from_bytes(b"tpufleet", "big")  # the advisory lock's key (one fleet per database and schema)
 _VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS tpufleet_schema "
@@ -75,6 +75,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE tpufleet_lock (id smallint PRIMARY KEY CHECK (id = 1), username text NOT NULL, "
         "pid integer NOT NULL, host text NOT NULL, command text NOT NULL, since text NOT NULL)",
     ),
+    # Routing tables stored as they come: the server's default compression (pglz) made writing a full pod's 1.7 MB
+    # ten times slower (about 40 ms against 4) for a third off their size. Applies to the rows written from now on.
+    ("ALTER TABLE tpufleet_tables ALTER COLUMN data SET STORAGE EXTERNAL",),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -254,7 +257,7 @@ class PostgresBackend:
         conn = self.connection()
         with self.errors("read"):
             try:
-                return conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params, binary=True).fetchall()  # bytea as bytes, not hex
             except psycopg.errors.UndefinedTable:
                 pass
         self._usable(self.schema_version())
@@ -273,6 +276,16 @@ class PostgresBackend:
 
     def exists(self) -> bool:
         return self._state_row() is not None
+
+    def change_key(self) -> tuple[int, str] | None:
+        """The state row's serial and time written: one small query (a commit changes both)."""
+        rows = self._query("SELECT serial, written FROM tpufleet_state WHERE id = 1")
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def reopened(self) -> PostgresBackend:
+        """A backend on the same database with a connection of its own (a server's reads beside its writes: a
+        read on the writer's connection would see its transaction before the commit)."""
+        return PostgresBackend(self.url)
 
     def read_state(self) -> bytes:
         row = self._state_row()
@@ -324,8 +337,8 @@ class PostgresBackend:
 
         conn = self.connection()
         with self.errors("lock"):
-            if seconds <= 0:
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+            if (row and row[0]) or seconds <= 0:  # free (the usual case: one round trip), or no wait asked
                 return bool(row and row[0])
             conn.execute(f"SET lock_timeout = {max(1, round(seconds * 1000))}")
             try:
@@ -533,7 +546,7 @@ class DatabaseCache:
         try:
             conn = self.backend.connection()
             row = conn.execute(
-                "UPDATE tpufleet_cache SET used = clock_timestamp() WHERE key = %s RETURNING data", (key,)
+                "UPDATE tpufleet_cache SET used = clock_timestamp() WHERE key = %s RETURNING data", (key,), binary=True
             )
             found = row.fetchone()
         except Exception:  # noqa: BLE001 - a cache that cannot be read is a miss

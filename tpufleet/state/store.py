@@ -17,7 +17,7 @@ import getpass
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -190,6 +190,17 @@ class Store:
 
     def exists(self) -> bool:
         return self.backend.exists()
+
+    def change_key(self) -> Hashable:
+        """A value that changes with every commit, cheap to ask (a stat of state.json; the state row's serial in a
+        database): how a long-running reader (`tpufleet serve`) notices a commit. No lock taken."""
+        return self.backend.change_key()
+
+    def reader(self) -> Store:
+        """A store on the same state for reads beside this one's writes: the same one for a directory; one with a
+        connection of its own for a database (never inside this store's write transaction)."""
+        reopen = getattr(self.backend, "reopened", None)
+        return Store(reopen(), self.lock_timeout) if reopen is not None else self
 
     def load(self) -> FleetState:
         """Read and validate the current state (no lock needed: saves are atomic)."""
