@@ -243,7 +243,9 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     key = (sl.shape.text, sl.shape.twisted, graph.expected.tobytes(), graph.nbr.tobytes())
     s = routed.get(key) if routed is not None else None
     if s is None:
-        s = evaluate(sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS).summary
+        s = evaluate(
+            sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS, verdict_only=True
+        ).summary
         if routed is not None:
             routed[key] = s
     return {

@@ -85,6 +85,12 @@ def inject_cmd(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Seed for --random")] = 0,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "-v", "--verbose", help="On stderr at the end: the routing work done (repairs, analyses) and its seconds"
+        ),
+    ] = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Fail (or drain) a component and show its blast radius: cubes out, slices rescheduled or rerouted.
@@ -105,11 +111,12 @@ def inject_cmd(
     snapshot = store.load()
     requests = _requests(snapshot.fleet, target, from_file, random_count, seed, planned, reason)
     now = utc_now()
-    from tpufleet.cli.progress import progress
+    from tpufleet.cli.progress import routing_progress
     from tpufleet.routing import memo
 
     cache = store.table_cache()  # read by a dry run too; written only once the faults are recorded
-    with progress("recording and analysing" if not dry_run else "analysing", None), memo.using(cache):
+    label = "recording and analysing" if not dry_run else "analysing"
+    with routing_progress(label, verbose), memo.using(cache):
         if dry_run:  # works out the same on the state as loaded, without taking the lock
             outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
         else:

@@ -48,3 +48,21 @@ def progress(label: str, total: float | None, count: bool = False) -> Iterator[B
     columns = (TextColumn("{task.description}"), BarColumn(), amount, TimeRemainingColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         yield Bar(bar, bar.add_task(label, total=total))
+
+
+@contextmanager
+def routing_progress(label: str, verbose: bool = False) -> Iterator[None]:
+    """The router's slow steps (`tpufleet.routing.steps`) as a bar with their count and an ETA on a terminal;
+    with `verbose`, once done, a timing line on stderr (`tpufleet: analysing: 6 wild-first repairs, 0 route
+    analyses in 21.4 s`), whether or not it is a terminal."""
+    import time
+
+    from tpufleet.routing import steps
+
+    start = time.perf_counter()
+    with progress(label, None, count=True) as bar:
+        counted = steps.Steps(report=bar.set)
+        with steps.using(counted):
+            yield
+    if verbose:
+        print(f"tpufleet: {label}: {counted.summary()} in {time.perf_counter() - start:.1f} s", file=sys.stderr)

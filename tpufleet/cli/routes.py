@@ -120,6 +120,12 @@ def routes_cmd(
             "first); for study and export with --out, never stored",
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "-v", "--verbose", help="On stderr at the end: the routing work done (repairs, analyses) and its seconds"
+        ),
+    ] = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Generate routing tables from the slice as wired and as healthy as it is; check them; store them.
@@ -149,9 +155,9 @@ def routes_cmd(
     if job is not None:
         if out is not None or table_capacity is not None:
             raise BadInput("bad option --out/--table-capacity: give one slice of the job (JOB-k), not the whole job")
-        _route_job(store, name, job, opts, output)
+        _route_job(store, name, job, opts, output, verbose)
         return
-    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt, state)
+    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt, state, verbose)
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None:
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
@@ -170,7 +176,12 @@ def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] 
 
 
 def _route_job(
-    store: "Store", name: str, job: tuple[list[str], dict[str, str]], opts: "RouteRequest", output: Output
+    store: "Store",
+    name: str,
+    job: tuple[list[str], dict[str, str]],
+    opts: "RouteRequest",
+    output: Output,
+    verbose: bool = False,
 ) -> None:
     """Route each wired slice of the job, each stored in its own transaction as `routes SLICE` does; the others
     are listed as skipped with their state."""
@@ -179,7 +190,7 @@ def _route_job(
     slices, skipped = job
     if not slices:
         raise Refused(f"job {name!r} has no wired slice to route: `tpufleet plan-xconnect {name} --apply` wires them")
-    results = [(sl, *_route_slice(store, sl, opts, None, None, "npz")) for sl in slices]
+    results = [(sl, *_route_slice(store, sl, opts, None, None, "npz", verbose=verbose)) for sl in slices]
     data = {
         "job": name,
         "slices": [d for _, d, _, _ in results],
@@ -207,11 +218,12 @@ def _route_slice(
     out: Path | None,
     fmt: str,
     state: "FleetState | None" = None,
+    verbose: bool = False,
 ) -> tuple[dict, list[str], str | None]:
     """One slice's `routes` (`ops.routes.route_slice`), its tables stored in a transaction of their own and the
     export written to `out` if asked. Returns the result, the unroutable pairs and why the tables were not stored
     (None when they were)."""
-    from tpufleet.cli.progress import progress
+    from tpufleet.cli.progress import routing_progress
     from tpufleet.ops import routes as ops
     from tpufleet.routing import memo
     from tpufleet.state.files import write_output
@@ -228,7 +240,7 @@ def _route_slice(
         cache.flush()
         return str(table_path)
 
-    with progress(f"routing {name}", None), memo.using(cache):
+    with routing_progress(f"routing {name}", verbose), memo.using(cache):
         snapshot = state if state is not None else store.load()
         export_format = None if out is None else fmt
         done = ops.route_slice(snapshot, name, opts, utc_now(), store_tables, table_capacity, export_format)

@@ -291,9 +291,13 @@ def _made(
 ) -> list[Ranked]:
     """Each variant's wild-first tables made for `graph` (the live graph, or an OCS's whole failure pattern),
     with its rank key (max all-to-all load, orders used) and how it was made."""
+    from tpufleet.routing import steps
+
     out: list[Ranked] = []
+    steps.plan("repair", len(variants))
     for mixed, penalty, order, even in variants:
         rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
+        steps.advance("repair")
         if mixed is not None and info["orders_used"] == 1:
             continue  # the same tables as plain wild-first
         rt.algorithm = "auto"

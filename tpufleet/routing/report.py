@@ -133,6 +133,7 @@ def evaluate(
     deadlock_check: bool = True,
     max_vcs: int | None = None,
     turn: bool = True,
+    verdict_only: bool = False,
 ) -> RouteReport:
     """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept.
 
@@ -142,8 +143,11 @@ def evaluate(
     With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
     fewest VCs is reported, for the caller to refuse.
+
+    `verdict_only` (a fault's blast radius): when every candidate leaves pairs unroutable, whichever is kept leaves
+    them too, so no candidate is analysed and the report is `_unroutable` (no tables; the figures a verdict reads).
     """
-    return _evaluate(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn)
+    return _evaluate(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn, verdict_only)
 
 
 def _evaluate(
@@ -155,12 +159,43 @@ def _evaluate(
     deadlock_check: bool,
     max_vcs: int | None,
     turn: bool,
+    verdict_only: bool = False,
 ) -> RouteReport:
     """`evaluate`, which the recursion for a fault's canonical form calls without turning it again."""
-    own = _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn)
+    own = _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn, verdict_only)
     if not (turn and deadlock_check and algorithm == "auto"):
         return own
     return _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own)
+
+
+def _none_routable(shape: Shape, expected: ChipGraph, options: list[tuple[RouteTables, RouteInfo]]) -> bool:
+    """Every candidate leaves pairs its wild-first repair could not route, so the one kept does too, whatever the
+    analyses say. Only above the canonical-form limit: below it `_with_whole_ocs` may still swap in turned tables
+    by comparing loads, which takes the kept candidate's analysis."""
+    from tpufleet.routing.canonical import CANONICAL_LIMIT
+
+    return len(expected) > CANONICAL_LIMIT and all(_left(info) for _, info in options)
+
+
+def _left(info: RouteInfo) -> int:
+    """Pairs a candidate's repair left unroutable (broken by the faults, not repaired)."""
+    return int(info["broken_by_faults"]) - int(info["repaired_wild"])
+
+
+def _unroutable(options: list[tuple[RouteTables, RouteInfo]], traffics: Sequence[str]) -> RouteReport:
+    """The verdict-only report when no candidate routes every pair: at least the fewest pairs any candidate left
+    unroutable are; no candidate was analysed, so VCs, deadlock freedom and loads are unknown (None)."""
+    rt, info = min(options, key=lambda option: _left(option[1]))
+    summary = {
+        "chips": rt.n,
+        "unroutable_pairs": _left(info),
+        "deadlock_free": None,
+        "vcs": None,
+        "max_link_load": {},
+        "throughput_retained": dict.fromkeys(traffics, 0.0),
+        "verdict_only": True,
+    }
+    return RouteReport(rt, summary)
 
 
 def _with_whole_ocs(
@@ -200,6 +235,7 @@ def _made_for(
     deadlock_check: bool,
     max_vcs: int | None,
     turn: bool,
+    verdict_only: bool = False,
 ) -> RouteReport:
     """The tables of the live graph: its canonical form's, turned back, else the best-ranked candidate."""
     from tpufleet.routing.candidates import candidates
@@ -209,6 +245,8 @@ def _made_for(
         if turned is not None:
             return turned
     options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
+    if verdict_only and deadlock_check and _none_routable(shape, expected, options):
+        return _unroutable(options, traffics)
     if not deadlock_check:
         rt, info = options[0]
         return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))
@@ -272,10 +310,13 @@ Checked = tuple[RouteTables, "RouteInfo", Analysis, bool]  # tables, how made, a
 def _analyzed(rt: RouteTables, max_vcs: int | None) -> tuple[Analysis, bool]:
     """The analysis that fits `max_vcs` (wild hops on one VC, or, if that leaves a cycle, on one VC per hop of a
     chain), or the leaner of the two."""
+    from tpufleet.routing import steps
+
     best: tuple[Analysis, bool] | None = None
     for layered in (False, True) if rt.wild is not None and rt.wild.any() else (False,):
         rt.wild_layers = layered
         a = analyze(rt)
+        steps.advance("analysis", planned=False)
         if _fits(a, max_vcs):
             return a, layered
         if best is None or _fewer_vcs(a, best[0]):

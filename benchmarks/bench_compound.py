@@ -1,0 +1,117 @@
+"""Compound faults on a full pod, end to end through the CLI (issue 31): a 16x16x16 slice wired and routed on
+one pod, then what-ifs (`inject-fault --dry-run`) on top of the faults already open, each a fresh process.
+
+Every figure is printed beside `tpufleet status` on the same state (a process that loads the state and does
+nothing else), as a ratio: the what-if costs that many plain commands.
+
+Run alone with `python benchmarks/bench_compound.py` (about two minutes); `make bench` runs it too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SLICE_SHAPE = "16x16x16"
+FIRST, SECOND, THIRD = "ocs:pod0/x/3", "ocs:pod0/y/5", "ocs:pod0/z/2"
+GOAL = 2.0  # seconds, end to end on the 2-core machine (issue 31)
+
+Record = Callable[[str, float, str, str, float], None]
+
+
+def _cli(state: Path, *args: str) -> tuple[float, dict | list | None, int]:
+    """Wall time, JSON output and exit code of one `tpufleet` process."""
+    argv = [sys.executable, "-m", "tpufleet", "--state", str(state), *args, "-o", "json"]
+    t = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    took = time.perf_counter() - t
+    try:
+        out = json.loads(done.stdout) if done.stdout.strip() else None
+    except json.JSONDecodeError:
+        out = None
+    return took, out, done.returncode
+
+
+def _ok(state: Path, *args: str) -> dict | list | None:
+    _, out, code = _cli(state, *args)
+    if code != 0:
+        raise SystemExit(f"bench_compound: `tpufleet {' '.join(args)}` exited {code}")
+    return out
+
+
+def _median(state: Path, args: tuple[str, ...], repeat: int) -> tuple[float, dict | list | None]:
+    runs = [_cli(state, *args) for _ in range(repeat)]
+    return statistics.median(t for t, _, _ in runs), runs[-1][1]
+
+
+def _verdict(out: dict | list | None) -> str:
+    """`reroute 0.687 (3 VCs)` or `reschedule: why` of the slice in a dry run's answer."""
+    if not isinstance(out, dict) or not out.get("slices"):
+        return "?"
+    impact = out["slices"][0]
+    if impact["action"] == "reroute":
+        rr = impact["reroute"]
+        return f"reroute, keeps {rr['all_to_all_retained']:.3f} ({rr['vcs']} VCs)"
+    return f"{impact['action']}: {impact['reason']}"
+
+
+def _pod(base: Path) -> tuple[Path, list[str]]:
+    """A fleet with one 16x16x16 slice on its pod, wired and routed; the slice's cubes."""
+    state = base / "healthy"
+    _ok(state, "init")
+    allocated = _ok(state, "allocate", "s", "--shape", SLICE_SHAPE)
+    _ok(state, "plan-xconnect", "s", "--apply")
+    _ok(state, "routes", "s")
+    assert isinstance(allocated, dict)
+    return state, list(allocated["cubes"])
+
+
+def _with(base: Path, source: Path, name: str, *targets: str) -> Path:
+    """A copy of `source` with `targets` injected (recorded, each rerouted)."""
+    state = base / name
+    shutil.copytree(source, state)
+    for target in targets:
+        _ok(state, "inject-fault", target)
+    return state
+
+
+def bench(record: Record, repeat: int = 1) -> None:
+    with tempfile.TemporaryDirectory(prefix="tpufleet-compound-") as tmp:
+        base = Path(tmp)
+        healthy, cubes = _pod(base)
+        links = (f"link:{cubes[9]}/x/7/out", f"link:{cubes[22]}/z/11/in")
+        one = _with(base, healthy, "one", FIRST)
+        two = _with(base, one, "two", SECOND)
+        two_links = _with(base, two, "two-links", *links)
+        cases = [
+            (f"one OCS down ({FIRST}), --dry-run a second ({SECOND})", one, SECOND, "2.9-7.8 s"),
+            (f"two OCS down, --dry-run a link ({links[0]})", two, links[0], "7-10 s"),
+            (f"two OCS down, --dry-run a third ({THIRD})", two, THIRD, "29-34 s"),
+            (f"two OCS and two links down, --dry-run the third OCS ({THIRD})", two_links, THIRD, "(issue's goal)"),
+        ]
+        for label, state, target, issue in cases:
+            took, out = _median(state, ("inject-fault", target, "--dry-run"), repeat)
+            status, _ = _median(state, ("status",), 3)
+            record(f"{label}: {_verdict(out)}", took, f"goal <= {GOAL:g} s; issue: {issue}", "status", status)
+
+
+def main() -> None:
+    sys.path[:0] = [str(ROOT)]
+
+    def show(name: str, value: float, target: str, baseline_name: str, baseline: float) -> None:
+        ratio = value / baseline if baseline else float("inf")
+        print(f"{name}\n    {value:7.2f} s ({target})  {baseline_name} {baseline:5.2f} s: {ratio:.1f}x", flush=True)
+
+    bench(show)
+
+
+if __name__ == "__main__":
+    main()

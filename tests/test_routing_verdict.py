@@ -1,0 +1,100 @@
+"""A fault's verdict without the analyses it does not need, and the router's steps as progress (issue 31).
+
+When every candidate's wild-first repair leaves pairs unroutable, whichever candidate is kept leaves them too:
+the blast radius (`evaluate(..., verdict_only=True)`) then analyses none, and its verdict is the full
+evaluation's. The verdict-only shortcut applies above the canonical-form limit (full pods); here the limit is
+lowered so a small slice takes the same path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from helpers import ocs_failure
+
+
+def _cut_off_chip(shape_text: str, chip: int) -> tuple[Any, Any, Any]:
+    """A slice whose chip `chip` has lost every link (both directions), on top of one x OCS: no table routes to
+    or from it."""
+    from tpufleet.shapes import parse_shape
+
+    shape = parse_shape(shape_text)
+    exp, alive = ocs_failure(shape, "x", 3)
+    for port in range(6):
+        other = exp[chip, port]
+        alive[chip, port] = -1
+        alive[other, port ^ 1] = -1
+    return shape, exp, alive
+
+
+def test_verdict_only_skips_analyses_when_no_candidate_routes_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpufleet.routing import canonical, steps
+    from tpufleet.routing.candidates import candidates
+    from tpufleet.routing.report import evaluate
+
+    monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    shape, exp, alive = _cut_off_chip("4x4x8", 5)
+    n = len(exp)
+    options = candidates(shape, exp, alive, "auto", 3)
+    assert all(info["broken_by_faults"] > info["repaired_wild"] for _, info in options)
+
+    full = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3).summary
+    with steps.using(steps.Steps()) as counted:
+        quick = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3, verdict_only=True).summary
+    assert counted is not None
+    assert counted.done == {"repair": len(options), "analysis": 0}
+    assert counted.planned["repair"] == len(options)
+    # both refuse the reroute for the same reason: pairs left unroutable (at least the cut-off chip's, both ways)
+    assert full["unroutable_pairs"] >= 2 * (n - 1)
+    assert quick["unroutable_pairs"] >= 2 * (n - 1)
+    assert quick["unroutable_pairs"] == min(i["broken_by_faults"] - i["repaired_wild"] for _, i in options)
+
+
+def test_verdict_only_is_the_full_report_when_a_candidate_routes_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpufleet.routing import canonical, steps
+    from tpufleet.routing.report import evaluate
+    from tpufleet.shapes import parse_shape
+
+    monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    shape = parse_shape("4x4x8")
+    exp, alive = ocs_failure(shape, "x", 3)
+    full = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3)
+    with steps.using(steps.Steps()) as counted:
+        quick = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3, verdict_only=True)
+    assert counted is not None and counted.done["analysis"] >= 1
+    assert quick.summary == full.summary
+    assert np.array_equal(quick.tables.P, full.tables.P)
+
+
+def test_steps_report_done_and_total_in_order() -> None:
+    from tpufleet.routing import steps
+
+    seen: list[tuple[int, int]] = []
+    counted = steps.Steps(report=lambda done, total: seen.append((done, total)))
+    steps.plan("repair", 2)  # nothing installed: nothing happens
+    with steps.using(counted):
+        steps.plan("repair", 2)
+        steps.advance("repair")
+        steps.advance("analysis", planned=False)
+        steps.advance("repair")
+    assert seen == [(0, 2), (1, 2), (2, 3), (3, 3)]
+    assert counted.summary() == "2 wild-first repairs, 1 route analysis"
+
+
+def test_verbose_prints_a_timing_line_and_nothing_without_it(fleet: Any) -> None:
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    quiet = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json")
+    assert quiet.code == 0 and quiet.err == ""  # stderr is no terminal: no progress bar either
+    loud = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-v", "-o", "json")
+    assert loud.code == 0
+    assert loud.json == quiet.json
+    (line,) = loud.err.splitlines()
+    assert line.startswith("tpufleet: analysing: ") and " wild-first repair" in line and line.endswith(" s")
+    routed = fleet("routes", "s", "--verbose", "-o", "json")
+    assert routed.code == 0
+    (line,) = routed.err.splitlines()
+    assert line.startswith("tpufleet: routing s: ")
