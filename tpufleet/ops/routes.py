@@ -116,11 +116,12 @@ def export_bytes(routed: RoutedSlice, fmt: str) -> bytes:
 
 
 def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
-    """Index the stored tables; Refused if the state moved on since they were computed."""
-    if state.serial != routed.serial or routed.name not in state.slices:
+    """Index the stored tables; Refused if the slice's live graph changed since they were computed (a commit
+    elsewhere in the fleet leaves them valid: tables depend only on the slice's wiring and its links' health)."""
+    if state.serial != routed.serial and not still_valid(state, routed):
         raise Refused(
             f"the state changed while routes for {routed.name!r} were computed "
-            f"(serial {routed.serial} -> {state.serial}); run again"
+            f"(serial {routed.serial} -> {state.serial}: the slice, its wiring or its links' health); run again"
         )
     s = routed.report.summary
     _update_degraded(state, routed)
@@ -141,6 +142,20 @@ def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
         f"routes {routed.name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
     )
     return Outcome(data, Change(summary))
+
+
+def still_valid(state: FleetState, routed: RoutedSlice) -> bool:
+    """Whether the slice still exists, is still wired, and its live chip graph is the one the tables were made for."""
+    import numpy as np
+
+    sl = state.slices.get(routed.name)
+    if sl is None or sl.state is SliceState.EVICTED or (not sl.state.wired and not sl.shape.is_subcube):
+        return False
+    graph = wiring.build(sl, state.fleet, state.ocs, state.health())
+    before = routed.graph
+    return (
+        not graph.miswired and np.array_equal(graph.expected, before.expected) and np.array_equal(graph.nbr, before.nbr)
+    )
 
 
 def _update_degraded(state: FleetState, routed: RoutedSlice) -> None:
