@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import click
@@ -39,6 +40,14 @@ def examples(*lines: str) -> str:
 
 
 OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts)")]
+# The goodput logs `metrics` and `serve` add to their families (`serve` reads them again when they change).
+GoodputLogsOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--goodput", help="Goodput event logs: add SG/RG/PG/MPG and badput to the metrics (repeatable)"),
+]
+GoodputFormatOpt = Annotated[
+    str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
+]
 
 
 def report_formats(*extra: ReportOutput) -> click.Choice:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import GoodputFormatOpt, GoodputLogsOpt, Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
 
 import_app = typer.Typer(
@@ -434,13 +434,8 @@ def metrics_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write to FILE.prom atomically (temp file, then rename)")
     ] = None,
-    goodput: Annotated[
-        list[Path] | None,
-        typer.Option("--goodput", help="Goodput event logs: add SG/RG/PG/MPG and badput (repeatable)"),
-    ] = None,
-    goodput_format: Annotated[
-        str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
-    ] = "native",
+    goodput: GoodputLogsOpt = None,
+    goodput_format: GoodputFormatOpt = "native",
     fmt: Annotated[
         MetricsFormat, typer.Option("--format", help="prometheus (text 0.0.4, the textfile collector's) or openmetrics")
     ] = MetricsFormat.prometheus,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import app, examples
+from tpufleet.cli.app import GoodputFormatOpt, GoodputLogsOpt, app, examples
 
 if TYPE_CHECKING:
     from tpufleet.serve.documents import MetricsInputs
@@ -157,13 +157,8 @@ def serve_cmd(
     refresh: Annotated[
         int, typer.Option("--refresh", min=2, max=3600, help="Seconds between reloads of the fleet page")
     ] = 15,
-    goodput: Annotated[
-        list[Path] | None,
-        typer.Option("--goodput", help="Goodput event logs for /metrics (repeatable; re-read on change)"),
-    ] = None,
-    goodput_format: Annotated[
-        str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
-    ] = "native",
+    goodput: GoodputLogsOpt = None,
+    goodput_format: GoodputFormatOpt = "native",
 ) -> None:
     """Serve the fleet over HTTP: GET / (the fleet page, reloading itself), /metrics (as `tpufleet metrics`, with
     the monitoring mixin's families), /api/v1/status|slices|jobs|faults|journal (the -o json documents, the serial
