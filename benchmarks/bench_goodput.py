@@ -15,8 +15,9 @@ Figures:
    time and every bucket are compared (data loading aside: the package counts one interval per start, see the
    README), and the figures are printed. Skipped when the package is not installed.
 
-3. (fleet scale) The columnar rows: ``goodput-report`` over N native events against DuckDB's read + group-by of the
-   same files (and the decode alone by msgspec, PyArrow and Polars), its peak beside the decoded columns (25
+3. (fleet scale; ``--only columnar`` runs these but the Dask row) The columnar rows: ``goodput-report`` over N native
+   events against DuckDB's read + group-by of the same files (and the decode alone by msgspec, PyArrow and Polars,
+   and tpufleet's own reading without the accounting), its peak beside the decoded columns (25
    bytes an event); ml-goodput entries against a decode of the same file (orjson, else msgspec); and the many-logs
    row: the same events over ``--dask-files`` logs on a 2-worker local Dask cluster (``--workers 2``) against
    the serial run. Each is skipped, saying so, when its library is not installed.
@@ -281,13 +282,23 @@ def timed(code: str) -> tuple[float, float, float]:
 
 _CLOCK = "import time; t, c = time.perf_counter(), time.process_time()\n"
 _DONE = "\nprint(time.perf_counter() - t, time.process_time() - c)"
-_DECODERS = {
-    "duckdb": 'import duckdb\nfor p in PATHS: duckdb.sql(f"SELECT job, count(*), min(time), max(time) FROM read_json('
-    "'{p}', format='newline_delimited', columns={{type:'VARCHAR', job:'VARCHAR', time:'DOUBLE', event:'VARCHAR', "
-    "step:'BIGINT', chips:'BIGINT'}}) GROUP BY job\").fetchall()",
-    "msgspec": "from tpufleet.goodput import fastread\nfor p in PATHS: fastread._DECODER.decode_lines(open(p, 'rb').read())",
-    "pyarrow": "import pyarrow.json as pj\nfor p in PATHS: pj.read_json(p)",
-    "polars": "import polars as pl\nfor p in PATHS: pl.read_ndjson(p)",
+_DECODERS = {  # (imports, untimed; the timed code)
+    "tpufleet": (
+        "from pathlib import Path; from tpufleet.state import goodputlogs as g; g.PARALLEL_MIN_BYTES = 1 << 62",
+        "g.load([Path(p) for p in PATHS], 'native', False)",
+    ),
+    "duckdb": (
+        "import duckdb",
+        'for p in PATHS: duckdb.sql(f"SELECT job, count(*), min(time), max(time) FROM read_json('
+        "'{p}', format='newline_delimited', columns={{type:'VARCHAR', job:'VARCHAR', time:'DOUBLE', event:'VARCHAR', "
+        "step:'BIGINT', chips:'BIGINT'}}) GROUP BY job\").fetchall()",
+    ),
+    "msgspec": (
+        "from tpufleet.goodput import fastread",
+        "for p in PATHS: fastread._DECODER.decode_lines(open(p, 'rb').read())",
+    ),
+    "pyarrow": ("import pyarrow.json as pj", "for p in PATHS: pj.read_json(p)"),
+    "polars": ("import polars as pl", "for p in PATHS: pl.read_ndjson(p)"),
 }
 
 
@@ -301,9 +312,9 @@ def bench_columnar(events: int, files: int) -> None:
         ours = child(paths, "native", one_process=True)
         bare = child(paths, "native", build=False)[2]
         rows = {}
-        for name, code in _DECODERS.items():
+        for name, (setup, code) in _DECODERS.items():
             if importlib.util.find_spec(name) is not None:
-                rows[name] = timed(f"PATHS = {[str(p) for p in paths]!r}\n" + _CLOCK + code + _DONE)
+                rows[name] = timed(f"PATHS = {[str(p) for p in paths]!r}\n{setup}\n" + _CLOCK + code + _DONE)
     columns = lines * 25 / 2**20
     print(
         f"goodput-report native {lines:,} events (one process): {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU, "
@@ -311,8 +322,9 @@ def bench_columnar(events: int, files: int) -> None:
         f"{(ours[2] - bare) / columns:.1f}x, goal <= 2x)"
     )
     for name, (wall, cpu, peak) in rows.items():
+        what = {"duckdb": "read + group-by", "tpufleet": "read only (the report's decode)"}.get(name, "read only")
         print(
-            f"  {name:<8} read{' + group-by' if name == 'duckdb' else ' only'}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, "
+            f"  {name:<8} {what}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, "
             f"peak {peak:5.0f} MiB   report / this: {ours[0] / wall:.2f}x wall, {ours[1] / cpu:.2f}x CPU"
             + ("   (goal <= 1.5x)" if name == "duckdb" else "")
         )
@@ -328,11 +340,12 @@ def bench_ml_decode(entries: int) -> None:
         path = Path(tmp) / "ml.jsonl"
         path.write_text("".join(json.dumps(e) + "\n" for e in ml_entries(entries)))
         ours = child([path], "ml-goodput")
+        bare = child([path], "ml-goodput", build=False)[2]
         base = timed(f"import {name}\n" + _CLOCK + f"[{decode}(x) for x in open({str(path)!r}, 'rb')]" + _DONE)
     print(
-        f"goodput-report ml-goodput {entries:,} entries: {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU; {name} decode "
-        f"{base[0]:.2f} s wall, {base[1]:.2f} s CPU   ratio {ours[0] / base[0]:.2f}x wall, {ours[1] / base[1]:.2f}x CPU "
-        "(goal <= 3x)"
+        f"goodput-report ml-goodput {entries:,} entries: {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU, peak {ours[2]:.0f} "
+        f"MiB ({ours[2] - bare:.0f} MiB over the bare import); {name} decode {base[0]:.2f} s wall, {base[1]:.2f} s CPU, "
+        f"peak {base[2]:.0f} MiB   ratio {ours[0] / base[0]:.2f}x wall, {ours[1] / base[1]:.2f}x CPU (goal <= 3x)"
     )
 
 
@@ -367,12 +380,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dask-events", type=int, default=100_000_000)
     parser.add_argument("--dask-files", type=int, default=100)
-    parser.add_argument("--only", choices=("reports", "fleet-scale"), default=None, help="run only these rows")
+    parser.add_argument(
+        "--only", choices=("reports", "fleet-scale", "columnar"), default=None, help="run only these rows"
+    )  # columnar: the fleet-scale rows without the many-logs (Dask) one
     args = parser.parse_args()
     if args.only != "reports":
         bench_columnar(args.events, args.files)
         bench_ml_decode(args.entries)
-        bench_dask(args.dask_events, args.dask_files)
+        if args.only != "columnar":
+            bench_dask(args.dask_events, args.dask_files)
+    if args.only == "columnar":
+        return
     if args.only == "fleet-scale":
         return
     print(f"peak RSS of this process before: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

@@ -1,0 +1,173 @@
+"""The columnar reader of ml-goodput-measurement logs (msgspec's typed records, `tpufleet.goodput.mlfast`) against
+the standard entry-by-entry importer: the same report and the same first error (file, line, field, value) on
+the package's logs and on entries with random defects, metadata, adopted checkpoint entries and several jobs."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_goodput_mlimport import KEYS, VALUES, package_logs
+
+from tpufleet.errors import BadInput
+from tpufleet.goodput import mlfast
+from tpufleet.ops.goodput import build
+
+pytestmark = pytest.mark.skipif(not mlfast.available(), reason="msgspec is not installed: no fast path to check")
+
+# Entries the typed decoder might take with another value, or that only the standard importer can judge.
+DEFECTS = [
+    '{"job_name": "j", "step_count": true, "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": 5.0, "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": "5", "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": -1, "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": "x"}',
+    '{"job_name": "j", "job_start_time": 1767571300.0, "job_start_time": true}',
+    '{"job_name": "j", "job_start_time": true, "job_start_time": 1767571300.0}',
+    '{"job_name": "j", "job_start_time": null}',
+    '{"job_name": "j", "job_start_time": "1767571300"}',
+    '{"job_name": "j", "job_start_time": 1e400}',
+    '{"job_name": "j", "job_start_time": 1e-9}',
+    '{"job_name": "j", "job_start_time": 0}',
+    '{"job_name": "j", "job_start_time": -0.0}',
+    '{"job_name": "j", "job_start_time": 99999999999999999999999999999}',
+    '{"job_name": "j", "job_end_time": 7258118400.5}',
+    '{"job_name": "", "job_start_time": 1767571300.0}',
+    '{"job_name": 5, "job_start_time": 1767571300.0}',
+    '{"job_name": "\\u006a", "job_start_time": 1767571300.0}',
+    '{"job_name": "j", "note": ' + "9" * 4400 + "}",
+    '{"job_start_time": 1767571300.0}',
+    '{"event_type": "save", "step": 3, "checkpoint_manager_blocking_start_time": 1767571300.0, '
+    '"checkpoint_manager_blocking_duration_secs": 1.5}',
+    '{"event_type": "restore", "step": true, "checkpoint_manager_start_time": 1767571300.0, '
+    '"checkpoint_manager_duration_secs": 2}',
+    '{"job_name": "j", "event_type": "save", "step": 2, "checkpoint_manager_start_time": 1767571300.0}',
+    '{"job_name": "j", "event_type": "save", "checkpoint_manager_start_time": 1767571300.0, '
+    '"checkpoint_manager_duration_secs": 1e9}',
+    '{"job_name": "j", "event_type": "other", "step": "x"}',
+    '{"job_name": "j", "event_type": null, "checkpoint_manager_start_time": "x"}',
+    '{"job_name": "j", "job_metadata": {"chips": 8, "accelerator": "tpu-v5p", "ideal_step_s": 0.5}}',
+    '{"job_name": "j", "job_metadata": {"chips": 0}}',
+    '{"job_name": "j", "job_metadata": [1]}',
+    '{"job_name": "j", "job_metadata": {"chips": 4}, "job_start_time": 1767571300.0}',
+    '{"job_name": "k", "job_start_time": 1767571300.0, "step_count": 1, "step_start_time": 1767571301.0}',
+    '{"job_name": "j", "custom_badput_event_type": "eval", "custom_badput_event_start_time": 1767571300.0}',
+    '{"jsonPayload": {"job_name": "j", "job_start_time": 1767571300.0}}',
+    '{"job_name": "j", "job_start_time": 1767571300.0} {"job_name": "j", "job_end_time": 1767571400.0}',
+    '{"job_name": "j", "job_start_time": 1767571300.0}\r',
+    '{"job_name": "j", "job_start_time": NaN}',
+    "[1, 2]",
+    "{}",
+    "",
+    "   ",
+    "  {}",
+]
+
+OTHERS = [
+    '{"job_name": "j", "job_metadata": {"chips": 8, "accelerator": "tpu-v5p", "ideal_step_s": 0.5}}',
+    '{"job_name": "j", "event_type": "restore", "step": 1, "checkpoint_manager_start_time": 1767571300.0, '
+    '"checkpoint_manager_duration_secs": 2, "directory": "gs://b"}',
+    '{"job_name": "j", "directory": "gs://b"}',
+]
+
+
+def report(path: Path, fast: bool, skip_bad: bool) -> tuple[Any, int]:
+    """(the report or ("error", message), files the fast reader vouched for)."""
+    vouched: list[bool] = []
+    with pytest.MonkeyPatch.context() as mp:
+        if fast:
+            real = mlfast.read
+
+            def counted(data: bytes, file: str, log: Any) -> bool:
+                done = real(data, file, log)
+                vouched.append(done)
+                return done
+
+            mp.setattr(mlfast, "read", counted)
+            mp.setattr(mlfast, "CHUNK_LINES", 7)  # entries decoded 7 at a time: chunk boundaries everywhere
+        else:
+            mp.setattr(mlfast, "_DECODER", None)
+        try:
+            result: Any = build([path], fmt="ml-goodput", by=["accelerator"], period="day", skip_bad=skip_bad)
+        except BadInput as exc:
+            result = ("error", str(exc))
+    return result, sum(vouched)
+
+
+def lines_of(entries: list[dict[str, Any]], rng: random.Random, defects: int, others: bool) -> list[str]:
+    lines = [json.dumps(e, separators=(",", ":") if rng.random() < 0.5 else None) for e in entries]
+    if others:  # metadata, a checkpoint entry naming its job, an entry of no event
+        for line in OTHERS:
+            lines.insert(rng.randrange(len(lines) + 1), line)
+    for _ in range(defects):
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice(DEFECTS))
+    return lines
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(package_logs(), st.integers(0, 2), st.booleans(), st.booleans(), st.integers(0, 10**6))
+def test_fast_and_standard_readers_agree(tmp_path_factory, entries, defects, others, skip_bad, seed):
+    rng = random.Random(seed)
+    path = tmp_path_factory.mktemp("ml") / "log.jsonl"
+    path.write_text("\n".join(lines_of(entries, rng, defects, others)) + "\n")
+    fast, vouched = report(path, True, skip_bad)
+    standard, _ = report(path, False, skip_bad)
+    assert fast == standard
+    if not defects and not any(k.startswith("custom_badput") for e in entries for k in e):
+        assert vouched == 1  # the package's logs (with metadata, adopted entries): the fast path reads them
+
+
+def test_several_jobs_are_read_fast_in_the_standard_order(tmp_path):
+    rng = random.Random(7)
+    lines = []
+    for k in range(200):
+        job = f"job-{rng.randrange(5)}"
+        t = 1767571200.0 + rng.randrange(50) * 0.5  # ties: the log order is kept at equal times
+        key = rng.choice(["job_start_time", "step_start_time", "tpu_init_start_time", "tpu_init_end_time"])
+        entry = {"job_name": job, key: t, "step_count": k} if key == "step_start_time" else {"job_name": job, key: t}
+        lines.append(json.dumps(entry))
+    lines.append(OTHERS[0].replace('"j"', '"job-3"'))
+    lines.append(json.dumps({"job_name": "job-1", "job_end_time": 1767571300.0}))
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    fast, vouched = report(path, True, False)
+    assert vouched == 1 and fast == report(path, False, False)[0]
+    assert len(fast["jobs"]) == 5 and {j["accelerator"] for j in fast["jobs"]} == {"unknown", "tpu-v5p"}
+
+
+@pytest.mark.parametrize("line", DEFECTS)
+def test_each_defect_alone_gives_the_standard_answer(tmp_path, line):
+    base = [
+        {"job_name": "j", "job_start_time": 1767571200.0},
+        {"job_name": "j", "step_count": 1, "step_start_time": 1767571210.0},
+        {"job_name": "j", "step_count": 2, "step_start_time": 1767571220.0},
+        {"job_name": "j", "job_end_time": 1767571400.0},
+    ]
+    for k in range(len(base) + 1):
+        lines = [json.dumps(e) for e in base]
+        lines.insert(k, line)
+        path = tmp_path / f"log{k}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        for skip_bad in (False, True):
+            assert report(path, True, skip_bad)[0] == report(path, False, skip_bad)[0]
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=5).map(lambda d: {"job_name": "j", **d}),
+        min_size=1,
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_hostile_entries_give_the_standard_answer(tmp_path_factory, entries, skip_bad):
+    path = tmp_path_factory.mktemp("ml") / "log.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    assert report(path, True, skip_bad)[0] == report(path, False, skip_bad)[0]

@@ -1,0 +1,345 @@
+"""ml-goodput-measurement JSONL entries read with msgspec's typed decoder and added as columns (pure; used when
+msgspec is installed; `tpufleet.state.goodputlogs` tries it first on every JSONL log, checked to be UTF-8).
+
+The standard importer (`mlgoodput.read`) spends most of its time in Python per entry. Here the entries are
+decoded in C into typed records, CHUNK_LINES at a time (the times as floats, NaN where absent), each chunk is
+turned into columns and freed, the checks run on the numpy columns, and only checkpoint-logger and
+``job_metadata`` entries (about one in a hundred) go through the standard code, entry by entry. The result is exactly the standard importer's: whenever the file holds anything these checks
+do not cover (a bad value, a ``jsonPayload`` wrapper, custom badput or elastic entries, an entry without
+``job_name``, an escape, a blank or very long line, line breaks other than ``\\n``), `read` returns False
+having added nothing, and the caller reads the file the standard way, which names the problem (file, line,
+field, value) or accepts it as before.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import repeat
+from operator import attrgetter, is_not
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, Job, Log, add_record
+from tpufleet.goodput.fastread import Batch, _append, _odd_breaks
+from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Ints = npt.NDArray[np.int64]
+
+try:
+    import msgspec  # type: ignore[import-not-found, unused-ignore]
+except ImportError:  # optional: the standard importer gives the same answers, several times slower
+    msgspec = None  # type: ignore[assignment]
+
+__all__ = ["available", "read"]
+
+# Entries are short (the package's longest is ~400 bytes): a longer line, which might hold what msgspec skips
+# and the standard decoder refuses (a number of 4,300 digits, deep nesting), is read the standard way.
+MAX_FAST_LINE = 4000
+# The time keys in the order an entry's events are added (`mlgoodput._entry`), then its checkpoint pair.
+_TIMES = (
+    ("job_start_time", "job_start"),
+    ("job_end_time", "job_end"),
+    ("step_start_time", "step_start"),
+    ("tpu_init_start_time", "tpu_init_start"),
+    ("tpu_init_end_time", "tpu_init_end"),
+    ("training_prep_start_time", "training_prep_start"),
+    ("training_prep_end_time", "training_prep_end"),
+    ("data_loading_start_time", "data_loading_start"),
+    ("data_loading_end_time", "data_loading_end"),
+)
+_STEP_SLOT = 2
+_CHECKPOINT_KEYS = (
+    "step",
+    "checkpoint_manager_blocking_start_time",
+    "checkpoint_manager_start_time",
+    "checkpoint_manager_blocking_duration_secs",
+    "checkpoint_manager_duration_secs",
+)
+_NAN = math.nan
+_ABSENT = -2  # step_count's default (not validated by the decoder): no step number
+
+if msgspec is not None:
+    _U: Any = msgspec.UNSET
+
+    class _Entry(msgspec.Struct, gc=False):  # no cycles: the collector skips them
+        """An entry's fields the importer reads; a time absent is NaN (JSON has none), a wrong type refused."""
+
+        job_name: str | msgspec.UnsetType = _U
+        job_start_time: float = _NAN
+        job_end_time: float = _NAN
+        step_count: int = _ABSENT
+        step_start_time: float = _NAN
+        tpu_init_start_time: float = _NAN
+        tpu_init_end_time: float = _NAN
+        training_prep_start_time: float = _NAN
+        training_prep_end_time: float = _NAN
+        data_loading_start_time: float = _NAN
+        data_loading_end_time: float = _NAN
+        event_type: Any = _U  # checkpoint-logger entries: judged by the standard importer, entry by entry
+        step: Any = _U
+        checkpoint_manager_blocking_start_time: Any = _U
+        checkpoint_manager_start_time: Any = _U
+        checkpoint_manager_blocking_duration_secs: Any = _U
+        checkpoint_manager_duration_secs: Any = _U
+        job_metadata: Any = _U
+        # keys only the standard importer reads (a wrapper, custom badput, elastic waits and counts): present
+        # with any value, the decoder refuses the file (typed "never"), which is then read the standard way
+        jsonPayload: msgspec.UnsetType = _U
+        custom_badput_event_type: msgspec.UnsetType = _U
+        custom_badput_event_start_time: msgspec.UnsetType = _U
+        custom_badput_event_end_time: msgspec.UnsetType = _U
+        elastic_wait_start_time: msgspec.UnsetType = _U
+        elastic_wait_end_time: msgspec.UnsetType = _U
+        elastic_wait_event_type: msgspec.UnsetType = _U
+        elastic_reinit_start_time: msgspec.UnsetType = _U
+        elastic_reinit_end_time: msgspec.UnsetType = _U
+        elastic_slice_counts_timestamp: msgspec.UnsetType = _U
+
+    _DECODER: Any = msgspec.json.Decoder(_Entry)
+else:
+    _DECODER = None
+
+
+def available() -> bool:
+    return _DECODER is not None
+
+
+def read(data: bytes, file: str, log: Log) -> bool:
+    """Add the JSONL entries of one file (UTF-8: the caller has checked) to `log` and return True; False
+    (nothing added) if the file must be read the standard way (`mlgoodput.read`)."""
+    if _DECODER is None or not _plain_text(data):
+        return False
+    starts = _line_starts(data)
+    if starts is None:
+        return False
+    try:
+        columns = _columns(data, starts)
+        staged = None if columns is None else _staged(columns, file)
+    except (msgspec.DecodeError, RecursionError, BadRecord, ValueError):
+        return False
+    if staged is None or _over_job_limit(log, staged[0].jobs):
+        return False
+    batch, metadata = staged
+    for job in batch.jobs:
+        if job not in log.jobs:
+            log.add_job(Job(job))
+    for job_record in metadata:
+        log.add_job(job_record)
+    _append(log, _with_events(batch))
+    log.records += len(starts) - 1
+    return True
+
+
+def _plain_text(data: bytes) -> bool:
+    """No escapes (the keys are then as written), and not a JSON array (nor a byte-order mark: every line must
+    start an object)."""
+    # (the other breaks str.splitlines() honours, \x0b \x0c \x1c-\x1e, are control bytes: the decoder refuses them)
+    return not (b"\\" in data or data[:1] != b"{")
+
+
+def _line_starts(data: bytes) -> Ints | None:
+    """Where each line starts, and the end: when each line starts an object and none is blank or longer than
+    MAX_FAST_LINE; else None. (Then the decoder's one value a line is the standard importer's one entry a line.)"""
+    import numpy as np
+
+    if not data or _odd_breaks(data):
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == ord("\n"))
+    if data[-1:] != b"\n":
+        ends = np.append(ends, len(data))
+    starts: Ints = np.concatenate(([0], ends + 1)).astype(np.int64)
+    if (np.diff(starts) - 1).max() > MAX_FAST_LINE or starts[-2] >= len(data):
+        return None
+    if not (buf[starts[:-1]] == ord("{")).all():
+        return None
+    starts[-1] = len(data)
+    return starts
+
+
+class _Columns(NamedTuple):
+    """A file's entries as columns: each entry's job (an index into `names`, first seen first; UNSET among
+    them for an entry without one), per time key its entries and times, the step numbers of the step starts,
+    and the checkpoint-logger and ``job_metadata`` entries themselves (few)."""
+
+    job: Ints
+    names: list[Any]
+    times: list[tuple[Ints, Any]]
+    steps: Ints
+    special: list[tuple[int, Any]]
+
+
+def _columns(data: bytes, starts: Ints) -> _Columns | None:
+    """The entries decoded CHUNK_LINES at a time (their records freed chunk by chunk: the peak is a chunk's);
+    None if a time is out of range, a step number bad, or a line holds two values."""
+    import numpy as np
+
+    n = len(starts) - 1
+    index: dict[Any, int] = {}
+    jobs = np.empty(n, dtype=np.int64)
+    rows: list[list[Ints]] = [[] for _ in _TIMES]
+    seconds: list[list[Any]] = [[] for _ in _TIMES]
+    steps: list[Ints] = []
+    special: list[tuple[int, Any]] = []
+    keys = [k for k in ("event_type", "job_metadata") if f'"{k}"'.encode() in data]
+    for lo in range(0, n, CHUNK_LINES):
+        hi = min(n, lo + CHUNK_LINES)
+        entries = _DECODER.decode_lines(data[starts[lo] : starts[hi]])
+        if len(entries) != hi - lo:
+            return None
+        names = [e.job_name for e in entries]
+        for name in dict.fromkeys(names):
+            index.setdefault(name, len(index))
+        jobs[lo:hi] = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=hi - lo)
+        for k, (key, _name) in enumerate(_TIMES):
+            column = np.array(list(map(attrgetter(key), entries)), dtype=np.float64)
+            mine = np.flatnonzero(~np.isnan(column))
+            if len(mine):
+                rows[k].append(mine + lo)
+                seconds[k].append(column[mine])
+                if k == _STEP_SLOT:
+                    steps.append(np.array([entries[i].step_count for i in mine.tolist()], dtype=np.int64))
+        for key in keys:
+            given = np.fromiter(map(is_not, map(attrgetter(key), entries), repeat(_U)), dtype=bool, count=hi - lo)
+            special += [(lo + i, entries[i]) for i in np.flatnonzero(given).tolist()]
+    times = [
+        (np.concatenate(r), np.concatenate(t)) if r else (np.zeros(0, np.int64), np.zeros(0))
+        for r, t in zip(rows, seconds, strict=True)
+    ]
+    for _rows, t in times:
+        if not ((t == 0) | ((t >= SMALLEST_TIME) & (t <= MAX_TIME))).all():
+            return None
+    step = np.concatenate(steps) if steps else np.zeros(0, np.int64)
+    if ((step < 0) | (step > MAX_STEP)).any():
+        return None
+    special = sorted(dict(special).items())  # an entry with both keys once, in order
+    return _Columns(jobs, list(index), times, step, special)
+
+
+CHUNK_LINES = 1 << 16  # entries decoded at a time
+
+
+def _staged(c: _Columns, file: str) -> tuple[Batch, list[Job]] | None:
+    """Every entry's events as a Batch in job order (entry order within a job, each entry's in the importer's
+    order, checkpoint entries without a job name last: the importer adopts them once the file is read), and the
+    job records of the ``job_metadata`` entries in order; None if one fails a check. The events are placed
+    straight where they go (an entry's few in its key order), with no sort."""
+    import numpy as np
+
+    n = len(c.job)
+    adopted = _adopted(c)
+    if adopted is None:
+        return None
+    job, names, final = adopted
+    metadata: list[Job] = []
+    found: Found = []
+    for k, ((rows, seconds), (_key, name)) in enumerate(zip(c.times, _TIMES, strict=True)):
+        numbers = c.steps if k == _STEP_SLOT else np.full(len(rows), -1, dtype=np.int64)
+        found.append((rows, seconds, np.full(len(rows), CODE[name], dtype=np.int8), numbers))
+    if c.special:
+        checkpoints = _special(c.special, [names[j] for j in job[[i for i, _ in c.special]].tolist()], file, metadata)
+        if checkpoints is None:
+            return None
+        found += checkpoints
+    rank = np.empty(n, dtype=np.int64)
+    rank[final] = np.arange(n)
+    counts = np.zeros(n, dtype=np.int64)
+    for where, *_ in found:
+        counts[rank[where]] += 1
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    total = int(offsets[-1])
+    t, code, step = np.empty(total), np.empty(total, dtype=np.int8), np.empty(total, dtype=np.int64)
+    filled = offsets[:-1].copy()
+    for where, seconds, codes, numbers in found:  # in key order: each entry's events in the importer's order
+        at = filled[rank[where]]
+        t[at], code[at], step[at] = seconds, codes, numbers
+        filled[rank[where]] += 1
+    per_job = np.concatenate(([0], np.cumsum(np.bincount(job, minlength=len(names)))))
+    batch = Batch(names, offsets[per_job], t, code, step, np.full(total, -1, dtype=np.int64), {})
+    return batch, metadata
+
+
+Found = list[tuple[Any, Any, Any, Any]]  # per key: (entry rows, times, event codes, step numbers)
+
+
+def _adopted(c: _Columns) -> tuple[Ints, list[str], Ints] | None:
+    """Each entry's job (an index into the names), the names (first seen first), and the order the entries'
+    events are added in (by job; a checkpoint entry without a job name is the file's only job's, added last,
+    as the importer adopts it); None if a name is missing or too long, or an entry cannot be adopted."""
+    import numpy as np
+
+    if _U not in c.names:
+        if "" in c.names or max(map(len, c.names)) > MAX_TEXT:
+            return None
+        final = np.arange(len(c.job)) if len(c.names) == 1 else np.argsort(c.job, kind="stable")
+        return c.job, c.names, final
+    unset = c.names.index(_U)
+    orphans = np.flatnonzero(c.job == unset)
+    named = [x for x in c.names if x is not _U]
+    kinds = dict(c.special)
+    if len(named) != 1 or not named[0] or len(named[0]) > MAX_TEXT:
+        return None  # not adopted: the importer's error
+    if any(kinds.get(i) is None or kinds[i].event_type in (_U, None) for i in orphans.tolist()):
+        return None  # an entry without a name that is not a checkpoint entry: the importer's error
+    final = np.concatenate((np.flatnonzero(c.job != unset), orphans))
+    return np.zeros(len(c.job), dtype=np.int64), named, final
+
+
+def _with_events(b: Batch) -> Batch:
+    """The batch without the jobs it holds no event of (an entry may add none: the job is known, not stepped)."""
+    import numpy as np
+
+    keep = np.diff(b.bounds) > 0
+    if keep.all():
+        return b
+    bounds = np.append(b.bounds[:-1][keep], b.bounds[-1])
+    return b._replace(jobs=[j for j, k in zip(b.jobs, keep.tolist(), strict=True) if k], bounds=bounds)
+
+
+def _special(entries: list[tuple[int, Any]], jobs: list[str], file: str, metadata: list[Job]) -> Found | None:
+    """Checkpoint-logger entries' two events (start, end) and the job records of ``job_metadata`` entries, each
+    judged by the standard importer; None if one is adopted or has times beside its metadata (the standard
+    reader's to judge), or is bad (BadRecord raised)."""
+    import numpy as np
+
+    from tpufleet.goodput.mlgoodput import CHECKPOINT_OPERATIONS, _checkpoint
+
+    pairs: list[tuple[int, float, int, int, float, int]] = []
+    for (i, e), job in zip(entries, jobs, strict=True):
+        meta, kind = e.job_metadata, e.event_type
+        if meta is not _U:
+            if not isinstance(meta, dict) or not _only_metadata(e) or e.job_name is _U:
+                return None
+            scratch = Log()
+            add_record(scratch, {**meta, "type": "job", "job": job}, file, 0)
+            metadata.append(scratch.jobs[job])
+            continue
+        if kind is _U or kind is None or kind not in CHECKPOINT_OPERATIONS:
+            continue
+        fields = {k: v for k in _CHECKPOINT_KEYS if (v := getattr(e, k)) is not _U}
+        (start, a, number, _), (end, b, _, _) = _checkpoint(fields, str(kind), file, 0)
+        pairs.append((i, start, a, number, end, b))
+    if not pairs:
+        return []
+    where = np.array([p[0] for p in pairs], dtype=np.int64)
+    numbers = np.array([p[3] for p in pairs], dtype=np.int64)
+    return [
+        (where, np.array([p[1] for p in pairs]), np.array([p[2] for p in pairs], dtype=np.int8), numbers),
+        (where, np.array([p[4] for p in pairs]), np.array([p[5] for p in pairs], dtype=np.int8), numbers),
+    ]
+
+
+def _only_metadata(e: Any) -> bool:
+    """A ``job_metadata`` entry with no time: the standard importer adds no event for it."""
+    return all(math.isnan(getattr(e, key)) for key, _ in _TIMES)
+
+
+def _over_job_limit(log: Log, jobs: list[str]) -> bool:
+    if not log.job_limit:
+        return False
+    new_records = sum(1 for j in jobs if j not in log.jobs)
+    new_events = sum(1 for j in jobs if j not in log.events)
+    return len(log.jobs) + new_records > log.job_limit or len(log.events) + new_events > log.job_limit
