@@ -74,7 +74,24 @@ STEPS = [
     (None, "show jobs"),
     (None, "collective llm --op all-reduce --bytes 1GiB --model-flops-per-step 8e14 --assume-healthy"),
     ("The whole fleet on one page (HTML in demo-out/)", "report -o html --out demo-out/fleet.html"),
+    (
+        "Today's fleet: a TPU7x superpod (144 cubes) from its reservation's sub-blocks, 3 DEGRADED, 2 under maintenance",
+        "--state {tmp}/superpod init --generation tpu7x",
+    ),
+    (None, "--state {tmp}/superpod import reservation {fixtures}/gke/tpu7x-reservation-subblocks.json --apply"),
+    (None, "--state {tmp}/superpod allocate train --shape 12x12x24"),
+    (None, "--state {tmp}/superpod allocate eval --shape 16x16x16"),
+    ("How many cubes to hold back, and what still fits after a day's failures", "--state {tmp}/superpod plan-spares"),
+    (None, "--state {tmp}/superpod capacity --confidence 0.95 --horizon 1d"),
+    (
+        "The two maintenance notices as waves that stop no job; the first one applied",
+        "--state {tmp}/superpod plan-maintenance --out {tmp}/maint.json",
+    ),
+    (None, "--state {tmp}/superpod apply-maintenance {tmp}/maint.json --wave 1"),
+    (None, "--state {tmp}/superpod status"),
 ]
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"  # the repository's (the demo runs from a checkout)
 
 
 JOB_LOG = Path(__file__).resolve().parent / "data" / "demo-goodput.jsonl.gz"
@@ -103,7 +120,7 @@ def demo(steps=STEPS) -> int:
         state = f"{tmp}/state"
         print(f"# state directory: {state} (temporary)\n")
         for title, line in steps:
-            line = line.format(tmp=tmp)
+            line = line.format(tmp=tmp, fixtures=FIXTURES)
             if title:
                 print(f"\n## {title}")
             print(f"$ tpufleet {line}")
