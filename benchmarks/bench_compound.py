@@ -1,4 +1,4 @@
-"""Compound faults on a full pod, end to end through the CLI (issue 31): a 16x16x16 slice wired and routed on
+"""Compound faults on a full pod, end to end through the CLI: a 16x16x16 slice wired and routed on
 one pod, then what-ifs (`inject-fault --dry-run`) on top of the faults already open, each a fresh process.
 
 Every figure is printed beside `tpufleet status` on the same state (a process that loads the state and does
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SLICE_SHAPE = "16x16x16"
 FIRST, SECOND, THIRD = "ocs:pod0/x/3", "ocs:pod0/y/5", "ocs:pod0/z/2"
-GOAL = 2.0  # seconds, end to end on the 2-core machine (issue 31)
+GOAL = 2.0  # seconds, end to end on the 2-core machine
 
 Record = Callable[[str, float, str, str, float], None]
 

@@ -366,14 +366,15 @@ def cut_bound(shape: Shape, nbr: Graph) -> float:
 
 
 def checker_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
-    """Issue 31's table re-measured: tool (auto, 3 VCs), LP optimum or bound (saying which), tool/optimum, healthy
+    """The fault-tolerance checker's table re-measured: tool (auto, 3 VCs), LP optimum or bound (saying which), tool/optimum, healthy
     kept against the tool's healthy tables and against the healthy optimum, VCs."""
     from tpufleet.routing.report import evaluate
     from tpufleet.shapes import parse_shape
     from tpufleet.topology import neighbors
 
     print(
-        "\nIssue 31 table: all-to-all max link load within 3 VCs, beside the LP optimum (or a lower bound)", flush=True
+        "\nThe fault-tolerance checker's cases: all-to-all max link load within 3 VCs, beside the LP optimum (or a lower bound)",
+        flush=True,
     )
     head = f"{'case':<38} {'tool':>7} {'optimum':>9} {'which':>14} {'tool/opt':>8} {'kept/tab':>8} {'kept/opt':>8}"
     print(f"{head} {'VCs':>3} {'tool s':>6} {'LP s':>6}", flush=True)

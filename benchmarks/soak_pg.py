@@ -1,6 +1,6 @@
 """Soak: writers in separate processes on one fleet state in PostgreSQL, then the state and journal checked.
 
-    python benchmarks/soak_pg.py                          # 12 writers for 60 s (issue 34's figure)
+    python benchmarks/soak_pg.py                          # 12 writers for 60 s
     python benchmarks/soak_pg.py --writers 4 --seconds 10 # a quick check
 
 The server is a throwaway one (tests/pgserver.py: initdb + pg_ctl in a temporary directory); without the server

@@ -1,4 +1,4 @@
-"""A fault's verdict without the analyses it does not need, and the router's steps as progress (issue 31).
+"""A fault's verdict without the analyses it does not need, and the router's steps as progress.
 
 When every candidate's wild-first repair leaves pairs unroutable, whichever candidate is kept leaves them too:
 the blast radius (`evaluate(..., verdict_only=True)`) then analyses none, and its verdict is the full
