@@ -58,10 +58,6 @@ def account_part(
     return account_log(log, since, until, spans, timelines), rest
 
 
-def _no_sweep(task: Any) -> Any:  # the executor's sweep runner, unused: tasks are submitted to its client
-    raise NotImplementedError
-
-
 def report(
     paths: list[Path],
     fmt: str,
@@ -75,7 +71,7 @@ def report(
 
     if any(str(p) == goodputlogs.STDIN for p in paths) or (len(paths) < 2 and address is None):
         return from_log(goodputlogs.load(paths, fmt, skip_bad), **options)  # nothing to share out
-    executor = backends.Dask(_no_sweep, address, workers)
+    executor = backends.Dask(None, address, workers)
     try:
         accounts, log = _on_cluster(executor.client, paths, fmt, skip_bad, options)
     finally:

@@ -183,11 +183,12 @@ def _within(seconds: float, what: str, call: Callable[[], T]) -> T:
 class Dask:
     """Runs tasks with `run_task` (a module-level function: the workers import it) on a Dask cluster: a local one
     of `workers` processes, or the scheduler at `address` (checked by `scheduler_address`), which must answer
-    within `timeout` seconds."""
+    within `timeout` seconds. Without `run_task` only its `client` is for use (`goodput-report` submits its own
+    tasks to it)."""
 
     def __init__(
         self,
-        run_task: Runner,
+        run_task: Runner | None = None,
         address: str | None = None,
         workers: int | None = None,
         timeout: float = CONNECT_TIMEOUT_S,
@@ -257,6 +258,7 @@ class Dask:
             raise Refused(f"Dask workers must run tpufleet {__version__}: " + "; ".join(wrong[:5]), wrong)
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Result]:
+        assert self.run_task is not None, "a Dask made without run_task runs no sweep"
         # Keys name the run, so a scheduler's dashboard shows which point each task is.
         futures = [
             self.client.submit(
