@@ -3,12 +3,16 @@
 import enum
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tpufleet.cli.app import GoodputFormatOpt, GoodputLogsOpt, Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+
+if TYPE_CHECKING:
+    from tpufleet.fleetstate import FleetState
+    from tpufleet.ops.outcome import Outcome
 
 import_app = typer.Typer(
     name="import",
@@ -97,7 +101,6 @@ def import_k8s_cmd(
 ) -> None:
     """Compare a Kubernetes node list with the state: cubes added, faults opened and cleared, drains; nodes that
     cannot be placed are listed. Changes nothing without --apply."""
-    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
     from tpufleet.ops import fleetio
     from tpufleet.state.nodelists import read_mapping, read_node_list
     from tpufleet.state.store import utc_now
@@ -105,15 +108,14 @@ def import_k8s_cmd(
     keys = read_mapping(mapping)
     nodes, name = read_node_list(source, keys.labels)
     now = utc_now()
-    if apply:
-        outcome = ctx.obj.mutate(lambda state: fleetio.import_k8s(state, nodes, keys, name, now, apply=True))
-    else:
-        outcome = fleetio.import_k8s(ctx.obj.store().load(), nodes, keys, name, now)
-    d = outcome.data
-    emit(d, output, lambda: _import_text(d))
-    _check_analysis(d)
-    if detailed_exitcode and d["has_changes"] and not d["applied"]:
-        raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
+    run_import(
+        ctx,
+        lambda state, applying: fleetio.import_k8s(state, nodes, keys, name, now, apply=applying),
+        apply,
+        detailed_exitcode,
+        output,
+        _import_text,
+    )
 
 
 def _reservation_text(d: dict[str, Any]) -> str:
@@ -162,19 +164,38 @@ def import_reservation_cmd(
     """Compare a reservation's sub-blocks with the state: each a cube, DEGRADED ones degraded (still serving),
     pending maintenance a planned drain with its window; what cannot be placed is listed. Changes nothing
     without --apply."""
-    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
     from tpufleet.ops.reservation import import_reservation
     from tpufleet.state.reservations import read_reservation
     from tpufleet.state.store import utc_now
 
     given, name = read_reservation(source)
     now = utc_now()
-    if apply:
-        outcome = ctx.obj.mutate(lambda state: import_reservation(state, given, pod, name, now, apply=True))
-    else:
-        outcome = import_reservation(ctx.obj.store().load(), given, pod, name, now)
+    run_import(
+        ctx,
+        lambda state, applying: import_reservation(state, given, pod, name, now, apply=applying),
+        apply,
+        detailed_exitcode,
+        output,
+        _reservation_text,
+    )
+
+
+def run_import(
+    ctx: typer.Context,
+    use_case: "Callable[[FleetState, bool], Outcome]",
+    apply: bool,
+    detailed_exitcode: bool,
+    output: Output,
+    text: Callable[[dict[str, Any]], str],
+) -> None:
+    """An import: the plan against the state as loaded, or with `--apply` the same in a transaction; rendered; a
+    blast radius that could not be analysed said (exit 70); `--detailed-exitcode` 4 when a plan has changes."""
+    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
+
+    store = ctx.obj.store()
+    outcome = ctx.obj.mutate(lambda state: use_case(state, True)) if apply else use_case(store.load(), False)
     d = outcome.data
-    emit(d, output, lambda: _reservation_text(d))
+    emit(d, output, lambda: text(d))
     _check_analysis(d)
     if detailed_exitcode and d["has_changes"] and not d["applied"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
-from tpufleet.cli.fleetio import import_app
+from tpufleet.cli.fleetio import import_app, run_import
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
@@ -58,21 +58,20 @@ def import_slices_cmd(
     """Compare GKE's Slices (kubectl get slices) with tpufleet's slices and name the drift: a Slice on cubes
     tpufleet holds free, a slice with no Slice, another shape, cubes or state. Changes nothing without --apply,
     which records the Slices tpufleet does not know as slices on their cubes."""
-    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
     from tpufleet.ops.gke_slices import import_slices
     from tpufleet.state.slicelists import read_slice_list
     from tpufleet.state.store import utc_now
 
     given, name = read_slice_list(source)
     now = utc_now()
-    if apply:
-        outcome = ctx.obj.mutate(lambda state: import_slices(state, given, name, now, apply=True))
-    else:
-        outcome = import_slices(ctx.obj.store().load(), given, name, now)
-    d = outcome.data
-    emit(d, output, lambda: _slices_text(d))
-    if detailed_exitcode and d["has_changes"] and not d["applied"]:
-        raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
+    run_import(
+        ctx,
+        lambda state, applying: import_slices(state, given, name, now, apply=applying),
+        apply,
+        detailed_exitcode,
+        output,
+        _slices_text,
+    )
 
 
 # ---- drift -------------------------------------------------------------------------------------------------
