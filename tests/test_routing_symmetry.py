@@ -162,3 +162,20 @@ def test_links_of_one_ocs_are_never_routed_worse_than_the_whole_ocs(text: str) -
         for links in subsets:
             if len(links) < count:
                 assert _load(text, fault, links) <= whole, (ocs, links)
+
+
+def test_a_link_on_top_of_an_ocs_is_never_routed_worse_than_its_whole_ocs(cli):
+    """4x8x8 with x/12 down: a z link of OCS z/8 must keep at least what the whole of z/8 keeps. Faults there are
+    routed in their canonical form, so the link's candidates made for the pattern as it is were not enough: the
+    pattern's own answer (canonical form included) is a candidate too."""
+    for step in (("init",), ("allocate", "s", "--shape", "4x8x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
+        assert cli(*step).code == 0, step
+    assert cli("inject-fault", "ocs:pod0/x/12").code == 0
+
+    def kept(target: str) -> float:
+        r = cli("inject-fault", target, "--dry-run", "-o", "json")
+        assert r.code == 0, r.err
+        (hit,) = [s for s in r.json["slices"] if s["slice"] == "s"]
+        return float(hit["reroute"]["all_to_all_retained"])
+
+    assert kept("link:c03/z/8/in") >= kept("ocs:pod0/z/8")

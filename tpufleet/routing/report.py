@@ -206,20 +206,46 @@ def _with_whole_ocs(
     max_vcs: int | None,
     own: RouteReport,
 ) -> RouteReport:
-    """`own`, or the tables made for the canonical form of a whole OCS's failure pattern containing the dead
-    optical links, turned back, when they carry all-to-all with a lower maximum load: they never use a link the
-    pattern lacks, so they serve the links too. The candidates already hold each pattern's tables as it is; its
-    canonical form (`_turned`) may route it better, and a link is then never routed worse than its OCS."""
+    """`own`, or the tables a whole OCS's failure pattern containing the dead optical links gets on its own, when
+    they carry all-to-all with a lower maximum load: they never use a link the pattern lacks, so they serve the
+    links too, and a link is then never routed worse than its OCS. The live graph's candidates hold each pattern's
+    tables as made for it; where faults are routed in their canonical form (`_turned`), the pattern's own answer
+    may differ from those, so it is made as the OCS fault itself would be."""
     from tpufleet.routing.candidates import ocs_patterns
+    from tpufleet.routing.canonical import CANONICAL_LIMIT
 
     best = own
-    if "all-to-all" not in best.summary["max_link_load"]:
-        return best
+    if "all-to-all" not in best.summary["max_link_load"] or shape.twisted or len(expected) > CANONICAL_LIMIT:
+        return best  # no canonical form: the live graph's candidates already hold each pattern's own tables
     for graph, _ in ocs_patterns(shape, expected, alive):
-        other = _turned(shape, expected, graph, traffics, max_vcs, live=alive)
-        if other is not None and _a2a(other) < _a2a(best) and not other.summary["unroutable_pairs"]:
+        other = _as_the_pattern_gets(shape, expected, graph, alive, traffics, max_vcs)
+        if other is not None and _a2a(other) < _a2a(best):
             best = other
     return best
+
+
+def _as_the_pattern_gets(
+    shape: Shape,
+    expected: ChipGraph,
+    pattern: ChipGraph,
+    alive: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+) -> RouteReport | None:
+    """The tables a whole OCS's failure `pattern` gets on its own (its canonical form included), on the live
+    graph `alive` (they never use a link the pattern lacks); None when they do not route every pair within
+    `max_vcs` there."""
+    import dataclasses
+
+    made = _evaluate(shape, expected, pattern, "auto", traffics, True, max_vcs, turn=True)
+    if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
+        return None
+    rt = dataclasses.replace(made.tables, nbr=alive)
+    a, layered = _analyzed(rt, max_vcs)
+    if not _fits(a, max_vcs):
+        return None
+    rt.wild_layers = layered
+    return _report(shape, expected, traffics, True, "auto", rt, _turned_info(made.summary), a)
 
 
 def _a2a(report: RouteReport) -> float:
@@ -266,11 +292,9 @@ def _turned(
     alive: ChipGraph,
     traffics: Sequence[str],
     max_vcs: int | None,
-    live: ChipGraph | None = None,
 ) -> RouteReport | None:
-    """The report of the tables made for the fault's canonical form (`routing.canonical`), turned back onto the
-    live graph (`live`, default `alive`: tables made for fewer links serve it); None when the fault has none, or
-    the turned tables do not fit `max_vcs` on the real slice."""
+    """The report of the tables made for the fault's canonical form (`routing.canonical`), turned back; None when
+    the fault has none, or the turned tables do not fit `max_vcs` on the real slice."""
     from tpufleet.routing.canonical import canonical_turn
 
     turn = canonical_turn(shape, expected, alive)
@@ -278,11 +302,11 @@ def _turned(
         return None
     turned_alive = turn.graph(alive)
     if (turned_alive == alive).all():
-        return None  # already canonical: made as it is (and among the live graph's candidates when a pattern)
+        return None  # already canonical: made as it is
     made = _evaluate(shape, expected, turned_alive, "auto", traffics, True, max_vcs, turn=False)
     if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
         return None
-    rt = turn.back(made.tables, alive if live is None else live)
+    rt = turn.back(made.tables, alive)
     info = _turned_info(made.summary)
     a, layered = _analyzed(rt, max_vcs)
     if not _fits(a, max_vcs):
