@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, Job, Log, add_record
 from tpufleet.goodput.fastread import Batch, _append, _odd_breaks
+from tpufleet.goodput.mlgoodput import PHASE_TIMES
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord
 
 if TYPE_CHECKING:
@@ -43,12 +44,7 @@ _TIMES = (
     ("job_start_time", "job_start"),
     ("job_end_time", "job_end"),
     ("step_start_time", "step_start"),
-    ("tpu_init_start_time", "tpu_init_start"),
-    ("tpu_init_end_time", "tpu_init_end"),
-    ("training_prep_start_time", "training_prep_start"),
-    ("training_prep_end_time", "training_prep_end"),
-    ("data_loading_start_time", "data_loading_start"),
-    ("data_loading_end_time", "data_loading_end"),
+    *PHASE_TIMES,
 )
 _STEP_SLOT = 2
 _CHECKPOINT_KEYS = (

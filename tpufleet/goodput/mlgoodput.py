@@ -39,7 +39,8 @@ from tpufleet.goodput.events import (
 from tpufleet.goodput.times import BadRecord, in_range
 from tpufleet.jsontext import parse_json_line
 
-_PAIRS = (
+# The phase boundaries an entry may carry: its time key, and the event it is.
+PHASE_TIMES = (
     ("tpu_init_start_time", "tpu_init_start"),
     ("tpu_init_end_time", "tpu_init_end"),
     ("training_prep_start_time", "training_prep_start"),
@@ -226,7 +227,7 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
     if "step_start_time" in payload:
         step = _step(payload, "step_count", file, line)
         pending.append((_num(payload, "step_start_time", file, line), CODE["step_start"], step, ""))
-    for key, name in _PAIRS:
+    for key, name in PHASE_TIMES:
         if key in payload:
             pending.append((_num(payload, key, file, line), CODE[name], -1, ""))
     if "custom_badput_event_start_time" in payload or "custom_badput_event_end_time" in payload:
