@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from typing import TYPE_CHECKING
 
 # Command modules register themselves on `app`.
 from tpufleet.cli import (  # noqa: F401
@@ -34,6 +36,9 @@ from tpufleet.cli import (  # noqa: F401
     xconnect,
 )
 from tpufleet.cli.app import app
+
+if TYPE_CHECKING:
+    import click
 
 INTERRUPTED = "tpufleet: interrupted (a transaction in progress was not committed)"
 
@@ -152,18 +157,28 @@ def report_error(message: str, code: int, items: list[str], fmt: str | None) -> 
         print(f"  ... {len(items) - 50} more", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> None:
+@functools.cache
+def _click_command() -> click.Command:
+    """The Click command tree Typer builds from `app`, built once per process: building it reads every command's
+    signature and type hints (about 0.1 s), which in-process callers (the server, the tests) would otherwise pay
+    on every call. Click commands keep no state between invocations."""
     import typer
 
-    from tpufleet.cli.app import SETTINGS
     from tpufleet.cli.numbers import strict_numbers
+
+    command = typer.main.get_command(app)
+    plain_metavars(command)
+    strict_numbers(command)
+    return command
+
+
+def main(argv: list[str] | None = None) -> None:
+    from tpufleet.cli.app import SETTINGS
     from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = False  # in-process callers (tests) run main more than once
-    command = typer.main.get_command(app)
-    plain_metavars(command)
-    strict_numbers(command)
+    command = _click_command()
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
