@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
 
 from tpufleet.constants import DAY
+from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 from tpufleet.text import Output, ReportOutput  # the formats, defined in the core (the config file names them too)
 
 if TYPE_CHECKING:
@@ -28,7 +29,26 @@ app = typer.Typer(
 )
 
 
-__all__ = ["Output", "OutputOpt", "ReportOutput", "Settings", "app", "examples", "report_formats"]
+__all__ = [
+    "ImportDetailedExitcodeOpt",
+    "Output",
+    "OutputOpt",
+    "ReportOutput",
+    "RoutingWorkOpt",
+    "Settings",
+    "app",
+    "command_group",
+    "examples",
+    "report_formats",
+    "report_output_option",
+]
+
+
+def command_group(name: str, description: str) -> typer.Typer:
+    """A group of sub-commands (`tpufleet NAME ...`), registered on `app`; without a sub-command it shows its help."""
+    group = typer.Typer(name=name, help=description, no_args_is_help=True, rich_markup_mode=None)
+    app.add_typer(group, name=name)
+    return group
 
 
 def examples(*lines: str) -> str:
@@ -48,12 +68,30 @@ GoodputLogsOpt = Annotated[
 GoodputFormatOpt = Annotated[
     str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
 ]
+# The imports' plan exit code (`tpufleet.cli.fleetio.run_import` raises it).
+ImportDetailedExitcodeOpt = Annotated[
+    bool,
+    typer.Option("--detailed-exitcode", help=f"Exit {EXIT_PLAN_HAS_CHANGES} when the import has changes, 0 when none"),
+]
+# The commands that reroute slices (`inject-fault`, `routes`) account their routing work the same way.
+RoutingWorkOpt = Annotated[
+    bool,
+    typer.Option(
+        "-v", "--verbose", help="On stderr at the end: the routing work done (repairs, analyses) and its seconds"
+    ),
+]
 
 
 def report_formats(*extra: ReportOutput) -> click.Choice:
     """The -o choices of a report (a `click_type=` for a `ReportOutput` option): table, json, yaml and the `extra`
     formats it has renderers for (`tpufleet.cli.render.emit`)."""
     return click.Choice([f.value for f in (*Output, *extra)])
+
+
+def report_output_option(*extra: ReportOutput, help_text: str) -> Any:
+    """A report's -o/--output (`Annotated[ReportOutput, report_output_option(...)]`): table, json, yaml and the
+    `extra` formats; `help_text` names them as the report prefers."""
+    return typer.Option("-o", "--output", click_type=report_formats(*extra), help=help_text)
 
 
 @dataclass

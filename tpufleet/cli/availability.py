@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from tpufleet.cli.app import ReportOutput, app, examples, report_formats
+from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
 
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
@@ -77,12 +77,7 @@ def simulate_cmd(
     ] = None,
     output: Annotated[
         ReportOutput,
-        typer.Option(
-            "-o",
-            "--output",
-            click_type=report_formats(ReportOutput.csv, ReportOutput.md),
-            help="table, json, yaml, csv or md",
-        ),
+        report_output_option(ReportOutput.csv, ReportOutput.md, help_text="table, json, yaml, csv or md"),
     ] = ReportOutput.table,
 ) -> None:
     """For each slice size, the probability a job can be placed on a static pod, a reconfigurable pod, and a

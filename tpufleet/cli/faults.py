@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit, grid
 
 MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
@@ -85,12 +85,7 @@ def inject_cmd(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Seed for --random")] = 0,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "-v", "--verbose", help="On stderr at the end: the routing work done (repairs, analyses) and its seconds"
-        ),
-    ] = False,
+    verbose: RoutingWorkOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Fail (or drain) a component and show its blast radius: cubes out, slices rescheduled or rerouted.

@@ -7,27 +7,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import GoodputFormatOpt, GoodputLogsOpt, Output, OutputOpt, app, examples
+from tpufleet.cli.app import (
+    GoodputFormatOpt,
+    GoodputLogsOpt,
+    ImportDetailedExitcodeOpt,
+    Output,
+    OutputOpt,
+    app,
+    command_group,
+    examples,
+)
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
     from tpufleet.ops.outcome import Outcome
 
-import_app = typer.Typer(
-    name="import",
-    help="Read a real fleet's inventory and health into the state.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-export_app = typer.Typer(
-    name="export",
-    help="Write the fleet for other tools: Kueue, Slurm, GKE Slice objects, node labels.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(import_app, name="import")
-app.add_typer(export_app, name="export")
+import_app = command_group("import", "Read a real fleet's inventory and health into the state.")
+export_app = command_group("export", "Write the fleet for other tools: Kueue, Slurm, GKE Slice objects, node labels.")
 
 
 def _import_text(d: dict[str, Any]) -> str:
@@ -94,9 +91,7 @@ def import_k8s_cmd(
         Path | None, typer.Option("--mapping", help="YAML/JSON file naming labels, pods, cubes or nodes your own way")
     ] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Record it: names, faults opened and cleared")] = False,
-    detailed_exitcode: Annotated[
-        bool, typer.Option("--detailed-exitcode", help="Exit 4 when the import has changes, 0 when none")
-    ] = False,
+    detailed_exitcode: ImportDetailedExitcodeOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Compare a Kubernetes node list with the state: cubes added, faults opened and cleared, drains; nodes that
@@ -156,9 +151,7 @@ def import_reservation_cmd(
     ],
     pod: Annotated[str | None, typer.Option("--pod", help="The pod a new physical block is")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Record it: cubes, health, drains opened and cleared")] = False,
-    detailed_exitcode: Annotated[
-        bool, typer.Option("--detailed-exitcode", help="Exit 4 when the import has changes, 0 when none")
-    ] = False,
+    detailed_exitcode: ImportDetailedExitcodeOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Compare a reservation's sub-blocks with the state: each a cube, DEGRADED ones degraded (still serving),
@@ -215,6 +208,7 @@ def _check_analysis(d: dict[str, Any]) -> None:
 
 # ---- export ------------------------------------------------------------------------------------------------
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Write to this file (atomically) instead of stdout")]
+LabelMappingOpt = Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")]
 
 
 def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output) -> None:
@@ -274,7 +268,7 @@ def export_node_labels_cmd(
         bool,
         typer.Option("--tpufleet-labels-only", help="Only the tpufleet.io/ labels: safe to apply to a live cluster"),
     ] = False,
-    mapping: Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")] = None,
+    mapping: LabelMappingOpt = None,
     out: OutOpt = None,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -312,7 +306,7 @@ def export_kueue_cmd(
     name: Annotated[
         str, typer.Option("--name", help="Name of the Topology (the ResourceFlavor is NAME-ACCELERATOR)")
     ] = "tpufleet",
-    mapping: Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")] = None,
+    mapping: LabelMappingOpt = None,
     api_version: Annotated[
         str, typer.Option("--api-version", help="Kueue's API version: v1beta2 (Kueue 0.15 and later) or v1beta1")
     ] = "v1beta2",

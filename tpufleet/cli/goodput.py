@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import click
 import typer
 
-from tpufleet.cli.app import ReportOutput, app, examples
+from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import Renderers
 from tpufleet.goodput.events import LOG_FORMATS
 from tpufleet.goodput.metrics import PERIODS
@@ -84,7 +84,10 @@ def goodput_cmd(
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file")] = None,
     output: Annotated[
-        ReportOutput, typer.Option("-o", "--output", help="table, json, yaml, csv, md or html")
+        ReportOutput,
+        report_output_option(
+            ReportOutput.csv, ReportOutput.md, ReportOutput.html, help_text="table, json, yaml, csv, md or html"
+        ),
     ] = ReportOutput.table,
 ) -> None:
     """SG, RG, PG and MPG per job, segment, period and fleet, with the badput breakdown and checkpoint advice."""

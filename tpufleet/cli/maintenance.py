@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, ReportOutput, app, examples, report_formats
+from tpufleet.cli.app import Output, OutputOpt, ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, grid
 
 
@@ -76,8 +76,7 @@ def plan_maintenance_cmd(
     spares: Annotated[int, typer.Option("--spares", min=0, help="Healthy free cubes to keep during a wave")] = 0,
     out: Annotated[Path | None, typer.Option("--out", metavar="PLAN", help="Write the JSON plan here")] = None,
     output: Annotated[
-        ReportOutput,
-        typer.Option("-o", "--output", click_type=report_formats(ReportOutput.md), help="table, json, yaml or md"),
+        ReportOutput, report_output_option(ReportOutput.md, help_text="table, json, yaml or md")
     ] = ReportOutput.table,
 ) -> None:
     """Take maintenance notices (default: the open drains `import reservation` made) in waves of at most K cubes,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import ImportDetailedExitcodeOpt, Output, OutputOpt, app, examples
 from tpufleet.cli.fleetio import import_app, run_import
 from tpufleet.cli.render import emit
 
@@ -50,9 +50,7 @@ def import_slices_cmd(
     apply: Annotated[
         bool, typer.Option("--apply", help="Record the Slices tpufleet does not know, on their cubes")
     ] = False,
-    detailed_exitcode: Annotated[
-        bool, typer.Option("--detailed-exitcode", help="Exit 4 when the import has changes, 0 when none")
-    ] = False,
+    detailed_exitcode: ImportDetailedExitcodeOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Compare GKE's Slices (kubectl get slices) with tpufleet's slices and name the drift: a Slice on cubes

@@ -1,23 +1,14 @@
 """`tpufleet report`: the fleet on one page (map, slices, open faults with age, latest changes); html for a wall."""
 
-import enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import app, examples
+from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
 
 Row = dict[str, Any]
-
-
-class ReportFormat(str, enum.Enum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-    md = "md"
-    html = "html"
 
 
 def _degraded(s: Row) -> str:
@@ -75,13 +66,13 @@ def _table(r: Row, map_text: str) -> str:
     return "\n\n".join(parts)
 
 
-def _text(r: Row, fmt: ReportFormat, map_text: str) -> str:
+def _text(r: Row, fmt: ReportOutput, map_text: str) -> str:
     """The report as one text in a format that is not emitted as data (html, md, table for a file)."""
-    if fmt is ReportFormat.html:
+    if fmt is ReportOutput.html:
         from tpufleet.cli.fleetpage import render_page
 
         return render_page(r)
-    return _markdown(r, map_text) if fmt is ReportFormat.md else _table(r, map_text) + "\n"
+    return _markdown(r, map_text) if fmt is ReportOutput.md else _table(r, map_text) + "\n"
 
 
 @app.command(
@@ -94,8 +85,11 @@ def _text(r: Row, fmt: ReportFormat, map_text: str) -> str:
 def report_cmd(
     ctx: typer.Context,
     output: Annotated[
-        ReportFormat, typer.Option("-o", "--output", help="table, json, yaml, md, or html (a self-contained page)")
-    ] = ReportFormat.table,
+        ReportOutput,
+        report_output_option(
+            ReportOutput.md, ReportOutput.html, help_text="table, json, yaml, md, or html (a self-contained page)"
+        ),
+    ] = ReportOutput.table,
     out: Annotated[
         Path | None, typer.Option("--out", metavar="FILE", help="Write to FILE instead of standard output")
     ] = None,
@@ -113,14 +107,14 @@ def report_cmd(
         check_output_path(out, "--out")
     fleet = views.report(ctx.obj.store(), datetime.now(UTC))
     r = fleet.document
-    colour = out is None and output is ReportFormat.table  # a file, or Markdown, never holds terminal styles
+    colour = out is None and output is ReportOutput.table  # a file, or Markdown, never holds terminal styles
     map_text = render_map(fleet.map, colour=colour)
-    if out is None and output in (ReportFormat.table, ReportFormat.json, ReportFormat.yaml):
+    if out is None and output in (ReportOutput.table, ReportOutput.json, ReportOutput.yaml):
         emit(r, output, lambda: _table(r, map_text))
         return
-    if output is ReportFormat.json:
+    if output is ReportOutput.json:
         text = to_json(r) + "\n"
-    elif output is ReportFormat.yaml:
+    elif output is ReportOutput.yaml:
         import yaml
 
         text = yaml.safe_dump(finite(r), sort_keys=False)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import click
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit
 from tpufleet.ops.routes import EXPORT_FORMATS
 
@@ -120,12 +120,7 @@ def routes_cmd(
             "first); for study and export with --out, never stored",
         ),
     ] = None,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "-v", "--verbose", help="On stderr at the end: the routing work done (repairs, analyses) and its seconds"
-        ),
-    ] = False,
+    verbose: RoutingWorkOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Generate routing tables from the slice as wired and as healthy as it is; check them; store them.

@@ -6,16 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import Output, OutputOpt, command_group, examples
 from tpufleet.cli.render import emit
 
-state_app = typer.Typer(
-    name="state",
-    help="Keep the fleet state in a PostgreSQL database: its schema, and moving a fleet in and out.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
+state_app = command_group(
+    "state", "Keep the fleet state in a PostgreSQL database: its schema, and moving a fleet in and out."
 )
-app.add_typer(state_app, name="state")
 
 
 def _url(text: str, what: str) -> str:
