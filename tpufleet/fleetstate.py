@@ -71,7 +71,7 @@ class Fault:
         return self.cleared is None
 
     def record(self) -> dict[str, object]:
-        """Its JSON form, in the state file and in command output."""
+        """Its JSON form in command output (`-o json`); the state file's form is `tpufleet.state.records`'s."""
         out: dict[str, object] = {
             "id": self.id,
             "target": str(self.target),
@@ -158,7 +158,8 @@ class Slice:
         return self.machines or tuple(range(MACHINES_PER_CUBE))
 
     def record(self) -> dict[str, object]:
-        """Its JSON form, in the state file and in command output (the name is the key, not a field)."""
+        """Its JSON form in command output (`-o json`; the name is the key, not a field); the state file's form is
+        `tpufleet.state.records`'s."""
         out: dict[str, object] = {
             "shape": self.shape.text,
             "twisted": self.shape.twisted,
@@ -177,7 +178,7 @@ class Slice:
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         out["min_throughput"] = self.min_throughput
-        if self.job is not None:  # only job slices carry the key: other slices keep the file's old shape
+        if self.job is not None:  # only job slices carry the key: other slices keep their old shape
             out["job"] = self.job
         if self.machines:
             out["machines"] = list(self.machines)

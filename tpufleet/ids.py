@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from tpufleet.constants import CUBE_EDGE, DIMS, DIRECTIONS, FACE_LINKS, MACHINES_PER_CUBE, POLARITIES
 from tpufleet.errors import BadInput, shown
@@ -52,35 +53,44 @@ def _choice(text: str, options: tuple[str, ...], what: str, whole: str) -> str:
     return text
 
 
-@dataclass(frozen=True, order=True)
-class CubeId:
-    cube: str
-    kind = "cube"
+class _Target:
+    """What every target id shares: its kind, and its one string form `kind:key`."""
+
+    kind: ClassVar[str]
+    _key_form: ClassVar[str]  # the id after "kind:", a format of its fields
+
+    @property
+    def key(self) -> str:
+        """The id without its kind prefix (an OCS's is its key in the state file)."""
+        return self._key_form.format_map(vars(self))
 
     def __str__(self) -> str:
-        return f"cube:{self.cube}"
+        return f"{self.kind}:{self.key}"
 
 
 @dataclass(frozen=True, order=True)
-class HostId:
+class CubeId(_Target):
+    cube: str
+    kind = "cube"
+    _key_form = "{cube}"
+
+
+@dataclass(frozen=True, order=True)
+class HostId(_Target):
     cube: str
     machine: int
     kind = "host"
-
-    def __str__(self) -> str:
-        return f"host:{self.cube}/{self.machine}"
+    _key_form = "{cube}/{machine}"
 
 
 @dataclass(frozen=True, order=True)
-class ChipId:
+class ChipId(_Target):
     cube: str
     x: int
     y: int
     z: int
     kind = "chip"
-
-    def __str__(self) -> str:
-        return f"chip:{self.cube}/{self.x},{self.y},{self.z}"
+    _key_form = "{cube}/{x},{y},{z}"
 
     @property
     def machine(self) -> int:
@@ -88,44 +98,33 @@ class ChipId:
 
 
 @dataclass(frozen=True, order=True)
-class IciId:
+class IciId(_Target):
     cube: str
     x: int
     y: int
     z: int
     direction: str
     kind = "ici"
-
-    def __str__(self) -> str:
-        return f"ici:{self.cube}/{self.x},{self.y},{self.z}/{self.direction}"
+    _key_form = "{cube}/{x},{y},{z}/{direction}"
 
 
 @dataclass(frozen=True, order=True)
-class LinkId:
+class LinkId(_Target):
     cube: str
     dim: str
     index: int
     polarity: str
     kind = "link"
-
-    def __str__(self) -> str:
-        return f"link:{self.cube}/{self.dim}/{self.index}/{self.polarity}"
+    _key_form = "{cube}/{dim}/{index}/{polarity}"
 
 
 @dataclass(frozen=True, order=True)
-class OcsId:
+class OcsId(_Target):
     pod: str
     dim: str
     index: int
     kind = "ocs"
-
-    def __str__(self) -> str:
-        return f"ocs:{self.pod}/{self.dim}/{self.index}"
-
-    @property
-    def key(self) -> str:
-        """The id without its kind prefix, as used for keys in the state file."""
-        return f"{self.pod}/{self.dim}/{self.index}"
+    _key_form = "{pod}/{dim}/{index}"
 
     @classmethod
     def from_key(cls, key: str) -> OcsId:

@@ -43,9 +43,12 @@ class DcnPhase:
 
     @property
     def bytes_per_host(self) -> float:
-        """Bytes one host sends over the DCN (and receives) during the all-reduce."""
-        n = self.slices
-        return 2 * (n - 1) / n * self.bytes_per_chip / self.hosts_per_slice
+        return _bytes_per_host(self.slices, self.bytes_per_chip, self.hosts_per_slice)
+
+
+def _bytes_per_host(slices: int, bytes_per_chip: float, hosts_per_slice: int) -> float:
+    """Bytes one host sends over the DCN (and receives) during the ring all-reduce among `slices` slices."""
+    return 2 * (slices - 1) / slices * bytes_per_chip / hosts_per_slice
 
 
 def hosts(shape: Shape) -> int:
@@ -57,9 +60,9 @@ def dcn_all_reduce(nbytes: float, slices: int, hosts_per_slice: int, dcn: Dcn, a
     """The ring all-reduce among `slices` slices of each chip's shard of `nbytes` (closed form; 0 for one slice)."""
     over = dcn.pod_oversubscription if across_pods else 1.0
     bandwidth = dcn.host_bandwidth / over
-    n = slices
-    per_host = 2 * (n - 1) / n * nbytes / hosts_per_slice
-    return DcnPhase(n, hosts_per_slice, float(nbytes), bandwidth, over, 2 * (n - 1) * dcn.latency, per_host / bandwidth)
+    per_host = _bytes_per_host(slices, nbytes, hosts_per_slice)
+    latency = 2 * (slices - 1) * dcn.latency
+    return DcnPhase(slices, hosts_per_slice, float(nbytes), bandwidth, over, latency, per_host / bandwidth)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ Repairs, in order (which tables they start from, and which of the results is kep
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, overload
+from typing import TYPE_CHECKING, TypedDict
 
 from tpufleet.constants import OPPOSITE
 from tpufleet.routing.analysis import RouteTables
@@ -166,7 +166,6 @@ def base_load(
     return link_load(rt, weight).ravel().astype(np.int64)
 
 
-@overload
 def wild_first(
     P: PortTable,
     L: HopTable,
@@ -176,26 +175,7 @@ def wild_first(
     *,
     base: Load,
     paths: RingPaths | None = None,
-) -> tuple[BoolArray, npt.NDArray[np.int64], Load]: ...
-@overload
-def wild_first(
-    P: PortTable,
-    L: HopTable,
-    alive: ChipGraph,
-    broken: npt.NDArray[np.int64],
-    seed: int = 0,
-    base: Load | None = None,
-    paths: RingPaths | None = None,
-) -> tuple[BoolArray, npt.NDArray[np.int64], Load | None]: ...
-def wild_first(
-    P: PortTable,
-    L: HopTable,
-    alive: ChipGraph,
-    broken: npt.NDArray[np.int64],
-    seed: int = 0,
-    base: Load | None = None,
-    paths: RingPaths | None = None,
-) -> tuple[BoolArray, npt.NDArray[np.int64], Load | None]:
+) -> tuple[BoolArray, npt.NDArray[np.int64], Load]:
     """Repair broken pairs in place with wild first hops (and chains).
 
     Returns (wild mask, unroutable pair indices, link load): the load is `base` plus every repaired route, which is
@@ -216,7 +196,7 @@ def wild_first(
     Pf, Lf, Wf = P.ravel(), L.ravel(), wild.ravel()
     bad = np.zeros(n * n, dtype=bool)
     bad[broken] = True
-    extra = np.zeros(n * 6, dtype=np.int64) if base is None else base.copy()
+    extra = base.copy()
     rng = np.random.default_rng(seed)
     todo = rng.permutation(broken)
     limit = int(L.max()) + 2 * MAX_CHAIN_ROUNDS + 4

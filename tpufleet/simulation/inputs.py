@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -180,27 +180,28 @@ class Options:
 
 
 # ---- schemas ------------------------------------------------------------------------------------------------
+def _closed(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of an object that needs `required` and takes nothing but `properties`."""
+    return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
+
+
 _HOURS = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_HOURS}
 _AT_HOURS = {"type": "number", "minimum": 0, "maximum": MAX_HOURS}
 _WEIGHT = {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 64}
 _WEIGHTS = {"type": "object", "minProperties": 1, "maxProperties": 100, "additionalProperties": _WEIGHT}
-_SHAPE_ENTRY = {
-    "type": "object",
-    "required": ["shape"],
-    "additionalProperties": False,
-    "properties": {
+_SHAPE_ENTRY = _closed(
+    ["shape"],
+    {
         "shape": {"type": "string", "maxLength": 64},
         "twisted": {"type": "boolean"},
         "weight": _WEIGHT,
         "model": STEP_MODEL_SCHEMA,
     },
-}
-_JOB_ENTRY = {
-    "type": "object",
-    "required": ["shape", "duration_hours"],
-    "additionalProperties": False,
-    "properties": {
+)
+_JOB_ENTRY = _closed(
+    ["shape", "duration_hours"],
+    {
         "id": {"type": "string", "minLength": 1, "maxLength": 256},
         "shape": {"type": "string", "maxLength": 64},
         "twisted": {"type": "boolean"},
@@ -213,12 +214,10 @@ _JOB_ENTRY = {
         "slices": SLICES_SCHEMA,
         "elastic_min": SLICES_SCHEMA,
     },
-}
-WORKLOAD_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["schema_version"],
-    "additionalProperties": False,
-    "properties": {
+)
+WORKLOAD_SCHEMA = _closed(
+    ["schema_version"],
+    {
         "schema_version": {"const": 1},
         "arrival_rate_per_hour": {"type": "number", "minimum": 0, "maximum": MAX_ARRIVALS_PER_HOUR},
         "duration_hours": {
@@ -241,17 +240,15 @@ WORKLOAD_SCHEMA: dict[str, Any] = {
         "jobs": {"type": "array", "items": _JOB_ENTRY, "maxItems": MAX_LISTED_JOBS},
         "multislice": SECTION_SCHEMA,
     },
-}
+)
 _REPAIR_HOURS = {
     "type": "object",
     "additionalProperties": False,
     "properties": {k: {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_REPAIR_HOURS} for k in FAULT_KINDS},
 }
-RATES_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["schema_version"],
-    "additionalProperties": False,
-    "properties": {
+RATES_SCHEMA = _closed(
+    ["schema_version"],
+    {
         "schema_version": {"const": 1},
         **{
             key: {"type": "number", "minimum": 0, "maximum": MAX_RATE_PER_DAY}
@@ -261,7 +258,7 @@ RATES_SCHEMA: dict[str, Any] = {
         "repair_hours": _REPAIR_HOURS,
         "rerouted_slowdown": {"type": "number", "minimum": 1, "maximum": MAX_SLOWDOWN},
     },
-}
+)
 # The shipped file is every rate's default, so it must give every one.
 SHIPPED_RATES_SCHEMA: dict[str, Any] = {
     **RATES_SCHEMA,
@@ -278,16 +275,7 @@ def generation_rates(shipped: Mapping[str, Any], generation: Generation | None) 
     mapping itself for the built-in TPU v4 pod (None)."""
     if generation is None:
         return shipped
-    faults = generation.faults
-    hours = faults.repair_hours
-    return {
-        **shipped,
-        "host_per_day": faults.host_per_day,
-        "link_per_day": faults.link_per_day,
-        "ocs_per_day": faults.ocs_per_day,
-        "drain_per_day": faults.drain_per_day,
-        "repair_hours": {"host": hours.host, "link": hours.link, "ocs": hours.ocs, "drain": hours.drain},
-    }
+    return {**shipped, **asdict(generation.faults)}  # its fields are the fault-rate file's keys
 
 
 def rates_from_doc(
