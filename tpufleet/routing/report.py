@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tpufleet.routing import memo
 from tpufleet.routing.analysis import Analysis, RouteTables, analyze
 from tpufleet.routing.relieve import RELIEVE_LIMIT, RELIEVED_CANDIDATES
 from tpufleet.shapes import Shape
@@ -147,24 +149,26 @@ def evaluate(
     `verdict_only` (a fault's blast radius): when every candidate leaves pairs unroutable, whichever is kept leaves
     them too, so no candidate is analysed and the report is `_unroutable` (no tables; the figures a verdict reads).
     """
-    return _evaluate(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn, verdict_only)
+    if turn and deadlock_check and algorithm == "auto":
+        return _turned_or_made(shape, expected, alive, traffics, max_vcs, verdict_only)
+    return _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, verdict_only)
 
 
-def _evaluate(
+def _turned_or_made(
     shape: Shape,
     expected: ChipGraph,
     alive: ChipGraph,
-    algorithm: str,
     traffics: Sequence[str],
-    deadlock_check: bool,
     max_vcs: int | None,
-    turn: bool,
     verdict_only: bool = False,
 ) -> RouteReport:
-    """`evaluate`, which the recursion for a fault's canonical form calls without turning it again."""
-    own = _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, turn, verdict_only)
-    if not (turn and deadlock_check and algorithm == "auto"):
-        return own
+    """`evaluate` of `auto` tables checked for deadlock: the fault's canonical form's tables turned back
+    (`_turned`), else the best candidate made as it is; then a whole OCS's pattern's tables instead where they
+    carry all-to-all lighter (`_with_whole_ocs`, which makes the pattern's own answer here, not through
+    `evaluate`)."""
+    own = _turned(shape, expected, alive, traffics, max_vcs)
+    if own is None:
+        own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, verdict_only)
     return _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own)
 
 
@@ -237,15 +241,8 @@ def _as_the_pattern_gets(
     `max_vcs` there."""
     import dataclasses
 
-    made = _evaluate(shape, expected, pattern, "auto", traffics, True, max_vcs, turn=True)
-    if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
-        return None
-    rt = dataclasses.replace(made.tables, nbr=alive)
-    a, layered = _analyzed(rt, max_vcs)
-    if not _fits(a, max_vcs):
-        return None
-    rt.wild_layers = layered
-    return _report(shape, expected, traffics, True, "auto", rt, _turned_info(made.summary), a)
+    made = _turned_or_made(shape, expected, pattern, traffics, max_vcs)
+    return _moved(shape, expected, traffics, max_vcs, made, lambda tables: dataclasses.replace(tables, nbr=alive))
 
 
 def _a2a(report: RouteReport) -> float:
@@ -260,16 +257,11 @@ def _made_for(
     traffics: Sequence[str],
     deadlock_check: bool,
     max_vcs: int | None,
-    turn: bool,
     verdict_only: bool = False,
 ) -> RouteReport:
-    """The tables of the live graph: its canonical form's, turned back, else the best-ranked candidate."""
+    """The tables of the live graph made as it is: the best-ranked candidate."""
     from tpufleet.routing.candidates import candidates
 
-    if turn and deadlock_check and algorithm == "auto":
-        turned = _turned(shape, expected, alive, traffics, max_vcs)
-        if turned is not None:
-            return turned
     options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
     if verdict_only and deadlock_check and _none_routable(shape, expected, options):
         return _unroutable(options, traffics)
@@ -303,16 +295,58 @@ def _turned(
     turned_alive = turn.graph(alive)
     if (turned_alive == alive).all():
         return None  # already canonical: made as it is
-    made = _evaluate(shape, expected, turned_alive, "auto", traffics, True, max_vcs, turn=False)
+    if memo.current() is None:
+        made = _canonical_made(shape, _GraphKey(expected), _GraphKey(turned_alive), tuple(traffics), max_vcs)
+    else:  # a command with the state's cache keeps its wild-first choices there, so it searches (or reads them)
+        made = _made_for(shape, expected, turned_alive, "auto", traffics, True, max_vcs)
+    return _moved(shape, expected, traffics, max_vcs, made, lambda tables: turn.back(tables, alive))
+
+
+class _GraphKey:
+    """A chip graph as a memo key: a private copy, hashed by its bytes."""
+
+    __slots__ = ("_hash", "graph")
+
+    def __init__(self, graph: ChipGraph) -> None:
+        self.graph = graph.copy()
+        self._hash = hash((graph.shape, graph.dtype.str, graph.tobytes()))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _GraphKey) and self._hash == other._hash and bool((self.graph == other.graph).all())
+
+
+@functools.lru_cache(maxsize=16)
+def _canonical_made(
+    shape: Shape, expected: _GraphKey, canonical: _GraphKey, traffics: tuple[str, ...], max_vcs: int | None
+) -> RouteReport:
+    """The tables made for a fault's canonical form, kept for the next fault of the same form in this process
+    (when no choice cache is installed: `routing.memo`): the 48 OCS of an 8x8x8 are two forms, and a link fault's
+    whole-OCS candidate is its OCS's form. Read only: `_moved` turns copies of the tables."""
+    return _made_for(shape, expected.graph, canonical.graph, "auto", traffics, True, max_vcs)
+
+
+def _moved(
+    shape: Shape,
+    expected: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    made: RouteReport,
+    move: Callable[[RouteTables], RouteTables],
+) -> RouteReport | None:
+    """The report of `made`'s tables, made for another graph (the fault's canonical form, a whole OCS's pattern),
+    once `move` has put them on the live graph; None when they do not route every pair deadlock-free within
+    `max_vcs` there."""
     if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
         return None
-    rt = turn.back(made.tables, alive)
-    info = _turned_info(made.summary)
+    rt = move(made.tables)
     a, layered = _analyzed(rt, max_vcs)
     if not _fits(a, max_vcs):
         return None
     rt.wild_layers = layered
-    return _report(shape, expected, traffics, True, "auto", rt, info, a)
+    return _report(shape, expected, traffics, True, "auto", rt, _turned_info(made.summary), a)
 
 
 def _turned_info(summary: dict[str, Any]) -> RouteInfo:
