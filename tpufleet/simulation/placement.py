@@ -196,7 +196,8 @@ class Placement:
         multi = not shape.is_subcube
         keep = 0 if spares else self.spare_cubes
         if multi and not rerouting and self.link_faults:  # a cube with a failed optical link cannot be wired whole
-            used = ChainMap({c: set(allocation.ALL_MACHINES) for c in self.link_faults}, used)  # type: ignore[arg-type]
+            # One dict, not a ChainMap: the allocator asks every cube `in used`, and a ChainMap asks each map in turn
+            used = {**used, **{c: set(allocation.ALL_MACHINES) for c in self.link_faults}}
         for pod in [self.fleet.pod_by_name[p] for p in pods] if pods is not None else self.fleet.pods:
             if multi and not rerouting and any(ocs.pod == pod.name for ocs in health.ocs_down):
                 continue
