@@ -16,6 +16,7 @@ pytest.importorskip("distributed", reason="Dask is an optional extra (make sweep
 from test_goodput_fastpath import varied_log
 
 from tpufleet.goodput import render
+from tpufleet.goodput.pipeline import ReportOptions
 from tpufleet.ops import goodputparts
 from tpufleet.ops.goodput import build
 
@@ -51,7 +52,7 @@ def test_a_cluster_gives_the_serial_report_byte_for_byte(tmp_path, scheduler):
     paths = split_logs(tmp_path, 5, 4)
     options: dict[str, Any] = {"by": ["accelerator", "phase"], "period": "day"}
     serial = build(paths, **options)
-    shared = goodputparts.report(paths, "native", False, scheduler, None, dict(options))
+    shared = goodputparts.report(paths, "native", False, scheduler, None, ReportOptions(**options))
     assert shared["input"] == {k: v for k, v in serial["input"].items() if k not in ("files", "format")}
     on_cluster = build(paths, **options, cluster=scheduler)
     assert json.dumps(on_cluster) == json.dumps(serial)

@@ -8,6 +8,7 @@ Pure: `tpufleet.state.goodputlogs` reads the logs (files, standard input, gzip, 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.errors import BadInput
@@ -21,9 +22,31 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["account_log", "from_accounts", "from_log", "timelines"]
+__all__ = ["ReportOptions", "account_log", "from_accounts", "from_log", "timelines"]
 
 MAX_SEGMENTS = 3000  # drawn pieces of one job's timeline on the HTML page
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the report is asked for, beyond the records: segments `by` these dimensions, rows per `period`,
+    only the time `since`..`until`, `capacity` as (accelerator, chips) pairs that override the logs' capacity
+    records, the last `windows` (label, seconds), the `exclusions` charged nowhere, and (key ``timelines``, for
+    the HTML page only) the drill-down timelines of `keep_timelines` jobs, the lowest MPG first."""
+
+    by: Sequence[str] = ()
+    period: str | None = None
+    since: float | None = None
+    until: float | None = None
+    capacity: Sequence[tuple[str, int]] = ()
+    windows: Sequence[tuple[str, float]] = ()
+    exclusions: Sequence[Exclusion] = ()
+    keep_timelines: int = 0
+
+    @property
+    def spans(self) -> list[tuple[float, float]]:
+        """The excluded spans, merged: sorted and disjoint."""
+        return merged(list(self.exclusions))
 
 
 def timelines(accounts: list[JobAccount], rows: list[dict[str, Any]], keep: int) -> dict[str, Any]:
@@ -125,7 +148,7 @@ def _account_job(
 
 
 def _capacity(
-    log: events.Log, given: Sequence[tuple[str, int]] | None, accounts: list[JobAccount], t0: float
+    log: events.Log, given: Sequence[tuple[str, int]], accounts: list[JobAccount], t0: float
 ) -> tuple[metrics.Capacity, str]:
     """The capacity and its basis: `given` (--capacity: an option on the command line wins over the logs'
     capacity records), else the records, else the busiest moment's all-allocated chips."""
@@ -136,23 +159,11 @@ def _capacity(
     return _peak_capacity(accounts, t0), "peak-allocation"
 
 
-def from_log(
-    log: events.Log,
-    by: list[str] | None = None,
-    period: str | None = None,
-    since: float | None = None,
-    until: float | None = None,
-    capacity: Sequence[tuple[str, int]] | None = None,
-    windows: list[tuple[str, float]] | None = None,
-    exclusions: list[Exclusion] | None = None,
-    keep_timelines: int = 0,
-) -> metrics.Report:
+def from_log(log: events.Log, options: ReportOptions = ReportOptions()) -> metrics.Report:
     """The report of the records in `log` (read by `state.goodputlogs`, or a simulation's in memory); the log's
-    events are consumed (each job's leave it as it is accounted). `capacity`: (accelerator, chips) pairs that
-    override the logs' capacity records; with `keep_timelines`, also (key ``timelines``, for the HTML page only)
-    the drill-down timelines of that many jobs, the lowest MPG first."""
-    accounts = account_log(log, since, until, merged(exclusions or []), keep_timelines > 0)
-    return from_accounts(accounts, log, by, period, since, until, capacity, windows, exclusions, keep_timelines)
+    events are consumed (each job's leave it as it is accounted)."""
+    accounts = account_log(log, options.since, options.until, options.spans, options.keep_timelines > 0)
+    return from_accounts(accounts, log, options)
 
 
 def account_log(
@@ -167,27 +178,17 @@ def account_log(
     return _accounts(log, since, until, spans, timelines)
 
 
-def from_accounts(
-    accounts: list[JobAccount],
-    log: events.Log,
-    by: list[str] | None = None,
-    period: str | None = None,
-    since: float | None = None,
-    until: float | None = None,
-    capacity: Sequence[tuple[str, int]] | None = None,
-    windows: list[tuple[str, float]] | None = None,
-    exclusions: list[Exclusion] | None = None,
-    keep_timelines: int = 0,
-) -> metrics.Report:
+def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOptions) -> metrics.Report:
     """The report of every job's account (in job order); `log` gives the capacity records and the counts."""
-    spans = merged(exclusions or [])
+    since, until, keep_timelines = options.since, options.until, options.keep_timelines
     if not accounts:
         raise BadInput("no job events in the input" + (" inside --since/--until" if since or until else ""))
     t0 = since if since is not None else min(a.start for a in accounts)
     t1 = until if until is not None else max(a.end for a in accounts)
-    fleet_capacity, basis = _capacity(log, capacity, accounts, t0)
-    result = metrics.report(accounts, fleet_capacity, t0, t1, by or [], period, windows, spans)
-    result["exclusions"] = [{"start": x.start, "end": x.end, "reason": x.reason} for x in exclusions or []]
+    fleet_capacity, basis = _capacity(log, options.capacity, accounts, t0)
+    windows = list(options.windows)
+    result = metrics.report(accounts, fleet_capacity, t0, t1, list(options.by), options.period, windows, options.spans)
+    result["exclusions"] = [{"start": x.start, "end": x.end, "reason": x.reason} for x in options.exclusions]
     result["fleet"]["capacity_basis"] = basis
     if keep_timelines:
         result["timelines"] = timelines(accounts, result["jobs"], keep_timelines)

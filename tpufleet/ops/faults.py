@@ -80,16 +80,30 @@ def listing(store: Store, all_faults: bool = False) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
 
 
-def reconcile(
-    state: FleetState, clear_ids: Sequence[str], requests: Sequence[FaultRequest], now: str
-) -> tuple[dict[str, str], list[str]]:
-    """An import's health changes, through the same transitions as `clear-fault` and `inject-fault`: the faults
-    cleared, then the ones opened. (target -> id of each fault opened, the analysis errors of their blast radii.)"""
+def apply_import(
+    state: FleetState,
+    plan: dict[str, Any],
+    clear_ids: Sequence[str],
+    requests: Sequence[FaultRequest],
+    opened: Sequence[dict[str, Any]],
+    now: str,
+    summary: str,
+) -> Outcome:
+    """An import's health changes applied, through the same transitions as `clear-fault` and `inject-fault`: the
+    faults `clear_ids` cleared, then `requests` opened. Each of the plan's entries `opened` gets its fault's id
+    (None: its target has that fault open already), and a drain of announced maintenance its window; the plan
+    gets the analysis errors of the blast radii and the serial of the change, marked applied."""
     for fault_id in clear_ids:
         clear(state, fault_id, now)
     radii = inject(state, requests, now).data if requests else []
     ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
-    return ids, [e for r in radii for e in r.get("analysis_errors", [])]
+    plan["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]
+    for entry in opened:
+        entry["id"] = ids.get(entry["target"])
+        if entry["id"] is not None and WINDOW[0] in entry:
+            state.set_fault_window(entry["id"], *(entry[k] for k in WINDOW))
+    plan["applied"], plan["serial"] = True, state.next_serial
+    return Outcome(plan, Change(summary, {"faults": sorted(filter(None, ids.values()))}))
 
 
 def reschedule(state: FleetState, name: str) -> Outcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tpufleet.fleetstate import Change, FleetState
+from tpufleet.fleetstate import FleetState
 from tpufleet.integrations.k8s import K8sMapping, Node
 from tpufleet.integrations.k8s_plan import (
     HealthDiff,
@@ -40,11 +40,9 @@ def import_k8s(
     state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
     state.record_k8s_health(pools.degraded, pools.changes)
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
-    ids, data["analysis_errors"] = fault_ops.reconcile(state, [f.id for f in diff.clear], requests, now)
-    for entry in (*data["faults_opened"], *data["drains_opened"]):
-        entry["id"] = ids.get(entry["target"])
-    data["applied"], data["serial"] = True, state.next_serial
-    return Outcome(data, Change(_summary(data, source), {"faults": sorted(filter(None, ids.values()))}))
+    opened = [*data["faults_opened"], *data["drains_opened"]]
+    clear_ids = [f.id for f in diff.clear]
+    return fault_ops.apply_import(state, data, clear_ids, requests, opened, now, _summary(data, source))
 
 
 def _record(

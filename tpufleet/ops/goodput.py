@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tpufleet.constants import CHIPS_PER_CUBE
 from tpufleet.goodput import metrics
-from tpufleet.goodput.pipeline import from_log
+from tpufleet.goodput.pipeline import ReportOptions, from_log
 from tpufleet.model import Fleet
 from tpufleet.ops import goodputparts
 from tpufleet.state import goodputlogs
@@ -56,12 +56,10 @@ def build(
     if fleet is not None:
         capacity = fleet_capacity(fleet)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
+    options = ReportOptions(by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines)
     if cluster is not None or workers:
-        options: dict[str, object] = {"by": by, "period": period, "since": since, "until": until, "capacity": capacity}
-        options |= {"windows": windows, "exclusions": exclusions, "keep_timelines": keep_timelines}
         result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
     else:
-        log = goodputlogs.load(paths, fmt, skip_bad)
-        result = from_log(log, by, period, since, until, capacity, windows, exclusions, keep_timelines)
+        result = from_log(goodputlogs.load(paths, fmt, skip_bad), options)
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tpufleet.goodput import events, metrics
-from tpufleet.goodput.pipeline import account_log, from_accounts, from_log
+from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
 from tpufleet.goodput.timeline import JobAccount
-from tpufleet.goodput.windows import merged
 from tpufleet.state import goodputlogs
 
 __all__ = ["account_part", "read_part", "report"]
@@ -64,25 +63,25 @@ def report(
     skip_bad: bool,
     address: str | None,
     workers: int | None,
-    options: dict[str, Any],
+    options: ReportOptions,
 ) -> metrics.Report:
-    """The report of `paths` read on the cluster; `options` are `pipeline.from_log`'s keyword arguments."""
+    """The report of `paths` read on the cluster, as `options` ask."""
     from tpufleet.sweep import backends
 
     if any(str(p) == goodputlogs.STDIN for p in paths) or (len(paths) < 2 and address is None):
-        return from_log(goodputlogs.load(paths, fmt, skip_bad), **options)  # nothing to share out
+        return from_log(goodputlogs.load(paths, fmt, skip_bad), options)  # nothing to share out
     executor = backends.Dask(None, address, workers)
     try:
         accounts, log = _on_cluster(executor.client, paths, fmt, skip_bad, options)
     finally:
         executor.close()
     if log is None:  # refused somewhere: the serial reading says where, as it always has
-        return from_log(goodputlogs.load(paths, fmt, skip_bad), **options)
-    return from_accounts(accounts, log, **options)
+        return from_log(goodputlogs.load(paths, fmt, skip_bad), options)
+    return from_accounts(accounts, log, options)
 
 
 def _on_cluster(
-    client: Any, paths: Sequence[Path], fmt: str, skip_bad: bool, options: dict[str, Any]
+    client: Any, paths: Sequence[Path], fmt: str, skip_bad: bool, options: ReportOptions
 ) -> tuple[list[JobAccount], events.Log | None]:
     """(every job's account in job order, the merged capacity and counts); None for the log if a task failed or
     the logs together exceed a limit."""
@@ -100,8 +99,7 @@ def _on_cluster(
         for name in names:
             seen[name] = seen.get(name, 0) + 1
     shared = {name for name, count in seen.items() if count > 1}
-    spans = merged(options.get("exclusions") or [])
-    since, until, timelines = options.get("since"), options.get("until"), options.get("keep_timelines", 0) > 0
+    spans, since, until, timelines = options.spans, options.since, options.until, options.keep_timelines > 0
     done = [client.submit(account_part, part, shared, since, until, spans, timelines, pure=False) for part in parts]
     del parts  # each log's columns leave its worker once accounted
     accounts: list[JobAccount] = []

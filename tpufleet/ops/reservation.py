@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpufleet.fleetstate import Change, FleetState
+from tpufleet.fleetstate import FleetState
 from tpufleet.ids import CubeId
 from tpufleet.integrations.reservation import ReservationInput, ReservationPlan, plan
 from tpufleet.ops import faults as fault_ops
@@ -25,13 +25,8 @@ def import_reservation(
         return Outcome(data)
     state.record_reservation(diff.blocks, diff.changes)
     requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
-    ids, data["analysis_errors"] = fault_ops.reconcile(state, [f.id for f in diff.clear], requests, now)
-    for drain, entry in zip(diff.open, data["drains_opened"], strict=True):
-        entry["id"] = ids.get(entry["target"])
-        if entry["id"] is not None:
-            state.set_fault_window(entry["id"], drain.window.start, drain.window.end)
-    data["applied"], data["serial"] = True, state.next_serial
-    return Outcome(data, Change(_summary(data, source), {"faults": sorted(filter(None, ids.values()))}))
+    clear_ids = [f.id for f in diff.clear]
+    return fault_ops.apply_import(state, data, clear_ids, requests, data["drains_opened"], now, _summary(data, source))
 
 
 def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, source: str) -> dict[str, Any]:

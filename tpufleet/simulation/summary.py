@@ -404,7 +404,7 @@ def _factors(accounts: list[tuple[goodput_events.Job, JobFigures]], capacity_s: 
 
 def by_the_report(entries: Iterable[Entry]) -> dict[str, Any]:
     """The same figures through the goodput report itself (`pipeline.from_log` on the records in memory)."""
-    from tpufleet.goodput.pipeline import from_log
+    from tpufleet.goodput.pipeline import ReportOptions, from_log
 
     log = goodput_events.Log()
     code = goodput_events.CODE
@@ -415,7 +415,7 @@ def by_the_report(entries: Iterable[Entry]) -> dict[str, Any]:
         job, t, name, step, chips = entry
         log.add_event(job, t, code[name], -1 if step is None else step, -1 if chips is None else chips)
         log.records += 1
-    report = from_log(log, by=["size"])
+    report = from_log(log, ReportOptions(by=["size"]))
     keys = ("sg", "rg", "pg", "mpg", "jobs")
     return {
         "fleet": {k: report["fleet"][k] for k in keys},
