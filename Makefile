@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml requirements.lock | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/python -m tpufleet.demo
 
-# Both cores (pytest-xdist); the ten slowest tests are listed at the end.
+# Both cores (pytest-xdist; an idle worker takes queued tests from the busy one, so the long ones do not finish
+# last on one core); the ten slowest tests are listed at the end.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} --durations=10 tests tpufleet
+	$(BIN)/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} --dist worksteal --durations=10 tests tpufleet
 
 # Refresh the locks from pyproject.toml's ranges (pip-tools, in a venv of its own).
 LOCK_BIN := .venv-lock/bin
