@@ -81,3 +81,23 @@ def test_the_running_count_is_the_rolling_median(values, k, limit):
     v = np.array(values)
     medians = np.median(sliding_window_view(v, k), axis=1)
     assert (rolling_median_over(v, k, limit) == (medians > limit)).all()
+
+
+def test_a_last_step_longer_than_the_trailing_window_is_the_window(cli, tmp_path):
+    """Twenty steps of 10 s, then one of 10,010 s (over the hour of the trailing window): the window's figures are
+    that step's, with nothing on stderr (they were means of nothing: NaN, shown as null, with numpy's warnings)."""
+    import json
+
+    t0 = 1767571200.0
+    starts = [10.0 * n for n in range(1, 22)] + [210.0 + 10010]  # steps 1..22; step 21 lasts 10,010 s
+    entries = [{"job_name": "j", "job_start_time": t0}]
+    entries += [{"job_name": "j", "step_count": n, "step_start_time": t0 + s} for n, s in enumerate(starts, 1)]
+    entries.append({"job_name": "j", "job_end_time": t0 + 20300})
+    log = tmp_path / "long-step.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    r = cli("goodput-report", log, "--format", "ml-goodput", "-o", "json", state=False)
+    assert r.code == 0 and r.err == ""
+    health = r.json["jobs"][0]["step_time"]
+    assert health["steps_timed"] == 21 and health["empirical_ideal_s"] == 10
+    assert health["trailing_mean_s"] == 10010 and health["trailing_slowdown"] == 1001
+    assert health["trailing_deviation_s"] == 10000

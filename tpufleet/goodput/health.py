@@ -113,6 +113,8 @@ def job_health(a: JobAccount) -> dict[str, Any]:
     if ideal is None:
         return out
     recent = durations[starts >= starts[-1] + durations[-1] - TRAILING_S]
+    if not recent.size:  # the last step alone outlasts the window: it is the window's stepping
+        recent = durations[-1:]
     out["trailing_mean_s"] = round(float(recent.mean()), 4)
     out["trailing_slowdown"] = round(float(recent.mean()) / ideal, 4)
     out["trailing_deviation_s"] = round(float(abs(recent - ideal).mean()), 4)
