@@ -46,6 +46,8 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         )
     if s.get("entries_relieved"):
         lines.append(f"  {s['entries_relieved']} table entries moved off the busiest links (wild hops)")
+    if s.get("kept_stored_tables"):
+        lines.append("  stored tables kept: they still route every pair and are lighter than new ones")
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
     if stored:
@@ -222,10 +224,11 @@ def _route_slice(
     from tpufleet.ops import routes as ops
     from tpufleet.routing import memo
     from tpufleet.state.files import write_output
+    from tpufleet.state.routetables import routing_members
     from tpufleet.state.store import utc_now
 
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
-    cache = store.table_cache()
+    cache, stored = store.table_cache(), store.stored_tables(name)
 
     def store_tables(routed: "RoutedSlice", npz: bytes) -> str:
         with store.transaction() as tx:
@@ -238,7 +241,16 @@ def _route_slice(
     with routing_progress(f"routing {name}", verbose), memo.using(cache):
         snapshot = state if state is not None else store.load()
         export_format = None if out is None else fmt
-        done = ops.route_slice(snapshot, name, opts, utc_now(), store_tables, table_capacity, export_format)
+        done = ops.route_slice(
+            snapshot,
+            name,
+            opts,
+            utc_now(),
+            store_tables,
+            table_capacity,
+            export_format,
+            lambda: routing_members(stored),
+        )
     if out is not None:
         write_output(out, done.exported or b"")
     return done.data, done.unroutable, done.refusal

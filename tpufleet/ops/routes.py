@@ -13,11 +13,11 @@ from typing import Any
 
 from tpufleet import wiring
 from tpufleet.constants import HARDWARE_VCS
-from tpufleet.errors import Refused
+from tpufleet.errors import BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, SliceState
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
-from tpufleet.routing import export
+from tpufleet.routing import export, reuse
 from tpufleet.routing.report import RouteReport, evaluate
 
 EXPORT_FORMATS = ("npz", "json", "ibroute")
@@ -200,6 +200,8 @@ class SliceRoutes:
 # Stores the tables (npz bytes) of a routed slice with the transaction that indexes them (`record`); returns
 # where they are kept. The shell's: it owns the state directory.
 StoreTables = Callable[[RoutedSlice, bytes], str]
+# Reads the slice's stored tables with every member the router weighs (None: none stored); the shell's too.
+ReadStored = Callable[[], reuse.StoredRoutes | None]
 
 
 def route_slice(
@@ -210,11 +212,16 @@ def route_slice(
     store_tables: StoreTables,
     table_capacity: int | None = None,
     export_format: str | None = None,
+    read_stored: ReadStored | None = None,
 ) -> SliceRoutes:
     """Generate and check one slice's tables on `state` (a snapshot: `record` refuses if it moved on), store
     them when they may replace the working ones, and make the export asked for (`export_format`). Sparse tables
-    (`table_capacity`) are for study and export only, never stored."""
+    (`table_capacity`) are for study and export only, never stored. The slice's stored tables (`read_stored`)
+    are kept instead of the new ones where they are lighter (`keep_lighter_stored`)."""
     routed = compute(state, name, req.algorithm, req.traffics, req.deadlock_check, now, req.max_vcs)
+    kept = False
+    if read_stored is not None and table_capacity is None:
+        routed, kept = keep_lighter_stored(state, routed, req, read_stored)
     sparse_note: dict[str, Any] = {}
     if table_capacity is not None:
         routed, missing = sparse(routed, table_capacity)
@@ -228,9 +235,42 @@ def route_slice(
         **sparse_note,
         "unroutable": routed.unroutable[:1000],
         "stored": refusal is None,
+        "kept_stored_tables": kept,
     }
     exported = _store_and_export(routed, refusal, export_format, store_tables, data)
     return SliceRoutes(data, routed.unroutable, refusal, exported)
+
+
+def keep_lighter_stored(
+    state: FleetState, routed: RoutedSlice, req: RouteRequest, read_stored: ReadStored
+) -> tuple[RoutedSlice, bool]:
+    """`routed`, or the slice's stored tables with their figures on the live graph, and whether those were kept.
+
+    Clearing one of several faults only gives the slice links back, so its stored tables (made around all of
+    them) still route it, and may be lighter than tables made afresh for the faults left. They are kept when they
+    were made for the slice as it is (`reuse.made_for`), route every pair on live links, are deadlock-free within
+    the VC budget and the hardware's, and carry all-to-all strictly lighter than the new tables
+    (`reuse.lighter_stored`). Only for `auto` tables checked for deadlock that may be stored (new tables that may
+    not are a study, shown as made), and never on a whole slice: its healthy tables are the ones it runs on."""
+    graph, sl = routed.graph, state.slice(routed.name)
+    whole = bool((graph.nbr == graph.expected).all())
+    if req.algorithm != "auto" or not req.deadlock_check or whole or routed.name not in state.routes:
+        return routed, False
+    if not_storable(routed, HARDWARE_VCS, req.max_vcs) is not None:
+        return routed, False
+    try:
+        stored = read_stored()
+    except (BadStateFile, Refused):
+        return routed, False  # tables that cannot be read are no candidate: the new ones replace them
+    if stored is None or not reuse.made_for(stored, routed.name, sl.shape, sl.connected_serial):
+        return routed, False
+    budget = min(req.max_vcs, HARDWARE_VCS)
+    report = reuse.lighter_stored(sl.shape, graph.expected, graph.nbr, req.traffics, budget, stored, routed.report)
+    if report is None:
+        return routed, False
+    s = report.summary
+    meta = {**routed.meta, "vcs": s["vcs"], "vc_layout": s["vc_layout"], "wild_layers": report.tables.wild_layers}
+    return RoutedSlice(routed.name, routed.serial, graph, report, meta), True
 
 
 def _store_and_export(

@@ -3,22 +3,27 @@
 Only the members a model needs are decompressed: ``meta``, ``port`` and ``neighbors`` when the tables are read,
 ``hops`` the first time a model asks for them (all-to-all and sparse tables). The core builds and checks the
 `Tables` from the members (`tpufleet.collectives.tables.stored`); everything wrong with the file is a
-`BadStateFile` naming it.
+`BadStateFile` naming it. `routes` reads every member the router needs to weigh the tables again
+(`routing_members`).
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.collectives.tables import Tables, stored
 from tpufleet.errors import BadStateFile, Refused
 
-__all__ = ["StoredTables", "load", "load_bytes"]
+if TYPE_CHECKING:
+    from tpufleet.routing.reuse import StoredRoutes
+    from tpufleet.state.backend import TablesSource
+
+__all__ = ["FileTables", "StoredTables", "load", "load_bytes", "routing_members"]
 
 
 def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
@@ -46,7 +51,22 @@ def _hops_reader(open_zip: Callable[[], zipfile.ZipFile], file: str, port_shape:
     return read_hops
 
 
-def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> Tables:
+@dataclass
+class FileTables(Tables):
+    """Stored tables that read their other members when asked (`read_members`, in the order named)."""
+
+    read_members: Callable[[Sequence[str]], list[Any]] | None = None
+
+
+def _members_reader(open_zip: Callable[[], zipfile.ZipFile], file: str) -> Callable[[Sequence[str]], list[Any]]:
+    def read_members(names: Sequence[str]) -> list[Any]:
+        with open_zip() as zf:
+            return [_member(zf, name, file) for name in names]
+
+    return read_members
+
+
+def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
     try:
         zf = open_zip()
     except (OSError, zipfile.BadZipFile) as exc:
@@ -55,15 +75,17 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> Tables:
         meta = json.loads(str(_member(zf, "meta", file)))
         port = _member(zf, "port", file)
         nbr = _member(zf, "neighbors", file)
-    return stored(meta, port, nbr, file, _hops_reader(open_zip, file, port.shape))
+    tables = stored(meta, port, nbr, file, _hops_reader(open_zip, file, port.shape))
+    members = {f.name: getattr(tables, f.name) for f in fields(tables)}
+    return FileTables(**members, read_members=_members_reader(open_zip, file))
 
 
-def load(path: Path) -> Tables:
+def load(path: Path) -> FileTables:
     """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
     return _load(lambda: zipfile.ZipFile(path), str(path))
 
 
-def load_bytes(data: bytes, file: str) -> Tables:
+def load_bytes(data: bytes, file: str) -> FileTables:
     """The same, from the file's bytes (a database row); `file` names them in an error."""
     import io
 
@@ -86,3 +108,37 @@ class StoredTables:
                 f"cannot read the routing tables of {self.name!r} ({self.path}): {exc.strerror or exc}"
             ) from None
         return load(self.path) if found else None
+
+
+def routing_members(source: TablesSource) -> StoredRoutes | None:
+    """A slice's stored tables with every member `routes` needs to weigh them beside new ones (None when none are
+    stored); BadStateFile if damaged, or if the members do not fit each other."""
+    from tpufleet.routing.reuse import StoredRoutes
+
+    tables = source.read()
+    if tables is None:
+        return None
+    if not isinstance(tables, FileTables) or tables.read_members is None:
+        raise TypeError("stored tables are read by this module")  # a bug: every backend reads them with `_load`
+    wild, dest_order, orders = tables.read_members(("wild", "dest_order", "orders"))
+    _check_members(str(source.path), tables.n, wild, dest_order, orders)
+    return StoredRoutes(tables.meta, tables.port, tables.hop_table(), wild, dest_order, orders)
+
+
+def _check_members(file: str, n: int, wild: Any, dest_order: Any, orders: Any) -> None:
+    """BadStateFile naming the first member that does not fit the tables' `n` chips or their dimension orders."""
+    import numpy as np
+
+    orders_fit = orders.ndim == 2 and orders.shape[1:] == (3,) and len(orders) > 0
+    checks = (
+        ("wild", wild, wild.shape == (n, n) and wild.dtype == np.bool_),
+        ("orders", orders, orders_fit and bool((np.sort(orders, axis=1) == (0, 1, 2)).all())),
+        (
+            "dest_order",
+            dest_order,
+            dest_order.shape == (n,) and bool(((dest_order >= 0) & (dest_order < len(orders))).all()),
+        ),
+    )
+    for name, value, fits in checks:
+        if not fits:
+            raise BadStateFile(file, name, list(value.shape), "does not fit the tables' port and dimension orders")
