@@ -129,8 +129,8 @@ def _partners(ocs: tuple[str, int]) -> list[tuple[str, int]]:
             "4x4x8",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="x/0 alone 130, x/0 with y/3 129: the compound fault's tables are not yet a candidate of the "
-                "single fault's routing (only stored tables still valid after clear-fault would be)",
+                reason="x/0 alone 130, x/0 with y/3 129: the router does not make the compound fault's tables for the "
+                "single fault (after clear-fault, `routes` keeps the stored ones: test_routes_keep_stored.py)",
             ),
         ),
     ],

@@ -341,12 +341,24 @@ def _moved(
     `max_vcs` there."""
     if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
         return None
-    rt = move(made.tables)
+    return fitted_report(shape, expected, traffics, max_vcs, move(made.tables), _turned_info(made.summary))
+
+
+def fitted_report(
+    shape: Shape,
+    expected: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    rt: RouteTables,
+    info: RouteInfo,
+) -> RouteReport | None:
+    """The report of `auto` tables made elsewhere (turned, a whole OCS's, stored) on their live graph `rt.nbr`,
+    with the analysis the router's own candidates get; None when they do not fit `max_vcs` there."""
     a, layered = _analyzed(rt, max_vcs)
     if not _fits(a, max_vcs):
         return None
     rt.wild_layers = layered
-    return _report(shape, expected, traffics, True, "auto", rt, _turned_info(made.summary), a)
+    return _report(shape, expected, traffics, True, "auto", rt, info, a)
 
 
 def _turned_info(summary: dict[str, Any]) -> RouteInfo:

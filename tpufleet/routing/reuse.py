@@ -4,9 +4,8 @@ Tables made around a set of faults never use a link those faults took down, so o
 they still route on the live graph, which only gained links. Made afresh for the faults left, the tables can be
 heavier (4x4x8 with ocs x/0 and y/3 down: all-to-all max link load 129; x/0 alone: 130), so the stored set is one
 more candidate. It is kept only when it routes every pair on live links, is deadlock-free within the VC budget (the
-same analysis the router's own candidates get: `report._analyzed`, `report._fits`), and carries all-to-all with a
-strictly lower maximum link load than the new tables. Its figures are then those of the live graph
-(`report._report`).
+same analysis the router's own candidates get: `report.fitted_report`), and carries all-to-all with a strictly
+lower maximum link load than the new tables. Its figures are then those of the live graph.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.routing.analysis import RouteTables, analyze
-from tpufleet.routing.report import RouteReport, _analyzed, _fits, _report
+from tpufleet.routing.report import RouteReport, fitted_report
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -102,11 +101,7 @@ def lighter_stored(
     light = analyze(rt, deadlock=False)  # the load first: the channel graph is checked only for lighter tables
     if not bool(light.routable.all()) or float(light.load.max()) >= all_to_all_load(fresh):
         return None
-    a, layered = _analyzed(rt, max_vcs)
-    if not _fits(a, max_vcs):
-        return None
-    rt.wild_layers = layered
-    return _report(shape, expected, traffics, True, "auto", rt, how_made(rt, expected, alive), a)
+    return fitted_report(shape, expected, traffics, max_vcs, rt, how_made(rt, expected, alive))
 
 
 def all_to_all_load(report: RouteReport) -> float:
