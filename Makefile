@@ -83,6 +83,7 @@ bench: $(STAMP) sweep-deps
 	$(BIN)/python benchmarks/bench_input_memory.py
 	$(BIN)/python benchmarks/bench_generations.py
 	$(BIN)/python benchmarks/bench_import.py
+	$(BIN)/python benchmarks/bench_inprocess.py
 	$(BIN)/python benchmarks/bench_compound.py
 	$(BIN)/python benchmarks/bench_pg.py
 	$(BIN)/python benchmarks/bench_serve.py
