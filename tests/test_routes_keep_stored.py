@@ -166,3 +166,29 @@ def test_tables_of_another_chip_count_are_never_used(one_cleared):
     assert stored is not None
     smaller = dataclasses.replace(stored, port=stored.port[:64, :64], hops=stored.hops[:64, :64])
     assert _route_with(store, smaller)["kept_stored_tables"] is False
+
+
+@pytest.mark.parametrize("member", ["port", "dest_order"])
+def test_stored_tables_with_values_out_of_range_are_damage_not_a_crash(one_cleared, member):
+    """A port beyond the six (or a dimension-order index given as a fraction) is damage: `routes` makes new tables
+    (exit 0), `collective` on the damaged file names it (exit 2); neither is an internal error."""
+    import io
+
+    path = one_cleared.state / "routes" / "s.npz"
+    with np.load(path) as tables:
+        members = {k: tables[k] for k in tables.files}
+    if member == "port":
+        members["port"] = np.where(members["port"] >= 0, 9, members["port"]).astype(np.int8)
+    else:
+        members["dest_order"] = members["dest_order"].astype(np.float64) + 0.5
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **members)
+    path.write_bytes(buf.getvalue())
+    out = _routes(one_cleared)
+    assert out["kept_stored_tables"] is False and _a2a(out) == X0_ALONE_LOAD
+    if member == "port":
+        path.write_bytes(buf.getvalue())  # damaged again: `routes` just stored its new tables
+        r = one_cleared("collective", "s", "--op", "all-reduce", "--bytes", "1GiB")
+        assert (
+            r.code == 2 and r.err.strip() == f"tpufleet: error: {path}: field port: is not a port (-2 to 5) (value 9)"
+        )

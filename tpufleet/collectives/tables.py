@@ -118,6 +118,12 @@ def stored(
     n = shape.chips
     if port.shape != (n, n) or port.dtype != np.int8 or nbr.shape != (n, 6):
         raise BadStateFile(file, "port", list(port.shape), f"does not fit a {shape.text} slice of {n} chips")
+    # Walks index the neighbours by port and the chips by neighbour: a value out of range is damage, not a route
+    not_a_port = (port < -2) | (port >= nbr.shape[1])
+    if bool(not_a_port.any()):
+        raise BadStateFile(file, "port", int(port[not_a_port][0]), f"is not a port (-2 to {nbr.shape[1] - 1})")
+    if not np.issubdtype(nbr.dtype, np.integer) or not bool(((nbr >= -1) & (nbr < n)).all()):
+        raise BadStateFile(file, "neighbors", str(nbr.dtype), f"are not chips of the slice (-1 to {n - 1})")
     return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, read_hops=read_hops)
 
 

@@ -129,14 +129,15 @@ def _check_members(file: str, n: int, wild: Any, dest_order: Any, orders: Any) -
     """BadStateFile naming the first member that does not fit the tables' `n` chips or their dimension orders."""
     import numpy as np
 
-    orders_fit = orders.ndim == 2 and orders.shape[1:] == (3,) and len(orders) > 0
+    integers = all(np.issubdtype(a.dtype, np.integer) for a in (dest_order, orders))
+    orders_fit = integers and orders.ndim == 2 and orders.shape[1:] == (3,) and len(orders) > 0
     checks = (
         ("wild", wild, wild.shape == (n, n) and wild.dtype == np.bool_),
         ("orders", orders, orders_fit and bool((np.sort(orders, axis=1) == (0, 1, 2)).all())),
         (
             "dest_order",
             dest_order,
-            dest_order.shape == (n,) and bool(((dest_order >= 0) & (dest_order < len(orders))).all()),
+            integers and dest_order.shape == (n,) and bool(((dest_order >= 0) & (dest_order < len(orders))).all()),
         ),
     )
     for name, value, fits in checks:
