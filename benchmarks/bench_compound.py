@@ -95,7 +95,7 @@ def bench(record: Record, repeat: int = 1) -> None:
             (f"one OCS down ({FIRST}), --dry-run a second ({SECOND})", one, SECOND, "2.9-7.8 s"),
             (f"two OCS down, --dry-run a link ({links[0]})", two, links[0], "7-10 s"),
             (f"two OCS down, --dry-run a third ({THIRD})", two, THIRD, "29-34 s"),
-            (f"two OCS and two links down, --dry-run the third OCS ({THIRD})", two_links, THIRD, "(issue's goal)"),
+            (f"two OCS and two links down, --dry-run the third OCS ({THIRD})", two_links, THIRD, "(the goal)"),
         ]
         for label, state, target, issue in cases:
             took, out = _median(state, ("inject-fault", target, "--dry-run"), repeat)

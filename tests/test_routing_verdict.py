@@ -1,16 +1,15 @@
 """A fault's verdict without the analyses it does not need, and the router's steps as progress.
 
 When every candidate's wild-first repair leaves pairs unroutable, whichever candidate is kept leaves them too:
-the blast radius (`evaluate(..., verdict_only=True)`) then analyses none, and its verdict is the full
-evaluation's. The verdict-only shortcut applies above the canonical-form limit (full pods); here the limit is
-lowered so a small slice takes the same path.
+the blast radius (`verdict_summary`) then repairs and analyses none (reach checks tell what each repair would
+leave), and its verdict is the full evaluation's. The shortcut applies above the canonical-form limit (full
+pods), where no order pairs are made; here both limits are lowered so a small slice takes the same path.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from helpers import ocs_failure
@@ -30,12 +29,16 @@ def _cut_off_chip(shape_text: str, chip: int) -> tuple[Any, Any, Any]:
     return shape, exp, alive
 
 
-def test_verdict_only_skips_analyses_when_no_candidate_routes_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_verdict_skips_repairs_and_analyses_when_no_candidate_routes_every_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tpufleet.routing import candidates as candidates_module
     from tpufleet.routing import canonical, steps
     from tpufleet.routing.candidates import candidates
-    from tpufleet.routing.report import evaluate
+    from tpufleet.routing.report import evaluate, verdict_summary
 
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
     shape, exp, alive = _cut_off_chip("4x4x8", 5)
     n = len(exp)
     options = candidates(shape, exp, alive, "auto", 3)
@@ -43,30 +46,32 @@ def test_verdict_only_skips_analyses_when_no_candidate_routes_every_pair(monkeyp
 
     full = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3).summary
     with steps.using(steps.Steps()) as counted:
-        quick = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3, verdict_only=True).summary
+        quick = verdict_summary(shape, exp, alive, ("all-to-all",), 3)
     assert counted is not None
-    assert counted.done == {"repair": len(options), "analysis": 0}
-    assert counted.planned["repair"] == len(options)
+    assert counted.done == {"repair": 0, "analysis": 0, "reach": len(options)}
+    assert counted.planned == counted.done
     # both refuse the reroute for the same reason: pairs left unroutable (at least the cut-off chip's, both ways)
     assert full["unroutable_pairs"] >= 2 * (n - 1)
     assert quick["unroutable_pairs"] >= 2 * (n - 1)
     assert quick["unroutable_pairs"] == min(i["broken_by_faults"] - i["repaired_wild"] for _, i in options)
 
 
-def test_verdict_only_is_the_full_report_when_a_candidate_routes_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_verdict_is_the_full_report_when_a_candidate_routes_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpufleet.routing import candidates as candidates_module
     from tpufleet.routing import canonical, steps
-    from tpufleet.routing.report import evaluate
+    from tpufleet.routing.report import evaluate, verdict_summary
     from tpufleet.shapes import parse_shape
 
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
     shape = parse_shape("4x4x8")
     exp, alive = ocs_failure(shape, "x", 3)
     full = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3)
     with steps.using(steps.Steps()) as counted:
-        quick = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3, verdict_only=True)
+        quick = verdict_summary(shape, exp, alive, ("all-to-all",), 3)
     assert counted is not None and counted.done["analysis"] >= 1
-    assert quick.summary == full.summary
-    assert np.array_equal(quick.tables.P, full.tables.P)
+    assert counted.done["reach"] == 1  # the first candidate routes every pair: no more reach checks
+    assert quick == full.summary
 
 
 def test_steps_report_done_and_total_in_order() -> None:

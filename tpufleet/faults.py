@@ -235,7 +235,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     of live graphs already analysed in this blast radius: slices of one shape hit by one fault see the same live
     graph (chips are numbered within the slice), so the tables, and the figures, are worked out once."""
     from tpufleet import wiring
-    from tpufleet.routing.report import evaluate
+    from tpufleet.routing.report import verdict_summary
 
     if not sl.state.wired:
         return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
@@ -243,9 +243,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     key = (sl.shape.text, sl.shape.twisted, graph.expected.tobytes(), graph.nbr.tobytes())
     s = routed.get(key) if routed is not None else None
     if s is None:
-        s = evaluate(
-            sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS, verdict_only=True
-        ).summary
+        s = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
         if routed is not None:
             routed[key] = s
     return {

@@ -139,25 +139,10 @@ def _repair(
 ) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
 
-    from tpufleet.routing.balanced import balanced_twisted_tables
-
-    n = len(expected)
-    info: RouteInfo = {"broken_by_faults": 0, "repaired_wild": 0, "orders_used": 1}
-    if per_destination_orders is not None:
-        P, L, dest_class, orders, broken = choose_orders(
-            shape, expected, alive, penalty, per_destination_orders or None, balanced
-        )
-        info["orders_used"] = len(np.unique(dest_class))
-    else:
-        P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
-        dest_class, orders = np.zeros(n, dtype=np.int64), [order]
-        if not balanced and _plain_dor(shape, expected, alive):
-            from tpufleet.routing.rings import broken_by_runs
-
-            broken = broken_by_runs(shape, order, expected, alive)  # the same set, from the dead links' rings
-        else:
-            broken = broken_pairs(P, expected, alive)
-    info["broken_by_faults"] = len(broken)
+    P, L, dest_class, orders, broken = _base_tables(
+        shape, expected, alive, (per_destination_orders, penalty, order, balanced)
+    )
+    info: RouteInfo = {"broken_by_faults": len(broken), "repaired_wild": 0, "orders_used": len(np.unique(dest_class))}
     wild: BoolArray | None = None
     load: Load | None = None
     if len(broken):
@@ -181,6 +166,41 @@ def _repair(
     if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
         rt.base = DorBase(order, alive, load)  # only broken pairs changed: the rings give every figure
     return rt, info
+
+
+def _base_tables(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant
+) -> tuple[PortTable, HopTable, npt.NDArray[np.int64], list[Order], npt.NDArray[np.int64]]:
+    """The tables a variant's repair starts from, every chip's dimension-order class, the orders, and the pairs
+    the faults break in them."""
+    import numpy as np
+
+    from tpufleet.routing.balanced import balanced_twisted_tables
+
+    per_destination_orders, penalty, order, balanced = variant
+    if per_destination_orders is not None:
+        return choose_orders(shape, expected, alive, penalty, per_destination_orders or None, balanced)
+    P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
+    dest_class = np.zeros(len(expected), dtype=np.int64)
+    if not balanced and _plain_dor(shape, expected, alive):
+        from tpufleet.routing.rings import broken_by_runs
+
+        return P, L, dest_class, [order], broken_by_runs(shape, order, expected, alive)  # the same set, by rings
+    return P, L, dest_class, [order], broken_pairs(P, expected, alive)
+
+
+def _broken(shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant) -> tuple[npt.NDArray[np.int64], int]:
+    """The pairs a variant's starting tables lose to the faults, and how many dimension orders they use; from the
+    dead links' rings alone where the tables are the plain dimension-order ones of an untwisted torus."""
+    import numpy as np
+
+    per_destination_orders, _, order, balanced = variant
+    if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
+        from tpufleet.routing.rings import broken_by_runs
+
+        return broken_by_runs(shape, order, expected, alive), 1
+    _, _, dest_class, _, broken = _base_tables(shape, expected, alive, variant)
+    return broken, len(np.unique(dest_class))
 
 
 def _plain_dor(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> bool:
@@ -243,18 +263,7 @@ def candidates(
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", None)
         rt.algorithm = algorithm
         return [(rt, info)]
-    dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
-    singles: list[Variant] = [
-        (None, None, order, even)
-        for order in single_orders(dead_dims, len(expected), shape.twisted)
-        for even in balance
-    ]
-    mixed: list[Variant] = []
-    if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
-        mixed += [([], None, dor.DEFAULT_ORDER, False)]
-        mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
-    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
-    pairs += all_orders(len(expected), dead_dims) if pairs and not shape.twisted else []
+    singles, mixed, pairs = _variants(shape, expected, alive, max_vcs, balance)
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     ranked: list[Ranked] = []
     for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
@@ -271,6 +280,102 @@ def candidates(
 
 
 Variant = tuple["list[Order] | None", "float | None", "Order", bool]  # orders per destination, penalty, order, balanced
+
+
+def _variants(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int | None, balance: list[bool]
+) -> tuple[list[Variant], list[Variant], list[list[Order]]]:
+    """What `candidates` makes for each graph: single orders, per-destination orders on separate VC blocks, and
+    the order pairs it adds when no single order is good enough."""
+    dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
+    singles: list[Variant] = [
+        (None, None, order, even)
+        for order in single_orders(dead_dims, len(expected), shape.twisted)
+        for even in balance
+    ]
+    mixed: list[Variant] = []
+    if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
+        mixed += [([], None, dor.DEFAULT_ORDER, False)]
+        mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
+    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
+    pairs += all_orders(len(expected), dead_dims) if pairs and not shape.twisted else []
+    return singles, mixed, pairs
+
+
+def fewest_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int | None) -> int | None:
+    """The fewest pairs any `auto` candidate of `candidates` leaves unroutable when every one leaves some, else
+    None; found without making a table set (`tolerant.left_unrepaired`), so a verdict that no candidate serves
+    every pair costs a fraction of the repairs. None too when which candidates are made depends on their loads
+    (order pairs, added only when no single order is good enough).
+
+    The checks run two at a time (numpy lets go of the GIL in its gathers); the first candidate that routes every
+    pair ends the search.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tpufleet.routing import steps
+    from tpufleet.routing.balanced import BALANCE_LIMIT
+
+    if bool((alive == expected).all()):
+        return None
+    balance = [False, True] if shape.twisted and len(expected) <= BALANCE_LIMIT else [False]
+    singles, mixed, pairs = _variants(shape, expected, alive, max_vcs, balance)
+    if pairs:
+        return None
+    graphs = [alive, *(graph for graph, _ in ocs_patterns(shape, expected, alive))]
+    checks = [(graph, variant) for graph in graphs for variant in singles + mixed]
+    steps.plan("reach", len(checks))
+    orders = _SharedOrders()
+    fewest: int | None = None
+    with ThreadPoolExecutor(max_workers=REACH_THREADS, thread_name_prefix="reach") as pool:
+        futures = [pool.submit(_left_of, shape, expected, graph, variant, orders) for graph, variant in checks]
+        for done, future in enumerate(futures, start=1):
+            left = future.result()
+            steps.advance("reach")
+            if left == 0:
+                for rest in futures[done:]:
+                    rest.cancel()
+                steps.unplan("reach", len(checks) - done)
+                return None
+            if left is not None:
+                fewest = left if fewest is None else min(fewest, left)
+    return fewest
+
+
+REACH_THREADS = 2
+
+
+class _SharedOrders:
+    """`tolerant.shuffled` orders by pair count, made once for the candidates with as many broken pairs."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._made: dict[int, npt.NDArray[np.int64]] = {}
+
+    def get(self, count: int) -> npt.NDArray[np.int64]:
+        from tpufleet.routing.tolerant import shuffled
+
+        with self._lock:
+            if count not in self._made:
+                self._made[count] = shuffled(count)
+            return self._made[count]
+
+
+def _left_of(
+    shape: Shape, expected: ChipGraph, graph: ChipGraph, variant: Variant, orders: _SharedOrders
+) -> int | None:
+    """Pairs the variant's repair for `graph` would leave unroutable; None when it is no candidate (the same tables
+    as plain wild-first, see `_made`)."""
+    from tpufleet.routing.tolerant import left_unrepaired
+
+    broken, orders_used = _broken(shape, expected, graph, variant)
+    if variant[0] is not None and orders_used == 1:
+        return None
+    if len(broken) == 0:
+        return 0
+    return left_unrepaired(graph, broken, order=orders.get(len(broken)))
 
 
 Ranked = tuple[tuple[float, int], RouteTables, RouteInfo]

@@ -135,7 +135,6 @@ def evaluate(
     deadlock_check: bool = True,
     max_vcs: int | None = None,
     turn: bool = True,
-    verdict_only: bool = False,
 ) -> RouteReport:
     """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept.
 
@@ -145,13 +144,38 @@ def evaluate(
     With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
     fewest VCs is reported, for the caller to refuse.
-
-    `verdict_only` (a fault's blast radius): when every candidate leaves pairs unroutable, whichever is kept leaves
-    them too, so no candidate is analysed and the report is `_unroutable` (no tables; the figures a verdict reads).
     """
     if turn and deadlock_check and algorithm == "auto":
-        return _turned_or_made(shape, expected, alive, traffics, max_vcs, verdict_only)
-    return _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, verdict_only)
+        return _turned_or_made(shape, expected, alive, traffics, max_vcs)
+    return _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs)
+
+
+def verdict_summary(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, traffics: Sequence[str], max_vcs: int
+) -> dict[str, Any]:
+    """The figures a fault's blast radius reads for a slice's `auto` tables within `max_vcs`.
+
+    When every candidate leaves pairs unroutable, whichever is kept leaves them too, so no table set is made or
+    analysed: the summary gives the fewest pairs any candidate leaves (`candidates.fewest_left`), VCs, deadlock
+    freedom and loads unknown (None), no throughput. Only above the canonical-form limit: below it a whole OCS's
+    turned tables may still replace the kept set, which takes the kept candidate's analysis. Otherwise it is
+    `evaluate`'s summary.
+    """
+    from tpufleet.routing.candidates import fewest_left
+    from tpufleet.routing.canonical import CANONICAL_LIMIT
+
+    left = fewest_left(shape, expected, alive, max_vcs) if len(expected) > CANONICAL_LIMIT else None
+    if left is None:
+        return evaluate(shape, expected, alive, "auto", traffics, max_vcs=max_vcs).summary
+    return {
+        "chips": len(expected),
+        "unroutable_pairs": left,
+        "deadlock_free": None,
+        "vcs": None,
+        "max_link_load": {},
+        "throughput_retained": dict.fromkeys(traffics, 0.0),
+        "verdict_only": True,
+    }
 
 
 def _turned_or_made(
@@ -160,7 +184,6 @@ def _turned_or_made(
     alive: ChipGraph,
     traffics: Sequence[str],
     max_vcs: int | None,
-    verdict_only: bool = False,
 ) -> RouteReport:
     """`evaluate` of `auto` tables checked for deadlock: the fault's canonical form's tables turned back
     (`_turned`), else the best candidate made as it is; then a whole OCS's pattern's tables instead where they
@@ -168,38 +191,8 @@ def _turned_or_made(
     `evaluate`)."""
     own = _turned(shape, expected, alive, traffics, max_vcs)
     if own is None:
-        own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, verdict_only)
+        own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs)
     return _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own)
-
-
-def _none_routable(shape: Shape, expected: ChipGraph, options: list[tuple[RouteTables, RouteInfo]]) -> bool:
-    """Every candidate leaves pairs its wild-first repair could not route, so the one kept does too, whatever the
-    analyses say. Only above the canonical-form limit: below it `_with_whole_ocs` may still swap in turned tables
-    by comparing loads, which takes the kept candidate's analysis."""
-    from tpufleet.routing.canonical import CANONICAL_LIMIT
-
-    return len(expected) > CANONICAL_LIMIT and all(_left(info) for _, info in options)
-
-
-def _left(info: RouteInfo) -> int:
-    """Pairs a candidate's repair left unroutable (broken by the faults, not repaired)."""
-    return int(info["broken_by_faults"]) - int(info["repaired_wild"])
-
-
-def _unroutable(options: list[tuple[RouteTables, RouteInfo]], traffics: Sequence[str]) -> RouteReport:
-    """The verdict-only report when no candidate routes every pair: at least the fewest pairs any candidate left
-    unroutable are; no candidate was analysed, so VCs, deadlock freedom and loads are unknown (None)."""
-    rt, info = min(options, key=lambda option: _left(option[1]))
-    summary = {
-        "chips": rt.n,
-        "unroutable_pairs": _left(info),
-        "deadlock_free": None,
-        "vcs": None,
-        "max_link_load": {},
-        "throughput_retained": dict.fromkeys(traffics, 0.0),
-        "verdict_only": True,
-    }
-    return RouteReport(rt, summary)
 
 
 def _with_whole_ocs(
@@ -257,14 +250,11 @@ def _made_for(
     traffics: Sequence[str],
     deadlock_check: bool,
     max_vcs: int | None,
-    verdict_only: bool = False,
 ) -> RouteReport:
     """The tables of the live graph made as it is: the best-ranked candidate."""
     from tpufleet.routing.candidates import candidates
 
     options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
-    if verdict_only and deadlock_check and _none_routable(shape, expected, options):
-        return _unroutable(options, traffics)
     if not deadlock_check:
         rt, info = options[0]
         return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))

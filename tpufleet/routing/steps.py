@@ -1,4 +1,5 @@
-"""How far the router has got: its slow steps (wild-first repairs, channel-dependency analyses), counted.
+"""How far the router has got: its slow steps (wild-first repairs, channel-dependency analyses, reach checks),
+counted.
 
 The core prints nothing: a caller that shows progress (the CLI's bar on a terminal, its `--verbose` timing line)
 installs a `Steps` around its work with `using`; the router announces the steps it plans (`plan`) and those it has
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-KINDS = ("repair", "analysis")
+KINDS = ("repair", "analysis", "reach")
 
 
 @dataclass
@@ -29,11 +30,12 @@ class Steps:
             self.report(done, max(done, sum(self.planned.values())))
 
     def summary(self) -> str:
-        """`6 wild-first repairs, 2 route analyses` (what was done)."""
-        repairs, analyses = self.done["repair"], self.done["analysis"]
+        """`6 wild-first repairs, 2 route analyses` (what was done), then `, 24 reach checks` when there were any."""
+        repairs, analyses, reaches = self.done["repair"], self.done["analysis"], self.done["reach"]
         return (
             f"{repairs} wild-first repair{'s' if repairs != 1 else ''}, "
             f"{analyses} route analys{'e' if analyses != 1 else 'i'}s"
+            + (f", {reaches} reach check{'s' if reaches != 1 else ''}" if reaches else "")
         )
 
 

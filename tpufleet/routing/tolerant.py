@@ -15,7 +15,7 @@ Repairs, in order (which tables they start from, and which of the results is kep
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from tpufleet.constants import OPPOSITE
 from tpufleet.routing.analysis import RouteTables
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 BATCHES = 8
 MAX_BATCHES = 256  # 16x16x16, one OCS: 128 batches would save 0.1-0.2 s for +0.25% max load, 64: 0.3 s for +0.6%
 MAX_CHAIN_ROUNDS = 4
+REACH_CHUNK = 1 << 18  # broken pairs checked at once in a reach check's first round (a few MB of temporaries)
 
 
 class _RouteCounts(TypedDict):
@@ -197,24 +198,23 @@ def wild_first(
     bad = np.zeros(n * n, dtype=bool)
     bad[broken] = True
     extra = base.copy()
-    rng = np.random.default_rng(seed)
-    todo = rng.permutation(broken)
+    todo = broken[shuffled(len(broken), seed)]
     limit = int(L.max()) + 2 * MAX_CHAIN_ROUNDS + 4
     for round_no in range(MAX_CHAIN_ROUNDS):
         if not len(todo):
             break
         fixed_any = False
         left: list[npt.NDArray[np.int64]] = []
-        batches = max(BATCHES, min(MAX_BATCHES, len(todo) // 32))
+        batches = batch_count(len(todo))
         if round_no == 0 and paths is not None:
-            if _first_round(P, L, wild, alive, broken, todo, bad, extra, paths, min(batches, len(todo)), seed):
+            if _first_round(P, L, wild, alive, broken, todo, bad, extra, paths, batches, seed):
                 todo = np.empty(0, dtype=np.int64)
                 break
             todo = todo[bad[todo]]
             if len(todo) == len(broken):
                 break
             continue
-        for batch in np.array_split(todo, min(batches, len(todo))):
+        for batch in np.array_split(todo, batches):
             fixed, rest = _repair_batch(P, alive, batch, round_no, bad, extra, limit, (Pf, Lf, Wf))
             fixed_any |= fixed
             left.append(rest)
@@ -224,6 +224,91 @@ def wild_first(
     Pf[todo] = -2
     Lf[todo] = -1
     return wild, todo, extra
+
+
+def batch_count(pairs: int) -> int:
+    """How many batches a round of `wild_first` cuts its `pairs` broken pairs into."""
+    return min(max(BATCHES, min(MAX_BATCHES, pairs // 32)), pairs)
+
+
+def shuffled(count: int, seed: int = 0) -> npt.NDArray[np.int64]:
+    """The order `wild_first` takes `count` broken pairs in: ``rng.permutation(broken)`` is
+    ``broken[shuffled(len(broken), seed)]`` (the shuffle's swaps depend on the length alone), so checks of
+    several candidates with as many broken pairs share one."""
+    import numpy as np
+
+    return np.random.default_rng(seed).permutation(count)
+
+
+def left_unrepaired(
+    alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, order: npt.NDArray[np.int64] | None = None
+) -> int:
+    """How many of the `broken` pairs `wild_first` (the same seed) leaves unroutable, found without making a route.
+
+    Whether a pair gets repaired does not depend on the loads, which only choose among its valid first hops: a
+    first hop is valid when it is a live link to the target or to a neighbour that has a route to it. In the first
+    round that route must be an intact one, so which pairs it repairs is fixed before its first batch; in later
+    rounds a neighbour repaired in an earlier batch serves too, so they are replayed batch for batch, in the
+    repair's order (`order`: `shuffled(len(broken), seed)`, made when not given). Every pair not broken has a
+    route in the tables a repair starts from (they route every pair of the healthy graph), so the tables
+    themselves are not needed.
+
+    >>> from tpufleet.routing import dor
+    >>> from tpufleet.shapes import parse_shape
+    >>> from tpufleet.topology import neighbors
+    >>> shape = parse_shape("4x4x4")
+    >>> healthy = neighbors(shape)
+    >>> P, _ = dor.tables(shape)
+    >>> alive = healthy.copy()
+    >>> alive[0, 0] = alive[1, 1] = -1  # the x link between chips 0 and 1, both ways: every pair repaired
+    >>> left_unrepaired(alive, broken_pairs(P, healthy, alive))
+    0
+    >>> alive[0, :] = -1; alive[healthy[0], [1, 0, 3, 2, 5, 4]] = -1  # chip 0 cut off: 63 pairs each way
+    >>> left_unrepaired(alive, broken_pairs(P, healthy, alive))
+    126
+    """
+    import numpy as np
+
+    n = len(alive)
+    if len(broken) == 0:
+        return 0
+    bad = np.zeros(n * n, dtype=bool)
+    bad[broken] = True
+    index = np.int32 if n * n < 2**31 else np.int64  # halves the memory traffic of the gathers below
+    chips = np.arange(n, dtype=index)
+    # a dead port points back at the chip itself: the pair being checked is still broken, so it never counts
+    hops = [np.where(alive[:, port] >= 0, alive[:, port], chips).astype(index) for port in range(6)]
+
+    def reachable(t: npt.NDArray[Any], s: npt.NDArray[Any]) -> BoolArray:
+        """Pairs (t is the target's row start t * n, s the source) with a first hop to a pair not broken."""
+        stuck = np.take(bad, t + np.take(hops[0], s))
+        for hop in hops[1:]:
+            stuck &= np.take(bad, t + np.take(hop, s))
+        return ~stuck
+
+    def rows(pairs: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        flat: npt.NDArray[Any] = pairs.astype(index)
+        t = flat // n * n
+        return t, flat - t
+
+    cuts = -(-len(broken) // REACH_CHUNK)
+    first = np.concatenate([reachable(*rows(part)) for part in np.array_split(broken, cuts)])
+    if first.all() or not first.any():
+        return 0 if first.all() else len(broken)
+    bad[broken] = ~first
+    order = shuffled(len(broken), seed) if order is None else order
+    todo = broken[order[~first[order]]]  # the pairs round one left, in the repair's order
+    for _ in range(1, MAX_CHAIN_ROUNDS):
+        t, s = rows(todo)
+        bounds = np.cumsum([0, *(len(part) for part in np.array_split(todo, batch_count(len(todo))))])
+        fixed = np.zeros(len(todo), dtype=bool)
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            fixed[a:b] = reachable(t[a:b], s[a:b])
+            bad[todo[a:b][fixed[a:b]]] = False
+        todo = todo[~fixed]
+        if not fixed.any() or not len(todo):
+            break
+    return len(todo)
 
 
 def _repair_batch(
