@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -131,6 +131,8 @@ def peer(answer: bytes | None) -> Iterator[int]:
     try:
         yield server.getsockname()[1]
     finally:
+        with suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (closing alone does not, on Linux)
         server.close()
         for conn in accepted:
             conn.close()

@@ -54,7 +54,17 @@ def test_a_dask_cluster_gives_exactly_the_serial_numbers(cli, tmp_path, cluster)
 def test_an_unreachable_scheduler_is_one_line(cli, tmp_path):
     path = tmp_path / "spec.yaml"
     path.write_text(SPEC)
-    r = cli("sweep", path, "--out", tmp_path / "o", "--cluster", "tcp://127.0.0.1:9", state=False)
+    r = cli(
+        "sweep",
+        path,
+        "--out",
+        tmp_path / "o",
+        "--cluster",
+        "tcp://127.0.0.1:9",
+        "--cluster-timeout",
+        "0.5",
+        state=False,
+    )
     assert r.code == 1 and "cannot reach the Dask scheduler" in r.err
 
 
