@@ -17,7 +17,7 @@ The caller (`report.evaluate`) keeps the first that is deadlock-free within the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
@@ -308,8 +308,8 @@ def fewest_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: in
     every pair costs a fraction of the repairs. None too when which candidates are made depends on their loads
     (order pairs, added only when no single order is good enough).
 
-    The checks run two at a time (numpy lets go of the GIL in its gathers); the first candidate that routes every
-    pair ends the search.
+    The live graph's first candidate is checked alone, the others two at a time (numpy lets go of the GIL in its
+    gathers); the first candidate that routes every pair ends the search.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -326,20 +326,24 @@ def fewest_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: in
     checks = [(graph, variant) for graph in graphs for variant in singles + mixed]
     steps.plan("reach", len(checks))
     orders = _SharedOrders()
-    fewest: int | None = None
+    # The live graph's first candidate alone first: when it routes every pair (a reroute), nothing else runs.
+    lefts = [_left_of(shape, expected, *checks[0], orders)]
+    steps.advance("reach")
+    if lefts[0] == 0:
+        steps.unplan("reach", len(checks) - 1)
+        return None
     with ThreadPoolExecutor(max_workers=REACH_THREADS, thread_name_prefix="reach") as pool:
-        futures = [pool.submit(_left_of, shape, expected, graph, variant, orders) for graph, variant in checks]
-        for done, future in enumerate(futures, start=1):
-            left = future.result()
+        futures = [pool.submit(_left_of, shape, expected, graph, variant, orders) for graph, variant in checks[1:]]
+        for done, future in enumerate(futures, start=2):
+            lefts.append(future.result())
             steps.advance("reach")
-            if left == 0:
-                for rest in futures[done:]:
+            if lefts[-1] == 0:
+                for rest in futures:
                     rest.cancel()
                 steps.unplan("reach", len(checks) - done)
                 return None
-            if left is not None:
-                fewest = left if fewest is None else min(fewest, left)
-    return fewest
+    found = [left for left in lefts if left is not None]
+    return min(found) if found else None
 
 
 REACH_THREADS = 2
@@ -352,12 +356,17 @@ class _SharedOrders:
         import threading
 
         self._lock = threading.Lock()
-        self._made: dict[int, npt.NDArray[np.int64]] = {}
+        self._locks: dict[int, threading.Lock] = {}
+        self._made: dict[int, npt.NDArray[np.integer[Any]]] = {}
 
-    def get(self, count: int) -> npt.NDArray[np.int64]:
+    def get(self, count: int) -> npt.NDArray[np.integer[Any]]:
+        import threading
+
         from tpufleet.routing.tolerant import shuffled
 
         with self._lock:
+            mine = self._locks.setdefault(count, threading.Lock())
+        with mine:  # one shuffle per count; other counts are shuffled meanwhile
             if count not in self._made:
                 self._made[count] = shuffled(count)
             return self._made[count]

@@ -231,17 +231,23 @@ def batch_count(pairs: int) -> int:
     return min(max(BATCHES, min(MAX_BATCHES, pairs // 32)), pairs)
 
 
-def shuffled(count: int, seed: int = 0) -> npt.NDArray[np.int64]:
+def shuffled(count: int, seed: int = 0) -> npt.NDArray[np.integer[Any]]:
     """The order `wild_first` takes `count` broken pairs in: ``rng.permutation(broken)`` is
-    ``broken[shuffled(len(broken), seed)]`` (the shuffle's swaps depend on the length alone), so checks of
-    several candidates with as many broken pairs share one."""
+    ``broken[shuffled(len(broken), seed)]`` (the shuffle's swaps depend on the length alone, not on what is
+    shuffled), so checks of several candidates with as many broken pairs share one. Indices are 32-bit: half the
+    memory of the permutation numpy makes of a count, the same order."""
     import numpy as np
 
-    return np.random.default_rng(seed).permutation(count)
+    order: npt.NDArray[np.integer[Any]] = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
+    np.random.default_rng(seed).shuffle(order)
+    return order
 
 
 def left_unrepaired(
-    alive: ChipGraph, broken: npt.NDArray[np.int64], seed: int = 0, order: npt.NDArray[np.int64] | None = None
+    alive: ChipGraph,
+    broken: npt.NDArray[np.int64],
+    seed: int = 0,
+    order: npt.NDArray[np.integer[Any]] | None = None,
 ) -> int:
     """How many of the `broken` pairs `wild_first` (the same seed) leaves unroutable, found without making a route.
 
@@ -277,14 +283,19 @@ def left_unrepaired(
     index = np.int32 if n * n < 2**31 else np.int64  # halves the memory traffic of the gathers below
     chips = np.arange(n, dtype=index)
     # a dead port points back at the chip itself: the pair being checked is still broken, so it never counts
-    hops = [np.where(alive[:, port] >= 0, alive[:, port], chips).astype(index) for port in range(6)]
+    hops = np.where(alive >= 0, alive, chips[:, None]).astype(index).T.copy()  # [port, chip]
 
     def reachable(t: npt.NDArray[Any], s: npt.NDArray[Any]) -> BoolArray:
         """Pairs (t is the target's row start t * n, s the source) with a first hop to a pair not broken."""
-        stuck = np.take(bad, t + np.take(hops[0], s))
-        for hop in hops[1:]:
-            stuck &= np.take(bad, t + np.take(hop, s))
-        return ~stuck
+        if len(s) > 1 << 14:  # many pairs (the first round): port by port, no [6, pairs] temporaries
+            stuck: BoolArray = np.take(bad, t + np.take(hops[0], s))
+            for hop in hops[1:]:
+                stuck &= np.take(bad, t + np.take(hop, s))
+            return ~stuck
+        nexts = np.take(hops, s, axis=1)  # a batch of a chain round: one gather for the six ports, fewer calls
+        nexts += t
+        every: BoolArray = np.logical_and.reduce(np.take(bad, nexts), axis=0)
+        return ~every
 
     def rows(pairs: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         flat: npt.NDArray[Any] = pairs.astype(index)
