@@ -372,14 +372,67 @@ def bench_dask(events: int, files: int) -> None:
     )
 
 
+_WORKER_PEAKS = (
+    "from tpufleet.sweep import backends\n"
+    "peaks = []\n"
+    "closing = backends.Dask.close\n"
+    "def close(self):\n"
+    "    import resource\n"
+    "    peaks.extend(self.client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())\n"
+    "    closing(self)\n"
+    "backends.Dask.close = close\n"
+)
+
+
+def bench_dask_beyond(events: int, files: int) -> None:
+    """More events than one process reads (the serial reading's limit of all logs together) on a 2-worker local
+    cluster: the run completes, and each worker's peak against one process reading the largest log alone."""
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_native(Path(tmp), events, files)
+        lines = sum(1 for p in paths for _ in p.open("rb"))
+        total = sum(p.stat().st_size for p in paths)
+        largest = max(paths, key=lambda p: p.stat().st_size)
+        largest_mib = largest.stat().st_size / 2**20
+        head = (
+            "from pathlib import Path; from tpufleet.ops import goodput; import tpufleet.state.goodputlogs as logs\n"
+            f"paths = [Path(p) for p in {[str(p) for p in paths]!r}]\n"
+        )
+        code = head + _WORKER_PEAKS + _CLOCK + "goodput.build(paths, period='day', workers=2)\n"
+        code += "print(max(peaks) / 1024, time.perf_counter() - t, time.process_time() - c)"
+        out = measure.run([sys.executable, "-c", code], cwd=ROOT)
+        worker_peak, wall, _ = (float(x) for x in out.stdout.split()[-3:])
+        alone = timed(
+            head + "from tpufleet.ops import goodputparts as gp\n" + _CLOCK
+            + f"gp.summarize_part({str(largest)!r}, 'native', False, None, None, [], False)" + _DONE
+        )  # fmt: skip
+    print(
+        f"goodput-report {lines:,} native events in {files} logs ({total / 2**30:.1f} GiB; one process reads at most "
+        f"{logs_limit_gib():.0f} GiB together): 2 Dask workers {wall:.1f} s, worker peak {worker_peak:.0f} MiB; "
+        f"the largest log ({largest_mib:.0f} MiB) read and accounted alone in one process: peak "
+        f"{alone[2]:.0f} MiB ({worker_peak / alone[2]:.2f}x)"
+    )
+
+
+def logs_limit_gib() -> float:
+    from tpufleet.state.goodputlogs import MAX_TOTAL_LOG_BYTES
+
+    return MAX_TOTAL_LOG_BYTES / 2**30
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--dask-events", type=int, default=100_000_000)
-    parser.add_argument("--dask-files", type=int, default=100)
+    parser.add_argument("--dask-events", type=int, default=20_000_000)  # the most one process reads
+    parser.add_argument("--dask-files", type=int, default=20)
+    parser.add_argument("--beyond-events", type=int, default=100_000_000)
+    parser.add_argument("--beyond-files", type=int, default=100)
     parser.add_argument(
         "--only", choices=("reports", "fleet-scale", "columnar"), default=None, help="run only these rows"
     )  # columnar: the fleet-scale rows without the many-logs (Dask) one
@@ -389,6 +442,7 @@ def main() -> None:
         bench_ml_decode(args.entries)
         if args.only != "columnar":
             bench_dask(args.dask_events, args.dask_files)
+            bench_dask_beyond(args.beyond_events, args.beyond_files)
     if args.only == "columnar":
         return
     if args.only == "fleet-scale":

@@ -87,3 +87,25 @@ def test_the_cli_takes_workers_or_cluster_not_both(cli, tmp_path, scheduler):
     assert serial.code == shared.code == 0 and shared.out == serial.out
     both = cli("goodput-report", *paths, "--cluster", scheduler, "--workers", "2", state=False)
     assert both.code == 2 and "--workers sizes the local cluster" in both.err
+
+
+def test_logs_beyond_what_one_process_reads_are_read_on_the_cluster(tmp_path, scheduler, monkeypatch):
+    """All the logs together over the serial reading's limit (lowered here to below their size): one process
+    refuses them, the cluster (one log a worker) gives the report the serial reading gives without the limit; a
+    bad record there is the task's own error, naming the file and line."""
+    from tpufleet.errors import BadStateFile
+    from tpufleet.state import goodputlogs
+
+    paths = split_logs(tmp_path, 3, 3)
+    whole = build(paths, period="day")
+    monkeypatch.setattr(goodputlogs, "MAX_TOTAL_LOG_BYTES", sum(p.stat().st_size for p in paths) - 1)
+    with pytest.raises(BadStateFile) as refused:
+        build(paths, period="day")
+    assert str(refused.value).startswith(f"{paths[2]}:") and "larger than" in str(refused.value)
+    on_cluster = build(paths, period="day", cluster=scheduler)
+    assert json.dumps(on_cluster) == json.dumps(whole)
+    lines = paths[2].read_text().splitlines()
+    paths[2].write_text("\n".join([*lines, '{"type":"event","job":"j0","time":"soon","event":"step_start"}']) + "\n")
+    with pytest.raises(Exception) as bad:
+        build(paths, period="day", cluster=scheduler)
+    assert str(bad.value).startswith(f"{paths[2]}:{len(lines) + 1}:") and "time" in str(bad.value)

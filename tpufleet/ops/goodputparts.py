@@ -1,16 +1,20 @@
 """`goodput-report --workers N / --cluster tcp://HOST:8786`: many logs read and accounted on a Dask cluster,
 with the serial run's report, byte for byte.
 
-One task a log reads it on a worker (`read_part`; the decoded columns stay there) and says which jobs it names.
-A job named by one log only is accounted where that log was read (`account_part`); the records of a job that
-several logs name come back and are merged in the order of the logs, as reading them one after another puts
-them, and that job is accounted here as one. The accounts, in job order, make the report
+One task a log reads it on a worker, accounts every job it names and says which those are (`summarize_part`);
+only the accounts and the counts come back, so a worker holds one log at a time. The accounts of a job that one
+log names are kept; a job that several logs name is read again from those logs (`shared_part`), its records
+merged in the order of the logs, as reading them one after another puts them, and accounted here as one (each
+job's account depends on its own records alone). The accounts, in job order, make the report
 (`pipeline.from_accounts`). The cluster is the sweep's (`tpufleet.sweep.backends.Dask`: a local cluster of
 `workers` processes, or the scheduler at `address`, whose workers must see the logs at the same paths).
 
-Whatever the serial reading would refuse (a bad record, a log or all of them too large, too many jobs) the
-serial reading says: on any failure of a task, or with the limits of all the logs together exceeded, the logs
-are read again in this process (`goodputlogs.load`), which names the file, line and field exactly as before.
+Whatever the serial reading would refuse (a bad record, a log too large, too many jobs), the serial reading
+says: on any failure of a task, or with too many jobs together, the logs are read again in this process
+(`goodputlogs.load`), which names the file, line and field exactly as before. One limit is the serial reading's
+alone: all the logs together at most MAX_TOTAL_LOG_BYTES, which bounds what one process holds; a cluster holds one
+log a worker, so logs beyond it are read there (and a task's own error is given where the serial reading would
+refuse them all for their size).
 Standard input is read here.
 """
 
@@ -25,36 +29,28 @@ from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts,
 from tpufleet.goodput.timeline import JobAccount
 from tpufleet.state import goodputlogs
 
-__all__ = ["account_part", "read_part", "report"]
+__all__ = ["report", "shared_part", "summarize_part"]
 
-Part = tuple[events.Log, int]  # a log's records and its bytes (decompressed)
-
-
-def read_part(path: str, fmt: str, skip_bad: bool) -> Part:
-    """Run on a worker: one log read (its result stays on the worker)."""
-    return goodputlogs.load_part(Path(path), fmt, skip_bad)
+Summary = tuple[set[str], set[str], set[str], list[JobAccount], events.Log]
+# (every job the log names, those with events, those with a job record, every job's account, its counts)
 
 
-def names_of(part: Part) -> tuple[set[str], set[str], set[str], int]:
-    """Run on a worker: (every job the log names, the jobs with events, those with a job record, its bytes)."""
-    log, size = part
-    return events.job_names(log), set(log.events), set(log.jobs), size
+def summarize_part(
+    path: str, fmt: str, skip_bad: bool, since: float | None, until: float | None,
+    spans: list[tuple[float, float]], timelines: bool,
+) -> Summary:  # fmt: skip
+    """Run on a worker: one log read and every job it names accounted; the log itself is dropped."""
+    log, _size = goodputlogs.load_part(Path(path), fmt, skip_bad)
+    names = events.job_names(log)
+    with_events, with_records = set(log.events), set(log.jobs)
+    counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped)
+    return names, with_events, with_records, account_log(log, since, until, spans, timelines), counts
 
 
-def account_part(
-    part: Part,
-    shared: set[str],
-    since: float | None,
-    until: float | None,
-    spans: list[tuple[float, float]],
-    timelines: bool,
-) -> tuple[list[JobAccount], events.Log]:
-    """Run on a worker: the accounts of the jobs only this log names, and the records of the `shared` ones (with
-    the log's capacity records and counts) to be merged with the other logs'."""
-    log, _size = part
-    rest = events.take_jobs(log, shared & events.job_names(log))
-    rest.capacity, rest.records, rest.skipped = log.capacity, log.records, log.skipped
-    return account_log(log, since, until, spans, timelines), rest
+def shared_part(path: str, fmt: str, skip_bad: bool, names: set[str]) -> events.Log:
+    """Run on a worker: the records of the jobs `names` (which other logs name too), read again from one log."""
+    log, _size = goodputlogs.load_part(Path(path), fmt, skip_bad)
+    return events.take_jobs(log, names)
 
 
 def report(
@@ -72,55 +68,68 @@ def report(
         return from_log(goodputlogs.load(paths, fmt, skip_bad), options)  # nothing to share out
     executor = backends.Dask(None, address, workers)
     try:
-        accounts, log = _on_cluster(executor.client, paths, fmt, skip_bad, options)
+        accounts, log, failure = _on_cluster(executor.client, paths, fmt, skip_bad, options)
     finally:
         executor.close()
     if log is None:  # refused somewhere: the serial reading says where, as it always has
+        if failure is not None and goodputlogs.on_disk_bytes(paths) > goodputlogs.MAX_TOTAL_LOG_BYTES:
+            raise failure  # the serial reading would refuse them all for their size: the task's own error
         return from_log(goodputlogs.load(paths, fmt, skip_bad), options)
     return from_accounts(accounts, log, options)
 
 
 def _on_cluster(
     client: Any, paths: Sequence[Path], fmt: str, skip_bad: bool, options: ReportOptions
-) -> tuple[list[JobAccount], events.Log | None]:
-    """(every job's account in job order, the merged capacity and counts); None for the log if a task failed or
-    the logs together exceed a limit."""
-    parts = [
-        client.submit(read_part, str(p), fmt, skip_bad, key=f"tpufleet-goodput-read-{i}") for i, p in enumerate(paths)
+) -> tuple[list[JobAccount], events.Log | None, Exception | None]:
+    """(every job's account in job order, the merged capacity and counts, None); no log if a task failed (with
+    its error) or the logs together name too many jobs."""
+    spans, since, until, timelines = options.spans, options.since, options.until, options.keep_timelines > 0
+    tasks = [
+        client.submit(summarize_part, str(p), fmt, skip_bad, since, until, spans, timelines, pure=False) for p in paths
     ]
     try:
-        named = client.gather([client.submit(names_of, part, pure=False) for part in parts])
-    except Exception:  # noqa: BLE001 - a refused log (or a lost worker): the serial reading says which
-        return [], None
-    if _over_limits([n[1] for n in named], [n[2] for n in named], [n[3] for n in named]):
-        return [], None
+        summaries = _fetched(tasks)
+    except Exception as exc:  # noqa: BLE001 - a refused log (or a lost worker): the serial reading says which
+        return [], None, exc
+    if _over_limits([s[1] for s in summaries], [s[2] for s in summaries]):
+        return [], None, None
     seen: dict[str, int] = {}
-    for names, *_ in named:
+    for names, *_ in summaries:
         for name in names:
             seen[name] = seen.get(name, 0) + 1
     shared = {name for name, count in seen.items() if count > 1}
-    spans, since, until, timelines = options.spans, options.since, options.until, options.keep_timelines > 0
-    done = [client.submit(account_part, part, shared, since, until, spans, timelines, pure=False) for part in parts]
-    del parts  # each log's columns leave its worker once accounted
-    accounts: list[JobAccount] = []
+    again = {i: client.submit(shared_part, str(p), fmt, skip_bad, shared & summaries[i][0], pure=False)
+             for i, p in enumerate(paths) if shared & summaries[i][0]}  # fmt: skip
+    accounts = [a for s in summaries for a in s[3] if a.job.id not in shared]
     log = events.Log()
-    for future in done:
-        mine, rest = future.result()
-        future.release()
-        accounts += mine
+    for i, (*_, counts) in enumerate(summaries):
+        try:
+            rest = again[i].result() if i in again else events.Log()
+        except Exception as exc:  # noqa: BLE001 - the log changed since, or a worker was lost: read it here
+            return [], None, exc
+        rest.capacity, rest.records, rest.skipped = counts.capacity, counts.records, counts.skipped
         events.merge_into(log, rest)
     whole = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped)
     accounts += account_log(log, since, until, spans, timelines)
     accounts.sort(key=lambda a: a.job.id)
-    return accounts, whole
+    return accounts, whole, None
 
 
-def _over_limits(event_jobs: list[set[str]], record_jobs: list[set[str]], sizes: list[int]) -> bool:
-    """Whether reading the logs one after another would stop: all of them larger than MAX_TOTAL_LOG_BYTES, or
-    more than MAX_JOBS jobs (with events, or with job records) together."""
-    budget = goodputlogs.MAX_TOTAL_LOG_BYTES
-    for size in sizes:
-        if size > budget:
-            return True
-        budget -= size
+def _fetched(tasks: list[Any]) -> list[Summary]:
+    """Each task's summary, fetched as soon as it is done and then let go on its worker (a summary holds its jobs'
+    step times: kept there until every log is read, they would add up to every job's on two workers)."""
+    import distributed
+
+    as_completed: Any = distributed.as_completed  # untyped
+    place = {task.key: i for i, task in enumerate(tasks)}
+    out: list[Summary | None] = [None] * len(tasks)
+    for task in as_completed(tasks):
+        out[place[task.key]] = task.result()
+        task.release()
+    return [summary for summary in out if summary is not None]
+
+
+def _over_limits(event_jobs: list[set[str]], record_jobs: list[set[str]]) -> bool:
+    """Whether reading the logs one after another would stop for their jobs: more than MAX_JOBS (with events, or
+    with job records) together."""
     return len(set().union(*event_jobs)) > events.MAX_JOBS or len(set().union(*record_jobs)) > events.MAX_JOBS

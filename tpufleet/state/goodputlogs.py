@@ -356,6 +356,11 @@ def load_exclusions(path: Path) -> list[Exclusion]:
     return parse_exclusions(load_json_file(path, "exclusions file", MAX_SPEC_BYTES), str(path))
 
 
+def on_disk_bytes(paths: list[Path]) -> int:
+    """The logs' sizes on disk together (compressed, for gzip logs)."""
+    return sum(_size(p) for p in paths)
+
+
 def _size(path: Path) -> int:
     """The size on disk (compressed, for a gzip log; 0 for standard input): to decide on worker processes."""
     if str(path) == STDIN:
