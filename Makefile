@@ -21,7 +21,10 @@ demo: $(STAMP)
 
 # Both cores (pytest-xdist; an idle worker takes queued tests from the busy one, so the long ones do not finish
 # last on one core); the ten slowest tests are listed at the end.
+# Derandomized (the `ci` Hypothesis profile): the same examples every run, so the suite's outcome and its time
+# depend on nothing but the code; TPUFLEET_HYPOTHESIS_PROFILE=dev (new examples each run) or nightly searches more.
 test: $(STAMP)
+	TPUFLEET_HYPOTHESIS_PROFILE=$${TPUFLEET_HYPOTHESIS_PROFILE:-ci} \
 	$(BIN)/python -m pytest -q -n $${TPUFLEET_TEST_WORKERS:-auto} --dist worksteal --durations=10 tests tpufleet
 
 # Refresh the locks from pyproject.toml's ranges (pip-tools, in a venv of its own).

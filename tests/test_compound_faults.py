@@ -28,17 +28,14 @@ HARDWARE_VCS = 3
 CUBES_PER_POD = 64
 DIMS = ("x", "y", "z")
 
-# Weighted by repetition toward the cheap shapes (an example runs two to four route analyses per fault).
-SHAPES = (
-    *(("4x4x4", False),) * 4,
-    *(("4x4x8", False),) * 4,
-    *(("4x4x8", True),) * 4,
-    *(("4x8x8", False),) * 3,
-    *(("4x8x8", True),) * 3,
-    *(("8x8x8", False),) * 2,
-    ("8x8x16", False),
-    ("8x8x16", True),
-)
+# Weighted by repetition toward the cheap shapes (an example runs two to four route analyses per fault); in three
+# tests, so that the suite's two workers share the draws instead of one running them all.
+SHAPE_GROUPS = {
+    "small": (*(("4x4x4", False),) * 4, *(("4x4x8", False),) * 4, *(("4x4x8", True),) * 4),
+    "medium": (*(("4x8x8", False),) * 3, *(("4x8x8", True),) * 3),
+    "large": (*(("8x8x8", False),) * 2, ("8x8x16", False), ("8x8x16", True)),
+}
+EXAMPLES = {"small": 6, "medium": 4, "large": 2}  # 12 in all, about the shares one draw over every shape gave
 # Faults per example: 1 to 6, fewer on the slow shapes.
 MAX_FAULTS = {"4x8x8": 4, "8x8x8": 3, "8x8x16": 2}
 # Links checked against their whole OCS per example (two more analyses each): every one, fewer on the slow shapes.
@@ -87,8 +84,10 @@ fault_specs = st.one_of(ocs_specs, link_specs, link_specs, ocs_specs, host_specs
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[tuple[str, bool], list[Spec], tuple[int, int]]:
-    shape = draw(st.sampled_from(SHAPES))
+def scenarios(
+    draw: st.DrawFn, shapes: tuple[tuple[str, bool], ...]
+) -> tuple[tuple[str, bool], list[Spec], tuple[int, int]]:
+    shape = draw(st.sampled_from(shapes))
     specs = draw(st.lists(fault_specs, min_size=1, max_size=MAX_FAULTS.get(shape[0], 6)))
     # faults[start:start + length] go in one `--from` file when that is at least two of them
     batch = draw(st.tuples(st.integers(0, 5), st.integers(0, 6)))
@@ -160,16 +159,30 @@ def _check_link_vs_its_ocs(fleet: Any, link: str) -> None:
         assert kept_link >= kept_ocs, f"{link} keeps {kept_link}, its whole {ocs} keeps {kept_ocs}"
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    # No shrinking: an example costs seconds and shrinking one ran past five minutes; a failure prints the whole
-    # scenario (at most six faults) with its targets.
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(scenario=scenarios())
-def test_compound_faults_are_recorded_and_routed_within_budget(
+def _property(group: str) -> Any:
+    """The property over the shapes of `group`."""
+
+    @settings(
+        max_examples=EXAMPLES[group],
+        deadline=None,
+        # No shrinking: an example costs seconds and shrinking one ran past five minutes; a failure prints the
+        # whole scenario (at most six faults) with its targets.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(scenario=scenarios(SHAPE_GROUPS[group]))
+    def test(fleet: Any, tmp_path: Path, scenario: tuple[tuple[str, bool], list[Spec], tuple[int, int]]) -> None:
+        _compound_faults_are_recorded_and_routed_within_budget(fleet, tmp_path, scenario)
+
+    return test
+
+
+test_compound_faults_on_small_shapes = _property("small")
+test_compound_faults_on_medium_shapes = _property("medium")
+test_compound_faults_on_large_shapes = _property("large")
+
+
+def _compound_faults_are_recorded_and_routed_within_budget(
     fleet: Any, tmp_path: Path, scenario: tuple[tuple[str, bool], list[Spec], tuple[int, int]]
 ) -> None:
     (shape, twisted), specs, batch = scenario
