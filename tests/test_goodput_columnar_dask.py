@@ -89,7 +89,7 @@ def test_the_cli_takes_workers_or_cluster_not_both(cli, tmp_path, scheduler):
     assert both.code == 2 and "--workers sizes the local cluster" in both.err
 
 
-def test_logs_beyond_what_one_process_reads_are_read_on_the_cluster(tmp_path, scheduler, monkeypatch):
+def test_logs_beyond_what_one_process_reads_are_read_on_the_cluster(cli, tmp_path, scheduler, monkeypatch):
     """All the logs together over the serial reading's limit (lowered here to below their size): one process
     refuses them, the cluster (one log a worker) gives the report the serial reading gives without the limit; a
     bad record there is the task's own error, naming the file and line."""
@@ -109,3 +109,14 @@ def test_logs_beyond_what_one_process_reads_are_read_on_the_cluster(tmp_path, sc
     with pytest.raises(Exception) as bad:
         build(paths, period="day", cluster=scheduler)
     assert str(bad.value).startswith(f"{paths[2]}:{len(lines) + 1}:") and "time" in str(bad.value)
+    r = cli("goodput-report", *paths, "--cluster", scheduler, "-o", "json", state=False)
+    assert r.code == 2 and json.loads(r.err)["error"] == str(bad.value), r.err
+
+
+def test_a_failed_cluster_beyond_one_process_is_refused_not_an_internal_error():
+    from tpufleet.errors import BadInput, Refused
+
+    bad = BadInput("a.jsonl:3: field time: not a time (value 'soon')")
+    assert goodputparts._beyond_one_process(bad) is bad
+    lost = goodputparts._beyond_one_process(OSError("worker lost"))
+    assert isinstance(lost, Refused) and "worker lost" in str(lost) and lost.exit_code == 1

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tpufleet.errors import Refused, TpufleetError
 from tpufleet.goodput import events, metrics
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
 from tpufleet.goodput.timeline import JobAccount
@@ -73,9 +74,21 @@ def report(
         executor.close()
     if log is None:  # refused somewhere: the serial reading says where, as it always has
         if failure is not None and goodputlogs.on_disk_bytes(paths) > goodputlogs.MAX_TOTAL_LOG_BYTES:
-            raise failure  # the serial reading would refuse them all for their size: the task's own error
+            raise _beyond_one_process(failure)
         return from_log(goodputlogs.load(paths, fmt, skip_bad), options)
     return from_accounts(accounts, log, options)
+
+
+def _beyond_one_process(failure: Exception) -> Exception:
+    """What to say when a task failed on logs the serial reading would refuse all together for their size: the
+    task's own error when it is tpufleet's (a bad record: file, line, field, value), else that the cluster failed
+    (a lost worker, say: exit 1, not an internal error)."""
+    if isinstance(failure, TpufleetError):
+        return failure
+    return Refused(
+        f"the Dask cluster failed reading the logs ({type(failure).__name__}: {failure}); they are too large "
+        "together to be read in one process"
+    )
 
 
 def _on_cluster(
@@ -122,11 +135,11 @@ def _fetched(tasks: list[Any]) -> list[Summary]:
 
     as_completed: Any = distributed.as_completed  # untyped
     place = {task.key: i for i, task in enumerate(tasks)}
-    out: list[Summary | None] = [None] * len(tasks)
+    out: dict[int, Summary] = {}
     for task in as_completed(tasks):
         out[place[task.key]] = task.result()
         task.release()
-    return [summary for summary in out if summary is not None]
+    return [out[i] for i in range(len(tasks))]
 
 
 def _over_limits(event_jobs: list[set[str]], record_jobs: list[set[str]]) -> bool:

@@ -139,9 +139,8 @@ def _repair(
 ) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
 
-    P, L, dest_class, orders, broken = _base_tables(
-        shape, expected, alive, (per_destination_orders, penalty, order, balanced)
-    )
+    variant: Variant = (per_destination_orders, penalty, order, balanced)
+    P, L, dest_class, orders, broken = _base_tables(shape, expected, alive, variant)
     info: RouteInfo = {"broken_by_faults": len(broken), "repaired_wild": 0, "orders_used": len(np.unique(dest_class))}
     wild: BoolArray | None = None
     load: Load | None = None
@@ -153,7 +152,7 @@ def _repair(
             L.ravel()[broken] = -1
         else:
             paths = None
-            if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
+            if _by_rings(shape, expected, alive, variant):
                 from tpufleet.routing.rings import RingPaths
 
                 paths = RingPaths(shape, order)
@@ -163,7 +162,7 @@ def _repair(
             info["repaired_wild"] = int(len(broken) - len(left))
     _drop_dead_chips(P, L, expected, alive)
     rt = RouteTables(shape, alive, P, L, wild, dest_class, orders, algorithm)
-    if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
+    if _by_rings(shape, expected, alive, variant):
         rt.base = DorBase(order, alive, load)  # only broken pairs changed: the rings give every figure
     return rt, info
 
@@ -182,23 +181,29 @@ def _base_tables(
         return choose_orders(shape, expected, alive, penalty, per_destination_orders or None, balanced)
     P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
     dest_class = np.zeros(len(expected), dtype=np.int64)
-    if not balanced and _plain_dor(shape, expected, alive):
+    if _by_rings(shape, expected, alive, variant):
         from tpufleet.routing.rings import broken_by_runs
 
         return P, L, dest_class, [order], broken_by_runs(shape, order, expected, alive)  # the same set, by rings
     return P, L, dest_class, [order], broken_pairs(P, expected, alive)
 
 
+def _by_rings(shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant) -> bool:
+    """The variant starts from the plain dimension-order tables of an untwisted torus that only lacks links: its
+    broken pairs come from the dead links' rings (`rings.broken_by_runs`), no table needed."""
+    per_destination_orders, _, _, balanced = variant
+    return per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive)
+
+
 def _broken(shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant) -> tuple[npt.NDArray[np.int64], int]:
-    """The pairs a variant's starting tables lose to the faults, and how many dimension orders they use; from the
-    dead links' rings alone where the tables are the plain dimension-order ones of an untwisted torus."""
+    """The pairs a variant's starting tables lose to the faults, and how many dimension orders they use; without
+    the tables where the rings give them."""
     import numpy as np
 
-    per_destination_orders, _, order, balanced = variant
-    if per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive):
+    if _by_rings(shape, expected, alive, variant):
         from tpufleet.routing.rings import broken_by_runs
 
-        return broken_by_runs(shape, order, expected, alive), 1
+        return broken_by_runs(shape, variant[2], expected, alive), 1
     _, _, dest_class, _, broken = _base_tables(shape, expected, alive, variant)
     return broken, len(np.unique(dest_class))
 
