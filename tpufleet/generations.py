@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, NamedTuple, get_args
 
 from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, DIMS, FACE_LINKS
@@ -377,40 +377,44 @@ def _listed(value: object, where: str, file: str, item: Any, empty: bool = False
     return items
 
 
+# The Generation field each figure fills; the `faults.*` figures fill FaultDefaults, each its field of that key.
+_GENERATION_FIELDS: Final = {
+    "gke_accelerator": "gke_accelerator",
+    "machine_type": "machine_type",
+    "host_shape": "host_shape",
+    "pod.chips": "pod_chips",
+    "pod.cubes": "pod_cubes",
+    "pod.ocs": "ocs_count",
+    "pod.ocs_ports": "ocs_ports",
+    "slices.max_cubes": "max_slice_cubes",
+    "slices.max_side": "max_side",
+    "slices.side_order": "side_order",
+    "slices.subcube_shapes": "subcube_shapes",
+    "slices.twisted": "twist_families",
+    "ici.links_per_chip": "ici_links_per_chip",
+    "ici.link_bandwidth": "ici_link_bandwidth",
+    "chip.peak_bf16_flops": "peak_bf16_flops",
+    "chip.hbm_bytes": "hbm_bytes",
+    "chip.hbm_bandwidth": "hbm_bandwidth",
+    "dcn.chip_bandwidth": "dcn_chip_bandwidth",
+}
+
+
 def _build(top: dict[str, Any], v: dict[str, Any], file: str) -> Generation:
     name, title = top["name"], top["title"]
     if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
         raise BadStateFile(file, "name", name, "must be a lower-case name (a-z, 0-9, -), at most 32 characters")
     if not isinstance(title, str) or not 1 <= len(title) <= 64:
         raise BadStateFile(file, "title", title, "must be a text of 1-64 characters")
-    faults = FaultDefaults(
-        host_per_day=float(v["faults.host_per_day"]),
-        link_per_day=float(v["faults.link_per_day"]),
-        ocs_per_day=float(v["faults.ocs_per_day"]),
-        drain_per_day=float(v["faults.drain_per_day"]),
-        repair_hours=v["faults.repair_hours"],
-    )
+    # A "number" figure may be written as an integer (2e11 as 200000000000); its typed field is a float.
+    typed: dict[str, Any] = {
+        path: float(value) if FIGURES[path].kind == "number" else value for path, value in v.items()
+    }
+    faults = FaultDefaults(**{f.name: typed[f"faults.{f.name}"] for f in fields(FaultDefaults)})
     return Generation(
         name=name,
         title=title,
-        gke_accelerator=v["gke_accelerator"],
-        machine_type=v["machine_type"],
-        host_shape=v["host_shape"],
-        pod_chips=v["pod.chips"],
-        pod_cubes=v["pod.cubes"],
-        ocs_count=v["pod.ocs"],
-        ocs_ports=v["pod.ocs_ports"],
-        max_slice_cubes=v["slices.max_cubes"],
-        max_side=v["slices.max_side"],
-        side_order=v["slices.side_order"],
-        subcube_shapes=v["slices.subcube_shapes"],
-        twist_families=v["slices.twisted"],
-        ici_links_per_chip=v["ici.links_per_chip"],
-        ici_link_bandwidth=float(v["ici.link_bandwidth"]),
-        peak_bf16_flops=float(v["chip.peak_bf16_flops"]),
-        hbm_bytes=v["chip.hbm_bytes"],
-        hbm_bandwidth=float(v["chip.hbm_bandwidth"]),
-        dcn_chip_bandwidth=float(v["dcn.chip_bandwidth"]),
+        **{field: typed[path] for path, field in _GENERATION_FIELDS.items()},
         faults=faults,
         sources=tuple((path, _source_of(top, path)) for path in FIGURES),
     )

@@ -94,6 +94,24 @@ def report_output_option(*extra: ReportOutput, help_text: str) -> Any:
     return typer.Option("-o", "--output", click_type=report_formats(*extra), help=help_text)
 
 
+def shipped_yaml_option(flag: str, what: str, shipped: str) -> Any:
+    """An option naming a YAML file to use instead of a shipped one (`Annotated[Path | None, ...]`, None: the
+    shipped file), its help in the one form every such option has."""
+    return typer.Option(flag, help=f"{what} YAML (default: the shipped {shipped})")
+
+
+# The commands that run on Dask (`goodput-report`, `sweep`) take a local cluster's size or a scheduler's address
+# alike; each help says what runs there.
+def dask_workers_option(help_text: str) -> Any:
+    """--workers N (`Annotated[int | None, ...]`): the worker processes of a local Dask cluster."""
+    return typer.Option("--workers", min=1, max=1024, help=help_text)
+
+
+def dask_cluster_option(help_text: str) -> Any:
+    """--cluster ADDRESS (`Annotated[str | None, ...]`): the Dask scheduler to run on instead."""
+    return typer.Option("--cluster", metavar="tcp://HOST:8786", help=help_text)
+
+
 @dataclass
 class Settings:
     state: str | None = None  # as typed: "" must reach resolve_state_dir, which refuses it

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import Output, OutputOpt, app, examples, shipped_yaml_option
 from tpufleet.cli.render import emit, grid
 
 if TYPE_CHECKING:
@@ -254,9 +254,7 @@ def collective_cmd(
         str | None,
         typer.Option("--dims", help="Dimension order for dim-by-dim (largest payload first) and multi-dim, e.g. yxz"),
     ] = None,
-    profile_file: Annotated[
-        Path | None, typer.Option("--profile", help="Hardware profile YAML (default: the shipped TPUv4 profile)")
-    ] = None,
+    profile_file: Annotated[Path | None, shipped_yaml_option("--profile", "Hardware profile", "TPUv4 profile")] = None,
     table_capacity: Annotated[
         int | None,
         typer.Option("--table-capacity", min=0, help="Model sparse tables: each chip holds at most N destinations"),

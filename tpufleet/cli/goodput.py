@@ -9,7 +9,14 @@ from typing import Annotated, Any
 import click
 import typer
 
-from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
+from tpufleet.cli.app import (
+    ReportOutput,
+    app,
+    dask_cluster_option,
+    dask_workers_option,
+    examples,
+    report_output_option,
+)
 from tpufleet.cli.render import Renderers
 from tpufleet.goodput.events import LOG_FORMATS
 from tpufleet.goodput.metrics import PERIODS
@@ -73,15 +80,9 @@ def goodput_cmd(
         bool, typer.Option("--skip-bad", help="Skip and count malformed records instead of failing")
     ] = False,
     workers: Annotated[
-        int | None,
-        typer.Option(
-            "--workers", min=1, max=1024, help="Read and account the logs on a local Dask cluster of N workers"
-        ),
+        int | None, dask_workers_option("Read and account the logs on a local Dask cluster of N workers")
     ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option("--cluster", metavar="tcp://HOST:8786", help="Read and account the logs on this Dask scheduler"),
-    ] = None,
+    cluster: Annotated[str | None, dask_cluster_option("Read and account the logs on this Dask scheduler")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file")] = None,
     output: Annotated[
         ReportOutput,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import Output, OutputOpt, app, examples, shipped_yaml_option
 from tpufleet.cli.render import emit
 from tpufleet.constants import CUBES_PER_POD
 
@@ -89,9 +89,7 @@ def simulate_cmd(
         Path | None,
         typer.Option("--out", help="Write the native JSONL events for goodput-report here (default: not written)"),
     ] = None,
-    workload: Annotated[
-        Path | None, typer.Option("--workload", help="Workload YAML (default: the shipped workload)")
-    ] = None,
+    workload: Annotated[Path | None, shipped_yaml_option("--workload", "Workload", "workload")] = None,
     seed: Annotated[
         int,
         typer.Option(
@@ -102,9 +100,7 @@ def simulate_cmd(
         int,
         typer.Option("--pods", min=1, max=16, help=f"Pods of {CUBES_PER_POD} cubes (or of the --generation's size)"),
     ] = 1,
-    fault_rates: Annotated[
-        Path | None, typer.Option("--fault-rates", help="Fault-rate YAML (default: the shipped rates)")
-    ] = None,
+    fault_rates: Annotated[Path | None, shipped_yaml_option("--fault-rates", "Fault-rate", "rates")] = None,
     checkpoint_interval: Annotated[
         float,
         typer.Option(

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples
+from tpufleet.cli.app import Output, OutputOpt, app, dask_cluster_option, dask_workers_option, examples
 from tpufleet.cli.render import emit
 from tpufleet.constants import HOUR
 
@@ -67,9 +67,7 @@ def sweep_cmd(
     spec_file: Annotated[Path, typer.Argument(metavar="SPEC.yaml", help="Sweep spec (YAML)")],
     out: Annotated[Path, typer.Option("--out", help="Directory for the results and the finished points")],
     resume: Annotated[bool, typer.Option("--resume", help="Keep the points already finished in --out")] = False,
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", metavar="tcp://HOST:8786", help="Run on this Dask scheduler")
-    ] = None,
+    cluster: Annotated[str | None, dask_cluster_option("Run on this Dask scheduler")] = None,
     cluster_timeout: Annotated[
         float,
         typer.Option(
@@ -81,8 +79,7 @@ def sweep_cmd(
         ),
     ] = 10.0,
     workers: Annotated[
-        int | None,
-        typer.Option("--workers", min=1, max=1024, help="Worker processes of the local cluster [default: the cores]"),
+        int | None, dask_workers_option("Worker processes of the local cluster [default: the cores]")
     ] = None,
     serial: Annotated[bool, typer.Option("--serial", help="Run in this process, one run after another")] = False,
     keep_events: Annotated[

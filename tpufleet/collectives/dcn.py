@@ -92,17 +92,21 @@ class Step:
     all_reduce_s: float
     dcn_s: float
 
+    def _share(self, part_s: float) -> float:
+        """`part_s` as a share of the step (0 for a step that takes no time)."""
+        return part_s / self.seconds if self.seconds > 0 else 0.0
+
     @property
     def seconds(self) -> float:
         return self.compute_s + self.all_reduce_s
 
     @property
     def all_reduce_fraction(self) -> float:
-        return self.all_reduce_s / self.seconds if self.seconds > 0 else 0.0
+        return self._share(self.all_reduce_s)
 
     @property
     def dcn_fraction(self) -> float:
-        return self.dcn_s / self.seconds if self.seconds > 0 else 0.0
+        return self._share(self.dcn_s)
 
 
 def step(model_flops: float, chips: int, profile: Profile, all_reduce_s: float, dcn_s: float = 0.0) -> Step:

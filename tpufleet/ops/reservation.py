@@ -63,12 +63,16 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
     return data
 
 
+# What the journal's summary of an applied import counts, in its order: (the plan's list, what its items are).
+_SUMMARY_COUNTS = (
+    ("sub_blocks_new", "sub-block(s) named"),
+    ("sub_blocks_updated", "updated"),
+    ("degraded", "degraded"),
+    ("drains_opened", "drain(s) opened"),
+    ("drains_cleared", "cleared"),
+)
+
+
 def _summary(data: dict[str, Any], source: str) -> str:
-    parts = [
-        f"{len(data['sub_blocks_new'])} sub-block(s) named",
-        f"{len(data['sub_blocks_updated'])} updated",
-        f"{len(data['degraded'])} degraded",
-        f"{len(data['drains_opened'])} drain(s) opened",
-        f"{len(data['drains_cleared'])} cleared",
-    ]
-    return f"import reservation {source}: " + ", ".join(parts)
+    counts = ", ".join(f"{len(data[key])} {what}" for key, what in _SUMMARY_COUNTS)
+    return f"import reservation {source}: {counts}"

@@ -7,7 +7,7 @@ import itertools
 import math
 from collections import ChainMap, Counter
 from collections.abc import Collection, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tpufleet import allocation, xconnect
 from tpufleet.allocation import Allocation
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 FAULT_ID = "sim"  # what the health view names as the fault holding a component out
 _NONE: frozenset[xconnect.Pair] = frozenset()
+_Out = TypeVar("_Out", str, OcsId)  # what a fault holds out: a cube or an OCS
 SLICE_SEP = "\x1f"  # joins a multislice job's id and a slice number into a key (no job id holds it)
 
 
@@ -68,13 +69,16 @@ class Placement:
         return {ocs: pairs for state in self.ocs_by_pod.values() for ocs, pairs in state.items()}
 
     # ---- health ---------------------------------------------------------------------------------------------
-    def take_out(self, cube: str) -> None:
-        self.cube_faults[cube] += 1
+    def _count_out(self, open_faults: Counter[_Out], key: _Out, by: int) -> None:
+        """One open fault more (`by` 1) or fewer (-1) holding `key` out: the health view is made again."""
+        open_faults[key] += by
         self._health = None
 
+    def take_out(self, cube: str) -> None:
+        self._count_out(self.cube_faults, cube, 1)
+
     def bring_back(self, cube: str) -> None:
-        self.cube_faults[cube] -= 1
-        self._health = None
+        self._count_out(self.cube_faults, cube, -1)
 
     def fail_link(self, cube: str) -> None:
         self.link_faults[cube] += 1
@@ -85,12 +89,10 @@ class Placement:
             del self.link_faults[cube]
 
     def fail_ocs(self, ocs: OcsId) -> None:
-        self.ocs_faults[ocs] += 1
-        self._health = None
+        self._count_out(self.ocs_faults, ocs, 1)
 
     def repair_ocs(self, ocs: OcsId) -> None:
-        self.ocs_faults[ocs] -= 1
-        self._health = None
+        self._count_out(self.ocs_faults, ocs, -1)
 
     def health(self) -> Health:
         """What is out now (shared between calls until the next fault or repair: do not change it)."""
