@@ -315,6 +315,7 @@ class IssueCase:
     failures: tuple[tuple[str, int], ...] = ()
     links: int = 0  # > 0: only every other dead link of the failures, at most this many (scattered optical links)
     lp: bool = True
+    thorough: bool = False  # `routes --thorough`: order pairs whatever the slice's size
 
 
 ISSUE_CASES = (
@@ -328,7 +329,9 @@ ISSUE_CASES = (
     IssueCase("twisted 8x8x16, x and z OCS", "8x8x16", True, (("x", 3), ("z", 2)), lp=False),
     IssueCase("twisted 8x8x16, one x OCS (x/3)", "8x8x16", True, (("x", 3),), lp=False),
     IssueCase("twisted 8x16x16, one x OCS (x/3)", "8x16x16", True, (("x", 3),), lp=False),
+    IssueCase("8x16x16, one y OCS (y/3)", "8x16x16", False, (("y", 3),), lp=False),
     IssueCase("16x16x16, one x OCS (x/3)", "16x16x16", False, (("x", 3),), lp=False),
+    IssueCase("16x16x16, one x OCS, --thorough", "16x16x16", False, (("x", 3),), lp=False, thorough=True),
 )
 
 
@@ -386,7 +389,7 @@ def checker_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
         if case.links:
             alive = scattered(expected, alive, case.links)
         t = time.perf_counter()
-        s = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary
+        s = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3, thorough=case.thorough).summary
         tool_s = time.perf_counter() - t
         tool = float(s["max_link_load"]["all-to-all"])
         t = time.perf_counter()

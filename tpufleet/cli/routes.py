@@ -62,6 +62,7 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         "tpufleet routes train --traffic all-to-all -o json",
         "tpufleet routes train --out train.ibroute --format ibroute",
         "tpufleet routes train --algorithm wild-first --max-vcs 6 --out study.npz   # study other choices",
+        "tpufleet routes pod --thorough              # a full pod with a fault: seconds more, lighter tables",
         "tpufleet routes llm                         # a multislice job: each wired slice",
     ),
 )
@@ -122,6 +123,15 @@ def routes_cmd(
             "first); for study and export with --out, never stored",
         ),
     ] = None,
+    thorough: Annotated[
+        bool,
+        typer.Option(
+            "--thorough",
+            help="With --algorithm auto, also try per-destination dimension order pairs on slices above 2,048 "
+            "chips: a full pod with one OCS down keeps 0.93 of its healthy all-to-all throughput instead of 0.80, "
+            "in about 8 s instead of 1 s",
+        ),
+    ] = False,
     verbose: RoutingWorkOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -146,7 +156,8 @@ def routes_cmd(
     if out is not None:
         check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
-    opts = RouteRequest(algorithm.value, traffics, not no_deadlock_check, HARDWARE_VCS if max_vcs is None else max_vcs)
+    vcs = HARDWARE_VCS if max_vcs is None else max_vcs
+    opts = RouteRequest(algorithm.value, traffics, not no_deadlock_check, vcs, thorough)
     state = store.load()  # read once here; each job slice reads the state its own transaction left
     job = _job_of(state, name)
     if job is not None:

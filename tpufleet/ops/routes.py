@@ -46,9 +46,11 @@ def compute(
     deadlock_check: bool,
     now: str,
     max_vcs: int = HARDWARE_VCS,
+    thorough: bool = False,
 ) -> RoutedSlice:
-    """Discover the slice as wired and as healthy as it is, make its tables and every figure; Refused when the
-    slice is not wired, miswired, or the tables have a channel-dependency cycle."""
+    """Discover the slice as wired and as healthy as it is, make its tables and every figure (`thorough`: every
+    candidate family whatever the slice's size); Refused when the slice is not wired, miswired, or the tables have a
+    channel-dependency cycle."""
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED:
         raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
@@ -59,7 +61,9 @@ def compute(
         raise Refused(
             f"slice {name!r} is not wired as a {sl.shape}: {len(graph.miswired)} miswired link(s)", graph.miswired
         )
-    report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check, max_vcs=max_vcs)
+    report = evaluate(
+        sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check, max_vcs=max_vcs, thorough=thorough
+    )
     s = report.summary
     if s["deadlock_free"] is False:
         raise Refused(
@@ -187,6 +191,7 @@ class RouteRequest:
     traffics: list[str]
     deadlock_check: bool
     max_vcs: int = HARDWARE_VCS
+    thorough: bool = False  # order pairs whatever the slice's size (`candidates.order_pairs`)
 
 
 @dataclass
@@ -218,7 +223,7 @@ def route_slice(
     them when they may replace the working ones, and make the export asked for (`export_format`). Sparse tables
     (`table_capacity`) are for study and export only, never stored. The slice's stored tables (`read_stored`)
     are kept instead of the new ones where they are lighter (`keep_lighter_stored`)."""
-    routed = compute(state, name, req.algorithm, req.traffics, req.deadlock_check, now, req.max_vcs)
+    routed = compute(state, name, req.algorithm, req.traffics, req.deadlock_check, now, req.max_vcs, req.thorough)
     kept = False
     if read_stored is not None and table_capacity is None:
         routed, kept = keep_lighter_stored(state, routed, req, read_stored)

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 
 LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
-PAIRS_LIMIT = 1024  # chips: per-destination order pairs within 3 VCs (see `order_pairs`)
+PAIRS_LIMIT = 2048  # chips: per-destination order pairs within 3 VCs (see `order_pairs`), unless thorough
 PAIRS_LIMIT_TWISTED = 512
+ALL_ORDERS_LIMIT = 512  # chips: every dimension order per destination with two broken dimensions (`all_orders`)
 MIDDLE_ORDERS_LIMIT = 1024  # chips: single orders with a broken dimension in the middle (`single_orders`)
 MIDDLE_ORDERS_LIMIT_TWISTED = 512
 
@@ -234,20 +235,21 @@ def _max_load(rt: RouteTables) -> float:
 def min_vcs(rt: RouteTables) -> int:
     """The fewest VCs the tables can need (`cdg.verdict` packs no tighter): two dateline VCs per dimension order on
     a torus (one on a mesh), each further order one more (its block overlapping the previous one), and one VC for
-    wild hops, which share a dateline VC when there are several orders; up to LEG_LIMIT chips, where legs may be
-    placed one by one, any number of orders in one order's VCs and one more."""
-    from tpufleet.routing.legs import LEG_LIMIT
-
+    wild hops; with several orders, legs placed one by one (`routing.legs`) may fit any number of them in one
+    order's VCs and one more."""
     per_order = 2 if rt.shape.wraps else 1
     orders = len(set(rt.dest_class.tolist())) if rt.dest_class is not None else 1
     wild = rt.wild is not None and bool(rt.wild.any())
-    if orders > 1 and rt.n <= LEG_LIMIT:
-        return per_order + 1  # legs placed one by one (`routing.legs`) may fit any number of orders there
-    return per_order + orders - 1 + (1 if wild and orders == 1 else 0)
+    return per_order + 1 if orders > 1 or wild else per_order
 
 
 def candidates(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, algorithm: str = "auto", max_vcs: int | None = None
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    algorithm: str = "auto",
+    max_vcs: int | None = None,
+    thorough: bool = False,
 ) -> list[tuple[RouteTables, RouteInfo]]:
     """Table sets for the live graph `alive` of a slice whose healthy graph is `expected`, best first.
 
@@ -257,6 +259,7 @@ def candidates(
     LOAD_AWARE_LIMIT chips, load-aware) when `max_vcs` leaves room for two orders; for optical-link faults also
     the same made for the whole OCS's failure pattern. Ranked by maximum all-to-all link load (ties: fewer
     dimension orders, so fewer virtual channels); the caller keeps the first whose virtual channels fit.
+    `thorough`: order pairs whatever the slice's size (`order_pairs`).
     """
     from tpufleet.routing.balanced import BALANCE_LIMIT
 
@@ -268,7 +271,7 @@ def candidates(
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", None)
         rt.algorithm = algorithm
         return [(rt, info)]
-    singles, mixed, pairs = _variants(shape, expected, alive, max_vcs, balance)
+    singles, mixed, pairs = _variants(shape, expected, alive, max_vcs, balance, thorough)
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     ranked: list[Ranked] = []
     for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
@@ -288,7 +291,12 @@ Variant = tuple["list[Order] | None", "float | None", "Order", bool]  # orders p
 
 
 def _variants(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int | None, balance: list[bool]
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    max_vcs: int | None,
+    balance: list[bool],
+    thorough: bool = False,
 ) -> tuple[list[Variant], list[Variant], list[list[Order]]]:
     """What `candidates` makes for each graph: single orders, per-destination orders on separate VC blocks, and
     the order pairs it adds when no single order is good enough."""
@@ -302,7 +310,7 @@ def _variants(
     if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
         mixed += [([], None, dor.DEFAULT_ORDER, False)]
         mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
-    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs)
+    pairs = order_pairs(shape, len(expected), dead_dims, max_vcs, thorough)
     pairs += all_orders(len(expected), dead_dims) if pairs and not shape.twisted else []
     return singles, mixed, pairs
 
@@ -434,17 +442,20 @@ def _made(
     return out
 
 
-def order_pairs(shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None) -> list[list[Order]]:
+def order_pairs(
+    shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None, thorough: bool = False
+) -> list[list[Order]]:
     """Per broken dimension d, the two orders a destination may choose between: d first (its route leaves the
     source's ring, where one wild hop can skirt a cut) or d last (it enters d in the destination's own ring, whole
     when the destination is outside the broken rings). Two orders fit 3 VCs when their blocks overlap and wild hops
-    share a VC (`cdg.verdict` decides): true on 8x8x8 and 8x8x16 with one OCS down, not on 8x16x16 or 16x16x16,
-    where making them costs seconds for nothing; on twisted tori they gain a unit at most (their balanced tables
-    are built for the whole torus). Hence the size limits."""
+    share a VC, or their legs are placed one by one (`cdg.verdict` decides): with one OCS down, blocks fit on 8x8x8
+    and 8x8x16, legs on 8x16x16 and 16x16x16 (one OCS down there: 0.93 of the healthy throughput against 0.80 with
+    one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.9 s against 0.3 s), and on any slice when `thorough`
+    (16x16x16: 8 s against 1 s); on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most there
+    (their balanced tables are built for the whole torus)."""
     per_order = 2 if shape.wraps else 1
-    if chips > (PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT) or (
-        max_vcs is not None and max_vcs < per_order + 1
-    ):
+    limit = PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT
+    if (chips > limit and not thorough) or (max_vcs is not None and max_vcs < per_order + 1):
         return []
     out: list[list[Order]] = []
     for d in sorted(dead_dims):
@@ -465,9 +476,7 @@ def all_orders(chips: int, dead_dims: set[int]) -> list[list[Order]]:
     (4x8x8 with two OCS down: 193-194 against 204)."""
     from itertools import permutations
 
-    from tpufleet.routing.legs import LEG_LIMIT
-
-    if chips > LEG_LIMIT or len(dead_dims) != 2:
+    if chips > ALL_ORDERS_LIMIT or len(dead_dims) != 2:
         return []
     ranked = sorted(permutations(range(3)), key=lambda o: (-sum(o.index(d) for d in dead_dims), o))
     orders: list[Order] = [(o[0], o[1], o[2]) for o in ranked]

@@ -77,7 +77,6 @@ def verdict(
     and its wild hops by dimension, on VCs of their own). Whether a packing is deadlock-free depends on the
     routes, not on a rule, so each is decided by the same cycle search and the first acyclic one is kept.
     """
-    from tpufleet.routing import legs
 
     hops = _Hops.of(rt, keys, layout)
     separate = _Packing(tuple(range(layout.classes)), layout.per_class, layout.wild_base)
@@ -91,7 +90,7 @@ def verdict(
         return vcs, *_scc_cycle(src, dst, size, vcs), blocks
     least = layout.per_class + 1
     if vcs > least:
-        placed_tried = not legs.worth_trying(rt, layout)
+        placed_tried = layout.classes == 1  # one order: nothing to place leg by leg
         for packing in _packings(layout, vcs):
             if packing.vcs(layout) > least and not placed_tried:
                 placed_tried = True

@@ -13,7 +13,8 @@ blocks does.
 The search assigns one (order, dimension) at a time, most used first, lowest VC first, and checks the channel
 graph of the hops whose VCs are already known after each step: a cycle among them stays whatever the rest get,
 so that branch is cut. It gives up after LEG_CHECKS cycle checks (bounded work: `evaluate` then keeps what the
-blocks give), and only runs on slices up to LEG_LIMIT chips.
+blocks give). On a full pod (16x16x16, order pairs with one OCS down) a check takes about 15 ms and a placement was
+found in 23.
 """
 
 from __future__ import annotations
@@ -22,17 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tpufleet.constants import Int64Array
-    from tpufleet.routing.analysis import RouteTables
     from tpufleet.routing.cdg import Layout, _Hops
 
-LEG_LIMIT = 512  # chips
 # Cycle checks (5-10 ms each on 8x8x8) before the search gives up: the fits found on 8x8x8, 4x4x8 and 4x8x8 with
 # OCS failures took 14-37; a search that finds none costs 0.5-1 s.
 LEG_CHECKS = 100
-
-
-def worth_trying(rt: RouteTables, layout: Layout) -> bool:
-    return layout.classes > 1 and rt.n <= LEG_LIMIT
 
 
 def place(hops: _Hops, layout: Layout, vcs: int) -> tuple[Int64Array, Int64Array] | None:

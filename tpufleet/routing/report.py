@@ -135,6 +135,7 @@ def evaluate(
     deadlock_check: bool = True,
     max_vcs: int | None = None,
     turn: bool = True,
+    thorough: bool = False,
 ) -> RouteReport:
     """Tables plus every documented figure: routable pairs, lengths, VCs, deadlock, loads, throughput kept.
 
@@ -143,11 +144,12 @@ def evaluate(
 
     With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
-    fewest VCs is reported, for the caller to refuse.
+    fewest VCs is reported, for the caller to refuse. `thorough`: every candidate family whatever the slice's size
+    (`candidates.order_pairs`: seconds more on the largest slices).
     """
     if turn and deadlock_check and algorithm == "auto":
-        return _turned_or_made(shape, expected, alive, traffics, max_vcs)
-    return _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs)
+        return _turned_or_made(shape, expected, alive, traffics, max_vcs, thorough)
+    return _made_for(shape, expected, alive, algorithm, traffics, deadlock_check, max_vcs, thorough)
 
 
 def verdict_summary(
@@ -184,14 +186,15 @@ def _turned_or_made(
     alive: ChipGraph,
     traffics: Sequence[str],
     max_vcs: int | None,
+    thorough: bool = False,
 ) -> RouteReport:
     """`evaluate` of `auto` tables checked for deadlock: the fault's canonical form's tables turned back
     (`_turned`), else the best candidate made as it is; then a whole OCS's pattern's tables instead where they
     carry all-to-all lighter (`_with_whole_ocs`, which makes the pattern's own answer here, not through
     `evaluate`)."""
-    own = _turned(shape, expected, alive, traffics, max_vcs)
+    own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit `thorough` lifts
     if own is None:
-        own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs)
+        own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
     return _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own)
 
 
@@ -250,11 +253,12 @@ def _made_for(
     traffics: Sequence[str],
     deadlock_check: bool,
     max_vcs: int | None,
+    thorough: bool = False,
 ) -> RouteReport:
     """The tables of the live graph made as it is: the best-ranked candidate."""
     from tpufleet.routing.candidates import candidates
 
-    options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None)
+    options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None, thorough)
     if not deadlock_check:
         rt, info = options[0]
         return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))
