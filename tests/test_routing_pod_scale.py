@@ -83,3 +83,32 @@ def test_routes_thorough_is_passed_to_the_router(fleet, monkeypatch: pytest.Monk
     a2a = "all-to-all"
     assert thorough.json["max_link_load"][a2a] < plain.json["max_link_load"][a2a]
     assert again.json["kept_stored_tables"] and again.json["max_link_load"] == thorough.json["max_link_load"]
+
+
+def test_links_of_several_ocs_make_each_pattern_graph_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One optical link of each of three OCS: the whole-OCS patterns reach each of the 2^3 graphs (the live one,
+    each OCS, each two, all three) by several paths; each is made once (in its canonical form), not once a path."""
+    from tpufleet.routing import memo, report
+    from tpufleet.routing.report import evaluate
+    from tpufleet.shapes import parse_shape
+    from tpufleet.topology import neighbors
+
+    shape = parse_shape("4x4x8")
+    expected = neighbors(shape)
+    alive = rq.scattered(expected, rq.ocs_failures(shape, expected, (("x", 3), ("y", 5), ("z", 2))), 3)
+    made: list[bytes] = []
+    real = report._made_for
+
+    def counted(shape, expected, alive, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(alive.tobytes())
+        return real(shape, expected, alive, *args, **kwargs)
+
+    class Choices(dict):  # the choice cache a command installs (its state's `cache/`): no process-wide memo then
+        def put(self, key, choices):  # type: ignore[no-untyped-def]
+            self[key] = choices
+
+    monkeypatch.setattr(report, "_made_for", counted)
+    with memo.using(Choices()):
+        s = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary
+    assert s["unroutable_pairs"] == 0 and s["deadlock_free"]
+    assert len(made) == len(set(made)) == 8

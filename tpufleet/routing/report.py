@@ -187,15 +187,24 @@ def _turned_or_made(
     traffics: Sequence[str],
     max_vcs: int | None,
     thorough: bool = False,
+    seen: dict[bytes, RouteReport] | None = None,
 ) -> RouteReport:
     """`evaluate` of `auto` tables checked for deadlock: the fault's canonical form's tables turned back
     (`_turned`), else the best candidate made as it is; then a whole OCS's pattern's tables instead where they
     carry all-to-all lighter (`_with_whole_ocs`, which makes the pattern's own answer here, not through
-    `evaluate`)."""
-    own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit `thorough` lifts
-    if own is None:
-        own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
-    return _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own)
+    `evaluate`).
+
+    `seen`: the answers already made in this evaluation, by live graph. Patterns reach the same graph many ways
+    (links of OCS a, b and c: expanding a then b, or b then a, or all three at once): each of the 2^k graphs of k
+    OCS is made once, not once per path (3 links of 3 OCS on 8x8x8: 8 graphs made, not 20)."""
+    seen = {} if seen is None else seen
+    key = alive.tobytes()
+    if key not in seen:
+        own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit thorough lifts
+        if own is None:
+            own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
+        seen[key] = _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own, seen)
+    return seen[key]
 
 
 def _with_whole_ocs(
@@ -205,6 +214,7 @@ def _with_whole_ocs(
     traffics: Sequence[str],
     max_vcs: int | None,
     own: RouteReport,
+    seen: dict[bytes, RouteReport],
 ) -> RouteReport:
     """`own`, or the tables a whole OCS's failure pattern containing the dead optical links gets on its own, when
     they carry all-to-all with a lower maximum load: they never use a link the pattern lacks, so they serve the
@@ -218,7 +228,7 @@ def _with_whole_ocs(
     if "all-to-all" not in best.summary["max_link_load"] or shape.twisted or len(expected) > CANONICAL_LIMIT:
         return best  # no canonical form: the live graph's candidates already hold each pattern's own tables
     for graph, _ in ocs_patterns(shape, expected, alive):
-        other = _as_the_pattern_gets(shape, expected, graph, alive, traffics, max_vcs)
+        other = _as_the_pattern_gets(shape, expected, graph, alive, traffics, max_vcs, seen)
         if other is not None and _a2a(other) < _a2a(best):
             best = other
     return best
@@ -231,13 +241,14 @@ def _as_the_pattern_gets(
     alive: ChipGraph,
     traffics: Sequence[str],
     max_vcs: int | None,
+    seen: dict[bytes, RouteReport],
 ) -> RouteReport | None:
     """The tables a whole OCS's failure `pattern` gets on its own (its canonical form included), on the live
     graph `alive` (they never use a link the pattern lacks); None when they do not route every pair within
     `max_vcs` there."""
     import dataclasses
 
-    made = _turned_or_made(shape, expected, pattern, traffics, max_vcs)
+    made = _turned_or_made(shape, expected, pattern, traffics, max_vcs, seen=seen)
     return _moved(shape, expected, traffics, max_vcs, made, lambda tables: dataclasses.replace(tables, nbr=alive))
 
 
