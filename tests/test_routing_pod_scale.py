@@ -112,3 +112,31 @@ def test_links_of_several_ocs_make_each_pattern_graph_once(monkeypatch: pytest.M
         s = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary
     assert s["unroutable_pairs"] == 0 and s["deadlock_free"]
     assert len(made) == len(set(made)) == 8
+
+
+def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
+    fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A floor between what the quick and the thorough tables keep: the fault reroutes (the quick tables alone
+    would move the slice), and `routes` then stores the thorough tables, which keep the floor."""
+    from tpufleet.routing import candidates, canonical
+
+    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
+        assert fleet(*step).code == 0, step
+    quick = fleet("inject-fault", "ocs:pod0/z/3", "--dry-run", "-o", "json").json["slices"][0]["reroute"]
+    thorough_kept = _summary("4x4x8", "z", thorough=True)[0]["throughput_retained"]["all-to-all"]
+    assert quick["all_to_all_retained"] < thorough_kept  # the floor's room
+    floor = round((quick["all_to_all_retained"] + thorough_kept) / 2, 4)
+    assert fleet("policy", "s", "--min-throughput", str(floor)).code == 0
+
+    hit = fleet("inject-fault", "ocs:pod0/z/3", "-o", "json")
+    assert hit.code == 0, hit.err
+    (impact,) = hit.json["slices"]
+    assert impact["action"] == "reroute", impact
+    assert impact["reroute"]["all_to_all_retained"] >= floor
+    routed = fleet("routes", "s", "-o", "json")
+    assert routed.code == 0 and routed.json["stored"]
+    assert routed.json["dimension_orders"] == 2
+    assert routed.json["throughput_retained"]["all-to-all"] >= floor

@@ -14,6 +14,7 @@ from typing import Any
 from tpufleet import wiring
 from tpufleet.constants import HARDWARE_VCS
 from tpufleet.errors import BadStateFile, Refused
+from tpufleet.faults import thorough_may_keep
 from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, SliceState
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
@@ -64,6 +65,9 @@ def compute(
     report = evaluate(
         sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check, max_vcs=max_vcs, thorough=thorough
     )
+    quick = algorithm == "auto" and deadlock_check and "all-to-all" in traffics and not thorough
+    if quick and thorough_may_keep(sl, len(graph.expected), report.summary):  # as the fault path keeps the slice
+        report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, max_vcs=max_vcs, thorough=True)
     s = report.summary
     if s["deadlock_free"] is False:
         raise Refused(

@@ -442,6 +442,11 @@ def _made(
     return out
 
 
+def thorough_adds(shape: Shape, chips: int) -> bool:
+    """`thorough` makes more candidates for this slice than the default (order pairs above their size limit)."""
+    return chips > (PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT)
+
+
 def order_pairs(
     shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None, thorough: bool = False
 ) -> list[list[Order]]:
@@ -454,8 +459,7 @@ def order_pairs(
     (16x16x16: 8 s against 1 s); on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most there
     (their balanced tables are built for the whole torus)."""
     per_order = 2 if shape.wraps else 1
-    limit = PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT
-    if (chips > limit and not thorough) or (max_vcs is not None and max_vcs < per_order + 1):
+    if (thorough_adds(shape, chips) and not thorough) or (max_vcs is not None and max_vcs < per_order + 1):
         return []
     out: list[list[Order]] = []
     for d in sorted(dead_dims):
