@@ -39,6 +39,9 @@ LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hott
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
 PAIRS_LIMIT = 2048  # chips: per-destination order pairs within 3 VCs (see `order_pairs`), unless thorough
 PAIRS_LIMIT_TWISTED = 512
+# chips: both ways of breaking a destination's tie within a pair; above, the broken dimension first only (8x16x16 and
+# 16x16x16 with one OCS down: the same load either way, 0.6-1.6 s a repair)
+BOTH_TIES_LIMIT = 1024
 ALL_ORDERS_LIMIT = 512  # chips: every dimension order per destination with two broken dimensions (`all_orders`)
 MIDDLE_ORDERS_LIMIT = 1024  # chips: single orders with a broken dimension in the middle (`single_orders`)
 MIDDLE_ORDERS_LIMIT_TWISTED = 512
@@ -455,8 +458,8 @@ def order_pairs(
     when the destination is outside the broken rings). Two orders fit 3 VCs when their blocks overlap and wild hops
     share a VC, or their legs are placed one by one (`cdg.verdict` decides): with one OCS down, blocks fit on 8x8x8
     and 8x8x16, legs on 8x16x16 and 16x16x16 (one OCS down there: 0.93 of the healthy throughput against 0.80 with
-    one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.9 s against 0.3 s), and on any slice when `thorough`
-    (16x16x16: 8 s against 1 s); on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most there
+    one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.5 s against 0.3 s), and on any slice when `thorough`
+    (16x16x16: 5.7 s against 0.7 s); on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most there
     (their balanced tables are built for the whole torus)."""
     per_order = 2 if shape.wraps else 1
     if (thorough_adds(shape, chips) and not thorough) or (max_vcs is not None and max_vcs < per_order + 1):
@@ -464,7 +467,8 @@ def order_pairs(
     out: list[list[Order]] = []
     for d in sorted(dead_dims):
         a, b = [x for x in dor.DEFAULT_ORDER if x != d]
-        out += [[(d, a, b), (a, b, d)], [(a, b, d), (d, a, b)]]  # a destination with a tie takes the first
+        first, last = (d, a, b), (a, b, d)
+        out += [[first, last], [last, first]] if chips <= BOTH_TIES_LIMIT else [[first, last]]  # ties: the first
     return out
 
 
