@@ -140,3 +140,53 @@ def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
     assert routed.code == 0 and routed.json["stored"]
     assert routed.json["dimension_orders"] == 2
     assert routed.json["throughput_retained"]["all-to-all"] >= floor
+
+
+def _two_slices_and_floors(fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[float, float]:
+    """Two 4x4x8 slices on one pod, every limit below them; (what the quick, what the thorough tables keep) with
+    OCS z/3 down."""
+    from tpufleet.routing import candidates, canonical
+
+    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    for name in ("a", "b"):
+        for step in (("allocate", name, "--shape", "4x4x8"), ("plan-xconnect", name, "--apply"), ("routes", name)):
+            assert fleet(*step).code == 0, step
+    dry = fleet("inject-fault", "ocs:pod0/z/3", "--dry-run", "-o", "json").json["slices"]
+    quick = {s["reroute"]["all_to_all_retained"] for s in dry}
+    assert len(quick) == 1  # one graph for both
+    return quick.pop(), _summary("4x4x8", "z", thorough=True)[0]["throughput_retained"]["all-to-all"]
+
+
+def test_slices_of_one_graph_each_get_the_tables_of_their_own_floor(fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blast radius works a graph out once for all its slices; the thorough figures a high floor needs are
+    not recorded for a slice whose floor the quick tables meet, whichever slice comes first."""
+    quick, thorough = _two_slices_and_floors(fleet, monkeypatch)
+    assert fleet("policy", "a", "--min-throughput", str(round((quick + thorough) / 2, 4))).code == 0
+    hit = fleet("inject-fault", "ocs:pod0/z/3", "-o", "json")
+    assert hit.code == 0, hit.err
+    kept = {s["slice"]: s["reroute"]["all_to_all_retained"] for s in hit.json["slices"]}
+    assert kept == {"a": thorough, "b": quick}
+    routed = {name: fleet("routes", name, "--traffic", "all-reduce", "-o", "json").json for name in ("a", "b")}
+    assert routed["a"]["thorough"] is True and routed["a"]["dimension_orders"] == 2  # all-to-all measured anyway
+    assert routed["b"]["thorough"] is False and routed["b"]["dimension_orders"] == 1
+
+
+def test_thorough_is_not_made_for_a_floor_on_twisted_tori() -> None:
+    """Order pairs need 4 VCs there (twisted 8x8x16 and 8x16x16 with one OCS down): the fault path never pays
+    for them, an explicit `routes --thorough` still may."""
+    from tpufleet.routing.candidates import thorough_adds, thorough_may_help
+    from tpufleet.shapes import parse_shape
+
+    twisted = parse_shape("8x8x16", True)
+    assert thorough_adds(twisted, 1024) and not thorough_may_help(twisted, 1024)
+    full = parse_shape("16x16x16")
+    assert thorough_may_help(full, 4096) and not thorough_may_help(parse_shape("8x16x16"), 2048)
+
+
+def test_canonical_forms_are_made_below_the_size_thorough_lifts() -> None:
+    """`evaluate` routes a fault in its canonical form without `thorough` (`report._turned_or_made`): right only
+    while every canonical form is small enough for the quick limits to make what thorough would."""
+    from tpufleet.routing import candidates, canonical
+
+    assert canonical.CANONICAL_LIMIT <= candidates.PAIRS_LIMIT

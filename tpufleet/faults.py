@@ -241,16 +241,19 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
         return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())
     key = (sl.shape.text, sl.shape.twisted, graph.expected.tobytes(), graph.nbr.tobytes())
-    s = routed.get(key) if routed is not None else None
-    if s is None:
-        s = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
-    if thorough_may_keep(sl, len(graph.expected), s):
-        made = evaluate(
-            sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS, thorough=True
-        )
-        s = {**made.summary, "thorough": True}
-    if routed is not None:
-        routed[key] = s
+    routed = {} if routed is None else routed
+    if key not in routed:
+        routed[key] = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
+    s = routed[key]
+    if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, s["throughput_retained"]["all-to-all"]):
+        # kept apart: another slice of this graph, with a lower floor, keeps the quick tables' figures
+        thorough = (f"thorough {key[0]}", *key[1:])
+        if thorough not in routed:
+            made = evaluate(
+                sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS, thorough=True
+            )
+            routed[thorough] = made.summary
+        s = routed[thorough]
     return {
         "fully_routable": s["unroutable_pairs"] == 0 and not graph.miswired,
         "unroutable_pairs": s["unroutable_pairs"],
@@ -261,18 +264,13 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     }
 
 
-def thorough_may_keep(sl: Slice, chips: int, summary: dict[str, Any]) -> bool:
-    """The quick tables route every pair but keep less than the slice's floor, and thorough routing makes more
-    candidates for it (a full pod with one OCS down: 0.80 quick, 0.93 thorough): seconds spent before moving a
-    slice that could have stayed. Not when `summary` is thorough's already."""
-    from tpufleet.routing.candidates import thorough_adds
+def thorough_may_keep(sl: Slice, chips: int, routable: bool, kept: float) -> bool:
+    """The quick tables route every pair but `kept` (their share of the healthy all-to-all throughput) is below
+    the slice's floor, and thorough tables may keep more (`candidates.thorough_may_help`; a full pod with one OCS
+    down: 0.80 quick, 0.93 thorough): seconds spent before moving a slice that could have stayed."""
+    from tpufleet.routing.candidates import thorough_may_help
 
-    return (
-        not summary.get("thorough", False)
-        and summary["unroutable_pairs"] == 0
-        and summary["throughput_retained"]["all-to-all"] < sl.min_throughput
-        and thorough_adds(sl.shape, chips)
-    )
+    return routable and kept < sl.min_throughput and thorough_may_help(sl.shape, chips)
 
 
 def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:

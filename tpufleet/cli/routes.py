@@ -127,9 +127,9 @@ def routes_cmd(
         bool,
         typer.Option(
             "--thorough",
-            help="With --algorithm auto, also try per-destination dimension order pairs on slices above 2,048 "
-            "chips: a full pod with one OCS down keeps 0.93 of its healthy all-to-all throughput instead of 0.80, "
-            "in about 6 s instead of 1 s",
+            help="With --algorithm auto, also try per-destination dimension order pairs on slices above their size "
+            "limit (2,048 chips; twisted 512): a full pod with one OCS down keeps 0.93 of its healthy all-to-all "
+            "throughput instead of 0.80, in about 6 s instead of 1 s",
         ),
     ] = False,
     verbose: RoutingWorkOpt = False,

@@ -15,7 +15,7 @@ from tpufleet import wiring
 from tpufleet.constants import HARDWARE_VCS
 from tpufleet.errors import BadStateFile, Refused
 from tpufleet.faults import thorough_may_keep
-from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, SliceState
+from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
 from tpufleet.routing import export, reuse
@@ -32,6 +32,7 @@ class RoutedSlice:
     graph: wiring.SliceGraph
     report: RouteReport
     meta: dict[str, Any]
+    thorough: bool = False  # made with order pairs whatever the slice's size (asked, or to keep its floor)
 
     @property
     def unroutable(self) -> list[str]:
@@ -49,8 +50,8 @@ def compute(
     max_vcs: int = HARDWARE_VCS,
     thorough: bool = False,
 ) -> RoutedSlice:
-    """Discover the slice as wired and as healthy as it is, make its tables and every figure (`thorough`: every
-    candidate family whatever the slice's size); Refused when the slice is not wired, miswired, or the tables have a
+    """Discover the slice as wired and as healthy as it is, make its tables and every figure (`thorough`: order
+    pairs whatever the slice's size, also made when the quick tables keep less than the slice's floor); Refused when the slice is not wired, miswired, or the tables have a
     channel-dependency cycle."""
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED:
@@ -65,8 +66,9 @@ def compute(
     report = evaluate(
         sl.shape, graph.expected, graph.nbr, algorithm, traffics, deadlock_check, max_vcs=max_vcs, thorough=thorough
     )
-    quick = algorithm == "auto" and deadlock_check and "all-to-all" in traffics and not thorough
-    if quick and thorough_may_keep(sl, len(graph.expected), report.summary):  # as the fault path keeps the slice
+    if algorithm == "auto" and deadlock_check and not thorough and _below_floor(sl, graph, report):
+        # the fault path keeps such a slice on thorough tables: so do its stored ones
+        thorough = True
         report = evaluate(sl.shape, graph.expected, graph.nbr, algorithm, traffics, max_vcs=max_vcs, thorough=True)
     s = report.summary
     if s["deadlock_free"] is False:
@@ -85,7 +87,23 @@ def compute(
         "vc_layout": s["vc_layout"],
         "wild_layers": report.tables.wild_layers,
     }
-    return RoutedSlice(name, state.serial, graph, report, meta)
+    return RoutedSlice(name, state.serial, graph, report, meta, thorough)
+
+
+def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bool:
+    """The quick tables route every pair but keep less of the all-to-all throughput than the slice's floor, where
+    thorough tables may keep more (`faults.thorough_may_keep`); measured when `--traffic` left all-to-all out."""
+    from tpufleet.routing.candidates import thorough_may_help
+    from tpufleet.routing.report import healthy_loads
+
+    s, chips = report.summary, len(graph.expected)
+    if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips):
+        return False
+    kept = s["throughput_retained"].get("all-to-all")
+    if kept is None:
+        healthy = healthy_loads(sl.shape, graph.expected, ("all-to-all",))["all-to-all"]
+        kept = round(healthy / reuse.all_to_all_load(report), 4)
+    return thorough_may_keep(sl, chips, True, kept)
 
 
 def not_storable(routed: RoutedSlice, hardware_vcs: int, asked_vcs: int | None = None) -> str | None:
@@ -243,6 +261,7 @@ def route_slice(
         **routed.report.summary,
         **sparse_note,
         "unroutable": routed.unroutable[:1000],
+        "thorough": routed.thorough,
         "stored": refusal is None,
         "kept_stored_tables": kept,
     }
@@ -279,7 +298,7 @@ def keep_lighter_stored(
         return routed, False
     s = report.summary
     meta = {**routed.meta, "vcs": s["vcs"], "vc_layout": s["vc_layout"], "wild_layers": report.tables.wild_layers}
-    return RoutedSlice(routed.name, routed.serial, graph, report, meta), True
+    return RoutedSlice(routed.name, routed.serial, graph, report, meta, routed.thorough), True
 
 
 def _store_and_export(

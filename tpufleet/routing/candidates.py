@@ -450,6 +450,13 @@ def thorough_adds(shape: Shape, chips: int) -> bool:
     return chips > (PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT)
 
 
+def thorough_may_help(shape: Shape, chips: int) -> bool:
+    """Thorough tables may keep more of this slice's throughput within 3 VCs: order pairs above their size limit
+    on an untwisted torus (on a twisted one their legs need 4 VCs: 8x8x16 and 8x16x16 keep what the quick tables
+    keep, in twice the time)."""
+    return shape.wraps and not shape.twisted and thorough_adds(shape, chips)
+
+
 def order_pairs(
     shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None, thorough: bool = False
 ) -> list[list[Order]]:

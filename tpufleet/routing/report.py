@@ -144,8 +144,8 @@ def evaluate(
 
     With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
-    fewest VCs is reported, for the caller to refuse. `thorough`: every candidate family whatever the slice's size
-    (`candidates.order_pairs`: seconds more on the largest slices).
+    fewest VCs is reported, for the caller to refuse. `thorough`: order pairs whatever the slice's size
+    (`candidates.order_pairs`: seconds more on the largest slices; the other families keep their limits).
     """
     if turn and deadlock_check and algorithm == "auto":
         return _turned_or_made(shape, expected, alive, traffics, max_vcs, thorough)
