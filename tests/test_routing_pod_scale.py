@@ -99,12 +99,12 @@ def test_links_of_several_ocs_make_each_pattern_graph_once(monkeypatch: pytest.M
     made: list[bytes] = []
     real = report._made_for
 
-    def counted(shape, expected, alive, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counted(shape, expected, alive, *args, **kwargs):
         made.append(alive.tobytes())
         return real(shape, expected, alive, *args, **kwargs)
 
     class Choices(dict):  # the choice cache a command installs (its state's `cache/`): no process-wide memo then
-        def put(self, key, choices):  # type: ignore[no-untyped-def]
+        def put(self, key, choices):
             self[key] = choices
 
     monkeypatch.setattr(report, "_made_for", counted)
