@@ -14,7 +14,7 @@ field, value) or accepts it as before.
 from __future__ import annotations
 
 import math
-from itertools import repeat
+from itertools import chain, repeat
 from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,6 +47,9 @@ _TIMES = (
     *PHASE_TIMES,
 )
 _STEP_SLOT = 2
+# an entry's times, then its step number (exact as a float: MAX_STEP < 2^53), read in one call
+_FIELDS = attrgetter(*(key for key, _ in _TIMES), "step_count")
+_JOB_NAME = attrgetter("job_name")
 _CHECKPOINT_KEYS = (
     "step",
     "checkpoint_manager_blocking_start_time",
@@ -186,18 +189,25 @@ def _columns(data: bytes, starts: Ints) -> _Columns | None:
         entries = _DECODER.decode_lines(data[starts[lo] : starts[hi]])
         if len(entries) != hi - lo:
             return None
-        names = [e.job_name for e in entries]
+        names = list(map(_JOB_NAME, entries))
         for name in dict.fromkeys(names):
             index.setdefault(name, len(index))
-        jobs[lo:hi] = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=hi - lo)
-        for k, (key, _name) in enumerate(_TIMES):
-            column = np.array(list(map(attrgetter(key), entries)), dtype=np.float64)
+        if names.count(names[0]) == len(names):  # a chunk of one job (the usual log): no lookup an entry
+            jobs[lo:hi] = index[names[0]]
+        else:
+            jobs[lo:hi] = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=hi - lo)
+        # every time and step number of every entry in one pass (a tuple an entry): [entry, key]
+        width = len(_TIMES) + 1
+        block = np.fromiter(chain.from_iterable(map(_FIELDS, entries)), np.float64, count=width * (hi - lo))
+        block = block.reshape(hi - lo, width)
+        for k in range(len(_TIMES)):
+            column = block[:, k]
             mine = np.flatnonzero(~np.isnan(column))
             if len(mine):
                 rows[k].append(mine + lo)
                 seconds[k].append(column[mine])
                 if k == _STEP_SLOT:
-                    steps.append(np.array([entries[i].step_count for i in mine.tolist()], dtype=np.int64))
+                    steps.append(block[mine, len(_TIMES)].astype(np.int64))
         for key in keys:
             given = np.fromiter(map(is_not, map(attrgetter(key), entries), repeat(_U)), dtype=bool, count=hi - lo)
             special += [(lo + i, entries[i]) for i in np.flatnonzero(given).tolist()]
