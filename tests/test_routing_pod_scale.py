@@ -42,19 +42,6 @@ def test_one_ocs_on_8x16x16_keeps_the_goal_within_3_vcs() -> None:
     assert load >= bound
 
 
-def test_thorough_lifts_the_size_limit_of_order_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the limit below the slice, only `thorough` makes the pair (the same tables the default makes below it)."""
-    from tpufleet.routing import candidates
-
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 1024)
-    quick, _ = _summary("8x16x16", "y")
-    assert quick["dimension_orders"] == 1
-    assert quick["throughput_retained"]["all-to-all"] < 0.81
-    thorough, _ = _summary("8x16x16", "y", thorough=True)
-    assert thorough["dimension_orders"] == 2
-    assert thorough["throughput_retained"]["all-to-all"] >= GOAL
-
-
 @pytest.mark.slow
 def test_one_ocs_on_a_full_pod_keeps_the_goal_when_thorough() -> None:
     s, bound = _summary("16x16x16", "x", thorough=True)
