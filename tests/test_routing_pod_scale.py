@@ -177,3 +177,27 @@ def test_canonical_forms_are_made_below_the_size_thorough_lifts() -> None:
     from tpufleet.routing import candidates, canonical
 
     assert canonical.CANONICAL_LIMIT <= candidates.PAIRS_LIMIT
+
+
+def test_a_patterns_tables_keep_their_analysis_on_the_live_graph() -> None:
+    """Tables made for a whole OCS's pattern, put on the live graph (more links alive), are not analysed again:
+    their routes, loads and VCs are the pattern's. Every figure equals a fresh analysis on the live graph."""
+    import dataclasses
+
+    from tpufleet.routing import report
+    from tpufleet.routing.candidates import ocs_patterns
+    from tpufleet.shapes import parse_shape
+    from tpufleet.topology import neighbors
+
+    shape = parse_shape("4x4x8")
+    expected = neighbors(shape)
+    alive = rq.scattered(expected, rq.ocs_failures(shape, expected, (("x", 3), ("z", 2))), 2)
+    traffics = ("all-to-all", "all-reduce")
+    patterns = ocs_patterns(shape, expected, alive)
+    assert len(patterns) == 3  # each OCS, and both
+    for pattern, _ in patterns:
+        made = report._turned_or_made(shape, expected, pattern, traffics, 3)
+        kept = report._as_the_pattern_gets(shape, expected, pattern, alive, traffics, 3, {})
+        fresh = report._moved(shape, expected, traffics, 3, made, lambda t: dataclasses.replace(t, nbr=alive))
+        assert kept is not None and fresh is not None
+        assert kept.summary == fresh.summary

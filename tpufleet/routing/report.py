@@ -28,6 +28,7 @@ class RouteReport:
     summary: dict[str, Any]  # the documented figures (JSON-shaped)
     unroutable: list[tuple[int, int]] = field(default_factory=list)
     cycle: list[str] = field(default_factory=list)
+    analysis: Analysis | None = None  # what the figures came from (routes, loads, VCs), for the same tables elsewhere
 
 
 def _loads(
@@ -249,7 +250,12 @@ def _as_the_pattern_gets(
     import dataclasses
 
     made = _turned_or_made(shape, expected, pattern, traffics, max_vcs, seen=seen)
-    return _moved(shape, expected, traffics, max_vcs, made, lambda tables: dataclasses.replace(tables, nbr=alive))
+    if made.analysis is None or not _fits(made.analysis, max_vcs) or made.summary["unroutable_pairs"]:
+        return _moved(shape, expected, traffics, max_vcs, made, lambda tables: dataclasses.replace(tables, nbr=alive))
+    # The same routes on more live links: they arrive, load the links and use the VCs as on the pattern, so its
+    # analysis stands (the channel dependencies are the hops' own); the figures of the live graph are made again.
+    tables = dataclasses.replace(made.tables, nbr=alive)
+    return _report(shape, expected, traffics, True, "auto", tables, _turned_info(made.summary), made.analysis)
 
 
 def _a2a(report: RouteReport) -> float:
@@ -516,7 +522,7 @@ def _report(
         "vc_layout": a.vc_blocks if deadlock_check else None,
     }
     pairs = list(zip(bad_s[:1000].tolist(), bad_t[:1000].tolist(), strict=True))
-    return RouteReport(rt, summary, pairs, a.cycle)
+    return RouteReport(rt, summary, pairs, a.cycle, a)
 
 
 def _optimum_figures(
