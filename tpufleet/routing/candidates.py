@@ -199,17 +199,20 @@ def _by_rings(shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Vari
     return per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive)
 
 
-def _broken(shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant) -> tuple[npt.NDArray[np.int64], int]:
-    """The pairs a variant's starting tables lose to the faults, and how many dimension orders they use; without
-    the tables where the rings give them."""
+def _broken(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant
+) -> tuple[npt.NDArray[np.int64], int, BoolArray | None]:
+    """The pairs a variant's starting tables lose to the faults, how many dimension orders they use, and the
+    pairs as an N * N mask where the rings give them (without the tables; None otherwise)."""
     import numpy as np
 
     if _by_rings(shape, expected, alive, variant):
-        from tpufleet.routing.rings import broken_by_runs
+        from tpufleet.routing.rings import broken_mask_by_runs
 
-        return broken_by_runs(shape, variant[2], expected, alive), 1
+        mask = broken_mask_by_runs(shape, variant[2], expected, alive)
+        return np.flatnonzero(mask), 1, mask
     _, _, dest_class, _, broken = _base_tables(shape, expected, alive, variant)
-    return broken, len(np.unique(dest_class))
+    return broken, len(np.unique(dest_class)), None
 
 
 def _plain_dor(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> bool:
@@ -395,12 +398,12 @@ def _left_of(
     as plain wild-first, see `_made`)."""
     from tpufleet.routing.tolerant import left_unrepaired
 
-    broken, orders_used = _broken(shape, expected, graph, variant)
+    broken, orders_used, mask = _broken(shape, expected, graph, variant)
     if variant[0] is not None and orders_used == 1:
         return None
     if len(broken) == 0:
         return 0
-    return left_unrepaired(graph, broken, order=orders.get(len(broken)))
+    return left_unrepaired(graph, broken, order=orders.get(len(broken)), bad=mask)
 
 
 Ranked = tuple[tuple[float, int], RouteTables, RouteInfo]

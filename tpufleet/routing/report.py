@@ -90,9 +90,11 @@ def healthy_tables_broken(shape: Shape, expected: ChipGraph, alive: ChipGraph) -
     if bool((alive == expected).all()):
         return 0
     if symmetric(shape) and not shape.twisted and bool(((alive == expected) | (alive < 0)).all()):
-        from tpufleet.routing.rings import broken_by_runs
+        import numpy as np
 
-        return len(broken_by_runs(shape, DEFAULT_ORDER, expected, alive))
+        from tpufleet.routing.rings import broken_mask_by_runs
+
+        return int(np.count_nonzero(broken_mask_by_runs(shape, DEFAULT_ORDER, expected, alive)))
     _, make = _healthy_reference(shape, expected, ("all-to-all",))
     P, _ = make(shape)
     return len(broken_pairs(P, expected, alive))

@@ -229,7 +229,17 @@ def _floor_log2(n: int) -> npt.NDArray[np.int64]:
 def broken_by_runs(
     shape: Shape, order: tuple[int, int, int], expected: ChipGraph, graph: ChipGraph
 ) -> npt.NDArray[np.int64]:
-    """Flat indices t * N + s of the pairs whose plain dimension-order route crosses a link `graph` lacks, found
+    """Flat indices t * N + s of the pairs whose plain dimension-order route crosses a link `graph` lacks
+    (`broken_mask_by_runs`, as indices)."""
+    import numpy as np
+
+    return np.flatnonzero(broken_mask_by_runs(shape, order, expected, graph))
+
+
+def broken_mask_by_runs(
+    shape: Shape, order: tuple[int, int, int], expected: ChipGraph, graph: ChipGraph
+) -> npt.NDArray[np.bool_]:
+    """[N * N] bool, flat t * N + s: the pairs whose plain dimension-order route crosses a link `graph` lacks, found
     from each dead link's ring: the routes through the hop leaving position a in direction sigma are the runs
     (e -> b) that contain it, from any source agreeing with a after that dimension, to any target agreeing with
     a before it. The same set `tolerant.broken_pairs` finds by searching up from the dead links."""
@@ -263,7 +273,7 @@ def broken_by_runs(
         t = fixed_t + b[run] * stride[d]
         flat = (t[:, None, None] + free_t[None, None, :]) * n_chips + (s[:, None, None] + free_s[None, :, None])
         bad[flat.ravel()] = True
-    return np.flatnonzero(bad)
+    return bad
 
 
 def _combos(dims: tuple[int, int, int], free: tuple[int, ...], stride: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -248,6 +248,7 @@ def left_unrepaired(
     broken: npt.NDArray[np.int64],
     seed: int = 0,
     order: npt.NDArray[np.integer[Any]] | None = None,
+    bad: BoolArray | None = None,
 ) -> int:
     """How many of the `broken` pairs `wild_first` (the same seed) leaves unroutable, found without making a route.
 
@@ -278,8 +279,9 @@ def left_unrepaired(
     n = len(alive)
     if len(broken) == 0:
         return 0
-    bad = np.zeros(n * n, dtype=bool)
-    bad[broken] = True
+    if bad is None:  # (`bad`: the same pairs as an N * N mask, when the caller has it; changed here)
+        bad = np.zeros(n * n, dtype=bool)
+        bad[broken] = True
     index = np.int32 if n * n < 2**31 else np.int64  # halves the memory traffic of the gathers below
     chips = np.arange(n, dtype=index)
     # a dead port points back at the chip itself: the pair being checked is still broken, so it never counts
