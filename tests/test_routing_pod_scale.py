@@ -122,7 +122,8 @@ def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
     assert hit.code == 0, hit.err
     (impact,) = hit.json["slices"]
     assert impact["action"] == "reroute", impact
-    assert impact["reroute"]["all_to_all_retained"] >= floor
+    assert impact["reroute"]["all_to_all_retained"] >= floor and impact["reroute"]["thorough"] is True
+    assert quick["thorough"] is False
     routed = fleet("routes", "s", "-o", "json")
     assert routed.code == 0 and routed.json["stored"]
     assert routed.json["dimension_orders"] == 2
@@ -150,10 +151,12 @@ def test_slices_of_one_graph_each_get_the_tables_of_their_own_floor(fleet, monke
     not recorded for a slice whose floor the quick tables meet, whichever slice comes first."""
     quick, thorough = _two_slices_and_floors(fleet, monkeypatch)
     assert fleet("policy", "a", "--min-throughput", str(round((quick + thorough) / 2, 4))).code == 0
+    said = fleet("inject-fault", "ocs:pod0/z/3", "--dry-run").out.splitlines()
+    assert [line.startswith("  slice a") for line in said if "thorough tables" in line] == [True]  # the table too
     hit = fleet("inject-fault", "ocs:pod0/z/3", "-o", "json")
     assert hit.code == 0, hit.err
-    kept = {s["slice"]: s["reroute"]["all_to_all_retained"] for s in hit.json["slices"]}
-    assert kept == {"a": thorough, "b": quick}
+    kept = {s["slice"]: (s["reroute"]["all_to_all_retained"], s["reroute"]["thorough"]) for s in hit.json["slices"]}
+    assert kept == {"a": (thorough, True), "b": (quick, False)}
     routed = {name: fleet("routes", name, "--traffic", "all-reduce", "-o", "json").json for name in ("a", "b")}
     assert routed["a"]["thorough"] is True and routed["a"]["dimension_orders"] == 2  # all-to-all measured anyway
     assert routed["b"]["thorough"] is False and routed["b"]["dimension_orders"] == 1

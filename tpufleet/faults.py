@@ -244,7 +244,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     routed = {} if routed is None else routed
     if key not in routed:
         routed[key] = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
-    s = routed[key]
+    s, thorough_made = routed[key], False
     if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, s["throughput_retained"]["all-to-all"]):
         # kept apart: another slice of this graph, with a lower floor, keeps the quick tables' figures
         thorough = (f"thorough {key[0]}", *key[1:])
@@ -253,7 +253,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
                 sl.shape, graph.expected, graph.nbr, "auto", ("all-to-all",), max_vcs=HARDWARE_VCS, thorough=True
             )
             routed[thorough] = made.summary
-        s = routed[thorough]
+        s, thorough_made = routed[thorough], True
     return {
         "fully_routable": s["unroutable_pairs"] == 0 and not graph.miswired,
         "unroutable_pairs": s["unroutable_pairs"],
@@ -261,6 +261,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
         "vcs": s["vcs"],
         "all_to_all_retained": s["throughput_retained"]["all-to-all"],
         "missing_links": len(graph.missing),
+        "thorough": thorough_made,
     }
 
 

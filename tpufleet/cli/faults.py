@@ -39,6 +39,7 @@ def _describe(r: dict) -> str:
             line += (
                 f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
                 f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
+                + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )
         lines.append(line)
     for j in r.get("jobs", []):
