@@ -204,3 +204,12 @@ def test_a_patterns_tables_keep_their_analysis_on_the_live_graph() -> None:
         fresh = report._moved(shape, expected, traffics, 3, made, lambda t: dataclasses.replace(t, nbr=alive))
         assert kept is not None and fresh is not None
         assert kept.summary == fresh.summary
+
+
+def test_thorough_with_another_algorithm_is_bad_input_and_changes_nothing(fleet) -> None:
+    for step in (("allocate", "s", "--shape", "4x4x4"), ("plan-xconnect", "s", "--apply")):
+        assert fleet(*step).code == 0, step
+    before = fleet("status", "-o", "json").json
+    r = fleet("routes", "s", "--thorough", "--algorithm", "wild-first")
+    assert r.code == 2 and "--thorough" in r.err and len(r.err.strip().splitlines()) == 1
+    assert fleet("status", "-o", "json").json == before

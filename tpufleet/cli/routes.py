@@ -153,6 +153,8 @@ def routes_cmd(
     for t in traffics:
         if t not in TRAFFICS:
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
+    if thorough and algorithm is not Algorithm.auto:
+        raise BadInput(f"bad option --thorough: it makes more auto candidates; --algorithm {algorithm.value} has none")
     if out is not None:
         check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
