@@ -51,8 +51,8 @@ def compute(
     thorough: bool = False,
 ) -> RoutedSlice:
     """Discover the slice as wired and as healthy as it is, make its tables and every figure (`thorough`: order
-    pairs whatever the slice's size, also made when the quick tables keep less than the slice's floor); Refused when the slice is not wired, miswired, or the tables have a
-    channel-dependency cycle."""
+    pairs whatever the slice's size, also made when the quick tables keep less than the slice's floor); Refused
+    when the slice is not wired, miswired, or the tables have a channel-dependency cycle."""
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED:
         raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
