@@ -106,7 +106,8 @@ def test_the_reach_check_counts_a_chip_cut_off_on_twisted_tables() -> None:
 def test_fewest_left_is_what_the_candidates_leave(faults: list[tuple[str, int]]) -> None:
     """With 2 VCs no order pair is made, so the candidate list does not depend on loads: the verdict without
     repairs is None exactly when some candidate routes every pair, else the fewest pairs any leaves."""
-    from tpufleet.routing.candidates import candidates, fewest_left
+    from tpufleet.routing.candidates import candidates
+    from tpufleet.routing.reach import fewest_left
     from tpufleet.shapes import parse_shape
 
     shape = parse_shape("8x8x8")

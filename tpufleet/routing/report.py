@@ -161,13 +161,13 @@ def verdict_summary(
     """The figures a fault's blast radius reads for a slice's `auto` tables within `max_vcs`.
 
     When every candidate leaves pairs unroutable, whichever is kept leaves them too, so no table set is made or
-    analysed: the summary gives the fewest pairs any candidate leaves (`candidates.fewest_left`), VCs, deadlock
+    analysed: the summary gives the fewest pairs any candidate leaves (`reach.fewest_left`), VCs, deadlock
     freedom and loads unknown (None), no throughput. Only above the canonical-form limit: below it a whole OCS's
     turned tables may still replace the kept set, which takes the kept candidate's analysis. Otherwise it is
     `evaluate`'s summary.
     """
-    from tpufleet.routing.candidates import fewest_left
     from tpufleet.routing.canonical import CANONICAL_LIMIT
+    from tpufleet.routing.reach import fewest_left
 
     left = fewest_left(shape, expected, alive, max_vcs) if len(expected) > CANONICAL_LIMIT else None
     if left is None:
