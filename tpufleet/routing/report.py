@@ -26,9 +26,9 @@ TRAFFICS = ("all-to-all", "all-reduce")
 class RouteReport:
     tables: RouteTables
     summary: dict[str, Any]  # the documented figures (JSON-shaped)
+    analysis: Analysis  # what the figures came from (routes, loads, VCs): the same tables elsewhere reuse it
     unroutable: list[tuple[int, int]] = field(default_factory=list)
     cycle: list[str] = field(default_factory=list)
-    analysis: Analysis | None = None  # what the figures came from (routes, loads, VCs), for the same tables elsewhere
 
 
 def _loads(
@@ -248,14 +248,16 @@ def _as_the_pattern_gets(
 ) -> RouteReport | None:
     """The tables a whole OCS's failure `pattern` gets on its own (its canonical form included), on the live
     graph `alive` (they never use a link the pattern lacks); None when they do not route every pair within
-    `max_vcs` there."""
+    `max_vcs` there.
+
+    The same routes on more live links arrive, load the links and use the VCs as on the pattern (the channel
+    dependencies are the hops' own), so the pattern's analysis stands there; only the live graph's own figures are
+    made again."""
     import dataclasses
 
     made = _turned_or_made(shape, expected, pattern, traffics, max_vcs, seen=seen)
-    if made.analysis is None or not _fits(made.analysis, max_vcs) or made.summary["unroutable_pairs"]:
-        return _moved(shape, expected, traffics, max_vcs, made, lambda tables: dataclasses.replace(tables, nbr=alive))
-    # The same routes on more live links: they arrive, load the links and use the VCs as on the pattern, so its
-    # analysis stands (the channel dependencies are the hops' own); the figures of the live graph are made again.
+    if made.summary["unroutable_pairs"] or not _fits(made.analysis, max_vcs):
+        return None
     tables = dataclasses.replace(made.tables, nbr=alive)
     return _report(shape, expected, traffics, True, "auto", tables, _turned_info(made.summary), made.analysis)
 
@@ -349,9 +351,9 @@ def _moved(
     made: RouteReport,
     move: Callable[[RouteTables], RouteTables],
 ) -> RouteReport | None:
-    """The report of `made`'s tables, made for another graph (the fault's canonical form, a whole OCS's pattern),
-    once `move` has put them on the live graph; None when they do not route every pair deadlock-free within
-    `max_vcs` there."""
+    """The report of `made`'s tables, made for the fault's canonical form, once `move` has turned them back onto
+    the live graph (analysed again: the datelines stay put while the routes turn); None when they do not route
+    every pair deadlock-free within `max_vcs` there."""
     if not made.summary["deadlock_free"] or made.summary["unroutable_pairs"]:
         return None
     return fitted_report(shape, expected, traffics, max_vcs, move(made.tables), _turned_info(made.summary))
@@ -524,7 +526,7 @@ def _report(
         "vc_layout": a.vc_blocks if deadlock_check else None,
     }
     pairs = list(zip(bad_s[:1000].tolist(), bad_t[:1000].tolist(), strict=True))
-    return RouteReport(rt, summary, pairs, a.cycle, a)
+    return RouteReport(rt, summary, a, pairs, a.cycle)
 
 
 def _optimum_figures(

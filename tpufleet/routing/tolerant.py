@@ -258,7 +258,7 @@ def left_unrepaired(
     rounds a neighbour repaired in an earlier batch serves too, so they are replayed batch for batch, in the
     repair's order (`order`: `shuffled(len(broken), seed)`, made when not given). Every pair not broken has a
     route in the tables a repair starts from (they route every pair of the healthy graph), so the tables
-    themselves are not needed.
+    themselves are not needed. `bad`: the same pairs as an N * N mask, when the caller has one (changed here).
 
     >>> from tpufleet.routing import dor
     >>> from tpufleet.shapes import parse_shape
@@ -279,7 +279,7 @@ def left_unrepaired(
     n = len(alive)
     if len(broken) == 0:
         return 0
-    if bad is None:  # (`bad`: the same pairs as an N * N mask, when the caller has it; changed here)
+    if bad is None:
         bad = np.zeros(n * n, dtype=bool)
         bad[broken] = True
     index = np.int32 if n * n < 2**31 else np.int64  # halves the memory traffic of the gathers below
