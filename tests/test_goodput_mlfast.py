@@ -62,6 +62,21 @@ DEFECTS = [
     '{"job_name": "j", "job_start_time": 1767571300.0} {"job_name": "j", "job_end_time": 1767571400.0}',
     '{"job_name": "j", "job_start_time": 1767571300.0}\r',
     '{"job_name": "j", "job_start_time": NaN}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "job_end_time": 1767571301.0}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "step_start_time": 1767571302.0}',
+    '{"job_name": "j", "step_count": 3, "step_count": 4, "step_start_time": 1767571300.0}',
+    '{"step_count": 3, "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": -2, "step_start_time": 1767571300.0}',
+    '{"job_name": "step_start_time", "step_count": 3, "step_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "directory": "gs://b"}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "note": [1, {"a": 2}]}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "event_type": "save", "step": 3, '
+    '"checkpoint_manager_blocking_start_time": 1767571300.0, "checkpoint_manager_blocking_duration_secs": 1.5}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "job_metadata": {"chips": 8}}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "jsonPayload": {}}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "elastic_wait_start_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "x": 1} {"job_name": "j"}',
+    '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "x": tru}',
     "[1, 2]",
     "{}",
     "",
@@ -77,8 +92,9 @@ OTHERS = [
 ]
 
 
-def report(path: Path, fast: bool, skip_bad: bool) -> tuple[Any, int]:
-    """(the report or ("error", message), files the fast reader vouched for)."""
+def report(path: Path, fast: bool, skip_bad: bool, stepped: bool = True) -> tuple[Any, int]:
+    """(the report or ("error", message), files the fast reader vouched for). `stepped`: each chunk of entries
+    is tried the quick way first (step entries decoded with their three fields), else decoded whole."""
     vouched: list[bool] = []
     with pytest.MonkeyPatch.context() as mp:
         if fast:
@@ -91,6 +107,7 @@ def report(path: Path, fast: bool, skip_bad: bool) -> tuple[Any, int]:
 
             mp.setattr(mlfast, "read", counted)
             mp.setattr(mlfast, "CHUNK_LINES", 7)  # entries decoded 7 at a time: chunk boundaries everywhere
+            mp.setattr(mlfast, "OTHER_SHARE_LIMIT", 1.0 if stepped else -1.0)
         else:
             mp.setattr(mlfast, "_DECODER", None)
         try:
@@ -116,7 +133,7 @@ def test_fast_and_standard_readers_agree(tmp_path_factory, entries, defects, oth
     rng = random.Random(seed)
     path = tmp_path_factory.mktemp("ml") / "log.jsonl"
     path.write_text("\n".join(lines_of(entries, rng, defects, others)) + "\n")
-    fast, vouched = report(path, True, skip_bad)
+    fast, vouched = report(path, True, skip_bad, stepped=seed % 2 == 0)
     standard, _ = report(path, False, skip_bad)
     assert fast == standard
     if not defects and not any(k.startswith("custom_badput") for e in entries for k in e):
@@ -155,7 +172,9 @@ def test_each_defect_alone_gives_the_standard_answer(tmp_path, line):
         path = tmp_path / f"log{k}.jsonl"
         path.write_text("\n".join(lines) + "\n")
         for skip_bad in (False, True):
-            assert report(path, True, skip_bad)[0] == report(path, False, skip_bad)[0]
+            standard = report(path, False, skip_bad)[0]
+            assert report(path, True, skip_bad)[0] == standard
+            assert report(path, True, skip_bad, stepped=False)[0] == standard
 
 
 @settings(max_examples=80, derandomize=True, deadline=None)
@@ -170,4 +189,31 @@ def test_each_defect_alone_gives_the_standard_answer(tmp_path, line):
 def test_hostile_entries_give_the_standard_answer(tmp_path_factory, entries, skip_bad):
     path = tmp_path_factory.mktemp("ml") / "log.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    assert report(path, True, skip_bad)[0] == report(path, False, skip_bad)[0]
+    standard = report(path, False, skip_bad)[0]
+    assert report(path, True, skip_bad)[0] == standard
+    assert report(path, True, skip_bad, stepped=False)[0] == standard
+
+
+def test_step_entries_are_read_the_quick_way_and_others_whole(tmp_path):
+    lines = [json.dumps({"job_name": "j", "job_start_time": 1767571200.0})]
+    lines += [json.dumps({"job_name": "j", "step_count": k, "step_start_time": 1767571210.0 + k}) for k in range(40)]
+    lines.insert(20, OTHERS[1])
+    step_and_end = {"job_name": "j", "step_count": 41, "step_start_time": 1767571300.0, "job_end_time": 1767571301.0}
+    tried: list[bool] = []
+    real = mlfast._add_stepped
+
+    def spied(*args: Any) -> bool:
+        tried.append(real(*args))
+        return tried[-1]
+
+    for log, quick in ((lines, True), ([*lines, json.dumps(step_and_end)], False)):
+        path = tmp_path / f"log-{quick}.jsonl"
+        path.write_text("\n".join(log) + "\n")
+        tried.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(mlfast, "_add_stepped", spied)
+            fast, vouched = report(path, True, False)
+        assert vouched == 1 and fast == report(path, False, False)[0]
+        # chunks of 7 entries: the one holding a step entry with another time is decoded whole, the rest quickly
+        assert len(tried) == -(-len(log) // 7)
+        assert tried.count(False) == (0 if quick else 1)

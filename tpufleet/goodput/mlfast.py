@@ -4,7 +4,8 @@ msgspec is installed; `tpufleet.state.goodputlogs` tries it first on every JSONL
 The standard importer (`mlgoodput.read`) spends most of its time in Python per entry. Here the entries are
 decoded in C into typed records, CHUNK_LINES at a time (the times as floats, NaN where absent), each chunk is
 turned into columns and freed, the checks run on the numpy columns, and only checkpoint-logger and
-``job_metadata`` entries (about one in a hundred) go through the standard code, entry by entry. The result is exactly the standard importer's: whenever the file holds anything these checks
+``job_metadata`` entries (about one in a hundred) go through the standard code, entry by entry. Step entries
+(nearly all of a log) are decoded with their three fields only; the others again whole. The result is exactly the standard importer's: whenever the file holds anything these checks
 do not cover (a bad value, a ``jsonPayload`` wrapper, custom badput or elastic entries, an entry without
 ``job_name``, an escape, a blank or very long line, line breaks other than ``\\n``), `read` returns False
 having added nothing, and the caller reads the file the standard way, which names the problem (file, line,
@@ -50,6 +51,8 @@ _STEP_SLOT = 2
 # an entry's times, then its step number (exact as a float: MAX_STEP < 2^53), read in one call
 _FIELDS = attrgetter(*(key for key, _ in _TIMES), "step_count")
 _JOB_NAME = attrgetter("job_name")
+_STEP_START = attrgetter("step_start_time")
+_STEP_COUNT = attrgetter("step_count")
 _CHECKPOINT_KEYS = (
     "step",
     "checkpoint_manager_blocking_start_time",
@@ -97,9 +100,17 @@ if msgspec is not None:
         elastic_reinit_end_time: msgspec.UnsetType = _U
         elastic_slice_counts_timestamp: msgspec.UnsetType = _U
 
+    class _Step(msgspec.Struct, gc=False):
+        """A step entry's fields (typed as in _Entry); any other key is skipped."""
+
+        job_name: str | msgspec.UnsetType = _U
+        step_count: int = _ABSENT
+        step_start_time: float = _NAN
+
     _DECODER: Any = msgspec.json.Decoder(_Entry)
+    _STEPS: Any = msgspec.json.Decoder(_Step)
 else:
-    _DECODER = None
+    _DECODER = _STEPS = None
 
 
 def available() -> bool:
@@ -171,61 +182,135 @@ class _Columns(NamedTuple):
     special: list[tuple[int, Any]]
 
 
+class _Found:
+    """The columns as they are gathered, chunk by chunk."""
+
+    def __init__(self, n: int, keys: list[str]) -> None:
+        import numpy as np
+
+        self.index: dict[Any, int] = {}
+        self.jobs = np.empty(n, dtype=np.int64)
+        self.rows: list[list[Ints]] = [[] for _ in _TIMES]
+        self.seconds: list[list[Any]] = [[] for _ in _TIMES]
+        self.steps: list[Ints] = []
+        self.special: list[tuple[int, Any]] = []
+        self.keys = keys  # the special keys the file holds
+
+    def add_names(self, names: list[Any], lo: int) -> None:
+        """The jobs of entries lo.. (their names, in order)."""
+        import numpy as np
+
+        hi = lo + len(names)
+        if names.count(names[0]) == len(names):  # a chunk of one job (the usual log): no lookup an entry
+            self.jobs[lo:hi] = self.index.setdefault(names[0], len(self.index))
+            return
+        for name in dict.fromkeys(names):
+            self.index.setdefault(name, len(self.index))
+        self.jobs[lo:hi] = np.fromiter(map(self.index.__getitem__, names), dtype=np.int64, count=hi - lo)
+
+    def add_times(self, k: int, rows: Ints, seconds: Any, steps: Ints | None = None) -> None:
+        """The entries at `rows` give time key k these times (and, for the step start, these step numbers)."""
+        if len(rows):
+            self.rows[k].append(rows)
+            self.seconds[k].append(seconds)
+            if steps is not None:
+                self.steps.append(steps)
+
+    def add_entries(self, entries: list[Any], rows: Ints) -> None:
+        """Every time and step number, and the special entries, of decoded entries (at `rows` of the file)."""
+        import numpy as np
+
+        # every time and step number of every entry in one pass (a tuple an entry): [entry, key]
+        width = len(_TIMES) + 1
+        block = np.fromiter(chain.from_iterable(map(_FIELDS, entries)), np.float64, count=width * len(entries))
+        block = block.reshape(len(entries), width)
+        for k in range(len(_TIMES)):
+            column = block[:, k]
+            mine = np.flatnonzero(~np.isnan(column))
+            steps = block[mine, len(_TIMES)].astype(np.int64) if k == _STEP_SLOT else None
+            self.add_times(k, rows[mine], column[mine], steps)
+        for key in self.keys:
+            given = np.fromiter(map(is_not, map(attrgetter(key), entries), repeat(_U)), dtype=bool, count=len(entries))
+            self.special += [(int(rows[i]), entries[i]) for i in np.flatnonzero(given).tolist()]
+
+    def columns(self) -> _Columns | None:
+        """The columns; None if a time is out of range or a step number bad."""
+        import numpy as np
+
+        times = [
+            (np.concatenate(r), np.concatenate(t)) if r else (np.zeros(0, np.int64), np.zeros(0))
+            for r, t in zip(self.rows, self.seconds, strict=True)
+        ]
+        for _rows, t in times:
+            if not ((t == 0) | ((t >= SMALLEST_TIME) & (t <= MAX_TIME))).all():
+                return None
+        step = np.concatenate(self.steps) if self.steps else np.zeros(0, np.int64)
+        if ((step < 0) | (step > MAX_STEP)).any():
+            return None
+        special = sorted(dict(self.special).items())  # an entry with both keys once, in order
+        return _Columns(self.jobs, list(self.index), times, step, special)
+
+
 def _columns(data: bytes, starts: Ints) -> _Columns | None:
     """The entries decoded CHUNK_LINES at a time (their records freed chunk by chunk: the peak is a chunk's);
     None if a time is out of range, a step number bad, or a line holds two values."""
     import numpy as np
 
     n = len(starts) - 1
-    index: dict[Any, int] = {}
-    jobs = np.empty(n, dtype=np.int64)
-    rows: list[list[Ints]] = [[] for _ in _TIMES]
-    seconds: list[list[Any]] = [[] for _ in _TIMES]
-    steps: list[Ints] = []
-    special: list[tuple[int, Any]] = []
-    keys = [k for k in ("event_type", "job_metadata") if f'"{k}"'.encode() in data]
+    found = _Found(n, [k for k in ("event_type", "job_metadata") if f'"{k}"'.encode() in data])
     for lo in range(0, n, CHUNK_LINES):
         hi = min(n, lo + CHUNK_LINES)
-        entries = _DECODER.decode_lines(data[starts[lo] : starts[hi]])
+        piece = data[starts[lo] : starts[hi]]
+        if _add_stepped(found, piece, starts[lo : hi + 1] - starts[lo], lo):
+            continue
+        entries = _DECODER.decode_lines(piece)
         if len(entries) != hi - lo:
             return None
-        names = list(map(_JOB_NAME, entries))
-        for name in dict.fromkeys(names):
-            index.setdefault(name, len(index))
-        if names.count(names[0]) == len(names):  # a chunk of one job (the usual log): no lookup an entry
-            jobs[lo:hi] = index[names[0]]
-        else:
-            jobs[lo:hi] = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=hi - lo)
-        # every time and step number of every entry in one pass (a tuple an entry): [entry, key]
-        width = len(_TIMES) + 1
-        block = np.fromiter(chain.from_iterable(map(_FIELDS, entries)), np.float64, count=width * (hi - lo))
-        block = block.reshape(hi - lo, width)
-        for k in range(len(_TIMES)):
-            column = block[:, k]
-            mine = np.flatnonzero(~np.isnan(column))
-            if len(mine):
-                rows[k].append(mine + lo)
-                seconds[k].append(column[mine])
-                if k == _STEP_SLOT:
-                    steps.append(block[mine, len(_TIMES)].astype(np.int64))
-        for key in keys:
-            given = np.fromiter(map(is_not, map(attrgetter(key), entries), repeat(_U)), dtype=bool, count=hi - lo)
-            special += [(lo + i, entries[i]) for i in np.flatnonzero(given).tolist()]
-    times = [
-        (np.concatenate(r), np.concatenate(t)) if r else (np.zeros(0, np.int64), np.zeros(0))
-        for r, t in zip(rows, seconds, strict=True)
-    ]
-    for _rows, t in times:
-        if not ((t == 0) | ((t >= SMALLEST_TIME) & (t <= MAX_TIME))).all():
-            return None
-    step = np.concatenate(steps) if steps else np.zeros(0, np.int64)
-    if ((step < 0) | (step > MAX_STEP)).any():
-        return None
-    special = sorted(dict(special).items())  # an entry with both keys once, in order
-    return _Columns(jobs, list(index), times, step, special)
+        found.add_names(list(map(_JOB_NAME, entries)), lo)
+        found.add_entries(entries, np.arange(lo, hi))
+    return found.columns()
+
+
+def _add_stepped(found: _Found, piece: bytes, ends: Ints, lo: int) -> bool:
+    """Add a chunk of mostly step entries the quick way and return True; False (nothing added) if the chunk
+    must be decoded whole. Every entry is decoded with only its name, step number and step start; those
+    without a step start (few) are decoded again whole. The quick decode is exact for an entry with a step
+    start when it holds nothing else: its quotes (a key, a name: two each; no escapes) are counted to know."""
+    import numpy as np
+
+    try:
+        entries = _STEPS.decode_lines(piece)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    n = len(entries)
+    if n != len(ends) - 1:
+        return False
+    start = np.fromiter(map(_STEP_START, entries), np.float64, count=n)
+    stepped = ~np.isnan(start)
+    other = np.flatnonzero(~stepped)
+    if len(other) > OTHER_SHARE_LIMIT * n:
+        return False
+    names = list(map(_JOB_NAME, entries))
+    count = np.fromiter(map(_STEP_COUNT, entries), np.int64, count=n)[stepped]
+    rest = b"".join([piece[ends[i] : ends[i + 1]] for i in other.tolist()])
+    unnamed = names.count(_U) - sum(1 for i in other.tolist() if names[i] is _U)
+    quotes = 2 * len(count) + 4 * (len(count) - unnamed) + 2 * int((count != _ABSENT).sum())
+    if piece.count(b'"') - rest.count(b'"') != quotes:
+        return False  # a step entry holds another key or value: the whole chunk is decoded
+    others = _DECODER.decode_lines(rest) if rest else []
+    if len(others) != len(other):
+        return False
+    found.add_names(names, lo)
+    found.add_times(_STEP_SLOT, np.flatnonzero(stepped) + lo, start[stepped], count)
+    if others:
+        found.add_entries(others, other + lo)
+    return True
 
 
 CHUNK_LINES = 1 << 16  # entries decoded at a time
+# A chunk is decoded the quick way (`_add_stepped`) while at most this share of its entries are not step starts
+# (those are decoded twice); a log of few steps is decoded whole, chunk by chunk.
+OTHER_SHARE_LIMIT = 0.25
 
 
 def _staged(c: _Columns, file: str) -> tuple[Batch, list[Job]] | None:
