@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from itertools import chain, repeat
 from operator import attrgetter, is_not
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from tpufleet.goodput.events import CODE, MAX_STEP, MAX_TEXT, Job, Log, add_record
-from tpufleet.goodput.fastread import Batch, _append, _odd_breaks
-from tpufleet.goodput.mlgoodput import PHASE_TIMES
+from tpufleet.goodput import mlbatch
+from tpufleet.goodput.events import MAX_STEP, Job, Log
+from tpufleet.goodput.fastread import _append, _odd_breaks
+from tpufleet.goodput.mlbatch import STEP_SLOT, TIMES, Columns
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord
 
 if TYPE_CHECKING:
@@ -40,26 +41,11 @@ __all__ = ["available", "read"]
 # Entries are short (the package's longest is ~400 bytes): a longer line, which might hold what msgspec skips
 # and the standard decoder refuses (a number of 4,300 digits, deep nesting), is read the standard way.
 MAX_FAST_LINE = 4000
-# The time keys in the order an entry's events are added (`mlgoodput._entry`), then its checkpoint pair.
-_TIMES = (
-    ("job_start_time", "job_start"),
-    ("job_end_time", "job_end"),
-    ("step_start_time", "step_start"),
-    *PHASE_TIMES,
-)
-_STEP_SLOT = 2
 # an entry's times, then its step number (exact as a float: MAX_STEP < 2^53), read in one call
-_FIELDS = attrgetter(*(key for key, _ in _TIMES), "step_count")
+_FIELDS = attrgetter(*(key for key, _ in TIMES), "step_count")
 _JOB_NAME = attrgetter("job_name")
 _STEP_START = attrgetter("step_start_time")
 _STEP_COUNT = attrgetter("step_count")
-_CHECKPOINT_KEYS = (
-    "step",
-    "checkpoint_manager_blocking_start_time",
-    "checkpoint_manager_start_time",
-    "checkpoint_manager_blocking_duration_secs",
-    "checkpoint_manager_duration_secs",
-)
 _NAN = math.nan
 _ABSENT = -2  # step_count's default (not validated by the decoder): no step number
 
@@ -127,7 +113,7 @@ def read(data: bytes, file: str, log: Log) -> bool:
         return False
     try:
         columns = _columns(data, starts)
-        staged = None if columns is None else _staged(columns, file)
+        staged = None if columns is None else mlbatch.staged(columns, file)
     except (msgspec.DecodeError, RecursionError, BadRecord, ValueError):
         return False
     if staged is None or _over_job_limit(log, staged[0].jobs):
@@ -138,7 +124,7 @@ def read(data: bytes, file: str, log: Log) -> bool:
             log.add_job(Job(job))
     for job_record in metadata:
         log.add_job(job_record)
-    _append(log, _with_events(batch))
+    _append(log, mlbatch.with_events(batch))
     log.records += len(starts) - 1
     return True
 
@@ -170,18 +156,6 @@ def _line_starts(data: bytes) -> Ints | None:
     return starts
 
 
-class _Columns(NamedTuple):
-    """A file's entries as columns: each entry's job (an index into `names`, first seen first; UNSET among
-    them for an entry without one), per time key its entries and times, the step numbers of the step starts,
-    and the checkpoint-logger and ``job_metadata`` entries themselves (few)."""
-
-    job: Ints
-    names: list[Any]
-    times: list[tuple[Ints, Any]]
-    steps: Ints
-    special: list[tuple[int, Any]]
-
-
 class _Found:
     """The columns as they are gathered, chunk by chunk."""
 
@@ -190,8 +164,8 @@ class _Found:
 
         self.index: dict[Any, int] = {}
         self.jobs = np.empty(n, dtype=np.int64)
-        self.rows: list[list[Ints]] = [[] for _ in _TIMES]
-        self.seconds: list[list[Any]] = [[] for _ in _TIMES]
+        self.rows: list[list[Ints]] = [[] for _ in TIMES]
+        self.seconds: list[list[Any]] = [[] for _ in TIMES]
         self.steps: list[Ints] = []
         self.special: list[tuple[int, Any]] = []
         self.keys = keys  # the special keys the file holds
@@ -221,19 +195,19 @@ class _Found:
         import numpy as np
 
         # every time and step number of every entry in one pass (a tuple an entry): [entry, key]
-        width = len(_TIMES) + 1
+        width = len(TIMES) + 1
         block = np.fromiter(chain.from_iterable(map(_FIELDS, entries)), np.float64, count=width * len(entries))
         block = block.reshape(len(entries), width)
-        for k in range(len(_TIMES)):
+        for k in range(len(TIMES)):
             column = block[:, k]
             mine = np.flatnonzero(~np.isnan(column))
-            steps = block[mine, len(_TIMES)].astype(np.int64) if k == _STEP_SLOT else None
+            steps = block[mine, len(TIMES)].astype(np.int64) if k == STEP_SLOT else None
             self.add_times(k, rows[mine], column[mine], steps)
         for key in self.keys:
             given = np.fromiter(map(is_not, map(attrgetter(key), entries), repeat(_U)), dtype=bool, count=len(entries))
             self.special += [(int(rows[i]), entries[i]) for i in np.flatnonzero(given).tolist()]
 
-    def columns(self) -> _Columns | None:
+    def columns(self) -> Columns | None:
         """The columns; None if a time is out of range or a step number bad."""
         import numpy as np
 
@@ -248,10 +222,10 @@ class _Found:
         if ((step < 0) | (step > MAX_STEP)).any():
             return None
         special = sorted(dict(self.special).items())  # an entry with both keys once, in order
-        return _Columns(self.jobs, list(self.index), times, step, special)
+        return Columns(self.jobs, list(self.index), times, step, special)
 
 
-def _columns(data: bytes, starts: Ints) -> _Columns | None:
+def _columns(data: bytes, starts: Ints) -> Columns | None:
     """The entries decoded CHUNK_LINES at a time (their records freed chunk by chunk: the peak is a chunk's);
     None if a time is out of range, a step number bad, or a line holds two values."""
     import numpy as np
@@ -301,7 +275,7 @@ def _add_stepped(found: _Found, piece: bytes, ends: Ints, lo: int) -> bool:
     if len(others) != len(other):
         return False
     found.add_names(names, lo)
-    found.add_times(_STEP_SLOT, np.flatnonzero(stepped) + lo, start[stepped], count)
+    found.add_times(STEP_SLOT, np.flatnonzero(stepped) + lo, start[stepped], count)
     if others:
         found.add_entries(others, other + lo)
     return True
@@ -311,121 +285,6 @@ CHUNK_LINES = 1 << 16  # entries decoded at a time
 # A chunk is decoded the quick way (`_add_stepped`) while at most this share of its entries are not step starts
 # (those are decoded twice); a log of few steps is decoded whole, chunk by chunk.
 OTHER_SHARE_LIMIT = 0.25
-
-
-def _staged(c: _Columns, file: str) -> tuple[Batch, list[Job]] | None:
-    """Every entry's events as a Batch in job order (entry order within a job, each entry's in the importer's
-    order, checkpoint entries without a job name last: the importer adopts them once the file is read), and the
-    job records of the ``job_metadata`` entries in order; None if one fails a check. The events are placed
-    straight where they go (an entry's few in its key order), with no sort."""
-    import numpy as np
-
-    n = len(c.job)
-    adopted = _adopted(c)
-    if adopted is None:
-        return None
-    job, names, final = adopted
-    metadata: list[Job] = []
-    found: Found = []
-    for k, ((rows, seconds), (_key, name)) in enumerate(zip(c.times, _TIMES, strict=True)):
-        numbers = c.steps if k == _STEP_SLOT else np.full(len(rows), -1, dtype=np.int64)
-        found.append((rows, seconds, np.full(len(rows), CODE[name], dtype=np.int8), numbers))
-    if c.special:
-        checkpoints = _special(c.special, [names[j] for j in job[[i for i, _ in c.special]].tolist()], file, metadata)
-        if checkpoints is None:
-            return None
-        found += checkpoints
-    rank = np.empty(n, dtype=np.int64)
-    rank[final] = np.arange(n)
-    counts = np.zeros(n, dtype=np.int64)
-    for where, *_ in found:
-        counts[rank[where]] += 1
-    offsets = np.concatenate(([0], np.cumsum(counts)))
-    total = int(offsets[-1])
-    t, code, step = np.empty(total), np.empty(total, dtype=np.int8), np.empty(total, dtype=np.int64)
-    filled = offsets[:-1].copy()
-    for where, seconds, codes, numbers in found:  # in key order: each entry's events in the importer's order
-        at = filled[rank[where]]
-        t[at], code[at], step[at] = seconds, codes, numbers
-        filled[rank[where]] += 1
-    per_job = np.concatenate(([0], np.cumsum(np.bincount(job, minlength=len(names)))))
-    batch = Batch(names, offsets[per_job], t, code, step, np.full(total, -1, dtype=np.int64), {})
-    return batch, metadata
-
-
-Found = list[tuple[Any, Any, Any, Any]]  # per key: (entry rows, times, event codes, step numbers)
-
-
-def _adopted(c: _Columns) -> tuple[Ints, list[str], Ints] | None:
-    """Each entry's job (an index into the names), the names (first seen first), and the order the entries'
-    events are added in (by job; a checkpoint entry without a job name is the file's only job's, added last,
-    as the importer adopts it); None if a name is missing or too long, or an entry cannot be adopted."""
-    import numpy as np
-
-    if _U not in c.names:
-        if "" in c.names or max(map(len, c.names)) > MAX_TEXT:
-            return None
-        final = np.arange(len(c.job)) if len(c.names) == 1 else np.argsort(c.job, kind="stable")
-        return c.job, c.names, final
-    unset = c.names.index(_U)
-    orphans = np.flatnonzero(c.job == unset)
-    named = [x for x in c.names if x is not _U]
-    kinds = dict(c.special)
-    if len(named) != 1 or not named[0] or len(named[0]) > MAX_TEXT:
-        return None  # not adopted: the importer's error
-    if any(kinds.get(i) is None or kinds[i].event_type in (_U, None) for i in orphans.tolist()):
-        return None  # an entry without a name that is not a checkpoint entry: the importer's error
-    final = np.concatenate((np.flatnonzero(c.job != unset), orphans))
-    return np.zeros(len(c.job), dtype=np.int64), named, final
-
-
-def _with_events(b: Batch) -> Batch:
-    """The batch without the jobs it holds no event of (an entry may add none: the job is known, not stepped)."""
-    import numpy as np
-
-    keep = np.diff(b.bounds) > 0
-    if keep.all():
-        return b
-    bounds = np.append(b.bounds[:-1][keep], b.bounds[-1])
-    return b._replace(jobs=[j for j, k in zip(b.jobs, keep.tolist(), strict=True) if k], bounds=bounds)
-
-
-def _special(entries: list[tuple[int, Any]], jobs: list[str], file: str, metadata: list[Job]) -> Found | None:
-    """Checkpoint-logger entries' two events (start, end) and the job records of ``job_metadata`` entries, each
-    judged by the standard importer; None if one is adopted or has times beside its metadata (the standard
-    reader's to judge), or is bad (BadRecord raised)."""
-    import numpy as np
-
-    from tpufleet.goodput.mlgoodput import CHECKPOINT_OPERATIONS, _checkpoint
-
-    pairs: list[tuple[int, float, int, int, float, int]] = []
-    for (i, e), job in zip(entries, jobs, strict=True):
-        meta, kind = e.job_metadata, e.event_type
-        if meta is not _U:
-            if not isinstance(meta, dict) or not _only_metadata(e) or e.job_name is _U:
-                return None
-            scratch = Log()
-            add_record(scratch, {**meta, "type": "job", "job": job}, file, 0)
-            metadata.append(scratch.jobs[job])
-            continue
-        if kind is _U or kind is None or kind not in CHECKPOINT_OPERATIONS:
-            continue
-        fields = {k: v for k in _CHECKPOINT_KEYS if (v := getattr(e, k)) is not _U}
-        (start, a, number, _), (end, b, _, _) = _checkpoint(fields, str(kind), file, 0)
-        pairs.append((i, start, a, number, end, b))
-    if not pairs:
-        return []
-    where = np.array([p[0] for p in pairs], dtype=np.int64)
-    numbers = np.array([p[3] for p in pairs], dtype=np.int64)
-    return [
-        (where, np.array([p[1] for p in pairs]), np.array([p[2] for p in pairs], dtype=np.int8), numbers),
-        (where, np.array([p[4] for p in pairs]), np.array([p[5] for p in pairs], dtype=np.int8), numbers),
-    ]
-
-
-def _only_metadata(e: Any) -> bool:
-    """A ``job_metadata`` entry with no time: the standard importer adds no event for it."""
-    return all(math.isnan(getattr(e, key)) for key, _ in _TIMES)
 
 
 def _over_job_limit(log: Log, jobs: list[str]) -> bool:
