@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_goodput_mlimport import KEYS, VALUES, package_logs
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import mlfast
+from tpufleet.goodput import mlbatch, mlfast
 from tpufleet.ops.goodput import build
 
 pytestmark = pytest.mark.skipif(not mlfast.available(), reason="msgspec is not installed: no fast path to check")
@@ -92,9 +92,10 @@ OTHERS = [
 ]
 
 
-def report(path: Path, fast: bool, skip_bad: bool, stepped: bool = True) -> tuple[Any, int]:
+def report(path: Path, fast: bool, skip_bad: bool, stepped: bool | None = True) -> tuple[Any, int]:
     """(the report or ("error", message), files the fast reader vouched for). `stepped`: each chunk of entries
-    is tried the quick way first (step entries decoded with their three fields), else decoded whole."""
+    is tried the quick way first (step entries decoded with their three fields), else decoded whole; None: the
+    reader's own rule."""
     vouched: list[bool] = []
     with pytest.MonkeyPatch.context() as mp:
         if fast:
@@ -107,7 +108,8 @@ def report(path: Path, fast: bool, skip_bad: bool, stepped: bool = True) -> tupl
 
             mp.setattr(mlfast, "read", counted)
             mp.setattr(mlfast, "CHUNK_LINES", 7)  # entries decoded 7 at a time: chunk boundaries everywhere
-            mp.setattr(mlfast, "OTHER_SHARE_LIMIT", 1.0 if stepped else -1.0)
+            if stepped is not None:
+                mp.setattr(mlfast, "OTHER_SHARE_LIMIT", 1.0 if stepped else -1.0)
         else:
             mp.setattr(mlfast, "_DECODER", None)
         try:
@@ -217,3 +219,27 @@ def test_step_entries_are_read_the_quick_way_and_others_whole(tmp_path):
         # chunks of 7 entries: the one holding a step entry with another time is decoded whole, the rest quickly
         assert len(tried) == -(-len(log) // 7)
         assert tried.count(False) == (0 if quick else 1)
+
+
+def test_a_chunk_of_few_steps_ends_the_quick_way_for_the_rest_of_the_file(tmp_path):
+    def steps(first: int) -> list[str]:
+        return [json.dumps({"job_name": "j", "step_count": k, "step_start_time": 1767571300.0 + k}) for k in
+                range(first, first + 7)]  # fmt: skip
+
+    keys = [key for key, _ in mlbatch.TIMES if key != "step_start_time"]
+    others = [json.dumps({"job_name": "j", key: 1767571250.0 + k}) for k, key in enumerate(keys)]
+    lines = [*steps(1), *others[:7], *steps(8)]  # chunks of 7: steps, no step, steps
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tried: list[bool] = []
+    real = mlfast._add_stepped
+
+    def spied(*args: Any) -> bool:
+        tried.append(real(*args))
+        return tried[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mlfast, "_add_stepped", spied)
+        fast, vouched = report(path, True, False, stepped=None)
+    assert vouched == 1 and fast == report(path, False, False)[0]
+    assert tried == [True, False]  # the third chunk is not tried

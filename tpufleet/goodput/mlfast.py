@@ -169,6 +169,7 @@ class _Found:
         self.steps: list[Ints] = []
         self.special: list[tuple[int, Any]] = []
         self.keys = keys  # the special keys the file holds
+        self.mostly_steps = True  # until a chunk is not: the rest of the file is then decoded whole
 
     def add_names(self, names: list[Any], lo: int) -> None:
         """The jobs of entries lo.. (their names, in order)."""
@@ -235,7 +236,7 @@ def _columns(data: bytes, starts: Ints) -> Columns | None:
     for lo in range(0, n, CHUNK_LINES):
         hi = min(n, lo + CHUNK_LINES)
         piece = data[starts[lo] : starts[hi]]
-        if _add_stepped(found, piece, starts[lo : hi + 1] - starts[lo], lo):
+        if found.mostly_steps and _add_stepped(found, piece, starts[lo : hi + 1] - starts[lo], lo):
             continue
         entries = _DECODER.decode_lines(piece)
         if len(entries) != hi - lo:
@@ -263,6 +264,7 @@ def _add_stepped(found: _Found, piece: bytes, ends: Ints, lo: int) -> bool:
     stepped = ~np.isnan(start)
     other = np.flatnonzero(~stepped)
     if len(other) > OTHER_SHARE_LIMIT * n:
+        found.mostly_steps = False
         return False
     names = list(map(_JOB_NAME, entries))
     count = np.fromiter(map(_STEP_COUNT, entries), np.int64, count=n)[stepped]
@@ -282,8 +284,8 @@ def _add_stepped(found: _Found, piece: bytes, ends: Ints, lo: int) -> bool:
 
 
 CHUNK_LINES = 1 << 16  # entries decoded at a time
-# A chunk is decoded the quick way (`_add_stepped`) while at most this share of its entries are not step starts
-# (those are decoded twice); a log of few steps is decoded whole, chunk by chunk.
+# A chunk is decoded the quick way (`_add_stepped`) when at most this share of its entries are not step starts
+# (those are decoded twice); from the first chunk that has more, the rest of the file is decoded whole.
 OTHER_SHARE_LIMIT = 0.25
 
 
