@@ -180,3 +180,44 @@ def test_idle_cpus_are_measured_now_and_within_the_cpus_this_process_may_use(mon
     assert cpus >= 1 and 0.0 <= idle <= cpus
     all_ticks, idle_ticks = goodputlogs._cpu_ticks()
     assert 0 <= idle_ticks <= all_ticks
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1",  # a key no record reads, harmless: the fast path reads the piece
+        "1" + "0" * 4400,  # more digits than Python parses: the standard reader refuses the line
+        "1" + "0" * 4000,
+        "[" * 985 + "]" * 985,  # nesting near the recursion guard, where the decoders part ways
+        '{"a":' * 300 + "1" + "}" * 300,
+        "9223372036854775808",
+    ],
+    ids=["harmless", "4401-digits", "4001-digits", "nested-985", "objects-300", "beyond-int64"],
+)
+def test_a_key_no_record_reads_is_judged_as_the_standard_reader_judges_it(tmp_path, value):
+    lines = ['{"type":"job","job":"j0","chips":8,"ideal_step_s":1}']
+    lines += [f'{{"type":"event","job":"j0","time":{B + k},"event":"step_start","step":{k + 1}}}' for k in range(50)]
+    lines.insert(20, f'{{"type":"event","job":"j0","time":{B + 19.5},"event":"data_loading_start","x":{value}}}')
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    real = fastread.decode_piece
+    vouched: list[bool] = []
+
+    def spied(piece: bytes) -> Any:
+        decoded = real(piece)
+        vouched.append(decoded is not None)
+        return decoded
+
+    for skip_bad in (False, True):
+        vouched.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)  # decoded here, where the spy sees it
+            mp.setattr(fastread, "decode_piece", spied)
+            try:
+                fast: Any = build([path], by=["accelerator", "phase"], period="day", skip_bad=skip_bad)
+                fast = (fast, render.to_table(fast, top=50))
+            except BadInput as exc:
+                fast = ("error", str(exc))
+        assert fast == report([path], False, skip_bad, 1 << 20)
+        # the one piece: read fast when nothing in it may be judged apart (a long integer both decoders take)
+        assert vouched == [len(value) < 100]

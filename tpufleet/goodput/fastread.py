@@ -140,7 +140,7 @@ def decode_piece(piece: bytes) -> Decoded | None:
     except (msgspec.DecodeError, RecursionError):
         return None
     lines = lines_in(piece)
-    if len(records) != lines:  # a blank line: numbering would drift
+    if len(records) != lines or _skips_differ(piece, lines):  # a blank line: numbering would drift
         return None
     events, others = _split(records)
     del records
@@ -149,6 +149,38 @@ def decode_piece(piece: bytes) -> Decoded | None:
         return None
     rest = [(i, r.__struct_config__.tag, _fields(r)) for i, r in others]
     return Decoded(lines, batch, rest)
+
+
+def _skips_differ(piece: bytes, lines: int) -> bool:
+    """Whether a key no record reads might hold what msgspec skips and the standard decoder refuses: nesting
+    (refused there by Python's recursion guard, a little deeper in msgspec; no native record nests, so any
+    bracket or any second brace in a line is read the standard way) or an integer of more digits than Python
+    parses (a run of as many digits; `_long_digits`)."""
+    return b"[" in piece or piece.count(b"{") != lines or _long_digits(piece)
+
+
+def _long_digits(piece: bytes) -> bool:
+    """Whether the piece may hold a run of more digits than Python's int parses (`sys.get_int_max_str_digits`).
+
+    Such a run covers two places `step` apart on the grid of multiples of `step` (half the limit), with only
+    digits between them: only those grid neighbours are looked at (a slice each, which stops at its first other
+    byte). A run of half the limit is flagged too, and read the standard way.
+
+    >>> _long_digits(b'{"x":1' + b"0" * 4300 + b"}"), _long_digits(b'{"x":1' + b"0" * 2000 + b"}")
+    (True, False)
+    """
+    import sys
+
+    import numpy as np
+
+    limit = sys.get_int_max_str_digits()
+    step = limit // 2
+    if not limit or len(piece) <= limit:
+        return False
+    grid = np.frombuffer(piece, dtype=np.uint8)[::step]
+    digit = (grid >= ord("0")) & (grid <= ord("9"))
+    pairs = np.flatnonzero(digit[:-1] & digit[1:]).tolist()
+    return any(piece[a * step : (a + 1) * step + 1].isdigit() for a in pairs)
 
 
 def _fields(r: Any) -> dict[str, Any]:

@@ -41,6 +41,10 @@ __all__ = ["available", "read"]
 # Entries are short (the package's longest is ~400 bytes): a longer line, which might hold what msgspec skips
 # and the standard decoder refuses (a number of 4,300 digits, deep nesting), is read the standard way.
 MAX_FAST_LINE = 4000
+# The standard decoder refuses nesting where Python's recursion guard stops it (about 950 levels, less on a deeper
+# stack), msgspec a little deeper: a line that might nest that deep (more openers than this) is read the standard
+# way, so both readers say the same of it.
+MAX_OPENERS = 256
 # an entry's times, then its step number (exact as a float: MAX_STEP < 2^53), read in one call
 _FIELDS = attrgetter(*(key for key, _ in TIMES), "step_count")
 _JOB_NAME = attrgetter("job_name")
@@ -114,7 +118,7 @@ def read(data: bytes, file: str, log: Log) -> bool:
     try:
         columns = _columns(data, starts)
         staged = None if columns is None else mlbatch.staged(columns, file)
-    except (msgspec.DecodeError, RecursionError, BadRecord, ValueError):
+    except (msgspec.DecodeError, RecursionError, BadRecord, ValueError, OverflowError):  # a number beyond int64
         return False
     if staged is None or _over_job_limit(log, staged[0].jobs):
         return False
@@ -148,8 +152,13 @@ def _line_starts(data: bytes) -> Ints | None:
     if data[-1:] != b"\n":
         ends = np.append(ends, len(data))
     starts: Ints = np.concatenate(([0], ends + 1)).astype(np.int64)
-    if (np.diff(starts) - 1).max() > MAX_FAST_LINE or starts[-2] >= len(data):
+    lengths = np.diff(starts) - 1
+    if lengths.max() > MAX_FAST_LINE or starts[-2] >= len(data):
         return None
+    for row in np.flatnonzero(lengths > 2 * MAX_OPENERS).tolist():  # few or none: the package's are short
+        line = data[starts[row] : starts[row + 1]]
+        if line.count(b"[") + line.count(b"{") > MAX_OPENERS:
+            return None
     if not (buf[starts[:-1]] == ord("{")).all():
         return None
     starts[-1] = len(data)
