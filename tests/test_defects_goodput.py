@@ -378,3 +378,20 @@ def test_the_too_many_jobs_message_quotes_at_most_60_characters(cli, tmp_path, m
     rows = training("a") + training("b" * 4000)
     err = refused(cli, write_lines(tmp_path / "two.jsonl", rows))
     assert len(err.rsplit("(value ", 1)[1].rstrip().removesuffix(")")) <= 60
+
+
+def test_a_job_seen_only_in_per_slice_allocations_counts_against_the_job_limit(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(events, "MAX_JOBS", 2)
+    lines = [
+        '{"type":"event","job":"a","time":1767571300.0,"event":"job_start"}',
+        '{"type":"event","job":"b","time":1767571300.0,"event":"job_start"}',
+        '{"type":"event","job":"c","time":1767571301.0,"event":"allocation","chips":4,"slice":0}',
+    ]
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    r = cli("goodput-report", str(log))
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "log.jsonl" in r.err and "more than 2 jobs" in r.err and "'c'" in r.err
+    lines[1] = lines[1].replace('"job_start"', '"allocation","chips":4,"slice":1').replace('"b"', '"a"')
+    log.write_text("\n".join(lines) + "\n")  # a job's slices are one job: two jobs fit
+    assert cli("goodput-report", str(log), "-o", "json").code == 0

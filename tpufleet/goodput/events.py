@@ -282,6 +282,7 @@ def _add_event(log: Log, rec: Mapping[str, Any], file: str, line: int) -> None:
     chips = _int(rec, "chips", file, line, required=name == "allocation")
     part = _int(rec, "slice", file, line, maximum=MAX_SLICES)  # which slice of a multislice job (else -1)
     if name == "allocation" and part >= 0:
+        log.columns(job)  # the job takes its place (and counts against the job limit) where it is first seen
         allocations = log.slice_allocations.setdefault(job, [])
         allocations.append((t, len(allocations), part, chips))
         return
