@@ -221,3 +221,63 @@ def test_a_key_no_record_reads_is_judged_as_the_standard_reader_judges_it(tmp_pa
         assert fast == report([path], False, skip_bad, 1 << 20)
         # the one piece: read fast when nothing in it may be judged apart (a long integer both decoders take)
         assert vouched == [len(value) < 100]
+
+
+E = '{"type":"event","job":"a","time":%s,"event":"%s"%s}'
+FAST_READERS_TAKE = {  # (log bytes): what a fast decoder took and the standard reader refuses or reads otherwise
+    "two records on a line, a blank line": (
+        (E % (B + 100, "job_start", "") + E % (B + 101, "allocation", ',"chips":8') + "\n\n").encode()
+        + (E % (B + 200, "job_end", "") + "\n").encode()
+    ),
+    "a record over two lines, two on another": (
+        ((E % (B + 100, "job_start", "")).replace(',"event"', '\n,"event"') + "\n").encode()
+        + (E % (B + 101, "allocation", ',"chips":8') + E % (B + 200, "job_end", "") + "\n").encode()
+    ),
+    "a byte-order mark before a line": (
+        b'{"type":"capacity","time":1767571300,"accelerator":"tpu-v4","chips":64}\n'
+        + b"\xef\xbb\xbf"
+        + (E % (B + 100, "job_start", "") + "\n").encode()
+    ),
+    "a per-slice key written with an escape": (
+        b'{"type":"job","job":"a","chips":8,"ideal_step_s":1}\n'
+        + (E % (B + 100, "allocation", ',"chips":4,"sl\\u0069ce":0') + "\n").encode()
+        + (E % (B + 100, "allocation", ',"chips":4,"sl\\u0069ce":1') + "\n").encode()
+        + (E % (B + 110, "step_start", ',"step":1') + "\n" + E % (B + 120, "job_end", "") + "\n").encode()
+    ),
+    "bytes not UTF-8 in a key no record reads": (E % (B + 100, "job_start", ',"x":"\udcff"') + "\n").encode(
+        "utf-8", "surrogateescape"
+    ),
+    "bytes not UTF-8 in a job id": ((E % (B + 100, "job_start", "")).replace('"a"', '"a\udcff"') + "\n").encode(
+        "utf-8", "surrogateescape"
+    ),
+}
+
+
+@pytest.mark.parametrize("data", FAST_READERS_TAKE.values(), ids=FAST_READERS_TAKE.keys())
+def test_what_a_fast_decoder_takes_and_the_standard_reader_refuses_is_read_the_standard_way(tmp_path, data):
+    from tpufleet.goodput import columnar
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(data)
+    arrow_module = getattr(columnar, "pa")  # noqa: B009 - PyArrow as columnar imported it (None: not installed)
+    modes = {"standard": (None, None), "msgspec": (fastread._DECODER, None), "arrow": (None, arrow_module)}
+    for skip_bad in (False, True):
+        seen: dict[str, Any] = {}
+        for mode, (decoder, arrow) in modes.items():
+            if mode == "arrow" and not columnar.available():
+                continue
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+                mp.setattr(fastread, "_DECODER", decoder)
+                mp.setattr(columnar, "pa", arrow)
+                try:
+                    seen[mode] = build([path], by=["accelerator"], period="day", skip_bad=skip_bad)
+                except BadInput as exc:
+                    seen[mode] = str(exc)
+        assert all(answer == seen["standard"] for answer in seen.values()), (skip_bad, seen)
+
+
+def test_a_label_key_written_with_an_escape_is_kept():
+    piece = (E % (B + 100, "custom_badput_start", ',"l\\u0061bel":"eval"') + "\n").encode()
+    decoded = fastread.decode_piece(piece)
+    assert decoded is not None and decoded.batch.labels == {0: "eval"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.goodput.events import CODE, MAX_CHIPS, MAX_STEP, MAX_TEXT
-from tpufleet.goodput.fastread import Batch, Decoded, lines_in
+from tpufleet.goodput.fastread import Batch, Decoded, flat_lines
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
 try:
@@ -57,7 +57,9 @@ def decode_piece(piece: bytes) -> Decoded | None:
     standard decoder; the rest must then be events, one a line, all of them typed as SCHEMA says."""
     if pa is None or not piece or _odd_breaks(piece):
         return None
-    lines = lines_in(piece)
+    lines = flat_lines(piece)
+    if lines is None:
+        return None
     others, rest = _cut_others(piece, lines)
     if others is None:
         return None

@@ -58,6 +58,7 @@ if msgspec is not None:
         step: Annotated[int, msgspec.Meta(ge=0, le=MAX_STEP)] = -1
         chips: Annotated[int, msgspec.Meta(ge=0, le=MAX_CHIPS)] = -1
         label: Annotated[str, msgspec.Meta(max_length=MAX_TEXT)] = ""
+        slice: msgspec.UnsetType = msgspec.UNSET  # per-slice events, however the key is written: refused here
 
     # The other records keep, untyped, every field `add_record` reads (UNSET: absent), for it to judge as usual.
     _U: Any = msgspec.UNSET
@@ -97,9 +98,42 @@ def available() -> bool:
     return _DECODER is not None
 
 
-def lines_in(piece: bytes) -> int:
-    """How many lines the standard reader counts in a piece that passed `read_piece` (no odd breaks)."""
-    return piece.count(b"\n") + (0 if piece.endswith(b"\n") or not piece else 1)
+def flat_lines(piece: bytes) -> int | None:
+    r"""How many lines the standard reader counts in the piece, when each is one flat JSON object in UTF-8 (the
+    shape of every native record: no array, no object in it, no brace in a string) and holds no integer of more
+    digits than Python parses; else None, and the piece is read the standard way.
+
+    The decoders here take what the standard reader refuses, naming its line: two values on one line, a value
+    over two lines, a blank line (any of these can even out another in a count of records), a byte-order mark
+    before a line's object, bytes that are not UTF-8 or nesting as deep as Python's recursion guard in a value
+    they skip. The braces and line ends alone, in order, must read ``{}`` a line (one pass that drops every
+    other byte).
+
+    >>> flat_lines(b'{"a":1}\n{"b":"x"}\n'), flat_lines(b'{"a":1}{"b":2}\n\n'), flat_lines(b'{"a":{"b":1}}')
+    (2, None, None)
+    """
+    if b"[" in piece:
+        return None
+    shape = piece.translate(None, _NOT_SHAPE)
+    lines, tail = divmod(len(shape), 3)
+    if shape[: 3 * lines] != _SHAPE * lines or shape[3 * lines :] not in (b"", b"{}"):
+        return None
+    if not piece.isascii() and not (_BOM not in piece and _utf8(piece)):
+        return None
+    return None if _long_digits(piece) else lines + (tail > 0)
+
+
+_SHAPE = b"{}\n"
+_NOT_SHAPE = bytes(b for b in range(256) if b not in _SHAPE)
+_BOM = b"\xef\xbb\xbf"
+
+
+def _utf8(piece: bytes) -> bool:
+    try:
+        piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class Batch(NamedTuple):
@@ -135,28 +169,22 @@ def decode_piece(piece: bytes) -> Decoded | None:
     """A piece of whole lines decoded and its plain events checked; None if it must be read the standard way."""
     if _DECODER is None or _odd_breaks(piece) or b'"slice"' in piece:  # per-slice events: the standard reader
         return None
+    lines = flat_lines(piece)
+    if lines is None:
+        return None
     try:
         records = _DECODER.decode_lines(piece)
     except (msgspec.DecodeError, RecursionError):
         return None
-    lines = lines_in(piece)
-    if len(records) != lines or _skips_differ(piece, lines):  # a blank line: numbering would drift
+    if len(records) != lines:
         return None
     events, others = _split(records)
     del records
-    batch = _checked(events, b'"label"' in piece)
+    batch = _checked(events, b'"label"' in piece or b"\\" in piece)  # (a key may be written with escapes)
     if batch is None:
         return None
     rest = [(i, r.__struct_config__.tag, _fields(r)) for i, r in others]
     return Decoded(lines, batch, rest)
-
-
-def _skips_differ(piece: bytes, lines: int) -> bool:
-    """Whether a key no record reads might hold what msgspec skips and the standard decoder refuses: nesting
-    (refused there by Python's recursion guard, a little deeper in msgspec; no native record nests, so any
-    bracket or any second brace in a line is read the standard way) or an integer of more digits than Python
-    parses (a run of as many digits; `_long_digits`)."""
-    return b"[" in piece or piece.count(b"{") != lines or _long_digits(piece)
 
 
 def _long_digits(piece: bytes) -> bool:
