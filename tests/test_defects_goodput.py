@@ -395,3 +395,23 @@ def test_a_job_seen_only_in_per_slice_allocations_counts_against_the_job_limit(c
     lines[1] = lines[1].replace('"job_start"', '"allocation","chips":4,"slice":1').replace('"b"', '"a"')
     log.write_text("\n".join(lines) + "\n")  # a job's slices are one job: two jobs fit
     assert cli("goodput-report", str(log), "-o", "json").code == 0
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"type":"event","job":"a","time":1767571300.0,"event":"submitted"}'],
+        ['{"type":"event","job":"a","time":1767571300.0,"event":"job_start"}'],
+        [
+            '{"type":"event","job":"a","time":1767571300.0,"event":"job_start"}',
+            '{"type":"event","job":"a","time":1767571300.0,"event":"job_end"}',
+        ],
+    ],
+    ids=["submitted-only", "started-only", "no-time-between"],
+)
+def test_a_job_with_no_time_span_draws_an_empty_timeline(cli, tmp_path, lines):
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    r = cli("goodput-report", str(log), "-o", "html")
+    assert r.code == 0, r.err
+    assert "<html" in r.out.lower() and '"a"' in r.out

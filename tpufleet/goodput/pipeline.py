@@ -63,6 +63,9 @@ def timelines(accounts: list[JobAccount], rows: list[dict[str, Any]], keep: int)
         if a.job.id not in worst or a.starts is None or a.ends is None or a.labels is None:
             continue
         s, t, lab = a.starts, a.ends, a.labels
+        if not len(s):  # a job with no time in the window (submitted only, cut off, excluded): no segment to draw
+            out[a.job.id] = _timeline(a, [])
+            continue
         new = np.ones(len(s), dtype=bool)
         new[1:] = (lab[1:] != lab[:-1]) | (s[1:] != t[:-1])
         first = np.flatnonzero(new)
@@ -70,15 +73,20 @@ def timelines(accounts: list[JobAccount], rows: list[dict[str, Any]], keep: int)
         pick = np.linspace(0, len(first) - 1, MAX_SEGMENTS).astype(int) if len(first) > MAX_SEGMENTS else None
         idx = first if pick is None else first[np.unique(pick)]
         ends = t[last] if pick is None else np.append(s[idx[1:]], t[-1])
-        out[a.job.id] = {
-            "start": a.start,
-            "end": a.end,
-            "segments": [[float(x), float(y), str(n)] for x, y, n in zip(s[idx], ends, names[lab[idx]], strict=True)],
-            "disruptions": [] if a.disruption_times is None else a.disruption_times.tolist(),
-            "checkpoints": [] if a.checkpoint_starts is None else a.checkpoint_starts.tolist(),
-            "badput": {b: round(v, 3) for b, v in a.buckets.items()},
-        }
+        segments = [[float(x), float(y), str(n)] for x, y, n in zip(s[idx], ends, names[lab[idx]], strict=True)]
+        out[a.job.id] = _timeline(a, segments)
     return out
+
+
+def _timeline(a: JobAccount, segments: list[list[Any]]) -> dict[str, Any]:
+    return {
+        "start": a.start,
+        "end": a.end,
+        "segments": segments,
+        "disruptions": [] if a.disruption_times is None else a.disruption_times.tolist(),
+        "checkpoints": [] if a.checkpoint_starts is None else a.checkpoint_starts.tolist(),
+        "badput": {b: round(v, 3) for b, v in a.buckets.items()},
+    }
 
 
 def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
