@@ -78,6 +78,9 @@ DEFECTS = [
     '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "x": 1} {"job_name": "j"}',
     '{"job_name": "j", "step_count": 3, "step_start_time": 1767571300.0, "x": tru}',
     '{"job_name": "j", "job_end_time": 1767571300.0, "step_count": 9223372036854775808}',
+    '{"job_name": "j", "job_start_time": 1767571200.0, "x":\n{}}\n'
+    '{"job_name": "j", "step_count": 1, "step_start_time": 1767571210.0} {"job_name": "j", "job_end_time": 1767571300.0}',
+    '{"job_name": "j", "step_count": 1, "step_start_time": 1767571210.0} ',
     '{"job_name": "j", "step_count": 9223372036854775808, "step_start_time": 1767571300.0}',
     '{"job_name": "j", "step_count": -9223372036854775809, "step_start_time": 1767571300.0}',
     '{"job_name": "j", "job_end_time": 1767571300.0, "step_count": 1' + "0" * 400 + "}",

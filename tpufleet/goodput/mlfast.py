@@ -141,8 +141,8 @@ def _plain_text(data: bytes) -> bool:
 
 
 def _line_starts(data: bytes) -> Ints | None:
-    """Where each line starts, and the end: when each line starts an object and none is blank or longer than
-    MAX_FAST_LINE; else None. (Then the decoder's one value a line is the standard importer's one entry a line.)"""
+    """Where each line starts, and the end: when each line starts and ends an object and none is blank or longer
+    than MAX_FAST_LINE; else None. (Then the decoder's one value a line is the standard importer's one entry a line.)"""
     import numpy as np
 
     if not data or _odd_breaks(data):
@@ -159,8 +159,8 @@ def _line_starts(data: bytes) -> Ints | None:
         line = data[starts[row] : starts[row + 1]]
         if line.count(b"[") + line.count(b"{") > MAX_OPENERS:
             return None
-    if not (buf[starts[:-1]] == ord("{")).all():
-        return None
+    if not (buf[starts[:-1]] == ord("{")).all() or not (buf[ends - 1] == ord("}")).all():
+        return None  # each line one object: an entry over two lines and two on another would even out in a count
     starts[-1] = len(data)
     return starts
 
