@@ -415,3 +415,29 @@ def test_a_job_with_no_time_span_draws_an_empty_timeline(cli, tmp_path, lines):
     r = cli("goodput-report", str(log), "-o", "html")
     assert r.code == 0, r.err
     assert "<html" in r.out.lower() and '"a"' in r.out
+
+
+@pytest.mark.parametrize("fmt", ["native", "ml-goodput"])
+def test_a_lone_surrogate_escape_is_bad_input_naming_the_line(cli, tmp_path, fmt):
+    native = [
+        '{"type":"job","job":"\\ud800x","accelerator":"tpu-v4","chips":4}',
+        '{"type":"event","job":"\\ud800x","time":1767571200.0,"event":"job_start"}',
+        '{"type":"event","job":"\\ud800x","time":1767571300.0,"event":"job_end"}',
+    ]
+    ml = [
+        '{"job_name": "a\\udfff", "job_start_time": 1767571200.0}',
+        '{"job_name": "a\\udfff", "job_end_time": 1767571300.0}',
+    ]
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(native if fmt == "native" else ml) + "\n")
+    for output in ("table", "json", "html"):
+        r = cli("goodput-report", str(log), "--format", fmt, "-o", output)
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1, (output, r.err)
+        assert "log.jsonl:1:" in r.err and "surrogate" in r.err
+
+
+def test_a_lone_surrogate_in_an_exclusion_is_bad_input(cli, tmp_path):
+    spans = tmp_path / "spans.json"
+    spans.write_text('[{"start": 1767571200, "end": 1767571300, "reason": "\\ud800"}]')
+    r = cli("goodput-report", str(DEMO), "--exclude", str(spans), "-o", "json")
+    assert r.code == 2 and "spans.json" in r.err and "surrogate" in r.err, r.err

@@ -125,7 +125,7 @@ def parse_json(text: str) -> Any:
     if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
         raise JsonProblem(f"nested more than {MAX_DEPTH} levels deep")
     try:
-        return _DECODER.decode(text)
+        return _text_only(_DECODER.decode(text), text)
     except JsonProblem:
         raise
     except json.JSONDecodeError as exc:
@@ -134,11 +134,22 @@ def parse_json(text: str) -> Any:
         raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
 
 
+def _text_only(value: Any, text: str) -> Any:
+    """`value`, unless an escape in `text` made a lone UTF-16 surrogate (``"\\ud800"``): Python's decoder takes it,
+    but it is no text, and writing it out (a report, a table) would fail. The state file keeps its own reader."""
+    if "\\u" in text:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise JsonProblem("not valid JSON (a lone UTF-16 surrogate escape is not text)") from None
+    return value
+
+
 def parse_json_line(text: str) -> Any:
     """One line of an event log (the hot path: a million lines a report): `parse_json` without the nesting
     pre-scan or the overflow check. The decoder's own recursion guard still bounds nesting (refused here as a
     JsonProblem), and the readers accept no nested value in any field and range-check every number they use."""
-    return _decode(_FAST_DECODER, text, one_line=True)
+    return _text_only(_decode(_FAST_DECODER, text, one_line=True), text)
 
 
 class _WrittenAsFloat(float):
