@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.goodput.events import CODE, MAX_CHIPS, MAX_STEP, MAX_TEXT
-from tpufleet.goodput.fastread import Batch, Decoded, flat_lines
+from tpufleet.goodput.fastread import Batch, Decoded, _odd_breaks, flat_lines  # (a byte-order mark: flat_lines)
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
 try:
@@ -114,16 +114,6 @@ def _find_all(data: bytes, mark: bytes) -> list[int]:
         out.append(i)
         i = data.find(mark, i + 1)
     return out
-
-
-def _odd_breaks(piece: bytes) -> bool:
-    """Line breaks other than \\n that str.splitlines() honours (and a byte-order mark): read the standard way."""
-    return (
-        b"\r" in piece
-        or (b"\xc2" in piece and b"\xc2\x85" in piece)
-        or (b"\xe2" in piece and (b"\xe2\x80\xa8" in piece or b"\xe2\x80\xa9" in piece))
-        or piece.startswith(b"\xef\xbb\xbf")
-    )
 
 
 def _table(piece: bytes) -> Any:
