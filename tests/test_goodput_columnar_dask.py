@@ -120,3 +120,24 @@ def test_a_failed_cluster_beyond_one_process_is_refused_not_an_internal_error():
     assert goodputparts._beyond_one_process(bad) is bad
     lost = goodputparts._beyond_one_process(OSError("worker lost"))
     assert isinstance(lost, Refused) and "worker lost" in str(lost) and lost.exit_code == 1
+
+
+def test_ml_goodput_metadata_in_one_log_and_steps_in_another_keep_the_metadata(tmp_path, scheduler):
+    """A job's `job_metadata` read from one log is kept when a later log names the job without metadata (the
+    defaults a log gives a job it has no record of never replace a record), as reading them in turn keeps it."""
+    start = 1767571200
+    first = tmp_path / "a.jsonl"
+    first.write_text(
+        json.dumps({"job_name": "x", "job_metadata": {"chips": 64, "accelerator": "tpu-v4", "ideal_step_s": 1}})
+        + "\n" + json.dumps({"job_name": "x", "job_start_time": start}) + "\n"
+        + json.dumps({"job_name": "x", "step_count": 1, "step_start_time": start + 10}) + "\n"
+    )  # fmt: skip
+    later = tmp_path / "b.jsonl"
+    later.write_text(
+        json.dumps({"job_name": "x", "step_count": 2, "step_start_time": start + 20}) + "\n"
+        + json.dumps({"job_name": "x", "job_end_time": start + 100}) + "\n"
+    )  # fmt: skip
+    for paths in ([first, later], [later, first]):
+        serial = build(paths, fmt="ml-goodput")
+        assert serial["jobs"][0]["chips"] == 64 and serial["jobs"][0]["pg_basis"] == "declared"
+        assert json.dumps(build(paths, fmt="ml-goodput", cluster=scheduler)) == json.dumps(serial)

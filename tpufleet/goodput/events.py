@@ -156,6 +156,7 @@ class Log:
     skipped: int = 0
     records: int = 0
     job_limit: int = 0  # jobs admitted (events and job records, each counted): 0 for no limit (the simulator's)
+    unrecorded: set[str] = field(default_factory=set)  # jobs named without a record (`name_job`): defaults only
 
     def columns(self, job: str) -> EventColumns:
         """The job's event columns, new ones for a new job; TooManyJobs past `job_limit`."""
@@ -170,6 +171,14 @@ class Log:
         if job.id not in self.jobs:
             self._admit(self.jobs, job.id)
         self.jobs[job.id] = job
+        self.unrecorded.discard(job.id)
+
+    def name_job(self, job: str) -> None:
+        """A job named by a log that has no record of it (ml-goodput-measurement entries without metadata): the
+        defaults, admitted as a record is, until a record of it is read."""
+        if job not in self.jobs:
+            self.add_job(Job(job))
+            self.unrecorded.add(job)
 
     def _admit(self, table: Mapping[str, object], job: str) -> None:
         if self.job_limit and len(table) >= self.job_limit:
@@ -473,6 +482,8 @@ def take_jobs(log: Log, names: set[str]) -> Log:
         ):
             if name in mine:
                 theirs[name] = mine.pop(name)  # type: ignore[assignment]
+        if name in log.unrecorded:
+            out.unrecorded.add(name)
     return out
 
 
@@ -480,7 +491,10 @@ def merge_into(log: Log, later: Log) -> None:
     """`later`'s records after `log`'s, where reading its file after theirs puts them (a job record read later
     wins, events and slice counts follow in order), and its counts added."""
     for job in later.jobs.values():
-        log.add_job(job)
+        if job.id in later.unrecorded:
+            log.name_job(job.id)  # (the defaults never replace a record read before)
+        else:
+            log.add_job(job)
     for name, new in later.events.items():
         columns = log.columns(name)
         base = len(columns)

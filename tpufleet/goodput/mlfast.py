@@ -20,7 +20,7 @@ from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.goodput import mlbatch
-from tpufleet.goodput.events import MAX_STEP, Job, Log
+from tpufleet.goodput.events import MAX_STEP, Log
 from tpufleet.goodput.fastread import _append, _odd_breaks
 from tpufleet.goodput.mlbatch import STEP_SLOT, TIMES, Columns
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord
@@ -124,8 +124,7 @@ def read(data: bytes, file: str, log: Log) -> bool:
         return False
     batch, metadata = staged
     for job in batch.jobs:
-        if job not in log.jobs:
-            log.add_job(Job(job))
+        log.name_job(job)
     for job_record in metadata:
         log.add_job(job_record)
     _append(log, mlbatch.with_events(batch))

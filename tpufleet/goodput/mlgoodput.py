@@ -31,7 +31,6 @@ from tpufleet.goodput.events import (
     MAX_LINE_BYTES,
     MAX_STEP,
     MAX_TEXT,
-    Job,
     Log,
     add_record,
     add_slice_counts,
@@ -243,8 +242,7 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
         add_slice_counts(Log(), job, t, counts[1], file, line)  # checked before anything is added
     # every field is good: add the entry
     log.records += 1
-    if job not in log.jobs:
-        log.add_job(Job(job))
+    log.name_job(job)
     for t, code, step_no, label in pending:
         log.add_event(job, t, code, step_no, label=label)
     if counts is not None:
