@@ -441,3 +441,30 @@ def test_a_lone_surrogate_in_an_exclusion_is_bad_input(cli, tmp_path):
     spans.write_text('[{"start": 1767571200, "end": 1767571300, "reason": "\\ud800"}]')
     r = cli("goodput-report", str(DEMO), "--exclude", str(spans), "-o", "json")
     assert r.code == 2 and "spans.json" in r.err and "surrogate" in r.err, r.err
+
+
+START = '{"jsonPayload": {"job_name": "a", "job_start_time": 1767571200}}'
+END = '{"jsonPayload": {"job_name": "a", "job_end_time": 1767571300}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "says"),
+    [
+        (f"[{START},{END}]\n" + '{"job_name": "b", "job_start_time": 1767571200}\n', 2, "content after the array"),
+        (f"[{START}]\n[{END}]\n", 2, "content after the array"),
+        (f"[{START}\n {END}]\n", 2, "a comma or ] expected"),
+        (f"[{START},\n,{END}]\n", 2, "not valid JSON"),
+        (f"[{START},\n]\n", 2, "not valid JSON"),
+        (f"[\n{START},\n", 3, "the array is not closed"),
+    ],
+)
+def test_a_cloud_logging_array_is_read_whole_or_refused_naming_the_line(cli, tmp_path, text, line, says):
+    """Lines after the array's end (a second export appended, say) were dropped without a word; elements must
+    stand one comma apart, as JSON has them. --skip-bad cannot skip them: where an entry starts is unknown."""
+    path = tmp_path / "entries.json"
+    path.write_text(text)
+    for extra in ((), ("--skip-bad",)):
+        message = refused(cli, str(path), "--format", "ml-goodput", *extra)
+        assert f" {path}:{line}: " in message and says in message, message
+    path.write_text(f"[\n  {START},\n\n  {END}\n]\n\n")
+    assert report(cli, str(path), "--format", "ml-goodput")["input"]["records"] == 2

@@ -83,24 +83,43 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
-    """(line, element) of a JSON array, decoded one element at a time (its line is where it starts)."""
-    pos, line, n = text.index("[") + 1, 1, len(text)
-    line += text.count("\n", 0, pos)
+    """(line, element) of a JSON array, decoded one element at a time (its line is where it starts); elements
+    apart by one comma, and nothing but white space after the array."""
+    pos, line = _skip_space(text, text.index("[") + 1, 1 + text.count("\n", 0, text.index("[")))
+    if text[pos : pos + 1] == "]":
+        return _after_array(text, pos + 1, line, file)
     while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            line += text[pos] == "\n"
-            pos += 1
-        if pos >= n:
+        if pos >= len(text):
             raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")
-        if text[pos] == "]":
-            return
         try:
             value, end = _DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError) as exc:
             raise BadRecord(file, line, "<entry>", text[pos : pos + 40], f"not valid JSON ({exc})") from None
         yield line, value
-        line += text.count("\n", pos, end)
-        pos = end
+        pos, line = _skip_space(text, end, line + text.count("\n", pos, end))
+        if text[pos : pos + 1] == "]":
+            return _after_array(text, pos + 1, line, file)
+        if text[pos : pos + 1] != ",":
+            if pos >= len(text):
+                raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")
+            raise BadRecord(file, line, "<array>", text[pos : pos + 40], "not valid JSON (a comma or ] expected)")
+        pos, line = _skip_space(text, pos + 1, line)
+
+
+def _skip_space(text: str, pos: int, line: int) -> tuple[int, int]:
+    """The position of the next character that is not JSON white space, and its line."""
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        line += text[pos] == "\n"
+        pos += 1
+    return pos, line
+
+
+def _after_array(text: str, pos: int, line: int, file: str) -> None:
+    """Refuse anything but white space after the array's end (a second array, or lines appended to the file)."""
+    pos, line = _skip_space(text, pos, line)
+    if pos < len(text):
+        raise BadRecord(file, line, "<array>", text[pos : pos + 40], "not valid JSON (content after the array)")
 
 
 def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
