@@ -468,3 +468,29 @@ def test_a_cloud_logging_array_is_read_whole_or_refused_naming_the_line(cli, tmp
         assert f" {path}:{line}: " in message and says in message, message
     path.write_text(f"[\n  {START},\n\n  {END}\n]\n\n")
     assert report(cli, str(path), "--format", "ml-goodput")["input"]["records"] == 2
+
+
+def event(job: str, t: float, name: str, **extra: Any) -> str:
+    return json.dumps({"type": "event", "job": job, "time": t, "event": name, **extra})
+
+
+@pytest.mark.parametrize(
+    ("lines", "window"),
+    [
+        # the job ran 100..200; its only event inside --since is a stray one after its end
+        ([event("a", 100, "job_start"), event("a", 200, "job_end"), event("a", 300, "submitted")], ("--since", "250")),
+        # the job ran 100..200; its only event inside --until is a stray step before its start
+        (
+            [event("a", 40, "step_start", step=1), event("a", 100, "job_start"), event("a", 200, "job_end")],
+            ("--until", "50"),
+        ),
+    ],
+)
+def test_a_window_holding_only_events_outside_every_job_is_refused_not_reversed(cli, tmp_path, lines, window):
+    """The report's window ran backwards (start 250, end 200), every figure empty and exit 0."""
+    path = tmp_path / "stray.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert "no job events in the input inside --since/--until" in refused(cli, str(path), *window)
+    inside = {"--since": "150", "--until": "150"}[window[0]]
+    rep = report(cli, str(path), window[0], inside)
+    assert rep["fleet"]["window"]["start"] <= rep["fleet"]["window"]["end"]
