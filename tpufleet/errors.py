@@ -34,6 +34,11 @@ class Refused(TpufleetError):
         self.details = details or []
 
 
+class Unavailable(Refused):
+    """The state's store cannot be reached (a database down, or its connection lost): the exit of Refused; a
+    server answers 503, to be tried again."""
+
+
 class BadInput(TpufleetError):
     """Malformed user input: an id, a shape, an option value or a file."""
 

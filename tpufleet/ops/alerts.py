@@ -21,6 +21,7 @@ from tpufleet.faults import normalize
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
+from tpufleet.text import printable
 
 TARGET_LABEL = "tpufleet_target"
 PLANNED_LABEL = "tpufleet_planned"
@@ -48,7 +49,7 @@ class Alert:
         """The fault's reason: the alert's name and summary, then its mark (kept whole within the length limit)."""
         text = " ".join(f"{self.name}: {self.annotations.get('summary', '')}".split()).rstrip(": ")
         room = MAX_REASON_CHARS - len(self.mark) - 1
-        return f"{text[:room]} {self.mark}".lstrip()
+        return f"{printable(text)[:room]} {self.mark}".lstrip()  # escaped as the fault keeps it, then cut: it fits
 
 
 def receive(state: FleetState, alerts: Sequence[Alert], now: str) -> Outcome:

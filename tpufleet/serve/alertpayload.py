@@ -82,4 +82,16 @@ def _strings(raw: Any, where: str, required: bool) -> dict[str, str]:
             raise BadPayload(f"{where}.{_short(key)}: {_short(value)}; a string")
         if len(key) > MAX_LABEL_CHARS or len(value) > MAX_LABEL_CHARS:
             raise BadPayload(f"{where}.{_short(key)}: over {MAX_LABEL_CHARS} characters")
+        if not _text(key) or not _text(value):
+            raise BadPayload(f"{where}.{_short(key)}: {_short(value)}; not text (a lone UTF-16 surrogate escape)")
     return dict(raw)
+
+
+def _text(value: str) -> bool:
+    """Whether `value` is text UTF-8 can carry: JSON lets a string hold half a surrogate pair (`"\\ud800"`), which
+    the state would keep and no answer could then be written with."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

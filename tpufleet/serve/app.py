@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -23,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, TpufleetError
+from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, TpufleetError, Unavailable
 from tpufleet.ops.alerts import Alert
 from tpufleet.serve import documents
 from tpufleet.serve.alertpayload import BadPayload, NotJson, parse
@@ -56,6 +57,9 @@ class Server:
     inputs: documents.MetricsInputs
     token: bytes | None = None  # None: POST /api/v1/alerts is off
     refresh: int = 15
+    # One write at a time: the requests' threads share the store (on a database, one connection, whose transactions
+    # would nest and whose session lock would let every thread in); other processes wait on the state's own lock.
+    _writing: threading.Lock = field(default_factory=threading.Lock)
 
     def snapshot(self) -> Snapshot:
         try:
@@ -125,10 +129,10 @@ class Server:
         from tpufleet.state.store import utc_now
 
         try:
-            with self.source.store.transaction(ALERTS_COMMAND) as tx:
+            with self._writing, self.source.store.transaction(ALERTS_COMMAND) as tx:
                 outcome = receive(tx.state, alerts, utc_now())
                 tx.commit(outcome.change)
-        except LockTimeout as exc:
+        except (LockTimeout, Unavailable) as exc:
             raise Problem(503, str(exc), {"Retry-After": "5"}) from None
         except BadStateFile as exc:
             raise Problem(503, f"the state cannot be read: {exc}") from None
@@ -199,6 +203,12 @@ async def _problem(request: Request, exc: Exception) -> Response:
     return error(exc.status, str(exc), exc.headers)
 
 
+async def _unreadable(request: Request, exc: Exception) -> Response:
+    """A document made after the snapshot (the journal, say) whose reading failed: the state cannot be read."""
+    assert isinstance(exc, TpufleetError)
+    return error(503, f"the state cannot be read: {exc}", {"Retry-After": "5"})
+
+
 async def _http(request: Request, exc: Exception) -> Response:
     """Starlette's own 404 (no route) and 405 (method), as JSON; the Allow header kept."""
     assert isinstance(exc, HTTPException)
@@ -239,7 +249,7 @@ def build_app(server: Server) -> Starlette:
     ]
     alerts: Callable[[Request], Awaitable[Response]] = server.alerts
     routes.append(Route("/api/v1/alerts", alerts, methods=["POST"]))
-    handlers = {Problem: _problem, HTTPException: _http}
+    handlers = {Problem: _problem, HTTPException: _http, TpufleetError: _unreadable}
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
     application.add_middleware(BoundedHeaders)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpufleet.errors import Unavailable
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state.store import Store
@@ -89,7 +90,14 @@ class Source:
         self._lock = threading.Lock()
 
     def current(self) -> Snapshot:
-        """The snapshot of the state as committed now (loaded, validated) — the same object until the next commit."""
+        """The snapshot of the state as committed now (loaded, validated) — the same object until the next commit.
+        A database connection found lost is opened again once (a server restarted since the last request)."""
+        try:
+            return self._snapshot_now()
+        except Unavailable:
+            return self._snapshot_now()
+
+    def _snapshot_now(self) -> Snapshot:
         key = (self.reads.change_key(), *(_stat_key(p) for p in self.watched))
         with self._lock:
             snap = self._current

@@ -86,6 +86,8 @@ def _parse(doc: dict[str, object], file: str) -> Config:
     for key in ("state", "group"):
         if doc.get(key) == "":
             raise BadStateFile(file, key, "", "is empty")
+        if "\x00" in str(doc.get(key, "")):
+            raise BadStateFile(file, key, doc[key], "holds a NUL character")
     values: dict[str, Any] = dict(doc)  # checked above: each present key has its documented type
     return Config(
         state=values.get("state"),

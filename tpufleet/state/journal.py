@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tpufleet.errors import BadInput
@@ -27,6 +27,7 @@ from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 from tpufleet.state import records
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
+from tpufleet.state.lock import shown_command
 
 JOURNAL = "journal.jsonl"
 _TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial
@@ -97,9 +98,12 @@ def rollback(path: Path, size: int) -> None:
 def _parse(line: bytes) -> JournalEntry | None:
     """A journal entry, or None for a damaged line (not JSON, or not an entry: see `JournalEntry.from_doc`)."""
     try:
-        return JournalEntry.from_doc(json.loads(line))
+        entry = JournalEntry.from_doc(json.loads(line))
     except (ValueError, RecursionError):
         return None
+    if entry is not None and (shown := shown_command(entry.command)) != entry.command:
+        entry = replace(entry, command=shown)  # written before commands were recorded so (a password, a lone byte)
+    return entry
 
 
 @dataclass

@@ -126,4 +126,21 @@ def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
 
 
 def command_line() -> str:
-    return " ".join(["tpufleet", *sys.argv[1:]]) if sys.argv else "tpufleet"
+    """The command as the journal and the lock's holder record it (`shown_command`)."""
+    return shown_command(" ".join(["tpufleet", *sys.argv[1:]]) if sys.argv else "tpufleet")
+
+
+def shown_command(text: str) -> str:
+    """A command line as recorded and shown: database URLs without their passwords, and bytes the file system's
+    encoding could not decode (a lone surrogate to Python) as escapes, so every writer of UTF-8 takes it."""
+    from tpufleet.state.dburl import redacted_words
+
+    return redacted_words(_text(text))
+
+
+def _text(arg: str) -> str:
+    """`arg` as valid text: Python keeps a byte of argv it could not decode as a lone surrogate."""
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no decoding made
+        return arg.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -30,11 +30,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from tpufleet.errors import BadInput, LockTimeout, Refused
+from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Unavailable
 from tpufleet.journalentry import JournalEntry
-from tpufleet.state import journal
+from tpufleet.state import dburl, journal
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import SAFE_NAME
 from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER
@@ -87,31 +87,7 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 
 def redacted(url: str) -> str:
     """The URL without its password (in the user part or a ``password=`` parameter): what messages show."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://(a URL that cannot be parsed)"
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        netloc = f"{user.split(':', 1)[0]}@{host}"
-    query = parts.query
-    pairs = parse_qsl(query, keep_blank_values=True)
-    if any(k == "password" for k, _ in pairs):
-        query = urlencode([(k, v) for k, v in pairs if k != "password"])
-    return printable(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
-
-
-def _secrets(url: str) -> list[str]:
-    """The password(s) the URL carries, to be cut out of any message that might quote them."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return []
-    found = [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "password" and v]
-    if parts.password:
-        found += [parts.password, unquote(parts.password)]
-    return found
+    return printable(dburl.redacted(url))
 
 
 def _first_line(exc: BaseException, secrets: list[str]) -> str:
@@ -143,7 +119,7 @@ class PostgresBackend:
     def __init__(self, url: str) -> None:
         self.url = url
         self.where = redacted(url)
-        self._secrets = _secrets(url)
+        self._secrets = dburl.secrets(url)
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
 
     @property
@@ -165,9 +141,8 @@ class PostgresBackend:
             yield
         except psycopg.Error as exc:
             self.close()
-            raise Refused(
-                f"cannot {doing} the state database {self.where}: {_first_line(exc, self._secrets)}"
-            ) from None
+            kind = Unavailable if isinstance(exc, psycopg.OperationalError) else Refused
+            raise kind(f"cannot {doing} the state database {self.where}: {_first_line(exc, self._secrets)}") from None
 
     def connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._conn is not None and not self._conn.closed:
@@ -180,7 +155,11 @@ class PostgresBackend:
                 "pip install 'tpufleet[postgres]'"
             ) from None
         options: dict[str, Any] = {"autocommit": True}
-        query = dict(parse_qsl(urlsplit(self.url).query))
+        try:
+            query = dict(parse_qsl(urlsplit(self.url).query))
+            psycopg.conninfo.conninfo_to_dict(self.url)
+        except (ValueError, psycopg.ProgrammingError) as exc:  # (UnicodeError is a ValueError)
+            raise BadInput(f"bad database URL {self.where}: {_first_line(exc, self._secrets)}") from None
         if "connect_timeout" not in query:
             options["connect_timeout"] = 10
         if "application_name" not in query:
@@ -391,12 +370,30 @@ class PostgresBackend:
             ready = self._usable(self.schema_version())
             if ready:
                 self._note_holder(command)
-            yield ready
+            try:
+                yield ready
+            finally:
+                if ready:
+                    self._forget_holder()
+
+    def _forget_holder(self) -> None:
+        """The holder row deleted as the lock is let go, so a later holder that writes none (`state migrate`, an
+        empty database, a session of psql) is "an unknown process", not the last command that wrote one. (A killed
+        holder leaves its row, until the next holder's.)"""
+        if self._conn is not None and not self._conn.closed:
+            with contextlib.suppress(Exception):
+                self._conn.execute("DELETE FROM tpufleet_lock WHERE id = 1 AND pid = %s", (os.getpid(),))
 
     @contextmanager
     def writing(self, timeout: float, command: str) -> Iterator[DatabaseWriter]:
         with self.locked(timeout, command) as ready:
             yield DatabaseWriter(self, ready)
+
+
+def state_row_mismatch(where: str, row_serial: int, doc_serial: int) -> BadStateFile:
+    return BadStateFile(
+        where, "serial", doc_serial, f"the state row's serial column says {row_serial}; the two must agree"
+    )
 
 
 class DatabaseWriter:
@@ -424,7 +421,10 @@ class DatabaseWriter:
         return row[1]
 
     def recover(self, serial: int) -> None:
-        """Nothing to recover: a journal line is committed with its state or not at all."""
+        """Nothing to recover (a journal line is committed with its state or not at all); but the state row's serial
+        must be its document's, which every commit checks against: BadStateFile when it is not (edited by hand)."""
+        if self.read_serial is not None and self.read_serial != serial:
+            raise state_row_mismatch(self.backend.state_label, self.read_serial, serial)
 
     def journal_serial(self) -> int:
         entries = self.backend.read_journal(1 << 62).entries
@@ -456,7 +456,7 @@ class DatabaseWriter:
                 self._write(conn, entry, data)
         except psycopg.OperationalError as exc:
             self.backend.close()
-            raise Refused(
+            raise Unavailable(
                 f"lost the state database {self.backend.where} while committing serial {entry.serial} "
                 f"({_first_line(exc, self.backend._secrets)}); the change is either wholly made or not at all: "
                 "`tpufleet status` shows which"

@@ -68,6 +68,8 @@ def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path | str:
 
 
 def _location(text: str) -> Path | str:
+    if "\x00" in text:
+        raise BadInput(f"bad state location {text!r}: it holds a NUL character")
     return text if is_database_url(text) else Path(text).expanduser()
 
 

@@ -18,7 +18,7 @@ from tpufleet.errors import Refused
 from tpufleet.state import journal
 from tpufleet.state.filebackend import DirectoryBackend, DirectoryWriter
 from tpufleet.state.files import atomic_write, install, io_error, read_state_file, sync_parent, write_temp
-from tpufleet.state.pgbackend import SCHEMA_VERSION, PostgresBackend
+from tpufleet.state.pgbackend import SCHEMA_VERSION, PostgresBackend, state_row_mismatch
 from tpufleet.state.store import checked_state
 
 
@@ -75,12 +75,7 @@ def _directory_fleet(writer: DirectoryWriter) -> Fleet | None:
     raw = writer.read_state()
     doc = checked_state(raw, backend.state_label)
     writer.recover(doc["serial"])
-    try:
-        lines = _lines(read_state_file(backend.journal_path))
-    except FileNotFoundError:
-        lines = []
-    except OSError as exc:
-        raise io_error("read", backend.journal_path, exc) from None
+    lines = _lines(_journal_bytes(backend))
     tables = {}
     for name in doc.get("routes", {}):
         path = backend.table_place(name)
@@ -99,6 +94,8 @@ def _database_fleet(db: PostgresBackend) -> Fleet | None:
         return None
     serial, raw = row
     doc = checked_state(raw, db.state_label)
+    if doc["serial"] != serial:
+        raise state_row_mismatch(db.state_label, serial, doc["serial"])
     tables = {name: data for name in doc.get("routes", {}) if (data := db.table_bytes(name)) is not None}
     return Fleet(raw, serial, _lines(db.journal_bytes()), tables)
 
@@ -117,12 +114,19 @@ def _result(source: str, target: str, fleet: Fleet, changed: bool) -> dict[str, 
 def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, Any]:
     """Copy the directory's fleet into the database (one transaction), unless the database's is newer."""
     directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
+    if not state_dir.is_dir():  # (taking its lock would make it)
+        raise Refused(f"no fleet state in {directory.where} to push")
     with directory.writing(timeout, command) as writer:
         source = _directory_fleet(writer)
         if source is None:
             raise Refused(f"no fleet state in {directory.where} to push")
         with db.locked(timeout, command) as ready:
             target = _database_fleet(db) if ready else None
+            if target is None and ready and db.journal_bytes():
+                raise Refused(
+                    f"{db.where} holds a journal but no state row: another fleet's history, or one whose state was "
+                    "lost; nothing was moved (push into an empty database)"
+                )
             changed = _judge(source, target, directory.where, db.where)
             if changed:
                 _write_database(db, ready, source, target)
@@ -160,16 +164,30 @@ def _write_database(db: PostgresBackend, ready: bool, source: Fleet, target: Fle
 def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, Any]:
     """Copy the database's fleet into the directory, unless the directory's is newer."""
     directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
-    with db.locked(timeout, command) as ready:
+    # The directory's lock first, as `push` takes them: two moves in opposite directions never wait on each other.
+    with directory.writing(timeout, command) as writer, db.locked(timeout, command) as ready:
         source = _database_fleet(db) if ready else None
         if source is None:
             raise Refused(f"no fleet state in {db.where} to pull")
-        with directory.writing(timeout, command) as writer:
-            target = _directory_fleet(writer)
-            changed = _judge(source, target, db.where, directory.where)
-            if changed:
-                _write_directory(writer, source, target)
+        target = _directory_fleet(writer)
+        if target is None and _lines(_journal_bytes(directory)):
+            raise Refused(
+                f"{directory.where} holds a journal but no state file: another fleet's history, or one whose state "
+                "was lost; nothing was moved (move the journal aside to pull into it)"
+            )
+        changed = _judge(source, target, db.where, directory.where)
+        if changed:
+            _write_directory(writer, source, target)
     return _result(db.where, directory.where, source, changed)
+
+
+def _journal_bytes(backend: DirectoryBackend) -> bytes:
+    try:
+        return read_state_file(backend.journal_path)
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise io_error("read", backend.journal_path, exc) from None
 
 
 def _write_directory(writer: DirectoryWriter, source: Fleet, target: Fleet | None) -> None:
