@@ -11,7 +11,7 @@ from tpufleet.constants import DAY, HOUR
 from tpufleet.fleetmap import fleet_map
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
-from tpufleet.timeparse import parse_stamp
+from tpufleet.timeparse import STAMP_FORMAT, parse_stamp
 
 Row = dict[str, Any]
 JOURNAL_LINES = 15  # the latest changes shown: a screenful beside the map
@@ -48,7 +48,7 @@ def report(state: FleetState, journal: Sequence[JournalEntry], now: datetime) ->
     """Everything the report shows, as the documented `report -o json` object."""
     summary = views.status(state)
     return {
-        "generated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated": now.strftime(STAMP_FORMAT),
         "serial": state.serial,
         "inventory": summary["inventory"],
         **({"generations": summary["generations"]} if "generations" in summary else {}),

@@ -519,12 +519,15 @@ class FleetState:
             self._open_by_target[target] = fault
         return fault
 
-    def set_fault_window(self, fault_id: str, start: str | None, end: str | None) -> None:
-        """Give a planned drain the window of the maintenance it stands for."""
+    def set_fault_window(self, fault_id: str, start: str | None, end: str | None, reason: str | None = None) -> None:
+        """Give a planned drain the window of the maintenance it stands for (and the reason that says it, when the
+        maintenance was rescheduled)."""
         fault = self.fault(fault_id)
         if fault is None or not fault.planned:
             raise ValueError(f"no planned fault {fault_id!r} to give a window")  # a bug in the caller
         fault.window_start, fault.window_end = start, end
+        if reason is not None:
+            fault.reason = printable(reason)[:MAX_REASON_CHARS]
 
     def clear_fault(self, fault: Fault, now: str) -> None:
         fault.cleared = now

@@ -26,10 +26,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from tpufleet.errors import BadInput, shown
-from tpufleet.timeparse import parse_stamp
+from tpufleet.timeparse import STAMP_FORMAT, parse_stamp
 
 __all__ = [
     "KIND",
@@ -74,10 +75,12 @@ class Notice:
 
 def _when(item: Mapping[str, Any], key: str, where: str) -> str:
     value = item.get(key)
+    if isinstance(value, datetime):  # written without quotes: YAML reads a time itself
+        value = value.isoformat()
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
         raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.strftime(STAMP_FORMAT)
 
 
 def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str]) -> str:

@@ -22,6 +22,9 @@ _UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"
 TIME_HELP = "a date (2026-01-06), an ISO time (2026-01-06T10:30, UTC unless it has a zone) or an age (7d, 12h, 30m)"
 
 
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the tool writes a moment
+
+
 def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:
     """The moment `text` names, as an aware UTC datetime; BadInput naming the option and the value otherwise."""
     now = now or datetime.now(UTC)
@@ -42,6 +45,19 @@ def parse_stamp(text: str) -> datetime | None:
     """A timestamp the tool wrote (``2026-01-06T10:30:00Z``) as a datetime; None if it is not one."""
     try:
         moment = datetime.fromisoformat(text)
-    except (TypeError, ValueError):
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (TypeError, ValueError, OverflowError):  # (a zone that leaves the calendar: 0001-01-01T00:00+01:00)
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def utc_stamp(text: str) -> str | None:
+    """An RFC 3339 time as the tool writes times (``2026-06-16T09:00:00Z``: UTC, whole seconds), so that times
+    compare as text in their order; None if `text` is not a time of the calendar.
+
+    >>> utc_stamp("2026-06-16T10:00:00.5+05:00")
+    '2026-06-16T05:00:00Z'
+    >>> utc_stamp("2026-13-45T99:99:99Z") is None
+    True
+    """
+    moment = parse_stamp(text)
+    return None if moment is None else moment.strftime(STAMP_FORMAT)

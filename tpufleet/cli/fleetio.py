@@ -130,6 +130,7 @@ def _reservation_text(d: dict[str, Any]) -> str:
         ident = f" {f['id']}" if f.get("id") else ""
         lines.append(f"  + drain{ident} {f['target']}: {f['reason']}")
     lines += [f"  - clear {f['id']} {f['target']}: {f['reason']}" for f in d["drains_cleared"]]
+    lines += [f"  ~ reschedule {f['id']} {f['target']}: {f['reason']}" for f in d["drains_rescheduled"]]
     lines += [f"  ? not placed: {u['sub_block']}: {u['reason']}" for u in d["unplaced"]]
     return "\n".join([*lines, _plan_verdict(d)])
 

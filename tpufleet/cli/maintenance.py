@@ -117,6 +117,8 @@ def _applied_text(d: dict[str, Any]) -> str:
             lines.append(f"  wire {s['slice']}: +{s['add']} -{s['remove']} ={s['keep']}")
         elif s["step"] == "routes":
             lines.append(f"  routes {s['slice']}: {s['routable_pairs']} routable pairs, {s['vcs']} VCs")
+        elif "kept_failure" in s:
+            lines.append(f"  clear {s['target']}: {s['kept_failure']} kept open (a failure, not a drain)")
         else:
             lines.append(f"  clear {s['target']}: {', '.join(s['fault_ids']) or 'nothing open'}")
     tail = "nothing was changed (dry run)" if d["dry_run"] else f"applied (serial {d['serial']})"

@@ -12,9 +12,15 @@ import typer
 
 
 def finite(data: Any) -> Any:
-    """The same data with NaN and infinities as null: strict JSON has no such numbers (documented)."""
+    """The same data with NaN and infinities as null: strict JSON has no such numbers (documented). Numbers and
+    text of a subclass (a state file's floats keep the type they were read as) as the plain type: YAML's safe
+    writer takes no other."""
     if isinstance(data, float):
-        return data if math.isfinite(data) else None
+        return float(data) if math.isfinite(data) else None
+    if isinstance(data, str) and type(data) is not str:
+        return str(data)
+    if isinstance(data, int) and type(data) not in (int, bool):
+        return int(data)
     if isinstance(data, dict):
         return {k: finite(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):

@@ -39,6 +39,7 @@ from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId
 from tpufleet.text import bounded
+from tpufleet.timeparse import utc_stamp
 
 __all__ = [
     "HEALTH_STATUSES",
@@ -197,16 +198,20 @@ def _maintenance(item: Mapping[str, Any], path: str, where: _Where, name: str) -
     if kind is not None and kind not in MAINTENANCE_TYPES:
         raise where.bad(f"{path}.type", kind, f"must be {_or(MAINTENANCE_TYPES)}", name)
     start, end = (_time(upcoming, k, path, where, name) for k in ("windowStartTime", "windowEndTime"))
-    if start is not None and end is not None and end < start and start[-1] == end[-1] == "Z":
+    if start is not None and end is not None and end < start:
         raise where.bad(f"{path}.windowEndTime", end, f"before the window's start {start}", name)
     return MaintenanceWindow(status, kind, start, end)
 
 
 def _time(obj: Mapping[str, Any], key: str, path: str, where: _Where, name: str) -> str | None:
+    """The time as the tool writes times (UTC, whole seconds: the waves of a plan are ordered by it)."""
     value = obj.get(key)
-    if value is not None and (not isinstance(value, str) or not RFC3339.fullmatch(value)):
+    if value is None:
+        return None
+    stamp = utc_stamp(value) if isinstance(value, str) and RFC3339.fullmatch(value) else None
+    if stamp is None:
         raise where.bad(f"{path}.{key}", value, "must be an RFC 3339 time (2026-06-16T09:00:00Z)", name)
-    return value
+    return stamp
 
 
 def _check_unique(subs: list[SubBlock], where: _Where) -> None:
@@ -267,6 +272,7 @@ class ReservationPlan:
     degraded_cleared: list[str] = field(default_factory=list)
     open: list[Drain] = field(default_factory=list)
     clear: list[Fault] = field(default_factory=list)
+    moved: list[tuple[Fault, Drain]] = field(default_factory=list)  # open drains whose maintenance was rescheduled
     kept: int = 0  # drains wanted that are already open (by an earlier import or by hand)
 
     @property
@@ -354,6 +360,13 @@ def _health_diff(state: FleetState, out: ReservationPlan) -> None:
             out.degraded_cleared.append(name)
 
 
+def _rescheduled(existing: Fault, drain: Drain) -> bool:
+    """Whether `existing`, a drain an import opened, stands for maintenance whose window has moved since."""
+    if not (existing.planned and existing.reason.startswith(REASON_PREFIX)):
+        return False  # a drain or failure opened by hand is the operator's
+    return (existing.window_start, existing.window_end) != (drain.window.start, drain.window.end)
+
+
 def _drain_diff(state: FleetState, out: ReservationPlan) -> None:
     """Drains to open for maintenance announced, and drains this import opened whose maintenance is gone."""
     wanted: set[str] = set()
@@ -361,8 +374,11 @@ def _drain_diff(state: FleetState, out: ReservationPlan) -> None:
         if record.maintenance is None or not record.maintenance.drains:
             continue
         wanted.add(record.cube)
-        if state.open_fault_on(CubeId(record.cube)) is None:
-            out.open.append(Drain(record.cube, name, record.maintenance))
+        drain, existing = Drain(record.cube, name, record.maintenance), state.open_fault_on(CubeId(record.cube))
+        if existing is None:
+            out.open.append(drain)
+        elif _rescheduled(existing, drain):
+            out.moved.append((existing, drain))
         else:
             out.kept += 1
     scope = {r.cube for r in out.mapped.values()}

@@ -19,6 +19,7 @@ from tpufleet.integrations.k8s_pools import BUILT_IN_ACCELERATOR, PoolPlan, plan
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
+from tpufleet.timeparse import STAMP_FORMAT
 
 
 def import_k8s(
@@ -125,6 +126,6 @@ def last_change(entries: Sequence[JournalEntry]) -> float | None:
     if not entries:
         return None
     try:
-        return float(calendar.timegm(time.strptime(entries[-1].time, "%Y-%m-%dT%H:%M:%SZ")))
+        return float(calendar.timegm(time.strptime(entries[-1].time, STAMP_FORMAT)))
     except ValueError:
         return None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet import maintenance
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
 from tpufleet.ids import CubeId, OcsId
 from tpufleet.journalentry import JournalEntry
@@ -26,6 +26,7 @@ from tpufleet.ops import routes as route_ops
 from tpufleet.ops import xconnect as xconnect_ops
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.maintenanceplan import SavedMaintenancePlan, SavedWave
+from tpufleet.timeparse import utc_stamp
 
 # Stores a moved slice's routing tables (npz bytes) with the transaction that applies the wave; returns where they
 # are kept, relative to the state directory. The shell's: it owns the state directory.
@@ -37,10 +38,15 @@ JOURNAL_PLAN_KEY = "maintenance_plan"  # the journal details of an applied wave:
 def open_drain_notices(state: FleetState) -> list[Notice]:
     """The open planned drains of whole cubes that carry a maintenance window (what `import reservation` opens)."""
     return [
-        Notice(f.target.cube, f.window_start, f.window_end, f.id)
+        Notice(f.target.cube, _stamp(f.window_start), _stamp(f.window_end), f.id)
         for f in state.open_faults()
         if f.planned and f.window_start is not None and isinstance(f.target, CubeId)
     ]
+
+
+def _stamp(text: Any) -> Any:
+    """A drain's window time as a plan writes it (drains recorded before times were so kept: +00:00, fractions)."""
+    return (utc_stamp(text) or text) if isinstance(text, str) else text
 
 
 @dataclass
@@ -132,7 +138,13 @@ def _free_healthy(sim: FleetState, pods: set[str]) -> int:
 
 
 def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -> None:
+    """Close the drains of the notices whose maintenance is over; a failure that was open on the cube before its
+    drain (not planned: the drain kept it) stays open, as the hardware is still broken."""
     for n in notices:
+        existing = sim.open_fault_on(CubeId(n.cube))
+        if existing is not None and not existing.planned:
+            wave.steps.append({"step": "clear", "target": n.target, "fault_ids": [], "kept_failure": existing.id})
+            continue
         wave.commands.append(maintenance.clear_command(n))
         done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
         wave.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in done["cleared"]]})
@@ -286,6 +298,7 @@ def apply_wave(
     made or the moves differ from the plan's. `save_tables` None: a dry run (tables made, not kept)."""
     if not 1 <= number <= len(saved.waves):
         raise BadInput(f"bad option --wave: {number} is not a wave of plan {saved.path} (1 to {len(saved.waves)})")
+    _unknown_cubes_refused(state, saved)
     _order_refusal(state, saved, number, applied)
     wave = saved.waves[number - 1]
     unserved = [m for m in wave.moves if m.status != "moved"]
@@ -301,6 +314,19 @@ def apply_wave(
     if differ:
         raise Refused(f"wave {number} would not do what plan {saved.path} says: {_listed(differ)}; plan again")
     return _applied(state, saved, done, record, save_tables is None)
+
+
+def _unknown_cubes_refused(state: FleetState, saved: SavedMaintenancePlan) -> None:
+    """A plan naming a cube this fleet lacks (made for another state, or edited) is bad input, naming the cube."""
+    known = state.fleet.cube_pod
+    for i, wave in enumerate(saved.waves):
+        named = [n.cube for n in (*wave.notices, *wave.cleared_after)] + list(wave.holders_before)
+        named += [c for m in wave.moves for c in (*m.cubes_out, *m.cubes_in)]
+        unknown = next((c for c in named if c not in known), None)
+        if unknown is not None:
+            raise BadStateFile(
+                saved.path, f"waves.{i}", unknown, "no such cube in this fleet (a plan made for another state?)"
+            )
 
 
 def _listed(why: list[str], shown: int = 4) -> str:

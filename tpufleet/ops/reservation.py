@@ -24,6 +24,8 @@ def import_reservation(
     if not apply or not data["has_changes"]:
         return Outcome(data)
     state.record_reservation(diff.blocks, diff.changes)
+    for fault, drain in diff.moved:
+        state.set_fault_window(fault.id, drain.window.start, drain.window.end, drain.reason)
     requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
     clear_ids = [f.id for f in diff.clear]
     return fault_ops.apply_import(state, data, clear_ids, requests, data["drains_opened"], now, _summary(data, source))
@@ -54,12 +56,13 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         "degraded_cleared": [cube_row(n) for n in diff.degraded_cleared],
         "drains_opened": [d.record() for d in diff.open],
         "drains_cleared": [{"id": f.id, "target": str(f.target), "reason": f.reason} for f in diff.clear],
+        "drains_rescheduled": [{"id": f.id, **d.record()} for f, d in diff.moved],
         "unchanged_drains": diff.kept,
         "unplaced": [{"sub_block": n, "reason": why} for n, why in diff.unplaced],
         "applied": False,
         "serial": state.serial,
     }
-    data["has_changes"] = bool(diff.blocks or diff.new or diff.updated or diff.open or diff.clear)
+    data["has_changes"] = bool(diff.blocks or diff.new or diff.updated or diff.open or diff.clear or diff.moved)
     return data
 
 
@@ -75,4 +78,5 @@ _SUMMARY_COUNTS = (
 
 def _summary(data: dict[str, Any], source: str) -> str:
     counts = ", ".join(f"{len(data[key])} {what}" for key, what in _SUMMARY_COUNTS)
-    return f"import reservation {source}: {counts}"
+    moved = f", {len(data['drains_rescheduled'])} rescheduled" if data["drains_rescheduled"] else ""
+    return f"import reservation {source}: {counts}{moved}"

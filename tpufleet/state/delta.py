@@ -131,8 +131,9 @@ class _Net:
 
     def slices(self, s: Doc) -> None:
         for name in s["removed"]:
-            if name in self.added:
+            if name in self.added:  # made and gone inside the range: no change at all, its changes neither
                 self.added.discard(name)
+                self.changed.pop(name, None)
                 continue
             self.removed.add(name)
             was = dict(s.get("was", {}).get(name, {}))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from tpufleet.errors import BadInput, LockTimeout
 from tpufleet.state.files import SHARING, io_error, kind_of, open_state_file, write_all
 from tpufleet.text import bounded, printable
+from tpufleet.timeparse import STAMP_FORMAT
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -72,7 +73,7 @@ def _check_lock_file(lock_path: Path) -> None:
 def _write_info(info_path: Path, command: str) -> None:
     """Note who holds the lock. Only informative: an operating-system error here does not stop the command
     (the journal and state writes that follow report a full or read-only disk themselves); a symlink does."""
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = time.strftime(STAMP_FORMAT, time.gmtime())
     payload = json.dumps({"pid": os.getpid(), "command": command, "started": started}).encode()
     try:
         fd = open_state_file(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

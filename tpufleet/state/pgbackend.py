@@ -39,6 +39,7 @@ from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import SAFE_NAME
 from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER
 from tpufleet.text import bounded, printable
+from tpufleet.timeparse import STAMP_FORMAT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -343,7 +344,7 @@ class PostgresBackend:
         )
 
     def _note_holder(self, command: str) -> None:
-        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        since = time.strftime(STAMP_FORMAT, time.gmtime())
         with self.errors("lock"):
             self.connection().execute(
                 "INSERT INTO tpufleet_lock (id, username, pid, host, command, since) VALUES (1, %s, %s, %s, %s, %s) "

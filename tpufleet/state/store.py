@@ -34,6 +34,7 @@ from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
 from tpufleet.state.lock import command_line
 from tpufleet.state.schema import SCHEMA_VERSION, validate
+from tpufleet.timeparse import STAMP_FORMAT
 
 T = TypeVar("T")
 
@@ -74,7 +75,7 @@ def _location(text: str) -> Path | str:
 
 
 def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(STAMP_FORMAT, time.gmtime())
 
 
 def _user() -> str:

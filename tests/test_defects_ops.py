@@ -1,0 +1,153 @@
+"""Fleet operations under the faults an independent review found: YAML output of a state holding a slice,
+maintenance waves that must clear only their own drains, plans naming cubes the fleet lacks, notice times at the
+edge of the calendar, and `diff` over a slice made and gone inside the range."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+
+def notices(path: Path, *rows: tuple[str, str, str]) -> Path:
+    path.write_text("".join(f'- {{target: {t}, window_start: "{a}", window_end: "{b}"}}\n' for t, a, b in rows))
+    return path
+
+
+def test_yaml_output_of_a_state_with_a_slice_is_the_json(fleet):
+    """A state file's floats (a slice's floor) kept a subclass YAML's safe writer refuses: exit 70 after commits."""
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    r = fleet("policy", "a", "--min-throughput", "0.6", "-o", "yaml")
+    assert r.code == 0 and yaml.safe_load(r.out)["min_throughput"] == 0.6, r.err
+    for command in (["status"], ["show", "slices"], ["explain", "a"], ["report"], ["faults"], ["show", "journal"]):
+        as_yaml, as_json = fleet(*command, "-o", "yaml"), fleet(*command, "-o", "json")
+        assert as_yaml.code == 0, (command, as_yaml.err)
+        if command != ["report"]:  # (its fault times are read back as YAML timestamps)
+            assert yaml.safe_load(as_yaml.out) == json.loads(as_json.out), command
+
+
+def test_a_maintenance_wave_never_clears_a_failure_it_did_not_open(fleet, tmp_path):
+    """A cube already failed when its notice came: the wave found the open fault, took it for its drain, and
+    cleared it at its end, returning a dead cube to the pool as healthy."""
+    assert fleet("inject-fault", "cube:c05", "--reason", "PSU dead").code == 0
+    window = ("2026-07-01T09:00:00Z", "2026-07-01T13:00:00Z")
+    given = notices(tmp_path / "n.yaml", ("cube:c05", *window))
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-maintenance", "--notices", str(given), "--out", str(plan)).code == 0
+    applied = fleet("apply-maintenance", str(plan), "--wave", "1", "-o", "json")
+    assert applied.code == 0, applied.err
+    still: list[dict[str, Any]] = fleet("faults", "-o", "json").json
+    assert [(f["id"], f["target"], f["reason"]) for f in still] == [("f1", "cube:c05", "PSU dead")]
+    assert applied.json["faults_cleared"] == []
+    other = notices(tmp_path / "m.yaml", ("cube:c06", *window))  # a drain the plan opens is cleared as before
+    assert fleet("plan-maintenance", "--notices", str(other), "--out", str(plan)).code == 0
+    assert fleet("apply-maintenance", str(plan), "--wave", "1", "-o", "json").json["faults_cleared"] == ["f2"]
+    assert [f["id"] for f in fleet("faults", "-o", "json").json] == ["f1"]
+
+
+def test_a_plan_naming_a_cube_the_fleet_lacks_is_bad_input(cli, tmp_path):
+    big, small = cli, type(cli)(cli.capsys, tmp_path / "small")
+    assert big("init", "--cubes-per-pod", "16").code == 0 and small("init", "--cubes-per-pod", "8").code == 0
+    window = ("2026-07-01T09:00:00Z", "2026-07-01T13:00:00Z")
+    plan = tmp_path / "plan.json"
+    given = notices(tmp_path / "n.yaml", ("cube:c12", *window))
+    assert big("plan-maintenance", "--notices", str(given), "--out", str(plan)).code == 0
+    before = (tmp_path / "small" / "state.json").read_bytes()
+    for extra in (["--dry-run"], []):
+        r = small("apply-maintenance", str(plan), "--wave", "1", *extra)
+        assert r.code == 2 and str(plan) in r.err and "c12" in r.err, (r.code, r.err)
+    assert (tmp_path / "small" / "state.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("start", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_notice_times_past_the_calendar_are_bad_input(fleet, tmp_path, start):
+    given = notices(tmp_path / "n.yaml", ("cube:c00", start, "2026-07-01T09:00:00Z"))
+    r = fleet("plan-maintenance", "--notices", str(given))
+    assert r.code == 2 and str(given) in r.err and "window_start" in r.err, (r.code, r.err)
+
+
+def test_diff_over_a_slice_made_and_gone_inside_the_range_says_nothing_changed(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("policy", "a", "--min-throughput", "0.7").code == 0
+    assert fleet("release", "a").code == 0
+    changes = fleet("diff", "1", "-o", "json").json
+    assert not any(changes["slices"].values()), changes["slices"]
+
+
+def sub_block(name: str, position: str, start: str, end: str) -> dict[str, Any]:
+    upcoming = {"type": "SCHEDULED", "maintenanceStatus": "PENDING", "windowStartTime": start, "windowEndTime": end}
+    return {
+        "kind": "compute#reservationSubBlock",
+        "name": name,
+        "physicalTopology": {"block": "blk", "subBlock": position},
+        "healthInfo": {"healthStatus": "HEALTHY"},
+        "reservationSubBlockMaintenance": {"upcomingGroupMaintenance": upcoming},
+    }
+
+
+def test_reservation_windows_in_any_offset_make_a_plan_the_apply_takes_in_time_order(fleet, tmp_path):
+    """Windows written with an offset or a fraction of a second were kept as written: the plan's waves were
+    ordered as text (10:00+05:00 after 05:30Z), and the plan was refused by its own apply."""
+    given = tmp_path / "reservation.json"
+    given.write_text(
+        json.dumps(
+            [
+                sub_block("sb-0000", "p0000", "2026-06-16T10:00:00.5+05:00", "2026-06-16T11:00:00+05:00"),
+                sub_block("sb-0001", "p0001", "2026-06-16T05:30:00Z", "2026-06-16T07:00:00Z"),
+            ]
+        )
+    )
+    assert fleet("import", "reservation", str(given), "--apply").code == 0
+    windows = sorted((f["target"], f["window_start"], f["window_end"]) for f in fleet("faults", "-o", "json").json)
+    assert windows == [
+        ("cube:c00", "2026-06-16T05:00:00Z", "2026-06-16T06:00:00Z"),
+        ("cube:c01", "2026-06-16T05:30:00Z", "2026-06-16T07:00:00Z"),
+    ]
+    plan = tmp_path / "plan.json"
+    planned = fleet("plan-maintenance", "--max-parallel", "1", "--out", str(plan), "-o", "json").json
+    assert [w["cubes"] for w in planned["waves"]] == [["c00"], ["c01"]]
+    assert fleet("apply-maintenance", str(plan), "--wave", "1").code == 0
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        ("2026-13-45T09:00:00Z", "2026-06-16T13:00:00Z"),
+        ("2026-06-16T09:00:00+99:99", "2026-06-16T13:00:00Z"),
+        ("2026-06-16T13:00:00+00:00", "2026-06-16T09:00:00+00:00"),
+    ],
+)
+def test_impossible_reservation_windows_are_bad_input(fleet, tmp_path, start, end):
+    given = tmp_path / "reservation.json"
+    given.write_text(json.dumps([sub_block("sb-0000", "p0000", start, end)]))
+    before = fleet("status", "-o", "json").json["serial"]
+    r = fleet("import", "reservation", str(given), "--apply")
+    assert r.code == 2 and str(given) in r.err and "window" in r.err, (r.code, r.err)
+    assert fleet("status", "-o", "json").json["serial"] == before
+
+
+def test_rescheduled_maintenance_moves_its_open_drain_and_drift_sees_it(fleet, tmp_path):
+    first, later = tmp_path / "r1.json", tmp_path / "r2.json"
+    first.write_text(json.dumps([sub_block("sb-0000", "p0000", "2026-06-16T09:00:00Z", "2026-06-16T13:00:00Z")]))
+    later.write_text(json.dumps([sub_block("sb-0000", "p0000", "2026-06-23T09:00:00Z", "2026-06-23T13:00:00Z")]))
+    assert fleet("import", "reservation", str(first), "--apply").code == 0
+    assert fleet("drift", "--reservation", str(later)).code == 4
+    moved = fleet("import", "reservation", str(later), "--apply", "-o", "json").json
+    assert [(d["id"], d["window_start"]) for d in moved["drains_rescheduled"]] == [("f1", "2026-06-23T09:00:00Z")]
+    (drain,) = fleet("faults", "-o", "json").json
+    assert (drain["window_start"], drain["window_end"]) == ("2026-06-23T09:00:00Z", "2026-06-23T13:00:00Z")
+    assert "2026-06-23T09:00:00Z" in drain["reason"]
+    assert fleet("drift", "--reservation", str(later)).code == 0
+
+
+def test_notice_times_written_without_quotes_are_read(fleet, tmp_path):
+    given = tmp_path / "n.yaml"
+    given.write_text("- {target: cube:c03, window_start: 2026-07-01T09:00:00Z, window_end: 2026-07-01T13:00:00Z}\n")
+    r = fleet("plan-maintenance", "--notices", str(given), "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["waves"][0]["window_start"] == "2026-07-01T09:00:00Z"
