@@ -151,3 +151,31 @@ def test_notice_times_written_without_quotes_are_read(fleet, tmp_path):
     r = fleet("plan-maintenance", "--notices", str(given), "-o", "json")
     assert r.code == 0, r.err
     assert r.json["waves"][0]["window_start"] == "2026-07-01T09:00:00Z"
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gke"
+
+
+def test_k8s_nodes_of_a_reserved_block_take_the_pod_and_cube_the_reservation_gave(cli, tmp_path):
+    """`import k8s` after `import reservation` gave the block the first free pod and the partition the first free
+    cube, ignoring the reservation's names for both: the shipped Slices then spanned two pods (exit 2)."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2").code == 0
+    reservation = FIXTURES / "tpu7x-reservation-subblocks.json"
+    assert cli("import", "reservation", str(reservation), "--pod", "pod1", "--apply").code == 0
+    partition = "ironwood-superpod-block-0001-sub-0005"
+    labels = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": "4x4x4",
+        "cloud.google.com/gce-topology-block": "block-5d21e0b4",
+        "cloud.google.com/gke-tpu-partition-4x4x4-id": partition,
+    }
+    nodes = tmp_path / "nodes.json"
+    items = [{"kind": "Node", "metadata": {"name": f"x{m:02d}", "labels": labels}} for m in range(16)]
+    nodes.write_text(json.dumps({"kind": "List", "items": items}))
+    assert cli("import", "k8s", str(nodes), "--apply").code == 0
+    state = json.loads((cli.state / "state.json").read_text())
+    cube = state["reservation"]["sub_blocks"][partition]["cube"]
+    hosts = set(state["k8s"]["nodes"].values())
+    assert len(hosts) == 16 and all(h.startswith(f"host:{cube}/") for h in hosts), (cube, sorted(hosts)[:3])
+    assert state["k8s"]["blocks"].get("block-5d21e0b4", "pod1") == "pod1"
+    assert cli("import", "slices", str(FIXTURES / "tpu7x-slices.json")).code in (0, 4)

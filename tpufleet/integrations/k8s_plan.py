@@ -82,8 +82,12 @@ class _Namer:
     def __init__(self, state: FleetState, mapping: K8sMapping, out: Placement) -> None:
         self.state, self.mapping, self.out = state, mapping, out
         self.fleet = state.fleet
-        self.taken_pods = set(state.k8s.blocks.values()) | set(mapping.pods.values())
+        # (`import reservation` names physical blocks too: the same block is the same pod whichever import came first)
+        self.taken_pods = (
+            set(state.k8s.blocks.values()) | set(mapping.pods.values()) | set(state.reservation.blocks.values())
+        )
         self.taken_cubes = set(state.k8s.partitions.values()) | set(mapping.cubes.values())
+        self.taken_cubes |= {r.cube for r in state.reservation.sub_blocks.values()}  # (a partition id is a sub-block)
 
     def pod_of_block(self, block: str) -> str | None:
         known = self.known_pod(block)
@@ -99,13 +103,16 @@ class _Namer:
         pinned = self.mapping.cubes.get(partition)
         if pinned is not None and self.state.k8s.partitions.get(partition) != pinned:
             self.out.partitions[partition] = pinned  # kept, so later imports agree without the mapping file
-        return pinned or self.out.partitions.get(partition) or self.state.k8s.partitions.get(partition)
+        known = self.out.partitions.get(partition) or self.state.k8s.partitions.get(partition)
+        reserved = self.state.reservation.sub_blocks.get(partition)
+        return pinned or known or (reserved.cube if reserved is not None else None)
 
     def known_pod(self, block: str) -> str | None:
         pinned = self.mapping.pods.get(block)
         if pinned is not None and self.state.k8s.blocks.get(block) != pinned:
             self.out.blocks[block] = pinned
-        return pinned or self.out.blocks.get(block) or self.state.k8s.blocks.get(block)
+        known = self.out.blocks.get(block) or self.state.k8s.blocks.get(block)
+        return pinned or known or self.state.reservation.blocks.get(block)
 
     def new_cube(self, partition: str, pod: str) -> str | None:
         cube = next((c for c in self.fleet.pod_by_name[pod].cubes if c not in self.taken_cubes), None)
