@@ -179,3 +179,20 @@ def test_k8s_nodes_of_a_reserved_block_take_the_pod_and_cube_the_reservation_gav
     assert len(hosts) == 16 and all(h.startswith(f"host:{cube}/") for h in hosts), (cube, sorted(hosts)[:3])
     assert state["k8s"]["blocks"].get("block-5d21e0b4", "pod1") == "pod1"
     assert cli("import", "slices", str(FIXTURES / "tpu7x-slices.json")).code in (0, 4)
+
+
+def test_an_integer_past_floats_in_a_hardware_profile_is_bad_input(cli, tmp_path):
+    shipped = Path(__file__).resolve().parents[1] / "tpufleet" / "data" / "hardware-profile.yaml"
+    text = shipped.read_text()
+    assert "link_bandwidth: 50.0e+9" in text
+    profile = tmp_path / "huge.yaml"
+    profile.write_text(text.replace("link_bandwidth: 50.0e+9", "link_bandwidth: 1" + "0" * 400))
+    args = ("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1GiB", "--profile", str(profile))
+    r = cli(*args, state=False)
+    assert r.code == 2 and f"{profile}: field ici.link_bandwidth" in r.err, (r.code, r.err)
+
+
+def test_an_arrival_rate_too_small_for_a_second_means_no_arrivals(cli):
+    r = cli("simulate-fleet", "--days", "1", "--load-per-pod", "5e-324", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["jobs_submitted"] == 0

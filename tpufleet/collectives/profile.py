@@ -125,7 +125,7 @@ def _number(doc: dict[str, Any], key: str, file: str, where: str) -> float:
             raise BadStateFile(file, path, raw, "must be a number") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadStateFile(file, path, raw, "must be a number")
-    if not math.isfinite(value) or value <= 0:
+    if not _finite(value) or value <= 0:
         raise BadStateFile(file, path, raw, "must be a positive number")
     lo, hi = _RANGES.get(where if where == "ici.dimension_bandwidth" else path, (0.0, math.inf))
     if not lo <= value <= hi:
@@ -249,3 +249,11 @@ def for_generation(base: Profile, gen: Generation) -> Profile:
         file="",
         dcn=dcn,
     )
+
+
+def _finite(value: float) -> bool:
+    """Whether `value` is a finite float or an int a float can hold (YAML reads 1 followed by 400 zeros as an int)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -28,12 +28,13 @@ def arrivals(rng: random.Random, workload: Workload, start: float, end: float) -
         yield Arrival(
             start + spec.arrival_hours * HOUR, spec.shape, spec.duration_hours, spec, spec.slices, spec.elastic_min
         )
-    if workload.arrival_rate_per_hour <= 0 or not workload.shapes:
+    per_second = workload.arrival_rate_per_hour / HOUR
+    if per_second <= 0 or not workload.shapes:  # (a rate of 5e-324 an hour is 0 a second: no arrival)
         return
     shapes, weights = [s for s, _ in workload.shapes], [w for _, w in workload.shapes]
     t = start
     while True:
-        t += rng.expovariate(workload.arrival_rate_per_hour / HOUR)
+        t += rng.expovariate(per_second)
         if t >= end:
             return
         log_hours = math.log(workload.duration_median_h) + workload.duration_sigma * rng.gauss(0, 1)
