@@ -196,3 +196,17 @@ def test_an_arrival_rate_too_small_for_a_second_means_no_arrivals(cli):
     r = cli("simulate-fleet", "--days", "1", "--load-per-pod", "5e-324", "-o", "json", state=False)
     assert r.code == 0, r.err
     assert r.json["jobs_submitted"] == 0
+
+
+def test_output_keeps_an_enums_value_and_a_state_floats_number():
+    """The plain types YAML needs, without turning a str-mixin enum into its name ("SliceState.EVICTED")."""
+    from tpufleet.cli.render import finite, to_json
+    from tpufleet.fleetstate import SliceState
+    from tpufleet.jsontext import parse_json_state
+
+    floor = parse_json_state('{"x": 0.5}')["x"]
+    data = finite({"state": SliceState.EVICTED, "floor": floor})
+    assert data == {"state": "evicted", "floor": 0.5}
+    assert type(data["state"]) is str and type(data["floor"]) is float
+    assert json.loads(to_json({"state": SliceState.EVICTED})) == {"state": "evicted"}
+    assert yaml.safe_load(yaml.safe_dump(data)) == data

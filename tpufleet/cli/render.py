@@ -18,7 +18,7 @@ def finite(data: Any) -> Any:
     if isinstance(data, float):
         return float(data) if math.isfinite(data) else None
     if isinstance(data, str) and type(data) is not str:
-        return str(data)
+        return str.__str__(data)  # an enum's value (str() of a str-mixin enum is its name: "SliceState.EVICTED")
     if isinstance(data, int) and type(data) not in (int, bool):
         return int(data)
     if isinstance(data, dict):

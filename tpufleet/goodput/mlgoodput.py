@@ -87,7 +87,8 @@ def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
     apart by one comma, and nothing but white space after the array."""
     pos, line = _skip_space(text, text.index("[") + 1, 1 + text.count("\n", 0, text.index("[")))
     if text[pos : pos + 1] == "]":
-        return _after_array(text, pos + 1, line, file)
+        _after_array(text, pos + 1, line, file)
+        return
     while True:
         if pos >= len(text):
             raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")
@@ -98,7 +99,8 @@ def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
         yield line, value
         pos, line = _skip_space(text, end, line + text.count("\n", pos, end))
         if text[pos : pos + 1] == "]":
-            return _after_array(text, pos + 1, line, file)
+            _after_array(text, pos + 1, line, file)
+            return
         if text[pos : pos + 1] != ",":
             if pos >= len(text):
                 raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")

@@ -38,15 +38,15 @@ JOURNAL_PLAN_KEY = "maintenance_plan"  # the journal details of an applied wave:
 def open_drain_notices(state: FleetState) -> list[Notice]:
     """The open planned drains of whole cubes that carry a maintenance window (what `import reservation` opens)."""
     return [
-        Notice(f.target.cube, _stamp(f.window_start), _stamp(f.window_end), f.id)
+        Notice(f.target.cube, _stamp(f.window_start), _stamp(f.window_end) if f.window_end is not None else None, f.id)
         for f in state.open_faults()
         if f.planned and f.window_start is not None and isinstance(f.target, CubeId)
     ]
 
 
-def _stamp(text: Any) -> Any:
+def _stamp(text: str) -> str:
     """A drain's window time as a plan writes it (drains recorded before times were so kept: +00:00, fractions)."""
-    return (utc_stamp(text) or text) if isinstance(text, str) else text
+    return utc_stamp(text) or text
 
 
 @dataclass

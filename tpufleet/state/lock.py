@@ -134,6 +134,8 @@ def command_line() -> str:
 def shown_command(text: str) -> str:
     """A command line as recorded and shown: database URLs without their passwords, and bytes the file system's
     encoding could not decode (a lone surrogate to Python) as escapes, so every writer of UTF-8 takes it."""
+    if text.isascii() and "://" not in text:  # (nearly every line of a journal: read without a second look)
+        return text
     from tpufleet.state.dburl import redacted_words
 
     return redacted_words(_text(text))
