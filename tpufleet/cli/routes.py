@@ -145,7 +145,7 @@ def routes_cmd(
     """
     from tpufleet.constants import HARDWARE_VCS
     from tpufleet.errors import BadInput
-    from tpufleet.ops.routes import SPARSE_NOT_STORED, RouteRequest
+    from tpufleet.ops.routes import STUDY_ONLY, RouteRequest
     from tpufleet.routing.report import TRAFFICS
     from tpufleet.state.files import check_output_path
 
@@ -171,7 +171,7 @@ def routes_cmd(
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None:
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
-        if not (refusal == SPARSE_NOT_STORED and out is not None):  # sparse tables written where asked: done
+        if not (refusal in STUDY_ONLY and out is not None):  # study tables written where asked: done
             raise typer.Exit(1)
 
 

@@ -23,6 +23,9 @@ from tpufleet.routing.report import RouteReport, evaluate
 
 EXPORT_FORMATS = ("npz", "json", "ibroute")
 SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study; export them with --out"
+# the working tables are known to be deadlock-free: unchecked ones never replace them
+UNCHECKED_NOT_STORED = "tables not checked for deadlock (--no-deadlock-check) are for study; export them with --out"
+STUDY_ONLY = (SPARSE_NOT_STORED, UNCHECKED_NOT_STORED)  # written where --out asks: the command's work is done
 
 
 @dataclass
@@ -33,6 +36,8 @@ class RoutedSlice:
     report: RouteReport
     meta: dict[str, Any]
     thorough: bool = False  # made with order pairs whatever the slice's size (asked, or to keep its floor)
+    # the tables' all-to-all throughput kept, measured for the slice's record when `--traffic` left it out
+    all_to_all_kept: float | None = None
 
     @property
     def unroutable(self) -> list[str]:
@@ -94,16 +99,23 @@ def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bo
     """The quick tables route every pair but keep less of the all-to-all throughput than the slice's floor, where
     thorough tables may keep more (`faults.thorough_may_keep`); measured when `--traffic` left all-to-all out."""
     from tpufleet.routing.candidates import thorough_may_help
-    from tpufleet.routing.report import healthy_loads
 
     s, chips = report.summary, len(graph.expected)
     if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips):
         return False
-    kept = s["throughput_retained"].get("all-to-all")
+    return thorough_may_keep(sl, chips, True, all_to_all_kept(sl, graph, report))
+
+
+def all_to_all_kept(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> float:
+    """The all-to-all throughput the tables keep (of tables that route every pair), measured when `--traffic`
+    left all-to-all out: a degraded slice's record carries it whatever traffic the tables were weighed for."""
+    from tpufleet.routing.report import healthy_loads
+
+    kept = report.summary["throughput_retained"].get("all-to-all")
     if kept is None:
         healthy = healthy_loads(sl.shape, graph.expected, ("all-to-all",))["all-to-all"]
         kept = round(healthy / reuse.all_to_all_load(report), 4)
-    return thorough_may_keep(sl, chips, True, kept)
+    return float(kept)
 
 
 def not_storable(routed: RoutedSlice, hardware_vcs: int, asked_vcs: int | None = None) -> str | None:
@@ -112,6 +124,8 @@ def not_storable(routed: RoutedSlice, hardware_vcs: int, asked_vcs: int | None =
     s = routed.report.summary
     if s["unroutable_pairs"]:
         return f"{s['unroutable_pairs']} pairs are unroutable (export them with --out FILE to study)"
+    if s["deadlock_free"] is not True:
+        return UNCHECKED_NOT_STORED
     if s["vcs"] is not None and s["vcs"] > hardware_vcs:
         return f"they need {s['vcs']} virtual channels and the hardware has {hardware_vcs}"
     if s["vcs"] is not None and asked_vcs is not None and s["vcs"] > asked_vcs:
@@ -201,7 +215,10 @@ def _update_degraded(state: FleetState, routed: RoutedSlice) -> None:
         if isinstance(f.target, (OcsId, LinkId))
         and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes)
     )
-    state.degrade(sl.name, Reroute(s["throughput_retained"].get("all-to-all", 0.0), s["vcs"] or 0, avoided))
+    kept = s["throughput_retained"].get("all-to-all", routed.all_to_all_kept)
+    if kept is None:  # `route_slice` measures it for every table set it stores
+        raise ValueError(f"tables of {routed.name!r} recorded without their all-to-all throughput kept")
+    state.degrade(sl.name, Reroute(kept, s["vcs"] or 0, avoided))
 
 
 # ---- `routes SLICE`: the whole operation ---------------------------------------------------------------------
@@ -256,6 +273,8 @@ def route_slice(
     refusal = not_storable(routed, HARDWARE_VCS, req.max_vcs)
     if sparse_note and refusal is None:
         refusal = SPARSE_NOT_STORED
+    if refusal is None and "all-to-all" not in routed.report.summary["throughput_retained"]:
+        routed.all_to_all_kept = all_to_all_kept(state.slice(name), routed.graph, routed.report)
     data = {
         "slice": name,
         **routed.report.summary,
