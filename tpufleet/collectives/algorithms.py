@@ -206,29 +206,48 @@ def a2a_direct(ctx: Context, nbytes: float) -> Estimate:
 
 def _a2a_pattern(ctx: Context) -> Pattern:
     """All-pairs link load from the routing layer's level-by-level sweep (one walk per pair would be N^2 hops)."""
+    key = ("all-pairs",)
+    if key not in ctx.patterns:
+        ctx.patterns[key] = _swept_pattern(ctx.tables, ctx.profile, None)
+    return ctx.patterns[key]
+
+
+def _swept_pattern(t: Tables, profile: Profile, senders: npt.NDArray[np.bool_] | None) -> Pattern:
+    """One unit from every source to every destination (`senders[dst, src]`: only those pairs; None: all), its
+    link load summed level by level over the tables rather than walked message by message."""
     import numpy as np
 
     from tpufleet.routing.analysis import Levels, RouteTables, flow, link_load, verify
 
-    key = ("all-pairs",)
-    if key not in ctx.patterns:
-        t = ctx.tables
-        rt = RouteTables(t.shape, t.nbr, np.ascontiguousarray(t.port.T), np.ascontiguousarray(t.hop_table().T))
-        levels = Levels(rt.L)
-        routable = verify(rt, levels)
-        if not routable.all():
-            dst, src = (int(v[0]) for v in np.nonzero(~routable))
-            ctx.patterns[key] = Pattern(0.0, 0, 0, None, (src, dst))
-        else:
-            weight, _ = flow(rt, routable, levels, masks=False)
-            load = link_load(rt, weight)
-            bw = np.array([ctx.profile.bandwidth(p // 2) for p in range(6)])
-            per_byte = load / bw[None, :]
-            worst = int(np.argmax(per_byte))
-            ctx.patterns[key] = Pattern(
-                float(per_byte.ravel()[worst]), int(rt.L.max()), int(load.ravel()[worst]), (worst // 6, worst % 6)
-            )
-    return ctx.patterns[key]
+    rt = RouteTables(t.shape, t.nbr, np.ascontiguousarray(t.port.T), np.ascontiguousarray(t.hop_table().T))
+    levels = Levels(rt.L)
+    routable = verify(rt, levels)
+    broken = ~routable if senders is None else ~routable & senders
+    if broken.any():
+        dst, src = (int(v[0]) for v in np.nonzero(broken))
+        return Pattern(0.0, 0, 0, None, (src, dst))
+    weight, _ = flow(rt, routable if senders is None else senders, levels, masks=False)
+    load = link_load(rt, weight)
+    bw = np.array([profile.bandwidth(p // 2) for p in range(6)])
+    per_byte = load / bw[None, :]
+    worst = int(np.argmax(per_byte))
+    hops = int(rt.L.max()) if senders is None else int(rt.L[senders].max())
+    return Pattern(float(per_byte.ravel()[worst]), hops, int(load.ravel()[worst]), (worst // 6, worst % 6))
+
+
+def _ring_pairs_pattern(t: Tables, profile: Profile, rings: npt.NDArray[np.int64]) -> Pattern:
+    """Every pair of each ring's members: walked message by message while their hops (about pairs x ring / 4)
+    stay within the tables' N^2 entries, else swept over the tables, whose memory is bounded by theirs (walking
+    a 1,024-chip line's million pairs kept 2.7 GB of hops; the sweep gives the same loads)."""
+    import numpy as np
+
+    r, m = rings.shape
+    if r * m * (m - 1) * m // 4 <= t.n * t.n:
+        return _all_pairs_pattern(t, profile, rings)
+    ring_of = np.full(t.n, -1, dtype=np.int64)
+    ring_of[rings.ravel()] = np.repeat(np.arange(r), m)
+    senders = (ring_of[:, None] == ring_of[None, :]) & (ring_of >= 0)[:, None]
+    return _swept_pattern(t, profile, senders)
 
 
 def a2a_dims(ctx: Context, nbytes: float, order: tuple[int, ...]) -> Estimate:
@@ -238,8 +257,10 @@ def a2a_dims(ctx: Context, nbytes: float, order: tuple[int, ...]) -> Estimate:
     est = Estimate("all-to-all", "dim-by-dim", tuple(ph.dim for ph in phases), nbytes, ctx.tables.n)
     for ph in phases:
         key = ("pairs", ph.dim, ph.generator)
-        if key not in ctx.patterns:
-            ctx.patterns[key] = _all_pairs_pattern(ctx.tables, ctx.profile, ph.rings)
+        if key not in ctx.patterns and ph.rings.shape == (1, ctx.tables.n):  # one ring of every chip: all pairs
+            ctx.patterns[key] = _a2a_pattern(ctx)
+        elif key not in ctx.patterns:
+            ctx.patterns[key] = _ring_pairs_pattern(ctx.tables, ctx.profile, ph.rings)
         est.phases.append(
             PhaseCost(ph.dim, ph.size, len(ph.rings), ph.step_text, nbytes, nbytes / ph.size, 1, ctx.patterns[key])
         )
