@@ -58,3 +58,16 @@ def test_dimension_by_dimension_all_to_all_on_a_long_line_completes(cli):
     assert peak < 256 * 2**20  # the tables of 1,024 chips and their sweep: tens of MiB
     times = {(c["algorithm"], c["dims"]): c["time_s"] for c in r.json["candidates"]}
     assert times["dim-by-dim", "x"] == pytest.approx(times["direct", None])  # one dimension: the same all pairs
+
+
+def test_cubes_sure_to_fail_over_a_long_horizon_are_not_taken_for_cubes_down(fleet):
+    """Over 100,000 days every cube's odds underflow to 0: they are up now and sure to fail, so the expected case
+    is every cube failing, not none (the cubes were dropped as if down, and every shape fit)."""
+    assert fleet("inject-fault", "cube:c00").code == 0
+    week = fleet("capacity", "--confidence", "0.95", "--horizon", "7d", "-o", "json").json["pods"][0]
+    assert week["expected_failures"]["cubes_up"] == 63 and 0 < week["after"] < 63
+    ages = fleet("capacity", "--confidence", "0.95", "--horizon", "100000d", "-o", "json").json["pods"][0]
+    assert ages["expected_failures"]["cubes_up"] == 63 and ages["after"] == 63
+    assert ages["fit_after"] == 0 and ages["largest_after"] is None
+    spares = fleet("plan-spares", "--horizon", "100000d", "-o", "json").json["pods"][0]
+    assert spares["free_healthy_cubes"] == 63 and spares["cubes_down_now"] == ["c00"]

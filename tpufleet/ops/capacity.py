@@ -28,7 +28,7 @@ class Expected:
 
 def _expected_failures(state: FleetState, pod: Pod, expected: Expected) -> dict[str, Any]:
     odds, source = cube_odds(state, pod, expected.rates, expected.horizon_days)
-    up = [p for p in odds.values() if p > 0.0]
+    up = list(odds.values())  # the cubes up now
     k = spares.failures_at_confidence(up, expected.confidence)
     return {
         "failures": k,

@@ -128,7 +128,8 @@ def _pod_plan(
     odds = _odds(ctx, pod, rates, hosts, horizon)
     own = list(dict.fromkeys(c for s in slices for c in s.cubes))  # sub-cube slices sharing a cube count it once
     position = {c: i for i, c in enumerate(pod.cubes)}
-    free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and odds[c] > 0.0]
+    # a cube up now is free however small its odds (they underflow to 0 over a long horizon): only down is not
+    free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in ctx.down]
     free.sort(key=lambda c: (-odds[c], position[c]))
     ocs = _ocs_term(ctx.state, pod, slices, rates, horizon, gen)
     curve = spares.spare_curve([odds[c] for c in own], [odds[c] for c in free], len(own), ocs, confidence)
@@ -168,12 +169,14 @@ def _odds(ctx: _Context, pod: Pod, rates: spares.ComponentRates, hosts: int, hor
 
 
 def cube_odds(state: FleetState, pod: Pod, choice: RatesChoice, horizon: float) -> tuple[dict[str, float], str]:
-    """Each cube's probability of staying fully healthy over the horizon as `plan-spares` works it out (0 for a
-    cube down now), and where the pod's rates came from."""
+    """Each cube up now with its probability of staying fully healthy over the horizon as `plan-spares` works it
+    out (which may underflow to 0 over a long horizon: such a cube is up, and sure to fail), and where the pod's
+    rates came from."""
     rates, source, gen = _pod_rates(pod, choice)
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
     ctx = _Context(state, _history(state), _down_now(state), {})
-    return _odds(ctx, pod, rates, hosts, horizon), source
+    odds = _odds(ctx, pod, rates, hosts, horizon)
+    return {c: p for c, p in odds.items() if c not in ctx.down}, source
 
 
 def _ocs_term(
