@@ -80,3 +80,19 @@ def test_program_goodput_stays_below_one_whatever_the_checkpoint_interval(cli, m
     r = cli("simulate-fleet", "--days", "3", "--seed", "1", "--checkpoint-interval", minutes, "-o", "json")
     assert r.code == 0, r.err
     assert 0.55 < r.json["pg"] < 0.62  # the workload's ideal step is 0.6 of its step; rerouted steps run slower
+
+
+def test_a_degraded_twisted_slice_is_slowed_against_the_tables_it_ran_on_healthy(fleet):
+    """A twisted torus runs healthy on the lighter of plain and balanced dimension order; its slowdown was taken
+    against plain dimension order, so two OCS down made all-to-all 0.95x as slow as healthy."""
+    for name in ("s", "whole"):
+        assert fleet("allocate", name, "--shape", "4x4x8", "--twisted").code == 0
+        assert fleet("plan-xconnect", name, "--apply").code == 0
+        assert fleet("routes", name).code == 0
+    whole = fleet("collective", "whole", "--op", "all-to-all", "--bytes", "1GiB", "-o", "json").json
+    for ocs in ("x/0", "z/1"):
+        assert fleet("inject-fault", f"ocs:pod0/{ocs}").code == 0
+    assert fleet("routes", "s").code == 0
+    out = fleet("collective", "s", "--op", "all-to-all", "--bytes", "1GiB", "-o", "json").json
+    assert out["healthy_time_s"] == whole["time_s"]  # the healthy twin, routed and modelled alike
+    assert out["slowdown"] >= 1.0

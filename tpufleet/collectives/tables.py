@@ -81,6 +81,21 @@ def healthy(shape: Shape) -> Tables:
     return Tables(shape, None, nbr, nbr, "assumed-healthy", meta)
 
 
+def healthy_as_routed(shape: Shape) -> Tables:
+    """The tables `routes` stores for a whole slice of the shape: `healthy`'s dimension order, or on a twisted
+    torus the lighter of plain and balanced dimension order (`routing.report.healthy_tables`), so that a degraded
+    slice's slowdown is against the tables it ran on before its faults."""
+    if not shape.twisted:
+        return healthy(shape)
+    from tpufleet.routing.report import healthy_tables
+    from tpufleet.topology import neighbors
+
+    nbr = neighbors(shape)
+    P, L = healthy_tables(shape, nbr)
+    meta = {"shape": shape.text, "twisted": True, "algorithm": "dor"}
+    return Tables(shape, P.T.copy(), nbr, nbr, "assumed-healthy", meta, hops=L.T.copy())
+
+
 def _direct(
     t: Tables, src: Int64Array, dst: Int64Array
 ) -> tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.bool_]] | None:

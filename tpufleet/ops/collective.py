@@ -106,10 +106,11 @@ def run(state: FleetState, name: str, req: Request, profile: Profile, source: Ta
     data = _result(name, ctx, req, best, ests, info)
     data["sparse"] = sparse_info
     if t.degraded:
-        from tpufleet.collectives.tables import healthy
+        from tpufleet.collectives.tables import healthy_as_routed
 
-        # Against the same request on the healthy slice (with auto, the best algorithm there).
-        ref = best_of(estimate(Context(healthy(t.shape), profile), req.op, req.nbytes, req.algorithm, req.order))
+        # Against the same request on the healthy slice's own tables (with auto, the best algorithm there).
+        healthy_ctx = Context(healthy_as_routed(t.shape), profile)
+        ref = best_of(estimate(healthy_ctx, req.op, req.nbytes, req.algorithm, req.order))
         if ref is not None:
             data["healthy_time_s"] = ref.seconds
             data["slowdown"] = best.seconds / ref.seconds

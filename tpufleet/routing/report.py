@@ -55,6 +55,12 @@ def healthy_loads(shape: Shape, expected: ChipGraph, traffics: Sequence[str]) ->
     return _healthy_reference(shape, expected, traffics)[0]
 
 
+def healthy_tables(shape: Shape, expected: ChipGraph) -> tuple[Any, Any]:
+    """The tool's own healthy tables of a shape, (P, L) as `dor.tables` gives them: the ones `healthy_loads`
+    measures and `routes` stores for a whole slice (for a twisted torus, the lighter of plain and balanced DOR)."""
+    return _healthy_reference(shape, expected, ("all-to-all",))[1](shape)
+
+
 def _healthy_reference(
     shape: Shape, expected: ChipGraph, traffics: Sequence[str]
 ) -> tuple[dict[str, float], Callable[[Shape], tuple[Any, Any]]]:
