@@ -96,3 +96,17 @@ def test_a_degraded_twisted_slice_is_slowed_against_the_tables_it_ran_on_healthy
     out = fleet("collective", "s", "--op", "all-to-all", "--bytes", "1GiB", "-o", "json").json
     assert out["healthy_time_s"] == whole["time_s"]  # the healthy twin, routed and modelled alike
     assert out["slowdown"] >= 1.0
+
+
+def test_an_evicted_slice_has_no_collective_to_model(fleet):
+    """An evicted slice runs nowhere, and `routes` refuses it: its stale tables were modelled all the same."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("routes", "s").code == 0
+    (row,) = fleet("show", "slices", "-o", "json").json
+    assert fleet("inject-fault", f"cube:{row['cubes'][0]}").code == 0
+    assert fleet("show", "slices", "-o", "json").json[0]["state"] == "evicted"
+    r = fleet("collective", "s", "--op", "all-reduce", "--bytes", "1GiB")
+    assert r.code == 1 and "evicted" in r.err and "reschedule" in r.err
+    r = fleet("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
+    assert r.code == 0 and r.json["tables"]["source"] == "assumed-healthy"

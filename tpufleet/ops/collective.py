@@ -15,7 +15,7 @@ from tpufleet.collectives.schedules import twist_note
 from tpufleet.collectives.tables import Tables
 from tpufleet.constants import DIMS
 from tpufleet.errors import Refused
-from tpufleet.fleetstate import FleetState
+from tpufleet.fleetstate import FleetState, SliceState
 from tpufleet.ops.outcome import Outcome
 
 
@@ -50,7 +50,13 @@ def slice_tables(
     from tpufleet.collectives import tables
 
     sl = state.slice(name)
-    record = state.routes.get(name)
+    if sl.state is SliceState.EVICTED and not assume_healthy:
+        # its stored tables describe cubes it no longer holds, and `routes` refuses it until it is placed again
+        raise Refused(
+            f"slice {name!r} is evicted and runs nowhere; run `tpufleet reschedule {name}` first "
+            f"(or pass --assume-healthy to model the healthy tables of a {sl.shape})"
+        )
+    record = None if sl.state is SliceState.EVICTED else state.routes.get(name)
     t = source.read() if record is not None else None
     if record is None or t is None:
         if not assume_healthy:
