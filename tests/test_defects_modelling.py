@@ -110,3 +110,13 @@ def test_an_evicted_slice_has_no_collective_to_model(fleet):
     assert r.code == 1 and "evicted" in r.err and "reschedule" in r.err
     r = fleet("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
     assert r.code == 0 and r.json["tables"]["source"] == "assumed-healthy"
+
+
+def test_a_shape_mix_entry_larger_than_a_pod_is_bad_input(cli, tmp_path):
+    """A slice is wired within one pod: jobs of a 16x16x32 (128 cubes) were drawn and waited for ever."""
+    workload = tmp_path / "mix.yaml"
+    workload.write_text("schema_version: 1\nshapes:\n  - {shape: 8x8x8, weight: 1}\n  - {shape: 16x16x32, weight: 1}\n")
+    r = cli("simulate-fleet", "--days", "1", "--pods", "2", "--workload", workload)
+    assert r.code == 2 and "shape mix entry 1" in r.err and "16x16x32" in r.err
+    workload.write_text("schema_version: 1\nshapes:\n  - {shape: 8x8x8, weight: 1}\n  - {shape: 16x16x16, weight: 1}\n")
+    assert cli("simulate-fleet", "--days", "1", "--workload", workload).code == 0  # a whole pod: placeable

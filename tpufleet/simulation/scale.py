@@ -63,7 +63,13 @@ def _fitting(workload: Workload, options: Options) -> Workload:
     fleet can hold); BadInput for a shape the pods' generation refuses and for a listed job the fleet could
     never hold."""
     check_shapes(workload, options.generation)
-    cubes = options.pods * options.cubes_per_pod
+    cubes, pod = options.pods * options.cubes_per_pod, options.cubes_per_pod
+    # a slice is wired by one pod's OCS: a shape over a pod's cubes would wait for ever
+    asked = [(f"listed job {i} ({spec.id or 'no id'})", spec.shape) for i, spec in enumerate(workload.jobs)]
+    asked += [(f"shape mix entry {i}", shape) for i, (shape, _) in enumerate(workload.shapes)]
+    for what, shape in asked:
+        if shape.cubes > pod:
+            raise BadInput(f"bad workload: {what}: a {shape} needs {shape.cubes} cubes, and a pod has {pod}")
     for i, spec in enumerate(workload.jobs):
         need = spec.slices * spec.shape.cubes
         if need > cubes:
