@@ -120,3 +120,15 @@ def test_a_shape_mix_entry_larger_than_a_pod_is_bad_input(cli, tmp_path):
     assert r.code == 2 and "shape mix entry 1" in r.err and "16x16x32" in r.err
     workload.write_text("schema_version: 1\nshapes:\n  - {shape: 8x8x8, weight: 1}\n  - {shape: 16x16x16, weight: 1}\n")
     assert cli("simulate-fleet", "--days", "1", "--workload", workload).code == 0  # a whole pod: placeable
+
+
+def test_static_availability_never_rises_with_the_job_size(cli):
+    """A static job of 56 or 63 cubes needs the whole pod as 64 does: Monte Carlo gave it 0 below 64's exact value."""
+    r = cli("simulate-availability", "--cubes", "48,56,63,64", "--host-availability", "0.9999", "--trials", "2000",
+            "-o", "json")  # fmt: skip
+    assert r.code == 0, r.err
+    by_k = {row["cubes"]: row for row in r.json["results"]}
+    whole = 0.9999**1024
+    for k in (56, 63, 64):
+        assert by_k[k]["static_method"] == "exact" and by_k[k]["static"] == pytest.approx(whole, abs=1e-6)
+    assert by_k[48]["static_method"] == "monte-carlo" and by_k[48]["static"] >= by_k[56]["static"] - 0.05

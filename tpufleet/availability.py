@@ -6,8 +6,8 @@
 * static: the pod is one fixed torus of hosts (8 x 8 x 16 hosts for 64 cubes); a k-cube job needs one box of
   healthy hosts. Boxes tried: every cube-grid shape (a, b, c) with a*b*c = k and sides <= 4 (or, when k has no
   such shape, the smallest boxes holding at least k cubes), in every orientation, at every host offset, with
-  wraparound. There is no closed form (boxes overlap), so it is estimated by Monte Carlo; only the whole pod has
-  the exact value p^(16 * 64).
+  wraparound. There is no closed form (boxes overlap), so it is estimated by Monte Carlo; a job only the whole
+  pod holds (49 to 64 cubes) has the exact value p^(16 * 64).
 
 Monte Carlo draws every host (and OCS) independently, so the reconfigurable estimate is a genuine cross-check of
 the binomial value; intervals are 95% Wilson score intervals.
@@ -276,7 +276,7 @@ def report(
         if pod_cubes == STATIC_POD_CUBES:
             boxes = static_boxes(k)
             row["static_boxes"] = ["x".join(map(str, b)) for b in boxes]
-            if k == pod_cubes:
+            if all(math.prod(b) == pod_cubes for b in boxes):  # only the whole pod holds it (49-64 cubes)
                 row["static"] = round(p ** (pod_cubes * MACHINES_PER_CUBE), 6)
                 row["static_method"] = "exact"
             else:
