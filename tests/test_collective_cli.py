@@ -125,7 +125,7 @@ def test_table_capacity_reports_which_algorithms_still_run(routed):
         ),
         (
             ["--op", "all-reduce", "--bytes", "1GiB", "--dims", "xxz"],
-            "bad option --dims: 'xxz' is not an order of x, y and z (e.g. yxz)",
+            "bad option --dims: 'xxz' is not an order of x, y and z (e.g. yxz, or yx on a 128x32)",
         ),
     ],
 )

@@ -132,3 +132,15 @@ def test_static_availability_never_rises_with_the_job_size(cli):
     for k in (56, 63, 64):
         assert by_k[k]["static_method"] == "exact" and by_k[k]["static"] == pytest.approx(whole, abs=1e-6)
     assert by_k[48]["static_method"] == "monte-carlo" and by_k[48]["static"] >= by_k[56]["static"] - 0.05
+
+
+def test_a_flat_dimension_has_nothing_to_wrap_and_may_be_left_out_of_the_order(cli):
+    """`--wrap z` on a 128x32 was accepted and ignored; `--dims yx` there was refused for leaving out z."""
+    base = ("collective", "--topology", "128x32", "--op", "all-reduce", "--bytes", "1GiB")
+    r = cli(*base, "--wrap", "z")
+    assert r.code == 2 and "--wrap" in r.err and "z" in r.err
+    two = cli(*base, "--wrap", "y", "--algorithm", "dim-by-dim", "--dims", "yx", "-o", "json")
+    three = cli(*base, "--wrap", "y", "--algorithm", "dim-by-dim", "--dims", "yxz", "-o", "json")
+    assert two.code == three.code == 0 and two.json == three.json and two.json["dims"] == "yx"
+    r = cli("collective", "--topology", "8x8x8", "--op", "all-reduce", "--bytes", "1GiB", "--dims", "yx")
+    assert r.code == 2 and "leaves out z" in r.err

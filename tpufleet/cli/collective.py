@@ -212,7 +212,8 @@ def _what_if(topology: str, wrap: str | None, req: Any, how: tuple[Path | None, 
     from tpufleet.state.profiles import read_profile
 
     profile_file, output = how
-    dims, wraps = parse_topology(topology), parse_wrap(wrap)
+    dims = parse_topology(topology)
+    wraps = parse_wrap(wrap, dims)
     if req.order is not None and req.algorithm == "auto":
         req.algorithm = "dim-by-dim"
     outcome = ops.run_what_if(dims, wraps, req, read_profile(profile_file))

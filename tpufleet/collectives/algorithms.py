@@ -304,16 +304,26 @@ def estimate(ctx: Context, op: str, nbytes: float, algorithm: str, order: tuple[
 
 
 def parse_order(text: str) -> tuple[int, ...]:
-    """'yxz', 'y,x,z' or 'Y X Z' -> (1, 0, 2); every dimension once."""
+    """'yxz', 'y,x,z' or 'Y X Z' -> (1, 0, 2); every dimension once, or two of them ('yx'), the third being one
+    chip deep (`complete_order` checks that against the shape)."""
     letters = [c for c in text.lower() if c not in ", "]
-    if (
-        sorted(letters) != sorted(set(letters))
-        or not letters
-        or any(c not in DIMS for c in letters)
-        or len(letters) != 3
-    ):
-        raise BadInput(f"bad option --dims: {text!r} is not an order of x, y and z (e.g. yxz)")
+    if sorted(letters) != sorted(set(letters)) or any(c not in DIMS for c in letters) or len(letters) not in (2, 3):
+        raise BadInput(f"bad option --dims: {text!r} is not an order of x, y and z (e.g. yxz, or yx on a 128x32)")
     return tuple(DIMS.index(c) for c in letters)
+
+
+def complete_order(order: tuple[int, ...] | None, dims: tuple[int, int, int]) -> tuple[int, ...] | None:
+    """`--dims` on a shape of `dims`: the order with any dimension it leaves out put last, which must be one chip
+    deep (`yx` on a 128x32); BadInput when it leaves out a longer one."""
+    if order is None:
+        return None
+    missing = tuple(d for d in range(3) if d not in order)
+    longer = [d for d in missing if dims[d] > 1]
+    if longer:
+        named = "".join(DIMS[d] for d in order)
+        d = longer[0]
+        raise BadInput(f"bad option --dims: {named!r} leaves out {DIMS[d]}, a dimension of {dims[d]} chips")
+    return order + missing
 
 
 def _gbps(per_byte: float) -> str:

@@ -38,11 +38,15 @@ def parse_topology(text: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-def parse_wrap(text: str | None) -> Wraps:
-    """'y', 'xy', 'x,z' or '' (every dimension a mesh): the dimensions that are tori."""
+def parse_wrap(text: str | None, dims: tuple[int, int, int] = (2, 2, 2)) -> Wraps:
+    """'y', 'xy', 'x,z' or '' (every dimension a mesh): the dimensions of `dims` that are tori; a dimension one
+    chip deep has no links to wrap."""
     letters = [c for c in (text or "").lower() if c not in ", "]
     if any(c not in DIMS for c in letters) or len(set(letters)) != len(letters):
         raise BadInput(f"bad option --wrap: {text!r} is not a set of dimensions among x, y and z (e.g. y)")
+    flat = next((c for c in letters if dims[DIMS.index(c)] == 1), None)
+    if flat is not None:
+        raise BadInput(f"bad option --wrap: {flat} is one chip deep in this topology; it has no links to wrap")
     return (DIMS[0] in letters, DIMS[1] in letters, DIMS[2] in letters)
 
 

@@ -3,12 +3,13 @@ hierarchical all-reduce of a multislice job (ICI in each slice, DCN between them
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tpufleet.collectives.algorithms import Context, best_of, estimate, why
+from tpufleet.collectives.algorithms import Context, best_of, complete_order, estimate, why
 from tpufleet.collectives.model import Estimate
 from tpufleet.collectives.profile import Profile
 from tpufleet.collectives.schedules import twist_note
@@ -96,6 +97,7 @@ def run(state: FleetState, name: str, req: Request, profile: Profile, source: Ta
     """The modelled time and bandwidths of the collective, the algorithm chosen and why, and the candidates."""
     check_fits_hbm(req.nbytes, profile, job=False)
     t, info = slice_tables(state, name, source, req.assume_healthy)
+    req = dataclasses.replace(req, order=complete_order(req.order, t.shape.dims))
     sparse_info: dict[str, Any] | None = None
     if req.table_capacity is not None:
         from tpufleet.collectives.sparse import sparse
@@ -129,6 +131,7 @@ def run_what_if(dims: tuple[int, int, int], wraps: tuple[bool, bool, bool], req:
     from tpufleet.collectives.whatif import describe, what_if_tables
 
     check_fits_hbm(req.nbytes, profile, job=False)
+    req = dataclasses.replace(req, order=complete_order(req.order, dims))
     t = what_if_tables(dims, wraps)
     ctx = Context(t, profile)
     ests = estimate(ctx, req.op, req.nbytes, req.algorithm, req.order)
