@@ -210,3 +210,18 @@ def test_output_keeps_an_enums_value_and_a_state_floats_number():
     assert type(data["state"]) is str and type(data["floor"]) is float
     assert json.loads(to_json({"state": SliceState.EVICTED})) == {"state": "evicted"}
     assert yaml.safe_load(yaml.safe_dump(data)) == data
+
+
+def test_a_replaced_fleet_numbers_its_faults_after_the_old_ones(fleet):
+    """`init --force` restarted fault ids at f1, so one id named two faults in the journal (`suspects` counted the
+    old fleet's cube failure against the new fleet's fault of the same id); the numbers now continue, as the serial
+    does, even past a damaged state that cannot be read."""
+    assert fleet("inject-fault", "cube:c01", "-o", "json").json["fault_id"] == "f1"
+    assert fleet("clear-fault", "f1").code == 0
+    assert fleet("init", "--force").code == 0
+    assert fleet("inject-fault", "cube:c02", "-o", "json").json["fault_id"] == "f2"
+    (fleet.state / "state.json").write_text("not a state")
+    assert fleet("init", "--force").code == 0
+    assert fleet("inject-fault", "cube:c03", "-o", "json").json["fault_id"] == "f3"
+    opened = [e["summary"] for e in fleet("history", "-o", "json").json if e["summary"].startswith("inject-fault")]
+    assert [s.split()[1] for s in opened] == ["f1", "f2", "f3"]

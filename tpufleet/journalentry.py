@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MOVED_FAULTS", "JournalEntry"]
+__all__ = ["MOVED_FAULTS", "JournalEntry", "fault_numbers_used"]
 
 MOVED_FAULTS = "moved_faults"  # records of cleared faults a commit moved out of state.json
 _TEXT = ("time", "user", "command", "summary")
@@ -62,3 +62,27 @@ class JournalEntry:
         if self.moved_faults:
             out[MOVED_FAULTS] = list(self.moved_faults)
         return dict(sorted(out.items()))
+
+
+def fault_numbers_used(entries: list[JournalEntry]) -> int:
+    """The highest fault number (`f7` -> 7) the journal names: faults opened (in a delta) or moved out of the
+    state; 0 for none. A replaced fleet's new faults are numbered after it, so no id names two faults.
+
+    >>> opened = {"faults": {"opened": [{"id": "f7", "target": "cube:c01"}], "cleared": []}}
+    >>> fault_numbers_used([JournalEntry(4, delta=opened), JournalEntry(5, moved_faults=({"id": "f3"},))])
+    7
+    """
+    highest = 0
+    for entry in entries:
+        faults = entry.delta.get("faults") if isinstance(entry.delta, dict) else None
+        opened = faults.get("opened") if isinstance(faults, dict) else None
+        records = [*(opened if isinstance(opened, list) else []), *entry.moved_faults]
+        for record in records:
+            number = _fault_number(record.get("id") if isinstance(record, dict) else None)
+            highest = max(highest, number)
+    return highest
+
+
+def _fault_number(fault_id: object) -> int:
+    text = fault_id[1:] if isinstance(fault_id, str) and fault_id.startswith("f") else ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 20 else 0

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
-from tpufleet.journalentry import JournalEntry
+from tpufleet.journalentry import JournalEntry, fault_numbers_used
 from tpufleet.model import Fleet
 from tpufleet.state import codec, inputfiles, records
 from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
@@ -292,6 +292,7 @@ class Store:
             serial = writer.last_serial() if exists else writer.journal_serial()
             before = self._replaced_doc(writer) if exists else {}
             tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()), writer)
+            tx.state.next_fault = self._next_fault_after(writer, serial, before)
             if exists:
                 tx.replaced = replaced_counts(before)
                 for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
@@ -300,6 +301,14 @@ class Store:
             yield tx
             if tx.change is not None:
                 self._commit(writer, tx.state, tx.change, serial, command, before)
+
+    def _next_fault_after(self, writer: Writer, serial: int, before: dict[str, Any]) -> int:
+        """The fault numbers continue, as the serial does, past every fault the replaced state or the journal
+        names: a new fault must not share an id with an old one in the history (`faults --all`, `suspects`)."""
+        if serial == 0:
+            return 1
+        used = fault_numbers_used(self.backend.read_journal(serial).entries)
+        return max(used + 1, int(before.get("next_fault", 1)))
 
     def _replaced_doc(self, writer: Writer) -> dict[str, Any]:
         """The state `init --force` replaces, for its journal delta (empty when it cannot be read)."""
