@@ -225,3 +225,35 @@ def test_a_replaced_fleet_numbers_its_faults_after_the_old_ones(fleet):
     assert fleet("inject-fault", "cube:c03", "-o", "json").json["fault_id"] == "f3"
     opened = [e["summary"] for e in fleet("history", "-o", "json").json if e["summary"].startswith("inject-fault")]
     assert [s.split()[1] for s in opened] == ["f1", "f2", "f3"]
+
+
+def test_exported_node_labels_import_as_no_change_with_chip_link_and_cube_faults(fleet, tmp_path):
+    """A chip or electrical-link fault makes its machine's node NotReady and a drained cube cordons its 16 nodes;
+    `import k8s` of that export opened a machine fault and 16 machine drains on top of the faults that said so."""
+    for target in ("chip:c01/1,2,3", "ici:c02/0,0,0/+x"):
+        assert fleet("inject-fault", target).code == 0
+    for target in ("cube:c03", "host:c04/2"):
+        assert fleet("inject-fault", target, "--planned").code == 0
+    nodes = tmp_path / "nodes.json"
+    assert fleet("export", "node-labels", "--out", nodes).code == 0
+    plan = fleet("import", "k8s", nodes, "-o", "json").json
+    assert plan["faults_opened"] == [] and plan["drains_opened"] == [] and plan["faults_cleared"] == []
+    assert plan["unchanged_faults"] == 2 + 16 + 1
+    assert fleet("import", "k8s", nodes, "--apply").code == 0  # it names the nodes, nothing more
+    assert fleet("import", "k8s", nodes, "--detailed-exitcode").code == 0
+    faults = fleet("faults", "-o", "json").json
+    assert [f["target"] for f in faults] == ["chip:c01/1,2,3", "ici:c02/0,0,0/+x", "cube:c03", "host:c04/2"]
+
+
+def test_a_node_down_on_a_machine_whose_chip_failed_while_drained_is_still_a_fault(fleet, tmp_path):
+    """Only faults that say what the node says are kept: a NotReady node whose machine only holds a drain of one
+    of its chips (planned) is a failure the state does not have yet."""
+    assert fleet("inject-fault", "chip:c01/1,2,3", "--planned").code == 0
+    nodes = tmp_path / "nodes.json"
+    assert fleet("export", "node-labels", "--out", nodes).code == 0
+    doc = yaml.safe_load(nodes.read_text())
+    (node,) = [n for n in doc["items"] if n["metadata"]["name"] == "tpu-c01-m14"]
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]
+    nodes.write_text(json.dumps(doc))
+    plan = fleet("import", "k8s", nodes, "-o", "json").json
+    assert [w["target"] for w in plan["faults_opened"]] == ["host:c01/14"]

@@ -31,7 +31,7 @@ from typing import Any
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Fault, FleetState
-from tpufleet.ids import CubeId, HostId, TargetId
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, TargetId, machine_of
 from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
 from tpufleet.model import Fleet
 
@@ -304,6 +304,21 @@ def _node_want(node: Node, host: HostId, mapping: K8sMapping) -> Want | None:
     return None
 
 
+def _faults_within_machines(state: FleetState) -> dict[HostId, set[bool]]:
+    """Per machine, whether open faults inside it (a chip's, an electrical link's) or on its whole cube (a drain)
+    are planned: a node's NotReady or cordon reports those, as `export node-labels` writes them, so they are
+    no new fault of the machine. A failed cube is its partition's state, not its nodes'."""
+    out: dict[HostId, set[bool]] = defaultdict(set)
+    for fault in state.open_faults():
+        target = fault.target
+        if isinstance(target, (ChipId, IciId)):
+            out[HostId(target.cube, machine_of(target.x, target.y, target.z))].add(fault.planned)
+        elif isinstance(target, CubeId) and fault.planned:
+            for m in range(MACHINES_PER_CUBE):
+                out[HostId(target.cube, m)].add(True)
+    return out
+
+
 @dataclass
 class HealthDiff:
     open: list[Want] = field(default_factory=list)
@@ -313,9 +328,12 @@ class HealthDiff:
 
 def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[TargetId]) -> HealthDiff:
     diff = HealthDiff()
+    within = _faults_within_machines(state)
     for target in sorted(wants, key=str):
         want, fault = wants[target], state.open_fault_on(target)
-        if fault is None:
+        if fault is None and isinstance(target, HostId) and want.planned in within.get(target, ()):
+            diff.kept += 1  # a chip, link or cube fault the node's state already says (`export node-labels`)
+        elif fault is None:
             diff.open.append(want)
         elif fault.reason.startswith(REASON_PREFIX) and fault.planned != want.planned:
             diff.clear.append(fault)  # a drain became a failure (or back): close one, open the other
