@@ -257,3 +257,27 @@ def test_a_node_down_on_a_machine_whose_chip_failed_while_drained_is_still_a_fau
     nodes.write_text(json.dumps(doc))
     plan = fleet("import", "k8s", nodes, "-o", "json").json
     assert [w["target"] for w in plan["faults_opened"]] == ["host:c01/14"]
+
+
+def _relabelled(nodes: Path, out: Path, accelerator: str, cube: str) -> Path:
+    """The exported nodes of one cube as another generation's, under a new block, without tpufleet's labels."""
+    doc = yaml.safe_load(nodes.read_text())
+    doc["items"] = [n for n in doc["items"] if n["metadata"]["name"].startswith(f"tpu-{cube}-")]
+    for n in doc["items"]:
+        labels = n["metadata"]["labels"]
+        labels["cloud.google.com/gke-tpu-accelerator"] = accelerator
+        labels["cloud.google.com/gce-topology-block"] = "block-new"
+        for key in [k for k in labels if k.startswith("tpufleet.io/")]:
+            del labels[key]
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_nodes_of_another_generation_teach_no_block_or_partition(cli, tmp_path):
+    """TPU7x nodes on a v5p fleet were refused, yet their block and partition were learnt as pod0 and its cube."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    nodes = tmp_path / "nodes.json"
+    assert cli("export", "node-labels", "--out", nodes).code == 0
+    plan = cli("import", "k8s", _relabelled(nodes, tmp_path / "x.json", "tpu7x", "c00"), "-o", "json").json
+    assert plan["pods_named"] == [] and plan["cubes_added"] == [] and plan["has_changes"] is False
+    assert len(plan["unplaced"]) == 16 and all("takes tpu7x nodes" in u["reason"] for u in plan["unplaced"])

@@ -271,8 +271,10 @@ def test_import_k8s_places_a_node_only_on_a_pod_of_its_accelerator(cli, tmp_path
     assert cli("init", "--generation", "tpu7x").code == 0
     r = cli("import", "k8s", str(fixture), "-o", "json")
     assert r.code == 0, r.err
-    mismatched = [u for u in r.json["unplaced"] if "of a tpu7x pod (whose nodes are tpu7x)" in u["reason"]]
+    wrong = "no pod of the fleet takes tpu-v4-podslice nodes (its pods' nodes are tpu7x)"
+    mismatched = [u for u in r.json["unplaced"] if u["reason"] == wrong]
     assert r.json["placed"] == 0 and len(mismatched) == on_v4["placed"] > 1000
+    assert r.json["pods_named"] == [] and r.json["cubes_added"] == []  # refused nodes teach no names
     doc = json.loads(fixture.read_text())
     for node in doc["items"]:
         labels = node["metadata"]["labels"]

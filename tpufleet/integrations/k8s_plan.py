@@ -89,11 +89,13 @@ class _Namer:
         self.taken_cubes = set(state.k8s.partitions.values()) | set(mapping.cubes.values())
         self.taken_cubes |= {r.cube for r in state.reservation.sub_blocks.values()}  # (a partition id is a sub-block)
 
-    def pod_of_block(self, block: str) -> str | None:
+    def pod_of_block(self, block: str, accelerator: str) -> str | None:
+        """The block's pod: known, or the first pod no block has whose generation takes the accelerator."""
         known = self.known_pod(block)
         if known is not None:
             return known if known in self.fleet.pod_by_name else None
-        pod = next((p.name for p in self.fleet.pods if p.name not in self.taken_pods), None)
+        fits = (p for p in self.fleet.pods if p.generation is None or p.generation.gke_accelerator == accelerator)
+        pod = next((p.name for p in fits if p.name not in self.taken_pods), None)
         if pod is not None:
             self.out.blocks[block] = pod
             self.taken_pods.add(pod)
@@ -148,7 +150,7 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
         elif accelerator not in mapping.accelerators:
             out.unplaced.append((node.name, f"accelerator {accelerator} is not in the mapping's accelerators"))
         else:
-            cube, machine, why = _resolve(node, namer, mapping)
+            cube, machine, why = _resolve(node, namer, mapping, accelerator)
             why = why or _generation_mismatch(state, cube, accelerator)
             if why is not None or cube is None:
                 out.unplaced.append((node.name, why or "no cube"))
@@ -173,8 +175,11 @@ def _generation_mismatch(state: FleetState, cube: str | None, accelerator: str) 
     return f"accelerator {accelerator} on cube {cube} of a {gen.name} pod (whose nodes are {gen.gke_accelerator})"
 
 
-def _resolve(node: Node, namer: _Namer, mapping: K8sMapping) -> tuple[str | None, int | None, str | None]:
-    """(cube, machine if given explicitly, why not placed)."""
+def _resolve(
+    node: Node, namer: _Namer, mapping: K8sMapping, accelerator: str
+) -> tuple[str | None, int | None, str | None]:
+    """(cube, machine if given explicitly, why not placed). A node of another generation than the pod it would go
+    to teaches no name: it is refused before any block or partition is learnt from it."""
     keys, labels = mapping.labels, node.labels
     pinned = mapping.nodes.get(node.name)
     label_cube, label_machine = labels.get(keys.cube), labels.get(keys.machine)
@@ -184,7 +189,8 @@ def _resolve(node: Node, namer: _Namer, mapping: K8sMapping) -> tuple[str | None
     if cube is not None:
         if cube not in namer.fleet.cube_pod:
             return None, None, f"cube {cube} is not in the fleet"
-        return cube, machine, namer.learn(partition, block, cube)
+        mismatch = _generation_mismatch(namer.state, cube, accelerator)
+        return cube, machine, mismatch or namer.learn(partition, block, cube)
     if partition is None:
         return None, None, f"no {keys.partition} label (and no {keys.cube})"
     known = namer.known_cube(partition)
@@ -197,13 +203,23 @@ def _resolve(node: Node, namer: _Namer, mapping: K8sMapping) -> tuple[str | None
     pinned_pod = mapping.pods.get(block)
     if pinned_pod is not None and pinned_pod not in namer.fleet.pod_by_name:
         return None, None, f"block {block} is mapped to {pinned_pod}, which is not in the fleet"
-    pod = namer.pod_of_block(block)
+    pod = namer.pod_of_block(block, accelerator)
     if pod is None:
-        return None, None, f"no pod left for block {block} (every pod has a block; map it in the mapping file)"
+        return None, None, _no_pod_for(namer.fleet, block, accelerator)
+    mismatch = _generation_mismatch(namer.state, namer.fleet.pod_by_name[pod].cubes[0], accelerator)
+    if mismatch is not None:
+        return None, None, mismatch
     cube = namer.new_cube(partition, pod)
     if cube is None:
         return None, None, f"no cube of {pod} left for partition {partition}"
     return cube, machine, None
+
+
+def _no_pod_for(fleet: Fleet, block: str, accelerator: str) -> str:
+    if any(p.generation is None or p.generation.gke_accelerator == accelerator for p in fleet.pods):
+        return f"no pod left for block {block} (every pod of its generation has a block; map it in the mapping file)"
+    have = sorted({p.generation.gke_accelerator for p in fleet.pods if p.generation is not None})
+    return f"no pod of the fleet takes {accelerator} nodes (its pods' nodes are {', '.join(have)})"
 
 
 def _note_state(out: Placement, cube: str, node: Node, mapping: K8sMapping) -> None:
