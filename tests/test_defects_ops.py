@@ -281,3 +281,34 @@ def test_nodes_of_another_generation_teach_no_block_or_partition(cli, tmp_path):
     plan = cli("import", "k8s", _relabelled(nodes, tmp_path / "x.json", "tpu7x", "c00"), "-o", "json").json
     assert plan["pods_named"] == [] and plan["cubes_added"] == [] and plan["has_changes"] is False
     assert len(plan["unplaced"]) == 16 and all("takes tpu7x nodes" in u["reason"] for u in plan["unplaced"])
+
+
+def test_a_reservation_imported_after_the_nodes_keeps_the_cubes_their_partitions_have(cli, tmp_path):
+    """A sub-block's name is its nodes' partition id. `import k8s` names partitions in the order of node names,
+    `import reservation` in physical order: imported in that order, one cube was named twice."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+    sub_blocks = json.loads(fixture.read_text())
+    sub_blocks = sub_blocks if isinstance(sub_blocks, list) else sub_blocks["items"]
+    assert cli("init", "--generation", "tpu7x").code == 0
+    nodes = tmp_path / "nodes.json"
+    assert cli("export", "node-labels", "--out", nodes).code == 0
+    doc = yaml.safe_load(nodes.read_text())
+    for n in doc["items"]:
+        labels = n["metadata"]["labels"]
+        cube = int(labels["tpufleet.io/cube"][1:])
+        sb = sub_blocks[len(sub_blocks) - 1 - cube]  # the partitions in the reverse of the physical order
+        labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = sb["name"]
+        labels["cloud.google.com/gce-topology-block"] = sb["physicalTopology"]["block"]
+        for key in [k for k in labels if k.startswith("tpufleet.io/")]:
+            del labels[key]
+    nodes.write_text(json.dumps(doc))
+    assert cli("init", "--generation", "tpu7x", "--force").code == 0
+    assert cli("import", "k8s", nodes, "--apply").code == 0
+    r = cli("import", "reservation", fixture, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["unplaced"] == []
+    by_cube: dict[str, str] = {}
+    for row in r.json["sub_blocks_new"]:
+        assert row["cube"] not in by_cube, f"{row['cube']} named {by_cube.get(row['cube'])} and {row['sub_block']}"
+        by_cube[row["cube"]] = row["sub_block"]
+    assert by_cube["c00"] == sub_blocks[-1]["name"] and len(by_cube) == len(sub_blocks)

@@ -326,9 +326,10 @@ def _place_blocks(state: FleetState, given: ReservationInput, pod: str | None, o
 
 
 def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[str, str], out: ReservationPlan) -> None:
-    """Known names keep their cube; new ones take the pod's free cubes in physical order."""
-    known = state.reservation.sub_blocks
-    taken = {r.cube for r in known.values()}
+    """Known names keep their cube, as do the partitions `import k8s` learnt (a sub-block's name is its nodes'
+    partition id); new ones take the pod's cubes neither import holds, in physical order."""
+    known, learnt = state.reservation.sub_blocks, state.k8s.partitions
+    taken = {r.cube for r in known.values()} | set(learnt.values())
     free = {p.name: [c for c in p.cubes if c not in taken] for p in state.fleet.pods}
     order = sorted(given.sub_blocks, key=lambda sb: (sb.position is None, sb.position or "", sb.index))
     for sb in order:
@@ -337,6 +338,13 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
             continue
         if sb.name in known:
             cube = known[sb.name].cube
+        elif sb.name in learnt:
+            cube = learnt[sb.name]
+            if state.fleet.cube_pod.get(cube) != pod:
+                why = f"its nodes' partition is cube {cube} (import k8s), not a cube of {pod}, its block's pod"
+                out.unplaced.append((sb.name, why))
+                continue
+            out.new.append(sb.name)
         elif free[pod]:
             cube = free[pod].pop(0)
             out.new.append(sb.name)
