@@ -312,3 +312,46 @@ def test_a_reservation_imported_after_the_nodes_keeps_the_cubes_their_partitions
         assert row["cube"] not in by_cube, f"{row['cube']} named {by_cube.get(row['cube'])} and {row['sub_block']}"
         by_cube[row["cube"]] = row["sub_block"]
     assert by_cube["c00"] == sub_blocks[-1]["name"] and len(by_cube) == len(sub_blocks)
+
+
+NODEPOOLS = Path(__file__).parents[1] / "fixtures" / "k8s" / "v4-nodepools.json"
+
+
+def _moved(tmp_path: Path, count: int | None, to: str = "renamed-pool") -> Path:
+    """The node-pool fixture with the first `count` nodes of pool tpu-v4-4x4x8 (None: all) in pool `to`."""
+    doc = json.loads(NODEPOOLS.read_text())
+    members = [
+        n for n in doc["items"] if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == "tpu-v4-4x4x8"
+    ]
+    for node in members[:count]:
+        node["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = to
+    out = tmp_path / f"pools-{count}.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_a_renamed_node_pool_replaces_the_old_one(fleet, tmp_path):
+    """GKE names a node once: a pool whose every node is listed in another pool is gone. The import planned the
+    new pool beside the old one, and its apply was refused (a node in two pools)."""
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    renamed = _moved(tmp_path, None)
+    plan = fleet("import", "k8s", renamed, "-o", "json").json
+    rows = {p["node_pool"]: p["change"] for p in plan["node_pool_slices"]}
+    assert rows == {"renamed-pool": "new", "tpu-v4-4x4x8": "removed", "tpu-v4-2x2x1": "unchanged"}
+    assert fleet("import", "k8s", renamed, "--apply").code == 0
+    assert fleet("import", "k8s", renamed, "--detailed-exitcode").code == 0  # in sync
+    held = fleet("status", "-o", "json").json["k8s"]["unplaced_slices"]
+    assert sorted(s["node_pool"] for s in held["slices"]) == ["renamed-pool", "tpu-v4-2x2x1"] and held["cubes"] == 3
+
+
+def test_a_pool_made_again_under_another_name_with_a_node_missing_replaces_the_old_one(fleet, tmp_path):
+    """A pool is made and repaired as one unit: one of its nodes listed in another pool means the old pool is gone,
+    even when some of its nodes are not listed (being repaired)."""
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    doc = json.loads(_moved(tmp_path, None).read_text())
+    doc["items"] = doc["items"][:-1]  # a node of the renamed pool missing from the list
+    listed = tmp_path / "missing.json"
+    listed.write_text(json.dumps(doc))
+    plan = fleet("import", "k8s", listed, "-o", "json").json
+    rows = {p["node_pool"]: (p["change"], len(p["nodes"])) for p in plan["node_pool_slices"]}
+    assert rows["renamed-pool"] == ("new", 31) and rows["tpu-v4-4x4x8"] == ("removed", 32)

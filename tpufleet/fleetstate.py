@@ -599,10 +599,15 @@ class FleetState:
                 raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
         return merged
 
-    def record_k8s_health(self, degraded: Iterable[str], node_pools: Mapping[str, NodePoolSlice]) -> None:
-        """Record the cubes whose partition is DEGRADED (replacing the set) and add or update node-pool slices."""
+    def record_k8s_health(
+        self, degraded: Iterable[str], node_pools: Mapping[str, NodePoolSlice], removed: Iterable[str] = ()
+    ) -> None:
+        """Record the cubes whose partition is DEGRADED (replacing the set), add or update node-pool slices and
+        drop the `removed` ones (pools whose every node is now another pool's)."""
         self.k8s.degraded = frozenset(degraded)
-        self.k8s.node_pools = dict(sorted({**self.k8s.node_pools, **node_pools}.items()))
+        gone = set(removed)
+        kept = {name: p for name, p in {**self.k8s.node_pools, **node_pools}.items() if name not in gone}
+        self.k8s.node_pools = dict(sorted(kept.items()))
 
     # ---- a Compute Engine reservation --------------------------------------------------------------------
     def record_reservation(self, blocks: Mapping[str, str], sub_blocks: Mapping[str, SubBlockRecord]) -> None:

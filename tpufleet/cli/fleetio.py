@@ -54,10 +54,15 @@ def _import_text(d: dict[str, Any]) -> str:
 def _pool_lines(d: dict[str, Any]) -> list[str]:
     """Node pools held as unplaced slices, and partitions DEGRADED (degraded cubes that still serve)."""
     sign = {"new": "+", "changed": "~", "unchanged": "="}
+    rows = d.get("node_pool_slices", [])
     lines = [
         f"  {sign[p['change']]} node pool {p['node_pool']}: {p['shape']} slice of {len(p['nodes'])} node(s) on "
         f"{p['pod']}, unplaced (no label says which cubes; counted against {p['pod']}'s free cubes)"
-        for p in d.get("node_pool_slices", [])
+        for p in rows
+        if p["change"] != "removed"
+    ]
+    lines += [
+        f"  - node pool {p['node_pool']}: gone, its nodes now in other pools" for p in rows if p["change"] == "removed"
     ]
     lines += [f"  + degraded {g['cube']} (partition {g['partition']}): still serves" for g in d.get("degraded_new", [])]
     lines += [

@@ -47,6 +47,9 @@ class PoolPlan:
     slices: dict[str, NodePoolSlice] = field(default_factory=dict)  # every pool of the list that is a slice
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    # known pools the list does not name but lists nodes of in other pools (a pool deleted and made again under
+    # another name): gone, since GKE makes and repairs a pool as one unit and a node is in one pool
+    removed: list[str] = field(default_factory=list)
     degraded: frozenset[str] = frozenset()  # the cubes degraded after the import
     degraded_new: list[str] = field(default_factory=list)
     degraded_cleared: list[str] = field(default_factory=list)
@@ -57,7 +60,7 @@ class PoolPlan:
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.new or self.changed or self.degraded_new or self.degraded_cleared)
+        return bool(self.new or self.changed or self.removed or self.degraded_new or self.degraded_cleared)
 
 
 def plan_pools(
@@ -99,8 +102,18 @@ def plan_pools(
         elif known != out.slices[pool]:
             out.changed.append(pool)
     placement.unplaced.sort()
+    _moved_away(state, out)
     _degraded(state, placement, out)
     return out
+
+
+def _moved_away(state: FleetState, out: PoolPlan) -> None:
+    """Known pools the list does not name but lists nodes of in other pools are gone (`PoolPlan.removed`); a pool
+    missing with its nodes says nothing, and stays."""
+    listed = {node for sl in out.slices.values() for node in sl.nodes}
+    for name, known in sorted(state.k8s.node_pools.items()):
+        if name not in out.slices and any(n in listed for n in known.nodes):
+            out.removed.append(name)
 
 
 def _poolable(node: Node, mapping: K8sMapping) -> bool:

@@ -39,7 +39,7 @@ def import_k8s(
     if not apply or not data["has_changes"]:
         return Outcome(data)
     state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
-    state.record_k8s_health(pools.degraded, pools.changes)
+    state.record_k8s_health(pools.degraded, pools.changes, pools.removed)
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
     opened = [*data["faults_opened"], *data["drains_opened"]]
     clear_ids = [f.id for f in diff.clear]
@@ -90,12 +90,14 @@ def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, plac
         return {"cube": cube, "pod": state.fleet.cube_pod[cube], "partition": partition_of.get(cube)}
 
     def pool_row(name: str) -> dict[str, Any]:
-        p = pools.slices[name]
+        p = pools.slices.get(name) or state.k8s.node_pools[name]
         change = "new" if name in pools.new else "changed" if name in pools.changed else "unchanged"
+        change = "removed" if name in pools.removed else change
         row = {"node_pool": name, **p.record(), "placed": False, "change": change}
         return {**row, "cubes": p.cubes, "machines": p.machines, "nodes": list(p.nodes)}
 
-    data["node_pool_slices"] = [pool_row(n) for n in sorted(pools.slices)]
+    shown = {*pools.slices, *pools.removed}
+    data["node_pool_slices"] = [pool_row(n) for n in sorted(shown)]
     data["degraded_new"] = [degraded_row(c) for c in pools.degraded_new]
     data["degraded_cleared"] = [degraded_row(c) for c in pools.degraded_cleared]
     data["has_changes"] = data["has_changes"] or pools.has_changes
