@@ -355,3 +355,16 @@ def test_a_pool_made_again_under_another_name_with_a_node_missing_replaces_the_o
     plan = fleet("import", "k8s", listed, "-o", "json").json
     rows = {p["node_pool"]: (p["change"], len(p["nodes"])) for p in plan["node_pool_slices"]}
     assert rows["renamed-pool"] == ("new", 31) and rows["tpu-v4-4x4x8"] == ("removed", 32)
+
+
+def test_node_pools_holding_more_than_their_pod_has_free_are_over_committed(fleet):
+    """`status` said "-3 of the 0 free cubes are left to allocate" when the pools held more than the pod had free."""
+    for name in "abcdefgh":
+        assert fleet("allocate", name, "--shape", "8x8x8").code == 0  # the whole pod
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0  # 3 cubes of pools on it
+    k8s = fleet("status", "-o", "json").json["k8s"]
+    assert k8s["free_after_unplaced"] == 0 and k8s["over_committed"] == {"pod0": 3}
+    assert "over-committed" in fleet("status").out
+    assert fleet("release", "a").code == 0
+    k8s = fleet("status", "-o", "json").json["k8s"]
+    assert k8s["free_after_unplaced"] == 5 and "over_committed" not in k8s

@@ -171,8 +171,10 @@ def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
 def status(state: FleetState) -> Row:
     health = state.health()
     counts = {"free": 0, "allocated": 0, "out": 0}
+    free_by_pod: dict[str, int] = {}
     for row in inventory(state, health):
         counts[row["state"]] += 1
+        free_by_pod[row["pod"]] = free_by_pod.get(row["pod"], 0) + (row["state"] == "free")
     inv = inventory_counts(state.fleet)
     slices = slice_rows(state)
     generations = pod_generations(state)
@@ -193,13 +195,15 @@ def status(state: FleetState) -> Row:
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
         "jobs": job_rows(state),
         **_reservation_status(state),
-        **_k8s_status(state, counts["free"]),
+        **_k8s_status(state, free_by_pod),
     }
 
 
-def _k8s_status(state: FleetState, free: int) -> Row:
+def _k8s_status(state: FleetState, free_by_pod: dict[str, int]) -> Row:
     """`status` of an imported cluster: its DEGRADED partitions and the node pools held as unplaced slices, with
-    the free cubes left once those are counted (absent when there are neither)."""
+    the free cubes left once those are counted, pod by pod (absent when there are neither). Pools holding more
+    cubes than their pod has free (`over_committed`, per pod) say the state and the cluster disagree: slices
+    allocated here that the cluster does not run, or pools on cubes the state holds for others."""
     from tpufleet.integrations.k8s_pools import unplaced_cubes
 
     k8s = state.k8s
@@ -215,9 +219,14 @@ def _k8s_status(state: FleetState, free: int) -> Row:
         {"name": name, "node_pool": name, **p.record(), "cubes": p.cubes, "machines": p.machines}
         for name, p in sorted(k8s.node_pools.items())
     ]
-    cubes = sum(held.values())
-    unplaced = {"slices": pools, "cubes": cubes, "by_pod": dict(sorted(held.items()))}
-    return {"k8s": {"degraded_cubes": degraded, "unplaced_slices": unplaced, "free_after_unplaced": free - cubes}}
+    unplaced = {"slices": pools, "cubes": sum(held.values()), "by_pod": dict(sorted(held.items()))}
+    left = {pod: free_by_pod.get(pod, 0) - held.get(pod, 0) for pod in free_by_pod}
+    over = {pod: -n for pod, n in sorted(left.items()) if n < 0}
+    after = sum(max(0, n) for n in left.values())
+    return {
+        "k8s": {"degraded_cubes": degraded, "unplaced_slices": unplaced, "free_after_unplaced": after}
+        | ({"over_committed": over} if over else {})
+    }
 
 
 def _reservation_status(state: FleetState) -> Row:

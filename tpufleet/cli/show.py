@@ -209,6 +209,11 @@ def _k8s_lines(k8s: dict | None, free: int) -> list[str]:
             f"  {p['node_pool']:<16} {p['shape']:<16} {p['accelerator']} on {p['pod']}, {len(p['nodes'])} node(s)"
             for p in unplaced["slices"]
         ]
+        lines += [
+            f"  over-committed: the node pools on {pod} hold {n} more cube(s) than it has free "
+            "(the state and the cluster disagree: see `tpufleet drift`)"
+            for pod, n in k8s.get("over_committed", {}).items()
+        ]
     if k8s["degraded_cubes"]:
         cubes = ", ".join(f"{g['cube']} (partition {g['partition']})" for g in k8s["degraded_cubes"])
         lines.append(f"degraded cubes (GKE partition DEGRADED, still serving): {cubes}")
