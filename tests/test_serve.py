@@ -80,7 +80,7 @@ def test_each_document_is_the_clis_json(busy, path, command):
     r = client(busy.state).get(path)
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     cli = busy(*command, "-o", "json")
-    assert r.text.rstrip("\n") == cli.out.rstrip("\n")  # the same encoder: byte for byte
+    assert r.text == cli.out and r.text.endswith("\n")  # the same encoder: byte for byte, the newline too
 
 
 def test_journal_since_a_serial_gives_the_later_entries(busy):
@@ -141,6 +141,22 @@ def test_openmetrics_when_the_scraper_asks_for_it(busy):
     assert r.text.endswith("# EOF\n")
     names = {f.name for f in parse_openmetrics(r.text)}
     assert {"tpufleet_state_serial", "tpufleet_slice_state", "tpufleet_fault_opened_timestamp_seconds"} <= names
+
+
+@pytest.mark.parametrize(
+    "accept, openmetrics",
+    [
+        ("application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2", True),
+        ("application/openmetrics-text;q=0, text/plain", False),  # q=0: not acceptable (it was served)
+        ("text/plain;q=0.9, application/openmetrics-text;q=0.5", False),
+        ("", False),
+    ],
+)
+def test_the_metrics_format_follows_the_accept_weights(busy, accept, openmetrics):
+    r = client(busy.state).get("/metrics", headers={"Accept": accept})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/openmetrics-text") is openmetrics
+    assert r.text.endswith("# EOF\n") is openmetrics
 
 
 def test_the_page_reloads_itself_and_shows_states_and_reasons(busy):
@@ -265,6 +281,8 @@ def test_without_the_token_nothing_changes(fleet):
     for headers in ({}, bearer("x" * len(TOKEN)), bearer(TOKEN[:-1])):
         assert post(client(fleet.state), "firing.json", headers).status_code == 401
     r = post(client(fleet.state, token=None), "firing.json")
+    assert r.status_code == 404 and "--token-file" in r.json()["error"]
+    r = client(fleet.state, token=None).get("/api/v1/alerts")  # off whatever the method (was 405)
     assert r.status_code == 404 and "--token-file" in r.json()["error"]
     assert snapshot(fleet.state) == before
 

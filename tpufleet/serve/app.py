@@ -76,7 +76,7 @@ class Server:
         return JSONResponse({"status": "ready", "serial": snap.serial}, headers=_COMMON)
 
     def metrics(self, request: Request) -> Response:
-        openmetrics = "application/openmetrics-text" in request.headers.get("accept", "")
+        openmetrics = wants_openmetrics(request.headers.get("accept", ""))
         body = documents.metrics(self.snapshot(), openmetrics, self.inputs)
         kind = documents.OPENMETRICS_TYPE if openmetrics else documents.PROMETHEUS_TYPE
         return Response(body, headers={**_COMMON, "Content-Type": kind, "Cache-Control": "no-store"})
@@ -174,6 +174,28 @@ async def bounded_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
+def wants_openmetrics(accept: str) -> bool:
+    """Whether an Accept header prefers OpenMetrics to the Prometheus text format: its best weight is above 0 and
+    not below text/plain's (Prometheus asks for it at q=0.5 against 0.3; `q=0` is "not acceptable").
+
+    >>> wants_openmetrics("application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3")
+    True
+    >>> wants_openmetrics("application/openmetrics-text;q=0, text/plain"), wants_openmetrics("*/*")
+    (False, False)
+    """
+    best = {"application/openmetrics-text": 0.0, "text/plain": 0.0}
+    for part in accept.split(","):
+        kind, *params = (p.strip().lower() for p in part.split(";"))
+        weights = [p[2:] for p in params if p.startswith("q=")]
+        try:
+            q = float(weights[0]) if weights else 1.0
+        except ValueError:
+            q = 0.0
+        if kind in best and 0.0 <= q <= 1.0:
+            best[kind] = max(best[kind], q)
+    return best["application/openmetrics-text"] > 0.0 and best["application/openmetrics-text"] >= best["text/plain"]
+
+
 def tagged(request: Request, serial: int, body: Callable[[], bytes]) -> Response:
     """A JSON document with the serial as its ETag; 304 (no body) when the client already holds that serial."""
     etag = f'"{serial}"'
@@ -181,7 +203,8 @@ def tagged(request: Request, serial: int, body: Callable[[], bytes]) -> Response
     held = [t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")]
     if etag in held or "*" in held:
         return Response(status_code=304, headers=headers)
-    return Response(body(), media_type="application/json", headers=headers)
+    text = body()  # ended by a newline, as the CLI's `-o json` prints it: the same bytes
+    return Response(text if text.endswith(b"\n") else text + b"\n", media_type="application/json", headers=headers)
 
 
 def flag(request: Request, name: str) -> bool:
@@ -248,7 +271,8 @@ def build_app(server: Server) -> Starlette:
         )
     ]
     alerts: Callable[[Request], Awaitable[Response]] = server.alerts
-    routes.append(Route("/api/v1/alerts", alerts, methods=["POST"]))
+    # without a token the intake is off whatever the method: 404 saying so, not 405 for a GET
+    routes.append(Route("/api/v1/alerts", alerts, methods=["POST"] if server.token is not None else ["GET", "POST"]))
     handlers = {Problem: _problem, HTTPException: _http, TpufleetError: _unreadable}
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
