@@ -186,10 +186,23 @@ def _apply_config(
     if ctx.get_parameter_source("lock_timeout") is ParameterSource.DEFAULT and config.lock_timeout is not None:
         lock_timeout = config.lock_timeout
     SETTINGS.state, SETTINGS.lock_timeout = state, lock_timeout
+    files.guard_state_dir(_state_location(state))
     files.share_with_group(group or config.group)
     lock.WAIT_NOTICE.say = (lambda line: print(f"tpufleet: {line}", file=sys.stderr)) if sys.stderr.isatty() else None
     if fmt or config.output:
         ctx.default_map = output_defaults(ctx.command, fmt or config.output or "", everywhere=fmt is not None)
+
+
+def _state_location(state: str | None) -> Path | str | None:
+    """Where the command's state lives, for guarding it; None when the location is bad (the command says so if it
+    uses the state; one that does not, `simulate-fleet` say, must not fail for it)."""
+    from tpufleet.errors import BadInput
+    from tpufleet.state import resolve_state_dir
+
+    try:
+        return resolve_state_dir(state)
+    except BadInput:
+        return None
 
 
 @app.callback()

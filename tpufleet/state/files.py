@@ -54,6 +54,30 @@ class _Sharing:
 SHARING = _Sharing()
 
 
+class _Guard:
+    """The running command's state directory: no output file (`--out`) may land in it, where it would replace
+    the state, its journal or its stored tables with a report, a plan or tables never checked."""
+
+    directory: Path | None = None
+
+
+GUARD = _Guard()
+
+
+def guard_state_dir(location: Path | str | None) -> None:
+    """Keep outputs out of `location` (a state directory; a database URL or None guards nothing)."""
+    GUARD.directory = Path(os.path.realpath(location)) if isinstance(location, Path) else None
+
+
+def _refuse_state_dir(path: Path, what: str) -> None:
+    guarded = GUARD.directory
+    if guarded is None:
+        return
+    real = Path(os.path.realpath(path))
+    if real == guarded or guarded in real.parents:
+        raise BadInput(f"{what}: it is inside the state directory {str(guarded)!r}, whose files are the state's own")
+
+
 def share_with_group(name: str | None) -> None:
     """Make the state files readable by group `name` (None: by the owner only). Unknown group: BadInput."""
     if name is None:
@@ -390,6 +414,7 @@ def check_output_path(path: Path, option: str) -> None:
     shown = str(path)
     if shown in ("", "."):
         raise BadInput(f"bad option {option} {shown!r}: give a file name")
+    _refuse_state_dir(path, f"bad option {option} {shown!r}")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -415,8 +440,10 @@ def write_output(path: Path, data: bytes) -> None:
       through, as a shell's ``>`` would (``/dev/null``, a named pipe, ``/dev/stdout``);
     - a symlink: its target, by the same rules; the link stays a link.
 
-    A directory is BadInput (exit 2); an operating-system error is Refused naming the path (exit 1).
+    A directory is BadInput (exit 2), as is a path inside the state directory (`guard_state_dir`); an
+    operating-system error is Refused naming the path (exit 1).
     """
+    _refuse_state_dir(path, f"cannot write {path}")
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
