@@ -35,3 +35,41 @@ def test_no_output_file_lands_in_the_state_directory(routed, args):
     assert r.code == 2 and "inside the state directory" in r.err
     assert snapshot(routed.state) == before
     assert routed("status").code == 0 and routed("collective", "a", "--op", "all-to-all", "--bytes", "1MiB").code == 0
+
+
+def _a2a(fleet) -> float:
+    r = fleet("routes", "a", "-o", "json")
+    assert r.code == 0, r.err
+    return float(r.json["max_link_load"]["all-to-all"])
+
+
+@pytest.mark.parametrize("how", ["plan-xconnect", "apply-xconnect", "job"])
+def test_a_wiring_that_changes_nothing_is_no_rewire(fleet, tmp_path, how):
+    """`plan-xconnect --apply` with every cross-connect in place committed a serial and marked the slice wired
+    anew, so `routes` took its lighter stored tables (129) for another wiring's and stored 130; a degraded slice
+    became plainly connected."""
+    if how == "job":
+        assert fleet("allocate", "a", "--shape", "4x4x8", "--slices", "1").code == 0
+        name, member = "a", "a-0"
+    else:
+        assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+        name, member = "a", "a"
+    assert fleet("plan-xconnect", name, "--apply").code == 0
+    for ocs in ("x/0", "y/3"):
+        assert fleet("inject-fault", f"ocs:pod0/{ocs}").code == 0
+    assert fleet("routes", name).code == 0
+    assert fleet("clear-fault", "f2").code == 0
+    before = snapshot(fleet.state)
+    if how == "apply-xconnect":
+        plan = tmp_path / "a.plan"
+        assert fleet("plan-xconnect", name, "--out", plan).code == 0
+        r = fleet("apply-xconnect", plan, "-o", "json")
+    else:
+        r = fleet("plan-xconnect", name, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["serial"] == fleet("status", "-o", "json").json["serial"]
+    assert snapshot(fleet.state) == before  # nothing committed
+    (row,) = [s for s in fleet("show", "slices", "-o", "json").json if s["name"] == member]
+    assert row["state"] == "degraded"
+    out = fleet("routes", member, "-o", "json").json
+    assert out["kept_stored_tables"] is True and out["max_link_load"]["all-to-all"] == 129.0

@@ -13,7 +13,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Job, Slice, job_slice_names
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after
-from tpufleet.ops.xconnect import apply_saved, make_plan, wire
+from tpufleet.ops.xconnect import already_wired, apply_saved, make_plan, wire
 from tpufleet.shapes import Shape, ShapeText
 from tpufleet.state.planfile import SavedPlan, job_plan_doc
 
@@ -161,15 +161,18 @@ def plan_job(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], bo
 def plan_and_apply_job(state: FleetState, name: str, now: str) -> Outcome:
     """`plan-xconnect JOB --apply`: wire every slice in one locked step, each planned after the one before
     is applied (two slices may want the same stale cross-connect removed)."""
-    docs, stale = [], set()
+    docs, stale, noop = [], set(), True
     for sl in state.job_slices(name):
         pdoc, plan = make_plan(state, sl.name, now)
+        noop = noop and already_wired(sl, plan.changes)
         stale.update(wire(state, sl, plan.changes, "cross-connects changed"))
-        pdoc.update(applied=True, serial=state.next_serial)
         docs.append(pdoc)
+    serial = state.serial if noop else state.next_serial  # every slice in place: nothing committed
+    for pdoc in docs:
+        pdoc.update(applied=True, serial=serial)
     doc = _job_plan_doc(state, name, docs, now)
-    doc.update(applied=True, routes_stale=sorted(stale), serial=state.next_serial)
-    return Outcome(doc, _change(name, doc["summary"], sorted(stale)))
+    doc.update(applied=True, routes_stale=sorted(stale), serial=serial)
+    return Outcome(doc, None if noop else _change(name, doc["summary"], sorted(stale)))
 
 
 def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now: str) -> Outcome:

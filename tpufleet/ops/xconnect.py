@@ -35,6 +35,8 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
 def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_reason: str) -> list[str]:
     """Make the changes on the OCS and mark the slice connected. Tables of the slice (when anything changed) and
     of slices whose cross-connects were removed go stale; returns their names."""
+    if already_wired(sl, changes):
+        return []  # no re-wire: the slice keeps its state (degraded too) and its tables stay made for it
     owners = state.owner_of_ports()
     touched = {owners.get((c.ocs.pod, port)) for c in changes for pair in c.remove for port in pair}
     state.set_ocs(xconnect.apply(state.ocs, changes))
@@ -43,9 +45,17 @@ def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_
     return state.mark_routes_stale(({sl.name} if changed else set()) | touched, stale_reason)
 
 
+def already_wired(sl: Slice, changes: list[xconnect.OcsChange]) -> bool:
+    """A wired slice whose plan adds and removes nothing: applying it is no change at all (nothing committed)."""
+    return sl.state.wired and not any(c.add or c.remove for c in changes)
+
+
 def plan_and_apply(state: FleetState, name: str, now: str) -> Outcome:
-    """`plan-xconnect --apply`: plan and apply in one locked step."""
+    """`plan-xconnect --apply`: plan and apply in one locked step (nothing committed when all is in place)."""
     pdoc, plan = make_plan(state, name, now)
+    if already_wired(state.slice(name), plan.changes):
+        pdoc.update(applied=True, routes_stale=[], serial=state.serial)
+        return Outcome(pdoc, None)
     stale = wire(state, state.slice(name), plan.changes, "cross-connects changed")
     pdoc.update(applied=True, routes_stale=stale, serial=state.next_serial)
     return Outcome(pdoc, _change(name, plan.summary, stale))
@@ -115,15 +125,16 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
             f"plan {saved.path} does not say what the plan for slice {saved.slice!r} does: {'; '.join(edited)} "
             "(edited after it was made?); plan again"
         )
+    noop = already_wired(state.slice(saved.slice), plan.changes)
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
     data = {
         "slice": saved.slice,
-        "serial": state.next_serial,
+        "serial": state.serial if noop else state.next_serial,
         "summary": plan.summary,
         "applied": True,
         "routes_stale": stale,
     }
-    return Outcome(data, _change(saved.slice, plan.summary, stale))
+    return Outcome(data, None if noop else _change(saved.slice, plan.summary, stale))
 
 
 def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> list[str]:
