@@ -73,3 +73,22 @@ def test_a_wiring_that_changes_nothing_is_no_rewire(fleet, tmp_path, how):
     assert row["state"] == "degraded"
     out = fleet("routes", member, "-o", "json").json
     assert out["kept_stored_tables"] is True and out["max_link_load"]["all-to-all"] == 129.0
+
+
+def test_a_fault_whose_slice_cannot_move_to_a_pod_of_another_generation_is_recorded(cli):
+    """In a fleet of a TPU7x pod and a TPU v4 pod, the replacement search asked the v4 pod for a 68-cube slice, its
+    generation refused the shape as bad input, and the whole `inject-fault` was refused: the fault went unrecorded."""
+    import json
+
+    assert cli("init", "--generation", "tpu7x", "--pods", "2", "--cubes-per-pod", "68").code == 0
+    path = cli.state / "state.json"
+    doc = json.loads(path.read_text())
+    doc["fleet"]["pods"][1]["generation"] = "tpu-v4"
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+    assert cli("allocate", "big", "--shape", "8x8x68", "--pod", "pod0", "--no-fault-tolerant-routing").code == 0
+    assert cli("plan-xconnect", "big", "--apply").code == 0
+    r = cli("inject-fault", "ocs:pod0/x/3", "-o", "json")
+    assert r.code == 0, r.err
+    (impact,) = r.json["slices"]
+    assert impact["action"] == "reschedule" and "tpu-v4" in impact["replacement"]["why"]
+    assert [f["target"] for f in cli("faults", "-o", "json").json] == ["ocs:pod0/x/3"]

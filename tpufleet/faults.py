@@ -134,6 +134,8 @@ def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.Ma
             return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod)
         except Refused as exc:
             last = exc
+        except BadInput as exc:  # a pod of another generation that cannot hold the shape: not a place to move to
+            last = Refused(f"{pod}: {exc}")
     raise last or Refused(f"no other pod than {avoid_pod} to move to")
 
 
@@ -205,7 +207,7 @@ def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = N
             return kept
     try:
         alloc = replacement_for(state, sl, cause)
-    except Refused as exc:
+    except (Refused, BadInput) as exc:  # no place to move to is an answer: the fault is recorded regardless
         return Proposal(None, why=str(exc))
     return _planned(state, sl, alloc)
 

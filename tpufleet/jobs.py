@@ -29,7 +29,7 @@ from typing import Any
 
 from tpufleet import allocation
 from tpufleet.allocation import ALL_MACHINES, Allocation, MachineUsage
-from tpufleet.errors import Refused
+from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Job, Slice, SliceState
 from tpufleet.health import Health
 from tpufleet.model import Fleet
@@ -302,7 +302,7 @@ def _first_fit(
     for pod in order:
         try:
             return allocation.allocate(shape, fleet, usage, health, pod=pod), ""
-        except Refused as exc:
+        except (Refused, BadInput) as exc:  # BadInput: a pod whose generation cannot hold the shape
             reasons.append(f"{pod}: {exc}")
     return None, "; ".join(reasons)
 
