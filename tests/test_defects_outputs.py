@@ -92,3 +92,29 @@ def test_a_fault_whose_slice_cannot_move_to_a_pod_of_another_generation_is_recor
     (impact,) = r.json["slices"]
     assert impact["action"] == "reschedule" and "tpu-v4" in impact["replacement"]["why"]
     assert [f["target"] for f in cli("faults", "-o", "json").json] == ["ocs:pod0/x/3"]
+
+
+def _flip_port_bytes(path) -> None:
+    data = bytearray(path.read_bytes())
+    for k in range(20):
+        data[300 + k] ^= 0x5A  # inside the deflated `port` member: a damaged stream, not a damaged directory
+    path.write_bytes(bytes(data))
+
+
+def _meta_a_list(path) -> None:
+    import numpy as np
+
+    members = dict(np.load(path))
+    members["meta"] = np.array("[1, 2]")
+    np.savez_compressed(path.with_suffix(""), **members)
+
+
+@pytest.mark.parametrize("damage", [_flip_port_bytes, _meta_a_list], ids=["deflate-stream", "meta-not-an-object"])
+def test_damaged_stored_tables_are_named_and_routes_replaces_them(routed, damage):
+    """A damaged deflate stream or a `meta` that is no JSON object was exit 70 in `collective` and in `routes`,
+    the command that replaces them."""
+    damage(routed.state / "routes" / "a.npz")
+    r = routed("collective", "a", "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 2 and "a.npz" in r.err
+    assert routed("routes", "a").code == 0
+    assert routed("collective", "a", "--op", "all-reduce", "--bytes", "1MiB").code == 0

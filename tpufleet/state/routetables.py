@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,8 +35,18 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
             return np.lib.format.read_array(fh, allow_pickle=False)
     except KeyError:
         raise BadStateFile(file, name, None, "is missing from the routing tables") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile) as exc:  # zlib.error: a damaged stream
         raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
+
+
+def _meta(zf: zipfile.ZipFile, file: str) -> dict[str, Any]:
+    try:
+        meta = json.loads(str(_member(zf, "meta", file)))
+    except ValueError as exc:
+        raise BadStateFile(file, "meta", None, f"is not JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise BadStateFile(file, "meta", type(meta).__name__, "is not a JSON object")
+    return meta
 
 
 def _hops_reader(open_zip: Callable[[], zipfile.ZipFile], file: str, port_shape: tuple[int, ...]) -> Any:
@@ -72,7 +83,7 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
     except (OSError, zipfile.BadZipFile) as exc:
         raise BadStateFile(file, "", None, f"cannot be read as routing tables: {exc}") from None
     with zf:
-        meta = json.loads(str(_member(zf, "meta", file)))
+        meta = _meta(zf, file)
         port = _member(zf, "port", file)
         nbr = _member(zf, "neighbors", file)
     tables = stored(meta, port, nbr, file, _hops_reader(open_zip, file, port.shape))
