@@ -199,6 +199,21 @@ def test_tables_are_swapped_in_only_after_the_state_is_committed(routed):
     # the state is committed; the new tables wait beside the old ones under a temporary name
     assert state_doc(routed.state)["routes"]["s"]["stale"] is False
     assert tables.read_bytes() == before
+    waiting = [p for p in (routed.state / "routes").iterdir() if p.name.startswith(".s.npz.")]
+    assert len(waiting) == 1
+    committed = waiting[0].read_bytes()
+    # until a command changes the state, the old file is not taken for the indexed tables
+    r = routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB", "-o", "json")
+    assert (
+        r.code == 0
+        and r.json["tables"]["stale"] is True
+        and "older tables than the indexed ones" in r.json["tables"]["stale_reason"]
+    )
+    # the next change (of anything) finishes the interrupted one: the committed tables are renamed in
+    assert routed("inject-fault", "host:c40/1").code == 0
+    assert tables.read_bytes() == committed and not waiting[0].exists()
+    r = routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB", "-o", "json")
+    assert r.json["tables"]["stale"] is False and r.json["tables"]["degraded"] is True
 
 
 # ---- text from outside never drives the terminal -----------------------------------------------------------------

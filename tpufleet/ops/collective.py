@@ -43,6 +43,8 @@ class TableSource(Protocol):
 
     def read(self) -> Tables | None: ...
 
+    def waiting(self, made: str, serial: int) -> bool: ...
+
 
 def slice_tables(
     state: FleetState, name: str, source: TableSource, assume_healthy: bool
@@ -78,6 +80,10 @@ def slice_tables(
         "stale": record.stale,
         "stale_reason": record.stale_reason,
     }
+    if not record.stale and source.waiting(record.made, record.serial):
+        # a command killed after its commit, before its tables were renamed in: the next change installs them
+        info["stale"] = True
+        info["stale_reason"] = "the file holds older tables than the indexed ones, which the next change installs"
     return t, info
 
 

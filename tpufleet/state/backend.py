@@ -8,7 +8,7 @@ database (`pgbackend.PostgresBackend`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
@@ -35,6 +35,10 @@ class TablesSource(Protocol):
 
     def read(self) -> Tables | None: ...
 
+    def waiting(self, made: str, serial: int) -> bool:
+        """Whether the indexed tables still wait under a temporary name (a writer killed after its commit)."""
+        ...
+
 
 class ChoiceCache(Protocol):
     """The repair cache (`tpufleet.routing.memo.ChoiceCache`, plus `flush` once the command committed)."""
@@ -59,6 +63,11 @@ class Writer(Protocol):
 
     def recover(self, serial: int) -> None:
         """Drop what a crashed writer left beyond `serial` (journal lines the state never reached)."""
+        ...
+
+    def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+        """Finish what a writer killed after its commit left undone: the tables its state indexes (`made`: slice ->
+        the index's `made` and serial) that still wait under a temporary name; the slices so installed."""
         ...
 
     def journal_serial(self) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -139,6 +139,26 @@ class DirectoryWriter:
 
     def recover(self, serial: int) -> None:
         journal.recover(self.backend.journal_path, serial)
+
+    def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+        """A writer killed between its state's rename and its tables' leaves the committed tables in a temp file
+        (`routetables.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
+        Other dead temps are left to `remove_stale_temps`. Costs a directory listing when nothing waits."""
+        from tpufleet.state.routetables import waiting_tables
+
+        routes = self.backend.routes_dir
+        if not routes.is_dir() or routes.is_symlink() or not any(n.endswith(".tmp") for n in os.listdir(routes)):
+            return []
+        installed = []
+        for name, (when, serial) in sorted(made.items()):
+            path = self.backend.table_place(name)
+            waiting = waiting_tables(path, when, serial)
+            if waiting is not None:
+                os.replace(waiting, path)
+                installed.append(name)
+        if installed:
+            sync_parent(self.backend.table_place(installed[0]))
+        return installed
 
     def journal_serial(self) -> int:
         """After `init` over a lost state file, keep numbering where the journal stopped."""

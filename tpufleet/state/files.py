@@ -359,6 +359,20 @@ def sync_parent(path: Path) -> None:
         ) from None
 
 
+def dead_temps(path: Path) -> list[Path]:
+    """The temp files of `path` whose writer is dead (killed before its rename), oldest name first."""
+    prefix, found = f".{path.name}.", []
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:
+        return []
+    for name in names:
+        mine = _TEMP.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
+        if mine is not None and not _alive(int(mine[1])):
+            found.append(path.parent / name)
+    return found
+
+
 def remove_stale_temps(path: Path) -> list[Path]:
     """Delete the temp files of `path` whose writer is dead (killed before its rename); return them.
 

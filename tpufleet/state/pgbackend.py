@@ -26,7 +26,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -427,6 +427,9 @@ class DatabaseWriter:
         if self.read_serial is not None and self.read_serial != serial:
             raise state_row_mismatch(self.backend.state_label, self.read_serial, serial)
 
+    def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+        return []  # tables are committed in the state's own transaction: nothing waits
+
     def journal_serial(self) -> int:
         entries = self.backend.read_journal(1 << 62).entries
         return max((e.serial for e in entries), default=0)
@@ -520,6 +523,9 @@ class DatabaseTables:
     @property
     def path(self) -> Path:
         return self._path
+
+    def waiting(self, made: str, serial: int) -> bool:
+        return False  # committed with the state, in one transaction
 
     def read(self) -> Tables | None:
         from tpufleet.state.routetables import load_bytes

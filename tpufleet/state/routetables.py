@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tpufleet.routing.reuse import StoredRoutes
     from tpufleet.state.backend import TablesSource
 
-__all__ = ["FileTables", "StoredTables", "load", "load_bytes", "routing_members"]
+__all__ = ["FileTables", "StoredTables", "load", "load_bytes", "routing_members", "waiting_tables"]
 
 
 def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
@@ -91,6 +91,38 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
     return FileTables(**members, read_members=_members_reader(open_zip, file))
 
 
+def _stamp(path: Path) -> tuple[str, int] | None:
+    """When and at which serial a tables file was made (its meta's `made` and `serial`; None: missing, damaged or
+    without them), reading only that member."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            meta = _meta(zf, str(path))
+    except (OSError, zipfile.BadZipFile, BadStateFile):
+        return None
+    made, serial = meta.get("made"), meta.get("serial")
+    return (made, serial) if isinstance(made, str) and type(serial) is int else None
+
+
+def waiting_tables(path: Path, made: str, serial: int) -> Path | None:
+    """The committed tables of `path` that a writer killed between its state's rename and theirs left under a
+    temporary name (see `tpufleet.state.files.write_temp`), or None.
+
+    The index entry (`made`, committed at `serial`) names them: a dead writer's temp file made then, at a serial
+    before the commit, and after the tables in place (tables are made on a state that already holds the ones
+    before them). A temp made at or after the entry's serial is a later command's, killed before its commit."""
+    from tpufleet.state.files import dead_temps
+
+    temps = dead_temps(path)
+    if not temps:
+        return None
+    current = _stamp(path)
+    for temp in temps:
+        stamp = _stamp(temp)
+        if stamp is not None and stamp[0] == made and stamp[1] < serial and (current is None or current[1] < stamp[1]):
+            return temp
+    return None
+
+
 def load(path: Path) -> FileTables:
     """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
     return _load(lambda: zipfile.ZipFile(path), str(path))
@@ -109,6 +141,10 @@ class StoredTables:
 
     name: str
     path: Path
+
+    def waiting(self, made: str, serial: int) -> bool:
+        """Whether the indexed tables (`made`, committed at `serial`) still wait under a temporary name."""
+        return waiting_tables(self.path, made, serial) is not None
 
     def read(self) -> Tables | None:
         """The tables, or None when none are stored; Refused when the directory cannot be looked into."""

@@ -275,6 +275,7 @@ class Store:
             before = checked_state(writer.read_state(), self.backend.state_label)
             state = codec.decode(before)
             writer.recover(state.serial)
+            writer.install_interrupted_tables({name: (r.made, r.serial) for name, r in state.routes.items()})
             tx = Transaction(state, writer)
             yield tx
             if tx.change is not None:
