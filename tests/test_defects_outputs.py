@@ -118,3 +118,62 @@ def test_damaged_stored_tables_are_named_and_routes_replaces_them(routed, damage
     assert r.code == 2 and "a.npz" in r.err
     assert routed("routes", "a").code == 0
     assert routed("collective", "a", "--op", "all-reduce", "--bytes", "1MiB").code == 0
+
+
+def test_a_plan_whose_made_is_not_a_time_is_bad_input(fleet, tmp_path):
+    """`made` had no schema: a number there made `apply-xconnect` compare it with a time and exit 70."""
+    import json
+
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "host:c10/1").code == 0 and fleet("clear-fault", "f1").code == 0
+    plan = tmp_path / "a.plan"
+    assert fleet("plan-xconnect", "a", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    doc["made"] = 12345
+    doc["ocs"][0]["add"][0][1] = 63
+    plan.write_text(json.dumps(doc))
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 2 and "made" in r.err and "12345" in r.err
+
+
+def test_a_job_plan_is_checked_as_a_slice_plan_is(fleet, tmp_path):
+    """A job plan with its cubes' places swapped and its summary edited was applied (exit 0); a slice's is refused."""
+    import json
+
+    assert fleet("allocate", "j", "--shape", "4x4x8", "--slices", "2").code == 0
+    plan = tmp_path / "j.plan"
+    assert fleet("plan-xconnect", "j", "--out", plan).code == 0
+    before = snapshot(fleet.state)
+    doc = json.loads(plan.read_text())
+    part = doc["plans"][0]
+    first, second = list(part["cubes"])
+    part["cubes"][first], part["cubes"][second] = part["cubes"][second], part["cubes"][first]
+    plan.write_text(json.dumps(doc))
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 1 and "does not say what the plan for slice 'j-0' does" in r.err
+    assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("key", ["f²", "f003", "f٣"])
+def test_a_fault_id_not_written_as_the_tool_writes_it_is_bad_input(fleet, key):
+    """`f²` was exit 70; `f003` and `f٣` said fault f3, which is open, was cleared earlier."""
+    for host in ("host:c01/1", "host:c02/1", "host:c03/1"):
+        assert fleet("inject-fault", host).code == 0
+    r = fleet("clear-fault", key)
+    assert r.code == 2 and "bad fault id" in r.err
+    assert len(fleet("faults", "-o", "json").json) == 3
+
+
+def test_a_journal_line_with_a_damaged_moved_fault_id_is_listed_not_a_crash(fleet):
+    import json
+
+    assert fleet("inject-fault", "host:c01/1").code == 0
+    journal = fleet.state / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    entry = json.loads(lines[1])
+    entry["moved_faults"] = [{"id": "zz"}]
+    lines[1] = json.dumps(entry)
+    journal.write_text("\n".join(lines) + "\n")
+    r = fleet("faults", "--all", "-o", "json")
+    assert r.code == 0, r.err
+    assert [f["id"] for f in r.json] == ["zz", "f1"]

@@ -357,7 +357,10 @@ def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now:
 
 
 def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
-    """The fault with this id, or every open fault on this target; Refused if there is none."""
+    """The fault with this id, or every open fault on this target; Refused if there is none; BadInput for an id
+    whose number is not written as the tool writes it (ASCII digits, no leading zero)."""
+    if key.startswith("f") and key[1:].isdigit() and not (key[1:].isascii() and key[1] != "0"):
+        raise BadInput(f"bad fault id {key[:60]!r}: f and its number in ASCII digits, no leading zero (e.g. f3)")
     if key.startswith("f") and key[1:].isdigit():
         hit = state.fault(key)
         if hit is None and len(key) < 20 and 0 < int(key[1:]) < state.next_fault:  # ids go out in order: cleared

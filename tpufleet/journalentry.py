@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MOVED_FAULTS", "JournalEntry", "fault_numbers_used"]
+__all__ = ["MOVED_FAULTS", "JournalEntry", "fault_number", "fault_numbers_used"]
 
 MOVED_FAULTS = "moved_faults"  # records of cleared faults a commit moved out of state.json
 _TEXT = ("time", "user", "command", "summary")
@@ -78,11 +78,12 @@ def fault_numbers_used(entries: list[JournalEntry]) -> int:
         opened = faults.get("opened") if isinstance(faults, dict) else None
         records = [*(opened if isinstance(opened, list) else []), *entry.moved_faults]
         for record in records:
-            number = _fault_number(record.get("id") if isinstance(record, dict) else None)
+            number = fault_number(record.get("id") if isinstance(record, dict) else None)
             highest = max(highest, number)
     return highest
 
 
-def _fault_number(fault_id: object) -> int:
+def fault_number(fault_id: object) -> int:
+    """The number of a fault id (`f7` -> 7); 0 for anything that is not one (a damaged record's id)."""
     text = fault_id[1:] if isinstance(fault_id, str) and fault_id.startswith("f") else ""
     return int(text) if text.isascii() and text.isdigit() and len(text) < 20 else 0

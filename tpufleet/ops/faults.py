@@ -11,6 +11,7 @@ from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
 from tpufleet.ids import TargetId
 from tpufleet.jobs import job_status, jobs_hit
+from tpufleet.journalentry import fault_number
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
@@ -76,7 +77,8 @@ def listing(store: Store, all_faults: bool = False) -> list[dict[str, Any]]:
     state = store.load()
     records: list[dict[str, Any]] = [f.record() for f in state.faults if all_faults or f.is_open]
     if all_faults:
-        records = sorted([*store.moved_faults(), *records], key=lambda r: int(str(r["id"])[1:]))
+        # a journal line's records are read as written: one whose id is damaged sorts first, not exit 70
+        records = sorted([*store.moved_faults(), *records], key=lambda r: fault_number(r.get("id")))
     return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
 
 

@@ -38,6 +38,7 @@ PLAN_SCHEMA = {
         "schema_version": {"const": PLAN_VERSION},
         "slice": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"},
         "serial": {"type": "integer", "minimum": 0},
+        "made": {"type": "string", "maxLength": 64},
         "shape": {"type": "string"},
         "twisted": {"type": "boolean"},
         "cubes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
@@ -66,6 +67,7 @@ JOB_PLAN_SCHEMA = {
         "schema_version": {"const": 1},
         "job": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"},
         "serial": {"type": "integer", "minimum": 0},
+        "made": {"type": "string", "maxLength": 64},
         "plans": {"type": "array", "minItems": 1},
     },
 }
@@ -139,24 +141,29 @@ def read(path: Path) -> SavedPlan:
 
 def _slice_plan(doc: Any, path: Path) -> SavedPlan:
     check(PLAN_SCHEMA, doc, str(path))
+    return _saved(doc, str(path), "")
+
+
+def _saved(doc: dict[str, Any], path: str, where: str) -> SavedPlan:
+    """A slice's plan (a file's, or one part of a job's at `where`, e.g. `plans.0.`), with every reviewed field
+    (cube places, summary) kept for `apply-xconnect` to compare: a job's parts are checked as a slice's plan is."""
     changes = []
     for i, o in enumerate(doc["ocs"]):
         try:
             ocs = OcsId.from_key(o["id"].split(":", 1)[1])
         except ValueError:  # digits the pattern admits but int() does not take (thousands of them)
-            raise BadStateFile(str(path), f"ocs.{i}.id", o["id"], "not an OCS id") from None
+            raise BadStateFile(path, f"{where}ocs.{i}.id", o["id"], "not an OCS id") from None
         changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
-    made = doc.get("made", "")
     coords = {cube: tuple(xyz) for cube, xyz in doc["cubes"].items()}
     return SavedPlan(
-        str(path),
+        path,
         doc["slice"],
         doc["serial"],
         changes,
         doc["shape"],
         doc["twisted"],
         tuple(doc["cubes"]),
-        made,
+        doc.get("made", ""),
         coords,
         doc["summary"],
     )
@@ -185,20 +192,5 @@ def _job_plan(doc: dict[str, Any], path: str) -> SavedJobPlan:
     saved = []
     for i, part in enumerate(doc["plans"]):
         check(PLAN_SCHEMA, part, path, f"plans.{i}")
-        saved.append(_job_part(part, path, i))
+        saved.append(_saved(part, path, f"plans.{i}."))
     return SavedJobPlan(path, doc["job"], saved)
-
-
-def _job_part(doc: dict[str, Any], path: str, i: int) -> SavedPlan:
-    """One slice's part of a job plan as a SavedPlan."""
-    changes = []
-    for j, o in enumerate(doc["ocs"]):
-        try:
-            ocs = OcsId.from_key(o["id"].split(":", 1)[1])
-        except ValueError:
-            raise BadStateFile(path, f"plans.{i}.ocs.{j}.id", o["id"], "not an OCS id") from None
-        changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
-    cubes = tuple(doc["cubes"])
-    return SavedPlan(
-        path, doc["slice"], doc["serial"], changes, doc["shape"], doc["twisted"], cubes, doc.get("made", "")
-    )
