@@ -177,3 +177,46 @@ def test_a_journal_line_with_a_damaged_moved_fault_id_is_listed_not_a_crash(flee
     r = fleet("faults", "--all", "-o", "json")
     assert r.code == 0, r.err
     assert [f["id"] for f in r.json] == ["zz", "f1"]
+
+
+def test_an_ocs_back_from_repair_joins_no_two_slices(fleet):
+    """While z/2 was down, B and C were wired around it and the pairs a released slice left there on their ports
+    stayed; once repaired, they joined B's cube to C's. The repair now drops them, and `explain` says to re-wire
+    before routing (its `routes` first was refused as miswired)."""
+    assert fleet("allocate", "old", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "old", "--apply").code == 0 and fleet("release", "old").code == 0
+    assert fleet("inject-fault", "ocs:pod0/z/2").code == 0
+    for name, cube in (("B", "c01"), ("C", "c00")):
+        assert fleet("allocate", name, "--shape", "4x4x4", "--cubes", cube).code == 0
+        assert fleet("plan-xconnect", name, "--apply").code == 0 and fleet("routes", name).code == 0
+    r = fleet("clear-fault", "f1", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["xconnects_dropped"] and r.json["rewire"] == ["B", "C"]
+    (z2,) = [o for o in fleet("show", "ocs", "-o", "json").json if o["id"] == "ocs:pod0/z/2"]
+    assert z2["xconnects"] == []
+    explained = fleet("explain", "B", "-o", "json").json
+    assert "wired and healthy" not in explained["why"]
+    assert explained["next"] == ["tpufleet plan-xconnect B --apply", "tpufleet routes B"]
+    for step in explained["next"]:
+        assert fleet(*step.split()[1:]).code == 0, step
+    assert fleet("explain", "B", "-o", "json").json["why"] == ["wired and healthy"]
+
+
+def test_a_jobs_next_steps_are_commands_in_order(fleet):
+    assert fleet("allocate", "j", "--shape", "4x4x8", "--slices", "2", "--no-fault-tolerant-routing").code == 0
+    assert fleet("plan-xconnect", "j", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    explained = fleet("explain", "j", "-o", "json").json
+    assert explained["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    assert any("waits for f1's repair" in line for line in explained["why"])
+
+
+def test_the_throughput_floor_is_judged_on_the_exact_share(fleet):
+    """512/553 = 0.925859 was shown and judged as 0.9259, so a floor of 0.92586 kept the slice rerouted."""
+    assert fleet("allocate", "p", "--shape", "8x8x8", "--min-throughput", "0.92586").code == 0
+    assert fleet("plan-xconnect", "p", "--apply").code == 0
+    (impact,) = fleet("inject-fault", "ocs:pod0/x/5", "--dry-run", "-o", "json").json["slices"]
+    assert impact["action"] == "reschedule" and "0.925859" in impact["reason"]
+    assert fleet("policy", "p", "--min-throughput", "0.92585").code == 0
+    (impact,) = fleet("inject-fault", "ocs:pod0/x/5", "--dry-run", "-o", "json").json["slices"]
+    assert impact["action"] == "reroute" and impact["reroute"]["all_to_all_retained"] == 0.9259

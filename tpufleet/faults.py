@@ -247,7 +247,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     if key not in routed:
         routed[key] = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
     s, thorough_made = routed[key], False
-    if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, s["throughput_retained"]["all-to-all"]):
+    if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, kept_exactly(s)):
         # kept apart: another slice of this graph, with a lower floor, keeps the quick tables' figures
         thorough = (f"thorough {key[0]}", *key[1:])
         if thorough not in routed:
@@ -262,9 +262,19 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
         "deadlock_free": s["deadlock_free"],
         "vcs": s["vcs"],
         "all_to_all_retained": s["throughput_retained"]["all-to-all"],
+        "all_to_all_kept_exactly": kept_exactly(s),  # the floor is judged on this, not on the rounded figure
         "missing_links": len(graph.missing),
         "thorough": thorough_made,
     }
+
+
+def kept_exactly(s: Json) -> float:
+    """The all-to-all share kept, unrounded (healthy over this maximum link load; every pair is delivered when
+    the tables may be kept), so a floor of 0.92586 is not met by 512/553 = 0.925859 shown as 0.9259."""
+    load, healthy = s["max_link_load"].get("all-to-all"), s.get("healthy_max_link_load", {}).get("all-to-all")
+    if s["unroutable_pairs"] or not load or healthy is None:
+        return float(s["throughput_retained"]["all-to-all"])
+    return float(healthy) / float(load)
 
 
 def thorough_may_keep(sl: Slice, chips: int, routable: bool, kept: float) -> bool:
@@ -284,9 +294,9 @@ def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:
         return "the rerouted tables are not deadlock-free"
     if figures["vcs"] > max_vcs:
         return f"the rerouted tables need {figures['vcs']} virtual channels, the hardware has {max_vcs}"
-    if figures["all_to_all_retained"] < sl.min_throughput:
+    if figures["all_to_all_kept_exactly"] < sl.min_throughput:
         return (
-            f"rerouted, it would keep {figures['all_to_all_retained']:.3f} of its all-to-all throughput, "
+            f"rerouted, it would keep {figures['all_to_all_kept_exactly']:.6g} of its all-to-all throughput, "
             f"below its floor of {sl.min_throughput:g}"
         )
     return None
@@ -327,7 +337,8 @@ def _impact(
             )
             avoided = tuple(sorted({*(sl.reroute.faults if sl.reroute else ()), fault.id}, key=lambda f: int(f[1:])))
             state.degrade(sl.name, Reroute(figures["all_to_all_retained"], figures["vcs"], avoided))
-            return SliceImpact(sl.name, "reroute", why, reroute=figures)
+            shown = {k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}  # the rounded one is shown
+            return SliceImpact(sl.name, "reroute", why, reroute=shown)
         why = why_not
     elif how == "network":
         why = "opted out of fault-tolerant routing"

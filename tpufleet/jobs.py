@@ -179,14 +179,15 @@ def _replacement(sl: Slice) -> Json:
 
 
 def next_steps(state: FleetState, status: JobStatus) -> list[str]:
-    """The commands that bring the job back to all its slices."""
-    steps = []
+    """The commands that bring the job back to all its slices, in the order to run them (commands only: a slice
+    with no place to move to waits for its fault's repair, then is rescheduled)."""
+    repairs, moves = [], []
     for name in status.evicted:
         sl = state.slices[name]
-        if sl.proposal is not None:
-            steps.append(f"tpufleet reschedule {name}")
-        else:
-            steps.append(f"tpufleet clear-fault {sl.evicted_by} once repaired (no free room for {name} now)")
+        if sl.proposal is None and sl.evicted_by is not None:
+            repairs.append(f"tpufleet clear-fault {sl.evicted_by}")
+        moves.append(f"tpufleet reschedule {name}")
+    steps = list(dict.fromkeys([*repairs, *moves]))
     if status.state is JobState.PENDING:
         steps.append(f"tpufleet plan-xconnect {status.job.name} --apply")
     return steps
@@ -247,6 +248,8 @@ def explain_job(state: FleetState, name: str) -> Json:
             line += f", by fault {fault.id} on {fault.target}"
         if member.proposal is not None:
             line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
+        elif fault is not None and member.evicted_by is not None:
+            line += f"; no place to move it to now: it waits for {fault.id}'s repair"
         why.append(line)
     return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
 

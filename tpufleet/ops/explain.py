@@ -148,21 +148,24 @@ def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
     elif sl.state is SliceState.DEGRADED:
         why, next_steps = _degraded(sl)
     else:
-        why, next_steps = ["wired" + ("" if _faults_under(state, sl) else " and healthy")], []
+        whole = not _faults_under(state, sl) and not missing_xconnects(state, sl)
+        why, next_steps = ["wired" + (" and healthy" if whole else "")], []
     from tpufleet.jobs import job_line
 
     line = job_line(state, sl)
     if line is not None:
         why.insert(0, line)
+    missing = missing_xconnects(state, sl)
+    rewire = bool(missing) and not any(isinstance(f.target, OcsId) for f in _faults_under(state, sl))
     if sl.state.wired and routes != "fresh" and not sl.machines:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
-        next_steps.append(f"tpufleet routes {sl.name}")
-    missing = missing_xconnects(state, sl)
     if missing:
         why.append(_missing_why(state, sl, missing))
-        if not any(isinstance(f.target, OcsId) for f in _faults_under(state, sl)):
-            next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")
+    if rewire:  # wired first: tables made before would go stale at once
+        next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")
+    if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
+        next_steps.append(f"tpufleet routes {sl.name}")
     return {
         "kind": "slice",
         "name": sl.name,

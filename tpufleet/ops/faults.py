@@ -9,7 +9,7 @@ from typing import Any
 from tpufleet import faults
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
-from tpufleet.ids import TargetId
+from tpufleet.ids import OcsId, TargetId
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
 from tpufleet.ops.outcome import Outcome
@@ -61,15 +61,41 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
             else:
                 state.recover(sl.name)
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
+    dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
     stale = state.mark_routes_stale(touched, "fault cleared")
     rewire = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
         "routes_stale": stale,
         "rewire": rewire,
+        "xconnects_dropped": dropped,
         "serial": state.next_serial,
     }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
+
+
+def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
+    """An OCS back from repair keeps no cross-connect joining a slice's cube to a cube outside that slice.
+
+    While it was down, slices wired through it deferred their pairs there (`xconnect.plan`), so the pairs an
+    earlier tenant left on their ports were never removed: live again, they would join two slices (or a slice and
+    a free cube). Those pairs are dropped with the repair; the slices missing theirs are listed in `rewire`."""
+    owners = state.owner_of_ports()
+    dropped = []
+    for ocs in repaired:
+        if state.open_fault_on(ocs) is not None:
+            continue  # another fault on it is still open: nothing is live yet
+        pairs = state.ocs.get(ocs, frozenset())
+        foreign = sorted(
+            (a, b)
+            for a, b in pairs
+            if owners.get((ocs.pod, a)) != owners.get((ocs.pod, b))
+            and (owners.get((ocs.pod, a)) or owners.get((ocs.pod, b)))
+        )
+        if foreign:
+            state.set_ocs({**state.ocs, ocs: pairs - set(foreign)})
+            dropped.append({"ocs": str(ocs), "pairs": [list(p) for p in foreign]})
+    return dropped
 
 
 def listing(store: Store, all_faults: bool = False) -> list[dict[str, Any]]:

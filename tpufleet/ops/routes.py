@@ -14,7 +14,7 @@ from typing import Any
 from tpufleet import wiring
 from tpufleet.constants import HARDWARE_VCS
 from tpufleet.errors import BadStateFile, Refused
-from tpufleet.faults import thorough_may_keep
+from tpufleet.faults import kept_exactly, thorough_may_keep
 from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
@@ -103,7 +103,8 @@ def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bo
     s, chips = report.summary, len(graph.expected)
     if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips):
         return False
-    return thorough_may_keep(sl, chips, True, all_to_all_kept(sl, graph, report))
+    exact = "all-to-all" in s["max_link_load"] and "all-to-all" in s.get("healthy_max_link_load", {})
+    return thorough_may_keep(sl, chips, True, kept_exactly(s) if exact else all_to_all_kept(sl, graph, report))
 
 
 def all_to_all_kept(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> float:
