@@ -220,3 +220,15 @@ def test_the_throughput_floor_is_judged_on_the_exact_share(fleet):
     assert fleet("policy", "p", "--min-throughput", "0.92585").code == 0
     (impact,) = fleet("inject-fault", "ocs:pod0/x/5", "--dry-run", "-o", "json").json["slices"]
     assert impact["action"] == "reroute" and impact["reroute"]["all_to_all_retained"] == 0.9259
+
+
+def test_an_electrical_link_is_one_fault_whichever_end_names_it(fleet):
+    """`ici:c05/0,0,0/+z` and `ici:c05/0,0,1/-z` are one cable: they opened two faults, and clearing one name left
+    the cube out of the pool."""
+    first = fleet("inject-fault", "ici:c05/0,0,1/-z", "-o", "json").json
+    assert first["target"] == "ici:c05/0,0,0/+z"
+    again = fleet("inject-fault", "ici:c05/0,0,0/+z", "-o", "json").json
+    assert again["duplicate_of"] == first["fault_id"]
+    assert fleet("clear-fault", "ici:c05/0,0,1/-z").code == 0
+    assert fleet("faults", "-o", "json").json == []
+    assert fleet("status", "-o", "json").json["cubes"]["out"] == 0  # the cube is back in the pool

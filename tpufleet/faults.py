@@ -22,7 +22,7 @@ from tpufleet.allocation import ALL_MACHINES, Allocation
 from tpufleet.constants import DIMS, HARDWARE_VCS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, machine_of, parse_target
 from tpufleet.model import Fleet, check_known, component_counts
 
 Json = dict[str, Any]
@@ -353,7 +353,9 @@ def _impact(
 
 def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now: str) -> BlastRadius:
     """Record a fault and work out its blast radius; evicts the slices that must move. A target that already
-    has an open fault changes nothing (the answer names that fault)."""
+    has an open fault changes nothing (the answer names that fault). An electrical link is recorded by its
+    canonical name (`ids.canonical`), whichever end named it."""
+    target = canonical(target)
     existing = state.open_fault_on(target)
     if existing is not None:
         return BlastRadius(existing.id, str(target), existing.planned, [], [], duplicate_of=existing.id)
@@ -381,8 +383,8 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
         if hit.cleared:
             raise Refused(f"fault {key} was already cleared at {hit.cleared}")
         return [hit]
-    target = normalize(state.fleet, key)
-    hits = [f for f in state.faults if f.target == target and f.is_open]
+    target = canonical(normalize(state.fleet, key))
+    hits = [f for f in state.faults if canonical(f.target) == target and f.is_open]
     if not hits:
         raise Refused(f"no open fault on {target}")
     return hits

@@ -23,7 +23,7 @@ from tpufleet.allocation import Allocation, machine_usage
 from tpufleet.constants import MAX_REASON_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
-from tpufleet.ids import HostId, OcsId, TargetId
+from tpufleet.ids import HostId, OcsId, TargetId, canonical
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
 from tpufleet.text import printable
@@ -502,14 +502,16 @@ class FleetState:
         return [f for f in self.faults if f.is_open]
 
     def open_fault_on(self, target: TargetId) -> Fault | None:
+        """The open fault on this component, by whichever of its names (`ids.canonical`)."""
         if self._open_by_target is None:
-            self._open_by_target = {f.target: f for f in self.faults if f.is_open}
-        return self._open_by_target.get(target)
+            self._open_by_target = {canonical(f.target): f for f in self.faults if f.is_open}
+        return self._open_by_target.get(canonical(target))
 
     def open_fault(self, target: TargetId, planned: bool, reason: str, now: str) -> Fault:
         reason = printable(reason)  # shown in tables and messages: one line, no terminal controls
         if len(reason) > MAX_REASON_CHARS:
             raise BadInput(f"bad fault reason: {len(reason)} characters; at most {MAX_REASON_CHARS} are kept")
+        target = canonical(target)  # one fault a component, whichever name it was given by
         fault = Fault(f"f{self.next_fault}", target, planned, now, None, reason, self.next_serial)
         self.next_fault += 1
         self.faults.append(fault)

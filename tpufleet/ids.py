@@ -108,6 +108,20 @@ class IciId(_Target):
     _key_form = "{cube}/{x},{y},{z}/{direction}"
 
 
+def canonical(target: TargetId) -> TargetId:
+    """One name for one component: an electrical link has one from each end (`ici:c05/0,0,1/-z` is the cable of
+    `ici:c05/0,0,0/+z`); its canonical name is the one from the end with the lower coordinate, going +.
+
+    >>> str(canonical(parse_target("ici:c05/0,0,1/-z")))
+    'ici:c05/0,0,0/+z'
+    """
+    if not isinstance(target, IciId) or target.direction[0] == "+":
+        return target
+    at = [target.x, target.y, target.z]
+    at["xyz".index(target.direction[1])] -= 1
+    return IciId(target.cube, at[0], at[1], at[2], "+" + target.direction[1])
+
+
 @dataclass(frozen=True, order=True)
 class LinkId(_Target):
     cube: str
