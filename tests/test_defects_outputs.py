@@ -232,3 +232,14 @@ def test_an_electrical_link_is_one_fault_whichever_end_names_it(fleet):
     assert fleet("clear-fault", "ici:c05/0,0,1/-z").code == 0
     assert fleet("faults", "-o", "json").json == []
     assert fleet("status", "-o", "json").json["cubes"]["out"] == 0  # the cube is back in the pool
+
+
+def test_a_slice_routed_around_missing_cross_connects_says_so(fleet):
+    """Wired while z/2 was down and routed after its repair, before it was wired again: "degraded around " (no
+    fault), and "it returns to healthy tables when  are repaired"."""
+    assert fleet("inject-fault", "ocs:pod0/z/2").code == 0
+    assert fleet("allocate", "B", "--shape", "4x4x8").code == 0 and fleet("plan-xconnect", "B", "--apply").code == 0
+    assert fleet("clear-fault", "f1").code == 0 and fleet("routes", "B").code == 0
+    why = fleet("explain", "B", "-o", "json").json["why"]
+    assert "around missing cross-connects" in why[0] and "wired again" in why[1]
+    assert "around missing cross-connects" in fleet("status").out

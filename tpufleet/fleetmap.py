@@ -30,6 +30,7 @@ from tpufleet.fleetstate import FleetState, Slice
 from tpufleet.health import Health
 from tpufleet.jobs import job_tag
 from tpufleet.model import pod_ocs
+from tpufleet.text import around
 from tpufleet.views import cube_users
 
 FREE, OUT, DRAINED, SHARED, RESERVED = ".", "X", "D", "+", "*"
@@ -130,7 +131,7 @@ def slice_marks(names: Iterable[str]) -> dict[str, str]:
 
 def _slice_detail(sl: Slice) -> str:
     if sl.reroute is not None:
-        return f"rerouted around {', '.join(sl.reroute.faults)}: keeps {sl.reroute.retained:.3f} of all-to-all"
+        return f"rerouted around {around(sl.reroute.faults)}: keeps {sl.reroute.retained:.3f} of all-to-all"
     if sl.evicted_by and sl.proposal is not None:
         return f"evicted by {sl.evicted_by}; {','.join(sl.proposal.cubes)} reserved: `tpufleet reschedule {sl.name}`"
     if sl.evicted_by:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 
 _UNPRINTABLE = re.compile(r"[^\t\n\x20-\x7e]")  # anything else is looked at once by `str.isprintable`
 # A colour or weight (SGR: ESC [ digits m) is the only escape sequence kept: tpufleet's own map colours, which
@@ -97,3 +98,13 @@ class ReportOutput(str, enum.Enum):
     csv = "csv"
     md = "md"
     html = "html"
+
+
+def around(faults: Sequence[str], sep: str = ", ") -> str:
+    """What a degraded slice's tables route around: its faults, or, with none open (wired while an OCS was down
+    and routed after its repair, before it was wired again), the cross-connects it still lacks.
+
+    >>> around(["f1", "f2"]), around([])
+    ('f1, f2', 'missing cross-connects')
+    """
+    return sep.join(faults) if faults else "missing cross-connects"

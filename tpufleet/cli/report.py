@@ -7,13 +7,14 @@ import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
+from tpufleet.text import around
 
 Row = dict[str, Any]
 
 
 def _degraded(s: Row) -> str:
     d = s["degraded"]
-    return f"keeps {d['all_to_all_retained']:.3f}, {d['vcs']} VCs, around {','.join(d['faults'])}" if d else ""
+    return f"keeps {d['all_to_all_retained']:.3f}, {d['vcs']} VCs, around {around(d['faults'], ',')}" if d else ""
 
 
 def _slices(r: Row) -> list[Row]:

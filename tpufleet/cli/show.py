@@ -7,6 +7,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
+from tpufleet.text import around
 
 
 class What(str, enum.Enum):
@@ -176,7 +177,7 @@ def _status_text(s: dict) -> str:
             line += f"  job {sl['job']}"
         if sl["degraded"]:
             d = sl["degraded"]
-            line += f"  (keeps {d['all_to_all_retained']:.3f} of all-to-all, {d['vcs']} VCs, around {','.join(d['faults'])})"
+            line += f"  (keeps {d['all_to_all_retained']:.3f} of all-to-all, {d['vcs']} VCs, around {around(d['faults'], ',')})"
         lines.append(line)
     if s["jobs"]:
         lines.append(f"jobs: {len(s['jobs'])}")

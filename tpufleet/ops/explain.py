@@ -13,6 +13,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
 from tpufleet.ops.outcome import Outcome
+from tpufleet.text import around
 from tpufleet.views import missing_xconnects
 
 Row = dict[str, Any]
@@ -123,9 +124,11 @@ def _degraded(sl: Slice) -> tuple[list[str], list[str]]:
     r = sl.reroute
     assert r is not None  # degraded slices carry their reroute
     why = [
-        f"running on rerouted tables around {', '.join(r.faults)}: keeps {r.retained:.3f} of its all-to-all "
+        f"running on rerouted tables around {around(r.faults)}: keeps {r.retained:.3f} of its all-to-all "
         f"throughput with {r.vcs} virtual channels (its floor is {sl.min_throughput:g}; below it, it is rescheduled)",
-        f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} repaired and cleared",
+        f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} repaired and cleared"
+        if r.faults
+        else "it returns to healthy tables once wired again and routed",
     ]
     return why, [f"tpufleet clear-fault {f}" for f in r.faults]
 
