@@ -186,6 +186,39 @@ def pathways(profile: Any) -> None:
     print(f"  wall time {t_model * 1e6:.1f} us, baseline one slice's all-reduce {t_base * 1e6:.1f} us", flush=True)
 
 
+def long_rings(profile: Any) -> None:
+    """A line's dimension-by-dimension all-to-all phase, all pairs of one long ring: swept level by level over the
+    tables (what `collective` does past the tables' N^2 entries) against walking each message hop by hop (what it
+    did), in the same process: time and traced peak memory. The loads are the same (a test proves it)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from tpufleet.collectives.algorithms import Context, _swept_pattern
+    from tpufleet.collectives.model import _all_pairs_pattern
+    from tpufleet.collectives.whatif import what_if_tables
+
+    for chips in (256, 512):
+        t = what_if_tables((chips, 1, 1), (False, False, False))
+        (phase,) = Context(t, profile).dim_phases((0,))
+        senders = np.ones((chips, chips), dtype=bool)
+        runs = {}
+        for name, fn, args in (
+            ("swept", _swept_pattern, (t, profile, senders)),
+            ("walked", _all_pairs_pattern, (t, profile, phase.rings)),
+        ):
+            tracemalloc.start()
+            start = time.perf_counter()
+            runs[name] = (fn(*args), time.perf_counter() - start, tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        (a, ta, ma), (b, tb, mb) = runs["swept"], runs["walked"]
+        assert a == b, (a, b)
+        print(
+            f"{chips}-chip line, all pairs of its ring: swept {ta:.2f} s, {ma / 2**20:.0f} MiB; walked {tb:.2f} s, "
+            f"{mb / 2**20:.0f} MiB: {ta / tb:.2f}x the time, {ma / mb:.3f}x the memory"
+        )
+
+
 def main() -> None:
     from tpufleet.collectives.profile import default_profile
 
@@ -196,6 +229,7 @@ def main() -> None:
     paper_001(profile)
     pathways(profile)
     simulator(profile)
+    long_rings(profile)
 
 
 if __name__ == "__main__":
