@@ -155,7 +155,11 @@ def _take_given(
         f"{c} is out of the pool (faults {', '.join(health.cubes_out[c])})" for c in cubes if not health.cube_ok(c)
     ]
     if not shape.is_subcube:
-        problems += [f"{c} is already allocated" for c in cubes if c in used]
+        problems += [
+            f"{c} is already allocated (held by a slice, or reserved for an evicted slice's move)"
+            for c in cubes
+            if c in used
+        ]
     if problems:
         raise Refused(f"cannot use the given cubes for {shape}: " + "; ".join(problems), problems)
     if shape.is_subcube:
