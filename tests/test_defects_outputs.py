@@ -243,3 +243,38 @@ def test_a_slice_routed_around_missing_cross_connects_says_so(fleet):
     why = fleet("explain", "B", "-o", "json").json["why"]
     assert "around missing cross-connects" in why[0] and "wired again" in why[1]
     assert "around missing cross-connects" in fleet("status").out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("metrics",),
+        ("export", "slurm-topology"),
+        ("export", "slurm-topology", "--format", "yaml"),
+        ("export", "kueue-topology"),
+        ("export", "slices"),
+        ("export", "node-labels"),
+    ],
+)
+def test_yaml_output_is_the_json_data(fleet, args):
+    """`metrics -o yaml` printed the exposition text (no YAML at all), `export slurm-topology -o yaml` the conf
+    file, `export kueue-topology|slices -o yaml` a stream of documents where JSON has a List."""
+    import json
+
+    import yaml
+
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    as_json, as_yaml = fleet(*args, "-o", "json"), fleet(*args, "-o", "yaml")
+    assert as_json.code == as_yaml.code == 0
+    assert yaml.safe_load(as_yaml.out) == json.loads(as_json.out)
+
+
+def test_tables_not_stored_are_a_json_error_with_o_json(fleet):
+    """`routes -o json` exiting 1 wrote a plain-text line on stderr, where every other refusal writes JSON."""
+    import json
+
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0 and fleet("plan-xconnect", "a", "--apply").code == 0
+    r = fleet("routes", "a", "--max-vcs", "1", "-o", "json")
+    assert r.code == 1 and r.json["stored"] is False
+    error = json.loads(r.err)
+    assert error["exit_code"] == 1 and "not stored" in error["error"]

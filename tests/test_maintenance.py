@@ -139,6 +139,12 @@ def test_impossible_notices_name_the_slice_and_exit_1(running, tmp_path):
     assert "need 25 healthy free cube(s) in pod0, 24 available" in plan["unserved"][0]["reason"]
     assert "tpufleet reschedule a" not in plan["commands"]
     assert json.loads(out.read_text())["unserved"] == plan["unserved"]
+    error = json.loads(r.err)  # -o json: the refusal is one JSON object on stderr, each stopped slice an item
+    assert (
+        error["exit_code"] == 1
+        and error["items"][0].startswith("wave 1: slice a: ")
+        and "25 healthy" in error["items"][0]
+    )
     table = running("plan-maintenance", "--notices", path, "--max-parallel", "25")
     assert table.code == 1 and "NOT SERVED: cube:c00 (wave 1) stops slice a" in table.out
     # one at a time, each cube comes back before the next goes: served
@@ -151,6 +157,7 @@ def test_spare_target(running, tmp_path):
     assert held.code == 0 and [w["spares_held"] for w in held.json["waves"]] == [True, True]
     short = running("plan-maintenance", "--notices", path, "--spares", "24", "-o", "json")
     assert short.code == 1 and short.json["spare_shortfall_waves"] == [1, 2] and short.json["unserved"] == []
+    assert json.loads(short.err)["items"] == ["wave 1: too few spare cubes", "wave 2: too few spare cubes"]
 
 
 def test_markdown_runbook(running, tmp_path):

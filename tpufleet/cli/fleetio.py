@@ -72,9 +72,10 @@ def _pool_lines(d: dict[str, Any]) -> list[str]:
 
 
 def _plan_verdict(d: dict[str, Any]) -> str:
-    """The last line of an import's plan: nothing to do, recorded, or a plan to apply."""
+    """The last line of an import's plan: nothing to do, recorded, or a plan to apply; with what it left out."""
+    left = len(d.get("unplaced", []))
     if not d["has_changes"]:
-        return "  no changes"
+        return "  no changes" + (f" ({left} not placed: see above)" if left else "")
     return f"applied (serial {d['serial']})." if d["applied"] else "plan only: run again with --apply to record it."
 
 
@@ -218,14 +219,11 @@ LabelMappingOpt = Annotated[Path | None, typer.Option("--mapping", help="Label k
 
 
 def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output) -> None:
-    """Without --out the artefact itself goes to stdout (-o json: as JSON); with --out it is written to the file
-    and stdout gets a summary: {"kind", "file", "objects"}."""
+    """Without --out the artefact itself goes to stdout (-o json and -o yaml: its data, the same in both); with
+    --out it is written to the file and stdout gets a summary: {"kind", "file", "objects"}."""
     if out is None:
-        value = getattr(output, "value", output)
-        if value == "json":
-            from tpufleet.cli.render import to_json
-
-            typer.echo(to_json(as_json))
+        if getattr(output, "value", output) in ("json", "yaml"):
+            emit(as_json, output, text)
         else:
             typer.echo(text(), nl=False)
         return
@@ -489,7 +487,8 @@ def metrics_cmd(
     report = _goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state = store.load()
-    as_json = getattr(output, "value", output) == "json" and out is None
+    # -o json and -o yaml: the families as data (the same for both); the table is the exposition text itself
+    as_json = getattr(output, "value", output) in ("json", "yaml") and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
     drift = drift_kinds(state, drift_nodes, drift_mapping, drift_reservation, drift_slices)
     text = exposition(state, last_change(store.journal(state.serial)), report, __version__, openmetrics, drift)

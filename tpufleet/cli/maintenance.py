@@ -102,7 +102,11 @@ def plan_maintenance_cmd(
         write_output(out, (to_json(plan) + "\n").encode())
     emit(plan, output, lambda: _table(plan), {"md": lambda: _runbook(plan)})
     if not plan["served"]:
-        raise typer.Exit(1)
+        from tpufleet.errors import Refused
+
+        stopped = [f"wave {m['wave']}: slice {m['slice']}: {m['reason']}" for m in plan["unserved"]]
+        short = [f"wave {w}: too few spare cubes" for w in plan["spare_shortfall_waves"]]
+        raise Refused(f"the plan cannot serve every notice: {len(stopped)} slice(s) stopped", [*stopped, *short])
 
 
 def _applied_text(d: dict[str, Any]) -> str:

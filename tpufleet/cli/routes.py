@@ -144,7 +144,7 @@ def routes_cmd(
     For a multislice job, every wired slice is routed and stored in turn (one transaction each).
     """
     from tpufleet.constants import HARDWARE_VCS
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, Refused
     from tpufleet.ops.routes import STUDY_ONLY, RouteRequest
     from tpufleet.routing.report import TRAFFICS
     from tpufleet.state.files import check_output_path
@@ -169,10 +169,10 @@ def routes_cmd(
         return
     data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt, state, verbose)
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
-    if refusal is not None:
+    if refusal is not None and refusal in STUDY_ONLY and out is not None:  # study tables written where asked
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
-        if not (refusal in STUDY_ONLY and out is not None):  # study tables written where asked: done
-            raise typer.Exit(1)
+    elif refusal is not None:
+        raise Refused(f"tables for {name!r} not stored: {refusal}")
 
 
 def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] | None:
@@ -213,11 +213,11 @@ def _route_job(
         output,
         lambda: "\n".join([*(_text(sl, d, d.get("tables"), u) for sl, d, u, _ in results), *skipped_text]),
     )
-    refused = [(sl, refusal) for sl, _, _, refusal in results if refusal is not None]
-    for sl, refusal in refused:
-        typer.echo(f"tpufleet: tables for {sl!r} not stored: {refusal}", err=True)
+    refused = [f"{sl}: {refusal}" for sl, _, _, refusal in results if refusal is not None]
     if refused:
-        raise typer.Exit(1)
+        from tpufleet.errors import Refused
+
+        raise Refused(f"tables of {len(refused)} slice(s) of job {name!r} not stored", refused)
 
 
 def _route_slice(
