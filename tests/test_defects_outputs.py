@@ -278,3 +278,10 @@ def test_tables_not_stored_are_a_json_error_with_o_json(fleet):
     assert r.code == 1 and r.json["stored"] is False
     error = json.loads(r.err)
     assert error["exit_code"] == 1 and "not stored" in error["error"]
+
+
+def test_a_drained_ocs_is_drained_in_show_ocs_as_in_the_map(fleet):
+    assert fleet("inject-fault", "ocs:pod0/y/3", "--planned").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    health = {o["id"]: o["health"] for o in fleet("show", "ocs", "-o", "json").json}
+    assert health["ocs:pod0/y/3"] == "drained" and health["ocs:pod0/x/1"] == "failed" and health["ocs:pod0/z/0"] == "ok"

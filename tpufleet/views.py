@@ -148,6 +148,14 @@ def job_rows(state: FleetState) -> list[Row]:
     return [status.record() for status in all_statuses(state)]
 
 
+def _ocs_health(state: FleetState, ocs: OcsId, health: Health) -> str:
+    """ok, failed, or drained (a planned fault: maintenance), as `show map` and `explain` say it."""
+    if ocs not in health.ocs_down:
+        return "ok"
+    fault = state.open_fault_on(ocs)
+    return "drained" if fault is not None and fault.planned else "failed"
+
+
 def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
     health = health or state.health()
     rows = []
@@ -158,7 +166,7 @@ def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
                 "pod": ocs.pod,
                 "dim": ocs.dim,
                 "index": ocs.index,
-                "health": "failed" if ocs in health.ocs_down else "ok",
+                "health": _ocs_health(state, ocs, health),
                 "ports_cabled": 2 * len(pod.cubes),
                 "xconnects": [list(p) for p in sorted(state.ocs.get(ocs, ()))],
             }
