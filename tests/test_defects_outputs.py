@@ -285,3 +285,31 @@ def test_a_drained_ocs_is_drained_in_show_ocs_as_in_the_map(fleet):
     assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
     health = {o["id"]: o["health"] for o in fleet("show", "ocs", "-o", "json").json}
     assert health["ocs:pod0/y/3"] == "drained" and health["ocs:pod0/x/1"] == "failed" and health["ocs:pod0/z/0"] == "ok"
+
+
+def test_new_slices_get_cubes_and_pods_they_can_be_wired_on(fleet):
+    """A failed optical link's port is refused by `plan-xconnect`, yet `allocate` kept handing out its cube (and
+    `explain` said to release and allocate again, which gave it back); a slice without fault-tolerant routing was
+    put on a pod whose OCS was down."""
+    assert fleet("init", "--pods", "2", "--force").code == 0
+    assert fleet("inject-fault", "link:c00/y/3/in").code == 0
+    a = fleet("allocate", "a", "--shape", "4x4x8", "-o", "json").json
+    assert "c00" not in a["cubes"] and fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    b = fleet("allocate", "b", "--shape", "4x4x8", "--no-fault-tolerant-routing", "-o", "json").json
+    assert b["pod"] == "pod1" and fleet("plan-xconnect", "b", "--apply").code == 0
+    j = fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--no-fault-tolerant-routing", "-o", "json").json
+    assert {s["pod"] for s in j["slices"]} == {"pod1"} and fleet("plan-xconnect", "j", "--apply").code == 0
+    ft = fleet("allocate", "c", "--shape", "4x4x4", "-o", "json").json  # routing bridges a down OCS: pod0 is fine
+    assert ft["pod"] == "pod0" and "c00" not in ft["cubes"] and fleet("plan-xconnect", "c", "--apply").code == 0
+
+
+def test_a_jobs_next_steps_never_name_a_cleared_fault(fleet):
+    assert fleet("allocate", "j", "--shape", "4x4x8", "--slices", "2", "--no-fault-tolerant-routing").code == 0
+    assert fleet("plan-xconnect", "j", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0 and fleet("clear-fault", "f1").code == 0
+    explained = fleet("explain", "j", "-o", "json").json
+    assert explained["next"] == ["tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    assert not any("waits for" in line for line in explained["why"])
+    for step in explained["next"]:
+        assert fleet(*step.split()[1:]).code == 0, step

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
@@ -22,6 +22,7 @@ from tpufleet.model import Fleet, Pod
 from tpufleet.shapes import Shape, Vec, check_generation, require_allocatable
 
 MachineUsage = Mapping[str, set[int]]  # cube -> machines already held in it
+Wirable = Literal["ports", "ports+ocs", "pool"]  # what `allocate` asks of free cubes beyond being in the pool
 ALL_MACHINES = frozenset(range(MACHINES_PER_CUBE))
 
 
@@ -100,7 +101,12 @@ def allocate(
     health: Health,
     pod: str | None = None,
     cubes: Sequence[str] | None = None,
+    wirable: Wirable = "ports",
 ) -> Allocation:
+    """Cubes for the shape: the given ones, else the first free ones of the first pod that has enough that can be
+    wired (`wirable`: "ports" skips cubes with a failed or drained optical link, which `plan-xconnect` refuses;
+    "ports+ocs", for a slice without fault-tolerant routing, also pods with an OCS down; "pool" only asks that
+    cubes be in the pool, for a caller that judges the wiring itself, as the fleet simulation does)."""
     require_allocatable(shape)
     if pod is not None and pod not in fleet.pod_by_name:
         raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
@@ -109,15 +115,25 @@ def allocate(
     pods = fitting_pods(shape, [fleet.pod_by_name[pod]] if pod else list(fleet.pods))
     if shape.is_subcube:
         return _best_fit_subcube(shape, pods, used, health)
+    usable = health.cube_ok if wirable == "pool" else health.cube_wirable
     reports = []
     for p in pods:
-        free = [c for c in p.cubes if c not in used and health.cube_ok(c)]
+        if wirable == "ports+ocs" and any(o.pod == p.name for o in health.ocs_down):
+            reports.append(f"{p.name}: an OCS is down (a slice without fault-tolerant routing cannot be wired)")
+            continue
+        free = [c for c in p.cubes if c not in used and usable(c)]
         if len(free) >= shape.cubes:
             chosen = tuple(free[: shape.cubes])
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
         unused = sum(1 for c in p.cubes if c not in used)
-        reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy")
+        reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy{_ports_note(p, used, health)}")
     raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
+
+
+def _ports_note(pod: Pod, used: MachineUsage, health: Health) -> str:
+    """The free cubes in the pool left out for an optical link down, when there are any."""
+    held = [c for c in pod.cubes if c not in used and health.cube_ok(c) and not health.cube_wirable(c)]
+    return f" ({len(held)} more with an optical link down: {', '.join(held[:4])})" if held else ""
 
 
 def fitting_pods(shape: Shape, pods: Sequence[Pod]) -> list[Pod]:

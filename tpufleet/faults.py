@@ -131,7 +131,7 @@ def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.Ma
     last: Refused | None = None
     for pod in _pods_to_try(state, sl, avoid_pod):
         try:
-            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod)
+            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod, wirable=_wirable(sl))
         except Refused as exc:
             last = exc
         except BadInput as exc:  # a pod of another generation that cannot hold the shape: not a place to move to
@@ -139,12 +139,19 @@ def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.Ma
     raise last or Refused(f"no other pod than {avoid_pod} to move to")
 
 
+def _wirable(sl: Slice) -> allocation.Wirable:
+    """What a slice's new cubes must allow: ports that work, and without fault-tolerant routing every OCS up."""
+    return "ports" if sl.fault_tolerant_routing else "ports+ocs"
+
+
 def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage) -> Allocation:
     """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest."""
     health = state.health()
     lost = [c for c in sl.cubes if not health.cube_ok(c) or c == avoid_cube]
-    free = [
-        c for c in state.fleet.pod_by_name[sl.pod].cubes if c not in used and c not in sl.cubes and health.cube_ok(c)
+    free = [  # cubes whose every optical port works: plan-xconnect refuses a failed or drained one
+        c
+        for c in state.fleet.pod_by_name[sl.pod].cubes
+        if c not in used and c not in sl.cubes and health.cube_wirable(c)
     ]
     if len(free) < len(lost):
         raise Refused(f"need {len(lost)} healthy free cube(s) in {sl.pod}, {len(free)} available")

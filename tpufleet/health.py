@@ -23,9 +23,15 @@ class Health:
     links_down: dict[LinkId, list[str]] = field(default_factory=dict)
     chips_down: set[ChipId] = field(default_factory=set)
     ici_down: set[IciId] = field(default_factory=set)
+    port_cubes: set[str] = field(default_factory=set)  # cubes with a failed or drained optical link
 
     def cube_ok(self, cube: str) -> bool:
         return cube not in self.cubes_out
+
+    def cube_wirable(self, cube: str) -> bool:
+        """In the pool and every optical port usable: a whole-cube slice cables all of a cube's faces, and
+        `plan-xconnect` refuses a failed or drained port whatever the slice's routing."""
+        return cube not in self.cubes_out and cube not in self.port_cubes
 
     def link_ok(self, link: LinkId) -> bool:
         return link not in self.links_down
@@ -37,6 +43,7 @@ class Health:
             self.ocs_down.setdefault(target, []).append(fid)
         elif isinstance(target, LinkId):
             self.links_down.setdefault(target, []).append(fid)
+            self.port_cubes.add(target.cube)
         else:
             self.cubes_out.setdefault(target.cube, []).append(fid)
             if isinstance(target, ChipId):

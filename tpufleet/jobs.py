@@ -184,8 +184,9 @@ def next_steps(state: FleetState, status: JobStatus) -> list[str]:
     repairs, moves = [], []
     for name in status.evicted:
         sl = state.slices[name]
-        if sl.proposal is None and sl.evicted_by is not None:
-            repairs.append(f"tpufleet clear-fault {sl.evicted_by}")
+        cause = state.fault(sl.evicted_by) if sl.evicted_by is not None else None
+        if sl.proposal is None and cause is not None and cause.is_open:  # cleared already: reschedule it now
+            repairs.append(f"tpufleet clear-fault {cause.id}")
         moves.append(f"tpufleet reschedule {name}")
     steps = list(dict.fromkeys([*repairs, *moves]))
     if status.state is JobState.PENDING:
@@ -248,7 +249,7 @@ def explain_job(state: FleetState, name: str) -> Json:
             line += f", by fault {fault.id} on {fault.target}"
         if member.proposal is not None:
             line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
-        elif fault is not None and member.evicted_by is not None:
+        elif fault is not None and fault.is_open:
             line += f"; no place to move it to now: it waits for {fault.id}'s repair"
         why.append(line)
     return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
@@ -275,6 +276,7 @@ def place_slices(
     health: Health,
     pods: Sequence[str] = (),
     spread: bool = False,
+    wirable: allocation.Wirable = "ports",
 ) -> Placement:
     """Where N identical slices go, all or none (Refused naming how far it got). Without `spread`, each slice
     takes the first pod (in `pods` order, else the fleet's) with room, which packs pods; with `spread`, the pod
@@ -286,7 +288,7 @@ def place_slices(
     for i in range(count):
         counts = Counter(a.pod for a in placed)
         order = sorted(candidates, key=lambda p: counts[p]) if spread else candidates  # stable: ties keep order
-        alloc, why = _first_fit(shape, fleet, usage, health, order)
+        alloc, why = _first_fit(shape, fleet, usage, health, order, wirable)
         if alloc is None:
             raise Refused(
                 f"not enough healthy free room for {count} slices of {shape}: {i} placed, then {why}"
@@ -299,12 +301,12 @@ def place_slices(
 
 
 def _first_fit(
-    shape: Shape, fleet: Fleet, usage: MachineUsage, health: Health, order: Sequence[str]
+    shape: Shape, fleet: Fleet, usage: MachineUsage, health: Health, order: Sequence[str], wirable: allocation.Wirable
 ) -> tuple[Allocation | None, str]:
     reasons = []
     for pod in order:
         try:
-            return allocation.allocate(shape, fleet, usage, health, pod=pod), ""
+            return allocation.allocate(shape, fleet, usage, health, pod=pod, wirable=wirable), ""
         except (Refused, BadInput) as exc:  # BadInput: a pod whose generation cannot hold the shape
             reasons.append(f"{pod}: {exc}")
     return None, "; ".join(reasons)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tpufleet import jobs
+from tpufleet import allocation, jobs
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Job, Slice, job_slice_names
@@ -101,8 +101,9 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
     unknown = [p for p in req.pods if p not in state.fleet.pod_by_name]
     if unknown:
         raise BadInput(f"bad option --pod: unknown pod {unknown[0]!r} (fleet has {', '.join(state.fleet.pod_by_name)})")
+    wirable: allocation.Wirable = "ports" if req.fault_tolerant_routing else "ports+ocs"
     placement = jobs.place_slices(
-        shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread
+        shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread, wirable
     )
     members = [
         Slice.allocated(name, shape, alloc, req.fault_tolerant_routing, now, req.min_throughput, req.name)

@@ -37,7 +37,8 @@ def allocate(
     clash = name_clash(state, name, "slice")
     if clash is not None:  # a name given to both could not tell `release` or `plan-xconnect` which is meant
         raise BadInput(f"bad slice name: {clash}")
-    alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes)
+    wirable: allocation.Wirable = "ports" if fault_tolerant_routing else "ports+ocs"  # only what plan-xconnect wires
+    alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes, wirable)
     sl = Slice.allocated(name, shape, alloc, fault_tolerant_routing, now, min_throughput)
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record()}

@@ -266,7 +266,7 @@ class Placement:
         if self.static and not shape.is_subcube:
             return self._static_box(shape, pod, set(self.free_cubes(pod, health, used)))
         try:
-            return allocation.allocate(shape, self.fleet, used, health, pod=pod)
+            return allocation.allocate(shape, self.fleet, used, health, pod=pod, wirable="pool")  # judged here
         except Refused:  # not in this pod
             return None
 
