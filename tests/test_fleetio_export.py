@@ -202,7 +202,7 @@ def test_slices_export(imported):
         assert doc["spec"]["partitionIds"] == [partition_of[c] for c in sl["cubes"]]
         a, b, c = map(int, doc["spec"]["topology"].split("x"))
         assert a <= b <= c and a % 4 == b % 4 == c % 4 == 0 and len(doc["spec"]["partitionIds"]) == a * b * c // 64
-    assert docs[0]["metadata"]["name"] == "train-big-1"
+    assert docs[0]["metadata"]["name"].startswith("train-big-1-")  # "Train_Big.1" made valid, a hashed suffix
     assert [d["status"]["conditions"][0]["status"] for d in docs] == ["True", "False"]
     assert [d["status"]["conditions"][0]["reason"] for d in docs] == ["ACTIVE", "ACTIVATING"]
     check = slice_crd()
@@ -228,13 +228,23 @@ def slice_crd():
     return fastjsonschema.compile(crd["openAPIV3Schema"], formats={"int64": r"^-?\d+$"})
 
 
-def test_slice_names_that_clash_get_a_suffix():
+def test_slice_names_are_valid_and_depend_on_the_name_alone():
+    """A valid name is itself; others are made valid with a suffix hashed from the original, so allocating `a-b`
+    beside `a.b` renames neither (a counter did: `a.b` was `a-b`, then `a-b-2`)."""
+    import hashlib
+
     from tpufleet.integrations.exports import _k8s_name
 
+    def tag(name: str) -> str:
+        return hashlib.sha256(name.encode()).hexdigest()[:6]
+
     used: set[str] = set()
-    names = [_k8s_name(n, used) for n in ("a.b", "a_b", "9lives", "x" * 80, "-")]
-    assert names == ["a-b", "a-b-2", "s-9lives", "x" * 49, "slice"]
-    assert all(SLICE_NAME.fullmatch(n) for n in names)
+    names = [_k8s_name(n, used) for n in ("a.b", "a_b", "a-b", "9lives", "x" * 80, "-")]
+    assert names == [f"a-b-{tag('a.b')}", f"a-b-{tag('a_b')}", "a-b", f"s-9lives-{tag('9lives')}",
+                     "x" * 42 + f"-{tag('x' * 80)}", f"slice-{tag('-')}"]  # fmt: skip
+    assert all(SLICE_NAME.fullmatch(n) and len(n) <= 49 for n in names)
+    alone = [_k8s_name(n, set()) for n in ("a.b", "a-b")]
+    assert alone == names[0:1] + names[2:3]  # the same names whatever else is exported
 
 
 def test_export_help_has_examples(fleet):

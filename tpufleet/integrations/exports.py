@@ -334,12 +334,20 @@ def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tupl
 
 
 def _k8s_name(name: str, used: set[str]) -> str:
-    """A valid Slice name for a tpufleet slice name (lower case, '-' for '.' and '_', a letter first, short
-    enough); a clash with an earlier one gets a numbered suffix."""
+    """A valid Slice name for a tpufleet slice name that depends on that name alone, so a Slice keeps its name
+    whatever is allocated beside it: a valid name is itself; another is made valid (lower case, '-' for '.' and
+    '_', a letter first, short enough) and takes a suffix hashed from the original (`a.b` -> `a-b-` and 6 hex
+    digits), so it never takes a name a slice might be called. A clash left (a hash shared) gets a number."""
+    import hashlib
+
+    if _SLICE_NAME.fullmatch(name) and len(name) <= MAX_SLICE_NAME and name not in used:
+        used.add(name)
+        return name
     base = re.sub(r"[^a-z0-9-]", "-", name.lower()).strip("-") or "slice"
     if not base[0].isalpha():
         base = "s-" + base
-    base = base[:MAX_SLICE_NAME].rstrip("-")
+    tag = "-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    base = base[: MAX_SLICE_NAME - len(tag)].rstrip("-") + tag
     candidate, n = base, 2
     while candidate in used or not _SLICE_NAME.fullmatch(candidate):
         suffix = f"-{n}"
