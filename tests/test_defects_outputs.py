@@ -313,3 +313,15 @@ def test_a_jobs_next_steps_never_name_a_cleared_fault(fleet):
     assert not any("waits for" in line for line in explained["why"])
     for step in explained["next"]:
         assert fleet(*step.split()[1:]).code == 0, step
+
+
+def test_policy_that_changes_nothing_commits_nothing(fleet):
+    """Showing a policy gave the next serial as its own, and setting a value to what it was committed a serial."""
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--min-throughput", "0.5").code == 0
+    serial = fleet("status", "-o", "json").json["serial"]
+    assert fleet("policy", "a", "-o", "json").json["serial"] == serial
+    before = snapshot(fleet.state)
+    same = fleet("policy", "a", "--min-throughput", "0.5", "-o", "json")
+    assert same.code == 0 and same.json["serial"] == serial and snapshot(fleet.state) == before
+    changed = fleet("policy", "a", "--min-throughput", "0.7", "-o", "json")
+    assert changed.json["serial"] == serial + 1 == fleet("status", "-o", "json").json["serial"]

@@ -105,8 +105,9 @@ def allocate(
 ) -> Allocation:
     """Cubes for the shape: the given ones, else the first free ones of the first pod that has enough that can be
     wired (`wirable`: "ports" skips cubes with a failed or drained optical link, which `plan-xconnect` refuses;
-    "ports+ocs", for a slice without fault-tolerant routing, also pods with an OCS down; "pool" only asks that
-    cubes be in the pool, for a caller that judges the wiring itself, as the fleet simulation does)."""
+    "ports+ocs", for a slice without fault-tolerant routing, also tries pods with every OCS up first: one with an
+    OCS down can take it, but it waits for the repair to be wired; "pool" only asks that cubes be in the pool, for
+    a caller that judges the wiring itself, as the fleet simulation does)."""
     require_allocatable(shape)
     if pod is not None and pod not in fleet.pod_by_name:
         raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
@@ -116,11 +117,9 @@ def allocate(
     if shape.is_subcube:
         return _best_fit_subcube(shape, pods, used, health)
     usable = health.cube_ok if wirable == "pool" else health.cube_wirable
+    pods = [fleet.pod_by_name[name] for name in wirable_first([p.name for p in pods], health, wirable)]
     reports = []
     for p in pods:
-        if wirable == "ports+ocs" and any(o.pod == p.name for o in health.ocs_down):
-            reports.append(f"{p.name}: an OCS is down (a slice without fault-tolerant routing cannot be wired)")
-            continue
         free = [c for c in p.cubes if c not in used and usable(c)]
         if len(free) >= shape.cubes:
             chosen = tuple(free[: shape.cubes])
@@ -128,6 +127,15 @@ def allocate(
         unused = sum(1 for c in p.cubes if c not in used)
         reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy{_ports_note(p, used, health)}")
     raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
+
+
+def wirable_first(pods: Sequence[str], health: Health, wirable: Wirable) -> list[str]:
+    """The pods in the order to try them: for "ports+ocs", those with every OCS up first (stable: each group in
+    the order given), since a slice without fault-tolerant routing waits for an OCS's repair to be wired."""
+    if wirable != "ports+ocs":
+        return list(pods)
+    down = {o.pod for o in health.ocs_down}
+    return sorted(pods, key=lambda p: p in down)
 
 
 def _ports_note(pod: Pod, used: MachineUsage, health: Health) -> str:

@@ -129,7 +129,7 @@ def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
 def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.MachineUsage) -> Allocation:
     health = state.health()
     last: Refused | None = None
-    for pod in _pods_to_try(state, sl, avoid_pod):
+    for pod in allocation.wirable_first(_pods_to_try(state, sl, avoid_pod), health, _wirable(sl)):
         try:
             return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod, wirable=_wirable(sl))
         except Refused as exc:

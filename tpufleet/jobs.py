@@ -288,6 +288,7 @@ def place_slices(
     for i in range(count):
         counts = Counter(a.pod for a in placed)
         order = sorted(candidates, key=lambda p: counts[p]) if spread else candidates  # stable: ties keep order
+        order = allocation.wirable_first(order, health, wirable)
         alloc, why = _first_fit(shape, fleet, usage, health, order, wirable)
         if alloc is None:
             raise Refused(

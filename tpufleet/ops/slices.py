@@ -84,17 +84,20 @@ def set_policy(
 ) -> Outcome:
     """Change how a slice (or every slice of a job) meets network faults: its throughput floor for rerouting, and
     whether it reroutes at all. Takes effect at the next fault; a slice already degraded is not moved by it."""
-    said = []
-    if min_throughput is not None:
-        said.append(f"min_throughput {min_throughput:g}")
-    if fault_tolerant_routing is not None:
-        said.append(f"fault_tolerant_routing {'on' if fault_tolerant_routing else 'off'}")
     members = state.job_slices(name) if name in state.jobs else [state.slice(name)]
+    said = []  # only what changes: a value set to what it is commits nothing (and shows the state's serial)
+    if min_throughput is not None and any(sl.min_throughput != min_throughput for sl in members):
+        said.append(f"min_throughput {min_throughput:g}")
+    if fault_tolerant_routing is not None and any(
+        sl.fault_tolerant_routing != fault_tolerant_routing for sl in members
+    ):
+        said.append(f"fault_tolerant_routing {'on' if fault_tolerant_routing else 'off'}")
     for sl in members:
         state.set_policy(sl.name, min_throughput, fault_tolerant_routing)
-    rows = [{"slice": sl.name, "serial": state.next_serial, **sl.record()} for sl in members]
+    serial = state.next_serial if said else state.serial
+    rows = [{"slice": sl.name, "serial": serial, **sl.record()} for sl in members]
     what = f"job {name}" if name in state.jobs else name
     change = Change(f"policy {what}: {', '.join(said)}") if said else None
     if name in state.jobs:
-        return Outcome({"job": name, "serial": state.next_serial, "slices": rows}, change)
+        return Outcome({"job": name, "serial": serial, "slices": rows}, change)
     return Outcome(rows[0], change)
