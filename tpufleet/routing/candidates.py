@@ -469,8 +469,6 @@ def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tu
     candidates are exactly those its OCS's failure would get, whatever other faults are open: a fault that is a
     subset of another never routes worse.
     """
-    import numpy as np
-
     from tpufleet.constants import CUBE_EDGE, DIMS
     from tpufleet.ids import face_index
     from tpufleet.topology import coordinates
@@ -489,7 +487,8 @@ def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tu
     def expanded(chosen: list[tuple[int, int]]) -> ChipGraph:
         graph = alive.copy()
         for d, index in chosen:
-            on_face = np.array([face_index(DIMS[d], *xyz) == index for xyz in local.tolist()])
+            a, b = [k for k in range(3) if k != d]
+            on_face = CUBE_EDGE * local[:, a] + local[:, b] == index  # `face_index` of every chip at once
             for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
                 graph[on_face & (local[:, d] == edge), port] = -1
         return graph

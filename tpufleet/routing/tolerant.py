@@ -291,46 +291,97 @@ def left_unrepaired(
     if bad is None:
         bad = np.zeros(n * n, dtype=bool)
         bad[broken] = True
-    index = np.int32 if n * n < 2**31 else np.int64  # halves the memory traffic of the gathers below
-    chips = np.arange(n, dtype=index)
-    # a dead port points back at the chip itself: the pair being checked is still broken, so it never counts
-    hops = np.where(alive >= 0, alive, chips[:, None]).astype(index).T.copy()  # [port, chip]
-
-    def reachable(t: npt.NDArray[Any], s: npt.NDArray[Any]) -> BoolArray:
-        """Pairs (t is the target's row start t * n, s the source) with a first hop to a pair not broken."""
-        if len(s) > 1 << 14:  # many pairs (the first round): port by port, no [6, pairs] temporaries
-            stuck: BoolArray = np.take(bad, t + np.take(hops[0], s))
-            for hop in hops[1:]:
-                stuck &= np.take(bad, t + np.take(hop, s))
-            return ~stuck
-        nexts = np.take(hops, s, axis=1)  # a batch of a chain round: one gather for the six ports, fewer calls
-        nexts += t
-        every: BoolArray = np.logical_and.reduce(np.take(bad, nexts), axis=0)
-        return ~every
-
-    def rows(pairs: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        flat: npt.NDArray[Any] = pairs.astype(index)
-        t = flat // n * n
-        return t, flat - t
-
+    index = _pair_index(n)
+    hops = _first_hops(alive, index)
     cuts = -(-len(broken) // REACH_CHUNK)
-    first = np.concatenate([reachable(*rows(part)) for part in np.array_split(broken, cuts)])
+    first = np.concatenate([_reachable(bad, hops, *_rows(part, n, index)) for part in np.array_split(broken, cuts)])
     if first.all() or not first.any():
         return 0 if first.all() else len(broken)
     bad[broken] = ~first
     order = shuffled(len(broken), seed) if order is None else order
-    todo = broken[order[~first[order]]]  # the pairs round one left, in the repair's order
+    return chain_rounds(alive, broken[order[~first[order]]], bad)  # the pairs round one left, in the repair's order
+
+
+def chain_rounds(alive: ChipGraph, todo: npt.NDArray[np.integer[Any]], bad: BoolArray) -> int:
+    """How many of the pairs `todo` (flat t * N + s, in the repair's order) the chain rounds of `wild_first` leave
+    unroutable, `bad` marking the pairs without a route as those rounds start (changed here): they are replayed
+    batch for batch, a pair repaired in an earlier batch serving the later ones (see `left_unrepaired`). The
+    flat indices may number only some destinations' rows (`bitrows.LeftRows`): a pair's hops stay in its row."""
+    from itertools import pairwise
+
+    import numpy as np
+
+    n = len(alive)
+    index = np.int32 if len(bad) < 2**31 else np.int64  # 32-bit while the pairs fit: half the memory traffic
+    hops = _first_hops(alive, index)
+    todo = todo.astype(index, copy=False)
+    low = n - 1 if n & (n - 1) == 0 else None  # a power of two: the source is the low bits
     for _ in range(1, MAX_CHAIN_ROUNDS):
-        t, s = rows(todo)
-        bounds = np.cumsum([0, *(len(part) for part in np.array_split(todo, batch_count(len(todo))))])
-        fixed = np.zeros(len(todo), dtype=bool)
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-            fixed[a:b] = reachable(t[a:b], s[a:b])
-            bad[todo[a:b][fixed[a:b]]] = False
-        todo = todo[~fixed]
-        if not fixed.any() or not len(todo):
+        stuck = np.empty(len(todo), dtype=bool)
+        for a, b in pairwise(_batch_bounds(len(todo))):
+            batch = todo[a:b]
+            s = batch & low if low is not None else batch % n  # per batch: no round-long arrays of sources
+            nexts = np.take(hops, s, axis=1)  # one gather for the six ports of the batch
+            nexts += batch - s  # + the row's start
+            held = np.logical_and.reduce(np.take(bad, nexts), axis=0)
+            stuck[a:b] = held
+            bad[batch] = held  # all of the batch were without a route: those repaired now have one
+        todo = todo[stuck]
+        if stuck.all() or not len(todo):
             break
     return len(todo)
+
+
+def _batch_bounds(pairs: int) -> list[int]:
+    """Where `np.array_split` cuts `pairs` into `batch_count(pairs)` batches (the first ones a pair longer)."""
+    count = batch_count(pairs)
+    size, longer = divmod(pairs, count)
+    return [i * size + min(i, longer) for i in range(count + 1)]
+
+
+def _pair_index(n: int) -> type[np.signedinteger[Any]]:
+    """The integer type of flat pair indices: 32-bit while N * N fits (half the memory traffic of the gathers)."""
+    import numpy as np
+
+    return np.int32 if n * n < 2**31 else np.int64
+
+
+def _first_hops(alive: ChipGraph, index: type[np.signedinteger[Any]]) -> npt.NDArray[np.signedinteger[Any]]:
+    """[port, chip] the chip a first hop reaches; a dead port points back at the chip itself: the pair being
+    checked is still broken, so it never counts."""
+    import numpy as np
+
+    chips = np.arange(len(alive), dtype=index)
+    hops: npt.NDArray[np.signedinteger[Any]] = np.where(alive >= 0, alive, chips[:, None]).astype(index).T.copy()
+    return hops
+
+
+def _reachable(
+    bad: BoolArray, hops: npt.NDArray[np.signedinteger[Any]], t: npt.NDArray[Any], s: npt.NDArray[Any]
+) -> BoolArray:
+    """Pairs (t is the target's row start t * n, s the source) with a first hop to a pair not broken."""
+    import numpy as np
+
+    if len(s) > 1 << 14:  # many pairs (the first round): port by port, no [6, pairs] temporaries
+        stuck: BoolArray = np.take(bad, t + np.take(hops[0], s))
+        for hop in hops[1:]:
+            stuck &= np.take(bad, t + np.take(hop, s))
+        return ~stuck
+    nexts = np.take(hops, s, axis=1)  # a batch of a chain round: one gather for the six ports, fewer calls
+    nexts += t
+    every: BoolArray = np.logical_and.reduce(np.take(bad, nexts), axis=0)
+    return ~every
+
+
+def _rows(
+    pairs: npt.NDArray[np.integer[Any]], n: int, index: type[np.signedinteger[Any]]
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """(row start t * n, source s) of flat pair indices."""
+    from tpufleet.routing.bitrows import split
+
+    flat: npt.NDArray[Any] = pairs.astype(index, copy=False)
+    _, s = split(flat, n)
+    return flat - s, s
 
 
 def _repair_batch(
