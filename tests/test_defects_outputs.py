@@ -325,3 +325,12 @@ def test_policy_that_changes_nothing_commits_nothing(fleet):
     assert same.code == 0 and same.json["serial"] == serial and snapshot(fleet.state) == before
     changed = fleet("policy", "a", "--min-throughput", "0.7", "-o", "json")
     assert changed.json["serial"] == serial + 1 == fleet("status", "-o", "json").json["serial"]
+
+
+def test_a_sub_cube_slice_takes_the_first_cube_in_the_fleets_order(fleet):
+    """Among equally free cubes the best fit compared names as text: pod1's c100 came before c64."""
+    assert fleet("init", "--pods", "2", "--force").code == 0
+    for i in range(64):  # pod0 full
+        assert fleet("allocate", f"w{i}", "--shape", "4x4x4", "--pod", "pod0").code == 0
+    r = fleet("allocate", "small", "--shape", "2x2x1", "-o", "json")
+    assert r.code == 0 and r.json["cubes"] == ["c64"]

@@ -194,9 +194,9 @@ def _take_given(
 def _best_fit_subcube(
     shape: Shape, pods: Sequence[Pod], used: MachineUsage, health: Health, only: str | None = None
 ) -> Allocation:
-    best: tuple[tuple[int, str, str], str, str, Vec, tuple[int, ...]] | None = None
-    for p in pods:
-        for cube in p.cubes:
+    best: tuple[tuple[int, int, int], str, str, Vec, tuple[int, ...]] | None = None
+    for i, p in enumerate(pods):
+        for j, cube in enumerate(p.cubes):
             if (only and cube != only) or not health.cube_ok(cube):
                 continue
             taken = used.get(cube, set())
@@ -204,8 +204,9 @@ def _best_fit_subcube(
                 continue
             for origin, machines in _subcube_boxes(shape):
                 if taken.isdisjoint(machines):
-                    # Best fit: the fullest cube that still fits keeps whole cubes free for big slices.
-                    key = (-len(taken), p.name, cube)
+                    # Best fit: the fullest cube that still fits keeps whole cubes free for big slices; among
+                    # equals the first in the fleet's order (c64 before c100, as names they sort the other way)
+                    key = (-len(taken), i, j)
                     if best is None or key < best[0]:
                         best = (key, p.name, cube, origin, machines)
                     break
