@@ -291,7 +291,7 @@ def test_kubernetes_names_round_trip_and_old_states_have_none(tmp_path):
     path, doc = _state_doc(tmp_path)
     assert "k8s" not in doc  # a state never imported keeps the file's old shape
     with Store(tmp_path / "s").transaction() as tx:
-        tx.state.name_in_k8s({"blk": "pod0"}, {"p1": "c03"}, {"node-a": HostId("c03", 7)})
+        tx.state.name_in_k8s(tx.state.k8s_names_after({"blk": "pod0"}, {"p1": "c03"}, {"node-a": HostId("c03", 7)}))
         tx.commit(Change("names"))
     names = Store(tmp_path / "s").load().k8s
     assert (names.blocks, names.partitions, names.nodes) == (
@@ -323,6 +323,7 @@ def test_bad_kubernetes_names_in_a_state_file_are_exit_2(tmp_path, capsys, names
 
 def test_two_names_for_one_machine_are_refused(tmp_path):
     from tpufleet.errors import Refused
+    from tpufleet.fleetstate import K8sNames
     from tpufleet.ids import HostId
 
     _state_doc(tmp_path)
@@ -330,7 +331,7 @@ def test_two_names_for_one_machine_are_refused(tmp_path):
         pytest.raises(Refused, match="two Kubernetes names for one machine"),
         Store(tmp_path / "s").transaction() as tx,
     ):
-        tx.state.name_in_k8s({}, {}, {"a": HostId("c01", 1), "b": HostId("c01", 1)})
+        tx.state.name_in_k8s(K8sNames(nodes={"a": HostId("c01", 1), "b": HostId("c01", 1)}))
 
 
 def _with_job(tmp_path: Path, *extra: str) -> tuple[Path, dict]:

@@ -18,6 +18,7 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tpufleet.allocation import Allocation, machine_usage
 from tpufleet.constants import MAX_REASON_CHARS
@@ -30,6 +31,7 @@ from tpufleet.text import printable
 
 Pair = tuple[int, int]  # (north port, south port) of one OCS cross-connect
 OcsState = Mapping[OcsId, frozenset[Pair]]
+_Named = TypeVar("_Named")
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,16 @@ class K8sNames:
         return {host: node for node, host in self.nodes.items()}
 
 
+def _one_name_each(names: K8sNames) -> K8sNames:
+    """`names`, Refused if two Kubernetes names would stand for one pod, cube or machine."""
+    for what, named in (("pod", names.blocks), ("cube", names.partitions), ("machine", names.nodes)):
+        counts = Counter(named.values())
+        if len(counts) != len(named):
+            twice = sorted(str(p) for p, n in counts.items() if n > 1)
+            raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
+    return names
+
+
 @dataclass(frozen=True)
 class MaintenanceWindow:
     """Announced maintenance of a reservation sub-block (Compute Engine's `upcomingGroupMaintenance`)."""
@@ -384,11 +396,7 @@ class FleetState:
 
     # ---- slices ------------------------------------------------------------------------------------------
     def slice(self, name: str) -> Slice:
-        try:
-            return self.slices[name]
-        except KeyError:
-            known = ", ".join(sorted(self.slices)) or "none"
-            raise Refused(f"unknown slice {name!r} (slices: {known})") from None
+        return _known(self.slices, name, "slice")
 
     def add_slice(self, sl: Slice) -> None:
         if sl.name in self.slices:
@@ -409,11 +417,7 @@ class FleetState:
 
     # ---- multislice jobs --------------------------------------------------------------------------------
     def job(self, name: str) -> Job:
-        try:
-            return self.jobs[name]
-        except KeyError:
-            known = ", ".join(sorted(self.jobs)) or "none"
-            raise Refused(f"unknown job {name!r} (jobs: {known})") from None
+        return _known(self.jobs, name, "job")
 
     def add_job(self, job: Job, slices: Iterable[Slice]) -> None:
         """Record the job and all its slices at once (the slices must be exactly the job's, each naming it)."""
@@ -566,16 +570,10 @@ class FleetState:
         return marked
 
     # ---- names in a Kubernetes cluster -------------------------------------------------------------------
-    def name_in_k8s(
-        self,
-        blocks: Mapping[str, str],
-        partitions: Mapping[str, str],
-        nodes: Mapping[str, HostId],
-        forget: Iterable[str] = (),
-    ) -> None:
-        """Record (or change) the cluster's names of pods, cubes and machines, after forgetting the node names in
-        `forget` (nodes replaced by others); Refused if a part would get two names."""
-        self.k8s = self.k8s_names_after(blocks, partitions, nodes, forget)
+    def name_in_k8s(self, names: K8sNames) -> None:
+        """Record the cluster's names of pods, cubes and machines (made by `k8s_names_after`); Refused if a part
+        would get two names."""
+        self.k8s = _one_name_each(names)
 
     def k8s_names_after(
         self,
@@ -594,12 +592,7 @@ class FleetState:
             self.k8s.degraded,
             self.k8s.node_pools,
         )
-        for what, names in (("pod", merged.blocks), ("cube", merged.partitions), ("machine", merged.nodes)):
-            counts = Counter(names.values())
-            if len(counts) != len(names):
-                twice = sorted(str(p) for p, n in counts.items() if n > 1)
-                raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
-        return merged
+        return _one_name_each(merged)
 
     def record_k8s_health(
         self, degraded: Iterable[str], node_pools: Mapping[str, NodePoolSlice], removed: Iterable[str] = ()
@@ -627,3 +620,12 @@ class FleetState:
         if twice:
             raise Refused(f"two reservation sub-blocks for one cube: {', '.join(twice[:5])}")
         return merged
+
+
+def _known(named: Mapping[str, _Named], name: str, what: str) -> _Named:
+    """`named[name]`; Refused naming the known ones if there is no such `what` (a slice, a job)."""
+    try:
+        return named[name]
+    except KeyError:
+        known = ", ".join(sorted(named)) or "none"
+        raise Refused(f"unknown {what} {name!r} ({what}s: {known})") from None

@@ -35,10 +35,10 @@ def import_k8s(
     data = _record(nodes, placement, diff, source, mapping)
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
-    state.k8s_names_after(placement.blocks, placement.partitions, placement.nodes, placement.forget)  # refusal
+    names = state.k8s_names_after(placement.blocks, placement.partitions, placement.nodes, placement.forget)
     if not apply or not data["has_changes"]:
         return Outcome(data)
-    state.name_in_k8s(placement.blocks, placement.partitions, placement.nodes, placement.forget)
+    state.name_in_k8s(names)
     state.record_k8s_health(pools.degraded, pools.changes, pools.removed)
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
     opened = [*data["faults_opened"], *data["drains_opened"]]

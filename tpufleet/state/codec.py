@@ -207,17 +207,8 @@ def _pairs(pairs: frozenset[Pair]) -> list[list[int]]:
     return [list(p) for p in sorted(pairs)]
 
 
+_ROUTE_FIELDS = ("file", "serial", "made", "algorithm", "vcs", "routable_pairs", "unroutable_pairs", "stale")
+
+
 def _encode_route(r: RouteRecord) -> Doc:
-    out: Doc = {
-        "file": r.file,
-        "serial": r.serial,
-        "made": r.made,
-        "algorithm": r.algorithm,
-        "vcs": r.vcs,
-        "routable_pairs": r.routable_pairs,
-        "unroutable_pairs": r.unroutable_pairs,
-        "stale": r.stale,
-    }
-    if r.stale_reason is not None:
-        out["stale_reason"] = r.stale_reason
-    return out
+    return records.fields_doc(r, _ROUTE_FIELDS, ("stale_reason",))

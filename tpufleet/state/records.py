@@ -15,24 +15,38 @@ from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 
 Doc = dict[str, Any]
 
-__all__ = ["fault_doc", "journal_doc", "node_pool_doc", "placement_doc", "reroute_doc", "slice_doc", "sub_block_doc"]
+__all__ = [
+    "fault_doc",
+    "fields_doc",
+    "journal_doc",
+    "node_pool_doc",
+    "placement_doc",
+    "reroute_doc",
+    "slice_doc",
+    "sub_block_doc",
+    "with_set",
+]
+
+
+def with_set(out: Doc, **optional: object) -> Doc:
+    """`out` with those of `optional` that are set (not None): optional fields only when set, so older files keep
+    their shape."""
+    out.update({k: v for k, v in optional.items() if v is not None})
+    return out
+
+
+def fields_doc(obj: object, always: tuple[str, ...], optional: tuple[str, ...] = ()) -> Doc:
+    """The attributes `always` of `obj`, then those of `optional` that are set, each under its own name."""
+    return with_set({k: getattr(obj, k) for k in always}, **{k: getattr(obj, k) for k in optional})
+
+
+_FAULT_FIELDS = ("id", "target", "planned", "reason", "opened", "cleared")
+_FAULT_OPTIONAL = ("opened_serial", "window_start", "window_end")  # the window only on drains of announced maintenance
 
 
 def fault_doc(f: Fault) -> Doc:
-    out: Doc = {
-        "id": f.id,
-        "target": str(f.target),
-        "planned": f.planned,
-        "reason": f.reason,
-        "opened": f.opened,
-        "cleared": f.cleared,
-    }
-    if f.opened_serial is not None:
-        out["opened_serial"] = f.opened_serial
-    if f.window_start is not None:  # only drains of announced maintenance: other faults keep their shape
-        out["window_start"] = f.window_start
-    if f.window_end is not None:
-        out["window_end"] = f.window_end
+    out = fields_doc(f, _FAULT_FIELDS, _FAULT_OPTIONAL)
+    out["target"] = str(f.target)
     return out
 
 
@@ -58,14 +72,14 @@ def slice_doc(sl: Slice) -> Doc:
         "state": sl.state.value,
         "fault_tolerant_routing": sl.fault_tolerant_routing,
     }
-    optional = {
-        "created": sl.created,
-        "connected_serial": sl.connected_serial,
-        "evicted_by": sl.evicted_by,
-        "reroute": reroute_doc(sl.reroute) if sl.reroute else None,
-        "proposal": placement_doc(sl.proposal) if sl.proposal else None,
-    }
-    out.update({k: v for k, v in optional.items() if v is not None})
+    with_set(
+        out,
+        created=sl.created,
+        connected_serial=sl.connected_serial,
+        evicted_by=sl.evicted_by,
+        reroute=reroute_doc(sl.reroute) if sl.reroute else None,
+        proposal=placement_doc(sl.proposal) if sl.proposal else None,
+    )
     out["min_throughput"] = sl.min_throughput
     if sl.job is not None:
         out["job"] = sl.job
@@ -76,21 +90,13 @@ def slice_doc(sl: Slice) -> Doc:
 
 
 def _window_doc(m: MaintenanceWindow) -> Doc:
-    out: Doc = {"status": m.status}
-    optional = {"type": m.kind, "window_start": m.start, "window_end": m.end}
-    out.update({k: v for k, v in optional.items() if v is not None})
-    return out
+    return with_set({"status": m.status}, type=m.kind, window_start=m.start, window_end=m.end)
 
 
 def sub_block_doc(r: SubBlockRecord) -> Doc:
+    maintenance = _window_doc(r.maintenance) if r.maintenance is not None else None
     out: Doc = {"cube": r.cube, "block": r.block, "health": r.health}
-    if r.healthy_hosts is not None:
-        out["healthy_hosts"] = r.healthy_hosts
-    if r.degraded_hosts is not None:
-        out["degraded_hosts"] = r.degraded_hosts
-    if r.maintenance is not None:
-        out["maintenance"] = _window_doc(r.maintenance)
-    return out
+    return with_set(out, healthy_hosts=r.healthy_hosts, degraded_hosts=r.degraded_hosts, maintenance=maintenance)
 
 
 def node_pool_doc(p: NodePoolSlice) -> Doc:
@@ -100,8 +106,7 @@ def node_pool_doc(p: NodePoolSlice) -> Doc:
 def journal_doc(e: JournalEntry) -> Doc:
     """A journal line (its keys sorted when written); optional fields only when set."""
     out: Doc = {"serial": e.serial, "time": e.time, "user": e.user, "command": e.command, "summary": e.summary}
-    optional = {"pid": e.pid, "details": e.details, "delta": e.delta}
-    out.update({k: v for k, v in optional.items() if v is not None})
+    with_set(out, pid=e.pid, details=e.details, delta=e.delta)
     if e.moved_faults:
         out[MOVED_FAULTS] = list(e.moved_faults)
     return out
