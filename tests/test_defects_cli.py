@@ -151,6 +151,15 @@ def test_sparse_tables_written_where_asked_exit_0(fleet, tmp_path):
     assert fleet("routes", "s", "--table-capacity", "16").code == 1  # computed, neither stored nor written
 
 
+@pytest.mark.parametrize("cubes", ["c05,,c06", "c05,c06,", ",c05,c06"])
+def test_an_empty_cube_name_in_a_list_is_a_typo(fleet, cubes):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("allocate", "s", "--shape", "4x4x8", "--cubes", cubes))
+    assert "--cubes" in line and "empty" in line
+    assert snapshot(fleet.state) == before
+    assert fleet("allocate", "s", "--shape", "4x4x8", "--cubes", "c05,c06").code == 0
+
+
 def test_one_typo_hint(fleet):
     line = one_line(fleet("stauts"))
     assert line.count("Did you mean") == 1 and "status" in line
@@ -181,6 +190,27 @@ def test_a_plan_whose_reviewed_fields_were_edited_is_refused(fleet, tmp_path, ed
     before = snapshot(fleet.state)
     assert "plan again" in one_line(fleet("apply-xconnect", plan), 1)
     assert snapshot(fleet.state) == before
+
+
+def test_a_plan_whose_serial_was_written_as_a_float_is_bad_input(fleet, tmp_path):
+    """tpufleet writes integers as integers: `"serial": 3.0` is an edit (JSON Schema alone would call it one)."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "p.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    plan.write_text(json.dumps(doc).replace(f'"serial": {doc["serial"]}', f'"serial": {doc["serial"]}.0'))
+    before = snapshot(fleet.state)
+    line = one_line(fleet("apply-xconnect", plan), 2)
+    assert str(plan) in line and "serial" in line
+    assert snapshot(fleet.state) == before
+    plan.write_text(json.dumps(doc))
+    assert fleet("apply-xconnect", plan).code == 0
+
+
+@pytest.mark.parametrize("out", ["", "."])
+def test_an_empty_output_name_is_bad_input(fleet, out):
+    line = one_line(fleet("routes", "s", "--out", out), 2)
+    assert "--out" in line and "'.'" in line and "file name" in line
 
 
 def test_version_is_the_changelogs(fleet):

@@ -5,6 +5,7 @@ commit, and text from outside reaching the terminal."""
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -25,7 +26,7 @@ def state_doc(state: Path) -> dict:
 
 
 # ---- numbers: NaN, infinities and digits of other scripts are refused at every numeric option ------------------
-@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999", "\u0660.\u0665"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999", "\u0660.\u0665", "0_5", "1_0"])
 def test_non_finite_or_non_ascii_throughput_is_refused_and_the_state_stays_loadable(fleet, value):
     before = snapshot(fleet.state)
     assert "--min-throughput" in one_line(fleet("allocate", "x", "--shape", "2x2x1", "--min-throughput", value))
@@ -33,6 +34,16 @@ def test_non_finite_or_non_ascii_throughput_is_refused_and_the_state_stays_loada
     assert fleet("allocate", "x", "--shape", "2x2x1").code == 0
     assert "--min-throughput" in one_line(fleet("policy", "x", "--min-throughput", value))
     assert fleet("status").code == 0
+
+
+def test_digit_groups_are_refused_and_minus_zero_is_stored_as_zero(fleet):
+    before = snapshot(fleet.state)
+    assert "--slices" in one_line(fleet("allocate", "j", "--shape", "2x2x1", "--slices", "1_0"))
+    assert snapshot(fleet.state) == before
+    assert fleet("allocate", "x", "--shape", "2x2x1", "--min-throughput", "-0").code == 0
+    assert fleet("policy", "x", "--min-throughput", "-0.0").code == 0
+    stored = state_doc(fleet.state)["slices"]["x"]["min_throughput"]
+    assert stored == 0 and math.copysign(1, stored) == 1  # not -0.0, shown as "-0"
 
 
 def _commands(command, path=()):

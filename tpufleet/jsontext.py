@@ -117,15 +117,33 @@ def _finite_float(text: str) -> float:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+class _WrittenAsFloat(float):
+    """A number written with a point or an exponent. JSON Schema (and so the validator) calls 6.0 an integer;
+    a state file is written by tpufleet, which writes integers as integers, so here 6.0 is not one."""
+
+    def is_integer(self) -> bool:
+        return False
+
+
+def _finite_written_float(text: str) -> float:
+    return _WrittenAsFloat(_finite_float(text))
+
+
+_WRITTEN_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_written_float)
 _FAST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
-def parse_json(text: str) -> Any:
-    """The JSON value of `text`; JsonProblem (a ValueError) saying what is wrong if it is not acceptable."""
+def parse_json(text: str, written_by_us: bool = False) -> Any:
+    """The JSON value of `text`; JsonProblem (a ValueError) saying what is wrong if it is not acceptable.
+    `written_by_us`: a file tpufleet wrote (a saved plan), whose integers are written as integers: there 6.0 is
+    no integer for the schema."""
     if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
         raise JsonProblem(f"nested more than {MAX_DEPTH} levels deep")
+    decoder = _WRITTEN_DECODER if written_by_us else _DECODER
     try:
-        return _text_only(_DECODER.decode(text), text)
+        return _text_only(decoder.decode(text), text)
     except JsonProblem:
         raise
     except json.JSONDecodeError as exc:
@@ -150,14 +168,6 @@ def parse_json_line(text: str) -> Any:
     pre-scan or the overflow check. The decoder's own recursion guard still bounds nesting (refused here as a
     JsonProblem), and the readers accept no nested value in any field and range-check every number they use."""
     return _text_only(_decode(_FAST_DECODER, text, one_line=True), text)
-
-
-class _WrittenAsFloat(float):
-    """A number written with a point or an exponent. JSON Schema (and so the validator) calls 6.0 an integer;
-    a state file is written by tpufleet, which writes integers as integers, so here 6.0 is not one."""
-
-    def is_integer(self) -> bool:
-        return False
 
 
 _STATE_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_WrittenAsFloat)
@@ -185,10 +195,10 @@ def _decode(decoder: json.JSONDecoder, text: str, one_line: bool) -> Any:
         raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
 
 
-def load_json(text: str, file: str) -> Any:
+def load_json(text: str, file: str, written_by_us: bool = False) -> Any:
     """`parse_json`, with BadStateFile naming the file."""
     try:
-        return parse_json(text)
+        return parse_json(text, written_by_us)
     except JsonProblem as exc:
         raise BadStateFile(file, "", exc.value, exc.problem) from None
 

@@ -93,9 +93,11 @@ def allocate_cmd(
             raise BadInput(f"bad option {option}: only with --slices N (a multislice job)")
     if len(pods) > 1:
         raise BadInput(f"bad option --pod: {','.join(pods)}: a slice lives in one pod (several only with --slices N)")
-    given = [c.strip() for c in cubes.split(",") if c.strip()] if cubes is not None else None
-    if given is not None and not given:
+    given = [c.strip() for c in cubes.split(",")] if cubes is not None else None
+    if given is not None and not any(given):
         raise BadInput(f"bad option --cubes: {cubes!r} names no cube (leave it out to let the tool choose)")
+    if given is not None and "" in given:
+        raise BadInput(f"bad option --cubes: {cubes!r} names an empty cube (between two commas, or at an end)")
     from tpufleet.ops import slices as ops
 
     now = utc_now()

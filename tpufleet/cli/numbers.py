@@ -1,7 +1,8 @@
 """Numbers on the command line: finite, in ASCII digits, for every option and argument of every command.
 
-Click reads `nan`, `inf` and digits of any script (an Arabic-Indic zero after a 1 reads as 10) as numbers, and its range checks let NaN through
-(every comparison with NaN is false). Rather than remember a check at each of the many numeric options, the
+Click reads `nan`, `inf`, digits of any script (an Arabic-Indic zero after a 1 reads as 10) and Python's digit
+groups (`1_0` reads as 10) as numbers, and its range checks let NaN through (every comparison with NaN is false);
+`-0` would be stored and shown as -0. Rather than remember a check at each of the many numeric options, the
 command tree is walked once at start-up and each numeric parameter's type is given the checks below: one
 mechanism, which also covers options added later.
 """
@@ -16,15 +17,16 @@ _strict_classes: dict[type, type] = {}
 
 
 class _StrictNumber:
-    """Mixed in before Click's own numeric type: refuses non-ASCII text, NaN and infinities."""
+    """Mixed in before Click's own numeric type: refuses non-ASCII text, digit groups, NaN and infinities; reads
+    -0 as 0."""
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        if isinstance(value, str) and not value.isascii():
+        if isinstance(value, str) and (not value.isascii() or "_" in value):
             self.fail(f"{shown(value)} is not a number in ASCII digits", param, ctx)  # type: ignore[attr-defined]
         number = super().convert(value, param, ctx)  # type: ignore[misc]
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
-        return number
+        return number + 0 if number == 0 else number  # -0.0 + 0 is 0.0
 
 
 def shown(value: object, limit: int = 60) -> str:

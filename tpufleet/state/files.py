@@ -426,8 +426,8 @@ def check_output_path(path: Path, option: str) -> None:
     Call before any long computation, so a typo fails at once. A symlink is judged by where it points.
     """
     shown = str(path)
-    if shown in ("", "."):
-        raise BadInput(f"bad option {option} {shown!r}: give a file name")
+    if shown in ("", "."):  # a Path of '' reads '.'
+        raise BadInput(f"bad option {option}: an empty name or '.': give a file name")
     _refuse_state_dir(path, f"bad option {option} {shown!r}")
     try:
         st = os.stat(path)

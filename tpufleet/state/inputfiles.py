@@ -106,12 +106,13 @@ def read_text(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> str:
     return decode_utf8(read_bytes(path, what, limit), str(path))
 
 
-def load_json_file(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> Any:
+def load_json_file(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES, written_by_us: bool = False) -> Any:
     """A JSON file, bounded: ``load_json_file(path, "state file", MAX_STATE_BYTES)`` for ``state.json``.
+    `written_by_us`: a file tpufleet wrote (a saved plan): a number written with a point is no integer there.
 
     A missing file raises `MissingFile` (a BadStateFile), which a caller may turn into its own message.
     """
-    return load_json(read_text(path, what, limit), str(path))
+    return load_json(read_text(path, what, limit), str(path), written_by_us)
 
 
 # ---- YAML ---------------------------------------------------------------------------------------------------

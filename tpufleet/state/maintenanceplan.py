@@ -118,7 +118,7 @@ class SavedMaintenancePlan:
 def read(path: Path) -> SavedMaintenancePlan:
     """A saved maintenance plan, checked against the schema and for consistency (waves numbered 1, 2, ... in
     order, each cube and clear one of its notices); BadStateFile naming the file, field and value otherwise."""
-    doc = load_json_file(path, "maintenance plan", MAX_SPEC_BYTES)
+    doc = load_json_file(path, "maintenance plan", MAX_SPEC_BYTES, written_by_us=True)
     where = str(path)
     check(SCHEMA, doc, where)
     notices: dict[str, Notice] = {}

@@ -136,7 +136,7 @@ def _pairs(items: list[list[int]]) -> list[Pair]:
 
 def read(path: Path) -> SavedPlan:
     """A saved plan, checked against the schema; BadStateFile naming the file, field and value otherwise."""
-    return _slice_plan(load_json_file(path, "plan file", MAX_SPEC_BYTES), path)
+    return _slice_plan(load_json_file(path, "plan file", MAX_SPEC_BYTES, written_by_us=True), path)
 
 
 def _slice_plan(doc: Any, path: Path) -> SavedPlan:
@@ -181,7 +181,7 @@ class SavedJobPlan:
 def read_any(path: Path) -> SavedPlan | SavedJobPlan:
     """A saved plan of a slice or of a job (by its `kind`), checked against its schema; BadStateFile naming the
     file, field and value otherwise."""
-    doc = load_json_file(path, "plan file", MAX_SPEC_BYTES)
+    doc = load_json_file(path, "plan file", MAX_SPEC_BYTES, written_by_us=True)
     if isinstance(doc, dict) and doc.get("kind") == JOB_PLAN_KIND:
         return _job_plan(doc, str(path))
     return _slice_plan(doc, path)
