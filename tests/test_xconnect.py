@@ -218,6 +218,25 @@ def test_refusals_leave_state_unchanged(fleet, tmp_path):
     assert snapshot(fleet.state) == before
 
 
+def test_a_plan_applied_twice_is_already_applied_until_the_wiring_it_made_is_not_enough(fleet, tmp_path):
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0  # x/3's pairs deferred
+    assert fleet("apply-xconnect", plan).code == 0
+    before = snapshot(fleet.state)
+    again = fleet("apply-xconnect", plan)
+    assert again.code == 0 and "already applied" in again.out
+    doc = json.loads(fleet("apply-xconnect", plan, "-o", "json").out)
+    assert doc["already_applied"] is True and doc["summary"]["add"] == 0 and doc["routes_stale"] == []
+    assert snapshot(fleet.state) == before  # nothing committed
+    assert fleet("clear-fault", "ocs:pod0/x/3").code == 0  # the deferred pairs are wanted now
+    before = snapshot(fleet.state)
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 1 and "stale plan" in r.err and "ocs:pod0/x/3" in r.err
+    assert snapshot(fleet.state) == before
+
+
 def test_subcube_slices_pack_best_fit_into_one_cube(fleet):
     for n, shape in enumerate(["2x2x4", "2x2x4", "2x4x4"]):
         assert fleet("allocate", f"m{n}", "--shape", shape).code == 0

@@ -121,10 +121,7 @@ def apply_cmd(
     s = d["summary"]
     job = isinstance(saved, planfile.SavedJobPlan)
     what = f"job {d['job']} ({len(d['plans'])} slices)" if job else d["slice"]
-    emit(
-        d,
-        output,
-        lambda: (
-            f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept (serial {d['serial']})"
-        ),
-    )
+    done = f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept"
+    if d.get("already_applied"):
+        done = f"plan for {what} already applied: its {s['keep']} cross-connects are in place, nothing changed"
+    emit(d, output, lambda: f"{done} (serial {d['serial']})")

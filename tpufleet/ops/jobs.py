@@ -185,11 +185,13 @@ def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now
             f"job plan for {job!r} covers slices {', '.join(p.slice for p in saved)}, the job has "
             f"{', '.join(members)}; plan again"
         )
-    for plan in saved:
-        # On a copy: each part is judged against the state as it is now, not after the parts before it are wired
-        # (two slices' plans may both remove one stale cross-connect).
-        apply_saved(copy.deepcopy(state), plan, now)
-    return plan_and_apply_job(state, job, now)
+    # On a copy: each part is judged against the state as it is now, not after the parts before it are wired
+    # (two slices' plans may both remove one stale cross-connect).
+    parts = [apply_saved(copy.deepcopy(state), plan, now) for plan in saved]
+    done = plan_and_apply_job(state, job, now)
+    if all(p.data.get("already_applied") for p in parts):
+        done.data["already_applied"] = True
+    return done
 
 
 def _change(name: str, s: dict[str, int], stale: list[str]) -> Change:

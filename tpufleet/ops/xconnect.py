@@ -80,15 +80,15 @@ def changed_since(state: FleetState, saved: SavedPlan) -> list[str]:
     return why
 
 
-def _reviewed_fields_edited(sl: Slice, saved: SavedPlan, summary: dict[str, Any]) -> list[str]:
-    """The fields an operator reviews (shape, cubes and their places, the counts) that differ from the plan the
-    state gives: a plan is applied only as it was read."""
+def _reviewed_fields_edited(sl: Slice, saved: SavedPlan, summary: dict[str, Any] | None) -> list[str]:
+    """The fields an operator reviews (shape, cubes and their places, the counts unless `summary` is None) that
+    differ from the plan the state gives: a plan is applied only as it was read."""
     edited = []
     if (saved.shape, saved.twisted) != (sl.shape.text, sl.shape.twisted):
         edited.append(f"shape {saved.shape}{' twisted' if saved.twisted else ''} (the slice is {sl.shape})")
     if saved.coords is not None and saved.coords != {c: tuple(sl.coords[c]) for c in sl.cubes}:
         edited.append(f"cubes {','.join(saved.coords)} (the slice's: {','.join(sl.cubes)}, in its grid order)")
-    if saved.summary is not None and saved.summary != summary:
+    if summary is not None and saved.summary is not None and saved.summary != summary:
         edited.append(f"summary {saved.summary} (the plan's: {summary})")
     return edited
 
@@ -107,6 +107,9 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
             f"stale plan {saved.path}: made at serial {saved.serial}, and since then {'; '.join(why)}; plan again", why
         )
     _, plan = make_plan(state, saved.slice, now)
+    if _comparable(saved.changes) != _comparable(plan.changes) and in_place(state, saved, plan.changes):
+        data = {"slice": saved.slice, "serial": state.serial, "summary": plan.summary, "applied": True}
+        return Outcome({**data, "routes_stale": [], "already_applied": True}, None)
     if _comparable(saved.changes) != _comparable(plan.changes):
         why = _why_plans_differ(state, saved, plan.changes)
         raise Refused(
@@ -135,6 +138,18 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         "routes_stale": stale,
     }
     return Outcome(data, None if noop else _change(saved.slice, plan.summary, stale))
+
+
+def in_place(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> bool:
+    """Whether a saved plan is already applied: its slice is wired with nothing left to add or remove, every
+    cross-connect the plan adds is in place and none it removes is (a runbook run twice; nothing to do)."""
+    sl = state.slice(saved.slice)
+    if not already_wired(sl, now) or _reviewed_fields_edited(sl, saved, None):
+        return False
+    return all(
+        set(c.add) <= state.ocs.get(c.ocs, frozenset()) and not set(c.remove) & state.ocs.get(c.ocs, frozenset())
+        for c in saved.changes
+    )
 
 
 def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> list[str]:
