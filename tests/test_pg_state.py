@@ -132,6 +132,23 @@ def test_a_change_the_next_load_would_refuse_is_refused_and_nothing_is_written(o
     assert store.backend.read_state() == before and len(_journal(on)) == 1
 
 
+def test_tables_removed_by_hand_are_missing_not_fresh(on, place, request):
+    assert on("init").code == 0
+    for args in (("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert on(*args).code == 0
+    assert on("status", "-o", "json").json["missing_routes"] == []
+    if place.startswith("postgresql"):
+        request.getfixturevalue("pg_server").sql("DELETE FROM tpufleet_tables WHERE name = 'a'", db_name(place))
+    else:
+        (Path(place) / "routes" / "a.npz").unlink()
+    status = on("status", "-o", "json").json
+    assert status["missing_routes"] == ["a"] and status["slices"][0]["routes"] == "missing"
+    assert [r["routes"] for r in on("show", "slices", "-o", "json").json] == ["missing"]
+    assert "routing tables missing" in on("status").out
+    assert on("routes", "a").code == 0
+    assert on("status", "-o", "json").json["slices"][0]["routes"] == "fresh"
+
+
 # ---- only a database -----------------------------------------------------------------------------------------------
 
 

@@ -7,10 +7,11 @@ field out, as they always have.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
-from tpufleet.fleetstate import FleetState, Slice
+from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.model import Pod, inventory_counts, pod_ocs
@@ -115,7 +116,9 @@ def missing_xconnects(state: FleetState, sl: Slice) -> int:
     return missing_pairs(sl.shape, state.fleet, sl.coords, state.ocs)
 
 
-def slice_rows(state: FleetState) -> list[Row]:
+def slice_rows(state: FleetState, missing: Collection[str] = ()) -> list[Row]:
+    """`show slices`: each slice by name; `missing`: slices whose indexed tables are no longer kept (a file
+    removed by hand), whose routes read "missing" rather than fresh or stale."""
     rows = []
     for name in sorted(state.slices):
         sl = state.slices[name]
@@ -130,7 +133,7 @@ def slice_rows(state: FleetState) -> list[Row]:
                 "machines": list(sl.machines),
                 "state": sl.state.value,
                 "fault_tolerant_routing": sl.fault_tolerant_routing,
-                "routes": "none" if route is None else ("stale" if route.stale else "fresh"),
+                "routes": _routes_word(route, name in missing),
                 "missing_xconnects": missing_xconnects(state, sl),
                 "min_throughput": sl.min_throughput,
                 "degraded": sl.reroute.record() if sl.reroute else None,
@@ -139,6 +142,12 @@ def slice_rows(state: FleetState) -> list[Row]:
             }
         )
     return rows
+
+
+def _routes_word(route: RouteRecord | None, missing: bool) -> str:
+    if route is None:
+        return "none"
+    return "missing" if missing else "stale" if route.stale else "fresh"
 
 
 def job_rows(state: FleetState) -> list[Row]:
@@ -176,7 +185,8 @@ def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
     return rows
 
 
-def status(state: FleetState) -> Row:
+def status(state: FleetState, missing: Collection[str] = ()) -> Row:
+    """`status`: one screen of the fleet; `missing` as for `slice_rows`."""
     health = state.health()
     counts = {"free": 0, "allocated": 0, "out": 0}
     free_by_pod: dict[str, int] = {}
@@ -184,7 +194,7 @@ def status(state: FleetState) -> Row:
         counts[row["state"]] += 1
         free_by_pod[row["pod"]] = free_by_pod.get(row["pod"], 0) + (row["state"] == "free")
     inv = inventory_counts(state.fleet)
-    slices = slice_rows(state)
+    slices = slice_rows(state, missing)
     generations = pod_generations(state)
     return {
         "serial": state.serial,
@@ -200,6 +210,7 @@ def status(state: FleetState) -> Row:
         "faults": health_rows(state),
         "slices": slices,
         "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
+        "missing_routes": sorted(n for n in state.routes if n in missing),
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
         "jobs": job_rows(state),
         **_reservation_status(state),

@@ -192,6 +192,10 @@ def _status_text(s: dict) -> str:
         )
     if s["stale_routes"]:
         lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
+    if s["missing_routes"]:
+        lines.append(
+            f"routing tables missing (make them with `tpufleet routes SLICE`): {', '.join(s['missing_routes'])}"
+        )
     return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"])])
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from tpufleet import views
 from tpufleet.fleetmap import FleetMap, fleet_map
 from tpufleet.fleetreport import report as fleet_report
+from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
 from tpufleet.state.store import Store
@@ -52,6 +53,9 @@ def read_journal(store: Store) -> JournalRead:
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     """The rows of one part of the fleet state (`tail`: the journal's last N entries)."""
+    if what == "slices":
+        state = store.load()
+        return Listing(views.slice_rows(state, missing_tables(store, state)))
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
     read = read_journal(store)
@@ -66,7 +70,13 @@ def show_map(store: Store, pod: str | None = None) -> FleetMap:
 
 def status(store: Store) -> dict[str, Any]:
     """`tpufleet status`: one screen of the fleet."""
-    return views.status(store.load())
+    state = store.load()
+    return views.status(state, missing_tables(store, state))
+
+
+def missing_tables(store: Store, state: FleetState) -> set[str]:
+    """The slices whose indexed routing tables are no longer kept (a file removed by hand)."""
+    return set(state.routes) - store.tables_present(state.routes)
 
 
 @dataclass(frozen=True)

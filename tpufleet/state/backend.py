@@ -8,7 +8,7 @@ database (`pgbackend.PostgresBackend`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
@@ -132,5 +132,9 @@ class Backend(Protocol):
         ...
 
     def stored_tables(self, name: str) -> TablesSource: ...
+
+    def tables_present(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` whose tables are kept (a file removed by hand is not), without reading them."""
+        ...
 
     def table_cache(self) -> ChoiceCache: ...

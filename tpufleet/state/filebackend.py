@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,6 +102,9 @@ class DirectoryBackend:
         from tpufleet.state.routetables import StoredTables
 
         return StoredTables(name, self.table_place(name))
+
+    def tables_present(self, names: Iterable[str]) -> set[str]:
+        return {name for name in names if os.path.isfile(self.table_place(name))}
 
     def table_cache(self) -> TableCache:
         from tpufleet.state.tablecache import TableCache

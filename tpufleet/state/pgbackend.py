@@ -26,7 +26,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -287,6 +287,10 @@ class PostgresBackend:
 
     def stored_tables(self, name: str) -> DatabaseTables:
         return DatabaseTables(self, name, Path(self.table_place(name)))
+
+    def tables_present(self, names: Iterable[str]) -> set[str]:
+        rows = self._query("SELECT name FROM tpufleet_tables") or []
+        return set(names) & {str(r[0]) for r in rows}
 
     def table_bytes(self, name: str) -> bytes | None:
         rows = self._query("SELECT data FROM tpufleet_tables WHERE name = %s", (name,))

@@ -17,7 +17,7 @@ import getpass
 import json
 import os
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -247,6 +247,10 @@ class Store:
     def stored_tables(self, name: str) -> TablesSource:
         """A slice's stored routing tables, read when a use case asks (None from `read` when there are none)."""
         return self.backend.stored_tables(name)
+
+    def tables_present(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` whose routing tables are kept (a file removed by hand is not), without reading them."""
+        return self.backend.tables_present(names)
 
     def table_cache(self) -> ChoiceCache:
         """The repair cache (wild-first choices by fault pattern): written by `flush` once a command committed."""
