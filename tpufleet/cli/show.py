@@ -155,6 +155,13 @@ def show_cmd(
     emit(listing.rows, output, lambda: _table(what, listing.rows))
 
 
+_TO_DO = (  # status keys listing slices with something to do: what is wrong, and the command that mends it
+    ("incomplete_wiring", "cross-connects missing", "run `tpufleet plan-xconnect SLICE --apply`"),
+    ("stale_routes", "stale routing tables", "regenerate with `tpufleet routes SLICE`"),
+    ("missing_routes", "routing tables missing", "make them with `tpufleet routes SLICE`"),
+)
+
+
 def _status_text(s: dict) -> str:
     inv, cubes = s["inventory"], s["cubes"]
     gens = s.get("generations", {})
@@ -186,16 +193,7 @@ def _status_text(s: dict) -> str:
             lines.append(
                 f"  {j['name']:<16} {j['active_slices']}/{j['total_slices']} slices active  {j['state']}{kept}"
             )
-    if s["incomplete_wiring"]:
-        lines.append(
-            f"cross-connects missing (run `tpufleet plan-xconnect SLICE --apply`): {', '.join(s['incomplete_wiring'])}"
-        )
-    if s["stale_routes"]:
-        lines.append(f"stale routing tables (regenerate with `tpufleet routes SLICE`): {', '.join(s['stale_routes'])}")
-    if s["missing_routes"]:
-        lines.append(
-            f"routing tables missing (make them with `tpufleet routes SLICE`): {', '.join(s['missing_routes'])}"
-        )
+    lines += [f"{what} ({todo}): {', '.join(s[key])}" for key, what, todo in _TO_DO if s[key]]
     return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"])])
 
 
