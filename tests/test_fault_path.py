@@ -62,6 +62,40 @@ def test_proposals_in_one_blast_radius_are_reserved_and_reschedule_follows_them(
         assert done.json["cubes"] == proposals[name]["cubes"]
 
 
+def _proposal(fleet, name):
+    return next(r["proposal"] for r in fleet("show", "slices", "-o", "json").json if r["name"] == name)
+
+
+def test_a_fault_on_a_reserved_move_moves_the_reservation_and_says_so(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    first = fleet("inject-fault", "cube:c00", "-o", "json").json["slices"][0]["replacement"]
+    spare = (set(first["cubes"]) - {"c01"}).pop()
+    hit = fleet("inject-fault", f"cube:{spare}", "-o", "json")
+    assert hit.code == 0
+    [impact] = hit.json["slices"]
+    assert impact["slice"] == "a" and impact["action"] == "reschedule" and "is hit" in impact["reason"]
+    now = impact["replacement"]["cubes"]
+    assert spare not in now and "c01" in now and _proposal(fleet, "a")["cubes"] == now
+    taken = fleet("allocate", "b", "--shape", "4x4x4", "--cubes", (set(now) - {"c01"}).pop())
+    assert taken.code == 1  # the new reservation holds
+    assert fleet("reschedule", "a", "-o", "json").json["cubes"] == now
+
+
+def test_a_move_without_fault_tolerant_routing_goes_to_a_pod_with_every_ocs_up(cli):
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8", "--no-fault-tolerant-routing").code == 0
+    assert cli("plan-xconnect", "a", "--apply").code == 0
+    assert fleet_pod(cli("inject-fault", "cube:c00", "-o", "json")) == "pod0"
+    r = cli("inject-fault", "ocs:pod0/x/1", "-o", "json")  # pod0 can no longer wire it
+    assert fleet_pod(r) == "pod1" and "is hit" in r.json["slices"][0]["reason"]
+    assert cli("reschedule", "a", "-o", "json").json["pod"] == "pod1"
+
+
+def fleet_pod(r):
+    return r.json["slices"][0]["replacement"]["pod"]
+
+
 def test_a_what_if_never_replaces_working_tables(fleet):
     _wired(fleet, "s", "8x8x8")
     assert fleet("inject-fault", "ocs:pod0/y/3").code == 0

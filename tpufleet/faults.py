@@ -147,7 +147,7 @@ def _wirable(sl: Slice) -> allocation.Wirable:
 def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage) -> Allocation:
     """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest."""
     health = state.health()
-    lost = [c for c in sl.cubes if not health.cube_ok(c) or c == avoid_cube]
+    lost = [c for c in sl.cubes if not health.cube_wirable(c) or c == avoid_cube]  # out, or a port down
     free = [  # cubes whose every optical port works: plan-xconnect refuses a failed or drained one
         c
         for c in state.fleet.pod_by_name[sl.pod].cubes
@@ -216,7 +216,14 @@ def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = N
         alloc = replacement_for(state, sl, cause)
     except (Refused, BadInput) as exc:  # no place to move to is an answer: the fault is recorded regardless
         return Proposal(None, why=str(exc))
-    return _planned(state, sl, alloc)
+    proposal = _planned(state, sl, alloc)
+    if proposal.ready or sl.fault_tolerant_routing or all(o.pod != alloc.pod for o in state.health().ocs_down):
+        return proposal
+    try:  # a slice without fault-tolerant routing cannot be wired in a pod with an OCS down: another pod can
+        elsewhere = _planned(state, sl, _other_pod(state, sl, alloc.pod, state.machine_usage(excluding=sl.name)))
+    except Refused:
+        return proposal
+    return elsewhere if elsewhere.ready else proposal
 
 
 def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:
@@ -373,7 +380,38 @@ def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now:
     routed: RoutedGraphs = {}
     for sl, how in touched_slices(state, target):
         radius.slices.append(_impact(state, sl, how, fault, radius.analysis_errors, routed))
+    moved = {
+        m.slice: m for m in _reserved_moves_hit(state, target, {i.slice for i in radius.slices if i.action != "none"})
+    }
+    radius.slices = [moved.pop(i.slice, i) for i in radius.slices] + list(moved.values())  # "already evicted" told more
     return radius
+
+
+def _reserved_moves_hit(state: FleetState, target: TargetId, seen: set[str]) -> list[SliceImpact]:
+    """Evicted slices whose reserved move the new fault lands on (its cubes, or an OCS of its pod): the move is
+    proposed again, kept if still good, else another place is reserved (or none), and the slice is in the blast
+    radius; `explain` and `reschedule` would otherwise find out only later."""
+    out = []
+    for sl in sorted(state.slices.values(), key=lambda s: s.name):
+        old = sl.proposal
+        if sl.state is not SliceState.EVICTED or old is None or sl.name in seen or not _lands_on(target, old):
+            continue
+        evicting = state.fault(sl.evicted_by)
+        cause = evicting.target if evicting is not None and evicting.is_open else None
+        proposal = propose_replacement(state, sl, cause)
+        if proposal.ready and proposal.alloc == old:
+            continue
+        state.evict(sl.name, sl.evicted_by or "", proposal.alloc if proposal.ready else None)
+        then = "another is reserved" if proposal.ready else "no other place is free yet"
+        why = f"its reserved move to {','.join(old.cubes)} in {old.pod} is hit: {then}"
+        out.append(SliceImpact(sl.name, "reschedule", why, replacement=proposal.to_dict()))
+    return out
+
+
+def _lands_on(target: TargetId, alloc: Allocation) -> bool:
+    if isinstance(target, OcsId):
+        return alloc.pod == target.pod
+    return getattr(target, "cube", None) in alloc.cubes
 
 
 def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
