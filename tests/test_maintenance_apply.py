@@ -263,7 +263,9 @@ def test_a_wave_that_would_move_elsewhere_than_the_plan_says_is_refused(running,
     assert snapshot(running.state) == before
 
 
-def test_the_imported_drains_plan_clears_them_wave_by_wave(running, tmp_path):
+def test_the_imported_drains_plan_leaves_them_to_the_reservation(running, tmp_path):
+    """The reservation still announces the maintenance: its drains are closed by `import reservation` once it is
+    over (or by hand), never by a wave, which would hand the cube out again meanwhile."""
     r = running("plan-maintenance", "--out", tmp_path / "drains.json", "-o", "json")
     assert r.code == 0 and [w["already_drained"] for w in r.json["waves"]] == [["cube:c40"], ["cube:c99"]]
     first = running("apply-maintenance", tmp_path / "drains.json", "--wave", "1", "-o", "json")
@@ -271,10 +273,56 @@ def test_the_imported_drains_plan_clears_them_wave_by_wave(running, tmp_path):
     d = first.json
     assert d["steps"] == [
         {"step": "drain", "target": "cube:c40", "fault_id": "f1", "opened": False},
-        {"step": "clear", "target": "cube:c40", "fault_ids": ["f1"]},
+        {"step": "clear", "target": "cube:c40", "fault_ids": [], "kept_drain": "f1"},
     ]
-    assert (d["faults_opened"], d["faults_cleared"], d["moved"]) == ([], ["f1"], [])
-    assert _open_faults(running) == {"cube:c99"}
+    assert (d["faults_opened"], d["faults_cleared"], d["moved"]) == ([], [], [])
+    assert _open_faults(running) == {"cube:c40", "cube:c99"}
     assert running("clear-fault", "cube:c99").code == 0  # done by hand meanwhile: the plan's drain is gone
     line = one_line(running("apply-maintenance", tmp_path / "drains.json", "--wave", "2"), 1)
     assert "the drain of cube:c99 was cleared" in line
+
+
+def _future(cube: str, day: str) -> dict[str, str]:
+    return {
+        "target": f"cube:{cube}",
+        "window_start": f"2099-07-{day}T09:00:00Z",
+        "window_end": f"2099-07-{day}T13:00:00Z",
+    }
+
+
+def test_a_wave_keeps_its_cubes_drained_until_their_window_ends(running, tmp_path, monkeypatch):
+    from tpufleet.state import store
+
+    plan = _plan(running, tmp_path, [_future("c120", "01"), _future("c121", "02")], parallel=1)
+    text = running("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "--dry-run").out
+    assert "left open (its window ends 2099-07-01T13:00:00Z" in text
+    assert [w["cleared_after"] for w in plan["waves"]] == [["cube:c120"], ["cube:c121"]]
+    first = running("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "-o", "json")
+    assert first.code == 0, first.err
+    [drain, clear] = first.json["steps"]
+    assert drain["opened"] and clear == {
+        "step": "clear",
+        "target": "cube:c120",
+        "fault_ids": [],
+        "left_open": drain["fault_id"],
+        "until": "2099-07-01T13:00:00Z",
+    }
+    assert first.json["faults_cleared"] == [] and "cube:c120" in _open_faults(running)
+    assert running("allocate", "x", "--shape", "4x4x4", "--cubes", "c120").code == 1  # under maintenance
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-07-02T08:00:00Z")  # wave 1's window is over
+    second = running("apply-maintenance", tmp_path / "plan.json", "--wave", "2", "-o", "json")
+    assert second.code == 0, second.err
+    steps = second.json["steps"]
+    assert steps[0] == {"step": "clear", "target": "cube:c120", "fault_ids": [drain["fault_id"]]}
+    assert steps[-1]["left_open"] and second.json["faults_cleared"] == [drain["fault_id"]]
+    assert _open_faults(running) == {"cube:c40", "cube:c99", "cube:c121"}
+    assert running("allocate", "x", "--shape", "4x4x4", "--cubes", "c120").code == 0
+
+
+def test_a_wave_never_clears_an_operators_own_drain(running, tmp_path):
+    assert running("inject-fault", "cube:c120", "--planned", "--reason", "fan RMA").code == 0
+    _plan(running, tmp_path, [_notice("c120", "01T09:00", "01T13:00")])  # a window already over
+    r = running("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["steps"][-1]["kept_drain"] and r.json["faults_cleared"] == []
+    assert "cube:c120" in _open_faults(running)

@@ -123,6 +123,13 @@ def _applied_text(d: dict[str, Any]) -> str:
             lines.append(f"  routes {s['slice']}: {s['routable_pairs']} routable pairs, {s['vcs']} VCs")
         elif "kept_failure" in s:
             lines.append(f"  clear {s['target']}: {s['kept_failure']} kept open (a failure, not a drain)")
+        elif "kept_drain" in s:
+            lines.append(
+                f"  clear {s['target']}: {s['kept_drain']} kept open (opened before the plan: not its to clear)"
+            )
+        elif "left_open" in s:
+            until = f"its window ends {s['until']}" if s["until"] else "its window's end is unknown"
+            lines.append(f"  clear {s['target']}: {s['left_open']} left open ({until}: `tpufleet clear-fault` then)")
         else:
             lines.append(f"  clear {s['target']}: {', '.join(s['fault_ids']) or 'nothing open'}")
     tail = "nothing was changed (dry run)" if d["dry_run"] else f"applied (serial {d['serial']})"
@@ -144,7 +151,8 @@ def apply_maintenance_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Apply one wave of a saved maintenance plan in one transaction: its drains, the moves of the slices they
-    stop (reschedule, cross-connects, routing tables) and the clears at its end. Refused (exit 1, nothing
+    stop (reschedule, cross-connects, routing tables) and the clears of the drains it and earlier waves opened
+    whose window is over (others stay open until then). Refused (exit 1, nothing
     changed) when an earlier wave is not applied, the wave was, or something the wave depends on changed since
     the plan was made (a slice or fault on a cube it touches, an OCS fault in its pod); changes elsewhere do not
     matter."""

@@ -63,10 +63,12 @@ class _Wave:
 @dataclass(frozen=True)
 class _Run:
     """How a wave runs: on a plan's copy (each step at its notice's window; a slice that cannot move is noted
-    as unserved) or applied (every step at `now`, the moved slices wired and routed; a refusal stops it all)."""
+    as unserved) or applied (every step at `now`, the moved slices wired and routed; a refusal stops it all).
+    Applied, a clear closes only a drain the plan's waves opened (`ours`) whose window is over at `now`."""
 
     now: str | None = None
     route: Callable[[FleetState, str], dict[str, Any]] | None = None
+    ours: frozenset[str] = frozenset()
 
     @property
     def applying(self) -> bool:
@@ -139,15 +141,35 @@ def _free_healthy(sim: FleetState, pods: set[str]) -> int:
 
 def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -> None:
     """Close the drains of the notices whose maintenance is over; a failure that was open on the cube before its
-    drain (not planned: the drain kept it) stays open, as the hardware is still broken."""
+    drain (not planned: the drain kept it) stays open, as the hardware is still broken. Applied, a drain stays
+    open until its window ends, and one the plan did not open (a reservation's, an operator's) is left to
+    whoever opened it."""
     for n in notices:
         existing = sim.open_fault_on(CubeId(n.cube))
+        step: dict[str, Any] = {"step": "clear", "target": n.target, "fault_ids": []}
         if existing is not None and not existing.planned:
-            wave.steps.append({"step": "clear", "target": n.target, "fault_ids": [], "kept_failure": existing.id})
+            wave.steps.append({**step, "kept_failure": existing.id})
             continue
         wave.commands.append(maintenance.clear_command(n))
-        done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
-        wave.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in done["cleared"]]})
+        if existing is not None and run.applying and existing.id not in run.ours | wave.fault_ids - _found(wave):
+            wave.steps.append({**step, "kept_drain": existing.id})
+        elif existing is not None and run.applying and not _window_over(n, str(run.now)):
+            wave.steps.append({**step, "left_open": existing.id, "until": n.window_end})
+        elif existing is not None or not run.applying:
+            done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
+            wave.steps.append({**step, "fault_ids": [f["id"] for f in done["cleared"]]})
+        else:
+            wave.steps.append(step)  # cleared meanwhile (by hand): nothing open
+
+
+def _found(wave: _Wave) -> set[str]:
+    """The drains this wave found open rather than opened."""
+    return {s["fault_id"] for s in wave.steps if s["step"] == "drain" and not s["opened"]}
+
+
+def _window_over(n: Notice, now: str) -> bool:
+    """Whether the notice's maintenance window has ended at `now` (never, while its end is unknown)."""
+    return n.window_end is not None and n.window_end <= now
 
 
 def _run_wave(sim: FleetState, wave: _Wave, cleared: Sequence[Notice], run: _Run, spares: int) -> dict[str, Any]:
@@ -221,19 +243,31 @@ def _document(
 # ---- apply-maintenance PLAN --wave N ---------------------------------------------------------------------------
 
 
-def applied_waves(entries: Sequence[JournalEntry], saved: SavedMaintenancePlan) -> dict[int, int]:
-    """Wave number -> the serial that applied it, from the journal's entries (this plan's id, after its serial)."""
-    out = {}
+@dataclass(frozen=True)
+class AppliedWaves:
+    """What the journal says of a plan's applied waves: wave number -> the serial that applied it, and the drains
+    those waves opened (the ones a later wave may clear)."""
+
+    serials: dict[int, int]
+    drains: frozenset[str]
+
+
+def applied_waves(entries: Sequence[JournalEntry], saved: SavedMaintenancePlan) -> AppliedWaves:
+    """This plan's applied waves, from the journal's entries (this plan's id, after its serial)."""
+    serials, drains = {}, set()
     for e in entries:
-        mark = (e.details or {}).get(JOURNAL_PLAN_KEY)
+        details = e.details or {}
+        mark = details.get(JOURNAL_PLAN_KEY)
         if isinstance(mark, Mapping) and mark.get("id") == saved.plan_id and e.serial > saved.serial:
             wave = mark.get("wave")
             if isinstance(wave, int):
-                out[wave] = e.serial
-    return out
+                serials[wave] = e.serial
+            opened = details.get("faults_opened")
+            drains |= {f for f in opened if isinstance(f, str)} if isinstance(opened, list) else set()
+    return AppliedWaves(serials, frozenset(drains))
 
 
-def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, applied: dict[int, int]) -> None:
+def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, applied: Mapping[int, int]) -> None:
     """Refused when the plan is newer than the state, the wave was applied, or an earlier one was not."""
     if saved.serial > state.serial:
         raise Refused(
@@ -289,7 +323,7 @@ def apply_wave(
     state: FleetState,
     saved: SavedMaintenancePlan,
     number: int,
-    applied: dict[int, int],
+    applied: AppliedWaves,
     now: str,
     save_tables: SaveTables | None,
 ) -> Outcome:
@@ -299,21 +333,32 @@ def apply_wave(
     if not 1 <= number <= len(saved.waves):
         raise BadInput(f"bad option --wave: {number} is not a wave of plan {saved.path} (1 to {len(saved.waves)})")
     _unknown_cubes_refused(state, saved)
-    _order_refusal(state, saved, number, applied)
+    _order_refusal(state, saved, number, applied.serials)
     wave = saved.waves[number - 1]
     unserved = [m for m in wave.moves if m.status != "moved"]
     if unserved:
         raise Refused(f"wave {number} of plan {saved.path} stops slice {unserved[0].slice!r}: {unserved[0].reason}")
-    why = changed_since(state, saved, wave, set(applied.values()))
+    why = changed_since(state, saved, wave, set(applied.serials.values()))
     if why:
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
-    run = _Run(now, lambda s, name: _route(s, name, now, save_tables))
+    run = _Run(now, lambda s, name: _route(s, name, now, save_tables), applied.drains)
     done = _Wave(number, list(wave.notices))
+    _clear_overdue(state, done, [n for w in saved.waves[: number - 1] for n in w.cleared_after], run)
     record = _run_wave(state, done, wave.cleared_after, run, 0)
     differ = _differs(wave, done, state)
     if differ:
         raise Refused(f"wave {number} would not do what plan {saved.path} says: {_listed(differ)}; plan again")
     return _applied(state, saved, done, record, save_tables is None)
+
+
+def _clear_overdue(state: FleetState, done: _Wave, notices: Sequence[Notice], run: _Run) -> None:
+    """Before a wave, clear the drains earlier waves of the plan opened and left open whose window is over (the
+    plan counts on those cubes being back)."""
+    for n in notices:
+        existing = state.open_fault_on(CubeId(n.cube))
+        if existing is not None and existing.id in run.ours and _window_over(n, str(run.now)):
+            cleared = fault_ops.clear(state, n.target, str(run.now)).data["cleared"]
+            done.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in cleared]})
 
 
 def _unknown_cubes_refused(state: FleetState, saved: SavedMaintenancePlan) -> None:
@@ -372,4 +417,5 @@ def _applied(
     }
     summary = f"apply-maintenance wave {done.number}: {','.join(record['cubes'])}; {len(moved)} slice(s) moved"
     mark = {"id": saved.plan_id, "wave": done.number, "plan_serial": saved.serial}
-    return Outcome(data, None if dry_run else Change(summary, {JOURNAL_PLAN_KEY: mark, "moved": moved}))
+    details: dict[str, object] = {JOURNAL_PLAN_KEY: mark, "moved": moved, "faults_opened": opened}
+    return Outcome(data, None if dry_run else Change(summary, details))
