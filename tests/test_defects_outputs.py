@@ -90,7 +90,8 @@ def test_a_fault_whose_slice_cannot_move_to_a_pod_of_another_generation_is_recor
     r = cli("inject-fault", "ocs:pod0/x/3", "-o", "json")
     assert r.code == 0, r.err
     (impact,) = r.json["slices"]
-    assert impact["action"] == "reschedule" and "tpu-v4" in impact["replacement"]["why"]
+    assert impact["action"] == "reschedule" and impact["replacement"]["status"] == "pending"
+    assert "no other tpu7x pod than pod0" in impact["replacement"]["why"]  # never the v4 pod
     assert [f["target"] for f in cli("faults", "-o", "json").json] == ["ocs:pod0/x/3"]
 
 

@@ -207,6 +207,25 @@ def test_a_mixed_fleet_written_in_the_state_file_allocates_by_each_pods_rule(fle
     assert [p.get("generation") for p in state_doc(cli)["fleet"]["pods"]] == [None, "tpu7x"]
 
 
+def test_in_a_mixed_fleet_moves_and_jobs_stay_on_their_generation(fleet):
+    """A workload is built for one accelerator: a move never crosses generations, nor do a job's slices."""
+    cli = fleet
+    doc = state_doc(cli)
+    doc["fleet"]["pods"].append({"name": "pod1", "cubes": [f"c{64 + i}" for i in range(144)], "generation": "tpu7x"})
+    doc["fleet"]["pods"].append({"name": "pod2", "cubes": [f"c{208 + i}" for i in range(64)]})  # built-in v4 again
+    write_doc(cli, doc)
+    assert cli("allocate", "a", "--shape", "4x4x8", "--no-fault-tolerant-routing").code == 0
+    assert cli("plan-xconnect", "a", "--apply").code == 0
+    r = cli("inject-fault", "ocs:pod0/x/1", "-o", "json")  # pod0 cannot wire it: another v4 pod, never the tpu7x
+    assert r.json["slices"][0]["replacement"]["pod"] == "pod2"
+    r = cli("allocate", "j", "--shape", "4x4x8", "--slices", "3", "--spread", "-o", "json")
+    assert r.code == 0, r.err
+    pods = {s["pod"] for s in r.json["slices"]}
+    assert pods <= {"pod0", "pod2"}, pods  # spread over the v4 pods only
+    r = cli("allocate", "k", "--shape", "4x4x8", "--slices", "2", "--pod", "pod0,pod1")
+    assert r.code == 2 and "one accelerator generation" in r.err
+
+
 def test_a_state_file_pod_over_its_generations_ports_is_refused(fleet):
     cli = fleet
     doc = state_doc(cli)

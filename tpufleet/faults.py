@@ -114,10 +114,11 @@ class BlastRadius:
 
 
 def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
-    """Every pod but `avoid_pod`, in the fleet's order; for a slice of a job spread across pods, the pods holding
+    """Every pod of the slice's generation but `avoid_pod`, in the fleet's order; for a slice of a job spread across pods, the pods holding
     fewest of the job's other slices first (a sibling already moving counts where its replacement is reserved),
     so that the move keeps the job as spread as room allows."""
-    pods = [p.name for p in state.fleet.pods if p.name != avoid_pod]
+    generation = state.fleet.pod_by_name[sl.pod].generation_name  # a workload runs on the chips it was built for
+    pods = [p.name for p in state.fleet.pods if p.name != avoid_pod and p.generation_name == generation]
     job = state.jobs.get(sl.job) if sl.job is not None else None
     if job is None or not job.spread:
         return pods
@@ -136,7 +137,8 @@ def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.Ma
             last = exc
         except BadInput as exc:  # a pod of another generation that cannot hold the shape: not a place to move to
             last = Refused(f"{pod}: {exc}")
-    raise last or Refused(f"no other pod than {avoid_pod} to move to")
+    generation = state.fleet.pod_by_name[sl.pod].generation_name or "tpu-v4 (built-in)"
+    raise last or Refused(f"no other {generation} pod than {avoid_pod} to move to (a move keeps its generation)")
 
 
 def _wirable(sl: Slice) -> allocation.Wirable:

@@ -281,8 +281,39 @@ def place_slices(
     """Where N identical slices go, all or none (Refused naming how far it got). Without `spread`, each slice
     takes the first pod (in `pods` order, else the fleet's) with room, which packs pods; with `spread`, the pod
     holding fewest of the job's slices so far, so they land in different pods while there are pods for them and
-    evenly after that."""
-    candidates = list(pods) or [p.name for p in fleet.pods]
+    evenly after that. A job's slices share one accelerator generation (a workload is built for one): in a
+    fleet of several, the first generation (in the fleet's order) whose pods hold all N."""
+    groups = _by_generation(fleet, list(pods) or [p.name for p in fleet.pods])
+    if len(groups) > 1 and pods:
+        named = ", ".join(f"{p} is {g or 'tpu-v4 (built-in)'}" for g, ps in groups.items() for p in ps)
+        raise BadInput(f"bad option --pod: a job's slices run on one accelerator generation ({named})")
+    refusals = []
+    for candidates in groups.values():
+        try:
+            return _place_in(shape, count, fleet, used, health, candidates, spread, wirable)
+        except Refused as exc:
+            refusals.append(str(exc))
+    raise Refused("; ".join(refusals))
+
+
+def _by_generation(fleet: Fleet, pods: Sequence[str]) -> dict[str | None, list[str]]:
+    """The pods by their generation's name (None: the built-in TPU v4 model), generations in first-seen order."""
+    groups: dict[str | None, list[str]] = {}
+    for pod in pods:
+        groups.setdefault(fleet.pod_by_name[pod].generation_name, []).append(pod)
+    return groups
+
+
+def _place_in(
+    shape: Shape,
+    count: int,
+    fleet: Fleet,
+    used: MachineUsage,
+    health: Health,
+    candidates: list[str],
+    spread: bool,
+    wirable: allocation.Wirable,
+) -> Placement:
     usage = {cube: set(machines) for cube, machines in used.items()}
     placed: list[Allocation] = []
     for i in range(count):
