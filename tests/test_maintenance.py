@@ -160,6 +160,20 @@ def test_spare_target(running, tmp_path):
     assert json.loads(short.err)["items"] == ["wave 1: too few spare cubes", "wave 2: too few spare cubes"]
 
 
+def test_spares_are_a_pods_and_a_cube_with_a_port_down_is_none(cli, tmp_path):
+    """Draining c00 leaves pod0 no spare whether or not a drain in pod1 shares the wave; pod0's only other free
+    cube has a failed optical link: a torus cannot use it, so it is no spare either."""
+    assert cli("init", "--pods", "2", "--cubes-per-pod", "8").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x24", "--pod", "pod0").code == 0  # c00-c05: c06, c07 free
+    assert cli("allocate", "b", "--shape", "4x4x8", "--pod", "pod1").code == 0  # 6 of pod1's cubes free
+    assert cli("inject-fault", "link:c07/x/1/out").code == 0
+    path = write(tmp_path, notices(["c00", "c08"], same_window=True))
+    for parallel in ("1", "2"):
+        r = cli("plan-maintenance", "--notices", path, "--max-parallel", parallel, "--spares", "1", "-o", "json")
+        assert r.code == 1 and 1 in r.json["spare_shortfall_waves"], (parallel, r.json["waves"])
+        assert r.json["waves"][0]["free_healthy_cubes"] == 0  # c00's slice moved onto c06: no wirable cube left
+
+
 def test_markdown_runbook(running, tmp_path):
     r = running("plan-maintenance", "--notices", write(tmp_path, notices(["c00", "c60"])), "-o", "md")
     assert r.code == 0, r.err

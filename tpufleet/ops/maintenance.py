@@ -135,8 +135,13 @@ def _evicted_by(sim: FleetState, fault_ids: set[str]) -> list[str]:
 
 
 def _free_healthy(sim: FleetState, pods: set[str]) -> int:
+    """The spares of the wave's pod that has fewest: free cubes a torus can use (in the pool, every port working).
+    Spares are a pod's: another pod's free cubes cannot stand in for them."""
     health, used = sim.health(), sim.machine_usage()
-    return sum(1 for p in sim.fleet.pods if p.name in pods for c in p.cubes if c not in used and health.cube_ok(c))
+    per_pod = [
+        sum(1 for c in p.cubes if c not in used and health.cube_wirable(c)) for p in sim.fleet.pods if p.name in pods
+    ]
+    return min(per_pod, default=0)
 
 
 def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -> None:
