@@ -207,6 +207,15 @@ def test_a_mixed_fleet_written_in_the_state_file_allocates_by_each_pods_rule(fle
     assert [p.get("generation") for p in state_doc(cli)["fleet"]["pods"]] == [None, "tpu7x"]
 
 
+def test_a_v5p_pods_slices_are_never_exported_as_another_type(cli):
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    assert cli("allocate", "x", "--shape", "4x4x8").code == 0
+    for extra in ((), ("--type", "tpu7x")):  # --type is for pods without a generation
+        r = cli("export", "slices", *extra, "-o", "json")
+        assert r.code == 0 and r.json["items"] == [], extra
+        assert "not tpu-v5p-slice" in r.err and "tpu-v4-podslice" not in r.err
+
+
 def test_in_a_mixed_fleet_moves_and_jobs_stay_on_their_generation(fleet):
     """A workload is built for one accelerator: a move never crosses generations, nor do a job's slices."""
     cli = fleet

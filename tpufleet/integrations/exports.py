@@ -10,8 +10,8 @@ machines, faults and drains (see `node_labels`).
 
 The accelerator label, the Kueue flavors and a Slice's `type` come from each pod's generation
 (`Generation.gke_accelerator`: tpu-v4-podslice, tpu-v5p-slice, tpu7x); a pod without one is the built-in TPU v4
-model and keeps `tpu-v4-podslice`. A Slice takes its pod's accelerator only where the Slice CRD knows it as a
-type (`SLICE_TYPES`); the others keep the type the caller gives.
+model and keeps `tpu-v4-podslice`. A Slice takes its pod's generation's accelerator (skipped where the Slice CRD
+has no such type); only a pod without a generation takes the type the caller gives.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ KUEUE_API_VERSIONS = ("v1beta2", "v1beta1")
 KUEUE_API = f"kueue.x-k8s.io/{KUEUE_API_VERSIONS[0]}"
 SLICE_API = "accelerator.gke.io/v1beta1"
 TPU_TAINT = "google.com/tpu"  # GKE taints TPU nodes with it; pods (and Kueue flavors) must tolerate it
-SLICE_TYPES = frozenset({"tpu7x"})  # accelerators of a generation that the Slice CRD's spec.type accepts
 # The Slice CRD's spec.type enum (xpk, slice/config/crd/bases/accelerator.gke.io_slices.yaml): a Slice of any
 # other type is refused by the API server, so none is written.
 CRD_SLICE_TYPES = frozenset({"v6e", "tpu7x"})
@@ -302,10 +301,11 @@ MAX_SLICE_NAME = 49  # the Slice reference: the controller appends "-" and an 8-
 
 def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tuple[list[Doc], list[Doc]]:
     """One `Slice` per whole-cube slice (partition ids = its cubes' partitions, in slice order) and the
-    sub-cube slices skipped (a Slice is made of whole 4x4x4 partitions). Its type: the pod's accelerator where
-    it is one of `SLICE_TYPES` (tpu7x), else `slice_type`."""
+    sub-cube slices skipped (a Slice is made of whole 4x4x4 partitions). Its type: the pod's accelerator where its
+    pod has a generation (a v5p pod's slices are skipped: the CRD has no type for them, and no other type is
+    theirs), else `slice_type`."""
     names, out, skipped, used = Names(state), [], [], set[str]()
-    pod_types = {p.name: accelerator(p) for p in state.fleet.pods if accelerator(p) in SLICE_TYPES}
+    pod_types = {p.name: accelerator(p) for p in state.fleet.pods if p.generation is not None}
     for name in sorted(state.slices):
         sl = state.slices[name]
         kind = pod_types.get(sl.pod, slice_type)
