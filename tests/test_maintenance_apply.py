@@ -221,6 +221,7 @@ def _edit(doc: dict, path: str, value: object) -> dict:
         ("waves.0.holders_before", KeyError, "field waves.0"),
         ("waves.0.moves.0.status", "maybe", "field waves.0.moves.0.status"),
         ("notices.0.window_start", "tomorrow", "field notices.0.window_start"),
+        ("notices.0.window_start", "2026-13-45T99:99:99Z", "field notices.0.window_start"),
         ("notices.0.window_end", "2026-07-01T08:00:00Z", "field notices.0.window_end"),
         ("waves", [], "field waves"),
     ],
@@ -326,3 +327,29 @@ def test_a_wave_never_clears_an_operators_own_drain(running, tmp_path):
     assert r.code == 0, r.err
     assert r.json["steps"][-1]["kept_drain"] and r.json["faults_cleared"] == []
     assert "cube:c120" in _open_faults(running)
+
+
+def test_a_reservation_window_of_no_length_and_a_plan_of_no_notices_apply_as_written(cli, tmp_path):
+    """What `plan-maintenance` writes, `apply-maintenance` reads: a window whose end is its start (the reservation
+    said so), and a plan made from no notices (no wave to apply: bad --wave, exit 2)."""
+    doc = json.loads(FIXTURE.read_text())
+    windows = [
+        item["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"]
+        for item in doc
+        if "upcomingGroupMaintenance" in item.get("reservationSubBlockMaintenance", {})
+    ]
+    assert len(windows) == 2
+    for window in windows:
+        window["windowEndTime"] = window["windowStartTime"]
+    reservation = tmp_path / "reservation.json"
+    reservation.write_text(json.dumps(doc))
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", reservation, "--apply").code == 0
+    assert cli("plan-maintenance", "--out", tmp_path / "p.json").code == 0
+    r = cli("apply-maintenance", tmp_path / "p.json", "--wave", "1", "-o", "json")
+    assert r.code == 0, r.err
+    empty = Cli(cli.capsys, tmp_path / "empty")
+    assert empty("init").code == 0
+    assert empty("plan-maintenance", "--out", tmp_path / "none.json").code == 0
+    line = one_line(empty("apply-maintenance", tmp_path / "none.json", "--wave", "1"), 2)
+    assert "has no waves" in line

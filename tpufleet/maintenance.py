@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from tpufleet.errors import BadInput, shown
-from tpufleet.timeparse import STAMP_FORMAT, parse_stamp
+from tpufleet.timeparse import parse_stamp, stamp_text
 
 __all__ = [
     "KIND",
@@ -80,7 +80,7 @@ def _when(item: Mapping[str, Any], key: str, where: str) -> str:
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
         raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
-    return moment.strftime(STAMP_FORMAT)
+    return stamp_text(moment)
 
 
 def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str]) -> str:

@@ -60,4 +60,14 @@ def utc_stamp(text: str) -> str | None:
     True
     """
     moment = parse_stamp(text)
-    return None if moment is None else moment.strftime(STAMP_FORMAT)
+    return None if moment is None else stamp_text(moment)
+
+
+def stamp_text(moment: datetime) -> str:
+    """`moment` as the tool writes times. The year by hand: strftime writes year 999 as "999", which would sort
+    after "2026".
+
+    >>> stamp_text(datetime(999, 7, 1, 9, tzinfo=UTC))
+    '0999-07-01T09:00:00Z'
+    """
+    return f"{moment.year:04d}" + moment.strftime(STAMP_FORMAT.removeprefix("%Y"))

@@ -335,6 +335,8 @@ def apply_wave(
     """`apply-maintenance PLAN --wave N`: check the order and that nothing the wave depends on moved, then run
     its steps (`_run_wave`, as planning did) on `state`; refused, with nothing changed, when a step cannot be
     made or the moves differ from the plan's. `save_tables` None: a dry run (tables made, not kept)."""
+    if not saved.waves:
+        raise BadInput(f"bad option --wave: plan {saved.path} has no waves (it was made from no notices)")
     if not 1 <= number <= len(saved.waves):
         raise BadInput(f"bad option --wave: {number} is not a wave of plan {saved.path} (1 to {len(saved.waves)})")
     _unknown_cubes_refused(state, saved)

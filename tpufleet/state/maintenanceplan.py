@@ -21,6 +21,7 @@ from tpufleet.errors import BadStateFile
 from tpufleet.jsontext import MAX_SPEC_BYTES
 from tpufleet.maintenance import KIND, Notice
 from tpufleet.state.inputfiles import load_json_file
+from tpufleet.timeparse import utc_stamp
 
 __all__ = ["SCHEMA", "SavedMaintenancePlan", "SavedMove", "SavedWave", "read"]
 
@@ -69,7 +70,6 @@ SCHEMA: Final = {
         "serial": {"type": "integer", "minimum": 0},
         "notices": {
             "type": "array",
-            "minItems": 1,
             "items": {
                 "type": "object",
                 "required": ["target", "window_start", "window_end"],
@@ -81,7 +81,7 @@ SCHEMA: Final = {
                 },
             },
         },
-        "waves": {"type": "array", "minItems": 1, "items": _WAVE},
+        "waves": {"type": "array", "items": _WAVE},  # none: no notices (the plan says so; no wave to apply)
     },
 }
 
@@ -123,9 +123,14 @@ def read(path: Path) -> SavedMaintenancePlan:
     check(SCHEMA, doc, where)
     notices: dict[str, Notice] = {}
     for i, n in enumerate(doc["notices"]):
-        if n["window_end"] is not None and n["window_end"] <= n["window_start"]:
-            raise BadStateFile(where, f"notices.{i}.window_end", n["window_end"], "it must be after window_start")
+        for key in ("window_start", "window_end"):
+            if n[key] is not None and utc_stamp(n[key]) != n[key]:
+                raise BadStateFile(where, f"notices.{i}.{key}", n[key], "not a time of the calendar")
+        if n["window_end"] is not None and n["window_end"] < n["window_start"]:  # equal: a reservation may say so
+            raise BadStateFile(where, f"notices.{i}.window_end", n["window_end"], "it must not be before window_start")
         notices[n["target"]] = Notice(n["target"][5:], n["window_start"], n["window_end"], n.get("open_drain"))
+    if notices and not doc["waves"]:
+        raise BadStateFile(where, "waves", doc["waves"], f"no wave for {len(notices)} notice(s)")
     waves = tuple(_wave(w, i, notices, where) for i, w in enumerate(doc["waves"]))
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     return SavedMaintenancePlan(where, hashlib.sha256(canonical).hexdigest()[:16], doc["serial"], waves)
