@@ -151,6 +151,7 @@ LONG = "x" * 500
             "field 8.physicalTopology.subBlock",
             "same position",
         ),
+        (lambda d: d[0].update(physicalTopology={}) or d, "field 0.physicalTopology.block", "names no block"),
         (
             lambda d: (
                 d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(windowStartTime="soon") or d

@@ -125,7 +125,18 @@ def decode_reservation(doc: object, file: str) -> ReservationInput:
         else:
             subs.append(_sub_block(item, i, where))
     _check_unique(subs, where)
+    _check_blocks_named(subs, where)
     return ReservationInput(tuple(subs), None if blocks is None else frozenset(blocks))
+
+
+def _check_blocks_named(subs: list[SubBlock], where: _Where) -> None:
+    """Either every sub-block names its block or none does (one block): a sub-block without one among named ones
+    would make a block of its own, with no name, that could take a pod for good."""
+    unnamed = next((sb for sb in subs if not sb.block), None)
+    named = next((sb for sb in subs if sb.block), None)
+    if unnamed is not None and named is not None:
+        problem = f"names no block, while sub-block {bounded(named.name, 60)} names {bounded(named.block, 60)}"
+        raise where.bad(f"{unnamed.index}.physicalTopology.block", None, problem, unnamed.name)
 
 
 def _sub_block(item: dict[str, Any], i: int, where: _Where) -> SubBlock:
