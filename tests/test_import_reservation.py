@@ -153,6 +153,11 @@ LONG = "x" * 500
         ),
         (lambda d: d[0].update(physicalTopology={}) or d, "field 0.physicalTopology.block", "names no block"),
         (
+            lambda d: d[2]["healthInfo"].update(healthyHostCount=16, degradedHostCount=4) or d,
+            "field 2.healthInfo.degradedHostCount",
+            "more hosts than the sub-block's count of 16",
+        ),
+        (
             lambda d: (
                 d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(windowStartTime="soon") or d
             ),

@@ -152,15 +152,21 @@ def _sub_block(item: dict[str, Any], i: int, where: _Where) -> SubBlock:
     status = health.get("healthStatus", "HEALTH_STATUS_UNSPECIFIED")
     if status not in HEALTH_STATUSES:
         raise where.bad(f"{path}.healthInfo.healthStatus", status, f"must be {_or(HEALTH_STATUSES)}", name)
+    healthy = _count(health, "healthyHostCount", f"{path}.healthInfo", where, name)
+    degraded = _count(health, "degradedHostCount", f"{path}.healthInfo", where, name)
+    count = _count(item, "count", path, where, name)
+    if count is not None and (healthy or 0) + (degraded or 0) > count:
+        problem = f"with {healthy or 0} healthy, more hosts than the sub-block's count of {count}"
+        raise where.bad(f"{path}.healthInfo.degradedHostCount", degraded, problem, name)
     return SubBlock(
         name=name,
         index=i,
         block=_physical(topo, "block", f"{path}.physicalTopology", where, name) or "",
         position=_physical(topo, "subBlock", f"{path}.physicalTopology", where, name),
         health=status,
-        healthy_hosts=_count(health, "healthyHostCount", f"{path}.healthInfo", where, name),
-        degraded_hosts=_count(health, "degradedHostCount", f"{path}.healthInfo", where, name),
-        count=_count(item, "count", path, where, name),
+        healthy_hosts=healthy,
+        degraded_hosts=degraded,
+        count=count,
         in_use=_count(item, "inUseCount", path, where, name),
         maintenance=_maintenance(item, path, where, name),
     )
