@@ -188,7 +188,8 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
     [
         ((0, "spec.topology", "8x8"), "items.0.spec.topology", "three sides"),
         ((0, "spec.topology", "eight"), "items.0.spec.topology", "not a topology"),
-        ((3, "spec.topology", "2x2x3"), "items.3.spec.topology", "multiples of 4"),
+        ((3, "spec.topology", "4x4x6"), "items.3.spec.topology", "multiples of 4"),
+        ((3, "spec.topology", "2x2x1"), "items.3.spec.topology", "smaller than a 4x4x4 partition"),
         ((0, "spec.type", "tpu-v4-podslice"), "items.0.spec.type", "must be tpu7x or v6e"),
         ((0, "spec.type", 7), "items.0.spec.type", "must be tpu7x or v6e"),
         ((2, "spec.partitionIds.1", "no-such-sub-block"), "items.2.spec.partitionIds.1", "no such partition"),

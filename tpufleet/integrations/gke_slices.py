@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet import allocation
-from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE
+from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
@@ -175,6 +175,9 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
     dims: Vec | None = None
     if topology.count("x") == 2:
         dims = parse_dims(topology)
+        if min(dims) < CUBE_EDGE and kind == "tpu7x":  # as `export slices` skips sub-cube slices
+            problem = "smaller than a 4x4x4 partition: a Slice is made of whole partitions"
+            raise _bad(file, f"{path}.topology", topology, problem, name)
     elif kind == "tpu7x":
         raise _bad(file, f"{path}.topology", topology, "a tpu7x topology has three sides (AxBxC)", name)
     ids = spec.get("partitionIds")
