@@ -224,6 +224,9 @@ def _edit(doc: dict, path: str, value: object) -> dict:
         ("notices.0.window_start", "2026-13-45T99:99:99Z", "field notices.0.window_start"),
         ("notices.0.window_end", "2026-07-01T08:00:00Z", "field notices.0.window_end"),
         ("waves", [], "field waves"),
+        ("waves.0.cubes", ["c00", "c00"], "field waves.0.cubes"),
+        ("waves.1.cubes.1", "c00", "field waves.1.cubes.1"),  # c00 is wave 1's
+        ("waves.0.cleared_after", ["cube:c02"], "field waves.0.cleared_after.0"),  # c02 is drained in wave 2
     ],
 )
 def test_bad_plan_files_exit_2_naming_the_field(running, tmp_path, path, value, field):

@@ -49,7 +49,7 @@ _WAVE: Final = {
     "required": ["wave", "cubes", "moves", "cleared_after", "holders_before", "commands"],
     "properties": {
         "wave": {"type": "integer", "minimum": 1},
-        "cubes": {**_CUBES, "minItems": 1},
+        "cubes": {**_CUBES, "minItems": 1, "uniqueItems": True},
         "already_drained": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
         "moves": {"type": "array", "items": _MOVE},
         "cleared_after": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
@@ -132,6 +132,7 @@ def read(path: Path) -> SavedMaintenancePlan:
     if notices and not doc["waves"]:
         raise BadStateFile(where, "waves", doc["waves"], f"no wave for {len(notices)} notice(s)")
     waves = tuple(_wave(w, i, notices, where) for i, w in enumerate(doc["waves"]))
+    _drained_before_cleared(waves, where)
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     return SavedMaintenancePlan(where, hashlib.sha256(canonical).hexdigest()[:16], doc["serial"], waves)
 
@@ -162,3 +163,19 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
     )
     holders = {c: tuple(names) for c, names in w["holders_before"].items()}
     return SavedWave(w["wave"], own, tuple(w.get("already_drained", ())), moves, cleared, holders, tuple(w["commands"]))
+
+
+def _drained_before_cleared(waves: tuple[SavedWave, ...], where: str) -> None:
+    """Each notice drained by one wave only, and cleared only at or after that wave (an edited plan otherwise
+    clears what it has not drained, or drains a cube twice)."""
+    drained_in: dict[str, int] = {}
+    for i, w in enumerate(waves):
+        for j, n in enumerate(w.notices):
+            if n.target in drained_in:
+                raise BadStateFile(
+                    where, f"waves.{i}.cubes.{j}", n.cube, f"also drained in wave {drained_in[n.target]}"
+                )
+            drained_in[n.target] = w.number
+        for j, n in enumerate(w.cleared_after):
+            if n.target not in drained_in:
+                raise BadStateFile(where, f"waves.{i}.cleared_after.{j}", n.target, "cleared before a wave drains it")
