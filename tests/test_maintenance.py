@@ -158,6 +158,7 @@ def test_spare_target(running, tmp_path):
     short = running("plan-maintenance", "--notices", path, "--spares", "24", "-o", "json")
     assert short.code == 1 and short.json["spare_shortfall_waves"] == [1, 2] and short.json["unserved"] == []
     assert json.loads(short.err)["items"] == ["wave 1: too few spare cubes", "wave 2: too few spare cubes"]
+    assert json.loads(short.err)["error"] == "the plan does not meet its notices: 2 wave(s) short of spares"
 
 
 def test_spares_are_a_pods_and_a_cube_with_a_port_down_is_none(cli, tmp_path):

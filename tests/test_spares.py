@@ -276,3 +276,11 @@ def test_bad_options_exit_2_naming_option_and_value(fleet, args, named):
     r = fleet(*args)
     assert r.code == 2
     assert named in r.err
+
+
+def test_out_of_reach_says_whether_the_pod_ran_out_of_cubes(cli):
+    assert cli("init", "--cubes-per-pod", "8").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x24").code == 0  # 2 cubes left free
+    (pod,) = cli("plan-spares", "--confidence", "0.999999", "-o", "json").json["pods"]
+    assert pod["best_spares"] == pod["free_healthy_cubes"] == 2
+    assert "the pod has no more" in pod["note"] and "more do not help" not in pod["note"]

@@ -106,7 +106,11 @@ def plan_maintenance_cmd(
 
         stopped = [f"wave {m['wave']}: slice {m['slice']}: {m['reason']}" for m in plan["unserved"]]
         short = [f"wave {w}: too few spare cubes" for w in plan["spare_shortfall_waves"]]
-        raise Refused(f"the plan cannot serve every notice: {len(stopped)} slice(s) stopped", [*stopped, *short])
+        what = [
+            f"{len(stopped)} slice(s) stopped" if stopped else "",
+            f"{len(short)} wave(s) short of spares" if short else "",
+        ]
+        raise Refused(f"the plan does not meet its notices: {', '.join(w for w in what if w)}", [*stopped, *short])
 
 
 def _applied_text(d: dict[str, Any]) -> str:

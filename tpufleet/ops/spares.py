@@ -194,9 +194,14 @@ def _note(slices: list[Slice], curve: spares.SpareCurve, free: int) -> str | Non
     if not slices:
         return "no running slices in this pod: nothing to hold back"
     if curve.spares is None:
+        why = (
+            "every free cube held back: the pod has no more"
+            if curve.best >= free
+            else "more do not help: the OCS term or the cubes down now cap it"
+        )
         return (
             f"the confidence is out of reach: at most {curve.probability:.6f}, with {curve.best} of the {free} free "
-            "healthy cubes held back (more do not help: the OCS term or the cubes down now cap it)"
+            f"healthy cubes held back ({why})"
         )
     return None
 
