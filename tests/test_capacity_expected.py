@@ -95,6 +95,7 @@ def test_cubes_with_a_fault_history_make_it_poisson_binomial(reservation):
         (("--confidence", "0.9", "--after", "2"), "--after"),
         (("--confidence", "0.9", "--horizon", "soon"), "--horizon"),
         (("--horizon", "2w"), "--horizon"),
+        (("--horizon", "7d", "--after", "2"), "--horizon"),  # the default written out still needs --confidence
         (("--confidence", "0.9", "--fault-rates", "nope.yaml"), "nope.yaml"),
     ],
 )

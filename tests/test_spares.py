@@ -265,6 +265,7 @@ def test_a_quiet_fleet_has_no_suspects(fleet):
         (["plan-spares", "--confidence", "1.5"], "--confidence: 1.5"),
         (["plan-spares", "--confidence", "0"], "--confidence: 0.0"),
         (["plan-spares", "--horizon", "soon"], "--horizon: 'soon'"),
+        (["plan-spares", "--horizon", "99999999w"], "--horizon: '99999999w' is longer than this tool counts"),
         (["plan-spares", "--slices", "nope"], "--slices: 'nope'"),
         (["plan-spares", "--pod", "pod9"], "--pod: 'pod9'"),
         (["suspects", "--window", "0d"], "--window: '0d'"),

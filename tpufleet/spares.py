@@ -272,7 +272,7 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
 
 
 # ---- options ---------------------------------------------------------------------------------------------------
-_AGE = re.compile(r"[0-9]{1,6}[smhdw]")
+_AGE = re.compile(r"[0-9]+[smhdw]")
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
@@ -287,6 +287,8 @@ def parse_days(text: str, option: str, allow_zero: bool = False) -> float:
     value = text.strip()
     if not _AGE.fullmatch(value):
         raise BadInput(f"bad option {option}: {shown(text)} is not a length of time such as 7d, 12h, 30m or 2w")
+    if len(value) > 7:  # more than 999,999 of a unit
+        raise BadInput(f"bad option {option}: {shown(text)} is longer than this tool counts (999999 of a unit)")
     days = (_EPOCH - parse_time(value, option, _EPOCH)).total_seconds() / 86400.0
     if days <= 0 and not allow_zero:
         raise BadInput(f"bad option {option}: {shown(text)} must be longer than zero")

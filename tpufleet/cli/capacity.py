@@ -60,8 +60,9 @@ def capacity_cmd(
         ),
     ] = None,
     horizon: Annotated[
-        str, typer.Option("--horizon", metavar="AGE", help="With --confidence: over how long (7d, 12h, 2w)")
-    ] = "7d",
+        str | None,
+        typer.Option("--horizon", metavar="AGE", help="With --confidence: over how long (7d, 12h, 2w; default 7d)"),
+    ] = None,
     fault_rates: Annotated[
         str | None,
         typer.Option("--fault-rates", metavar="FILE|shipped", help="With --confidence: rates as plan-spares takes"),
@@ -78,7 +79,7 @@ def capacity_cmd(
     emit(outcome.data, output, lambda: _table(outcome.data))
 
 
-def _expected(after: int | None, confidence: float | None, horizon: str, fault_rates: str | None) -> Any:
+def _expected(after: int | None, confidence: float | None, horizon: str | None, fault_rates: str | None) -> Any:
     """The expected case asked for (None: the worst case of --after); --after and --confidence exclude each other."""
     from tpufleet.cli.spares import _rates_choice, _unit_interval
     from tpufleet.errors import BadInput
@@ -86,10 +87,10 @@ def _expected(after: int | None, confidence: float | None, horizon: str, fault_r
     from tpufleet.spares import parse_days
 
     if confidence is None:
-        if fault_rates is not None or horizon != "7d":
+        if fault_rates is not None or horizon is not None:
             raise BadInput("bad option --horizon/--fault-rates: they go with --confidence")
         return None
     if after is not None:
         raise BadInput("bad option --after: give --after K or --confidence P, not both")
     level = _unit_interval(confidence, "--confidence")
-    return Expected(level, parse_days(horizon, "--horizon", allow_zero=True), _rates_choice(fault_rates))
+    return Expected(level, parse_days(horizon or "7d", "--horizon", allow_zero=True), _rates_choice(fault_rates))
