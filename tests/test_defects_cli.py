@@ -160,6 +160,14 @@ def test_an_empty_cube_name_in_a_list_is_a_typo(fleet, cubes):
     assert fleet("allocate", "s", "--shape", "4x4x8", "--cubes", "c05,c06").code == 0
 
 
+def test_a_shape_larger_than_any_pod_is_bad_input_not_a_lack_of_room(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("allocate", "x", "--shape", "4x4x260"), 2)
+    assert "65 cubes, more than a pod holds (64)" in line
+    assert snapshot(fleet.state) == before
+    assert fleet("allocate", "x", "--shape", "16x16x16").code == 0
+
+
 def test_one_typo_hint(fleet):
     line = one_line(fleet("stauts"))
     assert line.count("Did you mean") == 1 and "status" in line

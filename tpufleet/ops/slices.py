@@ -56,9 +56,15 @@ def _shape_for(state: FleetState, text: ShapeText, pod: str | None, cubes: Seque
     refusal: BadInput | None = None
     for generation in generations:
         try:
-            return text.under(generation)
+            shape = text.under(generation)
         except BadInput as exc:
             refusal = refusal or exc
+            continue
+        largest = max(len(p.cubes) for p in pods if p.generation == generation)
+        if shape.cubes <= largest:
+            return shape
+        # no free cubes could ever hold it: the shape, not the fleet's state, is wrong
+        refusal = refusal or BadInput(f"bad shape {shape}: {shape.cubes} cubes, more than a pod holds ({largest})")
     assert refusal is not None  # a fleet has at least one pod
     raise refusal
 
