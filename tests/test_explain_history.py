@@ -239,7 +239,7 @@ def test_explain_components_inside_failed_ones(fleet):
     assert link["state"] == "failed with ocs:pod0/x/5" and link["slices"] == ["whole"]
     assert _ok(fleet, "explain", "host:c06/1", "-o", "json").json["state"] == "drained"
     cube = _ok(fleet, "explain", "cube:c06", "-o", "json").json
-    assert cube["state"] == "drained with host:c06/1" and cube["next"] == ["tpufleet clear-fault f3"]
+    assert cube["state"] == "out of the pool: host:c06/1 drained" and cube["next"] == ["tpufleet clear-fault f3"]
     holder = _ok(fleet, "show", "slices", "-o", "json").json
     part_cube = next(s["cubes"][0] for s in holder if s["name"] == "part")
     other = next(m for m in range(16) if m != part_machine)

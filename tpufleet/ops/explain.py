@@ -236,7 +236,11 @@ def _component_state(target: TargetId, faults: list[Fault]) -> str:
     own = [f for f in faults if f.target == target]
     cause = own or faults
     kind = "drained" if all(f.planned for f in cause) else "failed"
-    return kind if own else f"{kind} with {cause[0].target}"
+    if own:
+        return kind
+    # what contains the component failed (its cube, machine, OCS), or, for a cube, a part of it did
+    inside = isinstance(target, CubeId) and not isinstance(cause[0].target, CubeId)
+    return f"out of the pool: {cause[0].target} {kind}" if inside else f"{kind} with {cause[0].target}"
 
 
 def explain_target(state: FleetState, target: TargetId) -> Row:
