@@ -97,7 +97,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
-    from tpufleet.faults import propose_replacement
+    from tpufleet.moves import propose_replacement
 
     fault = state.fault(sl.evicted_by)
     why = [f"evicted by fault {sl.evicted_by}" + (f" on {fault.target} (since {fault.opened})" if fault else "")]

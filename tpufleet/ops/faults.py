@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tpufleet import faults
+from tpufleet import faults, moves
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
 from tpufleet.ids import OcsId, TargetId
@@ -140,7 +140,7 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     if sl.state is not SliceState.EVICTED:
         raise Refused(f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule")
     cause = state.fault(sl.evicted_by)
-    proposal = faults.propose_replacement(state, sl, cause.target if cause is not None and cause.is_open else None)
+    proposal = moves.propose_replacement(state, sl, cause.target if cause is not None and cause.is_open else None)
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
     alloc, plan = proposal.alloc, proposal.plan

@@ -1,0 +1,150 @@
+"""Where an evicted slice goes (pure): its proposed replacement, reserved against other allocations until
+`reschedule` takes it. A failed cube (or one with a port down) is swapped for a free one of the pod; an OCS fault
+moves the slice to another pod of its generation; a slice without fault-tolerant routing goes where every OCS is
+up when its pod cannot wire it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tpufleet import allocation, xconnect
+from tpufleet.allocation import ALL_MACHINES, Allocation
+from tpufleet.errors import BadInput, Refused
+from tpufleet.fleetstate import FleetState, Slice
+from tpufleet.ids import LinkId, OcsId, TargetId
+
+Json = dict[str, Any]
+
+
+def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
+    """Every pod of the slice's generation but `avoid_pod`, in the fleet's order; for a slice of a job spread across pods, the pods holding
+    fewest of the job's other slices first (a sibling already moving counts where its replacement is reserved),
+    so that the move keeps the job as spread as room allows."""
+    generation = state.fleet.pod_by_name[sl.pod].generation_name  # a workload runs on the chips it was built for
+    pods = [p.name for p in state.fleet.pods if p.name != avoid_pod and p.generation_name == generation]
+    job = state.jobs.get(sl.job) if sl.job is not None else None
+    if job is None or not job.spread:
+        return pods
+    siblings = [state.slices[n] for n in job.slices if n != sl.name and n in state.slices]
+    held = [s.proposal.pod if s.proposal is not None else s.pod for s in siblings]  # where each is, or is going
+    return sorted(pods, key=held.count)  # stable: ties keep the fleet's order
+
+
+def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.MachineUsage) -> Allocation:
+    health = state.health()
+    last: Refused | None = None
+    for pod in allocation.wirable_first(_pods_to_try(state, sl, avoid_pod), health, _wirable(sl)):
+        try:
+            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod, wirable=_wirable(sl))
+        except Refused as exc:
+            last = exc
+        except BadInput as exc:  # a pod of another generation that cannot hold the shape: not a place to move to
+            last = Refused(f"{pod}: {exc}")
+    generation = state.fleet.pod_by_name[sl.pod].generation_name or "tpu-v4 (built-in)"
+    raise last or Refused(f"no other {generation} pod than {avoid_pod} to move to (a move keeps its generation)")
+
+
+def _wirable(sl: Slice) -> allocation.Wirable:
+    """What a slice's new cubes must allow: ports that work, and without fault-tolerant routing every OCS up."""
+    return "ports" if sl.fault_tolerant_routing else "ports+ocs"
+
+
+def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage) -> Allocation:
+    """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest."""
+    health = state.health()
+    lost = [c for c in sl.cubes if not health.cube_wirable(c) or c == avoid_cube]  # out, or a port down
+    free = [  # cubes whose every optical port works: plan-xconnect refuses a failed or drained one
+        c
+        for c in state.fleet.pod_by_name[sl.pod].cubes
+        if c not in used and c not in sl.cubes and health.cube_wirable(c)
+    ]
+    if len(free) < len(lost):
+        raise Refused(f"need {len(lost)} healthy free cube(s) in {sl.pod}, {len(free)} available")
+    swap = dict(zip(lost, free, strict=False))  # the first free cubes, one for each lost one
+    cubes = tuple(swap.get(c, c) for c in sl.cubes)
+    return Allocation(sl.pod, cubes, {swap.get(c, c): v for c, v in sl.coords.items()})
+
+
+def replacement_for(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Allocation:
+    """Where an evicted slice would go. An open OCS fault as the cause means another pod (every cube of this
+    one uses that OCS); an optical link means replacing the cube that owns the failed port. Refused if none.
+    Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered."""
+    used = state.machine_usage(excluding=sl.name)
+    if isinstance(cause, OcsId):
+        return _other_pod(state, sl, cause.pod, used)
+    avoid_cube = cause.cube if isinstance(cause, LinkId) else None
+    if sl.shape.is_subcube:
+        if avoid_cube or not state.health().cube_ok(sl.cubes[0]):
+            used = {**used, sl.cubes[0]: set(ALL_MACHINES)}
+        return allocation.allocate(sl.shape, state.fleet, used, state.health(), pod=sl.pod)
+    return _swap_lost_cubes(state, sl, avoid_cube, used)
+
+
+@dataclass
+class Proposal:
+    """Where an evicted slice would go and the cross-connect changes that takes; pending (with why) if nowhere."""
+
+    alloc: Allocation | None
+    plan: xconnect.Plan | None = None
+    why: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.alloc is not None and self.plan is not None and not self.plan.blocked
+
+    def to_dict(self) -> Json:
+        if self.alloc is None or self.plan is None:
+            return {"status": "pending", "why": self.why}
+        out: Json = {
+            "status": "proposed" if self.ready else "pending",
+            "pod": self.alloc.pod,
+            "cubes": list(self.alloc.cubes),
+            "coords": {c: list(v) for c, v in self.alloc.coords.items()},
+            "xconnect_changes": self.plan.summary,
+        }
+        if self.alloc.machines:
+            out["machines"], out["origin"] = list(self.alloc.machines), list(self.alloc.origin or (0, 0, 0))
+        if self.plan.blocked:
+            out["why"] = "; ".join(self.plan.blocked[:5])
+        if self.plan.deferred:
+            out["deferred"] = [str(o) for o in self.plan.deferred]
+        return out
+
+
+def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Proposal:
+    """The slice's reserved proposal while it is still good, else a new one."""
+    if sl.proposal is not None and _still_good(state, sl, sl.proposal, cause):
+        kept = _planned(state, sl, sl.proposal)
+        if kept.ready:
+            return kept
+    try:
+        alloc = replacement_for(state, sl, cause)
+    except (Refused, BadInput) as exc:  # no place to move to is an answer: the fault is recorded regardless
+        return Proposal(None, why=str(exc))
+    proposal = _planned(state, sl, alloc)
+    if proposal.ready or sl.fault_tolerant_routing or all(o.pod != alloc.pod for o in state.health().ocs_down):
+        return proposal
+    try:  # a slice without fault-tolerant routing cannot be wired in a pod with an OCS down: another pod can
+        elsewhere = _planned(state, sl, _other_pod(state, sl, alloc.pod, state.machine_usage(excluding=sl.name)))
+    except Refused:
+        return proposal
+    return elsewhere if elsewhere.ready else proposal
+
+
+def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:
+    plan = xconnect.plan(sl.shape, state.fleet, alloc.coords, state.ocs, state.health(), sl.fault_tolerant_routing)
+    return Proposal(alloc, plan)
+
+
+def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId | None) -> bool:
+    """A reserved proposal can still be taken: healthy, free, and clear of the fault that caused the move."""
+    health = state.health()
+    used = state.machine_usage(excluding=sl.name)
+    if isinstance(cause, OcsId) and alloc.pod == cause.pod:
+        return False
+    if isinstance(cause, LinkId) and cause.cube in alloc.cubes:
+        return False
+    wanted = set(alloc.machines or ALL_MACHINES)
+    return all(health.cube_ok(c) and not (used.get(c, set()) & wanted) for c in alloc.cubes)
