@@ -105,6 +105,15 @@ def _user() -> str:
         return str(os.getuid())
 
 
+def _storable(conn: psycopg.Connection[tuple[Any, ...]], text: str) -> str:
+    """`text` as a text column of this database can hold it. The holder row is the one place tpufleet writes text
+    (the journal and the state are bytea): a database in another encoding than UTF-8 (LATIN1, say) refuses a
+    character it lacks, so there the row holds ASCII, anything else as its escape (it is only shown)."""
+    if conn.info.parameter_status("server_encoding") in ("UTF8", "SQL_ASCII"):
+        return text
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
 def _check_name(name: str) -> None:
     if not SAFE_NAME.fullmatch(name or "") or name in {".", ".."}:
         raise BadInput(f"bad name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
@@ -165,6 +174,10 @@ class PostgresBackend:
             options["connect_timeout"] = 10
         if "application_name" not in query:
             options["application_name"] = "tpufleet"
+        # Text travels as UTF-8 whatever the URL, PGCLIENTENCODING, the database's encoding or its settings say
+        # (this one wins: libpq sends it at startup): psycopg encodes parameters in Python with the client encoding,
+        # and a character outside it (LATIN1 and a Chinese --reason) was a UnicodeEncodeError, not a database error.
+        options["client_encoding"] = "UTF8"
         with self.errors("connect to"):
             self._conn = psycopg.connect(self.url, **options)
         return self._conn
@@ -349,12 +362,14 @@ class PostgresBackend:
 
     def _note_holder(self, command: str) -> None:
         since = time.strftime(STAMP_FORMAT, time.gmtime())
+        conn = self.connection()
         with self.errors("lock"):
-            self.connection().execute(
+            user, host, command = (_storable(conn, text) for text in (_user(), socket.gethostname(), command))
+            conn.execute(
                 "INSERT INTO tpufleet_lock (id, username, pid, host, command, since) VALUES (1, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (id) DO UPDATE SET username = excluded.username, pid = excluded.pid, "
                 "host = excluded.host, command = excluded.command, since = excluded.since",
-                (_user(), os.getpid(), socket.gethostname(), command, since),
+                (user, os.getpid(), host, command, since),
             )
 
     @contextmanager
