@@ -69,3 +69,54 @@ def test_a_latin1_database_takes_any_text_and_its_lock_holder_is_escaped(latin1_
     holder = PostgresBackend(latin1_url)
     with holder.locked(5, f"tpufleet --reason {REASON}"):  # a text column in LATIN1: escaped, not refused
         assert "--reason \\u4fee\\u7406 needed" in holder.holder()
+
+
+# ---- 2. `state push|pull` and routing tables ---------------------------------------------------------------------------
+
+
+def _routed(cli: Cli) -> None:
+    for args in (("init",), ("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply")):
+        assert cli(*args).code == 0
+
+
+def _killed_routes(state: Path) -> None:
+    os.environ[crashpoints.ENV] = "transaction.before_side_files"  # committed; the tables still under a temp name
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    from tpufleet.cli import main
+
+    main(["--state", str(state), "routes", "a"])
+
+
+def test_push_installs_the_tables_a_killed_writer_left_waiting(tmp_path, pg_server: PgServer, pg_url, capsys):
+    folder = Cli(capsys, tmp_path / "d")
+    _routed(folder)
+    proc = CTX.Process(target=_killed_routes, args=(tmp_path / "d",))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL and not (tmp_path / "d" / "routes" / "a.npz").exists()
+    pushed = folder("state", "push", tmp_path / "d", pg_url, "-o", "json", state=False)
+    assert pushed.code == 0 and pushed.json["tables"] == ["a"]  # was []: the tables read as missing
+    assert (tmp_path / "d" / "routes" / "a.npz").exists()
+    assert pg_server.sql("SELECT name FROM tpufleet_tables", db_name(pg_url)) == [("a",)]
+    assert [s["routes"] for s in Cli(capsys, pg_url)("show", "slices", "-o", "json").json] == ["fresh"]
+
+
+def test_a_push_or_pull_never_deletes_the_targets_copy_of_tables_the_source_lacks(
+    tmp_path, pg_server: PgServer, pg_url, capsys
+):
+    folder, db = Cli(capsys, tmp_path / "d"), db_name(pg_url)
+    _routed(folder)
+    assert folder("routes", "a").code == 0
+    assert folder("state", "push", tmp_path / "d", pg_url, state=False).code == 0
+    table = tmp_path / "d" / "routes" / "a.npz"
+    kept = table.read_bytes()
+    table.unlink()  # the same serial and history; the directory lost its file
+    line = one_line(folder("state", "push", tmp_path / "d", pg_url, state=False), 1)
+    assert "slice 'a'" in line and str(table) in line and "nothing was moved" in line
+    assert pg_server.sql("SELECT data FROM tpufleet_tables", db) == [(kept,)]  # was deleted
+    assert folder("state", "pull", pg_url, tmp_path / "d", state=False).code == 0  # copied back
+    assert table.read_bytes() == kept
+    pg_server.sql("DELETE FROM tpufleet_tables", db)  # now the database lost them: the pull must keep the file
+    line = one_line(folder("state", "pull", pg_url, tmp_path / "d", state=False), 1)
+    assert "slice 'a'" in line and "row 'a' in tpufleet_tables" in line
+    assert table.read_bytes() == kept

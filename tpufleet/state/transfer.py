@@ -24,12 +24,15 @@ from tpufleet.state.store import checked_state
 
 @dataclass(frozen=True)
 class Fleet:
-    """A fleet as stored: the state document, the journal's lines (without newlines), the indexed tables."""
+    """A fleet as stored: the state document, the journal's lines (without newlines), the indexed tables; the index
+    (slice: when and at which serial its tables were made) and where the indexed tables it lacks should be."""
 
     state: bytes
     serial: int
     lines: list[bytes]
     tables: dict[str, bytes]
+    index: dict[str, tuple[str, int]]
+    missing: dict[str, str]
 
 
 def migrate(url: str, timeout: float) -> dict[str, Any]:
@@ -67,25 +70,32 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
     return True
 
 
+def _index(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {name: (entry["made"], entry["serial"]) for name, entry in doc.get("routes", {}).items()}
+
+
 def _directory_fleet(writer: DirectoryWriter) -> Fleet | None:
-    """The directory's fleet, checked as a load checks it (None: there is none); under its lock."""
+    """The directory's fleet, checked as a load checks it (None: there is none); under its lock, as every writer:
+    the journal recovered and the tables a killed writer committed but left under a temporary name installed (else
+    they were read as missing, and lost with the directory)."""
     backend = writer.backend
     if not backend.exists():
         return None
     raw = writer.read_state()
     doc = checked_state(raw, backend.state_label)
     writer.recover(doc["serial"])
+    writer.install_interrupted_tables(_index(doc))
     lines = _lines(_journal_bytes(backend))
-    tables = {}
+    tables, missing = {}, {}
     for name in doc.get("routes", {}):
         path = backend.table_place(name)
         try:
             tables[name] = read_state_file(path)
         except FileNotFoundError:
-            continue  # indexed but missing: `routes` would say so; nothing to move
+            missing[name] = str(path)  # indexed but missing: nothing to move, nothing to delete (_keeps_tables)
         except OSError as exc:
             raise io_error("read", path, exc) from None
-    return Fleet(raw, doc["serial"], lines, tables)
+    return Fleet(raw, doc["serial"], lines, tables, _index(doc), missing)
 
 
 def _database_fleet(db: PostgresBackend) -> Fleet | None:
@@ -96,8 +106,28 @@ def _database_fleet(db: PostgresBackend) -> Fleet | None:
     doc = checked_state(raw, db.state_label)
     if doc["serial"] != serial:
         raise state_row_mismatch(db.state_label, serial, doc["serial"])
-    tables = {name: data for name in doc.get("routes", {}) if (data := db.table_bytes(name)) is not None}
-    return Fleet(raw, serial, _lines(db.journal_bytes()), tables)
+    tables, missing = {}, {}
+    for name in doc.get("routes", {}):
+        data = db.table_bytes(name)
+        if data is None:
+            missing[name] = f"row {name!r} in tpufleet_tables"
+        else:
+            tables[name] = data
+    return Fleet(raw, serial, _lines(db.journal_bytes()), tables, _index(doc), missing)
+
+
+def _keeps_tables(source: Fleet, target: Fleet | None, source_name: str, target_name: str) -> None:
+    """Refused when the move would delete the target's copy of tables the source indexes but lacks (a file removed
+    by hand, say): the very tables both states name (made at the same time and serial), lost for good once the
+    source is gone. Refused rather than kept: the target then stays byte for byte the source, and the source's loss
+    is said before it is deleted, not hidden in a success."""
+    for name, where in sorted(source.missing.items()):
+        if target is not None and name in target.tables and target.index.get(name) == source.index[name]:
+            raise Refused(
+                f"{source_name} indexes the routing tables of slice {name!r} but has no {where}, and "
+                f"{target_name} holds them: nothing was moved (move the fleet the other way to copy them back, or "
+                f"run `tpufleet routes {name}` on {source_name} to make them again)"
+            )
 
 
 def _result(source: str, target: str, fleet: Fleet, changed: bool) -> dict[str, Any]:
@@ -129,6 +159,7 @@ def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, A
                 )
             changed = _judge(source, target, directory.where, db.where)
             if changed:
+                _keeps_tables(source, target, directory.where, db.where)
                 _write_database(db, ready, source, target)
     return _result(directory.where, db.where, source, changed)
 
@@ -177,6 +208,7 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
             )
         changed = _judge(source, target, db.where, directory.where)
         if changed:
+            _keeps_tables(source, target, db.where, directory.where)
             _write_directory(writer, source, target)
     return _result(db.where, directory.where, source, changed)
 
