@@ -120,3 +120,43 @@ def test_a_push_or_pull_never_deletes_the_targets_copy_of_tables_the_source_lack
     line = one_line(folder("state", "pull", pg_url, tmp_path / "d", state=False), 1)
     assert "slice 'a'" in line and "row 'a' in tpufleet_tables" in line
     assert table.read_bytes() == kept
+
+
+# ---- 3. a pull killed into a new directory ------------------------------------------------------------------------------
+
+
+def _killed_pull(url: str, state: Path, point: str) -> None:
+    os.environ[crashpoints.ENV] = point
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    from tpufleet.cli import main
+
+    main(["state", "pull", url, str(state)])
+
+
+@pytest.mark.parametrize("point", ["atomic_write.before_dir_fsync:1", "atomic_write.before_rename:2"])
+def test_a_pull_killed_between_the_journal_and_the_state_of_a_new_directory_is_completed_by_the_next(
+    tmp_path, pg_url, capsys, point
+):
+    db = Cli(capsys, pg_url)
+    _routed(db)
+    assert db("routes", "a").code == 0
+    new = tmp_path / "new"
+    proc = CTX.Process(target=_killed_pull, args=(pg_url, new, point))  # the journal renamed in, no state file
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL
+    assert (new / "journal.jsonl").exists() and not (new / "state.json").exists()
+    pulled = db("state", "pull", pg_url, new, "-o", "json", state=False)
+    assert pulled.code == 0 and pulled.json["changed"] is True and pulled.json["tables"] == ["a"]  # was refused
+    folder = Cli(capsys, new)
+    assert folder("status", "-o", "json").json["serial"] == 4 and (new / "routes" / "a.npz").exists()
+    assert folder("show", "journal", "-o", "json").json == db("show", "journal", "-o", "json").json
+
+
+def test_a_pull_still_refuses_a_stateless_journal_of_another_history(tmp_path, pg_url, capsys):
+    assert Cli(capsys, pg_url)("init").code == 0
+    other = Cli(capsys, tmp_path / "d")
+    assert other("init").code == 0 and other("allocate", "x", "--shape", "4x4x4").code == 0
+    (tmp_path / "d" / "state.json").unlink()  # a lost state: its journal is not the database's
+    line = one_line(other("state", "pull", pg_url, tmp_path / "d", state=False), 1)
+    assert "holds a journal but no state file" in line and not (tmp_path / "d" / "state.json").exists()

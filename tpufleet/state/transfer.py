@@ -4,8 +4,11 @@ disposable and stays behind).
 
 Both sides are locked while the fleet moves. A move never goes backwards: it is refused when the target holds a
 newer serial, or the same serial with other contents, or a journal that is not the start of the source's (two
-histories); a target already equal to the source is left alone. Into a database, the move is one transaction;
-into a directory, the state file is renamed into place last (its commit point), the tables swapped in after it.
+histories); a target already equal to the source is left alone. Nor does it lose routing tables: the source's
+waiting tables (a killed writer's) are installed first, and a move that would delete the target's copy of tables the
+source indexes but lacks is refused. Into a database, the move is one transaction; into a directory, the state file
+is renamed into place last (its commit point), the tables swapped in after it: a pull killed before that leaves a
+journal without a state file, which the next pull completes (it is the start of the database's journal).
 """
 
 from __future__ import annotations
@@ -201,10 +204,14 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         if source is None:
             raise Refused(f"no fleet state in {db.where} to pull")
         target = _directory_fleet(writer)
-        if target is None and _lines(_journal_bytes(directory)):
+        # A journal without a state file that is the start of the source's is this history (a pull into a new
+        # directory killed between its journal and its state leaves one): the pull completes it, losing nothing.
+        stateless = _lines(_journal_bytes(directory)) if target is None else []
+        if stateless != source.lines[: len(stateless)]:
             raise Refused(
-                f"{directory.where} holds a journal but no state file: another fleet's history, or one whose state "
-                "was lost; nothing was moved (move the journal aside to pull into it)"
+                f"{directory.where} holds a journal but no state file, and its journal is not the start of "
+                f"{db.where}'s: another fleet's history, or one whose state was lost; nothing was moved (move the "
+                "journal aside to pull into it)"
             )
         changed = _judge(source, target, db.where, directory.where)
         if changed:
