@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,3 +161,114 @@ def test_a_pull_still_refuses_a_stateless_journal_of_another_history(tmp_path, p
     (tmp_path / "d" / "state.json").unlink()  # a lost state: its journal is not the database's
     line = one_line(other("state", "pull", pg_url, tmp_path / "d", state=False), 1)
     assert "holds a journal but no state file" in line and not (tmp_path / "d" / "state.json").exists()
+
+
+# ---- 4. passwords: pieces quoted by libpq, and characters Python counts as whitespace ------------------------------------
+
+QUOTED_PIECES = (  # (URL, pieces of its password libpq quoted in its message)
+    ("postgresql://bob:Tr0ub4dor/3?horse@127.0.0.1:5432/f", ("horse", "Tr0ub4dor")),
+    ("postgresql://bob:ab%c/longsecretvalue@db/f", ("ab%c", "longsecret")),
+    ("postgresql://bob:x/hun%zzter2@127.0.0.1:5432/f", ("hun%zz", "zzter2")),
+    ("postgresql://bob:my secret@db/f", ("my secret",)),
+)
+
+
+@pytest.mark.parametrize(("url", "pieces"), QUOTED_PIECES)
+def test_a_bad_url_never_quotes_a_piece_of_its_password(capsys, url, pieces):
+    line = one_line(Cli(capsys, url)("status", "-o", "json"), 2)
+    assert "bad database URL postgresql://bob@" in line
+    assert not [piece for piece in pieces if piece in line]
+
+
+def test_a_password_libpq_reads_otherwise_is_bad_input_not_a_connection_to_its_pieces(capsys):
+    # libpq ends the user part at the '/': host "localhost", port "1", database "s3cr3t@db/f", all shown by its
+    # messages (connection refused at port 1)
+    line = one_line(Cli(capsys, "postgresql://localhost:1/s3cr3t@db/f")("status"), 2)  # type: ignore[arg-type]
+    assert "port 1" not in line and "s3cr3t" not in line and "percent-encode" in line
+
+
+WHITESPACE_PASSWORD = "ab\x1fcd\x85ef\xa0gh secret"  # all Python's whitespace (\s), none a URL's end in an argument
+
+
+def test_the_recorded_command_line_hides_a_password_holding_what_python_counts_as_whitespace(monkeypatch):
+    from tpufleet.state.lock import command_line
+
+    url = f"postgresql://bob:{WHITESPACE_PASSWORD}@db/f"
+    monkeypatch.setattr(sys, "argv", ["tpufleet", "--state", url, "inject-fault", "host:c01/1", "--reason", f"x {url}"])
+    line = command_line()
+    assert line == "tpufleet --state postgresql://bob@db/f inject-fault host:c01/1 --reason x postgresql://bob@db/f"
+
+
+def test_a_journal_never_keeps_a_password_holding_what_python_counts_as_whitespace(
+    pg_server: PgServer, pg_url, capsys, monkeypatch
+):
+    password = "ab\x85cd\xa0efsecret"  # (control characters in a URL are refused: test_bad_url_values)
+    db = db_name(pg_url)
+    pg_server.sql("DROP ROLE IF EXISTS carol")
+    pg_server.sql(f"CREATE ROLE carol LOGIN PASSWORD '{password}'")
+    pg_server.sql(f"GRANT ALL ON DATABASE {db} TO carol")
+    pg_server.sql("GRANT ALL ON SCHEMA public TO carol", db)
+    url = pg_server.tcp_url(db, "carol", password)
+    monkeypatch.setattr(sys, "argv", ["tpufleet", "--state", url, "init"])
+    assert Cli(capsys, url)("init").code == 0  # type: ignore[arg-type]
+    ((line,),) = pg_server.sql("SELECT convert_from(line, 'UTF8') FROM tpufleet_journal", db)
+    assert "secret" not in str(line) and f"--state postgresql://carol@127.0.0.1:{pg_server.port}/{db} init" in str(line)
+
+
+# ---- 5. bad parameter values are bad input, before connecting --------------------------------------------------------
+
+BAD_VALUES = (
+    ("&port=abc", "port 'abc'"),
+    ("&port=99999", "port '99999'"),
+    ("&sslmode=bogus", "sslmode 'bogus'"),
+    ("&connect_timeout=abc", "connect_timeout 'abc'"),
+    ("&target_session_attrs=writable", "target_session_attrs 'writable'"),
+    ("&application_name=a\nb", "control character"),
+)
+
+
+@pytest.mark.parametrize(("extra", "named"), BAD_VALUES)
+def test_bad_url_values(pg_url, capsys, extra, named):
+    line = one_line(Cli(capsys, pg_url + extra)("status"), 2)  # was exit 1: "cannot connect"
+    assert line.startswith("tpufleet: error: bad database URL postgresql://") and named in line
+
+
+def test_a_port_out_of_range_in_the_host_part_is_bad_input(capsys):
+    line = one_line(Cli(capsys, "postgresql://bob:pw@127.0.0.1:99999/f")("status"), 2)  # type: ignore[arg-type]
+    assert "port '99999' is not a port number" in line and "pw" not in line
+
+
+# ---- 7. messages ----------------------------------------------------------------------------------------------------
+
+
+def test_an_upper_case_scheme_is_a_database_url_libpq_takes(pg_url, capsys):
+    assert Cli(capsys, pg_url.replace("postgresql://", "POSTGRESQL://"))("init").code == 0
+    assert Cli(capsys, pg_url)("status", "-o", "json").json["serial"] == 1
+
+
+def test_a_lock_wait_ended_by_the_server_says_why(pg_server: PgServer, pg_url, capsys):
+    import threading
+
+    from tpufleet.errors import Unavailable
+
+    assert Cli(capsys, pg_url)("init").code == 0
+    holder, waiter = PostgresBackend(pg_url), PostgresBackend(pg_url)
+    failed: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            waiter._acquire(60)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            failed.append(exc)
+
+    waiting = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    with holder.advisory(5):
+        thread = threading.Thread(target=wait)
+        thread.start()
+        while not pg_server.sql(waiting, db_name(pg_url)):  # until the waiter waits (its own 60 s bound it)
+            assert thread.is_alive()
+            time.sleep(0.05)
+        pg_server.sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        thread.join(60)
+    assert len(failed) == 1 and isinstance(failed[0], Unavailable)
+    assert "terminating connection due to administrator command" in str(failed[0])  # was "the connection is closed"

@@ -11,6 +11,8 @@ hidden, never less.
 'postgres://alice@db/fleet?sslmode=require'
 >>> redacted_words("tpufleet --state=postgresql://bob:pw@db/f status")
 'tpufleet --state=postgresql://bob@db/f status'
+>>> redacted_arg("--state=postgresql://bob:pass word\x1f@db/f")
+'--state=postgresql://bob@db/f'
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ import re
 from urllib.parse import unquote
 
 SCHEMES = ("postgresql://", "postgres://")
-_PASSWORD_PARAM = re.compile(r"(?i)((?:^|[?&])password=)([^&#]*)")
-_URL_IN_TEXT = re.compile(r"(?i)postgres(?:ql)?://\S*")
+_PASSWORD_PARAM = re.compile(r"(?i)((?:^|[?&])password=)([^&]*)")  # (libpq reads a '#' as part of the value)
+# A URL in a command line runs to the next space (its words are joined by spaces): not to Python's whitespace,
+# which also counts characters libpq takes in a password (U+001C-U+001F, U+0085, U+00A0). In one argument, it
+# runs to the argument's end, spaces and all.
+_URL_IN_TEXT = re.compile(r"(?i)postgres(?:ql)?://[^ ]*")
+_URL_IN_ARG = re.compile(r"(?is)postgres(?:ql)?://.*")
 
 
 def is_database_url(text: str) -> bool:
@@ -60,3 +66,21 @@ def redacted(url: str) -> str:
 def redacted_words(text: str) -> str:
     """`text` (a command line, say) with every PostgreSQL URL in it redacted."""
     return _URL_IN_TEXT.sub(lambda m: redacted(m.group(0)), text)
+
+
+def redacted_arg(arg: str) -> str:
+    """One command-line argument with the PostgreSQL URL in it redacted, the URL running to the argument's end: a
+    password holding a space is cut out whole, which the joined command line can no longer tell."""
+    return _URL_IN_ARG.sub(lambda m: redacted(m.group(0)), arg)
+
+
+def misread_password(url: str, read: str | None) -> bool:
+    """Whether libpq read another password (`read`, decoded: None for none) than the one the URL's user part holds
+    as written: libpq ends the user part at the first '@' before any '/', so a '/' or '@' in the password that is
+    not percent-encoded makes its pieces a host, a port or a database name, which its messages show. (A user part
+    whose name holds an '@' is an '@' later in the URL, in the query say: libpq reads that URL right.)"""
+    _, user, _ = _split(url)
+    name, _, password = user[:-1].partition(":")
+    if not password or "@" in name:
+        return False
+    return read not in secrets(url)

@@ -127,8 +127,12 @@ def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
 
 
 def command_line() -> str:
-    """The command as the journal and the lock's holder record it (`shown_command`)."""
-    return shown_command(" ".join(["tpufleet", *sys.argv[1:]]) if sys.argv else "tpufleet")
+    """The command as the journal and the lock's holder record it (`shown_command`). Database URLs are redacted
+    argument by argument first: an argument is where a URL ends, which the joined line no longer says."""
+    from tpufleet.state.dburl import redacted_arg
+
+    args = [redacted_arg(arg) if "://" in arg else arg for arg in sys.argv[1:]]
+    return shown_command(" ".join(["tpufleet", *args]))
 
 
 def shown_command(text: str) -> str:

@@ -30,9 +30,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
 
-from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Unavailable
+from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Unavailable, shown
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import dburl, journal
 from tpufleet.state.crashpoints import reached
@@ -91,11 +90,56 @@ def redacted(url: str) -> str:
     return printable(dburl.redacted(url))
 
 
-def _first_line(exc: BaseException, secrets: list[str]) -> str:
-    text = " ".join(str(exc).strip().split("\n", 1)[0].split()) or type(exc).__name__
+def _first_line(exc: BaseException | str, secrets: list[str]) -> str:
+    text = " ".join(str(exc).strip().split("\n", 1)[0].split()) or (
+        type(exc).__name__ if isinstance(exc, BaseException) else "error"
+    )
     for secret in secrets:
         text = text.replace(secret, "***")
     return printable(bounded(text, 300))
+
+
+def _unquoted(text: str) -> str:
+    """libpq's message without what it quotes (from the first double quote to the last): the piece of the URL it
+    stopped at, which may hold a piece of a password that the whole password's redaction does not find."""
+    first, last = text.find('"'), text.rfind('"')
+    if first < 0:
+        return text
+    return text[:first] + ('"…"' + text[last + 1 :] if last > first else '"…')
+
+
+# What libpq checks only as it connects (exit 1, as a server that is down), checked before (exit 2, bad input): the
+# parameters whose values have long been these (the newer ones, whose choices grow, are left to libpq).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]{1,9}[ \t]*")  # as libpq's parse_int_param and psycopg's int() take
+_WHOLE_NUMBERS = (
+    "connect_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+)
+_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby", "prefer-standby"),
+}
+
+
+def _bad_parameter(params: Mapping[str, str]) -> str | None:
+    """The first parameter whose value libpq would refuse, and why; None when there is none."""
+    for port in params.get("port", "").split(","):  # one per host; empty: the default
+        if port.strip() and not (_WHOLE_NUMBER.fullmatch(port) and 1 <= int(port) <= 65535):
+            return f"port {shown(port)} is not a port number (1-65535)"
+    for key in _WHOLE_NUMBERS:
+        if key in params and not _WHOLE_NUMBER.fullmatch(params[key]):
+            return f"{key} {shown(params[key])} is not a whole number"
+    for key, choices in _CHOICES.items():
+        if key in params and params[key] not in choices:
+            return f"{key} {shown(params[key])} is not one of {', '.join(choices)}"
+    return None
 
 
 def _user() -> str:
@@ -127,6 +171,10 @@ class PostgresBackend:
     transaction)."""
 
     def __init__(self, url: str) -> None:
+        # libpq knows its schemes in lower case only ("POSTGRESQL://" was 'missing "=" after "POSTGRESQL://..." in
+        # connection info string'); a URL's scheme is any case
+        scheme, sep, rest = url.partition("://")
+        url = scheme.lower() + sep + rest
         self.url = url
         self.where = redacted(url)
         self._secrets = dburl.secrets(url)
@@ -165,11 +213,7 @@ class PostgresBackend:
                 "pip install 'tpufleet[postgres]'"
             ) from None
         options: dict[str, Any] = {"autocommit": True}
-        try:
-            query = dict(parse_qsl(urlsplit(self.url).query))
-            psycopg.conninfo.conninfo_to_dict(self.url)
-        except (ValueError, psycopg.ProgrammingError) as exc:  # (UnicodeError is a ValueError)
-            raise BadInput(f"bad database URL {self.where}: {_first_line(exc, self._secrets)}") from None
+        query = self._checked()
         if "connect_timeout" not in query:
             options["connect_timeout"] = 10
         if "application_name" not in query:
@@ -181,6 +225,36 @@ class PostgresBackend:
         with self.errors("connect to"):
             self._conn = psycopg.connect(self.url, **options)
         return self._conn
+
+    def _checked(self) -> dict[str, str]:
+        """The URL's parameters as libpq reads them; BadInput (exit 2) for what libpq would only refuse once it
+        connects (exit 1, as if the server were down): a control character, a password libpq reads otherwise than
+        it is written, a port, number or choice that is not one. Messages never quote a piece of a password."""
+        import psycopg
+
+        if _CONTROL.search(self.url):
+            raise BadInput(
+                f"bad database URL {self.where}: it holds a control character (a newline, say); percent-encode it (%0A)"
+            )
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(self.url)
+        except (ValueError, psycopg.ProgrammingError) as exc:  # (UnicodeError is a ValueError)
+            # libpq quotes the piece of the URL it stopped at, which may be a piece of a password
+            text = _unquoted(str(exc)) if self._secrets else str(exc)
+            raise BadInput(f"bad database URL {self.where}: {_first_line(text, self._secrets)}") from None
+        password = params.get("password")
+        if dburl.misread_password(self.url, None if password is None else str(password)):
+            raise BadInput(
+                f"bad database URL {self.where}: libpq reads its password otherwise than it is written; "
+                "percent-encode any '/' or '@' in it (%2F, %40)"
+            )
+        if password:  # as libpq reads it too: cut out of any message
+            self._secrets = sorted({*self._secrets, str(password)}, key=len, reverse=True)
+        query = {str(k): str(v) for k, v in params.items() if v is not None}
+        bad = _bad_parameter(query)
+        if bad:
+            raise BadInput(f"bad database URL {self.where}: {bad}")
+        return query
 
     def close(self) -> None:
         if self._conn is not None:
@@ -344,7 +418,10 @@ class PostgresBackend:
             except psycopg.errors.LockNotAvailable:
                 return False
             finally:
-                conn.execute("SET lock_timeout = 0")
+                # a connection the server ended while waiting (shut down): its own error says why, where this
+                # statement's would say only "the connection is closed"
+                if not conn.closed:
+                    conn.execute("SET lock_timeout = 0")
 
     def _acquire(self, timeout: float) -> None:
         say = WAIT_NOTICE.say
