@@ -272,3 +272,36 @@ def test_a_lock_wait_ended_by_the_server_says_why(pg_server: PgServer, pg_url, c
         thread.join(60)
     assert len(failed) == 1 and isinstance(failed[0], Unavailable)
     assert "terminating connection due to administrator command" in str(failed[0])  # was "the connection is closed"
+
+
+# ---- 6. migrate and a reader's table lock -----------------------------------------------------------------------------
+
+
+def _exit_of(*args: str) -> None:
+    """Run the command line in this (forked) process and exit with its exit code."""
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    from tpufleet.cli import main
+
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        os._exit(exc.code if isinstance(exc.code, int) else 1)
+    os._exit(0)
+
+
+def test_migrate_waits_for_a_readers_table_lock_no_longer_than_the_lock_timeout(pg_server: PgServer, pg_url, capsys):
+    import psycopg
+
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    pg_server.sql("DELETE FROM tpufleet_schema WHERE version = 2", db_name(pg_url))  # a version-1 database
+    with psycopg.connect(pg_url) as reader:  # a backup's open transaction, say: it read the tables
+        reader.execute("SELECT count(*) FROM tpufleet_tables")
+        proc = CTX.Process(target=_exit_of, args=("--state", pg_url, "--lock-timeout", "0.5", "state", "migrate"))
+        proc.start()
+        proc.join(60)  # (waited for ever before: its ALTER TABLE had no timeout)
+        if proc.exitcode is None:
+            proc.kill()
+        assert proc.exitcode == 3
+    r = cli("state", "migrate", "-o", "json")  # the reader gone: version 2 applied
+    assert r.code == 0 and r.json["applied"] == [2]

@@ -288,16 +288,29 @@ class PostgresBackend:
             )
         return True
 
-    def migrate(self, conn: psycopg.Connection[tuple[Any, ...]], version: int | None) -> list[int]:
-        """Bring the schema to SCHEMA_VERSION, one transaction per step; the versions applied."""
+    def migrate(self, conn: psycopg.Connection[tuple[Any, ...]], version: int | None, timeout: float) -> list[int]:
+        """Bring the schema to SCHEMA_VERSION, one transaction per step; the versions applied. A step waits at most
+        `timeout` seconds for its tables (an ALTER waits for every open transaction that read one, a backup's say,
+        which the advisory lock does not stop): LockTimeout past that, that step rolled back."""
+        import psycopg
+
         done = []
         with self.errors("migrate"):
             for target in range((version or 0) + 1, SCHEMA_VERSION + 1):
-                with conn.transaction():
-                    conn.execute(_VERSION_TABLE)
-                    for statement in MIGRATIONS[target - 1]:
-                        conn.execute(statement.encode())
-                    conn.execute("INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, _user()))
+                try:
+                    with conn.transaction():
+                        conn.execute(f"SET LOCAL lock_timeout = {max(1, round(timeout * 1000))}")
+                        conn.execute(_VERSION_TABLE)
+                        for statement in MIGRATIONS[target - 1]:
+                            conn.execute(statement.encode())
+                        conn.execute(
+                            "INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, _user())
+                        )
+                except psycopg.errors.LockNotAvailable:
+                    raise LockTimeout(
+                        f"the tables of {self.where} are in use by another session (a backup, say); gave up after "
+                        f"{timeout:g}s (see --lock-timeout); schema version {target} not applied"
+                    ) from None
                 done.append(target)
         return done
 

@@ -45,7 +45,7 @@ def migrate(url: str, timeout: float) -> dict[str, Any]:
         before = db.schema_version()
         if before is not None and before > SCHEMA_VERSION:
             db._usable(before)  # newer than this tpufleet: refused, saying so
-        applied = db.migrate(db.connection(), before)
+        applied = db.migrate(db.connection(), before, timeout)
     return {"database": db.where, "from_version": before or 0, "to_version": SCHEMA_VERSION, "applied": applied}
 
 
