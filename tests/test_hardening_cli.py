@@ -65,7 +65,7 @@ def test_a_long_scenario_dry_run_needs_no_lock(fleet, tmp_path):
 def test_slice_names_differing_only_in_case_collide(fleet):
     assert fleet("allocate", "Train", "--shape", "4x4x4").code == 0
     r = fleet("allocate", "train", "--shape", "4x4x4")
-    assert r.code == 1 and "only in case" in r.err
+    assert r.code == 2 and "only in case" in r.err  # a bad name (README, exit codes), as for a job
 
 
 def test_an_empty_cube_list_is_refused_not_ignored(fleet):

@@ -16,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tpufleet.errors import BadInput
+from tpufleet.ids import parse_target
+from tpufleet.text import printable
+
 __all__ = ["MOVED_FAULTS", "JournalEntry", "fault_number", "fault_numbers_used"]
 
 MOVED_FAULTS = "moved_faults"  # records of cleared faults a commit moved out of state.json
@@ -48,9 +52,10 @@ class JournalEntry:
             return None
         if any(not isinstance(doc.get(k, ""), str) for k in _TEXT) or not isinstance(details, dict | None):
             return None
-        if not isinstance(moved, list) or not all(isinstance(f, dict) for f in moved):
+        if not isinstance(moved, list) or not all(_fault_record(f) for f in moved):
             return None
         texts = {k: doc.get(k, "") for k in _TEXT}
+        texts["user"] = printable(texts["user"])  # a login name with a newline or escape never shapes the output
         return cls(serial, **texts, pid=pid, details=details, delta=doc.get("delta"), moved_faults=tuple(moved))
 
     def record(self) -> dict[str, Any]:
@@ -62,6 +67,22 @@ class JournalEntry:
         if self.moved_faults:
             out[MOVED_FAULTS] = list(self.moved_faults)
         return dict(sorted(out.items()))
+
+
+def _fault_record(record: object) -> bool:
+    """A moved fault's record has the state file's fault form (`tpufleet.state.records.fault_doc`): typed fields
+    and a target that parses; readers (`faults --all`, `suspects`) take it as such."""
+    if not isinstance(record, dict) or not isinstance(record.get("planned"), bool):
+        return False
+    if any(not isinstance(record.get(k), str) for k in ("id", "target", "reason", "opened")):
+        return False
+    if not isinstance(record.get("cleared"), str | None):
+        return False
+    try:
+        parse_target(record["target"])
+    except BadInput:
+        return False
+    return True
 
 
 def fault_numbers_used(entries: list[JournalEntry]) -> int:

@@ -31,6 +31,7 @@ from tpufleet.cli import (  # noqa: F401
     simulate,
     spares,
     statecmd,
+    streams,
     sweep,
     topology,
     xconnect,
@@ -179,9 +180,11 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = False  # in-process callers (tests) run main more than once
     command = _click_command()
+    streams.carry_any_text()
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
+        sys.stdout.flush()  # a full disk is met here, not at exit
         if code == 130:  # Typer turns Ctrl-C into a silent return of 130
             print(INTERRUPTED, file=sys.stderr)
     except TpufleetError as exc:
@@ -196,6 +199,8 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     except Exception as exc:
+        if isinstance(exc, OSError) and streams.is_write_failure(exc) and not _debug_requested():
+            sys.exit(_output_failed(exc, requested_format(argv)))
         framework_code = _framework_exit(exc, requested_format(argv))
         if framework_code is None:
             if _debug_requested():
@@ -208,3 +213,13 @@ def main(argv: list[str] | None = None) -> None:
             )
         code = EXIT_INTERNAL if framework_code is None else framework_code
     sys.exit(code)
+
+
+def _output_failed(exc: OSError, fmt: str | None) -> int:
+    """Report a failed write of the output (a full disk) as a refusal: the command did its work."""
+    from tpufleet.errors import EXIT_REFUSED
+
+    streams.drop_stdout()
+    message = f"cannot write the output: {exc.strerror or exc} (any change the command made is committed: "
+    report_error(message + "`tpufleet history` shows it)", EXIT_REFUSED, [], fmt)
+    return EXIT_REFUSED

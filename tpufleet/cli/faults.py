@@ -204,7 +204,12 @@ def faults_cmd(
     """List open faults (with --all, cleared ones too)."""
     from tpufleet.ops import faults as fault_ops
 
-    rows = fault_ops.listing(ctx.obj.store(), all_faults)
+    store = ctx.obj.store()
+    rows = fault_ops.listing(store, all_faults)
+    if all_faults:  # cleared faults come from the journal too: a damaged line's are not listed
+        from tpufleet.cli.history import warn_damaged
+
+        warn_damaged(store.journal_label, store.journal_damage())
     emit(
         rows,
         output,

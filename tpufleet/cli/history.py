@@ -9,7 +9,7 @@ from tpufleet.cli.render import emit, grid
 from tpufleet.timeparse import TIME_HELP
 
 if TYPE_CHECKING:
-    from tpufleet.journalentry import JournalEntry
+    from tpufleet.ops.views import JournalRead
 
 
 def warn_damaged(journal_path: object, damaged: list[int]) -> None:
@@ -19,14 +19,14 @@ def warn_damaged(journal_path: object, damaged: list[int]) -> None:
         typer.echo(f"tpufleet: warning: {journal_path}: damaged line(s) {lines} skipped", err=True)
 
 
-def _journal(ctx: typer.Context) -> "list[JournalEntry]":
+def _journal(ctx: typer.Context) -> "JournalRead":
     """The committed journal; a damaged line is skipped and named on stderr (as `show journal` does)."""
     from tpufleet.ops import views
 
     store = ctx.obj.store()
     read = views.read_journal(store)
     warn_damaged(store.journal_label, read.damaged)
-    return read.entries
+    return read
 
 
 @app.command(
@@ -48,7 +48,7 @@ def history_cmd(
     """The journal as a readable timeline: who changed what, when, oldest first."""
     from tpufleet.ops.history import timeline
 
-    rows = timeline(_journal(ctx), since, slice_name)
+    rows = timeline(_journal(ctx).entries, since, slice_name)
     emit(
         rows,
         output,
@@ -71,7 +71,7 @@ def _diff_text(d: dict[str, Any]) -> str:
         lines.append(
             f"  ~ slice {name}: " + "; ".join(f"{k} {_shown(v[0])} -> {_shown(v[1])}" for k, v in fields.items())
         )
-    lines += [f"  + fault {x['id']} {x['target']}" + (" (drain)" if x["planned"] else "") for x in f["opened"]]
+    lines += [f"  + fault {x['id']} {x['target']}" + (" (drain)" if x.get("planned") else "") for x in f["opened"]]
     lines += [f"  - fault {x} cleared" for x in f["cleared"]]
     lines += _ocs_lines(d["ocs"])
     if d["without_detail"]:
@@ -106,5 +106,6 @@ def diff_cmd(
     """What changed between two serials: slices added, removed or changed, faults opened and cleared, cross-connects."""
     from tpufleet.ops.history import diff
 
-    d = diff(_journal(ctx), start, end)
+    read = _journal(ctx)
+    d = diff(read.entries, start, end, read.serial)
     emit(d, output, lambda: _diff_text(d))

@@ -53,18 +53,21 @@ def timeline(
     return rows
 
 
-def diff(entries: list[JournalEntry], start: int, end: int | None) -> Doc:
-    """`diff`: the net change from serial `start` to `end` (default: the last), in the journal's delta form."""
-    now = entries[-1].serial if entries else 0
+def diff(entries: list[JournalEntry], start: int, end: int | None, now: int | None = None) -> Doc:
+    """`diff`: the net change from serial `start` to `end` (default: `now`, the state's serial, else the journal's
+    last), in the journal's delta form."""
+    now = now if now is not None else entries[-1].serial if entries else 0
     end = now if end is None else end
     if not 0 <= start <= end <= now:
         raise BadInput(f"bad serials {start} {end}: need 0 <= SERIAL <= SERIAL <= {now} (the current serial)")
     span = [e for e in entries if start < e.serial <= end]
     recorded = [e for e in span if is_delta(e.delta)]
+    # a damaged line is skipped by the reader: its serial is still a commit, one whose detail is lost
+    lost = sorted(set(range(start + 1, end + 1)) - {e.serial for e in span})
     return {
         "from": start,
         "to": end,
-        "commits": len(span),
+        "commits": len(span) + len(lost),
         **combine([e.delta for e in recorded]),
-        "without_detail": [e.serial for e in span if not is_delta(e.delta)],
+        "without_detail": sorted([e.serial for e in span if not is_delta(e.delta)] + lost),
     }

@@ -30,10 +30,11 @@ def allocate(
     if isinstance(shape, ShapeText):  # first, as when the command line parsed it
         shape = _shape_for(state, shape, pod, cubes)
     twin = next((other for other in state.slices if other.casefold() == name.casefold()), None)
-    if twin is not None:
+    if twin == name:
+        raise Refused(f"slice {name!r} already exists (release it first, or choose another name)")
+    if twin is not None:  # a bad name, as the README's exit codes say (and as a job's name in case only is)
         # Names become table file names, and "A" and "a" are one file on a case-insensitive file system.
-        same = "already exists" if twin == name else f"differs from slice {twin!r} only in case"
-        raise Refused(f"slice {name!r} {same} (release it first, or choose another name)")
+        raise BadInput(f"bad slice name: {name!r} differs from slice {twin!r} only in case (choose another name)")
     clash = name_clash(state, name, "slice")
     if clash is not None:  # a name given to both could not tell `release` or `plan-xconnect` which is meant
         raise BadInput(f"bad slice name: {clash}")

@@ -43,12 +43,13 @@ class JournalRead:
 
     entries: list[JournalEntry]
     damaged: list[int]
+    serial: int = 0  # the state's: the journal's last entry may be a damaged line's
 
 
 def read_journal(store: Store) -> JournalRead:
     """The journal up to the state's serial (`history`, `diff`, `show journal`)."""
     serial = store.load().serial
-    return JournalRead(store.journal(serial), store.journal_damage(serial))
+    return JournalRead(store.journal(serial), store.journal_damage(serial), serial)
 
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:

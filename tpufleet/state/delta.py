@@ -83,24 +83,50 @@ def delta(before: Doc, after: Doc) -> Doc:
 
 
 def is_delta(value: object) -> bool:
-    """Whether a journal line's ``delta`` has the recorded form (a hand-edited or damaged one does not count)."""
+    """Whether a journal line's ``delta`` has the recorded form, to the leaves `diff` reads (a hand-edited or
+    damaged one does not count: its serial is listed as recorded without detail)."""
     if not isinstance(value, dict):
         return False
-    parts = {"slices": dict, "faults": dict, "ocs": dict}
-    if not all(isinstance(value.get(k), t) for k, t in parts.items()):
+    s, f, ocs = value.get("slices"), value.get("faults"), value.get("ocs")
+    if not (isinstance(s, dict) and isinstance(f, dict) and isinstance(ocs, dict)):
         return False
-    s, f = value["slices"], value["faults"]
-    return (
-        isinstance(s.get("added"), list)
-        and isinstance(s.get("removed"), list)
-        and isinstance(s.get("changed"), dict)
-        and isinstance(f.get("opened"), list)
-        and isinstance(f.get("cleared"), list)
-        and all(
-            isinstance(c, dict) and isinstance(c.get("add"), list) and isinstance(c.get("remove"), list)
-            for c in value["ocs"].values()
-        )
+    return _slices_form(s) and _faults_form(f) and all(_ocs_form(c) for c in ocs.values())
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
+
+
+def _field_maps(value: object) -> bool:
+    """{slice: {field: ...}} (`was`, `now`)."""
+    return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+
+
+def _slices_form(s: dict[str, Any]) -> bool:
+    changed = s.get("changed")
+    pairs = isinstance(changed, dict) and all(
+        isinstance(fields, dict) and all(isinstance(v, list) and len(v) == 2 for v in fields.values())
+        for fields in changed.values()
     )
+    extras = all(_field_maps(s[k]) for k in ("was", "now") if k in s)
+    return _names(s.get("added")) and _names(s.get("removed")) and pairs and extras
+
+
+def _faults_form(f: dict[str, Any]) -> bool:
+    opened = f.get("opened")
+    records = isinstance(opened, list) and all(
+        isinstance(o, dict) and isinstance(o.get("id"), str) and isinstance(o.get("target"), str) for o in opened
+    )
+    return records and _names(f.get("cleared"))
+
+
+def _ocs_form(c: object) -> bool:
+    def pairs(value: object) -> bool:
+        return isinstance(value, list) and all(
+            isinstance(p, list) and len(p) == 2 and all(type(x) is int for x in p) for p in value
+        )
+
+    return isinstance(c, dict) and pairs(c.get("add")) and pairs(c.get("remove"))
 
 
 def touches_slice(d: Doc, name: str) -> bool:

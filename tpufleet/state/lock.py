@@ -142,10 +142,10 @@ def shown_command(text: str) -> str:
         return text
     from tpufleet.state.dburl import redacted_words
 
-    return redacted_words(_text(text))
+    return redacted_words(valid_text(text))
 
 
-def _text(arg: str) -> str:
+def valid_text(arg: str) -> str:
     """`arg` as valid text: Python keeps a byte of argv it could not decode as a lone surrogate."""
     try:
         return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

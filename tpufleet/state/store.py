@@ -79,8 +79,12 @@ def utc_now() -> str:
 
 
 def _user() -> str:
+    """Who commits, as the journal records it: on one line, in valid text ($USER may hold anything)."""
+    from tpufleet.state.lock import valid_text
+    from tpufleet.text import printable
+
     try:
-        return getpass.getuser()
+        return printable(valid_text(getpass.getuser()))
     except (KeyError, OSError):
         return str(os.getuid())
 

@@ -1,0 +1,113 @@
+"""The scripting contract where output and the journal meet the outside: a full disk on stdout, an output encoding
+that lacks a character, a login name with a newline or an undecodable byte, and journal lines whose JSON is valid
+but whose contents have the wrong shape. None is an internal error (exit 70)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import snapshot
+
+
+def _run(
+    state: Path, *args: str, env: dict[str, str] | None = None, stdout=subprocess.PIPE
+) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    command = [sys.executable, "-m", "tpufleet", "--state", str(state), *args]
+    return subprocess.run(command, env=full_env, stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device whose writes fail: disk full)")
+def test_a_full_disk_on_stdout_is_exit_1_and_a_committed_change_stays(tmp_path):
+    state = tmp_path / "s"
+    assert _run(state, "init").returncode == 0
+    with open("/dev/full", "w") as full:
+        for args in (("status",), ("allocate", "x", "--shape", "4x4x4"), ("report", "-o", "html")):
+            r = _run(state, *args, stdout=full)
+            assert r.returncode == 1, (args, r.stderr)
+            assert r.stderr.count("\n") == 1 and "cannot write the output" in r.stderr and "Traceback" not in r.stderr
+    assert [s["name"] for s in json.loads(_run(state, "show", "slices", "-o", "json").stdout)] == ["x"]
+
+
+def test_an_output_encoding_without_the_characters_escapes_them(tmp_path):
+    state = tmp_path / "s"
+    assert _run(state, "init").returncode == 0
+    assert _run(state, "inject-fault", "host:c01/1", "--reason", "修理 😀").returncode == 0
+    latin = {"PYTHONIOENCODING": "latin-1"}
+    table = _run(state, "faults", env=latin)
+    assert table.returncode == 0 and "\\u4fee\\u7406 \\ud83d\\ude00" in table.stdout
+    doc = _run(state, "faults", "-o", "json", env=latin)
+    assert doc.returncode == 0 and json.loads(doc.stdout)[0]["reason"] == "修理 😀"  # JSON escapes: the same text
+
+
+def test_a_login_name_never_shapes_the_journal_or_its_readers(tmp_path):
+    state = tmp_path / "s"
+    assert (
+        _run(state, "init", env={"USER": "ops\nserial 9  forged", "LOGNAME": "ops\nserial 9  forged"}).returncode == 0
+    )
+    history = _run(state, "history")
+    assert history.returncode == 0 and len(history.stdout.splitlines()) == 3  # header, rule, one entry
+    users = [e["user"] for e in json.loads(_run(state, "history", "-o", "json").stdout)]
+    assert users == ["ops\\nserial 9  forged"]
+
+
+def _edit_journal(state: Path, line: int, edit) -> None:
+    path = state / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    doc = json.loads(lines[line])
+    edit(doc)
+    lines[line] = json.dumps(doc)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["delta"]["slices"].update(changed={"a": {"state": "x"}}),  # not an [old, new] pair
+        lambda d: d["delta"]["faults"].update(opened=[5]),
+        lambda d: d["delta"]["ocs"].update({"pod0/x/0": {"add": [[1]], "remove": []}}),
+    ],
+)
+def test_diff_takes_a_delta_of_the_wrong_shape_as_without_detail(fleet, edit):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x4").code == 0
+    _edit_journal(fleet.state, 1, edit)
+    r = fleet("diff", "0", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["without_detail"] == [2] and r.json["commits"] == 3 and r.json["slices"]["added"] == ["b"]
+
+
+def test_diff_counts_a_damaged_line_as_a_commit_without_detail(fleet):
+    for name in ("a", "b", "c"):
+        assert fleet("allocate", name, "--shape", "4x4x4").code == 0
+    path = fleet.state / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = '{"serial": 3, garbage'
+    lines[3] = '{"serial": 4, "also": garbage'  # the last line too: the state's serial ends the range
+    path.write_text("\n".join(lines) + "\n")
+    r = fleet("diff", "0", "-o", "json")
+    assert r.code == 0 and (r.json["to"], r.json["commits"], r.json["without_detail"]) == (4, 4, [3, 4])
+    assert r.json["slices"]["added"] == ["a"] and "damaged line(s) 3, 4" in r.err
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"id": "f900", "planned": False, "opened": "2026-11-01T00:00:00Z", "cleared": "2026-11-02T00:00:00Z"},
+        {"id": "f900", "target": "bogus", "planned": False, "reason": "", "opened": "2026-11-01T00:00:00Z"},
+    ],
+)
+def test_a_damaged_moved_fault_is_a_damaged_line_for_suspects_and_faults(fleet, record):
+    assert fleet("inject-fault", "host:c05/1").code == 0
+    _edit_journal(fleet.state, 1, lambda d: d.update(moved_faults=[record]))
+    before = snapshot(fleet.state)
+    for args in (("suspects",), ("faults", "--all"), ("history",)):
+        r = fleet(*args)
+        assert r.code == 0 and "damaged line(s) 2 skipped" in r.err, (args, r.err)
+    assert snapshot(fleet.state) == before

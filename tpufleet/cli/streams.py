@@ -1,0 +1,55 @@
+"""Standard output and error as the contract wants them whatever they are attached to: any text written (a
+character the stream's encoding lacks, or a byte the file system could not decode, comes out as a JSON-style
+escape, valid inside a JSON string and readable in a table), and a stream that cannot be written to (a full disk)
+one line and exit 1, not an internal error."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import os
+import sys
+
+ESCAPE = "tpufleet-escape"
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _escape(exc: UnicodeError) -> tuple[str, int]:
+    """The characters an encoding lacks as \\uXXXX (a surrogate pair above U+FFFF)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for char in exc.object[exc.start : exc.end]:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error(ESCAPE, _escape)
+
+
+def carry_any_text() -> None:
+    """Let stdout and stderr write any text (a Latin-1 terminal, a login name with an undecodable byte)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors=ESCAPE)
+            except (AttributeError, ValueError, OSError):  # a stream that cannot change: left as it is
+                continue
+
+
+def is_write_failure(exc: OSError) -> bool:
+    """An error writing output (the state layer reports its own file errors, naming the file)."""
+    return exc.errno in _WRITE_ERRORS
+
+
+def drop_stdout() -> None:
+    """Point stdout at /dev/null: what could not be written is not tried again at exit."""
+    with contextlib.suppress(OSError, ValueError):  # no real file descriptor (an in-process caller's stream)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
