@@ -168,9 +168,10 @@ def test_a_shape_larger_than_any_pod_is_bad_input_not_a_lack_of_room(fleet):
     assert fleet("allocate", "x", "--shape", "16x16x16").code == 0
 
 
-def test_one_typo_hint(fleet):
-    line = one_line(fleet("stauts"))
-    assert line.count("Did you mean") == 1 and "status" in line
+@pytest.mark.parametrize(("typo", "meant"), [(("stauts",), "status"), (("shw",), "show"), (("import", "k9s"), "k8s")])
+def test_one_typo_hint(fleet, typo, meant):
+    line = one_line(fleet(*typo))
+    assert line.count("Did you mean") == 1 and f"'{meant}'" in line
 
 
 def test_topology_accepts_only_what_allocate_accepts(fleet):

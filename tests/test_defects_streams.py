@@ -111,3 +111,21 @@ def test_a_damaged_moved_fault_is_a_damaged_line_for_suspects_and_faults(fleet, 
         r = fleet(*args)
         assert r.code == 0 and "damaged line(s) 2 skipped" in r.err, (args, r.err)
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("show", "slices", "--tail", "1"), "--tail: only with `show journal`"),
+        (("show", "inventory", "--pod", "pod9"), "--pod: only with `show map`"),
+        (("simulate-availability", "--cubes", "1,,2"), "--cubes"),
+        (("simulate-availability", "--cubes", "1_0"), "--cubes"),
+        (("simulate-availability", "--cubes", ""), "--cubes: empty list"),
+        (("--state", "mysql://u:secret@h/db", "status"), "a mysql:// URL"),
+    ],
+)
+def test_options_are_used_or_refused_never_ignored(fleet, args, said):
+    before = snapshot(fleet.state)
+    r = fleet(*args)
+    assert r.code == 2 and said in r.err and "secret" not in r.err, r.err
+    assert snapshot(fleet.state) == before

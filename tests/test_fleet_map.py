@@ -84,3 +84,16 @@ def test_map_written_to_a_file_has_no_colour_codes(busy_pod, tmp_path):
     out = tmp_path / "report.txt"
     assert busy_pod("report", "--out", out).code == 0
     assert "\x1b[" not in out.read_text() and "pod pod0" in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("env", "styled"), [({"TERM": "xterm"}, True), ({"TERM": "dumb"}, False), ({"NO_COLOR": "1"}, False)]
+)
+def test_colour_only_where_the_terminal_shows_it(monkeypatch, env, styled):
+    from tpufleet.cli.mapview import _paint
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert ("\x1b[" in _paint("A", set())) is styled

@@ -327,9 +327,12 @@ def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[in
     from tpufleet.errors import BadInput, shown
 
     try:
-        if not text.isascii():  # int() reads digits of every script
+        if not text.isascii() or "_" in text:  # int() reads digits of every script, and 1_0 as 10
             raise ValueError(text)
-        values = [int(v) for v in text.split(",") if v.strip()]
+        items = [v.strip() for v in text.split(",")]
+        if "" in items and text.strip():  # an empty item is a typo (`1,,2`), not nothing
+            raise ValueError(text)
+        values = [int(v) for v in items if v]
     except ValueError:
         raise BadInput(f"bad option --{unit}: {shown(text)} is not a comma-separated list of whole numbers") from None
     if not values:

@@ -86,8 +86,10 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
 def _one_hint(message: str) -> str:
     """Typer suggests close command names and Click then adds its own list: keep the first suggestion only."""
     first = message.find("Did you mean")
-    second = message.find("(Did you mean", first + 1) if first >= 0 else -1
-    return message[:second].rstrip() if second > 0 else message
+    second = message.find("Did you mean", first + 1) if first >= 0 else -1
+    if second < 0:
+        return message
+    return message[: second - 1 if message[second - 1] == "(" else second].rstrip()  # "(Did you mean" or bare
 
 
 _PLAIN_METAVARS = {

@@ -98,7 +98,7 @@ def simulate_cmd(
     ks = (
         availability.parse_sizes(chips, "chips", pod_cubes or CUBES_PER_POD)
         if chips is not None
-        else availability.parse_sizes(cubes or default, "cubes", pod_cubes or CUBES_PER_POD)
+        else availability.parse_sizes(default if cubes is None else cubes, "cubes", pod_cubes or CUBES_PER_POD)
     )
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise BadInput(f"bad option --plot: {shown(str(plot))} must end in .png or .svg")

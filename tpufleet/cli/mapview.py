@@ -1,7 +1,7 @@
 """The terminal picture of `show map`: one small grid per z layer of each pod, the OCS strip, a legend.
 
-Plain characters always; colour only when stdout is a terminal (Click strips the styles otherwise) and
-$NO_COLOR is unset. A degraded slice's letter is underlined.
+Plain characters always; colour only when stdout is a terminal (Click strips the styles otherwise), $NO_COLOR
+is unset and $TERM is not `dumb`. A degraded slice's letter is underlined.
 """
 
 from __future__ import annotations
@@ -17,10 +17,15 @@ _PALETTE = ("cyan", "green", "magenta", "blue", "bright_cyan", "bright_green", "
 _FIXED = {OUT: "red", DRAINED: "yellow", FREE: "bright_black", SHARED: "white", RESERVED: "cyan", OCS_IN_USE: "green"}
 
 
+def _no_colour() -> bool:
+    """$NO_COLOR set (no-color.org), or a terminal that cannot show colour ($TERM dumb)."""
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
 def _paint(mark: str, degraded: set[str], width: int = 2, colour: bool = True) -> str:
     """The mark, coloured (the padding to `width` stays outside the style so lines strip clean)."""
     pad = " " * (width - len(mark))
-    if not colour or os.environ.get("NO_COLOR") or mark == " ":
+    if not colour or _no_colour() or mark == " ":
         return mark + pad
     if mark in _FIXED:
         return click.style(mark, fg=_FIXED[mark], bold=mark == OUT) + pad

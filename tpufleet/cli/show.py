@@ -139,8 +139,12 @@ def show_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """List one part of the fleet state; with -o json, a list of objects (map: one object)."""
+    from tpufleet.errors import BadInput
     from tpufleet.ops import views
 
+    for option, given, only in (("--tail", tail, What.journal), ("--pod", pod, What.map)):
+        if given is not None and what is not only:  # not silently ignored
+            raise BadInput(f"bad option {option}: only with `show {only.value}`")
     store = ctx.obj.store()
     if what is What.map:
         from tpufleet.cli.mapview import render_map

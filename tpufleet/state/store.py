@@ -16,6 +16,7 @@ import contextlib
 import getpass
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
@@ -68,10 +69,18 @@ def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path | str:
     return Path(".tpufleet")
 
 
+_OTHER_URL = re.compile(r"(?i)\A([a-z][a-z0-9+.-]*)://")
+
+
 def _location(text: str) -> Path | str:
     if "\x00" in text:
         raise BadInput(f"bad state location {text!r}: it holds a NUL character")
-    return text if is_database_url(text) else Path(text).expanduser()
+    if is_database_url(text):
+        return text
+    other = _OTHER_URL.match(text)
+    if other:  # a URL of another kind, not a directory named "mysql:" (its password never shown)
+        raise BadInput(f"bad state location: a {other.group(1)}:// URL; give a directory or a postgresql:// URL")
+    return Path(text).expanduser()
 
 
 def utc_now() -> str:
