@@ -31,14 +31,18 @@ def test_a_job_of_a_billion_slices_is_refused_from_its_size_alone(fleet):
     [
         ("state = " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
         ("lock_timeout = " + "9" * 5000 + "\n", "TOML"),
+        ('group = "no-such-group-tpufleet"\n', "field group: no such group"),
+        ('state = "{config}"\n', "field state: is not a directory"),  # the config file itself: a file
     ],
 )
 def test_hostile_config_files_are_bad_input(fleet, tmp_path, monkeypatch, text, needle):
     config = tmp_path / "config.toml"
-    config.write_text(text)
+    config.write_text(text.replace("{config}", str(config)))
     monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
     line = one_line(fleet("status"))
     assert str(config) in line and needle in line
+    help_text = fleet("status", "--help")  # a command's help never depends on the config file
+    assert help_text.code == 0 and "Usage: tpufleet status" in help_text.out
 
 
 # ---- a forged repair-cache entry is a miss ------------------------------------------------------------------------

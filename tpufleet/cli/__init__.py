@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    SETTINGS.debug = False  # in-process callers (tests) run main more than once
+    SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
     command = _click_command()
     streams.carry_any_text()
     try:

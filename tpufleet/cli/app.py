@@ -117,6 +117,7 @@ class Settings:
     state: str | None = None  # as typed: "" must reach resolve_state_dir, which refuses it
     debug: bool = False
     lock_timeout: float = 30.0
+    argv: tuple[str, ...] = ()  # the command line `main` was given (a command's --help reads no config)
 
     def store(self) -> Store:
         from tpufleet.state import Store, resolve_state_dir
@@ -193,6 +194,11 @@ def _apply_config(
         ctx.default_map = output_defaults(ctx.command, fmt or config.output or "", everywhere=fmt is not None)
 
 
+def _help_asked() -> bool:
+    """Whether the command line asks a command's help (`tpufleet status --help`)."""
+    return any(arg in ("--help", "-h") for arg in SETTINGS.argv)
+
+
 def _state_location(state: str | None) -> Path | str | None:
     """Where the command's state lives, for guarding it; None when the location is bad (the command says so if it
     uses the state; one that does not, `simulate-fleet` say, must not fail for it)."""
@@ -260,5 +266,7 @@ def root(
     if not 0 <= lock_timeout <= DAY:  # also refuses nan, which every comparison fails
         raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to {DAY} seconds")
     SETTINGS.debug = debug
-    _apply_config(ctx, state, lock_timeout, group, output)
     ctx.obj = SETTINGS
+    if _help_asked():  # a command's help reads no config file: one with a mistake must not hide the help
+        return
+    _apply_config(ctx, state, lock_timeout, group, output)

@@ -88,6 +88,7 @@ def _parse(doc: dict[str, object], file: str) -> Config:
             raise BadStateFile(file, key, "", "is empty")
         if "\x00" in str(doc.get(key, "")):
             raise BadStateFile(file, key, doc[key], "holds a NUL character")
+    _check_places(doc, file)
     values: dict[str, Any] = dict(doc)  # checked above: each present key has its documented type
     return Config(
         state=values.get("state"),
@@ -96,3 +97,18 @@ def _parse(doc: dict[str, object], file: str) -> Config:
         group=values.get("group"),
         source=file,
     )
+
+
+def _check_places(doc: dict[str, object], file: str) -> None:
+    """The group and the state directory the file names exist as such: a mistake is the file's, named so."""
+    group, state = doc.get("group"), doc.get("state")
+    if isinstance(group, str):
+        import grp
+
+        try:
+            grp.getgrnam(group)
+        except KeyError:
+            raise BadStateFile(file, "group", group, "no such group on this machine (see `getent group`)") from None
+    place = Path(state).expanduser() if isinstance(state, str) and "://" not in state else None
+    if place is not None and place.exists() and not place.is_dir():
+        raise BadStateFile(file, "state", state, "is not a directory")
