@@ -183,6 +183,17 @@ def test_no_server_is_one_line_exit_1(capsys):
     assert f"postgresql://me@127.0.0.1:{port}/fleet" in line and ":pw@" not in line
 
 
+def test_a_pull_from_no_server_makes_no_directory(capsys, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql://me:pw@127.0.0.1:{port}/fleet?connect_timeout=2"
+    line = one_line(Cli(capsys, tmp_path / "unused")("state", "pull", url, tmp_path / "copy"), 1)
+    assert ":pw@" not in line and not (tmp_path / "copy").exists()
+
+
 def test_a_read_of_an_empty_database_is_refused_and_creates_nothing(pg_server: PgServer, pg_url, capsys):
     assert "no fleet state" in one_line(Cli(capsys, pg_url)("status"), 1)
     db = db_name(pg_url)
