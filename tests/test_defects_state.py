@@ -36,6 +36,18 @@ def test_non_finite_or_non_ascii_throughput_is_refused_and_the_state_stays_loada
     assert fleet("status").code == 0
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("diff", "abc"), "'abc' is not a whole number"),
+        (("--lock-timeout", "abc", "status"), "'abc' is not a number"),
+        (("allocate", "j", "--shape", "2x2x1", "--slices", "2.5"), "'2.5' is not a whole number"),
+    ],
+)
+def test_a_word_for_a_number_is_named_as_such(fleet, args, said):
+    assert said in one_line(fleet(*args))
+
+
 def test_digit_groups_are_refused_and_minus_zero_is_stored_as_zero(fleet):
     before = snapshot(fleet.state)
     assert "--slices" in one_line(fleet("allocate", "j", "--shape", "2x2x1", "--slices", "1_0"))

@@ -23,10 +23,22 @@ class _StrictNumber:
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         if isinstance(value, str) and (not value.isascii() or "_" in value):
             self.fail(f"{shown(value)} is not a number in ASCII digits", param, ctx)  # type: ignore[attr-defined]
+        if isinstance(value, str) and not _reads_as(value, whole="Int" in type(self).__name__):
+            # Click would say "not a valid integer range", naming its own type rather than what was wanted
+            what = "a whole number" if "Int" in type(self).__name__ else "a number"
+            self.fail(f"{shown(value)} is not {what}", param, ctx)  # type: ignore[attr-defined]
         number = super().convert(value, param, ctx)  # type: ignore[misc]
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
         return number + 0 if number == 0 else number  # -0.0 + 0 is 0.0
+
+
+def _reads_as(text: str, whole: bool) -> bool:
+    try:
+        (int if whole else float)(text.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def shown(value: object, limit: int = 60) -> str:
