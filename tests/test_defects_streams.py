@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import snapshot
+from helpers import one_line, snapshot
 
 
 def _run(
@@ -129,3 +129,12 @@ def test_options_are_used_or_refused_never_ignored(fleet, args, said):
     r = fleet(*args)
     assert r.code == 2 and said in r.err and "secret" not in r.err, r.err
     assert snapshot(fleet.state) == before
+
+
+def test_an_over_long_reason_says_how_long_it_was_as_typed(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("inject-fault", "host:c30/1", "--reason", "\x1b" * 1000))
+    assert "1,000 characters (4,000 once its control characters are escaped); at most 1,024" in line
+    assert "1,100 characters; at most 1,024" in one_line(fleet("inject-fault", "host:c30/1", "--reason", "a" * 1100))
+    assert snapshot(fleet.state) == before
+    assert fleet("inject-fault", "host:c30/1", "--reason", "a" * 1024).code == 0

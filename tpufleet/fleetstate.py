@@ -512,9 +512,13 @@ class FleetState:
         return self._open_by_target.get(canonical(target))
 
     def open_fault(self, target: TargetId, planned: bool, reason: str, now: str) -> Fault:
-        reason = printable(reason)  # shown in tables and messages: one line, no terminal controls
-        if len(reason) > MAX_REASON_CHARS:
-            raise BadInput(f"bad fault reason: {len(reason)} characters; at most {MAX_REASON_CHARS} are kept")
+        kept = printable(reason)  # shown in tables and messages: one line, no terminal controls
+        if len(kept) > MAX_REASON_CHARS:
+            escaped = f" ({len(kept):,} once its control characters are escaped)" if kept != reason else ""
+            raise BadInput(
+                f"bad fault reason: {len(reason):,} characters{escaped}; at most {MAX_REASON_CHARS:,} are kept"
+            )
+        reason = kept
         target = canonical(target)  # one fault a component, whichever name it was given by
         fault = Fault(f"f{self.next_fault}", target, planned, now, None, reason, self.next_serial)
         self.next_fault += 1
