@@ -24,7 +24,8 @@ from tpufleet.ops.goodput import build
 def split_logs(directory: Path, seed: int, files: int) -> list[Path]:
     """One log's lines dealt into `files` logs in runs: most jobs span several, some one only."""
     rng = random.Random(seed)
-    lines = [line for k in range(3) for line in varied_log(seed + k, 4, 0)]
+    # three logs' jobs, each named apart (one job's records in two logs must agree: j0 -> j00, j10, j20)
+    lines = [re.sub(r'"j([0-9])', rf'"j{k}\1', line) for k in range(3) for line in varied_log(seed + k, 4, 0)]
     lines = [re.sub(r'"j([0-9])', rf'"s{k % 2}-j\1', line) if k % 5 else line for k, line in enumerate(lines)]
     paths = [directory / f"part{i}.jsonl" for i in range(files)]
     chunks: list[list[str]] = [[] for _ in paths]

@@ -104,13 +104,33 @@ def goodput_cmd(
         report = build(
             files, fmt, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet, *_dask(cluster, workers)
         )
-    if capacity is not None and report["input"]["capacity_records"]:
+    _notes(report, capacity)
+    _emit(_json_pieces(report) if kind == "json" else iter([_text(kind, report)]), out)
+
+
+def _notes(report: dict[str, Any], capacity: str | None) -> None:
+    """What the figures rest on that they do not show, on stderr."""
+    read = report["input"]
+    if capacity is not None and read["capacity_records"]:
         typer.echo(
-            f"tpufleet: note: --capacity is used; the logs' {report['input']['capacity_records']:,} capacity "
+            f"tpufleet: note: --capacity is used; the logs' {read['capacity_records']:,} capacity "
             "record(s) are not (an option on the command line wins)",
             err=True,
         )
-    _emit(_json_pieces(report) if kind == "json" else iter([_text(kind, report)]), out)
+    if read["jobs_without_record"]:
+        typer.echo(
+            f"tpufleet: note: no job record for {_some(read['jobs_without_record'])}: each counted as accelerator "
+            "'unknown', with the chips of its largest allocation (1 without one)",
+            err=True,
+        )
+
+
+def _some(names: list[str], shown_names: int = 3) -> str:
+    """The first few names of a list, and how many more."""
+    from tpufleet.errors import shown
+
+    more = len(names) - shown_names
+    return ", ".join(shown(n) for n in names[:shown_names]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def _dask(cluster: str | None, workers: int | None) -> tuple[str | None, int | None]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from tpufleet.constants import DAY, MiB
+from tpufleet.errors import BadInput, shown
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
 from tpufleet.jsontext import parse_json_line
 
@@ -104,6 +105,13 @@ class Job:
     priority: str = ""
     ideal_step_s: float | None = None
     slices: int = 1  # a multislice job's slices (chips counts them all)
+    where: str = field(default="", compare=False)  # "file:line" of its record: named when another disagrees
+    inferred: bool = field(default=False, compare=False)  # no record: made from its events (`pipeline.account_log`)
+
+
+# A job record's fields that must agree with an earlier record of the same job (`Log.add_job`), in the order a
+# disagreement is named.
+RECORD_FIELDS = ("accelerator", "chips", "topology", "phase", "framework", "priority", "ideal_step_s", "slices")
 
 
 class EventColumns:
@@ -137,6 +145,18 @@ class EventColumns:
         return (self[i] for i in range(len(self.t)))
 
 
+class ConflictingRecords(BadInput):
+    """Two records of one job that disagree. Not a malformed line (`--skip-bad` does not skip it): which of the two
+    is wrong cannot be told, and keeping either would make the report depend on the order of the logs."""
+
+    def __init__(self, known: Job, later: Job) -> None:
+        name = next(f for f in RECORD_FIELDS if getattr(known, f) != getattr(later, f))
+        super().__init__(
+            f"{later.where}: field {name}: the record of job {shown(later.id)} at {known.where} says "
+            f"{shown(getattr(known, name))} (value {shown(getattr(later, name))})"
+        )
+
+
 class TooManyJobs(Exception):
     """A log names more jobs than its Log admits (`Log.job_limit`); the reader of the file says which file."""
 
@@ -167,9 +187,15 @@ class Log:
         return columns
 
     def add_job(self, job: Job) -> None:
-        """A job record (the last one read wins); TooManyJobs past `job_limit`."""
-        if job.id not in self.jobs:
+        """A job record: the first of a job is kept (it replaces the defaults of `name_job`), another that agrees
+        with it adds nothing, one that disagrees is ConflictingRecords; TooManyJobs past `job_limit`."""
+        known = self.jobs.get(job.id)
+        if known is None:
             self._admit(self.jobs, job.id)
+        elif job.id not in self.unrecorded:
+            if known != job:
+                raise ConflictingRecords(known, job)
+            return
         self.jobs[job.id] = job
         self.unrecorded.discard(job.id)
 
@@ -331,6 +357,7 @@ def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
         _str(rec, "priority", file, line),
         ideal,
         max(1, _int(rec, "slices", file, line, minimum=1, maximum=MAX_SLICES)),
+        f"{file}:{line}",
     )
 
 
@@ -489,7 +516,8 @@ def take_jobs(log: Log, names: set[str]) -> Log:
 
 def merge_into(log: Log, later: Log) -> None:
     """`later`'s records after `log`'s, where reading its file after theirs puts them (a job record read later
-    wins, events and slice counts follow in order), and its counts added."""
+    adds nothing, or is ConflictingRecords if it disagrees; events and slice counts follow in order), and its
+    counts added."""
     for job in later.jobs.values():
         if job.id in later.unrecorded:
             log.name_job(job.id)  # (the defaults never replace a record read before)

@@ -18,6 +18,7 @@ from tpufleet.goodput.events import (
     MAX_CHIPS,
     MAX_STEP,
     MAX_TEXT,
+    Job,
     Log,
     add_record,
 )
@@ -217,10 +218,11 @@ def _fields(r: Any) -> dict[str, Any]:
 
 def add_decoded(decoded: Decoded, first_line: int, file: str, log: Log) -> int:
     """Add a decoded piece starting at `first_line` and return its number of lines; 0 (nothing added) if one of
-    its other records is bad (the standard reader then names the problem)."""
+    its other records is bad or disagrees with a job record read before (the standard reader then names the
+    problem)."""
     if decoded.others:
         scratch = _others(decoded.others, first_line, file)
-        if scratch is None:
+        if scratch is None or any(_disagrees(log, job) for job in scratch.jobs.values()):
             return 0
         if _over_job_limit(log, decoded.batch.jobs, scratch.jobs):
             return 0  # the standard reader stops at the line of the job too many
@@ -233,6 +235,12 @@ def add_decoded(decoded: Decoded, first_line: int, file: str, log: Log) -> int:
     _append(log, decoded.batch)
     log.records += len(decoded.batch.t)
     return decoded.lines
+
+
+def _disagrees(log: Log, job: Job) -> bool:
+    """Whether a job record disagrees with the log's record of the job (`Log.add_job` would refuse it)."""
+    known = log.jobs.get(job.id)
+    return known is not None and job.id not in log.unrecorded and known != job
 
 
 def _over_job_limit(log: Log, event_jobs: list[str], record_jobs: dict[str, Any]) -> bool:

@@ -148,7 +148,7 @@ def _special(entries: list[tuple[int, Any]], jobs: list[str], file: str, metadat
             if not isinstance(meta, dict) or not _only_metadata(e) or e.job_name is _U:
                 return None
             scratch = Log()
-            add_record(scratch, {**meta, "type": "job", "job": job}, file, 0)
+            add_record(scratch, {**meta, "type": "job", "job": job}, file, i + 1)  # (row i is line i + 1)
             metadata.append(scratch.jobs[job])
             continue
         if kind is _U or kind is None or kind not in CHECKPOINT_OPERATIONS:

@@ -180,10 +180,22 @@ def account_log(
     """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
     any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order)."""
     events.fold_slices(log)
-    for job in log.events:
-        if job not in log.jobs:
-            log.jobs[job] = events.Job(job)  # (a job with events was admitted with them)
+    for job, job_events in log.events.items():
+        if job not in log.jobs:  # (a job with events was admitted with them)
+            log.jobs[job] = events.Job(job, chips=_largest_allocation(job_events), inferred=True)
     return _accounts(log, since, until, spans, timelines)
+
+
+def _largest_allocation(columns: events.EventColumns) -> int:
+    """The chips of a job that has no record: the most its allocation events give it (it is all-allocated while
+    it holds them), else 1. Counting it as 1 chip undercounted its chip-time by the size of its allocations."""
+    import numpy as np
+
+    chips = np.frombuffer(columns.chips, dtype=np.int64)[np.frombuffer(columns.code, dtype=np.int8) == _ALLOCATION]
+    return max(1, int(chips.max())) if len(chips) else 1
+
+
+_ALLOCATION = events.CODE["allocation"]
 
 
 def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOptions) -> metrics.Report:
@@ -209,5 +221,6 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
         "skipped": log.skipped,
         "events_outside_jobs": outside,
         "capacity_records": len(log.capacity),  # read; `capacity_basis` says whether they were used
+        "jobs_without_record": [a.job.id for a in accounts if a.job.inferred],
     }
     return result
