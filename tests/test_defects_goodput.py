@@ -166,7 +166,7 @@ def test_times_closer_to_the_epoch_than_a_microsecond_are_refused(cli, tmp_path)
 def test_the_largest_allowed_figures_print_finite_in_every_format(cli, tmp_path, kind):
     year = events.MAX_IDEAL_STEP_S
     rows = training(ideal_step_s=year, flops_per_step=None)
-    rows.append({"type": "capacity", "time": B, "accelerator": "unknown", "chips": 1})
+    rows.append({"type": "capacity", "time": B, "accelerator": "unknown", "chips": 4})  # (the job's 4 chips fit)
     log = write_lines(tmp_path / "year.jsonl", rows)
     r = cli("goodput-report", log, "-o", kind, state=False)
     assert r.code == 0, r.err

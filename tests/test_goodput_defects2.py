@@ -140,3 +140,77 @@ def test_events_without_a_job_record_take_the_chips_of_their_largest_allocation(
     recorded = write(tmp_path / "recorded.jsonl", [job("A", 8), *ran("A", B, B + 50, chips=8)])
     r = cli("goodput-report", recorded, "-o", "json", state=False)
     assert r.json["input"]["jobs_without_record"] == [] and "no job record" not in r.err
+
+
+# ---- H1: the fleet's figures count the accelerators that have a capacity --------------------------------------
+def test_a_capacity_of_another_accelerator_gives_no_fleet_sg_above_1(cli, tmp_path):
+    """The review's case: 16 tpu-v4 chips for an hour over a flag naming only tpu-v5p gave SG 16 and MPG 0.27."""
+    path = write(tmp_path / "v4.jsonl", [job("X", 16), *ran("X", B, B + 3600, chips=16)])
+    r = cli("goodput-report", path, "--capacity", "tpu-v5p=1", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    fleet = r.json["fleet"]
+    assert fleet["accelerators_without_capacity"] == ["tpu-v4"] and fleet["jobs"] == 0
+    assert fleet["sg"] == 0.0 and fleet["mpg"] is None and fleet["all_allocated_chip_s"] == 0  # tpu-v5p unused
+    assert [s["sg"] for s in r.json["segments"] if s["value"] == "tpu-v4"] == [None]
+    assert len(r.json["jobs"]) == 1  # the job keeps its row
+    assert "tpufleet: note: no capacity for 'tpu-v4': its jobs are left out of the fleet, period and window" in r.err
+
+
+def test_the_fleet_counts_only_the_jobs_of_accelerators_with_a_capacity(cli, tmp_path):
+    rows = [capacity(64), job("v4", 16), *ran("v4", B, B + 600, chips=16)]
+    rows += [job("v5", 32, accelerator="tpu-v5p"), *ran("v5", B, B + 600, chips=32)]
+    path = write(tmp_path / "two.jsonl", rows)
+    rep = same_by_every_reader([path], windows=[("1h", 3600.0)])
+    fleet, v4 = rep["fleet"], next(s for s in rep["segments"] if s["value"] == "tpu-v4")
+    assert fleet["accelerators_without_capacity"] == ["tpu-v5p"] and fleet["jobs"] == 1
+    assert fleet["sg"] == v4["sg"] == 0.25  # 16 of 64 chips; the tpu-v5p's 32 made it 0.75
+    assert fleet["all_allocated_chip_s"] == 16 * 600 and fleet["capacity_chip_s"] == 64 * 600
+    assert [p["sg"] for p in rep["periods"]] == [0.25] and [w["sg"] for w in rep["windows"]] == [0.25]
+    r = cli("goodput-report", path, state=False)
+    assert r.code == 0 and "(capacity: events; none for tpu-v5p: its jobs are not in the fleet figures)" in r.out
+    both = write(tmp_path / "both.jsonl", [capacity(32, accelerator="tpu-v5p"), *rows])
+    assert same_by_every_reader([both])["fleet"]["accelerators_without_capacity"] == []
+
+
+# ---- H3: a capacity smaller than the chips the jobs hold --------------------------------------------------------
+def test_a_capacity_record_smaller_than_the_chips_held_is_refused_naming_it(cli, tmp_path):
+    """The review's case: 16 chips held on a capacity record of 8 gave SG 2.0 and MPG 1.0, exit 0."""
+    path = write(tmp_path / "cap.jsonl", [capacity(8), job("A", 16), *ran("A", B, B + 10, chips=16)])
+    err = refused(cli, path)
+    assert err == f"tpufleet: error: {path}:1: field chips: fewer than the 16 tpu-v4 chips the jobs hold at " + (
+        "2026-01-05T00:00:00Z (value 8)"
+    )
+    assert same_by_every_reader([path]) == ("error", err.removeprefix("tpufleet: error: "))
+
+
+def test_jobs_that_together_hold_more_than_a_later_capacity_are_refused_at_that_moment(tmp_path):
+    rows = [capacity(32), capacity(12, B + 100), job("A", 8), job("C", 8)]
+    rows += [*ran("A", B, B + 300), *ran("C", B + 150, B + 300)]  # 16 chips held from B + 150 on, 12 in force
+    path = write(tmp_path / "two.jsonl", rows)
+    assert same_by_every_reader([path]) == (
+        "error",
+        f"{path}:2: field chips: fewer than the 16 tpu-v4 chips the jobs hold at 2026-01-05T00:02:30Z (value 12)",
+    )
+    fits = write(tmp_path / "fits.jsonl", [capacity(32), capacity(16, B + 100), *rows[2:]])
+    fleet = same_by_every_reader([fits])["fleet"]
+    assert fleet["sg"] is not None and fleet["sg"] <= 1
+
+
+def test_chips_held_before_the_first_capacity_record_are_refused_naming_it(tmp_path):
+    rows = [job("A", 8), *ran("A", B, B + 300), capacity(64, B + 100)]
+    path = write(tmp_path / "late.jsonl", rows)
+    assert same_by_every_reader([path]) == (
+        "error",
+        f"{path}:{len(rows)}: field time: the jobs hold 8 tpu-v4 chips at 2026-01-05T00:00:00Z, before this first "
+        f"tpu-v4 capacity record (value {B + 100})",
+    )
+
+
+def test_a_capacity_option_smaller_than_the_chips_held_is_refused_naming_the_option(cli, tmp_path):
+    path = write(tmp_path / "a.jsonl", [job("A", 16), *ran("A", B, B + 10, chips=16)])
+    err = refused(cli, path, "--capacity", "tpu-v4=12,tpu-v5p=4")
+    assert err == "tpufleet: error: bad option --capacity: tpu-v4=12, fewer chips than the 16 the jobs hold at " + (
+        "2026-01-05T00:00:00Z"
+    )
+    r = cli("goodput-report", path, "--capacity", "tpu-v4=16", "-o", "json", state=False)
+    assert r.code == 0 and r.json["fleet"]["sg"] == 1.0

@@ -117,6 +117,12 @@ def _notes(report: dict[str, Any], capacity: str | None) -> None:
             "record(s) are not (an option on the command line wins)",
             err=True,
         )
+    if report["fleet"]["accelerators_without_capacity"]:
+        typer.echo(
+            f"tpufleet: note: no capacity for {_some(report['fleet']['accelerators_without_capacity'])}: its jobs "
+            "are left out of the fleet, period and window figures (its segment has no SG)",
+            err=True,
+        )
     if read["jobs_without_record"]:
         typer.echo(
             f"tpufleet: note: no job record for {_some(read['jobs_without_record'])}: each counted as accelerator "

@@ -112,6 +112,8 @@ class Job:
 # A job record's fields that must agree with an earlier record of the same job (`Log.add_job`), in the order a
 # disagreement is named.
 RECORD_FIELDS = ("accelerator", "chips", "topology", "phase", "framework", "priority", "ideal_step_s", "slices")
+# A capacity step: from time, accelerator, chips, and where it is said ("file:line", or the option) for messages.
+CapacityRecord = tuple[float, str, int, str]
 
 
 class EventColumns:
@@ -169,7 +171,7 @@ class TooManyJobs(Exception):
 class Log:
     jobs: dict[str, Job] = field(default_factory=dict)
     events: dict[str, EventColumns] = field(default_factory=dict)  # job -> its events
-    capacity: list[tuple[float, str, int]] = field(default_factory=list)
+    capacity: list[CapacityRecord] = field(default_factory=list)
     slices: dict[str, list[SliceCounts]] = field(default_factory=dict)  # job -> elastic slice counts
     # job -> per-slice allocations (time, order read, slice, chips): folded into job allocations (`fold_slices`)
     slice_allocations: dict[str, list[tuple[float, int, int, int]]] = field(default_factory=dict)
@@ -291,7 +293,7 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
     elif kind == "capacity":
         when = parse_time(rec.get("time"), file, line)
         accelerator = _str(rec, "accelerator", file, line, "unknown")
-        log.capacity.append((when, accelerator, _int(rec, "chips", file, line, required=True)))
+        log.capacity.append((when, accelerator, _int(rec, "chips", file, line, required=True), f"{file}:{line}"))
     elif kind == "schema":
         if rec.get("version") != SCHEMA_VERSION:
             raise BadRecord(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from tpufleet.constants import DAY, HOUR, WEEK
 from tpufleet.errors import BadInput
+from tpufleet.goodput.events import CapacityRecord
 from tpufleet.goodput.health import job_health
 from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     Ints = npt.NDArray[np.int64]
     Intervals = tuple[Times, Times, Ints]  # a job's elementary intervals: starts, ends, label codes
 
-Capacity = list[tuple[float, str, int]]  # (from time, accelerator, chips) steps
+Capacity = list[CapacityRecord]  # (from time, accelerator, chips, where it is said) steps
 Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, periods, jobs
 
 SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
@@ -68,7 +69,7 @@ class CapacitySteps:
     def __init__(self, capacity: Capacity, excluded: list[tuple[float, float]] | None = None) -> None:
         self.excluded = excluded or []  # spans that count nowhere: not in capacity either
         self.steps: dict[str, list[tuple[float, int]]] = {}
-        for t, acc, chips in capacity:
+        for t, acc, chips, _where in capacity:
             self.steps.setdefault(acc, []).append((t, chips))
         for steps in self.steps.values():
             steps.sort()
@@ -530,18 +531,42 @@ def report(
     period: str | None,
     windows: list[tuple[str, float]] | None = None,
     excluded: list[tuple[float, float]] | None = None,
+    fleet_jobs: list[JobAccount] | None = None,
 ) -> Report:
+    """The report of the accounts. The fleet, period and window rows, whose SG is over the capacity, count the
+    `fleet_jobs` (default: all): the jobs on an accelerator the capacity covers, so that no chip-time is divided
+    by a capacity that is not its own."""
     for a in accounts:
         if "step_time" not in a.extra:  # (done already where jobs are accounted in worker processes)
             with_health(a)
     steps = CapacitySteps(capacity, excluded) if capacity else None
-    fleet_capacity = steps.integral(None, t0, t1) if steps else None
-    fleet = _factors(accounts, fleet_capacity)
+    counted = accounts if fleet_jobs is None else fleet_jobs
+    return {
+        "schema_version": 1,
+        "fleet": _fleet(counted, steps, t0, t1),
+        "segments": _segments(accounts, by, steps, t0, t1),
+        "periods": _periods(counted, steps, t0, t1, period) if period else [],
+        "windows": windows_rows(counted, steps, t0, t1, windows or []),
+        "jobs": [job_row(a) for a in accounts],
+    }
+
+
+def _fleet(accounts: list[JobAccount], steps: CapacitySteps | None, t0: float, t1: float) -> dict[str, Any]:
+    """The fleet row: the factors, checkpoint advice and slow periods of the jobs, over [t0, t1]."""
+    fleet = _factors(accounts, steps.integral(None, t0, t1) if steps else None)
     fleet["window"] = {"start": t0, "end": t1}
     fleet["checkpoint_advice"] = advice(accounts)
     slow = [a for a in accounts if a.extra["step_time"]["slow_periods"]]
     fleet["slow_periods"] = sum(len(a.extra["step_time"]["slow_periods"]) for a in slow)
     fleet["jobs_with_slow_periods"] = len(slow)
+    fleet["excluded_chip_s"] = round(sum(a.excluded_s * a.job.chips for a in accounts), 3)
+    return fleet
+
+
+def _segments(
+    accounts: list[JobAccount], by: list[str], steps: CapacitySteps | None, t0: float, t1: float
+) -> list[dict[str, Any]]:
+    """A row per value of each dimension `by`: SG over the capacity for an accelerator, else over demand."""
     segments = []
     for dim in by:
         groups: dict[str, list[JobAccount]] = {}
@@ -553,12 +578,4 @@ def report(
             row["sg_basis"] = "capacity" if cap is not None else "demand"
             row["slices"] = _slice_efficiency(groups[value])
             segments.append(row)
-    fleet["excluded_chip_s"] = round(sum(a.excluded_s * a.job.chips for a in accounts), 3)
-    return {
-        "schema_version": 1,
-        "fleet": fleet,
-        "segments": segments,
-        "periods": _periods(accounts, steps, t0, t1, period) if period else [],
-        "windows": windows_rows(accounts, steps, t0, t1, windows or []),
-        "jobs": [job_row(a) for a in accounts],
-    }
+    return segments

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import events, metrics
+from tpufleet.goodput import capacityfit, events, metrics
 from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account
 from tpufleet.goodput.windows import Exclusion, merged
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
 __all__ = ["ReportOptions", "account_log", "from_accounts", "from_log", "timelines"]
 
@@ -89,27 +85,6 @@ def _timeline(a: JobAccount, segments: list[list[Any]]) -> dict[str, Any]:
     }
 
 
-def _peak_capacity(accounts: list[JobAccount], t0: float) -> metrics.Capacity:
-    """Without capacity records: the busiest moment's all-allocated chips per accelerator."""
-    import numpy as np
-
-    out: metrics.Capacity = []
-    for acc in sorted({a.job.accelerator for a in accounts}):
-        times: list[npt.NDArray[np.float64]] = []
-        deltas: list[npt.NDArray[np.int_]] = []
-        for a in accounts:
-            if a.job.accelerator == acc and a.starts is not None and a.ends is not None and len(a.starts):
-                times += [a.starts, a.ends]
-                deltas += [np.full(len(a.starts), a.job.chips), np.full(len(a.ends), -a.job.chips)]
-        if not times:
-            continue
-        t = np.concatenate(times)
-        d = np.concatenate(deltas)
-        order = np.lexsort((d, t))  # ends before starts at the same instant
-        out.append((t0, acc, int(np.cumsum(d[order]).max())))
-    return out
-
-
 def _accounts(
     log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
 ) -> list[JobAccount]:
@@ -161,10 +136,18 @@ def _capacity(
     """The capacity and its basis: `given` (--capacity: an option on the command line wins over the logs'
     capacity records), else the records, else the busiest moment's all-allocated chips."""
     if given:
-        return [(t0, acc, chips) for acc, chips in given], "flag"
+        return [(t0, acc, chips, capacityfit.CAPACITY_OPTION) for acc, chips in given], "flag"
     if log.capacity:
         return list(log.capacity), "events"
-    return _peak_capacity(accounts, t0), "peak-allocation"
+    return capacityfit.peak(accounts, t0), "peak-allocation"
+
+
+def _covered(accounts: list[JobAccount], capacity: metrics.Capacity) -> tuple[list[JobAccount], list[str]]:
+    """The jobs on an accelerator a given capacity names (those the fleet's SG, and so its other factors, count:
+    the chip-time of the others over this capacity made SG above 1), and the accelerators of the others."""
+    named = {step[1] for step in capacity}
+    left_out = sorted({a.job.accelerator for a in accounts} - named)
+    return (accounts, []) if not left_out else ([a for a in accounts if a.job.accelerator in named], left_out)
 
 
 def from_log(log: events.Log, options: ReportOptions = ReportOptions()) -> metrics.Report:
@@ -209,10 +192,15 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise BadInput("no job events in the input inside --since/--until")
     fleet_capacity, basis = _capacity(log, options.capacity, accounts, t0)
-    windows = list(options.windows)
-    result = metrics.report(accounts, fleet_capacity, t0, t1, list(options.by), options.period, windows, options.spans)
+    counted, left_out = accounts, list[str]()
+    if basis != "peak-allocation":  # (the busiest moment's chips fit, and name every accelerator holding any)
+        capacityfit.check(accounts, fleet_capacity)
+        counted, left_out = _covered(accounts, fleet_capacity)
+    windows, by = list(options.windows), list(options.by)
+    result = metrics.report(accounts, fleet_capacity, t0, t1, by, options.period, windows, options.spans, counted)
     result["exclusions"] = [{"start": x.start, "end": x.end, "reason": x.reason} for x in options.exclusions]
     result["fleet"]["capacity_basis"] = basis
+    result["fleet"]["accelerators_without_capacity"] = left_out
     if keep_timelines:
         result["timelines"] = timelines(accounts, result["jobs"], keep_timelines)
     outside = sum(a.outside for a in accounts)

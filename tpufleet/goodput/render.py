@@ -26,6 +26,13 @@ def _basis(row: Mapping[str, Any]) -> str:
     return f" ({basis})" if basis in ("estimated", "mixed") else ""
 
 
+def capacity_gap(fleet: Mapping[str, Any]) -> str:
+    """What the fleet figures leave out, after the capacity basis: the accelerators the capacity does not name
+    (their jobs' chip-time is over no capacity of its own), or nothing."""
+    names = fleet.get("accelerators_without_capacity") or []
+    return f"; none for {', '.join(names)}: its jobs are not in the fleet figures" if names else ""
+
+
 def _when(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
@@ -113,7 +120,7 @@ def to_markdown(report: Report) -> str:
         "# ML Productivity Goodput",
         "",
         f"Window {_when(f['window']['start'])} to {_when(f['window']['end'])}, {f['jobs']} jobs, capacity basis "
-        f"{f['capacity_basis']}.",
+        f"{f['capacity_basis']}{_md_escape(capacity_gap(f))}.",
         "",
     ]
     table = [[_md_escape(r["scope"]), _md_escape(r["key"]), *[_f(r[c]) for c in COLUMNS]] for r in rows(report)]
@@ -160,7 +167,7 @@ def _headline(report: Report) -> list[str]:
     lines = [
         f"ML Productivity Goodput  {_when(f['window']['start'])} .. {_when(f['window']['end'])}  ({f['jobs']} jobs)",
         f"  fleet  SG {_f(f['sg'])}  x  RG {_f(f['rg'])}  x  PG {_f(f['pg'])}{_basis(f)}  =  MPG {_f(f['mpg'])}"
-        f"   (capacity: {f['capacity_basis']})",
+        f"   (capacity: {f['capacity_basis']}{capacity_gap(f)})",
         f"  disruptions {f['disruptions']}" + (f", MTBF {f['mtbf_h']:.2f} h" if f["mtbf_h"] else ""),
         "",
         "badput (share of all-allocated chip-time):",

@@ -16,6 +16,7 @@ from typing import Any
 
 from tpufleet.constants import HOUR
 from tpufleet.goodput.metrics import Report
+from tpufleet.goodput.render import capacity_gap
 from tpufleet.goodput.timeline import BUCKETS, LABEL
 
 FACTORS = ("mpg", "sg", "rg", "pg")
@@ -343,7 +344,7 @@ def to_html(report: Report, generated_at: float, timelines: dict[str, Any] | Non
             "<h1>ML Productivity Goodput</h1>",
             f"<p class='meta'>{e(_when(w['start']))} to {e(_when(w['end']))} · {f['jobs']:,} jobs · "
             f"{_hours(f['all_allocated_chip_s'])} all-allocated chip-hours · capacity basis "
-            f"{e(str(f['capacity_basis']))} · generated at {e(_when(generated_at))}</p>",
+            f"{e(str(f['capacity_basis']) + capacity_gap(f))} · generated at {e(_when(generated_at))}</p>",
             _tiles(report),
             "<div class='grid2'>" + "".join(charts) + "</div>",
             window_table,
