@@ -214,3 +214,53 @@ def test_a_capacity_option_smaller_than_the_chips_held_is_refused_naming_the_opt
     )
     r = cli("goodput-report", path, "--capacity", "tpu-v4=16", "-o", "json", state=False)
     assert r.code == 0 and r.json["fleet"]["sg"] == 1.0
+
+
+# ---- H2: an ml-goodput entry's interval that ends before it starts ----------------------------------------------
+INTERVAL_KEYS = [
+    ("custom_badput_event_start_time", "custom_badput_event_end_time"),
+    ("tpu_init_start_time", "tpu_init_end_time"),
+    ("training_prep_start_time", "training_prep_end_time"),
+    ("data_loading_start_time", "data_loading_end_time"),
+    ("elastic_wait_start_time", "elastic_wait_end_time"),
+    ("elastic_reinit_start_time", "elastic_reinit_end_time"),
+    ("job_start_time", "job_end_time"),
+]
+
+
+def ml_log(path: Path, middle: dict[str, Any]) -> Path:
+    """A job stepping every 10 s from B + 10 to B + 100, with `middle` (an entry of job j) as its line 3."""
+    entries = [{"job_name": "j", "job_start_time": B}, {"job_name": "j", "step_count": 0, "step_start_time": B + 10}]
+    entries.append({"job_name": "j", **middle})
+    entries += [{"job_name": "j", "step_count": k, "step_start_time": B + 10 * (k + 1)} for k in range(1, 10)]
+    entries.append({"job_name": "j", "job_end_time": B + 100})
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return path
+
+
+@pytest.mark.parametrize("start, end", INTERVAL_KEYS)
+def test_an_interval_ending_before_its_start_is_refused_by_every_reader(cli, tmp_path, start, end):
+    """The review's case: a custom badput from 118 to 115 was charged until the job's end (22 s, not 3), exit 0."""
+    extra = {"custom_badput_event_type": "eval"} if start.startswith("custom") else {}
+    path = ml_log(tmp_path / "rev.jsonl", {**extra, start: B + 18, end: B + 15})
+    message = f"{path}:3: field {end}: before its start, {start} {B + 18} (value {B + 15})"
+    assert same_by_every_reader([path], "ml-goodput") == ("error", message)
+    assert refused(cli, path, "--format", "ml-goodput") == f"tpufleet: error: {message}"
+    skipped = same_by_every_reader([path], "ml-goodput", skip_bad=True)
+    without = same_by_every_reader([ml_log(tmp_path / "without.jsonl", {})], "ml-goodput")
+    assert skipped["input"]["skipped"] == 1 and skipped["jobs"] == without["jobs"]
+    ordered = same_by_every_reader([ml_log(tmp_path / "ok.jsonl", {**extra, start: B + 15, end: B + 15})], "ml-goodput")
+    assert ordered["input"]["skipped"] == 0  # an interval of no time is not reversed
+
+
+def test_a_reversed_interval_in_a_gcloud_array_is_refused_at_its_line(tmp_path):
+    entries = [
+        {"jsonPayload": {"job_name": "j", "job_start_time": B}},
+        {"jsonPayload": {"job_name": "j", "tpu_init_start_time": B + 5, "tpu_init_end_time": B + 2}},
+    ]
+    path = tmp_path / "array.json"
+    path.write_text("[\n" + ",\n".join(json.dumps(e) for e in entries) + "\n]\n")
+    assert same_by_every_reader([path], "ml-goodput") == (
+        "error",
+        f"{path}:3: field tpu_init_end_time: before its start, tpu_init_start_time {B + 5} (value {B + 2})",
+    )

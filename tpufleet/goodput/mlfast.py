@@ -23,6 +23,7 @@ from tpufleet.goodput import mlbatch
 from tpufleet.goodput.events import MAX_STEP, Log
 from tpufleet.goodput.fastread import _append, _odd_breaks
 from tpufleet.goodput.mlbatch import STEP_SLOT, TIMES, Columns
+from tpufleet.goodput.mlgoodput import INTERVALS
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord
 
 if TYPE_CHECKING:
@@ -217,7 +218,8 @@ class _Found:
             self.special += [(int(rows[i]), entries[i]) for i in np.flatnonzero(given).tolist()]
 
     def columns(self) -> Columns | None:
-        """The columns; None if a time is out of range or a step number bad."""
+        """The columns; None if a time is out of range, an entry's interval ends before it starts or a step
+        number is bad."""
         import numpy as np
 
         times = [
@@ -227,11 +229,26 @@ class _Found:
         for _rows, t in times:
             if not ((t == 0) | ((t >= SMALLEST_TIME) & (t <= MAX_TIME))).all():
                 return None
+        if any(_reversed(times[start], times[end]) for start, end in _INTERVALS):
+            return None
         step = np.concatenate(self.steps) if self.steps else np.zeros(0, np.int64)
         if ((step < 0) | (step > MAX_STEP)).any():
             return None
         special = sorted(dict(self.special).items())  # an entry with both keys once, in order
         return Columns(self.jobs, list(self.index), times, step, special)
+
+
+# The intervals an entry may hold whole, as indices into TIMES (`mlgoodput._in_order` refuses them reversed).
+_KEYS = [key for key, _ in TIMES]
+_INTERVALS = [(_KEYS.index(a), _KEYS.index(b)) for a, b in INTERVALS if a in _KEYS and b in _KEYS]
+
+
+def _reversed(starts: tuple[Ints, Any], ends: tuple[Ints, Any]) -> bool:
+    """Whether an entry holding both an interval's start and its end (rows and times of each) ends it first."""
+    import numpy as np
+
+    _both, first, then = np.intersect1d(starts[0], ends[0], assume_unique=True, return_indices=True)
+    return bool((ends[1][then] < starts[1][first]).any())
 
 
 def _columns(data: bytes, starts: Ints) -> Columns | None:

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tpufleet.constants import DAY
+from tpufleet.errors import shown
 from tpufleet.goodput.events import (
     CODE,
     MAX_LINE_BYTES,
@@ -46,6 +47,16 @@ PHASE_TIMES = (
     ("training_prep_end_time", "training_prep_end"),
     ("data_loading_start_time", "data_loading_start"),
     ("data_loading_end_time", "data_loading_end"),
+)
+# The keys of an interval an entry may hold whole (its start and its end): an end before its start is refused.
+INTERVALS = (
+    ("job_start_time", "job_end_time"),
+    ("tpu_init_start_time", "tpu_init_end_time"),
+    ("training_prep_start_time", "training_prep_end_time"),
+    ("data_loading_start_time", "data_loading_end_time"),
+    ("custom_badput_event_start_time", "custom_badput_event_end_time"),
+    ("elastic_wait_start_time", "elastic_wait_end_time"),
+    ("elastic_reinit_start_time", "elastic_reinit_end_time"),
 )
 CHECKPOINT_OPERATIONS = ("save", "restore", "emergency_restore")
 MAX_DURATION_S = 365 * DAY  # a checkpoint operation's duration: at most a year
@@ -261,6 +272,7 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
         t = _num(payload, "elastic_slice_counts_timestamp", file, line)
         counts = (t, {k: payload.get(k) for k in ("active_slices", "available_slices", "total_slices")})
         add_slice_counts(Log(), job, t, counts[1], file, line)  # checked before anything is added
+    _in_order(payload, file, line)
     # every field is good: add the entry
     log.records += 1
     log.name_job(job)
@@ -269,6 +281,14 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
     if counts is not None:
         add_slice_counts(log, job, counts[0], counts[1], file, line)
     return job
+
+
+def _in_order(payload: Mapping[str, Any], file: str, line: int) -> None:
+    """Refuse an interval whose end, in the same entry, is before its start (its times already checked): the end
+    was dropped and the interval ran to the job's end, badput charged with exit 0."""
+    for start, end in INTERVALS:
+        if start in payload and end in payload and payload[end] < payload[start]:
+            raise BadRecord(file, line, end, payload[end], f"before its start, {start} {shown(payload[start])}")
 
 
 def _elastic(payload: Mapping[str, Any], file: str, line: int) -> list[Pending]:
