@@ -80,6 +80,8 @@ def _exposition(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> byt
     collector = FleetCollector(state, last_change(snap.store.journal()), snap.extras.get("goodput"), __version__)
     registry.register(collector)
     registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours)))
+    if "goodput_read" in snap.extras:  # (`serve --goodput`)
+        registry.register(_Families([_goodput_read(snap.extras["goodput_read"])]))
     if openmetrics:
         from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
@@ -88,6 +90,20 @@ def _exposition(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> byt
     from prometheus_client import generate_latest
 
     return generate_latest(registry)
+
+
+def _goodput_read(read: bool) -> Metric:
+    """Whether the goodput logs read at their last change: without it, goodput families that vanish (a log that
+    does not read) look like a fleet with nothing to report, and an alert on them goes quiet."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    family = GaugeMetricFamily(
+        "tpufleet_goodput_logs_read_ok",
+        "1 if the goodput logs of serve --goodput read at their last change (the goodput families are served), "
+        "0 if not (the families are left out until they read; serve's stderr says why).",
+    )
+    family.add_metric([], 1.0 if read else 0.0)
+    return family
 
 
 def page(snap: Snapshot, refresh: int) -> bytes:

@@ -16,6 +16,7 @@ import zlib
 from collections import deque
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -24,6 +25,7 @@ from tpufleet.errors import BadInput, BadStateFile, shown
 from tpufleet.goodput import columnar, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
+from tpufleet.jsontext import parse_json_line
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file, size_text
 
 if TYPE_CHECKING:
@@ -44,11 +46,11 @@ def shown_name(path: Path) -> str:
     return "<stdin>" if str(path) == STDIN else str(path)
 
 
-def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool) -> Iterator[tuple[bytes, int]]:
+def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool) -> Iterator[tuple[bytes, int]]:
     """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
     whole file is never held. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
     it is decoded: an over-long line is an error naming its line, or with `skip_bad` one bad line (its bytes are
-    dropped as they come)."""
+    dropped as they come). With `whole_lines`, a last line a writer has not finished is left out (`_finished`)."""
     total = consumed = lines = 0
     rest, dropping = b"", False
     while block := _read(fh, name, CHUNK_BYTES):
@@ -68,8 +70,26 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool) -> Iterator[tup
         lines += data.count(b"\n")
         yield data, consumed
         consumed += len(data)
-    if rest:
+    if rest and (not whole_lines or _finished(rest)):
         yield rest, consumed
+
+
+def _finished(last: bytes) -> bool:
+    """Whether a last line without a line break is a whole record: a JSON object (a writer partway through one
+    leaves what is no JSON yet, or a CSV row that may be cut anywhere, a number included)."""
+    try:
+        return isinstance(parse_json_line(last.decode("utf-8")), dict)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+
+
+def _without_unfinished(data: bytes) -> bytes:
+    """A log read whole without its last line if a writer has not finished it (a JSON array is left whole: its
+    last line is never a record)."""
+    cut = data.rfind(b"\n") + 1
+    if cut == len(data) or data.lstrip()[:1] == b"[" or _finished(data[cut:]):
+        return data
+    return data[:cut]
 
 
 def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> bytes:
@@ -113,11 +133,14 @@ def _read(fh: BinaryIO, name: str, size: int) -> bytes:
         raise BadStateFile(name, "", None, f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
-def _read_native_file(fh: BinaryIO, name: str, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None) -> int:
+def _read_native_file(
+    fh: BinaryIO, name: str, limit: int, log: events.Log, reading: _Reading, pool: Pool | None
+) -> int:
     """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers); with
     a pool, pieces are decoded ahead in its worker processes and added here in file order. The bytes read."""
     line = read = 0
-    for piece, offset, decoded in _decoded(_pieces(fh, name, limit, skip_bad), pool):
+    skip_bad = reading.skip_bad
+    for piece, offset, decoded in _decoded(_pieces(fh, name, limit, skip_bad, reading.whole_lines), pool):
         read = offset + len(piece)
         fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, name, log)
         if fast:
@@ -246,19 +269,32 @@ def _read_whole(fh: BinaryIO, name: str, limit: int) -> bytes:
     return data
 
 
-def load(paths: list[Path], fmt: str, skip_bad: bool, job_limit: int | None = None) -> events.Log:
+@dataclass(frozen=True)
+class _Reading:
+    """How the logs are read: malformed records skipped (and counted), or an error; with `whole_lines`, a last
+    line without a line break that is no whole record yet left out (`tpufleet serve` reads logs being written)."""
+
+    skip_bad: bool
+    whole_lines: bool = False
+
+
+def load(
+    paths: list[Path], fmt: str, skip_bad: bool, job_limit: int | None = None, whole_lines: bool = False
+) -> events.Log:
     """Every log into one Log: native JSONL is streamed (read and parsed a piece at a time); CSV and the
     ml-goodput forms are read whole (each at most MAX_LOG_BYTES decompressed). More than `job_limit` jobs is
-    BadInput naming the log where the one too many is."""
+    BadInput naming the log where the one too many is. With `whole_lines`, each log's last line is read only
+    once finished: a JSON object, or ended by a line break (a writer may be partway through it)."""
     log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit)
     budget = MAX_TOTAL_LOG_BYTES
     native = [p for p in paths if fmt == "native" and not str(p).lower().endswith(".csv")]
+    reading = _Reading(skip_bad, whole_lines)
     with _fork_pool(sum(_size(p) for p in native) >= PARALLEL_MIN_BYTES) as pool:
         for path in paths:
             name = shown_name(path)
             with _open(path) as fh:
                 try:
-                    budget -= _load_one(fh, name, fmt, path in native, min(MAX_LOG_BYTES, budget), log, skip_bad, pool)
+                    budget -= _load_one(fh, name, fmt, path in native, min(MAX_LOG_BYTES, budget), log, reading, pool)
                 except events.TooManyJobs as exc:
                     raise BadInput(
                         f"{name}: field job: more than {exc.limit:,} jobs in one report; report on fewer logs "
@@ -268,13 +304,15 @@ def load(paths: list[Path], fmt: str, skip_bad: bool, job_limit: int | None = No
 
 
 def _load_one(
-    fh: BinaryIO, name: str, fmt: str, native: bool, limit: int, log: events.Log, skip_bad: bool, pool: Pool | None
+    fh: BinaryIO, name: str, fmt: str, native: bool, limit: int, log: events.Log, reading: _Reading, pool: Pool | None
 ) -> int:
     """One log into `log`; the bytes it held (decompressed)."""
     if native:
-        return _read_native_file(fh, name, limit, log, skip_bad, pool)
+        return _read_native_file(fh, name, limit, log, reading, pool)
     data = _read_whole(fh, name, limit)
-    size = len(data)
+    size, skip_bad = len(data), reading.skip_bad
+    if reading.whole_lines:
+        data = _without_unfinished(data)
     if fmt == "ml-goodput" and (data.isascii() or _is_utf8(data)) and mlfast.read(data, name, log):
         return size  # decoded and checked on columns: the same answers as the importer's, entry by entry
     text = decode_utf8(data, name)
@@ -380,7 +418,7 @@ def load_part(path: Path, fmt: str, skip_bad: bool) -> tuple[events.Log, int]:
     name = shown_name(path)
     with _open(path) as fh:
         try:
-            size = _load_one(fh, name, fmt, native, MAX_LOG_BYTES, log, skip_bad, None)
+            size = _load_one(fh, name, fmt, native, MAX_LOG_BYTES, log, _Reading(skip_bad), None)
         except events.TooManyJobs as exc:
             raise BadInput(
                 f"{name}: field job: more than {exc.limit:,} jobs in one log (value {shown(exc.job)})"
