@@ -5,9 +5,12 @@ field, nothing changed)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+
+from helpers import snapshot
 
 pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
@@ -20,6 +23,7 @@ from tpufleet.state import goodputlogs
 
 ROOT = Path(__file__).parent.parent
 GOODPUT = ROOT / "fixtures" / "goodput" / "fleet.jsonl"
+ALERTS = ROOT / "fixtures" / "alertmanager"
 TOKEN = "s3cret-token-for-the-tests-0123456789"
 
 
@@ -94,3 +98,71 @@ def test_logs_read_whole_leave_an_unfinished_last_line_out_too(tmp_path):
     array = tmp_path / "ml.json"  # a JSON array's last line is "]": never left out
     array.write_text('[\n{"jsonPayload": {"job_name": "j", "job_start_time": 1767571200.0}}\n]')
     assert goodputlogs.load([array], "ml-goodput", False, whole_lines=True).records == 1
+
+
+# ---- M2, M3: Alertmanager payloads --------------------------------------------------------------------------------
+def firing(**change: object) -> dict:
+    payload = json.loads((ALERTS / "firing.json").read_text())
+    alert = payload["alerts"][0]
+    for key, value in change.items():
+        if key == "planned":
+            alert["labels"]["tpufleet_planned"] = value
+        else:
+            alert[key] = value
+    return payload
+
+
+def post(fleet, payload: dict):
+    return client(fleet.state).post("/api/v1/alerts", headers={"Authorization": f"Bearer {TOKEN}"}, json=payload)
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "", " true", "no", "truee"])
+def test_a_planned_label_other_than_true_or_false_is_422_naming_it(fleet, value):
+    """`yes` and `1` opened an unplanned fault (counted in tpufleet_open_faults, firing the repair-time alert)."""
+    before = snapshot(fleet.state)
+    r = post(fleet, firing(planned=value))
+    assert r.status_code == 422
+    assert r.json()["error"] == f'alerts[0].labels."tpufleet_planned": {json.dumps(value)}; true or false'
+    assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("value, planned", [("true", True), ("TRUE", True), ("False", False), ("false", False)])
+def test_true_and_false_in_any_case_say_whether_the_fault_is_planned(fleet, value, planned):
+    r = post(fleet, firing(planned=value))
+    assert r.status_code == 200 and r.json()["alerts"][0]["action"] == "opened"
+    (fault,) = [f for f in fleet("faults", "-o", "json").json if f["target"] == "host:c07/3"]
+    assert fault["planned"] is planned
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("startsAt", "2026-13-45T00:00:00Z"),
+        ("startsAt", "2026-02-29T10:00:00Z"),
+        ("startsAt", "2026-03-02T24:00:00Z"),
+        ("startsAt", "2026-03-02T10:00:61Z"),
+        ("startsAt", "2026-03-02T10:00:00+25:00"),
+        ("startsAt", "2026-03-02T10:00:00"),
+        ("endsAt", "2026-13-45T00:00:00Z"),
+        ("endsAt", "0001-01-00T00:00:00Z"),
+        ("endsAt", None),
+    ],
+)
+def test_a_time_that_does_not_exist_is_422_naming_its_field(fleet, field, value):
+    """An impossible startsAt was stored in the fault's mark, and a new spelling of it opened a second fault."""
+    before = snapshot(fleet.state)
+    r = post(fleet, firing(**{field: value}))
+    assert r.status_code == 422
+    assert r.json()["error"] == f"alerts[0].{field}: {json.dumps(value)}; an RFC 3339 time"
+    assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    "starts", ["2024-02-29T10:15:04.123456789Z", "2026-03-02T10:15:04+05:30", "2026-03-02t10:15:04z"]
+)
+def test_real_rfc3339_times_are_taken(fleet, starts):
+    payload = firing(startsAt=starts, endsAt="0001-01-01T00:00:00Z")  # Go's zero time: a firing alert's endsAt
+    r = post(fleet, payload)
+    assert r.status_code == 200 and r.json()["opened"] == ["f1"]
+    del payload["alerts"][0]["endsAt"]
+    assert post(fleet, payload).json()["alerts"][0]["action"] == "unchanged"

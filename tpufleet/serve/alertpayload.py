@@ -2,7 +2,9 @@
 
 The fields read (Alertmanager's `webhook_config` documentation): `version` ("4"), `status`, and `alerts`, a list of
 objects with `status` ("firing" or "resolved"), `labels` and `annotations` (string to string), `startsAt`, `endsAt`
-(RFC 3339) and `fingerprint` (the hash of the alert's labels). Other fields (receiver, groupLabels, commonLabels,
+(RFC 3339 times that exist: a date such as 2026-13-45 is refused; `endsAt` may be left out) and `fingerprint` (the
+hash of the alert's labels). The label `tpufleet_planned`, when given, is "true" or "false" in any case: another
+value ("yes", "1") would silently open an unplanned fault. Other fields (receiver, groupLabels, commonLabels,
 externalURL, groupKey, truncatedAlerts, generatorURL...) are allowed and not used.
 """
 
@@ -10,14 +12,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeGuard
 
-from tpufleet.ops.alerts import Alert
+from tpufleet.ops.alerts import PLANNED_LABEL, Alert
 
 MAX_ALERTS = 1000  # one notification holds one group; Alertmanager's max_alerts caps it further
 MAX_LABEL_CHARS = 4096
 _FINGERPRINT = re.compile(r"[0-9A-Za-z]{1,64}")
-_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,30}(Z|[+-][0-9]{2}:[0-9]{2})")
+# RFC 3339's date-time (section 5.6; Go writes up to 9 digits of a second), its numbers checked by `_real_time`
+_STAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,20})?"
+    r"(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))"
+)
 
 
 class NotJson(ValueError):
@@ -65,11 +72,31 @@ def _alert(raw: Any, where: str) -> Alert:
     if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
         raise BadPayload(f"{where}.fingerprint: {_short(fingerprint)}; 1 to 64 letters and digits")
     starts = raw.get("startsAt")
-    if not isinstance(starts, str) or not _STAMP.fullmatch(starts):
+    if not _real_time(starts):
         raise BadPayload(f"{where}.startsAt: {_short(starts)}; an RFC 3339 time")
+    if "endsAt" in raw and not _real_time(raw["endsAt"]):
+        raise BadPayload(f"{where}.endsAt: {_short(raw['endsAt'])}; an RFC 3339 time")
     labels = _strings(raw.get("labels"), f"{where}.labels", required=True)
+    planned = labels.get(PLANNED_LABEL)
+    if planned is not None and planned.lower() not in ("true", "false"):
+        raise BadPayload(f"{where}.labels.{_short(PLANNED_LABEL)}: {_short(planned)}; true or false")
     annotations = _strings(raw.get("annotations", {}), f"{where}.annotations", required=False)
     return Alert(fingerprint, status == "firing", labels, annotations, starts)
+
+
+def _real_time(value: object) -> TypeGuard[str]:
+    """Whether `value` is an RFC 3339 time that exists: the shape, then a real date, time of day and offset (the
+    startsAt is kept in the fault's mark, so an impossible one would be stored; Go's zero time, year 1, exists)."""
+    match = _STAMP.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    try:
+        datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        return False
+    offset = match.group(7)
+    return offset is None or (int(offset) <= 23 and int(match.group(8)) <= 59)
 
 
 def _strings(raw: Any, where: str, required: bool) -> dict[str, str]:
