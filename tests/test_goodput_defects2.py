@@ -264,3 +264,54 @@ def test_a_reversed_interval_in_a_gcloud_array_is_refused_at_its_line(tmp_path):
         "error",
         f"{path}:3: field tpu_init_end_time: before its start, tpu_init_start_time {B + 5} (value {B + 2})",
     )
+
+
+# ---- M4, M5 on a Dask cluster --------------------------------------------------------------------------------------
+def test_a_bad_record_read_on_dask_workers_is_one_line_on_stderr(tmp_path):
+    """Each worker's task failure printed Dask's ~7-line "Compute Failed" block and traceback before the error."""
+    pytest.importorskip("distributed", reason="Dask is an optional extra: no cluster here")
+    import os
+    import subprocess
+    import sys
+
+    good = write(tmp_path / "ok.jsonl", [job("A"), *ran("A", B, B + 40)])
+    bad = write(tmp_path / "bad.jsonl", [job("C"), *ran("C", B, B + 40)])
+    bad.write_text(bad.read_text().replace('"step": 2', '"step": "x"'))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run(
+        [sys.executable, "-m", "tpufleet", "goodput-report", str(good), str(bad), "--workers", "2"],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert (
+        run.stderr
+        == f"tpufleet: error: {bad}:5: field step: must be a whole number from 0 to 1,000,000,000,000,000 (value 'x')\n"
+    )
+
+
+def test_records_that_disagree_in_logs_read_on_dask_workers_are_the_serial_error(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is an optional extra: no cluster here")
+    small = write(tmp_path / "small.jsonl", [job("A", 8), job("B", 8), *ran("B", B, B + 40)])
+    events = write(tmp_path / "events.jsonl", ran("A", B, B + 40))
+    big = write(tmp_path / "big.jsonl", [*ran("B", B + 50, B + 90), job("B", 8, topology="2x2x2"), job("A", 16)])
+    paths = [small, events, big]
+    with pytest.raises(BadInput) as serial:
+        build(paths)
+    with pytest.raises(BadInput) as on_cluster:
+        build(paths, workers=2)
+    message = f"{big}:8: field topology: the record of job 'B' at {small}:2 says '' (value '2x2x2')"
+    assert str(on_cluster.value) == str(serial.value) == message
+
+
+def test_the_records_taken_from_a_log_keep_its_order():
+    """A log read again on a worker for its shared jobs gave them in the order of a set of names: with two records
+    that disagree, the one named could be the later one, not the serial reading's first."""
+    from tpufleet.goodput.events import Job, Log, take_jobs
+
+    names = {f"job{k}" for k in range(20)}
+    log = Log()
+    for name in reversed(list(names)):  # read in the reverse of the set's own order
+        log.add_job(Job(name))
+        log.add_event(name, B, 0)
+    taken = take_jobs(log, names)
+    assert list(taken.jobs) == list(taken.events) == list(reversed(list(names)))

@@ -1,8 +1,10 @@
 """`tpufleet goodput-report`: ML Productivity Goodput (SG x RG x PG) from job event logs."""
 
+import logging
 import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -100,12 +102,32 @@ def goodput_cmd(
     kind = output.value
     chosen = period if period else ("day" if kind == "html" else None)  # the page charts over periods
     keep = HTML_TIMELINES if kind == "html" else 0
-    with progress("reading logs", None):
+    with progress("reading logs", None), _quiet_task_failures():
         report = build(
             files, fmt, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet, *_dask(cluster, workers)
         )
     _notes(report, capacity)
     _emit(_json_pieces(report) if kind == "json" else iter([_text(kind, report)]), out)
+
+
+@contextmanager
+def _quiet_task_failures() -> Iterator[None]:
+    """Dask's worker log of a task that raised (a bad record in a log read on a worker) left out: the log is read
+    again here and its error is the one line said. The local cluster's workers are forked from this process with
+    the filter in place (a remote cluster's workers log on their own machines)."""
+    worker_log, quiet = logging.getLogger("distributed.worker"), _TaskFailures()
+    worker_log.addFilter(quiet)
+    try:
+        yield
+    finally:
+        worker_log.removeFilter(quiet)
+
+
+class _TaskFailures(logging.Filter):
+    """Drops the worker's record of a failed task (its key, state, exception and a traceback, on ~7 lines)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Compute Failed")
 
 
 def _notes(report: dict[str, Any], capacity: str | None) -> None:

@@ -500,19 +500,19 @@ def job_names(log: Log) -> set[str]:
 
 
 def take_jobs(log: Log, names: set[str]) -> Log:
-    """The records of the jobs `names`, moved out of `log` into a new Log (its capacity and counts left)."""
+    """The records of the jobs `names`, moved out of `log` into a new Log (its capacity and counts left), each
+    table in the log's order: merged after another log's (`merge_into`), the first job record that disagrees is
+    then the one the log reads first, as reading the logs one after another finds it."""
     out = Log()
-    for name in names:
-        for mine, theirs in (
-            (log.jobs, out.jobs),
-            (log.events, out.events),
-            (log.slices, out.slices),
-            (log.slice_allocations, out.slice_allocations),
-        ):
-            if name in mine:
-                theirs[name] = mine.pop(name)  # type: ignore[assignment]
-        if name in log.unrecorded:
-            out.unrecorded.add(name)
+    for mine, theirs in (
+        (log.jobs, out.jobs),
+        (log.events, out.events),
+        (log.slices, out.slices),
+        (log.slice_allocations, out.slice_allocations),
+    ):
+        for name in [name for name in mine if name in names]:
+            theirs[name] = mine.pop(name)  # type: ignore[assignment]
+    out.unrecorded = log.unrecorded & names
     return out
 
 
