@@ -50,6 +50,8 @@ DEFECTS = [
     '{"type":"job","job":"j9","chips":0}',
     '{"job":"j9","type":"job","chips":8}',
     '{"type":"capacity","time":"2026-01-05T10:00:00Z","accelerator":"tpu-v4","chips":512}',
+    '{"type":"capacity","time":1767571300.0,"accelerator":"tpu-v4","chips":8}',
+    '{"type":"job","job":"j1","accelerator":"tpu-v9","chips":8}',
     '{"type":"schema","version":2}',
     '{"type":"event","job":"j0","time":1767571300.0,"event":"job_start"} x',
     "[1, 2]",
