@@ -110,11 +110,11 @@ def test_the_size_limit_counts_decompressed_bytes(cli, tmp_path, monkeypatch):
 def test_an_explicit_capacity_wins_over_the_logs_records_and_says_so(cli):
     in_logs = report(cli, DEMO)
     assert in_logs["fleet"]["capacity_basis"] == "events" and in_logs["input"]["capacity_records"] == 2
-    r = cli("goodput-report", DEMO, "--capacity", "tpu-v4=8192,tpu-v5p=2048", "-o", "json", state=False)
+    r = cli("goodput-report", DEMO, "--capacity", "tpu-v4=8192,tpu-v5p=8192", "-o", "json", state=False)
     assert r.code == 0, r.err
     fleet = r.json["fleet"]
     assert fleet["capacity_basis"] == "flag"
-    # the demo's records say 4096 + 1024 chips; the option doubles both: the capacity doubles and SG halves
+    # the demo's records say 4096 + 4096 chips; the option doubles both: the capacity doubles and SG halves
     assert fleet["capacity_chip_s"] == pytest.approx(2 * in_logs["fleet"]["capacity_chip_s"], rel=1e-9)
     assert fleet["sg"] == pytest.approx(in_logs["fleet"]["sg"] / 2, abs=2e-6)
     (remark,) = r.err.strip().splitlines()

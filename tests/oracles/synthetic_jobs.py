@@ -135,7 +135,7 @@ def demo_log() -> list[Entry]:
     """A few days of synthetic jobs on two accelerator types, with failures and restarts (`make demo`)."""
     lines: list[Entry] = [
         {"type": "capacity", "time": DEMO_START, "accelerator": "tpu-v4", "chips": 4096},
-        {"type": "capacity", "time": DEMO_START, "accelerator": "tpu-v5p", "chips": 1024},
+        {"type": "capacity", "time": DEMO_START, "accelerator": "tpu-v5p", "chips": 4096},  # its 2,048-chip job fits
     ]
     for k in range(12):
         native, _ = training_job(
