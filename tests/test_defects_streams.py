@@ -138,3 +138,25 @@ def test_an_over_long_reason_says_how_long_it_was_as_typed(fleet):
     assert "1,100 characters; at most 1,024" in one_line(fleet("inject-fault", "host:c30/1", "--reason", "a" * 1100))
     assert snapshot(fleet.state) == before
     assert fleet("inject-fault", "host:c30/1", "--reason", "a" * 1024).code == 0
+
+
+def test_a_job_name_from_the_logs_never_shapes_a_report(cli, tmp_path):
+    """A newline or escape sequence in a job's name: one row in the table, escaped in md and html (control
+    characters are never valid HTML text), kept as data in csv (as JSON keeps it, escaped by JSON itself)."""
+    fixture = Path(__file__).parent.parent / "fixtures" / "goodput" / "fleet.jsonl"
+    name = 'wa,it"er\n|x|\x1b[31m<b>'
+    log = tmp_path / "jobs.jsonl"
+    log.write_text(fixture.read_text().replace('"waiter"', json.dumps(name)))
+    table = cli("goodput-report", log)
+    assert table.code == 0 and "\x1b" not in table.out
+    [row] = [line for line in table.out.splitlines() if line.startswith("wa,it")]
+    assert "\\n|x|\\x1b[31m<b>" in row
+    for fmt in ("md", "html"):
+        out = cli("goodput-report", log, "-o", fmt).out
+        assert "\x1b" not in out and "<b>" not in out, fmt
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(cli("goodput-report", log, "-o", "csv").out)))
+    assert any(name in row for row in rows)
+    assert name in {j["job"] for j in cli("goodput-report", log, "-o", "json").json["jobs"]}

@@ -232,13 +232,14 @@ def _text(kind: str, report: dict[str, Any]) -> str:
     import yaml
 
     from tpufleet.goodput import render, wall
+    from tpufleet.text import terminal_safe
 
     renderers: Renderers = {
         "yaml": lambda: yaml.safe_dump(report, sort_keys=False),
         "csv": lambda: render.to_csv(report),
         "md": lambda: render.to_markdown(report),
         "html": lambda: wall.to_html(report, time.time(), report.pop("timelines", None)),
-        "table": lambda: render.to_table(report),
+        "table": lambda: terminal_safe(render.to_table(report)),  # names from the logs never drive the terminal
     }
     return renderers[kind]().rstrip("\n")
 
@@ -267,9 +268,9 @@ def _emit(pieces: Iterator[str], out: Path | None) -> None:
         batch.append(piece)
         size += len(piece)
         if size >= EMIT_BATCH:
-            typer.echo("".join(batch), nl=False)
+            typer.echo("".join(batch), nl=False, color=True)  # the format's own escaping, never stripped
             batch, size = [], 0
-    typer.echo("".join(batch))
+    typer.echo("".join(batch), color=True)
 
 
 def _json_pieces(report: dict[str, Any]) -> Iterator[str]:

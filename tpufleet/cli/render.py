@@ -46,7 +46,7 @@ def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | N
             from tpufleet.errors import BadInput
 
             raise BadInput(f"bad option -o/--output: this command does not write {value}")
-        typer.echo(renderers[value]())
+        typer.echo(renderers[value](), color=True)  # the data as the format escapes it, never stripped by Click
     elif value == "json":
         typer.echo(to_json(data))
     elif value == "yaml":

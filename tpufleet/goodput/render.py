@@ -108,8 +108,10 @@ def to_csv(report: Report) -> str:
 
 def _md_escape(text: str) -> str:
     """A table cell: no inline HTML (Markdown renders it), no column break, one line."""
-    escaped = html.escape(str(text).replace("\\", "\\\\"), quote=False).replace("|", "\\|")
-    return " ".join(escaped.splitlines())
+    from tpufleet.text import printable
+
+    one_line = printable(str(text).replace("\\", "\\\\"))  # newlines and control characters as escapes
+    return html.escape(one_line, quote=False).replace("|", "\\|")
 
 
 def to_markdown(report: Report) -> str:
@@ -238,6 +240,10 @@ def _slow_lines(report: Report, top: int) -> list[str]:
 
 
 def tabulate_rows(rows_: list[list[Any]], headers: list[str]) -> str:
+    """A table whose text cells (job names from the logs) stay on one line: a newline in one would forge a row."""
     from tabulate import tabulate
 
-    return tabulate(rows_, headers=headers, tablefmt="simple", disable_numparse=True)
+    from tpufleet.text import printable
+
+    cells = [[printable(c) if isinstance(c, str) else c for c in row] for row in rows_]
+    return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True)

@@ -37,7 +37,13 @@ COLOURS = {
     "other": "#9e9e9e",
 }
 LINES = {"mpg": "#111111", "sg": "#1565c0", "rg": "#2e7d32", "pg": "#ef6c00"}
-e = html.escape
+
+
+def e(text: object, quote: bool = True) -> str:
+    """HTML text from the input: escaped, and its control characters (never valid in HTML text) as escapes."""
+    from tpufleet.text import printable
+
+    return html.escape(printable(str(text)), quote=quote)
 
 
 def _when(t: float) -> str:
