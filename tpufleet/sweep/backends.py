@@ -121,7 +121,9 @@ def _local_cluster(dd: Any, workers: int) -> Any:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            # None still serves the scheduler's HTTP routes on 8787, and warns on stderr when another cluster (a
+            # second report, a sweep) holds it: any free port instead, never a word
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         )
 
