@@ -187,6 +187,17 @@ def test_a_password_libpq_reads_otherwise_is_bad_input_not_a_connection_to_its_p
     assert "port 1" not in line and "s3cr3t" not in line and "percent-encode" in line
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["application_name=ops@laptop", "user=alice@corp", "sslcert=/home/u@x/c.pem"],
+)
+def test_an_at_sign_in_the_query_is_no_part_of_the_password(capsys, query):
+    """The URL is fine (no server listens there): exit 1, cannot connect; not exit 2, 'reads its password otherwise'."""
+    url = f"postgresql://bob:pw@127.0.0.1:1/f?{query}&connect_timeout=1"
+    line = one_line(Cli(capsys, url)("status"), 1)  # type: ignore[arg-type]
+    assert f"postgresql://bob@127.0.0.1:1/f?{query}" in line and ":pw@" not in line
+
+
 WHITESPACE_PASSWORD = "ab\x1fcd\x85ef\xa0gh secret"  # all Python's whitespace (\s), none a URL's end in an argument
 
 

@@ -34,12 +34,22 @@ def is_database_url(text: str) -> bool:
 
 
 def _split(url: str) -> tuple[str, str, str]:
-    """(scheme and ``://``, the user part before its last ``@`` or "", the rest)."""
+    """(scheme and ``://``, the user part or "", the rest). The user part ends at the last ``@`` before the query
+    that follows the first ``@``: a password may hold ``@``, ``?`` or ``/`` as written, and the query may hold
+    ``@`` too (``application_name=ops@laptop``, ``user=alice@corp``), which is no part of the user's.
+
+    >>> _split("postgresql://u:p?w@db/f?user=a@b")
+    ('postgresql://', 'u:p?w@', 'db/f?user=a@b')
+    """
     head, sep, rest = url.partition("://")
     if not sep:
         return "", "", url
-    user, at, after = rest.rpartition("@")
-    return head + sep, (user + at) if at else "", after if at else rest
+    first = rest.find("@")
+    if first < 0:
+        return head + sep, "", rest
+    query = rest.find("?", first)
+    at = rest.rfind("@", 0, len(rest) if query < 0 else query)
+    return head + sep, rest[: at + 1], rest[at + 1 :]
 
 
 def secrets(url: str) -> list[str]:

@@ -246,7 +246,7 @@ class PostgresBackend:
         if dburl.misread_password(self.url, None if password is None else str(password)):
             raise BadInput(
                 f"bad database URL {self.where}: libpq reads its password otherwise than it is written; "
-                "percent-encode any '/' or '@' in it (%2F, %40)"
+                "percent-encode any '/' or '@' in it, or in the database's name (%2F, %40)"
             )
         if password:  # as libpq reads it too: cut out of any message
             self._secrets = sorted({*self._secrets, str(password)}, key=len, reverse=True)
