@@ -98,6 +98,8 @@ def test_logs_read_whole_leave_an_unfinished_last_line_out_too(tmp_path):
     array = tmp_path / "ml.json"  # a JSON array's last line is "]": never left out
     array.write_text('[\n{"jsonPayload": {"job_name": "j", "job_start_time": 1767571200.0}}\n]')
     assert goodputlogs.load([array], "ml-goodput", False, whole_lines=True).records == 1
+    array.write_bytes(b"\xef\xbb\xbf" + array.read_bytes())  # a byte-order mark first: still an array
+    assert goodputlogs.load([array], "ml-goodput", False, whole_lines=True).records == 1
 
 
 # ---- M2, M3: Alertmanager payloads --------------------------------------------------------------------------------
@@ -124,6 +126,16 @@ def test_a_planned_label_other_than_true_or_false_is_422_naming_it(fleet, value)
     assert r.status_code == 422
     assert r.json()["error"] == f'alerts[0].labels."tpufleet_planned": {json.dumps(value)}; true or false'
     assert snapshot(fleet.state) == before
+
+
+def test_a_resolution_closes_its_fault_whatever_its_planned_label_says(fleet):
+    """A fault opened before the label was checked (`yes`: unplanned) is still closed by its resolution: a 422
+    would leave it open for good (Alertmanager does not retry a 4xx)."""
+    assert post(fleet, firing(planned="true")).status_code == 200
+    resolved = firing(planned="yes", status="resolved", endsAt="2026-03-02T11:15:04Z")
+    r = post(fleet, resolved)
+    assert r.status_code == 200, r.json()
+    assert not [f for f in fleet("faults", "-o", "json").json if f["target"] == "host:c07/3"]
 
 
 @pytest.mark.parametrize("value, planned", [("true", True), ("TRUE", True), ("False", False), ("false", False)])

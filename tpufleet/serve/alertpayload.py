@@ -78,7 +78,9 @@ def _alert(raw: Any, where: str) -> Alert:
         raise BadPayload(f"{where}.endsAt: {_short(raw['endsAt'])}; an RFC 3339 time")
     labels = _strings(raw.get("labels"), f"{where}.labels", required=True)
     planned = labels.get(PLANNED_LABEL)
-    if planned is not None and planned.lower() not in ("true", "false"):
+    # only a firing alert opens a fault as planned or not; a resolution closes whatever its mark names (one opened
+    # before the label was checked included: a 422 would leave it open for good, Alertmanager not retrying a 4xx)
+    if status == "firing" and planned is not None and planned.lower() not in ("true", "false"):
         raise BadPayload(f"{where}.labels.{_short(PLANNED_LABEL)}: {_short(planned)}; true or false")
     annotations = _strings(raw.get("annotations", {}), f"{where}.annotations", required=False)
     return Alert(fingerprint, status == "firing", labels, annotations, starts)

@@ -87,7 +87,7 @@ def _without_unfinished(data: bytes) -> bytes:
     """A log read whole without its last line if a writer has not finished it (a JSON array is left whole: its
     last line is never a record)."""
     cut = data.rfind(b"\n") + 1
-    if cut == len(data) or data.lstrip()[:1] == b"[" or _finished(data[cut:]):
+    if cut == len(data) or data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"[" or _finished(data[cut:]):
         return data
     return data[:cut]
 
