@@ -202,7 +202,7 @@ def test_chips_held_before_the_first_capacity_record_are_refused_naming_it(tmp_p
     assert same_by_every_reader([path]) == (
         "error",
         f"{path}:{len(rows)}: field time: the jobs hold 8 tpu-v4 chips at 2026-01-05T00:00:00Z, before this first "
-        f"tpu-v4 capacity record (value {B + 100})",
+        "tpu-v4 capacity record (value 2026-01-05T00:01:40Z)",  # the record's time as a time, not POSIX seconds
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from tpufleet.errors import BadInput, shown
+from tpufleet.errors import BadInput
 from tpufleet.goodput.events import CapacityRecord
 from tpufleet.goodput.timeline import JobAccount
 
@@ -99,12 +99,12 @@ def check(accounts: list[JobAccount], capacity: Capacity) -> None:
 
 def _short(step: CapacityRecord | None, first: CapacityRecord, held: int, t: float) -> BadInput:
     """The message of a capacity `step` smaller than the `held` chips at `t` (None: before the `first` step)."""
-    when = dt.datetime.fromtimestamp(t, dt.UTC).isoformat().replace("+00:00", "Z")
+    when = _iso(t)
     acc = first[1]
     if step is None:
         return BadInput(
             f"{first[3]}: field time: the jobs hold {held:,} {acc} chips at {when}, before this first {acc} "
-            f"capacity record (value {shown(first[0])})"
+            f"capacity record (value {_iso(first[0])})"
         )
     if step[3] == CAPACITY_OPTION:
         return BadInput(
@@ -113,3 +113,7 @@ def _short(step: CapacityRecord | None, first: CapacityRecord, held: int, t: flo
     return BadInput(
         f"{step[3]}: field chips: fewer than the {held:,} {acc} chips the jobs hold at {when} (value {step[2]})"
     )
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat().replace("+00:00", "Z")
