@@ -105,9 +105,7 @@ OTHERS = [
 ]
 
 
-def report(
-    path: Path, fast: bool, skip_bad: bool, stepped: bool | None = True, period: str = "day"
-) -> tuple[Any, int]:
+def report(path: Path, fast: bool, skip_bad: bool, stepped: bool | None = True, period: str = "day") -> tuple[Any, int]:
     """(the report or ("error", message), files the fast reader vouched for). `stepped`: each chunk of entries
     is tried the quick way first (step entries decoded with their three fields), else decoded whole; None: the
     reader's own rule."""
