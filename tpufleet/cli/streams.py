@@ -16,7 +16,7 @@ _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def _escape(exc: UnicodeError) -> tuple[str, int]:
-    """The characters an encoding lacks as \\uXXXX (a surrogate pair above U+FFFF)."""
+    """The characters an encoding lacks as JSON escapes: `\\u4fee` for U+4FEE, a surrogate pair above U+FFFF."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     out = []

@@ -151,3 +151,16 @@ def valid_text(arg: str) -> str:
         return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate no decoding made
         return arg.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def login_name() -> str:
+    """Who runs the command, as the journal, the lock's holder and the schema's history record it: on one line, in
+    valid text ($USER may hold anything, a newline or an undecodable byte included)."""
+    import getpass
+
+    from tpufleet.text import printable
+
+    try:
+        return printable(valid_text(getpass.getuser()))
+    except (KeyError, OSError):
+        return str(os.getuid())

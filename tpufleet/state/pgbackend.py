@@ -21,7 +21,6 @@ line (exit 1); a lost commit says that its outcome is unknown and how to see it.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import re
 import socket
@@ -36,7 +35,7 @@ from tpufleet.journalentry import JournalEntry
 from tpufleet.state import dburl, journal
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import SAFE_NAME
-from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER
+from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name
 from tpufleet.text import bounded, printable
 from tpufleet.timeparse import STAMP_FORMAT
 
@@ -140,13 +139,6 @@ def _bad_parameter(params: Mapping[str, str]) -> str | None:
         if key in params and params[key] not in choices:
             return f"{key} {shown(params[key])} is not one of {', '.join(choices)}"
     return None
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
 
 
 def _storable(conn: psycopg.Connection[tuple[Any, ...]], text: str) -> str:
@@ -304,7 +296,7 @@ class PostgresBackend:
                         for statement in MIGRATIONS[target - 1]:
                             conn.execute(statement.encode())
                         conn.execute(
-                            "INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, _user())
+                            "INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, login_name())
                         )
                 except psycopg.errors.LockNotAvailable:
                     raise LockTimeout(
@@ -325,7 +317,7 @@ class PostgresBackend:
         for target, statements in enumerate(MIGRATIONS, 1):
             for statement in statements:
                 conn.execute(statement.encode())
-            conn.execute("INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, _user()))
+            conn.execute("INSERT INTO tpufleet_schema (version, by_user) VALUES (%s, %s)", (target, login_name()))
 
     # -- reading --
 
@@ -454,7 +446,7 @@ class PostgresBackend:
         since = time.strftime(STAMP_FORMAT, time.gmtime())
         conn = self.connection()
         with self.errors("lock"):
-            user, host, command = (_storable(conn, text) for text in (_user(), socket.gethostname(), command))
+            user, host, command = (_storable(conn, text) for text in (login_name(), socket.gethostname(), command))
             conn.execute(
                 "INSERT INTO tpufleet_lock (id, username, pid, host, command, since) VALUES (1, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (id) DO UPDATE SET username = excluded.username, pid = excluded.pid, "

@@ -13,7 +13,6 @@ Layout of a state directory::
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import os
 import re
@@ -33,7 +32,7 @@ from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
-from tpufleet.state.lock import command_line
+from tpufleet.state.lock import command_line, login_name
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 from tpufleet.timeparse import STAMP_FORMAT
 
@@ -85,17 +84,6 @@ def _location(text: str) -> Path | str:
 
 def utc_now() -> str:
     return time.strftime(STAMP_FORMAT, time.gmtime())
-
-
-def _user() -> str:
-    """Who commits, as the journal records it: on one line, in valid text ($USER may hold anything)."""
-    from tpufleet.state.lock import valid_text
-    from tpufleet.text import printable
-
-    try:
-        return printable(valid_text(getpass.getuser()))
-    except (KeyError, OSError):
-        return str(os.getuid())
 
 
 @dataclass
@@ -352,7 +340,7 @@ class Store:
         entry = JournalEntry(
             state.serial,
             utc_now(),
-            _user(),
+            login_name(),
             command,
             change.summary,
             pid=os.getpid(),
