@@ -117,11 +117,14 @@ class Settings:
     state: str | None = None  # as typed: "" must reach resolve_state_dir, which refuses it
     debug: bool = False
     lock_timeout: float = 30.0
-    argv: tuple[str, ...] = ()  # the command line `main` was given (a command's --help reads no config)
+    argv: tuple[str, ...] = ()  # the command line `main` was given (a command's --help survives a bad config)
+    config_error: Exception | None = None  # a bad config file's, held while only help may be asked
 
     def store(self) -> Store:
         from tpufleet.state import Store, resolve_state_dir
 
+        if self.config_error is not None:  # "-h" was an option's value, not a request for help
+            raise self.config_error
         return Store(resolve_state_dir(self.state), self.lock_timeout)
 
     def mutate(self, use_case: Callable[[FleetState], Outcome]) -> Outcome:
@@ -258,7 +261,7 @@ def root(
     Defaults can live in a config file: $TPUFLEET_CONFIG, else ~/.config/tpufleet/config.toml
     (keys: state, output, lock_timeout, group).
     """
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, TpufleetError
 
     formats = [f.value for f in ReportOutput]
     if output is not None and output not in formats:
@@ -267,6 +270,9 @@ def root(
         raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to {DAY} seconds")
     SETTINGS.debug = debug
     ctx.obj = SETTINGS
-    if _help_asked():  # a command's help reads no config file: one with a mistake must not hide the help
-        return
-    _apply_config(ctx, state, lock_timeout, group, output)
+    try:
+        _apply_config(ctx, state, lock_timeout, group, output)
+    except TpufleetError as exc:
+        if not _help_asked():
+            raise
+        SETTINGS.config_error = exc  # a mistake in the config file must not hide a command's help
