@@ -484,7 +484,7 @@ def metrics_cmd(
 
     if out is not None:
         check_output_path(out, "--out")
-    report = _goodput_report(goodput, goodput_format)
+    report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state = store.load()
     # -o json and -o yaml: the families as data (the same for both); the table is the exposition text itself
@@ -500,7 +500,11 @@ def metrics_cmd(
         _write_textfile(out, text, state.serial, output)
 
 
-def _goodput_report(goodput: list[Path] | None, fmt: str) -> dict[str, Any] | None:
+GOODPUT_SEGMENTS = ("accelerator", "size", "phase", "framework")  # the segments the goodput families export
+
+
+def goodput_report(goodput: list[Path] | None, fmt: str, whole_lines: bool = False) -> dict[str, Any] | None:
+    """The goodput report the metrics export (None without logs); `whole_lines`: logs still being written."""
     from tpufleet.errors import BadInput
     from tpufleet.goodput.events import LOG_FORMATS
 
@@ -510,7 +514,7 @@ def _goodput_report(goodput: list[Path] | None, fmt: str) -> dict[str, Any] | No
         return None
     from tpufleet.ops.goodput import build
 
-    return build(list(goodput), fmt, by=["accelerator", "size", "phase", "framework"])
+    return build(list(goodput), fmt, by=list(GOODPUT_SEGMENTS), whole_lines=whole_lines)
 
 
 def _write_textfile(out: Path, text: bytes, serial: int, output: Output) -> None:

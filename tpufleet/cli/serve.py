@@ -23,7 +23,6 @@ MAX_TOKEN_BYTES = 4096
 MIN_TOKEN_CHARS = 16
 DEFAULT_LISTEN = "127.0.0.1:9478"
 SPARES_CONFIDENCE, SPARES_HORIZON_DAYS = 0.95, 7.0  # plan-spares' defaults: the spare target the alerts watch
-GOODPUT_SEGMENTS = ("accelerator", "size", "phase", "framework")  # as `tpufleet metrics --goodput` exports them
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -95,31 +94,19 @@ def goodput_extras(paths: list[Path], fmt: str) -> Any:
     """The goodput report of the logs, made again whenever one of them changes, and whether they read: a log that
     does not read (said on stderr) leaves the goodput families out until it does, and `goodput_read` 0 says so.
     A last line a writer has not finished is left for the next read, as are the lines after it."""
+    from tpufleet.cli.fleetio import goodput_report
     from tpufleet.errors import TpufleetError
 
-    _goodput_report(paths, fmt)  # a bad log or format is refused before listening
+    goodput_report(paths, fmt, whole_lines=True)  # a bad log or format is refused before listening
 
     def make() -> dict[str, Any]:
         try:
-            return {"goodput": _goodput_report(paths, fmt), "goodput_read": True}
+            return {"goodput": goodput_report(paths, fmt, whole_lines=True), "goodput_read": True}
         except TpufleetError as exc:
             typer.echo(f"tpufleet: goodput left out until the logs read again: {exc}", err=True)
             return {"goodput_read": False}
 
     return make
-
-
-def _goodput_report(paths: list[Path], fmt: str) -> dict[str, Any]:
-    """`tpufleet metrics --goodput`'s report of the logs, each read up to its last finished line."""
-    from tpufleet.errors import BadInput
-    from tpufleet.goodput.events import LOG_FORMATS
-    from tpufleet.goodput.pipeline import ReportOptions, from_log
-    from tpufleet.state import goodputlogs
-
-    if fmt not in LOG_FORMATS:
-        raise BadInput(f"bad option --goodput-format {fmt!r}: {' or '.join(LOG_FORMATS)}")
-    log = goodputlogs.load(paths, fmt, False, whole_lines=True)
-    return from_log(log, ReportOptions(by=GOODPUT_SEGMENTS))
 
 
 def run(application: Any, sock: socket.socket) -> str | None:

@@ -46,13 +46,15 @@ def build(
     fleet: Fleet | None = None,
     cluster: str | None = None,
     workers: int | None = None,
+    whole_lines: bool = False,
 ) -> metrics.Report:
     """The report of the logs `paths` (``-``: standard input) in `fmt` (native or ml-goodput).
 
     `capacity`: (accelerator, chips) pairs over the logs' capacity records; `fleet`: the inventory's chips
     instead. With `keep_timelines`, also (key ``timelines``, for the HTML page only) the drill-down timelines of
     that many jobs, the lowest MPG first. With `cluster` (a Dask scheduler's address) or `workers` (a local
-    Dask cluster's), the logs are read and accounted there (`goodputparts`), with the same report."""
+    Dask cluster's), the logs are read and accounted there (`goodputparts`), with the same report. With
+    `whole_lines` (logs still being written, as `serve` reads them), a last line not yet finished is left out."""
     if fleet is not None:
         capacity = fleet_capacity(fleet)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
@@ -60,6 +62,6 @@ def build(
     if cluster is not None or workers:
         result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
     else:
-        result = from_log(goodputlogs.load(paths, fmt, skip_bad), options)
+        result = from_log(goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines), options)
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result
