@@ -156,7 +156,7 @@ def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -
             wave.steps.append({**step, "kept_failure": existing.id})
             continue
         wave.commands.append(maintenance.clear_command(n))
-        if existing is not None and run.applying and existing.id not in run.ours | wave.fault_ids - _found(wave):
+        if existing is not None and run.applying and existing.id not in {*run.ours, *_opened(wave)}:
             wave.steps.append({**step, "kept_drain": existing.id})
         elif existing is not None and run.applying and not _window_over(n, str(run.now)):
             wave.steps.append({**step, "left_open": existing.id, "until": n.window_end})
@@ -167,9 +167,9 @@ def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -
             wave.steps.append(step)  # cleared meanwhile (by hand): nothing open
 
 
-def _found(wave: _Wave) -> set[str]:
-    """The drains this wave found open rather than opened."""
-    return {s["fault_id"] for s in wave.steps if s["step"] == "drain" and not s["opened"]}
+def _opened(wave: _Wave) -> list[str]:
+    """The drains this wave opened (not those it found open), in order."""
+    return [s["fault_id"] for s in wave.steps if s["step"] == "drain" and s["opened"]]
 
 
 def _window_over(n: Notice, now: str) -> bool:
@@ -404,7 +404,7 @@ def _route(state: FleetState, name: str, now: str, save_tables: SaveTables | Non
 def _applied(
     state: FleetState, saved: SavedMaintenancePlan, done: _Wave, record: dict[str, Any], dry_run: bool
 ) -> Outcome:
-    opened = [s["fault_id"] for s in done.steps if s["step"] == "drain" and s["opened"]]
+    opened = _opened(done)
     cleared = [f for s in done.steps if s["step"] == "clear" for f in s["fault_ids"]]
     moved = [{k: m[k] for k in ("slice", "pod", "to_pod", "cubes_out", "cubes_in")} for m in done.moves]
     data = {
