@@ -23,7 +23,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, machine_of, parse_target
 from tpufleet.model import Fleet, check_known, component_counts
-from tpufleet.moves import propose_replacement
+from tpufleet.moves import propose_move, propose_replacement
 
 Json = dict[str, Any]
 
@@ -266,9 +266,7 @@ def _reserved_moves_hit(state: FleetState, target: TargetId, seen: set[str]) -> 
         old = sl.proposal
         if sl.state is not SliceState.EVICTED or old is None or sl.name in seen or not _lands_on(target, old):
             continue
-        evicting = state.fault(sl.evicted_by)
-        cause = evicting.target if evicting is not None and evicting.is_open else None
-        proposal = propose_replacement(state, sl, cause)
+        proposal = propose_move(state, sl)
         if proposal.ready and proposal.alloc == old:
             continue
         state.evict(sl.name, sl.evicted_by or "", proposal.alloc if proposal.ready else None)

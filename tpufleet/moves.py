@@ -133,6 +133,13 @@ def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = N
     return elsewhere if elsewhere.ready else proposal
 
 
+def propose_move(state: FleetState, sl: Slice) -> Proposal:
+    """An evicted slice's move as it stands: away from the fault that evicted it while that fault is open
+    (`reschedule`, `explain`, and a later fault that lands on the reserved move)."""
+    evicting = state.fault(sl.evicted_by)
+    return propose_replacement(state, sl, evicting.target if evicting is not None and evicting.is_open else None)
+
+
 def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:
     plan = xconnect.plan(sl.shape, state.fleet, alloc.coords, state.ocs, state.health(), sl.fault_tolerant_routing)
     return Proposal(alloc, plan)

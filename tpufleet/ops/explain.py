@@ -97,7 +97,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
-    from tpufleet.moves import propose_replacement
+    from tpufleet.moves import propose_move
 
     fault = state.fault(sl.evicted_by)
     why = [f"evicted by fault {sl.evicted_by}" + (f" on {fault.target} (since {fault.opened})" if fault else "")]
@@ -106,8 +106,7 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
     out = [c for c in sl.cubes if not state.health().cube_ok(c)]
     if out:
         why.append(f"cubes out of the pool: {', '.join(out)}")
-    cause = fault.target if fault is not None and fault.is_open else None
-    proposal = propose_replacement(state, sl, cause).to_dict()
+    proposal = propose_move(state, sl).to_dict()
     if proposal["status"] != "proposed":
         why.append(f"reschedule cannot move it yet: {proposal.get('why', 'no replacement')}")
         return why, [f"tpufleet clear-fault {fault.id}"] if fault is not None and fault.is_open else []

@@ -139,8 +139,7 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     sl = state.slice(name)
     if sl.state is not SliceState.EVICTED:
         raise Refused(f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule")
-    cause = state.fault(sl.evicted_by)
-    proposal = moves.propose_replacement(state, sl, cause.target if cause is not None and cause.is_open else None)
+    proposal = moves.propose_move(state, sl)
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
     alloc, plan = proposal.alloc, proposal.plan
