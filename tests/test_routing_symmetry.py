@@ -84,16 +84,21 @@ def _canonical(text: str, fault: Fault) -> tuple[int, ...]:
         if tuple(dims[list(axes)]) != tuple(dims):
             continue
         for signs in itertools.product((1, -1), repeat=3):
-            moved = xyz[:, list(axes)] * np.array(signs)  # [n, 3]
-            image = (moved[None, :, :] + xyz[:, None, :]) % dims  # [v, chip, 3]
-            ids = np.ravel_multi_index(tuple(np.moveaxis(image, -1, 0)), tuple(dims))  # [v, chip]
-            a, b = ids[:, ends[:, 0]], ids[:, ends[:, 1]]
+            # only the dead links' end chips are mapped: [v, link] ids of each end under p -> A p + v
+            a, b = (_images(xyz, dims, ends[:, side], list(axes), np.array(signs)) for side in (0, 1))
             keys = np.sort(np.minimum(a, b) * n + np.maximum(a, b), axis=1)
             row = keys[np.lexsort(keys.T[::-1])[0]]
             cand = tuple(int(k) for k in row)
             best = cand if best is None or cand < best else best
     assert best is not None
     return best
+
+
+def _images(xyz: np.ndarray, dims: np.ndarray, chips: np.ndarray, axes: list[int], signs: np.ndarray) -> np.ndarray:
+    """[v, chip] ids of `chips` moved by A (axes permuted, signs flipped), then translated by each v (every chip)."""
+    moved = xyz[chips][:, axes] * signs  # [chips, 3]
+    image = (moved[None, :, :] + xyz[:, None, :]) % dims  # [v, chips, 3]
+    return np.ravel_multi_index(tuple(np.moveaxis(image, -1, 0)), tuple(dims))
 
 
 SHAPES = [
