@@ -24,6 +24,7 @@ the smaller sum of squares, so load spreads evenly).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from tpufleet.constants import OPPOSITE
@@ -40,8 +41,19 @@ CLASSES = 8  # parity of x, y, z
 BALANCE_LIMIT = 4096  # chips; the settling loop is per state, so larger slices keep the plain rule
 
 
+@lru_cache(maxsize=16)
 def balanced_moves(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]:
-    """[8, N] first move per (parity class, offset), and [N] distances, as `dor.offset_moves` returns them."""
+    """[8, N] first move per (parity class, offset), and [N] distances, as `dor.offset_moves` returns them.
+
+    Kept per (shape, order), read-only: the settling loop is Python per state (about 45 ms on twisted 8x8x16, 8*N
+    states of six moves), and every fault analysis of a twisted slice makes the tables of each order it tries (a
+    fleet simulation asked for them 119 times in twelve days). A few KiB each: [8, N] bytes and [N] distances.
+
+    >>> from tpufleet.shapes import parse_shape
+    >>> moves, dist = balanced_moves(parse_shape("4x4x8", twisted=True))
+    >>> balanced_moves(parse_shape("4x4x8", twisted=True))[0] is moves, moves.flags.writeable, moves.shape
+    (True, False, (8, 128))
+    """
     import numpy as np
 
     from tpufleet.routing.dor import _restricted_bfs
@@ -80,6 +92,8 @@ def balanced_moves(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[npt.NDAr
             counts[cls, g] = counts[cls2, g2]
             counts[cls, g, cls * 6 + p] += 1
             total += counts[cls, g]
+    moves.setflags(write=False)
+    dist.setflags(write=False)
     return moves, dist
 
 
