@@ -51,6 +51,23 @@ def pytest_report_header(config: pytest.Config) -> str:
     return hypothesis_line(config)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked `slow` (seconds each) first in each half of the run.
+
+    pytest-xdist's work stealing hands each of `make test`'s two workers one half of the collected order and lets
+    an idle worker steal from the end of the other's queue; a slow test that starts last makes its worker finish
+    alone, up to twenty seconds after the other. Dealt alternately to the fronts of both halves, the slow tests
+    start first and the quick ones even the end out. The order changes nothing else: no test depends on another.
+    """
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if not slow:
+        return
+    quick = [item for item in items if not item.get_closest_marker("slow")]
+    first, second = slow[0::2], slow[1::2]
+    cut = max(0, len(items) // 2 - len(first))
+    items[:] = first + quick[:cut] + second + quick[cut:]
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """-q hides the header (`make test` runs quiet): print the profile line anyway, CI logs need it."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -174,7 +174,7 @@ def _property(group: str) -> Any:
     def test(fleet: Any, tmp_path: Path, scenario: tuple[tuple[str, bool], list[Spec], tuple[int, int]]) -> None:
         _compound_faults_are_recorded_and_routed_within_budget(fleet, tmp_path, scenario)
 
-    return test
+    return pytest.mark.slow(test)
 
 
 test_compound_faults_on_small_shapes = _property("small")
@@ -236,6 +236,7 @@ def _compound_faults_are_recorded_and_routed_within_budget(
             _slice_row(fleet)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "before", "link"),
     [

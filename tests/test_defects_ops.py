@@ -273,6 +273,7 @@ def _relabelled(nodes: Path, out: Path, accelerator: str, cube: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_nodes_of_another_generation_teach_no_block_or_partition(cli, tmp_path):
     """TPU7x nodes on a v5p fleet were refused, yet their block and partition were learnt as pod0 and its cube."""
     assert cli("init", "--generation", "tpu-v5p").code == 0
@@ -283,6 +284,7 @@ def test_nodes_of_another_generation_teach_no_block_or_partition(cli, tmp_path):
     assert len(plan["unplaced"]) == 16 and all("takes tpu7x nodes" in u["reason"] for u in plan["unplaced"])
 
 
+@pytest.mark.slow
 def test_a_reservation_imported_after_the_nodes_keeps_the_cubes_their_partitions_have(cli, tmp_path):
     """A sub-block's name is its nodes' partition id. `import k8s` names partitions in the order of node names,
     `import reservation` in physical order: imported in that order, one cube was named twice."""

@@ -112,6 +112,7 @@ def test_a_what_if_never_replaces_working_tables(fleet):
     assert fleet("status", "-o", "json").json["stale_routes"] == []
 
 
+@pytest.mark.slow
 def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
     _wired(fleet, "s", "8x8x8")
     assert fleet("inject-fault", "ocs:pod0/y/5").code == 0

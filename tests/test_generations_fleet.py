@@ -33,6 +33,7 @@ def superpod(cli):
 
 
 # ---- a whole TPU7x superpod ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_superpod_slice_takes_every_cube_is_wired_and_routed(superpod):
     cli = superpod
     r = cli("allocate", "big", "--shape", "24x16x24", "-o", "json")  # sides in any order: 16x24x24

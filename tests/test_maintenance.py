@@ -50,6 +50,7 @@ def write(tmp_path: Path, doc: object, name: str = "notices.yaml") -> Path:
 TWENTY = [f"c{i:02d}" for i in range(10)] + [f"c{i}" for i in range(55, 65)]  # 10 of a's cubes, 10 of b's
 
 
+@pytest.mark.slow
 def test_twenty_notices_every_slice_moved_and_replay_leaves_none_evicted(running, tmp_path):
     path = write(tmp_path, list(reversed(notices(TWENTY))))  # given out of order: planned by window
     before = snapshot(running.state)

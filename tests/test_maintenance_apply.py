@@ -70,6 +70,7 @@ def _serial(cli: Any) -> int:
     return cli("status", "-o", "json").json["serial"]
 
 
+@pytest.mark.slow
 def test_every_wave_in_order_evicts_nothing_and_ends_where_the_commands_end(running, tmp_path, capsys):
     plan = _plan(running, tmp_path)
     waves = plan["waves"]

@@ -87,6 +87,7 @@ def test_twisted_4x4x8_balances_at_least_one_and_a_half_times_better():
     assert t >= 16384 * 3.4646 / 768 - 1e-6  # never below the mean link load (73.3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", list("xyz"))  # a test per dimension: the suite's two workers share them
 @pytest.mark.parametrize("text, twisted", [("8x8x8", False), ("4x4x8", True), ("4x8x8", True)])
 def test_every_single_ocs_failure_is_survived(text, twisted, dim):

@@ -343,6 +343,7 @@ def raw(port: int, request: bytes) -> bytes:
         return answer
 
 
+@pytest.mark.slow
 def test_a_real_server_answers_and_stops_cleanly_on_sigterm(fleet, tmp_path):
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")

@@ -20,6 +20,7 @@ from tpufleet.simulation import (
     Workload,
     draws,
 )
+from tpufleet.state.reroutecosts import shipped_costs
 from tpufleet.state.siminputs import SHIPPED_RATES, default_rates, load_rates, load_workload
 
 HIGH_RATES = """schema_version: 1
@@ -32,7 +33,9 @@ rerouted_slowdown: 1.08
 
 
 def run(workload, rates, **options):
-    sim = Simulator(workload, rates, Options(**options))
+    """A simulation as `simulate-fleet` runs it: a rerouted job's slowdown from the shipped reroute-cost table
+    (modelling each term instead routes every fault's representative again: test_simulate_reroute.py)."""
+    sim = Simulator(workload, rates, Options(**options), reroute_costs=shipped_costs())
     records = sim.run()
     return sim, records, summarize(records, sim)
 
@@ -187,8 +190,10 @@ def test_listed_jobs_are_checked_when_the_workload_is_read(tmp_path):
 
 def test_fit_shortcuts_change_the_speed_not_the_events():
     workload, rates = load_workload(None), load_rates(None)
-    fast = Simulator(workload, rates, Options(days=1, seed=2)).run()
-    plain = Simulator(workload, rates, Options(days=1, seed=2), fit_shortcuts=False).run()
+    fast = Simulator(workload, rates, Options(days=1, seed=2), reroute_costs=shipped_costs()).run()
+    plain = Simulator(
+        workload, rates, Options(days=1, seed=2), fit_shortcuts=False, reroute_costs=shipped_costs()
+    ).run()
     assert fast == plain
 
 
@@ -198,7 +203,7 @@ def test_a_bug_in_allocation_is_not_taken_for_no_room(monkeypatch):
 
     monkeypatch.setattr(allocation, "allocate", broken)
     with pytest.raises(ValueError, match="a bug"):
-        Simulator(single_job("2x2x1"), only_rates(), Options(days=1)).run()
+        Simulator(single_job("2x2x1"), only_rates(), Options(days=1), reroute_costs=shipped_costs()).run()
 
 
 def test_each_pod_gets_the_workloads_load():
@@ -207,14 +212,16 @@ def test_each_pod_gets_the_workloads_load():
     w, r = load_workload(None), load_rates(None)
     assert fleet_workload(w, Options(days=1, pods=4)).arrival_rate_per_hour == 4 * w.arrival_rate_per_hour
     assert fleet_workload(w, Options(days=1, pods=2, load_per_pod=0.5)) == replace(w)
-    one = Simulator(w, r, Options(days=2, seed=1)).run()
-    four = Simulator(w, r, Options(days=2, seed=1, pods=4)).run()
+    one = Simulator(w, r, Options(days=2, seed=1), reroute_costs=shipped_costs()).run()
+    four = Simulator(w, r, Options(days=2, seed=1, pods=4), reroute_costs=shipped_costs()).run()
     jobs = [sum(1 for rec in records if rec["type"] == "job") for records in (one, four)]
     assert 3 * jobs[0] < jobs[1] < 5 * jobs[0]
 
 
 def test_placement_keeps_its_machine_count_and_crossconnects_per_pod():
-    sim = Simulator(load_workload(None), load_rates(None), Options(days=2, seed=4, pods=2))
+    sim = Simulator(
+        load_workload(None), load_rates(None), Options(days=2, seed=4, pods=2), reroute_costs=shipped_costs()
+    )
     sim.run()
     assert sim.placement.used == allocation.machine_usage(sim.placement.placed.values())
     for pod, state in sim.placement.ocs_by_pod.items():
@@ -262,14 +269,17 @@ def test_grouped_crossconnect_planning_gives_the_plain_plans_events(monkeypatch)
     from tpufleet.simulation import placement
 
     rates = only_rates(ocs_per_day=0.05, host_per_day=0.005)  # down OCS make a dimension's OCS differ
-    fast = Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2)).run()
+    fast = Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2), reroute_costs=shipped_costs()).run()
 
     def plain_plan(self, shape, alloc, state, health, rerouting):
         return xconnect.plan(shape, self.fleet, alloc.coords, state, health, rerouting)
 
     monkeypatch.setattr(placement.Placement, "_plan", plain_plan)
     monkeypatch.setattr(placement, "_apply", xconnect.apply)
-    assert Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2)).run() == fast
+    assert (
+        Simulator(load_workload(None), rates, Options(days=2, seed=3, pods=2), reroute_costs=shipped_costs()).run()
+        == fast
+    )
 
 
 def test_the_event_writer_gives_the_json_encoders_bytes():
@@ -277,6 +287,8 @@ def test_the_event_writer_gives_the_json_encoders_bytes():
 
     job = JobSpec(parse_shape("4x4x4"), duration_hours=30, id='odd "id" \u00e9\\', phase="training")
     workload = replace(load_workload(None), jobs=(job,))
-    records = Simulator(workload, only_rates(host_per_day=0.05), Options(days=1, seed=1)).run()
+    records = Simulator(
+        workload, only_rates(host_per_day=0.05), Options(days=1, seed=1), reroute_costs=shipped_costs()
+    ).run()
     expected = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
     assert jsonl(records) == expected and b'"odd \\"id\\"' in expected

@@ -49,6 +49,7 @@ def test_the_shipped_table_is_current():
         assert doc["shapes"][shape_key(shape)] == shape_entry(shape, default_profile())
 
 
+@pytest.mark.slow
 def test_link_down_graph_is_what_the_wiring_builds(fleet):
     """The simulator's graph of a failed optical link, from the slice's cube grid alone, against the real wiring
     of a state with that link failed (both polarities, a cube inside the slice and one at its edge)."""
@@ -69,6 +70,7 @@ def test_link_down_graph_is_what_the_wiring_builds(fleet):
         assert (real < 0).sum() == 2 * (n + 1)  # each link takes both directions of its cable
 
 
+@pytest.mark.slow
 def test_single_faults_are_their_representatives_and_compound_ones_add_up():
     shape = parse_shape("8x8x8")
     healthy = collective_time(shape, GIB)

@@ -14,6 +14,7 @@ from tpufleet.simulation.log import jsonl
 from tpufleet.simulation.scale import scale_rates
 from tpufleet.simulation.summary import JobFigures, goodput, job_figures
 from tpufleet.state import goodputlogs
+from tpufleet.state.reroutecosts import shipped_costs
 from tpufleet.state.siminputs import load_rates, load_workload
 
 FIGURES = ("start", "end", "demand_s", "all_allocated_s", "productive_s", "productive_steps")
@@ -36,7 +37,7 @@ def simulated(seed, mode, factor, overhead, interval, pods, workload=None):
     options = Options(
         days=2, seed=seed, pods=pods, mode=mode, restart_overhead_s=overhead, checkpoint_interval_s=interval
     )
-    sim = Simulator(load_workload(workload), rates, options)
+    sim = Simulator(load_workload(workload), rates, options, reroute_costs=shipped_costs())  # as simulate-fleet runs
     sim.simulate()
     return sim
 

@@ -78,6 +78,7 @@ def _worker(path: str, worker: int, count: int) -> None:
         drain_a_link(store, f"w{worker}.{i}")
 
 
+@pytest.mark.slow
 def test_eight_processes_fifty_mutations_each_lose_nothing(tmp_path):
     store = make_state(tmp_path / "s")
     procs = [CTX.Process(target=_worker, args=(str(store.dir), w, 50)) for w in range(8)]
@@ -248,6 +249,7 @@ def test_yaml_is_only_safe_loaded():
             assert bad not in text, f"{path}: {bad}"
 
 
+@pytest.mark.slow
 def test_concurrent_runbooks_through_the_cli(tmp_path):
     """Four shells each inject five faults at once: every one lands, each with its own serial and journal line."""
     state = tmp_path / "s"

@@ -171,6 +171,7 @@ def test_a_bug_in_a_point_exits_70_after_the_others(cli, tmp_path, monkeypatch):
     assert r.json["points_finished"] == 1
 
 
+@pytest.mark.slow
 def test_killed_at_a_named_point_then_resumed_gives_the_uninterrupted_output(tmp_path):
     path = write(tmp_path, SMALL)
     env = {**os.environ, "TPUFLEET_CRASH_AT": "sweep.after_point:2"}
