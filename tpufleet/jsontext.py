@@ -8,6 +8,7 @@ it is given (an event log's lines, a point's document):
   that overflow to infinity (``1e400``), nesting deeper than `MAX_DEPTH`, and integers too long to parse.
   `parse_json_line` is the event logs' hot path; `parse_json_state` keeps floats floats for the state schema.
 * `check_finite`: no NaN or infinite float anywhere in a loaded document.
+* `dumps_indented`: the standard encoder's indented text, made by its C encoder and msgspec's formatter.
 
 Limits (documented in the README's "Safety" section): `MAX_SPEC_BYTES` for YAML/JSON specifications (fault
 scenarios, workloads, fault rates, saved plans), `MAX_STATE_BYTES` for ``state.json``, `MAX_LOG_BYTES` for each
@@ -38,6 +39,7 @@ __all__ = [
     "JsonProblem",
     "check_finite",
     "decode_utf8",
+    "dumps_indented",
     "load_json",
     "nested_deeper_than",
     "parse_json",
@@ -214,3 +216,27 @@ def check_finite(data: object, file: str, where: str = "") -> None:
             stack.extend((v, f"{at}.{k}" if at else str(k)) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((v, f"{at}.{i}" if at else str(i)) for i, v in enumerate(value))
+
+
+def dumps_indented(data: Any, indent: int, *, sort_keys: bool = False, ensure_ascii: bool = True) -> str:
+    """``json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False)``, the
+    same text, several times faster.
+
+    Why: with an indent the standard library encodes in pure Python (about 30 ms for a 64-cube state with twenty
+    slices, on every command that changes it), while its C encoder writes compact text only. So the C encoder
+    writes the compact text (numbers, escapes and key order as always) and msgspec's formatter adds the newlines
+    and indents, copying every token as it is. Text that is not valid UTF-8 (a lone surrogate from a file name)
+    goes the slow way. ValueError for NaN and infinities, as ``allow_nan=False`` gives.
+
+    >>> dumps_indented({"b": [1e-05, {}], "a": "\u00e9"}, 1, sort_keys=True) == json.dumps(
+    ...     {"b": [1e-05, {}], "a": "\u00e9"}, indent=1, sort_keys=True)
+    True
+    """
+    compact = json.dumps(data, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False, separators=(",", ":"))
+    try:
+        raw = compact.encode()
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False)
+    import msgspec
+
+    return msgspec.json.format(raw, indent=indent).decode()

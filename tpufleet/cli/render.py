@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,7 +28,9 @@ def finite(data: Any) -> Any:
 
 
 def to_json(data: Any) -> str:
-    return json.dumps(finite(data), indent=2, ensure_ascii=False, allow_nan=False)
+    from tpufleet.jsontext import dumps_indented
+
+    return dumps_indented(finite(data), 2, ensure_ascii=False)
 
 
 # A command's own renderers of the report formats, by name ("csv", "md", "html"): each called only when chosen.

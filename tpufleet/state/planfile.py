@@ -8,7 +8,6 @@ slice's plan file is.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from tpufleet.doccheck import check
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Slice
 from tpufleet.ids import OcsId
-from tpufleet.jsontext import MAX_SPEC_BYTES
+from tpufleet.jsontext import MAX_SPEC_BYTES, dumps_indented
 from tpufleet.state.inputfiles import load_json_file
 from tpufleet.xconnect import OcsChange, Pair, Plan
 
@@ -111,7 +110,7 @@ def write(path: Path, doc: dict[str, Any]) -> None:
     """Save a plan document (a slice's or a job's) where `--out` asked (`state.files.write_output`)."""
     from tpufleet.state.files import write_output
 
-    write_output(path, (json.dumps(doc, indent=1) + "\n").encode())
+    write_output(path, (dumps_indented(doc, 1) + "\n").encode())
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ Layout of a state directory::
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import time
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.journalentry import JournalEntry, fault_numbers_used
+from tpufleet.jsontext import dumps_indented
 from tpufleet.model import Fleet
 from tpufleet.state import codec, inputfiles, records
 from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
@@ -130,7 +130,7 @@ def replaced_counts(doc: dict[str, Any]) -> dict[str, int]:
 def _encoded(doc: dict[str, Any], file: str) -> bytes:
     """The state file's bytes; a non-finite number (which JSON cannot carry) is refused naming its field."""
     try:
-        return json.dumps(doc, indent=1, sort_keys=True, allow_nan=False).encode() + b"\n"
+        return dumps_indented(doc, 1, sort_keys=True).encode() + b"\n"
     except ValueError:
         unsaveable(lambda: inputfiles.check_finite(doc, file))
         raise

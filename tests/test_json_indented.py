@@ -1,0 +1,49 @@
+"""`jsontext.dumps_indented` writes the standard library's indented text byte for byte (state files, plan files and
+every command's JSON output go through it), checked against ``json.dumps`` itself."""
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tpufleet.jsontext import dumps_indented
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()  # any code point: non-ASCII, controls, quotes, backslashes, lone surrogates
+)
+documents = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+)
+
+
+@given(documents, st.sampled_from([1, 2]), st.booleans(), st.booleans())
+def test_the_text_is_the_standard_encoders(data, indent, sort_keys, ensure_ascii):
+    expected = json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False)
+    assert dumps_indented(data, indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) == expected
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_numbers_are_refused_as_the_standard_encoder_refuses_them(bad):
+    with pytest.raises(ValueError):
+        json.dumps({"a": [bad]}, indent=1, allow_nan=False)
+    with pytest.raises(ValueError):
+        dumps_indented({"a": [bad]}, 1)
+
+
+def test_float_and_enum_subclasses_are_written_as_their_plain_values():
+    from enum import Enum
+
+    class Word(str, Enum):
+        ON = "on"
+
+    class Exact(float):
+        pass
+
+    data = {"w": Word.ON, "f": Exact(0.1), "i": True}
+    assert dumps_indented(data, 2) == json.dumps(data, indent=2, allow_nan=False)
