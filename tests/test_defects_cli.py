@@ -230,6 +230,21 @@ def test_an_empty_output_name_is_bad_input(fleet, out):
     assert "--out" in line and "'.'" in line and "file name" in line
 
 
+@pytest.mark.parametrize(
+    "args", [("report",), ("routes", "s"), ("plan-xconnect", "s"), ("metrics",), ("export", "slices")]
+)
+def test_an_output_named_dash_is_bad_input_and_writes_nothing(fleet, tmp_path, monkeypatch, args):
+    """'-' is the Unix habit for standard output; written as a file named '-' in the working directory, the
+    output was lost where nobody looks."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*args, "--out", "-"), 2)
+    assert "--out '-'" in line and "file name" in line
+    assert not (tmp_path / "-").exists() and snapshot(fleet.state) == before
+
+
 def test_version_is_the_changelogs(fleet):
     import tpufleet
 

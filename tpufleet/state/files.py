@@ -428,6 +428,8 @@ def check_output_path(path: Path, option: str) -> None:
     shown = str(path)
     if shown in ("", "."):  # a Path of '' reads '.'
         raise BadInput(f"bad option {option}: an empty name or '.': give a file name")
+    if shown == "-":  # the Unix habit for standard output (Path reads './-' so too): a file named '-' is lost
+        raise BadInput(f"bad option {option} '-': give a file name ('-' is not standard output here)")
     _refuse_state_dir(path, f"bad option {option} {shown!r}")
     try:
         st = os.stat(path)
