@@ -288,3 +288,13 @@ def test_terminal_safe_keeps_colours_and_escapes_every_other_sequence():
     from tpufleet.text import terminal_safe
 
     assert terminal_safe("\x1b[32mA\x1b[0m \x1b[2J\x1b]0;t\x07") == "\x1b[32mA\x1b[0m \\x1b[2J\\x1b]0;t\\x07"
+
+
+def test_history_of_a_name_no_slice_can_have_is_bad_input_and_a_released_slice_keeps_its_history(fleet):
+    assert fleet("allocate", "gone", "--shape", "4x4x4").code == 0
+    assert fleet("release", "gone").code == 0
+    rows = fleet("history", "--slice", "gone", "-o", "json").json
+    assert [r["summary"].split()[0] for r in rows] == ["allocate", "release"]
+    for bad in ("../x", "a/b", "", "-x"):
+        line = one_line(fleet("history", "--slice", bad), 2)
+        assert "--slice" in line and repr(bad) in line

@@ -47,7 +47,10 @@ def history_cmd(
 ) -> None:
     """The journal as a readable timeline: who changed what, when, oldest first."""
     from tpufleet.ops.history import timeline
+    from tpufleet.state.files import check_name
 
+    if slice_name is not None:  # a released slice has a history too: only a name no slice can have is refused
+        check_name(slice_name, "option --slice")
     rows = timeline(_journal(ctx).entries, since, slice_name)
     emit(
         rows,

@@ -407,10 +407,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def check_name(name: str, what: str = "name") -> None:
+    """Refuse (BadInput, `what` named) a slice or job name that cannot name a file: `allocate` never made one."""
+    if not SAFE_NAME.fullmatch(name or "") or name in {".", ".."}:
+        raise BadInput(
+            f"bad {what} {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+
+
 def safe_child(base: Path, name: str, suffix: str = "") -> Path:
     """A file under `base` named after user input; refuse anything that could escape `base`."""
-    if not SAFE_NAME.fullmatch(name or "") or name in {".", ".."}:
-        raise BadInput(f"bad name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    check_name(name)
     path = (base / f"{name}{suffix}").resolve()
     if path.parent != base.resolve():
         raise BadInput(f"bad name {name!r}: it would leave the state directory")

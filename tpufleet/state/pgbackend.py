@@ -34,7 +34,7 @@ from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Unavai
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import dburl, journal
 from tpufleet.state.crashpoints import reached
-from tpufleet.state.files import SAFE_NAME
+from tpufleet.state.files import check_name
 from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name
 from tpufleet.text import bounded, printable
 from tpufleet.timeparse import STAMP_FORMAT
@@ -148,11 +148,6 @@ def _storable(conn: psycopg.Connection[tuple[Any, ...]], text: str) -> str:
     if conn.info.parameter_status("server_encoding") in ("UTF8", "SQL_ASCII"):
         return text
     return text.encode("ascii", "backslashreplace").decode("ascii")
-
-
-def _check_name(name: str) -> None:
-    if not SAFE_NAME.fullmatch(name or "") or name in {".", ".."}:
-        raise BadInput(f"bad name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 
 
 # ---- the backend -------------------------------------------------------------------------------------------------
@@ -374,7 +369,7 @@ class PostgresBackend:
         return journal.scan(self.journal_bytes(), serial)
 
     def table_place(self, name: str) -> PurePosixPath:
-        _check_name(name)
+        check_name(name)
         return PurePosixPath("routes") / f"{name}.npz"
 
     def stored_tables(self, name: str) -> DatabaseTables:
