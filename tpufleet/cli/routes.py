@@ -50,9 +50,7 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         lines.append("  stored tables kept: they still route every pair and are lighter than new ones")
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
-    if stored and s.get("already_stored"):
-        lines.append(f"  tables unchanged: the same ones are stored in {stored} (nothing committed)")
-    elif stored:
+    if stored:
         lines.append(f"  tables stored in {stored}")
     return "\n".join(lines)
 
@@ -245,9 +243,7 @@ def _route_slice(
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     cache, stored = store.table_cache(), store.stored_tables(name)
 
-    def store_tables(routed: "RoutedSlice", npz: bytes | None) -> str:
-        if npz is None:  # the same tables are stored already: nothing to write
-            return str(table_path)
+    def store_tables(routed: "RoutedSlice", npz: bytes) -> str:
         with store.transaction() as tx:
             outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
             store.save_tables(tx, name, npz)

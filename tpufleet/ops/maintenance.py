@@ -389,8 +389,8 @@ def _route(state: FleetState, name: str, now: str, save_tables: SaveTables | Non
     """`routes SLICE` with its defaults, the tables kept with the wave's transaction (`save_tables`)."""
     request = route_ops.RouteRequest("auto", ["all-to-all", "all-reduce"], True)
 
-    def keep(routed: route_ops.RoutedSlice, npz: bytes | None) -> str:  # None only where stored tables are read
-        where = save_tables(name, npz) if save_tables is not None and npz is not None else f"routes/{name}.npz"
+    def keep(routed: route_ops.RoutedSlice, npz: bytes) -> str:
+        where = save_tables(name, npz) if save_tables is not None else f"routes/{name}.npz"
         route_ops.record(state, routed, where)
         return where
 

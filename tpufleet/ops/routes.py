@@ -7,7 +7,6 @@ that is no longer there).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -244,9 +243,8 @@ class SliceRoutes:
 
 
 # Stores the tables (npz bytes) of a routed slice with the transaction that indexes them (`record`); returns
-# where they are kept. None: the very same tables are stored already, so nothing is written or committed, and
-# only where they are kept is returned. The shell's: it owns the state directory.
-StoreTables = Callable[[RoutedSlice, bytes | None], str]
+# where they are kept. The shell's: it owns the state directory.
+StoreTables = Callable[[RoutedSlice, bytes], str]
 # Reads the slice's stored tables with every member the router weighs (None: none stored); the shell's too.
 ReadStored = Callable[[], reuse.StoredRoutes | None]
 
@@ -267,8 +265,6 @@ def route_slice(
     are kept instead of the new ones where they are lighter (`keep_lighter_stored`)."""
     routed = compute(state, name, req.algorithm, req.traffics, req.deadlock_check, now, req.max_vcs, req.thorough)
     kept = False
-    if read_stored is not None:
-        read_stored = functools.cache(read_stored)  # read once, whoever asks first
     if read_stored is not None and table_capacity is None:
         routed, kept = keep_lighter_stored(state, routed, req, read_stored)
     sparse_note: dict[str, Any] = {}
@@ -288,7 +284,6 @@ def route_slice(
         "thorough": routed.thorough,
         "stored": refusal is None,
         "kept_stored_tables": kept,
-        "already_stored": refusal is None and read_stored is not None and already_stored(state, routed, read_stored),
     }
     exported = _store_and_export(routed, refusal, export_format, store_tables, data)
     return SliceRoutes(data, routed.unroutable, refusal, exported)
@@ -326,52 +321,19 @@ def keep_lighter_stored(
     return RoutedSlice(routed.name, routed.serial, graph, report, meta, routed.thorough), True
 
 
-def already_stored(state: FleetState, routed: RoutedSlice, read_stored: ReadStored) -> bool:
-    """Whether the slice's stored tables are these very tables and still its working ones: indexed and not stale,
-    made for the slice as it is, with the same entries (ports, hop counts, wild marks, dimension orders) and the
-    same VC layout. Then `routes` run again stores nothing and commits nothing: no serial, no journal entry."""
-    import numpy as np
-
-    record = state.routes.get(routed.name)
-    if record is None or record.stale:
-        return False
-    try:
-        stored = read_stored()
-    except (BadStateFile, Refused):
-        return False
-    sl = state.slice(routed.name)
-    if stored is None or not reuse.made_for(stored, routed.name, sl.shape, sl.connected_serial):
-        return False
-    rt = routed.report.tables
-    if any(stored.meta.get(k) != routed.meta.get(k) for k in ("algorithm", "vcs", "vc_layout", "wild_layers")):
-        return False
-    wild = rt.wild.T if rt.wild is not None else np.zeros(stored.wild.shape, dtype=bool)
-    dest_order = rt.dest_class if rt.dest_class is not None else np.zeros(rt.n, dtype=np.int64)
-    return (
-        np.array_equal(stored.orders, np.array(rt.orders, dtype=np.int8))
-        and np.array_equal(stored.dest_order, dest_order)
-        and np.array_equal(stored.port, rt.P.T)
-        and np.array_equal(stored.hops, rt.L.T)
-        and np.array_equal(stored.wild, wild)
-    )
-
-
 def _store_and_export(
     routed: RoutedSlice, refusal: str | None, export_format: str | None, store_tables: StoreTables, data: dict[str, Any]
 ) -> bytes | None:
-    """Store the tables unless `refusal` says why not (noted in `data`) or they are stored already, and return the
-    export asked for."""
+    """Store the tables unless `refusal` says why not (noted in `data`), and return the export asked for."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="npz") as pool:
         # The npz is deflated (zlib lets go of the GIL) while the state is locked, checked and committed.
-        wanted = (refusal is None and not data["already_stored"]) or export_format == "npz"
+        wanted = refusal is None or export_format == "npz"
         npz = pool.submit(export_bytes, routed, "npz") if wanted else None
         # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
         exported = None if export_format in (None, "npz") else export_bytes(routed, str(export_format))
-        if refusal is None and data["already_stored"]:
-            data["tables"] = store_tables(routed, None)
-        elif refusal is None and npz is not None:
+        if refusal is None and npz is not None:
             data["tables"] = store_tables(routed, npz.result())
         else:
             data["not_stored"] = refusal
