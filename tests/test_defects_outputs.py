@@ -110,10 +110,41 @@ def _meta_a_list(path) -> None:
     np.savez_compressed(path.with_suffix(""), **members)
 
 
-@pytest.mark.parametrize("damage", [_flip_port_bytes, _meta_a_list], ids=["deflate-stream", "meta-not-an-object"])
+def _meta_nested_deep(path) -> None:
+    import numpy as np
+
+    members = dict(np.load(path))
+    members["meta"] = np.array("[" * 200_000 + "]" * 200_000)  # past the standard decoder's recursion limit
+    np.savez_compressed(path.with_suffix(""), **members)
+
+
+def _port_claims_4_tib(path) -> None:
+    """The `port` member's .npy header says 2**21 x 2**21 int8 entries over the few bytes it holds."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    members = dict(np.load(path))
+    header = np.lib.format.header_data_from_array_1_0(members["port"])
+    header["shape"] = (2**21, 2**21)
+    forged = io.BytesIO()
+    np.lib.format.write_array_header_1_0(forged, header)
+    forged.write(members.pop("port").tobytes())
+    np.savez_compressed(path.with_suffix(""), **members)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("port.npy", forged.getvalue())
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_flip_port_bytes, _meta_a_list, _meta_nested_deep, _port_claims_4_tib],
+    ids=["deflate-stream", "meta-not-an-object", "meta-nested-deep", "port-claims-4-TiB"],
+)
 def test_damaged_stored_tables_are_named_and_routes_replaces_them(routed, damage):
-    """A damaged deflate stream or a `meta` that is no JSON object was exit 70 in `collective` and in `routes`,
-    the command that replaces them."""
+    """A damaged deflate stream, a `meta` that is no JSON object or is nested past the decoder's recursion limit,
+    and a member whose header claims terabytes were exit 70 in `collective` and in `routes`, the command that
+    replaces them."""
     damage(routed.state / "routes" / "a.npz")
     r = routed("collective", "a", "--op", "all-reduce", "--bytes", "1MiB")
     assert r.code == 2 and "a.npz" in r.err

@@ -225,8 +225,8 @@ def dumps_indented(data: Any, indent: int, *, sort_keys: bool = False, ensure_as
     Why: with an indent the standard library encodes in pure Python (about 30 ms for a 64-cube state with twenty
     slices, on every command that changes it), while its C encoder writes compact text only. So the C encoder
     writes the compact text (numbers, escapes and key order as always) and msgspec's formatter adds the newlines
-    and indents, copying every token as it is. Text that is not valid UTF-8 (a lone surrogate from a file name)
-    goes the slow way. ValueError for NaN and infinities, as ``allow_nan=False`` gives.
+    and indents, copying every token as it is. Text with a lone surrogate (a file name's bad byte) goes the slow
+    way: not valid UTF-8 unescaped, and refused by msgspec escaped. ValueError for NaN and infinities, as ``allow_nan=False`` gives.
 
     >>> dumps_indented({"b": [1e-05, {}], "a": "\u00e9"}, 1, sort_keys=True) == json.dumps(
     ...     {"b": [1e-05, {}], "a": "\u00e9"}, indent=1, sort_keys=True)
@@ -239,4 +239,7 @@ def dumps_indented(data: Any, indent: int, *, sort_keys: bool = False, ensure_as
         return json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False)
     import msgspec
 
-    return msgspec.json.format(raw, indent=indent).decode()
+    try:
+        return msgspec.json.format(raw, indent=indent).decode()
+    except msgspec.DecodeError:  # an escaped lone surrogate (a file name's bad byte): msgspec refuses it
+        return json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False)

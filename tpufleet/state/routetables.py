@@ -9,13 +9,13 @@ Only the members a model needs are decompressed: ``meta``, ``port`` and ``neighb
 
 from __future__ import annotations
 
-import json
+import math
 import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tpufleet.collectives.tables import Tables, stored
 from tpufleet.errors import BadStateFile, Refused
@@ -31,7 +31,10 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
     import numpy as np
 
     try:
-        with zf.open(name + ".npy") as fh:
+        info = zf.getinfo(name + ".npy")
+        with zf.open(info) as fh:
+            _claims_no_more_than(fh, info.file_size, name, file)
+        with zf.open(info) as fh:
             return np.lib.format.read_array(fh, allow_pickle=False)
     except KeyError:
         raise BadStateFile(file, name, None, "is missing from the routing tables") from None
@@ -39,9 +42,29 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
         raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
 
 
+def _claims_no_more_than(fh: IO[bytes], size: int, name: str, file: str) -> None:
+    """Refuse a member whose .npy header claims more elements than the member holds, before anything is
+    allocated: a forged shape of 2**21 x 2**21 was a 4 TiB allocation (MemoryError, an internal error). Headers of
+    other versions than 1.0 and 2.0 (numpy writes those) are left to numpy's reader."""
+    import numpy as np
+
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, _fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, _fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        return
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > size - fh.tell():
+        raise BadStateFile(file, name, list(shape), f"claims {claimed} bytes of data, the member holds {size} in all")
+
+
 def _meta(zf: zipfile.ZipFile, file: str) -> dict[str, Any]:
-    try:
-        meta = json.loads(str(_member(zf, "meta", file)))
+    from tpufleet.jsontext import parse_json
+
+    try:  # tpufleet's JSON guards: nesting, NaN, huge numbers (the standard decoder recursed past the limit)
+        meta = parse_json(str(_member(zf, "meta", file)))
     except ValueError as exc:
         raise BadStateFile(file, "meta", None, f"is not JSON: {exc}") from None
     if not isinstance(meta, dict):
