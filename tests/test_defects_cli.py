@@ -298,3 +298,17 @@ def test_history_of_a_name_no_slice_can_have_is_bad_input_and_a_released_slice_k
     for bad in ("../x", "a/b", "", "-x"):
         line = one_line(fleet("history", "--slice", bad), 2)
         assert "--slice" in line and repr(bad) in line
+
+
+def test_a_profile_path_too_long_for_the_system_is_bad_input(fleet):
+    """`collective --profile` probed the path with Path.exists, which raises on a name too long: exit 70."""
+    line = one_line(
+        fleet("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "--profile", "a" * 300), 2
+    )
+    assert "File name too long" in line
+
+
+def test_capacity_horizon_given_empty_is_bad_input(fleet):
+    """An empty --horizon was taken as the 7-day default."""
+    line = one_line(fleet("capacity", "--confidence", "0.95", "--horizon", ""), 2)
+    assert "--horizon" in line

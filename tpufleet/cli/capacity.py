@@ -93,4 +93,8 @@ def _expected(after: int | None, confidence: float | None, horizon: str | None, 
     if after is not None:
         raise BadInput("bad option --after: give --after K or --confidence P, not both")
     level = _unit_interval(confidence, "--confidence")
-    return Expected(level, parse_days(horizon or "7d", "--horizon", allow_zero=True), _rates_choice(fault_rates))
+    return Expected(
+        level,
+        parse_days("7d" if horizon is None else horizon, "--horizon", allow_zero=True),
+        _rates_choice(fault_rates),
+    )

@@ -7,6 +7,7 @@ profile (`default_profile`) is the one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tpufleet.collectives.profile import SHIPPED, Profile, default_profile, profile_from_doc
@@ -24,6 +25,6 @@ def read_profile(path: Path | str | None = None) -> Profile:
     if path is None:
         return default_profile()
     target = Path(path)
-    if not target.exists() and str(path) in SHIPPED_PROFILES:
+    if str(path) in SHIPPED_PROFILES and not os.path.exists(target):  # never raises (a name too long is no file)
         target = SHIPPED_PROFILES[str(path)]
     return profile_from_doc(load_yaml(target, "hardware profile"), str(target), shipped=target.resolve() == SHIPPED)
