@@ -256,3 +256,24 @@ def test_explain_a_job_and_its_slices(fleet):
     assert all(step.startswith("tpufleet ") for step in job["next"] + part["next"])
     legend = _ok(fleet, "show", "map", "-o", "json").json["legend"]
     assert {e["slice"]: e["job"] for e in legend} == {"j-0": "j", "j-1": "j"}
+
+
+@pytest.mark.parametrize("routes", [{"stored": 5}, {"stale": None}, {"dropped": 5}, [1]])
+def test_a_delta_with_mistyped_routes_counts_as_without_detail(story, routes):
+    """`history --slice` read a mistyped `routes` field and exited 70."""
+    _rewrite_journal(story.state, lambda e: {**e, "delta": {**e["delta"], "routes": routes}} if e["serial"] == 3 else e)
+    assert _ok(story, "diff", "1", "-o", "json").json["without_detail"] == [3]
+    assert [r["serial"] for r in _ok(story, "history", "--slice", "a", "-o", "json").json] == [2, 3]
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_a_journal_line_nested_past_the_input_limit_is_a_damaged_line(story, fmt):
+    """600 levels of `details` made `history -o json` and `show journal -o yaml` exit 70 (the writers recurse)."""
+    deep: object = []
+    for _ in range(600):
+        deep = [deep]
+    _rewrite_journal(story.state, lambda e: {**e, "details": {"deep": deep}} if e["serial"] == 3 else e)
+    for args in (("history",), ("show", "journal")):
+        r = story(*args, "-o", fmt)
+        assert r.code == 0 and "damaged line(s) 3 skipped" in r.err, r.err
+        assert 3 not in [row["serial"] for row in (r.json if fmt == "json" else __import__("yaml").safe_load(r.out))]

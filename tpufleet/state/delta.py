@@ -90,7 +90,11 @@ def is_delta(value: object) -> bool:
     s, f, ocs = value.get("slices"), value.get("faults"), value.get("ocs")
     if not (isinstance(s, dict) and isinstance(f, dict) and isinstance(ocs, dict)):
         return False
-    return _slices_form(s) and _faults_form(f) and all(_ocs_form(c) for c in ocs.values())
+    routes = value.get("routes", {})  # lines older than the routes field have none
+    routes_form = isinstance(routes, dict) and all(
+        _names(routes[k]) for k in ("stored", "stale", "dropped") if k in routes
+    )
+    return _slices_form(s) and _faults_form(f) and all(_ocs_form(c) for c in ocs.values()) and routes_form
 
 
 def _names(value: object) -> bool:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tpufleet.errors import BadInput
 from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
+from tpufleet.jsontext import MAX_DEPTH, nested_deeper_than
 from tpufleet.state import records
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
@@ -96,7 +97,11 @@ def rollback(path: Path, size: int) -> None:
 
 
 def _parse(line: bytes) -> JournalEntry | None:
-    """A journal entry, or None for a damaged line (not JSON, or not an entry: see `JournalEntry.from_doc`)."""
+    """A journal entry, or None for a damaged line (not JSON, nested deeper than any input tpufleet reads, or not an
+    entry: see `JournalEntry.from_doc`). Deep nesting would reach the JSON and YAML writers of `history` and
+    `show journal`, whose recursion it exceeds."""
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and nested_deeper_than(line.decode(errors="replace"), MAX_DEPTH):
+        return None
     try:
         entry = JournalEntry.from_doc(json.loads(line))
     except (ValueError, RecursionError):
