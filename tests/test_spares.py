@@ -285,3 +285,22 @@ def test_out_of_reach_says_whether_the_pod_ran_out_of_cubes(cli):
     (pod,) = cli("plan-spares", "--confidence", "0.999999", "-o", "json").json["pods"]
     assert pod["best_spares"] == pod["free_healthy_cubes"] == 2
     assert "the pod has no more" in pod["note"] and "more do not help" not in pod["note"]
+
+
+def test_an_evicted_slice_needs_no_spares(fleet):
+    """An evicted slice without fault-tolerant routing brought in the OCS term (0 while its OCS is down) and made
+    the whole pod's answer null; it runs on none of its cubes."""
+    for args in (
+        ["allocate", "a", "--shape", "4x4x4"],
+        ["plan-xconnect", "a", "--apply"],
+        ["allocate", "b", "--shape", "4x4x4", "--no-fault-tolerant-routing"],
+        ["plan-xconnect", "b", "--apply"],
+        ["inject-fault", "ocs:pod0/x/5"],
+    ):
+        assert fleet(*args).code == 0
+    states = {s["name"]: s["state"] for s in fleet("show", "slices", "-o", "json").json}
+    assert states == {"a": "degraded", "b": "evicted"}
+    pod = fleet("plan-spares", "-o", "json").json["pods"][0]
+    assert pod["slices"] == ["a"] and pod["ocs_all_up"] == 1.0 and pod["spares"] is not None
+    named = fleet("plan-spares", "--slices", "b", "-o", "json").json["pods"][0]
+    assert named["slices"] == ["b"] and named["spares"] is None  # asked for by name: judged as before

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from tpufleet import spares
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
 from tpufleet.errors import BadInput, shown
-from tpufleet.fleetstate import Fault, FleetState, Slice
+from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, parse_target
 from tpufleet.model import Pod
 from tpufleet.ops.outcome import Outcome
@@ -79,8 +79,8 @@ def _down_now(state: FleetState) -> set[str]:
 
 
 def _selected(state: FleetState, names: Sequence[str] | None) -> list[Slice]:
-    if names is None:
-        return list(state.slices.values())
+    if names is None:  # an evicted slice runs on none of its cubes: a spare would stand in for nothing
+        return [sl for sl in state.slices.values() if sl.state is not SliceState.EVICTED]
     unknown = [n for n in names if n not in state.slices]
     if unknown:
         known = ", ".join(sorted(state.slices)) or "none"
