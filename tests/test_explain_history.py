@@ -277,3 +277,16 @@ def test_a_journal_line_nested_past_the_input_limit_is_a_damaged_line(story, fmt
         r = story(*args, "-o", fmt)
         assert r.code == 0 and "damaged line(s) 3 skipped" in r.err, r.err
         assert 3 not in [row["serial"] for row in (r.json if fmt == "json" else __import__("yaml").safe_load(r.out))]
+
+
+def test_explain_an_electrical_link_by_either_name_and_every_slice_behind_it(cli):
+    """The cable between machines 4 and 8 of c03, named from its upper end, read "healthy"; by either name only the
+    slice on the named end's machine was listed, though the fault stopped both."""
+    _ok(cli, "init", "--cubes-per-pod", "8")
+    _ok(cli, "allocate", "s1", "--shape", "2x2x2", "--cubes", "c03")  # machines 0 and 4
+    _ok(cli, "allocate", "s2", "--shape", "2x2x1", "--cubes", "c03")  # machine 8
+    _ok(cli, "inject-fault", "ici:c03/0,0,2/-z")
+    for name in ("ici:c03/0,0,2/-z", "ici:c03/0,0,1/+z"):
+        e = _ok(cli, "explain", name, "-o", "json").json
+        assert e["target"] == "ici:c03/0,0,1/+z" and e["state"] == "failed"
+        assert [f["id"] for f in e["faults"]] == ["f1"] and e["slices"] == ["s1", "s2"]

@@ -40,7 +40,7 @@ def normalize(fleet: Fleet, text: str) -> TargetId:
     return check_known(fleet, parse_target(text))
 
 
-def _machines_hit(target: TargetId) -> set[int] | None:
+def machines_hit(target: TargetId) -> set[int] | None:
     """Machines of the cube a compute fault stops (None: the whole cube)."""
     if isinstance(target, HostId):
         return {target.machine}
@@ -61,7 +61,7 @@ def touched_slices(state: FleetState, target: TargetId) -> list[tuple[Slice, str
         sl = state.slices[name]
         if isinstance(target, (ChipId, HostId, IciId, CubeId)):
             if target.cube in sl.cubes:
-                hit = _machines_hit(target)
+                hit = machines_hit(target)
                 out.append((sl, "compute" if hit is None or hit & set(sl.held_machines) else "bystander"))
         elif isinstance(target, OcsId):
             if sl.pod == target.pod and not sl.shape.is_subcube:

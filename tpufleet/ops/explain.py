@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.errors import BadInput, Refused
+from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, machine_of, parse_target
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
 from tpufleet.views import missing_xconnects
@@ -44,18 +45,9 @@ def _faults_under(state: FleetState, sl: Slice) -> list[Fault]:
         if isinstance(t, OcsId):
             if t.pod == sl.pod and not sl.machines:
                 out.append(f)
-        elif t.cube in cubes and (not sl.machines or _machine_of(t) in held | {None}):
+        elif t.cube in cubes and (not sl.machines or (hit := machines_hit(t)) is None or bool(hit & held)):
             out.append(f)
     return out
-
-
-def _machine_of(target: TargetId) -> int | None:
-    """The machine a host, chip or electrical link is in; None for a whole cube or an optical link."""
-    if isinstance(target, HostId):
-        return target.machine
-    if isinstance(target, (ChipId, IciId)):
-        return machine_of(target.x, target.y, target.z)
-    return None
 
 
 def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[str]]:
@@ -192,7 +184,7 @@ def _containing(state: FleetState, target: TargetId) -> list[Fault]:
     if isinstance(target, CubeId):
         ids = set(state.health().cubes_out.get(target.cube, ()))
         return [f for f in state.open_faults() if f.id in ids or f.target == target]
-    machine = _machine_of(target)
+    machines = machines_hit(target)  # an electrical link: the machines at both its ends
     pod = None if isinstance(target, OcsId) else state.fleet.cube_pod.get(target.cube)
 
     def contains(t: TargetId) -> bool:
@@ -202,7 +194,9 @@ def _containing(state: FleetState, target: TargetId) -> list[Fault]:
             return False  # nothing lies inside an OCS here, and a chip or link fault contains nothing else
         if isinstance(t, OcsId):
             return isinstance(target, LinkId) and (t.pod, t.dim, t.index) == (pod, target.dim, target.index)
-        return t.cube == target.cube and (isinstance(t, CubeId) or (isinstance(t, HostId) and t.machine == machine))
+        return t.cube == target.cube and (
+            isinstance(t, CubeId) or (isinstance(t, HostId) and machines is not None and t.machine in machines)
+        )
 
     return [f for f in state.open_faults() if contains(f.target)]
 
@@ -217,11 +211,11 @@ def _dependents(state: FleetState, target: TargetId) -> list[str]:
             s.name for s in state.slices.values() if s.pod == target.pod and not s.state.wired and not s.machines
         }
         return sorted(n for n in wired | waiting if n)
-    cube, machine = target.cube, _machine_of(target)
+    cube, machines = target.cube, machines_hit(target)
     names = set()
     for n, s in state.slices.items():
         if cube in s.cubes and not (
-            s.machines and (isinstance(target, LinkId) or (machine is not None and machine not in s.machines))
+            s.machines and (isinstance(target, LinkId) or (machines is not None and not machines & set(s.machines)))
         ):
             names.add(n)
         if isinstance(target, CubeId) and s.proposal is not None and cube in s.proposal.cubes:
@@ -243,6 +237,7 @@ def _component_state(target: TargetId, faults: list[Fault]) -> str:
 
 
 def explain_target(state: FleetState, target: TargetId) -> Row:
+    target = canonical(target)  # an electrical link by either end's name is one component, recorded by one
     pods = [p.name for p in state.fleet.pods]
     if isinstance(target, OcsId) and target.pod not in pods:
         raise BadInput(f"unknown pod {target.pod!r} in {target} (pods: {', '.join(pods)})")
