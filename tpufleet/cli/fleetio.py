@@ -236,20 +236,19 @@ def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: 
 
 def _yaml_text(doc: Any) -> str:
     """A document as block-style YAML, its keys in the order written (topology.yaml wants `topology` first)."""
-    import yaml
+    from tpufleet.cli import yamltext
 
     header = "# topology.yaml for Slurm (topology.yaml(5)), written by tpufleet\n"
-    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return header + yamltext.dump(doc, sort_keys=False, default_flow_style=False)
 
 
 def _manifests(docs: list[dict[str, Any]]) -> Callable[[], str]:
     """The documents as YAML, made only when asked for (16,384 nodes take seconds even with libyaml)."""
 
     def text() -> str:
-        import yaml
+        from tpufleet.cli import yamltext
 
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter: ~10x faster
-        return yaml.dump_all(docs, Dumper=dumper, sort_keys=False, default_flow_style=False) if docs else ""
+        return yamltext.dump_all(docs, sort_keys=False, default_flow_style=False) if docs else ""
 
     return text
 

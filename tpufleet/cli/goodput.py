@@ -229,13 +229,12 @@ def _text(kind: str, report: dict[str, Any]) -> str:
     """The report as a table, YAML, CSV, Markdown or the HTML page."""
     import time
 
-    import yaml
-
+    from tpufleet.cli import yamltext
     from tpufleet.goodput import render, wall
     from tpufleet.text import terminal_safe
 
     renderers: Renderers = {
-        "yaml": lambda: yaml.safe_dump(report, sort_keys=False),
+        "yaml": lambda: yamltext.dump(report, sort_keys=False),
         "csv": lambda: render.to_csv(report),
         "md": lambda: render.to_markdown(report),
         "html": lambda: wall.to_html(report, time.time(), report.pop("timelines", None)),

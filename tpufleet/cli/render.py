@@ -51,9 +51,9 @@ def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | N
     elif value == "json":
         typer.echo(to_json(data))
     elif value == "yaml":
-        import yaml
+        from tpufleet.cli import yamltext
 
-        typer.echo(yaml.safe_dump(finite(data), sort_keys=False, default_flow_style=None).rstrip())
+        typer.echo(yamltext.dump(finite(data), sort_keys=False, default_flow_style=None).rstrip())
     else:
         from tpufleet.text import terminal_safe
 

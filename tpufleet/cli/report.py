@@ -116,9 +116,9 @@ def report_cmd(
     if output is ReportOutput.json:
         text = to_json(r) + "\n"
     elif output is ReportOutput.yaml:
-        import yaml
+        from tpufleet.cli import yamltext
 
-        text = yaml.safe_dump(finite(r), sort_keys=False)
+        text = yamltext.dump(finite(r), sort_keys=False)
     else:
         text = _text(r, output, map_text)
     if out is None:
