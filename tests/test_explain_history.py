@@ -290,3 +290,14 @@ def test_explain_an_electrical_link_by_either_name_and_every_slice_behind_it(cli
         e = _ok(cli, "explain", name, "-o", "json").json
         assert e["target"] == "ici:c03/0,0,1/+z" and e["state"] == "failed"
         assert [f["id"] for f in e["faults"]] == ["f1"] and e["slices"] == ["s1", "s2"]
+
+
+def test_explain_says_the_tables_are_missing_when_their_file_is_gone(fleet):
+    """`show slices` said missing and `collective` refused, while `explain` said fresh and proposed nothing."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "routes", "a")
+    (fleet.state / "routes" / "a.npz").unlink()
+    e = _ok(fleet, "explain", "a", "-o", "json").json
+    assert e["routes"] == "missing" and e["next"] == ["tpufleet routes a"]
+    assert fleet("show", "slices", "-o", "json").json[0]["routes"] == "missing"

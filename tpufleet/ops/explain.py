@@ -7,6 +7,7 @@ OCS): its open faults and the slices and stored routing tables that depend on it
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from tpufleet.errors import BadInput, Refused
@@ -20,15 +21,16 @@ from tpufleet.views import missing_xconnects
 Row = dict[str, Any]
 
 
-def explain(state: FleetState, what: str, now: str) -> Outcome:
-    """A slice name, or a target id (it has a kind prefix: cube:, host:, chip:, ici:, link:, ocs:)."""
+def explain(state: FleetState, what: str, now: str, missing_tables: Collection[str] = ()) -> Outcome:
+    """A slice name, or a target id (it has a kind prefix: cube:, host:, chip:, ici:, link:, ocs:).
+    `missing_tables`: slices whose indexed tables are no longer kept (the shell looks)."""
     if ":" in what:
         return Outcome(explain_target(state, parse_target(what)), None)
     if what in state.jobs:
         from tpufleet.jobs import explain_job
 
         return Outcome(explain_job(state, what), None)
-    return Outcome(explain_slice(state, state.slice(what), now), None)
+    return Outcome(explain_slice(state, state.slice(what), now, missing_tables), None)
 
 
 def _fault_row(f: Fault) -> Row:
@@ -132,9 +134,11 @@ def _missing_why(state: FleetState, sl: Slice, missing: int) -> str:
     return f"{missing} cross-connects it needs are not in place"
 
 
-def explain_slice(state: FleetState, sl: Slice, now: str) -> Row:
+def explain_slice(state: FleetState, sl: Slice, now: str, missing_tables: Collection[str] = ()) -> Row:
     route = state.routes.get(sl.name)
-    routes = "none" if route is None else ("stale" if route.stale else "fresh")
+    routes = (
+        "none" if route is None else ("missing" if sl.name in missing_tables else "stale" if route.stale else "fresh")
+    )
     if sl.state is SliceState.ALLOCATED:
         why, next_steps = _pending(state, sl, now)
     elif sl.state is SliceState.EVICTED:
