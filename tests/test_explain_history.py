@@ -301,3 +301,27 @@ def test_explain_says_the_tables_are_missing_when_their_file_is_gone(fleet):
     e = _ok(fleet, "explain", "a", "-o", "json").json
     assert e["routes"] == "missing" and e["next"] == ["tpufleet routes a"]
     assert fleet("show", "slices", "-o", "json").json[0]["routes"] == "missing"
+
+
+def test_a_newline_in_a_journal_summary_prints_no_forged_row(story):
+    """A summary carries names from outside (an imported file's path): its newline printed a second, forged row
+    in the `history`, `show journal` and `report` tables."""
+    forged = "import slices sl\n99        2026-01-01T00:00:00Z  admin   release everything \x1b[8mhidden"
+    _rewrite_journal(story.state, lambda e: {**e, "summary": forged, "user": "ad\nmin"} if e["serial"] == 3 else e)
+    for args in (("history",), ("show", "journal"), ("report",)):
+        out = _ok(story, *args).out
+        assert "\n99 " not in out and "\x1b" not in out, (args, out)
+        assert "sl\\n99" in out and "ad\\nmin" in out, (args, out)
+
+
+def test_a_newline_in_a_hand_edited_delta_prints_no_forged_diff_line(story):
+    _rewrite_journal(
+        story.state,
+        lambda e: (
+            {**e, "delta": {**e["delta"], "slices": {**e["delta"]["slices"], "added": ["x\n  + slice FORGED"]}}}
+            if e["serial"] == 2
+            else e
+        ),
+    )
+    out = _ok(story, "diff", "1").out
+    assert "\n  + slice FORGED" not in out and "x\\n  + slice FORGED" in out

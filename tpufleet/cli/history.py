@@ -6,6 +6,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
+from tpufleet.text import printable
 from tpufleet.timeparse import TIME_HELP
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def history_cmd(
         rows,
         output,
         lambda: grid(
-            [[r["serial"], r["time"], r["user"], r["summary"]] for r in rows],
+            [[r["serial"], r["time"], printable(r["user"]), printable(r["summary"])] for r in rows],  # one line a row
             ["serial", "time (UTC)", "user", "change"],
         ),
     )
@@ -79,6 +80,7 @@ def _diff_text(d: dict[str, Any]) -> str:
     lines += _ocs_lines(d["ocs"])
     if d["without_detail"]:
         lines.append(f"  (serials {', '.join(map(str, d['without_detail']))} were recorded without detail)")
+    lines = [printable(line) for line in lines]  # names from a hand-edited journal: one line each, no escapes
     return "\n".join(lines) if len(lines) > 1 else lines[0] + "\n  no changes"
 
 

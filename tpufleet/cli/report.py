@@ -7,7 +7,7 @@ import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
-from tpufleet.text import around
+from tpufleet.text import around, printable
 
 Row = dict[str, Any]
 
@@ -63,7 +63,8 @@ def _markdown(r: Row, map_text: str) -> str:
 def _table(r: Row, map_text: str) -> str:
     parts = [map_text]
     for title, rows in (("slices", _slices(r)), ("open faults", _faults(r)), ("latest changes", _journal(r))):
-        parts.append(f"{title}:\n" + grid([list(row.values()) for row in rows], list(rows[0]) if rows else []))
+        cells = [[printable(v) if isinstance(v, str) else v for v in row.values()] for row in rows]  # one line each
+        parts.append(f"{title}:\n" + grid(cells, list(rows[0]) if rows else []))
     return "\n\n".join(parts)
 
 

@@ -7,7 +7,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-from tpufleet.text import around
+from tpufleet.text import around, printable
 
 
 class What(str, enum.Enum):
@@ -35,7 +35,8 @@ def _table(what: What, rows: list[dict]) -> str:
             ["ocs", "health", "xconnects", "ports cabled"],
         )
     return grid(
-        [[r["serial"], r["time"], r["user"], r["summary"]] for r in rows], ["serial", "time (UTC)", "user", "summary"]
+        [[r["serial"], r["time"], printable(r["user"]), printable(r["summary"])] for r in rows],
+        ["serial", "time (UTC)", "user", "summary"],
     )
 
 
