@@ -312,3 +312,15 @@ def test_capacity_horizon_given_empty_is_bad_input(fleet):
     """An empty --horizon was taken as the 7-day default."""
     line = one_line(fleet("capacity", "--confidence", "0.95", "--horizon", ""), 2)
     assert "--horizon" in line
+
+
+def test_allocate_given_a_cube_with_a_failed_optical_port_is_refused_as_wiring_would(cli):
+    """`allocate --cubes` took it (exit 0) and `plan-xconnect` then refused the port; automatic allocation,
+    `capacity` and `plan-spares` never count such a cube. A sub-cube slice needs no optical port."""
+    assert cli("init", "--cubes-per-pod", "8").code == 0
+    assert cli("inject-fault", "link:c05/x/3/out").code == 0
+    before = snapshot(cli.state)
+    r = cli("allocate", "z", "--shape", "4x4x4", "--cubes", "c05")
+    assert r.code == 1 and "c05 has a failed or drained optical port (faults f1)" in r.err
+    assert snapshot(cli.state) == before
+    assert cli("allocate", "z", "--shape", "2x2x2", "--cubes", "c05").code == 0

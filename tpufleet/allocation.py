@@ -178,7 +178,14 @@ def _take_given(
     problems = [
         f"{c} is out of the pool (faults {', '.join(health.cubes_out[c])})" for c in cubes if not health.cube_ok(c)
     ]
-    if not shape.is_subcube:
+    if not shape.is_subcube:  # a whole-cube slice cables every face: a failed or drained port is refused at wiring
+        problems += [
+            f"{c} has a failed or drained optical port (faults "
+            + ", ".join(i for link, ids in health.links_down.items() if link.cube == c for i in ids)
+            + ")"
+            for c in cubes
+            if health.cube_ok(c) and not health.cube_wirable(c)
+        ]
         problems += [
             f"{c} is already allocated (held by a slice, or reserved for an evicted slice's move)"
             for c in cubes
