@@ -325,3 +325,15 @@ def test_a_newline_in_a_hand_edited_delta_prints_no_forged_diff_line(story):
     )
     out = _ok(story, "diff", "1").out
     assert "\n  + slice FORGED" not in out and "x\\n  + slice FORGED" in out
+
+
+def test_explain_an_evicted_slice_never_reserved_for_says_so(cli):
+    """Nothing was free when the fault struck, so nothing was reserved; explain said the reserved cubes were no
+    longer usable."""
+    _ok(cli, "init", "--cubes-per-pod", "8")
+    _ok(cli, "allocate", "q", "--shape", "4x4x4", "--no-fault-tolerant-routing")
+    _ok(cli, "plan-xconnect", "q", "--apply")
+    _ok(cli, "inject-fault", "ocs:pod0/y/3")
+    _ok(cli, "clear-fault", "f1")
+    why = _ok(cli, "explain", "q", "-o", "json").json["why"]
+    assert any("nothing was reserved for it" in w for w in why) and not any("reserved cubes" in w for w in why)

@@ -105,11 +105,13 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
         why.append(f"reschedule cannot move it yet: {proposal.get('why', 'no replacement')}")
         return why, [f"tpufleet clear-fault {fault.id}"] if fault is not None and fault.is_open else []
     where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
-    reserved = sl.proposal is not None and list(sl.proposal.cubes) == proposal["cubes"]
-    why.append(
-        f"reschedule would move it to {where}"
-        + (" (reserved for it)" if reserved else " (the reserved cubes are no longer usable)")
-    )
+    if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
+        note = " (free now; nothing was reserved for it)"
+    elif list(sl.proposal.cubes) == proposal["cubes"]:
+        note = " (reserved for it)"
+    else:
+        note = " (the reserved cubes are no longer usable)"
+    why.append(f"reschedule would move it to {where}{note}")
     return why, [f"tpufleet reschedule {sl.name}"]
 
 
