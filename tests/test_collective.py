@@ -230,6 +230,13 @@ def doc(**ici):
     [
         ({"link_bandwidth": -5e9}, "p.yaml: field ici.link_bandwidth: must be a positive number (value -5000000000.0)"),
         ({"hop_latency": "soon"}, "p.yaml: field ici.hop_latency: must be a number (value 'soon')"),
+        # float() takes digit groups and other scripts' digits; a YAML number has neither
+        ({"link_bandwidth": "5_0e9"}, "p.yaml: field ici.link_bandwidth: must be a number (value '5_0e9')"),
+        (
+            {"link_bandwidth": "\u0665\u0660e9"},
+            "p.yaml: field ici.link_bandwidth: must be a number (value '\u0665\u0660e9')",
+        ),
+        ({"link_bandwidth": " 50e9"}, "p.yaml: field ici.link_bandwidth: must be a number (value ' 50e9')"),
         (
             {"dimension_bandwidth": {"w": 1e9}},
             "p.yaml: field ici.dimension_bandwidth.w: unknown dimension; expected x, y, z (value 1000000000.0)",

@@ -113,16 +113,19 @@ _RANGES = {
 }
 
 
+# A number as YAML writes one: ASCII digits, an optional point and exponent, nothing else.
+_PLAIN_NUMBER = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?")
+
+
 def _number(doc: dict[str, Any], key: str, file: str, where: str) -> float:
     raw = value = doc.get(key)
     path = f"{where}.{key}"
     if key not in doc:
         raise BadStateFile(file, path, None, "is required")
     if isinstance(value, str):  # YAML 1.1 reads 50e9 and 50.0e9 (no sign in the exponent) as text
-        try:
-            value = float(value)
-        except ValueError:
-            raise BadStateFile(file, path, raw, "must be a number") from None
+        if not _PLAIN_NUMBER.fullmatch(value):  # float() also takes "5_0e9", other scripts' digits, spaces
+            raise BadStateFile(file, path, raw, "must be a number")
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadStateFile(file, path, raw, "must be a number")
     if not _finite(value) or value <= 0:
