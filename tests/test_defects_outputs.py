@@ -366,3 +366,16 @@ def test_a_sub_cube_slice_takes_the_first_cube_in_the_fleets_order(fleet):
         assert fleet("allocate", f"w{i}", "--shape", "4x4x4", "--pod", "pod0").code == 0
     r = fleet("allocate", "small", "--shape", "2x2x1", "-o", "json")
     assert r.code == 0 and r.json["cubes"] == ["c64"]
+
+
+def test_the_map_header_counts_cubes_reserved_for_a_move(fleet):
+    """The pod line summed to fewer cubes than the pod has: cubes reserved for an evicted slice were left out."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0  # evicts s, reserves a cube for its move
+    counts = fleet("show", "map", "-o", "json").json["pods"][0]["counts"]
+    assert counts["reserved"] == 1
+    line = next(x for x in fleet("show", "map").out.splitlines() if x.startswith("pod pod0:"))
+    assert f"{counts['free']} free, 1 reserved, {counts['out']} out" in line
+    numbers = [int(w) for w in line.replace(",", "").split() if w.isdigit()]
+    assert numbers[0] == sum(numbers[1:]) == 64

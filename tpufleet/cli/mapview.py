@@ -36,7 +36,7 @@ def _paint(mark: str, degraded: set[str], width: int = 2, colour: bool = True) -
 def _pod_lines(pm: PodMap, degraded: set[str], colour: bool) -> list[str]:
     c = pm.counts
     lines = [
-        f"pod {pm.pod}{f' ({pm.generation})' if pm.generation else ''}: {len(pm.cubes)} cubes, {c['slice']} in slices, {c['free']} free, {c['out']} out, {c['drained']} drained"
+        f"pod {pm.pod}{f' ({pm.generation})' if pm.generation else ''}: {len(pm.cubes)} cubes, {c['slice']} in slices, {c['free']} free, {c['reserved']} reserved, {c['out']} out, {c['drained']} drained"
     ]
     layers = pm.layers()
     width = CUBE_EDGE * 3 + 4
