@@ -46,15 +46,12 @@ def _claims_no_more_than(fh: IO[bytes], size: int, name: str, file: str) -> None
     """Refuse a member whose .npy header claims more elements than the member holds, before anything is
     allocated: a forged shape of 2**21 x 2**21 was a 4 TiB allocation (MemoryError, an internal error). Headers of
     other versions than 1.0 and 2.0 (numpy writes those) are left to numpy's reader."""
-    import numpy as np
+    from tpufleet.state.tablecache import npy_header
 
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, _fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-    elif version == (2, 0):
-        shape, _fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    else:
+    header = npy_header(fh)
+    if header is None:
         return
+    shape, _fortran, dtype = header
     claimed = math.prod(shape) * dtype.itemsize
     if claimed > size - fh.tell():
         raise BadStateFile(file, name, list(shape), f"claims {claimed} bytes of data, the member holds {size} in all")

@@ -19,7 +19,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from tpufleet.constants import HOUR
 from tpufleet.errors import BadInput, Refused
@@ -54,6 +54,20 @@ def _checked(key: str, data: bytes) -> bytes | None:
     return body if data[len(MAGIC) : head] == _digest(key, body) else None
 
 
+def npy_header(fh: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]] | None:
+    """(shape, Fortran order, dtype) from a .npy stream's header, the stream left at the data; None for header
+    versions other than 1.0 and 2.0 (the ones numpy writes). Read before any array is allocated, so a forged shape
+    is judged against the bytes that follow it."""
+    import numpy as np
+
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(fh)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(fh)
+    return None
+
+
 def _int8_vector(body: bytes) -> npt.NDArray[np.int8] | None:
     """The .npy body as a 1-D int8 array, judged from its header before anything is allocated: a header whose
     shape claims more elements than the bytes that follow it (a forged 2**42) is a miss, not a 4 TiB allocation."""
@@ -62,13 +76,10 @@ def _int8_vector(body: bytes) -> npt.NDArray[np.int8] | None:
     import numpy as np
 
     fh = io.BytesIO(body)
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    else:
+    header = npy_header(fh)
+    if header is None:
         return None
+    shape, fortran, dtype = header
     data = body[fh.tell() :]
     if dtype != np.dtype(np.int8) or fortran or len(shape) != 1 or shape[0] != len(data):
         return None
