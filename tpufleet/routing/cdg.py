@@ -80,11 +80,12 @@ def verdict(
     vcs, src, dst = hops.edges(*separate.bases(layout), separate.vcs(layout))
     size = rt.n * 6 * vcs
     blocks = separate.blocks(layout, vcs)
-    if not acyclic(src, dst, size):
+    free, cycle = _scc_cycle(src, dst, size, vcs)  # one search: the verdict, and the cycle when there is one
+    if not free:
         # Packing identifies channels, which keeps every cycle (a hop always changes link): no packing can help.
         # (Placing legs could still split the one wild VC by order and dimension; the caller's remedy for wild hops
         # closing a cycle is a VC per wild hop of a chain instead, `RouteTables.wild_layers`.)
-        return vcs, *_scc_cycle(src, dst, size, vcs), blocks
+        return vcs, free, cycle, blocks
     least = layout.per_class + 1
     if vcs > least:
         placed_tried = layout.classes == 1  # one order: nothing to place leg by leg
@@ -249,31 +250,32 @@ def acyclic(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], size: int) -
     (Kahn's algorithm in numpy) took a round per link of the longest dependency chain and was 3-4x slower on the
     graphs the VC placement search checks (about a hundred per analysis).
     """
+    return _components(src, dst, size)[1] == size
+
+
+def _components(
+    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], size: int
+) -> tuple[csr_matrix, int, npt.NDArray[np.int32]]:
+    """(graph without self-loops, number of strongly connected components, component of each node)."""
     import numpy as np
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     keep = src != dst
-    if not keep.any():
-        return True
     graph = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), (src[keep], dst[keep])), shape=(size, size))
-    count, _labels = connected_components(graph, directed=True, connection="strong")
-    return bool(count == size)
+    count, labels = connected_components(graph, directed=True, connection="strong")
+    return graph, int(count), labels
 
 
 def _scc_cycle(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], size: int, vcs: int) -> tuple[bool, list[str]]:
-    """(acyclic?, one concrete cycle) by strongly connected components."""
+    """(acyclic?, one concrete cycle, in the largest strongly connected component) by strongly connected
+    components."""
     import numpy as np
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
 
-    graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(size, size))
-    _count, labels = connected_components(graph, directed=True, connection="strong")
-    sizes = np.bincount(labels)
-    if (sizes > 1).any():
-        comp = int(np.argmax(sizes))
-        return False, _one_cycle(graph, labels, comp, vcs)
-    return True, []
+    graph, count, labels = _components(src, dst, size)
+    if count == size:
+        return True, []
+    return False, _one_cycle(graph, labels, int(np.argmax(np.bincount(labels))), vcs)
 
 
 def _one_cycle(graph: csr_matrix, labels: npt.NDArray[np.int32], comp: int, vcs: int) -> list[str]:
