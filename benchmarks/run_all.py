@@ -226,11 +226,13 @@ def bench_state(tmp):
         "json.loads of the same file",
         median_of(lambda: json.loads(raw), 9),
     )
+    import msgspec  # noqa: F401  # loaded, as in `serve` or past 128 KiB of text: the formatter's path is timed
+
     from tpufleet.jsontext import dumps_indented
 
     doc = json.loads(raw)
     record(
-        "encode the 4-pod state as saved (indented, sorted keys)",
+        "encode the 4-pod state as saved (indented, sorted keys; msgspec loaded)",
         median_of(lambda: dumps_indented(doc, 1, sort_keys=True), 9),
         "<= 0.1 s",
         "json.dumps(indent=1, sort_keys=True), the same text",

@@ -8,7 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tpufleet import jsontext
 from tpufleet.jsontext import dumps_indented
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _every_document_through_the_formatter():
+    """Small documents go the standard way unless msgspec is loaded: here every one goes through the formatter."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsontext, "FORMATTER_MIN_CHARS", 0)
+        yield
+
 
 scalars = (
     st.none()
@@ -42,6 +52,12 @@ def test_a_lone_surrogate_is_written_as_the_standard_encoder_writes_it():
     for ensure_ascii in (True, False):
         expected = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=ensure_ascii, allow_nan=False)
         assert dumps_indented(data, 1, sort_keys=True, ensure_ascii=ensure_ascii) == expected
+
+
+def test_a_document_past_the_threshold_is_the_standard_text_too():
+    doc = {f"slice-{i}": {"cubes": [f"c{j:03d}" for j in range(20)], "load": i / 7} for i in range(2000)}
+    assert len(json.dumps(doc, separators=(",", ":"))) > 128 * 1024
+    assert dumps_indented(doc, 1, sort_keys=True) == json.dumps(doc, indent=1, sort_keys=True, allow_nan=False)
 
 
 def test_float_and_enum_subclasses_are_written_as_their_plain_values():
