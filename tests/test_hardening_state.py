@@ -646,3 +646,34 @@ def test_inconsistent_state_is_exit_2_naming_it(busy, edit):
 def test_sound_busy_state_loads(busy):
     assert busy("status").code == 0
     assert busy("inject-fault", "host:c50/1").code == 0
+
+
+def test_torn_last_line_the_state_committed_is_kept_and_ended(six):
+    """A last line without its newline while the good lines stop short of the state's serial was committed (the
+    write protocol fsyncs a line before its state): it is history, never cut off."""
+    path = six.state / "journal.jsonl"
+    committed = path.read_bytes()
+    assert six("inject-fault", "host:c20/1").code == 0
+    last = path.read_bytes()[len(committed) :]
+    path.write_bytes(committed + last[:-1])  # serial 7's newline lost
+    assert [e["serial"] for e in six("show", "journal", "-o", "json").json] == [1, 2, 3, 4, 5, 6, 7]
+    assert Store(six.state).journal_damage() == []
+    assert six("clear-fault", "host:c20/1").code == 0
+    assert path.read_bytes().startswith(committed + last) and serials(path) == [1, 2, 3, 4, 5, 6, 7, 8]
+
+    path.write_bytes(committed + last[: len(last) // 2])  # serial 7's line cut in half, and serial 8's gone
+    stored = path.read_bytes()
+    assert Store(six.state).journal_damage() == [7]  # reported, not skipped without a word
+    assert six("inject-fault", "host:c21/1").code == 0
+    raw = path.read_bytes()
+    assert raw.startswith(stored + b"\n") and serials(path) == [1, 2, 3, 4, 5, 6, None, 9]
+
+
+def test_scan_reads_a_committed_torn_line():
+    raw = b'{"serial":1}\n{"serial":2}'
+    found = journal.scan(raw, 2)
+    assert [e.serial for e in found.entries] == [1, 2] and found.damaged == []
+    assert found.wanted(raw) == raw + b"\n"
+    assert journal.scan(raw, 1).wanted(raw) == b'{"serial":1}\n'  # beyond the state's serial: a torn write
+    assert journal.scan(b'{"serial":1}\n{"ser', 2).wanted(b'{"serial":1}\n{"ser') == b'{"serial":1}\n{"ser\n'
+    assert journal.scan(b'{"ser', 1).damaged == [1]

@@ -8,7 +8,10 @@ before its rename (a full disk, ``ulimit -f``, a read-only file system) takes it
 The committed history is never cut: a damaged line (blank, not JSON, no serial) before the line of the state's
 serial is kept and reported (`scan` gives its line number), and reading goes on past it. Recovery drops only what
 follows the last committed line: lines with a serial beyond the state's, and a torn last line (no newline). A
-damaged line there is kept as well (nothing says it was not committed) and reported.
+damaged line there is kept as well (nothing says it was not committed) and reported. A torn last line is a write the
+state never reached only while the good lines reach the state's serial: when they stop short of it, the torn line
+is committed history damaged after its commit (a disk's damage or a hand's), so it is read like any other line
+(an entry if it still is one, else reported), and recovery ends it with a newline instead of cutting it off.
 
 A crash test can stop `append` at ``journal.before_write``, ``journal.before_fsync`` and ``journal.after_fsync``
 (see crashpoints.py).
@@ -119,9 +122,15 @@ class Scan:
         default_factory=list
     )  # committed entries (serial <= the state's), in file order
     damaged: list[int] = field(default_factory=list)  # line numbers (from 1) of damaged or out-of-place lines
-    committed_end: int = 0  # bytes up to the end of the last committed line
+    committed_end: int = 0  # bytes up to the end of the last committed line (its newline counted, if missing)
     kept_tail: bytes = b""  # damaged lines after it: kept by recovery
     dropped: int = 0  # lines (and a torn end) after it that recovery drops
+    newline_missing: bool = False  # a torn last line that is committed history: recovery ends it
+
+    def wanted(self, raw: bytes) -> bytes:
+        """The journal `recover` leaves of `raw` (the bytes this scan read)."""
+        whole = raw + b"\n" if self.newline_missing else raw
+        return whole[: self.committed_end] + self.kept_tail
 
 
 def scan(raw: bytes, serial: int) -> Scan:
@@ -130,18 +139,20 @@ def scan(raw: bytes, serial: int) -> Scan:
     The committed range ends with the last line whose serial is at most `serial`. Inside it, a line that is not
     an entry, or whose serial is beyond `serial`, is damage (reported, kept, skipped). After it, entries beyond
     `serial` are uncommitted and a last piece without a newline is a torn write: both are silently ignored, and
-    dropped by `recover`; a damaged line there is reported and kept.
+    dropped by `recover`; a damaged line there is reported and kept. A last piece without a newline after good
+    lines that stop short of `serial` is a committed line, read as one (`Scan.newline_missing`).
     """
     lines = raw.split(b"\n")
     torn = lines.pop()  # what follows the last newline: b"" or a torn write
     parsed = [_parse(line) for line in lines]
-    last = -1
-    for i in range(len(parsed) - 1, -1, -1):
-        entry = parsed[i]
-        if entry is not None and entry.serial <= serial:
-            last = i
-            break
+    last = _last_committed(parsed, serial)
     out = Scan()
+    reached_serial = parsed[last] if last >= 0 else None
+    if torn and (reached_serial is None or reached_serial.serial < serial):
+        lines.append(torn)  # the good lines stop short of the state's serial: the torn line was committed
+        parsed.append(_parse(torn))
+        last = _last_committed(parsed, serial)
+        out.newline_missing, torn = True, b""
     pos = 0
     tail: list[bytes] = []
     for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
@@ -160,6 +171,15 @@ def scan(raw: bytes, serial: int) -> Scan:
     out.kept_tail = b"".join(tail)
     out.dropped += 1 if torn else 0
     return out
+
+
+def _last_committed(parsed: list[JournalEntry | None], serial: int) -> int:
+    """The index of the last entry at or below `serial` (-1 for none)."""
+    for i in range(len(parsed) - 1, -1, -1):
+        entry = parsed[i]
+        if entry is not None and entry.serial <= serial:
+            return i
+    return -1
 
 
 def _read(path: Path) -> bytes | None:
@@ -240,18 +260,26 @@ def recover(path: Path, serial: int) -> None:
             raw = _pread_all(fd, size)
         except OSError as exc:
             raise io_error("read", path, exc) from None
-        found = scan(raw, serial)
-        if found.committed_end + len(found.kept_tail) == len(raw):
+        wanted = scan(raw, serial).wanted(raw)
+        if wanted == raw:
             return  # nothing to drop
-        if found.kept_tail:
-            rewrite = raw[: found.committed_end] + found.kept_tail
+        if not wanted.startswith(raw) and not raw.startswith(wanted):
+            rewrite = wanted  # damaged lines kept after the committed ones, entries between them dropped
         else:
-            try:
-                os.ftruncate(fd, found.committed_end)
-                os.fsync(fd)
-            except OSError as exc:
-                raise io_error("write", path, exc) from None
+            _resize(fd, path, raw, wanted)
     finally:
         os.close(fd)
-    if rewrite is not None:  # damaged lines kept after the committed ones, entries between them dropped: a new file
+    if rewrite is not None:
         atomic_write(path, rewrite)
+
+
+def _resize(fd: int, path: Path, raw: bytes, wanted: bytes) -> None:
+    """Cut the journal to `wanted`, or end its committed torn line with the newline it lacks."""
+    try:
+        if len(wanted) < len(raw):
+            os.ftruncate(fd, len(wanted))
+        else:
+            os.pwrite(fd, wanted[len(raw) :], len(raw))
+        os.fsync(fd)
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
