@@ -247,6 +247,38 @@ def bench_state(tmp):
     )
 
 
+def bench_journal(tmp):
+    """Years of history: a journal of 300,000 lines (120 MB) under `report`, `metrics` and `show journal --tail`,
+    which read its end only, against reading it whole (as they did)."""
+    from tpufleet.state import Store
+
+    state = Path(tmp) / "long-history"
+    subprocess.run([*CLI, "--state", str(state), "init"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*CLI, "--state", str(state), "inject-fault", "host:c10/1"], check=True, stdout=subprocess.DEVNULL)
+    line = json.loads((state / "journal.jsonl").read_bytes().splitlines()[-1])
+    count = 300_000
+    with open(state / "journal.jsonl", "w") as fh:
+        for serial in range(1, count + 1):
+            fh.write(json.dumps({**line, "serial": serial}, sort_keys=True, separators=(",", ":")) + "\n")
+    doc = json.loads((state / "state.json").read_bytes())
+    (state / "state.json").write_text(json.dumps({**doc, "serial": count}, indent=1, sort_keys=True))
+    store = Store(state)
+    record(
+        "the last 15 of a 300,000-line journal (report's, in-process)",
+        median_of(lambda: store.journal_tail(15, count), 5),
+        "<= 10 ms",
+        "the whole journal read",
+        median_of(lambda: store.journal_scan(count), 1),
+    )
+    record(
+        "tpufleet report, 300,000-line journal (median wall)",
+        wall([*CLI, "--state", str(state), "report", "-o", "json"], repeat=3),
+        "<= 0.5 s",
+        "python -c pass",
+        wall([sys.executable, "-c", "pass"]),
+    )
+
+
 def cli_times(args, repeat=3, env=None, before=None):
     """Median wall and median CPU (user + system of the child) of a command, and the 1-minute load average after
     it: the machine is shared, so CPU time says what the command costs and the load how far wall is from it."""
@@ -418,7 +450,7 @@ def bench_simulate():
     )
 
 
-BENCHES = ("cli", "state", "fault_path", "xconnect", "faults", "fleetio", "simulate", "routing", "tables", "quality")
+BENCHES = ("cli", "state", "journal", "fault_path", "xconnect", "faults", "fleetio", "simulate", "routing", "tables", "quality")
 
 
 def main():
@@ -436,6 +468,8 @@ def main():
             bench_cli(state)
         if only & {"state", "fleetio"}:
             bench_state(tmp)  # fleetio's `metrics` row reads the 4-pod state this builds
+        if "journal" in only:
+            bench_journal(tmp)
         if "fault_path" in only:
             bench_fault_path(tmp)
         if "xconnect" in only:

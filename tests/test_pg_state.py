@@ -132,6 +132,27 @@ def test_a_change_the_next_load_would_refuse_is_refused_and_nothing_is_written(o
     assert store.backend.read_state() == before and len(_journal(on)) == 1
 
 
+def test_show_journal_tail_reads_the_end_on_both_backends(on, place, request, monkeypatch):
+    from tpufleet.state import journal, pgbackend
+
+    for command in SESSION:
+        assert on(*command).code == 0
+    whole = _journal(on)
+    if place.startswith("postgresql"):  # a damaged line after the last committed one: kept, reported
+        request.getfixturevalue("pg_server").sql(
+            "INSERT INTO tpufleet_journal (serial, line) VALUES (NULL, convert_to('{bad', 'UTF8'))", db_name(place)
+        )
+    else:
+        with open(Path(place) / "journal.jsonl", "ab") as fh:
+            fh.write(b"{bad\n")
+    monkeypatch.setattr(pgbackend, "TAIL_ROWS", 2)  # read from the end a few lines at a time
+    monkeypatch.setattr(journal, "_TAIL", 16)
+    for count in (1, 3, len(SESSION), 50):
+        r = on("show", "journal", "--tail", count, "-o", "json")
+        assert r.code == 0 and [{k: v for k, v in e.items() if k not in VOLATILE} for e in r.json] == whole[-count:]
+        assert f"damaged line(s) {len(SESSION) + 1} skipped" in r.err
+
+
 def test_tables_removed_by_hand_are_missing_not_fresh(on, place, request):
     assert on("init").code == 0
     for args in (("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):

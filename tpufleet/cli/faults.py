@@ -205,11 +205,15 @@ def faults_cmd(
     from tpufleet.ops import faults as fault_ops
 
     store = ctx.obj.store()
-    rows = fault_ops.listing(store, all_faults)
-    if all_faults:  # cleared faults come from the journal too: a damaged line's are not listed
+    if not all_faults:
+        rows = fault_ops.listing(store)
+    else:  # cleared faults come from the journal too: a damaged line's are not listed
         from tpufleet.cli.history import warn_damaged
 
-        warn_damaged(store.journal_label, store.journal_damage())
+        serial = store.load().serial  # the journal read against the state the listing shows
+        moved, damaged = store.fault_history(serial)
+        rows = fault_ops.listing(store, True, moved)
+        warn_damaged(store.journal_label, damaged)
     emit(
         rows,
         output,

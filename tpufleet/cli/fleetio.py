@@ -490,7 +490,9 @@ def metrics_cmd(
     as_json = getattr(output, "value", output) in ("json", "yaml") and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
     drift = drift_kinds(state, drift_nodes, drift_mapping, drift_reservation, drift_slices)
-    text = exposition(state, last_change(store.journal(state.serial)), report, __version__, openmetrics, drift)
+    text = exposition(
+        state, last_change(store.journal_tail(1, state.serial).entries), report, __version__, openmetrics, drift
+    )
     if as_json:
         emit(_families_json(text), output, str)
     elif out is None:

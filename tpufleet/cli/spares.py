@@ -151,8 +151,9 @@ def suspects_cmd(
 
     now = parse_stamp(utc_now())
     assert now is not None  # utc_now writes the tool's own stamp
-    result = ops.find_suspects(state, store.moved_faults(), days, level, now).data
+    moved, damaged = store.fault_history(state.serial)
+    result = ops.find_suspects(state, moved, days, level, now).data
     from tpufleet.cli.history import warn_damaged
 
-    warn_damaged(store.journal_label, store.journal_damage(state.serial))  # a damaged line's faults not counted
+    warn_damaged(store.journal_label, damaged)  # a damaged line's faults not counted
     emit(result, output, lambda: _suspects_table(result))

@@ -98,13 +98,15 @@ def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list
     return dropped
 
 
-def listing(store: Store, all_faults: bool = False) -> list[dict[str, Any]]:
-    """`tpufleet faults`: the open faults (with `all_faults`, the cleared ones too, older ones from the journal)."""
+def listing(store: Store, all_faults: bool = False, moved: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """`tpufleet faults`: the open faults (with `all_faults`, the cleared ones too, older ones from the journal:
+    `moved`, when the caller has read them)."""
     state = store.load()
     records: list[dict[str, Any]] = [f.record() for f in state.faults if all_faults or f.is_open]
     if all_faults:
+        moved = store.moved_faults() if moved is None else moved
         # a journal line's records are read as written: one whose id is damaged sorts first, not exit 70
-        records = sorted([*store.moved_faults(), *records], key=lambda r: fault_number(r.get("id")))
+        records = sorted([*moved, *records], key=lambda r: fault_number(r.get("id")))
     return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from tpufleet import views
 from tpufleet.fleetmap import FleetMap, fleet_map
+from tpufleet.fleetreport import JOURNAL_LINES
 from tpufleet.fleetreport import report as fleet_report
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
@@ -46,10 +47,12 @@ class JournalRead:
     serial: int = 0  # the state's: the journal's last entry may be a damaged line's
 
 
-def read_journal(store: Store) -> JournalRead:
-    """The journal up to the state's serial (`history`, `diff`, `show journal`)."""
+def read_journal(store: Store, tail: int | None = None) -> JournalRead:
+    """The journal up to the state's serial (`history`, `diff`, `show journal`); `tail`: its last entries only,
+    read from its end (the damaged lines among them)."""
     serial = store.load().serial
-    return JournalRead(store.journal(serial), store.journal_damage(serial), serial)
+    read = store.journal_tail(tail, serial) if tail else store.journal_scan(serial)
+    return JournalRead(read.entries, read.damaged, serial)
 
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
@@ -59,9 +62,8 @@ def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
         return Listing(views.slice_rows(state, missing_tables(store, state)))
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
-    read = read_journal(store)
-    entries = read.entries[-tail:] if tail else read.entries
-    return Listing([e.record() for e in entries], read.damaged)
+    read = read_journal(store, tail)
+    return Listing([e.record() for e in read.entries], read.damaged)
 
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:
@@ -91,7 +93,8 @@ class Report:
 def report(store: Store, now: datetime) -> Report:
     """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
     state = store.load()
-    return Report(fleet_report(state, store.journal(state.serial), now), fleet_map(state))
+    latest = store.journal_tail(JOURNAL_LINES, state.serial).entries
+    return Report(fleet_report(state, latest, now), fleet_map(state))
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:

@@ -77,7 +77,9 @@ def _exposition(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> byt
 
     state = snap.store.state
     registry = CollectorRegistry(auto_describe=False)
-    collector = FleetCollector(state, last_change(snap.store.journal()), snap.extras.get("goodput"), __version__)
+    collector = FleetCollector(
+        state, last_change(snap.store.journal_tail(1).entries), snap.extras.get("goodput"), __version__
+    )
     registry.register(collector)
     registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours)))
     if "goodput_read" in snap.extras:  # (`serve --goodput`)

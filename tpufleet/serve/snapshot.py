@@ -21,6 +21,7 @@ from typing import Any
 from tpufleet.errors import Unavailable
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
+from tpufleet.state.journal import Scan
 from tpufleet.state.store import Store
 
 Key = tuple[Hashable, ...]
@@ -47,6 +48,12 @@ class PinnedStore(Store):
 
     def journal_damage(self, serial: int | None = None) -> list[int]:
         return super().journal_damage(self.state.serial if serial is None else serial)
+
+    def journal_scan(self, serial: int | None = None) -> Scan:
+        return super().journal_scan(self.state.serial if serial is None else serial)
+
+    def journal_tail(self, count: int, serial: int | None = None) -> Scan:
+        return super().journal_tail(count, self.state.serial if serial is None else serial)
 
 
 @dataclass

@@ -123,6 +123,10 @@ class Backend(Protocol):
         """The journal read against the state's `serial` (`journal.scan`)."""
         ...
 
+    def read_journal_tail(self, serial: int, count: int) -> Scan:
+        """The journal's last `count` committed entries, read from its end (`journal.read_tail`)."""
+        ...
+
     def writing(self, timeout: float, command: str) -> AbstractContextManager[Writer]:
         """Take the exclusive lock (LockTimeout after `timeout` seconds, naming the holder) for one write."""
         ...

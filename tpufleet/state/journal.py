@@ -34,7 +34,8 @@ from tpufleet.state.files import atomic_write, io_error, open_state_file, write_
 from tpufleet.state.lock import shown_command
 
 JOURNAL = "journal.jsonl"
-_TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial
+_TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial (and a tail's first block)
+_COUNT_CHUNK = 1 << 24  # bytes read at a time to number the lines before a tail
 
 __all__ = [
     "JOURNAL",
@@ -44,9 +45,11 @@ __all__ = [
     "damaged_lines",
     "encode",
     "read",
+    "read_tail",
     "recover",
     "rollback",
     "scan",
+    "scan_tail",
 ]
 
 
@@ -202,10 +205,11 @@ def _read_fd(fd: int, path: Path) -> bytes:
         os.close(fd)
 
 
-def _pread_all(fd: int, size: int) -> bytes:
+def _pread_all(fd: int, size: int, offset: int = 0) -> bytes:
+    """`size` bytes from `offset` (fewer at the file's end)."""
     chunks, pos = [], 0
     while pos < size:
-        chunk = os.pread(fd, size - pos, pos)
+        chunk = os.pread(fd, size - pos, offset + pos)
         if not chunk:
             break
         chunks.append(chunk)
@@ -216,6 +220,63 @@ def _pread_all(fd: int, size: int) -> bytes:
 def read_scan(path: Path, serial: int) -> Scan:
     raw = _read(path)
     return Scan() if raw is None else scan(raw, serial)
+
+
+def scan_tail(raw: bytes, serial: int, count: int, whole: bool) -> Scan | None:
+    """`scan` of the journal's last lines `raw` (whole lines; `whole`: the journal's start included) for its last
+    `count` entries: None when `raw` holds fewer than `count` committed entries and more lines precede it.
+
+    Scanning a suffix holding the last committed entry reads its lines exactly as scanning the whole journal does
+    (see `scan`); `damaged` is numbered from the suffix's first line.
+    """
+    found = scan(raw, serial)
+    if len(found.entries) < count and not whole:
+        return None
+    found.entries = found.entries[-count:]
+    return found
+
+
+def read_tail(path: Path, serial: int, count: int) -> Scan:
+    """The journal's last `count` committed entries (all, if fewer), read backwards from its end, so that the latest
+    changes of years of history cost what they show. `damaged` names the damaged lines among those read only,
+    numbered from the journal's first line. Nothing is written (the tail's `committed_end` is not the file's)."""
+    try:
+        fd = open_state_file(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return Scan()
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
+    try:
+        size = os.fstat(fd).st_size
+        block = _TAIL
+        while True:
+            start = max(0, size - block)
+            raw = _pread_all(fd, size - start, start)
+            if start > 0:  # the line the block begins inside is read with a larger block
+                cut = raw.find(b"\n")
+                start, raw = (size, b"") if cut < 0 else (start + cut + 1, raw[cut + 1 :])
+            found = scan_tail(raw, serial, count, whole=start == 0)
+            if found is not None:
+                if found.damaged and start > 0:
+                    before = _newlines_before(fd, start)
+                    found.damaged = [n + before for n in found.damaged]
+                return found
+            block *= 2
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _newlines_before(fd: int, end: int) -> int:
+    count, pos = 0, 0
+    while pos < end:
+        chunk = os.pread(fd, min(_COUNT_CHUNK, end - pos), pos)
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        pos += len(chunk)
+    return count
 
 
 def read(path: Path, serial: int) -> list[JournalEntry]:

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 # ---- the schema ------------------------------------------------------------------------------------------------
 
+TAIL_ROWS = 64  # journal lines read first for its last entries (then 4x more at a time)
+
 SCHEMA_VERSION = 2
 LOCK_KEY = int.from_bytes(b"tpufleet", "big")  # the advisory lock's key (one fleet per database and schema)
 _VERSION_TABLE = (
@@ -367,6 +369,23 @@ class PostgresBackend:
 
     def read_journal(self, serial: int) -> journal.Scan:
         return journal.scan(self.journal_bytes(), serial)
+
+    def read_journal_tail(self, serial: int, count: int) -> journal.Scan:
+        limit = min(max(count, TAIL_ROWS), 1 << 62)  # a count past bigint asks for every line
+        while True:  # each row carries the journal's line count, from the same snapshot, to number damaged lines
+            rows = self._query(
+                "SELECT line, (SELECT count(*) FROM tpufleet_journal) FROM tpufleet_journal ORDER BY seq DESC LIMIT %s",
+                (limit,),
+            )
+            rows = rows or []
+            whole = len(rows) < limit
+            found = journal.scan_tail(b"".join(bytes(r[0]) + b"\n" for r in reversed(rows)), serial, count, whole)
+            if found is not None:
+                break
+            limit *= 4
+        if rows and not whole:
+            found.damaged = [n + int(rows[0][1]) - len(rows) for n in found.damaged]
+        return found
 
     def table_place(self, name: str) -> PurePosixPath:
         check_name(name)

@@ -32,6 +32,7 @@ from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
+from tpufleet.state.journal import Scan
 from tpufleet.state.lock import command_line, login_name
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 from tpufleet.timeparse import STAMP_FORMAT
@@ -220,9 +221,27 @@ class Store:
             serial = self._load_doc()["serial"]
         return self.backend.read_journal(serial).entries
 
+    def journal_scan(self, serial: int | None = None) -> Scan:
+        """The committed journal entries and the damaged lines' numbers, in one reading."""
+        if serial is None:
+            serial = self._load_doc()["serial"]
+        return self.backend.read_journal(serial)
+
+    def journal_tail(self, count: int, serial: int | None = None) -> Scan:
+        """The last `count` committed journal entries, read from the journal's end (damaged lines among those
+        read only): the latest changes of a long history without reading it whole."""
+        if serial is None:
+            serial = self._load_doc()["serial"]
+        return self.backend.read_journal_tail(serial, count)
+
     def moved_faults(self) -> list[dict[str, Any]]:
         """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
         return [f for entry in self.journal() for f in entry.moved_faults]
+
+    def fault_history(self, serial: int | None = None) -> tuple[list[dict[str, Any]], list[int]]:
+        """`moved_faults` and `journal_damage` (whose lines' faults it lacks) from one reading of the journal."""
+        found = self.journal_scan(serial)
+        return [f for entry in found.entries for f in entry.moved_faults], found.damaged
 
     def journal_damage(self, serial: int | None = None) -> list[int]:
         """Line numbers (from 1) of the journal lines `journal` skipped as damaged: blank, not JSON, no serial, or

@@ -1,0 +1,103 @@
+"""Reading the journal's end only (`show journal --tail`, `report`, `metrics`, `serve`'s metrics): the same
+entries as reading it whole, and the damaged lines among those read, numbered as a whole reading numbers them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tpufleet.state import Store, journal
+
+GOOD, GARBAGE, BEYOND = "good", "garbage", "beyond"
+
+
+@st.composite
+def journals(draw):
+    """Raw journal bytes whose good lines carry serials 1, 2, ... (unique), with damaged lines and lines beyond the
+    state's serial anywhere, and perhaps a torn end; the state's serial."""
+    kinds = draw(st.lists(st.sampled_from([GOOD, GOOD, GOOD, GARBAGE, BEYOND]), max_size=40))
+    good = kinds.count(GOOD)
+    serial = draw(st.integers(0, good + 1))
+    out, n = [], 0
+    for kind in kinds:
+        if kind == GOOD:
+            n += 1
+            out.append(json.dumps({"serial": n, "summary": "x" * draw(st.integers(0, 30))}).encode())
+        elif kind == GARBAGE:
+            out.append(draw(st.sampled_from([b"", b"{not json", b"[1]", b'{"serial": true}'])))
+        else:
+            out.append(json.dumps({"serial": serial + 1 + draw(st.integers(0, 3))}).encode())
+    raw = b"".join(line + b"\n" for line in out)
+    if draw(st.booleans()):
+        raw += draw(st.sampled_from([b'{"serial": 9', b'{"serial": %d}' % (n + 1), b"x"]))
+    return raw, serial
+
+
+@given(journals(), st.integers(1, 12), st.sampled_from([1, 7, 64, 65536]), st.sampled_from([1, 5, 1 << 24]))
+def test_the_tail_is_the_end_of_the_whole_reading(tmp_path_factory, case, count, block, chunk):
+    raw, serial = case
+    path = tmp_path_factory.mktemp("j") / "journal.jsonl"
+    path.write_bytes(raw)
+    whole = journal.scan(raw, serial)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(journal, "_TAIL", block)
+        mp.setattr(journal, "_COUNT_CHUNK", chunk)
+        tail = journal.read_tail(path, serial, count)
+    assert tail.entries == whole.entries[-count:]
+    assert tail.damaged == whole.damaged[len(whole.damaged) - len(tail.damaged) :]  # the end of the same numbers
+    if tail.entries:  # every damaged line after the first entry shown was read
+        first = _line_of(raw, tail.entries[0].serial)
+        assert [d for d in whole.damaged if d > first] == [d for d in tail.damaged if d > first]
+    assert path.read_bytes() == raw  # a reader writes nothing
+
+
+def _line_of(raw: bytes, serial: int) -> int:
+    """The number of the line holding the committed entry `serial` (no other line holds that serial)."""
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and type(doc.get("serial")) is int and doc["serial"] == serial:
+            return number
+    raise AssertionError(serial)
+
+
+def test_missing_journal_has_no_tail(tmp_path):
+    assert journal.read_tail(tmp_path / "journal.jsonl", 5, 3).entries == []
+
+
+def test_show_journal_tail_report_and_metrics_read_the_end(fleet, monkeypatch):
+    for i in range(6):
+        assert fleet("inject-fault", f"host:c{10 + i}/1").code == 0
+    path = fleet.state / "journal.jsonl"
+    raw = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([*raw[:2], b"{damaged", *raw[2:]]))  # line 3 damaged, serial 7 on line 8
+    whole = fleet("show", "journal", "-o", "json")
+    assert [e["serial"] for e in whole.json] == [1, 2, 3, 4, 5, 6, 7]
+
+    monkeypatch.setattr(journal, "_TAIL", 16)  # read from the end a few lines at a time
+    tail = fleet("show", "journal", "--tail", "2", "-o", "json")
+    assert tail.code == 0 and tail.json == whole.json[-2:]
+    tail = fleet("show", "journal", "--tail", "5", "-o", "json")  # serial 3 on, after the damaged line
+    assert tail.json == whole.json[-5:] and "damaged line(s) 3 skipped" in tail.err
+    report = fleet("report", "-o", "json")
+    assert [e["serial"] for e in report.json["journal"]] == [7, 6, 5, 4, 3, 2, 1]
+    metrics = fleet("metrics").out
+    assert "\ntpufleet_state_last_change_timestamp_seconds " in metrics
+    assert metrics == _metrics_reading_whole(fleet, monkeypatch)
+
+
+def _metrics_reading_whole(fleet, monkeypatch) -> str:
+    """`metrics` as it was made from the whole journal."""
+    monkeypatch.setattr(Store, "journal_tail", lambda self, count, serial=None: _whole_tail(self, count, serial))
+    return fleet("metrics").out
+
+
+def _whole_tail(store: Store, count: int, serial: int | None) -> journal.Scan:
+    found = store.journal_scan(serial)
+    found.entries = found.entries[-count:]
+    return found
