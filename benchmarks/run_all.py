@@ -450,7 +450,19 @@ def bench_simulate():
     )
 
 
-BENCHES = ("cli", "state", "journal", "fault_path", "xconnect", "faults", "fleetio", "simulate", "routing", "tables", "quality")
+BENCHES = (
+    "cli",
+    "state",
+    "journal",
+    "fault_path",
+    "xconnect",
+    "faults",
+    "fleetio",
+    "simulate",
+    "routing",
+    "tables",
+    "quality",
+)
 
 
 def main():
