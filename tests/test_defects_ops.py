@@ -227,6 +227,38 @@ def test_a_replaced_fleet_numbers_its_faults_after_the_old_ones(fleet):
     assert [s.split()[1] for s in opened] == ["f1", "f2", "f3"]
 
 
+def test_a_replaced_fleet_keeps_its_fault_records_in_the_history(fleet):
+    """`init --force` dropped the replaced state's fault records (open ones, and cleared ones not yet moved to the
+    journal) from `faults --all` and `suspects`; its journal line now keeps them, an open one ended at the
+    replacement."""
+    assert fleet("inject-fault", "cube:c01").code == 0
+    assert fleet("clear-fault", "f1").code == 0
+    assert fleet("inject-fault", "host:c02/1").code == 0
+    before = {f["id"]: f for f in fleet("faults", "--all", "-o", "json").json}
+    assert fleet("init", "--force").code == 0
+    init = fleet("show", "journal", "--tail", "1", "-o", "json").json[0]
+    after = {f["id"]: f for f in fleet("faults", "--all", "-o", "json").json}
+    assert after["f1"] == before["f1"] and before["f2"]["cleared"] is None
+    assert after["f2"] == {**before["f2"], "cleared": init["time"]}
+    assert fleet("faults", "-o", "json").json == []
+    assert fleet("inject-fault", "cube:c03", "-o", "json").json["fault_id"] == "f3"
+    assert [f["id"] for f in fleet("faults", "--all", "-o", "json").json] == ["f1", "f2", "f3"]
+
+
+def test_suspects_never_names_hardware_the_fleet_no_longer_has(cli):
+    """A replaced fleet's fault records stay in the history; a cube only the old fleet had is no suspect (the
+    quarantine command proposed for it would be refused)."""
+    assert cli("init", "--pods", "2").code == 0
+    for _ in range(3):
+        assert cli("inject-fault", "cube:c127").code == 0
+        assert cli("clear-fault", "cube:c127").code == 0
+    assert [s["target"] for s in cli("suspects", "-o", "json").json["suspects"]] == ["cube:c127"]
+    assert cli("init", "--force").code == 0  # one pod: c00-c63
+    found = cli("suspects", "-o", "json").json
+    assert found["suspects"] == [] and found["faults_in_window"] == 0
+    assert len(cli("faults", "--all", "-o", "json").json) == 3
+
+
 def test_exported_node_labels_import_as_no_change_with_chip_link_and_cube_faults(fleet, tmp_path):
     """A chip or electrical-link fault makes its machine's node NotReady and a drained cube cordons its 16 nodes;
     `import k8s` of that export opened a machine fault and 16 machine drains on top of the faults that said so."""

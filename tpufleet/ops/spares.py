@@ -15,7 +15,7 @@ from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER
 from tpufleet.errors import BadInput, shown
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, parse_target
-from tpufleet.model import Pod
+from tpufleet.model import Pod, check_known
 from tpufleet.ops.outcome import Outcome
 from tpufleet.timeparse import parse_stamp
 
@@ -215,7 +215,8 @@ class _Event:
 
 
 def _events(state: FleetState, moved: Sequence[Mapping[str, Any]], since: datetime) -> list[_Event]:
-    """Unplanned faults opened in the window: the state's (open and cleared) and the journal's moved records."""
+    """Unplanned faults opened in the window on the fleet's hardware: the state's (open and cleared) and the
+    journal's moved records (a fleet `init --force` replaced may have had cubes this one lacks)."""
     records: dict[str, tuple[str, bool, str]] = {
         str(r["id"]): (str(r["target"]), bool(r.get("planned")), str(r.get("opened"))) for r in moved
     }
@@ -223,9 +224,17 @@ def _events(state: FleetState, moved: Sequence[Mapping[str, Any]], since: dateti
     out = []
     for fid, (target, planned, opened) in records.items():
         stamp = parse_stamp(opened)
-        if not planned and stamp is not None and stamp >= since:
-            out.append(_Event(fid, parse_target(target), stamp))
+        if not planned and stamp is not None and stamp >= since and _known(state, parsed := parse_target(target)):
+            out.append(_Event(fid, parsed, stamp))
     return sorted(out, key=lambda e: int(e.id[1:]) if e.id[1:].isdigit() else 0)
+
+
+def _known(state: FleetState, target: TargetId) -> bool:
+    try:
+        check_known(state.fleet, target)
+    except BadInput:
+        return False
+    return True
 
 
 def _host_of(target: TargetId) -> str | None:

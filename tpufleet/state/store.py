@@ -96,6 +96,8 @@ class Transaction:
     change: Change | None = None
     # `init --force`: what the state being replaced held (counts), for the use case to say and journal
     replaced: dict[str, int] | None = None
+    # `init --force`: the replaced state's fault records, moved into the journal (`faults --all`, `suspects`)
+    retired_faults: tuple[dict[str, Any], ...] = ()
 
     def commit(self, change: Change | None) -> None:
         """Write the state when the block ends (None: the use case changed nothing; nothing is written)."""
@@ -126,6 +128,12 @@ def replaced_counts(doc: dict[str, Any]) -> dict[str, int]:
         "cross_connects": sum(len(pairs) for pairs in doc.get("ocs", {}).values()),
         "route_tables": len(doc.get("routes", {})),
     }
+
+
+def _retired(doc: dict[str, Any], now: str) -> tuple[dict[str, Any], ...]:
+    """The fault records of a state `init --force` replaces (checked, or empty), as its journal line keeps them:
+    a fault still open ends with the fleet that had it, at `now`."""
+    return tuple({**f, "cleared": f.get("cleared") or now} for f in doc.get("faults", []))
 
 
 def _encoded(doc: dict[str, Any], file: str) -> bytes:
@@ -320,12 +328,13 @@ class Store:
             tx.state.next_fault = self._next_fault_after(writer, serial, before)
             if exists:
                 tx.replaced = replaced_counts(before)
+                tx.retired_faults = _retired(before, tx.state.created)
                 for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
                     with contextlib.suppress(BadInput):  # a damaged state's odd name: nothing of ours to delete
                         writer.delete_tables(name)
             yield tx
             if tx.change is not None:
-                self._commit(writer, tx.state, tx.change, serial, command, before)
+                self._commit(writer, tx.state, tx.change, serial, command, before, tx.retired_faults)
 
     def _next_fault_after(self, writer: Writer, serial: int, before: dict[str, Any]) -> int:
         """The fault numbers continue, as the serial does, past every fault the replaced state or the journal
@@ -343,7 +352,14 @@ class Store:
             return {}
 
     def _commit(
-        self, writer: Writer, state: FleetState, change: Change, serial: int, command: str, before: dict[str, Any]
+        self,
+        writer: Writer,
+        state: FleetState,
+        change: Change,
+        serial: int,
+        command: str,
+        before: dict[str, Any],
+        retired: tuple[dict[str, Any], ...] = (),
     ) -> None:
         """Serial + 1, the journal entry, and the backend's atomic commit of both.
 
@@ -365,6 +381,6 @@ class Store:
             pid=os.getpid(),
             details=change.details or None,
             delta=delta(before, doc),
-            moved_faults=tuple(records.fault_doc(f) for f in moved),
+            moved_faults=(*retired, *(records.fault_doc(f) for f in moved)),
         )
         writer.commit(entry, data)
