@@ -324,11 +324,12 @@ class Store:
                 raise Refused(f"a fleet state already exists in {self.where}; use --force to replace it")
             serial = writer.last_serial() if exists else writer.journal_serial()
             before = self._replaced_doc(writer) if exists else {}
-            tx = Transaction(FleetState(fleet, serial=serial, created=utc_now()), writer)
+            now = utc_now()
+            tx = Transaction(FleetState(fleet, serial=serial, created=now), writer)
             tx.state.next_fault = self._next_fault_after(writer, serial, before)
             if exists:
                 tx.replaced = replaced_counts(before)
-                tx.retired_faults = _retired(before, tx.state.created)
+                tx.retired_faults = _retired(before, now)
                 for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
                     with contextlib.suppress(BadInput):  # a damaged state's odd name: nothing of ours to delete
                         writer.delete_tables(name)
