@@ -248,8 +248,8 @@ def bench_state(tmp):
 
 
 def bench_journal(tmp):
-    """Years of history: a journal of 300,000 lines (120 MB) under `report`, `metrics` and `show journal --tail`,
-    which read its end only, against reading it whole (as they did)."""
+    """Years of history: a journal of 300,000 lines (120 MB) under `report`, `metrics`, `show journal --tail`, `diff`
+    and `history --since`, which read back from its end only, against reading it whole (as they did)."""
     from tpufleet.state import Store
 
     state = Path(tmp) / "long-history"
@@ -270,12 +270,20 @@ def bench_journal(tmp):
         "the whole journal read",
         median_of(lambda: store.journal_scan(count), 1),
     )
+    bare = wall([sys.executable, "-c", "pass"])
     record(
         "tpufleet report, 300,000-line journal (median wall)",
         wall([*CLI, "--state", str(state), "report", "-o", "json"], repeat=3),
         "<= 0.5 s",
         "python -c pass",
-        wall([sys.executable, "-c", "pass"]),
+        bare,
+    )
+    record(
+        "tpufleet diff of its last 5 serials (median wall)",
+        wall([*CLI, "--state", str(state), "diff", str(count - 5), "-o", "json"], repeat=3),
+        "<= 0.5 s",
+        "python -c pass",
+        bare,
     )
 
 

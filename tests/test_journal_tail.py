@@ -45,13 +45,19 @@ def test_the_tail_is_the_end_of_the_whole_reading(tmp_path_factory, case, count,
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(journal, "_TAIL", block)
         mp.setattr(journal, "_COUNT_CHUNK", chunk)
-        tail = journal.read_tail(path, serial, count)
+        tail = _read_tail(path, serial, count)
     assert tail.entries == whole.entries[-count:]
     assert tail.damaged == whole.damaged[len(whole.damaged) - len(tail.damaged) :]  # the end of the same numbers
     if tail.entries:  # every damaged line after the first entry shown was read
         first = _line_of(raw, tail.entries[0].serial)
         assert [d for d in whole.damaged if d > first] == [d for d in tail.damaged if d > first]
     assert path.read_bytes() == raw  # a reader writes nothing
+
+
+def _read_tail(path, serial: int, count: int) -> journal.Scan:
+    found = journal.read_back(path, serial, journal.last(count))
+    found.entries = found.entries[-count:]
+    return found
 
 
 def _line_of(raw: bytes, serial: int) -> int:
@@ -67,7 +73,7 @@ def _line_of(raw: bytes, serial: int) -> int:
 
 
 def test_missing_journal_has_no_tail(tmp_path):
-    assert journal.read_tail(tmp_path / "journal.jsonl", 5, 3).entries == []
+    assert _read_tail(tmp_path / "journal.jsonl", 5, 3).entries == []
 
 
 def test_show_journal_tail_report_and_metrics_read_the_end(fleet, monkeypatch):
@@ -101,3 +107,52 @@ def _whole_tail(store: Store, count: int, serial: int | None) -> journal.Scan:
     found = store.journal_scan(serial)
     found.entries = found.entries[-count:]
     return found
+
+
+def _whole_back(store: Store, enough, serial: int | None) -> journal.Scan:
+    return store.journal_scan(serial)
+
+
+@pytest.mark.parametrize(
+    ("args", "shows_serial_5"),  # what is shown reaches serial 5's line, just before the damaged one
+    [
+        (("history", "--since", "4"), True),
+        (("history", "--since", "1"), True),
+        (("history", "--since", "9"), False),
+        (("history", "--since", "1h"), True),
+        (("history", "--since", "0001-01-01T00:00:00Z"), True),
+        (("history", "--since", "3000-01-01T00:00:00Z"), False),
+        (("history", "--since", "5", "--slice", "a"), False),
+        (("diff", "3"), True),
+        (("diff", "0"), True),
+        (("diff", "2", "5"), True),
+        (("diff", "7"), False),
+    ],
+)
+def test_history_and_diff_read_back_give_what_the_whole_journal_gives(fleet, monkeypatch, args, shows_serial_5):
+    for command in (("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply")):
+        assert fleet(*command).code == 0
+    for i in range(5):
+        assert fleet("inject-fault", f"host:c{10 + i}/1").code == 0  # serials 4-8
+    path = fleet.state / "journal.jsonl"
+    raw = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([*raw[:5], b"{damaged", *raw[5:]]))  # line 6, before serial 6's line
+    monkeypatch.setattr(journal, "_TAIL", 16)  # read from the end a few lines at a time
+    back = fleet(*args, "-o", "json")
+    with monkeypatch.context() as mp:
+        mp.setattr(Store, "journal_back", lambda self, enough, serial=None: _whole_back(self, enough, serial))
+        whole = fleet(*args, "-o", "json")
+    assert back.code == whole.code == 0 and back.json == whole.json
+    assert "damaged line(s) 6" in whole.err
+    if shows_serial_5:  # the damaged lines among those read: all that matter to what is shown
+        assert "damaged line(s) 6" in back.err
+
+
+def test_diff_counts_a_serial_copied_twice_once(fleet):
+    assert fleet("inject-fault", "host:c10/1").code == 0
+    assert fleet("inject-fault", "host:c11/1").code == 0
+    path = fleet.state / "journal.jsonl"
+    raw = path.read_bytes().split(b"\n")  # serials 1-3 and the end
+    path.write_bytes(b"\n".join([*raw[:3], raw[1], raw[3]]))  # serial 2's line again after serial 3's
+    d = fleet("diff", "1", "-o", "json").json
+    assert d["commits"] == 2 and [f["id"] for f in d["faults"]["opened"]] == ["f1", "f2"]

@@ -1,6 +1,6 @@
 """`tpufleet history` (the journal as a timeline) and `tpufleet diff SERIAL [SERIAL]` (what changed between two)."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -9,25 +9,12 @@ from tpufleet.cli.render import emit, grid
 from tpufleet.text import printable
 from tpufleet.timeparse import TIME_HELP
 
-if TYPE_CHECKING:
-    from tpufleet.ops.views import JournalRead
-
 
 def warn_damaged(journal_path: object, damaged: list[int]) -> None:
     """Name the journal's damaged lines (skipped by every reader) on stderr."""
     if damaged:
         lines = ", ".join(map(str, damaged[:10])) + (" ..." if len(damaged) > 10 else "")
         typer.echo(f"tpufleet: warning: {journal_path}: damaged line(s) {lines} skipped", err=True)
-
-
-def _journal(ctx: typer.Context) -> "JournalRead":
-    """The committed journal; a damaged line is skipped and named on stderr (as `show journal` does)."""
-    from tpufleet.ops import views
-
-    store = ctx.obj.store()
-    read = views.read_journal(store)
-    warn_damaged(store.journal_label, read.damaged)
-    return read
 
 
 @app.command(
@@ -47,12 +34,14 @@ def history_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """The journal as a readable timeline: who changed what, when, oldest first."""
-    from tpufleet.ops.history import timeline
+    from tpufleet.ops.history import history
     from tpufleet.state.files import check_name
 
     if slice_name is not None:  # a released slice has a history too: only a name no slice can have is refused
         check_name(slice_name, "option --slice")
-    rows = timeline(_journal(ctx).entries, since, slice_name)
+    store = ctx.obj.store()
+    rows, damaged = history(store, since, slice_name)
+    warn_damaged(store.journal_label, damaged)
     emit(
         rows,
         output,
@@ -109,8 +98,9 @@ def diff_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """What changed between two serials: slices added, removed or changed, faults opened and cleared, cross-connects."""
-    from tpufleet.ops.history import diff
+    from tpufleet.ops.history import changes
 
-    read = _journal(ctx)
-    d = diff(read.entries, start, end, read.serial)
+    store = ctx.obj.store()
+    d, damaged = changes(store, start, end)
+    warn_damaged(store.journal_label, damaged)
     emit(d, output, lambda: _diff_text(d))

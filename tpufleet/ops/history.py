@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tpufleet.errors import BadInput
 from tpufleet.journalentry import JournalEntry
+from tpufleet.ops.views import read_journal
 from tpufleet.state.delta import combine, is_delta, touches_slice
+from tpufleet.state.journal import Enough
+from tpufleet.state.store import Store
 from tpufleet.timeparse import parse_stamp, parse_time
 
 Doc = dict[str, Any]
 _SLICE_COMMANDS = {"allocate", "release", "policy", "apply-xconnect", "routes", "reschedule"}
 _KEPT = ("serial", "time", "user", "command", "summary", "details", "delta")
+# `history --since TIME` reads the journal back to a line this much older than TIME: a line written by a machine
+# whose clock was behind, after later ones, still shows
+CLOCK_SKEW = timedelta(days=1)
+
+
+def history(store: Store, since: str | None, slice_name: str | None) -> tuple[list[Doc], list[int]]:
+    """`history`: the timeline's rows and the damaged lines skipped; with --since, the journal is read from its
+    end back to that point only."""
+    now = datetime.now(UTC)
+    read = read_journal(store, enough=_since_enough(since, now))
+    return timeline(read.entries, since, slice_name, now), read.damaged
+
+
+def changes(store: Store, start: int, end: int | None) -> tuple[Doc, list[int]]:
+    """`diff`: the net change and the damaged lines skipped; the journal is read from its end back to `start`."""
+    read = read_journal(store, enough=lambda entries: entries[0].serial <= start)
+    return diff(read.entries, start, end, read.serial), read.damaged
+
+
+def _since_enough(since: str | None, now: datetime) -> Enough | None:
+    """When the entries read back from the journal's end cover --since (None: read it whole)."""
+    serial, moment = _after(since, now)
+    if serial is not None:
+        return lambda entries: entries[0].serial < serial
+    if moment is None:
+        return None
+    try:
+        edge = moment - CLOCK_SKEW
+    except OverflowError:  # a moment in the first day of the calendar: everything is after it
+        return None
+    return lambda entries: (stamp := parse_stamp(entries[0].time)) is not None and stamp < edge
 
 
 def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetime | None]:
@@ -60,7 +94,11 @@ def diff(entries: list[JournalEntry], start: int, end: int | None, now: int | No
     end = now if end is None else end
     if not 0 <= start <= end <= now:
         raise BadInput(f"bad serials {start} {end}: need 0 <= SERIAL <= SERIAL <= {now} (the current serial)")
-    span = [e for e in entries if start < e.serial <= end]
+    first: dict[int, JournalEntry] = {}
+    for e in entries:  # a serial twice (a line copied by hand) is one commit
+        if start < e.serial <= end:
+            first.setdefault(e.serial, e)
+    span = list(first.values())
     recorded = [e for e in span if is_delta(e.delta)]
     # a damaged line is skipped by the reader: its serial is still a commit, one whose detail is lost
     lost = sorted(set(range(start + 1, end + 1)) - {e.serial for e in span})

@@ -17,6 +17,7 @@ from tpufleet.fleetreport import report as fleet_report
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
+from tpufleet.state.journal import Enough
 from tpufleet.state.store import Store
 
 ShowWhat = Literal["inventory", "health", "slices", "jobs", "ocs", "journal"]
@@ -47,11 +48,16 @@ class JournalRead:
     serial: int = 0  # the state's: the journal's last entry may be a damaged line's
 
 
-def read_journal(store: Store, tail: int | None = None) -> JournalRead:
+def read_journal(store: Store, tail: int | None = None, enough: Enough | None = None) -> JournalRead:
     """The journal up to the state's serial (`history`, `diff`, `show journal`); `tail`: its last entries only,
-    read from its end (the damaged lines among them)."""
+    `enough`: back from its end until the entries read suffice (then the damaged lines among those read only)."""
     serial = store.load().serial
-    read = store.journal_tail(tail, serial) if tail else store.journal_scan(serial)
+    if tail:
+        read = store.journal_tail(tail, serial)
+    elif enough is not None:
+        read = store.journal_back(enough, serial)
+    else:
+        read = store.journal_scan(serial)
     return JournalRead(read.entries, read.damaged, serial)
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from tpufleet.collectives.tables import Tables
     from tpufleet.journalentry import JournalEntry
-    from tpufleet.state.journal import Scan
+    from tpufleet.state.journal import Enough, Scan
 
 
 class TablesSource(Protocol):
@@ -123,8 +123,8 @@ class Backend(Protocol):
         """The journal read against the state's `serial` (`journal.scan`)."""
         ...
 
-    def read_journal_tail(self, serial: int, count: int) -> Scan:
-        """The journal's last `count` committed entries, read from its end (`journal.read_tail`)."""
+    def read_journal_back(self, serial: int, enough: Enough) -> Scan:
+        """The journal's committed entries, read from its end until `enough` (`journal.read_back`)."""
         ...
 
     def writing(self, timeout: float, command: str) -> AbstractContextManager[Writer]:

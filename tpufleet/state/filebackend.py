@@ -92,8 +92,8 @@ class DirectoryBackend:
     def read_journal(self, serial: int) -> journal.Scan:
         return journal.read_scan(self.journal_path, serial)
 
-    def read_journal_tail(self, serial: int, count: int) -> journal.Scan:
-        return journal.read_tail(self.journal_path, serial, count)
+    def read_journal_back(self, serial: int, enough: journal.Enough) -> journal.Scan:
+        return journal.read_back(self.journal_path, serial, enough)
 
     def table_place(self, name: str) -> Path:
         """The tables' file (the name is checked so it cannot leave the directory; `routes/` must be a real

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -44,12 +45,13 @@ __all__ = [
     "append",
     "damaged_lines",
     "encode",
+    "last",
     "read",
-    "read_tail",
+    "read_back",
     "recover",
     "rollback",
     "scan",
-    "scan_tail",
+    "scan_back",
 ]
 
 
@@ -222,24 +224,32 @@ def read_scan(path: Path, serial: int) -> Scan:
     return Scan() if raw is None else scan(raw, serial)
 
 
-def scan_tail(raw: bytes, serial: int, count: int, whole: bool) -> Scan | None:
-    """`scan` of the journal's last lines `raw` (whole lines; `whole`: the journal's start included) for its last
-    `count` entries: None when `raw` holds fewer than `count` committed entries and more lines precede it.
+Enough = Callable[[list[JournalEntry]], bool]  # whether the committed entries read so far (file order) suffice
+
+
+def scan_back(raw: bytes, serial: int, enough: Enough, whole: bool) -> Scan | None:
+    """`scan` of the journal's last lines `raw` (whole lines; `whole`: the journal's start included): None when
+    the entries it holds are not `enough` and more lines precede it.
 
     Scanning a suffix holding the last committed entry reads its lines exactly as scanning the whole journal does
     (see `scan`); `damaged` is numbered from the suffix's first line.
     """
     found = scan(raw, serial)
-    if len(found.entries) < count and not whole:
+    if not whole and not (found.entries and enough(found.entries)):
         return None
-    found.entries = found.entries[-count:]
     return found
 
 
-def read_tail(path: Path, serial: int, count: int) -> Scan:
-    """The journal's last `count` committed entries (all, if fewer), read backwards from its end, so that the latest
-    changes of years of history cost what they show. `damaged` names the damaged lines among those read only,
-    numbered from the journal's first line. Nothing is written (the tail's `committed_end` is not the file's)."""
+def last(count: int) -> Enough:
+    """Enough once `count` entries are read."""
+    return lambda entries: len(entries) >= count
+
+
+def read_back(path: Path, serial: int, enough: Enough) -> Scan:
+    """The journal's committed entries read backwards from its end, until they are `enough` (or the journal is
+    read whole), so that the latest changes of years of history cost what they show. `damaged` names the damaged
+    lines among those read only, numbered from the journal's first line. Nothing is written (the `committed_end`
+    is not the file's)."""
     try:
         fd = open_state_file(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -255,7 +265,7 @@ def read_tail(path: Path, serial: int, count: int) -> Scan:
             if start > 0:  # the line the block begins inside is read with a larger block
                 cut = raw.find(b"\n")
                 start, raw = (size, b"") if cut < 0 else (start + cut + 1, raw[cut + 1 :])
-            found = scan_tail(raw, serial, count, whole=start == 0)
+            found = scan_back(raw, serial, enough, whole=start == 0)
             if found is not None:
                 if found.damaged and start > 0:
                     before = _newlines_before(fd, start)

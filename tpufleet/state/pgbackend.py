@@ -370,8 +370,8 @@ class PostgresBackend:
     def read_journal(self, serial: int) -> journal.Scan:
         return journal.scan(self.journal_bytes(), serial)
 
-    def read_journal_tail(self, serial: int, count: int) -> journal.Scan:
-        limit = min(max(count, TAIL_ROWS), 1 << 62)  # a count past bigint asks for every line
+    def read_journal_back(self, serial: int, enough: journal.Enough) -> journal.Scan:
+        limit = TAIL_ROWS
         while True:  # each row carries the journal's line count, from the same snapshot, to number damaged lines
             rows = self._query(
                 "SELECT line, (SELECT count(*) FROM tpufleet_journal) FROM tpufleet_journal ORDER BY seq DESC LIMIT %s",
@@ -379,7 +379,7 @@ class PostgresBackend:
             )
             rows = rows or []
             whole = len(rows) < limit
-            found = journal.scan_tail(b"".join(bytes(r[0]) + b"\n" for r in reversed(rows)), serial, count, whole)
+            found = journal.scan_back(b"".join(bytes(r[0]) + b"\n" for r in reversed(rows)), serial, enough, whole)
             if found is not None:
                 break
             limit *= 4

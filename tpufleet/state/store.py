@@ -32,7 +32,7 @@ from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
-from tpufleet.state.journal import Scan
+from tpufleet.state.journal import Enough, Scan, last
 from tpufleet.state.lock import command_line, login_name
 from tpufleet.state.schema import SCHEMA_VERSION, validate
 from tpufleet.timeparse import STAMP_FORMAT
@@ -238,9 +238,16 @@ class Store:
     def journal_tail(self, count: int, serial: int | None = None) -> Scan:
         """The last `count` committed journal entries, read from the journal's end (damaged lines among those
         read only): the latest changes of a long history without reading it whole."""
+        found = self.journal_back(last(count), serial)
+        found.entries = found.entries[-count:]
+        return found
+
+    def journal_back(self, enough: Enough, serial: int | None = None) -> Scan:
+        """The committed journal entries read backwards from the journal's end until they are `enough` (see
+        `journal.read_back`)."""
         if serial is None:
             serial = self._load_doc()["serial"]
-        return self.backend.read_journal_tail(serial, count)
+        return self.backend.read_journal_back(serial, enough)
 
     def moved_faults(self) -> list[dict[str, Any]]:
         """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
