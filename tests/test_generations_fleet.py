@@ -131,6 +131,32 @@ def test_topology_applies_a_generations_rule_only_when_asked(cli):
     assert r.code == 2 and "bad shape 4x4x260 for tpu7x: a side is over 256" in r.err
 
 
+@pytest.mark.parametrize(
+    ("shape", "holders"),
+    [
+        ("4x4x4", ["tpu-v4", "tpu-v5p", "tpu7x"]),
+        ("16x24x24", ["tpu7x"]),
+        ("4x4x260", []),
+        ("2x2x1", ["tpu-v4", "tpu-v5p", "tpu7x"]),
+        ("8x8x16 --twisted", None),
+    ],
+)
+def test_topology_without_a_generation_names_the_pods_that_hold_the_shape(cli, shape, holders):
+    """A what-if under the general rule says which generations' pods could hold it: exactly those whose own rule
+    (`--generation`) takes it."""
+    args = shape.split()
+    r = cli("topology", *args, "-o", "json", state=False)
+    assert r.code == 0
+    taken = [
+        g for g in ("tpu-v4", "tpu-v5p", "tpu7x") if cli("topology", *args, "--generation", g, state=False).code == 0
+    ]
+    assert r.json["generations"] == taken
+    if holders is not None:
+        assert taken == holders
+    table = cli("topology", *args, state=False).out
+    assert ("none (no pod of these generations holds it)" in table) == (taken == [])
+
+
 # ---- the generation in views and exports -------------------------------------------------------------------
 def test_views_and_exports_carry_the_generation(superpod):
     cli = superpod

@@ -29,4 +29,10 @@ def topology_cmd(
     from tpufleet.ops import views
 
     m = views.topology(shape, twisted, generation)
-    emit(m, output, lambda: grid([[k, v] for k, v in m.items()], ["", ""]))
+    emit(m, output, lambda: grid([[k, _cell(k, v)] for k, v in m.items()], ["", ""]))
+
+
+def _cell(key: str, value: object) -> object:
+    if key == "generations":  # the pods that could hold the shape
+        return ", ".join(value) if isinstance(value, list) and value else "none (no pod of these generations holds it)"
+    return value

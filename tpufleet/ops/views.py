@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tpufleet import views
+from tpufleet.errors import BadInput
 from tpufleet.fleetmap import FleetMap, fleet_map
 from tpufleet.fleetreport import JOURNAL_LINES
 from tpufleet.fleetreport import report as fleet_report
@@ -19,6 +20,9 @@ from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
 from tpufleet.state.journal import Enough
 from tpufleet.state.store import Store
+
+if TYPE_CHECKING:
+    from tpufleet.shapes import Shape
 
 ShowWhat = Literal["inventory", "health", "slices", "jobs", "ocs", "journal"]
 
@@ -109,7 +113,20 @@ def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any
     from tpufleet.topology import metrics
 
     gen = None if generation is None else generations.shipped(generation)
-    figures = metrics(require_allocatable(parse_shape(shape, twisted, gen)))
+    parsed = require_allocatable(parse_shape(shape, twisted, gen))
+    figures = metrics(parsed)
     if gen is not None:
         figures["generation"] = gen.name
+    else:  # a what-if under the general rule: say which pods could hold it (none: a shape no pod holds)
+        figures["generations"] = [name for name in generations.names() if _holds(name, parsed)]
     return figures
+
+
+def _holds(generation: str, shape: Shape) -> bool:
+    from tpufleet.shapes import check_generation
+
+    try:
+        check_generation(shape, generations.shipped(generation))
+    except BadInput:
+        return False
+    return True
