@@ -331,7 +331,6 @@ ISSUE_CASES = (
     IssueCase("twisted 8x16x16, one x OCS (x/3)", "8x16x16", True, (("x", 3),), lp=False),
     IssueCase("8x16x16, one y OCS (y/3)", "8x16x16", False, (("y", 3),), lp=False),
     IssueCase("16x16x16, one x OCS (x/3)", "16x16x16", False, (("x", 3),), lp=False),
-    IssueCase("16x16x16, one x OCS, --thorough", "16x16x16", False, (("x", 3),), lp=False, thorough=True),
 )
 
 

@@ -136,6 +136,7 @@ def test_fewest_left_is_what_the_candidates_leave_on_every_path(
     from tpufleet.shapes import parse_shape
 
     monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_TWISTED", 0)
     shape = parse_shape(shape_text, twisted=twisted)
     exp, alive = ocs_failure(shape, "x", 3)

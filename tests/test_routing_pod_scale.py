@@ -1,9 +1,9 @@
 """Order pairs at pod scale: with one OCS down, each destination choosing between the broken dimension first or
 last keeps >= 0.92 of the healthy all-to-all throughput within the hardware's 3 VCs, once the two orders' legs are
-placed one by one (their blocks alone need 4 VCs above 1,024 chips). Up to 2,048 chips by default; a full pod
-with `thorough` (`routes --thorough`). Each load is checked against the cut bound (no routing can carry
-all-to-all with a lower maximum: an independent lower bound), and every kept table set routes every pair
-deadlock-free.
+placed one by one (their blocks alone need 4 VCs above 1,024 chips). Up to 2,048 chips by default, a full TPU v4
+pod (4,096) with one broken dimension, and any slice with `thorough` (`routes --thorough`). Each load is checked
+against the cut bound (no routing can carry all-to-all with a lower maximum: an independent lower bound), and
+every kept table set routes every pair deadlock-free.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def test_one_ocs_on_8x16x16_keeps_the_goal_within_3_vcs() -> None:
 
 
 @pytest.mark.slow
-def test_one_ocs_on_a_full_pod_keeps_the_goal_when_thorough() -> None:
-    s, bound = _summary("16x16x16", "x", thorough=True)
+def test_one_ocs_on_a_full_pod_keeps_the_goal() -> None:
+    """By default: order pairs are made up to a full TPU v4 pod when one dimension is broken."""
+    s, bound = _summary("16x16x16", "x")
     load = s["max_link_load"]["all-to-all"]
     assert s["dimension_orders"] == 2
     assert s["throughput_retained"]["all-to-all"] >= GOAL
@@ -57,6 +58,7 @@ def test_routes_thorough_is_passed_to_the_router(fleet, monkeypatch: pytest.Monk
     from tpufleet.routing import candidates, canonical
 
     monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(candidates, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)  # canonical forms are made below every limit
     for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
         assert fleet(*step).code == 0, step
@@ -109,6 +111,7 @@ def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
     from tpufleet.routing import candidates, canonical
 
     monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(candidates, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
         assert fleet(*step).code == 0, step
@@ -136,6 +139,7 @@ def _two_slices_and_floors(fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[floa
     from tpufleet.routing import candidates, canonical
 
     monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(candidates, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     for name in ("a", "b"):
         for step in (("allocate", name, "--shape", "4x4x8"), ("plan-xconnect", name, "--apply"), ("routes", name)):

@@ -39,6 +39,7 @@ def test_the_verdict_skips_repairs_and_analyses_when_no_candidate_routes_every_p
 
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_ONE_DIM", 0)
     shape, exp, alive = _cut_off_chip("4x4x8", 5)
     n = len(exp)
     options = candidates(shape, exp, alive, "auto", 3)
@@ -64,6 +65,7 @@ def test_the_verdict_is_the_full_report_when_a_candidate_routes_every_pair(monke
 
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_ONE_DIM", 0)
     shape = parse_shape("4x4x8")
     exp, alive = ocs_failure(shape, "x", 3)
     full = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3)

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
 PAIRS_LIMIT = 2048  # chips: per-destination order pairs within 3 VCs (see `order_pairs`), unless thorough
+# chips: the same with one broken dimension (an OCS, or links of one dimension's OCS), up to a full TPU v4 pod
+PAIRS_LIMIT_ONE_DIM = 4096
 PAIRS_LIMIT_TWISTED = 512
 # chips: both ways of breaking a destination's tie within a pair; above, the broken dimension first only (8x16x16 and
 # 16x16x16 with one OCS down: the same load either way, 0.6-1.6 s a repair)
@@ -363,9 +365,12 @@ def _made(
     return out
 
 
-def thorough_adds(shape: Shape, chips: int) -> bool:
-    """`thorough` makes more candidates for this slice than the default (order pairs above their size limit)."""
-    return chips > (PAIRS_LIMIT_TWISTED if shape.twisted else PAIRS_LIMIT)
+def thorough_adds(shape: Shape, chips: int, broken_dims: int | None = None) -> bool:
+    """`thorough` makes more candidates for this slice than the default (order pairs above their size limit), with
+    `broken_dims` dimensions broken (None: any number)."""
+    if shape.twisted:
+        return chips > PAIRS_LIMIT_TWISTED
+    return chips > (PAIRS_LIMIT_ONE_DIM if broken_dims == 1 else PAIRS_LIMIT)
 
 
 def thorough_may_help(shape: Shape, chips: int) -> bool:
@@ -383,11 +388,14 @@ def order_pairs(
     when the destination is outside the broken rings). Two orders fit 3 VCs when their blocks overlap and wild hops
     share a VC, or their legs are placed one by one (`cdg.verdict` decides): with one OCS down, blocks fit on 8x8x8
     and 8x8x16, legs on 8x16x16 and 16x16x16 (one OCS down there: 0.93 of the healthy throughput against 0.80 with
-    one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.5 s against 0.3 s), and on any slice when `thorough`
-    (16x16x16: 5.7 s against 0.7 s); on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most there
-    (their balanced tables are built for the whole torus)."""
+    one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.5 s against 0.3 s), up to PAIRS_LIMIT_ONE_DIM with one
+    broken dimension (a full TPU v4 pod, 16x16x16: 5.7 s against 0.7 s, worth it for a slice that runs degraded for
+    hours), and on any slice when `thorough`; on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most
+    there (their balanced tables are built for the whole torus)."""
     per_order = 2 if shape.wraps else 1
-    if (thorough_adds(shape, chips) and not thorough) or (max_vcs is not None and max_vcs < per_order + 1):
+    if (thorough_adds(shape, chips, len(dead_dims)) and not thorough) or (
+        max_vcs is not None and max_vcs < per_order + 1
+    ):
         return []
     out: list[list[Order]] = []
     for d in sorted(dead_dims):
