@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,9 @@ DEFECTS = [
     "",
     "   ",
     '{"type":"event","job":"j0","time":1767571300.0,"event":"job_start"}\r',
+    "null",
+    'null{"type":"event","job":"j0","time":1767571300.0,"event":"job_start"}',
+    ' 1 {"type":"event","job":"j0","time":1767571300.0,"event":"job_start"}',
 ]
 
 
@@ -115,6 +120,30 @@ def test_columnar_and_line_readers_give_the_same_report_and_first_error(
     paths[1].write_text("\n".join(lines[half:]))
     columns, _ = report(paths, True, skip_bad, chunk)
     assert columns == report(paths, False, skip_bad, chunk)[0]
+
+
+CRASHED_ARROW = [b"null", b" null", b"nullnull", b"null{}\n", b'{"type":"event"}\nnull', b'\tnull{"a":1}', b"1{}"]
+
+
+def test_arrow_is_never_given_a_value_outside_an_object():
+    """PyArrow's JSON reader crashed the process (a segmentation fault) on a value before an object or after the
+    last line: such pieces are read the standard way, which names the line. Run in a child process, so that a
+    crash fails this test only."""
+    code = (
+        "import sys; from tpufleet.goodput import columnar\n"
+        f"print([columnar.decode_piece(p) for p in {CRASHED_ARROW!r}])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr([None] * len(CRASHED_ARROW))
+
+
+def test_a_log_ending_in_null_is_bad_input_naming_its_line(tmp_path, capsys):
+    lines = varied_log(3, 2, 0)
+    path = tmp_path / "g.jsonl"
+    path.write_text("\n".join(lines) + "\nnull")
+    with pytest.raises(BadInput, match=f"g.jsonl:{len(lines) + 1}: .*must be an object"):
+        build([path], by=["accelerator"], period="day", skip_bad=False)
 
 
 def test_a_clean_log_is_read_by_columns_alone(tmp_path):

@@ -58,7 +58,7 @@ def decode_piece(piece: bytes) -> Decoded | None:
     if pa is None or not piece or _odd_breaks(piece):
         return None
     lines = flat_lines(piece)
-    if lines is None:
+    if lines is None or not _only_objects(piece):
         return None
     others, rest = _cut_others(piece, lines)
     if others is None:
@@ -75,6 +75,24 @@ def decode_piece(piece: bytes) -> Decoded | None:
         return None
     batch = _batch(table)
     return None if batch is None else Decoded(lines, batch, others)
+
+
+def _only_objects(piece: bytes) -> bool:
+    r"""Nothing but spaces and tabs outside each line's object (`flat_lines` has checked the braces): Arrow's reader
+    crashed the process on a value before an object or after the last line (``null{}``, a last line ``null``).
+
+    >>> _only_objects(b' {"a":1}\t\n{"b":2}'), _only_objects(b'null{}\n'), _only_objects(b'{}\nnull')
+    (True, False, False)
+    """
+    compact = piece.translate(None, b" \t")
+    breaks = compact.count(b"\n")
+    ended = compact.endswith(b"\n")
+    return (
+        compact.startswith(b"{")
+        and (ended or compact.endswith(b"}"))
+        and compact.count(b"}\n") == breaks
+        and compact.count(b"\n{") == breaks - ended
+    )
 
 
 def _cut_others(piece: bytes, lines: int) -> tuple[list[tuple[int, str, dict[str, Any]]] | None, bytes]:
