@@ -60,6 +60,7 @@ MAX_REASON_CHARS: Final = 1024
 MAX_NAME_CHARS: Final = 64  # a slice or job name (it becomes a file name and a Kubernetes label value)
 # The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
 MAX_SLICE_CHIPS: Final = 16384
+MAX_TABLE_CAPACITY: Final = 1 << 20  # destinations a chip's sparse table may hold (`--table-capacity`)
 
 # Virtual channels per ICI link in the hardware ("turns, datelines, balance"): routing tables that need more
 # cannot be loaded on a slice.

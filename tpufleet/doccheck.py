@@ -6,7 +6,7 @@ schema (`tpufleet.state.schema`) and the core's input documents (workloads, faul
 >>> check({"type": "object", "properties": {"days": {"type": "number"}}}, {"days": "x"}, "spec.yaml")
 Traceback (most recent call last):
 ...
-tpufleet.errors.BadStateFile: spec.yaml: field days: it must be number (value 'x')
+tpufleet.errors.BadStateFile: spec.yaml: field days: must be a number (value 'x')
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpufleet.errors import BadStateFile
+from tpufleet.text import PLAIN_NUMBER
 
 __all__ = ["Schema", "Validator", "check", "compiled"]
 
@@ -42,8 +43,26 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
     except fastjsonschema.JsonSchemaValueException as exc:
         parts = [_printable(str(p)) for p in (exc.path or [])][1:]  # drop the leading "data"
         field = ".".join([prefix, *parts] if prefix else parts)
-        problem = exc.message.replace(exc.name or "data", "it", 1) if exc.message else "invalid"
-        raise BadStateFile(file, field, exc.value, problem[:160]) from None
+        raise BadStateFile(file, field, exc.value, _problem(exc.message, exc.name, exc.value)[:160]) from None
+
+
+_TYPES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping"}
+_TYPES |= {"array": "a list", "boolean": "true or false", "null": "null"}
+
+
+def _problem(message: str | None, name: str | None, value: object) -> str:
+    """The validator's message in plain words: "must be a number", and for a number YAML read as text (1e-30,
+    1.0e30: YAML 1.1 wants a point and a signed exponent), how to write it."""
+    if not message:
+        return "invalid"
+    problem = message.replace(name or "data", "it", 1)
+    kind = problem.removeprefix("it must be ")
+    if kind not in _TYPES:
+        return problem
+    plain = f"must be {_TYPES[kind]}"
+    if kind in ("number", "integer") and isinstance(value, str) and PLAIN_NUMBER.fullmatch(value.strip()):
+        return f"{plain} (YAML read this as text: write a number with a point and a signed exponent, as 1.0e-30)"
+    return plain
 
 
 def _printable(key: str, limit: int = 80) -> str:

@@ -108,3 +108,18 @@ def around(faults: Sequence[str], sep: str = ", ") -> str:
     ('f1, f2', 'missing cross-connects')
     """
     return sep.join(faults) if faults else "missing cross-connects"
+
+
+# A number as people and YAML write one: ASCII digits, an optional point and exponent, nothing else (float() also
+# takes "5_0e9", other scripts' digits, "nan" and "inf").
+PLAIN_NUMBER = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?")
+
+
+def plain_float(text: str) -> float | None:
+    """`text` (spaces around it allowed) as a number, when it is written as PLAIN_NUMBER says; else None.
+
+    >>> plain_float(" 2.5e3 "), plain_float("1_0"), plain_float("\\u0663"), plain_float("nan")
+    (2500.0, None, None, None)
+    """
+    stripped = text.strip()
+    return float(stripped) if PLAIN_NUMBER.fullmatch(stripped) else None

@@ -8,6 +8,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples, shipped_yaml_option
 from tpufleet.cli.render import emit, grid
+from tpufleet.constants import MAX_TABLE_CAPACITY
 
 if TYPE_CHECKING:
     from tpufleet.collectives.profile import Profile
@@ -258,7 +259,12 @@ def collective_cmd(
     profile_file: Annotated[Path | None, shipped_yaml_option("--profile", "Hardware profile", "TPUv4 profile")] = None,
     table_capacity: Annotated[
         int | None,
-        typer.Option("--table-capacity", min=0, help="Model sparse tables: each chip holds at most N destinations"),
+        typer.Option(
+            "--table-capacity",
+            min=0,
+            max=MAX_TABLE_CAPACITY,
+            help="Model sparse tables: each chip holds at most N destinations",
+        ),
     ] = None,
     assume_healthy: Annotated[
         bool, typer.Option("--assume-healthy", help="Without stored tables, model the healthy DOR tables of the shape")

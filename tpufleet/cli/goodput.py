@@ -196,8 +196,8 @@ def _parse(
     for d in dims:
         if d not in DIMENSIONS:
             raise BadInput(f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}")
-    t0 = option_time(since, "--since") if since else None
-    t1 = option_time(until, "--until") if until else None
+    t0 = option_time(since, "--since") if since is not None else None
+    t1 = option_time(until, "--until") if until is not None else None
     if t0 is not None and t1 is not None and t1 <= t0:
         raise BadInput("bad options: --until must be after --since")
     pairs = parse_capacity(capacity) if capacity is not None and capacity != "state" else None

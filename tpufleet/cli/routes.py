@@ -9,6 +9,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit
+from tpufleet.constants import MAX_TABLE_CAPACITY
 from tpufleet.ops.routes import EXPORT_FORMATS
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def routes_cmd(
         typer.Option(
             "--table-capacity",
             min=1,
-            max=1 << 20,
+            max=MAX_TABLE_CAPACITY,
             help="Keep at most N destinations a chip (sparse tables, as the TPU-v3 multipod used: its own rings "
             "first); for study and export with --out, never stored",
         ),
@@ -150,6 +151,8 @@ def routes_cmd(
     from tpufleet.state.files import check_output_path
 
     traffics = [t.strip() for t in traffic.split(",") if t.strip()]
+    if not traffics:
+        raise BadInput(f"bad option --traffic: {traffic!r} names no traffic pattern (one of {', '.join(TRAFFICS)})")
     for t in traffics:
         if t not in TRAFFICS:
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.constants import DIMS, GiB, KiB, MiB
 from tpufleet.errors import BadInput, BadStateFile, shown
+from tpufleet.text import PLAIN_NUMBER
 
 if TYPE_CHECKING:
     from tpufleet.generations import Generation
@@ -82,8 +83,8 @@ class Profile:
 def parse_size(text: str, what: str = "--bytes") -> int:
     """Bytes from '1GiB', '512MiB', '4096', '1.5e9' (decimal units kB..PB, binary KiB..PiB).
 
-    >>> parse_size("1GiB"), parse_size("512MiB"), parse_size("4096"), parse_size("1.5GB")
-    (1073741824, 536870912, 4096, 1500000000)
+    >>> parse_size("1GiB"), parse_size("512MiB"), parse_size("4096"), parse_size("1.5GB"), parse_size("1.1KiB")
+    (1073741824, 536870912, 4096, 1500000000, 1126)
     """
     m = _SIZE.fullmatch(text or "")
     unit = m.group(2).lower() if m else ""
@@ -94,6 +95,8 @@ def parse_size(text: str, what: str = "--bytes") -> int:
         raise BadInput(f"bad option {what}: {shown(text)} is over the limit of {MAX_BYTES} bytes (1 PiB)")
     if value < 1:
         raise BadInput(f"bad option {what}: {shown(text)} must be at least 1 byte")
+    if _UNITS[unit] == 1 and value != int(value):  # with a unit, the nearest byte (1.1GiB); without, no fraction
+        raise BadInput(f"bad option {what}: {shown(text)} is not a whole number of bytes")
     return round(value)
 
 
@@ -113,17 +116,13 @@ _RANGES = {
 }
 
 
-# A number as YAML writes one: ASCII digits, an optional point and exponent, nothing else.
-_PLAIN_NUMBER = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?")
-
-
 def _number(doc: dict[str, Any], key: str, file: str, where: str) -> float:
     raw = value = doc.get(key)
     path = f"{where}.{key}"
     if key not in doc:
         raise BadStateFile(file, path, None, "is required")
     if isinstance(value, str):  # YAML 1.1 reads 50e9 and 50.0e9 (no sign in the exponent) as text
-        if not _PLAIN_NUMBER.fullmatch(value):  # float() also takes "5_0e9", other scripts' digits, spaces
+        if not PLAIN_NUMBER.fullmatch(value):  # float() also takes "5_0e9", other scripts' digits, spaces
             raise BadStateFile(file, path, raw, "must be a number")
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -181,16 +181,20 @@ def _largest_allocation(columns: events.EventColumns) -> int:
 _ALLOCATION = events.CODE["allocation"]
 
 
+class NoJobEvents(BadInput):
+    """Nothing to report: no job has events (in the window); the caller names the input."""
+
+
 def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOptions) -> metrics.Report:
     """The report of every job's account (in job order); `log` gives the capacity records and the counts."""
     since, until, keep_timelines = options.since, options.until, options.keep_timelines
     windowed = since is not None or until is not None
     if not accounts:
-        raise BadInput("no job events in the input" + (" inside --since/--until" if windowed else ""))
+        raise NoJobEvents("no job events in the input" + (" inside --since/--until" if windowed else ""))
     t0 = since if since is not None else min(a.start for a in accounts)
     t1 = until if until is not None else max(a.end for a in accounts)
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
-        raise BadInput("no job events in the input inside --since/--until")
+        raise NoJobEvents("no job events in the input inside --since/--until")
     fleet_capacity, basis = _capacity(log, options.capacity, accounts, t0)
     counted, left_out = accounts, list[str]()
     if basis != "peak-allocation":  # (the busiest moment's chips fit, and name every accelerator holding any)

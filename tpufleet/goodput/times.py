@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from tpufleet.errors import BadInput, shown
+from tpufleet.text import plain_float
 
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
 MAX_TIME = 7258118400.0  # 2200-01-01T00:00:00Z
@@ -45,11 +46,8 @@ def parse_time(value: object, file: str, line: int, name: str = "time") -> float
         text = value.strip()
         if len(text) > 64:
             raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds")
-        try:
-            seconds = float(text)
-        except ValueError:
-            pass
-        else:
+        seconds = plain_float(text)  # ASCII digits only: float() reads other scripts' digits and digit groups
+        if seconds is not None:
             return in_range(seconds, value, file, line, name)
         try:
             stamp = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -85,8 +83,4 @@ def option_time(value: str, option: str) -> float:
 
 
 def _looks_numeric(value: str) -> bool:
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+    return plain_float(value) is not None

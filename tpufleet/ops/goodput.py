@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tpufleet.constants import CHIPS_PER_CUBE
+from tpufleet.errors import BadInput
 from tpufleet.goodput import metrics
-from tpufleet.goodput.pipeline import ReportOptions, from_log
+from tpufleet.goodput.pipeline import NoJobEvents, ReportOptions, from_log
 from tpufleet.model import Fleet
 from tpufleet.ops import goodputparts
 from tpufleet.state import goodputlogs
@@ -59,9 +60,18 @@ def build(
         capacity = fleet_capacity(fleet)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
     options = ReportOptions(by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines)
-    if cluster is not None or workers:
-        result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
-    else:
-        result = from_log(goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines), options)
+    try:
+        if cluster is not None or workers:
+            result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
+        else:
+            result = from_log(goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines), options)
+    except NoJobEvents as exc:
+        raise BadInput(f"{exc} ({_named(paths)})") from None
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
     return result
+
+
+def _named(paths: list[Path], shown_at_most: int = 3) -> str:
+    """The logs, as a message names them: the first few, and how many more."""
+    names = ", ".join(str(p) for p in paths[:shown_at_most])
+    return names + (f" and {len(paths) - shown_at_most} more" if len(paths) > shown_at_most else "")

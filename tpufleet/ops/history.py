@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
 from tpufleet.state.delta import combine, is_delta, touches_slice
@@ -19,6 +19,7 @@ _KEPT = ("serial", "time", "user", "command", "summary", "details", "delta")
 # `history --since TIME` reads the journal back to a line this much older than TIME: a line written by a machine
 # whose clock was behind, after later ones, still shows
 CLOCK_SKEW = timedelta(days=1)
+MAX_LOST_LISTED = 100_000  # serials `diff` lists as recorded without detail; more means another history
 
 
 def history(store: Store, since: str | None, slice_name: str | None) -> tuple[list[Doc], list[int]]:
@@ -101,6 +102,12 @@ def diff(entries: list[JournalEntry], start: int, end: int | None, now: int | No
     span = list(first.values())
     recorded = [e for e in span if is_delta(e.delta)]
     # a damaged line is skipped by the reader: its serial is still a commit, one whose detail is lost
+    missing = end - start - len(span)
+    if missing > MAX_LOST_LISTED:
+        raise Refused(
+            f"serials {start + 1}..{end}: {missing} commits have no journal line (the journal does not match the "
+            "state); diff a span the journal records"
+        )
     lost = sorted(set(range(start + 1, end + 1)) - {e.serial for e in span})
     return {
         "from": start,

@@ -93,11 +93,12 @@ def faults(rng: random.Random, rates: FaultRates, fleet: Fleet, start: float, en
         ("drain", counts["host"], rates.drain_per_day),
     )
     for kind, count, rate in processes:
-        if rate <= 0:
+        per_second = count * rate / DAY
+        if per_second <= 0:  # (a rate of 1e-320 a day is 0 a second: no strike)
             continue
         t = start
         while True:
-            t += rng.expovariate(count * rate / DAY)
+            t += rng.expovariate(per_second)
             if t >= end:
                 break
             yield FaultStrike(t, kind, _target(rng, kind, fleet))

@@ -21,6 +21,7 @@ from tpufleet.simulation.inputs import (
     Options,
     Workload,
 )
+from tpufleet.text import plain_float
 
 MAX_EVENTS = 3_000_000  # expected events logged by one run (about 270 MB of JSONL, 1.5 GB in memory; 30 days of one pod: 120,000, of 16 pods: 1.9 M)
 # Expected waiting-job visits of the scheduler (`expected_queue_work`): about a microsecond each, so about a
@@ -102,15 +103,25 @@ def scale_rates(rates: FaultRates, factors: Mapping[str, float]) -> FaultRates:
 
 def parse_factors(text: str) -> dict[str, float]:
     """`--fault-scale` text: one factor for every kind ("2") or per kind ("host=2,ocs=1.5")."""
-    try:
-        if "=" not in text:
-            return dict.fromkeys(RATE_OF_KIND, float(text))
-        pairs = (item.split("=", 1) for item in text.split(",") if item.strip())
-        return {kind.strip(): float(value) for kind, value in pairs}
-    except ValueError:
-        raise BadInput(
-            f"bad option --fault-scale {shown(text)}: give a factor (2) or kind=factor pairs (host=2,ocs=1.5)"
-        ) from None
+    bad = BadInput(
+        f"bad option --fault-scale {shown(text)}: give a factor (2) or kind=factor pairs (host=2,ocs=1.5), in ASCII "
+        "digits"
+    )
+    if "=" not in text:
+        factor = plain_float(text)
+        if factor is None:
+            raise bad
+        return dict.fromkeys(RATE_OF_KIND, factor)
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        kind, sep, value = item.partition("=")
+        number = plain_float(value) if sep else None
+        if number is None:
+            raise bad
+        out[kind.strip()] = number
+    return out
 
 
 # ---- the run's size -----------------------------------------------------------------------------------------
