@@ -385,7 +385,7 @@ def _drop_job_of(doc: dict, name: str) -> None:
         (lambda d: d["jobs"]["j"].update(shape="4x4x8"), "jobs.j.slices.0", "all have its shape"),
         (lambda d: d["jobs"].update({"j-0": d["jobs"].pop("j")}), "jobs.j-0", "cannot share a name"),
         (lambda d: d["jobs"]["j"].update(slices=["j-0"]), "slices.j-1.job", "no job j lists slice j-1"),
-        (lambda d: d["jobs"]["j"].update(spread="yes"), "jobs.j.spread", "boolean"),
+        (lambda d: d["jobs"]["j"].update(spread="yes"), "jobs.j.spread", "must be true or false"),
     ],
 )
 def test_bad_jobs_in_a_state_file_are_exit_2(tmp_path, capsys, edit, field, problem):
