@@ -156,3 +156,25 @@ def test_diff_counts_a_serial_copied_twice_once(fleet):
     path.write_bytes(b"\n".join([*raw[:3], raw[1], raw[3]]))  # serial 2's line again after serial 3's
     d = fleet("diff", "1", "-o", "json").json
     assert d["commits"] == 2 and [f["id"] for f in d["faults"]["opened"]] == ["f1", "f2"]
+
+
+def test_suspects_read_back_to_the_window_count_what_the_whole_journal_gives(fleet, monkeypatch):
+    from tpufleet.state import store as store_module
+
+    monkeypatch.setattr(store_module, "CLEARED_FAULTS_KEPT", 1)  # cleared faults move into the journal at once
+    for _ in range(4):
+        for target in ("cube:c05", "host:c07/1"):
+            assert fleet("inject-fault", target).code == 0
+            assert fleet("clear-fault", target).code == 0
+    path = fleet.state / "journal.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    old = json.loads(lines[1])  # a line of years ago, before the window: reading back stops there
+    path.write_bytes(b"\n".join([lines[0], json.dumps({**old, "time": "2020-01-01T00:00:00Z"}).encode(), *lines[2:]]))
+    monkeypatch.setattr(journal, "_TAIL", 16)
+    back = fleet("suspects", "-o", "json")
+    with monkeypatch.context() as mp:
+        mp.setattr(Store, "journal_back", lambda self, enough, serial=None: _whole_back(self, enough, serial))
+        whole = fleet("suspects", "-o", "json")
+    assert back.code == whole.code == 0 and back.json == whole.json
+    assert back.json["faults_in_window"] == 8
+    assert sorted(s["target"] for s in back.json["suspects"]) == ["cube:c05", "cube:c07", "host:c07/1"]

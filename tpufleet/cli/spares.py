@@ -146,13 +146,12 @@ def suspects_cmd(
     level = _unit_interval(p_value, "--p-value")
     days = parse_days(window, "--window")
     store = ctx.obj.store()
-    state = store.load()
     from tpufleet.state.store import utc_now
 
     now = parse_stamp(utc_now())
     assert now is not None  # utc_now writes the tool's own stamp
-    moved, damaged = store.fault_history(state.serial)
-    result = ops.find_suspects(state, moved, days, level, now).data
+    outcome, damaged = ops.suspects_in(store, days, level, now)
+    result = outcome.data
     from tpufleet.cli.history import warn_damaged
 
     warn_damaged(store.journal_label, damaged)  # a damaged line's faults not counted

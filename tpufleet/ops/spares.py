@@ -16,7 +16,9 @@ from tpufleet.errors import BadInput, shown
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, parse_target
 from tpufleet.model import Pod, check_known
+from tpufleet.ops.history import CLOCK_SKEW
 from tpufleet.ops.outcome import Outcome
+from tpufleet.state.store import Store
 from tpufleet.timeparse import parse_stamp
 
 MODEL = (
@@ -244,6 +246,25 @@ def _host_of(target: TargetId) -> str | None:
     if isinstance(target, (ChipId, IciId)):
         return str(HostId(target.cube, ChipId(target.cube, target.x, target.y, target.z).machine))
     return None
+
+
+def suspects_in(store: Store, window_days: float, p_value: float, now: datetime) -> tuple[Outcome, list[int]]:
+    """`suspects` on the stored fleet, and the damaged journal lines read (their faults not counted): the journal
+    is read back from its end to a day before the window (`history.CLOCK_SKEW`), where every fault opened in the
+    window, and the line that moved it, lie."""
+    state = store.load()
+    try:
+        edge = now - timedelta(days=window_days) - CLOCK_SKEW
+    except OverflowError:  # a window reaching before the calendar: the whole journal
+        edge = datetime.min.replace(tzinfo=now.tzinfo)
+    found = store.journal_back(lambda entries: _before(entries[0].time, edge), state.serial)
+    moved = [f for entry in found.entries for f in entry.moved_faults]
+    return find_suspects(state, moved, window_days, p_value, now), found.damaged
+
+
+def _before(stamp: str, edge: datetime) -> bool:
+    moment = parse_stamp(stamp)
+    return moment is not None and moment < edge
 
 
 def find_suspects(
