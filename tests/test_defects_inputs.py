@@ -84,3 +84,12 @@ def test_a_serial_past_2_53_is_refused_and_a_journal_gap_is_not_listed(fleet):
     assert r.code == 1 and "have no journal line" in r.err
     r = fleet("inject-fault", "host:c01/1")  # the next serial would not load: refused, nothing written
     assert r.code == 2 and "nothing changed" in r.err
+
+
+def test_a_job_record_number_in_other_digits_is_a_bad_record(cli, tmp_path):
+    log = tmp_path / "log.jsonl"
+    job = {"type": "job", "job": "j", "chips": 8, "ideal_step_s": "1_0"}
+    start = {"type": "event", "job": "j", "time": 1767571200.0, "event": "job_start"}
+    log.write_text(json.dumps(job) + "\n" + json.dumps(start) + "\n")
+    r = cli("goodput-report", log, state=False)
+    assert r.code == 2 and "field ideal_step_s" in r.err

@@ -32,7 +32,7 @@ def journals(draw):
             out.append(json.dumps({"serial": serial + 1 + draw(st.integers(0, 3))}).encode())
     raw = b"".join(line + b"\n" for line in out)
     if draw(st.booleans()):
-        raw += draw(st.sampled_from([b'{"serial": 9', b'{"serial": %d}' % (n + 1), b"x"]))
+        raw += draw(st.sampled_from([b'{"serial": 9', b'{"serial": %d}' % (n + 1), b"x", b'{"serial": 1}']))
     return raw, serial
 
 
@@ -178,3 +178,23 @@ def test_suspects_read_back_to_the_window_count_what_the_whole_journal_gives(fle
     assert back.code == whole.code == 0 and back.json == whole.json
     assert back.json["faults_in_window"] == 8
     assert sorted(s["target"] for s in back.json["suspects"]) == ["cube:c05", "cube:c07", "host:c07/1"]
+
+
+def test_a_line_copied_out_of_order_never_stops_reading_back_early(fleet, monkeypatch):
+    """A copy of serial 3's line after serial 8's: reading back from the end met it first and stopped there, so
+    `diff 5` lost serials 6-8 and `history --since 5` started at 9."""
+    for i in range(10):
+        assert fleet("inject-fault", f"host:c{10 + i}/1").code == 0  # serials 2-11
+    path = fleet.state / "journal.jsonl"
+    lines = path.read_bytes().split(b"\n")[:-1]
+    lines.insert(8, lines[2])
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    copy_at = len(b"\n".join(lines[:8])) + 1
+    monkeypatch.setattr(journal, "_TAIL", path.stat().st_size - copy_at + 1)  # the first block starts at the copy
+    for args in (("diff", "5"), ("history", "--since", "5"), ("history", "--since", "1h"), ("suspects",)):
+        back = fleet(*args, "-o", "json")
+        with monkeypatch.context() as mp:
+            mp.setattr(Store, "journal_back", lambda self, enough, serial=None: _whole_back(self, enough, serial))
+            whole = fleet(*args, "-o", "json")
+        assert back.code == whole.code == 0 and back.json == whole.json, args
+    assert fleet("diff", "5", "-o", "json").json["without_detail"] == []

@@ -166,6 +166,33 @@ def test_slices_of_one_graph_each_get_the_tables_of_their_own_floor(fleet, monke
     assert routed["b"]["thorough"] is False and routed["b"]["dimension_orders"] == 1
 
 
+def test_a_floor_never_routes_twice_where_the_quick_tables_made_the_pairs(fleet, monkeypatch) -> None:
+    """One broken dimension on a slice within the one-dimension limit (a full TPU v4 pod, here a 4x4x8 with the
+    general limit below it): the quick tables are the order pairs already, so a floor above what they keep moves
+    the slice after one analysis, and `routes` says they are not thorough ones."""
+    from tpufleet.routing import candidates, canonical, report
+
+    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
+    for step in (("allocate", "a", "--shape", "4x4x8"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert fleet(*step).code == 0, step
+    assert fleet("policy", "a", "--min-throughput", "0.99").code == 0
+    made: list[bool] = []
+    real = report.evaluate
+
+    def counted(*args, **kwargs):
+        made.append(kwargs.get("thorough", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report, "evaluate", counted)
+    hit = fleet("inject-fault", "ocs:pod0/z/3", "--dry-run", "-o", "json")
+    assert hit.code == 0, hit.err
+    assert True not in made  # no thorough analysis after the quick one
+    assert [s["action"] for s in hit.json["slices"]] == ["reschedule"]
+    routed = fleet("routes", "a", "-o", "json")
+    assert routed.code == 0 and routed.json["thorough"] is False  # not made again as thorough ones
+
+
 def test_thorough_is_not_made_for_a_floor_on_twisted_tori() -> None:
     """Order pairs need 4 VCs there (twisted 8x8x16 and 8x16x16 with one OCS down): the fault path never pays
     for them, an explicit `routes --thorough` still may."""

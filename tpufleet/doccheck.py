@@ -11,11 +11,11 @@ tpufleet.errors.BadStateFile: spec.yaml: field days: must be a number (value 'x'
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from tpufleet.errors import BadStateFile
-from tpufleet.text import PLAIN_NUMBER
 
 __all__ = ["Schema", "Validator", "check", "compiled"]
 
@@ -43,16 +43,19 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
     except fastjsonschema.JsonSchemaValueException as exc:
         parts = [_printable(str(p)) for p in (exc.path or [])][1:]  # drop the leading "data"
         field = ".".join([prefix, *parts] if prefix else parts)
-        raise BadStateFile(file, field, exc.value, _problem(exc.message, exc.name, exc.value)[:160]) from None
+        problem = _problem(exc.message, exc.name, exc.value, file.endswith((".yaml", ".yml")))
+        raise BadStateFile(file, field, exc.value, problem[:160]) from None
 
 
+# what YAML 1.2 reads as a number and YAML 1.1 (PyYAML) as text: an exponent without a point or without a sign
+_EXPONENT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
 _TYPES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping"}
 _TYPES |= {"array": "a list", "boolean": "true or false", "null": "null"}
 
 
-def _problem(message: str | None, name: str | None, value: object) -> str:
-    """The validator's message in plain words: "must be a number", and for a number YAML read as text (1e-30,
-    1.0e30: YAML 1.1 wants a point and a signed exponent), how to write it."""
+def _problem(message: str | None, name: str | None, value: object, yaml: bool) -> str:
+    """The validator's message in plain words: "must be a number", and for a number a YAML file gave as text
+    because YAML 1.1 wants a point and a signed exponent (1e-30, 1.0e30), how to write it."""
     if not message:
         return "invalid"
     problem = message.replace(name or "data", "it", 1)
@@ -60,7 +63,7 @@ def _problem(message: str | None, name: str | None, value: object) -> str:
     if kind not in _TYPES:
         return problem
     plain = f"must be {_TYPES[kind]}"
-    if kind in ("number", "integer") and isinstance(value, str) and PLAIN_NUMBER.fullmatch(value.strip()):
+    if yaml and kind == "number" and isinstance(value, str) and _EXPONENT.fullmatch(value):
         return f"{plain} (YAML read this as text: write a number with a point and a signed exponent, as 1.0e-30)"
     return plain
 

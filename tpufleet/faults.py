@@ -121,6 +121,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     of live graphs already analysed in this blast radius: slices of one shape hit by one fault see the same live
     graph (chips are numbered within the slice), so the tables, and the figures, are worked out once."""
     from tpufleet import wiring
+    from tpufleet.routing.candidates import broken_dims
     from tpufleet.routing.report import evaluate, verdict_summary
 
     if not sl.state.wired:
@@ -131,7 +132,8 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     if key not in routed:
         routed[key] = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
     s, thorough_made = routed[key], False
-    if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, kept_exactly(s)):
+    broken = broken_dims(graph.expected, graph.nbr)
+    if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, kept_exactly(s), broken):
         # kept apart: another slice of this graph, with a lower floor, keeps the quick tables' figures
         thorough = (f"thorough {key[0]}", *key[1:])
         if thorough not in routed:
@@ -161,13 +163,14 @@ def kept_exactly(s: Json) -> float:
     return float(healthy) / float(load)
 
 
-def thorough_may_keep(sl: Slice, chips: int, routable: bool, kept: float) -> bool:
+def thorough_may_keep(sl: Slice, chips: int, routable: bool, kept: float, broken: int | None = None) -> bool:
     """The quick tables route every pair but `kept` (their share of the healthy all-to-all throughput) is below
-    the slice's floor, and thorough tables may keep more (`candidates.thorough_may_help`; a full pod with one OCS
-    down: 0.80 quick, 0.93 thorough): seconds spent before moving a slice that could have stayed."""
+    the slice's floor, and thorough tables may keep more with `broken` dimensions broken
+    (`candidates.thorough_may_help`; a full pod with two OCS down in different dimensions: 0.69 quick, 0.80
+    thorough): seconds spent before moving a slice that could have stayed."""
     from tpufleet.routing.candidates import thorough_may_help
 
-    return routable and kept < sl.min_throughput and thorough_may_help(sl.shape, chips)
+    return routable and kept < sl.min_throughput and thorough_may_help(sl.shape, chips, broken)
 
 
 def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:

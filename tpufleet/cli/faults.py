@@ -210,9 +210,9 @@ def faults_cmd(
     else:  # cleared faults come from the journal too: a damaged line's are not listed
         from tpufleet.cli.history import warn_damaged
 
-        serial = store.load().serial  # the journal read against the state the listing shows
-        moved, damaged = store.fault_history(serial)
-        rows = fault_ops.listing(store, True, moved)
+        state = store.load()  # the journal read against the state the listing shows
+        moved, damaged = store.fault_history(state.serial)
+        rows = fault_ops.listing(store, True, moved, state)
         warn_damaged(store.journal_label, damaged)
     emit(
         rows,

@@ -39,6 +39,7 @@ from tpufleet.constants import DAY, MiB
 from tpufleet.errors import BadInput, shown
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
 from tpufleet.jsontext import parse_json_line
+from tpufleet.text import plain_float
 
 SCHEMA_VERSION = 1
 MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
@@ -261,10 +262,16 @@ def _float(rec: Mapping[str, Any], key: str, file: str, line: int) -> float | No
     value = rec.get(key)
     if value is None or value == "":
         return None
-    try:
-        number = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else math.nan
-    except (ValueError, OverflowError):
-        raise BadRecord(file, line, key, value, "must be a number") from None
+    if isinstance(value, str):  # CSV fields are text: ASCII digits only, as every number tpufleet reads
+        parsed = plain_float(value)
+        if parsed is None:
+            raise BadRecord(file, line, key, value, "must be a number")
+        number = parsed
+    else:
+        try:
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        except OverflowError:
+            raise BadRecord(file, line, key, value, "must be a number") from None
     if not 0 < number < math.inf:
         raise BadRecord(file, line, key, value, "must be a positive finite number")
     return number

@@ -98,16 +98,33 @@ def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list
     return dropped
 
 
-def listing(store: Store, all_faults: bool = False, moved: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def listing(
+    store: Store,
+    all_faults: bool = False,
+    moved: list[dict[str, Any]] | None = None,
+    state: FleetState | None = None,
+) -> list[dict[str, Any]]:
     """`tpufleet faults`: the open faults (with `all_faults`, the cleared ones too, older ones from the journal:
-    `moved`, when the caller has read them)."""
-    state = store.load()
+    `moved`, when the caller has read them against `state`)."""
+    state = store.load() if state is None else state
     records: list[dict[str, Any]] = [f.record() for f in state.faults if all_faults or f.is_open]
     if all_faults:
         moved = store.moved_faults() if moved is None else moved
         # a journal line's records are read as written: one whose id is damaged sorts first, not exit 70
-        records = sorted([*moved, *records], key=lambda r: fault_number(r.get("id")))
+        records = sorted([*_once(moved, records), *records], key=lambda r: fault_number(r.get("id")))
     return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
+
+
+def _once(moved: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The journal's records of faults not listed yet: a journal line copied by hand repeats its records, and
+    the state's own record of a fault comes first."""
+    seen = {str(r.get("id")) for r in kept}
+    out = []
+    for record in moved:
+        if (key := str(record.get("id"))) not in seen:
+            seen.add(key)
+            out.append(record)
+    return out
 
 
 def apply_import(

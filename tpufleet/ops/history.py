@@ -9,7 +9,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
 from tpufleet.state.delta import combine, is_delta, touches_slice
-from tpufleet.state.journal import Enough
+from tpufleet.state.journal import Enough, whole_from_first
 from tpufleet.state.store import Store
 from tpufleet.timeparse import parse_stamp, parse_time
 
@@ -32,7 +32,7 @@ def history(store: Store, since: str | None, slice_name: str | None) -> tuple[li
 
 def changes(store: Store, start: int, end: int | None) -> tuple[Doc, list[int]]:
     """`diff`: the net change and the damaged lines skipped; the journal is read from its end back to `start`."""
-    read = read_journal(store, enough=lambda entries: entries[0].serial <= start)
+    read = read_journal(store, enough=lambda entries: entries[0].serial <= start and whole_from_first(entries))
     return diff(read.entries, start, end, read.serial), read.damaged
 
 
@@ -40,14 +40,20 @@ def _since_enough(since: str | None, now: datetime) -> Enough | None:
     """When the entries read back from the journal's end cover --since (None: read it whole)."""
     serial, moment = _after(since, now)
     if serial is not None:
-        return lambda entries: entries[0].serial < serial
+        return lambda entries: entries[0].serial < serial and whole_from_first(entries)
     if moment is None:
         return None
     try:
         edge = moment - CLOCK_SKEW
     except OverflowError:  # a moment in the first day of the calendar: everything is after it
         return None
-    return lambda entries: (stamp := parse_stamp(entries[0].time)) is not None and stamp < edge
+    return lambda entries: older_than(entries[0].time, edge) and whole_from_first(entries)
+
+
+def older_than(stamp: str, edge: datetime) -> bool:
+    """Whether a journal line's time is before `edge` (a time that cannot be read is not)."""
+    moment = parse_stamp(stamp)
+    return moment is not None and moment < edge
 
 
 def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetime | None]:

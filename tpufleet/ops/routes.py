@@ -98,13 +98,14 @@ def compute(
 def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bool:
     """The quick tables route every pair but keep less of the all-to-all throughput than the slice's floor, where
     thorough tables may keep more (`faults.thorough_may_keep`); measured when `--traffic` left all-to-all out."""
-    from tpufleet.routing.candidates import thorough_may_help
+    from tpufleet.routing.candidates import broken_dims, thorough_may_help
 
-    s, chips = report.summary, len(graph.expected)
-    if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips):
+    s, chips, broken = report.summary, len(graph.expected), broken_dims(graph.expected, graph.nbr)
+    if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips, broken):
         return False
     exact = "all-to-all" in s["max_link_load"] and "all-to-all" in s.get("healthy_max_link_load", {})
-    return thorough_may_keep(sl, chips, True, kept_exactly(s) if exact else all_to_all_kept(sl, graph, report))
+    kept = kept_exactly(s) if exact else all_to_all_kept(sl, graph, report)
+    return thorough_may_keep(sl, chips, True, kept, broken)
 
 
 def all_to_all_kept(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> float:

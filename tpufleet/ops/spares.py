@@ -16,8 +16,9 @@ from tpufleet.errors import BadInput, shown
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, parse_target
 from tpufleet.model import Pod, check_known
-from tpufleet.ops.history import CLOCK_SKEW
+from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
+from tpufleet.state.journal import whole_from_first
 from tpufleet.state.store import Store
 from tpufleet.timeparse import parse_stamp
 
@@ -257,14 +258,9 @@ def suspects_in(store: Store, window_days: float, p_value: float, now: datetime)
         edge = now - timedelta(days=window_days) - CLOCK_SKEW
     except OverflowError:  # a window reaching before the calendar: the whole journal
         edge = datetime.min.replace(tzinfo=now.tzinfo)
-    found = store.journal_back(lambda entries: _before(entries[0].time, edge), state.serial)
+    found = store.journal_back(lambda es: older_than(es[0].time, edge) and whole_from_first(es), state.serial)
     moved = [f for entry in found.entries for f in entry.moved_faults]
     return find_suspects(state, moved, window_days, p_value, now), found.damaged
-
-
-def _before(stamp: str, edge: datetime) -> bool:
-    moment = parse_stamp(stamp)
-    return moment is not None and moment < edge
 
 
 def find_suspects(

@@ -373,11 +373,16 @@ def thorough_adds(shape: Shape, chips: int, broken_dims: int | None = None) -> b
     return chips > (PAIRS_LIMIT_ONE_DIM if broken_dims == 1 else PAIRS_LIMIT)
 
 
-def thorough_may_help(shape: Shape, chips: int) -> bool:
+def thorough_may_help(shape: Shape, chips: int, broken: int | None = None) -> bool:
     """Thorough tables may keep more of this slice's throughput within 3 VCs: order pairs above their size limit
     on an untwisted torus (on a twisted one their legs need 4 VCs: 8x8x16 and 8x16x16 keep what the quick tables
-    keep, in twice the time)."""
-    return shape.wraps and not shape.twisted and thorough_adds(shape, chips)
+    keep, in twice the time), with `broken` dimensions broken (`broken_dims`; None: any number)."""
+    return shape.wraps and not shape.twisted and thorough_adds(shape, chips, broken)
+
+
+def broken_dims(expected: ChipGraph, alive: ChipGraph) -> int:
+    """How many dimensions have a dead link."""
+    return len({int(p) // 2 for p in dead_links(expected, alive)[1].tolist()})
 
 
 def order_pairs(

@@ -11,7 +11,8 @@ follows the last committed line: lines with a serial beyond the state's, and a t
 damaged line there is kept as well (nothing says it was not committed) and reported. A torn last line is a write the
 state never reached only while the good lines reach the state's serial: when they stop short of it, the torn line
 is committed history damaged after its commit (a disk's damage or a hand's), so it is read like any other line
-(an entry if it still is one, else reported), and recovery ends it with a newline instead of cutting it off.
+(an entry if it still is one, else reported), and recovery ends it with a newline instead of cutting it off. A
+journal with no good line at all (emptied or rotated by hand) says nothing of its torn line: it is dropped.
 
 A crash test can stop `append` at ``journal.before_write``, ``journal.before_fsync`` and ``journal.after_fsync``
 (see crashpoints.py).
@@ -153,7 +154,8 @@ def scan(raw: bytes, serial: int) -> Scan:
     last = _last_committed(parsed, serial)
     out = Scan()
     reached_serial = parsed[last] if last >= 0 else None
-    if torn and (reached_serial is None or reached_serial.serial < serial):
+    # (no good line at all: a journal emptied or rotated, then a crash in an append; nothing says it was committed)
+    if torn and reached_serial is not None and reached_serial.serial < serial:
         lines.append(torn)  # the good lines stop short of the state's serial: the torn line was committed
         parsed.append(_parse(torn))
         last = _last_committed(parsed, serial)
@@ -243,6 +245,14 @@ def scan_back(raw: bytes, serial: int, enough: Enough, whole: bool) -> Scan | No
 def last(count: int) -> Enough:
     """Enough once `count` entries are read."""
     return lambda entries: len(entries) >= count
+
+
+def whole_from_first(entries: list[JournalEntry]) -> bool:
+    """Whether the entries read hold every serial from the first one read to the highest: a line copied by hand
+    or left out of order, read first, must not stop a reading back that has yet to reach the serials before it
+    (where a serial is missing, a damaged line, the reading goes on to the journal's start)."""
+    low, high = entries[0].serial, max(e.serial for e in entries)
+    return len({e.serial for e in entries if e.serial >= low}) == high - low + 1
 
 
 def read_back(path: Path, serial: int, enough: Enough) -> Scan:
