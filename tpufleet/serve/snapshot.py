@@ -21,7 +21,6 @@ from typing import Any
 from tpufleet.errors import Unavailable
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
-from tpufleet.state.journal import Scan
 from tpufleet.state.store import Store
 
 Key = tuple[Hashable, ...]
@@ -46,14 +45,8 @@ class PinnedStore(Store):
             self._journal = super().journal(self.state.serial)
         return self._journal
 
-    def journal_damage(self, serial: int | None = None) -> list[int]:
-        return super().journal_damage(self.state.serial if serial is None else serial)
-
-    def journal_scan(self, serial: int | None = None) -> Scan:
-        return super().journal_scan(self.state.serial if serial is None else serial)
-
-    def journal_tail(self, count: int, serial: int | None = None) -> Scan:
-        return super().journal_tail(count, self.state.serial if serial is None else serial)
+    def _serial(self, serial: int | None) -> int:
+        return self.state.serial if serial is None else serial
 
 
 @dataclass

@@ -130,7 +130,6 @@ class Scan:
     damaged: list[int] = field(default_factory=list)  # line numbers (from 1) of damaged or out-of-place lines
     committed_end: int = 0  # bytes up to the end of the last committed line (its newline counted, if missing)
     kept_tail: bytes = b""  # damaged lines after it: kept by recovery
-    dropped: int = 0  # lines (and a torn end) after it that recovery drops
     newline_missing: bool = False  # a torn last line that is committed history: recovery ends it
 
     def wanted(self, raw: bytes) -> bytes:
@@ -159,7 +158,7 @@ def scan(raw: bytes, serial: int) -> Scan:
         lines.append(torn)  # the good lines stop short of the state's serial: the torn line was committed
         parsed.append(_parse(torn))
         last = _last_committed(parsed, serial)
-        out.newline_missing, torn = True, b""
+        out.newline_missing = True
     pos = 0
     tail: list[bytes] = []
     for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
@@ -170,13 +169,10 @@ def scan(raw: bytes, serial: int) -> Scan:
             else:
                 out.damaged.append(i + 1)
             out.committed_end = pos
-        elif entry is None:
+        elif entry is None:  # (an entry after the last committed one is beyond the state: recovery drops it)
             out.damaged.append(i + 1)
             tail.append(line + b"\n")
-        else:
-            out.dropped += 1
     out.kept_tail = b"".join(tail)
-    out.dropped += 1 if torn else 0
     return out
 
 

@@ -136,6 +136,10 @@ def _retired(doc: dict[str, Any], now: str) -> tuple[dict[str, Any], ...]:
     return tuple({**f, "cleared": f.get("cleared") or now} for f in doc.get("faults", []))
 
 
+def _moved(entries: list[JournalEntry]) -> list[dict[str, Any]]:
+    return [f for entry in entries for f in entry.moved_faults]
+
+
 def _encoded(doc: dict[str, Any], file: str) -> bytes:
     """The state file's bytes; a non-finite number (which JSON cannot carry) is refused naming its field."""
     try:
@@ -222,18 +226,18 @@ class Store:
     def _load_doc(self) -> dict[str, Any]:
         return checked_state(self.backend.read_state(), self.backend.state_label)
 
+    def _serial(self, serial: int | None) -> int:
+        """The serial a journal is read against: the state's unless given."""
+        return self._load_doc()["serial"] if serial is None else serial
+
     def journal(self, serial: int | None = None) -> list[JournalEntry]:
         """The committed journal entries, up to the state's serial; a damaged line is skipped (see
         `journal_damage`), never the end of the history."""
-        if serial is None:
-            serial = self._load_doc()["serial"]
-        return self.backend.read_journal(serial).entries
+        return self.journal_scan(serial).entries
 
     def journal_scan(self, serial: int | None = None) -> Scan:
         """The committed journal entries and the damaged lines' numbers, in one reading."""
-        if serial is None:
-            serial = self._load_doc()["serial"]
-        return self.backend.read_journal(serial)
+        return self.backend.read_journal(self._serial(serial))
 
     def journal_tail(self, count: int, serial: int | None = None) -> Scan:
         """The last `count` committed journal entries, read from the journal's end (damaged lines among those
@@ -245,25 +249,21 @@ class Store:
     def journal_back(self, enough: Enough, serial: int | None = None) -> Scan:
         """The committed journal entries read backwards from the journal's end until they are `enough` (see
         `journal.read_back`)."""
-        if serial is None:
-            serial = self._load_doc()["serial"]
-        return self.backend.read_journal_back(serial, enough)
+        return self.backend.read_journal_back(self._serial(serial), enough)
 
     def moved_faults(self) -> list[dict[str, Any]]:
         """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
-        return [f for entry in self.journal() for f in entry.moved_faults]
+        return _moved(self.journal())
 
     def fault_history(self, serial: int | None = None) -> tuple[list[dict[str, Any]], list[int]]:
         """`moved_faults` and `journal_damage` (whose lines' faults it lacks) from one reading of the journal."""
         found = self.journal_scan(serial)
-        return [f for entry in found.entries for f in entry.moved_faults], found.damaged
+        return _moved(found.entries), found.damaged
 
     def journal_damage(self, serial: int | None = None) -> list[int]:
         """Line numbers (from 1) of the journal lines `journal` skipped as damaged: blank, not JSON, no serial, or
         a serial beyond the state's among the committed lines. Empty for a sound journal."""
-        if serial is None:
-            serial = self._load_doc()["serial"]
-        return self.backend.read_journal(serial).damaged
+        return self.journal_scan(serial).damaged
 
     # ---- routing tables and the repair cache -------------------------------------------------------------------
 
