@@ -11,11 +11,11 @@ tpufleet.errors.BadStateFile: spec.yaml: field days: must be a number (value 'x'
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from tpufleet.errors import BadStateFile
+from tpufleet.text import PLAIN_NUMBER
 
 __all__ = ["Schema", "Validator", "check", "compiled"]
 
@@ -47,8 +47,6 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
         raise BadStateFile(file, field, exc.value, problem[:160]) from None
 
 
-# what YAML 1.2 reads as a number and YAML 1.1 (PyYAML) as text: an exponent without a point or without a sign
-_EXPONENT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
 _TYPES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping"}
 _TYPES |= {"array": "a list", "boolean": "true or false", "null": "null"}
 
@@ -63,7 +61,8 @@ def _problem(message: str | None, name: str | None, value: object, yaml: bool) -
     if kind not in _TYPES:
         return problem
     plain = f"must be {_TYPES[kind]}"
-    if yaml and kind == "number" and isinstance(value, str) and _EXPONENT.fullmatch(value):
+    # a plain number with an exponent that YAML 1.1 (PyYAML) read as text: no point, or no sign in the exponent
+    if yaml and kind == "number" and isinstance(value, str) and PLAIN_NUMBER.fullmatch(value) and "e" in value.lower():
         return f"{plain} (YAML read this as text: write a number with a point and a signed exponent, as 1.0e-30)"
     return plain
 

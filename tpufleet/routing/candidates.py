@@ -90,8 +90,7 @@ def choose_orders(
 
     n = len(expected)
     if orders is None:
-        _, dp = dead_links(expected, alive)
-        orders = _candidate_orders({int(p) // 2 for p in dp})
+        orders = _candidate_orders(_dead_dims(expected, alive))
     per_order = []
     for order in orders:
         Pk, Lk = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
@@ -308,7 +307,7 @@ def variants_of(
 ) -> tuple[list[Variant], list[Variant], list[list[Order]]]:
     """What `candidates` makes for each graph: single orders, per-destination orders on separate VC blocks, and
     the order pairs it adds when no single order is good enough."""
-    dead_dims = {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
+    dead_dims = _dead_dims(expected, alive)
     singles: list[Variant] = [
         (None, None, order, even)
         for order in single_orders(dead_dims, len(expected), shape.twisted)
@@ -382,7 +381,11 @@ def thorough_may_help(shape: Shape, chips: int, broken: int | None = None) -> bo
 
 def broken_dims(expected: ChipGraph, alive: ChipGraph) -> int:
     """How many dimensions have a dead link."""
-    return len({int(p) // 2 for p in dead_links(expected, alive)[1].tolist()})
+    return len(_dead_dims(expected, alive))
+
+
+def _dead_dims(expected: ChipGraph, alive: ChipGraph) -> set[int]:
+    return {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
 
 
 def order_pairs(

@@ -24,7 +24,7 @@ _POD = {"type": "string", "pattern": r"^pod[0-9]+\Z"}
 _NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"}
 _TIME = {"type": "string", "minLength": 1}
 # serials stay exact as JSON numbers everywhere (a dashboard reads them as doubles): 2^53 - 1 is 285 years of
-# a commit every nanosecond
+# a commit every microsecond
 MAX_SERIAL = 2**53 - 1
 _SERIAL = {"type": "integer", "minimum": 0, "maximum": MAX_SERIAL}
 _REASON = {"type": "string", "maxLength": MAX_REASON_CHARS}
