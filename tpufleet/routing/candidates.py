@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from tpufleet.constants import BoolArray
     from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.routing.reach import Skipping
     from tpufleet.topology import ChipGraph
 
     Load = npt.NDArray[np.int64]  # [N * 6] units per directed link
@@ -265,7 +266,8 @@ def candidates(
     broken dimensions first, and per-destination dimension orders (chosen by fewest broken routes, and, up to
     LOAD_AWARE_LIMIT chips, load-aware) when `max_vcs` leaves room for two orders; for optical-link faults also
     the same made for the whole OCS's failure pattern. Ranked by maximum all-to-all link load (ties: fewer
-    dimension orders, so fewer virtual channels); the caller keeps the first whose virtual channels fit.
+    dimension orders, so fewer virtual channels), without those that leave pairs unroutable when one routes
+    every pair (`routable_first`); the caller keeps the first whose virtual channels fit.
     `thorough`: order pairs whatever the slice's size (`order_pairs`).
     """
     from tpufleet.routing.balanced import BALANCE_LIMIT
@@ -278,20 +280,36 @@ def candidates(
         rt, info = _repair(shape, expected, alive, algorithm if not healthy else "dor", None)
         rt.algorithm = algorithm
         return [(rt, info)]
+    from tpufleet.routing.reach import Skipping
+
     singles, mixed, pairs = variants_of(shape, expected, alive, max_vcs, balance, thorough)
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     ranked: list[Ranked] = []
+    skipping = Skipping(shape, expected)
     for graph, note in [(alive, ""), *ocs_patterns(shape, expected, alive)]:
-        made = _made(shape, expected, alive, graph, note, singles)
+        made = _made(shape, expected, alive, graph, note, singles, skipping)
         # Decided per graph, from that graph's own tables: an optical link's candidates then include exactly
-        # those its whole OCS's failure gets alone, so the link never routes worse than the OCS.
-        if pairs and min(item[0][0] for item in made) > good_enough:
-            made += _made(
-                shape, expected, alive, graph, note, [(p, None, p[0], even) for p in pairs for even in balance]
-            )
-        ranked += made + _made(shape, expected, alive, graph, note, mixed)
-    ranked.sort(key=lambda item: item[0])
+        # those its whole OCS's failure gets alone, so the link never routes worse than the OCS. Tables that
+        # leave pairs unroutable are no answer, however light.
+        if pairs and min((item[0][0] for item in made if not _left(item[2])), default=float("inf")) > good_enough:
+            pair_variants: list[Variant] = [(p, None, p[0], even) for p in pairs for even in balance]
+            made += _made(shape, expected, alive, graph, note, pair_variants, skipping)
+        ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping)
+    return routable_first(ranked)
+
+
+def routable_first(ranked: list[Ranked]) -> list[tuple[RouteTables, RouteInfo]]:
+    """The candidates by rank; when one routes every pair, none that leaves pairs unroutable: however light, such
+    tables strand the pairs they leave, and ranked by load alone they came first (they carry fewer routes)."""
+    ranked = sorted(ranked, key=lambda item: item[0])
+    if any(not _left(info) for _, _, info in ranked):
+        ranked = [item for item in ranked if not _left(item[2])]
     return [(rt, info) for _, rt, info in ranked]
+
+
+def _left(info: RouteInfo) -> int:
+    """Pairs a wild-first candidate leaves unroutable."""
+    return info["broken_by_faults"] - info["repaired_wild"]
 
 
 Variant = tuple["list[Order] | None", "float | None", "Order", bool]  # orders per destination, penalty, order, balanced
@@ -336,16 +354,28 @@ def _good_enough_load(shape: Shape, expected: ChipGraph) -> float:
 
 
 def _made(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str, variants: list[Variant]
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    graph: ChipGraph,
+    note: str,
+    variants: list[Variant],
+    skipping: Skipping,
 ) -> list[Ranked]:
     """Each variant's wild-first tables made for `graph` (the live graph, or an OCS's whole failure pattern),
-    with its rank key (max all-to-all load, orders used) and how it was made."""
+    with its rank key (max all-to-all load, orders used) and how it was made; not those `skipping` finds would
+    be dropped."""
     from tpufleet.routing import steps
 
     out: list[Ranked] = []
     steps.plan("repair", len(variants))
-    for mixed, penalty, order, even in variants:
+    for variant in variants:
+        mixed, penalty, order, even = variant
+        if not skipping.worth_making(graph, variant):
+            steps.advance("repair")
+            continue
         rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
+        skipping.made(_left(info))
         steps.advance("repair")
         if mixed is not None and info["orders_used"] == 1:
             continue  # the same tables as plain wild-first

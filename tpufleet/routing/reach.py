@@ -306,3 +306,33 @@ def _by_bits(bits: TorusBits, expected: ChipGraph, alive: ChipGraph, order: Orde
     if stuck in (0, count):  # every pair repaired in the first round, or none (then no chain can start)
         return stuck
     return _Left(alive, bits, words, count, left_rows(bits, left))
+
+
+class Skipping:
+    """Which of `candidates`'s variants are worth a repair. A candidate that leaves pairs unroutable is dropped as
+    soon as another routes every pair (`candidates.routable_first`); once the variants made so far include both
+    kinds, each next one is first checked here (a tenth of a repair's seconds on a full pod) and not made when it
+    would leave pairs: it would be dropped. Before that no check is made, so a fault whose candidates all route
+    every pair (the usual case) pays nothing.
+    """
+
+    def __init__(self, shape: Shape, expected: ChipGraph) -> None:
+        self._shape, self._expected = shape, expected
+        self._orders = _Orders()
+        self._bits: dict[int, _Graph] = {}
+        self.routable = self.unroutable = False
+
+    def worth_making(self, graph: ChipGraph, variant: Variant) -> bool:
+        if not (self.routable and self.unroutable):
+            return True
+        key = id(graph)
+        if key not in self._bits:
+            self._bits[key] = _Graph(graph, torus_bits(self._shape, self._expected, graph))
+        check = (self._bits[key], variant)
+        left = _finished(_ordered(_first_round(self._shape, self._expected, check, self._orders), self._orders))
+        return left == 0
+
+    def made(self, left: int) -> None:
+        """A variant was made and left `left` pairs unroutable."""
+        self.routable |= left == 0
+        self.unroutable |= left > 0
