@@ -357,3 +357,45 @@ def test_a_reservation_window_of_no_length_and_a_plan_of_no_notices_apply_as_wri
     assert empty("plan-maintenance", "--out", tmp_path / "none.json").code == 0
     line = one_line(empty("apply-maintenance", tmp_path / "none.json", "--wave", "1"), 2)
     assert "has no waves" in line
+
+
+def _sub_blocks(windows: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
+    """The fixture's first four sub-blocks (a 4-cube pod), with pending maintenance on those of `windows`."""
+    doc = json.loads(FIXTURE.read_text())[:4]
+    for i, (start, end) in windows.items():
+        doc[i]["reservationSubBlockMaintenance"] = {
+            "upcomingGroupMaintenance": {
+                "type": "SCHEDULED",
+                "windowStartTime": start,
+                "windowEndTime": end,
+                "maintenanceStatus": "PENDING",
+            },
+            "maintenancePendingCount": 16,
+            "schedulingType": "GROUPED",
+        }
+    return doc
+
+
+def test_a_plan_never_counts_on_a_cube_a_drain_it_did_not_open_keeps_down(cli, tmp_path):
+    """The reservation's drain of c00 is the reservation's to close: a wave leaves it open, so the plan must not
+    move a slice onto c00 after c00's window (it said "every notice served", and applying wave 2 then failed on the
+    plan's own move, however often it was planned again)."""
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps(_sub_blocks({0: ("2026-07-01T00:00:00Z", "2026-07-01T06:00:00Z")})))
+    second = tmp_path / "second.json"
+    windows = {0: ("2026-07-01T00:00:00Z", "2026-07-01T06:00:00Z"), 2: ("2026-07-01T08:00:00Z", "2026-07-01T10:00:00Z")}
+    second.write_text(json.dumps(_sub_blocks(windows)))
+    assert cli("init", "--generation", "tpu7x", "--cubes-per-pod", "4").code == 0
+    assert cli("import", "reservation", first, "--apply").code == 0
+    assert cli("allocate", "s", "--shape", "4x4x8", "--cubes", "c02,c03").code == 0
+    assert cli("allocate", "o", "--shape", "4x4x4", "--cubes", "c01").code == 0
+    assert cli("import", "reservation", second, "--apply").code == 0
+    r = cli("plan-maintenance", "--out", tmp_path / "plan.json", "-o", "json")
+    assert [w["kept_down"] for w in r.json["waves"]] == [["cube:c00"], ["cube:c02"]]
+    assert r.code == 1 and not r.json["served"]
+    assert [(u["wave"], u["slice"]) for u in r.json["unserved"]] == [(2, "s")]
+    assert cli("apply-maintenance", tmp_path / "plan.json", "--wave", "1").code == 0
+    before = snapshot(cli.state)
+    line = one_line(cli("apply-maintenance", tmp_path / "plan.json", "--wave", "2"), 1)
+    assert "stops slice 's'" in line  # what the plan said, before anything is drained
+    assert snapshot(cli.state) == before

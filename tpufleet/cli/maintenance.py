@@ -51,6 +51,10 @@ def _runbook(plan: dict[str, Any]) -> str:
         out[-1] += f"{w['free_healthy_cubes']} free healthy cube(s) left during it."
         out += [f"- already drained: {t}" for t in w["already_drained"]]
         out += [f"- cannot move {m['slice']}: {m['reason']}" for m in w["moves"] if m["status"] != "moved"]
+        out += [
+            f"- stays down after its window (its drain or failure is not the plan's to clear): {t}"
+            for t in w.get("kept_down", [])
+        ]
         out.append("")
         for i, command in enumerate(w["commands"], 1):
             after = "After the window ends: " if command.startswith("tpufleet clear-fault ") else ""

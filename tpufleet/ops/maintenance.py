@@ -146,19 +146,21 @@ def _free_healthy(sim: FleetState, pods: set[str]) -> int:
 
 def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -> None:
     """Close the drains of the notices whose maintenance is over; a failure that was open on the cube before its
-    drain (not planned: the drain kept it) stays open, as the hardware is still broken. Applied, a drain stays
-    open until its window ends, and one the plan did not open (a reservation's, an operator's) is left to
-    whoever opened it."""
+    drain (not planned: the drain kept it) stays open, as the hardware is still broken, and so does a drain the
+    plan did not open (a reservation's, an operator's): it is left to whoever opened it, planned or applied, so
+    a plan never counts on a cube that applying it would leave down. Applied, a drain stays open until its window
+    ends."""
     for n in notices:
         existing = sim.open_fault_on(CubeId(n.cube))
         step: dict[str, Any] = {"step": "clear", "target": n.target, "fault_ids": []}
         if existing is not None and not existing.planned:
             wave.steps.append({**step, "kept_failure": existing.id})
             continue
-        wave.commands.append(maintenance.clear_command(n))
-        if existing is not None and run.applying and existing.id not in {*run.ours, *_opened(wave)}:
+        if existing is not None and existing.id not in {*run.ours, *_opened(wave)}:
             wave.steps.append({**step, "kept_drain": existing.id})
-        elif existing is not None and run.applying and not _window_over(n, str(run.now)):
+            continue
+        wave.commands.append(maintenance.clear_command(n))
+        if existing is not None and run.applying and not _window_over(n, str(run.now)):
             wave.steps.append({**step, "left_open": existing.id, "until": n.window_end})
         elif existing is not None or not run.applying:
             done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
@@ -191,7 +193,8 @@ def _run_wave(sim: FleetState, wave: _Wave, cleared: Sequence[Notice], run: _Run
     order = {c: i for i, c in enumerate(sim.fleet.cubes)}
     record["holders_before"] = {c: holders.get(c, []) for c in sorted(touched, key=order.__getitem__)}
     _clear(sim, wave, cleared, run)
-    return {**record, "cleared_after": [n.target for n in cleared], "commands": wave.commands}
+    kept = [s["target"] for s in wave.steps if s["step"] == "clear" and ("kept_drain" in s or "kept_failure" in s)]
+    return {**record, "cleared_after": [n.target for n in cleared], "kept_down": kept, "commands": wave.commands}
 
 
 def _wave_record(sim: FleetState, wave: _Wave, spares: int) -> dict[str, Any]:
@@ -218,9 +221,12 @@ def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares
     clears = maintenance.clear_positions(groups)
     sim = copy.deepcopy(state)
     rows = []
+    ours: set[str] = set()  # the drains the plan's waves opened: the only ones it clears
     for i, group in enumerate(groups):
         cleared = [n for j, g in enumerate(groups) if clears[j] == i for n in g]
-        rows.append(_run_wave(sim, _Wave(i + 1, list(group)), cleared, _Run(), spares))
+        wave = _Wave(i + 1, list(group))
+        rows.append(_run_wave(sim, wave, cleared, _Run(ours=frozenset(ours)), spares))
+        ours.update(_opened(wave))
     return Outcome(_document(state, notices, rows, max_parallel, spares, source))
 
 

@@ -53,6 +53,7 @@ _WAVE: Final = {
         "already_drained": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
         "moves": {"type": "array", "items": _MOVE},
         "cleared_after": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
+        "kept_down": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
         "holders_before": {
             "type": "object",
             "propertyNames": {"pattern": _CUBE},
