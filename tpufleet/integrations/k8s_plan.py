@@ -33,6 +33,8 @@ from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, TargetId, machine_of
 from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
+from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
+from tpufleet.integrations.reservation import Drain
 from tpufleet.model import Fleet
 
 REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
@@ -340,9 +342,19 @@ class HealthDiff:
     open: list[Want] = field(default_factory=list)
     clear: list[Fault] = field(default_factory=list)
     kept: int = 0  # reported faults already open (by an earlier import or by hand)
+    handed_back: list[Drain] = field(default_factory=list)  # the reservation's drains a cleared fault held back
 
 
 def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[TargetId]) -> HealthDiff:
+    """The faults to open and to clear for what the node list reports.
+
+    One fault is open on a target at a time, so a report the state already holds in another fault is kept, with
+    two exceptions that let neither source's word be lost when the other's fault closes: a failure reported on a
+    cube the reservation holds drained replaces the drain (the reservation's next import keeps the failure, and
+    would clear only its own drain, leaving a broken cube free); and when this import clears a fault on a cube
+    whose reservation sub-block still announces maintenance, the reservation's drain is opened in its place
+    (`handed_back`: its import saw the cube held by this fault and opened none).
+    """
     diff = HealthDiff()
     within = _faults_within_machines(state)
     for target in sorted(wants, key=str):
@@ -354,9 +366,30 @@ def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[Targe
         elif fault.reason.startswith(REASON_PREFIX) and fault.planned != want.planned:
             diff.clear.append(fault)  # a drain became a failure (or back): close one, open the other
             diff.open.append(want)
+        elif fault.planned and not want.planned and fault.reason.startswith(RESERVATION_PREFIX):
+            diff.clear.append(fault)  # the failure stands in for the reservation's drain: handed back with it
+            diff.open.append(want)
         else:
             diff.kept += 1
     for fault in state.open_faults():
         if fault.reason.startswith(REASON_PREFIX) and fault.target in scope and fault.target not in wants:
             diff.clear.append(fault)
+    diff.handed_back = _drains_held_back(state, diff)
     return diff
+
+
+def _drains_held_back(state: FleetState, diff: HealthDiff) -> list[Drain]:
+    """The reservation's drains for the cubes whose k8s fault the diff closes and opens nothing on, where the
+    last reservation import announced maintenance."""
+    sub_blocks = state.reservation.by_cube()
+    reopened = {w.target for w in diff.open}
+    out = []
+    for fault in diff.clear:
+        if not isinstance(fault.target, CubeId) or not fault.reason.startswith(REASON_PREFIX):
+            continue
+        if fault.target in reopened:
+            continue
+        name, record = sub_blocks.get(fault.target.cube, (None, None))
+        if name is not None and record is not None and record.maintenance is not None and record.maintenance.drains:
+            out.append(Drain(record.cube, name, record.maintenance))
+    return out

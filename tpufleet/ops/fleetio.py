@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpufleet.fleetstate import FleetState
+from tpufleet.ids import CubeId
 from tpufleet.integrations.k8s import K8sMapping, Node
 from tpufleet.integrations.k8s_plan import (
     HealthDiff,
@@ -41,7 +42,8 @@ def import_k8s(
     state.name_in_k8s(names)
     state.record_k8s_health(pools.degraded, pools.changes, pools.removed)
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
-    opened = [*data["faults_opened"], *data["drains_opened"]]
+    requests += [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.handed_back]
+    opened = [*data["faults_opened"], *data["drains_opened"], *data["reservation_drains_opened"]]
     clear_ids = [f.id for f in diff.clear]
     return fault_ops.apply_import(state, data, clear_ids, requests, opened, now, _summary(data, source))
 
@@ -67,6 +69,7 @@ def _record(
         "faults_cleared": [
             {"id": f.id, "target": str(f.target), "planned": f.planned, "reason": f.reason} for f in diff.clear
         ],
+        "reservation_drains_opened": [d.record() for d in diff.handed_back],
         "unchanged_faults": diff.kept,
         "applied": False,
     }
@@ -110,6 +113,7 @@ def _summary(data: dict[str, Any], source: str) -> str:
         f"{sum(p['change'] != 'unchanged' for p in data['node_pool_slices'])} node pool(s) held as unplaced slices",
         f"{len(data['degraded_new'])} cube(s) degraded, {len(data['degraded_cleared'])} no longer",
         f"{len(data['faults_opened'])} fault(s) and {len(data['drains_opened'])} drain(s) opened",
+        f"{len(data['reservation_drains_opened'])} reservation drain(s) handed back",
         f"{len(data['faults_cleared'])} cleared",
     ]
     return f"import k8s {source}: " + ", ".join(parts)

@@ -1,0 +1,111 @@
+"""A cube reported by both the reservation (maintenance: a planned drain) and the node list (an UNHEALTHY
+partition: a failure). One fault is open on a target at a time, so the second report is held by the first's
+fault; when the first source closes its fault, the second's word must not be lost: a broken cube is never handed
+out, and a cube with maintenance pending never leaves the maintenance plan."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parent.parent / "fixtures"
+RESERVATION = ROOT / "gke" / "tpu7x-reservation-subblocks.json"  # maintenance pending on sub-blocks 40 and 99
+NODES = ROOT / "k8s" / "pod-64.json"  # partitions 05 and 40 UNHEALTHY, 17 DEGRADED, 50 INCOMPLETE
+PARTITION = "cloud.google.com/gke-tpu-partition-4x4x4-id"
+STATE = "cloud.google.com/gke-tpu-partition-4x4x4-state"
+
+
+def _tpu7x_nodes(healthy: set[int] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+    """The v4 fixture's first pod as TPU7x nodes of the reservation's block, each partition named as its
+    sub-block (GKE does so); the partitions of `healthy` reported HEALTHY."""
+    doc = json.loads(NODES.read_text())
+    block = json.loads(RESERVATION.read_text())[0]["physicalTopology"]["block"]
+    by_v4_id: dict[str, int] = {}
+    items = []
+    for node in doc["items"]:
+        labels = node["metadata"]["labels"]
+        if labels.get("cloud.google.com/gke-tpu-accelerator") != "tpu-v4-podslice" or PARTITION not in labels:
+            continue
+        cube = int(labels["cloud.google.com/gke-nodepool"].rsplit("-", 1)[1])
+        by_v4_id[labels[PARTITION]] = cube
+        labels["cloud.google.com/gke-tpu-accelerator"] = "tpu7x"
+        labels["cloud.google.com/gce-topology-block"] = block
+        labels[PARTITION] = f"ironwood-superpod-block-0001-sub-{cube:04d}"
+        if cube in healthy:
+            labels[STATE] = "HEALTHY"
+        items.append(node)
+    return {**doc, "items": items}
+
+
+def _write(tmp_path: Path, name: str, doc: Any) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _reservation(maintenance_on: dict[int, bool]) -> list[dict[str, Any]]:
+    """The fixture with the pending maintenance of the sub-blocks of `maintenance_on` set (True) or over."""
+    doc = copy.deepcopy(json.loads(RESERVATION.read_text()))
+    announced = doc[40]["reservationSubBlockMaintenance"]
+    for i, pending in maintenance_on.items():
+        if pending:
+            doc[i]["reservationSubBlockMaintenance"] = copy.deepcopy(announced)
+        else:
+            doc[i]["reservationSubBlockMaintenance"] = {"maintenancePendingCount": 0, "schedulingType": "GROUPED"}
+    return doc
+
+
+def _open(cli: Any) -> dict[str, tuple[bool, str]]:
+    return {f["target"]: (f["planned"], f["reason"]) for f in cli("faults", "-o", "json").json}
+
+
+@pytest.fixture
+def superpod(cli):
+    assert cli("init", "--generation", "tpu7x").code == 0
+    return cli
+
+
+def test_a_failure_on_a_drained_cube_outlives_the_drain(superpod, tmp_path):
+    assert superpod("import", "reservation", RESERVATION, "--apply").code == 0
+    assert _open(superpod)["cube:c40"][0] is True  # the reservation's drain
+    r = superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [f["target"] for f in r.json["faults_cleared"]] == ["cube:c40"]  # the drain, replaced by the failure
+    planned, reason = _open(superpod)["cube:c40"]
+    assert not planned and reason.startswith("k8s: ")
+    done = _write(tmp_path, "done.json", _reservation({40: False}))
+    r = superpod("import", "reservation", done, "--apply", "-o", "json")
+    assert r.code == 0 and r.json["drains_cleared"] == []  # nothing of the reservation's left to clear
+    assert _open(superpod)["cube:c40"][0] is False  # still broken
+    assert superpod("allocate", "x", "--shape", "4x4x4", "--cubes", "c40").code == 1
+
+
+def test_maintenance_held_back_by_a_failure_is_drained_when_the_failure_clears(superpod, tmp_path):
+    assert superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply").code == 0
+    assert _open(superpod)["cube:c05"][0] is False
+    pending = _write(tmp_path, "res.json", _reservation({5: True}))
+    r = superpod("import", "reservation", pending, "--apply", "-o", "json")
+    assert r.code == 0 and "cube:c05" not in [d["target"] for d in r.json["drains_opened"]]  # held by the failure
+    healthy = _write(tmp_path, "healthy.json", _tpu7x_nodes(healthy={5}))
+    r = superpod("import", "k8s", healthy, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [f["target"] for f in r.json["faults_cleared"]] == ["cube:c05"]
+    [back] = r.json["reservation_drains_opened"]
+    assert (back["target"], back["sub_block"], back["window_end"]) == (
+        "cube:c05",
+        "ironwood-superpod-block-0001-sub-0005",
+        "2026-06-16T13:00:00Z",
+    )
+    planned, reason = _open(superpod)["cube:c05"]
+    assert planned and reason.startswith("reservation: ")
+    cubes = [c for w in superpod("plan-maintenance", "-o", "json").json["waves"] for c in w["cubes"]]
+    assert "c05" in cubes
+    r = superpod(
+        "import", "reservation", _write(tmp_path, "over.json", _reservation({5: False})), "--apply", "-o", "json"
+    )
+    assert [d["target"] for d in r.json["drains_cleared"]] == ["cube:c05"]  # the reservation's own, closed by it
+    assert "cube:c05" not in _open(superpod)
