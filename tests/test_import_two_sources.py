@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parent.parent / "fixtures"
 RESERVATION = ROOT / "gke" / "tpu7x-reservation-subblocks.json"  # maintenance pending on sub-blocks 40 and 99
@@ -109,3 +110,29 @@ def test_maintenance_held_back_by_a_failure_is_drained_when_the_failure_clears(s
     )
     assert [d["target"] for d in r.json["drains_cleared"]] == ["cube:c05"]  # the reservation's own, closed by it
     assert "cube:c05" not in _open(superpod)
+
+
+SLICES = ROOT / "gke" / "tpu7x-slices.json"
+
+
+def test_exports_name_the_partitions_and_block_gke_gave(superpod, tmp_path):
+    """GKE names a TPU7x partition after its reservation sub-block, so `import k8s` learns no partition id of its
+    own: the exports, `status` and `show inventory` must use the sub-block's name and the reservation's block, or
+    `kubectl apply` of an exported Slice would move it onto partitions named like tpufleet's cubes."""
+    assert superpod("import", "reservation", RESERVATION, "--apply").code == 0
+    assert superpod("import", "slices", SLICES, "--apply").code == 0
+    exported = {d["metadata"]["name"]: d for d in yaml.safe_load_all(superpod("export", "slices").out) if d}
+    given = {s["metadata"]["name"]: s for s in json.loads(SLICES.read_text())["items"]}
+    shared = sorted(exported.keys() & given.keys())
+    assert shared
+    for name in shared:
+        assert exported[name]["spec"]["partitionIds"] == given[name]["spec"]["partitionIds"]
+    assert superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply").code == 0
+    block = json.loads(RESERVATION.read_text())[0]["physicalTopology"]["block"]
+    for node in superpod("export", "node-labels", "-o", "json").json["items"]:
+        labels = node["metadata"]["labels"]
+        cube = labels["tpufleet.io/cube"]
+        assert labels["cloud.google.com/gce-topology-block"] == block
+        assert labels[PARTITION] == f"ironwood-superpod-block-0001-sub-{int(cube[1:]):04d}"
+    [degraded] = superpod("status", "-o", "json").json["k8s"]["degraded_cubes"]
+    assert degraded == {"cube": "c17", "pod": "pod0", "partition": "ironwood-superpod-block-0001-sub-0017"}

@@ -501,6 +501,16 @@ class FleetState:
         position = self.fleet.cube_position
         return {(sl.pod, position[c]): sl.name for sl in self.slices.values() if not sl.machines for c in sl.cubes}
 
+    # ---- what the provider calls the parts ------------------------------------------------------------------
+    def partition_names(self) -> dict[str, str]:
+        """cube -> the GKE 4x4x4 partition id it has: the one `import k8s` learnt, else its reservation sub-block's
+        name (GKE names a TPU7x partition after its sub-block, and the import then needs to learn nothing)."""
+        return {**{r.cube: name for name, r in self.reservation.sub_blocks.items()}, **self.k8s.cube_partition()}
+
+    def block_names(self) -> dict[str, str]:
+        """pod -> the `gce-topology-block` it is: learnt by `import k8s`, else the reservation's physical block."""
+        return {**{pod: block for block, pod in self.reservation.blocks.items()}, **self.k8s.pod_block()}
+
     # ---- faults ------------------------------------------------------------------------------------------
     def open_faults(self) -> list[Fault]:
         return [f for f in self.faults if f.is_open]

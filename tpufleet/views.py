@@ -68,7 +68,7 @@ def degraded_cubes(state: FleetState) -> dict[str, Row]:
 
 def k8s_degraded_cubes(state: FleetState) -> dict[str, Row]:
     """cube -> its DEGRADED 4x4x4 partition (imported by `import k8s`)."""
-    partition_of = state.k8s.cube_partition()
+    partition_of = state.partition_names()
     return {c: {"partition": partition_of.get(c)} for c in state.k8s.degraded}
 
 

@@ -49,8 +49,8 @@ class Names:
 
     def __init__(self, state: FleetState) -> None:
         self.node_of = state.k8s.machine_node()
-        self.partition_of = state.k8s.cube_partition()
-        self.block_of = state.k8s.pod_block()
+        self.partition_of = state.partition_names()
+        self.block_of = state.block_names()
 
     def node(self, host: HostId) -> str:
         return self.node_of.get(host) or f"tpu-{host.cube}-m{host.machine:02d}"

@@ -87,7 +87,7 @@ def known_accelerators() -> frozenset[str]:
 
 def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, placement: Placement) -> None:
     """Node pools as slices and degraded cubes, in the documented JSON of the plan."""
-    partition_of = {**state.k8s.cube_partition(), **{c: p for c, (_, p) in placement.cube_states.items()}}
+    partition_of = {**state.partition_names(), **{c: p for c, (_, p) in placement.cube_states.items()}}
 
     def degraded_row(cube: str) -> dict[str, Any]:
         return {"cube": cube, "pod": state.fleet.cube_pod[cube], "partition": partition_of.get(cube)}
