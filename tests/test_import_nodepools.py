@@ -220,3 +220,24 @@ def test_pools_of_another_generation_are_not_placed_on_this_pod(v5p):
         sum("no pod of the fleet has gke-tpu-accelerator tpu-v4-podslice" in u["reason"] for u in r.json["unplaced"])
         == 33
     )
+
+
+def test_allocation_leaves_the_room_unplaced_pools_hold(v5p):
+    """The cluster runs the pools' 3 cubes somewhere in the pod (which ones, the node list does not say): no
+    allocation, of any kind, may take the pod's last 3 free cubes, and `capacity` counts them out too."""
+    assert v5p("import", "k8s", V5P, "--apply").code == 0
+    free = v5p("status", "-o", "json").json["k8s"]["free_after_unplaced"]
+    assert free == 137  # 140 free, 3 held
+    assert v5p("allocate", "a", "--shape", "4x4x256").code == 0  # 64 cubes
+    assert v5p("allocate", "b", "--shape", "4x4x256").code == 0
+    assert v5p("allocate", "c", "--shape", "4x4x36").code == 0  # 9: 3 free cubes left, all the pools'
+    before = snapshot(v5p.state)
+    for args in (["d", "--shape", "4x4x4"], ["e", "--shape", "2x2x1"], ["f", "--shape", "4x4x4", "--cubes", "c137"]):
+        r = v5p("allocate", *args)
+        assert r.code == 1 and "node pools tpufleet has not placed" in r.err, (args, r.err)
+    assert snapshot(v5p.state) == before
+    assert "over_committed" not in v5p("status", "-o", "json").json["k8s"]
+    [pod] = v5p("capacity", "-o", "json").json["pods"]
+    assert pod["free_healthy_cubes"] == 0
+    assert v5p("release", "c").code == 0
+    assert v5p("allocate", "d", "--shape", "4x4x4").code == 0  # room again

@@ -121,11 +121,12 @@ def allocate(
     reports = []
     for p in pods:
         free = [c for c in p.cubes if c not in used and usable(c)]
-        if len(free) >= shape.cubes:
+        if len(free) - health.held.get(p.name, 0) >= shape.cubes:
             chosen = tuple(free[: shape.cubes])
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
         unused = sum(1 for c in p.cubes if c not in used)
-        reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy{_ports_note(p, used, health)}")
+        notes = _held_note(p.name, health) + _ports_note(p, used, health)
+        reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy{notes}")
     raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
 
 
@@ -136,6 +137,20 @@ def wirable_first(pods: Sequence[str], health: Health, wirable: Wirable) -> list
         return list(pods)
     down = {o.pod for o in health.ocs_down}
     return sorted(pods, key=lambda p: p in down)
+
+
+def _held_problem(pod: Pod, cubes: Sequence[str], used: MachineUsage, health: Health) -> list[str]:
+    """Why the given cubes would leave the pod fewer free cubes than its unplaced node pools hold (none if not)."""
+    held = health.held.get(pod.name, 0)
+    left = sum(1 for c in pod.cubes if c not in used and health.cube_wirable(c) and c not in cubes)
+    if left >= held:
+        return []
+    return [f"{pod.name} would keep {left} free cube(s), and node pools tpufleet has not placed hold {held} (import k8s)"]
+
+
+def _held_note(pod: str, health: Health) -> str:
+    held = health.held.get(pod, 0)
+    return f", {held} of them held by node pools tpufleet has not placed (import k8s)" if held else ""
 
 
 def _ports_note(pod: Pod, used: MachineUsage, health: Health) -> str:
@@ -191,6 +206,7 @@ def _take_given(
             for c in cubes
             if c in used
         ]
+        problems += _held_problem(fleet.pod_by_name[next(iter(pods))], cubes, used, health)
     if problems:
         raise Refused(f"cannot use the given cubes for {shape}: " + "; ".join(problems), problems)
     if shape.is_subcube:
@@ -203,11 +219,13 @@ def _best_fit_subcube(
 ) -> Allocation:
     best: tuple[tuple[int, int, int], str, str, Vec, tuple[int, ...]] | None = None
     for i, p in enumerate(pods):
+        # a whole free cube is one the pod's unplaced node pools may hold, when they hold all it has left
+        fresh_ok = health.free_room(p.name, p.cubes, used) > 0
         for j, cube in enumerate(p.cubes):
             if (only and cube != only) or not health.cube_ok(cube):
                 continue
             taken = used.get(cube, set())
-            if len(taken) >= MACHINES_PER_CUBE:
+            if len(taken) >= MACHINES_PER_CUBE or (not taken and not fresh_ok):
                 continue
             for origin, machines in _subcube_boxes(shape):
                 if taken.isdisjoint(machines):
@@ -219,6 +237,7 @@ def _best_fit_subcube(
                     break
     if best is None:
         where = f" in {only}" if only else ""
-        raise Refused(f"no free healthy room{where} for a {shape} sub-cube slice ({shape.machines} machines)")
+        notes = "".join(_held_note(p.name, health) for p in pods)
+        raise Refused(f"no free healthy room{where} for a {shape} sub-cube slice ({shape.machines} machines){notes}")
     _, pod, cube, origin, machines = best
     return Allocation(pod, (cube,), {cube: (0, 0, 0)}, machines, origin)

@@ -87,7 +87,7 @@ def subcube_room(shape: Shape, pod: Pod, used: MachineUsage, health: Health) -> 
 
 def verdicts(pod: Pod, fleet: Fleet, used: MachineUsage, health: Health, after: int = 0) -> list[Verdict]:
     """Each shape of the pod: placed now by the allocator, and after the worst `after` cube failures."""
-    free = sum(1 for c in pod.cubes if c not in used and health.cube_wirable(c))  # a torus needs every port
+    free = health.free_room(pod.name, pod.cubes, used)  # a torus needs every port
     out = []
     for shape in pod_shapes(pod):
         try:

@@ -388,7 +388,10 @@ class FleetState:
 
     def health(self) -> Health:
         if self._health is None:
+            from tpufleet.integrations.k8s_pools import unplaced_cubes
+
             self._health = health_of(self.faults)
+            self._health.held = unplaced_cubes(self.k8s.node_pools.values())
         return self._health
 
     def _faults_changed(self) -> None:
@@ -617,6 +620,7 @@ class FleetState:
         gone = set(removed)
         kept = {name: p for name, p in {**self.k8s.node_pools, **node_pools}.items() if name not in gone}
         self.k8s.node_pools = dict(sorted(kept.items()))
+        self._health = None  # the cubes the pools hold are the allocator's to leave free
 
     # ---- a Compute Engine reservation --------------------------------------------------------------------
     def record_reservation(self, blocks: Mapping[str, str], sub_blocks: Mapping[str, SubBlockRecord]) -> None:

@@ -24,6 +24,16 @@ class Health:
     chips_down: set[ChipId] = field(default_factory=set)
     ici_down: set[IciId] = field(default_factory=set)
     port_cubes: set[str] = field(default_factory=set)  # cubes with a failed or drained optical link
+    # pod -> whole cubes the cluster's node pools hold that tpufleet has not placed (`import k8s`): which cubes is
+    # unknown, so an allocation leaves that many free in the pod
+    held: dict[str, int] = field(default_factory=dict)
+
+    def free_room(self, pod: str, cubes: Iterable[str], used: Iterable[str]) -> int:
+        """Free cubes of a pod (its `cubes`; `used` those slices hold) a torus can use (every port working), less
+        the cubes its unplaced node pools hold."""
+        taken = set(used)
+        free = sum(1 for c in cubes if c not in taken and self.cube_wirable(c))
+        return max(0, free - self.held.get(pod, 0))
 
     def cube_ok(self, cube: str) -> bool:
         return cube not in self.cubes_out

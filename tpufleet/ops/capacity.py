@@ -60,7 +60,7 @@ def report(state: FleetState, after: int, pod: str | None = None, expected: Expe
                 "generation": p.generation.name if p.generation is not None else None,
                 "after": k,
                 "expected_failures": expect,
-                "free_healthy_cubes": sum(1 for c in p.cubes if c not in used and health.cube_wirable(c)),
+                "free_healthy_cubes": health.free_room(p.name, p.cubes, used),
                 "shapes": len(rows),
                 "fit_now": sum(r.now for r in rows),
                 "fit_after": sum(r.after for r in rows),

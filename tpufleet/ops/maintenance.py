@@ -138,9 +138,7 @@ def _free_healthy(sim: FleetState, pods: set[str]) -> int:
     """The spares of the wave's pod that has fewest: free cubes a torus can use (in the pool, every port working).
     Spares are a pod's: another pod's free cubes cannot stand in for them."""
     health, used = sim.health(), sim.machine_usage()
-    per_pod = [
-        sum(1 for c in p.cubes if c not in used and health.cube_wirable(c)) for p in sim.fleet.pods if p.name in pods
-    ]
+    per_pod = [health.free_room(p.name, p.cubes, used) for p in sim.fleet.pods if p.name in pods]
     return min(per_pod, default=0)
 
 
