@@ -263,6 +263,25 @@ def test_suspects_never_names_hardware_the_fleet_no_longer_has(cli):
     assert len(cli("faults", "--all", "-o", "json").json) == 3
 
 
+@pytest.mark.parametrize("then", ["tpu7x", "tpu-v5p"])
+def test_suspects_and_plan_spares_count_only_the_fleet_init_started(cli, then):
+    """A fleet `init --force` replaced was other hardware, whatever its cubes are called: `plan-spares` counted
+    none of its faults (they left the state) while `suspects` counted them from the journal and proposed to
+    quarantine the new fleet's c10."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    for _ in range(4):
+        assert cli("inject-fault", "host:c10/3").code == 0
+        assert cli("clear-fault", "host:c10/3").code == 0
+    assert "cube:c10" in [s["target"] for s in cli("suspects", "-o", "json").json["suspects"]]
+    assert cli("init", "--force", "--generation", then).code == 0
+    found = cli("suspects", "-o", "json").json
+    assert (found["suspects"], found["faults_in_window"]) == ([], 0)
+    assert [p["cubes_with_history"] for p in cli("plan-spares", "-o", "json").json["pods"]] == [{}]
+    assert len(cli("faults", "--all", "-o", "json").json) == 4  # the history itself is kept
+    assert cli("inject-fault", "host:c10/3").code == 0  # the new fleet's own faults count
+    assert cli("suspects", "-o", "json").json["faults_in_window"] == 1
+
+
 def test_exported_node_labels_import_as_no_change_with_chip_link_and_cube_faults(fleet, tmp_path):
     """A chip or electrical-link fault makes its machine's node NotReady and a drained cube cordons its 16 nodes;
     `import k8s` of that export opened a machine fault and 16 machine drains on top of the faults that said so."""

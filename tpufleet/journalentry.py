@@ -20,9 +20,10 @@ from tpufleet.errors import BadInput
 from tpufleet.ids import parse_target
 from tpufleet.text import printable
 
-__all__ = ["MOVED_FAULTS", "JournalEntry", "fault_number", "fault_numbers_used"]
+__all__ = ["FLEET_REPLACED", "MOVED_FAULTS", "JournalEntry", "fault_number", "fault_numbers_used"]
 
 MOVED_FAULTS = "moved_faults"  # records of cleared faults a commit moved out of state.json
+FLEET_REPLACED = "fleet_replaced"  # details key of an `init --force`: the faults it moved are another fleet's
 _TEXT = ("time", "user", "command", "summary")
 
 
@@ -40,6 +41,12 @@ class JournalEntry:
     details: dict[str, Any] | None = None
     delta: Any = None
     moved_faults: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def new_fleet(self) -> bool:
+        """The line of an `init`: what came before was another fleet (lines before the details key was kept say
+        so by their summary)."""
+        return bool((self.details or {}).get(FLEET_REPLACED)) or self.summary.startswith("init: ")
 
     @classmethod
     def from_doc(cls, doc: object) -> JournalEntry | None:

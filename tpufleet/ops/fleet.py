@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tpufleet.fleetstate import Change, FleetState
+from tpufleet.journalentry import FLEET_REPLACED
 from tpufleet.model import inventory_counts
 from tpufleet.ops.outcome import Outcome
 
@@ -17,10 +18,11 @@ def init(state: FleetState, replaced: dict[str, int] | None) -> Outcome:
     if names:  # only when set: an init of the built-in v4 model says what it always said
         data["generation"] = names[0] if len(names) == 1 else names
         summary += f" of {', '.join(names)}"
-    if replaced is not None:
-        data["replaced"] = replaced
-        summary += f" (replaced a state of {dropped_words(replaced)})"
-    return Outcome(data, Change(summary))
+    if replaced is None:
+        return Outcome(data, Change(summary))
+    data["replaced"] = replaced
+    summary += f" (replaced a state of {dropped_words(replaced)})"
+    return Outcome(data, Change(summary, {FLEET_REPLACED: True}))
 
 
 def dropped_words(counts: dict[str, int]) -> str:

@@ -259,7 +259,9 @@ def suspects_in(store: Store, window_days: float, p_value: float, now: datetime)
     except OverflowError:  # a window reaching before the calendar: the whole journal
         edge = datetime.min.replace(tzinfo=now.tzinfo)
     found = store.journal_back(lambda es: older_than(es[0].time, edge) and whole_from_first(es), state.serial)
-    moved = [f for entry in found.entries for f in entry.moved_faults]
+    # faults a fleet `init --force` replaced were another fleet's, whatever its cubes are called
+    since = max((i for i, entry in enumerate(found.entries) if entry.new_fleet), default=-1) + 1
+    moved = [f for entry in found.entries[since:] for f in entry.moved_faults]
     return find_suspects(state, moved, window_days, p_value, now), found.damaged
 
 
