@@ -201,6 +201,7 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         ((1, "metadata.name", "Bad_Name"), "items.1.metadata.name", "not a Slice name"),
         ((1, "metadata.name", "llm-train-0"), "items.1.metadata.name", "also the name of item 0"),
         ((1, "kind", "Node"), "items.1.kind", "must be Slice"),
+        ((1, "metadata.deletionTimestamp", 5), "items.1.metadata.deletionTimestamp", "must be a time"),
     ],
 )
 def test_malformed_slices_exit_2_naming_the_slice_and_field(superpod, slices, tmp_path, edit, field, words):
@@ -215,8 +216,8 @@ def test_malformed_slices_exit_2_naming_the_slice_and_field(superpod, slices, tm
 
 @pytest.mark.parametrize(
     "doc",
-    [[], {"kind": "List"}, {"items": {"a": 1}}, "slices", {"items": [1]}],
-    ids=["bare", "no-items", "map", "str", "int"],
+    [[], {"kind": "List"}, {"items": {"a": 1}}, "slices", {"items": [1]}, {"kind": "NodeList", "items": []}],
+    ids=["bare", "no-items", "map", "str", "int", "node-list"],
 )
 def test_not_a_list_exits_2(superpod, tmp_path, doc):
     before = snapshot(superpod.state)

@@ -121,6 +121,9 @@ def decode_slice_list(doc: object, file: str) -> SliceListInput:
     if not isinstance(items, list):
         problem = "must be a list of Slices with `items` (kubectl get slices -o json)"
         raise _bad(file, "items" if isinstance(doc, dict) else "", type(items if items else doc).__name__, problem)
+    kind = doc.get("kind", "List") if isinstance(doc, dict) else None
+    if kind not in ("List", "SliceList"):  # another kind's list (NodeList, PodList...): a wrong file
+        raise _bad(file, "kind", kind, "must be List or SliceList (kubectl get slices -o json)")
     if len(items) > MAX_ITEMS:
         raise _bad(file, "items", len(items), f"more than {MAX_ITEMS:,} Slices")
     slices = tuple(_slice(item, i, file) for i, item in enumerate(items))
@@ -152,8 +155,10 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     kind, topology, dims, partitions = _spec(spec, f"{path}.spec", file, name)
     status = _object(item, "status", path, file, name)
     state = _state(status, f"{path}.status", file, name)
-    deleting = meta.get("deletionTimestamp") is not None
-    return GkeSlice(name, i, kind, topology, dims, partitions, state, deleting, own)
+    deleting = meta.get("deletionTimestamp")
+    if deleting is not None and not isinstance(deleting, str):
+        raise _bad(file, f"{path}.metadata.deletionTimestamp", deleting, "must be a time (RFC 3339 text)", name)
+    return GkeSlice(name, i, kind, topology, dims, partitions, state, deleting is not None, own)
 
 
 def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | None) -> dict[str, Any]:
