@@ -145,7 +145,9 @@ def _held_problem(pod: Pod, cubes: Sequence[str], used: MachineUsage, health: He
     left = sum(1 for c in pod.cubes if c not in used and health.cube_wirable(c) and c not in cubes)
     if left >= held:
         return []
-    return [f"{pod.name} would keep {left} free cube(s), and node pools tpufleet has not placed hold {held} (import k8s)"]
+    return [
+        f"{pod.name} would keep {left} free cube(s), and node pools tpufleet has not placed hold {held} (import k8s)"
+    ]
 
 
 def _held_note(pod: str, health: Health) -> str:
