@@ -243,6 +243,7 @@ def job_row(a: JobAccount) -> dict[str, Any]:
         "mtbf_h": round(a.all_allocated_s / a.disruptions / HOUR, 3) if a.disruptions else None,
         "checkpoint_advice": advice([a]),
         "events_outside_job": a.outside,
+        "events_repeated": a.repeated,
         "step_time": a.extra.get("step_time"),
         "slices": a.extra.get("slices"),
     }

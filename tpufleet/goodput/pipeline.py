@@ -212,6 +212,7 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
         "records": log.records,
         "skipped": log.skipped,
         "events_outside_jobs": outside,
+        "events_repeated": sum(a.repeated for a in accounts),
         "capacity_records": len(log.capacity),  # read; `capacity_basis` says whether they were used
         "jobs_without_record": [a.job.id for a in accounts if a.job.inferred],
     }

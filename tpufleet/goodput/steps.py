@@ -48,6 +48,23 @@ class Events:
     def keep(self, mask: npt.NDArray[np.bool_]) -> Events:
         return Events(self.t[mask], self.code[mask], self.step[mask], self.chips[mask])
 
+    def without_repeats(self) -> tuple[Events, int]:
+        """The events without those that repeat the one before them exactly (time, kind, step and chips), and
+        how many were dropped: a line a log shipper wrote twice is one event (a step so repeated counted twice in
+        the goodput, a zero-length step pulled start-up's baseline down). Only the one before: the same event
+        again after others at that instant may be the log's own (a step redone after a restart in no time)."""
+        import numpy as np
+
+        repeat = self.t[1:] == self.t[:-1]
+        if not repeat.any():
+            return self, 0
+        for column in (self.code, self.step, self.chips):
+            repeat &= column[1:] == column[:-1]
+        if not repeat.any():
+            return self, 0
+        keep = np.concatenate([[True], ~repeat])
+        return self.keep(keep), int(np.count_nonzero(repeat))
+
 
 def columns(
     records: Sequence[EventRecord] | EventColumns, since: float | None = None, until: float | None = None

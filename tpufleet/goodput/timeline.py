@@ -132,6 +132,7 @@ class JobAccount:
     ends: Times | None = None
     labels: npt.NDArray[np.int64] | None = None  # LABEL code of each interval
     outside: int = 0  # entries stamped outside the job's span, dropped
+    repeated: int = 0  # events that repeat an earlier one exactly, dropped
     inferred_disruptions: int = 0  # restarts with no disruption logged before them
     disruption_times: Times | None = None
     step_starts: Times | None = None  # the steps: start, end, step number, productive
@@ -272,6 +273,7 @@ def account(
     import numpy as np
 
     ev = records if isinstance(records, Events) else columns(records)
+    ev, repeated = ev.without_repeats()
     span = _span(ev, since, until)
     start, end = span.start, span.end
     outside = int(len(span.inside) - np.count_nonzero(span.inside))
@@ -306,7 +308,9 @@ def account(
     excl = exclude or []
     bounds, label = _label(start, end, ev.t, intervals, [x for pair in excl for x in pair])
     times = (start, end, submit_t, span.begin)
-    return _finish(job, ev, steps, intervals, bounds, label, times, since, disrupt, outside, len(inf_d), excl)
+    done = _finish(job, ev, steps, intervals, bounds, label, times, since, disrupt, outside, len(inf_d), excl)
+    done.repeated = repeated
+    return done
 
 
 def _finish(

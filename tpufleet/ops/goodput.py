@@ -58,6 +58,7 @@ def build(
     `whole_lines` (logs still being written, as `serve` reads them), a last line not yet finished is left out."""
     if fleet is not None:
         capacity = fleet_capacity(fleet)
+    goodputlogs.refuse_repeated(paths)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
     options = ReportOptions(by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines)
     try:

@@ -14,7 +14,7 @@ import gzip
 import sys
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +44,26 @@ _TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long li
 def shown_name(path: Path) -> str:
     """The name a message gives a log: ``<stdin>`` for ``-``."""
     return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def refuse_repeated(paths: Sequence[Path]) -> None:
+    """BadInput when one log is given twice (the same name, another name of the same file, or ``-`` twice): its
+    events would count twice. A log that cannot be read is left to the reading to name."""
+    seen: dict[object, str] = {}
+    for path in paths:
+        key: object = STDIN if str(path) == STDIN else path.resolve()
+        if key != STDIN:
+            try:
+                st = path.stat()
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                pass
+        if key in seen:
+            name = shown_name(path)
+            raise BadInput(
+                f"bad argument LOGS: {name} is given twice (also as {seen[key]}): its events would count twice"
+            )
+        seen[key] = shown_name(path)
 
 
 def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool) -> Iterator[tuple[bytes, int]]:
