@@ -73,3 +73,14 @@ def test_a_repeated_step_is_not_a_second_step(cli, tmp_path):
     # by hand: 3 steps of 10 s ideal in 50 s on 4 of 8 chips
     assert (job["productive_steps"], job["events_repeated"]) == (3, 1)
     assert {k: d["fleet"][k] for k in ("sg", "rg", "pg", "mpg")} == {"sg": 0.5, "rg": 1.0, "pg": 0.6, "mpg": 0.3}
+
+
+def test_a_line_that_is_not_utf8_is_named_and_skipped_with_skip_bad(cli, tmp_path):
+    log = tmp_path / "bin.jsonl"
+    log.write_bytes(NATIVE[0].read_bytes() + b"\xff\xfe{}\n")
+    lines = NATIVE[0].read_bytes().count(b"\n") + 1
+    r = cli("goodput-report", log)
+    assert r.code == 2 and f"bin.jsonl:{lines}: field <line>: not UTF-8 text" in r.err, r.err
+    once = _report(cli, NATIVE[0])
+    skipped = _report(cli, log, "--skip-bad")
+    assert skipped["input"]["skipped"] == 1 and _figures(skipped) == _figures(once)

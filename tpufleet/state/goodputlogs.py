@@ -166,7 +166,7 @@ def _read_native_file(
         if fast:
             line += fast
             continue
-        lines = _decode(piece, name, offset).splitlines()
+        lines = _text_lines(piece, name, offset, line, skip_bad, log)
         events.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
         line += len(lines)
     return read
@@ -225,6 +225,25 @@ def _bom(piece: bytes, offset: int) -> bool:
 def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
     cut = data.rfind(b"\n") + 1
     return data[:cut], data[cut:]
+
+
+def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: bool, log: events.Log) -> list[str]:
+    """The piece's lines as text. A line that is not UTF-8 is bad input naming its line, or with `skip_bad` one
+    bad line skipped (left empty, so the lines keep their numbers)."""
+    try:
+        return _decode(piece, name, offset).splitlines()
+    except BadStateFile:
+        pass
+    text = piece[len(_BOM) if _bom(piece, offset) else 0 :].decode("utf-8", "surrogateescape")
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if any("\udc80" <= c <= "\udcff" for c in line):  # an undecodable byte, escaped: no UTF-8 text has one
+            if not skip_bad:
+                raw = line.encode("utf-8", "surrogateescape")[:40]
+                raise BadRecord(name, before + i + 1, "<line>", raw, "not UTF-8 text")
+            log.skipped += 1
+            lines[i] = ""
+    return lines
 
 
 def _decode(data: bytes, name: str, offset: int) -> str:
