@@ -89,6 +89,18 @@ def test_journal_since_a_serial_gives_the_later_entries(busy):
     assert later == every[3:] and len(later) == len(every) - 3
 
 
+def test_a_damaged_journal_line_is_said_on_stderr_as_show_journal_says_it(busy, capsys):
+    journal = busy.state / "journal.jsonl"
+    lines = journal.read_bytes().split(b"\n")
+    journal.write_bytes(b"\n".join([*lines[:5], b"garbage{", *lines[5:]]))
+    said = busy("show", "journal", "-o", "json")
+    capsys.readouterr()
+    r = client(busy.state).get("/api/v1/journal")
+    assert r.status_code == 200 and r.text == said.out
+    err = capsys.readouterr().err
+    assert "damaged line(s) 6 skipped" in err and "damaged line(s) 6 skipped" in said.err
+
+
 def test_the_serial_is_the_etag_and_a_commit_is_seen_without_a_restart(busy):
     c = client(busy.state)
     first = c.get("/api/v1/status")

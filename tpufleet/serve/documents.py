@@ -4,6 +4,7 @@ metrics` with the mixin's families, and the page of `report -o html` refreshing 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,10 +50,18 @@ def faults(snap: Snapshot, all_faults: bool) -> bytes:
 
 
 def journal(snap: Snapshot, since: int) -> bytes:
-    """`show journal -o json`, the entries after serial `since` only."""
+    """`show journal -o json`, the entries after serial `since` only; damaged lines skipped are said on stderr,
+    once a state's serial, as `show journal` says them."""
     from tpufleet.ops import views
 
-    entries = snap.cached("journal", lambda: views.show(snap.store, "journal").rows)
+    def read() -> list[dict[str, Any]]:
+        listing = views.show(snap.store, "journal")
+        if listing.damaged:
+            lines = ", ".join(map(str, listing.damaged[:10])) + (" ..." if len(listing.damaged) > 10 else "")
+            print(f"tpufleet: warning: {snap.store.journal_label}: damaged line(s) {lines} skipped", file=sys.stderr)
+        return listing.rows
+
+    entries = snap.cached("journal", read)
     return to_json([e for e in entries if e["serial"] > since]).encode()
 
 
