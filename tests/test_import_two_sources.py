@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from helpers import snapshot
+
 ROOT = Path(__file__).parent.parent / "fixtures"
 RESERVATION = ROOT / "gke" / "tpu7x-reservation-subblocks.json"  # maintenance pending on sub-blocks 40 and 99
 NODES = ROOT / "k8s" / "pod-64.json"  # partitions 05 and 40 UNHEALTHY, 17 DEGRADED, 50 INCOMPLETE
@@ -136,3 +138,18 @@ def test_exports_name_the_partitions_and_block_gke_gave(superpod, tmp_path):
         assert labels[PARTITION] == f"ironwood-superpod-block-0001-sub-{int(cube[1:]):04d}"
     [degraded] = superpod("status", "-o", "json").json["k8s"]["degraded_cubes"]
     assert degraded == {"cube": "c17", "pod": "pod0", "partition": "ironwood-superpod-block-0001-sub-0017"}
+
+
+def test_a_node_whose_block_contradicts_its_partitions_cube_is_not_placed(superpod, tmp_path):
+    assert superpod("import", "reservation", RESERVATION, "--apply").code == 0
+    doc = _tpu7x_nodes()
+    moved = [n for n in doc["items"] if n["metadata"]["labels"][PARTITION].endswith("-0005")]
+    for node in moved:
+        node["metadata"]["labels"]["cloud.google.com/gce-topology-block"] = "block-zzz"
+    before = snapshot(superpod.state)
+    r = superpod("import", "k8s", _write(tmp_path, "nodes.json", doc), "-o", "json")
+    assert r.code == 0, r.err
+    unplaced = {u["node"]: u["reason"] for u in r.json["unplaced"]}
+    assert sorted(unplaced) == sorted(n["metadata"]["name"] for n in moved) and len(moved) == 16
+    assert all("whose block is block-5d21e0b4, not block-zzz" in why for why in unplaced.values())
+    assert snapshot(superpod.state) == before

@@ -91,6 +91,21 @@ class _Namer:
         self.taken_cubes = set(state.k8s.partitions.values()) | set(mapping.cubes.values())
         self.taken_cubes |= {r.cube for r in state.reservation.sub_blocks.values()}  # (a partition id is a sub-block)
 
+    def block_disagrees(self, block: str | None, partition: str, cube: str) -> str | None:
+        """Why a node's block label contradicts what is known of its partition's cube (its pod is another
+        block's, or has another block), else None: such a node is not placed on a guess."""
+        if block is None:
+            return None
+        pod = self.fleet.cube_pod[cube]
+        named = self.out.blocks.get(block) or self.mapping.pods.get(block) or self.state.k8s.blocks.get(block)
+        named = named or self.state.reservation.blocks.get(block)
+        if named is not None and named != pod:
+            return f"block {block} is {named}, but partition {partition} is cube {cube} of {pod}"
+        own = {p: b for b, p in self.out.blocks.items()}.get(pod) or self.state.block_names().get(pod)
+        if named is None and own is not None and own != block:
+            return f"partition {partition} is cube {cube} of {pod}, whose block is {own}, not {block}"
+        return None
+
     def pod_of_block(self, block: str, accelerator: str) -> str | None:
         """The block's pod: known, or the first pod no block has whose generation takes the accelerator."""
         known = self.known_pod(block)
@@ -199,7 +214,7 @@ def _resolve(
     if known is not None:
         if known not in namer.fleet.cube_pod:
             return None, None, f"partition {partition} is mapped to {known}, which is not in the fleet"
-        return known, machine, None
+        return known, machine, namer.block_disagrees(block, partition, known)
     if block is None:
         return None, None, f"no {keys.block} label to find the pod of new partition {partition}"
     pinned_pod = mapping.pods.get(block)
