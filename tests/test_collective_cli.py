@@ -99,6 +99,13 @@ def test_table_capacity_reports_which_algorithms_still_run(routed):
     assert r.code == 1 and "no algorithm for all-reduce runs on these tables (sparse)" in r.err
 
 
+def test_a_table_capacity_of_0_is_bad_input_not_a_refusal(routed):
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--table-capacity", "0")
+    assert r.code == 2 and "--table-capacity" in r.err and "0" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--table-capacity", "1").code == 1
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -159,6 +159,16 @@ def test_sparse_tables_written_where_asked_exit_0(fleet, tmp_path):
     assert fleet("routes", "s", "--table-capacity", "16").code == 1  # computed, neither stored nor written
 
 
+@pytest.mark.parametrize("fmt", ["json", "npz", "ibroute"])
+def test_routes_format_without_out_is_bad_input(fleet, fmt):
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    before = snapshot(fleet.state)
+    line = one_line(fleet("routes", "s", "--format", fmt))
+    assert f"--format: '{fmt}'" in line and "--out" in line
+    assert snapshot(fleet.state) == before  # nothing routed, nothing stored
+
+
 @pytest.mark.parametrize("cubes", ["c05,,c06", "c05,c06,", ",c05,c06"])
 def test_an_empty_cube_name_in_a_list_is_a_typo(fleet, cubes):
     before = snapshot(fleet.state)

@@ -172,11 +172,30 @@ def test_slurm_of_an_imported_fleet_names_the_real_nodes(imported):
 
 def test_export_to_a_file_and_json_summary(imported, tmp_path):
     out = tmp_path / "topology.conf"
+    r = imported("export", "slurm-topology", "--out", out)
+    assert r.code == 0, r.err
+    assert out.read_text().startswith("# topology.conf")
     r = imported("export", "slurm-topology", "--out", out, "-o", "json")
     assert r.code == 0, r.err
     assert r.json == {"kind": "topology.conf line", "file": str(out), "objects": 65}
-    assert out.read_text().startswith("# topology.conf")
+    assert json.loads(out.read_text()) == imported("export", "slurm-topology", "-o", "json").json  # as -o asks
     assert imported("export", "slurm-topology", "--out", tmp_path / "missing" / "t.conf").code == 2
+
+
+@pytest.mark.parametrize("what", ["node-labels", "kueue-topology", "slices"])
+def test_export_out_writes_what_it_would_print_in_the_format_o_asks(imported, tmp_path, what):
+    assert imported("allocate", "s", "--shape", "4x4x4").code == 0
+    for fmt, parse in (("json", json.loads), ("yaml", yaml.safe_load)):
+        out = tmp_path / f"export.{fmt}"
+        r = imported("export", what, "--out", out, "-o", fmt)
+        assert r.code == 0, r.err
+        printed = imported("export", what, "-o", fmt).out
+        same = out.read_text() == printed  # not compared in the assert: a diff of two large texts takes minutes
+        assert same and parse(printed)["kind"] == "List", f"{out} is not what -o {fmt} prints"
+    out = tmp_path / "export.json"  # the table output: the manifests, whatever the file's name
+    assert imported("export", what, "--out", out).code == 0
+    same = out.read_text() == imported("export", what).out
+    assert same, f"{out} is not the manifests the table output prints"
 
 
 def test_slices_export(imported):

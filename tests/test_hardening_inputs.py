@@ -112,6 +112,21 @@ def test_nested_huge_or_long_scenarios_are_refused(fleet, tmp_path, text, needle
     assert snapshot(fleet.state) == before
 
 
+def test_an_unquoted_time_in_any_yaml_input_is_text_for_its_field(fleet, tmp_path):
+    """YAML would make a time of it, and fail the whole file on one outside the calendar: it stays text, as JSON
+    has it, and the field's own check judges it."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "- {target: 'host:c01/3', reason: 2026-02-30T13:00:00Z}\n- {target: cube:c02, reason: 2026-07-01}\n"
+    )
+    r = fleet("inject-fault", "--from", scenario, "--dry-run", "-o", "json")
+    assert r.code == 0, r.err
+    scenario.write_text("- {target: 2026-02-30T13:00:00Z}\n")
+    before = snapshot(fleet.state)
+    one_line_error(fleet("inject-fault", "--from", scenario), str(scenario), "2026-02-30T13:00:00Z")
+    assert snapshot(fleet.state) == before
+
+
 def test_json_scenarios_go_through_the_same_reader(fleet, tmp_path):
     scenario = tmp_path / "s.json"
     scenario.write_text('[{"target": "host:c01/3", "planned": true}]')

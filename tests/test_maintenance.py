@@ -235,6 +235,36 @@ def test_bad_notices_exit_2(running, tmp_path, doc, said):
     assert snapshot(running.state) == before
 
 
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "- {target: cube:c01, window_start: 2026-02-30T13:00:00Z, window_end: 2026-03-01T13:00:00Z}",
+            "notice 1: field window_start: '2026-02-30T13:00:00Z'",
+        ),
+        (
+            "- {target: cube:c01, window_start: 2026-02-27T13:00:00Z, window_end: 2026-02-29T13:00:00Z}",
+            "notice 1: field window_end: '2026-02-29T13:00:00Z'",  # 2026 is no leap year
+        ),
+    ],
+)
+def test_an_unquoted_time_outside_the_calendar_is_named_by_notice_and_field(running, tmp_path, line, said):
+    before = snapshot(running.state)
+    path = tmp_path / "notices.yaml"
+    path.write_text(line + "\n")
+    r = running("plan-maintenance", "--notices", path)
+    assert r.code == 2 and r.err.count("\n") == 1 and f"{path}: {said}" in r.err
+    assert snapshot(running.state) == before
+
+
+def test_unquoted_times_are_read_as_quoted_ones(running, tmp_path):
+    path = tmp_path / "notices.yaml"
+    path.write_text("- {target: cube:c01, window_start: 2026-07-01T09:00:00Z, window_end: 2026-07-01 13:00:00+02:00}\n")
+    plan = running("plan-maintenance", "--notices", path, "-o", "json").json
+    assert plan["notices"][0]["window_start"] == "2026-07-01T09:00:00Z"
+    assert plan["notices"][0]["window_end"] == "2026-07-01T11:00:00Z"
+
+
 def test_bad_files_and_options_exit_2(running, tmp_path):
     missing = running("plan-maintenance", "--notices", tmp_path / "nope.yaml")
     assert missing.code == 2 and "nope.yaml" in missing.err

@@ -16,6 +16,7 @@ import yaml
 from conftest import Cli
 
 from helpers import one_line, snapshot
+from tpufleet.errors import BadStateFile
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
 
@@ -238,6 +239,68 @@ def test_bad_plan_files_exit_2_naming_the_field(running, tmp_path, path, value, 
     line = one_line(running("apply-maintenance", bad, "--wave", "1"))
     assert str(bad) in line and field in line
     assert snapshot(running.state) == before
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("waves.0.window_start", "2026-13-01T00:00:00Z"),  # no 13th month
+        ("waves.0.window_end", "not a time"),
+        ("waves.0.window_end", 5),
+        ("waves.0.window_end", None),  # its notices' ends are known
+        ("waves.0.window_end", "2026-07-01T08:00:00Z"),  # before its start
+        ("waves.0.window_start", "2026-07-01T10:00:00Z"),  # a time, not its notices' earliest start (09:00)
+        ("waves.0.window_start", None),
+    ],
+)
+def test_a_waves_window_unlike_its_notices_is_bad_input(running, tmp_path, path, value):
+    plan = _plan(running, tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edit(plan, path, value)))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", bad, "--wave", "1"))
+    assert f"{bad}: field {path}:" in line and f"(value {value!r})" in line
+    assert snapshot(running.state) == before
+
+
+def test_a_move_to_a_pod_the_fleet_lacks_is_bad_input(running, tmp_path):
+    plan = _plan(running, tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edit(plan, "waves.0.moves.0.to_pod", "pod9")))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", bad, "--wave", "1"))
+    assert f"{bad}: field waves.0.moves.0.to_pod:" in line and "(value 'pod9')" in line
+    assert snapshot(running.state) == before
+
+
+@pytest.mark.parametrize(("to_pod", "problem"), [("pod9", "no such pod"), ("pod1", "no such pod"), ("pod0", None)])
+def test_check_fleet_names_a_moves_pod_the_fleet_lacks(running, tmp_path, to_pod, problem):
+    from tpufleet.state import maintenanceplan
+    from tpufleet.state.store import Store
+
+    plan = _plan(running, tmp_path)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(_edit(plan, "waves.0.moves.0.to_pod", to_pod)))
+    saved, fleet = maintenanceplan.read(path), Store(running.state).load().fleet
+    if problem is None:
+        maintenanceplan.check_fleet(saved, fleet)
+        return
+    with pytest.raises(BadStateFile) as caught:
+        maintenanceplan.check_fleet(saved, fleet)
+    assert (caught.value.field, caught.value.value) == ("waves.0.moves.0.to_pod", to_pod)
+    assert problem in caught.value.problem
+
+
+def test_check_fleet_names_a_move_to_another_pod_than_its_cubes():
+    from tpufleet.model import default_fleet
+    from tpufleet.state.maintenanceplan import SavedMaintenancePlan, SavedMove, SavedWave, check_fleet
+
+    move = SavedMove("s", "moved", ("c00",), ("c05",), "pod0")  # c05 is pod1's
+    saved = SavedMaintenancePlan("p.json", "0" * 16, 1, (SavedWave(1, (), (), (move,), (), {}, ()),))
+    with pytest.raises(BadStateFile) as caught:
+        check_fleet(saved, default_fleet(2, 4))
+    assert (caught.value.field, caught.value.value) == ("waves.0.moves.0.to_pod", "pod0")
+    assert "in pod1 (c05)" in caught.value.problem
 
 
 def test_bad_files_and_waves_exit_2(running, tmp_path):

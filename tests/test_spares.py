@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, poisson
 
+from helpers import snapshot
 from tpufleet import availability, spares
 from tpufleet.spares import TPU_V4_RATES, ComponentRates
 
@@ -266,7 +267,6 @@ def test_a_quiet_fleet_has_no_suspects(fleet):
         (["plan-spares", "--confidence", "0"], "--confidence: 0.0"),
         (["plan-spares", "--horizon", "soon"], "--horizon: 'soon'"),
         (["plan-spares", "--horizon", "99999999w"], "--horizon: '99999999w' is longer than this tool counts"),
-        (["plan-spares", "--slices", "nope"], "--slices: 'nope'"),
         (["plan-spares", "--pod", "pod9"], "--pod: 'pod9'"),
         (["suspects", "--window", "0d"], "--window: '0d'"),
         (["suspects", "--window", "2026-01-01"], "--window: '2026-01-01'"),
@@ -277,6 +277,15 @@ def test_bad_options_exit_2_naming_option_and_value(fleet, args, named):
     r = fleet(*args)
     assert r.code == 2
     assert named in r.err
+
+
+def test_an_unknown_slice_is_refused_as_every_command_refuses_it(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("plan-spares", "--slices", "a,nope")
+    assert r.code == 1 and r.err.strip() == fleet("release", "nope").err.strip()
+    assert "unknown slice 'nope' (slices: a)" in r.err
+    assert snapshot(fleet.state) == before
 
 
 def test_out_of_reach_says_whether_the_pod_ran_out_of_cubes(cli):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import add_fault, expected_neighbour, snapshot
+from helpers import add_fault, expected_neighbour, one_line, snapshot
 from tpufleet import xconnect
 from tpufleet.allocation import grid_coords
 from tpufleet.fleetstate import Slice
@@ -215,6 +215,61 @@ def test_refusals_leave_state_unchanged(fleet, tmp_path):
     )
     r = fleet("apply-xconnect", bad)
     assert r.code == 2 and "ocs.0.add.0.1" in r.err and str(bad) in r.err
+    assert snapshot(fleet.state) == before
+
+
+@pytest.fixture
+def saved_plan(fleet, tmp_path):
+    """A fleet (one 64-cube TPU v4 pod) with slice s (4x4x8) planned, not applied: the plan's file and document."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    return fleet, json.loads(plan.read_text())
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "value"),
+    [
+        (lambda d: d["ocs"][0].update(id="ocs:pod0/x/99"), "field ocs.0.id", "'ocs:pod0/x/99'"),  # 16 a dimension
+        (lambda d: d["ocs"][0].update(id="ocs:pod7/x/0"), "field ocs.0.id", "'ocs:pod7/x/0'"),  # no such pod
+        (lambda d: d["ocs"][0].update(add=[[0, 99999]]), "field ocs.0.add.0", "[0, 99999]"),
+        (lambda d: d["ocs"][0].update(remove=[[64, 0]]), "field ocs.0.remove.0", "[64, 0]"),  # 64 cabled: 0-63
+        (lambda d: d.update(cubes={"c99": [0, 0, 0]}), "field cubes.c99", "'c99'"),  # a 64-cube fleet
+        (lambda d: d["cubes"].update(c00=[0, 0]), "field cubes.c00", "[0, 0]"),
+        (lambda d: d.update(blocked=5), "field blocked", "5"),
+        (lambda d: d.update(deferred=None), "field deferred", "None"),
+    ],
+)
+def test_a_malformed_saved_plan_is_bad_input_not_a_stale_plan(saved_plan, tmp_path, edit, field, value):
+    fleet, doc = saved_plan
+    edit(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    before = snapshot(fleet.state)
+    line = one_line(fleet("apply-xconnect", bad))
+    assert f"{bad}: {field}:" in line and f"(value {value})" in line
+    assert snapshot(fleet.state) == before
+
+
+def test_a_saved_plan_of_an_unknown_slice_says_it_is_unknown(saved_plan, tmp_path):
+    fleet, doc = saved_plan
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**doc, "slice": "zzz"}))
+    before = snapshot(fleet.state)
+    line = one_line(fleet("apply-xconnect", bad), 1)
+    assert "unknown slice 'zzz' (slices: s)" in line and str(bad) in line and "released" not in line
+    assert snapshot(fleet.state) == before
+
+
+def test_a_malformed_part_of_a_job_plan_is_named_by_its_place(fleet, tmp_path):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "j", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    doc["plans"][1]["ocs"][0]["add"] = [[0, 99999]]
+    plan.write_text(json.dumps(doc))
+    before = snapshot(fleet.state)
+    assert f"{plan}: field plans.1.ocs.0.add.0:" in one_line(fleet("apply-xconnect", plan))
     assert snapshot(fleet.state) == before
 
 

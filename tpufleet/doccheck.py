@@ -58,9 +58,9 @@ def _problem(message: str | None, name: str | None, value: object, yaml: bool) -
         return "invalid"
     problem = message.replace(name or "data", "it", 1)
     kind = problem.removeprefix("it must be ")
-    if kind not in _TYPES:
+    if not set(kind.split(" or ")) <= _TYPES.keys():
         return problem
-    plain = f"must be {_TYPES[kind]}"
+    plain = "must be " + " or ".join(_TYPES[k] for k in kind.split(" or "))  # a list of types: "string or null"
     # a plain number with an exponent that YAML 1.1 (PyYAML) read as text: no point, or no sign in the exponent
     if yaml and kind == "number" and isinstance(value, str) and PLAIN_NUMBER.fullmatch(value) and "e" in value.lower():
         return f"{plain} (YAML read this as text: write a number with a point and a signed exponent, as 1.0e-30)"

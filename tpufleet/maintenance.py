@@ -26,7 +26,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 from tpufleet.errors import BadInput, shown
@@ -74,9 +73,7 @@ class Notice:
 
 
 def _when(item: Mapping[str, Any], key: str, where: str) -> str:
-    value = item.get(key)
-    if isinstance(value, datetime):  # written without quotes: YAML reads a time itself
-        value = value.isoformat()
+    value = item.get(key)  # text, quoted or not: the YAML reader leaves times as text (`inputfiles.load_yaml`)
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
         raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")

@@ -261,7 +261,7 @@ def collective_cmd(
         int | None,
         typer.Option(
             "--table-capacity",
-            min=0,
+            min=1,
             max=MAX_TABLE_CAPACITY,
             help="Model sparse tables: each chip holds at most N destinations",
         ),

@@ -17,7 +17,7 @@ from tpufleet.cli.app import (
     command_group,
     examples,
 )
-from tpufleet.cli.render import emit
+from tpufleet.cli.render import emit, finite, to_json
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -220,7 +220,7 @@ LabelMappingOpt = Annotated[Path | None, typer.Option("--mapping", help="Label k
 
 def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output) -> None:
     """Without --out the artefact itself goes to stdout (-o json and -o yaml: its data, the same in both); with
-    --out it is written to the file and stdout gets a summary: {"kind", "file", "objects"}."""
+    --out the file gets what stdout would (`_artefact`) and stdout a summary: {"kind", "file", "objects"}."""
     if out is None:
         if getattr(output, "value", output) in ("json", "yaml"):
             emit(as_json, output, text)
@@ -229,9 +229,22 @@ def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: 
         return
     from tpufleet.state.files import write_output
 
-    write_output(out, text().encode())
+    write_output(out, _artefact(text, as_json, output).encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
     emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {out}")
+
+
+def _artefact(text: Callable[[], str], as_json: Any, output: Output) -> str:
+    """The export in the format -o asks, as `emit` prints it (as `report --out` does): -o json and -o yaml its
+    data, the table output the artefact's own text (YAML manifests, topology.conf, topology.yaml)."""
+    value = getattr(output, "value", output)
+    if value == "json":
+        return to_json(as_json) + "\n"
+    if value == "yaml":
+        from tpufleet.cli import yamltext
+
+        return yamltext.dump(finite(as_json), sort_keys=False, default_flow_style=None)
+    return text()
 
 
 def _yaml_text(doc: Any) -> str:

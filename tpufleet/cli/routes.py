@@ -90,13 +90,13 @@ def routes_cmd(
     ] = "all-to-all,all-reduce",
     out: Annotated[Path | None, typer.Option("--out", help="Also export the tables to this file")] = None,
     fmt: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--format",
             click_type=click.Choice(EXPORT_FORMATS),
-            help="Export format for --out: npz, json (<= 1024 chips), ibroute",
+            help="Export format for --out: npz (the default), json (<= 1024 chips), ibroute",
         ),
-    ] = "npz",
+    ] = None,
     no_deadlock_check: Annotated[
         bool,
         typer.Option(
@@ -158,6 +158,8 @@ def routes_cmd(
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
     if thorough and algorithm is not Algorithm.auto:
         raise BadInput(f"bad option --thorough: it makes more auto candidates; --algorithm {algorithm.value} has none")
+    if fmt is not None and out is None:
+        raise BadInput(f"bad option --format: {fmt!r} is the format of an exported file; it needs --out FILE")
     if out is not None:
         check_output_path(out, "--out")  # before any work, let alone a commit
     store = ctx.obj.store()
@@ -170,7 +172,7 @@ def routes_cmd(
             raise BadInput("bad option --out/--table-capacity: give one slice of the job (JOB-k), not the whole job")
         _route_job(store, name, job, opts, output, verbose)
         return
-    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt, state, verbose)
+    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt or "npz", state, verbose)
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None and refusal in STUDY_ONLY and out is not None:  # study tables written where asked
         typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)

@@ -25,7 +25,7 @@ from tpufleet.ops import faults as fault_ops
 from tpufleet.ops import routes as route_ops
 from tpufleet.ops import xconnect as xconnect_ops
 from tpufleet.ops.outcome import Outcome
-from tpufleet.state.maintenanceplan import SavedMaintenancePlan, SavedWave
+from tpufleet.state.maintenanceplan import SavedMaintenancePlan, SavedWave, check_fleet
 from tpufleet.timeparse import utc_stamp
 
 # Stores a moved slice's routing tables (npz bytes) with the transaction that applies the wave; returns where they
@@ -344,6 +344,7 @@ def apply_wave(
     if not 1 <= number <= len(saved.waves):
         raise BadInput(f"bad option --wave: {number} is not a wave of plan {saved.path} (1 to {len(saved.waves)})")
     _unknown_cubes_refused(state, saved)
+    check_fleet(saved, state.fleet)
     _order_refusal(state, saved, number, applied.serials)
     wave = saved.waves[number - 1]
     unserved = [m for m in wave.moves if m.status != "moved"]

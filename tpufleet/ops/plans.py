@@ -10,7 +10,7 @@ from typing import Any
 from tpufleet.fleetstate import FleetState
 from tpufleet.ops import jobs, xconnect
 from tpufleet.ops.outcome import Outcome
-from tpufleet.state.planfile import SavedJobPlan, SavedPlan
+from tpufleet.state.planfile import SavedJobPlan, SavedPlan, check_fleet
 
 
 @dataclass
@@ -51,7 +51,10 @@ def _port_cubes(state: FleetState, pdoc: dict[str, Any]) -> list[str]:
 
 def apply(state: FleetState, saved: SavedPlan | SavedJobPlan, now: str) -> Outcome:
     """`apply-xconnect FILE`: a slice's saved plan, or every part of a job's, checked against this state and
-    applied (`xconnect.apply_saved`, `jobs.apply_saved_job`)."""
+    applied (`xconnect.apply_saved`, `jobs.apply_saved_job`). First every part is checked against the fleet
+    (`planfile.check_fleet`): a cube, OCS or port the fleet lacks is bad input, not a stale plan."""
+    for part in saved.plans if isinstance(saved, SavedJobPlan) else [saved]:
+        check_fleet(part, state.fleet)
     if isinstance(saved, SavedJobPlan):
         return jobs.apply_saved_job(state, saved.job, saved.plans, now)
     return xconnect.apply_saved(state, saved, now)

@@ -84,11 +84,7 @@ def _down_now(state: FleetState) -> set[str]:
 def _selected(state: FleetState, names: Sequence[str] | None) -> list[Slice]:
     if names is None:  # an evicted slice runs on none of its cubes: a spare would stand in for nothing
         return [sl for sl in state.slices.values() if sl.state is not SliceState.EVICTED]
-    unknown = [n for n in names if n not in state.slices]
-    if unknown:
-        known = ", ".join(sorted(state.slices)) or "none"
-        raise BadInput(f"bad option --slices: {shown(unknown[0])} is not a slice (slices: {known})")
-    return [state.slices[n] for n in names]
+    return [state.slice(n) for n in names]  # an unknown one: Refused, as every command says it
 
 
 def plan(

@@ -101,6 +101,9 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         raise Refused(
             f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
         )
+    if saved.slice not in state.slices:  # released since, or never made here: this state knows no such slice
+        known = ", ".join(sorted(state.slices)) or "none"
+        raise Refused(f"plan {saved.path}: unknown slice {saved.slice!r} (slices: {known})")
     why = changed_since(state, saved) if saved.serial != state.serial else []
     if why:
         raise Refused(

@@ -8,7 +8,8 @@ field and the value); none of them lets a hostile file cost more than its size c
   invalid byte.
 * `load_yaml`: the safe loader, refusing anchors and aliases outright (no input of this tool needs them, and
   they are what makes a "billion laughs" file of a few hundred bytes expand to gigabytes), nesting deeper than
-  `MAX_DEPTH`, integers too long for Python to parse, and the floats ``.nan`` and ``.inf``.
+  `MAX_DEPTH`, integers too long for Python to parse, and the floats ``.nan`` and ``.inf``. A time stays text, as
+  in JSON: the reader checks it as its field (YAML's own would fail the whole file on 2026-02-30T13:00:00Z).
 * `load_json_file` (and, from `tpufleet.jsontext`, `parse_json` / `load_json`): the standard decoder, refusing ``NaN`` / ``Infinity`` /
   ``-Infinity`` and numbers that overflow to infinity (``1e400``), nesting deeper than `MAX_DEPTH`, and integers
   too long to parse. `parse_json_line` is the event logs' hot path (see there).
@@ -116,6 +117,18 @@ def load_json_file(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES, wri
 
 
 # ---- YAML ---------------------------------------------------------------------------------------------------
+def _times_as_text() -> dict[Any, list[tuple[str, Any]]]:
+    """PyYAML's implicit resolvers without its timestamp: a time stays text, as in JSON, for the reader's own check
+    of its field. YAML would otherwise make a datetime of it, and fail the whole file, naming no field, on one
+    outside the calendar (2026-02-30T13:00:00Z)."""
+    from yaml.resolver import Resolver
+
+    return {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in Resolver.yaml_implicit_resolvers.items()
+    }
+
+
 def _loader_class() -> type[Any]:
     """The safe loader, composing in Python (to see every anchor and alias, and the depth) over libyaml's
     events when PyYAML has libyaml (about 6 times faster than the pure-Python parser), else over PyYAML's own."""
@@ -150,6 +163,8 @@ def _loader_class() -> type[Any]:
         class PureLoader(
             yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, Checks, SafeConstructor, Resolver
         ):
+            yaml_implicit_resolvers = _times_as_text()
+
             def __init__(self, stream: str) -> None:
                 yaml.reader.Reader.__init__(self, stream)
                 yaml.scanner.Scanner.__init__(self)
@@ -161,6 +176,8 @@ def _loader_class() -> type[Any]:
         return PureLoader
 
     class FastLoader(CParser, Checks, SafeConstructor, Resolver):
+        yaml_implicit_resolvers = _times_as_text()
+
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             Checks.__init__(self)

@@ -19,16 +19,18 @@ from typing import Any, Final
 from tpufleet.doccheck import check
 from tpufleet.errors import BadStateFile
 from tpufleet.jsontext import MAX_SPEC_BYTES
-from tpufleet.maintenance import KIND, Notice
+from tpufleet.maintenance import KIND, Notice, window
+from tpufleet.model import Fleet
 from tpufleet.state.inputfiles import load_json_file
 from tpufleet.timeparse import utc_stamp
 
-__all__ = ["SCHEMA", "SavedMaintenancePlan", "SavedMove", "SavedWave", "read"]
+__all__ = ["SCHEMA", "SavedMaintenancePlan", "SavedMove", "SavedWave", "check_fleet", "read"]
 
 _NAME: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"
 _CUBE: Final = r"^c[0-9]{1,6}\Z"
 _TARGET: Final = r"^cube:c[0-9]{1,6}\Z"
-_STAMP: Final = {"type": "string", "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z"}
+_STAMP: Final = {"type": "string", "maxLength": 64}  # as the tool writes times: `_check_window` says which are
+_END: Final = {"type": ["string", "null"], "maxLength": 64}  # an end may be unknown
 _CUBES: Final = {"type": "array", "items": {"type": "string", "pattern": _CUBE}}
 
 _MOVE: Final = {
@@ -39,16 +41,18 @@ _MOVE: Final = {
         "status": {"enum": ["moved", "unserved"]},
         "cubes_out": _CUBES,
         "cubes_in": _CUBES,
-        "to_pod": {"type": "string"},
+        "to_pod": {"type": "string", "pattern": r"^pod[0-9]+\Z"},
         "reason": {"type": "string"},
     },
 }
 
 _WAVE: Final = {
     "type": "object",
-    "required": ["wave", "cubes", "moves", "cleared_after", "holders_before", "commands"],
+    "required": ["wave", "window_start", "window_end", "cubes", "moves", "cleared_after", "holders_before", "commands"],
     "properties": {
         "wave": {"type": "integer", "minimum": 1},
+        "window_start": _STAMP,  # its notices' earliest start and latest end (null: one end unknown)
+        "window_end": _END,
         "cubes": {**_CUBES, "minItems": 1, "uniqueItems": True},
         "already_drained": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
         "moves": {"type": "array", "items": _MOVE},
@@ -77,7 +81,7 @@ SCHEMA: Final = {
                 "properties": {
                     "target": {"type": "string", "pattern": _TARGET},
                     "window_start": _STAMP,
-                    "window_end": {"anyOf": [_STAMP, {"type": "null"}]},
+                    "window_end": _END,
                     "open_drain": {"type": ["string", "null"]},
                 },
             },
@@ -124,18 +128,28 @@ def read(path: Path) -> SavedMaintenancePlan:
     check(SCHEMA, doc, where)
     notices: dict[str, Notice] = {}
     for i, n in enumerate(doc["notices"]):
-        for key in ("window_start", "window_end"):
-            if n[key] is not None and utc_stamp(n[key]) != n[key]:
-                raise BadStateFile(where, f"notices.{i}.{key}", n[key], "not a time of the calendar")
-        if n["window_end"] is not None and n["window_end"] < n["window_start"]:  # equal: a reservation may say so
-            raise BadStateFile(where, f"notices.{i}.window_end", n["window_end"], "it must not be before window_start")
+        _check_window(n, f"notices.{i}.", where)
         notices[n["target"]] = Notice(n["target"][5:], n["window_start"], n["window_end"], n.get("open_drain"))
     if notices and not doc["waves"]:
         raise BadStateFile(where, "waves", doc["waves"], f"no wave for {len(notices)} notice(s)")
     waves = tuple(_wave(w, i, notices, where) for i, w in enumerate(doc["waves"]))
     _drained_before_cleared(waves, where)
+    _windows_of_notices(doc["waves"], waves, where)
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     return SavedMaintenancePlan(where, hashlib.sha256(canonical).hexdigest()[:16], doc["serial"], waves)
+
+
+def _check_window(record: dict[str, Any], at: str, where: str) -> None:
+    """A notice's or a wave's window_start and window_end (the schema has checked they are text): times of the
+    calendar as the tool writes them, the end (if known) not before the start."""
+    for key in ("window_start", "window_end"):
+        if record[key] is not None and utc_stamp(record[key]) != record[key]:
+            raise BadStateFile(
+                where, f"{at}{key}", record[key], "not a UTC time of the calendar such as 2026-07-01T09:00:00Z"
+            )
+    end = record["window_end"]
+    if end is not None and end < record["window_start"]:  # equal: a reservation may say so
+        raise BadStateFile(where, f"{at}window_end", end, "it must not be before window_start")
 
 
 def _notice(notices: dict[str, Notice], target: str, where: str, field: str) -> Notice:
@@ -148,6 +162,7 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
     if w["wave"] != i + 1:
         raise BadStateFile(where, f"waves.{i}.wave", w["wave"], f"waves must be numbered in order (expected {i + 1})")
     own = tuple(_notice(notices, f"cube:{c}", where, f"waves.{i}.cubes.{j}") for j, c in enumerate(w["cubes"]))
+    _check_window(w, f"waves.{i}.", where)
     cleared = tuple(
         _notice(notices, t, where, f"waves.{i}.cleared_after.{j}") for j, t in enumerate(w["cleared_after"])
     )
@@ -166,6 +181,14 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
     return SavedWave(w["wave"], own, tuple(w.get("already_drained", ())), moves, cleared, holders, tuple(w["commands"]))
 
 
+def _windows_of_notices(docs: list[dict[str, Any]], waves: tuple[SavedWave, ...], where: str) -> None:
+    """Each wave's window is its notices' (`maintenance.window`): the earliest start, the latest end."""
+    for i, (w, wave) in enumerate(zip(docs, waves, strict=True)):
+        for key, given in zip(("window_start", "window_end"), window(wave.notices), strict=True):
+            if w[key] != given:
+                raise BadStateFile(where, f"waves.{i}.{key}", w[key], f"the wave's notices give {given or 'null'}")
+
+
 def _drained_before_cleared(waves: tuple[SavedWave, ...], where: str) -> None:
     """Each notice drained by one wave only, and cleared only at or after that wave (an edited plan otherwise
     clears what it has not drained, or drains a cube twice)."""
@@ -180,3 +203,23 @@ def _drained_before_cleared(waves: tuple[SavedWave, ...], where: str) -> None:
         for j, n in enumerate(w.cleared_after):
             if n.target not in drained_in:
                 raise BadStateFile(where, f"waves.{i}.cleared_after.{j}", n.target, "cleared before a wave drains it")
+
+
+def check_fleet(saved: SavedMaintenancePlan, fleet: Fleet) -> None:
+    """The checks of a saved plan that need the fleet it is applied to: each move's `to_pod` is a pod of the
+    fleet, and the pod of the cubes it moves into; BadStateFile (exit 2) naming the file, field and value."""
+    for i, wave in enumerate(saved.waves):
+        for j, move in enumerate(wave.moves):
+            if not move.to_pod:
+                continue
+            field = f"waves.{i}.moves.{j}.to_pod"
+            if move.to_pod not in fleet.pod_by_name:
+                raise BadStateFile(
+                    saved.path, field, move.to_pod, f"no such pod in this fleet ({', '.join(fleet.pod_by_name)})"
+                )
+            elsewhere = [c for c in move.cubes_in if fleet.cube_pod.get(c, move.to_pod) != move.to_pod]
+            if elsewhere:
+                pod = fleet.cube_pod[elsewhere[0]]
+                raise BadStateFile(
+                    saved.path, field, move.to_pod, f"the cubes it moves into are in {pod} ({elsewhere[0]})"
+                )

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tpufleet.constants import OCS_PER_DIM
 from tpufleet.doccheck import check
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Slice
 from tpufleet.ids import OcsId
 from tpufleet.jsontext import MAX_SPEC_BYTES, dumps_indented
+from tpufleet.model import Fleet
 from tpufleet.state.inputfiles import load_json_file
 from tpufleet.xconnect import OcsChange, Pair, Plan
 
@@ -28,6 +30,8 @@ _PAIRS = {
     "type": "array",
     "items": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
 }
+_OCS_ID = r"^ocs:pod[0-9]+/[xyz]/[0-9]+\Z"
+_COORD = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 3, "maxItems": 3}
 
 PLAN_SCHEMA = {
     "type": "object",
@@ -40,14 +44,19 @@ PLAN_SCHEMA = {
         "made": {"type": "string", "maxLength": 64},
         "shape": {"type": "string"},
         "twisted": {"type": "boolean"},
-        "cubes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+        "cubes": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": r"^c[0-9]{1,6}\Z"},
+            "additionalProperties": _COORD,  # the cube's place (a, b, c) in the slice's cube grid
+        },
         "ocs": {
             "type": "array",
             "items": {
                 "type": "object",
                 "required": ["id", "add", "remove", "keep"],
                 "properties": {
-                    "id": {"type": "string", "pattern": r"^ocs:pod[0-9]+/[xyz]/[0-9]+\Z"},
+                    "id": {"type": "string", "pattern": _OCS_ID},
                     "add": _PAIRS,
                     "remove": _PAIRS,
                     "keep": {"type": "integer", "minimum": 0},
@@ -55,6 +64,8 @@ PLAN_SCHEMA = {
             },
         },
         "summary": {"type": "object"},
+        "blocked": {"type": "array", "items": {"type": "string"}},
+        "deferred": {"type": "array", "items": {"type": "string", "pattern": _OCS_ID}},
     },
 }
 
@@ -127,6 +138,7 @@ class SavedPlan:
     made: str = ""
     coords: dict[str, tuple[int, ...]] | None = None  # cube -> its place in the cube grid, as reviewed
     summary: dict[str, Any] | None = None  # the counts the operator reviewed
+    fields: str = ""  # where its fields are in the file: "" (a slice's plan) or "plans.N." (a part of a job's)
 
 
 def _pairs(items: list[list[int]]) -> list[Pair]:
@@ -152,6 +164,8 @@ def _saved(doc: dict[str, Any], path: str, where: str) -> SavedPlan:
             ocs = OcsId.from_key(o["id"].split(":", 1)[1])
         except ValueError:  # digits the pattern admits but int() does not take (thousands of them)
             raise BadStateFile(path, f"{where}ocs.{i}.id", o["id"], "not an OCS id") from None
+        if ocs.index >= OCS_PER_DIM:
+            raise BadStateFile(path, f"{where}ocs.{i}.id", o["id"], f"no such OCS (index 0-{OCS_PER_DIM - 1})")
         changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
     coords = {cube: tuple(xyz) for cube, xyz in doc["cubes"].items()}
     return SavedPlan(
@@ -165,7 +179,30 @@ def _saved(doc: dict[str, Any], path: str, where: str) -> SavedPlan:
         doc.get("made", ""),
         coords,
         doc["summary"],
+        where,
     )
+
+
+def check_fleet(saved: SavedPlan, fleet: Fleet) -> None:
+    """The checks of a saved plan that need the fleet it is applied to: its cubes are cubes of the fleet, its OCS
+    are of a pod the fleet has, and every port it adds or removes is one of that pod's cabled ports (one a cube);
+    BadStateFile (exit 2) naming the file, field and value otherwise."""
+    at = saved.fields
+    for cube in saved.cubes:
+        if cube not in fleet.cube_pod:
+            raise BadStateFile(
+                saved.path, f"{at}cubes.{cube}", cube, f"no such cube in this fleet ({len(fleet.cube_pod)} cubes)"
+            )
+    for i, change in enumerate(saved.changes):
+        pod = fleet.pod_by_name.get(change.ocs.pod)
+        if pod is None:
+            raise BadStateFile(saved.path, f"{at}ocs.{i}.id", str(change.ocs), f"no pod {change.ocs.pod} in this fleet")
+        limit = len(pod.cubes)
+        for key, pairs in (("add", change.add), ("remove", change.remove)):
+            for j, pair in enumerate(pairs):
+                if max(pair) >= limit:
+                    problem = f"port outside the {limit} cabled ports of {change.ocs} (0-{limit - 1})"
+                    raise BadStateFile(saved.path, f"{at}ocs.{i}.{key}.{j}", list(pair), problem)
 
 
 @dataclass(frozen=True)
