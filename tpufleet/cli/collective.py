@@ -256,7 +256,12 @@ def collective_cmd(
         str | None,
         typer.Option("--dims", help="Dimension order for dim-by-dim (largest payload first) and multi-dim, e.g. yxz"),
     ] = None,
-    profile_file: Annotated[Path | None, shipped_yaml_option("--profile", "Hardware profile", "TPUv4 profile")] = None,
+    profile_file: Annotated[
+        Path | None,
+        shipped_yaml_option(
+            "--profile", "Hardware profile", "profile of the slice's generation; TPU v4 for the built-in model"
+        ),
+    ] = None,
     table_capacity: Annotated[
         int | None,
         typer.Option(
