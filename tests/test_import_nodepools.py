@@ -241,3 +241,49 @@ def test_allocation_leaves_the_room_unplaced_pools_hold(v5p):
     assert pod["free_healthy_cubes"] == 0
     assert v5p("release", "c").code == 0
     assert v5p("allocate", "d", "--shape", "4x4x4").code == 0  # room again
+
+
+def _tpu7x_pools(tmp_path: Path, pools: dict[str, str]) -> Path:
+    """A node list of one node per node pool (name -> topology) of tpu7x nodes, as the v5p fixture's TPU nodes."""
+    doc = json.loads(V5P.read_text())
+    template = next(n for n in doc["items"] if ACCEL in n["metadata"]["labels"])
+    items = []
+    for name, topology in pools.items():
+        node = json.loads(json.dumps(template))
+        node["metadata"]["name"] = f"node-{name}-0"
+        labels = node["metadata"]["labels"]
+        labels.update({POOL: name, ACCEL: "tpu7x", TOPO: topology})
+        labels["kubernetes.io/hostname"] = node["metadata"]["name"]
+        items.append(node)
+    return write(tmp_path, {**doc, "items": items}, "pools.json")
+
+
+@pytest.fixture
+def held_superpod(cli, tmp_path):
+    """A TPU7x superpod (144 cubes, 2 drained by the reservation) whose node pools hold 137 cubes tpufleet has
+    not placed: 5 free cubes of room."""
+    reservation = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", reservation, "--apply").code == 0
+    pools = _tpu7x_pools(tmp_path, {"big1": "16x16x16", "big2": "16x16x16", "mid": "12x12x4"})
+    assert cli("import", "k8s", pools, "--apply").code == 0
+    cli.reservation = reservation
+    return cli
+
+
+def test_the_clusters_running_slices_are_adopted_whatever_room_the_pools_hold(held_superpod):
+    slices = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-slices.json"
+    counts = held_superpod("import", "slices", slices, "-o", "json").json["drift_counts"]
+    assert (counts["not_in_tpufleet"], counts["conflict"]) == (6, 1)  # only the Slice on a drained cube conflicts
+
+
+def test_a_reschedule_and_the_sub_cube_room_leave_the_pools_room(held_superpod):
+    assert held_superpod("allocate", "s", "--shape", "4x4x20").code == 0  # 5 cubes: free room left 0
+    [pod] = held_superpod("capacity", "--after", "3", "-o", "json").json["pods"]
+    assert not any(v["fits_after"] for v in pod["verdicts"])  # no partly used cube, no fresh one to spare
+    assert held_superpod("inject-fault", "cube:c00").code == 0
+    r = held_superpod("reschedule", "s")
+    assert r.code == 1 and "held by node pools tpufleet has not placed" in r.err, r.err
+    assert held_superpod("inject-fault", "link:c41/x/5/out").code == 0  # a free cube with a port down
+    r = held_superpod("allocate", "t", "--shape", "2x2x1", "-o", "json")  # no pool could use it: placed there
+    assert r.code == 0 and r.json["cubes"] == ["c41"], r.err

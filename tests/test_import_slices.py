@@ -202,6 +202,7 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         ((1, "metadata.name", "llm-train-0"), "items.1.metadata.name", "also the name of item 0"),
         ((1, "kind", "Node"), "items.1.kind", "must be Slice"),
         ((1, "metadata.deletionTimestamp", 5), "items.1.metadata.deletionTimestamp", "must be a time"),
+        ((1, "metadata.deletionTimestamp", "not a time"), "items.1.metadata.deletionTimestamp", "must be a time"),
     ],
 )
 def test_malformed_slices_exit_2_naming_the_slice_and_field(superpod, slices, tmp_path, edit, field, words):

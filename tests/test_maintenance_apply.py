@@ -462,3 +462,18 @@ def test_a_plan_never_counts_on_a_cube_a_drain_it_did_not_open_keeps_down(cli, t
     line = one_line(cli("apply-maintenance", tmp_path / "plan.json", "--wave", "2"), 1)
     assert "stops slice 's'" in line  # what the plan said, before anything is drained
     assert snapshot(cli.state) == before
+
+
+def test_planning_again_clears_the_drains_an_earlier_plan_opened(cli, tmp_path):
+    """A plan made again after the first went stale takes over its drains: the first plan's wave 1 drain of c00
+    was "not ours" to the second, left down with nothing to clear it."""
+    assert cli("init").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8").code == 0
+    notices = [_future("c00", "01"), _future("c10", "03")]
+    _plan(cli, tmp_path, notices, parallel=1)
+    assert cli("apply-maintenance", tmp_path / "plan.json", "--wave", "1").code == 0  # drain f1 of c00, left open
+    assert cli("allocate", "z", "--shape", "4x4x4", "--cubes", "c10").code == 0
+    assert cli("apply-maintenance", tmp_path / "plan.json", "--wave", "2").code == 1  # stale: plan again
+    again = _plan(cli, tmp_path, notices, parallel=1)
+    assert [w["kept_down"] for w in again["waves"]] == [[], []]
+    assert "tpufleet clear-fault cube:c00" in again["commands"]

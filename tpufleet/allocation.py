@@ -221,13 +221,14 @@ def _best_fit_subcube(
 ) -> Allocation:
     best: tuple[tuple[int, int, int], str, str, Vec, tuple[int, ...]] | None = None
     for i, p in enumerate(pods):
-        # a whole free cube is one the pod's unplaced node pools may hold, when they hold all it has left
+        # a whole free cube a torus can use is one the pod's unplaced node pools may hold, when they hold all it
+        # has left (a cube with a port down is none they could use)
         fresh_ok = health.free_room(p.name, p.cubes, used) > 0
         for j, cube in enumerate(p.cubes):
             if (only and cube != only) or not health.cube_ok(cube):
                 continue
             taken = used.get(cube, set())
-            if len(taken) >= MACHINES_PER_CUBE or (not taken and not fresh_ok):
+            if len(taken) >= MACHINES_PER_CUBE or (not taken and not fresh_ok and health.cube_wirable(cube)):
                 continue
             for origin, machines in _subcube_boxes(shape):
                 if taken.isdisjoint(machines):

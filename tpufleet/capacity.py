@@ -80,9 +80,12 @@ def _cubes(dims: Vec) -> int:
 
 
 def subcube_room(shape: Shape, pod: Pod, used: MachineUsage, health: Health) -> int:
-    """How many healthy cubes of the pod have a free box of machines for this sub-cube shape."""
+    """How many healthy cubes of the pod have a free box of machines for this sub-cube shape, less the whole
+    free cubes the pod's unplaced node pools hold (`Health.held`)."""
     boxes = [set(machines) for _origin, machines in subcube_boxes(shape)]
-    return sum(1 for c in pod.cubes if health.cube_ok(c) and any(box.isdisjoint(used.get(c, set())) for box in boxes))
+    room = sum(1 for c in pod.cubes if health.cube_ok(c) and any(box.isdisjoint(used.get(c, set())) for box in boxes))
+    wirable_free = sum(1 for c in pod.cubes if not used.get(c) and health.cube_wirable(c))
+    return room - min(health.held.get(pod.name, 0), wirable_free)
 
 
 def verdicts(pod: Pod, fleet: Fleet, used: MachineUsage, health: Health, after: int = 0) -> list[Verdict]:

@@ -147,9 +147,17 @@ def clear_positions(plan: Sequence[Sequence[Notice]]) -> list[int]:
     return out
 
 
+WAVE_REASON = "maintenance wave "  # how a plan's drains begin: any plan's are a plan's to clear
+
+
 def wave_reason(number: int, wave: Sequence[Notice]) -> str:
     start, end = window(wave)
-    return f"maintenance wave {number}: {start} to {end or 'done'}"
+    return f"{WAVE_REASON}{number}: {start} to {end or 'done'}"
+
+
+def a_plans_drain(reason: str) -> bool:
+    """A drain a maintenance plan's wave opened (`wave_reason`), this plan's or one it replaces."""
+    return reason.startswith(WAVE_REASON)
 
 
 def drain_command(notice: Notice, reason: str) -> str:

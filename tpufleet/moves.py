@@ -60,8 +60,10 @@ def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used:
         for c in state.fleet.pod_by_name[sl.pod].cubes
         if c not in used and c not in sl.cubes and health.cube_wirable(c)
     ]
-    if len(free) < len(lost):
-        raise Refused(f"need {len(lost)} healthy free cube(s) in {sl.pod}, {len(free)} available")
+    held = health.held.get(sl.pod, 0)  # node pools tpufleet has not placed: their room stays free
+    if len(free) - held < len(lost):
+        note = f" ({held} of them held by node pools tpufleet has not placed)" if held else ""
+        raise Refused(f"need {len(lost)} healthy free cube(s) in {sl.pod}, {len(free)} available{note}")
     swap = dict(zip(lost, free, strict=False))  # the first free cubes, one for each lost one
     cubes = tuple(swap.get(c, c) for c in sl.cubes)
     return Allocation(sl.pod, cubes, {swap.get(c, c): v for c, v in sl.coords.items()})

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tpufleet import allocation
@@ -45,6 +45,7 @@ from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
 from tpufleet.shapes import Shape, Vec, generation_shape, parse_dims, validate_dims
 from tpufleet.text import bounded
+from tpufleet.timeparse import utc_stamp
 
 __all__ = [
     "DRIFT_KINDS",
@@ -156,7 +157,7 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     status = _object(item, "status", path, file, name)
     state = _state(status, f"{path}.status", file, name)
     deleting = meta.get("deletionTimestamp")
-    if deleting is not None and not isinstance(deleting, str):
+    if deleting is not None and (not isinstance(deleting, str) or utc_stamp(deleting) is None):
         raise _bad(file, f"{path}.metadata.deletionTimestamp", deleting, "must be a time (RFC 3339 text)", name)
     return GkeSlice(name, i, kind, topology, dims, partitions, state, deleting is not None, own)
 
@@ -400,7 +401,8 @@ def _new_or_conflict(state: FleetState, unmatched: list[_Placed], out: SlicePlan
         why = _name_taken(state, s.name)
         try:
             if why is None:
-                alloc = allocation.allocate(p.shape, state.fleet, used, health, p.pod, p.cubes)
+                # the cluster runs it there: the room unplaced node pools hold is no reason to refuse it
+                alloc = allocation.allocate(p.shape, state.fleet, used, replace(health, held={}), p.pod, p.cubes)
         except (Refused, BadInput) as exc:
             why = str(exc)
         if why is not None:

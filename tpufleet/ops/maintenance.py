@@ -154,7 +154,8 @@ def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -
         if existing is not None and not existing.planned:
             wave.steps.append({**step, "kept_failure": existing.id})
             continue
-        if existing is not None and existing.id not in {*run.ours, *_opened(wave)}:
+        theirs = existing is not None and not maintenance.a_plans_drain(existing.reason)  # a plan made again: ours
+        if theirs and existing is not None and existing.id not in {*run.ours, *_opened(wave)}:
             wave.steps.append({**step, "kept_drain": existing.id})
             continue
         wave.commands.append(maintenance.clear_command(n))
