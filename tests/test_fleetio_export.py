@@ -178,7 +178,7 @@ def test_export_to_a_file_and_json_summary(imported, tmp_path):
     r = imported("export", "slurm-topology", "--out", out, "-o", "json")
     assert r.code == 0, r.err
     assert r.json == {"kind": "topology.conf line", "file": str(out), "objects": 65}
-    assert json.loads(out.read_text()) == imported("export", "slurm-topology", "-o", "json").json  # as -o asks
+    assert out.read_text().startswith("# topology.conf")  # the file Slurm reads, whatever -o says
     assert imported("export", "slurm-topology", "--out", tmp_path / "missing" / "t.conf").code == 2
 
 
@@ -315,3 +315,11 @@ def test_kueue_objects_are_v1beta2_unless_asked(imported):
     ]
     r = imported("export", "kueue-topology", "--api-version", "v1alpha1")
     assert r.code == 2 and "--api-version" in r.err
+
+
+def test_slurm_topology_out_is_the_file_format_chooses_whatever_o_says(fleet, tmp_path):
+    conf = tmp_path / "topology.conf"
+    r = fleet("export", "slurm-topology", "--format", "conf", "--out", conf, "-o", "json")
+    assert r.code == 0 and r.json["file"] == str(conf)
+    assert conf.read_text() == fleet("export", "slurm-topology", "--format", "conf").out
+    assert "\nSwitchName=pod0 Switches=" in conf.read_text()

@@ -299,8 +299,8 @@ def test_check_fleet_names_a_move_to_another_pod_than_its_cubes():
     saved = SavedMaintenancePlan("p.json", "0" * 16, 1, (SavedWave(1, (), (), (move,), (), {}, ()),))
     with pytest.raises(BadStateFile) as caught:
         check_fleet(saved, default_fleet(2, 4))
-    assert (caught.value.field, caught.value.value) == ("waves.0.moves.0.to_pod", "pod0")
-    assert "in pod1 (c05)" in caught.value.problem
+    assert (caught.value.field, caught.value.value) == ("waves.0.moves.0.cubes_in.0", "c05")
+    assert "a cube of pod1, not of to_pod pod0" in caught.value.problem
 
 
 def test_bad_files_and_waves_exit_2(running, tmp_path):
@@ -477,3 +477,22 @@ def test_planning_again_clears_the_drains_an_earlier_plan_opened(cli, tmp_path):
     again = _plan(cli, tmp_path, notices, parallel=1)
     assert [w["kept_down"] for w in again["waves"]] == [[], []]
     assert "tpufleet clear-fault cube:c00" in again["commands"]
+
+
+def test_a_plan_made_again_clears_an_earlier_plans_drain_once_its_window_is_over(cli, tmp_path, monkeypatch):
+    from tpufleet.state import store
+
+    assert cli("init", "--pods", "1", "--cubes-per-pod", "3").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    assert cli("plan-xconnect", "a", "--apply").code == 0
+    notices = [_future("c00", "01"), _future("c01", "02")]
+    _plan(cli, tmp_path, notices, parallel=1)
+    assert cli("apply-maintenance", tmp_path / "plan.json", "--wave", "1").code == 0  # c00's drain left open
+    again = tmp_path / "again"
+    again.mkdir()
+    _plan(cli, again, notices, parallel=1)
+    assert cli("apply-maintenance", again / "plan.json", "--wave", "1").code == 0
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-07-02T10:00:00Z")  # c00's window is over
+    r = cli("apply-maintenance", again / "plan.json", "--wave", "2", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["steps"][0]["step"] == "clear" and r.json["steps"][0]["target"] == "cube:c00"

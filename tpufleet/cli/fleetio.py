@@ -218,9 +218,13 @@ OutOpt = Annotated[Path | None, typer.Option("--out", help="Write to this file (
 LabelMappingOpt = Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")]
 
 
-def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output) -> None:
+def _deliver(
+    kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output, fixed: bool = False
+) -> None:
     """Without --out the artefact itself goes to stdout (-o json and -o yaml: its data, the same in both); with
-    --out the file gets what stdout would (`_artefact`) and stdout a summary: {"kind", "file", "objects"}."""
+    --out the file gets what stdout would (`_artefact`), or with `fixed` (a file its reader knows in one format
+    only, as Slurm's, which --format chooses) the artefact's own text; stdout a summary: {"kind", "file",
+    "objects"}."""
     if out is None:
         if getattr(output, "value", output) in ("json", "yaml"):
             emit(as_json, output, text)
@@ -229,7 +233,7 @@ def _deliver(kind: str, text: Callable[[], str], as_json: Any, count: int, out: 
         return
     from tpufleet.state.files import write_output
 
-    write_output(out, _artefact(text, as_json, output).encode())
+    write_output(out, (text() if fixed else _artefact(text, as_json, output)).encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
     emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {out}")
 
@@ -393,11 +397,12 @@ def export_slurm_cmd(
     _note_left_out(exports.machines_without_node(state))
     if file_format is SlurmFile.yaml:
         doc = exports.slurm_topology_yaml(state, plugin.value)
-        _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output)
+        _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)
         return
     text = exports.slurm_topology(state, plugin.value)
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
-    _deliver("topology.conf line", lambda: text, {"plugin": plugin.value, "lines": lines}, len(lines), out, output)
+    data = {"plugin": plugin.value, "lines": lines}
+    _deliver("topology.conf line", lambda: text, data, len(lines), out, output, fixed=True)
 
 
 @export_app.command(

@@ -369,7 +369,8 @@ def _clear_overdue(state: FleetState, done: _Wave, notices: Sequence[Notice], ru
     plan counts on those cubes being back)."""
     for n in notices:
         existing = state.open_fault_on(CubeId(n.cube))
-        if existing is not None and existing.id in run.ours and _window_over(n, str(run.now)):
+        ours = existing is not None and (existing.id in run.ours or maintenance.a_plans_drain(existing.reason))
+        if existing is not None and ours and _window_over(n, str(run.now)):
             cleared = fault_ops.clear(state, n.target, str(run.now)).data["cleared"]
             done.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in cleared]})
 

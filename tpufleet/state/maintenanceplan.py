@@ -217,9 +217,8 @@ def check_fleet(saved: SavedMaintenancePlan, fleet: Fleet) -> None:
                 raise BadStateFile(
                     saved.path, field, move.to_pod, f"no such pod in this fleet ({', '.join(fleet.pod_by_name)})"
                 )
-            elsewhere = [c for c in move.cubes_in if fleet.cube_pod.get(c, move.to_pod) != move.to_pod]
-            if elsewhere:
-                pod = fleet.cube_pod[elsewhere[0]]
-                raise BadStateFile(
-                    saved.path, field, move.to_pod, f"the cubes it moves into are in {pod} ({elsewhere[0]})"
-                )
+            for k, cube in enumerate(move.cubes_in):
+                pod = fleet.cube_pod.get(cube, move.to_pod)
+                if pod != move.to_pod:
+                    where = f"waves.{i}.moves.{j}.cubes_in.{k}"
+                    raise BadStateFile(saved.path, where, cube, f"a cube of {pod}, not of to_pod {move.to_pod}")
