@@ -287,3 +287,11 @@ def test_a_reschedule_and_the_sub_cube_room_leave_the_pools_room(held_superpod):
     assert held_superpod("inject-fault", "link:c41/x/5/out").code == 0  # a free cube with a port down
     r = held_superpod("allocate", "t", "--shape", "2x2x1", "-o", "json")  # no pool could use it: placed there
     assert r.code == 0 and r.json["cubes"] == ["c41"], r.err
+
+
+def test_plan_spares_counts_the_pools_room_out_as_capacity_does(held_superpod):
+    [spares] = held_superpod("plan-spares", "-o", "json").json["pods"]
+    [capacity] = held_superpod("capacity", "-o", "json").json["pods"]
+    assert (spares["held_by_node_pools"], spares["free_healthy_cubes"]) == (137, 5)
+    assert spares["free_healthy_cubes"] == capacity["free_healthy_cubes"]
+    assert len(spares["hold_back"]) <= 5

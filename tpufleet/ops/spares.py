@@ -130,6 +130,10 @@ def _pod_plan(
     # a cube up now is free however small its odds (they underflow to 0 over a long horizon): only down is not
     free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in ctx.down]
     free.sort(key=lambda c: (-odds[c], position[c]))
+    # the cluster's node pools tpufleet has not placed hold some of them (which, unknown): as many are no spares,
+    # counted off the least reliable end
+    held = min(ctx.state.health().held.get(pod.name, 0), len(free))
+    free = free[: len(free) - held]
     ocs = _ocs_term(ctx.state, pod, slices, rates, horizon, gen)
     curve = spares.spare_curve([odds[c] for c in own], [odds[c] for c in free], len(own), ocs, confidence)
     shown_to = min(len(free), curve.best + 2)
@@ -148,6 +152,7 @@ def _pod_plan(
         "needed_cubes": len(own),
         "ocs_all_up": ocs,
         "free_healthy_cubes": len(free),
+        "held_by_node_pools": held,
         "spares": curve.spares,
         "probability": curve.probability,
         "best_spares": curve.best,
