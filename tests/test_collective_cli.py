@@ -183,3 +183,11 @@ def test_routes_table_capacity_exports_sparse_tables_and_stores_nothing(cli, tmp
     rows = json.loads(out.read_text())["port"]  # chip -> destination -> port; -2: no entry, -1: itself
     assert len(rows) == 128 and all(sum(v >= 0 for v in row) <= 20 for row in rows)
     assert all(row[i] == -1 for i, row in enumerate(rows))
+
+
+@pytest.mark.parametrize("flag", [["--model-flops-per-step", "4.1e17"], ["--layout", "sharded"]])
+def test_a_job_option_with_an_unknown_name_says_the_name_is_unknown(routed, flag):
+    r = routed("collective", "nosuch", "--op", "all-reduce", "--bytes", "1GiB", *flag)
+    assert r.code == 1 and "unknown slice 'nosuch'" in r.err, r.err
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", *flag)  # a slice: the option is wrong
+    assert r.code == 2 and f"bad option {flag[0]}: applies to a multislice job" in r.err, r.err

@@ -335,7 +335,7 @@ def collective_cmd(
     store = ctx.obj.store()
     state = store.load()
     profile = _profile_for(state, name, profile_file)
-    if name not in state.jobs and (flops is not None or layout != "replicated"):
+    if name not in state.jobs and name in state.slices and (flops is not None or layout != "replicated"):
         flag = "--model-flops-per-step" if flops is not None else "--layout"
         raise BadInput(f"bad option {flag}: applies to a multislice job, not a slice")
     if name in state.jobs:
