@@ -64,11 +64,10 @@ class _Wave:
 class _Run:
     """How a wave runs: on a plan's copy (each step at its notice's window; a slice that cannot move is noted
     as unserved) or applied (every step at `now`, the moved slices wired and routed; a refusal stops it all).
-    Applied, a clear closes only a drain the plan's waves opened (`ours`) whose window is over at `now`."""
+    Applied, a clear closes a plan's drain (`maintenance.a_plans_drain`) only once its window is over at `now`."""
 
     now: str | None = None
     route: Callable[[FleetState, str], dict[str, Any]] | None = None
-    ours: frozenset[str] = frozenset()
 
     @property
     def applying(self) -> bool:
@@ -154,8 +153,7 @@ def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -
         if existing is not None and not existing.planned:
             wave.steps.append({**step, "kept_failure": existing.id})
             continue
-        theirs = existing is not None and not maintenance.a_plans_drain(existing.reason)  # a plan made again: ours
-        if theirs and existing is not None and existing.id not in {*run.ours, *_opened(wave)}:
+        if existing is not None and not maintenance.a_plans_drain(existing.reason):  # this plan's, or one it replaced
             wave.steps.append({**step, "kept_drain": existing.id})
             continue
         wave.commands.append(maintenance.clear_command(n))
@@ -220,12 +218,9 @@ def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares
     clears = maintenance.clear_positions(groups)
     sim = copy.deepcopy(state)
     rows = []
-    ours: set[str] = set()  # the drains the plan's waves opened: the only ones it clears
     for i, group in enumerate(groups):
         cleared = [n for j, g in enumerate(groups) if clears[j] == i for n in g]
-        wave = _Wave(i + 1, list(group))
-        rows.append(_run_wave(sim, wave, cleared, _Run(ours=frozenset(ours)), spares))
-        ours.update(_opened(wave))
+        rows.append(_run_wave(sim, _Wave(i + 1, list(group)), cleared, _Run(), spares))
     return Outcome(_document(state, notices, rows, max_parallel, spares, source))
 
 
@@ -255,26 +250,21 @@ def _document(
 
 @dataclass(frozen=True)
 class AppliedWaves:
-    """What the journal says of a plan's applied waves: wave number -> the serial that applied it, and the drains
-    those waves opened (the ones a later wave may clear)."""
+    """What the journal says of a plan's applied waves: wave number -> the serial that applied it."""
 
     serials: dict[int, int]
-    drains: frozenset[str]
 
 
 def applied_waves(entries: Sequence[JournalEntry], saved: SavedMaintenancePlan) -> AppliedWaves:
     """This plan's applied waves, from the journal's entries (this plan's id, after its serial)."""
-    serials, drains = {}, set()
+    serials = {}
     for e in entries:
-        details = e.details or {}
-        mark = details.get(JOURNAL_PLAN_KEY)
+        mark = (e.details or {}).get(JOURNAL_PLAN_KEY)
         if isinstance(mark, Mapping) and mark.get("id") == saved.plan_id and e.serial > saved.serial:
             wave = mark.get("wave")
             if isinstance(wave, int):
                 serials[wave] = e.serial
-            opened = details.get("faults_opened")
-            drains |= {f for f in opened if isinstance(f, str)} if isinstance(opened, list) else set()
-    return AppliedWaves(serials, frozenset(drains))
+    return AppliedWaves(serials)
 
 
 def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, applied: Mapping[int, int]) -> None:
@@ -354,7 +344,7 @@ def apply_wave(
     why = changed_since(state, saved, wave, set(applied.serials.values()))
     if why:
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
-    run = _Run(now, lambda s, name: _route(s, name, now, save_tables), applied.drains)
+    run = _Run(now, lambda s, name: _route(s, name, now, save_tables))
     done = _Wave(number, list(wave.notices))
     _clear_overdue(state, done, [n for w in saved.waves[: number - 1] for n in w.cleared_after], run)
     record = _run_wave(state, done, wave.cleared_after, run, 0)
@@ -369,8 +359,7 @@ def _clear_overdue(state: FleetState, done: _Wave, notices: Sequence[Notice], ru
     plan counts on those cubes being back)."""
     for n in notices:
         existing = state.open_fault_on(CubeId(n.cube))
-        ours = existing is not None and (existing.id in run.ours or maintenance.a_plans_drain(existing.reason))
-        if existing is not None and ours and _window_over(n, str(run.now)):
+        if existing is not None and maintenance.a_plans_drain(existing.reason) and _window_over(n, str(run.now)):
             cleared = fault_ops.clear(state, n.target, str(run.now)).data["cleared"]
             done.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in cleared]})
 
