@@ -17,7 +17,7 @@ from tpufleet.cli.app import (
     command_group,
     examples,
 )
-from tpufleet.cli.render import emit, finite, to_json
+from tpufleet.cli.render import data_text, emit
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -241,14 +241,8 @@ def _deliver(
 def _artefact(text: Callable[[], str], as_json: Any, output: Output) -> str:
     """The export in the format -o asks, as `emit` prints it (as `report --out` does): -o json and -o yaml its
     data, the table output the artefact's own text (YAML manifests, topology.conf, topology.yaml)."""
-    value = getattr(output, "value", output)
-    if value == "json":
-        return to_json(as_json) + "\n"
-    if value == "yaml":
-        from tpufleet.cli import yamltext
-
-        return yamltext.dump(finite(as_json), sort_keys=False, default_flow_style=None)
-    return text()
+    data = data_text(as_json, output)
+    return text() if data is None else data
 
 
 def _yaml_text(doc: Any) -> str:

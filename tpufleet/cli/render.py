@@ -37,6 +37,19 @@ def to_json(data: Any) -> str:
 Renderers = Mapping[str, Callable[[], str]]
 
 
+def data_text(data: Any, fmt: Any) -> str | None:
+    """`data` as `-o json` or `-o yaml` prints it, ending in a newline (what `--out` writes in those formats);
+    None for the other formats, which the command renders itself."""
+    value = getattr(fmt, "value", fmt)
+    if value == "json":
+        return to_json(data) + "\n"
+    if value == "yaml":
+        from tpufleet.cli import yamltext
+
+        return yamltext.dump(finite(data), sort_keys=False, default_flow_style=None).rstrip() + "\n"
+    return None
+
+
 def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | None = None) -> None:
     """`data` as `fmt` (an `Output` or `ReportOutput`) on stdout: json and yaml from the data itself, the table
     and the report formats from the command's renderers (the table made terminal-safe; csv, md and html escape
@@ -48,12 +61,8 @@ def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | N
 
             raise BadInput(f"bad option -o/--output: this command does not write {value}")
         typer.echo(renderers[value](), color=True)  # the data as the format escapes it, never stripped by Click
-    elif value == "json":
-        typer.echo(to_json(data))
-    elif value == "yaml":
-        from tpufleet.cli import yamltext
-
-        typer.echo(yamltext.dump(finite(data), sort_keys=False, default_flow_style=None).rstrip())
+    elif value in ("json", "yaml"):
+        typer.echo(data_text(data, value), nl=False)
     else:
         from tpufleet.text import terminal_safe
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
-from tpufleet.cli.render import emit, flat_table, grid
+from tpufleet.cli.render import data_text, emit, flat_table, grid
 from tpufleet.text import around, printable
 
 Row = dict[str, Any]
@@ -101,7 +101,6 @@ def report_cmd(
     from datetime import UTC, datetime
 
     from tpufleet.cli.mapview import render_map
-    from tpufleet.cli.render import finite, to_json
     from tpufleet.ops import views
     from tpufleet.state.files import check_output_path, write_output
 
@@ -114,14 +113,7 @@ def report_cmd(
     if out is None and output in (ReportOutput.table, ReportOutput.json, ReportOutput.yaml):
         emit(r, output, lambda: _table(r, map_text))
         return
-    if output is ReportOutput.json:
-        text = to_json(r) + "\n"
-    elif output is ReportOutput.yaml:
-        from tpufleet.cli import yamltext
-
-        text = yamltext.dump(finite(r), sort_keys=False)
-    else:
-        text = _text(r, output, map_text)
+    text = data_text(r, output) or _text(r, output, map_text)
     if out is None:
         typer.echo(text, nl=False)
         return
