@@ -141,12 +141,13 @@ def wirable_first(pods: Sequence[str], health: Health, wirable: Wirable) -> list
 
 def _held_problem(pod: Pod, cubes: Sequence[str], used: MachineUsage, health: Health) -> list[str]:
     """Why the given cubes would leave the pod fewer free cubes than its unplaced node pools hold (none if not)."""
-    held = health.held.get(pod.name, 0)
-    left = sum(1 for c in pod.cubes if c not in used and health.cube_wirable(c) and c not in cubes)
-    if left >= held:
+    room = health.room(pod.name, pod.cubes, [*used, *cubes])
+    if room >= 0:
         return []
+    held = health.held[pod.name]
     return [
-        f"{pod.name} would keep {left} free cube(s), and node pools tpufleet has not placed hold {held} (import k8s)"
+        f"{pod.name} would keep {room + held} free cube(s), and node pools tpufleet has not placed hold {held}"
+        " (import k8s)"
     ]
 
 

@@ -28,12 +28,15 @@ class Health:
     # unknown, so an allocation leaves that many free in the pod
     held: dict[str, int] = field(default_factory=dict)
 
-    def free_room(self, pod: str, cubes: Iterable[str], used: Iterable[str]) -> int:
+    def room(self, pod: str, cubes: Iterable[str], used: Iterable[str]) -> int:
         """Free cubes of a pod (its `cubes`; `used` those slices hold) a torus can use (every port working), less
-        the cubes its unplaced node pools hold."""
+        the cubes its unplaced node pools hold: below 0 when the pools hold more than is free."""
         taken = set(used)
-        free = sum(1 for c in cubes if c not in taken and self.cube_wirable(c))
-        return max(0, free - self.held.get(pod, 0))
+        return sum(1 for c in cubes if c not in taken and self.cube_wirable(c)) - self.held.get(pod, 0)
+
+    def free_room(self, pod: str, cubes: Iterable[str], used: Iterable[str]) -> int:
+        """`room`, at least 0: the free cubes an allocation may take."""
+        return max(0, self.room(pod, cubes, used))
 
     def cube_ok(self, cube: str) -> bool:
         return cube not in self.cubes_out
