@@ -11,6 +11,7 @@ a large input and an idle CPU, pieces are decoded ahead in forked worker process
 from __future__ import annotations
 
 import gzip
+import re
 import sys
 import zlib
 from collections import deque
@@ -227,6 +228,9 @@ def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
     return data[:cut], data[cut:]
 
 
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what `surrogateescape` makes of a byte that is not UTF-8
+
+
 def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: bool, log: events.Log) -> list[str]:
     """The piece's lines as text. A line that is not UTF-8 is bad input naming its line, or with `skip_bad` one
     bad line skipped (left empty, so the lines keep their numbers)."""
@@ -237,7 +241,7 @@ def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: boo
     text = piece[len(_BOM) if _bom(piece, offset) else 0 :].decode("utf-8", "surrogateescape")
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if any("\udc80" <= c <= "\udcff" for c in line):  # an undecodable byte, escaped: no UTF-8 text has one
+        if _ESCAPED_BYTE.search(line):  # an undecodable byte, escaped: no UTF-8 text has one
             if not skip_bad:
                 raw = line.encode("utf-8", "surrogateescape")[:40]
                 raise BadRecord(name, before + i + 1, "<line>", raw, "not UTF-8 text")
