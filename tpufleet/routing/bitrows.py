@@ -263,7 +263,8 @@ def repair_order(
         at += size
     pair_at = np.empty(count, dtype=np.int32)  # read only at kept places
     pair_at[kept] = left.pairs  # both ascending
-    ordered: npt.NDArray[np.int32] = pair_at[order[kept[order]]]  # a mask, not a list of a million indices
+    # a mask, not a list of a million indices; `compress` and `take`, not `[]`: a third of the time
+    ordered: npt.NDArray[np.int32] = np.take(pair_at, np.compress(np.take(kept, order), order))
     return ordered
 
 

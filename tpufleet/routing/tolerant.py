@@ -326,7 +326,7 @@ def chain_rounds(alive: ChipGraph, todo: npt.NDArray[np.integer[Any]], bad: Bool
             held = np.logical_and.reduce(np.take(bad, nexts), axis=0)
             stuck[a:b] = held
             bad[batch] = held  # all of the batch were without a route: those repaired now have one
-        todo = todo[stuck]
+        todo = np.compress(stuck, todo)
         if stuck.all() or not len(todo):
             break
     return len(todo)
