@@ -42,3 +42,34 @@ def test_declared_model_needs_the_slice_shape(cli, tmp_path, topology, field):
     path = _log(tmp_path, "bad.jsonl", topology=topology, model_flops_per_step=FLOPS)
     r = cli("goodput-report", path, state=False)
     assert r.code == 2 and f"field {field}" in r.err and r.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("accelerator", ["tpu7x", "tpu-v5p", "tpu-v5p-slice"])
+def test_the_modelled_ideal_step_uses_the_job_accelerators_figures(cli, tmp_path, accelerator):
+    """A TPU7x or v5p job (by generation name or GKE label) is modelled with its generation's peak FLOP/s and
+    links, as `collective` models it, not TPU v4's; an accelerator tpufleet has no figures for keeps TPU v4's."""
+    from tpufleet.collectives.profile import default_profile, for_generation
+    from tpufleet.state.generations import shipped
+
+    shape = parse_shape("4x4x4")
+    profile = for_generation(default_profile(), shipped(accelerator.removesuffix("-slice")))
+    ideal = ideal_step_time(shape, FLOPS, GRADS, profile)
+    assert ideal < ideal_step_time(shape, FLOPS, GRADS)  # a faster chip than TPU v4's
+    declared = _log(tmp_path, "model.jsonl", topology="4x4x4", model_flops_per_step=FLOPS, gradient_bytes=GRADS)
+    _relabel(declared, accelerator)
+    measured = _log(tmp_path, "ideal.jsonl", topology="4x4x4", ideal_step_s=ideal)
+    other = _log(tmp_path, "other.jsonl", topology="4x4x4", model_flops_per_step=FLOPS, gradient_bytes=GRADS)
+    _relabel(other, "tpu-v9")
+    v4 = _log(tmp_path, "v4.jsonl", topology="4x4x4", ideal_step_s=ideal_step_time(shape, FLOPS, GRADS))
+    runs = [cli("goodput-report", path, "-o", "json", state=False) for path in (declared, measured, other, v4)]
+    assert [r.code for r in runs] == [0, 0, 0, 0], [r.err for r in runs]
+    pg = [r.json["jobs"][0]["pg"] for r in runs]
+    assert pg[0] == pytest.approx(pg[1], rel=1e-12) and pg[2] == pytest.approx(pg[3], rel=1e-12)
+    assert pg[0] < pg[2]
+
+
+def _relabel(path: str, accelerator: str) -> None:
+    with open(path) as fh:
+        text = fh.read()
+    with open(path, "w") as fh:
+        fh.write(text.replace('"tpu-v4"', f'"{accelerator}"', 1))

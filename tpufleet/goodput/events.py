@@ -33,13 +33,16 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from tpufleet.constants import DAY, MiB
 from tpufleet.errors import BadInput, shown
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
 from tpufleet.jsontext import parse_json_line
 from tpufleet.text import plain_float
+
+if TYPE_CHECKING:
+    from tpufleet.collectives.profile import Profile
 
 SCHEMA_VERSION = 1
 MAX_CHIPS = 10_000_000  # chips of a job, an allocation or a capacity record
@@ -180,6 +183,8 @@ class Log:
     records: int = 0
     job_limit: int = 0  # jobs admitted (events and job records, each counted): 0 for no limit (the simulator's)
     unrecorded: set[str] = field(default_factory=set)  # jobs named without a record (`name_job`): defaults only
+    # accelerator -> the hardware figures a job's modelled ideal step is worked out with (others: TPU v4's)
+    step_profiles: Mapping[str, Profile] = field(default_factory=dict)
 
     def columns(self, job: str) -> EventColumns:
         """The job's event columns, new ones for a new job; TooManyJobs past `job_limit`."""
@@ -237,9 +242,10 @@ def _int(
     return number
 
 
-def _modelled_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> float:
+def _modelled_step(rec: Mapping[str, Any], chips: int, file: str, line: int, profile: Profile | None) -> float:
     """The ideal step of a job that declares its model instead of a measured step: compute at the profile's peak
-    plus the modelled all-reduce of its gradients on its slice shape (tpufleet.collectives.cost.ideal_step_time)."""
+    plus the modelled all-reduce of its gradients on its slice shape (tpufleet.collectives.cost.ideal_step_time);
+    `profile`: its accelerator's figures (None: the shipped TPU v4 profile)."""
     from tpufleet.collectives.cost import ideal_step_time
     from tpufleet.errors import BadInput
     from tpufleet.shapes import parse_shape
@@ -255,7 +261,7 @@ def _modelled_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> 
         ) from None
     if shape.chips != chips:
         raise BadRecord(file, line, "chips", chips, f"differs from the {shape.chips} chips of topology {shape}")
-    return ideal_step_time(shape, flops, grads)
+    return ideal_step_time(shape, flops, grads, profile)
 
 
 def _float(rec: Mapping[str, Any], key: str, file: str, line: int) -> float | None:
@@ -296,7 +302,7 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
     if kind == "event":
         _add_event(log, rec, file, line)
     elif kind == "job":
-        log.add_job(_job(rec, file, line))
+        log.add_job(_job(rec, file, line, log.step_profiles))
     elif kind == "capacity":
         when = parse_time(rec.get("time"), file, line)
         accelerator = _str(rec, "accelerator", file, line, "unknown")
@@ -347,7 +353,7 @@ def fold_slices(log: Log) -> None:
     log.slice_allocations.clear()
 
 
-def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
+def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Profile]) -> Job:
     job = _str(rec, "job", file, line)
     if not job:
         raise BadRecord(file, line, "job", rec.get("job"), "is required")
@@ -355,7 +361,9 @@ def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
     if phase not in PHASES:
         raise BadRecord(file, line, "phase", phase, f"must be one of {', '.join(PHASES)}")
     chips = _int(rec, "chips", file, line, required=True, minimum=1)
-    ideal = _ideal_step(rec, chips, file, line)  # judged before the other fields, as always (which error wins)
+    ideal = _ideal_step(
+        rec, chips, file, line, profiles
+    )  # judged before the other fields, as always (which error wins)
     return Job(
         job,
         _str(rec, "accelerator", file, line, "unknown"),
@@ -370,7 +378,9 @@ def _job(rec: Mapping[str, Any], file: str, line: int) -> Job:
     )
 
 
-def _ideal_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> float | None:
+def _ideal_step(
+    rec: Mapping[str, Any], chips: int, file: str, line: int, profiles: Mapping[str, Profile]
+) -> float | None:
     """Declared (ideal_step_s), from FLOPs at the chips' peak, or modelled from the model and slice shape; each
     at most MAX_IDEAL_STEP_S (the field it comes from named when it is not)."""
     ideal = _float(rec, "ideal_step_s", file, line)
@@ -381,7 +391,9 @@ def _ideal_step(rec: Mapping[str, Any], chips: int, file: str, line: int) -> flo
         if not 0 < ideal < math.inf:
             raise BadRecord(file, line, "flops_per_step", flops, "gives no finite ideal step time")
     if ideal is None and rec.get("model_flops_per_step") not in (None, ""):
-        ideal, source = _modelled_step(rec, chips, file, line), "model_flops_per_step"
+        accelerator = rec.get("accelerator")
+        profile = profiles.get(accelerator) if isinstance(accelerator, str) else None
+        ideal, source = _modelled_step(rec, chips, file, line, profile), "model_flops_per_step"
     if ideal is not None and not ideal <= MAX_IDEAL_STEP_S:
         raise BadRecord(
             file,

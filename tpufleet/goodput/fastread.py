@@ -11,7 +11,7 @@ problem (file, line, field, value) or accepts it as before.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tpufleet.goodput.events import (
     CODE,
@@ -23,6 +23,11 @@ from tpufleet.goodput.events import (
     add_record,
 )
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from tpufleet.collectives.profile import Profile
 
 try:
     import msgspec  # type: ignore[import-not-found, unused-ignore]
@@ -221,7 +226,7 @@ def add_decoded(decoded: Decoded, first_line: int, file: str, log: Log) -> int:
     its other records is bad or disagrees with a job record read before (the standard reader then names the
     problem)."""
     if decoded.others:
-        scratch = _others(decoded.others, first_line, file)
+        scratch = _others(decoded.others, first_line, file, log.step_profiles)
         if scratch is None or any(_disagrees(log, job) for job in scratch.jobs.values()):
             return 0
         if _over_job_limit(log, decoded.batch.jobs, scratch.jobs):
@@ -273,11 +278,13 @@ def _split(records: list[Any]) -> tuple[list[Any], list[tuple[int, Any]]]:
     return events, [(i, records[i]) for i in at]
 
 
-def _others(others: list[tuple[int, str, dict[str, Any]]], first_line: int, file: str) -> Log | None:
+def _others(
+    others: list[tuple[int, str, dict[str, Any]]], first_line: int, file: str, profiles: Mapping[str, Profile]
+) -> Log | None:
     """Job, capacity and schema records judged by `add_record` into a scratch Log; None if any is bad."""
     from tpufleet.errors import BadInput
 
-    scratch = Log()
+    scratch = Log(step_profiles=profiles)
     try:
         for i, kind, fields in others:
             add_record(scratch, {"type": kind, **fields}, file, first_line + i)

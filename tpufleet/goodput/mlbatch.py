@@ -13,8 +13,12 @@ from tpufleet.goodput.fastread import Batch
 from tpufleet.goodput.mlgoodput import PHASE_TIMES
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
     import numpy.typing as npt
+
+    from tpufleet.collectives.profile import Profile
 
     Ints = npt.NDArray[np.int64]
 
@@ -56,7 +60,7 @@ class Columns(NamedTuple):
     special: list[tuple[int, Any]]
 
 
-def staged(c: Columns, file: str) -> tuple[Batch, list[Job]] | None:
+def staged(c: Columns, file: str, profiles: Mapping[str, Profile]) -> tuple[Batch, list[Job]] | None:
     """Every entry's events as a Batch in job order (entry order within a job, each entry's in the importer's
     order, checkpoint entries without a job name last: the importer adopts them once the file is read), and the
     job records of the ``job_metadata`` entries in order; None if one fails a check. The events are placed
@@ -74,7 +78,8 @@ def staged(c: Columns, file: str) -> tuple[Batch, list[Job]] | None:
         numbers = c.steps if k == STEP_SLOT else np.full(len(rows), -1, dtype=np.int64)
         found.append((rows, seconds, np.full(len(rows), CODE[name], dtype=np.int8), numbers))
     if c.special:
-        checkpoints = _special(c.special, [names[j] for j in job[[i for i, _ in c.special]].tolist()], file, metadata)
+        jobs = [names[j] for j in job[[i for i, _ in c.special]].tolist()]
+        checkpoints = _special(c.special, jobs, file, metadata, profiles)
         if checkpoints is None:
             return None
         found += checkpoints
@@ -133,7 +138,9 @@ def with_events(b: Batch) -> Batch:
     return b._replace(jobs=[j for j, k in zip(b.jobs, keep.tolist(), strict=True) if k], bounds=bounds)
 
 
-def _special(entries: list[tuple[int, Any]], jobs: list[str], file: str, metadata: list[Job]) -> Found | None:
+def _special(
+    entries: list[tuple[int, Any]], jobs: list[str], file: str, metadata: list[Job], profiles: Mapping[str, Profile]
+) -> Found | None:
     """Checkpoint-logger entries' two events (start, end) and the job records of ``job_metadata`` entries, each
     judged by the standard importer; None if one is adopted or has times beside its metadata (the standard
     reader's to judge), or is bad (BadRecord raised)."""
@@ -147,7 +154,7 @@ def _special(entries: list[tuple[int, Any]], jobs: list[str], file: str, metadat
         if meta is not _U:
             if not isinstance(meta, dict) or not _only_metadata(e) or e.job_name is _U:
                 return None
-            scratch = Log()
+            scratch = Log(step_profiles=profiles)
             add_record(scratch, {**meta, "type": "job", "job": job}, file, i + 1)  # (row i is line i + 1)
             metadata.append(scratch.jobs[job])
             continue

@@ -118,7 +118,7 @@ def read(data: bytes, file: str, log: Log) -> bool:
         return False
     try:
         columns = _columns(data, starts)
-        staged = None if columns is None else mlbatch.staged(columns, file)
+        staged = None if columns is None else mlbatch.staged(columns, file, log.step_profiles)
     except (msgspec.DecodeError, RecursionError, BadRecord, ValueError, OverflowError):  # a number beyond int64
         return False
     if staged is None or _over_job_limit(log, staged[0].jobs):

@@ -14,8 +14,9 @@ against each other. Every error names the file, the field and the value (exit 2)
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tpufleet.doccheck import Schema, check
 from tpufleet.errors import BadInput, BadStateFile
@@ -34,6 +35,9 @@ from tpufleet.generations import (
     from_document,
 )
 from tpufleet.state.inputfiles import load_yaml
+
+if TYPE_CHECKING:
+    from tpufleet.collectives.profile import Profile
 
 __all__ = ["DEFAULT", "GENERATION_SCHEMA", "SHIPPED_DIR", "document", "load", "names", "shipped"]
 
@@ -138,3 +142,33 @@ def shipped(name: str) -> Generation:
     if gen.name != name:
         raise BadStateFile(str(path), "name", gen.name, f"must be the file's name, {name}")
     return gen
+
+
+class StepProfiles(Mapping[str, "Profile"]):
+    """Each shipped generation's figures for a goodput job's modelled ideal step, by the generation's name and by
+    its GKE accelerator label: the shipped TPU v4 profile with the generation's own ICI, peak FLOP/s, HBM and DCN
+    (`collectives.profile.for_generation`, as `collective` and `simulate-fleet` use); TPU v4 keeps the shipped
+    profile itself. The files are read on the first look-up, so a report whose jobs declare no model reads none.
+    Holds nothing itself: it pickles to a worker process as it is."""
+
+    def __getitem__(self, accelerator: str) -> Profile:
+        return _step_profiles()[accelerator]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_step_profiles())
+
+    def __len__(self) -> int:
+        return len(_step_profiles())
+
+
+@functools.cache
+def _step_profiles() -> dict[str, Profile]:
+    from tpufleet.collectives.profile import default_profile, for_generation
+
+    base = default_profile()
+    table: dict[str, Profile] = {}
+    for name in names():
+        gen = shipped(name)
+        profile = base if name == "tpu-v4" else for_generation(base, gen)
+        table[name] = table[gen.gke_accelerator] = profile
+    return table

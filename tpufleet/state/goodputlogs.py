@@ -27,6 +27,7 @@ from tpufleet.goodput import columnar, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.jsontext import parse_json_line
+from tpufleet.state.generations import StepProfiles
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file, size_text
 
 if TYPE_CHECKING:
@@ -328,7 +329,7 @@ def load(
     ml-goodput forms are read whole (each at most MAX_LOG_BYTES decompressed). More than `job_limit` jobs is
     BadInput naming the log where the one too many is. With `whole_lines`, each log's last line is read only
     once finished: a JSON object, or ended by a line break (a writer may be partway through it)."""
-    log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit)
+    log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit, step_profiles=StepProfiles())
     budget = MAX_TOTAL_LOG_BYTES
     native = [p for p in paths if fmt == "native" and not str(p).lower().endswith(".csv")]
     reading = _Reading(skip_bad, whole_lines)
@@ -456,7 +457,7 @@ def load_part(path: Path, fmt: str, skip_bad: bool) -> tuple[events.Log, int]:
     """One log read alone, in this process (a Dask worker's share of a report): its records and the bytes it
     held (decompressed), each log at most MAX_LOG_BYTES and MAX_JOBS jobs; the caller checks the limits of all
     the logs together (`load` is the reference: it says which log goes over)."""
-    log = events.Log(job_limit=events.MAX_JOBS)
+    log = events.Log(job_limit=events.MAX_JOBS, step_profiles=StepProfiles())
     native = fmt == "native" and not str(path).lower().endswith(".csv")
     name = shown_name(path)
     with _open(path) as fh:
