@@ -142,3 +142,13 @@ def test_ml_goodput_metadata_in_one_log_and_steps_in_another_keep_the_metadata(t
         serial = build(paths, fmt="ml-goodput")
         assert serial["jobs"][0]["chips"] == 64 and serial["jobs"][0]["pg_basis"] == "declared"
         assert json.dumps(build(paths, fmt="ml-goodput", cluster=scheduler)) == json.dumps(serial)
+
+
+def test_a_copy_of_a_log_is_refused_on_the_cluster_as_in_one_process(cli, tmp_path, scheduler):
+    paths = split_logs(tmp_path, seed=5, files=3)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(paths[1].read_bytes())
+    serial = cli("goodput-report", *paths, copy, state=False)
+    shared = cli("goodput-report", *paths, copy, "--cluster", scheduler, state=False)
+    assert serial.code == shared.code == 2 and serial.err == shared.err, (serial.err, shared.err)
+    assert f"{copy} holds the same bytes as {paths[1]}" in shared.err

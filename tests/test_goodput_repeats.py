@@ -52,6 +52,33 @@ def test_one_log_given_twice_is_refused(cli, tmp_path):
         assert r.code == 2 and "given twice" in r.err and len(r.err.strip().splitlines()) == 1, r.err
 
 
+@pytest.mark.parametrize("how", ["copy", "gzip", "stdin"])
+def test_one_log_under_another_name_is_refused(cli, tmp_path, monkeypatch, how):
+    """A copy, its gzip or the same bytes on standard input: two logs' events at one instant interleave, so the
+    repeats are not adjacent and a step would count twice (PG 0.375 where the log alone gives 0.3125)."""
+    import gzip
+    import io
+    import sys
+
+    log = NATIVE[0]
+    other = tmp_path / ("copy.jsonl.gz" if how == "gzip" else "copy.jsonl")
+    other.write_bytes(gzip.compress(log.read_bytes()) if how == "gzip" else log.read_bytes())
+    if how == "stdin":
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log.read_bytes())))
+        other = Path("-")
+    r = cli("goodput-report", other, log)
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    shown = "<stdin>" if how == "stdin" else str(other)
+    assert f"{log} holds the same bytes as {shown}" in r.err
+
+
+def test_logs_that_differ_are_both_read(cli, tmp_path):
+    log = NATIVE[0]
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(log.read_bytes().replace(b'"job":"', b'"job":"other-'))
+    assert cli("goodput-report", log, other).code == 0
+
+
 def test_a_repeated_step_is_not_a_second_step(cli, tmp_path):
     lines = [
         '{"type":"capacity","time":"2026-01-05T00:00:00Z","accelerator":"tpu-v4","chips":8}',

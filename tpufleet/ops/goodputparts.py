@@ -32,8 +32,9 @@ from tpufleet.state import goodputlogs
 
 __all__ = ["report", "shared_part", "summarize_part"]
 
-Summary = tuple[set[str], set[str], set[str], list[JobAccount], events.Log]
-# (every job the log names, those with events, those with a job record, every job's account, its counts)
+Summary = tuple[set[str], set[str], set[str], list[JobAccount], goodputlogs.Content, events.Log]
+# (every job the log names, those with events, those with a job record, every job's account, what it held, its
+# counts)
 
 
 def summarize_part(
@@ -41,16 +42,16 @@ def summarize_part(
     spans: list[tuple[float, float]], timelines: bool,
 ) -> Summary:  # fmt: skip
     """Run on a worker: one log read and every job it names accounted; the log itself is dropped."""
-    log, _size = goodputlogs.load_part(Path(path), fmt, skip_bad)
+    log, content = goodputlogs.load_part(Path(path), fmt, skip_bad)
     names = events.job_names(log)
     with_events, with_records = set(log.events), set(log.jobs)
     counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped)
-    return names, with_events, with_records, account_log(log, since, until, spans, timelines), counts
+    return names, with_events, with_records, account_log(log, since, until, spans, timelines), content, counts
 
 
 def shared_part(path: str, fmt: str, skip_bad: bool, names: set[str]) -> events.Log:
     """Run on a worker: the records of the jobs `names` (which other logs name too), read again from one log."""
-    log, _size = goodputlogs.load_part(Path(path), fmt, skip_bad)
+    log, _content = goodputlogs.load_part(Path(path), fmt, skip_bad)
     return events.take_jobs(log, names)
 
 
@@ -106,6 +107,9 @@ def _on_cluster(
         return [], None, exc
     if _over_limits([s[1] for s in summaries], [s[2] for s in summaries]):
         return [], None, None
+    contents: dict[goodputlogs.Content, str] = {}
+    for path, summary in zip(paths, summaries, strict=True):
+        goodputlogs.refuse_same_content(contents, summary[4], goodputlogs.shown_name(path))
     seen: dict[str, int] = {}
     for names, *_ in summaries:
         for name in names:
