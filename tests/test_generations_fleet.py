@@ -305,8 +305,8 @@ def test_simulate_fleet_places_jobs_on_144_cube_tpu7x_pods(cli, tmp_path):
     )
     assert r.code == 0, r.err
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    (capacity,) = [x for x in records if x["type"] == "capacity"]
-    assert (capacity["accelerator"], capacity["chips"]) == ("tpu7x", 2 * 144 * 64)
+    start, end = [x for x in records if x["type"] == "capacity"]  # as the run starts and as it ends
+    assert (start["accelerator"], start["chips"]) == (end["accelerator"], end["chips"]) == ("tpu7x", 2 * 144 * 64)
     jobs = [x for x in records if x["type"] == "job"]
     assert jobs and {j["accelerator"] for j in jobs} == {"tpu7x"}
     assert r.json["jobs_submitted"] == len(jobs)

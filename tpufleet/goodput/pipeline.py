@@ -130,6 +130,13 @@ def _account_job(
     return metrics.with_health(a)
 
 
+def data_span(accounts: Sequence[JobAccount], capacity: Sequence[events.CapacityRecord]) -> tuple[float, float]:
+    """From the first to the last time the data gives: the jobs' spans and the capacity records (a fleet that
+    holds capacity before its first job, or after its last, is idle then: its SG says so)."""
+    times = [record[0] for record in capacity]
+    return min([a.start for a in accounts] + times), max([a.end for a in accounts] + times)
+
+
 def _capacity(
     log: events.Log, given: Sequence[tuple[str, int]], accounts: list[JobAccount], t0: float
 ) -> tuple[metrics.Capacity, str]:
@@ -191,8 +198,8 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     windowed = since is not None or until is not None
     if not accounts:
         raise NoJobEvents("no job events in the input" + (" inside --since/--until" if windowed else ""))
-    t0 = since if since is not None else min(a.start for a in accounts)
-    t1 = until if until is not None else max(a.end for a in accounts)
+    t0, t1 = data_span(accounts, log.capacity)
+    t0, t1 = t0 if since is None else since, t1 if until is None else until
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")
     fleet_capacity, basis = _capacity(log, options.capacity, accounts, t0)

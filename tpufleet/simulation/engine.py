@@ -88,7 +88,8 @@ class Simulator:
     def simulate(self, progress: Progress | None = None) -> None:
         """Simulate `options.days`; the records are left in `log` (events as tuples, see `EventLog`)."""
         options = self.options
-        self.log.capacity(self.start, options.pods * options.cubes_per_pod * CHIPS_PER_CUBE)
+        chips = options.pods * options.cubes_per_pod * CHIPS_PER_CUBE
+        self.log.capacity(self.start, chips)
         for arrival in draws.arrivals(self.rng, self.workload, self.start, self.end):
             self.queue.push(arrival)
         for fault in draws.faults(self.rng, self.rates, self.fleet, self.start, self.end):
@@ -104,6 +105,7 @@ class Simulator:
             self._dispatch(event)
         for job in list(self.runner.running.values()):
             self.runner.advance(job, self.end)
+        self.log.capacity(self.end, chips)  # still held as the run ends: the report spans the whole run
 
     # ---- handlers -------------------------------------------------------------------------------------------
     def _dispatch(self, event: Event) -> None:

@@ -345,14 +345,17 @@ def goodput(
             goodput_events.add_record(log, entry, "<simulation>", line)
         elif group:
             by_job.setdefault(entry[0], []).append(entry)
-    if not by_job:  # no job arrived (no load, or too short a run): a valid run with nothing to measure
-        return {"fleet": _factors([], None), "segments": [], "kinds": None}
+    if not by_job:  # no job arrived (no load, or too short a run): the fleet stood idle, SG 0; nothing else to measure
+        times = [record[0] for record in log.capacity]
+        capacity = capacity_chip_s(log.capacity, None, min(times), max(times)) if times else None
+        return {"fleet": _factors([], capacity), "segments": [], "kinds": None}
     jobs = [log.jobs.get(job_id) or goodput_events.Job(job_id) for job_id in sorted(by_job)]
     if not log.capacity or any(job.ideal_step_s is None for job in jobs):
         return by_the_report(entries)  # peak-allocation capacity, estimated ideal steps: not worked out here
     accounts = [(job, _figures_of(job, by_job[job.id])) for job in jobs]
-    t0 = min(f.start for _, f in accounts)
-    t1 = max(f.end for _, f in accounts)
+    times = [record[0] for record in log.capacity]  # the report's span (`pipeline.data_span`)
+    t0 = min([f.start for _, f in accounts] + times)
+    t1 = max([f.end for _, f in accounts] + times)
     capacity = capacity_chip_s(log.capacity, None, t0, t1) if log.capacity else None
     fleet = _factors(accounts, capacity)
     groups: dict[str, list[tuple[goodput_events.Job, JobFigures]]] = {}
