@@ -73,15 +73,20 @@ def test_bad_exclusion_files_exit_2_naming_the_entry(cli, tmp_path, content, nee
     assert r.code == 2 and str(bad) in r.err and needle in r.err, r.err
 
 
-def test_since_mid_run_keeps_the_runs_steps(cli):
-    # --since 00:12:05, inside the first run (the job starts 00:10:00): the steps logged after it stay, nothing
-    # is taken for stray; the part starts at its first event (step 2, 00:12:10)
+def test_since_mid_run_charges_the_run_from_since(cli):
+    # --since 00:12:05, inside the first run (the job starts 00:10:00) and inside step 1 (00:12:00 .. 00:12:10):
+    # the part starts at --since, in the state the job was in (step 1), nothing is taken for stray
     r = cli("goodput-report", LOG, "--since", "2026-01-05T00:12:05Z", "-o", "json", state=False)
     assert r.code == 0, r.err
     (j,) = r.json["jobs"]
     assert j["events_outside_job"] == 0
-    # 00:12:10 .. 00:14:20 = 130 s, all chips held (the allocation at 00:10:00 still counts): step 2 (20 s, 10 of
-    # them under the save), step 3 lost (10), recovery 60, restore 20, steps 3 and 4 (20)
-    assert j["all_allocated_s"] == 130 and j["productive_s"] == 30
+    # 00:12:05 .. 00:14:20 = 135 s, all chips held (the allocation at 00:10:00 still counts): the last 5 s of
+    # step 1, step 2 (20 s, 10 of them under the save), step 3 lost (10), recovery 60, restore 20, steps 3 and 4
+    assert j["all_allocated_s"] == 135 and j["productive_s"] == 35
     assert j["badput_s"]["checkpoint_save"] == 10 and j["badput_s"]["infrastructure_recovery_from_disruption"] == 60
     assert j["badput_s"]["wasted_progress_from_disruption"] == 10 and j["badput_s"]["checkpoint_restore"] == 20
+    # the same span as the last 135 s of the whole log's timeline
+    (last,) = cli("goodput-report", LOG, "--window", "135s", "-o", "json", state=False).json["windows"]
+    f = r.json["fleet"]
+    assert (f["all_allocated_chip_s"], f["productive_chip_s"]) == (last["all_allocated_chip_s"], 256 * 35)
+    assert (f["sg"], f["rg"], f["pg"]) == (last["sg"], last["rg"], last["pg"]) == (0.5, round(35 / 135, 6), 0.8)

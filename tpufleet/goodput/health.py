@@ -5,7 +5,9 @@ the periods in which it ran slow.
   whose successor is not the next step number has no time), the step not cut by a stop.
 * The empirical ideal step time is ml-goodput-measurement's (``compute_ideal_step_time``): the mean of the step
   times of at least 1 s that are at most median + 3 x MAD (MAD: the median absolute deviation, unscaled). It
-  gives PG an estimate (marked ``estimated``) when a job logs no program data (``ideal_step_s`` or FLOPs).
+  gives PG an estimate (marked ``estimated``) when a job logs no program data (``ideal_step_s`` or FLOPs). It is
+  the whole run's, even in a report of part of the log (--since/--until), as a declared ideal is; the other
+  figures are of the steps starting in the part.
 * The trailing window is the last TRAILING_S of the job's step times: their mean over the ideal (``slowdown``)
   and their mean absolute deviation from it (the package's step deviation, averaged).
 * A slow period is a run of at least SLOW_MIN_STEPS consecutive steps whose centred rolling median over
@@ -98,9 +100,13 @@ def slow_periods(starts: Times, durations: Times, ideal: float) -> list[dict[str
 
 
 def job_health(a: JobAccount) -> dict[str, Any]:
-    """The step-time section of a job's row."""
+    """The step-time section of a job's row: the ideal from every step of the job's run, the rest from the
+    steps starting in its account's part (all of them when the account is the whole job)."""
     starts, durations = step_times(a)
     ideal = ideal_step(durations)
+    part = (starts >= a.start) & (starts <= a.end)
+    if not part.all():
+        starts, durations = starts[part], durations[part]
     out: dict[str, Any] = {
         "steps_timed": len(durations),
         "empirical_ideal_s": None if ideal is None else round(ideal, 4),
@@ -110,7 +116,7 @@ def job_health(a: JobAccount) -> dict[str, Any]:
         "trailing_deviation_s": None,
         "slow_periods": [],
     }
-    if ideal is None:
+    if ideal is None or not len(durations):
         return out
     recent = durations[starts >= starts[-1] + durations[-1] - TRAILING_S]
     if not recent.size:  # the last step alone outlasts the window: it is the window's stepping

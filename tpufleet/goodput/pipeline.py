@@ -15,7 +15,7 @@ from tpufleet.errors import BadInput
 from tpufleet.goodput import capacityfit, events, metrics
 from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
-from tpufleet.goodput.timeline import JobAccount, account
+from tpufleet.goodput.timeline import JobAccount, account, job_span
 from tpufleet.goodput.windows import Exclusion, merged
 
 __all__ = ["ReportOptions", "account_log", "from_accounts", "from_log", "timelines"]
@@ -88,8 +88,8 @@ def _timeline(a: JobAccount, segments: list[list[Any]]) -> dict[str, Any]:
 def _accounts(
     log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
 ) -> list[JobAccount]:
-    """Each job's account (jobs with no event inside --since/--until left out), in job order. Each job's events
-    leave the log once accounted, so the two are not held at once."""
+    """Each job's account (jobs that ran wholly outside --since/--until left out), in job order. Each job's
+    events leave the log once accounted, so the two are not held at once."""
     out = []
     for job_id in sorted(log.events):
         a = _account_job(log, log.events.pop(job_id), job_id, since, until, spans)
@@ -120,8 +120,9 @@ def _account_job(
     import numpy as np
 
     ev = columns(records)
-    if not np.any((ev.t >= (-np.inf if since is None else since)) & (ev.t <= (np.inf if until is None else until))):
-        return None
+    start, end = job_span(ev)
+    if not (start <= (np.inf if until is None else until) and end >= (-np.inf if since is None else since)):
+        return None  # the job ran wholly outside the window
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
     counts = log.slices.get(job_id, [])
     a.extra["slices"] = slice_efficiency(counts, a.start, a.end)

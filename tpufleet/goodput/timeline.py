@@ -21,7 +21,10 @@ all-allocated time by construction. Rules:
 * program start-up is the ``compile_*`` time, or, when a job records none, the excess of the first step of each
   run over the mean of that run's other complete productive steps (as ml-goodput-measurement does), both net of
   the time other labels take inside the steps;
-* infrastructure recovery runs from an explicit disruption to the next sign of life (restart, init, step, ...).
+* infrastructure recovery runs from an explicit disruption to the next sign of life (restart, init, step, ...);
+* an account of part of the log (``since``/``until``) is the whole timeline, labelled from every event of the log,
+  cut to the part: a job running when the part opens is charged from there in the state it was in, and PG counts
+  the run's productive steps in the share of its productive time the part holds (as the rolling windows do).
 """
 
 from __future__ import annotations
@@ -141,6 +144,7 @@ class JobAccount:
     step_productive: npt.NDArray[np.bool_] | None = None
     checkpoint_starts: Times | None = None
     excluded_s: float = 0.0  # all-allocated seconds inside exclusions, left out of everything
+    pg_steps: float | None = None  # a part's productive steps for PG (see _steps_share); None: productive_steps
     estimated_ideal_step_s: float | None = None  # the empirical ideal (health.ideal_step) when none is declared
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -158,21 +162,22 @@ class JobAccount:
     @property
     def ideal_s(self) -> float | None:
         ideal = self.ideal_step_s
-        return None if ideal is None else ideal * self.productive_steps
+        steps = self.productive_steps if self.pg_steps is None else self.pg_steps
+        return None if ideal is None else ideal * steps
 
 
 @dataclass
 class _Span:
     start: float  # of the job's part in the window
     end: float
+    whole: tuple[float, float]  # the job's span in the whole log: its timeline is labelled over all of it
     begin: float  # the job's first start in the whole log: all-allocated from here when no allocation is logged
     inside: npt.NDArray[np.bool_]  # events inside the job (the rest are stray)
-    keep: npt.NDArray[np.bool_]  # events inside the job and the window, and allocations before the window
 
 
-def _span(ev: Events, since: float | None, until: float | None) -> _Span:
-    """The job's span, judged on the whole log (a stray entry must not move the start; a window starting mid-run
-    keeps that run's steps), cut to the window."""
+def job_span(ev: Events) -> tuple[float, float]:
+    """The job's span in the whole log: from its first ``job_start`` (or ``submitted``/``allocation`` if earlier)
+    to its last ``job_end``, else its first and last events (a stray entry must not move the start)."""
     import numpy as np
 
     starts = ev.at("job_start")
@@ -180,16 +185,18 @@ def _span(ev: Events, since: float | None, until: float | None) -> _Span:
     start = float(early.min()) if len(starts) else float(ev.t.min())
     ends = ev.at("job_end")
     end = float(ends.max()) if len(ends) else float(ev.t.max())
+    return start, end
+
+
+def _span(ev: Events, since: float | None, until: float | None) -> _Span:
+    """The job's span, judged on the whole log, and its part in the window [since, until]."""
+    start, end = job_span(ev)
     inside = (ev.t >= start) & (ev.t <= end)
+    starts = ev.at("job_start")
     begin = float(starts.min()) if len(starts) else float(ev.t[ev.code != CODE["submitted"]].min(initial=start))
-    lo, hi = -np.inf if since is None else since, np.inf if until is None else until
-    in_window = inside & (ev.t >= lo) & (ev.t <= hi)
-    keep = in_window | (inside & (ev.code == CODE["allocation"]) & (ev.t < lo))  # chips held when it opens
-    if since is not None and in_window.any():
-        start = max(start, float(ev.t[in_window].min()))  # the window's part starts at its first event
-    if until is not None:
-        end = min(end, until)
-    return _Span(start, max(end, start), begin, inside, keep)
+    lo = start if since is None else max(start, since)
+    hi = end if until is None else min(end, until)
+    return _Span(lo, max(hi, lo), (start, end), begin, inside)
 
 
 def _pair_ends(ev: Events, s_name: str, e_name: str) -> tuple[Times, Times]:
@@ -269,16 +276,18 @@ def account(
     since: float | None = None,
     exclude: list[tuple[float, float]] | None = None,
 ) -> JobAccount:
-    """Split one job's events (inside [since, until] when given) into productive time and buckets."""
+    """Split one job's events into productive time and buckets: its whole timeline, labelled from every event
+    of the log, then cut to [since, until] when given (a job running when the window opens is charged from
+    `since` in the state it was in; figures as the rolling windows give them for the same span)."""
     import numpy as np
 
     ev = records if isinstance(records, Events) else columns(records)
     ev, repeated = ev.without_repeats()
     span = _span(ev, since, until)
-    start, end = span.start, span.end
+    start, end = span.whole
     outside = int(len(span.inside) - np.count_nonzero(span.inside))
-    if not span.keep.all():
-        ev = ev.keep(span.keep)
+    if not span.inside.all():
+        ev = ev.keep(span.inside)
     submitted = ev.at("submitted")
     submit_t = float(submitted.min()) if len(submitted) else start
     explicit = np.sort(np.concatenate([ev.at(d) for d in DISRUPTIONS]))
@@ -306,9 +315,10 @@ def account(
     if len(inf_d):
         intervals["infrastructure_recovery_from_disruption"].append((inf_d, np.minimum(inf_r, end)))
     excl = exclude or []
-    bounds, label = _label(start, end, ev.t, intervals, [x for pair in excl for x in pair])
-    times = (start, end, submit_t, span.begin)
-    done = _finish(job, ev, steps, intervals, bounds, label, times, since, disrupt, outside, len(inf_d), excl)
+    cuts = [span.start, span.end, *(x for pair in excl for x in pair)]  # the part's edges cut the timeline
+    bounds, label = _label(start, end, ev.t, intervals, cuts)
+    times = (span.start, span.end, submit_t, span.begin)
+    done = _finish(job, ev, steps, intervals, bounds, label, times, disrupt, outside, inf_d, excl)
     done.repeated = repeated
     return done
 
@@ -321,23 +331,23 @@ def _finish(
     bounds: Times,
     label: Ints,
     times: tuple[float, float, float, float],
-    since: float | None,
     disrupt: Times,
     outside: int,
-    inferred: int,
+    inferred: Times,
     spans: list[tuple[float, float]],
 ) -> JobAccount:
     import numpy as np
 
     start, end, submit_t, begin_all = times  # the part's start and end, submission, the job's first start
-    full, excluded_s = _not_excluded(_allocated(job, ev, bounds, begin_all), bounds, spans)
-    if since is not None:
-        full &= bounds[:-1] >= since
+    part = (bounds[:-1] >= start) & (bounds[1:] <= end)  # the elementary intervals inside the part
+    full, excluded_s = _not_excluded(_allocated(job, ev, bounds, begin_all), bounds, spans, part)
     dur = np.diff(bounds)
-    use = full & (dur > 0)
+    held = full & (dur > 0)  # the whole timeline's all-allocated intervals
+    use = held & part
     sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
-    ck_starts = ev.at("checkpoint_start")
-    begin = submit_t if since is None else max(submit_t, since)
+    ck_starts = _within(ev.at("checkpoint_start"), start, end)
+    disrupt = _within(disrupt, start, end)
+    begin = max(submit_t, start)
     restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
     return JobAccount(
         job=job,
@@ -349,15 +359,15 @@ def _finish(
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
         productive_steps=_productive_steps(steps, bounds, use, end),
         disruptions=len(disrupt),
-        checkpoint_saves=int(np.count_nonzero(ev.code == CODE["checkpoint_end"])),
-        checkpoint_save_s=sum(float((e - s).sum()) for s, e in intervals["checkpoint_save"]),
+        checkpoint_saves=len(_within(ev.at("checkpoint_end"), start, end)),
+        checkpoint_save_s=sum(float((e - s)[(s >= start) & (s <= end)].sum()) for s, e in intervals["checkpoint_save"]),
         checkpoint_interval_s=float(np.diff(ck_starts).mean()) if len(ck_starts) >= 2 else None,
         restart_overhead_s=restart_cost / (len(disrupt) + 1),
         starts=bounds[:-1][use],
         ends=bounds[1:][use],
         labels=label[use],
         outside=outside,
-        inferred_disruptions=inferred,
+        inferred_disruptions=len(_within(inferred, start, end)),
         disruption_times=disrupt,
         step_starts=steps.st,
         step_ends=steps.end,
@@ -365,14 +375,32 @@ def _finish(
         step_productive=steps.productive,
         excluded_s=excluded_s,
         checkpoint_starts=ck_starts,
+        pg_steps=None if part.all() else _steps_share(steps, bounds, held, label, float(sums[PRODUCTIVE])),
     )
 
 
+def _within(times: Times, lo: float, hi: float) -> Times:
+    """The times in [lo, hi] (all of a job's events when the part is the whole job)."""
+    inside: Times = times[(times >= lo) & (times <= hi)]
+    return inside
+
+
+def _steps_share(steps: Steps, bounds: Times, held: npt.NDArray[np.bool_], label: Ints, productive_s: float) -> float:
+    """A part's productive steps for PG: the whole run's, in the share of its productive time the part holds, as
+    the rolling windows count them (a step cut by an edge counts in part, by its time inside)."""
+    import numpy as np
+
+    dur = np.diff(bounds)
+    whole = float(np.bincount(label[held], weights=dur[held], minlength=len(BUCKETS) + 1)[PRODUCTIVE])
+    counted = _productive_steps(steps, bounds, held, float(bounds[-1]))
+    return counted * productive_s / whole if whole > 0 else 0.0
+
+
 def _not_excluded(
-    full: npt.NDArray[np.bool_], bounds: Times, spans: list[tuple[float, float]]
+    full: npt.NDArray[np.bool_], bounds: Times, spans: list[tuple[float, float]], part: npt.NDArray[np.bool_]
 ) -> tuple[npt.NDArray[np.bool_], float]:
     """`full` without the intervals inside exclusions (their instants count nowhere; their boundaries are among
-    the bounds), and the all-allocated seconds so left out."""
+    the bounds), and the all-allocated seconds so left out in the `part`."""
     import numpy as np
 
     if not spans:
@@ -380,7 +408,7 @@ def _not_excluded(
     lo, hi = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
     k = np.searchsorted(lo, bounds[:-1], side="right") - 1
     inside = (k >= 0) & (bounds[:-1] < hi[np.maximum(k, 0)])
-    return full & ~inside, float(np.diff(bounds)[full & inside].sum())
+    return full & ~inside, float(np.diff(bounds)[full & inside & part].sum())
 
 
 def _productive_steps(steps: Steps, bounds: Times, use: npt.NDArray[np.bool_], end: float) -> int:
