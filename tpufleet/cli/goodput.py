@@ -42,7 +42,8 @@ def goodput_cmd(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="Event logs: native JSONL/CSV, or ml-goodput-measurement entries; gzip-compressed or not; - for stdin"
+            help="Event logs: native JSONL or CSV (named *.csv, *.csv.gz), or ml-goodput-measurement entries; "
+            "gzip-compressed or not; - for stdin (JSON lines)"
         ),
     ],
     fmt: Annotated[

@@ -2,7 +2,8 @@
 `tpufleet.goodput`, takes the decoded records).
 
 A log is a file or ``-`` (standard input), plain or gzip-compressed (known by its first two bytes, as `sweep
---keep-events` and the demo write them); every size limit counts the bytes as decompressed. Native JSONL is
+--keep-events` and the demo write them); every size limit counts the bytes as decompressed. A native log named
+``*.csv`` or ``*.csv.gz`` is CSV, any other (standard input too) JSON lines (`is_csv`). Native JSONL is
 streamed a piece of whole lines at a time (each line checked against MAX_LINE_BYTES before it is decoded); with
 a large input and an idle CPU, pieces are decoded ahead in forked worker processes (`_fork_pool`, sized from
 ``/proc/stat``), with the same answers as one process gives.
@@ -40,12 +41,19 @@ _BOM = b"\xef\xbb\xbf"
 _GZIP = b"\x1f\x8b"
 CHUNK_BYTES = 8 * MiB  # native logs are read this much at a time
 STDIN = "-"
+CSV_NAMES = (".csv", ".csv.gz")  # how a native CSV log's name ends (`is_csv`)
 _TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
 
 
 def shown_name(path: Path) -> str:
     """The name a message gives a log: ``<stdin>`` for ``-``."""
     return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def is_csv(path: Path) -> bool:
+    """Whether a native log is CSV: its name ends in ``.csv``, or ``.csv.gz`` (gzip-compressed). Anything else is
+    JSON lines, standard input included (it has no name to tell)."""
+    return str(path).lower().endswith(CSV_NAMES)
 
 
 def refuse_repeated(paths: Sequence[Path]) -> None:
@@ -353,7 +361,7 @@ def load(
     once finished: a JSON object, or ended by a line break (a writer may be partway through it)."""
     log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit, step_profiles=StepProfiles())
     budget = MAX_TOTAL_LOG_BYTES
-    native = [p for p in paths if fmt == "native" and not str(p).lower().endswith(".csv")]
+    native = [p for p in paths if fmt == "native" and not is_csv(p)]
     reading = _Reading(skip_bad, whole_lines)
     seen: dict[Content, str] = {}
     with _fork_pool(sum(_size(p) for p in native) >= PARALLEL_MIN_BYTES) as pool:
@@ -485,7 +493,7 @@ def load_part(path: Path, fmt: str, skip_bad: bool) -> tuple[events.Log, Content
     held (decompressed), each log at most MAX_LOG_BYTES and MAX_JOBS jobs; the caller checks the limits of all
     the logs together (`load` is the reference: it says which log goes over)."""
     log = events.Log(job_limit=events.MAX_JOBS, step_profiles=StepProfiles())
-    native = fmt == "native" and not str(path).lower().endswith(".csv")
+    native = fmt == "native" and not is_csv(path)
     name = shown_name(path)
     with _open(path) as fh:
         try:
