@@ -49,6 +49,9 @@ def test_rolling_windows_are_the_last_part_of_the_data(cli):
         (["--window", "6x"], "--window"),
         (["--window", "0h"], "--window"),
         (["--window", "1h,,2h"], "--window"),
+        (["--window", "1h,1h"], "--window: '1h' is given twice"),
+        (["--window", "6h,1d,6h"], "--window: '6h' is given twice"),
+        (["--window", "1h,60m"], "--window: '60m' is the window '1h' again"),
     ],
 )
 def test_bad_windows_exit_2(cli, args, needle):

@@ -254,6 +254,15 @@ def test_fault_rates_scale_per_kind():
             scale_rates(rates, parse_factors(bad))
 
 
+@pytest.mark.parametrize("scale", ["host=50,host=0", "host=2, ocs=1,host =2"])
+def test_a_fault_kind_given_twice_is_refused(cli, scale):
+    """Which factor a repeated kind would take cannot be told: refused before the run, as --capacity refuses a
+    repeated accelerator."""
+    r = cli("simulate-fleet", "--days", "0.05", "--fault-scale", scale, state=False)
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert "bad option --fault-scale" in r.err and "kind 'host' is given twice" in r.err
+
+
 def test_cli_takes_the_new_knobs(cli, tmp_path):
     out = tmp_path / "e.jsonl"
     args = ("--days", "0.5", "--out", out, "--pods", "2", "--load-per-pod", "0.5", "--spare-cubes", "2")

@@ -33,8 +33,10 @@ class Exclusion:
 
 
 def parse_windows(text: str) -> list[tuple[str, float]]:
-    """``1h,6h`` as [("1h", 3600.0), ("6h", 21600.0)]; BadInput naming the option and the bad part."""
+    """``1h,6h`` as [("1h", 3600.0), ("6h", 21600.0)]; BadInput naming the option and the bad part, or a window
+    given twice (``1h,60m`` too: the same rows)."""
     out: list[tuple[str, float]] = []
+    seen: dict[float, str] = {}
     for part in text.split(","):
         match = _WINDOW.fullmatch(part)
         if match is None or int(match[1]) == 0 or int(match[1]) * UNITS[match[2]] > MAX_TIME:
@@ -42,7 +44,12 @@ def parse_windows(text: str) -> list[tuple[str, float]]:
                 f"bad option --window: {shown(part)} is not a length like 90m, 6h or 7d (a whole number over 0 "
                 "and one of s, m, h, d, w)"
             )
-        out.append((f"{int(match[1])}{match[2]}", float(int(match[1]) * UNITS[match[2]])))
+        name, seconds = f"{int(match[1])}{match[2]}", float(int(match[1]) * UNITS[match[2]])
+        if seconds in seen:
+            again = "given twice" if seen[seconds] == part.strip() else f"the window {shown(seen[seconds])} again"
+            raise BadInput(f"bad option --window: {shown(part.strip())} is {again}")
+        seen[seconds] = part.strip()
+        out.append((name, seconds))
     if len(out) > MAX_WINDOWS:
         raise BadInput(f"bad option --window: {len(out)} windows, over the limit of {MAX_WINDOWS}")
     return out

@@ -102,7 +102,7 @@ def scale_rates(rates: FaultRates, factors: Mapping[str, float]) -> FaultRates:
 
 
 def parse_factors(text: str) -> dict[str, float]:
-    """`--fault-scale` text: one factor for every kind ("2") or per kind ("host=2,ocs=1.5")."""
+    """`--fault-scale` text: one factor for every kind ("2") or per kind ("host=2,ocs=1.5"), each kind once."""
     bad = BadInput(
         f"bad option --fault-scale {shown(text)}: give a factor (2) or kind=factor pairs (host=2,ocs=1.5), in ASCII "
         "digits"
@@ -120,6 +120,8 @@ def parse_factors(text: str) -> dict[str, float]:
         number = plain_float(value) if sep else None
         if number is None:
             raise bad
+        if kind.strip() in out:
+            raise BadInput(f"bad option --fault-scale {shown(text)}: kind {shown(kind.strip())} is given twice")
         out[kind.strip()] = number
     return out
 
