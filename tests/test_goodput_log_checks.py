@@ -51,3 +51,19 @@ def test_a_gzip_compressed_csv_log_reads_as_csv(cli, tmp_path, name):
     assert figures(report(cli, packed)) == figures(expected)
     log, _size = goodputlogs.load_part(packed, "native", False)  # a log a Dask worker reads
     assert log.records == len(CSV_ROWS)
+
+
+def test_a_csv_row_with_more_fields_than_the_header_is_refused(cli, tmp_path):
+    """An extra cell belongs to no column: the row is refused naming file and line (it was read without it), and
+    --skip-bad skips and counts it as any other bad row."""
+    log = tmp_path / "log.csv"
+    rows = [*CSV_ROWS]
+    rows.insert(4, f"event,a,,,,{B + 5},step_start,2,extra\n")  # line 6
+    log.write_text(CSV_HEADER + "".join(rows))
+    err = refused(cli, log)
+    assert f"{log}:6: field <row>:" in err and "9 fields" in err and "'extra'" in err
+    rep = report(cli, log, "--skip-bad")
+    assert rep["input"]["skipped"] == 1 and rep["input"]["records"] == len(CSV_ROWS)
+    clean = tmp_path / "clean.csv"
+    clean.write_text(CSV_HEADER + "".join(CSV_ROWS))
+    assert rep["jobs"] == report(cli, clean)["jobs"]

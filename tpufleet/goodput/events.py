@@ -497,10 +497,22 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             line = reader.line_num
             if not row:
                 continue
-            record = {k: v for k, v in zip(names, row, strict=False) if k}  # extra cells are ignored, as before
+            if len(row) > len(names):  # which column an extra cell belongs to cannot be told
+                _refuse_row(log, skip_bad, file, start, row, len(names))
+                continue
+            record = {k: v for k, v in zip(names, row, strict=False) if k}
             _add_guarded(log, skip_bad, record, file, start)
     finally:
         csv.field_size_limit(limit)
+
+
+def _refuse_row(log: Log, skip_bad: bool, file: str, line: int, row: list[str], columns: int) -> None:
+    """A CSV row with more fields than its header: BadRecord naming the extra cells, or with `skip_bad` one bad
+    row skipped and counted."""
+    if not skip_bad:
+        extra = ",".join(row[columns:])
+        raise BadRecord(file, line, "<row>", extra, f"{len(row)} fields, more than the header's {columns} columns")
+    log.skipped += 1
 
 
 def _add_guarded(log: Log, skip_bad: bool, rec: object, file: str, line: int) -> None:
