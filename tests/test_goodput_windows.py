@@ -66,6 +66,9 @@ def test_bad_windows_exit_2(cli, args, needle):
         ('[{"start": "soon", "end": 5}]', ":1: field start"),
         ('[{"start": 10, "end": 20}, {"start": 30, "end": 20}]', ":2: field end"),
         ('[{"start": 10, "end": 20, "reason": 7}]', ":1: field reason"),
+        ('[{"start": 10, "end": 20, "reason": "x", "bogus": 1}]', ":1: field bogus: unknown key"),
+        ('[{"start": 10, "end": 20}, {"start": 30, "end": 40, "Reason": "x"}]', ":2: field Reason: unknown key"),
+        ('[{"start": 10, "end": 20, "a\\nb": 1}]', ":1: field 'a\\nb': unknown key"),
         ("[1", "not valid JSON"),
     ],
 )
@@ -74,6 +77,7 @@ def test_bad_exclusion_files_exit_2_naming_the_entry(cli, tmp_path, content, nee
     bad.write_text(content)
     r = cli("goodput-report", LOG, "--exclude", bad, state=False)
     assert r.code == 2 and str(bad) in r.err and needle in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1, r.err
 
 
 def test_since_mid_run_charges_the_run_from_since(cli):

@@ -6,6 +6,7 @@ pipeline).
 * ``--exclude FILE``: a JSON list ``[{"start": T, "end": T, "reason": "..."}]`` (T as in the event logs: ISO
   8601 UTC or POSIX seconds) of spans the fleet owner does not want charged, planned maintenance say: every
   instant inside one counts nowhere: not in all-allocated time (so in no bucket), not in capacity, not in demand.
+  ``reason`` may be left out; any other key is refused (a misspelt ``end`` must not pass unseen).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ UNITS = {"s": 1, "m": MINUTE, "h": HOUR, "d": DAY, "w": WEEK}
 _WINDOW = re.compile(r"\s*([0-9]{1,6})([smhdw])\s*")
 MAX_WINDOWS = 16  # rows of --window
 MAX_EXCLUSIONS = 10_000  # entries of an --exclude file
+EXCLUSION_KEYS = ("start", "end", "reason")  # an entry's keys: any other is refused, as a misspelt one would be
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ def parse_windows(text: str) -> list[tuple[str, float]]:
 
 
 def parse_exclusions(data: Any, file: str) -> list[Exclusion]:
-    """The entries of an exclusions file; BadRecord naming the file, the entry (as its line: 1-based) and field."""
+    """The entries of an exclusions file; BadRecord naming the file, the entry (as its line: 1-based) and field
+    (an unknown key too)."""
     if not isinstance(data, list):
         raise BadRecord(file, 0, "<file>", data, "must be a JSON list of {start, end, reason}")
     if len(data) > MAX_EXCLUSIONS:
@@ -65,6 +68,10 @@ def parse_exclusions(data: Any, file: str) -> list[Exclusion]:
     for i, entry in enumerate(data, start=1):
         if not isinstance(entry, dict):
             raise BadRecord(file, i, "<entry>", entry, "must be an object {start, end, reason}")
+        for key in entry:
+            if key not in EXCLUSION_KEYS:
+                name = key if key.isidentifier() and len(key) <= 64 else shown(key)  # one line, whatever the key
+                raise BadRecord(file, i, name, entry[key], f"unknown key; expected {', '.join(EXCLUSION_KEYS)}")
         start = parse_time(entry.get("start"), file, i, "start")
         end = parse_time(entry.get("end"), file, i, "end")
         if end <= start:
