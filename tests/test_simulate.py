@@ -131,6 +131,27 @@ def test_cli_feeds_goodput_report(cli, tmp_path, monkeypatch):
     assert r.code == 2 and "arrival_rate_per_hour" in r.err
 
 
+@pytest.mark.parametrize("name", ["events.jsonl.gz", "EVENTS.JSONL.GZ"])
+def test_out_named_gz_is_gzip_compressed_and_reads_back(cli, tmp_path, name):
+    """An events file named .gz is written gzip-compressed (it was plain JSON lines under that name), holds the
+    same lines as a plain one, and goodput-report reads it back to the summary's figures."""
+    import gzip
+
+    packed, plain = tmp_path / name, tmp_path / "events.jsonl"
+    r = cli("simulate-fleet", "--days", "0.5", "--out", packed, "--seed", "4", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    s = r.json
+    assert packed.read_bytes()[:2] == b"\x1f\x8b" and s["out"] == str(packed)
+    assert cli("simulate-fleet", "--days", "0.5", "--out", plain, "--seed", "4", state=False).code == 0
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    assert s["events"] == len(plain.read_text().splitlines())
+    g = cli("goodput-report", packed, "-o", "json", state=False)
+    assert g.code == 0, g.err
+    fleet = g.json["fleet"]
+    assert (fleet["sg"], fleet["rg"], fleet["pg"], fleet["mpg"]) == (s["sg"], s["rg"], s["pg"], s["mpg"])
+    assert fleet["jobs"] == s["jobs_submitted"]
+
+
 def test_planned_drains_move_jobs_without_losing_work():
     from tpufleet.goodput import events
     from tpufleet.goodput.pipeline import from_log

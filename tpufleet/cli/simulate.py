@@ -87,7 +87,11 @@ def simulate_cmd(
     days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days (up to 3650)")],
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the native JSONL events for goodput-report here (default: not written)"),
+        typer.Option(
+            "--out",
+            help="Write the native JSONL events for goodput-report here, gzip-compressed if the name ends in .gz "
+            "(default: not written)",
+        ),
     ] = None,
     workload: Annotated[Path | None, shipped_yaml_option("--workload", "Workload", "workload")] = None,
     seed: Annotated[

@@ -43,7 +43,8 @@ def run_fleet(
     """`simulate-fleet`: the workload and fault-rate files (None: the shipped ones), the rates scaled by
     `fault_scale` (``--fault-scale``: "2", or per kind "host=2,ocs=1.5"; read after the files, as the command
     always has), the run refused before it starts if over its budget (`scale.check_budget`),
-    then simulated; its events written to `out` (native JSONL) when given."""
+    then simulated; its events written to `out` (native JSONL; gzip-compressed when its name ends in .gz) when
+    given."""
     from tpufleet.model import default_fleet
     from tpufleet.simulation.draws import components
     from tpufleet.simulation.log import jsonl
@@ -58,8 +59,16 @@ def run_fleet(
     check_budget(loaded, rates, options, components(fleet))
     result = simulate(loaded, rates, options, progress)
     if out is not None:
-        write_output(out, jsonl(result.entries))
+        write_output(out, events_file(out, jsonl(result.entries)))
     return result
+
+
+def events_file(out: Path, data: bytes) -> bytes:
+    """The bytes of an events file named `out`: gzip-compressed when the name says so (``.jsonl.gz``, as `sweep
+    --keep-events` writes them; no timestamp, so one run gives the same bytes), else plain JSON lines."""
+    import gzip
+
+    return gzip.compress(data, mtime=0) if out.name.lower().endswith(".gz") else data
 
 
 def simulate(
