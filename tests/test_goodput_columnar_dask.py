@@ -152,3 +152,32 @@ def test_a_copy_of_a_log_is_refused_on_the_cluster_as_in_one_process(cli, tmp_pa
     shared = cli("goodput-report", *paths, copy, "--cluster", scheduler, state=False)
     assert serial.code == shared.code == 2 and serial.err == shared.err, (serial.err, shared.err)
     assert f"{copy} holds the same bytes as {paths[1]}" in shared.err
+
+
+def test_an_allocation_in_one_log_beyond_the_record_in_another_is_the_serial_error(tmp_path, scheduler, monkeypatch):
+    """A job's record in one log and an allocation of more chips than it says in another: each log alone reads
+    on a worker, and the merge finds the two together; the error is the serial reading's (the allocation's line
+    when the record is read first, else the record's), and beyond what one process reads, the merge's own."""
+    from tpufleet.state import goodputlogs
+
+    start = 1767571200.0
+    record = tmp_path / "record.jsonl"
+    record.write_text(json.dumps({"type": "job", "job": "x", "chips": 8, "ideal_step_s": 1.0}) + "\n")
+    events = tmp_path / "events.jsonl"
+    events.write_text(
+        "".join(
+            json.dumps({"type": "event", "job": "x", "time": start + dt, "event": name, **extra}) + "\n"
+            for dt, name, extra in [(0.0, "allocation", {"chips": 16}), (0.0, "job_start", {}), (9.0, "job_end", {})]
+        )
+    )
+    for paths, bad in (([record, events], f"{events}:1: field chips"), ([events, record], f"{record}:1: field chips")):
+        with pytest.raises(Exception) as serial:
+            build(paths)
+        assert str(serial.value).startswith(bad), str(serial.value)
+        with pytest.raises(type(serial.value)) as shared:
+            build(paths, cluster=scheduler)
+        assert str(shared.value) == str(serial.value)
+    monkeypatch.setattr(goodputlogs, "MAX_TOTAL_LOG_BYTES", 10)
+    with pytest.raises(Exception) as beyond:
+        build([record, events], cluster=scheduler)
+    assert str(beyond.value).startswith(f"{record}:1: field chips") and "16 chips" in str(beyond.value)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from typing import Any
 
 import pytest
@@ -67,3 +68,98 @@ def test_a_csv_row_with_more_fields_than_the_header_is_refused(cli, tmp_path):
     clean = tmp_path / "clean.csv"
     clean.write_text(CSV_HEADER + "".join(CSV_ROWS))
     assert rep["jobs"] == report(cli, clean)["jobs"]
+
+
+def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:
+    """A job record (first), allocation events and a short run of steps, as native JSON lines."""
+    name = job["job"]
+    rows: list[dict[str, Any]] = [{"type": "job", "accelerator": "tpu-v4", "ideal_step_s": 1.0, **job}]
+    rows += [{"type": "event", "job": name, "time": B, "event": "allocation", **h} for h in held]
+    rows.append({"type": "event", "job": name, "time": B, "event": "job_start"})
+    rows += [{"type": "event", "job": name, "time": B + 1.0 + k, "event": "step_start", "step": k} for k in range(3)]
+    rows.append({"type": "event", "job": name, "time": B + 10.0, "event": "job_end"})
+    return [json.dumps(r) for r in rows]
+
+
+READERS = ["standard", "msgspec", "columnar"]
+
+
+def use_reader(monkeypatch: pytest.MonkeyPatch, reader: str) -> None:
+    """Native pieces read by one reader: msgspec's, Arrow's columns, or line by line."""
+    from tpufleet.goodput import columnar, fastread
+
+    if reader == "msgspec" and not fastread.available():
+        pytest.skip("msgspec is not installed")
+    if reader == "columnar" and not columnar.available():
+        pytest.skip("PyArrow is not installed")
+    if reader != "msgspec":
+        monkeypatch.setattr(fastread, "_DECODER", None)
+    if reader == "standard":
+        monkeypatch.setattr(columnar, "pa", None)
+
+
+BEYOND = {  # (job record, allocations, the bad allocation's line, field, value)
+    "chips": ({"job": "s", "chips": 8}, [{"chips": 8}, {"chips": 16}], 3, "chips", "16"),
+    "slice": (
+        {"job": "m", "chips": 8, "slices": 2},
+        [{"chips": 4, "slice": 0}, {"chips": 4, "slice": 5}],
+        3,
+        "slice",
+        "5",
+    ),
+    "slice chips": (
+        {"job": "m", "chips": 8, "slices": 2},
+        [{"chips": 4, "slice": 0}, {"chips": 9, "slice": 1}],
+        3,
+        "chips",
+        "9",
+    ),
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("case", BEYOND.keys())
+def test_an_allocation_beyond_its_job_record_is_a_bad_line(cli, tmp_path, monkeypatch, reader, case):
+    """An allocation of more chips than the job's record says, or of a slice beyond its slices, was taken as
+    the whole job held (or its chips capped): it is refused naming file, line, field and value, and --skip-bad
+    skips it (the report is then that of the log without it), whichever reader decodes the piece."""
+    use_reader(monkeypatch, reader)
+    job, held, line, field, value = BEYOND[case]
+    lines = allocations(job, *held)
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    err = refused(cli, log)
+    assert f"{log}:{line}: field {field}: " in err and f"(value {value})" in err, err
+    without = tmp_path / "without.jsonl"
+    without.write_text("\n".join(lines[: line - 1] + lines[line:]) + "\n")
+    skipped = report(cli, log, "--skip-bad")
+    assert skipped["input"]["skipped"] == 1
+    assert figures(skipped) == figures(report(cli, without))
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_allocations_within_the_record_are_read_as_before(cli, tmp_path, monkeypatch, reader):
+    use_reader(monkeypatch, reader)
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(allocations({"job": "s", "chips": 8}, {"chips": 4}, {"chips": 8})) + "\n")
+    assert report(cli, log)["jobs"][0]["all_allocated_s"] == 10
+    sliced = allocations({"job": "m", "chips": 8, "slices": 2}, {"chips": 4, "slice": 0}, {"chips": 4, "slice": 1})
+    log.write_text("\n".join(sliced) + "\n")
+    assert report(cli, log)["jobs"][0]["all_allocated_s"] == 10
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("case", BEYOND.keys())
+def test_a_job_record_after_allocations_beyond_it_is_refused(cli, tmp_path, monkeypatch, reader, case):
+    """The record read last: which of the two is wrong cannot be told, so the record is refused naming its line
+    (exit 2), and --skip-bad does not skip it, as two records of a job that disagree."""
+    use_reader(monkeypatch, reader)
+    job, held, _line, field, _value = BEYOND[case]
+    lines = allocations(job, *held)
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join([*lines[1:], lines[0]]) + "\n")
+    record_field = "slices" if field == "slice" else "chips"
+    for extra in ((), ("--skip-bad",)):
+        err = refused(cli, log, *extra)
+        assert f"{log}:{len(lines)}: field {record_field}: " in err, err
+        assert f"(value {job[record_field]})" in err, err

@@ -11,7 +11,8 @@ One record per line (JSONL) or row (CSV, columns named like the keys). Three rec
 * ``{"type": "capacity", "time": T, "accelerator": "tpu-v4", "chips": 4096}``: fleet capacity from T on.
 * ``{"type": "event", "job": ID, "time": T, "event": NAME, ...}`` with NAME one of EVENT_NAMES; ``step`` for
   ``step_start``, ``checkpoint_start/end`` (the step saved) and ``restore_end``; ``chips`` for ``allocation``
-  (how many of the job's chips are allocated from T on); ``label`` for ``custom_badput_start/end``.
+  (how many of the job's chips are allocated from T on: at most the job record's chips, and with ``slice`` a slice
+  the record's ``slices`` number, `check_allocation`); ``label`` for ``custom_badput_start/end``.
 
 T is ISO 8601 UTC (``2026-01-05T10:00:00Z``) or POSIX seconds, from 1970 to 2200 (MIN_TIME, MAX_TIME; 0 or at least
 SMALLEST_TIME, a microsecond, so that no duration is subnormal). A first
@@ -163,6 +164,16 @@ class ConflictingRecords(BadInput):
         )
 
 
+class AllocatedBeyondRecord(BadInput):
+    """A job record read after allocations of its job that it cannot hold: more chips than it says, or a slice
+    beyond its slices. Not a malformed line (`--skip-bad` does not skip it), as with `ConflictingRecords`: the
+    record or the allocations may be the wrong ones. (An allocation read after the record is the bad line.)"""
+
+    def __init__(self, job: Job, field_name: str, problem: str) -> None:
+        value = getattr(job, field_name)
+        super().__init__(f"{job.where}: field {field_name}: {problem} (value {shown(value)})")
+
+
 class TooManyJobs(Exception):
     """A log names more jobs than its Log admits (`Log.job_limit`); the reader of the file says which file."""
 
@@ -204,8 +215,24 @@ class Log:
             if known != job:
                 raise ConflictingRecords(known, job)
             return
+        beyond = self.allocated_beyond(job)
+        if beyond is not None:
+            raise AllocatedBeyondRecord(job, *beyond)
         self.jobs[job.id] = job
         self.unrecorded.discard(job.id)
+
+    def allocated_beyond(self, job: Job, where: str = "read before this record") -> tuple[str, str] | None:
+        """(field, problem) when the allocations held for the job (read `where`: before its record `job`) give it
+        more chips than the record says, or name a slice beyond its slices (when it says more than one); else
+        None."""
+        most, last_slice = _most_chips(self.events.get(job.id)), -1
+        for _t, _order, part, chips in self.slice_allocations.get(job.id, ()):
+            most, last_slice = max(most, chips), max(last_slice, part)
+        if most > job.chips:
+            return "chips", f"an allocation {where} gives job {shown(job.id)} {most:,} chips"
+        if last_slice >= job.slices > 1:
+            return "slices", f"an allocation {where} names slice {last_slice} of job {shown(job.id)}"
+        return None
 
     def name_job(self, job: str) -> None:
         """A job named by a log that has no record of it (ml-goodput-measurement entries without metadata): the
@@ -220,6 +247,47 @@ class Log:
 
     def add_event(self, job: str, t: float, code: int, step: int = -1, chips: int = -1, label: str = "") -> None:
         self.columns(job).append(t, code, step, chips, label)
+
+
+def _most_chips(columns: EventColumns | None) -> int:
+    """The most chips any of the job's (whole-job) allocation events gives it; -1 without one."""
+    import numpy as np
+
+    if columns is None or not len(columns):
+        return -1
+    chips = np.frombuffer(columns.chips, dtype=np.int64)[np.frombuffer(columns.code, dtype=np.int8) == _ALLOCATION]
+    return int(chips.max()) if len(chips) else -1
+
+
+def record_of(log: Log, job: str) -> Job | None:
+    """The job's record read so far (None: none yet, or only the defaults of `Log.name_job`)."""
+    known = log.jobs.get(job)
+    return None if known is None or job in log.unrecorded else known
+
+
+def check_allocation(log: Log, job: str, chips: int, part: int, file: str, line: int) -> None:
+    """An allocation against the job's record read before it: at most the record's chips, and (a slice's) a slice
+    the record's slices number, when it says more than one. BadRecord naming the line if not (a bad line:
+    `--skip-bad` skips it); an allocation read before the record is judged when the record comes (`Log.add_job`)."""
+    known = record_of(log, job)
+    if known is None:
+        return
+    if chips > known.chips:
+        raise BadRecord(
+            file,
+            line,
+            "chips",
+            chips,
+            f"more than the {known.chips:,} chips job {shown(job)} has (its record at {known.where})",
+        )
+    if part >= known.slices > 1:
+        raise BadRecord(
+            file,
+            line,
+            "slice",
+            part,
+            f"job {shown(job)} has {known.slices:,} slices, 0 to {known.slices - 1:,} (its record at {known.where})",
+        )
 
 
 def _int(
@@ -331,6 +399,8 @@ def _add_event(log: Log, rec: Mapping[str, Any], file: str, line: int) -> None:
     step = _int(rec, "step", file, line, required=name in ("step_start",))
     chips = _int(rec, "chips", file, line, required=name == "allocation")
     part = _int(rec, "slice", file, line, maximum=MAX_SLICES)  # which slice of a multislice job (else -1)
+    if name == "allocation":
+        check_allocation(log, job, chips, part, file, line)
     if name == "allocation" and part >= 0:
         log.columns(job)  # the job takes its place (and counts against the job limit) where it is first seen
         allocations = log.slice_allocations.setdefault(job, [])
@@ -442,6 +512,8 @@ def _fast_event(log: Log, rec: dict[str, Any]) -> bool:
     chips = _plain_count(rec.get("chips"), code != _ALLOCATION, MAX_CHIPS)
     if step is None or chips is None:
         return False
+    if code == _ALLOCATION and chips >= 0 and (known := record_of(log, job)) is not None and chips > known.chips:
+        return False  # add_record names the line
     log.add_event(job, t, code, step, chips)
     log.records += 1
     return True
@@ -550,7 +622,8 @@ def take_jobs(log: Log, names: set[str]) -> Log:
 def merge_into(log: Log, later: Log) -> None:
     """`later`'s records after `log`'s, where reading its file after theirs puts them (a job record read later
     adds nothing, or is ConflictingRecords if it disagrees; events and slice counts follow in order), and its
-    counts added."""
+    counts added. AllocatedBeyondRecord when a job's allocations, once merged, exceed its record (reading the
+    files one after another names the line)."""
     for job in later.jobs.values():
         if job.id in later.unrecorded:
             log.name_job(job.id)  # (the defaults never replace a record read before)
@@ -572,3 +645,8 @@ def merge_into(log: Log, later: Log) -> None:
         held.extend((t, len(held) + k, part, chips) for k, (t, _order, part, chips) in enumerate(allocations))
     log.records += later.records
     log.skipped += later.skipped
+    for name in job_names(later):
+        known = record_of(log, name)
+        beyond = None if known is None else log.allocated_beyond(known, "in another log")
+        if known is not None and beyond is not None:
+            raise AllocatedBeyondRecord(known, *beyond)

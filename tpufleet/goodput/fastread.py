@@ -21,6 +21,7 @@ from tpufleet.goodput.events import (
     Job,
     Log,
     add_record,
+    record_of,
 )
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
@@ -231,11 +232,13 @@ def add_decoded(decoded: Decoded, first_line: int, file: str, log: Log) -> int:
             return 0
         if _over_job_limit(log, decoded.batch.jobs, scratch.jobs):
             return 0  # the standard reader stops at the line of the job too many
+        if _beyond_records(log, decoded.batch, scratch.jobs):
+            return 0
         for job in scratch.jobs.values():
             log.add_job(job)
         log.capacity += scratch.capacity
         log.records += scratch.records
-    elif _over_job_limit(log, decoded.batch.jobs, {}):
+    elif _over_job_limit(log, decoded.batch.jobs, {}) or _beyond_records(log, decoded.batch, {}):
         return 0
     _append(log, decoded.batch)
     log.records += len(decoded.batch.t)
@@ -246,6 +249,23 @@ def _disagrees(log: Log, job: Job) -> bool:
     """Whether a job record disagrees with the log's record of the job (`Log.add_job` would refuse it)."""
     known = log.jobs.get(job.id)
     return known is not None and job.id not in log.unrecorded and known != job
+
+
+def _beyond_records(log: Log, batch: Batch, records: dict[str, Job]) -> bool:
+    """Whether an allocation of the piece gives a job more chips than its record (read before, or in the piece),
+    or a record of the piece is below allocations read before it: the standard reader judges such a piece line by
+    line (which of the two comes first says which is refused)."""
+    import numpy as np
+
+    rows = np.flatnonzero(np.asarray(batch.code) == _ALLOCATION)
+    if len(rows):
+        owners = np.searchsorted(np.asarray(batch.bounds), rows, side="right") - 1
+        for k, chips in zip(owners.tolist(), np.asarray(batch.chips)[rows].tolist(), strict=True):
+            job = batch.jobs[k]
+            known = records.get(job) or record_of(log, job)
+            if known is not None and chips > known.chips:
+                return True
+    return any(record_of(log, job.id) is None and log.allocated_beyond(job) is not None for job in records.values())
 
 
 def _over_job_limit(log: Log, event_jobs: list[str], record_jobs: dict[str, Any]) -> bool:

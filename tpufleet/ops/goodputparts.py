@@ -125,7 +125,10 @@ def _on_cluster(
         except Exception as exc:  # noqa: BLE001 - the log changed since, or a worker was lost: read it here
             return [], None, exc
         rest.capacity, rest.records, rest.skipped = counts.capacity, counts.records, counts.skipped
-        events.merge_into(log, rest)
+        try:
+            events.merge_into(log, rest)
+        except events.AllocatedBeyondRecord as exc:  # across logs: the serial reading names the line
+            return [], None, exc
     whole = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped)
     accounts += account_log(log, since, until, spans, timelines)
     accounts.sort(key=lambda a: a.job.id)
