@@ -140,7 +140,7 @@ def test_plan_spares_on_a_fleet_with_slices_and_faults(busy):
     r = busy("plan-spares", "-o", "json")
     assert r.code == 0, r.err
     pod = r.json["pods"][0]
-    p = spares.cube_healthy(TPU_V4_RATES, 7.0)
+    p = spares.cube_healthy(TPU_V4_RATES, 7.0, up_now=True)  # the cubes up now: no failure before counts
     assert pod["p_cube"] == pytest.approx(p, rel=1e-12)
     assert pod["cubes_down_now"] == ["c03", "c20", "c21"]
     assert pod["cubes_with_history"] == {"c30": 1}
@@ -163,8 +163,8 @@ def test_plan_spares_on_a_fleet_with_slices_and_faults(busy):
 def test_plan_spares_for_chosen_slices_and_a_non_fault_tolerant_one(busy):
     assert busy("allocate", "c", "--shape", "4x4x4", "--cubes", "c40", "--no-fault-tolerant-routing").code == 0
     pod = busy("plan-spares", "--slices", "c", "--horizon", "1d", "-o", "json").json["pods"][0]
-    p = spares.cube_healthy(TPU_V4_RATES, 1.0)
-    q = spares.ocs_all_up(TPU_V4_RATES, 1.0)
+    p = spares.cube_healthy(TPU_V4_RATES, 1.0, up_now=True)
+    q = spares.ocs_all_up(TPU_V4_RATES, 1.0, up_now=True)
     assert pod["needed_cubes"] == 1 and pod["ocs_all_up"] == pytest.approx(q)
     assert pod["curve"][0]["probability"] == pytest.approx(p * q)
     assert pod["curve"][1]["probability"] == pytest.approx((1 - (1 - p) ** 2) * q)
@@ -174,7 +174,9 @@ def test_plan_spares_fault_rates_file_overrides(busy, tmp_path):
     rates = tmp_path / "rates.yaml"
     rates.write_text("schema_version: 1\nhost_per_day: 0.002\n")
     pod = busy("plan-spares", "--fault-rates", str(rates), "-o", "json").json["pods"][0]
-    assert pod["p_cube"] == pytest.approx(spares.cube_healthy(ComponentRates(0.002, 0.00005, 0.0004, 8, 4, 2), 7.0))
+    assert pod["p_cube"] == pytest.approx(
+        spares.cube_healthy(ComponentRates(0.002, 0.00005, 0.0004, 8, 4, 2), 7.0, up_now=True)
+    )
     assert "rates.yaml" in pod["rates_source"]
 
 
@@ -194,7 +196,7 @@ def test_plan_spares_on_a_144_cube_pod_in_process():
     state = FleetState(Fleet((Pod("pod0", tuple(f"c{i:03d}" for i in range(144))),)))
     result = ops.plan(state, ops.RatesChoice(load_rates(None)), 0.95, 7.0).data["pods"][0]
     assert result["healthy_cubes_at_confidence"] == spares.cubes_at_confidence(
-        [spares.cube_healthy(TPU_V4_RATES, 7)] * 144, 0.95
+        [spares.cube_healthy(TPU_V4_RATES, 7, up_now=True)] * 144, 0.95
     )
     assert "no running slices" in result["note"]
 

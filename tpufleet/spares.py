@@ -5,8 +5,10 @@ trillion-parameter models on TPUs", May 2026: every chip and ICI link of a cube 
 and the count of healthy cubes is binomial):
 
 1. Each component fails as a Poisson process at its daily rate lambda (host, optical link, OCS) and a failure keeps
-   it down for its repair time R. A component is up for the whole horizon H iff no failure falls in the window
-   [-R, H] (one that fell in [-R, 0] is still being repaired at the start): probability exp(-lambda (H + R)).
+   it down for its repair time R. A component of unknown state is up for the whole horizon H iff no failure falls
+   in the window [-R, H] (one that fell in [-R, 0] is still being repaired at the start): probability
+   exp(-lambda (H + R)). One the state shows up now is under no repair, so only [0, H] counts: exp(-lambda H)
+   (`up_now`, what `plan-spares` and `capacity` use for every cube without an open fault).
 2. A cube is *fully healthy over the horizon* iff every one of its hosts (16 of 4 chips; a host's failure stands
    for its chips and the electrical ICI links on its board) and every one of its optical links (96) is:
    p_cube = exp(-(hosts lambda_host (H + R_host) + links lambda_link (H + R_link))).
@@ -87,9 +89,10 @@ class ComponentRates:
 TPU_V4_RATES: Final = ComponentRates(0.0008, 0.00005, 0.0004, 8.0, 4.0, 2.0)  # "Resiliency at Scale", tpufleet's
 
 
-def _exposure(per_day: float, repair_hours: float, horizon_days: float) -> float:
-    """Expected failures of one component in the window [-R, H] (step 1 of the module docstring)."""
-    return per_day * (horizon_days + repair_hours / HOURS_PER_DAY)
+def _exposure(per_day: float, repair_hours: float, horizon_days: float, up_now: bool) -> float:
+    """Expected failures of one component in the window [-R, H], or [0, H] when it is known to be up now (step 1
+    of the module docstring)."""
+    return per_day * (horizon_days + (0.0 if up_now else repair_hours / HOURS_PER_DAY))
 
 
 def cube_healthy(
@@ -98,27 +101,31 @@ def cube_healthy(
     hosts: int = MACHINES_PER_CUBE,
     links: int = OPTICAL_LINKS_PER_CUBE,
     history: int = 0,
+    up_now: bool = False,
 ) -> float:
-    """Probability that every host and optical link of a cube stays up over the horizon (steps 1-3).
+    """Probability that every host and optical link of a cube stays up over the horizon (steps 1-3); `up_now`: the
+    cube is known to be up as the horizon starts (no open fault), so no failure before it counts.
 
     >>> round(cube_healthy(TPU_V4_RATES, 0.0), 6)  # now: a cube's steady-state availability
     0.994946
     >>> round(cube_healthy(TPU_V4_RATES, 7.0, history=1), 4)  # one fault in its history: twice the intensity
     0.7737
+    >>> cube_healthy(TPU_V4_RATES, 0.0, up_now=True), round(cube_healthy(TPU_V4_RATES, 7.0, up_now=True), 4)
+    (1.0, 0.8841)
     """
-    load = hosts * _exposure(rates.host_per_day, rates.host_repair_hours, horizon_days)
-    load += links * _exposure(rates.link_per_day, rates.link_repair_hours, horizon_days)
+    load = hosts * _exposure(rates.host_per_day, rates.host_repair_hours, horizon_days, up_now)
+    load += links * _exposure(rates.link_per_day, rates.link_repair_hours, horizon_days, up_now)
     return math.exp(-(1 + history) * load)
 
 
-def ocs_all_up(rates: ComponentRates, horizon_days: float, ocs: int = OCS_PER_POD) -> float:
+def ocs_all_up(rates: ComponentRates, horizon_days: float, ocs: int = OCS_PER_POD, up_now: bool = False) -> float:
     """Probability that every OCS of a pod stays up over the horizon (what a slice without fault-tolerant routing
-    needs, step 5).
+    needs, step 5); `up_now`: every one is known to be up as the horizon starts.
 
-    >>> round(ocs_all_up(TPU_V4_RATES, 7.0), 4)
-    0.8728
+    >>> round(ocs_all_up(TPU_V4_RATES, 7.0), 4), round(ocs_all_up(TPU_V4_RATES, 7.0, up_now=True), 4)
+    (0.8728, 0.8742)
     """
-    return math.exp(-ocs * _exposure(rates.ocs_per_day, rates.ocs_repair_hours, horizon_days))
+    return math.exp(-ocs * _exposure(rates.ocs_per_day, rates.ocs_repair_hours, horizon_days, up_now))
 
 
 def poisson_binomial(ps: Sequence[float]) -> list[float]:

@@ -123,7 +123,7 @@ def _pod_plan(
 ) -> dict[str, Any]:
     rates, source, gen = _pod_rates(pod, choice)
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
-    clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE)
+    clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, up_now=True)
     odds = _odds(ctx, pod, rates, hosts, horizon)
     own = list(dict.fromkeys(c for s in slices for c in s.cubes))  # sub-cube slices sharing a cube count it once
     position = {c: i for i, c in enumerate(pod.cubes)}
@@ -167,7 +167,7 @@ def _odds(ctx: _Context, pod: Pod, rates: spares.ComponentRates, hosts: int, hor
     return {
         c: 0.0
         if c in ctx.down
-        else spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, ctx.history.get(c, 0))
+        else spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, ctx.history.get(c, 0), up_now=True)
         for c in pod.cubes
     }
 
@@ -191,7 +191,7 @@ def _ocs_term(
         return 1.0
     if any(o.pod == pod.name for o in state.health().ocs_down):
         return 0.0
-    return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD)
+    return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD, up_now=True)
 
 
 def _note(slices: list[Slice], curve: spares.SpareCurve, free: int) -> str | None:
