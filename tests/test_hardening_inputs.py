@@ -92,6 +92,38 @@ def test_a_plain_anchor_is_refused_too_and_a_file_without_one_works(fleet, tmp_p
     assert len(r.json) == 2
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "key"),
+    [
+        ("s.yaml", "- {target: 'host:c01/3', target: 'host:c02/3', reason: disk}\n", "'target'"),
+        ("s.json", '[{"target": "host:c01/3", "reason": "disk", "reason": "fan"}]', "'reason'"),
+        ("s.yaml", "- target: host:c01/3\n  reason: disk\n  reason: fan\n", "'reason'"),
+    ],
+)
+def test_a_key_given_twice_is_refused_not_guessed(fleet, tmp_path, name, text, key):
+    """Python's JSON decoder and PyYAML keep a repeated key's last value, other tools its first: which fault was
+    meant is unknown, so the file is refused (exit 2, one line naming the file and the key), the state untouched."""
+    scenario = tmp_path / name
+    scenario.write_text(text)
+    before = snapshot(fleet.state)
+    one_line_error(fleet("inject-fault", "--from", scenario), str(scenario), f"key {key} is given twice")
+    assert snapshot(fleet.state) == before
+
+
+def test_a_key_given_twice_in_a_json_file_is_refused(cli, tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"type":"event","job":"j","time":"2026-01-05T00:00:00Z","event":"job_start"}\n'
+        '{"type":"event","job":"j","time":"2026-01-05T01:00:00Z","event":"job_end"}\n'
+    )
+    exclude = tmp_path / "exclude.json"
+    exclude.write_text(
+        '[{"start": "2026-01-05T00:00:00Z", "end": "2026-01-05T00:10:00Z", "end": "2026-01-05T00:50:00Z"}]'
+    )
+    r = cli("goodput-report", log, "--exclude", exclude, state=False)
+    one_line_error(r, str(exclude), "key 'end' is given twice")
+
+
 # The contract is exit 2, one line naming the file, the state untouched: how deep a YAML library lets a document
 # nest before it refuses it, in its own words, is the library's business (PyYAML 6.0.4 began to refuse some).
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ import sys
 from typing import Any
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import BadStateFile, shown
 
 __all__ = [
     "BOM",
@@ -119,7 +119,20 @@ def _finite_float(text: str) -> float:
     return number
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different: a key given twice is ambiguous (Python's decoder keeps the last, other
+    readers the first), so it is refused rather than guessed at."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonProblem(f"key {shown(key)} is given twice in one object", key)
+            seen.add(key)
+    return out
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, object_pairs_hook=_keys_once)
 
 
 class _WrittenAsFloat(float):
@@ -134,7 +147,9 @@ def _finite_written_float(text: str) -> float:
     return _WrittenAsFloat(_finite_float(text))
 
 
-_WRITTEN_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_written_float)
+_WRITTEN_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_written_float, object_pairs_hook=_keys_once
+)
 _FAST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 

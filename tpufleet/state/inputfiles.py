@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import BadStateFile, shown
 
 # The pure half (text and documents, no file) lives in the core (`tpufleet.jsontext`); re-exported here.
 from tpufleet.jsontext import (
@@ -129,6 +129,27 @@ def _times_as_text() -> dict[Any, list[tuple[str, Any]]]:
     }
 
 
+def _mapping_with_keys_once(loader: Any, node: Any, deep: bool = False) -> Any:
+    """The loader's mapping, whose keys are all different: a key given twice is ambiguous (YAML forbids it; PyYAML
+    keeps the last), so it is refused rather than guessed at."""
+    import yaml
+    from yaml.constructor import SafeConstructor
+
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            again = key in seen
+        except TypeError:  # an unhashable key: the constructor says so
+            continue
+        if again:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {shown(key)} is given twice in one mapping", key_node.start_mark
+            )
+        seen.add(key)
+    return SafeConstructor.construct_mapping(loader, node, deep)
+
+
 def _loader_class() -> type[Any]:
     """The safe loader, composing in Python (to see every anchor and alias, and the depth) over libyaml's
     events when PyYAML has libyaml (about 6 times faster than the pure-Python parser), else over PyYAML's own."""
@@ -139,6 +160,8 @@ def _loader_class() -> type[Any]:
 
     class Checks(Composer):
         depth = 0
+
+        construct_mapping = _mapping_with_keys_once
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             event = self.peek_event()  # type: ignore[attr-defined]  # the parser class provides it
