@@ -128,6 +128,34 @@ def test_damaged_line_after_the_last_committed_one_is_kept_and_uncommitted_lines
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and temp_files(six.state) == []
 
 
+def test_a_state_file_older_than_its_journal_is_refused_not_cut(six, tmp_path):
+    """A state.json put back from a backup (serial 3) under a journal at serial 6: three entries beyond the state's
+    serial, where a crash leaves one. Dropping them lost committed history and handed serials 4-6 and their fault
+    ids out again; the writer now refuses (exit 2, naming the journal and its serial), changing nothing."""
+    path, state_file = six.state / "journal.jsonl", six.state / "state.json"
+    current = state_file.read_bytes()
+    doc = json.loads(current)
+    backup = tmp_path / "state.json"
+    for serial in (3, 4, 5):  # stand-ins for last night's state: only its serial matters to the check
+        backup.write_text(json.dumps({**doc, "serial": serial}))
+        state_file.write_bytes(backup.read_bytes())
+        journal_before = path.read_bytes()
+        r = six("inject-fault", "host:c44/1")
+        if serial == 5:  # one entry beyond: a crash's, dropped as ever
+            assert r.code == 0, r.err
+            assert serials(path) == [1, 2, 3, 4, 5, 6]
+            state_file.write_bytes(current)
+            path.write_bytes(journal_before)
+            continue
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+        assert (
+            f"{path}: field serial" in r.err and f"beyond the state's serial {serial}" in r.err and "(value 6)" in r.err
+        )
+        assert path.read_bytes() == journal_before and state_file.read_bytes() == backup.read_bytes()
+    state_file.write_bytes(current)  # the matching state put back: writes go on
+    assert six("inject-fault", "host:c44/1").code == 0 and serials(path) == [1, 2, 3, 4, 5, 6, 7]
+
+
 def test_torn_last_line_is_dropped_by_the_next_writer(six):
     path = six.state / "journal.jsonl"
     committed = path.read_bytes()
@@ -498,6 +526,27 @@ def test_symlinked_routes_directory_is_refused(routed, tmp_path):
     assert list(elsewhere.iterdir()) == [] and snapshot(routed.state) == before
 
 
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "dangling"])
+def test_a_slices_tables_that_are_no_regular_file_are_refused(routed, tmp_path, kind):
+    """A symlink in place of routes/s.npz was followed by the reader (and `status` blamed the slice's name); a FIFO
+    hung `collective`. Each is refused (exit 2) naming the file, without opening it."""
+    assert routed("routes", "s").code == 0
+    tables = routed.state / "routes" / "s.npz"
+    kept = tmp_path / "s.npz"
+    kept.write_bytes(tables.read_bytes())
+    tables.unlink()
+    if kind == "fifo":
+        os.mkfifo(tables)
+    else:
+        tables.symlink_to(kept if kind == "symlink" else tmp_path / "gone.npz")
+    what = "FIFO" if kind == "fifo" else "symbolic link"
+    one_line_error(routed("collective", "s", "--op", "all-reduce", "--bytes", "1MB"), 2, str(tables), what)
+    assert routed("status").code == 0  # (it reads no tables; it blamed the slice's name)
+    tables.unlink()
+    tables.write_bytes(kept.read_bytes())
+    assert routed("collective", "s", "--op", "all-reduce", "--bytes", "1MB").code == 0
+
+
 def test_routes_that_is_not_a_directory_is_refused(routed):
     (routed.state / "routes").write_bytes(b"")
     one_line_error(routed("routes", "s"), 2, "routes is a regular file, not a directory")
@@ -627,7 +676,41 @@ EDITS = {
         "slices.c.machines",
         "[4, 4]",
     ),
+    # each of these loaded, and `explain`, `reschedule` or the next write then failed with an internal error
+    "degraded without its reroute": (
+        lambda d: d["slices"]["a"].update(state="degraded"),
+        "slices.a.reroute",
+        "carries its reroute",
+    ),
+    "proposal on a missing pod": (
+        lambda d: d["slices"]["a"].update(state="evicted", proposal={**_layout(d, "a"), "pod": "pod9"}),
+        "slices.a.proposal.pod",
+        "pod9",
+    ),
+    "proposal on missing cubes": (
+        lambda d: d["slices"]["a"].update(
+            state="evicted", proposal={"pod": "pod0", "cubes": ["c77"], "coords": {"c77": [0, 0, 0]}}
+        ),
+        "slices.a.proposal.cubes.0",
+        "c77",
+    ),
+    "proposal of another shape": (
+        lambda d: d["slices"]["a"].update(
+            state="evicted", proposal={"pod": "pod0", "cubes": ["c50"], "coords": {"c50": [0, 0, 0]}}
+        ),
+        "slices.a.proposal.cubes",
+        "holds 8 cube(s)",
+    ),
+    "an OCS written another way": (
+        lambda d: d["ocs"].update({"pod0/x/00": [[5, 5]]}),
+        "ocs.pod0/x/00",
+        "must be written pod0/x/0",
+    ),
 }
+
+
+def _layout(doc, name):
+    return {k: doc["slices"][name][k] for k in ("pod", "cubes", "coords")}
 
 
 @pytest.mark.parametrize("edit", list(EDITS))

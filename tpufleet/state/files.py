@@ -416,10 +416,11 @@ def check_name(name: str, what: str = "name") -> None:
 
 
 def safe_child(base: Path, name: str, suffix: str = "") -> Path:
-    """A file under `base` named after user input; refuse anything that could escape `base`."""
+    """A file under `base` named after user input; refuse anything that could escape `base`. The file itself is
+    not resolved: a symlink in its place is the opener's to refuse (`open_state_file`), as one."""
     check_name(name)
-    path = (base / f"{name}{suffix}").resolve()
-    if path.parent != base.resolve():
+    path = base.resolve() / f"{name}{suffix}"
+    if path.parent != base.resolve() or path.name != f"{name}{suffix}":
         raise BadInput(f"bad name {name!r}: it would leave the state directory")
     return path
 

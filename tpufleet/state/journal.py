@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 from tpufleet.jsontext import MAX_DEPTH, nested_deeper_than
 from tpufleet.state import records
@@ -131,6 +131,7 @@ class Scan:
     committed_end: int = 0  # bytes up to the end of the last committed line (its newline counted, if missing)
     kept_tail: bytes = b""  # damaged lines after it: kept by recovery
     newline_missing: bool = False  # a torn last line that is committed history: recovery ends it
+    beyond: list[int] = field(default_factory=list)  # serials of the entries after the committed range
 
     def wanted(self, raw: bytes) -> bytes:
         """The journal `recover` leaves of `raw` (the bytes this scan read)."""
@@ -172,6 +173,8 @@ def scan(raw: bytes, serial: int) -> Scan:
         elif entry is None:  # (an entry after the last committed one is beyond the state: recovery drops it)
             out.damaged.append(i + 1)
             tail.append(line + b"\n")
+        else:
+            out.beyond.append(entry.serial)
     out.kept_tail = b"".join(tail)
     return out
 
@@ -337,7 +340,9 @@ def recover(path: Path, serial: int) -> None:
             raw = _pread_all(fd, size)
         except OSError as exc:
             raise io_error("read", path, exc) from None
-        wanted = scan(raw, serial).wanted(raw)
+        found = scan(raw, serial)
+        _refuse_lost_history(path, serial, found.beyond)
+        wanted = found.wanted(raw)
         if wanted == raw:
             return  # nothing to drop
         if not wanted.startswith(raw) and not raw.startswith(wanted):
@@ -348,6 +353,21 @@ def recover(path: Path, serial: int) -> None:
         os.close(fd)
     if rewrite is not None:
         atomic_write(path, rewrite)
+
+
+def _refuse_lost_history(path: Path, serial: int, beyond: list[int]) -> None:
+    """BadStateFile when the journal holds more entries beyond the state's serial than a crash leaves (one: the
+    change being committed): the state file is older than its journal (put back from a backup, say), and dropping
+    them would lose committed history and hand their serials and fault ids out again."""
+    if len(beyond) > 1:
+        raise BadStateFile(
+            str(path),
+            "serial",
+            max(beyond),
+            f"{len(beyond)} entries are beyond the state's serial {serial}, where a crash leaves at most one: the "
+            "state file is older than its journal (restored from a backup?); nothing was changed. Put back the state "
+            "file of the journal's last serial, or move the journal aside to start a new history",
+        )
 
 
 def _resize(fd: int, path: Path, raw: bytes, wanted: bytes) -> None:

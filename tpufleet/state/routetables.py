@@ -144,8 +144,23 @@ def waiting_tables(path: Path, made: str, serial: int) -> Path | None:
 
 
 def load(path: Path) -> FileTables:
-    """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged."""
-    return _load(lambda: zipfile.ZipFile(path), str(path))
+    """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged. Opened as
+    every state file is (`files.open_state_file`): a symlink, FIFO or other non-regular file in its place is
+    refused, not followed or waited on."""
+    return _load(lambda: zipfile.ZipFile(_regular(path)), str(path))
+
+
+def _regular(path: Path) -> Path:
+    """`path`, once opened as a state file (no symlink followed, no FIFO waited on) and found a regular file."""
+    import os
+
+    from tpufleet.state.files import io_error, open_state_file
+
+    try:
+        os.close(open_state_file(path, os.O_RDONLY))
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
+    return path
 
 
 def load_bytes(data: bytes, file: str) -> FileTables:
@@ -169,7 +184,7 @@ class StoredTables:
     def read(self) -> Tables | None:
         """The tables, or None when none are stored; Refused when the directory cannot be looked into."""
         try:
-            found = self.path.exists()
+            found = self.path.is_symlink() or self.path.exists()  # a symlink, even a dangling one, is refused
         except OSError as exc:  # e.g. a group member and a routes/ directory still private to its owner
             raise Refused(
                 f"cannot read the routing tables of {self.name!r} ({self.path}): {exc.strerror or exc}"

@@ -440,6 +440,7 @@ def _check_slices(slices: dict[str, Any], pod_of: dict[str, str], file: str) -> 
     held: dict[str, list[tuple[int, str]]] = {}  # cube -> (machine mask, slice) of each slice holding some of it
     for name, sl in slices.items():
         _check_slice_layout(name, sl, file)
+        _check_slice_state(name, sl, pod_of, file)
         mask = sum(1 << m for m in sl["machines"]) if sl.get("machines") else whole
         for j, cube in enumerate(sl["cubes"]):
             if pod_of.get(cube) != sl["pod"]:
@@ -458,12 +459,32 @@ def _check_slices(slices: dict[str, Any], pod_of: dict[str, str], file: str) -> 
             holders.append((mask, name))
 
 
+def _check_slice_state(name: str, sl: dict[str, Any], pod_of: dict[str, str], file: str) -> None:
+    """A degraded slice carries its reroute; a proposed move names a pod of the fleet and cubes of that pod, laid
+    out as the slice's shape (`_check_slice_layout` on the proposal's cubes and coordinates)."""
+    where = f"slices.{name}"
+    if sl["state"] == "degraded" and not sl.get("reroute"):
+        raise BadStateFile(file, f"{where}.reroute", sl.get("reroute"), "a degraded slice carries its reroute")
+    proposal = sl.get("proposal")
+    if not proposal:
+        return
+    if proposal["pod"] not in set(pod_of.values()):
+        raise BadStateFile(file, f"{where}.proposal.pod", proposal["pod"], "no such pod in the fleet")
+    for j, cube in enumerate(proposal["cubes"]):
+        if pod_of.get(cube) != proposal["pod"]:
+            raise BadStateFile(file, f"{where}.proposal.cubes.{j}", cube, f"not a cube of {proposal['pod']}")
+    _check_slice_layout(f"{name}.proposal", {**sl, **proposal}, file)
+
+
 def _check_ocs(ocs: dict[str, Any], pods: dict[str, Any], file: str) -> None:
-    """Each OCS exists; each cross-connect is [north, south] within the cabled ports; no port in two of them."""
+    """Each OCS exists, named as tpufleet writes it; each cross-connect is [north, south] within the cabled ports;
+    no port in two of them."""
     for key, pairs in ocs.items():
         pod, _, index = key.split("/")
         if pod not in pods or len(index) > 6 or int(index) >= OCS_PER_DIM:
             raise BadStateFile(file, f"ocs.{key}", key, "no such OCS in the fleet")
+        if index != str(int(index)):  # pod0/x/00 beside pod0/x/0 would be one OCS read twice, the last one winning
+            raise BadStateFile(file, f"ocs.{key}", key, f"must be written {pod}/{key.split('/')[1]}/{int(index)}")
         limit = len(pods[pod])
         if not pairs:
             continue
