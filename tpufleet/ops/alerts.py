@@ -7,10 +7,15 @@ An alert names its component with the label `tpufleet_target` (a target id, e.g.
 its mark and changes nothing, even when the fault was cleared by hand since; its resolution clears the open fault
 carrying its fingerprint. The mark lives in the fault itself, so it is committed in the same atomic rename as the
 fault and survives a restart of the server without a second file to keep in step.
+
+Only the mark tpufleet appended identifies an alert's fault: the one ending the reason, on the alert's target. Text
+that looks like a mark in the alert's name or summary is written with a parenthesis (``(alertmanager ...``), so a
+summary cannot make an alert's repeat or resolution find another alert's fault.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,13 +23,17 @@ from typing import Any
 from tpufleet.constants import MAX_REASON_CHARS
 from tpufleet.errors import BadInput
 from tpufleet.faults import normalize
-from tpufleet.fleetstate import Change, FleetState
+from tpufleet.fleetstate import Change, Fault, FleetState
+from tpufleet.ids import TargetId, canonical
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import printable
 
 TARGET_LABEL = "tpufleet_target"
 PLANNED_LABEL = "tpufleet_planned"
+# the mark ending a fault's reason (a fingerprint and an RFC 3339 time hold neither spaces nor brackets)
+_MARK = re.compile(r"\[alertmanager ([0-9A-Za-z]{1,64}) since ([^\s\]]+)\]")
+_MARK_LIKE = re.compile(r"\[(?=\s*alertmanager)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class Alert:
     def reason(self) -> str:
         """The fault's reason: the alert's name and summary, then its mark (kept whole within the length limit)."""
         text = " ".join(f"{self.name}: {self.annotations.get('summary', '')}".split()).rstrip(": ")
+        text = _MARK_LIKE.sub("(", text)  # only the mark appended below is one
         room = MAX_REASON_CHARS - len(self.mark) - 1
         return f"{printable(text)[:room]} {self.mark}".lstrip()  # escaped as the fault keeps it, then cut: it fits
 
@@ -84,8 +94,8 @@ def _one(state: FleetState, alert: Alert, now: str, opened: list[str], cleared: 
     except BadInput as exc:
         return {"action": "ignored", "why": str(exc)}
     if not alert.firing:
-        return _resolve(state, alert, now, cleared)
-    seen = next((f for f in state.faults if alert.mark in f.reason), None)
+        return _resolve(state, alert, target, now, cleared)
+    seen = next((f for f in state.faults if _marked(f, alert, target, alert.starts_at)), None)
     if seen is not None:
         return {"action": "unchanged", "fault": seen.id, "why": "already recorded for this alert"}
     planned = alert.labels.get(PLANNED_LABEL, "").lower() == "true"
@@ -97,9 +107,18 @@ def _one(state: FleetState, alert: Alert, now: str, opened: list[str], cleared: 
     return row | ({"analysis_errors": radius["analysis_errors"]} if radius.get("analysis_errors") else {})
 
 
-def _resolve(state: FleetState, alert: Alert, now: str, cleared: list[str]) -> dict[str, Any]:
-    mine = f"[alertmanager {alert.fingerprint} since "
-    hits = [f for f in state.open_faults() if mine in f.reason]
+def _marked(fault: Fault, alert: Alert, target: TargetId, starts_at: str | None) -> bool:
+    """Whether `fault` is on `target` and its reason ends with the alert's mark (of any startsAt when None)."""
+    reason = fault.reason
+    at = reason.rfind("[alertmanager ")
+    mark = _MARK.fullmatch(reason, at) if at == 0 or (at > 0 and reason[at - 1] == " ") else None
+    if mark is None or mark.group(1) != alert.fingerprint:
+        return False
+    return (starts_at is None or mark.group(2) == starts_at) and canonical(fault.target) == canonical(target)
+
+
+def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, cleared: list[str]) -> dict[str, Any]:
+    hits = [f for f in state.open_faults() if _marked(f, alert, target, None)]
     if not hits:
         return {"action": "unchanged", "why": "no open fault of this alert"}
     for fault in hits:
