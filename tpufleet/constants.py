@@ -57,6 +57,12 @@ MAX_PODS: Final = 64
 # The longest text kept with a fault (its reason) or a slice (why it was evicted, why its tables are stale):
 # the state stays proportional to the fleet, whatever an input file or a node list carries.
 MAX_REASON_CHARS: Final = 1024
+# Alertmanager alerts that opened a fault, remembered in the state (`alert_marks`) until their resolution clears it,
+# so that a repeat does not open the fault again once it was cleared by hand and left the state (the state keeps the
+# 128 most recently cleared faults): the most recent ones only. Alertmanager re-sends a firing alert every
+# `repeat_interval` (4 h by default) for as long as it fires; a thousand other alerts opening faults between two
+# repeats is far more than a fleet sees, and the state stays bounded (about 150 KB of it at most).
+ALERT_MARKS_KEPT: Final = 1024
 MAX_NAME_CHARS: Final = 64  # a slice or job name (it becomes a file name and a Kubernetes label value)
 # The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
 MAX_SLICE_CHIPS: Final = 16384

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tpufleet.allocation import Allocation, machine_usage
-from tpufleet.constants import MAX_REASON_CHARS
+from tpufleet.constants import ALERT_MARKS_KEPT, MAX_REASON_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
 from tpufleet.ids import HostId, OcsId, TargetId, canonical
@@ -364,6 +364,18 @@ class ReservationNames:
         return {r.cube: (name, r) for name, r in self.sub_blocks.items()}
 
 
+@dataclass(frozen=True)
+class AlertMark:
+    """An Alertmanager alert that opened a fault: its fingerprint and startsAt (the mark ending the fault's reason),
+    its target (canonical) and the fault, kept until its resolution clears the fault, so that a repeat does not open
+    the fault again once it was cleared by hand and left the state."""
+
+    fingerprint: str
+    starts_at: str
+    target: str
+    fault: str
+
+
 @dataclass
 class FleetState:
     fleet: Fleet
@@ -377,6 +389,7 @@ class FleetState:
     k8s: K8sNames = field(default_factory=K8sNames)
     jobs: dict[str, Job] = field(default_factory=dict)
     reservation: ReservationNames = field(default_factory=ReservationNames)
+    alert_marks: dict[str, AlertMark] = field(default_factory=dict)  # by fingerprint, oldest first
     # Derived from `faults`, kept while they do not change, so a batch of faults costs linear time.
     _health: Health | None = field(default=None, init=False, repr=False, compare=False)
     _open_by_target: dict[TargetId, Fault] | None = field(default=None, init=False, repr=False, compare=False)
@@ -585,6 +598,19 @@ class FleetState:
                 record.stale, record.stale_reason = True, why
                 marked.append(name)
         return marked
+
+    # ---- Alertmanager alerts that opened faults ------------------------------------------------------------
+    def note_alert(self, mark: AlertMark) -> None:
+        """Remember an alert that opened a fault (replacing an earlier episode of its fingerprint), the
+        `ALERT_MARKS_KEPT` most recent only."""
+        self.alert_marks.pop(mark.fingerprint, None)
+        self.alert_marks[mark.fingerprint] = mark
+        while len(self.alert_marks) > ALERT_MARKS_KEPT:
+            del self.alert_marks[next(iter(self.alert_marks))]
+
+    def forget_alert(self, fingerprint: str) -> None:
+        """Forget an alert (its resolution cleared its fault: a late repeat finds that fault, still in the state)."""
+        self.alert_marks.pop(fingerprint, None)
 
     # ---- names in a Kubernetes cluster -------------------------------------------------------------------
     def name_in_k8s(self, names: K8sNames) -> None:

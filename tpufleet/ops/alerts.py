@@ -6,7 +6,10 @@ An alert names its component with the label `tpufleet_target` (a target id, e.g.
 ``[alertmanager FINGERPRINT since STARTS_AT]``; the same alert sent again (Alertmanager repeats a firing group) finds
 its mark and changes nothing, even when the fault was cleared by hand since; its resolution clears the open fault
 carrying its fingerprint. The mark lives in the fault itself, so it is committed in the same atomic rename as the
-fault and survives a restart of the server without a second file to keep in step.
+fault and survives a restart of the server without a second file to keep in step. A fault cleared by hand leaves the
+state after `CLEARED_FAULTS_KEPT` more clears, its mark with it: the state also remembers each alert that opened a
+fault (`FleetState.alert_marks`, committed with the fault) until its resolution clears that fault, the
+`ALERT_MARKS_KEPT` most recent at most, so a repeat of a long-firing alert still changes nothing.
 
 Only the mark tpufleet appended identifies an alert's fault: the one ending the reason, on the alert's target. Text
 that looks like a mark in the alert's name or summary is written with a parenthesis (``(alertmanager ...``), so a
@@ -23,7 +26,7 @@ from typing import Any
 from tpufleet.constants import MAX_REASON_CHARS
 from tpufleet.errors import BadInput
 from tpufleet.faults import normalize
-from tpufleet.fleetstate import Change, Fault, FleetState
+from tpufleet.fleetstate import AlertMark, Change, Fault, FleetState
 from tpufleet.ids import TargetId, canonical
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
@@ -95,16 +98,26 @@ def _one(state: FleetState, alert: Alert, now: str, opened: list[str], cleared: 
         return {"action": "ignored", "why": str(exc)}
     if not alert.firing:
         return _resolve(state, alert, target, now, cleared)
-    seen = next((f for f in state.faults if _marked(f, alert, target, alert.starts_at)), None)
+    seen = _seen(state, alert, target)
     if seen is not None:
-        return {"action": "unchanged", "fault": seen.id, "why": "already recorded for this alert"}
+        return {"action": "unchanged", "fault": seen, "why": "already recorded for this alert"}
     planned = alert.labels.get(PLANNED_LABEL, "").lower() == "true"
     radius = fault_ops.inject(state, [fault_ops.FaultRequest(target, planned, alert.reason())], now).data[0]
     if radius.get("duplicate_of"):
         return {"action": "unchanged", "fault": radius["duplicate_of"], "why": f"{target} already has an open fault"}
     opened.append(radius["fault_id"])
+    state.note_alert(AlertMark(alert.fingerprint, alert.starts_at, str(canonical(target)), radius["fault_id"]))
     row = {"action": "opened", "fault": radius["fault_id"], "slices": radius["slices"]}
     return row | ({"analysis_errors": radius["analysis_errors"]} if radius.get("analysis_errors") else {})
+
+
+def _seen(state: FleetState, alert: Alert, target: TargetId) -> str | None:
+    """The fault this firing alert already opened: remembered with the alert, else (an alert handled before alerts
+    were remembered, or a late repeat once it resolved) a fault still in the state that carries its mark."""
+    mark = state.alert_marks.get(alert.fingerprint)
+    if mark is not None and (mark.starts_at, mark.target) == (alert.starts_at, str(canonical(target))):
+        return mark.fault
+    return next((f.id for f in state.faults if _marked(f, alert, target, alert.starts_at)), None)
 
 
 def _marked(fault: Fault, alert: Alert, target: TargetId, starts_at: str | None) -> bool:
@@ -119,8 +132,12 @@ def _marked(fault: Fault, alert: Alert, target: TargetId, starts_at: str | None)
 
 def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, cleared: list[str]) -> dict[str, Any]:
     hits = [f for f in state.open_faults() if _marked(f, alert, target, None)]
-    if not hits:
+    if not hits:  # (a fault cleared by hand: its alert stays remembered, the oldest forgotten first)
         return {"action": "unchanged", "why": "no open fault of this alert"}
+    mark = state.alert_marks.get(alert.fingerprint)
+    if mark is not None and mark.target == str(canonical(target)):
+        # resolved, its fault cleared: a late repeat finds that fault among the cleared ones the state keeps
+        state.forget_alert(alert.fingerprint)
     for fault in hits:
         fault_ops.clear(state, fault.id, now)
         cleared.append(fault.id)

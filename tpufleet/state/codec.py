@@ -12,6 +12,7 @@ from typing import Any
 from tpufleet.allocation import Allocation
 from tpufleet.fleetstate import (
     DEFAULT_MIN_THROUGHPUT,
+    AlertMark,
     Fault,
     FleetState,
     Job,
@@ -52,7 +53,13 @@ def decode(doc: Doc) -> FleetState:
         k8s=_decode_k8s(doc.get("k8s", {})),
         jobs={name: _decode_job(name, job) for name, job in doc.get("jobs", {}).items()},
         reservation=_decode_reservation(doc.get("reservation", {})),
+        alert_marks=_decode_alert_marks(doc.get("alert_marks", [])),
     )
+
+
+def _decode_alert_marks(marks: list[Doc]) -> dict[str, AlertMark]:
+    """Alerts that opened faults, oldest first (absent from states written before they were kept)."""
+    return {m["fingerprint"]: AlertMark(m["fingerprint"], m["starts_at"], m["target"], m["fault"]) for m in marks}
 
 
 def _decode_reservation(res: Doc) -> ReservationNames:
@@ -186,6 +193,8 @@ def encode(state: FleetState) -> Doc:
             "blocks": dict(sorted(state.reservation.blocks.items())),
             "sub_blocks": {name: records.sub_block_doc(r) for name, r in sorted(state.reservation.sub_blocks.items())},
         }
+    if state.alert_marks:  # only while alerts that opened faults are remembered, as for `k8s`
+        doc["alert_marks"] = [records.alert_mark_doc(m) for m in state.alert_marks.values()]
     return doc
 
 

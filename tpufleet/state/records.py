@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.allocation import Allocation
-from tpufleet.fleetstate import Fault, MaintenanceWindow, NodePoolSlice, Reroute, Slice, SubBlockRecord
+from tpufleet.fleetstate import AlertMark, Fault, MaintenanceWindow, NodePoolSlice, Reroute, Slice, SubBlockRecord
 from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 
 Doc = dict[str, Any]
 
 __all__ = [
+    "alert_mark_doc",
     "fault_doc",
     "fields_doc",
     "journal_doc",
@@ -48,6 +49,10 @@ def fault_doc(f: Fault) -> Doc:
     out = fields_doc(f, _FAULT_FIELDS, _FAULT_OPTIONAL)
     out["target"] = str(f.target)
     return out
+
+
+def alert_mark_doc(m: AlertMark) -> Doc:
+    return {"fingerprint": m.fingerprint, "starts_at": m.starts_at, "target": m.target, "fault": m.fault}
 
 
 def reroute_doc(r: Reroute) -> Doc:

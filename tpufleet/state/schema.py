@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE, MAX_REASON_CHARS, OCS_PER_DIM, PORTS_PER_SIDE
+from tpufleet.constants import (
+    ALERT_MARKS_KEPT,
+    CUBE_EDGE,
+    MACHINES_PER_CUBE,
+    MAX_REASON_CHARS,
+    OCS_PER_DIM,
+    PORTS_PER_SIDE,
+)
 from tpufleet.doccheck import Schema, Validator, check, compiled
 from tpufleet.errors import BadStateFile
 from tpufleet.generations import MAX_POD_CUBES
@@ -136,6 +143,24 @@ _JOBS = {
     },
 }
 
+# Alertmanager alerts that opened a fault, oldest first, remembered until they resolve (`tpufleet.ops.alerts`):
+# bounded, whatever the fleet's age
+_ALERT_MARKS = {
+    "type": "array",
+    "maxItems": ALERT_MARKS_KEPT,
+    "items": {
+        "type": "object",
+        "required": ["fingerprint", "starts_at", "target", "fault"],
+        "additionalProperties": False,
+        "properties": {
+            "fingerprint": {"type": "string", "pattern": r"^[0-9A-Za-z]{1,64}\Z"},
+            "starts_at": {"type": "string", "minLength": 1, "maxLength": 64},
+            "target": {"type": "string", "maxLength": 256},
+            "fault": {"type": "string", "pattern": r"^f[0-9]{1,18}\Z"},
+        },
+    },
+}
+
 STATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -149,6 +174,7 @@ STATE_SCHEMA = {
         "k8s": _K8S,
         "jobs": _JOBS,
         "reservation": _RESERVATION,
+        "alert_marks": _ALERT_MARKS,
         "fleet": {
             "type": "object",
             "required": ["pods"],
@@ -312,6 +338,26 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
     _check_k8s(doc.get("k8s", {}), pods, seen, file)
     _check_jobs(doc.get("jobs", {}), doc["slices"], file)
     _check_reservation(doc.get("reservation", {}), pods, seen, file)
+    _check_alert_marks(doc.get("alert_marks", []), file)
+
+
+def _check_alert_marks(marks: list[dict[str, Any]], file: str) -> None:
+    """Each remembered alert names a component as a fault does, and is remembered once."""
+    from tpufleet.errors import BadInput
+    from tpufleet.ids import parse_target
+
+    first: dict[str, int] = {}
+    for i, mark in enumerate(marks):
+        try:
+            parse_target(mark["target"])
+        except BadInput as exc:
+            raise BadStateFile(file, f"alert_marks.{i}.target", mark["target"], str(exc)) from None
+        fingerprint = mark["fingerprint"]
+        if fingerprint in first:
+            raise BadStateFile(
+                file, f"alert_marks.{i}.fingerprint", fingerprint, f"also the alert of alert_marks.{first[fingerprint]}"
+            )
+        first[fingerprint] = i
 
 
 def _check_reservation(res: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, str], file: str) -> None:
