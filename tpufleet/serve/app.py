@@ -77,7 +77,8 @@ class Server:
 
     def metrics(self, request: Request) -> Response:
         openmetrics = wants_openmetrics(request.headers.get("accept", ""))
-        body = documents.metrics(self.snapshot(), openmetrics, self.inputs)
+        extras = self.source.extras()  # the goodput logs first (read again if they changed), then the freshest state
+        body = documents.metrics(self.snapshot(), extras, openmetrics, self.inputs)
         kind = documents.OPENMETRICS_TYPE if openmetrics else documents.PROMETHEUS_TYPE
         return Response(body, headers={**_COMMON, "Content-Type": kind, "Cache-Control": "no-store"})
 

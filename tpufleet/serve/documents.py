@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from tpufleet.cli.render import to_json
 from tpufleet.fleetstate import FleetState
-from tpufleet.serve.snapshot import Snapshot
+from tpufleet.serve.snapshot import Extras, Snapshot
 
 OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -73,12 +73,15 @@ class _Families(Collector):
         return self.families
 
 
-def metrics(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> bytes:
-    """The families of `tpufleet metrics` (with the goodput of `serve --goodput`), then the mixin's."""
-    return snap.cached(f"metrics:{openmetrics}", lambda: _exposition(snap, openmetrics, inputs))
+def metrics(snap: Snapshot, extras: Extras, openmetrics: bool, inputs: MetricsInputs) -> bytes:
+    """The families of `tpufleet metrics` (with the goodput of `serve --goodput`, `extras`), then the mixin's: made
+    once for a serial and a read of the logs."""
+    return snap.cached(
+        f"metrics:{openmetrics}", lambda: _exposition(snap, extras.values, openmetrics, inputs), extras.key
+    )
 
 
-def _exposition(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> bytes:
+def _exposition(snap: Snapshot, extras: Mapping[str, Any], openmetrics: bool, inputs: MetricsInputs) -> bytes:
     from tpufleet import __version__
     from tpufleet.integrations.alertmetrics import alert_families
     from tpufleet.integrations.metrics import FleetCollector
@@ -87,12 +90,12 @@ def _exposition(snap: Snapshot, openmetrics: bool, inputs: MetricsInputs) -> byt
     state = snap.store.state
     registry = CollectorRegistry(auto_describe=False)
     collector = FleetCollector(
-        state, last_change(snap.store.journal_tail(1).entries), snap.extras.get("goodput"), __version__
+        state, last_change(snap.store.journal_tail(1).entries), extras.get("goodput"), __version__
     )
     registry.register(collector)
     registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours)))
-    if "goodput_read" in snap.extras:  # (`serve --goodput`)
-        registry.register(_Families([_goodput_read(snap.extras["goodput_read"])]))
+    if "goodput_read" in extras:  # (`serve --goodput`)
+        registry.register(_Families([_goodput_read(extras["goodput_read"])]))
     if openmetrics:
         from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 

@@ -2,11 +2,16 @@
 
 Reads never take the write lock: a commit renames a complete state file into place (a database commits the state
 row in one transaction), so a load sees the old serial or the new one, never half of one. Each request asks the
-store's change key (a stat of `state.json`; on a database, the state row's serial: one small query) and stats the
-goodput logs, if any; a change (a commit) means a new snapshot, loaded by one request while the others wait for
-it. On a database the reads have a connection of their own, apart from the one the alert intake writes with. The
-documents a snapshot answers are made once from it, through the read use cases of `tpufleet.ops` run on a store
-pinned to it: every document of one serial comes from the same state.
+store's change key (a stat of `state.json`; on a database, the state row's serial: one small query); a change (a
+commit) means a new snapshot, loaded by one request while the others wait for it. On a database the reads have a
+connection of their own, apart from the one the alert intake writes with. The documents a snapshot answers are
+made once from it, through the read use cases of `tpufleet.ops` run on a store pinned to it: every document of one
+serial comes from the same state.
+
+The goodput logs of `serve --goodput` are apart from the state: only `/metrics` asks for them (`Source.extras`),
+which stats them and reads them again only when one of them changed (its inode, size or modification time), under
+a lock of their own. A commit does not read them again, and a request for a state document never waits on a read
+of them.
 """
 
 from __future__ import annotations
@@ -49,26 +54,36 @@ class PinnedStore(Store):
         return self.state.serial if serial is None else serial
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What was made of the watched logs (e.g. the goodput report), and the stat of the logs it was made at."""
+
+    key: Key = ()
+    values: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class Snapshot:
     """One committed serial, and the documents made from it so far (by name)."""
 
     key: Key
     store: PinnedStore
-    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the goodput report of the logs at this key
-    _docs: dict[str, Any] = field(default_factory=dict)
+    _docs: dict[str, tuple[Hashable, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def serial(self) -> int:
         return self.store.state.serial
 
-    def cached(self, name: str, build: Callable[[], Any]) -> Any:
-        """The document `name` of this serial, made by `build` the first time it is asked for."""
+    def cached(self, name: str, build: Callable[[], Any], version: Hashable = None) -> Any:
+        """The document `name` of this serial, made by `build` the first time it is asked for. A document that
+        also depends on something else gives its `version` (the logs' key, say): another version makes it again,
+        in place of the one kept."""
         with self._lock:
-            if name not in self._docs:
-                self._docs[name] = build()
-            return self._docs[name]
+            held = self._docs.get(name)
+            if held is None or held[0] != version:
+                held = self._docs[name] = (version, build())
+            return held[1]
 
 
 def _stat_key(path: Path) -> tuple[int, int, int, int]:
@@ -87,7 +102,9 @@ class Source:
         self.store, self.watched, self.make_extras = store, list(watched), extras
         self.reads = store.reader()
         self._current: Snapshot | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the state's snapshot
+        self._extras: Extras | None = None  # (None: not read yet)
+        self._extras_lock = threading.Lock()  # the logs' read: never held with the state's
 
     def current(self) -> Snapshot:
         """The snapshot of the state as committed now (loaded, validated) — the same object until the next commit.
@@ -98,11 +115,22 @@ class Source:
             return self._snapshot_now()
 
     def _snapshot_now(self) -> Snapshot:
-        key = (self.reads.change_key(), *(_stat_key(p) for p in self.watched))
+        key = (self.reads.change_key(),)
         with self._lock:
             snap = self._current
             if snap is None or snap.key != key:
-                state = self.reads.load()
-                snap = Snapshot(key, PinnedStore(self.reads, state), self.make_extras() if self.make_extras else {})
+                snap = Snapshot(key, PinnedStore(self.reads, self.reads.load()))
                 self._current = snap
             return snap
+
+    def extras(self) -> Extras:
+        """What `make_extras` made of the watched logs as they are now: made again only when one of them changed
+        since (its inode, size or modification time; the stat is taken before the read, so a change during it is
+        read next time), by one request while the others asking for it wait. The state's lock is not held."""
+        if self.make_extras is None:
+            return Extras()
+        key = tuple(_stat_key(p) for p in self.watched)
+        with self._extras_lock:
+            if self._extras is None or self._extras.key != key:
+                self._extras = Extras(key, self.make_extras())
+            return self._extras
