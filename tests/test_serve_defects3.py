@@ -1,9 +1,18 @@
 """`tpufleet serve`: the goodput logs of `--goodput` are read again only when one of them changes (a commit does not
-read them, and the state's documents never wait on a read of them)."""
+read them, and the state's documents never wait on a read of them); a log that is not a regular file (a FIFO put in
+its place) is said not to read and is never opened to be read; SIGTERM ends the process even with a request stuck in
+a read."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -59,18 +68,35 @@ def grow(log: Path) -> None:
 
 
 def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, threading.Event, list[Any]]:
-    """`call` run in a thread of its own: (the thread, set once it returned, what it returned)."""
+    """`call` run in a thread of its own: (the thread, set once it returned or raised, what it returned or raised)."""
     done, out = threading.Event(), []
 
     def run() -> None:
         try:
             out.append(call())
+        except Exception as exc:  # noqa: BLE001 - raised again in the test's thread
+            out.append(exc)
         finally:
             done.set()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread, done, out
+
+
+def beside_a_fifo(call: Callable[[], Any], fifo: Path) -> Any:
+    """What `call` returns, which must not wait on a reader of `fifo` (nobody writes it): a reader still waiting
+    after GUARD_S fails the test, and is then let go (the FIFO opened for writing and closed: an end of file)."""
+    thread, done, out = in_thread(call)
+    try:
+        assert done.wait(GUARD_S), f"waited on {fifo}"
+    finally:
+        with contextlib.suppress(OSError):  # ENXIO: no reader waiting
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(GUARD_S)
+    if isinstance(out[0], Exception):
+        raise out[0]
+    return out[0]
 
 
 # ---- the goodput logs are read when they change, not on a commit ---------------------------------------------------
@@ -135,3 +161,98 @@ def test_the_state_documents_never_wait_on_a_read_of_the_logs(fleet, tmp_path):
     assert scraped.wait(GUARD_S)
     scrape.join()
     assert scraped_out[0].status_code == 200 and "tpufleet_goodput_ratio" in scraped_out[0].text
+
+
+# ---- a log that is not a regular file --------------------------------------------------------------------------------
+def test_a_log_replaced_by_a_fifo_is_said_not_to_read_and_is_never_opened(fleet, tmp_path, capsys):
+    log = live_log(tmp_path)
+    saved = log.read_bytes()
+    c = client(server(fleet.state, [log]))
+    assert served(c)["tpufleet_goodput_logs_read_ok"] == [({}, 1.0)]
+    log.unlink()
+    os.mkfifo(log)  # no writer will ever open it: a read would wait for good
+    for path in ("/readyz", "/api/v1/status", "/api/v1/journal"):
+        assert beside_a_fifo(functools.partial(c.get, path), log).status_code == 200, path
+    now = beside_a_fifo(functools.partial(served, c), log)
+    assert now["tpufleet_goodput_logs_read_ok"] == [({}, 0.0)]
+    assert not [name for name in now if name.startswith("tpufleet_goodput_") and "logs_read" not in name]
+    assert f"goodput left out until the logs read again: {log}: field <root>: cannot be read: a FIFO, not a " in (
+        capsys.readouterr().err
+    )
+    log.unlink()
+    log.write_bytes(saved)  # the log back: read again
+    assert served(c)["tpufleet_goodput_logs_read_ok"] == [({}, 1.0)]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "stdin"])
+def test_serve_refuses_a_log_that_is_not_a_regular_file_before_listening(fleet, tmp_path, kind):
+    log = tmp_path / "gp.jsonl"
+    if kind == "fifo":
+        os.mkfifo(log)
+    elif kind == "directory":
+        log.mkdir()
+    else:
+        log = Path("-")
+    r = beside_a_fifo(functools.partial(fleet, "serve", "--listen", "127.0.0.1:0", "--goodput", str(log)), log)
+    assert r.code == 2 and "cannot be read" in r.err, r.err
+    assert "serving" not in r.err
+
+
+def test_goodput_report_still_reads_a_fifo(tmp_path):
+    """Only serve, which reads its logs again as they change, wants files: a report reads a pipe as ever."""
+    from tpufleet.state import goodputlogs
+
+    fifo = tmp_path / "gp.jsonl"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(GOODPUT.read_bytes()), daemon=True)
+    writer.start()
+    piped = goodputlogs.load([fifo], "native", False)
+    writer.join()
+    assert piped.records == goodputlogs.load([GOODPUT], "native", False).records
+
+
+# ---- SIGTERM with a request stuck in a read ----------------------------------------------------------------------
+STUCK_SERVER = """
+import sys
+
+import tpufleet.cli.serve as serve
+from tpufleet.cli import main
+from tpufleet.serve import documents
+
+serve.GRACEFUL_SECONDS = 1  # the requests in flight get a second (10 s in service)
+fifo = sys.argv.pop(1)
+
+
+def stuck(snap):
+    print("test: a request is reading a FIFO nobody writes", file=sys.stderr, flush=True)
+    with open(fifo, "rb") as fh:  # opening it waits for a writer: none ever comes
+        return fh.read()
+
+
+documents.status = stuck
+main()
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_ends_the_process_even_with_a_request_stuck_in_a_read(fleet, tmp_path):
+    fifo = tmp_path / "never-written"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-c", STUCK_SERVER, str(fifo), "--state", str(fleet.state), "serve"]
+    proc = subprocess.Popen([*command, "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stderr.readline())[1])  # type: ignore[index]
+        request = socket.create_connection(("127.0.0.1", port), timeout=GUARD_S)
+        request.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert "reading a FIFO nobody writes" in proc.stderr.readline()  # the request's thread is stuck now
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=GUARD_S) == 0
+        said = proc.stderr.read()
+        assert "stopped on SIGTERM" in said and "1 request(s) still running after the stop left unfinished" in said
+        request.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

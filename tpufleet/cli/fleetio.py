@@ -516,8 +516,11 @@ def metrics_cmd(
 GOODPUT_SEGMENTS = ("accelerator", "size", "phase", "framework")  # the segments the goodput families export
 
 
-def goodput_report(goodput: list[Path] | None, fmt: str, whole_lines: bool = False) -> dict[str, Any] | None:
-    """The goodput report the metrics export (None without logs); `whole_lines`: logs still being written."""
+def goodput_report(
+    goodput: list[Path] | None, fmt: str, whole_lines: bool = False, files_only: bool = False
+) -> dict[str, Any] | None:
+    """The goodput report the metrics export (None without logs); `whole_lines`: logs still being written;
+    `files_only`: logs read again as they change, which must be regular files."""
     from tpufleet.errors import BadInput
     from tpufleet.goodput.events import LOG_FORMATS
 
@@ -527,7 +530,7 @@ def goodput_report(goodput: list[Path] | None, fmt: str, whole_lines: bool = Fal
         return None
     from tpufleet.ops.goodput import build
 
-    return build(list(goodput), fmt, by=list(GOODPUT_SEGMENTS), whole_lines=whole_lines)
+    return build(list(goodput), fmt, by=list(GOODPUT_SEGMENTS), whole_lines=whole_lines, files_only=files_only)
 
 
 def _write_textfile(out: Path, text: bytes, serial: int, output: Output) -> None:

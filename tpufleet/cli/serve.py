@@ -3,12 +3,17 @@
 The routes are `tpufleet.serve.app`'s; this command checks its options, loads the state once (so a missing or
 damaged state is refused before listening), binds the socket itself (a clear error for a port in use; port 0 picks
 a free one, printed) and runs uvicorn until SIGTERM or Ctrl-C, after which it finishes the requests in flight and
-exits 0.
+exits 0. A request still running after the grace period (a read stuck on a file that never answers) is left
+behind: the process exits all the same, rather than wait on the thread for good.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +28,8 @@ MAX_TOKEN_BYTES = 4096
 MIN_TOKEN_CHARS = 16
 DEFAULT_LISTEN = "127.0.0.1:9478"
 SPARES_CONFIDENCE, SPARES_HORIZON_DAYS = 0.95, 7.0  # plan-spares' defaults: the spare target the alerts watch
+GRACEFUL_SECONDS = 10  # after SIGTERM, how long the requests in flight have to finish (uvicorn's)
+THREADS_GRACE_SECONDS = 2.0  # then how long their threads have to end before the process exits without them
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -93,15 +100,16 @@ def metrics_inputs() -> MetricsInputs:
 def goodput_extras(paths: list[Path], fmt: str) -> Any:
     """The goodput report of the logs, made again whenever one of them changes, and whether they read: a log that
     does not read (said on stderr) leaves the goodput families out until it does, and `goodput_read` 0 says so.
-    A last line a writer has not finished is left for the next read, as are the lines after it."""
+    A last line a writer has not finished is left for the next read, as are the lines after it. A log that is not
+    a regular file (a FIFO put in its place, standard input) does not read, and is never opened to be read."""
     from tpufleet.cli.fleetio import goodput_report
     from tpufleet.errors import TpufleetError
 
-    goodput_report(paths, fmt, whole_lines=True)  # a bad log or format is refused before listening
+    goodput_report(paths, fmt, whole_lines=True, files_only=True)  # a bad log or format is refused before listening
 
     def make() -> dict[str, Any]:
         try:
-            return {"goodput": goodput_report(paths, fmt, whole_lines=True), "goodput_read": True}
+            return {"goodput": goodput_report(paths, fmt, whole_lines=True, files_only=True), "goodput_read": True}
         except TpufleetError as exc:
             typer.echo(f"tpufleet: goodput left out until the logs read again: {exc}", err=True)
             return {"goodput_read": False}
@@ -124,7 +132,7 @@ def run(application: Any, sock: socket.socket) -> str | None:
         log_level="warning",
         server_header=False,
         timeout_keep_alive=5,
-        timeout_graceful_shutdown=10,
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
     server = uvicorn.Server(config)
     got: list[int] = []
@@ -136,6 +144,28 @@ def run(application: Any, sock: socket.socket) -> str | None:
         for s, handler in kept.items():
             signal.signal(s, handler)
     return signal.Signals(got[0]).name if got else None
+
+
+def left_running(grace: float = THREADS_GRACE_SECONDS) -> list[threading.Thread]:
+    """The threads but this one still running once the server has stopped, given `grace` seconds to end: requests
+    stuck (in a read that never returns, say), which the interpreter would otherwise wait for at exit, for good."""
+    deadline = time.monotonic() + grace
+    running = []
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            running.append(thread)
+    return running
+
+
+def exit_without(running: list[threading.Thread]) -> None:
+    """End the process now (exit 0: the stop was asked for), leaving `running` threads behind unfinished."""
+    typer.echo(f"tpufleet: {len(running)} request(s) still running after the stop left unfinished", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @app.command(
@@ -189,3 +219,6 @@ def serve_cmd(
     )
     stopped = run(build_app(Server(source, metrics_inputs(), token, refresh)), sock)
     typer.echo(f"tpufleet: stopped{f' on {stopped}' if stopped else ''}", err=True)
+    running = left_running()
+    if running:
+        exit_without(running)

@@ -48,6 +48,7 @@ def build(
     cluster: str | None = None,
     workers: int | None = None,
     whole_lines: bool = False,
+    files_only: bool = False,
 ) -> metrics.Report:
     """The report of the logs `paths` (``-``: standard input) in `fmt` (native or ml-goodput).
 
@@ -55,7 +56,8 @@ def build(
     instead. With `keep_timelines`, also (key ``timelines``, for the HTML page only) the drill-down timelines of
     that many jobs, the lowest MPG first. With `cluster` (a Dask scheduler's address) or `workers` (a local
     Dask cluster's), the logs are read and accounted there (`goodputparts`), with the same report. With
-    `whole_lines` (logs still being written, as `serve` reads them), a last line not yet finished is left out."""
+    `whole_lines` (logs still being written, as `serve` reads them), a last line not yet finished is left out;
+    with `files_only` (as `serve` reads them again as they change), a log that is not a regular file is refused."""
     if fleet is not None:
         capacity = fleet_capacity(fleet)
     goodputlogs.refuse_repeated(paths)
@@ -65,7 +67,9 @@ def build(
         if cluster is not None or workers:
             result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
         else:
-            result = from_log(goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines), options)
+            result = from_log(
+                goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines, files_only=files_only), options
+            )
     except NoJobEvents as exc:
         raise BadInput(f"{exc} ({_named(paths)})") from None
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}

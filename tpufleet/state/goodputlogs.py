@@ -12,7 +12,9 @@ a large input and an idle CPU, pieces are decoded ahead in forked worker process
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import stat
 import sys
 import zlib
 from collections import deque
@@ -28,6 +30,7 @@ from tpufleet.goodput import columnar, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.jsontext import parse_json_line
+from tpufleet.state.files import kind_of
 from tpufleet.state.generations import StepProfiles
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file, size_text
 
@@ -293,14 +296,17 @@ def _decode(data: bytes, name: str, offset: int) -> str:
 
 
 @contextmanager
-def _open(path: Path) -> Iterator[BinaryIO]:
-    """The log's bytes, decompressed when it starts as gzip does; ``-`` is standard input (left open)."""
+def _open(path: Path, files_only: bool = False) -> Iterator[BinaryIO]:
+    """The log's bytes, decompressed when it starts as gzip does; ``-`` is standard input (left open). With
+    `files_only`, a log that is not a regular file (a FIFO, a device, standard input) is refused, never read."""
     name = shown_name(path)
     with ExitStack() as stack:
         raw: BinaryIO = sys.stdin.buffer
+        if str(path) == STDIN and files_only:
+            raise BadStateFile(name, "", None, "cannot be read again as it changes: give the log's file")
         if str(path) != STDIN:
             try:
-                raw = stack.enter_context(open(path, "rb"))
+                raw = stack.enter_context(_open_file(path, files_only))
             except FileNotFoundError:
                 raise MissingFile(name, "", None, "cannot be read: no such goodput log") from None
             except OSError as exc:
@@ -309,6 +315,32 @@ def _open(path: Path) -> Iterator[BinaryIO]:
         stream = _Prefixed(head, raw)
         plain = cast(BinaryIO, stream)
         yield cast(BinaryIO, gzip.GzipFile(fileobj=plain, mode="rb")) if head == _GZIP else plain
+
+
+def _open_file(path: Path, files_only: bool) -> BinaryIO:
+    """The file, opened to read; with `files_only`, a regular file or BadStateFile. That open does not wait for a
+    FIFO's writer (``O_NONBLOCK``), and what is checked is what was opened (no other file can be swapped in)."""
+    if not files_only:
+        return open(path, "rb")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError:
+        _refuse_not_regular(path, os.stat(path).st_mode)  # a socket, say, cannot be opened at all
+        raise
+    try:
+        _refuse_not_regular(path, os.fstat(fd).st_mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _refuse_not_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise BadStateFile(shown_name(path), "", None, f"cannot be read: a {kind_of(mode)}, not a regular file")
 
 
 class _Prefixed:
@@ -353,12 +385,18 @@ class _Reading:
 
 
 def load(
-    paths: list[Path], fmt: str, skip_bad: bool, job_limit: int | None = None, whole_lines: bool = False
+    paths: list[Path],
+    fmt: str,
+    skip_bad: bool,
+    job_limit: int | None = None,
+    whole_lines: bool = False,
+    files_only: bool = False,
 ) -> events.Log:
     """Every log into one Log: native JSONL is streamed (read and parsed a piece at a time); CSV and the
     ml-goodput forms are read whole (each at most MAX_LOG_BYTES decompressed). More than `job_limit` jobs is
     BadInput naming the log where the one too many is. With `whole_lines`, each log's last line is read only
-    once finished: a JSON object, or ended by a line break (a writer may be partway through it)."""
+    once finished: a JSON object, or ended by a line break (a writer may be partway through it). With
+    `files_only`, a log that is not a regular file is BadStateFile, never read (a FIFO would wait for a writer)."""
     log = events.Log(job_limit=events.MAX_JOBS if job_limit is None else job_limit, step_profiles=StepProfiles())
     budget = MAX_TOTAL_LOG_BYTES
     native = [p for p in paths if fmt == "native" and not is_csv(p)]
@@ -367,7 +405,7 @@ def load(
     with _fork_pool(sum(_size(p) for p in native) >= PARALLEL_MIN_BYTES) as pool:
         for path in paths:
             name = shown_name(path)
-            with _open(path) as fh:
+            with _open(path, files_only) as fh:
                 try:
                     content = _load_one(fh, name, fmt, path in native, min(MAX_LOG_BYTES, budget), log, reading, pool)
                 except events.TooManyJobs as exc:
