@@ -1,7 +1,7 @@
 """`tpufleet serve`: the goodput logs of `--goodput` are read again only when one of them changes (a commit does not
 read them, and the state's documents never wait on a read of them); a log that is not a regular file (a FIFO put in
 its place) is said not to read and is never opened to be read; SIGTERM ends the process even with a request stuck in
-a read."""
+a read; an alert waits for the alerts before it and the state's lock at most the lock timeout in all."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import snapshot
 
 pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
@@ -256,3 +258,55 @@ def test_sigterm_ends_the_process_even_with_a_request_stuck_in_a_read(fleet, tmp
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ---- alerts waiting their turn -----------------------------------------------------------------------------------
+FIRING = (ROOT / "fixtures" / "alertmanager" / "firing.json").read_bytes()
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def alerts_server(state: Path, lock_timeout: float) -> Any:
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    return Server(Source(Store(state, lock_timeout)), metrics_inputs(), TOKEN.encode(), 5)
+
+
+def test_an_alert_behind_another_waits_at_most_the_lock_timeout(fleet):
+    """An alert being applied (its turn held here) holds the next one up to the lock timeout, not for good: then 503
+    with Retry-After, nothing changed, and the intake takes alerts again once the turn is free."""
+    srv = alerts_server(fleet.state, 0.1)
+    before = snapshot(fleet.state)
+    assert srv._writing.acquire(timeout=GUARD_S)  # another alert's turn
+    try:
+        _, answered, out = in_thread(lambda: client(srv).post("/api/v1/alerts", headers=BEARER, content=FIRING))
+        assert answered.wait(GUARD_S), "the alert waited for its turn without a limit"
+    finally:
+        srv._writing.release()
+    r = out[0]
+    assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
+    assert "busy with the alerts received before; gave up after 0.1s (see --lock-timeout)" in r.json()["error"]
+    assert snapshot(fleet.state) == before
+    assert client(srv).post("/api/v1/alerts", headers=BEARER, content=FIRING).status_code == 200
+
+
+def test_the_wait_for_its_turn_counts_against_the_lock_timeout(fleet):
+    """The state's lock held by another command: an alert that spent its whole lock timeout waiting for its turn
+    (the server's clock says so) does not wait the lock timeout again for the state's lock: 503 at once."""
+    from tpufleet.state.lock import exclusive
+
+    srv = alerts_server(fleet.state, 600)
+    times = iter([1000.0, 1600.0])  # before its turn, and once it has it: the 600 s all spent
+    srv.clock = lambda: next(times)
+    before = snapshot(fleet.state)
+    with exclusive(fleet.state, 5, "tpufleet hold-for-test"):
+        _, answered, out = in_thread(lambda: client(srv).post("/api/v1/alerts", headers=BEARER, content=FIRING))
+        assert answered.wait(GUARD_S), "the alert waited for the state's lock the whole lock timeout again"
+    r = out[0]
+    assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
+    error = r.json()["error"]
+    assert "is locked by pid" in error and "tpufleet hold-for-test" in error
+    assert "having waited 600.0s behind the alerts received before" in error
+    assert snapshot(fleet.state) == before

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +60,9 @@ class Server:
     refresh: int = 15
     # One write at a time: the requests' threads share the store (on a database, one connection, whose transactions
     # would nest and whose session lock would let every thread in); other processes wait on the state's own lock.
+    # An alert waits for both together at most the store's lock timeout (--lock-timeout), as measured by `clock`.
     _writing: threading.Lock = field(default_factory=threading.Lock)
+    clock: Callable[[], float] = time.monotonic
 
     def snapshot(self) -> Snapshot:
         try:
@@ -129,11 +132,17 @@ class Server:
         from tpufleet.ops.alerts import receive
         from tpufleet.state.store import utc_now
 
+        store = self.source.store
+        waited = self._take_turn(store.lock_timeout)
+        left = round(max(0.0, store.lock_timeout - waited), 2)  # (to the hundredth: the message shows it)
         try:
-            with self._writing, self.source.store.transaction(ALERTS_COMMAND) as tx:
+            with store.transaction(ALERTS_COMMAND, timeout=left) as tx:
                 outcome = receive(tx.state, alerts, utc_now())
                 tx.commit(outcome.change)
-        except (LockTimeout, Unavailable) as exc:
+        except LockTimeout as exc:
+            behind = f", having waited {waited:.1f}s behind the alerts received before" if waited >= 0.05 else ""
+            raise Problem(503, f"{exc}{behind}", {"Retry-After": "5"}) from None
+        except Unavailable as exc:
             raise Problem(503, str(exc), {"Retry-After": "5"}) from None
         except BadStateFile as exc:
             raise Problem(503, f"the state cannot be read: {exc}") from None
@@ -141,8 +150,23 @@ class Server:
             raise Problem(422, str(exc)) from None
         except Refused as exc:
             raise Problem(409, str(exc)) from None
+        finally:
+            self._writing.release()
         data: dict[str, Any] = outcome.data
         return data
+
+    def _take_turn(self, timeout: float) -> float:
+        """Wait for the alerts received before this one (at most `timeout` seconds: 503 to be retried after that);
+        how long it waited."""
+        started = self.clock()
+        if not self._writing.acquire(timeout=timeout):
+            raise Problem(
+                503,
+                f"state {self.source.store.where} is busy with the alerts received before; gave up after "
+                f"{timeout:g}s (see --lock-timeout)",
+                {"Retry-After": "5"},
+            )
+        return max(0.0, self.clock() - started)
 
 
 def authorized(header: str, token: bytes) -> bool:

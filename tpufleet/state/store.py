@@ -304,13 +304,14 @@ class Store:
     # ---- writing -------------------------------------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self, command: str | None = None) -> Iterator[Transaction]:
+    def transaction(self, command: str | None = None, timeout: float | None = None) -> Iterator[Transaction]:
         """Lock, load the freshest state, let the caller change it, then commit atomically with serial + 1.
 
-        An exception inside, or no `commit`, leaves the state untouched.
+        An exception inside, or no `commit`, leaves the state untouched. `timeout`: how long to wait for the lock,
+        if not the store's `lock_timeout` (what a caller that already waited has left of it).
         """
         command = command or command_line()
-        with self.backend.writing(self.lock_timeout, command) as writer:
+        with self.backend.writing(self.lock_timeout if timeout is None else timeout, command) as writer:
             before = checked_state(writer.read_state(), self.backend.state_label)
             state = codec.decode(before)
             writer.recover(state.serial)
