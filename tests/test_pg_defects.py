@@ -154,6 +154,29 @@ def test_a_pull_killed_between_the_journal_and_the_state_of_a_new_directory_is_c
     assert folder("show", "journal", "-o", "json").json == db("show", "journal", "-o", "json").json
 
 
+def test_a_pull_killed_between_the_journal_and_the_state_of_an_existing_directory_is_completed_by_the_next(
+    tmp_path, pg_url, capsys
+):
+    """The killed pull leaves the database's longer journal under the directory's older state: more entries beyond
+    the state's serial than a crash leaves, which any other writer refuses; the next pull replaces them."""
+    db = Cli(capsys, pg_url)
+    assert db("init").code == 0 and db("allocate", "a", "--shape", "4x4x4").code == 0
+    second = tmp_path / "second"
+    assert db("state", "pull", pg_url, second, state=False).code == 0
+    assert db("allocate", "b", "--shape", "4x4x4").code == 0 and db("allocate", "c", "--shape", "4x4x4").code == 0
+    proc = CTX.Process(target=_killed_pull, args=(pg_url, second, "atomic_write.before_dir_fsync:1"))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL
+    folder = Cli(capsys, second)
+    assert folder("status", "-o", "json").json["serial"] == 2  # the journal is the database's, the state not yet
+    assert folder("allocate", "d", "--shape", "4x4x4").code == 2  # a writer will not cut that history
+    pulled = db("state", "pull", pg_url, second, "-o", "json", state=False)
+    assert pulled.code == 0 and pulled.json["changed"] is True, pulled.err
+    assert folder("status", "-o", "json").json["serial"] == 4
+    assert folder("show", "journal", "-o", "json").json == db("show", "journal", "-o", "json").json
+
+
 def test_a_pull_still_refuses_a_stateless_journal_of_another_history(tmp_path, pg_url, capsys):
     assert Cli(capsys, pg_url)("init").code == 0
     other = Cli(capsys, tmp_path / "d")

@@ -61,8 +61,9 @@ class Writer(Protocol):
         """The state document's bytes (Refused when there is none)."""
         ...
 
-    def recover(self, serial: int) -> None:
-        """Drop what a crashed writer left beyond `serial` (journal lines the state never reached)."""
+    def recover(self, serial: int, replacing: bool = False) -> None:
+        """Drop what a crashed writer left beyond `serial` (journal lines the state never reached); `replacing`: the
+        history is about to be replaced by a pull's, which drops whatever lies beyond (see `journal.recover`)."""
         ...
 
     def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:

@@ -143,8 +143,8 @@ class DirectoryWriter:
     def read_state(self) -> bytes:
         return self.backend.read_state()
 
-    def recover(self, serial: int) -> None:
-        journal.recover(self.backend.journal_path, serial)
+    def recover(self, serial: int, replacing: bool = False) -> None:
+        journal.recover(self.backend.journal_path, serial, replacing)
 
     def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
         """A writer killed between its state's rename and its tables' leaves the committed tables in a temp file

@@ -308,8 +308,11 @@ def damaged_lines(path: Path, serial: int) -> list[int]:
     return read_scan(path, serial).damaged
 
 
-def recover(path: Path, serial: int) -> None:
+def recover(path: Path, serial: int, replacing: bool = False) -> None:
     """Drop what the state never committed: lines beyond `serial` after the last committed one, a torn last line.
+
+    `replacing`: the journal is about to be replaced by another history (`state pull`), so more entries beyond
+    `serial` than a crash leaves are dropped too (an earlier pull killed between its journal and its state).
 
     Call under the lock. Lines inside the committed range are never removed, damaged or not (see `scan`).
     """
@@ -341,7 +344,8 @@ def recover(path: Path, serial: int) -> None:
         except OSError as exc:
             raise io_error("read", path, exc) from None
         found = scan(raw, serial)
-        _refuse_lost_history(path, serial, found.beyond)
+        if not replacing:  # (a pull replaces the whole history with the source's, once this one is its start)
+            _refuse_lost_history(path, serial, found.beyond)
         wanted = found.wanted(raw)
         if wanted == raw:
             return  # nothing to drop

@@ -536,7 +536,7 @@ class DatabaseWriter:
             raise Refused(f"no fleet state in {self.backend.where} (run `tpufleet init` or pass --state DIR|URL)")
         return row[1]
 
-    def recover(self, serial: int) -> None:
+    def recover(self, serial: int, replacing: bool = False) -> None:
         """Nothing to recover (a journal line is committed with its state or not at all); but the state row's serial
         must be its document's, which every commit checks against: BadStateFile when it is not (edited by hand)."""
         if self.read_serial is not None and self.read_serial != serial:

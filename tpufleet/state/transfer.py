@@ -86,7 +86,7 @@ def _directory_fleet(writer: DirectoryWriter) -> Fleet | None:
         return None
     raw = writer.read_state()
     doc = checked_state(raw, backend.state_label)
-    writer.recover(doc["serial"])
+    writer.recover(doc["serial"], replacing=True)  # an earlier pull killed between its journal and its state
     writer.install_interrupted_tables(_index(doc))
     lines = _lines(_journal_bytes(backend))
     tables, missing = {}, {}
