@@ -49,6 +49,14 @@ def test_idle_capacity_before_the_first_job_counts(cli, tmp_path):
     assert since.json["fleet"]["sg"] == fleet["sg"]
 
 
+def test_capacity_records_that_capacity_overrides_do_not_set_the_span(cli, tmp_path):
+    """With --capacity the log's records are not the capacity: the span is the jobs' (SG 1.0 over 01:00-02:00)."""
+    args = _log(tmp_path, capacity_at="2026-01-05T00:00:00Z")
+    r = cli("goodput-report", *args, "--capacity", "tpu-v4=8", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["fleet"]["capacity_basis"] == "flag" and r.json["fleet"]["sg"] == pytest.approx(1.0)
+
+
 def test_capacity_recorded_as_the_job_starts_keeps_the_jobs_span(cli, tmp_path):
     r = cli("goodput-report", *_log(tmp_path, capacity_at="2026-01-05T01:00:00Z"), "-o", "json", state=False)
     assert r.code == 0 and r.json["fleet"]["sg"] == pytest.approx(1.0)

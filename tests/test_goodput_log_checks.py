@@ -68,6 +68,9 @@ def test_a_csv_row_with_more_fields_than_the_header_is_refused(cli, tmp_path):
     clean = tmp_path / "clean.csv"
     clean.write_text(CSV_HEADER + "".join(CSV_ROWS))
     assert rep["jobs"] == report(cli, clean)["jobs"]
+    trailing = tmp_path / "trailing.csv"  # empty cells past the header (a spreadsheet's trailing commas): nothing lost
+    trailing.write_text(CSV_HEADER + "".join(row.replace("\n", ",,\n") for row in CSV_ROWS))
+    assert report(cli, trailing)["jobs"] == report(cli, clean)["jobs"]
 
 
 def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:

@@ -72,6 +72,16 @@ def test_one_log_under_another_name_is_refused(cli, tmp_path, monkeypatch, how):
     assert f"{log} holds the same bytes as {shown}" in r.err
 
 
+def test_logs_that_hold_no_record_are_not_copies(cli, tmp_path):
+    """An idle hour's rotated logs (a CSV header alone) are alike byte for byte and count nothing: both are read."""
+    idle = [tmp_path / f"h{i}.csv" for i in range(2)]
+    for path in idle:
+        path.write_text("type,job,time,event,step,chips\n")
+    r = cli("goodput-report", NATIVE[0], *idle, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["fleet"] == cli("goodput-report", NATIVE[0], "-o", "json").json["fleet"]
+
+
 def test_logs_that_differ_are_both_read(cli, tmp_path):
     log = NATIVE[0]
     other = tmp_path / "other.jsonl"

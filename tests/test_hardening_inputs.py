@@ -665,3 +665,9 @@ def test_fuzz_ml_goodput_entries(cli, tmp_path, data, how):
     log.write_bytes(mutated_jsonl(ML_LINES, line_no, data.draw(st.sampled_from(keys)), how))
     args = _goodput_args(data)
     check_contract(cli("goodput-report", log, "--format", "ml-goodput", *args, state=False), log, args[-1])
+
+
+def test_a_yaml_merge_key_still_merges_and_its_keys_may_be_overridden():
+    from tpufleet.state.inputfiles import parse_yaml
+
+    assert parse_yaml("a: 1\n<<: {b: 2, a: 3}\n", "f.yaml") == {"a": 1, "b": 2}

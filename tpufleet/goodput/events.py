@@ -569,7 +569,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             line = reader.line_num
             if not row:
                 continue
-            if len(row) > len(names):  # which column an extra cell belongs to cannot be told
+            if len(row) > len(names) and any(row[len(names) :]):  # which column a filled extra cell is for: unknown
                 _refuse_row(log, skip_bad, file, start, row, len(names))
                 continue
             record = {k: v for k, v in zip(names, row, strict=False) if k}

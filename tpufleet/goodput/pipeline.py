@@ -199,7 +199,7 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     windowed = since is not None or until is not None
     if not accounts:
         raise NoJobEvents("no job events in the input" + (" inside --since/--until" if windowed else ""))
-    t0, t1 = data_span(accounts, log.capacity)
+    t0, t1 = data_span(accounts, [] if options.capacity else log.capacity)  # (--capacity: the records are not used)
     t0, t1 = t0 if since is None else since, t1 if until is None else until
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")

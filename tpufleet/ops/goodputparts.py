@@ -109,7 +109,7 @@ def _on_cluster(
         return [], None, None
     contents: dict[goodputlogs.Content, str] = {}
     for path, summary in zip(paths, summaries, strict=True):
-        goodputlogs.refuse_same_content(contents, summary[4], goodputlogs.shown_name(path))
+        goodputlogs.refuse_same_content(contents, summary[4], goodputlogs.shown_name(path), summary[5].records)
     seen: dict[str, int] = {}
     for names, *_ in summaries:
         for name in names:

@@ -86,11 +86,12 @@ class Content(NamedTuple):
     crc: int
 
 
-def refuse_same_content(seen: dict[Content, str], content: Content, name: str) -> None:
+def refuse_same_content(seen: dict[Content, str], content: Content, name: str, records: int) -> None:
     """BadInput when log `name` holds, byte for byte, what an earlier one held (`seen`, added to): a copy, its
     gzip, or the same on standard input, whose events would count twice (exact repeats of an event are dropped
-    only where they follow each other, and two logs' events at one instant interleave). Empty logs are alike."""
-    if not content.size:
+    only where they follow each other, and two logs' events at one instant interleave). Logs that hold no record
+    (empty, a CSV header alone: an idle hour's rotated log) are alike and count nothing."""
+    if not content.size or not records:
         return
     if content in seen:
         raise BadInput(
@@ -406,6 +407,7 @@ def load(
         for path in paths:
             name = shown_name(path)
             with _open(path, files_only) as fh:
+                records = log.records
                 try:
                     content = _load_one(fh, name, fmt, path in native, min(MAX_LOG_BYTES, budget), log, reading, pool)
                 except events.TooManyJobs as exc:
@@ -414,7 +416,7 @@ def load(
                         f"(value {shown(exc.job)})"
                     ) from None
             budget -= content.size
-            refuse_same_content(seen, content, name)
+            refuse_same_content(seen, content, name, log.records - records)
     return log
 
 

@@ -137,6 +137,8 @@ def _mapping_with_keys_once(loader: Any, node: Any, deep: bool = False) -> Any:
 
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: {...}`: its keys may be overridden, as YAML has it
+            continue
         key = loader.construct_object(key_node, deep=deep)
         try:
             again = key in seen
