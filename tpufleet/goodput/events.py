@@ -431,9 +431,8 @@ def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Pr
     if phase not in PHASES:
         raise BadRecord(file, line, "phase", phase, f"must be one of {', '.join(PHASES)}")
     chips = _int(rec, "chips", file, line, required=True, minimum=1)
-    ideal = _ideal_step(
-        rec, chips, file, line, profiles
-    )  # judged before the other fields, as always (which error wins)
+    # judged before the other fields, as always (which error wins)
+    ideal = _ideal_step(rec, chips, file, line, profiles)
     return Job(
         job,
         _str(rec, "accelerator", file, line, "unknown"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tpufleet.errors import BadInput
 from tpufleet.goodput import capacityfit, events, metrics
@@ -131,7 +131,17 @@ def _account_job(
     return metrics.with_health(a)
 
 
-def data_span(accounts: Sequence[JobAccount], capacity: Sequence[events.CapacityRecord]) -> tuple[float, float]:
+class Spanned(Protocol):
+    """A job's part of the report: a JobAccount, or the simulator's own figures of a job."""
+
+    @property
+    def start(self) -> float: ...
+
+    @property
+    def end(self) -> float: ...
+
+
+def data_span(accounts: Sequence[Spanned], capacity: Sequence[events.CapacityRecord]) -> tuple[float, float]:
     """From the first to the last time the data gives: the jobs' spans and the capacity records (a fleet that
     holds capacity before its first job, or after its last, is idle then: its SG says so)."""
     times = [record[0] for record in capacity]

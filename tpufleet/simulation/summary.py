@@ -353,9 +353,9 @@ def goodput(
     if not log.capacity or any(job.ideal_step_s is None for job in jobs):
         return by_the_report(entries)  # peak-allocation capacity, estimated ideal steps: not worked out here
     accounts = [(job, _figures_of(job, by_job[job.id])) for job in jobs]
-    times = [record[0] for record in log.capacity]  # the report's span (`pipeline.data_span`)
-    t0 = min([f.start for _, f in accounts] + times)
-    t1 = max([f.end for _, f in accounts] + times)
+    from tpufleet.goodput.pipeline import data_span
+
+    t0, t1 = data_span([f for _, f in accounts], log.capacity)  # the report's span
     capacity = capacity_chip_s(log.capacity, None, t0, t1) if log.capacity else None
     fleet = _factors(accounts, capacity)
     groups: dict[str, list[tuple[goodput_events.Job, JobFigures]]] = {}

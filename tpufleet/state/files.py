@@ -420,7 +420,7 @@ def safe_child(base: Path, name: str, suffix: str = "") -> Path:
     not resolved: a symlink in its place is the opener's to refuse (`open_state_file`), as one."""
     check_name(name)
     path = base.resolve() / f"{name}{suffix}"
-    if path.parent != base.resolve() or path.name != f"{name}{suffix}":
+    if path.parent != base.resolve():
         raise BadInput(f"bad name {name!r}: it would leave the state directory")
     return path
 

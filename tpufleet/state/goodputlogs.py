@@ -192,8 +192,6 @@ def _read_native_file(
 ) -> Content:
     """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers); with
     a pool, pieces are decoded ahead in its worker processes and added here in file order. What was read."""
-    import zlib
-
     line = read = crc = 0
     skip_bad = reading.skip_bad
     for piece, offset, decoded in _decoded(_pieces(fh, name, limit, skip_bad, reading.whole_lines), pool):
@@ -424,8 +422,6 @@ def _load_one(
     fh: BinaryIO, name: str, fmt: str, native: bool, limit: int, log: events.Log, reading: _Reading, pool: Pool | None
 ) -> Content:
     """One log into `log`; what it held (decompressed)."""
-    import zlib
-
     if native:
         return _read_native_file(fh, name, limit, log, reading, pool)
     data = _read_whole(fh, name, limit)
