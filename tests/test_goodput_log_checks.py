@@ -73,6 +73,22 @@ def test_a_csv_row_with_more_fields_than_the_header_is_refused(cli, tmp_path):
     assert report(cli, trailing)["jobs"] == report(cli, clean)["jobs"]
 
 
+def test_a_csv_row_with_fewer_fields_than_the_header_is_refused(cli, tmp_path):
+    """A row cut short (a log still being written, a lost tail) is not a row of empty cells: refused naming file and
+    line, or skipped and counted with --skip-bad."""
+    log = tmp_path / "log.csv"
+    rows = [*CSV_ROWS]
+    rows.insert(4, f"event,a,,,,{B + 5},step_start\n")  # line 6: the step number's cell is missing
+    log.write_text(CSV_HEADER + "".join(rows))
+    err = refused(cli, log)
+    assert f"{log}:6: field <row>:" in err and "7 fields, fewer than the header's 8 columns" in err
+    rep = report(cli, log, "--skip-bad")
+    assert rep["input"]["skipped"] == 1 and rep["input"]["records"] == len(CSV_ROWS)
+    clean = tmp_path / "clean.csv"
+    clean.write_text(CSV_HEADER + "".join(CSV_ROWS))
+    assert rep["jobs"] == report(cli, clean)["jobs"]
+
+
 def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:
     """A job record (first), allocation events and a short run of steps, as native JSON lines."""
     name = job["job"]

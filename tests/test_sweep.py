@@ -237,3 +237,32 @@ grid: {cubes: [8, 64]}
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "--plot-format", "svg", state=False)
     assert r.code == 0, r.err
     assert (tmp_path / "o" / "sweep.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_resume_runs_again_the_points_another_version_of_the_code_ran(cli, tmp_path, monkeypatch):
+    from tpufleet.state import sweepstore
+
+    text = "schema_version: 1\nsimulation: availability\ngrid: {host_availability: [0.9, 0.99]}\n"
+    path, out = write(tmp_path, text), tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--serial", state=False).code == 0
+    r = cli("sweep", path, "--out", out, "--serial", "--resume", "-o", "json", state=False)
+    assert r.code == 0 and r.json["points_resumed"] == 2
+    monkeypatch.setattr(sweepstore, "code_version", lambda: "0.3.0+another")
+    r = cli("sweep", path, "--out", out, "--serial", "--resume", "-o", "json", state=False)
+    assert r.code == 0 and r.json["points_resumed"] == 0 and r.json["points_finished"] == 2
+
+
+def test_the_code_version_follows_every_module_and_shipped_input(tmp_path):
+    import shutil
+
+    import tpufleet
+    from tpufleet.state.sweepstore import code_version
+
+    copy = tmp_path / "tpufleet"
+    shutil.copytree(Path(tpufleet.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert code_version(copy) == code_version()
+    (copy / "simulation" / "__init__.py").write_text((copy / "simulation" / "__init__.py").read_text() + "\n")
+    changed = code_version(copy)
+    assert changed != code_version() and changed.startswith(tpufleet.__version__ + "+")
+    (copy / "data" / "fault-rates.yaml").write_bytes((copy / "data" / "fault-rates.yaml").read_bytes() + b"#\n")
+    assert code_version(copy) not in (changed, code_version())

@@ -568,7 +568,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             line = reader.line_num
             if not row:
                 continue
-            if len(row) > len(names) and any(row[len(names) :]):  # which column a filled extra cell is for: unknown
+            if len(row) < len(names) or any(row[len(names) :]):  # a cut row, or a filled cell of no column
                 _refuse_row(log, skip_bad, file, start, row, len(names))
                 continue
             record = {k: v for k, v in zip(names, row, strict=False) if k}
@@ -578,9 +578,13 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
 
 
 def _refuse_row(log: Log, skip_bad: bool, file: str, line: int, row: list[str], columns: int) -> None:
-    """A CSV row with more fields than its header: BadRecord naming the extra cells, or with `skip_bad` one bad
-    row skipped and counted."""
+    """A CSV row with fewer fields than its header (cut short: a missing cell is not an empty one), or a filled
+    one past it (whose column is unknown): BadRecord naming the row's cells, or with `skip_bad` one bad row skipped
+    and counted."""
     if not skip_bad:
+        if len(row) < columns:
+            cells = ",".join(row)
+            raise BadRecord(file, line, "<row>", cells, f"{len(row)} fields, fewer than the header's {columns} columns")
         extra = ",".join(row[columns:])
         raise BadRecord(file, line, "<row>", extra, f"{len(row)} fields, more than the header's {columns} columns")
     log.skipped += 1

@@ -63,7 +63,25 @@ def load_spec(path: Path) -> sweep_spec.SweepSpec:
     from tpufleet.state.generations import document
 
     doc = read_yaml(path, sweep_spec.SPEC_SCHEMA, "sweep spec")
-    return sweep_spec.build(doc, str(path), path.stem, read_input, shipped_inputs(), read_generation=document)
+    return sweep_spec.build(
+        doc, str(path), path.stem, read_input, shipped_inputs(), read_generation=document, code=code_version()
+    )
+
+
+def code_version(package: Path | None = None) -> str:
+    """tpufleet's version and a digest of its installed modules and shipped inputs (of `package`, the installed
+    one by default): a sweep resumed after any change to them (an upgrade, a fix that changes a figure) runs its
+    points again rather than mixing results."""
+    import hashlib
+
+    import tpufleet
+
+    package = package or Path(tpufleet.__file__).parent
+    digest = hashlib.sha256()
+    for file in sorted(package.rglob("*")):
+        if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
+            digest.update(str(file.relative_to(package)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return f"{tpufleet.__version__}+{digest.hexdigest()[:16]}"
 
 
 def check_out(out: Path) -> None:

@@ -97,11 +97,14 @@ def build(
     read_input: ReadInput,
     shipped: dict[str, Any],
     read_generation: ReadGeneration | None = None,
+    code: str = "",
 ) -> SweepSpec:
     """Check and expand a sweep spec's mapping (already checked against SPEC_SCHEMA; `file` names it, `stem` is
     its default name); BadStateFile naming file, field and value on the first problem. `read_input` gives the
     mapping of an input file a point names, `shipped` what the runs default to, `read_generation` the profile
-    document of a generation a point names (they go to the runs in ``shipped["generations"]``).
+    document of a generation a point names (they go to the runs in ``shipped["generations"]``), `code` the version
+    of the code that runs the points (a point's key holds it, so `--resume` never takes a point another version
+    ran).
 
     Everything is checked before any run: the number of runs (counted from the grid's axes before a point is
     built), every value, the plot's figure and shape, and every point's simulation inputs."""
@@ -123,7 +126,7 @@ def build(
     generations = _read_generations(file, read_generation, merged)
     if generations:
         shipped = {**shipped, "generations": generations}
-    points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds)) for i, p in enumerate(merged))
+    points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds, code)) for i, p in enumerate(merged))
     _check_points(file, simulation, points, inputs, shipped, "points" if entries else "grid")
     return SweepSpec(
         file, doc.get("name", stem), simulation, base_seed, seeds, swept, points, metric, young_daly_for,
@@ -233,10 +236,13 @@ def _read_generations(
     return docs
 
 
-def point_key(simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any], seeds: tuple[int, ...]) -> str:
-    """A name for the point's work: equal keys mean equal results (parameters, input contents and seeds)."""
+def point_key(
+    simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any], seeds: tuple[int, ...], code: str = ""
+) -> str:
+    """A name for the point's work: equal keys mean equal results (parameters, input contents, seeds and `code`,
+    the version of the code and shipped inputs that run it)."""
     used = {params[p]: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
-    text = json.dumps([simulation, params, used, seeds], sort_keys=True, separators=(",", ":"))
+    text = json.dumps([simulation, params, used, seeds, code], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
