@@ -122,6 +122,16 @@ def test_a_key_given_twice_in_a_json_file_is_refused(cli, tmp_path):
     )
     r = cli("goodput-report", log, "--exclude", exclude, state=False)
     one_line_error(r, str(exclude), "key 'end' is given twice")
+    # the line of the second one, the same key in other objects (and inside strings) not counted
+    exclude.write_text(
+        '[{"start": "2026-01-05T00:00:00Z", "end": "2026-01-05T00:10:00Z"},\n'
+        ' {"start": "2026-01-05T00:20:00Z", "end": "2026-01-05T00:30:00Z", "reason": "\\"end\\": {"},\n'
+        ' {"start": "2026-01-05T00:40:00Z",\n'
+        '  "end": "2026-01-05T00:45:00Z",\n'
+        '  "end": "2026-01-05T00:50:00Z"}]'
+    )
+    r = cli("goodput-report", log, "--exclude", exclude, state=False)
+    one_line_error(r, str(exclude), "key 'end' is given twice in one object (line 5)")
 
 
 # The contract is exit 2, one line naming the file, the state untouched: how deep a YAML library lets a document

@@ -127,9 +127,43 @@ def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JsonProblem(f"key {shown(key)} is given twice in one object", key)
+                raise _DuplicateKey(f"key {shown(key)} is given twice in one object", key)
             seen.add(key)
     return out
+
+
+class _DuplicateKey(JsonProblem):
+    """A key given twice in one object; the decoder's hook cannot say where, `_second_key_line` can."""
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+def _second_key_line(text: str) -> int | None:
+    """The line of the first key given a second time in one object of the valid JSON `text` (a scan of its
+    strings and brackets, run only to place the error)."""
+    stack: list[set[str] | None] = []  # per open bracket: an object's keys so far, or None for an array
+    expect_key = False
+    for token in _TOKENS.finditer(text):
+        lexeme = token.group()
+        if lexeme in "{[":
+            stack.append(set() if lexeme == "{" else None)
+            expect_key = lexeme == "{"
+        elif lexeme in "}]":
+            stack.pop()
+            expect_key = False
+        elif lexeme == ",":
+            expect_key = bool(stack) and stack[-1] is not None
+        elif lexeme == ":":
+            expect_key = False
+        elif expect_key:
+            keys, key = stack[-1], json.loads(lexeme)
+            assert keys is not None
+            if key in keys:
+                return text.count("\n", 0, token.start()) + 1
+            keys.add(key)
+            expect_key = False
+    return None
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, object_pairs_hook=_keys_once)
@@ -162,6 +196,9 @@ def parse_json(text: str, written_by_us: bool = False) -> Any:
     decoder = _WRITTEN_DECODER if written_by_us else _DECODER
     try:
         return _text_only(decoder.decode(text), text)
+    except _DuplicateKey as exc:
+        line = _second_key_line(text)
+        raise JsonProblem(exc.problem + (f" (line {line})" if line else ""), exc.value) from None
     except JsonProblem:
         raise
     except json.JSONDecodeError as exc:
