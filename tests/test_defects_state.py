@@ -202,6 +202,18 @@ def test_a_release_that_does_not_commit_keeps_the_tables(routed):
     assert not tables.exists() and not list((routed.state / "routes").iterdir())
 
 
+@pytest.mark.parametrize("command", [("release", "s"), ("init", "--force")])
+def test_tables_a_killed_release_leaves_behind_are_deleted_by_the_next_writer(routed, command):
+    """Killed after its commit, before deleting the tables: they are no longer indexed, so the next command that
+    changes the state deletes them, and a new slice of that name starts with none."""
+    tables = routed.state / "routes" / "s.npz"
+    _crash(routed.state, "transaction.before_side_files", *command)
+    assert "s" not in state_doc(routed.state)["routes"] and tables.exists()
+    assert routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB").code != 0  # read: not indexed
+    assert routed("inject-fault", "host:c40/1").code == 0
+    assert not list((routed.state / "routes").iterdir())
+
+
 def test_routes_that_do_not_commit_keep_the_old_tables(routed):
     tables = routed.state / "routes" / "s.npz"
     before, index = tables.read_bytes(), state_doc(routed.state)["routes"]["s"]

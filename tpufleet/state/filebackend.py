@@ -6,6 +6,7 @@ routing tables are written under a temporary name first and swapped in, or delet
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 STATE_FILE = "state.json"
 ROUTES_DIR = "routes"
+TABLE_SUFFIX = ".npz"  # a slice's tables: routes/NAME.npz
 
 
 class DirectoryBackend:
@@ -99,7 +101,7 @@ class DirectoryBackend:
         """The tables' file (the name is checked so it cannot leave the directory; `routes/` must be a real
         directory, not a symlink)."""
         check_subdir(self.routes_dir)
-        return safe_child(self.routes_dir, name, ".npz")
+        return safe_child(self.routes_dir, name, TABLE_SUFFIX)
 
     def stored_tables(self, name: str) -> StoredTables:
         from tpufleet.state.routetables import StoredTables
@@ -149,12 +151,24 @@ class DirectoryWriter:
     def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
         """A writer killed between its state's rename and its tables' leaves the committed tables in a temp file
         (`routetables.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
-        Other dead temps are left to `remove_stale_temps`. Costs a directory listing when nothing waits."""
+        One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them.
+        Other dead temps are left to `remove_stale_temps`. Costs a directory listing."""
+        routes = self.backend.routes_dir
+        if not routes.is_dir() or routes.is_symlink():
+            return []
+        names = os.listdir(routes)
+        orphans = [n for n in names if n.endswith(TABLE_SUFFIX) and n[: -len(TABLE_SUFFIX)] not in made]
+        for name in orphans:
+            with contextlib.suppress(OSError):  # a directory there is no table: it stays, and names itself if read
+                os.unlink(routes / name)
+        installed = self._install_waiting(made) if any(n.endswith(".tmp") for n in names) else []
+        if installed or orphans:
+            sync_parent(routes / (orphans[0] if orphans else installed[0] + TABLE_SUFFIX))
+        return installed
+
+    def _install_waiting(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
         from tpufleet.state.routetables import waiting_tables
 
-        routes = self.backend.routes_dir
-        if not routes.is_dir() or routes.is_symlink() or not any(n.endswith(".tmp") for n in os.listdir(routes)):
-            return []
         installed = []
         for name, (when, serial) in sorted(made.items()):
             path = self.backend.table_place(name)
@@ -162,8 +176,6 @@ class DirectoryWriter:
             if waiting is not None:
                 os.replace(waiting, path)
                 installed.append(name)
-        if installed:
-            sync_parent(self.backend.table_place(installed[0]))
         return installed
 
     def journal_serial(self) -> int:
