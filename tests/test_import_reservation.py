@@ -208,3 +208,21 @@ def test_faults_lists_a_maintenance_drains_window(superpod):
     rows = superpod("faults", "-o", "json").json
     windows = [(r["target"], r["window_start"], r["window_end"]) for r in rows if "window_start" in r]
     assert len(windows) == 2 and all(start < end for _, start, end in windows)
+
+
+def test_a_list_naming_no_block_exports_nodes_that_import_again(superpod, sub_blocks, tmp_path):
+    """Sub-blocks without `physicalTopology.block` are one block with no name: the exports name its pod by the
+    pod's name, never by an empty label value that `import k8s` (and Slurm) would refuse."""
+    doc = copy.deepcopy(sub_blocks[:4])
+    for sb in doc:
+        del sb["physicalTopology"]["block"]
+    assert superpod("import", "reservation", write(tmp_path, doc), "--apply").code == 0
+    r = superpod("export", "node-labels", "-o", "json")
+    assert r.code == 0, r.err
+    assert {n["metadata"]["labels"]["cloud.google.com/gce-topology-block"] for n in r.json["items"]} == {"pod0"}
+    nodes = write(tmp_path, r.json, "nodes.json")
+    r = superpod("import", "k8s", nodes, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["unplaced"] == [] and r.json["faults_opened"] == []
+    torus = superpod("export", "slurm-topology", "--plugin", "torus3d", "--format", "yaml", "-o", "json")
+    assert torus.json[0]["torus3d"]["toruses"][0]["name"] == "pod0"

@@ -524,8 +524,9 @@ class FleetState:
         return {**{r.cube: name for name, r in self.reservation.sub_blocks.items()}, **self.k8s.cube_partition()}
 
     def block_names(self) -> dict[str, str]:
-        """pod -> the `gce-topology-block` it is: learnt by `import k8s`, else the reservation's physical block."""
-        return {**{pod: block for block, pod in self.reservation.blocks.items()}, **self.k8s.pod_block()}
+        """pod -> the `gce-topology-block` it is: learnt by `import k8s`, else the reservation's physical block (not
+        the empty one of a sub-block list that names no block: no label value names a pod by it)."""
+        return {**{pod: block for block, pod in self.reservation.blocks.items() if block}, **self.k8s.pod_block()}
 
     # ---- faults ------------------------------------------------------------------------------------------
     def open_faults(self) -> list[Fault]:
