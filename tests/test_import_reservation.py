@@ -226,3 +226,20 @@ def test_a_list_naming_no_block_exports_nodes_that_import_again(superpod, sub_bl
     assert r.json["unplaced"] == [] and r.json["faults_opened"] == []
     torus = superpod("export", "slurm-topology", "--plugin", "torus3d", "--format", "yaml", "-o", "json")
     assert torus.json[0]["torus3d"]["toruses"][0]["name"] == "pod0"
+
+
+def test_a_known_sub_block_under_another_block_is_not_placed_rather_than_refused_on_apply(cli, sub_blocks, tmp_path):
+    """A sub-block recorded on pod0's cube whose list now puts it in a block of pod1: the plan lists it as not
+    placed (naming its cube and both pods) instead of proposing a record the state refuses to keep."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2").code == 0
+    assert cli("import", "reservation", write(tmp_path, sub_blocks[:4]), "--pod", "pod0", "--apply").code == 0
+    doc = copy.deepcopy(sub_blocks[:4])
+    doc[0]["physicalTopology"]["block"] = "block-other"
+    moved = write(tmp_path, doc, "moved.json")
+    r = cli("import", "reservation", moved, "--pod", "pod1", "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["sub_blocks_updated"] == []
+    why = dict((u["sub_block"], u["reason"]) for u in r.json["unplaced"])[doc[0]["name"]]
+    assert why == "it is cube c00 (the last import reservation), not a cube of pod1, its block's pod"
+    again = cli("import", "reservation", moved, "--pod", "pod1", "--detailed-exitcode", "-o", "json")
+    assert again.code == 0 and not again.json["has_changes"], again.out

@@ -353,15 +353,14 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
         pod = pod_of.get(sb.block)
         if pod is None:
             continue
-        if sb.name in known:
-            cube = known[sb.name].cube
-        elif sb.name in learnt:
-            cube = learnt[sb.name]
+        if sb.name in known or sb.name in learnt:
+            cube = known[sb.name].cube if sb.name in known else learnt[sb.name]
             if state.fleet.cube_pod.get(cube) != pod:
-                why = f"its nodes' partition is cube {cube} (import k8s), not a cube of {pod}, its block's pod"
-                out.unplaced.append((sb.name, why))
+                source = "the last import reservation" if sb.name in known else "its nodes' partition, import k8s"
+                out.unplaced.append((sb.name, f"it is cube {cube} ({source}), not a cube of {pod}, its block's pod"))
                 continue
-            out.new.append(sb.name)
+            if sb.name not in known:
+                out.new.append(sb.name)
         elif free[pod]:
             cube = free[pod].pop(0)
             out.new.append(sb.name)
