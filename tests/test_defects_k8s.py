@@ -150,3 +150,24 @@ def test_a_node_list_with_too_many_nodes_is_refused(fleet, tmp_path):
     r = fleet("import", "k8s", path)
     assert r.code == 2 and str(path) in r.err and str(MAX_NODES) in r.err.replace(",", ""), r.err
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "entry", "value", "why"),
+    [
+        ("labels: {partition: cloud.google.com/gce-topology-block}\n", "labels.partition", BLOCK, "role block"),
+        ("labels: {block: a/x, partition: a/x}\n", "labels.partition", "'a/x'", "role block"),
+        ("labels: {accelerator: ''}\n", "labels.accelerator", "''", "not a Kubernetes label key"),
+        ("labels: {cube: 'not a key!'}\n", "labels.cube", "'not a key!'", "not a Kubernetes label key"),
+    ],
+)
+def test_a_mapping_label_key_no_export_could_write_is_refused(fleet, tmp_path, first_48, text, entry, value, why):
+    """Two roles on one label key would be one label in `export node-labels` (the round trip loses a role) and
+    one level twice in the Kueue Topology (refused by Kueue); an empty or malformed key is no label at all."""
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text(text)
+    nodes = write(tmp_path, first_48)
+    for args in (("import", "k8s", nodes), ("export", "kueue-topology"), ("export", "node-labels")):
+        r = fleet(*args, "--mapping", mapping)
+        assert r.code == 2, r.out
+        assert one_line_naming(r.err, str(mapping), f"field {entry}:", value, why), r.err

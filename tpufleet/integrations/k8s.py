@@ -37,6 +37,7 @@ DEFAULT_DRAIN_TAINTS = (
 )
 NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain
 LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 TOPOLOGY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,2}(x[1-9][0-9]{0,2})?")
 MAX_LABELS = 512  # per node; real nodes carry a few dozen
 MAX_TAINTS = 64
@@ -353,14 +354,9 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
         raise where.bad("kind", doc.get("kind"), "must be tpufleet-k8s-mapping")
     if doc.get("version", 1) != 1:
         raise where.bad("version", doc.get("version"), "must be 1")
-    labels = _str_map(doc, "labels", where)
-    names = {f.name for f in fields(LabelKeys)}
-    for key in labels:
-        if key not in names:
-            raise where.bad(f"labels.{_k(key)}", labels[key], f"unknown label role (known: {', '.join(sorted(names))})")
     base = K8sMapping()
     return K8sMapping(
-        labels=replace(LabelKeys(), **labels),
+        labels=_label_keys(doc, where),
         accelerators=frozenset(_str_list(doc, "accelerators", where)) or base.accelerators,
         pods=_ids(doc, "pods", where, r"pod[0-9]{1,6}", "a pod name such as pod0"),
         cubes=_ids(doc, "cubes", where, r"c[0-9]{2,6}", "a cube id such as c07"),
@@ -368,6 +364,27 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
         drain_taints=frozenset(_str_list(doc, "drain_taints", where)) or base.drain_taints,
         source=file,
     )
+
+
+def _label_keys(doc: dict[str, Any], where: _Where) -> LabelKeys:
+    """The label keys of the mapping's `labels`: known roles, Kubernetes label keys, one role a key (two roles on
+    one key would be one label in an export, and one level twice in a Kueue Topology)."""
+    labels = _str_map(doc, "labels", where)
+    names = {f.name for f in fields(LabelKeys)}
+    for role, key in labels.items():
+        if role not in names:
+            raise where.bad(f"labels.{_k(role)}", key, f"unknown label role (known: {', '.join(sorted(names))})")
+        if not LABEL_KEY.fullmatch(key):
+            raise where.bad(f"labels.{_k(role)}", key, "not a Kubernetes label key (such as example.com/rack)")
+    keys = replace(LabelKeys(), **labels)
+    first: dict[str, str] = {}
+    for f in fields(LabelKeys):
+        key = getattr(keys, f.name)
+        other = first.setdefault(key, f.name)
+        if other != f.name:
+            given, twin = (f.name, other) if f.name in labels else (other, f.name)
+            raise where.bad(f"labels.{given}", key, f"also the key of role {twin}")
+    return keys
 
 
 def _str_map(doc: dict[str, Any], key: str, where: _Where) -> dict[str, str]:
