@@ -153,3 +153,17 @@ def test_a_node_whose_block_contradicts_its_partitions_cube_is_not_placed(superp
     assert sorted(unplaced) == sorted(n["metadata"]["name"] for n in moved) and len(moved) == 16
     assert all("whose block is block-5d21e0b4, not block-zzz" in why for why in unplaced.values())
     assert snapshot(superpod.state) == before
+
+
+def test_the_plan_text_shows_the_maintenance_drain_a_cleared_failure_hands_back(superpod, tmp_path):
+    """The table output named the failure cleared but not the reservation's drain opened in its place: a reader
+    of the plan took the cube for free again."""
+    assert superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply").code == 0
+    assert superpod("import", "reservation", _write(tmp_path, "res.json", _reservation({5: True})), "--apply").code == 0
+    healthy = _write(tmp_path, "healthy.json", _tpu7x_nodes(healthy={5}))
+    for extra in ((), ("--apply",)):
+        r = superpod("import", "k8s", healthy, *extra)
+        assert r.code == 0, r.err
+        lines = [line for line in r.out.splitlines() if "cube:c05" in line]
+        assert lines[0].startswith("  - clear f") and " cube:c05: k8s: partition " in lines[0], r.out
+        assert lines[1].startswith("  + drain") and " cube:c05: reservation: sub-block " in lines[1], r.out

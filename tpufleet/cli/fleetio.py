@@ -41,6 +41,7 @@ def _import_text(d: dict[str, Any]) -> str:
         ("faults_opened", "+", "fault"),
         ("drains_opened", "+", "drain"),
         ("faults_cleared", "-", "clear"),
+        ("reservation_drains_opened", "+", "drain"),  # the reservation's maintenance, back once a failure clears
     ):
         for f in d[key]:
             ident = f" {f['id']}" if f.get("id") else ""
