@@ -133,6 +133,22 @@ def test_slurm_topology_of_an_imported_fleet_has_no_invented_nodes(cli, tmp_path
     assert "tpu-c" not in r.out
 
 
+@pytest.mark.parametrize("own_only", [False, True])
+def test_export_of_a_fleet_imported_as_node_pools_invents_no_nodes(cli, own_only):
+    """A cluster of ordinary node pools names no machine: its export (safe to apply to the live cluster, the
+    README says) wrote 2,240 made-up `tpu-cNN-mMM` Nodes, which an apply creates and an import learns."""
+    nodes = Path(__file__).parent.parent / "fixtures" / "k8s" / "v5p-cluster-nodes.json"
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    assert cli("import", "k8s", nodes, "--apply").code == 0
+    flag = ["--tpufleet-labels-only"] if own_only else []
+    r = cli("export", "node-labels", *flag, "-o", "json")
+    assert r.code == 0 and r.json["items"] == [], r.err
+    assert "2240 machine(s) have no node" in r.err
+    assert "tpu-c" not in cli("export", "slurm-topology").out
+    again = cli("import", "k8s", nodes, "--detailed-exitcode")
+    assert again.code == 0, again.out
+
+
 def test_export_of_a_fleet_never_imported_still_lists_every_machine(fleet):
     r = fleet("export", "node-labels", "--tpufleet-labels-only", "-o", "json")
     assert r.code == 0 and len(r.json["items"]) == 1024 and r.err == ""

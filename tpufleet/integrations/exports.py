@@ -1,9 +1,9 @@
 """The fleet in other tools' formats (pure): Kubernetes node labels, a Kueue Topology and ResourceFlavor, a Slurm
 `topology.conf` (tree or block plugin) and GKE `Slice` objects.
 
-Which machines are nodes: once `import k8s` has named any node, exactly the machines it named (a machine no
-imported node holds is not a node of the cluster, and `machines_without_node` counts them); in a fleet never
-imported, every machine, named `tpu-CUBE-mMM` (e.g. `tpu-c05-m03`). A cube's partition id is the imported one,
+Which machines are nodes: once `import k8s` has named any node (or recorded a node pool), exactly the machines
+it named (a machine no imported node holds is not a node of the cluster, and `machines_without_node` counts
+them); in a fleet never imported, every machine, named `tpu-CUBE-mMM` (e.g. `tpu-c05-m03`). A cube's partition id is the imported one,
 else the cube id; a pod's block is the imported one, else the pod name. So an exported node list imported into
 the same state changes nothing, and imported into a fresh state of the same shape gives the same cubes,
 machines, faults and drains (see `node_labels`).
@@ -49,6 +49,8 @@ class Names:
 
     def __init__(self, state: FleetState) -> None:
         self.node_of = state.k8s.machine_node()
+        # imported: a node named, or a node pool recorded (its nodes are on no machine: no machine is a node)
+        self.imported = bool(self.node_of or state.k8s.node_pools)
         self.partition_of = state.partition_names()
         self.block_of = state.block_names()
 
@@ -59,7 +61,7 @@ class Names:
         """The cube's machines that are nodes: those an import named (a node missing from the cluster stays
         missing, a machine never named is no node), or all 16 in a fleet never imported."""
         every = [HostId(cube, m) for m in range(MACHINES_PER_CUBE)]
-        return [h for h in every if h in self.node_of] if self.node_of else every
+        return [h for h in every if h in self.node_of] if self.imported else every
 
     def partition(self, cube: str) -> str:
         return self.partition_of.get(cube, cube)
