@@ -154,6 +154,24 @@ def test_impossible_notices_name_the_slice_and_exit_1(running, tmp_path):
     assert running("plan-maintenance", "--notices", write(tmp_path, notices(cubes), "seq.yaml")).code == 0
 
 
+def test_a_drain_on_an_evicted_slices_reserved_move_strands_it_and_says_so(cli, tmp_path):
+    """x, evicted by a host fault, has c07 reserved, the pod's only free cube: draining c07 leaves it nowhere to go.
+    The plan names it (exit 1) and applying the wave is refused, its reservation kept."""
+    assert cli("init", "--pods", "1", "--cubes-per-pod", "8").code == 0
+    assert cli("allocate", "big", "--shape", "4x4x24").code == 0  # c00-c05
+    assert cli("allocate", "x", "--shape", "4x4x4").code == 0  # c06
+    assert cli("inject-fault", "host:c06/3").code == 0  # x evicted, c07 reserved for it
+    out = tmp_path / "plan.json"
+    r = cli("plan-maintenance", "--notices", write(tmp_path, notices(["c07"])), "--out", out, "-o", "json")
+    assert r.code == 1 and not r.json["served"]
+    assert [(u["slice"], u["notice"], u["status"]) for u in r.json["unserved"]] == [("x", "cube:c07", "unserved")]
+    assert "its reserved move to c07 in pod0 is hit" in r.json["unserved"][0]["reason"]
+    before = cli("show", "slices", "-o", "json").json
+    applied = cli("apply-maintenance", out, "--wave", "1")
+    assert applied.code == 1 and "stops slice 'x'" in applied.err
+    assert cli("show", "slices", "-o", "json").json == before
+
+
 def test_spare_target(running, tmp_path):
     path = write(tmp_path, notices(["c00", "c01"]))
     held = running("plan-maintenance", "--notices", path, "--spares", "23", "-o", "json")

@@ -103,6 +103,21 @@ def _drain(sim: FleetState, wave: _Wave, run: _Run) -> None:
         radius = fault_ops.inject(sim, [request], run.drain_time(n)).data[0]
         wave.fault_ids.add(radius["fault_id"])
         wave.steps.append({"step": "drain", "target": n.target, "fault_id": radius["fault_id"], "opened": True})
+        _stranded(sim, wave, n, radius["slices"], run)
+
+
+def _stranded(sim: FleetState, wave: _Wave, n: Notice, hits: Sequence[dict[str, Any]], run: _Run) -> None:
+    """A slice evicted before the wave whose reserved move the drain takes, no other place free: the drain strands
+    it (unserved, as a slice it stops; applied, a refusal). One it evicts is the wave's to move (`_move`)."""
+    for hit in hits:
+        sl = sim.slices[hit["slice"]]
+        if sl.evicted_by in wave.fault_ids or (hit.get("replacement") or {}).get("status") != "pending":
+            continue
+        reason = f"{hit['reason']} ({hit['replacement'].get('why', 'no move')})"
+        if run.applying:
+            raise Refused(f"wave {wave.number}: {n.target} strands slice {sl.name!r}: {reason}; plan again")
+        row = {"slice": sl.name, "job": sl.job, "notice": n.target, "pod": sl.pod}
+        wave.moves.append({**row, "status": "unserved", "reason": reason})
 
 
 def _move(sim: FleetState, wave: _Wave, name: str, run: _Run) -> None:
