@@ -290,6 +290,12 @@ def test_an_unknown_slice_is_refused_as_every_command_refuses_it(fleet):
     assert snapshot(fleet.state) == before
 
 
+def test_a_slice_named_twice_is_bad_input(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    r = fleet("plan-spares", "--slices", "a,a")
+    assert r.code == 2 and "bad option --slices: 'a' given twice in 'a,a'" in r.err
+
+
 def test_out_of_reach_says_whether_the_pod_ran_out_of_cubes(cli):
     assert cli("init", "--cubes-per-pod", "8").code == 0
     assert cli("allocate", "a", "--shape", "4x4x24").code == 0  # 2 cubes left free

@@ -41,6 +41,9 @@ def _names(text: str | None) -> list[str] | None:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise BadInput("bad option --slices: empty list")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise BadInput(f"bad option --slices: {twice!r} given twice in {text!r}")
     return names
 
 
