@@ -77,16 +77,20 @@ def _index(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
     return {name: (entry["made"], entry["serial"]) for name, entry in doc.get("routes", {}).items()}
 
 
-def _directory_fleet(writer: DirectoryWriter) -> Fleet | None:
+def _directory_fleet(writer: DirectoryWriter, replacing_with: list[bytes] | None = None) -> Fleet | None:
     """The directory's fleet, checked as a load checks it (None: there is none); under its lock, as every writer:
     the journal recovered and the tables a killed writer committed but left under a temporary name installed (else
-    they were read as missing, and lost with the directory)."""
+    they were read as missing, and lost with the directory). Entries beyond the state's serial are dropped as a
+    pull's only when the journal is the start of the one replacing it (`replacing_with`: an earlier pull killed
+    between its journal and its state); otherwise recovery refuses them as every writer does (a state file older
+    than its journal: history that journal alone holds)."""
     backend = writer.backend
     if not backend.exists():
         return None
     raw = writer.read_state()
     doc = checked_state(raw, backend.state_label)
-    writer.recover(doc["serial"], replacing=True)  # an earlier pull killed between its journal and its state
+    held = _lines(_journal_bytes(backend))
+    writer.recover(doc["serial"], replacing=replacing_with is not None and replacing_with[: len(held)] == held)
     writer.install_interrupted_tables(_index(doc))
     lines = _lines(_journal_bytes(backend))
     tables, missing = {}, {}
@@ -204,7 +208,7 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         source = _database_fleet(db) if ready else None
         if source is None:
             raise Refused(f"no fleet state in {db.where} to pull")
-        target = _directory_fleet(writer)
+        target = _directory_fleet(writer, source.lines)
         # A journal without a state file that is the start of the source's is this history (a pull into a new
         # directory killed between its journal and its state leaves one): the pull completes it, losing nothing.
         stateless = _lines(_journal_bytes(directory)) if target is None else []

@@ -1,0 +1,62 @@
+"""Defects found in `state push|pull` and the PostgreSQL backend by a review (each test failed before its fix): a
+move that dropped a directory's committed history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pgserver
+from conftest import Cli
+
+from helpers import one_line
+
+pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
+pg_url = pgserver.pg_url
+
+
+# ---- 1. a directory whose state file is older than its journal ----------------------------------------------------
+
+
+def _restored(cli: Cli) -> bytes:
+    """A fleet at serial 5 whose state file is put back to serial 2's (a backup): the journal alone holds 3 to 5.
+    The journal's bytes."""
+    assert cli("init").code == 0 and cli("allocate", "a", "--shape", "4x4x4").code == 0
+    backup = (cli.state / "state.json").read_bytes()
+    for name in ("b", "c", "d"):
+        assert cli("allocate", name, "--shape", "4x4x4").code == 0
+    (cli.state / "state.json").write_bytes(backup)
+    assert "3 entries are beyond the state's serial 2" in one_line(cli("allocate", "e", "--shape", "4x4x4"))
+    return (cli.state / "journal.jsonl").read_bytes()
+
+
+def test_a_push_keeps_the_history_only_the_directorys_journal_holds(tmp_path: Path, pg_url, capsys):
+    folder = Cli(capsys, tmp_path / "d")
+    journal = _restored(folder)
+    line = one_line(folder("state", "push", folder.state, pg_url, state=False))  # was exit 0, serials 3-5 dropped
+    assert "3 entries are beyond the state's serial 2" in line
+    assert (folder.state / "journal.jsonl").read_bytes() == journal
+    assert one_line(Cli(capsys, pg_url)("status"), 1).startswith("tpufleet: error: no fleet state in")
+
+
+def test_a_refused_pull_keeps_the_history_only_the_directorys_journal_holds(tmp_path: Path, pg_url, capsys):
+    assert Cli(capsys, pg_url)("init").code == 0  # another history, at serial 1
+    folder = Cli(capsys, tmp_path / "d")
+    journal = _restored(folder)
+    line = one_line(folder("state", "pull", pg_url, folder.state, state=False))  # was refused, serials 3-5 dropped
+    assert "3 entries are beyond the state's serial 2" in line
+    assert (folder.state / "journal.jsonl").read_bytes() == journal
+
+
+def test_a_pull_keeps_the_history_only_the_directorys_journal_holds(tmp_path: Path, pg_url, capsys):
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("init").code == 0 and folder("allocate", "a", "--shape", "4x4x4").code == 0
+    assert folder("state", "push", folder.state, pg_url, state=False).code == 0  # the database: serials 1-2
+    backup = (folder.state / "state.json").read_bytes()
+    for name in ("b", "c", "d"):
+        assert folder("allocate", name, "--shape", "4x4x4").code == 0
+    (folder.state / "state.json").write_bytes(backup)
+    journal = (folder.state / "journal.jsonl").read_bytes()
+    r = folder("state", "pull", pg_url, folder.state, state=False)  # was "already holds serial 2", 3-5 dropped
+    assert "3 entries are beyond the state's serial 2" in one_line(r)
+    assert (folder.state / "journal.jsonl").read_bytes() == journal
