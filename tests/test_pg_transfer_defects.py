@@ -1,5 +1,5 @@
 """Defects found in `state push|pull` and the PostgreSQL backend by a review (each test failed before its fix): a
-move that dropped a directory's committed history.
+move that dropped a directory's committed history, a password shown in a message.
 """
 
 from __future__ import annotations
@@ -60,3 +60,25 @@ def test_a_pull_keeps_the_history_only_the_directorys_journal_holds(tmp_path: Pa
     r = folder("state", "pull", pg_url, folder.state, state=False)  # was "already holds serial 2", 3-5 dropped
     assert "3 entries are beyond the state's serial 2" in one_line(r)
     assert (folder.state / "journal.jsonl").read_bytes() == journal
+
+
+# ---- 2. a password in a message ---------------------------------------------------------------------------------------
+
+
+def test_a_url_given_as_push_or_pull_dir_or_a_mistyped_url_is_refused_without_its_password(tmp_path, capsys):
+    cli = Cli(capsys, tmp_path / "d")
+    for args in (
+        ("push", "postgresql://bob:s3cret@db/f", "postgresql://bob:s3cret@db/f"),
+        ("pull", "postgres://bob:s3cret@db/f", "POSTGRESQL://bob:s3cret@db/x"),
+        ("push", tmp_path, "postgresq://bob:s3cret@db/f?password=s3cret"),
+    ):
+        line = one_line(cli("state", *args, state=False))
+        assert "s3cret" not in line and "bob@db" in line  # was the whole URL, password and all
+
+
+def test_a_config_files_state_url_with_a_nul_is_refused_without_its_password(tmp_path, capsys, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text('state = "postgresql://bob:s3cret@db/f\\u0000"\n')
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
+    line = one_line(Cli(capsys, tmp_path)("status", state=False))
+    assert "holds a NUL character" in line and "s3cret" not in line and "bob@db" in line

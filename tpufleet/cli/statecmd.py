@@ -16,19 +16,21 @@ state_app = command_group(
 
 def _url(text: str, what: str) -> str:
     from tpufleet.errors import BadInput
+    from tpufleet.state.dburl import redacted
     from tpufleet.state.store import is_database_url
 
-    if not is_database_url(text):
-        raise BadInput(f"bad argument {what}: {text[:80]!r} is not a postgresql:// URL")
+    if not is_database_url(text):  # (a mistyped scheme's password is not shown either)
+        raise BadInput(f"bad argument {what}: {redacted(text)[:80]!r} is not a postgresql:// URL")
     return text
 
 
 def _directory(text: str) -> Path:
     from tpufleet.errors import BadInput
+    from tpufleet.state.dburl import redacted
     from tpufleet.state.store import is_database_url
 
     if text == "" or is_database_url(text):
-        raise BadInput(f"bad argument DIR: {text[:80]!r} is not a state directory")
+        raise BadInput(f"bad argument DIR: {redacted(text)[:80]!r} is not a state directory")
     return Path(text).expanduser()
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from tpufleet.constants import DAY
 from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.state.dburl import redacted
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
 from tpufleet.text import ReportOutput
 
@@ -86,8 +87,8 @@ def _parse(doc: dict[str, object], file: str) -> Config:
     for key in ("state", "group"):
         if doc.get(key) == "":
             raise BadStateFile(file, key, "", "is empty")
-        if "\x00" in str(doc.get(key, "")):
-            raise BadStateFile(file, key, doc[key], "holds a NUL character")
+        if "\x00" in str(doc.get(key, "")):  # (a database URL's password not shown)
+            raise BadStateFile(file, key, redacted(str(doc[key])), "holds a NUL character")
     _check_places(doc, file)
     values: dict[str, Any] = dict(doc)  # checked above: each present key has its documented type
     return Config(
