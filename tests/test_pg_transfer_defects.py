@@ -1,5 +1,6 @@
 """Defects found in `state push|pull` and the PostgreSQL backend by a review (each test failed before its fix): a
-move that dropped a directory's committed history, a password shown in a message.
+move that dropped a directory's committed history, a password shown in a message, a state row put back
+under a newer journal.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pgserver
 from conftest import Cli
+from pgserver import PgServer, db_name
 
 from helpers import one_line
 
@@ -82,3 +84,23 @@ def test_a_config_files_state_url_with_a_nul_is_refused_without_its_password(tmp
     monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
     line = one_line(Cli(capsys, tmp_path)("status", state=False))
     assert "holds a NUL character" in line and "s3cret" not in line and "bob@db" in line
+
+
+# ---- 3. a state row older than its journal ----------------------------------------------------------------------------
+
+
+def test_a_state_row_put_back_under_a_newer_journal_is_refused_not_given_its_serials_again(
+    pg_server: PgServer, pg_url, capsys
+):
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0 and cli("allocate", "a", "--shape", "4x4x4").code == 0
+    pg_server.sql("CREATE TABLE backup AS SELECT * FROM tpufleet_state", db_name(pg_url))
+    for name in ("b", "c", "d"):
+        assert cli("allocate", name, "--shape", "4x4x4").code == 0
+    pg_server.sql("UPDATE tpufleet_state s SET serial = b.serial, doc = b.doc FROM backup b", db_name(pg_url))
+    journal = pg_server.sql("SELECT seq, serial, line FROM tpufleet_journal ORDER BY seq", db_name(pg_url))
+    for args in (("allocate", "e", "--shape", "4x4x4"), ("init", "--force")):  # each gave serial 3 again
+        line = one_line(cli(*args))
+        assert "(journal): field serial: 3 entries are beyond the state's serial 2" in line
+    assert pg_server.sql("SELECT seq, serial, line FROM tpufleet_journal ORDER BY seq", db_name(pg_url)) == journal
+    assert not cli("history").err  # lines 4 and 5 were "damaged" under a second serial 3

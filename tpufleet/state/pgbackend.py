@@ -538,9 +538,20 @@ class DatabaseWriter:
 
     def recover(self, serial: int, replacing: bool = False) -> None:
         """Nothing to recover (a journal line is committed with its state or not at all); but the state row's serial
-        must be its document's, which every commit checks against: BadStateFile when it is not (edited by hand)."""
+        must be its document's, which every commit checks against, and no journal entry may lie beyond it (a state
+        row put back from a backup: its serials would be handed out again): BadStateFile when either is not so."""
         if self.read_serial is not None and self.read_serial != serial:
             raise state_row_mismatch(self.backend.state_label, self.read_serial, serial)
+        rows = self.backend._query("SELECT count(*), max(serial) FROM tpufleet_journal WHERE serial > %s", (serial,))
+        if rows and rows[0][0]:
+            raise BadStateFile(
+                self.backend.journal_label,
+                "serial",
+                int(rows[0][1]),
+                f"{rows[0][0]} entries are beyond the state's serial {serial}, where a commit leaves none: the state "
+                "row is older than its journal (put back from a backup of that table alone?); nothing was changed. "
+                "Put back the state of the journal's last serial (restore the whole database)",
+            )
 
     def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
         return []  # tables are committed in the state's own transaction: nothing waits
@@ -551,7 +562,10 @@ class DatabaseWriter:
 
     def last_serial(self) -> int:
         row = self._row()
-        return row[0] if row is not None else self.journal_serial()
+        if row is None:
+            return self.journal_serial()
+        self.recover(row[0])
+        return row[0]
 
     def save_tables(self, name: str, data: bytes) -> PurePosixPath:
         place = self.backend.table_place(name)
