@@ -1,6 +1,6 @@
 """Defects found in `state push|pull` and the PostgreSQL backend by a review (each test failed before its fix): a
 move that dropped a directory's committed history, a password shown in a message, a state row put back
-under a newer journal.
+under a newer journal, a refused pull that made its directory.
 """
 
 from __future__ import annotations
@@ -104,3 +104,17 @@ def test_a_state_row_put_back_under_a_newer_journal_is_refused_not_given_its_ser
         assert "(journal): field serial: 3 entries are beyond the state's serial 2" in line
     assert pg_server.sql("SELECT seq, serial, line FROM tpufleet_journal ORDER BY seq", db_name(pg_url)) == journal
     assert not cli("history").err  # lines 4 and 5 were "damaged" under a second serial 3
+
+
+# ---- 4. a refused pull --------------------------------------------------------------------------------------------------
+
+
+def test_a_pull_from_a_database_without_a_fleet_makes_no_directory(pg_server: PgServer, pg_url, capsys, tmp_path):
+    copy = tmp_path / "new" / "copy"
+    line = one_line(Cli(capsys, tmp_path)("state", "pull", pg_url, copy, state=False), 1)
+    assert line.startswith("tpufleet: error: no fleet state in ") and line.endswith(" to pull")
+    assert not (tmp_path / "new").exists()  # was made, with copy/.lock and copy/.lock.info
+    pg_server.sql("CREATE TABLE tpufleet_schema (version integer)", db_name(pg_url))
+    pg_server.sql("INSERT INTO tpufleet_schema VALUES (1)", db_name(pg_url))
+    line = one_line(Cli(capsys, tmp_path)("state", "pull", pg_url, copy, state=False), 1)
+    assert "has schema version 1; run `tpufleet state migrate`" in line and not (tmp_path / "new").exists()

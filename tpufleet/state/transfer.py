@@ -202,7 +202,8 @@ def _write_database(db: PostgresBackend, ready: bool, source: Fleet, target: Fle
 def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, Any]:
     """Copy the database's fleet into the directory, unless the directory's is newer."""
     directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
-    db.connection()  # a database out of reach is said before the directory (and its lock file) is made
+    if not db.exists():  # (or out of reach, or of another schema version) said before the directory is made
+        raise Refused(f"no fleet state in {db.where} to pull")
     # The directory's lock first, as `push` takes them: two moves in opposite directions never wait on each other.
     with directory.writing(timeout, command) as writer, db.locked(timeout, command) as ready:
         source = _database_fleet(db) if ready else None
