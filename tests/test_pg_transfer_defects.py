@@ -1,10 +1,12 @@
 """Defects found in `state push|pull` and the PostgreSQL backend by a review (each test failed before its fix): a
 move that dropped a directory's committed history, a password shown in a message, a state row put back
-under a newer journal, a refused pull that made its directory.
+under a newer journal, a refused pull that made its directory, a
+lock wait cut short by a statement timeout.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pgserver
@@ -12,6 +14,7 @@ from conftest import Cli
 from pgserver import PgServer, db_name
 
 from helpers import one_line
+from tpufleet.state.pgbackend import PostgresBackend
 
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
 pg_url = pgserver.pg_url
@@ -118,3 +121,17 @@ def test_a_pull_from_a_database_without_a_fleet_makes_no_directory(pg_server: Pg
     pg_server.sql("INSERT INTO tpufleet_schema VALUES (1)", db_name(pg_url))
     line = one_line(Cli(capsys, tmp_path)("state", "pull", pg_url, copy, state=False), 1)
     assert "has schema version 1; run `tpufleet state migrate`" in line and not (tmp_path / "new").exists()
+
+
+# ---- 5. a statement timeout and the lock's ----------------------------------------------------------------------------
+
+
+def test_a_statement_timeout_does_not_cut_a_lock_wait_short(pg_server: PgServer, pg_url, capsys):
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    pg_server.sql(f"ALTER DATABASE {db_name(pg_url)} SET statement_timeout = 100")  # a DBA's, say
+    holder = PostgresBackend(pg_url)
+    with holder.locked(5, "tpufleet maintenance-window"):  # was exit 1, "canceling statement due to statement timeout"
+        line = one_line(cli("--lock-timeout", "0.5", "inject-fault", "host:c01/1"), 3)
+    assert f"pid {os.getpid()}" in line and "tpufleet maintenance-window" in line and "0.5s" in line
+    assert cli("inject-fault", "host:c01/1").code == 0

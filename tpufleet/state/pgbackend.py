@@ -422,7 +422,10 @@ class PostgresBackend:
         return printable(f"{user}'s pid {pid} on {host} ({bounded(str(command), 200)}, since {since})")
 
     def _try_lock(self, seconds: float) -> bool:
-        """Wait up to `seconds` for the advisory lock; whether it was taken."""
+        """Wait up to `seconds` for the advisory lock; whether it was taken. The wait is bounded by its own
+        `lock_timeout` alone, set for its transaction: a `statement_timeout` of the role or the database (a DBA's
+        ALTER ROLE ... SET) must not end it early as an error (exit 1) instead of the lock's timeout (exit 3), and
+        the session's own settings come back after it. (A session lock taken in a transaction outlives it.)"""
         import psycopg
 
         conn = self.connection()
@@ -430,17 +433,14 @@ class PostgresBackend:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
             if (row and row[0]) or seconds <= 0:  # free (the usual case: one round trip), or no wait asked
                 return bool(row and row[0])
-            conn.execute(f"SET lock_timeout = {max(1, round(seconds * 1000))}")
             try:
-                conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL lock_timeout = {max(1, round(seconds * 1000))}")
+                    conn.execute("SET LOCAL statement_timeout = 0")
+                    conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
                 return True
             except psycopg.errors.LockNotAvailable:
                 return False
-            finally:
-                # a connection the server ended while waiting (shut down): its own error says why, where this
-                # statement's would say only "the connection is closed"
-                if not conn.closed:
-                    conn.execute("SET lock_timeout = 0")
 
     def _acquire(self, timeout: float) -> None:
         say = WAIT_NOTICE.say
