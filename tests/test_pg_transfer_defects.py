@@ -135,3 +135,17 @@ def test_a_statement_timeout_does_not_cut_a_lock_wait_short(pg_server: PgServer,
         line = one_line(cli("--lock-timeout", "0.5", "inject-fault", "host:c01/1"), 3)
     assert f"pid {os.getpid()}" in line and "tpufleet maintenance-window" in line and "0.5s" in line
     assert cli("inject-fault", "host:c01/1").code == 0
+
+
+def test_a_statement_timeout_does_not_cut_migrates_wait_for_its_tables_short(pg_server: PgServer, pg_url, capsys):
+    import psycopg
+
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    pg_server.sql("DELETE FROM tpufleet_schema WHERE version = 2", db_name(pg_url))  # a version-1 database
+    pg_server.sql(f"ALTER DATABASE {db_name(pg_url)} SET statement_timeout = 100")
+    with psycopg.connect(pg_url) as reader:  # a backup's open transaction, say: it read the tables
+        reader.execute("SELECT count(*) FROM tpufleet_tables")
+        line = one_line(cli("--lock-timeout", "0.5", "state", "migrate"), 3)  # was exit 1, the statement timeout
+    assert "are in use by another session" in line and "schema version 2 not applied" in line
+    assert cli("state", "migrate", "-o", "json").json["applied"] == [2]

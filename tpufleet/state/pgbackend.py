@@ -289,6 +289,7 @@ class PostgresBackend:
                 try:
                     with conn.transaction():
                         conn.execute(f"SET LOCAL lock_timeout = {max(1, round(timeout * 1000))}")
+                        conn.execute("SET LOCAL statement_timeout = 0")  # (the wait is the lock's: see _try_lock)
                         conn.execute(_VERSION_TABLE)
                         for statement in MIGRATIONS[target - 1]:
                             conn.execute(statement.encode())
