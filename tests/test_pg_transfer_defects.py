@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pgserver
+import pytest
 from conftest import Cli
 from pgserver import PgServer, db_name
 
@@ -79,6 +80,17 @@ def test_a_url_given_as_push_or_pull_dir_or_a_mistyped_url_is_refused_without_it
     ):
         line = one_line(cli("state", *args, state=False))
         assert "s3cret" not in line and "bob@db" in line  # was the whole URL, password and all
+
+
+@pytest.mark.parametrize(
+    "query", ["password=Zq9&Tr0ub4dor", "user=bob&password=Zq9&Tr0ub&4dor&sslmode=disable", "PASSWORD=&Tr0ub4dor"]
+)
+def test_a_password_parameter_holding_an_ampersand_is_never_shown_in_pieces(capsys, query):
+    """libpq splits the password at its '&' and refuses the rest as a parameter without a value: the message showed
+    that rest of the password."""
+    r = Cli(capsys, f"postgresql://127.0.0.1:1/f?{query}")("status", "-o", "json")  # type: ignore[arg-type]
+    line = one_line(r, 2)
+    assert "bad database URL postgresql://127.0.0.1:1/f" in line and "Tr0ub" not in line and "4dor" not in line
 
 
 def test_a_config_files_state_url_with_a_nul_is_refused_without_its_password(tmp_path, capsys, monkeypatch):

@@ -9,6 +9,8 @@ hidden, never less.
 'postgresql://bob@db.example.com:5432/fleet?sslmode=require'
 >>> redacted("postgres://alice@db/fleet?PASSWORD=s3cret&sslmode=require")
 'postgres://alice@db/fleet?sslmode=require'
+>>> redacted("postgres://alice@db/fleet?password=s3&cr&et&sslmode=require")
+'postgres://alice@db/fleet?sslmode=require'
 >>> redacted_words("tpufleet --state=postgresql://bob:pw@db/f status")
 'tpufleet --state=postgresql://bob@db/f status'
 >>> redacted_arg("--state=postgresql://bob:pass word\x1f@db/f")
@@ -21,7 +23,10 @@ import re
 from urllib.parse import unquote
 
 SCHEMES = ("postgresql://", "postgres://")
-_PASSWORD_PARAM = re.compile(r"(?i)((?:^|[?&])password=)([^&]*)")  # (libpq reads a '#' as part of the value)
+# The value runs on over any '&' followed by no '=' before the next: a password holding an '&' written as is, which
+# libpq splits into the password and pieces that are no parameter (it refuses them, and messages would show them).
+# (libpq reads a '#' as part of the value.)
+_PASSWORD_PARAM = re.compile(r"(?i)((?:^|[?&])password=)([^&]*(?:&[^&=]*)*)(?=&|$)")
 # A URL in a command line runs to the next space (its words are joined by spaces): not to Python's whitespace,
 # which also counts characters libpq takes in a password (U+001C-U+001F, U+0085, U+00A0). In one argument, it
 # runs to the argument's end, spaces and all.
@@ -69,8 +74,8 @@ def redacted(url: str) -> str:
     if ":" in user:
         user = user.split(":", 1)[0] + "@"
     head, q, query = (user + rest).partition("?")
-    kept = [part for part in query.split("&") if part and not _PASSWORD_PARAM.match("&" + part)]
-    return scheme + head + (q + "&".join(kept) if kept else "")
+    kept = _PASSWORD_PARAM.sub("", "&" + query).split("&")
+    return scheme + head + (q + "&".join(k for k in kept if k) if any(kept) else "")
 
 
 def redacted_words(text: str) -> str:
