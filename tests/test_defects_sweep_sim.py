@@ -295,11 +295,21 @@ def test_counts_and_hours_intervals_do_not_go_below_zero(cli, tmp_path):
 
 
 def test_simulate_fleet_with_no_job_is_a_result_not_bad_input(cli, tmp_path):
-    r = cli("simulate-fleet", "--days", "1", "--load-per-pod", "0", "-o", "json", state=False)
+    out = tmp_path / "idle.jsonl"
+    r = cli("simulate-fleet", "--days", "1", "--load-per-pod", "0", "--out", out, "-o", "json", state=False)
     assert r.code == 0, r.err
     doc = r.json
     assert doc["jobs_submitted"] == doc["jobs_finished"] == 0 and doc["mpg"] is None and doc["segments"] == []
     assert sum(doc["disruptions"].values()) == 0
+    # its log's report says what the summary says: a day of idle capacity, SG 0, nothing else measured
+    report = cli("goodput-report", out, "-o", "json", state=False)
+    assert report.code == 0, report.err
+    fleet = report.json["fleet"]
+    assert {k: fleet[k] for k in ("sg", "rg", "pg", "mpg")} == {k: doc[k] for k in ("sg", "rg", "pg", "mpg")}
+    assert fleet["sg"] == 0.0 and fleet["jobs"] == 0 and fleet["capacity_basis"] == "events"
+    assert fleet["window"]["end"] - fleet["window"]["start"] == 86400 and report.json["jobs"] == []
+    refused = cli("goodput-report", out, "--capacity", "tpu-v4=4096", state=False)  # no records, no job: no span
+    assert refused.code == 2 and "no job events in the input" in refused.err
     text = "schema_version: 1\nsimulation: fleet\nfixed: {days: 0.2}\ngrid: {load_per_pod: [0]}\n"
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
     assert r.code == 0 and r.json["points"][0]["metrics"]["jobs_submitted"]["mean"] == 0

@@ -207,7 +207,7 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     """The report of every job's account (in job order); `log` gives the capacity records and the counts."""
     since, until, keep_timelines = options.since, options.until, options.keep_timelines
     windowed = since is not None or until is not None
-    if not accounts:
+    if not accounts and (options.capacity or not log.capacity):
         raise NoJobEvents("no job events in the input" + (" inside --since/--until" if windowed else ""))
     t0, t1 = data_span(accounts, [] if options.capacity else log.capacity)  # (--capacity: the records are not used)
     t0, t1 = t0 if since is None else since, t1 if until is None else until
