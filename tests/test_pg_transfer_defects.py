@@ -39,7 +39,7 @@ def _restored(cli: Cli) -> bytes:
 def test_a_push_keeps_the_history_only_the_directorys_journal_holds(tmp_path: Path, pg_url, capsys):
     folder = Cli(capsys, tmp_path / "d")
     journal = _restored(folder)
-    line = one_line(folder("state", "push", folder.state, pg_url, state=False))  # was exit 0, serials 3-5 dropped
+    line = one_line(folder("state", "push", str(folder.state), pg_url, state=False))  # was exit 0, serials 3-5 dropped
     assert "3 entries are beyond the state's serial 2" in line
     assert (folder.state / "journal.jsonl").read_bytes() == journal
     assert one_line(Cli(capsys, pg_url)("status"), 1).startswith("tpufleet: error: no fleet state in")
@@ -49,7 +49,7 @@ def test_a_refused_pull_keeps_the_history_only_the_directorys_journal_holds(tmp_
     assert Cli(capsys, pg_url)("init").code == 0  # another history, at serial 1
     folder = Cli(capsys, tmp_path / "d")
     journal = _restored(folder)
-    line = one_line(folder("state", "pull", pg_url, folder.state, state=False))  # was refused, serials 3-5 dropped
+    line = one_line(folder("state", "pull", pg_url, str(folder.state), state=False))  # was refused, serials 3-5 dropped
     assert "3 entries are beyond the state's serial 2" in line
     assert (folder.state / "journal.jsonl").read_bytes() == journal
 
@@ -57,13 +57,13 @@ def test_a_refused_pull_keeps_the_history_only_the_directorys_journal_holds(tmp_
 def test_a_pull_keeps_the_history_only_the_directorys_journal_holds(tmp_path: Path, pg_url, capsys):
     folder = Cli(capsys, tmp_path / "d")
     assert folder("init").code == 0 and folder("allocate", "a", "--shape", "4x4x4").code == 0
-    assert folder("state", "push", folder.state, pg_url, state=False).code == 0  # the database: serials 1-2
+    assert folder("state", "push", str(folder.state), pg_url, state=False).code == 0  # the database: serials 1-2
     backup = (folder.state / "state.json").read_bytes()
     for name in ("b", "c", "d"):
         assert folder("allocate", name, "--shape", "4x4x4").code == 0
     (folder.state / "state.json").write_bytes(backup)
     journal = (folder.state / "journal.jsonl").read_bytes()
-    r = folder("state", "pull", pg_url, folder.state, state=False)  # was "already holds serial 2", 3-5 dropped
+    r = folder("state", "pull", pg_url, str(folder.state), state=False)  # was "already holds serial 2", 3-5 dropped
     assert "3 entries are beyond the state's serial 2" in one_line(r)
     assert (folder.state / "journal.jsonl").read_bytes() == journal
 
