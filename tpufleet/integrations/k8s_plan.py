@@ -3,7 +3,8 @@
 Placement, for each TPU node (one whose accelerator is in the mapping's list), in this order:
 
 1. the mapping file's `nodes` entry, else tpufleet's own labels (`tpufleet.io/cube` and `tpufleet.io/machine`,
-   written by `export node-labels`);
+   written by `export node-labels`; their `tpufleet.io/pod` must be the pod of the cube the node goes to, or the
+   node is not placed);
 2. else its 4x4x4 partition: the cube the mapping file's `cubes`, or an earlier import, gave that partition id;
    a new partition takes the first cube of its pod (by position) that no partition has yet. Its pod is the one
    the mapping's `pods` or an earlier import gave its `gce-topology-block`; a new block takes the first pod no
@@ -111,12 +112,16 @@ class _Namer:
         known = self.known_pod(block)
         if known is not None:
             return known if known in self.fleet.pod_by_name else None
-        fits = (p for p in self.fleet.pods if p.generation is None or p.generation.gke_accelerator == accelerator)
-        pod = next((p.name for p in fits if p.name not in self.taken_pods), None)
+        pod = self.next_pod(accelerator)
         if pod is not None:
             self.out.blocks[block] = pod
             self.taken_pods.add(pod)
         return pod
+
+    def next_pod(self, accelerator: str) -> str | None:
+        """The pod a new block would take: the first no block has whose generation takes the accelerator."""
+        fits = (p for p in self.fleet.pods if p.generation is None or p.generation.gke_accelerator == accelerator)
+        return next((p.name for p in fits if p.name not in self.taken_pods), None)
 
     def known_cube(self, partition: str) -> str | None:
         pinned = self.mapping.cubes.get(partition)
@@ -203,10 +208,14 @@ def _resolve(
     cube = pinned.cube if pinned else label_cube
     machine = pinned.machine if pinned else (int(label_machine) if label_machine is not None else None)
     partition, block = labels.get(keys.partition), labels.get(keys.block)
+    pod_label = None if pinned else labels.get(keys.pod)  # the mapping's entry wins over tpufleet's labels
+    if pod_label is not None and pod_label not in namer.fleet.pod_by_name:
+        return None, None, f"{keys.pod} {pod_label} is not a pod of the fleet"
     if cube is not None:
         if cube not in namer.fleet.cube_pod:
             return None, None, f"cube {cube} is not in the fleet"
-        mismatch = _generation_mismatch(namer.state, cube, accelerator)
+        why = _pod_label_disagrees(namer, keys.pod, pod_label, cube, f"cube {cube}")
+        mismatch = why or _generation_mismatch(namer.state, cube, accelerator)
         return cube, machine, mismatch or namer.learn(partition, block, cube)
     if partition is None:
         return None, None, f"no {keys.partition} label (and no {keys.cube})"
@@ -214,12 +223,17 @@ def _resolve(
     if known is not None:
         if known not in namer.fleet.cube_pod:
             return None, None, f"partition {partition} is mapped to {known}, which is not in the fleet"
-        return known, machine, namer.block_disagrees(block, partition, known)
+        why = _pod_label_disagrees(namer, keys.pod, pod_label, known, f"partition {partition} (cube {known})")
+        return known, machine, why or namer.block_disagrees(block, partition, known)
     if block is None:
         return None, None, f"no {keys.block} label to find the pod of new partition {partition}"
     pinned_pod = mapping.pods.get(block)
     if pinned_pod is not None and pinned_pod not in namer.fleet.pod_by_name:
         return None, None, f"block {block} is mapped to {pinned_pod}, which is not in the fleet"
+    known_pod = namer.known_pod(block)  # the pod label is checked before a new block is named
+    would_be, is_or_takes = (known_pod, "is") if known_pod is not None else (namer.next_pod(accelerator), "would take")
+    if pod_label is not None and would_be is not None and would_be != pod_label:
+        return None, None, f"{keys.pod} is {pod_label}, but block {block} {is_or_takes} {would_be}"
     pod = namer.pod_of_block(block, accelerator)
     if pod is None:
         return None, None, _no_pod_for(namer.fleet, block, accelerator)
@@ -230,6 +244,14 @@ def _resolve(
     if cube is None:
         return None, None, f"no cube of {pod} left for partition {partition}"
     return cube, machine, None
+
+
+def _pod_label_disagrees(namer: _Namer, key: str, pod_label: str | None, cube: str, what: str) -> str | None:
+    """Why the node's pod label (`tpufleet.io/pod`) contradicts the cube it would go to, else None."""
+    pod = namer.fleet.cube_pod[cube]
+    if pod_label is None or pod_label == pod:
+        return None
+    return f"{key} is {pod_label}, but {what} is in {pod}"
 
 
 def _no_pod_for(fleet: Fleet, block: str, accelerator: str) -> str:

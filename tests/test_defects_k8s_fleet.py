@@ -1,0 +1,86 @@
+"""The fleet as it is: `import k8s` reading every label `export node-labels` writes, the mapping file's lists
+taken as given, and what an import of node pools reports and counts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from test_fleetio_import import FIXTURE
+
+from helpers import snapshot
+
+POD_LABEL = "tpufleet.io/pod"
+
+
+@pytest.fixture(scope="module")
+def first_48() -> dict:
+    """The first 48 nodes of the shipped pod: three whole cubes, all healthy."""
+    doc = json.loads(FIXTURE.read_text())
+    doc["items"] = doc["items"][:48]
+    return doc
+
+
+def write(tmp_path: Path, doc: dict, name: str = "nodes.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# ---- the pod label ----------------------------------------------------------------------------------------------
+def test_a_pod_label_that_contradicts_the_cube_label_is_listed_not_placed(cli, tmp_path):
+    assert cli("init", "--pods", "2").code == 0
+    export = cli("export", "node-labels", "-o", "json").json
+    export["items"] = [n for n in export["items"] if n["metadata"]["labels"]["tpufleet.io/cube"] in ("c00", "c64")]
+    export["items"][3]["metadata"]["labels"][POD_LABEL] = "pod1"  # c00 is a cube of pod0
+    before = snapshot(cli.state)
+    r = cli("import", "k8s", write(tmp_path, export), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    name = export["items"][3]["metadata"]["name"]
+    assert r.json["unplaced"] == [{"node": name, "reason": "tpufleet.io/pod is pod1, but cube c00 is in pod0"}]
+    assert r.json["placed"] == 31
+    assert name not in json.loads((cli.state / "state.json").read_text())["k8s"]["nodes"]
+    table = cli("import", "k8s", write(tmp_path, export))
+    assert f"not placed: {name}: tpufleet.io/pod is pod1, but cube c00 is in pod0" in table.out
+    assert snapshot(cli.state) != before
+
+
+def test_a_pod_label_naming_no_pod_is_listed_not_placed(fleet, tmp_path):
+    export = fleet("export", "node-labels", "-o", "json").json
+    export["items"] = export["items"][:16]
+    export["items"][0]["metadata"]["labels"][POD_LABEL] = "pod7"
+    r = fleet("import", "k8s", write(tmp_path, export), "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["unplaced"] == [
+        {"node": export["items"][0]["metadata"]["name"], "reason": "tpufleet.io/pod pod7 is not a pod of the fleet"}
+    ]
+
+
+def test_a_pod_label_that_contradicts_a_learnt_partition_is_listed(cli, tmp_path, first_48):
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("import", "k8s", write(tmp_path, first_48), "--apply").code == 0
+    doc = copy.deepcopy(first_48)
+    node = doc["items"][0]
+    node["metadata"]["labels"][POD_LABEL] = "pod1"
+    partition = node["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-id"]
+    before = snapshot(cli.state)
+    r = cli("import", "k8s", write(tmp_path, doc), "--apply", "--detailed-exitcode", "-o", "json")
+    assert r.code == 0, r.err  # nothing to record: the node keeps its machine in the state, placed on no guess
+    reason = f"tpufleet.io/pod is pod1, but partition {partition} (cube c00) is in pod0"
+    assert r.json["unplaced"] == [{"node": node["metadata"]["name"], "reason": reason}]
+    assert snapshot(cli.state) == before
+
+
+def test_a_node_refused_for_its_pod_label_teaches_no_block(cli, tmp_path, first_48):
+    assert cli("init", "--pods", "2").code == 0
+    doc = copy.deepcopy(first_48)
+    doc["items"] = doc["items"][:1]
+    labels = doc["items"][0]["metadata"]["labels"]
+    labels[POD_LABEL] = "pod1"  # a new block takes the first free pod, pod0
+    r = cli("import", "k8s", write(tmp_path, doc), "-o", "json")
+    assert r.code == 0, r.err
+    block = labels["cloud.google.com/gce-topology-block"]
+    assert r.json["unplaced"][0]["reason"] == f"tpufleet.io/pod is pod1, but block {block} would take pod0"
+    assert r.json["pods_named"] == r.json["cubes_added"] == [] and not r.json["has_changes"]
