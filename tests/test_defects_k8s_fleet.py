@@ -84,3 +84,48 @@ def test_a_node_refused_for_its_pod_label_teaches_no_block(cli, tmp_path, first_
     block = labels["cloud.google.com/gce-topology-block"]
     assert r.json["unplaced"][0]["reason"] == f"tpufleet.io/pod is pod1, but block {block} would take pod0"
     assert r.json["pods_named"] == r.json["cubes_added"] == [] and not r.json["has_changes"]
+
+
+# ---- the mapping file's lists ------------------------------------------------------------------------------------
+def tainted(first_48: dict) -> tuple[dict, str]:
+    doc = copy.deepcopy(first_48)
+    node = doc["items"][7]
+    node["spec"]["taints"] = [{"key": "cloud.google.com/impending-node-termination", "effect": "NoSchedule"}]
+    return doc, node["metadata"]["name"]
+
+
+def test_drain_taints_empty_means_no_taint_is_a_drain(fleet, tmp_path, first_48):
+    doc, name = tainted(first_48)
+    nodes = write(tmp_path, doc)
+    plain = fleet("import", "k8s", nodes, "-o", "json")
+    assert [d["reason"] for d in plain.json["drains_opened"]] == [
+        f"k8s: node {name} tainted cloud.google.com/impending-node-termination:NoSchedule"
+    ]
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text("drain_taints: []\n")
+    r = fleet("import", "k8s", nodes, "--mapping", mapping, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["drains_opened"] == [] and r.json["placed"] == 48
+    doc["items"][7]["spec"]["unschedulable"] = True  # a cordon is still a drain
+    r = fleet("import", "k8s", write(tmp_path, doc), "--mapping", mapping, "-o", "json")
+    assert [d["reason"] for d in r.json["drains_opened"]] == [f"k8s: node {name} cordoned"]
+
+
+@pytest.mark.parametrize(
+    ("text", "entry", "value", "why"),
+    [
+        ("accelerators: []\n", "accelerators", "[]", "empty: no node would be a TPU node"),
+        ("accelerators: ['']\n", "accelerators.0", "''", "not a label value"),
+        ("drain_taints: ['not a key!']\n", "drain_taints.0", "'not a key!'", "not a taint key"),
+    ],
+)
+def test_a_mapping_list_that_makes_no_sense_is_refused(fleet, tmp_path, first_48, text, entry, value, why):
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text(text)
+    nodes = write(tmp_path, first_48)
+    before = snapshot(fleet.state)
+    for args in (("import", "k8s", nodes, "--apply"), ("drift", "--nodes", nodes), ("export", "node-labels")):
+        r = fleet(*args, "--mapping", mapping)
+        assert r.code == 2, r.out
+        assert r.err.count("\n") == 1 and all(p in r.err for p in (str(mapping), f"field {entry}:", value, why)), r.err
+    assert snapshot(fleet.state) == before

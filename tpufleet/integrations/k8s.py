@@ -354,16 +354,43 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
         raise where.bad("kind", doc.get("kind"), "must be tpufleet-k8s-mapping")
     if doc.get("version", 1) != 1:
         raise where.bad("version", doc.get("version"), "must be 1")
-    base = K8sMapping()
     return K8sMapping(
         labels=_label_keys(doc, where),
-        accelerators=frozenset(_str_list(doc, "accelerators", where)) or base.accelerators,
+        accelerators=_accelerators(doc, where),
         pods=_ids(doc, "pods", where, r"pod[0-9]{1,6}", "a pod name such as pod0"),
         cubes=_ids(doc, "cubes", where, r"c[0-9]{2,6}", "a cube id such as c07"),
         nodes=_hosts(doc, where),
-        drain_taints=frozenset(_str_list(doc, "drain_taints", where)) or base.drain_taints,
+        drain_taints=_drain_taints(doc, where),
         source=file,
     )
+
+
+def _accelerators(doc: dict[str, Any], where: _Where) -> frozenset[str]:
+    """The accelerators of TPU nodes: the defaults when absent; given, exactly those (none would be no TPU node,
+    so an empty list is refused rather than read as the defaults)."""
+    if "accelerators" not in doc:
+        return frozenset(DEFAULT_ACCELERATORS)
+    given = _str_list(doc, "accelerators", where)
+    if not given:
+        raise where.bad(
+            "accelerators", given, "empty: no node would be a TPU node (leave the field out for the defaults)"
+        )
+    for i, value in enumerate(given):
+        if not (value and LABEL_VALUE.fullmatch(value)):
+            raise where.bad(f"accelerators.{i}", value, "not a label value (1-63 letters, digits, '-', '_', '.')")
+    return frozenset(given)
+
+
+def _drain_taints(doc: dict[str, Any], where: _Where) -> frozenset[str]:
+    """The taint keys that are drains: the defaults when absent; given, exactly those (`[]`: no taint is a drain,
+    a cordon still is)."""
+    if "drain_taints" not in doc:
+        return frozenset(DEFAULT_DRAIN_TAINTS)
+    given = _str_list(doc, "drain_taints", where)
+    for i, key in enumerate(given):
+        if not LABEL_KEY.fullmatch(key):
+            raise where.bad(f"drain_taints.{i}", key, "not a taint key (such as example.com/maintenance)")
+    return frozenset(given)
 
 
 def _label_keys(doc: dict[str, Any], where: _Where) -> LabelKeys:
