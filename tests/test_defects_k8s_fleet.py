@@ -129,3 +129,33 @@ def test_a_mapping_list_that_makes_no_sense_is_refused(fleet, tmp_path, first_48
         assert r.code == 2, r.out
         assert r.err.count("\n") == 1 and all(p in r.err for p in (str(mapping), f"field {entry}:", value, why)), r.err
     assert snapshot(fleet.state) == before
+
+
+# ---- node pools: what their nodes report -------------------------------------------------------------------------
+V5P_NODES = Path(__file__).parent.parent / "fixtures" / "k8s" / "v5p-cluster-nodes.json"
+
+
+def test_a_node_pools_notready_and_cordoned_nodes_are_reported(cli, tmp_path):
+    """A pool's nodes are on no machine, so their failures and drains open nothing: the plan says so."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    doc = json.loads(V5P_NODES.read_text())
+    pool = [n for n in doc["items"] if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == "v5p-4x4x8"]
+    down, cordoned = sorted(pool, key=lambda n: n["metadata"]["name"])[:2]
+    down["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
+    cordoned["spec"]["unschedulable"] = True
+    path = write(tmp_path, doc)
+    assert cli("import", "k8s", path, "--apply").code == 0
+    r = cli("import", "k8s", path, "--detailed-exitcode", "-o", "json")
+    assert r.code == 0, r.err  # reported, not recorded: nothing to apply
+    row = next(p for p in r.json["node_pool_slices"] if p["node_pool"] == "v5p-4x4x8")
+    assert row["unhealthy_nodes"] == [
+        {"node": down["metadata"]["name"], "planned": False, "reason": "Ready=False (KubeletNotReady)"},
+        {"node": cordoned["metadata"]["name"], "planned": True, "reason": "cordoned"},
+    ]
+    assert r.json["faults_opened"] == r.json["drains_opened"] == []
+    table = cli("import", "k8s", path).out
+    assert (
+        f"! node pool v5p-4x4x8: node {down['metadata']['name']} Ready=False (KubeletNotReady): no fault opened"
+        in table
+    )
+    assert f"! node pool v5p-4x4x8: node {cordoned['metadata']['name']} cordoned: no drain opened" in table

@@ -63,6 +63,12 @@ def _pool_lines(d: dict[str, Any]) -> list[str]:
         if p["change"] != "removed"
     ]
     lines += [
+        f"  ! node pool {p['node_pool']}: node {u['node']} {u['reason']}: no {'drain' if u['planned'] else 'fault'} "
+        "opened (a node pool's nodes are on no machine)"
+        for p in rows
+        for u in p.get("unhealthy_nodes", [])
+    ]
+    lines += [
         f"  - node pool {p['node_pool']}: gone, its nodes now in other pools" for p in rows if p["change"] == "removed"
     ]
     lines += [f"  + degraded {g['cube']} (partition {g['partition']}): still serves" for g in d.get("degraded_new", [])]

@@ -348,14 +348,24 @@ def wanted(nodes: list[Node], placement: Placement, mapping: K8sMapping) -> tupl
 
 
 def _node_want(node: Node, host: HostId, mapping: K8sMapping) -> Want | None:
+    trouble = node_trouble(node, mapping)
+    if trouble is None:
+        return None
+    planned, what = trouble
+    return Want(host, planned, f"{REASON_PREFIX}node {node.name} {what}")
+
+
+def node_trouble(node: Node, mapping: K8sMapping) -> tuple[bool, str] | None:
+    """(planned, what) when the node reports a failure (NotReady: not planned) or a drain (a cordon or a drain
+    taint: planned), else None."""
     if node.ready in ("False", "Unknown"):
         why = f" ({node.ready_reason})" if node.ready_reason else ""
-        return Want(host, False, f"{REASON_PREFIX}node {node.name} Ready={node.ready}{why}")
+        return False, f"Ready={node.ready}{why}"
     if node.unschedulable:
-        return Want(host, True, f"{REASON_PREFIX}node {node.name} cordoned")
+        return True, "cordoned"
     for key, effect in node.taints:
         if key in mapping.drain_taints and effect in ("NoSchedule", "NoExecute"):
-            return Want(host, True, f"{REASON_PREFIX}node {node.name} tainted {key}:{effect}")
+            return True, f"tainted {key}:{effect}"
     return None
 
 

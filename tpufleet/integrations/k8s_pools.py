@@ -19,7 +19,8 @@ generation (a pod without one is the built-in TPU v4 model, whose nodes are `tpu
 
 Nodes of 4x4x4 partitions (dynamic slicing's sub-blocks: "a node pool maps directly to a sub-block") are cubes of
 the pool of free capacity, as before, never a slice. A pool missing from the list says nothing (as a missing node
-says nothing): it stays as it was.
+says nothing): it stays as it was. A pool's node that is NotReady, cordoned or drain-tainted is on no machine, so
+it opens no fault or drain: it is reported with its pool (`PoolPlan.troubled`), never put on a machine by guess.
 
 A partition DEGRADED is a degraded cube that still serves: its own state (`k8s.degraded`), not a fault; the
 import sets it on cubes whose partition the list reports DEGRADED and clears it on cubes it reports otherwise.
@@ -35,7 +36,7 @@ from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.fleetstate import FleetState, NodePoolSlice
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, Node
-from tpufleet.integrations.k8s_plan import Placement
+from tpufleet.integrations.k8s_plan import Placement, node_trouble
 from tpufleet.model import Pod
 from tpufleet.shapes import Shape, parse_shape, require_allocatable
 
@@ -53,6 +54,8 @@ class PoolPlan:
     degraded: frozenset[str] = frozenset()  # the cubes degraded after the import
     degraded_new: list[str] = field(default_factory=list)
     degraded_cleared: list[str] = field(default_factory=list)
+    # pool -> its nodes that report a failure or a drain: on no machine, so no fault or drain is opened; reported
+    troubled: dict[str, list[tuple[str, bool, str]]] = field(default_factory=dict)  # (node, planned, what)
 
     @property
     def changes(self) -> dict[str, NodePoolSlice]:
@@ -96,6 +99,8 @@ def plan_pools(
         pod = _pod_for(state, pool, group, pods, shape, mapping, placement, rooms)
         accelerator = group[0].labels[keys.accelerator]
         out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group))
+        troubles = ((n.name, node_trouble(n, mapping)) for n in group)
+        out.troubled[pool] = [(name, *t) for name, t in troubles if t is not None]
         known = state.k8s.node_pools.get(pool)
         if known is None:
             out.new.append(pool)

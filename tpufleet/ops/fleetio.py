@@ -97,7 +97,10 @@ def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, plac
         change = "new" if name in pools.new else "changed" if name in pools.changed else "unchanged"
         change = "removed" if name in pools.removed else change
         row = {"node_pool": name, **p.record(), "placed": False, "change": change}
-        return {**row, "cubes": p.cubes, "machines": p.machines, "nodes": list(p.nodes)}
+        troubled = [
+            {"node": n, "planned": planned, "reason": what} for n, planned, what in pools.troubled.get(name, [])
+        ]
+        return {**row, "cubes": p.cubes, "machines": p.machines, "nodes": list(p.nodes), "unhealthy_nodes": troubled}
 
     shown = {*pools.slices, *pools.removed}
     data["node_pool_slices"] = [pool_row(n) for n in sorted(shown)]
