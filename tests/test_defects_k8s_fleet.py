@@ -159,3 +159,28 @@ def test_a_node_pools_notready_and_cordoned_nodes_are_reported(cli, tmp_path):
         in table
     )
     assert f"! node pool v5p-4x4x8: node {cordoned['metadata']['name']} cordoned: no drain opened" in table
+
+
+def test_a_known_pool_whose_nodes_now_carry_partition_ids_is_gone_not_counted_twice(cli, tmp_path):
+    """Its nodes are machines of two named cubes of the free pool now; kept, the pool held two more cubes out."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    assert cli("import", "k8s", V5P_NODES, "--apply").code == 0
+    assert cli("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 137  # 4x4x8: 2 cubes, 2x2x1: 1
+    doc = json.loads(V5P_NODES.read_text())
+    pool = [n for n in doc["items"] if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == "v5p-4x4x8"]
+    for i, node in enumerate(sorted(pool, key=lambda n: n["metadata"]["name"])):
+        labels = node["metadata"]["labels"]
+        labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = f"part{i // 16}"
+        labels["cloud.google.com/gce-topology-block"] = "block0"
+    path = write(tmp_path, doc)
+    assert "- node pool v5p-4x4x8: gone, its nodes now in other pools or on machines" in cli("import", "k8s", path).out
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["placed"] == 32 and [c["cube"] for c in r.json["cubes_added"]] == ["c00", "c01"]
+    rows = {p["node_pool"]: p["change"] for p in r.json["node_pool_slices"]}
+    assert rows == {"v5p-2x2x1": "unchanged", "v5p-4x4x8": "removed"}
+    status = cli("status", "-o", "json").json
+    assert [s["name"] for s in status["k8s"]["unplaced_slices"]["slices"]] == ["v5p-2x2x1"]
+    assert status["k8s"]["free_after_unplaced"] == 139
+    assert cli("capacity", "-o", "json").json["pods"][0]["free_healthy_cubes"] == 139
+    assert cli("import", "k8s", path, "--detailed-exitcode").code == 0

@@ -69,7 +69,9 @@ def _pool_lines(d: dict[str, Any]) -> list[str]:
         for u in p.get("unhealthy_nodes", [])
     ]
     lines += [
-        f"  - node pool {p['node_pool']}: gone, its nodes now in other pools" for p in rows if p["change"] == "removed"
+        f"  - node pool {p['node_pool']}: gone, its nodes now in other pools or on machines"
+        for p in rows
+        if p["change"] == "removed"
     ]
     lines += [f"  + degraded {g['cube']} (partition {g['partition']}): still serves" for g in d.get("degraded_new", [])]
     lines += [

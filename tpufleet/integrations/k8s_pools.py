@@ -49,7 +49,7 @@ class PoolPlan:
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     # known pools the list does not name but lists nodes of in other pools (a pool deleted and made again under
-    # another name): gone, since GKE makes and repairs a pool as one unit and a node is in one pool
+    # another name) or on machines: gone, since GKE makes and repairs a pool as one unit and a node is in one pool
     removed: list[str] = field(default_factory=list)
     degraded: frozenset[str] = frozenset()  # the cubes degraded after the import
     degraded_new: list[str] = field(default_factory=list)
@@ -107,15 +107,16 @@ def plan_pools(
         elif known != out.slices[pool]:
             out.changed.append(pool)
     placement.unplaced.sort()
-    _moved_away(state, out)
+    _moved_away(state, out, placement)
     _degraded(state, placement, out)
     return out
 
 
-def _moved_away(state: FleetState, out: PoolPlan) -> None:
-    """Known pools the list does not name but lists nodes of in other pools are gone (`PoolPlan.removed`); a pool
-    missing with its nodes says nothing, and stays."""
-    listed = {node for sl in out.slices.values() for node in sl.nodes}
+def _moved_away(state: FleetState, out: PoolPlan, placement: Placement) -> None:
+    """Known pools the list does not name as a slice but lists nodes of in other pools, or places on machines (their
+    nodes now carry 4x4x4 partition ids: cubes of the pool of free capacity, counted there), are gone
+    (`PoolPlan.removed`); a pool missing with its nodes says nothing, and stays."""
+    listed = {node for sl in out.slices.values() for node in sl.nodes} | set(placement.hosts)
     for name, known in sorted(state.k8s.node_pools.items()):
         if name not in out.slices and any(n in listed for n in known.nodes):
             out.removed.append(name)
