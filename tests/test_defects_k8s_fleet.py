@@ -184,3 +184,20 @@ def test_a_known_pool_whose_nodes_now_carry_partition_ids_is_gone_not_counted_tw
     assert status["k8s"]["free_after_unplaced"] == 139
     assert cli("capacity", "-o", "json").json["pods"][0]["free_healthy_cubes"] == 139
     assert cli("import", "k8s", path, "--detailed-exitcode").code == 0
+
+
+# ---- export --out: what the file holds --------------------------------------------------------------------------
+README = Path(__file__).parent.parent / "README.md"
+
+
+@pytest.mark.parametrize("file_format", ["conf", "yaml"])
+def test_slurm_topology_out_is_slurms_file_whatever_o_says_as_the_readme_says(fleet, tmp_path, file_format):
+    out = tmp_path / "topology"
+    for fmt in ("json", "yaml"):
+        r = fleet("export", "slurm-topology", "--format", file_format, "--out", out, "-o", fmt)
+        assert r.code == 0, r.err
+        assert out.read_text() == fleet("export", "slurm-topology", "--format", file_format).out
+    paragraph = next(p for p in README.read_text().split("\n\n") if p.startswith("Without `--out` an export prints"))
+    words = " ".join(paragraph.split())
+    assert "`slurm-topology` always writes Slurm's own file" in words, paragraph
+    assert "whatever `-o` says" in words and "`-o` decides only the summary's format" in words, paragraph
