@@ -201,3 +201,25 @@ def test_slurm_topology_out_is_slurms_file_whatever_o_says_as_the_readme_says(fl
     words = " ".join(paragraph.split())
     assert "`slurm-topology` always writes Slurm's own file" in words, paragraph
     assert "whatever `-o` says" in words and "`-o` decides only the summary's format" in words, paragraph
+
+
+# ---- import slices: a spec.type that is no string ----------------------------------------------------------------
+GKE = Path(__file__).parent.parent / "fixtures" / "gke"
+
+
+@pytest.mark.parametrize("value", [{}, ["tpu7x"]])
+def test_a_slice_type_that_is_an_object_or_list_is_bad_input_not_an_internal_error(cli, tmp_path, value):
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", GKE / "tpu7x-reservation-subblocks.json", "--apply").code == 0
+    doc = json.loads((GKE / "tpu7x-slices.json").read_text())
+    doc["items"][1]["spec"]["type"] = value
+    name = doc["items"][1]["metadata"]["name"]
+    path = write(tmp_path, doc, "slices.json")
+    before = snapshot(cli.state)
+    for args in (("import", "slices", path, "--apply"), ("drift", "--slices", path)):
+        r = cli(*args)
+        assert r.code == 2, r.err
+        assert r.err.count("\n") == 1 and all(
+            p in r.err for p in (str(path), "field items.1.spec.type:", f"Slice {name}:", "must be tpu7x or v6e")
+        ), r.err
+    assert snapshot(cli.state) == before

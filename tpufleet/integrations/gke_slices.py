@@ -173,7 +173,7 @@ def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | 
 
 def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str, Vec | None, tuple[str, ...]]:
     kind = spec.get("type")
-    if kind not in CRD_SLICE_TYPES:
+    if not isinstance(kind, str) or kind not in CRD_SLICE_TYPES:  # (a list or object is no type, and unhashable)
         raise _bad(file, f"{path}.type", kind, f"must be {' or '.join(sorted(CRD_SLICE_TYPES))}", name)
     topology = spec.get("topology")
     if not isinstance(topology, str) or not TOPOLOGY.fullmatch(topology):
