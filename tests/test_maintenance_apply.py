@@ -263,6 +263,67 @@ def test_a_waves_window_unlike_its_notices_is_bad_input(running, tmp_path, path,
     assert snapshot(running.state) == before
 
 
+def _twice(doc: dict, key: str) -> None:
+    doc[key].append(doc[key][0])
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: _twice(d, "notices"), "field notices.6.target: a second notice for the cube (the first: notices.0)"),
+        (
+            lambda d: d["notices"].append({**d["notices"][0], "target": "cube:c60"}),
+            "field notices.6.target: in no wave's cubes: a notice the plan never drains (value 'cube:c60')",
+        ),
+        (
+            lambda d: _twice(d["waves"][0], "moves"),
+            "field waves.0.moves.1.slice: the slice moves twice in the wave (the first: waves.0.moves.0) (value 'a')",
+        ),
+        (
+            lambda d: d["waves"][0].update(holders_before={}),
+            "field waves.0.holders_before: no entry for cube c00, which the wave touches (value {})",
+        ),
+        (
+            lambda d: d["waves"][0]["holders_before"].pop(d["waves"][0]["moves"][0]["cubes_in"][0]),
+            "field waves.0.holders_before: no entry for cube c1",  # where the slice goes
+        ),
+        (
+            lambda d: d["waves"][0]["moves"].__setitem__(0, {"slice": "a", "status": "unserved", "reason": " "}),
+            "field waves.0.moves.0.reason: an unserved move must say why (value ' ')",
+        ),
+        (
+            lambda d: d["waves"][0]["moves"].__setitem__(0, {"slice": "a", "status": "unserved"}),
+            "field waves.0.moves.0.reason: an unserved move must say why (value None)",
+        ),
+    ],
+)
+def test_a_hand_edited_plan_is_checked_as_strictly_as_a_written_one(running, tmp_path, edit, said):
+    plan = _plan(running, tmp_path)
+    assert running("inject-fault", f"host:{_untouched_free(running, plan)[0]}/3").code == 0  # the plan is stale
+    doc = json.loads(json.dumps(plan))
+    edit(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", bad, "--wave", "1"))
+    assert line.startswith(f"tpufleet: error: {bad}: {said}")
+    assert snapshot(running.state) == before
+
+
+def test_the_stale_fault_check_covers_the_waves_own_cubes_whatever_its_holders(running, tmp_path):
+    from dataclasses import replace
+
+    from tpufleet.ops.maintenance import changed_since
+    from tpufleet.state import maintenanceplan
+    from tpufleet.state.store import Store
+
+    plan = _plan(running, tmp_path)
+    assert running("inject-fault", f"host:{_untouched_free(running, plan)[0]}/3").code == 0
+    saved = maintenanceplan.read(tmp_path / "plan.json")
+    bare = replace(saved.waves[0], holders_before={})
+    assert [w for w in changed_since(Store(running.state).load(), saved, bare, set()) if "opened at serial 5" in w]
+
+
 def test_a_move_to_a_pod_the_fleet_lacks_is_bad_input(running, tmp_path):
     plan = _plan(running, tmp_path)
     bad = tmp_path / "bad.json"

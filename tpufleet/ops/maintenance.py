@@ -310,7 +310,7 @@ def changed_since(state: FleetState, saved: SavedMaintenancePlan, wave: SavedWav
         now = holders.get(cube, [])
         if list(names) != now:
             why.append(f"cube {cube} is held by {','.join(now) or 'no slice'} (the plan: {','.join(names) or 'free'})")
-    pods = {state.fleet.pod_of(c).name for c in wave.holders_before}
+    pods = {state.fleet.pod_of(c).name for c in [*wave.holders_before, *(n.cube for n in wave.notices)]}
     for fault in state.open_faults():
         serial, target = fault.opened_serial or 0, fault.target
         pod = target.pod if isinstance(target, OcsId) else state.fleet.pod_of(target.cube).name

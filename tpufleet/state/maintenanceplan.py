@@ -122,21 +122,52 @@ class SavedMaintenancePlan:
 
 def read(path: Path) -> SavedMaintenancePlan:
     """A saved maintenance plan, checked against the schema and for consistency (waves numbered 1, 2, ... in
-    order, each cube and clear one of its notices); BadStateFile naming the file, field and value otherwise."""
+    order, each cube and clear one of its notices, each notice given once and drained by a wave, each slice
+    moved once a wave, `holders_before` naming every cube a wave touches); BadStateFile naming the file, field and
+    value otherwise."""
     doc = load_json_file(path, "maintenance plan", MAX_SPEC_BYTES, written_by_us=True)
     where = str(path)
     check(SCHEMA, doc, where)
-    notices: dict[str, Notice] = {}
-    for i, n in enumerate(doc["notices"]):
-        _check_window(n, f"notices.{i}.", where)
-        notices[n["target"]] = Notice(n["target"][5:], n["window_start"], n["window_end"], n.get("open_drain"))
+    notices = _notices(doc["notices"], where)
     if notices and not doc["waves"]:
         raise BadStateFile(where, "waves", doc["waves"], f"no wave for {len(notices)} notice(s)")
     waves = tuple(_wave(w, i, notices, where) for i, w in enumerate(doc["waves"]))
     _drained_before_cleared(waves, where)
+    _every_notice_drained(doc["notices"], waves, where)
+    for i, (w, wave) in enumerate(zip(doc["waves"], waves, strict=True)):
+        _holders_cover(w["holders_before"], wave, f"waves.{i}.holders_before", where)
     _windows_of_notices(doc["waves"], waves, where)
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     return SavedMaintenancePlan(where, hashlib.sha256(canonical).hexdigest()[:16], doc["serial"], waves)
+
+
+def _notices(docs: list[dict[str, Any]], where: str) -> dict[str, Notice]:
+    """The plan's notices by target: each cube's once (an edited plan otherwise keeps one window of two)."""
+    notices: dict[str, Notice] = {}
+    first: dict[str, int] = {}
+    for i, n in enumerate(docs):
+        _check_window(n, f"notices.{i}.", where)
+        target = n["target"]
+        if target in first:
+            raise BadStateFile(
+                where,
+                f"notices.{i}.target",
+                target,
+                f"a second notice for the cube (the first: notices.{first[target]})",
+            )
+        first[target] = i
+        notices[target] = Notice(target[5:], n["window_start"], n["window_end"], n.get("open_drain"))
+    return notices
+
+
+def _every_notice_drained(docs: list[dict[str, Any]], waves: tuple[SavedWave, ...], where: str) -> None:
+    """Each notice is one wave's cubes: a notice in no wave would be in the plan and never drained."""
+    drained = {n.target for w in waves for n in w.notices}
+    for i, n in enumerate(docs):
+        if n["target"] not in drained:
+            raise BadStateFile(
+                where, f"notices.{i}.target", n["target"], "in no wave's cubes: a notice the plan never drains"
+            )
 
 
 def _check_window(record: dict[str, Any], at: str, where: str) -> None:
@@ -166,8 +197,16 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
     cleared = tuple(
         _notice(notices, t, where, f"waves.{i}.cleared_after.{j}") for j, t in enumerate(w["cleared_after"])
     )
-    moves = tuple(
-        SavedMove(
+    moves = _moves(w["moves"], f"waves.{i}.moves", where)
+    holders = {c: tuple(names) for c, names in w["holders_before"].items()}
+    return SavedWave(w["wave"], own, tuple(w.get("already_drained", ())), moves, cleared, holders, tuple(w["commands"]))
+
+
+def _moves(docs: list[dict[str, Any]], at: str, where: str) -> tuple[SavedMove, ...]:
+    """A wave's moves: each slice once, an unserved one saying why."""
+    moves: list[SavedMove] = []
+    for j, m in enumerate(docs):
+        move = SavedMove(
             m["slice"],
             m["status"],
             tuple(m.get("cubes_out", ())),
@@ -175,10 +214,24 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
             m.get("to_pod", ""),
             m.get("reason", ""),
         )
-        for m in w["moves"]
-    )
-    holders = {c: tuple(names) for c, names in w["holders_before"].items()}
-    return SavedWave(w["wave"], own, tuple(w.get("already_drained", ())), moves, cleared, holders, tuple(w["commands"]))
+        earlier = next((k for k, other in enumerate(moves) if other.slice == move.slice), None)
+        if earlier is not None:
+            raise BadStateFile(
+                where, f"{at}.{j}.slice", move.slice, f"the slice moves twice in the wave (the first: {at}.{earlier})"
+            )
+        if move.status == "unserved" and not move.reason.strip():
+            raise BadStateFile(where, f"{at}.{j}.reason", m.get("reason"), "an unserved move must say why")
+        moves.append(move)
+    return tuple(moves)
+
+
+def _holders_cover(holders: dict[str, list[str]], wave: SavedWave, at: str, where: str) -> None:
+    """`holders_before` names every cube the wave touches (its cubes, the cubes its moves leave and take): the
+    check that the fleet has not changed under the wave (`changed_since`) starts from them."""
+    touched = [n.cube for n in wave.notices] + [c for m in wave.moves for c in (*m.cubes_out, *m.cubes_in)]
+    missing = next((c for c in touched if c not in holders), None)
+    if missing is not None:
+        raise BadStateFile(where, at, holders, f"no entry for cube {missing}, which the wave touches")
 
 
 def _windows_of_notices(docs: list[dict[str, Any]], waves: tuple[SavedWave, ...], where: str) -> None:
