@@ -292,3 +292,18 @@ def test_bad_files_and_options_exit_2(running, tmp_path):
     assert running("plan-maintenance", "--max-parallel", "0").code == 2
     assert running("plan-maintenance", "-o", "csv").code == 2
     assert running("plan-maintenance", "--out", tmp_path / "no" / "plan.json").code == 2
+
+
+def test_a_window_within_one_second_plans_and_a_refused_one_is_named_as_written(running, tmp_path):
+    start, end = "2026-07-01T09:00:00.5Z", "2026-07-01T09:00:00.6Z"
+    path = write(tmp_path, [{"target": "cube:c01", "window_start": start, "window_end": end}])
+    out = tmp_path / "plan.json"
+    r = running("plan-maintenance", "--notices", path, "--out", out, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["waves"][0]["window_start"] == r.json["waves"][0]["window_end"] == "2026-07-01T09:00:00Z"
+    assert running("apply-maintenance", out, "--wave", "1", "--dry-run").code == 0
+    before = snapshot(running.state)
+    path = write(tmp_path, [{"target": "cube:c01", "window_start": end, "window_end": start}])
+    r = running("plan-maintenance", "--notices", path)
+    assert r.code == 2 and f"notice 1: field window_end: {start!r} is not after window_start {end!r}" in r.err
+    assert snapshot(running.state) == before

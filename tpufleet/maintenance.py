@@ -26,6 +26,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from tpufleet.errors import BadInput, shown
@@ -72,12 +73,12 @@ class Notice:
         }
 
 
-def _when(item: Mapping[str, Any], key: str, where: str) -> str:
+def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
     value = item.get(key)  # text, quoted or not: the YAML reader leaves times as text (`inputfiles.load_yaml`)
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
         raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
-    return stamp_text(moment)
+    return moment
 
 
 def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str]) -> str:
@@ -96,9 +97,12 @@ def _notice(item: Any, where: str, cubes: Sequence[str]) -> Notice:
         raise BadInput(f"{where}: field {shown(extra[0])} is not one of {', '.join(_FIELDS)}")
     cube = _cube_of(item, where, cubes)
     start, end = _when(item, "window_start", where), _when(item, "window_end", where)
-    if end <= start:
-        raise BadInput(f"{where}: field window_end: {shown(end)} is not after window_start {start}")
-    return Notice(cube, start, end)
+    if end <= start:  # the times as given (kept as whole seconds, they may be equal): named as written
+        raise BadInput(
+            f"{where}: field window_end: {shown(item['window_end'])} is not after window_start "
+            f"{shown(item['window_start'])}"
+        )
+    return Notice(cube, stamp_text(start), stamp_text(end))
 
 
 def notices_from_document(doc: Any, source: str, cubes: Sequence[str]) -> list[Notice]:
