@@ -113,7 +113,7 @@ def test_release_says_which_cubes_are_back_in_the_pool(fleet):
     r = fleet("release", "m1", "-o", "json")
     assert (r.json["back_in_pool"], r.json["still_held"]) == ([], ["c05"])
     r = fleet("release", "big", "-o", "json")
-    assert (r.json["back_in_pool"], r.json["still_out"]) == (["c06"], ["c07"])
+    assert (r.json["back_in_pool"], r.json["still_out"]) == (["c06", "c00"], ["c07"])  # c00: reserved for its move
     text = fleet("release", "m2").out
     assert "c05 back in the pool" in text
 
@@ -334,3 +334,25 @@ def test_allocate_given_a_cube_with_a_failed_optical_port_is_refused_as_wiring_w
     assert r.code == 1 and "c05 has a failed or drained optical port (faults f1)" in r.err
     assert snapshot(cli.state) == before
     assert cli("allocate", "z", "--shape", "2x2x2", "--cubes", "c05").code == 0
+
+
+def test_release_of_an_evicted_slice_lists_the_cube_reserved_for_its_move(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    assert fleet("inject-fault", "host:c00/3").code == 0
+    reserved = state_doc(fleet.state)["slices"]["s"]["proposal"]["cubes"]
+    assert "c00" not in reserved and set(reserved) - {"c01"}
+    r = fleet("release", "s")
+    assert r.code == 0, r.err
+    back = ["c01", *sorted(set(reserved) - {"c01"})]
+    assert r.out.strip() == f"released s: {','.join(back)} back in the pool; c00 still out of the pool (open faults)"
+
+
+def test_release_of_a_job_lists_the_cubes_reserved_for_its_evicted_slices_moves(fleet):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    cubes = {s["name"]: s["cubes"] for s in fleet("show", "slices", "-o", "json").json}
+    hit = sorted(cubes)[0]
+    assert fleet("inject-fault", f"cube:{cubes[hit][0]}", "--planned").code == 0
+    reserved = state_doc(fleet.state)["slices"][hit]["proposal"]["cubes"]
+    r = fleet("release", "j", "-o", "json")
+    assert r.code == 0, r.err
+    assert set(reserved) <= set(r.json["back_in_pool"]) and set(reserved) <= set(r.json["released_cubes"])

@@ -12,7 +12,7 @@ from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Job, Slice, job_slice_names
 from tpufleet.ops.outcome import Outcome
-from tpufleet.ops.pool import pool_after
+from tpufleet.ops.pool import pool_after, released
 from tpufleet.ops.xconnect import already_wired, apply_saved, make_plan, wire
 from tpufleet.shapes import Shape, ShapeText
 from tpufleet.state.planfile import SavedPlan, job_plan_doc
@@ -130,7 +130,7 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
 def release_job(state: FleetState, name: str) -> Outcome:
     """Return every slice of the job to the pool; cross-connects stay for later slices to reuse."""
     gone = state.release_job(name)
-    cubes = [c for s in gone for c in s.cubes]
+    cubes = [c for s in gone for c in released(s)]
     data = {
         "job": name,
         "serial": state.next_serial,

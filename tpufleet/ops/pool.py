@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tpufleet.fleetstate import FleetState
+from tpufleet.fleetstate import FleetState, Slice
+
+
+def released(sl: Slice) -> list[str]:
+    """The cubes a release gives up: the slice's, then those reserved for an evicted slice's move."""
+    reserved = sl.proposal.cubes if sl.proposal is not None else ()
+    return [*sl.cubes, *(c for c in reserved if c not in sl.cubes)]
 
 
 def pool_after(state: FleetState, cubes: Sequence[str]) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slic
 from tpufleet.generations import Generation
 from tpufleet.ops.jobs import name_clash, release_job
 from tpufleet.ops.outcome import Outcome
-from tpufleet.ops.pool import pool_after
+from tpufleet.ops.pool import pool_after, released
 from tpufleet.shapes import Shape, ShapeText
 
 
@@ -73,8 +73,9 @@ def _shape_for(state: FleetState, text: ShapeText, pod: str | None, cubes: Seque
 def release(state: FleetState, name: str) -> Outcome:
     """Return a slice's cubes to the pool; its cross-connects stay for a later slice to reuse."""
     sl = state.release(name)
-    data = {"slice": name, "serial": state.next_serial, "released_cubes": list(sl.cubes), **pool_after(state, sl.cubes)}
-    return Outcome(data, Change(f"release {name}: {','.join(sl.cubes)}"))
+    cubes = released(sl)
+    data = {"slice": name, "serial": state.next_serial, "released_cubes": cubes, **pool_after(state, cubes)}
+    return Outcome(data, Change(f"release {name}: {','.join(cubes)}"))
 
 
 def release_named(state: FleetState, name: str) -> tuple[Outcome, list[str]]:
