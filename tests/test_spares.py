@@ -321,3 +321,13 @@ def test_an_evicted_slice_needs_no_spares(fleet):
     assert pod["slices"] == ["a"] and pod["ocs_all_up"] == 1.0 and pod["spares"] is not None
     named = fleet("plan-spares", "--slices", "b", "-o", "json").json["pods"][0]
     assert named["slices"] == ["b"] and named["spares"] is None  # asked for by name: judged as before
+
+
+@pytest.mark.parametrize("command", ["plan-spares", "capacity"])
+def test_a_confidence_next_to_1_is_shown_as_given(fleet, command):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    r = fleet(command, "--confidence", "0.9999999999999999")
+    assert r.code == 0, r.err
+    said = "confidence 0.9999999999999999, horizon" if command == "plan-spares" else "(>= 0.9999999999999999; "
+    assert said in r.out
+    assert "confidence 0.95, horizon" in fleet("plan-spares").out

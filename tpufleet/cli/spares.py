@@ -63,7 +63,7 @@ def _spares_table(result: dict[str, Any]) -> str:
                 (held[:60] + "...") if len(held) > 63 else (held or "-"),
             ]
         )
-    head = f"confidence {result['confidence']:g}, horizon {result['horizon_days']:g} days\n"
+    head = f"confidence {result['confidence']}, horizon {result['horizon_days']:g} days\n"
     notes = [f"{p['pod']}: {p['note']}" for p in result["pods"] if p["note"]]
     table = grid(
         rows, ["pod", "cubes", "p(cube healthy)", "healthy@conf", "needed", "spares", "P(at spares)", "hold back"]
