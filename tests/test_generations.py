@@ -171,6 +171,20 @@ def test_the_counts_of_accepted_shapes() -> None:
     assert counts == {"tpu-v4": (800, 5), "tpu-v5p": (414, 7), "tpu7x": (432, 7)}
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_the_tables_shape_counts_are_the_shapes_capacity_lists_on_a_full_pod(cli, name: str) -> None:
+    """The table counts plain and twisted shapes alike, sides in canonical order: as `capacity` lists a pod's."""
+    from tpufleet.generations import markdown_table
+
+    (row,) = [line for line in markdown_table([gen(name)]).splitlines() if line.startswith("| accepted slice shapes")]
+    counted = re.fullmatch(r"\| accepted slice shapes[^|]* \| ([0-9,]+) \(([0-9]+) twisted\)(; .*)? \|", row)
+    assert counted is not None, row
+    assert cli("init", "--generation", name).code == 0
+    verdicts = cli("capacity", "-o", "json").json["pods"][0]["verdicts"]
+    twisted = sum(v["twisted"] for v in verdicts)
+    assert (int(counted[1].replace(",", "")), int(counted[2])) == (len(verdicts) - twisted, twisted)
+
+
 # Sides to probe check_shape with: small ones, every multiple of 4 to 64, the edges of the side rule.
 PROBE = sorted({*range(1, 10), *range(12, 65, 4), 72, 96, 128, 144, 252, 256, 260, 288, 576})
 

@@ -549,11 +549,26 @@ def markdown_table(gens: Sequence[Generation]) -> str:
             mark = " **A**" if is_assumption(source) else ""
             cells.append(f"{text(gen)}{mark} [{number}]")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    counts = [f"{len(g.accepted_shapes()):,} ({len(g.accepted_shapes(twisted=True))} twisted)" for g in gens]
-    lines.append("| accepted slice shapes, counted from the rule | " + " | ".join(counts) + " |")
+    counts = [_shape_counts(g) for g in gens]
+    lines.append("| accepted slice shapes (sides A <= B <= C), counted from the rule | " + " | ".join(counts) + " |")
     lines += ["", "**A**: an assumption (no public figure), its reasoning in the note. Notes:", ""]
     lines += [f"- [{n}] {_cell(source)}" for source, n in notes.items()]
     return "\n".join(lines)
+
+
+def _shape_counts(gen: Generation) -> str:
+    """The shapes the rule accepts, each once with its sides in canonical order (8x4x4 is 4x4x8, as `allocate`
+    reads it), and how many of them may be twisted; where the rule takes the sides in any order (v4), also both
+    counts with the sides in every order (xpk's list).
+
+    >>> _shape_counts(from_document(_EXAMPLE, "example.yaml"))
+    '432 (7 twisted)'
+    """
+    ordered: list[Vec] = [(a, b, c) for a, b, c in map(sorted, gen.accepted_shapes())]
+    text = f"{len(set(ordered)):,} ({len(gen.accepted_shapes(twisted=True))} twisted)"
+    if len(set(ordered)) == len(ordered):
+        return text
+    return f"{text}; in any order {len(ordered):,} ({sum(map(gen.twistable, ordered))} twisted)"
 
 
 def _cell(text: str) -> str:
