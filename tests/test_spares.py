@@ -331,3 +331,14 @@ def test_a_confidence_next_to_1_is_shown_as_given(fleet, command):
     said = "confidence 0.9999999999999999, horizon" if command == "plan-spares" else "(>= 0.9999999999999999; "
     assert said in r.out
     assert "confidence 0.95, horizon" in fleet("plan-spares").out
+
+
+def test_a_jobs_name_stands_for_its_slices(fleet):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    by_job = fleet("plan-spares", "--slices", "j,a", "-o", "json")
+    assert by_job.code == 0, by_job.err
+    by_slice = fleet("plan-spares", "--slices", "j-0,j-1,a", "-o", "json")
+    assert by_job.json == by_slice.json and by_job.json["pods"][0]["slices"] == ["j-0", "j-1", "a"]
+    r = fleet("plan-spares", "--slices", "j,j-1")
+    assert r.code == 2 and "bad option --slices: slice 'j-1' given twice (once as a slice of job 'j')" in r.err

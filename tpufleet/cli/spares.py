@@ -92,7 +92,7 @@ def plan_spares_cmd(
         ),
     ] = None,
     slices: Annotated[
-        str | None, typer.Option("--slices", metavar="NAME,...", help="These slices (default: all)")
+        str | None, typer.Option("--slices", metavar="NAME,...", help="These slices, a job: its slices (default: all)")
     ] = None,
     pod: Annotated[str | None, typer.Option("--pod", metavar="POD", help="Only this pod")] = None,
     output: OutputOpt = Output.table,

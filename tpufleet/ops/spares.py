@@ -82,9 +82,18 @@ def _down_now(state: FleetState) -> set[str]:
 
 
 def _selected(state: FleetState, names: Sequence[str] | None) -> list[Slice]:
+    """The slices asked for (a job's name: its slices), each once; all but the evicted ones by default."""
     if names is None:  # an evicted slice runs on none of its cubes: a spare would stand in for nothing
         return [sl for sl in state.slices.values() if sl.state is not SliceState.EVICTED]
-    return [state.slice(n) for n in names]  # an unknown one: Refused, as every command says it
+    chosen: dict[str, Slice] = {}
+    for n in names:  # an unknown one: Refused, as every command says it
+        for sl in state.job_slices(n) if n in state.jobs else [state.slice(n)]:
+            if sl.name in chosen:
+                raise BadInput(
+                    f"bad option --slices: slice {sl.name!r} given twice (once as a slice of job {sl.job!r})"
+                )
+            chosen[sl.name] = sl
+    return list(chosen.values())
 
 
 def plan(
