@@ -263,6 +263,18 @@ def test_a_waves_window_unlike_its_notices_is_bad_input(running, tmp_path, path,
     assert snapshot(running.state) == before
 
 
+@pytest.mark.parametrize("target", ["cube:c999", "cube:c00", "cube:c02"])  # no cube, no drain open, another wave's
+def test_already_drained_names_a_notice_of_the_wave_with_an_open_drain(running, tmp_path, target):
+    plan = _plan(running, tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edit(plan, "waves.0.already_drained", [target])))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", bad, "--wave", "1"))
+    said = f"field waves.0.already_drained.0: not a notice of the wave with an open_drain (value {target!r})"
+    assert line == f"tpufleet: error: {bad}: {said}"
+    assert snapshot(running.state) == before
+
+
 def _twice(doc: dict, key: str) -> None:
     doc[key].append(doc[key][0])
 

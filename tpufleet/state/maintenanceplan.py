@@ -199,7 +199,13 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
     )
     moves = _moves(w["moves"], f"waves.{i}.moves", where)
     holders = {c: tuple(names) for c, names in w["holders_before"].items()}
-    return SavedWave(w["wave"], own, tuple(w.get("already_drained", ())), moves, cleared, holders, tuple(w["commands"]))
+    drained = tuple(w.get("already_drained", ()))
+    mine = {n.target for n in own if n.fault_id is not None}  # a notice whose drain the plan found open
+    stray = next((j for j, t in enumerate(drained) if t not in mine), None)
+    if stray is not None:
+        field, problem = f"waves.{i}.already_drained.{stray}", "not a notice of the wave with an open_drain"
+        raise BadStateFile(where, field, drained[stray], problem)
+    return SavedWave(w["wave"], own, drained, moves, cleared, holders, tuple(w["commands"]))
 
 
 def _moves(docs: list[dict[str, Any]], at: str, where: str) -> tuple[SavedMove, ...]:
