@@ -343,3 +343,14 @@ def test_routes_of_a_job_of_sub_cube_slices_needs_no_wiring(pods2):
     _ok(pods2("allocate", "k", "--shape", "2x2x1", "--slices", "2", "-o", "json"))
     routed = _ok(pods2("routes", "k", "-o", "json"))
     assert [s["slice"] for s in routed["slices"]] == ["k-0", "k-1"] and routed["stored"]
+
+
+def test_a_released_jobs_cubes_are_listed_in_the_pods_order(cli):
+    """c100 after c99, not between c10 and c11 as text sorts them (a TPU7x pod has 144 cubes)."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("allocate", "fill", "--shape", "16x16x24").code == 0  # c00-c95
+    assert cli("allocate", "fill2", "--shape", "4x4x8").code == 0  # c96, c97
+    assert cli("allocate", "j", "--shape", "4x4x8", "--slices", "2").code == 0  # c98, c99 / c100, c101
+    r = cli("release", "j", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["released_cubes"] == r.json["back_in_pool"] == ["c98", "c99", "c100", "c101"]

@@ -136,7 +136,7 @@ def release_job(state: FleetState, name: str) -> Outcome:
         "serial": state.next_serial,
         "slices": [s.name for s in gone],
         "released_cubes": cubes,
-        **pool_after(state, sorted(set(cubes))),
+        **pool_after(state, list(dict.fromkeys(cubes))),  # each slice's cubes in its order, each once
     }
     return Outcome(data, Change(f"release job {name}: {', '.join(s.name for s in gone)}"))
 
