@@ -322,3 +322,22 @@ def test_the_event_writer_gives_the_json_encoders_bytes():
     ).run()
     expected = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
     assert jsonl(records) == expected and b'"odd \\"id\\"' in expected
+
+
+def test_a_static_job_waits_in_place_until_every_machine_of_its_block_is_back():
+    """Static pod: a machine of the job's cube fails at 1 h (repaired at 9 h) and, while the job waits on its
+    block, another fails at 2 h (repaired at 10 h) and a third is drained at 3 h (back at 7 h): the job restarts
+    at 10 h, not at 9 h on a machine still down."""
+    from tpufleet.constants import HOUR
+    from tpufleet.ids import HostId
+    from tpufleet.simulation.events import FaultStrike
+
+    sim = Simulator(single_job("4x4x4"), only_rates(), Options(days=1, seed=0, mode="static"))
+    cube = "c00"
+    for hours, kind, machine in ((1, "host", 0), (2, "host", 1), (3, "drain", 2)):
+        sim.queue.push(FaultStrike(sim.start + hours * HOUR, kind, HostId(cube, machine)))
+    records = sim.run()
+    assert sim.jobs[0].placed.cubes == (cube,)
+    starts = [(r["time"] - sim.start) / HOUR for r in records if r.get("event") == "job_start"]
+    assert starts == [0.0, pytest.approx(10.0)]
+    assert sim.placement.machines_out == {}

@@ -56,7 +56,7 @@ class FaultResponse:
         repair_at = fault.time + self.rates.repair_hours[fault.kind] * HOUR
         target = fault.target
         if isinstance(target, HostId):
-            self.placement.take_out(target.cube)
+            self.placement.take_out(target.cube, target.machine, repair_at)
             if fault.kind == "drain":
                 self._drain(fault.time, target)
             else:
@@ -157,7 +157,7 @@ class FaultResponse:
     def repair(self, repair: Repair) -> None:
         target = repair.target
         if isinstance(target, HostId):
-            self.placement.bring_back(target.cube)
+            self.placement.bring_back(target.cube, target.machine)
         elif isinstance(target, OcsId):
             self.placement.repair_ocs(target)
         else:

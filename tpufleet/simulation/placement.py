@@ -56,6 +56,7 @@ class Placement:
         self.placed: dict[str, Allocation] = {}  # job id -> where it is (or waits in place for a repair)
         self.used: dict[str, set[int]] = {}  # cube -> machines held by `placed`; a cube is free iff absent
         self.cube_faults: Counter[str] = Counter()  # open faults holding each cube out
+        self.machines_out: dict[tuple[str, int], list[float]] = {}  # when each open fault or drain of a machine ends
         self.ocs_faults: Counter[OcsId] = Counter()  # open faults of each OCS
         self.link_faults: Counter[str] = Counter()  # open optical-link faults of each cube
         self.ocs_by_pod: dict[str, dict[OcsId, frozenset[xconnect.Pair]]] = {p.name: {} for p in fleet.pods}
@@ -74,11 +75,27 @@ class Placement:
         open_faults[key] += by
         self._health = None
 
-    def take_out(self, cube: str) -> None:
+    def take_out(self, cube: str, machine: int, until: float) -> None:
+        """A fault or drain of one machine of the cube, until `until` (its repair), holds the cube out."""
         self._count_out(self.cube_faults, cube, 1)
+        self.machines_out.setdefault((cube, machine), []).append(until)
 
-    def bring_back(self, cube: str) -> None:
+    def bring_back(self, cube: str, machine: int) -> None:
+        """The machine's earliest-ending open fault or drain is over."""
         self._count_out(self.cube_faults, cube, -1)
+        ends = self.machines_out[cube, machine]
+        ends.remove(min(ends))
+        if not ends:
+            del self.machines_out[cube, machine]
+
+    def back_by(self, held: list[Allocation]) -> float | None:
+        """When the last machine of these slices that is out now comes back; None when none is out."""
+        ends = [
+            max(until)
+            for (cube, machine), until in self.machines_out.items()
+            if any(cube in a.cubes and (not a.machines or machine in a.machines) for a in held)
+        ]
+        return max(ends, default=None)
 
     def fail_link(self, cube: str) -> None:
         self.link_faults[cube] += 1

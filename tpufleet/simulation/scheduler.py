@@ -149,9 +149,14 @@ class Scheduler:
         self.queue.push(RestartAfterRepair(repair + RESTART_DELAY_S, job))
 
     def restart(self, job: Job, t: float) -> None:
-        """A job that waited in place for a repair starts again on its block (unless something moved it); an
-        elastic job still short of slices is given them back when they fit."""
+        """A job that waited in place for a repair starts again on its block (unless something moved it) once
+        none of its machines is out: one that failed or was drained while it waited keeps it waiting until that
+        one is back too. An elastic job still short of slices is given them back when they fit."""
         if job.state is JobState.REPAIRING:
+            back = self.placement.back_by(job.held)
+            if back is not None:
+                self.queue.push(RestartAfterRepair(back + RESTART_DELAY_S, job))
+                return
             self.runner.start(job, job.placed, t)
             if job.active < job.slices:
                 self.short[job.id] = job
