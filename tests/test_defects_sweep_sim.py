@@ -253,6 +253,22 @@ def test_an_availability_spec_with_a_plot_it_cannot_draw_is_refused_before_any_r
     assert not out.exists()
 
 
+@pytest.mark.parametrize("generation", ["tpu7x", "tpu-v5p"])
+def test_a_static_figure_of_pods_without_a_static_twin_is_refused_before_any_run(cli, tmp_path, generation):
+    """A static pod is a 4x4x4 grid of cubes: an availability sweep of larger pods gives no static figure, so
+    plotting one is refused (exit 2 naming plot.metric); with a TPU v4 pod among the points it is drawn."""
+    text = "schema_version: 1\nsimulation: availability\nfixed: {trials: 40, cubes: 8}\nplot: {metric: static.8}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text + f"grid: {{generation: [{generation}]}}\n"), "--out", out, "--serial",
+            state=False)  # fmt: skip
+    assert r.code == 2 and "field plot.metric" in one_line(r.err) and "static.8" in r.err
+    assert not out.exists()
+    mixed = write(tmp_path, text + f"grid: {{generation: [{generation}, tpu-v4]}}\n", "mixed.yaml")
+    r = cli("sweep", mixed, "--out", out, "--serial", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert [p["metrics"].get("static.8") is not None for p in r.json["points"]] == [False, True]
+
+
 @pytest.mark.parametrize(
     ("plot", "field"),
     [

@@ -150,23 +150,37 @@ def fleet_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
     return metrics
 
 
-def figure_names(simulation: str, points: Sequence[Mapping[str, Any]]) -> set[str]:
+def figure_names(
+    simulation: str, points: Sequence[Mapping[str, Any]], shipped: Mapping[str, Any] | None = None
+) -> set[str]:
     """Every figure a run of these points can give (a fleet run gives a size class's figures only when a job of
-    that class ran)."""
+    that class ran; an availability run gives `static` figures only on a pod with a static twin, a 4x4x4 grid of
+    cubes). `shipped`: what the runs are sent, with the profiles of the generations the points name."""
     if simulation == "fleet":
         from tpufleet.goodput.metrics import SIZE_CLASSES
 
         sizes = [name for _, name in SIZE_CLASSES]
         return {*FLEET_FIGURES, *(f"{family}.{size}" for family in FLEET_BY_SIZE for size in sizes)}
-    return {f"{family}.{k}" for family in AVAILABILITY_BY_SIZE for k in sizes_in(points)}
+    names = set()
+    for params in points:
+        static = _static_twin(params, shipped or {})
+        families = [f for f in AVAILABILITY_BY_SIZE if f != "static" or static]
+        names |= {f"{family}.{k}" for family in families for k in sizes_of(params)}
+    return names
+
+
+def _static_twin(params: Mapping[str, Any], shipped: Mapping[str, Any]) -> bool:
+    """Whether an availability point's pod has a static twin to compare with: the built-in TPU v4 pod, or a
+    generation's pod of as many cubes (a 4x4x4 grid)."""
+    import math
+
+    from tpufleet.constants import STATIC_CUBE_GRID
+
+    generation = generation_of(params, shipped)
+    return generation is None or generation.pod_cubes == math.prod(STATIC_CUBE_GRID)
 
 
 def sizes_of(params: Mapping[str, Any]) -> list[int]:
     """The slice sizes (cubes) an availability point simulates."""
     cubes = params["cubes"]
     return list(cubes) if isinstance(cubes, list) else [cubes]
-
-
-def sizes_in(points: Sequence[Mapping[str, Any]]) -> set[int]:
-    """The slice sizes any of the availability points simulates."""
-    return {k for params in points for k in sizes_of(params)}

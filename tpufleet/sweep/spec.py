@@ -121,11 +121,11 @@ def build(
     combos = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     unset = dict.fromkeys(swept)  # a point that does not set a swept parameter shows it as null
     merged = [{**unset, **P.DEFAULTS[simulation], **fixed, **e, **c} for e in (entries or [{}]) for c in combos]
-    metric, young_daly_for = _plot(file, simulation, doc.get("plot", {}), merged)
     inputs = _read_inputs(read_input, merged)
     generations = _read_generations(file, read_generation, merged)
     if generations:
         shipped = {**shipped, "generations": generations}
+    metric, young_daly_for = _plot(file, simulation, doc.get("plot", {}), merged, shipped)
     points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds, code)) for i, p in enumerate(merged))
     _check_points(file, simulation, points, inputs, shipped, "points" if entries else "grid")
     return SweepSpec(
@@ -146,14 +146,18 @@ def _check_runs(file: str, field: str, axes: list[int], seeds: int) -> None:
 
 
 def _plot(
-    file: str, simulation: P.Simulation, plot: Mapping[str, Any], points: list[dict[str, Any]]
+    file: str,
+    simulation: P.Simulation,
+    plot: Mapping[str, Any],
+    points: list[dict[str, Any]],
+    shipped: Mapping[str, Any],
 ) -> tuple[str, str | None]:
     """The figure to plot (the spec's, which some point must give, or the default) and the Young/Daly shape."""
     from tpufleet.sweep.runs import figure_names, sizes_of
 
     sizes = [set(sizes_of(p)) for p in points] if simulation == "availability" else []
     metric = plot["metric"] if "metric" in plot else P.default_metric(simulation, sizes)
-    names = figure_names(simulation, points)
+    names = figure_names(simulation, points, shipped)
     if metric not in names:
         some = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
         raise BadStateFile(file, "plot.metric", metric, f"no point of this sweep gives this figure (it gives {some})")
