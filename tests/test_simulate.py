@@ -209,6 +209,15 @@ def test_listed_jobs_are_checked_when_the_workload_is_read(tmp_path):
         Options(days=1, mode="elastic")  # type: ignore[arg-type]
 
 
+def test_priority_weights_without_priorities_are_refused_not_ignored(cli, tmp_path):
+    """The default workload has one priority: two weights weigh nothing given, and were dropped silently."""
+    path = tmp_path / "w.yaml"
+    path.write_text("schema_version: 1\npriority_weights: [1, 2]\n")
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", path, state=False)
+    assert r.code == 2
+    assert "w.yaml: field priority_weights: given without the priorities they weigh" in r.err
+
+
 def test_fit_shortcuts_change_the_speed_not_the_events():
     workload, rates = load_workload(None), load_rates(None)
     fast = Simulator(workload, rates, Options(days=1, seed=2), reroute_costs=shipped_costs()).run()

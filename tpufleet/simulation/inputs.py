@@ -331,7 +331,13 @@ def _shape_mix(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[Shape, float],
 
 
 def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
+    """The priorities (highest first) and their weights; None if the file gives neither. Weights without the
+    priorities they weigh are refused, not ignored."""
     if "priorities" not in doc:
+        if "priority_weights" in doc:
+            raise BadStateFile(
+                str(path), "priority_weights", doc["priority_weights"], "given without the priorities they weigh"
+            )
         return None
     names = tuple(doc["priorities"])
     weights = tuple(float(x) for x in doc.get("priority_weights", [1.0] * len(names)))
