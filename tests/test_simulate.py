@@ -218,6 +218,16 @@ def test_priority_weights_without_priorities_are_refused_not_ignored(cli, tmp_pa
     assert "w.yaml: field priority_weights: given without the priorities they weigh" in r.err
 
 
+@pytest.mark.parametrize("key", ["shapes", "jobs"])
+def test_an_empty_list_of_shapes_or_jobs_is_refused(cli, tmp_path, key):
+    """`shapes: []` ran the default 4x4x4 mix; `jobs: []` turned the random arrivals off: both silently."""
+    path = tmp_path / "w.yaml"
+    path.write_text(f"schema_version: 1\narrival_rate_per_hour: 2.0\n{key}: []\n")
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", path, state=False)
+    assert r.code == 2
+    assert f"w.yaml: field {key}: an empty list: list at least one, or leave {key} out" in r.err
+
+
 def test_fit_shortcuts_change_the_speed_not_the_events():
     workload, rates = load_workload(None), load_rates(None)
     fast = Simulator(workload, rates, Options(days=1, seed=2), reroute_costs=shipped_costs()).run()

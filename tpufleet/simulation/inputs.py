@@ -330,6 +330,13 @@ def _shape_mix(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[Shape, float],
     return () if "jobs" in doc else None
 
 
+def _no_empty_lists(path: Path, doc: Mapping[str, Any]) -> None:
+    """Refuse `shapes: []` (it took the default shape mix) and `jobs: []` (it turned the random arrivals off)."""
+    for key in ("shapes", "jobs"):
+        if doc.get(key) == []:
+            raise BadStateFile(str(path), key, [], f"an empty list: list at least one, or leave {key} out")
+
+
 def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
     """The priorities (highest first) and their weights; None if the file gives neither. Weights without the
     priorities they weigh are refused, not ignored."""
@@ -392,6 +399,7 @@ def workload_from_doc(doc: Mapping[str, Any], path: Path | str, table: RerouteCo
     which give the step models' healthy all-reduce without modelling it (None: modelled)."""
     path = Path(path)
     check(WORKLOAD_SCHEMA, doc, str(path))
+    _no_empty_lists(path, doc)
     given: dict[str, Any] = {}
     if "arrival_rate_per_hour" in doc or "jobs" in doc:
         given["arrival_rate_per_hour"] = float(doc.get("arrival_rate_per_hour", 0.0))
