@@ -228,6 +228,14 @@ def test_an_empty_list_of_shapes_or_jobs_is_refused(cli, tmp_path, key):
     assert f"w.yaml: field {key}: an empty list: list at least one, or leave {key} out" in r.err
 
 
+def test_a_priority_listed_twice_is_refused(cli, tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text("schema_version: 1\npriorities: [prod, batch, prod]\n")
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", path, state=False)
+    assert r.code == 2
+    assert "w.yaml: field priorities: this priority is listed twice (value 'prod')" in r.err
+
+
 def test_fit_shortcuts_change_the_speed_not_the_events():
     workload, rates = load_workload(None), load_rates(None)
     fast = Simulator(workload, rates, Options(days=1, seed=2), reroute_costs=shipped_costs()).run()

@@ -347,6 +347,9 @@ def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tu
             )
         return None
     names = tuple(doc["priorities"])
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:  # two ranks of one name: the events could not tell them apart
+        raise BadStateFile(str(path), "priorities", twice, "this priority is listed twice")
     weights = tuple(float(x) for x in doc.get("priority_weights", [1.0] * len(names)))
     if len(weights) != len(names):
         raise BadStateFile(str(path), "priority_weights", doc.get("priority_weights"), "needs one weight per priority")
