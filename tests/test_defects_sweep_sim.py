@@ -253,6 +253,20 @@ def test_an_availability_spec_with_a_plot_it_cannot_draw_is_refused_before_any_r
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("axes", "field"),
+    [("grid: {spare_cubes: [0, 2, 0]}", "grid"), ("points: [{spare_cubes: 2}, {spare_cubes: 2}]", "points")],
+)
+def test_a_point_given_twice_is_refused_before_any_run(cli, tmp_path, axes, field):
+    """Two points of the same work ran twice and shared one resume file."""
+    text = f"schema_version: 1\nsimulation: fleet\nfixed: {{days: 0.1}}\n{axes}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2 and f"spec.yaml: field {field}:" in one_line(r.err)
+    assert "are the same (give more seeds instead)" in r.err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("generation", ["tpu7x", "tpu-v5p"])
 def test_a_static_figure_of_pods_without_a_static_twin_is_refused_before_any_run(cli, tmp_path, generation):
     """A static pod is a 4x4x4 grid of cubes: an availability sweep of larger pods gives no static figure, so

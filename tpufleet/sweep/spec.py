@@ -127,6 +127,7 @@ def build(
         shipped = {**shipped, "generations": generations}
     metric, young_daly_for = _plot(file, simulation, doc.get("plot", {}), merged, shipped)
     points = tuple(Point(i, p, point_key(simulation, p, inputs, seeds, code)) for i, p in enumerate(merged))
+    _check_distinct(file, points, "points" if entries else "grid")
     _check_points(file, simulation, points, inputs, shipped, "points" if entries else "grid")
     return SweepSpec(
         file, doc.get("name", stem), simulation, base_seed, seeds, swept, points, metric, young_daly_for,
@@ -248,6 +249,18 @@ def point_key(
     used = {params[p]: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
     text = json.dumps([simulation, params, used, seeds, code], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _check_distinct(file: str, points: tuple[Point, ...], where: str) -> None:
+    """Refuse two points of the same work (a grid value or a point given twice): they would run twice and share
+    one resume file."""
+    first: dict[str, int] = {}
+    for point in points:
+        index = first.setdefault(point.key, point.index)
+        if index != point.index:
+            raise BadStateFile(
+                file, where, point.params, f"points {index} and {point.index} are the same (give more seeds instead)"
+            )
 
 
 def _check_points(
