@@ -236,6 +236,18 @@ def test_a_priority_listed_twice_is_refused(cli, tmp_path):
     assert "w.yaml: field priorities: this priority is listed twice (value 'prod')" in r.err
 
 
+def test_a_listed_id_with_a_control_character_is_refused(tmp_path):
+    """'x\\x1f1' is the simulator's key of slice 1 of a multislice job 'x': such a job took that slice's place,
+    leaving 'x''s second cube free for another job while 'x' ran on it."""
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "schema_version: 1\njobs:\n  - {id: x, shape: 4x4x4, slices: 2, duration_hours: 5}\n"
+        '  - {id: "x\\x1f1", shape: 4x4x4, duration_hours: 5, arrival_hours: 0.1}\n'
+    )
+    with pytest.raises(BadStateFile, match=r"w\.yaml: field jobs\.1\.id: holds a control character"):
+        load_workload(path)
+
+
 def test_fit_shortcuts_change_the_speed_not_the_events():
     workload, rates = load_workload(None), load_rates(None)
     fast = Simulator(workload, rates, Options(days=1, seed=2), reroute_costs=shipped_costs()).run()

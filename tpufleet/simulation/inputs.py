@@ -62,6 +62,7 @@ MAX_RESTART_OVERHEAD_S = float(DAY)
 MAX_SEED = 2**63 - 1
 MAX_LOAD_PER_POD = 100.0  # multiple of the workload's arrival rate each pod gets
 GENERATED_ID = re.compile(r"job[0-9]+")  # the ids of jobs the workload does not list (draws.JobMaker)
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # never in a listed job's id
 
 
 @dataclass(frozen=True)
@@ -372,6 +373,8 @@ def _job_specs(path: Path, doc: Mapping[str, Any], priorities: int, table: Rerou
                 raise BadStateFile(str(path), f"jobs.{i}.id", job["id"], "another listed job has this id")
             if GENERATED_ID.fullmatch(job["id"]):
                 raise BadStateFile(str(path), f"jobs.{i}.id", job["id"], "ids job<digits> are for random arrivals")
+            if CONTROL.search(job["id"]):  # the simulator keys a multislice job's slices by id + "\x1f" + number
+                raise BadStateFile(str(path), f"jobs.{i}.id", job["id"], "holds a control character")
             ids.add(job["id"])
         rank = int(job.get("priority_rank", 0))
         if rank >= priorities:
