@@ -48,19 +48,33 @@ def run_fleet(
     from tpufleet.model import default_fleet
     from tpufleet.simulation.draws import components
     from tpufleet.simulation.log import jsonl
-    from tpufleet.simulation.scale import check_budget, parse_factors, scale_rates
+    from tpufleet.simulation.scale import check_budget
     from tpufleet.state.files import write_output
     from tpufleet.state.siminputs import load_rates, load_workload
 
     loaded, rates = load_workload(workload), load_rates(fault_rates, options.generation)
     if fault_scale is not None:
-        rates = scale_rates(rates, parse_factors(fault_scale))
+        rates = _scaled(rates, fault_scale)
     fleet = default_fleet(options.pods, options.cubes_per_pod, options.generation)
     check_budget(loaded, rates, options, components(fleet))
     result = simulate(loaded, rates, options, progress)
     if out is not None:
         write_output(out, events_file(out, jsonl(result.entries)))
     return result
+
+
+def _scaled(rates: FaultRates, text: str) -> FaultRates:
+    """The rates scaled by ``--fault-scale`` `text`; BadInput naming the option and its value (a kind or a factor
+    `scale_rates` refuses is named in the words of the rates, which a plain factor such as -1 never gave)."""
+    from tpufleet.errors import BadInput, shown
+    from tpufleet.simulation.scale import parse_factors, scale_rates
+
+    try:
+        return scale_rates(rates, parse_factors(text))
+    except BadInput as exc:
+        if str(exc).startswith("bad option --fault-scale"):
+            raise
+        raise BadInput(f"bad option --fault-scale {shown(text)}: {exc}") from None
 
 
 def events_file(out: Path, data: bytes) -> bytes:

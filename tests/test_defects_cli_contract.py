@@ -1,0 +1,23 @@
+"""Regression tests for the command-line contract (a review of every command's options and outputs): a bad option
+value exits 2 with one line naming the option and the value given."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import one_line
+
+
+@pytest.mark.parametrize(
+    "scale, said",
+    [
+        ("-1", "bad fault-rate factor -1.0 for host"),
+        ("1e400", "bad fault-rate factor inf"),
+        ("host=2000", "bad fault-rate factor 2000.0 for host"),
+        ("gpu=2", "bad fault kind 'gpu'"),
+    ],
+)
+def test_fault_scale_refused_by_its_range_or_kind_names_the_option(cli, scale, said):
+    """Only the malformed factors named --fault-scale; one out of range or of an unknown kind did not."""
+    line = one_line(cli("simulate-fleet", "--days", "0.05", "--fault-scale", scale, state=False), 2)
+    assert f"bad option --fault-scale '{scale}': " in line and said in line
