@@ -21,3 +21,13 @@ def test_fault_scale_refused_by_its_range_or_kind_names_the_option(cli, scale, s
     """Only the malformed factors named --fault-scale; one out of range or of an unknown kind did not."""
     line = one_line(cli("simulate-fleet", "--days", "0.05", "--fault-scale", scale, state=False), 2)
     assert f"bad option --fault-scale '{scale}': " in line and said in line
+
+
+def test_goodput_report_refuses_a_segment_dimension_given_twice(cli):
+    """`--by accelerator,accelerator` reported every accelerator segment twice; a repeat is refused, as a repeated
+    --window or --capacity accelerator is."""
+    r = cli("goodput-report", "fixtures/goodput/fleet.jsonl", "--by", "accelerator,size, accelerator", state=False)
+    assert one_line(r, 2).endswith("bad option --by: 'accelerator' is given twice")
+    r = cli("goodput-report", "fixtures/goodput/fleet.jsonl", "--by", "accelerator,size", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert sorted({s["dimension"] for s in r.json["segments"]}) == ["accelerator", "size"]

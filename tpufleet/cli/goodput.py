@@ -194,9 +194,11 @@ def _parse(
     if sum(str(f) == "-" for f in files) > 1:
         raise BadInput("bad arguments: - (standard input) is given more than once")
     dims = [d.strip() for d in by.split(",") if d.strip()]
-    for d in dims:
+    for i, d in enumerate(dims):
         if d not in DIMENSIONS:
             raise BadInput(f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}")
+        if d in dims[:i]:
+            raise BadInput(f"bad option --by: {shown(d)} is given twice")
     t0 = option_time(since, "--since") if since is not None else None
     t1 = option_time(until, "--until") if until is not None else None
     if t0 is not None and t1 is not None and t1 <= t0:
