@@ -31,3 +31,16 @@ def test_goodput_report_refuses_a_segment_dimension_given_twice(cli):
     r = cli("goodput-report", "fixtures/goodput/fleet.jsonl", "--by", "accelerator,size", "-o", "json", state=False)
     assert r.code == 0, r.err
     assert sorted({s["dimension"] for s in r.json["segments"]}) == ["accelerator", "size"]
+
+
+def test_serve_refuses_a_bad_goodput_format_without_logs_before_listening(fleet, monkeypatch):
+    """`metrics --goodput-format bogus` is refused with or without --goodput; `serve` took it without logs and
+    served."""
+    from tpufleet.cli import serve
+
+    monkeypatch.setattr(serve, "run", lambda application, sock: "listened")
+    line = one_line(fleet("serve", "--listen", "127.0.0.1:0", "--goodput-format", "bogus"), 2)
+    assert line.endswith("bad option --goodput-format 'bogus': native or ml-goodput")
+    assert one_line(fleet("metrics", "--goodput-format", "bogus"), 2) == line
+    r = fleet("serve", "--listen", "127.0.0.1:0", "--goodput-format", "ml-goodput")
+    assert r.code == 0 and "stopped on listened" in r.err, r.err

@@ -98,14 +98,17 @@ def metrics_inputs() -> MetricsInputs:
 
 
 def goodput_extras(paths: list[Path], fmt: str) -> Any:
-    """The goodput report of the logs, made again whenever one of them changes, and whether they read: a log that
-    does not read (said on stderr) leaves the goodput families out until it does, and `goodput_read` 0 says so.
+    """The goodput report of the logs, made again whenever one of them changes, and whether they read (None
+    without logs): a log that does not read (said on stderr) leaves the goodput families out until it does, and
+    `goodput_read` 0 says so.
     A last line a writer has not finished is left for the next read, as are the lines after it. A log that is not
     a regular file (a FIFO put in its place, standard input) does not read, and is never opened to be read."""
     from tpufleet.cli.fleetio import goodput_report
     from tpufleet.errors import TpufleetError
 
-    goodput_report(paths, fmt, whole_lines=True, files_only=True)  # a bad log or format is refused before listening
+    # a bad log or format (--goodput-format without --goodput too) is refused before listening; no logs, no extras
+    if goodput_report(paths, fmt, whole_lines=True, files_only=True) is None:
+        return None
 
     def make() -> dict[str, Any]:
         try:
@@ -207,7 +210,7 @@ def serve_cmd(
     token = read_token(token_file) if token_file is not None else None
     store = ctx.obj.store()
     serial = store.load().serial  # a missing or damaged state is refused before listening
-    extras = goodput_extras(list(goodput), goodput_format) if goodput else None
+    extras = goodput_extras(list(goodput or []), goodput_format)
     source = Source(store, list(goodput or []), extras)
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
