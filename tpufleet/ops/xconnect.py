@@ -6,8 +6,9 @@ from typing import Any
 
 from tpufleet import xconnect
 from tpufleet.errors import Refused
+from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
-from tpufleet.ids import OcsId
+from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.planfile import SavedPlan, plan_doc
 
@@ -18,7 +19,7 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
     if sl.state is SliceState.EVICTED:
         raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
     health = state.health()
-    bad_cubes = [c for c in sl.cubes if not health.cube_ok(c)]
+    bad_cubes = _cubes_out_under(state, sl)
     if bad_cubes:
         raise Refused(
             f"slice {name!r} holds cubes out of the pool: {', '.join(bad_cubes)}; choose other cubes", bad_cubes
@@ -30,6 +31,22 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
             plan.blocked,
         )
     return plan_doc(sl, state.serial, plan, now), plan
+
+
+def _cubes_out_under(state: FleetState, sl: Slice) -> list[str]:
+    """The slice's cubes out of the pool; for a sub-cube slice, only a cube whose fault stops one of its own
+    machines: beside a fault on other machines of its cube it runs on (the fault's verdict), so it may be wired."""
+    health = state.health()
+    out = [c for c in sl.cubes if not health.cube_ok(c)]
+    if not sl.machines or not out:
+        return out
+    held = set(sl.machines)
+    stopped = {
+        f.target.cube
+        for f in state.open_faults()
+        if not isinstance(f.target, (OcsId, LinkId)) and ((hit := machines_hit(f.target)) is None or bool(hit & held))
+    }
+    return [c for c in out if c in stopped]
 
 
 def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_reason: str) -> list[str]:

@@ -1,0 +1,25 @@
+"""The fault lifecycle as an operator runs it: faults on slices in several orders, and what `explain`, `history`
+and `plan-xconnect` then say and do."""
+
+from __future__ import annotations
+
+
+def test_a_sub_cube_slice_beside_a_fault_on_other_machines_of_its_cube_is_wired(fleet):
+    """The fault's verdict says it runs on, but `plan-xconnect` refused it ("holds cubes out of the pool"): the
+    slice, or the job of such slices, stayed allocated until the other machine's repair."""
+    assert fleet("allocate", "s", "--shape", "2x2x2").code == 0
+    r = fleet("inject-fault", "host:c00/15", "-o", "json")
+    assert r.json["slices"] == [{"slice": "s", "action": "none", "reason": "runs on other machines of the cube"}]
+    r = fleet("plan-xconnect", "s", "--apply", "-o", "json")
+    assert r.code == 0 and r.json["applied"], r.err
+    assert fleet("show", "slices", "-o", "json").json[0]["state"] == "connected"
+
+
+def test_an_optical_port_down_beside_does_not_stop_a_sub_cube_slice_either(fleet):
+    """Only a fault that stops one of its own machines refuses it; an optical port stops no machine."""
+    assert fleet("allocate", "s", "--shape", "2x2x2").code == 0
+    assert fleet("allocate", "t", "--shape", "2x2x2").code == 0  # other machines of the same cube
+    assert fleet("inject-fault", "host:c00/0", "-o", "json").json["slices"][0]["action"] == "reschedule"  # s's
+    assert fleet("inject-fault", "link:c00/x/0/out").code == 0
+    r = fleet("plan-xconnect", "t", "--apply")
+    assert r.code == 0, r.err
