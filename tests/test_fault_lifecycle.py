@@ -23,3 +23,27 @@ def test_an_optical_port_down_beside_does_not_stop_a_sub_cube_slice_either(fleet
     assert fleet("inject-fault", "link:c00/x/0/out").code == 0
     r = fleet("plan-xconnect", "t", "--apply")
     assert r.code == 0, r.err
+
+
+def test_explain_does_not_send_a_rewire_a_failed_port_refuses(fleet):
+    """Cross-connects deferred while an OCS was down, and one of their ports failed meanwhile: after the OCS's
+    repair `explain` said `plan-xconnect a --apply`, which refuses while the port is down."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "ocs:pod0/z/1").code == 0  # f1
+    assert fleet("plan-xconnect", "a", "--apply").code == 0  # its pairs there deferred
+    assert fleet("inject-fault", "link:c00/z/1/in").code == 0  # f2, a port of a deferred pair
+    assert fleet("clear-fault", "f1").code == 0
+    r = fleet("explain", "a", "-o", "json")
+    assert "tpufleet plan-xconnect a --apply" not in r.json["next"]
+    assert r.json["next"][0] == "tpufleet clear-fault f2"
+    assert (
+        "`plan-xconnect a --apply` refuses them until repaired: link:c00/z/1/in is down (faults f2) on ocs:pod0/z/1"
+        in r.json["why"]
+    )
+    for step in r.json["next"]:
+        assert fleet(*step.split()[1:]).code == 0, step
+    r = fleet("explain", "a", "-o", "json")  # the port repaired: now it is programmed
+    assert r.json["next"] == ["tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    for step in r.json["next"]:
+        assert fleet(*step.split()[1:]).code == 0, step
+    assert fleet("show", "slices", "-o", "json").json[0]["missing_xconnects"] == 0

@@ -136,6 +136,22 @@ def _missing_why(state: FleetState, sl: Slice, missing: int) -> str:
     return f"{missing} cross-connects it needs are not in place"
 
 
+def _rewire_waits(state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str]) -> bool:
+    """Whether `plan-xconnect --apply` programs a wired slice's missing cross-connects now; if a failed or drained
+    port refuses them, says so in `why` and adds the clears they wait for to `next_steps`."""
+    from tpufleet.ops.xconnect import make_plan
+
+    try:
+        make_plan(state, sl.name, now)
+    except Refused as exc:
+        blocked = "; ".join(map(str, exc.details[:5])) or str(exc)
+        why.append(f"`plan-xconnect {sl.name} --apply` refuses them until repaired: {blocked}")
+        ports = [f"tpufleet clear-fault {f.id}" for f in _faults_under(state, sl) if isinstance(f.target, LinkId)]
+        next_steps.extend(step for step in ports if step not in next_steps)
+        return False
+    return True
+
+
 def explain_slice(state: FleetState, sl: Slice, now: str, missing_tables: Collection[str] = ()) -> Row:
     route = state.routes.get(sl.name)
     routes = (
@@ -162,6 +178,8 @@ def explain_slice(state: FleetState, sl: Slice, now: str, missing_tables: Collec
         why.append(f"its routing tables are {routes}{reason}")
     if missing:
         why.append(_missing_why(state, sl, missing))
+    if rewire:
+        rewire = _rewire_waits(state, sl, now, why, next_steps)
     if rewire:  # wired first: tables made before would go stale at once
         next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")
     if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
