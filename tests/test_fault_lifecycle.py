@@ -47,3 +47,20 @@ def test_explain_does_not_send_a_rewire_a_failed_port_refuses(fleet):
     for step in r.json["next"]:
         assert fleet(*step.split()[1:]).code == 0, step
     assert fleet("show", "slices", "-o", "json").json[0]["missing_xconnects"] == 0
+
+
+def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet):
+    """A job without fault-tolerant routing placed in a pod with an OCS down: `explain JOB` said
+    `plan-xconnect JOB --apply`, refused (exit 1) while the OCS is down; `explain` of its slice knew better."""
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--no-fault-tolerant-routing").code == 0
+    assert fleet("plan-xconnect", "j", "--apply").code == 1
+    r = fleet("explain", "j", "-o", "json")
+    assert r.json["next"] == ["tpufleet policy j --fault-tolerant-routing", "tpufleet clear-fault f1"]
+    assert (
+        "cannot wire slice 'j-0': 1 needed OCS or port(s) are failed or drained; choose other cubes "
+        "(ocs:pod0/x/1 is down (faults f1))" in r.json["why"]
+    )
+    assert fleet("policy", "j", "--fault-tolerant-routing").code == 0
+    assert fleet("explain", "j", "-o", "json").json["next"] == ["tpufleet plan-xconnect j --apply"]
+    assert fleet("plan-xconnect", "j", "--apply").code == 0

@@ -27,10 +27,32 @@ def explain(state: FleetState, what: str, now: str, missing_tables: Collection[s
     if ":" in what:
         return Outcome(explain_target(state, parse_target(what)), None)
     if what in state.jobs:
-        from tpufleet.jobs import explain_job
-
-        return Outcome(explain_job(state, what), None)
+        return Outcome(_explain_job(state, what, now), None)
     return Outcome(explain_slice(state, state.slice(what), now, missing_tables), None)
+
+
+def _explain_job(state: FleetState, name: str, now: str) -> Row:
+    """`explain JOB`; `plan-xconnect JOB --apply` wires every slice or none, so where it would refuse one, the
+    steps that slice waits for (its own `explain`'s) come instead."""
+    from tpufleet.jobs import explain_job
+    from tpufleet.ops.xconnect import make_plan
+
+    row = explain_job(state, name)
+    wire = f"tpufleet plan-xconnect {name} --apply"
+    if wire not in row["next"]:
+        return row
+    steps: list[str] = []
+    for sl in state.job_slices(name):
+        if sl.state is not SliceState.ALLOCATED:
+            continue
+        try:
+            make_plan(state, sl.name, now)
+        except Refused as exc:
+            row["why"].append(f"{exc} ({'; '.join(map(str, exc.details[:3]))})" if exc.details else str(exc))
+            steps += _pending(state, sl, now)[1]
+    if steps:
+        row["next"] = list(dict.fromkeys([*(s for s in row["next"] if s != wire), *steps]))
+    return row
 
 
 def _fault_row(f: Fault) -> Row:
@@ -84,7 +106,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
     steps = [f"tpufleet clear-fault {f.id}" for f in down]
     if not sl.fault_tolerant_routing:
         why.append("with fault-tolerant routing it can be wired around the failed OCS now")
-        steps.insert(0, f"tpufleet policy {sl.name} --fault-tolerant-routing")
+        steps.insert(0, f"tpufleet policy {owner} --fault-tolerant-routing")  # a job: every slice of it
     if len(state.fleet.pods) > 1:
         why.append("or release it and allocate it in another pod")
     return why, steps
