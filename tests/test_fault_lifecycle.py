@@ -3,6 +3,10 @@ and `plan-xconnect` then say and do."""
 
 from __future__ import annotations
 
+import json
+
+from helpers import one_line, snapshot
+
 
 def test_a_sub_cube_slice_beside_a_fault_on_other_machines_of_its_cube_is_wired(fleet):
     """The fault's verdict says it runs on, but `plan-xconnect` refused it ("holds cubes out of the pool"): the
@@ -64,3 +68,18 @@ def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet
     assert fleet("policy", "j", "--fault-tolerant-routing").code == 0
     assert fleet("explain", "j", "-o", "json").json["next"] == ["tpufleet plan-xconnect j --apply"]
     assert fleet("plan-xconnect", "j", "--apply").code == 0
+
+
+def test_a_scenario_reason_too_long_once_escaped_names_the_file_and_item(fleet, tmp_path):
+    """The length of a reason with control characters was checked only as the fault was opened, inside the lock
+    after the faults before it were analysed: the refusal named neither the file nor the item."""
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps([{"target": "host:c04/1"}, {"target": "host:c05/1", "reason": "\x01" * 600}]))
+    before = snapshot(fleet.state)
+    for extra in ([], ["--dry-run"]):
+        line = one_line(fleet("inject-fault", "--from", scenario, *extra))
+        assert line == (
+            f"tpufleet: error: {scenario}: item 1: bad fault reason: 600 characters (2,400 once its control "
+            "characters are escaped); at most 1,024 are kept"
+        )
+    assert snapshot(fleet.state) == before

@@ -539,13 +539,7 @@ class FleetState:
         return self._open_by_target.get(canonical(target))
 
     def open_fault(self, target: TargetId, planned: bool, reason: str, now: str) -> Fault:
-        kept = printable(reason)  # shown in tables and messages: one line, no terminal controls
-        if len(kept) > MAX_REASON_CHARS:
-            escaped = f" ({len(kept):,} once its control characters are escaped)" if kept != reason else ""
-            raise BadInput(
-                f"bad fault reason: {len(reason):,} characters{escaped}; at most {MAX_REASON_CHARS:,} are kept"
-            )
-        reason = kept
+        reason = fault_reason(reason)
         target = canonical(target)  # one fault a component, whichever name it was given by
         fault = Fault(f"f{self.next_fault}", target, planned, now, None, reason, self.next_serial)
         self.next_fault += 1
@@ -665,6 +659,16 @@ class FleetState:
         if twice:
             raise Refused(f"two reservation sub-blocks for one cube: {', '.join(twice[:5])}")
         return merged
+
+
+def fault_reason(reason: str) -> str:
+    """A fault's reason as kept (shown in tables and messages: one line, no terminal controls); BadInput when that
+    is longer than a reason may be."""
+    kept = printable(reason)
+    if len(kept) > MAX_REASON_CHARS:
+        escaped = f" ({len(kept):,} once its control characters are escaped)" if kept != reason else ""
+        raise BadInput(f"bad fault reason: {len(reason):,} characters{escaped}; at most {MAX_REASON_CHARS:,} are kept")
+    return kept
 
 
 def _known(named: Mapping[str, _Named], name: str, what: str) -> _Named:

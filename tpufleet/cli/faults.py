@@ -147,8 +147,10 @@ def _requests(
     """The faults to inject, every id checked against the fleet before the lock is taken."""
     from tpufleet.errors import BadInput
     from tpufleet.faults import normalize, random_targets
+    from tpufleet.fleetstate import fault_reason
     from tpufleet.ops import faults as fault_ops
 
+    fault_reason(reason)  # bad input before the lock, and before every fault's analysis
     if random_count is not None:
         from tpufleet.state.siminputs import load_rates
 
@@ -166,6 +168,7 @@ def _requests(
     for i, item in enumerate(items):
         try:
             parsed = normalize(fleet, item["target"])
+            fault_reason(item.get("reason", reason))
         except BadInput as exc:
             raise BadInput(f"{from_file}: item {i}: {exc}" if from_file else str(exc)) from None
         out.append(fault_ops.FaultRequest(parsed, item.get("planned", planned), item.get("reason", reason)))
