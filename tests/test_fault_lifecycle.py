@@ -83,3 +83,18 @@ def test_a_scenario_reason_too_long_once_escaped_names_the_file_and_item(fleet, 
             "characters are escaped); at most 1,024 are kept"
         )
     assert snapshot(fleet.state) == before
+
+
+def test_history_of_a_slice_lists_the_fault_that_moved_its_reserved_move(fleet):
+    """A fault on an evicted slice's reserved move reserves it elsewhere (its blast radius names the slice), but
+    `history --slice` left that commit out and `diff` showed no change to the slice."""
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0  # serial 4: evicted, c01 reserved
+    r = fleet("inject-fault", "cube:c01", "-o", "json")  # serial 5: the reserved move is hit, c02 reserved
+    assert r.json["slices"][0]["slice"] == "a" and r.json["slices"][0]["replacement"]["cubes"] == ["c02"]
+    rows = fleet("history", "--slice", "a", "-o", "json").json
+    assert [row["serial"] for row in rows] == [2, 3, 4, 5]
+    d = fleet("diff", "4", "5", "-o", "json").json
+    assert d["slices"]["changed"] == {"a": {"proposal": [["c01"], ["c02"]]}}
+    assert "  ~ slice a: proposal c01 -> c02" in fleet("diff", "4", "5").out

@@ -18,17 +18,23 @@ from __future__ import annotations
 from typing import Any
 
 Doc = dict[str, Any]
-# "reroute": a second fault on a degraded slice changes only its figures and the faults it routes around
-_SLICE_FIELDS = ("state", "cubes", "shape", "pod", "min_throughput", "fault_tolerant_routing", "reroute")
+# "reroute": a second fault on a degraded slice changes only its figures and the faults it routes around;
+# "proposal": a fault on an evicted slice's reserved move changes only where it moves (the cubes reserved)
+_SLICE_FIELDS = ("state", "cubes", "shape", "pod", "min_throughput", "fault_tolerant_routing", "reroute", "proposal")
+
+
+def _field(sl: Doc, f: str) -> Any:
+    """A slice's field as a delta records it (of its reserved move, the cubes)."""
+    value = sl.get(f)
+    return value.get("cubes") if f == "proposal" and isinstance(value, dict) else value
 
 
 def _slices(before: Doc, after: Doc) -> Doc:
     old, new = before.get("slices", {}), after.get("slices", {})
     changed = {}
     for name in sorted(old.keys() & new.keys()):
-        fields = {
-            f: [old[name].get(f), new[name].get(f)] for f in _SLICE_FIELDS if old[name].get(f) != new[name].get(f)
-        }
+        pairs = {f: [_field(old[name], f), _field(new[name], f)] for f in _SLICE_FIELDS}
+        fields = {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
         if fields:
             changed[name] = fields
     added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
@@ -36,9 +42,9 @@ def _slices(before: Doc, after: Doc) -> Doc:
     # What a released slice was and what a new one is, so that `combine` can show a slice released and made again
     # under the same name as a change of its fields.
     if removed:
-        out["was"] = {n: {f: old[n].get(f) for f in _SLICE_FIELDS} for n in removed}
+        out["was"] = {n: {f: _field(old[n], f) for f in _SLICE_FIELDS} for n in removed}
     if added:
-        out["now"] = {n: {f: new[n].get(f) for f in _SLICE_FIELDS} for n in added}
+        out["now"] = {n: {f: _field(new[n], f) for f in _SLICE_FIELDS} for n in added}
     return out
 
 
