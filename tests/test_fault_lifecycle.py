@@ -98,3 +98,21 @@ def test_history_of_a_slice_lists_the_fault_that_moved_its_reserved_move(fleet):
     d = fleet("diff", "4", "5", "-o", "json").json
     assert d["slices"]["changed"] == {"a": {"proposal": [["c01"], ["c02"]]}}
     assert "  ~ slice a: proposal c01 -> c02" in fleet("diff", "4", "5").out
+
+
+def test_a_degraded_slice_wired_again_stays_degraded_while_its_faults_are_open(fleet):
+    """Its cross-connects deferred on one failed OCS programmed after that repair, while it still routes around
+    another failed OCS: `plan-xconnect --apply` made it plainly `connected`, its figures and faults gone."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "ocs:pod0/z/1").code == 0  # f1: its pairs there deferred
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("routes", "a").code == 0  # degraded around f1
+    assert fleet("inject-fault", "ocs:pod0/x/0", "-o", "json").json["slices"][0]["action"] == "reroute"  # f2
+    assert fleet("clear-fault", "f1", "-o", "json").json["rewire"] == ["a"]
+    before = fleet("show", "slices", "-o", "json").json[0]["degraded"]
+    assert before["faults"] == ["f2"]
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    row = fleet("show", "slices", "-o", "json").json[0]
+    assert (row["state"], row["degraded"], row["missing_xconnects"]) == ("degraded", before, 0)
+    assert fleet("clear-fault", "f2").code == 0
+    assert fleet("show", "slices", "-o", "json").json[0]["state"] == "connected"

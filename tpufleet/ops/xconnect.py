@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tpufleet import xconnect
@@ -50,14 +51,19 @@ def _cubes_out_under(state: FleetState, sl: Slice) -> list[str]:
 
 
 def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_reason: str) -> list[str]:
-    """Make the changes on the OCS and mark the slice connected. Tables of the slice (when anything changed) and
+    """Make the changes on the OCS and mark the slice connected (degraded still while faults it routes around are
+    open). Tables of the slice (when anything changed) and
     of slices whose cross-connects were removed go stale; returns their names."""
     if already_wired(sl, changes):
         return []  # no re-wire: the slice keeps its state (degraded too) and its tables stay made for it
     owners = state.owner_of_ports()
     touched = {owners.get((c.ocs.pod, port)) for c in changes for pair in c.remove for port in pair}
     state.set_ocs(xconnect.apply(state.ocs, changes))
+    was = sl.reroute
     state.connect(sl.name)
+    left = tuple(f for f in (was.faults if was else ()) if (fault := state.fault(f)) is not None and fault.is_open)
+    if was is not None and left:  # still routing around them: as after clearing one of its faults, the figures
+        state.degrade(sl.name, replace(was, faults=left))  # stand until `routes` is run again
     changed = any(c.add or c.remove for c in changes)
     return state.mark_routes_stale(({sl.name} if changed else set()) | touched, stale_reason)
 
