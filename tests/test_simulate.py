@@ -367,13 +367,16 @@ def test_a_static_job_waits_in_place_until_every_machine_of_its_block_is_back():
     """Static pod: a machine of the job's cube fails at 1 h (repaired at 9 h) and, while the job waits on its
     block, another fails at 2 h (repaired at 10 h) and a third is drained at 3 h (back at 7 h): the job restarts
     at 10 h, not at 9 h on a machine still down."""
+    from typing import Literal
+
     from tpufleet.constants import HOUR
     from tpufleet.ids import HostId
     from tpufleet.simulation.events import FaultStrike
 
     sim = Simulator(single_job("4x4x4"), only_rates(), Options(days=1, seed=0, mode="static"))
     cube = "c00"
-    for hours, kind, machine in ((1, "host", 0), (2, "host", 1), (3, "drain", 2)):
+    strikes: tuple[tuple[int, Literal["host", "drain"], int], ...] = ((1, "host", 0), (2, "host", 1), (3, "drain", 2))
+    for hours, kind, machine in strikes:
         sim.queue.push(FaultStrike(sim.start + hours * HOUR, kind, HostId(cube, machine)))
     records = sim.run()
     assert sim.jobs[0].placed.cubes == (cube,)
