@@ -269,3 +269,15 @@ def test_the_lock_holders_command_line_is_shown_escaped(fleet):
     assert r.code == 3
     assert "\x1b" not in r.err and "\x07" not in r.err and "\\x1b" in r.err
     assert Store(fleet.state).load().open_faults() == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("allocate", "a", "--shape", "4x4x4"), ("clear-fault", "f1"), ("inject-fault", "cube:c00"), ("release", "a")],
+)
+def test_a_change_to_a_state_directory_that_does_not_exist_makes_nothing_there(cli, command):
+    """A mistyped --state: refused as holding no fleet state, without making the directory and its lock files."""
+    assert not cli.state.exists()
+    r = cli(*command)
+    assert one_line(r, 1).startswith(f"tpufleet: error: no fleet state in {cli.state}")
+    assert not cli.state.exists()

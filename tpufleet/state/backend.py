@@ -128,8 +128,10 @@ class Backend(Protocol):
         """The journal's committed entries, read from its end until `enough` (`journal.read_back`)."""
         ...
 
-    def writing(self, timeout: float, command: str) -> AbstractContextManager[Writer]:
-        """Take the exclusive lock (LockTimeout after `timeout` seconds, naming the holder) for one write."""
+    def writing(self, timeout: float, command: str, create: bool = True) -> AbstractContextManager[Writer]:
+        """Take the exclusive lock (LockTimeout after `timeout` seconds, naming the holder) for one write.
+        `create`: the state's place may be made (`init`, a pull into a directory); else a place holding no state is
+        refused as it is, with nothing made there (a mistyped --state)."""
         ...
 
     def table_place(self, name: str) -> PurePath:

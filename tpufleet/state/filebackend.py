@@ -80,12 +80,15 @@ class DirectoryBackend:
             return (0, 0, 0, 0)  # missing or unreadable: the load says why
         return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
+    def no_state(self) -> Refused:
+        return Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)")
+
     def read_state(self) -> bytes:
         path = self.state_path
         try:
             return read_state_file(path)
         except FileNotFoundError:
-            raise Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)") from None
+            raise self.no_state() from None
         except NotADirectoryError:
             raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
         except OSError as exc:
@@ -117,9 +120,11 @@ class DirectoryBackend:
         return TableCache(self.dir)
 
     @contextmanager
-    def writing(self, timeout: float, command: str) -> Iterator[DirectoryWriter]:
-        """The directory exists, is ours and nobody else can write it; then the lock. The files beside the state
-        are swapped in (or their temps discarded) before the lock is released."""
+    def writing(self, timeout: float, command: str, create: bool = True) -> Iterator[DirectoryWriter]:
+        """The directory exists (made when `create`), is ours and nobody else can write it; then the lock. The
+        files beside the state are swapped in (or their temps discarded) before the lock is released."""
+        if not create and not os.path.lexists(self.dir):  # no directory, no lock files left behind in a new one
+            raise self.no_state()
         ensure_private_dir(self.dir)
         check_state_dir(self.dir)
         with exclusive(self.dir, timeout, command):

@@ -502,8 +502,8 @@ class PostgresBackend:
                 self._conn.execute("DELETE FROM tpufleet_lock WHERE id = 1 AND pid = %s", (os.getpid(),))
 
     @contextmanager
-    def writing(self, timeout: float, command: str) -> Iterator[DatabaseWriter]:
-        with self.locked(timeout, command) as ready:
+    def writing(self, timeout: float, command: str, create: bool = True) -> Iterator[DatabaseWriter]:
+        with self.locked(timeout, command) as ready:  # (a database is made by its administrator, never here)
             yield DatabaseWriter(self, ready)
 
 

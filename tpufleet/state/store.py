@@ -311,7 +311,7 @@ class Store:
         if not the store's `lock_timeout` (what a caller that already waited has left of it).
         """
         command = command or command_line()
-        with self.backend.writing(self.lock_timeout if timeout is None else timeout, command) as writer:
+        with self.backend.writing(self.lock_timeout if timeout is None else timeout, command, create=False) as writer:
             before = checked_state(writer.read_state(), self.backend.state_label)
             state = codec.decode(before)
             writer.recover(state.serial)

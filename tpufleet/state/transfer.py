@@ -153,7 +153,7 @@ def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, A
     directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
     if not state_dir.is_dir():  # (taking its lock would make it)
         raise Refused(f"no fleet state in {directory.where} to push")
-    with directory.writing(timeout, command) as writer:
+    with directory.writing(timeout, command, create=False) as writer:
         source = _directory_fleet(writer)
         if source is None:
             raise Refused(f"no fleet state in {directory.where} to push")
