@@ -161,3 +161,22 @@ def test_a_statement_timeout_does_not_cut_migrates_wait_for_its_tables_short(pg_
         line = one_line(cli("--lock-timeout", "0.5", "state", "migrate"), 3)  # was exit 1, the statement timeout
     assert "are in use by another session" in line and "schema version 2 not applied" in line
     assert cli("state", "migrate", "-o", "json").json["applied"] == [2]
+
+
+# ---- a directory whose journal was moved aside ----------------------------------------------------------------------
+
+
+def test_a_pull_over_a_fleet_without_its_journal_is_refused_not_replaced(tmp_path: Path, pg_url, capsys):
+    """An empty journal is the start of every history: a directory holding another fleet (serial 2) whose journal
+    was moved aside was replaced by the database's (serial 4) without a word."""
+    db = Cli(capsys, pg_url)
+    assert db("init").code == 0
+    for name in ("x", "y", "z"):
+        assert db("allocate", name, "--shape", "4x4x4").code == 0
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("init").code == 0 and folder("allocate", "mine", "--shape", "4x4x4").code == 0
+    (folder.state / "journal.jsonl").rename(tmp_path / "journal.aside")
+    state = (folder.state / "state.json").read_bytes()
+    line = one_line(folder("state", "pull", pg_url, str(folder.state), state=False), 1)
+    assert "holds serial 2 but no journal" in line and "nothing was moved" in line
+    assert (folder.state / "state.json").read_bytes() == state
