@@ -180,3 +180,11 @@ def test_a_pull_over_a_fleet_without_its_journal_is_refused_not_replaced(tmp_pat
     line = one_line(folder("state", "pull", pg_url, str(folder.state), state=False), 1)
     assert "holds serial 2 but no journal" in line and "nothing was moved" in line
     assert (folder.state / "state.json").read_bytes() == state
+
+
+def test_a_moves_line_shows_a_directory_name_with_a_newline_escaped(tmp_path: Path, pg_url, capsys):
+    folder = Cli(capsys, tmp_path / "two\nlines")
+    assert folder("init").code == 0
+    r = folder("state", "push", str(folder.state), pg_url, state=False)
+    assert r.code == 0, r.err
+    assert len(r.out.strip().splitlines()) == 1 and "two\\nlines" in r.out

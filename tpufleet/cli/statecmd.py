@@ -35,10 +35,13 @@ def _directory(text: str) -> Path:
 
 
 def _moved_text(d: dict[str, Any]) -> str:
+    from tpufleet.text import printable
+
+    source, target = printable(d["from"]), printable(d["to"])  # a directory's name may hold a newline
     if not d["changed"]:
-        return f"{d['to']} already holds serial {d['serial']} of {d['from']}: nothing to move"
+        return f"{target} already holds serial {d['serial']} of {source}: nothing to move"
     return (
-        f"moved serial {d['serial']} from {d['from']} to {d['to']}: {d['journal_lines']} journal line(s), "
+        f"moved serial {d['serial']} from {source} to {target}: {d['journal_lines']} journal line(s), "
         f"{len(d['tables'])} routing table(s)"
     )
 
