@@ -112,6 +112,7 @@ def build(
     fixed = _checked(file, simulation, "fixed", doc.get("fixed", {}))
     entries = [_checked(file, simulation, f"points.{i}", e) for i, e in enumerate(doc.get("points", []))]
     grid = _grid(file, simulation, doc.get("grid", {}))
+    _check_overlap(file, entries, grid)
     if not grid and not entries:
         raise BadStateFile(file, "grid", doc.get("grid"), "nothing to sweep: give grid values or points")
     swept = tuple(dict.fromkeys([*grid, *(k for e in entries for k in e)]))
@@ -207,6 +208,17 @@ def _grid(file: str, simulation: P.Simulation, grid: Mapping[str, list[Any]]) ->
         for i, value in enumerate(values):
             check(schema, value, file, prefix=f"grid.{name}.{i}")
     return dict(grid)
+
+
+def _check_overlap(file: str, entries: list[dict[str, Any]], grid: Mapping[str, list[Any]]) -> None:
+    """Refuse a parameter a `points` entry sets that the grid also sets: every combination would take the grid's
+    value and drop the point's."""
+    for i, entry in enumerate(entries):
+        for name in entry:
+            if name in grid:
+                raise BadStateFile(
+                    file, f"points.{i}.{name}", entry[name], f"also set by grid.{name}: give it in one of them"
+                )
 
 
 def _read_inputs(read_input: ReadInput, points: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""Simulation inputs refused or read as they say: sweep specs (a parameter in both a point and the grid, numbers
+written two ways), `simulate-availability --generation --fault-rates shipped`, workload files (a duration's max
+below its median, multislice counts written two ways) and `sweep --resume --keep-events`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpufleet.state.sweepstore import load_spec
+
+
+def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_a_parameter_set_by_a_point_and_by_the_grid_is_refused(cli, tmp_path):
+    """The grid's value was taken and the point's dropped, silently."""
+    text = (
+        "schema_version: 1\nsimulation: fleet\nfixed: {days: 0.1}\n"
+        "points: [{load_per_pod: 0.5}, {load_per_pod: 0.8, spare_cubes: 4}]\ngrid: {spare_cubes: [0, 2]}\n"
+    )
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2, r.err
+    assert one_line(r.err).endswith(
+        "spec.yaml: field points.1.spare_cubes: also set by grid.spare_cubes: give it in one of them (value 4)"
+    )
+    assert not out.exists()
+    swept = load_spec(write(tmp_path, text.replace(", spare_cubes: 4", ""), "ok.yaml"))  # apart: every combination
+    assert [(p.params["load_per_pod"], p.params["spare_cubes"]) for p in swept.points] == [
+        (0.5, 0), (0.5, 2), (0.8, 0), (0.8, 2),
+    ]  # fmt: skip
