@@ -38,3 +38,15 @@ def test_a_parameter_set_by_a_point_and_by_the_grid_is_refused(cli, tmp_path):
     assert [(p.params["load_per_pod"], p.params["spare_cubes"]) for p in swept.points] == [
         (0.5, 0), (0.5, 2), (0.8, 0), (0.8, 2),
     ]  # fmt: skip
+
+
+def test_an_integer_parameter_written_as_a_whole_float_runs_as_the_integer(cli, tmp_path):
+    """`trials: 60.0` passed the schema (a whole number) and failed every run by a bug (exit 70); `cubes: [8.0]`
+    named its figures `reconfigurable_ft.8.0`."""
+    text = "schema_version: 1\nsimulation: availability\nfixed: {trials: 60.0}\ngrid: {cubes: [[8.0, 16], 4.0]}\n"
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert [p["params"]["cubes"] for p in r.json["points"]] == [[8, 16], 4]
+    assert r.json["points"][0]["params"]["trials"] == 60
+    assert "reconfigurable_ft.8" in r.json["points"][0]["metrics"]
+    assert "reconfigurable_ft.4" in r.json["points"][1]["metrics"]

@@ -195,19 +195,36 @@ def _known(file: str, simulation: P.Simulation, where: str, name: str, value: An
 
 def _checked(file: str, simulation: P.Simulation, where: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry's parameters, each known to the simulation and within its range."""
+    checked = {}
     for name, value in entry.items():
-        check(_known(file, simulation, f"{where}.{name}", name, value), value, file, prefix=f"{where}.{name}")
-    return dict(entry)
+        schema = _known(file, simulation, f"{where}.{name}", name, value)
+        check(schema, value, file, prefix=f"{where}.{name}")
+        checked[name] = _whole(schema, value)
+    return checked
 
 
 def _grid(file: str, simulation: P.Simulation, grid: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    checked = {}
     for name, values in grid.items():
         schema = _known(file, simulation, f"grid.{name}", name, values)
         if not values:
             raise BadStateFile(file, f"grid.{name}", values, "no values: list at least one")
         for i, value in enumerate(values):
             check(schema, value, file, prefix=f"grid.{name}.{i}")
-    return dict(grid)
+        checked[name] = [_whole(schema, value) for value in values]
+    return checked
+
+
+def _whole(schema: Mapping[str, Any], value: Any) -> Any:
+    """The value, checked against `schema`, with a float where the schema asks for an integer (``8.0``, which
+    the schema admits) made an int: a count a run uses as one, a slice size that names its figures (``.8``)."""
+    if isinstance(value, float) and schema.get("type") == "integer":
+        return int(value)
+    if isinstance(value, list) and "items" in schema:
+        return [_whole(schema["items"], v) for v in value]
+    for branch in schema.get("anyOf", ()):
+        value = _whole(branch, value)
+    return value
 
 
 def _check_overlap(file: str, entries: list[dict[str, Any]], grid: Mapping[str, list[Any]]) -> None:
