@@ -50,3 +50,20 @@ def test_an_integer_parameter_written_as_a_whole_float_runs_as_the_integer(cli, 
     assert r.json["points"][0]["params"]["trials"] == 60
     assert "reconfigurable_ft.8" in r.json["points"][0]["metrics"]
     assert "reconfigurable_ft.4" in r.json["points"][1]["metrics"]
+
+
+def test_a_whole_float_and_the_int_are_one_point(cli, tmp_path):
+    """`days: 1` and `days: 1.0` had different keys: run twice as two points, and not resumed from each other."""
+    text = "schema_version: 1\nsimulation: fleet\npoints: [{days: 1}, {days: 1.0}]\n"
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "f", "--serial", state=False)
+    assert r.code == 2 and "spec.yaml: field points:" in one_line(r.err)
+    assert "points 0 and 1 are the same (give more seeds instead)" in r.err
+    base = "schema_version: 1\nsimulation: availability\nfixed: {trials: 60, cubes: 8}\n"
+    one = write(tmp_path, base + "grid: {ocs_availability: [1, 0.99]}\n", "one.yaml")
+    other = write(tmp_path, base + "grid: {ocs_availability: [1.0, 0.99]}\n", "other.yaml")
+    assert [p.key for p in load_spec(one).points] == [p.key for p in load_spec(other).points]
+    assert load_spec(other).points[0].params["ocs_availability"] == 1.0  # what the runs receive is as written
+    out = tmp_path / "o"
+    assert cli("sweep", one, "--out", out, "--serial", state=False).code == 0
+    r = cli("sweep", other, "--out", out, "--serial", "--resume", "-o", "json", state=False)
+    assert r.code == 0 and r.json["points_resumed"] == 2, r.err

@@ -274,10 +274,22 @@ def point_key(
     simulation: str, params: Mapping[str, Any], inputs: Mapping[str, Any], seeds: tuple[int, ...], code: str = ""
 ) -> str:
     """A name for the point's work: equal keys mean equal results (parameters, input contents, seeds and `code`,
-    the version of the code and shipped inputs that run it)."""
+    the version of the code and shipped inputs that run it). A whole float counts as the int (``days: 1`` and
+    ``days: 1.0`` are one point), as every run takes it."""
     used = {params[p]: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
-    text = json.dumps([simulation, params, used, seeds, code], sort_keys=True, separators=(",", ":"))
+    text = json.dumps([simulation, _plain(params), used, seeds, code], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _plain(value: Any) -> Any:
+    """The value with every whole float (``1.0``) made an int, in lists and mappings too."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def _check_distinct(file: str, points: tuple[Point, ...], where: str) -> None:
