@@ -67,3 +67,26 @@ def test_a_whole_float_and_the_int_are_one_point(cli, tmp_path):
     assert cli("sweep", one, "--out", out, "--serial", state=False).code == 0
     r = cli("sweep", other, "--out", out, "--serial", "--resume", "-o", "json", state=False)
     assert r.code == 0 and r.json["points_resumed"] == 2, r.err
+
+
+def test_simulate_availability_generation_takes_the_profiles_fault_rates(cli, tmp_path, monkeypatch):
+    """`--generation X --fault-rates shipped` read the shipped TPU v4 file's rates, not the profile's (today's
+    profiles inherit v4's, so a test profile with its own host rate shows which is read)."""
+    from dataclasses import replace
+
+    from tpufleet.ops.availability import steady_state_availability
+    from tpufleet.state import generations
+
+    real = generations.shipped("tpu7x")
+    own = replace(real, faults=replace(real.faults, host_per_day=0.01))
+    monkeypatch.setattr(generations, "shipped", lambda name: own if name == "tpu7x" else generations.shipped(name))
+    hours = real.faults.repair_hours.host
+    ocs_only = write(
+        tmp_path, "schema_version: 1\nocs_per_day: 0.001\n", "rates.yaml"
+    )  # the host rate left out: the profile's
+    for rates in ("shipped", ocs_only):
+        args = ("--generation", "tpu7x", "--fault-rates", rates, "--cubes", "8", "--trials", "50", "-o", "json")
+        r = cli("simulate-availability", *args, state=False)
+        assert r.code == 0, r.err
+        assert r.json["host_availability"] == steady_state_availability(0.01, hours)
+        assert r.json["availability_source"] == f"fault rates ({rates}, defaults of the tpu7x profile)"

@@ -1,12 +1,15 @@
 """`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (Fig. 1 of the TPUv4 "Resiliency at Scale" paper)."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
+
+if TYPE_CHECKING:
+    from tpufleet.generations import Generation
 
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
 
@@ -62,7 +65,7 @@ def simulate_cmd(
             metavar="FILE|shipped",
             help="Take p and q from daily fault rates and repair times "
             "(steady state MTBF/(MTBF+MTTR)); 'shipped' is the fault-rate file simulate-fleet and "
-            "inject-fault --random use",
+            "inject-fault --random use (with --generation: the generation profile's rates)",
         ),
     ] = None,
     generation: Annotated[
@@ -92,8 +95,9 @@ def simulate_cmd(
 
     if cubes is not None and chips is not None:
         raise BadInput("give --cubes or --chips, not both")
-    p, q, source = _availabilities(host_availability, ocs_availability, fault_rates)
-    pod_cubes = _pod_cubes(generation)
+    gen = _generation(generation)
+    p, q, source = _availabilities(host_availability, ocs_availability, fault_rates, gen)
+    pod_cubes = None if gen is None else gen.pod_cubes
     default = DEFAULT_CUBES if pod_cubes is None else ",".join(map(str, _sizes_up_to(pod_cubes)))
     ks = (
         availability.parse_sizes(chips, "chips", pod_cubes or CUBES_PER_POD)
@@ -123,13 +127,13 @@ def simulate_cmd(
     )
 
 
-def _pod_cubes(generation: str | None) -> int | None:
-    """The cubes of a pod of `--generation` (through the state layer's shipped profiles); None without it."""
-    if generation is None:
+def _generation(name: str | None) -> "Generation | None":
+    """The shipped profile of `--generation` (through the state layer); None without it."""
+    if name is None:
         return None
     from tpufleet.state.generations import shipped
 
-    return shipped(generation).pod_cubes
+    return shipped(name)
 
 
 def _sizes_up_to(pod_cubes: int) -> list[int]:
@@ -139,8 +143,12 @@ def _sizes_up_to(pod_cubes: int) -> list[int]:
     return sorted(s for s in sizes if 1 <= s <= pod_cubes)
 
 
-def _availabilities(p: float | None, q: float | None, fault_rates: str | None) -> tuple[float, float, str]:
-    """p and q as given, or from a fault-rate file; the defaults are the operating point of Fig. 1 of the paper."""
+def _availabilities(
+    p: float | None, q: float | None, fault_rates: str | None, gen: "Generation | None"
+) -> tuple[float, float, str]:
+    """p and q as given, or from a fault-rate file (on pods of `gen`, a rate or repair time it leaves out, or
+    all of them for 'shipped', is the generation profile's); the defaults are the operating point of Fig. 1 of
+    the paper."""
     from tpufleet.errors import BadInput
 
     if fault_rates is None:
@@ -151,5 +159,6 @@ def _availabilities(p: float | None, q: float | None, fault_rates: str | None) -
     from tpufleet.state.siminputs import load_rates
 
     path = None if fault_rates == "shipped" else Path(fault_rates)
-    p, q = availabilities_from_rates(load_rates(path))
-    return p, q, f"fault rates ({fault_rates})"
+    p, q = availabilities_from_rates(load_rates(path, gen))
+    defaults = "" if gen is None else f", defaults of the {gen.name} profile"
+    return p, q, f"fault rates ({fault_rates}{defaults})"
