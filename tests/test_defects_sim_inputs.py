@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tpufleet.state.sweepstore import load_spec
 
 
@@ -90,3 +92,22 @@ def test_simulate_availability_generation_takes_the_profiles_fault_rates(cli, tm
         assert r.code == 0, r.err
         assert r.json["host_availability"] == steady_state_availability(0.01, hours)
         assert r.json["availability_source"] == f"fault rates ({rates}, defaults of the tpu7x profile)"
+
+
+@pytest.mark.parametrize(
+    ("durations", "message"),
+    [
+        ("{median: 10, max: 5}", "field duration_hours.max: below the median (10 h) (value 5)"),
+        ("{max: 2}", "field duration_hours.max: below the median (5 h, the default) (value 2)"),
+        ("{median: 200}", "field duration_hours.median: above the maximum (96 h, the default) (value 200)"),
+    ],
+)
+def test_a_workload_whose_maximum_duration_is_below_its_median_is_refused(cli, tmp_path, durations, message):
+    """It was accepted, and most drawn jobs (with sigma 0, every one) ran for the maximum."""
+    text = f"schema_version: 1\narrival_rate_per_hour: 1\nduration_hours: {durations}\n"
+    workload = write(tmp_path, text, "workload.yaml")
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", workload, "--out", tmp_path / "e.jsonl", state=False)
+    assert r.code == 2 and one_line(r.err) == f"tpufleet: error: {workload}: {message}"
+    text = "schema_version: 1\narrival_rate_per_hour: 1\nduration_hours: {median: 3, sigma: 0, max: 3}\n"
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", write(tmp_path, text, "equal.yaml"), state=False)
+    assert r.code == 0, r.err

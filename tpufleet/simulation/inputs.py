@@ -358,6 +358,19 @@ def _priorities(path: Path, doc: Mapping[str, Any]) -> tuple[tuple[str, ...], tu
     return names, weights
 
 
+def _check_durations(path: Path, durations: Mapping[str, float]) -> None:
+    """Refuse a maximum duration below the median (the file's `duration_hours`, or the default): most jobs
+    would run the maximum (with sigma 0, every one)."""
+    median = durations.get("median", Workload.duration_median_h)
+    top = durations.get("max", Workload.duration_max_h)
+    if top >= median:
+        return
+    if "max" in durations:
+        said = "" if "median" in durations else ", the default"
+        raise BadStateFile(str(path), "duration_hours.max", top, f"below the median ({median:g} h{said})")
+    raise BadStateFile(str(path), "duration_hours.median", median, f"above the maximum ({top:g} h, the default)")
+
+
 def _positive_total(path: Path, where: str, weights: Sequence[float]) -> None:
     """A weighted mix must be able to draw something."""
     if not sum(weights) > 0:
@@ -412,6 +425,7 @@ def workload_from_doc(doc: Mapping[str, Any], path: Path | str, table: RerouteCo
     for key, name in (("median", "duration_median_h"), ("sigma", "duration_sigma"), ("max", "duration_max_h")):
         if key in doc.get("duration_hours", {}):
             given[name] = float(doc["duration_hours"][key])
+    _check_durations(path, doc.get("duration_hours", {}))
     shapes = _shape_mix(path, doc)
     if shapes is not None:
         given["shapes"] = shapes
