@@ -111,3 +111,16 @@ def test_a_workload_whose_maximum_duration_is_below_its_median_is_refused(cli, t
     text = "schema_version: 1\narrival_rate_per_hour: 1\nduration_hours: {median: 3, sigma: 0, max: 3}\n"
     r = cli("simulate-fleet", "--days", "0.1", "--workload", write(tmp_path, text, "equal.yaml"), state=False)
     assert r.code == 0, r.err
+
+
+@pytest.mark.parametrize("slices", ['{"2": 1, "02": 3}', '{2: 1, "02": 3}'])
+def test_a_multislice_count_given_twice_is_refused(cli, tmp_path, slices):
+    """`"2"` and `"02"` were both taken as 2 slices, the last weight silently replacing the first."""
+    text = f"schema_version: 1\narrival_rate_per_hour: 1\nmultislice: {{share: 0.5, slices: {slices}}}\n"
+    workload = write(tmp_path, text, "workload.yaml")
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", workload, state=False)
+    assert r.code == 2
+    assert one_line(r.err) == (
+        f"tpufleet: error: {workload}: field multislice.slices.02: the slice count 2 is given twice (also as 2) "
+        "(value '02')"
+    )

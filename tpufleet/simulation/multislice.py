@@ -74,17 +74,24 @@ def mix_from_doc(path: Path | str, doc: Mapping[str, Any]) -> MultisliceMix:
     field for a slice count of 0 or over MAX_SLICES, or weights that add up to zero."""
     from tpufleet.errors import BadStateFile
 
-    counts = []
+    counts: dict[int, tuple[str, float]] = {}  # slice count -> (its key, its weight)
     for key, weight in doc["slices"].items():
         n = int(key)
         if not 1 <= n <= MAX_SLICES:
             raise BadStateFile(str(path), f"multislice.slices.{key}", key, f"a slice count is 1 to {MAX_SLICES}")
-        counts.append((n, float(weight)))
-    if not sum(w for _, w in counts) > 0:
+        if n in counts:  # "2" and "02": one count, whose weight would be the last one's
+            raise BadStateFile(
+                str(path),
+                f"multislice.slices.{key}",
+                key,
+                f"the slice count {n} is given twice (also as {counts[n][0]})",
+            )
+        counts[n] = (str(key), float(weight))
+    if not sum(w for _, w in counts.values()) > 0:
         raise BadStateFile(str(path), "multislice.slices", doc["slices"], "the weights add up to zero")
     return MultisliceMix(
         float(doc["share"]),
-        tuple(sorted(counts)),
+        tuple(sorted((n, w) for n, (_, w) in counts.items())),
         float(doc.get("elastic_share", 0.0)),
         float(doc.get("elastic_min_fraction", 0.75)),
         bool(doc.get("spread", True)),
