@@ -124,3 +124,27 @@ def test_a_multislice_count_given_twice_is_refused(cli, tmp_path, slices):
         f"tpufleet: error: {workload}: field multislice.slices.02: the slice count 2 is given twice (also as 2) "
         "(value '02')"
     )
+
+
+def test_sweep_resume_keep_events_says_how_many_points_have_no_events(cli, tmp_path):
+    """A resumed point is not run, so `--resume --keep-events` wrote no events for it, and said nothing."""
+    text = "schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {days: 0.1}\ngrid: {spare_cubes: [0, 4]}\n"
+    spec, out = write(tmp_path, text), tmp_path / "o"
+    assert cli("sweep", spec, "--out", out, "--serial", state=False).code == 0  # no events kept
+    next((out / "points").iterdir()).unlink()  # one point runs again
+    r = cli("sweep", spec, "--out", out, "--serial", "--resume", "--keep-events", "-o", "json", state=False)
+    assert r.code == 0 and r.json["points_resumed"] == 1 and r.json["events_absent"] == 1, r.err
+    assert len(list((out / "events").iterdir())) == 1
+    r = cli("sweep", spec, "--out", out, "--serial", "--resume", "--keep-events", state=False)
+    assert (
+        r.code == 0
+        and (
+            "events: 1 resumed point(s) without their events in events/ (--resume does not run a finished point "
+            "again; run the sweep into a new --out to write them)"
+        )
+        in r.out.splitlines()
+    )
+    kept = tmp_path / "k"
+    assert cli("sweep", spec, "--out", kept, "--serial", "--keep-events", state=False).code == 0
+    r = cli("sweep", spec, "--out", kept, "--serial", "--resume", "--keep-events", "-o", "json", state=False)
+    assert r.code == 0 and r.json["points_resumed"] == 2 and r.json["events_absent"] == 0

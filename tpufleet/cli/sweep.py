@@ -37,6 +37,11 @@ def _text(doc: dict[str, Any]) -> str:
     ]
     for failed in doc["failed"]:
         lines.append(f"FAILED point {failed['index']} {failed['params']}: {failed['error']}")
+    if doc.get("events_absent"):
+        lines.append(
+            f"events: {doc['events_absent']} resumed point(s) without their events in events/ (--resume does not run "
+            "a finished point again; run the sweep into a new --out to write them)"
+        )
     lines.append("written: " + ", ".join(doc["files"].values()))
     return "\n".join(lines)
 
@@ -115,6 +120,8 @@ def sweep_cmd(
     doc = _write(outcome, out, plot_format)
     # How this invocation ran: not in sweep.json, which is the same however the sweep ran or resumed.
     doc["points_resumed"] = outcome.resumed
+    if keep_events:
+        doc["events_absent"] = outcome.events_absent
     doc["executor"] = {"kind": executor.kind, "workers": executor.workers}
     emit(doc, output, lambda: _text(doc))
     if outcome.failed:

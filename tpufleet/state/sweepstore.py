@@ -131,9 +131,16 @@ class PointDir:
         """A run's events (gzip-compressed JSONL) in ``OUT/events/``; the file's name."""
         events = self.out / "events"
         events.mkdir(exist_ok=True)
-        path = events / f"point{index:04d}-r{replication}.jsonl.gz"
+        path = self._events(index, replication)
         write_output(path, data)
         return str(path)
+
+    def has_events(self, index: int, replications: int) -> bool:
+        """Whether ``OUT/events/`` holds the events of every replication of the point `index`."""
+        return all(self._events(index, r).is_file() for r in range(replications))
+
+    def _events(self, index: int, replication: int) -> Path:
+        return self.out / "events" / f"point{index:04d}-r{replication}.jsonl.gz"
 
 
 def prepare(out: Path, resume: bool) -> PointDir:

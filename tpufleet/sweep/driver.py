@@ -35,6 +35,10 @@ class Points(Protocol):
         """Keep a run's events (gzip-compressed JSONL); where they are."""
         ...
 
+    def has_events(self, index: int, replications: int) -> bool:
+        """Whether the events of every replication of the point `index` are kept."""
+        ...
+
 
 @dataclass
 class Outcome:
@@ -44,6 +48,7 @@ class Outcome:
     resumed: int = 0  # points taken from an earlier run's files
     ran: int = 0  # points run now (finished or failed)
     events: list[str] = field(default_factory=list)  # event files written (--keep-events)
+    events_absent: int = 0  # resumed points without their events (--keep-events: a resumed point is not run)
 
 
 def tasks(spec: SweepSpec, points: list[Point], keep_events: bool) -> list[Task]:
@@ -80,7 +85,7 @@ def run(
 ) -> Outcome:
     outcome = Outcome(spec)
     if resume:
-        _resume(outcome, points, warn or (lambda line: None))
+        _resume(outcome, points, warn or (lambda line: None), keep_events and spec.simulation == "fleet")
     todo = [p for p in spec.points if p.index not in outcome.points]
     by_index = {p.index: p for p in todo}
     if progress is not None:
@@ -98,9 +103,10 @@ def run(
     return outcome
 
 
-def _resume(outcome: Outcome, points: Points, warn: Warn) -> None:
+def _resume(outcome: Outcome, points: Points, warn: Warn, events: bool) -> None:
     """Take the points an earlier run saved; a file that does not check is not used (its point runs again and
-    the file is replaced), and `warn` says which and why."""
+    the file is replaced), and `warn` says which and why. With `events` (--keep-events), count the points taken
+    whose events an earlier run did not keep: they are not run, so nothing writes them."""
     for point in outcome.spec.points:
         try:
             runs = points.read_point(point.key, outcome.spec.seeds)
@@ -110,6 +116,8 @@ def _resume(outcome: Outcome, points: Points, warn: Warn) -> None:
         if runs is not None:
             outcome.points[point.index] = _public(point, runs)
             outcome.resumed += 1
+            if events and not points.has_events(point.index, len(outcome.spec.seeds)):
+                outcome.events_absent += 1
 
 
 def _finish(outcome: Outcome, points: Points, point: Point, results: dict[int, Result]) -> None:
