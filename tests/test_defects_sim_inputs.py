@@ -148,3 +148,13 @@ def test_sweep_resume_keep_events_says_how_many_points_have_no_events(cli, tmp_p
     assert cli("sweep", spec, "--out", kept, "--serial", "--keep-events", state=False).code == 0
     r = cli("sweep", spec, "--out", kept, "--serial", "--resume", "--keep-events", "-o", "json", state=False)
     assert r.code == 0 and r.json["points_resumed"] == 2 and r.json["events_absent"] == 0
+
+
+@pytest.mark.parametrize("name", ['""', '" "'])
+def test_a_blank_size_mix_shape_is_bad_input(cli, tmp_path, name):
+    """A blank `size_mix` shape failed the spec's check by a bug (IndexError, exit 70)."""
+    text = f"schema_version: 1\nsimulation: fleet\nfixed: {{days: 0.1}}\ngrid: {{size_mix: [{{{name}: 1}}]}}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2 and "spec.yaml: field grid: point 0: bad size_mix shape" in one_line(r.err)
+    assert "give an allocatable shape, optionally 'twisted'" in r.err and not out.exists()

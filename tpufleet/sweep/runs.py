@@ -90,9 +90,12 @@ def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
     shapes = []
     for text, weight in mix.items():
         words = text.split()
+        bad = BadInput(f"bad size_mix shape {shown(text)}: give an allocatable shape, optionally 'twisted'")
+        if not words or words[1:] not in ([], ["twisted"]):  # a blank name has no shape to parse
+            raise bad
         shape = parse_shape(words[0], twisted=words[1:] == ["twisted"])
-        if not allocatable(shape) or words[1:] not in ([], ["twisted"]):
-            raise BadInput(f"bad size_mix shape {shown(text)}: give an allocatable shape, optionally 'twisted'")
+        if not allocatable(shape):
+            raise bad
         shapes.append((shape, float(weight)))
     if not sum(w for _, w in shapes) > 0:
         raise BadInput("bad size_mix: the weights add up to zero")
