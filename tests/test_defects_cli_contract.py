@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import one_line
+from helpers import one_line, snapshot
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,44 @@ def test_serve_refuses_a_bad_goodput_format_without_logs_before_listening(fleet,
     assert one_line(fleet("metrics", "--goodput-format", "bogus"), 2) == line
     r = fleet("serve", "--listen", "127.0.0.1:0", "--goodput-format", "ml-goodput")
     assert r.code == 0 and "stopped on listened" in r.err, r.err
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (("apply-xconnect", ""), "argument PLAN"),
+        (("collective", "s", "--op", "all-reduce", "--profile", ""), "option --profile"),
+        (("inject-fault", "--from", ""), "option --from"),
+        (("inject-fault", "--from="), "option --from"),
+        (("goodput-report", ""), "argument FILES"),
+        (("metrics", "--goodput", ""), "option --goodput"),
+        (("simulate-availability", "--fault-rates", ""), "option --fault-rates"),
+        (("drift", "--nodes", ""), "option --nodes"),
+        (("simulate-fleet", "--days", "1", "--workload", ""), "option --workload"),
+        (("report", "--out", ""), "option --out"),
+    ],
+)
+def test_an_empty_file_name_is_refused_naming_the_parameter(fleet, args, named):
+    """Typer read '' as Path('.'): `inject-fault --from ""` said `.: field <root>: cannot be read: Is a
+    directory`, naming neither the option nor the value given."""
+    before = snapshot(fleet.state)
+    assert one_line(fleet(*args), 2) == f"tpufleet: error: bad {named}: empty file name"
+    assert snapshot(fleet.state) == before
+
+
+def test_every_file_parameter_of_every_command_refuses_an_empty_name():
+    """The class, not the instances: walk the whole command tree as `main` builds it."""
+    from tpufleet.cli import _click_command
+    from tpufleet.cli.paths import is_checked
+
+    def walk(command, path=()):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+        for param in command.params:
+            yield path, param
+
+    files = [(path, p.name) for path, p in walk(_click_command()) if "Path" in type(p.type).__name__]
+    assert len(files) > 25
+    for path, param in walk(_click_command()):
+        if "Path" in type(param.type).__name__ or str(param.metavar).startswith("FILE|"):
+            assert is_checked(param.type), (path, param.name)

@@ -168,10 +168,12 @@ def _click_command() -> click.Command:
     import typer
 
     from tpufleet.cli.numbers import strict_numbers
+    from tpufleet.cli.paths import file_names
 
     command = typer.main.get_command(app)
     plain_metavars(command)
     strict_numbers(command)
+    file_names(command)
     return command
 
 

@@ -105,7 +105,9 @@ def _render_planned(name: str, planned: "Planned", verbose: bool) -> str:
 )
 def apply_cmd(
     ctx: typer.Context,
-    plan_file: Annotated[Path, typer.Argument(help="A plan saved by plan-xconnect --out (of a slice or a job)")],
+    plan_file: Annotated[
+        Path, typer.Argument(metavar="PLAN", help="A plan saved by plan-xconnect --out (of a slice or a job)")
+    ],
     output: OutputOpt = Output.table,
 ) -> None:
     """Apply a saved plan. Refuses it when something it depends on changed since it was made (its slice, its
