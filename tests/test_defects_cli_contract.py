@@ -85,3 +85,18 @@ def test_every_file_parameter_of_every_command_refuses_an_empty_name():
     for path, param in walk(_click_command()):
         if "Path" in type(param.type).__name__ or str(param.metavar).startswith("FILE|"):
             assert is_checked(param.type), (path, param.name)
+
+
+@pytest.mark.parametrize(
+    "plot, said",
+    [
+        ("", "bad option --plot: empty file name"),
+        (".png", "bad option --plot '.png': no name before the extension (e.g. fig1.png)"),
+        ("out/.svg", "bad option --plot 'out/.svg': no name before the extension (e.g. fig1.svg)"),
+        ("./fig.pdf", "bad option --plot './fig.pdf': the name must end in .png or .svg"),
+    ],
+)
+def test_a_bad_plot_name_is_refused_naming_the_value_given_and_why(cli, plot, said):
+    """`--plot ""` said `'.' must end in .png or .svg`, and `--plot .png` that '.png' must end in .png."""
+    r = cli("simulate-availability", "--trials", "10", "--plot", plot, state=False)
+    assert one_line(r, 2) == f"tpufleet: error: {said}"

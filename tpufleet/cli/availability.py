@@ -74,9 +74,13 @@ def simulate_cmd(
     ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Random seed, 0 or more")] = 0,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help='Write a PNG or SVG plot like Fig. 1 of the "Resiliency at Scale" TPUv4 paper'),
+    plot_name: Annotated[
+        str | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help='Write a PNG or SVG plot like Fig. 1 of the "Resiliency at Scale" TPUv4 paper',
+        ),
     ] = None,
     output: Annotated[
         ReportOutput,
@@ -90,7 +94,7 @@ def simulate_cmd(
     planes), at 5,000,000,000 (about a million trials at the defaults): more is refused before it starts (exit 2)."""
     from tpufleet import availability
     from tpufleet.constants import CUBES_PER_POD
-    from tpufleet.errors import BadInput, shown
+    from tpufleet.errors import BadInput
     from tpufleet.ops import availability as ops
 
     if cubes is not None and chips is not None:
@@ -104,12 +108,7 @@ def simulate_cmd(
         if chips is not None
         else availability.parse_sizes(default if cubes is None else cubes, "cubes", pod_cubes or CUBES_PER_POD)
     )
-    if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
-        raise BadInput(f"bad option --plot: {shown(str(plot))} must end in .png or .svg")
-    if plot is not None:
-        from tpufleet.state.files import check_output_path
-
-        check_output_path(plot, "--plot")
+    plot = _plot_file(plot_name)
     from tpufleet.cli.progress import progress
 
     with progress("simulating pods", trials) as bar:
@@ -125,6 +124,22 @@ def simulate_cmd(
         lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""),
         {"csv": lambda: flat_table(result["results"], "csv"), "md": lambda: flat_table(result["results"], "md")},
     )
+
+
+def _plot_file(name: str | None) -> Path | None:
+    """--plot as a file to write, its format from its extension; checked before the long simulation."""
+    if name is None:
+        return None
+    from tpufleet.errors import BadInput, shown
+    from tpufleet.state.files import check_output_path
+
+    plot = Path(name)
+    if plot.name.lower() in (".png", ".svg"):  # Path reads ".png" as a name without an extension
+        raise BadInput(f"bad option --plot {shown(name)}: no name before the extension (e.g. fig1{plot.name})")
+    if plot.suffix.lower() not in (".png", ".svg"):
+        raise BadInput(f"bad option --plot {shown(name)}: the name must end in .png or .svg")
+    check_output_path(plot, "--plot")
+    return plot
 
 
 def _generation(name: str | None) -> "Generation | None":
