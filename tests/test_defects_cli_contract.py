@@ -100,3 +100,22 @@ def test_a_bad_plot_name_is_refused_naming_the_value_given_and_why(cli, plot, sa
     """`--plot ""` said `'.' must end in .png or .svg`, and `--plot .png` that '.png' must end in .png."""
     r = cli("simulate-availability", "--trials", "10", "--plot", plot, state=False)
     assert one_line(r, 2) == f"tpufleet: error: {said}"
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("routes", "s", "--traffic", "all-to-all, all-to-all"), "--traffic: 'all-to-all' is given twice"),
+        (("simulate-availability", "--cubes", "1,2,1"), "--cubes: 1 is given twice"),
+        (("simulate-availability", "--chips", "64,64"), "--chips: 64 is given twice"),
+        (("allocate", "t", "--shape", "4x4x8", "--cubes", "c00,c00"), "--cubes: 'c00' is given twice"),
+        (("plan-spares", "--slices", "s,s"), "--slices: 's' is given twice"),
+    ],
+)
+def test_a_list_option_refuses_a_repeat_naming_the_option_and_value(fleet, args, said):
+    """`routes --traffic all-to-all,all-to-all` and `simulate-availability --cubes 1,1` or `--chips 64,64` dropped
+    the repeat silently, while `--cubes`, `--pod` and `plan-spares --slices` refused one."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    before = snapshot(fleet.state)
+    assert one_line(fleet(*args), 2) == f"tpufleet: error: bad option {said}"
+    assert snapshot(fleet.state) == before

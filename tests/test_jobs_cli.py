@@ -154,7 +154,7 @@ BAD_INPUT = [
     (["x", "--slices", "2"], "x-1 (slice 'x-1')"),  # a slice name the job would create
     (["JJ"], "slice name 'JJ' collides with job 'jj'"),
     (["new", "--slices", "2", "--cubes", "c00"], "--cubes: 'c00' with --slices"),
-    (["new", "--slices", "2", "--pod", "pod0", "--pod", "pod0"], "--pod: 'pod0' given twice"),
+    (["new", "--slices", "2", "--pod", "pod0", "--pod", "pod0"], "--pod: 'pod0' is given twice"),
     (["new", "--slices", "2", "--pod", "pod0,pod9"], "unknown pod 'pod9'"),
     (["new", "--pod", "pod0", "--pod", "pod1"], "--pod: pod0,pod1: a slice lives in one pod"),
     (["n" * 63, "--slices", "2"], "would pass 64 characters"),  # its slices' names would

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, Refused, refuse_repeats
 from tpufleet.health import Health
 from tpufleet.ids import machine_of
 from tpufleet.model import Fleet, Pod
@@ -182,8 +182,7 @@ def fitting_pods(shape: Shape, pods: Sequence[Pod]) -> list[Pod]:
 def _take_given(
     shape: Shape, fleet: Fleet, used: MachineUsage, health: Health, pod: str | None, cubes: Sequence[str]
 ) -> Allocation:
-    if len(set(cubes)) != len(cubes):
-        raise BadInput(f"bad option --cubes: a cube is listed twice in {','.join(cubes)}")
+    refuse_repeats("--cubes", cubes)
     for cube in cubes:
         if cube not in fleet.cube_pod:
             raise BadInput(f"bad option --cubes: unknown cube {cube!r}")

@@ -324,7 +324,7 @@ def plot(result: dict[str, Any], image_format: str) -> bytes:
 
 
 def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[int]:
-    from tpufleet.errors import BadInput, shown
+    from tpufleet.errors import BadInput, refuse_repeats, shown
 
     try:
         if not text.isascii() or "_" in text:  # int() reads digits of every script, and 1_0 as 10
@@ -337,6 +337,7 @@ def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[in
         raise BadInput(f"bad option --{unit}: {shown(text)} is not a comma-separated list of whole numbers") from None
     if not values:
         raise BadInput(f"bad option --{unit}: empty list")
+    refuse_repeats(f"--{unit}", values)
     if unit == "chips":
         bad = [v for v in values if v % CHIPS_PER_CUBE or v <= 0]
         if bad:
@@ -347,4 +348,4 @@ def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[in
     bad = [v for v in values if not 1 <= v <= pod_cubes]
     if bad:
         raise BadInput(f"bad option --{unit}: {bad[0]} is outside 1-{pod_cubes} cubes (the pod's)")
-    return sorted(set(values))
+    return sorted(values)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
@@ -16,6 +18,22 @@ def shown(value: object, limit: int = 60) -> str:
         value = value[: 4 * limit]  # repr of a huge string costs as much as the string
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def refuse_repeats(option: str, values: Iterable[object]) -> None:
+    """A list option (`--traffic a,b`, `--cubes 1,2`, `--pod P --pod Q`) names each value once: a repeat is a typo,
+    refused (BadInput, exit 2) naming the option and the value, never dropped silently.
+
+    >>> refuse_repeats("--cubes", [1, 2, 1])
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --cubes: 1 is given twice
+    """
+    seen: set[object] = set()
+    for value in values:
+        if value in seen:
+            raise BadInput(f"bad option {option}: {shown(value)} is given twice")
+        seen.add(value)
 
 
 class TpufleetError(Exception):

@@ -112,14 +112,12 @@ def allocate_cmd(
 
 def _pods(given: list[str] | None) -> list[str]:
     """--pod values, repeated or comma-separated; an empty one or a pod named twice is a typo (exit 2)."""
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, refuse_repeats
 
     pods = [p.strip() for value in given or [] for p in value.split(",")]
     if "" in pods:
         raise BadInput(f"bad option --pod: {','.join(given or [])!r} names an empty pod")
-    twice = sorted({p for p in pods if pods.count(p) > 1})
-    if twice:
-        raise BadInput(f"bad option --pod: {twice[0]!r} given twice")
+    refuse_repeats("--pod", pods)
     return pods
 
 

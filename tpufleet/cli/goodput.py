@@ -185,7 +185,7 @@ def _parse(
     out: Path | None,
 ) -> tuple[list[str], float | None, float | None, list[tuple[str, int]] | None, list[tuple[str, float]] | None]:
     """The options checked before any file is read: (segments, --since, --until, --capacity pairs, windows)."""
-    from tpufleet.errors import BadInput, shown
+    from tpufleet.errors import BadInput, refuse_repeats, shown
     from tpufleet.goodput.metrics import DIMENSIONS
     from tpufleet.goodput.times import option_time
     from tpufleet.goodput.windows import parse_windows
@@ -194,11 +194,10 @@ def _parse(
     if sum(str(f) == "-" for f in files) > 1:
         raise BadInput("bad arguments: - (standard input) is given more than once")
     dims = [d.strip() for d in by.split(",") if d.strip()]
-    for i, d in enumerate(dims):
+    for d in dims:
         if d not in DIMENSIONS:
             raise BadInput(f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}")
-        if d in dims[:i]:
-            raise BadInput(f"bad option --by: {shown(d)} is given twice")
+    refuse_repeats("--by", dims)
     t0 = option_time(since, "--since") if since is not None else None
     t1 = option_time(until, "--until") if until is not None else None
     if t0 is not None and t1 is not None and t1 <= t0:

@@ -146,7 +146,7 @@ def routes_cmd(
     For a multislice job, every wired slice is routed and stored in turn (one transaction each).
     """
     from tpufleet.constants import HARDWARE_VCS
-    from tpufleet.errors import BadInput, Refused
+    from tpufleet.errors import BadInput, Refused, refuse_repeats
     from tpufleet.ops.routes import STUDY_ONLY, RouteRequest
     from tpufleet.routing.report import TRAFFICS
     from tpufleet.state.files import check_output_path
@@ -157,6 +157,7 @@ def routes_cmd(
     for t in traffics:
         if t not in TRAFFICS:
             raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
+    refuse_repeats("--traffic", traffics)
     if thorough and algorithm is not Algorithm.auto:
         raise BadInput(f"bad option --thorough: it makes more auto candidates; --algorithm {algorithm.value} has none")
     if fmt is not None and out is None:

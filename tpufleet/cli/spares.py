@@ -34,16 +34,14 @@ def _rates_choice(fault_rates: str | None) -> Any:
 
 
 def _names(text: str | None) -> list[str] | None:
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, refuse_repeats
 
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise BadInput("bad option --slices: empty list")
-    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
-    if twice is not None:
-        raise BadInput(f"bad option --slices: {twice!r} given twice in {text!r}")
+    refuse_repeats("--slices", names)
     return names
 
 
