@@ -119,3 +119,18 @@ def test_a_list_option_refuses_a_repeat_naming_the_option_and_value(fleet, args,
     before = snapshot(fleet.state)
     assert one_line(fleet(*args), 2) == f"tpufleet: error: bad option {said}"
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan-spares", "--horizon", "0d"),
+        ("capacity", "--confidence", "0.9", "--horizon", "0h"),
+        ("suspects", "--window", "0d"),
+    ],
+)
+def test_a_horizon_or_window_of_no_time_is_refused(fleet, args):
+    """`plan-spares --horizon 0d` and `capacity --confidence 0.9 --horizon 0d` answered trivially (every cube
+    healthy, no failure) while `suspects --window 0d` was refused."""
+    said = f"tpufleet: error: bad option {args[-2]}: {args[-1]!r} must be longer than zero"
+    assert one_line(fleet(*args), 2) == said

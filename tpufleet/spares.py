@@ -283,8 +283,9 @@ _AGE = re.compile(r"[0-9]+[smhdw]")
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
-def parse_days(text: str, option: str, allow_zero: bool = False) -> float:
+def parse_days(text: str, option: str) -> float:
     """A length of time as operators type an age (7d, 12h, 30m, 2w), in days; BadInput naming the option otherwise.
+    Zero is refused: a window or horizon of no time holds no fault (the answer would be trivially "none").
 
     >>> parse_days("36h", "--horizon")
     1.5
@@ -297,6 +298,6 @@ def parse_days(text: str, option: str, allow_zero: bool = False) -> float:
     if len(value) > 7:  # more than 999,999 of a unit
         raise BadInput(f"bad option {option}: {shown(text)} is longer than this tool counts (999999 of a unit)")
     days = (_EPOCH - parse_time(value, option, _EPOCH)).total_seconds() / 86400.0
-    if days <= 0 and not allow_zero:
+    if days <= 0:
         raise BadInput(f"bad option {option}: {shown(text)} must be longer than zero")
     return days

@@ -95,6 +95,6 @@ def _expected(after: int | None, confidence: float | None, horizon: str | None, 
     level = _unit_interval(confidence, "--confidence")
     return Expected(
         level,
-        parse_days("7d" if horizon is None else horizon, "--horizon", allow_zero=True),
+        parse_days("7d" if horizon is None else horizon, "--horizon"),
         _rates_choice(fault_rates),
     )

@@ -102,7 +102,7 @@ def plan_spares_cmd(
     from tpufleet.spares import parse_days
 
     level = _unit_interval(confidence, "--confidence")
-    days = parse_days(horizon, "--horizon", allow_zero=True)
+    days = parse_days(horizon, "--horizon")
     choice = _rates_choice(fault_rates)
     state = ctx.obj.store().load()
     result = ops.plan(state, choice, level, days, _names(slices), pod).data
