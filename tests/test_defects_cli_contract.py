@@ -134,3 +134,11 @@ def test_a_horizon_or_window_of_no_time_is_refused(fleet, args):
     healthy, no failure) while `suspects --window 0d` was refused."""
     said = f"tpufleet: error: bad option {args[-2]}: {args[-1]!r} must be longer than zero"
     assert one_line(fleet(*args), 2) == said
+
+
+@pytest.mark.parametrize("shape, side", [("99999999999x4x4", "99999999999"), ("4x10000x4", "10000")])
+def test_a_shape_side_too_large_says_so_with_the_limit(cli, shape, side):
+    """`topology 99999999999x4x4` said `expected AxBxC`: the syntax was right, the side too large."""
+    line = one_line(cli("topology", shape, state=False), 2)
+    assert line == f"tpufleet: error: bad shape {shape!r}: side {side!r} is too large (at most 9999)"
+    assert one_line(cli("allocate", "s", "--shape", shape), 2) == line

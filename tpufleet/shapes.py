@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tpufleet.generations import Generation
 
 SUBCUBE_SHAPES = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4))
+MAX_SIDE = 9999  # chips along one side of a shape as written (the largest slice rule allows far fewer)
 
 Vec = tuple[int, int, int]
 
@@ -131,10 +132,17 @@ def parse_dims(text: str) -> Vec:
 
     >>> parse_dims(" 8x4X4 ")
     (4, 4, 8)
+    >>> parse_dims("99999x4x4")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad shape '99999x4x4': side '99999' is too large (at most 9999)
     """
-    m = re.fullmatch(r"[ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*[xX][ \t]*([0-9]{1,4})[ \t]*", text or "")
+    m = re.fullmatch(r"[ \t]*([0-9]+)[ \t]*[xX][ \t]*([0-9]+)[ \t]*[xX][ \t]*([0-9]+)[ \t]*", text or "")
     if not m:
         raise BadInput(f"bad shape {shown(text)}: expected AxBxC, e.g. 4x4x8")
+    for side in m.groups():
+        if len(side.lstrip("0")) > len(str(MAX_SIDE)) or int(side) > MAX_SIDE:  # no int() of a thousand digits
+            raise BadInput(f"bad shape {shown(text)}: side {shown(side)} is too large (at most {MAX_SIDE})")
     a, b, c = (int(g) for g in m.groups())
     return canonical_dims((a, b, c))
 
