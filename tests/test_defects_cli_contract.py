@@ -142,3 +142,16 @@ def test_a_shape_side_too_large_says_so_with_the_limit(cli, shape, side):
     line = one_line(cli("topology", shape, state=False), 2)
     assert line == f"tpufleet: error: bad shape {shape!r}: side {side!r} is too large (at most 9999)"
     assert one_line(cli("allocate", "s", "--shape", shape), 2) == line
+
+
+def test_init_counts_say_one_pod_and_ocs_as_the_rest_of_the_output(cli):
+    """`init` said "1 pods, ... 18432 ici links, ... 48 ocs", and "replaced a state of ... 1 slices"."""
+    r = cli("init")
+    assert r.code == 0, r.err
+    assert r.out.rstrip().endswith(
+        ": 1 pod, 64 cubes, 1024 machines, 4096 chips, 18432 ICI links, 6144 optical links, 48 OCS"
+    ), r.out
+    assert cli("allocate", "s", "--shape", "4x4x4").code == 0
+    r = cli("init", "--force", "--pods", "2")
+    assert r.code == 0, r.err
+    assert ": 2 pods, 128 cubes," in r.out and r.out.rstrip().endswith("96 OCS\nreplaced a state of 1 pod, 1 slice")

@@ -57,7 +57,7 @@ def init_cmd(
             f"fleet written to {store.where} (serial {data['serial']}"
             + (f", generation {data['generation']}" if "generation" in data else "")
             + "): "
-            + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+            + fleet_ops.count_words(counts)
             + (f"\nreplaced a state of {fleet_ops.dropped_words(data['replaced'])}" if "replaced" in data else "")
         ),
     )

@@ -25,6 +25,31 @@ def init(state: FleetState, replaced: dict[str, int] | None) -> Outcome:
     return Outcome(data, Change(summary, {FLEET_REPLACED: True}))
 
 
+# The things a fleet's counts count (`inventory_counts`, a replaced state's), each as one of them is called.
+_NOUNS = {
+    "ici_links": "ICI link",
+    "ocs": "OCS",
+    "open_faults": "open fault",
+    "cross_connects": "cross-connect",
+    "route_tables": "route table",
+}
+
+
+def counted(n: int, key: str) -> str:
+    """'1 pod', '2 open faults', '48 OCS': a count of the counts' `key`, named as the rest of the output names it.
+
+    >>> counted(1, "pods"), counted(2, "ici_links"), counted(48, "ocs")
+    ('1 pod', '2 ICI links', '48 OCS')
+    """
+    noun = _NOUNS.get(key, key.removesuffix("s").replace("_", " "))
+    return f"{n} {noun}" if n == 1 or noun == "OCS" else f"{n} {noun}s"
+
+
+def count_words(counts: dict[str, int]) -> str:
+    """'1 pod, 64 cubes, ..., 48 OCS' from a fleet's counts (`inventory_counts`)."""
+    return ", ".join(counted(n, k) for k, n in counts.items())
+
+
 def dropped_words(counts: dict[str, int]) -> str:
     """'4 pods, 3 slices, 2 open faults' from the counts of a replaced state (zeros left out, pods always said)."""
-    return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n or k == "pods")
+    return ", ".join(counted(n, k) for k, n in counts.items() if n or k == "pods")
