@@ -155,3 +155,10 @@ def test_init_counts_say_one_pod_and_ocs_as_the_rest_of_the_output(cli):
     r = cli("init", "--force", "--pods", "2")
     assert r.code == 0, r.err
     assert ": 2 pods, 128 cubes," in r.out and r.out.rstrip().endswith("96 OCS\nreplaced a state of 1 pod, 1 slice")
+
+
+def test_status_says_one_pod_in_the_singular(fleet):
+    """`status` said "1 pod(s)" where `init` now says "1 pod"."""
+    r = fleet("status")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[0] == "serial 1  ·  1 pod, 64 cubes, 4096 chips, 48 OCS"

@@ -168,10 +168,12 @@ _TO_DO = (  # status keys listing slices with something to do: what is wrong, an
 
 
 def _status_text(s: dict) -> str:
+    from tpufleet.ops.fleet import count_words
+
     inv, cubes = s["inventory"], s["cubes"]
     gens = s.get("generations", {})
     lines = [
-        f"serial {s['serial']}  ·  {inv['pods']} pod(s), {inv['cubes']} cubes, {inv['chips']} chips, {inv['ocs']} OCS"
+        f"serial {s['serial']}  ·  {count_words({k: inv[k] for k in ('pods', 'cubes', 'chips', 'ocs')})}"
         + (f"  ·  {_generations_text(gens, inv['pods'])}" if gens else ""),
         f"cubes: {cubes['free']} free, {cubes['allocated']} allocated, {cubes['out']} out of the pool",
         f"OCS: {s['ocs']['failed']} failed, {s['ocs']['xconnects']} cross-connects in place",
