@@ -116,3 +116,34 @@ def test_a_degraded_slice_wired_again_stays_degraded_while_its_faults_are_open(f
     assert (row["state"], row["degraded"], row["missing_xconnects"]) == ("degraded", before, 0)
     assert fleet("clear-fault", "f2").code == 0
     assert fleet("show", "slices", "-o", "json").json[0]["state"] == "connected"
+
+
+def test_a_slice_rescheduled_where_an_ocs_is_down_runs_degraded_with_its_figures(fleet):
+    """Its move reserved before the OCS failed: `reschedule` left it plainly `connected`, its pairs on that OCS
+    deferred, without figures, its floor unchecked until a later `routes` or fault."""
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0  # f1: evicted, c01 reserved
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0  # f2, on the reserved move's pod
+    r = fleet("reschedule", "a", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["reroute"]["all_to_all_retained"], r.json["reroute"]["faults"]) == (0.9412, ["f2"])
+    row = fleet("show", "slices", "-o", "json").json[0]
+    assert (row["state"], row["degraded"]) == ("degraded", {"all_to_all_retained": 0.9412, "vcs": 3, "faults": ["f2"]})
+
+
+def test_a_reschedule_that_would_land_below_the_floor_is_refused(fleet):
+    """The fault path moves a slice that keeps less than its floor: `reschedule` put it there all the same."""
+    assert fleet("allocate", "a", "--shape", "4x4x4", "--min-throughput", "0.99").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    before = snapshot(fleet.state)
+    assert one_line(fleet("reschedule", "a"), 1) == (
+        "tpufleet: error: cannot reschedule 'a' yet: moved to pod0 c01 around f2, rerouted, it would keep 0.941176 "
+        "of its all-to-all throughput, below its floor of 0.99; it moves once f2 is cleared, or lower its floor "
+        "(`tpufleet policy a --min-throughput F`)"
+    )
+    assert snapshot(fleet.state) == before
+    assert fleet("policy", "a", "--min-throughput", "0.9").code == 0
+    assert fleet("reschedule", "a", "-o", "json").json["reroute"]["faults"] == ["f2"]

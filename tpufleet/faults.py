@@ -14,16 +14,17 @@ What a fault takes away, and what happens to each slice it touches:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from tpufleet import xconnect
 from tpufleet.allocation import Allocation
 from tpufleet.constants import DIMS, HARDWARE_VCS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, machine_of, parse_target
 from tpufleet.model import Fleet, check_known, component_counts
-from tpufleet.moves import propose_move, propose_replacement
+from tpufleet.moves import Proposal, propose_move, propose_replacement
 
 Json = dict[str, Any]
 
@@ -187,6 +188,32 @@ def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:
             f"below its floor of {sl.min_throughput:g}"
         )
     return None
+
+
+def landing_faults(state: FleetState, pod: str, cubes: tuple[str, ...]) -> tuple[Fault, ...]:
+    """The open network faults a whole-cube slice on these cubes routes around: the OCS of its pod, optical links
+    of its cubes."""
+    return tuple(
+        f
+        for f in state.open_faults()
+        if (isinstance(f.target, OcsId) and f.target.pod == pod)
+        or (isinstance(f.target, LinkId) and f.target.cube in cubes)
+    )
+
+
+def landing(state: FleetState, sl: Slice, proposal: Proposal) -> tuple[Json | None, str | None]:
+    """An evicted slice moved onto its (ready) proposal and wired, as the fault path would judge it: the reroute
+    figures where it lands among network faults (None: it lands on none, or it does not reroute: its plan then
+    refuses a failed OCS), and why it could not run there (None: it can, degraded with those figures)."""
+    alloc, plan = proposal.alloc, proposal.plan
+    if alloc is None or plan is None or not sl.fault_tolerant_routing or sl.shape.is_subcube:
+        return None, None
+    if not landing_faults(state, alloc.pod, alloc.cubes):
+        return None, None
+    moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, coords=dict(alloc.coords), state=SliceState.CONNECTED)
+    wired = replace(state, ocs=xconnect.apply(state.ocs, plan.changes))
+    figures = reroute_figures(wired, moved)
+    return figures, reroute_verdict(figures, moved, HARDWARE_VCS)
 
 
 def _guarded_figures(state: FleetState, sl: Slice, errors: list[str], routed: RoutedGraphs) -> Json:

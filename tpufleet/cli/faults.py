@@ -252,19 +252,20 @@ def reschedule_cmd(
     from tpufleet.ops import faults as fault_ops
 
     outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name))
-    d = outcome.data
+    emit(outcome.data, output, lambda: _rescheduled_text(name, outcome.data))
+
+
+def _rescheduled_text(name: str, d: dict) -> str:
     x = d["xconnect_changes"]
-    emit(
-        d,
-        output,
-        lambda: (
-            f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; "
-            f"cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
-            + (
-                f"; job {d['job']['name']} {d['job']['state']} "
-                f"({d['job']['active_slices']} of {d['job']['total_slices']} slices active)"
-                if d.get("job")
-                else ""
-            )
-        ),
-    )
+    text = f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
+    rr = d.get("reroute")
+    if rr:  # landed where an OCS (or optical link) is down: it runs on around it, as the fault path leaves it
+        text += (
+            f"; degraded: routed around {', '.join(rr['faults'])} it keeps "
+            f"{rr['all_to_all_retained']:.3f} of its all-to-all throughput with {rr['vcs']} VCs (`tpufleet routes {name}` "
+            "stores those tables)"
+        )
+    if d.get("job"):
+        j = d["job"]
+        text += f"; job {j['name']} {j['state']} ({j['active_slices']} of {j['total_slices']} slices active)"
+    return text

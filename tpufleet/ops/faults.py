@@ -8,13 +8,14 @@ from typing import Any
 
 from tpufleet import faults, moves
 from tpufleet.errors import Refused
-from tpufleet.fleetstate import Change, FleetState, SliceState
+from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
+from tpufleet.text import around as around_text
 from tpufleet.views import missing_xconnects
 
 LISTED = ("id", "target", "planned", "opened", "cleared", "reason")
@@ -162,10 +163,22 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
     alloc, plan = proposal.alloc, proposal.plan
+    figures, why_not = faults.landing(state, sl, proposal)  # judged as the fault path judges a wired slice
+    around = [f.id for f in faults.landing_faults(state, alloc.pod, alloc.cubes)]
+    if why_not is not None:
+        floor = f", or lower its floor (`tpufleet policy {name} --min-throughput F`)" if "floor" in why_not else ""
+        raise Refused(
+            f"cannot reschedule {name!r} yet: moved to {alloc.pod} {','.join(alloc.cubes)} around {around_text(around)}, "
+            f"{why_not}; it moves once {around_text(around)} {'is' if len(around) == 1 else 'are'} cleared{floor}"
+        )
     state.move(name, alloc)
     wire(state, sl, plan.changes, "rescheduled")
+    if figures is not None:  # it runs on, degraded, as it would had the faults struck it there
+        state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
     state.mark_routes_stale({name}, "rescheduled")
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
+    if figures is not None:
+        data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
     if sl.job is not None:  # the job runs again only when every slice is back
         data["job"] = job_status(state, sl.job).record()
     s = plan.summary
