@@ -206,7 +206,7 @@ def test_explain_evicted_without_a_replacement_then_after_repair(fleet):
     _ok(fleet, "plan-xconnect", "s", "--apply")
     _ok(fleet, "inject-fault", "ocs:pod0/z/7")
     e = _ok(fleet, "explain", "s", "-o", "json").json
-    assert e["state"] == "evicted" and e["next"] == ["tpufleet clear-fault f1"]
+    assert e["state"] == "evicted" and e["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule s"]
     assert "reschedule cannot move it yet" in " ".join(e["why"])
     _ok(fleet, "clear-fault", "f1")
     e = _ok(fleet, "explain", "s", "-o", "json").json

@@ -147,3 +147,60 @@ def test_a_reschedule_that_would_land_below_the_floor_is_refused(fleet):
     assert snapshot(fleet.state) == before
     assert fleet("policy", "a", "--min-throughput", "0.9").code == 0
     assert fleet("reschedule", "a", "-o", "json").json["reroute"]["faults"] == ["f2"]
+
+
+def _run(fleet, steps):
+    for step in steps:
+        r = fleet(*step.split()[1:])
+        assert r.code == 0, (step, r.err)
+
+
+def _full_pod_with_two_faults_under(fleet, name: str) -> None:
+    """An 8-cube pod with no free cube; the slice `name` (c00,c01) evicted by f1 on c00, f2 then on c01."""
+    assert fleet("init", "--cubes-per-pod", "8", "--force").code == 0
+    assert fleet("allocate", "j", "--shape", "4x4x8", "--slices", "2").code == 0
+    assert fleet("allocate", "k", "--shape", "4x4x8", "--slices", "2").code == 0
+    assert fleet("plan-xconnect", "j", "--apply").code == 0
+    r = fleet("inject-fault", "host:c00/1", "-o", "json")
+    assert r.json["slices"][0]["replacement"]["why"] == "need 1 healthy free cube(s) in pod0, 0 available"
+    assert fleet("inject-fault", "host:c01/1").code == 0
+    assert fleet("show", "slices", "-o", "json").json[0]["name"] == name
+
+
+def test_explain_job_clears_every_fault_its_move_waits_for(fleet):
+    """Another fault on the evicted slice's cubes, no free cube: `explain JOB` said `clear-fault f1` then
+    `reschedule j-0`, which then failed "need 1 healthy free cube(s)"."""
+    _full_pod_with_two_faults_under(fleet, "j-0")
+    r = fleet("explain", "j", "-o", "json")
+    assert r.json["next"] == ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert "no place to move it to now: it waits for the repair of f1, f2" in r.json["why"][1]
+    _run(fleet, r.json["next"])
+    assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"
+
+
+def test_explain_slice_names_the_other_fault_that_blocks_its_move(fleet):
+    """`explain SLICE` suggested clearing only the fault that evicted it, and nothing once that was cleared."""
+    _full_pod_with_two_faults_under(fleet, "j-0")
+    r = fleet("explain", "j-0", "-o", "json")
+    assert r.json["next"] == ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert "it moves once f1, f2 are repaired and cleared" in r.json["why"]
+    assert fleet("clear-fault", "f1").code == 0
+    r = fleet("explain", "j-0", "-o", "json")
+    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    _run(fleet, r.json["next"])
+
+
+def test_explain_of_a_move_below_the_floor_clears_what_it_would_route_around(fleet):
+    """The reserved move lands where an OCS is down and would keep less than the slice's floor: `reschedule`
+    refuses it, so `explain` sends the clear of that OCS's fault first."""
+    assert fleet("allocate", "a", "--shape", "4x4x4", "--min-throughput", "0.99").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    r = fleet("explain", "a", "-o", "json")
+    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule a"]
+    assert (
+        "reschedule cannot move it yet: rerouted, it would keep 0.941176 of its all-to-all throughput, below its "
+        "floor of 0.99" in r.json["why"]
+    )
+    _run(fleet, r.json["next"])

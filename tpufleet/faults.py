@@ -216,6 +216,85 @@ def landing(state: FleetState, sl: Slice, proposal: Proposal) -> tuple[Json | No
     return figures, reroute_verdict(figures, moved, HARDWARE_VCS)
 
 
+@dataclass
+class MoveSteps:
+    """What brings evicted slices back, each command working when run in order: the faults to clear first, then
+    the slices `reschedule` moves. `waits`: why a slice cannot move now; `stuck`: why not even once cleared."""
+
+    clears: list[Fault] = field(default_factory=list)
+    moves: list[str] = field(default_factory=list)
+    waits: dict[str, str] = field(default_factory=dict)
+    stuck: dict[str, str] = field(default_factory=dict)
+    needs: dict[str, list[str]] = field(default_factory=dict)  # slice -> the faults (ids) its move waits for
+
+
+def steps_to_move(state: FleetState, slices: list[Slice]) -> MoveSteps:
+    """For evicted slices, in order: move each as it stands; else once the fault that evicted it is cleared, or
+    those its move would route around; else once every fault on its own cubes (and its pod's OCS) is cleared,
+    when it goes back where it was. Worked out on copies of the state with those faults cleared and the slices
+    moved before it in place (they take cubes)."""
+    out, trial = MoveSteps(), state
+    for sl in slices:
+        attempt, proposal, why = _attempt(trial, sl, [])
+        if why is not None:
+            out.waits[sl.name] = why
+            for stage in _repair_stages(state, sl, proposal):
+                attempt, proposal, why = _attempt(trial, sl, [f for f in stage if f not in out.clears])
+                if why is None:
+                    out.needs[sl.name] = [f.id for f in stage]
+                    out.clears += [f for f in stage if f not in out.clears]
+                    break
+        if why is not None or proposal.alloc is None:
+            out.stuck[sl.name] = why or "no replacement"
+            continue
+        out.moves.append(sl.name)
+        alloc = proposal.alloc
+        moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, machines=alloc.machines, proposal=None)
+        trial = replace(attempt, slices={**attempt.slices, sl.name: moved})
+    return out
+
+
+def _attempt(state: FleetState, sl: Slice, clear: list[Fault]) -> tuple[FleetState, Proposal, str | None]:
+    attempt = _cleared(state, clear)
+    proposal = propose_move(attempt, attempt.slices[sl.name])
+    return attempt, proposal, _why_unmovable(attempt, attempt.slices[sl.name], proposal)
+
+
+def _repair_stages(state: FleetState, sl: Slice, proposal: Proposal) -> list[list[Fault]]:
+    """The sets of faults to try clearing, fewest first: the one that evicted it, those its move would route
+    around, every one on its own cubes and its pod's OCS (then it goes back where it was)."""
+    evicting = state.fault(sl.evicted_by)
+    first = [evicting] if evicting is not None and evicting.is_open else []
+    alloc = proposal.alloc if proposal.ready else None
+    around = list(landing_faults(state, alloc.pod, alloc.cubes)) if alloc is not None else []
+    own = [
+        f
+        for f in state.open_faults()
+        if (f.target.pod == sl.pod and not sl.machines if isinstance(f.target, OcsId) else f.target.cube in sl.cubes)
+    ]
+    every = [*first, *(f for f in own if f not in first)]
+    stages = [first, around, every]
+    return [stage for i, stage in enumerate(stages) if stage and stage not in stages[:i]]
+
+
+def _cleared(state: FleetState, gone: list[Fault]) -> FleetState:
+    """A copy of the state with these faults cleared (the state itself is not changed)."""
+    if not gone:
+        return state
+    ids = {f.id for f in gone}
+    return replace(state, faults=[replace(f, cleared="(cleared)") if f.id in ids else f for f in state.faults])
+
+
+def _why_unmovable(state: FleetState, sl: Slice, proposal: Proposal) -> str | None:
+    """Why `reschedule` would refuse the slice's move (None: it moves)."""
+    if not proposal.ready:
+        return str(proposal.to_dict().get("why") or "no replacement")
+    try:
+        return landing(state, sl, proposal)[1]
+    except Exception:  # noqa: BLE001 - the move's analysis is reschedule's: a bug there is reported by it (exit 70)
+        return None
+
+
 def _guarded_figures(state: FleetState, sl: Slice, errors: list[str], routed: RoutedGraphs) -> Json:
     """The reroute figures; should the analysis itself fail (a bug), the slice is treated as not reroutable, so
     it is moved, and the error is kept for the caller to report: recording a fault never depends on analysing

@@ -179,16 +179,13 @@ def _replacement(sl: Slice) -> Json:
 
 
 def next_steps(state: FleetState, status: JobStatus) -> list[str]:
-    """The commands that bring the job back to all its slices, in the order to run them (commands only: a slice
-    with no place to move to waits for its fault's repair, then is rescheduled)."""
-    repairs, moves = [], []
-    for name in status.evicted:
-        sl = state.slices[name]
-        cause = state.fault(sl.evicted_by) if sl.evicted_by is not None else None
-        if sl.proposal is None and cause is not None and cause.is_open:  # cleared already: reschedule it now
-            repairs.append(f"tpufleet clear-fault {cause.id}")
-        moves.append(f"tpufleet reschedule {name}")
-    steps = list(dict.fromkeys([*repairs, *moves]))
+    """The commands that bring the job back to all its slices, in the order to run them, each working when run:
+    the repairs its evicted slices wait for (`faults.steps_to_move`), then their moves; a slice that cannot move
+    even then gets no step."""
+    from tpufleet.faults import steps_to_move
+
+    plan = steps_to_move(state, [state.slices[name] for name in status.evicted])
+    steps = [f"tpufleet clear-fault {f.id}" for f in plan.clears] + [f"tpufleet reschedule {n}" for n in plan.moves]
     if status.state is JobState.PENDING:
         steps.append(f"tpufleet plan-xconnect {status.job.name} --apply")
     return steps
@@ -240,8 +237,11 @@ def job_tag(state: FleetState, sl: Slice) -> str:
 
 def explain_job(state: FleetState, name: str) -> Json:
     """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
+    from tpufleet.faults import steps_to_move
+
     status = job_status(state, name)
     why = [summary(status)]
+    moves = steps_to_move(state, [state.slices[n] for n in status.evicted])
     for member in state.job_slices(name):
         line = member.describe()
         fault = state.fault(member.evicted_by)
@@ -249,8 +249,11 @@ def explain_job(state: FleetState, name: str) -> Json:
             line += f", by fault {fault.id} on {fault.target}"
         if member.proposal is not None:
             line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
-        elif fault is not None and fault.is_open:
-            line += f"; no place to move it to now: it waits for {fault.id}'s repair"
+        elif member.name in moves.stuck:
+            line += f"; no place to move it to, even once its faults are cleared: {moves.stuck[member.name]}"
+        elif needs := moves.needs.get(member.name):
+            repair = f"{needs[0]}'s repair" if len(needs) == 1 else f"the repair of {', '.join(needs)}"
+            line += f"; no place to move it to now: it waits for {repair}"
         why.append(line)
     return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
 

@@ -113,6 +113,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
+    from tpufleet.faults import steps_to_move
     from tpufleet.moves import propose_move
 
     fault = state.fault(sl.evicted_by)
@@ -122,10 +123,15 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
     out = [c for c in sl.cubes if not state.health().cube_ok(c)]
     if out:
         why.append(f"cubes out of the pool: {', '.join(out)}")
+    steps = steps_to_move(state, [sl])
+    if sl.name in steps.waits:
+        why.append(f"reschedule cannot move it yet: {steps.waits[sl.name]}")
+        if sl.name in steps.stuck:
+            return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
+        ids = [f.id for f in steps.clears]
+        why.append(f"it moves once {', '.join(ids)} {'is' if len(ids) == 1 else 'are'} repaired and cleared")
+        return why, [*(f"tpufleet clear-fault {i}" for i in ids), f"tpufleet reschedule {sl.name}"]
     proposal = propose_move(state, sl).to_dict()
-    if proposal["status"] != "proposed":
-        why.append(f"reschedule cannot move it yet: {proposal.get('why', 'no replacement')}")
-        return why, [f"tpufleet clear-fault {fault.id}"] if fault is not None and fault.is_open else []
     where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
     if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
         note = " (free now; nothing was reserved for it)"
