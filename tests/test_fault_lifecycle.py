@@ -204,3 +204,28 @@ def test_explain_of_a_move_below_the_floor_clears_what_it_would_route_around(fle
         "floor of 0.99" in r.json["why"]
     )
     _run(fleet, r.json["next"])
+
+
+def test_clear_fault_and_status_say_which_rewire_waits_and_for_what(fleet):
+    """Pairs deferred on an OCS still down, or refused by a failed port: `clear-fault` listed the slice under
+    `rewire` and `status` said "run `tpufleet plan-xconnect SLICE --apply`", which does nothing or refuses."""
+    assert fleet("inject-fault", "ocs:pod0/z/1").code == 0  # f1
+    assert fleet("allocate", "b", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "b", "--apply").code == 0  # its pairs on z/1 deferred
+    assert fleet("inject-fault", "ocs:pod0/z/2").code == 0  # f2
+    r = fleet("clear-fault", "f2", "-o", "json")
+    waits = "deferred while ocs:pod0/z/1 is down: `plan-xconnect b --apply` programs them once f1 is cleared"
+    assert (r.json["rewire"], r.json["rewire_waits"]) == ([], {"b": waits})
+    s = fleet("status")
+    assert f"cross-connects missing on b: {waits}" in s.out and "run `tpufleet plan-xconnect" not in s.out
+    assert fleet("inject-fault", "link:c00/z/1/in").code == 0  # f3, a port of a deferred pair
+    r = fleet("clear-fault", "f1", "-o", "json")
+    refused = (
+        "`plan-xconnect b --apply` refuses them until repaired: link:c00/z/1/in is down (faults f3) on ocs:pod0/z/1"
+    )
+    assert (r.json["rewire"], r.json["rewire_waits"]) == ([], {"b": refused})
+    assert fleet("status", "-o", "json").json["wiring_waits"] == {"b": refused}
+    assert fleet("plan-xconnect", "b", "--apply").code == 1
+    r = fleet("clear-fault", "f3", "-o", "json")
+    assert (r.json["rewire"], r.json["rewire_waits"]) == (["b"], {})
+    assert fleet("plan-xconnect", "b", "--apply").code == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from tpufleet import xconnect
 from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
 from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
@@ -116,6 +117,28 @@ def missing_xconnects(state: FleetState, sl: Slice) -> int:
     return missing_pairs(sl.shape, state.fleet, sl.coords, state.ocs)
 
 
+def wiring_wait(state: FleetState, sl: Slice) -> str | None:
+    """Why `plan-xconnect SLICE --apply` cannot program a wired slice's missing cross-connects now: a failed or
+    drained port (or OCS) refuses its plan, or they are all deferred on an OCS still down. None: it can (or none
+    are missing)."""
+    if not missing_xconnects(state, sl):
+        return None
+    health = state.health()
+    plan = xconnect.plan(sl.shape, state.fleet, sl.coords, state.ocs, health, sl.fault_tolerant_routing)
+    if plan.blocked:
+        return f"`plan-xconnect {sl.name} --apply` refuses them until repaired: {'; '.join(plan.blocked[:3])}"
+    if any(c.add for c in plan.changes):
+        return None
+    wanted = xconnect.wanted_pairs(sl.shape, state.fleet, sl.coords)
+    down = [o for o in plan.deferred if set(wanted[o]) - state.ocs.get(o, frozenset())]
+    faults = sorted({f for o in down for f in health.ocs_down[o]}, key=lambda f: int(f[1:]))
+    return (
+        f"deferred while {', '.join(map(str, down))} {'is' if len(down) == 1 else 'are'} down: "
+        f"`plan-xconnect {sl.name} --apply` programs them once {', '.join(faults)} "
+        f"{'is' if len(faults) == 1 else 'are'} cleared"
+    )
+
+
 def slice_rows(state: FleetState, missing: Collection[str] = ()) -> list[Row]:
     """`show slices`: each slice by name; `missing`: slices whose indexed tables are no longer kept (a file
     removed by hand), whose routes read "missing" rather than fresh or stale."""
@@ -212,6 +235,11 @@ def status(state: FleetState, missing: Collection[str] = ()) -> Row:
         "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
         "missing_routes": sorted(n for n in state.routes if n in missing),
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
+        "wiring_waits": {  # of those, the ones `plan-xconnect --apply` cannot program yet, and why
+            s["name"]: why
+            for s in slices
+            if s["missing_xconnects"] and (why := wiring_wait(state, state.slices[s["name"]]))
+        },
         "jobs": job_rows(state),
         **_reservation_status(state),
         **_k8s_status(state, free_by_pod),

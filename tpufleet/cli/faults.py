@@ -194,7 +194,7 @@ def clear_cmd(
     hint = [
         f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`"
         for n in d["rewire"]
-    ]
+    ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]
     emit(d, output, lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in d["cleared"]] + hint))
 
 

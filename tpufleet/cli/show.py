@@ -200,7 +200,10 @@ def _status_text(s: dict) -> str:
             lines.append(
                 f"  {j['name']:<16} {j['active_slices']}/{j['total_slices']} slices active  {j['state']}{kept}"
             )
-    lines += [f"{what} ({todo}): {', '.join(s[key])}" for key, what, todo in _TO_DO if s[key]]
+    waits = s["wiring_waits"]
+    todo = {**s, "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits]}
+    lines += [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
+    lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
     return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"])])
 
 

@@ -16,7 +16,7 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
 from tpufleet.text import around as around_text
-from tpufleet.views import missing_xconnects
+from tpufleet.views import missing_xconnects, wiring_wait
 
 LISTED = ("id", "target", "planned", "opened", "cleared", "reason")
 WINDOW = ("window_start", "window_end")  # a drain of announced maintenance only (import reservation)
@@ -64,11 +64,13 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
     dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
     stale = state.mark_routes_stale(touched, "fault cleared")
-    rewire = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
+    missing = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
+    waits = {name: why for name in missing if (why := wiring_wait(state, state.slices[name]))}
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
         "routes_stale": stale,
-        "rewire": rewire,
+        "rewire": [name for name in missing if name not in waits],  # `plan-xconnect --apply` programs them now
+        "rewire_waits": waits,
         "xconnects_dropped": dropped,
         "serial": state.next_serial,
     }
