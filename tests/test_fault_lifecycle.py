@@ -229,3 +229,16 @@ def test_clear_fault_and_status_say_which_rewire_waits_and_for_what(fleet):
     r = fleet("clear-fault", "f3", "-o", "json")
     assert (r.json["rewire"], r.json["rewire_waits"]) == (["b"], {})
     assert fleet("plan-xconnect", "b", "--apply").code == 0
+
+
+def test_a_rescheduled_slices_tables_say_they_are_stale_for_the_move(fleet):
+    """They kept saying `stale (fault f1)` from before the move."""
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("routes", "a").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0
+    assert fleet("reschedule", "a").code == 0
+    assert (
+        "its routing tables are stale (rescheduled: made before the move)"
+        in fleet("explain", "a", "-o", "json").json["why"]
+    )

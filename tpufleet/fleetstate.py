@@ -584,14 +584,15 @@ class FleetState:
     def set_ocs(self, ocs: Mapping[OcsId, frozenset[Pair]]) -> None:
         self.ocs = {k: v for k, v in ocs.items() if v}
 
-    def mark_routes_stale(self, names: Iterable[str | None], why: str) -> list[str]:
-        """Tables of these slices no longer match the network; `status` says so until they are made again."""
+    def mark_routes_stale(self, names: Iterable[str | None], why: str, moved: bool = False) -> list[str]:
+        """Tables of these slices no longer match the network; `status` says so until they are made again.
+        `moved`: the slices are on other cubes now, which is why, whatever made them stale before."""
         marked = []
         for name in sorted({n for n in names if n is not None}):
             record = self.routes.get(name)
-            if record is not None and not record.stale:
+            if record is not None and (moved or not record.stale):
+                marked += [] if record.stale else [name]
                 record.stale, record.stale_reason = True, why
-                marked.append(name)
         return marked
 
     # ---- Alertmanager alerts that opened faults ------------------------------------------------------------

@@ -177,7 +177,7 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     wire(state, sl, plan.changes, "rescheduled")
     if figures is not None:  # it runs on, degraded, as it would had the faults struck it there
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
-    state.mark_routes_stale({name}, "rescheduled")
+    state.mark_routes_stale({name}, "rescheduled: made before the move", moved=True)
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
     if figures is not None:
         data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
