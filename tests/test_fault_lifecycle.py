@@ -242,3 +242,15 @@ def test_a_rescheduled_slices_tables_say_they_are_stale_for_the_move(fleet):
         "its routing tables are stale (rescheduled: made before the move)"
         in fleet("explain", "a", "-o", "json").json["why"]
     )
+
+
+def test_a_link_fault_on_a_slice_not_wired_yet_says_why_it_moves(fleet):
+    """The reason read "slice is allocated, not wired", as if that were why it had to move."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    r = fleet("inject-fault", "link:c00/x/1/out", "-o", "json")
+    (hit,) = r.json["slices"]
+    assert (hit["action"], hit["reason"]) == (
+        "reschedule",
+        "not wired yet, and plan-xconnect refuses its cube c00 with link:c00/x/1/out down",
+    )
+    assert hit["replacement"]["status"] == "proposed" and "c00" not in hit["replacement"]["cubes"]

@@ -319,7 +319,10 @@ def _impact(
         # nothing runs yet: like a slice allocated now, its plan defers the failed OCS's pairs and routing
         # bridges them (its tables are checked against its floor when they are made)
         return SliceImpact(sl.name, "none", "not wired yet: plan-xconnect defers the failed OCS's cross-connects")
-    if how == "network" and sl.fault_tolerant_routing:
+    if how == "network" and sl.state is SliceState.ALLOCATED and isinstance(fault.target, LinkId):
+        # nothing runs yet, and `plan-xconnect` refuses a cube with a port down: that cube is replaced
+        why = f"not wired yet, and plan-xconnect refuses its cube {fault.target.cube} with {fault.target} down"
+    elif how == "network" and sl.fault_tolerant_routing:
         figures = _guarded_figures(state, sl, errors, routed)
         why_not = reroute_verdict(figures, sl, HARDWARE_VCS)
         if why_not is None:
