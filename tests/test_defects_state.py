@@ -273,7 +273,7 @@ def test_the_lock_holders_command_line_is_shown_escaped(fleet):
 
 @pytest.mark.parametrize(
     "command",
-    [("allocate", "a", "--shape", "4x4x4"), ("clear-fault", "f1"), ("inject-fault", "cube:c00"), ("release", "a")],
+    [("allocate", "a", "--shape", "4x4x4"), ("clear-fault", "f1"), ("release", "a")],
 )
 def test_a_change_to_a_state_directory_that_does_not_exist_makes_nothing_there(cli, command):
     """A mistyped --state: refused as holding no fleet state, without making the directory and its lock files."""
@@ -281,3 +281,17 @@ def test_a_change_to_a_state_directory_that_does_not_exist_makes_nothing_there(c
     r = cli(*command)
     assert one_line(r, 1).startswith(f"tpufleet: error: no fleet state in {cli.state}")
     assert not cli.state.exists()
+
+
+def test_a_state_path_through_a_file_is_still_named_as_such(cli, tmp_path):
+    """Only a missing directory is "no fleet state": a path through a file says what is wrong with it."""
+    (tmp_path / "afile").write_text("")
+    cli.state = tmp_path / "afile" / "st"
+    r = cli("allocate", "a", "--shape", "4x4x4")
+    assert r.code == 2 and "no fleet state" not in r.err and "not a directory" in r.err
+
+
+def test_inits_line_shows_a_directory_name_with_a_newline_escaped(cli, tmp_path):
+    cli.state = tmp_path / "two\nlines"
+    r = cli("init")
+    assert r.code == 0 and len(r.out.strip().splitlines()) == 1 and "two\\nlines" in r.out

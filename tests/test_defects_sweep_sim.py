@@ -340,6 +340,14 @@ def test_simulate_fleet_with_no_job_is_a_result_not_bad_input(cli, tmp_path):
     assert fleet["window"]["end"] - fleet["window"]["start"] == 86400 and report.json["jobs"] == []
     refused = cli("goodput-report", out, "--capacity", "tpu-v4=4096", state=False)  # no records, no job: no span
     assert refused.code == 2 and "no job events in the input" in refused.err
+    # a window the records do not reach, or a single record, spans no time: refused, never an empty report
+    before = ("--since", "2025-01-01T00:00:00Z", "--until", "2025-02-01T00:00:00Z")
+    refused = cli("goodput-report", out, *before, state=False)
+    assert refused.code == 2 and "capacity records span no time inside --since/--until" in refused.err
+    one = tmp_path / "one.jsonl"
+    one.write_text(out.read_text().splitlines()[0] + "\n")
+    refused = cli("goodput-report", one, state=False)
+    assert refused.code == 2 and "capacity records span no time" in refused.err
     text = "schema_version: 1\nsimulation: fleet\nfixed: {days: 0.2}\ngrid: {load_per_pod: [0]}\n"
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
     assert r.code == 0 and r.json["points"][0]["metrics"]["jobs_submitted"]["mean"] == 0

@@ -87,6 +87,10 @@ def test_a_csv_row_with_fewer_fields_than_the_header_is_refused(cli, tmp_path):
     clean = tmp_path / "clean.csv"
     clean.write_text(CSV_HEADER + "".join(CSV_ROWS))
     assert rep["jobs"] == report(cli, clean)["jobs"]
+    # a header ending in commas (a spreadsheet's export) names no more columns: its rows are whole without them
+    commas = tmp_path / "commas.csv"
+    commas.write_text(CSV_HEADER.replace("\n", ",,\n") + "".join(CSV_ROWS))
+    assert report(cli, commas)["jobs"] == report(cli, clean)["jobs"]
 
 
 def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:

@@ -132,6 +132,10 @@ def test_a_key_given_twice_in_a_json_file_is_refused(cli, tmp_path):
     )
     r = cli("goodput-report", log, "--exclude", exclude, state=False)
     one_line_error(r, str(exclude), "key 'end' is given twice in one object (line 5)")
+    # objects are met as they close: the inner one's repeat (line 5) is the one named, with its line
+    exclude.write_text('{"start": 1,\n "start": 2,\n "inner": {\n  "x": 1,\n  "x": 2}}')
+    r = cli("goodput-report", log, "--exclude", exclude, state=False)
+    one_line_error(r, str(exclude), "key 'x' is given twice in one object (line 5)")
 
 
 # The contract is exit 2, one line naming the file, the state untouched: how deep a YAML library lets a document

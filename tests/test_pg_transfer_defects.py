@@ -188,3 +188,14 @@ def test_a_moves_line_shows_a_directory_name_with_a_newline_escaped(tmp_path: Pa
     r = folder("state", "push", str(folder.state), pg_url, state=False)
     assert r.code == 0, r.err
     assert len(r.out.strip().splitlines()) == 1 and "two\\nlines" in r.out
+
+
+def test_a_fleet_without_its_journal_moved_again_unchanged_is_left_alone(tmp_path: Path, pg_url, capsys):
+    """The refusal above is for another history: the same state moved again is nothing to move, not refused."""
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("init").code == 0 and folder("allocate", "a", "--shape", "4x4x4").code == 0
+    (folder.state / "journal.jsonl").write_bytes(b"")  # emptied by hand
+    for _ in range(2):
+        r = folder("state", "push", str(folder.state), pg_url, "-o", "json", state=False)
+        assert r.code == 0, r.err
+    assert r.json["changed"] is False

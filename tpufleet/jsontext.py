@@ -136,32 +136,35 @@ class _DuplicateKey(JsonProblem):
     """A key given twice in one object; the decoder's hook cannot say where, `_second_key_line` can."""
 
 
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]')  # a string (unrolled: linear), or a bracket
 
 
 def _second_key_line(text: str) -> int | None:
-    """The line of the first key given a second time in one object of the valid JSON `text` (a scan of its
-    strings and brackets, run only to place the error)."""
-    stack: list[set[str] | None] = []  # per open bracket: an object's keys so far, or None for an array
+    """The line of the key given a second time in the first object (in the order objects close, as the decoder
+    meets them) that holds one, in the valid JSON `text` (a scan of its strings and brackets, run only to place
+    the error)."""
+    stack: list[tuple[set[str], list[int]] | None] = []  # per open bracket: an object's keys and repeat, or None
     expect_key = False
     for token in _TOKENS.finditer(text):
         lexeme = token.group()
         if lexeme in "{[":
-            stack.append(set() if lexeme == "{" else None)
+            stack.append((set(), []) if lexeme == "{" else None)
             expect_key = lexeme == "{"
         elif lexeme in "}]":
-            stack.pop()
+            top = stack.pop()
+            if top is not None and top[1]:
+                return top[1][0]
             expect_key = False
         elif lexeme == ",":
             expect_key = bool(stack) and stack[-1] is not None
         elif lexeme == ":":
             expect_key = False
         elif expect_key:
-            keys, key = stack[-1], json.loads(lexeme)
-            assert keys is not None
-            if key in keys:
-                return text.count("\n", 0, token.start()) + 1
-            keys.add(key)
+            top, key = stack[-1], json.loads(lexeme)
+            assert top is not None
+            if key in top[0] and not top[1]:
+                top[1].append(text.count("\n", 0, token.start()) + 1)
+            top[0].add(key)
             expect_key = False
     return None
 

@@ -41,6 +41,7 @@ def init_cmd(
     from tpufleet.model import default_fleet
     from tpufleet.ops import fleet as fleet_ops
     from tpufleet.state import generations
+    from tpufleet.text import printable
 
     gen = None if generation is None else generations.shipped(generation)
     fleet = default_fleet(pods, cubes_per_pod, gen)
@@ -54,7 +55,7 @@ def init_cmd(
         data,
         output,
         lambda: (
-            f"fleet written to {store.where} (serial {data['serial']}"
+            f"fleet written to {printable(store.where)} (serial {data['serial']}"
             + (f", generation {data['generation']}" if "generation" in data else "")
             + "): "
             + fleet_ops.count_words(counts)

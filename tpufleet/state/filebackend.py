@@ -123,8 +123,13 @@ class DirectoryBackend:
     def writing(self, timeout: float, command: str, create: bool = True) -> Iterator[DirectoryWriter]:
         """The directory exists (made when `create`), is ours and nobody else can write it; then the lock. The
         files beside the state are swapped in (or their temps discarded) before the lock is released."""
-        if not create and not os.path.lexists(self.dir):  # no directory, no lock files left behind in a new one
-            raise self.no_state()
+        if not create:  # no directory, no lock files left behind in a new one (other errors: said below)
+            try:
+                os.lstat(self.dir)
+            except FileNotFoundError:
+                raise self.no_state() from None
+            except OSError:
+                pass
         ensure_private_dir(self.dir)
         check_state_dir(self.dir)
         with exclusive(self.dir, timeout, command):

@@ -62,14 +62,15 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
             f"{target_name} holds serial {target.serial}, newer than {source_name}'s {source.serial}; nothing was "
             "moved (move the newer fleet the other way)"
         )
-    if not target.lines and target.serial > 0:  # its journal moved aside: nothing says it is the source's history
-        raise Refused(
-            f"{target_name} holds serial {target.serial} but no journal: whether it is the start of {source_name}'s "
-            "history cannot be told; nothing was moved (move its state aside to replace it)"
-        )
     same_start = source.lines[: len(target.lines)] == target.lines
     if target.serial == source.serial and target.state == source.state and same_start:
         return len(source.lines) != len(target.lines) or source.tables != target.tables
+    if not target.lines and target.serial > 0:  # its journal moved aside: nothing says it is the source's history
+        raise Refused(
+            f"{target_name} holds serial {target.serial} but no journal: whether it is the start of {source_name}'s "
+            "history cannot be told; nothing was moved (replace it only on purpose: a directory by moving its "
+            "state aside, a database by emptying it)"
+        )
     if target.serial == source.serial or not same_start:
         raise Refused(
             f"{target_name} (serial {target.serial}) holds another history than {source_name} (serial "
