@@ -343,7 +343,7 @@ def test_simulate_fleet_with_no_job_is_a_result_not_bad_input(cli, tmp_path):
     # a window the records do not reach, or a single record, spans no time: refused, never an empty report
     before = ("--since", "2025-01-01T00:00:00Z", "--until", "2025-02-01T00:00:00Z")
     refused = cli("goodput-report", out, *before, state=False)
-    assert refused.code == 2 and "capacity records span no time inside --since/--until" in refused.err
+    assert refused.code == 2 and "inside --since/--until, and its capacity records span no time" in refused.err
     one = tmp_path / "one.jsonl"
     one.write_text(out.read_text().splitlines()[0] + "\n")
     refused = cli("goodput-report", one, state=False)

@@ -213,10 +213,8 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     if not accounts:  # capacity alone: the report is of the time its records span, inside the window
         t0, t1 = max(t0, since if since is not None else t0), min(t1, until if until is not None else t1)
         if t1 <= t0:
-            raise NoJobEvents(
-                "no job events in the input, and its capacity records span no time"
-                + (" inside --since/--until" if windowed else "")
-            )
+            where = " inside --since/--until" if windowed else ""
+            raise NoJobEvents(f"no job events in the input{where}, and its capacity records span no time there")
     t0, t1 = t0 if since is None else since, t1 if until is None else until
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")
