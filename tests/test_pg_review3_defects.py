@@ -5,6 +5,10 @@ writer's password in the lock's holder.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import sys
 from pathlib import Path
 
 import pgserver
@@ -12,7 +16,10 @@ from conftest import Cli
 from pgserver import PgServer, db_name
 
 from helpers import one_line
+from tpufleet.state import crashpoints
 from tpufleet.state.pgbackend import PostgresBackend
+
+CTX = multiprocessing.get_context("fork")
 
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
 pg_url = pgserver.pg_url
@@ -50,3 +57,36 @@ def test_a_failed_pull_into_an_existing_directory_keeps_it(pg_url, capsys, tmp_p
     with PostgresBackend(pg_url).locked(5, "tpufleet maintenance-window"):
         one_line(Cli(capsys, tmp_path)("--lock-timeout", "0.2", "state", "pull", pg_url, copy, state=False), 3)
     assert copy.is_dir()
+
+
+# ---- 2. a killed holder's row and a holder that writes none -------------------------------------------------------------
+
+
+def _killed_allocate(url: str) -> None:
+    os.environ[crashpoints.ENV] = "journal.before_write"  # holding the lock, its holder row written
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    from tpufleet.cli import main
+
+    main(["--state", url, "allocate", "a", "--shape", "4x4x4"])
+
+
+def test_the_lock_message_never_names_a_killed_holder(pg_server: PgServer, pg_url, capsys, monkeypatch):
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    proc = CTX.Process(target=_killed_allocate, args=(pg_url,))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL
+    assert pg_server.sql("SELECT pid FROM tpufleet_lock", db_name(pg_url)) == [(proc.pid,)]  # its row stays
+    lines = []
+    migrate = PostgresBackend.migrate
+
+    def waited(self, *args):  # while `state migrate` holds the lock: another command waits for it
+        lines.append(one_line(Cli(capsys, pg_url)("--lock-timeout", "0.2", "inject-fault", "host:c01/1"), 3))
+        return migrate(self, *args)
+
+    monkeypatch.setattr(PostgresBackend, "migrate", waited)
+    monkeypatch.setattr(sys, "argv", ["tpufleet", "--state", pg_url, "state", "migrate"])
+    assert cli("state", "migrate").code == 0
+    assert f"pid {proc.pid} " not in lines[0]  # was the killed allocate, "since" its start
+    assert f"pid {os.getpid()} " in lines[0] and "state migrate" in lines[0]

@@ -60,10 +60,11 @@ def migrate_cmd(
 ) -> None:
     """Create or upgrade tpufleet's tables in a PostgreSQL database (versioned; run it as the role owning them)."""
     from tpufleet.state import transfer
+    from tpufleet.state.lock import command_line
     from tpufleet.state.store import resolve_state_dir
 
     target = url if url is not None else resolve_state_dir(ctx.obj.state)
-    d = transfer.migrate(_url(str(target), "URL"), ctx.obj.lock_timeout)
+    d = transfer.migrate(_url(str(target), "URL"), ctx.obj.lock_timeout, command_line())
     applied = ", ".join(map(str, d["applied"])) or "none needed"
     emit(d, output, lambda: f"{d['database']}: schema version {d['to_version']} (applied: {applied})")
 

@@ -261,6 +261,13 @@ class PostgresBackend:
             row = conn.execute("SELECT max(version) FROM tpufleet_schema").fetchone()
         return int(row[0]) if row and row[0] is not None else None
 
+    def has_lock_table(self) -> bool:
+        """Whether the database has the lock's holder table (`tpufleet_lock`, from schema version 1 on)."""
+        conn = self.connection()
+        with self.errors("read"):
+            found = conn.execute("SELECT to_regclass('tpufleet_lock') IS NOT NULL").fetchone()
+        return bool(found and found[0])
+
     def _usable(self, version: int | None) -> bool:
         """False when there is no schema yet; Refused when it is not this tpufleet's version."""
         if version is None:
@@ -485,18 +492,23 @@ class PostgresBackend:
         """Hold the lock and its holder row (once the schema exists); whether the schema is there."""
         with self.advisory(timeout):
             ready = self._usable(self.schema_version())
-            if ready:
-                self._note_holder(command)
-            try:
+            with self.noted(command) if ready else contextlib.nullcontext():
                 yield ready
-            finally:
-                if ready:
-                    self._forget_holder()
+
+    @contextmanager
+    def noted(self, command: str) -> Iterator[None]:
+        """The holder row written for as long as the advisory lock, held, is (the table `tpufleet_lock` exists)."""
+        self._note_holder(command)
+        try:
+            yield
+        finally:
+            self._forget_holder()
 
     def _forget_holder(self) -> None:
-        """The holder row deleted as the lock is let go, so a later holder that writes none (`state migrate`, an
-        empty database, a session of psql) is "an unknown process", not the last command that wrote one. (A killed
-        holder leaves its row, until the next holder's.)"""
+        """The holder row deleted as the lock is let go, so a later holder that writes none (an empty database, a
+        session of psql) is "an unknown process", not the last command that wrote one. A killed holder leaves its
+        row until the next holder's: every tpufleet command holding the lock writes one (`state migrate` too, once
+        the table exists), else a killed holder was named as the holder of the lock it no longer held."""
         if self._conn is not None and not self._conn.closed:
             with contextlib.suppress(Exception):
                 self._conn.execute("DELETE FROM tpufleet_lock WHERE id = 1 AND pid = %s", (os.getpid(),))

@@ -13,6 +13,7 @@ journal without a state file, which the next pull completes (it is the start of 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,16 @@ class Fleet:
     missing: dict[str, str]
 
 
-def migrate(url: str, timeout: float) -> dict[str, Any]:
-    """Create or upgrade the database's tpufleet schema, under the state lock."""
+def migrate(url: str, timeout: float, command: str) -> dict[str, Any]:
+    """Create or upgrade the database's tpufleet schema, under the state lock (and its holder row, when the schema
+    has the table: a killed command's row is not left to name the holder)."""
     db = PostgresBackend(url)
     with db.advisory(timeout):
         before = db.schema_version()
         if before is not None and before > SCHEMA_VERSION:
             db._usable(before)  # newer than this tpufleet: refused, saying so
-        applied = db.migrate(db.connection(), before, timeout)
+        with db.noted(command) if db.has_lock_table() else contextlib.nullcontext():
+            applied = db.migrate(db.connection(), before, timeout)
     return {"database": db.where, "from_version": before or 0, "to_version": SCHEMA_VERSION, "applied": applied}
 
 
