@@ -90,3 +90,32 @@ def test_the_lock_message_never_names_a_killed_holder(pg_server: PgServer, pg_ur
     assert cli("state", "migrate").code == 0
     assert f"pid {proc.pid} " not in lines[0]  # was the killed allocate, "since" its start
     assert f"pid {os.getpid()} " in lines[0] and "state migrate" in lines[0]
+
+
+# ---- 3. a push that loses its connection at COMMIT ----------------------------------------------------------------------
+
+LOSE_AT_COMMIT = (  # a deferred trigger: runs at COMMIT, and ends its own connection there
+    "CREATE FUNCTION lose() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$",
+    "CREATE CONSTRAINT TRIGGER lose AFTER INSERT OR UPDATE ON tpufleet_state DEFERRABLE INITIALLY DEFERRED "
+    "FOR EACH ROW EXECUTE FUNCTION lose()",
+)
+
+
+def test_a_push_that_loses_its_connection_at_commit_says_it_may_have_been_written(
+    pg_server: PgServer, pg_url, capsys, tmp_path: Path
+):
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("init").code == 0
+    assert folder("state", "push", folder.state, pg_url, state=False).code == 0
+    assert folder("allocate", "a", "--shape", "4x4x4").code == 0
+    for statement in LOSE_AT_COMMIT:
+        pg_server.sql(statement, db_name(pg_url))
+    line = one_line(folder("state", "push", folder.state, pg_url, state=False), 1)
+    assert "cannot write" not in line  # was "cannot write the state database ...", as if nothing was
+    assert "while pushing serial 2" in line and "may have been written" in line and "again is safe" in line
+    pg_server.sql("DROP TRIGGER lose ON tpufleet_state", db_name(pg_url))
+    pushed = folder("state", "push", folder.state, pg_url, "-o", "json", state=False)
+    assert pushed.code == 0 and pushed.json["changed"] is True and pushed.json["serial"] == 2
+    again = folder("state", "push", folder.state, pg_url, "-o", "json", state=False)
+    assert again.code == 0 and again.json["changed"] is False  # written: the push again moves nothing

@@ -180,16 +180,22 @@ class PostgresBackend:
     # -- connection and errors --
 
     @contextmanager
-    def errors(self, doing: str = "use") -> Iterator[None]:
-        """A database error as one line naming the URL (never its password): exit 1."""
+    def errors(self, doing: str = "use", lost: tuple[str, str] | None = None) -> Iterator[None]:
+        """A database error as one line naming the URL (never its password): exit 1. `lost`: what was being done and
+        what to do, said of a lost connection instead (around a transaction: it may have committed)."""
         import psycopg
 
         try:
             yield
         except psycopg.Error as exc:
             self.close()
+            reason = _first_line(exc, self._secrets)
+            if lost is not None and isinstance(exc, psycopg.OperationalError):
+                raise Unavailable(
+                    f"lost the state database {self.where} while {lost[0]} ({reason}); {lost[1]}"
+                ) from None
             kind = Unavailable if isinstance(exc, psycopg.OperationalError) else Refused
-            raise kind(f"cannot {doing} the state database {self.where}: {_first_line(exc, self._secrets)}") from None
+            raise kind(f"cannot {doing} the state database {self.where}: {reason}") from None
 
     def connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._conn is not None and not self._conn.closed:

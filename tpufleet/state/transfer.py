@@ -181,8 +181,14 @@ def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, A
 
 
 def _write_database(db: PostgresBackend, ready: bool, source: Fleet, target: Fleet | None) -> None:
+    """One transaction. A connection lost during it (at its COMMIT, say) may have committed it: the push again is
+    then nothing to move (the same serial, journal and tables: `_judge`), or the move again."""
     conn = db.connection()
-    with db.errors("write"), conn.transaction():
+    lost = (
+        f"pushing serial {source.serial}",
+        "it may have been written or not: running the push again is safe (it moves nothing if it was)",
+    )
+    with db.errors("write", lost), conn.transaction():
         if not ready:
             db.migrate_in(conn)
         for line in source.lines[len(target.lines) if target else 0 :]:
