@@ -119,3 +119,31 @@ def test_a_push_that_loses_its_connection_at_commit_says_it_may_have_been_writte
     assert pushed.code == 0 and pushed.json["changed"] is True and pushed.json["serial"] == 2
     again = folder("state", "push", folder.state, pg_url, "-o", "json", state=False)
     assert again.code == 0 and again.json["changed"] is False  # written: the push again moves nothing
+
+
+# ---- 4. another writer's password in the lock's holder ------------------------------------------------------------------
+
+UNREDACTED = (
+    "tpufleet --state postgresql://bob:s3cret@db/f?password=s3cret inject-fault host:c01/1"  # an older writer's
+)
+
+
+def test_a_database_lock_holders_password_is_never_shown(pg_url, capsys):
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    holder = PostgresBackend(pg_url)
+    with holder.locked(5, UNREDACTED):  # the row as another writer wrote it
+        line = one_line(cli("--lock-timeout", "0.2", "inject-fault", "host:c01/1"), 3)
+        shown = holder.holder()
+    assert "s3cret" not in line and "s3cret" not in shown  # was the whole URL
+    assert "postgresql://bob@db/f" in line and f"pid {os.getpid()} " in line
+
+
+def test_a_directory_lock_holders_password_is_never_shown(capsys, tmp_path: Path):
+    from tpufleet.state.lock import exclusive
+
+    cli = Cli(capsys, tmp_path / "d")
+    assert cli("init").code == 0
+    with exclusive(tmp_path / "d", 5, UNREDACTED):  # .lock.info as another writer wrote it
+        line = one_line(cli("--lock-timeout", "0.2", "inject-fault", "host:c01/1"), 3)
+    assert "s3cret" not in line and "postgresql://bob@db/f" in line  # was the whole URL

@@ -49,8 +49,10 @@ def _holder(info_path: Path) -> str:
         fd = open_state_file(info_path, os.O_RDONLY)
         with os.fdopen(fd, "rb") as fh:
             info = json.loads(fh.read())
-        # the holder's command line is another user's text: escaped, and cut short
-        return printable(f"pid {info['pid']} ({bounded(str(info['command']), 200)}, since {info['started']})")
+        # the holder's command line is another user's text: escaped, and cut short; its passwords hidden, as this
+        # tpufleet records them (another writer's, an older tpufleet's, may hold one)
+        command = bounded(shown_command(str(info["command"])), 200)
+        return printable(f"pid {info['pid']} ({command}, since {info['started']})")
     except (OSError, ValueError, KeyError, TypeError, RecursionError, BadInput):
         return "an unknown process"
 

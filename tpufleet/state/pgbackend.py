@@ -35,7 +35,7 @@ from tpufleet.journalentry import JournalEntry
 from tpufleet.state import dburl, journal
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import check_name
-from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name
+from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name, shown_command
 from tpufleet.text import bounded, printable
 from tpufleet.timeparse import STAMP_FORMAT
 
@@ -432,8 +432,9 @@ class PostgresBackend:
             return "an unknown process"
         if row is None:
             return "an unknown process"
-        user, pid, host, command, since = row
-        return printable(f"{user}'s pid {pid} on {host} ({bounded(str(command), 200)}, since {since})")
+        user, pid, host, command, since = row  # another writer's text: its passwords hidden as this tpufleet's are
+        command = bounded(shown_command(str(command)), 200)
+        return printable(f"{user}'s pid {pid} on {host} ({command}, since {since})")
 
     def _try_lock(self, seconds: float) -> bool:
         """Wait up to `seconds` for the advisory lock; whether it was taken. The wait is bounded by its own
