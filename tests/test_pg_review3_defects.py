@@ -147,3 +147,19 @@ def test_a_directory_lock_holders_password_is_never_shown(capsys, tmp_path: Path
     with exclusive(tmp_path / "d", 5, UNREDACTED):  # .lock.info as another writer wrote it
         line = one_line(cli("--lock-timeout", "0.2", "inject-fault", "host:c01/1"), 3)
     assert "s3cret" not in line and "postgresql://bob@db/f" in line  # was the whole URL
+
+
+# ---- 5. a short password in a message ------------------------------------------------------------------------------------
+
+
+def test_a_short_password_is_not_cut_out_of_the_words_of_a_message(capsys):
+    line = one_line(Cli(capsys, "postgresql://bob:p@127.0.0.1:1/f?connect_timeout=1")("status"), 1)  # type: ignore[arg-type]
+    assert "***" not in line  # was "***ort 1": every "p" masked, which shows the password
+    assert line.startswith("tpufleet: error: cannot connect to the state database postgresql://bob@127.0.0.1:1/f")
+
+
+def test_a_short_password_standing_alone_is_still_cut_out():
+    from tpufleet.state.pgbackend import _first_line
+
+    assert _first_line("no login for bob:pw@db, nor for pw", ["pw"]) == "no login for bob:***@db, nor for ***"
+    assert _first_line("a longsecretpassword0 inside", ["secretpassword0"]) == "a long*** inside"

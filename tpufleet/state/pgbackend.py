@@ -96,8 +96,16 @@ def _first_line(exc: BaseException | str, secrets: list[str]) -> str:
         type(exc).__name__ if isinstance(exc, BaseException) else "error"
     )
     for secret in secrets:
-        text = text.replace(secret, "***")
+        text = _cut(text, secret)
     return printable(bounded(text, 300))
+
+
+def _cut(text: str, secret: str) -> str:
+    """`text` with `secret` replaced by ***: anywhere, or, for a short one (a few letters found in ordinary words:
+    masking each was "***ort 1 failed" for the password "p", showing it), only where no letter or digit adjoins it."""
+    if len(secret) >= 8:
+        return text.replace(secret, "***")
+    return re.sub(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])", "***", text)
 
 
 def _unquoted(text: str) -> str:
