@@ -93,7 +93,7 @@ class Cli:
         self.capsys = capsys
         self.state = state
 
-    def __call__(self, *args: str, state: bool = True) -> Result:
+    def __call__(self, *args: str | os.PathLike[str], state: bool = True) -> Result:
         argv = (["--state", str(self.state)] if state else []) + [str(a) for a in args]
         self.capsys.readouterr()
         try:
