@@ -28,6 +28,11 @@ from tpufleet.moves import Proposal, propose_move, propose_replacement
 
 Json = dict[str, Any]
 
+# chips: the largest slice whose landing the step search (`steps_to_move`: explain, inject-fault's job `next`)
+# routes to judge its floor (8x8x16 with an OCS down: a tenth of a second); a larger one takes seconds (a TPU v4
+# pod, 16x16x16: about 6 s), which `reschedule` alone spends: the steps then take its move as it stands
+STEP_JUDGED_CHIPS = 1024
+
 
 class DailyRates(Protocol):
     """Failures per component per day (the shipped fault-rate file, or the operator's own)."""
@@ -226,6 +231,8 @@ class MoveSteps:
     waits: dict[str, str] = field(default_factory=dict)
     stuck: dict[str, str] = field(default_factory=dict)
     needs: dict[str, list[str]] = field(default_factory=dict)  # slice -> the faults (ids) its move waits for
+    # slice -> the faults (ids) its move routes around, not judged here (over STEP_JUDGED_CHIPS): `reschedule` does
+    unjudged: dict[str, list[str]] = field(default_factory=dict)
 
 
 def steps_to_move(state: FleetState, slices: list[Slice]) -> MoveSteps:
@@ -249,6 +256,8 @@ def steps_to_move(state: FleetState, slices: list[Slice]) -> MoveSteps:
             continue
         out.moves.append(sl.name)
         alloc = proposal.alloc
+        if not _judged(sl) and (around := landing_faults(attempt, alloc.pod, alloc.cubes)):
+            out.unjudged[sl.name] = [f.id for f in around]
         moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, machines=alloc.machines, proposal=None)
         trial = replace(attempt, slices={**attempt.slices, sl.name: moved})
     return out
@@ -289,10 +298,26 @@ def _why_unmovable(state: FleetState, sl: Slice, proposal: Proposal) -> str | No
     """Why `reschedule` would refuse the slice's move (None: it moves)."""
     if not proposal.ready:
         return str(proposal.to_dict().get("why") or "no replacement")
+    if not _judged(sl):
+        return None
     try:
         return landing(state, sl, proposal)[1]
     except Exception:  # noqa: BLE001 - the move's analysis is reschedule's: a bug there is reported by it (exit 70)
         return None
+
+
+def _judged(sl: Slice) -> bool:
+    """Whether the step search routes the slice's landing (else `reschedule` alone judges it: STEP_JUDGED_CHIPS)."""
+    return sl.shape.chips <= STEP_JUDGED_CHIPS or not sl.fault_tolerant_routing
+
+
+def unjudged_note(sl: Slice, faults: list[str]) -> str:
+    """What `explain` says of a move `steps_to_move` did not judge: `reschedule` does."""
+    return (
+        f"there it routes around {', '.join(faults)}: `reschedule` works out its figures and refuses, changing "
+        f"nothing, below its floor of {sl.min_throughput:g} (routing {sl.shape.chips} chips takes seconds, "
+        "not worked out here)"
+    )
 
 
 def _guarded_figures(state: FleetState, sl: Slice, errors: list[str], routed: RoutedGraphs) -> Json:

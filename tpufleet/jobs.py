@@ -237,7 +237,7 @@ def job_tag(state: FleetState, sl: Slice) -> str:
 
 def explain_job(state: FleetState, name: str) -> Json:
     """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
-    from tpufleet.faults import steps_to_move
+    from tpufleet.faults import steps_to_move, unjudged_note
 
     status = job_status(state, name)
     why = [summary(status)]
@@ -254,6 +254,8 @@ def explain_job(state: FleetState, name: str) -> Json:
         elif needs := moves.needs.get(member.name):
             repair = f"{needs[0]}'s repair" if len(needs) == 1 else f"the repair of {', '.join(needs)}"
             line += f"; no place to move it to now: it waits for {repair}"
+        if member.name in moves.unjudged:
+            line += f"; {unjudged_note(member, moves.unjudged[member.name])}"
         why.append(line)
     return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
 

@@ -113,7 +113,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
-    from tpufleet.faults import steps_to_move
+    from tpufleet.faults import steps_to_move, unjudged_note
     from tpufleet.moves import propose_move
 
     fault = state.fault(sl.evicted_by)
@@ -124,12 +124,13 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
     if out:
         why.append(f"cubes out of the pool: {', '.join(out)}")
     steps = steps_to_move(state, [sl])
+    unjudged = [unjudged_note(sl, steps.unjudged[sl.name])] if sl.name in steps.unjudged else []
     if sl.name in steps.waits:
         why.append(f"reschedule cannot move it yet: {steps.waits[sl.name]}")
         if sl.name in steps.stuck:
             return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
         ids = [f.id for f in steps.clears]
-        why.append(f"it moves once {', '.join(ids)} {'is' if len(ids) == 1 else 'are'} repaired and cleared")
+        why += [f"it moves once {', '.join(ids)} {'is' if len(ids) == 1 else 'are'} repaired and cleared", *unjudged]
         return why, [*(f"tpufleet clear-fault {i}" for i in ids), f"tpufleet reschedule {sl.name}"]
     proposal = propose_move(state, sl).to_dict()
     where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
@@ -139,7 +140,7 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
         note = " (reserved for it)"
     else:
         note = " (the reserved cubes are no longer usable)"
-    why.append(f"reschedule would move it to {where}{note}")
+    why += [f"reschedule would move it to {where}{note}", *unjudged]
     return why, [f"tpufleet reschedule {sl.name}"]
 
 
