@@ -281,3 +281,19 @@ def test_explain_leaves_a_pod_scale_landing_to_reschedule(fleet, monkeypatch):
     monkeypatch.undo()
     r = fleet("reschedule", "j-0", "-o", "json")
     assert r.code == 0 and r.json["reroute"]["faults"] == ["f2"]
+
+
+def test_explain_of_a_slice_routed_below_its_floor_does_not_promise_a_move(fleet):
+    """Wired where an OCS is down, `routes` stores tables keeping less than its floor and leaves it degraded:
+    `explain` said "(its floor is 0.99; below it, it is rescheduled)", which nothing does."""
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    assert fleet("allocate", "a", "--shape", "4x4x4", "--min-throughput", "0.99").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("routes", "a").code == 0
+    r = fleet("explain", "a", "-o", "json")
+    assert r.json["state"] == "degraded" and r.json["next"] == ["tpufleet clear-fault f1"]
+    assert r.json["why"][0] == (
+        "running on rerouted tables around f1: keeps 0.941 of its all-to-all throughput with 3 virtual channels, "
+        "below its floor of 0.99: nothing moves it for that (the floor is judged only when a fault strikes it)"
+    )
+    assert fleet("show", "slices", "-o", "json").json[0]["state"] == "degraded"

@@ -147,9 +147,15 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
 def _degraded(sl: Slice) -> tuple[list[str], list[str]]:
     r = sl.reroute
     assert r is not None  # degraded slices carry their reroute
+    floor = (  # `routes` stores tables below the floor, and `policy` raises it without moving the slice
+        f", below its floor of {sl.min_throughput:g}: nothing moves it for that (the floor is judged only when a "
+        "fault strikes it)"
+        if r.retained < sl.min_throughput
+        else f" (its floor is {sl.min_throughput:g}; below it, it is rescheduled)"
+    )
     why = [
         f"running on rerouted tables around {around(r.faults)}: keeps {r.retained:.3f} of its all-to-all "
-        f"throughput with {r.vcs} virtual channels (its floor is {sl.min_throughput:g}; below it, it is rescheduled)",
+        f"throughput with {r.vcs} virtual channels{floor}",
         f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} repaired and cleared"
         if r.faults
         else "it returns to healthy tables once wired again and routed",
