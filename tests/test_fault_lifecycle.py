@@ -297,3 +297,21 @@ def test_explain_of_a_slice_routed_below_its_floor_does_not_promise_a_move(fleet
         "below its floor of 0.99: nothing moves it for that (the floor is judged only when a fault strikes it)"
     )
     assert fleet("show", "slices", "-o", "json").json[0]["state"] == "degraded"
+
+
+def test_explain_job_does_not_send_a_reserved_move_reschedule_refuses(fleet):
+    """A reserved move that now lands where an OCS is down, below the slice's floor: `explain JOB` said
+    "reschedule moves it to pod0 c02 (reserved)", which `reschedule` refuses."""
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--min-throughput", "0.99").code == 0
+    assert fleet("plan-xconnect", "j", "--apply").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0  # f1: j-0 evicted, its move to c02 reserved
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0  # f2: j-1 evicted too; j-0's move now lands around it
+    r = fleet("explain", "j", "-o", "json")
+    assert r.json["why"][1].endswith(
+        "reschedule cannot move it to pod0 c02 (reserved) yet: rerouted, it would keep 0.941176 of its all-to-all "
+        "throughput, below its floor of 0.99: it waits for f2's repair"
+    )
+    assert fleet("reschedule", "j-0").code == 1
+    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    _run(fleet, r.json["next"])
+    assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"

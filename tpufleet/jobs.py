@@ -247,17 +247,24 @@ def explain_job(state: FleetState, name: str) -> Json:
         fault = state.fault(member.evicted_by)
         if fault is not None:
             line += f", by fault {fault.id} on {fault.target}"
-        if member.proposal is not None:
-            line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
-        elif member.name in moves.stuck:
+        if member.name in moves.stuck:
             line += f"; no place to move it to, even once its faults are cleared: {moves.stuck[member.name]}"
-        elif needs := moves.needs.get(member.name):
+        elif needs := moves.needs.get(member.name):  # a reserved move too: `reschedule` refuses it until then
             repair = f"{needs[0]}'s repair" if len(needs) == 1 else f"the repair of {', '.join(needs)}"
-            line += f"; no place to move it to now: it waits for {repair}"
+            now = "no place to move it to now" if member.proposal is None else _refused(member, moves.waits)
+            line += f"; {now}: it waits for {repair}"
+        elif member.proposal is not None:
+            line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
         if member.name in moves.unjudged:
             line += f"; {unjudged_note(member, moves.unjudged[member.name])}"
         why.append(line)
     return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
+
+
+def _refused(sl: Slice, waits: dict[str, str]) -> str:
+    assert sl.proposal is not None
+    where = f"{sl.proposal.pod} {','.join(sl.proposal.cubes)}"
+    return f"reschedule cannot move it to {where} (reserved) yet: {waits[sl.name]}"
 
 
 # ---- placement --------------------------------------------------------------------------------------------------
