@@ -315,3 +315,20 @@ def test_explain_job_does_not_send_a_reserved_move_reschedule_refuses(fleet):
     assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet reschedule j-1"]
     _run(fleet, r.json["next"])
     assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"
+
+
+def test_a_planned_drain_of_a_slice_not_wired_yet_checkpoints_nothing(fleet):
+    """Nothing runs on a slice allocated but not wired: a drain under it said "the job is notified and
+    checkpoints before it moves"."""
+    assert fleet("allocate", "b", "--shape", "4x4x8").code == 0  # c00,c01
+    assert fleet("allocate", "c", "--shape", "4x4x8").code == 0  # c02,c03
+    for target in ("link:c01/x/0/out", "host:c02/1"):
+        r = fleet("inject-fault", target, "--planned", "-o", "json")
+        assert r.json["slices"][0]["reason"] == f"planned drain of its {target.split(':')[0]}: not wired yet, it moves"
+    r = fleet("reschedule", "b", "-o", "json")  # wired where it lands: a drain there stops what runs
+    assert r.code == 0
+    r = fleet("inject-fault", f"host:{r.json['cubes'][0]}/1", "--planned", "-o", "json")
+    assert (
+        r.json["slices"][0]["reason"]
+        == "planned drain of its host: the job is notified and checkpoints before it moves"
+    )

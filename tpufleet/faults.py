@@ -365,8 +365,9 @@ def _impact(
         why = "opted out of fault-tolerant routing"
     else:
         why = f"{kind} fault stops its machines"
-    if fault.planned:
-        why = f"planned drain of its {kind}: the job is notified and checkpoints before it moves"
+    if fault.planned:  # nothing runs on a slice not wired yet: there is nothing to notify or checkpoint
+        then = "the job is notified and checkpoints before it moves" if sl.state.wired else "not wired yet, it moves"
+        why = f"planned drain of its {kind}: {then}"
     proposal = propose_replacement(state, sl, fault.target)
     state.evict(sl.name, fault.id, proposal.alloc if proposal.ready else None)
     return SliceImpact(sl.name, "reschedule", why, replacement=proposal.to_dict())
