@@ -266,8 +266,13 @@ def test_explain_leaves_a_pod_scale_landing_to_reschedule(fleet, monkeypatch):
     assert fleet("plan-xconnect", "j", "--apply").code == 0
     assert fleet("inject-fault", "host:c00/1").code == 0  # f1: j-0 evicted, its move reserved on other cubes
     assert fleet("inject-fault", "ocs:pod0/x/5").code == 0  # f2: the move lands around it
-    routed = []
-    monkeypatch.setattr(tpufleet.faults, "reroute_figures", lambda *a, **k: routed.append(a) or {})
+    routed: list[tuple[object, ...]] = []
+
+    def counted(*a: object, **k: object) -> dict[str, object]:
+        routed.append(a)
+        return {}
+
+    monkeypatch.setattr(tpufleet.faults, "reroute_figures", counted)
     r = fleet("explain", "j-0", "-o", "json")
     assert r.json["next"] == ["tpufleet reschedule j-0"]
     note = (
