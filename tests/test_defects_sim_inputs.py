@@ -4,23 +4,10 @@ below its median, multislice counts written two ways) and `sweep --resume --keep
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from test_defects_sweep_sim import one_line, write
 
 from tpufleet.state.sweepstore import load_spec
-
-
-def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_a_parameter_set_by_a_point_and_by_the_grid_is_refused(cli, tmp_path):
