@@ -10,6 +10,23 @@ from test_defects_sweep_sim import one_line, write
 from tpufleet.state.sweepstore import load_spec
 
 
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        ("fixed: {days: 0.1, spare_cubes: 1}\ngrid: {spare_cubes: [0, 2]}\n", "grid.spare_cubes", "[0, 2]"),
+        ("fixed: {days: 0.1}\npoints: [{days: 0.2}, {load_per_pod: 0.5}]\n", "points.0.days", "0.2"),
+    ],
+)
+def test_a_parameter_fixed_for_every_point_and_set_again_is_refused(cli, tmp_path, text, field, value):
+    """`fixed` is the value of every point: a grid or a point setting it again replaced it without a word."""
+    spec = write(tmp_path, "schema_version: 1\nsimulation: fleet\n" + text)
+    r = cli("sweep", spec, "--out", tmp_path / "o", "--serial", state=False)
+    name = field.rsplit(".", 1)[1]
+    expected = f"spec.yaml: field {field}: also set by fixed.{name}, the value of every point (value {value})"
+    assert r.code == 2 and one_line(r.err).endswith(expected), r.err
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_parameter_set_by_a_point_and_by_the_grid_is_refused(cli, tmp_path):
     """The grid's value was taken and the point's dropped, silently."""
     text = (

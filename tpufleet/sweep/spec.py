@@ -112,7 +112,7 @@ def build(
     fixed = _checked(file, simulation, "fixed", doc.get("fixed", {}))
     entries = [_checked(file, simulation, f"points.{i}", e) for i, e in enumerate(doc.get("points", []))]
     grid = _grid(file, simulation, doc.get("grid", {}))
-    _check_overlap(file, entries, grid)
+    _check_overlap(file, entries, grid, fixed)
     if not grid and not entries:
         raise BadStateFile(file, "grid", doc.get("grid"), "nothing to sweep: give grid values or points")
     swept = tuple(dict.fromkeys([*grid, *(k for e in entries for k in e)]))
@@ -227,15 +227,25 @@ def _whole(schema: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
-def _check_overlap(file: str, entries: list[dict[str, Any]], grid: Mapping[str, list[Any]]) -> None:
-    """Refuse a parameter a `points` entry sets that the grid also sets: every combination would take the grid's
-    value and drop the point's."""
+def _check_overlap(
+    file: str, entries: list[dict[str, Any]], grid: Mapping[str, list[Any]], fixed: Mapping[str, Any]
+) -> None:
+    """Refuse a parameter a `points` entry sets that the grid also sets (every combination would take the grid's
+    value and drop the point's), and one `fixed`, the parameters of every point, sets that a point or the grid
+    sets again (which value was meant is unknown)."""
     for i, entry in enumerate(entries):
         for name in entry:
             if name in grid:
                 raise BadStateFile(
                     file, f"points.{i}.{name}", entry[name], f"also set by grid.{name}: give it in one of them"
                 )
+            if name in fixed:
+                raise BadStateFile(
+                    file, f"points.{i}.{name}", entry[name], f"also set by fixed.{name}, the value of every point"
+                )
+    for name in grid:
+        if name in fixed:
+            raise BadStateFile(file, f"grid.{name}", grid[name], f"also set by fixed.{name}, the value of every point")
 
 
 def _read_inputs(read_input: ReadInput, points: list[dict[str, Any]]) -> dict[str, Any]:
