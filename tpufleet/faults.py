@@ -14,24 +14,18 @@ What a fault takes away, and what happens to each slice it touches:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tpufleet import xconnect
 from tpufleet.allocation import Allocation
 from tpufleet.constants import DIMS, HARDWARE_VCS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, machine_of, parse_target
 from tpufleet.model import Fleet, check_known, component_counts
-from tpufleet.moves import Proposal, propose_move, propose_replacement
+from tpufleet.moves import propose_move, propose_replacement
 
 Json = dict[str, Any]
-
-# chips: the largest slice whose landing the step search (`steps_to_move`: explain, inject-fault's job `next`)
-# routes to judge its floor (8x8x16 with an OCS down: a tenth of a second); a larger one takes seconds (a TPU v4
-# pod, 16x16x16: about 6 s), which `reschedule` alone spends: the steps then take its move as it stands
-STEP_JUDGED_CHIPS = 1024
 
 
 class DailyRates(Protocol):
@@ -193,131 +187,6 @@ def reroute_verdict(figures: Json, sl: Slice, max_vcs: int) -> str | None:
             f"below its floor of {sl.min_throughput:g}"
         )
     return None
-
-
-def landing_faults(state: FleetState, pod: str, cubes: tuple[str, ...]) -> tuple[Fault, ...]:
-    """The open network faults a whole-cube slice on these cubes routes around: the OCS of its pod, optical links
-    of its cubes."""
-    return tuple(
-        f
-        for f in state.open_faults()
-        if (isinstance(f.target, OcsId) and f.target.pod == pod)
-        or (isinstance(f.target, LinkId) and f.target.cube in cubes)
-    )
-
-
-def landing(state: FleetState, sl: Slice, proposal: Proposal) -> tuple[Json | None, str | None]:
-    """An evicted slice moved onto its (ready) proposal and wired, as the fault path would judge it: the reroute
-    figures where it lands among network faults (None: it lands on none, or it does not reroute: its plan then
-    refuses a failed OCS), and why it could not run there (None: it can, degraded with those figures)."""
-    alloc, plan = proposal.alloc, proposal.plan
-    if alloc is None or plan is None or not sl.fault_tolerant_routing or sl.shape.is_subcube:
-        return None, None
-    if not landing_faults(state, alloc.pod, alloc.cubes):
-        return None, None
-    moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, coords=dict(alloc.coords), state=SliceState.CONNECTED)
-    wired = replace(state, ocs=xconnect.apply(state.ocs, plan.changes))
-    figures = reroute_figures(wired, moved)
-    return figures, reroute_verdict(figures, moved, HARDWARE_VCS)
-
-
-@dataclass
-class MoveSteps:
-    """What brings evicted slices back, each command working when run in order: the faults to clear first, then
-    the slices `reschedule` moves. `waits`: why a slice cannot move now; `stuck`: why not even once cleared."""
-
-    clears: list[Fault] = field(default_factory=list)
-    moves: list[str] = field(default_factory=list)
-    waits: dict[str, str] = field(default_factory=dict)
-    stuck: dict[str, str] = field(default_factory=dict)
-    needs: dict[str, list[str]] = field(default_factory=dict)  # slice -> the faults (ids) its move waits for
-    # slice -> the faults (ids) its move routes around, not judged here (over STEP_JUDGED_CHIPS): `reschedule` does
-    unjudged: dict[str, list[str]] = field(default_factory=dict)
-
-
-def steps_to_move(state: FleetState, slices: list[Slice]) -> MoveSteps:
-    """For evicted slices, in order: move each as it stands; else once the fault that evicted it is cleared, or
-    those its move would route around; else once every fault on its own cubes (and its pod's OCS) is cleared,
-    when it goes back where it was. Worked out on copies of the state with those faults cleared and the slices
-    moved before it in place (they take cubes)."""
-    out, trial = MoveSteps(), state
-    for sl in slices:
-        attempt, proposal, why = _attempt(trial, sl, [])
-        if why is not None:
-            out.waits[sl.name] = why
-            for stage in _repair_stages(state, sl, proposal):
-                attempt, proposal, why = _attempt(trial, sl, [f for f in stage if f not in out.clears])
-                if why is None:
-                    out.needs[sl.name] = [f.id for f in stage]
-                    out.clears += [f for f in stage if f not in out.clears]
-                    break
-        if why is not None or proposal.alloc is None:
-            out.stuck[sl.name] = why or "no replacement"
-            continue
-        out.moves.append(sl.name)
-        alloc = proposal.alloc
-        if not _judged(sl) and (around := landing_faults(attempt, alloc.pod, alloc.cubes)):
-            out.unjudged[sl.name] = [f.id for f in around]
-        moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, machines=alloc.machines, proposal=None)
-        trial = replace(attempt, slices={**attempt.slices, sl.name: moved})
-    return out
-
-
-def _attempt(state: FleetState, sl: Slice, clear: list[Fault]) -> tuple[FleetState, Proposal, str | None]:
-    attempt = _cleared(state, clear)
-    proposal = propose_move(attempt, attempt.slices[sl.name])
-    return attempt, proposal, _why_unmovable(attempt, attempt.slices[sl.name], proposal)
-
-
-def _repair_stages(state: FleetState, sl: Slice, proposal: Proposal) -> list[list[Fault]]:
-    """The sets of faults to try clearing, fewest first: the one that evicted it, those its move would route
-    around, every one on its own cubes and its pod's OCS (then it goes back where it was)."""
-    evicting = state.fault(sl.evicted_by)
-    first = [evicting] if evicting is not None and evicting.is_open else []
-    alloc = proposal.alloc if proposal.ready else None
-    around = list(landing_faults(state, alloc.pod, alloc.cubes)) if alloc is not None else []
-    own = [
-        f
-        for f in state.open_faults()
-        if (f.target.pod == sl.pod and not sl.machines if isinstance(f.target, OcsId) else f.target.cube in sl.cubes)
-    ]
-    every = [*first, *(f for f in own if f not in first)]
-    stages = [first, around, every]
-    return [stage for i, stage in enumerate(stages) if stage and stage not in stages[:i]]
-
-
-def _cleared(state: FleetState, gone: list[Fault]) -> FleetState:
-    """A copy of the state with these faults cleared (the state itself is not changed)."""
-    if not gone:
-        return state
-    ids = {f.id for f in gone}
-    return replace(state, faults=[replace(f, cleared="(cleared)") if f.id in ids else f for f in state.faults])
-
-
-def _why_unmovable(state: FleetState, sl: Slice, proposal: Proposal) -> str | None:
-    """Why `reschedule` would refuse the slice's move (None: it moves)."""
-    if not proposal.ready:
-        return str(proposal.to_dict().get("why") or "no replacement")
-    if not _judged(sl):
-        return None
-    try:
-        return landing(state, sl, proposal)[1]
-    except Exception:  # noqa: BLE001 - the move's analysis is reschedule's: a bug there is reported by it (exit 70)
-        return None
-
-
-def _judged(sl: Slice) -> bool:
-    """Whether the step search routes the slice's landing (else `reschedule` alone judges it: STEP_JUDGED_CHIPS)."""
-    return sl.shape.chips <= STEP_JUDGED_CHIPS or not sl.fault_tolerant_routing
-
-
-def unjudged_note(sl: Slice, faults: list[str]) -> str:
-    """What `explain` says of a move `steps_to_move` did not judge: `reschedule` does."""
-    return (
-        f"there it routes around {', '.join(faults)}: `reschedule` works out its figures and refuses, changing "
-        f"nothing, below its floor of {sl.min_throughput:g} (routing {sl.shape.chips} chips takes seconds, "
-        "not worked out here)"
-    )
 
 
 def _guarded_figures(state: FleetState, sl: Slice, errors: list[str], routed: RoutedGraphs) -> Json:

@@ -180,9 +180,9 @@ def _replacement(sl: Slice) -> Json:
 
 def next_steps(state: FleetState, status: JobStatus) -> list[str]:
     """The commands that bring the job back to all its slices, in the order to run them, each working when run:
-    the repairs its evicted slices wait for (`faults.steps_to_move`), then their moves; a slice that cannot move
+    the repairs its evicted slices wait for (`movesteps.steps_to_move`), then their moves; a slice that cannot move
     even then gets no step."""
-    from tpufleet.faults import steps_to_move
+    from tpufleet.movesteps import steps_to_move
 
     plan = steps_to_move(state, [state.slices[name] for name in status.evicted])
     steps = [f"tpufleet clear-fault {f.id}" for f in plan.clears] + [f"tpufleet reschedule {n}" for n in plan.moves]
@@ -237,7 +237,7 @@ def job_tag(state: FleetState, sl: Slice) -> str:
 
 def explain_job(state: FleetState, name: str) -> Json:
     """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
-    from tpufleet.faults import steps_to_move, unjudged_note
+    from tpufleet.movesteps import steps_to_move, unjudged_note
 
     status = job_status(state, name)
     why = [summary(status)]

@@ -113,8 +113,8 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
-    from tpufleet.faults import steps_to_move, unjudged_note
     from tpufleet.moves import propose_move
+    from tpufleet.movesteps import steps_to_move, unjudged_note
 
     fault = state.fault(sl.evicted_by)
     why = [f"evicted by fault {sl.evicted_by}" + (f" on {fault.target} (since {fault.opened})" if fault else "")]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tpufleet import faults, moves
+from tpufleet import faults, moves, movesteps
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId
@@ -165,8 +165,8 @@ def reschedule(state: FleetState, name: str) -> Outcome:
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
     alloc, plan = proposal.alloc, proposal.plan
-    figures, why_not = faults.landing(state, sl, proposal)  # judged as the fault path judges a wired slice
-    around = [f.id for f in faults.landing_faults(state, alloc.pod, alloc.cubes)]
+    figures, why_not = movesteps.landing(state, sl, proposal)  # judged as the fault path judges a wired slice
+    around = [f.id for f in movesteps.landing_faults(state, alloc.pod, alloc.cubes)]
     if why_not is not None:
         floor = f", or lower its floor (`tpufleet policy {name} --min-throughput F`)" if "floor" in why_not else ""
         raise Refused(
