@@ -4,6 +4,8 @@ below its median, multislice counts written two ways) and `sweep --resume --keep
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from test_defects_sweep_sim import one_line, write
 
@@ -152,6 +154,27 @@ def test_sweep_resume_keep_events_says_how_many_points_have_no_events(cli, tmp_p
     assert cli("sweep", spec, "--out", kept, "--serial", "--keep-events", state=False).code == 0
     r = cli("sweep", spec, "--out", kept, "--serial", "--resume", "--keep-events", "-o", "json", state=False)
     assert r.code == 0 and r.json["points_resumed"] == 2 and r.json["events_absent"] == 0
+
+
+def test_sweep_resume_of_a_reordered_spec_does_not_pair_a_point_with_anothers_events(cli, tmp_path):
+    """Event files were named by the point's place in the spec: after a reordered grid, a resumed point whose
+    events were never kept was counted as having those of the point that used to be first."""
+    out = tmp_path / "o"
+
+    def sweep(values: str, *extra: str) -> Any:
+        text = (
+            f"schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {{days: 0.1}}\ngrid: {{spare_cubes: {values}}}\n"
+        )
+        return cli("sweep", write(tmp_path, text), "--out", out, "--serial", "-o", "json", *extra, state=False)
+
+    assert sweep("[0, 8]", "--keep-events").code == 0  # the first two points' events kept
+    assert sweep("[4]", "--resume").code == 0  # spare_cubes 4 is first now, no events kept
+    r = sweep("[4, 0]", "--resume", "--keep-events")
+    assert r.code == 0 and r.json["points_resumed"] == 2, r.err
+    assert r.json["events_absent"] == 1
+    with_events = {p.name.removesuffix("-r0.jsonl.gz") for p in (out / "events").iterdir()}
+    keys = {point["params"]["spare_cubes"]: point["key"] for point in r.json["points"]}
+    assert keys[0] in with_events and keys[4] not in with_events and len(with_events) == 2  # 0's and 8's
 
 
 @pytest.mark.parametrize("name", ['""', '" "'])

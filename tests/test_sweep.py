@@ -206,9 +206,11 @@ def test_without_dask_the_sweep_runs_serially_and_says_so(cli, tmp_path, monkeyp
 def test_keep_events_writes_each_runs_events(cli, tmp_path):
     text = "schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {days: 0.2}\ngrid: {spare_cubes: [0, 4]}\n"
     out = tmp_path / "o"
-    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", "--keep-events", state=False)
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", "--keep-events", "-o", "json", state=False)
     assert r.code == 0, r.err
-    assert sorted(p.name for p in (out / "events").iterdir()) == ["point0000-r0.jsonl.gz", "point0001-r0.jsonl.gz"]
+    keys = [point["key"] for point in r.json["points"]]
+    assert sorted(p.name for p in (out / "events").iterdir()) == sorted(f"{key}-r0.jsonl.gz" for key in keys)
+    assert sorted(p.name for p in (out / "points").iterdir()) == sorted(f"{key}.json" for key in keys)
 
 
 def test_the_shipped_specs_are_valid():

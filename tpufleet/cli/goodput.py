@@ -34,7 +34,7 @@ HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MP
         "tpufleet goodput-report jobs.jsonl --period day --window 1h,6h,24h -o html --out goodput.html",
         "tpufleet goodput-report export.json --format ml-goodput -o json",
         "tpufleet goodput-report jobs.jsonl --exclude maintenance.json --since 2026-01-05T00:00:00Z",
-        "zcat old/*.jsonl.gz | tpufleet goodput-report - sweep/events/point0000-r0.jsonl.gz",
+        "zcat old/*.jsonl.gz | tpufleet goodput-report - sweep/events/*-r0.jsonl.gz",
     ),
 )
 def goodput_cmd(

@@ -127,20 +127,22 @@ class PointDir:
         atomic_write(self.points / f"{saved['key']}.json", data)
         reached(CRASH_POINT)
 
-    def write_events(self, index: int, replication: int, data: bytes) -> str:
-        """A run's events (gzip-compressed JSONL) in ``OUT/events/``; the file's name."""
+    def write_events(self, key: str, replication: int, data: bytes) -> str:
+        """A run's events (gzip-compressed JSONL) in ``OUT/events/``, named by the point's key as its point file
+        is: the file's name."""
         events = self.out / "events"
         events.mkdir(exist_ok=True)
-        path = self._events(index, replication)
+        path = self._events(key, replication)
         write_output(path, data)
         return str(path)
 
-    def has_events(self, index: int, replications: int) -> bool:
-        """Whether ``OUT/events/`` holds the events of every replication of the point `index`."""
-        return all(self._events(index, r).is_file() for r in range(replications))
+    def has_events(self, key: str, replications: int) -> bool:
+        """Whether ``OUT/events/`` holds the events of every replication of the point `key`. By key, not by the
+        point's place in the spec: a spec reordered between runs must not pair a point with another's events."""
+        return all(self._events(key, r).is_file() for r in range(replications))
 
-    def _events(self, index: int, replication: int) -> Path:
-        return self.out / "events" / f"point{index:04d}-r{replication}.jsonl.gz"
+    def _events(self, key: str, replication: int) -> Path:
+        return self.out / "events" / f"{key}-r{replication}.jsonl.gz"
 
 
 def prepare(out: Path, resume: bool) -> PointDir:

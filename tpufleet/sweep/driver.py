@@ -31,12 +31,12 @@ class Points(Protocol):
         """Keep a finished point (its key, index, parameters, seeds, runs and summary)."""
         ...
 
-    def write_events(self, index: int, replication: int, data: bytes) -> str:
-        """Keep a run's events (gzip-compressed JSONL); where they are."""
+    def write_events(self, key: str, replication: int, data: bytes) -> str:
+        """Keep a run's events (gzip-compressed JSONL) under the point's key; where they are."""
         ...
 
-    def has_events(self, index: int, replications: int) -> bool:
-        """Whether the events of every replication of the point `index` are kept."""
+    def has_events(self, key: str, replications: int) -> bool:
+        """Whether the events of every replication of the point `key` are kept."""
         ...
 
 
@@ -95,7 +95,7 @@ def run(
         index = result["point"]
         back[index][result["replication"]] = result
         if keep_events and result.get("events") is not None:
-            outcome.events.append(points.write_events(index, result["replication"], result["events"]))
+            outcome.events.append(points.write_events(by_index[index].key, result["replication"], result["events"]))
         if len(back[index]) == len(spec.seeds):
             _finish(outcome, points, by_index[index], back.pop(index))
             if progress is not None:
@@ -116,7 +116,7 @@ def _resume(outcome: Outcome, points: Points, warn: Warn, events: bool) -> None:
         if runs is not None:
             outcome.points[point.index] = _public(point, runs)
             outcome.resumed += 1
-            if events and not points.has_events(point.index, len(outcome.spec.seeds)):
+            if events and not points.has_events(point.key, len(outcome.spec.seeds)):
                 outcome.events_absent += 1
 
 
@@ -153,4 +153,4 @@ def _finish(outcome: Outcome, points: Points, point: Point, results: dict[int, R
 def _public(point: Point, runs: list[dict[str, float | None]]) -> dict[str, Any]:
     """A finished point as the sweep's output shows it (its runs stay in its file): the spec's parameters and the
     summary of the runs, worked out the same way for a point just run and one read back."""
-    return {"index": point.index, "params": point.params, "metrics": summarize(runs)}
+    return {"index": point.index, "key": point.key, "params": point.params, "metrics": summarize(runs)}
