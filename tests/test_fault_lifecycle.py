@@ -4,6 +4,7 @@ and `plan-xconnect` then say and do."""
 from __future__ import annotations
 
 import json
+import shutil
 
 from helpers import one_line, snapshot
 
@@ -125,8 +126,12 @@ def test_a_slice_rescheduled_where_an_ocs_is_down_runs_degraded_with_its_figures
     assert fleet("plan-xconnect", "a", "--apply").code == 0
     assert fleet("inject-fault", "host:c00/1").code == 0  # f1: evicted, c01 reserved
     assert fleet("inject-fault", "ocs:pod0/x/1").code == 0  # f2, on the reserved move's pod
-    r = fleet("reschedule", "a", "-o", "json")
+    shutil.rmtree(fleet.state / "cache", ignore_errors=True)
+    r = fleet("reschedule", "a", "-o", "json", "--verbose")
     assert r.code == 0, r.err
+    # routed with the repair cache, as inject-fault and routes are: its wild-first choices kept for them
+    assert r.err.startswith("tpufleet: rescheduling: 6 wild-first repairs, 2 route analyses in ")
+    assert list((fleet.state / "cache").glob("*.npy"))
     assert (r.json["reroute"]["all_to_all_retained"], r.json["reroute"]["faults"]) == (0.9412, ["f2"])
     row = fleet("show", "slices", "-o", "json").json[0]
     assert (row["state"], row["degraded"]) == ("degraded", {"all_to_all_retained": 0.9412, "vcs": 3, "faults": ["f2"]})
@@ -138,6 +143,7 @@ def test_a_reschedule_that_would_land_below_the_floor_is_refused(fleet):
     assert fleet("plan-xconnect", "a", "--apply").code == 0
     assert fleet("inject-fault", "host:c00/1").code == 0
     assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    shutil.rmtree(fleet.state / "cache", ignore_errors=True)
     before = snapshot(fleet.state)
     assert one_line(fleet("reschedule", "a"), 1) == (
         "tpufleet: error: cannot reschedule 'a' yet: moved to pod0 c01 around f2, rerouted, it would keep 0.941176 "
@@ -145,6 +151,7 @@ def test_a_reschedule_that_would_land_below_the_floor_is_refused(fleet):
         "(`tpufleet policy a --min-throughput F`)"
     )
     assert snapshot(fleet.state) == before
+    assert not (fleet.state / "cache").exists()  # nothing beside the state without a commit
     assert fleet("policy", "a", "--min-throughput", "0.9").code == 0
     assert fleet("reschedule", "a", "-o", "json").json["reroute"]["faults"] == ["f2"]
 

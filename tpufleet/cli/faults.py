@@ -247,11 +247,20 @@ def reschedule_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="An evicted slice")],
     output: OutputOpt = Output.table,
+    verbose: RoutingWorkOpt = False,
 ) -> None:
     """Move an evicted slice onto the proposed replacement: allocation plus applied cross-connects."""
+    from tpufleet.cli.progress import routing_progress
     from tpufleet.ops import faults as fault_ops
+    from tpufleet.routing import memo
 
-    outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name))
+    store = ctx.obj.store()
+    # a landing among network faults is routed to judge it: with the repair cache, as `inject-fault` and
+    # `routes` route, so the tables `routes` stores next are not worked out twice
+    cache = store.table_cache()
+    with routing_progress("rescheduling", verbose), memo.using(cache):
+        outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name))
+        cache.flush()
     emit(outcome.data, output, lambda: _rescheduled_text(name, outcome.data))
 
 
