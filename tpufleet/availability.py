@@ -146,9 +146,11 @@ def simulate(
     while done < trials:
         m = min(batch, trials - done)
         done += m
-        host_up = rng.random((m, pod_cubes * MACHINES_PER_CUBE), dtype=np.float32) < p
+        # float64 draws: float32 ones come in steps of 2**-24 and the comparison rounds p to float32, so a host
+        # availability within 3e-8 of 1 (0.99999999, or rates of 1e-6 a day) made every host always up
+        host_up = rng.random((m, pod_cubes * MACHINES_PER_CUBE)) < p
         # cast: with an axis, all() returns an array; numpy's stubs say "np.bool | array"
-        ocs_up = cast("BoolArray", (rng.random((m, OCS_PER_POD), dtype=np.float32) < q).all(axis=1))
+        ocs_up = cast("BoolArray", (rng.random((m, OCS_PER_POD)) < q).all(axis=1))
         cubes_up = host_up.reshape(m, pod_cubes, MACHINES_PER_CUBE).all(axis=2).sum(axis=1)
         enough = cubes_up[:, None] >= ks_arr[None, :]
         counts["reconfigurable_ft"] += enough.sum(axis=0)
