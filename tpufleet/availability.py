@@ -106,17 +106,27 @@ def expected_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_P
     return trials * (hosts + hosts * (1.0 - p) * planes)
 
 
-def check_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_PER_POD) -> None:
+def check_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_PER_POD, from_rates: bool = False) -> None:
     """Refuse (BadInput, exit 2) a Monte Carlo of more than MAX_WORK (`expected_work`) before it starts: the
-    static-pod search grows with the hosts down, so at p = 0 the allowed 10,000,000 trials would run for hours."""
+    static-pod search grows with the hosts down, so at p = 0 the allowed 10,000,000 trials would run for hours.
+
+    The message names only what lowers the work: fewer trials always; fewer sizes and a higher host availability
+    (`--host-availability`, or lower host fault rates when p came from a fault-rate file, `from_rates`) only where
+    the static search runs, since a pod without a static twin costs a draw per host per trial whatever they are."""
     from tpufleet.errors import BadInput
 
     work = expected_work(ks, p, trials, pod_cubes)
     if work > MAX_WORK:
+        static = work > expected_work(ks, 1.0, trials, pod_cubes)  # the static search has a share
+        higher = "lower host fault rates or repair times" if from_rates else "a higher --host-availability"
+        what, hint = (
+            ("host draws and static-box checks", f"fewer --trials or --cubes, or {higher}")
+            if static
+            else ("host draws", "fewer --trials")
+        )
         raise BadInput(
             f"simulation too large: {trials:,} trials of {len(ks)} slice size(s) at host availability {p:g} are "
-            f"about {work:,.0f} units of work (host draws and static-box checks), over the limit of "
-            f"{MAX_WORK:,.0f} (fewer --trials or --cubes, or a higher --host-availability)"
+            f"about {work:,.0f} units of work ({what}), over the limit of {MAX_WORK:,.0f} ({hint})"
         )
 
 
