@@ -37,3 +37,34 @@ def test_too_large_names_only_what_lowers_the_work(cli: Any, tmp_path: Path) -> 
     assert "lower host fault rates or repair times" in line
     line = one_line(cli("simulate-availability", "--host-availability", "0.2", state=False))
     assert line.endswith("(fewer --trials or --cubes, or a higher --host-availability)")
+
+
+def _brute_static(host_up: Any, boxes: list[tuple[int, int, int]]) -> bool:
+    """Whether some host box of these sides is all up, every offset tried with wraparound (the oracle)."""
+    import numpy as np
+
+    hx, hy, hz = availability._host_coords()
+    grid = np.zeros(availability.STATIC_HOST_GRID, dtype=bool)
+    grid[hx, hy, hz] = host_up
+    for a, b, c in boxes:
+        window = np.ones_like(grid)
+        for dx in range(a):
+            for dy in range(b):
+                for dz in range(c):
+                    window &= np.roll(grid, (-dx, -dy, -dz), axis=(0, 1, 2))
+        if window.any():
+            return True
+    return False
+
+
+def test_static_search_agrees_with_trying_every_box() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    ks = [1, 2, 4, 5, 8, 12]
+    host_up = rng.random((30, availability.STATIC_POD_CUBES * 16)) < 0.9
+    boxes = {k: [availability._host_box(s) for s in availability.static_boxes(k)] for k in ks}
+    got = availability._static_batch(host_up, ks, boxes, availability.STATIC_HOST_GRID)
+    expected = [sum(_brute_static(row, boxes[k]) for row in host_up) for k in ks]
+    assert list(got) == expected
+    assert 0 < expected[2] < len(host_up)  # the sizes tried are neither always nor never placed
