@@ -52,6 +52,20 @@ TAIL_ROWS = 64  # journal lines read first for its last entries (then 4x more at
 
 SCHEMA_VERSION = 2
 LOCK_KEY = int.from_bytes(b"tpufleet", "big")  # the advisory lock's key (one fleet per database and schema)
+# A second session lock, (HOLDER_MARK, the client's pid), taken by a holder as it writes its row: the row is the
+# lock holder's only while the session holding LOCK_KEY holds that one too (pg_locks, readable by every role). A
+# killed holder leaves its row, and a session that holds the lock without writing one (psql, the first `init` of an
+# empty database) must not be named by it.
+HOLDER_MARK = int.from_bytes(b"tpfh", "big")
+_HOLDER_ROW = (
+    "SELECT l.username, l.pid, l.host, l.command, l.since FROM tpufleet_lock l WHERE l.id = 1 AND EXISTS ("
+    "SELECT 1 FROM pg_locks held JOIN pg_locks mark ON mark.pid = held.pid AND mark.database = held.database "
+    "WHERE held.locktype = 'advisory' AND held.granted AND held.objsubid = 1 "
+    "AND held.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND held.classid::bigint = %s AND held.objid::bigint = %s "
+    "AND mark.locktype = 'advisory' AND mark.granted AND mark.objsubid = 2 "
+    "AND mark.classid::bigint = %s AND mark.objid::bigint = l.pid)"
+)
 _VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS tpufleet_schema "
     "(version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now(), by_user text NOT NULL)"
@@ -430,12 +444,13 @@ class PostgresBackend:
     # -- the lock --
 
     def holder(self) -> str:
-        """Who holds the lock, from its holder row ("an unknown process" when it cannot be read)."""
+        """Who holds the lock, from its holder row: "an unknown process" when it cannot be read, or when the session
+        holding the lock did not write it (a killed holder's row, left behind: see HOLDER_MARK)."""
         import psycopg
 
         try:
             conn = self.connection()
-            row = conn.execute("SELECT username, pid, host, command, since FROM tpufleet_lock WHERE id = 1").fetchone()
+            row = conn.execute(_HOLDER_ROW, (LOCK_KEY >> 32, LOCK_KEY & 0xFFFFFFFF, HOLDER_MARK)).fetchone()
         except (psycopg.Error, Refused):
             return "an unknown process"
         if row is None:
@@ -484,6 +499,7 @@ class PostgresBackend:
         conn = self.connection()
         with self.errors("lock"):
             user, host, command = (_storable(conn, text) for text in (login_name(), socket.gethostname(), command))
+            conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (HOLDER_MARK, os.getpid()))
             conn.execute(
                 "INSERT INTO tpufleet_lock (id, username, pid, host, command, since) VALUES (1, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (id) DO UPDATE SET username = excluded.username, pid = excluded.pid, "
@@ -527,6 +543,8 @@ class PostgresBackend:
         if self._conn is not None and not self._conn.closed:
             with contextlib.suppress(Exception):
                 self._conn.execute("DELETE FROM tpufleet_lock WHERE id = 1 AND pid = %s", (os.getpid(),))
+            with contextlib.suppress(Exception):
+                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (HOLDER_MARK, os.getpid()))
 
     @contextmanager
     def writing(self, timeout: float, command: str, create: bool = True) -> Iterator[DatabaseWriter]:

@@ -1,0 +1,50 @@
+"""Defects found in the PostgreSQL backend by a fourth review (each test failed before its fix)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+
+import pgserver
+from conftest import Cli
+from pgserver import PgServer, db_name
+
+from helpers import one_line
+from tpufleet.state import crashpoints
+from tpufleet.state.pgbackend import LOCK_KEY
+
+CTX = multiprocessing.get_context("fork")
+
+pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
+pg_url = pgserver.pg_url
+
+
+# ---- a killed holder's row named while another session (psql) holds the lock --------------------------------------------
+
+
+def _killed_inject(url: str) -> None:
+    os.environ[crashpoints.ENV] = "journal.before_write"  # holding the lock, its holder row written
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    from tpufleet.cli import main
+
+    main(["--state", url, "inject-fault", "host:c01/1"])
+
+
+def test_a_lock_held_by_another_session_never_names_a_killed_holders_row(pg_server: PgServer, pg_url, capsys):
+    import psycopg
+
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    proc = CTX.Process(target=_killed_inject, args=(pg_url,))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL
+    assert pg_server.sql("SELECT pid FROM tpufleet_lock", db_name(pg_url)) == [(proc.pid,)]  # its row stays
+    with psycopg.connect(pg_url, autocommit=True) as other:  # a DBA's psql session takes tpufleet's lock
+        other.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        line = one_line(cli("--lock-timeout", "0.2", "inject-fault", "host:c01/1"), 3)
+    assert f"pid {proc.pid} " not in line  # was the killed inject-fault, "since" its start
+    assert "locked by an unknown process" in line
+    assert cli("inject-fault", "host:c01/1").code == 0  # the lock is free again: the row is replaced
