@@ -6,8 +6,10 @@ import multiprocessing
 import os
 import signal
 import sys
+from pathlib import Path
 
 import pgserver
+import pytest
 from conftest import Cli
 from pgserver import PgServer, db_name
 
@@ -48,3 +50,23 @@ def test_a_lock_held_by_another_session_never_names_a_killed_holders_row(pg_serv
     assert f"pid {proc.pid} " not in line  # was the killed inject-fault, "since" its start
     assert "locked by an unknown process" in line
     assert cli("inject-fault", "host:c01/1").code == 0  # the lock is free again: the row is replaced
+
+
+# ---- a mistyped database URL taken for a directory -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "typed", ["postgresql:/bob:s3cret@db/f", " postgresql://bob:s3cret@db/f", "POSTGRES:bob:s3cret@db/f"]
+)
+def test_a_mistyped_database_url_is_refused_not_made_a_directory_named_with_its_password(
+    typed, capsys, tmp_path: Path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    for args in (("init",), ("status",)):
+        line = one_line(Cli(capsys, typed)(*args), 2)
+        assert "s3cret" not in line and "bob@db/f" in line and "no postgresql:// URL" in line
+    line = one_line(Cli(capsys, tmp_path)("state", "pull", "postgresql://bob@db/f", typed, state=False), 2)
+    assert "s3cret" not in line and "is not a state directory" in line
+    line = one_line(Cli(capsys, tmp_path)("state", "push", tmp_path, typed, state=False), 2)
+    assert "s3cret" not in line and "is not a postgresql:// URL" in line
+    assert list(tmp_path.iterdir()) == []  # was a state directory ./postgresql:/bob:s3cret@db/f, journal and all

@@ -26,10 +26,10 @@ def _url(text: str, what: str) -> str:
 
 def _directory(text: str) -> Path:
     from tpufleet.errors import BadInput
-    from tpufleet.state.dburl import redacted
+    from tpufleet.state.dburl import is_mistyped_url, redacted
     from tpufleet.state.store import is_database_url
 
-    if text == "" or is_database_url(text):
+    if text == "" or is_database_url(text) or is_mistyped_url(text):
         raise BadInput(f"bad argument DIR: {redacted(text)[:80]!r} is not a state directory")
     return Path(text).expanduser()
 

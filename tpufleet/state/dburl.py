@@ -15,6 +15,8 @@ hidden, never less.
 'tpufleet --state=postgresql://bob@db/f status'
 >>> redacted_arg("--state=postgresql://bob:pass word\x1f@db/f")
 '--state=postgresql://bob@db/f'
+>>> redacted("postgresql:/bob:pw@db/f")
+'postgresql:/bob@db/f'
 """
 
 from __future__ import annotations
@@ -34,8 +36,23 @@ _URL_IN_TEXT = re.compile(r"(?i)postgres(?:ql)?://[^ ]*")
 _URL_IN_ARG = re.compile(r"(?is)postgres(?:ql)?://.*")
 
 
+# What a mistyped PostgreSQL URL starts with: the scheme's name and a colon, with a slash too few or a space before
+# it ("postgresql:/bob:pw@db/f"). Taken for a directory, it was a state directory made under that name, password
+# and all, named in every message.
+_NEAR_MISS = re.compile(r"(?i)\A\s*postgres(?:ql)?:/*")
+
+
 def is_database_url(text: str) -> bool:
     return text.lower().startswith(SCHEMES)
+
+
+def is_mistyped_url(text: str) -> bool:
+    """Whether `text` starts as a PostgreSQL URL does but is not one (a slash missing, a space before it).
+
+    >>> is_mistyped_url("postgresql:/bob:pw@db/f"), is_mistyped_url(" postgres://db/f"), is_mistyped_url("pg/f")
+    (True, True, False)
+    """
+    return not is_database_url(text) and _NEAR_MISS.match(text) is not None
 
 
 def _split(url: str) -> tuple[str, str, str]:
@@ -48,7 +65,10 @@ def _split(url: str) -> tuple[str, str, str]:
     """
     head, sep, rest = url.partition("://")
     if not sep:
-        return "", "", url
+        near = _NEAR_MISS.match(url)  # a mistyped URL's password is found all the same
+        if near is None:
+            return "", "", url
+        head, sep, rest = "", near.group(0), url[near.end() :]
     first = rest.find("@")
     if first < 0:
         return head + sep, "", rest

@@ -27,7 +27,7 @@ from tpufleet.fleetstate import Change, FleetState
 from tpufleet.journalentry import JournalEntry, fault_numbers_used
 from tpufleet.jsontext import dumps_indented
 from tpufleet.model import Fleet
-from tpufleet.state import codec, inputfiles, records
+from tpufleet.state import codec, dburl, inputfiles, records
 from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
@@ -35,6 +35,7 @@ from tpufleet.state.files import safe_child
 from tpufleet.state.journal import Enough, Scan, last
 from tpufleet.state.lock import command_line, login_name
 from tpufleet.state.schema import SCHEMA_VERSION, validate
+from tpufleet.text import printable
 from tpufleet.timeparse import STAMP_FORMAT
 
 T = TypeVar("T")
@@ -77,6 +78,11 @@ def _location(text: str) -> Path | str:
         raise BadInput(f"bad state location {text!r}: it holds a NUL character")
     if is_database_url(text):
         return text
+    if dburl.is_mistyped_url(text):
+        raise BadInput(
+            f"bad state location {printable(dburl.redacted(text))!r}: it is no postgresql:// URL (write "
+            "postgresql://USER@HOST/DB, or ./NAME for a directory so named)"
+        )
     other = _OTHER_URL.match(text)
     if other:  # a URL of another kind, not a directory named "mysql:" (its password never shown)
         raise BadInput(f"bad state location: a {other.group(1)}:// URL; give a directory or a postgresql:// URL")
