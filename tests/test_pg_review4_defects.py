@@ -70,3 +70,20 @@ def test_a_mistyped_database_url_is_refused_not_made_a_directory_named_with_its_
     line = one_line(Cli(capsys, tmp_path)("state", "push", tmp_path, typed, state=False), 2)
     assert "s3cret" not in line and "is not a postgresql:// URL" in line
     assert list(tmp_path.iterdir()) == []  # was a state directory ./postgresql:/bob:s3cret@db/f, journal and all
+
+
+# ---- a state directory's lock held by another program named the last command ---------------------------------------
+
+
+def test_a_directory_lock_held_by_another_program_never_names_the_last_command(capsys, tmp_path: Path):
+    import fcntl
+
+    cli = Cli(capsys, tmp_path / "d")
+    assert cli("init").code == 0
+    assert cli("inject-fault", "host:c01/1").code == 0
+    with open(tmp_path / "d" / ".lock", "rb") as held:  # `flock .lock tar ...`: a backup holds the lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        line = one_line(cli("--lock-timeout", "0.2", "inject-fault", "host:c01/2"), 3)
+    assert "inject-fault host:c01/1" not in line  # was "locked by pid N (tpufleet ... inject-fault host:c01/1, ...)"
+    assert "locked by an unknown process" in line
+    assert cli("inject-fault", "host:c01/2").code == 0

@@ -88,6 +88,14 @@ def _write_info(info_path: Path, command: str) -> None:
         os.close(fd)
 
 
+def _clear_info(info_path: Path) -> None:
+    """Empty the note as the lock is let go (still held: the next holder's note is not touched), so that whoever
+    takes the lock without writing one (`flock .lock tar ...`, a backup) is "an unknown process", not the last
+    command. Best effort, as the note is: a killed holder's stays until the next holder's replaces it."""
+    with contextlib.suppress(OSError, BadInput):
+        os.close(open_state_file(info_path, os.O_WRONLY | os.O_TRUNC))
+
+
 def _acquire(lock: BaseFileLock, timeout: float, info_path: Path) -> None:
     """Take the lock within `timeout` seconds; past the first second, say once whom we are waiting for."""
     say = WAIT_NOTICE.say
@@ -125,6 +133,7 @@ def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
         _write_info(info_path, command)
         yield
     finally:
+        _clear_info(info_path)
         lock.release()
 
 
