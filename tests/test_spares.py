@@ -342,3 +342,44 @@ def test_a_jobs_name_stands_for_its_slices(fleet):
     assert by_job.json == by_slice.json and by_job.json["pods"][0]["slices"] == ["j-0", "j-1", "a"]
     r = fleet("plan-spares", "--slices", "j,j-1")
     assert r.code == 2 and "bad option --slices: slice 'j-1' given twice (once as a slice of job 'j')" in r.err
+
+
+# ---- --fault-rates on pods of a generation --------------------------------------------------------------------
+@pytest.fixture
+def unlike_v4(cli, monkeypatch):
+    """A TPU7x pod whose profile fails hosts at 0.003 a day, not TPU v4's 0.0008 (the shipped profiles copy v4's
+    rates, which would hide where a rate came from)."""
+    from dataclasses import replace
+
+    from tpufleet.state import generations
+
+    assert cli("init", "--generation", "tpu7x").code == 0
+    real = generations.shipped("tpu7x")
+    changed = replace(real, faults=replace(real.faults, host_per_day=0.003))
+    monkeypatch.setattr(generations, "shipped", lambda name: changed if name == "tpu7x" else real)
+    return changed
+
+
+def _profile_p_cube(gen, link_per_day):
+    f = gen.faults
+    rates = ComponentRates(
+        f.host_per_day, link_per_day, f.ocs_per_day, f.repair_hours.host, f.repair_hours.link, f.repair_hours.ocs
+    )
+    return spares.cube_healthy(rates, 7.0, gen.hosts_per_cube, 96, up_now=True)
+
+
+def test_fault_rates_fill_the_missing_keys_from_the_pods_generation(cli, unlike_v4, tmp_path):
+    rates = tmp_path / "rates.yaml"
+    rates.write_text("schema_version: 1\nlink_per_day: 0.0001\n")
+    for given, link in ((str(rates), 0.0001), ("shipped", unlike_v4.faults.link_per_day)):
+        pod = cli("plan-spares", "--fault-rates", given, "-o", "json").json["pods"][0]
+        assert pod["p_cube"] == pytest.approx(_profile_p_cube(unlike_v4, link))
+        assert pod["rates_source"] == f"fault rates ({given}, defaults of the tpu7x profile)"
+        r = cli("capacity", "--confidence", "0.95", "--fault-rates", given, "-o", "json")
+        assert r.json["pods"][0]["expected_failures"]["rates_source"] == pod["rates_source"]
+
+
+def test_fault_rates_shipped_on_the_built_in_pod_is_the_shipped_file(busy):
+    pod = busy("plan-spares", "--fault-rates", "shipped", "-o", "json").json["pods"][0]
+    assert pod["rates_source"] == "fault rates (shipped)"
+    assert pod["p_cube"] == pytest.approx(spares.cube_healthy(TPU_V4_RATES, 7.0, up_now=True))

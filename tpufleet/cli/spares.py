@@ -20,17 +20,18 @@ def _unit_interval(value: float, option: str) -> float:
 
 
 def _rates_choice(fault_rates: str | None) -> Any:
-    """The shipped rates, and the --fault-rates file's for every pod when given (read by the state layer)."""
+    """The shipped rates, and the --fault-rates file's for every pod when given (read by the state layer; what it
+    leaves out, each pod's generation profile gives)."""
     from pathlib import Path
 
     from tpufleet.ops.spares import RatesChoice
-    from tpufleet.state.siminputs import load_rates
+    from tpufleet.state.siminputs import load_rates, rates_by_generation
 
     shipped = load_rates(None)
     if fault_rates is None:
         return RatesChoice(shipped)
-    override = shipped if fault_rates == "shipped" else load_rates(Path(fault_rates))
-    return RatesChoice(shipped, override, f"fault rates ({fault_rates})")
+    override = rates_by_generation(None if fault_rates == "shipped" else Path(fault_rates))
+    return RatesChoice(shipped, override, fault_rates)
 
 
 def _names(text: str | None) -> list[str] | None:

@@ -5,7 +5,7 @@ from the fleet state: each pod's rates, each cube's probability, the slices' cub
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -40,12 +40,14 @@ class RateFile(Protocol):
 
 @dataclass(frozen=True)
 class RatesChoice:
-    """Where each pod's rates come from: the --fault-rates file for every pod, else the pod's generation profile,
-    else the shipped TPU v4 file."""
+    """Where each pod's rates come from: the --fault-rates file (`override_name`) for every pod, a key it leaves
+    out (every key, for `shipped`) taken from the pod's generation profile; without it the pod's generation
+    profile, else the shipped TPU v4 file. `override` gives the file's rates on pods of a generation (None: the
+    built-in TPU v4), as `tpufleet.state.siminputs.rates_by_generation` does."""
 
     shipped: RateFile
-    override: RateFile | None = None
-    override_source: str = ""
+    override: Callable[[Any], RateFile] | None = None
+    override_name: str = ""
 
 
 def component_rates(rates: Any) -> spares.ComponentRates:
@@ -61,7 +63,8 @@ def component_rates(rates: Any) -> spares.ComponentRates:
 def _pod_rates(pod: Pod, choice: RatesChoice) -> tuple[spares.ComponentRates, str, Any]:
     gen = getattr(pod, "generation", None)  # a tpufleet.generations.Generation, or None: the built-in TPU v4
     if choice.override is not None:
-        return component_rates(choice.override), choice.override_source, gen
+        defaults = "" if gen is None else f", defaults of the {gen.name} profile"
+        return component_rates(choice.override(gen)), f"fault rates ({choice.override_name}{defaults})", gen
     if gen is not None:
         return component_rates(gen.faults), f"generation {gen.name}", gen
     return component_rates(choice.shipped), "shipped fault-rates.yaml (TPU v4)", gen

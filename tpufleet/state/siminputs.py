@@ -10,6 +10,7 @@ a generation, its profile's fault rates and repair times take the place of the f
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "default_rates",
     "load_rates",
     "load_workload",
+    "rates_by_generation",
     "read_rates",
     "read_workload",
     "read_yaml",
@@ -85,7 +87,15 @@ def read_rates(path: Path) -> dict[str, Any]:
 def load_rates(path: Path | None, generation: Generation | None = None) -> FaultRates:
     """Fault rates from a file (None: the shipped one); a key it leaves out keeps the shipped file's value, or on
     pods of `generation` the value of its profile."""
-    return rates_from_doc(read_rates(Path(path)) if path else None, generation_rates(shipped_rates(), generation))
+    return rates_by_generation(path)(generation)
+
+
+def rates_by_generation(path: Path | None) -> Callable[[Generation | None], FaultRates]:
+    """The fault rates of a file (None: the shipped one), read and checked now, on pods of a generation: a key the
+    file leaves out (every key, for the shipped one) takes that generation profile's value, the shipped file's on
+    the built-in TPU v4 pod (None). For commands whose pods may be of different generations."""
+    doc = read_rates(Path(path)) if path else None
+    return lambda generation: rates_from_doc(doc, generation_rates(shipped_rates(), generation))
 
 
 def load_workload(path: Path | None) -> Workload:
