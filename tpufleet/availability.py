@@ -351,11 +351,16 @@ def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[in
         raise BadInput(f"bad option --{unit}: empty list")
     refuse_repeats(f"--{unit}", values)
     if unit == "chips":
-        bad = [v for v in values if v % CHIPS_PER_CUBE or v <= 0]
-        if bad:
-            raise BadInput(
-                f"bad option --chips: {bad[0]} is not a whole number of cubes (multiples of {CHIPS_PER_CUBE})"
-            )
+        for v in values:  # out of range first: 0 and -64 are multiples of 64 but no slice
+            if not CHIPS_PER_CUBE <= v <= pod_cubes * CHIPS_PER_CUBE:
+                raise BadInput(
+                    f"bad option --chips: {v} is outside {CHIPS_PER_CUBE}-{pod_cubes * CHIPS_PER_CUBE} chips "
+                    f"(1-{pod_cubes} cubes, the pod's)"
+                )
+            if v % CHIPS_PER_CUBE:
+                raise BadInput(
+                    f"bad option --chips: {v} is not a whole number of cubes (multiples of {CHIPS_PER_CUBE})"
+                )
         values = [v // CHIPS_PER_CUBE for v in values]
     bad = [v for v in values if not 1 <= v <= pod_cubes]
     if bad:

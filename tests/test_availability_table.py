@@ -1,0 +1,30 @@
+"""`simulate-availability`'s own words: its table (which values are exact, small probabilities not shown as
+zero) and its refusals of slice sizes out of range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers import one_line
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--chips", "0"), "bad option --chips: 0 is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "-64"), "bad option --chips: -64 is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "64,0"), "bad option --chips: 0 is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "4160"), "bad option --chips: 4160 is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "100"), "bad option --chips: 100 is not a whole number of cubes (multiples of 64)"),
+        (("--cubes", "0"), "bad option --cubes: 0 is outside 1-64 cubes (the pod's)"),
+        (("--cubes", "-1"), "bad option --cubes: -1 is outside 1-64 cubes (the pod's)"),
+        (
+            ("--chips", "9280", "--generation", "tpu7x"),
+            "bad option --chips: 9280 is outside 64-9216 chips (1-144 cubes, the pod's)",
+        ),
+    ],
+)
+def test_a_size_out_of_range_is_said_to_be(cli: Any, args: tuple[str, ...], said: str) -> None:
+    assert one_line(cli("simulate-availability", *args, "--trials", "10", state=False)) == f"tpufleet: error: {said}"
