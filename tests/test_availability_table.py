@@ -28,3 +28,24 @@ from helpers import one_line
 )
 def test_a_size_out_of_range_is_said_to_be(cli: Any, args: tuple[str, ...], said: str) -> None:
     assert one_line(cli("simulate-availability", *args, "--trials", "10", state=False)) == f"tpufleet: error: {said}"
+
+
+def _static_cells(out: str) -> dict[str, str]:
+    """cubes -> the table's static cell (the columns are two or more spaces apart)."""
+    rows = [line.split("  ") for line in out.splitlines()[3:] if line[:1].isdigit()]
+    return {r[0].strip(): [c.strip() for c in r if c.strip()][2] for r in rows}
+
+
+def test_the_table_says_which_static_values_are_exact(cli: Any) -> None:
+    r = cli("simulate-availability", "--cubes", "8,64", "--trials", "100", state=False)
+    rows = {
+        str(row["cubes"]): row
+        for row in cli("simulate-availability", "--cubes", "8,64", "--trials", "100", "-o", "json", state=False).json[
+            "results"
+        ]
+    }
+    assert r.code == 0, r.err
+    assert "static (MC" not in r.out  # the column holds exact values too
+    cells = _static_cells(r.out)
+    assert rows["64"]["static_method"] == "exact" and " exact [" in cells["64"]
+    assert rows["8"]["static_method"] == "monte-carlo" and " MC [" in cells["8"]

@@ -14,15 +14,24 @@ if TYPE_CHECKING:
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
 
 
+def _static_cell(row: dict) -> str:
+    """The static value, marked MC (Monte Carlo) or exact (p^hosts: only the whole pod holds the slice), beside
+    the Monte Carlo's 95% interval."""
+    if "static" not in row:
+        return "-"
+    lo, hi = row["static_ci"]
+    method = "exact" if row["static_method"] == "exact" else "MC"
+    return f"{row['static']:.4f} {method} [{lo:.4f}, {hi:.4f}]"
+
+
 def _table(result: dict) -> str:
     rows = []
     for r in result["results"]:
-        lo, hi = r.get("static_ci", [None, None])
         rows.append(
             [
                 r["cubes"],
                 r["chips"],
-                f"{r['static']:.4f} [{lo:.4f}, {hi:.4f}]" if "static" in r else "-",
+                _static_cell(r),
                 f"{r['reconfigurable']:.4f}",
                 f"{r['reconfigurable_ft']:.4f}",
                 f"{r['reconfigurable_ft_mc']:.4f}",
@@ -32,9 +41,12 @@ def _table(result: dict) -> str:
         f"host availability {result['host_availability']}, OCS availability {result['ocs_availability']}, "
         f"{result['trials']} Monte Carlo trials (seed {result['seed']})\n"
     )
-    return head + grid(
-        rows, ["cubes", "chips", "static (MC, 95% CI)", "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"]
+    table = grid(
+        rows, ["cubes", "chips", "static [MC 95% CI]", "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"]
     )
+    if any(r.get("static_method") == "exact" for r in result["results"]):
+        table += "\nstatic exact: only the whole pod holds the slice (every host up); [ ] is the Monte Carlo's interval"
+    return head + table
 
 
 @app.command(
