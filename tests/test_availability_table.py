@@ -30,10 +30,10 @@ def test_a_size_out_of_range_is_said_to_be(cli: Any, args: tuple[str, ...], said
     assert one_line(cli("simulate-availability", *args, "--trials", "10", state=False)) == f"tpufleet: error: {said}"
 
 
-def _static_cells(out: str) -> dict[str, str]:
-    """cubes -> the table's static cell (the columns are two or more spaces apart)."""
-    rows = [line.split("  ") for line in out.splitlines()[3:] if line[:1].isdigit()]
-    return {r[0].strip(): [c.strip() for c in r if c.strip()][2] for r in rows}
+def _cells(out: str, column: int) -> dict[str, str]:
+    """cubes -> the table's cell in that column."""
+    rows = [[c.strip() for c in line.split("  ") if c.strip()] for line in out.splitlines()[3:] if line[:1].isdigit()]
+    return {r[0]: r[column] for r in rows}
 
 
 def test_the_table_says_which_static_values_are_exact(cli: Any) -> None:
@@ -46,6 +46,18 @@ def test_the_table_says_which_static_values_are_exact(cli: Any) -> None:
     }
     assert r.code == 0, r.err
     assert "static (MC" not in r.out  # the column holds exact values too
-    cells = _static_cells(r.out)
+    cells = _cells(r.out, 2)
     assert rows["64"]["static_method"] == "exact" and " exact [" in cells["64"]
     assert rows["8"]["static_method"] == "monte-carlo" and " MC [" in cells["8"]
+
+
+def test_small_probabilities_are_not_shown_as_zero(cli: Any) -> None:
+    args = ("simulate-availability", "--chips", "4096", "--trials", "100")
+    row = cli(*args, "-o", "json", state=False).json["results"][0]
+    r = cli(*args, state=False)
+    assert r.code == 0, r.err
+    assert 0 < row["reconfigurable"] < 1e-3  # p^1024-ish: 3.2e-05 at the defaults
+    for column, key in ((3, "reconfigurable"), (4, "reconfigurable_ft")):
+        shown = float(_cells(r.out, column)["64"])
+        assert shown == pytest.approx(row[key], rel=0.05)
+    assert float(_cells(r.out, 2)["64"].split()[0]) == pytest.approx(row["static"], rel=0.05)

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
 
 
+def _probability(value: float) -> str:
+    """Four decimals, or two significant digits below 0.001 (3.2e-05, not 0.0000, which reads as never)."""
+    return f"{value:.4f}" if value == 0 or value >= 1e-3 else f"{value:.1e}"
+
+
 def _static_cell(row: dict) -> str:
     """The static value, marked MC (Monte Carlo) or exact (p^hosts: only the whole pod holds the slice), beside
     the Monte Carlo's 95% interval."""
@@ -21,7 +26,7 @@ def _static_cell(row: dict) -> str:
         return "-"
     lo, hi = row["static_ci"]
     method = "exact" if row["static_method"] == "exact" else "MC"
-    return f"{row['static']:.4f} {method} [{lo:.4f}, {hi:.4f}]"
+    return f"{_probability(row['static'])} {method} [{_probability(lo)}, {_probability(hi)}]"
 
 
 def _table(result: dict) -> str:
@@ -32,9 +37,9 @@ def _table(result: dict) -> str:
                 r["cubes"],
                 r["chips"],
                 _static_cell(r),
-                f"{r['reconfigurable']:.4f}",
-                f"{r['reconfigurable_ft']:.4f}",
-                f"{r['reconfigurable_ft_mc']:.4f}",
+                _probability(r["reconfigurable"]),
+                _probability(r["reconfigurable_ft"]),
+                _probability(r["reconfigurable_ft_mc"]),
             ]
         )
     head = (
