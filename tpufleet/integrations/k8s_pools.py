@@ -9,8 +9,9 @@ So the nodes of a pool that the placement of `k8s_plan` could not put on machine
 generation (a pod without one is the built-in TPU v4 model, whose nodes are `tpu-v4-podslice`):
 
 - the pod is the one an earlier import gave the pool, else the one its nodes' `gce-topology-block` names (the
-  mapping file, an earlier `import k8s` or `import reservation`), else the first pod of the generation with
-  room for it after the other unplaced slices, else the first pod of the generation;
+  mapping file, an earlier `import k8s` or `import reservation`), else the one their `tpufleet.io/pod` names,
+  else the first pod of the generation with room for it after the other unplaced slices, else the first pod of
+  the generation; a node whose `tpufleet.io/pod` says otherwise is not placed (listed with why), as off a pool;
 - no label says which cubes it holds, so it is held *unplaced*: kept in the state (`k8s.node_pools`) and counted
   against its pod's free cubes by `status`, never given cubes by guess;
 - a pool whose nodes disagree on accelerator or topology, whose topology is not a slice of its generation, or
@@ -97,6 +98,9 @@ def plan_pools(
             continue
         assert shape is not None
         pod = _pod_for(state, pool, group, pods, shape, mapping, placement, rooms)
+        group = _agreeing_on_pod(state, pool, group, pod, keys.pod, placement)
+        if not group:
+            continue
         accelerator = group[0].labels[keys.accelerator]
         out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group))
         troubles = ((n.name, node_trouble(n, mapping)) for n in group)
@@ -120,6 +124,23 @@ def _moved_away(state: FleetState, out: PoolPlan, placement: Placement) -> None:
     for name, known in sorted(state.k8s.node_pools.items()):
         if name not in out.slices and any(n in listed for n in known.nodes):
             out.removed.append(name)
+
+
+def _agreeing_on_pod(
+    state: FleetState, pool: str, group: list[Node], pod: str, key: str, placement: Placement
+) -> list[Node]:
+    """The pool's nodes whose `tpufleet.io/pod` label, if any, is the pool's pod; the others are listed as not
+    placed with why (as a node off any pool whose pod label contradicts its cube), never put in the pool."""
+    kept = []
+    for node in group:
+        label = node.labels.get(key)
+        if label is not None and label not in state.fleet.pod_by_name:
+            placement.unplaced.append((node.name, f"{key} {label} is not a pod of the fleet"))
+        elif label is not None and label != pod:
+            placement.unplaced.append((node.name, f"{key} is {label}, but node pool {pool} is in {pod}"))
+        else:
+            kept.append(node)
+    return kept
 
 
 def _poolable(node: Node, mapping: K8sMapping) -> bool:
@@ -214,7 +235,10 @@ def _pod_for(
         for table in (mapping.pods, placement.blocks, state.k8s.blocks, state.reservation.blocks):
             if table.get(block) in names:
                 return table[block]
-    pod = next((p for p in names if rooms.get(p, 0) >= shape.machines), names[0])
+    labelled = {n.labels[mapping.labels.pod] for n in group if mapping.labels.pod in n.labels}
+    # the pod the nodes' own `tpufleet.io/pod` names, when they agree on one of the generation's pods
+    pod = labelled.pop() if len(labelled) == 1 and labelled <= set(names) else None
+    pod = pod or next((p for p in names if rooms.get(p, 0) >= shape.machines), names[0])
     rooms[pod] = rooms.get(pod, 0) - shape.machines
     return pod
 
