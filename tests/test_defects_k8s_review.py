@@ -55,3 +55,59 @@ def test_a_new_pool_goes_to_the_pod_its_nodes_pod_label_names(cli, tmp_path):
     assert r.code == 0, r.err
     assert pool_pods(r) == {"v5p-2x2x1": "pod0", POOL: "pod1"}
     assert cli("status", "-o", "json").json["k8s"]["unplaced_slices"]["by_pod"] == {"pod0": 1, "pod1": 2}
+
+
+def test_a_pool_partly_relabelled_holds_only_the_cubes_its_unlabelled_nodes_need(cli, tmp_path):
+    """Half a 4x4x8 pool's nodes carry a 4x4x4 partition id: they are machines of a named cube of the free pool,
+    as a wholly relabelled pool's are, so the pool holds the one cube left, not both again."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    assert cli("import", "k8s", V5P_NODES, "--apply").code == 0
+    assert cli("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 137  # 4x4x8: 2 cubes, 2x2x1: 1
+    doc = json.loads(V5P_NODES.read_text())
+    for node in pool_nodes(doc)[:16]:
+        labels = node["metadata"]["labels"]
+        labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = "part0"
+        labels["cloud.google.com/gce-topology-block"] = "block0"
+    path = write(tmp_path, doc)
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    row = next(p for p in r.json["node_pool_slices"] if p["node_pool"] == POOL)
+    assert (row["change"], row["cubes"], row["machines"], row["placed_cubes"]) == ("changed", 1, 16, ["c00"])
+    status = cli("status", "-o", "json").json["k8s"]
+    assert status["free_after_unplaced"] == 138 and status["unplaced_slices"]["by_pod"] == {"pod0": 2}
+    assert cli("capacity", "-o", "json").json["pods"][0]["free_healthy_cubes"] == 138
+    assert "16 node(s), 1 cube(s) held, the rest on c00" in cli("status").out
+    assert cli("import", "k8s", path, "--detailed-exitcode").code == 0
+    for node in pool_nodes(doc)[16:]:  # the rest relabelled: the pool is gone, both cubes named and free
+        node["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-id"] = "part1"
+        node["metadata"]["labels"]["cloud.google.com/gce-topology-block"] = "block0"
+    assert cli("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    assert cli("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 139
+
+
+def test_a_partly_relabelled_sub_cube_pool_holds_no_more_machines(cli, tmp_path):
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    doc = json.loads(V5P_NODES.read_text())
+    doc["items"] = pool_nodes(doc)[:4]
+    for node in doc["items"]:
+        node["metadata"]["labels"]["cloud.google.com/gke-tpu-topology"] = "2x2x4"
+    assert cli("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    assert cli("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 139
+    doc["items"][0]["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-id"] = "part0"
+    doc["items"][0]["metadata"]["labels"]["cloud.google.com/gce-topology-block"] = "block0"
+    assert cli("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    status = cli("status", "-o", "json").json["k8s"]
+    assert status["free_after_unplaced"] == 140 and status["unplaced_slices"]["slices"][0]["placed_cubes"] == ["c00"]
+
+
+def test_a_partly_relabelled_pools_named_cube_stays_when_its_nodes_are_missing_from_the_list(cli, tmp_path):
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    doc = json.loads(V5P_NODES.read_text())
+    relabelled = pool_nodes(doc)[:16]
+    for node in relabelled:
+        node["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-id"] = "part0"
+        node["metadata"]["labels"]["cloud.google.com/gce-topology-block"] = "block0"
+    assert cli("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    assert cli("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 138
+    doc["items"] = [n for n in doc["items"] if n not in relabelled]  # those nodes being repaired: not listed
+    assert cli("import", "k8s", write(tmp_path, doc), "--detailed-exitcode").code == 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tpufleet.allocation import Allocation, machine_usage
-from tpufleet.constants import ALERT_MARKS_KEPT, MAX_REASON_CHARS
+from tpufleet.constants import ALERT_MARKS_KEPT, MACHINES_PER_CUBE, MAX_REASON_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
 from tpufleet.ids import HostId, OcsId, TargetId, canonical
@@ -249,18 +249,26 @@ class NodePoolSlice:
     accelerator: str  # cloud.google.com/gke-tpu-accelerator
     pod: str
     nodes: tuple[str, ...]  # its nodes' names, sorted
+    # the cubes of its other nodes, which carry 4x4x4 partition ids (a pool partly relabelled): those nodes are
+    # machines of named cubes of the free pool, so the pool no longer holds these cubes as an unplaced slice
+    placed_cubes: tuple[str, ...] = ()
 
     @property
     def cubes(self) -> int:
-        """Whole cubes it holds (a sub-cube slice holds machines of one cube: see `machines`)."""
-        return 0 if self.shape.is_subcube else self.shape.cubes
+        """Whole cubes it holds unplaced (a sub-cube slice holds machines of one cube: see `machines`)."""
+        return 0 if self.shape.is_subcube else max(0, self.shape.cubes - len(self.placed_cubes))
 
     @property
     def machines(self) -> int:
-        return self.shape.machines
+        """Machines it holds unplaced: none once any of a sub-cube slice's nodes is on a named cube."""
+        if self.shape.is_subcube:
+            return 0 if self.placed_cubes else self.shape.machines
+        return self.cubes * MACHINES_PER_CUBE
 
     def record(self) -> dict[str, object]:
-        return {"shape": self.shape.text, "accelerator": self.accelerator, "pod": self.pod, "nodes": list(self.nodes)}
+        out: dict[str, object] = {"shape": self.shape.text, "accelerator": self.accelerator, "pod": self.pod}
+        out["nodes"] = list(self.nodes)
+        return out | ({"placed_cubes": list(self.placed_cubes)} if self.placed_cubes else {})
 
 
 @dataclass

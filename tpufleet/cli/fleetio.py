@@ -52,13 +52,19 @@ def _import_text(d: dict[str, Any]) -> str:
     return "\n".join([*lines, _plan_verdict(d)])
 
 
+def _placed_part(pool: dict[str, Any]) -> str:
+    """The cubes a partly relabelled pool's other nodes are on (named cubes, not held unplaced), if any."""
+    cubes = pool.get("placed_cubes")
+    return f"; its nodes on {', '.join(cubes)} are machines of named cubes, not held" if cubes else ""
+
+
 def _pool_lines(d: dict[str, Any]) -> list[str]:
     """Node pools held as unplaced slices, and partitions DEGRADED (degraded cubes that still serve)."""
     sign = {"new": "+", "changed": "~", "unchanged": "="}
     rows = d.get("node_pool_slices", [])
     lines = [
         f"  {sign[p['change']]} node pool {p['node_pool']}: {p['shape']} slice of {len(p['nodes'])} node(s) on "
-        f"{p['pod']}, unplaced (no label says which cubes; counted against {p['pod']}'s free cubes)"
+        f"{p['pod']}, unplaced (no label says which cubes; counted against {p['pod']}'s free cubes)" + _placed_part(p)
         for p in rows
         if p["change"] != "removed"
     ]

@@ -220,6 +220,11 @@ def _k8s_lines(k8s: dict | None, free: int) -> list[str]:
         )
         lines += [
             f"  {p['node_pool']:<16} {p['shape']:<16} {p['accelerator']} on {p['pod']}, {len(p['nodes'])} node(s)"
+            + (
+                f", {p['cubes']} cube(s) held, the rest on {', '.join(p['placed_cubes'])}"
+                if "placed_cubes" in p
+                else ""
+            )
             for p in unplaced["slices"]
         ]
         lines += [

@@ -87,6 +87,7 @@ def plan_pools(
         if pool and node.name in unplaced and _poolable(node, mapping):
             members[pool].append(node)
     pooled = {n.name for group in members.values() for n in group}
+    on_machines = _cubes_of_placed_members(state, nodes, keys.node_pool, placement)
     placement.unplaced = [u for u in placement.unplaced if u[0] not in pooled]
     rooms = _rooms(state)
     for pool in sorted(members):
@@ -102,7 +103,8 @@ def plan_pools(
         if not group:
             continue
         accelerator = group[0].labels[keys.accelerator]
-        out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group))
+        placed = tuple(sorted(on_machines.get(pool, ()), key=_cube_order(state)))
+        out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group), placed)
         troubles = ((n.name, node_trouble(n, mapping)) for n in group)
         out.troubled[pool] = [(name, *t) for name, t in troubles if t is not None]
         known = state.k8s.node_pools.get(pool)
@@ -124,6 +126,24 @@ def _moved_away(state: FleetState, out: PoolPlan, placement: Placement) -> None:
     for name, known in sorted(state.k8s.node_pools.items()):
         if name not in out.slices and any(n in listed for n in known.nodes):
             out.removed.append(name)
+
+
+def _cubes_of_placed_members(
+    state: FleetState, nodes: list[Node], pool_key: str, placement: Placement
+) -> dict[str, set[str]]:
+    """pool -> the cubes of its nodes the placement put on machines (they carry 4x4x4 partition ids, a cube or a
+    mapping entry): a pool partly relabelled holds those cubes as named cubes, not as its unplaced slice. A cube
+    recorded so stays when the list names none of the nodes on it (a missing node says nothing)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for node in nodes:
+        pool, host = node.labels.get(pool_key), placement.hosts.get(node.name)
+        if pool and host is not None:
+            out[pool].add(host.cube)
+    listed = {n.name for n in nodes}
+    cubes_listed = {host.cube for name, host in state.k8s.nodes.items() if name in listed}
+    for name, known in state.k8s.node_pools.items():
+        out[name] |= {c for c in known.placed_cubes if c not in cubes_listed}
+    return out
 
 
 def _agreeing_on_pod(

@@ -108,7 +108,13 @@ def _decode_k8s(names: Doc) -> K8sNames:
         cube, _, machine = host[len("host:") :].partition("/")
         nodes[node] = HostId(cube, int(machine))
     pools = {
-        name: NodePoolSlice(Shape(parse_dims(p["shape"])), p["accelerator"], p["pod"], tuple(p["nodes"]))
+        name: NodePoolSlice(
+            Shape(parse_dims(p["shape"])),
+            p["accelerator"],
+            p["pod"],
+            tuple(p["nodes"]),
+            tuple(p.get("placed_cubes", ())),
+        )
         for name, p in names.get("node_pools", {}).items()
     }
     degraded = frozenset(names.get("degraded_cubes", ()))

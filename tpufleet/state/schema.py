@@ -79,6 +79,7 @@ _K8S = {
                     "accelerator": _LABEL_VALUE,
                     "pod": _POD,
                     "nodes": {"type": "array", "items": _NODE_NAME, "uniqueItems": True},
+                    "placed_cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
                 },
             },
         },
@@ -449,11 +450,12 @@ def _check_k8s(names: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, st
     for j, cube in enumerate(names.get("degraded_cubes", [])):
         if cube not in pod_of:
             raise BadStateFile(file, f"k8s.degraded_cubes.{j}", cube, f"no cube {cube} in the fleet")
-    _check_node_pools(names.get("node_pools", {}), pods, file)
+    _check_node_pools(names.get("node_pools", {}), pods, pod_of, file)
 
 
-def _check_node_pools(pools: dict[str, Any], pods: dict[str, Any], file: str) -> None:
-    """Each unplaced node-pool slice is on a pod of the fleet, has a slice's shape, and no node is in two pools."""
+def _check_node_pools(pools: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, str], file: str) -> None:
+    """Each unplaced node-pool slice is on a pod of the fleet, has a slice's shape, its placed cubes are cubes of
+    that pod, and no node is in two pools."""
     from tpufleet.errors import BadInput
     from tpufleet.shapes import Shape, parse_dims, require_allocatable
 
@@ -465,6 +467,10 @@ def _check_node_pools(pools: dict[str, Any], pods: dict[str, Any], file: str) ->
             require_allocatable(Shape(parse_dims(pool["shape"])))
         except BadInput as exc:
             raise BadStateFile(file, f"k8s.node_pools.{name}.shape", pool["shape"], str(exc)) from None
+        for j, cube in enumerate(pool.get("placed_cubes", [])):
+            if pod_of.get(cube) != pool["pod"]:
+                problem = f"no cube {cube} in {pool['pod']}"
+                raise BadStateFile(file, f"k8s.node_pools.{name}.placed_cubes.{j}", cube, problem)
         for j, node in enumerate(pool["nodes"]):
             if node in pool_of:
                 raise BadStateFile(file, f"k8s.node_pools.{name}.nodes.{j}", node, f"also in node pool {pool_of[node]}")
