@@ -100,6 +100,14 @@ def test_a_partly_relabelled_sub_cube_pool_holds_no_more_machines(cli, tmp_path)
     assert status["free_after_unplaced"] == 140 and status["unplaced_slices"]["slices"][0]["placed_cubes"] == ["c00"]
 
 
+def test_a_node_list_without_a_list_of_items_names_the_field_items(fleet, tmp_path):
+    for doc in ({"kind": "List"}, {"kind": "NodeList", "items": None}):
+        path = write(tmp_path, doc)
+        r = fleet("import", "k8s", path)
+        assert r.code == 2
+        assert f"{path}: field items: " in r.err and "field .items" not in r.err
+
+
 def test_a_partly_relabelled_pools_named_cube_stays_when_its_nodes_are_missing_from_the_list(cli, tmp_path):
     assert cli("init", "--generation", "tpu-v5p").code == 0
     doc = json.loads(V5P_NODES.read_text())

@@ -116,12 +116,13 @@ _KIND: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
 def _get(obj: Mapping[str, Any], key: str, kind: type, where: _Where, path: str, default: Any = _MISSING) -> Any:
     """obj[key], of type `kind`; `default` when absent, if one is given."""
     value = obj.get(key, _MISSING)
+    field_path = f"{path}.{key}" if path else key  # a top-level field is named as itself, not `.items`
     if value is _MISSING:
         if default is not _MISSING:
             return default
-        raise where.bad(f"{path}.{key}", None, f"missing (must be {_KIND[kind]})")
+        raise where.bad(field_path, None, f"missing (must be {_KIND[kind]})")
     if type(value) is not kind:
-        raise where.bad(f"{path}.{key}", value, f"must be {_KIND[kind]}")
+        raise where.bad(field_path, value, f"must be {_KIND[kind]}")
     return value
 
 
