@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -44,9 +44,10 @@ def _faults(state: FleetState, now: datetime) -> list[Row]:
     return rows
 
 
-def report(state: FleetState, journal: Sequence[JournalEntry], now: datetime) -> Row:
-    """Everything the report shows, as the documented `report -o json` object."""
-    summary = views.status(state)
+def report(state: FleetState, journal: Sequence[JournalEntry], now: datetime, missing: Collection[str] = ()) -> Row:
+    """Everything the report shows, as the documented `report -o json` object; `missing`: slices whose routing
+    tables are no longer kept (as `status` says them: "missing", not fresh or stale)."""
+    summary = views.status(state, missing)
     return {
         "generated": now.strftime(STAMP_FORMAT),
         "serial": state.serial,

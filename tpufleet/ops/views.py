@@ -104,7 +104,7 @@ def report(store: Store, now: datetime) -> Report:
     """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
     state = store.load()
     latest = store.journal_tail(JOURNAL_LINES, state.serial).entries
-    return Report(fleet_report(state, latest, now), fleet_map(state))
+    return Report(fleet_report(state, latest, now, missing_tables(store, state)), fleet_map(state))
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:
