@@ -27,7 +27,8 @@ _PALETTE = (
     "#8cd17d",
     "#a0cbe8",
 )
-_STATE_FILL = {"free": "#2b2f36", "out": "#e15759", "drained": "#f28e2b"}
+# a reserved cube (an evicted slice's replacement) is free of slices but not to be taken: not drawn as free
+_STATE_FILL = {"free": "#2b2f36", "reserved": "#6b5b95", "out": "#e15759", "drained": "#f28e2b"}
 _OCS_FILL = {"ok": "#3a3f47", "in_use": "#59a14f", "failed": "#e15759", "drained": "#f28e2b"}
 
 CSS = """
@@ -130,7 +131,7 @@ def _pod_panels(r: Row, colours: dict[str, str]) -> str:
     legend = {e["slice"]: e for e in r["map"]["legend"]}
     return "".join(
         f'<div class="panel"><h3>{escape(p["pod"])}{_generation_tag(p)} <span class="sub">{p["counts"]["slice"]} in slices, {p["counts"]["free"]} free, '
-        f"{p['counts']['out']} out, {p['counts']['drained']} drained</span></h3>{pod_svg(p, colours, legend)}</div>"
+        f"{p['counts']['reserved']} reserved, {p['counts']['out']} out, {p['counts']['drained']} drained</span></h3>{pod_svg(p, colours, legend)}</div>"
         for p in r["map"]["pods"]
     )
 
@@ -140,6 +141,7 @@ def _map_keys() -> str:
         f'<span class="key" style="background:{c}"></span>{escape(k)}'
         for k, c in (
             ("free", _STATE_FILL["free"]),
+            ("reserved for an evicted slice", _STATE_FILL["reserved"]),
             ("out of the pool", _STATE_FILL["out"]),
             ("drained", _STATE_FILL["drained"]),
             ("OCS in use", _OCS_FILL["in_use"]),
