@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import pytest
+
+GUARD_S = 30.0  # how long a test waits for what must come at once before it calls it a hang
 
 
 def _wired_with_tables(cli: Any) -> Any:
@@ -43,3 +51,59 @@ def test_the_html_report_shows_a_cube_reserved_for_an_evicted_slice_as_reserved_
         f"{counts['slice']} in slices, {counts['free']} free, 1 reserved, {counts['out']} out, "
         f"{counts['drained']} drained" in page
     )
+
+
+def _in_thread(call: Callable[[], Any]) -> tuple[threading.Event, list[Any]]:
+    """`call` run in a thread of its own: (set once it returned or raised, what it returned or raised)."""
+    done, out = threading.Event(), []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except Exception as exc:  # noqa: BLE001 - looked at in the test's thread
+            out.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done, out
+
+
+def test_a_long_journal_read_holds_up_no_other_document_of_the_serial(fleet, monkeypatch):
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.ops import views
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    reading, release = threading.Event(), threading.Event()
+    show = views.show
+
+    def slow_journal(store: Any, what: Any, tail: Any = None) -> Any:
+        if what == "journal":  # a journal of a long history: its read takes long
+            reading.set()
+            assert release.wait(GUARD_S * 2)
+        return show(store, what, tail)
+
+    monkeypatch.setattr(views, "show", slow_journal)
+    app = build_app(Server(Source(Store(Path(fleet.state)), [], None), metrics_inputs(), None, 5))
+
+    def get(path: str) -> Any:
+        return TestClient(app, raise_server_exceptions=False).get(path)
+
+    journal_read, journal_out = _in_thread(lambda: get("/api/v1/journal"))
+    try:
+        assert reading.wait(GUARD_S)
+        for path in ("/metrics", "/api/v1/status", "/api/v1/slices"):
+            answered, out = _in_thread(functools.partial(get, path))
+            assert answered.wait(GUARD_S), f"{path} waited on the read of the journal"
+            assert out[0].status_code == 200, path
+        assert not journal_read.is_set()
+    finally:
+        release.set()
+    assert journal_read.wait(GUARD_S)
+    assert journal_out[0].status_code == 200 and journal_out[0].json()[0]["serial"] == 1

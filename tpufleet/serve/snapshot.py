@@ -69,7 +69,8 @@ class Snapshot:
     key: Key
     store: PinnedStore
     _docs: dict[str, tuple[Hashable, Any]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # the dicts' own, never held while building
+    _turns: dict[str, threading.Lock] = field(default_factory=dict)  # one a document: its makers take turns
 
     @property
     def serial(self) -> int:
@@ -78,11 +79,17 @@ class Snapshot:
     def cached(self, name: str, build: Callable[[], Any], version: Hashable = None) -> Any:
         """The document `name` of this serial, made by `build` the first time it is asked for. A document that
         also depends on something else gives its `version` (the logs' key, say): another version makes it again,
-        in place of the one kept."""
+        in place of the one kept. Only the requests for the same document wait for it to be made: a long one (the
+        journal of a long history) holds up no other (the scrape of /metrics)."""
         with self._lock:
-            held = self._docs.get(name)
+            turn = self._turns.setdefault(name, threading.Lock())
+        with turn:
+            with self._lock:
+                held = self._docs.get(name)
             if held is None or held[0] != version:
-                held = self._docs[name] = (version, build())
+                held = (version, build())
+                with self._lock:
+                    self._docs[name] = held
             return held[1]
 
 
