@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+GUARD_S = 30.0  # how long a test waits for what must come at once before it calls it a hang
 
 
 def snapshot(state: Path) -> dict[str, bytes]:
@@ -63,3 +70,35 @@ def one_line(r, code: int = 2) -> str:
     assert r.code == code, (r.code, r.err[-500:])
     assert len(lines) == 1, r.err[-1000:]
     return lines[0]
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, threading.Event, list[Any]]:
+    """`call` run in a thread of its own: (the thread, set once it returned or raised, what it returned or raised)."""
+    done, out = threading.Event(), []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except Exception as exc:  # noqa: BLE001 - raised again in the test's thread
+            out.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, done, out
+
+
+def beside_a_fifo(call: Callable[[], Any], fifo: Path) -> Any:
+    """What `call` returns, which must not wait on a reader of `fifo` (nobody writes it): a reader still waiting
+    after GUARD_S fails the test, and is then let go (the FIFO opened for writing and closed: an end of file)."""
+    thread, done, out = in_thread(call)
+    try:
+        assert done.wait(GUARD_S), f"waited on {fifo}"
+    finally:
+        with contextlib.suppress(OSError):  # ENXIO: no reader waiting
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(GUARD_S)
+    if isinstance(out[0], Exception):
+        raise out[0]
+    return out[0]

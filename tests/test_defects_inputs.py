@@ -4,10 +4,12 @@ now exits 0 with the right answer or 2 naming the option or file, and leaves the
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 
-from helpers import snapshot
+from helpers import beside_a_fifo, snapshot
 from tpufleet.goodput.times import BadRecord, parse_time
 
 
@@ -93,3 +95,37 @@ def test_a_job_record_number_in_other_digits_is_a_bad_record(cli, tmp_path):
     log.write_text(json.dumps(job) + "\n" + json.dumps(start) + "\n")
     r = cli("goodput-report", log, state=False)
     assert r.code == 2 and "field ideal_step_s" in r.err
+
+
+# ---- a FIFO given as an input file ---------------------------------------------------------------------------
+FIFO_READERS = [
+    ("inject-fault", "--from", "{fifo}"),
+    ("apply-xconnect", "{fifo}"),
+    ("import", "k8s", "{fifo}"),
+    ("plan-maintenance", "--notices", "{fifo}"),
+    ("goodput-report", "{fifo}"),
+    ("serve", "--listen", "127.0.0.1:0", "--token-file", "{fifo}"),
+]
+
+
+@pytest.mark.parametrize("command", FIFO_READERS, ids=lambda c: " ".join(c[:2]))
+def test_a_fifo_nothing_writes_to_is_refused_not_waited_on(fleet, tmp_path, command):
+    """A FIFO (mkfifo) that no process writes to hung the command for good in its open; now: exit 2, naming it."""
+    fifo = tmp_path / "input.fifo"
+    os.mkfifo(fifo)
+    before = snapshot(fleet.state)
+    r = beside_a_fifo(lambda: fleet(*(part.format(fifo=fifo) for part in command)), fifo)
+    assert r.code == 2 and str(fifo) in r.err and "a FIFO that nothing wrote to" in r.err, r.err
+    assert snapshot(fleet.state) == before
+
+
+def test_a_fifo_whose_writer_comes_is_read_whole(fleet, tmp_path):
+    """The writer may open it a moment after the command (`mkfifo f; kubectl ... > f &`): it is waited for."""
+    fifo = tmp_path / "faults.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text('[{"target": "cube:c01"}]'), daemon=True)
+    writer.start()
+    r = fleet("inject-fault", "--from", fifo, "--dry-run", "-o", "json")
+    writer.join()
+    assert r.code == 0, r.err
+    assert [f["target"] for f in r.json] == ["cube:c01"]

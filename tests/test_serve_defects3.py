@@ -5,7 +5,6 @@ a read; an alert waits for the alerts before it and the state's lock at most the
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from helpers import snapshot
+from helpers import GUARD_S, beside_a_fifo, in_thread, snapshot
 
 pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
@@ -31,7 +30,6 @@ from starlette.testclient import TestClient
 ROOT = Path(__file__).parent.parent
 GOODPUT = ROOT / "fixtures" / "goodput" / "fleet.jsonl"
 TOKEN = "s3cret-token-for-the-tests-0123456789"
-GUARD_S = 30.0  # how long a test waits for what must come at once before it calls it a hang
 
 
 def server(state: Path, goodput: list[Path], make: Callable[[], dict[str, Any]] | None = None) -> Any:
@@ -67,38 +65,6 @@ def grow(log: Path) -> None:
     last = log.read_bytes().splitlines(keepends=True)[-1]
     with log.open("ab") as fh:
         fh.write(last)
-
-
-def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, threading.Event, list[Any]]:
-    """`call` run in a thread of its own: (the thread, set once it returned or raised, what it returned or raised)."""
-    done, out = threading.Event(), []
-
-    def run() -> None:
-        try:
-            out.append(call())
-        except Exception as exc:  # noqa: BLE001 - raised again in the test's thread
-            out.append(exc)
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, done, out
-
-
-def beside_a_fifo(call: Callable[[], Any], fifo: Path) -> Any:
-    """What `call` returns, which must not wait on a reader of `fifo` (nobody writes it): a reader still waiting
-    after GUARD_S fails the test, and is then let go (the FIFO opened for writing and closed: an end of file)."""
-    thread, done, out = in_thread(call)
-    try:
-        assert done.wait(GUARD_S), f"waited on {fifo}"
-    finally:
-        with contextlib.suppress(OSError):  # ENXIO: no reader waiting
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        thread.join(GUARD_S)
-    if isinstance(out[0], Exception):
-        raise out[0]
-    return out[0]
 
 
 # ---- the goodput logs are read when they change, not on a commit ---------------------------------------------------

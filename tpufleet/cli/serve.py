@@ -49,12 +49,16 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def read_token(path: Path) -> bytes:
     """The bearer token Alertmanager sends (its `credentials_file`): one line, at least 16 characters."""
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, BadStateFile
+    from tpufleet.state.inputfiles import open_input
 
-    try:
-        raw = path.read_bytes()[: MAX_TOKEN_BYTES + 1]
+    try:  # bounded: /dev/zero must not fill the memory, a FIFO nothing writes to not hang the start
+        with open_input(path) as fh:
+            raw = fh.read(MAX_TOKEN_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"bad option --token-file {str(path)!r}: cannot be read: {exc.strerror or exc}") from None
+    except BadStateFile as exc:
+        raise BadInput(f"bad option --token-file {str(path)!r}: {exc.problem}") from None
     token = raw.strip()
     if len(raw) > MAX_TOKEN_BYTES or len(token) < MIN_TOKEN_CHARS or not all(33 <= b < 127 for b in token):
         raise BadInput(

@@ -32,7 +32,15 @@ from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.jsontext import parse_json_line
 from tpufleet.state.files import kind_of
 from tpufleet.state.generations import StepProfiles
-from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, MissingFile, decode_utf8, load_json_file, size_text
+from tpufleet.state.inputfiles import (
+    MAX_LOG_BYTES,
+    MAX_SPEC_BYTES,
+    MissingFile,
+    decode_utf8,
+    load_json_file,
+    open_input,
+    size_text,
+)
 
 if TYPE_CHECKING:
     from multiprocessing.pool import Pool
@@ -320,7 +328,7 @@ def _open_file(path: Path, files_only: bool) -> BinaryIO:
     """The file, opened to read; with `files_only`, a regular file or BadStateFile. That open does not wait for a
     FIFO's writer (``O_NONBLOCK``), and what is checked is what was opened (no other file can be swapped in)."""
     if not files_only:
-        return open(path, "rb")
+        return open_input(path)  # a FIFO is read only once a writer has it open
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:

@@ -21,8 +21,11 @@ goodput event log, `MAX_DEPTH` levels of nesting in any YAML or JSON document.
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from tpufleet.constants import MiB
 from tpufleet.errors import BadStateFile, shown
@@ -57,6 +60,7 @@ __all__ = [
     "load_json_file",
     "load_yaml",
     "nested_deeper_than",
+    "open_input",
     "parse_json",
     "parse_json_line",
     "parse_json_state",
@@ -75,11 +79,74 @@ def size_text(n: int) -> str:
     return f"{n // MiB} MiB" if n % MiB == 0 else f"{n:,} bytes"
 
 
+FIFO_WRITER_WAIT_S = 2.0  # how long a FIFO nothing holds open for writing is given for its writer to come
+
+
+class _Started:
+    """A stream with the bytes already read from it put back in front (what showed a FIFO's writer was there)."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1, /) -> bytes:
+        if size is None or size < 0:
+            out, self.head = self.head + self.rest.read(), b""
+            return out
+        out, self.head = self.head[:size], self.head[size:]
+        return out if len(out) == size else out + self.rest.read(size - len(out))
+
+    def fileno(self) -> int:
+        return self.rest.fileno()
+
+    def close(self) -> None:
+        self.rest.close()
+
+    def __enter__(self) -> _Started:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _until_a_writer(fd: int, name: str) -> bytes:
+    """What a FIFO holds already, once a process holds it open for writing (its later bytes are read as they
+    come); BadStateFile when nothing has written to it within FIFO_WRITER_WAIT_S."""
+    deadline = time.monotonic() + FIFO_WRITER_WAIT_S
+    while True:
+        try:
+            data = os.read(fd, 64 * 1024)
+        except BlockingIOError:
+            return b""  # a writer holds it open and has written nothing yet: the reads wait for it
+        if data or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    if not data:
+        raise BadStateFile(
+            name, "", None, f"cannot be read: a FIFO that nothing wrote to within {FIFO_WRITER_WAIT_S:g} seconds"
+        )
+    return data
+
+
+def open_input(path: Path | str) -> BinaryIO:
+    """The file opened to read. A FIFO is opened without waiting for a writer (a plain open would hang the command
+    for good when none comes) and given FIFO_WRITER_WAIT_S for one; a pipe whose writer is there
+    (``<(kubectl get nodes -o json)``, ``mkfifo f; kubectl ... > f &``) is read whole, as any file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        head = _until_a_writer(fd, str(path)) if stat.S_ISFIFO(os.fstat(fd).st_mode) else b""
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return cast(BinaryIO, _Started(head, fh)) if head else fh
+
+
 def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
     """The file's bytes, at most `limit` of them; BadStateFile if it cannot be read or is larger."""
     name = str(path)
     try:
-        with open(path, "rb") as fh:
+        with open_input(path) as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise MissingFile(name, "", None, f"cannot be read: no such {what}") from None
