@@ -162,3 +162,32 @@ def test_status_says_one_pod_in_the_singular(fleet):
     r = fleet("status")
     assert r.code == 0, r.err
     assert r.out.splitlines()[0] == "serial 1  ·  1 pod, 64 cubes, 4096 chips, 48 OCS"
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("allocate", "t", "--shape", "4x4x4", "--shape", "4x4x8"), "--shape"),
+        (("--state", "{state}", "allocate", "t", "--shape", "4x4x4"), "--state"),
+        (("policy", "s", "--fault-tolerant-routing", "--no-fault-tolerant-routing"), "--fault-tolerant-routing/--no-"),
+        (("policy", "s", "--min-throughput", "0.9", "--min-throughput", "0.1"), "--min-throughput"),
+        (("status", "-o", "json", "--output", "yaml"), "-o/--output"),
+        (("--lock-timeout", "1", "--lock-timeout", "5", "release", "s"), "--lock-timeout"),
+    ],
+)
+def test_a_single_value_option_given_twice_is_refused(fleet, args, said):
+    """Click kept the last without a word: `--shape 4x4x4 ... --shape 4x4x8` reserved twice the chips asked for,
+    `--state A --state B` acted on B. Now, as a value given twice in a list option: exit 2 naming the option."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*(str(fleet.state) if a == "{state}" else a for a in args)), 2)
+    assert line.startswith(f"tpufleet: error: bad option {said}") and line.endswith(
+        "given more than once; give it once"
+    )
+    assert snapshot(fleet.state) == before
+
+
+def test_an_option_before_the_command_and_after_it_is_not_a_repeat(fleet):
+    """`tpufleet -o json status -o yaml`: the tool's option and the command's, and the command's wins."""
+    r = fleet("-o", "json", "status", "-o", "yaml")
+    assert r.code == 0 and r.out.startswith("serial: 1")
