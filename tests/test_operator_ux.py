@@ -324,3 +324,20 @@ def test_every_command_has_examples_and_plain_help(cli):
         text = r.out.lower()
         assert "list[" not in text and "brief" not in text and "seed 00" not in text, path
         assert "float range" not in text and "integer range" not in text, path
+
+
+def test_a_relative_state_in_the_config_file_is_taken_from_the_files_directory(cli, tmp_path, monkeypatch):
+    """`state = "fleet"` named ./fleet of wherever a command ran: `init` in one directory and `status` in another
+    told of two fleets. Now it is the directory beside the config file, from anywhere."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "config.toml").write_text('state = "fleet"\n')
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(conf / "config.toml"))
+    for place in ("a", "b"):
+        (tmp_path / place).mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    made = cli("init", "-o", "json", state=False)
+    assert made.code == 0 and made.json["state_dir"] == str(conf / "fleet")
+    monkeypatch.chdir(tmp_path / "b")
+    assert cli("status", "-o", "json", state=False).json["serial"] == 1
+    assert not (tmp_path / "a" / "fleet").exists() and not (tmp_path / "b" / "fleet").exists()

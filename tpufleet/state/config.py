@@ -1,6 +1,7 @@
 """The user's defaults: `$TPUFLEET_CONFIG`, else `~/.config/tpufleet/config.toml` (absent: no defaults).
 
-    state = "/srv/tpufleet/state"   # like --state (after $TPUFLEET_STATE); or "postgresql://USER@HOST/DB?..."
+    state = "/srv/tpufleet/state"   # like --state (after $TPUFLEET_STATE); or "postgresql://USER@HOST/DB?...";
+                                    # a relative directory is taken from the config file's directory
     output = "json"                 # like -o/--output for every command that has it
     lock_timeout = 60               # like --lock-timeout, seconds
     group = "tpu-oncall"            # like --group: state files 0640/0750 for this group
@@ -92,12 +93,21 @@ def _parse(doc: dict[str, object], file: str) -> Config:
     _check_places(doc, file)
     values: dict[str, Any] = dict(doc)  # checked above: each present key has its documented type
     return Config(
-        state=values.get("state"),
+        state=None if values.get("state") is None else state_beside(values["state"], file),
         output=values.get("output"),
         lock_timeout=None if timeout is None else float(values["lock_timeout"]),
         group=values.get("group"),
         source=file,
     )
+
+
+def state_beside(state: str, file: str) -> str:
+    """The file's `state` with a relative directory taken from the file's own directory: read from wherever the
+    command runs, `state = "fleet"` named another fleet in every directory (and `init` made one there)."""
+    if "://" in state:
+        return state
+    place = Path(state).expanduser()
+    return state if place.is_absolute() else str(Path(file).absolute().parent / place)
 
 
 def _check_places(doc: dict[str, object], file: str) -> None:
@@ -110,6 +120,6 @@ def _check_places(doc: dict[str, object], file: str) -> None:
             grp.getgrnam(group)
         except KeyError:
             raise BadStateFile(file, "group", group, "no such group on this machine (see `getent group`)") from None
-    place = Path(state).expanduser() if isinstance(state, str) and "://" not in state else None
+    place = Path(state_beside(state, file)) if isinstance(state, str) and "://" not in state else None
     if place is not None and place.exists() and not place.is_dir():
         raise BadStateFile(file, "state", state, "is not a directory")
