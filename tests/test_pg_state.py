@@ -417,3 +417,14 @@ def test_the_server_stopped_mid_commit_leaves_the_old_serial_and_one_line(
     assert cli("status", "-o", "json").json["serial"] == 1
     assert cli("inject-fault", "host:c01/1").code == 0
     assert [e["serial"] for e in _journal(cli)] == [1, 2]
+
+
+def test_routes_run_again_with_nothing_changed_commits_nothing_on_either_backend(on):
+    assert on("init").code == 0
+    for args in (("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert on(*args).code == 0
+    serial = on("status", "-o", "json").json["serial"]
+    again = on("routes", "a", "-o", "json")
+    assert again.code == 0 and again.json["stored"] is True and again.json["changed"] is False
+    assert on("status", "-o", "json").json["serial"] == serial
+    assert len(on("show", "journal", "-o", "json").json) == serial

@@ -141,7 +141,7 @@ def test_the_tables_of_the_slice_before_it_was_allocated_again_are_never_used(fl
 def _route_with(store: Store, stored: StoredRoutes) -> dict:
     request = route_ops.RouteRequest("auto", ["all-to-all"], True)
     done = route_ops.route_slice(
-        store.load(), "s", request, NOW, lambda routed, npz: "kept", read_stored=lambda: stored
+        store.load(), "s", request, NOW, lambda routed, npz: ("kept", True), read_stored=lambda: stored
     )
     return done.data
 

@@ -54,3 +54,40 @@ def test_a_change_to_the_slice_or_its_links_refuses_them(computed, meanwhile):
     with pytest.raises(Refused, match="state changed while routes for 'a' were computed"):
         _record(store, routed)
     assert (cli.state / "state.json").read_bytes() == before
+
+
+def _serial_and_journal(fleet) -> tuple[int, bytes]:
+    return fleet("status", "-o", "json").json["serial"], (fleet.state / "journal.jsonl").read_bytes()
+
+
+def test_routes_run_again_with_nothing_changed_commits_nothing(fleet):
+    """The very tables stored, the slice's record and index entry as they are: no new serial, no journal line,
+    the stored file untouched; a healthy slice and one degraded around a fault alike."""
+    for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
+        assert fleet(*step).code == 0, step
+    for fault in ("ocs:pod0/x/0", "ocs:pod0/y/3"):
+        before, tables = _serial_and_journal(fleet), (fleet.state / "routes" / "s.npz").read_bytes()
+        r = fleet("routes", "s", "-o", "json")
+        assert r.code == 0, r.err
+        assert r.json["stored"] is True and r.json["changed"] is False and r.json["tables"].endswith("s.npz")
+        assert _serial_and_journal(fleet) == before
+        assert (fleet.state / "routes" / "s.npz").read_bytes() == tables
+        assert "nothing changed" in fleet("routes", "s").out
+        assert fleet("inject-fault", fault).code == 0  # its tables go stale: the next run stores them
+        assert fleet("status", "-o", "json").json["stale_routes"] == ["s"]
+        r = fleet("routes", "s", "-o", "json")
+        assert r.code == 0 and r.json["changed"] is True
+        assert fleet("status", "-o", "json").json["stale_routes"] == []
+
+
+def test_routes_run_again_stores_tables_removed_or_damaged_by_hand(fleet):
+    for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
+        assert fleet(*step).code == 0, step
+    path = fleet.state / "routes" / "s.npz"
+    for spoil in (path.unlink, lambda: path.write_bytes(b"not tables")):
+        spoil()
+        serial = fleet("status", "-o", "json").json["serial"]
+        r = fleet("routes", "s", "-o", "json")
+        assert r.code == 0 and r.json["changed"] is True
+        assert fleet("status", "-o", "json").json["serial"] == serial + 1
+        assert fleet("routes", "s", "-o", "json").json["changed"] is False

@@ -51,7 +51,9 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         lines.append("  stored tables kept: they still route every pair and are lighter than new ones")
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
-    if stored:
+    if stored and not s.get("changed", True):
+        lines.append(f"  tables in {stored} are already these: nothing changed")
+    elif stored:
         lines.append(f"  tables stored in {stored}")
     return "\n".join(lines)
 
@@ -250,13 +252,16 @@ def _route_slice(
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
     cache, stored = store.table_cache(), store.stored_tables(name)
 
-    def store_tables(routed: "RoutedSlice", npz: bytes) -> str:
+    def store_tables(routed: "RoutedSlice", npz: bytes) -> tuple[str, bool]:
         with store.transaction() as tx:
-            outcome = ops.record(tx.state, routed, f"{store.routes_dir.name}/{table_path.name}")
+            where = f"{store.routes_dir.name}/{table_path.name}"
+            outcome = ops.record(tx.state, routed, where, lambda: routing_members(stored))
+            if outcome.change is None:  # the very tables stored, nothing else changes: no new serial
+                return str(table_path), False
             store.save_tables(tx, name, npz)
             tx.commit(outcome.change)
         cache.flush()
-        return str(table_path)
+        return str(table_path), True
 
     with routing_progress(f"routing {name}", verbose), memo.using(cache):
         snapshot = state if state is not None else store.load()

@@ -400,10 +400,10 @@ def _route(state: FleetState, name: str, now: str, save_tables: SaveTables | Non
     """`routes SLICE` with its defaults, the tables kept with the wave's transaction (`save_tables`)."""
     request = route_ops.RouteRequest("auto", ["all-to-all", "all-reduce"], True)
 
-    def keep(routed: route_ops.RoutedSlice, npz: bytes) -> str:
+    def keep(routed: route_ops.RoutedSlice, npz: bytes) -> tuple[str, bool]:
         where = save_tables(name, npz) if save_tables is not None else f"routes/{name}.npz"
         route_ops.record(state, routed, where)
-        return where
+        return where, True
 
     done = route_ops.route_slice(state, name, request, now, keep)
     if done.refusal is not None:

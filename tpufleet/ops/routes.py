@@ -157,33 +157,62 @@ def export_bytes(routed: RoutedSlice, fmt: str) -> bytes:
     return export.ibroute_text(tables, names, routed.name).encode()
 
 
-def record(state: FleetState, routed: RoutedSlice, table_file: str) -> Outcome:
+def record(state: FleetState, routed: RoutedSlice, table_file: str, read_stored: ReadStored | None = None) -> Outcome:
     """Index the stored tables; Refused if the slice's live graph changed since they were computed (a commit
-    elsewhere in the fleet leaves them valid: tables depend only on the slice's wiring and its links' health)."""
+    elsewhere in the fleet leaves them valid: tables depend only on the slice's wiring and its links' health).
+    With `read_stored` (the slice's stored tables, read under the lock), the outcome has no change to commit when
+    they are the very tables made and the slice's record and index entry would stay as they are (`routes` run
+    again with nothing changed: no new serial, no journal line)."""
     if state.serial != routed.serial and not still_valid(state, routed):
         raise Refused(
             f"the state changed while routes for {routed.name!r} were computed "
             f"(serial {routed.serial} -> {state.serial}: the slice, its wiring or its links' health); run again"
         )
-    s = routed.report.summary
+    s, sl = routed.report.summary, state.slice(routed.name)
+    before = (sl.state, sl.reroute, state.routes.get(routed.name))
     _update_degraded(state, routed)
-    state.record_routes(
-        routed.name,
-        RouteRecord(
-            table_file,
-            state.next_serial,
-            routed.meta["made"],
-            s["algorithm"],
-            s["vcs"],
-            s["routable_pairs"],
-            s["unroutable_pairs"],
-        ),
+    entry = RouteRecord(
+        table_file,
+        state.next_serial,
+        routed.meta["made"],
+        s["algorithm"],
+        s["vcs"],
+        s["routable_pairs"],
+        s["unroutable_pairs"],
     )
+    state.record_routes(routed.name, entry)
     data = {"slice": routed.name, **s}
+    if read_stored is not None and _nothing_changed(before, (sl.state, sl.reroute, entry), routed, read_stored):
+        return Outcome(data, None)
     summary = (
         f"routes {routed.name}: {s['routable_pairs']} routable, {s['unroutable_pairs']} unroutable, {s['vcs']} VCs"
     )
     return Outcome(data, Change(summary))
+
+
+def _nothing_changed(
+    before: tuple[SliceState, Reroute | None, RouteRecord | None],
+    after: tuple[SliceState, Reroute | None, RouteRecord],
+    routed: RoutedSlice,
+    read_stored: ReadStored,
+) -> bool:
+    """The slice's state and record are as they were, its index entry fresh and the same but for when the tables
+    were made, and the stored tables are the very ones made (read last: the cheap checks decide most runs)."""
+    import dataclasses
+
+    state, reroute, entry = after
+    old_state, old_reroute, old_entry = before
+    if old_entry is None or old_entry.stale or (old_state, old_reroute) != (state, reroute):
+        return False
+    if dataclasses.replace(old_entry, serial=entry.serial, made=entry.made) != entry:
+        return False
+    try:
+        stored = read_stored()
+    except (BadStateFile, Refused):
+        return False  # damaged tables are replaced
+    if stored is None or stored.meta.get("made") != old_entry.made:  # not the tables the index names
+        return False
+    return reuse.same_tables(stored, routed.report.tables, routed.meta)
 
 
 def still_valid(state: FleetState, routed: RoutedSlice) -> bool:
@@ -244,8 +273,9 @@ class SliceRoutes:
 
 
 # Stores the tables (npz bytes) of a routed slice with the transaction that indexes them (`record`); returns
-# where they are kept. The shell's: it owns the state directory.
-StoreTables = Callable[[RoutedSlice, bytes], str]
+# where they are kept and whether anything was committed (not when they were the very tables stored). The
+# shell's: it owns the state directory.
+StoreTables = Callable[[RoutedSlice, bytes], tuple[str, bool]]
 # Reads the slice's stored tables with every member the router weighs (None: none stored); the shell's too.
 ReadStored = Callable[[], reuse.StoredRoutes | None]
 
@@ -284,6 +314,7 @@ def route_slice(
         "unroutable": routed.unroutable[:1000],
         "thorough": routed.thorough,
         "stored": refusal is None,
+        "changed": False,  # set once the tables are committed (`_store_and_export`)
         "kept_stored_tables": kept,
     }
     exported = _store_and_export(routed, refusal, export_format, store_tables, data)
@@ -335,7 +366,7 @@ def _store_and_export(
         # An export that cannot be made (JSON of a huge slice) refuses here, before anything is committed.
         exported = None if export_format in (None, "npz") else export_bytes(routed, str(export_format))
         if refusal is None and npz is not None:
-            data["tables"] = store_tables(routed, npz.result())
+            data["tables"], data["changed"] = store_tables(routed, npz.result())
         else:
             data["not_stored"] = refusal
         if export_format is None:

@@ -39,6 +39,7 @@ class StoredRoutes:
     wild: npt.NDArray[np.bool_]  # [s, t] a non-minimal entry
     dest_order: npt.NDArray[np.int8]  # [N] index into `orders` per destination
     orders: npt.NDArray[np.int8]  # [k, 3] the dimension orders
+    nbr: npt.NDArray[np.int32] | None = None  # [N, 6] the live chip graph they were made for
 
     @property
     def chips(self) -> int:
@@ -57,6 +58,33 @@ def made_for(stored: StoredRoutes, name: str, shape: Shape, wired_serial: int | 
         and stored.chips == shape.chips
         and isinstance(made_at, int)
         and (wired_serial is None or made_at >= wired_serial)
+    )
+
+
+# The meta fields that say what the tables are (not when they were made): `routes` run again compares them.
+SAME_META = ("slice", "shape", "twisted", "algorithm", "vcs", "vc_layout", "wild_layers")
+
+
+def same_tables(stored: StoredRoutes, rt: RouteTables, meta: dict[str, Any]) -> bool:
+    """Whether `rt` (with its `meta`) are the very tables stored, member for member as `export.npz_bytes` writes
+    them, made for the same chip graph: storing them again would change nothing but when they were made."""
+    import json
+
+    import numpy as np
+
+    if stored.nbr is None or stored.chips != rt.n:
+        return False
+    wild = rt.wild.T if rt.wild is not None else np.zeros(rt.P.shape, dtype=bool)
+    dest = rt.dest_class if rt.dest_class is not None else np.zeros(rt.n, dtype=np.int64)
+    wanted = json.loads(json.dumps({k: meta.get(k) for k in SAME_META}))  # as the file's JSON holds them
+    return (
+        {k: stored.meta.get(k) for k in SAME_META} == wanted
+        and np.array_equal(stored.nbr, rt.nbr)
+        and np.array_equal(stored.port, rt.P.T)
+        and np.array_equal(stored.hops, rt.L.T)
+        and np.array_equal(stored.wild, wild)
+        and np.array_equal(stored.dest_order, dest.astype(np.int8))
+        and np.array_equal(stored.orders, np.array(rt.orders, dtype=np.int8))
     )
 
 

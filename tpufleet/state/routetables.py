@@ -204,7 +204,7 @@ def routing_members(source: TablesSource) -> StoredRoutes | None:
         raise TypeError("stored tables are read by this module")  # a bug: every backend reads them with `_load`
     wild, dest_order, orders = tables.read_members(("wild", "dest_order", "orders"))
     _check_members(str(source.path), tables.n, wild, dest_order, orders)
-    return StoredRoutes(tables.meta, tables.port, tables.hop_table(), wild, dest_order, orders)
+    return StoredRoutes(tables.meta, tables.port, tables.hop_table(), wild, dest_order, orders, tables.nbr)
 
 
 def _check_members(file: str, n: int, wild: Any, dest_order: Any, orders: Any) -> None:
