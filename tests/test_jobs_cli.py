@@ -354,3 +354,24 @@ def test_a_released_jobs_cubes_are_listed_in_the_pods_order(cli):
     r = cli("release", "j", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["released_cubes"] == r.json["back_in_pool"] == ["c98", "c99", "c100", "c101"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        ({"summary": {"add": 0, "remove": 0, "keep": 0}}, "summary {'add': 0"),
+        ({"serial": 99}, "serial 99"),
+    ],
+    ids=["summary", "serial"],
+)
+def test_a_job_plan_whose_own_reviewed_fields_were_edited_is_refused(pods2, tmp_path, edit, named):
+    """The job's summary is what a reviewer reads of a job plan ("0 to add"); each slice's part was checked, the
+    job's own fields were not, and the plan was applied as if they said what it does."""
+    assert pods2("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    plan = tmp_path / "j.plan"
+    assert pods2("plan-xconnect", "j", "--out", plan).code == 0
+    plan.write_text(json.dumps({**json.loads(plan.read_text()), **edit}))
+    before = snapshot(pods2.state)
+    r = pods2("apply-xconnect", plan)
+    assert r.code == 1 and str(plan) in r.err and named in r.err and "plan again" in r.err
+    assert snapshot(pods2.state) == before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +14,7 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
 from tpufleet.ops.xconnect import already_wired, apply_saved, make_plan, wire
 from tpufleet.shapes import Shape, ShapeText
-from tpufleet.state.planfile import SavedPlan, job_plan_doc
+from tpufleet.state.planfile import SavedJobPlan, job_plan_doc
 
 
 @dataclass(frozen=True)
@@ -176,9 +175,17 @@ def plan_and_apply_job(state: FleetState, name: str, now: str) -> Outcome:
     return Outcome(doc, None if noop else _change(name, doc["summary"], sorted(stale)))
 
 
-def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now: str) -> Outcome:
+def apply_saved_job(state: FleetState, job_plan: SavedJobPlan, now: str) -> Outcome:
     """`apply-xconnect JOBPLAN`: every slice's saved plan is checked exactly as `apply-xconnect` checks one (stale
-    since, or not the plan this state gives) before anything is applied; then all are wired in this transaction."""
+    since, or not the plan this state gives) before anything is applied, and the job's own reviewed fields (its
+    serial and summed counts) against its parts; then all are wired in this transaction."""
+    job, saved = job_plan.job, job_plan.plans
+    edited = _job_fields_edited(job_plan)
+    if edited:
+        raise Refused(
+            f"plan {job_plan.path} does not say what its slices' plans do: {'; '.join(edited)} "
+            "(edited after it was made?); plan again"
+        )
     members = [s.name for s in state.job_slices(job)]
     if sorted(p.slice for p in saved) != sorted(members):
         raise Refused(
@@ -192,6 +199,26 @@ def apply_saved_job(state: FleetState, job: str, saved: Sequence[SavedPlan], now
     if all(p.data.get("already_applied") for p in parts):
         done.data["already_applied"] = True
     return done
+
+
+def _job_fields_edited(job_plan: SavedJobPlan) -> list[str]:
+    """The job plan's own fields that disagree with its parts: its serial (every part is made at the job's) and
+    its summary (the parts' counts summed, as `plan-xconnect JOB` writes it), which is what a reviewer reads."""
+    edited, serials = [], sorted({p.serial for p in job_plan.plans})
+    if job_plan.serial is not None and serials != [job_plan.serial]:
+        edited.append(
+            f"serial {job_plan.serial} (its slices' plans were made at serial {', '.join(map(str, serials))})"
+        )
+    parts = [p.summary for p in job_plan.plans]
+    counts = ("add", "remove", "keep")
+    if job_plan.summary is None or not all(
+        isinstance(s, dict) and all(type(s.get(k)) is int for k in counts) for s in parts
+    ):
+        return edited  # a part's own summary that is no set of counts is refused with that part
+    total = {k: sum(s[k] for s in parts if s is not None) for k in counts}
+    if job_plan.summary != total:
+        edited.append(f"summary {job_plan.summary} (its slices' plans add up to {total})")
+    return edited
 
 
 def _change(name: str, s: dict[str, int], stale: list[str]) -> Change:

@@ -56,5 +56,5 @@ def apply(state: FleetState, saved: SavedPlan | SavedJobPlan, now: str) -> Outco
     for part in saved.plans if isinstance(saved, SavedJobPlan) else [saved]:
         check_fleet(part, state.fleet)
     if isinstance(saved, SavedJobPlan):
-        return jobs.apply_saved_job(state, saved.job, saved.plans, now)
+        return jobs.apply_saved_job(state, saved, now)
     return xconnect.apply_saved(state, saved, now)

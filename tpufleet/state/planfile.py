@@ -212,6 +212,8 @@ class SavedJobPlan:
     path: str
     job: str
     plans: list[SavedPlan]
+    serial: int | None = None  # the serial the job's plan says it was made at (each part says its own too)
+    summary: dict[str, Any] | None = None  # the job's counts the operator reviewed (the parts' summed)
 
 
 def read_any(path: Path) -> SavedPlan | SavedJobPlan:
@@ -229,4 +231,4 @@ def _job_plan(doc: dict[str, Any], path: str) -> SavedJobPlan:
     for i, part in enumerate(doc["plans"]):
         check(PLAN_SCHEMA, part, path, f"plans.{i}")
         saved.append(_saved(part, path, f"plans.{i}."))
-    return SavedJobPlan(path, doc["job"], saved)
+    return SavedJobPlan(path, doc["job"], saved, doc["serial"], doc.get("summary"))
