@@ -332,3 +332,19 @@ def test_second_pod_has_its_own_ocs_and_cube_ids(cli):
     assert [s["action"] for s in r["slices"]] == ["reroute"]
     r = cli("allocate", "x", "--shape", "4x4x8", "--cubes", "c01,c64")
     assert r.code == 2 and "one pod" in r.err
+
+
+def test_a_stale_plan_names_what_changed_not_the_pairs_it_put_in_place_itself(fleet, tmp_path):
+    """Applied while ocs x/3 was down, then x/3 repaired: the plan is stale because x/3's pairs are wanted now. Its
+    other 47 OCS hold the very pairs it added; they were listed as "changed" too, burying the one that did."""
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    assert fleet("apply-xconnect", plan).code == 0
+    assert fleet("clear-fault", "ocs:pod0/x/3").code == 0
+    r = fleet("apply-xconnect", plan, "-o", "json")
+    err = json.loads(r.err)
+    assert r.code == 1 and "stale plan" in err["error"]
+    changed = [item for item in err["items"] if item.endswith("changed")]
+    assert changed == ["ocs:pod0/x/3 changed"], changed

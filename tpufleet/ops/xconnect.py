@@ -190,7 +190,7 @@ def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.Oc
     owners = state.owner_of_ports()
     for key in sorted(old.keys() | new.keys()):
         a, b = old.get(key), new.get(key)
-        if _comparable([a] if a else []) == _comparable([b] if b else []):
+        if _comparable([a] if a else []) == _comparable([b] if b else []) or _done_here(state, a, b):
             continue
         pod = (a or b).ocs.pod  # type: ignore[union-attr]  # one of them exists: the key came from it
         ports = {p for c in (a, b) if c for pair in (*c.add, *c.remove) for p in pair}
@@ -199,6 +199,15 @@ def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.Oc
             f"{key} changed" + (f" (its ports are now wired for slice {', '.join(map(str, others))})" if others else "")
         )
     return why
+
+
+def _done_here(state: FleetState, saved: xconnect.OcsChange | None, now: xconnect.OcsChange | None) -> bool:
+    """The saved plan's changes on this OCS are in place (it was applied before) and the plan now has nothing
+    left to do there: not a change that makes the plan stale, only its own work done."""
+    if saved is None or (now is not None and (now.add or now.remove)):
+        return False
+    held = state.ocs.get(saved.ocs, frozenset())
+    return set(saved.add) <= held and not set(saved.remove) & held
 
 
 def _touches(target: object, saved: SavedPlan) -> bool:
