@@ -36,8 +36,8 @@ def test_simulation_agrees_with_the_model_on_healthy_slices(text, twisted, algor
 
 
 def test_on_a_mesh_the_model_is_conservative_where_latency_and_load_fall_on_different_messages():
-    """Sub-cube meshes close their rings through multi-hop routes: with small messages the longest route and the
-    busiest link belong to different messages, which the model adds and the simulation does not."""
+    """Sub-cube meshes close their folded rings through two-hop routes: with small messages the longest route and
+    the busiest link belong to different messages, which the model adds and the simulation does not."""
     t = tables.healthy(parse_shape("2x2x4"))
     pr = default_profile()
     for nbytes, low in [(MIB, 0.9), (1 << 30, 0.999)]:

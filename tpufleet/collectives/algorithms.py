@@ -29,6 +29,18 @@ if TYPE_CHECKING:
 PASSES = {"all-reduce": 2, "reduce-scatter": 1, "all-gather": 1, "all-to-all": 1}
 
 
+def folded(tables: Tables) -> tuple[bool, bool, bool]:
+    """The mesh dimensions whose rings are folded (no member more than two hops from the next): a what-if's, as
+    its tables say, and a sub-cube slice's (a mesh in every dimension), so that both model one network alike."""
+    if tables.source == "what-if":
+        x, y, z = (bool(f) for f in tables.meta["fold"])
+        return x, y, z
+    if tables.shape.wraps:
+        return False, False, False
+    x, y, z = (n > 2 for n in tables.shape.dims)
+    return x, y, z
+
+
 @dataclass
 class Context:
     """One slice's tables and profile, with the per-phase step costs shared by every order that uses them."""
@@ -47,8 +59,7 @@ class Context:
 
     def dim_phases(self, order: tuple[int, ...]) -> list[Phase]:
         if order not in self.phases:
-            fold = tuple(self.tables.meta.get("fold", (False, False, False)))
-            self.phases[order] = dim_phases(self.tables.shape, order, self.tables.healthy_nbr, fold)
+            self.phases[order] = dim_phases(self.tables.shape, order, self.tables.healthy_nbr, folded(self.tables))
         return self.phases[order]
 
     def ring(self, key: tuple[object, ...], rings: npt.NDArray[np.int64], bidir: bool) -> Pattern:

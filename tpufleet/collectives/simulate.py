@@ -192,7 +192,9 @@ def _plans(
         parts = [ctx.dim_phases(o) for o in rotations(tuple(d for d in order if t.shape.dims[d] > 1))]
         return [[(ph.rings, True) for ph in part] for part in parts], split(ctx, parts)
     if algorithm == "dim-by-dim":
-        return [[(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr)]], [1]
+        from tpufleet.collectives.algorithms import folded
+
+        return [[(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr, folded(t))]], [1]
     return [[(snake_ring(t.shape), algorithm == "bidir-ring")]], [1]
 
 
