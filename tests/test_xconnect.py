@@ -348,3 +348,19 @@ def test_a_stale_plan_names_what_changed_not_the_pairs_it_put_in_place_itself(fl
     assert r.code == 1 and "stale plan" in err["error"]
     changed = [item for item in err["items"] if item.endswith("changed")]
     assert changed == ["ocs:pod0/x/3 changed"], changed
+
+
+def test_a_plan_whose_shape_was_edited_is_called_edited_not_a_slice_that_changed(fleet, tmp_path):
+    """The slice was 4x4x4 all along; the plan's shape was changed by hand. Once the serial had moved on (another
+    slice allocated), the refusal said the slice "is now 4x4x4", as if it had been allocated again since."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    assert fleet("allocate", "other", "--shape", "4x4x4").code == 0
+    made_later = "2099-01-01T00:00:00Z"  # made after the allocation (a plan is made a second or more later)
+    plan.write_text(json.dumps({**json.loads(plan.read_text()), "shape": "4x4x8", "made": made_later}))
+    before = snapshot(fleet.state)
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 1 and "shape 4x4x8 (the slice is 4x4x4)" in r.err and "edited" in r.err
+    assert "is now" not in r.err
+    assert snapshot(fleet.state) == before

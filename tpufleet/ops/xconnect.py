@@ -90,7 +90,7 @@ def changed_since(state: FleetState, saved: SavedPlan) -> list[str]:
     if saved.slice not in state.slices:
         return [f"slice {saved.slice!r} was released"]
     sl, why = state.slices[saved.slice], []
-    if (sl.shape.text, sl.shape.twisted) != (saved.shape, saved.twisted):
+    if (sl.shape.text, sl.shape.twisted) != (saved.shape, saved.twisted) and not _allocated_before(sl, saved):
         why.append(f"slice {saved.slice!r} is now {sl.shape}")
     if set(sl.cubes) != set(saved.cubes):
         why.append(f"slice {saved.slice!r} now holds cubes {','.join(sl.cubes)}")
@@ -101,6 +101,12 @@ def changed_since(state: FleetState, saved: SavedPlan) -> list[str]:
         if (fault.opened_serial or 0) > saved.serial and where in touched:
             why.append(f"fault {fault.id} on {target} opened at serial {fault.opened_serial}")
     return why
+
+
+def _allocated_before(sl: Slice, saved: SavedPlan) -> bool:
+    """The slice was allocated before the plan was made (a second earlier at least: the same second could be a
+    slice released and allocated again since), so its shape is the one the plan was made for."""
+    return bool(sl.created and saved.made and sl.created < saved.made)
 
 
 def _reviewed_fields_edited(sl: Slice, saved: SavedPlan, summary: dict[str, Any] | None) -> list[str]:
