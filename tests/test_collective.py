@@ -298,3 +298,13 @@ def test_ocs_down_graph_is_the_periodic_pattern_of_the_failure():
     both = ocs_down_graph(parse_shape("8x8x8"), [("x", 5), ("y", 3)])
     # per OCS: 4 rings of its face position x 2 cube boundaries each x 2 directions
     assert int((both < 0).sum()) == 2 * 4 * 2 * 2
+
+
+@pytest.mark.parametrize(("text", "meant"), [("100Mb", "100MB"), ("1Gb", "1GB"), ("2 Kib", "2KiB")])
+def test_a_size_written_in_bits_is_refused_not_read_as_bytes(fleet, text, meant):
+    """`--bytes 100Mb` (megabits, as link speeds are written: Gb/s) was read as 100 MB, eight times the size meant;
+    small-letter units (100mb) stay bytes."""
+    assert parse_size("100mb") == parse_size("100MB") == 100 * 10**6
+    assert fleet("allocate", "s", "--shape", "2x2x1").code == 0
+    r = fleet("collective", "s", "--assume-healthy", "--op", "all-reduce", "--bytes", text)
+    assert r.code == 2 and f"'{text}' is in bits" in r.err and f"e.g. {meant}" in r.err

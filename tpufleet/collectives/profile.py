@@ -90,6 +90,11 @@ def parse_size(text: str, what: str = "--bytes") -> int:
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
         raise BadInput(f"bad option {what}: {shown(text)} is not a size (e.g. 1GiB, 512MiB, 4096)")
+    if _in_bits(m.group(2)):
+        raise BadInput(
+            f"bad option {what}: {shown(text)} is in bits (a small b after a capital prefix, as in Gb/s); "
+            f"give bytes, e.g. {m.group(1)}{m.group(2)[:-1]}B"
+        )
     value = float(m.group(1)) * _UNITS[unit]
     if not math.isfinite(value) or value > MAX_BYTES:
         raise BadInput(f"bad option {what}: {shown(text)} is over the limit of {MAX_BYTES} bytes (1 PiB)")
@@ -98,6 +103,12 @@ def parse_size(text: str, what: str = "--bytes") -> int:
     if _UNITS[unit] == 1 and value != int(value):  # with a unit, the nearest byte (1.1GiB); without, no fraction
         raise BadInput(f"bad option {what}: {shown(text)} is not a whole number of bytes")
     return round(value)
+
+
+def _in_bits(unit: str) -> bool:
+    """A unit written the way bits are (Mb, Gb, Kib): a capital prefix, then a small b. Read as bytes it was a size
+    eight times too large; units all in small letters (mb, gb) stay bytes, as they were always read."""
+    return len(unit) > 1 and unit.endswith("b") and any(c.isupper() for c in unit[:-1])
 
 
 # The range each figure may take: wide enough for any real machine, narrow enough that no figure turns a model's
