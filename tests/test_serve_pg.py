@@ -219,3 +219,11 @@ def test_a_real_server_on_a_database_answers_concurrent_clients_across_a_commit(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_routing_table_row_deleted_by_hand_is_seen_on_the_next_request(busy, pg_server):
+    app = client(busy.state)
+    assert app.get("/api/v1/status").json()["missing_routes"] == []
+    rows(pg_server, busy.state, "DELETE FROM tpufleet_tables WHERE name = 'a'")
+    assert app.get("/api/v1/status").json()["missing_routes"] == ["a"]
+    assert 'tpufleet_slice_route_tables_missing{slice="a"} 1.0' in app.get("/metrics").text

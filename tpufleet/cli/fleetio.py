@@ -506,6 +506,7 @@ def metrics_cmd(
     from tpufleet.cli.reconcile import drift_kinds
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
+    from tpufleet.ops.views import missing_tables
     from tpufleet.state.files import check_output_path
 
     if out is not None:
@@ -517,9 +518,8 @@ def metrics_cmd(
     as_json = getattr(output, "value", output) in ("json", "yaml") and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
     drift = drift_kinds(state, drift_nodes, drift_mapping, drift_reservation, drift_slices)
-    text = exposition(
-        state, last_change(store.journal_tail(1, state.serial).entries), report, __version__, openmetrics, drift
-    )
+    changed = last_change(store.journal_tail(1, state.serial).entries)
+    text = exposition(state, changed, report, __version__, openmetrics, drift, missing_tables(store, state))
     if as_json:
         emit(_families_json(text), output, str)
     elif out is None:

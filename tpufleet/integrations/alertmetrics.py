@@ -7,7 +7,7 @@ repair time of its kind. A fleet has tens of slices and open faults, so labellin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -22,11 +22,15 @@ REPAIR_KEY = {"cube": "host", "host": "host", "chip": "host", "ici": "host", "li
 
 
 def alert_families(
-    state: FleetState, spare_rows: Sequence[Mapping[str, Any]], repair_hours: Mapping[str, float]
+    state: FleetState,
+    spare_rows: Sequence[Mapping[str, Any]],
+    repair_hours: Mapping[str, float],
+    missing: Collection[str] = (),
 ) -> list[Metric]:
     """The families of one state; `spare_rows`: `plan-spares`' pods (pod, best_spares, free_healthy_cubes);
-    `repair_hours`: hours to repair by rate-file key (host, link, ocs)."""
-    return [*_spares(spare_rows), *_slices(state), *_faults(state, repair_hours)]
+    `repair_hours`: hours to repair by rate-file key (host, link, ocs); `missing`: slices whose indexed routing
+    tables are no longer kept (as `status` says them)."""
+    return [*_spares(spare_rows), *_slices(state, missing), *_faults(state, repair_hours)]
 
 
 def _spares(rows: Sequence[Mapping[str, Any]]) -> list[Metric]:
@@ -46,7 +50,7 @@ def _spares(rows: Sequence[Mapping[str, Any]]) -> list[Metric]:
     return [target, free]
 
 
-def _slices(state: FleetState) -> list[Metric]:
+def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
     states = GaugeMetricFamily(
         "tpufleet_slice_state", "1 for the state a slice is in, 0 for the others.", labels=["slice", "state"]
     )
@@ -59,6 +63,11 @@ def _slices(state: FleetState) -> list[Metric]:
     stale = GaugeMetricFamily(
         "tpufleet_slice_route_tables_stale", "1 when a slice's stored routing tables no longer match.", labels=["slice"]
     )
+    gone = GaugeMetricFamily(
+        "tpufleet_slice_route_tables_missing",
+        "1 when a slice's indexed routing tables are no longer kept (a file removed by hand).",
+        labels=["slice"],
+    )
     for name in sorted(state.slices):
         sl = state.slices[name]
         for value in SliceState:
@@ -66,7 +75,8 @@ def _slices(state: FleetState) -> list[Metric]:
         floor.add_metric([name], sl.min_throughput)
         record = state.routes.get(name)
         stale.add_metric([name], 1 if record is not None and record.stale else 0)
-    return [states, floor, stale]
+        gone.add_metric([name], 1 if record is not None and name in missing else 0)
+    return [states, floor, stale, gone]
 
 
 def _faults(state: FleetState, repair_hours: Mapping[str, float]) -> list[Metric]:

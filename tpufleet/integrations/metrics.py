@@ -10,7 +10,7 @@ the same views as `status -o json`, so the two always agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -34,9 +34,11 @@ class FleetCollector(Collector):
         goodput: dict[str, Any] | None,
         version: str,
         drift: Mapping[str, Mapping[str, int]] | None = None,
+        missing: Collection[str] = (),
     ) -> None:
         self.state, self.last_change, self.goodput, self.version = state, last_change, goodput, version
         self.drift = drift
+        self.missing = missing  # slices whose indexed routing tables are no longer kept (as `status` says them)
 
     def collect(self) -> Iterator[Metric]:
         yield from self._state()
@@ -112,7 +114,7 @@ class FleetCollector(Collector):
         yield failed
 
     def _slices(self) -> Iterator[Metric]:
-        view = status(self.state)
+        view = status(self.state, self.missing)
         by_state = GaugeMetricFamily("tpufleet_slices", "Slices by state.", labels=["state"])
         for state in SliceState:
             by_state.add_metric([state.value], sum(1 for s in view["slices"] if s["state"] == state.value))
@@ -121,6 +123,11 @@ class FleetCollector(Collector):
             "tpufleet_stale_route_tables",
             "Slices whose stored routing tables no longer match.",
             len(view["stale_routes"]),
+        )
+        yield GaugeMetricFamily(
+            "tpufleet_missing_route_tables",
+            "Slices whose indexed routing tables are no longer kept (a file removed by hand).",
+            len(view["missing_routes"]),
         )
         yield GaugeMetricFamily(
             "tpufleet_incomplete_wiring_slices", "Wired slices missing cross-connects.", len(view["incomplete_wiring"])
@@ -228,10 +235,12 @@ def exposition(
     version: str = "",
     openmetrics: bool = False,
     drift: Mapping[str, Mapping[str, int]] | None = None,
+    missing: Collection[str] = (),
 ) -> bytes:
-    """The text a Prometheus server (or the node exporter's textfile collector) reads."""
+    """The text a Prometheus server (or the node exporter's textfile collector) reads; `missing` as for
+    `FleetCollector`."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector(state, last_change, goodput, version, drift))
+    registry.register(FleetCollector(state, last_change, goodput, version, drift, missing))
     if openmetrics:
         from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 

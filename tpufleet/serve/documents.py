@@ -86,14 +86,14 @@ def _exposition(snap: Snapshot, extras: Mapping[str, Any], openmetrics: bool, in
     from tpufleet.integrations.alertmetrics import alert_families
     from tpufleet.integrations.metrics import FleetCollector
     from tpufleet.ops.fleetio import last_change
+    from tpufleet.ops.views import missing_tables
 
     state = snap.store.state
+    missing = missing_tables(snap.store, state)
     registry = CollectorRegistry(auto_describe=False)
-    collector = FleetCollector(
-        state, last_change(snap.store.journal_tail(1).entries), extras.get("goodput"), __version__
-    )
-    registry.register(collector)
-    registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours)))
+    changed = last_change(snap.store.journal_tail(1).entries)
+    registry.register(FleetCollector(state, changed, extras.get("goodput"), __version__, missing=missing))
+    registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours, missing)))
     if "goodput_read" in extras:  # (`serve --goodput`)
         registry.register(_Families([_goodput_read(extras["goodput_read"])]))
     if openmetrics:

@@ -2,8 +2,8 @@
 
 Reads never take the write lock: a commit renames a complete state file into place (a database commits the state
 row in one transaction), so a load sees the old serial or the new one, never half of one. Each request asks the
-store's change key (a stat of `state.json`; on a database, the state row's serial: one small query); a change (a
-commit) means a new snapshot, loaded by one request while the others wait for it. On a database the reads have a
+store's change key (a stat of `state.json` and the names in `routes/`; on a database, the state row's serial and the
+tables' count: one small query); a change (a commit, or a routing table removed by hand) means a new snapshot, loaded by one request while the others wait for it. On a database the reads have a
 connection of their own, apart from the one the alert intake writes with. The documents a snapshot answers are
 made once from it, through the read use cases of `tpufleet.ops` run on a store pinned to it: every document of one
 serial comes from the same state.

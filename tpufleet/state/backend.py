@@ -116,8 +116,8 @@ class Backend(Protocol):
         ...
 
     def change_key(self) -> Hashable:
-        """A value that changes with every commit, much cheaper to ask than `read_state` (a server asks it per
-        request); no lock needed."""
+        """A value that changes with every commit and when a routing table is removed by hand, much cheaper to ask
+        than `read_state` (a server asks it per request); no lock needed."""
         ...
 
     def read_journal(self, serial: int) -> Scan:

@@ -41,6 +41,14 @@ ROUTES_DIR = "routes"
 TABLE_SUFFIX = ".npz"  # a slice's tables: routes/NAME.npz
 
 
+def _stat_key(path: Path) -> tuple[int, int, int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0, 0, 0)  # missing or unreadable: the load says why
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 class DirectoryBackend:
     def __init__(self, state_dir: Path) -> None:
         self.dir = state_dir
@@ -72,13 +80,15 @@ class DirectoryBackend:
     def exists(self) -> bool:
         return os.path.lexists(self.state_path)
 
-    def change_key(self) -> tuple[int, int, int, int]:
-        """The state file's device, inode, mtime and size: a commit renames a new file into place."""
+    def change_key(self) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
+        """The state file's device, inode, mtime and size (a commit renames a new file into place), and the names
+        in the routes directory (a table swapped in after the commit, or a file removed by hand): a stat and a
+        listing of tens of names, so what says a table missing is read again when one goes."""
         try:
-            st = os.stat(self.state_path)
+            tables = tuple(sorted(os.listdir(self.routes_dir)))
         except OSError:
-            return (0, 0, 0, 0)  # missing or unreadable: the load says why
-        return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+            tables = ()  # no routes directory (no tables yet), or unreadable: the read of a table says why
+        return (_stat_key(self.state_path), tables)
 
     def no_state(self) -> Refused:
         return Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)")

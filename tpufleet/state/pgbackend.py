@@ -382,10 +382,13 @@ class PostgresBackend:
     def exists(self) -> bool:
         return self._state_row() is not None
 
-    def change_key(self) -> tuple[int, str] | None:
-        """The state row's serial and time written: one small query (a commit changes both)."""
-        rows = self._query("SELECT serial, written FROM tpufleet_state WHERE id = 1")
-        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+    def change_key(self) -> tuple[int, str, int] | None:
+        """The state row's serial and time written (a commit changes both) and the tables' count (a row deleted by
+        hand): one small query."""
+        rows = self._query(
+            "SELECT serial, written, (SELECT count(*) FROM tpufleet_tables) FROM tpufleet_state WHERE id = 1"
+        )
+        return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
 
     def reopened(self) -> PostgresBackend:
         """A backend on the same database with a connection of its own (a server's reads beside its writes: a

@@ -215,8 +215,9 @@ class Store:
         return self.backend.exists()
 
     def change_key(self) -> Hashable:
-        """A value that changes with every commit, cheap to ask (a stat of state.json; the state row's serial in a
-        database): how a long-running reader (`tpufleet serve`) notices a commit. No lock taken."""
+        """A value that changes with every commit and with a routing table removed by hand, cheap to ask (a stat of
+        state.json and the names in routes/; the state row's serial and the tables' count in a database): how a
+        long-running reader (`tpufleet serve`) notices a commit. No lock taken."""
         return self.backend.change_key()
 
     def reader(self) -> Store:
