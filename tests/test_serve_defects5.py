@@ -58,3 +58,18 @@ def test_serve_sees_routing_tables_removed_by_hand_before_the_next_commit(fleet)
     assert samples["tpufleet_missing_route_tables", ()] == 1
     assert samples["tpufleet_slice_route_tables_stale", slice_a] == 0
     assert client.get("/api/v1/status").json()["missing_routes"] == ["a"]
+
+
+def test_a_planned_ocs_drain_is_counted_drained_not_failed_everywhere(fleet):
+    for step in (("inject-fault", "ocs:pod0/y/2", "--planned"), ("inject-fault", "ocs:pod0/x/3")):
+        assert fleet(*step).code == 0, step
+    healths = sorted(r["health"] for r in fleet("show", "ocs", "-o", "json").json if r["health"] != "ok")
+    assert healths == ["drained", "failed"]
+    ocs = fleet("status", "-o", "json").json["ocs"]
+    assert (ocs["failed"], ocs["drained"]) == (1, 1)
+    assert "OCS: 1 failed, 1 drained," in fleet("status").out
+    assert fleet("report", "-o", "json").json["ocs"] == ocs
+    assert "OCS 1 failed, 1 drained of 48" in fleet("report", "-o", "html").out
+    samples = _samples(fleet("metrics").out)
+    pod0 = (("pod", "pod0"),)
+    assert (samples["tpufleet_ocs_failed", pod0], samples["tpufleet_ocs_drained", pod0]) == (1, 1)

@@ -219,6 +219,7 @@ def status(state: FleetState, missing: Collection[str] = ()) -> Row:
     inv = inventory_counts(state.fleet)
     slices = slice_rows(state, missing)
     generations = pod_generations(state)
+    ocs_down = [_ocs_health(state, ocs, health) for ocs in health.ocs_down]  # failed, or drained (planned)
     return {
         "serial": state.serial,
         "inventory": inv,
@@ -226,7 +227,8 @@ def status(state: FleetState, missing: Collection[str] = ()) -> Row:
         "cubes": counts,
         "ocs": {
             "total": inv["ocs"],
-            "failed": len(health.ocs_down),
+            "failed": ocs_down.count("failed"),
+            "drained": ocs_down.count("drained"),
             "xconnects": sum(len(p) for p in state.ocs.values()),
         },
         "open_faults": len(state.open_faults()),

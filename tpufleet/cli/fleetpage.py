@@ -185,7 +185,7 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">{reload}
 <title>tpufleet report, serial {r["serial"]}</title><style>{CSS}</style></head><body>
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
-<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {r["ocs"]["failed"]} failed of {r["ocs"]["total"]}; {len(r["faults"])} open fault(s)</div>
+<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {len(r["faults"])} open fault(s)</div>
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
 <div class="pods">{panels}</div>
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
@@ -193,3 +193,9 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}
 </body></html>
 """
+
+
+def _ocs_text(ocs: Row) -> str:
+    """ "2 failed of 48", or "1 failed, 1 drained of 48": a planned drain is not a failure (as `status` says)."""
+    drained = f", {ocs['drained']} drained" if ocs["drained"] else ""
+    return f"{ocs['failed']} failed{drained} of {ocs['total']}"

@@ -176,7 +176,9 @@ def _status_text(s: dict) -> str:
         f"serial {s['serial']}  ·  {count_words({k: inv[k] for k in ('pods', 'cubes', 'chips', 'ocs')})}"
         + (f"  ·  {_generations_text(gens, inv['pods'])}" if gens else ""),
         f"cubes: {cubes['free']} free, {cubes['allocated']} allocated, {cubes['out']} out of the pool",
-        f"OCS: {s['ocs']['failed']} failed, {s['ocs']['xconnects']} cross-connects in place",
+        f"OCS: {s['ocs']['failed']} failed, "
+        + (f"{s['ocs']['drained']} drained, " if s["ocs"]["drained"] else "")
+        + f"{s['ocs']['xconnects']} cross-connects in place",
         f"open faults: {s['open_faults']}",
     ]
     for f in s["faults"][:10]:

@@ -106,12 +106,19 @@ class FleetCollector(Collector):
         yield drains
         health = self.state.health()
         ocs = GaugeMetricFamily("tpufleet_ocs_xconnects", "OCS cross-connects in use, by pod.", labels=["pod"])
-        failed = GaugeMetricFamily("tpufleet_ocs_failed", "OCS with an open fault, by pod.", labels=["pod"])
+        failed = GaugeMetricFamily("tpufleet_ocs_failed", "OCS with an open unplanned fault, by pod.", labels=["pod"])
+        drained = GaugeMetricFamily(
+            "tpufleet_ocs_drained", "OCS with an open planned drain (maintenance), by pod.", labels=["pod"]
+        )
+        planned = {o for o in health.ocs_down if (f := self.state.open_fault_on(o)) is not None and f.planned}
         for pod in self.state.fleet.pods:
             ocs.add_metric([pod.name], sum(len(v) for k, v in self.state.ocs.items() if k.pod == pod.name))
-            failed.add_metric([pod.name], sum(1 for o in health.ocs_down if o.pod == pod.name))
+            down = [o for o in health.ocs_down if o.pod == pod.name]
+            failed.add_metric([pod.name], sum(1 for o in down if o not in planned))
+            drained.add_metric([pod.name], sum(1 for o in down if o in planned))
         yield ocs
         yield failed
+        yield drained
 
     def _slices(self) -> Iterator[Metric]:
         view = status(self.state, self.missing)
