@@ -73,3 +73,29 @@ def test_a_planned_ocs_drain_is_counted_drained_not_failed_everywhere(fleet):
     samples = _samples(fleet("metrics").out)
     pod0 = (("pod", "pod0"),)
     assert (samples["tpufleet_ocs_failed", pod0], samples["tpufleet_ocs_drained", pod0]) == (1, 1)
+
+
+def _damage_last_journal_line(state: Path) -> int:
+    journal = state / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[-1] = b'{"serial": ' + str(len(lines)).encode() + b", damaged\n"
+    journal.write_bytes(b"".join(lines))
+    return len(lines)
+
+
+def test_report_says_it_skipped_a_damaged_journal_line_as_show_journal_does(fleet):
+    assert fleet("inject-fault", "host:c01/2").code == 0
+    line = _damage_last_journal_line(Path(fleet.state))
+    shown = fleet("show", "journal")
+    warning = shown.err.strip()
+    assert f"damaged line(s) {line} skipped" in warning
+    for fmt in ("table", "json", "md", "html"):
+        r = fleet("report", "-o", fmt)
+        assert r.code == 0 and r.err.strip() == warning, fmt
+    doc = fleet("report", "-o", "json").json
+    assert doc["journal_damaged_lines"] == [line]
+    assert all(e["serial"] != line for e in doc["journal"])
+    assert f"Damaged journal line(s) {line} skipped" in fleet("report", "-o", "html").out
+    assert f"Damaged journal line(s) {line} skipped" in fleet("report", "-o", "md").out
+    page = _client(Path(fleet.state)).get("/").text
+    assert f"Damaged journal line(s) {line} skipped" in page

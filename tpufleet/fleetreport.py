@@ -44,9 +44,16 @@ def _faults(state: FleetState, now: datetime) -> list[Row]:
     return rows
 
 
-def report(state: FleetState, journal: Sequence[JournalEntry], now: datetime, missing: Collection[str] = ()) -> Row:
+def report(
+    state: FleetState,
+    journal: Sequence[JournalEntry],
+    now: datetime,
+    missing: Collection[str] = (),
+    damaged: Sequence[int] = (),
+) -> Row:
     """Everything the report shows, as the documented `report -o json` object; `missing`: slices whose routing
-    tables are no longer kept (as `status` says them: "missing", not fresh or stale)."""
+    tables are no longer kept (as `status` says them: "missing", not fresh or stale); `damaged`: the journal's
+    damaged lines skipped among those read for the latest changes (as `show journal --tail` names them)."""
     summary = views.status(state, missing)
     return {
         "generated": now.strftime(STAMP_FORMAT),
@@ -64,4 +71,5 @@ def report(state: FleetState, journal: Sequence[JournalEntry], now: datetime, mi
             {"serial": e.serial, "time": e.time, "user": e.user, "summary": e.summary}
             for e in journal[-JOURNAL_LINES:][::-1]
         ],
+        "journal_damaged_lines": list(damaged),
     }

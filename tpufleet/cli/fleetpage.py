@@ -190,7 +190,7 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <div class="pods">{panels}</div>
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
 <div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>
-<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}
+<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}{_damaged(r["journal_damaged_lines"])}
 </body></html>
 """
 
@@ -199,3 +199,12 @@ def _ocs_text(ocs: Row) -> str:
     """ "2 failed of 48", or "1 failed, 1 drained of 48": a planned drain is not a failure (as `status` says)."""
     drained = f", {ocs['drained']} drained" if ocs["drained"] else ""
     return f"{ocs['failed']} failed{drained} of {ocs['total']}"
+
+
+def _damaged(lines: list[int]) -> str:
+    """A note under the latest changes when damaged journal lines were skipped (an entry may be missing)."""
+    if not lines:
+        return ""
+    from tpufleet.cli.report import damaged_note
+
+    return f'<p class="warn">{escape(damaged_note(lines))}</p>'

@@ -52,11 +52,21 @@ def _journal(r: Row) -> list[Row]:
     ]
 
 
+def damaged_note(lines: list[int]) -> str:
+    """The note under the latest changes of a report that skipped damaged journal lines."""
+    shown = ", ".join(map(str, lines[:10])) + (" ..." if len(lines) > 10 else "")
+    return (
+        f"Damaged journal line(s) {shown} skipped: a change may be missing here (`tpufleet show journal` names them)."
+    )
+
+
 def _markdown(r: Row, map_text: str) -> str:
     """Markdown with every cell escaped (render.flat_table): a user or slice name cannot inject HTML or columns."""
     parts = [f"# Fleet report, serial {r['serial']} ({r['generated']})", "", "```", map_text, "```"]
     for title, rows in (("Slices", _slices(r)), ("Open faults", _faults(r)), ("Latest changes", _journal(r))):
         parts += ["", f"## {title}", "", flat_table(rows, "md") or "none"]
+    if r["journal_damaged_lines"]:
+        parts += ["", damaged_note(r["journal_damaged_lines"])]
     return "\n".join(parts) + "\n"
 
 
@@ -100,14 +110,17 @@ def report_cmd(
     faults with their age and the latest changes."""
     from datetime import UTC, datetime
 
+    from tpufleet.cli.history import warn_damaged
     from tpufleet.cli.mapview import render_map
     from tpufleet.ops import views
     from tpufleet.state.files import check_output_path, write_output
 
     if out is not None:
         check_output_path(out, "--out")
-    fleet = views.report(ctx.obj.store(), datetime.now(UTC))
+    store = ctx.obj.store()
+    fleet = views.report(store, datetime.now(UTC))
     r = fleet.document
+    warn_damaged(store.journal_label, r["journal_damaged_lines"])  # as `show journal` says them
     colour = out is None and output is ReportOutput.table  # a file, or Markdown, never holds terminal styles
     map_text = render_map(fleet.map, colour=colour)
     if out is None and output in (ReportOutput.table, ReportOutput.json, ReportOutput.yaml):

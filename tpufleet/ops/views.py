@@ -103,8 +103,9 @@ class Report:
 def report(store: Store, now: datetime) -> Report:
     """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
     state = store.load()
-    latest = store.journal_tail(JOURNAL_LINES, state.serial).entries
-    return Report(fleet_report(state, latest, now, missing_tables(store, state)), fleet_map(state))
+    latest = store.journal_tail(JOURNAL_LINES, state.serial)
+    document = fleet_report(state, latest.entries, now, missing_tables(store, state), latest.damaged)
+    return Report(document, fleet_map(state))
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:
