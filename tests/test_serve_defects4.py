@@ -26,8 +26,10 @@ def test_report_says_routing_tables_removed_by_hand_are_missing_as_status_does(c
     (cli.state / "routes" / "a.npz").unlink()
     assert cli("status", "-o", "json").json["missing_routes"] == ["a"]
     shown = {s["name"]: s["routes"] for s in cli("show", "slices", "-o", "json").json}
-    reported = {s["name"]: s["routes"] for s in cli("report", "-o", "json").json["slices"]}
+    report = cli("report", "-o", "json").json
+    reported = {s["name"]: s["routes"] for s in report["slices"]}
     assert shown == reported == {"a": "missing"}
+    assert (report["missing_routes"], report["stale_routes"]) == (["a"], [])  # as status lists them
     assert "| missing " in cli("report", "-o", "md").out
 
 

@@ -66,6 +66,7 @@ def report(
         "slices": summary["slices"],
         "faults": _faults(state, now),
         "stale_routes": summary["stale_routes"],
+        "missing_routes": summary["missing_routes"],
         "incomplete_wiring": summary["incomplete_wiring"],
         "journal": [
             {"serial": e.serial, "time": e.time, "user": e.user, "summary": e.summary}
