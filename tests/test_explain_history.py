@@ -337,3 +337,48 @@ def test_explain_an_evicted_slice_never_reserved_for_says_so(cli):
     _ok(cli, "clear-fault", "f1")
     why = _ok(cli, "explain", "q", "-o", "json").json["why"]
     assert any("nothing was reserved for it" in w for w in why) and not any("reserved cubes" in w for w in why)
+
+
+@pytest.fixture
+def released_job(fleet):
+    """Serial 2 allocate job j (j-0, j-1); 3 allocate slice k; 4 wire j; 5 routes j-1; 6 policy j; 7 release j."""
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    _ok(fleet, "allocate", "k", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "j", "--apply")
+    _ok(fleet, "routes", "j-1")
+    _ok(fleet, "policy", "j", "--min-throughput", "0.9")
+    _ok(fleet, "release", "j")
+    return fleet
+
+
+def _history_serials(cli, name, *args):
+    return [r["serial"] for r in _ok(cli, "history", "--slice", name, *args, "-o", "json").json]
+
+
+def test_history_of_a_released_job_lists_every_line_of_its_slices(released_job):
+    assert _history_serials(released_job, "j") == [2, 4, 5, 6, 7]
+    assert _history_serials(released_job, "j-1") == [2, 4, 5, 6, 7]
+    assert _history_serials(released_job, "k") == [3]
+    assert _history_serials(released_job, "j", "--since", "5") == [5, 6, 7]
+    released = _ok(released_job, "show", "journal", "-o", "json").json[-1]["delta"]["slices"]
+    assert released["jobs"] == {"j-0": "j", "j-1": "j"}
+    assert "jobs" not in _ok(released_job, "show", "journal", "-o", "json").json[2]["delta"]["slices"]  # k's line
+
+
+def _without_jobs(entry):
+    if isinstance(entry.get("delta"), dict):
+        entry["delta"]["slices"].pop("jobs", None)
+    return entry
+
+
+@pytest.mark.parametrize(
+    ("older", "expected"),
+    [
+        (_without_jobs, [2, 4, 5, 6, 7]),  # 0.2 lines: the job's slices are those its own lines added
+        (lambda e: {k: v for k, v in e.items() if k != "delta"}, [2, 4, 6, 7]),  # before deltas: by summaries
+    ],
+)
+def test_history_of_a_job_in_older_journals(released_job, older, expected):
+    _rewrite_journal(released_job.state, older)
+    assert _history_serials(released_job, "j") == expected
+    assert _history_serials(released_job, "k") == [3]

@@ -21,7 +21,7 @@ def warn_damaged(journal_path: object, damaged: list[int]) -> None:
     "history",
     epilog=examples(
         "tpufleet history --since 24h",
-        "tpufleet history --slice train-a      # every change that touched the slice",
+        "tpufleet history --slice train-a      # every change that touched the slice (or the job's slices)",
         "tpufleet history --since 120 -o json",
     ),
 )
@@ -30,7 +30,9 @@ def history_cmd(
     since: Annotated[
         str | None, typer.Option("--since", metavar="SERIAL|TIME", help=f"From this serial, or from {TIME_HELP}")
     ] = None,
-    slice_name: Annotated[str | None, typer.Option("--slice", help="Only changes that touched this slice")] = None,
+    slice_name: Annotated[
+        str | None, typer.Option("--slice", help="Only changes that touched this slice, or any slice of this job")
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """The journal as a readable timeline: who changed what, when, oldest first."""

@@ -8,7 +8,7 @@ from typing import Any
 from tpufleet.errors import BadInput, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
-from tpufleet.state.delta import combine, is_delta, touches_slice
+from tpufleet.state.delta import combine, is_delta, jobs_of_slices, slices_named
 from tpufleet.state.journal import Enough, whole_from_first
 from tpufleet.state.store import Store
 from tpufleet.timeparse import parse_stamp, parse_time
@@ -66,29 +66,54 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
     return None, parse_time(since, "--since", now)
 
 
-def _names_slice(e: JournalEntry, name: str) -> bool:
-    """Whether a line concerns slice `name`: from its delta, else (older lines) from what its summary names."""
-    if is_delta(e.delta):
-        return touches_slice(e.delta, name)
+def _summary_names(e: JournalEntry, name: str) -> bool:
+    """Whether a line's summary or details name slice or job `name` (how lines without a delta are read)."""
     details = e.details
-    if isinstance(details, dict) and details.get("slice") == name:
+    if isinstance(details, dict) and name in (details.get("slice"), details.get("job")):
         return True
     words = e.summary.split()
+    if len(words) > 2 and words[0] in _SLICE_COMMANDS and words[1] == "job":  # "release job J: J-0, J-1"
+        return words[2].rstrip(":") == name
     return len(words) > 1 and words[0] in _SLICE_COMMANDS and words[1].rstrip(":") == name
+
+
+class _NameFilter:
+    """`history --slice NAME`: the lines that touched slice NAME or, NAME being a job's, any of its slices (those
+    since released too). A line from 0.3 on names each slice's job in its delta; for an older line, a job's slices
+    are those added by a line whose summary names the job, until a line removes them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.members: set[str] = set()  # the job's slices as of the line being read (older lines only)
+
+    def touches(self, e: JournalEntry) -> bool:
+        if not is_delta(e.delta):
+            return _summary_names(e, self.name)
+        named, jobs, slices = slices_named(e.delta), jobs_of_slices(e.delta), e.delta["slices"]
+        if jobs is not None:
+            hit = self.name in named or self.name in jobs.values()
+        else:
+            said = _summary_names(e, self.name)
+            if said:
+                self.members.update(slices["added"])
+            hit = said or self.name in named or not self.members.isdisjoint(named)
+        self.members.difference_update(slices["removed"])  # a name released is free for another slice
+        return hit
 
 
 def timeline(
     entries: list[JournalEntry], since: str | None, slice_name: str | None, now: datetime | None = None
 ) -> list[Doc]:
-    """`history`: the committed lines from a serial or a moment on, optionally only those touching a slice."""
+    """`history`: the committed lines from a serial or a moment on, optionally only those touching a slice or job."""
     serial, moment = _after(since, now)
+    wanted = _NameFilter(slice_name) if slice_name is not None else None
     rows = []
     for e in entries:
+        if wanted is not None and not wanted.touches(e):  # read before --since too: it learns a job's slices
+            continue
         if serial is not None and e.serial < serial:
             continue
         if moment is not None and ((stamp := parse_stamp(e.time)) is None or stamp < moment):
-            continue
-        if slice_name is not None and not _names_slice(e, slice_name):
             continue
         rows.append({k: v for k, v in e.record().items() if k in _KEPT})
     return rows

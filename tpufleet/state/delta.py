@@ -3,7 +3,7 @@
 Computed from the state document before and after the commit, so every command gets it without saying so:
 slices added, removed or changed (state, cubes), faults opened and cleared, cross-connects added and removed per
 OCS, routing tables stored, dropped or gone stale. `tpufleet diff` adds the deltas of a range of serials;
-`tpufleet history --slice` finds the commits that touched a slice. Lines written before deltas existed have none;
+`tpufleet history --slice` finds the commits that touched a slice, or a job's (``slices.jobs``). Lines written before deltas existed have none;
 readers say so instead of guessing.
 
 >>> before = {"slices": {}, "faults": [], "ocs": {}, "routes": {}}
@@ -80,12 +80,30 @@ def _routes(before: Doc, after: Doc) -> Doc:
 
 def delta(before: Doc, after: Doc) -> Doc:
     """What changed between two state documents, in the journal's ``delta`` form."""
-    return {
-        "slices": _slices(before, after),
-        "faults": _faults(before, after),
-        "ocs": _ocs(before, after),
-        "routes": _routes(before, after),
-    }
+    slices, routes = _slices(before, after), _routes(before, after)
+    jobs = _jobs_named(before, after, [*_slice_names(slices), *_route_names(routes)])
+    if jobs:  # `history --slice JOB` finds the job's lines by it, even once the job is released
+        slices["jobs"] = jobs
+    return {"slices": slices, "faults": _faults(before, after), "ocs": _ocs(before, after), "routes": routes}
+
+
+def _jobs_named(before: Doc, after: Doc, names: list[str]) -> dict[str, str]:
+    """{slice: its job} for each slice named that is one slice of a job (before the change or after it)."""
+    old, new = before.get("slices", {}), after.get("slices", {})
+    out = {}
+    for name in sorted(set(names)):
+        job = new.get(name, {}).get("job") or old.get(name, {}).get("job")
+        if isinstance(job, str):
+            out[name] = job
+    return out
+
+
+def _slice_names(s: Doc) -> list[str]:
+    return [*s.get("added", []), *s.get("removed", []), *s.get("changed", {})]
+
+
+def _route_names(r: Doc) -> list[str]:
+    return [*r.get("stored", []), *r.get("stale", []), *r.get("dropped", [])]
 
 
 def is_delta(value: object) -> bool:
@@ -119,6 +137,8 @@ def _slices_form(s: dict[str, Any]) -> bool:
         for fields in changed.values()
     )
     extras = all(_field_maps(s[k]) for k in ("was", "now") if k in s)
+    jobs = s.get("jobs", {})  # lines before 0.3 name no jobs
+    extras = extras and isinstance(jobs, dict) and all(isinstance(j, str) for j in jobs.values())
     return _names(s.get("added")) and _names(s.get("removed")) and pairs and extras
 
 
@@ -139,18 +159,17 @@ def _ocs_form(c: object) -> bool:
     return isinstance(c, dict) and pairs(c.get("add")) and pairs(c.get("remove"))
 
 
-def touches_slice(d: Doc, name: str) -> bool:
-    s, r = d.get("slices", {}), d.get("routes", {})
-    if not isinstance(r, dict):
-        r = {}
-    named = [
-        *s.get("added", []),
-        *s.get("removed", []),
-        *s.get("changed", {}),
-        *r.get("stored", []),
-        *r.get("stale", []),
-    ]
-    return name in named or name in r.get("dropped", [])
+def slices_named(d: Doc) -> list[str]:
+    """The slices a recorded delta names: added, removed, changed, or whose routing tables it stored, marked
+    stale or dropped."""
+    r = d.get("routes", {})
+    return [*_slice_names(d.get("slices", {})), *_route_names(r if isinstance(r, dict) else {})]
+
+
+def jobs_of_slices(d: Doc) -> dict[str, str] | None:
+    """{slice: its job} of a recorded delta; None for a line written before deltas named jobs."""
+    jobs = d.get("slices", {}).get("jobs")
+    return jobs if isinstance(jobs, dict) else None
 
 
 class _Net:
