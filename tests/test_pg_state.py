@@ -121,6 +121,15 @@ def test_the_lock_times_out_with_exit_3_naming_its_holder(on, place):
     assert on("inject-fault", "host:c01/1").code == 0  # released with the holder
 
 
+@pytest.mark.parametrize(("given", "said"), [("1e-320", "1e-320s"), ("0.1", "0.1s"), ("2.5e-05", "2.5e-05s")])
+def test_the_lock_timeout_is_named_as_given(on, place, given, said):
+    assert on("init").code == 0
+    holder = Store(place if place.startswith("postgresql") else Path(place))
+    with holder.backend.writing(5, "tpufleet maintenance-window"):
+        line = one_line(on("--lock-timeout", given, "inject-fault", "host:c01/1"), 3)
+    assert f"gave up after {said} (see --lock-timeout)" in line
+
+
 def test_a_change_the_next_load_would_refuse_is_refused_and_nothing_is_written(on, place, monkeypatch):
     from tpufleet.state import inputfiles
 

@@ -123,3 +123,14 @@ def plain_float(text: str) -> float | None:
     """
     stripped = text.strip()
     return float(stripped) if PLAIN_NUMBER.fullmatch(stripped) else None
+
+
+def seconds_text(value: float) -> str:
+    """A number of seconds as the operator wrote it: the shortest text that reads back as the same number (`:g`
+    shows 1e-320, a number below float's normal range, as 9.99989e-321).
+
+    >>> seconds_text(30.0), seconds_text(0.25), seconds_text(1e-320), seconds_text(2.5e-05)
+    ('30', '0.25', '1e-320', '2.5e-05')
+    """
+    text = repr(float(value))
+    return text.removesuffix(".0")

@@ -30,6 +30,7 @@ from tpufleet.ops.alerts import Alert
 from tpufleet.serve import documents
 from tpufleet.serve.alertpayload import BadPayload, NotJson, parse
 from tpufleet.serve.snapshot import Snapshot, Source
+from tpufleet.text import seconds_text
 
 MAX_HEADERS = 16 * 1024  # the request target and every header together
 MAX_BODY = 1 << 20  # 1 MiB: a notification of 1000 alerts with long annotations fits
@@ -163,7 +164,7 @@ class Server:
             raise Problem(
                 503,
                 f"state {self.source.store.where} is busy with the alerts received before; gave up after "
-                f"{timeout:g}s (see --lock-timeout)",
+                f"{seconds_text(timeout)}s (see --lock-timeout)",
                 {"Retry-After": "5"},
             )
         return max(0.0, self.clock() - started)

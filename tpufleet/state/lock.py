@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput, LockTimeout
 from tpufleet.state.files import SHARING, io_error, kind_of, open_state_file, write_all
-from tpufleet.text import bounded, printable
+from tpufleet.text import bounded, printable, seconds_text
 from tpufleet.timeparse import STAMP_FORMAT
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
         _acquire(lock, timeout, info_path)
     except Timeout:
         raise LockTimeout(
-            f"state {state_dir} is locked by {_holder(info_path)}; gave up after {timeout:g}s (see --lock-timeout)"
+            f"state {state_dir} is locked by {_holder(info_path)}; gave up after {seconds_text(timeout)}s (see --lock-timeout)"
         ) from None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):

@@ -36,7 +36,7 @@ from tpufleet.state import dburl, journal
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import check_name
 from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name, shown_command
-from tpufleet.text import bounded, printable
+from tpufleet.text import bounded, printable, seconds_text
 from tpufleet.timeparse import STAMP_FORMAT
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ class PostgresBackend:
                 except psycopg.errors.LockNotAvailable:
                     raise LockTimeout(
                         f"the tables of {self.where} are in use by another session (a backup, say); gave up after "
-                        f"{timeout:g}s (see --lock-timeout); schema version {target} not applied"
+                        f"{seconds_text(timeout)}s (see --lock-timeout); schema version {target} not applied"
                     ) from None
                 done.append(target)
         return done
@@ -494,7 +494,7 @@ class PostgresBackend:
             if self._try_lock(timeout - first):
                 return
         raise LockTimeout(
-            f"state {self.where} is locked by {self.holder()}; gave up after {timeout:g}s (see --lock-timeout)"
+            f"state {self.where} is locked by {self.holder()}; gave up after {seconds_text(timeout)}s (see --lock-timeout)"
         )
 
     def _note_holder(self, command: str) -> None:
