@@ -239,6 +239,19 @@ def test_config_report_format_leaves_other_commands_alone(fleet, tmp_path, monke
     assert r.code == 2 and "'md' is not one of" in r.err
 
 
+def test_config_csv_reaches_the_reports_that_write_it_and_leaves_the_others_their_table(fleet, tmp_path, monkeypatch):
+    """As README says: a config `output` reaches each command that has the format; the others keep their table,
+    quietly (one config file serves reports and everyday commands alike)."""
+    _config(tmp_path, monkeypatch, 'output = "csv"\n')
+    status = fleet("status")
+    assert status.code == 0 and status.out.startswith("serial 1") and status.err == ""
+    report = fleet("simulate-availability", "--cubes", "1", "--trials", "100")
+    assert report.code == 0 and report.out.splitlines()[0].startswith("cubes,chips,")
+    assert fleet("status", "-o", "json").json["serial"] == 1  # the command's own -o still wins
+    r = fleet("-o", "csv", "status")  # given as an option, it must suit the command
+    assert r.code == 2 and r.err.startswith("tpufleet: error:") and "csv" in r.err and "table" in r.err
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "1e9"])
 def test_lock_timeout_must_be_a_real_duration(fleet, value):
     r = fleet("--lock-timeout", value, "status")

@@ -2,7 +2,8 @@
 
     state = "/srv/tpufleet/state"   # like --state (after $TPUFLEET_STATE); or "postgresql://USER@HOST/DB?...";
                                     # a relative directory is taken from the config file's directory
-    output = "json"                 # like -o/--output for every command that has it
+    output = "json"                 # like -o/--output, for each command that has this format (the
+                                    # others keep their table: `csv` reaches only the reports)
     lock_timeout = 60               # like --lock-timeout, seconds
     group = "tpu-oncall"            # like --group: state files 0640/0750 for this group
 
