@@ -126,7 +126,7 @@ def test_a_damaged_moved_fault_is_a_damaged_line_for_suspects_and_faults(fleet, 
 )
 def test_options_are_used_or_refused_never_ignored(fleet, args, said):
     before = snapshot(fleet.state)
-    r = fleet(*args)
+    r = fleet(*args, state="--state" not in args)  # a --state of its own, not beside the fleet's
     assert r.code == 2 and said in r.err and "secret" not in r.err, r.err
     assert snapshot(fleet.state) == before
 
