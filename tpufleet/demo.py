@@ -126,7 +126,9 @@ def demo(steps=STEPS) -> int:
             print(f"$ tpufleet {line}")
             sys.stdout.flush()
             started = time.perf_counter()
-            argv = ["--state", state, *shlex.split(line)]
+            argv = shlex.split(line)
+            if "--state" not in argv:  # the superpod's steps name their own (a second --state is refused)
+                argv = ["--state", state, *argv]
             if line == "show ocs":
                 from contextlib import redirect_stdout
                 from io import StringIO
