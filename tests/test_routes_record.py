@@ -91,3 +91,21 @@ def test_routes_run_again_stores_tables_removed_or_damaged_by_hand(fleet):
         assert r.code == 0 and r.json["changed"] is True
         assert fleet("status", "-o", "json").json["serial"] == serial + 1
         assert fleet("routes", "s", "-o", "json").json["changed"] is False
+
+
+def test_study_tables_say_where_they_went_or_how_to_keep_them(fleet, tmp_path):
+    """Sparse tables exported with --out were still told to "export them with --out"."""
+    for step in (("allocate", "s", "--shape", "4x4x4"), ("plan-xconnect", "s", "--apply")):
+        assert fleet(*step).code == 0, step
+    study = tmp_path / "study.npz"
+    r = fleet("routes", "s", "--table-capacity", "64", "--out", study)
+    assert r.code == 0 and study.exists(), r.err
+    assert r.err == (
+        f"tpufleet: tables for 's' not stored (sparse tables (--table-capacity) are for study): written to {study}\n"
+    )
+    r = fleet("routes", "s", "--table-capacity", "64")
+    assert r.code == 1
+    assert r.err.splitlines()[-1] == (
+        "tpufleet: error: tables for 's' not stored: sparse tables (--table-capacity) are for study; "
+        "export them with --out"
+    )

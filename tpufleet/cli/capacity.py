@@ -23,10 +23,14 @@ def _table(result: dict[str, Any]) -> str:
     for p in result["pods"]:
         after = p["after"]
         gen = f" ({p['generation']})" if p["generation"] else ""
+        survived = (
+            f", {p['fit_after']} after the worst {after} cube failure(s) (largest {p['largest_after'] or '-'})"
+            if after
+            else ""  # no --after: "after the worst 0 failures" would only repeat the shapes that fit now
+        )
         lines.append(
             f"{p['pod']}{gen}: {p['free_healthy_cubes']} healthy free cubes; {p['fit_now']} of {p['shapes']} shapes "
-            f"fit now (largest {p['largest_now'] or '-'}), {p['fit_after']} after the worst {after} cube failure(s) "
-            f"(largest {p['largest_after'] or '-'})"
+            f"fit now (largest {p['largest_now'] or '-'}){survived}"
         )
         if p["expected_failures"] is not None:
             lines.append(_expected_line(result, p))

@@ -179,9 +179,10 @@ def routes_cmd(
     data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt or "npz", state, verbose)
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None and refusal in STUDY_ONLY and out is not None:  # study tables written where asked
-        typer.echo(f"tpufleet: tables for {name!r} not stored: {refusal}", err=True)
+        typer.echo(f"tpufleet: tables for {name!r} not stored ({refusal}): written to {out}", err=True)
     elif refusal is not None:
-        raise Refused(f"tables for {name!r} not stored: {refusal}")
+        export = "; export them with --out" if refusal in STUDY_ONLY else ""
+        raise Refused(f"tables for {name!r} not stored: {refusal}{export}")
 
 
 def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] | None:

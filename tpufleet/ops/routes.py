@@ -22,9 +22,9 @@ from tpufleet.routing import export, reuse
 from tpufleet.routing.report import RouteReport, evaluate
 
 EXPORT_FORMATS = ("npz", "json", "ibroute")
-SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study; export them with --out"
+SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study"
 # the working tables are known to be deadlock-free: unchecked ones never replace them
-UNCHECKED_NOT_STORED = "tables not checked for deadlock (--no-deadlock-check) are for study; export them with --out"
+UNCHECKED_NOT_STORED = "tables not checked for deadlock (--no-deadlock-check) are for study"
 STUDY_ONLY = (SPARSE_NOT_STORED, UNCHECKED_NOT_STORED)  # written where --out asks: the command's work is done
 
 
