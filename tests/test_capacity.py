@@ -105,6 +105,7 @@ def test_bad_options(cli):
 
 def test_without_after_the_table_does_not_speak_of_surviving_zero_failures(cli):
     """Plain `capacity` said "... 64 after the worst 0 cube failure(s)", repeating the shapes that fit now."""
+    assert cli("init").code == 0
     line = cli("capacity").out.splitlines()[0]
     assert "fit now (largest 16x16x16)" in line and "after the worst" not in line
     assert "after the worst 1 cube failure(s)" in cli("capacity", "--after", "1").out
