@@ -142,6 +142,21 @@ def stored(
     return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, read_hops=read_hops)
 
 
+def not_indexed(meta: dict[str, Any], name: str, serial: int, made: str | None) -> str | None:
+    """Why stored tables (their `meta`) are not the ones slice `name`'s index entry names (committed at `serial`,
+    made at `made`; None: when they were made is not compared), or None when they are. Files are moved by hand: a
+    copy of another slice's tables must not be taken for the slice's own, nor tables newer or other than indexed."""
+    owner = meta.get("slice")
+    if owner is not None and owner != name:
+        return f"holds the tables of slice {owner!r}, not of {name!r}"
+    at = meta.get("serial")
+    if type(at) is int and at >= serial:
+        return f"holds tables made at serial {at}, after their index entry was committed (serial {serial})"
+    if made is not None and meta.get("made") != made:
+        return f"holds tables made at {meta.get('made')!r}, not the ones indexed (made at {made!r})"
+    return None
+
+
 def walk(
     t: Tables, src: npt.ArrayLike, dst: npt.ArrayLike
 ) -> tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.bool_]]:

@@ -72,6 +72,11 @@ def slice_tables(
         raise Refused(
             f"the tables of {name!r} are for a {t.shape}, the slice is a {sl.shape}; run `tpufleet routes {name}`"
         )
+    # a command killed after its commit, before its tables were renamed in: the file holds the ones before them
+    waiting = source.waiting(record.made, record.serial)
+    foreign = tables.not_indexed(t.meta, name, record.serial, None if waiting else record.made)
+    if foreign is not None:
+        raise Refused(f"{source.path} {foreign}; run `tpufleet routes {name}`")
     info = {
         "source": "stored",
         "file": str(source.path),
@@ -80,8 +85,7 @@ def slice_tables(
         "stale": record.stale,
         "stale_reason": record.stale_reason,
     }
-    if not record.stale and source.waiting(record.made, record.serial):
-        # a command killed after its commit, before its tables were renamed in: the next change installs them
+    if waiting and not record.stale:  # the next change installs the indexed tables
         info["stale"] = True
         info["stale_reason"] = "the file holds older tables than the indexed ones, which the next change installs"
     return t, info

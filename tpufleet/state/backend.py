@@ -8,7 +8,7 @@ database (`pgbackend.PostgresBackend`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from tpufleet.collectives.tables import Tables
+    from tpufleet.fleetstate import RouteRecord
     from tpufleet.journalentry import JournalEntry
     from tpufleet.state.journal import Enough, Scan
 
@@ -140,8 +141,9 @@ class Backend(Protocol):
 
     def stored_tables(self, name: str) -> TablesSource: ...
 
-    def tables_present(self, names: Iterable[str]) -> set[str]:
-        """Those of `names` whose tables are kept (a file removed by hand is not), without reading them."""
+    def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        """Those of the `indexed` slices whose tables are kept (a file removed by hand is not, nor one replaced by
+        another slice's), reading no more than their `meta`."""
         ...
 
     def table_cache(self) -> ChoiceCache: ...

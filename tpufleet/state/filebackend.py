@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +33,7 @@ from tpufleet.state.files import (
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive
 
 if TYPE_CHECKING:
+    from tpufleet.fleetstate import RouteRecord
     from tpufleet.state.routetables import StoredTables
     from tpufleet.state.tablecache import TableCache
 
@@ -121,8 +122,14 @@ class DirectoryBackend:
 
         return StoredTables(name, self.table_place(name))
 
-    def tables_present(self, names: Iterable[str]) -> set[str]:
-        return {name for name in names if os.path.isfile(self.table_place(name))}
+    def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        from tpufleet.state.routetables import holds_indexed
+
+        return {
+            name
+            for name, entry in indexed.items()
+            if os.path.isfile(path := self.table_place(name)) and holds_indexed(path, name, entry)
+        }
 
     def table_cache(self) -> TableCache:
         from tpufleet.state.tablecache import TableCache

@@ -25,7 +25,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from tpufleet.collectives.tables import Tables
+    from tpufleet.fleetstate import RouteRecord
 
 # ---- the schema ------------------------------------------------------------------------------------------------
 
@@ -433,9 +434,10 @@ class PostgresBackend:
     def stored_tables(self, name: str) -> DatabaseTables:
         return DatabaseTables(self, name, Path(self.table_place(name)))
 
-    def tables_present(self, names: Iterable[str]) -> set[str]:
+    def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        # rows are written with the state, in one transaction: their names are not moved by hand as files are
         rows = self._query("SELECT name FROM tpufleet_tables") or []
-        return set(names) & {str(r[0]) for r in rows}
+        return set(indexed) & {str(r[0]) for r in rows}
 
     def table_bytes(self, name: str) -> bytes | None:
         rows = self._query("SELECT data FROM tpufleet_tables WHERE name = %s", (name,))

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tpufleet.collectives.tables import Tables, stored
-from tpufleet.errors import BadStateFile, Refused
+from tpufleet.errors import BadStateFile, Refused, TpufleetError
 
 if TYPE_CHECKING:
+    from tpufleet.fleetstate import RouteRecord
     from tpufleet.routing.reuse import StoredRoutes
     from tpufleet.state.backend import TablesSource
 
-__all__ = ["FileTables", "StoredTables", "load", "load_bytes", "routing_members", "waiting_tables"]
+__all__ = ["FileTables", "StoredTables", "holds_indexed", "load", "load_bytes", "routing_members", "waiting_tables"]
 
 
 def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
@@ -141,6 +142,21 @@ def waiting_tables(path: Path, made: str, serial: int) -> Path | None:
         if stamp is not None and stamp[0] == made and stamp[1] < serial and (current is None or current[1] < stamp[1]):
             return temp
     return None
+
+
+def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
+    """Whether the file may hold the tables slice `name`'s index `entry` names: not another slice's copied in by
+    hand, nor tables made after or other than those indexed (the ones before them, waiting to be replaced by a
+    dead writer's, are). Reads only `meta`; a file that cannot be read is left to its reader to name as damaged."""
+    from tpufleet.collectives.tables import not_indexed
+
+    try:
+        with zipfile.ZipFile(_regular(path)) as zf:
+            meta = _meta(zf, str(path))
+    except (OSError, zipfile.BadZipFile, TpufleetError):
+        return True
+    waiting = waiting_tables(path, entry.made, entry.serial) is not None
+    return not_indexed(meta, name, entry.serial, None if waiting else entry.made) is None
 
 
 def load(path: Path) -> FileTables:

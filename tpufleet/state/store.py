@@ -16,14 +16,14 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TypeVar
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
-from tpufleet.fleetstate import Change, FleetState
+from tpufleet.fleetstate import Change, FleetState, RouteRecord
 from tpufleet.journalentry import JournalEntry, fault_numbers_used
 from tpufleet.jsontext import dumps_indented
 from tpufleet.model import Fleet
@@ -290,9 +290,10 @@ class Store:
         """A slice's stored routing tables, read when a use case asks (None from `read` when there are none)."""
         return self.backend.stored_tables(name)
 
-    def tables_present(self, names: Iterable[str]) -> set[str]:
-        """Those of `names` whose routing tables are kept (a file removed by hand is not), without reading them."""
-        return self.backend.tables_present(names)
+    def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        """Those of the `indexed` slices whose routing tables are kept (a file removed by hand is not, nor one
+        replaced by another slice's or holding other tables than indexed), reading no more than their `meta`."""
+        return self.backend.tables_present(indexed)
 
     def table_cache(self) -> ChoiceCache:
         """The repair cache (wild-first choices by fault pattern): written by `flush` once a command committed."""
