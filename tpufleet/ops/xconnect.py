@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from tpufleet import xconnect
@@ -12,6 +13,7 @@ from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.planfile import SavedPlan, plan_doc
+from tpufleet.timeparse import parse_stamp
 
 
 def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], xconnect.Plan]:
@@ -106,7 +108,8 @@ def changed_since(state: FleetState, saved: SavedPlan) -> list[str]:
 def _allocated_before(sl: Slice, saved: SavedPlan) -> bool:
     """The slice was allocated before the plan was made (a second earlier at least: the same second could be a
     slice released and allocated again since), so its shape is the one the plan was made for."""
-    return bool(sl.created and saved.made and sl.created < saved.made)
+    created, made = parse_stamp(sl.created or ""), parse_stamp(saved.made)
+    return bool(created and made and created < made)
 
 
 def _reviewed_fields_edited(sl: Slice, saved: SavedPlan, summary: dict[str, Any] | None) -> list[str]:
@@ -187,10 +190,11 @@ def in_place(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange])
 def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> list[str]:
     """Name what makes the recomputed plan differ: faults cleared since the plan was made, and per OCS whose
     changes differ, the other slices now holding the ports it touches."""
+    made = parse_stamp(saved.made)
     why = [
         f"fault {f.id} on {f.target} was cleared at {f.cleared}"
         for f in state.faults
-        if f.cleared and saved.made and f.cleared >= saved.made and _touches(f.target, saved)  # same second: listed
+        if made and _at_or_after(f.cleared, made) and _touches(f.target, saved)  # same second: listed
     ]
     old, new = {str(c.ocs): c for c in saved.changes}, {str(c.ocs): c for c in now}
     owners = state.owner_of_ports()
@@ -205,6 +209,12 @@ def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.Oc
             f"{key} changed" + (f" (its ports are now wired for slice {', '.join(map(str, others))})" if others else "")
         )
     return why
+
+
+def _at_or_after(stamp: str | None, moment: datetime) -> bool:
+    """`stamp` (a time the tool wrote) is a time at or after `moment`, compared as times."""
+    at = parse_stamp(stamp or "")
+    return at is not None and at >= moment
 
 
 def _done_here(state: FleetState, saved: xconnect.OcsChange | None, now: xconnect.OcsChange | None) -> bool:

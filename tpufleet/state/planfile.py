@@ -20,6 +20,7 @@ from tpufleet.ids import OcsId
 from tpufleet.jsontext import MAX_SPEC_BYTES, dumps_indented
 from tpufleet.model import Fleet
 from tpufleet.state.inputfiles import load_json_file
+from tpufleet.timeparse import utc_stamp
 from tpufleet.xconnect import OcsChange, Pair, Plan
 
 PLAN_KIND = "tpufleet-xconnect-plan"
@@ -168,6 +169,7 @@ def _saved(doc: dict[str, Any], path: str, where: str) -> SavedPlan:
             raise BadStateFile(path, f"{where}ocs.{i}.id", o["id"], f"no such OCS (index 0-{OCS_PER_DIM - 1})")
         changes.append(OcsChange(ocs, _pairs(o["add"]), _pairs(o["remove"]), o["keep"]))
     coords = {cube: tuple(xyz) for cube, xyz in doc["cubes"].items()}
+    _check_made(doc, path, where)
     return SavedPlan(
         path,
         doc["slice"],
@@ -181,6 +183,14 @@ def _saved(doc: dict[str, Any], path: str, where: str) -> SavedPlan:
         doc["summary"],
         where,
     )
+
+
+def _check_made(doc: dict[str, Any], path: str, where: str) -> None:
+    """When the plan was made (compared with when faults were cleared and slices allocated) is a time as the tool
+    writes it; BadStateFile naming the field and value otherwise."""
+    made = doc.get("made")
+    if made is not None and utc_stamp(made) != made:
+        raise BadStateFile(path, f"{where}made", made, "not a UTC time of the calendar such as 2026-07-01T09:00:00Z")
 
 
 def check_fleet(saved: SavedPlan, fleet: Fleet) -> None:
@@ -227,6 +237,7 @@ def read_any(path: Path) -> SavedPlan | SavedJobPlan:
 
 def _job_plan(doc: dict[str, Any], path: str) -> SavedJobPlan:
     check(JOB_PLAN_SCHEMA, doc, path)
+    _check_made(doc, path, "")
     saved = []
     for i, part in enumerate(doc["plans"]):
         check(PLAN_SCHEMA, part, path, f"plans.{i}")

@@ -1,0 +1,51 @@
+"""Saved cross-connect plans read back by `apply-xconnect`: when they were made is a time (checked as the other
+fields are, and compared with fault clear times as times)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import one_line, snapshot
+
+
+@pytest.mark.parametrize("made", ["garbage", "2026-13-45T99:99:99Z", "", "9999-12-31T23:59:59Z "])
+def test_a_plan_made_at_no_time_is_refused_naming_the_field(fleet, tmp_path, made):
+    """`made` was compared as text with fault clear times: "garbage" sorts after every date, so faults cleared
+    since the plan went unnamed in the stale-plan message."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/0").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    assert fleet("clear-fault", "ocs:pod0/x/0").code == 0
+    plan.write_text(json.dumps({**json.loads(plan.read_text()), "made": made}))
+    before = snapshot(fleet.state)
+    line = one_line(fleet("apply-xconnect", plan))
+    assert f"{plan}: field made:" in line and json.dumps(made)[1:-1] in line
+    assert snapshot(fleet.state) == before
+
+
+def test_a_job_plan_made_at_no_time_is_refused_naming_the_field(fleet, tmp_path):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "j", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    for where, place in ((doc, "made"), (doc["plans"][1], "plans.1.made")):
+        edited = json.loads(json.dumps(doc))
+        (edited if where is doc else edited["plans"][1])["made"] = "garbage"
+        plan.write_text(json.dumps(edited))
+        before = snapshot(fleet.state)
+        line = one_line(fleet("apply-xconnect", plan))
+        assert f"{plan}: field {place}:" in line and "garbage" in line
+        assert snapshot(fleet.state) == before
+
+
+def test_a_stale_plan_names_the_fault_cleared_since_it_was_made(fleet, tmp_path):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/0").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    assert fleet("clear-fault", "ocs:pod0/x/0").code == 0
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 1 and "stale plan" in r.err and "fault f1 on ocs:pod0/x/0 was cleared at" in r.err
