@@ -49,3 +49,33 @@ def test_a_stale_plan_names_the_fault_cleared_since_it_was_made(fleet, tmp_path)
     assert fleet("clear-fault", "ocs:pod0/x/0").code == 0
     r = fleet("apply-xconnect", plan)
     assert r.code == 1 and "stale plan" in r.err and "fault f1 on ocs:pod0/x/0 was cleared at" in r.err
+
+
+def test_a_plan_applied_before_says_its_own_count_not_the_slices(fleet, tmp_path):
+    """Saved while x/3 was down (its pairs deferred: 94 of the slice's 96), applied, then x/3 repaired and the
+    slice wired whole: applying the saved plan again said "its 96 cross-connects are in place", the slice's count."""
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    assert fleet("apply-xconnect", plan).code == 0
+    again = fleet("apply-xconnect", plan)
+    assert again.code == 0 and "its 94 cross-connects are in place, nothing changed" in again.out
+    assert fleet("clear-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 0 and "its 94 cross-connects are in place (the slice holds 96), nothing changed" in r.out
+    doc = fleet("apply-xconnect", plan, "-o", "json").json
+    assert doc["already_applied"] is True and doc["plan_cross_connects"] == 94 and doc["summary"]["keep"] == 96
+    assert snapshot(fleet.state) == before
+
+
+def test_a_job_plan_applied_before_says_its_own_count(fleet, tmp_path):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "j", "--out", plan).code == 0
+    pairs = json.loads(plan.read_text())["summary"]["add"]
+    assert fleet("apply-xconnect", plan).code == 0
+    r = fleet("apply-xconnect", plan, "-o", "json")
+    assert r.code == 0 and r.json["already_applied"] is True and r.json["plan_cross_connects"] == pairs

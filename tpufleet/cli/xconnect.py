@@ -125,5 +125,12 @@ def apply_cmd(
     what = f"job {d['job']} ({len(d['plans'])} slices)" if job else d["slice"]
     done = f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept"
     if d.get("already_applied"):
-        done = f"plan for {what} already applied: its {s['keep']} cross-connects are in place, nothing changed"
+        done = already_applied_line(what, d["plan_cross_connects"], s["keep"])
     emit(d, output, lambda: f"{done} (serial {d['serial']})")
+
+
+def already_applied_line(what: str, plan_pairs: int, slice_pairs: int) -> str:
+    """What is true of a plan applied before: its own cross-connects are in place (and the slice's, when it holds
+    more since: pairs the plan deferred on an OCS then down, put in place after its repair)."""
+    held = f" (the slice holds {slice_pairs})" if slice_pairs != plan_pairs else ""
+    return f"plan for {what} already applied: its {plan_pairs} cross-connects are in place{held}, nothing changed"

@@ -198,6 +198,7 @@ def apply_saved_job(state: FleetState, job_plan: SavedJobPlan, now: str) -> Outc
     done = plan_and_apply_job(state, job, now)
     if all(p.data.get("already_applied") for p in parts):
         done.data["already_applied"] = True
+        done.data["plan_cross_connects"] = sum(p.data["plan_cross_connects"] for p in parts)
     return done
 
 

@@ -144,6 +144,8 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
     _, plan = make_plan(state, saved.slice, now)
     if _comparable(saved.changes) != _comparable(plan.changes) and in_place(state, saved, plan.changes):
         data = {"slice": saved.slice, "serial": state.serial, "summary": plan.summary, "applied": True}
+        # the plan's own (its pairs on an OCS that was down were deferred: the slice may hold more since)
+        data["plan_cross_connects"] = sum(len(c.add) + c.keep for c in saved.changes)
         return Outcome({**data, "routes_stale": [], "already_applied": True}, None)
     if _comparable(saved.changes) != _comparable(plan.changes):
         why = _why_plans_differ(state, saved, plan.changes)
