@@ -138,11 +138,12 @@ def _number(doc: dict[str, Any], key: str, file: str, where: str) -> float:
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadStateFile(file, path, raw, "must be a number")
+    # a number written as text is named as the number it is read as (1e308 -> 1e+308), as YAML's own floats are
     if not _finite(value) or value <= 0:
-        raise BadStateFile(file, path, raw, "must be a positive number")
+        raise BadStateFile(file, path, value, "must be a positive number")
     lo, hi = _RANGES.get(where if where == "ici.dimension_bandwidth" else path, (0.0, math.inf))
     if not lo <= value <= hi:
-        raise BadStateFile(file, path, raw, f"must be from {lo:g} to {hi:g}")
+        raise BadStateFile(file, path, value, f"must be from {lo:g} to {hi:g}")
     return float(value)
 
 
