@@ -137,6 +137,16 @@ def _not_regular(path: Path | str, mode: int) -> BadInput:
     return BadInput(f"{path} is a {what}, not a regular file; move it out of the state directory")
 
 
+def _linked(path: Path | str, links: int) -> BadInput:
+    import shlex
+
+    name, copy = shlex.quote(str(path)), shlex.quote(f"{path}.copy")
+    return BadInput(
+        f"{path} is a hard link ({links} names for one file): writing it would change the file under its other "
+        f"names too; give it a copy of its own: cp -p {name} {copy} && mv {copy} {name}"
+    )
+
+
 # ---- the state directory ---------------------------------------------------------------------------------------
 
 
@@ -237,10 +247,15 @@ def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
 
     A symlink, FIFO, socket, device or directory in its place: BadInput (exit 2). Any other failure is the
     OSError (FileNotFoundError for a missing file without ``O_CREAT``), for the caller to word. ``O_NONBLOCK``
-    keeps a FIFO put in its place from hanging the open; it changes nothing for a regular file.
+    keeps a FIFO put in its place from hanging the open; it changes nothing for a regular file. Opened to write, it
+    must have no other name (a hard link): the journal's append or the lock note's truncation would change the
+    file behind that name too, outside the state directory. ``O_TRUNC`` is done only once that is checked.
     """
+    truncate = flags & os.O_TRUNC
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, SHARING.file_mode if mode is None else mode)
+        fd = os.open(
+            path, (flags & ~os.O_TRUNC) | _NOFOLLOW | _CLOEXEC | _NONBLOCK, SHARING.file_mode if mode is None else mode
+        )
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -261,6 +276,15 @@ def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise _not_regular(path, st.st_mode)
+    if flags & (os.O_WRONLY | os.O_RDWR) and st.st_nlink > 1:
+        os.close(fd)
+        raise _linked(path, st.st_nlink)
+    if truncate:
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            os.close(fd)
+            raise
     if flags & os.O_CREAT and SHARING.gid is not None and st.st_uid == os.geteuid():
         with contextlib.suppress(OSError):  # made before the group was set (or under a tight umask)
             _share(fd, SHARING.file_mode)
