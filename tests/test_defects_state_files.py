@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from helpers import one_line, snapshot
+from helpers import beside_a_fifo, one_line, snapshot
 
 
 @pytest.mark.parametrize("name", ["journal.jsonl", ".lock.info"])
@@ -28,3 +28,27 @@ def test_a_state_file_hard_linked_to_a_file_outside_is_refused_and_that_file_is_
     os.replace(f"{linked}.copy", linked)
     assert fleet("inject-fault", "cube:c03").code == 0
     assert outside.read_bytes() == b"an operator's notes\n"
+
+
+@pytest.fixture
+def routed(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("routes", "s").code == 0
+    return fleet
+
+
+DEAD_PID = 4194303  # above any pid in use (the kernel's largest pid is 4194304 at most)
+
+
+def test_a_fifo_in_place_of_tables_with_a_dead_writers_temp_beside_them_is_not_waited_on(routed):
+    """A writer looks for tables a killed commit left under a temporary name; the file in place, a FIFO nobody
+    writes, was opened to read its stamp and every writing command hung, holding the lock."""
+    tables = routed.state / "routes" / "s.npz"
+    committed = tables.read_bytes()
+    (routed.state / "routes" / f".s.npz.{DEAD_PID}.abcdefgh.tmp").write_bytes(committed)
+    tables.unlink()
+    os.mkfifo(tables)
+    assert beside_a_fifo(lambda: routed("inject-fault", "host:c40/1"), tables).code == 0
+    assert tables.read_bytes() == committed  # the waiting tables are put in its place
+    assert routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB").code == 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tpufleet.collectives.tables import Tables, stored
-from tpufleet.errors import BadStateFile, Refused, TpufleetError
+from tpufleet.errors import BadInput, BadStateFile, Refused, TpufleetError
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
@@ -113,12 +113,12 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
 
 
 def _stamp(path: Path) -> tuple[str, int] | None:
-    """When and at which serial a tables file was made (its meta's `made` and `serial`; None: missing, damaged or
-    without them), reading only that member."""
+    """When and at which serial a tables file was made (its meta's `made` and `serial`; None: missing, damaged,
+    without them, or no regular file: a FIFO planted there is not waited on), reading only that member."""
     try:
-        with zipfile.ZipFile(path) as zf:
+        with _opened(path) as zf:
             meta = _meta(zf, str(path))
-    except (OSError, zipfile.BadZipFile, BadStateFile):
+    except (OSError, zipfile.BadZipFile, BadStateFile, BadInput, Refused):
         return None
     made, serial = meta.get("made"), meta.get("serial")
     return (made, serial) if isinstance(made, str) and type(serial) is int else None
@@ -163,20 +163,40 @@ def load(path: Path) -> FileTables:
     """A slice's stored tables (only `port`, `neighbors` and `meta` are read); BadStateFile if damaged. Opened as
     every state file is (`files.open_state_file`): a symlink, FIFO or other non-regular file in its place is
     refused, not followed or waited on."""
-    return _load(lambda: zipfile.ZipFile(_regular(path)), str(path))
+    return _load(lambda: _opened(path), str(path))
 
 
-def _regular(path: Path) -> Path:
-    """`path`, once opened as a state file (no symlink followed, no FIFO waited on) and found a regular file."""
+class _ZipOfFile(zipfile.ZipFile):
+    """A zip archive read from a file object it owns: closing the archive closes the file."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._owned = fh
+        try:
+            super().__init__(fh)
+        except BaseException:
+            fh.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._owned.close()
+
+
+def _opened(path: Path) -> zipfile.ZipFile:
+    """The tables file as a zip archive, read from the one descriptor that was opened as a state file (no symlink
+    followed, no FIFO waited on) and found a regular file: nothing can be swapped in between the check and the
+    read."""
     import os
 
     from tpufleet.state.files import io_error, open_state_file
 
     try:
-        os.close(open_state_file(path, os.O_RDONLY))
+        fh = os.fdopen(open_state_file(path, os.O_RDONLY), "rb")
     except OSError as exc:
         raise io_error("read", path, exc) from None
-    return path
+    return _ZipOfFile(fh)
 
 
 def load_bytes(data: bytes, file: str) -> FileTables:
