@@ -5,7 +5,11 @@ written through, waited on for good, or an internal error (exit 70)."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +56,30 @@ def test_a_fifo_in_place_of_tables_with_a_dead_writers_temp_beside_them_is_not_w
     assert beside_a_fifo(lambda: routed("inject-fault", "host:c40/1"), tables).code == 0
     assert tables.read_bytes() == committed  # the waiting tables are put in its place
     assert routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB").code == 0
+
+
+def _run_with_memory_cap(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command in a process that may map at most 2 GiB: what it reads whole must fit."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    return subprocess.run(
+        [sys.executable, "-m", "tpufleet", "--state", str(state), *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=cap,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", [("status",), ("inject-fault", "cube:c03")])
+def test_a_huge_sparse_state_file_is_refused_by_its_size_not_read_whole(fleet, command):
+    huge = 8 << 30
+    os.truncate(fleet.state / "state.json", huge)  # sparse: no disk used
+    before = {p.name: p.stat().st_size for p in fleet.state.iterdir()}
+    r = _run_with_memory_cap(fleet.state, *command)
+    assert r.returncode == 2, r.stderr[-500:]
+    assert r.stderr.count("\n") == 1 and str(fleet.state / "state.json") in r.stderr and str(huge) in r.stderr
+    assert {p.name: p.stat().st_size for p in fleet.state.iterdir()} == before

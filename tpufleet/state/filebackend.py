@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.journalentry import JournalEntry
+from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
@@ -97,13 +98,19 @@ class DirectoryBackend:
     def read_state(self) -> bytes:
         path = self.state_path
         try:
-            return read_state_file(path)
+            raw = read_state_file(path, MAX_STATE_BYTES)
         except FileNotFoundError:
             raise self.no_state() from None
         except NotADirectoryError:
             raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
         except OSError as exc:
             raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+        if len(raw) > MAX_STATE_BYTES:  # read no further than the limit: a huge or sparse file is not read whole
+            with contextlib.suppress(OSError):
+                raise BadStateFile(
+                    str(path), "", os.lstat(path).st_size, f"is over the {MAX_STATE_BYTES}-byte limit of a state file"
+                )
+        return raw
 
     def read_journal(self, serial: int) -> journal.Scan:
         return journal.read_scan(self.journal_path, serial)
@@ -257,7 +264,7 @@ class DirectoryWriter:
 
     def last_serial(self) -> int:
         try:
-            serial = json.loads(read_state_file(self.backend.state_path))["serial"]
+            serial = json.loads(read_state_file(self.backend.state_path, MAX_STATE_BYTES))["serial"]
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return self.journal_serial()
         if type(serial) is not int or serial < 0:

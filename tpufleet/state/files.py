@@ -291,13 +291,15 @@ def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
     return fd
 
 
-def read_state_file(path: Path) -> bytes:
-    """The bytes of a state file (FileNotFoundError if missing; see `open_state_file` for the rest).
+def read_state_file(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a state file (FileNotFoundError if missing; see `open_state_file` for the rest); with a
+    `limit`, at most one byte more than it (the caller refuses the file as too large), so that a huge or sparse
+    file planted there is not read whole into memory.
 
     A read error is an OSError (the caller says which file could not be read)."""
     fd = open_state_file(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        return fh.read() if limit is None else fh.read(limit + 1)
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
