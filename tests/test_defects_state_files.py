@@ -83,3 +83,67 @@ def test_a_huge_sparse_state_file_is_refused_by_its_size_not_read_whole(fleet, c
     assert r.returncode == 2, r.stderr[-500:]
     assert r.stderr.count("\n") == 1 and str(fleet.state / "state.json") in r.stderr and str(huge) in r.stderr
     assert {p.name: p.stat().st_size for p in fleet.state.iterdir()} == before
+
+
+def _port_of_zeros_as_long_as_it_claims(path: Path, claimed: int) -> None:
+    """The `port` member's header claims `claimed` int8 entries, and its deflated stream holds that many zeros: a
+    few hundred kilobytes on disk that numpy's reader would allocate whole."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    members = dict(np.load(path))
+    header = np.lib.format.header_data_from_array_1_0(members.pop("port"))
+    header["shape"] = (64, claimed // 64)
+    forged = io.BytesIO()
+    np.lib.format.write_array_header_1_0(forged, header)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, value in members.items():
+            with zf.open(f"{name}.npy", "w") as fh:
+                np.lib.format.write_array(fh, value, allow_pickle=False)
+        with zf.open("port.npy", "w") as fh:
+            fh.write(forged.getvalue())
+            zeros = bytes(1 << 24)
+            for _ in range(claimed >> 24):
+                fh.write(zeros)
+
+
+def test_a_member_claiming_more_than_tables_of_its_shape_hold_is_refused_before_it_is_read(routed):
+    """A forged shape over a compressed run of zeros as long as it claims (a zip bomb) was allocated whole: 4 GiB
+    from a 4 MB file, an internal error (MemoryError) or the machine's memory."""
+    import tracemalloc
+
+    tables = routed.state / "routes" / "s.npz"
+    _port_of_zeros_as_long_as_it_claims(tables, 512 << 20)
+    assert tables.stat().st_size < 4 << 20
+    tracemalloc.start()
+    try:
+        r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1MiB")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(tables) in one_line(r) and "port" in r.err
+    assert peak < 192 << 20, peak  # the 512 MiB it claims were never allocated
+    assert routed("routes", "s").code == 0  # the command that replaces them
+    assert routed("collective", "s", "--op", "all-reduce", "--bytes", "1MiB").code == 0
+
+
+def test_a_member_with_a_header_version_numpy_does_not_write_for_tables_is_refused(routed):
+    """A version 3.0 header skipped the size check: its 2**21 x 2**21 shape was a 4 TiB allocation (exit 70)."""
+    import struct
+    import zipfile
+
+    import numpy as np
+
+    tables = routed.state / "routes" / "s.npz"
+    members = dict(np.load(tables))
+    port = members.pop("port")
+    header = "{'descr': '|i1', 'fortran_order': False, 'shape': (2097152, 2097152), }"
+    header += " " * (64 - (12 + len(header) + 1) % 64) + "\n"
+    forged = b"\x93NUMPY\x03\x00" + struct.pack("<I", len(header)) + header.encode() + port.tobytes()
+    np.savez_compressed(tables.with_suffix(""), **members)
+    with zipfile.ZipFile(tables, "a") as zf:
+        zf.writestr("port.npy", forged)
+    r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1MiB")
+    assert str(tables) in one_line(r) and "port" in r.err

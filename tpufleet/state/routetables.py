@@ -28,13 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["FileTables", "StoredTables", "holds_indexed", "load", "load_bytes", "routing_members", "waiting_tables"]
 
 
-def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
+META_BYTES = 1 << 20  # the `meta` member: a few hundred characters of JSON
+
+
+def _member(zf: zipfile.ZipFile, name: str, file: str, most: int) -> Any:
+    """The member `name`, refused (BadStateFile) when its header claims more than `most` bytes of data."""
     import numpy as np
 
     try:
         info = zf.getinfo(name + ".npy")
         with zf.open(info) as fh:
-            _claims_no_more_than(fh, info.file_size, name, file)
+            _claims_no_more_than(fh, info.file_size, most, name, file)
         with zf.open(info) as fh:
             return np.lib.format.read_array(fh, allow_pickle=False)
     except KeyError:
@@ -43,26 +47,45 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> Any:
         raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
 
 
-def _claims_no_more_than(fh: IO[bytes], size: int, name: str, file: str) -> None:
-    """Refuse a member whose .npy header claims more elements than the member holds, before anything is
-    allocated: a forged shape of 2**21 x 2**21 was a 4 TiB allocation (MemoryError, an internal error). Headers of
-    other versions than 1.0 and 2.0 (numpy writes those) are left to numpy's reader."""
+def _claims_no_more_than(fh: IO[bytes], size: int, most: int, name: str, file: str) -> None:
+    """Refuse a member whose .npy header claims more data than its `size` bytes hold, or more than `most`, before anything is allocated: a
+    forged shape of 2**21 x 2**21 was a 4 TiB allocation (MemoryError, an internal error), and so was a forged
+    shape over a compressed run of zeros as long as it claims (4 GiB in a 4 MB file). Only the header versions
+    numpy writes for tables, 1.0 and 2.0, are read: another's shape is not checked here."""
     from tpufleet.state.tablecache import npy_header
 
     header = npy_header(fh)
     if header is None:
-        return
+        raise BadStateFile(file, name, None, "is not a .npy array of version 1.0 or 2.0, as tables are written")
     shape, _fortran, dtype = header
     claimed = math.prod(shape) * dtype.itemsize
     if claimed > size - fh.tell():
         raise BadStateFile(file, name, list(shape), f"claims {claimed} bytes of data, the member holds {size} in all")
+    if claimed > most:
+        raise BadStateFile(
+            file, name, list(shape), f"claims {claimed} bytes of data, more than tables of its shape hold ({most})"
+        )
+
+
+def _largest_member(meta: dict[str, Any]) -> int:
+    """The most bytes a member of these tables holds: the hop counts, n x n of int16 (neighbours and date lines
+    are n x 6), for the n chips of the slice the meta names (of the largest slice if it names none: `stored`
+    then refuses the shape)."""
+    from tpufleet.constants import MAX_SLICE_CHIPS
+
+    try:
+        chips = math.prod(int(side) for side in str(meta["shape"]).split("x"))
+    except (KeyError, ValueError):
+        chips = MAX_SLICE_CHIPS
+    chips = min(max(chips, 1), MAX_SLICE_CHIPS)
+    return 2 * chips * chips + 64 * chips + 4096
 
 
 def _meta(zf: zipfile.ZipFile, file: str) -> dict[str, Any]:
     from tpufleet.jsontext import parse_json
 
     try:  # tpufleet's JSON guards: nesting, NaN, huge numbers (the standard decoder recursed past the limit)
-        meta = parse_json(str(_member(zf, "meta", file)))
+        meta = parse_json(str(_member(zf, "meta", file, META_BYTES)))
     except ValueError as exc:
         raise BadStateFile(file, "meta", None, f"is not JSON: {exc}") from None
     if not isinstance(meta, dict):
@@ -70,12 +93,12 @@ def _meta(zf: zipfile.ZipFile, file: str) -> dict[str, Any]:
     return meta
 
 
-def _hops_reader(open_zip: Callable[[], zipfile.ZipFile], file: str, port_shape: tuple[int, ...]) -> Any:
+def _hops_reader(open_zip: Callable[[], zipfile.ZipFile], file: str, port_shape: tuple[int, ...], most: int) -> Any:
     """Reads the `hops` member when first called (BadStateFile if it does not match `port`)."""
 
     def read_hops() -> Any:
         with open_zip() as zf:
-            hops = _member(zf, "hops", file)
+            hops = _member(zf, "hops", file, most)
         if hops.shape != port_shape:
             raise BadStateFile(file, "hops", list(hops.shape), f"does not match port {list(port_shape)}")
         return hops
@@ -90,10 +113,12 @@ class FileTables(Tables):
     read_members: Callable[[Sequence[str]], list[Any]] | None = None
 
 
-def _members_reader(open_zip: Callable[[], zipfile.ZipFile], file: str) -> Callable[[Sequence[str]], list[Any]]:
+def _members_reader(
+    open_zip: Callable[[], zipfile.ZipFile], file: str, most: int
+) -> Callable[[Sequence[str]], list[Any]]:
     def read_members(names: Sequence[str]) -> list[Any]:
         with open_zip() as zf:
-            return [_member(zf, name, file) for name in names]
+            return [_member(zf, name, file, most) for name in names]
 
     return read_members
 
@@ -105,11 +130,12 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
         raise BadStateFile(file, "", None, f"cannot be read as routing tables: {exc}") from None
     with zf:
         meta = _meta(zf, file)
-        port = _member(zf, "port", file)
-        nbr = _member(zf, "neighbors", file)
-    tables = stored(meta, port, nbr, file, _hops_reader(open_zip, file, port.shape))
+        most = _largest_member(meta)
+        port = _member(zf, "port", file, most)
+        nbr = _member(zf, "neighbors", file, most)
+    tables = stored(meta, port, nbr, file, _hops_reader(open_zip, file, port.shape, most))
     members = {f.name: getattr(tables, f.name) for f in fields(tables)}
-    return FileTables(**members, read_members=_members_reader(open_zip, file))
+    return FileTables(**members, read_members=_members_reader(open_zip, file, most))
 
 
 def _stamp(path: Path) -> tuple[str, int] | None:
