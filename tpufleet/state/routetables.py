@@ -177,7 +177,7 @@ def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
     from tpufleet.collectives.tables import not_indexed
 
     try:
-        with zipfile.ZipFile(_regular(path)) as zf:
+        with _opened(path) as zf:
             meta = _meta(zf, str(path))
     except (OSError, zipfile.BadZipFile, TpufleetError):
         return True
