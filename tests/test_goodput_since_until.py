@@ -219,3 +219,28 @@ def test_since_to_the_end_is_the_last_window(cli, tmp_path, seed):
     assert [part[k] for k in FIGURES[:4]] == [window[k] for k in FIGURES[:4]]
     assert part["badput_chip_s"] == window["badput_chip_s"]
     assert part["pg"] == pytest.approx(window["pg"], abs=1.5e-6)
+
+
+def test_the_checkpoint_advice_times_the_saves_it_counts(cli, tmp_path):
+    # saves 15..17 (2 s) and 35..39 (4 s), a failure at 45: from --since 16 the one save that starts inside is
+    # counted and timed (4 s); the save ended inside but started before it was counted with no time (2.0 s)
+    timeline: list[tuple[Any, ...]] = [
+        ("job_start", 0),
+        *(("step_start", t, k + 1) for k, t in enumerate(range(0, 50, 10))),
+        ("checkpoint_start", 15, 2),
+        ("checkpoint_end", 17, 2),
+        ("checkpoint_start", 35, 4),
+        ("checkpoint_end", 39, 4),
+        ("failure", 45),
+        ("job_start", 50),
+        ("step_start", 50, 5),
+        ("job_end", 70),
+    ]
+    lines = [{"type": "job", "job": "j", "accelerator": "tpu-v4", "chips": 4, "ideal_step_s": 1}]
+    lines += [
+        event("j", T + r[1], r[0], **({"step": r[2]} if r[2:] else {})) for r in sorted(timeline, key=lambda r: r[1])
+    ]
+    log = tmp_path / "saves.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert fleet(cli, log)["checkpoint_advice"]["checkpoint_write_s"] == 3.0
+    assert fleet(cli, log, "--since", str(T + 16))["checkpoint_advice"]["checkpoint_write_s"] == 4.0

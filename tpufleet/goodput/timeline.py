@@ -349,6 +349,7 @@ def _finish(
     disrupt = _within(disrupt, start, end)
     begin = max(submit_t, start)
     restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
+    saves, save_s = _saves_inside(intervals["checkpoint_save"], start, end)
     return JobAccount(
         job=job,
         start=start,
@@ -359,8 +360,8 @@ def _finish(
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
         productive_steps=_productive_steps(steps, bounds, use, end),
         disruptions=len(disrupt),
-        checkpoint_saves=len(_within(ev.at("checkpoint_end"), start, end)),
-        checkpoint_save_s=sum(float((e - s)[(s >= start) & (s <= end)].sum()) for s, e in intervals["checkpoint_save"]),
+        checkpoint_saves=saves,
+        checkpoint_save_s=save_s,
         checkpoint_interval_s=float(np.diff(ck_starts).mean()) if len(ck_starts) >= 2 else None,
         restart_overhead_s=restart_cost / (len(disrupt) + 1),
         starts=bounds[:-1][use],
@@ -377,6 +378,18 @@ def _finish(
         checkpoint_starts=ck_starts,
         pg_steps=None if part.all() else _steps_share(steps, bounds, held, label, float(sums[PRODUCTIVE])),
     )
+
+
+def _saves_inside(saves: list[tuple[Times, Times]], lo: float, hi: float) -> tuple[int, float]:
+    """How many checkpoint saves start in [lo, hi], and their seconds: the same saves for both, so that the
+    advice's mean write cost is theirs (saves counted by their end but timed by their start gave a part that a
+    save straddles a mean of 0 s, or twice the cost)."""
+    count, seconds = 0, 0.0
+    for s, e in saves:
+        inside = (s >= lo) & (s <= hi)
+        count += int(inside.sum())
+        seconds += float((e - s)[inside].sum())
+    return count, seconds
 
 
 def _within(times: Times, lo: float, hi: float) -> Times:
