@@ -8,6 +8,7 @@ Times in the ml-goodput timelines are seconds after 2026-01-05T00:00:00Z (B).
 from __future__ import annotations
 
 import gzip
+import html
 import importlib
 import io
 import json
@@ -494,3 +495,16 @@ def test_a_window_holding_only_events_outside_every_job_is_refused_not_reversed(
     inside = {"--since": "150", "--until": "150"}[window[0]]
     rep = report(cli, str(path), window[0], inside)
     assert rep["fleet"]["window"]["start"] <= rep["fleet"]["window"]["end"]
+
+
+def test_markdown_shows_job_names_as_text_not_links_images_or_emphasis(cli, tmp_path):
+    # a job named like a Markdown image made every viewer of the report fetch that address
+    names = ["![x](http://tracker.invalid/p.png)", "[ok](http://phish.invalid)", "*bold* _it_ `code`", "a\\|b"]
+    log = write_lines(tmp_path / "names.jsonl", [row for name in names for row in training(name)])
+    r = cli("goodput-report", log, "-o", "md", state=False)
+    assert r.code == 0, r.err
+    markdown_it = pytest.importorskip("markdown_it")
+    page = markdown_it.MarkdownIt("commonmark").enable("table").render(r.out)
+    assert "<img" not in page and "<a " not in page and "<em>" not in page and "<code>" not in page
+    for name in names:
+        assert f"<td>{html.escape(name, quote=False)}</td>" in page

@@ -106,12 +106,18 @@ def to_csv(report: Report) -> str:
     return buf.getvalue()
 
 
+# Markdown's inline syntax: a job named ``![x](https://host/pixel)`` was an image the viewer fetched, ``[x](url)``
+# a link, ``*x*`` emphasis. Each such character is written backslash-escaped, so the cell reads as the name.
+_MD_INLINE = {ord(c): "\\" + c for c in "\\`*_[]~|"}  # (no link nor image without its [ ])
+
+
 def _md_escape(text: str) -> str:
-    """A table cell: no inline HTML (Markdown renders it), no column break, one line."""
+    """A table cell showing the text as it is: no inline HTML or Markdown (links, images, emphasis), no column
+    break, one line."""
     from tpufleet.text import printable
 
-    one_line = printable(str(text).replace("\\", "\\\\"))  # newlines and control characters as escapes
-    return html.escape(one_line, quote=False).replace("|", "\\|")
+    one_line = printable(str(text))  # newlines and control characters as escapes (a backslash each)
+    return html.escape(one_line.translate(_MD_INLINE), quote=False)
 
 
 def to_markdown(report: Report) -> str:
