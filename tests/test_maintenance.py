@@ -307,3 +307,15 @@ def test_a_window_within_one_second_plans_and_a_refused_one_is_named_as_written(
     r = running("plan-maintenance", "--notices", path)
     assert r.code == 2 and f"notice 1: field window_end: {start!r} is not after window_start {end!r}" in r.err
     assert snapshot(running.state) == before
+
+
+def test_markdown_runbook_shows_the_notices_file_name_as_text(running, tmp_path):
+    """The notices' file name went into the runbook's heading as Markdown: `[x](url)` a link, `*x*` emphasis."""
+    name = "n_[x](http:h)_*y*.yaml"
+    r = running("plan-maintenance", "--notices", write(tmp_path, notices(["c00"]), name), "-o", "md")
+    assert r.code == 0, r.err
+    markdown_it = pytest.importorskip("markdown_it")
+    page = markdown_it.MarkdownIt("commonmark").render(r.out)
+    assert "<a " not in page and "<em>" not in page
+    assert name in page.splitlines()[0]  # the heading
+    assert "<code>tpufleet reschedule a</code>" in page

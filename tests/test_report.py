@@ -101,6 +101,19 @@ def test_report_markdown_escapes_what_users_typed(two_pods, monkeypatch):
     assert "<img" not in md and "ev\\|il&lt;img src=x&gt;" in md
 
 
+def test_report_markdown_shows_what_users_typed_as_text_not_markdown(two_pods, monkeypatch):
+    """The journal's user went into the Markdown report as Markdown: an image every viewer fetched, a link."""
+    user = "![x](http://tracker.invalid/p.png)[ok](http://phish.invalid)*now*"
+    monkeypatch.setenv("USER", user)
+    monkeypatch.setenv("LOGNAME", user)
+    assert two_pods("release", "mid").code == 0
+    md = two_pods("report", "-o", "md").out
+    markdown_it = pytest.importorskip("markdown_it")
+    page = markdown_it.MarkdownIt("commonmark").enable("table").render(md)
+    assert "<img" not in page and "<a " not in page and "<em>" not in page
+    assert f"<td>{user}</td>" in page
+
+
 # ---- in a real browser -----------------------------------------------------------------------------------------
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_browser = pytest.mark.skipif(

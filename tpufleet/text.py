@@ -36,6 +36,35 @@ def printable(text: str) -> str:
     return "".join(_escape(c) for c in text)
 
 
+# Markdown's inline syntax: a name such as ``![x](https://host/pixel)`` was an image every viewer fetched, ``[x](url)``
+# a link, ``*x*`` emphasis. Each such character is written backslash-escaped, so the text reads as it was given.
+_MD_INLINE = {ord(c): "\\" + c for c in "\\`*_[]~|"}  # (no link nor image without its [ ])
+
+
+def markdown_text(text: object) -> str:
+    """Text from outside in a Markdown document (a table cell, a heading, a list item) as it was given: one line,
+    no inline HTML, link, image or emphasis, no column break.
+
+    >>> markdown_text("![x](http://h/p.png) <b>|")
+    '!\\\\[x\\\\](http://h/p.png) &lt;b&gt;\\\\|'
+    """
+    import html
+
+    return html.escape(printable(str(text)).translate(_MD_INLINE), quote=False)
+
+
+def markdown_code(text: str) -> str:
+    """`text` as one Markdown code span, whatever backticks it holds (the fence is longer than any run of them).
+
+    >>> markdown_code("echo `date`")
+    '`` echo `date` ``'
+    """
+    line = printable(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", line)), default=0) + 1)
+    pad = " " if "`" in line else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
 def terminal_safe(text: str) -> str:
     """Rendered output for a terminal: newlines and tabs kept (they are the layout), every other character that
     is not printable escaped."""

@@ -10,6 +10,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, grid
+from tpufleet.text import markdown_code, markdown_text
 
 
 def _moves_text(wave: dict[str, Any]) -> str:
@@ -43,22 +44,25 @@ def _table(plan: dict[str, Any]) -> str:
 
 
 def _runbook(plan: dict[str, Any]) -> str:
-    out = [f"# Maintenance runbook (state serial {plan['serial']}, {plan['source']})", ""]
-    out += [f"> {line}" for line in _verdict(plan)]
+    """The plan as a Markdown runbook. What came from outside (the notices' file name, reasons, targets) is shown as
+    text, never as Markdown; each command is one code span, whatever backticks its quoted reason holds."""
+    md = markdown_text
+    out = [f"# Maintenance runbook (state serial {plan['serial']}, {md(plan['source'])})", ""]
+    out += [f"> {md(line)}" for line in _verdict(plan)]
     for w in plan["waves"]:
-        out += ["", f"## Wave {w['wave']}: {', '.join(w['cubes'])}", ""]
+        out += ["", f"## Wave {w['wave']}: {md(', '.join(w['cubes']))}", ""]
         out.append(f"Window {w['window_start']} to {w['window_end'] or 'when done'}; ")
         out[-1] += f"{w['free_healthy_cubes']} free healthy cube(s) left during it."
-        out += [f"- already drained: {t}" for t in w["already_drained"]]
-        out += [f"- cannot move {m['slice']}: {m['reason']}" for m in w["moves"] if m["status"] != "moved"]
+        out += [f"- already drained: {md(t)}" for t in w["already_drained"]]
+        out += [f"- cannot move {md(m['slice'])}: {md(m['reason'])}" for m in w["moves"] if m["status"] != "moved"]
         out += [
-            f"- stays down after its window (its drain or failure is not the plan's to clear): {t}"
+            f"- stays down after its window (its drain or failure is not the plan's to clear): {md(t)}"
             for t in w.get("kept_down", [])
         ]
         out.append("")
         for i, command in enumerate(w["commands"], 1):
             after = "After the window ends: " if command.startswith("tpufleet clear-fault ") else ""
-            out.append(f"{i}. {after}`{command}`")
+            out.append(f"{i}. {after}{markdown_code(command)}")
     return "\n".join(out) + "\n"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -86,9 +85,9 @@ def _cell(value: Any, fmt: str) -> Any:
         return value
     if fmt == "csv":
         return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-    from tpufleet.text import printable
+    from tpufleet.text import markdown_text
 
-    return html.escape(printable(value), quote=False).replace("|", "\\|")  # one line per row
+    return markdown_text(value)  # one line per row, no link, image or emphasis
 
 
 def flat_table(rows: list[dict], fmt: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import html
 import io
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from tpufleet.goodput.health import SLOW_FACTOR
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS
+from tpufleet.text import markdown_text
 
 COLUMNS = ("sg", "rg", "pg", "mpg")
 
@@ -106,20 +106,6 @@ def to_csv(report: Report) -> str:
     return buf.getvalue()
 
 
-# Markdown's inline syntax: a job named ``![x](https://host/pixel)`` was an image the viewer fetched, ``[x](url)``
-# a link, ``*x*`` emphasis. Each such character is written backslash-escaped, so the cell reads as the name.
-_MD_INLINE = {ord(c): "\\" + c for c in "\\`*_[]~|"}  # (no link nor image without its [ ])
-
-
-def _md_escape(text: str) -> str:
-    """A table cell showing the text as it is: no inline HTML or Markdown (links, images, emphasis), no column
-    break, one line."""
-    from tpufleet.text import printable
-
-    one_line = printable(str(text))  # newlines and control characters as escapes (a backslash each)
-    return html.escape(one_line.translate(_MD_INLINE), quote=False)
-
-
 def to_markdown(report: Report) -> str:
     from tabulate import tabulate
 
@@ -128,10 +114,10 @@ def to_markdown(report: Report) -> str:
         "# ML Productivity Goodput",
         "",
         f"Window {_when(f['window']['start'])} to {_when(f['window']['end'])}, {f['jobs']} jobs, capacity basis "
-        f"{f['capacity_basis']}{_md_escape(capacity_gap(f))}.",
+        f"{f['capacity_basis']}{markdown_text(capacity_gap(f))}.",
         "",
     ]
-    table = [[_md_escape(r["scope"]), _md_escape(r["key"]), *[_f(r[c]) for c in COLUMNS]] for r in rows(report)]
+    table = [[markdown_text(r["scope"]), markdown_text(r["key"]), *[_f(r[c]) for c in COLUMNS]] for r in rows(report)]
     parts.append(
         tabulate(table, headers=["scope", "key", "SG", "RG", "PG", "MPG"], tablefmt="github", disable_numparse=True)
     )
