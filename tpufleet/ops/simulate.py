@@ -160,13 +160,16 @@ def _multislice(simulator: Simulator, report: dict[str, Any], ids: set[str]) -> 
 
 
 def waits(simulator: Simulator) -> dict[str, dict[str, float]]:
-    """Mean hours, by job size, from submission to the first start (a job still waiting at the end counts up to
-    the end), and from being displaced by a fault to the restart."""
+    """Mean hours, by job size, from submission to the first start, and from being displaced by a fault to the
+    restart (in a static pod, waiting on its block for the repair); a job still waiting at the end counts up to
+    the end."""
     first: dict[str, list[float]] = {}
+    restart = {size: list(waits) for size, waits in simulator.stats.restart_waits.items()}
     for job in simulator.jobs:
         start = simulator.end if job.first_start is None else job.first_start
         first.setdefault(job.size, []).append(start - job.submitted)
-    restart = simulator.stats.restart_waits
+        if job.displaced:  # displaced and not restarted by the end (a restart clears it)
+            restart.setdefault(job.size, []).append(simulator.end - job.stopped_at)
     return {
         "wait_hours": {size: sum(w) / len(w) / HOUR for size, w in sorted(first.items())},
         "restart_wait_hours": {size: sum(w) / len(w) / HOUR for size, w in sorted(restart.items())},

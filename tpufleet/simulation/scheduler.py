@@ -145,6 +145,8 @@ class Scheduler:
         if not self.runner.stop(job, t, "failure", JobState.REPAIRING):
             return
         self.runner.running.pop(job.id, None)
+        job.displaced = True  # displaced as surely as a job queued again: its wait is a restart wait
+        job.stopped_at = t
         self.stats.evictions += 1
         self.queue.push(RestartAfterRepair(repair + RESTART_DELAY_S, job))
 

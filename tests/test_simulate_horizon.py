@@ -1,0 +1,65 @@
+"""What a run says of a job a fault stopped: its wait for the restart, whether it waited in a queue or, in a
+static pod, on its block for the repair, and whether the run ended before it restarted."""
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from tpufleet.ids import HostId
+from tpufleet.ops.simulate import summarize
+from tpufleet.shapes import parse_shape
+from tpufleet.simulation import JobSpec, Options, Simulator, Workload
+from tpufleet.simulation.events import FaultStrike
+from tpufleet.simulation.inputs import Mode
+from tpufleet.state.siminputs import default_rates
+
+HOUR = 3600.0
+NO_FAULTS: dict[str, Any] = {"host_per_day": 0.0, "link_per_day": 0.0, "ocs_per_day": 0.0, "drain_per_day": 0.0}
+JOB = JobSpec(parse_shape("8x8x8"), duration_hours=1000, phase="training", id="j")  # 8 cubes: a large job
+
+
+def one_job_hit(
+    mode: Mode, repair_hours: float, days: float = 1.0, fault_hour: float = 5.0, cubes_per_pod: int = 64
+) -> Simulator:
+    """One 8x8x8 job alone on a pod, no random faults: machine 0 of its first cube fails at `fault_hour`."""
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=(JOB,))
+    rates = replace(default_rates(), **NO_FAULTS)
+    rates = replace(rates, repair_hours={**rates.repair_hours, "host": repair_hours})
+    options = Options(days=days, seed=1, mode=mode, cubes_per_pod=cubes_per_pod)
+    probe = Simulator(workload, rates, replace(options, days=1 / 24))
+    probe.run()
+    sim = Simulator(workload, rates, options)
+    sim.queue.push(FaultStrike(sim.start + fault_hour * HOUR, "host", HostId(probe.jobs[0].held[0].cubes[0], 0)))
+    sim.simulate()
+    return sim
+
+
+def test_a_static_jobs_wait_on_its_block_for_the_repair_is_a_restart_wait():
+    sim = one_job_hit("static", repair_hours=8.0)
+    summary = summarize(sim.log.entries, sim)
+    assert summary["disruptions"]["failure"] == 1
+    assert summary["restart_wait_hours"] == {"large": pytest.approx(8.0, abs=1e-3)}
+
+
+def test_a_job_not_restarted_by_the_end_waits_up_to_the_end():
+    """Static: the repair comes after the run's end, the job waits on its block to the end."""
+    sim = one_job_hit("static", repair_hours=100.0)
+    summary = summarize(sim.log.entries, sim)
+    assert summary["disruptions"]["failure"] == 1
+    assert summary["restart_wait_hours"] == {"large": pytest.approx(24.0 - 5.0, abs=1e-3)}
+
+
+def test_a_displaced_job_still_queued_at_the_end_waits_up_to_the_end():
+    """A pod of 8 cubes, all the job's: after the fault there is no room for it until the repair, after the end."""
+    sim = one_job_hit("reconfigurable", repair_hours=100.0, cubes_per_pod=8)
+    summary = summarize(sim.log.entries, sim)
+    assert summary["disruptions"]["failure"] == 1
+    assert summary["restart_wait_hours"] == {"large": pytest.approx(24.0 - 5.0, abs=1e-3)}
+
+
+def test_a_job_restarted_at_once_waited_no_time():
+    sim = one_job_hit("reconfigurable", repair_hours=100.0)
+    summary = summarize(sim.log.entries, sim)
+    assert summary["disruptions"]["failure"] == 1
+    assert summary["restart_wait_hours"] == {"large": 0.0}
