@@ -63,3 +63,21 @@ def test_a_job_restarted_at_once_waited_no_time():
     summary = summarize(sim.log.entries, sim)
     assert summary["disruptions"]["failure"] == 1
     assert summary["restart_wait_hours"] == {"large": 0.0}
+
+
+def test_a_block_held_for_a_repair_past_the_end_is_allocated_to_the_end(tmp_path):
+    """Static: the job holds its 8 of the 64 cubes from the start to the end, running or waiting on its block, so
+    SG is 1/8 exactly and the 18.95 hours it waits are in RG's all-allocated time (as infrastructure recovery), both
+    in the summary and in goodput-report on the run's events."""
+    from tpufleet.ops.goodput import build
+    from tpufleet.simulation.log import jsonl
+
+    sim = one_job_hit("static", repair_hours=100.0, fault_hour=5.05)  # mid-step
+    summary = summarize(sim.log.entries, sim)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(jsonl(sim.log.entries))
+    fleet = build([path])["fleet"]
+    assert summary["sg"] == fleet["sg"] == 0.125
+    assert summary["rg"] == fleet["rg"] < 5 / 24
+    recovery = fleet["badput_chip_s"]["infrastructure_recovery_from_disruption"]
+    assert recovery == pytest.approx(512 * 18.95 * HOUR, rel=1e-6)

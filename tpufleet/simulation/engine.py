@@ -105,6 +105,9 @@ class Simulator:
             self._dispatch(event)
         for job in list(self.runner.running.values()):
             self.runner.advance(job, self.end)
+        for job in self.jobs:
+            if job.state is JobState.REPAIRING:  # still holds its block: the report's time runs on to the end
+                self.log.event(job, self.end, "allocation", chips=job.shape.chips * job.active)
         self.log.capacity(self.end, chips)  # still held as the run ends: the report spans the whole run
 
     # ---- handlers -------------------------------------------------------------------------------------------
