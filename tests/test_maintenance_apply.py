@@ -569,3 +569,26 @@ def test_a_plan_made_again_clears_an_earlier_plans_drain_once_its_window_is_over
     r = cli("apply-maintenance", again / "plan.json", "--wave", "2", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["steps"][0]["step"] == "clear" and r.json["steps"][0]["target"] == "cube:c00"
+
+
+def test_a_wave_applied_before_the_cube_it_moves_onto_is_back_says_when_not_plan_again(cli, tmp_path):
+    """Wave 2 moves slice a back onto c00, whose drain wave 1 left open until its window ends: applied before then,
+    it said "cannot move slice 'a' ...; plan again", and planning again planned the same move (refused the same
+    way). It is refused naming the cube, its drain and when it is back; nothing changed."""
+    assert cli("init", "--cubes-per-pod", "3").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    plan = _plan(cli, tmp_path, [_future("c00", "01"), _future("c02", "02")], parallel=1)
+    assert [[(m["slice"], m["cubes_in"]) for m in w["moves"]] for w in plan["waves"]] == [
+        [("a", ["c02"])],
+        [("a", ["c00"])],
+    ]
+    first = cli("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "-o", "json")
+    assert first.code == 0, first.err
+    drain = first.json["faults_opened"][0]
+    before = snapshot(cli.state)
+    line = one_line(cli("apply-maintenance", tmp_path / "plan.json", "--wave", "2"), 1)
+    assert f"moves a slice onto cube:c00, back only when its drain {drain} is cleared" in line
+    assert "its window ends 2099-07-01T13:00:00Z: apply wave 2 then" in line and "plan again" not in line
+    assert snapshot(cli.state) == before
+    assert cli("clear-fault", "cube:c00").code == 0  # the work done early: the cube is back
+    assert cli("apply-maintenance", tmp_path / "plan.json", "--wave", "2").code == 0

@@ -359,6 +359,7 @@ def apply_wave(
     why = changed_since(state, saved, wave, set(applied.serials.values()))
     if why:
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
+    _not_back_yet_refused(state, saved, number, now)
     run = _Run(now, lambda s, name: _route(s, name, now, save_tables))
     done = _Wave(number, list(wave.notices))
     _clear_overdue(state, done, [n for w in saved.waves[: number - 1] for n in w.cleared_after], run)
@@ -367,6 +368,24 @@ def apply_wave(
     if differ:
         raise Refused(f"wave {number} would not do what plan {saved.path} says: {_listed(differ)}; plan again")
     return _applied(state, saved, done, record, save_tables is None)
+
+
+def _not_back_yet_refused(state: FleetState, saved: SavedMaintenancePlan, number: int, now: str) -> None:
+    """Refused when the wave moves a slice onto a cube an earlier wave drained whose window is not over at `now`:
+    the plan counts on that cube being back, and its drain stays open until then (`_clear_overdue`). Run anyway,
+    the move would fail or go elsewhere, and planning again plans the same move: the wave is early, not stale."""
+    wave = saved.waves[number - 1]
+    into = {c for m in wave.moves for c in m.cubes_in}
+    for n in (n for w in saved.waves[: number - 1] for n in w.cleared_after if n.cube in into):
+        drain = state.open_fault_on(CubeId(n.cube))
+        if drain is None or not maintenance.a_plans_drain(drain.reason) or _window_over(n, now):
+            continue
+        done = f"run `tpufleet clear-fault {n.target}` once its maintenance is done"
+        when = f"its window ends {n.window_end}: apply wave {number} then, or {done}" if n.window_end else done
+        raise Refused(
+            f"wave {number} of plan {saved.path} moves a slice onto {n.target}, back only when its drain "
+            f"{drain.id} is cleared; {when}"
+        )
 
 
 def _clear_overdue(state: FleetState, done: _Wave, notices: Sequence[Notice], run: _Run) -> None:
