@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 import pytest
@@ -76,3 +78,55 @@ def test_every_epilog_example_parses(command, argv):
         names.append(name)
         ctx = sub.make_context(name, list(words), parent=ctx)
     assert not command or " ".join(names) == command, argv
+
+
+# ---- the README's worked example of spares and maintenance -------------------------------------------------------
+ROOT = Path(__file__).parent.parent
+
+
+def _worked_example() -> tuple[str, list[tuple[list[str], list[str]]]]:
+    """The README's worked example on the fixture reservation: its `notices.yaml` and each `$ tpufleet` command with
+    the lines shown under it (none: its output is not shown)."""
+    text = (ROOT / "README.md").read_text()
+    part = text[text.index("A worked example on the fixture reservation") : text.index("### ML Productivity Goodput")]
+    blocks = re.findall(r"```(yaml|console)\n(.*?)```", part, re.S)
+    notices = next(body for kind, body in blocks if kind == "yaml")
+    steps: list[tuple[list[str], list[str]]] = []
+    for line in (line for kind, body in blocks if kind == "console" for line in body.splitlines()):
+        if line.startswith("$ tpufleet "):
+            steps.append((shlex.split(line[len("$ tpufleet ") :], comments=True), []))
+        elif line.strip():
+            steps[-1][1].append(line.rstrip())
+    return notices, steps
+
+
+def _shows(shown: list[str], printed: list[str]) -> bool:
+    """Whether `printed` is what `shown` shows: line for line, a line `...` standing for any lines."""
+    if not shown:
+        return not printed
+    if shown[0].strip() == "...":
+        return any(_shows(shown[1:], printed[i:]) for i in range(len(printed) + 1))
+    return bool(printed) and printed[0] == shown[0] and _shows(shown[1:], printed[1:])
+
+
+@pytest.mark.slow
+def test_the_readme_worked_example_prints_what_it_shows(tmp_path, monkeypatch, capsys):
+    """The example's notices lay ahead when it was written and its `apply-maintenance --wave 1` showed them "left
+    open"; once their day had passed it printed `clear cube:c00: f3` instead. Its notices are now far ahead, and
+    every command prints what the README shows (the clock fixed: whatever day the tests run)."""
+    from conftest import Cli
+
+    from tpufleet.state import store
+
+    monkeypatch.setattr(store, "utc_now", lambda: "2030-01-01T00:00:00Z")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fixtures").symlink_to(ROOT / "fixtures")
+    notices, steps = _worked_example()
+    (tmp_path / "notices.yaml").write_text(notices)
+    cli = Cli(capsys, tmp_path / "state")
+    assert len(steps) >= 10 and any(argv[:1] == ["apply-maintenance"] for argv, _ in steps)
+    for argv, shown in steps:
+        r = cli(*argv)
+        assert r.code in (0, 1), (argv, r.err)
+        printed = [line.rstrip() for line in (r.out + r.err).splitlines() if line.strip()]
+        assert not shown or _shows(shown, printed), (argv, printed)
