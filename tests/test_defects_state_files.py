@@ -147,3 +147,60 @@ def test_a_member_with_a_header_version_numpy_does_not_write_for_tables_is_refus
         zf.writestr("port.npy", forged)
     r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1MiB")
     assert str(tables) in one_line(r) and "port" in r.err
+
+
+SPARSE_TAIL = 8 << 30
+
+
+@pytest.mark.parametrize(
+    "command", [("history",), ("show", "journal"), ("diff", "1", "2"), ("report",), ("faults", "--all")]
+)
+def test_a_huge_sparse_journal_tail_is_read_in_bounded_pieces(fleet, command):
+    """A zero-filled tail (a crash on XFS or ext4 leaves one; `truncate -s +8G` makes one) was read whole: exit 70
+    (MemoryError). It is a torn last line, as a torn write is: ignored by readers."""
+    assert fleet("inject-fault", "cube:c03").code == 0
+    path = fleet.state / "journal.jsonl"
+    os.truncate(path, path.stat().st_size + SPARSE_TAIL)
+    r = _run_with_memory_cap(fleet.state, *command, "-o", "json")
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "damaged" not in r.stderr
+
+
+def test_a_writer_cuts_a_huge_sparse_journal_tail_off_as_a_torn_write(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    path = fleet.state / "journal.jsonl"
+    committed = path.read_bytes()
+    os.truncate(path, len(committed) + SPARSE_TAIL)
+    r = _run_with_memory_cap(fleet.state, "inject-fault", "cube:c07")
+    assert r.returncode == 0, r.stderr[-500:]
+    assert path.read_bytes().startswith(committed) and path.stat().st_size < len(committed) * 2
+    assert [e["serial"] for e in fleet("history", "-o", "json").json] == [1, 2, 3]
+
+
+def test_a_sparse_hole_inside_the_journal_is_one_damaged_line_read_past(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    assert fleet("inject-fault", "cube:c04").code == 0
+    path = fleet.state / "journal.jsonl"
+    first, second, third = path.read_bytes().splitlines(keepends=True)
+    with path.open("wb") as fh:  # the second line's start lost under 8 GiB of NULs
+        fh.write(first)
+        fh.seek(SPARSE_TAIL, os.SEEK_CUR)
+        fh.write(second + third)
+    r = _run_with_memory_cap(fleet.state, "history", "-o", "json")
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "damaged line(s) 2 skipped" in r.stderr
+    r = _run_with_memory_cap(fleet.state, "inject-fault", "cube:c07")
+    assert r.returncode == 0, r.stderr[-500:]
+    assert path.stat().st_size > SPARSE_TAIL  # committed history (damaged or not) is kept
+    history = fleet("history", "-o", "json")
+    assert [e["serial"] for e in history.json] == [1, 3, 4] and "damaged line(s) 2 skipped" in history.err
+
+
+def test_a_journal_line_longer_than_readers_take_is_refused(fleet, monkeypatch):
+    from tpufleet.state import journalfile
+
+    before = snapshot(fleet.state)
+    monkeypatch.setattr(journalfile, "MAX_LINE_BYTES", 200)
+    r = fleet("inject-fault", "cube:c03")
+    assert r.code == 2 and "journal line" in r.err and "nothing changed" in r.err
+    assert snapshot(fleet.state) == before

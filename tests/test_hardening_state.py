@@ -171,7 +171,7 @@ def test_scan_keeps_every_committed_entry():
     found = journal.scan(raw, 3)
     assert [e.serial for e in found.entries] == [1, 2, 3]
     assert found.damaged == [2, 4, 6]  # blank, serial 5 inside the history, and a damaged line after it
-    assert found.committed_end == raw.index(b"x\n") - 0 and found.kept_tail == b"x\n"
+    assert found.committed_end == raw.index(b"x\n") - 0 and found.wanted(raw)[found.committed_end :] == b"x\n"
 
 
 # ---- 2. short writes and operating-system errors --------------------------------------------------------------

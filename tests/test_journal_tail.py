@@ -4,12 +4,13 @@ entries as reading it whole, and the damaged lines among those read, numbered as
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tpufleet.state import Store, journal
+from tpufleet.state import Store, journal, journalfile
 
 GOOD, GARBAGE, BEYOND = "good", "garbage", "beyond"
 
@@ -44,7 +45,7 @@ def test_the_tail_is_the_end_of_the_whole_reading(tmp_path_factory, case, count,
     whole = journal.scan(raw, serial)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(journal, "_TAIL", block)
-        mp.setattr(journal, "_COUNT_CHUNK", chunk)
+        mp.setattr(journalfile, "PIECE", chunk)
         tail = _read_tail(path, serial, count)
     assert tail.entries == whole.entries[-count:]
     assert tail.damaged == whole.damaged[len(whole.damaged) - len(tail.damaged) :]  # the end of the same numbers
@@ -198,3 +199,33 @@ def test_a_line_copied_out_of_order_never_stops_reading_back_early(fleet, monkey
             whole = fleet(*args, "-o", "json")
         assert back.code == whole.code == 0 and back.json == whole.json, args
     assert fleet("diff", "5", "-o", "json").json["without_detail"] == []
+
+
+@given(
+    st.lists(st.one_of(st.binary(max_size=8).map(lambda b: b.replace(b"\r", b"\n")), st.integers(1, 9000)), max_size=8),
+    st.sampled_from([1, 3, 64, 1 << 23]),
+    st.sampled_from([2, 5, 100000]),
+)
+def test_lines_read_in_pieces_forward_and_back_are_the_lines_of_the_bytes(tmp_path_factory, parts, piece, limit):
+    """Written pieces and sparse holes (the integers): read in pieces, forward or back, the same lines as the
+    bytes in memory split give, a line longer than the limit without its bytes."""
+    path = tmp_path_factory.mktemp("j") / "journal.jsonl"
+    with path.open("wb") as fh:
+        for part in parts:
+            if isinstance(part, int):
+                fh.seek(part, os.SEEK_CUR)
+                fh.truncate()
+            else:
+                fh.write(part)
+    raw = path.read_bytes()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(journalfile, "PIECE", piece)
+        mp.setattr(journalfile, "MAX_LINE_BYTES", limit)
+        expected = list(journalfile.split(raw))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert list(journalfile.lines(fd, len(raw))) == expected
+            assert list(journalfile.lines_back(fd, len(raw)))[::-1] == expected
+            assert journalfile.newlines_before(fd, len(raw)) == raw.count(b"\n")
+        finally:
+            os.close(fd)

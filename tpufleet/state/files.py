@@ -20,7 +20,7 @@ import re
 import secrets
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tpufleet.errors import BadInput, Refused
@@ -320,7 +320,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes | Callable[[int], None]) -> None:
     """Write to a temp file in the same directory, fsync, rename over `path`, fsync the directory.
 
     For the state's own files. Readers see either the old file or the new one, never a mix; the file is created
@@ -348,8 +348,9 @@ def _discarded_on_error(tmp: str | Path, target: Path) -> Iterator[None]:
         raise
 
 
-def write_temp(path: Path, data: bytes) -> str:
-    """The first half of `atomic_write`: a durable temp file beside `path` holding `data`; its name."""
+def write_temp(path: Path, data: bytes | Callable[[int], None]) -> str:
+    """The first half of `atomic_write`: a durable temp file beside `path` holding `data` (or what `data` writes,
+    given the file's descriptor); its name."""
     remove_stale_temps(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
@@ -358,7 +359,10 @@ def write_temp(path: Path, data: bytes) -> str:
     with _discarded_on_error(tmp, path):
         try:
             _share(fd, SHARING.file_mode)
-            write_all(fd, data)
+            if callable(data):
+                data(fd)
+            else:
+                write_all(fd, data)
             reached("atomic_write.before_fsync")
             os.fsync(fd)
         finally:

@@ -23,24 +23,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 from tpufleet.jsontext import MAX_DEPTH, nested_deeper_than
-from tpufleet.state import records
+from tpufleet.state import journalfile, records
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
+from tpufleet.state.journalfile import MAX_LINE_BYTES, Line
 from tpufleet.state.lock import shown_command
 
 JOURNAL = "journal.jsonl"
 _TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial (and a tail's first block)
-_COUNT_CHUNK = 1 << 24  # bytes read at a time to number the lines before a tail
 
 __all__ = [
     "JOURNAL",
+    "MAX_LINE_BYTES",
     "MOVED_FAULTS",
     "JournalEntry",
     "append",
@@ -53,6 +54,7 @@ __all__ = [
     "rollback",
     "scan",
     "scan_back",
+    "scan_lines",
 ]
 
 
@@ -129,54 +131,69 @@ class Scan:
     )  # committed entries (serial <= the state's), in file order
     damaged: list[int] = field(default_factory=list)  # line numbers (from 1) of damaged or out-of-place lines
     committed_end: int = 0  # bytes up to the end of the last committed line (its newline counted, if missing)
-    kept_tail: bytes = b""  # damaged lines after it: kept by recovery
+    kept: list[tuple[int, int]] = field(default_factory=list)  # damaged lines after it (from, to): kept by recovery
     newline_missing: bool = False  # a torn last line that is committed history: recovery ends it
     beyond: list[int] = field(default_factory=list)  # serials of the entries after the committed range
+
+    def keep(self) -> list[tuple[int, int]]:
+        """The pieces of the journal `recover` leaves (of the bytes read, followed by the newline
+        `newline_missing` says it lacks), adjacent ones joined."""
+        out: list[tuple[int, int]] = []
+        for low, high in [(0, self.committed_end), *self.kept]:
+            if out and out[-1][1] == low:
+                out[-1] = (out[-1][0], high)
+            elif high > low:
+                out.append((low, high))
+        return out
 
     def wanted(self, raw: bytes) -> bytes:
         """The journal `recover` leaves of `raw` (the bytes this scan read)."""
         whole = raw + b"\n" if self.newline_missing else raw
-        return whole[: self.committed_end] + self.kept_tail
+        return b"".join(whole[low:high] for low, high in self.keep())
 
 
 def scan(raw: bytes, serial: int) -> Scan:
+    """`scan_lines` of the journal's bytes."""
+    return scan_lines(journalfile.split(raw), serial)
+
+
+def scan_lines(lines: Iterable[Line], serial: int) -> Scan:
     """Read every line: the committed entries, the damaged lines, and what recovery may drop.
 
     The committed range ends with the last line whose serial is at most `serial`. Inside it, a line that is not
     an entry, or whose serial is beyond `serial`, is damage (reported, kept, skipped). After it, entries beyond
     `serial` are uncommitted and a last piece without a newline is a torn write: both are silently ignored, and
     dropped by `recover`; a damaged line there is reported and kept. A last piece without a newline after good
-    lines that stop short of `serial` is a committed line, read as one (`Scan.newline_missing`).
+    lines that stop short of `serial` is a committed line, read as one (`Scan.newline_missing`). A line longer
+    than any commit writes is damaged (its bytes are not read into memory).
     """
-    lines = raw.split(b"\n")
-    torn = lines.pop()  # what follows the last newline: b"" or a torn write
-    parsed = [_parse(line) for line in lines]
-    last = _last_committed(parsed, serial)
+    read = [(line.start, line.end, line.newline, _parse_line(line)) for line in lines]
+    torn = read.pop() if read and not read[-1][2] else None
+    last = _last_committed([entry for *_, entry in read], serial)
     out = Scan()
-    reached_serial = parsed[last] if last >= 0 else None
+    reached_serial = read[last][3] if last >= 0 else None
     # (no good line at all: a journal emptied or rotated, then a crash in an append; nothing says it was committed)
-    if torn and reached_serial is not None and reached_serial.serial < serial:
-        lines.append(torn)  # the good lines stop short of the state's serial: the torn line was committed
-        parsed.append(_parse(torn))
-        last = _last_committed(parsed, serial)
+    if torn is not None and reached_serial is not None and reached_serial.serial < serial:
+        read.append((torn[0], torn[1] + 1, True, torn[3]))  # good lines stop short of the state's: it was committed
+        last = _last_committed([entry for *_, entry in read], serial)
         out.newline_missing = True
-    pos = 0
-    tail: list[bytes] = []
-    for i, (line, entry) in enumerate(zip(lines, parsed, strict=True)):
-        pos += len(line) + 1
+    for i, (start, end, _, entry) in enumerate(read):
         if i <= last:
             if entry is not None and entry.serial <= serial:
                 out.entries.append(entry)
             else:
                 out.damaged.append(i + 1)
-            out.committed_end = pos
+            out.committed_end = end
         elif entry is None:  # (an entry after the last committed one is beyond the state: recovery drops it)
             out.damaged.append(i + 1)
-            tail.append(line + b"\n")
+            out.kept.append((start, end))
         else:
             out.beyond.append(entry.serial)
-    out.kept_tail = b"".join(tail)
     return out
+
+
+def _parse_line(line: Line) -> JournalEntry | None:
+    return None if line.text is None else _parse(line.text)
 
 
 def _last_committed(parsed: list[JournalEntry | None], serial: int) -> int:
@@ -188,41 +205,27 @@ def _last_committed(parsed: list[JournalEntry | None], serial: int) -> int:
     return -1
 
 
-def _read(path: Path) -> bytes | None:
+@contextlib.contextmanager
+def _opened(path: Path, flags: int, action: str) -> Iterator[tuple[int, int] | None]:
+    """The journal's descriptor and size (None when there is none); an OS error names it."""
     try:
-        fd = open_state_file(path, os.O_RDONLY)
+        fd = open_state_file(path, flags)
     except FileNotFoundError:
-        return None
+        yield None
+        return
     except OSError as exc:
-        raise io_error("read", path, exc) from None
-    return _read_fd(fd, path)
-
-
-def _read_fd(fd: int, path: Path) -> bytes:
+        raise io_error(action, path, exc) from None
     try:
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
+        yield fd, os.fstat(fd).st_size
     except OSError as exc:
-        raise io_error("read", path, exc) from None
+        raise io_error(action, path, exc) from None
     finally:
         os.close(fd)
 
 
-def _pread_all(fd: int, size: int, offset: int = 0) -> bytes:
-    """`size` bytes from `offset` (fewer at the file's end)."""
-    chunks, pos = [], 0
-    while pos < size:
-        chunk = os.pread(fd, size - pos, offset + pos)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        pos += len(chunk)
-    return b"".join(chunks)
-
-
 def read_scan(path: Path, serial: int) -> Scan:
-    raw = _read(path)
-    return Scan() if raw is None else scan(raw, serial)
+    with _opened(path, os.O_RDONLY, "read") as opened:
+        return Scan() if opened is None else scan_lines(journalfile.lines(*opened), serial)
 
 
 Enough = Callable[[list[JournalEntry]], bool]  # whether the committed entries read so far (file order) suffice
@@ -235,7 +238,10 @@ def scan_back(raw: bytes, serial: int, enough: Enough, whole: bool) -> Scan | No
     Scanning a suffix holding the last committed entry reads its lines exactly as scanning the whole journal does
     (see `scan`); `damaged` is numbered from the suffix's first line.
     """
-    found = scan(raw, serial)
+    return _enough(scan(raw, serial), enough, whole)
+
+
+def _enough(found: Scan, enough: Enough, whole: bool) -> Scan | None:
     if not whole and not (found.entries and enough(found.entries)):
         return None
     return found
@@ -259,43 +265,24 @@ def read_back(path: Path, serial: int, enough: Enough) -> Scan:
     read whole), so that the latest changes of years of history cost what they show. `damaged` names the damaged
     lines among those read only, numbered from the journal's first line. Nothing is written (the `committed_end`
     is not the file's)."""
-    try:
-        fd = open_state_file(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return Scan()
-    except OSError as exc:
-        raise io_error("read", path, exc) from None
-    try:
-        size = os.fstat(fd).st_size
+    with _opened(path, os.O_RDONLY, "read") as opened:
+        if opened is None:
+            return Scan()
+        fd, size = opened
+        read: list[Line] = []
         block = _TAIL
-        while True:
-            start = max(0, size - block)
-            raw = _pread_all(fd, size - start, start)
-            if start > 0:  # the line the block begins inside is read with a larger block
-                cut = raw.find(b"\n")
-                start, raw = (size, b"") if cut < 0 else (start + cut + 1, raw[cut + 1 :])
-            found = scan_back(raw, serial, enough, whole=start == 0)
-            if found is not None:
-                if found.damaged and start > 0:
-                    before = _newlines_before(fd, start)
-                    found.damaged = [n + before for n in found.damaged]
-                return found
-            block *= 2
-    except OSError as exc:
-        raise io_error("read", path, exc) from None
-    finally:
-        os.close(fd)
-
-
-def _newlines_before(fd: int, end: int) -> int:
-    count, pos = 0, 0
-    while pos < end:
-        chunk = os.pread(fd, min(_COUNT_CHUNK, end - pos), pos)
-        if not chunk:
-            break
-        count += chunk.count(b"\n")
-        pos += len(chunk)
-    return count
+        for line in journalfile.lines_back(fd, size):
+            if line.start < size - block:  # the lines read are the last `block` bytes' whole lines: enough?
+                found = _enough(scan_lines(reversed(read), serial), enough, whole=False) if read else None
+                if found is not None:
+                    if found.damaged:
+                        before = journalfile.newlines_before(fd, read[-1].start)
+                        found.damaged = [n + before for n in found.damaged]
+                    return found
+                while line.start < size - block:
+                    block *= 2
+            read.append(line)
+        return scan_lines(reversed(read), serial)
 
 
 def read(path: Path, serial: int) -> list[JournalEntry]:
@@ -314,49 +301,37 @@ def recover(path: Path, serial: int, replacing: bool = False) -> None:
     `replacing`: the journal is about to be replaced by another history (`state pull`), so more entries beyond
     `serial` than a crash leaves are dropped too (an earlier pull killed between its journal and its state).
 
-    Call under the lock. Lines inside the committed range are never removed, damaged or not (see `scan`).
+    Call under the lock. Lines inside the committed range are never removed, damaged or not (see `scan`). The
+    journal is read in bounded pieces (see journalfile.py): a tail of gigabytes of NULs is a torn line.
     """
-    try:
-        fd = open_state_file(path, os.O_RDWR)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise io_error("write", path, exc) from None
-    rewrite: bytes | None = None
-    try:
-        try:
-            size = os.fstat(fd).st_size
-            start = max(0, size - _TAIL)
-            tail = os.pread(fd, size - start, start)
-        except OSError as exc:
-            raise io_error("read", path, exc) from None
-        if not tail:
+    with _opened(path, os.O_RDWR, "write") as opened:
+        if opened is None:
             return
-        if tail.endswith(b"\n"):
-            before = tail[:-1]
-            cut = before.rfind(b"\n")
-            if cut >= 0 or start == 0:
-                entry = _parse(before[cut + 1 :])
-                if entry is not None and entry.serial <= serial:
-                    return  # the common case: the journal ends with a committed line
-        try:
-            raw = _pread_all(fd, size)
-        except OSError as exc:
-            raise io_error("read", path, exc) from None
-        found = scan(raw, serial)
+        fd, size = opened
+        if size == 0 or _ends_committed(fd, size, serial):
+            return  # the common case: the journal ends with a committed line
+        found = scan_lines(journalfile.lines(fd, size), serial)
         if not replacing:  # (a pull replaces the whole history with the source's, once this one is its start)
             _refuse_lost_history(path, serial, found.beyond)
-        wanted = found.wanted(raw)
-        if wanted == raw:
-            return  # nothing to drop
-        if not wanted.startswith(raw) and not raw.startswith(wanted):
-            rewrite = wanted  # damaged lines kept after the committed ones, entries between them dropped
+        keep = found.keep()
+        if len(keep) > 1:  # damaged lines kept after the committed ones, entries between them dropped
+            atomic_write(path, journalfile.copier(fd, size, keep))
         else:
-            _resize(fd, path, raw, wanted)
-    finally:
-        os.close(fd)
-    if rewrite is not None:
-        atomic_write(path, rewrite)
+            _resize(fd, path, size, keep[0][1] if keep else 0)
+
+
+def _ends_committed(fd: int, size: int, serial: int) -> bool:
+    """Whether the journal's last line, read from its last `_TAIL` bytes, is a committed entry."""
+    start = max(0, size - _TAIL)
+    tail = os.pread(fd, size - start, start)
+    if not tail.endswith(b"\n"):
+        return False
+    before = tail[:-1]
+    cut = before.rfind(b"\n")
+    if cut < 0 and start > 0:
+        return False
+    entry = _parse(before[cut + 1 :])
+    return entry is not None and entry.serial <= serial
 
 
 def _refuse_lost_history(path: Path, serial: int, beyond: list[int]) -> None:
@@ -374,13 +349,16 @@ def _refuse_lost_history(path: Path, serial: int, beyond: list[int]) -> None:
         )
 
 
-def _resize(fd: int, path: Path, raw: bytes, wanted: bytes) -> None:
-    """Cut the journal to `wanted`, or end its committed torn line with the newline it lacks."""
+def _resize(fd: int, path: Path, size: int, wanted: int) -> None:
+    """Cut the journal to `wanted` bytes, or end its committed torn line with the newline it lacks (`wanted` is
+    `size` + 1)."""
+    if wanted == size:
+        return  # nothing to drop
     try:
-        if len(wanted) < len(raw):
-            os.ftruncate(fd, len(wanted))
+        if wanted < size:
+            os.ftruncate(fd, wanted)
         else:
-            os.pwrite(fd, wanted[len(raw) :], len(raw))
+            os.pwrite(fd, b"\n", size)
         os.fsync(fd)
     except OSError as exc:
         raise io_error("write", path, exc) from None

@@ -27,7 +27,7 @@ from tpufleet.fleetstate import Change, FleetState, RouteRecord
 from tpufleet.journalentry import JournalEntry, fault_numbers_used
 from tpufleet.jsontext import dumps_indented
 from tpufleet.model import Fleet
-from tpufleet.state import codec, dburl, inputfiles, records
+from tpufleet.state import codec, dburl, inputfiles, journal, journalfile, records
 from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
@@ -153,6 +153,16 @@ def _encoded(doc: dict[str, Any], file: str) -> bytes:
     except ValueError:
         unsaveable(lambda: inputfiles.check_finite(doc, file))
         raise
+
+
+def _check_journal_line(entry: JournalEntry) -> None:
+    """Refuse a journal line longer than readers take for a line (they read a longer one as damage)."""
+    size = len(journal.encode(entry))
+    if size > journalfile.MAX_LINE_BYTES:
+        raise BadInput(
+            f"refused: this change's journal line would be {size} bytes, over the {journalfile.MAX_LINE_BYTES}-byte "
+            "limit of a journal line; nothing changed"
+        )
 
 
 def unsaveable(check: Callable[[], T]) -> T:
@@ -400,4 +410,5 @@ class Store:
             delta=delta(before, doc),
             moved_faults=(*retired, *(records.fault_doc(f) for f in moved)),
         )
+        _check_journal_line(entry)
         writer.commit(entry, data)
