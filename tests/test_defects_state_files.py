@@ -204,3 +204,24 @@ def test_a_journal_line_longer_than_readers_take_is_refused(fleet, monkeypatch):
     r = fleet("inject-fault", "cube:c03")
     assert r.code == 2 and "journal line" in r.err and "nothing changed" in r.err
     assert snapshot(fleet.state) == before
+
+
+def test_a_huge_sparse_lock_note_is_not_read_whole_when_the_lock_is_busy(fleet):
+    """The note of who holds the lock was read whole by a command timing out on it: exit 70 (MemoryError)."""
+    from tpufleet.state.lock import exclusive
+
+    with exclusive(fleet.state, 1, "tpufleet allocate"):
+        os.truncate(fleet.state / ".lock.info", 20 << 30)
+        r = _run_with_memory_cap(fleet.state, "--lock-timeout", "1", "inject-fault", "cube:c07")
+    assert r.returncode == 3, r.stderr[-500:]
+    assert "an unknown process" in r.stderr
+
+
+def test_the_lock_note_keeps_the_start_of_a_long_command_line(fleet):
+    from tpufleet.state.lock import exclusive
+
+    with exclusive(fleet.state, 1, "tpufleet import slices " + "x" * 500_000):
+        note = (fleet.state / ".lock.info").read_bytes()
+        r = fleet("--lock-timeout", "0", "inject-fault", "cube:c07")
+    assert len(note) < 4096
+    assert r.code == 3 and "tpufleet import slices xxx" in r.err

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from filelock import BaseFileLock
 
 LOCK, LOCK_INFO = ".lock", ".lock.info"
+MAX_INFO_BYTES = 65536  # of `.lock.info`: far more than a note holds (its command is cut to _INFO_COMMAND characters)
+_INFO_COMMAND = 1024  # characters of the holder's command the note keeps (200 are shown)
 WAIT_NOTICE_AFTER = 1.0  # seconds: a lock released sooner is not worth a line
 
 
@@ -48,7 +50,10 @@ def _holder(info_path: Path) -> str:
     try:
         fd = open_state_file(info_path, os.O_RDONLY)
         with os.fdopen(fd, "rb") as fh:
-            info = json.loads(fh.read())
+            note = fh.read(MAX_INFO_BYTES + 1)  # a huge or sparse note planted there is not read whole
+        if len(note) > MAX_INFO_BYTES:
+            return "an unknown process"
+        info = json.loads(note)
         # the holder's command line is another user's text: escaped, and cut short; its passwords hidden, as this
         # tpufleet records them (another writer's, an older tpufleet's, may hold one)
         command = bounded(shown_command(str(info["command"])), 200)
@@ -76,7 +81,7 @@ def _write_info(info_path: Path, command: str) -> None:
     """Note who holds the lock. Only informative: an operating-system error here does not stop the command
     (the journal and state writes that follow report a full or read-only disk themselves); a symlink does."""
     started = time.strftime(STAMP_FORMAT, time.gmtime())
-    payload = json.dumps({"pid": os.getpid(), "command": command, "started": started}).encode()
+    payload = json.dumps({"pid": os.getpid(), "command": command[:_INFO_COMMAND], "started": started}).encode()
     try:
         fd = open_state_file(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     except OSError:
