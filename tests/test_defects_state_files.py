@@ -225,3 +225,26 @@ def test_the_lock_note_keeps_the_start_of_a_long_command_line(fleet):
         r = fleet("--lock-timeout", "0", "inject-fault", "cube:c07")
     assert len(note) < 4096
     assert r.code == 3 and "tpufleet import slices xxx" in r.err
+
+
+NO_DATABASE = "postgresql://nobody@127.0.0.1:1/fleet"  # refused at once: nothing listens on port 1
+
+
+def test_state_push_recovers_a_huge_sparse_journal_tail_before_reading_the_journal(fleet):
+    """`state push` read the directory's journal whole before its recovery: exit 70 (MemoryError)."""
+    path = fleet.state / "journal.jsonl"
+    committed = path.read_bytes()
+    os.truncate(path, len(committed) + SPARSE_TAIL)
+    r = _run_with_memory_cap(fleet.state, "state", "push", str(fleet.state), NO_DATABASE)
+    assert r.returncode == 1 and "127.0.0.1" in r.stderr, r.stderr[-500:]
+    assert path.read_bytes() == committed
+
+
+def test_state_push_refuses_a_journal_line_of_gigabytes(fleet):
+    path = fleet.state / "journal.jsonl"
+    with path.open("r+b") as fh:
+        fh.seek(SPARSE_TAIL, os.SEEK_END)
+        fh.write(b"x\n")
+    r = _run_with_memory_cap(fleet.state, "state", "push", str(fleet.state), NO_DATABASE)
+    assert r.returncode == 2, r.stderr[-500:]
+    assert r.stderr.count("\n") == 1 and f"{path}: line 2 is longer than" in r.stderr

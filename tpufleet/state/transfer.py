@@ -14,14 +14,23 @@ journal without a state file, which the next pull completes (it is the start of 
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpufleet.errors import Refused
-from tpufleet.state import journal
+from tpufleet.errors import BadInput, Refused
+from tpufleet.state import journal, journalfile
 from tpufleet.state.filebackend import DirectoryBackend, DirectoryWriter
-from tpufleet.state.files import atomic_write, install, io_error, read_state_file, sync_parent, write_temp
+from tpufleet.state.files import (
+    atomic_write,
+    install,
+    io_error,
+    open_state_file,
+    read_state_file,
+    sync_parent,
+    write_temp,
+)
 from tpufleet.state.pgbackend import SCHEMA_VERSION, PostgresBackend, state_row_mismatch
 from tpufleet.state.store import checked_state
 
@@ -98,10 +107,16 @@ def _directory_fleet(writer: DirectoryWriter, replacing_with: list[bytes] | None
         return None
     raw = writer.read_state()
     doc = checked_state(raw, backend.state_label)
-    held = _lines(_journal_bytes(backend))
+    held = _journal_lines(backend) if replacing_with is not None else []
     writer.recover(doc["serial"], replacing=replacing_with is not None and replacing_with[: len(held)] == held)
     writer.install_interrupted_tables(_index(doc))
-    lines = _lines(_journal_bytes(backend))
+    read = _journal_lines(backend)
+    lines = [line for line in read if line is not None]
+    if len(lines) < len(read):  # (a hole or a run of NULs gigabytes long: no line a commit writes, nothing to move)
+        raise BadInput(
+            f"{backend.journal_path}: line {read.index(None) + 1} is longer than the "
+            f"{journal.MAX_LINE_BYTES}-byte limit of a journal line (damaged); nothing was moved"
+        )
     tables, missing = {}, {}
     for name in doc.get("routes", {}):
         path = backend.table_place(name)
@@ -227,7 +242,7 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         target = _directory_fleet(writer, source.lines)
         # A journal without a state file that is the start of the source's is this history (a pull into a new
         # directory killed between its journal and its state leaves one): the pull completes it, losing nothing.
-        stateless = _lines(_journal_bytes(directory)) if target is None else []
+        stateless = _journal_lines(directory) if target is None else []
         if stateless != source.lines[: len(stateless)]:
             raise Refused(
                 f"{directory.where} holds a journal but no state file, and its journal is not the start of "
@@ -241,13 +256,22 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
     return _result(db.where, directory.where, source, changed)
 
 
-def _journal_bytes(backend: DirectoryBackend) -> bytes:
+def _journal_lines(backend: DirectoryBackend) -> list[bytes | None]:
+    """The journal's lines (a torn last line left out), read in bounded pieces: None for a line longer than any
+    commit writes (never read into memory)."""
+    path = backend.journal_path
     try:
-        return read_state_file(backend.journal_path)
+        fd = open_state_file(path, os.O_RDONLY)
     except FileNotFoundError:
-        return b""
+        return []
     except OSError as exc:
-        raise io_error("read", backend.journal_path, exc) from None
+        raise io_error("read", path, exc) from None
+    try:
+        return [line.text for line in journalfile.lines(fd, os.fstat(fd).st_size) if line.newline]
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
+    finally:
+        os.close(fd)
 
 
 def _write_directory(writer: DirectoryWriter, source: Fleet, target: Fleet | None) -> None:
