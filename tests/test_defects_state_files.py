@@ -248,3 +248,14 @@ def test_state_push_refuses_a_journal_line_of_gigabytes(fleet):
     r = _run_with_memory_cap(fleet.state, "state", "push", str(fleet.state), NO_DATABASE)
     assert r.returncode == 2, r.stderr[-500:]
     assert r.stderr.count("\n") == 1 and f"{path}: line 2 is longer than" in r.stderr
+
+
+def test_state_push_refuses_a_tables_file_larger_than_any_unread(fleet):
+    """`state push` read a routing-tables file whole, whatever its size: exit 70 (MemoryError) on a sparse one."""
+    for step in (("allocate", "s", "--shape", "4x4x4"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
+        assert fleet(*step).code == 0, step
+    path = fleet.state / "routes" / "s.npz"
+    os.truncate(path, 8 << 30)
+    r = _run_with_memory_cap(fleet.state, "state", "push", str(fleet.state), NO_DATABASE)
+    assert r.returncode == 2, r.stderr[-500:]
+    assert r.stderr.count("\n") == 1 and str(path) in r.stderr and "larger than any tables file" in r.stderr

@@ -81,6 +81,12 @@ def _largest_member(meta: dict[str, Any]) -> int:
     return 2 * chips * chips + 64 * chips + 4096
 
 
+def max_file_bytes() -> int:
+    """The most bytes a tables file may hold: its four members at most, each no larger than the largest slice's
+    (`_largest_member`). A larger file (a sparse one planted there, say) is refused unread."""
+    return 4 * _largest_member({})
+
+
 def _meta(zf: zipfile.ZipFile, file: str) -> dict[str, Any]:
     from tpufleet.jsontext import parse_json
 

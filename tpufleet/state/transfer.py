@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.state import journal, journalfile
 from tpufleet.state.filebackend import DirectoryBackend, DirectoryWriter
 from tpufleet.state.files import (
@@ -121,12 +121,25 @@ def _directory_fleet(writer: DirectoryWriter, replacing_with: list[bytes] | None
     for name in doc.get("routes", {}):
         path = backend.table_place(name)
         try:
-            tables[name] = read_state_file(path)
+            tables[name] = _tables_file(path)
         except FileNotFoundError:
             missing[name] = str(path)  # indexed but missing: nothing to move, nothing to delete (_keeps_tables)
         except OSError as exc:
             raise io_error("read", path, exc) from None
     return Fleet(raw, doc["serial"], lines, tables, _index(doc), missing)
+
+
+def _tables_file(path: Path) -> bytes:
+    """A tables file's bytes, refused (BadStateFile) when larger than any tables file can be: a huge or sparse file
+    planted there is not read into memory."""
+    from tpufleet.state.routetables import max_file_bytes
+
+    limit = max_file_bytes()
+    size = path.lstat().st_size
+    data = read_state_file(path, limit) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise BadStateFile(str(path), "", max(size, len(data)), f"larger than any tables file ({limit:,} bytes)")
+    return data
 
 
 def _database_fleet(db: PostgresBackend) -> Fleet | None:
