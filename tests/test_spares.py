@@ -323,6 +323,27 @@ def test_an_evicted_slice_needs_no_spares(fleet):
     assert named["slices"] == ["b"] and named["spares"] is None  # asked for by name: judged as before
 
 
+def test_an_evicted_slice_named_counts_the_cubes_of_its_reserved_move(fleet):
+    """Named, an evicted slice runs next on its reserved move (c08 for the failed c03), not on its old cubes: the
+    move's cube is no spare to hold back, and the broken one is not one of its own."""
+    cubes = ",".join(f"c{i:02d}" for i in range(8))
+    assert fleet("allocate", "a", "--shape", "8x8x8", "--cubes", cubes).code == 0
+    assert fleet("inject-fault", "host:c03/5").code == 0
+    (moved,) = fleet("show", "slices", "-o", "json").json
+    assert moved["state"] == "evicted" and sorted(moved["proposal"]["cubes"]) == [
+        *cubes.replace("c03,", "").split(","),
+        "c08",
+    ]
+    pod = fleet("plan-spares", "--slices", "a", "-o", "json").json["pods"][0]
+    p = spares.cube_healthy(TPU_V4_RATES, 7.0, up_now=True)
+    expected = [float(binom.sf(7, 8 + s, p)) for s in range(8)]  # 8 healthy cubes of its move, s spares
+    want = next(s for s, v in enumerate(expected) if v >= 0.95)
+    assert (pod["needed_cubes"], pod["free_healthy_cubes"]) == (8, 55)
+    assert pod["spares"] == want == 3
+    assert pod["probability"] == pytest.approx(expected[want], rel=1e-12)
+    assert pod["hold_back"] == ["c09", "c10", "c11"]
+
+
 @pytest.mark.parametrize("command", ["plan-spares", "capacity"])
 def test_a_confidence_next_to_1_is_shown_as_given(fleet, command):
     assert fleet("allocate", "a", "--shape", "4x4x4").code == 0

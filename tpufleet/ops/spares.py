@@ -116,10 +116,18 @@ def plan(
     pods = [p for p in state.fleet.pods if pod_name in (None, p.name)]
     context = _Context(state, _history(state), _down_now(state), state.machine_usage())
     rows = [
-        _pod_plan(context, pod, [s for s in chosen if s.pod == pod.name], choice, confidence, horizon_days)
+        _pod_plan(context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days)
         for pod in pods
     ]
     return Outcome({"confidence": confidence, "horizon_days": horizon_days, "model": MODEL, "pods": rows})
+
+
+def _runs_on(sl: Slice) -> tuple[str, tuple[str, ...]]:
+    """The pod and cubes the slice is to run on: an evicted slice's reserved move (it runs on none of its old
+    cubes, and the move's cubes, held for it, stand in for the broken one), else its own."""
+    if sl.state is SliceState.EVICTED and sl.proposal is not None:
+        return sl.proposal.pod, sl.proposal.cubes
+    return sl.pod, sl.cubes
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,7 @@ def _pod_plan(
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
     clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, up_now=True)
     odds = _odds(ctx, pod, rates, hosts, horizon)
-    own = list(dict.fromkeys(c for s in slices for c in s.cubes))  # sub-cube slices sharing a cube count it once
+    own = list(dict.fromkeys(c for s in slices for c in _runs_on(s)[1]))  # sub-cube slices sharing a cube: once
     position = {c: i for i, c in enumerate(pod.cubes)}
     # a cube up now is free however small its odds (they underflow to 0 over a long horizon): only down is not
     free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in ctx.down]
