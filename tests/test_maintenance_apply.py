@@ -420,7 +420,19 @@ def test_the_imported_drains_plan_leaves_them_to_the_reservation(running, tmp_pa
     assert _open_faults(running) == {"cube:c40", "cube:c99"}
     assert running("clear-fault", "cube:c99").code == 0  # done by hand meanwhile: the plan's drain is gone
     line = one_line(running("apply-maintenance", tmp_path / "drains.json", "--wave", "2"), 1)
-    assert "the drain of cube:c99 was cleared" in line
+    assert "the drain f2 of cube:c99 was cleared" in line
+
+
+def test_a_drain_replaced_by_another_on_its_cube_is_named_cleared(running, tmp_path):
+    """The plan saw drain f1 on c40: cleared and another opened there, the stale plan says f1 is gone (checking
+    only that some drain was open, it named the new fault alone)."""
+    assert running("plan-maintenance", "--out", tmp_path / "drains.json").code == 0
+    assert running("clear-fault", "cube:c40").code == 0
+    assert running("inject-fault", "cube:c40", "--planned", "--reason", "x", "-o", "json").json["fault_id"] == "f3"
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", tmp_path / "drains.json", "--wave", "1"), 1)
+    assert "stale plan" in line and "the drain f1 of cube:c40 was cleared" in line
+    assert snapshot(running.state) == before
 
 
 def _future(cube: str, day: str) -> dict[str, str]:

@@ -316,7 +316,18 @@ def changed_since(state: FleetState, saved: SavedMaintenancePlan, wave: SavedWav
         pod = target.pod if isinstance(target, OcsId) else state.fleet.pod_of(target.cube).name
         if serial > saved.serial and serial not in own and pod in pods:
             why.append(f"fault {fault.id} on {target} opened at serial {serial} in {pod}")
-    why += [f"the drain of {t} was cleared" for t in wave.already_drained if state.open_fault_on(CubeId(t[5:])) is None]
+    return why + _drains_cleared(state, wave)
+
+
+def _drains_cleared(state: FleetState, wave: SavedWave) -> list[str]:
+    """The drains the plan found open (by id: another opened on the cube since is not the one the plan saw) that
+    are no longer open."""
+    why = []
+    for n in wave.notices:
+        if n.target in wave.already_drained and n.fault_id is not None:
+            now = state.open_fault_on(CubeId(n.cube))
+            if now is None or now.id != n.fault_id:
+                why.append(f"the drain {n.fault_id} of {n.target} was cleared")
     return why
 
 
