@@ -81,3 +81,26 @@ def test_a_block_held_for_a_repair_past_the_end_is_allocated_to_the_end(tmp_path
     assert summary["rg"] == fleet["rg"] < 5 / 24
     recovery = fleet["badput_chip_s"]["infrastructure_recovery_from_disruption"]
     assert recovery == pytest.approx(512 * 18.95 * HOUR, rel=1e-6)
+
+
+def test_a_fault_at_the_instant_a_step_starts_is_followed_by_infrastructure_recovery(tmp_path):
+    """The fault at 5.0 h falls on a step boundary: the log has the step's start and the failure at one instant.
+    The failure interrupts that step, so the 19 hours the job then waits on its block are infrastructure
+    recovery (not "other"), whichever reader decodes the log."""
+    from tpufleet.goodput import columnar, fastread
+    from tpufleet.ops.goodput import build
+    from tpufleet.simulation.log import jsonl
+
+    sim = one_job_hit("static", repair_hours=100.0, fault_hour=5.0)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(jsonl(sim.log.entries))
+    modes = {"standard": (None, None), "msgspec": (fastread._DECODER, None)}
+    if columnar.available():
+        modes["arrow"] = (None, getattr(columnar, "pa"))  # noqa: B009 - PyArrow as columnar imported it
+    for mode, (decoder, arrow) in modes.items():
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fastread, "_DECODER", decoder)
+            mp.setattr(columnar, "pa", arrow)
+            badput = build([path])["fleet"]["badput_chip_s"]
+        assert badput["infrastructure_recovery_from_disruption"] == pytest.approx(512 * 19 * HOUR), mode
+        assert badput["other"] == 0.0, mode

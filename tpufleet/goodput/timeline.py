@@ -21,7 +21,8 @@ all-allocated time by construction. Rules:
 * program start-up is the ``compile_*`` time, or, when a job records none, the excess of the first step of each
   run over the mean of that run's other complete productive steps (as ml-goodput-measurement does), both net of
   the time other labels take inside the steps;
-* infrastructure recovery runs from an explicit disruption to the next sign of life (restart, init, step, ...);
+* infrastructure recovery runs from an explicit disruption to the next sign of life (restart, init, step, ...); a
+  step starting at the disruption's instant is the step it interrupts, not a sign of life;
 * an account of part of the log (``since``/``until``) is the whole timeline, labelled from every event of the log,
   cut to the part: a job running when the part opens is charged from there in the state it was in, and PG counts
   the run's productive steps in the share of its productive time the part holds (as the rolling windows do).
@@ -94,13 +95,14 @@ PAIRS = {
     "elastic_scale_up": ("elastic_scale_up_start", "elastic_scale_up_end"),
     "elastic_reinitialization": ("elastic_reinit_start", "elastic_reinit_end"),
 }
+# signs of life after an explicit disruption; a step is one only when it starts after the disruption's instant: a
+# step starting at that instant is the step the disruption interrupts (it ends there), not the job back at work
 RESUME = (
     "job_start",
     "tpu_init_start",
     "training_prep_start",
     "compile_start",
     "restore_start",
-    "step_start",
     "elastic_reinit_start",
     "job_end",
 )
@@ -310,7 +312,8 @@ def account(
             intervals["program_startup"].append((np.array([s0]), np.array([e0])))
     if len(explicit):
         resume = np.sort(np.concatenate([ev.at(n) for n in RESUME]))
-        back = np.minimum(first_after(resume, explicit, inclusive=True), end)
+        back = np.minimum(first_after(resume, explicit, inclusive=True), first_after(ev.at("step_start"), explicit))
+        back = np.minimum(back, end)
         intervals["infrastructure_recovery_from_disruption"].append((explicit, back))
     if len(inf_d):
         intervals["infrastructure_recovery_from_disruption"].append((inf_d, np.minimum(inf_r, end)))
