@@ -267,6 +267,20 @@ def test_a_point_given_twice_is_refused_before_any_run(cli, tmp_path, axes, fiel
     assert not out.exists()
 
 
+@pytest.mark.parametrize("names", ["[one-large-job.yaml, ./one-large-job.yaml]", "[one-large-job.yaml, copy.yaml]"])
+def test_one_workload_file_named_two_ways_is_one_point(cli, tmp_path, names):
+    """A point's key held the file's name beside its contents: one file named two ways ran twice as two points."""
+    workload = (Path(__file__).resolve().parents[1] / "fixtures/sweeps/one-large-job.yaml").read_text()
+    write(tmp_path, workload, "one-large-job.yaml")
+    write(tmp_path, workload, "copy.yaml")
+    text = f"schema_version: 1\nsimulation: fleet\nfixed: {{days: 0.1}}\ngrid: {{workload: {names}}}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2 and "spec.yaml: field grid:" in one_line(r.err)
+    assert "points 0 and 1 are the same (give more seeds instead)" in r.err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("generation", ["tpu7x", "tpu-v5p"])
 def test_a_static_figure_of_pods_without_a_static_twin_is_refused_before_any_run(cli, tmp_path, generation):
     """A static pod is a 4x4x4 grid of cubes: an availability sweep of larger pods gives no static figure, so

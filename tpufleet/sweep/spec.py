@@ -285,9 +285,11 @@ def point_key(
 ) -> str:
     """A name for the point's work: equal keys mean equal results (parameters, input contents, seeds and `code`,
     the version of the code and shipped inputs that run it). A whole float counts as the int (``days: 1`` and
-    ``days: 1.0`` are one point), as every run takes it."""
-    used = {params[p]: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
-    text = json.dumps([simulation, _plain(params), used, seeds, code], sort_keys=True, separators=(",", ":"))
+    ``days: 1.0`` are one point), as every run takes it; an input file counts by its contents, not the name it is
+    given by (``a.yaml`` and ``./a.yaml`` are one point, as are two copies of one file)."""
+    used = {p: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
+    named = {p: v for p, v in params.items() if p not in used}  # the other parameters, no file names
+    text = json.dumps([simulation, _plain(named), used, seeds, code], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
