@@ -185,3 +185,21 @@ def test_a_blank_size_mix_shape_is_bad_input(cli, tmp_path, name):
     r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
     assert r.code == 2 and "spec.yaml: field grid: point 0: bad size_mix shape" in one_line(r.err)
     assert "give an allocatable shape, optionally 'twisted'" in r.err and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["simulate-fleet", "--days", "1", "--workload", "{missing}"], "no such workload file"),
+        (["simulate-fleet", "--days", "1", "--fault-rates", "{missing}"], "no such fault-rate file"),
+        (["inject-fault", "--from", "{missing}"], "no such fault scenario file"),
+        (["goodput-report", "{missing}"], "no such goodput log"),
+        (["sweep", "{missing}", "--out", "{out}", "--serial"], "no such sweep spec"),
+    ],
+)
+def test_a_missing_input_file_is_named_without_a_value(fleet, tmp_path, args, what):
+    """A missing file said "... no such workload file (value None)", as if a field held null."""
+    missing = tmp_path / "late.yaml"
+    argv = [a.format(missing=missing, out=tmp_path) for a in args]
+    r = fleet(*argv)
+    assert r.code == 2 and one_line(r.err).endswith(f"{missing}: field <root>: cannot be read: {what}"), r.err

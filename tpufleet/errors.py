@@ -63,12 +63,20 @@ class BadInput(TpufleetError):
     exit_code = EXIT_BAD_INPUT
 
 
+# the value of a problem with the file itself (missing, unreadable): there is no value to show, and "(value None)"
+# would read as a field holding null
+NO_VALUE = object()
+
+
 class BadStateFile(BadInput):
-    """A state or input file failed validation; names the file, the field path and the value."""
+    """A state or input file failed validation; names the file, the field path and the value (none with
+    NO_VALUE: the file as a whole, which cannot be read)."""
 
     def __init__(self, file: str, field: str, value: object, problem: str):
-        self.file, self.field, self.value, self.problem = file, field, value, problem
-        super().__init__(f"{file}: field {field or '<root>'}: {problem} (value {shown(value)})")
+        self.file, self.field, self.problem = file, field, problem
+        self.value = None if value is NO_VALUE else value
+        tail = "" if value is NO_VALUE else f" (value {shown(value)})"
+        super().__init__(f"{file}: field {field or '<root>'}: {problem}{tail}")
 
 
 class LockTimeout(TpufleetError):

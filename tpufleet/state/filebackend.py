@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tpufleet.errors import BadInput, BadStateFile, Refused
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
@@ -104,7 +104,7 @@ class DirectoryBackend:
         except NotADirectoryError:
             raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
         except OSError as exc:
-            raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+            raise BadStateFile(str(path), "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
         if len(raw) > MAX_STATE_BYTES:  # read no further than the limit: a huge or sparse file is not read whole
             with contextlib.suppress(OSError):
                 raise BadStateFile(

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadInput, BadStateFile, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
 from tpufleet.goodput import columnar, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
@@ -192,7 +192,7 @@ def _read(fh: BinaryIO, name: str, size: int) -> bytes:
         return fh.read(size)
     except (OSError, EOFError, zlib.error) as exc:
         what = "not a readable gzip file" if isinstance(fh, gzip.GzipFile) else "cannot be read"
-        raise BadStateFile(name, "", None, f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise BadStateFile(name, "", NO_VALUE, f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def _read_native_file(
@@ -310,14 +310,14 @@ def _open(path: Path, files_only: bool = False) -> Iterator[BinaryIO]:
     with ExitStack() as stack:
         raw: BinaryIO = sys.stdin.buffer
         if str(path) == STDIN and files_only:
-            raise BadStateFile(name, "", None, "cannot be read again as it changes: give the log's file")
+            raise BadStateFile(name, "", NO_VALUE, "cannot be read again as it changes: give the log's file")
         if str(path) != STDIN:
             try:
                 raw = stack.enter_context(_open_file(path, files_only))
             except FileNotFoundError:
-                raise MissingFile(name, "", None, "cannot be read: no such goodput log") from None
+                raise MissingFile(name, "", NO_VALUE, "cannot be read: no such goodput log") from None
             except OSError as exc:
-                raise BadStateFile(name, "", None, f"cannot be read: {exc.strerror or exc}") from None
+                raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
         head = _read(raw, name, len(_GZIP))
         stream = _Prefixed(head, raw)
         plain = cast(BinaryIO, stream)
@@ -347,7 +347,7 @@ def _open_file(path: Path, files_only: bool) -> BinaryIO:
 
 def _refuse_not_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
-        raise BadStateFile(shown_name(path), "", None, f"cannot be read: a {kind_of(mode)}, not a regular file")
+        raise BadStateFile(shown_name(path), "", NO_VALUE, f"cannot be read: a {kind_of(mode)}, not a regular file")
 
 
 class _Prefixed:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadStateFile, shown
+from tpufleet.errors import NO_VALUE, BadStateFile, shown
 
 # The pure half (text and documents, no file) lives in the core (`tpufleet.jsontext`); re-exported here.
 from tpufleet.jsontext import (
@@ -122,7 +122,7 @@ def _until_a_writer(fd: int, name: str) -> bytes:
         time.sleep(0.05)
     if not data:
         raise BadStateFile(
-            name, "", None, f"cannot be read: a FIFO that nothing wrote to within {FIFO_WRITER_WAIT_S:g} seconds"
+            name, "", NO_VALUE, f"cannot be read: a FIFO that nothing wrote to within {FIFO_WRITER_WAIT_S:g} seconds"
         )
     return data
 
@@ -149,9 +149,9 @@ def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
         with open_input(path) as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
-        raise MissingFile(name, "", None, f"cannot be read: no such {what}") from None
+        raise MissingFile(name, "", NO_VALUE, f"cannot be read: no such {what}") from None
     except OSError as exc:
-        raise BadStateFile(name, "", None, f"cannot be read: {exc.strerror or exc}") from None
+        raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed for a {what}")
     return data

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tpufleet.collectives.tables import Tables, stored
-from tpufleet.errors import BadInput, BadStateFile, Refused, TpufleetError
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, TpufleetError
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
@@ -133,7 +133,7 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
     try:
         zf = open_zip()
     except (OSError, zipfile.BadZipFile) as exc:
-        raise BadStateFile(file, "", None, f"cannot be read as routing tables: {exc}") from None
+        raise BadStateFile(file, "", NO_VALUE, f"cannot be read as routing tables: {exc}") from None
     with zf:
         meta = _meta(zf, file)
         most = _largest_member(meta)

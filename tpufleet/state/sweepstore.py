@@ -25,7 +25,7 @@ from typing import Any
 
 from tpufleet.constants import MiB
 from tpufleet.doccheck import check
-from tpufleet.errors import BadInput, BadStateFile, Refused, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, shown
 from tpufleet.simulation.inputs import RATES_SCHEMA
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import atomic_write, write_output
@@ -107,9 +107,9 @@ class PointDir:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise BadStateFile(str(path), "", None, f"cannot be read: {exc.strerror or exc}") from None
+            raise BadStateFile(str(path), "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
         if not stat.S_ISREG(kind):
-            raise BadStateFile(str(path), "", None, "not a regular file")
+            raise BadStateFile(str(path), "", NO_VALUE, "not a regular file")
         saved = load_json_file(path, "sweep point file", MAX_POINT_BYTES)
         check(POINT_SCHEMA, saved, str(path))
         if saved["key"] != key:
