@@ -187,6 +187,17 @@ def test_a_blank_size_mix_shape_is_bad_input(cli, tmp_path, name):
     assert "give an allocatable shape, optionally 'twisted'" in r.err and not out.exists()
 
 
+@pytest.mark.parametrize(("first", "second"), [('"4x4x4"', '"4x4x4 "'), ('"4x4x8"', '"8x4x4"')])
+def test_one_size_mix_shape_named_twice_is_bad_input(cli, tmp_path, first, second):
+    """`{"4x4x4": 1, "4x4x4 ": 1}` was taken as two entries of one shape (its weight counted twice)."""
+    mix = f"{{{first}: 1, {second}: 1}}"
+    text = f"schema_version: 1\nsimulation: fleet\nfixed: {{days: 0.1}}\ngrid: {{size_mix: [{mix}]}}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2 and "spec.yaml: field grid: point 0: bad size_mix:" in one_line(r.err)
+    assert "are one shape" in r.err and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("args", "what"),
     [

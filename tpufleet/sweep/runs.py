@@ -83,11 +83,13 @@ def fleet_inputs(
 
 
 def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
-    """{"4x4x8 twisted": 2, "8x8x8": 1} -> the workload's weighted shapes; BadInput on a bad shape or total."""
+    """{"4x4x8 twisted": 2, "8x8x8": 1} -> the workload's weighted shapes; BadInput on a bad shape, a shape named
+    twice or a zero total."""
     from tpufleet.errors import BadInput, shown
     from tpufleet.shapes import allocatable
 
     shapes = []
+    named: dict[Any, str] = {}  # shape -> the name it was first given by
     for text, weight in mix.items():
         words = text.split()
         bad = BadInput(f"bad size_mix shape {shown(text)}: give an allocatable shape, optionally 'twisted'")
@@ -96,6 +98,9 @@ def _size_mix(mix: Mapping[str, float]) -> tuple[Any, ...]:
         shape = parse_shape(words[0], twisted=words[1:] == ["twisted"])
         if not allocatable(shape):
             raise bad
+        first = named.setdefault(shape, text)
+        if first != text:  # two names of one shape ("4x4x8", "8x4x4 "): one weight was meant, or another shape
+            raise BadInput(f"bad size_mix: {shown(first)} and {shown(text)} are one shape, {shape}: give it once")
         shapes.append((shape, float(weight)))
     if not sum(w for _, w in shapes) > 0:
         raise BadInput("bad size_mix: the weights add up to zero")
