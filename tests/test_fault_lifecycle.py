@@ -344,3 +344,21 @@ def test_a_planned_drain_of_a_slice_not_wired_yet_checkpoints_nothing(fleet):
         r.json["slices"][0]["reason"]
         == "planned drain of its host: the job is notified and checkpoints before it moves"
     )
+
+
+def test_an_ocs_repair_drops_a_pair_joining_two_cubes_of_one_slice_that_are_not_neighbours(fleet):
+    """c01 was a 4x4x4 joined to itself on every OCS; a 4x4x8 on c01,c02 wired while ocs z/8 was down deferred
+    its pairs there, so the self-loop stayed. The repair kept it (both ends the same slice's), and `explain`'s
+    `clear-fault f1`, `routes a` failed: "not wired as a 4x4x8: 2 miswired link(s)" (exit 1)."""
+    assert fleet("allocate", "x", "--shape", "4x4x4", "--cubes", "c01").code == 0
+    assert fleet("plan-xconnect", "x", "--apply").code == 0
+    assert fleet("release", "x").code == 0  # its cross-connects stay
+    assert fleet("inject-fault", "ocs:pod0/z/8").code == 0  # f1
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c01,c02").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    r = fleet("clear-fault", "f1", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["xconnects_dropped"] == [{"ocs": "ocs:pod0/z/8", "pairs": [[1, 1]]}]
+    assert r.json["rewire"] == ["a"]
+    r = fleet("routes", "a")
+    assert r.code == 0, r.err

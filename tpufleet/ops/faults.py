@@ -78,27 +78,41 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
 
 
 def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
-    """An OCS back from repair keeps no cross-connect joining a slice's cube to a cube outside that slice.
+    """An OCS back from repair keeps no cross-connect on a slice's port that the slice does not want there.
 
     While it was down, slices wired through it deferred their pairs there (`xconnect.plan`), so the pairs an
     earlier tenant left on their ports were never removed: live again, they would join two slices (or a slice and
-    a free cube). Those pairs are dropped with the repair; the slices missing theirs are listed in `rewire`."""
+    a free cube), or two cubes of one slice that are not neighbours in its grid (a cube that was a 4x4x4 joined to
+    itself, now in a larger slice: `routes` then refuses it as miswired). Those pairs are dropped with the repair;
+    the slices missing theirs are listed in `rewire`."""
     owners = state.owner_of_ports()
     dropped = []
     for ocs in repaired:
         if state.open_fault_on(ocs) is not None:
             continue  # another fault on it is still open: nothing is live yet
+        wanted = _pairs_wanted_on(state, ocs)
         pairs = state.ocs.get(ocs, frozenset())
-        foreign = sorted(
+        unwanted = sorted(
             (a, b)
             for a, b in pairs
-            if owners.get((ocs.pod, a)) != owners.get((ocs.pod, b))
-            and (owners.get((ocs.pod, a)) or owners.get((ocs.pod, b)))
+            if (owner := owners.get((ocs.pod, a)) or owners.get((ocs.pod, b))) is not None
+            and (a, b) not in wanted.get(owner, set())
         )
-        if foreign:
-            state.set_ocs({**state.ocs, ocs: pairs - set(foreign)})
-            dropped.append({"ocs": str(ocs), "pairs": [list(p) for p in foreign]})
+        if unwanted:
+            state.set_ocs({**state.ocs, ocs: pairs - set(unwanted)})
+            dropped.append({"ocs": str(ocs), "pairs": [list(p) for p in unwanted]})
     return dropped
+
+
+def _pairs_wanted_on(state: FleetState, ocs: OcsId) -> dict[str, set[tuple[int, int]]]:
+    """slice -> the pairs its own grid wants on this OCS (a pair joins two cubes of one slice only)."""
+    from tpufleet.xconnect import wanted_pairs
+
+    return {
+        sl.name: set(wanted_pairs(sl.shape, state.fleet, sl.coords).get(ocs, []))
+        for sl in state.slices.values()
+        if sl.pod == ocs.pod and not sl.machines and not sl.shape.is_subcube
+    }
 
 
 def listing(
