@@ -362,3 +362,22 @@ def test_an_ocs_repair_drops_a_pair_joining_two_cubes_of_one_slice_that_are_not_
     assert r.json["rewire"] == ["a"]
     r = fleet("routes", "a")
     assert r.code == 0, r.err
+
+
+def test_explain_job_wires_its_slices_one_by_one_when_a_running_slice_has_a_port_down(fleet):
+    """`plan-xconnect JOB --apply` plans every slice, wired ones too: j-1 runs on around a port down on its cube,
+    and its plan refuses that port, so `explain j`'s (and the fault's job) `plan-xconnect j --apply` failed (exit 1)
+    while j-0 waited."""
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    assert fleet("plan-xconnect", "j-1", "--apply").code == 0
+    assert fleet("routes", "j-1").code == 0
+    cube = fleet("show", "slices", "-o", "json").json[1]["cubes"][0]
+    r = fleet("inject-fault", f"link:{cube}/z/0/out", "-o", "json")
+    assert r.json["slices"][0]["action"] == "reroute", r.out
+    assert r.json["jobs"][0]["next"] == ["tpufleet plan-xconnect j-0 --apply"]
+    r = fleet("explain", "j", "-o", "json")
+    assert r.json["state"] == "pending"
+    assert r.json["next"] == ["tpufleet plan-xconnect j-0 --apply"]
+    for step in r.json["next"]:
+        assert fleet(*step.split()[1:]).code == 0, step
+    assert fleet("explain", "j", "-o", "json").json["state"] == "running"

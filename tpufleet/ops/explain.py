@@ -32,27 +32,42 @@ def explain(state: FleetState, what: str, now: str, missing_tables: Collection[s
 
 
 def _explain_job(state: FleetState, name: str, now: str) -> Row:
-    """`explain JOB`; `plan-xconnect JOB --apply` wires every slice or none, so where it would refuse one, the
-    steps that slice waits for (its own `explain`'s) come instead."""
+    """`explain JOB`, its wiring step as `job_wire_steps` gives it."""
     from tpufleet.jobs import explain_job
-    from tpufleet.ops.xconnect import make_plan
 
     row = explain_job(state, name)
+    row["next"] = job_wire_steps(state, name, row["next"], now, row["why"])
+    return row
+
+
+def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
+    """A job's next steps (`explain JOB`, `inject-fault`'s `jobs[].next`) with its wiring step one that works:
+    `plan-xconnect JOB --apply` plans every slice, wired ones too, and wires all or none, so where it would refuse
+    one, the slices it would wire are wired one by one and the steps a refused unwired slice waits for (its own
+    `explain`'s) come instead (a wired slice refused, say for a port down on its cube, runs on: its own `explain`
+    gives its repair). Why it refuses is added to `why`."""
+    from tpufleet.ops.xconnect import make_plan
+
     wire = f"tpufleet plan-xconnect {name} --apply"
-    if wire not in row["next"]:
-        return row
-    steps: list[str] = []
+    if wire not in steps:
+        return steps
+    one_by_one: list[str] = []
+    waits: list[str] = []
+    refused = False
     for sl in state.job_slices(name):
-        if sl.state is not SliceState.ALLOCATED:
-            continue
         try:
             make_plan(state, sl.name, now)
         except Refused as exc:
-            row["why"].append(f"{exc} ({'; '.join(map(str, exc.details[:3]))})" if exc.details else str(exc))
-            steps += _pending(state, sl, now)[1]
-    if steps:
-        row["next"] = list(dict.fromkeys([*(s for s in row["next"] if s != wire), *steps]))
-    return row
+            refused = True
+            if why is not None:
+                why.append(f"{exc} ({'; '.join(map(str, exc.details[:3]))})" if exc.details else str(exc))
+            waits += _pending(state, sl, now)[1] if sl.state is SliceState.ALLOCATED else []
+            continue
+        if sl.state is SliceState.ALLOCATED:
+            one_by_one.append(f"tpufleet plan-xconnect {sl.name} --apply")
+    if not refused:
+        return steps
+    return list(dict.fromkeys([*(s for s in steps if s != wire), *one_by_one, *waits]))
 
 
 def _fault_row(f: Fault) -> Row:

@@ -12,6 +12,7 @@ from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
+from tpufleet.ops.explain import job_wire_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
@@ -38,6 +39,8 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
         state.mark_routes_stale({s.slice for s in radius.slices if s.action != "none"}, f"fault {radius.fault_id}")
         entry = radius.to_dict()
         hit = jobs_hit(state, entry)  # after this fault's evictions and reroutes: the job-level verdict
+        for job in hit:
+            job["next"] = job_wire_steps(state, job["job"], job["next"], now)
         if hit:
             entry["jobs"] = hit
         radii.append(entry)
