@@ -214,3 +214,31 @@ def test_a_missing_input_file_is_named_without_a_value(fleet, tmp_path, args, wh
     argv = [a.format(missing=missing, out=tmp_path) for a in args]
     r = fleet(*argv)
     assert r.code == 2 and one_line(r.err).endswith(f"{missing}: field <root>: cannot be read: {what}"), r.err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "command", "problem"),
+    [
+        (
+            "big.yaml",
+            "a" * (1024 * 1024 + 1),
+            "inject-fault",
+            "larger than the 1 MiB allowed for a fault scenario file",
+        ),
+        ("bad.yaml", "a: [1\n", "inject-fault", "not valid YAML/JSON ("),
+        ("state.json", '{"a":', "status", "not valid JSON (Expecting value at line 1 column 6)"),
+        ("deep.toml", "a = " + "[" * 70 + "]" * 70 + "\n", "config", "nested more than 64 levels deep"),
+        ("long.toml", "lock_timeout = " + "9" * 5000 + "\n", "config", "not valid TOML (ValueError: "),
+    ],
+)
+def test_a_file_refused_as_a_whole_is_named_without_a_value(fleet, tmp_path, monkeypatch, name, text, command, problem):
+    """A file too large or not parseable at all has no value to show; it said "(value None)" as if a field held
+    null."""
+    path = tmp_path / "state" / name if command == "status" else tmp_path / name
+    path.write_text(text)
+    if command == "config":
+        monkeypatch.setenv("TPUFLEET_CONFIG", str(path))
+    r = fleet("inject-fault", "--from", path) if command == "inject-fault" else fleet("status")
+    line = one_line(r.err)
+    assert r.code == 2 and f"{path}: field <root>: {problem}" in line, r.err
+    assert "(value" not in line, r.err

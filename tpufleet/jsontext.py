@@ -29,7 +29,7 @@ import sys
 from typing import Any
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadStateFile, shown
+from tpufleet.errors import NO_VALUE, BadStateFile, shown
 
 __all__ = [
     "BOM",
@@ -59,7 +59,7 @@ BOM = b"\xef\xbb\xbf"
 class JsonProblem(ValueError):
     """Why a JSON text was refused (`parse_json`); the caller names the file, line and field."""
 
-    def __init__(self, problem: str, value: object = None) -> None:
+    def __init__(self, problem: str, value: object = NO_VALUE) -> None:
         super().__init__(problem)
         self.problem, self.value = problem, value
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tpufleet.constants import DAY
-from tpufleet.errors import shown
+from tpufleet.errors import NO_VALUE, shown
 from tpufleet.goodput.events import (
     CODE,
     MAX_LINE_BYTES,
@@ -102,7 +102,7 @@ def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
         return
     while True:
         if pos >= len(text):
-            raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")
+            raise BadRecord(file, line, "<array>", NO_VALUE, "not valid JSON (the array is not closed)")
         try:
             value, end = _DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError) as exc:
@@ -114,7 +114,7 @@ def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
             return
         if text[pos : pos + 1] != ",":
             if pos >= len(text):
-                raise BadRecord(file, line, "<array>", None, "not valid JSON (the array is not closed)")
+                raise BadRecord(file, line, "<array>", NO_VALUE, "not valid JSON (the array is not closed)")
             raise BadRecord(file, line, "<array>", text[pos : pos + 40], "not valid JSON (a comma or ] expected)")
         pos, line = _skip_space(text, pos + 1, line)
 

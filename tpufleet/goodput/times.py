@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tpufleet.errors import BadInput, shown
+from tpufleet.errors import NO_VALUE, BadInput, shown
 from tpufleet.text import plain_float
 
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
@@ -17,8 +17,10 @@ SMALLEST_TIME = 1e-6
 
 class BadRecord(BadInput):
     def __init__(self, file: str, line: int, field_name: str, value: object, problem: str) -> None:
-        self.problem, self.value = problem, value
-        super().__init__(f"{file}:{line}: field {field_name}: {problem} (value {shown(value)})")
+        self.problem = problem
+        self.value = None if value is NO_VALUE else value
+        tail = "" if value is NO_VALUE else f" (value {shown(value)})"
+        super().__init__(f"{file}:{line}: field {field_name}: {problem}{tail}")
 
 
 _TIME_RANGE = "outside 1970-01-01 .. 2200-01-01 (POSIX seconds 0 .. 7258118400)"

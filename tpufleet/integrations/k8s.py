@@ -18,7 +18,7 @@ from functools import cache, cached_property
 from typing import Annotated, Any
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadInput, BadStateFile, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
 from tpufleet.ids import HostId, parse_target
 from tpufleet.text import bounded
 
@@ -277,11 +277,11 @@ def decode_node_list(data: bytes, file: str, keys: LabelKeys | None = None) -> l
 def _decoder_problem(where: _Where, exc: Exception) -> BadStateFile:
     """The typed decoder's reason, at its path (`$.items[3].metadata` -> `items.3.metadata`)."""
     if isinstance(exc, RecursionError):
-        return where.bad("", None, "nested too deeply")
+        return where.bad("", NO_VALUE, "nested too deeply")
     text = str(exc)
     reason, _, at = text.rpartition(" - at `")
     path = re.sub(r"\[(\d+)\]", r".\1", at.rstrip("`").removeprefix("$").lstrip("."))
-    return where.bad(path if reason else "", None, f"not as kubectl writes a node list: {reason or text}")
+    return where.bad(path if reason else "", NO_VALUE, f"not as kubectl writes a node list: {reason or text}")
 
 
 def _plain_json(data: bytes, file: str) -> Any:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tpufleet.constants import DAY
-from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.state.dburl import redacted
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
 from tpufleet.text import ReportOutput
@@ -58,13 +58,13 @@ def load_config() -> Config:
         raise BadInput(f"config file {path} is not a regular file")
     text = read_text(path, "config file", _MAX_CONFIG_BYTES)
     if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
-        raise BadStateFile(str(path), "", None, f"nested more than {MAX_DEPTH} levels deep")
+        raise BadStateFile(str(path), "", NO_VALUE, f"nested more than {MAX_DEPTH} levels deep")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadStateFile(str(path), "", text[:40], f"not valid TOML: {exc}") from None
     except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits; nesting the scan missed
-        raise BadStateFile(str(path), "", None, f"not valid TOML ({type(exc).__name__}: {str(exc)[:80]})") from None
+        raise BadStateFile(str(path), "", NO_VALUE, f"not valid TOML ({type(exc).__name__}: {str(exc)[:80]})") from None
     return _parse(doc, str(path))
 
 

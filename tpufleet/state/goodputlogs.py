@@ -183,7 +183,9 @@ def _refuse_long_line(name: str, line: int, text: bytes, skip_bad: bool) -> None
 
 
 def _too_large(name: str, limit: int) -> BadStateFile:
-    return BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed for a goodput log (decompressed)")
+    return BadStateFile(
+        name, "", NO_VALUE, f"larger than the {size_text(limit)} allowed for a goodput log (decompressed)"
+    )
 
 
 def _read(fh: BinaryIO, name: str, size: int) -> bytes:

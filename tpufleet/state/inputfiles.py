@@ -153,7 +153,7 @@ def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
     except OSError as exc:
         raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed for a {what}")
+        raise BadStateFile(name, "", NO_VALUE, f"larger than the {size_text(limit)} allowed for a {what}")
     return data
 
 
@@ -165,7 +165,7 @@ def read_file_or_stdin(source: str, what: str, limit: int, too_big: str) -> tupl
     name = "<stdin>" if source == "-" else source
     data = sys.stdin.buffer.read(limit + 1) if source == "-" else read_bytes(source, what, limit)
     if len(data) > limit:
-        raise BadStateFile(name, "", None, f"larger than the {size_text(limit)} allowed: {too_big}")
+        raise BadStateFile(name, "", NO_VALUE, f"larger than the {size_text(limit)} allowed: {too_big}")
     return data, name
 
 
@@ -308,15 +308,15 @@ def parse_yaml(text: str, file: str) -> Any:
     # Flow-style nesting ([[[...]]]) is measured here, before the parser: libyaml's own depth limit would
     # otherwise answer first, in its words, for some depths and not others.
     if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
-        raise BadStateFile(file, "", None, f"nested more than {MAX_DEPTH} levels deep")
+        raise BadStateFile(file, "", NO_VALUE, f"nested more than {MAX_DEPTH} levels deep")
     loader = None
     try:
         loader = _LOADER(text)
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise BadStateFile(file, "", None, f"not valid YAML/JSON ({_problem(exc)})") from None
+        raise BadStateFile(file, "", NO_VALUE, f"not valid YAML/JSON ({_problem(exc)})") from None
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an integer of more than 4,300 digits
-        raise BadStateFile(file, "", None, f"not valid YAML/JSON ({_plain(exc)})") from None
+        raise BadStateFile(file, "", NO_VALUE, f"not valid YAML/JSON ({_plain(exc)})") from None
     finally:
         if loader is not None:
             loader.dispose()

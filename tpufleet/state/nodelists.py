@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.integrations.k8s import (
     SPLIT_THE_LIST,
     K8sMapping,
@@ -49,7 +49,7 @@ def read_node_list(source: str, keys: LabelKeys) -> tuple[list[Node], str]:
         raise BadStateFile(
             name,
             "",
-            None,
+            NO_VALUE,
             f"YAML larger than {size_text(MAX_YAML_NODE_LIST_BYTES)}: give kubectl's JSON (-o json) instead",
         )
     return parse_nodes(parse_yaml(decode_utf8(data, name), name), name, keys), name
