@@ -242,3 +242,16 @@ def test_a_file_refused_as_a_whole_is_named_without_a_value(fleet, tmp_path, mon
     line = one_line(r.err)
     assert r.code == 2 and f"{path}: field <root>: {problem}" in line, r.err
     assert "(value" not in line, r.err
+
+
+@pytest.mark.parametrize(
+    "mixes",
+    ['[{"4x4x8": 1}, {"8x4x4": 1}]', '[{"4x4x8": 1, "8x8x8": 2}, {"8x8x8": 2, "4x8x4 ": 1.0}]'],
+)
+def test_a_size_mix_written_two_ways_is_one_point(cli, tmp_path, mixes):
+    """Shapes named two ways (4x4x8 and 8x4x4) made two points of the same work, run twice."""
+    text = f"schema_version: 1\nsimulation: fleet\nfixed: {{days: 0.1}}\ngrid: {{size_mix: {mixes}}}\n"
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2 and "spec.yaml: field grid: points 0 and 1 are the same" in one_line(r.err), r.err
+    assert not out.exists()

@@ -23,6 +23,7 @@ from typing import Any
 
 from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.shapes import parse_shape
 from tpufleet.simulation.inputs import MAX_SEED
 from tpufleet.sweep import params as P
 
@@ -289,8 +290,26 @@ def point_key(
     given by (``a.yaml`` and ``./a.yaml`` are one point, as are two copies of one file)."""
     used = {p: inputs[params[p]] for p in P.FILE_PARAMS if params.get(p) is not None}
     named = {p: v for p, v in params.items() if p not in used}  # the other parameters, no file names
+    if isinstance(named.get("size_mix"), Mapping):
+        named["size_mix"] = _canonical_mix(named["size_mix"])
     text = json.dumps([simulation, _plain(named), used, seeds, code], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _canonical_mix(mix: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The size mix with each shape named as the run parses it (``8x4x4`` is ``4x4x8``), so one mix written two
+    ways is one point; unchanged when a name is no shape or two name one shape (the run refuses those)."""
+    canonical: dict[str, Any] = {}
+    for text, weight in mix.items():
+        words = str(text).split()
+        if not words or words[1:] not in ([], ["twisted"]):
+            return mix
+        try:
+            shape = parse_shape(words[0], twisted=words[1:] == ["twisted"])
+        except BadInput:
+            return mix
+        canonical[str(shape)] = weight
+    return canonical if len(canonical) == len(mix) else mix
 
 
 def _plain(value: Any) -> Any:
