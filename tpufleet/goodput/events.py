@@ -524,11 +524,11 @@ _STEP_START, _ALLOCATION, _SLICE_COUNTS = CODE["step_start"], CODE["allocation"]
 def read_native_lines(lines: Iterable[tuple[int, str]], file: str, log: Log, skip_bad: bool = False) -> Log:
     """JSON lines given as (line number, text): the streaming form of `read_native`."""
     for i, raw in lines:
+        if not raw or raw.isspace():  # a blank line holds no record: skipped before a parse that would raise
+            continue
         try:
             rec = parse_json_line(raw)  # every number used is range-checked by add_record
         except ValueError as exc:
-            if not raw.strip():
-                continue
             if skip_bad:
                 log.skipped += 1
                 continue
