@@ -281,3 +281,19 @@ def test_a_label_key_written_with_an_escape_is_kept():
     piece = (E % (B + 100, "custom_badput_start", ',"l\\u0061bel":"eval"') + "\n").encode()
     decoded = fastread.decode_piece(piece)
     assert decoded is not None and decoded.batch.labels == {0: "eval"}
+
+
+def test_decoding_workers_come_from_a_fork_server_and_are_closed_not_killed(monkeypatch):
+    """The workers were forked from the reading process itself: from `serve` (or a process running a Dask client)
+    a child could inherit a lock another thread held and wait for ever; and `terminate` left the pool's threads
+    waiting on a queue lock a killed worker held. They now come from a fork server and are closed."""
+    if not MULTI_CPU:
+        pytest.skip("one CPU: the reading process decodes alone")
+    monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
+    killed: list[int] = []
+    with goodputlogs._fork_pool(True) as pool:
+        assert pool is not None
+        assert pool._ctx.get_start_method() == "forkserver"  # type: ignore[attr-defined]
+        assert pool.apply_async(len, (b"piece",)).get() == 5
+        monkeypatch.setattr(pool, "terminate", lambda: killed.append(1))
+    assert killed == [] and all(not p.is_alive() for p in pool._pool)  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@ A log is a file or ``-`` (standard input), plain or gzip-compressed (known by it
 --keep-events` and the demo write them); every size limit counts the bytes as decompressed. A native log named
 ``*.csv`` or ``*.csv.gz`` is CSV, any other (standard input too) JSON lines (`is_csv`). Native JSONL is
 streamed a piece of whole lines at a time (each line checked against MAX_LINE_BYTES before it is decoded); with
-a large input and an idle CPU, pieces are decoded ahead in forked worker processes (`_fork_pool`, sized from
+a large input and an idle CPU, pieces are decoded ahead in worker processes forked from a fork server (`_fork_pool`, sized from
 ``/proc/stat``), with the same answers as one process gives.
 """
 
@@ -487,7 +487,7 @@ def _cpu_ticks() -> tuple[int, int]:
 @contextmanager
 def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
     """Worker processes, when `wanted`, msgspec is there (the large-input path) and a CPU is idle to run them;
-    None otherwise, or where fork is not available: one process does the work, with the same answers."""
+    None otherwise, or where a fork server is not available: one process does the work, with the same answers."""
     import multiprocessing
 
     if not wanted or not (fastread.available() or columnar.available()):
@@ -498,15 +498,20 @@ def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
         yield None
         return
     try:
-        context = multiprocessing.get_context("fork")
+        # Forked from a server process that holds nothing (not from this one, whose other threads, a server's
+        # or a Dask client's, may hold locks a forked child would wait on for ever).
+        context = multiprocessing.get_context("forkserver")
     except ValueError:
         yield None
         return
+    context.set_forkserver_preload([__name__])
     pool = context.Pool(min(cpus, MAX_WORKERS))
     try:
         yield pool
     finally:
-        pool.terminate()
+        # Closed, not terminated: at most two pieces a worker are still queued, and a worker killed while it held
+        # the task queue's lock left the pool's own threads waiting on it for good.
+        pool.close()
         pool.join()
 
 
