@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import in_thread
 
 GUARD_S = 30.0  # how long a test waits for what must come at once before it calls it a hang
 
@@ -55,22 +56,6 @@ def test_the_html_report_shows_a_cube_reserved_for_an_evicted_slice_as_reserved_
     )
 
 
-def _in_thread(call: Callable[[], Any]) -> tuple[threading.Event, list[Any]]:
-    """`call` run in a thread of its own: (set once it returned or raised, what it returned or raised)."""
-    done, out = threading.Event(), []
-
-    def run() -> None:
-        try:
-            out.append(call())
-        except Exception as exc:  # noqa: BLE001 - looked at in the test's thread
-            out.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, daemon=True).start()
-    return done, out
-
-
 def test_a_long_journal_read_holds_up_no_other_document_of_the_serial(fleet, monkeypatch):
     pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
     pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
@@ -97,11 +82,11 @@ def test_a_long_journal_read_holds_up_no_other_document_of_the_serial(fleet, mon
     def get(path: str) -> Any:
         return TestClient(app, raise_server_exceptions=False).get(path)
 
-    journal_read, journal_out = _in_thread(lambda: get("/api/v1/journal"))
+    _, journal_read, journal_out = in_thread(lambda: get("/api/v1/journal"))
     try:
         assert reading.wait(GUARD_S)
         for path in ("/metrics", "/api/v1/status", "/api/v1/slices"):
-            answered, out = _in_thread(functools.partial(get, path))
+            _, answered, out = in_thread(functools.partial(get, path))
             assert answered.wait(GUARD_S), f"{path} waited on the read of the journal"
             assert out[0].status_code == 200, path
         assert not journal_read.is_set()
