@@ -11,6 +11,7 @@ import pytest
 
 from helpers import beside_a_fifo, snapshot
 from tpufleet.goodput.times import BadRecord, parse_time
+from tpufleet.state import inputfiles
 
 
 def test_a_fault_rate_too_small_to_strike_strikes_nothing(fleet):
@@ -119,8 +120,10 @@ def test_a_fifo_nothing_writes_to_is_refused_not_waited_on(fleet, tmp_path, comm
     assert snapshot(fleet.state) == before
 
 
-def test_a_fifo_whose_writer_comes_is_read_whole(fleet, tmp_path):
+def test_a_fifo_whose_writer_comes_is_read_whole(fleet, tmp_path, monkeypatch):
     """The writer may open it a moment after the command (`mkfifo f; kubectl ... > f &`): it is waited for."""
+    # The writer thread only has to be scheduled: given a minute (not 2 s), a busy machine cannot fail the test.
+    monkeypatch.setattr(inputfiles, "FIFO_WRITER_WAIT_S", 60.0)
     fifo = tmp_path / "faults.fifo"
     os.mkfifo(fifo)
     writer = threading.Thread(target=lambda: fifo.write_text('[{"target": "cube:c01"}]'), daemon=True)

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import in_thread
-
-GUARD_S = 30.0  # how long a test waits for what must come at once before it calls it a hang
+from helpers import GUARD_S, in_thread
 
 
 def _wired_with_tables(cli: Any) -> Any:
