@@ -49,3 +49,44 @@ def test_the_slices_own_older_tables_put_back_are_not_the_indexed_ones(two, monk
     r = two("collective", "a", "--op", "all-reduce", "--bytes", "1MiB")
     assert r.code == 1 and "a.npz" in r.err and "not the ones indexed" in r.err
     assert _routes_shown(two, "a") == {"missing"}
+
+
+@pytest.fixture
+def small(fleet, monkeypatch):
+    """Slice `a` (4x4x4) wired, every command's clock stopped at one second."""
+    from tpufleet.state import store
+
+    monkeypatch.setattr(store, "utc_now", lambda: "2026-03-01T00:00:00Z")
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    return fleet
+
+
+def test_older_tables_put_back_within_the_same_second_are_not_the_indexed_ones(small):
+    table = small.state / "routes" / "a.npz"
+    assert small("routes", "a").code == 0
+    older = table.read_bytes()
+    again = small("routes", "a", "--algorithm", "dor", "-o", "json")
+    assert again.code == 0 and again.json["changed"] is True  # other tables, made the same second
+    table.write_bytes(older)
+    r = small("collective", "a", "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 1 and "a.npz" in r.err and "not the ones indexed" in r.err
+    assert _routes_shown(small, "a") == {"missing"}
+    assert small("status", "-o", "json").json["missing_routes"] == ["a"]
+    assert small("routes", "a", "--algorithm", "dor", "-o", "json").json["changed"] is True
+    assert _routes_shown(small, "a") == {"fresh"}
+
+
+def test_an_index_entry_written_before_tables_ids_is_compared_as_before(small):
+    """A state whose index entries record no tables' id (written by an earlier version) loads, and its tables are
+    fresh while their time made matches; `routes` run again with nothing changed commits nothing."""
+    import json
+
+    assert small("routes", "a").code == 0
+    state_file = small.state / "state.json"
+    doc = json.loads(state_file.read_text())
+    del doc["routes"]["a"]["tables_id"]
+    state_file.write_text(json.dumps(doc))
+    assert _routes_shown(small, "a") == {"fresh"}
+    assert small("collective", "a", "--op", "all-reduce", "--bytes", "1MiB").code == 0
+    assert small("routes", "a", "-o", "json").json["changed"] is False

@@ -237,6 +237,8 @@ class RouteRecord:
     unroutable_pairs: int
     stale: bool = False
     stale_reason: str | None = None
+    # the id the tables file carries in its `meta` (None in entries written before 0.3: compared by `made` alone)
+    tables_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from tpufleet.constants import Int64Array
+    from tpufleet.fleetstate import RouteRecord
 
 UNROUTABLE = -2
 
@@ -142,18 +143,25 @@ def stored(
     return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, read_hops=read_hops)
 
 
-def not_indexed(meta: dict[str, Any], name: str, serial: int, made: str | None) -> str | None:
-    """Why stored tables (their `meta`) are not the ones slice `name`'s index entry names (committed at `serial`,
-    made at `made`; None: when they were made is not compared), or None when they are. Files are moved by hand: a
-    copy of another slice's tables must not be taken for the slice's own, nor tables newer or other than indexed."""
+def not_indexed(meta: dict[str, Any], name: str, entry: RouteRecord, waiting: bool = False) -> str | None:
+    """Why stored tables (their `meta`) are not the ones slice `name`'s index `entry` names, or None when they are.
+    Files are moved by hand: a copy of another slice's tables must not be taken for the slice's own, nor tables newer
+    or other than indexed. An entry that records its tables' id (`tables_id`, written since 0.3) is compared by it:
+    exact, where the time made (to the second) let the slice's own older tables put back within that second pass.
+    `waiting`: the indexed tables still wait under a temporary name, so the file holds the ones before them, and only
+    its owner and serial are compared."""
     owner = meta.get("slice")
     if owner is not None and owner != name:
         return f"holds the tables of slice {owner!r}, not of {name!r}"
     at = meta.get("serial")
-    if type(at) is int and at >= serial:
-        return f"holds tables made at serial {at}, after their index entry was committed (serial {serial})"
-    if made is not None and meta.get("made") != made:
-        return f"holds tables made at {meta.get('made')!r}, not the ones indexed (made at {made!r})"
+    if type(at) is int and at >= entry.serial:
+        return f"holds tables made at serial {at}, after their index entry was committed (serial {entry.serial})"
+    if waiting:
+        return None
+    if meta.get("made") != entry.made:
+        return f"holds tables made at {meta.get('made')!r}, not the ones indexed (made at {entry.made!r})"
+    if entry.tables_id is not None and meta.get("tables_id") != entry.tables_id:
+        return f"holds other tables made at {entry.made!r}, not the ones indexed (their id differs)"
     return None
 
 

@@ -16,7 +16,7 @@ from tpufleet.collectives.schedules import twist_note
 from tpufleet.collectives.tables import Tables
 from tpufleet.constants import DIMS
 from tpufleet.errors import Refused
-from tpufleet.fleetstate import FleetState, SliceState
+from tpufleet.fleetstate import FleetState, RouteRecord, SliceState
 from tpufleet.ops.outcome import Outcome
 
 
@@ -43,7 +43,7 @@ class TableSource(Protocol):
 
     def read(self) -> Tables | None: ...
 
-    def waiting(self, made: str, serial: int) -> bool: ...
+    def waiting(self, entry: RouteRecord) -> bool: ...
 
 
 def slice_tables(
@@ -73,8 +73,8 @@ def slice_tables(
             f"the tables of {name!r} are for a {t.shape}, the slice is a {sl.shape}; run `tpufleet routes {name}`"
         )
     # a command killed after its commit, before its tables were renamed in: the file holds the ones before them
-    waiting = source.waiting(record.made, record.serial)
-    foreign = tables.not_indexed(t.meta, name, record.serial, None if waiting else record.made)
+    waiting = source.waiting(record)
+    foreign = tables.not_indexed(t.meta, name, record, waiting)
     if foreign is not None:
         raise Refused(f"{source.path} {foreign}; run `tpufleet routes {name}`")
     info = {

@@ -7,6 +7,7 @@ that is no longer there).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,9 @@ def compute(
         "twisted": sl.shape.twisted,
         "serial": state.serial,
         "made": now,
+        # what the index entry names them by: `made` is to the second, and the slice's own older tables put back
+        # from a copy made within that second must not pass for these
+        "tables_id": secrets.token_hex(16),
         "algorithm": s["algorithm"],
         "vcs": s["vcs"],
         # which VC each hop takes is not fixed by a rule alone: the layout kept (see README, "Virtual channels")
@@ -179,6 +183,7 @@ def record(state: FleetState, routed: RoutedSlice, table_file: str, read_stored:
         s["vcs"],
         s["routable_pairs"],
         s["unroutable_pairs"],
+        tables_id=routed.meta["tables_id"],
     )
     state.record_routes(routed.name, entry)
     data = {"slice": routed.name, **s}
@@ -197,20 +202,23 @@ def _nothing_changed(
     read_stored: ReadStored,
 ) -> bool:
     """The slice's state and record are as they were, its index entry fresh and the same but for when the tables
-    were made, and the stored tables are the very ones made (read last: the cheap checks decide most runs)."""
+    were made (and their id), and the stored tables are the very ones made (read last: the cheap checks decide most
+    runs)."""
     import dataclasses
+
+    from tpufleet.collectives.tables import not_indexed
 
     state, reroute, entry = after
     old_state, old_reroute, old_entry = before
     if old_entry is None or old_entry.stale or (old_state, old_reroute) != (state, reroute):
         return False
-    if dataclasses.replace(old_entry, serial=entry.serial, made=entry.made) != entry:
+    if dataclasses.replace(old_entry, serial=entry.serial, made=entry.made, tables_id=entry.tables_id) != entry:
         return False
     try:
         stored = read_stored()
     except (BadStateFile, Refused):
         return False  # damaged tables are replaced
-    if stored is None or stored.meta.get("made") != old_entry.made:  # not the tables the index names
+    if stored is None or not_indexed(stored.meta, routed.name, old_entry) is not None:  # not the indexed ones
         return False
     return reuse.same_tables(stored, routed.report.tables, routed.meta)
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
     from tpufleet.journalentry import JournalEntry
     from tpufleet.state.journal import Enough, Scan
+    from tpufleet.state.routetables import IndexedAs
 
 
 class TablesSource(Protocol):
@@ -36,8 +37,8 @@ class TablesSource(Protocol):
 
     def read(self) -> Tables | None: ...
 
-    def waiting(self, made: str, serial: int) -> bool:
-        """Whether the indexed tables still wait under a temporary name (a writer killed after its commit)."""
+    def waiting(self, entry: RouteRecord) -> bool:
+        """Whether the tables `entry` indexes still wait under a temporary name (a writer killed after its commit)."""
         ...
 
 
@@ -67,9 +68,9 @@ class Writer(Protocol):
         history is about to be replaced by a pull's, which drops whatever lies beyond (see `journal.recover`)."""
         ...
 
-    def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+    def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
         """Finish what a writer killed after its commit left undone: the tables its state indexes (`made`: slice ->
-        the index's `made` and serial) that still wait under a temporary name; the slices so installed."""
+        the index's `made`, serial and tables' id) that still wait under a temporary name; the slices so installed."""
         ...
 
     def journal_serial(self) -> int:

@@ -226,4 +226,4 @@ _ROUTE_FIELDS = ("file", "serial", "made", "algorithm", "vcs", "routable_pairs",
 
 
 def _encode_route(r: RouteRecord) -> Doc:
-    return records.fields_doc(r, _ROUTE_FIELDS, ("stale_reason",))
+    return records.fields_doc(r, _ROUTE_FIELDS, ("stale_reason", "tables_id"))

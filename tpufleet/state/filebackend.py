@@ -35,7 +35,7 @@ from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
-    from tpufleet.state.routetables import StoredTables
+    from tpufleet.state.routetables import IndexedAs, StoredTables
     from tpufleet.state.tablecache import TableCache
 
 STATE_FILE = "state.json"
@@ -225,7 +225,7 @@ class DirectoryWriter:
     def recover(self, serial: int, replacing: bool = False) -> None:
         journal.recover(self.backend.journal_path, serial, replacing)
 
-    def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+    def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
         """A writer killed between its state's rename and its tables' leaves the committed tables in a temp file
         (`routetables.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
         One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them.
@@ -243,13 +243,13 @@ class DirectoryWriter:
             sync_parent(routes / (orphans[0] if orphans else installed[0] + TABLE_SUFFIX))
         return installed
 
-    def _install_waiting(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+    def _install_waiting(self, made: Mapping[str, IndexedAs]) -> list[str]:
         from tpufleet.state.routetables import waiting_tables
 
         installed = []
-        for name, (when, serial) in sorted(made.items()):
+        for name, entry in sorted(made.items()):
             path = self.backend.table_place(name)
-            waiting = waiting_tables(path, when, serial)
+            waiting = waiting_tables(path, entry)
             if waiting is not None:
                 os.replace(waiting, path)
                 installed.append(name)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from tpufleet.collectives.tables import Tables
     from tpufleet.fleetstate import RouteRecord
+    from tpufleet.state.routetables import IndexedAs
 
 # ---- the schema ------------------------------------------------------------------------------------------------
 
@@ -604,7 +605,7 @@ class DatabaseWriter:
                 "Put back the state of the journal's last serial (restore the whole database)",
             )
 
-    def install_interrupted_tables(self, made: Mapping[str, tuple[str, int]]) -> list[str]:
+    def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
         return []  # tables are committed in the state's own transaction: nothing waits
 
     def journal_serial(self) -> int:
@@ -704,7 +705,7 @@ class DatabaseTables:
     def path(self) -> Path:
         return self._path
 
-    def waiting(self, made: str, serial: int) -> bool:
+    def waiting(self, entry: RouteRecord) -> bool:
         return False  # committed with the state, in one transaction
 
     def read(self) -> Tables | None:

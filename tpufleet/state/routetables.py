@@ -25,8 +25,22 @@ if TYPE_CHECKING:
     from tpufleet.routing.reuse import StoredRoutes
     from tpufleet.state.backend import TablesSource
 
-__all__ = ["FileTables", "StoredTables", "holds_indexed", "load", "load_bytes", "routing_members", "waiting_tables"]
+__all__ = [
+    "FileTables",
+    "IndexedAs",
+    "StoredTables",
+    "holds_indexed",
+    "indexed_as",
+    "load",
+    "load_bytes",
+    "routing_members",
+    "waiting_tables",
+]
 
+
+# An index entry as `waiting_tables` compares it: when its tables were made, the serial it was committed at, and the
+# tables' id (None in entries written before 0.3)
+IndexedAs = tuple[str, int, "str | None"]
 
 META_BYTES = 1 << 20  # the `meta` member: a few hundred characters of JSON
 
@@ -144,36 +158,50 @@ def _load(open_zip: Callable[[], zipfile.ZipFile], file: str) -> FileTables:
     return FileTables(**members, read_members=_members_reader(open_zip, file, most))
 
 
-def _stamp(path: Path) -> tuple[str, int] | None:
-    """When and at which serial a tables file was made (its meta's `made` and `serial`; None: missing, damaged,
-    without them, or no regular file: a FIFO planted there is not waited on), reading only that member."""
+def _stamp(path: Path) -> tuple[str, int, Any] | None:
+    """When and at which serial a tables file was made, and its id (its meta's `made`, `serial` and `tables_id`;
+    None: missing, damaged, without the first two, or no regular file: a FIFO planted there is not waited on),
+    reading only that member."""
     try:
         with _opened(path) as zf:
             meta = _meta(zf, str(path))
     except (OSError, zipfile.BadZipFile, BadStateFile, BadInput, Refused):
         return None
     made, serial = meta.get("made"), meta.get("serial")
-    return (made, serial) if isinstance(made, str) and type(serial) is int else None
+    return (made, serial, meta.get("tables_id")) if isinstance(made, str) and type(serial) is int else None
 
 
-def waiting_tables(path: Path, made: str, serial: int) -> Path | None:
+def waiting_tables(path: Path, entry: IndexedAs) -> Path | None:
     """The committed tables of `path` that a writer killed between its state's rename and theirs left under a
     temporary name (see `tpufleet.state.files.write_temp`), or None.
 
-    The index entry (`made`, committed at `serial`) names them: a dead writer's temp file made then, at a serial
-    before the commit, and after the tables in place (tables are made on a state that already holds the ones
-    before them). A temp made at or after the entry's serial is a later command's, killed before its commit."""
+    The index entry (`made`, committed at `serial`, with the tables' id when it records one) names them: a dead
+    writer's temp file made then, with that id, at a serial before the commit, and after the tables in place
+    (tables are made on a state that already holds the ones before them). A temp made at or after the entry's
+    serial is a later command's, killed before its commit."""
     from tpufleet.state.files import dead_temps
 
     temps = dead_temps(path)
     if not temps:
         return None
+    made, serial, tables_id = entry
     current = _stamp(path)
     for temp in temps:
         stamp = _stamp(temp)
-        if stamp is not None and stamp[0] == made and stamp[1] < serial and (current is None or current[1] < stamp[1]):
+        if (
+            stamp is not None
+            and stamp[0] == made
+            and (tables_id is None or stamp[2] == tables_id)
+            and stamp[1] < serial
+            and (current is None or current[1] < stamp[1])
+        ):
             return temp
     return None
+
+
+def indexed_as(entry: RouteRecord) -> IndexedAs:
+    """What of an index entry names its tables: when made, the serial it was committed at, the tables' id."""
+    return (entry.made, entry.serial, entry.tables_id)
 
 
 def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
@@ -187,8 +215,8 @@ def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
             meta = _meta(zf, str(path))
     except (OSError, zipfile.BadZipFile, TpufleetError):
         return True
-    waiting = waiting_tables(path, entry.made, entry.serial) is not None
-    return not_indexed(meta, name, entry.serial, None if waiting else entry.made) is None
+    waiting = waiting_tables(path, indexed_as(entry)) is not None
+    return not_indexed(meta, name, entry, waiting) is None
 
 
 def load(path: Path) -> FileTables:
@@ -245,9 +273,9 @@ class StoredTables:
     name: str
     path: Path
 
-    def waiting(self, made: str, serial: int) -> bool:
-        """Whether the indexed tables (`made`, committed at `serial`) still wait under a temporary name."""
-        return waiting_tables(self.path, made, serial) is not None
+    def waiting(self, entry: RouteRecord) -> bool:
+        """Whether the tables the index `entry` names still wait under a temporary name."""
+        return waiting_tables(self.path, indexed_as(entry)) is not None
 
     def read(self) -> Tables | None:
         """The tables, or None when none are stored; Refused when the directory cannot be looked into."""

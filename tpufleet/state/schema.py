@@ -306,6 +306,7 @@ STATE_SCHEMA = {
                     "unroutable_pairs": {"type": "integer", "minimum": 0},
                     "stale": {"type": "boolean"},
                     "stale_reason": _REASON,
+                    "tables_id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
                 },
             },
         },

@@ -329,11 +329,13 @@ class Store:
         if not the store's `lock_timeout` (what a caller that already waited has left of it).
         """
         command = command or command_line()
+        from tpufleet.state.routetables import indexed_as
+
         with self.backend.writing(self.lock_timeout if timeout is None else timeout, command, create=False) as writer:
             before = checked_state(writer.read_state(), self.backend.state_label)
             state = codec.decode(before)
             writer.recover(state.serial)
-            writer.install_interrupted_tables({name: (r.made, r.serial) for name, r in state.routes.items()})
+            writer.install_interrupted_tables({name: indexed_as(r) for name, r in state.routes.items()})
             tx = Transaction(state, writer)
             yield tx
             if tx.change is not None:

@@ -32,6 +32,7 @@ from tpufleet.state.files import (
     write_temp,
 )
 from tpufleet.state.pgbackend import SCHEMA_VERSION, PostgresBackend, state_row_mismatch
+from tpufleet.state.routetables import IndexedAs
 from tpufleet.state.store import checked_state
 
 
@@ -44,7 +45,7 @@ class Fleet:
     serial: int
     lines: list[bytes]
     tables: dict[str, bytes]
-    index: dict[str, tuple[str, int]]
+    index: dict[str, IndexedAs]
     missing: dict[str, str]
 
 
@@ -91,8 +92,8 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
     return True
 
 
-def _index(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
-    return {name: (entry["made"], entry["serial"]) for name, entry in doc.get("routes", {}).items()}
+def _index(doc: dict[str, Any]) -> dict[str, IndexedAs]:
+    return {name: (e["made"], e["serial"], e.get("tables_id")) for name, e in doc.get("routes", {}).items()}
 
 
 def _directory_fleet(writer: DirectoryWriter, replacing_with: list[bytes] | None = None) -> Fleet | None:
