@@ -21,6 +21,7 @@ line (exit 1); a lost commit says that its outcome is unknown and how to see it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import socket
@@ -436,9 +437,26 @@ class PostgresBackend:
         return DatabaseTables(self, name, Path(self.table_place(name)))
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
-        # rows are written with the state, in one transaction: their names are not moved by hand as files are
-        rows = self._query("SELECT name FROM tpufleet_tables") or []
-        return set(indexed) & {str(r[0]) for r in rows}
+        """Rows are written with the state, in one transaction, but may be changed by hand (another slice's tables
+        copied into a row, a row put back from a backup): each indexed row's `meta` is read, from its last bytes
+        (`routetables.TAIL_BYTES`), not the tables, in one round trip."""
+        from tpufleet.state.routetables import TAIL_BYTES, tail_holds_indexed
+
+        if not indexed:
+            return set()
+        rows = self._query(
+            "SELECT name, substring(data FROM greatest(octet_length(data) - %s, 0) + 1), octet_length(data) "
+            "FROM tpufleet_tables WHERE name = ANY(%s)",
+            (TAIL_BYTES, sorted(indexed)),
+        )
+        present = set()
+        for row_name, tail, size in rows or []:
+            name = str(row_name)
+            whole = functools.partial(self.table_bytes, name)
+            where = f"{self.where} {self.table_place(name)}"
+            if name in indexed and tail_holds_indexed(bytes(tail), int(size), whole, where, name, indexed[name]):
+                present.add(name)
+        return present
 
     def table_bytes(self, name: str) -> bytes | None:
         rows = self._query("SELECT data FROM tpufleet_tables WHERE name = %s", (name,))

@@ -210,13 +210,46 @@ def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
     dead writer's, are). Reads only `meta`; a file that cannot be read is left to its reader to name as damaged."""
     from tpufleet.collectives.tables import not_indexed
 
-    try:
-        with _opened(path) as zf:
-            meta = _meta(zf, str(path))
-    except (OSError, zipfile.BadZipFile, TpufleetError):
+    meta = _meta_or_none(lambda: _opened(path), str(path))
+    if meta is None:
         return True
     waiting = waiting_tables(path, indexed_as(entry)) is not None
     return not_indexed(meta, name, entry, waiting) is None
+
+
+# The end of a stored tables file that holds its `meta` (written last, a few hundred bytes deflated) and the zip's
+# directory: what a database reads of a row to tell whose tables it holds, not the tables themselves.
+TAIL_BYTES = 1 << 16
+
+
+def tail_holds_indexed(
+    tail: bytes, size: int, whole: Callable[[], bytes | None], file: str, name: str, entry: RouteRecord
+) -> bool:
+    """`holds_indexed` for tables kept as bytes (a database row of `size` bytes), from their last bytes (`tail`):
+    the zip's directory and `meta` are at the end. Tables whose `meta` the tail does not hold are read whole
+    (`whole`; None: the row is gone meanwhile)."""
+    import io
+
+    from tpufleet.collectives.tables import not_indexed
+
+    # a zip read from its tail takes the bytes before it for data prepended to the archive: its members' places
+    # are counted from the tail, and only `meta` is read
+    meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(tail)), file)
+    if meta is None and len(tail) < size:
+        data = whole()
+        if data is None:
+            return False
+        meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(data)), file)
+    return meta is None or not_indexed(meta, name, entry) is None
+
+
+def _meta_or_none(open_zip: Callable[[], zipfile.ZipFile], file: str) -> dict[str, Any] | None:
+    """The tables' `meta`, or None when it cannot be read (left to the tables' reader to name as damaged)."""
+    try:
+        with open_zip() as zf:
+            return _meta(zf, file)
+    except (OSError, ValueError, zipfile.BadZipFile, TpufleetError):
+        return None
 
 
 def load(path: Path) -> FileTables:

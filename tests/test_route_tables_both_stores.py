@@ -1,0 +1,95 @@
+"""`status`, `show slices`, `report` and `metrics` agree with `collective` on which stored routing tables are the
+slice's indexed ones, in a state directory and in a database alike: another slice's tables copied into a slice's
+file or row, or the slice's own older ones put back (made the same second), are missing, never fresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pgserver
+import pytest
+from conftest import Cli
+from pgserver import db_name
+
+pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
+pg_url = pgserver.pg_url
+
+
+@pytest.fixture(params=["directory", "postgresql"])
+def place(request, tmp_path) -> str:
+    if request.param == "directory":
+        return str(tmp_path / "state")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def on(place, capsys, monkeypatch) -> Cli:
+    """Slices `a` and `b` (4x4x4) wired and routed, every command's clock stopped at one second."""
+    from tpufleet.state import store
+
+    monkeypatch.setattr(store, "utc_now", lambda: "2026-03-01T00:00:00Z")
+    cli = Cli(capsys, place)
+    assert cli("init").code == 0
+    for name in ("a", "b"):
+        for args in (("allocate", name, "--shape", "4x4x4"), ("plan-xconnect", name, "--apply"), ("routes", name)):
+            assert cli(*args).code == 0
+    return cli
+
+
+def _put(request, place: str, name: str, data: bytes) -> None:
+    """The tables of slice `name` replaced by hand with `data`."""
+    if place.startswith("postgresql"):
+        request.getfixturevalue("pg_server").sql(
+            f"UPDATE tpufleet_tables SET data = decode('{data.hex()}', 'hex') WHERE name = '{name}'", db_name(place)
+        )
+    else:
+        (Path(place) / "routes" / f"{name}.npz").write_bytes(data)
+
+
+def _missing_everywhere(on: Cli, name: str) -> None:
+    r = on("collective", name, "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 1 and f"{name}.npz" in r.err and f"tpufleet routes {name}" in r.err
+    status = on("status", "-o", "json").json
+    assert status["missing_routes"] == [name]
+    assert {s["name"]: s["routes"] for s in status["slices"]}[name] == "missing"
+    assert {s["name"]: s["routes"] for s in on("show", "slices", "-o", "json").json}[name] == "missing"
+    assert on("report", "-o", "json").json["missing_routes"] == [name]
+    assert "tpufleet_missing_route_tables 1.0" in on("metrics").out
+
+
+def test_another_slices_tables_copied_in_are_missing_on_both_stores(on, place, request):
+    _put(request, place, "a", _stored(place, "b"))
+    _missing_everywhere(on, "a")
+
+
+def test_older_tables_put_back_the_same_second_are_missing_on_both_stores(on, place, request):
+    older = _stored(place, "a")
+    assert on("routes", "a", "--algorithm", "dor", "-o", "json").json["changed"] is True
+    _put(request, place, "a", older)
+    _missing_everywhere(on, "a")
+
+
+def _stored(place: str, name: str) -> bytes:
+    """The bytes of slice `name`'s stored tables."""
+    if not place.startswith("postgresql"):
+        return (Path(place) / "routes" / f"{name}.npz").read_bytes()
+    from tpufleet.state.pgbackend import PostgresBackend
+
+    db = PostgresBackend(place)
+    try:
+        data = db.table_bytes(name)
+    finally:
+        db.close()
+    assert data is not None
+    return data
+
+
+def test_tables_whose_meta_lies_before_the_read_tail_are_read_whole(on, place, request, monkeypatch):
+    """A database reads a row's last bytes for its `meta`; tables where those do not hold it are read whole, with
+    the same answer."""
+    from tpufleet.state import routetables
+
+    monkeypatch.setattr(routetables, "TAIL_BYTES", 64)
+    assert on("status", "-o", "json").json["missing_routes"] == []
+    _put(request, place, "a", _stored(place, "b"))
+    assert on("status", "-o", "json").json["missing_routes"] == ["a"]
