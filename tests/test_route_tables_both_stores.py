@@ -93,3 +93,22 @@ def test_tables_whose_meta_lies_before_the_read_tail_are_read_whole(on, place, r
     assert on("status", "-o", "json").json["missing_routes"] == []
     _put(request, place, "a", _stored(place, "b"))
     assert on("status", "-o", "json").json["missing_routes"] == ["a"]
+
+
+def test_serve_sees_tables_replaced_in_place_before_the_next_commit(on, place, request):
+    """A file copied over a slice's (its name stays in `routes/`) or a row changed in place (the rows' count stays)
+    is seen on the next request, as a file or row removed is."""
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    source = Source(Store(place if place.startswith("postgresql") else Path(place)), [], None)
+    client = TestClient(build_app(Server(source, metrics_inputs(), None, 5)))
+    assert client.get("/api/v1/status").json()["missing_routes"] == []
+    _put(request, place, "a", _stored(place, "b"))
+    assert client.get("/api/v1/status").json()["missing_routes"] == ["a"]

@@ -51,6 +51,14 @@ def _stat_key(path: Path) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+def _entry_key(entry: os.DirEntry[str]) -> tuple[str, int, int, int, int]:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return (entry.name, 0, 0, 0, 0)  # gone meanwhile: the next request sees it gone
+    return (entry.name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class DirectoryBackend:
     def __init__(self, state_dir: Path) -> None:
         self.dir = state_dir
@@ -82,12 +90,14 @@ class DirectoryBackend:
     def exists(self) -> bool:
         return os.path.lexists(self.state_path)
 
-    def change_key(self) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
+    def change_key(self) -> tuple[tuple[int, int, int, int], tuple[tuple[str, int, int, int, int], ...]]:
         """The state file's device, inode, mtime and size (a commit renames a new file into place), and the names
-        in the routes directory (a table swapped in after the commit, or a file removed by hand): a stat and a
-        listing of tens of names, so what says a table missing is read again when one goes."""
+        in the routes directory with each one's inode, size, mtime and change time (a table swapped in after the
+        commit, a file removed by hand, or another file copied over one, its change time set even when its times
+        were copied too): a stat and a listing of tens of names, so what says a table missing is read again."""
         try:
-            tables = tuple(sorted(os.listdir(self.routes_dir)))
+            with os.scandir(self.routes_dir) as entries:
+                tables = tuple(sorted(_entry_key(e) for e in entries))
         except OSError:
             tables = ()  # no routes directory (no tables yet), or unreadable: the read of a table says why
         return (_stat_key(self.state_path), tables)

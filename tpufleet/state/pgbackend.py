@@ -385,13 +385,15 @@ class PostgresBackend:
     def exists(self) -> bool:
         return self._state_row() is not None
 
-    def change_key(self) -> tuple[int, str, int] | None:
-        """The state row's serial and time written (a commit changes both) and the tables' count (a row deleted by
-        hand): one small query."""
+    def change_key(self) -> tuple[int, str, int, str] | None:
+        """The state row's serial and time written (a commit changes both), the tables' count (a row deleted by
+        hand) and a digest of their names and row versions (`xmin`: a row changed in place by hand, another slice's
+        tables copied into it): one small query, which reads no table's data."""
         rows = self._query(
-            "SELECT serial, written, (SELECT count(*) FROM tpufleet_tables) FROM tpufleet_state WHERE id = 1"
+            "SELECT serial, written, (SELECT count(*) FROM tpufleet_tables), (SELECT coalesce(md5(string_agg("
+            "name || ':' || xmin::text, ',' ORDER BY name)), '') FROM tpufleet_tables) FROM tpufleet_state WHERE id = 1"
         )
-        return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
+        return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2]), str(rows[0][3])) if rows else None
 
     def reopened(self) -> PostgresBackend:
         """A backend on the same database with a connection of its own (a server's reads beside its writes: a
