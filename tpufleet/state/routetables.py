@@ -243,6 +243,17 @@ def tail_holds_indexed(
     return meta is None or not_indexed(meta, name, entry) is None
 
 
+def not_held(data: bytes, file: str, name: str, entry: RouteRecord) -> str | None:
+    """Why a tables file's bytes are not the tables slice `name`'s index `entry` names (`not_indexed`), or None:
+    they are, or their `meta` cannot be read (left to their reader to name as damaged)."""
+    import io
+
+    from tpufleet.collectives.tables import not_indexed
+
+    meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(data)), file)
+    return None if meta is None else not_indexed(meta, name, entry)
+
+
 def _meta_or_none(open_zip: Callable[[], zipfile.ZipFile], file: str) -> dict[str, Any] | None:
     """The tables' `meta`, or None when it cannot be read (left to the tables' reader to name as damaged)."""
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,26 +119,45 @@ def _directory_fleet(writer: DirectoryWriter, replacing_with: list[bytes] | None
             f"{backend.journal_path}: line {read.index(None) + 1} is longer than the "
             f"{journal.MAX_LINE_BYTES}-byte limit of a journal line (damaged); nothing was moved"
         )
-    tables, missing = {}, {}
-    for name in doc.get("routes", {}):
-        path = backend.table_place(name)
-        try:
-            tables[name] = _tables_file(path)
-        except FileNotFoundError:
-            missing[name] = str(path)  # indexed but missing: nothing to move, nothing to delete (_keeps_tables)
-        except OSError as exc:
-            raise io_error("read", path, exc) from None
+    tables, missing = _indexed_tables(doc, lambda name: _tables_file(backend.table_place(name)), backend.table_place)
     return Fleet(raw, doc["serial"], lines, tables, _index(doc), missing)
 
 
-def _tables_file(path: Path) -> bytes:
-    """A tables file's bytes, refused (BadStateFile) when larger than any tables file can be: a huge or sparse file
-    planted there is not read into memory."""
+def _indexed_tables(
+    doc: dict[str, Any], read: Callable[[str], bytes | None], where: Callable[[str], object]
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The bytes of the tables `doc` indexes (`read`: None when there are none), and why each of the others is not
+    there: missing, or holding other tables than indexed (another slice's copied in, older ones put back), which
+    are not the fleet's tables and are not moved (`_keeps_tables` then keeps the target's copy of the indexed
+    ones). Tables whose `meta` cannot be read are moved as they are: their reader names them damaged."""
+    from tpufleet.fleetstate import RouteRecord
+    from tpufleet.state.routetables import not_held
+
+    tables, missing = {}, {}
+    for name, entry in doc.get("routes", {}).items():
+        data = read(name)
+        if data is None:  # nothing to move, nothing to delete (_keeps_tables)
+            missing[name] = f"has no {where(name)}"
+        elif (why := not_held(data, str(where(name)), name, RouteRecord(**entry))) is not None:
+            missing[name] = f"its {where(name)} {why}"
+        else:
+            tables[name] = data
+    return tables, missing
+
+
+def _tables_file(path: Path) -> bytes | None:
+    """A tables file's bytes (None: there is none), refused (BadStateFile) when larger than any tables file can be:
+    a huge or sparse file planted there is not read into memory."""
     from tpufleet.state.routetables import max_file_bytes
 
     limit = max_file_bytes()
-    size = path.lstat().st_size
-    data = read_state_file(path, limit) if size <= limit else b""
+    try:
+        size = path.lstat().st_size
+        data = read_state_file(path, limit) if size <= limit else b""
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise io_error("read", path, exc) from None
     if size > limit or len(data) > limit:
         raise BadStateFile(str(path), "", max(size, len(data)), f"larger than any tables file ({limit:,} bytes)")
     return data
@@ -151,13 +171,7 @@ def _database_fleet(db: PostgresBackend) -> Fleet | None:
     doc = checked_state(raw, db.state_label)
     if doc["serial"] != serial:
         raise state_row_mismatch(db.state_label, serial, doc["serial"])
-    tables, missing = {}, {}
-    for name in doc.get("routes", {}):
-        data = db.table_bytes(name)
-        if data is None:
-            missing[name] = f"row {name!r} in tpufleet_tables"
-        else:
-            tables[name] = data
+    tables, missing = _indexed_tables(doc, db.table_bytes, lambda name: f"row {name!r} in tpufleet_tables")
     return Fleet(raw, serial, _lines(db.journal_bytes()), tables, _index(doc), missing)
 
 
@@ -166,10 +180,10 @@ def _keeps_tables(source: Fleet, target: Fleet | None, source_name: str, target_
     by hand, say): the very tables both states name (made at the same time and serial), lost for good once the
     source is gone. Refused rather than kept: the target then stays byte for byte the source, and the source's loss
     is said before it is deleted, not hidden in a success."""
-    for name, where in sorted(source.missing.items()):
+    for name, why in sorted(source.missing.items()):
         if target is not None and name in target.tables and target.index.get(name) == source.index[name]:
             raise Refused(
-                f"{source_name} indexes the routing tables of slice {name!r} but has no {where}, and "
+                f"{source_name} indexes the routing tables of slice {name!r} but {why}, and "
                 f"{target_name} holds them: nothing was moved (move the fleet the other way to copy them back, or "
                 f"run `tpufleet routes {name}` on {source_name} to make them again)"
             )
