@@ -178,27 +178,70 @@ def _degraded(sl: Slice) -> tuple[list[str], list[str]]:
     return why, [f"tpufleet clear-fault {f}" for f in r.faults]
 
 
-def _missing_why(state: FleetState, sl: Slice, missing: int) -> str:
-    down = [f for f in _faults_under(state, sl) if isinstance(f.target, OcsId)]
-    if down:
-        where = ", ".join(str(f.target) for f in down)
-        return f"{missing} cross-connects are deferred while {where} is down (fault-tolerant routing bridges them); after the repair, `plan-xconnect {sl.name} --apply` programs them"
-    return f"{missing} cross-connects it needs are not in place"
+def _missing_by_ocs(state: FleetState, sl: Slice) -> dict[OcsId, int]:
+    """OCS -> how many of the cross-connects a wired slice needs there are not in place."""
+    from tpufleet.xconnect import wanted_pairs
+
+    if not missing_xconnects(state, sl):
+        return {}
+    wanted = wanted_pairs(sl.shape, state.fleet, sl.coords)
+    return {o: n for o, pairs in wanted.items() if (n := len(set(pairs) - state.ocs.get(o, frozenset())))}
 
 
-def _rewire_waits(state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str]) -> bool:
-    """Whether `plan-xconnect --apply` programs a wired slice's missing cross-connects now; if a failed or drained
-    port refuses them, says so in `why` and adds the clears they wait for to `next_steps`."""
+def _missing_why(state: FleetState, sl: Slice, by_ocs: dict[OcsId, int]) -> str:
+    from tpufleet.xconnect import ocs_order
+
+    down = {f.target for f in _faults_under(state, sl) if isinstance(f.target, OcsId)}
+    held = sorted((o for o in by_ocs if o in down), key=ocs_order)
+    missing, deferred = sum(by_ocs.values()), sum(by_ocs[o] for o in held)
+    if not held:
+        return f"{missing} cross-connects it needs are not in place"
+    where = f"{', '.join(map(str, held))} {'is' if len(held) == 1 else 'are'} down"
+    live = [str(o) for o in sorted(by_ocs, key=ocs_order) if o not in down]
+    more = f"; {missing - deferred} more, on {', '.join(live)}, are not in place" if live else ""
+    return (
+        f"{deferred} cross-connects are deferred while {where} (fault-tolerant routing bridges them){more}; "
+        f"after the repair, `plan-xconnect {sl.name} --apply` programs them"
+    )
+
+
+def _wiring_waits(
+    state: FleetState, sl: Slice, now: str, by_ocs: dict[OcsId, int], why: list[str]
+) -> list[Fault] | None:
+    """The faults whose clears a wired slice's missing cross-connects wait for: an OCS still down holding some of
+    them; when `plan-xconnect --apply` refuses (said in `why`), the failed or drained ports and OCS under it (a
+    slice without fault-tolerant routing needs every OCS up). Empty: it programs them all now; None: it refuses
+    for something no clear of these mends."""
     from tpufleet.ops.xconnect import make_plan
 
+    under = _faults_under(state, sl)
+    waits = [f for f in under if isinstance(f.target, OcsId) and f.target in by_ocs]
     try:
         make_plan(state, sl.name, now)
     except Refused as exc:
         blocked = "; ".join(map(str, exc.details[:5])) or str(exc)
         why.append(f"`plan-xconnect {sl.name} --apply` refuses them until repaired: {blocked}")
-        ports = [f"tpufleet clear-fault {f.id}" for f in _faults_under(state, sl) if isinstance(f.target, LinkId)]
-        next_steps.extend(step for step in ports if step not in next_steps)
+        network = [f for f in under if isinstance(f.target, (LinkId, OcsId))]
+        waits += [f for f in network if f not in waits]
+        return waits or None
+    return waits
+
+
+def _wiring_steps(state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str]) -> bool:
+    """Adds to `next_steps` what programs a wired slice's missing cross-connects (the clears they wait for, then
+    `plan-xconnect --apply`) and says whether it did. A degraded slice waits for those clears on its rerouted
+    tables, so it is wired and routed once, after them: routed before, it would stay on degraded tables and be
+    routed again. A connected one is routed now (its tables do not route around the faults) and wired later."""
+    by_ocs = _missing_by_ocs(state, sl)
+    if not by_ocs:
         return False
+    why.append(_missing_why(state, sl, by_ocs))
+    waits = _wiring_waits(state, sl, now, by_ocs, why)
+    if waits is None or (waits and sl.state is not SliceState.DEGRADED):
+        return False
+    clears = [f"tpufleet clear-fault {f.id}" for f in waits]
+    next_steps.extend(dict.fromkeys(step for step in clears if step not in next_steps))
+    next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")  # wired first: tables made before go stale
     return True
 
 
@@ -222,16 +265,10 @@ def explain_slice(state: FleetState, sl: Slice, now: str, missing_tables: Collec
     if line is not None:
         why.insert(0, line)
     missing = missing_xconnects(state, sl)
-    rewire = bool(missing) and not any(isinstance(f.target, OcsId) for f in _faults_under(state, sl))
     if sl.state.wired and routes != "fresh" and not sl.machines:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
-    if missing:
-        why.append(_missing_why(state, sl, missing))
-    if rewire:
-        rewire = _rewire_waits(state, sl, now, why, next_steps)
-    if rewire:  # wired first: tables made before would go stale at once
-        next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")
+    rewire = _wiring_steps(state, sl, now, why, next_steps)
     if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
         next_steps.append(f"tpufleet routes {sl.name}")
     return {

@@ -1,0 +1,90 @@
+"""`explain`'s `next` steps, run in order as an operator would: each works and the slice ends where they say."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+
+def _ok(fleet, *args):
+    r = fleet(*args)
+    assert r.code == 0, (args, r.err)
+    return r
+
+
+def _run_next(fleet, name: str) -> list[str]:
+    steps = _ok(fleet, "explain", name, "-o", "json").json["next"]
+    for step in steps:
+        argv = shlex.split(step)
+        assert argv[0] == "tpufleet", step
+        _ok(fleet, *argv[1:])
+    return steps
+
+
+def _healthy(fleet, name: str) -> dict:
+    row = next(s for s in _ok(fleet, "show", "slices", "-o", "json").json if s["name"] == name)
+    assert (row["state"], row["degraded"], row["routes"], row["missing_xconnects"]) == ("connected", None, "fresh", 0)
+    return row
+
+
+@pytest.mark.parametrize(
+    "still_open",
+    ["link:c00/x/3/out", "ocs:pod0/x/1"],  # a port of the slice, another OCS of the pod
+)
+def test_a_degraded_slice_with_deferred_cross_connects_is_wired_then_routed_once(fleet, still_open):
+    """Its pairs deferred while an OCS was down, that OCS cleared, another fault still under it: `explain` said
+    `clear-fault` of it, then `routes` (the slice stays degraded: its pairs are still missing), and only then
+    `plan-xconnect --apply`, a second round of routing. Now: the clear, `plan-xconnect --apply`, `routes`."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")  # f1
+    _ok(fleet, "plan-xconnect", "a", "--apply")  # its pairs on z/0 deferred
+    _ok(fleet, "routes", "a")
+    _ok(fleet, "inject-fault", still_open)  # f2
+    _ok(fleet, "clear-fault", "f1")
+    assert _ok(fleet, "explain", "a", "-o", "json").json["state"] == "degraded"
+    steps = _run_next(fleet, "a")
+    assert steps == ["tpufleet clear-fault f2", "tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    _healthy(fleet, "a")
+    assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == []
+
+
+def test_a_slice_without_fault_tolerant_routing_is_rewired_only_after_every_ocs_is_back(fleet):
+    """Its plan needs every OCS of the pod up: the rewire of the pairs deferred on a repaired OCS waits for the
+    clear of another one, though its own pairs there are in place."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")  # f1
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "routes", "a")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/1")  # f2, rerouted around
+    _ok(fleet, "policy", "a", "--no-fault-tolerant-routing")
+    _ok(fleet, "clear-fault", "f1")
+    steps = _run_next(fleet, "a")
+    assert steps == ["tpufleet clear-fault f2", "tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    _healthy(fleet, "a")
+
+
+def test_the_deferred_count_names_only_the_pairs_on_the_ocs_still_down(fleet):
+    """Pairs deferred on two OCS, one of them repaired: `explain` said all 4 were deferred while the other is
+    down; 2 are, the 2 on the repaired OCS are simply not in place."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/1")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "clear-fault", "f1")
+    why = _ok(fleet, "explain", "a", "-o", "json").json["why"]
+    assert (
+        "2 cross-connects are deferred while ocs:pod0/x/1 is down (fault-tolerant routing bridges them); 2 more, "
+        "on ocs:pod0/z/0, are not in place; after the repair, `plan-xconnect a --apply` programs them"
+    ) in why
+
+
+def test_a_degraded_slice_waiting_for_its_ocs_gets_every_step_to_healthy(fleet):
+    """Wired and routed while an OCS was down: `explain` gives its clear, then the rewire and one routing."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "routes", "a")
+    steps = _run_next(fleet, "a")
+    assert steps == ["tpufleet clear-fault f1", "tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    _healthy(fleet, "a")
