@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
 import pytest
 
@@ -88,3 +89,66 @@ def test_a_degraded_slice_waiting_for_its_ocs_gets_every_step_to_healthy(fleet):
     steps = _run_next(fleet, "a")
     assert steps == ["tpufleet clear-fault f1", "tpufleet plan-xconnect a --apply", "tpufleet routes a"]
     _healthy(fleet, "a")
+
+
+@pytest.mark.parametrize(
+    ("shape", "dead"),
+    [
+        ("4x4x4", [("x", 1)]),
+        ("4x4x8", [("z", 0)]),
+        ("4x8x8", [("y", 5), ("z", 2)]),
+        ("8x8x8", [("x", 3)]),
+    ],
+)
+def test_the_cut_bound_never_promises_less_than_the_tables_keep(shape, dead):
+    """`kept_at_most` (what `explain` judges a pod-scale landing on) is an upper bound of what the fault path's
+    own tables keep: a move it calls refused, `reschedule` refuses too."""
+    import numpy as np
+
+    from helpers import ocs_failure
+    from tpufleet.constants import HARDWARE_VCS
+    from tpufleet.faults import kept_exactly
+    from tpufleet.routing.optimum import kept_at_most
+    from tpufleet.routing.report import healthy_loads, verdict_summary
+    from tpufleet.shapes import parse_shape
+
+    s = parse_shape(shape)
+    expected, alive = ocs_failure(s, *dead[0])
+    for dim, index in dead[1:]:
+        alive = np.where(ocs_failure(s, dim, index)[1] < 0, -1, alive)
+    summary = verdict_summary(s, expected, alive, ("all-to-all",), HARDWARE_VCS)
+    bound = kept_at_most(s, alive, healthy_loads(s, expected, ("all-to-all",))["all-to-all"])
+    assert bound is not None and kept_exactly(summary) <= bound + 1e-9 < 1.0
+
+
+def test_explain_foresees_a_pod_scale_move_below_the_floor(fleet, monkeypatch):
+    """An evicted 8x16x16 (2,048 chips) whose reserved move lands where an OCS is down, below its floor of 0.99:
+    `explain` sent `reschedule j-0`, which refuses (exit 1). The live links across a cut of its rings there show,
+    without routing it, that no routing keeps its floor: `explain` now sends that OCS's clear first, and its steps,
+    run in order, move it."""
+    import tpufleet.faults
+
+    _ok(fleet, "allocate", "j", "--shape", "8x16x16", "--slices", "1", "--min-throughput", "0.99")
+    _ok(fleet, "plan-xconnect", "j", "--apply")
+    _ok(fleet, "inject-fault", "host:c00/1")  # f1: j-0 evicted, its move reserved on other cubes of pod0
+    _ok(fleet, "inject-fault", "ocs:pod0/y/5")  # f2: the move lands around it, one of its 16-chip rings
+    routed: list[object] = []
+    figures = tpufleet.faults.reroute_figures
+
+    def counted(*a: Any, **k: Any) -> dict[str, Any]:
+        routed.append(a)
+        return figures(*a, **k)
+
+    monkeypatch.setattr(tpufleet.faults, "reroute_figures", counted)
+    r = _ok(fleet, "explain", "j-0", "-o", "json").json
+    assert r["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert (
+        "reschedule cannot move it yet: rerouted, it would keep at most 0.9375 of its all-to-all throughput (the "
+        "links left across a cut of its rings), below its floor of 0.99" in r["why"]
+    )
+    assert _ok(fleet, "explain", "j", "-o", "json").json["next"] == r["next"]
+    assert routed == []  # foreseen without routing the landing
+    refused = fleet("reschedule", "j-0")
+    assert refused.code == 1 and "below its floor of 0.99" in refused.err
+    _run_next(fleet, "j-0")
+    assert _ok(fleet, "show", "slices", "-o", "json").json[0]["state"] == "connected"

@@ -280,8 +280,9 @@ def test_explain_leaves_a_pod_scale_landing_to_reschedule(fleet, monkeypatch):
     r = fleet("explain", "j-0", "-o", "json")
     assert r.json["next"] == ["tpufleet reschedule j-0"]
     note = (
-        "there it routes around f2: `reschedule` works out its figures and refuses, changing nothing, below its "
-        "floor of 0.5 (routing 2048 chips takes seconds, not worked out here)"
+        "there it routes around f2, not checked here against its floor of 0.5 (routing 2048 chips takes seconds; "
+        "no cut of its rings rules it out): `reschedule` works it out, and refuses, changing nothing, if it would "
+        "keep less"
     )
     assert note in r.json["why"]
     r = fleet("explain", "j", "-o", "json")

@@ -3,7 +3,8 @@ first, then the slices `reschedule` moves (`explain`, `inject-fault`'s job `next
 network faults, judged as the fault path judges a wired slice (`reschedule`).
 
 Worked out on copies of the state with faults cleared and earlier moves in place; the landing of a slice over
-STEP_JUDGED_CHIPS is left to `reschedule`, which alone spends the seconds routing it takes.
+STEP_JUDGED_CHIPS is not routed (`reschedule` alone spends the seconds that takes), only bounded: a move no routing
+there keeps above the slice's floor is known refused.
 """
 
 from __future__ import annotations
@@ -40,15 +41,47 @@ def landing(state: FleetState, sl: Slice, proposal: Proposal) -> tuple[Json | No
     """An evicted slice moved onto its (ready) proposal and wired, as the fault path would judge it: the reroute
     figures where it lands among network faults (None: it lands on none, or it does not reroute: its plan then
     refuses a failed OCS), and why it could not run there (None: it can, degraded with those figures)."""
-    alloc, plan = proposal.alloc, proposal.plan
-    if alloc is None or plan is None or not sl.fault_tolerant_routing or sl.shape.is_subcube:
+    landed = _landed(state, sl, proposal)
+    if landed is None:
         return None, None
-    if not landing_faults(state, alloc.pod, alloc.cubes):
-        return None, None
-    moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, coords=dict(alloc.coords), state=SliceState.CONNECTED)
-    wired = replace(state, ocs=xconnect.apply(state.ocs, plan.changes))
+    wired, moved = landed
     figures = faults.reroute_figures(wired, moved)
     return figures, faults.reroute_verdict(figures, moved, HARDWARE_VCS)
+
+
+def _landed(state: FleetState, sl: Slice, proposal: Proposal) -> tuple[FleetState, Slice] | None:
+    """The state with the slice moved onto its (ready) proposal and wired there, when it lands among network
+    faults and reroutes around them (else None)."""
+    alloc, plan = proposal.alloc, proposal.plan
+    if alloc is None or plan is None or not sl.fault_tolerant_routing or sl.shape.is_subcube:
+        return None
+    if not landing_faults(state, alloc.pod, alloc.cubes):
+        return None
+    moved = replace(sl, pod=alloc.pod, cubes=alloc.cubes, coords=dict(alloc.coords), state=SliceState.CONNECTED)
+    return replace(state, ocs=xconnect.apply(state.ocs, plan.changes)), moved
+
+
+def bounded_landing(state: FleetState, sl: Slice, proposal: Proposal) -> str | None:
+    """Why `reschedule` refuses a move, known without routing the landing: no routing of the live links there
+    keeps the slice's floor (`optimum.kept_at_most`, a cut of its rings; a tenth of the routing's seconds on a
+    4096-chip slice). None: it lands on no fault, or the bound does not settle it (`reschedule` works it out)."""
+    from tpufleet import wiring
+    from tpufleet.routing.optimum import kept_at_most
+    from tpufleet.routing.report import healthy_loads
+
+    landed = _landed(state, sl, proposal)
+    if landed is None:
+        return None
+    wired, moved = landed
+    graph = wiring.build(moved, wired.fleet, wired.ocs, wired.health())
+    healthy = healthy_loads(sl.shape, graph.expected, ("all-to-all",))["all-to-all"]
+    bound = kept_at_most(sl.shape, graph.nbr, healthy)
+    if bound is None or bound >= sl.min_throughput:
+        return None
+    return (
+        f"rerouted, it would keep at most {bound:.6g} of its all-to-all throughput (the links left across a cut "
+        f"of its rings), below its floor of {sl.min_throughput:g}"
+    )
 
 
 @dataclass
@@ -128,10 +161,8 @@ def _why_unmovable(state: FleetState, sl: Slice, proposal: Proposal) -> str | No
     """Why `reschedule` would refuse the slice's move (None: it moves)."""
     if not proposal.ready:
         return str(proposal.to_dict().get("why") or "no replacement")
-    if not _judged(sl):
-        return None
     try:
-        return landing(state, sl, proposal)[1]
+        return landing(state, sl, proposal)[1] if _judged(sl) else bounded_landing(state, sl, proposal)
     except Exception:  # noqa: BLE001 - the move's analysis is reschedule's: a bug there is reported by it (exit 70)
         return None
 
@@ -143,8 +174,9 @@ def _judged(sl: Slice) -> bool:
 
 def unjudged_note(sl: Slice, faults: list[str]) -> str:
     """What `explain` says of a move `steps_to_move` did not judge: `reschedule` does."""
+    bounded = "; no cut of its rings rules it out" if sl.shape.wraps and not sl.shape.twisted else ""
     return (
-        f"there it routes around {', '.join(faults)}: `reschedule` works out its figures and refuses, changing "
-        f"nothing, below its floor of {sl.min_throughput:g} (routing {sl.shape.chips} chips takes seconds, "
-        "not worked out here)"
+        f"there it routes around {', '.join(faults)}, not checked here against its floor of {sl.min_throughput:g} "
+        f"(routing {sl.shape.chips} chips takes seconds{bounded}): `reschedule` works it out, and refuses, "
+        "changing nothing, if it would keep less"
     )

@@ -55,6 +55,34 @@ def cut_bound(shape: Shape) -> float:
     return best
 
 
+def kept_at_most(shape: Shape, live: ChipGraph, healthy_load: float) -> float | None:
+    """An upper bound on the all-to-all share any routing of the live graph `live` keeps (the healthy tables' max
+    link load `healthy_load` over its max link load), found without routing: cut the rings of a dimension of k
+    chips into halves of a and k - a planes; the a * (k - a) * (N / k) ** 2 pairs from one half to the other
+    cross the live links of the cut in that direction (the + links leaving its last plane, the - links leaving
+    its first), so any max load is at least that over their number. A missing cable leaves fewer. None for a
+    twisted torus (its twist adds links across those cuts) and a mesh."""
+    import numpy as np
+
+    from tpufleet.topology import coordinates
+
+    if shape.twisted or not shape.wraps or healthy_load <= 0:
+        return None
+    xyz = coordinates(shape.dims)
+    best = 1.0
+    for d, k in enumerate(shape.dims):
+        if k < 2:
+            continue
+        a, across = k // 2, (k // 2) * (k - k // 2) * (shape.chips // k) ** 2
+        plus = np.bincount(xyz[live[:, 2 * d] >= 0, d], minlength=k)  # live links from plane x to x + 1
+        minus = np.bincount(xyz[live[:, 2 * d + 1] >= 0, d], minlength=k)  # from plane x to x - 1
+        for p in range(k):  # one half: planes p .. p + a - 1
+            leaving = plus[(p + a - 1) % k] + minus[p]
+            entering = plus[(p - 1) % k] + minus[(p + a) % k]
+            best = min(best, healthy_load * float(min(leaving, entering)) / across)
+    return best
+
+
 def distance_bound(nbr: ChipGraph, shape: Shape | None = None) -> float:
     """Sum of all pairwise hop distances over the live directed links."""
     import numpy as np
