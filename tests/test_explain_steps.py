@@ -152,3 +152,19 @@ def test_explain_foresees_a_pod_scale_move_below_the_floor(fleet, monkeypatch):
     assert refused.code == 1 and "below its floor of 0.99" in refused.err
     _run_next(fleet, "j-0")
     assert _ok(fleet, "show", "slices", "-o", "json").json[0]["state"] == "connected"
+
+
+def test_explain_job_gives_its_running_slices_own_steps(fleet):
+    """A running job whose slice waits for its deferred cross-connects and new tables: `explain JOB` gave no step
+    (the job's own steps only bring evicted slices back) while `explain` of the slice gave the rewire and the
+    routing. The job's now holds its slices' steps, and run in order they leave the slice healthy."""
+    _ok(fleet, "allocate", "j", "--shape", "4x4x8", "--slices", "1")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")  # f1
+    _ok(fleet, "plan-xconnect", "j", "--apply")  # its pairs on z/0 deferred
+    _ok(fleet, "routes", "j")
+    _ok(fleet, "clear-fault", "f1")
+    slice_steps = _ok(fleet, "explain", "j-0", "-o", "json").json["next"]
+    assert slice_steps == ["tpufleet plan-xconnect j-0 --apply", "tpufleet routes j-0"]
+    assert _run_next(fleet, "j") == slice_steps
+    _healthy(fleet, "j-0")
+    assert _ok(fleet, "explain", "j", "-o", "json").json["next"] == []

@@ -176,7 +176,9 @@ def test_explain_job_clears_every_fault_its_move_waits_for(fleet):
     `reschedule j-0`, which then failed "need 1 healthy free cube(s)"."""
     _full_pod_with_two_faults_under(fleet, "j-0")
     r = fleet("explain", "j", "-o", "json")
-    assert r.json["next"] == ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    # j-1 runs on, never routed: its own step comes after the move
+    moves = ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert r.json["next"] == [*moves, "tpufleet routes j-1"]
     assert "no place to move it to now: it waits for the repair of f1, f2" in r.json["why"][1]
     _run(fleet, r.json["next"])
     assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"
@@ -376,7 +378,8 @@ def test_explain_job_wires_its_slices_one_by_one_when_a_running_slice_has_a_port
     assert r.json["jobs"][0]["next"] == ["tpufleet plan-xconnect j-0 --apply"]
     r = fleet("explain", "j", "-o", "json")
     assert r.json["state"] == "pending"
-    assert r.json["next"] == ["tpufleet plan-xconnect j-0 --apply"]
+    # then j-1's own repair and tables, as `explain j-1` gives them
+    assert r.json["next"] == ["tpufleet plan-xconnect j-0 --apply", "tpufleet clear-fault f1", "tpufleet routes j-1"]
     for step in r.json["next"]:
         assert fleet(*step.split()[1:]).code == 0, step
     assert fleet("explain", "j", "-o", "json").json["state"] == "running"

@@ -27,16 +27,21 @@ def explain(state: FleetState, what: str, now: str, missing_tables: Collection[s
     if ":" in what:
         return Outcome(explain_target(state, parse_target(what)), None)
     if what in state.jobs:
-        return Outcome(_explain_job(state, what, now), None)
+        return Outcome(_explain_job(state, what, now, missing_tables), None)
     return Outcome(explain_slice(state, state.slice(what), now, missing_tables), None)
 
 
-def _explain_job(state: FleetState, name: str, now: str) -> Row:
-    """`explain JOB`, its wiring step as `job_wire_steps` gives it."""
+def _explain_job(state: FleetState, name: str, now: str, missing_tables: Collection[str]) -> Row:
+    """`explain JOB`, its wiring step as `job_wire_steps` gives it, then each wired slice's own steps (the job's
+    bring its evicted slices back; a running slice may still wait for its repairs, cross-connects or tables)."""
     from tpufleet.jobs import explain_job
 
     row = explain_job(state, name)
-    row["next"] = job_wire_steps(state, name, row["next"], now, row["why"])
+    steps = job_wire_steps(state, name, row["next"], now, row["why"])
+    for sl in state.job_slices(name):
+        if sl.state.wired:
+            steps += explain_slice(state, sl, now, missing_tables)["next"]
+    row["next"] = list(dict.fromkeys(steps))
     return row
 
 
