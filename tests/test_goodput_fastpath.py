@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import GUARD_S, in_thread
 from tpufleet.errors import BadInput
 from tpufleet.goodput import fastread, render
 from tpufleet.ops.goodput import build
@@ -286,14 +287,43 @@ def test_a_label_key_written_with_an_escape_is_kept():
 def test_decoding_workers_come_from_a_fork_server_and_are_closed_not_killed(monkeypatch):
     """The workers were forked from the reading process itself: from `serve` (or a process running a Dask client)
     a child could inherit a lock another thread held and wait for ever; and `terminate` left the pool's threads
-    waiting on a queue lock a killed worker held. They now come from a fork server and are closed."""
+    waiting on a queue lock a killed worker held. They now come from a fork server and are shut down."""
     if not MULTI_CPU:
         pytest.skip("one CPU: the reading process decodes alone")
     monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
-    killed: list[int] = []
     with goodputlogs._fork_pool(True) as pool:
         assert pool is not None
-        assert pool._ctx.get_start_method() == "forkserver"  # type: ignore[attr-defined]
-        assert pool.apply_async(len, (b"piece",)).get() == 5
-        monkeypatch.setattr(pool, "terminate", lambda: killed.append(1))
-    assert killed == [] and all(not p.is_alive() for p in pool._pool)  # type: ignore[attr-defined]
+        context = pool._mp_context
+        assert context is not None and context.get_start_method() == "forkserver"
+        assert pool.submit(len, b"piece").result() == 5
+        workers = list(pool._processes.values())
+    assert workers and all(not p.is_alive() for p in workers)
+
+
+_DECODE_PIECE = goodputlogs.decode_piece
+
+
+def _decode_but_die_in_a_worker(piece: bytes) -> Any:
+    """`decode_piece`, except that a worker process running it dies at once (as one the OOM killer picks)."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        os._exit(9)
+    return _DECODE_PIECE(piece)
+
+
+def test_a_decoding_worker_killed_leaves_its_pieces_to_the_report_not_a_wait_for_ever(tmp_path, monkeypatch):
+    """A worker killed (for memory, say) never handed its piece back, and goodput-report waited for it for good;
+    now the pieces left are decoded in the reading process, and the report is the one a single process gives."""
+    if not MULTI_CPU:
+        pytest.skip("one CPU: the reading process decodes alone")
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(varied_log(3, 6, 0)) + "\n")
+    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 4096)
+    alone = build([path], by=["accelerator"], period="day", skip_bad=False)
+    monkeypatch.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
+    monkeypatch.setattr(goodputlogs, "decode_piece", _decode_but_die_in_a_worker)
+    _thread, done, out = in_thread(lambda: build([path], by=["accelerator"], period="day", skip_bad=False))
+    assert done.wait(GUARD_S), "the report waited for a piece a dead worker held"
+    assert out == [alone]

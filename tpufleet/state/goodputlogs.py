@@ -43,7 +43,7 @@ from tpufleet.state.inputfiles import (
 )
 
 if TYPE_CHECKING:
-    from multiprocessing.pool import Pool
+    from concurrent.futures import ProcessPoolExecutor as Pool
 
 __all__ = ["STDIN", "load", "load_exclusions", "shown_name"]
 
@@ -232,11 +232,16 @@ def _decoded_ahead(
     pieces: Iterator[tuple[bytes, int]], pool: Pool
 ) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
     """`_decoded` with up to two pieces a worker decoded ahead in the pool. An error reading the file (too
-    large, unreadable) is raised after the pieces before it are given, as reading one at a time would."""
+    large, unreadable) is raised after the pieces before it are given, as reading one at a time would. Once a
+    worker has died (killed for memory, say), the pieces left are decoded here: the same answers, where waiting
+    for a piece no worker will hand back would wait for good."""
+    from concurrent.futures.process import BrokenProcessPool
+
     ahead: deque[tuple[bytes, int, Any]] = deque()
     failure: BadInput | None = None
+    broken = False
     while True:
-        while failure is None and len(ahead) < 2 * _workers(pool):
+        while failure is None and not broken and len(ahead) < 2 * _workers(pool):
             try:
                 piece, offset = next(pieces)
             except StopIteration:
@@ -244,14 +249,20 @@ def _decoded_ahead(
             except BadInput as exc:
                 failure = exc
                 break
-            job = None if _bom(piece, offset) else pool.apply_async(decode_piece, (piece,))
+            job = None if _bom(piece, offset) else pool.submit(decode_piece, piece)
             ahead.append((piece, offset, job))
         if not ahead:
             if failure is not None:
                 raise failure
+            if broken:
+                yield from _decoded(pieces, None)
             return
         piece, offset, job = ahead.popleft()
-        yield piece, offset, None if job is None else job.get()
+        try:
+            decoded = None if job is None else job.result()
+        except BrokenProcessPool:
+            broken, decoded = True, decode_piece(piece)
+        yield piece, offset, decoded
 
 
 def decode_piece(piece: bytes) -> fastread.Decoded | None:
@@ -505,18 +516,27 @@ def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
         yield None
         return
     context.set_forkserver_preload([__name__])
-    pool = context.Pool(min(cpus, MAX_WORKERS))
+    from concurrent.futures import ProcessPoolExecutor
+
+    # An executor, not a multiprocessing Pool: a Pool whose worker died (the kernel's OOM killer) never hands back
+    # that worker's piece, and the report waited for it for good; the executor says it is broken.
+    pool = ProcessPoolExecutor(min(cpus, MAX_WORKERS), mp_context=context, initializer=_leave_interrupts)
     try:
         yield pool
     finally:
-        # Closed, not terminated: at most two pieces a worker are still queued, and a worker killed while it held
-        # the task queue's lock left the pool's own threads waiting on it for good.
-        pool.close()
-        pool.join()
+        # Shut down, not killed: at most two pieces a worker are still queued (those not started are cancelled).
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leave_interrupts() -> None:
+    """A worker leaves Ctrl-C to the report (which stops handing it pieces): no worker's traceback on stderr."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _workers(pool: Pool) -> int:
-    return int(getattr(pool, "_processes", 1))
+    return int(getattr(pool, "_max_workers", 1))
 
 
 def load_exclusions(path: Path) -> list[Exclusion]:
