@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -227,5 +228,31 @@ def test_lines_read_in_pieces_forward_and_back_are_the_lines_of_the_bytes(tmp_pa
             assert list(journalfile.lines(fd, len(raw))) == expected
             assert list(journalfile.lines_back(fd, len(raw)))[::-1] == expected
             assert journalfile.newlines_before(fd, len(raw)) == raw.count(b"\n")
+            unkept = [replace(line, text=None) if line.text and b"\0" in line.text else line for line in expected]
+            assert list(journalfile.lines(fd, len(raw), drop_nul=True)) == unkept
+            assert list(journalfile.lines_back(fd, len(raw), drop_nul=True))[::-1] == unkept
         finally:
             os.close(fd)
+
+
+def test_a_hole_under_the_line_limit_is_a_damaged_line_not_read_into_memory(fleet):
+    """A sparse tail of 64 MiB (`truncate -s +64M`; a crash's zero fill) is shorter than the line limit: its NULs
+    were made in memory, twice, to find the line damaged (a 200 MiB hole: 400 MB and seconds for `history`). A line
+    holding a NUL or a hole is no entry: its bytes are passed over, as a line over the limit's are."""
+    import tracemalloc
+
+    assert fleet("inject-fault", "host:c10/1").code == 0
+    path = fleet.state / "journal.jsonl"
+    with path.open("r+b") as fh:
+        fh.truncate(path.stat().st_size + 64 * 1024 * 1024)
+    history = fleet("history", "-o", "json")
+    assert history.code == 0 and [e["serial"] for e in history.json] == [1, 2]
+    tracemalloc.start()
+    try:
+        whole = journal.read_scan(path, 2)
+        back = journal.read_back(path, 2, journal.last(1))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [e.serial for e in whole.entries] == [1, 2] and back.entries[-1].serial == 2
+    assert peak < 40 * 1024 * 1024, peak  # (a few 8 MiB pieces, not the hole)

@@ -225,7 +225,7 @@ def _opened(path: Path, flags: int, action: str) -> Iterator[tuple[int, int] | N
 
 def read_scan(path: Path, serial: int) -> Scan:
     with _opened(path, os.O_RDONLY, "read") as opened:
-        return Scan() if opened is None else scan_lines(journalfile.lines(*opened), serial)
+        return Scan() if opened is None else scan_lines(journalfile.lines(*opened, drop_nul=True), serial)
 
 
 Enough = Callable[[list[JournalEntry]], bool]  # whether the committed entries read so far (file order) suffice
@@ -271,7 +271,7 @@ def read_back(path: Path, serial: int, enough: Enough) -> Scan:
         fd, size = opened
         read: list[Line] = []
         block = _TAIL
-        for line in journalfile.lines_back(fd, size):
+        for line in journalfile.lines_back(fd, size, drop_nul=True):
             if line.start < size - block:  # the lines read are the last `block` bytes' whole lines: enough?
                 found = _enough(scan_lines(reversed(read), serial), enough, whole=False) if read else None
                 if found is not None:
@@ -310,7 +310,7 @@ def recover(path: Path, serial: int, replacing: bool = False) -> None:
         fd, size = opened
         if size == 0 or _ends_committed(fd, size, serial):
             return  # the common case: the journal ends with a committed line
-        found = scan_lines(journalfile.lines(fd, size), serial)
+        found = scan_lines(journalfile.lines(fd, size, drop_nul=True), serial)
         if not replacing:  # (a pull replaces the whole history with the source's, once this one is its start)
             _refuse_lost_history(path, serial, found.beyond)
         keep = found.keep()
