@@ -525,3 +525,36 @@ def test_blank_lines_are_skipped_without_a_parse_each(monkeypatch, tmp_path):
     lines = [(i, text) for i, text in enumerate(["", "  ", "\t", record, " \r"], start=1)]
     log = events.read_native_lines(iter(lines), "log.jsonl", events.Log())
     assert parsed == [record] and log.skipped == 0
+
+
+@pytest.mark.parametrize("mark", ["\u2028", "\u2029", "\x85"])
+def test_a_job_named_with_a_unicode_line_separator_is_one_record_not_two_halves(cli, tmp_path, mark):
+    """JSON lets U+2028, U+2029 and U+0085 stand raw in a string (json.dumps with ensure_ascii=False writes them so),
+    and a JSON-lines log ends its lines with a line feed; the standard reader split lines where str.splitlines()
+    does, so such a job's records were 'not valid JSON' (exit 2, or skipped with --skip-bad)."""
+    name = f"train{mark}eval"
+
+    def line(record: Any) -> str:
+        return json.dumps(record, ensure_ascii=False)
+
+    native = tmp_path / "log.jsonl"
+    records = [
+        {"type": "capacity", "time": B, "accelerator": "tpu-v4", "chips": 64},
+        {"type": "job", "job": name, "accelerator": "tpu-v4", "chips": 8},
+        {"type": "event", "job": name, "time": B, "event": "job_start"},
+        {"type": "event", "job": name, "time": B + 100, "event": "step_start", "step": 1},
+        {"type": "event", "job": name, "time": "2026-01-05T00:03:20Z", "event": "job_end"},  # a time as text
+    ]
+    native.write_text("".join(line(r) + "\r\n" for r in records), encoding="utf-8")
+    (job,) = report(cli, native)["jobs"]
+    assert job["job"] == name and job["productive_steps"] == 1
+    ml = tmp_path / "ml.jsonl"
+    entries = [
+        {"job_name": name, "job_start_time": B},
+        {"job_name": name, "step_count": 1, "step_start_time": B + 10},
+        {"job_name": name, "step_count": 2, "step_start_time": B + 20},
+        {"job_name": name, "job_end_time": B + 30},
+    ]
+    ml.write_text("\n".join(line(e) for e in entries), encoding="utf-8")
+    (job,) = report(cli, ml, "--format", "ml-goodput")["jobs"]
+    assert job["job"] == name

@@ -482,10 +482,25 @@ def add_slice_counts(log: Log, job: str, t: float, rec: Mapping[str, Any], file:
     log.slices.setdefault(job, []).append((t, active, active if available < 0 else available, total))
 
 
+# What str.splitlines() takes for a line break beyond \r and \n: no JSON-lines writer ends a line with one, and
+# U+0085, U+2028 and U+2029 may stand raw inside a JSON string (a job named with one, as json.dumps writes it with
+# ensure_ascii=False): splitting there cut a valid record in two.
+_NOT_LINE_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def log_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines log: each ended by a line feed, CR LF or a lone CR (as text files are read), never
+    cut inside a record at another character str.splitlines() breaks at."""
+    if not any(c in text for c in _NOT_LINE_BREAKS):
+        return text.splitlines()  # (the common case, at C speed)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def read_native(text: str, file: str, log: Log, skip_bad: bool = False, csv_format: bool = False) -> Log:
     if csv_format:
         return _read_csv(text, file, log, skip_bad)
-    return read_native_lines(enumerate(text.splitlines(), start=1), file, log, skip_bad)
+    return read_native_lines(enumerate(log_lines(text), start=1), file, log, skip_bad)
 
 
 _EVENT_KEYS = frozenset(("type", "job", "time", "event", "step", "chips"))

@@ -35,6 +35,7 @@ from tpufleet.goodput.events import (
     Log,
     add_record,
     add_slice_counts,
+    log_lines,
 )
 from tpufleet.goodput.times import BadRecord, in_range
 from tpufleet.jsontext import parse_json_line
@@ -146,7 +147,7 @@ def read(text: str, file: str, log: Log, skip_bad: bool = False) -> Log:
         for i, payload in _array_items(text, file):
             _guarded(payload, None, file, i, log, skip_bad, orphans, names)
     else:
-        for i, raw in enumerate(text.splitlines(), start=1):
+        for i, raw in enumerate(log_lines(text), start=1):
             if raw.strip():
                 _guarded(None, raw, file, i, log, skip_bad, orphans, names)
     _adopt(orphans, names, file, log, skip_bad)

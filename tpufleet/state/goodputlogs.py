@@ -289,11 +289,11 @@ def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: boo
     """The piece's lines as text. A line that is not UTF-8 is bad input naming its line, or with `skip_bad` one
     bad line skipped (left empty, so the lines keep their numbers)."""
     try:
-        return _decode(piece, name, offset).splitlines()
+        return events.log_lines(_decode(piece, name, offset))
     except BadStateFile:
         pass
     text = piece[len(_BOM) if _bom(piece, offset) else 0 :].decode("utf-8", "surrogateescape")
-    lines = text.splitlines()
+    lines = events.log_lines(text)
     for i, line in enumerate(lines):
         if _ESCAPED_BYTE.search(line):  # an undecodable byte, escaped: no UTF-8 text has one
             if not skip_bad:
