@@ -296,20 +296,23 @@ def point_key(
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _canonical_mix(mix: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The size mix with each shape named as the run parses it (``8x4x4`` is ``4x4x8``), so one mix written two
-    ways is one point; unchanged when a name is no shape or two name one shape (the run refuses those)."""
-    canonical: dict[str, Any] = {}
-    for text, weight in mix.items():
-        words = str(text).split()
+def _canonical_mix(mix: Mapping[str, Any]) -> list[list[Any]]:
+    """The size mix as [shape, weight] pairs in the order given, each shape named as the run parses it (``8x4x4`` is
+    ``4x4x8``), so one mix written two ways is one point; names unchanged when a name is no shape or two name one
+    shape (the run refuses those). The order stays: the run draws each job's shape from the shapes in that order,
+    so one mix in another order gives other figures (a key that sorted it reused them on --resume)."""
+    given = [[str(text), weight] for text, weight in mix.items()]
+    canonical: list[list[Any]] = []
+    for text, weight in given:
+        words = text.split()
         if not words or words[1:] not in ([], ["twisted"]):
-            return mix
+            return given
         try:
             shape = parse_shape(words[0], twisted=words[1:] == ["twisted"])
         except BadInput:
-            return mix
-        canonical[str(shape)] = weight
-    return canonical if len(canonical) == len(mix) else mix
+            return given
+        canonical.append([str(shape), weight])
+    return canonical if len({shape for shape, _ in canonical}) == len(mix) else given
 
 
 def _plain(value: Any) -> Any:
