@@ -4,6 +4,7 @@ below its median, multislice counts written two ways) and `sweep --resume --keep
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -263,6 +264,21 @@ def test_a_size_mix_in_another_order_is_another_point(cli, tmp_path):
     --resume of one in the other's directory reused the other's figures and events."""
     mixes = '[{"4x4x8": 1, "8x8x8": 1}, {"8x8x8": 1, "4x4x8": 1}]'
     text = f"schema_version: 1\nsimulation: fleet\nfixed: {{days: 0.1}}\ngrid: {{size_mix: {mixes}}}\n"
+    r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert len({point["key"] for point in r.json["points"]}) == 2
+
+
+def test_a_workload_with_its_keys_in_another_order_is_another_point(cli, tmp_path):
+    """A run draws a job's phase from the workload's phases in their order: {training: 70, serving: 15, ...} and
+    {serving: 15, training: 70, ...} give other figures, yet the key sorted the file's keys, so the two files were
+    refused as one point (and --resume took one's figures for the other)."""
+    shipped = (Path(__file__).resolve().parents[1] / "fixtures" / "workload.yaml").read_text()
+    phases = "phases: {training: 70, serving: 15, bulk_inference: 15}"
+    assert phases in shipped
+    (tmp_path / "a.yaml").write_text(shipped)
+    (tmp_path / "b.yaml").write_text(shipped.replace(phases, "phases: {serving: 15, training: 70, bulk_inference: 15}"))
+    text = "schema_version: 1\nsimulation: fleet\nfixed: {days: 0.1}\ngrid: {workload: [a.yaml, b.yaml]}\n"
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
     assert r.code == 0, r.err
     assert len({point["key"] for point in r.json["points"]}) == 2
