@@ -90,3 +90,23 @@ def test_an_index_entry_written_before_tables_ids_is_compared_as_before(small):
     assert _routes_shown(small, "a") == {"fresh"}
     assert small("collective", "a", "--op", "all-reduce", "--bytes", "1MiB").code == 0
     assert small("routes", "a", "-o", "json").json["changed"] is False
+
+
+def test_status_lists_the_tables_directory_only_for_tables_not_indexed(two, monkeypatch):
+    """Each slice's fresh tables are told from their `meta` alone: `status` listed `routes/` for every slice (to
+    find a dead writer's tables), so it grew with the square of the slices. Another slice's copy still gets the
+    look for a dead writer's tables, and is missing."""
+    import tpufleet.state.files as files
+
+    listed: list[object] = []
+    real = files.dead_temps
+
+    def counted(path):
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(files, "dead_temps", counted)
+    assert {row["routes"] for row in two("status", "-o", "json").json["slices"]} == {"fresh"}
+    assert listed == []
+    shutil.copyfile(two.state / "routes" / "b.npz", two.state / "routes" / "a.npz")
+    assert _routes_shown(two, "a") == {"missing"} and len(listed) >= 1

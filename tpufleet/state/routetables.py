@@ -211,10 +211,10 @@ def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
     from tpufleet.collectives.tables import not_indexed
 
     meta = _meta_or_none(lambda: _opened(path), str(path))
-    if meta is None:
+    if meta is None or not_indexed(meta, name, entry) is None:
         return True
-    waiting = waiting_tables(path, indexed_as(entry)) is not None
-    return not_indexed(meta, name, entry, waiting) is None
+    # only then look for a dead writer's tables: a listing of routes/ for every slice made `status` quadratic
+    return waiting_tables(path, indexed_as(entry)) is not None and not_indexed(meta, name, entry, True) is None
 
 
 # The end of a stored tables file that holds its `meta` (written last, a few hundred bytes deflated) and the zip's
