@@ -766,3 +766,22 @@ def test_scan_reads_a_committed_torn_line():
     assert journal.scan(b'{"serial":1}\n{"ser', 2).wanted(b'{"serial":1}\n{"ser') == b'{"serial":1}\n{"ser\n'
     assert journal.scan(b'{"ser', 1).damaged == []  # no good line at all (an emptied journal): nothing committed
     assert journal.scan(b'{"ser', 1).wanted(b'{"ser') == b""
+
+
+def test_a_symlink_in_place_of_a_slices_tables_is_missing_and_never_written_through(routed, tmp_path):
+    """A symlink in place of routes/s.npz (even to the slice's own tables) is refused by `collective`, yet `status`
+    showed the tables fresh: they are missing; `routes` refuses it too, writing nothing through it, until removed."""
+    assert routed("routes", "s").code == 0
+    tables = routed.state / "routes" / "s.npz"
+    kept = tmp_path / "s.npz"
+    kept.write_bytes(tables.read_bytes())
+    tables.unlink()
+    tables.symlink_to(kept)
+    assert routed("status", "-o", "json").json["missing_routes"] == ["s"]
+    assert routed("show", "slices", "-o", "json").json[0]["routes"] == "missing"
+    before = kept.read_bytes()
+    one_line_error(routed("routes", "s"), 2, str(tables), "symbolic link")
+    assert tables.is_symlink() and kept.read_bytes() == before
+    tables.unlink()
+    assert routed("routes", "s").code == 0
+    assert routed("status", "-o", "json").json["missing_routes"] == []

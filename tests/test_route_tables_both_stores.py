@@ -112,3 +112,71 @@ def test_serve_sees_tables_replaced_in_place_before_the_next_commit(on, place, r
     assert client.get("/api/v1/status").json()["missing_routes"] == []
     _put(request, place, "a", _stored(place, "b"))
     assert client.get("/api/v1/status").json()["missing_routes"] == ["a"]
+
+
+def _rezipped(data: bytes, drop: str, meta: bytes | None = None) -> bytes:
+    """The tables `data` with member `drop` left out of the zip, and `meta` (a .npy's bytes) put in its place."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for member in src.namelist():
+            if member != drop:
+                dst.writestr(member, src.read(member))
+        if meta is not None:
+            dst.writestr("meta.npy", meta)
+    return out.getvalue()
+
+
+def _npy_text(text: str) -> bytes:
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, np.array(text))
+    return buf.getvalue()
+
+
+DAMAGES = {
+    "cut short": lambda good: good[:100],
+    "no zip": lambda good: b"not routing tables\n",
+    "meta not JSON": lambda good: _rezipped(good, "meta.npy", _npy_text("{not json")),
+    "port absent": lambda good: _rezipped(good, "port.npy"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_damaged_tables_are_missing_not_fresh_and_routes_stores_them_again(on, place, request, damage):
+    """Tables `collective` cannot read (exit 2) were shown fresh by `status`, `show slices`, `report` and `metrics`,
+    `missing_routes` empty: they are missing, and `routes` stores the slice's tables again over them."""
+    _put(request, place, "a", DAMAGES[damage](_stored(place, "a")))
+    assert on("collective", "a", "--op", "all-reduce", "--bytes", "1MiB").code == 2
+    status = on("status", "-o", "json").json
+    assert status["missing_routes"] == ["a"]
+    assert {s["name"]: s["routes"] for s in status["slices"]} == {"a": "missing", "b": "fresh"}
+    assert {s["name"]: s["routes"] for s in on("show", "slices", "-o", "json").json}["a"] == "missing"
+    assert on("report", "-o", "json").json["missing_routes"] == ["a"]
+    assert "tpufleet_missing_route_tables 1.0" in on("metrics").out
+    assert on("routes", "a", "-o", "json").json["changed"] is True
+    assert on("status", "-o", "json").json["missing_routes"] == []
+    assert on("collective", "a", "--op", "all-to-all", "--bytes", "1MiB").code == 0
+
+
+def test_serve_shows_damaged_tables_missing(on, place, request):
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    source = Source(Store(place if place.startswith("postgresql") else Path(place)), [], None)
+    client = TestClient(build_app(Server(source, metrics_inputs(), None, 5)))
+    assert client.get("/api/v1/status").json()["missing_routes"] == []
+    _put(request, place, "a", _stored(place, "a")[:100])
+    assert client.get("/api/v1/status").json()["missing_routes"] == ["a"]
+    assert 'tpufleet_slice_route_tables_missing{slice="a"} 1.0' in client.get("/metrics").text

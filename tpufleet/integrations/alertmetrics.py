@@ -65,7 +65,7 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
     )
     gone = GaugeMetricFamily(
         "tpufleet_slice_route_tables_missing",
-        "1 when a slice's indexed routing tables are no longer kept (a file removed by hand).",
+        "1 when a slice's indexed routing tables are no longer kept (a file removed by hand, or damaged).",
         labels=["slice"],
     )
     for name in sorted(state.slices):

@@ -133,7 +133,7 @@ class FleetCollector(Collector):
         )
         yield GaugeMetricFamily(
             "tpufleet_missing_route_tables",
-            "Slices whose indexed routing tables are no longer kept (a file removed by hand).",
+            "Slices whose indexed routing tables are no longer kept (a file removed by hand, or damaged).",
             len(view["missing_routes"]),
         )
         yield GaugeMetricFamily(

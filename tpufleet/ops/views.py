@@ -88,8 +88,8 @@ def status(store: Store) -> dict[str, Any]:
 
 
 def missing_tables(store: Store, state: FleetState) -> set[str]:
-    """The slices whose indexed routing tables are no longer kept (a file removed by hand, or replaced by another
-    slice's)."""
+    """The slices whose indexed routing tables are no longer kept (a file removed by hand, damaged, or replaced by
+    another slice's)."""
     return set(state.routes) - store.tables_present(state.routes)
 
 

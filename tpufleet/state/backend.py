@@ -144,7 +144,7 @@ class Backend(Protocol):
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         """Those of the `indexed` slices whose tables are kept (a file removed by hand is not, nor one replaced by
-        another slice's), reading no more than their `meta`."""
+        another slice's, nor one that cannot be read as tables), reading no more than the zip's directory and `meta`."""
         ...
 
     def table_cache(self) -> ChoiceCache: ...

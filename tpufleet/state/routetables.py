@@ -207,11 +207,14 @@ def indexed_as(entry: RouteRecord) -> IndexedAs:
 def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
     """Whether the file may hold the tables slice `name`'s index `entry` names: not another slice's copied in by
     hand, nor tables made after or other than those indexed (the ones before them, waiting to be replaced by a
-    dead writer's, are). Reads only `meta`; a file that cannot be read is left to its reader to name as damaged."""
+    dead writer's, are), nor a file that cannot be read as tables (`_meta_or_none`): `collective` refuses it. Reads
+    only the zip's directory and `meta`."""
     from tpufleet.collectives.tables import not_indexed
 
     meta = _meta_or_none(lambda: _opened(path), str(path))
-    if meta is None or not_indexed(meta, name, entry) is None:
+    if meta is None:
+        return False
+    if not_indexed(meta, name, entry) is None:
         return True
     # only then look for a dead writer's tables: a listing of routes/ for every slice made `status` quadratic
     return waiting_tables(path, indexed_as(entry)) is not None and not_indexed(meta, name, entry, True) is None
@@ -227,7 +230,7 @@ def tail_holds_indexed(
 ) -> bool:
     """`holds_indexed` for tables kept as bytes (a database row of `size` bytes), from their last bytes (`tail`):
     the zip's directory and `meta` are at the end. Tables whose `meta` the tail does not hold are read whole
-    (`whole`; None: the row is gone meanwhile)."""
+    (`whole`; None: the row is gone meanwhile); bytes that cannot be read as tables do not hold them."""
     import io
 
     from tpufleet.collectives.tables import not_indexed
@@ -240,7 +243,7 @@ def tail_holds_indexed(
         if data is None:
             return False
         meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(data)), file)
-    return meta is None or not_indexed(meta, name, entry) is None
+    return meta is not None and not_indexed(meta, name, entry) is None
 
 
 def not_held(data: bytes, file: str, name: str, entry: RouteRecord) -> str | None:
@@ -254,10 +257,19 @@ def not_held(data: bytes, file: str, name: str, entry: RouteRecord) -> str | Non
     return None if meta is None else not_indexed(meta, name, entry)
 
 
+# The members `collective` reads (`hops` for all-to-all and sparse tables): a zip whose directory lacks one is
+# refused by it, so its tables are not counted as kept
+_READ_MEMBERS = ("meta", "port", "neighbors", "hops")
+
+
 def _meta_or_none(open_zip: Callable[[], zipfile.ZipFile], file: str) -> dict[str, Any] | None:
-    """The tables' `meta`, or None when it cannot be read (left to the tables' reader to name as damaged)."""
+    """The tables' `meta`, or None when they cannot be read as tables: not a zip (damaged, cut short), not a regular
+    file (a symlink is not followed), a member `collective` reads missing from the zip's directory, or a `meta`
+    that does not read. Reads the zip's directory and `meta` only, not the tables."""
     try:
         with open_zip() as zf:
+            if not {f"{member}.npy" for member in _READ_MEMBERS} <= set(zf.namelist()):
+                return None
             return _meta(zf, file)
     except (OSError, ValueError, zipfile.BadZipFile, TpufleetError):
         return None

@@ -302,7 +302,8 @@ class Store:
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         """Those of the `indexed` slices whose routing tables are kept (a file removed by hand is not, nor one
-        replaced by another slice's or holding other tables than indexed), reading no more than their `meta`."""
+        replaced by another slice's, holding other tables than indexed or that cannot be read as tables), reading no
+        more than the zip's directory and `meta`."""
         return self.backend.tables_present(indexed)
 
     def table_cache(self) -> ChoiceCache:
