@@ -247,14 +247,14 @@ def tail_holds_indexed(
 
 
 def not_held(data: bytes, file: str, name: str, entry: RouteRecord) -> str | None:
-    """Why a tables file's bytes are not the tables slice `name`'s index `entry` names (`not_indexed`), or None:
-    they are, or their `meta` cannot be read (left to their reader to name as damaged)."""
+    """Why a tables file's bytes are not the tables slice `name`'s index `entry` names (`not_indexed`, or they
+    cannot be read as tables: `_meta_or_none`), or None when they are."""
     import io
 
     from tpufleet.collectives.tables import not_indexed
 
     meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(data)), file)
-    return None if meta is None else not_indexed(meta, name, entry)
+    return "cannot be read as routing tables" if meta is None else not_indexed(meta, name, entry)
 
 
 # The members `collective` reads (`hops` for all-to-all and sparse tables): a zip whose directory lacks one is

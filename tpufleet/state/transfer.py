@@ -127,9 +127,9 @@ def _indexed_tables(
     doc: dict[str, Any], read: Callable[[str], bytes | None], where: Callable[[str], object]
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """The bytes of the tables `doc` indexes (`read`: None when there are none), and why each of the others is not
-    there: missing, or holding other tables than indexed (another slice's copied in, older ones put back), which
-    are not the fleet's tables and are not moved (`_keeps_tables` then keeps the target's copy of the indexed
-    ones). Tables whose `meta` cannot be read are moved as they are: their reader names them damaged."""
+    there: missing, holding other tables than indexed (another slice's copied in, older ones put back) or that
+    cannot be read as tables (cut short, say), which are not the fleet's tables and are not moved (`_keeps_tables`
+    then keeps the target's copy of the indexed ones)."""
     from tpufleet.fleetstate import RouteRecord
     from tpufleet.state.routetables import not_held
 
