@@ -295,3 +295,21 @@ def test_inits_line_shows_a_directory_name_with_a_newline_escaped(cli, tmp_path)
     cli.state = tmp_path / "two\nlines"
     r = cli("init")
     assert r.code == 0 and len(r.out.strip().splitlines()) == 1 and "two\\nlines" in r.out
+
+
+def test_tables_waiting_to_be_swapped_in_are_shown_stale_as_collective_flags_them(routed):
+    """Killed after its commit, before its tables were renamed in: the file holds the tables before them, which
+    `collective` models flagged stale; `status`, `show slices`, `explain`, `report` and `metrics` showed them fresh."""
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    _crash(routed.state, "transaction.before_side_files", "routes", "s")
+    r = routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB", "-o", "json")
+    assert r.code == 0 and r.json["tables"]["stale"] is True
+    status = routed("status", "-o", "json").json
+    assert status["stale_routes"] == ["s"] and status["missing_routes"] == []
+    assert status["slices"][0]["routes"] == "stale"
+    assert routed("show", "slices", "-o", "json").json[0]["routes"] == "stale"
+    assert routed("explain", "s", "-o", "json").json["routes"] == "stale"
+    assert routed("report", "-o", "json").json["stale_routes"] == ["s"]
+    assert "tpufleet_stale_route_tables 1.0" in routed("metrics").out
+    assert routed("inject-fault", "host:c40/1").code == 0  # the next change installs them
+    assert routed("show", "slices", "-o", "json").json[0]["routes"] == "fresh"

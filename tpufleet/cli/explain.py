@@ -48,10 +48,10 @@ def explain_cmd(
     """Explain a slice's state (the faults, ports and cubes behind it, and what `reschedule` would do) or a
     component's dependants."""
     from tpufleet.ops.explain import explain
-    from tpufleet.ops.views import missing_tables
+    from tpufleet.ops.views import tables_as_stored
     from tpufleet.state.store import utc_now
 
     store = ctx.obj.store()
-    state = store.load()
-    r = explain(state, what, utc_now(), missing_tables(store, state)).data
+    state, missing = tables_as_stored(store, store.load())
+    r = explain(state, what, utc_now(), missing).data
     emit(r, output, lambda: _text(r))

@@ -506,20 +506,20 @@ def metrics_cmd(
     from tpufleet.cli.reconcile import drift_kinds
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
-    from tpufleet.ops.views import missing_tables
+    from tpufleet.ops.views import tables_as_stored
     from tpufleet.state.files import check_output_path
 
     if out is not None:
         check_output_path(out, "--out")
     report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
-    state = store.load()
+    state, missing = tables_as_stored(store, store.load())
     # -o json and -o yaml: the families as data (the same for both); the table is the exposition text itself
     as_json = getattr(output, "value", output) in ("json", "yaml") and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
     drift = drift_kinds(state, drift_nodes, drift_mapping, drift_reservation, drift_slices)
     changed = last_change(store.journal_tail(1, state.serial).entries)
-    text = exposition(state, changed, report, __version__, openmetrics, drift, missing_tables(store, state))
+    text = exposition(state, changed, report, __version__, openmetrics, drift, missing)
     if as_json:
         emit(_families_json(text), output, str)
     elif out is None:

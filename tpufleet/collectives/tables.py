@@ -143,6 +143,11 @@ def stored(
     return Tables(shape, port, nbr.astype(np.int32), neighbors(shape), "stored", meta, read_hops=read_hops)
 
 
+# Why tables are stale while the indexed ones wait under a temporary name (a command killed between its commit and
+# renaming them in): the file holds the ones before them
+WAITING_REASON = "the file holds older tables than the indexed ones, which the next change installs"
+
+
 def not_indexed(meta: dict[str, Any], name: str, entry: RouteRecord, waiting: bool = False) -> str | None:
     """Why stored tables (their `meta`) are not the ones slice `name`'s index `entry` names, or None when they are.
     Files are moved by hand: a copy of another slice's tables must not be taken for the slice's own, nor tables newer

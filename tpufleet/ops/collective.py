@@ -87,7 +87,7 @@ def slice_tables(
     }
     if waiting and not record.stale:  # the next change installs the indexed tables
         info["stale"] = True
-        info["stale_reason"] = "the file holds older tables than the indexed ones, which the next change installs"
+        info["stale_reason"] = tables.WAITING_REASON
     return t, info
 
 

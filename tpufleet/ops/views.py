@@ -68,8 +68,7 @@ def read_journal(store: Store, tail: int | None = None, enough: Enough | None = 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     """The rows of one part of the fleet state (`tail`: the journal's last N entries)."""
     if what == "slices":
-        state = store.load()
-        return Listing(views.slice_rows(state, missing_tables(store, state)))
+        return Listing(views.slice_rows(*tables_as_stored(store, store.load())))
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
     read = read_journal(store, tail)
@@ -83,14 +82,31 @@ def show_map(store: Store, pod: str | None = None) -> FleetMap:
 
 def status(store: Store) -> dict[str, Any]:
     """`tpufleet status`: one screen of the fleet."""
-    state = store.load()
-    return views.status(state, missing_tables(store, state))
+    return views.status(*tables_as_stored(store, store.load()))
 
 
 def missing_tables(store: Store, state: FleetState) -> set[str]:
     """The slices whose indexed routing tables are no longer kept (a file removed by hand, damaged, or replaced by
     another slice's)."""
     return set(state.routes) - store.tables_present(state.routes)
+
+
+def tables_as_stored(store: Store, state: FleetState) -> tuple[FleetState, set[str]]:
+    """The state with its tables' index entries as the stored tables stand, and the slices whose tables are missing
+    (`missing_tables`). Tables a command killed between its commit and their rename left waiting under a temporary
+    name are not in place yet: the file holds the ones before them, which `collective` models flagged stale until
+    the next change installs them; their entries read stale here too (in this copy only: nothing is written)."""
+    from dataclasses import replace
+
+    from tpufleet.collectives.tables import WAITING_REASON
+
+    missing = missing_tables(store, state)
+    waiting = {
+        name: replace(entry, stale=True, stale_reason=WAITING_REASON)
+        for name, entry in state.routes.items()
+        if name not in missing and not entry.stale and store.stored_tables(name).waiting(entry)
+    }
+    return (replace(state, routes={**state.routes, **waiting}) if waiting else state), missing
 
 
 @dataclass(frozen=True)
@@ -103,9 +119,9 @@ class Report:
 
 def report(store: Store, now: datetime) -> Report:
     """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
-    state = store.load()
+    state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
-    document = fleet_report(state, latest.entries, now, missing_tables(store, state), latest.damaged)
+    document = fleet_report(state, latest.entries, now, missing, latest.damaged)
     return Report(document, fleet_map(state))
 
 

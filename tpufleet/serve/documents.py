@@ -86,10 +86,9 @@ def _exposition(snap: Snapshot, extras: Mapping[str, Any], openmetrics: bool, in
     from tpufleet.integrations.alertmetrics import alert_families
     from tpufleet.integrations.metrics import FleetCollector
     from tpufleet.ops.fleetio import last_change
-    from tpufleet.ops.views import missing_tables
+    from tpufleet.ops.views import tables_as_stored
 
-    state = snap.store.state
-    missing = missing_tables(snap.store, state)
+    state, missing = tables_as_stored(snap.store, snap.store.state)
     registry = CollectorRegistry(auto_describe=False)
     changed = last_change(snap.store.journal_tail(1).entries)
     registry.register(FleetCollector(state, changed, extras.get("goodput"), __version__, missing=missing))
