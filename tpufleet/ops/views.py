@@ -101,10 +101,9 @@ def tables_as_stored(store: Store, state: FleetState) -> tuple[FleetState, set[s
     from tpufleet.collectives.tables import WAITING_REASON
 
     missing = missing_tables(store, state)
+    kept = {name: entry for name, entry in state.routes.items() if name not in missing and not entry.stale}
     waiting = {
-        name: replace(entry, stale=True, stale_reason=WAITING_REASON)
-        for name, entry in state.routes.items()
-        if name not in missing and not entry.stale and store.stored_tables(name).waiting(entry)
+        name: replace(kept[name], stale=True, stale_reason=WAITING_REASON) for name in store.tables_waiting(kept)
     }
     return (replace(state, routes={**state.routes, **waiting}) if waiting else state), missing
 

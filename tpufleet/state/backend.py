@@ -147,4 +147,9 @@ class Backend(Protocol):
         another slice's, nor one that cannot be read as tables), reading no more than the zip's directory and `meta`."""
         ...
 
+    def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        """Those of the `indexed` slices whose tables still wait under a temporary name (`TablesSource.waiting`),
+        looking at the kept tables' place once, not once a slice."""
+        ...
+
     def table_cache(self) -> ChoiceCache: ...

@@ -148,6 +148,14 @@ class DirectoryBackend:
             if os.path.isfile(path := self.table_place(name)) and holds_indexed(path, name, entry)
         }
 
+    def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        from tpufleet.state.files import temp_owners
+        from tpufleet.state.routetables import StoredTables
+
+        by_file = {self.table_place(name).name: name for name in indexed}
+        with_temps = {by_file[f] for f in temp_owners(self.routes_dir) if f in by_file}
+        return {n for n in with_temps if StoredTables(n, self.table_place(n)).waiting(indexed[n])}
+
     def table_cache(self) -> TableCache:
         from tpufleet.state.tablecache import TableCache
 

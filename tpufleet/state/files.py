@@ -28,6 +28,7 @@ from tpufleet.state.crashpoints import reached
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # with fullmatch: "$" would allow a final newline
 _TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp", re.ASCII)  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
+_TEMP_OF = re.compile(r"\.(.+)\.\d+\.[a-z0-9_]+\.tmp", re.ASCII | re.DOTALL)  # the whole ".NAME.PID.RANDOM.tmp"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -387,6 +388,15 @@ def sync_parent(path: Path) -> None:
             f"wrote {path}, but could not sync its directory {path.parent}: {_reason(exc)} "
             "(the change is made; it may not survive a power cut)"
         ) from None
+
+
+def temp_owners(directory: Path) -> set[str]:
+    """The names of the files in `directory` that have a temp file beside them (a writer's, alive or dead)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return set()
+    return {m[1] for name in names if (m := _TEMP_OF.fullmatch(name))}
 
 
 def dead_temps(path: Path) -> list[Path]:

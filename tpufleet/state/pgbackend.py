@@ -435,6 +435,9 @@ class PostgresBackend:
         check_name(name)
         return PurePosixPath("routes") / f"{name}.npz"
 
+    def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        return set()  # committed with the state, in one transaction
+
     def stored_tables(self, name: str) -> DatabaseTables:
         return DatabaseTables(self, name, Path(self.table_place(name)))
 

@@ -306,6 +306,11 @@ class Store:
         more than the zip's directory and `meta`."""
         return self.backend.tables_present(indexed)
 
+    def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        """Those of the `indexed` slices whose tables a writer killed after its commit left waiting under a
+        temporary name (`TablesSource.waiting`), looking at the tables' place once."""
+        return self.backend.tables_waiting(indexed)
+
     def table_cache(self) -> ChoiceCache:
         """The repair cache (wild-first choices by fault pattern): written by `flush` once a command committed."""
         return self.backend.table_cache()
