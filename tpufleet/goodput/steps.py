@@ -94,29 +94,30 @@ def columns(
 
 
 def _median_step(st: Times, run: Ints, r: int) -> float | None:
+    """The median step time of run `r` (its steps are one stretch of `st`: `run` never decreases)."""
     import numpy as np
 
-    mine = st[run == r]
-    return float(np.median(np.diff(mine))) if len(mine) >= 2 else None
+    lo, hi = np.searchsorted(run, [r, r + 1], side="left").tolist()
+    return float(np.median(np.diff(st[lo:hi]))) if hi - lo >= 2 else None
 
 
 def inferred(ev: Events, st: Times, sn: Ints, run: Ints) -> tuple[Times, Times]:
-    """Restarts after steps with no disruption or end logged since the last step: (disruption, restart) times."""
+    """Restarts after steps with no disruption or end logged since the last step: (disruption, restart) times.
+    Every restart is looked at in one pass over the arrays; only those with nothing logged are placed one by one."""
     import numpy as np
 
-    restarts = ev.at("job_start")
+    restarts = ev.at("job_start")[1:]
     marks = np.sort(np.concatenate([ev.at("job_end"), *(ev.at(d) for d in DISRUPTIONS)]))
+    last = np.searchsorted(st, restarts, side="left") - 1  # the last step before each restart
+    before = st[np.maximum(last, 0)] if len(st) else np.zeros(len(restarts))
+    runs = np.arange(1, len(restarts) + 1)
+    stepped = (last >= 0) & (run[np.maximum(last, 0)] == runs) if len(st) else np.zeros(len(restarts), dtype=bool)
+    # a disruption or end logged between the run's last step and the restart is the more precise source
+    logged = np.searchsorted(marks, before, side="left") < np.searchsorted(marks, restarts, side="right")
     out_d, out_r = [], []
-    for k in range(1, len(restarts)):
-        r_t = restarts[k]
-        last = int(np.searchsorted(st, r_t, side="left")) - 1  # the last step before the restart
-        if last < 0 or run[last] != k:  # the run just ended logged no step
-            continue
-        s_t = st[last]
-        if np.searchsorted(marks, s_t, side="left") < np.searchsorted(marks, r_t, side="right"):
-            continue  # a disruption or end was logged: it is the more precise source
-        nxt = int(np.searchsorted(st, r_t, side="left"))
-        redone = nxt < len(st) and sn[nxt] <= sn[last]
+    for i in np.flatnonzero(stepped & ~logged).tolist():
+        r_t, s_t, k, at = restarts[i], before[i], i + 1, int(last[i])
+        redone = at + 1 < len(st) and sn[at + 1] <= sn[at]
         median = None if redone else _median_step(st, run, k)
         out_d.append(s_t if median is None else min(r_t, s_t + median))
         out_r.append(r_t)
