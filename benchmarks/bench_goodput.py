@@ -47,11 +47,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import peak as measure  # noqa: E402  # a child measured from outside (its own peak RSS)
 
 START = 1767571200.0  # 2026-01-05T00:00:00Z
+JOB_CHIPS = (64, 256, 512, 2048)  # a generated job's size, one of these
 
 
 def native_job(out: list[str], job: str, t: float, rng: random.Random, events: int) -> float:
     """About `events` native lines for one training job: runs of steps with data loading, checkpoints, failures."""
-    chips = rng.choice((64, 256, 512, 2048))
+    chips = rng.choice(JOB_CHIPS)
     out.append(
         f'{{"type":"job","job":"{job}","accelerator":"tpu-v4","chips":{chips},"phase":"training",'
         f'"framework":"jax","ideal_step_s":{rng.uniform(4, 9):.3f}}}\n'
@@ -91,13 +92,16 @@ def native_job(out: list[str], job: str, t: float, rng: random.Random, events: i
     return t
 
 
-def write_native(directory: Path, events: int, files: int) -> list[Path]:
+def write_native(directory: Path, events: int, files: int, per_job: int = 20_000) -> list[Path]:
+    """About `events` native lines of jobs of `per_job` events each (at least one run of steps), in `files` files;
+    the first opens with a capacity record that holds every job at once (the report refuses a fleet smaller
+    than the chips its jobs hold)."""
     rng = random.Random(0)
-    per_job = 20_000
     jobs = max(1, events // per_job)
+    capacity = f'{{"type":"capacity","time":{START:.0f},"accelerator":"tpu-v4","chips":{jobs * max(JOB_CHIPS)}}}\n'
     paths = []
     for f in range(files):
-        lines = ['{"type":"capacity","time":1767571200,"accelerator":"tpu-v4","chips":65536}\n'] if f == 0 else []
+        lines = [capacity] if f == 0 else []
         for k in range(f, jobs, files):
             native_job(lines, f"job-{k:05d}", START + k * 37.0, rng, per_job)
         path = directory / f"events-{f}.jsonl"
