@@ -9,6 +9,9 @@
   VCs when the two orders' blocks overlap or their legs are placed one by one (`cdg.verdict` decides); with two
   broken dimensions, up to 512 chips, also all six orders (`all_orders`: healthy dimension first), which fit 3
   VCs only with legs placed one by one; the orders' own blocks (`max_vcs` 5 and more) as a last family;
+* on twisted tori above PAIRS_LIMIT_TWISTED chips with one broken dimension, the broken dimension last for the
+  destinations whose ring is whole and a load-aware tree for each one inside a broken ring (`routing.split`): within
+  3 VCs where the order pairs need 4 (one x OCS down: twisted 8x8x16 1303 against 1443, 8x16x16 3371 against 3548);
 * for optical-link faults, the same made for the whole OCS's failure pattern (`ocs_patterns`): a link never
   routes worse than its OCS.
 
@@ -295,7 +298,53 @@ def candidates(
             pair_variants: list[Variant] = [(p, None, p[0], even) for p in pairs for even in balance]
             made += _made(shape, expected, alive, graph, note, pair_variants, skipping)
         ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping)
+        if splits_apply(shape, expected, graph, max_vcs):
+            ranked += _split_made(shape, expected, alive, graph, note)
     return routable_first(ranked)
+
+
+def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: int | None) -> bool:
+    """`routing.split` tables are made for `graph`: a twisted torus above PAIRS_LIMIT_TWISTED chips (below it the
+    order pairs are made, and relieved single orders carry less: twisted 4x8x8 with one OCS down 191 against 204)
+    with one broken dimension, and room for 3 VCs (on untwisted tori the order pairs fit 3 VCs on their own)."""
+    return (
+        shape.twisted
+        and len(expected) > PAIRS_LIMIT_TWISTED
+        and (max_vcs is None or max_vcs >= 3)
+        and broken_dims(expected, graph) == 1
+    )
+
+
+def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
+    """The `routing.split` tables of each (B, A) order pair for `graph` (see `_made`): every destination inside a
+    broken ring routed by its tree; a pair whose tree route starts with a wild hop counts as broken and repaired."""
+    import numpy as np
+
+    from tpufleet.routing import steps
+    from tpufleet.routing.split import split_orders, split_tables
+
+    out: list[Ranked] = []
+    (broken,) = _dead_dims(expected, graph)
+    pairs = split_orders(broken)
+    steps.plan("repair", len(pairs))
+    for b_order, a_order in pairs:
+        P, L, wild, dest_class, load = split_tables(shape, expected, graph, b_order, a_order)
+        steps.advance("repair")
+        left = int(np.count_nonzero(P == -2))
+        repaired = int(np.count_nonzero(wild))
+        rt = RouteTables(shape, alive, P, L, wild, dest_class, [b_order, a_order], "auto")
+        orders_used = len(np.unique(dest_class))
+        how = "broken dimension last, destinations in broken rings by trees" + note
+        info: RouteInfo = {
+            "broken_by_faults": repaired + left,
+            "repaired_wild": repaired,
+            "orders_used": orders_used,
+            "strategy": how,
+            "max_load": float(load.max()),
+            "made_for": graph,
+        }
+        out.append(((float(load.max()), orders_used), rt, info))
+    return out
 
 
 def routable_first(ranked: list[Ranked]) -> list[tuple[RouteTables, RouteInfo]]:

@@ -88,8 +88,32 @@ def regular_tables(shape: Shape, order: Order = DEFAULT_ORDER) -> tuple[PortTabl
     return P.reshape(n, n), L.reshape(n, n)
 
 
+OFFSETS_KEPT_LIMIT = 2048  # chips: the last shape's offsets are kept up to this size (16 MB on 2,048 chips)
+_kept_offsets: dict[Shape, npt.NDArray[np.int32]] = {}
+
+
 def group_offsets(shape: Shape) -> npt.NDArray[np.int32]:
-    """[t, s] -> id of the group element t - s (the offset), for a torus or twisted torus."""
+    """[t, s] -> id of the group element t - s (the offset), for a torus or twisted torus; read-only.
+
+    The last shape's are kept up to OFFSETS_KEPT_LIMIT chips: a fault analysis of a twisted slice makes the tables
+    of several orders, each from the same offsets (0.1-0.2 s each on twisted 8x16x16).
+
+    >>> from tpufleet.shapes import parse_shape
+    >>> g = group_offsets(parse_shape("4x4x8", twisted=True))
+    >>> g is group_offsets(parse_shape("4x4x8", twisted=True)), g.flags.writeable, g.shape
+    (True, False, (128, 128))
+    """
+    kept = _kept_offsets.get(shape)
+    if kept is None:
+        kept = _group_offsets(shape)
+        kept.flags.writeable = False
+        if shape.chips <= OFFSETS_KEPT_LIMIT:
+            _kept_offsets.clear()
+            _kept_offsets[shape] = kept
+    return kept
+
+
+def _group_offsets(shape: Shape) -> npt.NDArray[np.int32]:
     import numpy as np
 
     from tpufleet.topology import coordinates

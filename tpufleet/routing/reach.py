@@ -18,7 +18,7 @@ from tpufleet.routing.bitrows import (
     repair_order,
     torus_bits,
 )
-from tpufleet.routing.candidates import Variant, broken_of, ocs_patterns, variants_of
+from tpufleet.routing.candidates import Variant, broken_of, ocs_patterns, splits_apply, variants_of
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ def fewest_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: in
     if pairs:
         return None
     graphs = [alive, *(graph for graph, _ in ocs_patterns(shape, expected, alive))]
+    if any(splits_apply(shape, expected, graph, max_vcs) for graph in graphs):
+        return None  # `routing.split` tables are made too, whose reach is not replayed here
     # each graph as bit rows once (None: not a plain torus), for all its candidates
     bits = [_Graph(graph, torus_bits(shape, expected, graph)) for graph in graphs]
     checks = [(graph, variant) for graph in bits for variant in singles + mixed]

@@ -1,0 +1,222 @@
+"""Tables for a twisted torus with one broken dimension, within the hardware's 3 VCs: the broken dimension last for
+the destinations whose own ring is whole, and a load-aware tree for each destination inside a broken ring, pure.
+
+With the broken dimension d last (order B = (a, b, d)) a route enters d in the destination's own ring, so every
+destination outside the broken rings keeps every route whole, and its tables are the plain dimension-order ones.
+The destinations inside broken rings (the set H) cannot be reached that way: their ring is cut. Their routes take
+d first instead, in the source's ring (order A = (d, a, b)), then the other two dimensions in B's order. Both
+orders on their own dateline VC pairs need 4 VCs (`candidates.order_pairs` on twisted tori); here A's legs after d
+never cross a wraparound except on their last hop, so they need one VC, and the whole set fits 3: B's legs and A's
+d leg on dateline pairs, A's later legs on a VC of their own (every dependency then runs from B's legs to the d legs
+to A's later legs, an order without a cycle). Which VCs those are is left to the usual placement (`cdg.verdict`,
+legs placed one by one), which checks the channel graph: nothing here is trusted for deadlock freedom.
+
+Each tree of H is built outward from its destination, one hop count at a time: a chip joins through a neighbour
+already in the tree when the hop keeps the route's legs in A's order (one direction a leg, at most one wraparound on
+the d leg, none mid-leg on the later ones), choosing among such neighbours the route whose busiest link is lightest
+under the load so far (ties: the lightest sum). Chips no such route reaches (in a broken ring, with the cut between
+them and every way out in d) take a wild first hop to a neighbour in the tree, as `tolerant.wild_first` does.
+Trees are built one destination at a time (a batch at a time above SINGLE_LIMIT chips) against the load so far,
+twice (the second pass rebuilds each against all the others).
+
+Measured (one x OCS down, all-to-all max link load within 3 VCs): twisted 8x8x16 1303 against 1443 for the best
+single order (the healthy optimum 1189.3), twisted 8x16x16 3371 against 3548 (2976). What keeps them from more is in
+the README (Benchmarks, "Twisted tori with one OCS down").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.constants import BoolArray, Int64Array
+    from tpufleet.routing.dor import HopTable, Order, PortTable
+    from tpufleet.shapes import Shape
+    from tpufleet.topology import ChipGraph
+
+BATCH = 8  # destinations of H whose trees are built against one load, above SINGLE_LIMIT chips
+# chips: one tree at a time up to this size (twisted 8x8x16: 1303 against 1317 in batches of 8, 1.0 s against 0.5 s)
+SINGLE_LIMIT = 1024
+PASSES = 2
+CHAIN_ROUNDS = 4  # rounds of wild first hops, each to a chip reached in an earlier one (as `tolerant.wild_first`)
+_LAST = 3  # the phase of the destination itself: after every leg
+_NONE = 1 << 62
+
+
+def split_orders(broken: int) -> list[tuple[Order, Order]]:
+    """(B, A) pairs for broken dimension `broken`: B takes it last, A first, the other two in the same order."""
+    a, b = [d for d in range(3) if d != broken]
+    return [((a, b, broken), (broken, a, b)), ((b, a, broken), (broken, b, a))]
+
+
+def split_tables(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, b_order: Order, a_order: Order
+) -> tuple[PortTable, HopTable, BoolArray, Int64Array, Int64Array]:
+    """(P, L, wild, class per destination (0: B, 1: A), all-to-all load per directed link) for `alive`.
+
+    Pairs no route reaches are unroutable (-2, -1), as in the other families."""
+    import numpy as np
+
+    from tpufleet.routing import dor
+    from tpufleet.routing.analysis import Levels, RouteTables, flow, link_load
+    from tpufleet.routing.tolerant import broken_pairs
+
+    n = len(expected)
+    P, L = dor.tables(shape, b_order)
+    inside = np.unique(broken_pairs(P, expected, alive) // n)
+    dest_class = np.zeros(n, dtype=np.int64)
+    dest_class[inside] = 1
+    whole = np.ones((n, n), dtype=bool)
+    whole[inside] = False
+    plain = RouteTables(shape, alive, P, L)
+    weight, _ = flow(plain, whole, Levels(L), masks=False)
+    load = link_load(plain, weight).ravel().astype(np.int64)
+    wild = np.zeros((n, n), dtype=bool)
+    trees = _Trees(shape, alive, a_order)
+    size = 1 if n <= SINGLE_LIMIT else BATCH
+    batches = np.array_split(inside, max(1, -(-len(inside) // size)))
+    carried: dict[int, Int64Array] = {}
+    for _ in range(PASSES):
+        for i, batch in enumerate(batches):
+            if i in carried:
+                load -= carried[i]
+            port, hops, flags = trees.build(batch, load)
+            carried[i] = trees.load(batch, port, hops)
+            load += carried[i]
+            P[batch], L[batch], wild[batch] = port, hops, flags
+    return P, L, wild, dest_class, load
+
+
+class _Trees:
+    """Trees of order A's routes to a batch of destinations ([D, N] arrays, one row a destination)."""
+
+    def __init__(self, shape: Shape, alive: ChipGraph, order: Order) -> None:
+        import numpy as np
+
+        from tpufleet.routing.analysis import datelines
+
+        self.alive = alive.astype(np.int64)
+        self.n = len(alive)
+        self.phase_array = np.asarray([order.index(d) for d in range(3)], dtype=np.int64)
+        self.date = datelines(shape)
+
+    def build(self, dest: Int64Array, load: Int64Array) -> tuple[PortTable, HopTable, BoolArray]:
+        """(ports, hop counts, wild flags) [D, N] of the trees to `dest`, chosen against `load` ([N * 6])."""
+        import numpy as np
+
+        rows = np.arange(len(dest))
+        s = _State(len(dest), self.n)
+        s.phase[rows, dest], s.hops[rows, dest], s.port[rows, dest] = _LAST, 0, -1
+        links = load.reshape(self.n, 6)
+        frontier = (rows, dest.astype(np.int64))
+        while len(frontier[0]):
+            frontier = self._layer(s, frontier, links)
+        self._wild_hops(s, links)
+        unreached = s.hops < 0
+        s.port[unreached] = -2
+        return s.port.astype(np.int8), s.hops.astype(np.int16), s.wild
+
+    def _layer(
+        self, s: _State, frontier: tuple[Int64Array, Int64Array], links: npt.NDArray[np.int64]
+    ) -> tuple[Int64Array, Int64Array]:
+        """The chips joining through a chip of `frontier` (the last to join: rows, chips), which they return."""
+        import numpy as np
+
+        from tpufleet.constants import OPPOSITE
+
+        r, c = frontier
+        ports = np.arange(6)
+        u = self.alive[c[:, None], np.asarray(OPPOSITE)[None, :]]  # [F, 6] the chip that reaches c through port p
+        rr, cc, port = np.repeat(r, 6), np.repeat(c, 6), np.tile(ports, len(c))
+        uu = u.ravel()
+        ok = uu >= 0
+        rr, cc, port, uu = rr[ok], cc[ok], port[ok], uu[ok]
+        ok = s.hops[rr, uu] < 0
+        rr, cc, port, uu = rr[ok], cc[ok], port[ok], uu[ok]
+        phase, wraps = self.phase_array[port // 2], self.date[uu, port]
+        c_phase, c_wrapped = s.phase[rr, cc], s.wrapped[rr, cc]
+        same_leg = (c_phase == phase) & (s.direction[rr, cc] == 1 - 2 * (port % 2))
+        # one leg: at most one wraparound on the first (its dateline pair), none but the last hop on the others
+        same_leg &= ~wraps | ((phase == 0) & ~c_wrapped)
+        ok = same_leg | (phase < c_phase)
+        rr, cc, uu, port, same_leg, wraps, c_wrapped = (a[ok] for a in (rr, cc, uu, port, same_leg, wraps, c_wrapped))
+        key = np.maximum(links[uu, port], s.path_max[rr, cc])
+        total = links[uu, port] + s.path_sum[rr, cc]
+        wrapped = np.where(same_leg, c_wrapped | wraps, wraps)
+        if not len(rr):
+            return rr, uu
+        at = rr * self.n + uu
+        order = np.lexsort((port, total, key, at))  # per chip: the lightest busiest link, then sum, then port
+        at, first = np.unique(at[order], return_index=True)
+        pick = order[first]
+        rr, uu, port = rr[pick], uu[pick], port[pick]
+        s.port[rr, uu], s.phase[rr, uu] = port, self.phase_array[port // 2]
+        s.direction[rr, uu] = np.where(port % 2 == 0, 1, -1)
+        s.wrapped[rr, uu] = wrapped[pick]
+        s.hops[rr, uu] = s.hops[rr, cc[pick]] + 1
+        s.path_max[rr, uu], s.path_sum[rr, uu] = key[pick], total[pick]
+        return rr, uu
+
+    def _wild_hops(self, s: _State, links: npt.NDArray[np.int64]) -> None:
+        """Chips no route of order A reaches take a wild first hop to a neighbour in the tree (lightest busiest
+        link, then fewest hops); later rounds may step to a chip of an earlier round (a chain)."""
+        import numpy as np
+
+        for _ in range(CHAIN_ROUNDS):
+            open_ = s.hops < 0
+            if not open_.any():
+                return
+            best = np.full(s.hops.shape, _NONE, dtype=np.int64)
+            pick = np.full(s.hops.shape, -1, dtype=np.int64)
+            for p in range(6):
+                nb = self.alive[:, p]
+                nxt = np.where(nb >= 0, nb, 0)
+                ok = open_ & (nb >= 0) & (s.hops[:, nxt] >= 0)
+                key = np.maximum(links[:, p], s.path_max[:, nxt]) * 256 + s.hops[:, nxt]
+                take = ok & (key < best)
+                best, pick = np.where(take, key, best), np.where(take, p, pick)
+            joined = pick >= 0
+            if not joined.any():
+                return
+            r, c = np.nonzero(joined)
+            nxt = self.alive[c, pick[r, c]]
+            s.port[r, c], s.hops[r, c] = pick[r, c], s.hops[r, nxt] + 1
+            s.path_max[r, c] = best[r, c] // 256
+            s.wild[r, c] = True
+
+    def load(self, dest: Int64Array, port: PortTable, hops: HopTable) -> Int64Array:
+        """All-to-all load ([N * 6]) of the trees: each chip's hop carries its whole subtree."""
+        import numpy as np
+
+        d, n = len(dest), self.n
+        weight = (hops >= 0).astype(np.int64)
+        weight[np.arange(d), dest] = 0
+        out = np.zeros(n * 6, dtype=np.int64)
+        h = hops.astype(np.int64)
+        for level in range(int(h.max(initial=0)), 0, -1):
+            r, c = np.nonzero(h == level)
+            p = port[r, c].astype(np.int64)
+            w = weight[r, c]
+            out += np.bincount(c * 6 + p, weights=w, minlength=n * 6).astype(np.int64)
+            nxt = self.alive[c, p]
+            weight += np.bincount(r * n + nxt, weights=w, minlength=d * n).astype(np.int64).reshape(d, n)
+        return out
+
+
+class _State:
+    """Per destination and chip: the hop taken, the leg it belongs to, and the route's figures so far."""
+
+    def __init__(self, d: int, n: int) -> None:
+        import numpy as np
+
+        self.phase = np.full((d, n), -1, dtype=np.int64)  # the leg (position in order A) of the chip's first hop
+        self.direction = np.zeros((d, n), dtype=np.int64)
+        self.wrapped = np.zeros((d, n), dtype=bool)  # the leg crosses a wraparound from here on
+        self.hops = np.full((d, n), -1, dtype=np.int64)
+        self.port = np.full((d, n), -2, dtype=np.int64)
+        self.path_max = np.zeros((d, n), dtype=np.int64)  # the busiest link of the route from here
+        self.path_sum = np.zeros((d, n), dtype=np.int64)
+        self.wild = np.zeros((d, n), dtype=bool)
