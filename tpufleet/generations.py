@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, NamedTuple, get_args
 
 from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, DIMS, FACE_LINKS
-from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 
 __all__ = [
     "FIGURES",
@@ -299,7 +299,7 @@ def _mapping(value: object, where: str, file: str, keys: tuple[str, ...]) -> dic
             raise BadStateFile(file, _at(where, str(key)), value[key], f"unknown key; known: {', '.join(keys)}")
     for key in keys:
         if key not in value:
-            raise BadStateFile(file, _at(where, key), None, "is required")
+            raise BadStateFile(file, _at(where, key), NO_VALUE, "is required")
     return value
 
 

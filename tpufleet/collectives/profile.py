@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.constants import DIMS, GiB, KiB, MiB
-from tpufleet.errors import BadInput, BadStateFile, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
 from tpufleet.text import PLAIN_NUMBER
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def _number(doc: dict[str, Any], key: str, file: str, where: str) -> float:
     raw = value = doc.get(key)
     path = f"{where}.{key}"
     if key not in doc:
-        raise BadStateFile(file, path, None, "is required")
+        raise BadStateFile(file, path, NO_VALUE, "is required")
     if isinstance(value, str):  # YAML 1.1 reads 50e9 and 50.0e9 (no sign in the exponent) as text
         if not PLAIN_NUMBER.fullmatch(value):  # float() also takes "5_0e9", other scripts' digits, spaces
             raise BadStateFile(file, path, raw, "must be a number")
@@ -167,7 +167,7 @@ def profile_from_doc(doc: object, file: str, shipped: bool = False) -> Profile:
         if k not in allowed:
             raise BadStateFile(file, str(k), doc[k], f"unknown key; expected {', '.join(sorted(allowed))}")
     if doc.get("schema_version") != SCHEMA_VERSION:
-        raise BadStateFile(file, "schema_version", doc.get("schema_version"), f"must be {SCHEMA_VERSION}")
+        raise BadStateFile(file, "schema_version", doc.get("schema_version", NO_VALUE), f"must be {SCHEMA_VERSION}")
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip():
         raise BadStateFile(file, "name", name, "must be a non-empty string")
@@ -201,7 +201,7 @@ def _dcn(doc: dict[str, Any], file: str, shipped: bool) -> Dcn | None:
     shipped profile must have it)."""
     if "dcn" not in doc:
         if shipped:
-            raise BadStateFile(file, "dcn", None, "is required in the shipped profile")
+            raise BadStateFile(file, "dcn", NO_VALUE, "is required in the shipped profile")
         return None
     dcn = _section(doc, "dcn", file, {"host_bandwidth", "latency", "pod_oversubscription"})
     over = _number(dcn, "pod_oversubscription", file, "dcn") if "pod_oversubscription" in dcn else 1.0

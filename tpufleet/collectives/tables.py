@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def stored(
         dims = tuple(int(v) for v in str(meta["shape"]).split("x"))
         shape = validate_dims((dims[0], dims[1], dims[2]), bool(meta.get("twisted", False)))
     except (KeyError, ValueError, IndexError, TypeError) as exc:
-        raise BadStateFile(file, "meta.shape", meta.get("shape"), f"is not a slice shape ({exc})") from None
+        raise BadStateFile(file, "meta.shape", meta.get("shape", NO_VALUE), f"is not a slice shape ({exc})") from None
     n = shape.chips
     if port.shape != (n, n) or port.dtype != np.int8 or nbr.shape != (n, 6):
         raise BadStateFile(file, "port", list(port.shape), f"does not fit a {shape.text} slice of {n} chips")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from tpufleet.constants import DAY, MiB
-from tpufleet.errors import BadInput, shown
+from tpufleet.errors import NO_VALUE, BadInput, shown
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME, BadRecord, parse_time
 from tpufleet.jsontext import parse_json_line
 from tpufleet.text import plain_float
@@ -296,7 +296,7 @@ def _int(
     value = rec.get(key)
     if value is None or value == "":
         if required:
-            raise BadRecord(file, line, key, None, "is required")
+            raise BadRecord(file, line, key, rec.get(key, NO_VALUE), "is required")
         return -1
     maximum = maximum or (MAX_STEP if key == "step" else MAX_CHIPS)
     if type(value) is int and minimum <= value <= maximum:  # the common case first
@@ -372,13 +372,17 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
     elif kind == "job":
         log.add_job(_job(rec, file, line, log.step_profiles))
     elif kind == "capacity":
-        when = parse_time(rec.get("time"), file, line)
+        when = parse_time(rec.get("time", NO_VALUE), file, line)
         accelerator = _str(rec, "accelerator", file, line, "unknown")
         log.capacity.append((when, accelerator, _int(rec, "chips", file, line, required=True), f"{file}:{line}"))
     elif kind == "schema":
         if rec.get("version") != SCHEMA_VERSION:
             raise BadRecord(
-                file, line, "version", rec.get("version"), f"this reader knows schema version {SCHEMA_VERSION}"
+                file,
+                line,
+                "version",
+                rec.get("version", NO_VALUE),
+                f"this reader knows schema version {SCHEMA_VERSION}",
             )
     else:
         raise BadRecord(file, line, "type", kind, "must be job, event, capacity or schema")
@@ -388,11 +392,11 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
 def _add_event(log: Log, rec: Mapping[str, Any], file: str, line: int) -> None:
     job = _str(rec, "job", file, line)
     if not job:
-        raise BadRecord(file, line, "job", rec.get("job"), "is required")
+        raise BadRecord(file, line, "job", rec.get("job", NO_VALUE), "is required")
     name = rec.get("event")
     if not isinstance(name, str) or name not in CODE:
         raise BadRecord(file, line, "event", name, "unknown event name")
-    t = parse_time(rec.get("time"), file, line)
+    t = parse_time(rec.get("time", NO_VALUE), file, line)
     if name == "slice_counts":
         add_slice_counts(log, job, t, rec, file, line)
         return
@@ -426,7 +430,7 @@ def fold_slices(log: Log) -> None:
 def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Profile]) -> Job:
     job = _str(rec, "job", file, line)
     if not job:
-        raise BadRecord(file, line, "job", rec.get("job"), "is required")
+        raise BadRecord(file, line, "job", rec.get("job", NO_VALUE), "is required")
     phase = _str(rec, "phase", file, line, "training")
     if phase not in PHASES:
         raise BadRecord(file, line, "phase", phase, f"must be one of {', '.join(PHASES)}")
@@ -563,7 +567,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
         try:
             header = next(reader, None)
         except csv.Error as exc:
-            raise BadRecord(file, 1, "<header>", None, f"not valid CSV ({exc})") from None
+            raise BadRecord(file, 1, "<header>", NO_VALUE, f"not valid CSV ({exc})") from None
         if header is None:
             return log
         names = header
@@ -578,7 +582,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             except csv.Error as exc:
                 line = reader.line_num
                 if not skip_bad:
-                    raise BadRecord(file, start, "<row>", None, f"not valid CSV ({exc})") from None
+                    raise BadRecord(file, start, "<row>", NO_VALUE, f"not valid CSV ({exc})") from None
                 log.skipped += 1
                 continue
             if row is None:

@@ -65,14 +65,14 @@ Pending = tuple[float, int, int, str]  # (time, event code, step, label): an ent
 
 
 def _num(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
-    value = payload.get(key)
+    value = payload.get(key, NO_VALUE)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadRecord(file, line, key, value, "must be POSIX seconds")
     return in_range(value, value, file, line, key)
 
 
 def _duration(payload: Mapping[str, Any], key: str, file: str, line: int) -> float:
-    value = payload.get(key)
+    value = payload.get(key, NO_VALUE)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_DURATION_S:
         raise BadRecord(file, line, key, value, "must be seconds from 0 to a year")
     return float(value)
@@ -192,7 +192,9 @@ def _adopt(orphans: list[tuple[int, dict[str, Any]]], names: set[str], file: str
     for i, payload in orphans:
         try:
             if len(names) != 1:
-                raise BadRecord(file, i, "job_name", None, "is required (the file names more or fewer than one job)")
+                raise BadRecord(
+                    file, i, "job_name", NO_VALUE, "is required (the file names more or fewer than one job)"
+                )
             _entry({**payload, "job_name": next(iter(names))}, file, i, log)
         except BadRecord:
             if not skip_bad:
@@ -214,7 +216,7 @@ def _checkpoint(payload: Mapping[str, Any], kind: str, file: str, line: int) -> 
             file,
             line,
             "checkpoint_manager_blocking_start_time",
-            None,
+            NO_VALUE,
             f"a {kind} entry needs a start time and a duration",
         )
     start, duration = _num(payload, start_key, file, line), _duration(payload, dur_key, file, line)

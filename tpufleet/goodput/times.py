@@ -40,6 +40,8 @@ def in_range(seconds: float | int, value: object, file: str, line: int, name: st
 def parse_time(value: object, file: str, line: int, name: str = "time") -> float:
     if type(value) is float and SMALLEST_TIME <= value <= MAX_TIME:  # the common case first
         return value
+    if value is NO_VALUE:  # the field is absent (a record passes `rec.get(name, NO_VALUE)`)
+        raise BadRecord(file, line, name, value, "is required")
     if isinstance(value, bool):
         raise BadRecord(file, line, name, value, "not a time")
     if isinstance(value, (int, float)):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet.constants import DAY, HOUR, MINUTE, WEEK
-from tpufleet.errors import BadInput, shown
+from tpufleet.errors import NO_VALUE, BadInput, shown
 from tpufleet.goodput.events import MAX_TEXT
 from tpufleet.goodput.times import MAX_TIME, BadRecord, parse_time
 
@@ -72,8 +72,8 @@ def parse_exclusions(data: Any, file: str) -> list[Exclusion]:
             if key not in EXCLUSION_KEYS:
                 name = key if key.isidentifier() and len(key) <= 64 else shown(key)  # one line, whatever the key
                 raise BadRecord(file, i, name, entry[key], f"unknown key; expected {', '.join(EXCLUSION_KEYS)}")
-        start = parse_time(entry.get("start"), file, i, "start")
-        end = parse_time(entry.get("end"), file, i, "end")
+        start = parse_time(entry.get("start", NO_VALUE), file, i, "start")
+        end = parse_time(entry.get("end", NO_VALUE), file, i, "end")
         if end <= start:
             raise BadRecord(file, i, "end", entry.get("end"), "must be after start")
         reason = entry.get("reason", "")

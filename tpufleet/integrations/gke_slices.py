@@ -40,7 +40,7 @@ from typing import Any
 
 from tpufleet import allocation
 from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, MACHINES_PER_CUBE
-from tpufleet.errors import BadInput, BadStateFile, Refused
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
 from tpufleet.shapes import Shape, Vec, generation_shape, parse_dims, validate_dims
@@ -219,7 +219,7 @@ def _state(status: dict[str, Any], path: str, file: str, name: str) -> str:
             raise _bad(file, f"{path}.conditions.{j}.reason", reason, problem, name)
         if cond.get("status") not in ("True", "False", "Unknown"):
             problem = "must be True, False or Unknown"
-            raise _bad(file, f"{path}.conditions.{j}.status", cond.get("status"), problem, name)
+            raise _bad(file, f"{path}.conditions.{j}.status", cond.get("status", NO_VALUE), problem, name)
         return str(reason)
     return "CREATED"
 

@@ -120,7 +120,7 @@ def _get(obj: Mapping[str, Any], key: str, kind: type, where: _Where, path: str,
     if value is _MISSING:
         if default is not _MISSING:
             return default
-        raise where.bad(field_path, None, f"missing (must be {_KIND[kind]})")
+        raise where.bad(field_path, NO_VALUE, f"missing (must be {_KIND[kind]})")
     if type(value) is not kind:
         raise where.bad(field_path, value, f"must be {_KIND[kind]}")
     return value
@@ -132,7 +132,7 @@ def parse_nodes(doc: object, file: str, keys: LabelKeys | None = None) -> list[N
     if not isinstance(doc, dict):
         raise where.bad("", type(doc).__name__, "must be a JSON object of kind List (kubectl get nodes -o json)")
     if doc.get("kind") not in ("List", "NodeList"):
-        raise where.bad("kind", doc.get("kind"), "must be List or NodeList (kubectl get nodes -o json)")
+        raise where.bad("kind", doc.get("kind", NO_VALUE), "must be List or NodeList (kubectl get nodes -o json)")
     items = _get(doc, "items", list, where, "")
     if len(items) > MAX_NODES:
         raise where.bad("items", len(items), f"more than {MAX_NODES:,} nodes: {SPLIT_THE_LIST}")
@@ -188,7 +188,7 @@ def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelK
     if topology is not None and not TOPOLOGY.fullmatch(topology):
         raise where.bad(f"{path}.{keys.topology}", topology, "not a TPU topology such as 4x4x8 or 2x4")
     if keys.accelerator in labels and keys.topology not in labels:
-        raise where.bad(f"{path}.{keys.topology}", None, f"missing on a TPU node (it has {keys.accelerator})")
+        raise where.bad(f"{path}.{keys.topology}", NO_VALUE, f"missing on a TPU node (it has {keys.accelerator})")
     state = labels.get(keys.partition_state)
     if state is not None and state not in PARTITION_STATES:
         raise where.bad(f"{path}.{keys.partition_state}", state, f"not one of {', '.join(PARTITION_STATES)}")
@@ -251,7 +251,7 @@ def decode_node_list(data: bytes, file: str, keys: LabelKeys | None = None) -> l
     # each node has one "metadata" key (the list one more); elsewhere the text is only the end of a string that
     # ends in '"metadata', so the count bounds the nodes before any is built (~250 bytes a record, 40 a node)
     if data.count(b'"metadata"') > MAX_NODES + 1:
-        raise where.bad("items", None, f"more than {MAX_NODES:,} nodes: {SPLIT_THE_LIST}")
+        raise where.bad("items", NO_VALUE, f"more than {MAX_NODES:,} nodes: {SPLIT_THE_LIST}")
     body = memoryview(data)[len(_BOM) :] if data.startswith(_BOM) else data
     try:
         doc = _typed_decoder(keys).decode(body)
@@ -260,7 +260,8 @@ def decode_node_list(data: bytes, file: str, keys: LabelKeys | None = None) -> l
             raise _decoder_problem(where, exc) from None
         return parse_nodes(_plain_json(data, file), file, keys)  # its message, or its nodes if it accepts them
     if doc.kind not in ("List", "NodeList"):
-        raise where.bad("kind", doc.kind, "must be List or NodeList (kubectl get nodes -o json)")
+        kind = NO_VALUE if doc.kind is msgspec.UNSET else doc.kind  # absent: no value to show
+        raise where.bad("kind", kind, "must be List or NodeList (kubectl get nodes -o json)")
     items: list[Any] = doc.items
     del doc
     if len(items) > MAX_NODES:  # refused before a node is built: the plan costs ~1.4 KB a node
@@ -333,7 +334,7 @@ def _typed_decoder(keys: LabelKeys) -> Any:
         ("spec", spec | optional, UNSET),
         ("status", status | optional, UNSET),
     )
-    node_list = record("NodeList", ("items", list[item]), ("kind", str | None, None))  # type: ignore[valid-type]
+    node_list = record("NodeList", ("items", list[item]), ("kind", str | None | optional, UNSET))  # type: ignore[valid-type]
     return msgspec.json.Decoder(node_list)
 
 

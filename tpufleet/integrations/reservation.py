@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId
 from tpufleet.text import bounded
@@ -136,7 +136,7 @@ def _check_blocks_named(subs: list[SubBlock], where: _Where) -> None:
     named = next((sb for sb in subs if sb.block), None)
     if unnamed is not None and named is not None:
         problem = f"names no block, while sub-block {bounded(named.name, 60)} names {bounded(named.block, 60)}"
-        raise where.bad(f"{unnamed.index}.physicalTopology.block", None, problem, unnamed.name)
+        raise where.bad(f"{unnamed.index}.physicalTopology.block", NO_VALUE, problem, unnamed.name)
 
 
 def _sub_block(item: dict[str, Any], i: int, where: _Where) -> SubBlock:

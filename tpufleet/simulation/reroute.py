@@ -102,7 +102,7 @@ def costs_from_doc(doc: object, file: str) -> RerouteCosts:
     """The reroute-cost table's document (`tpufleet.collectives.reroute_table.make_table` wrote it), checked for
     its form: BadStateFile naming the file, the field and the value."""
     from tpufleet.collectives.reroute_table import OP, SCHEMA_VERSION
-    from tpufleet.errors import BadStateFile
+    from tpufleet.errors import NO_VALUE, BadStateFile
 
     if not isinstance(doc, dict):
         raise BadStateFile(file, "<root>", doc, "must be a mapping")
@@ -114,7 +114,7 @@ def costs_from_doc(doc: object, file: str) -> RerouteCosts:
     )
     for field, ok, problem in checks:
         if not ok:
-            raise BadStateFile(file, field, doc.get(field), problem)
+            raise BadStateFile(file, field, doc.get(field, NO_VALUE), problem)
     return doc
 
 

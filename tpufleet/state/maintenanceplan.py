@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from tpufleet.doccheck import check
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.jsontext import MAX_SPEC_BYTES
 from tpufleet.maintenance import KIND, Notice, window
 from tpufleet.model import Fleet
@@ -226,7 +226,7 @@ def _moves(docs: list[dict[str, Any]], at: str, where: str) -> tuple[SavedMove, 
                 where, f"{at}.{j}.slice", move.slice, f"the slice moves twice in the wave (the first: {at}.{earlier})"
             )
         if move.status == "unserved" and not move.reason.strip():
-            raise BadStateFile(where, f"{at}.{j}.reason", m.get("reason"), "an unserved move must say why")
+            raise BadStateFile(where, f"{at}.{j}.reason", m.get("reason", NO_VALUE), "an unserved move must say why")
         moves.append(move)
     return tuple(moves)
 

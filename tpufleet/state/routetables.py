@@ -56,9 +56,9 @@ def _member(zf: zipfile.ZipFile, name: str, file: str, most: int) -> Any:
         with zf.open(info) as fh:
             return np.lib.format.read_array(fh, allow_pickle=False)
     except KeyError:
-        raise BadStateFile(file, name, None, "is missing from the routing tables") from None
+        raise BadStateFile(file, name, NO_VALUE, "is missing from the routing tables") from None
     except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile) as exc:  # zlib.error: a damaged stream
-        raise BadStateFile(file, name, None, f"cannot be read: {exc}") from None
+        raise BadStateFile(file, name, NO_VALUE, f"cannot be read: {exc}") from None
 
 
 def _claims_no_more_than(fh: IO[bytes], size: int, most: int, name: str, file: str) -> None:
@@ -70,7 +70,7 @@ def _claims_no_more_than(fh: IO[bytes], size: int, most: int, name: str, file: s
 
     header = npy_header(fh)
     if header is None:
-        raise BadStateFile(file, name, None, "is not a .npy array of version 1.0 or 2.0, as tables are written")
+        raise BadStateFile(file, name, NO_VALUE, "is not a .npy array of version 1.0 or 2.0, as tables are written")
     shape, _fortran, dtype = header
     claimed = math.prod(shape) * dtype.itemsize
     if claimed > size - fh.tell():
@@ -107,7 +107,7 @@ def _meta(zf: zipfile.ZipFile, file: str) -> dict[str, Any]:
     try:  # tpufleet's JSON guards: nesting, NaN, huge numbers (the standard decoder recursed past the limit)
         meta = parse_json(str(_member(zf, "meta", file, META_BYTES)))
     except ValueError as exc:
-        raise BadStateFile(file, "meta", None, f"is not JSON: {exc}") from None
+        raise BadStateFile(file, "meta", NO_VALUE, f"is not JSON: {exc}") from None
     if not isinstance(meta, dict):
         raise BadStateFile(file, "meta", type(meta).__name__, "is not a JSON object")
     return meta

@@ -17,7 +17,7 @@ from tpufleet.constants import (
     PORTS_PER_SIDE,
 )
 from tpufleet.doccheck import Schema, Validator, check, compiled
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.generations import MAX_POD_CUBES
 from tpufleet.integrations.reservation import HEALTH_STATUSES, MAINTENANCE_STATUSES, MAINTENANCE_TYPES
 from tpufleet.state import generations
@@ -517,7 +517,9 @@ def _check_slice_state(name: str, sl: dict[str, Any], pod_of: dict[str, str], fi
     out as the slice's shape (`_check_slice_layout` on the proposal's cubes and coordinates)."""
     where = f"slices.{name}"
     if sl["state"] == "degraded" and not sl.get("reroute"):
-        raise BadStateFile(file, f"{where}.reroute", sl.get("reroute"), "a degraded slice carries its reroute")
+        raise BadStateFile(
+            file, f"{where}.reroute", sl.get("reroute", NO_VALUE), "a degraded slice carries its reroute"
+        )
     proposal = sl.get("proposal")
     if not proposal:
         return
@@ -639,5 +641,8 @@ def _check_slice_layout(name: str, sl: dict[str, Any], file: str) -> None:
         )
     if shape.is_subcube and len(sl.get("machines", ())) != shape.machines:
         raise BadStateFile(
-            file, f"{where}.machines", sl.get("machines"), f"a {shape.text} slice holds {shape.machines} machine(s)"
+            file,
+            f"{where}.machines",
+            sl.get("machines", NO_VALUE),
+            f"a {shape.text} slice holds {shape.machines} machine(s)",
         )

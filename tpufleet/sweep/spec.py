@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet.doccheck import check
-from tpufleet.errors import BadInput, BadStateFile
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.shapes import parse_shape
 from tpufleet.simulation.inputs import MAX_SEED
 from tpufleet.sweep import params as P
@@ -115,7 +115,7 @@ def build(
     grid = _grid(file, simulation, doc.get("grid", {}))
     _check_overlap(file, entries, grid, fixed)
     if not grid and not entries:
-        raise BadStateFile(file, "grid", doc.get("grid"), "nothing to sweep: give grid values or points")
+        raise BadStateFile(file, "grid", doc.get("grid", NO_VALUE), "nothing to sweep: give grid values or points")
     swept = tuple(dict.fromkeys([*grid, *(k for e in entries for k in e)]))
     base_seed = int(doc.get("seed", 0))
     seeds = tuple(derive_seed(base_seed, r) for r in range(int(doc.get("seeds", 1))))

@@ -1,0 +1,80 @@
+"""A field that is absent has no value to show: its message ends at the problem. It said "(value None)", which
+reads as a field holding null; a field that holds null still shows "(value None)", as every other value is
+shown."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+
+import pytest
+from test_defects_sweep_sim import one_line, write
+
+from tpufleet.errors import BadStateFile
+from tpufleet.generations import _EXAMPLE, from_document
+
+SHIPPED_PROFILE = resources.files("tpufleet") / "data" / "hardware-profile.yaml"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("  hop_latency: 1.0e-6\n", "", "field ici.hop_latency: is required"),
+        ("  hop_latency: 1.0e-6\n", "  hop_latency: null\n", "field ici.hop_latency: must be a number (value None)"),
+        ("schema_version: 1\n", "", "field schema_version: must be 1"),
+    ],
+)
+def test_a_profile_without_a_figure_names_it_without_a_value(cli, tmp_path, old, new, said):
+    text = SHIPPED_PROFILE.read_text()
+    assert old in text
+    profile = write(tmp_path, text.replace(old, new), "profile.yaml")
+    argv = ("collective", "--topology", "4x4x4", "--op", "all-reduce", "--bytes", "1MiB", "--profile", profile)
+    r = cli(*argv, state=False)
+    assert r.code == 2 and one_line(r.err).endswith(f"profile.yaml: {said}"), r.err
+
+
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [
+        ({"type": "job", "chips": 4}, "field job: is required"),
+        ({"type": "job", "job": None, "chips": 4}, "field job: is required (value None)"),
+        ({"type": "job", "job": "a"}, "field chips: is required"),
+        ({"type": "event", "event": "allocation", "time": 5, "chips": 4}, "field job: is required"),
+        ({"type": "event", "job": "a", "event": "allocation", "chips": 4}, "field time: is required"),
+        (
+            {"type": "event", "job": "a", "event": "allocation", "time": None, "chips": 4},
+            "field time: not a time (value None)",
+        ),
+        ({"type": "schema"}, "field version: this reader knows schema version 1"),
+    ],
+)
+def test_a_goodput_record_without_a_field_names_it_without_a_value(cli, tmp_path, record, said):
+    log = write(tmp_path, json.dumps(record) + "\n", "log.jsonl")
+    r = cli("goodput-report", log, state=False)
+    assert r.code == 2 and one_line(r.err).endswith(f"log.jsonl:1: {said}"), r.err
+
+
+@pytest.mark.parametrize(
+    ("doc", "said"),
+    [
+        ({"kind": "List"}, "field items: missing (must be a list)"),
+        ({"items": []}, "field kind: must be List or NodeList (kubectl get nodes -o json)"),
+        ({"kind": None, "items": []}, "field kind: must be List or NodeList (kubectl get nodes -o json) (value None)"),
+        ({"kind": "List", "items": [{"kind": "Node"}]}, "field items.0.metadata: missing (must be an object)"),
+    ],
+)
+def test_a_node_list_without_a_field_names_it_without_a_value(fleet, tmp_path, doc, said):
+    nodes = write(tmp_path, json.dumps(doc), "nodes.json")
+    r = fleet("import", "k8s", nodes)
+    assert r.code == 2 and one_line(r.err).endswith(f"nodes.json: {said}"), r.err
+
+
+def test_a_generation_profile_without_a_figure_names_it_without_a_value():
+    doc = copy.deepcopy(_EXAMPLE)
+    section = next(k for k, v in doc.items() if isinstance(v, dict))
+    figure = next(iter(doc[section]))
+    del doc[section][figure]
+    with pytest.raises(BadStateFile) as caught:
+        from_document(doc, "gen.yaml")
+    assert str(caught.value) == f"gen.yaml: field {section}.{figure}: is required"
