@@ -61,3 +61,24 @@ def test_small_probabilities_are_not_shown_as_zero(cli: Any) -> None:
         shown = float(_cells(r.out, column)["64"])
         assert shown == pytest.approx(row[key], rel=0.05)
     assert float(_cells(r.out, 2)["64"].split()[0]) == pytest.approx(row["static"], rel=0.05)
+
+
+def test_probabilities_near_one_keep_their_digits(cli: Any) -> None:
+    """Six decimals made 0.9999952 read 1.0 in JSON (a pod that never fails), and the table said 1.0000."""
+    args: tuple[str, ...] = ("simulate-availability", "--host-availability", "0.99999", "--ocs-availability")
+    args += ("0.9999999", "--cubes", "1,64", "--trials", "100")
+    rows = {row["cubes"]: row for row in cli(*args, "-o", "json", state=False).json["results"]}
+    exact = 1 - (1 - 0.99999**16) ** 64  # at least one cube of 64 up, its 16 hosts all up
+    assert rows[1]["reconfigurable"] == pytest.approx(exact * 0.9999999**48, rel=1e-12)  # and all 48 OCS up
+    assert 1 - rows[1]["reconfigurable"] == pytest.approx(1 - 0.9999999**48, rel=1e-6)
+    r = cli(*args, state=False)
+    assert r.code == 0, r.err
+    assert _cells(r.out, 3)["1"] == "0.9999952"
+    assert _cells(r.out, 2)["1"].startswith("1.0000 MC")  # every trial placed it: 1 is the Monte Carlo's value
+
+
+def test_a_small_static_probability_keeps_its_digits(cli: Any) -> None:
+    """p^1024 at p = 0.98 is 1.0e-09: six decimals made it 0.0 (never placed)."""
+    args = ("simulate-availability", "--host-availability", "0.98", "--cubes", "64", "--trials", "10")
+    row = cli(*args, "-o", "json", state=False).json["results"][0]
+    assert row["static_method"] == "exact" and row["static"] == pytest.approx(0.98**1024, rel=1e-12)

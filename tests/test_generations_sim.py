@@ -260,7 +260,9 @@ def test_an_availability_sweep_on_tpu7x_pods(cli, tmp_path):
     assert r.code == 0, r.err
     metrics = r.json["points"][0]["metrics"]
     for k in (130, 144):
-        assert metrics[f"reconfigurable_ft_exact.{k}"]["mean"] == round(float(binom.sf(k - 1, 144, 0.99**16)), 6)
+        assert metrics[f"reconfigurable_ft_exact.{k}"]["mean"] == pytest.approx(
+            float(binom.sf(k - 1, 144, 0.99**16)), rel=1e-12
+        )
     assert not any(name.startswith("static.") for name in metrics)  # no 4x4x4 static twin of a 144-cube pod
     spec.write_text(text.replace("[[130, 144]]", "[145]"))
     r = cli("sweep", spec, "--out", tmp_path / "o2", "--serial", state=False)
