@@ -198,6 +198,18 @@ def test_export_out_writes_what_it_would_print_in_the_format_o_asks(imported, tm
     assert same, f"{out} is not the manifests the table output prints"
 
 
+@pytest.mark.parametrize("given", ["foo", "tpu7", "TPU7X", "v5p"])
+def test_an_unknown_slice_type_is_refused_before_anything_is_written(imported, tmp_path, given):
+    """`--type foo` skipped every slice on stderr and exited 0 with nothing written: a typo looked like success."""
+    assert imported("allocate", "big", "--shape", "4x4x8").code == 0
+    out = tmp_path / "slices.yaml"
+    for args in (("--out", out), ("-o", "json")):
+        r = imported("export", "slices", "--type", given, *args)
+        said = f"bad option --type {given!r}: the Slice CRD's spec.type accepts tpu7x and v6e"
+        assert r.code == 2 and said in r.err and "skipped" not in r.err, r.err
+        assert not out.exists() and "items" not in r.out
+
+
 def test_slices_export(imported):
     assert imported("allocate", "Train_Big.1", "--shape", "4x4x8").code == 0
     assert imported("plan-xconnect", "Train_Big.1", "--apply").code == 0

@@ -431,11 +431,14 @@ def export_slices_cmd(
     Sub-cube slices are skipped and named on stderr."""
     from tpufleet.errors import BadInput
     from tpufleet.integrations import exports
-    from tpufleet.integrations.k8s import LABEL_VALUE
+    from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LABEL_VALUE
     from tpufleet.state.files import check_output_path
 
     if not accelerator or not LABEL_VALUE.fullmatch(accelerator):
         raise BadInput(f"bad option --type {accelerator!r}: a label value such as tpu-v4-podslice or tpu7x")
+    if accelerator not in exports.CRD_SLICE_TYPES | {DEFAULT_ACCELERATORS[0]}:  # a typo wrote no Slice, at exit 0
+        accepted = " and ".join(sorted(exports.CRD_SLICE_TYPES))
+        raise BadInput(f"bad option --type {accelerator!r}: the Slice CRD's spec.type accepts {accepted}")
     if out is not None:
         check_output_path(out, "--out")
     docs, skipped = exports.slices(ctx.obj.store().load(), accelerator)
