@@ -137,7 +137,7 @@ LONG = "x" * 500
 @pytest.mark.parametrize(
     ("edit", "field", "words"),
     [
-        (lambda d: {"items": "no"}, "<root>", "must be a JSON list"),
+        (lambda d: {"items": "no"}, "field items", "must be a list of sub-blocks (value 'no')"),
         (lambda d: d[0].pop("name") and d, "field 0.name", "missing or not a sub-block name"),
         (lambda d: d[3]["healthInfo"].update(healthStatus=LONG) or d, "field 3.healthInfo.healthStatus", "HEALTHY"),
         (
@@ -175,6 +175,33 @@ def test_malformed_input_exits_2_naming_object_and_field(superpod, tmp_path, sub
     if field.startswith("field 3."):
         assert "sub-block ironwood-superpod-block-0001-sub-0003" in r.err
         assert LONG[:61] not in r.err  # at most 60 characters of a bad value are quoted
+    assert snapshot(superpod.state) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"items": {}}', "field items: must be a list of sub-blocks (value {})"),
+        ('{"items": null}', "field items: must be a list of sub-blocks (value None)"),
+        ("{}", "field items: missing (must be the list of sub-blocks, as the API's list response holds them)"),
+        (
+            "null",
+            "field <root>: must be a JSON list (gcloud compute reservations sub-blocks list --format=json) or an "
+            "object with items (value None)",
+        ),
+        ('{"items": [1]}', "field items.0: must be an object (a reservation sub-block) (value 1)"),
+        ("[1]", "field 0: must be an object (a reservation sub-block) (value 1)"),
+        ('{"items": [{}]}', "field items.0.name: missing or not a sub-block name (RFC 1035, 1-63 characters)"),
+    ],
+)
+def test_a_list_of_the_wrong_form_is_named_by_its_own_field_and_value(superpod, tmp_path, text, said):
+    """`{"items": {}}` said "field <root>: must be a JSON list (value 'dict')": the document's type, not the field's
+    value; an item said "(value 'int')" for 1, and its fields were not named from `items`."""
+    path = tmp_path / "sub-blocks.json"
+    path.write_text(text)
+    before = snapshot(superpod.state)
+    r = superpod("import", "reservation", path, "--apply")
+    assert r.code == 2 and r.err.strip() == f"tpufleet: error: {path}: {said}", r.err
     assert snapshot(superpod.state) == before
 
 

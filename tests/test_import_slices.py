@@ -227,6 +227,22 @@ def test_not_a_list_exits_2(superpod, tmp_path, doc):
     assert snapshot(superpod.state) == before
 
 
+@pytest.mark.parametrize(
+    ("doc", "said"),
+    [
+        ({"items": {}}, "field items: must be a list of Slices (kubectl get slices -o json) (value {})"),
+        ({"items": None}, "field items: must be a list of Slices (kubectl get slices -o json) (value None)"),
+        ({"items": "x"}, "field items: must be a list of Slices (kubectl get slices -o json) (value 'x')"),
+        ({"kind": "List"}, "field items: missing (must be a list of Slices, kubectl get slices -o json)"),
+        ({"items": [{}]}, "field items.0.metadata.name: missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)"),
+    ],
+)
+def test_items_not_a_list_are_named_by_their_own_value(superpod, tmp_path, doc, said):
+    """`{"items": {}}` and `{"items": null}` said "(value 'dict')", the document's type, not the field's value."""
+    path = write(tmp_path, doc)
+    assert one_line(superpod("import", "slices", path)) == f"tpufleet: error: {path}: {said}"
+
+
 def test_a_slice_of_a_generation_the_fleet_has_not_exits_2(cli, slices, tmp_path):
     assert cli("init", "--pods", "2", "--cubes-per-pod", "16").code == 0  # the built-in TPU v4 model
     doc = {"items": [_edit(slices, 0, "spec.partitionIds", [f"c{i:02d}" for i in range(8)])["items"][0]]}

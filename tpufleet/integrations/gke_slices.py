@@ -118,11 +118,13 @@ def _bad(file: str, path: str, value: object, problem: str, name: str | None = N
 def decode_slice_list(doc: object, file: str) -> SliceListInput:
     """The Slices of `kubectl get slices -o json` (a List with `items`). BadStateFile (exit 2) names the file,
     the Slice, the field and the value."""
-    items = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise _bad(file, "", type(doc).__name__, "must be a list of Slices with `items` (kubectl get slices -o json)")
+    items = doc.get("items", NO_VALUE)  # its own value named, not the document's type (`{"items": {}}`: 'dict')
     if not isinstance(items, list):
-        problem = "must be a list of Slices with `items` (kubectl get slices -o json)"
-        raise _bad(file, "items" if isinstance(doc, dict) else "", type(items if items else doc).__name__, problem)
-    kind = doc.get("kind", "List") if isinstance(doc, dict) else None
+        problem = "missing (must be a list of Slices, " if items is NO_VALUE else "must be a list of Slices ("
+        raise _bad(file, "items", items, problem + "kubectl get slices -o json)")
+    kind = doc.get("kind", "List")
     if kind not in ("List", "SliceList"):  # another kind's list (NodeList, PodList...): a wrong file
         raise _bad(file, "kind", kind, "must be List or SliceList (kubectl get slices -o json)")
     if len(items) > MAX_ITEMS:
@@ -140,7 +142,7 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     if not isinstance(item, dict):
         raise _bad(file, path, type(item).__name__, "must be an object (a Slice)")
     meta = _object(item, "metadata", path, file, None)
-    name = meta.get("name")
+    name = meta.get("name", NO_VALUE)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise _bad(file, f"{path}.metadata.name", name, "missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)")
     if item.get("kind", "Slice") != "Slice":

@@ -97,29 +97,26 @@ class ReservationInput:
 class _Where:
     """Builds the messages of one input file: file, field path (list position first), object, value."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
+    def __init__(self, file: str, items_at: str = "") -> None:
+        self.file, self.items_at = file, items_at  # items_at: the list's own field (`items` in the API's response)
 
     def bad(self, path: str, value: object, problem: str, name: str | None = None) -> BadStateFile:
         who = f"sub-block {bounded(name, 60)}: " if name else ""
-        return BadStateFile(self.file, path, value, who + problem)
+        at = ".".join(p for p in (self.items_at, path) if p)
+        return BadStateFile(self.file, at, value, who + problem)
 
 
 def decode_reservation(doc: object, file: str) -> ReservationInput:
     """The sub-blocks (and blocks) of a `sub-blocks list --format=json` document: a JSON list, or the REST list
     response (an object with `items`). BadStateFile (exit 2) names the file, the item, the field and the value."""
-    where = _Where(file)
-    items = doc.get("items") if isinstance(doc, dict) else doc
-    if not isinstance(items, list):
-        problem = "must be a JSON list (gcloud compute reservations sub-blocks list --format=json)"
-        raise where.bad("", type(doc).__name__, problem)
+    where, items = _items(doc, file)
     if len(items) > MAX_ITEMS:
         raise where.bad("", len(items), f"more than {MAX_ITEMS:,} items: import the reservation block by block")
     subs: list[SubBlock] = []
     blocks: set[str] | None = None
     for i, item in enumerate(items):
         if not isinstance(item, dict):
-            raise where.bad(str(i), type(item).__name__, "must be an object (a reservation sub-block)")
+            raise where.bad(str(i), item, "must be an object (a reservation sub-block)")
         if item.get("kind") == KIND_BLOCK:
             blocks = (blocks or set()) | {_block_of(item, str(i), where)}
         else:
@@ -127,6 +124,26 @@ def decode_reservation(doc: object, file: str) -> ReservationInput:
     _check_unique(subs, where)
     _check_blocks_named(subs, where)
     return ReservationInput(tuple(subs), None if blocks is None else frozenset(blocks))
+
+
+def _items(doc: object, file: str) -> tuple[_Where, list[Any]]:
+    """The list of items: the document itself (gcloud's list), or the `items` of the API's list response, whose
+    fields are then named from `items` (`items.0.name`)."""
+    where = _Where(file)
+    if isinstance(doc, list):
+        return where, doc
+    if not isinstance(doc, dict):
+        problem = (
+            "must be a JSON list (gcloud compute reservations sub-blocks list --format=json) or an object with items"
+        )
+        raise where.bad("", doc, problem)
+    if "items" not in doc:
+        raise where.bad(
+            "items", NO_VALUE, "missing (must be the list of sub-blocks, as the API's list response holds them)"
+        )
+    if not isinstance(doc["items"], list):
+        raise where.bad("items", doc["items"], "must be a list of sub-blocks")
+    return _Where(file, "items"), doc["items"]
 
 
 def _check_blocks_named(subs: list[SubBlock], where: _Where) -> None:
@@ -144,7 +161,7 @@ def _sub_block(item: dict[str, Any], i: int, where: _Where) -> SubBlock:
     kind = item.get("kind", KIND_SUB_BLOCK)
     if kind != KIND_SUB_BLOCK:
         raise where.bad(f"{path}.kind", kind, f"must be {KIND_SUB_BLOCK} or {KIND_BLOCK}")
-    name = item.get("name")
+    name = item.get("name", NO_VALUE)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise where.bad(f"{path}.name", name, "missing or not a sub-block name (RFC 1035, 1-63 characters)")
     topo = _object(item, "physicalTopology", path, where, name)
@@ -173,7 +190,7 @@ def _sub_block(item: dict[str, Any], i: int, where: _Where) -> SubBlock:
 
 
 def _block_of(item: dict[str, Any], path: str, where: _Where) -> str:
-    name = item.get("name")
+    name = item.get("name", NO_VALUE)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise where.bad(f"{path}.name", name, "missing or not a block name (RFC 1035, 1-63 characters)")
     topo = _object(item, "physicalTopology", path, where, None)
