@@ -686,3 +686,22 @@ def test_a_yaml_merge_key_still_merges_and_its_keys_may_be_overridden():
     from tpufleet.state.inputfiles import parse_yaml
 
     assert parse_yaml("a: 1\n<<: {b: 2, a: 3}\n", "f.yaml") == {"a": 1, "b": 2}
+
+
+def test_csv_keeps_a_value_that_starts_with_the_quote_apart_from_a_quoted_one(cli, tmp_path):
+    """Jobs `-x` and `'-x` both came out `'-x`: the guard's quote could not be undone. A leading `'` is now quoted
+    too, so dropping one leading `'` gives each value back; numbers, negative ones too, stay numbers."""
+    log = tmp_path / "quotes.jsonl"
+    records = [{"type": "job", "job": job, "chips": 4} for job in ("-x", "'-x", "'plain", "=1+1")]
+    for job in ("-x", "'-x", "'plain", "=1+1"):
+        records.append({"type": "event", "job": job, "event": "allocation", "time": 10, "chips": 4})
+        records.append({"type": "event", "job": job, "event": "job_end", "time": 50})
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = cli("goodput-report", log, "-o", "csv", state=False)
+    assert out.code == 0, out.err
+    jobs = [row[1] for row in csv.reader(io.StringIO(out.out)) if row[0] == "job"]
+    assert sorted(jobs) == sorted(["'-x", "''-x", "''plain", "'=1+1"])
+    assert sorted(j[1:] if j.startswith("'") else j for j in jobs) == sorted(["-x", "'-x", "'plain", "=1+1"])
+    from tpufleet.cli.render import flat_table
+
+    assert flat_table([{"n": -1.5, "name": "-x", "quoted": "'-x"}], "csv") == "n,name,quoted\n-1.5,'-x,''-x"

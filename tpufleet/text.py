@@ -53,6 +53,21 @@ def markdown_text(text: object) -> str:
     return html.escape(printable(str(text)).translate(_MD_INLINE), quote=False)
 
 
+# A leading = + - @ (or tab, CR) a spreadsheet runs as a formula (OWASP's list). A leading ' is quoted too: the
+# mark is then undone by dropping one leading ', so "-x" and "'-x" never read as the same cell.
+_SPREADSHEET_QUOTED = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def spreadsheet_cell(value: str) -> str:
+    """A CSV cell's text that no spreadsheet runs as a formula: `'` before a leading = + - @ tab CR or `'`, so a
+    reader gets the value back by dropping one leading `'`. Numbers are not text and are left as they are.
+
+    >>> spreadsheet_cell("=1+1"), spreadsheet_cell("-x"), spreadsheet_cell("'-x"), spreadsheet_cell("ok")
+    ("'=1+1", "'-x", "''-x", 'ok')
+    """
+    return "'" + value if value.startswith(_SPREADSHEET_QUOTED) else value
+
+
 def markdown_code(text: str) -> str:
     """`text` as one Markdown code span, whatever backticks it holds (the fence is longer than any run of them).
 

@@ -84,7 +84,9 @@ def _cell(value: Any, fmt: str) -> Any:
     if not isinstance(value, str):
         return value
     if fmt == "csv":
-        return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+        from tpufleet.text import spreadsheet_cell
+
+        return spreadsheet_cell(value)
     from tpufleet.text import markdown_text
 
     return markdown_text(value)  # one line per row, no link, image or emphasis

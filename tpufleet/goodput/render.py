@@ -11,7 +11,7 @@ from typing import Any
 from tpufleet.goodput.health import SLOW_FACTOR
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS
-from tpufleet.text import markdown_text
+from tpufleet.text import markdown_text, spreadsheet_cell
 
 COLUMNS = ("sg", "rg", "pg", "mpg")
 
@@ -87,14 +87,9 @@ def rows(report: Report) -> list[dict[str, Any]]:
     return out
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
 def _csv_cell(value: Any) -> Any:
-    """Text a spreadsheet would run as a formula (leading = + - @, tab, CR) gets a leading quote (OWASP)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """Text a spreadsheet would run as a formula gets a leading quote (`spreadsheet_cell`); numbers stay numbers."""
+    return spreadsheet_cell(value) if isinstance(value, str) else value
 
 
 def to_csv(report: Report) -> str:
