@@ -404,3 +404,28 @@ def test_fault_rates_shipped_on_the_built_in_pod_is_the_shipped_file(busy):
     pod = busy("plan-spares", "--fault-rates", "shipped", "-o", "json").json["pods"][0]
     assert pod["rates_source"] == "fault rates (shipped)"
     assert pod["p_cube"] == pytest.approx(spares.cube_healthy(TPU_V4_RATES, 7.0, up_now=True))
+
+
+def test_a_probability_below_one_is_not_shown_as_one(fleet):
+    """At --confidence 0.99999999 the table said P(at spares) 1.0000 (certain) for 0.9999999984: it now gives the
+    digits that show the confidence is met and 1 is not reached."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    args = ("plan-spares", "--confidence", "0.99999999", "--horizon", "1h")
+    pod = fleet(*args, "-o", "json").json["pods"][0]
+    assert 0.99999999 <= pod["probability"] < 1
+    r = fleet(*args)
+    assert r.code == 0, r.err
+    row = r.out.splitlines()[3].split()
+    shown = float(row[6])
+    assert row[6] != "1.0000" and 0.99999999 <= shown < 1 and shown == pytest.approx(pod["probability"], abs=1e-10)
+
+
+def test_capacitys_expected_case_does_not_round_its_probability_to_one(fleet):
+    """`capacity --confidence 0.99999 --horizon 1h` said "with probability 1.0000 (>= 0.99999)": certainty."""
+    import re
+
+    r = fleet("capacity", "--confidence", "0.99999", "--horizon", "1h")
+    assert r.code == 0, r.err
+    said = re.search(r"with probability (\S+) \(>= 0\.99999;", r.out)
+    assert said is not None, r.out
+    assert said[1] != "1.0000" and 0.99999 <= float(said[1]) < 1

@@ -15,6 +15,7 @@ escaped everywhere else.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Sequence
 
@@ -66,6 +67,23 @@ def spreadsheet_cell(value: str) -> str:
     ("'=1+1", "'-x", "''-x", 'ok')
     """
     return "'" + value if value.startswith(_SPREADSHEET_QUOTED) else value
+
+
+def probability_text(value: float) -> str:
+    """A probability for a table: four decimals, two significant digits below 0.001 (3.2e-05, not 0.0000, which
+    reads as never), and above 0.9999 as many decimals as give 1 - value two significant digits (0.999950, not
+    1.0000, which reads as always).
+
+    >>> probability_text(0.98), probability_text(3.2e-05), probability_text(0.99995), probability_text(0.9999997)
+    ('0.9800', '3.2e-05', '0.999950', '0.99999970')
+    >>> probability_text(1.0), probability_text(0.0)
+    ('1.0000', '0.0000')
+    """
+    if 0 < value < 1e-3:
+        return f"{value:.1e}"
+    if f"{value:.4f}" == "1.0000" and value < 1:
+        return f"{value:.{max(4, math.ceil(-math.log10(1 - value)) + 1)}f}"
+    return f"{value:.4f}"
 
 
 def markdown_code(text: str) -> str:

@@ -1,6 +1,5 @@
 """`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (Fig. 1 of the TPUv4 "Resiliency at Scale" paper)."""
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -8,26 +7,12 @@ import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
+from tpufleet.text import probability_text
 
 if TYPE_CHECKING:
     from tpufleet.generations import Generation
 
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
-
-
-def _probability(value: float) -> str:
-    """Four decimals, or two significant digits below 0.001 (3.2e-05, not 0.0000, which reads as never), and
-    above 0.9999 as many decimals as give 1 - value two significant digits (0.999950, not 1.0000, which reads as
-    always).
-
-    >>> _probability(0.98), _probability(3.2e-05), _probability(0.99995), _probability(0.9999997), _probability(1.0)
-    ('0.9800', '3.2e-05', '0.999950', '0.99999970', '1.0000')
-    """
-    if 0 < value < 1e-3:
-        return f"{value:.1e}"
-    if f"{value:.4f}" == "1.0000" and value < 1:
-        return f"{value:.{max(4, math.ceil(-math.log10(1 - value)) + 1)}f}"
-    return f"{value:.4f}"
 
 
 def _static_cell(row: dict) -> str:
@@ -37,7 +22,7 @@ def _static_cell(row: dict) -> str:
         return "-"
     lo, hi = row["static_ci"]
     method = "exact" if row["static_method"] == "exact" else "MC"
-    return f"{_probability(row['static'])} {method} [{_probability(lo)}, {_probability(hi)}]"
+    return f"{probability_text(row['static'])} {method} [{probability_text(lo)}, {probability_text(hi)}]"
 
 
 def _table(result: dict) -> str:
@@ -48,9 +33,9 @@ def _table(result: dict) -> str:
                 r["cubes"],
                 r["chips"],
                 _static_cell(r),
-                _probability(r["reconfigurable"]),
-                _probability(r["reconfigurable_ft"]),
-                _probability(r["reconfigurable_ft_mc"]),
+                probability_text(r["reconfigurable"]),
+                probability_text(r["reconfigurable_ft"]),
+                probability_text(r["reconfigurable_ft_mc"]),
             ]
         )
     head = (

@@ -9,6 +9,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
+from tpufleet.text import probability_text
 
 
 def _unit_interval(value: float, option: str) -> float:
@@ -54,11 +55,11 @@ def _spares_table(result: dict[str, Any]) -> str:
             [
                 p["pod"],
                 p["cubes"],
-                f"{p['p_cube']:.4f}",
+                probability_text(p["p_cube"]),
                 p["healthy_cubes_at_confidence"],
                 p["needed_cubes"],
                 "-" if p["spares"] is None else p["spares"],
-                f"{p['probability']:.4f}",
+                probability_text(p["probability"]),
                 (held[:60] + "...") if len(held) > 63 else (held or "-"),
             ]
         )

@@ -21,13 +21,14 @@ EPILOG = examples(
 def _text(doc: dict[str, Any]) -> str:
     from tpufleet.cli.render import grid
     from tpufleet.sweep.report import label
+    from tpufleet.text import probability_text as number  # four decimals, but 0.99995 not as 1.0000
 
     metric = doc["metric"]
     rows = []
     for point in doc["points"]:
         figure = point["metrics"].get(metric, {})
-        band = "-" if figure.get("low") is None else f"[{figure['low']:.4f}, {figure['high']:.4f}]"
-        mean = "-" if figure.get("mean") is None else f"{figure['mean']:.4f}"
+        band = "-" if figure.get("low") is None else f"[{number(figure['low'])}, {number(figure['high'])}]"
+        mean = "-" if figure.get("mean") is None else number(figure["mean"])
         rows.append([point["index"], *(label(point["params"][s]) for s in doc["swept"]), mean, band])
     lines = [
         f"sweep {doc['name']}: {doc['points_finished']} of {doc['points_total']} points finished "

@@ -20,6 +20,7 @@ from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.journal import whole_from_first
 from tpufleet.state.store import Store
+from tpufleet.text import probability_text
 from tpufleet.timeparse import parse_stamp
 
 MODEL = (
@@ -224,7 +225,7 @@ def _note(slices: list[Slice], curve: spares.SpareCurve, free: int) -> str | Non
             else "more do not help: the OCS term or the cubes down now cap it"
         )
         return (
-            f"the confidence is out of reach: at most {curve.probability:.6f}, with {curve.best} of the {free} free "
+            f"the confidence is out of reach: at most {probability_text(curve.probability)}, with {curve.best} of the {free} free "
             f"healthy cubes held back ({why})"
         )
     return None
