@@ -78,3 +78,17 @@ def test_a_generation_profile_without_a_figure_names_it_without_a_value():
     with pytest.raises(BadStateFile) as caught:
         from_document(doc, "gen.yaml")
     assert str(caught.value) == f"gen.yaml: field {section}.{figure}: is required"
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"step_start_time": 1767571210.0, "x": 1}, "field job_name: is required: a string of at most 4096 characters"),
+        ({"job_name": "a", "step_start_time": 1767571210.0}, "field step_count: must be a whole number from 0 to "),
+        ({"job_name": "a", "elastic_slice_counts_timestamp": 1767571210.0}, "field total_slices: is required"),
+    ],
+)
+def test_an_ml_goodput_entry_without_a_field_names_it_without_a_value(cli, tmp_path, entry, said):
+    log = write(tmp_path, json.dumps(entry) + "\n", "ml.jsonl")
+    line = one_line(cli("goodput-report", log, "--format", "ml-goodput", state=False).err)
+    assert f"ml.jsonl:1: {said}" in line and "(value" not in line, line

@@ -79,7 +79,7 @@ def _duration(payload: Mapping[str, Any], key: str, file: str, line: int) -> flo
 
 
 def _step(payload: Mapping[str, Any], key: str, file: str, line: int, default: int | None = None) -> int:
-    value = payload.get(key)
+    value = payload.get(key, NO_VALUE)
     if default is not None and (value is None or isinstance(value, bool) or not isinstance(value, int)):
         return default  # a checkpoint entry without a usable step number: saved step unknown
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
@@ -244,7 +244,7 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
     """One entry: checked whole, then added (a bad entry adds nothing); its job name."""
     if not isinstance(payload, dict):
         raise BadRecord(file, line, "<entry>", payload, "must be an object")
-    job = payload.get("job_name")
+    job = payload.get("job_name", NO_VALUE)
     if not isinstance(job, str) or not job or len(job) > MAX_TEXT:
         raise BadRecord(file, line, "job_name", job, f"is required: a string of at most {MAX_TEXT} characters")
     if "job_metadata" in payload:
@@ -273,7 +273,7 @@ def _entry(payload: object, file: str, line: int, log: Log) -> str:
     counts = None
     if "elastic_slice_counts_timestamp" in payload:
         t = _num(payload, "elastic_slice_counts_timestamp", file, line)
-        counts = (t, {k: payload.get(k) for k in ("active_slices", "available_slices", "total_slices")})
+        counts = (t, {k: payload[k] for k in ("active_slices", "available_slices", "total_slices") if k in payload})
         add_slice_counts(Log(), job, t, counts[1], file, line)  # checked before anything is added
     _in_order(payload, file, line)
     # every field is good: add the entry
