@@ -92,3 +92,34 @@ def test_an_ml_goodput_entry_without_a_field_names_it_without_a_value(cli, tmp_p
     log = write(tmp_path, json.dumps(entry) + "\n", "ml.jsonl")
     line = one_line(cli("goodput-report", log, "--format", "ml-goodput", state=False).err)
     assert f"ml.jsonl:1: {said}" in line and "(value" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "args", "said"),
+    [
+        (
+            "spec.yaml",
+            "schema_version: 1\ngrid: {days: [1]}\n",
+            ("sweep", "{f}", "--out", "{d}/o", "--serial"),
+            "field simulation: is required",
+        ),
+        (
+            "rates.yaml",
+            "{}\n",
+            ("simulate-availability", "--fault-rates", "{f}", "--trials", "10"),
+            "field schema_version: is required",
+        ),
+    ],
+)
+def test_a_schema_checked_file_names_the_missing_field_itself(cli, tmp_path, name, text, args, said):
+    """A missing field was named by its parent, with the whole parent as the value and the validator's words:
+    "field <root>: it must contain ['simulation'] properties (value {...})"."""
+    path = write(tmp_path, text, name)
+    r = cli(*(a.format(f=path, d=tmp_path) for a in args), state=False)
+    assert r.code == 2 and one_line(r.err).endswith(f"{name}: {said}"), r.err
+
+
+def test_a_fault_batch_item_without_its_target_is_named_by_it(fleet, tmp_path):
+    path = write(tmp_path, '[{"kind": "host"}]', "faults.json")
+    r = fleet("inject-fault", "--from", path, "--dry-run")
+    assert r.code == 2 and one_line(r.err).endswith("faults.json: field 0.target: is required"), r.err

@@ -7,6 +7,10 @@ schema (`tpufleet.state.schema`) and the core's input documents (workloads, faul
 Traceback (most recent call last):
 ...
 tpufleet.errors.BadStateFile: spec.yaml: field days: must be a number (value 'x')
+>>> check({"type": "object", "required": ["days"]}, {"seed": 1}, "spec.yaml")
+Traceback (most recent call last):
+...
+tpufleet.errors.BadStateFile: spec.yaml: field days: is required
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.text import PLAIN_NUMBER
 
 __all__ = ["Schema", "Validator", "check", "compiled"]
@@ -42,9 +46,20 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
         compiled(schema)(doc)
     except fastjsonschema.JsonSchemaValueException as exc:
         parts = [_printable(str(p)) for p in (exc.path or [])][1:]  # drop the leading "data"
+        missing = _missing_key(exc)
+        if missing is not None:  # named as the field itself, which has no value ("it must contain [...] properties")
+            field = ".".join([prefix, *parts, missing] if prefix else [*parts, missing])
+            raise BadStateFile(file, field, NO_VALUE, "is required") from None
         field = ".".join([prefix, *parts] if prefix else parts)
         problem = _problem(exc.message, exc.name, exc.value, file.endswith((".yaml", ".yml")))
         raise BadStateFile(file, field, exc.value, problem[:160]) from None
+
+
+def _missing_key(exc: Any) -> str | None:
+    """The first key a `required` rule names that the mapping lacks (None for another rule)."""
+    if exc.rule != "required" or not isinstance(exc.value, dict) or not isinstance(exc.rule_definition, list):
+        return None
+    return next((_printable(str(k)) for k in exc.rule_definition if k not in exc.value), None)
 
 
 _TYPES = {"number": "a number", "integer": "an integer", "string": "a string", "object": "a mapping"}
