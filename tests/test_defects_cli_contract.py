@@ -191,3 +191,20 @@ def test_an_option_before_the_command_and_after_it_is_not_a_repeat(fleet):
     """`tpufleet -o json status -o yaml`: the tool's option and the command's, and the command's wins."""
     r = fleet("-o", "json", "status", "-o", "yaml")
     assert r.code == 0 and r.out.startswith("serial: 1")
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        (("status", "-h", "-h"), "Usage: tpufleet status"),
+        (("status", "--help", "-h"), "Usage: tpufleet status"),
+        (("-h", "--help"), "Usage: tpufleet"),
+        (("--version", "--version"), "tpufleet "),
+    ],
+)
+def test_help_or_version_given_twice_is_shown_not_refused(cli, args, shown):
+    """`status -h -h` was refused as an option given twice (exit 2); help and version act at once, nothing to
+    choose between: shown, exit 0."""
+    r = cli(*args, state=False)
+    assert r.code == 0, r.err
+    assert r.out.startswith(shown)

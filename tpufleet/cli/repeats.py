@@ -9,6 +9,9 @@ given once before the command and once after it (`tpufleet -o json status -o yam
 tool and one of the command, and the command's wins as documented. As with the numbers and the file names
 (`tpufleet.cli.numbers`, `tpufleet.cli.paths`), the command tree is walked once at start-up: one mechanism, which
 also covers options added later.
+
+Flags that act at once and end the command (`-h/--help`, `--version`) are not values: `status -h -h` asks for the
+same help twice, and shows it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ def refuse_repeats(order: list[Any]) -> None:
     seen: set[int] = set()
     for param in order:
         if not isinstance(param, click.Option) or param.multiple or param.count:
+            continue
+        if param.is_eager and param.is_flag:  # help, version: shown and done, nothing to choose between
             continue
         if id(param) in seen:
             from tpufleet.errors import BadInput
