@@ -3,13 +3,15 @@ now exits 0 with the right answer or 2 naming the option or file, and leaves the
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
 import threading
 
 import pytest
 
-from helpers import beside_a_fifo, snapshot
+from helpers import beside_a_fifo, one_line, snapshot
 from tpufleet.goodput.times import BadRecord, parse_time
 from tpufleet.state import inputfiles
 
@@ -132,3 +134,41 @@ def test_a_fifo_whose_writer_comes_is_read_whole(fleet, tmp_path, monkeypatch):
     writer.join()
     assert r.code == 0, r.err
     assert [f["target"] for f in r.json] == ["cube:c01"]
+
+
+# ---- an empty input -------------------------------------------------------------------------------------------
+EMPTY_READERS = [
+    ("import", "k8s", "{file}"),
+    ("import", "reservation", "{file}"),
+    ("import", "slices", "{file}"),
+    ("import", "k8s", "fixtures/k8s/nodes.json", "--mapping", "{file}"),
+    ("drift", "--slices", "{file}"),
+    ("inject-fault", "--from", "{file}"),
+    ("apply-xconnect", "{file}"),
+    ("plan-maintenance", "--notices", "{file}"),
+    ("simulate-fleet", "--days", "0.01", "--workload", "{file}"),
+    ("plan-spares", "--fault-rates", "{file}"),
+    ("goodput-report", "fixtures/goodput/fleet.jsonl", "--exclude", "{file}"),
+    ("serve", "--listen", "127.0.0.1:0", "--token-file", "{file}"),
+]
+
+
+@pytest.mark.parametrize("text", ["", " \n\n  \n"], ids=["0 bytes", "white space"])
+@pytest.mark.parametrize("command", EMPTY_READERS, ids=lambda c: " ".join(c[:2]))
+def test_an_empty_input_file_is_said_to_be_empty(fleet, tmp_path, command, text):
+    """An empty file was "not valid JSON (Expecting value at line 1 column 1)", "must be a mapping (value None)" or
+    "must be a JSON object of kind List ... (value 'NoneType')": it is now said to be empty, naming it (exit 2)."""
+    empty = tmp_path / "input.json"
+    empty.write_text(text)
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*(part.format(file=empty) for part in command)), 2)
+    assert str(empty) in line and line.endswith(("the file is empty", "the file is empty (only white space)")), line
+    assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("command", [("import", "k8s", "-"), ("import", "reservation", "-"), ("drift", "--nodes", "-")])
+def test_an_empty_standard_input_is_said_to_be_empty(fleet, monkeypatch, command):
+    """`tpufleet import k8s - </dev/null` said `must be a JSON object of kind List ... (value 'NoneType')`."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    line = one_line(fleet(*command), 2)
+    assert line == "tpufleet: error: <stdin>: field <root>: standard input is empty", line

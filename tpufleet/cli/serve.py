@@ -60,6 +60,8 @@ def read_token(path: Path) -> bytes:
     except BadStateFile as exc:
         raise BadInput(f"bad option --token-file {str(path)!r}: {exc.problem}") from None
     token = raw.strip()
+    if not token:  # (a secret not yet rendered into the file, say: the rule below would not say so)
+        raise BadInput(f"bad option --token-file {str(path)!r}: the file is empty")
     if len(raw) > MAX_TOKEN_BYTES or len(token) < MIN_TOKEN_CHARS or not all(33 <= b < 127 for b in token):
         raise BadInput(
             f"bad option --token-file {str(path)!r}: one line of {MIN_TOKEN_CHARS} to {MAX_TOKEN_BYTES} printable "

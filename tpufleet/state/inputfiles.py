@@ -32,6 +32,7 @@ from tpufleet.errors import NO_VALUE, BadStateFile, shown
 
 # The pure half (text and documents, no file) lives in the core (`tpufleet.jsontext`); re-exported here.
 from tpufleet.jsontext import (
+    BOM,
     MAX_DEPTH,
     MAX_LOG_BYTES,
     MAX_SPEC_BYTES,
@@ -166,7 +167,18 @@ def read_file_or_stdin(source: str, what: str, limit: int, too_big: str) -> tupl
     data = sys.stdin.buffer.read(limit + 1) if source == "-" else read_bytes(source, what, limit)
     if len(data) > limit:
         raise BadStateFile(name, "", NO_VALUE, f"larger than the {size_text(limit)} allowed: {too_big}")
+    refuse_empty(data, name)
     return data, name
+
+
+def refuse_empty(data: bytes, name: str) -> None:
+    """BadStateFile when the input holds nothing but white space. A parser's own words for it ("not valid JSON at
+    line 1 column 1", "must be a mapping (value None)") do not tell the operator that what came was nothing: a
+    `kubectl ... | tpufleet import k8s -` whose kubectl failed, a file truncated by a full disk."""
+    if data.removeprefix(BOM).strip():
+        return
+    where = "standard input" if name == "<stdin>" else "the file"
+    raise BadStateFile(name, "", NO_VALUE, f"{where} is empty" + (" (only white space)" if data else ""))
 
 
 def read_text(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> str:
@@ -180,7 +192,9 @@ def load_json_file(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES, wri
 
     A missing file raises `MissingFile` (a BadStateFile), which a caller may turn into its own message.
     """
-    return load_json(read_text(path, what, limit), str(path), written_by_us)
+    data = read_bytes(path, what, limit)
+    refuse_empty(data, str(path))
+    return load_json(decode_utf8(data, str(path)), str(path), written_by_us)
 
 
 # ---- YAML ---------------------------------------------------------------------------------------------------
@@ -327,4 +341,6 @@ def parse_yaml(text: str, file: str) -> Any:
 def load_yaml(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> Any:
     """A YAML (or JSON) file: at most `limit` bytes of UTF-8, no anchors or aliases, at most MAX_DEPTH deep,
     no NaN or infinite floats."""
-    return parse_yaml(read_text(path, what, limit), str(path))
+    data = read_bytes(path, what, limit)
+    refuse_empty(data, str(path))
+    return parse_yaml(decode_utf8(data, str(path)), str(path))
