@@ -4,6 +4,10 @@ below its median, multislice counts written two ways) and `sweep --resume --keep
 
 from __future__ import annotations
 
+import gzip
+import os
+import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +286,51 @@ def test_a_workload_with_its_keys_in_another_order_is_another_point(cli, tmp_pat
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o", "--serial", "-o", "json", state=False)
     assert r.code == 0, r.err
     assert len({point["key"] for point in r.json["points"]}) == 2
+
+
+KEEP_SPEC = "schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {days: 0.05}\ngrid: {spare_cubes: [0]}\n"
+
+
+def _kept_events_name(cli: Any, spec: Path, out: Path) -> str:
+    """The name the sweep gives its one run's events (it holds the point's key)."""
+    assert cli("sweep", spec, "--out", out, "--serial", "--keep-events", state=False).code == 0
+    (name,) = os.listdir(out / "events")
+    shutil.rmtree(out)
+    return name
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink"])
+def test_sweep_keep_events_replaces_what_sits_at_its_own_file_names(cli, tmp_path, planted):
+    """A FIFO at events/KEY-r0.jsonl.gz blocked the sweep until something read it; a symlink sent the events to
+    its target (any file the operator can write). The names are the sweep's own: the file is replaced."""
+    spec, out, outside = write(tmp_path, KEEP_SPEC), tmp_path / "o", tmp_path / "outside.txt"
+    kept = out / "events" / _kept_events_name(cli, spec, out)
+    kept.parent.mkdir(parents=True)
+    outside.write_text("keep me\n")
+    reader = None
+    if planted == "fifo":
+        os.mkfifo(kept)
+        reader = os.open(kept, os.O_RDONLY | os.O_NONBLOCK)  # (so that the sweep before the fix did not hang)
+    else:
+        kept.symlink_to(outside)
+    try:
+        r = cli("sweep", spec, "--out", out, "--serial", "--keep-events", "-o", "json", state=False)
+    finally:
+        if reader is not None:
+            os.close(reader)
+    assert r.code == 0, r.err
+    assert stat.S_ISREG(os.lstat(kept).st_mode) and gzip.decompress(kept.read_bytes())
+    assert outside.read_text() == "keep me\n"
+
+
+def test_sweep_keep_events_refuses_an_events_file_before_any_run(cli, tmp_path):
+    """OUT/events as a file was an internal error (exit 70) once the first run had finished."""
+    spec, out = write(tmp_path, KEEP_SPEC), tmp_path / "o"
+    out.mkdir()
+    (out / "events").write_text("")
+    r = cli("sweep", spec, "--out", out, "--serial", "--keep-events", state=False)
+    line = one_line(r.err)
+    assert line.startswith("tpufleet: error: bad option --out ") and line.endswith(
+        f"{out / 'events'} is not a directory"
+    )
+    assert r.code == 2 and os.listdir(out / "points") == []

@@ -43,7 +43,7 @@ def run(
     runner = executor()
     try:
         with progress() as bar:
-            points = sweepstore.prepare(out, resume)
+            points = sweepstore.prepare(out, resume, keep_events)
             outcome = driver.run(
                 sweep, points, runner, resume=resume, keep_events=keep_events, progress=bar.set, warn=warn
             )

@@ -523,6 +523,23 @@ def write_output(path: Path, data: bytes) -> None:
     _replace_regular(target, data, st)
 
 
+def replace_own_file(path: Path, data: bytes) -> None:
+    """Write a file whose name is the tool's own (a sweep's kept events), not one the operator named: whatever
+    sits at `path` other than a directory is replaced atomically by a regular file (usual permissions), never
+    written through. A FIFO planted there would block the write until something read it, a symlink would send
+    the data to its target; `write_output` honours both for a user's `--out`, as a shell's ``>`` does. A
+    directory is BadInput (exit 2)."""
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise io_error("write", path, exc) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"cannot write {path}: it is a directory")
+    _replace_regular(path, data, st if st is not None and stat.S_ISREG(st.st_mode) else None)
+
+
 def _write_through(path: Path, data: bytes) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | _CLOEXEC)  # follows links (/dev/stdout); a FIFO waits for its reader

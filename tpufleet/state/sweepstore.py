@@ -28,7 +28,7 @@ from tpufleet.doccheck import check
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, shown
 from tpufleet.simulation.inputs import RATES_SCHEMA
 from tpufleet.state.crashpoints import reached
-from tpufleet.state.files import atomic_write, write_output
+from tpufleet.state.files import atomic_write, replace_own_file
 from tpufleet.state.inputfiles import load_json_file
 from tpufleet.state.siminputs import read_workload, read_yaml, shipped_inputs
 from tpufleet.sweep import spec as sweep_spec
@@ -36,6 +36,7 @@ from tpufleet.sweep import spec as sweep_spec
 __all__ = ["CRASH_POINT", "POINTS_DIR", "PointDir", "check_out", "load_spec", "prepare"]
 
 POINTS_DIR = "points"
+EVENTS_DIR = "events"
 CRASH_POINT = "sweep.after_point"
 # The largest point a spec allows is about 6 MB (1,000 seeds x 64 slice sizes x 4 availability figures): room.
 MAX_POINT_BYTES = 32 * MiB
@@ -130,10 +131,8 @@ class PointDir:
     def write_events(self, key: str, replication: int, data: bytes) -> str:
         """A run's events (gzip-compressed JSONL) in ``OUT/events/``, named by the point's key as its point file
         is: the file's name."""
-        events = self.out / "events"
-        events.mkdir(exist_ok=True)
         path = self._events(key, replication)
-        write_output(path, data)
+        replace_own_file(path, data)  # (`prepare` made events/)
         return str(path)
 
     def has_events(self, key: str, replications: int) -> bool:
@@ -142,19 +141,26 @@ class PointDir:
         return all(self._events(key, r).is_file() for r in range(replications))
 
     def _events(self, key: str, replication: int) -> Path:
-        return self.out / "events" / f"{key}-r{replication}.jsonl.gz"
+        return self.out / EVENTS_DIR / f"{key}-r{replication}.jsonl.gz"
 
 
-def prepare(out: Path, resume: bool) -> PointDir:
-    """The points directory of `out`, made if missing; refuse to mix a new sweep into an old one's points."""
+def prepare(out: Path, resume: bool, keep_events: bool = False) -> PointDir:
+    """The points directory of `out` (and with `keep_events` its events directory), made if missing; refuse to
+    mix a new sweep into an old one's points. Before any run: events/ as a file was an internal error after the
+    first run had finished."""
     points = out / POINTS_DIR
-    try:
-        out.mkdir(exist_ok=True)
-        points.mkdir(exist_ok=True)
-    except FileExistsError:
-        raise BadInput(f"bad option --out {shown(str(out))}: it, or its {POINTS_DIR}/, is not a directory") from None
-    except OSError as exc:
-        raise Refused(f"cannot create {points}: {exc.strerror or exc}") from None
+    made = [out, points, *([out / EVENTS_DIR] if keep_events else [])]
+    for directory in made:
+        try:
+            directory.mkdir(exist_ok=True)
+        except FileExistsError:
+            raise BadInput(
+                f"bad option --out {shown(str(out))}: {directory} is not a directory"
+                if directory != out
+                else f"bad option --out {shown(str(out))}: not a directory"
+            ) from None
+        except OSError as exc:
+            raise Refused(f"cannot create {directory}: {exc.strerror or exc}") from None
     if not resume and any(name.endswith(".json") for name in os.listdir(points)):
         raise BadInput(
             f"{out} holds finished points of a sweep: give --resume to continue it, or another --out directory"
