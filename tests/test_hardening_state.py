@@ -552,6 +552,29 @@ def test_a_slices_tables_that_are_no_regular_file_are_refused(routed, tmp_path, 
     assert routed("collective", "s", "--op", "all-reduce", "--bytes", "1MB").code == 0
 
 
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlink_at_a_slices_tables_says_the_way_forward(routed, tmp_path, dangling):
+    """With a symlink in place of routes/s.npz, `explain s` said next `tpufleet routes s`, which refused with "state
+    files are never followed out of the state directory" and no way forward (as `collective` did). Both now name
+    the link to remove, and `explain` gives that step first; the link is neither followed nor removed."""
+    assert routed("routes", "s").code == 0
+    tables, outside = routed.state / "routes" / "s.npz", tmp_path / "outside.npz"
+    outside.write_bytes(tables.read_bytes())
+    tables.unlink()
+    tables.symlink_to(tmp_path / "gone.npz" if dangling else outside)
+    before = snapshot(routed.state)
+    r = routed("explain", "s", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["routes"] == "missing"
+    assert r.json["next"][-2:] == [f"remove the symbolic link {tables} (never followed)", "tpufleet routes s"]
+    for args in (("routes", "s"), ("collective", "s", "--op", "all-reduce", "--bytes", "1MB")):
+        one_line_error(routed(*args), 2, f"{tables} is a symbolic link", f"remove it (rm -- {tables})", "routes s`")
+    assert tables.is_symlink() and snapshot(routed.state) == before
+    assert dangling or outside.read_bytes()[:2] == b"PK"
+    tables.unlink()
+    assert routed("routes", "s").code == 0 and routed("explain", "s", "-o", "json").json["routes"] == "fresh"
+
+
 def test_routes_that_is_not_a_directory_is_refused(routed):
     (routed.state / "routes").write_bytes(b"")
     one_line_error(routed("routes", "s"), 2, "routes is a regular file, not a directory")

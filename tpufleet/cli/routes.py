@@ -251,6 +251,7 @@ def _route_slice(
     from tpufleet.state.store import utc_now
 
     table_path = store.table_path(name)  # a name that cannot be a file name is refused before any work
+    store.check_tables_place(name)  # as is a symbolic link where the tables belong
     cache, stored = store.table_cache(), store.stored_tables(name)
 
     def store_tables(routed: "RoutedSlice", npz: bytes) -> tuple[str, bool]:

@@ -7,7 +7,7 @@ OCS): its open faults and the slices and stored routing tables that depend on it
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from tpufleet.errors import BadInput, Refused
@@ -21,17 +21,26 @@ from tpufleet.views import missing_xconnects
 Row = dict[str, Any]
 
 
-def explain(state: FleetState, what: str, now: str, missing_tables: Collection[str] = ()) -> Outcome:
+def explain(
+    state: FleetState,
+    what: str,
+    now: str,
+    missing_tables: Collection[str] = (),
+    linked_tables: Mapping[str, str] | None = None,
+) -> Outcome:
     """A slice name, or a target id (it has a kind prefix: cube:, host:, chip:, ici:, link:, ocs:).
-    `missing_tables`: slices whose indexed tables are no longer kept (the shell looks)."""
+    `missing_tables`: slices whose indexed tables are no longer kept; `linked_tables`: the path of a symbolic link
+    standing where a slice's tables belong (`routes` refuses it), by slice (the shell looks)."""
     if ":" in what:
         return Outcome(explain_target(state, parse_target(what)), None)
     if what in state.jobs:
-        return Outcome(_explain_job(state, what, now, missing_tables), None)
-    return Outcome(explain_slice(state, state.slice(what), now, missing_tables), None)
+        return Outcome(_explain_job(state, what, now, missing_tables, linked_tables or {}), None)
+    return Outcome(explain_slice(state, state.slice(what), now, missing_tables, linked_tables), None)
 
 
-def _explain_job(state: FleetState, name: str, now: str, missing_tables: Collection[str]) -> Row:
+def _explain_job(
+    state: FleetState, name: str, now: str, missing_tables: Collection[str], linked_tables: Mapping[str, str]
+) -> Row:
     """`explain JOB`, its wiring step as `job_wire_steps` gives it, then each wired slice's own steps (the job's
     bring its evicted slices back; a running slice may still wait for its repairs, cross-connects or tables)."""
     from tpufleet.jobs import explain_job
@@ -40,7 +49,7 @@ def _explain_job(state: FleetState, name: str, now: str, missing_tables: Collect
     steps = job_wire_steps(state, name, row["next"], now, row["why"])
     for sl in state.job_slices(name):
         if sl.state.wired:
-            steps += explain_slice(state, sl, now, missing_tables)["next"]
+            steps += explain_slice(state, sl, now, missing_tables, linked_tables)["next"]
     row["next"] = list(dict.fromkeys(steps))
     return row
 
@@ -250,7 +259,13 @@ def _wiring_steps(state: FleetState, sl: Slice, now: str, why: list[str], next_s
     return True
 
 
-def explain_slice(state: FleetState, sl: Slice, now: str, missing_tables: Collection[str] = ()) -> Row:
+def explain_slice(
+    state: FleetState,
+    sl: Slice,
+    now: str,
+    missing_tables: Collection[str] = (),
+    linked_tables: Mapping[str, str] | None = None,
+) -> Row:
     route = state.routes.get(sl.name)
     routes = (
         "none" if route is None else ("missing" if sl.name in missing_tables else "stale" if route.stale else "fresh")
@@ -275,6 +290,10 @@ def explain_slice(state: FleetState, sl: Slice, now: str, missing_tables: Collec
         why.append(f"its routing tables are {routes}{reason}")
     rewire = _wiring_steps(state, sl, now, why, next_steps)
     if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
+        link = (linked_tables or {}).get(sl.name)
+        if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)
+            why.append(f"a symbolic link stands where its routing tables belong: {link}")
+            next_steps.append(f"remove the symbolic link {link} (never followed)")
         next_steps.append(f"tpufleet routes {sl.name}")
     return {
         "kind": "slice",

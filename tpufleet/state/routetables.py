@@ -341,7 +341,32 @@ class StoredTables:
             raise Refused(
                 f"cannot read the routing tables of {self.name!r} ({self.path}): {exc.strerror or exc}"
             ) from None
+        if found and self.path.is_symlink():
+            raise BadInput(linked_tables(self.name, self.path))
         return load(self.path) if found else None
+
+
+def linked_tables(name: str, path: Path | str) -> str:
+    """The refusal of a symbolic link where a slice's tables belong. Unlike the state file or the journal, the
+    tables are rewritten whole by `routes`: removing the link loses nothing kept in the state directory. The link
+    itself is the operator's to remove (it may be theirs, on purpose): tpufleet neither follows nor removes it."""
+    import shlex
+
+    return (
+        f"{path} is a symbolic link where the routing tables of {name!r} belong (never followed): remove it "
+        f"(rm -- {shlex.quote(str(path))}) and make them again with `tpufleet routes {name}`"
+    )
+
+
+def refuse_linked(name: str, path: Path) -> None:
+    """BadInput (`linked_tables`) when a symbolic link stands where the slice's tables belong: `routes` says so
+    before any work, not after the tables are made."""
+    try:
+        linked = path.is_symlink()
+    except OSError:  # (a directory it cannot look into: the read says so)
+        return
+    if linked:
+        raise BadInput(linked_tables(name, path))
 
 
 def routing_members(source: TablesSource) -> StoredRoutes | None:

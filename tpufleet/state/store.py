@@ -16,7 +16,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -295,6 +295,20 @@ class Store:
             safe_child(self.backend.dir, name)
         else:
             self.backend.table_place(name)
+
+    def check_tables_place(self, name: str) -> None:
+        """Refuse (BadInput) a symbolic link where the slice's tables belong, before any work (a database has none)."""
+        if isinstance(self.backend, DirectoryBackend):
+            from tpufleet.state.routetables import refuse_linked
+
+            refuse_linked(name, self.backend.table_place(name))
+
+    def linked_tables(self, names: Iterable[str]) -> dict[str, str]:
+        """Those of the slices `names` with a symbolic link where their tables belong, by name: the link's path."""
+        if not isinstance(self.backend, DirectoryBackend):
+            return {}
+        places = {name: self.backend.table_place(name) for name in names}
+        return {name: str(path) for name, path in places.items() if os.path.islink(path)}
 
     def stored_tables(self, name: str) -> TablesSource:
         """A slice's stored routing tables, read when a use case asks (None from `read` when there are none)."""
