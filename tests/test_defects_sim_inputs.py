@@ -5,6 +5,7 @@ below its median, multislice counts written two ways) and `sweep --resume --keep
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import stat
@@ -334,3 +335,22 @@ def test_sweep_keep_events_refuses_an_events_file_before_any_run(cli, tmp_path):
         f"{out / 'events'} is not a directory"
     )
     assert r.code == 2 and os.listdir(out / "points") == []
+
+
+def test_sweep_replaces_what_sits_at_its_result_file_names(cli, tmp_path):
+    """A FIFO at OUT/sweep.csv blocked the sweep, every run done, until something read it; a symlink at
+    OUT/sweep.json sent the results to its target. The names are the sweep's own: the files are replaced."""
+    spec, out, outside = write(tmp_path, KEEP_SPEC), tmp_path / "o", tmp_path / "outside.txt"
+    out.mkdir()
+    outside.write_text("keep me\n")
+    os.mkfifo(out / "sweep.csv")
+    (out / "sweep.json").symlink_to(outside)
+    reader = os.open(out / "sweep.csv", os.O_RDONLY | os.O_NONBLOCK)  # (so that the sweep before the fix did not hang)
+    try:
+        r = cli("sweep", spec, "--out", out, "--serial", "-o", "json", state=False)
+    finally:
+        os.close(reader)
+    assert r.code == 0, r.err
+    for name in ("sweep.csv", "sweep.json"):
+        assert stat.S_ISREG(os.lstat(out / name).st_mode), name
+    assert outside.read_text() == "keep me\n" and json.loads((out / "sweep.json").read_text())["points_total"] == 1
