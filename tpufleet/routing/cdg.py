@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from scipy.sparse import csr_matrix
 
-    from tpufleet.constants import IntArray
+    from tpufleet.constants import BoolArray, IntArray
     from tpufleet.routing.analysis import RouteTables
 
 
@@ -307,3 +307,104 @@ def _channel_name(chan: int, vcs: int) -> str:
     link, vc = divmod(chan, vcs)
     chip, port = divmod(link, 6)
     return f"chip {chip} {PORTS[port]} vc{vc}"
+
+
+class Channels:
+    """The distinct keys of a table set's hops, gathered block of destinations by block while a sweep has their
+    VC bit sets at hand (`analysis.analyze_pairs`), and its verdict at the end.
+
+    The key's width for VC bits follows the bits seen so far; keys found before a wider bit set shows up are moved
+    to the wider encoding (they are few). Whichever blocks come first, the keys and the layout are those of the
+    whole table set at once (`analysis.deadlock_check`).
+    """
+
+    def __init__(self, rt: RouteTables) -> None:
+        import numpy as np
+
+        n = rt.n
+        dest_class = rt.dest_class if rt.dest_class is not None else np.zeros(n, dtype=np.int64)
+        self.used_classes = np.unique(dest_class)
+        remap = np.full(int(dest_class.max()) + 1, -1, dtype=np.int64)
+        remap[self.used_classes] = np.arange(len(self.used_classes))
+        self.cls_of = remap[dest_class]
+        self.rt = rt
+        self.bits = [0, 0, False, False]  # VC bits of dimension-order hops, of wild hops; any of each seen
+        self.layout = Layout(n, len(self.used_classes), 0, 0)
+        self.present = np.zeros(self.layout.space, dtype=bool)
+
+    def add(
+        self, lo: int, P: IntArray, ports: IntArray, succ: IntArray, mask: npt.NDArray[np.uint8], diag: IntArray
+    ) -> None:
+        """The keys of the block of destination rows from `lo`: flat rows of the ports, each entry's link
+        (s * 6 + port), its successor in the block (-1: none), VC bit sets, and the rows' own diagonal entries."""
+        import numpy as np
+
+        n = self.rt.n
+        wild = self.rt.wild.ravel()[lo * n : lo * n + len(P)] if self.rt.wild is not None else None
+        self._widen(mask, wild)
+        layout, ktype = self.layout, self.layout.ktype
+        onward = (mask > 0) & (succ >= 0) & (succ.reshape(len(diag), n) != diag[:, None]).ravel()
+        nxt = np.maximum(succ, 0)
+        # `Layout.encode` term by term, in place over the whole block (most of its entries are onward hops)
+        vcs = 1 << layout.mbits
+        key = ports.astype(ktype) * 6
+        key += P[nxt]
+        key *= layout.classes * 4 * vcs
+        if layout.classes > 1:
+            key.reshape(len(diag), n)[...] += (self.cls_of[lo : lo + len(diag)] * 4 * vcs).astype(ktype)[:, None]
+        if wild is not None:
+            key += wild.astype(ktype) * (2 * vcs)
+            key += wild[nxt].astype(ktype) * vcs
+        key += mask
+        self.present[key[onward]] = True
+
+    def _widen(self, mask: npt.NDArray[np.uint8], wild: BoolArray | None) -> None:
+        import numpy as np
+
+        bits = self.bits
+        if wild is None:
+            bits[0] |= int(np.bitwise_or.reduce(mask)) if len(mask) else 0
+            bits[2] = bits[2] or len(mask) > 0
+        else:  # which (VC bit set, wild) pairs occur, in one pass
+            seen = np.flatnonzero(np.bincount(mask.astype(np.int16) * 2 + wild, minlength=2))
+            for value, is_wild in zip((seen >> 1).tolist(), (seen & 1).tolist(), strict=True):
+                bits[is_wild] |= value
+                bits[2 + is_wild] = True
+        self._recode(Layout(self.layout.n, self.layout.classes, bits[0], bits[1]))
+
+    def _recode(self, layout: Layout) -> None:
+        """Move the keys found so far to `layout`'s width of VC bits."""
+        import numpy as np
+
+        if layout.mbits == self.layout.mbits:
+            self.layout = layout
+            return
+        old = np.flatnonzero(self.present).astype(np.int64)
+        low = (1 << self.layout.mbits) - 1
+        self.present = np.zeros(layout.space, dtype=bool)
+        self.present[(old >> self.layout.mbits << layout.mbits) + (old & low)] = True
+        self.layout = layout
+
+    def verdict(self) -> tuple[int, bool, list[str], dict[str, Any]]:
+        """`analysis.deadlock_check`'s answer for the keys of every block added."""
+        import numpy as np
+
+        dor_bits, wild_bits, any_dor, any_wild = self.bits
+        if any_wild:  # as `analysis.deadlock_check` counts them: no dimension-order hop still names VC bit 0
+            dor_bits = dor_bits if any_dor else 1
+        self._recode(Layout(self.layout.n, self.layout.classes, dor_bits, wild_bits if any_wild else 0))
+        keys = np.flatnonzero(self.present).astype(np.int64)
+        return per_order(self.rt, self.used_classes, *verdict(self.rt, keys, self.layout))
+
+
+def per_order(
+    rt: RouteTables, used_classes: IntArray, vcs: int, free: bool, cycle: list[str], blocks: dict[str, Any]
+) -> tuple[int, bool, list[str], dict[str, Any]]:
+    """The verdict with its VC layout per order of the tables' file: the verdict numbers the orders in use, the
+    file lists every order it may name (-1: unused)."""
+    out: dict[str, list[Any]] = {}
+    for name, unused in (("order_first_vc", -1), ("leg_first_vc", [-1] * 3), ("wild_vc", [-1] * 3)):
+        out[name] = [unused] * len(rt.orders)
+        for used, vc in zip(used_classes.tolist(), blocks[name], strict=True):
+            out[name][used] = vc
+    return vcs, free, cycle, {**blocks, **out}

@@ -151,7 +151,7 @@ def base_load(
     """
     import numpy as np
 
-    from tpufleet.routing.analysis import Levels, flow, link_load, pair_load, symmetric, symmetric_load
+    from tpufleet.routing.analysis import pair_load, swept_load, symmetric, symmetric_load
 
     n = len(alive)
     if expected is not None and symmetric(shape):
@@ -163,9 +163,7 @@ def base_load(
         return total.ravel().astype(np.int64)
     intact = np.ones(n * n, dtype=bool)
     intact[broken] = False
-    rt = RouteTables(shape, alive, P, L)
-    weight, _ = flow(rt, intact.reshape(n, n), Levels(L), masks=False)
-    return link_load(rt, weight).ravel().astype(np.int64)
+    return swept_load(RouteTables(shape, alive, P, L), intact.reshape(n, n)).ravel().astype(np.int64)
 
 
 def wild_first(
