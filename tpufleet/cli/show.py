@@ -42,6 +42,7 @@ def _table(what: What, rows: list[dict]) -> str:
 
 def _inventory_table(rows: list[dict]) -> str:
     generations = any("generation" in r for r in rows)  # a column only when a pod has one
+    degraded = any("degraded" in r for r in rows)  # and one when a cube is degraded (it still serves)
     return grid(
         [
             [
@@ -53,10 +54,21 @@ def _inventory_table(rows: list[dict]) -> str:
                 ",".join(r["faults"]) or "-",
             ]
             + ([r.get("generation", "tpu-v4")] if generations else [])
+            + ([_degraded_text(r.get("degraded"))] if degraded else [])
             for r in rows
         ],
-        ["cube", "pod", "port", "state", "slices", "faults"] + (["generation"] if generations else []),
+        ["cube", "pod", "port", "state", "slices", "faults"]
+        + (["generation"] if generations else [])
+        + (["degraded"] if degraded else []),
     )
+
+
+def _degraded_text(degraded: dict | None) -> str:
+    """'1 host(s) degraded' (reservation sub-block), 'partition DEGRADED' (GKE node labels), both, or '-'."""
+    if not degraded:
+        return "-"
+    said = [f"{degraded['degraded_hosts']} host(s) degraded"] if "degraded_hosts" in degraded else []
+    return ", ".join(said + (["partition DEGRADED"] if "partition" in degraded else []))
 
 
 def _health_table(rows: list[dict]) -> str:
@@ -206,7 +218,18 @@ def _status_text(s: dict) -> str:
     todo = {**s, "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits]}
     lines += [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
     lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
-    return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"])])
+    return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"))])
+
+
+def _reservation_lines(reservation: dict | None) -> list[str]:
+    """The reservation's DEGRADED sub-blocks: cubes that still serve with hosts degraded."""
+    if not reservation or not reservation["degraded_cubes"]:
+        return []
+    cubes = ", ".join(
+        f"{g['cube']} ({g['degraded_hosts']} of {g['healthy_hosts'] + g['degraded_hosts']} hosts degraded)"
+        for g in reservation["degraded_cubes"]
+    )
+    return [f"degraded cubes (reservation sub-block DEGRADED, still serving): {cubes}"]
 
 
 def _k8s_lines(k8s: dict | None, free: int) -> list[str]:
