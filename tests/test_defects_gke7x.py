@@ -3,6 +3,8 @@ cluster": each test fails without its fix."""
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,50 @@ def test_status_table_lists_the_reservations_degraded_sub_blocks(reserved):
     assert r.code == 0, r.err
     line = next((x for x in r.out.splitlines() if x.startswith("degraded cubes (reservation")), "")
     assert "c17 (1 of 16 hosts degraded)" in line and "c58 (2 of 16 hosts degraded)" in line
+
+
+def _maintenance_announced_on(sub_blocks: list, index: int) -> list:
+    """The fixture with a pending maintenance (far ahead) announced on sub-block `index`."""
+    announced = copy.deepcopy(sub_blocks)
+    upcoming = copy.deepcopy(sub_blocks[40]["reservationSubBlockMaintenance"])
+    upcoming["upcomingGroupMaintenance"].update(
+        windowStartTime="2099-06-16T09:00:00Z", windowEndTime="2099-06-16T13:00:00Z"
+    )
+    upcoming["upcomingGroupMaintenance"]["latestWindowStartTime"] = "2099-06-23T09:00:00Z"
+    announced[index]["reservationSubBlockMaintenance"] = upcoming
+    return announced
+
+
+def test_import_reservation_says_which_running_slice_a_maintenance_drain_stops(reserved, tmp_path):
+    """A maintenance announced on a cube of a running slice opens its drain at once: the plan names the slice it
+    stops before `--apply` does it, and the apply says it too; `drift` does not count it twice."""
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    assert reserved("plan-xconnect", "train", "--apply").code == 0
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), 5)))
+    plan = reserved("import", "reservation", announced, "-o", "json")
+    assert plan.code == 0, plan.err
+    assert [(h["slice"], h["target"], h["action"]) for h in plan.json["slices_hit"]] == [
+        ("train", "cube:c05", "reschedule")
+    ]
+    assert reserved("show", "slices", "-o", "json").json[0]["state"] == "connected"  # the plan changed nothing
+    text = reserved("import", "reservation", announced).out
+    assert "! cube:c05 stops slice train (reschedule: " in text
+    drift = reserved("drift", "--reservation", announced, "-o", "json")
+    assert drift.code == 4 and "slices_hit" not in drift.json["sources"]["reservation"]["kinds"]
+    applied = reserved("import", "reservation", announced, "--apply", "-o", "json")
+    assert [h["slice"] for h in applied.json["slices_hit"]] == ["train"]
+    assert reserved("show", "slices", "-o", "json").json[0]["state"] == "evicted"
+
+
+def test_import_k8s_says_which_slice_a_not_ready_node_stops(reserved, tmp_path):
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    labels = reserved("export", "node-labels", "-o", "json").json
+    node = next(n for n in labels["items"] if n["metadata"]["labels"]["tpufleet.io/cube"] == "c05")
+    node["status"]["conditions"][0]["status"] = "False"
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(labels))
+    plan = reserved("import", "k8s", nodes, "-o", "json")
+    assert plan.code == 0, plan.err
+    assert [(h["slice"], h["action"]) for h in plan.json["slices_hit"]] == [("train", "reschedule")]
+    assert f"! {plan.json['faults_opened'][0]['target']} stops slice train" in reserved("import", "k8s", nodes).out

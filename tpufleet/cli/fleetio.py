@@ -46,10 +46,20 @@ def _import_text(d: dict[str, Any]) -> str:
         for f in d[key]:
             ident = f" {f['id']}" if f.get("id") else ""
             lines.append(f"  {sign} {kind}{ident} {f['target']}: {f['reason']}")
+    lines += _hit_lines(d)
     lines += _pool_lines(d)
     for u in d["unplaced"]:
         lines.append(f"  ? not placed: {u['node']}: {u['reason']}")
     return "\n".join([*lines, _plan_verdict(d)])
+
+
+def _hit_lines(d: dict[str, Any]) -> list[str]:
+    """The slices the import's faults and drains stop or reroute, said before `--apply` does it."""
+    verb = {"reschedule": "stops", "reroute": "reroutes"}
+    return [
+        f"  ! {h['target']} {verb.get(h['action'], h['action'])} slice {h['slice']} ({h['action']}: {h['reason']})"
+        for h in d.get("slices_hit", [])
+    ]
 
 
 def _placed_part(pool: dict[str, Any]) -> str:
@@ -152,6 +162,7 @@ def _reservation_text(d: dict[str, Any]) -> str:
         lines.append(f"  + drain{ident} {f['target']}: {f['reason']}")
     lines += [f"  - clear {f['id']} {f['target']}: {f['reason']}" for f in d["drains_cleared"]]
     lines += [f"  ~ reschedule {f['id']} {f['target']}: {f['reason']}" for f in d["drains_rescheduled"]]
+    lines += _hit_lines(d)
     lines += [f"  ? not placed: {u['sub_block']}: {u['reason']}" for u in d["unplaced"]]
     return "\n".join([*lines, _plan_verdict(d)])
 

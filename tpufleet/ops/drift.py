@@ -27,8 +27,9 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.reservation import import_reservation
 
 SOURCES = ("nodes", "reservation", "slices")
-# Lists of a plan that describe the fleet as it is rather than a difference from the state.
-_NOT_DRIFT = {"nodes": {"unplaced"}, "reservation": {"degraded"}}
+# Lists of a plan that describe the fleet as it is rather than a difference from the state, or what a difference
+# would do (`slices_hit`: the slices the faults and drains opened would stop, counted as those faults already).
+_NOT_DRIFT = {"nodes": {"unplaced", "slices_hit"}, "reservation": {"degraded", "slices_hit"}}
 _COUNTS = {"nodes": {"machines_named"}}  # counts (not lists) that are drift
 
 

@@ -165,6 +165,7 @@ def apply_import(
     radii = inject(state, requests, now).data if requests else []
     ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
     plan["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]
+    plan["slices_hit"] = _slices_hit(radii)
     for entry in opened:
         entry["id"] = ids.get(entry["target"])
         if entry["id"] is not None and WINDOW[0] in entry:
@@ -202,3 +203,31 @@ def reschedule(state: FleetState, name: str) -> Outcome:
         data["job"] = job_status(state, sl.job).record()
     s = plan.summary
     return Outcome(data, Change(f"reschedule {name}: {','.join(sl.cubes)} (+{s['add']} -{s['remove']})"))
+
+
+def import_preview(
+    state: FleetState, clear_ids: Sequence[str], requests: Sequence[FaultRequest], now: str
+) -> list[dict[str, Any]]:
+    """What an import's plan would do to the slices once applied (`slices_hit`), worked out on a copy of the state:
+    a drain of maintenance announced weeks ahead, or one NotReady node, stops a running slice at `--apply`, and the
+    plan says so before it is applied. Nothing to open: nothing hit (a clear only gives cubes back)."""
+    import copy
+
+    if not requests:
+        return []
+    sim = copy.deepcopy(state)
+    for fault_id in clear_ids:
+        clear(sim, fault_id, now)
+    return _slices_hit(inject(sim, requests, now, dry_run=True).data)
+
+
+def _slices_hit(radii: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The slices the opened faults stop (`reschedule`) or make route around them (`reroute`), with the fault's
+    target and why, in the order the faults were opened."""
+    return [
+        {"slice": hit["slice"], "target": r["target"], "action": hit["action"], "reason": hit["reason"]}
+        for r in radii
+        if not r.get("duplicate_of")
+        for hit in r.get("slices", [])
+        if hit["action"] != "none"
+    ]

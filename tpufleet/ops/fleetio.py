@@ -37,14 +37,15 @@ def import_k8s(
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
     names = state.k8s_names_after(placement.blocks, placement.partitions, placement.nodes, placement.forget)
+    requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
+    requests += [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.handed_back]
+    clear_ids = [f.id for f in diff.clear]
     if not apply or not data["has_changes"]:
+        data["slices_hit"] = fault_ops.import_preview(state, clear_ids, requests, now)
         return Outcome(data)
     state.name_in_k8s(names)
     state.record_k8s_health(pools.degraded, pools.changes, pools.removed)
-    requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
-    requests += [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.handed_back]
     opened = [*data["faults_opened"], *data["drains_opened"], *data["reservation_drains_opened"]]
-    clear_ids = [f.id for f in diff.clear]
     return fault_ops.apply_import(state, data, clear_ids, requests, opened, now, _summary(data, source))
 
 

@@ -21,13 +21,14 @@ def import_reservation(
     diff = plan(state, given, pod)
     data = _record(state, given, diff, source)
     state.reservation_after(diff.blocks, diff.changes)  # a refusal is the plan's as much as the apply's
+    requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
+    clear_ids = [f.id for f in diff.clear]
     if not apply or not data["has_changes"]:
+        data["slices_hit"] = fault_ops.import_preview(state, clear_ids, requests, now)
         return Outcome(data)
     state.record_reservation(diff.blocks, diff.changes)
     for fault, drain in diff.moved:
         state.set_fault_window(fault.id, drain.window.start, drain.window.end, drain.reason)
-    requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
-    clear_ids = [f.id for f in diff.clear]
     return fault_ops.apply_import(state, data, clear_ids, requests, data["drains_opened"], now, _summary(data, source))
 
 
