@@ -83,3 +83,18 @@ def test_import_k8s_says_which_slice_a_not_ready_node_stops(reserved, tmp_path):
     assert plan.code == 0, plan.err
     assert [(h["slice"], h["action"]) for h in plan.json["slices_hit"]] == [("train", "reschedule")]
     assert f"! {plan.json['faults_opened'][0]['target']} stops slice train" in reserved("import", "k8s", nodes).out
+
+
+@pytest.mark.parametrize("file_format", ["conf", "yaml"])
+def test_slurm_topology_of_a_cluster_of_node_pools_is_refused_not_written_empty(cli, tmp_path, file_format):
+    """A TPU v5p cluster of ordinary node pools places no node on a machine: the runbook's `export slurm-topology
+    --out /etc/slurm/topology.yaml && scontrol reconfigure` wrote a topology without a node over the one in use
+    (exit 0); it is refused, the file left as it was."""
+    nodes = Path(__file__).parent.parent / "fixtures" / "k8s" / "v5p-cluster-nodes.json"
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    assert cli("import", "k8s", nodes, "--apply").code == 0
+    out = tmp_path / "topology"
+    out.write_text("in use\n")
+    r = cli("export", "slurm-topology", "--format", file_format, "--out", out)
+    assert r.code == 1 and "no machine of the fleet is a node" in r.err
+    assert out.read_text() == "in use\n"

@@ -414,6 +414,7 @@ def export_slurm_cmd(
 
         raise BadInput("bad option --plugin: torus3d is configured only in topology.yaml (add --format yaml)")
     state = ctx.obj.store().load()
+    exports.refuse_without_nodes(state, "Slurm topology")
     _note_left_out(exports.machines_without_node(state))
     if file_format is SlurmFile.yaml:
         doc = exports.slurm_topology_yaml(state, plugin.value)

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.errors import Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LabelKeys
@@ -68,6 +69,16 @@ class Names:
 
     def block(self, pod: str) -> str:
         return self.block_of.get(pod, pod)
+
+
+def refuse_without_nodes(state: FleetState, what: str) -> None:
+    """Refused when no machine of the fleet is a node (a cluster of ordinary node pools names none): an empty
+    `what` written over the one in use would take every node out of the scheduler's topology."""
+    if machines_without_node(state) == len(state.fleet.cubes) * MACHINES_PER_CUBE:
+        raise Refused(
+            f"no machine of the fleet is a node of the imported cluster (the nodes of its node pools are on no "
+            f"machine: no label says which): no {what} to write; nothing written"
+        )
 
 
 def machines_without_node(state: FleetState) -> int:
