@@ -98,3 +98,31 @@ def test_slurm_topology_of_a_cluster_of_node_pools_is_refused_not_written_empty(
     r = cli("export", "slurm-topology", "--format", file_format, "--out", out)
     assert r.code == 1 and "no machine of the fleet is a node" in r.err
     assert out.read_text() == "in use\n"
+
+
+def test_importing_the_export_of_a_never_imported_fleet_learns_no_made_up_block_or_partition(cli, tmp_path):
+    """`export node-labels` of a fleet no import named writes each pod's name as its block and each cube's id as
+    its partition. Imported back (the README: it changes nothing), those stand-ins were learnt as names, every pod
+    then holding a block: the cluster's real node list afterwards placed none of its nodes ("no pod left for
+    block ...")."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2", "--cubes-per-pod", "2").code == 0
+    exported = cli("export", "node-labels", "-o", "json").json
+    (tmp_path / "exported.json").write_text(json.dumps(exported))
+    first = cli("import", "k8s", tmp_path / "exported.json", "--apply", "-o", "json")
+    assert first.code == 0, first.err
+    assert first.json["pods_named"] == [] and first.json["cubes_added"] == []
+    assert cli("export", "node-labels", "-o", "json").json == exported
+    real = copy.deepcopy(exported)
+    real["items"] = [n for n in real["items"] if n["metadata"]["labels"]["tpufleet.io/cube"] == "c00"]
+    for i, node in enumerate(real["items"]):
+        labels = node["metadata"]["labels"]
+        for key in [k for k in labels if k.startswith("tpufleet.io/")]:
+            del labels[key]
+        node["metadata"]["name"] = labels["kubernetes.io/hostname"] = f"gke-tpu7x-np-{i:02d}"
+        labels["cloud.google.com/gce-topology-block"] = "block-5d21e0b4"
+        labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = "sub-0000"
+    (tmp_path / "real.json").write_text(json.dumps(real))
+    r = cli("import", "k8s", tmp_path / "real.json", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["placed"], r.json["unplaced"]) == (16, [])
+    assert r.json["pods_named"] == [{"block": "block-5d21e0b4", "pod": "pod0"}]

@@ -145,18 +145,27 @@ class _Namer:
         return cube
 
     def learn(self, partition: str | None, block: str | None, cube: str) -> str | None:
-        """Names a node's explicit cube confirms; the reason when they contradict what is known."""
+        """Names a node's explicit cube confirms; the reason when they contradict what is known. A partition that
+        is the cube's own id, or a block that is the pod's own name, is what `export node-labels` writes for a part
+        no import named: it is no name to learn (learnt, it would hold the cube or pod against the cluster's real
+        partition or block), and the cube or pod stays taken for this import's new names only."""
         pod = self.fleet.cube_pod[cube]
         if partition is not None:
             known = self.known_cube(partition)
             if known is not None and known != cube:
                 return f"partition {partition} is cube {known}, but the node's labels say {cube}"
-            _claim(self.out.partitions, self.taken_cubes, partition, cube, known)
+            if partition == cube and known is None:
+                self.taken_cubes.add(cube)
+            else:
+                _claim(self.out.partitions, self.taken_cubes, partition, cube, known)
         if block is not None:
             known_pod = self.known_pod(block)
             if known_pod is not None and known_pod != pod:
                 return f"block {block} is {known_pod}, but the node's labels put it in {pod}"
-            _claim(self.out.blocks, self.taken_pods, block, pod, known_pod)
+            if block == pod and known_pod is None:
+                self.taken_pods.add(pod)
+            else:
+                _claim(self.out.blocks, self.taken_pods, block, pod, known_pod)
         return None
 
 
