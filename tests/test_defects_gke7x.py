@@ -126,3 +126,15 @@ def test_importing_the_export_of_a_never_imported_fleet_learns_no_made_up_block_
     assert r.code == 0, r.err
     assert (r.json["placed"], r.json["unplaced"]) == (16, [])
     assert r.json["pods_named"] == [{"block": "block-5d21e0b4", "pod": "pod0"}]
+
+
+def test_status_of_a_fleet_of_tpu7x_and_v5p_pods_names_no_built_in_tpu_v4(cli):
+    """Every pod of generation tpu7x or tpu-v5p: `status` said `pod0 tpu7x, pod1 tpu-v5p (others: built-in
+    tpu-v4)`, a TPU v4 pod the fleet does not have."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2", "--cubes-per-pod", "4").code == 0
+    path = cli.state / "state.json"
+    doc = json.loads(path.read_text())
+    doc["fleet"]["pods"][1]["generation"] = "tpu-v5p"
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+    first = cli("status").out.splitlines()[0]
+    assert first.endswith("pod0 tpu7x, pod1 tpu-v5p") and "tpu-v4" not in first

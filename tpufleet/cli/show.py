@@ -267,7 +267,8 @@ def _generations_text(gens: dict[str, str], pods: int) -> str:
     """'tpu7x' when every pod is of one generation, else 'pod0 tpu-v4, pod1 tpu7x' (built-in v4: 'tpu-v4')."""
     if len(gens) == pods and len(set(gens.values())) == 1:
         return next(iter(gens.values()))
-    return ", ".join(f"{pod} {gen}" for pod, gen in gens.items()) + " (others: built-in tpu-v4)"
+    others = " (others: built-in tpu-v4)" if len(gens) < pods else ""  # only when a pod has no generation
+    return ", ".join(f"{pod} {gen}" for pod, gen in gens.items()) + others
 
 
 @app.command("status", epilog=examples("tpufleet status", "tpufleet status -o json | jq .open_faults"))
