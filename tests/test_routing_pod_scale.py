@@ -244,3 +244,14 @@ def test_thorough_with_another_algorithm_is_bad_input_and_changes_nothing(fleet)
     r = fleet("routes", "s", "--thorough", "--algorithm", "wild-first")
     assert r.code == 2 and "--thorough" in r.err and len(r.err.strip().splitlines()) == 1
     assert fleet("status", "-o", "json").json == before
+
+
+@pytest.mark.slow
+def test_one_ocs_on_a_full_tpu7x_superpod_keeps_the_goal() -> None:
+    """By default up to a full TPU7x superpod (16x24x24, 9,216 chips) with one broken dimension: a y OCS (a 24-chip
+    dimension) down kept 0.80 with one order."""
+    s, bound = _summary("16x24x24", "y")
+    load = s["max_link_load"]["all-to-all"]
+    assert s["dimension_orders"] == 2
+    assert s["throughput_retained"]["all-to-all"] >= GOAL
+    assert load >= bound

@@ -132,7 +132,7 @@ def routes_cmd(
         typer.Option(
             "--thorough",
             help="With --algorithm auto, also try per-destination dimension order pairs on slices above their size "
-            "limit (2,048 chips, 4,096 with one broken dimension; twisted 512): two OCS down in different dimensions "
+            "limit (2,048 chips, 9,216 with one broken dimension; twisted 512): two OCS down in different dimensions "
             "on a full pod keep 0.80 of the healthy all-to-all throughput instead of 0.69, in seconds more",
         ),
     ] = False,
