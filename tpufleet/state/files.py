@@ -508,14 +508,7 @@ def write_output(path: Path, data: bytes) -> None:
     operating-system error is Refused naming the path (exit 1).
     """
     _refuse_state_dir(path, f"cannot write {path}")
-    try:
-        st: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise io_error("write", path, exc) from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise BadInput(f"cannot write {path}: it is a directory")
+    st = _not_a_directory(path, os.stat)
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_through(path, data)
         return
@@ -529,15 +522,21 @@ def replace_own_file(path: Path, data: bytes) -> None:
     written through. A FIFO planted there would block the write until something read it, a symlink would send
     the data to its target; `write_output` honours both for a user's `--out`, as a shell's ``>`` does. A
     directory is BadInput (exit 2)."""
+    st = _not_a_directory(path, os.lstat)
+    _replace_regular(path, data, st if st is not None and stat.S_ISREG(st.st_mode) else None)
+
+
+def _not_a_directory(path: Path, look: Callable[[Path], os.stat_result]) -> os.stat_result | None:
+    """What is at the output `path` (`os.stat` or `os.lstat`), None for nothing; a directory is BadInput."""
     try:
-        st: os.stat_result | None = os.lstat(path)
+        st = look(path)
     except FileNotFoundError:
-        st = None
+        return None
     except OSError as exc:
         raise io_error("write", path, exc) from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
+    if stat.S_ISDIR(st.st_mode):
         raise BadInput(f"cannot write {path}: it is a directory")
-    _replace_regular(path, data, st if st is not None and stat.S_ISREG(st.st_mode) else None)
+    return st
 
 
 def _write_through(path: Path, data: bytes) -> None:
