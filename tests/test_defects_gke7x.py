@@ -138,3 +138,14 @@ def test_status_of_a_fleet_of_tpu7x_and_v5p_pods_names_no_built_in_tpu_v4(cli):
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
     first = cli("status").out.splitlines()[0]
     assert first.endswith("pod0 tpu7x, pod1 tpu-v5p") and "tpu-v4" not in first
+
+
+def test_import_reservation_detailed_exitcode_agrees_with_drift_on_sub_blocks_it_cannot_place(cli):
+    """Two pods and no --pod: no sub-block can be placed. The import's plan used to say in sync (exit 0) while
+    `drift --reservation` counted the same sub-blocks as drift (exit 4)."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2").code == 0
+    plan = cli("import", "reservation", RESERVATION, "--detailed-exitcode", "-o", "json")
+    assert len(plan.json["unplaced"]) == 144 and not plan.json["has_changes"]
+    drift = cli("drift", "--reservation", RESERVATION, "-o", "json")
+    assert drift.code == 4 and drift.json["sources"]["reservation"]["kinds"]["unplaced"] == 144
+    assert plan.code == drift.code

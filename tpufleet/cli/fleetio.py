@@ -203,6 +203,8 @@ def import_reservation_cmd(
         detailed_exitcode,
         output,
         _reservation_text,
+        # A sub-block it cannot place is the state and the reservation disagreeing, as `drift` counts it.
+        out_of_sync=lambda d: bool(d["has_changes"] or d["unplaced"]),
     )
 
 
@@ -213,9 +215,11 @@ def run_import(
     detailed_exitcode: bool,
     output: Output,
     text: Callable[[dict[str, Any]], str],
+    out_of_sync: Callable[[dict[str, Any]], bool] = lambda d: bool(d["has_changes"]),
 ) -> None:
     """An import: the plan against the state as loaded, or with `--apply` the same in a transaction; rendered; a
-    blast radius that could not be analysed said (exit 70); `--detailed-exitcode` 4 when a plan has changes."""
+    blast radius that could not be analysed said (exit 70); `--detailed-exitcode` 4 when a plan is `out_of_sync`
+    (by default: it has changes)."""
     from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 
     store = ctx.obj.store()
@@ -223,7 +227,7 @@ def run_import(
     d = outcome.data
     emit(d, output, lambda: text(d))
     _check_analysis(d)
-    if detailed_exitcode and d["has_changes"] and not d["applied"]:
+    if detailed_exitcode and out_of_sync(d) and not d["applied"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
 
