@@ -149,3 +149,28 @@ def test_import_reservation_detailed_exitcode_agrees_with_drift_on_sub_blocks_it
     drift = cli("drift", "--reservation", RESERVATION, "-o", "json")
     assert drift.code == 4 and drift.json["sources"]["reservation"]["kinds"]["unplaced"] == 144
     assert plan.code == drift.code
+
+
+def _notice(target: str) -> dict:
+    return {"target": target, "window_start": "2099-07-01T09:00:00Z", "window_end": "2099-07-01T13:00:00Z"}
+
+
+def test_plan_maintenance_takes_a_notice_naming_a_mapped_reservation_sub_block(reserved, tmp_path):
+    """Compute Engine names a maintenance by its sub-block: the reservation maps sub-0017 to c17."""
+    notices = tmp_path / "notices.json"
+    notices.write_text(json.dumps([_notice("ironwood-superpod-block-0001-sub-0017")]))
+    r = reserved("plan-maintenance", "--notices", notices, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["notices"][0]["target"] == "cube:c17"
+    assert r.json["notices"][0]["sub_block"] == "ironwood-superpod-block-0001-sub-0017"
+    assert r.json["waves"][0]["cubes"] == ["c17"]
+    table = reserved("plan-maintenance", "--notices", notices)
+    assert "sub-block ironwood-superpod-block-0001-sub-0017 is cube c17" in table.out
+
+
+def test_plan_maintenance_refuses_a_sub_block_the_reservation_does_not_map_naming_it(reserved, tmp_path):
+    notices = tmp_path / "notices.json"
+    notices.write_text(json.dumps([_notice("ironwood-superpod-block-0009-sub-0017")]))
+    r = reserved("plan-maintenance", "--notices", notices)
+    assert r.code == 2
+    assert "notice 1: field target: 'ironwood-superpod-block-0009-sub-0017'" in r.err

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -53,20 +53,24 @@ _FIELDS: Final = ("target", "window_start", "window_end")
 
 @dataclass(frozen=True)
 class Notice:
-    """One cube's maintenance: its window, and the planned drain already open for it (imported), if any."""
+    """One cube's maintenance: its window, the planned drain already open for it (imported), if any, and the
+    reservation sub-block the notice named the cube by, if it did."""
 
     cube: str
     window_start: str
     window_end: str | None
     fault_id: str | None = None
+    sub_block: str | None = field(default=None, compare=False)
 
     @property
     def target(self) -> str:
         return f"cube:{self.cube}"
 
     def record(self) -> dict[str, Any]:
+        named = {"sub_block": self.sub_block} if self.sub_block is not None else {}
         return {
             "target": self.target,
+            **named,
             "window_start": self.window_start,
             "window_end": self.window_end,
             "open_drain": self.fault_id,
@@ -81,33 +85,46 @@ def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
     return moment
 
 
-def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str]) -> str:
+def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str], sub_blocks: Mapping[str, str]) -> str:
+    """The cube a notice's target names: `cube:cNN`, or a reservation sub-block's name (as Compute Engine's
+    maintenance notices name it) that the state's reservation maps to a cube."""
     target = item.get("target")
+    if isinstance(target, str) and target in sub_blocks:
+        return sub_blocks[target]
     cube = target[5:] if isinstance(target, str) and target.startswith("cube:") else None
     if cube is None or cube not in cubes:
-        raise BadInput(f"{where}: field target: {shown(target)} is not a cube of the fleet (cube:cNN)")
+        known = (
+            "nor a reservation sub-block the state maps to a cube"
+            if sub_blocks
+            else "(a sub-block's name needs `tpufleet import reservation --apply` first)"
+        )
+        raise BadInput(f"{where}: field target: {shown(target)} is not a cube of the fleet (cube:cNN) {known}")
     return cube
 
 
-def _notice(item: Any, where: str, cubes: Sequence[str]) -> Notice:
+def _notice(item: Any, where: str, cubes: Sequence[str], sub_blocks: Mapping[str, str]) -> Notice:
     if not isinstance(item, Mapping):
         raise BadInput(f"{where}: {shown(item)} is not a mapping with target, window_start and window_end")
     extra = sorted(str(k) for k in item if k not in _FIELDS)
     if extra:
         raise BadInput(f"{where}: field {shown(extra[0])} is not one of {', '.join(_FIELDS)}")
-    cube = _cube_of(item, where, cubes)
+    cube = _cube_of(item, where, cubes, sub_blocks)
     start, end = _when(item, "window_start", where), _when(item, "window_end", where)
     if end <= start:  # the times as given (kept as whole seconds, they may be equal): named as written
         raise BadInput(
             f"{where}: field window_end: {shown(item['window_end'])} is not after window_start "
             f"{shown(item['window_start'])}"
         )
-    return Notice(cube, stamp_text(start), stamp_text(end))
+    sub_block = item["target"] if item["target"] in sub_blocks else None
+    return Notice(cube, stamp_text(start), stamp_text(end), sub_block=sub_block)
 
 
-def notices_from_document(doc: Any, source: str, cubes: Sequence[str]) -> list[Notice]:
+def notices_from_document(
+    doc: Any, source: str, cubes: Sequence[str], sub_blocks: Mapping[str, str] | None = None
+) -> list[Notice]:
     """The notices of a parsed YAML/JSON document: a list (or ``{notices: [...]}``) of
-    ``{target: cube:cNN, window_start, window_end}``; BadInput naming the source, item, field and value.
+    ``{target: cube:cNN, window_start, window_end}``, a target also a reservation sub-block's name that
+    `sub_blocks` (name -> cube) maps; BadInput naming the source, item, field and value.
 
     >>> notices_from_document([{"target": "cube:c01", "window_start": "2026-06-16T09:00:00+00:00",
     ...     "window_end": "2026-06-16T13:00:00Z"}], "n.yaml", ["c01"])[0].window_start
@@ -118,7 +135,7 @@ def notices_from_document(doc: Any, source: str, cubes: Sequence[str]) -> list[N
         raise BadInput(f"{source}: expected a non-empty list of notices (target, window_start, window_end)")
     if len(items) > MAX_NOTICES:
         raise BadInput(f"{source}: {len(items)} notices, at most {MAX_NOTICES}")
-    out = [_notice(item, f"{source}: notice {i + 1}", cubes) for i, item in enumerate(items)]
+    out = [_notice(item, f"{source}: notice {i + 1}", cubes, sub_blocks or {}) for i, item in enumerate(items)]
     seen: set[str] = set()
     for i, n in enumerate(out):
         if n.cube in seen:

@@ -34,13 +34,20 @@ def _verdict(plan: dict[str, Any]) -> list[str]:
     return lines or [f"every notice served: {len(plan['waves'])} wave(s), {plan['moves']} move(s)"]
 
 
+def _sub_blocks_named(plan: dict[str, Any]) -> list[str]:
+    """The cube each notice given by a reservation sub-block's name is."""
+    return [f"sub-block {n['sub_block']} is cube {n['target'][5:]}" for n in plan["notices"] if n.get("sub_block")]
+
+
 def _table(plan: dict[str, Any]) -> str:
     rows = []
     for w in plan["waves"]:
         free = f"{w['free_healthy_cubes']}{'' if w['spares_held'] else ' (short)'}"
         rows.append([w["wave"], w["window_start"], w["window_end"] or "-", ",".join(w["cubes"]), _moves_text(w), free])
     table = grid(rows, ["wave", "start", "end", "cubes", "moves (out -> in)", "free healthy"])
-    return f"plan at serial {plan['serial']} from {plan['source']}\n{table}\n" + "\n".join(_verdict(plan))
+    named = [f"  {line}" for line in _sub_blocks_named(plan)]
+    head = "\n".join([f"plan at serial {plan['serial']} from {plan['source']}", *named])
+    return f"{head}\n{table}\n" + "\n".join(_verdict(plan))
 
 
 def _runbook(plan: dict[str, Any]) -> str:
@@ -48,7 +55,7 @@ def _runbook(plan: dict[str, Any]) -> str:
     text, never as Markdown; each command is one code span, whatever backticks its quoted reason holds."""
     md = markdown_text
     out = [f"# Maintenance runbook (state serial {plan['serial']}, {md(plan['source'])})", ""]
-    out += [f"> {md(line)}" for line in _verdict(plan)]
+    out += [f"> {md(line)}" for line in [*_sub_blocks_named(plan), *_verdict(plan)]]
     for w in plan["waves"]:
         out += ["", f"## Wave {w['wave']}: {md(', '.join(w['cubes']))}", ""]
         out.append(f"Window {w['window_start']} to {w['window_end'] or 'when done'}; ")
@@ -78,7 +85,11 @@ def plan_maintenance_cmd(
     ctx: typer.Context,
     notices: Annotated[
         Path | None,
-        typer.Option("--notices", help="YAML/JSON list of {target: cube:cNN, window_start, window_end}"),
+        typer.Option(
+            "--notices",
+            help="YAML/JSON list of {target, window_start, window_end}; a target is cube:cNN or an imported "
+            "reservation sub-block's name",
+        ),
     ] = None,
     max_parallel: Annotated[int, typer.Option("--max-parallel", min=1, max=10_000, help="Cubes per wave")] = 1,
     spares: Annotated[int, typer.Option("--spares", min=0, help="Healthy free cubes to keep during a wave")] = 0,
@@ -103,7 +114,8 @@ def plan_maintenance_cmd(
     if notices is None:
         found, source = ops.open_drain_notices(state), "open maintenance drains"
     else:
-        found = notices_from_document(load_yaml(notices, "notices"), str(notices), state.fleet.cubes)
+        sub_blocks = {name: r.cube for name, r in state.reservation.sub_blocks.items()}
+        found = notices_from_document(load_yaml(notices, "notices"), str(notices), state.fleet.cubes, sub_blocks)
         source = str(notices)
     plan = ops.plan(state, found, max_parallel, spares, source).data
     if out is not None:
