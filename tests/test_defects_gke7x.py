@@ -174,3 +174,24 @@ def test_plan_maintenance_refuses_a_sub_block_the_reservation_does_not_map_namin
     r = reserved("plan-maintenance", "--notices", notices)
     assert r.code == 2
     assert "notice 1: field target: 'ironwood-superpod-block-0009-sub-0017'" in r.err
+
+
+def test_apply_maintenance_steps_account_for_the_cross_connects_the_move_made(cli, tmp_path):
+    """A slice allocated but not wired, evicted by a wave's drain: `reschedule` wires it where it lands, and the
+    wire step after it found nothing to do (`+0 -0 =N`), so the cross-connects added were in no step."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("allocate", "train", "--shape", "4x4x8").code == 0
+    cube = next(s for s in cli("show", "slices", "-o", "json").json if s["name"] == "train")["cubes"][0]
+    notices = tmp_path / "notices.json"
+    notices.write_text(json.dumps([_notice(f"cube:{cube}")]))
+    plan = tmp_path / "plan.json"
+    assert cli("plan-maintenance", "--notices", notices, "--out", plan).code == 0
+    dry = cli("apply-maintenance", plan, "--wave", "1", "--dry-run")
+    r = cli("apply-maintenance", plan, "--wave", "1", "-o", "json")
+    assert r.code == 0, r.err
+    wired = [s for s in r.json["steps"] if s["step"] in ("reschedule", "plan-xconnect")]
+    added = sum(s.get("add", 0) for s in wired)
+    assert added > 0 and added == sum(s["add"] for s in wired if s["step"] == "reschedule"), wired
+    assert next(s for s in cli("show", "slices", "-o", "json").json if s["name"] == "train")["state"] == "connected"
+    text = [line for line in dry.out.splitlines() if line.startswith("  move train:")]
+    assert len(text) == 1 and text[0].endswith(f"wired +{added} -0 =0"), dry.out

@@ -140,7 +140,8 @@ def _applied_text(d: dict[str, Any]) -> str:
         if s["step"] == "drain":
             lines.append(f"  drain {s['target']}: {'opened' if s['opened'] else 'already open'} {s['fault_id']}")
         elif s["step"] == "reschedule":
-            lines.append(f"  move {s['slice']}: {','.join(s['cubes_out'])} -> {','.join(s['cubes_in']) or '-'}")
+            moved = f"{','.join(s['cubes_out'])} -> {','.join(s['cubes_in']) or '-'}"
+            lines.append(f"  move {s['slice']}: {moved}, wired +{s['add']} -{s['remove']} ={s['keep']}")
         elif s["step"] == "plan-xconnect":
             lines.append(f"  wire {s['slice']}: +{s['add']} -{s['remove']} ={s['keep']}")
         elif s["step"] == "routes":

@@ -135,7 +135,11 @@ def _move(sim: FleetState, wave: _Wave, name: str, run: _Run) -> None:
     after = list(done["cubes"])
     out, into = [c for c in before if c not in after], [c for c in after if c not in before]
     wave.moves.append({**row, "status": "moved", "to_pod": done["pod"], "cubes_out": out, "cubes_in": into})
-    wave.steps.append({"step": "reschedule", "slice": name, "pod": done["pod"], "cubes_out": out, "cubes_in": into})
+    # `reschedule` wires the slice where it lands: the cross-connects it adds and removes are this step's (the
+    # plan-xconnect step after it then finds them made).
+    wired_at_move = {k: done["xconnect_changes"][k] for k in ("add", "remove", "keep")}
+    step = {"step": "reschedule", "slice": name, "pod": done["pod"], "cubes_out": out, "cubes_in": into}
+    wave.steps.append({**step, **wired_at_move})
     if run.route is not None and run.now is not None:
         wired = xconnect_ops.plan_and_apply(sim, name, run.now).data["summary"]
         wave.steps.append({"step": "plan-xconnect", "slice": name, **wired})
