@@ -195,3 +195,27 @@ def test_apply_maintenance_steps_account_for_the_cross_connects_the_move_made(cl
     assert next(s for s in cli("show", "slices", "-o", "json").json if s["name"] == "train")["state"] == "connected"
     text = [line for line in dry.out.splitlines() if line.startswith("  move train:")]
     assert len(text) == 1 and text[0].endswith(f"wired +{added} -0 =0"), dry.out
+
+
+@pytest.mark.parametrize(
+    ("document", "found"),
+    [("[]", "not an empty JSON array"), ("null", "not null"), ('"List"', "not the string 'List'")],
+)
+def test_import_k8s_of_a_document_not_a_list_object_says_what_it_found(cli, tmp_path, document, found):
+    """`[]` or `null` as the whole file: the message showed a type name as if it were the value
+    (`(value 'list')`, `(value 'NoneType')`)."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    path = tmp_path / "n.json"
+    path.write_text(document)
+    for kind in ("k8s", "slices"):
+        r = cli("import", kind, path)
+        assert r.code == 2
+        assert r.err.rstrip().endswith(found) and "(value " not in r.err, r.err
+
+
+def test_import_k8s_of_a_huge_item_that_is_not_a_node_says_its_kind_not_its_value(cli, tmp_path):
+    assert cli("init", "--generation", "tpu7x").code == 0
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps({"kind": "List", "items": [list(range(10_000))]}))
+    r = cli("import", "k8s", path)
+    assert r.code == 2 and "field items.0: must be a Node object, not a JSON array of 10000 items" in r.err, r.err

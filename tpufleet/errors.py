@@ -20,6 +20,28 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def json_found(value: object) -> str:
+    """What a decoded JSON value is, for "must be X, not ..." messages: its kind (an array or object is never
+    printed: it may be huge), a scalar as JSON writes it.
+
+    >>> json_found([]), json_found(None), json_found([1, 2]), json_found("List"), json_found(True)
+    ('an empty JSON array', 'null', 'a JSON array of 2 items', "the string 'List'", 'true')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return f"a JSON array of {len(value)} item{'' if len(value) == 1 else 's'}" if value else "an empty JSON array"
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, str):
+        return f"the string {shown(value)}"
+    if isinstance(value, int | float):
+        return f"the number {shown(value)}"
+    return f"a {type(value).__name__}"  # not from JSON: a YAML date, say
+
+
 def refuse_repeats(option: str, values: Iterable[object]) -> None:
     """A list option (`--traffic a,b`, `--cubes 1,2`, `--pod P --pod Q`) names each value once: a repeat is a typo,
     refused (BadInput, exit 2) naming the option and the value, never dropped silently.

@@ -40,7 +40,7 @@ from typing import Any
 
 from tpufleet import allocation
 from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, MACHINES_PER_CUBE
-from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, json_found
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
 from tpufleet.shapes import Shape, Vec, generation_shape, parse_dims, validate_dims
@@ -119,7 +119,12 @@ def decode_slice_list(doc: object, file: str) -> SliceListInput:
     """The Slices of `kubectl get slices -o json` (a List with `items`). BadStateFile (exit 2) names the file,
     the Slice, the field and the value."""
     if not isinstance(doc, dict):
-        raise _bad(file, "", type(doc).__name__, "must be a list of Slices with `items` (kubectl get slices -o json)")
+        raise _bad(
+            file,
+            "",
+            NO_VALUE,
+            f"must be a list of Slices with `items` (kubectl get slices -o json), not {json_found(doc)}",
+        )
     items = doc.get("items", NO_VALUE)  # its own value named, not the document's type (`{"items": {}}`: 'dict')
     if not isinstance(items, list):
         problem = "missing (must be a list of Slices, " if items is NO_VALUE else "must be a list of Slices ("
@@ -140,7 +145,7 @@ def decode_slice_list(doc: object, file: str) -> SliceListInput:
 def _slice(item: object, i: int, file: str) -> GkeSlice:
     path = f"items.{i}"
     if not isinstance(item, dict):
-        raise _bad(file, path, type(item).__name__, "must be an object (a Slice)")
+        raise _bad(file, path, NO_VALUE, f"must be an object (a Slice), not {json_found(item)}")
     meta = _object(item, "metadata", path, file, None)
     name = meta.get("name", NO_VALUE)
     if not isinstance(name, str) or not NAME.fullmatch(name):
@@ -169,7 +174,7 @@ def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | 
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _bad(file, f"{path}.{key}", type(value).__name__, "must be an object", name)
+        raise _bad(file, f"{path}.{key}", NO_VALUE, f"must be an object, not {json_found(value)}", name)
     return value
 
 
@@ -190,7 +195,8 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
         raise _bad(file, f"{path}.topology", topology, "a tpu7x topology has three sides (AxBxC)", name)
     ids = spec.get("partitionIds")
     if not isinstance(ids, list) or not ids:
-        raise _bad(file, f"{path}.partitionIds", type(ids).__name__, "must be a non-empty list of strings", name)
+        found = f"not {json_found(ids)}" if "partitionIds" in spec else "missing"
+        raise _bad(file, f"{path}.partitionIds", NO_VALUE, f"must be a non-empty list of strings, {found}", name)
     for j, pid in enumerate(ids):
         if not isinstance(pid, str) or not PARTITION.fullmatch(pid):
             problem = "must be a partition id (1-128 visible ASCII characters)"
@@ -209,10 +215,10 @@ def _state(status: dict[str, Any], path: str, file: str, name: str) -> str:
     """The Ready condition's reason (CREATED without one)."""
     conditions = status.get("conditions", [])
     if not isinstance(conditions, list):
-        raise _bad(file, f"{path}.conditions", type(conditions).__name__, "must be a list", name)
+        raise _bad(file, f"{path}.conditions", NO_VALUE, f"must be a list, not {json_found(conditions)}", name)
     for j, cond in enumerate(conditions):
         if not isinstance(cond, dict):
-            raise _bad(file, f"{path}.conditions.{j}", type(cond).__name__, "must be an object", name)
+            raise _bad(file, f"{path}.conditions.{j}", NO_VALUE, f"must be an object, not {json_found(cond)}", name)
         if cond.get("type") != "Ready":
             continue
         reason = cond.get("reason")

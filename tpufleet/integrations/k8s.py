@@ -18,7 +18,7 @@ from functools import cache, cached_property
 from typing import Annotated, Any
 
 from tpufleet.constants import MiB
-from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, json_found, shown
 from tpufleet.ids import HostId, parse_target
 from tpufleet.text import bounded
 
@@ -130,7 +130,9 @@ def parse_nodes(doc: object, file: str, keys: LabelKeys | None = None) -> list[N
     """The nodes of a `kubectl get nodes -o json` document (a `List` or `NodeList` of `Node`)."""
     where, keys = _Where(file), keys or LabelKeys()
     if not isinstance(doc, dict):
-        raise where.bad("", type(doc).__name__, "must be a JSON object of kind List (kubectl get nodes -o json)")
+        raise where.bad(
+            "", NO_VALUE, f"must be a JSON object of kind List (kubectl get nodes -o json), not {json_found(doc)}"
+        )
     if doc.get("kind") not in ("List", "NodeList"):
         raise where.bad("kind", doc.get("kind", NO_VALUE), "must be List or NodeList (kubectl get nodes -o json)")
     items = _get(doc, "items", list, where, "")
@@ -152,7 +154,7 @@ def _read_items(items: Iterable[object], where: _Where, keys: LabelKeys) -> list
 
 def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node:
     if not isinstance(item, dict):
-        raise where.bad(path, type(item).__name__, "must be a Node object")
+        raise where.bad(path, NO_VALUE, f"must be a Node object, not {json_found(item)}")
     if item.get("kind", "Node") != "Node":
         raise where.bad(f"{path}.kind", item.get("kind"), "must be Node")
     meta = _get(item, "metadata", dict, where, path)
@@ -346,7 +348,9 @@ def parse_mapping(doc: object, file: str) -> K8sMapping:
     """A mapping file (YAML or JSON, already loaded by the bounded reader); see the README for its fields."""
     where = _Where(file)
     if not isinstance(doc, dict):
-        raise where.bad("", type(doc).__name__, "must be a mapping of the fields kind, labels, pods, cubes, nodes...")
+        raise where.bad(
+            "", NO_VALUE, f"must be a mapping of the fields kind, labels, pods, cubes, nodes..., not {json_found(doc)}"
+        )
     unknown = sorted(set(map(str, doc)) - _MAPPING_KEYS)
     if unknown:
         raise where.bad(
