@@ -219,3 +219,19 @@ def test_import_k8s_of_a_huge_item_that_is_not_a_node_says_its_kind_not_its_valu
     path.write_text(json.dumps({"kind": "List", "items": [list(range(10_000))]}))
     r = cli("import", "k8s", path)
     assert r.code == 2 and "field items.0: must be a Node object, not a JSON array of 10000 items" in r.err, r.err
+
+
+def test_init_help_gives_each_generations_cube_limit(cli):
+    """`--cubes-per-pod` said "at most its OCS ports per side, 68" whatever --generation: tpu7x allows 144."""
+    from tpufleet.state import generations
+
+    r = cli("init", "--help")
+    assert r.code == 0
+    text = " ".join(r.out.split())
+    limits = text[text.index("--cubes-per-pod") :].split("at most its OCS ports per side:")[1].split(")")[0]
+    for name in generations.names():
+        gen = generations.shipped(name)
+        assert f"{name} {gen.ports_per_side}" in limits, (name, limits)
+        assert f"{name} {gen.pod_cubes}" in text, name
+        over = cli("init", "--generation", name, "--cubes-per-pod", str(gen.ports_per_side + 1))
+        assert over.code == 2 and f"1-{gen.ports_per_side}" in over.err, over.err
