@@ -235,3 +235,25 @@ def test_init_help_gives_each_generations_cube_limit(cli):
         assert f"{name} {gen.pod_cubes}" in text, name
         over = cli("init", "--generation", name, "--cubes-per-pod", str(gen.ports_per_side + 1))
         assert over.code == 2 and f"1-{gen.ports_per_side}" in over.err, over.err
+
+
+def test_an_empty_reservation_list_against_a_mapped_reservation_warns_keeping_exit_codes(reserved, tmp_path):
+    """`[]` is what gcloud prints for a mistyped block name: it used to pass for a clean "no changes"."""
+    empty = tmp_path / "sb.json"
+    empty.write_text("[]")
+    r = reserved("import", "reservation", empty, "--detailed-exitcode", "-o", "json")
+    assert r.code == 0 and not r.json["has_changes"]
+    assert "state maps 144 sub-block(s) of block(s) block-5d21e0b4" in r.json["warning"]
+    assert "tpufleet: warning: " in r.err and "144 sub-block(s)" in r.err
+    drift = reserved("drift", "--reservation", empty)
+    assert drift.code == 0 and "tpufleet: warning: " in drift.err
+    again = reserved("import", "reservation", RESERVATION, "-o", "json")
+    assert again.code == 0 and again.json["warning"] is None and "warning" not in again.err
+
+
+def test_an_empty_reservation_list_on_a_fleet_without_one_does_not_warn(cli, tmp_path):
+    assert cli("init", "--generation", "tpu7x").code == 0
+    empty = tmp_path / "sb.json"
+    empty.write_text("[]")
+    r = cli("import", "reservation", empty, "-o", "json")
+    assert r.code == 0 and r.json["warning"] is None and "warning" not in r.err

@@ -226,6 +226,8 @@ def run_import(
     outcome = ctx.obj.mutate(lambda state: use_case(state, True)) if apply else use_case(store.load(), False)
     d = outcome.data
     emit(d, output, lambda: text(d))
+    if d.get("warning"):  # stdout stays the plan (a script's JSON), the exit code its own
+        typer.echo(f"tpufleet: warning: {d['warning']}", err=True)
     _check_analysis(d)
     if detailed_exitcode and out_of_sync(d) and not d["applied"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)

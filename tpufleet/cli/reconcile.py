@@ -152,6 +152,9 @@ def drift_cmd(
     given = read_drift_inputs(nodes, mapping, reservation, slices)
     d = drift(ctx.obj.store().load(), given, utc_now()).data
     emit(d, output, lambda: _drift_text(d))
+    for source in d["sources"].values():  # as its import says it (an empty reservation list: a mistyped query?)
+        if source["plan"].get("warning"):
+            typer.echo(f"tpufleet: warning: {source['plan']['warning']}", err=True)
     if not d["in_sync"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 

@@ -64,7 +64,22 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         "serial": state.serial,
     }
     data["has_changes"] = bool(diff.blocks or diff.new or diff.updated or diff.open or diff.clear or diff.moved)
+    data["warning"] = _empty_list_warning(state, given, source)
     return data
+
+
+def _empty_list_warning(state: FleetState, given: ReservationInput, source: str) -> str | None:
+    """An empty list against a reservation the state maps: nothing to import, but what gcloud prints for a
+    reservation or block name it does not find either, so a mistyped query must not pass for "no changes"."""
+    known = state.reservation.sub_blocks
+    if given.sub_blocks or not known:
+        return None
+    blocks = sorted({r.block for r in known.values() if r.block})
+    of = f" of block(s) {', '.join(blocks[:3])}{', ...' if len(blocks) > 3 else ''}" if blocks else ""
+    return (
+        f"{source}: no sub-blocks in the list, while the state maps {len(known)} sub-block(s){of}: check the "
+        "reservation, --block-name and --zone given to gcloud"
+    )
 
 
 # What the journal's summary of an applied import counts, in its order: (the plan's list, what its items are).
