@@ -1,7 +1,7 @@
 """Order pairs at pod scale: with one OCS down, each destination choosing between the broken dimension first or
 last keeps >= 0.92 of the healthy all-to-all throughput within the hardware's 3 VCs, once the two orders' legs are
-placed one by one (their blocks alone need 4 VCs above 1,024 chips). Up to 2,048 chips by default, a full TPU v4
-pod (4,096) with one broken dimension, and any slice with `thorough` (`routes --thorough`). Each load is checked
+placed one by one (their blocks alone need 4 VCs above 1,024 chips). Up to 2,048 chips by default, a full TPU7x
+superpod (9,216) with one broken dimension, and any slice with `thorough` (`routes --thorough`). Each load is checked
 against the cut bound (no routing can carry all-to-all with a lower maximum: an independent lower bound), and
 every kept table set routes every pair deadlock-free.
 """
