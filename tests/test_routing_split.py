@@ -60,3 +60,19 @@ def test_one_x_ocs_on_twisted_8x16x16_within_three_vcs():
     report, s = _kept("8x16x16")
     assert s["max_link_load"]["all-to-all"] == 3371  # one order, the best before: 3548
     assert int(walked_load(report.tables).max()) == 3371
+
+
+@pytest.mark.parametrize("scale", [1, 1 << 40])
+def test_each_chip_takes_the_lightest_busiest_link_then_sum_then_port(scale):
+    """The trees' choice per chip (`split._lightest`) is the order of a sort by chip, busiest link, sum and port,
+    also with figures too large to fold into one number (`scale`)."""
+    from tpufleet.routing.split import _lightest
+
+    rng = np.random.default_rng(7)
+    offers = [(at, port) for at in range(0, 300, 3) for port in range(6) if rng.random() < 0.6]
+    at, port = (np.asarray(column, dtype=np.int64) for column in zip(*offers, strict=True))
+    key = rng.integers(0, 4, len(at)) * scale  # few values: ties on the busiest link and on the sum are common
+    total = key + rng.integers(0, 3, len(at)) * scale
+    order = np.lexsort((port, total, key, at))
+    expected = order[np.unique(at[order], return_index=True)[1]]
+    assert sorted(_lightest(at, key, total, port).tolist()) == sorted(expected.tolist())

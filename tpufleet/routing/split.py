@@ -128,36 +128,36 @@ class _Trees:
         from tpufleet.constants import OPPOSITE
 
         r, c = frontier
-        ports = np.arange(6)
-        u = self.alive[c[:, None], np.asarray(OPPOSITE)[None, :]]  # [F, 6] the chip that reaches c through port p
-        rr, cc, port = np.repeat(r, 6), np.repeat(c, 6), np.tile(ports, len(c))
-        uu = u.ravel()
-        ok = uu >= 0
-        rr, cc, port, uu = rr[ok], cc[ok], port[ok], uu[ok]
-        ok = s.hops[rr, uu] < 0
-        rr, cc, port, uu = rr[ok], cc[ok], port[ok], uu[ok]
-        phase, wraps = self.phase_array[port // 2], self.date[uu, port]
-        c_phase, c_wrapped = s.phase[rr, cc], s.wrapped[rr, cc]
-        same_leg = (c_phase == phase) & (s.direction[rr, cc] == 1 - 2 * (port % 2))
+        n = self.n
+        hops, phases, wrapped_from = s.hops.reshape(-1), s.phase.reshape(-1), s.wrapped.reshape(-1)
+        uu = self.alive[c][:, np.asarray(OPPOSITE)].ravel()  # [F * 6] the chip that reaches c through port p
+        port = np.tile(np.arange(6), len(c))
+        at_c = np.repeat(r * n + c, 6)  # flat (destination row, chip) indices
+        at_u = at_c - c.repeat(6) + uu  # in bounds even for a dead port (-1), which the mask drops
+        ok = (uu >= 0) & (hops[at_u] < 0)
+        at_c, at_u, uu, port = at_c[ok], at_u[ok], uu[ok], port[ok]
+        phase, wraps = self.phase_array[port // 2], self.date.reshape(-1)[uu * 6 + port]
+        c_phase, c_wrapped = phases[at_c], wrapped_from[at_c]
+        same_leg = (c_phase == phase) & (s.direction.reshape(-1)[at_c] == 1 - 2 * (port % 2))
         # one leg: at most one wraparound on the first (its dateline pair), none but the last hop on the others
         same_leg &= ~wraps | ((phase == 0) & ~c_wrapped)
         ok = same_leg | (phase < c_phase)
-        rr, cc, uu, port, same_leg, wraps, c_wrapped = (a[ok] for a in (rr, cc, uu, port, same_leg, wraps, c_wrapped))
-        key = np.maximum(links[uu, port], s.path_max[rr, cc])
-        total = links[uu, port] + s.path_sum[rr, cc]
-        wrapped = np.where(same_leg, c_wrapped | wraps, wraps)
-        if not len(rr):
-            return rr, uu
-        at = rr * self.n + uu
-        order = np.lexsort((port, total, key, at))  # per chip: the lightest busiest link, then sum, then port
-        at, first = np.unique(at[order], return_index=True)
-        pick = order[first]
-        rr, uu, port = rr[pick], uu[pick], port[pick]
-        s.port[rr, uu], s.phase[rr, uu] = port, self.phase_array[port // 2]
-        s.direction[rr, uu] = np.where(port % 2 == 0, 1, -1)
-        s.wrapped[rr, uu] = wrapped[pick]
-        s.hops[rr, uu] = s.hops[rr, cc[pick]] + 1
-        s.path_max[rr, uu], s.path_sum[rr, uu] = key[pick], total[pick]
+        at_c, at_u, uu, port, same_leg, wraps, c_wrapped = (
+            a[ok] for a in (at_c, at_u, uu, port, same_leg, wraps, c_wrapped)
+        )
+        hop_load = links.reshape(-1)[uu * 6 + port]
+        key = np.maximum(hop_load, s.path_max.reshape(-1)[at_c])
+        total = hop_load + s.path_sum.reshape(-1)[at_c]
+        if not len(at_u):
+            return at_u, uu
+        pick = _lightest(at_u, key, total, port)
+        at_u, uu, port = at_u[pick], uu[pick], port[pick]
+        s.port.reshape(-1)[at_u], phases[at_u] = port, self.phase_array[port // 2]
+        s.direction.reshape(-1)[at_u] = np.where(port % 2 == 0, 1, -1)
+        wrapped_from[at_u] = np.where(same_leg[pick], c_wrapped[pick] | wraps[pick], wraps[pick])
+        hops[at_u] = hops[at_c[pick]] + 1
+        s.path_max.reshape(-1)[at_u], s.path_sum.reshape(-1)[at_u] = key[pick], total[pick]
+        rr = (at_u - uu) // n
         return rr, uu
 
     def _wild_hops(self, s: _State, links: npt.NDArray[np.int64]) -> None:
@@ -192,18 +192,38 @@ class _Trees:
         import numpy as np
 
         d, n = len(dest), self.n
-        weight = (hops >= 0).astype(np.int64)
-        weight[np.arange(d), dest] = 0
+        h = hops.reshape(-1).astype(np.int64)
+        ports = port.reshape(-1).astype(np.int64)
+        weight = (h >= 0).astype(np.int64)
+        weight[np.arange(d) * n + dest] = 0
         out = np.zeros(n * 6, dtype=np.int64)
-        h = hops.astype(np.int64)
-        for level in range(int(h.max(initial=0)), 0, -1):
-            r, c = np.nonzero(h == level)
-            p = port[r, c].astype(np.int64)
-            w = weight[r, c]
+        # (destination, chip) flat indices grouped by hop count: one sort, not one scan of the trees a level
+        by_hops = np.argsort(h, kind="stable")
+        top = int(h.max(initial=0))
+        bounds = np.searchsorted(h[by_hops], np.arange(top + 2))
+        for level in range(top, 0, -1):
+            at = by_hops[bounds[level] : bounds[level + 1]]
+            c = at % n
+            p, w = ports[at], weight[at]
             out += np.bincount(c * 6 + p, weights=w, minlength=n * 6).astype(np.int64)
-            nxt = self.alive[c, p]
-            weight += np.bincount(r * n + nxt, weights=w, minlength=d * n).astype(np.int64).reshape(d, n)
+            weight += np.bincount(at - c + self.alive[c, p], weights=w, minlength=d * n).astype(np.int64)
         return out
+
+
+def _lightest(at: Int64Array, key: Int64Array, total: Int64Array, port: Int64Array) -> Int64Array:
+    """The index of each chip's (`at`) choice: the lightest busiest link, then sum, then port. One number orders
+    the three (a chip reaches a neighbour through one port, so no two tie): a minimum per chip, not a sort of every
+    offer."""
+    import numpy as np
+
+    spans = (int(key.max()) + 1) * (int(total.max()) + 1) * 6
+    if spans >= 1 << 62:  # beyond int64: sort by each figure in turn (the same choice)
+        order = np.lexsort((port, total, key, at))
+        return order[np.unique(at[order], return_index=True)[1]]
+    rank = (key * (int(total.max()) + 1) + total) * 6 + port
+    best = np.full(int(at.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(best, at, rank)
+    return np.flatnonzero(rank == best[at])
 
 
 class _State:
