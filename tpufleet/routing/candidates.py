@@ -480,7 +480,7 @@ def order_pairs(
     and 8x8x16, legs on 8x16x16 and 16x16x16 (one OCS down there: 0.93 of the healthy throughput against 0.80 with
     one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.5 s against 0.3 s), up to PAIRS_LIMIT_ONE_DIM with one
     broken dimension (a full TPU7x superpod, 16x24x24: 0.93 against 0.80 with a y OCS down, twice the CPU of one
-    order; a full TPU v4 pod 0.93 in 4-5 s; worth it for a slice that runs degraded for hours), and on any slice when `thorough`; on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most
+    order; a full TPU v4 pod 0.93 in 3 s of CPU; worth it for a slice that runs degraded for hours), and on any slice when `thorough`; on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most
     there (their balanced tables are built for the whole torus)."""
     per_order = 2 if shape.wraps else 1
     if (thorough_adds(shape, chips, len(dead_dims)) and not thorough) or (
