@@ -28,7 +28,7 @@ from tpufleet.state.crashpoints import reached
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # with fullmatch: "$" would allow a final newline
 _TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp", re.ASCII)  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
-_TEMP_OF = re.compile(r"\.(.+)\.\d+\.[a-z0-9_]+\.tmp", re.ASCII | re.DOTALL)  # the whole ".NAME.PID.RANDOM.tmp"
+_TEMP_OF = re.compile(r"\.(.+)\." + _TEMP.pattern, re.ASCII | re.DOTALL)  # the whole ".NAME.PID.RANDOM.tmp"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
