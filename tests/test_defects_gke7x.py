@@ -50,26 +50,61 @@ def _maintenance_announced_on(sub_blocks: list, index: int) -> list:
     return announced
 
 
-def test_import_reservation_says_which_running_slice_a_maintenance_drain_stops(reserved, tmp_path):
-    """A maintenance announced on a cube of a running slice opens its drain at once: the plan names the slice it
-    stops before `--apply` does it, and the apply says it too; `drift` does not count it twice."""
+def test_maintenance_announced_ahead_keeps_the_slice_running_until_its_window(reserved, tmp_path, monkeypatch):
+    """Maintenance announced weeks ahead on a cube of a running slice is kept with its sub-block, not drained: the
+    slice runs on, `plan-maintenance` plans its move from the announcement, and the drain opens at the window's
+    start (the import then names the slice it stops)."""
+    from tpufleet.state import store
+
     assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
     assert reserved("plan-xconnect", "train", "--apply").code == 0
+    given = json.loads(RESERVATION.read_text())
     announced = tmp_path / "sb.json"
-    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), 5)))
+    announced.write_text(json.dumps(_maintenance_announced_on(given, 5)))
     plan = reserved("import", "reservation", announced, "-o", "json")
     assert plan.code == 0, plan.err
-    assert [(h["slice"], h["target"], h["action"]) for h in plan.json["slices_hit"]] == [
-        ("train", "cube:c05", "reschedule")
+    assert plan.json["slices_hit"] == [] and plan.json["drains_opened"] == []
+    row = plan.json["maintenance_announced"]
+    assert [(a["cube"], a["sub_block"], a["window_start"], a["slices"]) for a in row] == [
+        ("c05", given[5]["name"], "2099-06-16T09:00:00Z", ["train"])
     ]
-    assert reserved("show", "slices", "-o", "json").json[0]["state"] == "connected"  # the plan changed nothing
-    text = reserved("import", "reservation", announced).out
-    assert "! cube:c05 stops slice train (reschedule: " in text
-    drift = reserved("drift", "--reservation", announced, "-o", "json")
-    assert drift.code == 4 and "slices_hit" not in drift.json["sources"]["reservation"]["kinds"]
+    assert "= maintenance announced cube:c05" in reserved("import", "reservation", announced).out
     applied = reserved("import", "reservation", announced, "--apply", "-o", "json")
-    assert [h["slice"] for h in applied.json["slices_hit"]] == ["train"]
+    assert applied.code == 0 and applied.json["slices_hit"] == []
+    assert reserved("show", "slices", "-o", "json").json[0]["state"] == "connected"
+    assert "cube:c05" not in {f["target"] for f in reserved("status", "-o", "json").json["faults"]}
+    assert reserved("drift", "--reservation", announced).code == 0  # in sync: nothing left to apply
+    maint = reserved("plan-maintenance", "-o", "json")
+    assert maint.code == 0, maint.err
+    notice = next(n for n in maint.json["notices"] if n["target"] == "cube:c05")
+    assert notice["sub_block"] == given[5]["name"] and notice["open_drain"] is None
+    assert [m["slice"] for w in maint.json["waves"] for m in w["moves"]] == ["train"]
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T09:00:00Z")  # the window starts
+    due = reserved("import", "reservation", announced, "--apply", "-o", "json")
+    assert [d["target"] for d in due.json["drains_opened"]] == ["cube:c05"]
+    assert [h["slice"] for h in due.json["slices_hit"]] == ["train"] and due.json["maintenance_announced"] == []
     assert reserved("show", "slices", "-o", "json").json[0]["state"] == "evicted"
+
+
+def test_a_drain_whose_maintenance_moves_to_a_later_window_is_cleared_until_then(reserved, tmp_path, monkeypatch):
+    """The cube serves until the new window: the import's own drain is cleared, the maintenance listed announced."""
+    from tpufleet.state import store
+
+    given = json.loads(RESERVATION.read_text())
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(given, 7)))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")
+    opened = reserved("import", "reservation", announced, "--apply", "-o", "json")
+    assert [d["target"] for d in opened.json["drains_opened"]] == ["cube:c07"]
+    later = _maintenance_announced_on(given, 7)
+    later[7]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
+        windowStartTime="2099-06-20T09:00:00Z", windowEndTime="2099-06-20T13:00:00Z"
+    )
+    announced.write_text(json.dumps(later))
+    moved = reserved("import", "reservation", announced, "--apply", "-o", "json")
+    assert [d["target"] for d in moved.json["drains_cleared"]] == ["cube:c07"]
+    assert [a["window_start"] for a in moved.json["maintenance_announced"]] == ["2099-06-20T09:00:00Z"]
+    assert "cube:c07" not in {f["target"] for f in reserved("status", "-o", "json").json["faults"]}
 
 
 def test_import_k8s_says_which_slice_a_not_ready_node_stops(reserved, tmp_path):
@@ -257,3 +292,16 @@ def test_an_empty_reservation_list_on_a_fleet_without_one_does_not_warn(cli, tmp
     empty.write_text("[]")
     r = cli("import", "reservation", empty, "-o", "json")
     assert r.code == 0 and r.json["warning"] is None and "warning" not in r.err
+
+
+def test_status_lists_maintenance_announced_and_the_slices_on_it(reserved, tmp_path):
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), 5)))
+    assert reserved("import", "reservation", announced, "--apply").code == 0
+    rows = reserved("status", "-o", "json").json["reservation"]["maintenance"]
+    ahead = [(m["cube"], m["window_start"], m["slices"]) for m in rows if not m["drained"]]
+    assert ahead == [("c05", "2099-06-16T09:00:00Z", ["train"])]
+    assert len([m for m in rows if m["drained"]]) == 2  # the fixture's own maintenance, its windows past: drained
+    line = next(x for x in reserved("status").out.splitlines() if x.startswith("maintenance announced"))
+    assert "c05 from 2099-06-16T09:00:00Z (train on it)" in line

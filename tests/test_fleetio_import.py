@@ -283,7 +283,7 @@ def test_a_node_with_any_field_replaced_is_read_or_exit_2(path, value):
         return
     state, mapping = FleetState(default_fleet()), K8sMapping()
     placement = place(state, nodes, mapping)
-    health_diff(state, *wanted(nodes, placement, mapping))
+    health_diff(state, *wanted(nodes, placement, mapping), "2026-01-01T00:00:00Z")
     assert len(placement.hosts) + len(placement.unplaced) == 1
 
 

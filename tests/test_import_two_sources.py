@@ -167,3 +167,21 @@ def test_the_plan_text_shows_the_maintenance_drain_a_cleared_failure_hands_back(
         lines = [line for line in r.out.splitlines() if "cube:c05" in line]
         assert lines[0].startswith("  - clear f") and " cube:c05: k8s: partition " in lines[0], r.out
         assert lines[1].startswith("  + drain") and " cube:c05: reservation: sub-block " in lines[1], r.out
+
+
+def test_maintenance_announced_for_later_is_not_drained_when_a_failure_on_its_cube_clears(superpod, tmp_path):
+    """Announced for a later window, the maintenance holds no drain: the cube serves once its failure clears, and
+    the maintenance plan still has it."""
+    assert superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply").code == 0
+    later = _reservation({5: True})
+    later[5]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
+        windowStartTime="2099-06-16T09:00:00Z", windowEndTime="2099-06-16T13:00:00Z"
+    )
+    r = superpod("import", "reservation", _write(tmp_path, "res.json", later), "--apply", "-o", "json")
+    assert r.code == 0 and [a["cube"] for a in r.json["maintenance_announced"]] == ["c05"]
+    r = superpod("import", "k8s", _write(tmp_path, "healthy.json", _tpu7x_nodes(healthy={5})), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [f["target"] for f in r.json["faults_cleared"]] == ["cube:c05"]
+    assert r.json["reservation_drains_opened"] == [] and "cube:c05" not in _open(superpod)
+    notices = superpod("plan-maintenance", "-o", "json").json["notices"]
+    assert [n["window_start"] for n in notices if n["target"] == "cube:c05"] == ["2099-06-16T09:00:00Z"]

@@ -98,7 +98,7 @@ def test_default_notices_are_the_imported_drains(running):
     r = running("plan-maintenance", "-o", "json")
     assert r.code == 0, r.err
     plan = r.json
-    assert plan["source"] == "open maintenance drains"
+    assert plan["source"] == "open maintenance drains and announced maintenance"
     assert [(w["cubes"], w["already_drained"], w["window_start"]) for w in plan["waves"]] == [
         (["c40"], ["cube:c40"], "2026-06-16T09:00:00Z"),
         (["c99"], ["cube:c99"], "2026-06-18T09:00:00Z"),

@@ -28,6 +28,7 @@ from tpufleet.ids import HostId, OcsId, TargetId, canonical
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
 from tpufleet.text import printable
+from tpufleet.timeparse import utc_stamp
 
 Pair = tuple[int, int]  # (north port, south port) of one OCS cross-connect
 OcsState = Mapping[OcsId, frozenset[Pair]]
@@ -320,8 +321,22 @@ class MaintenanceWindow:
 
     @property
     def drains(self) -> bool:
-        """Pending or ongoing maintenance takes the cube's hosts away: a planned drain."""
+        """Pending or ongoing maintenance takes the cube's hosts away: a planned drain, once it is due."""
         return self.status in ("PENDING", "ONGOING")
+
+    def due(self, now: str) -> bool:
+        """Whether the drain is due at `now` (the tool's UTC stamp): ongoing maintenance, or pending maintenance
+        whose window has started or has no start given. Announced weeks ahead, the cube serves until its window,
+        so the slices on it can be moved first (`plan-maintenance`), not stopped at the import.
+
+        >>> w = MaintenanceWindow("PENDING", "SCHEDULED", "2026-06-16T09:00:00Z", "2026-06-16T13:00:00Z")
+        >>> w.due("2026-06-01T00:00:00Z"), w.due("2026-06-16T09:00:00Z")
+        (False, True)
+        """
+        if self.status == "ONGOING" or (self.status == "PENDING" and self.start is None):
+            return True
+        # windows kept before times were normalised may carry an offset or a fraction: compare as the tool writes
+        return self.status == "PENDING" and self.start is not None and (utc_stamp(self.start) or self.start) <= now
 
     def record(self) -> dict[str, object]:
         out: dict[str, object] = {"status": self.status}
@@ -470,6 +485,10 @@ class FleetState:
 
     def job_slices(self, name: str) -> list[Slice]:
         return [self.slices[s] for s in self.job(name).slices]
+
+    def slices_holding(self, cube: str) -> list[str]:
+        """The slices on `cube` that it would stop, by name (an evicted slice holds its cubes but runs nowhere)."""
+        return sorted(n for n, sl in self.slices.items() if cube in sl.cubes and sl.state is not SliceState.EVICTED)
 
     def connect(self, name: str) -> None:
         sl = self.slice(name)

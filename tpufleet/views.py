@@ -14,7 +14,7 @@ from tpufleet import xconnect
 from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
 from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
-from tpufleet.ids import LinkId, OcsId
+from tpufleet.ids import CubeId, LinkId, OcsId
 from tpufleet.model import Pod, inventory_counts, pod_ocs
 from tpufleet.xconnect import missing_pairs
 
@@ -285,4 +285,34 @@ def _reservation_status(state: FleetState) -> Row:
     pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
     rows = sorted(degraded_cubes(state).items(), key=lambda kv: (pod_of[kv[0]], position[kv[0]]))
     degraded = [{"cube": c, "pod": pod_of[c], **r} for c, r in rows]
-    return {"reservation": {"sub_blocks": len(state.reservation.sub_blocks), "degraded_cubes": degraded}}
+    return {
+        "reservation": {
+            "sub_blocks": len(state.reservation.sub_blocks),
+            "degraded_cubes": degraded,
+            "maintenance": _reservation_maintenance(state),
+        }
+    }
+
+
+def _reservation_maintenance(state: FleetState) -> list[Row]:
+    """The sub-blocks under announced or ongoing maintenance, earliest window first: `drained` once a planned drain
+    is open on the cube, else the cube still serves and `slices` are on it (the ones to move before the window)."""
+    drained = {f.target.cube for f in state.open_faults() if f.planned and isinstance(f.target, CubeId)}
+    rows: list[Row] = []
+    for name, r in state.reservation.sub_blocks.items():
+        w = r.maintenance
+        if w is None or not w.drains:
+            continue
+        rows.append(
+            {
+                "sub_block": name,
+                "cube": r.cube,
+                "pod": state.fleet.cube_pod[r.cube],
+                "status": w.status,
+                "window_start": w.start,
+                "window_end": w.end,
+                "drained": r.cube in drained,
+                "slices": state.slices_holding(r.cube),
+            }
+        )
+    return sorted(rows, key=lambda row: (row["window_start"] or "", row["cube"]))

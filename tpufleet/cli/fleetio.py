@@ -162,9 +162,22 @@ def _reservation_text(d: dict[str, Any]) -> str:
         lines.append(f"  + drain{ident} {f['target']}: {f['reason']}")
     lines += [f"  - clear {f['id']} {f['target']}: {f['reason']}" for f in d["drains_cleared"]]
     lines += [f"  ~ reschedule {f['id']} {f['target']}: {f['reason']}" for f in d["drains_rescheduled"]]
+    lines += [_announced_line(a) for a in d["maintenance_announced"]]
     lines += _hit_lines(d)
     lines += [f"  ? not placed: {u['sub_block']}: {u['reason']}" for u in d["unplaced"]]
     return "\n".join([*lines, _plan_verdict(d)])
+
+
+def _announced_line(a: dict[str, Any]) -> str:
+    on = (
+        f"; slice(s) on it: {', '.join(a['slices'])} (move them first: tpufleet plan-maintenance)"
+        if a["slices"]
+        else ""
+    )
+    return (
+        f"  = maintenance announced cube:{a['cube']} ({a['sub_block']}) {a['window_start']} to "
+        f"{a['window_end'] or '?'}: serves until then, drained at its start{on}"
+    )
 
 
 @import_app.command(
@@ -188,8 +201,8 @@ def import_reservation_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Compare a reservation's sub-blocks with the state: each a cube, DEGRADED ones degraded (still serving),
-    pending maintenance a planned drain with its window; what cannot be placed is listed. Changes nothing
-    without --apply."""
+    maintenance under way a planned drain with its window, maintenance announced for later kept and listed (the
+    cube serves until its window); what cannot be placed is listed. Changes nothing without --apply."""
     from tpufleet.ops.reservation import import_reservation
     from tpufleet.state.reservations import read_reservation
     from tpufleet.state.store import utc_now

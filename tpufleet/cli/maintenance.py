@@ -76,7 +76,7 @@ def _runbook(plan: dict[str, Any]) -> str:
 @app.command(
     "plan-maintenance",
     epilog=examples(
-        "tpufleet plan-maintenance                       # the drains `import reservation` opened",
+        "tpufleet plan-maintenance                       # the maintenance `import reservation` found",
         "tpufleet plan-maintenance --notices notices.yaml --max-parallel 2 --spares 4 -o md",
         "tpufleet plan-maintenance --notices notices.yaml --out plan.json",
     ),
@@ -98,8 +98,8 @@ def plan_maintenance_cmd(
         ReportOutput, report_output_option(ReportOutput.md, help_text="table, json, yaml or md")
     ] = ReportOutput.table,
 ) -> None:
-    """Take maintenance notices (default: the open drains `import reservation` made) in waves of at most K cubes,
-    earliest window first; each wave's drains and moves are replayed on a copy of the state with the code of
+    """Take maintenance notices (default: the maintenance `import reservation` found, drained or announced) in
+    waves of at most K cubes, earliest window first; each wave's drains and moves are replayed on a copy of the state with the code of
     `inject-fault` and `reschedule`. Exit 1 when a notice cannot be served without stopping a slice, or a wave
     leaves fewer free healthy cubes than --spares."""
     from tpufleet.cli.render import to_json
@@ -112,7 +112,7 @@ def plan_maintenance_cmd(
         check_output_path(out, "--out")
     state = ctx.obj.store().load()
     if notices is None:
-        found, source = ops.open_drain_notices(state), "open maintenance drains"
+        found, source = ops.recorded_notices(state)
     else:
         sub_blocks = {name: r.cube for name, r in state.reservation.sub_blocks.items()}
         found = notices_from_document(load_yaml(notices, "notices"), str(notices), state.fleet.cubes, sub_blocks)

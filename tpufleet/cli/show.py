@@ -222,14 +222,26 @@ def _status_text(s: dict) -> str:
 
 
 def _reservation_lines(reservation: dict | None) -> list[str]:
-    """The reservation's DEGRADED sub-blocks: cubes that still serve with hosts degraded."""
-    if not reservation or not reservation["degraded_cubes"]:
+    """The reservation's DEGRADED sub-blocks (cubes that still serve with hosts degraded) and its maintenance
+    announced for a later window (cubes that serve until then: the drained ones are among the faults)."""
+    if not reservation:
         return []
-    cubes = ", ".join(
-        f"{g['cube']} ({g['degraded_hosts']} of {g['healthy_hosts'] + g['degraded_hosts']} hosts degraded)"
-        for g in reservation["degraded_cubes"]
-    )
-    return [f"degraded cubes (reservation sub-block DEGRADED, still serving): {cubes}"]
+    lines = []
+    if reservation["degraded_cubes"]:
+        cubes = ", ".join(
+            f"{g['cube']} ({g['degraded_hosts']} of {g['healthy_hosts'] + g['degraded_hosts']} hosts degraded)"
+            for g in reservation["degraded_cubes"]
+        )
+        lines.append(f"degraded cubes (reservation sub-block DEGRADED, still serving): {cubes}")
+    ahead = [m for m in reservation["maintenance"] if not m["drained"]]
+    if ahead:
+        cubes = ", ".join(
+            f"{m['cube']} from {m['window_start'] or '?'}"
+            + (f" ({', '.join(m['slices'])} on it)" if m["slices"] else "")
+            for m in ahead
+        )
+        lines.append(f"maintenance announced (serving until its window; tpufleet plan-maintenance): {cubes}")
+    return lines
 
 
 def _k8s_lines(k8s: dict | None, free: int) -> list[str]:

@@ -401,15 +401,15 @@ class HealthDiff:
     handed_back: list[Drain] = field(default_factory=list)  # the reservation's drains a cleared fault held back
 
 
-def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[TargetId]) -> HealthDiff:
+def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[TargetId], now: str) -> HealthDiff:
     """The faults to open and to clear for what the node list reports.
 
     One fault is open on a target at a time, so a report the state already holds in another fault is kept, with
     two exceptions that let neither source's word be lost when the other's fault closes: a failure reported on a
     cube the reservation holds drained replaces the drain (the reservation's next import keeps the failure, and
     would clear only its own drain, leaving a broken cube free); and when this import clears a fault on a cube
-    whose reservation sub-block still announces maintenance, the reservation's drain is opened in its place
-    (`handed_back`: its import saw the cube held by this fault and opened none).
+    whose reservation sub-block still announces maintenance due at `now`, the reservation's drain is opened in its
+    place (`handed_back`: its import saw the cube held by this fault and opened none).
     """
     diff = HealthDiff()
     within = _faults_within_machines(state)
@@ -430,13 +430,13 @@ def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[Targe
     for fault in state.open_faults():
         if fault.reason.startswith(REASON_PREFIX) and fault.target in scope and fault.target not in wants:
             diff.clear.append(fault)
-    diff.handed_back = _drains_held_back(state, diff)
+    diff.handed_back = _drains_held_back(state, diff, now)
     return diff
 
 
-def _drains_held_back(state: FleetState, diff: HealthDiff) -> list[Drain]:
+def _drains_held_back(state: FleetState, diff: HealthDiff, now: str) -> list[Drain]:
     """The reservation's drains for the cubes whose k8s fault the diff closes and opens nothing on, where the
-    last reservation import announced maintenance."""
+    last reservation import announced maintenance now due (announced for later, the cube serves until then)."""
     sub_blocks = state.reservation.by_cube()
     reopened = {w.target for w in diff.open}
     out = []
@@ -446,6 +446,7 @@ def _drains_held_back(state: FleetState, diff: HealthDiff) -> list[Drain]:
         if fault.target in reopened:
             continue
         name, record = sub_blocks.get(fault.target.cube, (None, None))
-        if name is not None and record is not None and record.maintenance is not None and record.maintenance.drains:
-            out.append(Drain(record.cube, name, record.maintenance))
+        window = record.maintenance if record is not None else None
+        if name is not None and record is not None and window is not None and window.drains and window.due(now):
+            out.append(Drain(record.cube, name, window))
     return out

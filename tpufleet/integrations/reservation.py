@@ -17,9 +17,11 @@ The plan, in steps:
 2. Each sub-block is a cube of its block's pod: the cube the state already knows for its name, else the next
    cube no sub-block holds, in the order of `physicalTopology.subBlock` (the list order where absent). Sub-blocks
    beyond the pod's cubes are not placed.
-3. DEGRADED is the cube's own state (it still serves); pending or ongoing maintenance with a window is a planned
-   drain of the cube, its fault reason prefixed `reservation: ` and carrying the window. Only faults with that
-   prefix are ever cleared, and only on cubes of sub-blocks in the input (a sub-block missing says nothing).
+3. DEGRADED is the cube's own state (it still serves); ongoing maintenance, or pending maintenance whose window
+   has started, is a planned drain of the cube, its fault reason prefixed `reservation: ` and carrying the window.
+   Pending maintenance whose window starts later is announced: kept with the sub-block, the cube serving until
+   then (`plan-maintenance` moves its slices first). Only faults with that prefix are ever cleared, and only on
+   cubes of sub-blocks in the input (a sub-block missing says nothing).
 
 >>> doc = [{"name": "sb-a", "physicalTopology": {"block": "b1", "subBlock": "s0"},
 ...         "healthInfo": {"healthStatus": "DEGRADED", "healthyHostCount": 15, "degradedHostCount": 1}}]
@@ -305,6 +307,7 @@ class ReservationPlan:
     degraded_new: list[str] = field(default_factory=list)
     degraded_cleared: list[str] = field(default_factory=list)
     open: list[Drain] = field(default_factory=list)
+    announced: list[Drain] = field(default_factory=list)  # maintenance whose window starts later: no drain yet
     clear: list[Fault] = field(default_factory=list)
     moved: list[tuple[Fault, Drain]] = field(default_factory=list)  # open drains whose maintenance was rescheduled
     kept: int = 0  # drains wanted that are already open (by an earlier import or by hand)
@@ -315,7 +318,7 @@ class ReservationPlan:
         return {name: self.mapped[name] for name in (*self.new, *self.updated)}
 
 
-def plan(state: FleetState, given: ReservationInput, pod: str | None) -> ReservationPlan:
+def plan(state: FleetState, given: ReservationInput, pod: str | None, now: str) -> ReservationPlan:
     """The import of `given` against `state` (steps 1-3 of the module docstring); BadInput for an unknown pod."""
     if pod is not None and pod not in state.fleet.pod_by_name:
         known = ", ".join(sorted(state.fleet.pod_by_name))
@@ -324,7 +327,7 @@ def plan(state: FleetState, given: ReservationInput, pod: str | None) -> Reserva
     pod_of = _place_blocks(state, given, pod, out)
     _place_sub_blocks(state, given, pod_of, out)
     _health_diff(state, out)
-    _drain_diff(state, out)
+    _drain_diff(state, out, now)
     return out
 
 
@@ -408,14 +411,18 @@ def _rescheduled(existing: Fault, drain: Drain) -> bool:
     return (existing.window_start, existing.window_end) != (drain.window.start, drain.window.end)
 
 
-def _drain_diff(state: FleetState, out: ReservationPlan) -> None:
-    """Drains to open for maintenance announced, and drains this import opened whose maintenance is gone."""
+def _drain_diff(state: FleetState, out: ReservationPlan, now: str) -> None:
+    """Drains to open for maintenance due at `now`, and drains an import opened whose maintenance is gone or
+    moved to a later window (the cube serves until then)."""
     wanted: set[str] = set()
     for name, record in sorted(out.mapped.items(), key=lambda kv: kv[1].cube):
         if record.maintenance is None or not record.maintenance.drains:
             continue
-        wanted.add(record.cube)
         drain, existing = Drain(record.cube, name, record.maintenance), state.open_fault_on(CubeId(record.cube))
+        if not record.maintenance.due(now):
+            out.announced.append(drain)
+            continue
+        wanted.add(record.cube)
         if existing is None:
             out.open.append(drain)
         elif _rescheduled(existing, drain):

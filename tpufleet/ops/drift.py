@@ -7,7 +7,8 @@ What counts as drift, per source:
   (`faults_opened`, `cubes_added`, ...; `machines_named` is a count). Unplaced nodes are not drift: a cluster's
   CPU nodes are never placed.
 * `reservation` (`import reservation`): what its `--apply` would record, counted per list of the plan, and the
-  sub-blocks it cannot place (`unplaced`). The list of degraded cubes is the reservation as it is, not drift.
+  sub-blocks it cannot place (`unplaced`). The lists of degraded cubes and of maintenance announced for a later
+  window are the reservation as it is, not drift (a newly announced window is: its sub-block is updated).
 * `slices` (`import slices`): every drift item, by kind (`not_in_tpufleet`, `conflict`, `not_in_cluster`,
   `shape`, `cubes`, `state`), whether or not `--apply` would settle it.
 """
@@ -29,7 +30,7 @@ from tpufleet.ops.reservation import import_reservation
 SOURCES = ("nodes", "reservation", "slices")
 # Lists of a plan that describe the fleet as it is rather than a difference from the state, or what a difference
 # would do (`slices_hit`: the slices the faults and drains opened would stop, counted as those faults already).
-_NOT_DRIFT = {"nodes": {"unplaced", "slices_hit"}, "reservation": {"degraded", "slices_hit"}}
+_NOT_DRIFT = {"nodes": {"unplaced", "slices_hit"}, "reservation": {"degraded", "maintenance_announced", "slices_hit"}}
 _COUNTS = {"nodes": {"machines_named"}}  # counts (not lists) that are drift
 
 

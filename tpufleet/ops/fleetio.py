@@ -32,7 +32,7 @@ def import_k8s(
     placement = place(state, nodes, mapping)
     pools = plan_pools(state, nodes, mapping, placement, source, known_accelerators())
     wants, scope = wanted(nodes, placement, mapping)
-    diff = health_diff(state, wants, scope)
+    diff = health_diff(state, wants, scope, now)
     data = _record(nodes, placement, diff, source, mapping)
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial

@@ -44,6 +44,21 @@ def open_drain_notices(state: FleetState) -> list[Notice]:
     ]
 
 
+def recorded_notices(state: FleetState) -> tuple[list[Notice], str]:
+    """The notices `plan-maintenance` takes by default, and what it calls them: the open drains that carry a
+    window, then the maintenance the last `import reservation` announced for a later window (its cube still
+    serves, no planned drain open on it yet), each named by its sub-block."""
+    notices = open_drain_notices(state)
+    drained = {f.target.cube for f in state.open_faults() if f.planned and isinstance(f.target, CubeId)}
+    drained |= {n.cube for n in notices}
+    announced = [
+        Notice(r.cube, _stamp(w.start), _stamp(w.end) if w.end is not None else None, None, sub_block=name)
+        for name, r in sorted(state.reservation.sub_blocks.items(), key=lambda kv: kv[1].cube)
+        if (w := r.maintenance) is not None and w.drains and w.start is not None and r.cube not in drained
+    ]
+    return [*notices, *announced], "open maintenance drains and announced maintenance"
+
+
 def _stamp(text: str) -> str:
     """A drain's window time as a plan writes it (drains recorded before times were so kept: +00:00, fractions)."""
     return utc_stamp(text) or text

@@ -1,6 +1,7 @@
 """Use case of `import reservation`: a Compute Engine reservation's sub-blocks against the state, as a plan, and
-applied with `--apply` (sub-blocks named as cubes, degraded cubes recorded, maintenance drains opened and
-cleared through the same transitions as `inject-fault` and `clear-fault`)."""
+applied with `--apply` (sub-blocks named as cubes, degraded cubes recorded, maintenance drains opened once due
+and cleared through the same transitions as `inject-fault` and `clear-fault`; maintenance announced for later is
+kept with its sub-block and listed, the cube serving until its window)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import CubeId
-from tpufleet.integrations.reservation import ReservationInput, ReservationPlan, plan
+from tpufleet.integrations.reservation import Drain, ReservationInput, ReservationPlan, plan
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 
@@ -18,7 +19,7 @@ def import_reservation(
 ) -> Outcome:
     """The diff of the reservation against the state; with `apply`, record the sub-blocks and open and clear
     the maintenance drains."""
-    diff = plan(state, given, pod)
+    diff = plan(state, given, pod, now)
     data = _record(state, given, diff, source)
     state.reservation_after(diff.blocks, diff.changes)  # a refusal is the plan's as much as the apply's
     requests = [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.open]
@@ -58,6 +59,7 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         "drains_opened": [d.record() for d in diff.open],
         "drains_cleared": [{"id": f.id, "target": str(f.target), "reason": f.reason} for f in diff.clear],
         "drains_rescheduled": [{"id": f.id, **d.record()} for f, d in diff.moved],
+        "maintenance_announced": [_announced_row(state, d, diff.pods[d.sub_block]) for d in diff.announced],
         "unchanged_drains": diff.kept,
         "unplaced": [{"sub_block": n, "reason": why} for n, why in diff.unplaced],
         "applied": False,
@@ -66,6 +68,22 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
     data["has_changes"] = bool(diff.blocks or diff.new or diff.updated or diff.open or diff.clear or diff.moved)
     data["warning"] = _empty_list_warning(state, given, source)
     return data
+
+
+def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
+    """Maintenance whose window starts later: the cube serves until then; the slices on it now are the ones
+    `plan-maintenance` moves first."""
+    w = drain.window
+    return {
+        "sub_block": drain.sub_block,
+        "cube": drain.cube,
+        "pod": pod,
+        "type": w.kind,
+        "status": w.status,
+        "window_start": w.start,
+        "window_end": w.end,
+        "slices": state.slices_holding(drain.cube),
+    }
 
 
 def _empty_list_warning(state: FleetState, given: ReservationInput, source: str) -> str | None:
