@@ -305,3 +305,20 @@ def test_status_lists_maintenance_announced_and_the_slices_on_it(reserved, tmp_p
     assert len([m for m in rows if m["drained"]]) == 2  # the fixture's own maintenance, its windows past: drained
     line = next(x for x in reserved("status").out.splitlines() if x.startswith("maintenance announced"))
     assert "c05 from 2099-06-16T09:00:00Z (train on it)" in line
+
+
+def test_serve_exposes_announced_maintenance_and_the_slices_its_drain_would_stop(reserved, tmp_path):
+    from datetime import UTC, datetime
+
+    from tpufleet.integrations.alertmetrics import alert_families
+    from tpufleet.state import Store
+
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), 5)))
+    assert reserved("import", "reservation", announced, "--apply").code == 0
+    families = {f.name: f for f in alert_families(Store(reserved.state).load(), [], {})}
+    [start] = families["tpufleet_maintenance_window_start_timestamp_seconds"].samples
+    [slices] = families["tpufleet_maintenance_slices"].samples
+    assert start.labels["cube"] == slices.labels["cube"] == "c05"  # the fixture's own two are drained: not here
+    assert start.value == datetime(2099, 6, 16, 9, tzinfo=UTC).timestamp() and slices.value == 1

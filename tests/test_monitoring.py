@@ -85,7 +85,7 @@ def test_recording_rules_are_named_level_metric_operation():
             assert level and operation and metric.startswith("tpufleet_"), rule["record"]
 
 
-def test_every_metric_the_rules_read_is_served(fleet):
+def test_every_metric_the_rules_read_is_served(fleet, tmp_path):
     pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
     from prometheus_client.parser import text_string_to_metric_families
     from starlette.testclient import TestClient
@@ -98,6 +98,11 @@ def test_every_metric_the_rules_read_is_served(fleet):
     assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
     assert fleet("plan-xconnect", "a", "--apply").code == 0
     assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    window = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **window}}
+    sub_block = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sub_block]))
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0
     source = Source(Store(fleet.state), [GOODPUT], goodput_extras([GOODPUT], "native"))
     text = TestClient(build_app(Server(source, metrics_inputs()))).get("/metrics").text
     served = {s.name for f in text_string_to_metric_families(text) for s in f.samples}

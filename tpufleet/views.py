@@ -289,12 +289,12 @@ def _reservation_status(state: FleetState) -> Row:
         "reservation": {
             "sub_blocks": len(state.reservation.sub_blocks),
             "degraded_cubes": degraded,
-            "maintenance": _reservation_maintenance(state),
+            "maintenance": reservation_maintenance(state),
         }
     }
 
 
-def _reservation_maintenance(state: FleetState) -> list[Row]:
+def reservation_maintenance(state: FleetState) -> list[Row]:
     """The sub-blocks under announced or ongoing maintenance, earliest window first: `drained` once a planned drain
     is open on the cube, else the cube still serves and `slices` are on it (the ones to move before the window)."""
     drained = {f.target.cube for f in state.open_faults() if f.planned and isinstance(f.target, CubeId)}

@@ -2,7 +2,8 @@
 
 `tpufleet serve` adds them to its `/metrics`: each pod's spare target and free healthy cubes (as `plan-spares`
 works them out), each slice's state, throughput floor and table freshness, each open fault's opening time and the
-repair time of its kind. A fleet has tens of slices and open faults, so labelling by slice and fault stays small.
+repair time of its kind, and each maintenance a reservation announced for a later window with the slices still on
+its cube. A fleet has tens of slices and open faults, so labelling by slice and fault stays small.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from tpufleet.constants import HOUR
 from tpufleet.fleetstate import FleetState, SliceState
 from tpufleet.timeparse import parse_stamp
+from tpufleet.views import reservation_maintenance
 
 # The repair time that stands for each kind of component (the rate files' `repair_hours` keys): a chip, an
 # electrical link or a whole cube is repaired as its machine is.
@@ -30,7 +32,7 @@ def alert_families(
     """The families of one state; `spare_rows`: `plan-spares`' pods (pod, best_spares, free_healthy_cubes);
     `repair_hours`: hours to repair by rate-file key (host, link, ocs); `missing`: slices whose indexed routing
     tables are no longer kept (as `status` says them)."""
-    return [*_spares(spare_rows), *_slices(state, missing), *_faults(state, repair_hours)]
+    return [*_spares(spare_rows), *_slices(state, missing), *_faults(state, repair_hours), *_maintenance(state)]
 
 
 def _spares(rows: Sequence[Mapping[str, Any]]) -> list[Metric]:
@@ -101,3 +103,27 @@ def _faults(state: FleetState, repair_hours: Mapping[str, float]) -> list[Metric
         if key in repair_hours:
             repair.add_metric([kind], float(repair_hours[key]) * HOUR)
     return [opened, repair]
+
+
+def _maintenance(state: FleetState) -> list[Metric]:
+    """The maintenance `import reservation` found announced for a later window (no planned drain open on its cube
+    yet): when its window starts, and how many slices the drain would stop if they are not moved first."""
+    labels = ["pod", "cube", "sub_block"]
+    start = GaugeMetricFamily(
+        "tpufleet_maintenance_window_start_timestamp_seconds",
+        "Unix time the window of maintenance announced on a cube (a reservation sub-block) starts.",
+        labels=labels,
+        unit="seconds",
+    )
+    slices = GaugeMetricFamily(
+        "tpufleet_maintenance_slices",
+        "Slices on a cube under announced maintenance: its drain stops them unless they are moved first.",
+        labels=labels,
+    )
+    for row in reservation_maintenance(state):
+        when = parse_stamp(row["window_start"]) if row["window_start"] is not None else None
+        if row["drained"] or when is None:
+            continue
+        start.add_metric([row["pod"], row["cube"], row["sub_block"]], when.timestamp())
+        slices.add_metric([row["pod"], row["cube"], row["sub_block"]], len(row["slices"]))
+    return [start, slices]
