@@ -105,6 +105,9 @@ def test_a_drain_whose_maintenance_moves_to_a_later_window_is_cleared_until_then
     assert [d["target"] for d in moved.json["drains_cleared"]] == ["cube:c07"]
     assert [a["window_start"] for a in moved.json["maintenance_announced"]] == ["2099-06-20T09:00:00Z"]
     assert "cube:c07" not in {f["target"] for f in reserved("status", "-o", "json").json["faults"]}
+    assert reserved("inject-fault", "cube:c07", "--planned").code == 0  # drained ahead, as a maintenance wave does
+    ahead = reserved("import", "reservation", announced, "-o", "json").json
+    assert ahead["maintenance_announced"] == [] and ahead["drains_cleared"] == []  # not serving, not the import's
 
 
 def test_import_k8s_says_which_slice_a_not_ready_node_stops(reserved, tmp_path):

@@ -420,7 +420,10 @@ def _drain_diff(state: FleetState, out: ReservationPlan, now: str) -> None:
             continue
         drain, existing = Drain(record.cube, name, record.maintenance), state.open_fault_on(CubeId(record.cube))
         if not record.maintenance.due(now):
-            out.announced.append(drain)
+            # a drain opened ahead of the window (a maintenance wave, by hand) leaves the cube out of service; an
+            # import's own drain is cleared below, the cube serving until the window
+            if existing is None or not existing.planned or existing.reason.startswith(REASON_PREFIX):
+                out.announced.append(drain)
             continue
         wanted.add(record.cube)
         if existing is None:
