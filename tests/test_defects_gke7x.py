@@ -325,3 +325,27 @@ def test_serve_exposes_announced_maintenance_and_the_slices_its_drain_would_stop
     [slices] = families["tpufleet_maintenance_slices"].samples
     assert start.labels["cube"] == slices.labels["cube"] == "c05"  # the fixture's own two are drained: not here
     assert start.value == datetime(2099, 6, 16, 9, tzinfo=UTC).timestamp() and slices.value == 1
+
+
+def test_spares_and_capacity_count_a_cube_lost_when_its_announced_maintenance_falls_in_the_horizon(
+    reserved, tmp_path, monkeypatch
+):
+    """Announced maintenance drains its cube at the window: within the horizon the cube is no spare and counts as a
+    failure; beyond the horizon it is an ordinary cube."""
+    from tpufleet.state import store
+
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), 6)))
+    assert reserved("import", "reservation", announced, "--apply").code == 0
+
+    def spares_and_failures(now: str) -> tuple[list[str], int, int]:
+        monkeypatch.setattr(store, "utc_now", lambda: now)
+        [pod] = reserved("plan-spares", "-o", "json").json["pods"]
+        [cap] = reserved("capacity", "--confidence", "0.95", "-o", "json").json["pods"]
+        return pod["cubes_maintenance_in_horizon"], pod["free_healthy_cubes"], cap["expected_failures"]["failures"]
+
+    far, free_far, failures_far = spares_and_failures("2099-01-01T00:00:00Z")  # window 5 months on
+    near, free_near, failures_near = spares_and_failures("2099-06-12T00:00:00Z")  # within the 7-day horizon
+    assert (far, near) == ([], ["c06"])
+    assert free_near == free_far - 1 and failures_near == failures_far + 1

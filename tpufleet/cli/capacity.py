@@ -90,6 +90,7 @@ def _expected(after: int | None, confidence: float | None, horizon: str | None, 
     from tpufleet.errors import BadInput
     from tpufleet.ops.capacity import Expected
     from tpufleet.spares import parse_days
+    from tpufleet.state.store import utc_now
 
     if confidence is None:
         if fault_rates is not None or horizon is not None:
@@ -102,4 +103,5 @@ def _expected(after: int | None, confidence: float | None, horizon: str | None, 
         level,
         parse_days("7d" if horizon is None else horizon, "--horizon"),
         _rates_choice(fault_rates),
+        utc_now(),
     )

@@ -93,12 +93,14 @@ def metrics_inputs() -> MetricsInputs:
     from tpufleet.ops import spares
     from tpufleet.serve.documents import MetricsInputs
     from tpufleet.state.siminputs import load_rates
+    from tpufleet.state.store import utc_now
 
     shipped = load_rates(None)
     choice = spares.RatesChoice(shipped)
 
     def rows(state: Any) -> list[dict[str, Any]]:
-        return list(spares.plan(state, choice, SPARES_CONFIDENCE, SPARES_HORIZON_DAYS).data["pods"])
+        now = utc_now()
+        return list(spares.plan(state, choice, SPARES_CONFIDENCE, SPARES_HORIZON_DAYS, now=now).data["pods"])
 
     return MetricsInputs(rows, dict(shipped.repair_hours))
 

@@ -102,12 +102,13 @@ def plan_spares_cmd(
     healthy placement with that confidence (binomial, or Poisson-binomial where cubes differ)."""
     from tpufleet.ops import spares as ops
     from tpufleet.spares import parse_days
+    from tpufleet.state.store import utc_now
 
     level = _unit_interval(confidence, "--confidence")
     days = parse_days(horizon, "--horizon")
     choice = _rates_choice(fault_rates)
     state = ctx.obj.store().load()
-    result = ops.plan(state, choice, level, days, _names(slices), pod).data
+    result = ops.plan(state, choice, level, days, _names(slices), pod, utc_now()).data
     emit(result, output, lambda: _spares_table(result))
 
 

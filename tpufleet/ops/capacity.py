@@ -24,10 +24,11 @@ class Expected:
     confidence: float
     horizon_days: float
     rates: RatesChoice
+    now: str | None = None  # a cube whose announced maintenance starts within the horizon from it fails for sure
 
 
 def _expected_failures(state: FleetState, pod: Pod, expected: Expected) -> dict[str, Any]:
-    odds, source = cube_odds(state, pod, expected.rates, expected.horizon_days)
+    odds, source = cube_odds(state, pod, expected.rates, expected.horizon_days, expected.now)
     up = list(odds.values())  # the cubes up now
     k = spares.failures_at_confidence(up, expected.confidence)
     return {

@@ -22,6 +22,7 @@ from tpufleet.state.journal import whole_from_first
 from tpufleet.state.store import Store
 from tpufleet.text import probability_text
 from tpufleet.timeparse import parse_stamp
+from tpufleet.views import reservation_maintenance
 
 MODEL = (
     "a cube is fully healthy over the horizon when none of its hosts and optical links fails in [-repair, horizon] "
@@ -85,6 +86,23 @@ def _down_now(state: FleetState) -> set[str]:
     return set(health.cubes_out) | {link.cube for link in health.links_down}
 
 
+def _maintenance_within(state: FleetState, now: str | None, horizon_days: float) -> frozenset[str]:
+    """The cubes up now whose maintenance, announced by the reservation for a later window, starts within the
+    horizon: they will be drained in it, so they count as lost (none without `now`)."""
+    start = parse_stamp(now) if now is not None else None
+    if start is None:
+        return frozenset()
+    try:
+        end = start + timedelta(days=horizon_days)
+    except OverflowError:  # a horizon past the calendar's end: every announced window is within it
+        end = datetime.max.replace(tzinfo=start.tzinfo)
+    return frozenset(
+        row["cube"]
+        for row in reservation_maintenance(state)
+        if not row["drained"] and (when := parse_stamp(row["window_start"] or "")) is not None and when <= end
+    )
+
+
 def _selected(state: FleetState, names: Sequence[str] | None) -> list[Slice]:
     """The slices asked for (a job's name: its slices), each once; all but the evicted ones by default."""
     if names is None:  # an evicted slice runs on none of its cubes: a spare would stand in for nothing
@@ -107,15 +125,18 @@ def plan(
     horizon_days: float,
     slice_names: Sequence[str] | None = None,
     pod_name: str | None = None,
+    now: str | None = None,
 ) -> Outcome:
     """Per pod: each cube's probability of staying fully healthy, the healthy cubes at the confidence, the spares
-    the chosen slices need and the cubes to hold back (read only: no change)."""
+    the chosen slices need and the cubes to hold back (read only: no change). At `now`, a cube whose announced
+    maintenance starts within the horizon counts as lost (its drain will take it)."""
     if pod_name is not None and pod_name not in state.fleet.pod_by_name:
         known = ", ".join(state.fleet.pod_by_name)
         raise BadInput(f"bad option --pod: {shown(pod_name)} is not a pod (pods: {known})")
     chosen = _selected(state, slice_names)
     pods = [p for p in state.fleet.pods if pod_name in (None, p.name)]
-    context = _Context(state, _history(state), _down_now(state), state.machine_usage())
+    maintenance = _maintenance_within(state, now, horizon_days)
+    context = _Context(state, _history(state), _down_now(state), state.machine_usage(), maintenance)
     rows = [
         _pod_plan(context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days)
         for pod in pods
@@ -137,6 +158,7 @@ class _Context:
     history: dict[str, int]
     down: set[str]
     usage: dict[str, set[int]]
+    maintenance: frozenset[str] = frozenset()  # up now, drained for announced maintenance within the horizon
 
 
 def _pod_plan(
@@ -149,7 +171,8 @@ def _pod_plan(
     own = list(dict.fromkeys(c for s in slices for c in _runs_on(s)[1]))  # sub-cube slices sharing a cube: once
     position = {c: i for i, c in enumerate(pod.cubes)}
     # a cube up now is free however small its odds (they underflow to 0 over a long horizon): only down is not
-    free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in ctx.down]
+    lost = ctx.down | ctx.maintenance
+    free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in lost]
     free.sort(key=lambda c: (-odds[c], position[c]))
     # the cluster's node pools tpufleet has not placed hold some of them (which, unknown): as many are no spares,
     # counted off the least reliable end
@@ -166,6 +189,7 @@ def _pod_plan(
         "hosts_per_cube": hosts,
         "p_cube": clean,
         "cubes_down_now": sorted(c for c in pod.cubes if c in ctx.down),
+        "cubes_maintenance_in_horizon": sorted(c for c in pod.cubes if c in ctx.maintenance),
         "cubes_with_history": {c: ctx.history[c] for c in pod.cubes if ctx.history.get(c) and c not in ctx.down},
         "expected_healthy": sum(odds.values()),
         "healthy_cubes_at_confidence": spares.cubes_at_confidence(list(odds.values()), confidence),
@@ -184,22 +208,25 @@ def _pod_plan(
 
 
 def _odds(ctx: _Context, pod: Pod, rates: spares.ComponentRates, hosts: int, horizon: float) -> dict[str, float]:
-    """Each cube's probability of staying fully healthy over the horizon (0 for a cube down now)."""
+    """Each cube's probability of staying fully healthy over the horizon (0 for a cube down now, or drained for
+    announced maintenance within the horizon)."""
     return {
         c: 0.0
-        if c in ctx.down
+        if c in ctx.down or c in ctx.maintenance
         else spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, ctx.history.get(c, 0), up_now=True)
         for c in pod.cubes
     }
 
 
-def cube_odds(state: FleetState, pod: Pod, choice: RatesChoice, horizon: float) -> tuple[dict[str, float], str]:
+def cube_odds(
+    state: FleetState, pod: Pod, choice: RatesChoice, horizon: float, now: str | None = None
+) -> tuple[dict[str, float], str]:
     """Each cube up now with its probability of staying fully healthy over the horizon as `plan-spares` works it
-    out (which may underflow to 0 over a long horizon: such a cube is up, and sure to fail), and where the pod's
-    rates came from."""
+    out (which may underflow to 0 over a long horizon: such a cube is up, and sure to fail; 0 too for a cube whose
+    announced maintenance starts within the horizon from `now`), and where the pod's rates came from."""
     rates, source, gen = _pod_rates(pod, choice)
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
-    ctx = _Context(state, _history(state), _down_now(state), {})
+    ctx = _Context(state, _history(state), _down_now(state), {}, _maintenance_within(state, now, horizon))
     odds = _odds(ctx, pod, rates, hosts, horizon)
     return {c: p for c, p in odds.items() if c not in ctx.down}, source
 
