@@ -349,3 +349,29 @@ def test_spares_and_capacity_count_a_cube_lost_when_its_announced_maintenance_fa
     near, free_near, failures_near = spares_and_failures("2099-06-12T00:00:00Z")  # within the 7-day horizon
     assert (far, near) == ([], ["c06"])
     assert free_near == free_far - 1 and failures_near == failures_far + 1
+
+
+def test_allocation_takes_a_cube_under_announced_maintenance_last(reserved, tmp_path):
+    given = json.loads(RESERVATION.read_text())
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(given, 0)))
+    plan = reserved("import", "reservation", announced, "--apply", "-o", "json")
+    [row] = plan.json["maintenance_announced"]
+    whole = reserved("allocate", "a", "--shape", "4x4x8", "-o", "json")
+    sub = reserved("allocate", "b", "--shape", "2x2x1", "-o", "json")
+    assert whole.code == sub.code == 0
+    assert row["cube"] not in whole.json["cubes"] and row["cube"] not in sub.json["cubes"]
+
+
+def test_a_cube_under_announced_maintenance_is_still_taken_when_no_other_fits():
+    from tpufleet.allocation import allocate
+    from tpufleet.health import Health
+    from tpufleet.model import default_fleet
+    from tpufleet.shapes import parse_shape
+
+    fleet = default_fleet()
+    pod = fleet.pods[0]
+    health = Health(maintenance=frozenset({pod.cubes[0]}))
+    assert allocate(parse_shape("4x4x4"), fleet, {}, health, pod.name).cubes == (pod.cubes[1],)
+    others = {c: set(range(16)) for c in pod.cubes[1:]}
+    assert allocate(parse_shape("4x4x4"), fleet, others, health, pod.name).cubes == (pod.cubes[0],)

@@ -121,6 +121,7 @@ def allocate(
     reports = []
     for p in pods:
         free = [c for c in p.cubes if c not in used and usable(c)]
+        free.sort(key=lambda c: c in health.maintenance)  # stable: cubes under announced maintenance last
         if len(free) - health.held.get(p.name, 0) >= shape.cubes:
             chosen = tuple(free[: shape.cubes])
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
@@ -219,7 +220,7 @@ def _take_given(
 def _best_fit_subcube(
     shape: Shape, pods: Sequence[Pod], used: MachineUsage, health: Health, only: str | None = None
 ) -> Allocation:
-    best: tuple[tuple[int, int, int], str, str, Vec, tuple[int, ...]] | None = None
+    best: tuple[tuple[bool, int, int, int], str, str, Vec, tuple[int, ...]] | None = None
     for i, p in enumerate(pods):
         # a whole free cube a torus can use is one the pod's unplaced node pools may hold, when they hold all it
         # has left (a cube with a port down is none they could use)
@@ -233,8 +234,9 @@ def _best_fit_subcube(
             for origin, machines in _subcube_boxes(shape):
                 if taken.isdisjoint(machines):
                     # Best fit: the fullest cube that still fits keeps whole cubes free for big slices; among
-                    # equals the first in the fleet's order (c64 before c100, as names they sort the other way)
-                    key = (-len(taken), i, j)
+                    # equals the first in the fleet's order (c64 before c100, as names they sort the other way);
+                    # a cube under announced maintenance only when no other fits
+                    key = (cube in health.maintenance, -len(taken), i, j)
                     if best is None or key < best[0]:
                         best = (key, p.name, cube, origin, machines)
                     break

@@ -430,6 +430,11 @@ class FleetState:
 
             self._health = health_of(self.faults)
             self._health.held = unplaced_cubes(self.k8s.node_pools.values())
+            self._health.maintenance = frozenset(
+                r.cube
+                for r in self.reservation.sub_blocks.values()
+                if r.maintenance is not None and r.maintenance.drains and r.cube not in self._health.cubes_out
+            )
         return self._health
 
     def _faults_changed(self) -> None:
@@ -678,6 +683,7 @@ class FleetState:
         """Record (or update) which pod each physical block is and which cube each sub-block is, with its health
         and maintenance; Refused if a cube would be two sub-blocks."""
         self.reservation = self.reservation_after(blocks, sub_blocks)
+        self._health = None  # the cubes under announced maintenance may have changed
 
     def reservation_after(
         self, blocks: Mapping[str, str], sub_blocks: Mapping[str, SubBlockRecord]

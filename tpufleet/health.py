@@ -27,6 +27,9 @@ class Health:
     # pod -> whole cubes the cluster's node pools hold that tpufleet has not placed (`import k8s`): which cubes is
     # unknown, so an allocation leaves that many free in the pod
     held: dict[str, int] = field(default_factory=dict)
+    # cubes in the pool whose maintenance the reservation announced for a later window: an allocation takes them
+    # last, so a new slice or a move does not land where a drain is due
+    maintenance: frozenset[str] = frozenset()
 
     def room(self, pod: str, cubes: Iterable[str], used: Iterable[str]) -> int:
         """Free cubes of a pod (its `cubes`; `used` those slices hold) a torus can use (every port working), less
