@@ -375,3 +375,17 @@ def test_a_cube_under_announced_maintenance_is_still_taken_when_no_other_fits():
     assert allocate(parse_shape("4x4x4"), fleet, {}, health, pod.name).cubes == (pod.cubes[1],)
     others = {c: set(range(16)) for c in pod.cubes[1:]}
     assert allocate(parse_shape("4x4x4"), fleet, others, health, pod.name).cubes == (pod.cubes[0],)
+
+
+def test_explain_says_a_slice_on_a_cube_under_announced_maintenance_must_move_first(reserved, tmp_path):
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    assert reserved("plan-xconnect", "train", "--apply").code == 0
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), 5)))
+    assert reserved("import", "reservation", announced, "--apply").code == 0
+    sl = reserved("explain", "train", "-o", "json").json
+    assert any(w.startswith("cube c05 goes into maintenance at 2099-06-16T09:00:00Z") for w in sl["why"])
+    assert sl["next"][0].startswith("tpufleet plan-maintenance")
+    cube = reserved("explain", "cube:c05", "-o", "json").json
+    assert cube["state"] == "healthy" and cube["slices"] == ["train"]
+    assert any(w.startswith("maintenance announced from 2099-06-16T09:00:00Z") for w in cube["why"])

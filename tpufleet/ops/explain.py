@@ -16,7 +16,7 @@ from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
-from tpufleet.views import missing_xconnects
+from tpufleet.views import missing_xconnects, reservation_maintenance
 
 Row = dict[str, Any]
 
@@ -288,6 +288,7 @@ def explain_slice(
     if sl.state.wired and routes != "fresh" and not sl.machines:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
+    _maintenance_ahead(state, sl, why, next_steps)
     rewire = _wiring_steps(state, sl, now, why, next_steps)
     if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
         link = (linked_tables or {}).get(sl.name)
@@ -311,6 +312,25 @@ def explain_slice(
         "proposal": sl.proposal.record() if sl.proposal else None,
         "job": sl.job,
     }
+
+
+def _announced_on(state: FleetState, cubes: Collection[str]) -> list[Row]:
+    """The maintenance the reservation announced for a later window on these cubes (no drain open yet)."""
+    return [m for m in reservation_maintenance(state) if m["cube"] in cubes and not m["drained"]]
+
+
+def _maintenance_ahead(state: FleetState, sl: Slice, why: list[str], next_steps: list[str]) -> None:
+    """A running (or about to run) slice on a cube whose announced maintenance will drain it: move it first."""
+    if sl.state is SliceState.EVICTED:
+        return
+    ahead = _announced_on(state, sl.cubes)
+    for m in ahead:
+        why.append(
+            f"cube {m['cube']} goes into maintenance at {m['window_start'] or 'an unknown time'} (reservation "
+            f"sub-block {m['sub_block']}): its drain stops the slice unless it is moved first"
+        )
+    if ahead:
+        next_steps.append("tpufleet plan-maintenance --out plan.json (then apply-maintenance plan.json --wave N)")
 
 
 def _containing(state: FleetState, target: TargetId) -> list[Fault]:
@@ -381,6 +401,12 @@ def explain_target(state: FleetState, target: TargetId) -> Row:
     faults = _containing(state, target)
     slices = _dependents(state, target)
     why = [] if faults else [f"`tpufleet inject-fault {target} --dry-run` shows what a failure here would do"]
+    if isinstance(target, CubeId):
+        why += [
+            f"maintenance announced from {m['window_start'] or '?'} to {m['window_end'] or '?'} (reservation "
+            f"sub-block {m['sub_block']}): the cube serves until then"
+            for m in _announced_on(state, {target.cube})
+        ]
     return {
         "kind": target.kind,
         "target": str(target),
