@@ -69,16 +69,31 @@ def spreadsheet_cell(value: str) -> str:
     return "'" + value if value.startswith(_SPREADSHEET_QUOTED) else value
 
 
-def probability_text(value: float) -> str:
+def probability_text(value: float, against: float | None = None) -> str:
     """A probability for a table: four decimals, two significant digits below 0.001 (3.2e-05, not 0.0000, which
     reads as never), and above 0.9999 as many decimals as give 1 - value two significant digits (0.999950, not
-    1.0000, which reads as always).
+    1.0000, which reads as always). Shown `against` a threshold it is compared with (a confidence), it keeps
+    the side of it the value is on: 0.94999996 against 0.95 is not 0.9500, which reads as meeting it.
 
     >>> probability_text(0.98), probability_text(3.2e-05), probability_text(0.99995), probability_text(0.9999997)
     ('0.9800', '3.2e-05', '0.999950', '0.99999970')
     >>> probability_text(1.0), probability_text(0.0)
     ('1.0000', '0.0000')
+    >>> probability_text(0.94999996, 0.95), probability_text(0.999912, 0.99991), probability_text(0.96, 0.95)
+    ('0.94999996', '0.99991', '0.9600')
     """
+    text = _probability_text(value)
+    if against is None or (float(text) >= against) == (value >= against):
+        return text
+    style = "e" if "e" in text else "f"
+    for digits in range(2 if style == "e" else 5, 18):  # 17 significant digits tell any two doubles apart
+        text = f"{value:.{digits}{style}}"
+        if (float(text) >= against) == (value >= against):
+            break
+    return text
+
+
+def _probability_text(value: float) -> str:
     if 0 < value < 1e-3:
         return f"{value:.1e}"
     if f"{value:.4f}" == "1.0000" and value < 1:

@@ -15,7 +15,7 @@ def _expected_line(result: dict[str, Any], p: dict[str, Any]) -> str:
     e, days = p["expected_failures"], result["horizon_days"]
     return (
         f"  expected case: at most {e['failures']} of {e['cubes_up']} cubes fail over {days:g} "
-        f"day{'' if days == 1 else 's'} with probability {probability_text(e['probability'])} (>= {result['confidence']}; {e['rates_source']})"
+        f"day{'' if days == 1 else 's'} with probability {probability_text(e['probability'], result['confidence'])} (>= {result['confidence']}; {e['rates_source']})"
     )
 
 

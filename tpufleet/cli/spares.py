@@ -59,7 +59,7 @@ def _spares_table(result: dict[str, Any]) -> str:
                 p["healthy_cubes_at_confidence"],
                 p["needed_cubes"],
                 "-" if p["spares"] is None else p["spares"],
-                probability_text(p["probability"]),
+                probability_text(p["probability"], result["confidence"]),
                 (held[:60] + "...") if len(held) > 63 else (held or "-"),
             ]
         )

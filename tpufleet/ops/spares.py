@@ -203,7 +203,7 @@ def _pod_plan(
         "best_spares": curve.best,
         "hold_back": free[: curve.best],
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
-        "note": _note(slices, curve, len(free)),
+        "note": _note(slices, curve, len(free), confidence),
     }
 
 
@@ -242,7 +242,7 @@ def _ocs_term(
     return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD, up_now=True)
 
 
-def _note(slices: list[Slice], curve: spares.SpareCurve, free: int) -> str | None:
+def _note(slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: float) -> str | None:
     if not slices:
         return "no running slices in this pod: nothing to hold back"
     if curve.spares is None:
@@ -252,7 +252,7 @@ def _note(slices: list[Slice], curve: spares.SpareCurve, free: int) -> str | Non
             else "more do not help: the OCS term or the cubes down now cap it"
         )
         return (
-            f"the confidence is out of reach: at most {probability_text(curve.probability)}, with {curve.best} of the {free} free "
+            f"the confidence is out of reach: at most {probability_text(curve.probability, confidence)}, with {curve.best} of the {free} free "
             f"healthy cubes held back ({why})"
         )
     return None
