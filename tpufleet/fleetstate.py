@@ -73,6 +73,14 @@ class Fault:
     def is_open(self) -> bool:
         return self.cleared is None
 
+    @property
+    def history_cube(self) -> str | None:
+        """The cube whose record this fault marks once cleared (`plan-spares`' history): an unplanned fault of
+        anything inside a cube; None for a drain or an OCS, which say nothing of a cube's own reliability."""
+        if self.planned or isinstance(self.target, OcsId):
+            return None
+        return self.target.cube
+
     def record(self) -> dict[str, object]:
         """Its JSON form in command output (`-o json`); the state file's form is `tpufleet.state.records`'s."""
         out: dict[str, object] = {
@@ -415,6 +423,8 @@ class FleetState:
     jobs: dict[str, Job] = field(default_factory=dict)
     reservation: ReservationNames = field(default_factory=ReservationNames)
     alert_marks: dict[str, AlertMark] = field(default_factory=dict)  # by fingerprint, oldest first
+    # cube -> cleared unplanned faults moved from the state to the journal (`prune_cleared`): their history stays
+    pruned_history: dict[str, int] = field(default_factory=dict)
     # Derived from `faults`, kept while they do not change, so a batch of faults costs linear time.
     _health: Health | None = field(default=None, init=False, repr=False, compare=False)
     _open_by_target: dict[TargetId, Fault] | None = field(default=None, init=False, repr=False, compare=False)
@@ -600,12 +610,17 @@ class FleetState:
 
     def prune_cleared(self, keep: int) -> list[Fault]:
         """Drop all but the `keep` most recently cleared faults from the live state and return the dropped ones
-        (oldest first), so the state grows with the fleet and not with its age; their records go to the journal."""
+        (oldest first), so the state grows with the fleet and not with its age; their records go to the journal, and
+        their count per cube stays (`pruned_history`)."""
         cleared = [f for f in self.faults if not f.is_open]
         if len(cleared) <= keep:
             return []
         cleared.sort(key=lambda f: (f.cleared or "", int(f.id[1:])))
         dropped = cleared[: len(cleared) - keep]
+        for f in dropped:
+            cube = f.history_cube
+            if cube is not None:
+                self.pruned_history[cube] = self.pruned_history.get(cube, 0) + 1
         gone = {f.id for f in dropped}
         self.faults = [f for f in self.faults if f.id not in gone]
         self._faults_changed()

@@ -73,11 +73,13 @@ def _pod_rates(pod: Pod, choice: RatesChoice) -> tuple[spares.ComponentRates, st
 
 
 def _history(state: FleetState) -> dict[str, int]:
-    """cube -> cleared unplanned faults on its hosts, chips, electrical or optical links (the state's list)."""
-    out: dict[str, int] = {}
+    """cube -> cleared unplanned faults on its hosts, chips, electrical or optical links (the state's list, and
+    the count of those moved to the journal)."""
+    out = dict(state.pruned_history)
     for f in state.faults:
-        if not f.is_open and not f.planned and not isinstance(f.target, OcsId):
-            out[f.target.cube] = out.get(f.target.cube, 0) + 1
+        cube = f.history_cube
+        if not f.is_open and cube is not None:
+            out[cube] = out.get(cube, 0) + 1
     return out
 
 

@@ -54,6 +54,7 @@ def decode(doc: Doc) -> FleetState:
         jobs={name: _decode_job(name, job) for name, job in doc.get("jobs", {}).items()},
         reservation=_decode_reservation(doc.get("reservation", {})),
         alert_marks=_decode_alert_marks(doc.get("alert_marks", [])),
+        pruned_history=dict(doc.get("pruned_fault_history", {})),
     )
 
 
@@ -201,6 +202,8 @@ def encode(state: FleetState) -> Doc:
         }
     if state.alert_marks:  # only while alerts that opened faults are remembered, as for `k8s`
         doc["alert_marks"] = [records.alert_mark_doc(m) for m in state.alert_marks.values()]
+    if state.pruned_history:  # only once cleared faults have been moved to the journal
+        doc["pruned_fault_history"] = dict(sorted(state.pruned_history.items()))
     return doc
 
 

@@ -176,6 +176,12 @@ STATE_SCHEMA = {
         "jobs": _JOBS,
         "reservation": _RESERVATION,
         "alert_marks": _ALERT_MARKS,
+        # cube -> cleared unplanned faults moved to the journal (their count stays for plan-spares' history)
+        "pruned_fault_history": {
+            "type": "object",
+            "propertyNames": _CUBE,
+            "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_SERIAL},
+        },
         "fleet": {
             "type": "object",
             "required": ["pods"],
@@ -341,6 +347,9 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
     _check_jobs(doc.get("jobs", {}), doc["slices"], file)
     _check_reservation(doc.get("reservation", {}), pods, seen, file)
     _check_alert_marks(doc.get("alert_marks", []), file)
+    for cube in doc.get("pruned_fault_history", {}):
+        if cube not in seen:
+            raise BadStateFile(file, f"pruned_fault_history.{cube}", cube, f"no cube {cube} in the fleet")
 
 
 def _check_alert_marks(marks: list[dict[str, Any]], file: str) -> None:
