@@ -36,3 +36,12 @@ def test_a_history_naming_a_cube_the_fleet_lacks_is_refused_naming_the_field(pru
     path.write_text(json.dumps(doc))
     r = pruned("status")
     assert r.code == 2 and "pruned_fault_history.c999" in r.err
+
+
+def test_a_horizon_too_long_for_the_cubes_names_them_not_the_ocs(fleet):
+    """Over 999,999 hours no cube is likely to stay healthy: the note says the slices' cubes cap it, not the OCS term
+    or cubes down now (a fault-tolerant slice has no OCS term; no cube is down)."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    [pod0] = [p for p in fleet("plan-spares", "--horizon", "999999h", "-o", "json").json["pods"] if p["pod"] == "pod0"]
+    assert pod0["ocs_all_up"] == 1.0 and pod0["cubes_down_now"] == [] and pod0["spares"] is None
+    assert "own cubes" in pod0["note"] and "OCS" not in pod0["note"]

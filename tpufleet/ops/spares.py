@@ -205,7 +205,7 @@ def _pod_plan(
         "best_spares": curve.best,
         "hold_back": free[: curve.best],
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
-        "note": _note(slices, curve, len(free), confidence),
+        "note": _note(slices, curve, len(free), confidence, _caps(ocs, [odds[c] for c in own])),
     }
 
 
@@ -244,15 +244,26 @@ def _ocs_term(
     return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD, up_now=True)
 
 
-def _note(slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: float) -> str | None:
+def _caps(ocs: float, own: Sequence[float]) -> str:
+    """What caps the probability when spares stop helping: the OCS term, the slices' cubes down now, or else the
+    slices' own cubes' odds of staying healthy over the horizon (a long horizon)."""
+    causes = [
+        "the OCS term" if ocs < 1.0 else "",
+        "the cubes down now" if any(p == 0.0 for p in own) else "",
+    ]
+    named = " and ".join(c for c in causes if c)
+    return named or "the slices' own cubes, unlikely to stay healthy over the horizon"
+
+
+def _note(slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: float, caps: str) -> str | None:
+    """`caps`: what holds the probability down once more spares stop helping (`_caps`)."""
     if not slices:
         return "no running slices in this pod: nothing to hold back"
     if curve.spares is None:
-        why = (
-            "every free cube held back: the pod has no more"
-            if curve.best >= free
-            else "more do not help: the OCS term or the cubes down now cap it"
-        )
+        if curve.best >= free:
+            why = "every free cube held back: the pod has no more"
+        else:
+            why = f"more do not help: {caps} cap it"
         return (
             f"the confidence is out of reach: at most {probability_text(curve.probability, confidence)}, with {curve.best} of the {free} free "
             f"healthy cubes held back ({why})"
