@@ -89,20 +89,24 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def metrics_inputs() -> MetricsInputs:
-    """plan-spares' spare target per pod (the pods' rates, 95% over 7 days) and the shipped repair times."""
+    """plan-spares' spare target per pod (the pods' rates, 95% over 7 days, at the time of the scrape) and the
+    shipped repair times."""
     from tpufleet.ops import spares
     from tpufleet.serve.documents import MetricsInputs
+    from tpufleet.state import store
     from tpufleet.state.siminputs import load_rates
-    from tpufleet.state.store import utc_now
 
     shipped = load_rates(None)
     choice = spares.RatesChoice(shipped)
 
     def rows(state: Any) -> list[dict[str, Any]]:
-        now = utc_now()
+        now = store.utc_now()  # at each making of the metrics, not when serve started
         return list(spares.plan(state, choice, SPARES_CONFIDENCE, SPARES_HORIZON_DAYS, now=now).data["pods"])
 
-    return MetricsInputs(rows, dict(shipped.repair_hours))
+    def moment(state: Any) -> frozenset[str]:  # what of the clock the rows depend on: a cube entering the horizon
+        return spares.maintenance_within(state, store.utc_now(), SPARES_HORIZON_DAYS)
+
+    return MetricsInputs(rows, dict(shipped.repair_hours), moment)
 
 
 def goodput_extras(paths: list[Path], fmt: str) -> Any:

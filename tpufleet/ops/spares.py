@@ -88,7 +88,7 @@ def _down_now(state: FleetState) -> set[str]:
     return set(health.cubes_out) | {link.cube for link in health.links_down}
 
 
-def _maintenance_within(state: FleetState, now: str | None, horizon_days: float) -> frozenset[str]:
+def maintenance_within(state: FleetState, now: str | None, horizon_days: float) -> frozenset[str]:
     """The cubes up now whose maintenance, announced by the reservation for a later window, starts within the
     horizon: they will be drained in it, so they count as lost (none without `now`)."""
     start = parse_stamp(now) if now is not None else None
@@ -137,7 +137,7 @@ def plan(
         raise BadInput(f"bad option --pod: {shown(pod_name)} is not a pod (pods: {known})")
     chosen = _selected(state, slice_names)
     pods = [p for p in state.fleet.pods if pod_name in (None, p.name)]
-    maintenance = _maintenance_within(state, now, horizon_days)
+    maintenance = maintenance_within(state, now, horizon_days)
     context = _Context(state, _history(state), _down_now(state), state.machine_usage(), maintenance)
     rows = [
         _pod_plan(context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days)
@@ -228,7 +228,7 @@ def cube_odds(
     announced maintenance starts within the horizon from `now`), and where the pod's rates came from."""
     rates, source, gen = _pod_rates(pod, choice)
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
-    ctx = _Context(state, _history(state), _down_now(state), {}, _maintenance_within(state, now, horizon))
+    ctx = _Context(state, _history(state), _down_now(state), {}, maintenance_within(state, now, horizon))
     odds = _odds(ctx, pod, rates, hosts, horizon)
     return {c: p for c, p in odds.items() if c not in ctx.down}, source
 

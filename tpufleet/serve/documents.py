@@ -5,7 +5,7 @@ metrics` with the mixin's families, and the page of `report -o html` refreshing 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -24,10 +24,13 @@ PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 @dataclass(frozen=True)
 class MetricsInputs:
-    """What the mixin's families need beside the state: `plan-spares`' inputs and the repair times."""
+    """What the mixin's families need beside the state: `plan-spares`' inputs and the repair times; `moment`: what
+    of the clock the spare rows depend on for a state (the cubes whose announced maintenance has come within the
+    horizon), so that the metrics are made again when it changes, not only at a commit."""
 
     spare_rows: Callable[[FleetState], list[dict[str, Any]]]
     repair_hours: Mapping[str, float]
+    moment: Callable[[FleetState], Hashable] = lambda state: ()
 
 
 def status(snap: Snapshot) -> bytes:
@@ -75,10 +78,9 @@ class _Families(Collector):
 
 def metrics(snap: Snapshot, extras: Extras, openmetrics: bool, inputs: MetricsInputs) -> bytes:
     """The families of `tpufleet metrics` (with the goodput of `serve --goodput`, `extras`), then the mixin's: made
-    once for a serial and a read of the logs."""
-    return snap.cached(
-        f"metrics:{openmetrics}", lambda: _exposition(snap, extras.values, openmetrics, inputs), extras.key
-    )
+    once for a serial, a read of the logs and a moment of the clock as the spare rows see it."""
+    version = (extras.key, inputs.moment(snap.store.state))
+    return snap.cached(f"metrics:{openmetrics}", lambda: _exposition(snap, extras.values, openmetrics, inputs), version)
 
 
 def _exposition(snap: Snapshot, extras: Mapping[str, Any], openmetrics: bool, inputs: MetricsInputs) -> bytes:

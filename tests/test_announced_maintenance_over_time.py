@@ -1,0 +1,52 @@
+"""Maintenance a reservation announced for a later window, as the clock moves towards it with no commit in between:
+what depends on the time (the spare target counts the cube as lost once its window starts within the horizon) must
+follow the clock, not the last commit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+WINDOW = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
+
+
+@pytest.fixture
+def announced(fleet, tmp_path):
+    """A TPU v4 pod with one slice, and maintenance announced on the sub-block that is cube c00 (free)."""
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sub_block = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sub_block]))
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c10,c11").code == 0
+    r = fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [a["cube"] for a in r.json["maintenance_announced"]] == ["c00"]
+    return fleet
+
+
+def test_served_spare_figures_follow_the_clock_into_the_maintenance_horizon(announced, monkeypatch):
+    """`serve` made its metrics once per serial: the spare target and free healthy cubes scraped a month before
+    the window stayed as they were once the window came within plan-spares' 7 days, while `plan-spares` (and the
+    same figures after any commit) counted the cube as lost."""
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    from prometheus_client.parser import text_string_to_metric_families
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import store
+    from tpufleet.state.store import Store
+
+    client = TestClient(build_app(Server(Source(Store(announced.state)), metrics_inputs())))
+
+    def served() -> float:
+        text = client.get("/metrics").text
+        families = text_string_to_metric_families(text)
+        return next(s.value for f in families for s in f.samples if s.name == "tpufleet_pod_free_healthy_cubes")
+
+    for now in ("2099-05-16T09:00:00Z", "2099-06-12T09:00:00Z"):  # a month ahead, then 4 days ahead
+        monkeypatch.setattr(store, "utc_now", lambda now=now: now)
+        spares = announced("plan-spares", "-o", "json").json["pods"][0]
+        assert served() == spares["free_healthy_cubes"], now
+    assert spares["cubes_maintenance_in_horizon"] == ["c00"]
