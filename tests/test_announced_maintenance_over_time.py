@@ -50,3 +50,14 @@ def test_served_spare_figures_follow_the_clock_into_the_maintenance_horizon(anno
         spares = announced("plan-spares", "-o", "json").json["pods"][0]
         assert served() == spares["free_healthy_cubes"], now
     assert spares["cubes_maintenance_in_horizon"] == ["c00"]
+
+
+def test_a_failed_cube_under_announced_maintenance_is_down_now_not_also_in_the_horizon(announced, monkeypatch):
+    """`cubes_maintenance_in_horizon` is the cubes up now that its drain will take: a cube that failed is listed down
+    now only, so the two lists add up to the cubes lost (it was in both)."""
+    from tpufleet.state import store
+
+    assert announced("inject-fault", "cube:c00", "--reason", "power supply").code == 0
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-12T09:00:00Z")
+    pod = announced("plan-spares", "-o", "json").json["pods"][0]
+    assert pod["cubes_down_now"] == ["c00"] and pod["cubes_maintenance_in_horizon"] == []

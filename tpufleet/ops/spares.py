@@ -98,10 +98,14 @@ def maintenance_within(state: FleetState, now: str | None, horizon_days: float) 
         end = start + timedelta(days=horizon_days)
     except OverflowError:  # a horizon past the calendar's end: every announced window is within it
         end = datetime.max.replace(tzinfo=start.tzinfo)
+    down = _down_now(state)  # a cube that failed is lost already: counted once, as down now
     return frozenset(
         row["cube"]
         for row in reservation_maintenance(state)
-        if not row["drained"] and (when := parse_stamp(row["window_start"] or "")) is not None and when <= end
+        if not row["drained"]
+        and row["cube"] not in down
+        and (when := parse_stamp(row["window_start"] or "")) is not None
+        and when <= end
     )
 
 
