@@ -389,3 +389,24 @@ def test_explain_says_a_slice_on_a_cube_under_announced_maintenance_must_move_fi
     cube = reserved("explain", "cube:c05", "-o", "json").json
     assert cube["state"] == "healthy" and cube["slices"] == ["train"]
     assert any(w.startswith("maintenance announced from 2099-06-16T09:00:00Z") for w in cube["why"])
+
+
+def test_status_says_a_started_window_waits_for_the_import_and_a_failed_cube_is_not_serving(
+    reserved, tmp_path, monkeypatch
+):
+    from tpufleet.state import store
+
+    announced = tmp_path / "sb.json"
+    doc = _maintenance_announced_on(json.loads(RESERVATION.read_text()), 5)
+    doc[6]["reservationSubBlockMaintenance"] = copy.deepcopy(doc[5]["reservationSubBlockMaintenance"])
+    announced.write_text(json.dumps(doc))
+    assert reserved("import", "reservation", announced, "--apply").code == 0
+    assert reserved("inject-fault", "cube:c06").code == 0  # a failure: c06 serves nothing now
+    plan = reserved("import", "reservation", announced, "-o", "json").json
+    assert {a["cube"]: a["out_of_pool"] for a in plan["maintenance_announced"]} == {"c05": False, "c06": True}
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")
+    line = next(x for x in reserved("status").out.splitlines() if x.startswith("maintenance announced"))
+    assert "c05 from 2099-06-16T09:00:00Z (started: tpufleet import reservation opens its drain)" in line
+    assert "c06" not in line
+    why = reserved("explain", "cube:c06", "-o", "json").json["why"]
+    assert any("a fault holds the cube out of the pool now" in w for w in why)

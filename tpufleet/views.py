@@ -296,8 +296,10 @@ def _reservation_status(state: FleetState) -> Row:
 
 def reservation_maintenance(state: FleetState) -> list[Row]:
     """The sub-blocks under announced or ongoing maintenance, earliest window first: `drained` once a planned drain
-    is open on the cube, else the cube still serves and `slices` are on it (the ones to move before the window)."""
+    is open on the cube, `out_of_pool` while any fault holds it out (a failure too), else the cube still serves and
+    `slices` are on it (the ones to move before the window)."""
     drained = {f.target.cube for f in state.open_faults() if f.planned and isinstance(f.target, CubeId)}
+    out = state.health().cubes_out
     rows: list[Row] = []
     for name, r in state.reservation.sub_blocks.items():
         w = r.maintenance
@@ -312,6 +314,7 @@ def reservation_maintenance(state: FleetState) -> list[Row]:
                 "window_start": w.start,
                 "window_end": w.end,
                 "drained": r.cube in drained,
+                "out_of_pool": r.cube in out,
                 "slices": state.slices_holding(r.cube),
             }
         )

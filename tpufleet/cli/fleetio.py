@@ -169,6 +169,7 @@ def _reservation_text(d: dict[str, Any]) -> str:
 
 
 def _announced_line(a: dict[str, Any]) -> str:
+    now = "out of the pool now (a fault holds it)" if a["out_of_pool"] else "serves until then"
     on = (
         f"; slice(s) on it: {', '.join(a['slices'])} (move them first: tpufleet plan-maintenance)"
         if a["slices"]
@@ -176,7 +177,7 @@ def _announced_line(a: dict[str, Any]) -> str:
     )
     return (
         f"  = maintenance announced cube:{a['cube']} ({a['sub_block']}) {a['window_start']} to "
-        f"{a['window_end'] or '?'}: serves until then, drained at its start{on}"
+        f"{a['window_end'] or '?'}: {now}; the import run at its start opens the drain{on}"
     )
 
 

@@ -181,6 +181,7 @@ _TO_DO = (  # status keys listing slices with something to do: what is wrong, an
 
 def _status_text(s: dict) -> str:
     from tpufleet.ops.fleet import count_words
+    from tpufleet.state.store import utc_now
 
     inv, cubes = s["inventory"], s["cubes"]
     gens = s.get("generations", {})
@@ -218,10 +219,12 @@ def _status_text(s: dict) -> str:
     todo = {**s, "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits]}
     lines += [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
     lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
-    return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"))])
+    return "\n".join(
+        [*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"), utc_now())]
+    )
 
 
-def _reservation_lines(reservation: dict | None) -> list[str]:
+def _reservation_lines(reservation: dict | None, now: str) -> list[str]:
     """The reservation's DEGRADED sub-blocks (cubes that still serve with hosts degraded) and its maintenance
     announced for a later window (cubes that serve until then: the drained ones are among the faults)."""
     if not reservation:
@@ -233,15 +236,19 @@ def _reservation_lines(reservation: dict | None) -> list[str]:
             for g in reservation["degraded_cubes"]
         )
         lines.append(f"degraded cubes (reservation sub-block DEGRADED, still serving): {cubes}")
-    ahead = [m for m in reservation["maintenance"] if not m["drained"]]
+    ahead = [m for m in reservation["maintenance"] if not m["out_of_pool"]]
     if ahead:
-        cubes = ", ".join(
-            f"{m['cube']} from {m['window_start'] or '?'}"
-            + (f" ({', '.join(m['slices'])} on it)" if m["slices"] else "")
-            for m in ahead
-        )
+        cubes = ", ".join(_maintenance_text(m, now) for m in ahead)
         lines.append(f"maintenance announced (serving until its window; tpufleet plan-maintenance): {cubes}")
     return lines
+
+
+def _maintenance_text(m: dict, now: str) -> str:
+    """One cube under announced maintenance; past its window's start the drain waits for the next import."""
+    start = m["window_start"]
+    due = " (started: tpufleet import reservation opens its drain)" if start is not None and start <= now else ""
+    on = f" ({', '.join(m['slices'])} on it)" if m["slices"] else ""
+    return f"{m['cube']} from {start or '?'}{due}{on}"
 
 
 def _k8s_lines(k8s: dict | None, free: int) -> list[str]:

@@ -330,7 +330,9 @@ def _maintenance_ahead(state: FleetState, sl: Slice, why: list[str], next_steps:
             f"sub-block {m['sub_block']}): its drain stops the slice unless it is moved first"
         )
     if ahead:
-        next_steps.append("tpufleet plan-maintenance --out plan.json (then apply-maintenance plan.json --wave N)")
+        next_steps.append(
+            "tpufleet plan-maintenance --out plan.json (then tpufleet apply-maintenance plan.json --wave N)"
+        )
 
 
 def _containing(state: FleetState, target: TargetId) -> list[Fault]:
@@ -404,7 +406,8 @@ def explain_target(state: FleetState, target: TargetId) -> Row:
     if isinstance(target, CubeId):
         why += [
             f"maintenance announced from {m['window_start'] or '?'} to {m['window_end'] or '?'} (reservation "
-            f"sub-block {m['sub_block']}): the cube serves until then"
+            f"sub-block {m['sub_block']}): "
+            + ("a fault holds the cube out of the pool now" if m["out_of_pool"] else "the cube serves until then")
             for m in _announced_on(state, {target.cube})
         ]
     return {

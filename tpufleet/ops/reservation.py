@@ -82,6 +82,7 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
         "status": w.status,
         "window_start": w.start,
         "window_end": w.end,
+        "out_of_pool": drain.cube in state.health().cubes_out,  # a failure holds it: it serves nothing now
         "slices": state.slices_holding(drain.cube),
     }
 
