@@ -185,3 +185,26 @@ def test_maintenance_announced_for_later_is_not_drained_when_a_failure_on_its_cu
     assert r.json["reservation_drains_opened"] == [] and "cube:c05" not in _open(superpod)
     notices = superpod("plan-maintenance", "-o", "json").json["notices"]
     assert [n["window_start"] for n in notices if n["target"] == "cube:c05"] == ["2099-06-16T09:00:00Z"]
+
+
+def test_a_partition_unhealthy_during_its_maintenance_is_the_maintenance_not_a_failure(superpod, tmp_path, monkeypatch):
+    """While c40's maintenance window is open, its partition reported UNHEALTHY is the maintenance: the
+    reservation's drain holds the cube, no failure enters its record; reported so after the window, it is a
+    failure again."""
+    from tpufleet.state import store
+
+    window = _reservation({40: True})
+    window[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
+        windowStartTime="2099-06-16T09:00:00Z", windowEndTime="2099-06-16T13:00:00Z"
+    )
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")
+    assert superpod("import", "reservation", _write(tmp_path, "res.json", window), "--apply").code == 0
+    nodes = _write(tmp_path, "nodes.json", _tpu7x_nodes(healthy={5}))  # partition 40 UNHEALTHY
+    r = superpod("import", "k8s", nodes, "--apply", "-o", "json")
+    assert r.code == 0 and not [f for f in r.json["faults_opened"] if f["target"].startswith(("cube:c40", "host:c40"))]
+    assert _open(superpod)["cube:c40"][1].startswith("reservation: ")  # the drain still holds it
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # the window is over, still UNHEALTHY
+    r = superpod("import", "k8s", nodes, "--apply", "-o", "json")
+    assert {"cube:c40", "host:c40/14"} <= {f["target"] for f in r.json["faults_opened"]}  # its NotReady node too
+    planned, reason = _open(superpod)["cube:c40"]
+    assert not planned and reason.startswith("k8s: ")

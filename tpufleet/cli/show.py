@@ -181,7 +181,6 @@ _TO_DO = (  # status keys listing slices with something to do: what is wrong, an
 
 def _status_text(s: dict) -> str:
     from tpufleet.ops.fleet import count_words
-    from tpufleet.state.store import utc_now
 
     inv, cubes = s["inventory"], s["cubes"]
     gens = s.get("generations", {})
@@ -219,12 +218,10 @@ def _status_text(s: dict) -> str:
     todo = {**s, "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits]}
     lines += [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
     lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
-    return "\n".join(
-        [*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"), utc_now())]
-    )
+    return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"))])
 
 
-def _reservation_lines(reservation: dict | None, now: str) -> list[str]:
+def _reservation_lines(reservation: dict | None) -> list[str]:
     """The reservation's DEGRADED sub-blocks (cubes that still serve with hosts degraded) and its maintenance
     announced for a later window (cubes that serve until then: the drained ones are among the faults)."""
     if not reservation:
@@ -238,6 +235,9 @@ def _reservation_lines(reservation: dict | None, now: str) -> list[str]:
         lines.append(f"degraded cubes (reservation sub-block DEGRADED, still serving): {cubes}")
     ahead = [m for m in reservation["maintenance"] if not m["out_of_pool"]]
     if ahead:
+        from tpufleet.state.store import utc_now
+
+        now = utc_now()
         cubes = ", ".join(_maintenance_text(m, now) for m in ahead)
         lines.append(f"maintenance announced (serving until its window; tpufleet plan-maintenance): {cubes}")
     return lines

@@ -32,11 +32,12 @@ from typing import Any
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Fault, FleetState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, TargetId, machine_of
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, machine_of
 from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import Drain
 from tpufleet.model import Fleet
+from tpufleet.timeparse import utc_stamp
 
 REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
 _WORST_FIRST = ("UNHEALTHY", "INCOMPLETE", "DEGRADED", "UNSET", "HEALTHY")
@@ -354,6 +355,22 @@ def wanted(nodes: list[Node], placement: Placement, mapping: K8sMapping) -> tupl
         if state in BAD_PARTITION_STATES:
             wants[target] = Want(target, False, f"{REASON_PREFIX}partition {partition} {state}")
     return wants, scope
+
+
+def during_maintenance(state: FleetState, wants: dict[TargetId, Want], now: str) -> dict[TargetId, Want]:
+    """`wants` with the failures reported inside a cube under the reservation's maintenance, its window open at
+    `now`, made planned: nodes going NotReady while the provider services their cube are the maintenance, not
+    failures that mark the cube's record (`plan-spares`' history). Once the window is over, the same report is a
+    failure again, and the next import turns the drain into one."""
+    out = dict(wants)
+    for name, record in state.reservation.sub_blocks.items():
+        w = record.maintenance
+        if w is None or not w.drains or not w.due(now) or (w.end is not None and (utc_stamp(w.end) or w.end) <= now):
+            continue
+        for target, want in wants.items():
+            if not want.planned and not isinstance(target, OcsId) and target.cube == record.cube:
+                out[target] = Want(target, True, f"{want.reason} during the maintenance of sub-block {name}")
+    return out
 
 
 def _node_want(node: Node, host: HostId, mapping: K8sMapping) -> Want | None:

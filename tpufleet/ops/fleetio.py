@@ -12,6 +12,7 @@ from tpufleet.integrations.k8s_plan import (
     HealthDiff,
     Placement,
     check_mapping_fits,
+    during_maintenance,
     health_diff,
     place,
     wanted,
@@ -32,7 +33,7 @@ def import_k8s(
     placement = place(state, nodes, mapping)
     pools = plan_pools(state, nodes, mapping, placement, source, known_accelerators())
     wants, scope = wanted(nodes, placement, mapping)
-    diff = health_diff(state, wants, scope, now)
+    diff = health_diff(state, during_maintenance(state, wants, now), scope, now)
     data = _record(nodes, placement, diff, source, mapping)
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
