@@ -84,10 +84,16 @@ STEPS = [
     ("How many cubes to hold back, and what still fits after a day's failures", "--state {tmp}/superpod plan-spares"),
     (None, "--state {tmp}/superpod capacity --confidence 0.95 --horizon 1d"),
     (
-        "The two maintenance notices as waves that stop no job; the first one applied",
+        "Maintenance announced for next week on a cube of each slice: kept with its sub-block, the slices run on",
+        "--state {tmp}/superpod import reservation {tmp}/sb-next-week.json --apply",
+    ),
+    (
+        "Every maintenance notice as waves that stop no job: each slice moves off its cube before the window",
         "--state {tmp}/superpod plan-maintenance --out {tmp}/maint.json",
     ),
     (None, "--state {tmp}/superpod apply-maintenance {tmp}/maint.json --wave 1"),
+    (None, "--state {tmp}/superpod apply-maintenance {tmp}/maint.json --wave 2"),
+    (None, "--state {tmp}/superpod apply-maintenance {tmp}/maint.json --wave 3"),
     (None, "--state {tmp}/superpod status"),
 ]
 
@@ -101,6 +107,24 @@ def write_job_log(path: str) -> None:
     """A few days of synthetic jobs on two accelerator types, with failures and restarts: the sample log shipped
     with the package (made by tests/oracles/synthetic_jobs.py, `write_demo_log`), unpacked to `path`."""
     Path(path).write_bytes(gzip.decompress(JOB_LOG.read_bytes()))
+
+
+def write_announced(path: str) -> None:
+    """The fixture reservation as it may read next week: maintenance announced on sub-blocks 10 and 100 (cubes of
+    the demo's two superpod slices), 7 and 8 days from now, four hours each."""
+    import copy
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    doc = json.loads((FIXTURES / "gke" / "tpu7x-reservation-subblocks.json").read_text())
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for index, days in ((10, 7), (100, 8)):
+        notice = copy.deepcopy(doc[40]["reservationSubBlockMaintenance"])  # the fixture's own notice, moved
+        start = hour + timedelta(days=days)
+        window = {"windowStartTime": start, "windowEndTime": start + timedelta(hours=4)}
+        notice["upcomingGroupMaintenance"].update({k: t.strftime("%Y-%m-%dT%H:%M:%SZ") for k, t in window.items()})
+        doc[index]["reservationSubBlockMaintenance"] = notice
+    Path(path).write_text(json.dumps(doc, indent=1))
 
 
 def run(argv: list[str]) -> int:
@@ -118,6 +142,7 @@ def demo(steps=STEPS) -> int:
     write_job_log("demo-out/jobs.jsonl")
     with tempfile.TemporaryDirectory(prefix="tpufleet-demo-") as tmp:
         state = f"{tmp}/state"
+        write_announced(f"{tmp}/sb-next-week.json")
         print(f"# state directory: {state} (temporary)\n")
         for title, line in steps:
             line = line.format(tmp=tmp, fixtures=FIXTURES)
