@@ -76,6 +76,30 @@ def test_symmetry_reduction_equals_the_full_lp() -> None:
     assert full.optimum > rq.distance_bound(nbr) - 1e-9
 
 
+def test_automorphism_check_counts_parallel_links() -> None:
+    """Two chips with two links 0 -> 1 and one 1 -> 0: swapping them maps every link onto a live pair, but not the
+    link set onto itself (two 1 -> 0 images, one such link), so it is no automorphism; the identity is; a map that
+    is not a bijection (or leaves the chips) is not either."""
+    import numpy as np
+
+    nbr = np.full((2, 6), -1, dtype=np.int64)
+    nbr[0, 0], nbr[0, 1], nbr[1, 0] = 1, 1, 0
+    perms = np.array([[0, 1], [1, 0], [0, 0], [0, 2]], dtype=np.int64)
+    assert rq.is_automorphism(perms, nbr).tolist() == [True, False, False, False]
+    ring = _ring(2)  # both ports to the other chip, both ways: the swap keeps it
+    assert rq.is_automorphism(perms[:2], ring).tolist() == [True, True]
+
+
+def test_automorphisms_of_a_faulty_twisted_slice() -> None:
+    """Twisted 4x8x8 (x wrap shifted by (0, 4, 4)), one x OCS down (x links at y = 0, z = 3 of each cube): the 4
+    translations by cube steps, the 8 reflections keeping that pattern, and y <-> z (with a shift) swapping it
+    onto itself: 64, each checked link by link."""
+    shape = parse_shape("4x8x8", twisted=True)
+    alive = rq.ocs_failures(shape, neighbors(shape), (("x", 3),))
+    group = rq.automorphisms(shape, alive)
+    assert len(group) == 64 and rq.is_automorphism(group, alive).all()
+
+
 def test_healthy_4x4x4_lp_equals_the_dor_load() -> None:
     """On the 4x4x4 torus DOR is optimal: 64 x 192 hops / 384 links = 32, the tool's healthy figure."""
     shape = parse_shape("4x4x4")
