@@ -99,6 +99,14 @@ def test_every_figure_names_its_public_source_or_its_assumption(name: str) -> No
             assert any(c in source for c in cites), (path, source)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_source_speaks_of_public_documents_only(name: str) -> None:
+    # The sources are printed in README's table and ship in the profile: they cite public papers and pages, never
+    # the project's own planning notes.
+    for path, source in gen(name).sources:
+        assert not re.search(r"\bbrief\b", source, re.IGNORECASE), (path, source)
+
+
 def test_what_rests_on_an_assumption() -> None:
     v4 = set(gen("tpu-v4").assumptions())
     assert v4 == {"dcn.chip_bandwidth", "faults.drain_per_day", "faults.repair_hours"}
