@@ -67,6 +67,57 @@ def test_the_figures_of_the_brief() -> None:
     assert (gen("tpu-v4").ocs_ports, v5p.ocs_ports, tpu7x.ocs_ports) == (136, 280, 288)
 
 
+# Every figure a public page or paper states, as that source states it (checked against the sources in 2026-11):
+# https://cloud.google.com/tpu/docs/v4 (275 TFLOP/s bf16, 32 GiB HBM2 at 1200 GBps, 4096 chips a pod);
+# Resiliency at Scale, NSDI 2024, section 2 (64 cubes of 4x4x4, 48 OCS, 2x2x1 machines, 50 GB/s per ICI link per
+# direction);
+# https://cloud.google.com/tpu/docs/v5p (8960 chips a pod, 459 TFLOP/s BF16, 95 GiB HBM at 2765 GBps, 50 Gbps DCN
+# per chip, ct5p-hightpu-4t, 4-chip VMs);
+# https://cloud.google.com/tpu/docs/tpu7x (9216 chips a pod, 2307 TFLOP/s BF16, 192 GiB HBM at 7380 GB/s,
+# 100 Gb/s DCN per chip); https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood (four chips a VM);
+# xpk src/xpk/core/system_characteristics.py (accelerator labels, machine types, generate_tpu_topologies limits).
+PUBLISHED = {
+    "tpu-v4": {
+        "pod_chips": 4096,
+        "pod_cubes": 64,
+        "ocs_count": 48,
+        "peak_bf16_flops": 275e12,
+        "hbm_bytes": 32 * 2**30,
+        "hbm_bandwidth": 1200e9,
+        "ici_link_bandwidth": 50e9,
+        "machine_type": "ct4p-hightpu-4t",
+        "max_slice_cubes": 64,
+    },
+    "tpu-v5p": {
+        "pod_chips": 8960,
+        "pod_cubes": 8960 // 64,
+        "peak_bf16_flops": 459e12,
+        "hbm_bytes": 95 * 2**30,
+        "hbm_bandwidth": 2765e9,
+        "dcn_chip_bandwidth": 50e9 / 8,
+        "machine_type": "ct5p-hightpu-4t",
+        "max_slice_cubes": 140,
+    },
+    "tpu7x": {
+        "pod_chips": 9216,
+        "pod_cubes": 9216 // 64,
+        "peak_bf16_flops": 2307e12,
+        "hbm_bytes": 192 * 2**30,
+        "hbm_bandwidth": 7380e9,
+        "dcn_chip_bandwidth": 100e9 / 8,
+        "machine_type": "tpu7x-standard-4t",
+        "max_slice_cubes": 144,
+    },
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_published_figures(name: str) -> None:
+    g = gen(name)
+    assert {key: getattr(g, key) for key in PUBLISHED[name]} == PUBLISHED[name]
+    assert g.chips_per_host == 4
+
+
 def test_an_unknown_generation_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(BadInput, match="unknown generation 'tpu-v9'; known: tpu-v4, tpu-v5p, tpu7x"):
         shipped_generations.shipped("tpu-v9")
