@@ -349,6 +349,7 @@ def _finish(
     use = held & part
     sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
     ck_starts = _within(ev.at("checkpoint_start"), start, end)
+    interval = _checkpoint_interval(ck_starts, np.sort(np.concatenate([ev.at("job_start"), disrupt])))
     disrupt = _within(disrupt, start, end)
     begin = max(submit_t, start)
     restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
@@ -365,7 +366,7 @@ def _finish(
         disruptions=len(disrupt),
         checkpoint_saves=saves,
         checkpoint_save_s=save_s,
-        checkpoint_interval_s=float(np.diff(ck_starts).mean()) if len(ck_starts) >= 2 else None,
+        checkpoint_interval_s=interval,
         restart_overhead_s=restart_cost / (len(disrupt) + 1),
         starts=bounds[:-1][use],
         ends=bounds[1:][use],
@@ -393,6 +394,18 @@ def _saves_inside(saves: list[tuple[Times, Times]], lo: float, hi: float) -> tup
         count += int(inside.sum())
         seconds += float((e - s)[inside].sum())
     return count, seconds
+
+
+def _checkpoint_interval(ck_starts: Times, breaks: Times) -> float | None:
+    """The mean time between consecutive checkpoint starts of one run: a gap holding a restart or a disruption
+    also holds the time the job was down or waiting to be placed again, which is not the interval it saves at."""
+    import numpy as np
+
+    if len(ck_starts) < 2:
+        return None
+    a, b = ck_starts[:-1], ck_starts[1:]
+    same_run = np.searchsorted(breaks, b, side="right") == np.searchsorted(breaks, a, side="right")
+    return float((b - a)[same_run].mean()) if same_run.any() else None
 
 
 def _within(times: Times, lo: float, hi: float) -> Times:
