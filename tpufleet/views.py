@@ -7,7 +7,7 @@ field out, as they always have.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from tpufleet import xconnect
@@ -208,8 +208,9 @@ def ocs_rows(state: FleetState, health: Health | None = None) -> list[Row]:
     return rows
 
 
-def status(state: FleetState, missing: Collection[str] = ()) -> Row:
-    """`status`: one screen of the fleet; `missing` as for `slice_rows`."""
+def status(state: FleetState, missing: Collection[str] = (), linked: Mapping[str, str] | None = None) -> Row:
+    """`status`: one screen of the fleet; `missing` as for `slice_rows`; `linked`: of those, the slices with a
+    symbolic link where their tables belong, by name, the link's path (`routes` refuses it: it is removed first)."""
     health = state.health()
     counts = {"free": 0, "allocated": 0, "out": 0}
     free_by_pod: dict[str, int] = {}
@@ -236,6 +237,7 @@ def status(state: FleetState, missing: Collection[str] = ()) -> Row:
         "slices": slices,
         "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
         "missing_routes": sorted(n for n in state.routes if n in missing),
+        "linked_routes": {n: path for n, path in sorted((linked or {}).items()) if n in missing},
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
         "wiring_waits": {  # of those, the ones `plan-xconnect --apply` cannot program yet, and why
             s["name"]: why

@@ -214,11 +214,31 @@ def _status_text(s: dict) -> str:
             lines.append(
                 f"  {j['name']:<16} {j['active_slices']}/{j['total_slices']} slices active  {j['state']}{kept}"
             )
-    waits = s["wiring_waits"]
-    todo = {**s, "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits]}
-    lines += [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
-    lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
+    lines += _to_do_lines(s)
     return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"))])
+
+
+def _to_do_lines(s: dict) -> list[str]:
+    """The slices with something to do, each with the command that mends it."""
+    waits, linked = s["wiring_waits"], s["linked_routes"]
+    todo = {
+        **s,
+        "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits],
+        "missing_routes": [n for n in s["missing_routes"] if n not in linked],  # `routes` refuses those: below
+    }
+    lines = [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
+    lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
+    return lines + [_linked_line(name, path) for name, path in linked.items()]
+
+
+def _linked_line(name: str, path: str) -> str:
+    """The step for tables missing behind a symbolic link: `routes` refuses the link, and tpufleet never removes it."""
+    import shlex
+
+    return (
+        f"routing tables of {name} missing: a symbolic link stands in their place, never followed "
+        f"(remove it, rm -- {shlex.quote(path)}, then run `tpufleet routes {name}`)"
+    )
 
 
 def _reservation_lines(reservation: dict | None) -> list[str]:

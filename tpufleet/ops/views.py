@@ -81,8 +81,10 @@ def show_map(store: Store, pod: str | None = None) -> FleetMap:
 
 
 def status(store: Store) -> dict[str, Any]:
-    """`tpufleet status`: one screen of the fleet."""
-    return views.status(*tables_as_stored(store, store.load()))
+    """`tpufleet status`: one screen of the fleet (with the symbolic links standing where missing tables belong:
+    `routes` refuses them, so the step is to remove them first)."""
+    state, missing = tables_as_stored(store, store.load())
+    return views.status(state, missing, store.linked_tables(missing))
 
 
 def missing_tables(store: Store, state: FleetState) -> set[str]:
