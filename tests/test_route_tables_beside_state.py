@@ -43,3 +43,32 @@ def test_status_gives_the_step_routes_takes_for_a_symlink_at_a_slices_tables(rou
     assert r.json["missing_routes"] == ["s"] and r.json["linked_routes"] == {}
     assert "routing tables missing (make them with `tpufleet routes SLICE`): s" in routed("status").out
     assert routed("routes", "s").code == 0 and routed("status", "-o", "json").json["missing_routes"] == []
+
+
+@pytest.mark.parametrize("how", ["release s", "init --force"])
+def test_a_symlink_at_released_tables_is_left_as_routes_leaves_it(routed, tmp_path, how):
+    """`release` (and `init --force`) removed a symbolic link found where the slice's tables were, and the next
+    command removed one standing where no indexed slice's tables belong, while `routes` refuses such a link and
+    leaves it to the operator. Both now leave it (and never touch what it points to); `release` says so."""
+    tables, outside = linked_away(routed, tmp_path)
+    content = outside.read_bytes()
+    r = routed(*how.split(), "-o", "json")
+    assert r.code == 0, r.err
+    if how == "release s":
+        assert r.json["linked_routes"] == {"s": str(tables)}
+    assert routed("allocate", "t", "--shape", "4x4x4").code == 0  # another transaction: no orphan cleanup of it
+    assert tables.is_symlink() and outside.read_bytes() == content
+
+
+def test_release_says_which_link_it_left(routed, tmp_path):
+    tables, _ = linked_away(routed, tmp_path)
+    r = routed("release", "s")
+    assert r.code == 0, r.err
+    assert f"left the symbolic link {tables} where the routing tables of s were" in r.out
+
+
+def test_release_deletes_the_tables_it_wrote(routed):
+    tables = routed.state / "routes" / "s.npz"
+    r = routed("release", "s", "-o", "json")
+    assert r.code == 0 and r.json["linked_routes"] == {}
+    assert not tables.exists()

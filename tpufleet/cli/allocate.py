@@ -189,11 +189,21 @@ def release_cmd(
     with store.transaction() as tx:
         outcome, gone = slices.release_named(tx.state, name)
         for slice_name in gone:
-            store.delete_tables(tx, slice_name)  # deleted once the release is committed
+            store.delete_tables(tx, slice_name)  # deleted once the release is committed (a symbolic link stays)
+        linked = store.linked_tables(gone)
         tx.commit(outcome.change)
-    d = outcome.data
+    d = {**outcome.data, "linked_routes": linked}
     what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name
-    emit(d, output, lambda: f"released {what}: {release_words(d)}")
+    emit(d, output, lambda: "\n".join([f"released {what}: {release_words(d)}", *_links_left(linked)]))
+
+
+def _links_left(linked: dict[str, str]) -> list[str]:
+    """The symbolic links left where released slices' tables were: tpufleet neither follows nor removes them."""
+    return [
+        f"left the symbolic link {path} where the routing tables of {name} were (never followed): remove it if "
+        "it is no longer needed"
+        for name, path in linked.items()
+    ]
 
 
 @app.command(

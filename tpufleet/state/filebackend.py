@@ -191,6 +191,19 @@ class DirectoryBackend:
                 _remove_empty(made)
 
 
+def _unlink_tables(path: Path) -> None:
+    """Delete tables no longer indexed, only when a regular file: what tpufleet writes there. A symbolic link (the
+    operator's, perhaps on purpose: `routes` refuses it and leaves it to them), a directory or a FIFO stays, and
+    what a link points to is never touched."""
+    import stat
+
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _missing_dirs(path: Path) -> list[Path]:
     """The directories making `path` would make: it and its missing parents, innermost first."""
     missing = []
@@ -254,8 +267,8 @@ class DirectoryWriter:
         names = os.listdir(routes)
         orphans = [n for n in names if n.endswith(TABLE_SUFFIX) and n[: -len(TABLE_SUFFIX)] not in made]
         for name in orphans:
-            with contextlib.suppress(OSError):  # a directory there is no table: it stays, and names itself if read
-                os.unlink(routes / name)
+            with contextlib.suppress(OSError):  # (unreadable: it stays, and names itself if read)
+                _unlink_tables(routes / name)
         installed = self._install_waiting(made) if any(n.endswith(".tmp") for n in names) else []
         if installed or orphans:
             sync_parent(routes / (orphans[0] if orphans else installed[0] + TABLE_SUFFIX))
@@ -325,7 +338,7 @@ class DirectoryWriter:
             try:
                 if tmp is None:
                     if committed:
-                        path.unlink(missing_ok=True)
+                        _unlink_tables(path)
                 elif committed:
                     os.replace(tmp, path)
                 else:
