@@ -72,3 +72,67 @@ def test_release_deletes_the_tables_it_wrote(routed):
     r = routed("release", "s", "-o", "json")
     assert r.code == 0 and r.json["linked_routes"] == {}
     assert not tables.exists()
+
+
+def _member_data_damaged(tables: Path, member: str) -> None:
+    """One byte in the middle of a member's deflated data flipped: the zip still opens, its directory and `meta`
+    read, and so does every other member."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(tables) as zf:
+        info = zf.getinfo(f"{member}.npy")
+    data = bytearray(tables.read_bytes())
+    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26 : info.header_offset + 30])
+    data[info.header_offset + 30 + name_len + extra_len + info.compress_size // 2] ^= 0xFF
+    tables.write_bytes(bytes(data))
+
+
+def _member_rewritten(tables: Path, member: str, array) -> None:
+    """The member replaced by another array (whole and readable: only its dtype or shape is not the tables')."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    with zipfile.ZipFile(tables) as zf:
+        members = {info.filename: zf.read(info) for info in zf.infolist()}
+    out = io.BytesIO()
+    np.lib.format.write_array(out, array, allow_pickle=False)
+    members[f"{member}.npy"] = out.getvalue()
+    with zipfile.ZipFile(tables, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+def _damage(tables: Path, how: str) -> None:
+    import numpy as np
+
+    member, kind = how.split(":")
+    if kind == "bytes":
+        _member_data_damaged(tables, member)
+    elif kind == "dtype":
+        _member_rewritten(tables, member, np.zeros((64, 64), np.int16))
+    else:
+        _member_rewritten(tables, member, np.zeros((64, 63), np.int8 if member == "port" else np.int32))
+
+
+@pytest.mark.parametrize(
+    "how", ["port:bytes", "neighbors:bytes", "hops:bytes", "port:dtype", "port:shape", "neighbors:shape", "hops:shape"]
+)
+def test_tables_damaged_inside_a_members_data_are_missing_not_fresh(routed, how):
+    """Bytes damaged inside a member's data (or a member of another dtype or shape) left `status`, `report` and
+    `metrics` showing the tables fresh, as they read only the zip's directory and `meta`, while `collective`
+    refused them (exit 2). They now read each member `collective` reads to its end (the zip's CRC-32) and its
+    array header: `missing`, as for tables that cannot be read at all; `routes` stores them again."""
+    tables = routed.state / "routes" / "s.npz"
+    _damage(tables, how)
+    op = ("--op", "all-to-all") if how.startswith("hops") else ("--op", "all-reduce")
+    assert routed("collective", "s", *op, "--bytes", "1MB").code == 2
+    assert routed("status", "-o", "json").json["missing_routes"] == ["s"]
+    assert routed("report", "-o", "json").json["missing_routes"] == ["s"]
+    assert "tpufleet_missing_route_tables 1" in routed("metrics").out
+    r = routed("routes", "s", "-o", "json")
+    assert r.code == 0 and r.json["changed"], r.err
+    assert routed("status", "-o", "json").json["missing_routes"] == []
+    assert routed("collective", "s", *op, "--bytes", "1MB").code == 0

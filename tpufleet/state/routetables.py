@@ -211,7 +211,7 @@ def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
     only the zip's directory and `meta`."""
     from tpufleet.collectives.tables import not_indexed
 
-    meta = _meta_or_none(lambda: _opened(path), str(path))
+    meta = _meta_or_none(lambda: _opened(path), str(path), members=True)
     if meta is None:
         return False
     if not_indexed(meta, name, entry) is None:
@@ -253,7 +253,7 @@ def not_held(data: bytes, file: str, name: str, entry: RouteRecord) -> str | Non
 
     from tpufleet.collectives.tables import not_indexed
 
-    meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(data)), file)
+    meta = _meta_or_none(lambda: zipfile.ZipFile(io.BytesIO(data)), file, members=True)
     return "cannot be read as routing tables" if meta is None else not_indexed(meta, name, entry)
 
 
@@ -262,17 +262,56 @@ def not_held(data: bytes, file: str, name: str, entry: RouteRecord) -> str | Non
 _READ_MEMBERS = ("meta", "port", "neighbors", "hops")
 
 
-def _meta_or_none(open_zip: Callable[[], zipfile.ZipFile], file: str) -> dict[str, Any] | None:
+def _meta_or_none(open_zip: Callable[[], zipfile.ZipFile], file: str, members: bool = False) -> dict[str, Any] | None:
     """The tables' `meta`, or None when they cannot be read as tables: not a zip (damaged, cut short), not a regular
     file (a symlink is not followed), a member `collective` reads missing from the zip's directory, or a `meta`
-    that does not read. Reads the zip's directory and `meta` only, not the tables."""
+    that does not read. Reads the zip's directory and `meta`; with `members`, also the data of every other member
+    `collective` reads (`_members_sound`), without keeping it."""
     try:
         with open_zip() as zf:
             if not {f"{member}.npy" for member in _READ_MEMBERS} <= set(zf.namelist()):
                 return None
-            return _meta(zf, file)
-    except (OSError, ValueError, zipfile.BadZipFile, TpufleetError):
+            meta = _meta(zf, file)
+            return meta if not members or _members_sound(zf, meta) else None
+    except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile, TpufleetError):
         return None
+
+
+# What `collective` takes each member it reads to be (`collectives.tables.stored`, `_hops_reader`), for n chips: its
+# dtype (i: any integer; "": any) and shape
+_MEMBER_FORMS: dict[str, tuple[str, Callable[[int], tuple[int, ...]]]] = {
+    "port": ("int8", lambda n: (n, n)),
+    "neighbors": ("i", lambda n: (n, 6)),
+    "hops": ("", lambda n: (n, n)),
+}
+_CHUNK = 1 << 20
+
+
+def _members_sound(zf: zipfile.ZipFile, meta: dict[str, Any]) -> bool:
+    """Whether the members `collective` reads besides `meta` hold arrays of the form it takes for the slice `meta`
+    names (their .npy header: dtype and shape) and their data is whole: read to the end in pieces, none kept,
+    so the zip's CRC-32 of each is checked (bytes damaged inside a member's data, which the directory and `meta`
+    never show). Raises (OSError, zlib.error, BadZipFile) on damage the caller counts as unreadable."""
+    import numpy as np
+
+    from tpufleet.state.tablecache import npy_header
+
+    try:
+        chips = math.prod(int(side) for side in str(meta["shape"]).split("x"))
+    except (KeyError, ValueError):
+        return False
+    for name, (kind, shape_of) in _MEMBER_FORMS.items():
+        with zf.open(f"{name}.npy") as fh:
+            header = npy_header(fh)
+            if header is None:
+                return False
+            shape, _fortran, dtype = header
+            form = kind == "" or (np.issubdtype(dtype, np.integer) if kind == "i" else dtype == np.dtype(kind))
+            if not form or tuple(shape) != shape_of(chips):
+                return False
+            while fh.read(_CHUNK):  # the CRC is checked at the member's end
+                pass
+    return True
 
 
 def load(path: Path) -> FileTables:
