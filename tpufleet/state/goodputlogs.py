@@ -249,7 +249,7 @@ def _decoded_ahead(
             except BadInput as exc:
                 failure = exc
                 break
-            job = None if _bom(piece, offset) else pool.submit(decode_piece, piece)
+            job = None if _bom(piece, offset) else _submitted(pool, piece)
             ahead.append((piece, offset, job))
         if not ahead:
             if failure is not None:
@@ -263,6 +263,38 @@ def _decoded_ahead(
         except BrokenProcessPool:
             broken, decoded = True, decode_piece(piece)
         yield piece, offset, decoded
+
+
+def _submitted(pool: Pool, piece: bytes) -> Any:
+    """The piece handed to the pool, Ctrl-C held back meanwhile (`_interrupts_held`): a submit may start a worker."""
+    with _interrupts_held():
+        return pool.submit(decode_piece, piece)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held back, then raised once the block is done. An interrupt between a worker's start and the
+    executor's note of it left a worker no shutdown stopped (the exit waited for it for ever) or one whose queues
+    were gone (its traceback on stderr). SIGINT is blocked meanwhile, not only handled: the fork server a submit
+    starts, and every worker it forks, keep that mask, so a terminal's Ctrl-C reaches the reading process alone
+    (workers leave interrupts to it: `_leave_interrupts` only begins once a worker has started). Only the main
+    thread is interrupted: elsewhere nothing is held."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda _signal, _frame: caught.append(1))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches the handler above
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def decode_piece(piece: bytes) -> fastread.Decoded | None:

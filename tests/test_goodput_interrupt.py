@@ -1,0 +1,74 @@
+"""Ctrl-C while `goodput-report`'s decoding workers start: the tool's one interrupt line and exit 130, nothing else.
+
+The report runs in a process of its own (its own session, so the Ctrl-C a terminal sends to its whole process group
+reaches nothing else), its decoding pool forced on; the interrupt is sent from inside it at a named point, right
+after a worker process is started and before the executor has noted it. No sleeps: the guard only tells a hang."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import GUARD_S
+from tpufleet.cli import INTERRUPTED
+
+_REPORT_INTERRUPTED_AT_A_WORKERS_START = """
+import multiprocessing.process, os, signal, sys
+from tpufleet.state import goodputlogs
+goodputlogs.PARALLEL_MIN_BYTES = 0  # the decoding pool, whatever the log's size
+goodputlogs.CHUNK_BYTES = 4096
+goodputlogs._cpus = lambda: (2, 2.0)  # and whatever else this machine runs
+start, started = multiprocessing.process.BaseProcess.start, []
+
+def start_then_ctrl_c(process):
+    start(process)
+    started.append(process)
+    if len(started) == int(sys.argv[2]):  # a terminal's Ctrl-C reaches the whole process group, `kill -INT` one
+        os.killpg(0, signal.SIGINT) if sys.argv[3] == "group" else os.kill(os.getpid(), signal.SIGINT)
+
+multiprocessing.process.BaseProcess.start = start_then_ctrl_c
+from tpufleet.cli import main
+main(["goodput-report", sys.argv[1]])
+"""
+
+
+def _log(path: Path) -> Path:
+    """The shipped demo log's first 400 lines: pieces enough for every worker."""
+    import gzip
+    import itertools
+
+    demo = Path(__file__).parent.parent / "tpufleet" / "data" / "demo-goodput.jsonl.gz"
+    with gzip.open(demo, "rt") as fh:
+        path.write_text("".join(itertools.islice(fh, 400)))
+    return path
+
+
+@pytest.mark.parametrize("target", ["group", "process"])
+@pytest.mark.parametrize("worker", [1, 2])
+def test_ctrl_c_while_decoding_workers_start_is_the_one_line_interrupt(tmp_path, worker, target):
+    """A Ctrl-C right after a worker's start, before the executor noted it: the first worker's queues were gone when
+    it read them (its traceback on stderr), the second was never stopped and the exit waited for it for ever. SIGINT
+    is now held back while a worker starts (and the fork server and its workers keep it blocked): the interrupt
+    line, exit 130, no worker's traceback."""
+    from tpufleet.goodput import fastread
+
+    if not fastread.available():
+        pytest.skip("no msgspec: the reading process decodes alone")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path.cwd()), *sys.path) if p)}
+    log = _log(tmp_path / "log.jsonl")
+    args = [sys.executable, "-c", _REPORT_INTERRUPTED_AT_A_WORKERS_START, str(log), str(worker), target]
+    with subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as proc:
+        try:
+            _out, err = proc.communicate(timeout=GUARD_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail("the interrupted report waited for a worker for ever")
+    assert (proc.returncode, err) == (130, INTERRUPTED + "\n")
