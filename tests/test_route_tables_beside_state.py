@@ -136,3 +136,23 @@ def test_tables_damaged_inside_a_members_data_are_missing_not_fresh(routed, how)
     assert r.code == 0 and r.json["changed"], r.err
     assert routed("status", "-o", "json").json["missing_routes"] == []
     assert routed("collective", "s", *op, "--bytes", "1MB").code == 0
+
+
+def test_a_copy_of_tables_kept_under_another_name_is_not_deleted(routed):
+    """Every command that changes the state deleted each `routes/*.npz` no slice indexes (meant for the tables a
+    `release` killed before deleting them leaves behind), so a copy the operator kept there under another name
+    (`routes/s.before-maintenance.npz`) was deleted by an unrelated `inject-fault`. Only tables of the slice their
+    name gives are deleted now."""
+    tables = routed.state / "routes" / "s.npz"
+    kept = routed.state / "routes" / "s.before-maintenance.npz"
+    kept.write_bytes(tables.read_bytes())
+    assert routed("inject-fault", "host:c30/1").code == 0
+    assert kept.read_bytes()[:2] == b"PK"
+    leftover = routed.state / "routes" / "gone.npz"  # a released slice's own tables, left by a killed release
+    assert routed("allocate", "gone", "--shape", "4x4x4").code == 0
+    assert routed("plan-xconnect", "gone", "--apply").code == 0 and routed("routes", "gone").code == 0
+    saved = leftover.read_bytes()
+    assert routed("release", "gone").code == 0 and not leftover.exists()
+    leftover.write_bytes(saved)
+    assert routed("clear-fault", "f1").code == 0
+    assert not leftover.exists() and kept.exists()

@@ -259,13 +259,22 @@ class DirectoryWriter:
     def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
         """A writer killed between its state's rename and its tables' leaves the committed tables in a temp file
         (`routetables.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
-        One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them.
+        One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them (the
+        tables of the slice their name gives: another file there, a copy kept under another name, is not ours).
         Other dead temps are left to `remove_stale_temps`. Costs a directory listing."""
         routes = self.backend.routes_dir
         if not routes.is_dir() or routes.is_symlink():
             return []
+        from tpufleet.state.routetables import tables_of
+
         names = os.listdir(routes)
-        orphans = [n for n in names if n.endswith(TABLE_SUFFIX) and n[: -len(TABLE_SUFFIX)] not in made]
+        orphans = [
+            n
+            for n in names
+            if n.endswith(TABLE_SUFFIX)
+            and (slice_name := n[: -len(TABLE_SUFFIX)]) not in made
+            and tables_of(routes / n) == slice_name  # a copy under another name (a backup) is the operator's
+        ]
         for name in orphans:
             with contextlib.suppress(OSError):  # (unreadable: it stays, and names itself if read)
                 _unlink_tables(routes / name)

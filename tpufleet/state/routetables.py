@@ -171,6 +171,17 @@ def _stamp(path: Path) -> tuple[str, int, Any] | None:
     return (made, serial, meta.get("tables_id")) if isinstance(made, str) and type(serial) is int else None
 
 
+def tables_of(path: Path) -> str | None:
+    """The slice whose tables the file holds (its meta's `slice`), reading only that member; None when it cannot be
+    read as tables, names none, or is no regular file."""
+    try:
+        with _opened(path) as zf:
+            owner = _meta(zf, str(path)).get("slice")
+    except (OSError, zipfile.BadZipFile, BadStateFile, BadInput, Refused):
+        return None
+    return owner if isinstance(owner, str) else None
+
+
 def waiting_tables(path: Path, entry: IndexedAs) -> Path | None:
     """The committed tables of `path` that a writer killed between its state's rename and theirs left under a
     temporary name (see `tpufleet.state.files.write_temp`), or None.
