@@ -117,6 +117,15 @@ def fleet(cli):
     return cli
 
 
+@pytest.fixture
+def routed(fleet):
+    """A fleet with slice `s` (4x4x4) wired and its tables stored (some modules define their own `routed`)."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("routes", "s").code == 0
+    return fleet
+
+
 @pytest.fixture(autouse=True)
 def _no_env_state(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("TPUFLEET_STATE", raising=False)

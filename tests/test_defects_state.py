@@ -184,14 +184,6 @@ def _crash(state: Path, point: str, *args: str) -> None:
     assert proc.exitcode == -signal.SIGKILL
 
 
-@pytest.fixture
-def routed(fleet):
-    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
-    assert fleet("plan-xconnect", "s", "--apply").code == 0
-    assert fleet("routes", "s").code == 0
-    return fleet
-
-
 def test_a_release_that_does_not_commit_keeps_the_tables(routed):
     tables = routed.state / "routes" / "s.npz"
     before = tables.read_bytes()

@@ -34,14 +34,6 @@ def test_a_state_file_hard_linked_to_a_file_outside_is_refused_and_that_file_is_
     assert outside.read_bytes() == b"an operator's notes\n"
 
 
-@pytest.fixture
-def routed(fleet):
-    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
-    assert fleet("plan-xconnect", "s", "--apply").code == 0
-    assert fleet("routes", "s").code == 0
-    return fleet
-
-
 DEAD_PID = 4194303  # above any pid in use (the kernel's largest pid is 4194304 at most)
 
 

@@ -9,15 +9,6 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture
-def routed(fleet):
-    """A fleet with slice `s` wired and its tables stored."""
-    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
-    assert fleet("plan-xconnect", "s", "--apply").code == 0
-    assert fleet("routes", "s").code == 0
-    return fleet
-
-
 def linked_away(routed, tmp_path: Path) -> tuple[Path, Path]:
     """routes/s.npz made a symbolic link to a copy of the slice's own tables outside the state: (link, target)."""
     tables, outside = routed.state / "routes" / "s.npz", tmp_path / "outside.npz"
