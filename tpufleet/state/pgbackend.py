@@ -495,11 +495,10 @@ class PostgresBackend:
         the session's own settings come back after it. (A session lock taken in a transaction outlives it.)"""
         import psycopg
 
-        conn = self.connection()
         with self.errors("lock"):
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
-            if (row and row[0]) or seconds <= 0:  # free (the usual case: one round trip), or no wait asked
-                return bool(row and row[0])
+            conn, free = self._lock_now()
+            if free or seconds <= 0:  # free (the usual case: one round trip), or no wait asked
+                return free
             try:
                 with conn.transaction():
                     conn.execute(f"SET LOCAL lock_timeout = {max(1, round(seconds * 1000))}")
@@ -508,6 +507,25 @@ class PostgresBackend:
                 return True
             except psycopg.errors.LockNotAvailable:
                 return False
+
+    def _lock_now(self) -> tuple[psycopg.Connection[tuple[Any, ...]], bool]:
+        """The connection and whether the lock was free (`pg_try_advisory_lock`). A connection kept from an earlier
+        command of this process (`serve`'s alert intake) that the server dropped since (a restart, a failover) is
+        found lost only here, by the first statement of this command: nothing was done on it, so it is opened again
+        once rather than refusing a change to a database that is back."""
+        import psycopg
+
+        kept = self._conn is not None and not self._conn.closed
+        conn = self.connection()
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+        except psycopg.OperationalError:
+            if not kept:
+                raise
+            self.close()
+            conn = self.connection()
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+        return conn, bool(row and row[0])
 
     def _acquire(self, timeout: float) -> None:
         say = WAIT_NOTICE.say
