@@ -10,6 +10,8 @@ import pytest
 from conftest import Cli
 from pgserver import PgServer
 
+from helpers import one_line
+
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
 pg_url = pgserver.pg_url
 
@@ -50,3 +52,17 @@ def test_the_first_alert_after_a_database_restart_is_stored(pg_url, pg_server: P
     r = c.post("/api/v1/alerts", headers=BEARER, content=_alert("r2", "host:c02/0"))
     assert r.status_code == 200 and r.json()["opened"] == ["f2"], r.text
     assert [f["target"] for f in cli("faults", "-o", "json").json] == ["host:c01/0", "host:c02/0"]
+
+
+def test_a_push_onto_a_newer_database_of_another_fleet_says_another_history(tmp_path, pg_url, capsys):
+    """A directory pushed by mistake onto a database holding another fleet at a higher serial was told to "move the
+    newer fleet the other way": a pull that is refused too, as another history."""
+    directory = Cli(capsys, tmp_path / "d")
+    assert directory("init").code == 0 and directory("inject-fault", "host:c05/1").code == 0
+    database = Cli(capsys, pg_url)
+    for command in (("init",), ("inject-fault", "host:c01/1"), ("inject-fault", "host:c02/1")):
+        assert database(*command).code == 0
+    pushed = directory("state", "push", tmp_path / "d", pg_url, state=False)
+    assert "another history" in one_line(pushed, 1) and "other way" not in pushed.err
+    assert "another history" in one_line(directory("state", "pull", pg_url, tmp_path / "d", state=False), 1)
+    assert database("status", "-o", "json").json["serial"] == 3

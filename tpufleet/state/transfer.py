@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.state import journal, journalfile
@@ -71,6 +71,8 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
     """Whether the target must change (False: it already holds the source's fleet); Refused when it may not."""
     if target is None:
         return True
+    if target.serial > source.serial and target.lines[: len(source.lines)] != source.lines:
+        _another_history(source, target, source_name, target_name)  # (not "move it the other way": refused too)
     if target.serial > source.serial:
         raise Refused(
             f"{target_name} holds serial {target.serial}, newer than {source_name}'s {source.serial}; nothing was "
@@ -86,11 +88,15 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
             "state aside, a database by emptying it)"
         )
     if target.serial == source.serial or not same_start:
-        raise Refused(
-            f"{target_name} (serial {target.serial}) holds another history than {source_name} (serial "
-            f"{source.serial}): its journal is not the start of the source's; nothing was moved"
-        )
+        _another_history(source, target, source_name, target_name)
     return True
+
+
+def _another_history(source: Fleet, target: Fleet, source_name: str, target_name: str) -> NoReturn:
+    raise Refused(
+        f"{target_name} (serial {target.serial}) holds another history than {source_name} (serial "
+        f"{source.serial}): its journal is not the start of the source's; nothing was moved"
+    )
 
 
 def _index(doc: dict[str, Any]) -> dict[str, IndexedAs]:
