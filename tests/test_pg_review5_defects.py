@@ -66,3 +66,28 @@ def test_a_push_onto_a_newer_database_of_another_fleet_says_another_history(tmp_
     assert "another history" in one_line(pushed, 1) and "other way" not in pushed.err
     assert "another history" in one_line(directory("state", "pull", pg_url, tmp_path / "d", state=False), 1)
     assert database("status", "-o", "json").json["serial"] == 3
+
+
+def test_a_journal_row_longer_than_a_line_is_read_as_a_damaged_line_never_whole(
+    tmp_path, pg_url, pg_server: PgServer, capsys, monkeypatch
+):
+    """A row put into the journal by hand, longer than a journal line may be: a state directory never reads such a
+    line into memory, and the database's was read whole (300 MB rows: 1.2 GB), then pulled into a directory whose
+    push it made refused. It now comes as one damaged line from the database."""
+    from pgserver import db_name
+
+    from tpufleet.state import journal
+
+    db = Cli(capsys, pg_url)
+    assert db("init").code == 0 and db("inject-fault", "host:c01/0").code == 0
+    pg_server.sql(
+        "INSERT INTO tpufleet_journal (serial, line) VALUES (NULL, convert_to(repeat('x', 5000), 'UTF8'))",
+        db_name(pg_url),
+    )
+    monkeypatch.setattr(journal, "MAX_LINE_BYTES", 1000)  # the 5,000-byte row stands for one over 256 MiB
+    shown = db("show", "journal", "-o", "json")
+    assert shown.code == 0 and len(shown.json) == 2 and "damaged" in shown.err
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("state", "pull", pg_url, tmp_path / "d", state=False).code == 0
+    lines = (tmp_path / "d" / "journal.jsonl").read_bytes().split(b"\n")
+    assert b"x" * 5000 not in lines and b"\x00" in lines

@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 # ---- the schema ------------------------------------------------------------------------------------------------
 
 TAIL_ROWS = 64  # journal lines read first for its last entries (then 4x more at a time)
+# A journal row longer than a journal line may be is read as this damaged line (a NUL byte is never JSON), so its
+# bytes never leave the database, and `state pull` writes a line `state push` takes back.
+OVERSIZE_LINE = b"\x00"
+_BOUNDED_LINE = "CASE WHEN octet_length(line) > %s THEN '\\x00'::bytea ELSE line END"
 
 SCHEMA_VERSION = 2
 LOCK_KEY = int.from_bytes(b"tpufleet", "big")  # the advisory lock's key (one fleet per database and schema)
@@ -407,9 +411,11 @@ class PostgresBackend:
         return row[1]
 
     def journal_bytes(self) -> bytes:
-        """The journal as a state directory's journal.jsonl holds it: every line, in order, each ended by a newline."""
-        rows = self._query("SELECT line FROM tpufleet_journal ORDER BY seq") or []
-        return b"".join(bytes(r[0]) + b"\n" for r in rows)
+        """The journal as a state directory's journal.jsonl holds it: every line, in order, each ended by a newline.
+        A row longer than a journal line may be (one put in by hand: tpufleet refuses to write one) comes as the
+        damaged line `OVERSIZE_LINE`: never read into memory, as a state directory never reads such a line."""
+        rows = self._query(f"SELECT {_BOUNDED_LINE} FROM tpufleet_journal ORDER BY seq", (journal.MAX_LINE_BYTES,))
+        return b"".join(bytes(r[0]) + b"\n" for r in rows or [])
 
     def read_journal(self, serial: int) -> journal.Scan:
         return journal.scan(self.journal_bytes(), serial)
@@ -418,8 +424,9 @@ class PostgresBackend:
         limit = TAIL_ROWS
         while True:  # each row carries the journal's line count, from the same snapshot, to number damaged lines
             rows = self._query(
-                "SELECT line, (SELECT count(*) FROM tpufleet_journal) FROM tpufleet_journal ORDER BY seq DESC LIMIT %s",
-                (limit,),
+                f"SELECT {_BOUNDED_LINE}, (SELECT count(*) FROM tpufleet_journal) FROM tpufleet_journal "
+                "ORDER BY seq DESC LIMIT %s",
+                (journal.MAX_LINE_BYTES, limit),
             )
             rows = rows or []
             whole = len(rows) < limit
