@@ -97,6 +97,16 @@ def test_an_elastic_job_runs_on_three_of_four_slices_and_reports_the_slowdown(po
     _no_cube_twice(pods2)
 
 
+def test_reschedule_of_a_jobs_name_says_it_is_a_job_and_names_its_evicted_slice(pods2):
+    d = _four_slices_over_two_pods(pods2)
+    _host_fault_on(pods2, d, "j-1")
+    before = snapshot(pods2.state)
+    r = pods2("reschedule", "j")
+    assert r.code == 1 and "'j' is a multislice job, not a slice" in r.err and "evicted: j-1" in r.err, r.err
+    assert "unknown slice" not in r.err
+    assert snapshot(pods2.state) == before
+
+
 def test_release_frees_every_slice_and_its_tables(pods2):
     _four_slices_over_two_pods(pods2)
     assert pods2("routes", "j-0", "-o", "json").code == 0

@@ -452,6 +452,13 @@ class FleetState:
 
     # ---- slices ------------------------------------------------------------------------------------------
     def slice(self, name: str) -> Slice:
+        job = self.jobs.get(name) if name not in self.slices else None
+        if job is not None:  # a job's name where one slice is wanted (`reschedule JOB`): say which slices it has
+            evicted = [n for n in job.slices if self.slices[n].state is SliceState.EVICTED]
+            which = f"; evicted: {', '.join(evicted)}" if evicted else ""
+            raise Refused(
+                f"{name!r} is a multislice job, not a slice: give one of its slices ({', '.join(job.slices)}{which})"
+            )
         return _known(self.slices, name, "slice")
 
     def add_slice(self, sl: Slice) -> None:
