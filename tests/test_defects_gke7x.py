@@ -391,6 +391,23 @@ def test_explain_says_a_slice_on_a_cube_under_announced_maintenance_must_move_fi
     assert any(w.startswith("maintenance announced from 2099-06-16T09:00:00Z") for w in cube["why"])
 
 
+def test_explain_job_says_which_slice_sits_on_a_cube_under_announced_maintenance(reserved, tmp_path):
+    assert reserved("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
+    assert reserved("plan-xconnect", "llm", "--apply").code == 0
+    held = {s["name"]: s["cubes"] for s in reserved("show", "slices", "-o", "json").json}
+    index = int(held["llm-1"][0][1:])  # the fixture's sub-block N is cube cNN
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), index)))
+    assert reserved("import", "reservation", announced, "--apply").code == 0
+    job = reserved("explain", "llm", "-o", "json").json
+    assert any(step.startswith("tpufleet plan-maintenance") for step in job["next"]), job["next"]
+    why = job["why"]
+    cube = held["llm-1"][0]
+    said = [w for w in why if f"cube {cube} goes into maintenance" in w]
+    assert len(said) == 1 and said[0].startswith("slice llm-1: "), why
+    assert why.index(said[0]) > why.index(next(w for w in why if w.startswith("slice llm-1: 4x4x8")))
+
+
 def test_status_says_a_started_window_waits_for_the_import_and_a_failed_cube_is_not_serving(
     reserved, tmp_path, monkeypatch
 ):

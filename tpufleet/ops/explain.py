@@ -47,9 +47,14 @@ def _explain_job(
 
     row = explain_job(state, name)
     steps = job_wire_steps(state, name, row["next"], now, row["why"])
-    for sl in state.job_slices(name):
+    reasons: dict[int, list[str]] = {}  # under each wired slice's line (row["why"][1 + i]): why its steps are there
+    for i, sl in enumerate(state.job_slices(name)):
         if sl.state.wired:
-            steps += explain_slice(state, sl, now, missing_tables, linked_tables)["next"]
+            own = explain_slice(state, sl, now, missing_tables, linked_tables)
+            steps += own["next"]
+            reasons[2 + i] = [f"slice {sl.name}: {line}" for line in own["why"][1:] if not line.startswith("wired")]
+    for at in sorted(reasons, reverse=True):  # from the last, so the earlier places stay where they are
+        row["why"][at:at] = reasons[at]
     row["next"] = list(dict.fromkeys(steps))
     return row
 
