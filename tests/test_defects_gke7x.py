@@ -408,6 +408,24 @@ def test_explain_job_says_which_slice_sits_on_a_cube_under_announced_maintenance
     assert why.index(said[0]) > why.index(next(w for w in why if w.startswith("slice llm-1: 4x4x8")))
 
 
+def test_an_imported_drain_on_a_jobs_slice_says_the_whole_job_stops(reserved, tmp_path, monkeypatch):
+    from tpufleet.state import store
+
+    assert reserved("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
+    assert reserved("plan-xconnect", "llm", "--apply").code == 0
+    cube = {s["name"]: s["cubes"] for s in reserved("show", "slices", "-o", "json").json}["llm-1"][0]
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), int(cube[1:]))))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")  # inside the window: the drain opens
+    plan = reserved("import", "reservation", announced, "-o", "json")
+    [hit] = plan.json["slices_hit"]
+    assert (hit["slice"], hit["job"], hit["job_state"]) == ("llm-1", "llm", "stopped")
+    assert (hit["job_active_slices"], hit["job_total_slices"]) == (1, 2)
+    text = reserved("import", "reservation", announced, "--apply").out
+    assert f"! cube:{cube} stops slice llm-1" in text and "; job llm stopped (1 of 2 slices active)" in text, text
+    assert [j["state"] for j in reserved("show", "jobs", "-o", "json").json] == ["stopped"]
+
+
 def test_status_says_a_started_window_waits_for_the_import_and_a_failed_cube_is_not_serving(
     reserved, tmp_path, monkeypatch
 ):

@@ -58,8 +58,18 @@ def _hit_lines(d: dict[str, Any]) -> list[str]:
     verb = {"reschedule": "stops", "reroute": "reroutes"}
     return [
         f"  ! {h['target']} {verb.get(h['action'], h['action'])} slice {h['slice']} ({h['action']}: {h['reason']})"
+        + _job_part(h)
         for h in d.get("slices_hit", [])
     ]
+
+
+def _job_part(hit: dict[str, Any]) -> str:
+    """The job a hit slice belongs to, and the job's state after the fault (a job that is not elastic stops whole)."""
+    if not hit.get("job"):
+        return ""
+    return (
+        f"; job {hit['job']} {hit['job_state']} ({hit['job_active_slices']} of {hit['job_total_slices']} slices active)"
+    )
 
 
 def _placed_part(pool: dict[str, Any]) -> str:

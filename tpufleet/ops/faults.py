@@ -223,11 +223,27 @@ def import_preview(
 
 def _slices_hit(radii: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The slices the opened faults stop (`reschedule`) or make route around them (`reroute`), with the fault's
-    target and why, in the order the faults were opened."""
-    return [
-        {"slice": hit["slice"], "target": r["target"], "action": hit["action"], "reason": hit["reason"]}
-        for r in radii
-        if not r.get("duplicate_of")
-        for hit in r.get("slices", [])
-        if hit["action"] != "none"
-    ]
+    target and why, in the order the faults were opened; a slice of a multislice job with the job's state after
+    that fault (one evicted slice stops a job that is not elastic: every slice of it, not this one alone)."""
+    rows = []
+    for r in radii:
+        if r.get("duplicate_of"):
+            continue
+        verdicts = {name: j for j in r.get("jobs", []) for name in j["slices_hit"]}
+        for hit in r.get("slices", []):
+            if hit["action"] == "none":
+                continue
+            job = verdicts.get(hit["slice"])
+            rows.append(
+                {
+                    "slice": hit["slice"],
+                    "target": r["target"],
+                    "action": hit["action"],
+                    "reason": hit["reason"],
+                    "job": None if job is None else job["job"],
+                    "job_state": None if job is None else job["state"],
+                    "job_active_slices": None if job is None else job["active_slices"],
+                    "job_total_slices": None if job is None else job["total_slices"],
+                }
+            )
+    return rows
