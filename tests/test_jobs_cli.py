@@ -385,3 +385,17 @@ def test_a_job_plan_whose_own_reviewed_fields_were_edited_is_refused(pods2, tmp_
     r = pods2("apply-xconnect", plan)
     assert r.code == 1 and str(plan) in r.err and named in r.err and "plan again" in r.err
     assert snapshot(pods2.state) == before
+
+
+def test_collective_compares_a_job_with_one_slice_of_its_generations_shapes(cli):
+    """Three 4x4x8 slices of TPU v5p (384 chips): v5p takes 4x8x12 and 4x4x24 as one slice; the built-in TPU v4
+    forms (C <= 2A) have none, and the comparison said no slice of 384 chips existed."""
+    assert cli("init", "--generation", "tpu-v5p", "--pods", "2", "--cubes-per-pod", "8").code == 0
+    assert cli("allocate", "j", "--shape", "4x4x8", "--slices", "3", "--spread", "--elastic", "2").code == 0
+    assert cli("plan-xconnect", "j", "--apply").code == 0
+    assert cli("routes", "j").code == 0
+    r = cli("collective", "j", "--op", "all-reduce", "--bytes", "1GB", "--model-flops-per-step", "1e15", "-o", "json")
+    assert r.code == 0, r.err
+    one = r.json["one_slice"]
+    assert one["shape"] in ("4x8x12", "4x4x24") and one["note"] == "fastest of 4x4x24, 4x8x12 (healthy tables)"
+    assert one["all_reduce_s"] > 0 and one["throughput_ratio"] is not None

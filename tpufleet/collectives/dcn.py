@@ -19,10 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpufleet.collectives.profile import Dcn, Profile
 from tpufleet.constants import CHIPS_PER_MACHINE, CUBE_EDGE
 from tpufleet.shapes import SUBCUBE_SHAPES, Shape, twistable
+
+if TYPE_CHECKING:
+    from tpufleet.generations import Generation
 
 
 @dataclass(frozen=True)
@@ -113,11 +117,18 @@ def step(model_flops: float, chips: int, profile: Profile, all_reduce_s: float, 
     return Step(model_flops / (chips * profile.peak_flops), all_reduce_s, dcn_s)
 
 
-def one_slice_shapes(chips: int, max_cubes: int) -> list[Shape]:
-    """The slice shapes of `chips` chips one pod of `max_cubes` cubes can hold, in the documented Cloud TPU v4
-    torus forms (A <= B <= C <= 2A, sides multiples of 4, twisted where the twist exists) or a sub-cube block."""
+def one_slice_shapes(chips: int, max_cubes: int, generation: Generation | None = None) -> list[Shape]:
+    """The slice shapes of `chips` chips one pod of `max_cubes` cubes can hold: those the pods' `generation`
+    accepts (its own shape rule, sides in ascending order, once each), or without one (the built-in TPU v4 pod) the
+    documented Cloud TPU v4 torus forms (A <= B <= C <= 2A, sides multiples of 4, twisted
+    where the twist exists) or a sub-cube block."""
     from tpufleet.constants import CHIPS_PER_CUBE, MAX_SLICE_CHIPS
 
+    if generation is not None:
+        ordered = ((a, b, c) for a, b, c in map(sorted, generation.accepted_shapes()) if a * b * c == chips)
+        sides = sorted(set(ordered))
+        fits = [d for d in sides if generation.cubes_of(d) <= max_cubes]
+        return [Shape(d, twisted=t) for d in fits for t in (False, True) if not t or generation.twistable(d)]
     if chips < CHIPS_PER_CUBE:
         return [Shape(d) for d in SUBCUBE_SHAPES if d[0] * d[1] * d[2] == chips]
     if chips > MAX_SLICE_CHIPS or chips % CHIPS_PER_CUBE or chips // CHIPS_PER_CUBE > max_cubes:

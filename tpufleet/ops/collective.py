@@ -298,7 +298,10 @@ def run_job(
     step = None
     if req.model_flops_per_step is not None:
         step = dcn.step(req.model_flops_per_step, chips, profile, h.seconds, phase.seconds)
-    max_cubes = max((len(p.cubes) for p in state.fleet.pods), default=0)
+    # one slice of the job's chips: in a pod of the job's generation (the built-in TPU v4 pod's forms without one)
+    generation = state.fleet.pod_by_name[members[0].pod].generation if members else None
+    alike = [p for p in state.fleet.pods if p.generation == generation]
+    max_cubes = max((len(p.cubes) for p in alike), default=0)
     data = {
         "job": name,
         "shape": job.shape.text,
@@ -315,7 +318,7 @@ def run_job(
         "phases": _phases(h, rows),
         "per_slice": rows,
         "step": _step_record(step, req.model_flops_per_step),
-        "one_slice": _one_slice(chips, req, profile, max_cubes, h.seconds, step),
+        "one_slice": _one_slice(chips, req, profile, (max_cubes, generation), h.seconds, step),
         "profile": _profile_record(profile),
     }
     return Outcome(data, None)
@@ -360,20 +363,21 @@ def _step_record(step: Any, flops: float | None) -> dict[str, Any] | None:
 
 
 def _one_slice(
-    chips: int, req: JobRequest, profile: Profile, max_cubes: int, job_s: float, job_step: Any
+    chips: int, req: JobRequest, profile: Profile, pods: tuple[int, Any], job_s: float, job_step: Any
 ) -> dict[str, Any]:
-    """The same chips as one ICI slice: the fastest documented torus shape of that many chips a pod of the fleet
-    holds (healthy tables), or why there is none."""
+    """The same chips as one ICI slice: the fastest shape of that many chips a pod of the job's generation holds
+    (`pods`: its most cubes, the generation; healthy tables), or why there is none."""
     from tpufleet.collectives import dcn
     from tpufleet.collectives.cost import collective_time
 
-    shapes = dcn.one_slice_shapes(chips, max_cubes)
+    max_cubes, generation = pods
+    shapes = dcn.one_slice_shapes(chips, max_cubes, generation)
     if req.layout == "sharded":  # one slice has no shards to exchange: its step is the compute alone
-        return _one_sharded_slice(shapes, chips, req, profile, max_cubes, job_step)
+        return _one_sharded_slice(shapes, chips, req, profile, pods, job_step)
     timed = [(collective_time(s, req.nbytes, "all-reduce", profile), s) for s in shapes]
     timed = [(t, s) for t, s in timed if t != float("inf")]
     if not timed:
-        note = _no_one_slice(chips, max_cubes)
+        note = _no_one_slice(chips, max_cubes, generation)
         return {"shape": None, "twisted": None, "all_reduce_s": None, "all_reduce_ratio": None,
                 "step_s": None, "throughput_ratio": None, "note": note}  # fmt: skip
     seconds, shape = min(timed, key=lambda ts: ts[0])
@@ -390,7 +394,7 @@ def _one_slice(
 
 
 def _one_sharded_slice(
-    shapes: list[Any], chips: int, req: JobRequest, profile: Profile, max_cubes: int, job_step: Any
+    shapes: list[Any], chips: int, req: JobRequest, profile: Profile, pods: tuple[int, Any], job_step: Any
 ) -> dict[str, Any]:
     """With a sharded gradient, the same chips as one slice have no DCN exchange, and what the chips exchange
     inside a slice (not modelled) is the same in both: the step is the compute alone."""
@@ -398,7 +402,7 @@ def _one_sharded_slice(
 
     if not shapes:
         return {"shape": None, "twisted": None, "all_reduce_s": None, "all_reduce_ratio": None,
-                "step_s": None, "throughput_ratio": None, "note": _no_one_slice(chips, max_cubes)}  # fmt: skip
+                "step_s": None, "throughput_ratio": None, "note": _no_one_slice(chips, *pods)}  # fmt: skip
     one_step = None if job_step is None else dcn.step(req.model_flops_per_step or 0.0, chips, profile, 0.0)
     return {
         "shape": shapes[0].text,
@@ -411,11 +415,11 @@ def _one_sharded_slice(
     }
 
 
-def _no_one_slice(chips: int, max_cubes: int) -> str:
+def _no_one_slice(chips: int, max_cubes: int, generation: Any = None) -> str:
     """Why the same chips cannot be one slice: no slice shape has that many chips, or none fits a pod."""
     from tpufleet.collectives import dcn
 
-    if dcn.one_slice_shapes(chips, 10**9):
+    if dcn.one_slice_shapes(chips, 10**9, generation):
         return f"no slice of {chips} chips: its shapes need more cubes than a pod of {max_cubes} has"
     return f"no slice of {chips} chips: no documented slice shape (torus or sub-cube block) has that many chips"
 
