@@ -399,3 +399,9 @@ def test_collective_compares_a_job_with_one_slice_of_its_generations_shapes(cli)
     one = r.json["one_slice"]
     assert one["shape"] in ("4x8x12", "4x4x24") and one["note"] == "fastest of 4x4x24, 4x8x12 (healthy tables)"
     assert one["all_reduce_s"] > 0 and one["throughput_ratio"] is not None
+
+
+def test_explain_of_an_unknown_name_lists_the_slices_and_the_jobs_it_takes(fleet):
+    assert fleet("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
+    r = fleet("explain", "lm")
+    assert r.code == 1 and "unknown slice or job 'lm'" in r.err and "jobs: llm" in r.err and "llm-0" in r.err
