@@ -445,3 +445,16 @@ def test_status_says_a_started_window_waits_for_the_import_and_a_failed_cube_is_
     assert "c06" not in line
     why = reserved("explain", "cube:c06", "-o", "json").json["why"]
     assert any("a fault holds the cube out of the pool now" in w for w in why)
+
+
+def test_announced_maintenance_on_a_jobs_slice_names_the_job(reserved, tmp_path):
+    assert reserved("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
+    cube = reserved("show", "slices", "-o", "json").json[0]["cubes"][0]
+    index = next(
+        i for i, sb in enumerate(json.loads(RESERVATION.read_text())) if sb["name"].endswith(cube[1:].zfill(4))
+    )
+    announced = tmp_path / "sb.json"
+    announced.write_text(json.dumps(_maintenance_announced_on(json.loads(RESERVATION.read_text()), index)))
+    plan = reserved("import", "reservation", announced, "-o", "json").json
+    assert [(a["cube"], a["jobs"]) for a in plan["maintenance_announced"]] == [(cube, ["llm"])]
+    assert "of job(s) llm" in reserved("import", "reservation", announced).out

@@ -180,8 +180,9 @@ def _reservation_text(d: dict[str, Any]) -> str:
 
 def _announced_line(a: dict[str, Any]) -> str:
     now = "out of the pool now (a fault holds it)" if a["out_of_pool"] else "serves until then"
+    jobs = f" of job(s) {', '.join(a['jobs'])}" if a["jobs"] else ""
     on = (
-        f"; slice(s) on it: {', '.join(a['slices'])} (move them first: tpufleet plan-maintenance)"
+        f"; slice(s) on it: {', '.join(a['slices'])}{jobs} (move them first: tpufleet plan-maintenance)"
         if a["slices"]
         else ""
     )

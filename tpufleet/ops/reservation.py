@@ -84,6 +84,7 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
         "window_end": w.end,
         "out_of_pool": drain.cube in state.health().cubes_out,  # a failure holds it: it serves nothing now
         "slices": state.slices_holding(drain.cube),
+        "jobs": sorted({j for n in state.slices_holding(drain.cube) if (j := state.slices[n].job) is not None}),
     }
 
 
