@@ -405,3 +405,15 @@ def test_explain_of_an_unknown_name_lists_the_slices_and_the_jobs_it_takes(fleet
     assert fleet("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
     r = fleet("explain", "lm")
     assert r.code == 1 and "unknown slice or job 'lm'" in r.err and "jobs: llm" in r.err and "llm-0" in r.err
+
+
+def test_report_shows_the_multislice_jobs_in_every_format(fleet, tmp_path):
+    assert "multislice jobs" not in fleet("report").out  # none yet: no section
+    assert fleet("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
+    data = fleet("report", "-o", "json").json
+    assert [(j["name"], j["total_slices"], j["state"]) for j in data["jobs"]] == [("llm", 2, "pending")]
+    table = fleet("report").out
+    assert "multislice jobs:" in table and "2 x 4x4x8" in table
+    assert "## Multislice jobs" in fleet("report", "-o", "md").out
+    page = fleet("report", "-o", "html").out
+    assert "<h2>Multislice jobs</h2>" in page and "<td>llm</td>" in page

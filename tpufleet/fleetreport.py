@@ -64,6 +64,7 @@ def report(
         "ocs": summary["ocs"],
         "map": fleet_map(state).record(),
         "slices": summary["slices"],
+        "jobs": summary["jobs"],
         "faults": _faults(state, now),
         "stale_routes": summary["stale_routes"],
         "missing_routes": summary["missing_routes"],

@@ -189,10 +189,21 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
 <div class="pods">{panels}</div>
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
-<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>
+<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}
 <h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}{_damaged(r["journal_damaged_lines"])}
 </body></html>
 """
+
+
+def _jobs_section(r: Row) -> str:
+    """The multislice jobs (as the table and md reports give them), only when the fleet has any."""
+    if not r["jobs"]:
+        return ""
+    from tpufleet.cli.report import report_job_rows
+
+    rows = report_job_rows(r)
+    cells = [[escape(str(v)) for v in row.values()] for row in rows]
+    return f"<h2>Multislice jobs</h2>{_table(list(rows[0]), cells)}"
 
 
 def _ocs_text(ocs: Row) -> str:

@@ -32,6 +32,28 @@ def _slices(r: Row) -> list[Row]:
     ]
 
 
+def report_job_rows(r: Row) -> list[Row]:
+    """Multislice jobs, one row each (`show jobs`' figures): none on a fleet without one."""
+    return [
+        {
+            "job": j["name"],
+            "shape": f"{len(j['slices'])} x {j['shape']}" + (" twisted" if j["twisted"] else ""),
+            "state": j["state"],
+            "active slices": f"{j['active_slices']}/{j['total_slices']}",
+            "pods": ", ".join(j["pods"]),
+            "throughput kept": "" if j["throughput_kept"] is None else f"{j['throughput_kept']:.3f}",
+            "evicted": ", ".join(j["evicted"]),
+        }
+        for j in r["jobs"]
+    ]
+
+
+def _sections(r: Row, titles: tuple[str, str, str, str]) -> list[tuple[str, list[Row]]]:
+    """(title, rows) of each section in order; the jobs' only when the fleet has any."""
+    jobs = [(titles[1], report_job_rows(r))] if r["jobs"] else []
+    return [(titles[0], _slices(r)), *jobs, (titles[2], _faults(r)), (titles[3], _journal(r))]
+
+
 def _faults(r: Row) -> list[Row]:
     return [
         {
@@ -63,7 +85,7 @@ def damaged_note(lines: list[int]) -> str:
 def _markdown(r: Row, map_text: str) -> str:
     """Markdown with every cell escaped (render.flat_table): a user or slice name cannot inject HTML or columns."""
     parts = [f"# Fleet report, serial {r['serial']} ({r['generated']})", "", "```", map_text, "```"]
-    for title, rows in (("Slices", _slices(r)), ("Open faults", _faults(r)), ("Latest changes", _journal(r))):
+    for title, rows in _sections(r, ("Slices", "Multislice jobs", "Open faults", "Latest changes")):
         parts += ["", f"## {title}", "", flat_table(rows, "md") or "none"]
     if r["journal_damaged_lines"]:
         parts += ["", damaged_note(r["journal_damaged_lines"])]
@@ -72,7 +94,7 @@ def _markdown(r: Row, map_text: str) -> str:
 
 def _table(r: Row, map_text: str) -> str:
     parts = [map_text]
-    for title, rows in (("slices", _slices(r)), ("open faults", _faults(r)), ("latest changes", _journal(r))):
+    for title, rows in _sections(r, ("slices", "multislice jobs", "open faults", "latest changes")):
         cells = [[printable(v) if isinstance(v, str) else v for v in row.values()] for row in rows]  # one line each
         parts.append(f"{title}:\n" + grid(cells, list(rows[0]) if rows else []))
     return "\n\n".join(parts)
