@@ -105,9 +105,13 @@ def test_a_drain_whose_maintenance_moves_to_a_later_window_is_cleared_until_then
     assert [d["target"] for d in moved.json["drains_cleared"]] == ["cube:c07"]
     assert [a["window_start"] for a in moved.json["maintenance_announced"]] == ["2099-06-20T09:00:00Z"]
     assert "cube:c07" not in {f["target"] for f in reserved("status", "-o", "json").json["faults"]}
-    assert reserved("inject-fault", "cube:c07", "--planned").code == 0  # drained ahead, as a maintenance wave does
+    drained = reserved("inject-fault", "cube:c07", "--planned", "-o", "json").json["fault_id"]  # as a wave does
     ahead = reserved("import", "reservation", announced, "-o", "json").json
-    assert ahead["maintenance_announced"] == [] and ahead["drains_cleared"] == []  # not serving, not the import's
+    assert ahead["drains_cleared"] == []  # not the import's to clear
+    [row] = ahead["maintenance_announced"]
+    assert (row["cube"], row["out_of_pool"], row["drained_by"]) == ("c07", True, drained)  # not serving
+    line = next(x for x in reserved("import", "reservation", announced).out.splitlines() if "c07" in x)
+    assert f"drained already ({drained}; `tpufleet clear-fault {drained}` serves it until then)" in line
 
 
 def test_import_k8s_says_which_slice_a_not_ready_node_stops(reserved, tmp_path):

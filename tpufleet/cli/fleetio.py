@@ -179,7 +179,11 @@ def _reservation_text(d: dict[str, Any]) -> str:
 
 
 def _announced_line(a: dict[str, Any]) -> str:
-    now = "out of the pool now (a fault holds it)" if a["out_of_pool"] else "serves until then"
+    now = "serves until then"
+    if a["drained_by"]:  # drained ahead by a wave or by hand; the window may have moved since
+        now = f"drained already ({a['drained_by']}; `tpufleet clear-fault {a['drained_by']}` serves it until then)"
+    elif a["out_of_pool"]:
+        now = "out of the pool now (a fault holds it)"
     jobs = f" of job(s) {', '.join(a['jobs'])}" if a["jobs"] else ""
     on = (
         f"; slice(s) on it: {', '.join(a['slices'])}{jobs} (move them first: tpufleet plan-maintenance)"

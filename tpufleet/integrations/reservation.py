@@ -420,10 +420,7 @@ def _drain_diff(state: FleetState, out: ReservationPlan, now: str) -> None:
             continue
         drain, existing = Drain(record.cube, name, record.maintenance), state.open_fault_on(CubeId(record.cube))
         if not record.maintenance.due(now):
-            # a drain opened ahead of the window (a maintenance wave, by hand) leaves the cube out of service; an
-            # import's own drain is cleared below, the cube serving until the window
-            if existing is None or not existing.planned or existing.reason.startswith(REASON_PREFIX):
-                out.announced.append(drain)
+            out.announced.append(drain)  # an import's own drain on it is cleared below: it serves until the window
             continue
         wanted.add(record.cube)
         if existing is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import CubeId
-from tpufleet.integrations.reservation import Drain, ReservationInput, ReservationPlan, plan
+from tpufleet.integrations.reservation import REASON_PREFIX, Drain, ReservationInput, ReservationPlan, plan
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 
@@ -74,6 +74,9 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
     """Maintenance whose window starts later: the cube serves until then; the slices on it now are the ones
     `plan-maintenance` moves first."""
     w = drain.window
+    held = state.open_fault_on(CubeId(drain.cube))
+    # drained ahead of the window (a maintenance wave, by hand): out of service now, whatever the window says
+    ahead = held is not None and held.planned and not held.reason.startswith(REASON_PREFIX)
     return {
         "sub_block": drain.sub_block,
         "cube": drain.cube,
@@ -82,7 +85,8 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
         "status": w.status,
         "window_start": w.start,
         "window_end": w.end,
-        "out_of_pool": drain.cube in state.health().cubes_out,  # a failure holds it: it serves nothing now
+        "out_of_pool": drain.cube in state.health().cubes_out,  # a fault or a drain holds it: it serves nothing now
+        "drained_by": held.id if ahead and held is not None else None,
         "slices": state.slices_holding(drain.cube),
         "jobs": sorted({j for n in state.slices_holding(drain.cube) if (j := state.slices[n].job) is not None}),
     }
