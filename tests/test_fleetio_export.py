@@ -335,3 +335,41 @@ def test_slurm_topology_out_is_the_file_format_chooses_whatever_o_says(fleet, tm
     assert r.code == 0 and r.json["file"] == str(conf)
     assert conf.read_text() == fleet("export", "slurm-topology", "--format", "conf").out
     assert "\nSwitchName=pod0 Switches=" in conf.read_text()
+
+
+def slurm_block_aggregates(rows: list[dict[str, str]]) -> list[list[str]]:
+    """Slurm's topology/block rules (block_record.c): the first BlockSizes value is the base block size, which
+    every block must reach (slurmctld stops with a fatal error otherwise), and a level of `size` nodes joins
+    `size / base` consecutive blocks in file order. Returns the blocks each aggregate joins."""
+    blocks = [r for r in rows if "BlockName" in r]
+    sizes = [int(s) for s in rows[-1]["BlockSizes"].split(",")]
+    assert all(len(expand(b["Nodes"])) >= sizes[0] for b in blocks), "a block below the base block size"
+    names = [b["BlockName"] for b in blocks]
+    return [names[i : i + size // sizes[0]] for size in sizes[1:] for i in range(0, len(names), size // sizes[0])]
+
+
+@pytest.mark.parametrize("file_format", ["conf", "yaml"])
+def test_slurm_blocks_of_a_cluster_missing_nodes_load_and_stay_inside_a_pod(cli, tmp_path, file_format):
+    """A cube with a node missing would be a block below BlockSizes' base (slurmctld fatal), and a cube with no
+    node left out of the list shifted the pairing of the blocks after it across the pods' boundary."""
+    assert cli("init", "--generation", "tpu7x", "--pods", 2, "--cubes-per-pod", 4).code == 0
+    nodes = cli("export", "node-labels", "-o", "json").json
+    nodes["items"] = [
+        n
+        for n in nodes["items"]
+        if n["metadata"]["labels"]["tpufleet.io/cube"] != "c01" and n["metadata"]["name"] != "tpu-c05-m03"
+    ]
+    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
+    assert cli("import", "k8s", tmp_path / "nodes.json", "--apply").code == 0
+    r = cli("export", "slurm-topology", "--plugin", "block", "--format", "conf")
+    if file_format == "yaml":
+        doc = yaml.safe_load(cli("export", "slurm-topology", "--plugin", "block", "--format", "yaml").out)[0]
+        text = "".join(f"BlockName={b['block']} Nodes={b['nodes']}\n" for b in doc["block"]["blocks"])
+        r_text = text + "BlockSizes=" + ",".join(map(str, doc["block"]["block_sizes"])) + "\n"
+    else:
+        r_text = r.out
+    assert r.code == 0, r.err
+    pod_of = {row["cube"]: row["pod"] for row in cli("show", "inventory", "-o", "json").json}
+    for aggregate in slurm_block_aggregates(parse_conf(r_text)):
+        assert len({pod_of[cube] for cube in aggregate}) == 1, aggregate
+    assert "c05" in r.err  # the cube left out is named

@@ -369,6 +369,15 @@ def _note_left_out(machines: int) -> None:
         )
 
 
+def _note_partial_cubes(cubes: list[str]) -> None:
+    if cubes:
+        typer.echo(
+            f"tpufleet: note: cube(s) {', '.join(cubes)} left out of the blocks: some of their machines are no "
+            "node, and Slurm refuses a block of fewer than a cube's 16 nodes",
+            err=True,
+        )
+
+
 @export_app.command(
     "kueue-topology",
     epilog=examples(
@@ -451,6 +460,8 @@ def export_slurm_cmd(
     state = ctx.obj.store().load()
     exports.refuse_without_nodes(state, "Slurm topology")
     _note_left_out(exports.machines_without_node(state))
+    if plugin is SlurmPlugin.block:
+        _note_partial_cubes(exports.slurm_blocks(state)[2])
     if file_format is SlurmFile.yaml:
         doc = exports.slurm_topology_yaml(state, plugin.value)
         _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)

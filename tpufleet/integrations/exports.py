@@ -251,35 +251,56 @@ def _ranges(key: tuple[str, int, str], numbers: list[int]) -> str:
     return f"{prefix}[{','.join(runs)}]{suffix}"
 
 
-def _slurm_parts(state: FleetState) -> tuple[dict[str, str], list[tuple[str, list[str]]], list[int]]:
-    """(cube -> its nodes as a hostlist, pods with the cubes that have nodes, the block sizes in nodes). A cube
-    without nodes is no switch or block. Block sizes double from one cube up to the largest power of two dividing
-    every pod's cube count, so an aggregated block never spans two pods (cubes of different pods share no OCS)."""
+def _slurm_parts(state: FleetState) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
+    """(cube -> its nodes as a hostlist, pods with the cubes that have nodes). A cube without nodes is no switch."""
     names = Names(state)
     cube_nodes = {c: hostlist(names.node(h) for h in names.machines(c)) for c in state.fleet.cubes}
     cube_nodes = {c: nodes for c, nodes in cube_nodes.items() if nodes}
     pods = [(p.name, [c for c in p.cubes if c in cube_nodes]) for p in state.fleet.pods]
-    per_pod = min((len(p.cubes) & -len(p.cubes)) for p in state.fleet.pods)  # largest power of two dividing all
+    return cube_nodes, [(pod, cubes) for pod, cubes in pods if cubes]
+
+
+def slurm_blocks(state: FleetState) -> tuple[list[tuple[str, str]], list[int], list[str]]:
+    """(blocks: (cube, its nodes) in pod order, the block sizes in nodes, the cubes with nodes left out).
+
+    Slurm's topology/block stops slurmctld (fatal) on a block with fewer nodes than the base block size, the
+    first BlockSizes value (one cube, 16), so a cube some of whose machines are no node is no block (its nodes
+    are named by no block: Slurm warns and places no job there; a whole-cube job could not run on it anyway).
+    Slurm joins consecutive blocks in file order, so the sizes double only up to the largest power of two
+    dividing every pod's count of blocks: an aggregated block never spans two pods (cubes of different pods
+    share no OCS). Refused when no cube is whole: an empty BlockSizes stops slurmctld too."""
+    names = Names(state)
+    whole = {c for c in state.fleet.cubes if len(names.machines(c)) == MACHINES_PER_CUBE}
+    per_pod_cubes = [[c for c in p.cubes if c in whole] for p in state.fleet.pods]
+    blocks = [(c, hostlist(names.node(h) for h in names.machines(c))) for cubes in per_pod_cubes for c in cubes]
+    if not blocks:
+        raise Refused(
+            "no cube has all its 16 machines as nodes of the imported cluster: Slurm's topology/block needs "
+            "blocks of at least one cube; nothing written"
+        )
+    left_out = [c for c in state.fleet.cubes if c not in whole and names.machines(c)]
+    per_pod = min(len(cubes) & -len(cubes) for cubes in per_pod_cubes if cubes)  # largest power of two dividing all
     sizes, size = [], 1
     while size <= per_pod:
         sizes.append(size * MACHINES_PER_CUBE)
         size *= 2
-    return cube_nodes, [(pod, cubes) for pod, cubes in pods if cubes], sizes
+    return blocks, sizes, left_out
 
 
 def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
     """topology.conf. tree: a switch per cube (its 16 machines), one per pod (its cubes), one over the pods.
-    block: a block per cube, and the block sizes of `_slurm_parts`."""
-    cube_nodes, pods, sizes = _slurm_parts(state)
+    block: a block per whole cube, and the block sizes of `slurm_blocks`."""
     lines = [f"# topology.conf for Slurm's topology/{plugin} plugin, written by tpufleet (serial {state.serial})"]
     if plugin == "tree":
+        cube_nodes, pods = _slurm_parts(state)
         for pod, cubes in pods:
             lines += [f"SwitchName={c} Nodes={cube_nodes[c]}" for c in cubes]
             lines.append(f"SwitchName={pod} Switches={hostlist(cubes)}")
         if len(pods) > 1:
             lines.append(f"SwitchName=fleet Switches={hostlist(pod for pod, _ in pods)}")
     else:
-        lines += [f"BlockName={c} Nodes={nodes}" for c, nodes in cube_nodes.items()]
+        blocks, sizes, _ = slurm_blocks(state)
+        lines += [f"BlockName={c} Nodes={nodes}" for c, nodes in blocks]
         lines.append(f"BlockSizes={','.join(map(str, sizes))}")
     return "\n".join(lines) + "\n"
 
@@ -291,9 +312,9 @@ def slurm_topology_yaml(state: FleetState, plugin: str = "tree") -> list[Doc]:
         from tpufleet.integrations.slurm_torus import torus3d_yaml
 
         return torus3d_yaml(state)
-    cube_nodes, pods, sizes = _slurm_parts(state)
     topology: Doc = {"topology": f"tpufleet-{plugin}", "cluster_default": True}
     if plugin == "tree":
+        cube_nodes, pods = _slurm_parts(state)
         switches: list[Doc] = []
         for pod, cubes in pods:
             switches += [{"switch": c, "nodes": cube_nodes[c]} for c in cubes]
@@ -302,8 +323,8 @@ def slurm_topology_yaml(state: FleetState, plugin: str = "tree") -> list[Doc]:
             switches.append({"switch": "fleet", "children": hostlist(pod for pod, _ in pods)})
         topology["tree"] = {"switches": switches}
     else:
-        blocks = [{"block": c, "nodes": nodes} for c, nodes in cube_nodes.items()]
-        topology["block"] = {"block_sizes": sizes, "blocks": blocks}
+        blocks, sizes, _ = slurm_blocks(state)
+        topology["block"] = {"block_sizes": sizes, "blocks": [{"block": c, "nodes": nodes} for c, nodes in blocks]}
     return [topology]
 
 
