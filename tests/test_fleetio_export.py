@@ -127,6 +127,18 @@ def test_kueue_bad_name_is_exit_2(fleet):
     assert fleet("export", "kueue-topology", "--name", "Not_A_Name").code == 2
 
 
+@pytest.mark.parametrize("name", ["a_b", "a..b", "a.-b", "a-.b"])
+def test_kueue_name_the_api_server_would_refuse_is_exit_2(fleet, name):
+    """An object's name is a DNS subdomain: no '_', no empty or '-'-edged part between dots."""
+    r = fleet("export", "kueue-topology", "--name", name)
+    assert r.code == 2 and "--name" in r.err and not r.out
+
+
+@pytest.mark.parametrize("name", ["tpu-v4", "a.b", "tpufleet"])
+def test_kueue_name_that_is_a_dns_subdomain_is_taken(fleet, name):
+    assert fleet("export", "kueue-topology", "--name", name).code == 0
+
+
 def parse_conf(text: str) -> list[dict[str, str]]:
     rows = []
     for line in text.splitlines():

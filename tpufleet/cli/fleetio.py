@@ -1,6 +1,7 @@
 """`tpufleet import ...` and `tpufleet export ...`: a real fleet in (Kubernetes/GKE) and out (Kueue, Slurm, Prometheus)."""
 
 import enum
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -369,6 +370,10 @@ def _note_left_out(machines: int) -> None:
         )
 
 
+# A Kubernetes object's name (a DNS-1123 subdomain): lower-case dot-separated parts, each alphanumeric at both ends.
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 def _note_partial_cubes(cubes: list[str]) -> None:
     if cubes:
         typer.echo(
@@ -404,8 +409,11 @@ def export_kueue_cmd(
     from tpufleet.state.files import check_output_path
     from tpufleet.state.nodelists import read_mapping
 
-    if not name or not LABEL_VALUE.fullmatch(name) or name != name.lower():
-        raise BadInput(f"bad option --name {name!r}: a lower-case Kubernetes name (letters, digits, '-', '.')")
+    if not LABEL_VALUE.fullmatch(name) or not _OBJECT_NAME.fullmatch(name):  # else the API server refuses it
+        raise BadInput(
+            f"bad option --name {name!r}: a Kubernetes object name (lower-case letters, digits, '-', '.'; "
+            "each part between dots starts and ends with a letter or digit; at most 63 characters)"
+        )
     if out is not None:
         check_output_path(out, "--out")
     if api_version not in exports.KUEUE_API_VERSIONS:
