@@ -3,6 +3,8 @@ value exits 2 with one line naming the option and the value given."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import one_line, snapshot
@@ -208,3 +210,13 @@ def test_help_or_version_given_twice_is_shown_not_refused(cli, args, shown):
     r = cli(*args, state=False)
     assert r.code == 0, r.err
     assert r.out.startswith(shown)
+
+
+@pytest.mark.parametrize("group, commands", [("import", "k8s|reservation|slices"), ("state", "migrate|push|pull")])
+def test_a_group_without_its_command_with_json_output_is_the_error_object(cli, group, commands):
+    """`tpufleet -o json import` printed the group's multi-line help on stderr, which a script reading the error
+    object could not parse; it is the one JSON error object, exit 2, naming the commands to choose from."""
+    r = cli("-o", "json", group, state=False)
+    assert r.code == 2 and r.out == ""
+    error = json.loads(r.err)
+    assert error == {"error": f"missing command: tpufleet {group} {commands}", "exit_code": 2, "items": []}

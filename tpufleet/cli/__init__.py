@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Command modules register themselves on `app`.
 from tpufleet.cli import (  # noqa: F401
@@ -72,15 +72,26 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
     if name == "Abort":
         report_error("aborted", 130, [], fmt)
         return 130
-    if name == "NoArgsIsHelpError":
+    if name == "NoArgsIsHelpError":  # a group without its command (`tpufleet import`)
         ctx = getattr(exc, "ctx", None)
-        print(ctx.get_help() if ctx else "tpufleet: error: missing command", file=sys.stderr)
+        if fmt == "json" or ctx is None:  # a script reads the error object, as for every other bad input
+            report_error(_missing_command(ctx), EXIT_BAD_INPUT, [], fmt)
+        else:
+            print(ctx.get_help(), file=sys.stderr)
         return EXIT_BAD_INPUT
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
         code = EXIT_BAD_INPUT if name in _USAGE_ERRORS or exc.exit_code == 2 else int(exc.exit_code)
         report_error(_one_hint(" ".join(str(exc.format_message()).split())), code, [], fmt)
         return code
     return None
+
+
+def _missing_command(ctx: Any) -> str:
+    """`missing command: tpufleet import k8s|reservation|slices`, the group's commands as its help lists them."""
+    if ctx is None:
+        return "missing command"
+    names = list(getattr(ctx.command, "commands", {}))
+    return f"missing command: {ctx.command_path} {'|'.join(names)}" if names else "missing command"
 
 
 def _one_hint(message: str) -> str:
