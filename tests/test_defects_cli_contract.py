@@ -220,3 +220,15 @@ def test_a_group_without_its_command_with_json_output_is_the_error_object(cli, g
     assert r.code == 2 and r.out == ""
     error = json.loads(r.err)
     assert error == {"error": f"missing command: tpufleet {group} {commands}", "exit_code": 2, "items": []}
+
+
+@pytest.mark.parametrize("key", ["F1", "12", "xx"])
+def test_clear_fault_of_neither_an_id_nor_a_target_names_both_forms(fleet, key):
+    """`clear-fault F1` said only `expected KIND:..., KIND one of cube, ...`, as if fault ids were not taken;
+    it names both forms it takes, exit 2, nothing changed."""
+    assert fleet("inject-fault", "cube:c05").code == 0
+    before = snapshot(fleet.state)
+    line = one_line(fleet("clear-fault", key), 2)
+    assert line.startswith(f"tpufleet: error: bad fault id or target '{key}'") and "(f12)" in line
+    assert "cube:c07" in line
+    assert snapshot(fleet.state) == before

@@ -303,6 +303,11 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
         if hit.cleared:
             raise Refused(f"fault {key} was already cleared at {hit.cleared}")
         return [hit]
+    if ":" not in key:  # neither a fault id nor a target (`F1`, `12`): say both forms, not only the target's
+        raise BadInput(
+            f"bad fault id or target {key[:60]!r}: give a fault id as `tpufleet faults` lists it (f12) or a target"
+            " id KIND:... (cube:c07, ocs:pod0/x/5)"
+        )
     target = canonical(normalize(state.fleet, key))
     hits = [f for f in state.faults if canonical(f.target) == target and f.is_open]
     if not hits:
