@@ -232,3 +232,12 @@ def test_clear_fault_of_neither_an_id_nor_a_target_names_both_forms(fleet, key):
     assert line.startswith(f"tpufleet: error: bad fault id or target '{key}'") and "(f12)" in line
     assert "cube:c07" in line
     assert snapshot(fleet.state) == before
+
+
+def test_history_since_an_age_over_the_counted_length_says_so(fleet):
+    """`history --since 99999999999d` said the value was not a date, an ISO time or an age, though it is an age:
+    it says the age is longer than the tool counts, as `plan-spares --horizon` does, exit 2."""
+    line = one_line(fleet("history", "--since", "99999999999d"), 2)
+    assert (
+        line == "tpufleet: error: bad option --since: '99999999999d' is longer than this tool counts (999999 of a unit)"
+    )

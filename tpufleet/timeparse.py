@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from tpufleet.errors import BadInput, shown
 
 _AGE = re.compile(r"([0-9]{1,6})([smhdw])")
+_LONG_AGE = re.compile(r"[0-9]{7,}[smhdw]")
 _UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 TIME_HELP = "a date (2026-01-06), an ISO time (2026-01-06T10:30, UTC unless it has a zone) or an age (7d, 12h, 30m)"
 
@@ -30,6 +31,8 @@ def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
     value = text.strip()
     age = _AGE.fullmatch(value)
+    if not age and _LONG_AGE.fullmatch(value):  # an age all the same: say what is wrong with it, not "not an age"
+        raise BadInput(f"bad option {option}: {shown(text)} is longer than this tool counts (999999 of a unit)")
     try:
         if age:
             return now - timedelta(**{_UNIT[age[2]]: int(age[1])})
