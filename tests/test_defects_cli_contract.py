@@ -241,3 +241,25 @@ def test_history_since_an_age_over_the_counted_length_says_so(fleet):
     assert (
         line == "tpufleet: error: bad option --since: '99999999999d' is longer than this tool counts (999999 of a unit)"
     )
+
+
+@pytest.mark.parametrize("debug", [("--debug",), ()])
+def test_debug_shows_the_traceback_and_keeps_the_exit_code(fleet, monkeypatch, debug):
+    """With --debug (or $TPUFLEET_DEBUG) the exception was raised out of the tool: every error exited 1 (Python's
+    code), bad input and a bug alike, and the error line was gone. The traceback now comes first, then the same
+    line and exit code as without it: 2 for bad input, 1 for a refusal, 70 for a bug."""
+    import tpufleet.ops.explain
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    r = fleet(*debug, "allocate", "a", "--shape", "4x4x5")
+    assert r.code == 2 and r.err.strip().splitlines()[-1].startswith("tpufleet: error: bad shape '4x4x5'")
+    assert ("Traceback" in r.err) == bool(debug)
+    r = fleet(*debug, "-o", "json", "release", "nosuch")
+    assert r.code == 1 and json.loads(r.err.strip().splitlines()[-1])["exit_code"] == 1
+    monkeypatch.setattr(tpufleet.ops.explain, "explain", broken)
+    r = fleet(*debug, "explain", "x")
+    assert r.code == 70 and r.out == ""
+    assert r.err.strip().splitlines()[-1].startswith("tpufleet: error: internal error: ZeroDivisionError: a bug")
+    assert ("Traceback" in r.err) == bool(debug)

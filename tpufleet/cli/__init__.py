@@ -192,7 +192,7 @@ def _click_command() -> click.Command:
 
 def main(argv: list[str] | None = None) -> None:
     from tpufleet.cli.app import SETTINGS
-    from tpufleet.errors import EXIT_INTERNAL, Refused, TpufleetError
+    from tpufleet.errors import Refused, TpufleetError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
@@ -206,8 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         if code == 130:  # Typer turns Ctrl-C into a silent return of 130
             print(INTERRUPTED, file=sys.stderr)
     except TpufleetError as exc:
-        if _debug_requested():
-            raise
+        _traceback_if_debug()
         code = exc.exit_code
         report_error(str(exc), code, exc.details if isinstance(exc, Refused) else [], requested_format(argv))
     except KeyboardInterrupt:
@@ -216,21 +215,35 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
-    except Exception as exc:
-        if isinstance(exc, OSError) and streams.is_write_failure(exc) and not _debug_requested():
-            sys.exit(_output_failed(exc, requested_format(argv)))
-        framework_code = _framework_exit(exc, requested_format(argv))
-        if framework_code is None:
-            if _debug_requested():
-                raise
-            report_error(
-                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
-                EXIT_INTERNAL,
-                [],
-                requested_format(argv),
-            )
-        code = EXIT_INTERNAL if framework_code is None else framework_code
+    except Exception as exc:  # noqa: BLE001 - the last resort: Click's signalling, a lost output, else a bug (70)
+        code = _unhandled(exc, requested_format(argv))
     sys.exit(code)
+
+
+def _traceback_if_debug() -> None:
+    """With --debug, the traceback of the exception being handled, before its error line: the exit code stays the
+    one the README gives (2 bad input, 3 lock, 70 a bug), so a script run with --debug still reads it."""
+    if _debug_requested():
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
+def _unhandled(exc: Exception, fmt: str | None) -> int:
+    """The exit code for an exception no command turned into a refusal: output that cannot be written, Click's own
+    signalling, else a bug (70)."""
+    from tpufleet.errors import EXIT_INTERNAL
+
+    if isinstance(exc, OSError) and streams.is_write_failure(exc):
+        _traceback_if_debug()
+        return _output_failed(exc, fmt)
+    framework_code = _framework_exit(exc, fmt)
+    if framework_code is not None:
+        return framework_code
+    _traceback_if_debug()
+    hint = "" if _debug_requested() else " (rerun with --debug for a traceback)"
+    report_error(f"internal error: {type(exc).__name__}: {exc}{hint}", EXIT_INTERNAL, [], fmt)
+    return EXIT_INTERNAL
 
 
 def _output_failed(exc: OSError, fmt: str | None) -> int:
