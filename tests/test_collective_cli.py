@@ -188,6 +188,6 @@ def test_routes_table_capacity_exports_sparse_tables_and_stores_nothing(cli, tmp
 @pytest.mark.parametrize("flag", [["--model-flops-per-step", "4.1e17"], ["--layout", "sharded"]])
 def test_a_job_option_with_an_unknown_name_says_the_name_is_unknown(routed, flag):
     r = routed("collective", "nosuch", "--op", "all-reduce", "--bytes", "1GiB", *flag)
-    assert r.code == 1 and "unknown slice 'nosuch'" in r.err, r.err
+    assert r.code == 1 and "unknown slice or job 'nosuch'" in r.err, r.err
     r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", *flag)  # a slice: the option is wrong
     assert r.code == 2 and f"bad option {flag[0]}: applies to a multislice job" in r.err, r.err

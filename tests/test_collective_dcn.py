@@ -148,7 +148,7 @@ def test_a_bad_dcn_figure_exits_2_naming_file_field_and_value(job, tmp_path, lin
 @pytest.mark.parametrize(
     "args, code, text",
     [
-        (["nope", "--op", "all-reduce", "--bytes", "1GiB"], 1, "unknown slice 'nope'"),  # as every command says
+        (["nope", "--op", "all-reduce", "--bytes", "1GiB"], 1, "unknown slice or job 'nope'"),  # as every command says
         (["j", "--op", "all-reduce", "--bytes", "-1"], 2, "--bytes"),
         (["j", "--op", "all-gather", "--bytes", "1GiB"], 2, "all-reduce only"),
         (["j", "--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "ring"], 2, "--algorithm"),

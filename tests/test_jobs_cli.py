@@ -417,3 +417,26 @@ def test_report_shows_the_multislice_jobs_in_every_format(fleet, tmp_path):
     assert "## Multislice jobs" in fleet("report", "-o", "md").out
     page = fleet("report", "-o", "html").out
     assert "<h2>Multislice jobs</h2>" in page and "<td>llm</td>" in page
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("release", "jx"),
+        ("policy", "jx"),
+        ("routes", "jx"),
+        ("plan-xconnect", "jx"),
+        ("collective", "jx", "--op", "all-reduce", "--bytes", "1GiB"),
+        ("plan-spares", "--slices", "jx"),
+    ],
+)
+def test_an_unknown_name_where_a_job_is_taken_lists_the_jobs_too(fleet, args):
+    """`release jx` (a mistyped job) said `unknown slice 'jx' (slices: ...)`, the jobs left out, though these
+    commands take a job's name; they now say `unknown slice or job` and list both, as `explain` does."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    before = snapshot(fleet.state)
+    r = fleet(*args)
+    assert r.code == 1 and r.out == ""
+    assert r.err.strip() == "tpufleet: error: unknown slice or job 'jx' (slices: j-0, j-1, s; jobs: j)"
+    assert snapshot(fleet.state) == before

@@ -286,7 +286,7 @@ def test_an_unknown_slice_is_refused_as_every_command_refuses_it(fleet):
     before = snapshot(fleet.state)
     r = fleet("plan-spares", "--slices", "a,nope")
     assert r.code == 1 and r.err.strip() == fleet("release", "nope").err.strip()
-    assert "unknown slice 'nope' (slices: a)" in r.err
+    assert "unknown slice or job 'nope' (slices: a; jobs: none)" in r.err
     assert snapshot(fleet.state) == before
 
 

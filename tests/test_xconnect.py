@@ -191,7 +191,7 @@ def test_refusals_leave_state_unchanged(fleet, tmp_path):
     before = snapshot(fleet.state)
     cases = [
         (["apply-xconnect", plan], 1, "stale plan"),
-        (["plan-xconnect", "nope"], 1, "unknown slice 'nope'"),
+        (["plan-xconnect", "nope"], 1, "unknown slice or job 'nope'"),
         (["plan-xconnect", "s"], 1, "out of the pool"),
         (["allocate", "u", "--shape", "4x4x4", "--cubes", "c00"], 1, "c00 is out of the pool"),
         (["allocate", "u", "--shape", "4x4x4", "--cubes", "c99"], 2, "unknown cube 'c99'"),

@@ -508,6 +508,16 @@ class FleetState:
     def job_slices(self, name: str) -> list[Slice]:
         return [self.slices[s] for s in self.job(name).slices]
 
+    def slices_named(self, name: str) -> list[Slice]:
+        """The slices `name` names for a command that takes a slice or a job (release, policy, routes...): the
+        job's, or the one slice; Refused listing both kinds when it is neither, as either was meant."""
+        if name in self.jobs:
+            return self.job_slices(name)
+        if name not in self.slices:
+            slices, jobs = (", ".join(sorted(names)) or "none" for names in (self.slices, self.jobs))
+            raise Refused(f"unknown slice or job {name!r} (slices: {slices}; jobs: {jobs})")
+        return [self.slices[name]]
+
     def slices_holding(self, cube: str) -> list[str]:
         """The slices on `cube` that it would stop, by name (an evicted slice holds its cubes but runs nowhere)."""
         return sorted(n for n, sl in self.slices.items() if cube in sl.cubes and sl.state is not SliceState.EVICTED)

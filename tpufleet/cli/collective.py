@@ -98,12 +98,11 @@ def _profile_for(state: "FleetState", name: str, profile_file: "Path | None") ->
     from tpufleet.collectives.profile import for_generation
     from tpufleet.state.profiles import read_profile
 
+    member = state.slices_named(name)[0]  # an unknown name: Refused listing the slices and the jobs
     profile = read_profile(profile_file)
     if profile_file is not None:
         return profile
-    member = state.job_slices(name)[0].name if name in state.jobs else name
-    sl = state.slices.get(member)
-    gen = state.fleet.pod_by_name[sl.pod].generation if sl is not None else None
+    gen = state.fleet.pod_by_name[member.pod].generation
     return for_generation(profile, gen) if gen is not None else profile
 
 

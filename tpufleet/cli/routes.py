@@ -170,6 +170,7 @@ def routes_cmd(
     vcs = HARDWARE_VCS if max_vcs is None else max_vcs
     opts = RouteRequest(algorithm.value, traffics, not no_deadlock_check, vcs, thorough)
     state = store.load()  # read once here; each job slice reads the state its own transaction left
+    state.slices_named(name)  # an unknown name: Refused listing the slices and the jobs
     job = _job_of(state, name)
     if job is not None:
         if out is not None or table_capacity is not None:

@@ -35,10 +35,8 @@ def explain(
         return Outcome(explain_target(state, parse_target(what)), None)
     if what in state.jobs:
         return Outcome(_explain_job(state, what, now, missing_tables, linked_tables or {}), None)
-    if what not in state.slices:  # explain takes either: name both lists
-        slices, jobs = (", ".join(sorted(names)) or "none" for names in (state.slices, state.jobs))
-        raise Refused(f"unknown slice or job {what!r} (slices: {slices}; jobs: {jobs})")
-    return Outcome(explain_slice(state, state.slice(what), now, missing_tables, linked_tables), None)
+    (sl,) = state.slices_named(what)  # explain takes either: an unknown name is told with both lists
+    return Outcome(explain_slice(state, sl, now, missing_tables, linked_tables), None)
 
 
 def _explain_job(

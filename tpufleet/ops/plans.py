@@ -24,6 +24,7 @@ class Planned(Outcome):
 
 def plan(state: FleetState, name: str, now: str, apply: bool) -> Planned:
     """The cross-connect plan of slice or job `name`; with `apply`, made and applied in this transaction."""
+    state.slices_named(name)  # an unknown name: Refused listing the slices and the jobs
     if name in state.jobs:
         if apply:
             done = jobs.plan_and_apply_job(state, name, now)

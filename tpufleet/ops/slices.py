@@ -81,6 +81,7 @@ def release(state: FleetState, name: str) -> Outcome:
 def release_named(state: FleetState, name: str) -> tuple[Outcome, list[str]]:
     """`release NAME`: the job of that name with every slice of it, else the slice. Returns the outcome and the
     slices released, whose stored routing tables go with the release."""
+    state.slices_named(name)  # an unknown name: Refused listing the slices and the jobs
     if name in state.jobs:
         outcome = release_job(state, name)
         return outcome, list(outcome.data["slices"])
@@ -92,7 +93,7 @@ def set_policy(
 ) -> Outcome:
     """Change how a slice (or every slice of a job) meets network faults: its throughput floor for rerouting, and
     whether it reroutes at all. Takes effect at the next fault; a slice already degraded is not moved by it."""
-    members = state.job_slices(name) if name in state.jobs else [state.slice(name)]
+    members = state.slices_named(name)
     said = []  # only what changes: a value set to what it is commits nothing (and shows the state's serial)
     if min_throughput is not None and any(sl.min_throughput != min_throughput for sl in members):
         said.append(f"min_throughput {min_throughput:g}")

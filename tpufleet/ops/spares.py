@@ -115,7 +115,7 @@ def _selected(state: FleetState, names: Sequence[str] | None) -> list[Slice]:
         return [sl for sl in state.slices.values() if sl.state is not SliceState.EVICTED]
     chosen: dict[str, Slice] = {}
     for n in names:  # an unknown one: Refused, as every command says it
-        for sl in state.job_slices(n) if n in state.jobs else [state.slice(n)]:
+        for sl in state.slices_named(n):
             if sl.name in chosen:
                 raise BadInput(
                     f"bad option --slices: slice {sl.name!r} given twice (once as a slice of job {sl.job!r})"
