@@ -26,6 +26,8 @@ def test_status_gives_the_step_routes_takes_for_a_symlink_at_a_slices_tables(rou
     r = routed("status", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["missing_routes"] == ["s"] and r.json["linked_routes"] == {"s": str(tables)}
+    report = routed("report", "-o", "json").json  # the report says it as status does
+    assert report["missing_routes"] == ["s"] and report["linked_routes"] == {"s": str(tables)}
     text = routed("status").out
     assert "make them with `tpufleet routes SLICE`" not in text
     assert f"rm -- {tables}, then run `tpufleet routes s`" in text

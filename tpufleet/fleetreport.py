@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -50,11 +50,13 @@ def report(
     now: datetime,
     missing: Collection[str] = (),
     damaged: Sequence[int] = (),
+    linked: Mapping[str, str] | None = None,
 ) -> Row:
     """Everything the report shows, as the documented `report -o json` object; `missing`: slices whose routing
     tables are no longer kept (as `status` says them: "missing", not fresh or stale); `damaged`: the journal's
-    damaged lines skipped among those read for the latest changes (as `show journal --tail` names them)."""
-    summary = views.status(state, missing)
+    damaged lines skipped among those read for the latest changes (as `show journal --tail` names them); `linked`:
+    the symbolic links standing where slices' tables belong, as `status` names them."""
+    summary = views.status(state, missing, linked)
     return {
         "generated": now.strftime(STAMP_FORMAT),
         "serial": state.serial,
@@ -68,6 +70,7 @@ def report(
         "faults": _faults(state, now),
         "stale_routes": summary["stale_routes"],
         "missing_routes": summary["missing_routes"],
+        "linked_routes": summary["linked_routes"],
         "incomplete_wiring": summary["incomplete_wiring"],
         "journal": [
             {"serial": e.serial, "time": e.time, "user": e.user, "summary": e.summary}

@@ -122,7 +122,7 @@ def report(store: Store, now: datetime) -> Report:
     """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
     state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
-    document = fleet_report(state, latest.entries, now, missing, latest.damaged)
+    document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))
     return Report(document, fleet_map(state))
 
 
