@@ -118,6 +118,21 @@ def fleet(cli):
 
 
 @pytest.fixture
+def reserved(cli):
+    """A TPU7x superpod with the fixture reservation imported: c17, c58, c121 DEGRADED; c40 and c99 drained for
+    maintenance (its windows are past)."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    r = cli(
+        "import",
+        "reservation",
+        Path(__file__).parent.parent / "fixtures/gke/tpu7x-reservation-subblocks.json",
+        "--apply",
+    )
+    assert r.code == 0, r.err
+    return cli
+
+
+@pytest.fixture
 def routed(fleet):
     """A fleet with slice `s` (4x4x4) wired and its tables stored (some modules define their own `routed`)."""
     assert fleet("allocate", "s", "--shape", "4x4x4").code == 0

@@ -12,15 +12,6 @@ import pytest
 RESERVATION = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
 
 
-@pytest.fixture
-def reserved(cli):
-    """A TPU7x superpod with the fixture reservation imported (c17, c58, c121 DEGRADED)."""
-    assert cli("init", "--generation", "tpu7x").code == 0
-    r = cli("import", "reservation", RESERVATION, "--apply")
-    assert r.code == 0, r.err
-    return cli
-
-
 def test_show_inventory_table_says_which_cubes_are_degraded(reserved):
     r = reserved("show", "inventory")
     assert r.code == 0, r.err

@@ -29,15 +29,6 @@ NEW = {
 IGNORED = {"old-0": "ACTIVE", "pretrain-0": "FAILED", "pretrain-1": "SliceCreationFailed", "serve-0": "DEACTIVATING"}
 
 
-@pytest.fixture
-def superpod(cli):
-    """A TPU7x superpod with the fixture reservation imported (c40 and c99 drained for maintenance)."""
-    assert cli("init", "--generation", "tpu7x").code == 0
-    r = cli("import", "reservation", RESERVATION, "--apply")
-    assert r.code == 0, r.err
-    return cli
-
-
 @pytest.fixture(scope="module")
 def slices() -> dict:
     return json.loads(FIXTURE.read_text())
@@ -75,9 +66,9 @@ def test_fixture_is_valid_against_the_slice_crd(slices):
     }
 
 
-def test_plan_of_the_fixture(superpod):
-    before = snapshot(superpod.state)
-    r = superpod("import", "slices", FIXTURE, "-o", "json")
+def test_plan_of_the_fixture(reserved):
+    before = snapshot(reserved.state)
+    r = reserved("import", "slices", FIXTURE, "-o", "json")
     assert r.code == 0, r.err
     d = r.json
     assert (d["slices"], d["matched"], d["in_sync"]) == (11, 0, 0)
@@ -99,30 +90,30 @@ def test_plan_of_the_fixture(superpod):
         "state": 0,
     }
     assert d["has_changes"] and not d["applied"]
-    assert superpod("import", "slices", FIXTURE, "--detailed-exitcode").code == 4
-    assert snapshot(superpod.state) == before  # a plan changes nothing
+    assert reserved("import", "slices", FIXTURE, "--detailed-exitcode").code == 4
+    assert snapshot(reserved.state) == before  # a plan changes nothing
 
 
-def test_apply_then_repeat_is_a_no_op(superpod):
-    r = superpod("import", "slices", FIXTURE, "--apply", "-o", "json")
+def test_apply_then_repeat_is_a_no_op(reserved):
+    r = reserved("import", "slices", FIXTURE, "--apply", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["applied"] and r.json["serial"] == 3
-    shown = {s["name"]: s for s in superpod("show", "slices", "-o", "json").json}
+    shown = {s["name"]: s for s in reserved("show", "slices", "-o", "json").json}
     assert {n: (s["shape"], s["cubes"], s["state"]) for n, s in shown.items()} == {
         n: (topology, cubes, "allocated") for n, (topology, _, cubes) in NEW.items()
     }
-    assert superpod("status", "-o", "json").json["cubes"]["allocated"] == 18  # 8 + 4 + 2 + 1 + 2 + 1
-    before = snapshot(superpod.state)
-    again = superpod("import", "slices", FIXTURE, "--detailed-exitcode", "-o", "json")
+    assert reserved("status", "-o", "json").json["cubes"]["allocated"] == 18  # 8 + 4 + 2 + 1 + 2 + 1
+    before = snapshot(reserved.state)
+    again = reserved("import", "slices", FIXTURE, "--detailed-exitcode", "-o", "json")
     assert again.code == 0, again.err
     d = again.json
     assert (d["matched"], d["in_sync"], d["slices_new"], d["has_changes"]) == (6, 6, [], False)
     assert kinds(d) == {"conflict": [("maint-0", None)]}  # still drift: not for import to settle
-    assert superpod("import", "slices", FIXTURE, "--apply", "-o", "json").json["applied"] is False
-    assert snapshot(superpod.state) == before
+    assert reserved("import", "slices", FIXTURE, "--apply", "-o", "json").json["applied"] is False
+    assert snapshot(reserved.state) == before
 
 
-def test_each_kind_of_drift_is_named(superpod):
+def test_each_kind_of_drift_is_named(reserved):
     """tpufleet's own slices disagreeing with the list: another shape, other cubes, a slice with no Slice, a
     connected slice the cluster reports FAILED, one the cluster reports degraded."""
     for name, shape, cubes in (
@@ -132,11 +123,11 @@ def test_each_kind_of_drift_is_named(superpod):
         ("pretrain-0", "4x4x8", "c32,c33"),
         ("llm-train-1", "4x8x8", "c16,c17,c18,c19"),
     ):
-        r = superpod("allocate", name, "--shape", shape, "--cubes", cubes)
+        r = reserved("allocate", name, "--shape", shape, "--cubes", cubes)
         assert r.code == 0, r.err
     for name in ("pretrain-0", "llm-train-1"):
-        assert superpod("plan-xconnect", name, "--apply").code == 0
-    d = superpod("import", "slices", FIXTURE, "-o", "json").json
+        assert reserved("plan-xconnect", name, "--apply").code == 0
+    d = reserved("import", "slices", FIXTURE, "-o", "json").json
     assert kinds(d) == {
         "not_in_tpufleet": [("batch-0", None), ("eval-0", None), ("ft-job-0", None)],
         "conflict": [("maint-0", None)],
@@ -153,19 +144,19 @@ def test_each_kind_of_drift_is_named(superpod):
     assert {g["slice"] for g in d["ignored"]} == {"old-0", "pretrain-1", "serve-0"}  # pretrain-0 is matched
 
 
-def test_an_exported_slice_matches_by_its_annotation(superpod, tmp_path):
-    assert superpod("allocate", "Job.A", "--shape", "4x4x8", "--cubes", "c70,c71").code == 0
-    assert superpod("plan-xconnect", "Job.A", "--apply").code == 0
-    exported = superpod("export", "slices", "-o", "json").json
+def test_an_exported_slice_matches_by_its_annotation(reserved, tmp_path):
+    assert reserved("allocate", "Job.A", "--shape", "4x4x8", "--cubes", "c70,c71").code == 0
+    assert reserved("plan-xconnect", "Job.A", "--apply").code == 0
+    exported = reserved("export", "slices", "-o", "json").json
     (item,) = exported["items"]
     assert item["metadata"]["name"].startswith("job-a-")  # "Job.A" made valid, with a suffix hashed from it
-    d = superpod("import", "slices", write(tmp_path, exported), "-o", "json").json
+    d = reserved("import", "slices", write(tmp_path, exported), "-o", "json").json
     assert (d["matched"], d["in_sync"], d["drift"]) == (1, 1, [])
 
 
-def test_stdin(superpod, monkeypatch):
+def test_stdin(reserved, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FIXTURE.read_bytes())))
-    r = superpod("import", "slices", "-", "-o", "json")
+    r = reserved("import", "slices", "-", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["source"] == "<stdin>" and len(r.json["slices_new"]) == 6
 
@@ -205,14 +196,14 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         ((1, "metadata.deletionTimestamp", "not a time"), "items.1.metadata.deletionTimestamp", "must be a time"),
     ],
 )
-def test_malformed_slices_exit_2_naming_the_slice_and_field(superpod, slices, tmp_path, edit, field, words):
-    before = snapshot(superpod.state)
+def test_malformed_slices_exit_2_naming_the_slice_and_field(reserved, slices, tmp_path, edit, field, words):
+    before = snapshot(reserved.state)
     path = write(tmp_path, _edit(slices, *edit))
-    line = one_line(superpod("import", "slices", path, "--apply"))
+    line = one_line(reserved("import", "slices", path, "--apply"))
     assert f"field {field}:" in line and words in line, line
     name = slices["items"][edit[0]]["metadata"]["name"]
     assert edit[1] == "metadata.name" or f"Slice {name}:" in line
-    assert snapshot(superpod.state) == before
+    assert snapshot(reserved.state) == before
 
 
 @pytest.mark.parametrize(
@@ -220,11 +211,11 @@ def test_malformed_slices_exit_2_naming_the_slice_and_field(superpod, slices, tm
     [[], {"kind": "List"}, {"items": {"a": 1}}, "slices", {"items": [1]}, {"kind": "NodeList", "items": []}],
     ids=["bare", "no-items", "map", "str", "int", "node-list"],
 )
-def test_not_a_list_exits_2(superpod, tmp_path, doc):
-    before = snapshot(superpod.state)
-    line = one_line(superpod("import", "slices", write(tmp_path, doc), "--apply"))
+def test_not_a_list_exits_2(reserved, tmp_path, doc):
+    before = snapshot(reserved.state)
+    line = one_line(reserved("import", "slices", write(tmp_path, doc), "--apply"))
     assert "slices.json: field" in line
-    assert snapshot(superpod.state) == before
+    assert snapshot(reserved.state) == before
 
 
 @pytest.mark.parametrize(
@@ -237,10 +228,10 @@ def test_not_a_list_exits_2(superpod, tmp_path, doc):
         ({"items": [{}]}, "field items.0.metadata.name: missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)"),
     ],
 )
-def test_items_not_a_list_are_named_by_their_own_value(superpod, tmp_path, doc, said):
+def test_items_not_a_list_are_named_by_their_own_value(reserved, tmp_path, doc, said):
     """`{"items": {}}` and `{"items": null}` said "(value 'dict')", the document's type, not the field's value."""
     path = write(tmp_path, doc)
-    assert one_line(superpod("import", "slices", path)) == f"tpufleet: error: {path}: {said}"
+    assert one_line(reserved("import", "slices", path)) == f"tpufleet: error: {path}: {said}"
 
 
 def test_a_slice_of_a_generation_the_fleet_has_not_exits_2(cli, slices, tmp_path):
