@@ -24,7 +24,7 @@ from tpufleet.allocation import Allocation, machine_usage
 from tpufleet.constants import ALERT_MARKS_KEPT, MACHINES_PER_CUBE, MAX_REASON_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
-from tpufleet.ids import HostId, OcsId, TargetId, canonical
+from tpufleet.ids import CubeId, HostId, OcsId, TargetId, canonical
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
 from tpufleet.text import printable
@@ -346,6 +346,10 @@ class MaintenanceWindow:
         # windows kept before times were normalised may carry an offset or a fraction: compare as the tool writes
         return self.status == "PENDING" and self.start is not None and (utc_stamp(self.start) or self.start) <= now
 
+    def under_way(self, now: str) -> bool:
+        """Due at `now` and not over: the provider is servicing the cube (an unknown end never passes)."""
+        return self.drains and self.due(now) and (self.end is None or (utc_stamp(self.end) or self.end) > now)
+
     def record(self) -> dict[str, object]:
         out: dict[str, object] = {"status": self.status}
         optional = {"type": self.kind, "window_start": self.start, "window_end": self.end}
@@ -517,6 +521,11 @@ class FleetState:
             slices, jobs = (", ".join(sorted(names)) or "none" for names in (self.slices, self.jobs))
             raise Refused(f"unknown slice or job {name!r} (slices: {slices}; jobs: {jobs})")
         return [self.slices[name]]
+
+    def cubes_drained(self) -> set[str]:
+        """The cubes a planned drain of the whole cube holds out of the pool now (a maintenance drain, by hand or
+        imported), as against a failure."""
+        return {f.target.cube for f in self.open_faults() if f.planned and isinstance(f.target, CubeId)}
 
     def slices_holding(self, cube: str) -> list[str]:
         """The slices on `cube` that it would stop, by name (an evicted slice holds its cubes but runs nowhere)."""

@@ -14,7 +14,7 @@ from tpufleet import xconnect
 from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
 from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
-from tpufleet.ids import CubeId, LinkId, OcsId
+from tpufleet.ids import LinkId, OcsId
 from tpufleet.model import Pod, inventory_counts, pod_ocs
 from tpufleet.xconnect import missing_pairs
 
@@ -300,8 +300,7 @@ def reservation_maintenance(state: FleetState) -> list[Row]:
     """The sub-blocks under announced or ongoing maintenance, earliest window first: `drained` once a planned drain
     is open on the cube, `out_of_pool` while any fault holds it out (a failure too), else the cube still serves and
     `slices` are on it (the ones to move before the window)."""
-    drained = {f.target.cube for f in state.open_faults() if f.planned and isinstance(f.target, CubeId)}
-    out = state.health().cubes_out
+    drained, out = state.cubes_drained(), state.health().cubes_out
     rows: list[Row] = []
     for name, r in state.reservation.sub_blocks.items():
         w = r.maintenance

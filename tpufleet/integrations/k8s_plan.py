@@ -37,7 +37,6 @@ from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import Drain
 from tpufleet.model import Fleet
-from tpufleet.timeparse import utc_stamp
 
 REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
 _WORST_FIRST = ("UNHEALTHY", "INCOMPLETE", "DEGRADED", "UNSET", "HEALTHY")
@@ -364,8 +363,7 @@ def during_maintenance(state: FleetState, wants: dict[TargetId, Want], now: str)
     failure again, and the next import turns the drain into one."""
     out = dict(wants)
     for name, record in state.reservation.sub_blocks.items():
-        w = record.maintenance
-        if w is None or not w.drains or not w.due(now) or (w.end is not None and (utc_stamp(w.end) or w.end) <= now):
+        if record.maintenance is None or not record.maintenance.under_way(now):
             continue
         for target, want in wants.items():
             if not want.planned and not isinstance(target, OcsId) and target.cube == record.cube:

@@ -49,8 +49,7 @@ def recorded_notices(state: FleetState) -> tuple[list[Notice], str]:
     window, then the maintenance the last `import reservation` announced for a later window (its cube still
     serves, no planned drain open on it yet), each named by its sub-block."""
     notices = open_drain_notices(state)
-    drained = {f.target.cube for f in state.open_faults() if f.planned and isinstance(f.target, CubeId)}
-    drained |= {n.cube for n in notices}
+    drained = state.cubes_drained() | {n.cube for n in notices}
     announced = [
         Notice(r.cube, _stamp(w.start), _stamp(w.end) if w.end is not None else None, None, sub_block=name)
         for name, r in sorted(state.reservation.sub_blocks.items(), key=lambda kv: kv[1].cube)

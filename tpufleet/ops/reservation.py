@@ -77,6 +77,7 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
     held = state.open_fault_on(CubeId(drain.cube))
     # drained ahead of the window (a maintenance wave, by hand): out of service now, whatever the window says
     ahead = held is not None and held.planned and not held.reason.startswith(REASON_PREFIX)
+    on = state.slices_holding(drain.cube)
     return {
         "sub_block": drain.sub_block,
         "cube": drain.cube,
@@ -87,8 +88,8 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
         "window_end": w.end,
         "out_of_pool": drain.cube in state.health().cubes_out,  # a fault or a drain holds it: it serves nothing now
         "drained_by": held.id if ahead and held is not None else None,
-        "slices": state.slices_holding(drain.cube),
-        "jobs": sorted({j for n in state.slices_holding(drain.cube) if (j := state.slices[n].job) is not None}),
+        "slices": on,
+        "jobs": sorted({j for n in on if (j := state.slices[n].job) is not None}),
     }
 
 

@@ -5,7 +5,7 @@ from the fleet state: each pod's rates, each cube's probability, the slices' cub
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -209,7 +209,7 @@ def _pod_plan(
         "best_spares": curve.best,
         "hold_back": free[: curve.best],
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
-        "note": _note(slices, curve, len(free), confidence, _caps(ocs, [odds[c] for c in own])),
+        "note": _note(slices, curve, len(free), confidence, _caps(ocs, lost.intersection(own))),
     }
 
 
@@ -248,12 +248,13 @@ def _ocs_term(
     return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD, up_now=True)
 
 
-def _caps(ocs: float, own: Sequence[float]) -> str:
-    """What caps the probability when spares stop helping: the OCS term, the slices' cubes down now, or else the
-    slices' own cubes' odds of staying healthy over the horizon (a long horizon)."""
+def _caps(ocs: float, own_lost: Collection[str]) -> str:
+    """What caps the probability when spares stop helping: the OCS term, the slices' cubes lost (down now, or to
+    announced maintenance within the horizon), or else the slices' own cubes' odds of staying healthy over the
+    horizon (a long horizon)."""
     causes = [
         "the OCS term" if ocs < 1.0 else "",
-        "the cubes down now" if any(p == 0.0 for p in own) else "",
+        "the cubes down now or under maintenance" if own_lost else "",
     ]
     named = " and ".join(c for c in causes if c)
     return named or "the slices' own cubes, unlikely to stay healthy over the horizon"
