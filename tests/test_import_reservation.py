@@ -255,6 +255,24 @@ def test_a_list_naming_no_block_exports_nodes_that_import_again(superpod, sub_bl
     assert torus.json[0]["torus3d"]["toruses"][0]["name"] == "pod0"
 
 
+def test_a_block_that_is_no_label_value_is_not_written_as_a_node_label(superpod, sub_blocks, tmp_path):
+    """`physicalTopology.block` is any visible ASCII; a node label value is not: a block such as
+    `projects/p/block:1` written as `gce-topology-block` made a node list the API server (and `import k8s`)
+    refuses. The exports name such a pod by its own name, and the export imports again."""
+    doc = copy.deepcopy(sub_blocks[:4])
+    for sb in doc:
+        sb["physicalTopology"]["block"] = "projects/p/block:5d21e0b4"
+    assert superpod("import", "reservation", write(tmp_path, doc), "--apply").code == 0
+    r = superpod("export", "node-labels", "-o", "json")
+    assert r.code == 0, r.err
+    assert {n["metadata"]["labels"]["cloud.google.com/gce-topology-block"] for n in r.json["items"]} == {"pod0"}
+    r = superpod("import", "k8s", write(tmp_path, r.json, "nodes.json"), "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["unplaced"] == [] and r.json["faults_opened"] == []
+    torus = superpod("export", "slurm-topology", "--plugin", "torus3d", "--format", "yaml", "-o", "json")
+    assert torus.json[0]["torus3d"]["toruses"][0]["name"] == "pod0"
+
+
 def test_a_known_sub_block_under_another_block_is_not_placed_rather_than_refused_on_apply(cli, sub_blocks, tmp_path):
     """A sub-block recorded on pod0's cube whose list now puts it in a block of pod1: the plan lists it as not
     placed (naming its cube and both pods) instead of proposing a record the state refuses to keep."""

@@ -25,6 +25,7 @@ from tpufleet.constants import ALERT_MARKS_KEPT, MACHINES_PER_CUBE, MAX_REASON_C
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
 from tpufleet.ids import CubeId, HostId, OcsId, TargetId, canonical
+from tpufleet.integrations.k8s import LABEL_VALUE
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
 from tpufleet.text import printable
@@ -594,9 +595,13 @@ class FleetState:
         return {**{r.cube: name for name, r in self.reservation.sub_blocks.items()}, **self.k8s.cube_partition()}
 
     def block_names(self) -> dict[str, str]:
-        """pod -> the `gce-topology-block` it is: learnt by `import k8s`, else the reservation's physical block (not
-        the empty one of a sub-block list that names no block: no label value names a pod by it)."""
-        return {**{pod: block for block, pod in self.reservation.blocks.items() if block}, **self.k8s.pod_block()}
+        """pod -> the `gce-topology-block` it is: learnt by `import k8s`, else the reservation's physical block when
+        it can be a label value (not the empty one of a sub-block list that names no block, nor one such as
+        `projects/p/block:1`: the API server refuses a node that carries it, so no node names a pod by it)."""
+        reserved = {
+            pod: block for block, pod in self.reservation.blocks.items() if block and LABEL_VALUE.fullmatch(block)
+        }
+        return {**reserved, **self.k8s.pod_block()}
 
     # ---- faults ------------------------------------------------------------------------------------------
     def open_faults(self) -> list[Fault]:
