@@ -208,3 +208,24 @@ def test_a_partition_unhealthy_during_its_maintenance_is_the_maintenance_not_a_f
     assert {"cube:c40", "host:c40/14"} <= {f["target"] for f in r.json["faults_opened"]}  # its NotReady node too
     planned, reason = _open(superpod)["cube:c40"]
     assert not planned and reason.startswith("k8s: ")
+
+
+def test_a_reservation_block_never_takes_a_pod_the_nodes_put_on_another_block(superpod, tmp_path):
+    """`import k8s` learnt that pod0's nodes are on the reservation's block; a list of another block's
+    sub-blocks (another superpod: a mistyped --block-name) was placed on pod0 all the same, two physical blocks on
+    one pod. Its sub-blocks are now listed as not placed, naming the block the nodes gave, and nothing changes."""
+    assert superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply").code == 0
+    other = copy.deepcopy(json.loads(RESERVATION.read_text())[:4])
+    for sb in other:
+        sb["physicalTopology"]["block"] = "block-other"
+        sb["name"] = sb["name"].replace("block-0001", "block-0002")
+    before = snapshot(superpod.state)
+    for pod in ([], ["--pod", "pod0"]):
+        r = superpod("import", "reservation", _write(tmp_path, "other.json", other), *pod, "--apply", "-o", "json")
+        assert r.code == 0, r.err
+        assert not r.json["has_changes"] and r.json["blocks_named"] == [] and r.json["mapped"] == 0
+        assert len(r.json["unplaced"]) == 4
+        assert all("pod0 is block block-5d21e0b4" in u["reason"] for u in r.json["unplaced"])
+    assert snapshot(superpod.state) == before
+    again = superpod("import", "reservation", _write(tmp_path, "other.json", other), "--detailed-exitcode")
+    assert again.code == 4  # out of sync, as `drift --reservation` counts it

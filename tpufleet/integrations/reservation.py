@@ -12,8 +12,8 @@ list: their `physicalTopology.block` is then the set of blocks a sub-block may n
 The plan, in steps:
 
 1. Each physical block is a pod: the one the state already knows for it, else `--pod`, else the pod `import k8s`
-   learnt for that `gce-topology-block`, else the fleet's only pod; a block no pod can take is not placed (named,
-   with why).
+   learnt for that `gce-topology-block`, else the fleet's only pod, never a pod whose nodes are on another
+   `gce-topology-block`; a block no pod can take is not placed (named, with why).
 2. Each sub-block is a cube of its block's pod: the cube the state already knows for its name, else the next
    cube no sub-block holds, in the order of `physicalTopology.subBlock` (the list order where absent). Sub-blocks
    beyond the pod's cubes are not placed.
@@ -333,28 +333,37 @@ def plan(state: FleetState, given: ReservationInput, pod: str | None, now: str) 
 
 def _place_blocks(state: FleetState, given: ReservationInput, pod: str | None, out: ReservationPlan) -> dict[str, str]:
     """physical block -> pod for the blocks that can be placed; the sub-blocks of the others go unplaced."""
-    known = state.reservation.blocks
+    known, learnt = state.reservation.blocks, state.k8s.blocks
     held = set(known.values())
     only = state.fleet.pods[0].name if len(state.fleet.pods) == 1 else None
     pod_of: dict[str, str] = {}
     for block in sorted({sb.block for sb in given.sub_blocks}):
+        # a pod whose nodes `import k8s` found on another physical block is that block's, as much as the ones
+        # an earlier import reservation placed
+        nodes_on = {p: b for b, p in learnt.items() if b != block and b not in known}
+        target = pod or only
         if given.blocks is not None and block not in given.blocks:
             why = f"unknown block {bounded(block, 60)!r}: no block item of the list has it"
         elif block in known:
             pod_of[block] = known[block]
             why = "" if pod in (None, known[block]) else f"block {block} is {known[block]}, not --pod {pod}"
-        elif pod is None and state.k8s.blocks.get(block) in state.fleet.pod_by_name.keys() - held:
+        elif learnt.get(block) in state.fleet.pod_by_name.keys() - held and pod in (None, learnt[block]):
             # the pod `import k8s` learnt for this block from its nodes' gce-topology-block label
-            pod_of[block] = out.blocks[block] = state.k8s.blocks[block]
+            pod_of[block] = out.blocks[block] = learnt[block]
             held.add(pod_of[block])
             why = ""
-        elif (pod or only) is not None and (pod or only) not in held:
-            pod_of[block] = out.blocks[block] = pod or only or ""
-            held.add(pod_of[block])
+        elif block in learnt and pod is not None and pod != learnt[block]:
+            why = f"block {block} is {learnt[block]} (its nodes' gce-topology-block, import k8s), not --pod {pod}"
+        elif target is not None and target not in held and target not in nodes_on:
+            pod_of[block] = out.blocks[block] = target
+            held.add(target)
             why = ""
+        elif target in nodes_on:
+            why = f"unknown block {bounded(block, 60)!r}: {target} is block {bounded(nodes_on[target], 60)} (its "
+            why += "nodes' gce-topology-block, import k8s)"
         else:
             why = f"unknown block {bounded(block, 60)!r}: " + (
-                f"{pod or only} already holds another block" if (pod or only) else "give --pod to place it"
+                f"{target} already holds another block" if target else "give --pod to place it"
             )
         if why:
             pod_of.pop(block, None)
