@@ -16,6 +16,7 @@ from helpers import snapshot
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
 DEGRADED = {"c17": (15, 1), "c58": (14, 2), "c121": (15, 1)}
+PARTITION = "cloud.google.com/gke-tpu-partition-4x4x4-id"
 DRAINED = {"cube:c40": "2026-06-16T09:00:00Z", "cube:c99": "2026-06-18T09:00:00Z"}
 
 
@@ -289,3 +290,28 @@ def test_a_known_sub_block_under_another_block_is_not_placed_rather_than_refused
     again = cli("import", "reservation", moved, "--pod", "pod1", "--detailed-exitcode", "-o", "json")
     # Nothing to record, but a sub-block it cannot place: out of sync, as `drift` says.
     assert again.code == 4 and not again.json["has_changes"], again.out
+
+
+def test_no_cube_left_names_the_partitions_that_hold_cubes(cli, sub_blocks, tmp_path):
+    """Two of a 4-cube pod's cubes are partitions `import k8s` learnt under names no sub-block has: the other
+    two sub-blocks find no cube, and the reason said every cube was already a sub-block (two are not)."""
+    assert cli("init", "--generation", "tpu7x", "--cubes-per-pod", "4").code == 0
+    block = sub_blocks[0]["physicalTopology"]["block"]
+    labels = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": "4x4x4",
+        "cloud.google.com/gce-topology-block": block,
+    }
+    nodes = [
+        {"metadata": {"name": f"n-{p}-{m:02d}", "labels": {**labels, PARTITION: f"part-{p}"}}}
+        for p in range(2)
+        for m in range(16)
+    ]
+    assert cli("import", "k8s", write(tmp_path, {"kind": "List", "items": nodes}, "n.json"), "--apply").code == 0
+    r = cli("import", "reservation", write(tmp_path, sub_blocks[:4]), "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["mapped"] == 2
+    assert {u["reason"] for u in r.json["unplaced"]} == {
+        "no cube left: of pod0's 4 cubes, 2 are sub-blocks and 2 partitions import k8s learnt whose names are no "
+        "sub-block's"
+    }

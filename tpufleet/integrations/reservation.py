@@ -394,13 +394,27 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
             cube = free[pod].pop(0)
             out.new.append(sb.name)
         else:
-            size = len(state.fleet.pod_by_name[pod].cubes)
-            out.unplaced.append((sb.name, f"no cube left: {pod} has {size} cubes, each already a sub-block"))
+            out.unplaced.append((sb.name, _no_cube_left(state, pod, out)))
             continue
         out.mapped[sb.name], out.pods[sb.name] = sb.record(cube), pod
         if sb.name in known and known[sb.name] != out.mapped[sb.name]:
             out.updated.append(sb.name)
     out.unplaced.sort()
+
+
+def _no_cube_left(state: FleetState, pod: str, out: ReservationPlan) -> str:
+    """Why a new sub-block finds no cube: the pod's cubes are sub-blocks, or partitions `import k8s` learnt that
+    no sub-block of the list is named after (GKE names a TPU7x partition after its sub-block)."""
+    cubes = state.fleet.pod_by_name[pod].cubes
+    subs = {r.cube for r in state.reservation.sub_blocks.values()} | {r.cube for r in out.mapped.values()}
+    partitions = set(state.k8s.partitions.values()) - subs
+    held = sum(c in partitions for c in cubes)
+    if not held:
+        return f"no cube left: {pod} has {len(cubes)} cubes, each already a sub-block"
+    return (
+        f"no cube left: of {pod}'s {len(cubes)} cubes, {len(cubes) - held} are sub-blocks and {held} partitions "
+        "import k8s learnt whose names are no sub-block's"
+    )
 
 
 def _health_diff(state: FleetState, out: ReservationPlan) -> None:
