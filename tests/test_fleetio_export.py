@@ -58,6 +58,26 @@ def test_node_labels_round_trip_into_the_same_state_is_empty(imported, tmp_path)
     assert snapshot(imported.state) == before
 
 
+def test_a_node_name_too_long_for_a_label_is_written_without_a_hostname_label(fleet, tmp_path):
+    """A node name may have 253 characters, a label value 63: `kubernetes.io/hostname` set to a longer name made
+    a node list the API server (and `import k8s` of the export) refuses."""
+    doc = fleet("export", "node-labels", "-o", "json").json
+    node = doc["items"][0]
+    node["metadata"]["name"] = "n" * 100
+    del node["metadata"]["labels"]["kubernetes.io/hostname"]  # (as such a node would have no valid one)
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(doc))
+    assert fleet("import", "k8s", nodes, "--apply").code == 0
+    r = fleet("export", "node-labels", "-o", "json")
+    assert r.code == 0, r.err
+    long = next(n for n in r.json["items"] if n["metadata"]["name"] == "n" * 100)
+    assert "kubernetes.io/hostname" not in long["metadata"]["labels"]
+    nodes.write_text(r.out)
+    again = fleet("import", "k8s", nodes, "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    assert not again.json["has_changes"]
+
+
 def test_node_labels_into_a_fresh_state_give_the_same_inventory_and_health(imported, tmp_path, cli):
     path = tmp_path / "nodes.yaml"
     assert imported("export", "node-labels", "--out", path).code == 0

@@ -24,7 +24,7 @@ from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
-from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LabelKeys
+from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LABEL_VALUE, LabelKeys
 from tpufleet.model import Pod
 
 Doc = dict[str, Any]
@@ -114,6 +114,8 @@ def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool
                     keys.hostname: name,
                     **own,
                 }
+                if not LABEL_VALUE.fullmatch(name):  # a node name of 64-253 characters is no label value
+                    del labels[keys.hostname]
                 items.append(_node(name, labels, host in drained or cube in drained, down.get(host)))
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
 
