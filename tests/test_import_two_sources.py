@@ -131,13 +131,17 @@ def test_exports_name_the_partitions_and_block_gke_gave(superpod, tmp_path):
         assert exported[name]["spec"]["partitionIds"] == given[name]["spec"]["partitionIds"]
     assert superpod("import", "k8s", _write(tmp_path, "nodes.json", _tpu7x_nodes()), "--apply").code == 0
     block = json.loads(RESERVATION.read_text())[0]["physicalTopology"]["block"]
+    degraded = set()
     for node in superpod("export", "node-labels", "-o", "json").json["items"]:
         labels = node["metadata"]["labels"]
         cube = labels["tpufleet.io/cube"]
         assert labels["cloud.google.com/gce-topology-block"] == block
         assert labels[PARTITION] == f"ironwood-superpod-block-0001-sub-{int(cube[1:]):04d}"
-    [degraded] = superpod("status", "-o", "json").json["k8s"]["degraded_cubes"]
-    assert degraded == {"cube": "c17", "pod": "pod0", "partition": "ironwood-superpod-block-0001-sub-0017"}
+        if labels[STATE] == "DEGRADED":
+            degraded.add(labels[PARTITION])
+    assert degraded == {
+        f"ironwood-superpod-block-0001-sub-{n:04d}" for n in (17, 58)
+    }  # the reservation's (c121: no node)
 
 
 def test_a_node_whose_block_contradicts_its_partitions_cube_is_not_placed(superpod, tmp_path):
@@ -229,3 +233,53 @@ def test_a_reservation_block_never_takes_a_pod_the_nodes_put_on_another_block(su
     assert snapshot(superpod.state) == before
     again = superpod("import", "reservation", _write(tmp_path, "other.json", other), "--detailed-exitcode")
     assert again.code == 4  # out of sync, as `drift --reservation` counts it
+
+
+def _partition_states(cli: Any) -> dict[str, str]:
+    """cube -> the partition state `export node-labels` writes for it."""
+    items = cli("export", "node-labels", "-o", "json").json["items"]
+    return {n["metadata"]["labels"]["tpufleet.io/cube"]: n["metadata"]["labels"][STATE] for n in items}
+
+
+def test_a_degraded_sub_block_is_exported_degraded_and_imports_back_as_no_news(reserved, tmp_path):
+    """A DEGRADED sub-block was exported HEALTHY (only the node list's word was written): the export contradicted
+    `status`, and a fresh state loaded from it lost the degraded cubes. One fact, whichever source said it."""
+    states = _partition_states(reserved)
+    assert {c for c, s in states.items() if s == "DEGRADED"} == {"c17", "c58", "c121"}
+    nodes = _write(tmp_path, "nodes.json", reserved("export", "node-labels", "-o", "json").json)
+    r = reserved("import", "k8s", nodes, "--apply", "-o", "json")  # names the machines; no cube newly degraded
+    assert r.code == 0, r.err
+    assert r.json["degraded_new"] == [] and r.json["degraded_cleared"] == []
+    before = snapshot(reserved.state)
+    assert reserved("import", "k8s", nodes, "--detailed-exitcode").code == 0
+    assert snapshot(reserved.state) == before
+    from conftest import Cli
+
+    fresh = Cli(reserved.capsys, tmp_path / "fresh")
+    assert fresh("init", "--generation", "tpu7x").code == 0
+    assert fresh("import", "k8s", nodes, "--apply").code == 0
+    assert [g["cube"] for g in fresh("status", "-o", "json").json["k8s"]["degraded_cubes"]] == ["c17", "c58", "c121"]
+
+
+def test_each_source_clears_its_own_word_of_a_degraded_cube(reserved, tmp_path):
+    """A cube both sources call degraded stays degraded until both say otherwise."""
+    doc = reserved("export", "node-labels", "-o", "json").json
+    for node in doc["items"]:
+        labels = node["metadata"]["labels"]
+        labels[STATE] = "DEGRADED" if labels["tpufleet.io/cube"] in ("c17", "c05") else "HEALTHY"
+    r = reserved("import", "k8s", _write(tmp_path, "nodes.json", doc), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [g["cube"] for g in r.json["degraded_new"]] == ["c05"]  # c17: the reservation's already
+    assert {c for c, s in _partition_states(reserved).items() if s == "DEGRADED"} == {"c05", "c17", "c58", "c121"}
+    res = json.loads(RESERVATION.read_text())
+    healthy = {"healthStatus": "HEALTHY", "healthyHostCount": 16, "degradedHostCount": 0}
+    for i in (17, 58, 121):
+        res[i]["healthInfo"] = healthy
+    r = reserved("import", "reservation", _write(tmp_path, "res.json", res), "--apply", "-o", "json")
+    assert [g["cube"] for g in r.json["degraded_cleared"]] == ["c17", "c58", "c121"]
+    assert {c for c, s in _partition_states(reserved).items() if s == "DEGRADED"} == {"c05"}
+    for node in doc["items"]:
+        node["metadata"]["labels"][STATE] = "HEALTHY"
+    r = reserved("import", "k8s", _write(tmp_path, "nodes.json", doc), "--apply", "-o", "json")
+    assert [g["cube"] for g in r.json["degraded_cleared"]] == ["c05"]
+    assert set(_partition_states(reserved).values()) == {"HEALTHY"}

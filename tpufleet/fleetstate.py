@@ -594,6 +594,15 @@ class FleetState:
         name (GKE names a TPU7x partition after its sub-block, and the import then needs to learn nothing)."""
         return {**{r.cube: name for name, r in self.reservation.sub_blocks.items()}, **self.k8s.cube_partition()}
 
+    def reservation_degraded(self) -> frozenset[str]:
+        """Cubes whose reservation sub-block is DEGRADED (as `import reservation` last read it)."""
+        return frozenset(r.cube for r in self.reservation.sub_blocks.values() if r.degraded)
+
+    def degraded_cubes(self) -> frozenset[str]:
+        """Cubes degraded by either source, a DEGRADED sub-block or a DEGRADED partition: one fact, whichever
+        reported it (each source keeps and clears its own word)."""
+        return self.reservation_degraded() | self.k8s.degraded
+
     def block_names(self) -> dict[str, str]:
         """pod -> the `gce-topology-block` it is: learnt by `import k8s`, else the reservation's physical block when
         it can be a label value (not the empty one of a sub-block list that names no block, nor one such as

@@ -96,6 +96,7 @@ def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool
     cluster (the rest is GKE's to set)."""
     keys, names = keys or LabelKeys(), Names(state)
     down, drained, cubes_down = _node_health(state)
+    degraded = state.degraded_cubes()  # a DEGRADED sub-block is its partition's DEGRADED too
     items = []
     for pod in state.fleet.pods:
         for cube in pod.cubes:
@@ -110,7 +111,7 @@ def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool
                     keys.topology: "4x4x4",
                     keys.block: names.block(pod.name),
                     keys.partition: names.partition(cube),
-                    keys.partition_state: _partition_state(cube, cubes_down, state.k8s.degraded),
+                    keys.partition_state: _partition_state(cube, cubes_down, degraded),
                     keys.hostname: name,
                     **own,
                 }

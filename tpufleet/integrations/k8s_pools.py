@@ -24,7 +24,8 @@ says nothing): it stays as it was. A pool's node that is NotReady, cordoned or d
 it opens no fault or drain: it is reported with its pool (`PoolPlan.troubled`), never put on a machine by guess.
 
 A partition DEGRADED is a degraded cube that still serves: its own state (`k8s.degraded`), not a fault; the
-import sets it on cubes whose partition the list reports DEGRADED and clears it on cubes it reports otherwise.
+import sets it on cubes whose partition the list reports DEGRADED and clears it on cubes it reports otherwise. A
+cube a DEGRADED reservation sub-block already holds degraded is no news: the import records nothing for it.
 """
 
 from __future__ import annotations
@@ -264,10 +265,13 @@ def _pod_for(
 
 
 def _degraded(state: FleetState, placement: Placement, out: PoolPlan) -> None:
-    """Cubes whose partition the list reports: DEGRADED ones degraded, the others not; the rest as they were."""
-    reported = placement.cube_states
+    """Cubes whose partition the list reports: DEGRADED ones degraded, the others not; the rest as they were. A
+    cube the reservation already holds degraded is no news: one fact, whichever source said it first (so
+    `export node-labels`, which writes it DEGRADED, imports back as no change); each source clears its own word."""
+    reported, held = placement.cube_states, state.reservation_degraded()
     was = state.k8s.degraded
-    now = {c for c in was if c not in reported} | {c for c, (s, _) in reported.items() if s == DEGRADED_PARTITION}
+    said = {c for c, (s, _) in reported.items() if s == DEGRADED_PARTITION and (c in was or c not in held)}
+    now = {c for c in was if c not in reported} | said
     out.degraded = frozenset(now)
     out.degraded_new = sorted(now - was, key=_cube_order(state))
     out.degraded_cleared = sorted(was - now, key=_cube_order(state))
