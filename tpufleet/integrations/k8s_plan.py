@@ -14,7 +14,8 @@ Placement, for each TPU node (one whose accelerator is in the mapping's list), i
 
 Names are learnt once and kept in the state, so a second import of the same list places every node where the
 first did. A node that cannot be placed (not a TPU node, an accelerator not in the list, no partition label, no
-pod or cube left, a label that contradicts a name already learnt) is listed with the reason, never guessed.
+pod or cube left, a label that contradicts a name already learnt, a new partition whose nodes disagree on its cube)
+is listed with the reason, never guessed.
 
 Health: `Ready` False or Unknown is a fault on the node's machine; otherwise a cordon or a drain taint
 (`NoSchedule`/`NoExecute`) is a planned drain on it; a partition UNHEALTHY or INCOMPLETE is a fault on its cube
@@ -174,12 +175,15 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
     namer, keys = _Namer(state, mapping, out), mapping.labels
     pending: dict[str, list[Node]] = defaultdict(list)  # cube -> nodes still without a machine
     explicit: list[tuple[Node, HostId]] = []
+    disputed = _disputed_partitions(state, nodes, mapping)
     for node in sorted(nodes, key=lambda n: n.name):
         accelerator = node.labels.get(keys.accelerator)
         if accelerator is None:
             out.unplaced.append((node.name, f"not a TPU node (no {keys.accelerator} label)"))
         elif accelerator not in mapping.accelerators:
             out.unplaced.append((node.name, f"accelerator {accelerator} is not in the mapping's accelerators"))
+        elif node.labels.get(keys.partition) in disputed:
+            out.unplaced.append((node.name, disputed[node.labels[keys.partition]]))
         else:
             cube, machine, why = _resolve(node, namer, mapping, accelerator)
             why = why or _generation_mismatch(state, cube, accelerator)
@@ -193,6 +197,27 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
                 _note_state(out, cube, node, mapping)
     _claim_machines(state, out, explicit, pending, mapping)
     return out
+
+
+def _disputed_partitions(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> dict[str, str]:
+    """partition -> why none of its nodes is placed, for each partition no name is known for yet whose nodes'
+    explicit cubes (mapping entry, else `tpufleet.io/cube`) disagree: which node is mislabelled is a guess, so
+    nothing is learnt for it (learnt from the first node, it would misplace the others and keep the wrong name)."""
+    keys, fleet = mapping.labels, state.fleet
+    claims: dict[str, dict[str, str]] = defaultdict(dict)  # partition -> cube -> its first node (in name order)
+    for node in sorted(nodes, key=lambda n: n.name):
+        partition, pinned = node.labels.get(keys.partition), mapping.nodes.get(node.name)
+        cube = pinned.cube if pinned else node.labels.get(keys.cube)
+        if partition is None or cube not in fleet.cube_pod or node.labels.get(keys.accelerator) is None:
+            continue
+        claims[partition].setdefault(cube, node.name)
+    known = set(mapping.cubes) | set(state.k8s.partitions) | set(state.reservation.sub_blocks)
+    order, disputed = {c: i for i, c in enumerate(fleet.cubes)}, {}
+    for partition, cubes in claims.items():
+        if len(cubes) > 1 and partition not in known:
+            said = ", ".join(f"{c} ({cubes[c]})" for c in sorted(cubes, key=order.__getitem__))
+            disputed[partition] = f"partition {partition}'s nodes disagree on its cube: {said}; nothing learnt for it"
+    return disputed
 
 
 def _generation_mismatch(state: FleetState, cube: str | None, accelerator: str) -> str | None:
