@@ -315,13 +315,15 @@ def test_a_node_down_on_a_machine_whose_chip_failed_while_drained_is_still_a_fau
 
 
 def _relabelled(nodes: Path, out: Path, accelerator: str, cube: str) -> Path:
-    """The exported nodes of one cube as another generation's, under a new block, without tpufleet's labels."""
+    """The exported nodes of one cube as another generation's, under a new block and partition (not the cube id
+    the export writes, which names the cube), without tpufleet's labels."""
     doc = yaml.safe_load(nodes.read_text())
     doc["items"] = [n for n in doc["items"] if n["metadata"]["name"].startswith(f"tpu-{cube}-")]
     for n in doc["items"]:
         labels = n["metadata"]["labels"]
         labels["cloud.google.com/gke-tpu-accelerator"] = accelerator
         labels["cloud.google.com/gce-topology-block"] = "block-new"
+        labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = "partition-new"
         for key in [k for k in labels if k.startswith("tpufleet.io/")]:
             del labels[key]
     out.write_text(json.dumps(doc))

@@ -5,7 +5,9 @@ Placement, for each TPU node (one whose accelerator is in the mapping's list), i
 1. the mapping file's `nodes` entry, else tpufleet's own labels (`tpufleet.io/cube` and `tpufleet.io/machine`,
    written by `export node-labels`; their `tpufleet.io/pod` must be the pod of the cube the node goes to, or the
    node is not placed);
-2. else its 4x4x4 partition: the cube the mapping file's `cubes`, or an earlier import, gave that partition id;
+2. else its 4x4x4 partition: the cube the mapping file's `cubes`, or an earlier import, gave that partition id
+   (a partition id that is a cube id no partition is known by is the stand-in `export node-labels` writes: that
+   cube, no name learnt);
    a new partition takes the first cube of its pod (by position) that no partition has yet. Its pod is the one
    the mapping's `pods` or an earlier import gave its `gce-topology-block`; a new block takes the first pod no
    block has yet (new partitions and blocks are met in the order of node names);
@@ -201,13 +203,14 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
 
 def _disputed_partitions(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> dict[str, str]:
     """partition -> why none of its nodes is placed, for each partition no name is known for yet whose nodes'
-    explicit cubes (mapping entry, else `tpufleet.io/cube`) disagree: which node is mislabelled is a guess, so
-    nothing is learnt for it (learnt from the first node, it would misplace the others and keep the wrong name)."""
+    explicit cubes (mapping entry, else `tpufleet.io/cube`, else the partition id when it is a cube's: the export's
+    stand-in) disagree: which node is mislabelled is a guess, so nothing is learnt for it (learnt from the first
+    node, it would misplace the others and keep the wrong name)."""
     keys, fleet = mapping.labels, state.fleet
     claims: dict[str, dict[str, str]] = defaultdict(dict)  # partition -> cube -> its first node (in name order)
     for node in sorted(nodes, key=lambda n: n.name):
         partition, pinned = node.labels.get(keys.partition), mapping.nodes.get(node.name)
-        cube = pinned.cube if pinned else node.labels.get(keys.cube)
+        cube = pinned.cube if pinned else node.labels.get(keys.cube, partition)
         if partition is None or cube not in fleet.cube_pod or node.labels.get(keys.accelerator) is None:
             continue
         claims[partition].setdefault(cube, node.name)
@@ -245,6 +248,11 @@ def _resolve(
     pod_label = None if pinned else labels.get(keys.pod)  # the mapping's entry wins over tpufleet's labels
     if pod_label is not None and pod_label not in namer.fleet.pod_by_name:
         return None, None, f"{keys.pod} {pod_label} is not a pod of the fleet"
+    if cube is None and partition in namer.fleet.cube_pod and namer.known_cube(partition) is None:
+        taken = _stand_in_taken(namer, partition)  # else the stand-in `export node-labels` writes: that cube
+        if taken is not None:
+            return None, None, taken
+        cube = partition
     if cube is not None:
         if cube not in namer.fleet.cube_pod:
             return None, None, f"cube {cube} is not in the fleet"
@@ -278,6 +286,16 @@ def _resolve(
     if cube is None:
         return None, None, f"no cube of {pod} left for partition {partition}"
     return cube, machine, None
+
+
+def _stand_in_taken(namer: _Namer, cube: str) -> str | None:
+    """A node whose partition id is a cube id that no partition is known by is on that cube: it is the stand-in
+    `export node-labels` writes for a cube no import named, and no name to learn (`_Namer.learn`). Why not, when a
+    partition already names that cube (the export would have written that partition's id), else None."""
+    named = {c: p for p, c in namer.out.partitions.items()} | namer.state.partition_names()
+    if named.get(cube, cube) != cube:
+        return f"partition {cube} is the id of cube {cube}, which is partition {named[cube]}"
+    return None
 
 
 def _pod_label_disagrees(namer: _Namer, key: str, pod_label: str | None, cube: str, what: str) -> str | None:
