@@ -405,3 +405,22 @@ def test_slurm_blocks_of_a_cluster_missing_nodes_load_and_stay_inside_a_pod(cli,
     for aggregate in slurm_block_aggregates(parse_conf(r_text)):
         assert len({pod_of[cube] for cube in aggregate}) == 1, aggregate
     assert "c05" in r.err  # the cube left out is named
+
+
+def test_a_not_ready_nodes_fault_keeps_the_kubelets_reason_through_the_export(imported, tmp_path, cli):
+    """The export wrote every failed machine's Ready reason as TpufleetFault, so the faults of a fresh state
+    imported from it read `Ready=False (TpufleetFault)` where the node had said `(KubeletNotReady)`."""
+    path = tmp_path / "nodes.json"
+    assert imported("export", "node-labels", "--out", path).code == 0
+    from conftest import Cli
+
+    fresh = Cli(imported.capsys, tmp_path / "fresh")
+    assert fresh("init").code == 0
+    assert fresh("import", "k8s", path, "--apply").code == 0
+
+    def not_ready(cli: Cli) -> dict[str, str]:
+        return {f["target"]: f["reason"] for f in cli("faults", "-o", "json").json if "Ready=" in f["reason"]}
+
+    reasons = not_ready(imported)
+    assert len(reasons) == 2 and all(r.endswith("Ready=False (KubeletNotReady)") for r in reasons.values())
+    assert not_ready(fresh) == reasons

@@ -22,9 +22,10 @@ from typing import Any
 
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import Refused
-from tpufleet.fleetstate import FleetState, Slice, SliceState
+from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LABEL_VALUE, LabelKeys
+from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_REASON_PREFIX
 from tpufleet.model import Pod
 
 Doc = dict[str, Any]
@@ -90,7 +91,8 @@ def machines_without_node(state: FleetState) -> int:
 # ---- node labels -------------------------------------------------------------------------------------------
 def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool = False) -> Doc:
     """A `kubectl get nodes -o json`-shaped List of a Node per machine that is one (`Names.machines`): labels, a cordon for a planned drain,
-    and a `Ready` condition (False for a failed machine, chip or electrical link). A failed cube is its
+    and a `Ready` condition (False for a failed machine, chip or electrical link; as the node reported it for a fault
+    `import k8s` opened for its NotReady). A failed cube is its
     partition UNHEALTHY; a drained cube cordons its 16 nodes (read back as 16 machine drains). Optical link and
     OCS faults have no node to show them. `own_only`: only the `tpufleet.io/` labels, safe to apply to a live
     cluster (the rest is GKE's to set)."""
@@ -126,9 +128,9 @@ def _partition_state(cube: str, down: set[str], degraded: frozenset[str]) -> str
     return "UNHEALTHY" if cube in down else "DEGRADED" if cube in degraded else "HEALTHY"
 
 
-def _node_health(state: FleetState) -> tuple[dict[HostId, str], set[HostId | str], set[str]]:
-    """Machines down (-> why), machines or whole cubes drained, cubes failed: from the open faults."""
-    down: dict[HostId, str] = {}
+def _node_health(state: FleetState) -> tuple[dict[HostId, Fault], set[HostId | str], set[str]]:
+    """Machines down (-> the fault why), machines or whole cubes drained, cubes failed: from the open faults."""
+    down: dict[HostId, Fault] = {}
     drained: set[HostId | str] = set()
     cubes_down: set[str] = set()
     for fault in state.open_faults():
@@ -145,17 +147,27 @@ def _node_health(state: FleetState) -> tuple[dict[HostId, str], set[HostId | str
             if fault.planned:
                 drained.add(host)
             else:
-                down.setdefault(host, f"{fault.id} {target}: {fault.reason}".strip())
+                down.setdefault(host, fault)
     return down, drained, cubes_down
 
 
-def _node(name: str, labels: dict[str, str], cordoned: bool, down: str | None) -> Doc:
-    ready = {
-        "type": "Ready",
-        "status": "False" if down else "True",
-        "reason": "TpufleetFault" if down else "KubeletReady",
-        "message": down or "",
-    }
+# the reason `import k8s` gives the fault of a node that is not Ready: the condition's status and reason, as read
+_NOT_READY = re.compile(re.escape(K8S_REASON_PREFIX) + r"node \S+ Ready=(False|Unknown)(?: \((.*)\))?")
+
+
+def _ready(down: Fault | None) -> Doc:
+    """The node's `Ready` condition: True, else as the node reported it when its fault is the one `import k8s`
+    opened for it (so the reason is the kubelet's again once imported back), else False for a tpufleet fault."""
+    if down is None:
+        return {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}
+    reported = _NOT_READY.fullmatch(down.reason) if isinstance(down.target, HostId) else None
+    status, reason = (reported.group(1), reported.group(2) or "") if reported else ("False", "TpufleetFault")
+    message = f"{down.id} {down.target}: {down.reason}".strip()
+    return {"type": "Ready", "status": status, "reason": reason, "message": message}
+
+
+def _node(name: str, labels: dict[str, str], cordoned: bool, down: Fault | None) -> Doc:
+    ready = _ready(down)
     spec: Doc = {"unschedulable": True} if cordoned else {}
     return {
         "apiVersion": "v1",
