@@ -147,10 +147,7 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     run = np.searchsorted(restarts, st, side="right")  # which (re)start each step belongs to
     productive = np.ones(len(st), dtype=bool)
     if job.phase == "training" and len(st):
-        later = np.searchsorted(run, run, side="right")
-        has_next = later < len(st)
-        first_of_next = np.where(has_next, sn[np.minimum(later, len(st) - 1)], np.iinfo(np.int64).max)
-        productive &= sn < first_of_next
+        productive &= sn < _resumed_after(run, sn)
         saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.code == CODE["checkpoint_end"]]
         if len(saves_t) and len(explicit):
             run_start = np.append([-np.inf], restarts)[run]
@@ -169,6 +166,20 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
                 mine = ks[by_group[bounds[g] : bounds[g + 1]]]
                 productive[mine] &= sn[mine] <= saved
     return Steps(st, sn, step_end, run, productive, nxt <= stop)
+
+
+def _resumed_after(run: Ints, sn: Ints) -> Ints:
+    """For each step, the lowest step number any later run (with steps) starts from, or the largest int64: a
+    step at or past it was redone, its work lost. Every later run counts, not the next alone: a run that restores
+    an older checkpoint than the run before it (the latest one unreadable) loses the earlier runs' steps after
+    that checkpoint too."""
+    import numpy as np
+
+    starts = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))  # each run's first step
+    lowest = np.append(np.minimum.accumulate(sn[starts][::-1])[::-1], np.iinfo(np.int64).max)
+    later = np.searchsorted(run, run, side="right")  # the first step of the next run, or len(st)
+    result: Ints = lowest[np.searchsorted(starts, later)]
+    return result
 
 
 def _covered(intervals: list[tuple[Times, Times]]) -> tuple[Times, Times, Times]:
