@@ -5,6 +5,7 @@ end, screenshots at 1920x1080 and at 800 px wide. The browser test is skipped wh
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -58,7 +59,7 @@ def test_the_page_has_what_the_wall_needs(cli, tmp_path):
         "ML Productivity Goodput paper",
     ):
         assert needle in html, needle
-    rows = re.findall(r"<tr data-job='([^']*)'", html)
+    rows = row_jobs(html)
     assert rows[0] == "waiter"  # the worst MPG first, not by name
     assert "the brief" not in html.lower() and "seed 00" not in html.lower()
     found = re.search(r"id='drill-data'>(.*?)</script>", html, re.S)
@@ -66,6 +67,31 @@ def test_the_page_has_what_the_wall_needs(cli, tmp_path):
     data = json.loads(found[1])
     assert set(data) == {"train-a", "serve", "waiter", "slow"}
     assert {s[2] for s in data["train-a"]["segments"]} >= {"productive", "checkpoint_save", "tpu_initialization"}
+
+
+def row_jobs(page_text: str) -> list[str]:
+    """The job each row of the jobs table stands for, as the page's script reads it (JSON in `data-job`)."""
+    return [json.loads(html.unescape(x)) for x in re.findall(r"<tr data-job='([^']*)'", page_text)]
+
+
+def drill_data(page_text: str) -> dict[str, object]:
+    found = re.search(r"id='drill-data'>(.*?)</script>", page_text, re.S)
+    assert found is not None
+    data: dict[str, object] = json.loads(found[1])
+    return data
+
+
+def test_each_row_finds_its_own_timeline_whatever_its_name(cli, tmp_path):
+    # a tab in a name is shown escaped ("a\\tb"), as a job may be named too: the row must still name its job
+    names = ["a\tb", "a\\tb", "line\nbreak", "cr\rx"]
+    text = (FIX / "disrupted_training.jsonl").read_text()
+    logs = []
+    for k, name in enumerate(names):
+        logs.append(tmp_path / f"j{k}.jsonl")
+        logs[-1].write_text(text.replace('"train-a"', json.dumps(name)))
+    page_text = page(cli, tmp_path, *logs, extra=("--capacity", "tpu-v4=4096"))
+    assert sorted(row_jobs(page_text)) == sorted(names)
+    assert set(drill_data(page_text)) == set(names)
 
 
 CHROMIUM: str | None = next(

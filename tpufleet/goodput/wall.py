@@ -249,8 +249,10 @@ def _jobs(report: Report) -> str:
         ]
         sort = [j["job"], j["accelerator"], c, j["phase"], *[-1 if j[k] is None else j[k] for k in FACTORS]]
         sort += [j["all_allocated_s"] * c, bad, j["disruptions"]]
+        # data-job: the exact name as JSON (ASCII), the drill-down data's key; the name as shown (control
+        # characters escaped) missed a job named with a tab, or was another job's (a tab and a written "\\t")
         rows.append(
-            f"<tr data-job='{e(j['job'])}' data-sort='{e(json.dumps(sort))}'>"
+            f"<tr data-job='{e(json.dumps(j['job']))}' data-sort='{e(json.dumps(sort))}'>"
             + "".join(f"<td>{v}</td>" for v in cells)
             + "</tr>"
         )
@@ -298,8 +300,8 @@ document.getElementById('filter').addEventListener('input',function(ev){var q=ev
 function el(n,a){var x=document.createElementNS('http://www.w3.org/2000/svg',n);
 for(var k in a){x.setAttribute(k,a[k]);}return x;}
 body.addEventListener('click',function(ev){var tr=ev.target.closest('tr');if(!tr)return;
-var job=tr.dataset.job,d=data[job],box=document.getElementById('drill');box.textContent='';
-var h=document.createElement('h2');h.textContent='Timeline of '+job;box.appendChild(h);
+var job=JSON.parse(tr.dataset.job),d=data[job],box=document.getElementById('drill');box.textContent='';
+var h=document.createElement('h2');h.textContent='Timeline of '+tr.cells[0].textContent;box.appendChild(h);
 if(!d){var p=document.createElement('p');p.textContent='No timeline kept for this job (the page keeps the '+
 Object.keys(data).length+' with the lowest MPG).';box.appendChild(p);return;}
 var W=1200,t0=d.start,span=Math.max(d.end-t0,1e-9),svg=el('svg',{viewBox:'0 0 '+W+' 90'});
