@@ -93,6 +93,17 @@ def test_a_csv_row_with_fewer_fields_than_the_header_is_refused(cli, tmp_path):
     assert report(cli, commas)["jobs"] == report(cli, clean)["jobs"]
 
 
+def test_a_csv_header_naming_a_column_twice_is_refused(cli, tmp_path):
+    """A second `time` column took every row's time from itself: the job's steps moved to its times unseen (and
+    a row leaving it empty was refused as having no time). The header is refused, with --skip-bad too."""
+    log = tmp_path / "log.csv"
+    rows = [row.replace("\n", f",{B + 100 + k}\n") for k, row in enumerate(CSV_ROWS)]
+    log.write_text(CSV_HEADER.replace("\n", ",time\n") + "".join(rows))
+    err = refused(cli, log)
+    assert f"{log}:1: field <header>:" in err and "'time'" in err
+    assert f"{log}:1: field <header>:" in refused(cli, log, "--skip-bad")
+
+
 def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:
     """A job record (first), allocation events and a short run of steps, as native JSON lines."""
     name = job["job"]

@@ -558,6 +558,17 @@ def read_native_lines(lines: Iterable[tuple[int, str]], file: str, log: Log, ski
     return log
 
 
+def _refuse_repeated_columns(header: list[str], file: str) -> None:
+    """A column named twice in the header: its rows would give one of two values and drop the other unseen (a
+    second ``time`` column made every row's time its own)."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise BadRecord(file, 1, "<header>", name, "names a column twice")
+        if name:  # (empty names: the unnamed columns past the last, which rows must leave empty)
+            seen.add(name)
+
+
 def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
     """CSV rows as records; a field longer than MAX_LINE_BYTES makes its row bad."""
     limit = csv.field_size_limit()
@@ -570,6 +581,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             raise BadRecord(file, 1, "<header>", NO_VALUE, f"not valid CSV ({exc})") from None
         if header is None:
             return log
+        _refuse_repeated_columns(header, file)
         names = header
         named = len(header)  # a row may stop after the last named column (a header ending in commas names no more)
         while named and not header[named - 1]:
