@@ -240,3 +240,23 @@ def test_per_slice_allocations_make_the_jobs(cli, tmp_path):
     assert a == b and a["job_slices"] == 2
     assert a["all_allocated_s"] == 80.0  # 110-150 and 160-200: both slices held
     assert reports[0]["fleet"] == reports[1]["fleet"]
+
+
+def test_a_submission_logged_after_the_job_started_does_not_take_sg_above_1(cli, tmp_path):
+    # the scheduler's clock 5 s ahead of the job's: `submitted` at 105, chips held and the job started at 100,
+    # end at 200. Demand ran from 105 (95 s) against 100 s all-allocated: SG 1.05 for the job and its segments.
+    log = tmp_path / "skew.jsonl"
+    lines = [
+        {"type": "job", "job": "k", "accelerator": "tpu-v4", "chips": 8, "ideal_step_s": 10},
+        {"type": "event", "job": "k", "time": 100, "event": "allocation", "chips": 8},
+        {"type": "event", "job": "k", "time": 100, "event": "job_start"},
+        {"type": "event", "job": "k", "time": 105, "event": "submitted"},
+        *({"type": "event", "job": "k", "time": 110 + 10 * n, "event": "step_start", "step": n} for n in range(9)),
+        {"type": "event", "job": "k", "time": 200, "event": "job_end"},
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = cli("goodput-report", log, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (j,) = r.json["jobs"]
+    assert j["demand_s"] == 100 and j["all_allocated_s"] == 100 and j["sg"] == 1.0
+    assert all(s["sg"] <= 1 for s in r.json["segments"])

@@ -290,8 +290,6 @@ def account(
     outside = int(len(span.inside) - np.count_nonzero(span.inside))
     if not span.inside.all():
         ev = ev.keep(span.inside)
-    submitted = ev.at("submitted")
-    submit_t = float(submitted.min()) if len(submitted) else start
     explicit = np.sort(np.concatenate([ev.at(d) for d in DISRUPTIONS]))
     sel = ev.code == CODE["step_start"]
     run0 = np.searchsorted(ev.at("job_start"), ev.t[sel], side="right")
@@ -320,7 +318,7 @@ def account(
     excl = exclude or []
     cuts = [span.start, span.end, *(x for pair in excl for x in pair)]  # the part's edges cut the timeline
     bounds, label = _label(start, end, ev.t, intervals, cuts)
-    times = (span.start, span.end, submit_t, span.begin)
+    times = (span.start, span.end, span.begin)
     done = _finish(job, ev, steps, intervals, bounds, label, times, disrupt, outside, inf_d, excl)
     done.repeated = repeated
     return done
@@ -333,7 +331,7 @@ def _finish(
     intervals: dict[str, list[tuple[Times, Times]]],
     bounds: Times,
     label: Ints,
-    times: tuple[float, float, float, float],
+    times: tuple[float, float, float],
     disrupt: Times,
     outside: int,
     inferred: Times,
@@ -341,7 +339,7 @@ def _finish(
 ) -> JobAccount:
     import numpy as np
 
-    start, end, submit_t, begin_all = times  # the part's start and end, submission, the job's first start
+    start, end, begin_all = times  # the part's start and end, the job's first start
     part = (bounds[:-1] >= start) & (bounds[1:] <= end)  # the elementary intervals inside the part
     full, excluded_s = _not_excluded(_allocated(job, ev, bounds, begin_all), bounds, spans, part)
     dur = np.diff(bounds)
@@ -351,14 +349,15 @@ def _finish(
     ck_starts = _within(ev.at("checkpoint_start"), start, end)
     interval = _checkpoint_interval(ck_starts, np.sort(np.concatenate([ev.at("job_start"), disrupt])))
     disrupt = _within(disrupt, start, end)
-    begin = max(submit_t, start)
     restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
     saves, save_s = _saves_inside(intervals["checkpoint_save"], start, end)
     return JobAccount(
         job=job,
         start=start,
         end=end,
-        demand_s=max(0.0, end - begin - overlap(spans, begin, end)),
+        # demand from the job's start: the first of its submission, allocation and start, not `submitted` alone
+        # (logged after the job held chips, by another clock, it made SG above 1)
+        demand_s=max(0.0, end - start - overlap(spans, start, end)),
         all_allocated_s=float(dur[use].sum()),
         productive_s=float(sums[PRODUCTIVE]),
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
