@@ -260,3 +260,40 @@ def test_a_submission_logged_after_the_job_started_does_not_take_sg_above_1(cli,
     (j,) = r.json["jobs"]
     assert j["demand_s"] == 100 and j["all_allocated_s"] == 100 and j["sg"] == 1.0
     assert all(s["sg"] <= 1 for s in r.json["segments"])
+
+
+@pytest.mark.parametrize("phase", ["serving", "training"])
+def test_a_step_stopped_at_the_instant_it_starts_is_not_a_productive_step(cli, tmp_path, phase):
+    # ideal 10 s; five runs each of two 10-s steps, then a step logged at the instant of a failure (it did no
+    # work), a restart 5 s later going on from the next step. 10 steps in 100 s: PG 1.0 (it counted 15: 1.5).
+    lines: list[dict[str, object]] = [
+        {"type": "job", "job": "s", "accelerator": "tpu-v4", "chips": 8, "phase": phase, "ideal_step_s": 10}
+    ]
+
+    def ev(t: float, name: str, **extra: int) -> None:
+        lines.append({"type": "event", "job": "s", "time": t, "event": name, **extra})
+
+    ev(0, "allocation", chips=8)
+    ev(0, "job_start")
+    t, step = 10, 0
+    for _ in range(5):
+        for _ in range(2):
+            ev(t, "step_start", step=step)
+            step, t = step + 1, t + 10
+        ev(t, "step_start", step=step)
+        ev(t, "failure")
+        step, t = step + 1, t + 5
+        ev(t, "job_start")
+        t += 5
+    ev(t, "job_end")
+    # steps logged at one instant by a coarse clock each have a next step: they are steps
+    coarse = [{"type": "event", "job": "c", "time": 1000, "event": "job_start"}]
+    coarse += [{"type": "event", "job": "c", "time": 1001 + k // 2, "event": "step_start", "step": k} for k in range(6)]
+    coarse.append({"type": "event", "job": "c", "time": 1004, "event": "job_end"})
+    log = tmp_path / "zero.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines + coarse))
+    r = cli("goodput-report", log, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    jobs = by_job(r.json)
+    assert jobs["s"]["productive_steps"] == 10 and jobs["s"]["productive_s"] == 100 and jobs["s"]["pg"] == 1.0
+    assert jobs["c"]["productive_steps"] == 6

@@ -440,11 +440,14 @@ def _not_excluded(
 
 
 def _productive_steps(steps: Steps, bounds: Times, use: npt.NDArray[np.bool_], end: float) -> int:
-    """Productive steps starting in a counted interval before the end."""
+    """Productive steps starting in a counted interval before the end. A step a disruption or restart stops at the
+    instant it starts did no work: it is not counted (each one added an ideal step with no time, PG 1.5 where it
+    was 1.0); steps logged at one instant, by a clock coarser than the steps, each have a next step and count."""
     import numpy as np
 
     m = len(bounds) - 1
     if not len(steps.st) or not m:
         return 0
     pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
-    return int(np.count_nonzero(steps.productive & use[pos] & (steps.st < end)))
+    ran = (steps.end > steps.st) | steps.complete
+    return int(np.count_nonzero(steps.productive & ran & use[pos] & (steps.st < end)))

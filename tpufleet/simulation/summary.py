@@ -7,7 +7,7 @@ Each job's figures follow the accounting of `tpufleet.goodput.timeline` restrict
 * the job spans its submission to its last ``job_end`` (else its last event); its demand is that span;
 * it is all-allocated while its last ``allocation`` holds all its chips;
 * a step runs from its ``step_start`` to the next step start, the first restart, disruption or end after it (a
-  disruption at the same instant ends it), or the job's end; a training step is wasted if a later run starts at
+  disruption at the same instant ends it, and such a step did no work: it is no productive step), or the job's end; a training step is wasted if a later run starts at
   or before its step number, or if a disruption ends its run (the job recording checkpoints) and no checkpoint of
   that run saved it;
 * productive time is the productive steps' all-allocated time outside every paired activity (start-up stages,
@@ -122,13 +122,22 @@ class _Steps:
         self.piece_limit.append(limit)
         sn = self.sn
         if limit == INF or max(sn[lo:hi]) < limit:
-            self.productive_s += sum(map(sub, self.ends[lo:hi], self.st[lo:hi]))
-            self.counted += hi - lo if counts else 0
+            spans = list(map(sub, self.ends[lo:hi], self.st[lo:hi]))
+            self.productive_s += sum(spans)
+            self.counted += hi - lo - self._idle(lo, spans) if counts else 0
             return
         for i in range(lo, hi):
             if sn[i] < limit:
                 self.productive_s += self.ends[i] - self.st[i]
-                self.counted += 1 if counts else 0
+                self.counted += 1 if counts and not self._idle(i, [self.ends[i] - self.st[i]]) else 0
+
+    def _idle(self, lo: int, spans: list[float]) -> int:
+        """How many of the steps from `lo` (their `spans`) a stop ended at the instant they started: they did no
+        work and are not counted, as the report does not (one at the next step's instant is a step)."""
+        if 0.0 not in spans:  # (the common case, at C speed)
+            return 0
+        st = self.st
+        return sum(1 for k, span in enumerate(spans, lo) if span == 0.0 and (k + 1 == len(st) or st[k + 1] > st[k]))
 
     def productive(self, i: int) -> bool:
         return self.sn[i] < self.piece_limit[bisect_right(self.piece_lo, i) - 1]
