@@ -197,3 +197,21 @@ def test_a_job_record_after_allocations_beyond_it_is_refused(cli, tmp_path, monk
         err = refused(cli, log, *extra)
         assert f"{log}:{len(lines)}: field {record_field}: " in err, err
         assert f"(value {job[record_field]})" in err, err
+
+
+def test_the_report_never_replaces_a_log_it_reads(fleet, tmp_path):
+    """`--out` naming a log given (by its name, a symlink or as the --exclude file) wrote the report over it: the
+    log was gone. Refused before anything is read, the log as it was."""
+    log = tmp_path / "log.csv"
+    log.write_text(CSV_HEADER + "".join(CSV_ROWS))
+    link = tmp_path / "link.csv"
+    link.symlink_to(log)
+    exclude = tmp_path / "maintenance.json"
+    exclude.write_text("[]")
+    before = log.read_bytes(), exclude.read_bytes()
+    for out, extra in ((log, ()), (link, ()), (exclude, ("--exclude", exclude))):
+        err = refused(fleet, log, *extra, "--out", out)
+        assert f"bad option --out '{out}'" in err
+    r = fleet("metrics", "--goodput", log, "--out", link)
+    assert r.code == 2 and "bad option --out" in r.err
+    assert (log.read_bytes(), exclude.read_bytes()) == before

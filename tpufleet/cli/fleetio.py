@@ -579,7 +579,7 @@ def metrics_cmd(
     from tpufleet.state.files import check_output_path
 
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_path(out, "--out", goodput or [])  # the metrics must not replace a goodput log they read
     report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state, missing = tables_as_stored(store, store.load())

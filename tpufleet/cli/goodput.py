@@ -98,7 +98,7 @@ def goodput_cmd(
     from tpufleet.cli.progress import progress
     from tpufleet.ops.goodput import build
 
-    dims, t0, t1, pairs, windows = _parse(files, by, since, until, capacity, window, out)
+    dims, t0, t1, pairs, windows = _parse(files, by, since, until, capacity, window, out, exclude)
     fleet = ctx.obj.store().load().fleet if capacity == "state" else None
     kind = output.value
     chosen = period if period else ("day" if kind == "html" else None)  # the page charts over periods
@@ -183,6 +183,7 @@ def _parse(
     capacity: str | None,
     window: str | None,
     out: Path | None,
+    exclude: Path | None,
 ) -> tuple[list[str], float | None, float | None, list[tuple[str, int]] | None, list[tuple[str, float]] | None]:
     """The options checked before any file is read: (segments, --since, --until, --capacity pairs, windows)."""
     from tpufleet.errors import BadInput, refuse_repeats, shown
@@ -205,7 +206,7 @@ def _parse(
     pairs = parse_capacity(capacity) if capacity is not None and capacity != "state" else None
     windows = parse_windows(window) if window is not None else None
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_path(out, "--out", [*files, exclude])  # the report must not replace a log it reads
     return dims, t0, t1, pairs, windows
 
 

@@ -20,7 +20,7 @@ import re
 import secrets
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from tpufleet.errors import BadInput, Refused
@@ -468,8 +468,9 @@ def safe_child(base: Path, name: str, suffix: str = "") -> Path:
 # ---- output files the user names (--out, --plot) -------------------------------------------------------------
 
 
-def check_output_path(path: Path, option: str) -> None:
-    """Refuse (BadInput, exit 2) an output path that cannot be written: its directory is missing, or it is one.
+def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = ()) -> None:
+    """Refuse (BadInput, exit 2) an output path that cannot be written: its directory is missing, or it is one,
+    or it is one of the command's `inputs` (by any name: the output would replace the file read, a log say).
 
     Call before any long computation, so a typo fails at once. A symlink is judged by where it points.
     """
@@ -492,6 +493,19 @@ def check_output_path(path: Path, option: str) -> None:
         raise BadInput(f"bad option {option} {shown!r}: {_reason(exc)}") from None
     if stat.S_ISDIR(st.st_mode):
         raise BadInput(f"bad option {option} {shown!r}: it is a directory; give a file name")
+    for given in inputs:
+        if given is not None and _same_file(st, given):
+            what = "standard input" if str(given) == "-" else f"the input {str(given)!r}"
+            raise BadInput(f"bad option {option} {shown!r}: it is {what}; the output would replace it")
+
+
+def _same_file(st: os.stat_result, other: Path) -> bool:
+    """Whether `other` (``-``: standard input, a file redirected to it) is the file `st` describes."""
+    try:
+        there = os.fstat(0) if str(other) == "-" else os.stat(other)
+    except OSError:  # an input that cannot be read is the reader's to name
+        return False
+    return stat.S_ISREG(there.st_mode) and (st.st_dev, st.st_ino) == (there.st_dev, there.st_ino)
 
 
 def write_output(path: Path, data: bytes) -> None:
