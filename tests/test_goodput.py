@@ -297,3 +297,22 @@ def test_a_step_stopped_at_the_instant_it_starts_is_not_a_productive_step(cli, t
     jobs = by_job(r.json)
     assert jobs["s"]["productive_steps"] == 10 and jobs["s"]["productive_s"] == 100 and jobs["s"]["pg"] == 1.0
     assert jobs["c"]["productive_steps"] == 6
+
+
+def test_an_accelerator_without_capacity_is_named_escaped_in_the_table(cli, tmp_path):
+    # the headline names the accelerators the capacity leaves out: a name holding a colour (or conceal, ESC[8m)
+    # code reached the terminal live, and a newline forged a line of the report
+    name = "v\x1b[8m\nfleet  SG 1.0000"
+    lines = [
+        {"type": "capacity", "time": 0, "accelerator": "tpu-v4", "chips": 64},
+        {"type": "job", "job": "x", "accelerator": name, "chips": 8},
+        {"type": "event", "job": "x", "time": 0, "event": "job_start"},
+        {"type": "event", "job": "x", "time": 20, "event": "job_end"},
+    ]
+    log = tmp_path / "acc.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = cli("goodput-report", log, state=False)
+    assert r.code == 0, r.err
+    assert "\x1b" not in r.out
+    (headline,) = [line for line in r.out.splitlines() if "capacity:" in line]
+    assert "none for v\\x1b[8m\\nfleet  SG 1.0000:" in headline

@@ -11,7 +11,7 @@ from typing import Any
 from tpufleet.goodput.health import SLOW_FACTOR
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.timeline import BUCKETS
-from tpufleet.text import markdown_text, spreadsheet_cell
+from tpufleet.text import markdown_text, printable, spreadsheet_cell
 
 COLUMNS = ("sg", "rg", "pg", "mpg")
 
@@ -30,7 +30,8 @@ def capacity_gap(fleet: Mapping[str, Any]) -> str:
     """What the fleet figures leave out, after the capacity basis: the accelerators the capacity does not name
     (their jobs' chip-time is over no capacity of its own), or nothing."""
     names = fleet.get("accelerators_without_capacity") or []
-    return f"; none for {', '.join(names)}: its jobs are not in the fleet figures" if names else ""
+    shown = ", ".join(printable(n) for n in names)  # names from the logs: on one line, no escape sequence left live
+    return f"; none for {shown}: its jobs are not in the fleet figures" if names else ""
 
 
 def _when(t: float) -> str:
