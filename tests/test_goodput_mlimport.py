@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tpufleet.ops.goodput import build
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "goodput" / "ml"
+B = 1767571200.0  # 2026-01-05T00:00:00Z
 ZERO = {
     "tpu_initialization": 0,
     "training_prep": 0,
@@ -386,6 +387,34 @@ def test_elastic_slice_down_and_reinitialisation_by_hand(cli):
     assert j["slices"] == {
         "stepping_slice_efficiency": round(97 / 166, 6),
         "available_slice_efficiency": round(142 / 166, 6),
+    }
+
+
+def test_an_elastic_job_resuming_from_an_earlier_step_wastes_the_steps_it_does_again(cli, tmp_path):
+    # the slice-down fixture, but after its reinitialisation the job resumes from its checkpoint of step 3 with
+    # no restart logged: steps 4..8 every 12 s from 130, end 190. Steps 4 and 5 of the first pass (50..70) are
+    # done again: wasted (they were productive, 10 productive steps where the job made 8)
+    kept = [
+        entry
+        for entry in map(json.loads, (FIX / "elastic_slice_down.jsonl").read_text().splitlines())
+        if entry.get("step_count") not in (6, 7, 8) and "job_end_time" not in entry
+    ]
+    again = [{"job_name": "elastic", "step_count": 4 + k, "step_start_time": B + 130 + 12 * k} for k in range(5)]
+    log = tmp_path / "resumed.jsonl"
+    entries = [*kept, *again, {"job_name": "elastic", "job_end_time": B + 190}]
+    log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    r = cli("goodput-report", log, "--format", "ml-goodput", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (j,) = r.json["jobs"]
+    assert j["all_allocated_s"] == 190 and j["productive_s"] == 90 and j["productive_steps"] == 8
+    assert j["badput_s"] == {
+        **ZERO,
+        "tpu_initialization": 10,
+        "training_prep": 5,
+        "wasted_progress_from_disruption": 20,
+        "elastic_slice_down": 30,
+        "elastic_reinitialization": 30,
+        "other": 5,
     }
 
 

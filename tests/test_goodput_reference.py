@@ -92,11 +92,10 @@ def buckets(job: Job, records: list[Record]) -> tuple[float, dict[str, float]]:
         bound = min([x for x in stops if x > s[0]] + [d for d in disrupt if d >= s[0]] + [end])
         s[4], s[5] = min(nxt, bound), nxt <= bound
     has_saves = any(e[1] == "checkpoint_end" for e in evs)
-    for s in steps:
+    for i, s in enumerate(steps):
         if job.phase != "training":
             continue
-        later = [x for x in steps if x[2] > s[2]]
-        if later and s[1] >= later[0][1]:
+        if any(x[1] <= s[1] for x in steps[i + 1 :]):  # its step number logged again later: done again
             s[3] = False
         if has_saves and explicit:
             run_start = max((e[0] for e in evs if e[1] == "job_start" and e[0] <= s[0]), default=float("-inf"))

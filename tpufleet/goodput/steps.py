@@ -147,7 +147,7 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     run = np.searchsorted(restarts, st, side="right")  # which (re)start each step belongs to
     productive = np.ones(len(st), dtype=bool)
     if job.phase == "training" and len(st):
-        productive &= sn < _resumed_after(run, sn)
+        productive &= sn < _done_again_from(sn)
         saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.code == CODE["checkpoint_end"]]
         if len(saves_t) and len(explicit):
             run_start = np.append([-np.inf], restarts)[run]
@@ -168,18 +168,15 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     return Steps(st, sn, step_end, run, productive, nxt <= stop)
 
 
-def _resumed_after(run: Ints, sn: Ints) -> Ints:
-    """For each step, the lowest step number any later run (with steps) starts from, or the largest int64: a
-    step at or past it was redone, its work lost. Every later run counts, not the next alone: a run that restores
-    an older checkpoint than the run before it (the latest one unreadable) loses the earlier runs' steps after
-    that checkpoint too."""
+def _done_again_from(sn: Ints) -> Ints:
+    """For each step (in time order), the lowest step number logged after it, or the largest int64: a step at or
+    past it was done again, its work lost. Any later step counts: a later run's (even one restoring an older
+    checkpoint than the run before it, the latest unreadable), or its own run's going back to a checkpoint (an
+    elastic job resuming on fewer slices, with no restart logged)."""
     import numpy as np
 
-    starts = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))  # each run's first step
-    lowest = np.append(np.minimum.accumulate(sn[starts][::-1])[::-1], np.iinfo(np.int64).max)
-    later = np.searchsorted(run, run, side="right")  # the first step of the next run, or len(st)
-    result: Ints = lowest[np.searchsorted(starts, later)]
-    return result
+    after: Ints = np.append(np.minimum.accumulate(sn[::-1])[::-1][1:], np.iinfo(np.int64).max)
+    return after
 
 
 def _covered(intervals: list[tuple[Times, Times]]) -> tuple[Times, Times, Times]:

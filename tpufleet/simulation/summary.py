@@ -7,9 +7,9 @@ Each job's figures follow the accounting of `tpufleet.goodput.timeline` restrict
 * the job spans its submission to its last ``job_end`` (else its last event); its demand is that span;
 * it is all-allocated while its last ``allocation`` holds all its chips;
 * a step runs from its ``step_start`` to the next step start, the first restart, disruption or end after it (a
-  disruption at the same instant ends it, and such a step did no work: it is no productive step), or the job's end; a training step is wasted if a later run starts at
-  or before its step number, or if a disruption ends its run (the job recording checkpoints) and no checkpoint of
-  that run saved it;
+  disruption at the same instant ends it, and such a step did no work: it is no productive step), or the job's
+  end; a training step is wasted if its step number is logged again later (by a later run, or its own going
+  back), or if a disruption ends its run (the job recording checkpoints) and no checkpoint of that run saved it;
 * productive time is the productive steps' all-allocated time outside every paired activity (start-up stages,
   checkpoint saves and restores), each of which runs from its ``*_start`` to the first matching end after it in
   the log, the first restart, disruption or end after it, or the job's end.
@@ -27,8 +27,8 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-from operator import sub
+from itertools import accumulate, pairwise
+from operator import lt, sub
 from typing import Any
 
 from tpufleet.goodput import events as goodput_events
@@ -86,7 +86,7 @@ def job_figures(events: Sequence[EventTuple], chips: int, training: bool) -> Job
         return None
     begin = starts[0] if starts else start  # all-allocated from here when no allocation is logged
     allocated = _allocated(allocs, chips, begin, start, end)
-    steps = _Steps(st, sn, _step_ends(st, stops, explicit, end))
+    steps = _Steps(st, sn, _step_ends(st, stops, explicit, end), training)
     cuts = sorted({*starts, *ends, *explicit, *(t for t, _ in allocs), end})
     for lo, hi in _pieces(st, cuts):
         limit = _limit(steps, lo, starts, ends, explicit, saves) if training else INF
@@ -108,10 +108,13 @@ def job_figures(events: Sequence[EventTuple], chips: int, training: bool) -> Job
 
 class _Steps:
     """A job's steps (start, number, end) taken piece by piece: within a piece every step has the same run,
-    disruption ahead and allocation, so whether it is productive is one threshold on its number."""
+    disruption ahead and allocation, so whether it is productive is one threshold on its number, and (training)
+    its number below every step number logged after it (else it is done again: wasted)."""
 
-    def __init__(self, st: list[float], sn: list[int], ends: list[float]) -> None:
+    def __init__(self, st: list[float], sn: list[int], ends: list[float], training: bool) -> None:
         self.st, self.sn, self.ends = st, sn, ends
+        lowest = list(accumulate(reversed(sn), min)) if training else []  # lowest[k]: of the last k + 1 steps
+        self.after: list[float] = [*reversed(lowest[:-1]), INF] if lowest else [INF] * len(sn)
         self.piece_lo: list[int] = []
         self.piece_limit: list[float] = []  # steps numbered below it are productive
         self.productive_s = 0.0
@@ -120,14 +123,14 @@ class _Steps:
     def add(self, lo: int, hi: int, limit: float, counts: bool) -> None:
         self.piece_lo.append(lo)
         self.piece_limit.append(limit)
-        sn = self.sn
-        if limit == INF or max(sn[lo:hi]) < limit:
+        sn, after = self.sn, self.after
+        if max(sn[lo:hi]) < limit and all(map(lt, sn[lo:hi], after[lo:hi])):
             spans = list(map(sub, self.ends[lo:hi], self.st[lo:hi]))
             self.productive_s += sum(spans)
             self.counted += hi - lo - self._idle(lo, spans) if counts else 0
             return
         for i in range(lo, hi):
-            if sn[i] < limit:
+            if sn[i] < limit and sn[i] < after[i]:
                 self.productive_s += self.ends[i] - self.st[i]
                 self.counted += 1 if counts and not self._idle(i, [self.ends[i] - self.st[i]]) else 0
 
@@ -140,7 +143,7 @@ class _Steps:
         return sum(1 for k, span in enumerate(spans, lo) if span == 0.0 and (k + 1 == len(st) or st[k + 1] > st[k]))
 
     def productive(self, i: int) -> bool:
-        return self.sn[i] < self.piece_limit[bisect_right(self.piece_lo, i) - 1]
+        return self.sn[i] < min(self.after[i], self.piece_limit[bisect_right(self.piece_lo, i) - 1])
 
     def inside(self, spans: list[Interval]) -> float:
         """Productive step time inside the sorted disjoint spans."""
@@ -171,13 +174,11 @@ def _limit(
     explicit: list[float],
     saves: list[tuple[float, int]],
 ) -> float:
-    """Training: the step number from which the piece's steps are wasted, redone by the next run (one that logged
-    steps) or, when a disruption ends their run and the job records checkpoints, not saved in it."""
-    st, sn = steps.st, steps.sn
-    s0 = st[lo]
+    """Training: the step number from which the piece's steps are wasted when a disruption ends their run and the
+    job records checkpoints, not saved in it (a step done again later is wasted too: `_Steps.after`)."""
+    s0 = steps.st[lo]
     run = bisect_right(starts, s0)
-    following = bisect_left(st, starts[run]) if run < len(starts) else len(st)
-    limit: float = sn[following] if following < len(st) else INF
+    limit: float = INF
     if saves and explicit:
         cut = _first_after(explicit, s0)
         if cut < _first_after(sorted([*starts, *ends]), s0):
