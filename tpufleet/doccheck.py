@@ -51,8 +51,54 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
             field = ".".join([prefix, *parts, missing] if prefix else [*parts, missing])
             raise BadStateFile(file, field, NO_VALUE, "is required") from None
         field = ".".join([prefix, *parts] if prefix else parts)
+        if exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
+            _check_alternatives(exc.rule_definition, exc.value, file, field)
         problem = _problem(exc.message, exc.name, exc.value, file.endswith((".yaml", ".yml")))
+        if exc.rule == "propertyNames" and isinstance(exc.value, dict):
+            problem = _bad_key(exc.rule_definition, exc.value) or problem
         raise BadStateFile(file, field, exc.value, problem[:160]) from None
+
+
+def _check_alternatives(branches: list[Schema], value: object, file: str, field: str) -> None:
+    """A value that none of a field's forms takes (a factor or a mapping of factors), explained by the form of its
+    own type (`fault_scale: -1`: the number's minimum), or by naming the types the field takes; the validator's
+    own words ("cannot be validated by any definition") tell the operator nothing."""
+    same_type = [b for b in branches if _is_type(value, b.get("type"))]
+    if same_type:
+        check(same_type[0], value, file, prefix=field)
+    types = [_TYPES.get(b.get("type", ""), "") for b in branches]
+    if all(types):
+        raise BadStateFile(file, field, value, "must be " + " or ".join(types))
+
+
+def _is_type(value: object, kind: object) -> bool:
+    """Whether `value` is of the JSON Schema type `kind` (a bool is no number, as the validator has it)."""
+    if isinstance(value, bool):
+        return kind == "boolean"
+    checks: dict[object, Callable[[object], bool]] = {
+        "number": lambda v: isinstance(v, int | float),
+        "integer": lambda v: isinstance(v, int) or (isinstance(v, float) and v.is_integer()),
+        "string": lambda v: isinstance(v, str),
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "null": lambda v: v is None,
+    }
+    return kind in checks and checks[kind](value)
+
+
+def _bad_key(names: object, mapping: dict[Any, object]) -> str | None:
+    """The first key of `mapping` its `propertyNames` rule refuses, and why ("it must be one of [...]"): the
+    validator only says some key is wrong."""
+    import fastjsonschema
+
+    if not isinstance(names, dict):
+        return None
+    for key in mapping:
+        try:
+            compiled(names)(key)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            return f"key {_printable(str(key))!r} is not accepted: " + _problem(exc.message, exc.name, key, False)
+    return None
 
 
 def _missing_key(exc: Any) -> str | None:

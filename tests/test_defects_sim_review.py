@@ -1,0 +1,57 @@
+"""Planning and simulation commands reviewed as an operator and an attacker would use them: each test names the
+command that showed the defect and asserts tpufleet's own contract (exit code, the field and value named)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+WORKLOAD = """schema_version: 1
+arrival_rate_per_hour: 1.6
+duration_hours: {median: 5.0, sigma: 1.0, max: 96.0}
+shapes:
+  - {shape: 4x4x4, weight: 1}
+phases: {training: 1, trainign: 1}
+"""
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("simulation", "fixed", "field", "problem"),
+    [
+        ("fleet", "fault_scale: -1", "fixed.fault_scale", "bigger than or equal to 0 (value -1)"),
+        ("fleet", "fault_scale: {host: -1}", "fixed.fault_scale.host", "bigger than or equal to 0 (value -1)"),
+        ("fleet", "fault_scale: x", "fixed.fault_scale", "must be a number or a mapping (value 'x')"),
+        ("availability", "cubes: [1, 0]", "fixed.cubes.1", "bigger than or equal to 1 (value 0)"),
+        ("availability", "cubes: 2.5", "fixed.cubes", "must be an integer or a list (value 2.5)"),
+    ],
+)
+def test_a_sweep_value_none_of_a_fields_forms_takes_says_what_is_wrong(
+    cli, tmp_path: Path, simulation: str, fixed: str, field: str, problem: str
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"schema_version: 1\nsimulation: {simulation}\nseeds: 1\nfixed: {{{fixed}}}\ngrid: {{generation: [tpu-v4]}}\n"
+    )
+    r = cli("sweep", str(spec), "--out", str(tmp_path / "out"), "--serial")
+    assert r.code == 2, r.err
+    line = one_line(r.err)
+    assert f"field {field}: " in line and line.endswith(problem), line
+    assert "definition" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_workload_key_outside_a_fields_names_is_named_with_the_names_it_takes(cli, tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(WORKLOAD)
+    r = cli("simulate-fleet", "--days", "1", "--workload", str(workload))
+    assert r.code == 2, r.err
+    line = one_line(r.err)
+    assert "field phases: key 'trainign' is not accepted" in line, line
+    assert "bulk_inference" in line and "definition" not in line, line
