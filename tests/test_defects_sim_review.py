@@ -55,3 +55,18 @@ def test_a_workload_key_outside_a_fields_names_is_named_with_the_names_it_takes(
     line = one_line(r.err)
     assert "field phases: key 'trainign' is not accepted" in line, line
     assert "bulk_inference" in line and "definition" not in line, line
+
+
+def test_plan_spares_names_the_ocs_down_now_that_holds_a_rigid_slice_at_zero(fleet) -> None:
+    """`plan-spares` with an OCS down and a slice without fault-tolerant routing: P 0 at any spare count, and the
+    note blamed "the OCS term", which reads as a small risk, not as the switch to repair first."""
+    assert fleet("allocate", "ft", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "ocs:pod0/y/2").code == 0
+    # allocated while the OCS is down (no pod has every OCS up): wired after the repair, running meanwhile
+    assert fleet("allocate", "rigid", "--shape", "4x4x4", "--no-fault-tolerant-routing").code == 0
+    (pod,) = fleet("plan-spares", "-o", "json").json["pods"]
+    assert pod["ocs_all_up"] == 0.0 and pod["spares"] is None
+    assert "ocs:pod0/y/2 down now" in pod["note"] and "rigid" in pod["note"] and "ft " not in pod["note"]
+    assert "OCS term" not in pod["note"]
+    r = fleet("plan-spares")
+    assert r.code == 0 and "ocs:pod0/y/2 down now" in r.out

@@ -209,7 +209,9 @@ def _pod_plan(
         "best_spares": curve.best,
         "hold_back": free[: curve.best],
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
-        "note": _note(slices, curve, len(free), confidence, _caps(ocs, lost.intersection(own))),
+        "note": _note(
+            slices, curve, len(free), confidence, _caps(ocs, lost.intersection(own), _ocs_down_now(ctx, pod, slices))
+        ),
     }
 
 
@@ -248,14 +250,23 @@ def _ocs_term(
     return spares.ocs_all_up(rates, horizon, gen.ocs_count if gen is not None else OCS_PER_POD, up_now=True)
 
 
-def _caps(ocs: float, own_lost: Collection[str]) -> str:
-    """What caps the probability when spares stop helping: the OCS term, the slices' cubes lost (down now, or to
-    announced maintenance within the horizon), or else the slices' own cubes' odds of staying healthy over the
-    horizon (a long horizon)."""
-    causes = [
-        "the OCS term" if ocs < 1.0 else "",
-        "the cubes down now or under maintenance" if own_lost else "",
-    ]
+def _ocs_down_now(ctx: _Context, pod: Pod, slices: Sequence[Slice]) -> str:
+    """The pod's OCS with an open fault or drain and the slices that cannot ride through it (what makes the OCS
+    term 0), as the note names them; empty when none is down."""
+    down = sorted(str(o) for o in ctx.state.health().ocs_down if o.pod == pod.name)
+    rigid = [s.name for s in slices if not s.fault_tolerant_routing]
+    if not down or not rigid:
+        return ""
+    return f"{', '.join(down)} down now, which {', '.join(rigid)} (no fault-tolerant routing) cannot run without"
+
+
+def _caps(ocs: float, own_lost: Collection[str], ocs_down: str = "") -> str:
+    """What caps the probability when spares stop helping: an OCS down now (the OCS term is then 0: said by its
+    id, since "the OCS term" alone reads as a small risk, not as a switch to repair), the OCS term, the slices'
+    cubes lost (down now, or to announced maintenance within the horizon), or else the slices' own cubes' odds of
+    staying healthy over the horizon (a long horizon)."""
+    ocs_cause = (ocs_down if ocs == 0.0 and ocs_down else "the OCS term") if ocs < 1.0 else ""
+    causes = [ocs_cause, "the cubes down now or under maintenance" if own_lost else ""]
     named = " and ".join(c for c in causes if c)
     return named or "the slices' own cubes, unlikely to stay healthy over the horizon"
 
@@ -268,7 +279,7 @@ def _note(slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: 
         if curve.best >= free:
             why = "every free cube held back: the pod has no more"
         else:
-            why = f"more do not help: {caps} cap it"
+            why = f"more do not help: limited by {caps}"
         return (
             f"the confidence is out of reach: at most {probability_text(curve.probability, confidence)}, with {curve.best} of the {free} free "
             f"healthy cubes held back ({why})"
