@@ -70,3 +70,14 @@ def test_plan_spares_names_the_ocs_down_now_that_holds_a_rigid_slice_at_zero(fle
     assert "OCS term" not in pod["note"]
     r = fleet("plan-spares")
     assert r.code == 0 and "ocs:pod0/y/2 down now" in r.out
+
+
+def test_allocate_cubes_of_one_pod_against_another_pod_names_the_pod_they_are_in(cli) -> None:
+    """`allocate --cubes c00,c01 --pod pod1` said "a slice's cubes must all be in one pod (pod1)": they are, in
+    pod0; the message now says whose cubes they are, and for cubes of two pods which are where."""
+    assert cli("init", "--pods", "2").code == 0
+    r = cli("allocate", "s", "--shape", "4x4x8", "--cubes", "c00,c01", "--pod", "pod1")
+    assert r.code == 2 and "not in --pod pod1 (c00, c01 in pod0)" in one_line(r.err), r.err
+    r = cli("allocate", "s", "--shape", "4x4x8", "--cubes", "c00,c64")
+    assert r.code == 2 and "one pod (c00 in pod0; c64 in pod1)" in one_line(r.err), r.err
+    assert cli("show", "slices", "-o", "json").json == []

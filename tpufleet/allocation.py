@@ -180,6 +180,18 @@ def fitting_pods(shape: Shape, pods: Sequence[Pod]) -> list[Pod]:
     return fit
 
 
+def _cubes_by_pod(fleet: Fleet, cubes: Sequence[str], pod: str | None) -> str:
+    """Why the given cubes cannot make one slice: the pod of each (cubes of one pod named as a run), so
+    `--cubes c00,c01 --pod pod1` says the cubes are pod0's, not that they are in several pods."""
+    by_pod: dict[str, list[str]] = {}
+    for cube in cubes:
+        by_pod.setdefault(fleet.cube_pod[cube], []).append(cube)
+    where = "; ".join(f"{', '.join(cs)} in {p}" for p, cs in by_pod.items())
+    if len(by_pod) > 1:
+        return f"a slice's cubes must all be in one pod ({where})"
+    return f"the cubes are not in --pod {pod} ({where})"
+
+
 def _take_given(
     shape: Shape, fleet: Fleet, used: MachineUsage, health: Health, pod: str | None, cubes: Sequence[str]
 ) -> Allocation:
@@ -189,7 +201,7 @@ def _take_given(
             raise BadInput(f"bad option --cubes: unknown cube {cube!r}")
     pods = {fleet.cube_pod[c] for c in cubes}
     if len(pods) > 1 or (pod and pod not in pods):
-        raise BadInput(f"bad option --cubes: a slice's cubes must all be in one pod{' (' + pod + ')' if pod else ''}")
+        raise BadInput(f"bad option --cubes: {_cubes_by_pod(fleet, cubes, pod)}")
     fitting_pods(shape, [fleet.pod_by_name[p] for p in pods])
     if len(cubes) != shape.cubes:
         raise BadInput(f"bad option --cubes: {shape} needs {shape.cubes} cube(s), {len(cubes)} given")
