@@ -81,3 +81,15 @@ def test_allocate_cubes_of_one_pod_against_another_pod_names_the_pod_they_are_in
     r = cli("allocate", "s", "--shape", "4x4x8", "--cubes", "c00,c64")
     assert r.code == 2 and "one pod (c00 in pod0; c64 in pod1)" in one_line(r.err), r.err
     assert cli("show", "slices", "-o", "json").json == []
+
+
+def test_plan_spares_slices_says_a_pod_runs_none_of_them_not_that_it_runs_none(cli) -> None:
+    """`plan-spares --slices a` on two pods: pod1, running its own slice b, was said to have "no running slices"."""
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x4", "--pod", "pod0").code == 0
+    assert cli("allocate", "b", "--shape", "4x4x4", "--pod", "pod1").code == 0
+    pods = {p["pod"]: p for p in cli("plan-spares", "--slices", "a", "-o", "json").json["pods"]}
+    assert pods["pod0"]["slices"] == ["a"] and pods["pod1"]["slices"] == []
+    assert "no running slices" not in pods["pod1"]["note"] and "--slices" in pods["pod1"]["note"]
+    bare = {p["pod"]: p for p in cli("plan-spares", "-o", "json").json["pods"]}
+    assert bare["pod1"]["slices"] == ["b"] and bare["pod1"]["note"] is None

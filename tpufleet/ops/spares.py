@@ -142,7 +142,9 @@ def plan(
     chosen = _selected(state, slice_names)
     pods = [p for p in state.fleet.pods if pod_name in (None, p.name)]
     maintenance = maintenance_within(state, now, horizon_days)
-    context = _Context(state, _history(state), _down_now(state), state.machine_usage(), maintenance)
+    context = _Context(
+        state, _history(state), _down_now(state), state.machine_usage(), maintenance, slice_names is not None
+    )
     rows = [
         _pod_plan(context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days)
         for pod in pods
@@ -165,6 +167,7 @@ class _Context:
     down: set[str]
     usage: dict[str, set[int]]
     maintenance: frozenset[str] = frozenset()  # up now, drained for announced maintenance within the horizon
+    named: bool = False  # the slices are those `--slices` names, not every running one
 
 
 def _pod_plan(
@@ -210,7 +213,12 @@ def _pod_plan(
         "hold_back": free[: curve.best],
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
         "note": _note(
-            slices, curve, len(free), confidence, _caps(ocs, lost.intersection(own), _ocs_down_now(ctx, pod, slices))
+            slices,
+            curve,
+            len(free),
+            confidence,
+            _caps(ocs, lost.intersection(own), _ocs_down_now(ctx, pod, slices)),
+            ctx.named,
         ),
     }
 
@@ -271,9 +279,14 @@ def _caps(ocs: float, own_lost: Collection[str], ocs_down: str = "") -> str:
     return named or "the slices' own cubes, unlikely to stay healthy over the horizon"
 
 
-def _note(slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: float, caps: str) -> str | None:
-    """`caps`: what holds the probability down once more spares stop helping (`_caps`)."""
+def _note(
+    slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: float, caps: str, named: bool = False
+) -> str | None:
+    """`caps`: what holds the probability down once more spares stop helping (`_caps`); `named`: the slices are
+    those `--slices` names (a pod with none of them may well run others)."""
     if not slices:
+        if named:
+            return "none of the slices --slices names runs in this pod: nothing to hold back for them"
         return "no running slices in this pod: nothing to hold back"
     if curve.spares is None:
         if curve.best >= free:
