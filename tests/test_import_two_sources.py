@@ -283,3 +283,29 @@ def test_each_source_clears_its_own_word_of_a_degraded_cube(reserved, tmp_path):
     r = reserved("import", "k8s", _write(tmp_path, "nodes.json", doc), "--apply", "-o", "json")
     assert [g["cube"] for g in r.json["degraded_cleared"]] == ["c05"]
     assert set(_partition_states(reserved).values()) == {"HEALTHY"}
+
+
+def test_a_sub_block_degraded_on_a_cube_the_node_list_holds_degraded_is_no_news(superpod, tmp_path):
+    """`import reservation` listed a DEGRADED sub-block as newly degraded when `import k8s` already held its cube
+    degraded: one fact, whichever source said it first (as `import k8s` takes a reservation's degraded cube)."""
+    nodes = _tpu7x_nodes()
+    for node in nodes["items"]:
+        labels = node["metadata"]["labels"]
+        if labels[PARTITION].endswith("-0005"):
+            labels[STATE] = "DEGRADED"
+    r = superpod("import", "k8s", _write(tmp_path, "nodes.json", nodes), "--apply", "-o", "json")
+    assert [g["cube"] for g in r.json["degraded_new"]] == ["c05", "c17"]
+    res = json.loads(RESERVATION.read_text())
+    res[5]["healthInfo"] = {"healthStatus": "DEGRADED", "healthyHostCount": 15, "degradedHostCount": 1}
+    path = _write(tmp_path, "res.json", res)
+    r = superpod("import", "reservation", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert [g["cube"] for g in r.json["degraded_new"]] == ["c58", "c121"]  # c05, c17: the node list's already
+    assert {g["cube"] for g in r.json["degraded"]} == {"c05", "c17", "c58", "c121"}  # the sub-blocks as read
+    before = snapshot(superpod.state)
+    assert superpod("import", "reservation", path, "--detailed-exitcode").code == 0
+    assert snapshot(superpod.state) == before
+    res[5]["healthInfo"] = {"healthStatus": "HEALTHY", "healthyHostCount": 16, "degradedHostCount": 0}
+    r = superpod("import", "reservation", _write(tmp_path, "res.json", res), "--apply", "-o", "json")
+    assert [g["cube"] for g in r.json["degraded_cleared"]] == ["c05"]  # its own word, cleared
+    assert "c05" in {g["cube"] for g in superpod("status", "-o", "json").json["k8s"]["degraded_cubes"]}

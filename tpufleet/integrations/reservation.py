@@ -418,11 +418,15 @@ def _no_cube_left(state: FleetState, pod: str, out: ReservationPlan) -> str:
 
 
 def _health_diff(state: FleetState, out: ReservationPlan) -> None:
-    known = state.reservation.sub_blocks
+    """Sub-blocks newly DEGRADED, and no longer. A cube the node list already holds degraded is no news: one fact,
+    whichever source said it first (as `import k8s` takes a reservation's degraded cube); the sub-block's health is
+    still recorded as read, and each source clears its own word."""
+    known, held = state.reservation.sub_blocks, state.k8s.degraded
     for name, record in sorted(out.mapped.items()):
         was = known[name].degraded if name in known else False
         if record.degraded and not was:
-            out.degraded_new.append(name)
+            if record.cube not in held:
+                out.degraded_new.append(name)
         elif was and not record.degraded:
             out.degraded_cleared.append(name)
 
