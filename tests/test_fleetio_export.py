@@ -424,3 +424,44 @@ def test_a_not_ready_nodes_fault_keeps_the_kubelets_reason_through_the_export(im
     reasons = not_ready(imported)
     assert len(reasons) == 2 and all(r.endswith("Ready=False (KubeletNotReady)") for r in reasons.values())
     assert not_ready(fresh) == reasons
+
+
+def test_a_partitions_state_and_a_nodes_drain_taint_keep_what_was_reported_through_the_export(imported, tmp_path, cli):
+    """The export wrote every failed cube's partition UNHEALTHY and every drain as a cordon, so a fresh state
+    imported from it read `partition ... INCOMPLETE` as UNHEALTHY and a drain taint as `cordoned`."""
+    path = tmp_path / "nodes.json"
+    assert imported("export", "node-labels", "--out", path).code == 0
+    from conftest import Cli
+
+    fresh = Cli(imported.capsys, tmp_path / "fresh")
+    assert fresh("init").code == 0
+    assert fresh("import", "k8s", path, "--apply").code == 0
+
+    def faults(cli: Cli) -> dict[str, tuple[bool, str]]:
+        return {f["target"]: (f["planned"], f["reason"]) for f in cli("faults", "-o", "json").json}
+
+    reasons = faults(imported)
+    assert {r for _, r in reasons.values() if r.endswith((" INCOMPLETE", "NoSchedule", " cordoned"))} == {
+        "k8s: partition 61001746e7b4496515ad1d0ae792f34f INCOMPLETE",
+        "k8s: node gke-tpu-v4-p00-30-f915354c-d81f tainted cloud.google.com/impending-node-termination:NoSchedule",
+        "k8s: node gke-tpu-v4-p00-22-dd02b978-56e7 cordoned",
+    }
+    assert faults(fresh) == reasons
+    before = snapshot(imported.state)
+    again = imported("import", "k8s", path, "--apply", "--detailed-exitcode")
+    assert again.code == 0, again.err
+    assert snapshot(imported.state) == before
+
+
+def test_a_drain_taint_the_mapping_does_not_count_is_exported_as_a_cordon(imported, tmp_path):
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text(yaml.safe_dump({"drain_taints": ["example.com/maintenance"]}))
+    doc = imported("export", "node-labels", "--mapping", mapping, "-o", "json").json
+    [spec] = [n["spec"] for n in doc["items"] if n["metadata"]["name"] == "gke-tpu-v4-p00-30-f915354c-d81f"]
+    assert spec == {"unschedulable": True}  # read back as a drain with that mapping: the taint would not be
+    [spec] = [
+        n["spec"]
+        for n in imported("export", "node-labels", "-o", "json").json["items"]
+        if n["metadata"]["name"] == "gke-tpu-v4-p00-30-f915354c-d81f"
+    ]
+    assert spec == {"taints": [{"key": "cloud.google.com/impending-node-termination", "effect": "NoSchedule"}]}

@@ -357,7 +357,8 @@ def export_node_labels_cmd(
     if out is not None:
         check_output_path(out, "--out")
     state = ctx.obj.store().load()
-    doc = exports.node_labels(state, read_mapping(mapping).labels, own_only)
+    given = read_mapping(mapping)
+    doc = exports.node_labels(state, given.labels, own_only, given.drain_taints)
     _note_left_out(exports.machines_without_node(state))
     _deliver("Node", _manifests([doc]), doc, len(doc["items"]), out, output)
 

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
-from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LABEL_VALUE, LabelKeys
+from tpufleet.integrations.k8s import (
+    BAD_PARTITION_STATES,
+    DEFAULT_ACCELERATORS,
+    DEFAULT_DRAIN_TAINTS,
+    LABEL_VALUE,
+    LabelKeys,
+)
 from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_REASON_PREFIX
 from tpufleet.model import Pod
 
@@ -89,15 +96,22 @@ def machines_without_node(state: FleetState) -> int:
 
 
 # ---- node labels -------------------------------------------------------------------------------------------
-def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool = False) -> Doc:
-    """A `kubectl get nodes -o json`-shaped List of a Node per machine that is one (`Names.machines`): labels, a cordon for a planned drain,
+def node_labels(
+    state: FleetState,
+    keys: LabelKeys | None = None,
+    own_only: bool = False,
+    drain_taints: frozenset[str] = frozenset(DEFAULT_DRAIN_TAINTS),
+) -> Doc:
+    """A `kubectl get nodes -o json`-shaped List of a Node per machine that is one (`Names.machines`): labels, a cordon for a planned drain
+    (the taint the node reported for a drain `import k8s` opened for it, when `drain_taints` has its key),
     and a `Ready` condition (False for a failed machine, chip or electrical link; as the node reported it for a fault
-    `import k8s` opened for its NotReady). A failed cube is its
-    partition UNHEALTHY; a drained cube cordons its 16 nodes (read back as 16 machine drains). Optical link and
+    `import k8s` opened for its NotReady). A failed cube is its partition UNHEALTHY (INCOMPLETE when that is
+    what its partition reported); a drained cube cordons its 16 nodes (read back as 16 machine drains). Optical link and
     OCS faults have no node to show them. `own_only`: only the `tpufleet.io/` labels, safe to apply to a live
     cluster (the rest is GKE's to set)."""
     keys, names = keys or LabelKeys(), Names(state)
-    down, drained, cubes_down = _node_health(state)
+    health = _node_health(state, drain_taints)
+    down, drained, cubes_down = health.down, health.drained, health.cubes_down
     degraded = state.degraded_cubes()  # a DEGRADED sub-block is its partition's DEGRADED too
     items = []
     for pod in state.fleet.pods:
@@ -119,36 +133,61 @@ def node_labels(state: FleetState, keys: LabelKeys | None = None, own_only: bool
                 }
                 if not LABEL_VALUE.fullmatch(name):  # a node name of 64-253 characters is no label value
                     del labels[keys.hostname]
-                items.append(_node(name, labels, host in drained or cube in drained, down.get(host)))
+                drain = health.tainted.get(host) or (_CORDON if host in drained or cube in drained else None)
+                items.append(_node(name, labels, drain, down.get(host)))
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
 
 
-def _partition_state(cube: str, down: set[str], degraded: frozenset[str]) -> str:
-    """A failed cube's partition is UNHEALTHY; a degraded one's (it still serves) DEGRADED, as GKE reports it."""
-    return "UNHEALTHY" if cube in down else "DEGRADED" if cube in degraded else "HEALTHY"
+def _partition_state(cube: str, down: dict[str, str], degraded: frozenset[str]) -> str:
+    """A failed cube's partition is as it was reported (UNHEALTHY for a fault opened otherwise); a degraded one's
+    (it still serves) DEGRADED, as GKE reports it."""
+    return down.get(cube, "DEGRADED" if cube in degraded else "HEALTHY")
 
 
-def _node_health(state: FleetState) -> tuple[dict[HostId, Fault], set[HostId | str], set[str]]:
-    """Machines down (-> the fault why), machines or whole cubes drained, cubes failed: from the open faults."""
-    down: dict[HostId, Fault] = {}
-    drained: set[HostId | str] = set()
-    cubes_down: set[str] = set()
+# what `import k8s` gives the faults it opens for a partition's state and for a node's drain taint, as read
+_PARTITION_DOWN = re.compile(
+    re.escape(K8S_REASON_PREFIX) + r"partition \S+ (" + "|".join(sorted(BAD_PARTITION_STATES)) + ")"
+)
+_TAINTED = re.compile(re.escape(K8S_REASON_PREFIX) + r"node \S+ tainted (\S+):(NoSchedule|NoExecute)")
+_CORDON = ("", "")  # a node's drain written as a cordon (else as the (key, effect) of its taint)
+
+
+@dataclass
+class _NodeHealth:
+    """From the open faults: machines down (-> the fault why), machines or whole cubes drained, failed cubes
+    (-> their partition's state), and machines whose drain is the taint a node reported (-> (key, effect))."""
+
+    down: dict[HostId, Fault] = field(default_factory=dict)
+    drained: set[HostId | str] = field(default_factory=set)
+    cubes_down: dict[str, str] = field(default_factory=dict)
+    tainted: dict[HostId, tuple[str, str]] = field(default_factory=dict)
+
+
+def _node_health(state: FleetState, drain_taints: frozenset[str]) -> _NodeHealth:
+    """The node health the open faults give. A drain `import k8s` opened for a drain taint is written as that taint
+    when `drain_taints` has its key (so an import reads it as that drain again), else as a cordon."""
+    out = _NodeHealth()
+    down, drained, cubes_down = out.down, out.drained, out.cubes_down
     for fault in state.open_faults():
         target = fault.target
         if isinstance(target, CubeId):
             if fault.planned:
                 drained.add(target.cube)
             else:
-                cubes_down.add(target.cube)
+                reported = _PARTITION_DOWN.fullmatch(fault.reason)
+                cubes_down[target.cube] = reported.group(1) if reported else "UNHEALTHY"
         elif isinstance(target, (HostId, ChipId, IciId)):
             host = (
                 target if isinstance(target, HostId) else HostId(target.cube, machine_of(target.x, target.y, target.z))
             )
             if fault.planned:
                 drained.add(host)
+                taint = _TAINTED.fullmatch(fault.reason) if isinstance(target, HostId) else None
+                if taint is not None and taint.group(1) in drain_taints:
+                    out.tainted[host] = (taint.group(1), taint.group(2))
             else:
                 down.setdefault(host, fault)
-    return down, drained, cubes_down
+    return out
 
 
 # the reason `import k8s` gives the fault of a node that is not Ready: the condition's status and reason, as read
@@ -166,9 +205,15 @@ def _ready(down: Fault | None) -> Doc:
     return {"type": "Ready", "status": status, "reason": reason, "message": message}
 
 
-def _node(name: str, labels: dict[str, str], cordoned: bool, down: Fault | None) -> Doc:
+def _node(name: str, labels: dict[str, str], drain: tuple[str, str] | None, down: Fault | None) -> Doc:
+    """A Node; `drain`: None, `_CORDON`, or the (key, effect) of the drain taint the node reported (no cordon then:
+    a cordoned node reads back as cordoned, whatever its taints)."""
     ready = _ready(down)
-    spec: Doc = {"unschedulable": True} if cordoned else {}
+    spec: Doc = {}
+    if drain == _CORDON:
+        spec = {"unschedulable": True}
+    elif drain is not None:
+        spec = {"taints": [{"key": drain[0], "effect": drain[1]}]}
     return {
         "apiVersion": "v1",
         "kind": "Node",
