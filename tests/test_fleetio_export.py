@@ -465,3 +465,16 @@ def test_a_drain_taint_the_mapping_does_not_count_is_exported_as_a_cordon(import
         if n["metadata"]["name"] == "gke-tpu-v4-p00-30-f915354c-d81f"
     ]
     assert spec == {"taints": [{"key": "cloud.google.com/impending-node-termination", "effect": "NoSchedule"}]}
+
+
+def test_a_drained_node_whose_chip_failed_imports_back_unchanged(imported, tmp_path):
+    """A chip failure inside a machine `import k8s` holds drained is written as the node's NotReady: importing the
+    export on the same state replaced the drain with a second failure of the machine."""
+    assert imported("inject-fault", "chip:c22/2,0,1").code == 0  # on host:c22/5, cordoned in the node list
+    path = tmp_path / "nodes.json"
+    assert imported("export", "node-labels", "--out", path).code == 0
+    before = snapshot(imported.state)
+    again = imported("import", "k8s", path, "--apply", "--detailed-exitcode", "-o", "json")
+    assert again.code == 0, again.err
+    assert not again.json["has_changes"] and again.json["faults_opened"] == again.json["faults_cleared"] == []
+    assert snapshot(imported.state) == before

@@ -477,6 +477,10 @@ def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[Targe
             diff.kept += 1  # a chip, link or cube fault the node's state already says (`export node-labels`)
         elif fault is None:
             diff.open.append(want)
+        elif isinstance(target, HostId) and not want.planned and fault.planned and False in within.get(target, ()):
+            # a drained machine's NotReady that a failure inside it already says (`export node-labels` writes
+            # it so): the failure holds the cube, and the drain stays until the node reports otherwise
+            diff.kept += 1
         elif fault.reason.startswith(REASON_PREFIX) and fault.planned != want.planned:
             diff.clear.append(fault)  # a drain became a failure (or back): close one, open the other
             diff.open.append(want)
