@@ -44,7 +44,8 @@ def test_plan_of_the_fixture(superpod):
     assert r.code == 0, r.err
     d = r.json
     assert (d["sub_blocks"], d["mapped"], len(d["sub_blocks_new"]), d["sub_blocks_known"]) == (144, 144, 144, 0)
-    assert [c["cube"] for c in d["sub_blocks_new"]][:3] == ["c00", "c01", "c02"]  # in physical order
+    assert [c["cube"] for c in d["sub_blocks_new"]][9:12] == ["c09", "c10", "c11"]  # in cube order, not the ids' text
+    assert [g["cube"] for g in d["degraded"]] == ["c17", "c58", "c121"]
     assert {g["cube"]: (g["healthy_hosts"], g["degraded_hosts"]) for g in d["degraded"]} == DEGRADED
     assert len(d["degraded_new"]) == 3 and d["degraded_cleared"] == []
     assert {f["target"]: f["window_start"] for f in d["drains_opened"]} == DRAINED

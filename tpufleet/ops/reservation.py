@@ -45,15 +45,20 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         r = mapped[name]
         return {**cube_row(name), "healthy_hosts": r.healthy_hosts, "degraded_hosts": r.degraded_hosts}
 
+    position = state.fleet.cube_position  # cube order (c17 before c121), not the ids' text order
+
+    def in_cube_order(names: Any) -> list[str]:
+        return sorted(names, key=lambda n: (diff.pods.get(n, ""), position.get(mapped[n].cube, 0), mapped[n].cube))
+
     data: dict[str, Any] = {
         "source": source,
         "sub_blocks": len(given.sub_blocks),
         "mapped": len(mapped),
         "blocks_named": [{"block": b, "pod": p} for b, p in sorted(diff.blocks.items())],
-        "sub_blocks_new": [cube_row(n) for n in sorted(diff.new, key=lambda n: mapped[n].cube)],
+        "sub_blocks_new": [cube_row(n) for n in in_cube_order(diff.new)],
         "sub_blocks_known": len(mapped) - len(diff.new),
         "sub_blocks_updated": sorted(diff.updated),
-        "degraded": [degraded_row(n) for n in sorted(mapped, key=lambda n: mapped[n].cube) if mapped[n].degraded],
+        "degraded": [degraded_row(n) for n in in_cube_order(mapped) if mapped[n].degraded],
         "degraded_new": [degraded_row(n) for n in diff.degraded_new],
         "degraded_cleared": [cube_row(n) for n in diff.degraded_cleared],
         "drains_opened": [d.record() for d in diff.open],
