@@ -58,8 +58,11 @@ def test_one_x_ocs_on_twisted_8x8x16_keeps_nine_tenths_of_the_optimum_within_thr
 @pytest.mark.slow
 def test_one_x_ocs_on_twisted_8x16x16_within_three_vcs():
     report, s = _kept("8x16x16")
-    assert s["max_link_load"]["all-to-all"] == 3371  # one order, the best before: 3548
-    assert int(walked_load(report.tables).max()) == 3371
+    # the trees' later legs on dateline pairs, their x leg on a VC of its own; the other way round 3371, one order 3548
+    assert s["max_link_load"]["all-to-all"] == 3338
+    assert int(walked_load(report.tables).max()) == 3338
+    graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
+    assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
 
 
 @pytest.mark.parametrize("scale", [1, 1 << 40])

@@ -11,7 +11,7 @@
   VCs only with legs placed one by one; the orders' own blocks (`max_vcs` 5 and more) as a last family;
 * on twisted tori above PAIRS_LIMIT_TWISTED chips with one broken dimension, the broken dimension last for the
   destinations whose ring is whole and a load-aware tree for each one inside a broken ring (`routing.split`): within
-  3 VCs where the order pairs need 4 (one x OCS down: twisted 8x8x16 1303 against 1443, 8x16x16 3371 against 3548);
+  3 VCs where the order pairs need 4 (one x OCS down: twisted 8x8x16 1303 against 1443, 8x16x16 3338 against 3548);
 * for optical-link faults, the same made for the whole OCS's failure pattern (`ocs_patterns`): a link never
   routes worse than its OCS.
 
@@ -308,8 +308,9 @@ def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: i
     """`routing.split` tables are made for `graph`: a twisted torus above PAIRS_LIMIT_TWISTED chips (below it the
     order pairs are made, and relieved single orders carry less: twisted 4x8x8 with one OCS down 191 against 204)
     with one broken dimension, and room for 3 VCs (on untwisted tori the order pairs fit 3 VCs on their own). At any
-    size: about twice the CPU time, for hours degraded (twisted 16x16x32 with a z OCS down 0.875 of the healthy
-    optimum against 0.807, 36 s against 20; 12x24x24 with an x OCS down 0.837 against 0.818, 26 s against 16)."""
+    size: two to three times the CPU time, for hours degraded (twisted 16x16x32 with a z OCS down 0.890 of the
+    healthy optimum against 0.807, 36 s against 20 before the later-leg trees, which add 1.25x; 12x24x24 with an x
+    OCS down 0.895 against 0.818, 26 s against 16, then 1.14x)."""
     return (
         shape.twisted
         and len(expected) > PAIRS_LIMIT_TWISTED
@@ -319,35 +320,55 @@ def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: i
 
 
 def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
-    """The `routing.split` tables of each (B, A) order pair for `graph` (see `_made`): every destination inside a
-    broken ring routed by its tree; a pair whose tree route starts with a wild hop counts as broken and repaired."""
+    """The `routing.split` tables of each (B, A) order pair for `graph` (see `_made`), then those of the lighter pair
+    with the trees' dateline pairs on their later legs (`split.split_tables`, later_pairs; the other pair's would cost
+    one tree build more, and on twisted 8x16x16 with an x OCS down, where these are the lightest, the lighter pair's
+    are): every destination inside a broken ring routed by its tree; a pair whose tree route starts with a wild hop
+    counts as broken and repaired."""
+    from tpufleet.routing import steps
+    from tpufleet.routing.split import split_orders
+
+    (broken,) = _dead_dims(expected, graph)
+    pairs = split_orders(broken)
+    steps.plan("repair", len(pairs) + 1)
+    out = [_split_one(shape, expected, alive, graph, note, pair, False) for pair in pairs]
+    lighter = min(range(len(pairs)), key=lambda i: out[i][0])
+    out.append(_split_one(shape, expected, alive, graph, note, pairs[lighter], True))
+    return out
+
+
+def _split_one(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    graph: ChipGraph,
+    note: str,
+    orders: tuple[Order, Order],
+    later_pairs: bool,
+) -> Ranked:
+    """One `routing.split` candidate (see `_split_made`) of the (B, A) `orders`."""
     import numpy as np
 
     from tpufleet.routing import steps
-    from tpufleet.routing.split import split_orders, split_tables
+    from tpufleet.routing.split import split_tables
 
-    out: list[Ranked] = []
-    (broken,) = _dead_dims(expected, graph)
-    pairs = split_orders(broken)
-    steps.plan("repair", len(pairs))
-    for b_order, a_order in pairs:
-        P, L, wild, dest_class, load = split_tables(shape, expected, graph, b_order, a_order)
-        steps.advance("repair")
-        left = int(np.count_nonzero(P == -2))
-        repaired = int(np.count_nonzero(wild))
-        rt = RouteTables(shape, alive, P, L, wild, dest_class, [b_order, a_order], "auto")
-        orders_used = len(np.unique(dest_class))
-        how = "broken dimension last, destinations in broken rings by trees" + note
-        info: RouteInfo = {
-            "broken_by_faults": repaired + left,
-            "repaired_wild": repaired,
-            "orders_used": orders_used,
-            "strategy": how,
-            "max_load": float(load.max()),
-            "made_for": graph,
-        }
-        out.append(((float(load.max()), orders_used), rt, info))
-    return out
+    b_order, a_order = orders
+    P, L, wild, dest_class, load = split_tables(shape, expected, graph, b_order, a_order, later_pairs)
+    steps.advance("repair")
+    left = int(np.count_nonzero(P == -2))
+    repaired = int(np.count_nonzero(wild))
+    rt = RouteTables(shape, alive, P, L, wild, dest_class, [b_order, a_order], "auto")
+    orders_used = len(np.unique(dest_class))
+    how = "broken dimension last, destinations in broken rings by trees" + note
+    info: RouteInfo = {
+        "broken_by_faults": repaired + left,
+        "repaired_wild": repaired,
+        "orders_used": orders_used,
+        "strategy": how,
+        "max_load": float(load.max()),
+        "made_for": graph,
+    }
+    return (float(load.max()), orders_used), rt, info
 
 
 def routable_first(ranked: list[Ranked]) -> list[tuple[RouteTables, RouteInfo]]:

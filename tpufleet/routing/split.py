@@ -11,17 +11,25 @@ d leg on dateline pairs, A's later legs on a VC of their own (every dependency t
 to A's later legs, an order without a cycle). Which VCs those are is left to the usual placement (`cdg.verdict`,
 legs placed one by one), which checks the channel graph: nothing here is trusted for deadlock freedom.
 
+The other way round also fits 3 (`later_pairs`): A's d leg on a VC of its own, never across a wraparound but on its
+last hop, and A's later legs on B's dateline pairs, across a wraparound where that is the short way (A's a and b
+come in B's order, so they add no dependency B's legs lack; nothing leads back into the d legs' VC). Which of the
+two carries less depends on the slice: with the later legs on the pairs twisted 8x16x16 with an x OCS down carries
+3338 against 3371, 12x24x24 16868 against 18039, 16x16x32 with a z OCS down 21451 against 21825; 8x8x16 1317
+against 1303 (every d leg from one half of a broken ring's dimension to the other then crosses the middle link).
+
 Each tree of H is built outward from its destination, one hop count at a time: a chip joins through a neighbour
 already in the tree when the hop keeps the route's legs in A's order (one direction a leg, at most one wraparound on
-the d leg, none mid-leg on the later ones), choosing among such neighbours the route whose busiest link is lightest
-under the load so far (ties: the lightest sum). Chips no such route reaches (in a broken ring, with the cut between
-them and every way out in d) take a wild first hop to a neighbour in the tree, as `tolerant.wild_first` does.
+the d leg, none mid-leg on the later ones, or the other way round), choosing among such neighbours the route whose
+busiest link is lightest under the load so far (ties: the lightest sum). Chips no such route reaches (in a broken
+ring, with the cut between them and every way out in d) take a wild first hop to a neighbour in the tree, as
+`tolerant.wild_first` does.
 Trees are built one destination at a time (a batch at a time above SINGLE_LIMIT chips) against the load so far,
 twice (the second pass rebuilds each against all the others).
 
 Measured (one x OCS down, all-to-all max link load within 3 VCs): twisted 8x8x16 1303 against 1443 for the best
-single order (the healthy optimum 1189.3), twisted 8x16x16 3371 against 3548 (2976). What keeps them from more is in
-the README (Benchmarks, "Twisted tori with one OCS down").
+single order (the healthy optimum 1189.3), twisted 8x16x16 3338 against 3548 (2976; 3371 without later_pairs).
+What keeps them from more is in the README (Benchmarks, "Twisted tori with one OCS down").
 """
 
 from __future__ import annotations
@@ -53,11 +61,12 @@ def split_orders(broken: int) -> list[tuple[Order, Order]]:
 
 
 def split_tables(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, b_order: Order, a_order: Order
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, b_order: Order, a_order: Order, later_pairs: bool = False
 ) -> tuple[PortTable, HopTable, BoolArray, Int64Array, Int64Array]:
     """(P, L, wild, class per destination (0: B, 1: A), all-to-all load per directed link) for `alive`.
 
-    Pairs no route reaches are unroutable (-2, -1), as in the other families."""
+    `later_pairs`: the trees' later legs may cross a wraparound (once a leg), their d leg only on its last hop; else
+    the other way round. Pairs no route reaches are unroutable (-2, -1), as in the other families."""
     import numpy as np
 
     from tpufleet.routing import dor
@@ -75,7 +84,7 @@ def split_tables(
     weight, _ = flow(plain, whole, Levels(L), masks=False)
     load = link_load(plain, weight).ravel().astype(np.int64)
     wild = np.zeros((n, n), dtype=bool)
-    trees = _Trees(shape, alive, a_order)
+    trees = _Trees(shape, alive, a_order, later_pairs)
     size = 1 if n <= SINGLE_LIMIT else BATCH
     batches = np.array_split(inside, max(1, -(-len(inside) // size)))
     carried: dict[int, Int64Array] = {}
@@ -93,11 +102,12 @@ def split_tables(
 class _Trees:
     """Trees of order A's routes to a batch of destinations ([D, N] arrays, one row a destination)."""
 
-    def __init__(self, shape: Shape, alive: ChipGraph, order: Order) -> None:
+    def __init__(self, shape: Shape, alive: ChipGraph, order: Order, later_pairs: bool) -> None:
         import numpy as np
 
         from tpufleet.routing.analysis import datelines
 
+        self.later_pairs = later_pairs  # the later legs (phases 1, 2) may cross a wraparound, not the first
         self.alive = alive.astype(np.int64)
         self.n = len(alive)
         self.phase_array = np.asarray([order.index(d) for d in range(3)], dtype=np.int64)
@@ -139,8 +149,9 @@ class _Trees:
         phase, wraps = self.phase_array[port // 2], self.date.reshape(-1)[uu * 6 + port]
         c_phase, c_wrapped = phases[at_c], wrapped_from[at_c]
         same_leg = (c_phase == phase) & (s.direction.reshape(-1)[at_c] == 1 - 2 * (port % 2))
-        # one leg: at most one wraparound on the first (its dateline pair), none but the last hop on the others
-        same_leg &= ~wraps | ((phase == 0) & ~c_wrapped)
+        # one leg: at most one wraparound on a leg with a dateline pair, none but the last hop on the others
+        paired = (phase > 0) if self.later_pairs else (phase == 0)
+        same_leg &= ~wraps | (paired & ~c_wrapped)
         ok = same_leg | (phase < c_phase)
         at_c, at_u, uu, port, same_leg, wraps, c_wrapped = (
             a[ok] for a in (at_c, at_u, uu, port, same_leg, wraps, c_wrapped)
