@@ -46,6 +46,9 @@ PAIRS_LIMIT = 2048  # chips: per-destination order pairs within 3 VCs (see `orde
 # (16x24x24 with a y or z OCS down: 0.93 of the healthy throughput against 0.80, at twice the CPU of one order)
 PAIRS_LIMIT_ONE_DIM = 9216
 PAIRS_LIMIT_TWISTED = 512
+# chips: from this size on, split tables with the trees' later legs on dateline pairs too (twisted 8x16x16 3371 ->
+# 3338 with an x OCS down; on 8x8x16 they are never the lightest, 1317 against 1303, and cost 1.2x the CPU)
+LATER_PAIRS_MIN_CHIPS = 2048
 # chips: both ways of breaking a destination's tie within a pair; above, the broken dimension first only (8x16x16 and
 # 16x16x16 with one OCS down: the same load either way, 0.6-1.6 s a repair)
 BOTH_TIES_LIMIT = 1024
@@ -320,8 +323,8 @@ def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: i
 
 
 def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
-    """The `routing.split` tables of each (B, A) order pair for `graph` (see `_made`), then those of the lighter pair
-    with the trees' dateline pairs on their later legs (`split.split_tables`, later_pairs; the other pair's would cost
+    """The `routing.split` tables of each (B, A) order pair for `graph` (see `_made`), then, from LATER_PAIRS_MIN_CHIPS
+    chips, those of the lighter pair with the trees' dateline pairs on their later legs (`split.split_tables`, later_pairs; the other pair's would cost
     one tree build more, and on twisted 8x16x16 with an x OCS down, where these are the lightest, the lighter pair's
     are): every destination inside a broken ring routed by its tree; a pair whose tree route starts with a wild hop
     counts as broken and repaired."""
@@ -330,10 +333,12 @@ def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: Chip
 
     (broken,) = _dead_dims(expected, graph)
     pairs = split_orders(broken)
-    steps.plan("repair", len(pairs) + 1)
+    later = len(expected) >= LATER_PAIRS_MIN_CHIPS
+    steps.plan("repair", len(pairs) + later)
     out = [_split_one(shape, expected, alive, graph, note, pair, False) for pair in pairs]
-    lighter = min(range(len(pairs)), key=lambda i: out[i][0])
-    out.append(_split_one(shape, expected, alive, graph, note, pairs[lighter], True))
+    if later:
+        lighter = min(range(len(pairs)), key=lambda i: out[i][0])
+        out.append(_split_one(shape, expected, alive, graph, note, pairs[lighter], True))
     return out
 
 
