@@ -104,6 +104,20 @@ def test_a_csv_header_naming_a_column_twice_is_refused(cli, tmp_path):
     assert f"{log}:1: field <header>:" in refused(cli, log, "--skip-bad")
 
 
+def test_a_csv_header_with_an_unnamed_column_before_a_named_one_is_refused(cli, tmp_path):
+    """`type,,job,...`: the second cell of every row was dropped unseen (a job's name typed there, the rows read as
+    another job's). The header is refused naming the column's position, with --skip-bad too; unnamed columns past
+    the last named one (a spreadsheet's trailing commas) stay accepted."""
+    log = tmp_path / "log.csv"
+    log.write_text(CSV_HEADER.replace("type,", "type,,") + "".join(row.replace(",", ",x,", 1) for row in CSV_ROWS))
+    err = refused(cli, log)
+    assert f"{log}:1: field <header>: column 2 has no name" in err and "(value '')" in err
+    assert f"{log}:1: field <header>: column 2 has no name" in refused(cli, log, "--skip-bad")
+    leading = tmp_path / "leading.csv"
+    leading.write_text("," + CSV_HEADER + "".join("," + row for row in CSV_ROWS))
+    assert f"{leading}:1: field <header>: column 1 has no name" in refused(cli, leading)
+
+
 def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:
     """A job record (first), allocation events and a short run of steps, as native JSON lines."""
     name = job["job"]

@@ -558,15 +558,20 @@ def read_native_lines(lines: Iterable[tuple[int, str]], file: str, log: Log, ski
     return log
 
 
-def _refuse_repeated_columns(header: list[str], file: str) -> None:
-    """A column named twice in the header: its rows would give one of two values and drop the other unseen (a
-    second ``time`` column made every row's time its own)."""
+def _refuse_unreadable_header(header: list[str], file: str) -> None:
+    """A column named twice in the header (its rows would give one of two values and drop the other unseen: a
+    second ``time`` column made every row's time its own), or an unnamed column before the last named one (its
+    cells would be dropped unseen: ``type,,job`` read no record's second cell)."""
+    named = len(header)
+    while named and not header[named - 1]:
+        named -= 1
     seen: set[str] = set()
-    for name in header:
+    for position, name in enumerate(header[:named], start=1):
+        if not name:
+            raise BadRecord(file, 1, "<header>", name, f"column {position} has no name, so its cells would be dropped")
         if name in seen:
             raise BadRecord(file, 1, "<header>", name, "names a column twice")
-        if name:  # (empty names: the unnamed columns past the last, which rows must leave empty)
-            seen.add(name)
+        seen.add(name)
 
 
 def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
@@ -581,7 +586,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             raise BadRecord(file, 1, "<header>", NO_VALUE, f"not valid CSV ({exc})") from None
         if header is None:
             return log
-        _refuse_repeated_columns(header, file)
+        _refuse_unreadable_header(header, file)
         names = header
         named = len(header)  # a row may stop after the last named column (a header ending in commas names no more)
         while named and not header[named - 1]:
