@@ -118,6 +118,19 @@ def test_a_csv_header_with_an_unnamed_column_before_a_named_one_is_refused(cli, 
     assert f"{leading}:1: field <header>: column 1 has no name" in refused(cli, leading)
 
 
+def test_a_csv_row_filling_an_unnamed_column_past_the_header_is_refused(cli, tmp_path):
+    """A header ending in commas names no more columns: a row filling one of them was read without that cell,
+    unseen. The row is refused as one with a filled field past the header (skipped and counted with --skip-bad)."""
+    log = tmp_path / "log.csv"
+    rows = [row.replace("\n", ",,\n") for row in CSV_ROWS]
+    rows[3] = rows[3].replace(",,\n", ",7,\n")  # line 5
+    log.write_text(CSV_HEADER.replace("\n", ",,\n") + "".join(rows))
+    err = refused(cli, log)
+    assert f"{log}:5: field <row>:" in err and "past the header's 8 named columns" in err and "'7,'" in err
+    rep = report(cli, log, "--skip-bad")
+    assert rep["input"]["skipped"] == 1 and rep["input"]["records"] == len(CSV_ROWS) - 1
+
+
 def allocations(job: dict[str, Any], *held: dict[str, Any]) -> list[str]:
     """A job record (first), allocation events and a short run of steps, as native JSON lines."""
     name = job["job"]

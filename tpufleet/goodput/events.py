@@ -607,8 +607,8 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             line = reader.line_num
             if not row:
                 continue
-            if len(row) < named or any(row[len(names) :]):  # a cut row, or a filled cell of no column
-                _refuse_row(log, skip_bad, file, start, row, len(names), named)
+            if len(row) < named or any(row[named:]):  # a cut row, or a filled cell of no column
+                _refuse_row(log, skip_bad, file, start, row, named)
                 continue
             record = {k: v for k, v in zip(names, row, strict=False) if k}
             _add_guarded(log, skip_bad, record, file, start)
@@ -616,16 +616,18 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
         csv.field_size_limit(limit)
 
 
-def _refuse_row(log: Log, skip_bad: bool, file: str, line: int, row: list[str], columns: int, named: int) -> None:
-    """A CSV row with fewer fields than its header (cut short: a missing cell is not an empty one), or a filled
-    one past it (whose column is unknown): BadRecord naming the row's cells, or with `skip_bad` one bad row skipped
-    and counted."""
+def _refuse_row(log: Log, skip_bad: bool, file: str, line: int, row: list[str], named: int) -> None:
+    """A CSV row with fewer fields than its header's named columns (cut short: a missing cell is not an empty one),
+    or a filled one past them (whose column is unknown, also under the unnamed columns a header ending in commas
+    has): BadRecord naming the row's cells, or with `skip_bad` one bad row skipped and counted."""
     if not skip_bad:
         if len(row) < named:
             cells = ",".join(row)
             raise BadRecord(file, line, "<row>", cells, f"{len(row)} fields, fewer than the header's {named} columns")
-        extra = ",".join(row[columns:])
-        raise BadRecord(file, line, "<row>", extra, f"{len(row)} fields, more than the header's {columns} columns")
+        extra = ",".join(row[named:])
+        raise BadRecord(
+            file, line, "<row>", extra, f"{len(row)} fields, a filled one past the header's {named} named columns"
+        )
     log.skipped += 1
 
 
