@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("distributed", reason="Dask is an optional extra (make sweep-deps installs it): no cluster here")
 
-from test_goodput_fastpath import varied_log
+from test_goodput_fastpath import B, varied_log
 
 from tpufleet.goodput import render
 from tpufleet.goodput.pipeline import ReportOptions
@@ -181,3 +181,31 @@ def test_an_allocation_in_one_log_beyond_the_record_in_another_is_the_serial_err
     with pytest.raises(Exception) as beyond:
         build([record, events], cluster=scheduler)
     assert str(beyond.value).startswith(f"{record}:1: field chips") and "16 chips" in str(beyond.value)
+
+
+def test_since_until_without_capacity_records_on_the_cluster_is_the_serial_report(tmp_path, scheduler):
+    """Without capacity records the capacity is the whole logs' busiest moment, which a job outside --since/--until
+    may hold: a log whose one job ran before the span counts in it on the cluster as in one process, and the
+    figures are the matching --window row's."""
+    paths = split_logs(tmp_path, 7, 3)
+    for path in paths:
+        path.write_text("".join(f"{line}\n" for line in path.read_text().splitlines() if '"capacity"' not in line))
+    early = tmp_path / "early.jsonl"  # the busiest moment of tpu-v4: 4096 chips, over before the span
+    early.write_text(
+        '{"type":"job","job":"early","accelerator":"tpu-v4","chips":4096}\n'
+        f'{{"type":"event","job":"early","time":{B - 100},"event":"job_start"}}\n'
+        f'{{"type":"event","job":"early","time":{B - 50},"event":"job_end"}}\n'
+    )
+    paths.append(early)
+    end = build(paths)["fleet"]["window"]["end"]
+    since = B + 30
+    serial = build(paths, since=since, by=["accelerator"])
+    assert json.dumps(build(paths, since=since, by=["accelerator"], cluster=scheduler)) == json.dumps(serial)
+    assert json.dumps(build(paths, since=since, by=["accelerator"], workers=2)) == json.dumps(serial)
+    (window,) = build(paths, windows=[("part", end - since)])["windows"]
+    assert serial["fleet"]["capacity_basis"] == "peak-allocation"
+    assert [serial["fleet"][k] for k in ("sg", "rg", "all_allocated_chip_s")] == [
+        window[k] for k in ("sg", "rg", "all_allocated_chip_s")
+    ]
+    tpu_v4 = next(row for row in serial["segments"] if row["value"] == "tpu-v4")
+    assert tpu_v4["capacity_chip_s"] >= 4096 * (end - since)

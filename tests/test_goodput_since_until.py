@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import metrics, pipeline
+from tpufleet.goodput import capacityfit, metrics, pipeline
 from tpufleet.ops.goodput import build
 from tpufleet.state import goodputlogs
 
@@ -244,3 +244,76 @@ def test_the_checkpoint_advice_times_the_saves_it_counts(cli, tmp_path):
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert fleet(cli, log)["checkpoint_advice"]["checkpoint_write_s"] == 3.0
     assert fleet(cli, log, "--since", str(T + 16))["checkpoint_advice"]["checkpoint_write_s"] == 4.0
+
+
+def peak_before_the_span(path: Path) -> Path:
+    """No capacity records: a 16-chip job at T + 0..10 (the logs' busiest moment), an 8-chip one at T + 20..60."""
+    lines: list[dict[str, Any]] = [
+        {"type": "job", "job": "a", "accelerator": "tpu-v4", "chips": 16},
+        event("a", T, "job_start"),
+        event("a", T + 10, "job_end"),
+        {"type": "job", "job": "b", "accelerator": "tpu-v4", "chips": 8},
+        event("b", T + 20, "job_start"),
+        event("b", T + 60, "job_end"),
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_since_until_without_capacity_records_has_the_whole_logs_busiest_moment(cli, tmp_path):
+    """The estimated capacity is the whole logs' busiest moment, as a --window or --period row over the span has
+    it: --since/--until took the span's own (8 chips, SG 1.0 where the 30 s window row says 0.5)."""
+    log = peak_before_the_span(tmp_path / "peak.jsonl")
+    part = fleet(cli, log, "--since", T + 30, "--until", T + 60)
+    assert part["capacity_basis"] == "peak-allocation" and part["capacity_chip_s"] == 16 * 30 and part["sg"] == 0.5
+    window = last(cli, log, "30s")
+    assert (window["start"], window["end"]) == (T + 30, T + 60)
+    assert [part[k] for k in FIGURES] == [window[k] for k in FIGURES]
+    r = cli("goodput-report", log, "--period", "day", "-o", "json", state=False)
+    (day,) = r.json["periods"]
+    whole = fleet(cli, log, "--since", day["start"], "--until", day["end"])
+    assert [whole[k] for k in FIGURES] == [day[k] for k in FIGURES] and whole["sg"] == 0.5
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_since_without_capacity_records_is_the_last_window(cli, tmp_path, seed):
+    """Random logs without capacity records, part of the time excluded: --since to the end gives the last
+    window's figures, the capacity being the whole logs' busiest moment in both."""
+    lines, first, end = random_log(seed)
+    lines = [line for line in lines if line["type"] != "capacity"]
+    lines += [{"type": "job", "job": "early", "accelerator": "tpu-v4", "chips": 64}]
+    lines += [event("early", first - 30, "job_start"), event("early", first - 20, "job_end")]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    excluded = tmp_path / "maintenance.json"
+    excluded.write_text(json.dumps([{"start": first - 28, "end": first - 25}, {"start": first + 5, "end": first + 9}]))
+    seconds = 1 + (end - first) * 2 // 3
+    part = fleet(cli, path, "--since", end - seconds, "--exclude", excluded)
+    r = cli("goodput-report", path, "--window", f"{seconds}s", "--exclude", excluded, "-o", "json", state=False)
+    (window,) = r.json["windows"]
+    assert part["capacity_basis"] == "peak-allocation" and part["capacity_chip_s"] == 64 * seconds
+    assert [part[k] for k in FIGURES[:4]] == [window[k] for k in FIGURES[:4]]
+    assert part["pg"] == pytest.approx(window["pg"], abs=1.5e-6)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_whole_logs_busiest_moment_is_the_allocated_timelines(tmp_path, seed):
+    """Each job's whole-log allocation (kept for the busiest moment) is the all-allocated time its account labels
+    over the whole log: the same chips at every instant, exclusions out (allocations dropping, restarts; or no
+    allocation logged and nothing excluded, held from the first start)."""
+    lines, first, end = random_log(seed)
+    spans = [(float(first + 3), float(first + 11)), (float(end - 9), float(end - 4))]
+    if seed % 2:
+        lines, spans = [line for line in lines if line.get("event") != "allocation"], []
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    accounts = pipeline.account_log(goodputlogs.load([path], "native", False), None, None, spans, False)
+    for a in accounts:
+        assert a.whole_held is not None and a.starts is not None and a.ends is not None
+        whole, labelled = capacityfit.held([a], "tpu-v4", whole=True), capacityfit.held([a], "tpu-v4")
+        assert (whole is None) == (labelled is None)
+        if whole is not None and labelled is not None:
+            assert [x.tolist() for x in whole] == [x.tolist() for x in labelled]
+    steps = capacityfit.held(accounts, "tpu-v4")
+    assert steps is not None
+    assert capacityfit.peak(accounts, first) == [(first, "tpu-v4", int(steps[1].max()), "peak-allocation")]

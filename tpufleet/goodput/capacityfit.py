@@ -27,17 +27,19 @@ __all__ = ["CAPACITY_OPTION", "check", "peak"]
 CAPACITY_OPTION = "--capacity"  # where a capacity step given on the command line is said to come from
 
 
-def held(accounts: list[JobAccount], accelerator: str) -> tuple[Times, Ints] | None:
+def held(accounts: list[JobAccount], accelerator: str, whole: bool = False) -> tuple[Times, Ints] | None:
     """The all-allocated chips of the jobs on `accelerator` as a step function: the times it changes at and the
-    chips held from each on (0 after the last); None if those jobs hold none."""
+    chips held from each on (0 after the last); None if those jobs hold none. In the part of the log reported,
+    or with `whole` over the whole log (each job's `whole_held`)."""
     import numpy as np
 
     ends: list[Times] = []
     starts: list[Times] = []
     ups: list[Ints] = []
     for a in accounts:
-        if a.job.accelerator == accelerator and a.starts is not None and a.ends is not None and len(a.starts):
-            run_starts, run_ends = _runs(a.starts, a.ends)
+        runs = _held_runs(a, whole)
+        if a.job.accelerator == accelerator and runs is not None:
+            run_starts, run_ends = runs
             ends.append(run_ends)
             starts.append(run_starts)
             ups.append(np.full(len(run_starts), a.job.chips))
@@ -52,6 +54,15 @@ def held(accounts: list[JobAccount], accelerator: str) -> tuple[Times, Ints] | N
     return t[last], level[last]
 
 
+def _held_runs(a: JobAccount, whole: bool) -> tuple[Times, Times] | None:
+    """The job's all-allocated time as runs (joined already in `whole_held`); None if it holds none."""
+    if whole and a.whole_held is not None:
+        return a.whole_held if len(a.whole_held[0]) else None
+    if a.starts is None or a.ends is None or not len(a.starts):
+        return None
+    return _runs(a.starts, a.ends)
+
+
 def _runs(starts: Times, ends: Times) -> tuple[Times, Times]:
     """A job's time-ordered intervals with the touching ones joined: a job's all-allocated time comes as about one
     interval a step (a million for a million events), nearly all end to end."""
@@ -64,10 +75,13 @@ def _runs(starts: Times, ends: Times) -> tuple[Times, Times]:
 
 
 def peak(accounts: list[JobAccount], t0: float) -> Capacity:
-    """Without a capacity given: the busiest moment's all-allocated chips per accelerator, from `t0`."""
+    """Without a capacity given: the busiest moment's all-allocated chips per accelerator, from `t0`. The whole
+    log's busiest moment (the capacity is the fleet's, whatever part of the log is reported: --since/--until gave
+    a part's own busiest moment, not the capacity a --window or --period row over the same span has), so
+    `accounts` are every job's, those outside the part too."""
     out: Capacity = []
     for acc in sorted({a.job.accelerator for a in accounts}):
-        steps = held(accounts, acc)
+        steps = held(accounts, acc, whole=True)
         if steps is not None:
             out.append((t0, acc, int(steps[1].max()), "peak-allocation"))
     return out

@@ -15,7 +15,7 @@ from tpufleet.errors import BadInput
 from tpufleet.goodput import capacityfit, events, metrics
 from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
-from tpufleet.goodput.timeline import JobAccount, account, job_span
+from tpufleet.goodput.timeline import JobAccount, account, job_span, outside_part
 from tpufleet.goodput.windows import Exclusion, merged
 
 __all__ = ["ReportOptions", "account_log", "from_accounts", "from_log", "timelines"]
@@ -88,13 +88,12 @@ def _timeline(a: JobAccount, segments: list[list[Any]]) -> dict[str, Any]:
 def _accounts(
     log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
 ) -> list[JobAccount]:
-    """Each job's account (jobs that ran wholly outside --since/--until left out), in job order. Each job's
-    events leave the log once accounted, so the two are not held at once."""
+    """Each job's account (of a job that ran wholly outside --since/--until, its whole-log allocation alone), in
+    job order. Each job's events leave the log once accounted, so the two are not held at once."""
     out = []
     for job_id in sorted(log.events):
         a = _account_job(log, log.events.pop(job_id), job_id, since, until, spans)
-        if a is not None:
-            out.append(_compact(a, timelines))
+        out.append(_compact(a, timelines))
     return out
 
 
@@ -116,13 +115,13 @@ def _account_job(
     since: float | None,
     until: float | None,
     spans: list[tuple[float, float]],
-) -> JobAccount | None:
+) -> JobAccount:
     import numpy as np
 
     ev = columns(records)
     start, end = job_span(ev)
     if not (start <= (np.inf if until is None else until) and end >= (-np.inf if since is None else since)):
-        return None  # the job ran wholly outside the window
+        return outside_part(log.jobs[job_id], ev, spans)  # wholly outside the window: the chips it holds alone
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
     counts = log.slices.get(job_id, [])
     a.extra["slices"] = slice_efficiency(counts, a.start, a.end)
@@ -152,7 +151,8 @@ def _capacity(
     log: events.Log, given: Sequence[tuple[str, int]], accounts: list[JobAccount], t0: float
 ) -> tuple[metrics.Capacity, str]:
     """The capacity and its basis: `given` (--capacity: an option on the command line wins over the logs'
-    capacity records), else the records, else the busiest moment's all-allocated chips."""
+    capacity records), else the records, else the whole log's busiest moment's all-allocated chips (`accounts`:
+    every job's, those outside --since/--until too)."""
     if given:
         return [(t0, acc, chips, capacityfit.CAPACITY_OPTION) for acc, chips in given], "flag"
     if log.capacity:
@@ -179,7 +179,8 @@ def account_log(
     log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
 ) -> list[JobAccount]:
     """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
-    any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order)."""
+    any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order). A job that ran
+    wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment."""
     events.fold_slices(log)
     for job, job_events in log.events.items():
         if job not in log.jobs:  # (a job with events was admitted with them)
@@ -205,6 +206,7 @@ class NoJobEvents(BadInput):
 
 def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOptions) -> metrics.Report:
     """The report of every job's account (in job order); `log` gives the capacity records and the counts."""
+    everyone, accounts = accounts, [a for a in accounts if a.in_part]
     since, until, keep_timelines = options.since, options.until, options.keep_timelines
     windowed = since is not None or until is not None
     if not accounts and (options.capacity or not log.capacity):
@@ -218,7 +220,7 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     t0, t1 = t0 if since is None else since, t1 if until is None else until
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")
-    fleet_capacity, basis = _capacity(log, options.capacity, accounts, t0)
+    fleet_capacity, basis = _capacity(log, options.capacity, everyone, t0)
     counted, left_out = accounts, list[str]()
     if basis != "peak-allocation":  # (the busiest moment's chips fit, and name every accelerator holding any)
         capacityfit.check(accounts, fleet_capacity)

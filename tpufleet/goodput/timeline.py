@@ -150,6 +150,10 @@ class JobAccount:
     pg_steps: float | None = None  # a part's productive steps for PG (see _steps_share); None: productive_steps
     estimated_ideal_step_s: float | None = None  # the empirical ideal (health.ideal_step) when none is declared
     extra: dict[str, Any] = field(default_factory=dict)
+    # the job's all-allocated time over its whole span in the log (exclusions out), as time-ordered runs, whatever
+    # part is reported: the busiest moment, the capacity estimated when none is given, is the whole log's
+    whole_held: tuple[Times, Times] | None = None
+    in_part: bool = True  # False: the job ran wholly outside --since/--until, kept for `whole_held` alone
 
     @property
     def ideal_step_s(self) -> float | None:
@@ -322,7 +326,43 @@ def account(
     times = (span.start, span.end, span.begin)
     done = _finish(job, ev, steps, intervals, bounds, label, times, disrupt, outside, inf_d, excl)
     done.repeated = repeated
+    done.whole_held = _whole_held(job, ev, span, excl)
     return done
+
+
+def outside_part(job: Job, records: Events, exclude: list[tuple[float, float]]) -> JobAccount:
+    """The account of a job that ran wholly outside the part of the log reported: no figure, its `whole_held`
+    alone (the chips it holds count in the whole log's busiest moment)."""
+    ev = records  # (an event repeated exactly moves no allocation: its repeats are left in)
+    span = _span(ev, None, None)
+    if not span.inside.all():
+        ev = ev.keep(span.inside)
+    account = JobAccount(job, span.start, span.end, 0.0, 0.0, 0.0, {}, 0, 0, 0, 0.0, None, 0.0, in_part=False)
+    account.whole_held = _whole_held(job, ev, span, exclude)
+    return account
+
+
+def _whole_held(job: Job, ev: Events, span: _Span, exclude: list[tuple[float, float]]) -> tuple[Times, Times]:
+    """The job's all-allocated runs over its whole span, as `_finish` finds them (the same `_allocated` and
+    `_not_excluded`), on the only bounds they change at: its span's ends, first start, allocations and exclusions."""
+    import numpy as np
+
+    start, end = span.whole
+    allocations = ev.t[ev.code == CODE["allocation"]]
+    if not len(allocations) and not exclude:  # (the common case: held from the first start to the end)
+        lo = max(start, span.begin)
+        run = [lo, end] if lo < end else []
+        return np.array(run[:1], dtype=np.float64), np.array(run[1:], dtype=np.float64)
+    edges = [start, end, span.begin, *(x for pair in exclude for x in pair)]
+    bounds = _distinct(np.clip(np.concatenate([allocations, np.asarray(edges, dtype=np.float64)]), start, end))
+    everywhere = np.ones(max(len(bounds) - 1, 0), dtype=bool)
+    full, _excluded_s = _not_excluded(_allocated(job, ev, bounds, span.begin), bounds, exclude, everywhere)
+    held = full & (np.diff(bounds) > 0)
+    starts, ends = bounds[:-1][held], bounds[1:][held]
+    if not len(starts):
+        return starts, ends
+    new_run = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # touching intervals joined
+    return starts[np.r_[0, new_run]], ends[np.r_[new_run - 1, len(ends) - 1]]
 
 
 def _finish(
