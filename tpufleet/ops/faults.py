@@ -12,6 +12,7 @@ from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
+from tpufleet.model import check_known
 from tpufleet.ops.explain import job_wire_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
@@ -32,7 +33,12 @@ class FaultRequest:
 
 def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_run: bool = False) -> Outcome:
     """Record the faults in order, each with its blast radius; the slices that must move are evicted and the
-    tables of every slice a fault touches go stale. A dry run works out the same and commits nothing."""
+    tables of every slice a fault touches go stale. A dry run works out the same and commits nothing.
+
+    The targets are checked against this state's fleet: the command checked them against the state it read
+    before taking the lock, and another writer (`init --force`) may have changed the fleet since."""
+    for request in requests:
+        check_known(state.fleet, request.target)
     radii = []
     for request in requests:
         radius = faults.inject(state, request.target, request.planned, request.reason, now)
