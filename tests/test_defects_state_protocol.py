@@ -4,6 +4,7 @@ again under it, and no command leaves a state the next one refuses."""
 from __future__ import annotations
 
 import contextlib
+import stat
 from collections.abc import Iterator
 
 import pytest
@@ -35,3 +36,20 @@ def test_inject_fault_on_a_cube_gone_since_it_was_checked_names_the_cube(fleet, 
     assert "c40" in line and "would not load again" not in line
     assert fleet("-o", "json", "faults").json == []
     assert fleet("-o", "json", "status").json["serial"] == 2  # init, then init --force: nothing committed since
+
+
+def test_a_journal_left_world_readable_is_closed_to_others_by_the_next_write(fleet):
+    """A journal copied back from a backup under umask 022 (0644) was appended to as it was, world-readable for
+    good while state.json was 0600 again after the same commit; the files written in place now take the state's
+    mode when written, as state.json does."""
+    journal, note = fleet.state / "journal.jsonl", fleet.state / ".lock.info"
+    for path in (journal, note):
+        path.chmod(0o644)
+    assert fleet("status").code == 0  # a reader changes nothing
+    assert stat.S_IMODE(journal.stat().st_mode) == 0o644
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in (journal, note, fleet.state / "state.json")} == {
+        "journal.jsonl": 0o600,
+        ".lock.info": 0o600,
+        "state.json": 0o600,
+    }

@@ -286,8 +286,9 @@ def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
         except OSError:
             os.close(fd)
             raise
-    if flags & os.O_CREAT and SHARING.gid is not None and st.st_uid == os.geteuid():
-        with contextlib.suppress(OSError):  # made before the group was set (or under a tight umask)
+    loose = stat.S_IMODE(st.st_mode) & ~SHARING.file_mode  # world-readable, say: copied back from a backup
+    if flags & os.O_CREAT and (SHARING.gid is not None or loose) and st.st_uid == os.geteuid():
+        with contextlib.suppress(OSError):  # made before the group was set, under a tight or a loose umask
             _share(fd, SHARING.file_mode)
     return fd
 
