@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from helpers import one_line
+from helpers import one_line, snapshot
 from tpufleet.state import store as store_module
 
 
@@ -53,3 +53,17 @@ def test_a_journal_left_world_readable_is_closed_to_others_by_the_next_write(fle
         ".lock.info": 0o600,
         "state.json": 0o600,
     }
+
+
+def test_a_key_given_twice_in_the_state_file_is_refused_naming_it(routed):
+    """A slice added to state.json by hand under a name already used was read as the last of the two (Python's
+    decoder keeps the last, other readers the first), the other dropped without a word, and the next commit wrote it
+    away for good. The state file is refused as every input file is, naming the key; nothing is written."""
+    path = routed.state / "state.json"
+    text = path.read_text()
+    path.write_text(text.replace('\n "slices": {', '\n "slices": {"s": {"cubes": ["c05"]},', 1))
+    before = snapshot(routed.state)
+    for command in (("status",), ("allocate", "b", "--shape", "4x4x4")):
+        line = one_line(routed(*command))
+        assert str(path) in line and "'s'" in line and "given twice" in line
+    assert snapshot(routed.state) == before

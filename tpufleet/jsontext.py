@@ -228,13 +228,21 @@ def parse_json_line(text: str) -> Any:
     return _text_only(_decode(_FAST_DECODER, text, one_line=True), text)
 
 
-_STATE_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_WrittenAsFloat)
+_STATE_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_WrittenAsFloat, object_pairs_hook=_keys_once
+)
 
 
 def parse_json_state(text: str) -> Any:
     """`parse_json_line` for the state file: numbers written as floats stay floats for the schema's integer check
-    (`"serial": 6.0` is refused, not read as 6)."""
-    return _decode(_STATE_DECODER, text, one_line=False)
+    (`"serial": 6.0` is refused, not read as 6), and a key given twice in one object (a slice added by hand under a
+    name already used, which would silently drop the other) is refused as in every input file (the hook costs
+    about 1% of the parse)."""
+    try:
+        return _decode(_STATE_DECODER, text, one_line=False)
+    except _DuplicateKey as exc:
+        line = _second_key_line(text)
+        raise JsonProblem(exc.problem + (f" (line {line})" if line else ""), exc.value) from None
 
 
 def _decode(decoder: json.JSONDecoder, text: str, one_line: bool) -> Any:
