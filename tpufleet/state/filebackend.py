@@ -261,7 +261,8 @@ class DirectoryWriter:
         (`routetables.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
         One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them (the
         tables of the slice their name gives: another file there, a copy kept under another name, is not ours).
-        Other dead temps are left to `remove_stale_temps`. Costs a directory listing."""
+        Other dead temps are left to `remove_stale_temps`. Costs a directory listing. Tables that cannot be renamed
+        in (a directory in their place) stay waiting: no writer is stopped by what stands in `routes/`."""
         routes = self.backend.routes_dir
         if not routes.is_dir() or routes.is_symlink():
             return []
@@ -290,9 +291,13 @@ class DirectoryWriter:
         for name, entry in sorted(made.items()):
             path = self.backend.table_place(name)
             waiting = waiting_tables(path, entry)
-            if waiting is not None:
+            if waiting is None:
+                continue
+            try:
                 os.replace(waiting, path)
-                installed.append(name)
+            except OSError:  # a directory put where they belong, say: they wait (shown missing), the command goes on
+                continue
+            installed.append(name)
         return installed
 
     def journal_serial(self) -> int:
