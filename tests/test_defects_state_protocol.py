@@ -4,6 +4,7 @@ again under it, and no command leaves a state the next one refuses."""
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import os
 import signal
@@ -102,3 +103,16 @@ def test_tables_left_waiting_with_a_directory_in_their_place_stop_no_writer(rout
     assert routed("inject-fault", "cube:c41").code == 0
     status = routed("status", "-o", "json").json
     assert status["missing_routes"] == status["stale_routes"] == []
+
+
+def test_a_state_of_a_newer_schema_is_refused_as_such_not_by_one_of_its_fields(fleet):
+    """A state written by a later tpufleet (schema 2, a field this one does not know) was refused for that field
+    (`field faults.0: it must not contain {'severity'} properties`), or in the validator's words
+    (`it must be same as const definition: 1`): nothing said the state is newer than the tool reading it."""
+    assert fleet("inject-fault", "cube:c05").code == 0
+    path = fleet.state / "state.json"
+    doc = json.loads(path.read_text())
+    doc["schema_version"], doc["faults"][0]["severity"] = 2, "high"
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+    line = one_line(fleet("status"))
+    assert f"{path}: field schema_version: written by a newer tpufleet" in line and "(value 2)" in line

@@ -320,7 +320,17 @@ STATE_SCHEMA = {
 
 
 def validate(doc: object, file: str) -> dict[str, Any]:
-    """Validate a loaded state document: the schema, then cross-references."""
+    """Validate a loaded state document: its schema version, the schema, then cross-references."""
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if type(version) is int and version != SCHEMA_VERSION:  # before its fields, which another version words otherwise
+        raise BadStateFile(
+            file,
+            "schema_version",
+            version,
+            f"written by a newer tpufleet (this one reads state schema {SCHEMA_VERSION}): run that tpufleet or a later one"
+            if version > SCHEMA_VERSION
+            else f"no state schema of tpufleet (this one reads schema {SCHEMA_VERSION})",
+        )
     check(STATE_SCHEMA, doc, file)
     assert isinstance(doc, dict)  # the schema's root is an object
     _check_references(doc, file)
