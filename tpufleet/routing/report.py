@@ -281,11 +281,13 @@ def _made_for(
     deadlock_check: bool,
     max_vcs: int | None,
     thorough: bool = False,
+    turned: bool = False,
 ) -> RouteReport:
-    """The tables of the live graph made as it is: the best-ranked candidate."""
+    """The tables of the live graph made as it is: the best-ranked candidate. `turned`: `alive` is a fault's
+    canonical form, whose tables are turned back (`candidates`)."""
     from tpufleet.routing.candidates import candidates
 
-    options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None, thorough)
+    options = candidates(shape, expected, alive, algorithm, max_vcs if deadlock_check else None, thorough, turned)
     if not deadlock_check:
         rt, info = options[0]
         return _report(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))
@@ -319,7 +321,7 @@ def _turned(
     if memo.current() is None:
         made = _canonical_made(shape, _GraphKey(expected), _GraphKey(turned_alive), tuple(traffics), max_vcs)
     else:  # a command with the state's cache keeps its wild-first choices there, so it searches (or reads them)
-        made = _made_for(shape, expected, turned_alive, "auto", traffics, True, max_vcs)
+        made = _made_for(shape, expected, turned_alive, "auto", traffics, True, max_vcs, turned=True)
     return _moved(shape, expected, traffics, max_vcs, made, lambda tables: turn.back(tables, alive))
 
 
@@ -346,7 +348,7 @@ def _canonical_made(
     """The tables made for a fault's canonical form, kept for the next fault of the same form in this process
     (when no choice cache is installed: `routing.memo`): the 48 OCS of an 8x8x8 are two forms, and a link fault's
     whole-OCS candidate is its OCS's form. Read only: `_moved` turns copies of the tables."""
-    return _made_for(shape, expected.graph, canonical.graph, "auto", traffics, True, max_vcs)
+    return _made_for(shape, expected.graph, canonical.graph, "auto", traffics, True, max_vcs, turned=True)
 
 
 def _moved(
@@ -462,6 +464,8 @@ def _relieved(fitting: list[Checked], kept: Checked, max_vcs: int | None, expect
     from tpufleet.routing.relieve import relieve
 
     for rt, info, _, _ in fitting:
+        if info.get("relieved"):
+            continue  # relieved when made (`candidates._preleg_made`): relieving them again finds nothing
         made_for = info.get("made_for", rt.nbr)
         for leaves in (False, True):
             done = relieve(rt, made_for, expected, leaves)
