@@ -81,7 +81,7 @@ class _PreLegTrees(_Trees):
     def __init__(self, shape: Shape, alive: ChipGraph, order: Order, pre: int) -> None:
         import numpy as np
 
-        super().__init__(shape, alive, order)
+        super().__init__(shape, alive, order, later_pairs=False)
         self.pre_phase = np.full(3, _NO_PRE, dtype=np.int64)
         self.pre_phase[pre] = -1  # before the first leg (phase 0)
 
