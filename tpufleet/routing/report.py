@@ -230,11 +230,10 @@ def _with_whole_ocs(
     links too, and a link is then never routed worse than its OCS. The live graph's candidates hold each pattern's
     tables as made for it; where faults are routed in their canonical form (`_turned`), the pattern's own answer
     may differ from those, so it is made as the OCS fault itself would be."""
-    from tpufleet.routing.candidates import ocs_patterns
-    from tpufleet.routing.canonical import CANONICAL_LIMIT
+    from tpufleet.routing.candidates import ocs_patterns, patterns_combined
 
     best = own
-    if "all-to-all" not in best.summary["max_link_load"] or shape.twisted or len(expected) > CANONICAL_LIMIT:
+    if "all-to-all" not in best.summary["max_link_load"] or patterns_combined(shape, len(expected)):
         return best  # no canonical form: the live graph's candidates already hold each pattern's own tables
     for graph, _ in ocs_patterns(shape, expected, alive):
         other = _as_the_pattern_gets(shape, expected, graph, alive, traffics, max_vcs, seen)
