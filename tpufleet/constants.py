@@ -63,6 +63,10 @@ MAX_REASON_CHARS: Final = 1024
 # `repeat_interval` (4 h by default) for as long as it fires; a thousand other alerts opening faults between two
 # repeats is far more than a fleet sees, and the state stays bounded (about 150 KB of it at most).
 ALERT_MARKS_KEPT: Final = 1024
+# A fault id is "f" and the fault's number, at most 18 digits (an id of at most 19 characters): the number stays a
+# signed 64-bit integer wherever it is read back (a database, a metric label).
+MAX_FAULT_NUMBER: Final = 10**18 - 1
+MAX_FAULT_ID_CHARS: Final = len(f"f{MAX_FAULT_NUMBER}")
 MAX_NAME_CHARS: Final = 64  # a slice or job name (it becomes a file name and a Kubernetes label value)
 # The largest slice the tool plans, routes or measures: 16,384 chips (a TPUv4 pod is 4,096, a TPU7x pod 9,216).
 MAX_SLICE_CHIPS: Final = 16384

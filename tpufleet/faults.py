@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tpufleet.allocation import Allocation
-from tpufleet.constants import DIMS, HARDWARE_VCS
+from tpufleet.constants import DIMS, HARDWARE_VCS, MAX_FAULT_ID_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, machine_of, parse_target
@@ -296,7 +296,9 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
         raise BadInput(f"bad fault id {key[:60]!r}: f and its number in ASCII digits, no leading zero (e.g. f3)")
     if key.startswith("f") and key[1:].isdigit():
         hit = state.fault(key)
-        if hit is None and len(key) < 20 and 0 < int(key[1:]) < state.next_fault:  # ids go out in order: cleared
+        if (
+            hit is None and len(key) <= MAX_FAULT_ID_CHARS and 0 < int(key[1:]) < state.next_fault
+        ):  # ids go out in order: cleared
             raise Refused(f"fault {key} is not open (cleared earlier; `tpufleet faults --all` lists it)")
         if hit is None:
             raise Refused(f"unknown fault {key!r}")

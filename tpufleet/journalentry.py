@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tpufleet.constants import MAX_FAULT_ID_CHARS
 from tpufleet.errors import BadInput
 from tpufleet.ids import parse_target
 from tpufleet.text import printable
@@ -114,4 +115,4 @@ def fault_numbers_used(entries: list[JournalEntry]) -> int:
 def fault_number(fault_id: object) -> int:
     """The number of a fault id (`f7` -> 7); 0 for anything that is not one (a damaged record's id)."""
     text = fault_id[1:] if isinstance(fault_id, str) and fault_id.startswith("f") else ""
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 20 else 0
+    return int(text) if text.isascii() and text.isdigit() and len(text) < MAX_FAULT_ID_CHARS else 0

@@ -12,6 +12,8 @@ from tpufleet.constants import (
     ALERT_MARKS_KEPT,
     CUBE_EDGE,
     MACHINES_PER_CUBE,
+    MAX_FAULT_ID_CHARS,
+    MAX_FAULT_NUMBER,
     MAX_REASON_CHARS,
     OCS_PER_DIM,
     PORTS_PER_SIDE,
@@ -157,7 +159,7 @@ _ALERT_MARKS = {
             "fingerprint": {"type": "string", "pattern": r"^[0-9A-Za-z]{1,64}\Z"},
             "starts_at": {"type": "string", "minLength": 1, "maxLength": 64},
             "target": {"type": "string", "maxLength": 256},
-            "fault": {"type": "string", "pattern": r"^f[0-9]{1,18}\Z"},
+            "fault": {"type": "string", "pattern": rf"^f[0-9]{{1,{MAX_FAULT_ID_CHARS - 1}}}\Z"},
         },
     },
 }
@@ -624,9 +626,17 @@ def _check_faults(doc: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, s
         if fid in where:
             raise BadStateFile(file, f"faults.{i}.id", fid, f"fault id also used by faults.{where[fid]}")
         where[fid] = i
-        if len(fid) > 19:
+        if len(fid) > MAX_FAULT_ID_CHARS:
             raise BadStateFile(file, f"faults.{i}.id", fid, "fault number too large")
         highest = max(highest, int(fid[1:]))
+    if doc["next_fault"] > MAX_FAULT_NUMBER:  # the next fault's id could not be written (nor loaded again)
+        raise BadStateFile(
+            file,
+            "next_fault",
+            doc["next_fault"],
+            f"fault number too large: the next fault's id would be over f{MAX_FAULT_NUMBER}, the last id "
+            f"({MAX_FAULT_ID_CHARS} characters)",
+        )
     if doc["next_fault"] <= highest:
         raise BadStateFile(
             file,
