@@ -657,7 +657,14 @@ def busy(fleet):
 
 
 def _fault(fid: str, target: str) -> dict:
-    return {"id": fid, "target": target, "planned": False, "reason": "", "opened": "t", "cleared": None}
+    return {
+        "id": fid,
+        "target": target,
+        "planned": False,
+        "reason": "",
+        "opened": "2026-01-06T10:30:00Z",
+        "cleared": None,
+    }
 
 
 def _add_fault(doc, fid, target):

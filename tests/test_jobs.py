@@ -71,8 +71,8 @@ def _state_with_job(elastic_min: int | None) -> FleetState:
         base = (i % 2) * 8 + (i // 2) * 2
         cubes = (f"c{base:02d}", f"c{base + 1:02d}")
         members.append(Slice(name, S448, pod, cubes, {cubes[0]: (0, 0, 0), cubes[1]: (0, 0, 1)}, C, job="j"))
-    state.add_job(Job("j", S448, tuple(m.name for m in members), elastic_min, True, "t"), members)
-    fault = state.open_fault(parse_target("host:c08/3"), False, "ECC", "t")
+    state.add_job(Job("j", S448, tuple(m.name for m in members), elastic_min, True, "2026-01-06T10:30:00Z"), members)
+    fault = state.open_fault(parse_target("host:c08/3"), False, "ECC", "2026-01-06T10:30:00Z")
     spare = Allocation("pod1", ("c12", "c09"), {"c12": (0, 0, 0), "c09": (0, 0, 1)})
     state.evict("j-1", fault.id, spare)
     return state

@@ -23,6 +23,7 @@ from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.generations import MAX_POD_CUBES
 from tpufleet.integrations.reservation import HEALTH_STATUSES, MAINTENANCE_STATUSES, MAINTENANCE_TYPES
 from tpufleet.state import generations
+from tpufleet.state.timefields import check_times
 
 __all__ = ["SCHEMA_VERSION", "STATE_SCHEMA", "Schema", "Validator", "check", "compiled", "validate"]
 
@@ -31,7 +32,7 @@ SCHEMA_VERSION = 1
 _CUBE = {"type": "string", "pattern": r"^c[0-9]{2,}\Z"}
 _POD = {"type": "string", "pattern": r"^pod[0-9]+\Z"}
 _NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"}
-_TIME = {"type": "string", "minLength": 1}
+_TIME = {"type": "string", "minLength": 1}  # checked as a time by `timefields.check_times`
 # serials stay exact as JSON numbers everywhere (a dashboard reads them as doubles): 2^53 - 1 is 285 years of
 # a commit every microsecond
 MAX_SERIAL = 2**53 - 1
@@ -358,6 +359,7 @@ def _check_references(doc: dict[str, Any], file: str) -> None:
     _check_jobs(doc.get("jobs", {}), doc["slices"], file)
     _check_reservation(doc.get("reservation", {}), pods, seen, file)
     _check_alert_marks(doc.get("alert_marks", []), file)
+    check_times(doc, file)
     for cube in doc.get("pruned_fault_history", {}):
         if cube not in seen:
             raise BadStateFile(file, "pruned_fault_history", cube, "a key that is no cube of the fleet")
