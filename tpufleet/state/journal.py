@@ -37,7 +37,7 @@ from tpufleet.state.journalfile import MAX_LINE_BYTES, Line
 from tpufleet.state.lock import shown_command
 
 JOURNAL = "journal.jsonl"
-_TAIL = 65536  # bytes read from the end to see that the journal ends at the state's serial (and a tail's first block)
+_TAIL = 65536  # the first block read back from the journal's end (its last line; a tail's first lines)
 
 __all__ = [
     "JOURNAL",
@@ -321,17 +321,36 @@ def recover(path: Path, serial: int, replacing: bool = False) -> None:
 
 
 def _ends_committed(fd: int, size: int, serial: int) -> bool:
-    """Whether the journal's last line, read from its last `_TAIL` bytes, is a committed entry."""
-    start = max(0, size - _TAIL)
-    tail = os.pread(fd, size - start, start)
-    if not tail.endswith(b"\n"):
+    """Whether the journal's last line is a committed entry (then recovery has nothing to drop)."""
+    if os.pread(fd, 1, size - 1) != b"\n":
         return False
-    before = tail[:-1]
-    cut = before.rfind(b"\n")
-    if cut < 0 and start > 0:
-        return False
-    entry = _parse(before[cut + 1 :])
+    line = _last_line(fd, size)
+    entry = None if line is None else _parse(line)
     return entry is not None and entry.serial <= serial
+
+
+def _last_line(fd: int, size: int) -> bytes | None:
+    """The journal's last line (its newline at `size` - 1), read back from its end in growing blocks: a long line
+    a commit wrote (a large `import k8s` delta) costs its own bytes, not the whole journal's scan. None for a line
+    no commit writes, longer than `MAX_LINE_BYTES` or holding a NUL (a zero-filled tail, not read through)."""
+    end = low = size - 1
+    parts: list[bytes] = []
+    block = _TAIL
+    while low > 0 and end - low <= MAX_LINE_BYTES:
+        start = max(0, low - block)
+        chunk = os.pread(fd, low - start, start)
+        if len(chunk) < low - start:
+            return None  # cut shorter while being read: the full scan sees what is left
+        cut = chunk.rfind(b"\n")
+        piece = chunk[cut + 1 :]
+        if b"\0" in piece:
+            return None
+        parts.append(piece)
+        if cut >= 0:
+            break
+        low, block = start, min(2 * block, journalfile.PIECE)
+    line = b"".join(reversed(parts))
+    return line if len(line) <= MAX_LINE_BYTES else None
 
 
 def _refuse_lost_history(path: Path, serial: int, beyond: list[int]) -> None:
