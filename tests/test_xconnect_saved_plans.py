@@ -79,3 +79,60 @@ def test_a_job_plan_applied_before_says_its_own_count(fleet, tmp_path):
     assert fleet("apply-xconnect", plan).code == 0
     r = fleet("apply-xconnect", plan, "-o", "json")
     assert r.code == 0 and r.json["already_applied"] is True and r.json["plan_cross_connects"] == pairs
+
+
+def _edited(doc: dict, edit: str) -> dict:
+    """The plan with one edit of its OCS list a reviewer would not see in the recomputed plan once applied."""
+    doc = json.loads(json.dumps(doc))
+    first = doc["ocs"][0]
+    if edit == "pair added twice":
+        first["add"].append(first["add"][0])
+    elif edit == "remove of a pair that is not there":
+        first["remove"].append([5, 9])
+    elif edit == "OCS listed twice":
+        doc["ocs"].append(dict(first))
+    elif edit == "OCS left out":
+        del doc["ocs"][0]
+    elif edit == "keep raised":
+        first["keep"] += 3
+    else:
+        doc["summary"]["add"] = 0
+    return doc
+
+
+def _refused(r) -> str:
+    """The message of a refusal (exit 1): its first line (the OCS it names follow, one a line)."""
+    assert r.code == 1, (r.code, r.err[-500:])
+    return r.err.splitlines()[0]
+
+
+EDITS = ["pair added twice", "remove of a pair that is not there", "OCS listed twice", "OCS left out", "keep raised"]
+
+
+@pytest.mark.parametrize("edit", [*EDITS, "summary"])
+def test_an_edited_plan_is_refused_alike_before_and_after_it_is_applied(fleet, tmp_path, edit):
+    """Once the plan was applied, a copy whose OCS list was edited (every pair it adds being in place) was taken as
+    already applied (exit 0, "its 98 cross-connects are in place (the slice holds 96)"): before, it was refused."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan, edited = tmp_path / "plan.json", tmp_path / "edited.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    edited.write_text(json.dumps(_edited(json.loads(plan.read_text()), edit)))
+    unapplied = _refused(fleet("apply-xconnect", edited))
+    assert fleet("apply-xconnect", plan).code == 0
+    before = snapshot(fleet.state)
+    applied = _refused(fleet("apply-xconnect", edited))
+    assert applied.replace("serial 3", "serial 2") == unapplied and "plan again" in applied
+    assert snapshot(fleet.state) == before
+
+
+def test_an_edited_part_of_a_job_plan_applied_before_is_refused(fleet, tmp_path):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    plan = tmp_path / "plan.json"
+    assert fleet("plan-xconnect", "j", "--out", plan).code == 0
+    assert fleet("apply-xconnect", plan).code == 0
+    doc = json.loads(plan.read_text())
+    doc["plans"][1] = _edited(doc["plans"][1], "remove of a pair that is not there")
+    plan.write_text(json.dumps(doc))
+    before = snapshot(fleet.state)
+    assert "ocs:pod0/x/0 changed" in _refused(fleet("apply-xconnect", plan))
+    assert snapshot(fleet.state) == before

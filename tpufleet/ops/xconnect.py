@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -143,6 +144,7 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         )
     _, plan = make_plan(state, saved.slice, now)
     if _comparable(saved.changes) != _comparable(plan.changes) and in_place(state, saved, plan.changes):
+        _refuse_edited(saved, _reviewed_fields_edited(state.slice(saved.slice), saved, _own_summary(saved)))
         data = {"slice": saved.slice, "serial": state.serial, "summary": plan.summary, "applied": True}
         # the plan's own (its pairs on an OCS that was down were deferred: the slice may hold more since)
         data["plan_cross_connects"] = sum(len(c.add) + c.keep for c in saved.changes)
@@ -159,12 +161,7 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
             + "; plan again",
             why,
         )
-    edited = _reviewed_fields_edited(state.slice(saved.slice), saved, plan.summary)
-    if edited:
-        raise Refused(
-            f"plan {saved.path} does not say what the plan for slice {saved.slice!r} does: {'; '.join(edited)} "
-            "(edited after it was made?); plan again"
-        )
+    _refuse_edited(saved, _reviewed_fields_edited(state.slice(saved.slice), saved, plan.summary))
     noop = already_wired(state.slice(saved.slice), plan.changes)
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
     data = {
@@ -177,16 +174,58 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
     return Outcome(data, None if noop else _change(saved.slice, plan.summary, stale))
 
 
+def _refuse_edited(saved: SavedPlan, edited: list[str]) -> None:
+    if edited:
+        raise Refused(
+            f"plan {saved.path} does not say what the plan for slice {saved.slice!r} does: {'; '.join(edited)} "
+            "(edited after it was made?); plan again"
+        )
+
+
+def _own_summary(saved: SavedPlan) -> dict[str, int]:
+    """The counts of the plan's own lists: what its `summary` says when it is not edited."""
+    changes = saved.changes
+    return {
+        "add": sum(len(c.add) for c in changes),
+        "remove": sum(len(c.remove) for c in changes),
+        "keep": sum(c.keep for c in changes),
+    }
+
+
 def in_place(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> bool:
-    """Whether a saved plan is already applied: its slice is wired with nothing left to add or remove, every
-    cross-connect the plan adds is in place and none it removes is (a runbook run twice; nothing to do)."""
+    """Whether a saved plan is already applied: its slice is wired with nothing left to add or remove, the plan is
+    one its slice could have had (`_entries_no_plan_holds`), every cross-connect it adds is in place and none it
+    removes is (a runbook run twice; nothing to do)."""
     sl = state.slice(saved.slice)
-    if not already_wired(sl, now) or _reviewed_fields_edited(sl, saved, None):
+    if not already_wired(sl, now) or _entries_no_plan_holds(state, saved):
         return False
     return all(
         set(c.add) <= state.ocs.get(c.ocs, frozenset()) and not set(c.remove) & state.ocs.get(c.ocs, frozenset())
         for c in saved.changes
     )
+
+
+def _entries_no_plan_holds(state: FleetState, saved: SavedPlan) -> set[str]:
+    """The OCS (ids) where the saved plan says what no plan of its slice says, whatever wiring it was made against:
+    there, every pair the slice needs is added or kept, each once; a pair removed is another that held a port it
+    needs, each once; each OCS is listed once, and one the slice needs is listed or deferred (down then). Once the
+    plan's work is in place the plan recomputed now shows no such edit: these show it."""
+    sl = state.slice(saved.slice)
+    wanted = {str(k): set(v) for k, v in xconnect.wanted_pairs(sl.shape, state.fleet, sl.coords).items()}
+    listed = Counter(str(c.ocs) for c in saved.changes)
+    bad = {key for key, n in listed.items() if n > 1 or key not in wanted}
+    bad |= {key for key in wanted if (key in listed) == (key in saved.deferred)}
+    bad |= {key for key in saved.deferred if key not in wanted}
+    for c in saved.changes:
+        want = wanted.get(str(c.ocs), set())
+        north, south = {n for n, _ in want}, {s for _, s in want}
+        adds_ok = len(set(c.add)) == len(c.add) and set(c.add) <= want and len(c.add) + c.keep == len(want)
+        removes_ok = len(set(c.remove)) == len(c.remove) and all(
+            p not in want and (p[0] in north or p[1] in south) for p in c.remove
+        )
+        if not (adds_ok and removes_ok):
+            bad.add(str(c.ocs))
+    return bad
 
 
 def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.OcsChange]) -> list[str]:
@@ -199,10 +238,14 @@ def _why_plans_differ(state: FleetState, saved: SavedPlan, now: list[xconnect.Oc
         if made and _at_or_after(f.cleared, made) and _touches(f.target, saved)  # same second: listed
     ]
     old, new = {str(c.ocs): c for c in saved.changes}, {str(c.ocs): c for c in now}
-    owners = state.owner_of_ports()
-    for key in sorted(old.keys() | new.keys()):
+    owners, edited = state.owner_of_ports(), _entries_no_plan_holds(state, saved)
+    for key in sorted(old.keys() | new.keys() | edited):
         a, b = old.get(key), new.get(key)
-        if _comparable([a] if a else []) == _comparable([b] if b else []) or _done_here(state, a, b):
+        same = _comparable([a] if a else []) == _comparable([b] if b else []) or _done_here(state, a, b)
+        if same and key not in edited:
+            continue
+        if a is None and b is None:  # an OCS only the plan's `deferred` names
+            why.append(f"{key} changed")
             continue
         pod = (a or b).ocs.pod  # type: ignore[union-attr]  # one of them exists: the key came from it
         ports = {p for c in (a, b) if c for pair in (*c.add, *c.remove) for p in pair}

@@ -140,6 +140,7 @@ class SavedPlan:
     coords: dict[str, tuple[int, ...]] | None = None  # cube -> its place in the cube grid, as reviewed
     summary: dict[str, Any] | None = None  # the counts the operator reviewed
     fields: str = ""  # where its fields are in the file: "" (a slice's plan) or "plans.N." (a part of a job's)
+    deferred: tuple[str, ...] = ()  # the OCS whose pairs it left for routing to bridge (down when it was made)
 
 
 def _pairs(items: list[list[int]]) -> list[Pair]:
@@ -182,6 +183,7 @@ def _saved(doc: dict[str, Any], path: str, where: str) -> SavedPlan:
         coords,
         doc["summary"],
         where,
+        tuple(doc.get("deferred", ())),
     )
 
 
