@@ -65,10 +65,20 @@ def _spares_table(result: dict[str, Any]) -> str:
         )
     head = f"confidence {result['confidence']}, horizon {result['horizon_days']:g} days\n"
     notes = [f"{p['pod']}: {p['note']}" for p in result["pods"] if p["note"]]
+    notes += [_joint_line(j, result["confidence"]) for j in result["jobs"]]
     table = grid(
         rows, ["pod", "cubes", "p(cube healthy)", "healthy@conf", "needed", "spares", "P(at spares)", "hold back"]
     )
     return head + table + "".join(f"\n{n}" for n in notes)
+
+
+def _joint_line(job: dict[str, Any], confidence: float) -> str:
+    """A job across pods: the probability every one of its pods holds (each pod's figure is for that pod alone)."""
+    below = f", below the confidence {confidence:g}" if job["below_confidence"] else ""
+    return (
+        f"job {job['job']} spans pods {', '.join(job['pods'])}: P(every pod holds) "
+        f"{probability_text(job['probability'], confidence)}{below}"
+    )
 
 
 @app.command(

@@ -4,6 +4,7 @@ from the fleet state: each pod's rates, each cube's probability, the slices' cub
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -140,16 +141,49 @@ def plan(
         known = ", ".join(state.fleet.pod_by_name)
         raise BadInput(f"bad option --pod: {shown(pod_name)} is not a pod (pods: {known})")
     chosen = _selected(state, slice_names)
-    pods = [p for p in state.fleet.pods if pod_name in (None, p.name)]
+    spanning = {
+        job: pods for job, pods in _jobs_across_pods(state, chosen).items() if pod_name in (None, *pods)
+    }  # with --pod, the jobs with a slice there: their other pods are planned too, for the joint figure only
+    needed = {pod for pods in spanning.values() for pod in pods}
     maintenance = maintenance_within(state, now, horizon_days)
     context = _Context(
         state, _history(state), _down_now(state), state.machine_usage(), maintenance, slice_names is not None
     )
-    rows = [
-        _pod_plan(context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days)
-        for pod in pods
-    ]
-    return Outcome({"confidence": confidence, "horizon_days": horizon_days, "model": MODEL, "pods": rows})
+    rows = {
+        pod.name: _pod_plan(
+            context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days
+        )
+        for pod in state.fleet.pods
+        if pod_name in (None, pod.name) or pod.name in needed
+    }
+    jobs = [_joint(job, [rows[p] for p in pods], confidence) for job, pods in spanning.items()]
+    planned = [rows[p.name] for p in state.fleet.pods if pod_name in (None, p.name)]
+    return Outcome(
+        {"confidence": confidence, "horizon_days": horizon_days, "model": MODEL, "pods": planned, "jobs": jobs}
+    )
+
+
+def _jobs_across_pods(state: FleetState, chosen: Sequence[Slice]) -> dict[str, list[str]]:
+    """Each multislice job whose chosen slices run in more than one pod -> those pods, in the fleet's order."""
+    order = {p.name: i for i, p in enumerate(state.fleet.pods)}
+    pods: dict[str, set[str]] = {}
+    for sl in chosen:
+        if sl.job is not None:
+            pods.setdefault(sl.job, set()).add(_runs_on(sl)[0])
+    return {job: sorted(ps, key=order.__getitem__) for job, ps in sorted(pods.items()) if len(ps) > 1}
+
+
+def _joint(job: str, rows: Sequence[Mapping[str, Any]], confidence: float) -> dict[str, Any]:
+    """A job across pods keeps a healthy placement only when every one of its pods does: pods are independent in
+    the model, so its probability is the product of its pods' (each at the spares it holds back), and may fall
+    below the confidence though each pod reaches it."""
+    joint = math.prod(float(r["probability"]) for r in rows)
+    return {
+        "job": job,
+        "pods": [r["pod"] for r in rows],
+        "probability": joint,
+        "below_confidence": joint < confidence,
+    }
 
 
 def _runs_on(sl: Slice) -> tuple[str, tuple[str, ...]]:
