@@ -357,3 +357,12 @@ def test_simulate_availability_on_a_tpu7x_pod_is_the_binomial_of_144_cubes(cli):
         assert "static" not in row and "static_boxes" not in row  # a 144-cube pod has no 4x4x4 static twin
     too_big = cli("simulate-availability", "--generation", "tpu7x", "--cubes", "145", state=False)
     assert too_big.code == 2 and "1-144" in too_big.err
+
+
+def test_simulate_availability_of_tpu_v4_by_name_is_the_builtin_model(cli):
+    """With --generation tpu-v4 the default sizes lacked 50, the paper's operating point (11 sizes, 12 without
+    it): the same 64-cube pod gave another report by name."""
+    named = cli("simulate-availability", "--generation", "tpu-v4", "--trials", "200", "-o", "json", state=False)
+    builtin = cli("simulate-availability", "--trials", "200", "-o", "json", state=False)
+    assert named.code == builtin.code == 0, named.err + builtin.err
+    assert named.json == builtin.json and 50 in [row["cubes"] for row in named.json["results"]]

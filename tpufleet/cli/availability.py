@@ -60,7 +60,12 @@ def _table(result: dict) -> str:
 )
 def simulate_cmd(
     cubes: Annotated[
-        str | None, typer.Option("--cubes", help=f"Slice sizes in cubes (default {DEFAULT_CUBES})")
+        str | None,
+        typer.Option(
+            "--cubes",
+            help=f"Slice sizes in cubes (default {DEFAULT_CUBES}; "
+            "another generation's pod: doubling to 16, then every eighth)",
+        ),
     ] = None,
     chips: Annotated[str | None, typer.Option("--chips", help="Slice sizes in chips (multiples of 64)")] = None,
     host_availability: Annotated[
@@ -115,7 +120,7 @@ def simulate_cmd(
     gen = _generation(generation)
     p, q, source = _availabilities(host_availability, ocs_availability, fault_rates, gen)
     pod_cubes = None if gen is None else gen.pod_cubes
-    default = DEFAULT_CUBES if pod_cubes is None else ",".join(map(str, _sizes_up_to(pod_cubes)))
+    default = DEFAULT_CUBES if pod_cubes in (None, CUBES_PER_POD) else ",".join(map(str, _sizes_up_to(pod_cubes)))
     ks = (
         availability.parse_sizes(chips, "chips", pod_cubes or CUBES_PER_POD)
         if chips is not None
@@ -165,7 +170,9 @@ def _generation(name: str | None) -> "Generation | None":
 
 
 def _sizes_up_to(pod_cubes: int) -> list[int]:
-    """The default slice sizes for a pod of this many cubes: doubling from 1, then every eighth of the pod."""
+    """The default slice sizes for a pod of this many cubes other than the built-in TPU v4 pod's 64: doubling from
+    1, then every eighth of the pod. A 64-cube pod (`--generation tpu-v4` too) keeps `DEFAULT_CUBES`, which adds
+    50, the operating point of the paper's Fig. 1: the same pod gives the same figures with or without its name."""
     sizes = {1, 2, 4, 8, 16, pod_cubes}
     sizes |= {pod_cubes * i // 8 for i in range(1, 8)}
     return sorted(s for s in sizes if 1 <= s <= pod_cubes)
