@@ -187,6 +187,15 @@ def test_a_pod_without_running_slices_says_so(fleet):
     assert pod.code == 0 and "needed_cubes: 0" in pod.out
 
 
+def test_the_model_text_gives_the_window_a_cube_up_now_is_charged_over(fleet):
+    """`model` said failures count in [-repair, horizon]; a cube up now is charged over [0, horizon] only."""
+    doc = fleet("plan-spares", "-o", "json").json
+    rates = TPU_V4_RATES
+    window = math.exp(-7 * (16 * rates.host_per_day + 96 * rates.link_per_day))
+    assert doc["pods"][0]["p_cube"] == pytest.approx(window, rel=1e-12)
+    assert "[0, horizon]" in doc["model"] and "-repair" not in doc["model"]
+
+
 def test_plan_spares_on_a_144_cube_pod_in_process():
     from tpufleet.fleetstate import FleetState
     from tpufleet.model import Fleet, Pod

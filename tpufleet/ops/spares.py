@@ -25,8 +25,8 @@ from tpufleet.text import probability_text
 from tpufleet.timeparse import parse_stamp
 from tpufleet.views import reservation_maintenance
 
-MODEL = (
-    "a cube is fully healthy over the horizon when none of its hosts and optical links fails in [-repair, horizon] "
+MODEL = (  # every cube is judged as up now (no repair under way) or down now: failures before now do not count
+    "a cube up now is fully healthy over the horizon when none of its hosts and optical links fails in [0, horizon] "
     "(Poisson failures); cubes independent; a cube with an open fault is down now; h past faults multiply its "
     "intensity by 1 + h; slices without fault-tolerant routing also need every OCS of their pod"
 )
