@@ -4,6 +4,7 @@ value exits 2 with one line naming the option and the value given."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +47,31 @@ def test_serve_refuses_a_bad_goodput_format_without_logs_before_listening(fleet,
     assert one_line(fleet("metrics", "--goodput-format", "bogus"), 2) == line
     r = fleet("serve", "--listen", "127.0.0.1:0", "--goodput-format", "ml-goodput")
     assert r.code == 0 and "stopped on listened" in r.err, r.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("report", "--out", " "),
+        ("report", "-o", "md", "--out", "\t"),
+        ("plan-xconnect", "s", "--out", "sub/ "),
+        ("export", "node-labels", "--out", " "),
+        ("metrics", "--out", "  "),
+        ("plan-maintenance", "--out", " "),
+        ("simulate-availability", "--trials", "10", "--plot", " .png"),
+        ("sweep", str(Path(__file__).parent.parent / "fixtures/sweeps/checkpoint-interval.yaml"), "--out", " "),
+    ],
+)
+def test_a_blank_output_name_is_refused_as_an_empty_one(fleet, tmp_path, monkeypatch, args):
+    """`report --out " "` wrote a file named a space (an empty name was refused)."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*args), 2)
+    assert "blank name" in line or "no name before the extension" in line
+    assert snapshot(fleet.state) == before
+    assert sorted(p.name for p in tmp_path.rglob("*") if not p.is_relative_to(fleet.state)) == ["sub"]
 
 
 @pytest.mark.parametrize(

@@ -152,8 +152,9 @@ def _plot_file(name: str | None) -> Path | None:
     from tpufleet.state.files import check_output_path
 
     plot = Path(name)
-    if plot.name.lower() in (".png", ".svg"):  # Path reads ".png" as a name without an extension
-        raise BadInput(f"bad option --plot {shown(name)}: no name before the extension (e.g. fig1{plot.name})")
+    ext = plot.name[-4:]  # Path reads ".png" as a name without an extension; " .png" is as nameless
+    if ext.lower() in (".png", ".svg") and not plot.name[:-4].strip():
+        raise BadInput(f"bad option --plot {shown(name)}: no name before the extension (e.g. fig1{ext})")
     if plot.suffix.lower() not in (".png", ".svg"):
         raise BadInput(f"bad option --plot {shown(name)}: the name must end in .png or .svg")
     check_output_path(plot, "--plot")

@@ -478,6 +478,7 @@ def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = (
     shown = str(path)
     if shown in ("", "."):  # a Path of '' reads '.'
         raise BadInput(f"bad option {option}: an empty name or '.': give a file name")
+    refuse_blank_name(path, option)
     if shown == "-":  # the Unix habit for standard output (Path reads './-' so too): a file named '-' is lost
         raise BadInput(f"bad option {option} '-': give a file name ('-' is not standard output here)")
     _refuse_state_dir(path, f"bad option {option} {shown!r}")
@@ -498,6 +499,13 @@ def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = (
         if given is not None and _same_file(st, given):
             what = "standard input" if str(given) == "-" else f"the input {str(given)!r}"
             raise BadInput(f"bad option {option} {shown!r}: it is {what}; the output would replace it")
+
+
+def refuse_blank_name(path: Path, option: str) -> None:
+    """Refuse (BadInput, exit 2) an output whose name is only blanks (`--out " "`, `--out "dir/ "`: a quoted shell
+    variable holding a space), as an empty one is: the file made would be named a space, which no one finds."""
+    if path.name and not path.name.strip():
+        raise BadInput(f"bad option {option} {str(path)!r}: a blank name: give a file name")
 
 
 def _same_file(st: os.stat_result, other: Path) -> bool:
