@@ -289,3 +289,19 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code(fleet, monkeypatch, d
     assert r.code == 70 and r.out == ""
     assert r.err.strip().splitlines()[-1].startswith("tpufleet: error: internal error: ZeroDivisionError: a bug")
     assert ("Traceback" in r.err) == bool(debug)
+
+
+@pytest.mark.parametrize("job", [(), ("--slices", "2")])
+def test_a_throughput_floor_for_a_slice_that_never_reroutes_is_refused(fleet, job):
+    """`allocate --min-throughput 0.5 --no-fault-tolerant-routing` was accepted silently: the floor of a rerouting
+    the slice never does."""
+    before = snapshot(fleet.state)
+    args = ("allocate", "a", "--shape", "4x4x4", *job, "--min-throughput", "0.5", "--no-fault-tolerant-routing")
+    line = one_line(fleet(*args), 2)
+    assert "--min-throughput 0.5" in line and "--no-fault-tolerant-routing" in line
+    assert snapshot(fleet.state) == before
+    alone = fleet("allocate", "b", "--shape", "4x4x4", *job, "--no-fault-tolerant-routing", "-o", "json")
+    floor = fleet("allocate", "c", "--shape", "4x4x4", *job, "--min-throughput", "0.8", "-o", "json")
+    assert alone.code == floor.code == 0, alone.err + floor.err
+    shown = [alone.json, floor.json] if not job else [alone.json["slices"][0], floor.json["slices"][0]]
+    assert [(d["fault_tolerant_routing"], d["min_throughput"]) for d in shown] == [(False, 0.5), (True, 0.8)]

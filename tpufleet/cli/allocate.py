@@ -60,15 +60,15 @@ def allocate_cmd(
         bool, typer.Option("--no-fault-tolerant-routing", help="Opt out: an OCS fault reschedules instead of rerouting")
     ] = False,
     min_throughput: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--min-throughput",
             min=0.0,
             max=1.0,
             help="Floor for fault-tolerant routing: below this share of "
-            "its healthy all-to-all throughput the slice is rescheduled instead of rerouted",
+            "its healthy all-to-all throughput the slice is rescheduled instead of rerouted [default: 0.5]",
         ),
-    ] = 0.5,
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice; with --slices N, N
@@ -78,15 +78,14 @@ def allocate_cmd(
     from tpufleet.state.store import utc_now
 
     parse_dims(shape)  # the syntax now; the shape rule once the pod (its generation) is known
+    floor = _floor(min_throughput, no_ft)
     ctx.obj.store().check_name(name)  # slice names become file names (routing tables)
     pods = _pods(pod)
     if slices is not None:
         from tpufleet.ops.jobs import JobRequest
 
         _check_job_options(slices, elastic, cubes)
-        req = JobRequest(
-            name, ShapeText(shape, twisted), slices, tuple(pods), spread, elastic, not no_ft, min_throughput
-        )
+        req = JobRequest(name, ShapeText(shape, twisted), slices, tuple(pods), spread, elastic, not no_ft, floor)
         return _allocate_job(ctx, req, output)
     for option, given_value in (("--spread", spread), ("--elastic", elastic is not None)):
         if given_value:
@@ -103,11 +102,23 @@ def allocate_cmd(
     now = utc_now()
     one_pod = pods[0] if pods else None
     outcome = ctx.obj.mutate(
-        lambda state: ops.allocate(
-            state, name, ShapeText(shape, twisted), now, one_pod, given, not no_ft, min_throughput
-        )
+        lambda state: ops.allocate(state, name, ShapeText(shape, twisted), now, one_pod, given, not no_ft, floor)
     )
     emit(outcome.data, output, lambda: _describe(outcome.data))
+
+
+def _floor(min_throughput: float | None, no_ft: bool) -> float:
+    """The slice's throughput floor (default 0.5); given with --no-fault-tolerant-routing, a floor for rerouting
+    on a slice that never reroutes: contradictory, bad input."""
+    from tpufleet.errors import BadInput
+    from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT
+
+    if no_ft and min_throughput is not None:
+        raise BadInput(
+            f"bad option --min-throughput {min_throughput:g}: it is the floor of fault-tolerant routing, which "
+            "--no-fault-tolerant-routing turns off (such a slice is rescheduled on any network fault); give one"
+        )
+    return DEFAULT_MIN_THROUGHPUT if min_throughput is None else min_throughput
 
 
 def _pods(given: list[str] | None) -> list[str]:
