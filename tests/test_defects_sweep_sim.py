@@ -415,3 +415,18 @@ def test_messages_quote_at_most_60_characters_of_a_bad_value(cli, args):
     assert r.code == 2
     line = one_line(r.err)
     assert len(line) < 300 and args[-1][:61] not in line
+
+
+def test_an_input_file_name_with_a_newline_stays_on_its_row(cli, tmp_path):
+    """A workload named "b\\n 99 x.yaml" printed the rest of its name as a row of its own in the sweep's table."""
+    job = "schema_version: 1\narrival_rate_per_hour: 0\ncheckpoint_write_s: {}\njobs:\n"
+    job += "  - {{id: j, shape: 4x4x4, duration_hours: 1000, phase: training}}\n"
+    (tmp_path / "a.yaml").write_text(job.format(60))
+    (tmp_path / "b\n 99 x.yaml").write_text(job.format(30))
+    spec = "schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {days: 0.5}\n"
+    spec += 'grid:\n  workload: ["a.yaml", "b\\n 99 x.yaml"]\n'
+    r = cli("sweep", write(tmp_path, spec), "--out", tmp_path / "o", "--serial", state=False)
+    assert r.code == 0, r.err
+    rows = r.out.splitlines()
+    assert any(line.startswith("1 ") and "b\\n 99 x.yaml" in line for line in rows)
+    assert not any(line.lstrip().startswith("99 x.yaml") for line in rows)

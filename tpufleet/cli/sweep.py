@@ -21,6 +21,7 @@ EPILOG = examples(
 def _text(doc: dict[str, Any]) -> str:
     from tpufleet.cli.render import grid
     from tpufleet.sweep.report import label
+    from tpufleet.text import printable
     from tpufleet.text import probability_text as number  # four decimals, but 0.99995 not as 1.0000
 
     metric = doc["metric"]
@@ -29,9 +30,10 @@ def _text(doc: dict[str, Any]) -> str:
         figure = point["metrics"].get(metric, {})
         band = "-" if figure.get("low") is None else f"[{number(figure['low'])}, {number(figure['high'])}]"
         mean = "-" if figure.get("mean") is None else number(figure["mean"])
-        rows.append([point["index"], *(label(point["params"][s]) for s in doc["swept"]), mean, band])
+        # a value from the spec (an input file's name) on one line: a newline in it broke the row
+        rows.append([point["index"], *(printable(label(point["params"][s])) for s in doc["swept"]), mean, band])
     lines = [
-        f"sweep {doc['name']}: {doc['points_finished']} of {doc['points_total']} points finished "
+        f"sweep {printable(doc['name'])}: {doc['points_finished']} of {doc['points_total']} points finished "
         f"({doc['points_resumed']} resumed, {doc['points_failed']} failed), {len(doc['seeds'])} seed(s) each, "
         f"on {doc['executor']['kind']} ({doc['executor']['workers']} worker(s))",
         grid(rows, ["point", *doc["swept"], f"{metric} mean", "95% interval"]),
@@ -43,7 +45,7 @@ def _text(doc: dict[str, Any]) -> str:
             f"events: {doc['events_absent']} resumed point(s) without their events in events/ (--resume does not run "
             "a finished point again; run the sweep into a new --out to write them)"
         )
-    lines.append("written: " + ", ".join(doc["files"].values()))
+    lines.append("written: " + ", ".join(map(printable, doc["files"].values())))
     return "\n".join(lines)
 
 
