@@ -63,6 +63,7 @@ def slice_tables(
     t = source.read() if record is not None else None
     if record is None or t is None:
         if not assume_healthy:
+            _refuse_unwired(sl)
             raise Refused(
                 f"slice {name!r} has no routing tables; run `tpufleet routes {name}` first "
                 f"(or pass --assume-healthy to model the healthy tables of a {sl.shape})"
@@ -89,6 +90,17 @@ def slice_tables(
         info["stale"] = True
         info["stale_reason"] = tables.WAITING_REASON
     return t, info
+
+
+def _refuse_unwired(sl: Any) -> None:
+    """Refused naming the wiring step when the slice has no tables because it is not wired yet: `routes` refuses
+    such a slice, so it is not the next step."""
+    if not sl.state.wired and not sl.shape.is_subcube:
+        raise Refused(
+            f"slice {sl.name!r} is {sl.state}, not wired, and has no routing tables; run "
+            f"`tpufleet plan-xconnect {sl.name} --apply`, then `tpufleet routes {sl.name}` "
+            f"(or pass --assume-healthy to model the healthy tables of a {sl.shape})"
+        )
 
 
 def _best(ests: list[Estimate], t: Tables) -> Estimate:
