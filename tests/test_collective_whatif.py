@@ -106,3 +106,20 @@ def test_a_sub_cube_slice_and_the_what_if_of_its_mesh_give_the_same_time(fleet, 
     assert on_slice.code == what_if.code == 0, on_slice.err + what_if.err
     assert on_slice.json["time_s"] == what_if.json["time_s"]
     assert [p["hops"] for p in on_slice.json["phases"]] == [p["hops"] for p in what_if.json["phases"]]
+
+
+@pytest.mark.parametrize("generation", ["tpu-v5p", "tpu7x"])
+def test_a_what_if_takes_a_shipped_generations_figures_by_its_name(cli, generation):
+    """Ring all-reduce on a 4x4x8 torus: 2(n-1)/n x bytes / the generation's 100 GB/s link, as on its pods."""
+    r = cli("collective", "--topology", "4x4x8", "--wrap", "xyz", "--profile", generation, "--op", "all-reduce",
+            "--bytes", "1GiB", "--algorithm", "ring", "-o", "json")  # fmt: skip
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    assert d["profile"]["name"] == generation and d["profile"]["link_bandwidth_Bps"] == 100e9
+    assert d["bandwidth_s"] == pytest.approx(2 * 127 / 128 * (1 << 30) / 100e9)
+
+
+def test_an_unknown_profile_name_lists_the_shipped_ones(cli):
+    r = cli("collective", "--topology", "4x4", "--profile", "tpu-v9", "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 2
+    assert "tpu-v9" in r.err and "tpu-v3, tpu-v4, tpu-v5p, tpu7x" in r.err

@@ -10,21 +10,32 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tpufleet.collectives.profile import SHIPPED, Profile, default_profile, profile_from_doc
-from tpufleet.state.inputfiles import load_yaml
+from tpufleet.collectives.profile import SHIPPED, Profile, default_profile, for_generation, profile_from_doc
+from tpufleet.errors import NO_VALUE
+from tpufleet.state import generations
+from tpufleet.state.inputfiles import MissingFile, load_yaml
 
 __all__ = ["SHIPPED_PROFILES", "read_profile"]
 
-# Profiles named instead of a file (`--profile tpu-v3`); a file of that name in the working directory wins.
+# Profiles named instead of a file (`--profile tpu-v3`); a file of that name in the working directory wins. A shipped
+# generation's name (`tpu-v5p`, `tpu7x`) gives its figures over the TPU v4 profile, as `collective` uses on its pods.
 SHIPPED_PROFILES = {"tpu-v4": SHIPPED, "tpu-v3": SHIPPED.with_name("hardware-profile-tpu-v3.yaml")}
 
 
 def read_profile(path: Path | str | None = None) -> Profile:
-    """The profile in the file at `path`, or the shipped one it names ('tpu-v3', 'tpu-v4'; None: the shipped TPU v4
-    profile); BadStateFile naming file, field and value."""
+    """The profile in the file at `path`, or the shipped one it names ('tpu-v3', 'tpu-v4', a shipped generation such
+    as 'tpu7x'; None: the shipped TPU v4 profile); BadStateFile naming file, field and value."""
     if path is None:
         return default_profile()
     target = Path(path)
-    if str(path) in SHIPPED_PROFILES and not os.path.exists(target):  # never raises (a name too long is no file)
-        target = SHIPPED_PROFILES[str(path)]
-    return profile_from_doc(load_yaml(target, "hardware profile"), str(target), shipped=target.resolve() == SHIPPED)
+    if not os.path.exists(target):  # never raises (a name too long is no file)
+        if str(path) in SHIPPED_PROFILES:
+            target = SHIPPED_PROFILES[str(path)]
+        elif str(path) in generations.names():
+            return for_generation(default_profile(), generations.shipped(str(path)))
+    try:
+        doc = load_yaml(target, "hardware profile")
+    except MissingFile as exc:
+        known = ", ".join(sorted({*SHIPPED_PROFILES, *generations.names()}))
+        raise MissingFile(exc.file, exc.field, NO_VALUE, f"{exc.problem} file, nor a shipped one ({known})") from None
+    return profile_from_doc(doc, str(target), shipped=target.resolve() == SHIPPED)
