@@ -46,6 +46,21 @@ def test_an_unwired_slice_or_job_is_told_to_wire_first_not_to_run_routes(fleet):
     assert r.code == 0, r.err
 
 
+def test_the_table_output_names_the_figures_its_times_rest_on(cli):
+    """On a TPU v5p slice the times rest on its 100 GB/s links, not TPU v4's 50: the text says which, so a reader
+    can check the ring's bandwidth term, 2(n-1)/n x bytes / link bandwidth, by hand."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    assert cli("allocate", "s", "--shape", "4x4x8").code == 0
+    r = cli("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "ring", "--assume-healthy")
+    assert r.code == 0, r.err
+    assert "bandwidth 21.31 ms" in r.out  # 2 x 127/128 x 2^30 B / 100e9 B/s
+    assert "  profile          tpu-v5p: 100.00 GB/s per ICI link and direction, 1 us a hop" in r.out.splitlines()
+    r = cli("collective", "--topology", "4x4", "--wrap", "x", "--profile", "tpu-v3", "--op", "all-reduce",
+            "--bytes", "1MiB")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "  profile          tpu-v3: 82.00 GB/s per ICI link and direction, 1 us a hop" in r.out.splitlines()
+
+
 def test_stored_tables_give_the_documented_result(routed):
     assert routed("routes", "s").code == 0
     r = routed("collective", "s", "--op", "all-reduce", "--bytes", "1GiB", "-o", "json")

@@ -44,6 +44,15 @@ def _summary_lines(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def _profile_line(p: dict[str, Any]) -> str:
+    """The figures the times rest on, so a reader can check them by hand (2(n-1)/n x bytes / link bandwidth)."""
+    dims = "".join(f", {dim} {_gbs(bps)}" for dim, bps in sorted(p["dimension_bandwidth_Bps"].items()))
+    return (
+        f"  profile          {p['name']}: {_gbs(p['link_bandwidth_Bps'])} per ICI link and direction{dims}, "
+        f"{p['hop_latency_s'] * 1e6:g} us a hop"
+    )
+
+
 def _note_lines(d: dict[str, Any]) -> list[str]:
     """Against the healthy slice, why this algorithm, stale tables, the twist and sparse tables."""
     tables = d["tables"]
@@ -51,6 +60,7 @@ def _note_lines(d: dict[str, Any]) -> list[str]:
     if d["slowdown"] is not None and tables["degraded"]:
         lines.append(f"  healthy          {_ms(d['healthy_time_s'])}; slowdown {d['slowdown']:.3f}x")
     lines.append(f"  why              {d['why']}")
+    lines.append(_profile_line(d["profile"]))
     if tables.get("stale"):
         lines.append(
             f"  note             the tables are stale ({tables['stale_reason']}); "
