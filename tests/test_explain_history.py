@@ -382,3 +382,14 @@ def test_history_of_a_job_in_older_journals(released_job, older, expected):
     _rewrite_journal(released_job.state, older)
     assert _history_serials(released_job, "j") == expected
     assert _history_serials(released_job, "k") == [3]
+
+
+def test_explain_of_a_fault_id_names_the_component_to_explain(fleet):
+    """`faults` lists ids (f1); `explain f1` said `unknown slice or job`, as if the fault did not exist."""
+    _ok(fleet, "inject-fault", "ocs:pod0/x/3")
+    r = fleet("explain", "f1")
+    assert r.code == 1
+    assert "'f1' is a fault" in r.err and "`tpufleet explain ocs:pod0/x/3`" in r.err
+    assert "unknown" not in r.err
+    assert fleet("explain", "ocs:pod0/x/3").code == 0
+    assert "unknown slice or job 'f9'" in fleet("explain", "f9").err

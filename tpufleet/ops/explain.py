@@ -35,6 +35,12 @@ def explain(
         return Outcome(explain_target(state, parse_target(what)), None)
     if what in state.jobs:
         return Outcome(_explain_job(state, what, now, missing_tables, linked_tables or {}), None)
+    fault = state.fault(what) if what not in state.slices else None
+    if fault is not None:  # a fault id, as `faults` lists it: the component it is on is what explain takes
+        raise Refused(
+            f"{what!r} is a fault, not a slice or job; `tpufleet explain {fault.target}` explains the component "
+            "it is on and what depends on it"
+        )
     (sl,) = state.slices_named(what)  # explain takes either: an unknown name is told with both lists
     return Outcome(explain_slice(state, sl, now, missing_tables, linked_tables), None)
 
