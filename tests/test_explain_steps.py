@@ -168,3 +168,12 @@ def test_explain_job_gives_its_running_slices_own_steps(fleet):
     assert _run_next(fleet, "j") == slice_steps
     _healthy(fleet, "j-0")
     assert _ok(fleet, "explain", "j", "-o", "json").json["next"] == []
+
+
+def test_one_deferred_cross_connect_is_said_in_the_singular(fleet):
+    """One cube's wraparound on a down OCS: one pair deferred, said as one (it read '1 cross-connects are')."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4", "--cubes", "c00")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/1")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    why = _ok(fleet, "explain", "a", "-o", "json").json["why"]
+    assert any(w.startswith("1 cross-connect is deferred while ocs:pod0/x/1 is down") for w in why), why

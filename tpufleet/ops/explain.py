@@ -14,6 +14,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
+from tpufleet.ops.fleet import counted
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
 from tpufleet.views import missing_xconnects, reservation_maintenance
@@ -221,12 +222,13 @@ def _missing_why(state: FleetState, sl: Slice, by_ocs: dict[OcsId, int]) -> str:
     held = sorted((o for o in by_ocs if o in down), key=ocs_order)
     missing, deferred = sum(by_ocs.values()), sum(by_ocs[o] for o in held)
     if not held:
-        return f"{missing} cross-connects it needs are not in place"
+        return f"{counted(missing, 'cross_connects')} it needs {'is' if missing == 1 else 'are'} not in place"
     where = f"{', '.join(map(str, held))} {'is' if len(held) == 1 else 'are'} down"
     live = [str(o) for o in sorted(by_ocs, key=ocs_order) if o not in down]
-    more = f"; {missing - deferred} more, on {', '.join(live)}, are not in place" if live else ""
+    rest = missing - deferred
+    more = f"; {rest} more, on {', '.join(live)}, {'is' if rest == 1 else 'are'} not in place" if live else ""
     return (
-        f"{deferred} cross-connects are deferred while {where} (fault-tolerant routing bridges them){more}; "
+        f"{counted(deferred, 'cross_connects')} {'is' if deferred == 1 else 'are'} deferred while {where} (fault-tolerant routing bridges them){more}; "
         f"after the repair, `plan-xconnect {sl.name} --apply` programs them"
     )
 
