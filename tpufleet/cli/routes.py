@@ -47,6 +47,8 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         )
     if s.get("entries_relieved"):
         lines.append(f"  {s['entries_relieved']} table entries moved off the busiest links (wild hops)")
+    if s.get("thorough"):
+        lines.append("  thorough: order pairs made whatever the slice's size")
     if s.get("kept_stored_tables"):
         lines.append("  stored tables kept: they still route every pair and are lighter than new ones")
     for pair in unroutable[:10]:
