@@ -440,3 +440,21 @@ def test_an_unknown_name_where_a_job_is_taken_lists_the_jobs_too(fleet, args):
     assert r.code == 1 and r.out == ""
     assert r.err.strip() == "tpufleet: error: unknown slice or job 'jx' (slices: j-0, j-1, s; jobs: j)"
     assert snapshot(fleet.state) == before
+
+
+def test_show_jobs_and_the_report_name_a_running_jobs_rerouted_slices(pods2):
+    """A job whose slices all run rerouted keeps every slice (throughput kept 1, a share of slices): the table and
+    the report name the rerouted slices, so the 1 does not read as unaffected."""
+    for step in (
+        ("inject-fault", "ocs:pod0/x/3"),
+        ("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--pod", "pod0"),
+        ("plan-xconnect", "j", "--apply"),
+        ("routes", "j"),
+    ):
+        assert pods2(*step).code == 0, step
+    (row,) = _ok(pods2("show", "jobs", "-o", "json"))
+    assert (row["state"], row["rerouted"]) == ("running", ["j-0", "j-1"])
+    header, _, line = pods2("show", "jobs").out.splitlines()[:3]
+    assert header.split()[-1] == "rerouted" and line.split()[-1] == "j-0,j-1"
+    md = pods2("report", "-o", "md").out
+    assert "| rerouted" in md and "j-0, j-1" in md

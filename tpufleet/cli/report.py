@@ -43,6 +43,7 @@ def report_job_rows(r: Row) -> list[Row]:
             "pods": ", ".join(j["pods"]),
             "throughput kept": "" if j["throughput_kept"] is None else f"{j['throughput_kept']:.3f}",
             "evicted": ", ".join(j["evicted"]),
+            "rerouted": ", ".join(j["rerouted"]),
         }
         for j in r["jobs"]
     ]

@@ -122,10 +122,11 @@ def _jobs_table(rows: list[dict]) -> str:
                 _kept(r),
                 ",".join(r["pods"]),
                 ",".join(r["evicted"]) or "-",
+                ",".join(r["rerouted"]) or "-",  # a slice share says nothing of the rerouted slices' own loss
             ]
             for r in rows
         ],
-        ["job", "shape", "active", "elastic min", "state", "throughput kept", "pods", "evicted"],
+        ["job", "shape", "active", "elastic min", "state", "throughput kept", "pods", "evicted", "rerouted"],
     )
 
 
