@@ -211,13 +211,23 @@ def test_a_job_of_sub_cube_slices_and_its_table(pods2):
 def test_policy_of_a_job_sets_every_slice(pods2):
     assert pods2("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--min-throughput", "0.7").code == 0
     assert {r["min_throughput"] for r in _slices(pods2).values()} == {0.7}
-    d = _ok(pods2("policy", "j", "--min-throughput", "0.9", "--no-fault-tolerant-routing", "-o", "json"))
+    d = _ok(pods2("policy", "j", "--min-throughput", "0.9", "-o", "json"))
     assert d["job"] == "j" and [s["slice"] for s in d["slices"]] == ["j-0", "j-1"]
+    assert _ok(pods2("policy", "j", "--no-fault-tolerant-routing", "-o", "json"))["job"] == "j"
     assert {(r["min_throughput"], r["fault_tolerant_routing"]) for r in _slices(pods2).values()} == {(0.9, False)}
-    assert (
-        pods2("history", "-o", "json").json[-1]["summary"]
-        == "policy job j: min_throughput 0.9, fault_tolerant_routing off"
-    )
+    assert pods2("history", "-o", "json").json[-1]["summary"] == "policy job j: fault_tolerant_routing off"
+
+
+def test_policy_refuses_a_floor_with_fault_tolerant_routing_off_as_allocate_does(pods2):
+    """A floor for rerouting given with --no-fault-tolerant-routing (a slice never rerouted) is contradictory:
+    refused as allocate refuses it, exit 2 naming both options, nothing changed."""
+    assert pods2("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    assert pods2("allocate", "s", "--shape", "4x4x4").code == 0
+    before = snapshot(pods2.state)
+    for name in ("j", "s", "j-0"):
+        r = pods2("policy", name, "--min-throughput", "0.9", "--no-fault-tolerant-routing")
+        assert r.code == 2 and "--min-throughput 0.9" in r.err and "--no-fault-tolerant-routing" in r.err
+        assert snapshot(pods2.state) == before
 
 
 def test_a_job_plan_whose_slices_remove_the_same_old_cross_connects_applies(pods2, tmp_path):

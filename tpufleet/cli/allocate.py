@@ -248,6 +248,7 @@ def policy_cmd(
     """Show or change how a slice meets network faults (its throughput floor, fault-tolerant routing on or off)."""
     from tpufleet.ops import slices
 
+    _floor(min_throughput, fault_tolerant_routing is False)  # the same contradiction allocate refuses
     outcome = ctx.obj.mutate(lambda state: slices.set_policy(state, name, min_throughput, fault_tolerant_routing))
     d = outcome.data
     if isinstance(d.get("slices"), list):  # a job: every slice (one slice of a job also names its job)
