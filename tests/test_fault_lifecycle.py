@@ -312,6 +312,23 @@ def test_explain_of_a_slice_routed_below_its_floor_does_not_promise_a_move(fleet
     assert fleet("show", "slices", "-o", "json").json[0]["state"] == "degraded"
 
 
+def test_explain_of_a_rerouted_slice_whose_rerouting_policy_turned_off_names_it(fleet):
+    """`policy --no-fault-tolerant-routing` on a slice rerouted around a fault leaves it running there: `explain`
+    said "(its floor is 0.5; below it, it is rescheduled)", a floor it no longer has, and not that rerouting is off."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/z/0").code == 0
+    assert fleet("policy", "a", "--no-fault-tolerant-routing").code == 0
+    r = fleet("explain", "a", "-o", "json")
+    assert r.json["state"] == "degraded" and "floor" not in r.json["why"][0]
+    assert r.json["why"][0].endswith(
+        "virtual channels: its fault-tolerant routing is off, yet nothing moves it for that (the next network "
+        "fault on it reschedules it)"
+    )
+    d = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json").json
+    assert d["slices"][0]["action"] == "reschedule"  # as explain says
+
+
 def test_explain_job_does_not_send_a_reserved_move_reschedule_refuses(fleet):
     """A reserved move that now lands where an OCS is down, below the slice's floor: `explain JOB` said
     "reschedule moves it to pod0 c02 (reserved)", which `reschedule` refuses."""

@@ -189,8 +189,11 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
 def _degraded(sl: Slice) -> tuple[list[str], list[str]]:
     r = sl.reroute
     assert r is not None  # degraded slices carry their reroute
-    floor = (  # `routes` stores tables below the floor, and `policy` raises it without moving the slice
-        f", below its floor of {sl.min_throughput:g}: nothing moves it for that (the floor is judged only when a "
+    floor = (  # `policy` turns rerouting off (or raises the floor) without moving the slice
+        ": its fault-tolerant routing is off, yet nothing moves it for that (the next network fault on it "
+        "reschedules it)"
+        if not sl.fault_tolerant_routing
+        else f", below its floor of {sl.min_throughput:g}: nothing moves it for that (the floor is judged only when a "
         "fault strikes it)"
         if r.retained < sl.min_throughput
         else f" (its floor is {sl.min_throughput:g}; below it, it is rescheduled)"
