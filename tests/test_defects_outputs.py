@@ -379,3 +379,19 @@ def test_the_map_header_counts_cubes_reserved_for_a_move(fleet):
     assert f"{counts['free']} free, 1 reserved, {counts['out']} out" in line
     numbers = [int(w) for w in line.replace(",", "").split() if w.isdigit()]
     assert numbers[0] == sum(numbers[1:]) == 64
+
+
+def test_a_failure_on_a_drained_target_names_the_drain_it_is_folded_into(fleet):
+    """A failure injected on a host under a planned drain is no new fault: the answer said only "already has open
+    fault f1", so the drain read as a fault and nothing warned that clearing the drain ends the failure too."""
+    assert fleet("inject-fault", "host:c06/2", "--planned").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("inject-fault", "host:c06/2")
+    assert r.code == 0 and snapshot(fleet.state) == before
+    assert r.out.strip() == (
+        "host:c06/2 already has open planned drain f1: nothing changed (it also stands for a failure found "
+        "during it: clear f1 only once repaired)"
+    )
+    assert fleet("inject-fault", "host:c06/2", "-o", "json").json["duplicate_of"] == "f1"
+    assert fleet("inject-fault", "host:c07/2").code == 0
+    assert fleet("inject-fault", "host:c07/2").out.strip() == "host:c07/2 already has open fault f2: nothing changed"

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
 def _describe(r: dict) -> str:
     if r.get("duplicate_of"):
+        if r["planned"]:  # a failure found under a drain is not recorded apart: the drain's clear ends both
+            return (
+                f"{r['target']} already has open planned drain {r['duplicate_of']}: nothing changed (it also "
+                f"stands for a failure found during it: clear {r['duplicate_of']} only once repaired)"
+            )
         return f"{r['target']} already has open fault {r['duplicate_of']}: nothing changed"
     kind = "planned drain" if r["planned"] else "fault"
     lines = [f"{kind} {r['fault_id']} on {r['target']}"]
