@@ -133,3 +133,14 @@ def test_a_maintenance_window_kept_as_given_by_an_earlier_version_still_loads(ti
     assert timed("status").code == 0
     assert timed("inject-fault", "host:c23/1").code == 0
     assert timed("export", "slices").code == 0
+
+
+@pytest.mark.parametrize("field", [f for f in _TIME_FIELDS if f.endswith("window_end")])
+def test_a_maintenance_window_ending_before_it_starts_is_refused_at_load(timed, field):
+    """A drain's or a reservation's window whose end comes before its start (which `import reservation` refuses)
+    loaded and was listed as `[2026-06-16T09:00:00Z .. 2026-06-15T09:00:00Z]`; it is refused, naming the field."""
+    _set_time(timed.state, field, "2026-06-16T10:00:00+02:00")  # 08:00Z, before the 09:00Z start
+    r = timed("faults")
+    assert r.code == 2 and f"field {field}:" in one_line(r) and "before window_start 2026-06-16T09:00:00Z" in r.err
+    _set_time(timed.state, field, "2026-06-16T09:00:00Z")  # a window of no length: a reservation may say so
+    assert timed("faults").code == 0

@@ -9,6 +9,7 @@ earlier versions kept them as given: any RFC 3339 time, with a zone offset or fr
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from tpufleet.errors import BadStateFile
@@ -26,9 +27,16 @@ def check_times(doc: dict[str, Any], file: str) -> None:
     for field, value in _stamps(doc):
         if utc_stamp(value) != value:
             raise BadStateFile(file, field, value, _STAMP_PROBLEM)
+    starts: dict[str, tuple[str, datetime]] = {}  # each window's start, by the path of its record
     for field, value in _windows(doc):
-        if not (RFC3339.fullmatch(value) and parse_stamp(value)):
+        moment = parse_stamp(value) if RFC3339.fullmatch(value) else None
+        if moment is None:
             raise BadStateFile(file, field, value, _WINDOW_PROBLEM)
+        at, _, end = field.rpartition(".")
+        if end == "window_start":
+            starts[at] = (value, moment)
+        elif at in starts and moment < starts[at][1]:  # as `import reservation` refuses it
+            raise BadStateFile(file, field, value, f"it must not be before window_start {starts[at][0]}")
 
 
 def _stamps(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
