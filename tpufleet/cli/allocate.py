@@ -266,5 +266,5 @@ def _policy_line(name: str, d: dict) -> str:
         return f"slice {name}: fault-tolerant routing off, rescheduled on any network fault"
     return (
         f"slice {name}: fault-tolerant routing on, "
-        f"rerouted only above {d['min_throughput']:g} of healthy all-to-all throughput"
+        f"rerouted only while keeping at least {d['min_throughput']:g} of its healthy all-to-all throughput"
     )
