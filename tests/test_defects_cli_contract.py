@@ -269,6 +269,17 @@ def test_history_since_an_age_over_the_counted_length_says_so(fleet):
     )
 
 
+def test_history_since_a_serial_over_the_counted_length_says_so(fleet):
+    """`history --since 9999999999999999999` (a serial of 19 digits) said the value was not a date, an ISO time or
+    an age, never naming the serial it is: it says the serial is past the last one counted, exit 2."""
+    line = one_line(fleet("history", "--since", "9999999999999999999"), 2)
+    assert line == (
+        "tpufleet: error: bad option --since: '9999999999999999999' is a serial past the last one tpufleet counts "
+        "(18 digits)"
+    )
+    assert fleet("history", "--since", "999999999999999999").code == 0  # the last one: nothing after it
+
+
 @pytest.mark.parametrize("debug", [("--debug",), ()])
 def test_debug_shows_the_traceback_and_keeps_the_exit_code(fleet, monkeypatch, debug):
     """With --debug (or $TPUFLEET_DEBUG) the exception was raised out of the tool: every error exited 1 (Python's

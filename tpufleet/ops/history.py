@@ -61,7 +61,9 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
     if since is None:
         return None, None
     text = since.strip()
-    if text.isascii() and text.isdigit() and len(text) <= 18:
+    if text.isascii() and text.isdigit():
+        if len(text) > 18:  # past any serial a journal holds (and PostgreSQL's bigint): a typo, not a date
+            raise BadInput(f"bad option --since: {text!r} is a serial past the last one tpufleet counts (18 digits)")
         return int(text), None
     return None, parse_time(since, "--since", now)
 
