@@ -479,3 +479,18 @@ def test_policy_says_a_slice_keeping_exactly_its_floor_is_rerouted(pods2):
     )
     d = _ok(pods2("inject-fault", "link:c00/y/1/out", "--dry-run", "-o", "json"))
     assert d["slices"][0]["action"] == "reroute" and d["slices"][0]["reroute"]["all_to_all_retained"] == 1.0
+
+
+def test_a_fault_evicting_every_slice_of_a_job_does_not_speak_of_other_slices_held(pods2):
+    """An OCS fault below the floor of both slices of a job said "2 of its 2 slices evicted stops the whole job;
+    its other 0 slice(s) stay held": there is no other slice."""
+    assert pods2("allocate", "j", "--shape", "4x4x8", "--slices", "2", "--min-throughput", "0.95").code == 0
+    assert pods2("plan-xconnect", "j", "--apply").code == 0
+    d = _ok(pods2("inject-fault", "ocs:pod0/z/2", "-o", "json"))
+    assert [s["action"] for s in d["slices"]] == ["reschedule", "reschedule"]
+    job = d["jobs"][0]
+    assert (
+        job["action"] == "stop"
+        and job["reason"] == "not elastic: all 2 of its slices evicted; `reschedule` replaces each"
+    )
+    assert job["next"] == ["tpufleet reschedule j-0", "tpufleet reschedule j-1"]

@@ -140,6 +140,8 @@ class JobVerdict:
         s, job = self.status, self.status.job
         if s.state is JobState.STOPPED and not job.elastic:
             held = s.total - len(s.evicted)
+            if not held:  # every slice evicted: no other slice to hold
+                return f"not elastic: all {s.total} of its slices evicted; `reschedule` replaces each"
             return (
                 f"not elastic: {len(s.evicted)} of its {s.total} slices evicted stops the whole job; "
                 f"its other {held} slice(s) stay held and `reschedule` replaces only the evicted one(s)"
