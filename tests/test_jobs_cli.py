@@ -468,6 +468,8 @@ def test_show_jobs_and_the_report_name_a_running_jobs_rerouted_slices(pods2):
     assert header.split()[-1] == "rerouted" and line.split()[-1] == "j-0,j-1"
     md = pods2("report", "-o", "md").out
     assert "| rerouted" in md and "j-0, j-1" in md
+
+
 def test_policy_says_a_slice_keeping_exactly_its_floor_is_rerouted(pods2):
     """The floor is kept at equality (README: "keep at least the slice's floor"): `policy` said "rerouted only
     above 1", which no slice could be, while a link fault keeping all of its throughput reroutes it."""
