@@ -312,8 +312,9 @@ def _problem(exc: BaseException) -> str:
     return " ".join(text.split())[:160]
 
 
-def parse_yaml(text: str, file: str) -> Any:
-    """The YAML (or JSON) document in `text`, safe-loaded and bounded; BadStateFile naming the file if not."""
+def parse_yaml(text: str, file: str, finite: bool = True) -> Any:
+    """The YAML (or JSON) document in `text`, safe-loaded and bounded; BadStateFile naming the file if not.
+    `finite=False` leaves NaN and infinities for the caller's schema to refuse (a text field then says so)."""
     global _LOADER
     import yaml
 
@@ -334,13 +335,14 @@ def parse_yaml(text: str, file: str) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
-    check_finite(data, file, "")
+    if finite:
+        check_finite(data, file, "")
     return data
 
 
-def load_yaml(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES) -> Any:
+def load_yaml(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES, finite: bool = True) -> Any:
     """A YAML (or JSON) file: at most `limit` bytes of UTF-8, no anchors or aliases, at most MAX_DEPTH deep,
-    no NaN or infinite floats."""
+    no NaN or infinite floats (unless `finite=False`: the caller's schema then refuses them in its words)."""
     data = read_bytes(path, what, limit)
     refuse_empty(data, str(path))
-    return parse_yaml(decode_utf8(data, str(path)), str(path))
+    return parse_yaml(decode_utf8(data, str(path)), str(path), finite)

@@ -12,7 +12,7 @@ from typing import Any
 
 from tpufleet.constants import MAX_REASON_CHARS
 from tpufleet.errors import BadInput
-from tpufleet.state.inputfiles import load_yaml
+from tpufleet.state.inputfiles import check_finite, load_yaml
 from tpufleet.state.schema import check
 
 MAX_FAULTS = 10_000  # faults in one scenario file
@@ -34,10 +34,13 @@ SCENARIO_SCHEMA = {
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    data = load_yaml(path, "fault scenario file")
+    # No field of a scenario is a number: the schema says what a NaN or infinity in one should be (text, a
+    # boolean) rather than the generic "must be a finite number".
+    data = load_yaml(path, "fault scenario file", finite=False)
     if isinstance(data, list):  # a bare string is shorthand for {target: ...}
         data = [{"target": d} if isinstance(d, str) else d for d in data]
     check(SCENARIO_SCHEMA, data, str(path))
+    check_finite(data, str(path))  # the schema admits no number, so this only guards a schema grown one
     if not data:
         raise BadInput(f"{path}: the scenario lists no faults")
     return data  # type: ignore[no-any-return]
