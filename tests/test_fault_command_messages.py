@@ -18,3 +18,27 @@ def test_a_scenario_reason_that_is_not_text_is_refused_as_not_text(fleet, tmp_pa
     assert str(scenario) in r.err and "0.reason" in r.err and "must be a string" in r.err
     assert "finite" not in r.err and r.err.count("\n") == 1
     assert snapshot(fleet.state) == before
+
+
+def test_clearing_a_cube_with_no_fault_of_its_own_names_the_faults_inside_it(fleet):
+    """`clear-fault cube:c06` with only a host of it down said "no open fault on cube:c06", and nothing of the host's."""
+    assert fleet("inject-fault", "host:c06/2").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("clear-fault", "cube:c06")
+    assert r.code == 1 and r.err.count("\n") == 1
+    assert "no open fault on cube:c06" in r.err and "f1 on host:c06/2" in r.err and "clear-fault f1" in r.err
+    assert snapshot(fleet.state) == before
+
+
+def test_only_a_few_faults_inside_are_named_and_the_rest_counted(fleet):
+    for machine in range(5):
+        assert fleet("inject-fault", f"host:c06/{machine}").code == 0
+    r = fleet("clear-fault", "cube:c06")
+    assert r.code == 1
+    assert "f1 on host:c06/0, f2 on host:c06/1, f3 on host:c06/2 and 2 more" in r.err and "f4" not in r.err
+
+
+def test_a_target_with_nothing_open_inside_says_only_that(fleet):
+    assert fleet("inject-fault", "host:c06/2").code == 0
+    r = fleet("clear-fault", "host:c06/1")
+    assert r.code == 1 and "no open fault on host:c06/1" in r.err and "f1" not in r.err

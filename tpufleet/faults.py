@@ -313,8 +313,35 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
     target = canonical(normalize(state.fleet, key))
     hits = [f for f in state.faults if canonical(f.target) == target and f.is_open]
     if not hits:
-        raise Refused(f"no open fault on {target}")
+        raise Refused(f"no open fault on {target}" + _open_inside(state, target))
     return hits
+
+
+SHOWN_INSIDE = 3  # open faults named when a target has none of its own
+
+
+def _open_inside(state: FleetState, target: TargetId) -> str:
+    """The open faults on components inside `target` (a cube's hosts, a host's chips), said with how to clear
+    them: clearing a cube does not clear its hosts' faults, and the operator may not know one is open there."""
+    inside = [f for f in state.faults if f.is_open and _contains(target, f.target)]
+    if not inside:
+        return ""
+    named = ", ".join(f"{f.id} on {f.target}" for f in inside[:SHOWN_INSIDE])
+    more = f" and {len(inside) - SHOWN_INSIDE} more" if len(inside) > SHOWN_INSIDE else ""
+    return (
+        f"; open inside it: {named}{more} (clear each by its id or target, e.g. `tpufleet clear-fault "
+        f"{inside[0].id}`; `tpufleet faults` lists them)"
+    )
+
+
+def _contains(outer: TargetId, inner: TargetId) -> bool:
+    """Whether `inner` is a part of `outer` (not the same component): a cube holds its hosts, chips, electrical
+    and optical links; a host its chips and the electrical links between them."""
+    if isinstance(outer, CubeId):
+        return not isinstance(inner, (CubeId, OcsId)) and inner.cube == outer.cube
+    if isinstance(outer, HostId) and isinstance(inner, (ChipId, IciId)) and inner.cube == outer.cube:
+        return machines_hit(inner) == {outer.machine}
+    return False
 
 
 def random_targets(fleet: Fleet, count: int, seed: int, rates: DailyRates) -> list[TargetId]:
