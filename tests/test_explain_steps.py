@@ -177,3 +177,22 @@ def test_one_deferred_cross_connect_is_said_in_the_singular(fleet):
     _ok(fleet, "plan-xconnect", "a", "--apply")
     why = _ok(fleet, "explain", "a", "-o", "json").json["why"]
     assert any(w.startswith("1 cross-connect is deferred while ocs:pod0/x/1 is down") for w in why), why
+
+
+def test_an_evicted_slice_waiting_for_an_ocs_is_told_to_clear_only_that(cli):
+    """Evicted by a host fault while an OCS of its pod was down, then opted out of rerouting: `explain` said it
+    moves once the host fault and the OCS fault were repaired, and `clear-fault` of the host fault first, though
+    clearing the OCS fault alone lets the reserved move go."""
+    _ok(cli, "init", "--cubes-per-pod", "4")
+    _ok(cli, "allocate", "k", "--shape", "4x4x4")
+    _ok(cli, "plan-xconnect", "k", "--apply")
+    _ok(cli, "inject-fault", "ocs:pod0/x/1")  # f1
+    _ok(cli, "inject-fault", "host:c00/0")  # f2, evicts k
+    _ok(cli, "policy", "k", "--no-fault-tolerant-routing")
+    r = _ok(cli, "explain", "k", "-o", "json").json
+    assert r["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule k"]
+    assert "it moves once f1 is repaired and cleared" in r["why"]
+    _run_next(cli, "k")
+    row = next(s for s in _ok(cli, "show", "slices", "-o", "json").json if s["name"] == "k")
+    assert row["state"] == "connected" and row["cubes"] != ["c00"]
+    assert [f["id"] for f in _ok(cli, "faults", "-o", "json").json] == ["f2"]

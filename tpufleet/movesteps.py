@@ -111,6 +111,7 @@ def steps_to_move(state: FleetState, slices: list[Slice]) -> MoveSteps:
             for stage in _repair_stages(state, sl, proposal):
                 attempt, proposal, why = _attempt(trial, sl, [f for f in stage if f not in out.clears])
                 if why is None:
+                    stage, attempt, proposal = _fewest(trial, sl, stage, out.clears, (attempt, proposal))
                     out.needs[sl.name] = [f.id for f in stage]
                     out.clears += [f for f in stage if f not in out.clears]
                     break
@@ -130,6 +131,28 @@ def _attempt(state: FleetState, sl: Slice, clear: list[Fault]) -> tuple[FleetSta
     attempt = _cleared(state, clear)
     proposal = propose_move(attempt, attempt.slices[sl.name])
     return attempt, proposal, _why_unmovable(attempt, attempt.slices[sl.name], proposal)
+
+
+# faults of a stage whose need is tried one by one (each try a move proposal, routed if the slice reroutes);
+# a larger stage, rare, is named whole
+MAX_PRUNED_STAGE = 8
+
+
+def _fewest(
+    state: FleetState, sl: Slice, stage: list[Fault], cleared: list[Fault], moved: tuple[FleetState, Proposal]
+) -> tuple[list[Fault], FleetState, Proposal]:
+    """The faults of a stage whose clearing the move needs, each dropped that the move does without (an OCS
+    down under a slice that opted out of rerouting: clearing it alone lets the reserved move go, and the host
+    fault that evicted the slice need not be repaired first), with the trial state and proposal of that set."""
+    if len(stage) < 2 or len(stage) > MAX_PRUNED_STAGE:
+        return stage, *moved
+    kept = list(stage)
+    for f in stage:
+        fewer = [g for g in kept if g is not f]
+        attempt, proposal, why = _attempt(state, sl, [g for g in fewer if g not in cleared])
+        if why is None and proposal.alloc is not None:
+            kept, moved = fewer, (attempt, proposal)
+    return kept, *moved
 
 
 def _repair_stages(state: FleetState, sl: Slice, proposal: Proposal) -> list[list[Fault]]:
