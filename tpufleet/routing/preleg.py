@@ -91,18 +91,11 @@ class _PreLegTrees(_Trees):
         """The chips joining through a chip of `frontier` (the last to join: rows, chips), which they return."""
         import numpy as np
 
-        from tpufleet.constants import OPPOSITE
         from tpufleet.routing.split import _lightest
 
-        r, c = frontier
         n = self.n
         hops, phases, wrapped_from = s.hops.reshape(-1), s.phase.reshape(-1), s.wrapped.reshape(-1)
-        uu = self.alive[c][:, np.asarray(OPPOSITE)].ravel()  # [F * 6] the chip that reaches c through port p
-        port = np.tile(np.arange(6), len(c))
-        at_c = np.repeat(r * n + c, 6)
-        at_u = at_c - c.repeat(6) + uu  # in bounds even for a dead port (-1), which the mask drops
-        ok = (uu >= 0) & (hops[at_u] < 0)
-        at_c, at_u, uu, port = at_c[ok], at_u[ok], uu[ok], port[ok]
+        at_c, at_u, uu, port = self._offers(s, frontier)
         in_order, pre_phase = self.phase_array[port // 2], self.pre_phase[port // 2]
         wraps = self.date.reshape(-1)[uu * 6 + port]
         c_phase, c_wrapped = phases[at_c], wrapped_from[at_c]

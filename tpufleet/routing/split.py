@@ -129,23 +129,31 @@ class _Trees:
         s.port[unreached] = -2
         return s.port.astype(np.int8), s.hops.astype(np.int16), s.wild
 
+    def _offers(
+        self, s: _State, frontier: tuple[Int64Array, Int64Array]
+    ) -> tuple[Int64Array, Int64Array, Int64Array, Int64Array]:
+        """Every live link into a chip of `frontier` from a chip not yet in its tree: flat (destination row, chip)
+        indices of both ends, the joining chip and the port it would take."""
+        import numpy as np
+
+        from tpufleet.constants import OPPOSITE
+
+        r, c = frontier
+        uu = self.alive[c][:, np.asarray(OPPOSITE)].ravel()  # [F * 6] the chip that reaches c through port p
+        port = np.tile(np.arange(6), len(c))
+        at_c = np.repeat(r * self.n + c, 6)
+        at_u = at_c - c.repeat(6) + uu  # in bounds even for a dead port (-1), which the mask drops
+        ok = (uu >= 0) & (s.hops.reshape(-1)[at_u] < 0)
+        return at_c[ok], at_u[ok], uu[ok], port[ok]
+
     def _layer(
         self, s: _State, frontier: tuple[Int64Array, Int64Array], links: npt.NDArray[np.int64]
     ) -> tuple[Int64Array, Int64Array]:
         """The chips joining through a chip of `frontier` (the last to join: rows, chips), which they return."""
         import numpy as np
 
-        from tpufleet.constants import OPPOSITE
-
-        r, c = frontier
-        n = self.n
         hops, phases, wrapped_from = s.hops.reshape(-1), s.phase.reshape(-1), s.wrapped.reshape(-1)
-        uu = self.alive[c][:, np.asarray(OPPOSITE)].ravel()  # [F * 6] the chip that reaches c through port p
-        port = np.tile(np.arange(6), len(c))
-        at_c = np.repeat(r * n + c, 6)  # flat (destination row, chip) indices
-        at_u = at_c - c.repeat(6) + uu  # in bounds even for a dead port (-1), which the mask drops
-        ok = (uu >= 0) & (hops[at_u] < 0)
-        at_c, at_u, uu, port = at_c[ok], at_u[ok], uu[ok], port[ok]
+        at_c, at_u, uu, port = self._offers(s, frontier)
         phase, wraps = self.phase_array[port // 2], self.date.reshape(-1)[uu * 6 + port]
         c_phase, c_wrapped = phases[at_c], wrapped_from[at_c]
         same_leg = (c_phase == phase) & (s.direction.reshape(-1)[at_c] == 1 - 2 * (port % 2))
@@ -168,7 +176,7 @@ class _Trees:
         wrapped_from[at_u] = np.where(same_leg[pick], c_wrapped[pick] | wraps[pick], wraps[pick])
         hops[at_u] = hops[at_c[pick]] + 1
         s.path_max.reshape(-1)[at_u], s.path_sum.reshape(-1)[at_u] = key[pick], total[pick]
-        rr = (at_u - uu) // n
+        rr = (at_u - uu) // self.n
         return rr, uu
 
     def _wild_hops(self, s: _State, links: npt.NDArray[np.int64]) -> None:
