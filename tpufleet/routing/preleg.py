@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tpufleet.routing.split import _Trees
+from tpufleet.routing.split import _Trees, build_in_passes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,15 +62,7 @@ def preleg_tables(
     wild = np.zeros((n, n), dtype=bool)
     load = np.zeros(n * 6, dtype=np.int64)
     batches = np.array_split(np.arange(n), max(1, n // BATCH))
-    carried: dict[int, Int64Array] = {}
-    for _ in range(PASSES):
-        for i, batch in enumerate(batches):
-            if i in carried:
-                load -= carried[i]
-            port, hops, flags = trees.build(batch, load)
-            carried[i] = trees.load(batch, port, hops)
-            load += carried[i]
-            P[batch], L[batch], wild[batch] = port, hops, flags
+    build_in_passes(trees, batches, PASSES, load, (P, L, wild))
     rt = RouteTables(shape, alive, P, L, wild, np.zeros(n, dtype=np.int64), [order], "auto")
     return rt, load
 

@@ -87,8 +87,22 @@ def split_tables(
     trees = _Trees(shape, alive, a_order, later_pairs)
     size = 1 if n <= SINGLE_LIMIT else BATCH
     batches = np.array_split(inside, max(1, -(-len(inside) // size)))
+    build_in_passes(trees, batches, PASSES, load, (P, L, wild))
+    return P, L, wild, dest_class, load
+
+
+def build_in_passes(
+    trees: _Trees,
+    batches: list[Int64Array],
+    passes: int,
+    load: Int64Array,
+    tables: tuple[PortTable, HopTable, BoolArray],
+) -> None:
+    """Each batch's trees built against `load` (updated in place: the other batches' trees, this batch's own of the
+    pass before taken out), `passes` times over, into the rows of `tables` (ports, hops, wild flags)."""
+    P, L, wild = tables
     carried: dict[int, Int64Array] = {}
-    for _ in range(PASSES):
+    for _ in range(passes):
         for i, batch in enumerate(batches):
             if i in carried:
                 load -= carried[i]
@@ -96,7 +110,6 @@ def split_tables(
             carried[i] = trees.load(batch, port, hops)
             load += carried[i]
             P[batch], L[batch], wild[batch] = port, hops, flags
-    return P, L, wild, dest_class, load
 
 
 class _Trees:
