@@ -50,13 +50,19 @@ def test_a_partition_whose_nodes_disagree_on_its_cube_learns_nothing(two_cubes, 
     assert json.loads((two_cubes.state / "state.json").read_text())["k8s"]["partitions"] == {}
 
 
-def test_a_partition_whose_nodes_agree_is_learnt_as_before(two_cubes, tmp_path):
-    doc = two_cubes("export", "node-labels", "-o", "json").json
+def _with_named_partitions(fleet, tmp_path) -> tuple[dict, Path]:
+    """The fleet's node-labels export with each cube's partition named `part-CUBE`, and the file it is written to."""
+    doc = fleet("export", "node-labels", "-o", "json").json
     for node in doc["items"]:
         labels = node["metadata"]["labels"]
         labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = f"part-{labels[CUBE]}"
     path = tmp_path / "nodes.json"
     path.write_text(json.dumps(doc))
+    return doc, path
+
+
+def test_a_partition_whose_nodes_agree_is_learnt_as_before(two_cubes, tmp_path):
+    _, path = _with_named_partitions(two_cubes, tmp_path)
     r = two_cubes("import", "k8s", path, "-o", "json")
     assert r.json["unplaced"] == []
     assert r.json["cubes_added"] == [{"partition": "part-c00", "cube": "c00"}, {"partition": "part-c01", "cube": "c01"}]
@@ -99,12 +105,7 @@ def test_a_stand_in_partition_whose_cube_a_node_labels_otherwise_is_disputed(two
 
 
 def test_a_cube_id_as_partition_of_a_cube_a_real_partition_names_is_not_placed(two_cubes, tmp_path):
-    doc = two_cubes("export", "node-labels", "-o", "json").json
-    for item in doc["items"]:
-        labels = item["metadata"]["labels"]
-        labels["cloud.google.com/gke-tpu-partition-4x4x4-id"] = f"part-{labels[CUBE]}"
-    path = tmp_path / "nodes.json"
-    path.write_text(json.dumps(doc))
+    doc, path = _with_named_partitions(two_cubes, tmp_path)
     assert two_cubes("import", "k8s", path, "--apply").code == 0
     [labels] = [n["metadata"]["labels"] for n in doc["items"] if n["metadata"]["name"] == "tpu-c00-m03"]
     del labels[CUBE]
