@@ -24,6 +24,8 @@ TIME_HELP = "a date (2026-01-06), an ISO time (2026-01-06T10:30, UTC unless it h
 
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the tool writes a moment
+# A time as a provider writes it (a reservation's maintenance window): RFC 3339, a zone offset or Z, fractions allowed
+RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
 
 
 def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:

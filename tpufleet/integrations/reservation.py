@@ -41,7 +41,7 @@ from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId
 from tpufleet.text import bounded
-from tpufleet.timeparse import utc_stamp
+from tpufleet.timeparse import RFC3339, utc_stamp
 
 __all__ = [
     "HEALTH_STATUSES",
@@ -68,7 +68,6 @@ MAX_COUNT = 1_000_000
 # A sub-block's name: RFC 1035, 1-63 characters (the reference's pattern). Physical ids: documented only as strings.
 NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 PHYSICAL_ID = re.compile(r"[\x21-\x7e]{1,128}")
-RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
 
 
 @dataclass(frozen=True)

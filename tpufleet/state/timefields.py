@@ -13,8 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from tpufleet.errors import BadStateFile
-from tpufleet.integrations.reservation import RFC3339
-from tpufleet.timeparse import parse_stamp, utc_stamp
+from tpufleet.timeparse import RFC3339, parse_stamp, utc_stamp
 
 __all__ = ["check_times"]
 
