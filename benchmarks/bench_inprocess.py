@@ -52,11 +52,11 @@ def _routing(forget: bool) -> float:
     from tpufleet.shapes import parse_shape
 
     shape = parse_shape("8x8x8")
-    report._canonical_made.cache_clear()
+    report._forms_made.cache_clear()
     t = time.perf_counter()
     for index in range(OCS_PER_DIM):
         if forget:
-            report._canonical_made.cache_clear()
+            report._forms_made.cache_clear()
         expected, alive = one_ocs_failure(shape, 0, index)
         report.evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
     return time.perf_counter() - t

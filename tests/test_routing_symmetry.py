@@ -126,20 +126,7 @@ def _partners(ocs: tuple[str, int]) -> list[tuple[str, int]]:
     return [(e, (5 * i + 3 + k) % OCS_PER_DIM) for k, e in enumerate(x for x in "xyz" if x != d)]
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "4x4x4",
-        pytest.param(
-            "4x4x8",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="x/0 alone 130, x/0 with y/3 129: the router does not make the compound fault's tables for the "
-                "single fault (after clear-fault, `routes` keeps the stored ones: test_routes_keep_stored.py)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("text", ["4x4x4", "4x4x8"])
 def test_a_single_ocs_is_never_routed_worse_than_a_compound_fault_containing_it(text: str) -> None:
     for ocs in ALL_OCS:
         single = _load(text, (ocs,))

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from tpufleet.routing.canonical import Turn
     from tpufleet.routing.tolerant import RouteInfo
     from tpufleet.topology import ChipGraph
 
@@ -307,21 +308,46 @@ def _turned(
     traffics: Sequence[str],
     max_vcs: int | None,
 ) -> RouteReport | None:
-    """The report of the tables made for the fault's canonical form (`routing.canonical`), turned back; None when
-    the fault has none, or the turned tables do not fit `max_vcs` on the real slice."""
+    """The report of the tables made for the fault's canonical form or one of its mirrored images
+    (`routing.canonical`), turned back: the lightest for all-to-all that fits `max_vcs` on the real slice (ties:
+    the canonical form). None when the fault has no canonical form, the form kept is the live graph itself (made as
+    it is), or no turned tables fit."""
     from tpufleet.routing.canonical import canonical_turn
 
     turn = canonical_turn(shape, expected, alive)
     if turn is None:
         return None
-    turned_alive = turn.graph(alive)
-    if (turned_alive == alive).all():
-        return None  # already canonical: made as it is
+    canonical = turn.graph(alive)
     if memo.current() is None:
-        made = _canonical_made(shape, _GraphKey(expected), _GraphKey(turned_alive), tuple(traffics), max_vcs)
+        forms = _forms_made(shape, _GraphKey(expected), _GraphKey(canonical), tuple(traffics), max_vcs)
     else:  # a command with the state's cache keeps its wild-first choices there, so it searches (or reads them)
-        made = _made_for(shape, expected, turned_alive, "auto", traffics, True, max_vcs, turned=True)
-    return _moved(shape, expected, traffics, max_vcs, made, lambda tables: turn.back(tables, alive))
+        forms = _lightest_first(_forms_of(shape, expected, canonical, traffics, max_vcs), traffics)
+    for mirror, made in forms:
+        full = turn.then(mirror)
+        if (full.graph(alive) == alive).all():
+            return None  # this form is the live graph: made as it is
+        moved = _moved(shape, expected, traffics, max_vcs, made, lambda tables, full=full: full.back(tables, alive))
+        if moved is not None:
+            return moved
+    return None
+
+
+def _forms_of(
+    shape: Shape, expected: ChipGraph, canonical: ChipGraph, traffics: Sequence[str], max_vcs: int | None
+) -> list[tuple[Turn, RouteReport]]:
+    """Each mirrored image of the canonical form (`canonical.mirrors`, the form itself first) and its tables."""
+    from tpufleet.routing.canonical import mirrors
+
+    out = []
+    for mirror in mirrors(shape, expected, canonical):
+        image = mirror.graph(canonical)
+        out.append((mirror, _made_for(shape, expected, image, "auto", traffics, True, max_vcs, turned=True)))
+    return out
+
+
+def _lightest_first(forms: list[tuple[Turn, RouteReport]], traffics: Sequence[str]) -> list[tuple[Turn, RouteReport]]:
+    """The forms by all-to-all max load (stable: the canonical form first on ties), when all-to-all is reported."""
+    return sorted(forms, key=lambda form: _a2a(form[1])) if "all-to-all" in traffics else forms
 
 
 class _GraphKey:
@@ -341,13 +367,14 @@ class _GraphKey:
 
 
 @functools.lru_cache(maxsize=16)
-def _canonical_made(
+def _forms_made(
     shape: Shape, expected: _GraphKey, canonical: _GraphKey, traffics: tuple[str, ...], max_vcs: int | None
-) -> RouteReport:
-    """The tables made for a fault's canonical form, kept for the next fault of the same form in this process
-    (when no choice cache is installed: `routing.memo`): the 48 OCS of an 8x8x8 are two forms, and a link fault's
-    whole-OCS candidate is its OCS's form. Read only: `_moved` turns copies of the tables."""
-    return _made_for(shape, expected.graph, canonical.graph, "auto", traffics, True, max_vcs, turned=True)
+) -> list[tuple[Turn, RouteReport]]:
+    """The tables made for a fault's canonical form and its mirrored images, lightest first, kept for the next fault
+    of the same form in this process (when no choice cache is installed: `routing.memo`): the 48 OCS of an 8x8x8
+    are two forms, and a link fault's whole-OCS candidate is its OCS's form. Read only: `_moved` turns copies of
+    the tables."""
+    return _lightest_first(_forms_of(shape, expected.graph, canonical.graph, traffics, max_vcs), traffics)
 
 
 def _moved(
