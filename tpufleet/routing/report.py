@@ -326,7 +326,7 @@ def _turned(
         full = turn.then(mirror)
         if (full.graph(alive) == alive).all():
             return None  # this form is the live graph: made as it is
-        moved = _moved(shape, expected, traffics, max_vcs, made, lambda tables, full=full: full.back(tables, alive))
+        moved = _moved(shape, expected, traffics, max_vcs, made, functools.partial(full.back, alive=alive))
         if moved is not None:
             return moved
     return None
