@@ -12,6 +12,8 @@
 * on twisted tori above PAIRS_LIMIT_TWISTED chips with one broken dimension, the broken dimension last for the
   destinations whose ring is whole and a load-aware tree for each one inside a broken ring (`routing.split`): within
   3 VCs where the order pairs need 4 (one x OCS down: twisted 8x8x16 1303 against 1443, 8x16x16 3338 against 3548);
+  with two broken dimensions, up to SPLIT_TWO_LIMIT chips, trees for one's broken rings and the other's broken
+  routes wild-first (x and z OCS down: twisted 8x8x16 1441 against 1535);
 * on tori up to RELIEVE_LIMIT chips with broken rings in all three dimensions, one dimension order whose routes may
   start with a wild pre-leg along its middle dimension, by load-aware trees (`routing.preleg`), relieved: 8x8x8
   with x/3, y/5 and z/2 down 604 against 638;
@@ -53,6 +55,9 @@ PAIRS_LIMIT_TWISTED = 512
 # chips: from this size on, split tables with the trees' later legs on dateline pairs too (twisted 8x16x16 3371 ->
 # 3338 with an x OCS down; on 8x8x16 they are never the lightest, 1317 against 1303, and cost 1.2x the CPU)
 LATER_PAIRS_MIN_CHIPS = 2048
+# chips: split tables with two broken dimensions on twisted tori (`_split_two_made`; measured up to 8x16x16: two
+# builds, 0.5-1.5 s each, beside 1.4-4.2 s for the single orders)
+SPLIT_TWO_LIMIT = 2048
 # chips: both ways of breaking a destination's tie within a pair; above, the broken dimension first only (8x16x16 and
 # 16x16x16 with one OCS down: the same load either way, 0.6-1.6 s a repair)
 BOTH_TIES_LIMIT = 1024
@@ -333,11 +338,12 @@ def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: i
     size: two to three times the CPU time, for hours degraded (twisted 16x16x32 with a z OCS down 0.890 of the
     healthy optimum against 0.807, 36 s against 20 before the later-leg trees, which add 1.25x; 12x24x24 with an x
     OCS down 0.895 against 0.818, 26 s against 16, then 1.14x)."""
+    broken = broken_dims(expected, graph)
     return (
         shape.twisted
         and len(expected) > PAIRS_LIMIT_TWISTED
         and (max_vcs is None or max_vcs >= 3)
-        and broken_dims(expected, graph) == 1
+        and (broken == 1 or (broken == 2 and len(expected) <= SPLIT_TWO_LIMIT))
     )
 
 
@@ -350,6 +356,8 @@ def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: Chip
     from tpufleet.routing import steps
     from tpufleet.routing.split import split_orders
 
+    if broken_dims(expected, graph) == 2:
+        return _split_two_made(shape, expected, alive, graph, note)
     (broken,) = _dead_dims(expected, graph)
     pairs = split_orders(broken)
     later = len(expected) >= LATER_PAIRS_MIN_CHIPS
@@ -361,6 +369,28 @@ def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: Chip
     return out
 
 
+def _split_two_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
+    """With two broken dimensions d and e: for each as d, B = (e, h, d), A = (d, e, h), the trees for d's broken
+    rings with their later legs on dateline pairs, e's broken routes repaired wild-first (`split.split_tables`,
+    trees_for). Twisted 8x8x16 with x/3 and z/2 down 1441 against 1535 for the best single order; 8x16x16 3577
+    against 3976."""
+    import numpy as np
+
+    from tpufleet.routing import steps
+
+    dims = sorted(_dead_dims(expected, graph))
+    steps.plan("repair", 2)
+    out = []
+    for d, e in (dims, dims[::-1]):
+        (h,) = {0, 1, 2} - {d, e}
+        trees_for = graph.copy()
+        others = [p for p in range(graph.shape[1]) if p // 2 != d]
+        trees_for[:, others] = np.where(expected[:, others] >= 0, expected[:, others], graph[:, others])
+        how = f"{'xyz'[d]} last, destinations in its broken rings by trees, {'xyz'[e]} wild-first"
+        out.append(_split_one(shape, expected, alive, graph, note, ((e, h, d), (d, e, h)), True, trees_for, how))
+    return out
+
+
 def _split_one(
     shape: Shape,
     expected: ChipGraph,
@@ -369,6 +399,8 @@ def _split_one(
     note: str,
     orders: tuple[Order, Order],
     later_pairs: bool,
+    trees_for: ChipGraph | None = None,
+    how: str = "broken dimension last, destinations in broken rings by trees",
 ) -> Ranked:
     """One `routing.split` candidate (see `_split_made`) of the (B, A) `orders`."""
     import numpy as np
@@ -377,13 +409,13 @@ def _split_one(
     from tpufleet.routing.split import split_tables
 
     b_order, a_order = orders
-    P, L, wild, dest_class, load = split_tables(shape, expected, graph, b_order, a_order, later_pairs)
+    P, L, wild, dest_class, load = split_tables(shape, expected, graph, b_order, a_order, later_pairs, trees_for)
     steps.advance("repair")
     left = int(np.count_nonzero(P == -2))
     repaired = int(np.count_nonzero(wild))
     rt = RouteTables(shape, alive, P, L, wild, dest_class, [b_order, a_order], "auto")
     orders_used = len(np.unique(dest_class))
-    how = "broken dimension last, destinations in broken rings by trees" + note
+    how += note
     info: RouteInfo = {
         "broken_by_faults": repaired + left,
         "repaired_wild": repaired,

@@ -1,5 +1,6 @@
-"""Tables for a twisted torus with one broken dimension, within the hardware's 3 VCs: the broken dimension last for
-the destinations whose own ring is whole, and a load-aware tree for each destination inside a broken ring, pure.
+"""Tables for a twisted torus with one broken dimension (or two: `split_tables`' trees_for), within the hardware's
+3 VCs: the broken dimension last for the destinations whose own ring is whole, and a load-aware tree for each
+destination inside a broken ring, pure.
 
 With the broken dimension d last (order B = (a, b, d)) a route enters d in the destination's own ring, so every
 destination outside the broken rings keeps every route whole, and its tables are the plain dimension-order ones.
@@ -61,25 +62,39 @@ def split_orders(broken: int) -> list[tuple[Order, Order]]:
 
 
 def split_tables(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, b_order: Order, a_order: Order, later_pairs: bool = False
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    b_order: Order,
+    a_order: Order,
+    later_pairs: bool = False,
+    trees_for: ChipGraph | None = None,
 ) -> tuple[PortTable, HopTable, BoolArray, Int64Array, Int64Array]:
     """(P, L, wild, class per destination (0: B, 1: A), all-to-all load per directed link) for `alive`.
 
     `later_pairs`: the trees' later legs may cross a wraparound (once a leg), their d leg only on its last hop; else
-    the other way round. Pairs no route reaches are unroutable (-2, -1), as in the other families."""
+    the other way round. `trees_for`, with a second broken dimension e: the graph with d's dead links alone, whose
+    broken B routes decide which destinations get trees; B = (e, h, d) then meets e's dead links on its first leg,
+    in the source's ring, and those routes take a wild first hop out of it (`tolerant.wild_first`), against the
+    trees' load. Pairs no route reaches are unroutable (-2), as in the other families."""
     import numpy as np
 
     from tpufleet.routing import dor
     from tpufleet.routing.analysis import Levels, RouteTables, flow, link_load
-    from tpufleet.routing.tolerant import broken_pairs
+    from tpufleet.routing.tolerant import broken_pairs, wild_first
 
     n = len(expected)
     P, L = dor.tables(shape, b_order)
-    inside = np.unique(broken_pairs(P, expected, alive) // n)
+    inside = np.unique(broken_pairs(P, expected, alive if trees_for is None else trees_for) // n)
     dest_class = np.zeros(n, dtype=np.int64)
     dest_class[inside] = 1
     whole = np.ones((n, n), dtype=bool)
     whole[inside] = False
+    rest = np.empty(0, dtype=np.int64)
+    if trees_for is not None:
+        broken = broken_pairs(P, expected, alive)
+        rest = broken[~np.isin(broken // n, inside)]
+        whole.ravel()[rest] = False
     plain = RouteTables(shape, alive, P, L)
     weight, _ = flow(plain, whole, Levels(L), masks=False)
     load = link_load(plain, weight).ravel().astype(np.int64)
@@ -88,6 +103,9 @@ def split_tables(
     size = 1 if n <= SINGLE_LIMIT else BATCH
     batches = np.array_split(inside, max(1, -(-len(inside) // size)))
     build_in_passes(trees, batches, PASSES, load, (P, L, wild))
+    if len(rest):
+        repaired, _, load = wild_first(P, L, alive, rest, base=load)
+        wild |= repaired
     return P, L, wild, dest_class, load
 
 
