@@ -157,3 +157,16 @@ def _no_fsync(monkeypatch):
     saves about 10 ms of every state-changing command in the suite; the tests of fsync's failures patch it themselves.
     Commands run as subprocesses (`python -m tpufleet`) still call the real one."""
     monkeypatch.setattr(os, "fsync", lambda fd: None)
+
+
+@pytest.fixture
+def canonical_form_only(monkeypatch):
+    """Faults routed in their canonical form only, as above 256 chips (`canonical.FORMS_LIMIT`): on 4x4x8 x/0 alone
+    (130) is then heavier than x/0 with y/3 (129), the case stored tables are weighed for after `clear-fault`. With
+    its mirrored images x/0 alone is routed at 128 and the stored tables are never lighter."""
+    from tpufleet.routing import canonical, report
+
+    monkeypatch.setattr(canonical, "FORMS_LIMIT", 0)
+    report._forms_made.cache_clear()
+    yield
+    report._forms_made.cache_clear()

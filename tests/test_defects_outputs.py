@@ -43,6 +43,7 @@ def _a2a(fleet) -> float:
     return float(r.json["max_link_load"]["all-to-all"])
 
 
+@pytest.mark.usefixtures("canonical_form_only")  # x/0 alone heavier than with y/3, as above 256 chips
 @pytest.mark.parametrize("how", ["plan-xconnect", "apply-xconnect", "job"])
 def test_a_wiring_that_changes_nothing_is_no_rewire(fleet, tmp_path, how):
     """`plan-xconnect --apply` with every cross-connect in place committed a serial and marked the slice wired

@@ -19,20 +19,11 @@ from tpufleet.state.store import Store
 
 NOW = "2026-11-25T00:00:00Z"
 COMPOUND_LOAD = 129.0  # 4x4x8, ocs x/0 and y/3 down
-X0_ALONE_LOAD = 130.0  # 4x4x8, ocs x/0 alone, routed afresh in its canonical form only (see below)
+X0_ALONE_LOAD = 130.0  # 4x4x8, ocs x/0 alone, routed afresh in its canonical form only (pytestmark)
 
 
-@pytest.fixture(autouse=True)
-def canonical_form_only(monkeypatch):
-    """Faults routed in their canonical form only, as above 256 chips (`canonical.FORMS_LIMIT`): there x/0 alone
-    (130) is heavier than x/0 with y/3 (129), the case the stored tables are weighed for. With its mirrored images
-    x/0 alone is routed at 128 and the stored tables are never lighter."""
-    from tpufleet.routing import canonical, report
-
-    monkeypatch.setattr(canonical, "FORMS_LIMIT", 0)
-    report._forms_made.cache_clear()
-    yield
-    report._forms_made.cache_clear()
+# every test here weighs stored tables made where the canonical form alone is made (see conftest)
+pytestmark = pytest.mark.usefixtures("canonical_form_only")
 
 
 def _routes(fleet, *extra: str) -> dict:
