@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tpufleet.constants import MACHINES_PER_CUBE
@@ -32,6 +32,7 @@ from tpufleet.integrations.k8s import (
     LABEL_VALUE,
     LabelKeys,
 )
+from tpufleet.integrations.k8s_plan import MAINTENANCE_OF
 from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_REASON_PREFIX
 from tpufleet.model import Pod
 
@@ -133,6 +134,9 @@ def node_labels(
                 }
                 if not LABEL_VALUE.fullmatch(name):  # a node name of 64-253 characters is no label value
                     del labels[keys.hostname]
+                sub_block = health.maintenance.get(host) or health.maintenance.get(cube)
+                if sub_block is not None:
+                    labels[keys.maintenance] = sub_block
                 drain = health.tainted.get(host) or (_CORDON if host in drained or cube in drained else None)
                 items.append(_node(name, labels, drain, down.get(host)))
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
@@ -161,6 +165,18 @@ class _NodeHealth:
     drained: set[HostId | str] = field(default_factory=set)
     cubes_down: dict[str, str] = field(default_factory=dict)
     tainted: dict[HostId, tuple[str, str]] = field(default_factory=dict)
+    # machines and cubes whose drain `import k8s` opened for a failure reported during a sub-block's maintenance
+    # (-> the sub-block): written as that failure and the maintenance label, so an import reads that drain again
+    maintenance: dict[HostId | str, str] = field(default_factory=dict)
+
+
+def _during_maintenance(fault: Fault) -> tuple[str, str] | None:
+    """(the failure's reason, the sub-block) of a drain `import k8s` opened for a failure reported during a
+    sub-block's maintenance, else None."""
+    if not (fault.planned and fault.reason.startswith(K8S_REASON_PREFIX) and MAINTENANCE_OF in fault.reason):
+        return None
+    reason, _, sub_block = fault.reason.rpartition(MAINTENANCE_OF)
+    return (reason, sub_block) if LABEL_VALUE.fullmatch(sub_block) and sub_block else None
 
 
 def _node_health(state: FleetState, drain_taints: frozenset[str]) -> _NodeHealth:
@@ -170,6 +186,11 @@ def _node_health(state: FleetState, drain_taints: frozenset[str]) -> _NodeHealth
     down, drained, cubes_down = out.down, out.drained, out.cubes_down
     for fault in state.open_faults():
         target = fault.target
+        maintenance = _during_maintenance(fault)
+        if maintenance is not None and isinstance(target, (CubeId, HostId)):
+            reason, sub_block = maintenance  # the failure as reported, marked as the maintenance's
+            fault = replace(fault, planned=False, reason=reason)
+            out.maintenance[target.cube if isinstance(target, CubeId) else target] = sub_block
         if isinstance(target, CubeId):
             if fault.planned:
                 drained.add(target.cube)

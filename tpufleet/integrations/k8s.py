@@ -65,6 +65,9 @@ class LabelKeys:
     pod: str = "tpufleet.io/pod"
     cube: str = "tpufleet.io/cube"
     machine: str = "tpufleet.io/machine"
+    # the reservation sub-block whose maintenance a node's NotReady (or its partition's failure) is, as `export
+    # node-labels` writes it for a drain `import k8s` opened during that maintenance: read back as that drain
+    maintenance: str = "tpufleet.io/maintenance"
 
     @cached_property
     def read(self) -> tuple[str, ...]:

@@ -382,21 +382,39 @@ class Want:
 
 
 def wanted(nodes: list[Node], placement: Placement, mapping: K8sMapping) -> tuple[dict[TargetId, Want], set[TargetId]]:
-    """The faults and drains the list reports, and every target it reports on (healthy or not)."""
+    """The faults and drains the list reports, and every target it reports on (healthy or not). A failure of a
+    node that carries the maintenance label (`tpufleet.io/maintenance`, written by `export node-labels`), or of a
+    partition every node of which carries it, is that sub-block's maintenance: the drain `during_maintenance` made
+    (one node's label is its own drain's, not its cube's)."""
     wants: dict[TargetId, Want] = {}
     scope: set[TargetId] = set()
     by_name = {n.name: n for n in nodes}
+    said: dict[str, set[str | None]] = defaultdict(set)  # cube -> the maintenance labels of its nodes (None: none)
     for name, host in placement.hosts.items():
         scope.add(host)
+        sub_block = by_name[name].labels.get(mapping.labels.maintenance) or None
+        said[host.cube].add(sub_block)
         want = _node_want(by_name[name], host, mapping)
         if want is not None:
-            wants[host] = want
+            wants[host] = maintenance_drain(want, sub_block)
     for cube, (state, partition) in placement.cube_states.items():
         target = CubeId(cube)
         scope.add(target)
         if state in BAD_PARTITION_STATES:
-            wants[target] = Want(target, False, f"{REASON_PREFIX}partition {partition} {state}")
+            failure = Want(target, False, f"{REASON_PREFIX}partition {partition} {state}")
+            labels = said.get(cube, set())
+            wants[target] = maintenance_drain(failure, next(iter(labels)) if len(labels) == 1 else None)
     return wants, scope
+
+
+MAINTENANCE_OF = " during the maintenance of sub-block "  # ends the reason of a failure reported during maintenance
+
+
+def maintenance_drain(want: Want, sub_block: str | None) -> Want:
+    """A failure reported while the provider services the cube (`sub_block` named) as the planned drain it is."""
+    if sub_block is None or want.planned:
+        return want
+    return Want(want.target, True, f"{want.reason}{MAINTENANCE_OF}{sub_block}")
 
 
 def during_maintenance(state: FleetState, wants: dict[TargetId, Want], now: str) -> dict[TargetId, Want]:
@@ -409,8 +427,8 @@ def during_maintenance(state: FleetState, wants: dict[TargetId, Want], now: str)
         if record.maintenance is None or not record.maintenance.under_way(now):
             continue
         for target, want in wants.items():
-            if not want.planned and not isinstance(target, OcsId) and target.cube == record.cube:
-                out[target] = Want(target, True, f"{want.reason} during the maintenance of sub-block {name}")
+            if not isinstance(target, OcsId) and target.cube == record.cube:
+                out[target] = maintenance_drain(want, name)
     return out
 
 

@@ -1,0 +1,94 @@
+"""The fleet as it is on GKE: node-list round trips, saved cross-connect plans and the order of listed ids."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import Cli
+
+WINDOW = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
+
+
+def _faults(cli: Cli) -> set[tuple[str, bool, str]]:
+    return {(f["target"], f["planned"], f["reason"]) for f in cli("faults", "-o", "json").json}
+
+
+def test_a_drain_opened_during_maintenance_keeps_its_reason_through_the_export(fleet, tmp_path, monkeypatch):
+    """A node's NotReady (and a partition's UNHEALTHY) reported while the reservation's maintenance of its cube was
+    under way is opened as a drain naming both; the export wrote it as a plain cordon (a cube's as 16 cordons), so a
+    fresh state imported from it held `node ... cordoned` drains and the reason was lost."""
+    from tpufleet.state import store
+
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sub_blocks = [
+        {
+            "name": name,
+            "physicalTopology": {"block": "b1", "subBlock": name},
+            "reservationSubBlockMaintenance": upcoming,
+        }
+        for name in ("sb-a", "sb-b")
+    ]
+    (tmp_path / "sb.json").write_text(json.dumps(sub_blocks))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")  # announced, not yet due: no drain
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0
+    doc = fleet("export", "node-labels", "-o", "json").json
+    by_name = {n["metadata"]["name"]: n for n in doc["items"]}
+    node = by_name["tpu-c00-m00"]  # sb-a is c00, sb-b c01
+    node["status"]["conditions"][0].update(status="False", reason="KubeletNotReady")
+    taint = {"key": "cloud.google.com/impending-node-termination", "effect": "NoSchedule"}
+    node["spec"] = {"unschedulable": True, "taints": [taint]}  # cordoned and tainted too
+    by_name["tpu-c01-m03"]["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-state"] = "UNHEALTHY"
+    (tmp_path / "nodes.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")  # inside the window
+    assert fleet("import", "k8s", tmp_path / "nodes.json", "--apply").code == 0
+    opened = _faults(fleet)
+    assert opened == {
+        (
+            "host:c00/0",
+            True,
+            "k8s: node tpu-c00-m00 Ready=False (KubeletNotReady) during the maintenance of sub-block sb-a",
+        ),
+        ("cube:c01", True, "k8s: partition sb-b UNHEALTHY during the maintenance of sub-block sb-b"),
+    }
+    out = tmp_path / "export.json"
+    out.write_text(fleet("export", "node-labels", "-o", "json").out)
+    again = fleet("import", "k8s", out, "--detailed-exitcode", "-o", "json")
+    assert again.code == 0 and not again.json["has_changes"]
+    fresh = Cli(fleet.capsys, tmp_path / "fresh")
+    assert fresh("init").code == 0
+    assert fresh("import", "k8s", out, "--apply").code == 0
+    assert _faults(fresh) == opened
+    assert fresh("import", "k8s", out, "--detailed-exitcode").code == 0
+
+
+def test_one_nodes_maintenance_drain_does_not_make_its_partitions_later_failure_maintenance(
+    fleet, tmp_path, monkeypatch
+):
+    """The maintenance label of one node (its own drain's) is not its cube's: a partition failure reported after the
+    window stays a failure through the export, as it was opened."""
+    from tpufleet.state import store
+
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sb = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sb]))  # sb-a is c00
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0
+    doc = fleet("export", "node-labels", "-o", "json").json
+    c00 = [n for n in doc["items"] if n["metadata"]["labels"]["tpufleet.io/cube"] == "c00"]
+    c00[0]["status"]["conditions"][0].update(status="False", reason="KubeletNotReady")
+    (tmp_path / "during.json").write_text(json.dumps({**doc, "items": c00}))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")  # inside the window
+    assert fleet("import", "k8s", tmp_path / "during.json", "--apply").code == 0
+    for node in c00[1:]:
+        node["metadata"]["labels"]["cloud.google.com/gke-tpu-partition-4x4x4-state"] = "UNHEALTHY"
+    (tmp_path / "after.json").write_text(json.dumps({**doc, "items": c00[1:]}))  # tpu-c00-m00 not listed
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-17T00:00:00Z")  # the window is over
+    assert fleet("import", "k8s", tmp_path / "after.json", "--apply").code == 0
+    opened = _faults(fleet)
+    assert ("cube:c00", False, "k8s: partition sb-a UNHEALTHY") in opened
+    out = tmp_path / "export.json"
+    out.write_text(fleet("export", "node-labels", "-o", "json").out)
+    fresh = Cli(fleet.capsys, tmp_path / "fresh")
+    assert fresh("init").code == 0
+    assert fresh("import", "k8s", out, "--apply").code == 0
+    assert _faults(fresh) == opened
