@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import Cli
+
+from helpers import snapshot
 
 WINDOW = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
 
@@ -92,3 +95,42 @@ def test_one_nodes_maintenance_drain_does_not_make_its_partitions_later_failure_
     assert fresh("init").code == 0
     assert fresh("import", "k8s", out, "--apply").code == 0
     assert _faults(fresh) == opened
+
+
+def _plan_edit(doc: dict, edit: str) -> dict:
+    """The plan with an edit the plan recomputed once it is applied (nothing left to do) cannot show, its summary
+    made to agree with its lists as a careful editor would."""
+    doc = json.loads(json.dumps(doc))
+    first = doc["ocs"][0]
+    if edit == "remove sharing a port of the slice":
+        north = first["add"][0][0]
+        south = next(p for p in range(64) if p not in {s for _, s in first["add"]})
+        first["remove"].append([north, south])
+        doc["summary"]["remove"] += 1
+    else:  # an OCS that was up moved into `deferred`
+        del doc["ocs"][0]
+        doc["deferred"].append(first["id"])
+        doc["summary"]["add"] -= len(first["add"])
+        doc["summary"]["keep"] -= first["keep"]
+    return doc
+
+
+@pytest.mark.parametrize("edit", ["remove sharing a port of the slice", "OCS moved into deferred"])
+def test_an_edited_plan_applied_before_is_refused_as_before(fleet, tmp_path, edit):
+    """Once the plan was applied, a copy with a remove added for a pair sharing one of the slice's ports, or an OCS
+    moved into `deferred`, was taken as already applied (exit 0): the plan recomputed then has nothing to add or
+    remove, so nothing told the edit. Before it was applied, the same copy was refused."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan, edited = tmp_path / "plan.json", tmp_path / "edited.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    edited.write_text(json.dumps(_plan_edit(json.loads(plan.read_text()), edit)))
+    unapplied = fleet("apply-xconnect", edited)
+    assert unapplied.code == 1 and "stale plan" in unapplied.err
+    assert fleet("inject-fault", "host:c63/0").code == 0  # an unrelated commit between
+    assert fleet("apply-xconnect", plan).code == 0
+    assert fleet("apply-xconnect", plan).code == 0  # the plan itself: already applied
+    before = snapshot(fleet.state)
+    applied = fleet("apply-xconnect", edited)
+    assert applied.code == 1, applied.out
+    assert applied.err.splitlines()[0].replace("serial 4", "serial 2") == unapplied.err.splitlines()[0]
+    assert snapshot(fleet.state) == before

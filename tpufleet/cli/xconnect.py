@@ -113,13 +113,22 @@ def apply_cmd(
     """Apply a saved plan. Refuses it when something it depends on changed since it was made (its slice, its
     cubes, a fault on them or on an OCS it touches; unrelated changes elsewhere do not matter), and when it is
     not the plan the state gives (edited, or made for another state directory)."""
+    from tpufleet.journalentry import JournalEntry
     from tpufleet.ops import plans as ops
     from tpufleet.state import planfile
+    from tpufleet.state.journal import whole_from_first
     from tpufleet.state.store import utc_now
 
-    saved = planfile.read_any(plan_file)
-    now = utc_now()
-    d = ctx.obj.mutate(lambda state: ops.apply(state, saved, now)).data
+    saved, now, store = planfile.read_any(plan_file), utc_now(), ctx.obj.store()
+    with store.transaction() as tx:
+
+        def journal(serial: int) -> list[JournalEntry]:  # the lines after the plan's serial, read from the end
+            enough = lambda entries: entries[0].serial <= serial + 1 and whole_from_first(entries)  # noqa: E731
+            return store.journal_back(enough, tx.state.serial).entries
+
+        outcome = ops.apply(tx.state, saved, now, journal)
+        tx.commit(outcome.change)
+    d = outcome.data
     s = d["summary"]
     job = isinstance(saved, planfile.SavedJobPlan)
     what = f"job {d['job']} ({len(d['plans'])} slices)" if job else d["slice"]

@@ -12,7 +12,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Job, Slice, job_slice_names
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
-from tpufleet.ops.xconnect import already_wired, apply_saved, make_plan, wire
+from tpufleet.ops.xconnect import Journal, already_wired, apply_saved, make_plan, wire
 from tpufleet.shapes import Shape, ShapeText
 from tpufleet.state.planfile import SavedJobPlan, job_plan_doc
 
@@ -175,7 +175,7 @@ def plan_and_apply_job(state: FleetState, name: str, now: str) -> Outcome:
     return Outcome(doc, None if noop else _change(name, doc["summary"], sorted(stale)))
 
 
-def apply_saved_job(state: FleetState, job_plan: SavedJobPlan, now: str) -> Outcome:
+def apply_saved_job(state: FleetState, job_plan: SavedJobPlan, now: str, journal: Journal | None = None) -> Outcome:
     """`apply-xconnect JOBPLAN`: every slice's saved plan is checked exactly as `apply-xconnect` checks one (stale
     since, or not the plan this state gives) before anything is applied, and the job's own reviewed fields (its
     serial and summed counts) against its parts; then all are wired in this transaction."""
@@ -194,7 +194,7 @@ def apply_saved_job(state: FleetState, job_plan: SavedJobPlan, now: str) -> Outc
         )
     # On a copy: each part is judged against the state as it is now, not after the parts before it are wired
     # (two slices' plans may both remove one stale cross-connect).
-    parts = [apply_saved(copy.deepcopy(state), plan, now) for plan in saved]
+    parts = [apply_saved(copy.deepcopy(state), plan, now, journal) for plan in saved]
     done = plan_and_apply_job(state, job, now)
     if all(p.data.get("already_applied") for p in parts):
         done.data["already_applied"] = True

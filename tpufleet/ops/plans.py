@@ -50,12 +50,14 @@ def _port_cubes(state: FleetState, pdoc: dict[str, Any]) -> list[str]:
     return list(state.fleet.pod_of(next(iter(pdoc["cubes"]))).cubes)
 
 
-def apply(state: FleetState, saved: SavedPlan | SavedJobPlan, now: str) -> Outcome:
+def apply(
+    state: FleetState, saved: SavedPlan | SavedJobPlan, now: str, journal: xconnect.Journal | None = None
+) -> Outcome:
     """`apply-xconnect FILE`: a slice's saved plan, or every part of a job's, checked against this state and
     applied (`xconnect.apply_saved`, `jobs.apply_saved_job`). First every part is checked against the fleet
     (`planfile.check_fleet`): a cube, OCS or port the fleet lacks is bad input, not a stale plan."""
     for part in saved.plans if isinstance(saved, SavedJobPlan) else [saved]:
         check_fleet(part, state.fleet)
     if isinstance(saved, SavedJobPlan):
-        return jobs.apply_saved_job(state, saved, now)
-    return xconnect.apply_saved(state, saved, now)
+        return jobs.apply_saved_job(state, saved, now, journal)
+    return xconnect.apply_saved(state, saved, now, journal)

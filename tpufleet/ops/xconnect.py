@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -12,9 +13,13 @@ from tpufleet.errors import Refused
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId
+from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.plan_then import plan_when_made
 from tpufleet.state.planfile import SavedPlan, plan_doc
 from tpufleet.timeparse import parse_stamp
+
+Journal = Callable[[int], Sequence[JournalEntry]]  # the committed journal lines after a serial
 
 
 def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], xconnect.Plan]:
@@ -126,10 +131,12 @@ def _reviewed_fields_edited(sl: Slice, saved: SavedPlan, summary: dict[str, Any]
     return edited
 
 
-def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
+def apply_saved(state: FleetState, saved: SavedPlan, now: str, journal: Journal | None = None) -> Outcome:
     """`apply-xconnect FILE`: refuse a plan when something it depends on changed since it was made (not merely the
     serial: an unrelated slice allocated meanwhile leaves it valid), or when it is not the plan this state gives
-    (edited, or made in another state directory); otherwise apply the plan recomputed here."""
+    (edited, or made in another state directory); otherwise apply the plan recomputed here. `journal` reads the
+    journal's lines after a serial: a plan already applied is checked against the plan its slice had when it was
+    made (`plan_then`), which shows what the plan recomputed now, with nothing left to do, cannot."""
     if saved.serial > state.serial:
         raise Refused(
             f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
@@ -144,23 +151,16 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         )
     _, plan = make_plan(state, saved.slice, now)
     if _comparable(saved.changes) != _comparable(plan.changes) and in_place(state, saved, plan.changes):
+        then = plan_when_made(state, saved, journal(saved.serial)) if journal is not None else None
+        if then is not None and not _same_plan(saved, then):  # refused as it was before it was applied
+            _refuse_other_plan(state, saved, then.changes)
         _refuse_edited(saved, _reviewed_fields_edited(state.slice(saved.slice), saved, _own_summary(saved)))
         data = {"slice": saved.slice, "serial": state.serial, "summary": plan.summary, "applied": True}
         # the plan's own (its pairs on an OCS that was down were deferred: the slice may hold more since)
         data["plan_cross_connects"] = sum(len(c.add) + c.keep for c in saved.changes)
         return Outcome({**data, "routes_stale": [], "already_applied": True}, None)
     if _comparable(saved.changes) != _comparable(plan.changes):
-        why = _why_plans_differ(state, saved, plan.changes)
-        raise Refused(
-            f"stale plan {saved.path}: it does not match the plan for slice {saved.slice!r} at serial {state.serial}: "
-            + (
-                "; ".join(why[:4]) + (f"; and {len(why) - 4} more" if len(why) > 4 else "")
-                if why
-                else "it was edited or made for another state directory"
-            )
-            + "; plan again",
-            why,
-        )
+        _refuse_other_plan(state, saved, plan.changes)
     _refuse_edited(saved, _reviewed_fields_edited(state.slice(saved.slice), saved, plan.summary))
     noop = already_wired(state.slice(saved.slice), plan.changes)
     stale = wire(state, state.slice(saved.slice), plan.changes, "cross-connects changed")
@@ -172,6 +172,27 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str) -> Outcome:
         "routes_stale": stale,
     }
     return Outcome(data, None if noop else _change(saved.slice, plan.summary, stale))
+
+
+def _same_plan(saved: SavedPlan, plan: xconnect.Plan) -> bool:
+    return _comparable(saved.changes) == _comparable(plan.changes) and sorted(saved.deferred) == sorted(
+        str(o) for o in plan.deferred
+    )
+
+
+def _refuse_other_plan(state: FleetState, saved: SavedPlan, changes: list[xconnect.OcsChange]) -> None:
+    """Refused: the saved plan is not `changes`, the plan its slice has (now, or when it was made)."""
+    why = _why_plans_differ(state, saved, changes)
+    raise Refused(
+        f"stale plan {saved.path}: it does not match the plan for slice {saved.slice!r} at serial {state.serial}: "
+        + (
+            "; ".join(why[:4]) + (f"; and {len(why) - 4} more" if len(why) > 4 else "")
+            if why
+            else "it was edited or made for another state directory"
+        )
+        + "; plan again",
+        why,
+    )
 
 
 def _refuse_edited(saved: SavedPlan, edited: list[str]) -> None:
