@@ -134,3 +134,68 @@ def test_an_edited_plan_applied_before_is_refused_as_before(fleet, tmp_path, edi
     assert applied.code == 1, applied.out
     assert applied.err.splitlines()[0].replace("serial 4", "serial 2") == unapplied.err.splitlines()[0]
     assert snapshot(fleet.state) == before
+
+
+@pytest.fixture
+def twelve_pods(cli):
+    """12 pods of 12 cubes: pod8 holds c96-c107, so c99 and c100 are cubes of one pod, and pod10 follows pod9."""
+    assert cli("init", "--pods", "12", "--cubes-per-pod", "12").code == 0
+    return cli
+
+
+def test_pods_cubes_and_ocs_are_listed_as_counted_not_as_text(twelve_pods, tmp_path):
+    """Lists of pods, cubes and OCS were sorted as text: a job on pod2 and pod10 showed pods `pod10,pod2`, a pod's
+    cubes down now `c100, c98`, maintenance in one window `c100` before `c98`, `diff` ocs:pod0/x/10 before x/2, and
+    `import k8s` opened host:c100/0 before host:c98/0."""
+    cli = twelve_pods
+    r = cli(
+        "allocate",
+        "j",
+        "--shape",
+        "4x4x8",
+        "--slices",
+        "2",
+        "--pod",
+        "pod10",
+        "--pod",
+        "pod2",
+        "--spread",
+        "-o",
+        "json",
+    )
+    assert r.code == 0, r.err
+    assert r.json["pods"] == ["pod2", "pod10"] and list(r.json["per_pod"]) == ["pod2", "pod10"]
+    [job] = cli("show", "jobs", "-o", "json").json
+    assert job["pods"] == ["pod2", "pod10"]
+    for cube in ("c100", "c98"):
+        assert cli("inject-fault", f"host:{cube}/1").code == 0
+    pod8 = next(p for p in cli("plan-spares", "-o", "json").json["pods"] if p["pod"] == "pod8")
+    assert pod8["cubes_down_now"] == ["c98", "c100"]
+    serial = cli("status", "-o", "json").json["serial"]
+    assert cli("plan-xconnect", "j-0", "--apply").code == 0
+    ocs = list(cli("diff", str(serial), "-o", "json").json["ocs"])
+    assert ocs.index("pod10/x/2") < ocs.index("pod10/x/10")  # j-0 is on pod10
+
+
+def test_maintenance_in_one_window_and_node_faults_are_listed_in_cube_order(twelve_pods, tmp_path):
+    cli = twelve_pods
+    window = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **window}}
+    sub_blocks = [
+        {"name": f"sb-{i}", "physicalTopology": {"block": "b8", "subBlock": f"sb-{i}"}}
+        | ({"reservationSubBlockMaintenance": upcoming} if i in (2, 4) else {})
+        for i in range(5)  # c96-c100: sb-2 is c98, sb-4 c100
+    ]
+    (tmp_path / "sb.json").write_text(json.dumps(sub_blocks))
+    assert cli("import", "reservation", tmp_path / "sb.json", "--pod", "pod8", "--apply").code == 0
+    rows = cli("status", "-o", "json").json["reservation"]["maintenance"]
+    assert [r["cube"] for r in rows] == ["c98", "c100"]
+    plan = cli("plan-maintenance", "--max-parallel", "2", "-o", "json").json
+    assert [n["target"] for n in plan["notices"]] == ["cube:c98", "cube:c100"]
+    doc = cli("export", "node-labels", "-o", "json").json
+    for node in doc["items"]:
+        if node["metadata"]["name"] in ("tpu-c100-m00", "tpu-c98-m00"):
+            node["status"]["conditions"][0].update(status="False", reason="KubeletNotReady")
+    (tmp_path / "nodes.json").write_text(json.dumps(doc))
+    opened = cli("import", "k8s", tmp_path / "nodes.json", "-o", "json").json["faults_opened"]
+    assert [f["target"] for f in opened] == ["host:c98/0", "host:c100/0"]

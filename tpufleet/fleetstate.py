@@ -24,7 +24,7 @@ from tpufleet.allocation import Allocation, machine_usage
 from tpufleet.constants import ALERT_MARKS_KEPT, MACHINES_PER_CUBE, MAX_REASON_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.health import Health, health_of
-from tpufleet.ids import CubeId, HostId, OcsId, TargetId, canonical
+from tpufleet.ids import CubeId, HostId, OcsId, TargetId, canonical, natural_key
 from tpufleet.integrations.k8s import LABEL_VALUE
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape, Vec
@@ -314,7 +314,7 @@ def _one_name_each(names: K8sNames) -> K8sNames:
     for what, named in (("pod", names.blocks), ("cube", names.partitions), ("machine", names.nodes)):
         counts = Counter(named.values())
         if len(counts) != len(named):
-            twice = sorted(str(p) for p, n in counts.items() if n > 1)
+            twice = sorted((str(p) for p, n in counts.items() if n > 1), key=natural_key)
             raise Refused(f"two Kubernetes names for one {what}: {', '.join(twice[:5])}")
     return names
 
@@ -746,7 +746,7 @@ class FleetState:
         """What `record_reservation` would record (without recording it), so a plan is refused like its apply."""
         merged = ReservationNames({**self.reservation.blocks, **blocks}, {**self.reservation.sub_blocks, **sub_blocks})
         counts = Counter(r.cube for r in merged.sub_blocks.values())
-        twice = sorted(c for c, n in counts.items() if n > 1)
+        twice = sorted((c for c, n in counts.items() if n > 1), key=natural_key)
         if twice:
             raise Refused(f"two reservation sub-blocks for one cube: {', '.join(twice[:5])}")
         return merged

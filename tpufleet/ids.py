@@ -24,6 +24,26 @@ from typing import ClassVar
 from tpufleet.constants import CUBE_EDGE, DIMS, DIRECTIONS, FACE_LINKS, MACHINES_PER_CUBE, POLARITIES
 from tpufleet.errors import BadInput, shown
 
+
+def natural_key(text: str) -> tuple[tuple[object, ...], str]:
+    """The order ids are listed in, as people count them: runs of digits compared as numbers, so pod2 comes before
+    pod10, c99 before c100 and ocs:pod0/x/2 before ocs:pod0/x/10 (as the fleet numbers them); ids equal as
+    numbers (c5, c05) by their text. The one key every list of pods, cubes and targets is sorted by.
+
+    >>> sorted(["pod10", "pod2", "c100", "c99", "host:c105/1", "host:c21/0"], key=natural_key)
+    ['c99', 'c100', 'host:c21/0', 'host:c105/1', 'pod2', 'pod10']
+    """
+    parts = _DIGIT_RUNS.split(text)  # text, digits, text, ...: the same kind at each place of every key
+    # a run of digits by its length without leading zeros, then its digits: as numbers, with no int() of any size
+    return tuple(_as_number(p) if i % 2 else p for i, p in enumerate(parts)), text
+
+
+def _as_number(digits: str) -> tuple[int, str]:
+    significant = digits.lstrip("0")
+    return len(significant), significant
+
+
+_DIGIT_RUNS = re.compile(r"([0-9]+)")
 # ASCII digits only ("\d" would take other scripts' digits, which do not round-trip), whole strings only ("$"
 # would accept a trailing newline), and few enough digits that int() is cheap and cannot fail.
 _CUBE_RE = re.compile(r"c[0-9]{2,6}")

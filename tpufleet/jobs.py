@@ -32,6 +32,7 @@ from tpufleet.allocation import ALL_MACHINES, Allocation, MachineUsage
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Job, Slice, SliceState
 from tpufleet.health import Health
+from tpufleet.ids import natural_key
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape
 
@@ -106,7 +107,7 @@ def status_of(job: Job, slices: Sequence[Slice]) -> JobStatus:
     active = tuple(s.name for s in slices if s.state.wired)
     evicted = tuple(s.name for s in slices if s.state is SliceState.EVICTED)
     rerouted = tuple(s.name for s in slices if s.state is SliceState.DEGRADED)
-    pods = tuple(sorted({s.pod for s in slices}))
+    pods = tuple(sorted({s.pod for s in slices}, key=natural_key))
     if evicted:  # an elastic job runs on while it keeps its minimum; any other stops whole
         state = JobState.DEGRADED if job.elastic and len(active) >= job.needed else JobState.STOPPED
     else:
@@ -279,7 +280,7 @@ class Placement:
 
     @property
     def per_pod(self) -> dict[str, int]:
-        return dict(sorted(Counter(a.pod for a in self.allocations).items()))
+        return dict(sorted(Counter(a.pod for a in self.allocations).items(), key=lambda kv: natural_key(kv[0])))
 
 
 def place_slices(
@@ -364,7 +365,7 @@ def _spread_note(placed: Sequence[Allocation], candidates: Sequence[str], count:
         return f"one pod each ({', '.join(a.pod for a in placed)})"
     if count > len(candidates):
         per = Counter(a.pod for a in placed)
-        spread = ", ".join(f"{pod}: {n}" for pod, n in sorted(per.items()))
+        spread = ", ".join(f"{pod}: {n}" for pod, n in sorted(per.items(), key=lambda kv: natural_key(kv[0])))
         return f"{count} slices, {len(candidates)} pod(s): not one pod each; spread as evenly as room allows ({spread})"
-    full = sorted(set(candidates) - used_pods)
+    full = sorted(set(candidates) - used_pods, key=natural_key)
     return f"pods {', '.join(full)} had no room: {count} slices share {len(used_pods)} pod(s)"

@@ -48,6 +48,7 @@ from typing import Final
 
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
 from tpufleet.errors import BadInput, shown
+from tpufleet.ids import natural_key
 
 __all__ = [
     "BLOG_CUBES",
@@ -275,7 +276,7 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
         value = float(poisson.sf(n - 1, mean))
         if n >= min_faults and value < p_value:
             out.append(Suspect(unit, n, mean, value))
-    return sorted(out, key=lambda s: (s.p_value, -s.faults, s.unit))
+    return sorted(out, key=lambda s: (s.p_value, -s.faults, natural_key(s.unit)))
 
 
 # ---- options ---------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from tpufleet import xconnect
 from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
 from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
-from tpufleet.ids import LinkId, OcsId
+from tpufleet.ids import LinkId, OcsId, natural_key
 from tpufleet.model import Pod, inventory_counts, pod_ocs
 from tpufleet.xconnect import missing_pairs
 
@@ -260,19 +260,20 @@ def _k8s_status(state: FleetState, free_by_pod: dict[str, int]) -> Row:
     k8s = state.k8s
     if not (k8s.degraded or k8s.node_pools):
         return {}
-    pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
+    pod_of = state.fleet.cube_pod
     degraded = [
         {"cube": c, "pod": pod_of[c], **r}
-        for c, r in sorted(k8s_degraded_cubes(state).items(), key=lambda kv: (pod_of[kv[0]], position[kv[0]]))
+        for c, r in sorted(k8s_degraded_cubes(state).items(), key=lambda kv: natural_key(kv[0]))
     ]
     held = unplaced_cubes(k8s.node_pools.values())
     pools = [
         {"name": name, "node_pool": name, **p.record(), "cubes": p.cubes, "machines": p.machines}
         for name, p in sorted(k8s.node_pools.items())
     ]
-    unplaced = {"slices": pools, "cubes": sum(held.values()), "by_pod": dict(sorted(held.items()))}
+    by_pod = dict(sorted(held.items(), key=lambda kv: natural_key(kv[0])))
+    unplaced = {"slices": pools, "cubes": sum(held.values()), "by_pod": by_pod}
     left = {pod: free_by_pod.get(pod, 0) - held.get(pod, 0) for pod in free_by_pod}
-    over = {pod: -n for pod, n in sorted(left.items()) if n < 0}
+    over = {pod: -n for pod, n in sorted(left.items(), key=lambda kv: natural_key(kv[0])) if n < 0}
     after = sum(max(0, n) for n in left.values())
     return {
         "k8s": {"degraded_cubes": degraded, "unplaced_slices": unplaced, "free_after_unplaced": after}
@@ -284,8 +285,8 @@ def _reservation_status(state: FleetState) -> Row:
     """`status` of an imported reservation: its sub-blocks and the degraded cubes (absent without one)."""
     if not state.reservation:
         return {}
-    pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
-    rows = sorted(degraded_cubes(state).items(), key=lambda kv: (pod_of[kv[0]], position[kv[0]]))
+    pod_of = state.fleet.cube_pod
+    rows = sorted(degraded_cubes(state).items(), key=lambda kv: natural_key(kv[0]))
     degraded = [{"cube": c, "pod": pod_of[c], **r} for c, r in rows]
     return {
         "reservation": {
@@ -319,4 +320,4 @@ def reservation_maintenance(state: FleetState) -> list[Row]:
                 "slices": state.slices_holding(r.cube),
             }
         )
-    return sorted(rows, key=lambda row: (row["window_start"] or "", row["cube"]))
+    return sorted(rows, key=lambda row: (row["window_start"] or "", natural_key(row["cube"])))

@@ -6,6 +6,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
+from tpufleet.ids import natural_key
 from tpufleet.text import printable
 from tpufleet.timeparse import TIME_HELP
 
@@ -84,7 +85,10 @@ def _ocs_lines(ocs: dict[str, dict[str, list]]) -> list[str]:
         pod, dim, _ = key.split("/")
         g = groups.setdefault(f"{pod}/{dim}", [0, 0, 0])
         g[0], g[1], g[2] = g[0] + 1, g[1] + len(ch["add"]), g[2] + len(ch["remove"])
-    return [f"  ~ {n} OCS of {k}: +{a} -{r} cross-connects" for k, (n, a, r) in sorted(groups.items())]
+    return [
+        f"  ~ {n} OCS of {k}: +{a} -{r} cross-connects"
+        for k, (n, a, r) in sorted(groups.items(), key=lambda kv: natural_key(kv[0]))
+    ]
 
 
 @app.command(

@@ -42,6 +42,7 @@ from tpufleet import allocation
 from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, json_found
 from tpufleet.fleetstate import FleetState, Slice, SliceState
+from tpufleet.ids import natural_key
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
 from tpufleet.shapes import Shape, Vec, generation_shape, parse_dims, validate_dims
 from tpufleet.text import bounded
@@ -332,7 +333,7 @@ def _resolve(state: FleetState, s: GkeSlice, ids: dict[str, str], file: str) -> 
         cubes.append(ids[pid])
     if len(set(cubes)) != len(cubes):
         raise _bad(file, f"{s.path}.spec.partitionIds", list(s.partitions), "two partitions are one cube", s.name)
-    pods = sorted({state.fleet.cube_pod[c] for c in cubes})
+    pods = sorted({state.fleet.cube_pod[c] for c in cubes}, key=natural_key)
     if len(pods) > 1:
         raise _bad(file, f"{s.path}.spec.partitionIds", ",".join(cubes), f"cubes of pods {', '.join(pods)}", s.name)
     pod = state.fleet.pod_by_name[pods[0]]

@@ -35,7 +35,7 @@ from typing import Any
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Fault, FleetState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, machine_of
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, machine_of, natural_key
 from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import Drain
@@ -489,7 +489,7 @@ def health_diff(state: FleetState, wants: dict[TargetId, Want], scope: set[Targe
     """
     diff = HealthDiff()
     within = _faults_within_machines(state)
-    for target in sorted(wants, key=str):
+    for target in sorted(wants, key=lambda t: natural_key(str(t))):
         want, fault = wants[target], state.open_fault_on(target)
         if fault is None and isinstance(target, HostId) and want.planned in within.get(target, ()):
             diff.kept += 1  # a chip, link or cube fault the node's state already says (`export node-labels`)

@@ -31,12 +31,13 @@ cube a DEGRADED reservation sub-block already holds degraded is no news: the imp
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.fleetstate import FleetState, NodePoolSlice
+from tpufleet.ids import natural_key
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, Node
 from tpufleet.integrations.k8s_plan import Placement, node_trouble
 from tpufleet.model import Pod
@@ -104,7 +105,7 @@ def plan_pools(
         if not group:
             continue
         accelerator = group[0].labels[keys.accelerator]
-        placed = tuple(sorted(on_machines.get(pool, ()), key=_cube_order(state)))
+        placed = tuple(sorted(on_machines.get(pool, ()), key=natural_key))
         out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group), placed)
         troubles = ((n.name, node_trouble(n, mapping)) for n in group)
         out.troubled[pool] = [(name, *t) for name, t in troubles if t is not None]
@@ -273,13 +274,8 @@ def _degraded(state: FleetState, placement: Placement, out: PoolPlan) -> None:
     said = {c for c, (s, _) in reported.items() if s == DEGRADED_PARTITION and (c in was or c not in held)}
     now = {c for c in was if c not in reported} | said
     out.degraded = frozenset(now)
-    out.degraded_new = sorted(now - was, key=_cube_order(state))
-    out.degraded_cleared = sorted(was - now, key=_cube_order(state))
-
-
-def _cube_order(state: FleetState) -> Callable[[str], tuple[str, int]]:
-    pod_of, position = state.fleet.cube_pod, state.fleet.cube_position
-    return lambda c: (pod_of.get(c, ""), position.get(c, 0))
+    out.degraded_new = sorted(now - was, key=natural_key)
+    out.degraded_cleared = sorted(was - now, key=natural_key)
 
 
 def unplaced_cubes(pools: Iterable[NodePoolSlice]) -> dict[str, int]:

@@ -39,7 +39,7 @@ from typing import Any
 
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
-from tpufleet.ids import CubeId
+from tpufleet.ids import CubeId, natural_key
 from tpufleet.text import bounded
 from tpufleet.timeparse import RFC3339, utc_stamp
 
@@ -320,7 +320,7 @@ class ReservationPlan:
 def plan(state: FleetState, given: ReservationInput, pod: str | None, now: str) -> ReservationPlan:
     """The import of `given` against `state` (steps 1-3 of the module docstring); BadInput for an unknown pod."""
     if pod is not None and pod not in state.fleet.pod_by_name:
-        known = ", ".join(sorted(state.fleet.pod_by_name))
+        known = ", ".join(state.fleet.pod_by_name)  # in the fleet's order (pod2 before pod10)
         raise BadInput(f"bad option --pod {bounded(pod, 60)!r}: no such pod (pods: {known})")
     out = ReservationPlan()
     pod_of = _place_blocks(state, given, pod, out)
@@ -376,7 +376,7 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
     known, learnt = state.reservation.sub_blocks, state.k8s.partitions
     taken = {r.cube for r in known.values()} | set(learnt.values())
     free = {p.name: [c for c in p.cubes if c not in taken] for p in state.fleet.pods}
-    order = sorted(given.sub_blocks, key=lambda sb: (sb.position is None, sb.position or "", sb.index))
+    order = sorted(given.sub_blocks, key=lambda sb: (sb.position is None, natural_key(sb.position or ""), sb.index))
     for sb in order:
         pod = pod_of.get(sb.block)
         if pod is None:
@@ -441,7 +441,7 @@ def _drain_diff(state: FleetState, out: ReservationPlan, now: str) -> None:
     """Drains to open for maintenance due at `now`, and drains an import opened whose maintenance is gone or
     moved to a later window (the cube serves until then)."""
     wanted: set[str] = set()
-    for name, record in sorted(out.mapped.items(), key=lambda kv: kv[1].cube):
+    for name, record in sorted(out.mapped.items(), key=lambda kv: natural_key(kv[1].cube)):
         if record.maintenance is None or not record.maintenance.drains:
             continue
         drain, existing = Drain(record.cube, name, record.maintenance), state.open_fault_on(CubeId(record.cube))

@@ -9,7 +9,7 @@ from typing import Any
 from tpufleet import faults, moves, movesteps
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
-from tpufleet.ids import OcsId, TargetId
+from tpufleet.ids import OcsId, TargetId, natural_key
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
 from tpufleet.model import check_known
@@ -177,7 +177,7 @@ def apply_import(
         if entry["id"] is not None and WINDOW[0] in entry:
             state.set_fault_window(entry["id"], *(entry[k] for k in WINDOW))
     plan["applied"], plan["serial"] = True, state.next_serial
-    return Outcome(plan, Change(summary, {"faults": sorted(filter(None, ids.values()))}))
+    return Outcome(plan, Change(summary, {"faults": sorted(filter(None, ids.values()), key=natural_key)}))
 
 
 def reschedule(state: FleetState, name: str) -> Outcome:

@@ -116,7 +116,7 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
         "shape": shape.text,
         "twisted": shape.twisted,
         "slices": [{"slice": s.name, **s.record()} for s in members],
-        "pods": sorted(placement.per_pod),
+        "pods": list(placement.per_pod),  # in the order people count pods
         "per_pod": placement.per_pod,
         "spread": req.spread,
         "elastic_min": req.elastic_min,

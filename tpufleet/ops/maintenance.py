@@ -18,7 +18,7 @@ from typing import Any
 from tpufleet import maintenance
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
-from tpufleet.ids import CubeId, OcsId
+from tpufleet.ids import CubeId, OcsId, natural_key
 from tpufleet.journalentry import JournalEntry
 from tpufleet.maintenance import Notice
 from tpufleet.ops import faults as fault_ops
@@ -52,7 +52,7 @@ def recorded_notices(state: FleetState) -> tuple[list[Notice], str]:
     drained = state.cubes_drained() | {n.cube for n in notices}
     announced = [
         Notice(r.cube, _stamp(w.start), _stamp(w.end) if w.end is not None else None, None, sub_block=name)
-        for name, r in sorted(state.reservation.sub_blocks.items(), key=lambda kv: kv[1].cube)
+        for name, r in sorted(state.reservation.sub_blocks.items(), key=lambda kv: natural_key(kv[1].cube))
         if (w := r.maintenance) is not None and w.drains and w.start is not None and r.cube not in drained
     ]
     return [*notices, *announced], "open maintenance drains and announced maintenance"
@@ -357,8 +357,9 @@ def _differs(wave: SavedWave, done: _Wave, state: FleetState) -> list[str]:
     why += [f"slice {name!r} would be moved too" for name in sorted(made.keys() - planned.keys())]
     for name in sorted(planned.keys() & made.keys()):
         if planned[name] != made[name]:
-            into = ",".join(sorted(made[name][1])) or "-"
-            why.append(f"slice {name!r} would move to {into} (the plan: {','.join(sorted(planned[name][1])) or '-'})")
+            into = ",".join(sorted(made[name][1], key=natural_key)) or "-"
+            was = ",".join(sorted(planned[name][1], key=natural_key)) or "-"
+            why.append(f"slice {name!r} would move to {into} (the plan: {was})")
     why += [f"slice {name!r} would be left evicted" for name in _evicted_by(state, done.fault_ids)]
     return why
 

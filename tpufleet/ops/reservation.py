@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.fleetstate import FleetState
-from tpufleet.ids import CubeId
+from tpufleet.ids import CubeId, natural_key
 from tpufleet.integrations.reservation import REASON_PREFIX, Drain, ReservationInput, ReservationPlan, plan
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
@@ -45,10 +45,8 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         r = mapped[name]
         return {**cube_row(name), "healthy_hosts": r.healthy_hosts, "degraded_hosts": r.degraded_hosts}
 
-    position = state.fleet.cube_position  # cube order (c17 before c121), not the ids' text order
-
-    def in_cube_order(names: Any) -> list[str]:
-        return sorted(names, key=lambda n: (diff.pods.get(n, ""), position.get(mapped[n].cube, 0), mapped[n].cube))
+    def in_cube_order(names: Any) -> list[str]:  # c17 before c121, pod2's before pod10's: not the ids' text order
+        return sorted(names, key=lambda n: natural_key(mapped[n].cube))
 
     data: dict[str, Any] = {
         "source": source,

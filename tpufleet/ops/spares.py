@@ -15,7 +15,7 @@ from tpufleet import spares
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
 from tpufleet.errors import BadInput, shown
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
-from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, parse_target
+from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, natural_key, parse_target
 from tpufleet.model import Pod, check_known
 from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
@@ -231,8 +231,8 @@ def _pod_plan(
         "cubes": len(pod.cubes),
         "hosts_per_cube": hosts,
         "p_cube": clean,
-        "cubes_down_now": sorted(c for c in pod.cubes if c in ctx.down),
-        "cubes_maintenance_in_horizon": sorted(c for c in pod.cubes if c in ctx.maintenance),
+        "cubes_down_now": [c for c in pod.cubes if c in ctx.down],  # in the pod's order (c99 before c100)
+        "cubes_maintenance_in_horizon": [c for c in pod.cubes if c in ctx.maintenance],
         "cubes_with_history": {c: ctx.history[c] for c in pod.cubes if ctx.history.get(c) and c not in ctx.down},
         "expected_healthy": sum(odds.values()),
         "healthy_cubes_at_confidence": spares.cubes_at_confidence(list(odds.values()), confidence),
@@ -295,7 +295,7 @@ def _ocs_term(
 def _ocs_down_now(ctx: _Context, pod: Pod, slices: Sequence[Slice]) -> str:
     """The pod's OCS with an open fault or drain and the slices that cannot ride through it (what makes the OCS
     term 0), as the note names them; empty when none is down."""
-    down = sorted(str(o) for o in ctx.state.health().ocs_down if o.pod == pod.name)
+    down = sorted((str(o) for o in ctx.state.health().ocs_down if o.pod == pod.name), key=natural_key)
     rigid = [s.name for s in slices if not s.fault_tolerant_routing]
     if not down or not rigid:
         return ""

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tpufleet.ids import natural_key
+
 Doc = dict[str, Any]
 # "reroute": a second fault on a degraded slice changes only its figures and the faults it routes around;
 # "proposal": a fault on an evicted slice's reserved move changes only where it moves (the cubes reserved)
@@ -63,7 +65,7 @@ def _faults(before: Doc, after: Doc) -> Doc:
 def _ocs(before: Doc, after: Doc) -> Doc:
     old, new = before.get("ocs", {}), after.get("ocs", {})
     out = {}
-    for key in sorted(old.keys() | new.keys()):
+    for key in sorted(old.keys() | new.keys(), key=natural_key):  # pod0/x/2 before pod0/x/10
         a = {tuple(p) for p in old.get(key, [])}
         b = {tuple(p) for p in new.get(key, [])}
         if a != b:
@@ -230,7 +232,7 @@ class _Net:
                     "add": [list(p) for p, n in sorted(c.items()) if n > 0],
                     "remove": [list(p) for p, n in sorted(c.items()) if n < 0],
                 }
-                for key, c in sorted(self.ocs.items())
+                for key, c in sorted(self.ocs.items(), key=lambda kv: natural_key(kv[0]))
                 if any(c.values())
             },
         }
