@@ -199,3 +199,25 @@ def test_maintenance_in_one_window_and_node_faults_are_listed_in_cube_order(twel
     (tmp_path / "nodes.json").write_text(json.dumps(doc))
     opened = cli("import", "k8s", tmp_path / "nodes.json", "-o", "json").json["faults_opened"]
     assert [f["target"] for f in opened] == ["host:c98/0", "host:c100/0"]
+
+
+def test_explain_says_an_announced_window_has_started_rather_than_that_it_will_come(fleet, tmp_path, monkeypatch):
+    """Past the start of an announced window (no import since, so no drain yet), `explain` still said the slice's
+    cube "goes into maintenance at" that time and that the cube "serves until then", as if it were to come;
+    `status` said the next import opens the drain."""
+    from tpufleet.state import store
+
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sb = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sb]))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0  # c00
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    ahead = " ".join(fleet("explain", "a", "-o", "json").json["why"])
+    assert "goes into maintenance at 2099-06-16T09:00:00Z" in ahead
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")
+    started = " ".join(fleet("explain", "a", "-o", "json").json["why"])
+    assert "goes into maintenance" not in started
+    assert "maintenance window started at 2099-06-16T09:00:00Z" in started and "import reservation" in started
+    cube = " ".join(fleet("explain", "cube:c00", "-o", "json").json["why"])
+    assert "serves until then" not in cube and "its window has started" in cube

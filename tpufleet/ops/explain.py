@@ -33,7 +33,7 @@ def explain(
     `missing_tables`: slices whose indexed tables are no longer kept; `linked_tables`: the path of a symbolic link
     standing where a slice's tables belong (`routes` refuses it), by slice (the shell looks)."""
     if ":" in what:
-        return Outcome(explain_target(state, parse_target(what)), None)
+        return Outcome(explain_target(state, parse_target(what), now), None)
     if what in state.jobs:
         return Outcome(_explain_job(state, what, now, missing_tables, linked_tables or {}), None)
     fault = state.fault(what) if what not in state.slices else None
@@ -305,7 +305,7 @@ def explain_slice(
     if sl.state.wired and routes != "fresh" and not sl.machines:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
-    _maintenance_ahead(state, sl, why, next_steps)
+    _maintenance_ahead(state, sl, now, why, next_steps)
     rewire = _wiring_steps(state, sl, now, why, next_steps)
     if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
         link = (linked_tables or {}).get(sl.name)
@@ -336,16 +336,25 @@ def _announced_on(state: FleetState, cubes: Collection[str]) -> list[Row]:
     return [m for m in reservation_maintenance(state) if m["cube"] in cubes and not m["drained"]]
 
 
-def _maintenance_ahead(state: FleetState, sl: Slice, why: list[str], next_steps: list[str]) -> None:
+def _started(m: Row, now: str) -> bool:
+    """Whether announced maintenance's window has started at `now`: its drain waits for the next import."""
+    return m["window_start"] is not None and m["window_start"] <= now
+
+
+def _maintenance_ahead(state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str]) -> None:
     """A running (or about to run) slice on a cube whose announced maintenance will drain it: move it first."""
     if sl.state is SliceState.EVICTED:
         return
     ahead = _announced_on(state, sl.cubes)
     for m in ahead:
-        why.append(
-            f"cube {m['cube']} goes into maintenance at {m['window_start'] or 'an unknown time'} (reservation "
-            f"sub-block {m['sub_block']}): its drain stops the slice unless it is moved first"
+        when = (
+            f"'s maintenance window started at {m['window_start']} (reservation sub-block {m['sub_block']}): the "
+            "next `tpufleet import reservation` opens its drain, which"
+            if _started(m, now)
+            else f" goes into maintenance at {m['window_start'] or 'an unknown time'} (reservation sub-block "
+            f"{m['sub_block']}): its drain"
         )
+        why.append(f"cube {m['cube']}{when} stops the slice unless it is moved first")
     if ahead:
         next_steps.append(
             "tpufleet plan-maintenance --out plan.json (then tpufleet apply-maintenance plan.json --wave N)"
@@ -410,7 +419,7 @@ def _component_state(target: TargetId, faults: list[Fault]) -> str:
     return f"out of the pool: {cause[0].target} {kind}" if inside else f"{kind} with {cause[0].target}"
 
 
-def explain_target(state: FleetState, target: TargetId) -> Row:
+def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
     target = canonical(target)  # an electrical link by either end's name is one component, recorded by one
     pods = [p.name for p in state.fleet.pods]
     if isinstance(target, OcsId) and target.pod not in pods:
@@ -424,7 +433,13 @@ def explain_target(state: FleetState, target: TargetId) -> Row:
         why += [
             f"maintenance announced from {m['window_start'] or '?'} to {m['window_end'] or '?'} (reservation "
             f"sub-block {m['sub_block']}): "
-            + ("a fault holds the cube out of the pool now" if m["out_of_pool"] else "the cube serves until then")
+            + (
+                "a fault holds the cube out of the pool now"
+                if m["out_of_pool"]
+                else "its window has started: the next `tpufleet import reservation` opens its drain"
+                if _started(m, now)
+                else "the cube serves until then"
+            )
             for m in _announced_on(state, {target.cube})
         ]
     return {
