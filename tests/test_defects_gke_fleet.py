@@ -221,3 +221,18 @@ def test_explain_says_an_announced_window_has_started_rather_than_that_it_will_c
     assert "maintenance window started at 2099-06-16T09:00:00Z" in started and "import reservation" in started
     cube = " ".join(fleet("explain", "cube:c00", "-o", "json").json["why"])
     assert "serves until then" not in cube and "its window has started" in cube
+
+
+def test_a_jobs_slices_are_listed_as_counted(fleet):
+    """A job's slices are named j-0 .. j-11 by tpufleet itself; `show slices`, `status`, the map's legend and the
+    message naming the slices listed them as text: j-0, j-1, j-10, j-11, j-2."""
+    assert fleet("allocate", "j", "--shape", "2x2x1", "--slices", "12").code == 0
+    counted = [f"j-{i}" for i in range(12)]
+    assert [s["name"] for s in fleet("show", "slices", "-o", "json").json] == counted
+    assert [s["name"] for s in fleet("status", "-o", "json").json["slices"]] == counted
+    legend = [
+        line.split()[1] for line in fleet("show", "map").out.splitlines() if line.startswith("  ") and "2x2x1" in line
+    ]
+    assert legend == counted
+    r = fleet("release", "nope")
+    assert r.code == 1 and ", ".join(counted) in r.err

@@ -28,6 +28,7 @@ from tpufleet.constants import CUBE_EDGE, DIMS
 from tpufleet.errors import BadInput
 from tpufleet.fleetstate import FleetState, Slice
 from tpufleet.health import Health
+from tpufleet.ids import natural_key
 from tpufleet.jobs import job_tag
 from tpufleet.model import pod_ocs
 from tpufleet.text import around
@@ -122,7 +123,7 @@ def slice_marks(names: Iterable[str]) -> dict[str, str]:
     {'a': 'A', 'b': 'B', 'c': 'C', 'd': 'E'}
     """
     marks = {}
-    for i, name in enumerate(sorted(names)):
+    for i, name in enumerate(sorted(names, key=natural_key)):
         marks[name] = (
             _LETTERS[i] if i < len(_LETTERS) else _LETTERS[i // len(_LETTERS) - 1] + _LETTERS[i % len(_LETTERS)]
         )
@@ -209,7 +210,7 @@ def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
             "; ".join(filter(None, (job_tag(state, sl), _slice_detail(sl)))),
             sl.job,
         )
-        for name, sl in sorted(state.slices.items())
+        for name, sl in sorted(state.slices.items(), key=lambda kv: natural_key(kv[0]))
         if sl.pod in shown
     ]
     return FleetMap(maps, legend)

@@ -519,7 +519,7 @@ class FleetState:
         if name in self.jobs:
             return self.job_slices(name)
         if name not in self.slices:
-            slices, jobs = (", ".join(sorted(names)) or "none" for names in (self.slices, self.jobs))
+            slices, jobs = (", ".join(sorted(names, key=natural_key)) or "none" for names in (self.slices, self.jobs))
             raise Refused(f"unknown slice or job {name!r} (slices: {slices}; jobs: {jobs})")
         return [self.slices[name]]
 
@@ -530,7 +530,8 @@ class FleetState:
 
     def slices_holding(self, cube: str) -> list[str]:
         """The slices on `cube` that it would stop, by name (an evicted slice holds its cubes but runs nowhere)."""
-        return sorted(n for n, sl in self.slices.items() if cube in sl.cubes and sl.state is not SliceState.EVICTED)
+        on = (n for n, sl in self.slices.items() if cube in sl.cubes and sl.state is not SliceState.EVICTED)
+        return sorted(on, key=natural_key)
 
     def connect(self, name: str) -> None:
         sl = self.slice(name)
@@ -767,5 +768,5 @@ def _known(named: Mapping[str, _Named], name: str, what: str) -> _Named:
     try:
         return named[name]
     except KeyError:
-        known = ", ".join(sorted(named)) or "none"
+        known = ", ".join(sorted(named, key=natural_key)) or "none"
         raise Refused(f"unknown {what} {name!r} ({what}s: {known})") from None

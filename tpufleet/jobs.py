@@ -120,7 +120,7 @@ def job_status(state: FleetState, name: str) -> JobStatus:
 
 
 def all_statuses(state: FleetState) -> list[JobStatus]:
-    return [job_status(state, name) for name in sorted(state.jobs)]
+    return [job_status(state, name) for name in sorted(state.jobs, key=natural_key)]
 
 
 # ---- what a fault does to a job ---------------------------------------------------------------------------------

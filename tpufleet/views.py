@@ -143,7 +143,7 @@ def slice_rows(state: FleetState, missing: Collection[str] = ()) -> list[Row]:
     """`show slices`: each slice by name; `missing`: slices whose indexed tables are no longer kept (a file
     removed by hand), whose routes read "missing" rather than fresh or stale."""
     rows = []
-    for name in sorted(state.slices):
+    for name in sorted(state.slices, key=natural_key):  # a job's j-2 before its j-10
         sl = state.slices[name]
         route = state.routes.get(name)
         rows.append(

@@ -290,7 +290,7 @@ def plan(state: FleetState, given: SliceListInput) -> SlicePlan:
     unmatched = _match(state, placed, out)
     _new_or_conflict(state, unmatched, out)
     described = set(out.matched.values())
-    for name in sorted(state.slices):
+    for name in sorted(state.slices, key=natural_key):
         sl = state.slices[name]
         if name not in described and _describable(state, sl):
             why = f"{sl.shape.text} on {_cube_text(sl.cubes)}: no Slice (export slices writes it)"

@@ -12,7 +12,7 @@ from tpufleet import xconnect
 from tpufleet.errors import Refused
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
-from tpufleet.ids import LinkId, OcsId
+from tpufleet.ids import LinkId, OcsId, natural_key
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.plan_then import plan_when_made
@@ -142,7 +142,7 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str, journal: Journal 
             f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
         )
     if saved.slice not in state.slices:  # released since, or never made here: this state knows no such slice
-        known = ", ".join(sorted(state.slices)) or "none"
+        known = ", ".join(sorted(state.slices, key=natural_key)) or "none"
         raise Refused(f"plan {saved.path}: unknown slice {saved.slice!r} (slices: {known})")
     why = changed_since(state, saved) if saved.serial != state.serial else []
     if why:
