@@ -316,3 +316,10 @@ def test_no_cube_left_names_the_partitions_that_hold_cubes(cli, sub_blocks, tmp_
         "no cube left: of pod0's 4 cubes, 2 are sub-blocks and 2 partitions import k8s learnt whose names are no "
         "sub-block's"
     }
+
+
+def test_a_list_of_one_sub_block_is_said_in_the_singular(superpod, sub_blocks, tmp_path):
+    one = [copy.deepcopy(item) for item in sub_blocks if "DEGRADED" not in json.dumps(item)][:1]
+    r = superpod("import", "reservation", write(tmp_path, one))
+    assert r.code == 0, r.err
+    assert ": 1 sub-block, 1 mapped to cubes" in r.out.splitlines()[0]

@@ -19,6 +19,7 @@ from tpufleet.cli.app import (
     examples,
 )
 from tpufleet.cli.render import data_text, emit
+from tpufleet.ops.fleet import counted
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -157,7 +158,7 @@ def import_k8s_cmd(
 
 def _reservation_text(d: dict[str, Any]) -> str:
     lines = [
-        f"{d['source']}: {d['sub_blocks']} sub-blocks, {d['mapped']} mapped to cubes "
+        f"{d['source']}: {counted(d['sub_blocks'], 'sub-blocks')}, {d['mapped']} mapped to cubes "
         f"({len(d['sub_blocks_new'])} new, {d['sub_blocks_known']} known), {len(d['degraded'])} degraded",
     ]
     lines += [f"  pod named: {b['pod']} = block {b['block']}" for b in d["blocks_named"]]
