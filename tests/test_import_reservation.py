@@ -166,6 +166,36 @@ LONG = "x" * 500
             "upcomingGroupMaintenance.windowStartTime",
             "RFC 3339",
         ),
+        (
+            lambda d: (
+                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
+                    windowStartTime="2026-06-16T23:59:60Z"
+                )
+                or d
+            ),
+            "upcomingGroupMaintenance.windowStartTime",
+            "is a leap second (:60), which the tool cannot keep",
+        ),
+        (
+            lambda d: (
+                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
+                    windowEndTime="9999-12-31T23:00:00-05:00"
+                )
+                or d
+            ),
+            "upcomingGroupMaintenance.windowEndTime",
+            "is past year 9999 in UTC",
+        ),
+        (
+            lambda d: (
+                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
+                    windowStartTime="2026-13-45T09:00:00Z"
+                )
+                or d
+            ),
+            "upcomingGroupMaintenance.windowStartTime",
+            "must be an RFC 3339 time of the calendar",
+        ),
     ],
 )
 def test_malformed_input_exits_2_naming_object_and_field(superpod, tmp_path, sub_blocks, edit, field, words):

@@ -243,10 +243,21 @@ def _time(obj: Mapping[str, Any], key: str, path: str, where: _Where, name: str)
     value = obj.get(key)
     if value is None:
         return None
-    stamp = utc_stamp(value) if isinstance(value, str) and RFC3339.fullmatch(value) else None
+    written = isinstance(value, str) and RFC3339.fullmatch(value)
+    stamp = utc_stamp(value) if written else None
     if stamp is None:
-        raise where.bad(f"{path}.{key}", value, "must be an RFC 3339 time (2026-06-16T09:00:00Z)", name)
+        raise where.bad(f"{path}.{key}", value, _time_problem(value if written else None), name)
     return stamp
+
+
+def _time_problem(written: str | None) -> str:
+    """Why a time is refused: RFC 3339 allows a leap second and offsets that leave year 9999 in UTC, which are
+    times all the same, but none the tool can keep."""
+    if written is not None and written[17:19] == "60":
+        return "is a leap second (:60), which the tool cannot keep: give the second before or after"
+    if written is not None and written.startswith("9999-12-31"):
+        return "is past year 9999 in UTC, which the tool cannot keep"
+    return "must be an RFC 3339 time of the calendar (2026-06-16T09:00:00Z)"
 
 
 def _check_unique(subs: list[SubBlock], where: _Where) -> None:
