@@ -93,25 +93,25 @@ class Server:
 
     def status(self, request: Request) -> Response:
         snap = self.snapshot()
-        return tagged(request, snap.serial, lambda: documents.status(snap))
+        return tagged(request, documents.etag(snap), lambda: documents.status(snap))
 
     def slices(self, request: Request) -> Response:
         snap = self.snapshot()
-        return tagged(request, snap.serial, lambda: documents.rows(snap, "slices"))
+        return tagged(request, documents.etag(snap), lambda: documents.rows(snap, "slices"))
 
     def jobs(self, request: Request) -> Response:
         snap = self.snapshot()
-        return tagged(request, snap.serial, lambda: documents.rows(snap, "jobs"))
+        return tagged(request, documents.etag(snap), lambda: documents.rows(snap, "jobs"))
 
     def faults(self, request: Request) -> Response:
         every = flag(request, "all")
         snap = self.snapshot()
-        return tagged(request, snap.serial, lambda: documents.faults(snap, every))
+        return tagged(request, documents.etag(snap), lambda: documents.faults(snap, every))
 
     def journal(self, request: Request) -> Response:
         since = serial_query(request, "since")
         snap = self.snapshot()
-        return tagged(request, snap.serial, lambda: documents.journal(snap, since))
+        return tagged(request, documents.etag(snap), lambda: documents.journal(snap, since))
 
     # ---- the one write ---------------------------------------------------------------------------------------
     async def alerts(self, request: Request) -> Response:
@@ -222,9 +222,9 @@ def wants_openmetrics(accept: str) -> bool:
     return best["application/openmetrics-text"] > 0.0 and best["application/openmetrics-text"] >= best["text/plain"]
 
 
-def tagged(request: Request, serial: int, body: Callable[[], bytes]) -> Response:
-    """A JSON document with the serial as its ETag; 304 (no body) when the client already holds that serial."""
-    etag = f'"{serial}"'
+def tagged(request: Request, etag: str, body: Callable[[], bytes]) -> Response:
+    """A JSON document with its snapshot's ETag (`documents.etag`: the serial); 304 (no body) when the client
+    already holds it."""
     headers = {**_COMMON, "ETag": etag, "Cache-Control": "no-cache"}
     held = [t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")]
     if etag in held or "*" in held:

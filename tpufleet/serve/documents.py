@@ -33,6 +33,30 @@ class MetricsInputs:
     moment: Callable[[FleetState], Hashable] = lambda state: ()
 
 
+def etag(snap: Snapshot) -> str:
+    """The entity tag of the snapshot's JSON documents: its serial, quoted (`"42"`), while the stored routing tables
+    stand as committed; else the serial and a digest of how they stand (`"42-1f0c..."`: removed, replaced by
+    hand, linked, waiting), which the documents say too. A client holding the documents from before such a change
+    must not be told they did not change (304)."""
+    return str(snap.cached("etag", lambda: _etag(snap)))
+
+
+def _etag(snap: Snapshot) -> str:
+    import hashlib
+    import json
+
+    from tpufleet.ops.views import tables_as_stored
+
+    committed = snap.store.state
+    state, missing = tables_as_stored(snap.store, committed)
+    waiting = sorted(name for name, entry in state.routes.items() if entry is not committed.routes.get(name))
+    linked = sorted(snap.store.linked_tables(missing).items())
+    if not (missing or waiting or linked):
+        return f'"{committed.serial}"'
+    stand = json.dumps([sorted(missing), waiting, linked]).encode()
+    return f'"{committed.serial}-{hashlib.sha256(stand).hexdigest()[:16]}"'
+
+
 def status(snap: Snapshot) -> bytes:
     from tpufleet.ops import views
 
