@@ -33,3 +33,40 @@ def test_a_document_changed_by_tables_removed_by_hand_is_not_answered_304(routed
     assert again.headers["etag"] != first.headers["etag"]
     held = client.get("/api/v1/slices", headers={"If-None-Match": again.headers["etag"]})
     assert held.status_code == 304 and held.headers["etag"] == again.headers["etag"]
+
+
+_TOKEN = "s3cret-token-for-the-tests-0123456789"
+_FIRING = {
+    "version": "4",
+    "status": "firing",
+    "alerts": [
+        {
+            "status": "firing",
+            "labels": {"alertname": "HostDown", "tpufleet_target": "host:c03/1"},
+            "annotations": {},
+            "startsAt": "2026-11-29T10:00:00Z",
+            "fingerprint": "abc123",
+        }
+    ],
+}
+
+
+def test_an_alert_the_state_directory_refuses_is_409_not_a_bad_payload(fleet):
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    state = Path(fleet.state)
+    server = Server(Source(Store(state)), metrics_inputs(), _TOKEN.encode(), 5)
+    client = TestClient(build_app(server), raise_server_exceptions=False)
+    state.chmod(0o770)  # as the CLI refuses to write it (exit 2), so does the alert intake
+    try:
+        r = client.post("/api/v1/alerts", json=_FIRING, headers={"Authorization": f"Bearer {_TOKEN}"})
+    finally:
+        state.chmod(0o700)
+    assert r.status_code == 409, r.text  # 422 says the payload is not Alertmanager's: it is
+    assert r.json()["status"] == 409 and str(state) in r.json()["error"]
+    assert fleet("status", "-o", "json").json["open_faults"] == 0

@@ -138,7 +138,10 @@ class Server:
         left = round(max(0.0, store.lock_timeout - waited), 2)  # (to the hundredth: the message shows it)
         try:
             with store.transaction(ALERTS_COMMAND, timeout=left) as tx:
-                outcome = receive(tx.state, alerts, utc_now())
+                try:
+                    outcome = receive(tx.state, alerts, utc_now())
+                except BadInput as exc:  # the alerts' own: the payload is what is wrong
+                    raise Problem(422, str(exc)) from None
                 tx.commit(outcome.change)
         except LockTimeout as exc:
             behind = f", having waited {waited:.1f}s behind the alerts received before" if waited >= 0.05 else ""
@@ -147,9 +150,7 @@ class Server:
             raise Problem(503, str(exc), {"Retry-After": "5"}) from None
         except BadStateFile as exc:
             raise Problem(503, f"the state cannot be read: {exc}") from None
-        except BadInput as exc:
-            raise Problem(422, str(exc)) from None
-        except Refused as exc:
+        except (BadInput, Refused) as exc:  # the state refuses it (writable by others, say), not the payload
             raise Problem(409, str(exc)) from None
         finally:
             self._writing.release()
