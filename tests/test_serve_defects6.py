@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,40 @@ def test_an_alert_the_state_directory_refuses_is_409_not_a_bad_payload(fleet):
     assert r.status_code == 409, r.text  # 422 says the payload is not Alertmanager's: it is
     assert r.json()["status"] == 409 and str(state) in r.json()["error"]
     assert fleet("status", "-o", "json").json["open_faults"] == 0
+
+
+async def _one_thread_for_the_reads() -> None:
+    import anyio.to_thread
+
+    anyio.to_thread.current_default_thread_limiter().total_tokens = 1  # as a pool whose threads are all taken
+
+
+def test_an_alert_waiting_on_the_state_lock_leaves_the_reads_their_threads(fleet):
+    """A burst of alerts waiting (up to --lock-timeout) on a lock a long command holds took every thread of the pool
+    the reads are answered in: /healthz, /readyz and /metrics went unanswered until the lock came free."""
+    from starlette.testclient import TestClient
+
+    from helpers import GUARD_S, in_thread
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+    from tpufleet.state.lock import exclusive
+
+    srv = Server(Source(Store(Path(fleet.state), 4 * GUARD_S)), metrics_inputs(), _TOKEN.encode(), 5)
+    bearer = {"Authorization": f"Bearer {_TOKEN}"}
+    with TestClient(build_app(srv), raise_server_exceptions=False) as client:
+        assert client.portal is not None  # (started by `with`: one event loop for every request)
+        client.portal.call(_one_thread_for_the_reads)
+        with exclusive(fleet.state, 5, "tpufleet hold-for-test"):
+            _, alert_done, alert = in_thread(lambda: client.post("/api/v1/alerts", json=_FIRING, headers=bearer))
+            deadline = time.monotonic() + GUARD_S
+            while not srv._writing.locked() and not alert_done.is_set() and time.monotonic() < deadline:
+                time.sleep(0.01)  # until the alert has its turn: then it waits on the state's lock
+            assert srv._writing.locked(), alert
+            _, answered, health = in_thread(lambda: client.get("/healthz"))
+            in_time = answered.wait(GUARD_S)
+        assert alert_done.wait(GUARD_S)
+    assert in_time, "/healthz went unanswered while an alert waited on the state's lock"
+    assert health[0].status_code == 200
+    assert alert[0].status_code == 200 and alert[0].json()["opened"] == ["f1"]

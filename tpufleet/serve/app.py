@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -37,6 +38,7 @@ MAX_BODY = 1 << 20  # 1 MiB: a notification of 1000 alerts with long annotations
 BODY_SECONDS = 10.0  # a body must arrive within this: a slow client cannot hold a write for long
 MAX_SERIAL_DIGITS = 18
 ALERTS_COMMAND = "tpufleet serve: POST /api/v1/alerts"
+ALERT_THREADS = 40  # alerts at once in threads of their own (as many as the reads' pool has)
 _COMMON = {"X-Content-Type-Options": "nosniff"}
 _PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -64,6 +66,10 @@ class Server:
     # An alert waits for both together at most the store's lock timeout (--lock-timeout), as measured by `clock`.
     _writing: threading.Lock = field(default_factory=threading.Lock)
     clock: Callable[[], float] = time.monotonic
+    # Alerts wait for their turn and the state's lock (up to --lock-timeout) in threads apart from the reads': in the
+    # pool the reads run in, a burst of them waiting on a lock held by a long command left no thread to answer
+    # /healthz, /readyz or a scrape of /metrics until the lock came free.
+    _alert_threads: anyio.CapacityLimiter | None = None
 
     def snapshot(self) -> Snapshot:
         try:
@@ -126,7 +132,9 @@ class Server:
             raise Problem(400, str(exc)) from None
         except BadPayload as exc:
             raise Problem(422, str(exc)) from None
-        data = await run_in_threadpool(self._receive, alerts)
+        if self._alert_threads is None:  # (made in the server's event loop)
+            self._alert_threads = anyio.CapacityLimiter(ALERT_THREADS)
+        data = await anyio.to_thread.run_sync(self._receive, alerts, limiter=self._alert_threads)
         return JSONResponse(data, headers=_COMMON)
 
     def _receive(self, alerts: list[Alert]) -> dict[str, Any]:
