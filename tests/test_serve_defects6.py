@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -108,3 +109,37 @@ def test_an_alert_waiting_on_the_state_lock_leaves_the_reads_their_threads(fleet
     assert in_time, "/healthz went unanswered while an alert waited on the state's lock"
     assert health[0].status_code == 200
     assert alert[0].status_code == 200 and alert[0].json()["opened"] == ["f1"]
+
+
+def test_healthz_answers_while_reads_hang_on_a_state_that_stopped_answering(fleet, monkeypatch):
+    """A database (or a file system) that stops answering without closing the connection leaves each read waiting;
+    once they held every thread of the pool, /healthz, documented as answering while the process runs, did not."""
+    from starlette.testclient import TestClient
+
+    from helpers import GUARD_S, in_thread
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    source = Source(Store(Path(fleet.state)))
+    hanging, freed = threading.Event(), threading.Event()
+    answer = source.current
+
+    def stuck() -> Any:
+        hanging.set()
+        freed.wait(GUARD_S)
+        return answer()
+
+    monkeypatch.setattr(source, "current", stuck)
+    with TestClient(build_app(Server(source, metrics_inputs())), raise_server_exceptions=False) as client:
+        assert client.portal is not None
+        client.portal.call(_one_thread_for_the_reads)
+        _, read_done, _read = in_thread(lambda: client.get("/api/v1/status"))
+        assert hanging.wait(GUARD_S)  # the read holds the pool's one thread
+        _, answered, health = in_thread(lambda: client.get("/healthz"))
+        in_time = answered.wait(GUARD_S)
+        freed.set()
+        assert read_done.wait(GUARD_S)
+    assert in_time, "/healthz went unanswered while a read hung"
+    assert health[0].status_code == 200 and health[0].json() == {"status": "ok"}

@@ -78,7 +78,9 @@ class Server:
             raise Problem(503, f"the state cannot be read: {exc}") from None
 
     # ---- reads -----------------------------------------------------------------------------------------------
-    def healthz(self, request: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
+        """Answered in the event loop itself: reads stuck on a database or file system that stopped answering hold
+        every thread of the pool, and the process still runs."""
         return JSONResponse({"status": "ok"}, headers=_COMMON)
 
     def readyz(self, request: Request) -> Response:
