@@ -143,3 +143,28 @@ def test_healthz_answers_while_reads_hang_on_a_state_that_stopped_answering(flee
         assert read_done.wait(GUARD_S)
     assert in_time, "/healthz went unanswered while a read hung"
     assert health[0].status_code == 200 and health[0].json() == {"status": "ok"}
+
+
+def test_the_journal_is_encoded_once_a_serial_whatever_the_requests(routed, monkeypatch):
+    """Each request for /api/v1/journal encoded the whole history again (a long one: a second of work a request,
+    for anyone who can reach the port); made once a serial, as the other documents are, each `since` cut from it."""
+    from tpufleet.serve import documents
+
+    encoded: list[int] = []
+    encode = documents.to_json
+
+    def counted(data: Any) -> str:
+        encoded.append(len(data))
+        return encode(data)
+
+    monkeypatch.setattr(documents, "to_json", counted)
+    client = _client(Path(routed.state))
+    every = routed("show", "journal", "-o", "json")
+    serials = [e["serial"] for e in every.json]
+    for since in (0, serials[1], serials[-2], serials[-1], 0, serials[1]):
+        r = client.get("/api/v1/journal", params={"since": since})
+        later = [e for e in every.json if e["serial"] > since]
+        assert r.status_code == 200 and r.json() == later
+        if since == 0:
+            assert r.text == every.out  # byte for byte the CLI's, its last newline included
+    assert len(encoded) == 1, encoded

@@ -4,6 +4,8 @@ metrics` with the mixin's families, and the page of `report -o html` refreshing 
 
 from __future__ import annotations
 
+import bisect
+import re
 import sys
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -88,8 +90,37 @@ def journal(snap: Snapshot, since: int) -> bytes:
             print(f"tpufleet: warning: {snap.store.journal_label}: damaged line(s) {lines} skipped", file=sys.stderr)
         return listing.rows
 
-    entries = snap.cached("journal", read)
-    return to_json([e for e in entries if e["serial"] > since]).encode()
+    whole = snap.cached("journal", lambda: _Journal.of(read()))
+    return whole.after(since)
+
+
+@dataclass(frozen=True)
+class _Journal:
+    """`show journal -o json` made once for a serial, with where each entry's text starts in it: the entries after
+    any serial are a tail of the list, cut from the one text (the same bytes as encoding that tail), rather than the
+    whole history encoded again for each request (a second of work for a long one)."""
+
+    entries: list[dict[str, Any]]
+    text: bytes
+    serials: list[int]
+    starts: list[int]  # where each entry's text begins ("\n  {", the list's own indentation); [] if not cut
+
+    @classmethod
+    def of(cls, entries: list[dict[str, Any]]) -> _Journal:
+        text = to_json(entries).encode()
+        serials = [int(e["serial"]) for e in entries]
+        starts = [m.start() for m in re.finditer(rb"\n  \{", text)]
+        if len(starts) != len(entries) or serials != sorted(serials):  # (never so: then each tail is encoded)
+            starts = []
+        return cls(entries, text, serials, starts)
+
+    def after(self, since: int) -> bytes:
+        if not self.starts:
+            return to_json([e for e in self.entries if e["serial"] > since]).encode()
+        first = bisect.bisect_right(self.serials, since)
+        if first == len(self.serials):
+            return b"[]"
+        return self.text if first == 0 else b"[" + self.text[self.starts[first] :]
 
 
 class _Families(Collector):
