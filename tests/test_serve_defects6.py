@@ -168,3 +168,52 @@ def test_the_journal_is_encoded_once_a_serial_whatever_the_requests(routed, monk
         if since == 0:
             assert r.text == every.out  # byte for byte the CLI's, its last newline included
     assert len(encoded) == 1, encoded
+
+
+def test_a_request_cut_short_by_the_stop_is_503_to_be_sent_again_not_500(fleet, monkeypatch):
+    """SIGTERM: once the grace period ran out, uvicorn cancelled the requests still running (an alert waiting on
+    the state's lock, a read on a database that stopped answering): each was answered 500 with a traceback on
+    stderr, though a 500 is always a bug; now 503 with Retry-After, which Alertmanager retries."""
+    import asyncio
+
+    from helpers import GUARD_S
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    source = Source(Store(Path(fleet.state)))
+    hanging, freed = threading.Event(), threading.Event()
+
+    def stuck() -> Any:
+        hanging.set()
+        freed.wait(GUARD_S)
+        raise AssertionError("the read was left to end")
+
+    monkeypatch.setattr(source, "current", stuck)
+    application = build_app(Server(source, metrics_inputs()))
+    scope = {"type": "http", "method": "GET", "path": "/readyz", "raw_path": b"/readyz", "query_string": b""}
+    scope |= {"headers": [], "http_version": "1.1", "scheme": "http", "root_path": ""}
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def stopped_while_running() -> None:
+        task = asyncio.create_task(application(scope, receive, send))
+        while not hanging.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()  # as uvicorn does once the grace period has run out
+        try:
+            await task
+        finally:
+            freed.set()
+
+    asyncio.run(stopped_while_running())
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 503
+    assert (b"retry-after", b"5") in sent[0]["headers"]
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    assert b'"status":503' in body and b"send it again" in body

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, TpufleetError, Unavailable
 from tpufleet.ops.alerts import Alert
@@ -40,6 +40,7 @@ MAX_SERIAL_DIGITS = 18
 ALERTS_COMMAND = "tpufleet serve: POST /api/v1/alerts"
 ALERT_THREADS = 40  # alerts at once in threads of their own (as many as the reads' pool has)
 _COMMON = {"X-Content-Type-Options": "nosniff"}
+_RETRY = {"Retry-After": "5"}
 _PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
@@ -292,6 +293,35 @@ class BoundedHeaders:
         await self.app(scope, receive, send)
 
 
+class AnsweredWhenStopping:
+    """ASGI middleware: a request still running when the stop's grace period runs out (uvicorn then cancels it) is
+    answered 503, to be sent again, rather than the 500 and traceback of an application error: an alert waiting on
+    the state's lock, a read on a database that stopped answering. An alert so cut short may have been applied or
+    not, as its thread is left to end; a repeat is recognised by its mark, so sending it again is safe."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            answer = error(503, "tpufleet serve is stopping: the request was cut short; send it again", _RETRY)
+            await answer(scope, receive, send)
+
+
 def build_app(server: Server) -> Starlette:
     routes = [
         Route(path, endpoint, methods=["GET"])
@@ -314,4 +344,5 @@ def build_app(server: Server) -> Starlette:
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
     application.add_middleware(BoundedHeaders)
+    application.add_middleware(AnsweredWhenStopping)
     return application
