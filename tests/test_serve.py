@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT
+from tpufleet.serve.app import MAX_BODY
 
 ALERTS = Path(__file__).parent.parent / "fixtures" / "alertmanager"
 TOKEN = "s3cret-token-for-the-tests-0123456789"
@@ -217,7 +218,7 @@ HOSTILE = [
     ("POST", "/api/v1/alerts", bearer(), b"[]", 422),
     ("POST", "/api/v1/alerts", bearer(), b'{"version": "3", "alerts": []}', 422),
     ("POST", "/api/v1/alerts", bearer(), b'{"version": "4", "alerts": [{"status": "firing"}]}', 422),
-    ("POST", "/api/v1/alerts", bearer(), b"{" + b" " * (1 << 20) + b"}", 413),
+    ("POST", "/api/v1/alerts", bearer(), b"{" + b" " * MAX_BODY + b"}", 413),
 ]
 
 
@@ -242,7 +243,7 @@ def test_a_body_that_lies_about_its_length_is_still_bounded(fleet):
     before = snapshot(fleet.state)
 
     def chunks():
-        for _ in range(20):
+        for _ in range(MAX_BODY // (64 * 1024) + 4):
             yield b" " * (64 * 1024)
 
     r = client(fleet.state).post("/api/v1/alerts", headers=bearer(), content=chunks())  # chunked: no Content-Length

@@ -1,4 +1,4 @@
-"""`tpufleet serve` as an operator's dashboard and a scraper see it: what a cached document's ETag promises."""
+"""`tpufleet serve` as dashboards, scrapers, probes and Alertmanager meet it: ETags, threads, stops, big notifications."""
 
 from __future__ import annotations
 
@@ -217,3 +217,51 @@ def test_a_request_cut_short_by_the_stop_is_503_to_be_sent_again_not_500(fleet, 
     assert (b"retry-after", b"5") in sent[0]["headers"]
     body = b"".join(m.get("body", b"") for m in sent[1:])
     assert b'"status":503' in body and b"send it again" in body
+
+
+def _host_alerts(cubes: int, hosts: int) -> list[dict[str, Any]]:
+    """An alert a host, as a rule on each TPU host's exporter fires them: every host of the fleet down at once."""
+    return [
+        {
+            "status": "firing",
+            "labels": {
+                "alertname": "TPUHostDown",
+                "tpufleet_target": f"host:c{c:02d}/{h}",
+                "instance": f"tpu-host-{c}-{h}.example.org:9100",
+                "job": "tpu-hosts",
+            },
+            "annotations": {"summary": f"TPU host {h} of cube {c} is down", "description": "No answer for 2 minutes."},
+            "startsAt": "2026-11-29T10:00:00.123456789Z",
+            "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": "http://prometheus.example.org:9090/graph?g0.expr=up%7Bjob%3D%22tpu-hosts%22%7D+%3D%3D+0",
+            "fingerprint": f"{c:08x}{h:08x}",
+        }
+        for c in range(cubes)
+        for h in range(hosts)
+    ]
+
+
+def test_a_notification_of_every_host_of_a_superpod_is_taken_not_refused(cli):
+    """A TPU7x superpod losing power fires an alert for each of its 2,304 hosts, grouped into one notification: it
+    was refused whole (422 over 1,000 alerts, 413 over 1 MiB), which Alertmanager drops and never sends again, so
+    the outage was never recorded. Each host's fault is now opened, and the repeat changes nothing."""
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    assert cli("init", "--generation", "tpu7x").code == 0
+    alerts = _host_alerts(144, 16)
+    body = {"version": "4", "status": "firing", "receiver": "tpufleet", "alerts": alerts}
+    server = Server(Source(Store(Path(cli.state))), metrics_inputs(), _TOKEN.encode(), 5)
+    client = TestClient(build_app(server), raise_server_exceptions=False)
+    bearer = {"Authorization": f"Bearer {_TOKEN}"}
+    r = client.post("/api/v1/alerts", json=body, headers=bearer)
+    assert r.status_code == 200, r.text[:300]
+    assert len(r.json()["opened"]) == 2304 == len(alerts)
+    assert cli("status", "-o", "json").json["cubes"]["out"] == 144
+    again = client.post("/api/v1/alerts", json=body, headers=bearer)
+    assert again.status_code == 200 and again.json()["opened"] == []
+    assert {a["action"] for a in again.json()["alerts"]} == {"unchanged"}

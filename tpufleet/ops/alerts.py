@@ -68,8 +68,8 @@ class Alert:
 def receive(state: FleetState, alerts: Sequence[Alert], now: str) -> Outcome:
     """Each alert in order: a firing one opens its fault (once), a resolved one clears the fault it opened."""
     rows: list[dict[str, Any]] = []
-    opened: list[str] = []
-    cleared: list[str] = []
+    acted = _Acted([], [], _Marked.of(state.faults))
+    opened, cleared = acted.opened, acted.cleared
     for alert in alerts:
         row: dict[str, Any] = {
             "fingerprint": alert.fingerprint,
@@ -77,7 +77,7 @@ def receive(state: FleetState, alerts: Sequence[Alert], now: str) -> Outcome:
             "status": "firing" if alert.firing else "resolved",
             "target": alert.labels.get(TARGET_LABEL),
         }
-        row |= _one(state, alert, now, opened, cleared)
+        row |= _one(state, alert, now, acted)
         rows.append(row)
     data: dict[str, Any] = {"alerts": rows, "opened": opened, "cleared": cleared}
     if not opened and not cleared:
@@ -87,7 +87,40 @@ def receive(state: FleetState, alerts: Sequence[Alert], now: str) -> Outcome:
     return Outcome(data, Change("alertmanager: " + "; ".join(parts), {"opened": opened, "cleared": cleared}))
 
 
-def _one(state: FleetState, alert: Alert, now: str, opened: list[str], cleared: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Marked:
+    """The faults whose reason ends with an alert's mark, by the alert's fingerprint (in the state's order), read
+    once a notification: each alert looks its own up, where scanning every fault for each alert made a notification
+    of thousands of alerts (every host of a pod) take minutes."""
+
+    by_fingerprint: dict[str, list[Fault]]
+
+    @classmethod
+    def of(cls, faults: Sequence[Fault]) -> _Marked:
+        marked = cls({})
+        for fault in faults:
+            marked.add(fault)
+        return marked
+
+    def add(self, fault: Fault) -> None:
+        mark = _mark_of(fault.reason)
+        if mark is not None:
+            self.by_fingerprint.setdefault(mark.group(1), []).append(fault)
+
+    def faults(self, fingerprint: str) -> list[Fault]:
+        return self.by_fingerprint.get(fingerprint, [])
+
+
+@dataclass(frozen=True)
+class _Acted:
+    """What the alerts of a notification did so far: the faults opened and cleared, and the faults' marks."""
+
+    opened: list[str]
+    cleared: list[str]
+    marked: _Marked
+
+
+def _one(state: FleetState, alert: Alert, now: str, acted: _Acted) -> dict[str, Any]:
     """What one alert does: {"action": opened|cleared|unchanged|ignored, "fault"?, "why"?}."""
     text = alert.labels.get(TARGET_LABEL)
     if text is None:
@@ -97,41 +130,46 @@ def _one(state: FleetState, alert: Alert, now: str, opened: list[str], cleared: 
     except BadInput as exc:
         return {"action": "ignored", "why": str(exc)}
     if not alert.firing:
-        return _resolve(state, alert, target, now, cleared)
-    seen = _seen(state, alert, target)
+        return _resolve(state, alert, target, now, acted)
+    seen = _seen(state, alert, target, acted.marked)
     if seen is not None:
         return {"action": "unchanged", "fault": seen, "why": "already recorded for this alert"}
     planned = alert.labels.get(PLANNED_LABEL, "").lower() == "true"
     radius = fault_ops.inject(state, [fault_ops.FaultRequest(target, planned, alert.reason())], now).data[0]
     if radius.get("duplicate_of"):
         return {"action": "unchanged", "fault": radius["duplicate_of"], "why": f"{target} already has an open fault"}
-    opened.append(radius["fault_id"])
+    acted.opened.append(radius["fault_id"])
+    acted.marked.add(next(f for f in reversed(state.faults) if f.id == radius["fault_id"]))  # (the last one)
     state.note_alert(AlertMark(alert.fingerprint, alert.starts_at, str(canonical(target)), radius["fault_id"]))
     row = {"action": "opened", "fault": radius["fault_id"], "slices": radius["slices"]}
     return row | ({"analysis_errors": radius["analysis_errors"]} if radius.get("analysis_errors") else {})
 
 
-def _seen(state: FleetState, alert: Alert, target: TargetId) -> str | None:
+def _seen(state: FleetState, alert: Alert, target: TargetId, marked: _Marked) -> str | None:
     """The fault this firing alert already opened: remembered with the alert, else (an alert handled before alerts
     were remembered, or a late repeat once it resolved) a fault still in the state that carries its mark."""
     mark = state.alert_marks.get(alert.fingerprint)
     if mark is not None and (mark.starts_at, mark.target) == (alert.starts_at, str(canonical(target))):
         return mark.fault
-    return next((f.id for f in state.faults if _marked(f, alert, target, alert.starts_at)), None)
+    return next((f.id for f in marked.faults(alert.fingerprint) if _marked(f, alert, target, alert.starts_at)), None)
 
 
 def _marked(fault: Fault, alert: Alert, target: TargetId, starts_at: str | None) -> bool:
     """Whether `fault` is on `target` and its reason ends with the alert's mark (of any startsAt when None)."""
-    reason = fault.reason
-    at = reason.rfind("[alertmanager ")
-    mark = _MARK.fullmatch(reason, at) if at == 0 or (at > 0 and reason[at - 1] == " ") else None
+    mark = _mark_of(fault.reason)
     if mark is None or mark.group(1) != alert.fingerprint:
         return False
     return (starts_at is None or mark.group(2) == starts_at) and canonical(fault.target) == canonical(target)
 
 
-def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, cleared: list[str]) -> dict[str, Any]:
-    hits = [f for f in state.open_faults() if _marked(f, alert, target, None)]
+def _mark_of(reason: str) -> re.Match[str] | None:
+    """The mark ending a fault's reason (the last `[alertmanager ` there, at its start or after a space)."""
+    at = reason.rfind("[alertmanager ")
+    return _MARK.fullmatch(reason, at) if at == 0 or (at > 0 and reason[at - 1] == " ") else None
+
+
+def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, acted: _Acted) -> dict[str, Any]:
+    hits = [f for f in acted.marked.faults(alert.fingerprint) if f.is_open and _marked(f, alert, target, None)]
     if not hits:  # (a fault cleared by hand: its alert stays remembered, the oldest forgotten first)
         return {"action": "unchanged", "why": "no open fault of this alert"}
     mark = state.alert_marks.get(alert.fingerprint)
@@ -140,5 +178,5 @@ def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, cleare
         state.forget_alert(alert.fingerprint)
     for fault in hits:
         fault_ops.clear(state, fault.id, now)
-        cleared.append(fault.id)
+        acted.cleared.append(fault.id)
     return {"action": "cleared", "fault": hits[0].id} | ({"faults": [f.id for f in hits]} if len(hits) > 1 else {})

@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 
 from tpufleet.ops.alerts import PLANNED_LABEL, Alert
 
-MAX_ALERTS = 1000  # one notification holds one group; Alertmanager's max_alerts caps it further
+MAX_ALERTS = 10_000  # one notification holds a whole group: every host of a few TPU7x superpods (2,304 each)
 MAX_LABEL_CHARS = 4096
 _FINGERPRINT = re.compile(r"[0-9A-Za-z]{1,64}")
 # RFC 3339's date-time (section 5.6; Go writes up to 9 digits of a second), its numbers checked by `_real_time`

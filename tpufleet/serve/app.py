@@ -3,7 +3,7 @@
 Every answer is JSON but `/` (HTML) and `/metrics` (Prometheus text); every error is `{"error": ..., "status": N}`
 with the documented status: 400 a bad query or a body that is not JSON, 401 a missing or wrong token, 404 no such
 route (or alert intake off), 405 a method the route does not take, 408 a body sent too slowly, 413 a body over
-1 MiB, 431 a request target and headers over 16 KiB, 422 JSON that is not an Alertmanager payload, 409 a change
+16 MiB, 431 a request target and headers over 16 KiB, 422 JSON that is not an Alertmanager payload, 409 a change
 the state refuses, 503 the state cannot be read or its lock is busy. A 500 is a bug.
 """
 
@@ -34,7 +34,7 @@ from tpufleet.serve.snapshot import Snapshot, Source
 from tpufleet.text import seconds_text
 
 MAX_HEADERS = 16 * 1024  # the request target and every header together
-MAX_BODY = 1 << 20  # 1 MiB: a notification of 1000 alerts with long annotations fits
+MAX_BODY = 16 << 20  # 16 MiB: a notification of 10,000 alerts with long annotations fits
 BODY_SECONDS = 10.0  # a body must arrive within this: a slow client cannot hold a write for long
 MAX_SERIAL_DIGITS = 18
 ALERTS_COMMAND = "tpufleet serve: POST /api/v1/alerts"
