@@ -265,3 +265,26 @@ def test_a_notification_of_every_host_of_a_superpod_is_taken_not_refused(cli):
     again = client.post("/api/v1/alerts", json=body, headers=bearer)
     assert again.status_code == 200 and again.json()["opened"] == []
     assert {a["action"] for a in again.json()["alerts"]} == {"unchanged"}
+
+
+def test_the_page_keeps_reloading_itself_while_the_state_cannot_be_read(fleet):
+    """A wall screen showing `/` met a state it could not read (a database restarting, a state file being
+    repaired): the 503 carried no way back, so the screen stayed on the error after the state read again, until
+    someone reloaded it. The error now asks the browser to reload after --refresh seconds, as the page does."""
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    state = Path(fleet.state) / "state.json"
+    client = TestClient(build_app(Server(Source(Store(Path(fleet.state))), metrics_inputs(), None, 7)))
+    assert client.get("/").status_code == 200
+    kept = state.read_bytes()
+    state.write_bytes(b"{")
+    down = client.get("/")
+    state.write_bytes(kept)
+    assert down.status_code == 503 and down.json()["status"] == 503  # still the documented JSON error
+    assert down.headers["refresh"] == "7"
+    assert client.get("/").status_code == 200

@@ -96,7 +96,16 @@ class Server:
         return Response(body, headers={**_COMMON, "Content-Type": kind, "Cache-Control": "no-store"})
 
     def page(self, request: Request) -> Response:
-        body = documents.page(self.snapshot(), self.refresh)
+        """The fleet page; while the state cannot be read, the error asks the browser to reload all the same (the
+        `Refresh` header): a wall screen that met a database restarting is back once the state reads again, rather
+        than left on the error until someone reloads it."""
+        again = {"Refresh": str(self.refresh)}
+        try:
+            body = documents.page(self.snapshot(), self.refresh)
+        except Problem as exc:
+            raise Problem(exc.status, str(exc), {**exc.headers, **again}) from None
+        except TpufleetError as exc:
+            raise Problem(503, f"the state cannot be read: {exc}", {**_RETRY, **again}) from None
         headers = {**_COMMON, "Cache-Control": "no-store", "Content-Security-Policy": _PAGE_POLICY}
         return Response(body, media_type="text/html; charset=utf-8", headers=headers)
 
