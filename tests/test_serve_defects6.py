@@ -288,3 +288,25 @@ def test_the_page_keeps_reloading_itself_while_the_state_cannot_be_read(fleet):
     assert down.status_code == 503 and down.json()["status"] == 503  # still the documented JSON error
     assert down.headers["refresh"] == "7"
     assert client.get("/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/readyz", "/metrics", "/api/v1/status", "/api/v1/journal", "/api/v1/alerts"])
+def test_every_503_of_a_state_that_cannot_be_read_says_when_to_retry(fleet, path):
+    """A 503 carries `Retry-After: 5` (README), as a journal that cannot be read and a lock held elsewhere had it;
+    a state that cannot be read (its database down, its file damaged) was answered without it."""
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    (Path(fleet.state) / "state.json").write_bytes(b"{")
+    server = Server(Source(Store(Path(fleet.state))), metrics_inputs(), _TOKEN.encode(), 5)
+    client = TestClient(build_app(server), raise_server_exceptions=False)
+    if path == "/api/v1/alerts":
+        r = client.post(path, json=_FIRING, headers={"Authorization": f"Bearer {_TOKEN}"})
+    else:
+        r = client.get(path)
+    assert r.status_code == 503 and r.json()["error"].startswith("the state cannot be read")
+    assert r.headers["retry-after"] == "5"

@@ -76,7 +76,7 @@ class Server:
         try:
             return self.source.current()
         except TpufleetError as exc:
-            raise Problem(503, f"the state cannot be read: {exc}") from None
+            raise Problem(503, f"the state cannot be read: {exc}", _RETRY) from None
 
     # ---- reads -----------------------------------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:
@@ -169,7 +169,7 @@ class Server:
         except Unavailable as exc:
             raise Problem(503, str(exc), {"Retry-After": "5"}) from None
         except BadStateFile as exc:
-            raise Problem(503, f"the state cannot be read: {exc}") from None
+            raise Problem(503, f"the state cannot be read: {exc}", _RETRY) from None
         except (BadInput, Refused) as exc:  # the state refuses it (writable by others, say), not the payload
             raise Problem(409, str(exc)) from None
         finally:
