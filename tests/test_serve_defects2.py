@@ -178,3 +178,32 @@ def test_real_rfc3339_times_are_taken(fleet, starts):
     assert r.status_code == 200 and r.json()["opened"] == ["f1"]
     del payload["alerts"][0]["endsAt"]
     assert post(fleet, payload).json()["alerts"][0]["action"] == "unchanged"
+
+
+def test_a_late_resolution_of_an_earlier_firing_leaves_a_newer_firings_fault_open(fleet):
+    """The same alert fired, resolved, and fired again: the first resolution delivered again (a retry, a second
+    Alertmanager of a pair) cleared the second firing's fault, matched by fingerprint whatever its startsAt."""
+    first, second = "2026-03-02T10:00:00Z", "2026-03-02T12:00:00Z"
+
+    def open_faults() -> list[str]:
+        return [f["id"] for f in fleet("faults", "-o", "json").json if f["target"] == "host:c07/3"]
+
+    resolved_first = firing(startsAt=first, status="resolved", endsAt="2026-03-02T11:00:00Z")
+    for payload in (firing(startsAt=first), resolved_first, firing(startsAt=second)):
+        assert post(fleet, payload).status_code == 200
+    (newer,) = open_faults()
+    r = post(fleet, resolved_first)
+    assert r.status_code == 200 and r.json()["alerts"][0]["action"] == "unchanged"
+    assert open_faults() == [newer]
+    r = post(fleet, firing(startsAt=second, status="resolved", endsAt="2026-03-02T13:00:00Z"))
+    assert r.json()["alerts"][0] == {**r.json()["alerts"][0], "action": "cleared", "fault": newer}
+    assert open_faults() == []
+
+
+def test_a_resolution_clears_the_earlier_firings_still_open_with_its_own(fleet):
+    """A startsAt moved later by a restart of Prometheus opens a second fault; the resolution clears both."""
+    assert post(fleet, firing(startsAt="2026-03-02T10:00:00Z")).status_code == 200
+    assert post(fleet, firing(startsAt="2026-03-02T10:30:00Z")).status_code == 200
+    r = post(fleet, firing(startsAt="2026-03-02T10:30:00Z", status="resolved", endsAt="2026-03-02T11:00:00Z"))
+    assert r.status_code == 200 and r.json()["alerts"][0]["action"] == "cleared"
+    assert not [f for f in fleet("faults", "-o", "json").json if f["target"] == "host:c07/3"]

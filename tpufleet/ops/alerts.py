@@ -4,8 +4,8 @@ open and clear faults through the same transitions as `inject-fault` and `clear-
 An alert names its component with the label `tpufleet_target` (a target id, e.g. ``host:c07/3``); the label
 `tpufleet_planned="true"` makes it a planned drain. A firing alert opens a fault whose reason ends with the mark
 ``[alertmanager FINGERPRINT since STARTS_AT]``; the same alert sent again (Alertmanager repeats a firing group) finds
-its mark and changes nothing, even when the fault was cleared by hand since; its resolution clears the open fault
-carrying its fingerprint. The mark lives in the fault itself, so it is committed in the same atomic rename as the
+its mark and changes nothing, even when the fault was cleared by hand since; its resolution clears the open faults
+carrying its fingerprint that fired no later than it. The mark lives in the fault itself, so it is committed in the same atomic rename as the
 fault and survives a restart of the server without a second file to keep in step. A fault cleared by hand leaves the
 state after `CLEARED_FAULTS_KEPT` more clears, its mark with it: the state also remembers each alert that opened a
 fault (`FleetState.alert_marks`, committed with the fault) until its resolution clears that fault, the
@@ -169,7 +169,11 @@ def _mark_of(reason: str) -> re.Match[str] | None:
 
 
 def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, acted: _Acted) -> dict[str, Any]:
-    hits = [f for f in acted.marked.faults(alert.fingerprint) if f.is_open and _marked(f, alert, target, None)]
+    hits = [
+        f
+        for f in acted.marked.faults(alert.fingerprint)
+        if f.is_open and _marked(f, alert, target, None) and not _fired_after(f, alert)
+    ]
     if not hits:  # (a fault cleared by hand: its alert stays remembered, the oldest forgotten first)
         return {"action": "unchanged", "why": "no open fault of this alert"}
     mark = state.alert_marks.get(alert.fingerprint)
@@ -180,3 +184,15 @@ def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, acted:
         fault_ops.clear(state, fault.id, now)
         acted.cleared.append(fault.id)
     return {"action": "cleared", "fault": hits[0].id} | ({"faults": [f.id for f in hits]} if len(hits) > 1 else {})
+
+
+def _fired_after(fault: Fault, alert: Alert) -> bool:
+    """Whether `fault` was opened by a firing of the alert that started after the resolved one: a late resolution
+    of an earlier firing must not clear it. Earlier firings still open (a `startsAt` reset by a restart of
+    Prometheus) are cleared with it."""
+    from tpufleet.timeparse import parse_stamp
+
+    mark = _mark_of(fault.reason)
+    opened = parse_stamp(mark.group(2)) if mark is not None else None
+    resolved = parse_stamp(alert.starts_at)
+    return opened is not None and resolved is not None and opened > resolved
