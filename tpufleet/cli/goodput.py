@@ -134,6 +134,12 @@ class _TaskFailures(logging.Filter):
 def _notes(report: dict[str, Any], capacity: str | None) -> None:
     """What the figures rest on that they do not show, on stderr."""
     read = report["input"]
+    for cut in read["cut_off"]:
+        typer.echo(
+            f"tpufleet: warning: {cut['file']}:{cut['line']}: the gzip stream is cut off here (the file is "
+            "truncated): the lines before it are counted, the rest of this log is missing",
+            err=True,
+        )
     if capacity is not None and read["capacity_records"]:
         typer.echo(
             f"tpufleet: note: --capacity is used; the logs' {read['capacity_records']:,} capacity "

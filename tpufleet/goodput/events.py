@@ -191,6 +191,7 @@ class Log:
     # job -> per-slice allocations (time, order read, slice, chips): folded into job allocations (`fold_slices`)
     slice_allocations: dict[str, list[tuple[float, int, int, int]]] = field(default_factory=dict)
     skipped: int = 0
+    cut_off: list[tuple[str, int]] = field(default_factory=list)  # (log, line) where a gzip stream is cut short
     records: int = 0
     job_limit: int = 0  # jobs admitted (events and job records, each counted): 0 for no limit (the simulator's)
     unrecorded: set[str] = field(default_factory=set)  # jobs named without a record (`name_job`): defaults only
@@ -689,6 +690,7 @@ def merge_into(log: Log, later: Log) -> None:
         held.extend((t, len(held) + k, part, chips) for k, (t, _order, part, chips) in enumerate(allocations))
     log.records += later.records
     log.skipped += later.skipped
+    log.cut_off += later.cut_off
     for name in job_names(later):
         known = record_of(log, name)
         beyond = None if known is None else log.allocated_beyond(known, "in another log")

@@ -236,6 +236,7 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     result["input"] = {
         "records": log.records,
         "skipped": log.skipped,
+        "cut_off": [{"file": name, "line": line} for name, line in log.cut_off],
         "events_outside_jobs": outside,
         "events_repeated": sum(a.repeated for a in accounts),
         "capacity_records": len(log.capacity),  # read; `capacity_basis` says whether they were used

@@ -149,6 +149,8 @@ def to_table(report: Report, top: int = 15) -> str:
     lines += _advice_lines(report["fleet"].get("checkpoint_advice"))
     if report["input"]["skipped"]:
         lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
+    for cut in report["input"].get("cut_off", ()):
+        lines.append(f"(gzip stream cut off at {cut['file']}:{cut['line']}: the rest of that log is missing)")
     return "\n".join(lines)
 
 

@@ -45,7 +45,7 @@ def summarize_part(
     log, content = goodputlogs.load_part(Path(path), fmt, skip_bad)
     names = events.job_names(log)
     with_events, with_records = set(log.events), set(log.jobs)
-    counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped)
+    counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
     return names, with_events, with_records, account_log(log, since, until, spans, timelines), content, counts
 
 
@@ -125,11 +125,12 @@ def _on_cluster(
         except Exception as exc:  # noqa: BLE001 - the log changed since, or a worker was lost: read it here
             return [], None, exc
         rest.capacity, rest.records, rest.skipped = counts.capacity, counts.records, counts.skipped
+        rest.cut_off = counts.cut_off
         try:
             events.merge_into(log, rest)
         except events.AllocatedBeyondRecord as exc:  # across logs: the serial reading names the line
             return [], None, exc
-    whole = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped)
+    whole = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
     accounts += account_log(log, since, until, spans, timelines)
     accounts.sort(key=lambda a: a.job.id)
     return accounts, whole, None

@@ -132,8 +132,32 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
         lines += data.count(b"\n")
         yield data, consumed
         consumed += len(data)
-    if rest and (not whole_lines or _finished(rest)):
+    if getattr(fh, "cut_short", False):
+        rest = rest[: _last_line_end(rest)]  # a line the cut runs through is not read (`_after_cut` names it)
+    elif rest and whole_lines and not _finished(rest):
+        rest = b""
+    if rest:
         yield rest, consumed
+
+
+def _last_line_end(data: bytes) -> int:
+    """Where the last whole line of `data` ends (a line ends at a line feed or CR: see `events.log_lines`)."""
+    return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+
+
+def _after_cut(fh: BinaryIO, name: str, line: int, reading: _Reading, log: events.Log) -> None:
+    """A gzip stream cut off before its end (`_Gunzipped`) at `line`, the first line not read whole: an error
+    naming it, or with `skip_bad` one bad line, counted and named (`Log.cut_off`). A log still being written
+    (`whole_lines`) is a cut stream until its writer closes it: its whole lines are read, as a plain one's are."""
+    if not getattr(fh, "cut_short", False) or reading.whole_lines:
+        return
+    if not reading.skip_bad:
+        raise BadRecord(name, line, "<line>", NO_VALUE, _CUT_SHORT)
+    log.skipped += 1
+    log.cut_off.append((name, line))
+
+
+_CUT_SHORT = "the gzip stream is cut off here, before its end (the file is truncated: a copy or upload stopped)"
 
 
 def _finished(last: bytes) -> bool:
@@ -149,9 +173,14 @@ def _without_unfinished(data: bytes) -> bytes:
     """A log read whole without its last line if a writer has not finished it (a JSON array is left whole: its
     last line is never a record)."""
     cut = data.rfind(b"\n") + 1
-    if cut == len(data) or data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"[" or _finished(data[cut:]):
+    if cut == len(data) or _json_array(data) or _finished(data[cut:]):
         return data
     return data[:cut]
+
+
+def _json_array(data: bytes) -> bool:
+    """Whether a log is one JSON array (of Cloud Logging entries), read whole, not a line at a time."""
+    return data.lstrip().removeprefix(_BOM).lstrip()[:1] == b"["
 
 
 def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> bytes:
@@ -193,7 +222,7 @@ def _read(fh: BinaryIO, name: str, size: int) -> bytes:
     try:
         return fh.read(size)
     except (OSError, EOFError, zlib.error) as exc:
-        what = "not a readable gzip file" if isinstance(fh, gzip.GzipFile) else "cannot be read"
+        what = "not a readable gzip file" if isinstance(fh, _Gunzipped) else "cannot be read"
         raise BadStateFile(name, "", NO_VALUE, f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
@@ -213,6 +242,7 @@ def _read_native_file(
         lines = _text_lines(piece, name, offset, line, skip_bad, log)
         events.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
         line += len(lines)
+    _after_cut(fh, name, line + 1, reading, log)
     return Content(read, crc)
 
 
@@ -366,7 +396,31 @@ def _open(path: Path, files_only: bool = False) -> Iterator[BinaryIO]:
         head = _read(raw, name, len(_GZIP))
         stream = _Prefixed(head, raw)
         plain = cast(BinaryIO, stream)
-        yield cast(BinaryIO, gzip.GzipFile(fileobj=plain, mode="rb")) if head == _GZIP else plain
+        yield cast(BinaryIO, _Gunzipped(gzip.GzipFile(fileobj=plain, mode="rb"))) if head == _GZIP else plain
+
+
+class _Gunzipped:
+    """A gzip stream's bytes. A stream cut off before its end-of-stream marker (a copy or an upload that stopped
+    partway) ends at the cut, with `cut_short` set: what came before it is read, where GzipFile.read raised and
+    dropped everything it had decompressed in that call (a whole piece)."""
+
+    def __init__(self, stream: gzip.GzipFile) -> None:
+        self.stream, self.cut_short = stream, False
+
+    def read(self, size: int = -1, /) -> bytes:
+        parts: list[bytes] = []
+        wanted = sys.maxsize if size is None or size < 0 else size
+        while wanted > 0 and not self.cut_short:
+            try:
+                part = self.stream.read1(min(wanted, CHUNK_BYTES))
+            except EOFError:
+                self.cut_short = True
+                break
+            if not part:
+                break
+            parts.append(part)
+            wanted -= len(part)
+        return b"".join(parts)
 
 
 def _open_file(path: Path, files_only: bool) -> BinaryIO:
@@ -478,18 +532,29 @@ def _load_one(
     if native:
         return _read_native_file(fh, name, limit, log, reading, pool)
     data = _read_whole(fh, name, limit)
-    content, skip_bad = Content(len(data), zlib.crc32(data)), reading.skip_bad
-    if reading.whole_lines:
+    content = Content(len(data), zlib.crc32(data))
+    if getattr(fh, "cut_short", False):
+        data = data[: _last_line_end(data)]  # the line the cut runs through is not read (`_after_cut`)
+    elif reading.whole_lines:
         data = _without_unfinished(data)
+    cut_at = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n") + 1
+    if getattr(fh, "cut_short", False) and not reading.whole_lines and _json_array(data):
+        raise BadRecord(name, cut_at, "<line>", NO_VALUE, f"{_CUT_SHORT}; a JSON array of entries is read whole")
+    _read_whole_log(data, name, fmt, log, reading.skip_bad)
+    _after_cut(fh, name, cut_at, reading, log)
+    return content
+
+
+def _read_whole_log(data: bytes, name: str, fmt: str, log: events.Log, skip_bad: bool) -> None:
+    """A CSV or ml-goodput log read whole into `log`."""
     if fmt == "ml-goodput" and (data.isascii() or _is_utf8(data)) and mlfast.read(data, name, log):
-        return content  # decoded and checked on columns: the same answers as the importer's, entry by entry
+        return  # decoded and checked on columns: the same answers as the importer's, entry by entry
     text = decode_utf8(data, name)
     del data
     if fmt == "ml-goodput":
         mlgoodput.read(text, name, log, skip_bad)
     else:
         events.read_native(text, name, log, skip_bad, csv_format=True)
-    return content
 
 
 PARALLEL_MIN_BYTES = 64 * MiB  # native logs at least this large are decoded in worker processes too
