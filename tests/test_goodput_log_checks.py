@@ -118,6 +118,25 @@ def test_a_csv_header_with_an_unnamed_column_before_a_named_one_is_refused(cli, 
     assert f"{leading}:1: field <header>: column 1 has no name" in refused(cli, leading)
 
 
+def test_a_csv_header_cell_of_spaces_alone_is_an_unnamed_column(cli, tmp_path):
+    """`type,  ,job`: a column named by spaces alone had its cells read under that "name" and dropped unseen, as an
+    unnamed one's were; it is refused as unnamed (blank), and past the last named column it names no column."""
+    log = tmp_path / "log.csv"
+    log.write_text(CSV_HEADER.replace("type,", "type,  ,") + "".join(row.replace(",", ",x,", 1) for row in CSV_ROWS))
+    err = refused(cli, log)
+    assert f"{log}:1: field <header>: column 2 has no name (it is blank)" in err and "(value '  ')" in err
+    trailing = tmp_path / "trailing.csv"
+    rows = [row.replace("\n", ",\n") for row in CSV_ROWS]
+    rows[3] = rows[3].replace(",\n", ",7\n")  # line 5
+    trailing.write_text(CSV_HEADER.replace("\n", ", \t \n") + "".join(rows))
+    err = refused(cli, trailing)
+    assert f"{trailing}:5: field <row>:" in err and "past the header's 8 named columns" in err
+    # rows stopping at the last named column were refused as "fewer than the header's 9 columns"
+    short = tmp_path / "short.csv"
+    short.write_text(CSV_HEADER.replace("\n", ",  \n") + "".join(CSV_ROWS))
+    assert report(cli, short)["input"]["records"] == len(CSV_ROWS)
+
+
 def test_a_csv_row_filling_an_unnamed_column_past_the_header_is_refused(cli, tmp_path):
     """A header ending in commas names no more columns: a row filling one of them was read without that cell,
     unseen. The row is refused as one with a filled field past the header (skipped and counted with --skip-bad)."""

@@ -563,16 +563,25 @@ def _refuse_unreadable_header(header: list[str], file: str) -> None:
     """A column named twice in the header (its rows would give one of two values and drop the other unseen: a
     second ``time`` column made every row's time its own), or an unnamed column before the last named one (its
     cells would be dropped unseen: ``type,,job`` read no record's second cell)."""
-    named = len(header)
-    while named and not header[named - 1]:
-        named -= 1
+    named = _named_columns(header)
     seen: set[str] = set()
     for position, name in enumerate(header[:named], start=1):
-        if not name:
-            raise BadRecord(file, 1, "<header>", name, f"column {position} has no name, so its cells would be dropped")
+        if not name.strip():
+            blank = " (it is blank)" if name else ""
+            problem = f"column {position} has no name{blank}, so its cells would be dropped"
+            raise BadRecord(file, 1, "<header>", name, problem)
         if name in seen:
             raise BadRecord(file, 1, "<header>", name, "names a column twice")
         seen.add(name)
+
+
+def _named_columns(header: list[str]) -> int:
+    """The columns up to the header's last named one: the cells past it (a spreadsheet's trailing commas, or cells
+    of spaces alone) name no column, and a row may stop before them."""
+    named = len(header)
+    while named and not header[named - 1].strip():
+        named -= 1
+    return named
 
 
 def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
@@ -589,9 +598,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             return log
         _refuse_unreadable_header(header, file)
         names = header
-        named = len(header)  # a row may stop after the last named column (a header ending in commas names no more)
-        while named and not header[named - 1]:
-            named -= 1
+        named = _named_columns(header)  # a row may stop after the last named column
         line = reader.line_num
         while True:
             start = line + 1
@@ -611,7 +618,7 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
             if len(row) < named or any(row[named:]):  # a cut row, or a filled cell of no column
                 _refuse_row(log, skip_bad, file, start, row, named)
                 continue
-            record = {k: v for k, v in zip(names, row, strict=False) if k}
+            record = dict(zip(names[:named], row, strict=False))
             _add_guarded(log, skip_bad, record, file, start)
     finally:
         csv.field_size_limit(limit)
