@@ -104,3 +104,33 @@ def test_a_fault_at_the_instant_a_step_starts_is_followed_by_infrastructure_reco
             badput = build([path])["fleet"]["badput_chip_s"]
         assert badput["infrastructure_recovery_from_disruption"] == pytest.approx(512 * 19 * HOUR), mode
         assert badput["other"] == 0.0, mode
+
+
+def run_alone(jobs: tuple[JobSpec, ...], days: float = 1.0) -> Simulator:
+    """The listed jobs on one pod, no random arrivals and no faults."""
+    workload = Workload(arrival_rate_per_hour=0.0, shapes=(), checkpoint_write_s=60.0, jobs=jobs)
+    sim = Simulator(workload, replace(default_rates(), **NO_FAULTS), Options(days=days, seed=1))
+    sim.simulate()
+    return sim
+
+
+def test_a_job_still_running_at_the_end_holds_its_chips_to_the_end():
+    """The job's time ended at its last event (its last step's start): the chips it held to the end went
+    uncharged, and the fleet's SG of a run it held 8 cubes of throughout was below 8/64."""
+    sim = run_alone((JOB,))
+    summary = summarize(sim.log.entries, sim)
+    assert summary["sg"] == pytest.approx(8 / 64, abs=1e-6)
+    assert [(s["value"], s["sg"]) for s in summary["segments"]] == [("large", 1.0)]
+    first, last = [r["chips"] for r in sim.records if r["type"] == "capacity"]
+    assert first == last == 64 * 64
+
+
+def test_a_job_still_waiting_at_the_end_is_demand_to_the_end():
+    """A job that waited all run for room had no demand (its time ended at its submission): its size's SG was
+    none instead of 0."""
+    whole_pod = JobSpec(parse_shape("16x16x16"), duration_hours=5, phase="training", id="w", arrival_hours=1)
+    sim = run_alone((JobSpec(parse_shape("4x4x4"), duration_hours=100, phase="training", id="r"), whole_pod))
+    summary = summarize(sim.log.entries, sim)
+    waiting = next(s for s in summary["segments"] if s["value"] == "extra-large")
+    assert waiting["sg"] == 0.0
+    assert summary["wait_hours"]["extra-large"] == pytest.approx(23.0, abs=1e-3)

@@ -105,9 +105,10 @@ class Simulator:
             self._dispatch(event)
         for job in list(self.runner.running.values()):
             self.runner.advance(job, self.end)
-        for job in self.jobs:
-            if job.state is JobState.REPAIRING:  # still holds its block: the report's time runs on to the end
-                self.log.event(job, self.end, "allocation", chips=job.shape.chips * job.active)
+        for job in self.jobs:  # a job not done by the end (running, waiting, or holding its block for a repair)
+            if job.state is not JobState.DONE:  # is charged to the end: a job's time ends at its last event
+                held = 0 if job.state is JobState.QUEUED else job.shape.chips * job.active
+                self.log.event(job, self.end, "allocation", chips=held)
         self.log.capacity(self.end, chips)  # still held as the run ends: the report spans the whole run
 
     # ---- handlers -------------------------------------------------------------------------------------------
