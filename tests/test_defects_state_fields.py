@@ -144,3 +144,28 @@ def test_a_maintenance_window_ending_before_it_starts_is_refused_at_load(timed, 
     assert r.code == 2 and f"field {field}:" in one_line(r) and "before window_start 2026-06-16T09:00:00Z" in r.err
     _set_time(timed.state, field, "2026-06-16T09:00:00Z")  # a window of no length: a reservation may say so
     assert timed("faults").code == 0
+
+
+def _alert_mark(starts_at: str) -> dict[str, str]:
+    return {"fingerprint": "a1b2", "starts_at": starts_at, "target": "host:c20/1", "fault": "f1"}
+
+
+@pytest.mark.parametrize("value", ["x", "2026-13-45T99:99:99Z", "2026-06-16 09:00:00", "since yesterday"])
+def test_an_alert_marks_start_that_is_no_time_is_refused_at_load(timed, value):
+    """`alert_marks.N.starts_at` (the startsAt of an alert that opened a fault) took any text; it is refused as the
+    webhook refuses such a startsAt, naming the field and the value, and nothing is written."""
+    _edit(timed.state, lambda d: d.update(alert_marks=[_alert_mark(value)]))
+    line = one_line(timed("status"))
+    assert "field alert_marks.0.starts_at:" in line and f"(value {value!r})" in line
+    before = snapshot(timed.state)
+    assert "field alert_marks.0.starts_at:" in one_line(timed("inject-fault", "host:c23/1"))
+    assert snapshot(timed.state) == before
+
+
+@pytest.mark.parametrize(
+    "value", ["2026-06-16T09:00:00.123456789Z", "2026-06-16t09:00:00+02:00", "0001-01-01T00:00:00Z"]
+)
+def test_an_alert_marks_start_as_alertmanager_sends_it_loads(timed, value):
+    _edit(timed.state, lambda d: d.update(alert_marks=[_alert_mark(value)]))
+    assert timed("status").code == 0
+    assert timed("inject-fault", "host:c23/1").code == 0

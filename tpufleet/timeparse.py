@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import TypeGuard
 
 from tpufleet.errors import BadInput, shown
 
@@ -76,3 +77,30 @@ def stamp_text(moment: datetime) -> str:
     '0999-07-01T09:00:00Z'
     """
     return f"{moment.year:04d}" + moment.strftime(STAMP_FORMAT.removeprefix("%Y"))
+
+
+# RFC 3339's date-time (section 5.6; Go writes up to 9 digits of a second), its numbers checked by `real_time`
+_DATE_TIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,20})?"
+    r"(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))"
+)
+
+
+def real_time(value: object) -> TypeGuard[str]:
+    """Whether `value` is an RFC 3339 time that exists, as Alertmanager sends an alert's startsAt: the shape, then a
+    real date, time of day and offset (the startsAt is kept verbatim in the fault's mark and the state's alert
+    marks, so an impossible one would be stored; Go's zero time, year 1, exists).
+
+    >>> real_time("2026-06-16T09:00:00.123456789Z"), real_time("2026-02-30T09:00:00Z"), real_time("yesterday")
+    (True, False, False)
+    """
+    match = _DATE_TIME.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    try:
+        datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        return False
+    offset = match.group(7)
+    return offset is None or (int(offset) <= 23 and int(match.group(8)) <= 59)

@@ -12,19 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 
 from tpufleet.ops.alerts import PLANNED_LABEL, Alert
+from tpufleet.timeparse import real_time
 
 MAX_ALERTS = 10_000  # one notification holds a whole group: every host of a few TPU7x superpods (2,304 each)
 MAX_LABEL_CHARS = 4096
 _FINGERPRINT = re.compile(r"[0-9A-Za-z]{1,64}")
-# RFC 3339's date-time (section 5.6; Go writes up to 9 digits of a second), its numbers checked by `_real_time`
-_STAMP = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,20})?"
-    r"(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))"
-)
 
 
 class NotJson(ValueError):
@@ -72,9 +67,9 @@ def _alert(raw: Any, where: str) -> Alert:
     if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
         raise BadPayload(f"{where}.fingerprint: {_short(fingerprint)}; 1 to 64 letters and digits")
     starts = raw.get("startsAt")
-    if not _real_time(starts):
+    if not real_time(starts):
         raise BadPayload(f"{where}.startsAt: {_short(starts)}; an RFC 3339 time")
-    if "endsAt" in raw and not _real_time(raw["endsAt"]):
+    if "endsAt" in raw and not real_time(raw["endsAt"]):
         raise BadPayload(f"{where}.endsAt: {_short(raw['endsAt'])}; an RFC 3339 time")
     labels = _strings(raw.get("labels"), f"{where}.labels", required=True)
     planned = labels.get(PLANNED_LABEL)
@@ -84,21 +79,6 @@ def _alert(raw: Any, where: str) -> Alert:
         raise BadPayload(f"{where}.labels.{_short(PLANNED_LABEL)}: {_short(planned)}; true or false")
     annotations = _strings(raw.get("annotations", {}), f"{where}.annotations", required=False)
     return Alert(fingerprint, status == "firing", labels, annotations, starts)
-
-
-def _real_time(value: object) -> TypeGuard[str]:
-    """Whether `value` is an RFC 3339 time that exists: the shape, then a real date, time of day and offset (the
-    startsAt is kept in the fault's mark, so an impossible one would be stored; Go's zero time, year 1, exists)."""
-    match = _STAMP.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        return False
-    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-    try:
-        datetime(year, month, day, hour, minute, second)
-    except ValueError:
-        return False
-    offset = match.group(7)
-    return offset is None or (int(offset) <= 23 and int(match.group(8)) <= 59)
 
 
 def _strings(raw: Any, where: str, required: bool) -> dict[str, str]:

@@ -13,12 +13,13 @@ from datetime import datetime
 from typing import Any
 
 from tpufleet.errors import BadStateFile
-from tpufleet.timeparse import RFC3339, parse_stamp, utc_stamp
+from tpufleet.timeparse import RFC3339, parse_stamp, real_time, utc_stamp
 
 __all__ = ["check_times"]
 
 _STAMP_PROBLEM = "must be a UTC time to the second as tpufleet writes it (2026-01-06T10:30:00Z)"
 _WINDOW_PROBLEM = "must be an RFC 3339 time of the calendar (2026-06-16T09:00:00Z)"
+_ALERT_PROBLEM = "must be an RFC 3339 time of the calendar, as Alertmanager sends startsAt (2026-06-16T09:00:00.5Z)"
 
 
 def check_times(doc: dict[str, Any], file: str) -> None:
@@ -26,6 +27,9 @@ def check_times(doc: dict[str, Any], file: str) -> None:
     for field, value in _stamps(doc):
         if utc_stamp(value) != value:
             raise BadStateFile(file, field, value, _STAMP_PROBLEM)
+    for i, mark in enumerate(doc.get("alert_marks", [])):  # kept as the alert gave it: its repeats compare the text
+        if not real_time(mark["starts_at"]):
+            raise BadStateFile(file, f"alert_marks.{i}.starts_at", mark["starts_at"], _ALERT_PROBLEM)
     starts: dict[str, tuple[str, datetime]] = {}  # each window's start, by the path of its record
     for field, value in _windows(doc):
         moment = parse_stamp(value) if RFC3339.fullmatch(value) else None
