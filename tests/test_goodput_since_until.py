@@ -317,3 +317,25 @@ def test_the_whole_logs_busiest_moment_is_the_allocated_timelines(tmp_path, seed
     steps = capacityfit.held(accounts, "tpu-v4")
     assert steps is not None
     assert capacityfit.peak(accounts, first) == [(first, "tpu-v4", int(steps[1].max()), "peak-allocation")]
+
+
+def test_an_idle_span_between_the_logs_first_and_last_times_is_sg_0_as_its_period_row(tmp_path):
+    """The fleet's capacity was recorded a day before its first job: --since/--until over that idle day was
+    refused ("its capacity records span no time there") while the day's --period row gave SG 0."""
+    day = 86400
+    lines = [
+        {"type": "capacity", "time": T, "accelerator": "tpu-v4", "chips": 8},
+        {"type": "job", "job": "j", "accelerator": "tpu-v4", "chips": 4, "ideal_step_s": 8},
+        event("j", T + day + 60, "submitted"),
+        event("j", T + day + 60, "job_start"),
+        *(event("j", T + day + 60 + 10 * k, "step_start", step=k) for k in range(5)),
+        event("j", T + day + 120, "job_end"),
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (idle_day, _busy_day) = build([path], period="day")["periods"]
+    part = build([path], since=T, until=T + day)["fleet"]
+    assert part["sg"] == idle_day["sg"] == 0.0 and part["jobs"] == 0
+    assert part["capacity_chip_s"] == 8 * day and part["window"] == {"start": T, "end": T + day}
+    with pytest.raises(BadInput, match="inside --since/--until, and the logs span no time there"):
+        build([path], since=T - 2 * day, until=T - day)

@@ -209,14 +209,16 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     everyone, accounts = accounts, [a for a in accounts if a.in_part]
     since, until, keep_timelines = options.since, options.until, options.keep_timelines
     windowed = since is not None or until is not None
-    if not accounts and (options.capacity or not log.capacity):
+    if not everyone and (options.capacity or not log.capacity):
         raise NoJobEvents("no job events in the input" + (" inside --since/--until" if windowed else ""))
-    t0, t1 = data_span(accounts, [] if options.capacity else log.capacity)  # (--capacity: the records are not used)
-    if not accounts:  # capacity alone: the report is of the time its records span, inside the window
+    records = [] if options.capacity else log.capacity  # (--capacity: the records are not used)
+    t0, t1 = data_span(accounts or everyone, records)
+    if not accounts:  # no job in the window: its part of the time the data spans (jobs and records), idle there
         t0, t1 = max(t0, since if since is not None else t0), min(t1, until if until is not None else t1)
         if t1 <= t0:
             where = " inside --since/--until" if windowed else ""
-            raise NoJobEvents(f"no job events in the input{where}, and its capacity records span no time there")
+            spans = "the logs span" if everyone else "its capacity records span"
+            raise NoJobEvents(f"no job events in the input{where}, and {spans} no time there")
     t0, t1 = t0 if since is None else since, t1 if until is None else until
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")
