@@ -137,6 +137,22 @@ def test_a_csv_header_cell_of_spaces_alone_is_an_unnamed_column(cli, tmp_path):
     assert report(cli, short)["input"]["records"] == len(CSV_ROWS)
 
 
+@pytest.mark.parametrize("column", ["job", "ideal_step_s"])
+def test_a_csv_header_naming_a_field_with_spaces_around_it_is_refused(cli, tmp_path, column):
+    """`type, job, ...` (a space after each comma): the column " ideal_step_s" was read as no field, its cells
+    dropped unseen (PG 0.444 "estimated" instead of the declared 0.222), and " job" said "field job: is required"
+    on the first row."""
+    log = tmp_path / "log.csv"
+    log.write_text(CSV_HEADER.replace(f",{column},", f", {column},") + "".join(CSV_ROWS))
+    for args in ((), ("--skip-bad",)):
+        err = refused(cli, log, *args)
+        assert f"{log}:1: field <header>: column" in err and "spaces around its name" in err
+        assert f"(value ' {column}')" in err
+    other = tmp_path / "other.csv"  # a column the reader does not know keeps its name as written
+    other.write_text(CSV_HEADER.replace("\n", ", note\n") + "".join(row.replace("\n", ",x\n") for row in CSV_ROWS))
+    assert report(cli, other)["input"]["records"] == len(CSV_ROWS)
+
+
 def test_a_csv_row_filling_an_unnamed_column_past_the_header_is_refused(cli, tmp_path):
     """A header ending in commas names no more columns: a row filling one of them was read without that cell,
     unseen. The row is refused as one with a filled field past the header (skipped and counted with --skip-bad)."""

@@ -572,6 +572,9 @@ def _refuse_unreadable_header(header: list[str], file: str) -> None:
             raise BadRecord(file, 1, "<header>", name, problem)
         if name in seen:
             raise BadRecord(file, 1, "<header>", name, "names a column twice")
+        if name != name.strip() and name.strip() in _CSV_FIELDS:  # ("type, job, chips": a space after each comma)
+            problem = f"column {position} has spaces around its name, so its cells are not read as {name.strip()}"
+            raise BadRecord(file, 1, "<header>", name, problem)
         seen.add(name)
 
 
@@ -582,6 +585,14 @@ def _named_columns(header: list[str]) -> int:
     while named and not header[named - 1].strip():
         named -= 1
     return named
+
+
+# the fields a native record is read for: a CSV column named so with spaces around it would be dropped unseen
+_CSV_FIELDS = frozenset(
+    {"type", "job", "time", "event", "step", "chips", "slice", "label", "version", *RECORD_FIELDS}
+    | {"flops_per_step", "peak_flops_per_chip", "model_flops_per_step", "gradient_bytes"}
+    | {"active_slices", "total_slices", "available_slices"}
+)
 
 
 def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
