@@ -354,3 +354,18 @@ def test_sweep_replaces_what_sits_at_its_result_file_names(cli, tmp_path):
     for name in ("sweep.csv", "sweep.json"):
         assert stat.S_ISREG(os.lstat(out / name).st_mode), name
     assert outside.read_text() == "keep me\n" and json.loads((out / "sweep.json").read_text())["points_total"] == 1
+
+
+@pytest.mark.parametrize("option", ["--workload", "--fault-rates"])
+def test_simulate_fleet_out_naming_its_own_input_is_refused_before_the_run(cli, tmp_path, option):
+    """`--out` naming the workload or fault-rate file the run reads (by any name) replaced it with the events,
+    the operator's input lost; it is refused before the run (exit 2) and the file is left as it was."""
+    source = {"--workload": "workload.yaml", "--fault-rates": "fault-rates.yaml"}[option]
+    given = tmp_path / source
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / source, given)
+    before = given.read_bytes()
+    (tmp_path / "link.yaml").symlink_to(given)
+    for out in (given, tmp_path / "link.yaml"):
+        r = cli("simulate-fleet", "--days", "0.1", option, given, "--out", out, state=False)
+        assert r.code == 2 and "bad option --out" in one_line(r.err) and "the output would replace it" in r.err
+    assert given.read_bytes() == before

@@ -179,7 +179,8 @@ def simulate_cmd(
         if not math.isfinite(value):  # the option ranges let NaN through
             raise BadInput(f"bad option {option} {value!r}: must be a finite number")
     if out is not None:
-        check_output_path(out, "--out")  # before the run: a typo must not cost the whole simulation
+        # before the run: a typo must not cost the whole simulation, nor the events replace a file the run reads
+        check_output_path(out, "--out", [workload, fault_rates])
     gen = _generation(generation, mode.value)
     pod_cubes = gen.pod_cubes if gen is not None else CUBES_PER_POD
     if spare_cubes >= pod_cubes:
