@@ -153,6 +153,16 @@ def test_a_csv_header_naming_a_field_with_spaces_around_it_is_refused(cli, tmp_p
     assert report(cli, other)["input"]["records"] == len(CSV_ROWS)
 
 
+@pytest.mark.parametrize("written", ["Type", "JOB", "Ideal_Step_S"])
+def test_a_csv_header_naming_a_field_in_capitals_is_refused(cli, tmp_path, written):
+    """A spreadsheet's `Type,Job,...,Ideal_Step_S`: the column was read as no field, its cells dropped unseen (PG
+    an estimate instead of the declared ideal), or every row refused as "field type: must be job, event, ..."."""
+    log = tmp_path / "log.csv"
+    log.write_text(CSV_HEADER.replace(written.lower(), written, 1) + "".join(CSV_ROWS))
+    err = refused(cli, log)
+    assert f"{log}:1: field <header>: column" in err and "in capitals" in err and f"(value {written!r})" in err
+
+
 def test_a_csv_row_filling_an_unnamed_column_past_the_header_is_refused(cli, tmp_path):
     """A header ending in commas names no more columns: a row filling one of them was read without that cell,
     unseen. The row is refused as one with a filled field past the header (skipped and counted with --skip-bad)."""

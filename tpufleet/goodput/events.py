@@ -572,9 +572,7 @@ def _refuse_unreadable_header(header: list[str], file: str) -> None:
             raise BadRecord(file, 1, "<header>", name, problem)
         if name in seen:
             raise BadRecord(file, 1, "<header>", name, "names a column twice")
-        if name != name.strip() and name.strip() in _CSV_FIELDS:  # ("type, job, chips": a space after each comma)
-            problem = f"column {position} has spaces around its name, so its cells are not read as {name.strip()}"
-            raise BadRecord(file, 1, "<header>", name, problem)
+        _refuse_misspelt_field(name, position, file)
         seen.add(name)
 
 
@@ -587,7 +585,18 @@ def _named_columns(header: list[str]) -> int:
     return named
 
 
-# the fields a native record is read for: a CSV column named so with spaces around it would be dropped unseen
+def _refuse_misspelt_field(name: str, position: int, file: str) -> None:
+    """A header naming a field with spaces around it (``type, job``: a space after each comma) or in another
+    case (``Type``, ``Ideal_Step_S``, as a spreadsheet capitalises): its cells would be read as no field, dropped
+    unseen (an ideal step time left out makes PG an estimate) or refused row by row as missing."""
+    field_name = name.strip().lower()
+    if name == field_name or field_name not in _CSV_FIELDS:
+        return
+    how = "has spaces around its name" if name.strip() != name else "names a field in capitals (names are lower case)"
+    raise BadRecord(file, 1, "<header>", name, f"column {position} {how}, so its cells are not read as {field_name}")
+
+
+# the fields a native record is read for: a CSV column naming one but for spaces or case would be dropped unseen
 _CSV_FIELDS = frozenset(
     {"type", "job", "time", "event", "step", "chips", "slice", "label", "version", *RECORD_FIELDS}
     | {"flops_per_step", "peak_flops_per_chip", "model_flops_per_step", "gradient_bytes"}
