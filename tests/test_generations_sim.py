@@ -5,6 +5,7 @@ generation, and the README's table of the generations rendered from the shipped 
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import replace
@@ -284,6 +285,26 @@ def test_capacity_state_counts_each_pods_chips_under_its_generation(cli, tmp_pat
     assert state == given and state["capacity_basis"] == "flag"
     span = state["capacity_chip_s"] / 9216
     assert span > 0.9 * DAY  # a superpod's 9,216 chips over the log's span
+
+
+@pytest.mark.parametrize(("generation", "label"), [(None, "tpu-v4-podslice"), ("tpu-v5p", "tpu-v5p-slice")])
+def test_capacity_state_covers_jobs_named_by_their_gke_accelerator_label(cli, tmp_path, generation, label):
+    """A log from a GKE cluster names the accelerator by its node label: with --capacity state (the inventory's
+    chips under the generation's name) every such job was left out, the fleet's SG 0 "no capacity for
+    'tpu-v5p-slice'"; the inventory's chips now count under the name the jobs use."""
+    t = 1767571200
+    job = {"type": "job", "job": "j", "accelerator": label, "chips": 64, "ideal_step_s": 1}
+    lines = [
+        job,
+        *({"type": "event", "job": "j", "time": t + dt, "event": e} for dt, e in ((0, "job_start"), (9, "job_end"))),
+    ]
+    log = tmp_path / "gke.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli("init", *(["--generation", generation] if generation else [])).code == 0
+    chips = 8960 if generation else 4096
+    state = cli("goodput-report", log, "--capacity", "state", "-o", "json").json["fleet"]
+    given = cli("goodput-report", log, "--capacity", f"{label}={chips}", "-o", "json").json["fleet"]
+    assert state == given and state["jobs"] == 1 and state["accelerators_without_capacity"] == []
 
 
 # ---- the README's table -------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ class ReportOptions:
     windows: Sequence[tuple[str, float]] = ()
     exclusions: Sequence[Exclusion] = ()
     keep_timelines: int = 0
+    # (accelerator of `capacity`, another name logs give it): a generation's GKE label (--capacity state)
+    capacity_aliases: Sequence[tuple[str, str]] = ()
 
     @property
     def spans(self) -> list[tuple[float, float]]:
@@ -160,6 +162,17 @@ def _capacity(
     return capacityfit.peak(accounts, t0), "peak-allocation"
 
 
+def _named_as_logged(
+    given: Sequence[tuple[str, int]], aliases: Sequence[tuple[str, str]], accounts: list[JobAccount]
+) -> Sequence[tuple[str, int]]:
+    """The capacity pairs under the names the jobs give their accelerators: an accelerator no job names, under
+    its other name (a generation's GKE label, tpu-v5p-slice for tpu-v5p) when jobs name that one."""
+    if not aliases:
+        return given
+    used, other = {a.job.accelerator for a in accounts}, dict(aliases)
+    return [(other[acc] if acc not in used and other.get(acc) in used else acc, chips) for acc, chips in given]
+
+
 def _covered(accounts: list[JobAccount], capacity: metrics.Capacity) -> tuple[list[JobAccount], list[str]]:
     """The jobs on an accelerator a given capacity names (those the fleet's SG, and so its other factors, count:
     the chip-time of the others over this capacity made SG above 1), and the accelerators of the others."""
@@ -222,7 +235,8 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     t0, t1 = t0 if since is None else since, t1 if until is None else until
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")
-    fleet_capacity, basis = _capacity(log, options.capacity, everyone, t0)
+    given = _named_as_logged(options.capacity, options.capacity_aliases, everyone)
+    fleet_capacity, basis = _capacity(log, given, everyone, t0)
     counted, left_out = accounts, list[str]()
     if basis != "peak-allocation":  # (the busiest moment's chips fit, and name every accelerator holding any)
         capacityfit.check(accounts, fleet_capacity)

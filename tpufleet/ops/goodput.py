@@ -32,6 +32,18 @@ def fleet_capacity(fleet: Fleet) -> list[tuple[str, int]]:
     return list(chips.items())
 
 
+def gke_labels(fleet: Fleet) -> list[tuple[str, str]]:
+    """(accelerator, GKE accelerator label) of the fleet's pods' generations: logs from a GKE cluster name the
+    accelerator by its node label (tpu-v4-podslice, tpu-v5p-slice), the inventory by its generation."""
+    from tpufleet.state import generations
+
+    labels: dict[str, str] = {}
+    for pod in fleet.pods:
+        gen = pod.generation if pod.generation is not None else generations.shipped(generations.DEFAULT)
+        labels[ACCELERATOR if pod.generation is None else gen.name] = gen.gke_accelerator
+    return list(labels.items())
+
+
 def build(
     paths: list[Path],
     fmt: str = "native",
@@ -58,11 +70,14 @@ def build(
     Dask cluster's), the logs are read and accounted there (`goodputparts`), with the same report. With
     `whole_lines` (logs still being written, as `serve` reads them), a last line not yet finished is left out;
     with `files_only` (as `serve` reads them again as they change), a log that is not a regular file is refused."""
+    aliases: list[tuple[str, str]] = []
     if fleet is not None:
-        capacity = fleet_capacity(fleet)
+        capacity, aliases = fleet_capacity(fleet), gke_labels(fleet)
     goodputlogs.refuse_repeated(paths)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
-    options = ReportOptions(by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines)
+    options = ReportOptions(
+        by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines, aliases
+    )
     try:
         if cluster is not None or workers:
             result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
