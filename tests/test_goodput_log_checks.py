@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from typing import Any
 
 import pytest
@@ -287,3 +288,36 @@ def test_the_report_never_replaces_a_log_it_reads(fleet, tmp_path):
     r = fleet("metrics", "--goodput", log, "--out", link)
     assert r.code == 2 and "bad option --out" in r.err
     assert (log.read_bytes(), exclude.read_bytes()) == before
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_log_of_lone_cr_line_ends_over_a_mib_reads_as_its_lf_twin(tmp_path, monkeypatch, reader):
+    """Lines ending at a lone CR are lines (as the README says, and as a log under a MiB was read): one over a MiB,
+    read a piece at a time, was refused as line 1 "longer than the 1,048,576 bytes allowed for a line"; a bad line
+    in it is named by its number, as in the same log with line feeds."""
+    from test_goodput_fastpath import varied_log
+
+    from tpufleet.errors import BadInput
+    from tpufleet.goodput.events import MAX_LINE_BYTES
+    from tpufleet.ops.goodput import build
+
+    use_reader(monkeypatch, reader)
+    lines = [json.dumps({"type": "capacity", "time": B, "accelerator": "tpu-v4", "chips": 100_000})]
+    batch = 0
+    while sum(len(line) + 1 for line in lines) <= 2 * MAX_LINE_BYTES:
+        mine = [x for x in varied_log(batch, 6, 0) if '"capacity"' not in x and '"schema"' not in x]
+        lines += [re.sub(r'"j([0-9])', rf'"b{batch}-j\1', x) for x in mine]  # each batch's jobs their own
+        batch += 1
+    lf, cr = tmp_path / "lf.jsonl", tmp_path / "cr.jsonl"
+    lf.write_text("\n".join(lines) + "\n")
+    cr.write_bytes(lf.read_bytes().replace(b"\n", b"\r"))
+    expected = build([lf], capacity=[("tpu-v4", 100_000), ("tpu-v5e", 100_000)])
+    got = build([cr], capacity=[("tpu-v4", 100_000), ("tpu-v5e", 100_000)])
+    assert json.dumps(got).replace("cr.jsonl", "lf.jsonl") == json.dumps(expected)
+    at = len(lines) * 3 // 4
+    lines[at] = json.dumps({"type": "event", "job": "x", "time": "soon", "event": "job_start"})
+    lf.write_text("\n".join(lines) + "\n")
+    cr.write_bytes(lf.read_bytes().replace(b"\n", b"\r"))
+    for path in (lf, cr):
+        with pytest.raises(BadInput, match=rf"{path.name}:{at + 1}: field time"):
+            build([path])

@@ -120,16 +120,16 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
         if total > limit:
             raise _too_large(name, limit)
         if dropping:  # the rest of an over-long line
-            cut = block.find(b"\n")
+            cut = _first_line_end(block)
             if cut < 0:
                 continue
             block, dropping = block[cut + 1 :], False
-        data, rest = _split_at_newline(rest + block)
+        data, rest = _split_at_line_end(rest + block)
         data = _without_long_lines(data, name, lines, skip_bad)
         if len(rest) > events.MAX_LINE_BYTES:
-            _refuse_long_line(name, lines + data.count(b"\n") + 1, rest, skip_bad)
+            _refuse_long_line(name, lines + _line_ends(data) + 1, rest, skip_bad)
             data, rest, dropping = data + _TOO_LONG, b"", True
-        lines += data.count(b"\n")
+        lines += _line_ends(data)
         yield data, consumed
         consumed += len(data)
     if getattr(fh, "cut_short", False):
@@ -191,7 +191,9 @@ def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: boo
     half = events.MAX_LINE_BYTES // 2
     if all(data.find(b"\n", i, i + half) >= 0 for i in range(0, len(data), half)):
         return data  # a newline in every half-limit of bytes: no line is over the limit (the usual case)
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    byte = np.frombuffer(data, dtype=np.uint8)
+    lf = byte == ord("\n")
+    ends = np.flatnonzero(lf | ((byte == ord("\r")) & ~np.append(lf[1:], False)))  # a CR LF ends at its LF
     starts = np.concatenate(([0], ends[:-1] + 1))
     long = np.flatnonzero(ends - starts > events.MAX_LINE_BYTES)
     if not len(long):
@@ -339,9 +341,22 @@ def _bom(piece: bytes, offset: int) -> bool:
     return offset == 0 and piece.startswith(_BOM)
 
 
-def _split_at_newline(data: bytes) -> tuple[bytes, bytes]:
-    cut = data.rfind(b"\n") + 1
+def _split_at_line_end(data: bytes) -> tuple[bytes, bytes]:
+    """The whole lines of `data` and the rest. A line ends at a line feed, CR LF or a lone CR (`events.log_lines`:
+    a log written with CRs alone was one over-long line here); a CR last may be half a CR LF, so no cut after it."""
+    cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
     return data[:cut], data[cut:]
+
+
+def _first_line_end(data: bytes) -> int:
+    """Where the first line of `data` ends (its line feed or CR), or -1."""
+    ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+    return min(ends) if ends else -1
+
+
+def _line_ends(data: bytes) -> int:
+    """How many lines end in `data` (a CR LF is one end)."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what `surrogateescape` makes of a byte that is not UTF-8
