@@ -80,6 +80,7 @@ def test_the_cli_needs_no_fleet(cli):
         (["--topology", "16x16", "--table-capacity", "4"], "--table-capacity"),
         (["--wrap", "y"], "--topology"),
         (["s", "--topology", "16x16"], "'s'"),
+        (["s", "--wrap", "y"], "bad option --wrap"),  # no --topology: the option given is named
     ],
 )
 def test_bad_what_if_options_exit_2_naming_the_option(cli, args, flag):

@@ -203,6 +203,8 @@ def _refuse_for_what_if(
 ) -> None:
     from tpufleet.errors import BadInput
 
+    if name is not None and topology is None:  # --wrap alone: it is the option to name, not a --topology never given
+        raise BadInput(f"bad option --wrap: goes with a what-if --topology, not with the slice or job {name!r}")
     if name is not None:
         raise BadInput(f"bad argument {name!r}: --topology models a network of its own, not a slice or job")
     if topology is None:
