@@ -91,6 +91,23 @@ def test_negative_seed_and_nan_availability_are_bad_input(fleet):
     assert "--host-availability" in one_line(fleet("simulate-availability", "--host-availability", "nan"))
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("simulate-availability", "--host-availability", "1e400"),
+        ("simulate-availability", "--ocs-availability", "-inf"),
+        ("allocate", "s", "--shape", "4x4x4", "--min-throughput", "1e400"),
+    ],
+)
+def test_an_infinite_number_for_a_ranged_option_is_named_as_typed(fleet, args):
+    """A ranged option read 1e400 as infinity and Click's range check said "inf is not in the range", a value the
+    operator never typed; it is refused as the other infinities are, quoting what was typed."""
+    before = snapshot(fleet.state)
+    r = fleet(*args)
+    assert r.code == 2 and f"{args[-1]!r} is not a finite number" in one_line(r) and args[-2] in r.err
+    assert snapshot(fleet.state) == before
+
+
 # ---- integers are integers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("field, value", [("serial", 6.0), ("next_fault", 2.0)])
 def test_an_integer_written_as_a_float_is_refused_naming_the_field(fleet, field, value):

@@ -27,6 +27,9 @@ class _StrictNumber:
             # Click would say "not a valid integer range", naming its own type rather than what was wanted
             what = "a whole number" if "Int" in type(self).__name__ else "a number"
             self.fail(f"{shown(value)} is not {what}", param, ctx)  # type: ignore[attr-defined]
+        if isinstance(value, str) and "Float" in type(self).__name__ and not math.isfinite(float(value)):
+            # before Click's range check, which named 1e400 as "inf is not in the range", a value never typed
+            self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
         number = super().convert(value, param, ctx)  # type: ignore[misc]
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
