@@ -88,6 +88,17 @@ def test_a_bad_spec_exits_2_naming_the_key_before_any_work(cli, tmp_path, change
     assert not out.exists()  # nothing started
 
 
+@pytest.mark.parametrize("cubes", ["[8, 8]", "[8, 50, 8.0]"])
+def test_an_availability_point_naming_a_slice_size_twice_is_refused(cli, tmp_path, cubes):
+    """`simulate-availability --cubes 8,8` is refused (a size given twice); a sweep point's `cubes: [8, 8]` ran,
+    its figures for the size once. It is bad input in the spec as on the command line: exit 2, before any run."""
+    text = f"schema_version: 1\nsimulation: availability\nfixed: {{trials: 10}}\npoints:\n  - {{cubes: {cubes}}}\n"
+    out = tmp_path / "out"
+    r = cli("sweep", write(tmp_path, text), "--out", out, "--serial", state=False)
+    assert r.code == 2 and "points.0.cubes" in r.err and "spec.yaml" in r.err, r.err
+    assert not out.exists()
+
+
 def test_other_bad_specs(cli, tmp_path):
     cases = {
         "schema_version: 1\nsimulation: fleet\ngrid: {}\n": "field grid: nothing to sweep",

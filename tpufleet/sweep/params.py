@@ -71,7 +71,12 @@ FLEET: dict[str, dict[str, Any]] = {
 AVAILABILITY: dict[str, dict[str, Any]] = {
     "host_availability": {**_NUMBER, "minimum": 0, "maximum": 1},
     "ocs_availability": {**_NUMBER, "minimum": 0, "maximum": 1},
-    "cubes": {"anyOf": [_SIZE, {"type": "array", "items": _SIZE, "minItems": 1, "maxItems": MAX_POD_CUBES}]},
+    "cubes": {
+        "anyOf": [
+            _SIZE,
+            {"type": "array", "items": _SIZE, "minItems": 1, "maxItems": MAX_POD_CUBES, "uniqueItems": True},
+        ]
+    },
     "trials": {"type": "integer", "minimum": 1, "maximum": MAX_TRIALS},
     "generation": _GENERATION,
 }
