@@ -99,6 +99,20 @@ def test_an_availability_point_naming_a_slice_size_twice_is_refused(cli, tmp_pat
     assert not out.exists()
 
 
+def test_the_defaults_a_point_leaves_out_are_the_ones_the_readme_gives(tmp_path):
+    """README said a point leaves out "what the command defaults to"; an availability point without `cubes` ran
+    1, 8, 16, 32, 50 and 64 (not simulate-availability's sizes, on a TPU7x pod not up to its 144 cubes) and a
+    fleet point's `days`, which simulate-fleet requires, was 30. The README now says so; this holds the two equal."""
+    text = "schema_version: 1\nsimulation: availability\ngrid: {generation: [tpu-v4, tpu7x]}\n"
+    loaded = load_spec(write(tmp_path, text))
+    assert [p.params["cubes"] for p in loaded.points] == [[1, 8, 16, 32, 50, 64]] * 2
+    fleet = load_spec(write(tmp_path, "schema_version: 1\nsimulation: fleet\ngrid: {pods: [1]}\n", "f.yaml"))
+    assert fleet.points[0].params["days"] == 30
+    words = " ".join((ROOT / "README.md").read_text().split())
+    assert "a fleet point's `days` (which `simulate-fleet` requires) is 30" in words
+    assert "an availability point's `cubes` are 1, 8, 16, 32, 50 and 64 whatever its generation" in words
+
+
 def test_other_bad_specs(cli, tmp_path):
     cases = {
         "schema_version: 1\nsimulation: fleet\ngrid: {}\n": "field grid: nothing to sweep",
