@@ -82,3 +82,23 @@ def test_a_small_static_probability_keeps_its_digits(cli: Any) -> None:
     args = ("simulate-availability", "--host-availability", "0.98", "--cubes", "64", "--trials", "10")
     row = cli(*args, "-o", "json", state=False).json["results"][0]
     assert row["static_method"] == "exact" and row["static"] == pytest.approx(0.98**1024, rel=1e-12)
+
+
+def test_the_help_gives_the_hosts_of_each_pod_the_work_is_counted_over(cli: Any) -> None:
+    """The help said the work was trials x "the pod's 1,024 hosts", though `--generation tpu7x` draws 2,304 a
+    trial (and a pod without a static twin allows twice the trials): the help now gives both pods' hosts, as the
+    shipped profiles count them, and the refusal agrees with it."""
+    import re
+
+    from tpufleet.availability import MAX_WORK
+    from tpufleet.state.generations import shipped
+
+    words = " ".join(cli("simulate-availability", "--help", state=False).out.split())
+    for name in ("tpu-v4", "tpu7x"):
+        gen = shipped(name)
+        assert f"{gen.pod_cubes * gen.hosts_per_cube:,} in a" in words, (name, words)
+    assert "two million on a pod with no static twin" in words
+    trials = int(MAX_WORK // (shipped("tpu7x").pod_cubes * shipped("tpu7x").hosts_per_cube))
+    assert 2_000_000 < trials < 2_500_000
+    r = cli("simulate-availability", "--generation", "tpu7x", "--cubes", "1", "--trials", str(trials + 1), state=False)
+    assert r.code == 2 and re.search(r"simulation too large: [\d,]+ trials", one_line(r))

@@ -108,8 +108,9 @@ def simulate_cmd(
     """For each slice size, the probability a job can be placed on a static pod, a reconfigurable pod, and a
     reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals).
 
-    The Monte Carlo is capped by its work, trials x (the pod's 1,024 hosts + hosts expected down x the static boxes'
-    planes), at 5,000,000,000 (about a million trials at the defaults): more is refused before it starts (exit 2)."""
+    The Monte Carlo is capped by its work, trials x (the pod's hosts, 1,024 in a TPU v4 pod and 2,304 in a TPU7x one,
+    + on a 64-cube pod the hosts expected down x the static boxes' planes), at 5,000,000,000 (about a million trials
+    at the defaults, two million on a pod with no static twin): more is refused before it starts (exit 2)."""
     from tpufleet import availability
     from tpufleet.constants import CUBES_PER_POD
     from tpufleet.errors import BadInput
