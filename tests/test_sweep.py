@@ -113,6 +113,20 @@ def test_the_defaults_a_point_leaves_out_are_the_ones_the_readme_gives(tmp_path)
     assert "an availability point's `cubes` are 1, 8, 16, 32, 50 and 64 whatever its generation" in words
 
 
+def test_an_availability_point_is_its_sizes_in_any_order(cli, tmp_path):
+    """`cubes: [8, 50]` and `cubes: [50, 8]` simulate the same sizes (as `--cubes 50,8` does 8 and 50) but were
+    two points, run twice with the same figures under two resume files; a spec giving both is now refused as a point
+    given twice, and a point's sizes are kept in ascending order."""
+    head = "schema_version: 1\nsimulation: availability\nfixed: {trials: 10}\n"
+    loaded = load_spec(write(tmp_path, head + "points:\n  - {cubes: [50, 8]}\n"))
+    assert [p.params["cubes"] for p in loaded.points] == [[8, 50]]
+    for text in ("points:\n  - {cubes: [8, 50]}\n  - {cubes: [50, 8]}\n", "grid: {cubes: [[8, 50], [50, 8]]}\n"):
+        out = tmp_path / "out"
+        r = cli("sweep", write(tmp_path, head + text), "--out", out, "--serial", state=False)
+        assert r.code == 2 and "points 0 and 1 are the same" in r.err, r.err
+        assert not out.exists()
+
+
 def test_other_bad_specs(cli, tmp_path):
     cases = {
         "schema_version: 1\nsimulation: fleet\ngrid: {}\n": "field grid: nothing to sweep",

@@ -82,6 +82,18 @@ AVAILABILITY: dict[str, dict[str, Any]] = {
 }
 PARAMS: dict[Simulation, dict[str, dict[str, Any]]] = {"fleet": FLEET, "availability": AVAILABILITY}
 
+
+def canonical(name: str, value: Any) -> Any:
+    """A checked value as the runs read it: an availability point's slice sizes in ascending order. A run
+    simulates its sizes as a set (`simulate-availability --cubes 50,8` runs 8 and 50), so `[50, 8]` and `[8, 50]`
+    are one point, refused when given twice, never run twice under two resume files.
+
+    >>> canonical("cubes", [50, 8]), canonical("cubes", 8), canonical("days", 3)
+    ([8, 50], 8, 3)
+    """
+    return sorted(value) if name == "cubes" and isinstance(value, list) else value
+
+
 # What a point does not say.
 DEFAULTS: dict[Simulation, dict[str, Any]] = {
     "fleet": {

@@ -200,7 +200,7 @@ def _checked(file: str, simulation: P.Simulation, where: str, entry: Mapping[str
     for name, value in entry.items():
         schema = _known(file, simulation, f"{where}.{name}", name, value)
         check(schema, value, file, prefix=f"{where}.{name}")
-        checked[name] = _whole(schema, value)
+        checked[name] = P.canonical(name, _whole(schema, value))
     return checked
 
 
@@ -212,7 +212,7 @@ def _grid(file: str, simulation: P.Simulation, grid: Mapping[str, list[Any]]) ->
             raise BadStateFile(file, f"grid.{name}", values, "no values: list at least one")
         for i, value in enumerate(values):
             check(schema, value, file, prefix=f"grid.{name}.{i}")
-        checked[name] = [_whole(schema, value) for value in values]
+        checked[name] = [P.canonical(name, _whole(schema, value)) for value in values]
     return checked
 
 
