@@ -12,6 +12,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from helpers import snapshot
 from tpufleet.shapes import parse_shape
 from tpufleet.topology import neighbors
 
@@ -80,6 +81,26 @@ def test_init_generation_defaults_and_limits(cli):
     pods = state_doc(cli)["fleet"]["pods"]
     assert [(p["generation"], len(p["cubes"])) for p in pods] == [("tpu-v5p", 140), ("tpu-v5p", 140)]
     assert pods[1]["cubes"][0] == "c140"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("init", "--force"),
+        ("topology", "4x4x8"),
+        ("simulate-fleet", "--days", "1"),
+        ("simulate-availability", "--trials", "10"),
+    ],
+)
+def test_an_unknown_generation_is_refused_naming_the_option(fleet, args):
+    """`--generation tpu9` was refused as "unknown generation 'tpu9'", naming no option (on `init` beside
+    `--cubes-per-pod`, `--pods`, ...); every command taking it now says `bad option --generation`, nothing
+    changed."""
+    before = snapshot(fleet.state)
+    r = fleet(*args, "--generation", "tpu9")
+    assert r.code == 2, r.err
+    assert "bad option --generation: unknown generation 'tpu9'; known: tpu-v4, tpu-v5p, tpu7x" in r.err
+    assert snapshot(fleet.state) == before
 
 
 def test_v5p_takes_sides_in_any_order_and_its_own_limit(cli):

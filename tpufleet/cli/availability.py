@@ -166,9 +166,9 @@ def _generation(name: str | None) -> "Generation | None":
     """The shipped profile of `--generation` (through the state layer); None without it."""
     if name is None:
         return None
-    from tpufleet.state.generations import shipped
+    from tpufleet.state.generations import named_by_option
 
-    return shipped(name)
+    return named_by_option(name)
 
 
 def _sizes_up_to(pod_cubes: int) -> list[int]:

@@ -46,7 +46,7 @@ def init_cmd(
     from tpufleet.state import generations
     from tpufleet.text import printable
 
-    gen = None if generation is None else generations.shipped(generation)
+    gen = None if generation is None else generations.named_by_option(generation)
     fleet = default_fleet(pods, cubes_per_pod, gen)
     store = ctx.obj.store()
     with store.creation(fleet, replace=force) as tx:  # refuses an existing state unless --force, under the lock

@@ -62,11 +62,11 @@ def _multislice_lines(m: dict | None, f) -> list[str]:
 def _generation(name: str | None, mode: str) -> "Generation | None":
     """The shipped profile of `--generation` (None: the built-in TPU v4 pod of 64 cubes)."""
     from tpufleet.errors import BadInput
-    from tpufleet.state.generations import shipped
+    from tpufleet.state.generations import named_by_option
 
     if name is None:
         return None
-    gen = shipped(name)
+    gen = named_by_option(name)
     if mode == "static" and gen.pod_cubes != CUBES_PER_POD:
         raise BadInput(
             f"bad option --mode static: a static pod is a 4x4x4 grid of cubes, a {name} pod has {gen.pod_cubes}"

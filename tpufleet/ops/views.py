@@ -131,7 +131,7 @@ def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any
     from tpufleet.shapes import parse_shape, require_allocatable
     from tpufleet.topology import metrics
 
-    gen = None if generation is None else generations.shipped(generation)
+    gen = None if generation is None else generations.named_by_option(generation)
     parsed = require_allocatable(parse_shape(shape, twisted, gen))
     figures = metrics(parsed)
     if gen is not None:

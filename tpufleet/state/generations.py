@@ -39,7 +39,7 @@ from tpufleet.state.inputfiles import load_yaml
 if TYPE_CHECKING:
     from tpufleet.collectives.profile import Profile
 
-__all__ = ["DEFAULT", "GENERATION_SCHEMA", "SHIPPED_DIR", "document", "load", "names", "shipped"]
+__all__ = ["DEFAULT", "GENERATION_SCHEMA", "SHIPPED_DIR", "document", "load", "named_by_option", "names", "shipped"]
 
 SHIPPED_DIR: Final = Path(__file__).resolve().parents[1] / "data" / "generations"
 DEFAULT: Final = "tpu-v4"  # `init` without --generation: today's behaviour
@@ -142,6 +142,15 @@ def shipped(name: str) -> Generation:
     if gen.name != name:
         raise BadStateFile(str(path), "name", gen.name, f"must be the file's name, {name}")
     return gen
+
+
+def named_by_option(name: str, option: str = "--generation") -> Generation:
+    """The shipped generation a command-line option names: BadInput naming the option, the value and the known
+    generations for a name that is none of them (`shipped`'s own message names no option: a state or spec file's
+    field says where the name came from there)."""
+    if name not in names():
+        raise BadInput(f"bad option {option}: unknown generation {name!r}; known: {', '.join(names())}")
+    return shipped(name)
 
 
 class StepProfiles(Mapping[str, "Profile"]):
