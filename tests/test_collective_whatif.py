@@ -124,3 +124,15 @@ def test_an_unknown_profile_name_lists_the_shipped_ones(cli):
     r = cli("collective", "--topology", "4x4", "--profile", "tpu-v9", "--op", "all-reduce", "--bytes", "1MiB")
     assert r.code == 2
     assert "tpu-v9" in r.err and "tpu-v3, tpu-v4, tpu-v5p, tpu7x" in r.err
+
+
+@pytest.mark.parametrize("generation", ["tpu-v5p", "tpu7x"])
+def test_a_generation_profile_file_given_as_profile_says_to_give_its_name(cli, generation):
+    """The generation's own file given to --profile was refused as "field title: unknown key", which said neither
+    what the file is nor what to give instead; it is refused (exit 2) naming the file and the --profile to use."""
+    from tpufleet.state.generations import SHIPPED_DIR
+
+    path = SHIPPED_DIR / f"{generation}.yaml"
+    r = cli("collective", "--topology", "4x4", "--profile", str(path), "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 2 and str(path) in r.err, r.err
+    assert "is a generation profile, not a hardware profile" in r.err and f"--profile {generation})" in r.err

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from tpufleet.collectives.profile import SHIPPED, Profile, default_profile, for_generation, profile_from_doc
-from tpufleet.errors import NO_VALUE
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.state import generations
 from tpufleet.state.inputfiles import MissingFile, load_yaml
 
@@ -38,4 +38,22 @@ def read_profile(path: Path | str | None = None) -> Profile:
     except MissingFile as exc:
         known = ", ".join(sorted({*SHIPPED_PROFILES, *generations.names()}))
         raise MissingFile(exc.file, exc.field, NO_VALUE, f"{exc.problem} file, nor a shipped one ({known})") from None
+    _refuse_generation_profile(doc, str(target))
     return profile_from_doc(doc, str(target), shipped=target.resolve() == SHIPPED)
+
+
+def _refuse_generation_profile(doc: object, file: str) -> None:
+    """A generation's profile (the form of tpufleet/data/generations/NAME.yaml) given as a hardware profile was
+    refused for its `title`, "unknown key", which said neither what the file is nor what --profile takes instead."""
+    if not (isinstance(doc, dict) and {"pod", "slices", "title"} <= doc.keys()):
+        return
+    known = generations.names()
+    name = doc.get("name")
+    use = f"--profile {name}" if name in known else f"--profile NAME, NAME one of {', '.join(known)}"
+    raise BadStateFile(
+        file,
+        "",
+        NO_VALUE,
+        f"is a generation profile, not a hardware profile: give a shipped generation by its name ({use}), or a "
+        "hardware profile file (the form of tpufleet/data/hardware-profile.yaml)",
+    )
