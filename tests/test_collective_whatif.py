@@ -136,3 +136,17 @@ def test_a_generation_profile_file_given_as_profile_says_to_give_its_name(cli, g
     r = cli("collective", "--topology", "4x4", "--profile", str(path), "--op", "all-reduce", "--bytes", "1MiB")
     assert r.code == 2 and str(path) in r.err, r.err
     assert "is a generation profile, not a hardware profile" in r.err and f"--profile {generation})" in r.err
+
+
+def test_a_ring_what_if_takes_its_one_dimension_as_the_order(cli):
+    """`--dims` may leave out the dimensions one chip deep (README: `yx` on a 128x32); on a ring, 128x1, `--dims x`
+    left out two and was refused as "not an order of x, y and z", though `xy` ran the same thing. It now runs;
+    leaving out a longer dimension is still refused, naming it."""
+    args = ("--op", "all-reduce", "--bytes", "1GiB", "-o", "json")
+    r = cli("collective", "--topology", "128x1", "--wrap", "x", "--dims", "x", *args)
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    assert (d["algorithm"], d["dims"]) == ("dim-by-dim", "x")
+    assert d["bandwidth_s"] == pytest.approx(2 * 127 * (1 << 30) / 256 / 50e9)  # bidirectional: n / 2p a step
+    r = cli("collective", "--topology", "4x4", "--dims", "x", *args)
+    assert r.code == 2 and "bad option --dims: 'x' leaves out y, a dimension of 4 chips" in r.err

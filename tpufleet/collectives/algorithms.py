@@ -315,10 +315,10 @@ def estimate(ctx: Context, op: str, nbytes: float, algorithm: str, order: tuple[
 
 
 def parse_order(text: str) -> tuple[int, ...]:
-    """'yxz', 'y,x,z' or 'Y X Z' -> (1, 0, 2); every dimension once, or two of them ('yx'), the third being one
-    chip deep (`complete_order` checks that against the shape)."""
+    """'yxz', 'y,x,z' or 'Y X Z' -> (1, 0, 2); every dimension once, or some of them ('yx' on a 128x32, 'x' on a
+    what-if ring of 128x1), those left out being one chip deep (`complete_order` checks that against the shape)."""
     letters = [c for c in text.lower() if c not in ", "]
-    if sorted(letters) != sorted(set(letters)) or any(c not in DIMS for c in letters) or len(letters) not in (2, 3):
+    if sorted(letters) != sorted(set(letters)) or any(c not in DIMS for c in letters) or not letters:
         raise BadInput(f"bad option --dims: {text!r} is not an order of x, y and z (e.g. yxz, or yx on a 128x32)")
     return tuple(DIMS.index(c) for c in letters)
 
