@@ -130,3 +130,44 @@ def test_the_readme_worked_example_prints_what_it_shows(tmp_path, monkeypatch, c
         assert r.code in (0, 1), (argv, r.err)
         printed = [line.rstrip() for line in (r.out + r.err).splitlines() if line.strip()]
         assert not shown or _shows(shown, printed), (argv, printed)
+
+
+# ---- the README's command reference against each command's options ---------------------------------------------
+def _reference_rows() -> dict[str, set[str]]:
+    """Each command the README's command table names (its leading words, `show map` apart from `show`), with the
+    long options its row gives."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| command | what it does |") : text.index("### Cross-connect planning")]
+    rows: dict[str, set[str]] = {}
+    for row in (line for line in table.splitlines() if line.startswith("| `")):
+        synopsis = row[3:].split("` |")[0]
+        words = []
+        for word in synopsis.split():
+            if not re.fullmatch(r"[a-z][a-z-]*", word):
+                break
+            words.append(word)
+        rows.setdefault(" ".join(words), set()).update(re.findall(r"--[a-z][a-z0-9-]*", synopsis))
+    return rows
+
+
+def _long_options(command: click.Command) -> set[str]:
+    names = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
+    # -o and -v are given by their short names, as every command has them
+    return {name for name in names if name.startswith("--")} - {"--help", "--output", "--verbose"}
+
+
+def test_the_command_reference_names_every_option_and_only_real_ones():
+    """`serve --goodput-format` was in no row of the command table: an operator reading the reference for how to
+    serve ml-goodput logs found no way to. Each row names each option its command has, and none it lacks (an
+    export's own options are described in its section, so only those named in the table must exist)."""
+    rows = _reference_rows()
+    root = typer.main.get_command(app)
+    for path, command in _leaves(root):
+        name = " ".join(path)
+        named = rows.get(name) or rows.get(path[0], set())
+        if path[0] == "show":
+            named = rows["show"] | rows["show map"]
+        have = _long_options(command)
+        assert named <= have, (name, sorted(named - have))
+        if path[0] != "export":
+            assert have <= named, (name, sorted(have - named))
