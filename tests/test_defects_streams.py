@@ -160,3 +160,26 @@ def test_a_job_name_from_the_logs_never_shapes_a_report(cli, tmp_path):
     rows = list(csv.reader(io.StringIO(cli("goodput-report", log, "-o", "csv").out)))
     assert any(name in row for row in rows)
     assert name in {j["job"] for j in cli("goodput-report", log, "-o", "json").json["jobs"]}
+
+
+def test_a_closed_stdout_is_output_that_cannot_be_written_not_an_internal_error(tmp_path):
+    """`tpufleet allocate x --shape 4x4x4 >&-` (a cron line that closes stdout) committed the slice, then exited 70,
+    "internal error: AttributeError: 'NoneType' object has no attribute 'flush'". Now it is output that cannot be
+    written: exit 1, said on stderr, the change committed; a refusal keeps its own code and message."""
+    state = tmp_path / "s"
+    assert _run(state, "init").returncode == 0
+
+    def closed_stdout(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "tpufleet", "--state", str(state), *args]
+        return subprocess.run(command, stdout=None, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1))
+
+    r = closed_stdout("allocate", "x", "--shape", "4x4x4")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "cannot write the output: standard output is closed" in r.stderr
+    r = closed_stdout("allocate", "y", "--shape", "4x4x4", "-o", "json")
+    assert json.loads(r.stderr)["exit_code"] == 1
+    r = closed_stdout("explain", "nope")
+    assert r.returncode == 1 and "unknown slice or job 'nope'" in r.stderr and "cannot write" not in r.stderr
+    shown = json.loads(_run(state, "show", "slices", "-o", "json").stdout)
+    assert [s["name"] for s in shown] == ["x", "y"]
+    assert _run(state, "history").returncode == 0  # the journal is whole: nothing was written into it

@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
     SETTINGS.config_error = None
+    streams.reopen_closed_streams()
     command = _click_command()
     streams.carry_any_text()
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
+import io
 import os
 import sys
 
@@ -53,3 +54,32 @@ def drop_stdout() -> None:
     """Point stdout at /dev/null: what could not be written is not tried again at exit."""
     with contextlib.suppress(OSError, ValueError):  # no real file descriptor (an in-process caller's stream)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output the caller closed: writing to it fails as a full disk does, so a command that has output
+    to give reports it lost (exit 1), and one with none to give (`serve`) is not troubled."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EIO, "standard output is closed")
+
+    def fileno(self) -> int:
+        return 1
+
+
+def reopen_closed_streams() -> None:
+    """Put /dev/null on standard input, output or error where the caller closed it (`>&-`, `2>&-`): else the first
+    file a command opens (the state's lock, its journal) takes that descriptor, and a worker process started later
+    writes its output into that file. What a command writes to a closed standard output is refused as lost."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:  # Python found the descriptor open at start-up
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+        stream = _ClosedOutput() if fd == 1 else open(fd, "rw"[fd > 0], encoding="utf-8", closefd=False)  # noqa: SIM115
+        setattr(sys, name, stream)
