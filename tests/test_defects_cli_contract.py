@@ -316,3 +316,33 @@ def test_a_throughput_floor_for_a_slice_that_never_reroutes_is_refused(fleet, jo
     assert alone.code == floor.code == 0, alone.err + floor.err
     shown = [alone.json, floor.json] if not job else [alone.json["slices"][0], floor.json["slices"][0]]
     assert [(d["fault_tolerant_routing"], d["min_throughput"]) for d in shown] == [(False, 0.5), (True, 0.8)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("policy", "s", "--min-throughput", "1e400"),
+        ("allocate", "t", "--shape", "2x2x1", "--min-throughput", "1e400"),
+        ("simulate-availability", "--host-availability", "1e400"),
+        ("simulate-fleet", "--days", "1e400"),
+        ("--lock-timeout", "1e400", "status"),
+    ],
+)
+def test_a_number_too_large_for_a_float_is_named_as_given(fleet, args):
+    """`--min-throughput 1e400` was refused as "inf is not in the range 0.0<=x<=1.0": the range check ran on the
+    number read, so the operator was shown a value they never typed. Now the text given is named."""
+    assert fleet("allocate", "s", "--shape", "2x2x1").code == 0
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*args), 2)
+    option = args[args.index("1e400") - 1]
+    assert f"'{option}': '1e400' is not a finite number" in line, line
+    assert snapshot(fleet.state) == before
+
+
+def test_the_lock_timeout_help_gives_the_range_the_option_takes(cli):
+    """`tpufleet --help` said `--lock-timeout` takes `x>=0`, but anything over a day (86400 s) was refused: the
+    help now gives the range that holds, and a value outside it is refused naming it."""
+    r = cli("--help", state=False)
+    assert r.code == 0 and "0<=x<=86400" in " ".join(r.out.split())
+    line = one_line(cli("--lock-timeout", "100000", "status"), 2)
+    assert "--lock-timeout" in line and "100000" in line

@@ -240,7 +240,7 @@ def root(
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors")] = False,
     lock_timeout: Annotated[
-        float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another command's state lock")
+        float, typer.Option("--lock-timeout", min=0, max=DAY, help="Seconds to wait for another command's state lock")
     ] = 30.0,
     group: Annotated[
         str | None,
