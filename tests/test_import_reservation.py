@@ -136,6 +136,16 @@ def test_unknown_pod_is_bad_input(superpod):
 LONG = "x" * 500
 
 
+def _window(**times: str):
+    """An edit of the fixture: sub-block 40's upcoming maintenance window given `times`."""
+
+    def edit(d: list) -> list:
+        d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(times)
+        return d
+
+    return edit
+
+
 @pytest.mark.parametrize(
     ("edit", "field", "words"),
     [
@@ -159,40 +169,19 @@ LONG = "x" * 500
             "field 2.healthInfo.degradedHostCount",
             "more hosts than the sub-block's count of 16",
         ),
+        (_window(windowStartTime="soon"), "upcomingGroupMaintenance.windowStartTime", "RFC 3339"),
         (
-            lambda d: (
-                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(windowStartTime="soon") or d
-            ),
-            "upcomingGroupMaintenance.windowStartTime",
-            "RFC 3339",
-        ),
-        (
-            lambda d: (
-                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
-                    windowStartTime="2026-06-16T23:59:60Z"
-                )
-                or d
-            ),
+            _window(windowStartTime="2026-06-16T23:59:60Z"),
             "upcomingGroupMaintenance.windowStartTime",
             "is a leap second (:60), which the tool cannot keep",
         ),
         (
-            lambda d: (
-                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
-                    windowEndTime="9999-12-31T23:00:00-05:00"
-                )
-                or d
-            ),
+            _window(windowEndTime="9999-12-31T23:00:00-05:00"),
             "upcomingGroupMaintenance.windowEndTime",
             "is past year 9999 in UTC",
         ),
         (
-            lambda d: (
-                d[40]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"].update(
-                    windowStartTime="2026-13-45T09:00:00Z"
-                )
-                or d
-            ),
+            _window(windowStartTime="2026-13-45T09:00:00Z"),
             "upcomingGroupMaintenance.windowStartTime",
             "must be an RFC 3339 time of the calendar",
         ),
