@@ -15,3 +15,19 @@ def test_a_plot_name_ending_in_a_slash_is_refused_and_nothing_is_written(cli, tm
     r = cli("simulate-availability", "--trials", "10", "--plot", given, state=False)
     assert one_line(r, 2).startswith(f"tpufleet: error: bad option --plot '{given}'")
     assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("given", ["1e-400", "-1e-400", "0.1e-330", "1e-99999999999999999999"])
+def test_a_float_option_that_reads_as_0_only_by_underflow_is_refused_naming_the_option_and_text(cli, given):
+    """`--host-availability 1e-400` was silently read as 0.0 (every host down)."""
+    r = cli("simulate-availability", "--trials", "10", "--cubes", "8", "--host-availability", given, state=False)
+    line = one_line(r, 2)
+    assert "--host-availability" in line and f"'{given}'" in line and "too small" in line
+
+
+@pytest.mark.parametrize("given", ["0", "0e-400", "-0.0", "1e-310"])
+def test_a_float_option_that_is_0_or_representable_is_still_read(cli, given):
+    r = cli("simulate-availability", "--trials", "10", "--cubes", "8", "--host-availability", given, "-o", "json",
+            state=False)  # fmt: skip
+    assert r.code == 0, r.err
+    assert r.json["host_availability"] == float(given)

@@ -30,10 +30,20 @@ class _StrictNumber:
         if isinstance(value, str) and "Float" in type(self).__name__ and not math.isfinite(float(value)):
             # before Click's range check, which named 1e400 as "inf is not in the range", a value never typed
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+        if isinstance(value, str) and "Float" in type(self).__name__ and _underflows(value):
+            # read as 0.0 it passed every range check (a host availability of 1e-400 became 0)
+            self.fail(f"{shown(value)} is too small to be told from 0 (give 0 or a larger number)", param, ctx)  # type: ignore[attr-defined]
         number = super().convert(value, param, ctx)  # type: ignore[misc]
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
         return number + 0 if number == 0 else number  # -0.0 + 0 is 0.0
+
+
+def _underflows(text: str) -> bool:
+    """Whether the text names a number other than 0 that a float reads as 0 (1e-400): a digit other than 0 before
+    the exponent (NaN and infinities are refused before this)."""
+    mantissa = text.strip().lower().partition("e")[0]
+    return float(text) == 0 and any(c in "123456789" for c in mantissa)
 
 
 def _reads_as(text: str, whole: bool) -> bool:
