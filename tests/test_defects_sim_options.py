@@ -31,3 +31,12 @@ def test_a_float_option_that_is_0_or_representable_is_still_read(cli, given):
             state=False)  # fmt: skip
     assert r.code == 0, r.err
     assert r.json["host_availability"] == float(given)
+
+
+def test_assume_healthy_with_a_what_if_topology_is_refused_naming_both_options(cli):
+    """`collective --topology 4x4 --assume-healthy` was accepted silently: a what-if has no stored tables."""
+    r = cli("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "--assume-healthy", state=False)
+    line = one_line(r, 2)
+    assert "--assume-healthy" in line and "--topology" in line
+    ok = cli("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "-o", "json", state=False)
+    assert ok.code == 0 and ok.json["tables"]["source"] == "what-if"

@@ -199,7 +199,12 @@ def _check_job_options(op: str, algorithm: str, dims: str | None, table_capacity
 
 
 def _refuse_for_what_if(
-    flops: float | None, table_capacity: int | None, layout: str, name: str | None, topology: str | None
+    flops: float | None,
+    table_capacity: int | None,
+    layout: str,
+    name: str | None,
+    topology: str | None,
+    assume_healthy: bool = False,
 ) -> None:
     from tpufleet.errors import BadInput
 
@@ -209,7 +214,9 @@ def _refuse_for_what_if(
         raise BadInput(f"bad argument {name!r}: --topology models a network of its own, not a slice or job")
     if topology is None:
         raise BadInput("bad option --topology: give a slice or job name, or a what-if --topology such as 128x32")
-    for flag, given in (("--model-flops-per-step", flops), ("--table-capacity", table_capacity)):
+    # a what-if network has no stored tables to do without: --assume-healthy there is a mistake, not a no-op
+    given_flags = (("--model-flops-per-step", flops), ("--table-capacity", table_capacity))
+    for flag, given in (*given_flags, ("--assume-healthy", True if assume_healthy else None)):
         if given is not None:
             raise BadInput(f"bad option {flag}: applies to a slice or job, not a what-if --topology")
     if layout != "replicated":
@@ -340,7 +347,7 @@ def collective_cmd(
         raise BadInput(f"bad option --dims: {dims!r} applies to dim-by-dim and multi-dim, not {algorithm}")
     flops = _flops(model_flops)
     if topology is not None or wrap is not None or name is None:
-        _refuse_for_what_if(flops, table_capacity, layout, name, topology)
+        _refuse_for_what_if(flops, table_capacity, layout, name, topology, assume_healthy)
         _what_if(topology or "", wrap, ops.Request(op, nbytes, algorithm, order), (profile_file, output))
         return
     store = ctx.obj.store()
