@@ -32,7 +32,8 @@ def _text(s: dict, out: Path | None) -> str:
         f"  SG {f(s['sg'])}  x  RG {f(s['rg'])}  x  PG {f(s['pg'])}  =  MPG {f(s['mpg'])}",
         f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS, "
         f"{s['faults']['drain']} planned drains; rerouted {s['reroutes']} time(s)",
-        f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions",
+        f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions; "
+        f"{s['drain_moves']} job(s) moved by planned drains (no disruption)",
         *_multislice_lines(s.get("multislice"), f),
         f"  {s['events']} events written to {out} (read them with `tpufleet goodput-report {out}`)"
         if out is not None

@@ -84,11 +84,15 @@ EVENT_NAMES = (
     "elastic_reinit_start",
     "elastic_reinit_end",
     "slice_counts",
+    "drain",  # a planned stop with notice (maintenance): the job saved its work and moves; no disruption
 )
 CODE = {name: i for i, name in enumerate(EVENT_NAMES)}
 # Why a job stopped unplanned (a simulation's log writes them, the accounting reads them), in the reports' order.
 Disruption = Literal["failure", "eviction", "preemption"]
 DISRUPTIONS: tuple[Disruption, ...] = get_args(Disruption)
+# A planned stop (`drain`): the run ends there as at a disruption, but nothing failed: it is no disruption, counts
+# in no MTBF, and no disruption is inferred at the restart that follows it.
+Stop = Disruption | Literal["drain"]
 # The event logs `goodput-report` and `import-goodput` read: tpufleet's own, or the ml-goodput package's export.
 LogFormat = Literal["native", "ml-goodput"]
 LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)

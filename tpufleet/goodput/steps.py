@@ -107,7 +107,7 @@ def inferred(ev: Events, st: Times, sn: Ints, run: Ints) -> tuple[Times, Times]:
     import numpy as np
 
     restarts = ev.at("job_start")[1:]
-    marks = np.sort(np.concatenate([ev.at("job_end"), *(ev.at(d) for d in DISRUPTIONS)]))
+    marks = np.sort(np.concatenate([ev.at("job_end"), ev.at("drain"), *(ev.at(d) for d in DISRUPTIONS)]))
     last = np.searchsorted(st, restarts, side="left") - 1  # the last step before each restart
     before = st[np.maximum(last, 0)] if len(st) else np.zeros(len(restarts))
     runs = np.arange(1, len(restarts) + 1)
@@ -135,7 +135,8 @@ class Steps:
 
 
 def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times, end: float) -> Steps:
-    """Steps, where each ends, and whether its work survived."""
+    """Steps, where each ends, and whether its work survived. `disrupt`: the disruptions (and planned stops), where
+    a step logged at that very time ends at once."""
     import numpy as np
 
     sel = ev.code == CODE["step_start"]

@@ -300,14 +300,15 @@ def account(
     run0 = np.searchsorted(ev.at("job_start"), ev.t[sel], side="right")
     inf_d, inf_r = inferred(ev, ev.t[sel], ev.step[sel], run0)
     disrupt = np.sort(np.concatenate([explicit, inf_d]))
-    stops = np.unique(np.concatenate([ev.at("job_start"), ev.at("job_end"), disrupt, [end]]))
+    stops = np.unique(np.concatenate([ev.at("job_start"), ev.at("job_end"), ev.at("drain"), disrupt, [end]]))
 
     intervals: dict[str, list[tuple[Times, Times]]] = {name: [] for name in PRIORITY}
     for bucket, (s_name, e_name) in PAIRS.items():
         s, matched = _pair_ends(ev, s_name, e_name)
         if len(s):
             intervals[bucket].append((s, np.minimum(np.minimum(matched, first_after(stops, s)), end)))
-    steps = steps_of(job, ev, disrupt, explicit, stops, end)
+    # a step logged at the very instant of a drain ends there, as at a disruption (the run restarts from it)
+    steps = steps_of(job, ev, np.sort(np.concatenate([disrupt, ev.at("drain")])), explicit, stops, end)
     intervals["productive"].append((steps.st[steps.productive], steps.end[steps.productive]))
     intervals["wasted_progress_from_disruption"].append((steps.st[~steps.productive], steps.end[~steps.productive]))
     if len(steps.st) and not (ev.code == CODE["compile_start"]).any():

@@ -132,6 +132,7 @@ def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
         "pg": fleet["pg"],
         "mpg": fleet["mpg"],
         "disruptions": disruptions,
+        "drain_moves": stats.drain_moves,
         "reroutes": stats.reroutes,
         "faults": dict(stats.faults),
         "xconnect_changes": stats.xconnect_changes,

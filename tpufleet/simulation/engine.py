@@ -142,4 +142,4 @@ class Simulator:
     def _eviction(self, eviction: Eviction) -> None:
         job = self.runner.running.get(eviction.job_id)
         if job is not None and job.runs == eviction.run:
-            self.scheduler.disrupt(job, eviction.time, "eviction")
+            self.scheduler.disrupt(job, eviction.time, "drain")  # planned, with notice: not a disruption

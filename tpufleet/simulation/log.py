@@ -85,6 +85,7 @@ def as_record(event: EventTuple) -> Record:
 class Stats:
     preemptions: int = 0
     evictions: int = 0  # every unplanned stop other than a preemption (failures included)
+    drain_moves: int = 0  # jobs a planned drain moved (after their checkpoint): planned, so no eviction
     reroutes: int = 0
     faults: dict[str, int] = field(default_factory=lambda: {kind: 0 for kind in FAULT_KINDS})
     xconnect_changes: int = 0  # cross-connects added plus removed

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tpufleet.allocation import Allocation
-from tpufleet.goodput.events import Disruption
+from tpufleet.goodput.events import Stop
 from tpufleet.model import Fleet
 from tpufleet.shapes import Shape
 from tpufleet.simulation.events import EventQueue, RestartAfterRepair, Schedule
@@ -125,8 +125,9 @@ class Scheduler:
                 return True
         return False
 
-    def disrupt(self, job: Job, t: float, why: Disruption) -> None:
-        """Stop the job (`why`: failure, eviction or preemption), free its place and queue it again."""
+    def disrupt(self, job: Job, t: float, why: Stop) -> None:
+        """Stop the job (`why`: failure, eviction or preemption; or drain, planned: no disruption and no restart
+        wait, as nothing failed), free its place and queue it again."""
         if not self.runner.stop(job, t, why, JobState.QUEUED):
             return
         self.log.event(job, t, "allocation", chips=0)
@@ -134,6 +135,8 @@ class Scheduler:
         self.waiting.append(job)
         if why == "preemption":
             self.stats.preemptions += 1
+        elif why == "drain":
+            self.stats.drain_moves += 1
         else:
             job.displaced = True  # a fault moved it: it may restart on a spare cube
             job.stopped_at = t

@@ -81,12 +81,13 @@ def job_figures(events: Sequence[EventTuple], chips: int, training: bool) -> Job
     end = max(ends[-1] if ends else times[-1], start)
     if times[0] < start or times[-1] > end:
         return None  # stray entries, dropped by the report
-    stops = sorted({*starts, *ends, *explicit, end})
-    if _restarts_without_disruption(starts, st, sorted({*ends, *explicit})):
+    drains = [e[1] for e in events if e[2] == "drain"]  # planned stops: a run ends there, no disruption
+    stops = sorted({*starts, *ends, *explicit, *drains, end})
+    if _restarts_without_disruption(starts, st, sorted({*ends, *explicit, *drains})):
         return None
     begin = starts[0] if starts else start  # all-allocated from here when no allocation is logged
     allocated = _allocated(allocs, chips, begin, start, end)
-    steps = _Steps(st, sn, _step_ends(st, stops, explicit, end), training)
+    steps = _Steps(st, sn, _step_ends(st, stops, sorted({*explicit, *drains}), end), training)
     cuts = sorted({*starts, *ends, *explicit, *(t for t, _ in allocs), end})
     for lo, hi in _pieces(st, cuts):
         limit = _limit(steps, lo, starts, ends, explicit, saves) if training else INF
