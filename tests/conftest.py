@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +90,8 @@ class Result:
 class Cli:
     """Runs the real entry point in-process (fast), capturing output and the exit code."""
 
+    pytest_argv = tuple(sys.argv)  # pytest's own command line, as it started
+
     def __init__(self, capsys, state: Path):
         self.capsys = capsys
         self.state = state
@@ -96,11 +99,19 @@ class Cli:
     def __call__(self, *args: str | os.PathLike[str], state: bool = True) -> Result:
         argv = (["--state", str(self.state)] if state else []) + [str(a) for a in args]
         self.capsys.readouterr()
+        # The journal and the lock's holder record sys.argv, as a real run's: pytest's own command line (as long as
+        # the list of files it was given) would be recorded instead, and a test's journal lines would grow with it.
+        # A command line a test set itself (to see how it is recorded) is kept.
+        outer = sys.argv
+        if tuple(outer) == self.pytest_argv:
+            sys.argv = ["tpufleet", *argv]
         try:
             main(argv)
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            sys.argv = outer
         captured = self.capsys.readouterr()
         return Result(code, captured.out, captured.err)
 

@@ -86,7 +86,11 @@ def test_a_session_gives_the_same_state_and_journal_on_a_directory_and_a_databas
         for fault in listing:
             fault.pop("opened"), fault.pop("cleared")  # times: the two sessions run seconds apart
     assert faults[0] == faults[1] and len(faults[0]) == 1
-    assert _journal(folder) == _journal(database)
+    journals = [_journal(folder), _journal(database)]
+    for cli, journal in zip((folder, database), journals, strict=True):  # each command names its own --state
+        for entry in journal:
+            entry["command"] = entry["command"].replace(f"--state {cli.state}", "--state STATE")
+    assert journals[0] == journals[1]
     assert [e["serial"] for e in _journal(database)] == list(range(1, len(SESSION) + 1))
     a_to_a = ("collective", "a", "--op", "all-to-all", "--bytes", "64MiB", "-o", "json")
     on_folder, on_database = folder(*a_to_a).json, database(*a_to_a).json
