@@ -158,6 +158,39 @@ _CHOICES = {
 }
 
 
+# Client-side bounds on a connection, each unless the URL sets its own (connect_timeout also yields to libpq's
+# PGCONNECT_TIMEOUT): without them a server that stops answering, or a network that drops its packets, held a
+# command, `serve`'s /readyz and /metrics with it, for as long as the operating system's TCP settings let it (two
+# hours of silence before the first keepalive probe on Linux, some fifteen minutes of retransmissions).
+CONNECTION_DEFAULTS: Mapping[str, int] = {
+    "connect_timeout": 10,  # seconds to connect (each host of a URL that names several)
+    "keepalives": 1,
+    "keepalives_idle": 30,  # seconds of silence before the first probe: a command waiting on the server is silent
+    "keepalives_interval": 10,  # seconds between probes
+    "keepalives_count": 3,  # unanswered before the connection is dropped: about a minute in all
+    "tcp_user_timeout": 60_000,  # milliseconds that sent data may stay unacknowledged before the connection drops
+}
+_ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT"}  # the ones libpq also takes from the environment
+
+
+def connection_options(params: Mapping[str, str], environ: Mapping[str, str], libpq: int) -> dict[str, Any]:
+    """What `psycopg.connect` gets beside the URL (its keywords win over the URL's, so a default is passed only where
+    neither the URL nor libpq's environment sets the parameter). `libpq`: its version (`psycopg.pq.version()`)."""
+    options: dict[str, Any] = {"autocommit": True}
+    for key, value in CONNECTION_DEFAULTS.items():
+        if key not in params and not environ.get(_ENVIRONMENT.get(key, "")):
+            options[key] = value
+    if libpq < 120000:  # tcp_user_timeout came with libpq 12: an older one refuses every connection naming it
+        options.pop("tcp_user_timeout", None)
+    if "application_name" not in params:
+        options["application_name"] = "tpufleet"
+    # Text travels as UTF-8 whatever the URL, PGCLIENTENCODING, the database's encoding or its settings say (this one
+    # wins: libpq sends it at startup): psycopg encodes parameters in Python with the client encoding, and a
+    # character outside it (LATIN1 and a Chinese --reason) was a UnicodeEncodeError, not a database error.
+    options["client_encoding"] = "UTF8"
+    return options
+
+
 def _bad_parameter(params: Mapping[str, str]) -> str | None:
     """The first parameter whose value libpq would refuse, and why; None when there is none."""
     for port in params.get("port", "").split(","):  # one per host; empty: the default
@@ -236,16 +269,7 @@ class PostgresBackend:
                 f"the state {self.where} is a PostgreSQL database: install the driver with "
                 "pip install 'tpufleet[postgres]'"
             ) from None
-        options: dict[str, Any] = {"autocommit": True}
-        query = self._checked()
-        if "connect_timeout" not in query:
-            options["connect_timeout"] = 10
-        if "application_name" not in query:
-            options["application_name"] = "tpufleet"
-        # Text travels as UTF-8 whatever the URL, PGCLIENTENCODING, the database's encoding or its settings say
-        # (this one wins: libpq sends it at startup): psycopg encodes parameters in Python with the client encoding,
-        # and a character outside it (LATIN1 and a Chinese --reason) was a UnicodeEncodeError, not a database error.
-        options["client_encoding"] = "UTF8"
+        options = connection_options(self._checked(), os.environ, psycopg.pq.version())
         with self.errors("connect to"):
             self._conn = psycopg.connect(self.url, **options)
         return self._conn
