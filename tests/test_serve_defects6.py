@@ -310,3 +310,23 @@ def test_every_503_of_a_state_that_cannot_be_read_says_when_to_retry(fleet, path
         r = client.get(path)
     assert r.status_code == 503 and r.json()["error"].startswith("the state cannot be read")
     assert r.headers["retry-after"] == "5"
+
+
+@pytest.mark.parametrize("given", [("-o", "json"), ("--output", "table"), ("-oyaml",)])
+def test_an_output_format_before_serve_is_refused_before_listening(fleet, monkeypatch, given):
+    """`serve` takes no -o (its output is its HTTP answers): `tpufleet -o json serve` was taken, the format
+    dropped, and the server started as if it meant something."""
+    from tpufleet.cli import serve
+
+    bound: list[object] = []
+
+    def bind(*args: object) -> None:
+        bound.append(args)
+        pytest.fail("listened")
+
+    monkeypatch.setattr(serve, "bind", bind)
+    r = fleet(*given, "serve", "--listen", "127.0.0.1:0")
+    assert r.code == 2 and not bound
+    text = r.out + r.err  # (as JSON with -o json, as every refusal under it)
+    assert len(text.strip().splitlines()) == 1 and "-o/--output" in text and "`serve`" in text
+    assert fleet(*given, "serve", "--help").code == 0  # the help is still shown

@@ -202,6 +202,18 @@ def _help_asked() -> bool:
     return any(arg in ("--help", "-h") for arg in SETTINGS.argv)
 
 
+def _check_takes_output(ctx: typer.Context) -> None:
+    """BadInput when -o was given before a command that takes none (`serve`, whose output is its HTTP answers): the
+    format reached only the commands that have -o, and `tpufleet -o json serve` started serving as if it meant
+    something."""
+    from tpufleet.errors import BadInput
+
+    name = ctx.invoked_subcommand
+    sub = ctx.command.get_command(ctx, name) if name and isinstance(ctx.command, click.Group) else None
+    if sub is not None and not getattr(sub, "commands", None) and all(p.name != "output" for p in sub.params):
+        raise BadInput(f"bad option -o/--output: `{name}` takes none; leave -o out")
+
+
 def _state_location(state: str | None) -> Path | str | None:
     """Where the command's state lives, for guarding it; None when the location is bad (the command says so if it
     uses the state; one that does not, `simulate-fleet` say, must not fail for it)."""
@@ -268,6 +280,8 @@ def root(
         raise BadInput(f"bad option -o/--output: {output!r}; choose one of {', '.join(formats)}")
     if not 0 <= lock_timeout <= DAY:  # also refuses nan, which every comparison fails
         raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to {DAY} seconds")
+    if output is not None and not _help_asked():
+        _check_takes_output(ctx)
     SETTINGS.debug = debug
     ctx.obj = SETTINGS
     try:
