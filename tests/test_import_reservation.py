@@ -185,6 +185,16 @@ def _window(**times: str):
             "upcomingGroupMaintenance.windowStartTime",
             "must be an RFC 3339 time of the calendar",
         ),
+        (
+            _window(windowStartTime="9999-12-31T99:00:00Z"),
+            "upcomingGroupMaintenance.windowStartTime",
+            "must be an RFC 3339 time of the calendar",
+        ),
+        (
+            _window(windowStartTime="2026-06-16T25:59:60Z"),
+            "upcomingGroupMaintenance.windowStartTime",
+            "must be an RFC 3339 time of the calendar",
+        ),
     ],
 )
 def test_malformed_input_exits_2_naming_object_and_field(superpod, tmp_path, sub_blocks, edit, field, words):

@@ -41,7 +41,7 @@ from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId, natural_key
 from tpufleet.text import bounded
-from tpufleet.timeparse import RFC3339, utc_stamp
+from tpufleet.timeparse import RFC3339, real_time, utc_stamp
 
 __all__ = [
     "HEALTH_STATUSES",
@@ -252,10 +252,11 @@ def _time(obj: Mapping[str, Any], key: str, path: str, where: _Where, name: str)
 
 def _time_problem(written: str | None) -> str:
     """Why a time is refused: RFC 3339 allows a leap second and offsets that leave year 9999 in UTC, which are
-    times all the same, but none the tool can keep."""
-    if written is not None and written[17:19] == "60":
+    times all the same, but none the tool can keep (`real_time` checks the calendar; a real time `utc_stamp`
+    refuses can only be past year 9999 once in UTC)."""
+    if written is not None and written[17:19] == "60" and real_time(f"{written[:17]}59{written[19:]}"):
         return "is a leap second (:60), which the tool cannot keep: give the second before or after"
-    if written is not None and written.startswith("9999-12-31"):
+    if written is not None and real_time(written):
         return "is past year 9999 in UTC, which the tool cannot keep"
     return "must be an RFC 3339 time of the calendar (2026-06-16T09:00:00Z)"
 
