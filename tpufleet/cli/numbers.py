@@ -27,12 +27,13 @@ class _StrictNumber:
             # Click would say "not a valid integer range", naming its own type rather than what was wanted
             what = "a whole number" if "Int" in type(self).__name__ else "a number"
             self.fail(f"{shown(value)} is not {what}", param, ctx)  # type: ignore[attr-defined]
-        if isinstance(value, str) and "Float" in type(self).__name__ and not math.isfinite(float(value)):
-            # before Click's range check, which named 1e400 as "inf is not in the range", a value never typed
-            self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
-        if isinstance(value, str) and "Float" in type(self).__name__ and _underflows(value):
-            # read as 0.0 it passed every range check (a host availability of 1e-400 became 0)
-            self.fail(f"{shown(value)} is too small to be told from 0 (give 0 or a larger number)", param, ctx)  # type: ignore[attr-defined]
+        if isinstance(value, str) and "Float" in type(self).__name__:
+            # before Click's range check, which named 1e400 as "inf is not in the range", a value never typed,
+            # and passed 1e-400 as 0.0 (a host availability of 1e-400 became 0)
+            if not math.isfinite(float(value)):
+                self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+            if _underflows(value):
+                self.fail(f"{shown(value)} is too small to be told from 0 (give 0 or a larger number)", param, ctx)  # type: ignore[attr-defined]
         number = super().convert(value, param, ctx)  # type: ignore[misc]
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
