@@ -106,6 +106,33 @@ def test_links_of_several_ocs_make_each_pattern_graph_once(monkeypatch: pytest.M
     assert len(made) == len(set(made)) == 8
 
 
+def test_a_fault_already_in_its_only_canonical_form_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """8x8x8 (above the mirrored forms' limit) with the live graph the canonical form of an x OCS failure: made as it
+    is, once, not first as its form and then again as it is."""
+    from tpufleet.routing import report
+    from tpufleet.routing.canonical import FORMS_LIMIT, canonical_turn
+    from tpufleet.routing.report import evaluate
+    from tpufleet.shapes import parse_shape
+
+    shape = parse_shape("8x8x8")
+    expected, alive = ocs_failure(shape, "x", 3)
+    turn = canonical_turn(shape, expected, alive)
+    assert turn is not None and len(expected) > FORMS_LIMIT
+    canonical = turn.graph(alive)
+    made: list[bytes] = []
+    real = report._made_for
+
+    def counted(shape, expected, alive, *args, **kwargs):
+        made.append(alive.tobytes())
+        return real(shape, expected, alive, *args, **kwargs)
+
+    monkeypatch.setattr(report, "_made_for", counted)
+    report._forms_made.cache_clear()
+    s = evaluate(shape, expected, canonical, "auto", ("all-to-all",), max_vcs=3).summary
+    assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["max_link_load"]["all-to-all"] == 553
+    assert made == [canonical.tobytes()]
+
+
 def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
     fleet, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -312,12 +312,14 @@ def _turned(
     (`routing.canonical`), turned back: the lightest for all-to-all that fits `max_vcs` on the real slice (ties:
     the canonical form). None when the fault has no canonical form, the form kept is the live graph itself (made as
     it is), or no turned tables fit."""
-    from tpufleet.routing.canonical import canonical_turn
+    from tpufleet.routing.canonical import canonical_turn, mirrors
 
     turn = canonical_turn(shape, expected, alive)
     if turn is None:
         return None
     canonical = turn.graph(alive)
+    if (canonical == alive).all() and len(mirrors(shape, expected, canonical)) == 1:
+        return None  # the live graph is the only form: made as it is, once
     if memo.current() is None:
         forms = _forms_made(shape, _GraphKey(expected), _GraphKey(canonical), tuple(traffics), max_vcs)
     else:  # a command with the state's cache keeps its wild-first choices there, so it searches (or reads them)
