@@ -374,8 +374,6 @@ def _split_two_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: 
     rings with their later legs on dateline pairs, e's broken routes repaired wild-first (`split.split_tables`,
     trees_for). Twisted 8x8x16 with x/3 and z/2 down 1441 against 1535 for the best single order; 8x16x16 3577
     against 3976."""
-    import numpy as np
-
     from tpufleet.routing import steps
 
     dims = sorted(_dead_dims(expected, graph))
@@ -385,7 +383,7 @@ def _split_two_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: 
         (h,) = {0, 1, 2} - {d, e}
         trees_for = graph.copy()
         others = [p for p in range(graph.shape[1]) if p // 2 != d]
-        trees_for[:, others] = np.where(expected[:, others] >= 0, expected[:, others], graph[:, others])
+        trees_for[:, others] = expected[:, others]  # e's links whole: only d's dead links decide the trees
         how = f"{'xyz'[d]} last, destinations in its broken rings by trees, {'xyz'[e]} wild-first"
         out.append(_split_one(shape, expected, alive, graph, note, ((e, h, d), (d, e, h)), True, trees_for, how))
     return out
