@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
 from helpers import snapshot
-from tpufleet.routing.candidates import COMBINED_OCS_LIMIT
+from tpufleet.routing.patterns import COMBINED_OCS_LIMIT
 
 HARDWARE_VCS = 3
 CUBES_PER_POD = 64

@@ -130,14 +130,14 @@ def test_fewest_left_is_what_the_candidates_leave_on_every_path(
     No order pairs (their limit lowered, as above the full pod's size): which candidates are made then does not
     depend on their loads."""
     from helpers import ocs_failure
-    from tpufleet.routing import candidates as candidates_module
+    from tpufleet.routing import dimension_orders
     from tpufleet.routing.candidates import candidates
     from tpufleet.routing.reach import fewest_left
     from tpufleet.shapes import parse_shape
 
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_ONE_DIM", 0)
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_TWISTED", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_ONE_DIM", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_TWISTED", 0)
     shape = parse_shape(shape_text, twisted=twisted)
     exp, alive = ocs_failure(shape, "x", 3)
     alive[ocs_failure(shape, "y", 1)[1] < 0] = -1

@@ -55,10 +55,10 @@ def test_one_ocs_on_a_full_pod_keeps_the_goal() -> None:
 def test_routes_thorough_is_passed_to_the_router(fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """`routes --thorough` reaches the router: with every size limit below a 4x4x8, the default makes one order, the
     thorough run the pair, lighter, and a later plain `routes` keeps those stored tables."""
-    from tpufleet.routing import candidates, canonical
+    from tpufleet.routing import canonical, dimension_orders
 
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT_ONE_DIM", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)  # canonical forms are made below every limit
     for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
         assert fleet(*step).code == 0, step
@@ -138,10 +138,10 @@ def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
 ) -> None:
     """A floor between what the quick and the thorough tables keep: the fault reroutes (the quick tables alone
     would move the slice), and `routes` then stores the thorough tables, which keep the floor."""
-    from tpufleet.routing import candidates, canonical
+    from tpufleet.routing import canonical, dimension_orders
 
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT_ONE_DIM", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply"), ("routes", "s")):
         assert fleet(*step).code == 0, step
@@ -166,10 +166,10 @@ def test_a_slice_below_its_floor_on_quick_tables_is_kept_on_thorough_ones(
 def _two_slices_and_floors(fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[float, float]:
     """Two 4x4x8 slices on one pod, every limit below them; (what the quick, what the thorough tables keep) with
     OCS z/3 down."""
-    from tpufleet.routing import candidates, canonical
+    from tpufleet.routing import canonical, dimension_orders
 
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT_ONE_DIM", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_ONE_DIM", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     for name in ("a", "b"):
         for step in (("allocate", name, "--shape", "4x4x8"), ("plan-xconnect", name, "--apply"), ("routes", name)):
@@ -200,9 +200,9 @@ def test_a_floor_never_routes_twice_where_the_quick_tables_made_the_pairs(fleet,
     """One broken dimension on a slice within the one-dimension limit (a full TPU v4 pod, here a 4x4x8 with the
     general limit below it): the quick tables are the order pairs already, so a floor above what they keep moves
     the slice after one analysis, and `routes` says they are not thorough ones."""
-    from tpufleet.routing import candidates, canonical, report
+    from tpufleet.routing import canonical, dimension_orders, report
 
-    monkeypatch.setattr(candidates, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
     for step in (("allocate", "a", "--shape", "4x4x8"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
         assert fleet(*step).code == 0, step
@@ -226,7 +226,7 @@ def test_a_floor_never_routes_twice_where_the_quick_tables_made_the_pairs(fleet,
 def test_thorough_is_not_made_for_a_floor_on_twisted_tori() -> None:
     """Order pairs need 4 VCs there (twisted 8x8x16 and 8x16x16 with one OCS down): the fault path never pays
     for them, an explicit `routes --thorough` still may."""
-    from tpufleet.routing.candidates import thorough_adds, thorough_may_help
+    from tpufleet.routing.dimension_orders import thorough_adds, thorough_may_help
     from tpufleet.shapes import parse_shape
 
     twisted = parse_shape("8x8x16", True)
@@ -238,9 +238,9 @@ def test_thorough_is_not_made_for_a_floor_on_twisted_tori() -> None:
 def test_canonical_forms_are_made_below_the_size_thorough_lifts() -> None:
     """`evaluate` routes a fault in its canonical form without `thorough` (`report._turned_or_made`): right only
     while every canonical form is small enough for the quick limits to make what thorough would."""
-    from tpufleet.routing import candidates, canonical
+    from tpufleet.routing import canonical, dimension_orders
 
-    assert canonical.CANONICAL_LIMIT <= candidates.PAIRS_LIMIT
+    assert canonical.CANONICAL_LIMIT <= dimension_orders.PAIRS_LIMIT
 
 
 def test_a_patterns_tables_keep_their_analysis_on_the_live_graph() -> None:
@@ -249,7 +249,7 @@ def test_a_patterns_tables_keep_their_analysis_on_the_live_graph() -> None:
     import dataclasses
 
     from tpufleet.routing import report
-    from tpufleet.routing.candidates import ocs_patterns
+    from tpufleet.routing.patterns import ocs_patterns
     from tpufleet.shapes import parse_shape
     from tpufleet.topology import neighbors
 

@@ -32,14 +32,13 @@ def _cut_off_chip(shape_text: str, chip: int) -> tuple[Any, Any, Any]:
 def test_the_verdict_skips_repairs_and_analyses_when_no_candidate_routes_every_pair(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tpufleet.routing import candidates as candidates_module
-    from tpufleet.routing import canonical, steps
+    from tpufleet.routing import canonical, dimension_orders, steps
     from tpufleet.routing.candidates import candidates
     from tpufleet.routing.report import evaluate, verdict_summary
 
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_ONE_DIM", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_ONE_DIM", 0)
     shape, exp, alive = _cut_off_chip("4x4x8", 5)
     n = len(exp)
     options = candidates(shape, exp, alive, "auto", 3)
@@ -58,14 +57,13 @@ def test_the_verdict_skips_repairs_and_analyses_when_no_candidate_routes_every_p
 
 
 def test_the_verdict_is_the_full_report_when_a_candidate_routes_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tpufleet.routing import candidates as candidates_module
-    from tpufleet.routing import canonical, steps
+    from tpufleet.routing import canonical, dimension_orders, steps
     from tpufleet.routing.report import evaluate, verdict_summary
     from tpufleet.shapes import parse_shape
 
     monkeypatch.setattr(canonical, "CANONICAL_LIMIT", 0)
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT", 0)
-    monkeypatch.setattr(candidates_module, "PAIRS_LIMIT_ONE_DIM", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT", 0)
+    monkeypatch.setattr(dimension_orders, "PAIRS_LIMIT_ONE_DIM", 0)
     shape = parse_shape("4x4x8")
     exp, alive = ocs_failure(shape, "x", 3)
     full = evaluate(shape, exp, alive, "auto", ("all-to-all",), max_vcs=3)

@@ -121,7 +121,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     of live graphs already analysed in this blast radius: slices of one shape hit by one fault see the same live
     graph (chips are numbered within the slice), so the tables, and the figures, are worked out once."""
     from tpufleet import wiring
-    from tpufleet.routing.candidates import broken_dims
+    from tpufleet.routing.dimension_orders import broken_dims
     from tpufleet.routing.report import evaluate, verdict_summary
 
     if not sl.state.wired:
@@ -166,9 +166,9 @@ def kept_exactly(s: Json) -> float:
 def thorough_may_keep(sl: Slice, chips: int, routable: bool, kept: float, broken: int | None = None) -> bool:
     """The quick tables route every pair but `kept` (their share of the healthy all-to-all throughput) is below
     the slice's floor, and thorough tables may keep more with `broken` dimensions broken
-    (`candidates.thorough_may_help`; a full pod with two OCS down in different dimensions: 0.69 quick, 0.80
+    (`dimension_orders.thorough_may_help`; a full pod with two OCS down in different dimensions: 0.69 quick, 0.80
     thorough): seconds spent before moving a slice that could have stayed."""
-    from tpufleet.routing.candidates import thorough_may_help
+    from tpufleet.routing.dimension_orders import thorough_may_help
 
     return routable and kept < sl.min_throughput and thorough_may_help(sl.shape, chips, broken)
 

@@ -102,7 +102,7 @@ def compute(
 def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bool:
     """The quick tables route every pair but keep less of the all-to-all throughput than the slice's floor, where
     thorough tables may keep more (`faults.thorough_may_keep`); measured when `--traffic` left all-to-all out."""
-    from tpufleet.routing.candidates import broken_dims, thorough_may_help
+    from tpufleet.routing.dimension_orders import broken_dims, thorough_may_help
 
     s, chips, broken = report.summary, len(graph.expected), broken_dims(graph.expected, graph.nbr)
     if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips, broken):
@@ -269,7 +269,7 @@ class RouteRequest:
     traffics: list[str]
     deadlock_check: bool
     max_vcs: int = HARDWARE_VCS
-    thorough: bool = False  # order pairs whatever the slice's size (`candidates.order_pairs`)
+    thorough: bool = False  # order pairs whatever the slice's size (`dimension_orders.order_pairs`)
 
 
 @dataclass

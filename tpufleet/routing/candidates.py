@@ -25,11 +25,19 @@ The caller (`report.evaluate`) keeps the first that is deadlock-free within the 
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
-from tpufleet.routing import dor
+from tpufleet.routing import dimension_orders, dor
 from tpufleet.routing.analysis import RouteTables
+from tpufleet.routing.dimension_orders import (
+    all_orders,
+    broken_dims,
+    choose_orders,
+    dead_dims_of,
+    order_pairs,
+    single_orders,
+)
+from tpufleet.routing.patterns import ocs_patterns
 from tpufleet.routing.structured import DorBase
 from tpufleet.routing.tolerant import RouteInfo, base_load, broken_pairs, dead_links, wild_first
 from tpufleet.shapes import Shape
@@ -47,109 +55,12 @@ if TYPE_CHECKING:
 
 LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
-PAIRS_LIMIT = 2048  # chips: per-destination order pairs within 3 VCs (see `order_pairs`), unless thorough
-# chips: the same with one broken dimension (an OCS, or links of one dimension's OCS), up to a full TPU7x superpod
-# (16x24x24 with a y or z OCS down: 0.93 of the healthy throughput against 0.80, at twice the CPU of one order)
-PAIRS_LIMIT_ONE_DIM = 9216
-PAIRS_LIMIT_TWISTED = 512
 # chips: from this size on, split tables with the trees' later legs on dateline pairs too (twisted 8x16x16 3371 ->
 # 3338 with an x OCS down; on 8x8x16 they are never the lightest, 1317 against 1303, and cost 1.2x the CPU)
 LATER_PAIRS_MIN_CHIPS = 2048
 # chips: split tables with two broken dimensions on twisted tori (`_split_two_made`; measured up to 8x16x16: two
 # builds, 0.5-1.5 s each, beside 1.4-4.2 s for the single orders)
 SPLIT_TWO_LIMIT = 2048
-# chips: both ways of breaking a destination's tie within a pair; above, the broken dimension first only (8x16x16 and
-# 16x16x16 with one OCS down: the same load either way, 0.6-1.6 s a repair)
-BOTH_TIES_LIMIT = 1024
-ALL_ORDERS_LIMIT = 512  # chips: every dimension order per destination with two broken dimensions (`all_orders`)
-MIDDLE_ORDERS_LIMIT = 1024  # chips: single orders with a broken dimension in the middle (`single_orders`)
-MIDDLE_ORDERS_LIMIT_TWISTED = 512
-# OCS with partly dead links: up to this many, `ocs_patterns` combines their patterns every way (2^k - 1 graphs to
-# make candidates for, 15 at most: twisted 4x4x8 with links of 4 OCS down 1.2 -> 3.7 s of CPU; 5 would take 11 s)
-COMBINED_OCS_LIMIT = 4
-
-
-def _candidate_orders(dead_dims: set[int]) -> list[Order]:
-    orders = [dor.DEFAULT_ORDER]
-    for d in sorted(dead_dims):
-        a, b = [x for x in dor.DEFAULT_ORDER if x != d]
-        for order in ((a, b, d), (d, a, b)):
-            if order not in orders:
-                orders.append(order)
-    return orders
-
-
-def _tree_weights(shape: Shape, P: PortTable, L: HopTable, expected: ChipGraph) -> npt.NDArray[np.int32]:
-    """[t, s] traffic each table entry carries on the healthy graph (all-to-all), for load-aware choices."""
-    import numpy as np
-
-    from tpufleet.routing.analysis import Levels, RouteTables, flow
-
-    n = len(expected)
-    rt = RouteTables(shape, expected, P, L)
-    weight, _ = flow(rt, np.ones((n, n), dtype=bool), Levels(L), masks=False)
-    return weight.reshape(n, n)
-
-
-def choose_orders(
-    shape: Shape,
-    expected: ChipGraph,
-    alive: ChipGraph,
-    penalty: float | None = None,
-    orders: list[Order] | None = None,
-    balanced: bool = False,
-) -> tuple[PortTable, HopTable, npt.NDArray[np.int64], list[Order], npt.NDArray[np.int64]]:
-    """Per destination, a dimension order: fewest broken routes, and (load-aware) no new hot links.
-
-    Greedy over the destinations whose default-order routes the faults break: each takes the order that keeps
-    the most loaded link lowest once its whole routing tree is counted, a broken route costing `penalty`.
-    """
-    import numpy as np
-
-    from tpufleet.routing.balanced import balanced_twisted_tables
-
-    n = len(expected)
-    if orders is None:
-        orders = _candidate_orders(_dead_dims(expected, alive))
-    per_order = []
-    for order in orders:
-        Pk, Lk = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
-        bk = broken_pairs(Pk, expected, alive)
-        per_order.append((Pk, Lk, bk, np.bincount(bk // n, minlength=n)))
-    counts = np.stack([c for *_, c in per_order])  # [orders, n]
-    if penalty is None:
-        choice = np.argmin(counts, axis=0)
-    else:
-        choice = np.zeros(n, dtype=np.int64)
-        weights = [_tree_weights(shape, Pk, Lk, expected) for Pk, Lk, _, _ in per_order]
-        chips = np.arange(n)
-        links = [chips[None, :] * 6 + np.maximum(Pk, 0) for Pk, *_ in per_order]
-        total = np.zeros(n * 6, dtype=np.int64)
-        for t in range(n):
-            np.add.at(total, links[0][t], weights[0][t])
-        for t in np.argsort(-counts[0], kind="stable"):
-            if counts[0, t] == 0:
-                break
-            np.subtract.at(total, links[0][t], weights[0][t])
-            rest = total.max()
-            best, best_cost = 0, None
-            for k in range(len(orders)):
-                touched = total[links[k][t]] + weights[k][t]
-                cost = max(rest, touched.max()) + penalty * counts[k, t]
-                if best_cost is None or cost < best_cost:
-                    best, best_cost = k, cost
-            choice[t] = best
-            np.add.at(total, links[best][t], weights[best][t])
-    P = np.empty_like(per_order[0][0])
-    L = np.empty_like(per_order[0][1])
-    bad_parts = []
-    for k, (Pk, Lk, bk, _) in enumerate(per_order):
-        rows = choice == k
-        P[rows] = Pk[rows]
-        L[rows] = Lk[rows]
-        bad_parts.append(bk[rows[bk // n]])
-    broken = np.concatenate(bad_parts) if bad_parts else np.empty(0, dtype=np.int64)
-    return P, L, choice, orders, np.sort(broken)
 
 
 def _repair(
@@ -341,7 +252,7 @@ def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: i
     broken = broken_dims(expected, graph)
     return (
         shape.twisted
-        and len(expected) > PAIRS_LIMIT_TWISTED
+        and len(expected) > dimension_orders.PAIRS_LIMIT_TWISTED  # (looked up at each call: tests lower it)
         and (max_vcs is None or max_vcs >= 3)
         and (broken == 1 or (broken == 2 and len(expected) <= SPLIT_TWO_LIMIT))
     )
@@ -358,7 +269,7 @@ def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: Chip
 
     if broken_dims(expected, graph) == 2:
         return _split_two_made(shape, expected, alive, graph, note)
-    (broken,) = _dead_dims(expected, graph)
+    (broken,) = dead_dims_of(expected, graph)
     pairs = split_orders(broken)
     later = len(expected) >= LATER_PAIRS_MIN_CHIPS
     steps.plan("repair", len(pairs) + later)
@@ -376,7 +287,7 @@ def _split_two_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: 
     against 3976."""
     from tpufleet.routing import steps
 
-    dims = sorted(_dead_dims(expected, graph))
+    dims = sorted(dead_dims_of(expected, graph))
     steps.plan("repair", 2)
     out = []
     for d, e in (dims, dims[::-1]):
@@ -513,7 +424,7 @@ def variants_of(
 ) -> tuple[list[Variant], list[Variant], list[list[Order]]]:
     """What `candidates` makes for each graph: single orders, per-destination orders on separate VC blocks, and
     the order pairs it adds when no single order is good enough."""
-    dead_dims = _dead_dims(expected, alive)
+    dead_dims = dead_dims_of(expected, alive)
     singles: list[Variant] = [
         (None, None, order, even)
         for order in single_orders(dead_dims, len(expected), shape.twisted)
@@ -582,74 +493,6 @@ def _made(
     return out
 
 
-def thorough_adds(shape: Shape, chips: int, broken_dims: int | None = None) -> bool:
-    """`thorough` makes more candidates for this slice than the default (order pairs above their size limit), with
-    `broken_dims` dimensions broken (None: any number)."""
-    if shape.twisted:
-        return chips > PAIRS_LIMIT_TWISTED
-    return chips > (PAIRS_LIMIT_ONE_DIM if broken_dims == 1 else PAIRS_LIMIT)
-
-
-def thorough_may_help(shape: Shape, chips: int, broken: int | None = None) -> bool:
-    """Thorough tables may keep more of this slice's throughput within 3 VCs: order pairs above their size limit
-    on an untwisted torus (on a twisted one their legs need 4 VCs: 8x8x16 and 8x16x16 keep what the quick tables
-    keep, in twice the time), with `broken` dimensions broken (`broken_dims`; None: any number)."""
-    return shape.wraps and not shape.twisted and thorough_adds(shape, chips, broken)
-
-
-def broken_dims(expected: ChipGraph, alive: ChipGraph) -> int:
-    """How many dimensions have a dead link."""
-    return len(_dead_dims(expected, alive))
-
-
-def _dead_dims(expected: ChipGraph, alive: ChipGraph) -> set[int]:
-    return {int(p) // 2 for p in dead_links(expected, alive)[1].tolist()}
-
-
-def order_pairs(
-    shape: Shape, chips: int, dead_dims: set[int], max_vcs: int | None, thorough: bool = False
-) -> list[list[Order]]:
-    """Per broken dimension d, the two orders a destination may choose between: d first (its route leaves the
-    source's ring, where one wild hop can skirt a cut) or d last (it enters d in the destination's own ring, whole
-    when the destination is outside the broken rings). Two orders fit 3 VCs when their blocks overlap and wild hops
-    share a VC, or their legs are placed one by one (`cdg.verdict` decides): with one OCS down, blocks fit on 8x8x8
-    and 8x8x16, legs on 8x16x16 and 16x16x16 (one OCS down there: 0.93 of the healthy throughput against 0.80 with
-    one order). Made up to PAIRS_LIMIT chips (8x16x16: 1.5 s against 0.3 s), up to PAIRS_LIMIT_ONE_DIM with one
-    broken dimension (a full TPU7x superpod, 16x24x24: 0.93 against 0.80 with a y OCS down, twice the CPU of one
-    order; a full TPU v4 pod 0.93 in 3 s of CPU; worth it for a slice that runs degraded for hours), and on any slice when `thorough`; on twisted tori up to PAIRS_LIMIT_TWISTED, as they gain a unit at most
-    there (their balanced tables are built for the whole torus)."""
-    per_order = 2 if shape.wraps else 1
-    if (thorough_adds(shape, chips, len(dead_dims)) and not thorough) or (
-        max_vcs is not None and max_vcs < per_order + 1
-    ):
-        return []
-    out: list[list[Order]] = []
-    for d in sorted(dead_dims):
-        a, b = [x for x in dor.DEFAULT_ORDER if x != d]
-        first, last = (d, a, b), (a, b, d)
-        out += [[first, last], [last, first]] if chips <= BOTH_TIES_LIMIT else [[first, last]]  # ties: the first
-    return out
-
-
-def all_orders(chips: int, dead_dims: set[int]) -> list[list[Order]]:
-    """Every dimension order, for each destination the one that leaves the fewest routes broken, the healthy
-    dimension first on ties. With broken x and y rings a destination outside them is reached z first, so both
-    broken legs run in its own z plane, where they are whole unless its plane holds the broken rings of that
-    dimension, and then the other of x and y goes last (into its own ring); a destination inside broken rings
-    starts with that dimension (in the source's ring). Up to four orders: they fit 3 VCs only when their legs
-    are placed one by one (`routing.legs`), hence its size limit. Which of the two healthy-first orders takes the
-    planes where both keep every route whole decides whether a placement exists (x/3 with y/5 on 8x8x8: one way,
-    y/5 with z/2: the other), so both are made. Not on twisted tori, whose balanced single orders relieve better
-    (4x8x8 with two OCS down: 193-194 against 204)."""
-    from itertools import permutations
-
-    if chips > ALL_ORDERS_LIMIT or len(dead_dims) != 2:
-        return []
-    ranked = sorted(permutations(range(3)), key=lambda o: (-sum(o.index(d) for d in dead_dims), o))
-    orders: list[Order] = [(o[0], o[1], o[2]) for o in ranked]
-    return [orders, [orders[1], orders[0], *orders[2:]]]
-
-
 def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[RouteTables, RouteInfo]]:
     """A healthy twisted torus: the load-balanced minimal tables and the plain ones, lighter first."""
     from tpufleet.routing.analysis import symmetric_load
@@ -663,100 +506,6 @@ def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list
         out.append(((load, 0 if even else 1), rt, {**info, "strategy": how, "max_load": load}))
     out.sort(key=lambda item: item[0])
     return [(rt, info) for _, rt, info in out]
-
-
-def single_orders(dead_dims: set[int], chips: int = 0, twisted: bool = False) -> list[Order]:
-    """One dimension order for every destination, taking the broken dimensions first.
-
-    A route's last dimension runs in the destination's own ring, so a break there cannot be skirted by a first
-    hop into a neighbouring ring; a broken dimension taken first runs in the source's ring, which one wild hop
-    can leave. One order keeps the tables within two dateline VCs (plus one for wild hops). Every dimension order
-    with a healthy last dimension is made up to MIDDLE_ORDERS_LIMIT chips (a broken dimension in the middle wins on
-    small slices: 4x4x4 with one x OCS down 35 against 41; twisted: up to MIDDLE_ORDERS_LIMIT_TWISTED), so that the same fault turned by a symmetry of the
-    slice is offered the same orders turned; above it only the broken-first ones (the middle ones gain nothing on
-    16x16x16 and cost a repair each). When every dimension is broken, all six orders.
-    """
-    from itertools import permutations
-
-    healthy = [d for d in dor.DEFAULT_ORDER if d not in dead_dims]
-    if not healthy:
-        return list(permutations(dor.DEFAULT_ORDER))  # type: ignore[arg-type]
-    out: list[Order] = []
-    for broken in permutations(sorted(dead_dims)):
-        order = (*broken, *healthy)
-        out.append((order[0], order[1], order[2]))
-    if chips <= (MIDDLE_ORDERS_LIMIT_TWISTED if twisted else MIDDLE_ORDERS_LIMIT):
-        out += [o for o in permutations(dor.DEFAULT_ORDER) if o[-1] not in dead_dims and o not in out]  # type: ignore[misc]
-    if dor.DEFAULT_ORDER in out:  # the plain tables first, on ties too
-        out.remove(dor.DEFAULT_ORDER)
-        out.insert(0, dor.DEFAULT_ORDER)
-    return out
-
-
-def ocs_patterns(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[ChipGraph, str]]:
-    """The live graph with the whole failure pattern of some of the OCS that have a dead link here: one OCS at a
-    time, then (`patterns_combined`) every combination of those whose links are partly dead, then all of them;
-    empty when a dead link is not optical (or nothing more would be removed).
-
-    An OCS failure takes the same face position out at every cube boundary of its dimension, a periodic pattern
-    production precomputes tables for; a failed optical link is a subset of it, so tables made for the pattern
-    serve the link too, and may balance better. Expanding one OCS at a time means that among the link's
-    candidates are those its OCS's failure would get alone; its combinations with the other OCS, those the OCS's
-    failure gets with the other faults open: a fault that is a subset of another never routes worse.
-    """
-    from tpufleet.constants import CUBE_EDGE, DIMS
-    from tpufleet.ids import face_index
-    from tpufleet.topology import coordinates
-
-    if not shape.wraps:
-        return []
-    local = coordinates(shape.dims) % CUBE_EDGE
-    chips, ports = dead_links(expected, alive)
-    faces: set[tuple[int, int]] = set()
-    for chip, port in zip(chips.tolist(), ports.tolist(), strict=True):
-        d, sign = port // 2, 1 if port % 2 == 0 else -1
-        if local[chip, d] != (CUBE_EDGE - 1 if sign > 0 else 0):
-            return []  # an electrical link or a chip: not an OCS pattern
-        faces.add((d, face_index(DIMS[d], *local[chip].tolist())))
-
-    def expanded(chosen: list[tuple[int, int]]) -> ChipGraph:
-        graph = alive.copy()
-        for d, index in chosen:
-            a, b = [k for k in range(3) if k != d]
-            on_face = CUBE_EDGE * local[:, a] + local[:, b] == index  # `face_index` of every chip at once
-            for port, edge in ((2 * d, CUBE_EDGE - 1), (2 * d + 1, 0)):
-                graph[on_face & (local[:, d] == edge), port] = -1
-        return graph
-
-    ordered = sorted(faces)
-    subsets = [[face] for face in ordered] + ([ordered] if len(ordered) > 1 else [])
-    if len(ordered) > 2 and patterns_combined(shape, len(expected)):
-        partial = [face for face in ordered if not (expanded([face]) == alive).all()]
-        if len(partial) <= COMBINED_OCS_LIMIT:
-            between = [list(c) for size in range(2, len(partial)) for c in itertools.combinations(partial, size)]
-            subsets = subsets[:-1] + between + subsets[-1:]
-    out: list[tuple[ChipGraph, str]] = []
-    made: set[bytes] = {alive.tobytes()}
-    for chosen in subsets:
-        graph = expanded(chosen)
-        if graph.tobytes() not in made:
-            made.add(graph.tobytes())
-            names = ", ".join(f"ocs {'xyz'[d]}/{index}" for d, index in chosen)
-            out.append((graph, f" for the failure pattern of {names}"))
-    return out
-
-
-def patterns_combined(shape: Shape, chips: int) -> bool:
-    """`ocs_patterns` also gives every combination of two or more of the OCS whose links are partly dead (not
-    only each one and all of them), up to COMBINED_OCS_LIMIT such OCS: where faults have no canonical form
-    (twisted tori; above CANONICAL_LIMIT chips), `report.evaluate` takes the live graph's best candidate as it
-    is, so those of an OCS's own failure must be among them, and with other links open that failure's
-    candidates include its pattern combined with each other OCS's (a link of z/8 with links of x/10 and z/4
-    open: z/8 and z/4 together). Below, each pattern is evaluated as its own fault (`report._with_whole_ocs`),
-    which reaches those combinations itself."""
-    from tpufleet.routing.canonical import CANONICAL_LIMIT
-
-    return shape.twisted or chips > CANONICAL_LIMIT
 
 
 def route(

@@ -1,7 +1,7 @@
 """Virtual channels placed leg by leg: each dimension order's legs (its x, y and z hops) and its wild hops by
 dimension start on VCs of their own, found by a bounded backtracking search, pure.
 
-Why: per-destination dimension orders keep the most routes whole (`candidates.all_orders`), but every order
+Why: per-destination dimension orders keep the most routes whole (`dimension_orders.all_orders`), but every order
 needs two dateline VCs, and blocks per order (even overlapping ones, `cdg._packings`) do not fit the hardware's
 3 VCs once three or four orders are in use. A VC is only a name for a buffer; what matters is that the channel
 dependency graph is acyclic. Letting each (order, dimension) pick where its dateline pair starts (any VC that

@@ -18,7 +18,8 @@ from tpufleet.routing.bitrows import (
     repair_order,
     torus_bits,
 )
-from tpufleet.routing.candidates import Variant, broken_of, ocs_patterns, splits_apply, variants_of
+from tpufleet.routing.candidates import Variant, broken_of, splits_apply, variants_of
+from tpufleet.routing.patterns import ocs_patterns
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:

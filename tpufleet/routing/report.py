@@ -155,7 +155,7 @@ def evaluate(
     With a VC budget, the best-ranked candidate that is deadlock-free within `max_vcs` is kept (wild hops on one
     VC, or, if that leaves a dependency cycle, on one VC per hop of a chain); when none fits, the one needing the
     fewest VCs is reported, for the caller to refuse. `thorough`: order pairs whatever the slice's size
-    (`candidates.order_pairs`: seconds more on the largest slices; the other families keep their limits).
+    (`dimension_orders.order_pairs`: seconds more on the largest slices; the other families keep their limits).
     """
     if turn and deadlock_check and algorithm == "auto":
         return _turned_or_made(shape, expected, alive, traffics, max_vcs, thorough)
@@ -231,7 +231,7 @@ def _with_whole_ocs(
     links too, and a link is then never routed worse than its OCS. The live graph's candidates hold each pattern's
     tables as made for it; where faults are routed in their canonical form (`_turned`), the pattern's own answer
     may differ from those, so it is made as the OCS fault itself would be."""
-    from tpufleet.routing.candidates import ocs_patterns, patterns_combined
+    from tpufleet.routing.patterns import ocs_patterns, patterns_combined
 
     best = own
     if "all-to-all" not in best.summary["max_link_load"] or patterns_combined(shape, len(expected)):

@@ -6,7 +6,7 @@ With the broken dimension d last (order B = (a, b, d)) a route enters d in the d
 destination outside the broken rings keeps every route whole, and its tables are the plain dimension-order ones.
 The destinations inside broken rings (the set H) cannot be reached that way: their ring is cut. Their routes take
 d first instead, in the source's ring (order A = (d, a, b)), then the other two dimensions in B's order. Both
-orders on their own dateline VC pairs need 4 VCs (`candidates.order_pairs` on twisted tori); here A's legs after d
+orders on their own dateline VC pairs need 4 VCs (`dimension_orders.order_pairs` on twisted tori); here A's legs after d
 never cross a wraparound except on their last hop, so they need one VC, and the whole set fits 3: B's legs and A's
 d leg on dateline pairs, A's later legs on a VC of their own (every dependency then runs from B's legs to the d legs
 to A's later legs, an order without a cycle). Which VCs those are is left to the usual placement (`cdg.verdict`,
