@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tpufleet.routing import dimension_orders, dor
+from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
 from tpufleet.routing.dimension_orders import (
     all_orders,
-    broken_dims,
     choose_orders,
     dead_dims_of,
     order_pairs,
@@ -39,7 +38,8 @@ from tpufleet.routing.dimension_orders import (
 )
 from tpufleet.routing.patterns import ocs_patterns
 from tpufleet.routing.structured import DorBase
-from tpufleet.routing.tolerant import RouteInfo, base_load, broken_pairs, dead_links, wild_first
+from tpufleet.routing.tolerant import RouteInfo, base_load, broken_pairs, wild_first
+from tpufleet.routing.tree_families import preleg_made, prelegs_apply, split_made, splits_apply, whole_ocs_only
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -55,12 +55,6 @@ if TYPE_CHECKING:
 
 LOAD_AWARE_PENALTY = 8.0  # broken routes a destination may keep to avoid a hotter link, per unit of load
 LOAD_AWARE_LIMIT = 2048  # chips; above this the load-aware order choice costs more than it tends to win
-# chips: from this size on, split tables with the trees' later legs on dateline pairs too (twisted 8x16x16 3371 ->
-# 3338 with an x OCS down; on 8x8x16 they are never the lightest, 1317 against 1303, and cost 1.2x the CPU)
-LATER_PAIRS_MIN_CHIPS = 2048
-# chips: split tables with two broken dimensions on twisted tori (`_split_two_made`; measured up to 8x16x16: two
-# builds, 0.5-1.5 s each, beside 1.4-4.2 s for the single orders)
-SPLIT_TWO_LIMIT = 2048
 
 
 def _repair(
@@ -232,169 +226,14 @@ def candidates(
             made += _made(shape, expected, alive, graph, note, pair_variants, skipping)
         ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping)
         if splits_apply(shape, expected, graph, max_vcs):
-            ranked += _split_made(shape, expected, alive, graph, note)
+            ranked += split_made(shape, expected, alive, graph, note)
     if (
         not turned
-        and _whole_ocs_only(shape, expected, alive, patterns)
+        and whole_ocs_only(shape, expected, alive, patterns)
         and prelegs_apply(shape, expected, alive, max_vcs)
     ):
-        ranked.append(_preleg_made(shape, expected, alive, alive, ""))
+        ranked.append(preleg_made(shape, expected, alive, alive, ""))
     return routable_first(ranked)
-
-
-def splits_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: int | None) -> bool:
-    """`routing.split` tables are made for `graph`: a twisted torus above PAIRS_LIMIT_TWISTED chips (below it the
-    order pairs are made, and relieved single orders carry less: twisted 4x8x8 with one OCS down 191 against 204)
-    with one broken dimension, and room for 3 VCs (on untwisted tori the order pairs fit 3 VCs on their own). At any
-    size: two to three times the CPU time, for hours degraded (twisted 16x16x32 with a z OCS down 0.890 of the
-    healthy optimum against 0.807, 36 s against 20 before the later-leg trees, which add 1.25x; 12x24x24 with an x
-    OCS down 0.895 against 0.818, 26 s against 16, then 1.14x)."""
-    broken = broken_dims(expected, graph)
-    return (
-        shape.twisted
-        and len(expected) > dimension_orders.PAIRS_LIMIT_TWISTED  # (looked up at each call: tests lower it)
-        and (max_vcs is None or max_vcs >= 3)
-        and (broken == 1 or (broken == 2 and len(expected) <= SPLIT_TWO_LIMIT))
-    )
-
-
-def _split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
-    """The `routing.split` tables of each (B, A) order pair for `graph` (see `_made`), then, from LATER_PAIRS_MIN_CHIPS
-    chips, those of the lighter pair with the trees' dateline pairs on their later legs (`split.split_tables`, later_pairs; the other pair's would cost
-    one tree build more, and on twisted 8x16x16 with an x OCS down, where these are the lightest, the lighter pair's
-    are): every destination inside a broken ring routed by its tree; a pair whose tree route starts with a wild hop
-    counts as broken and repaired."""
-    from tpufleet.routing import steps
-    from tpufleet.routing.split import split_orders
-
-    if broken_dims(expected, graph) == 2:
-        return _split_two_made(shape, expected, alive, graph, note)
-    (broken,) = dead_dims_of(expected, graph)
-    pairs = split_orders(broken)
-    later = len(expected) >= LATER_PAIRS_MIN_CHIPS
-    steps.plan("repair", len(pairs) + later)
-    out = [_split_one(shape, expected, alive, graph, note, pair, False) for pair in pairs]
-    if later:
-        lighter = min(range(len(pairs)), key=lambda i: out[i][0])
-        out.append(_split_one(shape, expected, alive, graph, note, pairs[lighter], True))
-    return out
-
-
-def _split_two_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
-    """With two broken dimensions d and e: for each as d, B = (e, h, d), A = (d, e, h), the trees for d's broken
-    rings with their later legs on dateline pairs, e's broken routes repaired wild-first (`split.split_tables`,
-    trees_for). Twisted 8x8x16 with x/3 and z/2 down 1441 against 1535 for the best single order; 8x16x16 3577
-    against 3976."""
-    from tpufleet.routing import steps
-
-    dims = sorted(dead_dims_of(expected, graph))
-    steps.plan("repair", 2)
-    out = []
-    for d, e in (dims, dims[::-1]):
-        (h,) = {0, 1, 2} - {d, e}
-        trees_for = graph.copy()
-        others = [p for p in range(graph.shape[1]) if p // 2 != d]
-        trees_for[:, others] = expected[:, others]  # e's links whole: only d's dead links decide the trees
-        how = f"{'xyz'[d]} last, destinations in its broken rings by trees, {'xyz'[e]} wild-first"
-        out.append(_split_one(shape, expected, alive, graph, note, ((e, h, d), (d, e, h)), True, trees_for, how))
-    return out
-
-
-def _split_one(
-    shape: Shape,
-    expected: ChipGraph,
-    alive: ChipGraph,
-    graph: ChipGraph,
-    note: str,
-    orders: tuple[Order, Order],
-    later_pairs: bool,
-    trees_for: ChipGraph | None = None,
-    how: str = "broken dimension last, destinations in broken rings by trees",
-) -> Ranked:
-    """One `routing.split` candidate (see `_split_made`) of the (B, A) `orders`."""
-    import numpy as np
-
-    from tpufleet.routing import steps
-    from tpufleet.routing.split import split_tables
-
-    b_order, a_order = orders
-    P, L, wild, dest_class, load = split_tables(shape, expected, graph, b_order, a_order, later_pairs, trees_for)
-    steps.advance("repair")
-    left = int(np.count_nonzero(P == -2))
-    repaired = int(np.count_nonzero(wild))
-    rt = RouteTables(shape, alive, P, L, wild, dest_class, [b_order, a_order], "auto")
-    orders_used = len(np.unique(dest_class))
-    how += note
-    info: RouteInfo = {
-        "broken_by_faults": repaired + left,
-        "repaired_wild": repaired,
-        "orders_used": orders_used,
-        "strategy": how,
-        "max_load": float(load.max()),
-        "made_for": graph,
-    }
-    return (float(load.max()), orders_used), rt, info
-
-
-def _whole_ocs_only(shape: Shape, expected: ChipGraph, alive: ChipGraph, patterns: list[tuple[ChipGraph, str]]) -> bool:
-    """Every dead link is optical (at a cube boundary) and its OCS's whole pattern is dead (`ocs_patterns` adds
-    nothing): the faults are whole OCS."""
-    import numpy as np
-
-    from tpufleet.constants import CUBE_EDGE
-    from tpufleet.topology import coordinates
-
-    if patterns:
-        return False
-    chips, ports = dead_links(expected, alive)
-    local = coordinates(shape.dims)[chips, ports // 2] % CUBE_EDGE
-    return bool(np.where(ports % 2 == 0, local == CUBE_EDGE - 1, local == 0).all())
-
-
-def prelegs_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: int | None) -> bool:
-    """`routing.preleg` tables are made for `graph`, whole OCS down (the caller's condition: no optical links of an
-    OCS alone, whose patterns are made on their own by `report._with_whole_ocs`): a torus up to RELIEVE_LIMIT chips
-    (their load is what the relieving makes of them) with broken rings in all three dimensions, and room for 3 VCs.
-    8x8x8 with x/3, y/5 and z/2 down: 604 against 638 for the best single order, relieved."""
-    from tpufleet.routing.relieve import RELIEVE_LIMIT
-
-    return (
-        shape.wraps
-        and not shape.twisted
-        and len(expected) <= RELIEVE_LIMIT
-        and (max_vcs is None or max_vcs >= 3)
-        and broken_dims(expected, graph) == 3
-    )
-
-
-def _preleg_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> Ranked:
-    """The `routing.preleg` tables for `graph` (see `_made`), their busiest links relieved here (leaves): the trees
-    alone rank below the single orders, and only the first table set a graph that fits is relieved later."""
-    import numpy as np
-
-    from tpufleet.routing import steps
-    from tpufleet.routing.preleg import preleg_tables
-    from tpufleet.routing.relieve import relieve
-
-    steps.plan("repair", 1)
-    rt, load = preleg_tables(shape, graph, alive)
-    steps.advance("repair")
-    max_load, moved = float(load.max()), 0
-    done = relieve(rt, graph, expected, leaves=True)
-    if done is not None and done.max_load < max_load:
-        rt, max_load, moved = done.tables, float(done.max_load), done.moved
-    left = int(np.count_nonzero(rt.P == -2))
-    repaired = 0 if rt.wild is None else int(np.count_nonzero(rt.wild))
-    info: RouteInfo = {
-        "broken_by_faults": repaired + left,
-        "repaired_wild": repaired,
-        "orders_used": 1,
-        "strategy": "one dimension order, wild pre-legs by trees" + note,
-        "max_load": max_load,
-        "made_for": graph,
-        "relieved": moved,
-    }
-    return (max_load, 1), rt, info
 
 
 def routable_first(ranked: list[Ranked]) -> list[tuple[RouteTables, RouteInfo]]:

@@ -17,7 +17,7 @@ among themselves; and the legs in order close none on their dateline pairs. The 
 A chip takes a pre-leg hop when no hop in order is offered, or when those offers' busiest link is PRE_PENALTY
 units heavier (a lower penalty spreads more, but relieved at 28: 601 in 9 VCs). Chips no route reaches take wild
 first hops (as `split`'s trees). The trees are built in batches against the load so far, three times; the
-caller relieves their busiest links (`candidates._preleg_made`): the trees alone carry 711 on that slice, relieved
+caller relieves their busiest links (`tree_families.preleg_made`): the trees alone carry 711 on that slice, relieved
 604.
 """
 

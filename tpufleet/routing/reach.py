@@ -18,8 +18,9 @@ from tpufleet.routing.bitrows import (
     repair_order,
     torus_bits,
 )
-from tpufleet.routing.candidates import Variant, broken_of, splits_apply, variants_of
+from tpufleet.routing.candidates import Variant, broken_of, variants_of
 from tpufleet.routing.patterns import ocs_patterns
+from tpufleet.routing.tree_families import splits_apply
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:

@@ -493,7 +493,7 @@ def _relieved(fitting: list[Checked], kept: Checked, max_vcs: int | None, expect
 
     for rt, info, _, _ in fitting:
         if info.get("relieved"):
-            continue  # relieved when made (`candidates._preleg_made`): relieving them again finds nothing
+            continue  # relieved when made (`tree_families.preleg_made`): relieving them again finds nothing
         made_for = info.get("made_for", rt.nbr)
         for leaves in (False, True):
             done = relieve(rt, made_for, expected, leaves)
