@@ -108,8 +108,9 @@ def test_the_cut_bound_never_promises_less_than_the_tables_keep(shape, dead):
     from helpers import ocs_failure
     from tpufleet.constants import HARDWARE_VCS
     from tpufleet.faults import kept_exactly
+    from tpufleet.routing.healthy import healthy_loads
     from tpufleet.routing.optimum import kept_at_most
-    from tpufleet.routing.report import healthy_loads, verdict_summary
+    from tpufleet.routing.report import verdict_summary
     from tpufleet.shapes import parse_shape
 
     s = parse_shape(shape)

@@ -146,7 +146,7 @@ def test_ring_runs_repair_exactly_as_the_walks_do(name, shape, exp, alive, order
 
 @pytest.mark.parametrize("text", ["4x4x4", "4x4x8", "8x8x8", "4x8x12", "8x8x16"])
 def test_healthy_reference_loads_from_rings_equal_the_tables(text):
-    from tpufleet.routing import dor, report
+    from tpufleet.routing import dor, healthy
     from tpufleet.routing.analysis import RouteTables, symmetric_load
 
     shape = parse_shape(text)
@@ -154,8 +154,8 @@ def test_healthy_reference_loads_from_rings_equal_the_tables(text):
     P, L = dor.tables(shape)
     rt = RouteTables(shape, exp, P, L)
     traffics = ("all-to-all", "all-reduce")
-    from_tables = report._loads(rt, exp, traffics, weight_load=symmetric_load(rt))
-    assert report._ring_healthy_loads(shape, exp, traffics) == from_tables
+    from_tables = healthy.traffic_loads(rt, exp, traffics, weight_load=symmetric_load(rt))
+    assert healthy.ring_healthy_loads(shape, exp, traffics) == from_tables
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1), (1, 2, 0), (0, 2, 1)])

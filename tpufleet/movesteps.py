@@ -66,8 +66,8 @@ def bounded_landing(state: FleetState, sl: Slice, proposal: Proposal) -> str | N
     keeps the slice's floor (`optimum.kept_at_most`, a cut of its rings; a tenth of the routing's seconds on a
     4096-chip slice). None: it lands on no fault, or the bound does not settle it (`reschedule` works it out)."""
     from tpufleet import wiring
+    from tpufleet.routing.healthy import healthy_loads
     from tpufleet.routing.optimum import kept_at_most
-    from tpufleet.routing.report import healthy_loads
 
     landed = _landed(state, sl, proposal)
     if landed is None:

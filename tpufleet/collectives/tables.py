@@ -84,11 +84,11 @@ def healthy(shape: Shape) -> Tables:
 
 def healthy_as_routed(shape: Shape) -> Tables:
     """The tables `routes` stores for a whole slice of the shape: `healthy`'s dimension order, or on a twisted
-    torus the lighter of plain and balanced dimension order (`routing.report.healthy_tables`), so that a degraded
+    torus the lighter of plain and balanced dimension order (`routing.healthy.healthy_tables`), so that a degraded
     slice's slowdown is against the tables it ran on before its faults."""
     if not shape.twisted:
         return healthy(shape)
-    from tpufleet.routing.report import healthy_tables
+    from tpufleet.routing.healthy import healthy_tables
     from tpufleet.topology import neighbors
 
     nbr = neighbors(shape)

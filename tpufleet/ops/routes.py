@@ -115,7 +115,7 @@ def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bo
 def all_to_all_kept(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> float:
     """The all-to-all throughput the tables keep (of tables that route every pair), measured when `--traffic`
     left all-to-all out: a degraded slice's record carries it whatever traffic the tables were weighed for."""
-    from tpufleet.routing.report import healthy_loads
+    from tpufleet.routing.healthy import healthy_loads
 
     kept = report.summary["throughput_retained"].get("all-to-all")
     if kept is None:

@@ -286,7 +286,7 @@ GOOD_ENOUGH = 0.95  # of the healthy throughput: a single order this good is not
 
 def _good_enough_load(shape: Shape, expected: ChipGraph) -> float:
     """The all-to-all max link load that keeps GOOD_ENOUGH of the healthy throughput."""
-    from tpufleet.routing.report import healthy_loads
+    from tpufleet.routing.healthy import healthy_loads
 
     return healthy_loads(shape, expected, ("all-to-all",))["all-to-all"] / GOOD_ENOUGH
 
