@@ -143,7 +143,8 @@ def test_an_alert_resolved_is_forgotten_and_a_new_episode_opens_a_new_fault(flee
 
 
 def test_the_alerts_remembered_are_bounded_the_oldest_forgotten_first():
-    from tpufleet.fleetstate import AlertMark, FleetState
+    from tpufleet.fleetstate import FleetState
+    from tpufleet.gkerecords import AlertMark
     from tpufleet.model import default_fleet
 
     state = FleetState(default_fleet())

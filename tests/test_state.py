@@ -325,7 +325,7 @@ def test_bad_kubernetes_names_in_a_state_file_are_exit_2(tmp_path, capsys, names
 
 def test_two_names_for_one_machine_are_refused(tmp_path):
     from tpufleet.errors import Refused
-    from tpufleet.fleetstate import K8sNames
+    from tpufleet.gkerecords import K8sNames
     from tpufleet.ids import HostId
 
     _state_doc(tmp_path)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tpufleet.allocation import Allocation
-from tpufleet.fleetstate import Fault, MaintenanceWindow, NodePoolSlice, Reroute, Slice, SubBlockRecord
+from tpufleet.fleetstate import Fault, Reroute, Slice
+from tpufleet.gkerecords import MaintenanceWindow, NodePoolSlice, SubBlockRecord
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import codec, records
 from tpufleet.state.store import Store

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, BadStateFile
-from tpufleet.fleetstate import FleetState, NodePoolSlice
+from tpufleet.fleetstate import FleetState
+from tpufleet.gkerecords import NodePoolSlice
 from tpufleet.ids import natural_key
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, Node
 from tpufleet.integrations.k8s_plan import Placement, node_trouble

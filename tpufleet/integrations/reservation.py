@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
-from tpufleet.fleetstate import Fault, FleetState, MaintenanceWindow, SubBlockRecord
+from tpufleet.fleetstate import Fault, FleetState
+from tpufleet.gkerecords import MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId, natural_key
 from tpufleet.text import bounded
 from tpufleet.timeparse import RFC3339, real_time, utc_stamp

@@ -26,7 +26,8 @@ from typing import Any
 from tpufleet.constants import MAX_REASON_CHARS
 from tpufleet.errors import BadInput
 from tpufleet.faults import normalize
-from tpufleet.fleetstate import AlertMark, Change, Fault, FleetState
+from tpufleet.fleetstate import Change, Fault, FleetState
+from tpufleet.gkerecords import AlertMark
 from tpufleet.ids import TargetId, canonical
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome

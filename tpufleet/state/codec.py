@@ -12,21 +12,16 @@ from typing import Any
 from tpufleet.allocation import Allocation
 from tpufleet.fleetstate import (
     DEFAULT_MIN_THROUGHPUT,
-    AlertMark,
     Fault,
     FleetState,
     Job,
-    K8sNames,
-    MaintenanceWindow,
-    NodePoolSlice,
     Pair,
     Reroute,
-    ReservationNames,
     RouteRecord,
     Slice,
     SliceState,
-    SubBlockRecord,
 )
+from tpufleet.gkerecords import AlertMark, K8sNames, MaintenanceWindow, NodePoolSlice, ReservationNames, SubBlockRecord
 from tpufleet.ids import HostId, OcsId, parse_target
 from tpufleet.model import Fleet, Pod
 from tpufleet.shapes import Shape, Vec, parse_dims, parse_shape

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.allocation import Allocation
-from tpufleet.fleetstate import AlertMark, Fault, MaintenanceWindow, NodePoolSlice, Reroute, Slice, SubBlockRecord
+from tpufleet.fleetstate import Fault, Reroute, Slice
+from tpufleet.gkerecords import AlertMark, MaintenanceWindow, NodePoolSlice, SubBlockRecord
 from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 
 Doc = dict[str, Any]
