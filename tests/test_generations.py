@@ -233,7 +233,7 @@ def test_the_counts_of_accepted_shapes() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_tables_shape_counts_are_the_shapes_capacity_lists_on_a_full_pod(cli, name: str) -> None:
     """The table counts plain and twisted shapes alike, sides in canonical order: as `capacity` lists a pod's."""
-    from tpufleet.generations import markdown_table
+    from tpufleet.generations_markdown import markdown_table
 
     (row,) = [line for line in markdown_table([gen(name)]).splitlines() if line.startswith("| accepted slice shapes")]
     counted = re.fullmatch(r"\| accepted slice shapes[^|]* \| ([0-9,]+) \(([0-9]+) twisted\)(; .*)? \|", row)

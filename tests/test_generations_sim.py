@@ -19,14 +19,8 @@ from tpufleet.collectives.profile import default_profile, for_generation
 from tpufleet.collectives.reroute_table import representative
 from tpufleet.constants import DAY
 from tpufleet.errors import BadInput, BadStateFile
-from tpufleet.generations import (
-    FIGURES,
-    FaultDefaults,
-    RepairHours,
-    between_markers,
-    is_assumption,
-    markdown_table,
-)
+from tpufleet.generations import FIGURES, FaultDefaults, RepairHours, is_assumption
+from tpufleet.generations_markdown import between_markers, markdown_table
 from tpufleet.ids import HostId, OcsId
 from tpufleet.model import default_fleet, fleet_of
 from tpufleet.shapes import parse_shape
