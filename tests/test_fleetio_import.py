@@ -268,7 +268,8 @@ def test_a_node_with_any_field_replaced_is_read_or_exit_2(path, value):
     from tpufleet.errors import BadStateFile
     from tpufleet.fleetstate import FleetState
     from tpufleet.integrations.k8s import K8sMapping, parse_nodes
-    from tpufleet.integrations.k8s_plan import health_diff, place, wanted
+    from tpufleet.integrations.k8s_health import health_diff, wanted
+    from tpufleet.integrations.k8s_plan import place
     from tpufleet.model import default_fleet
 
     node = copy.deepcopy(_NODE)

@@ -32,7 +32,7 @@ from tpufleet.integrations.k8s import (
     LABEL_VALUE,
     LabelKeys,
 )
-from tpufleet.integrations.k8s_plan import MAINTENANCE_OF
+from tpufleet.integrations.k8s_health import MAINTENANCE_OF
 from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_REASON_PREFIX
 from tpufleet.model import Pod
 

@@ -40,7 +40,8 @@ from tpufleet.fleetstate import FleetState
 from tpufleet.gkerecords import NodePoolSlice
 from tpufleet.ids import natural_key
 from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, Node
-from tpufleet.integrations.k8s_plan import Placement, node_trouble
+from tpufleet.integrations.k8s_health import node_trouble
+from tpufleet.integrations.k8s_plan import Placement
 from tpufleet.model import Pod
 from tpufleet.shapes import Shape, parse_shape, require_allocatable
 

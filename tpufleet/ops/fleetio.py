@@ -8,15 +8,8 @@ from typing import Any
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import CubeId
 from tpufleet.integrations.k8s import K8sMapping, Node
-from tpufleet.integrations.k8s_plan import (
-    HealthDiff,
-    Placement,
-    check_mapping_fits,
-    during_maintenance,
-    health_diff,
-    place,
-    wanted,
-)
+from tpufleet.integrations.k8s_health import HealthDiff, during_maintenance, health_diff, wanted
+from tpufleet.integrations.k8s_plan import Placement, check_mapping_fits, place
 from tpufleet.integrations.k8s_pools import BUILT_IN_ACCELERATOR, PoolPlan, plan_pools
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops import faults as fault_ops
