@@ -317,7 +317,7 @@ def test_export_help_has_examples(fleet):
 
 
 def test_hostlist_compression_round_trips():
-    from tpufleet.integrations.exports import hostlist
+    from tpufleet.integrations.slurm import hostlist
 
     names = ["tpu-c05-m00", "tpu-c05-m01", "tpu-c05-m03", "gke-x-ab12", "gke-x-ab13", "plain"]
     assert sorted(expand(hostlist(names))) == sorted(names)

@@ -458,7 +458,7 @@ def export_slurm_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Slurm's topology.conf (or topology.yaml): one switch or block per cube (its 16 machines), pods above them."""
-    from tpufleet.integrations import exports
+    from tpufleet.integrations import exports, slurm
     from tpufleet.state.files import check_output_path
 
     if out is not None:
@@ -471,12 +471,12 @@ def export_slurm_cmd(
     exports.refuse_without_nodes(state, "Slurm topology")
     _note_left_out(exports.machines_without_node(state))
     if plugin is SlurmPlugin.block:
-        _note_partial_cubes(exports.slurm_blocks(state)[2])
+        _note_partial_cubes(slurm.slurm_blocks(state)[2])
     if file_format is SlurmFile.yaml:
-        doc = exports.slurm_topology_yaml(state, plugin.value)
+        doc = slurm.slurm_topology_yaml(state, plugin.value)
         _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)
         return
-    text = exports.slurm_topology(state, plugin.value)
+    text = slurm.slurm_topology(state, plugin.value)
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     data = {"plugin": plugin.value, "lines": lines}
     _deliver("topology.conf line", lambda: text, data, len(lines), out, output, fixed=True)

@@ -31,7 +31,8 @@ from tpufleet.capacity import pod_shapes
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import HostId
-from tpufleet.integrations.exports import Names, ordered_hostlist
+from tpufleet.integrations.exports import Names
+from tpufleet.integrations.slurm import ordered_hostlist
 from tpufleet.model import Pod
 from tpufleet.shapes import Vec
 
