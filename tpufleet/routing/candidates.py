@@ -25,12 +25,13 @@ The caller (`report.evaluate`) keeps the first that is deadlock-free within the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
 from tpufleet.routing.dimension_orders import (
     all_orders,
+    broken_first_alternating,
     choose_orders,
     dead_dims_of,
     order_pairs,
@@ -66,10 +67,11 @@ def _repair(
     penalty: float | None = None,
     order: Order = dor.DEFAULT_ORDER,
     balanced: bool = False,
+    alternate: int | None = None,
 ) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
 
-    variant: Variant = (per_destination_orders, penalty, order, balanced)
+    variant = Variant(per_destination_orders, penalty, order, balanced, alternate)
     P, L, dest_class, orders, broken = _base_tables(shape, expected, alive, variant)
     info: RouteInfo = {"broken_by_faults": len(broken), "repaired_wild": 0, "orders_used": len(np.unique(dest_class))}
     wild: BoolArray | None = None
@@ -106,9 +108,10 @@ def _base_tables(
 
     from tpufleet.routing.balanced import balanced_twisted_tables
 
-    per_destination_orders, penalty, order, balanced = variant
+    per_destination_orders, penalty, order, balanced, alternate = variant
     if per_destination_orders is not None:
-        return choose_orders(shape, expected, alive, penalty, per_destination_orders or None, balanced)
+        orders = per_destination_orders or None
+        return choose_orders(shape, expected, alive, penalty, orders, balanced, alternate)
     P, L = balanced_twisted_tables(shape, order) if balanced else dor.tables(shape, order)
     dest_class = np.zeros(len(expected), dtype=np.int64)
     if _by_rings(shape, expected, alive, variant):
@@ -121,7 +124,7 @@ def _base_tables(
 def _by_rings(shape: Shape, expected: ChipGraph, alive: ChipGraph, variant: Variant) -> bool:
     """The variant starts from the plain dimension-order tables of an untwisted torus that only lacks links: its
     broken pairs come from the dead links' rings (`rings.broken_by_runs`), no table needed."""
-    per_destination_orders, _, _, balanced = variant
+    per_destination_orders, _, _, balanced, _ = variant
     return per_destination_orders is None and not balanced and _plain_dor(shape, expected, alive)
 
 
@@ -135,7 +138,7 @@ def broken_of(
     if _by_rings(shape, expected, alive, variant):
         from tpufleet.routing.rings import broken_mask_by_runs
 
-        mask = broken_mask_by_runs(shape, variant[2], expected, alive)
+        mask = broken_mask_by_runs(shape, variant.order, expected, alive)
         return np.flatnonzero(mask), 1, mask
     _, _, dest_class, _, broken = _base_tables(shape, expected, alive, variant)
     return broken, len(np.unique(dest_class)), None
@@ -222,8 +225,7 @@ def candidates(
         # those its whole OCS's failure gets alone, so the link never routes worse than the OCS. Tables that
         # leave pairs unroutable are no answer, however light.
         if pairs and min((item[0][0] for item in made if not _left(item[2])), default=float("inf")) > good_enough:
-            pair_variants: list[Variant] = [(p, None, p[0], even) for p in pairs for even in balance]
-            made += _made(shape, expected, alive, graph, note, pair_variants, skipping)
+            made += _made(shape, expected, alive, graph, note, pairs, skipping)
         ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping)
         if splits_apply(shape, expected, graph, max_vcs):
             ranked += split_made(shape, expected, alive, graph, note)
@@ -250,7 +252,14 @@ def _left(info: RouteInfo) -> int:
     return info["broken_by_faults"] - info["repaired_wild"]
 
 
-Variant = tuple["list[Order] | None", "float | None", "Order", bool]  # orders per destination, penalty, order, balanced
+class Variant(NamedTuple):
+    """How the tables a wild-first repair starts from are made (`_base_tables`)."""
+
+    orders: list[Order] | None  # per-destination orders to choose among ([]: `choose_orders`' own); None: one order
+    penalty: float | None  # the per-destination choice is load-aware, a broken route costing this much
+    order: Order  # the one order (or the first of `orders`)
+    balanced: bool  # a twisted torus's load-balanced tables
+    alternate: int | None = None  # ties between two orders go by the parity of this dimension's coordinate
 
 
 def variants_of(
@@ -260,22 +269,27 @@ def variants_of(
     max_vcs: int | None,
     balance: list[bool],
     thorough: bool = False,
-) -> tuple[list[Variant], list[Variant], list[list[Order]]]:
+) -> tuple[list[Variant], list[Variant], list[Variant]]:
     """What `candidates` makes for each graph: single orders, per-destination orders on separate VC blocks, and
     the order pairs it adds when no single order is good enough."""
     dead_dims = dead_dims_of(expected, alive)
-    singles: list[Variant] = [
-        (None, None, order, even)
+    singles = [
+        Variant(None, None, order, even)
         for order in single_orders(dead_dims, len(expected), shape.twisted)
         for even in balance
     ]
     mixed: list[Variant] = []
     if max_vcs is None or max_vcs >= 2 * (2 if shape.wraps else 1) + 1:  # every order, on separate VC blocks
-        mixed += [([], None, dor.DEFAULT_ORDER, False)]
-        mixed += [([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)] if len(expected) <= LOAD_AWARE_LIMIT else []
+        mixed += [Variant([], None, dor.DEFAULT_ORDER, False)]
+        if len(expected) <= LOAD_AWARE_LIMIT:
+            mixed += [Variant([], LOAD_AWARE_PENALTY, dor.DEFAULT_ORDER, False)]
     pairs = order_pairs(shape, len(expected), dead_dims, max_vcs, thorough)
     pairs += all_orders(len(expected), dead_dims) if pairs and not shape.twisted else []
-    return singles, mixed, pairs
+    pair_variants = [Variant(p, None, p[0], even) for p in pairs for even in balance]
+    alternating = broken_first_alternating(dead_dims) if pairs and not shape.twisted else None
+    if alternating is not None:
+        pair_variants.append(Variant(alternating[0], None, alternating[0][0], False, alternating[1]))
+    return singles, mixed, pair_variants
 
 
 Ranked = tuple[tuple[float, int], RouteTables, RouteInfo]
@@ -308,11 +322,11 @@ def _made(
     out: list[Ranked] = []
     steps.plan("repair", len(variants))
     for variant in variants:
-        mixed, penalty, order, even = variant
+        mixed, penalty, order, even, alternate = variant
         if not skipping.worth_making(graph, variant):
             steps.advance("repair")
             continue
-        rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even)
+        rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even, alternate)
         skipping.made(_left(info))
         steps.advance("repair")
         if mixed is not None and info["orders_used"] == 1:

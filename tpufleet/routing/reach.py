@@ -270,8 +270,8 @@ def _ordered(made: Answer | _Left, orders: _Orders) -> Prepared:
 
 def _on_bits(check: Check) -> bool:
     """The check's tables are plain dimension-order ones on a plain torus: its reach check runs on bit rows."""
-    graph, (mixed, _, _, balanced) = check
-    return graph.bits is not None and mixed is None and not balanced
+    graph, variant = check
+    return graph.bits is not None and variant.orders is None and not variant.balanced
 
 
 def _first_round(shape: Shape, expected: ChipGraph, check: Check, orders: _Orders) -> Answer | _Left:
@@ -279,7 +279,7 @@ def _first_round(shape: Shape, expected: ChipGraph, check: Check, orders: _Order
     whole check (`_whole`)."""
     graph, variant = check
     if _on_bits(check) and graph.bits is not None:
-        return _by_bits(graph.bits, expected, graph.nbr, variant[2])
+        return _by_bits(graph.bits, expected, graph.nbr, variant.order)
     return _whole(shape, expected, check, orders)
 
 
@@ -290,7 +290,7 @@ def _whole(shape: Shape, expected: ChipGraph, check: Check, orders: _Orders) -> 
 
     graph, variant = check
     broken, orders_used, mask = broken_of(shape, expected, graph.nbr, variant)
-    if variant[0] is not None and orders_used == 1:
+    if variant.orders is not None and orders_used == 1:
         return None
     if len(broken) == 0:
         return 0
