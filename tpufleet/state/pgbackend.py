@@ -14,8 +14,9 @@ order; append-only, a trigger refuses UPDATE, DELETE and TRUNCATE), `tpufleet_ta
 `tpufleet_cache` (the repair cache, bytea), `tpufleet_lock` (the lock's holder).
 
 Credentials come from the URL, ``PGPASSFILE`` (``~/.pgpass``) or the environment (``PGPASSWORD``, ``PGUSER``...,
-as libpq reads them); messages name the URL without its password. A connection that fails or is lost is one
-line (exit 1); a lost commit says that its outcome is unknown and how to see it.
+as libpq reads them); messages name the URL without its password. A connection that fails or is lost, or a
+request left unanswered past its bound (pgwait.py), is one line (exit 1); a lost commit says that its outcome is
+unknown and how to see it.
 """
 
 from __future__ import annotations
@@ -269,10 +270,15 @@ class PostgresBackend:
                 f"the state {self.where} is a PostgreSQL database: install the driver with "
                 "pip install 'tpufleet[postgres]'"
             ) from None
-        options = connection_options(self._checked(), os.environ, psycopg.pq.version())
+        from tpufleet.state import pgwait
+
+        params = self._checked()
+        options = connection_options(params, os.environ, psycopg.pq.version())
         with self.errors("connect to"):
-            self._conn = psycopg.connect(self.url, **options)
-        return self._conn
+            conn = pgwait.BoundedConnection.connect(self.url, **options)
+        conn.bound, conn.bound_text = pgwait.bound_seconds(params, CONNECTION_DEFAULTS["tcp_user_timeout"])
+        self._conn = conn
+        return conn
 
     def _checked(self) -> dict[str, str]:
         """The URL's parameters as libpq reads them; BadInput (exit 2) for what libpq would only refuse once it
@@ -349,11 +355,13 @@ class PostgresBackend:
         which the advisory lock does not stop): LockTimeout past that, that step rolled back."""
         import psycopg
 
+        from tpufleet.state import pgwait
+
         done = []
         with self.errors("migrate"):
             for target in range((version or 0) + 1, SCHEMA_VERSION + 1):
                 try:
-                    with conn.transaction():
+                    with conn.transaction(), pgwait.waiting_longer(conn, timeout):
                         conn.execute(f"SET LOCAL lock_timeout = {max(1, round(timeout * 1000))}")
                         conn.execute("SET LOCAL statement_timeout = 0")  # (the wait is the lock's: see _try_lock)
                         conn.execute(_VERSION_TABLE)
@@ -526,12 +534,14 @@ class PostgresBackend:
         the session's own settings come back after it. (A session lock taken in a transaction outlives it.)"""
         import psycopg
 
+        from tpufleet.state import pgwait
+
         with self.errors("lock"):
             conn, free = self._lock_now()
             if free or seconds <= 0:  # free (the usual case: one round trip), or no wait asked
                 return free
             try:
-                with conn.transaction():
+                with conn.transaction(), pgwait.waiting_longer(conn, seconds):
                     conn.execute(f"SET LOCAL lock_timeout = {max(1, round(seconds * 1000))}")
                     conn.execute("SET LOCAL statement_timeout = 0")
                     conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
