@@ -132,15 +132,16 @@ def goodput_extras(paths: list[Path], fmt: str) -> Any:
     return make
 
 
-def run(application: Any, sock: socket.socket) -> str | None:
-    """uvicorn on the socket until SIGTERM or SIGINT (requests in flight finished); the signal's name, if any."""
-    import signal
-
+def server_config(application: Any, header_seconds: float | None = None, max_connections: int | None = None) -> Any:
+    """uvicorn's configuration: h11 bounded (`tpufleet.serve.connections`: the headers' time, the connections open;
+    their defaults unless told), no access log, no lifespan."""
     import uvicorn
 
-    config = uvicorn.Config(
+    from tpufleet.serve.connections import HEADER_SECONDS, bounded_protocol
+
+    return uvicorn.Config(
         application,
-        http="h11",
+        http=bounded_protocol(HEADER_SECONDS if header_seconds is None else header_seconds, max_connections),
         h11_max_incomplete_event_size=16 * 1024,  # request line and headers: 16 KiB at most
         lifespan="off",
         access_log=False,
@@ -149,7 +150,15 @@ def run(application: Any, sock: socket.socket) -> str | None:
         timeout_keep_alive=5,
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
-    server = uvicorn.Server(config)
+
+
+def run(application: Any, sock: socket.socket) -> str | None:
+    """uvicorn on the socket until SIGTERM or SIGINT (requests in flight finished); the signal's name, if any."""
+    import signal
+
+    import uvicorn
+
+    server = uvicorn.Server(server_config(application))
     got: list[int] = []
     # uvicorn handles the signals while it runs, then raises them again once it has stopped: these catch that.
     kept = {s: signal.signal(s, lambda n, _f: got.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}

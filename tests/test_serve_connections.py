@@ -1,0 +1,110 @@
+"""`tpufleet serve` on a real socket: what reaches the server before any route (a client slow to send its headers,
+too many connections, the forms of the request target)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+pytest.importorskip("uvicorn", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+
+Serve = Callable[..., int]
+
+
+@pytest.fixture
+def serve(fleet: Any) -> Iterator[Serve]:
+    """Starts `tpufleet serve`'s application and server configuration on the fleet, on a free port (returned), in a
+    thread; stopped at the end of the test. Keyword arguments go to `server_config`."""
+    import uvicorn
+
+    from tpufleet.cli.serve import bind, metrics_inputs, server_config
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(**limits: Any) -> int:
+        sock = bind("127.0.0.1", 0)
+        application = build_app(Server(Source(Store(fleet.state)), metrics_inputs(), None, 5))
+        server = uvicorn.Server(server_config(application, **limits))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        running.append((server, thread))
+        return int(sock.getsockname()[1])
+
+    yield start
+    for server, thread in running:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
+
+
+def answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got
+
+
+def get(port: int, target: str, headers: str = "Host: x\r\n") -> tuple[int, bytes]:
+    with connect(port) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\n{headers}Connection: close\r\n\r\n".encode())
+        got = answer(sock)
+    head, _, body = got.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_a_client_slow_to_send_its_headers_is_cut_off_and_others_are_served(serve):
+    port = serve(header_seconds=0.5)
+    with connect(port) as slow, connect(port) as idle:
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Trickle: a")  # the headers never finish
+        got = answer(slow)  # returns once the server closes the connection (before it would hang, for good)
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408") and json.loads(body)["status"] == 408
+        assert answer(idle) == b""  # a connection that never sent a byte: closed too, without an answer
+    assert get(port, "/healthz") == (200, b'{"status":"ok"}')
+
+
+def test_the_next_request_on_a_kept_alive_connection_is_bounded_too(serve):
+    port = serve(header_seconds=0.5)
+    with connect(port) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = b""
+        while not first.endswith(b'{"status":"ok"}'):
+            first += sock.recv(65536)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Trickle: a")  # uvicorn's keep-alive timer stops here
+        assert answer(sock).startswith(b"HTTP/1.1 408")
+
+
+def test_connections_over_the_cap_are_refused_and_those_open_still_served(serve):
+    port = serve(max_connections=2)
+    with connect(port) as first, connect(port) as second, connect(port) as third:
+        head, _, body = answer(third).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503") and b"retry-after: 5" in head.lower()
+        assert json.loads(body)["status"] == 503
+        for sock in (first, second):
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert answer(sock).endswith(b'{"status":"ok"}')
+
+
+def test_the_default_limits_are_those_documented(fleet):
+    from tpufleet.cli.serve import server_config
+    from tpufleet.serve.connections import BoundedConnection, connection_cap
+
+    config = server_config(lambda scope, receive, send: None)
+    config.load()
+    protocol = config.http_protocol_class
+    assert issubclass(protocol, BoundedConnection)
+    assert (protocol.header_seconds, protocol.max_connections) == (10.0, connection_cap())
+    assert 1 <= connection_cap() <= 512

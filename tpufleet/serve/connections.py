@@ -1,0 +1,106 @@
+"""The connections of `tpufleet serve`: uvicorn's h11 protocol, bounded where uvicorn leaves a client unbounded.
+
+uvicorn waits for a request's headers for as long as the client likes (its keep-alive timer stops at the first
+byte, and a new connection has none): a client trickling header bytes over many connections held each for good,
+until the process ran out of file descriptors and neither answered nor could open its state. Here the request line
+and headers must arrive within `header_seconds` of the connection being made (or of the answer before on a
+kept-alive one), else the connection is closed (408 first when some of the request had arrived), and no more than
+`max_connections` are open at once (one over is answered 503 and closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEADER_SECONDS = 10.0  # the request line and headers must arrive within this
+MAX_CONNECTIONS = 512  # open at once (half the open-files limit when that is lower: the state needs files too)
+_REASONS = {408: "Request Timeout", 503: "Service Unavailable"}
+
+
+def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
+    """`limit`, or half the process's open-files limit when that is lower."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return limit if soft == resource.RLIM_INFINITY else max(1, min(limit, soft // 2))
+
+
+def raw_error(status: int, message: str, headers: dict[str, str] | None = None) -> bytes:
+    """A whole HTTP/1.1 answer `{"error": ..., "status": N}` (as the routes' errors) that closes the connection."""
+    body = json.dumps({"error": message, "status": status}, ensure_ascii=False, separators=(",", ":")).encode()
+    fields = {"Content-Type": "application/json", "Content-Length": str(len(body)), "Connection": "close"}
+    fields.update({"X-Content-Type-Options": "nosniff", **(headers or {})})
+    head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+    return f"HTTP/1.1 {status} {_REASONS[status]}\r\n{head}\r\n".encode("latin-1") + body
+
+
+class BoundedConnection(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request's headers and a cap on the connections open."""
+
+    header_seconds: float = HEADER_SECONDS
+    max_connections: int = MAX_CONNECTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._before: object = None  # the request answered before the one awaited (None: the first)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            message = f"tpufleet serve has {self.max_connections} connections open; try again"
+            transport.write(raw_error(503, message, {"Retry-After": "5"}))
+            transport.close()
+            return
+        self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self._header_timer is not None and self.cycle is not self._before:  # a request's headers came whole
+            self._stop_waiting()
+
+    def on_response_complete(self) -> None:
+        if not self.transport.is_closing():  # (before uvicorn's: a pipelined request it then takes stops the wait)
+            self._await_headers()
+        super().on_response_complete()
+
+    def _await_headers(self) -> None:
+        self._stop_waiting()
+        self._before = self.cycle
+        self._header_timer = self.loop.call_later(self.header_seconds, self._headers_too_slow)
+
+    def _stop_waiting(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        # a request begun, not finished (not the rest of a body already answered): say why it is cut; an idle
+        # connection is just closed
+        if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
+            message = f"the request's headers did not arrive within {self.header_seconds:g} seconds"
+            self.transport.write(raw_error(408, message))
+        self.transport.close()
+
+
+def bounded_protocol(header_seconds: float = HEADER_SECONDS, max_connections: int | None = None) -> type[H11Protocol]:
+    """The protocol class for uvicorn's `http`: headers within `header_seconds`, at most `max_connections` open
+    (by default `connection_cap()`)."""
+    cap = connection_cap() if max_connections is None else max_connections
+
+    class Bounded(BoundedConnection):
+        pass
+
+    Bounded.header_seconds, Bounded.max_connections = header_seconds, cap
+    return Bounded
