@@ -108,3 +108,27 @@ def test_the_default_limits_are_those_documented(fleet):
     assert issubclass(protocol, BoundedConnection)
     assert (protocol.header_seconds, protocol.max_connections) == (10.0, connection_cap())
     assert 1 <= connection_cap() <= 512
+
+
+def kind(port: int, target: str) -> tuple[int, str, bytes]:
+    """The status, content type and (but for the page and the metrics, which show the time) body of the answer."""
+    with connect(port) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        head, _, body = answer(sock).partition(b"\r\n\r\n")
+    fields = dict(line.split(b": ", 1) for line in head.lower().split(b"\r\n")[1:])
+    kept = body if fields[b"content-type"].startswith(b"application/json") else b""
+    return int(head.split()[1]), fields[b"content-type"].decode(), kept
+
+
+@pytest.mark.parametrize(
+    "target, path",
+    [
+        ("http://127.0.0.1:{port}/metrics", "/metrics"),
+        ("HTTPS://tpufleet.example.org/api/v1/faults?all=true", "/api/v1/faults?all=true"),
+        ("http://127.0.0.1:{port}", "/"),
+    ],
+)
+def test_a_target_in_absolute_form_is_served_as_its_path(serve, target, path):
+    port = serve()
+    assert kind(port, target.format(port=port)) == kind(port, path)
+    assert kind(port, path)[0] == 200

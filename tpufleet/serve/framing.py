@@ -1,0 +1,43 @@
+"""The request as the routes see it: ASGI middleware between uvicorn and `tpufleet.serve.app`'s routes."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+_SCHEMES = (b"http", b"https")
+
+
+def origin_form(scope: Scope) -> Scope:
+    """The scope of a request whose target is in absolute form (`http://host:9478/metrics?x=1`, RFC 9112 section
+    3.2.2: what a client talking to a proxy sends, and what a server must take) as that of its origin form
+    (`/metrics`), the Host header replaced by the target's authority (the section has the server ignore the Host
+    sent). uvicorn splits the query off the target before this; any other scope is returned as it is.
+
+    >>> s = origin_form({"raw_path": b"HTTP://h:1/a%20b", "path": "HTTP://h:1/a b", "headers": [(b"host", b"x")]})
+    >>> s["raw_path"], s["path"], s["headers"]
+    (b'/a%20b', '/a b', [(b'host', b'h:1')])
+    >>> origin_form({"raw_path": b"http://h", "path": "http://h", "headers": []})["path"]
+    '/'
+    """
+    scheme, sep, rest = (scope.get("raw_path") or b"").partition(b"://")
+    if not sep or scheme.lower() not in _SCHEMES:
+        return scope
+    authority, slash, path = rest.partition(b"/")
+    raw_path = slash + path or b"/"
+    headers: list[tuple[bytes, bytes]] = [(n, v) for n, v in scope["headers"] if n != b"host"]
+    changed: dict[str, Any] = {"raw_path": raw_path, "path": unquote(raw_path.decode("ascii"))}
+    return {**scope, **changed, "headers": [(b"host", authority), *headers]}
+
+
+class OriginForm:
+    """ASGI middleware: a request target in absolute form is served as its path (`origin_form`); without it,
+    `GET http://host:9478/metrics` was 404."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(origin_form(scope) if scope["type"] == "http" else scope, receive, send)
