@@ -132,3 +132,20 @@ def test_a_target_in_absolute_form_is_served_as_its_path(serve, target, path):
     port = serve()
     assert kind(port, target.format(port=port)) == kind(port, path)
     assert kind(port, path)[0] == 200
+
+
+def test_a_body_framed_two_ways_is_refused_and_its_connection_closed(serve):
+    """Content-Length and Transfer-Encoding both: a proxy going by the length would read `GET /healthz` as the body,
+    the server as a second request; neither is served, and nothing after on that connection."""
+    port = serve()
+    smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = b"0\r\n\r\n" + smuggled
+    with connect(port) as sock:
+        sock.sendall(
+            b"POST /api/v1/alerts HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n"
+            % len(body)
+            + body
+        )
+        got = answer(sock)
+    assert got.startswith(b"HTTP/1.1 400") and got.count(b"HTTP/1.1") == 1
+    assert json.loads(got.partition(b"\r\n\r\n")[2])["status"] == 400

@@ -30,7 +30,7 @@ from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Tpufle
 from tpufleet.ops.alerts import Alert
 from tpufleet.serve import documents
 from tpufleet.serve.alertpayload import BadPayload, NotJson, parse
-from tpufleet.serve.framing import OriginForm
+from tpufleet.serve.framing import OneFraming, OriginForm
 from tpufleet.serve.snapshot import Snapshot, Source
 from tpufleet.text import seconds_text
 
@@ -354,6 +354,7 @@ def build_app(server: Server) -> Starlette:
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
     application.add_middleware(BoundedHeaders)
+    application.add_middleware(OneFraming)
     application.add_middleware(OriginForm)  # (outside the rest: the routes and the bounds see the target's path)
     application.add_middleware(AnsweredWhenStopping)
     return application

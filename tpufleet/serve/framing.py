@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 _SCHEMES = (b"http", b"https")
@@ -41,3 +42,23 @@ class OriginForm:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(origin_form(scope) if scope["type"] == "http" else scope, receive, send)
+
+
+class OneFraming:
+    """ASGI middleware: a request saying both Content-Length and Transfer-Encoding is answered 400 and its connection
+    closed. uvicorn took the body by Transfer-Encoding alone and kept the connection open for the next request, so
+    a proxy in front that went by Content-Length read a different request boundary than the server's: the bytes of
+    one client's body served as another request (smuggling). RFC 9112 section 6.3 has the server close the
+    connection after such a request whatever it answers."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        names = {name for name, _ in scope["headers"]} if scope["type"] == "http" else set()
+        if {b"content-length", b"transfer-encoding"} <= names:
+            message = "a request with both Content-Length and Transfer-Encoding is refused"
+            headers = {"Connection": "close", "X-Content-Type-Options": "nosniff"}
+            await JSONResponse({"error": message, "status": 400}, 400, headers=headers)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
