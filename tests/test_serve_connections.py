@@ -149,3 +149,15 @@ def test_a_body_framed_two_ways_is_refused_and_its_connection_closed(serve):
         got = answer(sock)
     assert got.startswith(b"HTTP/1.1 400") and got.count(b"HTTP/1.1") == 1
     assert json.loads(got.partition(b"\r\n\r\n")[2])["status"] == 400
+
+
+def test_headers_over_the_bound_are_431_whether_they_arrive_whole_or_in_pieces(serve):
+    from tpufleet.serve.app import MAX_HEADERS
+
+    port = serve()
+    big = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: " + b"a" * (2 * MAX_HEADERS) + b"\r\n\r\n"
+    for sent in (big, big[: MAX_HEADERS + 100]):  # whole, and only its first part (the rest would come later)
+        with connect(port) as sock:
+            sock.sendall(sent)
+            head, _, body = answer(sock).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 431") and json.loads(body)["status"] == 431

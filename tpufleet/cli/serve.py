@@ -142,7 +142,6 @@ def server_config(application: Any, header_seconds: float | None = None, max_con
     return uvicorn.Config(
         application,
         http=bounded_protocol(HEADER_SECONDS if header_seconds is None else header_seconds, max_connections),
-        h11_max_incomplete_event_size=16 * 1024,  # request line and headers: 16 KiB at most
         lifespan="off",
         access_log=False,
         log_level="warning",

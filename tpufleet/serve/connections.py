@@ -18,9 +18,11 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from tpufleet.serve.app import MAX_HEADERS
+
 HEADER_SECONDS = 10.0  # the request line and headers must arrive within this
 MAX_CONNECTIONS = 512  # open at once (half the open-files limit when that is lower: the state needs files too)
-_REASONS = {408: "Request Timeout", 503: "Service Unavailable"}
+_REASONS = {408: "Request Timeout", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
 
 def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
@@ -38,6 +40,20 @@ def raw_error(status: int, message: str, headers: dict[str, str] | None = None) 
     return f"HTTP/1.1 {status} {_REASONS[status]}\r\n{head}\r\n".encode("latin-1") + body
 
 
+class _Hinted(h11.Connection):
+    """h11's connection, keeping the status h11 suggests for the client's bytes it last refused (uvicorn answers
+    400 whatever it is)."""
+
+    refused_with = 400
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as exc:
+            self.refused_with = exc.error_status_hint
+            raise
+
+
 class BoundedConnection(H11Protocol):
     """uvicorn's h11 protocol with a deadline for each request's headers and a cap on the connections open."""
 
@@ -46,6 +62,7 @@ class BoundedConnection(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.conn = _Hinted(h11.SERVER, max_incomplete_event_size=MAX_HEADERS)
         self._header_timer: asyncio.TimerHandle | None = None
         self._before: object = None  # the request answered before the one awaited (None: the first)
 
@@ -71,6 +88,15 @@ class BoundedConnection(H11Protocol):
         if not self.transport.is_closing():  # (before uvicorn's: a pipelined request it then takes stops the wait)
             self._await_headers()
         super().on_response_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes h11 refuses; 431, as the routes answer it, when what was refused is a request
+        line and headers over MAX_HEADERS arriving in pieces (the routes see only those that arrive whole)."""
+        if getattr(self.conn, "refused_with", 400) != 431:
+            super().send_400_response(msg)
+            return
+        self.transport.write(raw_error(431, f"the request's target and headers are over {MAX_HEADERS} bytes"))
+        self.transport.close()
 
     def _await_headers(self) -> None:
         self._stop_waiting()
