@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,35 +16,47 @@ import pytest
 pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
 pytest.importorskip("uvicorn", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
 
-Serve = Callable[..., int]
+
+class Serve:
+    """Starts `tpufleet serve`'s application and server configuration on a state, on a free port (returned), in a
+    thread. Keyword arguments go to `server_config`."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.running: list[tuple[Any, threading.Thread]] = []
+
+    def __call__(self, **limits: Any) -> int:
+        import uvicorn
+
+        from tpufleet.cli.serve import bind, metrics_inputs, server_config
+        from tpufleet.serve.app import Server, build_app
+        from tpufleet.serve.snapshot import Source
+        from tpufleet.state import Store
+
+        sock = bind("127.0.0.1", 0)
+        application = build_app(Server(Source(Store(self.state)), metrics_inputs(), None, 5))
+        server = uvicorn.Server(server_config(application, **limits))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        self.running.append((server, thread))
+        return int(sock.getsockname()[1])
+
+    def connections(self) -> int:
+        """How many connections the server started last has open."""
+        return len(self.running[-1][0].server_state.connections)
+
+    def stop(self) -> None:
+        for server, thread in self.running:
+            server.should_exit = True
+            thread.join(timeout=30)
 
 
 @pytest.fixture
 def serve(fleet: Any) -> Iterator[Serve]:
-    """Starts `tpufleet serve`'s application and server configuration on the fleet, on a free port (returned), in a
-    thread; stopped at the end of the test. Keyword arguments go to `server_config`."""
-    import uvicorn
-
-    from tpufleet.cli.serve import bind, metrics_inputs, server_config
-    from tpufleet.serve.app import Server, build_app
-    from tpufleet.serve.snapshot import Source
-    from tpufleet.state import Store
-
-    running: list[tuple[uvicorn.Server, threading.Thread]] = []
-
-    def start(**limits: Any) -> int:
-        sock = bind("127.0.0.1", 0)
-        application = build_app(Server(Source(Store(fleet.state)), metrics_inputs(), None, 5))
-        server = uvicorn.Server(server_config(application, **limits))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        running.append((server, thread))
-        return int(sock.getsockname()[1])
-
-    yield start
-    for server, thread in running:
-        server.should_exit = True
-        thread.join(timeout=30)
+    """`Serve` on the fleet; every server it started stopped at the end of the test."""
+    served = Serve(fleet.state)
+    yield served
+    served.stop()
 
 
 def connect(port: int) -> socket.socket:
@@ -161,3 +175,32 @@ def test_headers_over_the_bound_are_431_whether_they_arrive_whole_or_in_pieces(s
             sock.sendall(sent)
             head, _, body = answer(sock).partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 431") and json.loads(body)["status"] == 431
+
+
+def test_a_client_that_reads_none_of_its_answers_is_dropped(serve):
+    """Pipelined requests for the fleet page whose answers are never read: the server's writes wait on the client;
+    past the limit the connection is dropped, not held for good."""
+    port = serve(send_seconds=0.3)
+    requests = 400  # 9 MB of answers: more than the buffers between hold; 11 KB of requests: less
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (set before connecting: the buffers stay small)
+    sock.settimeout(30)
+    with sock:
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")  # (once answered, the server holds the connection)
+        first = b""
+        while not first.endswith(b'{"status":"ok"}'):
+            first += sock.recv(65536)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * requests)
+        deadline = time.monotonic() + 60  # (with the limit, gone within a second; without, never)
+        while serve.connections() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert serve.connections() == 0
+        got = b""
+        try:
+            while chunk := sock.recv(65536):
+                got += chunk
+        except ConnectionResetError:
+            pass
+        assert got.count(b"HTTP/1.1 200") < requests
+    assert get(port, "/healthz") == (200, b'{"status":"ok"}')

@@ -132,16 +132,16 @@ def goodput_extras(paths: list[Path], fmt: str) -> Any:
     return make
 
 
-def server_config(application: Any, header_seconds: float | None = None, max_connections: int | None = None) -> Any:
-    """uvicorn's configuration: h11 bounded (`tpufleet.serve.connections`: the headers' time, the connections open;
-    their defaults unless told), no access log, no lifespan."""
+def server_config(application: Any, **limits: Any) -> Any:
+    """uvicorn's configuration: h11 bounded (`tpufleet.serve.connections.bounded_protocol`: the headers' time, the
+    connections open, a client not reading; their defaults unless told), no access log, no lifespan."""
     import uvicorn
 
-    from tpufleet.serve.connections import HEADER_SECONDS, bounded_protocol
+    from tpufleet.serve.connections import bounded_protocol
 
     return uvicorn.Config(
         application,
-        http=bounded_protocol(HEADER_SECONDS if header_seconds is None else header_seconds, max_connections),
+        http=bounded_protocol(**limits),
         lifespan="off",
         access_log=False,
         log_level="warning",

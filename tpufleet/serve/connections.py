@@ -5,7 +5,9 @@ byte, and a new connection has none): a client trickling header bytes over many 
 until the process ran out of file descriptors and neither answered nor could open its state. Here the request line
 and headers must arrive within `header_seconds` of the connection being made (or of the answer before on a
 kept-alive one), else the connection is closed (408 first when some of the request had arrived), and no more than
-`max_connections` are open at once (one over is answered 503 and closed).
+`max_connections` are open at once (one over is answered 503 and closed). An answer the client stops reading
+(pipelined requests for the fleet page, say, their answers never read) held its connection for good too, the
+answer waiting to be written: a connection whose client has read nothing of it for `send_seconds` is dropped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from tpufleet.serve.app import MAX_HEADERS
 
 HEADER_SECONDS = 10.0  # the request line and headers must arrive within this
+SEND_SECONDS = 30.0  # a client reading none of an answer for this long is dropped
 MAX_CONNECTIONS = 512  # open at once (half the open-files limit when that is lower: the state needs files too)
 _REASONS = {408: "Request Timeout", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
@@ -55,9 +58,11 @@ class _Hinted(h11.Connection):
 
 
 class BoundedConnection(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's headers and a cap on the connections open."""
+    """uvicorn's h11 protocol with a deadline for each request's headers and for a client to read on, and a cap on
+    the connections open."""
 
     header_seconds: float = HEADER_SECONDS
+    send_seconds: float = SEND_SECONDS
     max_connections: int = MAX_CONNECTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,6 +70,7 @@ class BoundedConnection(H11Protocol):
         self.conn = _Hinted(h11.SERVER, max_incomplete_event_size=MAX_HEADERS)
         self._header_timer: asyncio.TimerHandle | None = None
         self._before: object = None  # the request answered before the one awaited (None: the first)
+        self._send_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -76,8 +82,23 @@ class BoundedConnection(H11Protocol):
         self._await_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_waiting()
+        for timer in (self._header_timer, self._send_timer):
+            if timer is not None:
+                timer.cancel()
+        self._header_timer = self._send_timer = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The answers written wait on the client (the buffers full): it has `send_seconds` to read on."""
+        super().pause_writing()
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self.send_seconds, self.transport.abort)  # (close would wait)
+
+    def resume_writing(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+        super().resume_writing()
 
     def handle_events(self) -> None:
         super().handle_events()
@@ -120,13 +141,15 @@ class BoundedConnection(H11Protocol):
         self.transport.close()
 
 
-def bounded_protocol(header_seconds: float = HEADER_SECONDS, max_connections: int | None = None) -> type[H11Protocol]:
+def bounded_protocol(
+    header_seconds: float = HEADER_SECONDS, max_connections: int | None = None, send_seconds: float = SEND_SECONDS
+) -> type[H11Protocol]:
     """The protocol class for uvicorn's `http`: headers within `header_seconds`, at most `max_connections` open
-    (by default `connection_cap()`)."""
+    (by default `connection_cap()`), a client reading nothing for `send_seconds` dropped."""
     cap = connection_cap() if max_connections is None else max_connections
 
     class Bounded(BoundedConnection):
         pass
 
-    Bounded.header_seconds, Bounded.max_connections = header_seconds, cap
+    Bounded.header_seconds, Bounded.max_connections, Bounded.send_seconds = header_seconds, cap, send_seconds
     return Bounded
