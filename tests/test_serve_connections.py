@@ -4,6 +4,7 @@ too many connections, the forms of the request target)."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -204,3 +205,29 @@ def test_a_client_that_reads_none_of_its_answers_is_dropped(serve):
             pass
         assert got.count(b"HTTP/1.1 200") < requests
     assert get(port, "/healthz") == (200, b'{"status":"ok"}')
+
+
+class Said(logging.Handler):
+    """What uvicorn's server logs (on serve's stderr), kept."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("upgrade", ["websocket", "h2c"])
+def test_a_request_to_upgrade_is_answered_as_http_and_writes_nothing_on_stderr(serve, upgrade):
+    port = serve()
+    said = Said()
+    logging.getLogger("uvicorn.error").addHandler(said)
+    try:
+        asked = f"Upgrade: {upgrade}\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        with connect(port) as sock:
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: x\r\n{asked}Connection: Upgrade, close\r\n\r\n".encode())
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(said)
+    assert [r.getMessage() for r in said.records if r.levelno >= logging.WARNING] == []

@@ -142,6 +142,7 @@ def server_config(application: Any, **limits: Any) -> Any:
     return uvicorn.Config(
         application,
         http=bounded_protocol(**limits),
+        ws="none",  # no route takes a WebSocket (one installed would be offered to the routes otherwise)
         lifespan="off",
         access_log=False,
         log_level="warning",

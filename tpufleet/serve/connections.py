@@ -110,6 +110,11 @@ class BoundedConnection(H11Protocol):
             self._await_headers()
         super().on_response_complete()
 
+    def _unsupported_upgrade_warning(self) -> None:
+        """A request asking to upgrade (to WebSocket, h2c) is answered as HTTP/1.1, which it allows, and nothing is
+        said: uvicorn wrote two warnings on serve's stderr for each, one advising to install a WebSocket library
+        that no route needs, as many as a client liked to send."""
+
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to bytes h11 refuses; 431, as the routes answer it, when what was refused is a request
         line and headers over MAX_HEADERS arriving in pieces (the routes see only those that arrive whole)."""
