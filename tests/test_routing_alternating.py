@@ -31,7 +31,9 @@ def test_ties_alternate_with_the_parity_of_the_healthy_coordinate():
     from tpufleet.topology import coordinates
 
     shape, expected, alive = _two_ocs(("x", 5), ("y", 5))
-    orders, healthy = broken_first_alternating({0, 1})
+    alternating = broken_first_alternating({0, 1})
+    assert alternating is not None
+    orders, healthy = alternating
     assert orders == [(0, 1, 2), (1, 0, 2)] and healthy == 2
     _, _, choice, _, _ = choose_orders(shape, expected, alive, None, orders, False, healthy)
     n = len(expected)
