@@ -8,7 +8,8 @@ import pgserver
 import pytest
 from pgserver import PgServer, db_name
 
-from tpufleet.state.pgbackend import CONNECTION_DEFAULTS, PostgresBackend, connection_options
+from tpufleet.state.pgbackend import PostgresBackend
+from tpufleet.state.pgurl import CONNECTION_DEFAULTS, connection_options
 
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
 pg_url = pgserver.pg_url

@@ -22,8 +22,9 @@ import pytest
 from conftest import Cli
 from pgserver import PgServer, db_name
 
-from tpufleet.state import crashpoints, pgbackend
-from tpufleet.state.pgbackend import LOCK_KEY, PostgresBackend, redacted
+from tpufleet.state import crashpoints, pgurl, pgwriter
+from tpufleet.state.pgbackend import LOCK_KEY, PostgresBackend
+from tpufleet.state.pgurl import redacted
 
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
 pg_url = pgserver.pg_url
@@ -110,9 +111,9 @@ def test_a_commit_whose_server_process_stops_is_reported_and_the_state_is_intact
             stopper.stop(stopper.last._conn.info.backend_pid)
         real(name)
 
-    monkeypatch.setattr(pgbackend, "reached", stop_at_the_journal)
+    monkeypatch.setattr(pgwriter, "reached", stop_at_the_journal)
     hung = bounded("allocate", "b", "--shape", "4x4x4")
-    monkeypatch.setattr(pgbackend, "reached", real)
+    monkeypatch.setattr(pgwriter, "reached", real)
     assert hung.code == 1
     _says_no_answer(hung.err, str(bounded.state))
     assert f"while committing serial {serial + 1}" in hung.err and "`tpufleet status` shows which" in hung.err
@@ -154,7 +155,7 @@ def test_the_bound_is_the_urls_tcp_user_timeout_or_a_minute(query, bound):
     from tpufleet.state import pgwait
 
     backend = PostgresBackend(f"postgresql://u@db.example.com/fleet{query}")
-    assert pgwait.bound_seconds(backend._checked(), pgbackend.CONNECTION_DEFAULTS["tcp_user_timeout"])[0] == bound
+    assert pgwait.bound_seconds(backend._checked(), pgurl.CONNECTION_DEFAULTS["tcp_user_timeout"])[0] == bound
 
 
 def test_serve_readyz_is_503_while_the_server_process_is_stopped_then_ready_again(bounded, stopper):

@@ -159,7 +159,7 @@ def test_a_short_password_is_not_cut_out_of_the_words_of_a_message(capsys):
 
 
 def test_a_short_password_standing_alone_is_still_cut_out():
-    from tpufleet.state.pgbackend import _first_line
+    from tpufleet.state.pgurl import first_line as _first_line
 
     assert _first_line("no login for bob:pw@db, nor for pw", ["pw"]) == "no login for bob:***@db, nor for ***"
     assert _first_line("a longsecretpassword0 inside", ["secretpassword0"]) == "a long*** inside"

@@ -412,7 +412,7 @@ def test_sigkill_at_each_crash_point_leaves_the_old_or_the_new_serial(pg_url, ca
 def test_the_server_stopped_mid_commit_leaves_the_old_serial_and_one_line(
     pg_server: PgServer, pg_url, capsys, monkeypatch
 ):
-    from tpufleet.state import pgbackend
+    from tpufleet.state import pgwriter
 
     cli = Cli(capsys, pg_url)
     assert cli("init").code == 0
@@ -421,7 +421,7 @@ def test_the_server_stopped_mid_commit_leaves_the_old_serial_and_one_line(
         if name == "atomic_write.before_rename":  # journal line and state row written, not committed
             pg_server.stop("fast")
 
-    monkeypatch.setattr(pgbackend, "reached", stop_here)
+    monkeypatch.setattr(pgwriter, "reached", stop_here)
     line = one_line(cli("inject-fault", "host:c01/1"), 1)
     assert "state database" in line and pg_url.split("?")[0] in line
     assert "state database" in one_line(cli("status"), 1)  # still down: one line, exit 1

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import socket
 import time
 from collections.abc import Iterator, Mapping
@@ -32,23 +31,27 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Unavailable, shown
-from tpufleet.journalentry import JournalEntry
+from tpufleet.errors import BadInput, LockTimeout, Refused, Unavailable
 from tpufleet.state import dburl, journal
-from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import check_name
 from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name, shown_command
+from tpufleet.state.pgurl import (
+    CONNECTION_DEFAULTS,
+    CONTROL_CHARACTERS,
+    bad_parameter,
+    connection_options,
+    first_line,
+    redacted,
+    unquoted,
+)
+from tpufleet.state.pgwriter import DatabaseCache, DatabaseTables, DatabaseWriter
 from tpufleet.text import bounded, printable, seconds_text
 from tpufleet.timeparse import STAMP_FORMAT
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
     import psycopg
 
-    from tpufleet.collectives.tables import Tables
     from tpufleet.fleetstate import RouteRecord
-    from tpufleet.state.routetables import IndexedAs
 
 # ---- the schema ------------------------------------------------------------------------------------------------
 
@@ -108,104 +111,6 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 # ---- the URL -----------------------------------------------------------------------------------------------------
 
 
-def redacted(url: str) -> str:
-    """The URL without its password (in the user part or a ``password=`` parameter): what messages show."""
-    return printable(dburl.redacted(url))
-
-
-def _first_line(exc: BaseException | str, secrets: list[str]) -> str:
-    text = " ".join(str(exc).strip().split("\n", 1)[0].split()) or (
-        type(exc).__name__ if isinstance(exc, BaseException) else "error"
-    )
-    for secret in secrets:
-        text = _cut(text, secret)
-    return printable(bounded(text, 300))
-
-
-def _cut(text: str, secret: str) -> str:
-    """`text` with `secret` replaced by ***: anywhere, or, for a short one (a few letters found in ordinary words:
-    masking each was "***ort 1 failed" for the password "p", showing it), only where no letter or digit adjoins it."""
-    if len(secret) >= 8:
-        return text.replace(secret, "***")
-    return re.sub(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])", "***", text)
-
-
-def _unquoted(text: str) -> str:
-    """libpq's message without what it quotes (from the first double quote to the last): the piece of the URL it
-    stopped at, which may hold a piece of a password that the whole password's redaction does not find."""
-    first, last = text.find('"'), text.rfind('"')
-    if first < 0:
-        return text
-    return text[:first] + ('"…"' + text[last + 1 :] if last > first else '"…')
-
-
-# What libpq checks only as it connects (exit 1, as a server that is down), checked before (exit 2, bad input): the
-# parameters whose values have long been these (the newer ones, whose choices grow, are left to libpq).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]{1,9}[ \t]*")  # as libpq's parse_int_param and psycopg's int() take
-_WHOLE_NUMBERS = (
-    "connect_timeout",
-    "keepalives",
-    "keepalives_idle",
-    "keepalives_interval",
-    "keepalives_count",
-    "tcp_user_timeout",
-)
-_CHOICES = {
-    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
-    "gssencmode": ("disable", "prefer", "require"),
-    "channel_binding": ("disable", "prefer", "require"),
-    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby", "prefer-standby"),
-}
-
-
-# Client-side bounds on a connection, each unless the URL sets its own (connect_timeout also yields to libpq's
-# PGCONNECT_TIMEOUT): without them a server that stops answering, or a network that drops its packets, held a
-# command, `serve`'s /readyz and /metrics with it, for as long as the operating system's TCP settings let it (two
-# hours of silence before the first keepalive probe on Linux, some fifteen minutes of retransmissions).
-CONNECTION_DEFAULTS: Mapping[str, int] = {
-    "connect_timeout": 10,  # seconds to connect (each host of a URL that names several)
-    "keepalives": 1,
-    "keepalives_idle": 30,  # seconds of silence before the first probe: a command waiting on the server is silent
-    "keepalives_interval": 10,  # seconds between probes
-    "keepalives_count": 3,  # unanswered before the connection is dropped: about a minute in all
-    "tcp_user_timeout": 60_000,  # milliseconds that sent data may stay unacknowledged before the connection drops
-}
-_ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT"}  # the ones libpq also takes from the environment
-
-
-def connection_options(params: Mapping[str, str], environ: Mapping[str, str], libpq: int) -> dict[str, Any]:
-    """What `psycopg.connect` gets beside the URL (its keywords win over the URL's, so a default is passed only where
-    neither the URL nor libpq's environment sets the parameter). `libpq`: its version (`psycopg.pq.version()`)."""
-    options: dict[str, Any] = {"autocommit": True}
-    for key, value in CONNECTION_DEFAULTS.items():
-        if key not in params and not environ.get(_ENVIRONMENT.get(key, "")):
-            options[key] = value
-    if libpq < 120000:  # tcp_user_timeout came with libpq 12: an older one refuses every connection naming it
-        options.pop("tcp_user_timeout", None)
-    if "application_name" not in params:
-        options["application_name"] = "tpufleet"
-    # Text travels as UTF-8 whatever the URL, PGCLIENTENCODING, the database's encoding or its settings say (this one
-    # wins: libpq sends it at startup): psycopg encodes parameters in Python with the client encoding, and a
-    # character outside it (LATIN1 and a Chinese --reason) was a UnicodeEncodeError, not a database error.
-    options["client_encoding"] = "UTF8"
-    return options
-
-
-def _bad_parameter(params: Mapping[str, str]) -> str | None:
-    """The first parameter whose value libpq would refuse, and why; None when there is none."""
-    for port in params.get("port", "").split(","):  # one per host; empty: the default
-        if port.strip() and not (_WHOLE_NUMBER.fullmatch(port) and 1 <= int(port) <= 65535):
-            return f"port {shown(port)} is not a port number (1-65535)"
-    for key in _WHOLE_NUMBERS:
-        if key in params and not _WHOLE_NUMBER.fullmatch(params[key]):
-            return f"{key} {shown(params[key])} is not a whole number"
-    for key, choices in _CHOICES.items():
-        if key in params and params[key] not in choices:
-            return f"{key} {shown(params[key])} is not one of {', '.join(choices)}"
-    return None
-
-
 def _storable(conn: psycopg.Connection[tuple[Any, ...]], text: str) -> str:
     """`text` as a text column of this database can hold it. The holder row is the one place tpufleet writes text
     (the journal and the state are bytea): a database in another encoding than UTF-8 (LATIN1, say) refuses a
@@ -252,7 +157,7 @@ class PostgresBackend:
             yield
         except psycopg.Error as exc:
             self.close()
-            reason = _first_line(exc, self._secrets)
+            reason = first_line(exc, self._secrets)
             if lost is not None and isinstance(exc, psycopg.OperationalError):
                 raise Unavailable(
                     f"lost the state database {self.where} while {lost[0]} ({reason}); {lost[1]}"
@@ -286,7 +191,7 @@ class PostgresBackend:
         it is written, a port, number or choice that is not one. Messages never quote a piece of a password."""
         import psycopg
 
-        if _CONTROL.search(self.url):
+        if CONTROL_CHARACTERS.search(self.url):
             raise BadInput(
                 f"bad database URL {self.where}: it holds a control character (a newline, say); percent-encode it (%0A)"
             )
@@ -294,8 +199,8 @@ class PostgresBackend:
             params = psycopg.conninfo.conninfo_to_dict(self.url)
         except (ValueError, psycopg.ProgrammingError) as exc:  # (UnicodeError is a ValueError)
             # libpq quotes the piece of the URL it stopped at, which may be a piece of a password
-            text = _unquoted(str(exc)) if self._secrets else str(exc)
-            raise BadInput(f"bad database URL {self.where}: {_first_line(text, self._secrets)}") from None
+            text = unquoted(str(exc)) if self._secrets else str(exc)
+            raise BadInput(f"bad database URL {self.where}: {first_line(text, self._secrets)}") from None
         password = params.get("password")
         if dburl.misread_password(self.url, None if password is None else str(password)):
             raise BadInput(
@@ -305,7 +210,7 @@ class PostgresBackend:
         if password:  # as libpq reads it too: cut out of any message
             self._secrets = sorted({*self._secrets, str(password)}, key=len, reverse=True)
         query = {str(k): str(v) for k, v in params.items() if v is not None}
-        bad = _bad_parameter(query)
+        bad = bad_parameter(query)
         if bad:
             raise BadInput(f"bad database URL {self.where}: {bad}")
         return query
@@ -638,214 +543,3 @@ class PostgresBackend:
     def writing(self, timeout: float, command: str, create: bool = True) -> Iterator[DatabaseWriter]:
         with self.locked(timeout, command) as ready:  # (a database is made by its administrator, never here)
             yield DatabaseWriter(self, ready)
-
-
-def state_row_mismatch(where: str, row_serial: int, doc_serial: int) -> BadStateFile:
-    return BadStateFile(
-        where, "serial", doc_serial, f"the state row's serial column says {row_serial}; the two must agree"
-    )
-
-
-class DatabaseWriter:
-    """One locked write: the state row read, the tables staged, then one database transaction."""
-
-    def __init__(self, backend: PostgresBackend, ready: bool) -> None:
-        self.backend = backend
-        self.ready = ready  # False: no schema yet (`init` on an empty database creates it in its commit)
-        self.read_serial: int | None = None  # the serial of the state row read (None: no row)
-        self.staged: dict[str, bytes | None] = {}
-        self.committed = False
-
-    def _row(self) -> tuple[int, bytes] | None:
-        row = self.backend._state_row() if self.ready else None
-        self.read_serial = None if row is None else row[0]
-        return row
-
-    def exists(self) -> bool:
-        return self._row() is not None
-
-    def read_state(self) -> bytes:
-        row = self._row()
-        if row is None:
-            raise Refused(f"no fleet state in {self.backend.where} (run `tpufleet init` or pass --state DIR|URL)")
-        return row[1]
-
-    def recover(self, serial: int, replacing: bool = False) -> None:
-        """Nothing to recover (a journal line is committed with its state or not at all); but the state row's serial
-        must be its document's, which every commit checks against, and no journal entry may lie beyond it (a state
-        row put back from a backup: its serials would be handed out again): BadStateFile when either is not so."""
-        if self.read_serial is not None and self.read_serial != serial:
-            raise state_row_mismatch(self.backend.state_label, self.read_serial, serial)
-        rows = self.backend._query("SELECT count(*), max(serial) FROM tpufleet_journal WHERE serial > %s", (serial,))
-        if rows and rows[0][0]:
-            raise BadStateFile(
-                self.backend.journal_label,
-                "serial",
-                int(rows[0][1]),
-                f"{rows[0][0]} entries are beyond the state's serial {serial}, where a commit leaves none: the state "
-                "row is older than its journal (put back from a backup of that table alone?); nothing was changed. "
-                "Put back the state of the journal's last serial (restore the whole database)",
-            )
-
-    def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
-        return []  # tables are committed in the state's own transaction: nothing waits
-
-    def journal_serial(self) -> int:
-        entries = self.backend.read_journal(1 << 62).entries
-        return max((e.serial for e in entries), default=0)
-
-    def last_serial(self) -> int:
-        row = self._row()
-        if row is None:
-            return self.journal_serial()
-        self.recover(row[0])
-        return row[0]
-
-    def save_tables(self, name: str, data: bytes) -> PurePosixPath:
-        place = self.backend.table_place(name)
-        self.staged[name] = data
-        return place
-
-    def delete_tables(self, name: str) -> None:
-        self.backend.table_place(name)
-        self.staged[name] = None
-
-    def commit(self, entry: JournalEntry, data: bytes) -> None:
-        """One database transaction: schema (on an empty database), journal line, state row (serial checked),
-        staged tables. A connection lost during it: the server keeps all of it or none of it."""
-        import psycopg
-
-        conn = self.backend.connection()
-        try:
-            with conn.transaction():
-                if not self.ready:
-                    self.backend.migrate_in(conn)
-                self._write(conn, entry, data)
-        except psycopg.OperationalError as exc:
-            self.backend.close()
-            raise Unavailable(
-                f"lost the state database {self.backend.where} while committing serial {entry.serial} "
-                f"({_first_line(exc, self.backend._secrets)}); the change is either wholly made or not at all: "
-                "`tpufleet status` shows which"
-            ) from None
-        except psycopg.Error as exc:
-            self.backend.close()
-            raise Refused(
-                f"cannot write the state database {self.backend.where}: {_first_line(exc, self.backend._secrets)}; "
-                "nothing was written"
-            ) from None
-        self.committed = True
-        reached("atomic_write.before_dir_fsync")
-        reached("transaction.before_side_files")
-
-    def _write(self, conn: psycopg.Connection[tuple[Any, ...]], entry: JournalEntry, data: bytes) -> None:
-        reached("journal.before_write")
-        conn.execute(
-            "INSERT INTO tpufleet_journal (serial, line) VALUES (%s, %s)", (entry.serial, journal.encode(entry))
-        )
-        reached("journal.before_fsync")
-        reached("journal.after_fsync")
-        if self.read_serial is None:
-            cur = conn.execute(
-                "INSERT INTO tpufleet_state (id, serial, doc) VALUES (1, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (entry.serial, data),
-            )
-        else:
-            cur = conn.execute(
-                "UPDATE tpufleet_state SET serial = %s, doc = %s, written = now() WHERE id = 1 AND serial = %s",
-                (entry.serial, data, self.read_serial),
-            )
-        if cur.rowcount != 1:
-            raise Refused(
-                f"the state in {self.backend.where} changed while this command ran (another writer committed "
-                f"serial {entry.serial} or later first); nothing was written: run the command again"
-            )
-        for name, tables in self.staged.items():
-            if tables is None:
-                conn.execute("DELETE FROM tpufleet_tables WHERE name = %s", (name,))
-            else:
-                conn.execute(
-                    "INSERT INTO tpufleet_tables (name, data) VALUES (%s, %s) "
-                    "ON CONFLICT (name) DO UPDATE SET data = excluded.data",
-                    (name, tables),
-                )
-        reached("atomic_write.before_fsync")
-        reached("atomic_write.before_rename")
-
-
-class DatabaseTables:
-    """A slice's routing tables in `tpufleet_tables`, read when asked."""
-
-    def __init__(self, backend: PostgresBackend, name: str, path: Path) -> None:
-        self.backend, self._name, self._path = backend, name, path
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def path(self) -> Path:
-        return self._path
-
-    def waiting(self, entry: RouteRecord) -> bool:
-        return False  # committed with the state, in one transaction
-
-    def read(self) -> Tables | None:
-        from tpufleet.state.routetables import load_bytes
-
-        data = self.backend.table_bytes(self._name)
-        return None if data is None else load_bytes(data, f"{self.backend.where} {self._path}")
-
-
-_KEY = re.compile(r"[0-9a-f]{40}")
-
-
-class DatabaseCache:
-    """The repair cache in `tpufleet_cache` (see tablecache.py: never needed, never trusted, every failure a miss;
-    new entries held until the command commits)."""
-
-    def __init__(self, backend: PostgresBackend) -> None:
-        self.backend = backend
-        self.pending: dict[str, npt.NDArray[np.int8]] = {}
-
-    def get(self, key: str) -> npt.NDArray[np.int8] | None:
-        from tpufleet.state import tablecache
-
-        if not _KEY.fullmatch(key):
-            return None
-        try:
-            conn = self.backend.connection()
-            row = conn.execute(
-                "UPDATE tpufleet_cache SET used = clock_timestamp() WHERE key = %s RETURNING data", (key,), binary=True
-            )
-            found = row.fetchone()
-        except Exception:  # noqa: BLE001 - a cache that cannot be read is a miss
-            return None
-        body = None if found is None else tablecache._checked(key, bytes(found[0]))
-        return None if body is None else tablecache._int8_vector(body)
-
-    def put(self, key: str, choices: npt.NDArray[np.int8]) -> None:
-        self.pending[key] = choices
-
-    def flush(self) -> None:
-        """Write the held entries and keep the most recently used within the cache's limits; errors are ignored."""
-        from tpufleet.state import tablecache
-
-        rows = [(k, tablecache.entry_bytes(k, c)) for k, c in self.pending.items() if _KEY.fullmatch(k)]
-        self.pending.clear()
-        with contextlib.suppress(Exception):
-            conn = self.backend.connection()
-            with conn.transaction():
-                for key, data in rows:
-                    if data is not None:
-                        conn.execute(
-                            "INSERT INTO tpufleet_cache (key, data) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                            "SET data = excluded.data, used = clock_timestamp()",
-                            (key, data),
-                        )
-                conn.execute(
-                    "DELETE FROM tpufleet_cache WHERE key IN (SELECT key FROM (SELECT key, "
-                    "row_number() OVER w AS n, sum(length(data)) OVER w AS total FROM tpufleet_cache "
-                    "WINDOW w AS (ORDER BY used DESC)) ranked WHERE n > %s OR total > %s)",
-                    (tablecache.MAX_ENTRIES, tablecache.MAX_BYTES),
-                )
