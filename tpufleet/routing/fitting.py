@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING
 from tpufleet.routing.analysis import Analysis, RouteTables, analyze
 from tpufleet.routing.relieve import RELIEVED_CANDIDATES
 
+# Relieving the relieved tables again: its rounds stop at the first that does not lower the maximum, and a fresh
+# start from where they stopped often finds more (8x8x8 with x/5 and y/5 down: 597, then 593).
+RELIEVE_PASSES = 3
+
 if TYPE_CHECKING:
     from tpufleet.routing.tolerant import RouteInfo
     from tpufleet.topology import ChipGraph
@@ -84,13 +88,17 @@ def relieved(fitting: list[Checked], kept: Checked, max_vcs: int | None, expecte
             continue  # relieved when made (`tree_families.preleg_made`): relieving them again finds nothing
         made_for = info.get("made_for", rt.nbr)
         for leaves in (False, True):
-            done = relieve(rt, made_for, expected, leaves)
-            if done is None or done.max_load >= kept[1].get("max_load", float("inf")):
-                continue
-            a, layered = analyzed(done.tables, max_vcs)
-            if fits(a, max_vcs):
+            tables, moved = rt, 0
+            for _ in range(RELIEVE_PASSES):
+                done = relieve(tables, made_for, expected, leaves)
+                if done is None or done.max_load >= kept[1].get("max_load", float("inf")):
+                    break
+                a, layered = analyzed(done.tables, max_vcs)
+                if not fits(a, max_vcs):
+                    break
+                tables, moved = done.tables, moved + done.moved
                 how = f"{info.get('strategy', 'wild-first')}, busiest links relieved"
-                info_now: RouteInfo = {**info, "strategy": how, "max_load": done.max_load, "relieved": done.moved}
+                info_now: RouteInfo = {**info, "strategy": how, "max_load": done.max_load, "relieved": moved}
                 kept = (done.tables, info_now, a, layered)
     return kept
 
