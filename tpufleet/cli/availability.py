@@ -1,6 +1,5 @@
 """`tpufleet simulate-availability`: probability a job can be placed, static vs reconfigurable (Fig. 1 of the TPUv4 "Resiliency at Scale" paper)."""
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -153,9 +152,7 @@ def _plot_file(name: str | None) -> Path | None:
     from tpufleet.errors import BadInput, shown
     from tpufleet.state.files import check_output_path
 
-    plot = Path(name)
-    if os.path.basename(name) != plot.name:  # Path drops a trailing '/' or '/.': `x.png/` would write x.png
-        raise BadInput(f"bad option --plot {shown(name)}: it ends in '/' or '/.', naming a directory; give a file name")
+    plot = Path(name)  # a name ending in '/' or '/.' was refused while parsing (tpufleet.cli.paths)
     ext = plot.name[-4:]  # Path reads ".png" as a name without an extension; " .png" is as nameless
     if ext.lower() in (".png", ".svg") and not plot.name[:-4].strip():
         raise BadInput(f"bad option --plot {shown(name)}: no name before the extension (e.g. fig1{ext})")

@@ -1,10 +1,14 @@
-"""File names on the command line: an empty one is refused, for every file option and argument of every command.
+"""File names on the command line: an empty one is refused, for every file option and argument of every command, and
+so is a file's name ending in '/' or '/.' (a directory's name).
 
 Typer reads an empty value of a `Path` parameter as `Path("")`, which is `.`, the current directory: an operator
 whose shell variable was empty (`--from "$FAULTS"`) was told `.: ... Is a directory`. As with the numbers
 (`tpufleet.cli.numbers`), the command tree is walked once at start-up and each parameter that takes a file is given
 the check below: a `Path` parameter, and a text one whose metavar names a FILE (`FILE|-`, `FILE|shipped`). One
 mechanism, which also covers parameters added later.
+
+Typer makes `Path(value)` of the text, which drops a trailing '/' or '/.': `report --out r.html/` wrote the file
+r.html. The check sees the text as typed. A parameter that names a directory (`sweep --out DIR`) keeps taking one.
 """
 
 from __future__ import annotations
@@ -16,14 +20,30 @@ _checked_classes: dict[type, type] = {}
 
 
 class _FileName:
-    """Mixed in before Click's own type: refuses an empty value (BadInput, exit 2) naming the option or argument."""
+    """Mixed in before Click's own type: refuses an empty value, and a file's name that names a directory (BadInput,
+    exit 2), naming the option or argument and the value."""
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        if isinstance(value, str) and value == "":
-            from tpufleet.errors import BadInput
-
-            raise BadInput(f"bad {named(param)}: empty file name")
+        if isinstance(value, str):
+            check_file_name(value, param)
         return super().convert(value, param, ctx)  # type: ignore[misc]
+
+
+def check_file_name(value: str, param: Any) -> None:
+    """BadInput when `value` is empty, or ends in '/' or '/.' while `param` takes a file rather than a directory."""
+    from tpufleet.errors import BadInput, shown
+
+    if value == "":
+        raise BadInput(f"bad {named(param)}: empty file name")
+    if value.endswith(("/", "/.")) and not _takes_a_directory(param):  # Path would drop it: `x.png/` is x.png
+        raise BadInput(
+            f"bad {named(param)} {shown(value)}: it ends in '/' or '/.', naming a directory; give a file name"
+        )
+
+
+def _takes_a_directory(param: Any) -> bool:
+    """A DIR parameter (`sweep --out`): its metavar says so, or its type takes no file."""
+    return str(param.metavar or "").split("|")[0] == "DIR" or not getattr(param.type, "file_okay", True)
 
 
 def named(param: Any) -> str:

@@ -1,0 +1,123 @@
+"""File names on the command line that end in '/' or '/.': a file's is refused (Path would drop the slash and write or
+read the file without it), a directory's is taken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import one_line, snapshot
+
+SWEEP_SPEC = Path(__file__).parent.parent / "fixtures/sweeps/checkpoint-interval.yaml"
+
+# Every parameter that names a file, as (command line before the value, the parameter as the error names it).
+# The other arguments are placeholders: the name is refused while parsing, before the command reads anything.
+FILE_PARAMETERS = [
+    (("simulate-availability", "--fault-rates"), "option --fault-rates"),
+    (("simulate-availability", "--plot"), "option --plot"),
+    (("capacity", "--fault-rates"), "option --fault-rates"),
+    (("collective", "s", "--op", "all-reduce", "--bytes", "1MiB", "--profile"), "option --profile"),
+    (("inject-fault", "--from"), "option --from"),
+    (("metrics", "--out"), "option --out"),
+    (("metrics", "--goodput"), "option --goodput"),
+    (("metrics", "--drift-nodes"), "option --drift-nodes"),
+    (("metrics", "--drift-mapping"), "option --drift-mapping"),
+    (("metrics", "--drift-reservation"), "option --drift-reservation"),
+    (("metrics", "--drift-slices"), "option --drift-slices"),
+    (("goodput-report",), "argument FILES"),
+    (("goodput-report", "log.jsonl", "--exclude"), "option --exclude"),
+    (("goodput-report", "log.jsonl", "--out"), "option --out"),
+    (("plan-maintenance", "--notices"), "option --notices"),
+    (("plan-maintenance", "--out"), "option --out"),
+    (("apply-maintenance",), "argument PLAN"),
+    (("drift", "--nodes"), "option --nodes"),
+    (("drift", "--mapping"), "option --mapping"),
+    (("drift", "--reservation"), "option --reservation"),
+    (("drift", "--slices"), "option --slices"),
+    (("report", "--out"), "option --out"),
+    (("routes", "s", "--out"), "option --out"),
+    (("serve", "--token-file"), "option --token-file"),
+    (("serve", "--goodput"), "option --goodput"),
+    (("simulate-fleet", "--out"), "option --out"),
+    (("simulate-fleet", "--workload"), "option --workload"),
+    (("simulate-fleet", "--fault-rates"), "option --fault-rates"),
+    (("plan-spares", "--fault-rates"), "option --fault-rates"),
+    (("sweep",), "argument SPEC.yaml"),
+    (("plan-xconnect", "s", "--out"), "option --out"),
+    (("apply-xconnect",), "argument PLAN"),
+    (("import", "k8s"), "argument FILE|-"),
+    (("import", "k8s", "-", "--mapping"), "option --mapping"),
+    (("import", "reservation"), "argument FILE|-"),
+    (("import", "slices"), "argument FILE|-"),
+    (("export", "node-labels", "--mapping"), "option --mapping"),
+    (("export", "node-labels", "--out"), "option --out"),
+    (("export", "kueue-topology", "--mapping"), "option --mapping"),
+    (("export", "kueue-topology", "--out"), "option --out"),
+    (("export", "slurm-topology", "--out"), "option --out"),
+    (("export", "slices", "--out"), "option --out"),
+]
+
+
+@pytest.mark.parametrize("suffix", ["/", "/."])
+@pytest.mark.parametrize("before, named", FILE_PARAMETERS)
+def test_a_file_name_ending_in_a_slash_is_refused_naming_the_parameter_and_value(
+    fleet, tmp_path, monkeypatch, before, named, suffix
+):
+    """`report --out r.html/` and `simulate-fleet --out e.jsonl/` wrote r.html and e.jsonl; `--from f.yaml/` read
+    f.yaml: Typer's Path drops the trailing slash. Only `--plot` refused such a name."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.x").write_text("[]\n")  # the file the name without its slash would have read
+    given = f"f.x{suffix}"
+    state_before = snapshot(fleet.state)
+    line = one_line(fleet(*before, given), 2)
+    assert (
+        line == f"tpufleet: error: bad {named} '{given}': it ends in '/' or '/.', naming a directory; give a file name"
+    )
+    assert snapshot(fleet.state) == state_before
+    assert (tmp_path / "f.x").read_text() == "[]\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p != fleet.state) == ["f.x"]
+
+
+def test_the_list_above_is_every_file_parameter_of_every_command():
+    """A file option added later must be added above (and is checked by the same mechanism)."""
+    from tpufleet.cli import _click_command
+    from tpufleet.cli.paths import is_checked, named
+
+    def walk(command, path=()):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+        for param in command.params:
+            yield path, param
+
+    found = {
+        (path, named(p))
+        for path, p in walk(_click_command())
+        if is_checked(p.type) and str(p.metavar).split("|")[0] != "DIR"
+    }
+    listed = {(tuple(a for a in before if a in {*path_words()}), named) for before, named in FILE_PARAMETERS}
+    assert found == listed
+
+
+def path_words() -> set[str]:
+    """The command and group names (the words of a command line above that are not placeholders)."""
+    from tpufleet.cli import _click_command
+
+    words: set[str] = set()
+    stack = [_click_command()]
+    while stack:
+        command = stack.pop()
+        for name, sub in getattr(command, "commands", {}).items():
+            words.add(name)
+            stack.append(sub)
+    return words
+
+
+@pytest.mark.parametrize("given", ["results/", "results/."])
+def test_a_directory_option_still_takes_a_name_ending_in_a_slash(cli, tmp_path, monkeypatch, given):
+    """`sweep SPEC --out DIR/` names a directory: the slash is no mistake there. (The missing spec is refused after
+    the options were read, so the command got past --out.)"""
+    monkeypatch.chdir(tmp_path)
+    line = one_line(cli("sweep", "missing.yaml", "--out", given, state=False), 2)
+    assert "--out" not in line and "missing.yaml" in line
