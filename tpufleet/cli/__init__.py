@@ -180,12 +180,14 @@ def _click_command() -> click.Command:
 
     from tpufleet.cli.numbers import strict_numbers
     from tpufleet.cli.paths import file_names
+    from tpufleet.cli.positionals import negative_numbers_as_arguments
     from tpufleet.cli.repeats import options_once
 
     command = typer.main.get_command(app)
     plain_metavars(command)
     strict_numbers(command)
     file_names(command)
+    negative_numbers_as_arguments(command)
     options_once(command)
     return command
 

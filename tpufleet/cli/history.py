@@ -97,15 +97,17 @@ def _ocs_lines(ocs: dict[str, dict[str, list]]) -> list[str]:
 )
 def diff_cmd(
     ctx: typer.Context,
-    start: Annotated[int, typer.Argument(metavar="SERIAL", min=0, help="The older serial")],
-    end: Annotated[
-        int | None, typer.Argument(metavar="[SERIAL]", min=0, help="The newer serial (default: now)")
-    ] = None,
+    start: Annotated[int, typer.Argument(metavar="SERIAL", help="The older serial")],
+    end: Annotated[int | None, typer.Argument(metavar="[SERIAL]", help="The newer serial (default: now)")] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """What changed between two serials: slices added, removed or changed, faults opened and cleared, cross-connects."""
+    from tpufleet.errors import BadInput
     from tpufleet.ops.history import changes
 
+    for given in (start, end):
+        if given is not None and given < 0:  # `diff -1` is not "one back": serials are the journal's own numbers
+            raise BadInput(f"bad argument SERIAL {given}: serials count up from 0 (`tpufleet history` lists them)")
     store = ctx.obj.store()
     d, damaged = changes(store, start, end)
     warn_damaged(store.journal_label, damaged)

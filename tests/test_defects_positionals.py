@@ -1,0 +1,51 @@
+"""Negative numbers given as arguments reach the argument, which says what it takes (not `No such option '-1'`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import one_line, snapshot
+
+
+@pytest.mark.parametrize(
+    "args", [("diff", "-1"), ("diff", "0", "-1"), ("diff", "-1", "-o", "json"), ("diff", "--", "-1")]
+)
+def test_a_negative_serial_is_refused_naming_the_argument_and_value(fleet, args):
+    """`diff -1` was refused as an unknown option '-1'; serials are the journal's own numbers, from 0."""
+    before = snapshot(fleet.state)
+    r = fleet(*args)
+    said = "bad argument SERIAL -1: serials count up from 0 (`tpufleet history` lists them)"
+    if "json" in args:
+        assert r.code == 2 and json.loads(r.err) == {"error": said, "exit_code": 2, "items": []}
+    else:
+        assert one_line(r, 2) == f"tpufleet: error: {said}"
+    assert snapshot(fleet.state) == before
+
+
+def test_a_negative_number_as_a_name_is_refused_as_a_bad_name(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("allocate", "-1", "--shape", "4x4x4"), 2)
+    assert line.startswith("tpufleet: error: bad name '-1': ")
+    assert snapshot(fleet.state) == before
+
+
+def test_an_unknown_option_is_still_refused_as_one(fleet):
+    r = fleet("diff", "-x")
+    assert r.code == 2 and "-x" in r.err and "SERIAL" not in r.err
+
+
+def test_every_command_with_arguments_reads_a_negative_number_as_one():
+    """The class, not the instances: walk the whole command tree as `main` builds it."""
+    from tpufleet.cli import _click_command
+    from tpufleet.cli.positionals import reads_negative_numbers
+
+    def walk(command):
+        for sub in getattr(command, "commands", {}).values():
+            yield from walk(sub)
+        yield command
+
+    with_arguments = [c for c in walk(_click_command()) if any(p.param_type_name == "argument" for p in c.params)]
+    assert len(with_arguments) > 15
+    assert all(reads_negative_numbers(c) for c in with_arguments)
