@@ -121,3 +121,33 @@ def test_a_directory_option_still_takes_a_name_ending_in_a_slash(cli, tmp_path, 
     monkeypatch.chdir(tmp_path)
     line = one_line(cli("sweep", "missing.yaml", "--out", given, state=False), 2)
     assert "--out" not in line and "missing.yaml" in line
+
+
+NOTICES = '- {target: cube:c01, window_start: "2026-12-01T00:00:00Z", window_end: "2026-12-01T04:00:00Z"}\n'
+K8S = Path(__file__).parent.parent / "fixtures/k8s"
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (("plan-maintenance", "--notices", "in.x"), NOTICES),
+        (("export", "node-labels", "--mapping", "in.x"), (K8S / "mapping.yaml").read_text()),
+        (("export", "kueue-topology", "--mapping", "in.x"), (K8S / "mapping.yaml").read_text()),
+        (("metrics", "--drift-nodes", "in.x"), (K8S / "pod-64.json").read_text()),
+        (
+            ("metrics", "--drift-nodes", str(K8S / "pod-64.json"), "--drift-mapping", "in.x"),
+            (K8S / "mapping.yaml").read_text(),
+        ),
+    ],
+)
+def test_an_output_that_is_the_input_read_is_refused_and_the_input_kept(fleet, tmp_path, monkeypatch, args, text):
+    """`plan-maintenance --notices n.yaml --out n.yaml` replaced the notices with the plan, `export node-labels
+    --mapping m.yaml --out m.yaml` the mapping with the Nodes, `metrics --drift-nodes n.json --out n.json` the
+    node list with the metrics, at exit 0 (`goodput-report` and `simulate-fleet` refused this)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.x").write_text(text)
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*args, "--out", "in.x"), 2)
+    assert line == "tpufleet: error: bad option --out 'in.x': it is the input 'in.x'; the output would replace it"
+    assert (tmp_path / "in.x").read_text() == text
+    assert snapshot(fleet.state) == before

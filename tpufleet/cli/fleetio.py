@@ -356,7 +356,7 @@ def export_node_labels_cmd(
     from tpufleet.state.nodelists import read_mapping
 
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_path(out, "--out", [mapping])  # the export must not replace the mapping it reads
     state = ctx.obj.store().load()
     given = read_mapping(mapping)
     doc = exports.node_labels(state, given.labels, own_only, given.drain_taints)
@@ -417,7 +417,7 @@ def export_kueue_cmd(
             "each part between dots starts and ends with a letter or digit; at most 63 characters)"
         )
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_path(out, "--out", [mapping])  # the export must not replace the mapping it reads
     if api_version not in exports.KUEUE_API_VERSIONS:
         raise BadInput(f"bad option --api-version {api_version!r}: one of {', '.join(exports.KUEUE_API_VERSIONS)}")
     api = f"kueue.x-k8s.io/{api_version}"
@@ -581,7 +581,9 @@ def metrics_cmd(
     from tpufleet.state.files import check_output_path
 
     if out is not None:
-        check_output_path(out, "--out", goodput or [])  # the metrics must not replace a goodput log they read
+        # the metrics must not replace a goodput log or an export they read
+        exports_read = [Path(name) for name in (drift_nodes, drift_reservation, drift_slices) if name is not None]
+        check_output_path(out, "--out", [*(goodput or []), drift_mapping, *exports_read])
     report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state, missing = tables_as_stored(store, store.load())

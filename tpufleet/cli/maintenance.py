@@ -109,7 +109,7 @@ def plan_maintenance_cmd(
     from tpufleet.state.inputfiles import load_yaml
 
     if out is not None:
-        check_output_path(out, "--out")
+        check_output_path(out, "--out", [notices])  # the plan must not replace the notices it reads
     state = ctx.obj.store().load()
     if notices is None:
         found, source = ops.recorded_notices(state)
