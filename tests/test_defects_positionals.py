@@ -49,3 +49,10 @@ def test_every_command_with_arguments_reads_a_negative_number_as_one():
     with_arguments = [c for c in walk(_click_command()) if any(p.param_type_name == "argument" for p in c.params)]
     assert len(with_arguments) > 15
     assert all(reads_negative_numbers(c) for c in with_arguments)
+
+
+@pytest.mark.parametrize("since", ["-1", "-12"])
+def test_history_since_a_negative_serial_says_serials_count_from_0(fleet, since):
+    """`history --since -1` was told '-1' is not a date, an ISO time or an age, as if serials were not taken."""
+    line = one_line(fleet("history", "--since", since), 2)
+    assert line.startswith(f"tpufleet: error: bad option --since '{since}': serials count up from 0; or give a date")

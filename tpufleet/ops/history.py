@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, Refused, shown
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
 from tpufleet.state.delta import combine, is_delta, jobs_of_slices, slices_named
 from tpufleet.state.journal import Enough, whole_from_first
 from tpufleet.state.store import Store
-from tpufleet.timeparse import parse_stamp, parse_time
+from tpufleet.timeparse import TIME_HELP, parse_stamp, parse_time
 
 Doc = dict[str, Any]
 _SLICE_COMMANDS = {"allocate", "release", "policy", "apply-xconnect", "routes", "reschedule"}
@@ -65,6 +65,8 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
         if len(text) > 18:  # past any serial a journal holds (and PostgreSQL's bigint): a typo, not a date
             raise BadInput(f"bad option --since: {text!r} is a serial past the last one tpufleet counts (18 digits)")
         return int(text), None
+    if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():  # not "N changes back": was "not a date"
+        raise BadInput(f"bad option --since {shown(since)}: serials count up from 0; or give {TIME_HELP}")
     return None, parse_time(since, "--since", now)
 
 
