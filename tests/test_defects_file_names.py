@@ -151,3 +151,25 @@ def test_an_output_that_is_the_input_read_is_refused_and_the_input_kept(fleet, t
     assert line == "tpufleet: error: bad option --out 'in.x': it is the input 'in.x'; the output would replace it"
     assert (tmp_path / "in.x").read_text() == text
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("given", ["--debug", "-v"])
+@pytest.mark.parametrize(
+    "before, named",
+    [*[(b, n) for b, n in FILE_PARAMETERS if n.startswith("option")], (("sweep", "s.yaml", "--out"), "option --out")],
+)
+def test_an_option_for_a_file_value_is_refused_naming_the_option(fleet, tmp_path, monkeypatch, before, named, given):
+    """`report --out --debug` wrote a file named --debug (Click gives an option the next word, whatever it is)."""
+    monkeypatch.chdir(tmp_path)
+    state_before = snapshot(fleet.state)
+    line = one_line(fleet(*before, given), 2)
+    said = f"bad {named} '{given}': a file name, not an option (for a file named so: ./{given})"
+    assert line == f"tpufleet: error: {said}"
+    assert snapshot(fleet.state) == state_before
+    assert [p for p in tmp_path.iterdir() if p != fleet.state] == []
+
+
+def test_a_file_named_with_a_leading_dash_is_given_as_a_path(fleet, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert fleet("report", "--out", "./-v").code == 0
+    assert (tmp_path / "-v").is_file()

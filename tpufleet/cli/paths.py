@@ -9,6 +9,7 @@ mechanism, which also covers parameters added later.
 
 Typer makes `Path(value)` of the text, which drops a trailing '/' or '/.': `report --out r.html/` wrote the file
 r.html. The check sees the text as typed. A parameter that names a directory (`sweep --out DIR`) keeps taking one.
+Click gives an option the next word as its value whatever it is: `report --out --debug` wrote a file named --debug.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class _FileName:
 
 
 def check_file_name(value: str, param: Any) -> None:
-    """BadInput when `value` is empty, or ends in '/' or '/.' while `param` takes a file rather than a directory."""
+    """BadInput when `value` is empty, ends in '/' or '/.' while `param` takes a file rather than a directory, or
+    is given to an option and starts with '-' (but for '-', standard input where an option takes it)."""
     from tpufleet.errors import BadInput, shown
 
     if value == "":
@@ -38,6 +40,11 @@ def check_file_name(value: str, param: Any) -> None:
     if value.endswith(("/", "/.")) and not _takes_a_directory(param):  # Path would drop it: `x.png/` is x.png
         raise BadInput(
             f"bad {named(param)} {shown(value)}: it ends in '/' or '/.', naming a directory; give a file name"
+        )
+    if value.startswith("-") and value != "-" and getattr(param, "param_type_name", "") == "option":
+        # the option's value left out: `report --out --debug` wrote a file named --debug
+        raise BadInput(
+            f"bad {named(param)} {shown(value)}: a file name, not an option (for a file named so: ./{value})"
         )
 
 
