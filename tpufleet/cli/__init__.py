@@ -179,6 +179,7 @@ def _click_command() -> click.Command:
     import typer
 
     from tpufleet.cli.numbers import strict_numbers
+    from tpufleet.cli.optionvalues import options_not_values
     from tpufleet.cli.paths import file_names
     from tpufleet.cli.positionals import negative_numbers_as_arguments
     from tpufleet.cli.repeats import options_once
@@ -187,6 +188,7 @@ def _click_command() -> click.Command:
     plain_metavars(command)
     strict_numbers(command)
     file_names(command)
+    options_not_values(command)
     negative_numbers_as_arguments(command)
     options_once(command)
     return command
