@@ -41,3 +41,45 @@ def test_every_text_option_of_every_command_has_the_check():
     text = [p for p in walk(_click_command()) if p.param_type_name == "option" and "String" in type(p.type).__name__]
     assert len(text) > 30
     assert all(is_checked_text(p.type) or is_checked(p.type) for p in text)
+
+
+@pytest.mark.parametrize(
+    "args, word, meant",
+    [
+        (("report", "\u2014out", "x.txt"), "\u2014out", "--out"),
+        (("status", "\u2013o", "json"), "\u2013o", "-o"),
+        (("allocate", "x", "\u2014shape", "4x4x4"), "\u2014shape", "--shape"),
+        (("allocate", "x", "--shape=4x4x4", "\u2013\u2013twisted"), "\u2013\u2013twisted", "--twisted"),
+        (("inject-fault", "host:c00/1", "\u2014dry-run"), "\u2014dry-run", "--dry-run"),
+        (("\u2014debug", "status"), "\u2014debug", "--debug"),
+    ],
+)
+def test_an_option_typed_with_a_typographic_dash_is_named_with_the_option_meant(
+    fleet, tmp_path, monkeypatch, args, word, meant
+):
+    """`report —out x` (an em dash, as a document or a chat writes `--`) was refused as unexpected extra arguments,
+    `allocate x —shape 4x4x4` as a bad slice name, neither naming the option meant."""
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*args), 2)
+    assert line == f"tpufleet: error: bad option '{word}': typed with a typographic dash (text pasted?); type {meant}"
+    assert snapshot(fleet.state) == before
+    assert [p for p in tmp_path.iterdir() if p != fleet.state] == []
+
+
+def test_text_with_a_typographic_dash_is_still_text(fleet):
+    r = fleet("inject-fault", "host:c00/1", "--reason", "\u2014 see the ticket", "-o", "json")
+    assert r.code == 0, r.err
+    assert fleet("status", "--", "\u2014out").code == 2  # after `--` an argument, which status takes none of
+
+
+def test_every_command_checks_for_typographic_dashes():
+    from tpufleet.cli import _click_command
+    from tpufleet.cli.dashes import checks_dashes
+
+    def walk(command):
+        for sub in getattr(command, "commands", {}).values():
+            yield from walk(sub)
+        yield command
+
+    assert all(checks_dashes(c) for c in walk(_click_command()))

@@ -178,6 +178,7 @@ def _click_command() -> click.Command:
     on every call. Click commands keep no state between invocations."""
     import typer
 
+    from tpufleet.cli.dashes import typographic_dashes
     from tpufleet.cli.numbers import strict_numbers
     from tpufleet.cli.optionvalues import options_not_values
     from tpufleet.cli.paths import file_names
@@ -190,6 +191,7 @@ def _click_command() -> click.Command:
     file_names(command)
     options_not_values(command)
     negative_numbers_as_arguments(command)
+    typographic_dashes(command)
     options_once(command)
     return command
 
