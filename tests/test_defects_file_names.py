@@ -173,3 +173,25 @@ def test_a_file_named_with_a_leading_dash_is_given_as_a_path(fleet, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     assert fleet("report", "--out", "./-v").code == 0
     assert (tmp_path / "-v").is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("apply-xconnect", "-"),
+        ("apply-maintenance", "-", "--wave", "1"),
+        ("inject-fault", "--from", "-"),
+        ("plan-maintenance", "--notices", "-"),
+        ("export", "node-labels", "--mapping", "-"),
+        ("collective", "--topology", "4x4x4", "--op", "all-reduce", "--bytes", "1MiB", "--profile", "-"),
+        ("simulate-fleet", "--days", "1", "--workload", "-"),
+        ("sweep", "-", "--out", "results"),
+    ],
+)
+def test_a_dash_where_standard_input_is_not_read_says_so(fleet, tmp_path, monkeypatch, args):
+    """`cat x.plan | tpufleet apply-xconnect -` was told `-: ... cannot be read: no such plan file`."""
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*args), 2)
+    assert line.startswith("tpufleet: error: -: field <root>: '-' is not standard input here; give the ")
+    assert snapshot(fleet.state) == before

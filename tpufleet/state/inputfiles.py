@@ -150,6 +150,8 @@ def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
         with open_input(path) as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
+        if name == "-":  # the commands that read standard input take '-' before this; "no such file" misled
+            raise MissingFile(name, "", NO_VALUE, f"'-' is not standard input here; give the {what}'s name") from None
         raise MissingFile(name, "", NO_VALUE, f"cannot be read: no such {what}") from None
     except OSError as exc:
         raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None

@@ -36,6 +36,8 @@ def read_profile(path: Path | str | None = None) -> Profile:
     try:
         doc = load_yaml(target, "hardware profile")
     except MissingFile as exc:
+        if exc.file == "-":  # said already: '-' is no file here
+            raise
         known = ", ".join(sorted({*SHIPPED_PROFILES, *generations.names()}))
         raise MissingFile(exc.file, exc.field, NO_VALUE, f"{exc.problem} file, nor a shipped one ({known})") from None
     _refuse_generation_profile(doc, str(target))
