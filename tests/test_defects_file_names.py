@@ -195,3 +195,11 @@ def test_a_dash_where_standard_input_is_not_read_says_so(fleet, tmp_path, monkey
     line = one_line(fleet(*args), 2)
     assert line.startswith("tpufleet: error: -: field <root>: '-' is not standard input here; give the ")
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("drift", ["--drift-nodes", "--drift-reservation", "--drift-slices"])
+def test_metrics_refuses_standard_input_for_a_goodput_log_and_an_export_both(fleet, drift):
+    """`metrics --goodput - --drift-nodes -`: the log read the node list from standard input and called it a bad
+    goodput log (or, the log first, the export found standard input empty)."""
+    line = one_line(fleet("metrics", "--goodput", "-", drift, "-"), 2)
+    assert line == f"tpufleet: error: bad options --goodput and {drift}: each is - (standard input); only one can be"

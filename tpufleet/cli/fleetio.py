@@ -584,6 +584,7 @@ def metrics_cmd(
         # the metrics must not replace a goodput log or an export they read
         exports_read = [Path(name) for name in (drift_nodes, drift_reservation, drift_slices) if name is not None]
         check_output_path(out, "--out", [*(goodput or []), drift_mapping, *exports_read])
+    _one_standard_input(goodput, {"nodes": drift_nodes, "reservation": drift_reservation, "slices": drift_slices})
     report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state, missing = tables_as_stored(store, store.load())
@@ -599,6 +600,18 @@ def metrics_cmd(
         typer.echo(text.decode(), nl=False)
     else:
         _write_textfile(out, text, state.serial, output)
+
+
+def _one_standard_input(goodput: list[Path] | None, drift: dict[str, str | None]) -> None:
+    """BadInput when more than one of the logs and exports is '-': the first read standard input whole, and the
+    next was told that the node list it then read was not a goodput log (or found it empty)."""
+    from tpufleet.errors import BadInput
+
+    dashes = ["--goodput"] * sum(str(p) == "-" for p in goodput or []) + [
+        f"--drift-{name}" for name, given in drift.items() if given == "-"
+    ]
+    if "--goodput" in dashes and len(dashes) > 1:  # two exports: read_drift_inputs says so
+        raise BadInput(f"bad options {' and '.join(dashes)}: each is - (standard input); only one can be")
 
 
 GOODPUT_SEGMENTS = ("accelerator", "size", "phase", "framework")  # the segments the goodput families export
