@@ -203,3 +203,16 @@ def test_metrics_refuses_standard_input_for_a_goodput_log_and_an_export_both(fle
     goodput log (or, the log first, the export found standard input empty)."""
     line = one_line(fleet("metrics", "--goodput", "-", drift, "-"), 2)
     assert line == f"tpufleet: error: bad options --goodput and {drift}: each is - (standard input); only one can be"
+
+
+@pytest.mark.parametrize("inside", ["", "results", "results/"])
+def test_sweep_refuses_an_out_directory_in_the_state_directory(fleet, tmp_path, inside):
+    """`sweep SPEC --out $STATE/results` wrote sweep.json, sweep.csv, the plot and the points among the state's
+    files, where every other output is refused."""
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text("schema_version: 1\nsimulation: availability\nseeds: 1\nfixed: {trials: 20}\ngrid: {cubes: [8]}\n")
+    before = sorted(p.name for p in fleet.state.rglob("*"))
+    given = f"{fleet.state}/{inside}"
+    line = one_line(fleet("sweep", spec, "--out", given, "--serial"), 2)
+    assert "bad option --out '" in line and "it is inside the state directory" in line
+    assert sorted(p.name for p in fleet.state.rglob("*")) == before

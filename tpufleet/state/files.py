@@ -70,7 +70,8 @@ def guard_state_dir(location: Path | str | None) -> None:
     GUARD.directory = Path(os.path.realpath(location)) if isinstance(location, Path) else None
 
 
-def _refuse_state_dir(path: Path, what: str) -> None:
+def refuse_state_dir(path: Path, what: str) -> None:
+    """BadInput when `path` is the state directory or inside it (by any name): its files are the state's own."""
     guarded = GUARD.directory
     if guarded is None:
         return
@@ -481,7 +482,7 @@ def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = (
     refuse_blank_name(path, option)
     if shown == "-":  # the Unix habit for standard output (Path reads './-' so too): a file named '-' is lost
         raise BadInput(f"bad option {option} '-': give a file name ('-' is not standard output here)")
-    _refuse_state_dir(path, f"bad option {option} {shown!r}")
+    refuse_state_dir(path, f"bad option {option} {shown!r}")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -530,7 +531,7 @@ def write_output(path: Path, data: bytes) -> None:
     A directory is BadInput (exit 2), as is a path inside the state directory (`guard_state_dir`); an
     operating-system error is Refused naming the path (exit 1).
     """
-    _refuse_state_dir(path, f"cannot write {path}")
+    refuse_state_dir(path, f"cannot write {path}")
     st = _not_a_directory(path, os.stat)
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_through(path, data)

@@ -28,7 +28,7 @@ from tpufleet.doccheck import check
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, shown
 from tpufleet.simulation.inputs import RATES_SCHEMA
 from tpufleet.state.crashpoints import reached
-from tpufleet.state.files import atomic_write, refuse_blank_name, replace_own_file
+from tpufleet.state.files import atomic_write, refuse_blank_name, refuse_state_dir, replace_own_file
 from tpufleet.state.inputfiles import load_json_file
 from tpufleet.state.siminputs import read_workload, read_yaml, shipped_inputs
 from tpufleet.sweep import spec as sweep_spec
@@ -86,8 +86,10 @@ def code_version(package: Path | None = None) -> str:
 
 
 def check_out(out: Path) -> None:
-    """--out is a directory, or can be made one (its parent exists), not named only blanks."""
+    """--out is a directory, or can be made one (its parent exists), not named only blanks, and not the state
+    directory or one in it (the results and points were written among the state's files)."""
     refuse_blank_name(out, "--out")
+    refuse_state_dir(out, f"bad option --out {shown(str(out))}")
     if out.exists() and not out.is_dir():
         raise BadInput(f"bad option --out {shown(str(out))}: it is not a directory")
     if not out.exists() and not out.absolute().parent.is_dir():
