@@ -83,3 +83,15 @@ def test_every_command_checks_for_typographic_dashes():
         yield command
 
     assert all(checks_dashes(c) for c in walk(_click_command()))
+
+
+@pytest.mark.parametrize("target", ["host:c00/1", "ocs:pod0/x/5"])
+def test_a_target_taken_as_the_reason_is_named(fleet, target):
+    """`inject-fault --reason host:c00/1` was told to give a TARGET, which it had: --reason took it as its text."""
+    before = snapshot(fleet.state)
+    line = one_line(fleet("inject-fault", "--reason", target, "--dry-run"), 2)
+    assert line == (
+        "tpufleet: error: give exactly one of TARGET, --from FILE or --random N "
+        f"(--reason took '{target}' as its text: was the reason left out?)"
+    )
+    assert snapshot(fleet.state) == before

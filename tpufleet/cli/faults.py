@@ -53,6 +53,21 @@ def _describe(r: dict) -> str:
     return "\n".join(lines)
 
 
+def _reason_took_target(target: str | None, reason: str) -> str:
+    """When no TARGET was given and --reason's text is a target id (`inject-fault --reason host:c00/1`), say so:
+    the option took the next word as its text."""
+    from tpufleet.errors import BadInput
+    from tpufleet.ids import parse_target
+
+    if target is not None:
+        return ""
+    try:
+        parse_target(reason)
+    except BadInput:
+        return ""
+    return f" (--reason took {reason!r} as its text: was the reason left out?)"
+
+
 @app.command(
     "inject-fault",
     epilog=examples(
@@ -107,7 +122,7 @@ def inject_cmd(
     from tpufleet.state.store import utc_now
 
     if sum(x is not None for x in (target, from_file, random_count)) != 1:
-        raise BadInput("give exactly one of TARGET, --from FILE or --random N")
+        raise BadInput("give exactly one of TARGET, --from FILE or --random N" + _reason_took_target(target, reason))
     store = ctx.obj.store()
     snapshot = store.load()
     requests = _requests(snapshot.fleet, target, from_file, random_count, seed, planned, reason)
