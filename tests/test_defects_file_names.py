@@ -216,3 +216,9 @@ def test_sweep_refuses_an_out_directory_in_the_state_directory(fleet, tmp_path, 
     line = one_line(fleet("sweep", spec, "--out", given, "--serial"), 2)
     assert "bad option --out '" in line and "it is inside the state directory" in line
     assert sorted(p.name for p in fleet.state.rglob("*")) == before
+
+
+def test_an_empty_directory_name_is_called_one(cli, tmp_path):
+    """`sweep SPEC --out ""` was told `empty file name`, of an option that takes a directory."""
+    line = one_line(cli("sweep", SWEEP_SPEC, "--out", "", state=False), 2)
+    assert line == "tpufleet: error: bad option --out: empty directory name"

@@ -36,7 +36,7 @@ def check_file_name(value: str, param: Any) -> None:
     from tpufleet.errors import BadInput, shown
 
     if value == "":
-        raise BadInput(f"bad {named(param)}: empty file name")
+        raise BadInput(f"bad {named(param)}: empty {'directory' if _takes_a_directory(param) else 'file'} name")
     if value.endswith(("/", "/.")) and not _takes_a_directory(param):  # Path would drop it: `x.png/` is x.png
         raise BadInput(
             f"bad {named(param)} {shown(value)}: it ends in '/' or '/.', naming a directory; give a file name"
