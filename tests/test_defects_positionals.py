@@ -56,3 +56,9 @@ def test_history_since_a_negative_serial_says_serials_count_from_0(fleet, since)
     """`history --since -1` was told '-1' is not a date, an ISO time or an age, as if serials were not taken."""
     line = one_line(fleet("history", "--since", since), 2)
     assert line.startswith(f"tpufleet: error: bad option --since '{since}': serials count up from 0; or give a date")
+
+
+def test_history_since_neither_a_serial_nor_a_time_names_both_forms(fleet):
+    """`history --since abc` was told it is not a date, an ISO time or an age: the serial it also takes went unsaid."""
+    line = one_line(fleet("history", "--since", "abc"), 2)
+    assert line.startswith("tpufleet: error: bad option --since: 'abc' is not a serial (40), a date (2026-01-06), ")

@@ -29,8 +29,9 @@ STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the tool writes a moment
 RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
 
 
-def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:
-    """The moment `text` names, as an aware UTC datetime; BadInput naming the option and the value otherwise."""
+def parse_time(text: str, option: str, now: datetime | None = None, also: str = "") -> datetime:
+    """The moment `text` names, as an aware UTC datetime; BadInput naming the option and the value otherwise (and
+    `also`, the option's other forms, `a serial (40), `, among what it takes)."""
     now = now or datetime.now(UTC)
     value = text.strip()
     age = _AGE.fullmatch(value)
@@ -42,7 +43,7 @@ def parse_time(text: str, option: str, now: datetime | None = None) -> datetime:
         moment = datetime.fromisoformat(value.replace("z", "Z"))
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
-        raise BadInput(f"bad option {option}: {shown(text)} is not {TIME_HELP}") from None
+        raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}") from None
     except OverflowError:  # an age or a zone that leaves the calendar (999999w, 0001-01-01T00:00+01:00)
         raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
 

@@ -67,7 +67,7 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
         return int(text), None
     if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():  # not "N changes back": was "not a date"
         raise BadInput(f"bad option --since {shown(since)}: serials count up from 0; or give {TIME_HELP}")
-    return None, parse_time(since, "--since", now)
+    return None, parse_time(since, "--since", now, also="a serial (40), ")
 
 
 def _summary_names(e: JournalEntry, name: str) -> bool:
