@@ -222,3 +222,20 @@ def test_an_empty_directory_name_is_called_one(cli, tmp_path):
     """`sweep SPEC --out ""` was told `empty file name`, of an option that takes a directory."""
     line = one_line(cli("sweep", SWEEP_SPEC, "--out", "", state=False), 2)
     assert line == "tpufleet: error: bad option --out: empty directory name"
+
+
+GOODPUT_LOG = Path(__file__).parent.parent / "fixtures/goodput/slow_steps.jsonl"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("goodput-report", GOODPUT_LOG, GOODPUT_LOG),
+        ("metrics", "--goodput", GOODPUT_LOG, "--goodput", GOODPUT_LOG),
+    ],
+)
+def test_a_goodput_log_given_twice_names_no_argument_the_command_lacks(fleet, args):
+    """A log given twice was `bad argument LOGS`: goodput-report's argument is FILES, and metrics takes the logs
+    as --goodput."""
+    line = one_line(fleet(*args), 2)
+    assert line.startswith(f"tpufleet: error: bad goodput logs: {GOODPUT_LOG} is given twice (also as ")

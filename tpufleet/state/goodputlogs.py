@@ -82,7 +82,7 @@ def refuse_repeated(paths: Sequence[Path]) -> None:
         if key in seen:
             name = shown_name(path)
             raise BadInput(
-                f"bad argument LOGS: {name} is given twice (also as {seen[key]}): its events would count twice"
+                f"bad goodput logs: {name} is given twice (also as {seen[key]}): its events would count twice"
             )
         seen[key] = shown_name(path)
 
@@ -103,7 +103,7 @@ def refuse_same_content(seen: dict[Content, str], content: Content, name: str, r
         return
     if content in seen:
         raise BadInput(
-            f"bad argument LOGS: {name} holds the same bytes as {seen[content]}: its events would count twice"
+            f"bad goodput logs: {name} holds the same bytes as {seen[content]}: its events would count twice"
         )
     seen[content] = name
 
