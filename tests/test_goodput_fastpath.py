@@ -68,7 +68,8 @@ def _job_lines(rng: random.Random, job: str, t: float) -> list[str]:
     if rng.random() < 0.3:
         ev("allocation", t + 5, chips=meta["chips"])
     step = 1
-    for _run in range(rng.randint(1, 4)):
+    runs = rng.randint(1, 4)
+    for run in range(runs):
         t += rng.uniform(10, 60)
         ev("job_start", t)
         ev("tpu_init_start", t)
@@ -91,6 +92,8 @@ def _job_lines(rng: random.Random, job: str, t: float) -> list[str]:
         t += rng.uniform(5, 30)
         if rng.random() < 0.6:
             ev(rng.choice(["failure", "preemption", "eviction"]), t)
+        if run < runs - 1 and (len(lines) + run) % 3 == 0:  # (no draw: the other logs stay as they were)
+            lines.append(json.dumps({"type": "event", "job": job, "time": round(t, 3), "event": "job_end"}))
         step = max(1, step - rng.randint(0, 15))
     if rng.random() < 0.2:
         ev("slice_counts", t, active_slices=1, total_slices=2)

@@ -163,12 +163,27 @@ def _sweep(job: Job, evs: list[Any], spans: dict[str, list[tuple[float, float]]]
                 continue
         elif lo < begin:
             continue
+        if _ended(evs, lo):
+            continue
         label = next((n for n in PRIORITY if any(s <= lo and hi <= e for s, e in spans[n])), "other")
         if label == "productive":
             productive += hi - lo
         else:
             totals[label] += hi - lo
     return productive, totals
+
+
+def _ended(evs: list[Any], lo: float) -> bool:
+    """Whether the job has ended by `lo` (its last start or end up to then, in log order, is an end), starts
+    again later and has not been allocated since: it holds nothing until its next start."""
+    last = None
+    for k, e in enumerate(evs):
+        if e[0] <= lo and e[1] in ("job_start", "job_end"):
+            last = k
+    if last is None or evs[last][1] != "job_end" or not any(e[1] == "job_start" for e in evs[last + 1 :]):
+        return False
+    last_t = evs[last][0]
+    return not any(e[1] == "allocation" and last_t <= e[0] <= lo for e in evs)
 
 
 @st.composite
@@ -208,6 +223,8 @@ def random_jobs(draw: Any) -> tuple[Job, list[Record]]:
         ending = draw(st.sampled_from(["failure", "preemption", "silent", "silent"]))
         if ending != "silent":
             recs.append((t, CODE[ending], -1, -1, ""))
+        if draw(st.integers(0, 3)) == 0:  # the run ends: nothing held until the next start (or an allocation)
+            recs.append((t, CODE["job_end"], -1, -1, ""))
         t += draw(st.sampled_from([0.0, 1.0, 5.0]))
         step = max(1, step - draw(st.integers(0, 3)))
     if draw(st.booleans()):

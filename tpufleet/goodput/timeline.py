@@ -7,6 +7,8 @@ all-allocated time by construction. Rules:
 * the job runs from its first ``job_start`` (or ``submitted``/``allocation`` if earlier) to its last ``job_end``
   (else its last event); entries stamped outside that span are dropped and counted (``outside``), so one stray
   timestamp cannot stretch a job over decades;
+* it is all-allocated while its allocations hold all its chips (without any, from its first start), except from
+  a ``job_end`` to the next ``job_start`` with no allocation logged since that end: an ended job holds nothing;
 * paired activities (``*_start`` .. ``*_end``) end at the first end that follows them *in the log* (so a save
   starting at the instant the previous one ends gets its own end), or at the next restart, disruption or job
   end if the end is missing;
@@ -263,7 +265,8 @@ def _label(
 
 
 def _allocated(job: Job, ev: Events, bounds: Times, begin: float) -> npt.NDArray[np.bool_]:
-    """Which elementary intervals have all the job's chips: from allocation events, else from the first start."""
+    """Which elementary intervals have all the job's chips: from allocation events, else from the first start;
+    never between a `job_end` and the next `job_start` with no allocation logged since that end (`_ended`)."""
     import numpy as np
 
     alloc_sel = ev.code == CODE["allocation"]
@@ -272,8 +275,38 @@ def _allocated(job: Job, ev: Events, bounds: Times, begin: float) -> npt.NDArray
         idx = np.searchsorted(a_t, bounds[:-1], side="right") - 1
         held = np.where(idx >= 0, a_v[np.maximum(idx, 0)], 0)
         full: npt.NDArray[np.bool_] = held >= job.chips
-        return full
-    return bounds[:-1] >= begin
+    else:
+        full = bounds[:-1] >= begin
+    return full & ~_ended(ev, bounds[:-1])
+
+
+def _ended(ev: Events, lefts: Times) -> npt.NDArray[np.bool_]:
+    """Which intervals (by their left bound) lie after a `job_end` and before a later `job_start` (in log order
+    at one instant) with no `allocation` logged at or after that end: a job that has ended holds nothing until
+    it is allocated or started again (charging that gap as all-allocated time put it in SG and in `other`).
+    Events after an end that no start follows are the job's still, as before."""
+    import numpy as np
+
+    m_t, m_end = _run_marks(ev)
+    out = np.zeros(len(lefts), dtype=bool)
+    starts = np.flatnonzero(~m_end)
+    if not len(starts) or not m_end[: starts[-1]].any():  # no end before a later start: no gap
+        return out
+    k = np.searchsorted(m_t, lefts, side="right") - 1
+    after_end = (k >= 0) & m_end[np.maximum(k, 0)] & (k < starts[-1])
+    a_t = ev.t[ev.code == CODE["allocation"]]
+    j = np.searchsorted(a_t, lefts, side="right") - 1
+    reallocated = (j >= 0) & (np.append(a_t, -np.inf)[j] >= m_t[np.maximum(k, 0)])
+    out[:] = after_end & ~reallocated
+    return out
+
+
+def _run_marks(ev: Events) -> tuple[Times, npt.NDArray[np.bool_]]:
+    """The times of the job's starts and ends, in log order, and which of them are ends."""
+    marks = (ev.code == CODE["job_start"]) | (ev.code == CODE["job_end"])
+    is_end: npt.NDArray[np.bool_] = ev.code[marks] == CODE["job_end"]
+    times: Times = ev.t[marks]
+    return times, is_end
 
 
 def account(
@@ -350,12 +383,14 @@ def _whole_held(job: Job, ev: Events, span: _Span, exclude: list[tuple[float, fl
 
     start, end = span.whole
     allocations = ev.t[ev.code == CODE["allocation"]]
-    if not len(allocations) and not exclude:  # (the common case: held from the first start to the end)
+    runs, is_end = _run_marks(ev)  # an end before a later start releases the chips until then (`_ended`)
+    if not len(allocations) and not exclude and not is_end[:-1].any():  # (common: held from the first start)
         lo = max(start, span.begin)
         run = [lo, end] if lo < end else []
         return np.array(run[:1], dtype=np.float64), np.array(run[1:], dtype=np.float64)
     edges = [start, end, span.begin, *(x for pair in exclude for x in pair)]
-    bounds = _distinct(np.clip(np.concatenate([allocations, np.asarray(edges, dtype=np.float64)]), start, end))
+    marks = np.concatenate([allocations, runs, np.asarray(edges, dtype=np.float64)])
+    bounds = _distinct(np.clip(marks, start, end))
     everywhere = np.ones(max(len(bounds) - 1, 0), dtype=bool)
     full, _excluded_s = _not_excluded(_allocated(job, ev, bounds, span.begin), bounds, exclude, everywhere)
     held = full & (np.diff(bounds) > 0)
