@@ -50,6 +50,7 @@ DEFECTS = [
     '{"type": "job", "job": "j0", "chips": 8, "ideal_step_s": 1}',
     '{"type":"job","job":"j9","chips":"8"}',
     '{"type":"job","job":"j9","chips":0}',
+    '{"type":"job","job":"j9","chips":8,"framework":""}',
     '{"job":"j9","type":"job","chips":8}',
     '{"type":"capacity","time":"2026-01-05T10:00:00Z","accelerator":"tpu-v4","chips":512}',
     '{"type":"capacity","time":1767571300.0,"accelerator":"tpu-v4","chips":8}',

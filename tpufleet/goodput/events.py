@@ -442,6 +442,8 @@ def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Pr
     chips = _int(rec, "chips", file, line, required=True, minimum=1)
     # judged before the other fields, as always (which error wins)
     ideal = _ideal_step(rec, chips, file, line, profiles)
+    if rec.get("framework") == "":  # a segment of its own that no report could name: absent is `unknown`
+        raise BadRecord(file, line, "framework", "", "must not be empty (leave the field out: unknown)")
     return Job(
         job,
         _str(rec, "accelerator", file, line, "unknown"),
@@ -643,6 +645,8 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
                 _refuse_row(log, skip_bad, file, start, row, named)
                 continue
             record = dict(zip(names[:named], row, strict=False))
+            if record.get("framework") == "":  # an empty cell is no field (a JSON record's "" is refused)
+                del record["framework"]
             _add_guarded(log, skip_bad, record, file, start)
     finally:
         csv.field_size_limit(limit)

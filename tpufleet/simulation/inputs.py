@@ -241,7 +241,7 @@ WORKLOAD_SCHEMA = _closed(
         },
         "shapes": {"type": "array", "items": _SHAPE_ENTRY, "maxItems": 1000},
         "phases": {**_WEIGHTS, "propertyNames": {"enum": list(PHASES)}},
-        "frameworks": {**_WEIGHTS, "propertyNames": {"maxLength": 64}},
+        "frameworks": {**_WEIGHTS, "propertyNames": {"minLength": 1, "maxLength": 64}},
         "priorities": {"type": "array", "items": _NAME, "minItems": 1, "maxItems": 100},
         "priority_weights": {"type": "array", "items": _WEIGHT, "minItems": 1, "maxItems": 100},
         "ideal_step_fraction": {"type": "number", "minimum": 0.001, "maximum": 1},

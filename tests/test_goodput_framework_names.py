@@ -1,0 +1,106 @@
+"""An empty framework name (`"framework": ""`) is refused wherever a job's framework is given: a native job record
+(every JSON-lines reader), an ml-goodput `job_metadata` entry, a workload's `frameworks` mix; exit 2 naming the
+file, line, field and value, or skipped with `--skip-bad`. In a CSV log an empty cell is no field: `unknown`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tpufleet.errors import BadInput
+from tpufleet.goodput import columnar, fastread
+from tpufleet.ops.goodput import build
+from tpufleet.state import goodputlogs
+
+B = 1767571200.0
+JOB = {"type": "job", "job": "a", "accelerator": "tpu-v4", "chips": 8, "framework": "", "ideal_step_s": 10}
+EVENTS = [
+    {"type": "event", "job": "a", "time": B, "event": "job_start"},
+    {"type": "event", "job": "a", "time": B, "event": "step_start", "step": 1},
+    {"type": "event", "job": "a", "time": B + 40, "event": "job_end"},
+]
+
+
+def log(tmp_path: Path, job: dict[str, Any]) -> Path:
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*EVENTS[:1], job, *EVENTS[1:]]))
+    return path
+
+
+def test_an_empty_framework_is_refused_naming_file_line_field_and_value(cli, tmp_path):
+    path = log(tmp_path, JOB)
+    r = cli("goodput-report", path, state=False)
+    assert r.code == 2
+    assert f"{path}:2: field framework: must not be empty" in r.err and "(value '')" in r.err
+    ok = cli("goodput-report", path, "--skip-bad", "-o", "json", state=False)
+    assert ok.code == 0 and ok.json["input"]["skipped"] == 1
+    assert ok.json["input"]["jobs_without_record"] == ["a"]
+
+
+def test_a_framework_left_out_or_null_is_unknown(cli, tmp_path):
+    for job in ({k: v for k, v in JOB.items() if k != "framework"}, {**JOB, "framework": None}):
+        r = cli("goodput-report", log(tmp_path, job), "-o", "json", state=False)
+        assert r.code == 0 and r.json["jobs"][0]["framework"] == "unknown"
+
+
+@pytest.mark.parametrize("reader", ["standard", "msgspec", "columns"])
+def test_every_json_lines_reader_refuses_it_alike(tmp_path, reader):
+    if reader == "msgspec" and not fastread.available():
+        pytest.skip("msgspec is not installed")
+    if reader == "columns" and not columnar.available():
+        pytest.skip("PyArrow is not installed")
+    path = log(tmp_path, JOB)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+        if reader != "msgspec":
+            mp.setattr(fastread, "_DECODER", None)
+        if reader == "standard":
+            mp.setattr(columnar, "pa", None)
+        with pytest.raises(BadInput, match=r"a\.jsonl:2: field framework: must not be empty"):
+            build([path])
+        assert build([path], skip_bad=True)["input"]["skipped"] == 1
+
+
+def test_a_cluster_refuses_it_alike(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is an optional extra: no cluster here")
+    with pytest.raises(BadInput, match=r"a\.jsonl:2: field framework: must not be empty"):
+        build([log(tmp_path, JOB)], workers=1)
+
+
+def test_an_ml_goodput_metadata_entry_with_an_empty_framework_is_refused(cli, tmp_path):
+    path = tmp_path / "ml.jsonl"
+    entries = [
+        {"job_name": "a", "job_start_time": B},
+        {"job_name": "a", "job_metadata": {"chips": 8, "framework": ""}},
+        {"job_name": "a", "step_count": 1, "step_start_time": B},
+        {"job_name": "a", "job_end_time": B + 40},
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    r = cli("goodput-report", path, "--format", "ml-goodput", state=False)
+    assert r.code == 2 and f"{path}:2: field framework: must not be empty" in r.err
+    ok = cli("goodput-report", path, "--format", "ml-goodput", "--skip-bad", "-o", "json", state=False)
+    assert ok.code == 0 and ok.json["input"]["skipped"] == 1
+
+
+def test_an_empty_csv_cell_is_no_framework(cli, tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "type,job,accelerator,chips,framework,time,event,step\n"
+        "job,a,tpu-v4,8,,,,\n"
+        f"event,a,,,,{B},job_start,\n"
+        f"event,a,,,,{B},step_start,1\n"
+        f"event,a,,,,{B + 40},job_end,\n"
+    )
+    r = cli("goodput-report", path, "-o", "json", state=False)
+    assert r.code == 0 and r.json["jobs"][0]["framework"] == "unknown"
+
+
+def test_a_workload_with_an_empty_framework_name_is_refused(cli, tmp_path):
+    workload = tmp_path / "w.yaml"
+    workload.write_text('schema_version: 1\nframeworks: {"": 1, "jax": 1}\n')
+    r = cli("simulate-fleet", "--days", "0.1", "--workload", workload, state=False)
+    assert r.code == 2
+    assert f"{workload}: field frameworks: key '' is not accepted" in r.err
