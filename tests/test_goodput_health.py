@@ -101,3 +101,20 @@ def test_a_last_step_longer_than_the_trailing_window_is_the_window(cli, tmp_path
     assert health["steps_timed"] == 21 and health["empirical_ideal_s"] == 10
     assert health["trailing_mean_s"] == 10010 and health["trailing_slowdown"] == 1001
     assert health["trailing_deviation_s"] == 10000
+
+
+def test_pg_from_an_empirical_ideal_uses_it_unrounded(cli, tmp_path):
+    # steps of 1, 2 and 4 s (the last, 2 s, cut by the end, has no time): median 2, MAD 1, so all three count and
+    # the ideal is 7/3 s (shown as 2.3333); PG = 7/3 x 4 steps / 9 s = 28/27, not 2.3333 x 4 / 9 = 1.037022
+    log = tmp_path / "e.jsonl"
+    lines = ['{"type":"job","job":"e","accelerator":"tpu-v4","chips":8,"phase":"training"}']
+    lines.append(f'{{"type":"event","job":"e","time":{B},"event":"job_start"}}')
+    for step, at in enumerate((0, 1, 3, 7), start=1):
+        lines.append(f'{{"type":"event","job":"e","time":{B + at},"event":"step_start","step":{step}}}')
+    lines.append(f'{{"type":"event","job":"e","time":{B + 9},"event":"job_end"}}')
+    log.write_text("\n".join(lines) + "\n")
+    r = cli("goodput-report", log, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (j,) = r.json["jobs"]
+    assert j["step_time"]["empirical_ideal_s"] == 2.3333 and (j["productive_steps"], j["productive_s"]) == (4, 9.0)
+    assert j["pg"] == round(28 / 27, 6) == r.json["fleet"]["pg"]

@@ -99,9 +99,10 @@ def slow_periods(starts: Times, durations: Times, ideal: float) -> list[dict[str
     return out
 
 
-def job_health(a: JobAccount) -> dict[str, Any]:
-    """The step-time section of a job's row: the ideal from every step of the job's run, the rest from the
-    steps starting in its account's part (all of them when the account is the whole job)."""
+def job_health(a: JobAccount) -> tuple[dict[str, Any], float | None]:
+    """The step-time section of a job's row, and its empirical ideal step time unrounded (for PG, given to 6
+    places: the section's ideal, rounded to 4, moved PG's fifth digit): the ideal from every step of the job's
+    run, the rest from the steps starting in its account's part (all of them when the account is the whole job)."""
     starts, durations = step_times(a)
     ideal = ideal_step(durations)
     part = (starts >= a.start) & (starts <= a.end)
@@ -117,7 +118,7 @@ def job_health(a: JobAccount) -> dict[str, Any]:
         "slow_periods": [],
     }
     if ideal is None or not len(durations):
-        return out
+        return out, ideal
     recent = durations[starts >= starts[-1] + durations[-1] - TRAILING_S]
     if not recent.size:  # the last step alone outlasts the window: it is the window's stepping
         recent = durations[-1:]
@@ -125,7 +126,7 @@ def job_health(a: JobAccount) -> dict[str, Any]:
     out["trailing_slowdown"] = round(float(recent.mean()) / ideal, 4)
     out["trailing_deviation_s"] = round(float(abs(recent - ideal).mean()), 4)
     out["slow_periods"] = slow_periods(starts, durations, ideal)
-    return out
+    return out, ideal
 
 
 def slice_efficiency(counts: list[tuple[float, int, int, int]], t0: float, t1: float) -> dict[str, float] | None:

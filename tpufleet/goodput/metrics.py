@@ -518,8 +518,7 @@ def windows_rows(
 
 def with_health(a: JobAccount) -> JobAccount:
     """The job's step-time health in its account, and PG's empirical ideal step from it."""
-    a.extra["step_time"] = health = job_health(a)
-    a.estimated_ideal_step_s = health["empirical_ideal_s"]
+    a.extra["step_time"], a.estimated_ideal_step_s = job_health(a)
     return a
 
 
