@@ -17,8 +17,8 @@ all-allocated time by construction. Rules:
   last step is a disruption too (the rule of ml-goodput-measurement's GoodputCalculator 0.2.3): it happened at the
   start of that last step when the restart redoes it, else when the step would have ended (its start plus the
   run's median step, at most the restart); infrastructure recovery runs from there to the restart;
-* a training step is wasted if its work is done again (its step number is logged again later: by a later run,
-  or by its own run going back to a checkpoint), or if an explicit disruption ends its run and no checkpoint
+* a training step is wasted if its work is lost (its step number, or a lower one, is logged later: by a later
+  run, or by its own run going back to a checkpoint), or if an explicit disruption ends its run and no checkpoint
   saved it (a ``checkpoint_end`` of a step >= its number in that run before the disruption; this rule applies
   only when the job records checkpoints);
 * program start-up is the ``compile_*`` time, or, when a job records none, the excess of the first step of each
