@@ -177,10 +177,13 @@ def job_events(rng: random.Random, name: str, chips: int, t: int) -> list[dict[s
 
 
 def clipped_whole_log(path: Path, since: float, until: float) -> dict[str, Any]:
-    """The rolling windows' figures for [since, until] over the whole log's timeline."""
+    """The rolling windows' figures for [since, until] over the whole log's timeline, within the time the data
+    spans (as a window or period row never reaches past it)."""
     log = goodputlogs.load([path], "native", False)
     accounts = pipeline.account_log(log, None, None, [], False)
     steps = metrics.CapacitySteps(list(log.capacity))
+    first, last = pipeline.data_span(accounts, list(log.capacity))
+    since, until = max(since, first), max(min(until, last), max(since, first))
     (row,) = metrics.windows_rows(accounts, steps, since, until, [("part", until - since)])
     return dict(row)
 
@@ -339,3 +342,28 @@ def test_an_idle_span_between_the_logs_first_and_last_times_is_sg_0_as_its_perio
     assert part["capacity_chip_s"] == 8 * day and part["window"] == {"start": T, "end": T + day}
     with pytest.raises(BadInput, match="inside --since/--until, and the logs span no time there"):
         build([path], since=T - 2 * day, until=T - day)
+
+
+DAY_START = 1767571200.0  # 2026-01-05T00:00:00Z
+
+
+def test_a_span_reaching_past_the_logs_is_their_part_of_it(cli, tmp_path):
+    B = DAY_START
+    # 16 chips recorded at B, one 8-chip job from B to B + 1 h: SG 0.5 whatever span of the day is asked for, as
+    # the day's --period row has it (the logs say nothing of the other 23 hours: charged, SG was 0.5 / 24)
+    log = tmp_path / "a.jsonl"
+    log.write_text(
+        f'{{"type":"capacity","time":{B},"accelerator":"tpu-v4","chips":16}}\n'
+        '{"type":"job","job":"a","accelerator":"tpu-v4","chips":8,"phase":"training"}\n'
+        f'{{"type":"event","job":"a","time":{B},"event":"job_start"}}\n'
+        f'{{"type":"event","job":"a","time":{B + 3600},"event":"job_end"}}\n'
+    )
+    day = ("--since", "2026-01-05T00:00:00Z", "--until", "2026-01-06T00:00:00Z")
+    r = cli("goodput-report", log, *day, "--period", "day", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    fleet, (row,) = r.json["fleet"], r.json["periods"]
+    assert fleet["window"] == {"start": B, "end": B + 3600} and fleet["capacity_chip_s"] == 16 * 3600
+    assert fleet["sg"] == row["sg"] == 0.5
+    early = cli("goodput-report", log, "--since", str(B - 7200), "--until", str(B + 1800), "-o", "json", state=False)
+    assert early.code == 0 and early.json["fleet"]["window"] == {"start": B, "end": B + 1800}
+    assert early.json["fleet"]["sg"] == 0.5

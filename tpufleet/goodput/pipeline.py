@@ -225,14 +225,15 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     if not everyone and (options.capacity or not log.capacity):
         raise NoJobEvents("no job events in the input" + (" inside --since/--until" if windowed else ""))
     records = [] if options.capacity else log.capacity  # (--capacity: the records are not used)
-    t0, t1 = data_span(accounts or everyone, records)
-    if not accounts:  # no job in the window: its part of the time the data spans (jobs and records), idle there
-        t0, t1 = max(t0, since if since is not None else t0), min(t1, until if until is not None else t1)
-        if t1 <= t0:
-            where = " inside --since/--until" if windowed else ""
-            spans = "the logs span" if everyone else "its capacity records span"
-            raise NoJobEvents(f"no job events in the input{where}, and {spans} no time there")
-    t0, t1 = t0 if since is None else since, t1 if until is None else until
+    # the window's part of the time the data spans (jobs and records): the logs say nothing of the time past
+    # them, so a --since/--until reaching beyond them charged capacity there (SG of a day's span of an hour's
+    # logs a 24th of its --period row's)
+    t0, t1 = data_span(everyone, records)
+    t0, t1 = max(t0, since if since is not None else t0), min(t1, until if until is not None else t1)
+    if not accounts and t1 <= t0:  # no job in the window, nor any time of the data
+        where = " inside --since/--until" if windowed else ""
+        spans = "the logs span" if everyone else "its capacity records span"
+        raise NoJobEvents(f"no job events in the input{where}, and {spans} no time there")
     if t1 < t0:  # every job outside the window, seen in it only by events outside its own span
         raise NoJobEvents("no job events in the input inside --since/--until")
     given = _named_as_logged(options.capacity, options.capacity_aliases, everyone)
