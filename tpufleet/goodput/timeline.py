@@ -16,7 +16,8 @@ all-allocated time by construction. Rules:
 * a restart (``job_start``) after steps with no ``failure``/``preemption``/``eviction`` or ``job_end`` since the
   last step is a disruption too (the rule of ml-goodput-measurement's GoodputCalculator 0.2.3): it happened at the
   start of that last step when the restart redoes it, else when the step would have ended (its start plus the
-  run's median step, at most the restart); infrastructure recovery runs from there to the restart;
+  run's median step, at most the restart; at its start when the run has one step, no median); infrastructure
+  recovery runs from there to the restart;
 * a training step is wasted if its work is lost (its step number, or a lower one, is logged later: by a later
   run, or by its own run going back to a checkpoint), or if an explicit disruption ends its run and no checkpoint
   saved it (a ``checkpoint_end`` of a step >= its number in that run before the disruption; this rule applies
