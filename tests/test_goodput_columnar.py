@@ -51,6 +51,7 @@ DEFECTS = [
     '{"type":"job","job":"j9","chips":"8"}',
     '{"type":"job","job":"j9","chips":0}',
     '{"type":"job","job":"j9","chips":8,"framework":""}',
+    '{"type":"job","job":"j9","chips":8,"phase":""}',
     '{"job":"j9","type":"job","chips":8}',
     '{"type":"capacity","time":"2026-01-05T10:00:00Z","accelerator":"tpu-v4","chips":512}',
     '{"type":"capacity","time":1767571300.0,"accelerator":"tpu-v4","chips":8}',

@@ -104,3 +104,27 @@ def test_a_workload_with_an_empty_framework_name_is_refused(cli, tmp_path):
     r = cli("simulate-fleet", "--days", "0.1", "--workload", workload, state=False)
     assert r.code == 2
     assert f"{workload}: field frameworks: key '' is not accepted" in r.err
+
+
+@pytest.mark.parametrize(
+    ("field", "problem"),
+    [
+        ("accelerator", "must not be empty (leave the field out: unknown)"),
+        ("phase", "must be one of training, serving, bulk_inference"),
+        ("topology", "must not be empty (leave the field out)"),
+        ("priority", "must not be empty (leave the field out)"),
+    ],
+)
+def test_the_other_names_of_a_job_are_refused_empty_too(cli, tmp_path, field, problem):
+    # "" was read as the field left out: a serving job with `"phase": ""` was accounted as training
+    job = {k: v for k, v in JOB.items() if k != "framework"} | {"phase": "serving", field: ""}
+    path = log(tmp_path, job)
+    r = cli("goodput-report", path, state=False)
+    assert r.code == 2 and f"{path}:2: field {field}: {problem}" in r.err and "(value '')" in r.err
+    csv_log = tmp_path / "a.csv"  # an empty CSV cell is still the field left out
+    csv_log.write_text(
+        f"type,job,accelerator,chips,phase,topology,priority,time,event\njob,a,tpu-v4,8,serving,,,,\n"
+        f"event,a,,,,,,{B},job_start\nevent,a,,,,,,{B + 40},job_end\n"
+    )
+    ok = cli("goodput-report", csv_log, "-o", "json", state=False)
+    assert ok.code == 0 and ok.json["jobs"][0]["phase"] == "serving"

@@ -432,18 +432,29 @@ def fold_slices(log: Log) -> None:
     log.slice_allocations.clear()
 
 
+# A job record's names and what leaving each out means (an empty CSV cell is left out).
+NAMED_DEFAULTS = {
+    "accelerator": "unknown",
+    "topology": "",
+    "phase": "training",
+    "framework": "unknown",
+    "priority": "",
+}
+
+
 def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Profile]) -> Job:
     job = _str(rec, "job", file, line)
     if not job:
         raise BadRecord(file, line, "job", rec.get("job", NO_VALUE), "is required")
-    phase = _str(rec, "phase", file, line, "training")
+    phase = _str(rec, "phase", file, line, "training") if rec.get("phase") != "" else ""
     if phase not in PHASES:
         raise BadRecord(file, line, "phase", phase, f"must be one of {', '.join(PHASES)}")
     chips = _int(rec, "chips", file, line, required=True, minimum=1)
     # judged before the other fields, as always (which error wins)
     ideal = _ideal_step(rec, chips, file, line, profiles)
-    if rec.get("framework") == "":  # a segment of its own that no report could name: absent is `unknown`
-        raise BadRecord(file, line, "framework", "", "must not be empty (leave the field out: unknown)")
+    for key, absent in NAMED_DEFAULTS.items():  # "" is no name: read as the field left out, it hid a typo
+        if rec.get(key) == "":
+            raise BadRecord(file, line, key, "", f"must not be empty (leave the field out{absent and ': '}{absent})")
     return Job(
         job,
         _str(rec, "accelerator", file, line, "unknown"),
@@ -645,8 +656,9 @@ def _read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
                 _refuse_row(log, skip_bad, file, start, row, named)
                 continue
             record = dict(zip(names[:named], row, strict=False))
-            if record.get("framework") == "":  # an empty cell is no field (a JSON record's "" is refused)
-                del record["framework"]
+            for key in NAMED_DEFAULTS:  # an empty cell is no field (a JSON record's "" is refused)
+                if record.get(key) == "":
+                    del record[key]
             _add_guarded(log, skip_bad, record, file, start)
     finally:
         csv.field_size_limit(limit)
