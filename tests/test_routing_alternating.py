@@ -47,15 +47,16 @@ def test_ties_alternate_with_the_parity_of_the_healthy_coordinate():
 
 
 @pytest.mark.parametrize("faults", [(("x", 5), ("y", 5)), (("x", 5), ("z", 5)), (("y", 5), ("z", 5))])
-def test_two_ocs_with_broken_rings_in_the_same_planes_keep_nine_tenths_of_the_optimum(faults):
+def test_two_ocs_with_broken_rings_in_the_same_planes_keep_the_goal_of_the_optimum(faults):
     shape, expected, alive = _two_ocs(*faults)
     report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
     s = report.summary
-    # Every family before these orders: 640 (0.853 of the LP); the symmetric images of the fault get the same.
-    assert s["max_link_load"]["all-to-all"] == 597
-    assert LP_OPTIMUM / 597 > 0.91
+    # Every family before these orders: 640 (0.853 of the LP); 597 relieved once; the symmetric images of the fault
+    # get the same.
+    assert s["max_link_load"]["all-to-all"] == 593
+    assert LP_OPTIMUM / 593 >= 0.92
     assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["vcs"] == 3
-    assert int(walked_load(report.tables).max()) == 597
+    assert int(walked_load(report.tables).max()) == 593
     graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
     assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
 

@@ -129,7 +129,7 @@ def test_a_fault_already_in_its_only_canonical_form_is_made_once(monkeypatch: py
     monkeypatch.setattr(report, "_made_for", counted)
     report._forms_made.cache_clear()
     s = evaluate(shape, expected, canonical, "auto", ("all-to-all",), max_vcs=3).summary
-    assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["max_link_load"]["all-to-all"] == 553
+    assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["max_link_load"]["all-to-all"] == 552
     assert made == [canonical.tobytes()]
 
 
