@@ -18,6 +18,7 @@ from tpufleet.cli import (  # noqa: F401
     collective,
     explain,
     faults,
+    fleetimport,
     fleetio,
     goodput,
     history,

@@ -68,7 +68,7 @@ GoodputLogsOpt = Annotated[
 GoodputFormatOpt = Annotated[
     str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")
 ]
-# The imports' plan exit code (`tpufleet.cli.fleetio.run_import` raises it).
+# The imports' plan exit code (`tpufleet.cli.fleetimport.run_import` raises it).
 ImportDetailedExitcodeOpt = Annotated[
     bool,
     typer.Option("--detailed-exitcode", help=f"Exit {EXIT_PLAN_HAS_CHANGES} when the import has changes, 0 when none"),

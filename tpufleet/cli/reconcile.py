@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tpufleet.cli.app import ImportDetailedExitcodeOpt, Output, OutputOpt, app, examples
-from tpufleet.cli.fleetio import import_app, run_import
+from tpufleet.cli.fleetimport import import_app, run_import
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
