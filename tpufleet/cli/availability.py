@@ -133,7 +133,7 @@ def simulate_cmd(
     with progress("simulating pods", trials) as bar:
         result = ops.report(ks, p, q, trials, seed, source, on_progress=bar.advance, pod_cubes=pod_cubes)
     if plot is not None:
-        from tpufleet.state.files import write_output
+        from tpufleet.state.outputs import write_output
 
         write_output(plot, availability.plot(result, plot.suffix.lower()[1:]))
         result["plot"] = str(plot)
@@ -150,7 +150,7 @@ def _plot_file(name: str | None) -> Path | None:
     if name is None:
         return None
     from tpufleet.errors import BadInput, shown
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     plot = Path(name)  # a name ending in '/' or '/.' was refused while parsing (tpufleet.cli.paths)
     ext = plot.name[-4:]  # Path reads ".png" as a name without an extension; " .png" is as nameless

@@ -44,7 +44,7 @@ def _deliver(
         else:
             typer.echo(text(), nl=False)
         return
-    from tpufleet.state.files import write_output
+    from tpufleet.state.outputs import write_output
 
     write_output(out, (text() if fixed else _artefact(text, as_json, output)).encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
@@ -102,8 +102,8 @@ def export_node_labels_cmd(
     """Every machine as a Kubernetes Node: placement labels, cordons for drains, Ready=False for failures.
     `import k8s` reads it back."""
     from tpufleet.integrations import exports
-    from tpufleet.state.files import check_output_path
     from tpufleet.state.nodelists import read_mapping
+    from tpufleet.state.outputs import check_output_path
 
     if out is not None:
         check_output_path(out, "--out", [mapping])  # the export must not replace the mapping it reads
@@ -158,8 +158,8 @@ def export_kueue_cmd(
     from tpufleet.errors import BadInput
     from tpufleet.integrations import exports
     from tpufleet.integrations.k8s import LABEL_VALUE
-    from tpufleet.state.files import check_output_path
     from tpufleet.state.nodelists import read_mapping
+    from tpufleet.state.outputs import check_output_path
 
     if not LABEL_VALUE.fullmatch(name) or not _OBJECT_NAME.fullmatch(name):  # else the API server refuses it
         raise BadInput(
@@ -209,7 +209,7 @@ def export_slurm_cmd(
 ) -> None:
     """Slurm's topology.conf (or topology.yaml): one switch or block per cube (its 16 machines), pods above them."""
     from tpufleet.integrations import exports, slurm
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     if out is not None:
         check_output_path(out, "--out")
@@ -250,7 +250,7 @@ def export_slices_cmd(
     from tpufleet.errors import BadInput
     from tpufleet.integrations import exports
     from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LABEL_VALUE
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     if not accelerator or not LABEL_VALUE.fullmatch(accelerator):
         raise BadInput(f"bad option --type {accelerator!r}: a label value such as tpu-v4-podslice or tpu7x")
@@ -328,7 +328,7 @@ def metrics_cmd(
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
     from tpufleet.ops.views import tables_as_stored
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     if out is not None:
         # the metrics must not replace a goodput log or an export they read
@@ -386,7 +386,7 @@ def goodput_report(
 
 def _write_textfile(out: Path, text: bytes, serial: int, output: Output) -> None:
     """Temp file beside it, fsync, rename: a textfile collector never reads half a file."""
-    from tpufleet.state.files import write_output
+    from tpufleet.state.outputs import write_output
 
     write_output(out, text)
     if not out.name.endswith(".prom"):

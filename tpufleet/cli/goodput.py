@@ -196,7 +196,7 @@ def _parse(
     from tpufleet.goodput.metrics import DIMENSIONS
     from tpufleet.goodput.times import option_time
     from tpufleet.goodput.windows import parse_windows
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     if sum(str(f) == "-" for f in files) > 1:
         raise BadInput("bad arguments: - (standard input) is given more than once")
@@ -260,7 +260,7 @@ def _emit(pieces: Iterator[str], out: Path | None) -> None:
     text is never held a second time."""
     import io
 
-    from tpufleet.state.files import write_output
+    from tpufleet.state.outputs import write_output
 
     if out is not None:
         buffer = io.StringIO()

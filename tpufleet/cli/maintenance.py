@@ -105,8 +105,8 @@ def plan_maintenance_cmd(
     from tpufleet.cli.render import to_json
     from tpufleet.maintenance import notices_from_document
     from tpufleet.ops import maintenance as ops
-    from tpufleet.state.files import check_output_path, write_output
     from tpufleet.state.inputfiles import load_yaml
+    from tpufleet.state.outputs import check_output_path, write_output
 
     if out is not None:
         check_output_path(out, "--out", [notices])  # the plan must not replace the notices it reads

@@ -136,7 +136,7 @@ def report_cmd(
     from tpufleet.cli.history import warn_damaged
     from tpufleet.cli.mapview import render_map
     from tpufleet.ops import views
-    from tpufleet.state.files import check_output_path, write_output
+    from tpufleet.state.outputs import check_output_path, write_output
 
     if out is not None:
         check_output_path(out, "--out")

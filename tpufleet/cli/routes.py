@@ -153,7 +153,7 @@ def routes_cmd(
     from tpufleet.errors import BadInput, Refused, refuse_repeats
     from tpufleet.ops.routes import STUDY_ONLY, RouteRequest
     from tpufleet.routing.report import TRAFFICS
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     traffics = [t.strip() for t in traffic.split(",") if t.strip()]
     if not traffics:
@@ -249,7 +249,7 @@ def _route_slice(
     from tpufleet.cli.progress import routing_progress
     from tpufleet.ops import routes as ops
     from tpufleet.routing import memo
-    from tpufleet.state.files import write_output
+    from tpufleet.state.outputs import write_output
     from tpufleet.state.routetables import routing_members
     from tpufleet.state.store import utc_now
 

@@ -169,7 +169,7 @@ def simulate_cmd(
     from tpufleet.errors import BadInput
     from tpufleet.ops.simulate import run_fleet
     from tpufleet.simulation import Options
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
 
     for option, value in (
         ("--days", days),

@@ -141,7 +141,7 @@ def _write(outcome: Any, out: Path, plot_format: str) -> dict[str, Any]:
     """sweep.json, sweep.csv and the plot in --out; the document, naming them. The names are the sweep's own: what
     else sits there (a FIFO, a symlink) is replaced, not written through (a FIFO blocked the sweep's end)."""
     from tpufleet.cli.render import flat_table, to_json
-    from tpufleet.state.files import replace_own_file as write_output
+    from tpufleet.state.outputs import replace_own_file as write_output
     from tpufleet.sweep import plot, report
 
     doc = report.document(outcome)

@@ -69,7 +69,7 @@ def plan_cmd(
     diff against the OCS."""
     from tpufleet.ops import plans as ops
     from tpufleet.state import planfile
-    from tpufleet.state.files import check_output_path
+    from tpufleet.state.outputs import check_output_path
     from tpufleet.state.store import utc_now
 
     if out is not None:

@@ -49,7 +49,7 @@ def run_fleet(
     from tpufleet.simulation.draws import components
     from tpufleet.simulation.log import jsonl
     from tpufleet.simulation.scale import check_budget
-    from tpufleet.state.files import write_output
+    from tpufleet.state.outputs import write_output
     from tpufleet.state.siminputs import load_rates, load_workload
 
     loaded, rates = load_workload(workload), load_rates(fault_rates, options.generation)

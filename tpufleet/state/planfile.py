@@ -119,8 +119,8 @@ def job_plan_doc(job: str, serial: int, plans: list[dict[str, Any]], made: str) 
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
-    """Save a plan document (a slice's or a job's) where `--out` asked (`state.files.write_output`)."""
-    from tpufleet.state.files import write_output
+    """Save a plan document (a slice's or a job's) where `--out` asked (`state.outputs.write_output`)."""
+    from tpufleet.state.outputs import write_output
 
     write_output(path, (dumps_indented(doc, 1) + "\n").encode())
 

@@ -28,8 +28,9 @@ from tpufleet.doccheck import check
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, shown
 from tpufleet.simulation.inputs import RATES_SCHEMA
 from tpufleet.state.crashpoints import reached
-from tpufleet.state.files import atomic_write, refuse_blank_name, refuse_state_dir, replace_own_file
+from tpufleet.state.files import atomic_write, refuse_state_dir
 from tpufleet.state.inputfiles import load_json_file
+from tpufleet.state.outputs import refuse_blank_name, replace_own_file
 from tpufleet.state.siminputs import read_workload, read_yaml, shipped_inputs
 from tpufleet.sweep import spec as sweep_spec
 
