@@ -172,9 +172,9 @@ def _no_fsync(monkeypatch):
 
 @pytest.fixture
 def canonical_form_only(monkeypatch):
-    """Faults routed in their canonical form only, as above 256 chips (`canonical.FORMS_LIMIT`): on 4x4x8 x/0 alone
-    (130) is then heavier than x/0 with y/3 (129), the case stored tables are weighed for after `clear-fault`. With
-    its mirrored images x/0 alone is routed at 128 and the stored tables are never lighter."""
+    """Faults routed in their canonical form only, as above 256 chips (`canonical.FORMS_LIMIT`): on 4x4x8 z/0 alone
+    (139) is then heavier than z/0 with x/0 (137), the case stored tables are weighed for after `clear-fault`. With
+    its mirrored images z/0 alone is routed at 137 and the stored tables are never lighter."""
     from tpufleet.routing import canonical, report
 
     monkeypatch.setattr(canonical, "FORMS_LIMIT", 0)

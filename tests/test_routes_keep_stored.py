@@ -18,8 +18,8 @@ from tpufleet.state.routetables import routing_members
 from tpufleet.state.store import Store
 
 NOW = "2026-11-25T00:00:00Z"
-COMPOUND_LOAD = 129.0  # 4x4x8, ocs x/0 and y/3 down
-X0_ALONE_LOAD = 130.0  # 4x4x8, ocs x/0 alone, routed afresh in its canonical form only (pytestmark)
+COMPOUND_LOAD = 137.0  # 4x4x8, ocs z/0 and x/0 down
+ALONE_LOAD = 139.0  # 4x4x8, ocs z/0 alone, routed afresh in its canonical form only (pytestmark)
 
 
 # every test here weighs stored tables made where the canonical form alone is made (see conftest)
@@ -58,11 +58,11 @@ def _faulted(fleet, *ocs: str) -> dict[str, str]:
 
 @pytest.fixture
 def one_cleared(fleet):
-    """ocs x/0 and y/3 down and routed (129), then y/3 cleared: the stored tables still route the slice."""
-    ids = _faulted(fleet, "x/0", "y/3")
+    """ocs z/0 and x/0 down and routed (137), then x/0 cleared: the stored tables still route the slice."""
+    ids = _faulted(fleet, "z/0", "x/0")
     compound = _routes(fleet)
     assert _a2a(compound) == COMPOUND_LOAD and compound["kept_stored_tables"] is False
-    assert fleet("clear-fault", ids["y/3"]).code == 0
+    assert fleet("clear-fault", ids["x/0"]).code == 0
     return fleet
 
 
@@ -70,7 +70,7 @@ def test_clearing_one_of_two_faults_keeps_the_lighter_stored_tables(one_cleared)
     fleet = one_cleared
     out = _routes(fleet)
     assert out["kept_stored_tables"] is True and out["stored"] is True
-    assert _a2a(out) <= COMPOUND_LOAD < X0_ALONE_LOAD
+    assert _a2a(out) <= COMPOUND_LOAD < ALONE_LOAD
     assert out["unroutable_pairs"] == 0 and out["deadlock_free"] is True and out["vcs"] <= 3
     assert out["pairs_broken_by_faults"] > 0 and out["pairs_repaired_wild"] == out["pairs_broken_in_base_orders"]
     meta = _stored_meta(fleet)
@@ -83,14 +83,14 @@ def test_clearing_one_of_two_faults_keeps_the_lighter_stored_tables(one_cleared)
     )
     assert fleet("status", "-o", "json").json["stale_routes"] == []
     text = fleet("routes", "s")
-    assert text.code == 0 and "stored tables kept" in text.out  # and run again, still kept: never the 130 ones
+    assert text.code == 0 and "stored tables kept" in text.out  # and run again, still kept: never the 139 ones
     assert _a2a(_routes(fleet)) == COMPOUND_LOAD
 
 
 def test_new_tables_lighter_than_the_stored_ones_replace_them(fleet):
-    ids = _faulted(fleet, "x/0", "y/3", "z/5")
+    ids = _faulted(fleet, "z/0", "x/0", "y/3")
     three = _routes(fleet)
-    assert fleet("clear-fault", ids["z/5"]).code == 0
+    assert fleet("clear-fault", ids["y/3"]).code == 0
     out = _routes(fleet)
     assert out["kept_stored_tables"] is False and _a2a(out) == COMPOUND_LOAD < _a2a(three)
 
@@ -98,7 +98,7 @@ def test_new_tables_lighter_than_the_stored_ones_replace_them(fleet):
 def test_a_whole_slice_gets_its_healthy_tables_again(one_cleared):
     fleet = one_cleared
     assert _routes(fleet)["kept_stored_tables"] is True
-    assert fleet("clear-fault", "ocs:pod0/x/0").code == 0
+    assert fleet("clear-fault", "ocs:pod0/z/0").code == 0
     out = _routes(fleet)
     assert out["kept_stored_tables"] is False and out["strategy"] == "dimension-order"
     assert _a2a(out) == out["healthy_max_link_load"]["all-to-all"] and out["entries_relieved"] == 0
@@ -125,21 +125,21 @@ def test_sparse_tables_never_keep_the_stored_ones(one_cleared, tmp_path):
 def test_damaged_stored_tables_are_no_candidate(one_cleared):
     (one_cleared.state / "routes" / "s.npz").write_bytes(b"not a zip")
     out = _routes(one_cleared)
-    assert out["kept_stored_tables"] is False and _a2a(out) == X0_ALONE_LOAD and out["stored"]
+    assert out["kept_stored_tables"] is False and _a2a(out) == ALONE_LOAD and out["stored"]
 
 
 def test_the_tables_of_the_slice_before_it_was_allocated_again_are_never_used(fleet, tmp_path):
-    ids = _faulted(fleet, "x/0", "y/3")
+    ids = _faulted(fleet, "z/0", "x/0")
     assert _a2a(_routes(fleet)) == COMPOUND_LOAD
     compound = (fleet.state / "routes" / "s.npz").read_bytes()
     assert fleet("release", "s").code == 0
     assert fleet("allocate", "s", "--shape", "4x4x8").code == 0  # the same cubes again, so the same chip graph
     assert fleet("plan-xconnect", "s", "--apply").code == 0
-    assert fleet("clear-fault", ids["y/3"]).code == 0
-    assert _a2a(_routes(fleet)) == X0_ALONE_LOAD
+    assert fleet("clear-fault", ids["x/0"]).code == 0
+    assert _a2a(_routes(fleet)) == ALONE_LOAD
     (fleet.state / "routes" / "s.npz").write_bytes(compound)  # the old slice's tables, under the new one's index
     out = _routes(fleet)
-    assert out["kept_stored_tables"] is False and _a2a(out) == X0_ALONE_LOAD
+    assert out["kept_stored_tables"] is False and _a2a(out) == ALONE_LOAD
 
 
 def _route_with(store: Store, stored: StoredRoutes) -> dict:
@@ -161,7 +161,7 @@ def test_tables_made_for_another_slice_shape_or_wiring_are_never_used(one_cleare
     assert stored is not None
     assert _route_with(store, stored)["kept_stored_tables"] is True  # as stored: kept
     other = _route_with(store, dataclasses.replace(stored, meta={**stored.meta, **meta}))
-    assert other["kept_stored_tables"] is False and other["max_link_load"]["all-to-all"] == X0_ALONE_LOAD
+    assert other["kept_stored_tables"] is False and other["max_link_load"]["all-to-all"] == ALONE_LOAD
 
 
 def test_tables_of_another_chip_count_are_never_used(one_cleared):
@@ -189,7 +189,7 @@ def test_stored_tables_with_values_out_of_range_are_damage_not_a_crash(one_clear
     np.savez_compressed(buf, **members)
     path.write_bytes(buf.getvalue())
     out = _routes(one_cleared)
-    assert out["kept_stored_tables"] is False and _a2a(out) == X0_ALONE_LOAD
+    assert out["kept_stored_tables"] is False and _a2a(out) == ALONE_LOAD
     if member == "port":
         path.write_bytes(buf.getvalue())  # damaged again: `routes` just stored its new tables
         r = one_cleared("collective", "s", "--op", "all-reduce", "--bytes", "1GiB")
