@@ -33,7 +33,7 @@ from tpufleet.fleetstate import Change
 from tpufleet.model import default_fleet
 from tpufleet.state import Store, journal, resolve_state_dir
 from tpufleet.state import filebackend as store_module  # where the directory's lock is taken
-from tpufleet.state.files import check_output_path, write_output
+from tpufleet.state.outputs import check_output_path, write_output
 
 CTX = multiprocessing.get_context("fork")
 IS_ROOT = os.geteuid() == 0
