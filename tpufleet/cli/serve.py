@@ -214,12 +214,22 @@ def serve_cmd(
     ] = 15,
     goodput: GoodputLogsOpt = None,
     goodput_format: GoodputFormatOpt = "native",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="A Host name to answer besides localhost (repeat; * for any). Listening on loopback, other names "
+            "get 421 (a web page cannot read the fleet through a name of its own); elsewhere, any unless named",
+        ),
+    ] = None,
 ) -> None:
     """Serve the fleet over HTTP: GET / (the fleet page, reloading itself), /metrics (as `tpufleet metrics`, with
     the monitoring mixin's families), /api/v1/status|slices|jobs|faults|journal (the -o json documents, the serial
     as ETag), /healthz, /readyz; with --token-file, POST /api/v1/alerts takes Alertmanager's webhook."""
     try:
         from tpufleet.serve.app import Server, build_app
+        from tpufleet.serve.framing import allowed_hosts
         from tpufleet.serve.snapshot import Source
     except ImportError as exc:
         from tpufleet.errors import Refused
@@ -241,7 +251,8 @@ def serve_cmd(
         f"alert intake {intake}",
         err=True,
     )
-    stopped = run(build_app(Server(source, metrics_inputs(), token, refresh)), sock)
+    hosts = allowed_hosts(host, list(allow_host or []))
+    stopped = run(build_app(Server(source, metrics_inputs(), token, refresh, hosts)), sock)
     typer.echo(f"tpufleet: stopped{f' on {stopped}' if stopped else ''}", err=True)
     running = left_running()
     if running:

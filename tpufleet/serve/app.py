@@ -30,7 +30,7 @@ from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, Tpufle
 from tpufleet.ops.alerts import Alert
 from tpufleet.serve import documents
 from tpufleet.serve.alertpayload import BadPayload, NotJson, parse
-from tpufleet.serve.framing import OneFraming, OriginForm
+from tpufleet.serve.framing import KnownHost, OneFraming, OriginForm
 from tpufleet.serve.snapshot import Snapshot, Source
 from tpufleet.text import seconds_text
 
@@ -63,6 +63,7 @@ class Server:
     inputs: documents.MetricsInputs
     token: bytes | None = None  # None: POST /api/v1/alerts is off
     refresh: int = 15
+    hosts: frozenset[str] | None = None  # the Host names answered (`framing.allowed_hosts`); None: any
     # One write at a time: the requests' threads share the store (on a database, one connection, whose transactions
     # would nest and whose session lock would let every thread in); other processes wait on the state's own lock.
     # An alert waits for both together at most the store's lock timeout (--lock-timeout), as measured by `clock`.
@@ -355,6 +356,7 @@ def build_app(server: Server) -> Starlette:
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
     application.add_middleware(BoundedHeaders)
     application.add_middleware(OneFraming)
+    application.add_middleware(KnownHost, allowed=server.hosts)  # (inside OriginForm: an absolute target's host)
     application.add_middleware(OriginForm)  # (outside the rest: the routes and the bounds see the target's path)
     application.add_middleware(AnsweredWhenStopping)
     return application

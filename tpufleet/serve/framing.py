@@ -62,3 +62,68 @@ class OneFraming:
             await JSONResponse({"error": message, "status": 400}, 400, headers=headers)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "::1"})  # and every 127.x.y.z (`_loopback`)
+
+
+def _loopback(host: str) -> bool:
+    """An address or name that is this machine's own loopback."""
+    import ipaddress
+
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(listen_host: str, named: list[str]) -> frozenset[str] | None:
+    """The Host names `serve` answers (None: any). Listening on a loopback address, only loopback names and the
+    `named` ones: a web page the operator opens could otherwise point a name of its own at 127.0.0.1 and read the
+    fleet (DNS rebinding). Listening elsewhere, any Host unless names are given (a reverse proxy in front passes
+    the name clients used). `*` among them: any.
+
+    >>> sorted(allowed_hosts("127.0.0.1", ["Fleet.Example"]) or [])
+    ['fleet.example', 'localhost', 'localhost.']
+    >>> allowed_hosts("0.0.0.0", []) is None, allowed_hosts("127.0.0.1", ["*"]) is None
+    (True, True)
+    """
+    if "*" in named:
+        return None
+    if not named and not _loopback(listen_host):
+        return None
+    return frozenset({"localhost", "localhost.", *(name.lower() for name in named)})
+
+
+def host_name(value: bytes) -> str:
+    """The name or address of a Host header, without its port or brackets, lower case.
+
+    >>> host_name(b"[::1]:9478"), host_name(b"Fleet.Example:80"), host_name(b"127.0.0.1")
+    ('::1', 'fleet.example', '127.0.0.1')
+    """
+    text = value.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text
+    return text.rpartition(":")[0] if text.count(":") == 1 else text
+
+
+class KnownHost:
+    """ASGI middleware: a request whose Host is not one `serve` answers (`allowed_hosts`) gets 421 (Misdirected
+    Request) and nothing of the fleet. `allowed` None: any."""
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str] | None) -> None:
+        self.app, self.allowed = app, allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.allowed is not None:
+            sent = [value for name, value in scope["headers"] if name == b"host"]
+            host = host_name(sent[0]) if len(sent) == 1 else ""
+            # (no Host at all, HTTP/1.0: no browser sends that, so it is no page's request)
+            if sent and not (host in self.allowed or _loopback(host)):
+                shown = host or "(none)"
+                message = f"this server does not answer for the host {shown!r}: name it with serve --allow-host"
+                await JSONResponse({"error": message, "status": 421}, 421)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

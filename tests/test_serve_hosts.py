@@ -1,0 +1,74 @@
+"""`tpufleet serve` on loopback answers only loopback Host names and those named with `--allow-host`: a web page the
+operator opens cannot point a name of its own at 127.0.0.1 (DNS rebinding) and read the fleet through the browser.
+Any other Host gets 421 and nothing of the fleet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra")
+pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+
+from starlette.testclient import TestClient
+
+from tpufleet.serve.framing import allowed_hosts
+
+
+@pytest.fixture
+def state(fleet) -> Path:
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    return fleet.state
+
+
+def _client(state: Path, listen_host: str, named: list[str]) -> TestClient:
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    server = Server(Source(Store(state)), metrics_inputs(), None, 5, allowed_hosts(listen_host, named))
+    return TestClient(build_app(server), raise_server_exceptions=False)
+
+
+@pytest.mark.parametrize("host", ["localhost:9478", "LOCALHOST", "127.0.0.1:9478", "127.0.0.2", "[::1]:9478"])
+def test_loopback_names_are_answered_on_loopback(state, host):
+    r = _client(state, "127.0.0.1", []).get("/api/v1/status", headers={"Host": host})
+    assert r.status_code == 200 and r.json()["serial"] >= 1
+
+
+@pytest.mark.parametrize("path", ["/api/v1/status", "/metrics", "/", "/healthz"])
+def test_another_name_on_loopback_gets_421_and_nothing_of_the_fleet(state, path):
+    r = _client(state, "127.0.0.1", []).get(path, headers={"Host": "rebound.example:9478"})
+    assert r.status_code == 421
+    body = r.json()
+    assert body["status"] == 421 and "'rebound.example'" in body["error"] and "--allow-host" in body["error"]
+    assert "pod0" not in r.text
+
+
+def test_named_hosts_are_answered_and_others_not(state):
+    c = _client(state, "127.0.0.1", ["Fleet.Example.com"])
+    assert c.get("/api/v1/status", headers={"Host": "fleet.example.com"}).status_code == 200
+    assert c.get("/api/v1/status", headers={"Host": "localhost"}).status_code == 200
+    assert c.get("/api/v1/status", headers={"Host": "other.example.com"}).status_code == 421
+
+
+def test_an_absolute_target_is_judged_by_its_own_host(state):
+    """RFC 9112 has the target's authority stand for the Host: the check sees it."""
+    c = _client(state, "127.0.0.1", [])
+    assert c.get("http://rebound.example:9478/api/v1/status").status_code == 421
+    assert c.get("http://localhost:9478/api/v1/status").status_code == 200
+
+
+@pytest.mark.parametrize(("listen_host", "named"), [("0.0.0.0", []), ("127.0.0.1", ["*"]), ("10.1.2.3", [])])
+def test_any_host_is_answered_elsewhere_or_with_a_star(state, listen_host, named):
+    assert allowed_hosts(listen_host, named) is None
+    r = _client(state, listen_host, named).get("/api/v1/status", headers={"Host": "anything.example"})
+    assert r.status_code == 200
+
+
+def test_names_given_restrict_a_server_listening_elsewhere(state):
+    c = _client(state, "0.0.0.0", ["fleet.example.com"])
+    assert c.get("/api/v1/status", headers={"Host": "fleet.example.com:443"}).status_code == 200
+    assert c.get("/api/v1/status", headers={"Host": "10.1.2.3:9478"}).status_code == 421
