@@ -368,11 +368,11 @@ def test_a_real_server_answers_and_stops_cleanly_on_sigterm(fleet, tmp_path):
         assert proc.stderr is not None
         line = proc.stderr.readline()
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line)[1])  # type: ignore[index]
-        assert b'{"status":"ok"}' in raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        assert raw(port, b"GET /../state.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(
+        assert b'{"status":"ok"}' in raw(port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        assert raw(port, b"GET /../state.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").startswith(
             b"HTTP/1.1 404"
         )
-        big = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n"
+        big = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n"
         assert raw(port, big).startswith(b"HTTP/1.1 431")  # headers over 16 KiB: refused, not a 500
         split = socket.create_connection(("127.0.0.1", port), timeout=10)  # the same, arriving in pieces
         split.sendall(big[:30_000])
@@ -381,8 +381,8 @@ def test_a_real_server_answers_and_stops_cleanly_on_sigterm(fleet, tmp_path):
         split.close()
         before = snapshot(fleet.state)
         slow = socket.create_connection(("127.0.0.1", port), timeout=10)  # a slow client holds nothing up
-        slow.sendall(b"POST /api/v1/alerts HTTP/1.1\r\nHost: x\r\n")
-        assert raw(port, b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(b"HTTP/1.1 200")
+        slow.sendall(b"POST /api/v1/alerts HTTP/1.1\r\nHost: localhost\r\n")
+        assert raw(port, b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").startswith(b"HTTP/1.1 200")
         slow.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
