@@ -382,7 +382,9 @@ def test_a_real_server_answers_and_stops_cleanly_on_sigterm(fleet, tmp_path):
         before = snapshot(fleet.state)
         slow = socket.create_connection(("127.0.0.1", port), timeout=10)  # a slow client holds nothing up
         slow.sendall(b"POST /api/v1/alerts HTTP/1.1\r\nHost: localhost\r\n")
-        assert raw(port, b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").startswith(b"HTTP/1.1 200")
+        assert raw(port, b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").startswith(
+            b"HTTP/1.1 200"
+        )
         slow.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
