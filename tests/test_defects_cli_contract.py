@@ -149,6 +149,16 @@ def test_a_list_option_refuses_a_repeat_naming_the_option_and_value(fleet, args,
     assert snapshot(fleet.state) == before
 
 
+@pytest.mark.parametrize("slices", ["s,", ",s", "s,,s2", " , "])
+def test_plan_spares_refuses_an_empty_slice_name_in_its_list(fleet, slices):
+    """`plan-spares --slices "s,"` planned for `s` alone, while `--cubes c05,` and `--pod pod0,` refuse the empty
+    name as a typo (a name left out)."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    line = one_line(fleet("plan-spares", "--slices", slices), 2)
+    assert "--slices" in line and ("empty slice" in line or "empty list" in line)
+    assert fleet("plan-spares", "--slices", "s").code == 0
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -40,9 +40,11 @@ def _names(text: str | None) -> list[str] | None:
 
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
+    names = [n.strip() for n in text.split(",")]
+    if not any(names):
         raise BadInput("bad option --slices: empty list")
+    if not all(names):  # `s,` or `a,,b`: a name left out, as --cubes and --pod take it
+        raise BadInput(f"bad option --slices: {text!r} names an empty slice (between two commas, or at an end)")
     refuse_repeats("--slices", names)
     return names
 
