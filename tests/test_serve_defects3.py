@@ -214,7 +214,8 @@ def test_sigterm_ends_the_process_even_with_a_request_stuck_in_a_read(fleet, tmp
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stderr.readline())[1])  # type: ignore[index]
         request = socket.create_connection(("127.0.0.1", port), timeout=GUARD_S)
         request.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        assert "reading a FIFO nobody writes" in proc.stderr.readline()  # the request's thread is stuck now
+        _, said_it, line = in_thread(proc.stderr.readline)  # bounded: a request refused before it reads would hang
+        assert said_it.wait(GUARD_S) and "reading a FIFO nobody writes" in line[0]  # the request's thread is stuck
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=GUARD_S) == 0
         said = proc.stderr.read()
