@@ -72,3 +72,16 @@ def test_names_given_restrict_a_server_listening_elsewhere(state):
     c = _client(state, "0.0.0.0", ["fleet.example.com"])
     assert c.get("/api/v1/status", headers={"Host": "fleet.example.com:443"}).status_code == 200
     assert c.get("/api/v1/status", headers={"Host": "10.1.2.3:9478"}).status_code == 421
+
+
+def test_a_bracketed_address_matches_its_host_header(state):
+    c = _client(state, "127.0.0.1", ["[2001:db8::7]"])
+    assert c.get("/api/v1/status", headers={"Host": "[2001:db8::7]:9478"}).status_code == 200
+
+
+@pytest.mark.parametrize("name", ["", "fleet.example.com:443", "http://fleet.example.com", "a b", "-1", "x/y"])
+def test_a_name_no_host_header_could_match_is_refused_before_listening(fleet, name):
+    """A name with its port would never match a Host (whose port is set aside): every request would get 421."""
+    r = fleet("serve", "--listen", "127.0.0.1:0", "--allow-host", name)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "--allow-host" in r.err and repr(name) in r.err and "serving" not in r.err

@@ -238,6 +238,7 @@ def serve_cmd(
             f"tpufleet serve needs the serve extra ({exc.name} is missing): pip install 'tpufleet[serve]'"
         ) from None
     host, port = parse_listen(listen)
+    hosts = allowed_hosts(host, list(allow_host or []))  # (refused before listening, as --listen)
     token = read_token(token_file) if token_file is not None else None
     store = ctx.obj.store()
     serial = store.load().serial  # a missing or damaged state is refused before listening
@@ -251,7 +252,6 @@ def serve_cmd(
         f"alert intake {intake}",
         err=True,
     )
-    hosts = allowed_hosts(host, list(allow_host or []))
     stopped = run(build_app(Server(source, metrics_inputs(), token, refresh, hosts)), sock)
     typer.echo(f"tpufleet: stopped{f' on {stopped}' if stopped else ''}", err=True)
     running = left_running()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import unquote
 
@@ -90,11 +91,42 @@ def allowed_hosts(listen_host: str, named: list[str]) -> frozenset[str] | None:
     >>> allowed_hosts("0.0.0.0", []) is None, allowed_hosts("127.0.0.1", ["*"]) is None
     (True, True)
     """
+    for name in named:
+        _check_host_name(name)
     if "*" in named:
         return None
     if not named and not _loopback(listen_host):
         return None
-    return frozenset({"localhost", "localhost.", *(name.lower() for name in named)})
+    return frozenset({"localhost", "localhost.", *(name.strip("[]").lower() for name in named)})
+
+
+_HOST_NAME = re.compile(r"(?i)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.?")
+
+
+def _check_host_name(name: str) -> None:
+    """BadInput (exit 2) naming --allow-host unless `name` is `*`, a DNS name or an IP address: a name with its port
+    (`fleet.example.com:443`) would never match a Host, whose port is set aside, and no request would be answered.
+
+    >>> _check_host_name("fleet.example.com"), _check_host_name("::1"), _check_host_name("*")
+    (None, None, None)
+    >>> _check_host_name("fleet.example.com:443")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --allow-host 'fleet.example.com:443': give a host name or address without a port or scheme (or * for any)
+    """
+    import ipaddress
+
+    from tpufleet.errors import BadInput
+
+    if name == "*" or (_HOST_NAME.fullmatch(name) and len(name) <= 253):
+        return
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        shown = repr(name)
+        raise BadInput(
+            f"bad option --allow-host {shown}: give a host name or address without a port or scheme (or * for any)"
+        ) from None
 
 
 def host_name(value: bytes) -> str:
