@@ -344,7 +344,7 @@ ISSUE_CASES = (
     IssueCase("4x4x4, one z OCS (z/3)", "4x4x4", False, (("z", 3),)),
     IssueCase("8x8x8, one x OCS (x/3)", "8x8x8", False, (("x", 3),)),
     IssueCase("8x8x8, 3 links of x/3, y/5, z/2", "8x8x8", False, (("x", 3), ("y", 5), ("z", 2)), links=3, lp=False),
-    IssueCase("8x8x8, three OCS (x/3, y/5, z/2)", "8x8x8", False, (("x", 3), ("y", 5), ("z", 2)), lp=False),
+    IssueCase("8x8x8, three OCS (x/3, y/5, z/2)", "8x8x8", False, (("x", 3), ("y", 5), ("z", 2))),
     IssueCase("8x8x8, x and y OCS in the same z planes (x/5, y/5)", "8x8x8", False, (("x", 5), ("y", 5))),
     IssueCase("8x8x16, x and z OCS (x/3, z/2)", "8x8x16", False, (("x", 3), ("z", 2)), lp=False),
     IssueCase("8x8x16, x and z OCS in the same y planes (x/5, z/5)", "8x8x16", False, (("x", 5), ("z", 5)), lp=False),
@@ -445,6 +445,48 @@ def checker_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
     return out
 
 
+# Three OCS down on 8x8x8, one per dimension: the checker's case, then eleven more drawn once (random.Random(7))
+THREE_OCS = (
+    (3, 5, 2), (10, 4, 12), (1, 2, 3), (11, 1, 6), (1, 2, 13), (13, 2, 7),
+    (2, 13, 1), (3, 7, 1), (12, 1, 7), (1, 4, 9), (13, 4, 3), (9, 5, 3), (0, 0, 0),
+)  # fmt: skip
+
+
+def three_ocs_table(rows: list[Row] | None = None) -> None:
+    """Three OCS down on 8x8x8: the tool (3 VCs) beside the same run without the pre-legs in every dimension (the
+    baseline: the middle dimension's only), and the cut bound (the LP optimum where it was solved: 546.13)."""
+    from unittest import mock
+
+    from tpufleet.routing import tree_families
+    from tpufleet.shapes import parse_shape
+    from tpufleet.topology import neighbors
+
+    shape = parse_shape("8x8x8")
+    expected = neighbors(shape)
+    print("\nThree OCS down on 8x8x8 (3 VCs): pre-legs in every dimension against the middle one's only", flush=True)
+    print(f"{'x/y/z OCS':<10} {'tool':>6} {'before':>6} {'bound':>8} {'bnd/tool':>8} {'before':>6} {'CPU x':>6}", flush=True)
+    for x, y, z in THREE_OCS:
+        alive = ocs_failures(shape, expected, (("x", x), ("y", y), ("z", z)))
+        t = time.process_time()
+        tool, _, vcs, _ = tool_figures(shape, expected, alive, 3)
+        tool_s = time.process_time() - t
+        t = time.process_time()
+        with mock.patch.object(tree_families, "_mesh_relieved", return_value=None):
+            before, _, before_vcs, _ = tool_figures(shape, expected, alive, 3)
+        before_s = time.process_time() - t
+        bound = cut_bound(shape, alive)
+        print(
+            f"{x}/{y}/{z:<6} {tool:6.0f} {before:6.0f} {bound:8.2f} {bound / tool:8.4f} {bound / before:6.3f} "
+            f"{tool_s / before_s:6.2f}" + ("" if vcs == before_vcs == 3 else f"  VCs {vcs}, before {before_vcs}"),
+            flush=True,
+        )
+        if rows is not None:
+            rows.append(
+                (f"routing, three OCS x/{x} y/{y} z/{z} on 8x8x8", tool_s, "(no target)", before_s,
+                 f"max load {tool:g} against {before:g}; bound/tool {bound / tool:.3f}")
+            )  # fmt: skip
+
+
 def tool_figures(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int) -> tuple[float, float, int, float]:
     """(max all-to-all link load, healthy reference, VCs used, seconds) of `evaluate` with `auto` tables."""
     from tpufleet.routing.report import evaluate
@@ -540,6 +582,7 @@ def main(rows: list[Row] | None = None) -> list[dict[str, object]]:
             cells.append(f"{tool:6.1f} ({vcs} used)")
         print(f"{case.name:<42} {optimum:9.3f} " + " ".join(f"{c:>14}" for c in cells), flush=True)
     out += checker_table(rows)
+    three_ocs_table(rows)
     print("(figures printed only; under `make bench` the rows above also go to benchmarks/latest.json)", flush=True)
     return out
 
@@ -548,5 +591,7 @@ if __name__ == "__main__":
     sys.path[:0] = [str(ROOT)]
     if "--checker" in sys.argv:
         checker_table()
+    elif "--three-ocs" in sys.argv:
+        three_ocs_table()
     else:
         main()

@@ -15,8 +15,9 @@
   with two broken dimensions, up to SPLIT_TWO_LIMIT chips, trees for one's broken rings and the other's broken
   routes wild-first (x and z OCS down: twisted 8x8x16 1441 against 1535);
 * on tori up to RELIEVE_LIMIT chips with broken rings in all three dimensions, one dimension order whose routes may
-  start with a wild pre-leg along its middle dimension, by load-aware trees (`routing.preleg`), relieved: 8x8x8
-  with x/3, y/5 and z/2 down 604 against 638;
+  start with wild pre-legs along every dimension in the order's sequence (`routing.preleg_mesh`; where those leave
+  a pair unreached, along its middle dimension only, `routing.preleg`), by load-aware trees, relieved: 8x8x8
+  with x/3, y/5 and z/2 down 589 against 638;
 * for optical-link faults, the same made for the whole OCS's failure pattern (`ocs_patterns`): a link never
   routes worse than its OCS.
 

@@ -56,7 +56,7 @@ def preleg_tables(
     from tpufleet.routing.analysis import RouteTables
 
     n = len(graph)
-    trees = _PreLegTrees(shape, graph, order, order[1])
+    trees = _PreLegTrees(shape, graph, order, (order[1],))
     P = np.empty((n, n), dtype=np.int8)
     L = np.empty((n, n), dtype=np.int16)
     wild = np.zeros((n, n), dtype=bool)
@@ -68,14 +68,17 @@ def preleg_tables(
 
 
 class _PreLegTrees(_Trees):
-    """`split._Trees` with the legs of one order on dateline pairs and a wild pre-leg along `pre` before them."""
+    """`split._Trees` with the legs of one order on dateline pairs and wild pre-legs before them, along the
+    dimensions of `pre` in that sequence (each one direction, no wraparound)."""
 
-    def __init__(self, shape: Shape, alive: ChipGraph, order: Order, pre: int) -> None:
+    def __init__(self, shape: Shape, alive: ChipGraph, order: Order, pre: tuple[int, ...]) -> None:
         import numpy as np
 
         super().__init__(shape, alive, order, later_pairs=False)
         self.pre_phase = np.full(3, _NO_PRE, dtype=np.int64)
-        self.pre_phase[pre] = -1  # before the first leg (phase 0)
+        for position, dim in enumerate(pre):
+            self.pre_phase[dim] = position - len(pre)  # before the first leg (phase 0): one pre-leg is phase -1
+        self.pre_penalty = PRE_PENALTY
 
     def _layer(
         self, s: _State, frontier: tuple[Int64Array, Int64Array], links: npt.NDArray[np.int64]
@@ -106,7 +109,7 @@ class _PreLegTrees(_Trees):
         hop_load = links.reshape(-1)[uu * 6 + port]
         key = np.maximum(hop_load, s.path_max.reshape(-1)[at_c])
         total = hop_load + s.path_sum.reshape(-1)[at_c]
-        pick = _lightest(at_u, key + pre * PRE_PENALTY, total, port)
+        pick = _lightest(at_u, key + pre * self.pre_penalty, total, port)
         at_u, uu, port, pre = at_u[pick], uu[pick], port[pick], pre[pick]
         s.port.reshape(-1)[at_u] = port
         phases[at_u] = np.where(pre, self.pre_phase[port // 2], self.phase_array[port // 2])

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from tpufleet.routing.analysis import RouteTables
+    from tpufleet.routing.dor import Order
     from tpufleet.topology import ChipGraph
 
     I64 = npt.NDArray[np.int64]
@@ -72,6 +73,9 @@ class _Tree:
     load: I64  # [N * 6]
     weight: I64  # [N * N] flat t * N + s: chips whose route to t passes s (s included)
     kept: npt.NDArray[np.bool_]  # [t, s] entries never repointed: on a collective's ring route (`_ring_routes`)
+    # with `relieve(wild_order=...)`: each dimension's place in that order, and which links cross a wraparound
+    rank: I64 | None = None
+    wraps: npt.NDArray[np.bool_] | None = None
 
     @property
     def n(self) -> int:
@@ -128,14 +132,23 @@ class _Tree:
             cur = nf[link]
 
 
-def relieve(rt: RouteTables, graph: ChipGraph, expected: ChipGraph, leaves: bool, seed: int = 0) -> Relieved | None:
+def relieve(
+    rt: RouteTables,
+    graph: ChipGraph,
+    expected: ChipGraph,
+    leaves: bool,
+    seed: int = 0,
+    wild_order: Order | None = None,
+) -> Relieved | None:
     """`rt`'s tables with their busiest links relieved, on the live graph `graph` the tables were made for, by
     moving subtrees or (`leaves`) single leaves, never an entry on a route the ring collectives use (their rings
     laid out on the healthy graph `expected`); None when no round lowered the maximum or the number of links
-    carrying it (or a pair does not arrive)."""
+    carrying it (or a pair does not arrive). With `wild_order` (leaves only: tables whose wild hops keep that
+    dimension order among themselves, `routing.preleg_mesh`), a moved leaf's wild hop followed by another wild hop
+    keeps it too: a hop of an earlier dimension, or the same dimension and port, and no wraparound."""
     import numpy as np
 
-    from tpufleet.routing.analysis import Levels, flow, link_load, verify
+    from tpufleet.routing.analysis import Levels, datelines, flow, link_load, verify
 
     levels = Levels(rt.L)
     routable = verify(rt, levels)
@@ -150,6 +163,9 @@ def relieve(rt: RouteTables, graph: ChipGraph, expected: ChipGraph, leaves: bool
         weight.astype(np.int64),
         _ring_routes(rt, expected),
     )
+    if wild_order is not None:
+        tree.rank = np.argsort(np.asarray(wild_order)).astype(np.int64)
+        tree.wraps = datelines(rt.shape).reshape(-1)
     rng = np.random.default_rng(seed)
     moved = 0
     for _ in range(MAX_ROUNDS):
@@ -212,6 +228,9 @@ def _batch(tree: _Tree, t: I64, s: I64, top: int) -> int:
     w = tree.nbr[s[row], port].astype(np.int64)
     ok = (w == t[row]) | (tree.P[t[row], w] >= 0)
     row, port, w = row[ok], port[ok], w[ok]
+    if tree.rank is not None:
+        ok = _keeps_wild_order(tree, t[row], s[row], port, w)
+        row, port, w = row[ok], port[ok], w[ok]
     ok = ~tree.passes(t[row], w, s[row])  # the new route must not come back through the chip that moves
     row, port, w = row[ok], port[ok], w[ok]
     worst = np.maximum(tree.load[s[row] * 6 + port], tree.walk_max(t[row], w))
@@ -225,6 +244,21 @@ def _batch(tree: _Tree, t: I64, s: I64, top: int) -> int:
     tree.wild[t, s] = True
     tree.carry(t, s, amount)
     return len(t)
+
+
+def _keeps_wild_order(tree: _Tree, t: I64, s: I64, port: I64, w: I64) -> npt.NDArray[np.bool_]:
+    """Whether s's wild hop through `port` to w, followed by w's hop towards t, keeps the tables' wild order: w's
+    hop is in order (or w is t), or it is wild too and comes later in the order (or is the same dimension and
+    port), and s's hop crosses no wraparound."""
+    import numpy as np
+
+    assert tree.rank is not None and tree.wraps is not None
+    after = tree.P[t, w].astype(np.int64)
+    after_wild = tree.wild[t, w] & (w != t)
+    dim, after_dim = port // 2, np.maximum(after, 0) // 2
+    ordered = (tree.rank[dim] < tree.rank[after_dim]) | (port == after)
+    keeps: npt.NDArray[np.bool_] = ~after_wild | (ordered & ~tree.wraps[s * 6 + port])
+    return keeps
 
 
 def _ring_routes(rt: RouteTables, expected: ChipGraph) -> npt.NDArray[np.bool_]:

@@ -1,6 +1,7 @@
 """Candidate tables built on load-aware trees, pure: the split tables of twisted tori (`routing.split`) and the
-pre-leg tables of tori with broken rings in all three dimensions (`routing.preleg`). `candidates` decides when
-to make them (`splits_apply`, `prelegs_apply`) and ranks them with the repaired dimension orders.
+pre-leg tables of tori with broken rings in all three dimensions (`routing.preleg_mesh`, `routing.preleg`).
+`candidates` decides when to make them (`splits_apply`, `prelegs_apply`) and ranks them with the repaired
+dimension orders.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def prelegs_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: 
     """`routing.preleg` tables are made for `graph`, whole OCS down (the caller's condition: no optical links of an
     OCS alone, whose patterns are made on their own by `report._with_whole_ocs`): a torus up to RELIEVE_LIMIT chips
     (their load is what the relieving makes of them) with broken rings in all three dimensions, and room for 3 VCs.
-    8x8x8 with x/3, y/5 and z/2 down: 604 against 638 for the best single order, relieved."""
+    8x8x8 with x/3, y/5 and z/2 down: 589 against 638 for the best single order, relieved."""
     from tpufleet.routing.relieve import RELIEVE_LIMIT
 
     return (
@@ -152,30 +153,66 @@ def prelegs_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: 
 
 
 def preleg_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> Ranked:
-    """The `routing.preleg` tables for `graph` (see `candidates._made`), their busiest links relieved here (leaves): the trees
-    alone rank below the single orders, and only the first table set a graph that fits is relieved later."""
+    """Pre-leg tables for `graph` (see `candidates._made`), their busiest links relieved here (leaves): pre-legs
+    along every dimension (`routing.preleg_mesh`) where they reach every pair within 3 VCs, else along the middle
+    one (`routing.preleg`). The trees alone rank below the single orders, and only the first table set a graph
+    that fits is relieved later."""
     import numpy as np
 
     from tpufleet.routing import steps
-    from tpufleet.routing.preleg import preleg_tables
-    from tpufleet.routing.relieve import relieve
 
     steps.plan("repair", 1)
-    rt, load = preleg_tables(shape, graph, alive)
+    made = _mesh_relieved(shape, expected, alive, graph) or _middle_relieved(shape, expected, alive, graph)
     steps.advance("repair")
-    max_load, moved = float(load.max()), 0
-    done = relieve(rt, graph, expected, leaves=True)
-    if done is not None and done.max_load < max_load:
-        rt, max_load, moved = done.tables, float(done.max_load), done.moved
+    rt, max_load, moved, how = made
     left = int(np.count_nonzero(rt.P == -2))
     repaired = 0 if rt.wild is None else int(np.count_nonzero(rt.wild))
     info: RouteInfo = {
         "broken_by_faults": repaired + left,
         "repaired_wild": repaired,
         "orders_used": 1,
-        "strategy": "one dimension order, wild pre-legs by trees" + note,
+        "strategy": how + note,
         "max_load": max_load,
         "made_for": graph,
         "relieved": moved,
     }
     return (max_load, 1), rt, info
+
+
+Relieved = tuple[RouteTables, float, int, str]  # tables, all-to-all max load, entries relieved, how made
+
+PRE_VCS = 3  # what the pre-leg tables are made to fit (`prelegs_apply` makes them only with room for it)
+MESH_RELIEVE_PASSES = 3  # relieving again from where the last stopped (8x8x8, three OCS: 592, 589, then none)
+
+
+def _middle_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph) -> Relieved:
+    """`routing.preleg`'s trees, relieved once (leaves)."""
+    from tpufleet.routing.preleg import preleg_tables
+    from tpufleet.routing.relieve import relieve
+
+    rt, load = preleg_tables(shape, graph, alive)
+    max_load, moved = float(load.max()), 0
+    done = relieve(rt, graph, expected, leaves=True)
+    if done is not None and done.max_load < max_load:
+        rt, max_load, moved = done.tables, float(done.max_load), done.moved
+    return rt, max_load, moved, "one dimension order, wild pre-legs by trees"
+
+
+def _mesh_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph) -> Relieved | None:
+    """`routing.preleg_mesh`'s trees relieved in passes within their wild order, each pass kept only when it is
+    lighter and still fits PRE_VCS; None when the trees leave a pair unreached or do not fit."""
+    from tpufleet.routing.fitting import analyzed, fits
+    from tpufleet.routing.preleg import ORDER
+    from tpufleet.routing.preleg_mesh import mesh_preleg_tables
+    from tpufleet.routing.relieve import relieve
+
+    made = mesh_preleg_tables(shape, graph, alive, ORDER)
+    if made is None or not fits(analyzed(made[0], PRE_VCS)[0], PRE_VCS):
+        return None
+    rt, max_load, moved = made[0], float(made[1].max()), 0
+    for seed in range(MESH_RELIEVE_PASSES):
+        done = relieve(rt, graph, expected, leaves=True, seed=seed, wild_order=ORDER)
+        if done is None or done.max_load >= max_load or not fits(analyzed(done.tables, PRE_VCS)[0], PRE_VCS):
+            break
+        rt, max_load, moved = done.tables, float(done.max_load), moved + done.moved
+    return rt, max_load, moved, "one dimension order, wild pre-legs in every dimension by trees"

@@ -1,0 +1,117 @@
+"""Pre-leg trees whose wild hops keep one dimension order among themselves, pure.
+
+`routing.preleg` lets a route start with a pre-leg along the order's middle dimension only. Here a route may start
+with pre-legs along every dimension, in the order's own sequence (zxy: along z, then x, then y; each one direction,
+no wraparound), before its legs in order on the dateline pairs. On the wild VC that is dimension-order routing on a
+mesh, which closes no cycle, and nothing enters the wild VC from the dateline pairs, so the tables fit 3 VCs.
+
+The wild first hops of chips no route reaches keep that rule too (`_MeshTrees._wild_hops`): a wild hop is followed
+by a leg, or by a wild hop of a later dimension (or the same dimension and direction) without a wraparound. Before,
+a wild first hop into a chip whose route starts with a pre-leg of any dimension closed channel cycles as soon as
+pre-legs were allowed along two dimensions (745 or more, 11 VCs). Where a tree leaves chips unreached, its
+destination's tree is built again taking a pre-leg hop only where no hop in order is offered; when chips are still
+unreached (8x8x8 with x/0, y/0 and z/0 down: a corner chip whose three rings are all cut, towards the opposite
+corner), there are no such tables and the caller keeps `routing.preleg`'s.
+
+8x8x8 with x/3, y/5 and z/2 down: the trees alone 668, relieved within the same rule (`relieve.relieve` with
+`wild_order`) 589, against 604 for the middle dimension's pre-legs; the LP optimum is 546.13.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tpufleet.routing.preleg import ORDER, PASSES, _PreLegTrees
+from tpufleet.routing.split import _NONE, CHAIN_ROUNDS, build_in_passes
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from tpufleet.constants import Int64Array
+    from tpufleet.routing.analysis import RouteTables
+    from tpufleet.routing.dor import Order
+    from tpufleet.routing.split import _State
+    from tpufleet.shapes import Shape
+    from tpufleet.topology import ChipGraph
+
+# destinations whose trees are built against one load (8x8x8, three OCS: 8 relieves to 612, 2 to 589 at 1.4x the CPU)
+MESH_BATCH = 4
+STUCK_PENALTY = 1 << 20  # a tree built again for its unreached chips: a pre-leg hop only where nothing else is offered
+_WRAPPED = -99  # the phase of a chip whose wild first hop crosses a wraparound: no wild hop may lead into it
+
+
+def mesh_preleg_tables(
+    shape: Shape, graph: ChipGraph, alive: ChipGraph, order: Order = ORDER
+) -> tuple[RouteTables, Int64Array] | None:
+    """(tables on `alive`, all-to-all load per directed link) of `order`'s trees made for `graph`, pre-legs along
+    every dimension in `order`'s sequence; None when some chip cannot reach some destination that way."""
+    import numpy as np
+
+    from tpufleet.routing.analysis import RouteTables
+
+    n = len(graph)
+    trees = _MeshTrees(shape, graph, order, tuple(order))
+    P = np.empty((n, n), dtype=np.int8)
+    L = np.empty((n, n), dtype=np.int16)
+    wild = np.zeros((n, n), dtype=bool)
+    load = np.zeros(n * 6, dtype=np.int64)
+    batches = np.array_split(np.arange(n), max(1, n // MESH_BATCH))
+    build_in_passes(trees, batches, PASSES, load, (P, L, wild))
+    stuck = np.flatnonzero((P == -2).any(axis=1))
+    if len(stuck):
+        trees.pre_penalty = STUCK_PENALTY
+        load -= trees.load(stuck, P[stuck], L[stuck])
+        port, hops, flags = trees.build(stuck, load)
+        load += trees.load(stuck, port, hops)
+        P[stuck], L[stuck], wild[stuck] = port, hops, flags
+        if (port == -2).any():
+            return None
+    return RouteTables(shape, alive, P, L, wild, np.zeros(n, dtype=np.int64), [order], "auto"), load
+
+
+class _MeshTrees(_PreLegTrees):
+    """Pre-leg trees whose wild first hops keep the pre-legs' dimension order (see the module docstring)."""
+
+    def _wild_hops(self, s: _State, links: npt.NDArray[np.int64]) -> None:
+        """Chips no route reaches take a wild first hop to a neighbour in the tree: into a leg (any hop), or into
+        a pre-leg it may precede (a hop of an earlier dimension, or of the same one and direction, no wraparound);
+        later rounds may step to a chip of an earlier round, by the same rule."""
+        import numpy as np
+
+        for _ in range(CHAIN_ROUNDS):
+            open_ = s.hops < 0
+            if not open_.any():
+                return
+            best = np.full(s.hops.shape, _NONE, dtype=np.int64)
+            pick = np.full(s.hops.shape, -1, dtype=np.int64)
+            for p in range(6):
+                nb = self.alive[:, p]
+                nxt = np.where(nb >= 0, nb, 0)
+                ok = open_ & (nb >= 0)[None, :] & (s.hops[:, nxt] >= 0) & self._may_precede(s, nxt, p)
+                key = np.maximum(links[:, p], s.path_max[:, nxt]) * 256 + s.hops[:, nxt]
+                take = ok & (key < best)
+                best, pick = np.where(take, key, best), np.where(take, p, pick)
+            if not (pick >= 0).any():
+                return
+            r, c = np.nonzero(pick >= 0)
+            port = pick[r, c]
+            nxt = self.alive[c, port]
+            s.port[r, c], s.hops[r, c] = port, s.hops[r, nxt] + 1
+            s.path_max[r, c] = best[r, c] // 256
+            s.wild[r, c] = True
+            wraps = self.date.reshape(-1)[c * 6 + port]
+            s.phase[r, c] = np.where(wraps, _WRAPPED, self.pre_phase[port // 2])
+            s.direction[r, c] = np.where(port % 2 == 0, 1, -1)
+
+    def _may_precede(self, s: _State, nxt: Int64Array, port: int) -> npt.NDArray[np.bool_]:
+        """[D, N]: whether a wild hop through `port` may lead into the route of chip `nxt` (per chip)."""
+        import numpy as np
+
+        phase = s.phase[:, nxt]
+        mine = self.pre_phase[port // 2]
+        wraps = self.date.reshape(-1)[np.arange(self.n) * 6 + port][None, :]
+        same_way = s.direction[:, nxt] == 1 - 2 * (port % 2)
+        into_pre = (phase < 0) & (phase != _WRAPPED) & ~wraps & ((mine < phase) | ((mine == phase) & same_way))
+        may: npt.NDArray[np.bool_] = (phase >= 0) | into_pre
+        return may
