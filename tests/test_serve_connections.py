@@ -231,3 +231,11 @@ def test_a_request_to_upgrade_is_answered_as_http_and_writes_nothing_on_stderr(s
     finally:
         logging.getLogger("uvicorn.error").removeHandler(said)
     assert [r.getMessage() for r in said.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.parametrize("host", [b"a b/c", b"x\x01y", b"host:notaport"])
+def test_a_host_that_is_no_host_gets_400_on_the_socket_too(serve, host):
+    """uvicorn passes such a Host on (the names not checked here: any host is answered)."""
+    port = serve()
+    status, body = get(port, "/api/v1/status", f"Host: {host.decode()}\r\n")
+    assert status == 400 and json.loads(body)["status"] == 400 and b"pod0" not in body

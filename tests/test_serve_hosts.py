@@ -85,3 +85,44 @@ def test_a_name_no_host_header_could_match_is_refused_before_listening(fleet, na
     r = fleet("serve", "--listen", "127.0.0.1:0", "--allow-host", name)
     assert r.code == 2 and r.err.count("\n") == 1
     assert "--allow-host" in r.err and repr(name) in r.err and "serving" not in r.err
+
+
+BAD_HOSTS = [
+    "a b/c",
+    "host:notaport",
+    "x\x01y",
+    "fleet.example.com:",
+    "h:65536",
+    "a@b",
+    "::1",
+    "[::g]",
+    "",
+    "é.example",
+]
+
+
+@pytest.mark.parametrize(("listen_host", "named"), [("0.0.0.0", []), ("127.0.0.1", ["*"]), ("127.0.0.1", [])])
+@pytest.mark.parametrize("host", BAD_HOSTS)
+def test_a_host_that_is_no_host_gets_400_and_nothing_of_the_fleet(state, listen_host, named, host):
+    """RFC 9112 section 3.2: a Host that is not a host name or address (with a numeric port or none) is a bad
+    request, whether or not the names are checked."""
+    sent = host.encode()
+    r = _client(state, listen_host, named).get("/api/v1/status", headers={"Host": sent})
+    assert r.status_code == 400 and r.headers["x-content-type-options"] == "nosniff"
+    body = r.json()
+    assert body["status"] == 400 and body["error"].startswith(f"bad Host {host!r}: ")
+    assert "pod0" not in r.text
+
+
+@pytest.mark.parametrize(
+    "host", ["tpu_fleet:9478", "[2001:db8::7]", "10.1.2.3:80", "fleet.example.com.", "FLEET.example:0", " x.example "]
+)
+def test_any_host_name_or_address_is_still_answered_when_names_are_not_checked(state, host):
+    r = _client(state, "0.0.0.0", []).get("/api/v1/status", headers={"Host": host})
+    assert r.status_code == 200 and r.json()["serial"] >= 1
+
+
+def test_two_hosts_get_400(state):
+    client = _client(state, "0.0.0.0", [])
+    r = client.get("/api/v1/status", headers=[("Host", "a.example"), ("Host", "b.example")])
+    assert r.status_code == 400 and r.json()["error"].startswith("bad Host 'a.example, b.example': ")

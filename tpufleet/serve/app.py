@@ -1,8 +1,8 @@
 """The routes of `tpufleet serve` (a Starlette application; `tpufleet.cli.serve` runs it under uvicorn).
 
 Every answer is JSON but `/` (HTML) and `/metrics` (Prometheus text); every error is `{"error": ..., "status": N}`
-with the documented status: 400 a bad query or a body that is not JSON, 401 a missing or wrong token, 404 no such
-route (or alert intake off), 405 a method the route does not take, 408 a body sent too slowly (headers too slowly:
+with the documented status: 400 a bad query, a bad Host (`tpufleet.serve.framing.valid_host`) or a body that is not
+JSON, 401 a missing or wrong token, 404 no such route (or alert intake off), 405 a method the route does not take, 408 a body sent too slowly (headers too slowly:
 `tpufleet.serve.connections`), 413 a body over 16 MiB, 431 a request target and headers over 16 KiB, 422 JSON that is not an Alertmanager payload, 409 a change
 the state refuses, 503 the state cannot be read or its lock is busy. A 500 is a bug.
 """

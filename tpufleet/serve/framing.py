@@ -141,21 +141,68 @@ def host_name(value: bytes) -> str:
     return text.rpartition(":")[0] if text.count(":") == 1 else text
 
 
+# RFC 9110 section 7.2 / RFC 3986 section 3.2.2, kept simple: a host name (labels of letters, digits, `-` and `_`,
+# `_` for the service names of container networks), an IPv4 address (which that covers) or a bracketed IPv6 address
+# (no zone), then an optional numeric port.
+_HOST_HEADER = re.compile(
+    r"(?:(?P<name>[A-Za-z0-9_-]{1,63}(?:\.[A-Za-z0-9_-]{1,63})*\.?)|\[(?P<v6>[0-9A-Fa-f:.]{2,45})\])"
+    r"(?::(?P<port>[0-9]{1,5}))?"
+)
+MAX_HOST_NAME = 253  # a DNS name's length, its last dot aside
+
+
+def valid_host(value: bytes) -> bool:
+    """Whether a Host header's value (its surrounding blanks aside) is a host name, an IPv4 address or a bracketed
+    IPv6 address, with an optional port of 0 to 65535 (RFC 9112 section 3.2 has a server answer 400 otherwise).
+
+    >>> [valid_host(v) for v in (b"fleet.example.com:9478", b"10.0.0.7", b"[::1]:9478", b"tpu_fleet", b" x ")]
+    [True, True, True, True, True]
+    >>> [valid_host(v) for v in (b"a b/c", b"host:notaport", b"x\\x01y", b"", b"::1", b"a@b", b"h:65536", b"[::g]")]
+    [False, False, False, False, False, False, False, False]
+    """
+    found = _HOST_HEADER.fullmatch(value.strip(b" \t").decode("latin-1"))
+    if found is None:
+        return False
+    name, v6, port = found.group("name", "v6", "port")
+    if port is not None and int(port) > 65535:
+        return False
+    if name is not None:
+        return len(name.removesuffix(".")) <= MAX_HOST_NAME
+    import ipaddress
+
+    try:
+        ipaddress.IPv6Address(v6)
+    except ValueError:
+        return False
+    return True
+
+
 class KnownHost:
-    """ASGI middleware: a request whose Host is not one `serve` answers (`allowed_hosts`) gets 421 (Misdirected
-    Request) and nothing of the fleet. `allowed` None: any."""
+    """ASGI middleware: a request whose Host is not a host (`valid_host`), or more than one Host, gets 400; one whose
+    Host is not one `serve` answers (`allowed_hosts`) gets 421 (Misdirected Request); either, nothing of the fleet.
+    `allowed` None: any valid Host."""
 
     def __init__(self, app: ASGIApp, allowed: frozenset[str] | None) -> None:
         self.app, self.allowed = app, allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.allowed is not None:
-            sent = [value for name, value in scope["headers"] if name == b"host"]
-            host = host_name(sent[0]) if len(sent) == 1 else ""
-            # (no Host at all, HTTP/1.0: no browser sends that, so it is no page's request)
-            if sent and not (host in self.allowed or _loopback(host)):
-                shown = host or "(none)"
-                message = f"this server does not answer for the host {shown!r}: name it with serve --allow-host"
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = [value for name, value in scope["headers"] if name == b"host"]
+        # (no Host at all, HTTP/1.0: no browser sends that, so it is no page's request)
+        if sent and (len(sent) > 1 or not valid_host(sent[0])):
+            shown = repr(b", ".join(sent).decode("utf-8", "backslashreplace")[:80])
+            message = (
+                f"bad Host {shown}: a host name, an IPv4 address or a bracketed IPv6 address, with an optional :PORT"
+            )
+            headers = {"X-Content-Type-Options": "nosniff"}
+            await JSONResponse({"error": message, "status": 400}, 400, headers=headers)(scope, receive, send)
+            return
+        if sent and self.allowed is not None:
+            host = host_name(sent[0])
+            if not (host in self.allowed or _loopback(host)):
+                message = f"this server does not answer for the host {host!r}: name it with serve --allow-host"
                 await JSONResponse({"error": message, "status": 421}, 421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
