@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -256,6 +257,38 @@ def tagged(request: Request, etag: str, body: Callable[[], bytes]) -> Response:
     return Response(text if text.endswith(b"\n") else text + b"\n", media_type="application/json", headers=headers)
 
 
+def known_query(request: Request, names: tuple[str, ...]) -> None:
+    """400 for a query parameter the route does not take (a typo, `?All=true`, would otherwise be answered as if
+    absent: every fault, the whole journal) or one given more than once (which of them holds would be a guess)."""
+    counts: dict[str, int] = {}
+    for name, _value in request.query_params.multi_items():
+        counts[name] = counts.get(name, 0) + 1
+    for name, count in counts.items():
+        if name not in names:
+            takes = f"only {', '.join(names)}" if names else "none"
+            raise Problem(400, f"bad query {name[:40]!r}: {request.url.path} takes {takes}")
+        if count > 1:
+            raise Problem(400, f"bad query {name}: given {count} times; give it once")
+
+
+def taking(endpoint: Callable[[Request], Any], names: tuple[str, ...] = ()) -> Callable[[Request], Any]:
+    """`endpoint`, its query checked first (`known_query`); a coroutine function stays one (Starlette runs it in the
+    event loop, a plain function in a thread)."""
+    if inspect.iscoroutinefunction(endpoint):
+
+        async def checked_in_loop(request: Request) -> Any:
+            known_query(request, names)
+            return await endpoint(request)
+
+        return checked_in_loop
+
+    def checked(request: Request) -> Any:
+        known_query(request, names)
+        return endpoint(request)
+
+    return checked
+
+
 def flag(request: Request, name: str) -> bool:
     value = request.query_params.get(name, "false").lower()
     if value not in ("1", "true", "0", "false"):
@@ -335,22 +368,23 @@ class AnsweredWhenStopping:
 
 def build_app(server: Server) -> Starlette:
     routes = [
-        Route(path, endpoint, methods=["GET"])
-        for path, endpoint in (
-            ("/", server.page),
-            ("/metrics", server.metrics),
-            ("/healthz", server.healthz),
-            ("/readyz", server.readyz),
-            ("/api/v1/status", server.status),
-            ("/api/v1/slices", server.slices),
-            ("/api/v1/jobs", server.jobs),
-            ("/api/v1/faults", server.faults),
-            ("/api/v1/journal", server.journal),
+        Route(path, taking(endpoint, query), methods=["GET"])
+        for path, endpoint, query in (
+            ("/", server.page, ()),
+            ("/metrics", server.metrics, ()),
+            ("/healthz", server.healthz, ()),
+            ("/readyz", server.readyz, ()),
+            ("/api/v1/status", server.status, ()),
+            ("/api/v1/slices", server.slices, ()),
+            ("/api/v1/jobs", server.jobs, ()),
+            ("/api/v1/faults", server.faults, ("all",)),
+            ("/api/v1/journal", server.journal, ("since",)),
         )
     ]
     alerts: Callable[[Request], Awaitable[Response]] = server.alerts
     # without a token the intake is off whatever the method: 404 saying so, not 405 for a GET
-    routes.append(Route("/api/v1/alerts", alerts, methods=["POST"] if server.token is not None else ["GET", "POST"]))
+    methods = ["POST"] if server.token is not None else ["GET", "POST"]
+    routes.append(Route("/api/v1/alerts", taking(alerts), methods=methods))
     handlers = {Problem: _problem, HTTPException: _http, TpufleetError: _unreadable}
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect

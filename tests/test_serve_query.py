@@ -1,0 +1,66 @@
+"""`tpufleet serve`'s query parameters: each route takes only its own (`all` on /api/v1/faults, `since` on
+/api/v1/journal, none elsewhere), each at most once; anything else is 400 naming the parameter, not answered as if it
+were absent (a typo, `?All=true`) or as the last of its repeats says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra")
+pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+
+from starlette.testclient import TestClient
+
+
+@pytest.fixture
+def client(fleet) -> TestClient:
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    server = Server(Source(Store(Path(fleet.state))), metrics_inputs(), None, 5)
+    return TestClient(build_app(server), raise_server_exceptions=False)
+
+
+def _refused(client: TestClient, target: str) -> str:
+    r = client.get(target)
+    assert r.status_code == 400 and r.json()["status"] == 400, (target, r.status_code, r.text[:200])
+    assert "pod0" not in r.text
+    error: str = r.json()["error"]
+    return error
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/api/v1/faults?all=true&all=false", "/api/v1/faults?all=false&all=false", "/api/v1/journal?since=0&since=5"],
+)
+def test_a_repeated_parameter_is_refused_naming_it(client, target):
+    name = target.partition("?")[2].partition("=")[0]
+    assert _refused(client, target) == f"bad query {name}: given 2 times; give it once"
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("/api/v1/status?pod=a", "bad query 'pod': /api/v1/status takes none"),
+        ("/api/v1/faults?All=true", "bad query 'All': /api/v1/faults takes only all"),
+        ("/api/v1/journal?since=1&tail=5", "bad query 'tail': /api/v1/journal takes only since"),
+        ("/healthz?probe", "bad query 'probe': /healthz takes none"),
+        ("/metrics?x=1", "bad query 'x': /metrics takes none"),
+        ("/?kiosk=1", "bad query 'kiosk': / takes none"),
+        ("/api/v1/alerts?x=1", "bad query 'x': /api/v1/alerts takes none"),
+    ],
+)
+def test_a_parameter_the_route_does_not_take_is_refused_naming_it(client, target, said):
+    assert _refused(client, target) == said
+
+
+@pytest.mark.parametrize(
+    "target", ["/api/v1/faults?all=true", "/api/v1/journal?since=1", "/api/v1/status?", "/api/v1/slices", "/healthz"]
+)
+def test_the_parameters_a_route_takes_are_answered(client, target):
+    assert client.get(target).status_code == 200
