@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +244,93 @@ def test_a_host_that_is_no_host_gets_400_on_the_socket_too(serve, host):
     port = serve()
     status, body = get(port, "/api/v1/status", f"Host: {host.decode()}\r\n")
     assert status == 400 and json.loads(body)["status"] == 400 and b"pod0" not in body
+
+
+def test_a_flood_of_unreadable_requests_is_one_line_then_a_count(serve):
+    """A scanner's garbage (or TLS sent to the plain-HTTP port), request after request: each is answered 400 and
+    closed, and serve's stderr gets the first, with its client, not one line each (uvicorn's own wrote 1,000 lines
+    for 1,000 requests). A count follows at the end of the minute (`OnceAMinute`)."""
+    port = serve()
+    said = Said()
+    logging.getLogger("uvicorn.error").addHandler(said)
+    try:
+        for _ in range(300):
+            with connect(port) as sock:
+                sock.sendall(b"\x16\x03\x01\x02\x00garbage\r\n\r\n")
+                assert answer(sock).startswith(b"HTTP/1.1 400")  # (its line, if any, is written before the answer)
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(said)
+    lines = [r.getMessage() for r in said.records if r.levelno >= logging.WARNING]
+    assert lines[0].startswith("refused a request from 127.0.0.1:") and "answered 400" in lines[0]
+    # (a slow machine may reach the end of the minute: its count, one more line)
+    assert len(lines) <= 2 and all(line.startswith("refused ") for line in lines)
+    assert get(port, "/healthz") == (200, b'{"status":"ok"}')
+
+
+def test_the_refused_requests_are_said_once_then_counted_a_minute_at_a_time():
+    from tpufleet.serve.connections import REFUSED_MORE, OnceAMinute, refused_line
+
+    logger = logging.getLogger("test.refused")
+    said = Said()
+    logger.addHandler(said)
+    logger.propagate = False
+    ends: list[tuple[float, Callable[[], None]]] = []  # the minutes' ends asked for, run here in turn
+    try:
+        refusals = OnceAMinute(logger, REFUSED_MORE, later=lambda delay, callback: ends.append((delay, callback)))
+        for n in range(1000):
+            client = f"203.0.113.{n % 200}:4000"
+            refusals.happened(client, refused_line(client, 400))
+        assert [r.getMessage() for r in said.records] == [
+            "refused a request from 203.0.113.0:4000 that does not read as HTTP/1.1 (garbage, TLS sent to this "
+            "plain-HTTP port, headers over 16384 bytes): answered 400 and closed; any more are counted, one line a "
+            "minute"
+        ]
+        assert [delay for delay, _ in ends] == [60.0]
+        ends.pop()[1]()  # the minute is over: its count
+        assert said.records[-1].getMessage() == (
+            "refused 999 more request(s) that do not read as HTTP/1.1 in the last 60 s, "
+            "the latest from 203.0.113.199:4000"
+        )
+        refusals.happened("198.51.100.1:1", refused_line("198.51.100.1:1", 431))  # still counting, the next minute
+        ends.pop()[1]()
+        assert said.records[-1].getMessage().startswith("refused 1 more request(s)")
+        ends.pop()[1]()  # a minute without any: said nothing, the count ends
+        assert len(said.records) == 3 and ends == []
+        refusals.happened("198.51.100.2:2", refused_line("198.51.100.2:2", 431))  # said in full again
+        assert said.records[-1].getMessage().startswith("refused a request from 198.51.100.2:2 ")
+        assert "answered 431 and closed" in said.records[-1].getMessage()
+        refusals.happened("198.51.100.3:3", "(not said: counted)")
+        refusals.close()  # the server stops within the minute: its count said all the same
+        assert said.records[-1].getMessage().startswith("refused 1 more request(s)")
+        assert len(said.records) == 5
+    finally:
+        logger.removeHandler(said)
+        logger.propagate = True
+
+
+@pytest.mark.slow
+def test_what_a_real_server_says_of_garbage_requests_is_bounded_and_counted_by_the_stop(fleet):
+    """`tpufleet serve` itself: 200 requests that are not HTTP, then SIGTERM; stderr has the first (with its client)
+    and the count of the rest, said at the stop within the minute, not a line each."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    command = [sys.executable, "-m", "tpufleet", "--state", str(fleet.state), "serve", "--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stderr.readline())[1])  # type: ignore[index]
+        for _ in range(200):
+            with connect(port) as sock:
+                sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n")
+                assert answer(sock).startswith(b"HTTP/1.1 400")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        lines = proc.stderr.read().splitlines()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    refused = [line for line in lines if "refused" in line]
+    assert refused[0].startswith("WARNING:  refused a request from 127.0.0.1:") and "answered 400" in refused[0]
+    assert "Invalid HTTP request" not in "\n".join(lines) and len(refused) <= 3  # (a minute's end may come between)
+    counted = [int(re.search(r"refused (\d+) more", line)[1]) for line in refused[1:]]  # type: ignore[index]
+    assert sum(counted) == 199 and lines[-1] == "tpufleet: stopped on SIGTERM"

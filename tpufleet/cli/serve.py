@@ -158,6 +158,8 @@ def run(application: Any, sock: socket.socket) -> str | None:
 
     import uvicorn
 
+    from tpufleet.serve.connections import BoundedConnection
+
     server = uvicorn.Server(server_config(application))
     got: list[int] = []
     # uvicorn handles the signals while it runs, then raises them again once it has stopped: these catch that.
@@ -167,6 +169,8 @@ def run(application: Any, sock: socket.socket) -> str | None:
     finally:
         for s, handler in kept.items():
             signal.signal(s, handler)
+    if isinstance(server.config.http, type) and issubclass(server.config.http, BoundedConnection):
+        server.config.http.say_counts()  # (the requests refused in the last minute: counted, not yet said)
     return signal.Signals(got[0]).name if got else None
 
 

@@ -8,13 +8,18 @@ kept-alive one), else the connection is closed (408 first when some of the reque
 `max_connections` are open at once (one over is answered 503 and closed). An answer the client stops reading
 (pipelined requests for the fleet page, say, their answers never read) held its connection for good too, the
 answer waiting to be written: a connection whose client has read nothing of it for `send_seconds` is dropped.
+uvicorn wrote a warning on serve's stderr for each request it could not read (garbage, TLS sent to the plain-HTTP
+port), as many as a scanner sent: here the first is said, with its client, and the rest counted, one line a minute
+(`OnceAMinute`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import resource
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -25,6 +30,8 @@ from tpufleet.serve.app import MAX_HEADERS
 HEADER_SECONDS = 10.0  # the request line and headers must arrive within this
 SEND_SECONDS = 30.0  # a client reading none of an answer for this long is dropped
 MAX_CONNECTIONS = 512  # open at once (half the open-files limit when that is lower: the state needs files too)
+WINDOW_SECONDS = 60.0  # what a client can repeat at will is said once, then counted this long (`OnceAMinute`)
+UVICORN_REFUSED = "Invalid HTTP request received."  # uvicorn's warning for each request it cannot read
 _REASONS = {408: "Request Timeout", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
 
@@ -41,6 +48,88 @@ def raw_error(status: int, message: str, headers: dict[str, str] | None = None) 
     fields.update({"X-Content-Type-Options": "nosniff", **(headers or {})})
     head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
     return f"HTTP/1.1 {status} {_REASONS[status]}\r\n{head}\r\n".encode("latin-1") + body
+
+
+Later = Callable[[float, Callable[[], None]], object]  # call this after so many seconds (the event loop's call_later)
+
+
+def _in_loop(delay: float, callback: Callable[[], None]) -> object:
+    return asyncio.get_running_loop().call_later(delay, callback)
+
+
+class OnceAMinute:
+    """Something any client can make happen as often as it likes, said on serve's stderr bounded: the first time in
+    full (with its client); the times after it counted and said in one line (`more`, formatted with `count`,
+    `window` and `latest`, the last client) at the end of each minute that had any (`window` seconds; `later` runs
+    the count's end: the event loop's timer). A minute without any ends the count: the next is said in full again."""
+
+    def __init__(
+        self, logger: logging.Logger, more: str, window: float = WINDOW_SECONDS, later: Later = _in_loop
+    ) -> None:
+        self.logger, self.more, self.window, self.later = logger, more, window, later
+        self.counting = False
+        self.count, self.latest = 0, ""
+
+    def happened(self, client: str, line: str) -> None:
+        if self.counting:
+            self.count, self.latest = self.count + 1, client
+            return
+        self.logger.warning("%s", line)
+        self._count_on()
+
+    def window_over(self) -> None:
+        if not self.count:
+            self.counting = False
+            return
+        self.logger.warning("%s", self.more.format(count=self.count, window=self.window, latest=self.latest))
+        self._count_on()
+
+    def close(self) -> None:
+        """The count not yet said (the server stops within its minute), said now."""
+        if self.count:
+            self.logger.warning("%s", self.more.format(count=self.count, window=self.window, latest=self.latest))
+        self.counting, self.count = False, 0
+
+    def _count_on(self) -> None:
+        self.counting, self.count = True, 0
+        self.later(self.window, self.window_over)
+
+
+def refused_line(client: str, status: int) -> str:
+    """The first request refused as unreadable, said."""
+    return (
+        f"refused a request from {client} that does not read as HTTP/1.1 (garbage, TLS sent to this plain-HTTP port, "
+        f"headers over {MAX_HEADERS} bytes): answered {status} and closed; any more are counted, one line a minute"
+    )
+
+
+REFUSED_MORE = (
+    "refused {count} more request(s) that do not read as HTTP/1.1 in the last {window:g} s, the latest from {latest}"
+)
+
+
+def client_text(protocol: H11Protocol) -> str:
+    """The connection's client, ADDRESS:PORT ([ADDRESS]:PORT for IPv6)."""
+    host, port = protocol.client or ("unknown", 0)
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+class _RefusalsCounted:
+    """uvicorn's logger for one connection, its warning for a request it cannot read said by `refusals` (an
+    `OnceAMinute`) instead; anything else logged as it is."""
+
+    def __init__(self, logger: logging.Logger, refusals: OnceAMinute, protocol: H11Protocol) -> None:
+        self._logger, self._refusals, self._protocol = logger, refusals, protocol
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+    def warning(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        if msg != UVICORN_REFUSED:
+            self._logger.warning(msg, *args, **kwargs)
+            return
+        client = client_text(self._protocol)
+        self._refusals.happened(client, refused_line(client, getattr(self._protocol.conn, "refused_with", 400)))
 
 
 class _Hinted(h11.Connection):
@@ -64,13 +153,22 @@ class BoundedConnection(H11Protocol):
     header_seconds: float = HEADER_SECONDS
     send_seconds: float = SEND_SECONDS
     max_connections: int = MAX_CONNECTIONS
+    refusals: OnceAMinute | None = None  # (the server's, shared by its connections: `bounded_protocol`)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.refusals is not None:
+            self.logger = _RefusalsCounted(self.logger, self.refusals, self)  # type: ignore[assignment]
         self.conn = _Hinted(h11.SERVER, max_incomplete_event_size=MAX_HEADERS)
         self._header_timer: asyncio.TimerHandle | None = None
         self._before: object = None  # the request answered before the one awaited (None: the first)
         self._send_timer: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def say_counts(cls) -> None:
+        """What the server's `OnceAMinute`s counted and have not said yet, said: once the server has stopped."""
+        if cls.refusals is not None:
+            cls.refusals.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -150,11 +248,13 @@ def bounded_protocol(
     header_seconds: float = HEADER_SECONDS, max_connections: int | None = None, send_seconds: float = SEND_SECONDS
 ) -> type[H11Protocol]:
     """The protocol class for uvicorn's `http`: headers within `header_seconds`, at most `max_connections` open
-    (by default `connection_cap()`), a client reading nothing for `send_seconds` dropped."""
+    (by default `connection_cap()`), a client reading nothing for `send_seconds` dropped, the requests refused as
+    unreadable said once a minute (`OnceAMinute`)."""
     cap = connection_cap() if max_connections is None else max_connections
 
     class Bounded(BoundedConnection):
         pass
 
     Bounded.header_seconds, Bounded.max_connections, Bounded.send_seconds = header_seconds, cap, send_seconds
+    Bounded.refusals = OnceAMinute(logging.getLogger("uvicorn.error"), REFUSED_MORE)  # (the logger uvicorn's uses)
     return Bounded
