@@ -334,3 +334,45 @@ def test_what_a_real_server_says_of_garbage_requests_is_bounded_and_counted_by_t
     assert "Invalid HTTP request" not in "\n".join(lines) and len(refused) <= 3  # (a minute's end may come between)
     counted = [int(re.search(r"refused (\d+) more", line)[1]) for line in refused[1:]]  # type: ignore[index]
     assert sum(counted) == 199 and lines[-1] == "tpufleet: stopped on SIGTERM"
+
+
+def test_connections_over_the_cap_are_said_on_stderr_once_then_counted(serve):
+    """Clients answered 503 because the cap is reached: serve's stderr says so (it said nothing), the first with its
+    client, however many come."""
+    port = serve(max_connections=2)
+    said = Said()
+    logging.getLogger("uvicorn.error").addHandler(said)
+    try:
+        with connect(port) as first, connect(port) as second:
+            for _ in range(20):
+                with connect(port) as over:
+                    assert answer(over).startswith(b"HTTP/1.1 503")  # (its line, if any, is written before)
+            for sock in (first, second):
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                assert answer(sock).endswith(b'{"status":"ok"}')
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(said)
+    lines = [r.getMessage() for r in said.records if r.levelno >= logging.WARNING]
+    assert lines[0].startswith("refused a connection from 127.0.0.1:") and "(503): 2 are open, the most" in lines[0]
+    # (a slow machine may reach the end of the minute: its count, one more line)
+    assert len(lines) <= 2 and all(line.startswith("refused ") for line in lines)
+
+
+def test_the_count_of_connections_over_the_cap_is_said_at_the_stop():
+    from tpufleet.cli.serve import server_config
+
+    protocol = server_config(lambda scope, receive, send: None, max_connections=2).http
+    assert protocol.over_cap is not None
+    protocol.over_cap.later = lambda delay, callback: None  # (no event loop here: the minute never ends)
+    said = Said()
+    logging.getLogger("uvicorn.error").addHandler(said)
+    try:
+        protocol.over_cap.happened("127.0.0.1:6", "(said in full)")
+        protocol.over_cap.happened("127.0.0.1:7", "(counted)")
+        protocol.say_counts()  # (`tpufleet.cli.serve.run`, once the server has stopped)
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(said)
+    assert [r.getMessage() for r in said.records] == [
+        "(said in full)",
+        "refused 1 more connection(s) over the 2 allowed in the last 60 s, the latest from 127.0.0.1:7",
+    ]

@@ -5,9 +5,10 @@ byte, and a new connection has none): a client trickling header bytes over many 
 until the process ran out of file descriptors and neither answered nor could open its state. Here the request line
 and headers must arrive within `header_seconds` of the connection being made (or of the answer before on a
 kept-alive one), else the connection is closed (408 first when some of the request had arrived), and no more than
-`max_connections` are open at once (one over is answered 503 and closed). An answer the client stops reading
-(pipelined requests for the fleet page, say, their answers never read) held its connection for good too, the
-answer waiting to be written: a connection whose client has read nothing of it for `send_seconds` is dropped.
+`max_connections` are open at once (one over is answered 503 and closed, and said on stderr: `OnceAMinute`). An
+answer the client stops reading (pipelined requests for the fleet page, say, their answers never read) held its
+connection for good too, the answer waiting to be written: a connection whose client has read nothing of it for
+`send_seconds` is dropped.
 uvicorn wrote a warning on serve's stderr for each request it could not read (garbage, TLS sent to the plain-HTTP
 port), as many as a scanner sent: here the first is said, with its client, and the rest counted, one line a minute
 (`OnceAMinute`).
@@ -114,6 +115,22 @@ def client_text(protocol: H11Protocol) -> str:
     return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
+def over_cap_line(client: str, cap: int) -> str:
+    """The first connection refused over the cap, said: the reason the clients get 503."""
+    return (
+        f"refused a connection from {client} (503): {cap} are open, the most allowed (clients holding connections "
+        "open?); any more are counted, one line a minute"
+    )
+
+
+def over_cap_more(cap: int) -> str:
+    """The count of connections refused over the cap since, said (`OnceAMinute.more`)."""
+    return (
+        f"refused {{count}} more connection(s) over the {cap} allowed in the last {{window:g}} s, "
+        "the latest from {latest}"
+    )
+
+
 class _RefusalsCounted:
     """uvicorn's logger for one connection, its warning for a request it cannot read said by `refusals` (an
     `OnceAMinute`) instead; anything else logged as it is."""
@@ -154,6 +171,7 @@ class BoundedConnection(H11Protocol):
     send_seconds: float = SEND_SECONDS
     max_connections: int = MAX_CONNECTIONS
     refusals: OnceAMinute | None = None  # (the server's, shared by its connections: `bounded_protocol`)
+    over_cap: OnceAMinute | None = None  # (likewise)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -167,12 +185,16 @@ class BoundedConnection(H11Protocol):
     @classmethod
     def say_counts(cls) -> None:
         """What the server's `OnceAMinute`s counted and have not said yet, said: once the server has stopped."""
-        if cls.refusals is not None:
-            cls.refusals.close()
+        for counted in (cls.refusals, cls.over_cap):
+            if counted is not None:
+                counted.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
+            if self.over_cap is not None:  # (else the operator sees clients answered 503 and nothing saying why)
+                client = client_text(self)
+                self.over_cap.happened(client, over_cap_line(client, self.max_connections))
             message = f"tpufleet serve has {self.max_connections} connections open; try again"
             transport.write(raw_error(503, message, {"Retry-After": "5"}))
             transport.close()
@@ -249,12 +271,13 @@ def bounded_protocol(
 ) -> type[H11Protocol]:
     """The protocol class for uvicorn's `http`: headers within `header_seconds`, at most `max_connections` open
     (by default `connection_cap()`), a client reading nothing for `send_seconds` dropped, the requests refused as
-    unreadable said once a minute (`OnceAMinute`)."""
+    unreadable and the connections over the cap said once a minute (`OnceAMinute`)."""
     cap = connection_cap() if max_connections is None else max_connections
 
     class Bounded(BoundedConnection):
         pass
 
     Bounded.header_seconds, Bounded.max_connections, Bounded.send_seconds = header_seconds, cap, send_seconds
-    Bounded.refusals = OnceAMinute(logging.getLogger("uvicorn.error"), REFUSED_MORE)  # (the logger uvicorn's uses)
+    logger = logging.getLogger("uvicorn.error")  # (the logger uvicorn's protocol uses)
+    Bounded.refusals, Bounded.over_cap = OnceAMinute(logger, REFUSED_MORE), OnceAMinute(logger, over_cap_more(cap))
     return Bounded
