@@ -66,13 +66,10 @@ def _commands(command, path=()):
 
 def test_every_numeric_parameter_of_every_command_is_checked():
     """The class, not the instances: walk the whole command tree as `main` builds it."""
-    import typer
+    from tpufleet.cli import _click_command
+    from tpufleet.cli.numbers import is_strict
 
-    from tpufleet.cli.app import app
-    from tpufleet.cli.numbers import is_strict, strict_numbers
-
-    root = typer.main.get_command(app)
-    strict_numbers(root)
+    root = _click_command()
     numeric, seeds = [], []
     for path, command in _commands(root):
         for param in command.params:

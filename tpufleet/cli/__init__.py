@@ -180,17 +180,16 @@ def _click_command() -> click.Command:
     import typer
 
     from tpufleet.cli.dashes import typographic_dashes
-    from tpufleet.cli.numbers import strict_numbers
-    from tpufleet.cli.optionvalues import options_not_values
-    from tpufleet.cli.paths import file_names
+    from tpufleet.cli.numbers import STRICT_NUMBER
+    from tpufleet.cli.optionvalues import NOT_AN_OPTION
+    from tpufleet.cli.paramchecks import give_checks
+    from tpufleet.cli.paths import FILE_NAME
     from tpufleet.cli.positionals import negative_numbers_as_arguments
     from tpufleet.cli.repeats import options_once
 
     command = typer.main.get_command(app)
     plain_metavars(command)
-    strict_numbers(command)
-    file_names(command)
-    options_not_values(command)
+    give_checks(command, [STRICT_NUMBER, FILE_NAME, NOT_AN_OPTION])
     negative_numbers_as_arguments(command)
     typographic_dashes(command)
     options_once(command)

@@ -3,8 +3,8 @@
 Click reads `nan`, `inf`, digits of any script (an Arabic-Indic zero after a 1 reads as 10) and Python's digit
 groups (`1_0` reads as 10) as numbers, and its range checks let NaN through (every comparison with NaN is false);
 `-0` would be stored and shown as -0. Rather than remember a check at each of the many numeric options, the
-command tree is walked once at start-up and each numeric parameter's type is given the checks below: one
-mechanism, which also covers options added later.
+command tree is walked once at start-up (`tpufleet.cli.paramchecks`) and each numeric parameter's type is given
+the checks below: one mechanism, which also covers options added later.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tpufleet.cli.paramchecks import ParamCheck
+
 _NUMERIC = {"FloatParamType", "FloatRange", "IntParamType", "IntRange"}
-_strict_classes: dict[type, type] = {}
 
 
 class _StrictNumber:
@@ -61,23 +62,12 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _strict_class(cls: type) -> type:
-    if cls not in _strict_classes:
-        _strict_classes[cls] = type(cls.__name__, (_StrictNumber, cls), {})
-    return _strict_classes[cls]
+def _numeric(param: Any) -> bool:
+    return type(param.type).__name__ in _NUMERIC
 
 
-def strict_numbers(command: object) -> None:
-    """Give every numeric parameter in the command tree the finite, ASCII-only checks (idempotent)."""
-    for sub in getattr(command, "commands", {}).values():
-        strict_numbers(sub)
-    for param in getattr(command, "params", []):
-        kind = type(param.type)
-        if kind.__name__ in _NUMERIC and not issubclass(kind, _StrictNumber):
-            # a new object (never the shared click.INT / click.FLOAT themselves) with the same settings
-            strict: Any = object.__new__(_strict_class(kind))
-            strict.__dict__.update(vars(param.type))
-            param.type = strict
+STRICT_NUMBER = ParamCheck(applies_to=_numeric, mixin=_StrictNumber)
+"""Every numeric parameter: the finite, ASCII-only checks above."""
 
 
 def is_strict(param_type: object) -> bool:

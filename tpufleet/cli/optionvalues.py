@@ -4,14 +4,15 @@ Click gives an option the next word as its value, whatever it is: `inject-fault 
 took "--dry-run" as the reason and injected the fault for real, where the operator had asked for a dry run. A text
 option's value that is an option of the command (or of the tool, `--debug`) is refused (exit 2) naming both; the
 file options refuse any value that starts with '-' (`tpufleet.cli.paths`). As with the numbers and the file names,
-the command tree is walked once at start-up: one mechanism, which also covers options added later.
+the command tree is walked once at start-up (`tpufleet.cli.paramchecks`): one mechanism, which also covers options
+added later.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-_checked_classes: dict[type, type] = {}
+from tpufleet.cli.paramchecks import ParamCheck
 
 
 class _NotAnOption:
@@ -36,27 +37,16 @@ def _option_words(ctx: Any) -> set[str]:
     return words
 
 
-def _checked_class(cls: type) -> type:
-    if cls not in _checked_classes:
-        _checked_classes[cls] = type(cls.__name__, (_NotAnOption, cls), {})
-    return _checked_classes[cls]
+def _text_option(param: Any) -> bool:
+    """A text option, other than a file option (which has its own check, `tpufleet.cli.paths`)."""
+    from tpufleet.cli.paths import FILE_NAME
+
+    is_text = type(param.type).__name__ == "StringParamType"
+    return getattr(param, "param_type_name", "") == "option" and is_text and not FILE_NAME.applies_to(param)
 
 
-def options_not_values(command: object) -> None:
-    """Give every text option in the command tree the check above (idempotent). File options have their own."""
-    from tpufleet.cli.paths import is_checked
-
-    for sub in getattr(command, "commands", {}).values():
-        options_not_values(sub)
-    for param in getattr(command, "params", []):
-        kind = type(param.type)
-        if getattr(param, "param_type_name", "") != "option" or kind.__name__ != "StringParamType":
-            continue
-        if not is_checked(param.type) and not isinstance(param.type, _NotAnOption):
-            # a new object (never the shared click.STRING itself) with the same settings
-            checked: Any = object.__new__(_checked_class(kind))
-            checked.__dict__.update(vars(param.type))
-            param.type = checked
+NOT_AN_OPTION = ParamCheck(applies_to=_text_option, mixin=_NotAnOption)
+"""Every text option but the file options: the check above."""
 
 
 def is_checked_text(param_type: object) -> bool:

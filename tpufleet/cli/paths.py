@@ -3,9 +3,9 @@ so is a file's name ending in '/' or '/.' (a directory's name).
 
 Typer reads an empty value of a `Path` parameter as `Path("")`, which is `.`, the current directory: an operator
 whose shell variable was empty (`--from "$FAULTS"`) was told `.: ... Is a directory`. As with the numbers
-(`tpufleet.cli.numbers`), the command tree is walked once at start-up and each parameter that takes a file is given
-the check below: a `Path` parameter, and a text one whose metavar names a FILE (`FILE|-`, `FILE|shipped`). One
-mechanism, which also covers parameters added later.
+(`tpufleet.cli.numbers`), the command tree is walked once at start-up (`tpufleet.cli.paramchecks`) and each
+parameter that takes a file is given the check below: a `Path` parameter, and a text one whose metavar names a FILE
+(`FILE|-`, `FILE|shipped`). One mechanism, which also covers parameters added later.
 
 Typer makes `Path(value)` of the text, which drops a trailing '/' or '/.': `report --out r.html/` wrote the file
 r.html. The check sees the text as typed. A parameter that names a directory (`sweep --out DIR`) keeps taking one.
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tpufleet.cli.paramchecks import ParamCheck
+
 _PATH_TYPES = {"Path", "TyperPath"}
-_checked_classes: dict[type, type] = {}
 
 
 class _FileName:
@@ -66,22 +67,8 @@ def _takes_a_file(param: Any) -> bool:
     return type(param.type).__name__ == "StringParamType" and str(param.metavar or "").split("|")[0] == "FILE"
 
 
-def _checked_class(cls: type) -> type:
-    if cls not in _checked_classes:
-        _checked_classes[cls] = type(cls.__name__, (_FileName, cls), {})
-    return _checked_classes[cls]
-
-
-def file_names(command: object) -> None:
-    """Give every parameter in the command tree that takes a file the empty-name check (idempotent)."""
-    for sub in getattr(command, "commands", {}).values():
-        file_names(sub)
-    for param in getattr(command, "params", []):
-        if _takes_a_file(param) and not isinstance(param.type, _FileName):
-            # a new object (never a shared one such as click.STRING) with the same settings
-            checked: Any = object.__new__(_checked_class(type(param.type)))
-            checked.__dict__.update(vars(param.type))
-            param.type = checked
+FILE_NAME = ParamCheck(applies_to=_takes_a_file, mixin=_FileName)
+"""Every parameter that takes a file: the checks on its name above."""
 
 
 def is_checked(param_type: object) -> bool:
