@@ -31,6 +31,17 @@ def test_a_negative_number_as_a_name_is_refused_as_a_bad_name(fleet):
     assert snapshot(fleet.state) == before
 
 
+@pytest.mark.parametrize("shape, more", [("-4x4x4", ()), ("-4x4x8", ("--twisted", "-o", "json")), ("-4x", ())])
+def test_a_shape_that_starts_with_a_dash_is_refused_as_a_bad_shape(fleet, shape, more):
+    """`topology -4x4x4` was refused as `No such option '-4'`, naming neither the argument nor the value."""
+    r = fleet("topology", shape, *more)
+    said = f"bad shape '{shape}': expected AxBxC, e.g. 4x4x8"
+    if "json" in more:
+        assert r.code == 2 and json.loads(r.err) == {"error": said, "exit_code": 2, "items": []}
+    else:
+        assert one_line(r, 2) == f"tpufleet: error: {said}"
+
+
 def test_an_unknown_option_is_still_refused_as_one(fleet):
     r = fleet("diff", "-x")
     assert r.code == 2 and "-x" in r.err and "SERIAL" not in r.err
