@@ -197,6 +197,14 @@ def test_a_dash_where_standard_input_is_not_read_says_so(fleet, tmp_path, monkey
     assert snapshot(fleet.state) == before
 
 
+def test_a_dash_as_the_token_file_says_standard_input_is_not_read(fleet, tmp_path, monkeypatch):
+    """`serve --token-file -` was told `cannot be read: No such file or directory`, as if a file named - were meant."""
+    monkeypatch.chdir(tmp_path)
+    line = one_line(fleet("serve", "--listen", "127.0.0.1:0", "--token-file", "-"), 2)
+    said = "bad option --token-file '-': '-' is not standard input here; give the token file's name"
+    assert line == f"tpufleet: error: {said}"
+
+
 @pytest.mark.parametrize("drift", ["--drift-nodes", "--drift-reservation", "--drift-slices"])
 def test_metrics_refuses_standard_input_for_a_goodput_log_and_an_export_both(fleet, drift):
     """`metrics --goodput - --drift-nodes -`: the log read the node list from standard input and called it a bad

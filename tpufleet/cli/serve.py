@@ -56,6 +56,10 @@ def read_token(path: Path) -> bytes:
         with open_input(path) as fh:
             raw = fh.read(MAX_TOKEN_BYTES + 1)
     except OSError as exc:
+        if isinstance(exc, FileNotFoundError) and str(path) == "-":  # "no such file" misled, as for other inputs
+            raise BadInput(
+                "bad option --token-file '-': '-' is not standard input here; give the token file's name"
+            ) from None
         raise BadInput(f"bad option --token-file {str(path)!r}: cannot be read: {exc.strerror or exc}") from None
     except BadStateFile as exc:
         raise BadInput(f"bad option --token-file {str(path)!r}: {exc.problem}") from None
