@@ -122,6 +122,7 @@ def test_every_file_parameter_of_every_command_refuses_an_empty_name():
         (".png", "bad option --plot '.png': no name before the extension (e.g. fig1.png)"),
         ("out/.svg", "bad option --plot 'out/.svg': no name before the extension (e.g. fig1.svg)"),
         ("./fig.pdf", "bad option --plot './fig.pdf': the name must end in .png or .svg"),
+        ("-", "bad option --plot '-': give a file name ('-' is not standard output here)"),
     ],
 )
 def test_a_bad_plot_name_is_refused_naming_the_value_given_and_why(cli, plot, said):

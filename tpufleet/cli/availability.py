@@ -150,9 +150,10 @@ def _plot_file(name: str | None) -> Path | None:
     if name is None:
         return None
     from tpufleet.errors import BadInput, shown
-    from tpufleet.state.outputs import check_output_path
+    from tpufleet.state.outputs import check_output_path, refuse_standard_output
 
     plot = Path(name)  # a name ending in '/' or '/.' was refused while parsing (tpufleet.cli.paths)
+    refuse_standard_output(plot, "--plot")  # before the extension: '-' was told it must end in .png or .svg
     ext = plot.name[-4:]  # Path reads ".png" as a name without an extension; " .png" is as nameless
     if ext.lower() in (".png", ".svg") and not plot.name[:-4].strip():
         raise BadInput(f"bad option --plot {shown(name)}: no name before the extension (e.g. fig1{ext})")

@@ -35,8 +35,7 @@ def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = (
     if shown in ("", "."):  # a Path of '' reads '.'
         raise BadInput(f"bad option {option}: an empty name or '.': give a file name")
     refuse_blank_name(path, option)
-    if shown == "-":  # the Unix habit for standard output (Path reads './-' so too): a file named '-' is lost
-        raise BadInput(f"bad option {option} '-': give a file name ('-' is not standard output here)")
+    refuse_standard_output(path, option)
     refuse_state_dir(path, f"bad option {option} {shown!r}")
     try:
         st = os.stat(path)
@@ -55,6 +54,13 @@ def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = (
         if given is not None and _same_file(st, given):
             what = "standard input" if str(given) == "-" else f"the input {str(given)!r}"
             raise BadInput(f"bad option {option} {shown!r}: it is {what}; the output would replace it")
+
+
+def refuse_standard_output(path: Path, option: str) -> None:
+    """Refuse (BadInput, exit 2) an output named '-' (or './-', as Path reads it too): the Unix habit for standard
+    output, where a file named '-' would be written and not looked for."""
+    if str(path) == "-":
+        raise BadInput(f"bad option {option} '-': give a file name ('-' is not standard output here)")
 
 
 def refuse_blank_name(path: Path, option: str) -> None:
