@@ -271,9 +271,13 @@ def known_query(request: Request, names: tuple[str, ...]) -> None:
             raise Problem(400, f"bad query {name}: given {count} times; give it once")
 
 
-def taking(endpoint: Callable[[Request], Any], names: tuple[str, ...] = ()) -> Callable[[Request], Any]:
+def taking(endpoint: Callable[[Request], Any], names: tuple[str, ...] | None) -> Callable[[Request], Any]:
     """`endpoint`, its query checked first (`known_query`); a coroutine function stays one (Starlette runs it in the
-    event loop, a plain function in a thread)."""
+    event loop, a plain function in a thread). `names` None: the route reads no query and ignores one, as the
+    page, the probes, /metrics and the alert intake do (a scraper's `params`, a probe's or a browser's cache
+    buster, a query in Alertmanager's webhook URL must not turn them away)."""
+    if names is None:
+        return endpoint
     if inspect.iscoroutinefunction(endpoint):
 
         async def checked_in_loop(request: Request) -> Any:
@@ -370,10 +374,10 @@ def build_app(server: Server) -> Starlette:
     routes = [
         Route(path, taking(endpoint, query), methods=["GET"])
         for path, endpoint, query in (
-            ("/", server.page, ()),
-            ("/metrics", server.metrics, ()),
-            ("/healthz", server.healthz, ()),
-            ("/readyz", server.readyz, ()),
+            ("/", server.page, None),
+            ("/metrics", server.metrics, None),
+            ("/healthz", server.healthz, None),
+            ("/readyz", server.readyz, None),
             ("/api/v1/status", server.status, ()),
             ("/api/v1/slices", server.slices, ()),
             ("/api/v1/jobs", server.jobs, ()),
@@ -384,7 +388,7 @@ def build_app(server: Server) -> Starlette:
     alerts: Callable[[Request], Awaitable[Response]] = server.alerts
     # without a token the intake is off whatever the method: 404 saying so, not 405 for a GET
     methods = ["POST"] if server.token is not None else ["GET", "POST"]
-    routes.append(Route("/api/v1/alerts", taking(alerts), methods=methods))
+    routes.append(Route("/api/v1/alerts", taking(alerts, None), methods=methods))
     handlers = {Problem: _problem, HTTPException: _http, TpufleetError: _unreadable}
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
