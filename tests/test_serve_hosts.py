@@ -54,6 +54,13 @@ def test_named_hosts_are_answered_and_others_not(state):
     assert c.get("/api/v1/status", headers={"Host": "other.example.com"}).status_code == 421
 
 
+def test_a_service_name_with_an_underscore_can_be_named(state):
+    """A Host header may carry `_` (container service names), so --allow-host takes it too."""
+    c = _client(state, "127.0.0.1", ["tpu_fleet"])
+    assert c.get("/api/v1/status", headers={"Host": "tpu_fleet:9478"}).status_code == 200
+    assert c.get("/api/v1/status", headers={"Host": "tpu-fleet"}).status_code == 421
+
+
 def test_an_absolute_target_is_judged_by_its_own_host(state):
     """RFC 9112 has the target's authority stand for the Host: the check sees it."""
     c = _client(state, "127.0.0.1", [])

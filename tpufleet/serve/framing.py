@@ -100,15 +100,16 @@ def allowed_hosts(listen_host: str, named: list[str]) -> frozenset[str] | None:
     return frozenset({"localhost", "localhost.", *(name.strip("[]").lower() for name in named)})
 
 
-_HOST_NAME = re.compile(r"(?i)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.?")
+# labels as a Host header's may have them (`_HOST_HEADER`, below): `_` too, so a container service name can be named
+_HOST_NAME = re.compile(r"(?i)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.?")
 
 
 def _check_host_name(name: str) -> None:
     """BadInput (exit 2) naming --allow-host unless `name` is `*`, a DNS name or an IP address: a name with its port
     (`fleet.example.com:443`) would never match a Host, whose port is set aside, and no request would be answered.
 
-    >>> _check_host_name("fleet.example.com"), _check_host_name("::1"), _check_host_name("*")
-    (None, None, None)
+    >>> _check_host_name("fleet.example.com"), _check_host_name("::1"), _check_host_name("*"), _check_host_name("tpu_fleet")
+    (None, None, None, None)
     >>> _check_host_name("fleet.example.com:443")
     Traceback (most recent call last):
     ...
