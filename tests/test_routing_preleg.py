@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import pytest
 from test_routing_split import walked_load
 from test_vc_packing import channel_graph, layout_vcs
 
@@ -127,3 +128,18 @@ def test_a_corner_cut_in_every_ring_keeps_the_middle_pre_legs():
     (load, _), rt, info = preleg_made(shape, expected, alive, alive, "")
     assert info["strategy"] == PRELEG and int(np.count_nonzero(rt.P == -2)) == 0
     assert int(walked_load(rt).max()) == load
+
+
+@pytest.mark.slow
+def test_a_fault_routed_in_its_canonical_form_gets_the_pre_legs_too():
+    """x/10, y/4 and z/12 down: the canonical form's tables, turned back, fit 3 VCs at 652, and pre-leg trees
+    (never made for a canonical form) were never tried; the live graph's own now are, and kept: lighter, checked
+    by the oracle."""
+    shape, expected, alive = _three_ocs_down(10, 4, 12)
+    report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
+    s = report.summary
+    assert s["strategy"].startswith(MESH) and s["vcs"] == 3 and s["deadlock_free"] and s["unroutable_pairs"] == 0
+    load = s["max_link_load"]["all-to-all"]
+    assert load <= 593 and int(walked_load(report.tables).max()) == load  # 0.92 of the cut bound 546.13
+    graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
+    assert vcs == 3 and nx.is_directed_acyclic_graph(graph)

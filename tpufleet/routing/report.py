@@ -108,8 +108,39 @@ def _turned_or_made(
         own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit thorough lifts
         if own is None:
             own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
+        else:
+            own = _with_pre_legs(shape, expected, alive, traffics, max_vcs, own)
         seen[key] = _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own, seen)
     return seen[key]
+
+
+def _with_pre_legs(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    turned: RouteReport,
+) -> RouteReport:
+    """`turned` (a canonical form's tables turned back), or the live graph's own pre-leg tables where they fit and
+    carry all-to-all lighter. They are never made for a canonical form (`candidates`), so before, a fault with
+    broken rings in all three dimensions whose turned tables fit never met them: on 8x8x8, eleven of twelve sets
+    of three OCS down kept 620-679, where pre-leg trees carry 564-593 (`benchmarks/routing_quality.py`)."""
+    from tpufleet.routing.patterns import ocs_patterns
+    from tpufleet.routing.tree_families import preleg_made, prelegs_apply, whole_ocs_only
+
+    if "all-to-all" not in traffics or not prelegs_apply(shape, expected, alive, max_vcs):
+        return turned
+    if not whole_ocs_only(shape, expected, alive, ocs_patterns(shape, expected, alive)):
+        return turned
+    (load, _), rt, info = preleg_made(shape, expected, alive, alive, "")
+    if load >= _a2a(turned):
+        return turned
+    a, layered = analyzed(rt, max_vcs)
+    if not fits(a, max_vcs):
+        return turned
+    rt.wild_layers = layered
+    return _report(shape, expected, traffics, True, "auto", rt, info, a)
 
 
 def _with_whole_ocs(
