@@ -110,6 +110,7 @@ def _turned_or_made(
             own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
         else:
             own = _with_pre_legs(shape, expected, alive, traffics, max_vcs, own)
+            own = _with_own_where_poor(shape, expected, alive, traffics, max_vcs, own, thorough)
         seen[key] = _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own, seen)
     return seen[key]
 
@@ -141,6 +142,41 @@ def _with_pre_legs(
         return turned
     rt.wild_layers = layered
     return _report(shape, expected, traffics, True, "auto", rt, info, a)
+
+
+# of the cut bound: turned tables of whole OCS down that keep less are checked against the live graph's own
+MADE_AS_IS_BELOW = 0.92
+
+
+def _with_own_where_poor(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    turned: RouteReport,
+    thorough: bool,
+) -> RouteReport:
+    """`turned`, or the tables made for the live graph as it is where the turned ones keep less than
+    MADE_AS_IS_BELOW of the cut bound and those are lighter. Which image of a fault routes well is luck (the
+    repairs name dimensions and directions): 8x8x16 with x/5 and z/5 down carries 2477 in its canonical form and
+    2214 as it is (cut bound 2184.53). Whole OCS only: a link fault's candidates include its OCS's patterns, whose
+    second making costs seconds (3 links of 3 OCS on 8x8x8: 12 s), and its bound is loose."""
+    from tpufleet.routing.optimum import kept_at_most
+    from tpufleet.routing.patterns import ocs_patterns
+    from tpufleet.routing.tree_families import whole_ocs_only
+
+    if "all-to-all" not in traffics:
+        return turned
+    healthy = float(turned.summary["healthy_max_link_load"]["all-to-all"])
+    kept = kept_at_most(shape, alive, healthy)
+    if kept is None or healthy / kept >= MADE_AS_IS_BELOW * _a2a(turned):
+        return turned
+    if not whole_ocs_only(shape, expected, alive, ocs_patterns(shape, expected, alive)):
+        return turned
+    own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
+    fitting = own.summary["deadlock_free"] and (max_vcs is None or own.summary["vcs"] <= max_vcs)
+    return own if fitting and _a2a(own) < _a2a(turned) else turned
 
 
 def _with_whole_ocs(
