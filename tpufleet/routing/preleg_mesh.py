@@ -5,13 +5,15 @@ with pre-legs along every dimension, in the order's own sequence (zxy: along z, 
 no wraparound), before its legs in order on the dateline pairs. On the wild VC that is dimension-order routing on a
 mesh, which closes no cycle, and nothing enters the wild VC from the dateline pairs, so the tables fit 3 VCs.
 
-The wild first hops of chips no route reaches keep that rule too (`_MeshTrees._wild_hops`): a wild hop is followed
-by a leg, or by a wild hop of a later dimension (or the same dimension and direction) without a wraparound. Before,
-a wild first hop into a chip whose route starts with a pre-leg of any dimension closed channel cycles as soon as
-pre-legs were allowed along two dimensions (745 or more, 11 VCs). Where a tree leaves chips unreached, its
-destination's tree is built again taking a pre-leg hop only where no hop in order is offered; when chips are still
-unreached (8x8x8 with x/0, y/0 and z/0 down: a corner chip whose three rings are all cut, towards the opposite
-corner), there are no such tables and the caller keeps `routing.preleg`'s.
+The wild first hops of chips no route reaches keep that rule too (`_MeshTrees._wild_hops`): a wild hop leads into a
+leg (any hop, a wraparound too), or into a wild hop of a later dimension (or the same dimension and direction),
+itself crossing no wraparound. A wild hop across a wraparound is followed by legs only, so one may lead into it:
+no cycle on the wild VC passes it. Before, a wild first hop into a chip whose route starts with a pre-leg of any
+dimension closed channel cycles as soon as pre-legs were allowed along two dimensions (745 or more, 11 VCs).
+Where a tree leaves chips unreached, its destination's tree is built again taking a pre-leg hop only where no hop
+in order is offered; should chips still be unreached, there are no such tables and the caller keeps
+`routing.preleg`'s (none found on 8x8x8: x/0, y/0 and z/0 down, whose corner chip has its three rings cut and so
+has the opposite corner, is reached through its neighbour's wild hop across a wraparound, 578).
 
 8x8x8 with x/3, y/5 and z/2 down: the trees alone 668, relieved within the same rule (`relieve.relieve` with
 `wild_order`) 589, against 604 for the middle dimension's pre-legs; the LP optimum is 546.13.
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
 # destinations whose trees are built against one load (8x8x8, three OCS: 8 relieves to 612, 2 to 589 at 1.4x the CPU)
 MESH_BATCH = 4
 STUCK_PENALTY = 1 << 20  # a tree built again for its unreached chips: a pre-leg hop only where nothing else is offered
-_WRAPPED = -99  # the phase of a chip whose wild first hop crosses a wraparound: no wild hop may lead into it
 
 
 def mesh_preleg_tables(
@@ -75,8 +76,8 @@ class _MeshTrees(_PreLegTrees):
 
     def _wild_hops(self, s: _State, links: npt.NDArray[np.int64]) -> None:
         """Chips no route reaches take a wild first hop to a neighbour in the tree: into a leg (any hop), or into
-        a pre-leg it may precede (a hop of an earlier dimension, or of the same one and direction, no wraparound);
-        later rounds may step to a chip of an earlier round, by the same rule."""
+        a wild hop it may precede (a hop of an earlier dimension, or of the same one and direction, no wraparound);
+        later rounds may step to a chip of an earlier round, by the same rule (its hop counts as a pre-leg's)."""
         import numpy as np
 
         for _ in range(CHAIN_ROUNDS):
@@ -100,8 +101,7 @@ class _MeshTrees(_PreLegTrees):
             s.port[r, c], s.hops[r, c] = port, s.hops[r, nxt] + 1
             s.path_max[r, c] = best[r, c] // 256
             s.wild[r, c] = True
-            wraps = self.date.reshape(-1)[c * 6 + port]
-            s.phase[r, c] = np.where(wraps, _WRAPPED, self.pre_phase[port // 2])
+            s.phase[r, c] = self.pre_phase[port // 2]
             s.direction[r, c] = np.where(port % 2 == 0, 1, -1)
 
     def _may_precede(self, s: _State, nxt: Int64Array, port: int) -> npt.NDArray[np.bool_]:
@@ -112,6 +112,6 @@ class _MeshTrees(_PreLegTrees):
         mine = self.pre_phase[port // 2]
         wraps = self.date.reshape(-1)[np.arange(self.n) * 6 + port][None, :]
         same_way = s.direction[:, nxt] == 1 - 2 * (port % 2)
-        into_pre = (phase < 0) & (phase != _WRAPPED) & ~wraps & ((mine < phase) | ((mine == phase) & same_way))
+        into_pre = (phase < 0) & ~wraps & ((mine < phase) | ((mine == phase) & same_way))
         may: npt.NDArray[np.bool_] = (phase >= 0) | into_pre
         return may

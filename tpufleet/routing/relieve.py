@@ -176,7 +176,10 @@ def relieve(
     changed = tree.P != rt.P  # an entry may move twice, or back
     if not moved or not changed.any():
         return None
-    tree.wild[~changed] = rt.wild[~changed] if rt.wild is not None else False
+    if wild_order is None:
+        tree.wild[~changed] = rt.wild[~changed] if rt.wild is not None else False
+    # else an entry moved back keeps its wild mark: it came back as a wild hop checked against the wild order, and
+    # the chip it leads to may have moved since (wild now); marked a leg again, it would lead a leg into a wild hop
     from tpufleet.routing.analysis import RouteTables
 
     tables = RouteTables(
