@@ -41,7 +41,15 @@ from tpufleet.routing.dimension_orders import (
 from tpufleet.routing.patterns import ocs_patterns
 from tpufleet.routing.structured import DorBase
 from tpufleet.routing.tolerant import RouteInfo, base_load, broken_pairs, wild_first
-from tpufleet.routing.tree_families import preleg_made, prelegs_apply, split_made, splits_apply, whole_ocs_only
+from tpufleet.routing.tree_families import (
+    preleg_made,
+    prelegs_apply,
+    split_made,
+    splits_apply,
+    twisted_mesh_apply,
+    twisted_mesh_made,
+    whole_ocs_only,
+)
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
@@ -236,6 +244,10 @@ def candidates(
         and prelegs_apply(shape, expected, alive, max_vcs)
     ):
         ranked.append(preleg_made(shape, expected, alive, alive, ""))
+    if whole_ocs_only(shape, expected, alive, patterns) and twisted_mesh_apply(
+        shape, expected, alive, max_vcs, thorough
+    ):
+        ranked += twisted_mesh_made(shape, expected, alive)
     return routable_first(ranked)
 
 

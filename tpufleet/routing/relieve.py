@@ -224,6 +224,8 @@ def _batch(tree: _Tree, t: I64, s: I64, top: int) -> int:
 
     n = tree.n
     still = tree.walk_max(t, s) >= top
+    if tree.rank is not None:  # only leaves: one that a pair moved into since the round began has a route to keep
+        still &= tree.weight[t * n + s] == 1
     t, s = t[still], s[still]
     amount = tree.weight[t * n + s]
     cost = np.full((len(t), 6), FAR, dtype=np.int64)

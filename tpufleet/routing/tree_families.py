@@ -157,32 +157,76 @@ def preleg_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: Chip
     along every dimension (`routing.preleg_mesh`) where they reach every pair within 3 VCs, else along the middle
     one (`routing.preleg`). The trees alone rank below the single orders, and only the first table set a graph
     that fits is relieved later."""
-    import numpy as np
-
     from tpufleet.routing import steps
 
     steps.plan("repair", 1)
     made = _mesh_relieved(shape, expected, alive, graph) or _middle_relieved(shape, expected, alive, graph)
     steps.advance("repair")
     rt, max_load, moved, how = made
-    left = int(np.count_nonzero(rt.P == -2))
-    repaired = 0 if rt.wild is None else int(np.count_nonzero(rt.wild))
-    info: RouteInfo = {
-        "broken_by_faults": repaired + left,
-        "repaired_wild": repaired,
-        "orders_used": 1,
-        "strategy": how + note,
-        "max_load": max_load,
-        "made_for": graph,
-        "relieved": moved,
-    }
-    return (max_load, 1), rt, info
+    return _ranked(rt, max_load, moved, how + note, graph)
 
 
 Relieved = tuple[RouteTables, float, int, str]  # tables, all-to-all max load, entries relieved, how made
 
 PRE_VCS = 3  # what the pre-leg tables are made to fit (`prelegs_apply` makes them only with room for it)
 MESH_RELIEVE_PASSES = 3  # relieving again from where the last stopped (8x8x8, three OCS: 592, 589, then none)
+TWISTED_MESH_LIMIT = (
+    1024  # chips: pre-leg trees on twisted tori with `thorough` (8x16x16, one x OCS: 3346 against 3338, 66 s)
+)
+
+
+def twisted_mesh_apply(
+    shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: int | None, thorough: bool
+) -> bool:
+    """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down in one or two dimensions,
+    with room for 3 VCs, with `thorough`, above RELIEVE_LIMIT chips and up to TWISTED_MESH_LIMIT: relieving them
+    takes seconds there (15-25 s of CPU on 8x8x16); below, the other candidates are relieved too and carry as
+    little or less (twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both)."""
+    from tpufleet.routing.relieve import RELIEVE_LIMIT
+
+    return (
+        thorough
+        and shape.twisted
+        and RELIEVE_LIMIT < len(expected) <= TWISTED_MESH_LIMIT
+        and (max_vcs is None or max_vcs >= PRE_VCS)
+        and 1 <= broken_dims(expected, graph) <= 2
+    )
+
+
+def twisted_mesh_made(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[Ranked]:
+    """`routing.preleg_mesh`'s trees for a twisted torus, relieved in passes (`_mesh_relieved`), in the order that
+    takes the healthy dimensions first and the broken ones last, each group from z down (twisted 8x8x16: one x OCS
+    zyx 1288 against yzx 1292 and xyz 1378; x and z OCS yzx 1305 against xyz 1455). None when they cannot be made
+    within 3 VCs."""
+    from tpufleet.routing import steps
+
+    dead = set(dead_dims_of(expected, alive))
+    order = tuple(sorted((d for d in range(3) if d not in dead), reverse=True)) + tuple(sorted(dead, reverse=True))
+    steps.plan("repair", 1)
+    made = _mesh_relieved(shape, expected, alive, alive, (order[0], order[1], order[2]))
+    steps.advance("repair")
+    if made is None:
+        return []
+    rt, max_load, moved, how = made
+    return [_ranked(rt, max_load, moved, f"{how}, dimension order {''.join('xyz'[d] for d in order)}", alive)]
+
+
+def _ranked(rt: RouteTables, max_load: float, moved: int, how: str, graph: ChipGraph) -> Ranked:
+    """The rank key, tables and how they were made (`candidates._made`'s form) of relieved tree tables."""
+    import numpy as np
+
+    left = int(np.count_nonzero(rt.P == -2))
+    repaired = 0 if rt.wild is None else int(np.count_nonzero(rt.wild))
+    info: RouteInfo = {
+        "broken_by_faults": repaired + left,
+        "repaired_wild": repaired,
+        "orders_used": 1,
+        "strategy": how,
+        "max_load": max_load,
+        "made_for": graph,
+        "relieved": moved,
+    }
+    return (max_load, 1), rt, info
 
 
 def _middle_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph) -> Relieved:
@@ -198,20 +242,24 @@ def _middle_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph:
     return rt, max_load, moved, "one dimension order, wild pre-legs by trees"
 
 
-def _mesh_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph) -> Relieved | None:
-    """`routing.preleg_mesh`'s trees relieved in passes within their wild order, each pass kept only when it is
-    lighter and still fits PRE_VCS; None when the trees leave a pair unreached or do not fit."""
+def _mesh_relieved(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, order: Order | None = None
+) -> Relieved | None:
+    """`routing.preleg_mesh`'s trees in `order` (default: `routing.preleg.ORDER`) relieved in passes within their
+    wild order, each pass kept only when it is lighter and still fits PRE_VCS; None when the trees leave a pair
+    unreached or do not fit."""
     from tpufleet.routing.fitting import analyzed, fits
     from tpufleet.routing.preleg import ORDER
     from tpufleet.routing.preleg_mesh import mesh_preleg_tables
     from tpufleet.routing.relieve import relieve
 
-    made = mesh_preleg_tables(shape, graph, alive, ORDER)
+    order = ORDER if order is None else order
+    made = mesh_preleg_tables(shape, graph, alive, order)
     if made is None or not fits(analyzed(made[0], PRE_VCS)[0], PRE_VCS):
         return None
     rt, max_load, moved = made[0], float(made[1].max()), 0
     for seed in range(MESH_RELIEVE_PASSES):
-        done = relieve(rt, graph, expected, leaves=True, seed=seed, wild_order=ORDER)
+        done = relieve(rt, graph, expected, leaves=True, seed=seed, wild_order=order)
         if done is None or done.max_load >= max_load or not fits(analyzed(done.tables, PRE_VCS)[0], PRE_VCS):
             break
         rt, max_load, moved = done.tables, float(done.max_load), moved + done.moved
