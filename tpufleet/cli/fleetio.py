@@ -361,7 +361,10 @@ def _one_standard_input(goodput: list[Path] | None, drift: dict[str, str | None]
         f"--drift-{name}" for name, given in drift.items() if given == "-"
     ]
     if "--goodput" in dashes and len(dashes) > 1:  # two exports: read_drift_inputs says so
-        raise BadInput(f"bad options {' and '.join(dashes)}: each is - (standard input); only one can be")
+        options = list(dict.fromkeys(dashes))  # each option named once, however often it was given
+        if len(options) == 1:
+            raise BadInput("bad option --goodput: - (standard input) is given more than once; only one log can be")
+        raise BadInput(f"bad options {' and '.join(options)}: each is - (standard input); only one can be")
 
 
 GOODPUT_SEGMENTS = ("accelerator", "size", "phase", "framework")  # the segments the goodput families export
