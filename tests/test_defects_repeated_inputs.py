@@ -13,3 +13,12 @@ def test_metrics_names_goodput_once_when_its_log_is_standard_input_twice(fleet):
     said = "bad option --goodput: - (standard input) is given more than once; only one log can be"
     assert line == f"tpufleet: error: {said}"
     assert snapshot(fleet.state) == before
+
+
+def test_serve_says_standard_input_is_not_read_however_often_goodput_is_dash(fleet):
+    """`serve --goodput - --goodput -` was told its events would count twice, as if standard input were read; one
+    `--goodput -` is told serve cannot read it again as it changes. Both now say that (refused before listening)."""
+    said = "tpufleet: error: <stdin>: field <root>: cannot be read again as it changes: give the log's file"
+    once = one_line(fleet("serve", "--listen", "127.0.0.1:0", "--goodput", "-"), 2)
+    twice = one_line(fleet("serve", "--listen", "127.0.0.1:0", "--goodput", "-", "--goodput", "-"), 2)
+    assert once == twice == said

@@ -73,6 +73,8 @@ def build(
     aliases: list[tuple[str, str]] = []
     if fleet is not None:
         capacity, aliases = fleet_capacity(fleet), gke_labels(fleet)
+    if files_only:
+        goodputlogs.refuse_standard_input(paths)
     goodputlogs.refuse_repeated(paths)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
     options = ReportOptions(

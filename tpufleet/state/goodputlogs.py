@@ -56,6 +56,9 @@ CSV_NAMES = (".csv", ".csv.gz")  # how a native CSV log's name ends (`is_csv`)
 _TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
 
 
+NOT_READ_AGAIN = "cannot be read again as it changes: give the log's file"  # standard input, as serve reads
+
+
 def shown_name(path: Path) -> str:
     """The name a message gives a log: ``<stdin>`` for ``-``."""
     return "<stdin>" if str(path) == STDIN else str(path)
@@ -65,6 +68,13 @@ def is_csv(path: Path) -> bool:
     """Whether a native log is CSV: its name ends in ``.csv``, or ``.csv.gz`` (gzip-compressed). Anything else is
     JSON lines, standard input included (it has no name to tell)."""
     return str(path).lower().endswith(CSV_NAMES)
+
+
+def refuse_standard_input(paths: Sequence[Path]) -> None:
+    """BadStateFile when a log read again as it changes is ``-``: standard input reads once, however often it is
+    given (checked before `refuse_repeated`, which would call ``-`` twice a log counted twice)."""
+    if any(str(path) == STDIN for path in paths):
+        raise BadStateFile(shown_name(Path(STDIN)), "", NO_VALUE, NOT_READ_AGAIN)
 
 
 def refuse_repeated(paths: Sequence[Path]) -> None:
@@ -400,7 +410,7 @@ def _open(path: Path, files_only: bool = False) -> Iterator[BinaryIO]:
     with ExitStack() as stack:
         raw: BinaryIO = sys.stdin.buffer
         if str(path) == STDIN and files_only:
-            raise BadStateFile(name, "", NO_VALUE, "cannot be read again as it changes: give the log's file")
+            raise BadStateFile(name, "", NO_VALUE, NOT_READ_AGAIN)
         if str(path) != STDIN:
             try:
                 raw = stack.enter_context(_open_file(path, files_only))
