@@ -22,3 +22,16 @@ def test_serve_says_standard_input_is_not_read_however_often_goodput_is_dash(fle
     once = one_line(fleet("serve", "--listen", "127.0.0.1:0", "--goodput", "-"), 2)
     twice = one_line(fleet("serve", "--listen", "127.0.0.1:0", "--goodput", "-", "--goodput", "-"), 2)
     assert once == twice == said
+
+
+def test_a_log_given_twice_is_named_as_the_operator_typed_it(fleet, tmp_path, monkeypatch):
+    """`metrics --goodput a.jsonl --goodput ./a.jsonl` said `a.jsonl is given twice (also as a.jsonl)`: the
+    second name lost its `./`, so the message named one spelling twice."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_text("")
+    said = "bad goodput logs: ./a.jsonl is given twice (also as a.jsonl): its events would count twice"
+    for args in (
+        ("metrics", "--goodput", "a.jsonl", "--goodput", "./a.jsonl"),
+        ("goodput-report", "a.jsonl", "./a.jsonl"),
+    ):
+        assert one_line(fleet(*args), 2) == f"tpufleet: error: {said}"

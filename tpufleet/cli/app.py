@@ -61,9 +61,14 @@ def examples(*lines: str) -> str:
 
 OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts)")]
 # The goodput logs `metrics` and `serve` add to their families (`serve` reads them again when they change).
+# Kept as typed (a message names `./a.jsonl` so, where a Path would drop the `./`).
 GoodputLogsOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--goodput", help="Goodput event logs: add SG/RG/PG/MPG and badput to the metrics (repeatable)"),
+    list[str] | None,
+    typer.Option(
+        "--goodput",
+        click_type=click.Path(path_type=str),
+        help="Goodput event logs: add SG/RG/PG/MPG and badput to the metrics (repeatable)",
+    ),
 ]
 GoodputFormatOpt = Annotated[
     str, typer.Option("--goodput-format", help="native or ml-goodput (as goodput-report --format)")

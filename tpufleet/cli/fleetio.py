@@ -3,7 +3,7 @@ node labels) and to Prometheus. `tpufleet import ...` is `cli.fleetimport`."""
 
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -333,7 +333,7 @@ def metrics_cmd(
     if out is not None:
         # the metrics must not replace a goodput log or an export they read
         exports_read = [Path(name) for name in (drift_nodes, drift_reservation, drift_slices) if name is not None]
-        check_output_path(out, "--out", [*(goodput or []), drift_mapping, *exports_read])
+        check_output_path(out, "--out", [*(Path(log) for log in goodput or []), drift_mapping, *exports_read])
     _one_standard_input(goodput, {"nodes": drift_nodes, "reservation": drift_reservation, "slices": drift_slices})
     report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
@@ -352,7 +352,7 @@ def metrics_cmd(
         _write_textfile(out, text, state.serial, output)
 
 
-def _one_standard_input(goodput: list[Path] | None, drift: dict[str, str | None]) -> None:
+def _one_standard_input(goodput: list[str] | None, drift: dict[str, str | None]) -> None:
     """BadInput when more than one of the logs and exports is '-': the first read standard input whole, and the
     next was told that the node list it then read was not a goodput log (or found it empty)."""
     from tpufleet.errors import BadInput
@@ -371,7 +371,7 @@ GOODPUT_SEGMENTS = ("accelerator", "size", "phase", "framework")  # the segments
 
 
 def goodput_report(
-    goodput: list[Path] | None, fmt: str, whole_lines: bool = False, files_only: bool = False
+    goodput: Sequence[str | Path] | None, fmt: str, whole_lines: bool = False, files_only: bool = False
 ) -> dict[str, Any] | None:
     """The goodput report the metrics export (None without logs); `whole_lines`: logs still being written;
     `files_only`: logs read again as they change, which must be regular files."""

@@ -40,10 +40,11 @@ HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MP
 def goodput_cmd(
     ctx: typer.Context,
     files: Annotated[
-        list[Path],
+        list[str],  # as typed: a message names `./a.jsonl` so, where a Path would drop the `./`
         typer.Argument(
+            click_type=click.Path(path_type=str),
             help="Event logs: native JSONL or CSV (named *.csv, *.csv.gz), or ml-goodput-measurement entries; "
-            "gzip-compressed or not; - for stdin (JSON lines)"
+            "gzip-compressed or not; - for stdin (JSON lines)",
         ),
     ],
     fmt: Annotated[
@@ -182,7 +183,7 @@ _CAPACITY = re.compile(r"\s*([^=,\s](?:[^=,]{0,62}[^=,\s])?)\s*=\s*([0-9]{1,9})\
 
 
 def _parse(
-    files: list[Path],
+    files: list[str],
     by: str,
     since: str | None,
     until: str | None,
@@ -212,7 +213,7 @@ def _parse(
     pairs = parse_capacity(capacity) if capacity is not None and capacity != "state" else None
     windows = parse_windows(window) if window is not None else None
     if out is not None:
-        check_output_path(out, "--out", [*files, exclude])  # the report must not replace a log it reads
+        check_output_path(out, "--out", [*map(Path, files), exclude])  # the report must not replace a log it reads
     return dims, t0, t1, pairs, windows
 
 

@@ -14,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -113,7 +114,7 @@ def metrics_inputs() -> MetricsInputs:
     return MetricsInputs(rows, dict(shipped.repair_hours), moment)
 
 
-def goodput_extras(paths: list[Path], fmt: str) -> Any:
+def goodput_extras(paths: Sequence[str | Path], fmt: str) -> Any:
     """The goodput report of the logs, made again whenever one of them changes, and whether they read (None
     without logs): a log that does not read (said on stderr) leaves the goodput families out until it does, and
     `goodput_read` 0 says so.
@@ -251,7 +252,7 @@ def serve_cmd(
     store = ctx.obj.store()
     serial = store.load().serial  # a missing or damaged state is refused before listening
     extras = goodput_extras(list(goodput or []), goodput_format)
-    source = Source(store, list(goodput or []), extras)
+    source = Source(store, [Path(log) for log in goodput or []], extras)
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     intake = "on" if token is not None else "off (no --token-file)"

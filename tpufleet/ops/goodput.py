@@ -45,7 +45,7 @@ def gke_labels(fleet: Fleet) -> list[tuple[str, str]]:
 
 
 def build(
-    paths: list[Path],
+    logs: Sequence[str | Path],
     fmt: str = "native",
     by: list[str] | None = None,
     period: str | None = None,
@@ -62,7 +62,8 @@ def build(
     whole_lines: bool = False,
     files_only: bool = False,
 ) -> metrics.Report:
-    """The report of the logs `paths` (``-``: standard input) in `fmt` (native or ml-goodput).
+    """The report of the logs `logs` (``-``: standard input; text: the names as typed, for the messages) in `fmt`
+    (native or ml-goodput).
 
     `capacity`: (accelerator, chips) pairs over the logs' capacity records; `fleet`: the inventory's chips
     instead. With `keep_timelines`, also (key ``timelines``, for the HTML page only) the drill-down timelines of
@@ -73,9 +74,10 @@ def build(
     aliases: list[tuple[str, str]] = []
     if fleet is not None:
         capacity, aliases = fleet_capacity(fleet), gke_labels(fleet)
+    paths = [Path(log) for log in logs]
     if files_only:
         goodputlogs.refuse_standard_input(paths)
-    goodputlogs.refuse_repeated(paths)
+    goodputlogs.refuse_repeated(logs)
     exclusions = goodputlogs.load_exclusions(exclude) if exclude is not None else []
     options = ReportOptions(
         by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines, aliases

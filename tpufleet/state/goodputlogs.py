@@ -77,11 +77,13 @@ def refuse_standard_input(paths: Sequence[Path]) -> None:
         raise BadStateFile(shown_name(Path(STDIN)), "", NO_VALUE, NOT_READ_AGAIN)
 
 
-def refuse_repeated(paths: Sequence[Path]) -> None:
+def refuse_repeated(logs: Sequence[str | Path]) -> None:
     """BadInput when one log is given twice (the same name, another name of the same file, or ``-`` twice): its
-    events would count twice. A log that cannot be read is left to the reading to name."""
+    events would count twice. A log given as text is named as typed (`./a.jsonl` after `a.jsonl`: a Path drops the
+    `./`). A log that cannot be read is left to the reading to name."""
     seen: dict[object, str] = {}
-    for path in paths:
+    for log in logs:
+        path, name = Path(log), shown_name(Path(log)) if str(log) == STDIN else str(log)
         key: object = STDIN if str(path) == STDIN else path.resolve()
         if key != STDIN:
             try:
@@ -90,11 +92,10 @@ def refuse_repeated(paths: Sequence[Path]) -> None:
             except OSError:
                 pass
         if key in seen:
-            name = shown_name(path)
             raise BadInput(
                 f"bad goodput logs: {name} is given twice (also as {seen[key]}): its events would count twice"
             )
-        seen[key] = shown_name(path)
+        seen[key] = name
 
 
 class Content(NamedTuple):
