@@ -35,3 +35,15 @@ def test_a_log_given_twice_is_named_as_the_operator_typed_it(fleet, tmp_path, mo
         ("goodput-report", "a.jsonl", "./a.jsonl"),
     ):
         assert one_line(fleet(*args), 2) == f"tpufleet: error: {said}"
+
+
+def test_drift_says_standard_input_as_every_other_message_does(fleet):
+    """`drift --nodes - --slices -` said `only one can be - (stdin)`, where every other message says
+    `(standard input)`; it now names the options given '-', as `metrics` does."""
+    said = "bad options --nodes and --slices: each is - (standard input); only one can be"
+    assert one_line(fleet("drift", "--nodes", "-", "--slices", "-"), 2) == f"tpufleet: error: {said}"
+    exports = ("--drift-nodes", "-", "--drift-reservation", "-", "--drift-slices", "-")
+    said = (
+        "bad options --drift-nodes, --drift-reservation and --drift-slices: each is - (standard input); only one can be"
+    )
+    assert one_line(fleet("metrics", *exports), 2) == f"tpufleet: error: {said}"

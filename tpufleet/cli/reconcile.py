@@ -90,8 +90,11 @@ def read_drift_inputs(
     from tpufleet.errors import BadInput
     from tpufleet.ops.drift import DriftInputs
 
-    if [nodes, reservation, slices].count("-") > 1:
-        raise BadInput(f"bad options {option}nodes/{option}reservation/{option}slices: only one can be - (stdin)")
+    given = {"nodes": nodes, "reservation": reservation, "slices": slices}
+    dashes = [f"{option}{name}" for name, value in given.items() if value == "-"]
+    if len(dashes) > 1:  # named as metrics names --goodput and an export both '-'
+        named = ", ".join(dashes[:-1]) + f" and {dashes[-1]}"
+        raise BadInput(f"bad options {named}: each is - (standard input); only one can be")
     if nodes is None and mapping is not None:
         raise BadInput(f"bad option {option}mapping: it maps the node list; give {option}nodes too")
     node_input = reservation_input = slice_input = None
