@@ -47,3 +47,26 @@ def test_drift_says_standard_input_as_every_other_message_does(fleet):
         "bad options --drift-nodes, --drift-reservation and --drift-slices: each is - (standard input); only one can be"
     )
     assert one_line(fleet("metrics", *exports), 2) == f"tpufleet: error: {said}"
+
+
+STATE_DASH = "'-' is not standard input here; name a directory or a postgresql:// URL (for a directory so named: ./-)"
+
+
+def test_a_state_named_dash_is_refused_and_nothing_is_made(cli, tmp_path, monkeypatch):
+    """`tpufleet --state - init` made a state directory named `-` (exit 0), where every output named `-` is
+    refused; so did TPUFLEET_STATE=- and a config file's `state = "-"`. A directory so named is still ./-."""
+    monkeypatch.chdir(tmp_path)
+    line = one_line(cli("--state", "-", "init", state=False), 2)
+    assert line == f"tpufleet: error: bad option --state '-': {STATE_DASH}"
+    monkeypatch.setenv("TPUFLEET_STATE", "-")
+    line = one_line(cli("init", state=False), 2)
+    assert line == f"tpufleet: error: bad environment variable TPUFLEET_STATE '-': {STATE_DASH}"
+    monkeypatch.delenv("TPUFLEET_STATE")
+    (tmp_path / "config.toml").write_text('state = "-"\n')
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(tmp_path / "config.toml"))
+    line = one_line(cli("init", state=False), 2)
+    assert line.startswith(f"tpufleet: error: {tmp_path / 'config.toml'}: field state: is not standard input here")
+    assert not (tmp_path / "-").exists()
+    monkeypatch.delenv("TPUFLEET_CONFIG")
+    assert cli("--state", "./-", "init", state=False).code == 0
+    assert (tmp_path / "-").is_dir()

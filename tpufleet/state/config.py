@@ -89,6 +89,8 @@ def _parse(doc: dict[str, object], file: str) -> Config:
     for key in ("state", "group"):
         if doc.get(key) == "":
             raise BadStateFile(file, key, "", "is empty")
+        if key == "state" and doc.get(key) == "-":  # as --state '-': never standard input
+            raise BadStateFile(file, key, "-", "is not standard input here; name a directory (for one so named: ./-)")
         if "\x00" in str(doc.get(key, "")):  # (a database URL's password not shown)
             raise BadStateFile(file, key, redacted(str(doc[key])), "holds a NUL character")
     _check_places(doc, file)

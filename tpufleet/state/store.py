@@ -51,6 +51,13 @@ def is_database_url(location: str) -> bool:
     return location.lower().startswith(DATABASE_SCHEMES)
 
 
+# A state named '-' made a directory so named, where every other file option refuses '-' it does not read as
+# standard input (a directory so named is still ./-).
+NOT_STANDARD_INPUT = (
+    "'-' is not standard input here; name a directory or a postgresql:// URL (for a directory so named: ./-)"
+)
+
+
 def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path | str:
     """--state DIR|URL, else $TPUFLEET_STATE, else ./.tpufleet: a directory (a Path), or a database URL (as typed).
 
@@ -61,11 +68,15 @@ def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path | str:
         text = os.fspath(option)
         if text == "":
             raise BadInput("bad option --state: the directory is empty ('')")
+        if text == "-":
+            raise BadInput(f"bad option --state '-': {NOT_STANDARD_INPUT}")
         return _location(text)
     env = os.environ.get("TPUFLEET_STATE")
     if env is not None:
         if env == "":
             raise BadInput("bad environment variable TPUFLEET_STATE: it is set but empty; unset it or name a directory")
+        if env == "-":
+            raise BadInput(f"bad environment variable TPUFLEET_STATE '-': {NOT_STANDARD_INPUT}")
         return _location(env)
     return Path(".tpufleet")
 
