@@ -69,6 +69,15 @@ def test_history_since_a_negative_serial_says_serials_count_from_0(fleet, since)
     assert line.startswith(f"tpufleet: error: bad option --since '{since}': serials count up from 0; or give a date")
 
 
+def test_history_since_minus_zero_is_serial_zero_as_diff_reads_it(fleet):
+    """`history --since -0` was refused with `serials count up from 0`, while `diff -0` read it as serial 0: -0 is
+    0, no negative serial. -1 is still refused by both."""
+    assert fleet("history", "--since", "-0", "-o", "json").json == fleet("history", "--since", "0", "-o", "json").json
+    assert fleet("diff", "-0", "-o", "json").json == fleet("diff", "0", "-o", "json").json
+    assert "serials count up from 0" in one_line(fleet("history", "--since", "-1"), 2)
+    assert "serials count up from 0" in one_line(fleet("diff", "-1"), 2)
+
+
 def test_history_since_neither_a_serial_nor_a_time_names_both_forms(fleet):
     """`history --since abc` was told it is not a date, an ISO time or an age: the serial it also takes went unsaid."""
     line = one_line(fleet("history", "--since", "abc"), 2)

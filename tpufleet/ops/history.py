@@ -66,6 +66,8 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
             raise BadInput(f"bad option --since: {text!r} is a serial past the last one tpufleet counts (18 digits)")
         return int(text), None
     if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():  # not "N changes back": was "not a date"
+        if not text[1:].strip("0"):  # -0 is 0, no negative serial (as `diff -0` reads it)
+            return 0, None
         raise BadInput(f"bad option --since {shown(since)}: serials count up from 0; or give {TIME_HELP}")
     return None, parse_time(since, "--since", now, also="a serial (40), ")
 
