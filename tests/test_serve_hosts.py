@@ -47,6 +47,16 @@ def test_another_name_on_loopback_gets_421_and_nothing_of_the_fleet(state, path)
     assert "pod0" not in r.text
 
 
+def test_the_421_answer_carries_nosniff_as_every_other_answer(state):
+    """The 421 answer lacked `X-Content-Type-Options: nosniff`, which every other answer, the 400s included,
+    carries."""
+    c = _client(state, "127.0.0.1", [])
+    refused = c.get("/api/v1/status", headers={"Host": "rebound.example"})
+    bad = c.get("/api/v1/status", headers={"Host": "a b"})
+    assert (refused.status_code, bad.status_code) == (421, 400)
+    assert refused.headers.get("x-content-type-options") == bad.headers.get("x-content-type-options") == "nosniff"
+
+
 def test_named_hosts_are_answered_and_others_not(state):
     c = _client(state, "127.0.0.1", ["Fleet.Example.com"])
     assert c.get("/api/v1/status", headers={"Host": "fleet.example.com"}).status_code == 200

@@ -178,6 +178,9 @@ def valid_host(value: bytes) -> bool:
     return True
 
 
+_NOSNIFF = {"X-Content-Type-Options": "nosniff"}  # as every other answer: a browser never sniffs one for a page
+
+
 class KnownHost:
     """ASGI middleware: a request whose Host is not a host (`valid_host`), or more than one Host, gets 400; one whose
     Host is not one `serve` answers (`allowed_hosts`) gets 421 (Misdirected Request); either, nothing of the fleet.
@@ -197,13 +200,12 @@ class KnownHost:
             message = (
                 f"bad Host {shown}: a host name, an IPv4 address or a bracketed IPv6 address, with an optional :PORT"
             )
-            headers = {"X-Content-Type-Options": "nosniff"}
-            await JSONResponse({"error": message, "status": 400}, 400, headers=headers)(scope, receive, send)
+            await JSONResponse({"error": message, "status": 400}, 400, headers=_NOSNIFF)(scope, receive, send)
             return
         if sent and self.allowed is not None:
             host = host_name(sent[0])
             if not (host in self.allowed or _loopback(host)):
                 message = f"this server does not answer for the host {host!r}: name it with serve --allow-host"
-                await JSONResponse({"error": message, "status": 421}, 421)(scope, receive, send)
+                await JSONResponse({"error": message, "status": 421}, 421, headers=_NOSNIFF)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
