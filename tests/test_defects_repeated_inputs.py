@@ -1,7 +1,9 @@
 """How a log, an export or the state given twice, or as '-', is refused: each option named once, the name the
-operator typed, and the same words for standard input everywhere."""
+operator typed, and the same words for standard input everywhere; a log file named '-' is read as ./-."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from helpers import one_line, snapshot
 
@@ -70,3 +72,19 @@ def test_a_state_named_dash_is_refused_and_nothing_is_made(cli, tmp_path, monkey
     monkeypatch.delenv("TPUFLEET_CONFIG")
     assert cli("--state", "./-", "init", state=False).code == 0
     assert (tmp_path / "-").is_dir()
+
+
+GOODPUT_LOG = Path(__file__).parent.parent / "fixtures/goodput/slow_steps.jsonl"
+
+
+def test_a_log_file_named_dash_is_read_when_given_as_dot_slash_dash(fleet, tmp_path, monkeypatch):
+    """`goodput-report ./-` read standard input, not the file named `-` (a Path of `./-` reads `-`), where every
+    other file option reads the file so named."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_bytes(GOODPUT_LOG.read_bytes())
+    whole = fleet("goodput-report", GOODPUT_LOG, "-o", "json")
+    dashed = fleet("goodput-report", "./-", "-o", "json")
+    assert (whole.code, dashed.code) == (0, 0), dashed.err
+    assert dashed.json["fleet"] == whole.json["fleet"]
+    metrics = fleet("metrics", "--goodput", "./-", "-o", "json")
+    assert metrics.code == 0, metrics.err

@@ -74,7 +74,7 @@ def build(
     aliases: list[tuple[str, str]] = []
     if fleet is not None:
         capacity, aliases = fleet_capacity(fleet), gke_labels(fleet)
-    paths = [Path(log) for log in logs]
+    paths = [goodputlogs.log_path(log) for log in logs]
     if files_only:
         goodputlogs.refuse_standard_input(paths)
     goodputlogs.refuse_repeated(logs)

@@ -70,6 +70,13 @@ def is_csv(path: Path) -> bool:
     return str(path).lower().endswith(CSV_NAMES)
 
 
+def log_path(log: str | Path) -> Path:
+    """The path of a log named `log`: ``-`` is standard input, but a file so named given as typed text (`./-`),
+    whose Path would read ``-``, is made absolute so it is read as the file."""
+    path = Path(log)
+    return path.absolute() if str(path) == STDIN and str(log) != STDIN else path
+
+
 def refuse_standard_input(paths: Sequence[Path]) -> None:
     """BadStateFile when a log read again as it changes is ``-``: standard input reads once, however often it is
     given (checked before `refuse_repeated`, which would call ``-`` twice a log counted twice)."""
@@ -83,7 +90,7 @@ def refuse_repeated(logs: Sequence[str | Path]) -> None:
     `./`). A log that cannot be read is left to the reading to name."""
     seen: dict[object, str] = {}
     for log in logs:
-        path, name = Path(log), shown_name(Path(log)) if str(log) == STDIN else str(log)
+        path, name = log_path(log), shown_name(Path(log)) if str(log) == STDIN else str(log)
         key: object = STDIN if str(path) == STDIN else path.resolve()
         if key != STDIN:
             try:
