@@ -350,6 +350,8 @@ ISSUE_CASES = (
     IssueCase("8x8x16, x and z OCS in the same y planes (x/5, z/5)", "8x8x16", False, (("x", 5), ("z", 5)), lp=False),
     IssueCase("twisted 8x8x16, x and z OCS", "8x8x16", True, (("x", 3), ("z", 2))),
     IssueCase("twisted 8x8x16, one x OCS (x/3)", "8x8x16", True, (("x", 3),)),
+    IssueCase("twisted 8x8x16, one x OCS (x/3), --thorough", "8x8x16", True, (("x", 3),), thorough=True),
+    IssueCase("twisted 8x8x16, x and z OCS, --thorough", "8x8x16", True, (("x", 3), ("z", 2)), thorough=True),
     IssueCase("twisted 8x8x16, one y OCS (y/3)", "8x8x16", True, (("y", 3),)),
     IssueCase("twisted 8x8x16, one z OCS (z/3)", "8x8x16", True, (("z", 3),)),
     IssueCase("twisted 8x16x16, one x OCS (x/3)", "8x16x16", True, (("x", 3),)),
