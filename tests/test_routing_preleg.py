@@ -34,9 +34,9 @@ def test_three_ocs_on_8x8x8_within_three_vcs_by_pre_leg_trees():
     assert s["strategy"].startswith(MESH) and s["dimension_orders"] == 1
     assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["vcs"] == 3
     # pre-legs along x only, relieved: 604; one order with wild first hops, relieved: 638 (the LP optimum 546.13:
-    # 589 keeps 0.927 of it)
-    assert s["max_link_load"]["all-to-all"] == 589
-    assert int(walked_load(report.tables).max()) == 589
+    # 572 keeps 0.955 of it)
+    assert s["max_link_load"]["all-to-all"] == 572
+    assert int(walked_load(report.tables).max()) == 572
     graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
     assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
 
@@ -169,8 +169,8 @@ def _twisted_down(*faults: tuple[str, int]):
 
 @pytest.mark.slow
 def test_twisted_8x8x16_with_one_x_ocs_down_keeps_092_of_the_healthy_optimum_when_thorough():
-    """Pre-leg trees in every dimension (order zyx: healthy first), relieved within their wild order: 1271 against
-    1303 for the split tables (the healthy optimum 1189.33: 0.936 against 0.913); only with `thorough`, as the
+    """Pre-leg trees in every dimension (order zyx: healthy first), relieved within their wild order: 1266 against
+    1303 for the split tables (the healthy optimum 1189.33: 0.939 against 0.913); only with `thorough`, as the
     relieving takes seconds there. Checked by the oracle on 3 VCs."""
     shape, expected, alive = _twisted_down(("x", 3))
     quick = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary
@@ -196,3 +196,16 @@ def test_twisted_8x8x16_with_x_and_z_ocs_down_keeps_092_of_the_lp_when_thorough(
     load = s["max_link_load"]["all-to-all"]
     assert 1202.53 / load >= 0.92 and int(walked_load(report.tables).max()) == load
     assert _wild_order_kept(report.tables, (1, 2, 0)) and s["unroutable_pairs"] == 0
+
+
+@pytest.mark.slow
+def test_twisted_8x8x16_with_one_y_ocs_down_keeps_092_of_the_healthy_optimum_when_thorough():
+    """One y OCS: 1304 by the split tables; the trees (order zxy) relieved in passes, each from where the last
+    stopped, keep more than 0.92 of the healthy optimum (1292 would be 0.92)."""
+    shape, expected, alive = _twisted_down(("y", 3))
+    report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3, thorough=True)
+    s = report.summary
+    assert s["strategy"] == MESH + ", dimension order zxy" and s["vcs"] == 3 and s["deadlock_free"]
+    load = s["max_link_load"]["all-to-all"]
+    assert load <= 1189.33 / 0.92 and int(walked_load(report.tables).max()) == load
+    assert _wild_order_kept(report.tables, (2, 0, 1)) and s["unroutable_pairs"] == 0

@@ -17,7 +17,7 @@
 * on tori up to RELIEVE_LIMIT chips with broken rings in all three dimensions, one dimension order whose routes may
   start with wild pre-legs along every dimension in the order's sequence (`routing.preleg_mesh`; where those leave
   a pair unreached, along its middle dimension only, `routing.preleg`), by load-aware trees, relieved: 8x8x8
-  with x/3, y/5 and z/2 down 589 against 638;
+  with x/3, y/5 and z/2 down 572 against 638;
 * for optical-link faults, the same made for the whole OCS's failure pattern (`ocs_patterns`): a link never
   routes worse than its OCS.
 

@@ -16,7 +16,7 @@ in order is offered; should chips still be unreached, there are no such tables a
 has the opposite corner, is reached through its neighbour's wild hop across a wraparound, 578).
 
 8x8x8 with x/3, y/5 and z/2 down: the trees alone 668, relieved within the same rule (`relieve.relieve` with
-`wild_order`) 589, against 604 for the middle dimension's pre-legs; the LP optimum is 546.13.
+`wild_order`) in passes 572, against 604 for the middle dimension's pre-legs; the LP optimum is 546.13.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from tpufleet.shapes import Shape
     from tpufleet.topology import ChipGraph
 
-# destinations whose trees are built against one load (8x8x8, three OCS: 8 relieves to 612, 2 to 589 at 1.4x the CPU)
+# destinations whose trees are built against one load (8x8x8, three OCS, three passes: 8 relieves to 612, 4 and 2 to 589,
+# 2 at 1.4x the CPU)
 MESH_BATCH = 4
 STUCK_PENALTY = 1 << 20  # a tree built again for its unreached chips: a pre-leg hop only where nothing else is offered
 
