@@ -168,8 +168,9 @@ def child(paths: list[Path], fmt: str, one_process: bool = False, build: bool = 
     `one_process` turns the workers off; `build=False` only imports (the baseline of the peak)."""
     code = (
         "import resource, sys, time; from pathlib import Path; from tpufleet.ops import goodput\n"
-        "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs as logs\n"
-        f"if {one_process}: logs.PARALLEL_MIN_BYTES = 1 << 62\n"
+        "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs\n"
+        "import tpufleet.state.goodputpool as pool\n"
+        f"if {one_process}: pool.PARALLEL_MIN_BYTES = 1 << 62\n"
         "t, c = time.perf_counter(), time.process_time()\n"
         f"if {build}: goodput.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
         " ['accelerator','size','phase','framework'], 'day')\n"
@@ -288,7 +289,8 @@ _CLOCK = "import time; t, c = time.perf_counter(), time.process_time()\n"
 _DONE = "\nprint(time.perf_counter() - t, time.process_time() - c)"
 _DECODERS = {  # (imports, untimed; the timed code)
     "tpufleet": (
-        "from pathlib import Path; from tpufleet.state import goodputlogs as g; g.PARALLEL_MIN_BYTES = 1 << 62",
+        "from pathlib import Path; from tpufleet.state import goodputlogs as g, goodputpool\n"
+        "goodputpool.PARALLEL_MIN_BYTES = 1 << 62",
         "g.load([Path(p) for p in PATHS], 'native', False)",
     ),
     "duckdb": (
@@ -364,8 +366,8 @@ def bench_dask(events: int, files: int) -> None:
         paths = write_native(Path(tmp), events, files)
         lines = sum(p.read_bytes().count(b"\n") for p in paths)
         head = (
-            "from pathlib import Path; from tpufleet.ops import goodput; import tpufleet.state.goodputlogs as logs\n"
-            f"logs.PARALLEL_MIN_BYTES = 1 << 62; paths = [Path(p) for p in {[str(p) for p in paths]!r}]\n"
+            "from pathlib import Path; from tpufleet.ops import goodput; import tpufleet.state.goodputpool as pool\n"
+            f"pool.PARALLEL_MIN_BYTES = 1 << 62; paths = [Path(p) for p in {[str(p) for p in paths]!r}]\n"
         )
         serial = timed(head + _CLOCK + "goodput.build(paths, period='day')" + _DONE)
         dask = timed(head + _CLOCK + "goodput.build(paths, period='day', workers=2)" + _DONE)

@@ -320,9 +320,9 @@ def test_a_line_over_the_limit_is_one_skipped_record_with_skip_bad(cli, tmp_path
 
 
 def test_a_line_over_the_limit_split_across_pieces(cli, tmp_path, monkeypatch):
-    from tpufleet.state import goodputlogs
+    from tpufleet.state import goodputstreams
 
-    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 64 * 1024)  # the long line spans many pieces
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 64 * 1024)  # the long line spans many pieces
     log = long_line_log(tmp_path / "long.jsonl", "last")
     assert f"{log}:7: field <line>:" in refused(cli, log)
     rep = report(cli, log, "--skip-bad")

@@ -19,7 +19,7 @@ from test_goodput_fastpath import varied_log
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread, render
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputpool, goodputstreams
 
 pytestmark = pytest.mark.skipif(not columnar.available(), reason="PyArrow is not installed: no columnar path to check")
 
@@ -74,8 +74,8 @@ def report(paths: list[Path], columns: bool, skip_bad: bool, chunk: int) -> tupl
     reader on or off (then every line is read the standard way)."""
     vouched: list[int] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "CHUNK_BYTES", chunk)
-        mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
         mp.setattr(fastread, "_DECODER", None)
         if columns:
             real = columnar.decode_piece

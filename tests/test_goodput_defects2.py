@@ -15,7 +15,7 @@ import pytest
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread, mlfast
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputpool, goodputstreams
 
 B = 1767571200.0  # 2026-01-05T00:00:00Z
 
@@ -54,8 +54,8 @@ def by_reader(paths: list[Path], reader: str, fmt: str = "native", **options: An
     """The report, or ("error", message), with only one of the native readers on (or the ml-goodput columns, for
     "msgspec", off for "lines"); pieces of 512 bytes, so a file is many pieces."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "CHUNK_BYTES", 512)
-        mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+        mp.setattr(goodputstreams, "CHUNK_BYTES", 512)
+        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
             mp.setattr(mlfast, "_DECODER", None)

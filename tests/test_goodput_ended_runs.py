@@ -17,7 +17,7 @@ import pytest
 
 from tpufleet.goodput import columnar, fastread
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputpool
 
 B = 1767571200.0
 JOB = {"type": "job", "job": "a", "accelerator": "tpu-v4", "chips": 8, "phase": "training", "ideal_step_s": 10}
@@ -70,7 +70,7 @@ def test_every_native_reader_gives_the_same_figures(tmp_path, reader):
         pytest.skip("PyArrow is not installed")
     path = write_jsonl(tmp_path / "a.jsonl", native(RUNS))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
         if reader == "standard":

@@ -18,7 +18,7 @@ from helpers import GUARD_S, in_thread
 from tpufleet.errors import BadInput
 from tpufleet.goodput import fastread, render
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputpool, goodputstreams
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast path to check")
 
@@ -106,17 +106,17 @@ def report(paths: list[Path], fast: bool, skip_bad: bool, chunk: int) -> Any:
     """(report, table) or ("error", message), by the fast path (pools forced on) or the straightforward one."""
     pools: list[int] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
         if fast:
-            mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 0)
-            mp.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))  # idle, whatever else runs here
-            real = goodputlogs._workers
+            mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 0)
+            mp.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))  # idle, whatever else runs here
+            real = goodputpool._workers
 
             def counted(pool: Any) -> int:
                 pools.append(1)
                 return real(pool)
 
-            mp.setattr(goodputlogs, "_workers", counted)
+            mp.setattr(goodputpool, "_workers", counted)
         else:
             mp.setattr(fastread, "_DECODER", None)
         try:
@@ -165,9 +165,9 @@ def test_a_malformed_line_deep_in_a_large_log_exits_2_naming_file_line_and_field
     lines.insert(4321, MALFORMED[0][0])
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 8192)
-    monkeypatch.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 8192)
+    monkeypatch.setattr(goodputpool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))
     r = cli("goodput-report", path, state=False)
     assert r.code == 2
     assert f"{path}:4322: field step: must be a whole number from 0 to" in r.err
@@ -179,10 +179,10 @@ def test_idle_cpus_are_measured_now_and_within_the_cpus_this_process_may_use(mon
     """The decoding workers start only with a CPU idle now (the 1-minute load average lags a finished run)."""
     if not Path("/proc/stat").exists():
         pytest.skip("no /proc/stat here: the 1-minute load average is used instead")
-    monkeypatch.setattr(goodputlogs, "IDLE_SAMPLE_S", 0.01)
-    cpus, idle = goodputlogs._cpus()
+    monkeypatch.setattr(goodputpool, "IDLE_SAMPLE_S", 0.01)
+    cpus, idle = goodputpool._cpus()
     assert cpus >= 1 and 0.0 <= idle <= cpus
-    all_ticks, idle_ticks = goodputlogs._cpu_ticks()
+    all_ticks, idle_ticks = goodputpool._cpu_ticks()
     assert 0 <= idle_ticks <= all_ticks
 
 
@@ -215,7 +215,7 @@ def test_a_key_no_record_reads_is_judged_as_the_standard_reader_judges_it(tmp_pa
     for skip_bad in (False, True):
         vouched.clear()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)  # decoded here, where the spy sees it
+            mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)  # decoded here, where the spy sees it
             mp.setattr(fastread, "decode_piece", spied)
             try:
                 fast: Any = build([path], by=["accelerator", "phase"], period="day", skip_bad=skip_bad)
@@ -271,7 +271,7 @@ def test_what_a_fast_decoder_takes_and_the_standard_reader_refuses_is_read_the_s
             if mode == "arrow" and not columnar.available():
                 continue
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+                mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
                 mp.setattr(fastread, "_DECODER", decoder)
                 mp.setattr(columnar, "pa", arrow)
                 try:
@@ -293,8 +293,8 @@ def test_decoding_workers_come_from_a_fork_server_and_are_closed_not_killed(monk
     waiting on a queue lock a killed worker held. They now come from a fork server and are shut down."""
     if not MULTI_CPU:
         pytest.skip("one CPU: the reading process decodes alone")
-    monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
-    with goodputlogs._fork_pool(True) as pool:
+    monkeypatch.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))
+    with goodputpool._fork_pool(True) as pool:
         assert pool is not None
         context = pool._mp_context
         assert context is not None and context.get_start_method() == "forkserver"
@@ -303,7 +303,7 @@ def test_decoding_workers_come_from_a_fork_server_and_are_closed_not_killed(monk
     assert workers and all(not p.is_alive() for p in workers)
 
 
-_DECODE_PIECE = goodputlogs.decode_piece
+_DECODE_PIECE = goodputpool.decode_piece
 
 
 def _decode_but_die_in_a_worker(piece: bytes) -> Any:
@@ -322,11 +322,11 @@ def test_a_decoding_worker_killed_leaves_its_pieces_to_the_report_not_a_wait_for
         pytest.skip("one CPU: the reading process decodes alone")
     path = tmp_path / "log.jsonl"
     path.write_text("\n".join(varied_log(3, 6, 0)) + "\n")
-    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 4096)
     alone = build([path], by=["accelerator"], period="day", skip_bad=False)
-    monkeypatch.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(goodputlogs, "_cpus", lambda: (CPUS, float(CPUS)))
-    monkeypatch.setattr(goodputlogs, "decode_piece", _decode_but_die_in_a_worker)
+    monkeypatch.setattr(goodputpool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))
+    monkeypatch.setattr(goodputpool, "decode_piece", _decode_but_die_in_a_worker)
     _thread, done, out = in_thread(lambda: build([path], by=["accelerator"], period="day", skip_bad=False))
     assert done.wait(GUARD_S), "the report waited for a piece a dead worker held"
     assert out == [alone]

@@ -13,7 +13,7 @@ import pytest
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputpool
 
 B = 1767571200.0
 JOB = {"type": "job", "job": "a", "accelerator": "tpu-v4", "chips": 8, "framework": "", "ideal_step_s": 10}
@@ -54,7 +54,7 @@ def test_every_json_lines_reader_refuses_it_alike(tmp_path, reader):
         pytest.skip("PyArrow is not installed")
     path = log(tmp_path, JOB)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "PARALLEL_MIN_BYTES", 1 << 62)
+        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
         if reader == "standard":

@@ -19,10 +19,10 @@ from tpufleet.cli import INTERRUPTED
 
 _REPORT_INTERRUPTED_AT_A_WORKERS_START = """
 import multiprocessing.process, os, signal, sys
-from tpufleet.state import goodputlogs
-goodputlogs.PARALLEL_MIN_BYTES = 0  # the decoding pool, whatever the log's size
-goodputlogs.CHUNK_BYTES = 4096
-goodputlogs._cpus = lambda: (2, 2.0)  # and whatever else this machine runs
+from tpufleet.state import goodputpool, goodputstreams
+goodputpool.PARALLEL_MIN_BYTES = 0  # the decoding pool, whatever the log's size
+goodputstreams.CHUNK_BYTES = 4096
+goodputpool._cpus = lambda: (2, 2.0)  # and whatever else this machine runs
 start, started = multiprocessing.process.BaseProcess.start, []
 
 def start_then_ctrl_c(process):

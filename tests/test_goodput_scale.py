@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
 from tpufleet.goodput import events, fastread
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputlogs, goodputstreams
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast reader to check")
 
@@ -81,7 +81,7 @@ def test_fast_reader_gives_what_the_standard_reader_gives(tmp_path_factory, line
     path = tmp_path_factory.mktemp("log") / "log.jsonl"
     path.write_bytes(newline.join(lines).encode())
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
         fast = snapshot([path], skip_bad)
         mp.setattr(fastread, "_DECODER", None)
         slow = snapshot([path], skip_bad)
@@ -103,7 +103,7 @@ def test_large_plain_logs_take_the_fast_path(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(events, "read_native_lines", counted)
-    monkeypatch.setattr(goodputlogs, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 64 * 1024)
     log = goodputlogs.load([path], "native", False)
     assert sum(len(c) for c in log.events.values()) == 20_000 and log.records == 20_001
     assert not calls  # every piece was vouched for by the fast reader

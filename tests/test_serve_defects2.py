@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tpufleet.goodput import columnar, fastread
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputlogs, goodputstreams
 
 ROOT = Path(__file__).parent.parent
 GOODPUT = ROOT / "fixtures" / "goodput" / "fleet.jsonl"
@@ -75,7 +75,7 @@ def test_only_an_unfinished_last_line_is_left_out(tmp_path, reader):
     done.write_text(whole)
     cut.write_text(whole + '\n{"type":"event","job":"j","time":17')
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputlogs, "CHUNK_BYTES", 256)  # many pieces: the last line is a piece of its own
+        mp.setattr(goodputstreams, "CHUNK_BYTES", 256)  # many pieces: the last line is a piece of its own
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
         if reader != "columns":

@@ -28,7 +28,7 @@ from tpufleet.errors import Refused, TpufleetError
 from tpufleet.goodput import events, metrics
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
 from tpufleet.goodput.timeline import JobAccount
-from tpufleet.state import goodputlogs
+from tpufleet.state import goodputlogs, goodputstreams
 
 __all__ = ["report", "shared_part", "summarize_part"]
 
@@ -74,7 +74,7 @@ def report(
     finally:
         executor.close()
     if log is None:  # refused somewhere: the serial reading says where, as it always has
-        if failure is not None and goodputlogs.on_disk_bytes(paths) > goodputlogs.MAX_TOTAL_LOG_BYTES:
+        if failure is not None and goodputstreams.on_disk_bytes(paths) > goodputlogs.MAX_TOTAL_LOG_BYTES:
             raise _beyond_one_process(failure)
         return from_log(goodputlogs.load(paths, fmt, skip_bad), options)
     return from_accounts(accounts, log, options)

@@ -1,0 +1,170 @@
+"""A native goodput log cut into pieces of whole lines as it streams (the whole file is never held), each line
+checked against MAX_LINE_BYTES before it is decoded, an unfinished last line told from a whole record, and a piece's
+lines as text (a byte that is not UTF-8 named by its line). Kept apart from opening the log (`goodputstreams`) and
+from decoding the pieces (`goodputpool`, perhaps in worker processes): this is the line framing alone, the same
+whichever process decodes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from tpufleet.errors import BadStateFile
+from tpufleet.goodput import events
+from tpufleet.goodput.times import BadRecord
+from tpufleet.jsontext import parse_json_line
+from tpufleet.state import goodputstreams
+from tpufleet.state.goodputstreams import _read, _too_large
+from tpufleet.state.inputfiles import decode_utf8
+
+_BOM = b"\xef\xbb\xbf"
+
+
+_TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
+
+
+def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool) -> Iterator[tuple[bytes, int]]:
+    """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
+    whole file is never held. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
+    it is decoded: an over-long line is an error naming its line, or with `skip_bad` one bad line (its bytes are
+    dropped as they come). With `whole_lines`, a last line a writer has not finished is left out (`_finished`)."""
+    total = consumed = lines = 0
+    rest, dropping = b"", False
+    while block := _read(fh, name, goodputstreams.CHUNK_BYTES):
+        total += len(block)
+        if total > limit:
+            raise _too_large(name, limit)
+        if dropping:  # the rest of an over-long line
+            cut = _first_line_end(block)
+            if cut < 0:
+                continue
+            block, dropping = block[cut + 1 :], False
+        data, rest = _split_at_line_end(rest + block)
+        data = _without_long_lines(data, name, lines, skip_bad)
+        if len(rest) > events.MAX_LINE_BYTES:
+            _refuse_long_line(name, lines + _line_ends(data) + 1, rest, skip_bad)
+            data, rest, dropping = data + _TOO_LONG, b"", True
+        lines += _line_ends(data)
+        yield data, consumed
+        consumed += len(data)
+    if getattr(fh, "cut_short", False):
+        rest = rest[: _last_line_end(rest)]  # a line the cut runs through is not read (`goodputlogs._after_cut`)
+    elif rest and whole_lines and not _finished(rest):
+        rest = b""
+    if rest:
+        yield rest, consumed
+
+
+def _last_line_end(data: bytes) -> int:
+    """Where the last whole line of `data` ends (a line ends at a line feed or CR: see `events.log_lines`)."""
+    return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+
+
+def _finished(last: bytes) -> bool:
+    """Whether a last line without a line break is a whole record: a JSON object (a writer partway through one
+    leaves what is no JSON yet, or a CSV row that may be cut anywhere, a number included)."""
+    try:
+        return isinstance(parse_json_line(last.decode("utf-8")), dict)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+
+
+def _without_unfinished(data: bytes) -> bytes:
+    """A log read whole without its last line if a writer has not finished it (a JSON array is left whole: its
+    last line is never a record)."""
+    cut = data.rfind(b"\n") + 1
+    if cut == len(data) or _json_array(data) or _finished(data[cut:]):
+        return data
+    return data[:cut]
+
+
+def _json_array(data: bytes) -> bool:
+    """Whether a log is one JSON array (of Cloud Logging entries), read whole, not a line at a time."""
+    return data.lstrip().removeprefix(_BOM).lstrip()[:1] == b"["
+
+
+def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> bytes:
+    """Whole lines with each one over MAX_LINE_BYTES refused (or, with `skip_bad`, put as one bad line): a
+    newline in every half-limit of bytes (a few memchr calls a piece) rules any out; else a vectorised scan."""
+    import numpy as np
+
+    half = events.MAX_LINE_BYTES // 2
+    if all(data.find(b"\n", i, i + half) >= 0 for i in range(0, len(data), half)):
+        return data  # a newline in every half-limit of bytes: no line is over the limit (the usual case)
+    byte = np.frombuffer(data, dtype=np.uint8)
+    lf = byte == ord("\n")
+    ends = np.flatnonzero(lf | ((byte == ord("\r")) & ~np.append(lf[1:], False)))  # a CR LF ends at its LF
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    long = np.flatnonzero(ends - starts > events.MAX_LINE_BYTES)
+    if not len(long):
+        return data
+    first = int(long[0])
+    _refuse_long_line(name, lines_before + first + 1, data[int(starts[first]) : int(starts[first]) + 40], skip_bad)
+    kept, done = [], 0
+    for k in long.tolist():
+        kept += [data[done : int(starts[k])], _TOO_LONG]
+        done = int(ends[k]) + 1
+    return b"".join([*kept, data[done:]])
+
+
+def _refuse_long_line(name: str, line: int, text: bytes, skip_bad: bool) -> None:
+    if not skip_bad:
+        problem = f"longer than the {events.MAX_LINE_BYTES:,} bytes allowed for a line"
+        raise BadRecord(name, line, "<line>", text[:40], problem)
+
+
+def _bom(piece: bytes, offset: int) -> bool:
+    return offset == 0 and piece.startswith(_BOM)
+
+
+def _split_at_line_end(data: bytes) -> tuple[bytes, bytes]:
+    """The whole lines of `data` and the rest. A line ends at a line feed, CR LF or a lone CR (`events.log_lines`:
+    a log written with CRs alone was one over-long line here); a CR last may be half a CR LF, so no cut after it."""
+    cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
+    return data[:cut], data[cut:]
+
+
+def _first_line_end(data: bytes) -> int:
+    """Where the first line of `data` ends (its line feed or CR), or -1."""
+    ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+    return min(ends) if ends else -1
+
+
+def _line_ends(data: bytes) -> int:
+    """How many lines end in `data` (a CR LF is one end)."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what `surrogateescape` makes of a byte that is not UTF-8
+
+
+def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: bool, log: events.Log) -> list[str]:
+    """The piece's lines as text. A line that is not UTF-8 is bad input naming its line, or with `skip_bad` one
+    bad line skipped (left empty, so the lines keep their numbers)."""
+    try:
+        return events.log_lines(_decode(piece, name, offset))
+    except BadStateFile:
+        pass
+    text = piece[len(_BOM) if _bom(piece, offset) else 0 :].decode("utf-8", "surrogateescape")
+    lines = events.log_lines(text)
+    for i, line in enumerate(lines):
+        if _ESCAPED_BYTE.search(line):  # an undecodable byte, escaped: no UTF-8 text has one
+            if not skip_bad:
+                raw = line.encode("utf-8", "surrogateescape")[:40]
+                raise BadRecord(name, before + i + 1, "<line>", raw, "not UTF-8 text")
+            log.skipped += 1
+            lines[i] = ""
+    return lines
+
+
+def _decode(data: bytes, name: str, offset: int) -> str:
+    """UTF-8, a byte-order mark dropped at the file's start; an error names the file offset of the bad byte."""
+    try:
+        return decode_utf8(data, name) if offset == 0 else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = offset + exc.start
+        raise BadStateFile(
+            name, "", data[exc.start : exc.start + 4], f"not UTF-8 text: invalid byte at offset {bad}"
+        ) from None

@@ -1,0 +1,195 @@
+"""Worker processes that decode a large native log's pieces ahead of the reading, with the same answers as one
+process gives: forked from a fork server, used only when a CPU is idle (``/proc/stat``), Ctrl-C held back while a
+worker starts and a worker killed for memory outlived. Kept apart from reading the log (`goodputlogs`,
+`goodputpieces`): it is process management alone, and where tests force the pool on or off (PARALLEL_MIN_BYTES,
+`_cpus`, read at call time).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from tpufleet.constants import MiB
+from tpufleet.errors import BadInput
+from tpufleet.goodput import columnar, fastread
+from tpufleet.state.goodputpieces import _bom
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor as Pool
+
+
+def _decoded(
+    pieces: Iterator[tuple[bytes, int]], pool: Pool | None
+) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
+    """Each piece with its decoding (None: read it the standard way, as a piece starting with a byte-order mark
+    is, which that reader drops)."""
+    if pool is not None:
+        yield from _decoded_ahead(pieces, pool)
+        return
+    for piece, offset in pieces:
+        yield piece, offset, None if _bom(piece, offset) else decode_piece(piece)
+
+
+def _decoded_ahead(
+    pieces: Iterator[tuple[bytes, int]], pool: Pool
+) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
+    """`_decoded` with up to two pieces a worker decoded ahead in the pool. An error reading the file (too
+    large, unreadable) is raised after the pieces before it are given, as reading one at a time would. Once a
+    worker has died (killed for memory, say), the pieces left are decoded here: the same answers, where waiting
+    for a piece no worker will hand back would wait for good."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    ahead: deque[tuple[bytes, int, Any]] = deque()
+    failure: BadInput | None = None
+    broken = False
+    while True:
+        while failure is None and not broken and len(ahead) < 2 * _workers(pool):
+            try:
+                piece, offset = next(pieces)
+            except StopIteration:
+                break
+            except BadInput as exc:
+                failure = exc
+                break
+            job = None if _bom(piece, offset) else _submitted(pool, piece)
+            ahead.append((piece, offset, job))
+        if not ahead:
+            if failure is not None:
+                raise failure
+            if broken:
+                yield from _decoded(pieces, None)
+            return
+        piece, offset, job = ahead.popleft()
+        try:
+            decoded = None if job is None else job.result()
+        except BrokenProcessPool:
+            broken, decoded = True, decode_piece(piece)
+        yield piece, offset, decoded
+
+
+def _submitted(pool: Pool, piece: bytes) -> Any:
+    """The piece handed to the pool, Ctrl-C held back meanwhile (`_interrupts_held`): a submit may start a worker."""
+    with _interrupts_held():
+        return pool.submit(decode_piece, piece)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held back, then raised once the block is done. An interrupt between a worker's start and the
+    executor's note of it left a worker no shutdown stopped (the exit waited for it for ever) or one whose queues
+    were gone (its traceback on stderr). SIGINT is blocked meanwhile, not only handled: the fork server a submit
+    starts, and every worker it forks, keep that mask, so a terminal's Ctrl-C reaches the reading process alone
+    (workers leave interrupts to it: `_leave_interrupts` only begins once a worker has started). Only the main
+    thread is interrupted: elsewhere nothing is held."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda _signal, _frame: caught.append(1))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches the handler above
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def decode_piece(piece: bytes) -> fastread.Decoded | None:
+    """A piece as msgspec's records, else as Arrow's typed columns (when one of them vouches for all of it); None:
+    read it the standard way. The same answers each way; msgspec first, as the faster here (benchmarks/
+    bench_goodput.py measures both)."""
+    decoded = fastread.decode_piece(piece)
+    return columnar.decode_piece(piece) if decoded is None else decoded
+
+
+PARALLEL_MIN_BYTES = 64 * MiB  # native logs at least this large are decoded in worker processes too
+
+
+MAX_WORKERS = 4
+
+
+# Decoding workers pay off only with a CPU to spare: on the 2-CPU project machine, quiet, 10 M events take
+# 17.5-18.4 s with them (26-27 s of CPU: pieces and columns cross pipes, two processes share one cache) against
+# 22.1 s in one process; with another busy process they would fight it for the one free CPU. Accounting jobs in
+# workers never paid (each job's account pickled back: twice the CPU, slower on the clock), so it stays here.
+MIN_IDLE_CPUS = 1.5
+
+
+IDLE_SAMPLE_S = 0.1  # how long idle CPU time is watched before deciding (the load average lags by a minute)
+
+
+def _cpus() -> tuple[int, float]:
+    """(CPUs this process may use, how many of them are idle now: from the idle share of /proc/stat over
+    IDLE_SAMPLE_S on Linux, else CPUs less the 1-minute load average)."""
+    import os
+    import time
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        before = _cpu_ticks()
+        time.sleep(IDLE_SAMPLE_S)
+        after = _cpu_ticks()
+    except (OSError, ValueError, IndexError):
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        return cpus, cpus - load
+    total, idle = after[0] - before[0], after[1] - before[1]
+    return cpus, cpus * idle / total if total > 0 else float(cpus)
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(all, idle + waiting for I/O) clock ticks of every CPU since boot, from the first line of /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    return sum(fields[:8]), fields[3] + fields[4]  # user nice system idle iowait irq softirq steal
+
+
+@contextmanager
+def _fork_pool(wanted: bool) -> Iterator[Pool | None]:
+    """Worker processes, when `wanted`, msgspec is there (the large-input path) and a CPU is idle to run them;
+    None otherwise, or where a fork server is not available: one process does the work, with the same answers."""
+    import multiprocessing
+
+    if not wanted or not (fastread.available() or columnar.available()):
+        yield None
+        return
+    cpus, idle = _cpus()
+    if cpus < 2 or idle < MIN_IDLE_CPUS:
+        yield None
+        return
+    try:
+        # Forked from a server process that holds nothing (not from this one, whose other threads, a server's
+        # or a Dask client's, may hold locks a forked child would wait on for ever).
+        context = multiprocessing.get_context("forkserver")
+    except ValueError:
+        yield None
+        return
+    context.set_forkserver_preload([__name__])
+    from concurrent.futures import ProcessPoolExecutor
+
+    # An executor, not a multiprocessing Pool: a Pool whose worker died (the kernel's OOM killer) never hands back
+    # that worker's piece, and the report waited for it for good; the executor says it is broken.
+    pool = ProcessPoolExecutor(min(cpus, MAX_WORKERS), mp_context=context, initializer=_leave_interrupts)
+    try:
+        yield pool
+    finally:
+        # Shut down, not killed: at most two pieces a worker are still queued (those not started are cancelled).
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leave_interrupts() -> None:
+    """A worker leaves Ctrl-C to the report (which stops handing it pieces): no worker's traceback on stderr."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _workers(pool: Pool) -> int:
+    return int(getattr(pool, "_max_workers", 1))
