@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tpufleet.goodput import events
+from tpufleet.goodput import eventlines, events
 
 DEMO = Path(__file__).resolve().parents[1] / "tpufleet" / "data" / "demo-goodput.jsonl.gz"
 B = 1767571200.0
@@ -514,16 +514,16 @@ def test_blank_lines_are_skipped_without_a_parse_each(monkeypatch, tmp_path):
     """Each blank line went through the JSON parser and its exception before being skipped: a log of blank lines
     (1 MB compressed, 256 MiB of newlines) tied the machine up for half an hour. The same answer, no parse."""
     parsed: list[str] = []
-    real = events.parse_json_line  # type: ignore[attr-defined]  # patched where read_native_lines finds it
+    real = eventlines.parse_json_line  # type: ignore[attr-defined]  # patched where read_native_lines finds it
 
     def counting(raw: str) -> Any:
         parsed.append(raw)
         return real(raw)
 
-    monkeypatch.setattr(events, "parse_json_line", counting)
+    monkeypatch.setattr(eventlines, "parse_json_line", counting)
     record = json.dumps({"type": "job", "job": "j", "chips": 64, "accelerator": "tpu-v4"})
     lines = [(i, text) for i, text in enumerate(["", "  ", "\t", record, " \r"], start=1)]
-    log = events.read_native_lines(iter(lines), "log.jsonl", events.Log())
+    log = eventlines.read_native_lines(iter(lines), "log.jsonl", events.Log())
     assert parsed == [record] and log.skipped == 0
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import events, fastread
+from tpufleet.goodput import eventlines, fastread
 from tpufleet.state import goodputlogs, goodputstreams
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast reader to check")
@@ -96,13 +96,13 @@ def test_large_plain_logs_take_the_fast_path(tmp_path, monkeypatch):
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join(lines) + "\n")
     calls: list[int] = []
-    real = events.read_native_lines
+    real = eventlines.read_native_lines
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(events, "read_native_lines", counted)
+    monkeypatch.setattr(eventlines, "read_native_lines", counted)
     monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 64 * 1024)
     log = goodputlogs.load([path], "native", False)
     assert sum(len(c) for c in log.events.values()) == 20_000 and log.records == 20_001

@@ -153,7 +153,7 @@ def test_out_named_gz_is_gzip_compressed_and_reads_back(cli, tmp_path, name):
 
 
 def test_planned_drains_move_jobs_without_losing_work():
-    from tpufleet.goodput import events
+    from tpufleet.goodput import eventrecords, events
     from tpufleet.goodput.pipeline import from_log
 
     rates = only_rates(drain_per_day=2.0 / 128)
@@ -161,7 +161,7 @@ def test_planned_drains_move_jobs_without_losing_work():
     assert s["faults"]["drain"] > 20 and s["drain_moves"] > 20 and s["disruptions"]["eviction"] == 0
     log = events.Log()
     for i, rec in enumerate(records):
-        events.add_record(log, rec, "<sim>", i + 1)
+        eventrecords.add_record(log, rec, "<sim>", i + 1)
     fleet = from_log(log)["fleet"]
     assert fleet["badput_chip_s"]["wasted_progress_from_disruption"] < 1.0  # chip-seconds, over dozens of drains
     assert fleet["badput_chip_s"]["checkpoint_restore"] > 0

@@ -3,7 +3,7 @@ installed), checked and grouped by job on the columns.
 
 A piece of whole lines is decoded in C into one column per known key with a fixed type (`SCHEMA`); the range
 checks (times, steps, chips, names, lengths) run on the columns, and only job, capacity and schema records (a
-few per job) go through `events.add_record`. The result is `fastread.Decoded`, added to the Log exactly as the
+few per job) go through `eventrecords.add_record`. The result is `fastread.Decoded`, added to the Log exactly as the
 msgspec reader's is, so the answers are the standard reader's. Arrow's reader is strict where the others
 measured are lenient: a value of another type (a step given as ``true``, ``5.0`` or ``"5"``, a job id given as
 a number), a repeated key, a lone surrogate, an unknown key or a line that is not one object fails the whole

@@ -9,7 +9,8 @@ import csv
 import io
 
 from tpufleet.errors import NO_VALUE
-from tpufleet.goodput.events import MAX_LINE_BYTES, NAMED_DEFAULTS, RECORD_FIELDS, Log, add_guarded
+from tpufleet.goodput.eventrecords import NAMED_DEFAULTS, add_guarded
+from tpufleet.goodput.events import MAX_LINE_BYTES, RECORD_FIELDS, Log
 from tpufleet.goodput.times import BadRecord
 
 # the fields a native record is read for: a CSV column naming one but for spaces or case would be dropped unseen

@@ -1,8 +1,8 @@
 """Native JSON lines a piece at a time with msgspec's typed decoder (pure; used when msgspec is installed).
 
-The standard reader (`events.read_native_lines`) spends most of its time in Python per line. Here a whole piece
+The standard reader (`eventlines.read_native_lines`) spends most of its time in Python per line. Here a whole piece
 of lines is decoded in C into typed records, plain events are checked and grouped by job with numpy, and only
-job, capacity and schema records go through `events.add_record`. The result is exactly the standard reader's:
+job, capacity and schema records go through `eventrecords.add_record`. The result is exactly the standard reader's:
 whenever a piece holds anything the fast checks do not cover (a time given as text, a number out of range, a
 wrong type, an unknown event, a blank or oddly terminated line, bytes that are not UTF-8, ...), `read_piece`
 returns False having added nothing, and the caller reads that piece the standard way, which finds and names the
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tpufleet.goodput.eventrecords import add_record
 from tpufleet.goodput.events import (
     CODE,
     MAX_CHIPS,
@@ -20,7 +21,6 @@ from tpufleet.goodput.events import (
     MAX_TEXT,
     Job,
     Log,
-    add_record,
     record_of,
 )
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME

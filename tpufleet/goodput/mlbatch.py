@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tpufleet.goodput.events import CODE, MAX_TEXT, Job, Log, add_record
+from tpufleet.goodput.eventrecords import add_record
+from tpufleet.goodput.events import CODE, MAX_TEXT, Job, Log
 from tpufleet.goodput.fastread import Batch
 from tpufleet.goodput.mlgoodput import PHASE_TIMES
 

@@ -27,16 +27,9 @@ from typing import Any
 
 from tpufleet.constants import DAY
 from tpufleet.errors import NO_VALUE, shown
-from tpufleet.goodput.events import (
-    CODE,
-    MAX_LINE_BYTES,
-    MAX_STEP,
-    MAX_TEXT,
-    Log,
-    add_record,
-    add_slice_counts,
-    log_lines,
-)
+from tpufleet.goodput.eventlines import log_lines
+from tpufleet.goodput.eventrecords import add_record, add_slice_counts
+from tpufleet.goodput.events import CODE, MAX_LINE_BYTES, MAX_STEP, MAX_TEXT, Log
 from tpufleet.goodput.times import BadRecord, in_range
 from tpufleet.jsontext import parse_json_line
 

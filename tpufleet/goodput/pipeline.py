@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import capacityfit, events, metrics
+from tpufleet.goodput import capacityfit, eventrecords, events, metrics
 from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account, job_span, outside_part
@@ -194,7 +194,7 @@ def account_log(
     """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
     any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order). A job that ran
     wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment."""
-    events.fold_slices(log)
+    eventrecords.fold_slices(log)
     for job, job_events in log.events.items():
         if job not in log.jobs:  # (a job with events was admitted with them)
             log.jobs[job] = events.Job(job, chips=_largest_allocation(job_events), inferred=True)

@@ -31,6 +31,7 @@ from itertools import accumulate, pairwise
 from operator import lt, sub
 from typing import Any
 
+from tpufleet.goodput import eventrecords
 from tpufleet.goodput import events as goodput_events
 from tpufleet.goodput.metrics import capacity_chip_s, size_class
 from tpufleet.simulation.log import Entry, EventTuple
@@ -353,7 +354,7 @@ def goodput(
         if isinstance(entry, dict) and entry.get("type") == "event" and entry.get("event") != "slice_counts":
             entry = (entry["job"], entry["time"], entry["event"], entry.get("step"), entry.get("chips"))
         if not isinstance(entry, tuple):
-            goodput_events.add_record(log, entry, "<simulation>", line)
+            eventrecords.add_record(log, entry, "<simulation>", line)
         elif group:
             by_job.setdefault(entry[0], []).append(entry)
     if not by_job:  # no job arrived (no load, or too short a run): the fleet stood idle, SG 0; nothing else to measure
@@ -424,7 +425,7 @@ def by_the_report(entries: Iterable[Entry]) -> dict[str, Any]:
     code = goodput_events.CODE
     for line, entry in enumerate(entries, start=1):
         if isinstance(entry, dict):
-            goodput_events.add_record(log, entry, "<simulation>", line)
+            eventrecords.add_record(log, entry, "<simulation>", line)
             continue
         job, t, name, step, chips = entry
         log.add_event(job, t, code[name], -1 if step is None else step, -1 if chips is None else chips)

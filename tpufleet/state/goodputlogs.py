@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from tpufleet.errors import NO_VALUE, BadInput, shown
-from tpufleet.goodput import events, fastread, mlfast, mlgoodput
+from tpufleet.goodput import eventlines, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.state import goodputpool
@@ -131,7 +131,7 @@ def _read_native_file(
             line += fast
             continue
         lines = _text_lines(piece, name, offset, line, skip_bad, log)
-        events.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
+        eventlines.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
         line += len(lines)
     _after_cut(fh, name, line + 1, reading, log)
     return Content(read, crc)
@@ -218,7 +218,7 @@ def _read_whole_log(data: bytes, name: str, fmt: str, log: events.Log, skip_bad:
     if fmt == "ml-goodput":
         mlgoodput.read(text, name, log, skip_bad)
     else:
-        events.read_native(text, name, log, skip_bad, csv_format=True)
+        eventlines.read_native(text, name, log, skip_bad, csv_format=True)
 
 
 def load_exclusions(path: Path) -> list[Exclusion]:

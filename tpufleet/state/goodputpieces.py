@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from tpufleet.errors import BadStateFile
-from tpufleet.goodput import events
+from tpufleet.goodput import eventlines, events
 from tpufleet.goodput.times import BadRecord
 from tpufleet.jsontext import parse_json_line
 from tpufleet.state import goodputstreams
@@ -58,7 +58,7 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
 
 
 def _last_line_end(data: bytes) -> int:
-    """Where the last whole line of `data` ends (a line ends at a line feed or CR: see `events.log_lines`)."""
+    """Where the last whole line of `data` ends (a line ends at a line feed or CR: see `eventlines.log_lines`)."""
     return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
 
 
@@ -120,7 +120,7 @@ def _bom(piece: bytes, offset: int) -> bool:
 
 
 def _split_at_line_end(data: bytes) -> tuple[bytes, bytes]:
-    """The whole lines of `data` and the rest. A line ends at a line feed, CR LF or a lone CR (`events.log_lines`:
+    """The whole lines of `data` and the rest. A line ends at a line feed, CR LF or a lone CR (`eventlines.log_lines`:
     a log written with CRs alone was one over-long line here); a CR last may be half a CR LF, so no cut after it."""
     cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
     return data[:cut], data[cut:]
@@ -144,11 +144,11 @@ def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: boo
     """The piece's lines as text. A line that is not UTF-8 is bad input naming its line, or with `skip_bad` one
     bad line skipped (left empty, so the lines keep their numbers)."""
     try:
-        return events.log_lines(_decode(piece, name, offset))
+        return eventlines.log_lines(_decode(piece, name, offset))
     except BadStateFile:
         pass
     text = piece[len(_BOM) if _bom(piece, offset) else 0 :].decode("utf-8", "surrogateescape")
-    lines = events.log_lines(text)
+    lines = eventlines.log_lines(text)
     for i, line in enumerate(lines):
         if _ESCAPED_BYTE.search(line):  # an undecodable byte, escaped: no UTF-8 text has one
             if not skip_bad:
