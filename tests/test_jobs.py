@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from tpufleet.allocation import Allocation
 from tpufleet.errors import BadInput, Refused
-from tpufleet.fleetstate import FleetState, Job, Slice, SliceState, job_slice_names
+from tpufleet.fleetparts import job_slice_names
+from tpufleet.fleetstate import FleetState, Job, Slice, SliceState
 from tpufleet.ids import parse_target
 from tpufleet.jobs import JobState, fault_verdicts, job_status, jobs_hit, place_slices, status_of
 from tpufleet.model import default_fleet

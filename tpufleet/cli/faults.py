@@ -167,7 +167,7 @@ def _requests(
     """The faults to inject, every id checked against the fleet before the lock is taken."""
     from tpufleet.errors import BadInput
     from tpufleet.faults import normalize, random_targets
-    from tpufleet.fleetstate import fault_reason
+    from tpufleet.fleetparts import fault_reason
     from tpufleet.ops import faults as fault_ops
 
     fault_reason(reason)  # bad input before the lock, and before every fault's analysis

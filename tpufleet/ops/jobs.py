@@ -9,7 +9,8 @@ from typing import Any
 from tpufleet import allocation, jobs
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
-from tpufleet.fleetstate import Change, FleetState, Job, Slice, job_slice_names
+from tpufleet.fleetparts import job_slice_names
+from tpufleet.fleetstate import Change, FleetState, Job, Slice
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
 from tpufleet.ops.xconnect import Journal, already_wired, apply_saved, make_plan, wire

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.allocation import Allocation
+from tpufleet.fleetparts import Pair
 from tpufleet.fleetstate import (
     DEFAULT_MIN_THROUGHPUT,
     Fault,
     FleetState,
     Job,
-    Pair,
     Reroute,
     RouteRecord,
     Slice,
