@@ -11,7 +11,7 @@ of it or none of it: a killed writer or a server stopped mid-command leaves the 
 Tables (created by `init` on an empty database, or by `tpufleet state migrate`; versioned in `tpufleet_schema`):
 `tpufleet_state` (one row: serial, the state document's bytes), `tpufleet_journal` (one row per journal line, in
 order; append-only, a trigger refuses UPDATE, DELETE and TRUNCATE), `tpufleet_tables` (routing tables, bytea),
-`tpufleet_cache` (the repair cache, bytea), `tpufleet_lock` (the lock's holder).
+`tpufleet_cache` (the repair cache, bytea), `tpufleet_lock` (the lock's holder); their definitions are `pgschema`'s.
 
 Credentials come from the URL, ``PGPASSFILE`` (``~/.pgpass``) or the environment (``PGPASSWORD``, ``PGUSER``...,
 as libpq reads them); messages name the URL without its password. A connection that fails or is lost, or a
@@ -35,6 +35,7 @@ from tpufleet.errors import BadInput, LockTimeout, Refused, Unavailable
 from tpufleet.state import dburl, journal
 from tpufleet.state.files import check_name
 from tpufleet.state.lock import WAIT_NOTICE, WAIT_NOTICE_AFTER, login_name, shown_command
+from tpufleet.state.pgschema import _VERSION_TABLE, MIGRATIONS, SCHEMA_VERSION
 from tpufleet.state.pgurl import (
     CONNECTION_DEFAULTS,
     CONTROL_CHARACTERS,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from tpufleet.fleetstate import RouteRecord
 
-# ---- the schema ------------------------------------------------------------------------------------------------
+# ---- the journal's rows and the lock -----------------------------------------------------------------------------
 
 TAIL_ROWS = 64  # journal lines read first for its last entries (then 4x more at a time)
 # A journal row longer than a journal line may be is read as this damaged line (a NUL byte is never JSON), so its
@@ -61,7 +62,6 @@ TAIL_ROWS = 64  # journal lines read first for its last entries (then 4x more at
 OVERSIZE_LINE = b"\x00"
 _BOUNDED_LINE = "CASE WHEN octet_length(line) > %s THEN '\\x00'::bytea ELSE line END"
 
-SCHEMA_VERSION = 2
 LOCK_KEY = int.from_bytes(b"tpufleet", "big")  # the advisory lock's key (one fleet per database and schema)
 # A second session lock, (HOLDER_MARK, the client's pid), taken by a holder as it writes its row: the row is the
 # lock holder's only while the session holding LOCK_KEY holds that one too (pg_locks, readable by every role). A
@@ -77,35 +77,6 @@ _HOLDER_ROW = (
     "AND mark.locktype = 'advisory' AND mark.granted AND mark.objsubid = 2 "
     "AND mark.classid::bigint = %s AND mark.objid::bigint = l.pid)"
 )
-_VERSION_TABLE = (
-    "CREATE TABLE IF NOT EXISTS tpufleet_schema "
-    "(version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now(), by_user text NOT NULL)"
-)
-# MIGRATIONS[v - 1] takes the schema from version v - 1 to v; each runs in one transaction with its version row.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        "CREATE TABLE tpufleet_state (id smallint PRIMARY KEY CHECK (id = 1), serial bigint NOT NULL "
-        "CHECK (serial >= 0), doc bytea NOT NULL, written timestamptz NOT NULL DEFAULT now())",
-        "CREATE TABLE tpufleet_journal (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, serial bigint, "
-        "line bytea NOT NULL)",
-        "CREATE INDEX tpufleet_journal_serial ON tpufleet_journal (serial)",
-        "CREATE FUNCTION tpufleet_journal_append_only() RETURNS trigger LANGUAGE plpgsql AS "
-        "$$ BEGIN RAISE EXCEPTION 'the tpufleet journal is append-only'; END $$",
-        "CREATE TRIGGER tpufleet_journal_no_change BEFORE UPDATE OR DELETE ON tpufleet_journal "
-        "FOR EACH ROW EXECUTE FUNCTION tpufleet_journal_append_only()",
-        "CREATE TRIGGER tpufleet_journal_no_truncate BEFORE TRUNCATE ON tpufleet_journal "
-        "FOR EACH STATEMENT EXECUTE FUNCTION tpufleet_journal_append_only()",
-        "CREATE TABLE tpufleet_tables (name text PRIMARY KEY, data bytea NOT NULL)",
-        "CREATE TABLE tpufleet_cache (key text PRIMARY KEY, data bytea NOT NULL, "
-        "used timestamptz NOT NULL DEFAULT clock_timestamp())",
-        "CREATE TABLE tpufleet_lock (id smallint PRIMARY KEY CHECK (id = 1), username text NOT NULL, "
-        "pid integer NOT NULL, host text NOT NULL, command text NOT NULL, since text NOT NULL)",
-    ),
-    # Routing tables stored as they come: the server's default compression (pglz) made writing a full pod's 1.7 MB
-    # ten times slower (about 40 ms against 4) for a third off their size. Applies to the rows written from now on.
-    ("ALTER TABLE tpufleet_tables ALTER COLUMN data SET STORAGE EXTERNAL",),
-)
-assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
 # ---- the URL -----------------------------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
-from tpufleet.state.pgbackend import SCHEMA_VERSION, PostgresBackend
+from tpufleet.state.pgbackend import PostgresBackend
+from tpufleet.state.pgschema import SCHEMA_VERSION
 from tpufleet.state.pgwriter import state_row_mismatch
 from tpufleet.state.routetables import IndexedAs
 from tpufleet.state.store import checked_state
