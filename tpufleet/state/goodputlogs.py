@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from tpufleet.errors import NO_VALUE, BadInput, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
 from tpufleet.goodput import eventlines, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
