@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from tpufleet.constants import Int64Array
+    from tpufleet.constants import BoolArray, Int64Array
     from tpufleet.routing.analysis import RouteTables
-    from tpufleet.routing.dor import Order
+    from tpufleet.routing.dor import HopTable, Order, PortTable
     from tpufleet.routing.split import _State
     from tpufleet.shapes import Shape
     from tpufleet.topology import ChipGraph
@@ -56,15 +56,23 @@ def preleg_tables(
     from tpufleet.routing.analysis import RouteTables
 
     n = len(graph)
-    trees = _PreLegTrees(shape, graph, order, (order[1],))
+    P, L, wild, load = built(_PreLegTrees(shape, graph, order, (order[1],)), n, BATCH)
+    rt = RouteTables(shape, alive, P, L, wild, np.zeros(n, dtype=np.int64), [order], "auto")
+    return rt, load
+
+
+def built(trees: _Trees, n: int, batch: int) -> tuple[PortTable, HopTable, BoolArray, Int64Array]:
+    """(ports, hop counts, wild flags, all-to-all load per directed link) of `trees` to every one of the `n`
+    chips, built `batch` destinations at a time against the load of the others, PASSES times over."""
+    import numpy as np
+
     P = np.empty((n, n), dtype=np.int8)
     L = np.empty((n, n), dtype=np.int16)
     wild = np.zeros((n, n), dtype=bool)
     load = np.zeros(n * 6, dtype=np.int64)
-    batches = np.array_split(np.arange(n), max(1, n // BATCH))
+    batches = np.array_split(np.arange(n), max(1, n // batch))
     build_in_passes(trees, batches, PASSES, load, (P, L, wild))
-    rt = RouteTables(shape, alive, P, L, wild, np.zeros(n, dtype=np.int64), [order], "auto")
-    return rt, load
+    return P, L, wild, load
 
 
 class _PreLegTrees(_Trees):

@@ -5,7 +5,7 @@ with pre-legs along every dimension, in the order's own sequence (zxy: along z, 
 no wraparound), before its legs in order on the dateline pairs. On the wild VC that is dimension-order routing on a
 mesh, which closes no cycle, and nothing enters the wild VC from the dateline pairs, so the tables fit 3 VCs.
 
-The wild first hops of chips no route reaches keep that rule too (`_MeshTrees._wild_hops`): a wild hop leads into a
+The wild first hops of chips no route reaches keep that rule too (`_MeshTrees._may_lead_into`): a wild hop leads into a
 leg (any hop, a wraparound too), or into a wild hop of a later dimension (or the same dimension and direction),
 itself crossing no wraparound. A wild hop across a wraparound is followed by legs only, so one may lead into it:
 no cycle on the wild VC passes it. Before, a wild first hop into a chip whose route starts with a pre-leg of any
@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tpufleet.routing.preleg import ORDER, PASSES, _PreLegTrees
-from tpufleet.routing.split import _NONE, CHAIN_ROUNDS, build_in_passes
+from tpufleet.routing.preleg import ORDER, _PreLegTrees, built
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,12 +53,7 @@ def mesh_preleg_tables(
 
     n = len(graph)
     trees = _MeshTrees(shape, graph, order, tuple(order))
-    P = np.empty((n, n), dtype=np.int8)
-    L = np.empty((n, n), dtype=np.int16)
-    wild = np.zeros((n, n), dtype=bool)
-    load = np.zeros(n * 6, dtype=np.int64)
-    batches = np.array_split(np.arange(n), max(1, n // MESH_BATCH))
-    build_in_passes(trees, batches, PASSES, load, (P, L, wild))
+    P, L, wild, load = built(trees, n, MESH_BATCH)
     stuck = np.flatnonzero((P == -2).any(axis=1))
     if len(stuck):
         trees.pre_penalty = STUCK_PENALTY
@@ -75,38 +69,18 @@ def mesh_preleg_tables(
 class _MeshTrees(_PreLegTrees):
     """Pre-leg trees whose wild first hops keep the pre-legs' dimension order (see the module docstring)."""
 
-    def _wild_hops(self, s: _State, links: npt.NDArray[np.int64]) -> None:
-        """Chips no route reaches take a wild first hop to a neighbour in the tree: into a leg (any hop), or into
-        a wild hop it may precede (a hop of an earlier dimension, or of the same one and direction, no wraparound);
-        later rounds may step to a chip of an earlier round, by the same rule (its hop counts as a pre-leg's)."""
+    def _joined_wild(self, s: _State, rows: Int64Array, chips: Int64Array, ports: Int64Array) -> None:
+        """A chip that joined by a wild first hop counts as starting a pre-leg of that hop's dimension: a later
+        chain round leads into it by the same rule (`_may_lead_into`)."""
         import numpy as np
 
-        for _ in range(CHAIN_ROUNDS):
-            open_ = s.hops < 0
-            if not open_.any():
-                return
-            best = np.full(s.hops.shape, _NONE, dtype=np.int64)
-            pick = np.full(s.hops.shape, -1, dtype=np.int64)
-            for p in range(6):
-                nb = self.alive[:, p]
-                nxt = np.where(nb >= 0, nb, 0)
-                ok = open_ & (nb >= 0)[None, :] & (s.hops[:, nxt] >= 0) & self._may_precede(s, nxt, p)
-                key = np.maximum(links[:, p], s.path_max[:, nxt]) * 256 + s.hops[:, nxt]
-                take = ok & (key < best)
-                best, pick = np.where(take, key, best), np.where(take, p, pick)
-            if not (pick >= 0).any():
-                return
-            r, c = np.nonzero(pick >= 0)
-            port = pick[r, c]
-            nxt = self.alive[c, port]
-            s.port[r, c], s.hops[r, c] = port, s.hops[r, nxt] + 1
-            s.path_max[r, c] = best[r, c] // 256
-            s.wild[r, c] = True
-            s.phase[r, c] = self.pre_phase[port // 2]
-            s.direction[r, c] = np.where(port % 2 == 0, 1, -1)
+        s.phase[rows, chips] = self.pre_phase[ports // 2]
+        s.direction[rows, chips] = np.where(ports % 2 == 0, 1, -1)
 
-    def _may_precede(self, s: _State, nxt: Int64Array, port: int) -> npt.NDArray[np.bool_]:
-        """[D, N]: whether a wild hop through `port` may lead into the route of chip `nxt` (per chip)."""
+    def _may_lead_into(self, s: _State, nxt: Int64Array, port: int) -> npt.NDArray[np.bool_]:
+        """[D, N]: whether a wild first hop through `port` may lead into the route of chip `nxt`: into a leg (any
+        hop), or into a wild hop it may precede (of a later dimension, or of the same one and direction; itself
+        crossing no wraparound)."""
         import numpy as np
 
         phase = s.phase[:, nxt]

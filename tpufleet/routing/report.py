@@ -108,11 +108,21 @@ def _turned_or_made(
         own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit thorough lifts
         if own is None:
             own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
-        else:
+        elif "all-to-all" in traffics and _whole_ocs(shape, expected, alive):  # the live graph's own may be lighter
             own = _with_pre_legs(shape, expected, alive, traffics, max_vcs, own)
             own = _with_own_where_poor(shape, expected, alive, traffics, max_vcs, own, thorough)
         seen[key] = _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own, seen)
     return seen[key]
+
+
+def _whole_ocs(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> bool:
+    """Every dead link is optical and its whole OCS is down (`tree_families.whole_ocs_only`): a link fault's
+    candidates include its OCS's patterns, whose second making costs seconds (3 links of 3 OCS on 8x8x8: 12 s),
+    and the cut bound is loose for it."""
+    from tpufleet.routing.patterns import ocs_patterns
+    from tpufleet.routing.tree_families import whole_ocs_only
+
+    return whole_ocs_only(shape, expected, alive, ocs_patterns(shape, expected, alive))
 
 
 def _with_pre_legs(
@@ -126,13 +136,11 @@ def _with_pre_legs(
     """`turned` (a canonical form's tables turned back), or the live graph's own pre-leg tables where they fit and
     carry all-to-all lighter. They are never made for a canonical form (`candidates`), so before, a fault with
     broken rings in all three dimensions whose turned tables fit never met them: on 8x8x8, eleven of twelve sets
-    of three OCS down kept 620-679, where pre-leg trees carry 564-593 (`benchmarks/routing_quality.py`)."""
-    from tpufleet.routing.patterns import ocs_patterns
-    from tpufleet.routing.tree_families import preleg_made, prelegs_apply, whole_ocs_only
+    of three OCS down kept 620-679, where pre-leg trees carry 554-585 (`benchmarks/routing_quality.py`). Whole OCS
+    down, all-to-all reported (the caller's condition)."""
+    from tpufleet.routing.tree_families import preleg_made, prelegs_apply
 
-    if "all-to-all" not in traffics or not prelegs_apply(shape, expected, alive, max_vcs):
-        return turned
-    if not whole_ocs_only(shape, expected, alive, ocs_patterns(shape, expected, alive)):
+    if not prelegs_apply(shape, expected, alive, max_vcs):
         return turned
     (load, _), rt, info = preleg_made(shape, expected, alive, alive, "")
     if load >= _a2a(turned):
@@ -160,19 +168,12 @@ def _with_own_where_poor(
     """`turned`, or the tables made for the live graph as it is where the turned ones keep less than
     MADE_AS_IS_BELOW of the cut bound and those are lighter. Which image of a fault routes well is luck (the
     repairs name dimensions and directions): 8x8x16 with x/5 and z/5 down carries 2477 in its canonical form and
-    2214 as it is (cut bound 2184.53). Whole OCS only: a link fault's candidates include its OCS's patterns, whose
-    second making costs seconds (3 links of 3 OCS on 8x8x8: 12 s), and its bound is loose."""
+    2214 as it is (cut bound 2184.53). Whole OCS down, all-to-all reported (the caller's condition)."""
     from tpufleet.routing.optimum import kept_at_most
-    from tpufleet.routing.patterns import ocs_patterns
-    from tpufleet.routing.tree_families import whole_ocs_only
 
-    if "all-to-all" not in traffics:
-        return turned
     healthy = float(turned.summary["healthy_max_link_load"]["all-to-all"])
     kept = kept_at_most(shape, alive, healthy)
     if kept is None or healthy / kept >= MADE_AS_IS_BELOW * _a2a(turned):
-        return turned
-    if not whole_ocs_only(shape, expected, alive, ocs_patterns(shape, expected, alive)):
         return turned
     own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
     fitting = own.summary["deadlock_free"] and (max_vcs is None or own.summary["vcs"] <= max_vcs)

@@ -224,7 +224,7 @@ class _Trees:
             for p in range(6):
                 nb = self.alive[:, p]
                 nxt = np.where(nb >= 0, nb, 0)
-                ok = open_ & (nb >= 0) & (s.hops[:, nxt] >= 0)
+                ok = open_ & (nb >= 0) & (s.hops[:, nxt] >= 0) & self._may_lead_into(s, nxt, p)
                 key = np.maximum(links[:, p], s.path_max[:, nxt]) * 256 + s.hops[:, nxt]
                 take = ok & (key < best)
                 best, pick = np.where(take, key, best), np.where(take, p, pick)
@@ -236,6 +236,14 @@ class _Trees:
             s.port[r, c], s.hops[r, c] = pick[r, c], s.hops[r, nxt] + 1
             s.path_max[r, c] = best[r, c] // 256
             s.wild[r, c] = True
+            self._joined_wild(s, r, c, pick[r, c])
+
+    def _may_lead_into(self, s: _State, nxt: Int64Array, port: int) -> npt.NDArray[np.bool_] | bool:
+        """[D, N] (or True for all): whether a wild first hop through `port` may lead into the route of `nxt`."""
+        return True
+
+    def _joined_wild(self, s: _State, rows: Int64Array, chips: Int64Array, ports: Int64Array) -> None:
+        """What a subclass records of the chips that just joined by a wild first hop (nothing here)."""
 
     def load(self, dest: Int64Array, port: PortTable, hops: HopTable) -> Int64Array:
         """All-to-all load ([N * 6]) of the trees: each chip's hop carries its whole subtree."""
