@@ -105,12 +105,17 @@ def _tpufleet_version() -> str | None:
 def _local_cluster(dd: Any, workers: int) -> Any:
     """A LocalCluster of `workers` one-thread processes. On Linux they are forked from this process, which has
     the simulation imported already: spawning a fresh interpreter per worker (Dask's default, for platforms
-    without fork) took 6 s on a busy 2-core machine against 0.6 s forked, more than a short sweep's runs."""
+    without fork) took 6 s on a busy 2-core machine against 0.6 s forked, more than a short sweep's runs. Only
+    while this process runs one thread: forked with another thread running (another cluster's event loop, a
+    server's), a worker inherits whatever lock that thread held and can wait on it forever; then from a fork
+    server, a fresh single-threaded process."""
     import sys
+    import threading
 
     import dask
 
-    method = os.environ.get("TPUFLEET_DASK_START") or ("fork" if sys.platform == "linux" else "spawn")
+    forks = sys.platform == "linux" and threading.active_count() == 1
+    method = os.environ.get("TPUFLEET_DASK_START") or ("fork" if forks else "forkserver")
     import tpufleet.sweep.runs  # noqa: F401  # imported before the fork, so no worker imports it again
 
     # Dask's statistical profiler samples every worker's stack every 10 ms in a thread of its own, for a
