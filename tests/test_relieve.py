@@ -132,3 +132,40 @@ def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):
     legs, wild = layout_vcs(stored, layout)
     graph, vcs = channel_graph(stored, legs, wild, layered=meta["wild_layers"])
     assert vcs == meta["vcs"] == shown["vcs"] and nx.is_directed_acyclic_graph(graph)
+
+
+@pytest.mark.parametrize(
+    ("shape_text", "twisted", "faults"), [("4x4x8", True, (("x", 3),)), ("4x4x4", False, (("x", 1), ("y", 2)))]
+)
+def test_the_pairs_behind_the_busiest_links_are_those_a_walk_of_every_route_finds(shape_text, twisted, faults):
+    # the rounds find the pairs to move downwards from the busy links; every route walked in full is the oracle
+    from tpufleet.routing.analysis import Levels, flow, link_load
+    from tpufleet.routing.relieve import _ring_routes, _Tree
+
+    shape = parse_shape(shape_text, twisted)
+    expected = neighbors(shape)
+    alive = expected.copy()
+    for dim, index in faults:
+        alive[ocs_failure(shape, dim, index)[1] < 0] = -1
+    rt, _ = candidates(shape, expected, alive, "wild-first")[0]
+    weight, _ = flow(rt, np.ones((rt.n, rt.n), dtype=bool), Levels(rt.L), masks=False)
+    load = link_load(rt, weight).ravel().astype(np.int64)
+    tree = _Tree(
+        rt.P.copy(),
+        np.zeros(rt.P.shape, dtype=bool) if rt.wild is None else rt.wild.copy(),
+        alive,
+        load,
+        weight.astype(np.int64),
+        _ring_routes(rt, expected),
+    )
+    n = rt.n
+    load_walked, _ = walked(rt.P, alive, alive)
+    assert (load_walked.ravel() == load).all()
+    t, s = np.divmod(np.arange(n * n, dtype=np.int64), n)
+    routed = rt.P.ravel() >= 0
+    for top in sorted({int(load.max()), int(np.percentile(load[load > 0], 90)), 1}):
+        on_route = np.flatnonzero(routed)[tree.walk_max(t[routed], s[routed]) >= top]
+        behind = tree.behind(top)
+        assert len(behind) > 0 and np.array_equal(behind, on_route)
+        own = np.flatnonzero(routed)[load[s[routed] * 6 + rt.P.ravel()[routed]] >= top]
+        assert np.array_equal(np.unique(tree.entering(top)), own)

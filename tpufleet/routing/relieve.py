@@ -99,6 +99,37 @@ class _Tree:
             at, cur, t = at[going], cur[going], t[going]
         return worst
 
+    def entering(self, top: int) -> I64:
+        """The pairs t * N + s whose own hop is on a link carrying `top` or more (s != t)."""
+        import numpy as np
+
+        link = np.flatnonzero(self.load >= top)
+        t, k = np.nonzero(self.P[:, link // 6] == (link % 6)[None, :])
+        return t.astype(np.int64) * self.n + link[k] // 6
+
+    def behind(self, top: int) -> I64:
+        """The pairs t * N + s, sorted, whose route to t crosses a link carrying `top` or more: each destination's
+        subtrees under such links, found downwards from them, each pair once (a few thousand pairs where walking
+        every route visits all N * N; identical to `walk_max(t, s) >= top`)."""
+        import numpy as np
+
+        n, nbr = self.n, self.nbr.astype(np.int64)
+        found = np.zeros(n * n, dtype=bool)
+        pair = self.entering(top)
+        found[pair] = True
+        t, c = np.divmod(pair, n)
+        while len(t):  # one level down: the chips u whose hop towards t enters c (port p there, port p ^ 1 back)
+            t, back = np.repeat(t, 6), np.tile(np.arange(6), len(c))
+            u = nbr[np.repeat(c, 6), back]
+            ok = u >= 0
+            t, u, back = t[ok], u[ok], back[ok]
+            pair = t * n + u
+            ok = (self.P.ravel()[pair] == (back ^ 1)) & ~found[pair]  # (under two busy links: found once)
+            pair = pair[ok]
+            found[pair] = True
+            t, c = np.divmod(pair, n)
+        return np.flatnonzero(found)
+
     def passes(self, t: I64, start: I64, chip: I64) -> npt.NDArray[np.bool_]:
         """Whether each route start -> t passes `chip`."""
         import numpy as np
@@ -197,16 +228,16 @@ def _round(tree: _Tree, rng: np.random.Generator, leaves: bool) -> int:
     top = int(tree.load.max())
     before = (top, int((tree.load == top).sum()))
     kept = (tree.P.copy(), tree.wild.copy(), tree.load.copy(), tree.weight.copy())
-    t, s = np.nonzero((tree.P >= 0) & ~tree.kept)
-    t, s = t.astype(np.int64), s.astype(np.int64)
     if leaves:  # a leaf moves alone: wherever on its route the busy link is
-        leaf = np.flatnonzero(tree.weight[t * n + s] == 1)
-        hot = np.zeros(len(t), dtype=bool)
-        hot[leaf[tree.walk_max(t[leaf], s[leaf]) >= top]] = True
+        pair = tree.behind(top)
+        pair = pair[tree.weight[pair] == 1]
     else:  # a subtree moves off the busy link it enters
-        hot = tree.load[s * 6 + tree.P[t, s]] >= top
-    order = rng.permutation(int(hot.sum()))
-    t, s = t[hot][order], s[hot][order]
+        pair = np.unique(tree.entering(top))
+    t, s = np.divmod(pair, n)
+    open_ = ~tree.kept[t, s]
+    t, s = t[open_], s[open_]
+    order = rng.permutation(len(t))
+    t, s = t[order], s[order]
     moved = 0
     for part in np.array_split(np.arange(len(t)), max(1, min(BATCHES, len(t) // MIN_BATCH))):
         moved += _batch(tree, t[part], s[part], top)
