@@ -225,15 +225,22 @@ def test_a_floor_never_routes_twice_where_the_quick_tables_made_the_pairs(fleet,
 
 def test_thorough_is_made_for_a_floor_on_twisted_tori_only_where_pre_leg_trees_are() -> None:
     """Order pairs need 4 VCs there (twisted 8x8x16 and 8x16x16 with one OCS down); the pre-leg trees that
-    `--thorough` makes on twisted 8x8x16 (one or two broken dimensions) keep more, so the fault path pays for
-    them there, not on 8x16x16 (2,048 chips: minutes), nor with three broken dimensions, nor on 4x8x8 (made anyway)."""
+    `--thorough` makes on twisted 8x8x16 and 8x16x16 (one or two broken dimensions) keep more, so the fault path
+    pays for them on 8x8x16, not on 8x16x16 (2,048 chips: a minute or more), nor with three broken dimensions, nor on 4x8x8 (made anyway)."""
     from tpufleet.routing.dimension_orders import thorough_adds, thorough_may_help
+    from tpufleet.routing.tree_families import twisted_mesh_apply
     from tpufleet.shapes import parse_shape
+    from tpufleet.topology import neighbors
 
     twisted = parse_shape("8x8x16", True)
     assert thorough_adds(twisted, 1024) and thorough_may_help(twisted, 1024, 1) and thorough_may_help(twisted, 1024, 2)
     assert not thorough_may_help(twisted, 1024, 3)
     assert not thorough_may_help(parse_shape("8x16x16", True), 2048, 1)
+    expected = neighbors(parse_shape("8x16x16", True))  # yet `routes --thorough` makes them there
+    alive = expected.copy()
+    alive[ocs_failure(parse_shape("8x16x16", True), "x", 3)[1] < 0] = -1
+    assert twisted_mesh_apply(parse_shape("8x16x16", True), expected, alive, 3, thorough=True)
+    assert not twisted_mesh_apply(parse_shape("8x16x16", True), expected, alive, 3, thorough=False)
     assert not thorough_may_help(parse_shape("4x8x8", True), 256, 1)
     full = parse_shape("16x16x16")
     assert thorough_may_help(full, 4096) and not thorough_may_help(parse_shape("8x16x16"), 2048)

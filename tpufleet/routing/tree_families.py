@@ -172,9 +172,18 @@ PRE_VCS = 3  # what the pre-leg tables are made to fit (`prelegs_apply` makes th
 # relieving again from where the last stopped, each pass lowering the maximum or the links at it (twisted 8x8x16,
 # one y OCS: 1337, 1322, 1296, 1295, 1287, none, 1285)
 MESH_RELIEVE_PASSES = 7
-TWISTED_MESH_LIMIT = (
-    1024  # chips: pre-leg trees on twisted tori with `thorough` (8x16x16, one x OCS: 3346 against 3338, 66 s)
-)
+# chips: pre-leg trees on twisted tori with `thorough` (8x16x16 with one OCS down: 20-70 s an order; 16x16x32 not
+# measured)
+TWISTED_MESH_LIMIT = 2048
+# chips: where the fault path makes them for a slice's floor (`dimension_orders.thorough_may_help`): 10-20 s of CPU
+# on 8x8x16; on 8x16x16 a minute or more, too long for `inject-fault` to wait
+TWISTED_MESH_FAULT_LIMIT = 1024
+# the dimension orders `twisted_mesh_made` tries, in turn. Twisted 8x8x16 over nine single OCS: yzx kept MESH_GOOD of
+# the bound for each of the five x and y OCS (1230-1235) but no z OCS (1289-1295), zyx each z OCS (1221-1222); the
+# three other orders were never the lightest by more than 3. 8x16x16: x/3 yzx 3239, zyx 3262, zxy 3348 (xzy, yxz,
+# xyz 3511-3718); y/3 zyx 3130, yzx 3373; z/3 zyx 3098, yzx 3252.
+TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
+MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
 
 
 def twisted_mesh_apply(
@@ -182,8 +191,8 @@ def twisted_mesh_apply(
 ) -> bool:
     """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down in one or two dimensions,
     with room for 3 VCs, with `thorough`, above RELIEVE_LIMIT chips and up to TWISTED_MESH_LIMIT: relieving them
-    takes seconds there (15-25 s of CPU on 8x8x16); below, the other candidates are relieved too and carry as
-    little or less (twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both)."""
+    takes seconds there (4-8 s of CPU an order on 8x8x16, 20-70 s on 8x16x16); below, the other candidates are
+    relieved too and carry as little or less (twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both)."""
     from tpufleet.routing.relieve import RELIEVE_LIMIT
 
     return (
@@ -196,20 +205,27 @@ def twisted_mesh_apply(
 
 
 def twisted_mesh_made(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[Ranked]:
-    """`routing.preleg_mesh`'s trees for a twisted torus, relieved in passes (`_mesh_relieved`), in the order that
-    takes the healthy dimensions first and the broken ones last, each group from z down (twisted 8x8x16: one x OCS
-    zyx 1288 against yzx 1292 and xyz 1378; x and z OCS yzx 1305 against xyz 1455). None when they cannot be made
-    within 3 VCs."""
+    """`routing.preleg_mesh`'s trees for a twisted torus, relieved in passes (`_mesh_relieved`), in the dimension
+    orders of TWISTED_MESH_ORDERS in turn until one keeps MESH_GOOD of the live graph's distance bound (a lower
+    bound of the LP optimum); the lightest. Which order relieves well depends on the fault: where the relieving
+    finds a deep move (tens of thousands of entries in one pass) the load drops to 0.96-0.98 of the bound, else it
+    stays near 0.92. Empty when none can be made within 3 VCs."""
     from tpufleet.routing import steps
+    from tpufleet.routing.optimum import distance_bound
 
-    dead = set(dead_dims_of(expected, alive))
-    order = tuple(sorted((d for d in range(3) if d not in dead), reverse=True)) + tuple(sorted(dead, reverse=True))
-    steps.plan("repair", 1)
-    made = _mesh_relieved(shape, expected, alive, alive, (order[0], order[1], order[2]))
-    steps.advance("repair")
-    if made is None:
+    good = distance_bound(alive, shape) / MESH_GOOD
+    best: tuple[Relieved, Order] | None = None
+    for order in TWISTED_MESH_ORDERS:
+        steps.plan("repair", 1)
+        made = _mesh_relieved(shape, expected, alive, alive, order)
+        steps.advance("repair")
+        if made is not None and (best is None or made[1] < best[0][1]):
+            best = made, order
+        if best is not None and best[0][1] <= good:
+            break
+    if best is None:
         return []
-    rt, max_load, moved, how = made
+    (rt, max_load, moved, how), order = best
     return [_ranked(rt, max_load, moved, f"{how}, dimension order {''.join('xyz'[d] for d in order)}", alive)]
 
 
