@@ -6,7 +6,7 @@ dimension orders.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tpufleet.routing import dimension_orders
 from tpufleet.routing.analysis import RouteTables
@@ -169,9 +169,22 @@ def preleg_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: Chip
 Relieved = tuple[RouteTables, float, int, str]  # tables, all-to-all max load, entries relieved, how made
 
 PRE_VCS = 3  # what the pre-leg tables are made to fit (`prelegs_apply` makes them only with room for it)
-# relieving again from where the last stopped, each pass lowering the maximum or the links at it (twisted 8x8x16,
-# one y OCS: 1337, 1322, 1296, 1295, 1287, none, 1285)
-MESH_RELIEVE_PASSES = 7
+
+
+class Passes(NamedTuple):
+    """How long `_mesh_relieved` relieves again from where the last pass stopped, each pass lowering the maximum
+    or the links at it (twisted 8x8x16, one y OCS: 1337, 1322, 1296, 1295, 1287, none, 1285): at most `most`
+    passes, until the load is `good` or less, or `misses` passes in a row found nothing (0: never stops on that)."""
+
+    most: int = 7
+    good: float = 0.0
+    misses: int = 0
+
+
+THREE_OCS_PASSES = Passes()  # 8x8x8 with x/3, y/5 and z/2 down: 572 after seven
+# on twisted tori each pass costs 0.2-0.3 s at 1,024 chips, about 1 s at 2,048, and they keep finding: twisted
+# 8x16x16, one x OCS, order yzx 3239 after 7 passes, 3201 after 14, 3169 after 30 (two misses in a row at most)
+TWISTED_PASSES = Passes(most=30, misses=5)
 # chips: pre-leg trees on twisted tori with `thorough` (8x16x16 with one OCS down: 20-70 s an order; 16x16x32 not
 # measured)
 TWISTED_MESH_LIMIT = 2048
@@ -217,7 +230,7 @@ def twisted_mesh_made(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> li
     best: tuple[Relieved, Order] | None = None
     for order in TWISTED_MESH_ORDERS:
         steps.plan("repair", 1)
-        made = _mesh_relieved(shape, expected, alive, alive, order)
+        made = _mesh_relieved(shape, expected, alive, alive, order, TWISTED_PASSES._replace(good=good))
         steps.advance("repair")
         if made is not None and (best is None or made[1] < best[0][1]):
             best = made, order
@@ -261,9 +274,14 @@ def _middle_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph:
 
 
 def _mesh_relieved(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, order: Order | None = None
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    graph: ChipGraph,
+    order: Order | None = None,
+    passes: Passes = THREE_OCS_PASSES,
 ) -> Relieved | None:
-    """`routing.preleg_mesh`'s trees in `order` (default: `routing.preleg.ORDER`) relieved in passes within their
+    """`routing.preleg_mesh`'s trees in `order` (default: `routing.preleg.ORDER`) relieved in `passes` within their
     wild order, each pass kept only when it is lighter and still fits PRE_VCS; None when the trees leave a pair
     unreached or do not fit."""
     from tpufleet.routing.fitting import analyzed, fits
@@ -275,10 +293,13 @@ def _mesh_relieved(
     made = mesh_preleg_tables(shape, graph, alive, order)
     if made is None or not fits(analyzed(made[0], PRE_VCS)[0], PRE_VCS):
         return None
-    rt, max_load, moved = made[0], float(made[1].max()), 0
-    for seed in range(MESH_RELIEVE_PASSES):  # each from the last kept, in another order: a pass finding nothing
-        done = relieve(rt, graph, expected, leaves=True, seed=seed, wild_order=order)  # is no end
+    rt, max_load, moved, misses = made[0], float(made[1].max()), 0, 0
+    for seed in range(passes.most):  # each from the last kept, in another order: a pass finding nothing is no end
+        if max_load <= passes.good or misses == passes.misses > 0:
+            break
+        done = relieve(rt, graph, expected, leaves=True, seed=seed, wild_order=order)
         if done is None or not fits(analyzed(done.tables, PRE_VCS)[0], PRE_VCS):
+            misses += 1
             continue
-        rt, max_load, moved = done.tables, float(done.max_load), moved + done.moved
+        rt, max_load, moved, misses = done.tables, float(done.max_load), moved + done.moved, 0
     return rt, max_load, moved, "one dimension order, wild pre-legs in every dimension by trees"
