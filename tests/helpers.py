@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 GUARD_S = 30.0  # how long a test waits for what must come at once before it calls it a hang
 
 
@@ -102,3 +104,44 @@ def beside_a_fifo(call: Callable[[], Any], fifo: Path) -> Any:
     if isinstance(out[0], Exception):
         raise out[0]
     return out[0]
+
+
+class LogBlocks:
+    """The blocks each native goodput log was read in since `read_in_blocks`, one list of block sizes per log read
+    (a log read twice is two lists). A test asserts `fewest() > 1` to prove its logs were read in several pieces:
+    lowering CHUNK_BYTES proves nothing on a log smaller than a block, or where the reader does not look."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.reads = size, list[list[int]]()
+
+    def fewest(self) -> int:
+        """The fewest blocks any log read was read in (0 when none was read)."""
+        return min((len(blocks) for blocks in self.reads), default=0)
+
+    def as_asked(self) -> bool:
+        """Whether every log read was read `size` bytes at a time (the last block of each perhaps fewer)."""
+        return all(all(b == self.size for b in r[:-1]) and r[-1] <= self.size for r in self.reads if r)
+
+
+def read_in_blocks(mp: pytest.MonkeyPatch, size: int) -> LogBlocks:
+    """Native goodput logs read `size` bytes at a time (CHUNK_BYTES lowered where the reader looks it up, with `mp`,
+    a pytest MonkeyPatch), and the blocks each log read took recorded (the reader's own block reads, spied on)."""
+    from tpufleet.state import goodputlogs, goodputpieces, goodputstreams
+
+    seen = LogBlocks(size)
+    cut, read = goodputpieces._pieces, goodputstreams._read  # what goodputlogs and goodputpieces imported
+
+    def pieces(*args: Any, **kwargs: Any) -> Any:
+        seen.reads.append([])
+        return cut(*args, **kwargs)
+
+    def block(*args: Any, **kwargs: Any) -> bytes:
+        data = read(*args, **kwargs)
+        if data:
+            seen.reads[-1].append(len(data))
+        return data
+
+    mp.setattr(goodputstreams, "CHUNK_BYTES", size)
+    mp.setattr(goodputlogs, "_pieces", pieces)
+    mp.setattr(goodputpieces, "_read", block)
+    return seen

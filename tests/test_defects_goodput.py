@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from helpers import read_in_blocks
 from tpufleet.goodput import eventlines, events
 
 DEMO = Path(__file__).resolve().parents[1] / "tpufleet" / "data" / "demo-goodput.jsonl.gz"
@@ -320,13 +321,12 @@ def test_a_line_over_the_limit_is_one_skipped_record_with_skip_bad(cli, tmp_path
 
 
 def test_a_line_over_the_limit_split_across_pieces(cli, tmp_path, monkeypatch):
-    from tpufleet.state import goodputstreams
-
-    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 64 * 1024)  # the long line spans many pieces
+    blocks = read_in_blocks(monkeypatch, 64 * 1024)  # the long line spans many pieces
     log = long_line_log(tmp_path / "long.jsonl", "last")
     assert f"{log}:7: field <line>:" in refused(cli, log)
     rep = report(cli, log, "--skip-bad")
     assert rep["input"]["skipped"] == 1 and rep["jobs"][0]["productive_steps"] == 3
+    assert len(blocks.reads) == 2 and blocks.fewest() > events.MAX_LINE_BYTES // (64 * 1024)
 
 
 def test_an_ml_goodput_line_over_the_limit_is_refused(cli, tmp_path):

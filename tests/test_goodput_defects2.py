@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from helpers import read_in_blocks
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread, mlfast
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputpool, goodputstreams
+from tpufleet.state import goodputpool
 
 B = 1767571200.0  # 2026-01-05T00:00:00Z
 
@@ -52,19 +53,23 @@ READERS = ("lines", "msgspec", "columns")
 
 def by_reader(paths: list[Path], reader: str, fmt: str = "native", **options: Any) -> Any:
     """The report, or ("error", message), with only one of the native readers on (or the ml-goodput columns, for
-    "msgspec", off for "lines"); pieces of 512 bytes, so a file is many pieces."""
+    "msgspec", off for "lines"); pieces of 256 bytes, so a native log is many pieces (checked: an ml-goodput log is
+    read whole)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputstreams, "CHUNK_BYTES", 512)
+        blocks = read_in_blocks(mp, 256)
         mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
             mp.setattr(mlfast, "_DECODER", None)
         if reader != "columns":
             mp.setattr(columnar, "pa", None)
+        answer: Any
         try:
-            return build(paths, fmt, by=["accelerator"], period="day", **options)
+            answer = build(paths, fmt, by=["accelerator"], period="day", **options)
         except BadInput as exc:
-            return ("error", str(exc))
+            answer = ("error", str(exc))
+    assert blocks.fewest() > 1 if fmt == "native" else not blocks.reads, blocks.reads
+    return answer
 
 
 def same_by_every_reader(paths: list[Path], fmt: str = "native", **options: Any) -> Any:

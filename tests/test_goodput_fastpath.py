@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import GUARD_S, in_thread
+from helpers import GUARD_S, in_thread, read_in_blocks
 from tpufleet.errors import BadInput
 from tpufleet.goodput import fastread, render
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputpool, goodputstreams
+from tpufleet.state import goodputpool
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast path to check")
 
@@ -106,7 +106,7 @@ def report(paths: list[Path], fast: bool, skip_bad: bool, chunk: int) -> Any:
     """(report, table) or ("error", message), by the fast path (pools forced on) or the straightforward one."""
     pools: list[int] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
+        blocks = read_in_blocks(mp, chunk)
         if fast:
             mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 0)
             mp.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))  # idle, whatever else runs here
@@ -125,6 +125,8 @@ def report(paths: list[Path], fast: bool, skip_bad: bool, chunk: int) -> Any:
             return ("error", str(exc))
         finally:
             assert bool(pools) == (fast and MULTI_CPU)  # the worker processes were used
+            assert blocks.as_asked()  # each log read `chunk` bytes at a time
+    assert [len(r) for r in blocks.reads] == [-(-p.stat().st_size // chunk) for p in paths]  # each log read whole
     return r, render.to_table(r, top=50)
 
 
@@ -165,14 +167,16 @@ def test_a_malformed_line_deep_in_a_large_log_exits_2_naming_file_line_and_field
     lines.insert(4321, MALFORMED[0][0])
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 8192)
+    blocks = read_in_blocks(monkeypatch, 8192)
     monkeypatch.setattr(goodputpool, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))
     r = cli("goodput-report", path, state=False)
     assert r.code == 2
     assert f"{path}:4322: field step: must be a whole number from 0 to" in r.err
+    assert len(blocks.reads) == 1 and blocks.fewest() > 1  # line 4,322 is pieces into the log
     ok = cli("goodput-report", path, "--skip-bad", "-o", "json", state=False)
     assert ok.code == 0 and ok.json["input"]["skipped"] == 1
+    assert len(blocks.reads) == 2 and blocks.reads[1] and blocks.as_asked()
 
 
 def test_idle_cpus_are_measured_now_and_within_the_cpus_this_process_may_use(monkeypatch):
@@ -322,11 +326,11 @@ def test_a_decoding_worker_killed_leaves_its_pieces_to_the_report_not_a_wait_for
         pytest.skip("one CPU: the reading process decodes alone")
     path = tmp_path / "log.jsonl"
     path.write_text("\n".join(varied_log(3, 6, 0)) + "\n")
-    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 4096)
+    blocks = read_in_blocks(monkeypatch, 4096)
     alone = build([path], by=["accelerator"], period="day", skip_bad=False)
     monkeypatch.setattr(goodputpool, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(goodputpool, "_cpus", lambda: (CPUS, float(CPUS)))
     monkeypatch.setattr(goodputpool, "decode_piece", _decode_but_die_in_a_worker)
     _thread, done, out = in_thread(lambda: build([path], by=["accelerator"], period="day", skip_bad=False))
     assert done.wait(GUARD_S), "the report waited for a piece a dead worker held"
-    assert out == [alone]
+    assert out == [alone] and len(blocks.reads) == 2 and blocks.fewest() > 1  # pieces for the workers to take

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import read_in_blocks
 from tpufleet.errors import BadInput
 from tpufleet.goodput import eventlines, fastread
-from tpufleet.state import goodputlogs, goodputstreams
+from tpufleet.state import goodputlogs
 
 pytestmark = pytest.mark.skipif(not fastread.available(), reason="msgspec is not installed: no fast reader to check")
 
@@ -81,11 +82,14 @@ def test_fast_reader_gives_what_the_standard_reader_gives(tmp_path_factory, line
     path = tmp_path_factory.mktemp("log") / "log.jsonl"
     path.write_bytes(newline.join(lines).encode())
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
+        blocks = read_in_blocks(mp, chunk)
         fast = snapshot([path], skip_bad)
         mp.setattr(fastread, "_DECODER", None)
         slow = snapshot([path], skip_bad)
     assert fast == slow
+    assert blocks.as_asked()
+    if fast[0] != "error":  # (an error ends the reading at its piece)
+        assert [len(r) for r in blocks.reads] == [-(-path.stat().st_size // chunk)] * 2
 
 
 def test_large_plain_logs_take_the_fast_path(tmp_path, monkeypatch):
@@ -103,7 +107,7 @@ def test_large_plain_logs_take_the_fast_path(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(eventlines, "read_native_lines", counted)
-    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 64 * 1024)
+    blocks = read_in_blocks(monkeypatch, 64 * 1024)
     log = goodputlogs.load([path], "native", False)
     assert sum(len(c) for c in log.events.values()) == 20_000 and log.records == 20_001
-    assert not calls  # every piece was vouched for by the fast reader
+    assert not calls and blocks.fewest() > 1  # every one of the pieces was vouched for by the fast reader

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import snapshot
+from helpers import read_in_blocks, snapshot
 
 pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tpufleet.goodput import columnar, fastread
-from tpufleet.state import goodputlogs, goodputstreams
+from tpufleet.state import goodputlogs
 
 ROOT = Path(__file__).parent.parent
 GOODPUT = ROOT / "fixtures" / "goodput" / "fleet.jsonl"
@@ -75,7 +75,7 @@ def test_only_an_unfinished_last_line_is_left_out(tmp_path, reader):
     done.write_text(whole)
     cut.write_text(whole + '\n{"type":"event","job":"j","time":17')
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputstreams, "CHUNK_BYTES", 256)  # many pieces: the last line is a piece of its own
+        blocks = read_in_blocks(mp, 256)  # many pieces: the last line is a piece of its own
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
         if reader != "columns":
@@ -86,6 +86,7 @@ def test_only_an_unfinished_last_line_is_left_out(tmp_path, reader):
             assert (log.records, log.jobs, len(log.capacity)) == (full.records, full.jobs, len(full.capacity))
         with pytest.raises(Exception, match=f"{cut}:25: field <line>: not valid JSON"):
             goodputlogs.load([cut], "native", False)
+    assert blocks.fewest() > 1 and len(blocks.reads) == 4
 
 
 def test_logs_read_whole_leave_an_unfinished_last_line_out_too(tmp_path):
