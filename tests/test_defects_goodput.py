@@ -329,6 +329,33 @@ def test_a_line_over_the_limit_split_across_pieces(cli, tmp_path, monkeypatch):
     assert len(blocks.reads) == 2 and blocks.fewest() > events.MAX_LINE_BYTES // (64 * 1024)
 
 
+PIECE = 64 * 1024
+LONG_LINE_ENDS = {  # where the line end of a line over the limit starts (the pieces read before it are whole)
+    "mid-piece": 2 * events.MAX_LINE_BYTES + 100,
+    "last-byte-of-a-piece": 33 * PIECE - 1,  # more than a piece over the limit: dropped up to its end
+    "last-byte-of-the-piece-over-the-limit": 17 * PIECE - 1,  # found over the limit in the piece it ends in
+}
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+@pytest.mark.parametrize("end", LONG_LINE_ENDS)
+def test_the_lines_after_a_line_over_the_limit_keep_their_numbers(cli, tmp_path, monkeypatch, newline, end):
+    """A line over the limit spanning pieces was dropped up to its first line-end byte: in a CR LF log the LF was
+    then an empty line (every later line named one on), and where its CR was the last byte of a piece, the next
+    line was dropped too. Now the line ends where the readers say it does."""
+    blocks = read_in_blocks(monkeypatch, PIECE)
+    first, last = '{"type":"job","job":"b","chips":4}', '{"type":"job","job":"b","chips":8}'
+    start = len(first) + len(newline)
+    long = '{"type":"job","job":"a","notes":"' + "x" * (LONG_LINE_ENDS[end] - start - 35) + '"}'
+    log = tmp_path / "long.jsonl"
+    log.write_text(newline.join([first, long, last]) + newline, newline="")
+    assert log.read_bytes().index(newline.encode(), start) == LONG_LINE_ENDS[end]
+    assert f"{log}:2: field <line>:" in refused(cli, log)
+    err = refused(cli, log, "--skip-bad")
+    assert f"{log}:3: field chips: the record of job 'b' at {log}:1 says 4 (value 8)" in err
+    assert blocks.fewest() > events.MAX_LINE_BYTES // PIECE
+
+
 def test_an_ml_goodput_line_over_the_limit_is_refused(cli, tmp_path):
     log = tmp_path / "ml.jsonl"
     log.write_text(json.dumps({"job_name": "j", "job_start_time": B, "x": [[]] * events.MAX_LINE_BYTES}) + "\n")

@@ -31,21 +31,24 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
     it is decoded: an over-long line is an error naming its line, or with `skip_bad` one bad line (its bytes are
     dropped as they come). With `whole_lines`, a last line a writer has not finished is left out (`_finished`)."""
     total = consumed = lines = 0
-    rest, dropping = b"", False
+    rest, dropping, after_cr = b"", False, False
     while block := _read(fh, name, goodputstreams.CHUNK_BYTES):
         total += len(block)
         if total > limit:
             raise _too_large(name, limit)
+        if after_cr and block.startswith(b"\n"):  # the LF of a dropped line's CR LF, not an empty line
+            block = block[1:]
+        after_cr = False
         if dropping:  # the rest of an over-long line
-            cut = _first_line_end(block)
-            if cut < 0:
+            block, dropping, after_cr = _after_first_line(block)
+            if dropping:
                 continue
-            block, dropping = block[cut + 1 :], False
         data, rest = _split_at_line_end(rest + block)
         data = _without_long_lines(data, name, lines, skip_bad)
         if len(rest) > events.MAX_LINE_BYTES:
             _refuse_long_line(name, lines + _line_ends(data) + 1, rest, skip_bad)
-            data, rest, dropping = data + _TOO_LONG, b"", True
+            after_cr = rest.endswith(b"\r")  # a CR last ends the line (`_split_at_line_end` keeps it in the rest)
+            data, rest, dropping = data + _TOO_LONG, b"", not after_cr
         lines += _line_ends(data)
         yield data, consumed
         consumed += len(data)
@@ -124,6 +127,17 @@ def _split_at_line_end(data: bytes) -> tuple[bytes, bytes]:
     a log written with CRs alone was one over-long line here); a CR last may be half a CR LF, so no cut after it."""
     cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
     return data[:cut], data[cut:]
+
+
+def _after_first_line(block: bytes) -> tuple[bytes, bool, bool]:
+    """What follows the first line of `block`, whether that line goes on past it (then nothing follows), and whether
+    it ended at a CR that was the block's last byte (a LF opening the next block is that CR LF's second half)."""
+    cut = _first_line_end(block)
+    if cut < 0:
+        return b"", True, False
+    if block[cut : cut + 2] == b"\r\n":
+        cut += 1
+    return block[cut + 1 :], False, cut == len(block) - 1 and block[cut:] == b"\r"
 
 
 def _first_line_end(data: bytes) -> int:
