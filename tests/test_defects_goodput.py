@@ -356,6 +356,23 @@ def test_the_lines_after_a_line_over_the_limit_keep_their_numbers(cli, tmp_path,
     assert blocks.fewest() > events.MAX_LINE_BYTES // PIECE
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+@pytest.mark.parametrize("piece", [None, (events.MAX_LINE_BYTES + 1) // 17], ids=["one-piece", "end-last-in-a-piece"])
+def test_a_line_of_exactly_the_limit_is_read_whatever_ends_it(cli, tmp_path, monkeypatch, newline, piece):
+    """A line of exactly MAX_LINE_BYTES was "longer than the 1,048,576 bytes allowed" when a CR LF ended it (its CR
+    counted), or a lone CR that was a piece's last byte; ended by a LF, it was read. Now the line's own bytes count."""
+    blocks = read_in_blocks(monkeypatch, piece) if piece else None
+    assert not piece or piece * 17 == events.MAX_LINE_BYTES + 1  # its line end's first byte ends piece 17
+    head = '{"type":"job","job":"a","chips":4,"notes":"'
+    line = head + "x" * (events.MAX_LINE_BYTES - len(head) - 2) + '"}'
+    log = tmp_path / "exact.jsonl"
+    log.write_text(newline.join([line, *map(json.dumps, training())]) + newline, newline="")
+    assert len(line.encode()) == events.MAX_LINE_BYTES
+    rep = report(cli, log)
+    assert rep["input"]["skipped"] == 0 and rep["input"]["records"] == 7
+    assert blocks is None or blocks.fewest() > 16
+
+
 def test_an_ml_goodput_line_over_the_limit_is_refused(cli, tmp_path):
     log = tmp_path / "ml.jsonl"
     log.write_text(json.dumps({"job_name": "j", "job_start_time": B, "x": [[]] * events.MAX_LINE_BYTES}) + "\n")

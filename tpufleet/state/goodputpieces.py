@@ -45,7 +45,7 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
                 continue
         data, rest = _split_at_line_end(rest + block)
         data = _without_long_lines(data, name, lines, skip_bad)
-        if len(rest) > events.MAX_LINE_BYTES:
+        if len(rest) - rest.endswith(b"\r") > events.MAX_LINE_BYTES:  # (a CR last is the line's end, not the line)
             _refuse_long_line(name, lines + _line_ends(data) + 1, rest, skip_bad)
             after_cr = rest.endswith(b"\r")  # a CR last ends the line (`_split_at_line_end` keeps it in the rest)
             data, rest, dropping = data + _TOO_LONG, b"", not after_cr
@@ -100,7 +100,8 @@ def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: boo
     lf = byte == ord("\n")
     ends = np.flatnonzero(lf | ((byte == ord("\r")) & ~np.append(lf[1:], False)))  # a CR LF ends at its LF
     starts = np.concatenate(([0], ends[:-1] + 1))
-    long = np.flatnonzero(ends - starts > events.MAX_LINE_BYTES)
+    crlf = (ends > starts) & lf[ends] & (byte[np.maximum(ends - 1, 0)] == ord("\r"))  # its CR is no byte of the line
+    long = np.flatnonzero(ends - starts - crlf > events.MAX_LINE_BYTES)
     if not len(long):
         return data
     first = int(long[0])
