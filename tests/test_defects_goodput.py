@@ -373,6 +373,30 @@ def test_a_line_of_exactly_the_limit_is_read_whatever_ends_it(cli, tmp_path, mon
     assert blocks is None or blocks.fewest() > 16
 
 
+LATER_BAD_LINES = {
+    "not-utf8": (b'{"type":"event","job":"a\xff","time":1767571200.0,"event":"job_end"}', "not UTF-8 text"),
+    "over-the-limit": (b'{"type":"job","job":"b","notes":"' + b"x" * events.MAX_LINE_BYTES + b'"}', "longer than"),
+}
+
+
+@pytest.mark.parametrize("later", LATER_BAD_LINES)
+def test_the_first_bad_line_of_a_piece_is_the_one_named(cli, tmp_path, later):
+    """A bad record at line 2 and, further on in the same 8 MiB piece, a line not UTF-8 or over the limit: that
+    later line was named (a piece's bytes were checked before any of its records was read), so which error a log
+    gave hung on where its pieces fell. Now the first bad line is named, as when the two are pieces apart."""
+    good = [json.dumps(r).encode() for r in training()]
+    bad_time = b'{"type":"event","job":"a","time":"x","event":"job_start"}'
+    line, problem = LATER_BAD_LINES[later]
+    log = tmp_path / "two-bad.jsonl"
+    log.write_bytes(b"\n".join([good[0], bad_time, *good[1:], line]) + b"\n")
+    assert (
+        refused(cli, log)
+        == f"tpufleet: error: {log}:2: field time: not an ISO 8601 time or POSIX seconds (value 'x')\n"
+    )
+    log.write_bytes(b"\n".join([*good, line]) + b"\n")
+    assert f"{log}:7: field <line>: {problem}" in refused(cli, log)
+
+
 def test_an_ml_goodput_line_over_the_limit_is_refused(cli, tmp_path):
     log = tmp_path / "ml.jsonl"
     log.write_text(json.dumps({"job_name": "j", "job_start_time": B, "x": [[]] * events.MAX_LINE_BYTES}) + "\n")

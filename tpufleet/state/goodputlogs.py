@@ -130,8 +130,10 @@ def _read_native_file(
         if fast:
             line += fast
             continue
-        lines = _text_lines(piece, name, offset, line, skip_bad, log)
+        lines, bad = _text_lines(piece, name, offset, line, skip_bad, log)
         eventlines.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
+        if bad is not None:
+            raise bad
         line += len(lines)
     _after_cut(fh, name, line + 1, reading, log)
     return Content(read, crc)

@@ -28,8 +28,9 @@ _TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long li
 def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool) -> Iterator[tuple[bytes, int]]:
     """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
     whole file is never held. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
-    it is decoded: an over-long line is an error naming its line, or with `skip_bad` one bad line (its bytes are
-    dropped as they come). With `whole_lines`, a last line a writer has not finished is left out (`_finished`)."""
+    it is decoded: an over-long line is an error naming its line (raised once the lines before it are given), or
+    with `skip_bad` one bad line (its bytes are dropped as they come). With `whole_lines`, a last line a writer has
+    not finished is left out (`_finished`)."""
     total = consumed = lines = 0
     rest, dropping, after_cr = b"", False, False
     while block := _read(fh, name, goodputstreams.CHUNK_BYTES):
@@ -44,11 +45,16 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
             if dropping:
                 continue
         data, rest = _split_at_line_end(rest + block)
-        data = _without_long_lines(data, name, lines, skip_bad)
-        if len(rest) - rest.endswith(b"\r") > events.MAX_LINE_BYTES:  # (a CR last is the line's end, not the line)
-            _refuse_long_line(name, lines + _line_ends(data) + 1, rest, skip_bad)
-            after_cr = rest.endswith(b"\r")  # a CR last ends the line (`_split_at_line_end` keeps it in the rest)
-            data, rest, dropping = data + _TOO_LONG, b"", not after_cr
+        data, too_long = _without_long_lines(data, name, lines, skip_bad)
+        if too_long is None and len(rest) - rest.endswith(b"\r") > events.MAX_LINE_BYTES:  # (a CR last ends the line)
+            if not skip_bad:
+                too_long = _too_long(name, lines + _line_ends(data) + 1, rest)
+            else:
+                after_cr = rest.endswith(b"\r")  # the line's end (`_split_at_line_end` keeps a CR last in the rest)
+                data, rest, dropping = data + _TOO_LONG, b"", not after_cr
+        if too_long is not None:  # its piece's lines before it are read first: the first bad line is the one named
+            yield data, consumed
+            raise too_long
         lines += _line_ends(data)
         yield data, consumed
         consumed += len(data)
@@ -88,14 +94,15 @@ def _json_array(data: bytes) -> bool:
     return data.lstrip().removeprefix(_BOM).lstrip()[:1] == b"["
 
 
-def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> bytes:
-    """Whole lines with each one over MAX_LINE_BYTES refused (or, with `skip_bad`, put as one bad line): a
-    newline in every half-limit of bytes (a few memchr calls a piece) rules any out; else a vectorised scan."""
+def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> tuple[bytes, BadRecord | None]:
+    """Whole lines with each one over MAX_LINE_BYTES put as one bad line with `skip_bad`; else the lines before the
+    first one and its error (raised once they are read): a newline in every half-limit of bytes (a few memchr
+    calls a piece) rules any out; else a vectorised scan."""
     import numpy as np
 
     half = events.MAX_LINE_BYTES // 2
     if all(data.find(b"\n", i, i + half) >= 0 for i in range(0, len(data), half)):
-        return data  # a newline in every half-limit of bytes: no line is over the limit (the usual case)
+        return data, None  # a newline in every half-limit of bytes: no line is over the limit (the usual case)
     byte = np.frombuffer(data, dtype=np.uint8)
     lf = byte == ord("\n")
     ends = np.flatnonzero(lf | ((byte == ord("\r")) & ~np.append(lf[1:], False)))  # a CR LF ends at its LF
@@ -103,20 +110,21 @@ def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: boo
     crlf = (ends > starts) & lf[ends] & (byte[np.maximum(ends - 1, 0)] == ord("\r"))  # its CR is no byte of the line
     long = np.flatnonzero(ends - starts - crlf > events.MAX_LINE_BYTES)
     if not len(long):
-        return data
-    first = int(long[0])
-    _refuse_long_line(name, lines_before + first + 1, data[int(starts[first]) : int(starts[first]) + 40], skip_bad)
+        return data, None
+    first = int(starts[long[0]])
+    if not skip_bad:
+        return data[:first], _too_long(name, lines_before + int(long[0]) + 1, data[first : first + 40])
     kept, done = [], 0
     for k in long.tolist():
         kept += [data[done : int(starts[k])], _TOO_LONG]
         done = int(ends[k]) + 1
-    return b"".join([*kept, data[done:]])
+    return b"".join([*kept, data[done:]]), None
 
 
-def _refuse_long_line(name: str, line: int, text: bytes, skip_bad: bool) -> None:
-    if not skip_bad:
-        problem = f"longer than the {events.MAX_LINE_BYTES:,} bytes allowed for a line"
-        raise BadRecord(name, line, "<line>", text[:40], problem)
+def _too_long(name: str, line: int, text: bytes) -> BadRecord:
+    return BadRecord(
+        name, line, "<line>", text[:40], f"longer than the {events.MAX_LINE_BYTES:,} bytes allowed for a line"
+    )
 
 
 def _bom(piece: bytes, offset: int) -> bool:
@@ -155,11 +163,14 @@ def _line_ends(data: bytes) -> int:
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what `surrogateescape` makes of a byte that is not UTF-8
 
 
-def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: bool, log: events.Log) -> list[str]:
-    """The piece's lines as text. A line that is not UTF-8 is bad input naming its line, or with `skip_bad` one
-    bad line skipped (left empty, so the lines keep their numbers)."""
+def _text_lines(
+    piece: bytes, name: str, offset: int, before: int, skip_bad: bool, log: events.Log
+) -> tuple[list[str], BadRecord | None]:
+    """The piece's lines as text. A line that is not UTF-8 is, with `skip_bad`, one bad line skipped (left empty,
+    so the lines keep their numbers); else the lines before it are given with its error, raised once they are
+    read (so the first bad line is the one named)."""
     try:
-        return eventlines.log_lines(_decode(piece, name, offset))
+        return eventlines.log_lines(_decode(piece, name, offset)), None
     except BadStateFile:
         pass
     text = piece[len(_BOM) if _bom(piece, offset) else 0 :].decode("utf-8", "surrogateescape")
@@ -168,10 +179,10 @@ def _text_lines(piece: bytes, name: str, offset: int, before: int, skip_bad: boo
         if _ESCAPED_BYTE.search(line):  # an undecodable byte, escaped: no UTF-8 text has one
             if not skip_bad:
                 raw = line.encode("utf-8", "surrogateescape")[:40]
-                raise BadRecord(name, before + i + 1, "<line>", raw, "not UTF-8 text")
+                return lines[:i], BadRecord(name, before + i + 1, "<line>", raw, "not UTF-8 text")
             log.skipped += 1
             lines[i] = ""
-    return lines
+    return lines, None
 
 
 def _decode(data: bytes, name: str, offset: int) -> str:
