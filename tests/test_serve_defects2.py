@@ -89,6 +89,21 @@ def test_only_an_unfinished_last_line_is_left_out(tmp_path, reader):
     assert blocks.fewest() > 1 and len(blocks.reads) == 4
 
 
+@pytest.mark.parametrize("fmt", ["native", "ml-goodput"])
+def test_a_one_line_log_with_a_byte_order_mark_and_no_line_break_is_read(tmp_path, fmt):
+    """A log of one finished record, written with a byte-order mark and no final line break: goodput-report read
+    it, the server left it out as a line still being written (the mark made it no JSON), for as long as it ran."""
+    record = '{"job_name": "j", "job_start_time": 1767571200.0}'
+    if fmt == "native":
+        record = '{"type":"event","job":"j","time":1767571200.0,"event":"job_start"}'
+    log = tmp_path / "bom.jsonl"
+    log.write_bytes(b"\xef\xbb\xbf" + record.encode())
+    assert goodputlogs.load([log], fmt, False).records == 1
+    assert goodputlogs.load([log], fmt, False, whole_lines=True).records == 1
+    log.write_bytes(b"\xef\xbb\xbf" + record.encode()[:-9])  # still being written: left out
+    assert goodputlogs.load([log], fmt, False, whole_lines=True).records == 0
+
+
 def test_logs_read_whole_leave_an_unfinished_last_line_out_too(tmp_path):
     csv_log = tmp_path / "jobs.csv"
     csv_log.write_text("type,job,time,event,step\nevent,a,1767571200,job_start,\nevent,a,17675712")  # cut in a time

@@ -60,7 +60,7 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
         consumed += len(data)
     if getattr(fh, "cut_short", False):
         rest = rest[: _last_line_end(rest)]  # a line the cut runs through is not read (`goodputlogs._after_cut`)
-    elif rest and whole_lines and not _finished(rest):
+    elif rest and whole_lines and not _finished(rest, at_start=not consumed):
         rest = b""
     if rest:
         yield rest, consumed
@@ -71,11 +71,12 @@ def _last_line_end(data: bytes) -> int:
     return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
 
 
-def _finished(last: bytes) -> bool:
+def _finished(last: bytes, at_start: bool) -> bool:
     """Whether a last line without a line break is a whole record: a JSON object (a writer partway through one
-    leaves what is no JSON yet, or a CSV row that may be cut anywhere, a number included)."""
+    leaves what is no JSON yet, or a CSV row that may be cut anywhere, a number included). A line `at_start` of
+    the file may open with a byte-order mark, which the readers drop."""
     try:
-        return isinstance(parse_json_line(last.decode("utf-8")), dict)
+        return isinstance(parse_json_line((last.removeprefix(_BOM) if at_start else last).decode("utf-8")), dict)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return False
 
@@ -84,7 +85,7 @@ def _without_unfinished(data: bytes) -> bytes:
     """A log read whole without its last line if a writer has not finished it (a JSON array is left whole: its
     last line is never a record)."""
     cut = data.rfind(b"\n") + 1
-    if cut == len(data) or _json_array(data) or _finished(data[cut:]):
+    if cut == len(data) or _json_array(data) or _finished(data[cut:], at_start=not cut):
         return data
     return data[:cut]
 
