@@ -104,6 +104,22 @@ def test_a_one_line_log_with_a_byte_order_mark_and_no_line_break_is_read(tmp_pat
     assert goodputlogs.load([log], fmt, False, whole_lines=True).records == 0
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_an_ml_goodput_log_ended_by_any_line_break_is_read_whole_by_the_server(tmp_path, newline):
+    """An ml-goodput log whose lines end with a lone CR: goodput-report read its entries, the server none (the log's
+    last LF, there being none, was taken for the start of a line still being written: all of it)."""
+    entries = [
+        '{"job_name": "j", "job_start_time": 1767571200.0}',
+        '{"job_name": "j", "step_count": 1, "step_start_time": 1767571210.0}',
+        '{"job_name": "j", "step_count": 2, "step_start_time": 1767571220.0}',
+    ]
+    log = tmp_path / "ml.jsonl"
+    log.write_bytes(newline.join(entries).encode() + newline.encode())
+    assert goodputlogs.load([log], "ml-goodput", False, whole_lines=True).records == 3
+    log.write_bytes(newline.join(entries).encode() + newline.encode() + b'{"job_name": "j", "step_co')
+    assert goodputlogs.load([log], "ml-goodput", False, whole_lines=True).records == 3
+
+
 def test_logs_read_whole_leave_an_unfinished_last_line_out_too(tmp_path):
     csv_log = tmp_path / "jobs.csv"
     csv_log.write_text("type,job,time,event,step\nevent,a,1767571200,job_start,\nevent,a,17675712")  # cut in a time

@@ -84,7 +84,7 @@ def _finished(last: bytes, at_start: bool) -> bool:
 def _without_unfinished(data: bytes) -> bytes:
     """A log read whole without its last line if a writer has not finished it (a JSON array is left whole: its
     last line is never a record)."""
-    cut = data.rfind(b"\n") + 1
+    cut = _last_line_end(data)  # a lone CR ends a line too
     if cut == len(data) or _json_array(data) or _finished(data[cut:], at_start=not cut):
         return data
     return data[:cut]
