@@ -55,6 +55,21 @@ def test_a_gzip_compressed_csv_log_reads_as_csv(cli, tmp_path, name):
     assert log.records == len(CSV_ROWS)
 
 
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_a_csv_log_ended_by_any_line_break_reads_as_with_line_feeds(cli, tmp_path, newline):
+    """A CSV log whose rows end with a lone CR was refused as "not valid CSV (... do you need to open the file in
+    universal-newline mode?)", where a JSONL log so written is read: it is read, a bad row named by its line."""
+    plain = tmp_path / "lf.csv"
+    plain.write_text(CSV_HEADER + "".join(CSV_ROWS))
+    log = tmp_path / "log.csv"
+    log.write_bytes(plain.read_bytes().replace(b"\n", newline.encode()))
+    assert figures(report(cli, log)) == figures(report(cli, plain))
+    rows = [*CSV_ROWS]
+    rows.insert(4, f"event,a,,,,{B + 5},step_start,-1\n")  # line 6: a step number below 0
+    log.write_bytes((CSV_HEADER + "".join(rows)).replace("\n", newline).encode())
+    assert f"{log}:6: field step:" in refused(cli, log)
+
+
 def test_a_csv_row_with_more_fields_than_the_header_is_refused(cli, tmp_path):
     """An extra cell belongs to no column: the row is refused naming file and line (it was read without it), and
     --skip-bad skips and counts it as any other bad row."""

@@ -63,7 +63,7 @@ def read_csv(text: str, file: str, log: Log, skip_bad: bool) -> Log:
     limit = csv.field_size_limit()
     csv.field_size_limit(MAX_LINE_BYTES)  # a longer field is a bad row (not valid CSV), not a huge string
     try:
-        reader = csv.reader(io.StringIO(text))
+        reader = csv.reader(io.StringIO(text, newline=""))  # rows end at LF, CR LF or a lone CR, as JSONL lines
         try:
             header = next(reader, None)
         except csv.Error as exc:
