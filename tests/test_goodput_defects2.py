@@ -258,13 +258,16 @@ def test_an_interval_ending_before_its_start_is_refused_by_every_reader(cli, tmp
     assert ordered["input"]["skipped"] == 0  # an interval of no time is not reversed
 
 
-def test_a_reversed_interval_in_a_gcloud_array_is_refused_at_its_line(tmp_path):
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_a_reversed_interval_in_a_gcloud_array_is_refused_at_its_line(tmp_path, newline):
+    """An entry is named by the line it starts on, whatever ends the lines (in an array written with lone CRs, every
+    entry was named as on line 1)."""
     entries = [
         {"jsonPayload": {"job_name": "j", "job_start_time": B}},
         {"jsonPayload": {"job_name": "j", "tpu_init_start_time": B + 5, "tpu_init_end_time": B + 2}},
     ]
     path = tmp_path / "array.json"
-    path.write_text("[\n" + ",\n".join(json.dumps(e) for e in entries) + "\n]\n")
+    path.write_bytes(("[\n" + ",\n".join(json.dumps(e) for e in entries) + "\n]\n").replace("\n", newline).encode())
     assert same_by_every_reader([path], "ml-goodput") == (
         "error",
         f"{path}:3: field tpu_init_end_time: before its start, tpu_init_start_time {B + 5} (value {B + 2})",

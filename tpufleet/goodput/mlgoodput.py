@@ -90,7 +90,7 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
     """(line, element) of a JSON array, decoded one element at a time (its line is where it starts); elements
     apart by one comma, and nothing but white space after the array."""
-    pos, line = _skip_space(text, text.index("[") + 1, 1 + text.count("\n", 0, text.index("[")))
+    pos, line = _skip_space(text, text.index("[") + 1, 1 + _line_breaks(text, 0, text.index("[")))
     if text[pos : pos + 1] == "]":
         _after_array(text, pos + 1, line, file)
         return
@@ -102,7 +102,7 @@ def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
         except (ValueError, RecursionError) as exc:
             raise BadRecord(file, line, "<entry>", text[pos : pos + 40], f"not valid JSON ({exc})") from None
         yield line, value
-        pos, line = _skip_space(text, end, line + text.count("\n", pos, end))
+        pos, line = _skip_space(text, end, line + _line_breaks(text, pos, end))
         if text[pos : pos + 1] == "]":
             _after_array(text, pos + 1, line, file)
             return
@@ -113,11 +113,17 @@ def _array_items(text: str, file: str) -> Iterator[tuple[int, Any]]:
         pos, line = _skip_space(text, pos + 1, line)
 
 
+def _line_breaks(text: str, start: int, end: int) -> int:
+    """How many lines end in text[start:end]: at a line feed, CR LF or a lone CR, as JSONL lines end (the range
+    never parts a CR LF: it starts at a value, or the text's start, and ends at a value's end or its "[")."""
+    return text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
+
+
 def _skip_space(text: str, pos: int, line: int) -> tuple[int, int]:
     """The position of the next character that is not JSON white space, and its line."""
     n = len(text)
     while pos < n and text[pos] in " \t\r\n":
-        line += text[pos] == "\n"
+        line += text[pos] == "\n" or (text[pos] == "\r" and text[pos + 1 : pos + 2] != "\n")
         pos += 1
     return pos, line
 
