@@ -18,6 +18,7 @@ pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread
 from tpufleet.state import goodputlogs
 
@@ -87,6 +88,20 @@ def test_only_an_unfinished_last_line_is_left_out(tmp_path, reader):
         with pytest.raises(Exception, match=f"{cut}:25: field <line>: not valid JSON"):
             goodputlogs.load([cut], "native", False)
     assert blocks.fewest() > 1 and len(blocks.reads) == 4
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_a_malformed_last_line_ended_by_a_line_break_is_refused_not_left_for_later(tmp_path, newline):
+    """A native log's last line, ended by a lone CR but no JSON: the server left it out as a line still being
+    written (the logs read, its goodput shown) where ended by a line feed it was refused as goodput-report does.
+    A line break ends a line whichever it is: refused."""
+    log = tmp_path / "bad-last.jsonl"
+    lines = ['{"type":"event","job":"a","time":1767571200.0,"event":"job_start"}', '{"type":"event","job":"a","ti']
+    log.write_bytes((newline.join(lines) + newline).encode())
+    with pytest.raises(BadInput, match=f"{log}:2: field <line>: not valid JSON"):
+        goodputlogs.load([log], "native", False, whole_lines=True)
+    log.write_bytes((newline.join(lines)).encode())  # no line break after it: still being written
+    assert goodputlogs.load([log], "native", False, whole_lines=True).records == 1
 
 
 @pytest.mark.parametrize("fmt", ["native", "ml-goodput"])

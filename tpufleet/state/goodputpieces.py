@@ -60,7 +60,7 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
         consumed += len(data)
     if getattr(fh, "cut_short", False):
         rest = rest[: _last_line_end(rest)]  # a line the cut runs through is not read (`goodputlogs._after_cut`)
-    elif rest and whole_lines and not _finished(rest, at_start=not consumed):
+    elif rest and whole_lines and _still_written(rest, at_start=not consumed):
         rest = b""
     if rest:
         yield rest, consumed
@@ -69,6 +69,12 @@ def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bo
 def _last_line_end(data: bytes) -> int:
     """Where the last whole line of `data` ends (a line ends at a line feed or CR: see `eventlines.log_lines`)."""
     return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+
+
+def _still_written(last: bytes, at_start: bool) -> bool:
+    """Whether a writer may be partway through the last line: no line break ends it (a CR last does end it, kept
+    in the rest as it may be half a CR LF) and it is no whole record yet (`_finished`)."""
+    return not last.endswith(b"\r") and not _finished(last, at_start)
 
 
 def _finished(last: bytes, at_start: bool) -> bool:
