@@ -135,9 +135,14 @@ def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):
 
 
 @pytest.mark.parametrize(
-    ("shape_text", "twisted", "faults"), [("4x4x8", True, (("x", 3),)), ("4x4x4", False, (("x", 1), ("y", 2)))]
+    ("shape_text", "twisted", "faults", "one_way"),
+    [
+        ("4x4x8", True, (("x", 3),), ()),
+        ("4x4x4", False, (("x", 1), ("y", 2)), ()),
+        ("4x4x4", False, (("z", 0),), ((0, 0), (5, 3), (21, 4))),  # links dead one way only
+    ],
 )
-def test_the_pairs_behind_the_busiest_links_are_those_a_walk_of_every_route_finds(shape_text, twisted, faults):
+def test_the_pairs_behind_the_busiest_links_are_those_a_walk_of_every_route_finds(shape_text, twisted, faults, one_way):
     # the rounds find the pairs to move downwards from the busy links; every route walked in full is the oracle
     from tpufleet.routing.analysis import Levels, flow, link_load
     from tpufleet.routing.relieve import _ring_routes, _Tree
@@ -147,6 +152,8 @@ def test_the_pairs_behind_the_busiest_links_are_those_a_walk_of_every_route_find
     alive = expected.copy()
     for dim, index in faults:
         alive[ocs_failure(shape, dim, index)[1] < 0] = -1
+    for chip, port in one_way:
+        alive[chip, port] = -1
     rt, _ = candidates(shape, expected, alive, "wild-first")[0]
     weight, _ = flow(rt, np.ones((rt.n, rt.n), dtype=bool), Levels(rt.L), masks=False)
     load = link_load(rt, weight).ravel().astype(np.int64)

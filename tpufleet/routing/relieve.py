@@ -113,14 +113,17 @@ class _Tree:
         every route visits all N * N; identical to `walk_max(t, s) >= top`)."""
         import numpy as np
 
-        n, nbr = self.n, self.nbr.astype(np.int64)
+        n = self.n
+        into = np.full((n, 6), -1, dtype=np.int64)  # into[c, p ^ 1] = u: u's live link through port p enters c
+        u, p = np.nonzero(self.nbr >= 0)  # (read from the links leaving u: one may be dead the other way)
+        into[self.nbr[u, p], p ^ 1] = u
         found = np.zeros(n * n, dtype=bool)
         pair = self.entering(top)
         found[pair] = True
         t, c = np.divmod(pair, n)
-        while len(t):  # one level down: the chips u whose hop towards t enters c (port p there, port p ^ 1 back)
+        while len(t):  # one level down: the chips u whose hop towards t enters c
             t, back = np.repeat(t, 6), np.tile(np.arange(6), len(c))
-            u = nbr[np.repeat(c, 6), back]
+            u = into[np.repeat(c, 6), back]
             ok = u >= 0
             t, u, back = t[ok], u[ok], back[ok]
             pair = t * n + u
