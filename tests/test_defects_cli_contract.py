@@ -285,8 +285,7 @@ def test_history_since_a_serial_over_the_counted_length_says_so(fleet):
     an age, never naming the serial it is: it says the serial is past the last one counted, exit 2."""
     line = one_line(fleet("history", "--since", "9999999999999999999"), 2)
     assert line == (
-        "tpufleet: error: bad option --since: '9999999999999999999' is a serial past the last one tpufleet counts "
-        "(18 digits)"
+        "tpufleet: error: bad option --since '9999999999999999999': past the last serial tpufleet counts (18 digits)"
     )
     assert fleet("history", "--since", "999999999999999999").code == 0  # the last one: nothing after it
 

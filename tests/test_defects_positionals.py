@@ -16,7 +16,7 @@ def test_a_negative_serial_is_refused_naming_the_argument_and_value(fleet, args)
     """`diff -1` was refused as an unknown option '-1'; serials are the journal's own numbers, from 0."""
     before = snapshot(fleet.state)
     r = fleet(*args)
-    said = "bad argument SERIAL -1: serials count up from 0 (`tpufleet history` lists them)"
+    said = "bad argument SERIAL '-1': serials count up from 0 (`tpufleet history` lists them)"
     if "json" in args:
         assert r.code == 2 and json.loads(r.err) == {"error": said, "exit_code": 2, "items": []}
     else:

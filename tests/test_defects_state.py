@@ -39,7 +39,7 @@ def test_non_finite_or_non_ascii_throughput_is_refused_and_the_state_stays_loada
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("diff", "abc"), "'abc' is not a whole number"),
+        (("diff", "abc"), "'abc': a serial is written in the digits 0-9 alone"),
         (("--lock-timeout", "abc", "status"), "'abc' is not a number"),
         (("allocate", "j", "--shape", "2x2x1", "--slices", "2.5"), "'2.5' is not a whole number"),
     ],

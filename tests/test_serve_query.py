@@ -75,3 +75,17 @@ def test_the_page_the_probes_and_metrics_ignore_a_query(client, target):
 def test_the_alert_intake_ignores_a_query(client):
     """Alertmanager posts to the URL it is given, query and all: the intake (off here, no token) answers the same."""
     assert client.post("/api/v1/alerts?x=1", json={}).status_code == client.post("/api/v1/alerts", json={}).status_code
+
+
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        ("%2B1", "'+1': a serial is written in the digits 0-9 alone (no sign, no '_')"),
+        ("1_000", "'1_000': a serial is written in the digits 0-9 alone (no sign, no '_')"),
+        ("-1", "'-1': serials count up from 0"),
+    ],
+)
+def test_since_is_read_as_diff_and_history_read_a_serial(client, given, reason):
+    """`?since=` had its own reading and message; it refuses what `diff` and `history --since` refuse, alike."""
+    assert _refused(client, f"/api/v1/journal?since={given}") == f"bad query since {reason}"
+    assert client.get("/api/v1/journal?since=-0").json() == client.get("/api/v1/journal?since=0").json()

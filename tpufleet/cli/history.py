@@ -10,6 +10,8 @@ from tpufleet.ids import natural_key
 from tpufleet.text import printable
 from tpufleet.timeparse import TIME_HELP
 
+LISTED = " (`tpufleet history` lists them)"
+
 
 def warn_damaged(journal_path: object, damaged: list[int]) -> None:
     """Name the journal's damaged lines (skipped by every reader) on stderr."""
@@ -97,18 +99,17 @@ def _ocs_lines(ocs: dict[str, dict[str, list]]) -> list[str]:
 )
 def diff_cmd(
     ctx: typer.Context,
-    start: Annotated[int, typer.Argument(metavar="SERIAL", help="The older serial")],
-    end: Annotated[int | None, typer.Argument(metavar="[SERIAL]", help="The newer serial (default: now)")] = None,
+    start: Annotated[str, typer.Argument(metavar="SERIAL", help="The older serial")],
+    end: Annotated[str | None, typer.Argument(metavar="[SERIAL]", help="The newer serial (default: now)")] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """What changed between two serials: slices added, removed or changed, faults opened and cleared, cross-connects."""
-    from tpufleet.errors import BadInput
     from tpufleet.ops.history import changes
+    from tpufleet.serials import parse_serial
 
-    for given in (start, end):
-        if given is not None and given < 0:  # `diff -1` is not "one back": serials are the journal's own numbers
-            raise BadInput(f"bad argument SERIAL {given}: serials count up from 0 (`tpufleet history` lists them)")
+    first = parse_serial(start, "argument SERIAL", LISTED)
+    last = None if end is None else parse_serial(end, "argument SERIAL", LISTED)
     store = ctx.obj.store()
-    d, damaged = changes(store, start, end)
+    d, damaged = changes(store, first, last)
     warn_damaged(store.journal_label, damaged)
     emit(d, output, lambda: _diff_text(d))

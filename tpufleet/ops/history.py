@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tpufleet.errors import BadInput, Refused, shown
+from tpufleet.errors import BadInput, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
+from tpufleet.serials import looks_like_serial, parse_serial
 from tpufleet.state.delta import combine, is_delta, jobs_of_slices, slices_named
 from tpufleet.state.journal import Enough, whole_from_first
 from tpufleet.state.store import Store
@@ -60,15 +61,8 @@ def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetim
     """--since as (a serial, or a moment); both None when not given."""
     if since is None:
         return None, None
-    text = since.strip()
-    if text.isascii() and text.isdigit():
-        if len(text) > 18:  # past any serial a journal holds (and PostgreSQL's bigint): a typo, not a date
-            raise BadInput(f"bad option --since: {text!r} is a serial past the last one tpufleet counts (18 digits)")
-        return int(text), None
-    if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():  # not "N changes back": was "not a date"
-        if not text[1:].strip("0"):  # -0 is 0, no negative serial (as `diff -0` reads it)
-            return 0, None
-        raise BadInput(f"bad option --since {shown(since)}: serials count up from 0; or give {TIME_HELP}")
+    if looks_like_serial(since):  # `+1`, `1_000` and `-1` too: refused as `diff` refuses them, not "not a date"
+        return parse_serial(since, "option --since", f"; or give {TIME_HELP}"), None
     return None, parse_time(since, "--since", now, also="a serial (40), ")
 
 
