@@ -324,7 +324,7 @@ def metrics_cmd(
     stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time; with
     --drift-*, the drift of fresh exports against the state (as `drift`) by source and kind."""
     from tpufleet import __version__
-    from tpufleet.cli.reconcile import drift_kinds
+    from tpufleet.cli.reconcile import check_drift_options, drift_kinds
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
     from tpufleet.ops.views import tables_as_stored
@@ -335,6 +335,7 @@ def metrics_cmd(
         exports_read = [Path(name) for name in (drift_nodes, drift_reservation, drift_slices) if name is not None]
         check_output_path(out, "--out", [*(Path(log) for log in goodput or []), drift_mapping, *exports_read])
     _one_standard_input(goodput, {"nodes": drift_nodes, "reservation": drift_reservation, "slices": drift_slices})
+    check_drift_options(drift_nodes, drift_mapping, drift_reservation, drift_slices, "--drift-")  # before the logs
     report = goodput_report(goodput, goodput_format)
     store = ctx.obj.store()
     state, missing = tables_as_stored(store, store.load())

@@ -82,13 +82,13 @@ ReservationOpt = Annotated[
 SlicesOpt = Annotated[str | None, typer.Option("--slices", metavar="FILE|-", help="kubectl get slices -o json")]
 
 
-def read_drift_inputs(
+def check_drift_options(
     nodes: str | None, mapping: Path | None, reservation: str | None, slices: str | None, option: str = "--"
-) -> DriftInputs:
-    """The given sources, each read through its import's reader (exit 2 on bad input); at most one of them
-    from standard input."""
+) -> None:
+    """What is refused before any input is read (`metrics` reads its goodput logs, standard input among them, before
+    the sources): two sources from standard input, a mapping without its node list, a mapping named '-' (never
+    standard input; read, or refused as no file, here)."""
     from tpufleet.errors import BadInput
-    from tpufleet.ops.drift import DriftInputs
 
     given = {"nodes": nodes, "reservation": reservation, "slices": slices}
     dashes = [f"{option}{name}" for name, value in given.items() if value == "-"]
@@ -97,6 +97,20 @@ def read_drift_inputs(
         raise BadInput(f"bad options {named}: each is - (standard input); only one can be")
     if nodes is None and mapping is not None:
         raise BadInput(f"bad option {option}mapping: it maps the node list; give {option}nodes too")
+    if mapping is not None and str(mapping) == "-":
+        from tpufleet.state.nodelists import read_mapping
+
+        read_mapping(mapping)
+
+
+def read_drift_inputs(
+    nodes: str | None, mapping: Path | None, reservation: str | None, slices: str | None, option: str = "--"
+) -> DriftInputs:
+    """The given sources, each read through its import's reader (exit 2 on bad input); at most one of them
+    from standard input."""
+    from tpufleet.ops.drift import DriftInputs
+
+    check_drift_options(nodes, mapping, reservation, slices, option)
     node_input = reservation_input = slice_input = None
     if nodes is not None:
         from tpufleet.state.nodelists import read_mapping, read_node_list
@@ -167,11 +181,7 @@ def drift_kinds(
 ) -> dict[str, dict[str, int]] | None:
     """`metrics --drift-*`: source -> kind -> drift items of the given sources (None when none is given)."""
     if nodes is None and reservation is None and slices is None:
-        if mapping is not None:
-            from tpufleet.errors import BadInput
-
-            raise BadInput("bad option --drift-mapping: it maps the node list; give --drift-nodes too")
-        return None
+        return None  # (--drift-mapping alone is refused by check_drift_options, before any input is read)
     from tpufleet.ops.drift import drift
     from tpufleet.state.store import utc_now
 

@@ -1,0 +1,31 @@
+"""A command refuses its options before it reads standard input: `metrics --goodput - --drift-mapping -` read the
+log piped to it whole (waiting for its writer to finish) and then refused --drift-mapping, the input lost."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import one_line
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("more", "said"),
+    [
+        (("--drift-mapping", "-"), "bad option --drift-mapping: it maps the node list; give --drift-nodes too"),
+        (
+            ("--drift-nodes", FIXTURES / "k8s" / "pod-64.json", "--drift-mapping", "-"),
+            "'-' is not standard input here; give the mapping file's name",
+        ),
+    ],
+)
+def test_metrics_refuses_its_drift_options_before_reading_a_log_on_standard_input(fleet, monkeypatch, more, said):
+    piped = io.BytesIO((FIXTURES / "goodput" / "fleet.jsonl").read_bytes())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
+    assert said in one_line(fleet("metrics", "--goodput", "-", *more))
+    assert piped.tell() == 0  # nothing of standard input was read
