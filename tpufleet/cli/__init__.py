@@ -179,6 +179,7 @@ def _click_command() -> click.Command:
     on every call. Click commands keep no state between invocations."""
     import typer
 
+    from tpufleet.cli.arghelp import argument_help
     from tpufleet.cli.dashes import typographic_dashes
     from tpufleet.cli.numbers import STRICT_NUMBER
     from tpufleet.cli.optionvalues import NOT_AN_OPTION
@@ -189,6 +190,7 @@ def _click_command() -> click.Command:
 
     command = typer.main.get_command(app)
     plain_metavars(command)
+    argument_help(command)
     give_checks(command, [STRICT_NUMBER, FILE_NAME, NOT_AN_OPTION])
     negative_numbers_as_arguments(command)
     typographic_dashes(command)

@@ -1,0 +1,40 @@
+"""Every command's --help, as an operator reads it: walked over the whole command tree as `main` builds it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tpufleet.cli import _click_command, main
+
+
+def _commands(command=None, path=()) -> Iterator[tuple[tuple[str, ...], object]]:
+    command = command or _click_command()
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def _help(capsys, path: tuple[str, ...]) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main([*path, "--help"])
+    assert done.value.code in (0, None)
+    return capsys.readouterr().out
+
+
+def test_every_argument_has_its_help_shown_once(capsys):
+    """Typer set an argument's help before Click's constructor set it again to None: `import k8s --help` showed
+    `FILE|-  [required]`, not what the file is; so did every command's arguments."""
+    arguments = 0
+    for path, command in _commands():
+        declared = [p for p in getattr(command, "params", []) if p.param_type_name == "argument"]
+        if not declared:
+            continue
+        text = "".join(_help(capsys, path).split())  # the help's wrapping aside (it may break after a hyphen)
+        for param in declared:
+            arguments += 1
+            said = "".join(str(param.help or "").split())
+            assert said and text.count(said) == 1, (path, param.name, text[:300])
+    assert arguments > 20
