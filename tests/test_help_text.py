@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -38,3 +39,12 @@ def test_every_argument_has_its_help_shown_once(capsys):
             said = "".join(str(param.help or "").split())
             assert said and text.count(said) == 1, (path, param.name, text[:300])
     assert arguments > 20
+
+
+def test_no_help_says_stdin(capsys):
+    """`import k8s --help` and `goodput-report --help` said "- for stdin", where every message says "standard
+    input"."""
+    helps = {path: _help(capsys, path) for path, _ in _commands()}
+    assert len(helps) > 40
+    assert [path for path, text in helps.items() if re.search(r"\bstdin\b", text, re.IGNORECASE)] == []
+    assert "- for standard input" in " ".join(helps[("import", "k8s")].split())

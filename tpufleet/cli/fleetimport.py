@@ -122,7 +122,7 @@ def _plan_verdict(d: dict[str, Any]) -> str:
 def import_k8s_cmd(
     ctx: typer.Context,
     source: Annotated[
-        str, typer.Argument(metavar="FILE|-", help="Output of `kubectl get nodes -o json` (- for stdin)")
+        str, typer.Argument(metavar="FILE|-", help="Output of `kubectl get nodes -o json` (- for standard input)")
     ],
     mapping: Annotated[
         Path | None, typer.Option("--mapping", help="YAML/JSON file naming labels, pods, cubes or nodes your own way")

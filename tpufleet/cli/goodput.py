@@ -44,7 +44,7 @@ def goodput_cmd(
         typer.Argument(
             click_type=click.Path(path_type=str),
             help="Event logs: native JSONL or CSV (named *.csv, *.csv.gz), or ml-goodput-measurement entries; "
-            "gzip-compressed or not; - for stdin (JSON lines)",
+            "gzip-compressed or not; - for standard input (JSON lines)",
         ),
     ],
     fmt: Annotated[
