@@ -40,14 +40,11 @@ the count, not the per-cube figure, so 0.94 is derived here):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Final
 
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
-from tpufleet.errors import BadInput, shown
 from tpufleet.ids import natural_key
 
 __all__ = [
@@ -280,10 +277,6 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
 
 
 # ---- options ---------------------------------------------------------------------------------------------------
-_AGE = re.compile(r"[0-9]+[smhdw]")
-_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-
-
 def parse_days(text: str, option: str) -> float:
     """A length of time as operators type an age (7d, 12h, 30m, 2w), in days; BadInput naming the option otherwise.
     Zero is refused: a window or horizon of no time holds no fault (the answer would be trivially "none").
@@ -291,14 +284,6 @@ def parse_days(text: str, option: str) -> float:
     >>> parse_days("36h", "--horizon")
     1.5
     """
-    from tpufleet.timeparse import parse_time
+    from tpufleet.timeparse import parse_length
 
-    value = text.strip()
-    if not _AGE.fullmatch(value):
-        raise BadInput(f"bad option {option}: {shown(text)} is not a length of time such as 7d, 12h, 30m or 2w")
-    if len(value) > 7:  # more than 999,999 of a unit
-        raise BadInput(f"bad option {option}: {shown(text)} is longer than this tool counts (999999 of a unit)")
-    days = (_EPOCH - parse_time(value, option, _EPOCH)).total_seconds() / 86400.0
-    if days <= 0:
-        raise BadInput(f"bad option {option}: {shown(text)} must be longer than zero")
-    return days
+    return parse_length(text, option) / 86400.0

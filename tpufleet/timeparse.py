@@ -18,9 +18,10 @@ from typing import TypeGuard
 
 from tpufleet.errors import BadInput, shown
 
-_AGE = re.compile(r"([0-9]{1,6})([smhdw])")
-_LONG_AGE = re.compile(r"[0-9]{7,}[smhdw]")
-_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_LENGTH = re.compile(r"([0-9]+)([smhdw])")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_LENGTH_COUNT = 999_999  # of a unit
+LENGTH_HELP = "a length of time such as 7d, 12h, 30m or 2w (a whole number and one of s, m, h, d, w)"
 TIME_HELP = "a date (2026-01-06), an ISO time (2026-01-06T10:30, UTC unless it has a zone) or an age (7d, 12h, 30m)"
 
 
@@ -34,18 +35,53 @@ def parse_time(text: str, option: str, now: datetime | None = None, also: str = 
     `also`, the option's other forms, `a serial (40), `, among what it takes)."""
     now = now or datetime.now(UTC)
     value = text.strip()
-    age = _AGE.fullmatch(value)
-    if not age and _LONG_AGE.fullmatch(value):  # an age all the same: say what is wrong with it, not "not an age"
-        raise BadInput(f"bad option {option}: {shown(text)} is longer than this tool counts (999999 of a unit)")
     try:
-        if age:
-            return now - timedelta(**{_UNIT[age[2]]: int(age[1])})
+        if is_length(value):  # an age: a length back from now
+            return now - timedelta(seconds=parse_length(value, option, zero=True))
         moment = datetime.fromisoformat(value.replace("z", "Z"))
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
         raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}") from None
     except OverflowError:  # an age or a zone that leaves the calendar (999999w, 0001-01-01T00:00+01:00)
         raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
+
+
+def is_length(text: str) -> bool:
+    """Whether `text` is written as a length of time (a number and a unit), however long."""
+    return bool(_LENGTH.fullmatch(text.strip()))
+
+
+def length_parts(text: str, option: str, zero: bool = False) -> tuple[int, str]:
+    """A length of time as operators type one (`7d`, `12h`, `30m`, `2w`, `45s`), as (count, unit): a whole number,
+    leading zeros aside, of at most MAX_LENGTH_COUNT, and one unit; zero only where `zero` allows it. BadInput
+    naming the option and the value otherwise. The one reading of every option that takes a length (`suspects
+    --window`, `--horizon`, `goodput-report --window`, an age in `history --since`): each once read its own way
+    (`0000001h` was too long for one and not a length for another).
+
+    >>> length_parts(" 036h", "--horizon")
+    (36, 'h')
+    """
+    match = _LENGTH.fullmatch(text.strip())
+    if match is None:
+        raise BadInput(f"bad option {option}: {shown(text)} is not {LENGTH_HELP}")
+    digits = match[1].lstrip("0") or "0"
+    if len(digits) > len(str(MAX_LENGTH_COUNT)):
+        raise BadInput(
+            f"bad option {option}: {shown(text)} is longer than this tool counts ({MAX_LENGTH_COUNT} of a unit)"
+        )
+    if digits == "0" and not zero:
+        raise BadInput(f"bad option {option}: {shown(text)} must be longer than zero")
+    return int(digits), match[2]
+
+
+def parse_length(text: str, option: str, zero: bool = False) -> int:
+    """The seconds of a length of time (`length_parts`).
+
+    >>> parse_length("36h", "--horizon")
+    129600
+    """
+    count, unit = length_parts(text, option, zero)
+    return count * _SECONDS[unit]
 
 
 def parse_stamp(text: str) -> datetime | None:

@@ -11,7 +11,6 @@ pipeline).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +18,9 @@ from tpufleet.constants import DAY, HOUR, MINUTE, WEEK
 from tpufleet.errors import NO_VALUE, BadInput, shown
 from tpufleet.goodput.events import MAX_TEXT
 from tpufleet.goodput.times import MAX_TIME, BadRecord, parse_time
+from tpufleet.timeparse import length_parts
 
 UNITS = {"s": 1, "m": MINUTE, "h": HOUR, "d": DAY, "w": WEEK}
-_WINDOW = re.compile(r"\s*([0-9]{1,6})([smhdw])\s*")
 MAX_WINDOWS = 16  # rows of --window
 MAX_EXCLUSIONS = 10_000  # entries of an --exclude file
 EXCLUSION_KEYS = ("start", "end", "reason")  # an entry's keys: any other is refused, as a misspelt one would be
@@ -40,13 +39,10 @@ def parse_windows(text: str) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     seen: dict[float, str] = {}
     for part in text.split(","):
-        match = _WINDOW.fullmatch(part)
-        if match is None or int(match[1]) == 0 or int(match[1]) * UNITS[match[2]] > MAX_TIME:
-            raise BadInput(
-                f"bad option --window: {shown(part)} is not a length like 90m, 6h or 7d (a whole number over 0 "
-                "and one of s, m, h, d, w)"
-            )
-        name, seconds = f"{int(match[1])}{match[2]}", float(int(match[1]) * UNITS[match[2]])
+        count, unit = length_parts(part, "--window")  # as every option that takes a length reads one
+        name, seconds = f"{count}{unit}", float(count * UNITS[unit])
+        if seconds > MAX_TIME:  # (a log's times end at MAX_TIME)
+            raise BadInput(f"bad option --window: {shown(part)} is longer than a log's times span (to the year 2200)")
         if seconds in seen:
             again = "given twice" if seen[seconds] == part.strip() else f"the window {shown(seen[seconds])} again"
             raise BadInput(f"bad option --window: {shown(part.strip())} is {again}")

@@ -379,10 +379,7 @@ def suspects_in(store: Store, window_days: float, p_value: float, now: datetime)
     is read back from its end to a day before the window (`history.CLOCK_SKEW`), where every fault opened in the
     window, and the line that moved it, lie."""
     state = store.load()
-    try:
-        edge = now - timedelta(days=window_days) - CLOCK_SKEW
-    except OverflowError:  # a window reaching before the calendar: the whole journal
-        edge = datetime.min.replace(tzinfo=now.tzinfo)
+    edge = window_start(now, window_days, CLOCK_SKEW)
     found = store.journal_back(lambda es: older_than(es[0].time, edge) and whole_from_first(es), state.serial)
     # faults a fleet `init --force` replaced were another fleet's, whatever its cubes are called
     since = max((i for i, entry in enumerate(found.entries) if entry.new_fleet), default=-1) + 1
@@ -390,12 +387,21 @@ def suspects_in(store: Store, window_days: float, p_value: float, now: datetime)
     return find_suspects(state, moved, window_days, p_value, now), found.damaged
 
 
+def window_start(now: datetime, window_days: float, skew: timedelta = timedelta(0)) -> datetime:
+    """When a window of `window_days` ending now starts (`skew` earlier); a window reaching before the calendar
+    (`--window 999999w`) starts at its beginning: every fault is in it."""
+    try:
+        return now - timedelta(days=window_days) - skew
+    except OverflowError:
+        return datetime.min.replace(tzinfo=now.tzinfo)
+
+
 def find_suspects(
     state: FleetState, moved: Sequence[Mapping[str, Any]], window_days: float, p_value: float, now: datetime
 ) -> Outcome:
     """Hosts and cubes whose unplanned faults in the window fail a one-sided Poisson test against the rest of the
     fleet's rate, each with the `inject-fault --planned` that quarantines it (read only: no change)."""
-    events = _events(state, moved, now - timedelta(days=window_days))
+    events = _events(state, moved, window_start(now, window_days))
     ids: dict[str, list[str]] = {}
     for e in events:
         host = _host_of(e.target)
