@@ -278,7 +278,7 @@ def test_a_quiet_fleet_has_no_suspects(fleet):
         (["plan-spares", "--confidence", "0"], "--confidence: 0.0"),
         (["plan-spares", "--horizon", "soon"], "--horizon: 'soon'"),
         (["plan-spares", "--horizon", "99999999w"], "--horizon: '99999999w' is longer than this tool counts"),
-        (["plan-spares", "--pod", "pod9"], "--pod: 'pod9'"),
+        (["plan-spares", "--pod", "pod9"], "--pod: unknown pod 'pod9'"),
         (["suspects", "--window", "0d"], "--window: '0d'"),
         (["suspects", "--window", "2026-01-01"], "--window: '2026-01-01'"),
         (["suspects", "--p-value", "2"], "--p-value: 2.0"),

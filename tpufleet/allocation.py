@@ -18,7 +18,7 @@ from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused, refuse_repeats
 from tpufleet.health import Health
 from tpufleet.ids import machine_of
-from tpufleet.model import Fleet, Pod
+from tpufleet.model import Fleet, Pod, known_pod
 from tpufleet.shapes import Shape, Vec, check_generation, require_allocatable
 
 MachineUsage = Mapping[str, set[int]]  # cube -> machines already held in it
@@ -109,8 +109,8 @@ def allocate(
     OCS down can take it, but it waits for the repair to be wired; "pool" only asks that cubes be in the pool, for
     a caller that judges the wiring itself, as the fleet simulation does)."""
     require_allocatable(shape)
-    if pod is not None and pod not in fleet.pod_by_name:
-        raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(fleet.pod_by_name)})")
+    if pod is not None:
+        pod = known_pod(fleet, pod)
     if cubes:
         return _take_given(shape, fleet, used, health, pod, cubes)
     pods = fitting_pods(shape, [fleet.pod_by_name[pod]] if pod else list(fleet.pods))

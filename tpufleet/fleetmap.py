@@ -25,12 +25,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tpufleet.constants import CUBE_EDGE, DIMS
-from tpufleet.errors import BadInput
 from tpufleet.fleetstate import FleetState, Slice
 from tpufleet.health import Health
 from tpufleet.ids import natural_key
 from tpufleet.jobs import job_tag
-from tpufleet.model import pod_ocs
+from tpufleet.model import known_pod, pod_ocs
 from tpufleet.text import around
 from tpufleet.views import cube_users
 
@@ -184,9 +183,9 @@ def _ocs_cells(state: FleetState, health: Health, pod: str) -> list[OcsCell]:
 
 def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
     """The map of every pod (or of one: BadInput naming the pods there are)."""
+    if pod is not None:
+        pod = known_pod(state.fleet, pod)  # (`show map --pod`)
     pods = [p for p in state.fleet.pods if pod is None or p.name == pod]
-    if not pods:
-        raise BadInput(f"no pod {pod!r} in the fleet; pods: {', '.join(p.name for p in state.fleet.pods)}")
     health, users = state.health(), cube_users(state)
     reserved = {
         c: s.name

@@ -30,7 +30,7 @@ from tpufleet.constants import (
     POLARITIES,
     PORTS_PER_SIDE,
 )
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.generations import Generation
 from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name
 
@@ -185,6 +185,16 @@ def check_known(fleet: Fleet, target: TargetId) -> TargetId:
     elif target.cube not in fleet.cube_pod:
         raise BadInput(f"unknown cube {target.cube!r} in {target} (fleet has {len(fleet.cube_pod)} cubes)")
     return target
+
+
+def known_pod(fleet: Fleet, name: str, option: str = "--pod") -> str:
+    """The pod an option names, surrounding spaces aside (as `allocate --pod a, b` reads its list); BadInput naming
+    the option, the value and the fleet's pods otherwise: one reading and one message for every `--pod` (each once
+    said it its own way, and only `allocate` read `' pod0'`)."""
+    pod = name.strip()
+    if pod not in fleet.pod_by_name:
+        raise BadInput(f"bad option {option}: unknown pod {shown(name)} (pods: {', '.join(fleet.pod_by_name)})")
+    return pod
 
 
 def inventory_counts(fleet: Fleet) -> dict[str, int]:

@@ -37,10 +37,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.gkerecords import MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId, natural_key
+from tpufleet.model import known_pod
 from tpufleet.text import bounded
 from tpufleet.timeparse import RFC3339, real_time, utc_stamp
 
@@ -332,9 +333,8 @@ class ReservationPlan:
 
 def plan(state: FleetState, given: ReservationInput, pod: str | None, now: str) -> ReservationPlan:
     """The import of `given` against `state` (steps 1-3 of the module docstring); BadInput for an unknown pod."""
-    if pod is not None and pod not in state.fleet.pod_by_name:
-        known = ", ".join(state.fleet.pod_by_name)  # in the fleet's order (pod2 before pod10)
-        raise BadInput(f"bad option --pod {bounded(pod, 60)!r}: no such pod (pods: {known})")
+    if pod is not None:
+        pod = known_pod(state.fleet, pod)
     out = ReservationPlan()
     pod_of = _place_blocks(state, given, pod, out)
     _place_sub_blocks(state, given, pod_of, out)

@@ -9,7 +9,7 @@ from typing import Any
 from tpufleet import capacity, spares
 from tpufleet.errors import BadInput
 from tpufleet.fleetstate import FleetState
-from tpufleet.model import Pod
+from tpufleet.model import Pod, known_pod
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.spares import RatesChoice, cube_odds
 
@@ -45,8 +45,8 @@ def report(state: FleetState, after: int, pod: str | None = None, expected: Expe
     expected failures at the confidence). Reads the state, changes nothing."""
     if not 0 <= after <= MAX_AFTER:
         raise BadInput(f"bad option --after: {after} is outside 0-{MAX_AFTER}")
-    if pod is not None and pod not in state.fleet.pod_by_name:
-        raise BadInput(f"bad option --pod: unknown pod {pod!r} (fleet has {', '.join(state.fleet.pod_by_name)})")
+    if pod is not None:
+        pod = known_pod(state.fleet, pod)
     used, health = state.machine_usage(), state.health()
     pods = []
     for p in state.fleet.pods:

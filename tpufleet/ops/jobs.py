@@ -11,6 +11,7 @@ from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetparts import job_slice_names
 from tpufleet.fleetstate import Change, FleetState, Job, Slice
+from tpufleet.model import known_pod
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
 from tpufleet.ops.xconnect import Journal, already_wired, apply_saved, make_plan, wire
@@ -98,9 +99,8 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
     shape = job_shape(state, req)
     _check_fits_the_fleet(state, req, shape)  # before anything of size N is built
     names = _check_names(state, req)
-    unknown = [p for p in req.pods if p not in state.fleet.pod_by_name]
-    if unknown:
-        raise BadInput(f"bad option --pod: unknown pod {unknown[0]!r} (fleet has {', '.join(state.fleet.pod_by_name)})")
+    for pod in req.pods:
+        known_pod(state.fleet, pod)
     wirable: allocation.Wirable = "ports" if req.fault_tolerant_routing else "ports+ocs"
     placement = jobs.place_slices(
         shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread, wirable

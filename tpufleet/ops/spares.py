@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 from tpufleet import spares
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
-from tpufleet.errors import BadInput, shown
+from tpufleet.errors import BadInput
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, natural_key, parse_target
-from tpufleet.model import Pod, check_known
+from tpufleet.model import Pod, check_known, known_pod
 from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.journal import whole_from_first
@@ -137,9 +137,8 @@ def plan(
     """Per pod: each cube's probability of staying fully healthy, the healthy cubes at the confidence, the spares
     the chosen slices need and the cubes to hold back (read only: no change). At `now`, a cube whose announced
     maintenance starts within the horizon counts as lost (its drain will take it)."""
-    if pod_name is not None and pod_name not in state.fleet.pod_by_name:
-        known = ", ".join(state.fleet.pod_by_name)
-        raise BadInput(f"bad option --pod: {shown(pod_name)} is not a pod (pods: {known})")
+    if pod_name is not None:
+        pod_name = known_pod(state.fleet, pod_name)
     chosen = _selected(state, slice_names)
     spanning = {
         job: pods for job, pods in _jobs_across_pods(state, chosen).items() if pod_name in (None, *pods)
