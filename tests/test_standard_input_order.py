@@ -29,3 +29,13 @@ def test_metrics_refuses_its_drift_options_before_reading_a_log_on_standard_inpu
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
     assert said in one_line(fleet("metrics", "--goodput", "-", *more))
     assert piped.tell() == 0  # nothing of standard input was read
+
+
+def test_import_reservation_refuses_an_unknown_pod_before_reading_standard_input(cli, monkeypatch):
+    """`gcloud ... | tpufleet import reservation - --pod typo` read the list whole before the pod was found unknown."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    piped = io.BytesIO((FIXTURES / "gke" / "tpu7x-reservation-subblocks.json").read_bytes())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
+    said = one_line(cli("import", "reservation", "-", "--pod", "pod9"))
+    assert said == "tpufleet: error: bad option --pod: unknown pod 'pod9' (pods: pod0)"
+    assert piped.tell() == 0

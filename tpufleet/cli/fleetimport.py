@@ -215,10 +215,13 @@ def import_reservation_cmd(
     """Compare a reservation's sub-blocks with the state: each a cube, DEGRADED ones degraded (still serving),
     maintenance under way a planned drain with its window, maintenance announced for later kept and listed (the
     cube serves until its window); what cannot be placed is listed. Changes nothing without --apply."""
+    from tpufleet.model import known_pod
     from tpufleet.ops.reservation import import_reservation
     from tpufleet.state.reservations import read_reservation
     from tpufleet.state.store import utc_now
 
+    if pod is not None:  # a typo refused before the list is read: standard input is not lost to it
+        pod = known_pod(ctx.obj.store().load().fleet, pod)
     given, name = read_reservation(source)
     now = utc_now()
     run_import(
