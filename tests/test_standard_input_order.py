@@ -39,3 +39,21 @@ def test_import_reservation_refuses_an_unknown_pod_before_reading_standard_input
     said = one_line(cli("import", "reservation", "-", "--pod", "pod9"))
     assert said == "tpufleet: error: bad option --pod: unknown pod 'pod9' (pods: pod0)"
     assert piped.tell() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("drift", "--nodes", "-", "--reservation", "missing.json"), "missing.json: field <root>: cannot be read"),
+        (("drift", "--slices", "-", "--nodes", "missing.json"), "missing.json: field <root>: cannot be read"),
+        (("metrics", "--goodput", "-", "--drift-slices", "missing.json"), "missing.json: field <root>: cannot be read"),
+    ],
+)
+def test_files_are_read_before_standard_input(fleet, monkeypatch, tmp_path, args, said):
+    """`kubectl ... | tpufleet drift --nodes - --reservation typo.json` read the piped list whole before the file
+    named wrong was found missing: the files are read first, standard input last."""
+    monkeypatch.chdir(tmp_path)
+    piped = io.BytesIO((FIXTURES / "k8s" / "pod-64.json").read_bytes())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
+    assert said in one_line(fleet(*args))
+    assert piped.tell() == 0

@@ -324,7 +324,7 @@ def metrics_cmd(
     stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time; with
     --drift-*, the drift of fresh exports against the state (as `drift`) by source and kind."""
     from tpufleet import __version__
-    from tpufleet.cli.reconcile import check_drift_options, drift_kinds
+    from tpufleet.cli.reconcile import drift_kinds
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
     from tpufleet.ops.views import tables_as_stored
@@ -334,15 +334,15 @@ def metrics_cmd(
         # the metrics must not replace a goodput log or an export they read
         exports_read = [Path(name) for name in (drift_nodes, drift_reservation, drift_slices) if name is not None]
         check_output_path(out, "--out", [*(Path(log) for log in goodput or []), drift_mapping, *exports_read])
-    _one_standard_input(goodput, {"nodes": drift_nodes, "reservation": drift_reservation, "slices": drift_slices})
-    check_drift_options(drift_nodes, drift_mapping, drift_reservation, drift_slices, "--drift-")  # before the logs
-    report = goodput_report(goodput, goodput_format)
+    report, given = _metrics_inputs(
+        goodput, goodput_format, drift_nodes, drift_mapping, drift_reservation, drift_slices
+    )
     store = ctx.obj.store()
     state, missing = tables_as_stored(store, store.load())
     # -o json and -o yaml: the families as data (the same for both); the table is the exposition text itself
     as_json = getattr(output, "value", output) in ("json", "yaml") and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
-    drift = drift_kinds(state, drift_nodes, drift_mapping, drift_reservation, drift_slices)
+    drift = drift_kinds(state, given)
     changed = last_change(store.journal_tail(1, state.serial).entries)
     text = exposition(state, changed, report, __version__, openmetrics, drift, missing)
     if as_json:
@@ -351,6 +351,28 @@ def metrics_cmd(
         typer.echo(text.decode(), nl=False)
     else:
         _write_textfile(out, text, state.serial, output)
+
+
+def _metrics_inputs(
+    goodput: list[str] | None,
+    goodput_format: str,
+    nodes: str | None,
+    mapping: Path | None,
+    reservation: str | None,
+    slices: str | None,
+) -> tuple[dict[str, Any] | None, Any]:
+    """The goodput report and the drift sources (None: none given), every option checked before anything is read,
+    and standard input read last: a file named wrong is refused before a piped log or export is read."""
+    from tpufleet.cli.reconcile import check_drift_options, read_drift_inputs
+
+    _one_standard_input(goodput, {"nodes": nodes, "reservation": reservation, "slices": slices})
+    check_drift_options(nodes, mapping, reservation, slices, "--drift-")
+    given = any(source is not None for source in (nodes, reservation, slices))
+    if any(str(log) == "-" for log in goodput or []):  # the sources' files first
+        sources = read_drift_inputs(nodes, mapping, reservation, slices, "--drift-") if given else None
+        return goodput_report(goodput, goodput_format), sources
+    report = goodput_report(goodput, goodput_format)
+    return report, read_drift_inputs(nodes, mapping, reservation, slices, "--drift-") if given else None
 
 
 def _one_standard_input(goodput: list[str] | None, drift: dict[str, str | None]) -> None:

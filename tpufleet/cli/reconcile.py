@@ -13,6 +13,8 @@ from tpufleet.cli.fleetimport import import_app, run_import
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tpufleet.ops.drift import DriftInputs
 
 
@@ -85,9 +87,8 @@ SlicesOpt = Annotated[str | None, typer.Option("--slices", metavar="FILE|-", hel
 def check_drift_options(
     nodes: str | None, mapping: Path | None, reservation: str | None, slices: str | None, option: str = "--"
 ) -> None:
-    """What is refused before any input is read (`metrics` reads its goodput logs, standard input among them, before
-    the sources): two sources from standard input, a mapping without its node list, a mapping named '-' (never
-    standard input; read, or refused as no file, here)."""
+    """What is refused before any input is read (`metrics` reads its goodput logs too): two sources from standard
+    input, a mapping without its node list."""
     from tpufleet.errors import BadInput
 
     given = {"nodes": nodes, "reservation": reservation, "slices": slices}
@@ -97,36 +98,36 @@ def check_drift_options(
         raise BadInput(f"bad options {named}: each is - (standard input); only one can be")
     if nodes is None and mapping is not None:
         raise BadInput(f"bad option {option}mapping: it maps the node list; give {option}nodes too")
-    if mapping is not None and str(mapping) == "-":
-        from tpufleet.state.nodelists import read_mapping
-
-        read_mapping(mapping)
 
 
 def read_drift_inputs(
     nodes: str | None, mapping: Path | None, reservation: str | None, slices: str | None, option: str = "--"
 ) -> DriftInputs:
     """The given sources, each read through its import's reader (exit 2 on bad input); at most one of them
-    from standard input."""
+    from standard input, and that one read last: a file named wrong is refused before a piped export is read."""
     from tpufleet.ops.drift import DriftInputs
+    from tpufleet.state.nodelists import read_mapping, read_node_list
+    from tpufleet.state.reservations import read_reservation
+    from tpufleet.state.slicelists import read_slice_list
 
     check_drift_options(nodes, mapping, reservation, slices, option)
-    node_input = reservation_input = slice_input = None
-    if nodes is not None:
-        from tpufleet.state.nodelists import read_mapping, read_node_list
+    keys = read_mapping(mapping)
 
-        keys = read_mapping(mapping)
-        node_list, name = read_node_list(nodes, keys.labels)
-        node_input = (node_list, keys, name)
-    if reservation is not None:
-        from tpufleet.state.reservations import read_reservation
+    def node_input(source: str) -> Any:
+        node_list, name = read_node_list(source, keys.labels)
+        return node_list, keys, name
 
-        reservation_input = read_reservation(reservation)
-    if slices is not None:
-        from tpufleet.state.slicelists import read_slice_list
-
-        slice_input = read_slice_list(slices)
-    return DriftInputs(node_input, reservation_input, slice_input)
+    readers: dict[str, tuple[str | None, Callable[[str], Any]]] = {
+        "nodes": (nodes, node_input),
+        "reservation": (reservation, read_reservation),
+        "slices": (slices, read_slice_list),
+    }
+    given = {
+        name: reader(source)
+        for name, (source, reader) in sorted(readers.items(), key=lambda item: item[1][0] == "-")
+        if source is not None
+    }
+    return DriftInputs(**given)
 
 
 def _drift_text(d: dict[str, Any]) -> str:
@@ -176,15 +177,12 @@ def drift_cmd(
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
 
-def drift_kinds(
-    state: Any, nodes: str | None, mapping: Path | None, reservation: str | None, slices: str | None
-) -> dict[str, dict[str, int]] | None:
+def drift_kinds(state: Any, given: DriftInputs | None) -> dict[str, dict[str, int]] | None:
     """`metrics --drift-*`: source -> kind -> drift items of the given sources (None when none is given)."""
-    if nodes is None and reservation is None and slices is None:
-        return None  # (--drift-mapping alone is refused by check_drift_options, before any input is read)
+    if given is None:
+        return None
     from tpufleet.ops.drift import drift
     from tpufleet.state.store import utc_now
 
-    given = read_drift_inputs(nodes, mapping, reservation, slices, option="--drift-")
     d = drift(state, given, utc_now()).data
     return {source: s["kinds"] for source, s in d["sources"].items()}
