@@ -31,6 +31,10 @@ def _directory(text: str) -> Path:
 
     if text == "" or is_database_url(text) or is_mistyped_url(text):
         raise BadInput(f"bad argument DIR: {redacted(text)[:80]!r} is not a state directory")
+    if text == "-":  # as `--state -` is refused: `state pull URL -` made a state directory named '-'
+        raise BadInput(
+            "bad argument DIR '-': '-' is not standard input or output here; name a directory (for one so named: ./-)"
+        )
     return Path(text).expanduser()
 
 

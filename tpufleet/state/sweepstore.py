@@ -90,6 +90,8 @@ def check_out(out: Path) -> None:
     """--out is a directory, or can be made one (its parent exists), not named only blanks, and not the state
     directory or one in it (the results and points were written among the state's files)."""
     refuse_blank_name(out, "--out")
+    if str(out) == "-":  # as every other output refuses it: a directory named '-' was made
+        raise BadInput("bad option --out '-': give a directory name ('-' is not standard output here)")
     refuse_state_dir(out, f"bad option --out {shown(str(out))}")
     if out.exists() and not out.is_dir():
         raise BadInput(f"bad option --out {shown(str(out))}: it is not a directory")
