@@ -48,3 +48,20 @@ def test_no_help_says_stdin(capsys):
     assert len(helps) > 40
     assert [path for path, text in helps.items() if re.search(r"\bstdin\b", text, re.IGNORECASE)] == []
     assert "- for standard input" in " ".join(helps[("import", "k8s")].split())
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("simulate-availability", "--seed", "-1"), "bad option --seed: -1 is not in the range"),
+        (("goodput-report", "x.jsonl", "--period", "month"), "bad option --period: 'month' is not one of"),
+        (("show", "everything"), "bad argument WHAT: 'everything' is not one of"),
+        (("--lock-timeout", "abc", "status"), "bad option --lock-timeout: 'abc' is not a number"),
+    ],
+)
+def test_a_bad_value_is_said_as_every_message_says_one(cli, args, said):
+    """Click's own checks said `Invalid value for '--seed': ...` where tpufleet's say `bad option --seed: ...`."""
+    r = cli(*args)
+    (line,) = r.err.strip().splitlines()
+    assert r.code == 2 and line.startswith(f"tpufleet: error: {said}"), line
+    assert not line.endswith(".")

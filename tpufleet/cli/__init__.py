@@ -82,9 +82,22 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
         return EXIT_BAD_INPUT
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
         code = EXIT_BAD_INPUT if name in _USAGE_ERRORS or exc.exit_code == 2 else int(exc.exit_code)
-        report_error(_one_hint(" ".join(str(exc.format_message()).split())), code, [], fmt)
+        report_error(_one_hint(" ".join(_click_message(exc).split())), code, [], fmt)
         return code
     return None
+
+
+def _click_message(exc: Any) -> str:
+    """Click's message, a bad value in the words of every message tpufleet writes: `bad option --seed: -1 is not
+    in the range ...` (`bad argument SHAPE: ...`), not `Invalid value for '--seed': ...`."""
+    param = getattr(exc, "param", None)
+    if type(exc).__name__ != "BadParameter" or param is None or not getattr(exc, "message", ""):
+        return str(exc.format_message())
+    if param.param_type_name == "option":
+        return f"bad option {max(param.opts, key=len)}: {str(exc.message).rstrip('.')}"
+    return (
+        f"bad argument {str(param.human_readable_name).strip('[]').removesuffix('...')}: {str(exc.message).rstrip('.')}"
+    )
 
 
 def _missing_command(ctx: Any) -> str:
