@@ -65,3 +65,12 @@ def test_a_bad_value_is_said_as_every_message_says_one(cli, args, said):
     (line,) = r.err.strip().splitlines()
     assert r.code == 2 and line.startswith(f"tpufleet: error: {said}"), line
     assert not line.endswith(".")
+
+
+def test_a_bad_output_format_is_said_alike_before_and_after_the_command(cli):
+    """`tpufleet -o bogus status` said `bad option -o/--output: 'bogus'; choose one of ...`, `tpufleet status -o
+    bogus` `bad option --output: 'bogus' is not one of ...`."""
+    before, after = cli("-o", "bogus", "status"), cli("status", "-o", "bogus")
+    assert before.code == after.code == 2
+    said = "tpufleet: error: bad option --output: 'bogus' is not one of 'table', 'json', 'yaml'"
+    assert before.err.startswith(said) and after.err.startswith(said)

@@ -278,11 +278,12 @@ def root(
     Defaults can live in a config file: $TPUFLEET_CONFIG, else ~/.config/tpufleet/config.toml
     (keys: state, output, lock_timeout, group).
     """
-    from tpufleet.errors import BadInput, TpufleetError
+    from tpufleet.errors import BadInput, TpufleetError, shown
 
     formats = [f.value for f in ReportOutput]
     if output is not None and output not in formats:
-        raise BadInput(f"bad option -o/--output: {output!r}; choose one of {', '.join(formats)}")
+        # as a command's own -o says it
+        raise BadInput(f"bad option --output: {shown(output)} is not one of {', '.join(map(repr, formats))}")
     if not 0 <= lock_timeout <= DAY:  # also refuses nan, which every comparison fails
         raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to {DAY} seconds")
     if output is not None and not _help_asked():
