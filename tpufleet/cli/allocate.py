@@ -127,7 +127,9 @@ def _pods(given: list[str] | None) -> list[str]:
 
     pods = [p.strip() for value in given or [] for p in value.split(",")]
     if "" in pods:
-        raise BadInput(f"bad option --pod: {','.join(given or [])!r} names an empty pod")
+        raise BadInput(
+            f"bad option --pod: {','.join(given or [])!r} names an empty pod (between two commas, or at an end)"
+        )
     refuse_repeats("--pod", pods)
     return pods
 

@@ -202,6 +202,8 @@ def _parse(
     if sum(str(f) == "-" for f in files) > 1:
         raise BadInput("bad arguments: - (standard input) is given more than once")
     dims = [d.strip() for d in by.split(",") if d.strip()]
+    if "," in by and len(dims) < by.count(",") + 1:  # as every other list refuses it, not dropped unsaid
+        raise BadInput(f"bad option --by: {shown(by)} names an empty segment (between two commas, or at an end)")
     for d in dims:
         if d not in DIMENSIONS:
             raise BadInput(f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}")
