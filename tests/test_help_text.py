@@ -74,3 +74,12 @@ def test_a_bad_output_format_is_said_alike_before_and_after_the_command(cli):
     assert before.code == after.code == 2
     said = "tpufleet: error: bad option --output: 'bogus' is not one of 'table', 'json', 'yaml'"
     assert before.err.startswith(said) and after.err.startswith(said)
+
+
+def test_plan_maintenance_names_its_notices_file_as_every_input_file_is_named(fleet, tmp_path):
+    """`plan-maintenance --notices missing.yaml` said `no such notices` (`give the notices's name` for `-`), where
+    every other input says `no such mapping file`, `no such workload file`."""
+    r = fleet("plan-maintenance", "--notices", tmp_path / "missing.yaml")
+    assert r.code == 2 and r.err.strip().endswith("cannot be read: no such notices file")
+    r = fleet("plan-maintenance", "--notices", "-")
+    assert r.code == 2 and r.err.strip().endswith("give the notices file's name")

@@ -115,7 +115,7 @@ def plan_maintenance_cmd(
         found, source = ops.recorded_notices(state)
     else:
         sub_blocks = {name: r.cube for name, r in state.reservation.sub_blocks.items()}
-        found = notices_from_document(load_yaml(notices, "notices"), str(notices), state.fleet.cubes, sub_blocks)
+        found = notices_from_document(load_yaml(notices, "notices file"), str(notices), state.fleet.cubes, sub_blocks)
         source = str(notices)
     plan = ops.plan(state, found, max_parallel, spares, source).data
     if out is not None:
