@@ -83,3 +83,14 @@ def test_plan_maintenance_names_its_notices_file_as_every_input_file_is_named(fl
     assert r.code == 2 and r.err.strip().endswith("cannot be read: no such notices file")
     r = fleet("plan-maintenance", "--notices", "-")
     assert r.code == 2 and r.err.strip().endswith("give the notices file's name")
+
+
+def test_options_of_one_name_name_their_value_alike():
+    """`plan-spares --help` said `--pod POD`, `allocate`, `capacity`, `show` and `import reservation` `--pod TEXT`;
+    `suspects --window AGE`, `goodput-report --window TEXT`."""
+    seen: dict[str, set[str]] = {}
+    for _, command in _commands():
+        for param in getattr(command, "params", []):
+            if param.param_type_name == "option" and {"--pod", "--window", "--horizon"} & set(param.opts):
+                seen.setdefault(max(param.opts, key=len), set()).add(str(param.metavar).removesuffix(",..."))
+    assert seen == {"--pod": {"POD"}, "--window": {"AGE"}, "--horizon": {"AGE"}}

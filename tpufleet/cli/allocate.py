@@ -31,7 +31,11 @@ def allocate_cmd(
     ] = None,
     pod: Annotated[
         list[str] | None,
-        typer.Option("--pod", help="Allocate in this pod; with --slices, repeat it (or give a comma list) for several"),
+        typer.Option(
+            "--pod",
+            metavar="POD",
+            help="Allocate in this pod; with --slices, repeat it (or give a comma list) for several",
+        ),
     ] = None,
     slices: Annotated[
         int | None,

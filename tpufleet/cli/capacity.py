@@ -72,7 +72,7 @@ def capacity_cmd(
         str | None,
         typer.Option("--fault-rates", metavar="FILE|shipped", help="With --confidence: rates as plan-spares takes"),
     ] = None,
-    pod: Annotated[str | None, typer.Option("--pod", help="Only this pod")] = None,
+    pod: Annotated[str | None, typer.Option("--pod", metavar="POD", help="Only this pod")] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """The shapes of each pod's generation the allocator places now, and those that still fit after K cube failures:

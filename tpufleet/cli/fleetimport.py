@@ -207,7 +207,7 @@ def import_reservation_cmd(
         str,
         typer.Argument(metavar="FILE|-", help="Output of `gcloud compute reservations sub-blocks list --format=json`"),
     ],
-    pod: Annotated[str | None, typer.Option("--pod", help="The pod a new physical block is")] = None,
+    pod: Annotated[str | None, typer.Option("--pod", metavar="POD", help="The pod a new physical block is")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Record it: cubes, health, drains opened and cleared")] = False,
     detailed_exitcode: ImportDetailedExitcodeOpt = False,
     output: OutputOpt = Output.table,

@@ -72,7 +72,11 @@ def goodput_cmd(
     ] = None,
     window: Annotated[
         str | None,
-        typer.Option("--window", help="Rolling windows over the last part of the data, e.g. 1h,6h,24h (s, m, h, d, w)"),
+        typer.Option(
+            "--window",
+            metavar="AGE,...",
+            help="Rolling windows over the last part of the data, e.g. 1h,6h,24h (s, m, h, d, w)",
+        ),
     ] = None,
     exclude: Annotated[
         Path | None,

@@ -149,7 +149,9 @@ def show_cmd(
         ),
     ],
     tail: Annotated[int | None, typer.Option("--tail", min=1, help="journal: only the last N entries")] = None,
-    pod: Annotated[str | None, typer.Option("--pod", help="map: only this pod (default: every pod)")] = None,
+    pod: Annotated[
+        str | None, typer.Option("--pod", metavar="POD", help="map: only this pod (default: every pod)")
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """List one part of the fleet state; with -o json, a list of objects (map: one object)."""
