@@ -105,7 +105,9 @@ def inject_cmd(
             "times how many the fleet has (shipped rates: machines 0.08%, optical links 0.005%, OCS 0.04% a day)",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Seed for --random")] = 0,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, max=2**63 - 1, help="Seed for --random (default 0)")
+    ] = None,
     verbose: RoutingWorkOpt = False,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -123,9 +125,11 @@ def inject_cmd(
 
     if sum(x is not None for x in (target, from_file, random_count)) != 1:
         raise BadInput("give exactly one of TARGET, --from FILE or --random N" + _reason_took_target(target, reason))
+    if seed is not None and random_count is None:  # as `show --tail` without `journal`: not taken unsaid
+        raise BadInput("bad option --seed: only with --random")
     store = ctx.obj.store()
     snapshot = store.load()
-    requests = _requests(snapshot.fleet, target, from_file, random_count, seed, planned, reason)
+    requests = _requests(snapshot.fleet, target, from_file, random_count, seed or 0, planned, reason)
     now = utc_now()
     from tpufleet.cli.progress import routing_progress
     from tpufleet.routing import memo
