@@ -13,28 +13,39 @@ through a mesh dimension closes through the whole line.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from tpufleet.constants import DIMS
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     from tpufleet.collectives.tables import Tables
 
 MAX_CHIPS = 4096  # the tables are chips x chips (16 MiB of ports at 4,096)
+_SIDE = r"[ \t]*([0-9]+)[ \t]*"
+_TOPOLOGY = re.compile(rf"{_SIDE}[xX]{_SIDE}(?:[xX]{_SIDE})?")
 Wraps = tuple[bool, bool, bool]
 
 
 def parse_topology(text: str) -> tuple[int, int, int]:
-    """'128x32' or '16x16x16': two or three sides of at least one chip, at most MAX_CHIPS chips in all."""
-    parts = text.lower().split("x")
-    if not 2 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() and int(p) >= 1 for p in parts):
-        raise BadInput(f"bad option --topology: {text!r} is not AxB or AxBxC (sides of whole chips, e.g. 128x32)")
-    dims = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
+    """'128x32' or '16x16x16': two or three sides of at least one chip, at most MAX_CHIPS chips in all; written
+    as a shape is (`allocate --shape`, `topology`: spaces around the sides and a capital X taken).
+
+    >>> parse_topology(" 128X32 ")
+    (128, 32, 1)
+    """
+    match = _TOPOLOGY.fullmatch(text)
+    sides = [side for side in match.groups() if side is not None] if match else []
+    if not sides or not all(side.strip("0") for side in sides):
+        raise BadInput(f"bad option --topology: {shown(text)} is not AxB or AxBxC (sides of whole chips, e.g. 128x32)")
+    if any(len(side.lstrip("0")) > len(str(MAX_CHIPS)) for side in sides):  # no int() of a thousand digits
+        raise BadInput(f"bad option --topology: {shown(text)} has more than {MAX_CHIPS} chips; model 2 to {MAX_CHIPS}")
+    dims = tuple(int(side) for side in sides) + (1,) * (3 - len(sides))
     chips = dims[0] * dims[1] * dims[2]
     if not 2 <= chips <= MAX_CHIPS:
-        raise BadInput(f"bad option --topology: {text!r} has {chips} chips; model 2 to {MAX_CHIPS}")
+        raise BadInput(f"bad option --topology: {shown(text)} has {chips} chips; model 2 to {MAX_CHIPS}")
     return dims[0], dims[1], dims[2]
 
 
