@@ -43,10 +43,10 @@ def test_every_argument_has_its_help_shown_once(capsys):
 
 def test_no_help_says_stdin(capsys):
     """`import k8s --help` and `goodput-report --help` said "- for stdin", where every message says "standard
-    input"."""
+    input"; the `export` commands' `--out` "instead of stdout", where every message says "standard output"."""
     helps = {path: _help(capsys, path) for path, _ in _commands()}
     assert len(helps) > 40
-    assert [path for path, text in helps.items() if re.search(r"\bstdin\b", text, re.IGNORECASE)] == []
+    assert [path for path, text in helps.items() if re.search(r"\bstd(in|out)\b", text, re.IGNORECASE)] == []
     assert "- for standard input" in " ".join(helps[("import", "k8s")].split())
 
 

@@ -27,7 +27,9 @@ export_app = command_group("export", "Write the fleet for other tools: Kueue, Sl
 
 
 # ---- export ------------------------------------------------------------------------------------------------
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Write to this file (atomically) instead of stdout")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="Write to this file (atomically) instead of standard output")
+]
 LabelMappingOpt = Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")]
 
 
