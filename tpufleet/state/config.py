@@ -21,7 +21,7 @@ from typing import Any
 
 from tpufleet.constants import DAY
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
-from tpufleet.state.dburl import redacted
+from tpufleet.state.dburl import WRITE_A_URL, is_mistyped_url, redacted
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
 from tpufleet.text import ReportOutput
 
@@ -91,6 +91,11 @@ def _parse(doc: dict[str, object], file: str) -> Config:
             raise BadStateFile(file, key, "", "is empty")
         if key == "state" and doc.get(key) == "-":  # as --state '-': never standard input
             raise BadStateFile(file, key, "-", "is not standard input here; name a directory (for one so named: ./-)")
+        if key == "state" and isinstance(doc.get(key), str) and is_mistyped_url(str(doc[key])):
+            # as --state and $TPUFLEET_STATE refuse it: read as a directory, `init` made a fleet in `postgresql:/...`
+            raise BadStateFile(
+                file, key, redacted(str(doc[key])), f"is no postgresql:// URL ({WRITE_A_URL} for a directory so named)"
+            )
         if "\x00" in str(doc.get(key, "")):  # (a database URL's password not shown)
             raise BadStateFile(file, key, redacted(str(doc[key])), "holds a NUL character")
     _check_places(doc, file)

@@ -46,6 +46,9 @@ def is_database_url(text: str) -> bool:
     return text.lower().startswith(SCHEMES)
 
 
+WRITE_A_URL = "write postgresql://USER@HOST/DB, or ./NAME"  # what a mistyped URL is told
+
+
 def is_mistyped_url(text: str) -> bool:
     """Whether `text` starts as a PostgreSQL URL does but is not one (a slash missing, a space before it).
 

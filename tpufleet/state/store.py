@@ -91,8 +91,8 @@ def _location(text: str) -> Path | str:
         return text
     if dburl.is_mistyped_url(text):
         raise BadInput(
-            f"bad state location {printable(dburl.redacted(text))!r}: it is no postgresql:// URL (write "
-            "postgresql://USER@HOST/DB, or ./NAME for a directory so named)"
+            f"bad state location {printable(dburl.redacted(text))!r}: it is no postgresql:// URL "
+            f"({dburl.WRITE_A_URL} for a directory so named)"
         )
     other = _OTHER_URL.match(text)
     if other:  # a URL of another kind, not a directory named "mysql:" (its password never shown)

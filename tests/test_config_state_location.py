@@ -1,0 +1,22 @@
+"""The config file's `state` is read as `--state` and `$TPUFLEET_STATE` read a state location."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import one_line
+
+
+@pytest.mark.parametrize("given", ["postgresql:/u:pw@db.example/fleet", "postgres:/db.example/fleet"])
+def test_a_mistyped_url_in_the_config_file_is_refused_as_the_option_refuses_it(cli, tmp_path, monkeypatch, given):
+    """`state = "postgresql:/..."` (a slash missing) was taken as a directory beside the file: `init` made a fleet in
+    `postgresql:/...`, where `--state` and `$TPUFLEET_STATE` refuse the text as no postgresql:// URL."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'state = "{given}"\n')
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
+    monkeypatch.chdir(tmp_path)
+    line = one_line(cli("init", state=False))
+    assert line.startswith(f"tpufleet: error: {config}: field state: is no postgresql:// URL")
+    assert "pw" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
+    assert "is no postgresql:// URL" in one_line(cli("--state", given, "init", state=False))
