@@ -20,3 +20,11 @@ def test_a_mistyped_url_in_the_config_file_is_refused_as_the_option_refuses_it(c
     assert "pw" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
     assert "is no postgresql:// URL" in one_line(cli("--state", given, "init", state=False))
+
+
+def test_an_empty_group_option_is_refused_as_an_empty_state_option_is(fleet):
+    """`--group ""` (a script's unset variable) fell back to the config file's group, or the owner only, unsaid,
+    where `--state ""` and the config file's `group = ""` are refused."""
+    assert one_line(fleet("--group", "", "status")) == (
+        "tpufleet: error: bad option --group: the group is empty (''); name a group, or leave the option out"
+    )

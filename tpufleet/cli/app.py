@@ -284,6 +284,8 @@ def root(
     if output is not None and output not in formats:
         # as a command's own -o says it
         raise BadInput(f"bad option --output: {shown(output)} is not one of {', '.join(map(repr, formats))}")
+    if group == "":  # as `--state ''` and the config file's `group = ""`: it meant the config's group, or none, unsaid
+        raise BadInput("bad option --group: the group is empty (''); name a group, or leave the option out")
     if not 0 <= lock_timeout <= DAY:  # also refuses nan, which every comparison fails
         raise BadInput(f"bad option --lock-timeout: {lock_timeout!r}; give 0 to {DAY} seconds")
     if output is not None and not _help_asked():
