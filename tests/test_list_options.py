@@ -24,3 +24,10 @@ def test_allocate_pod_naming_an_empty_pod_is_said_as_the_other_lists_say_it(flee
     assert r.err.strip() == (
         "tpufleet: error: bad option --pod: 'pod0,' names an empty pod (between two commas, or at an end)"
     )
+
+
+@pytest.mark.parametrize("by", ["", " "])
+def test_by_naming_no_segment_is_refused_as_an_empty_slice_list_is(cli, by):
+    """`goodput-report --by ""` (a script's unset variable) made a report of no segment unsaid."""
+    r = cli("goodput-report", LOG, "--by", by)
+    assert r.code == 2 and r.err.strip() == "tpufleet: error: bad option --by: empty list"

@@ -206,7 +206,9 @@ def _parse(
     if sum(str(f) == "-" for f in files) > 1:
         raise BadInput("bad arguments: - (standard input) is given more than once")
     dims = [d.strip() for d in by.split(",") if d.strip()]
-    if "," in by and len(dims) < by.count(",") + 1:  # as every other list refuses it, not dropped unsaid
+    if not by.strip():  # as `plan-spares --slices ''`: a report of no segment at all was made, unsaid
+        raise BadInput("bad option --by: empty list")
+    if len(dims) < by.count(",") + 1:  # as every other list refuses it, not dropped unsaid
         raise BadInput(f"bad option --by: {shown(by)} names an empty segment (between two commas, or at an end)")
     for d in dims:
         if d not in DIMENSIONS:
