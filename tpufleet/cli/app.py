@@ -99,9 +99,14 @@ def report_output_option(*extra: ReportOutput, help_text: str) -> Any:
     return typer.Option("-o", "--output", click_type=report_formats(*extra), help=help_text)
 
 
-def shipped_yaml_option(flag: str, what: str, shipped: str) -> Any:
+def shipped_yaml_option(flag: str, what: str, shipped: str, or_shipped: bool = False) -> Any:
     """An option naming a YAML file to use instead of a shipped one (`Annotated[Path | None, ...]`, None: the
-    shipped file), its help in the one form every such option has."""
+    shipped file), its help in the one form every such option has; `or_shipped`: it also takes the word
+    `shipped` for the shipped file, as the other commands' option of that name does (the command reads it so)."""
+    if or_shipped:
+        return typer.Option(
+            flag, metavar="FILE|shipped", help=f"{what} YAML, or shipped (the default: the shipped {shipped})"
+        )
     return typer.Option(flag, help=f"{what} YAML (default: the shipped {shipped})")
 
 

@@ -105,7 +105,9 @@ def simulate_cmd(
         int,
         typer.Option("--pods", min=1, max=16, help=f"Pods of {CUBES_PER_POD} cubes (or of the --generation's size)"),
     ] = 1,
-    fault_rates: Annotated[Path | None, shipped_yaml_option("--fault-rates", "Fault-rate", "rates")] = None,
+    fault_rates: Annotated[
+        Path | None, shipped_yaml_option("--fault-rates", "Fault-rate", "rates", or_shipped=True)
+    ] = None,
     checkpoint_interval: Annotated[
         float,
         typer.Option(
@@ -179,6 +181,8 @@ def simulate_cmd(
     ):
         if not math.isfinite(value):  # the option ranges let NaN through
             raise BadInput(f"bad option {option} {value!r}: must be a finite number")
+    if fault_rates is not None and str(fault_rates) == "shipped":  # as plan-spares, capacity, simulate-availability
+        fault_rates = None
     if out is not None:
         # before the run: a typo must not cost the whole simulation, nor the events replace a file the run reads
         check_output_path(out, "--out", [workload, fault_rates])
