@@ -57,3 +57,23 @@ def test_files_are_read_before_standard_input(fleet, monkeypatch, tmp_path, args
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
     assert said in one_line(fleet(*args))
     assert piped.tell() == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("import", "k8s", "-"),
+        ("import", "reservation", "-"),
+        ("import", "slices", "-"),
+        ("drift", "--slices", "-"),
+        ("metrics", "--goodput", "-"),
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_missing_state_is_refused_before_standard_input_is_read(cli, monkeypatch, args):
+    """`kubectl get nodes -o json | tpufleet --state typo import k8s -` read the list whole, then found no fleet
+    state: the state is looked for first."""
+    piped = io.BytesIO((FIXTURES / "k8s" / "pod-64.json").read_bytes())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
+    assert one_line(cli(*args), 1).startswith("tpufleet: error: no fleet state in ")
+    assert piped.tell() == 0

@@ -138,6 +138,7 @@ def import_k8s_cmd(
     from tpufleet.state.store import utc_now
 
     keys = read_mapping(mapping)
+    state_before_standard_input(ctx, source)
     nodes, name = read_node_list(source, keys.labels)
     now = utc_now()
     run_import(
@@ -222,6 +223,7 @@ def import_reservation_cmd(
 
     if pod is not None:  # a typo refused before the list is read: standard input is not lost to it
         pod = known_pod(ctx.obj.store().load().fleet, pod)
+    state_before_standard_input(ctx, source)
     given, name = read_reservation(source)
     now = utc_now()
     run_import(
@@ -234,6 +236,15 @@ def import_reservation_cmd(
         # A sub-block it cannot place is the state and the reservation disagreeing, as `drift` counts it.
         out_of_sync=lambda d: bool(d["has_changes"] or d["unplaced"]),
     )
+
+
+def state_before_standard_input(ctx: typer.Context, *sources: str | None) -> None:
+    """With a source on standard input, a missing state (a mistyped --state, $TPUFLEET_STATE unset) or a database
+    that cannot be reached is refused before it is read: the export piped in is not lost to it, read whole first."""
+    if "-" in sources:
+        store = ctx.obj.store()
+        if not store.exists():
+            store.load()  # refused: no fleet state in ...
 
 
 def run_import(

@@ -326,6 +326,7 @@ def metrics_cmd(
     stale tables, all-to-all throughput kept per slice, cross-connects, serial and last change time; with
     --drift-*, the drift of fresh exports against the state (as `drift`) by source and kind."""
     from tpufleet import __version__
+    from tpufleet.cli.fleetimport import state_before_standard_input
     from tpufleet.cli.reconcile import drift_kinds
     from tpufleet.integrations.metrics import exposition
     from tpufleet.ops.fleetio import last_change
@@ -336,6 +337,7 @@ def metrics_cmd(
         # the metrics must not replace a goodput log or an export they read
         exports_read = [Path(name) for name in (drift_nodes, drift_reservation, drift_slices) if name is not None]
         check_output_path(out, "--out", [*(Path(log) for log in goodput or []), drift_mapping, *exports_read])
+    state_before_standard_input(ctx, *(goodput or []), drift_nodes, drift_reservation, drift_slices)
     report, given = _metrics_inputs(
         goodput, goodput_format, drift_nodes, drift_mapping, drift_reservation, drift_slices
     )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tpufleet.cli.app import ImportDetailedExitcodeOpt, Output, OutputOpt, app, examples
-from tpufleet.cli.fleetimport import import_app, run_import
+from tpufleet.cli.fleetimport import import_app, run_import, state_before_standard_input
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ def import_slices_cmd(
     from tpufleet.state.slicelists import read_slice_list
     from tpufleet.state.store import utc_now
 
+    state_before_standard_input(ctx, source)
     given, name = read_slice_list(source)
     now = utc_now()
     run_import(
@@ -167,6 +168,8 @@ def drift_cmd(
 
     if nodes is None and reservation is None and slices is None:
         raise BadInput("bad options: give at least one of --nodes, --reservation, --slices")
+    check_drift_options(nodes, mapping, reservation, slices)
+    state_before_standard_input(ctx, nodes, reservation, slices)
     given = read_drift_inputs(nodes, mapping, reservation, slices)
     d = drift(ctx.obj.store().load(), given, utc_now()).data
     emit(d, output, lambda: _drift_text(d))
