@@ -53,7 +53,7 @@ def test_no_help_says_stdin(capsys):
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("simulate-availability", "--seed", "-1"), "bad option --seed: -1 is not in the range"),
+        (("simulate-availability", "--seed", "-1"), f"bad option --seed: '-1' is not between 0 and {2**63 - 1}"),
         (("goodput-report", "x.jsonl", "--period", "month"), "bad option --period: 'month' is not one of"),
         (("show", "everything"), "bad argument WHAT: 'everything' is not one of"),
         (("--lock-timeout", "abc", "status"), "bad option --lock-timeout: 'abc' is not a number"),
@@ -94,3 +94,18 @@ def test_options_of_one_name_name_their_value_alike():
             if param.param_type_name == "option" and {"--pod", "--window", "--horizon"} & set(param.opts):
                 seen.setdefault(max(param.opts, key=len), set()).add(str(param.metavar).removesuffix(",..."))
     assert seen == {"--pod": {"POD"}, "--window": {"AGE"}, "--horizon": {"AGE"}}
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--lock-timeout", "-1", "status"), "bad option --lock-timeout: '-1' is not between 0 and 86400"),
+        (("--lock-timeout", "1e5", "status"), "bad option --lock-timeout: '1e5' is not between 0 and 86400"),
+        (("plan-maintenance", "n.json", "--spares", "-3"), "bad option --spares: '-3' is below 0"),
+    ],
+)
+def test_a_number_out_of_range_is_named_as_typed_with_its_bounds(cli, args, said):
+    """Click said "-1.0 is not in the range 0<=x<=86400": the number it had converted, in its own notation."""
+    r = cli(*args)
+    (line,) = r.err.strip().splitlines()
+    assert r.code == 2 and line == f"tpufleet: error: {said}", line

@@ -35,10 +35,32 @@ class _StrictNumber:
                 self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
             if _underflows(value):
                 self.fail(f"{shown(value)} is too small to be told from 0 (give 0 or a larger number)", param, ctx)  # type: ignore[attr-defined]
+        if isinstance(value, str):
+            _refuse_outside(self, value, param, ctx)
         number = super().convert(value, param, ctx)  # type: ignore[misc]
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
         return number + 0 if number == 0 else number  # -0.0 + 0 is 0.0
+
+
+def _refuse_outside(param_type: Any, text: str, param: Any, ctx: Any) -> None:
+    """Refuse a number outside the parameter's range in the operator's words, naming it as typed: Click said
+    "-1.0 is not in the range 0<=x<=86400", the number it had converted, in a notation of its own."""
+    low, high = getattr(param_type, "min", None), getattr(param_type, "max", None)
+    if low is None and high is None:
+        return
+    number = (int if "Int" in type(param_type).__name__ else float)(text.strip())
+    if (low is None or number >= low) and (high is None or number <= high):
+        return
+    if low is not None and high is not None:
+        said = f"is not between {_bound(low)} and {_bound(high)}"
+    else:
+        said = f"is below {_bound(low)}" if low is not None else f"is above {_bound(high)}"
+    param_type.fail(f"{shown(text)} {said}", param, ctx)
+
+
+def _bound(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _underflows(text: str) -> bool:
