@@ -59,7 +59,7 @@ def _refuse_outside(param_type: Any, text: str, param: Any, ctx: Any) -> None:
     param_type.fail(f"{shown(text)} {said}", param, ctx)
 
 
-def _bound(value: float) -> str:
+def _bound(value: float | None) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
