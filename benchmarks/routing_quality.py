@@ -412,7 +412,7 @@ def checker_table(rows: list[Row] | None = None) -> list[dict[str, object]]:
     head = f"{'case':<38} {'tool':>7} {'optimum':>9} {'which':>14} {'opt/tool':>8} {'kept/tab':>8} {'kept/opt':>8}"
     print(f"{head} {'opt kept':>8} {'VCs':>3} {'tool s':>6} {'CPU s':>6} {'LP s':>6}", flush=True)
     out: list[dict[str, object]] = []
-    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""  # a part of the cases' names
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[:-1] else ""  # a part of the cases' names
     for case in (c for c in ISSUE_CASES if only in c.name):
         shape = parse_shape(case.shape, case.twisted)
         expected = neighbors(shape)

@@ -168,7 +168,7 @@ def _twisted_down(*faults: tuple[str, int]):
 
 
 @pytest.mark.slow
-def test_twisted_8x8x16_with_one_x_ocs_down_keeps_092_of_the_healthy_optimum_when_thorough():
+def test_twisted_8x8x16_with_one_x_ocs_down_keeps_096_of_the_healthy_optimum_when_thorough():
     """Pre-leg trees in every dimension (order yzx, the first tried), relieved within their wild order: 1233 against
     1303 for the split tables (the healthy optimum 1189.33: 0.965 against 0.913); only with `thorough`, as the
     relieving takes seconds there. Checked by the oracle on 3 VCs."""
@@ -199,7 +199,7 @@ def test_twisted_8x8x16_with_x_and_z_ocs_down_keeps_092_of_the_lp_when_thorough(
 
 
 @pytest.mark.slow
-def test_twisted_8x8x16_with_one_y_ocs_down_keeps_092_of_the_healthy_optimum_when_thorough():
+def test_twisted_8x8x16_with_one_y_ocs_down_keeps_096_of_the_healthy_optimum_when_thorough():
     """One y OCS: 1304 by the split tables; the trees (order yzx) relieved in passes, each from where the last
     stopped, keep more than 0.96 of the healthy optimum (1236; 1292 would be 0.92)."""
     shape, expected, alive = _twisted_down(("y", 3))
@@ -260,3 +260,13 @@ def test_relieving_the_twisted_trees_stops_at_a_good_load_or_after_passes_in_a_r
     monkeypatch.setattr(relieve_module, "relieve", missing)
     missed = _mesh_relieved(shape, expected, alive, alive, order, Passes(most=30, misses=3))
     assert missed is not None and missed[2] == 0 and calls == [0, 1, 2]
+    calls.clear()
+    outcomes = iter([None, None, "real", None, None, None, "real"])  # a pass that keeps something starts the count anew
+
+    def now_and_then(*args, **kwargs):
+        calls.append(kwargs["seed"])
+        return real(*args, **kwargs) if next(outcomes) == "real" else None
+
+    monkeypatch.setattr(relieve_module, "relieve", now_and_then)
+    again = _mesh_relieved(shape, expected, alive, alive, order, Passes(most=30, misses=3))
+    assert again is not None and again[2] > 0 and calls == [0, 1, 2, 3, 4, 5]

@@ -173,8 +173,9 @@ PRE_VCS = 3  # what the pre-leg tables are made to fit (`prelegs_apply` makes th
 
 class Passes(NamedTuple):
     """How long `_mesh_relieved` relieves again from where the last pass stopped, each pass lowering the maximum
-    or the links at it (twisted 8x8x16, one y OCS: 1337, 1322, 1296, 1295, 1287, none, 1285): at most `most`
-    passes, until the load is `good` or less, or `misses` passes in a row found nothing (0: never stops on that)."""
+    or the links at it (twisted 8x16x16, one x OCS, order yzx: 3239 after 7 passes, 3201 after 14, 3169 after 30):
+    at most `most` passes, until the load is `good` or less, or `misses` passes in a row kept nothing (none
+    lighter, or none within the VCs; 0: never stops on that)."""
 
     most: int = 7
     good: float = 0.0
@@ -182,17 +183,19 @@ class Passes(NamedTuple):
 
 
 THREE_OCS_PASSES = Passes()  # 8x8x8 with x/3, y/5 and z/2 down: 572 after seven
-# on twisted tori each pass costs 0.2-0.3 s at 1,024 chips, about 1 s at 2,048, and they keep finding: twisted
-# 8x16x16, one x OCS, order yzx 3239 after 7 passes, 3201 after 14, 3169 after 30 (two misses in a row at most)
+# on twisted tori a pass costs 0.2-1.5 s at 1,024 chips (4.5-5.7 s for one moving tens of thousands of entries),
+# 0.5-4 s at 2,048, and they keep finding: twisted 8x16x16, one x OCS, order yzx 3239 after 7 passes, 3201 after
+# 14, 3169 after 30 (two misses in a row at most)
 TWISTED_PASSES = Passes(most=30, misses=5)
 # chips: pre-leg trees on twisted tori with `thorough` (8x16x16 with one OCS down: 20-70 s an order; 16x16x32 not
 # measured)
 TWISTED_MESH_LIMIT = 2048
-# chips: where the fault path makes them for a slice's floor (`dimension_orders.thorough_may_help`): 10-20 s of CPU
-# on 8x8x16; on 8x16x16 a minute or more, too long for `inject-fault` to wait
+# chips: where the fault path makes them for a slice's floor (`dimension_orders.thorough_may_help`): 12-20 s of CPU
+# on 8x8x16 (at worst three orders of 30 passes, under a minute); on 8x16x16 about two minutes, too long for
+# `inject-fault` to wait
 TWISTED_MESH_FAULT_LIMIT = 1024
 # the dimension orders `twisted_mesh_made` tries, in turn. Twisted 8x8x16 over nine single OCS: yzx kept MESH_GOOD of
-# the bound for each of the five x and y OCS (1230-1235) but no z OCS (1289-1295), zyx each z OCS (1221-1222); the
+# the bound for each of the six x and y OCS (1230-1236) but no z OCS (1289-1295), zyx each z OCS (1221-1222); the
 # three other orders were never the lightest by more than 3. 8x16x16: x/3 yzx 3239, zyx 3262, zxy 3348 (xzy, yxz,
 # xyz 3511-3718); y/3 zyx 3130, yzx 3373; z/3 zyx 3098, yzx 3252.
 TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
@@ -204,7 +207,7 @@ def twisted_mesh_apply(
 ) -> bool:
     """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down in one or two dimensions,
     with room for 3 VCs, with `thorough`, above RELIEVE_LIMIT chips and up to TWISTED_MESH_LIMIT: relieving them
-    takes seconds there (4-8 s of CPU an order on 8x8x16, 20-70 s on 8x16x16); below, the other candidates are
+    takes seconds there (5-12 s of CPU an order on 8x8x16, 20-70 s on 8x16x16); below, the other candidates are
     relieved too and carry as little or less (twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both)."""
     from tpufleet.routing.relieve import RELIEVE_LIMIT
 
