@@ -109,3 +109,12 @@ def test_a_number_out_of_range_is_named_as_typed_with_its_bounds(cli, args, said
     r = cli(*args)
     (line,) = r.err.strip().splitlines()
     assert r.code == 2 and line == f"tpufleet: error: {said}", line
+
+
+def test_the_goodput_logs_option_says_standard_input_where_it_is_read(capsys):
+    """`metrics --goodput -` reads standard input, `serve --goodput -` is refused (it reads its logs again when
+    they change): the help said FILE for both."""
+    metrics = " ".join(_help(capsys, ("metrics",)).split())
+    serve = " ".join(_help(capsys, ("serve",)).split())
+    assert "--goodput FILE|- Goodput event logs (- for standard input)" in metrics
+    assert "--goodput FILE|-" not in serve and "standard input" not in serve.partition("--goodput ")[2][:120]

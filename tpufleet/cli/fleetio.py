@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import click
 import typer
 
 from tpufleet.cli.app import (
     GoodputFormatOpt,
-    GoodputLogsOpt,
     Output,
     OutputOpt,
     app,
@@ -302,7 +302,15 @@ def metrics_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write to FILE.prom atomically (temp file, then rename)")
     ] = None,
-    goodput: GoodputLogsOpt = None,
+    goodput: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--goodput",
+            click_type=click.Path(path_type=str),
+            metavar="FILE|-",
+            help="Goodput event logs (- for standard input): add SG/RG/PG/MPG and badput to the metrics (repeatable)",
+        ),
+    ] = None,
     goodput_format: GoodputFormatOpt = "native",
     fmt: Annotated[
         MetricsFormat, typer.Option("--format", help="prometheus (text 0.0.4, the textfile collector's) or openmetrics")
