@@ -191,7 +191,7 @@ TWISTED_PASSES = Passes(most=30, misses=5)
 # measured)
 TWISTED_MESH_LIMIT = 2048
 # chips: where the fault path makes them for a slice's floor (`dimension_orders.thorough_may_help`): 12-20 s of CPU
-# on 8x8x16 (at worst three orders of 30 passes, under a minute); on 8x16x16 about two minutes, too long for
+# on 8x8x16 (at worst every order, with the stopping line removed: 27-33 s); on 8x16x16 about two minutes, too long for
 # `inject-fault` to wait
 TWISTED_MESH_FAULT_LIMIT = 1024
 # the dimension orders `twisted_mesh_made` tries, in turn. Twisted 8x8x16 over nine single OCS: yzx kept MESH_GOOD of
