@@ -137,3 +137,42 @@ def test_tool_on_a_faulty_twisted_4x4x8_is_within_a_factor_of_the_optimum() -> N
     tool = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary["max_link_load"]["all-to-all"]
     assert tool >= optimum - 1e-9
     assert tool / optimum <= 1.18
+
+
+def _cuts_counted(shape, nbr) -> float:
+    """The most pairs per live link across a half of some dimension's rings, counted link by link."""
+    import numpy as np
+
+    from tpufleet.topology import coordinates
+
+    xyz = coordinates(shape.dims)
+    src, dst = np.repeat(np.arange(len(nbr)), 6), nbr.reshape(-1)
+    src, dst = src[dst >= 0], dst[dst >= 0]
+    worst = 0.0
+    for d, k in enumerate(shape.dims):
+        for start in range(k):
+            half = np.isin(xyz[:, d], [(start + i) % k for i in range(k // 2)])
+            leaving, entering = int((half[src] & ~half[dst]).sum()), int((~half[src] & half[dst]).sum())
+            worst = max(worst, int(half.sum()) * int((~half).sum()) / min(leaving, entering))
+    return worst
+
+
+def test_live_cut_bound_counts_the_links_across_each_half_and_stays_below_the_lp() -> None:
+    """`optimum.live_cut_bound` (what stops the search over the pre-leg trees' orders) against the cuts counted link
+    by link, on 4x4x4 and 4x4x8 with 10-40 directed links dead at random, and against the exact LP of one."""
+    import numpy as np
+    import pytest
+
+    from tpufleet.routing.optimum import live_cut_bound
+
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        shape = parse_shape("4x4x4" if seed % 2 else "4x4x8")
+        nbr = neighbors(shape).copy()
+        nbr.reshape(-1)[rng.choice(nbr.size, 10 + 3 * seed, replace=False)] = -1
+        worst = _cuts_counted(shape, nbr)
+        assert worst > shape.chips * max(shape.dims) / 8  # above the healthy cut bound: dead links cross some cut
+        assert live_cut_bound(shape, nbr) == pytest.approx(worst)
+        if seed == 1:
+            assert live_cut_bound(shape, nbr) <= rq.lp_min_max_load(nbr, shape) + 1e-6
+    assert live_cut_bound(parse_shape("4x4x8"), neighbors(parse_shape("4x4x8"))) == 128.0

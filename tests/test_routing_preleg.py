@@ -145,6 +145,47 @@ def test_where_the_trees_leave_a_pair_unreached_the_middle_pre_legs_are_made(mon
 
 
 @pytest.mark.slow
+def test_where_the_first_order_leaves_a_pair_unreached_the_next_orders_are_tried():
+    """x/12, y/12 and z/13 down: the trees in zxy leave a pair unreached, and the middle dimension's pre-legs
+    carried 604 (0.904 of the cut bound 546.13); the trees in zyx, the first of the other orders, reach every pair
+    and relieve to within 0.96 of the bound (557), which ends the search: the tool keeps them, checked by the
+    oracle."""
+    from tpufleet.routing.optimum import live_cut_bound
+    from tpufleet.routing.preleg_mesh import mesh_preleg_tables
+
+    shape, expected, alive = _three_ocs_down(12, 12, 13)
+    assert mesh_preleg_tables(shape, alive, alive) is None
+    report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
+    s = report.summary
+    assert s["strategy"] == f"{MESH}, dimension order zyx" and s["vcs"] == 3 and s["deadlock_free"]
+    load = s["max_link_load"]["all-to-all"]
+    assert s["unroutable_pairs"] == 0 and int(walked_load(report.tables).max()) == load
+    assert load <= live_cut_bound(shape, alive) / 0.96 and live_cut_bound(shape, alive) == pytest.approx(
+        546.13, abs=0.01
+    )
+    assert _wild_order_kept(report.tables, (2, 1, 0))
+    graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
+    assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
+
+
+@pytest.mark.slow
+def test_where_two_orders_leave_a_pair_unreached_the_third_is_made():
+    """x/0, y/0 and z/6 down: the trees in zxy and in zyx both leave a pair unreached; those in xyz reach every pair
+    and relieve to 557 (0.98 of the cut bound), where the tool had carried 678."""
+    from tpufleet.routing.preleg_mesh import mesh_preleg_tables
+    from tpufleet.routing.tree_families import preleg_made
+
+    shape, expected, alive = _three_ocs_down(0, 0, 6)
+    assert mesh_preleg_tables(shape, alive, alive, (2, 1, 0)) is None
+    (load, _), rt, info = preleg_made(shape, expected, alive, alive, "")
+    assert info["strategy"] == f"{MESH}, dimension order xyz" and load <= 546.13 / 0.96
+    assert int(np.count_nonzero(rt.P == -2)) == 0 and int(walked_load(rt).max()) == load
+    assert _wild_order_kept(rt, (0, 1, 2))
+    graph, vcs = channel_graph(rt, 0, 2)
+    assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
+
+
+@pytest.mark.slow
 def test_a_fault_routed_in_its_canonical_form_gets_the_pre_legs_too():
     """x/10, y/4 and z/12 down: the canonical form's tables, turned back, fit 3 VCs at 652, and pre-leg trees
     (never made for a canonical form) were never tried; the live graph's own now are, and kept: lighter, checked

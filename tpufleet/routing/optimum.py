@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tpufleet.topology import ChipGraph
 
 LP_LIMIT = 8192  # chips: the translation LP of a bigger slice is left to its bound
@@ -62,14 +64,31 @@ def kept_at_most(shape: Shape, live: ChipGraph, healthy_load: float) -> float | 
     cross the live links of the cut in that direction (the + links leaving its last plane, the - links leaving
     its first), so any max load is at least that over their number. A missing cable leaves fewer. None for a
     twisted torus (its twist adds links across those cuts) and a mesh."""
+    if shape.twisted or not shape.wraps or healthy_load <= 0:
+        return None
+    best = 1.0
+    for across, links in _ring_cuts(shape, live):
+        best = min(best, healthy_load * float(links) / across)
+    return best
+
+
+def live_cut_bound(shape: Shape, live: ChipGraph) -> float:
+    """A lower bound on the all-to-all max link load of any routing of the live graph `live`: the most pairs per
+    live link across one of `kept_at_most`'s cuts (inf when a cut has none); 0 for a twisted torus and a mesh.
+    8x8x8 with x/3, y/5 and z/2 down: 546.13, the LP optimum."""
+    if shape.twisted or not shape.wraps:
+        return 0.0
+    return max((across / links if links else float("inf") for across, links in _ring_cuts(shape, live)), default=0.0)
+
+
+def _ring_cuts(shape: Shape, live: ChipGraph) -> Iterator[tuple[int, int]]:
+    """(pairs across, the fewer live links across, either way) of each cut of a wrapped slice's rings in halves
+    (see `kept_at_most`)."""
     import numpy as np
 
     from tpufleet.topology import coordinates
 
-    if shape.twisted or not shape.wraps or healthy_load <= 0:
-        return None
     xyz = coordinates(shape.dims)
-    best = 1.0
     for d, k in enumerate(shape.dims):
         if k < 2:
             continue
@@ -79,8 +98,7 @@ def kept_at_most(shape: Shape, live: ChipGraph, healthy_load: float) -> float | 
         for p in range(k):  # one half: planes p .. p + a - 1
             leaving = plus[(p + a - 1) % k] + minus[p]
             entering = plus[(p - 1) % k] + minus[(p + a) % k]
-            best = min(best, healthy_load * float(min(leaving, entering)) / across)
-    return best
+            yield across, int(min(leaving, entering))
 
 
 def distance_bound(nbr: ChipGraph, shape: Shape | None = None) -> float:

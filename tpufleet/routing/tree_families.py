@@ -154,13 +154,17 @@ def prelegs_apply(shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: 
 
 def preleg_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> Ranked:
     """Pre-leg tables for `graph` (see `candidates._made`), their busiest links relieved here (leaves): pre-legs
-    along every dimension (`routing.preleg_mesh`) where they reach every pair within 3 VCs, else along the middle
-    one (`routing.preleg`). The trees alone rank below the single orders, and only the first table set a graph
-    that fits is relieved later."""
+    along every dimension (`routing.preleg_mesh`) in `routing.preleg.ORDER` where they reach every pair within 3
+    VCs, else in THREE_OCS_ORDERS (`_other_orders_relieved`), else along the middle one (`routing.preleg`). The
+    trees alone rank below the single orders, and only the first table set a graph that fits is relieved later."""
     from tpufleet.routing import steps
 
     steps.plan("repair", 1)
-    made = _mesh_relieved(shape, expected, alive, graph) or _middle_relieved(shape, expected, alive, graph)
+    made = (
+        _mesh_relieved(shape, expected, alive, graph)
+        or _other_orders_relieved(shape, expected, alive, graph)
+        or _middle_relieved(shape, expected, alive, graph)
+    )
     steps.advance("repair")
     rt, max_load, moved, how = made
     return _ranked(rt, max_load, moved, how + note, graph)
@@ -200,6 +204,11 @@ TWISTED_MESH_FAULT_LIMIT = 1024
 # xyz 3511-3718); y/3 zyx 3130, yzx 3373; z/3 zyx 3098, yzx 3252.
 TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
 MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
+# the orders of the pre-leg trees in every dimension where those in `routing.preleg.ORDER` (zxy) leave a pair
+# unreached or do not fit 3 VCs (5 of 60 sets of three OCS on 8x8x8 drawn at random): zyx, then xyz, then yzx. On
+# those five, zyx kept MESH_GOOD of the cut bound on three (557-568), xyz on x/0, y/0, z/6 (557, after zyx left a
+# pair unreached), yzx on x/7, y/15, z/2 (584; xyz 589); the middle dimension's pre-legs carried 586-604.
+THREE_OCS_ORDERS: tuple[Order, ...] = ((2, 1, 0), (0, 1, 2), (1, 2, 0))
 
 
 def twisted_mesh_apply(
@@ -226,23 +235,45 @@ def twisted_mesh_made(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> li
     bound of the LP optimum); the lightest. Which order relieves well depends on the fault: where the relieving
     finds a deep move (tens of thousands of entries in one pass) the load drops to 0.96-0.98 of the bound, else it
     stays near 0.92. Empty when none can be made within 3 VCs."""
-    from tpufleet.routing import steps
     from tpufleet.routing.optimum import distance_bound
 
     good = distance_bound(alive, shape) / MESH_GOOD
+    made = _lightest_order(shape, expected, alive, alive, TWISTED_MESH_ORDERS, TWISTED_PASSES._replace(good=good))
+    if made is None:
+        return []
+    rt, max_load, moved, how = made
+    return [_ranked(rt, max_load, moved, how, alive)]
+
+
+def _other_orders_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph) -> Relieved | None:
+    """Where the trees in `routing.preleg.ORDER` leave a pair unreached or do not fit: those of THREE_OCS_ORDERS in
+    turn, relieved in TWISTED_PASSES until one keeps MESH_GOOD of the cut bound of `alive`; the lightest."""
+    from tpufleet.routing.optimum import live_cut_bound
+
+    good = live_cut_bound(shape, alive) / MESH_GOOD
+    return _lightest_order(shape, expected, alive, graph, THREE_OCS_ORDERS, TWISTED_PASSES._replace(good=good))
+
+
+def _lightest_order(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, orders: tuple[Order, ...], passes: Passes
+) -> Relieved | None:
+    """`_mesh_relieved` in each of `orders` in turn until one is relieved to `passes.good` or less; the lightest,
+    its order named in how it was made (None when no order's trees reach every pair within PRE_VCS)."""
+    from tpufleet.routing import steps
+
     best: tuple[Relieved, Order] | None = None
-    for order in TWISTED_MESH_ORDERS:
+    for order in orders:
         steps.plan("repair", 1)
-        made = _mesh_relieved(shape, expected, alive, alive, order, TWISTED_PASSES._replace(good=good))
+        made = _mesh_relieved(shape, expected, alive, graph, order, passes)
         steps.advance("repair")
         if made is not None and (best is None or made[1] < best[0][1]):
             best = made, order
-        if best is not None and best[0][1] <= good:
+        if best is not None and best[0][1] <= passes.good:
             break
     if best is None:
-        return []
+        return None
     (rt, max_load, moved, how), order = best
-    return [_ranked(rt, max_load, moved, f"{how}, dimension order {''.join('xyz'[d] for d in order)}", alive)]
+    return rt, max_load, moved, f"{how}, dimension order {''.join('xyz'[d] for d in order)}"
 
 
 def _ranked(rt: RouteTables, max_load: float, moved: int, how: str, graph: ChipGraph) -> Ranked:
