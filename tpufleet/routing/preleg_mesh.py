@@ -11,9 +11,10 @@ itself crossing no wraparound. A wild hop across a wraparound is followed by leg
 no cycle on the wild VC passes it. Before, a wild first hop into a chip whose route starts with a pre-leg of any
 dimension closed channel cycles as soon as pre-legs were allowed along two dimensions (745 or more, 11 VCs).
 Where a tree leaves chips unreached, its destination's tree is built again taking a pre-leg hop only where no hop
-in order is offered; should chips still be unreached, there are no such tables and the caller keeps
-`routing.preleg`'s (none found on 8x8x8: x/0, y/0 and z/0 down, whose corner chip has its three rings cut and so
-has the opposite corner, is reached through its neighbour's wild hop across a wraparound, 578).
+in order is offered; should chips still be unreached, there are no such tables in that order, and the caller tries
+the other orders of `tree_families.THREE_OCS_ORDERS`, then `routing.preleg`'s (x/0, y/0 and z/0 down, whose corner
+chip has its three rings cut and so has the opposite corner, is reached through its neighbour's wild hop across a
+wraparound, 578; x/12, y/12 and z/13 is not reached in zxy, and is in zyx, 557).
 
 8x8x8 with x/3, y/5 and z/2 down: the trees alone 668, relieved within the same rule (`relieve.relieve` with
 `wild_order`) in passes 572, against 604 for the middle dimension's pre-legs; the LP optimum is 546.13.
