@@ -187,3 +187,20 @@ def test_a_mapping_label_key_no_export_could_write_is_refused(fleet, tmp_path, f
         r = fleet(*args, "--mapping", mapping)
         assert r.code == 2, r.out
         assert one_line_naming(r.err, str(mapping), f"field {entry}:", value, why), r.err
+
+
+# ---- a node the API server lists without `metadata.labels` (an empty map is left out) -------------------------
+def test_a_node_without_labels_is_an_unplaced_node_not_bad_input(fleet, tmp_path, first_48):
+    from tpufleet.integrations.k8s import decode_node_list, parse_nodes
+
+    doc = copy.deepcopy(first_48)
+    doc["items"].append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu-1"}, "spec": {}})
+    path = write(tmp_path, doc)
+    before = snapshot(fleet.state)
+    r = fleet("import", "k8s", path, "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["nodes"] == 49 and r.json["tpu_nodes"] == 48
+    assert [u["node"] for u in r.json["unplaced"]] == ["cpu-1"]
+    assert snapshot(fleet.state) == before
+    for nodes in (parse_nodes(doc, str(path)), decode_node_list(path.read_bytes(), str(path))):
+        assert nodes[-1].name == "cpu-1" and nodes[-1].labels == {}

@@ -150,7 +150,7 @@ def test_mapping_file_pins_names(fleet, tmp_path, node_list):
     ("change", "expected"),
     [
         (lambda d: {"kind": "Node", "metadata": {"name": "x"}}, "field kind: must be List or NodeList"),
-        (lambda d: d["items"][3]["metadata"].pop("labels"), "node gke-tpu-v4-p00-00-"),
+        (lambda d: d["items"][3]["metadata"].update(labels=[]), "node gke-tpu-v4-p00-00-"),
         (
             lambda d: d["items"][7]["metadata"]["labels"].update({"cloud.google.com/gke-tpu-topology": "4x4x"}),
             ".metadata.labels.cloud.google.com/gke-tpu-topology: not a TPU topology",
@@ -175,13 +175,14 @@ def test_malformed_node_lists_exit_2_naming_node_and_field(fleet, tmp_path, node
     assert snapshot(fleet.state) == before
 
 
-def test_labels_missing_names_the_node(fleet, tmp_path, node_list):
+def test_labels_not_an_object_names_the_node(fleet, tmp_path, node_list):
+    """(No `labels` at all is a node without labels, as the API server writes one: not a TPU node.)"""
     doc = copy.deepcopy(node_list)
     name = doc["items"][3]["metadata"]["name"]
-    del doc["items"][3]["metadata"]["labels"]
+    doc["items"][3]["metadata"]["labels"] = "tpu"
     r = fleet("import", "k8s", write(tmp_path, doc))
     assert r.code == 2
-    assert f"items.3 (node {name}).metadata.labels: missing" in r.err
+    assert f"items.3 (node {name}).metadata.labels: must be an object" in r.err
 
 
 @pytest.mark.parametrize(

@@ -165,7 +165,8 @@ def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node
     if not NODE_NAME.fullmatch(name):
         raise where.bad(f"{path}.metadata.name", name, "not a Kubernetes node name (lower-case DNS name)")
     path = f"{path} (node {name})"
-    labels = _get(meta, "labels", dict, where, f"{path}.metadata")
+    # the API server leaves out an empty map, so a node with no labels has no `labels` (a non-TPU node, then)
+    labels = _get(meta, "labels", dict, where, f"{path}.metadata", {})
     _check_labels(labels, f"{path}.metadata.labels", where, keys)
     spec = _get(item, "spec", dict, where, path, {})
     status = _get(item, "status", dict, where, path, {})
@@ -331,7 +332,7 @@ def _typed_decoder(keys: LabelKeys) -> Any:
         gc=False,
         omit_defaults=True,
     )
-    metadata = record("Metadata", ("name", str), ("labels", labels))
+    metadata = record("Metadata", ("name", str), ("labels", labels | optional, UNSET))
     item = record(
         "Item",
         ("metadata", metadata),
