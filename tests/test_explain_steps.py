@@ -197,3 +197,31 @@ def test_an_evicted_slice_waiting_for_an_ocs_is_told_to_clear_only_that(cli):
     row = next(s for s in _ok(cli, "show", "slices", "-o", "json").json if s["name"] == "k")
     assert row["state"] == "connected" and row["cubes"] != ["c00"]
     assert [f["id"] for f in _ok(cli, "faults", "-o", "json").json] == ["f2"]
+
+
+def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(reserved, tmp_path):
+    """Cleared by hand while its maintenance is announced, a reservation's drain is opened again by the next import
+    (the cube back in the pool meanwhile): explain names the import, never `clear-fault`, for it."""
+    import json
+    from pathlib import Path
+
+    fixture = Path(__file__).parent.parent / "fixtures/gke/tpu7x-reservation-subblocks.json"
+    doc = json.loads(fixture.read_text())
+    doc[5]["reservationSubBlockMaintenance"] = {
+        "upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "ONGOING"}
+    }
+    ongoing = tmp_path / "sb.json"
+    ongoing.write_text(json.dumps(doc))
+    for name, shape in (("train", "12x12x24"), ("eval", "16x16x16"), ("filler", "8x12x16")):  # no cube left free
+        _ok(reserved, "allocate", name, "--shape", shape)
+    _ok(reserved, "import", "reservation", ongoing, "--apply")  # c05 drained: train stops, nowhere to go
+    drain = next(f for f in reserved("faults", "-o", "json").json if f["target"] == "cube:c05")
+    slice_ = reserved("explain", "train", "-o", "json").json
+    assert slice_["state"] == "evicted"
+    assert slice_["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply", "tpufleet reschedule train"]
+    assert any(w.startswith(f"{drain['id']} is the reservation's drain") for w in slice_["why"])
+    for target in ("cube:c05", "host:c05/3", "cube:c40"):
+        row = reserved("explain", target, "-o", "json").json
+        assert row["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply"], (target, row["next"])
+    _ok(reserved, "inject-fault", "host:c06/1")  # any other fault is still cleared by hand
+    assert reserved("explain", "host:c06/1", "-o", "json").json["next"][0].startswith("tpufleet clear-fault f")

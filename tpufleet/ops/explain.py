@@ -14,6 +14,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
+from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.ops.fleet import counted
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
@@ -97,6 +98,25 @@ def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why
     return list(dict.fromkeys([*(s for s in steps if s != wire), *one_by_one, *waits]))
 
 
+RESERVATION_CLEAR = "tpufleet import reservation SUB-BLOCKS.json --apply"  # gcloud's sub-block list, once it is over
+
+
+def _clear_step(f: Fault) -> str:
+    """The command that closes fault `f`: a reservation's maintenance drain is closed by the import that no longer
+    finds the maintenance announced; cleared by hand while it is, the next import opens it again (and the cube,
+    back in the pool meanwhile, can take a slice that drain then stops)."""
+    return RESERVATION_CLEAR if f.reason.startswith(RESERVATION_PREFIX) else f"tpufleet clear-fault {f.id}"
+
+
+def _reservation_whys(faults: list[Fault]) -> list[str]:
+    return [
+        f"{f.id} is the reservation's drain for maintenance ({f.reason.removeprefix(RESERVATION_PREFIX)}): "
+        "`tpufleet import reservation` closes it once the maintenance is no longer announced"
+        for f in faults
+        if f.reason.startswith(RESERVATION_PREFIX)
+    ]
+
+
 def _fault_row(f: Fault) -> Row:
     return {"id": f.id, "target": str(f.target), "planned": f.planned, "since": f.opened, "reason": f.reason}
 
@@ -173,7 +193,9 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
             return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
         ids = [f.id for f in steps.clears]
         why += [f"it moves once {', '.join(ids)} {'is' if len(ids) == 1 else 'are'} repaired and cleared", *unjudged]
-        return why, [*(f"tpufleet clear-fault {i}" for i in ids), f"tpufleet reschedule {sl.name}"]
+        why += _reservation_whys(steps.clears)
+        clears = dict.fromkeys(_clear_step(f) for f in steps.clears)  # one import closes every reservation drain
+        return why, [*clears, f"tpufleet reschedule {sl.name}"]
     proposal = propose_move(state, sl).to_dict()
     where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
     if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
@@ -449,6 +471,6 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
         "faults": [_fault_row(f) for f in faults],
         "slices": slices,
         "tables": [n for n in slices if n in state.routes],
-        "why": why,
-        "next": [f"tpufleet clear-fault {f.id}" for f in faults],
+        "why": why + _reservation_whys(faults),
+        "next": list(dict.fromkeys(_clear_step(f) for f in faults)),
     }
