@@ -61,3 +61,34 @@ def test_a_failed_cube_under_announced_maintenance_is_down_now_not_also_in_the_h
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-12T09:00:00Z")
     pod = announced("plan-spares", "-o", "json").json["pods"][0]
     assert pod["cubes_down_now"] == ["c00"] and pod["cubes_maintenance_in_horizon"] == []
+
+
+def _proposal(fleet, name: str) -> list[str]:
+    return next(s for s in fleet("show", "slices", "-o", "json").json if s["name"] == name)["proposal"]["cubes"]
+
+
+def test_a_move_takes_a_cube_under_announced_maintenance_only_when_no_other_fits(announced):
+    """A whole-cube slice's move took the pod's first free cube, c00, whose drain the reservation had announced,
+    while c01 and on were free: the move would be stopped again by that drain."""
+    assert announced("inject-fault", "host:c10/3").code == 0
+    assert _proposal(announced, "a") == ["c01", "c11"]
+    r = announced("reschedule", "a", "-o", "json")
+    assert r.code == 0, r.err
+    assert next(s for s in announced("show", "slices", "-o", "json").json if s["name"] == "a")["cubes"] == [
+        "c01",
+        "c11",
+    ]
+
+
+def test_a_move_reserved_before_the_maintenance_was_announced_is_proposed_again(fleet, tmp_path):
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sub_block = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sub_block]))
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c10,c11").code == 0
+    assert fleet("inject-fault", "host:c10/3").code == 0
+    assert _proposal(fleet, "a") == ["c00", "c11"]  # reserved: nothing was announced yet
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0
+    why = fleet("explain", "a", "-o", "json").json["why"]
+    assert any("cubes c01, c11 in pod0 (the reserved c00: maintenance announced since" in w for w in why), why
+    assert fleet("reschedule", "a").code == 0
+    assert next(s for s in fleet("show", "slices", "-o", "json").json if s["name"] == "a")["cubes"] == ["c01", "c11"]

@@ -60,6 +60,7 @@ def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used:
         for c in state.fleet.pod_by_name[sl.pod].cubes
         if c not in used and c not in sl.cubes and health.cube_wirable(c)
     ]
+    free.sort(key=lambda c: c in health.maintenance)  # stable: cubes under announced maintenance last, as allocate
     held = health.held.get(sl.pod, 0)  # node pools tpufleet has not placed: their room stays free
     if len(free) - held < len(lost):
         note = f" ({held} of them held by node pools tpufleet has not placed)" if held else ""
@@ -156,4 +157,6 @@ def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId
     if isinstance(cause, LinkId) and cause.cube in alloc.cubes:
         return False
     wanted = set(alloc.machines or ALL_MACHINES)
+    if any(c in health.maintenance and c not in sl.cubes for c in alloc.cubes):
+        return False  # maintenance announced since it was reserved: proposed again, such a cube only if no other fits
     return all(health.cube_ok(c) and not (used.get(c, set()) & wanted) for c in alloc.cubes)

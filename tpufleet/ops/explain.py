@@ -203,7 +203,12 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
     elif list(sl.proposal.cubes) == proposal["cubes"]:
         note = " (reserved for it)"
     else:
-        note = " (the reserved cubes are no longer usable)"
+        late = [c for c in sl.proposal.cubes if c in state.health().maintenance and c not in sl.cubes]
+        note = (
+            f" (the reserved {', '.join(late)}: maintenance announced since, taken only when no other cube fits)"
+            if late
+            else " (the reserved cubes are no longer usable)"
+        )
     why += [f"reschedule would move it to {where}{note}", *unjudged]
     return why, [f"tpufleet reschedule {sl.name}"]
 
