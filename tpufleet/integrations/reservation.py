@@ -64,6 +64,8 @@ HEALTH_STATUSES = ("HEALTHY", "DEGRADED", "HEALTH_STATUS_UNSPECIFIED")
 MAINTENANCE_STATUSES = ("PENDING", "ONGOING", "UNKNOWN")
 MAINTENANCE_TYPES = ("SCHEDULED", "UNSCHEDULED", "MULTIPLE", "UNKNOWN_TYPE")
 KIND_SUB_BLOCK, KIND_BLOCK = "compute#reservationSubBlock", "compute#reservationBlock"
+# the fields of the API's list response besides `items` (its `kind` is its items' kind): with only these, no items
+_LIST_FIELDS = frozenset({"kind", "id", "selfLink", "nextPageToken", "warning"})
 REASON_PREFIX = "reservation: "  # marks the drains an import opened: the only faults a later import may clear
 MAX_ITEMS = 65_536  # 455 TPU7x superpods; a reservation of 16 holds 2,304 sub-blocks
 MAX_COUNT = 1_000_000
@@ -140,6 +142,8 @@ def _items(doc: object, file: str) -> tuple[_Where, list[Any]]:
             "must be a JSON list (gcloud compute reservations sub-blocks list --format=json) or an object with items"
         )
         raise where.bad("", doc, problem)
+    if "items" not in doc and doc.get("kind") in (KIND_SUB_BLOCK, KIND_BLOCK) and doc.keys() <= _LIST_FIELDS:
+        return _Where(file, "items"), []  # the API leaves an empty list's `items` out of its response
     if "items" not in doc:
         raise where.bad(
             "items", NO_VALUE, "missing (must be the list of sub-blocks, as the API's list response holds them)"
