@@ -207,19 +207,23 @@ def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(res
 
     fixture = Path(__file__).parent.parent / "fixtures/gke/tpu7x-reservation-subblocks.json"
     doc = json.loads(fixture.read_text())
-    doc[5]["reservationSubBlockMaintenance"] = {
-        "upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "ONGOING"}
-    }
+    for sub_block in (5, 130):  # a cube of slice train, and one of job filler's only slice
+        doc[sub_block]["reservationSubBlockMaintenance"] = {
+            "upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "ONGOING"}
+        }
     ongoing = tmp_path / "sb.json"
     ongoing.write_text(json.dumps(doc))
-    for name, shape in (("train", "12x12x24"), ("eval", "16x16x16"), ("filler", "8x12x16")):  # no cube left free
+    for name, shape in (("train", "12x12x24"), ("eval", "16x16x16")):
         _ok(reserved, "allocate", name, "--shape", shape)
+    _ok(reserved, "allocate", "filler", "--shape", "8x12x16", "--slices", "1")  # no cube left free
     _ok(reserved, "import", "reservation", ongoing, "--apply")  # c05 drained: train stops, nowhere to go
     drain = next(f for f in reserved("faults", "-o", "json").json if f["target"] == "cube:c05")
     slice_ = reserved("explain", "train", "-o", "json").json
     assert slice_["state"] == "evicted"
     assert slice_["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply", "tpufleet reschedule train"]
     assert any(w.startswith(f"{drain['id']} is the reservation's drain") for w in slice_["why"])
+    job = reserved("explain", "filler", "-o", "json").json
+    assert job["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply", "tpufleet reschedule filler-0"]
     for target in ("cube:c05", "host:c05/3", "cube:c40"):
         row = reserved("explain", target, "-o", "json").json
         assert row["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply"], (target, row["next"])

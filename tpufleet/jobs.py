@@ -185,10 +185,12 @@ def next_steps(state: FleetState, status: JobStatus) -> list[str]:
     """The commands that bring the job back to all its slices, in the order to run them, each working when run:
     the repairs its evicted slices wait for (`movesteps.steps_to_move`), then their moves; a slice that cannot move
     even then gets no step."""
+    from tpufleet.integrations.reservation import clear_step
     from tpufleet.movesteps import steps_to_move
 
     plan = steps_to_move(state, [state.slices[name] for name in status.evicted])
-    steps = [f"tpufleet clear-fault {f.id}" for f in plan.clears] + [f"tpufleet reschedule {n}" for n in plan.moves]
+    clears = dict.fromkeys(clear_step(f.id, f.reason) for f in plan.clears)  # one import closes every drain of it
+    steps = [*clears] + [f"tpufleet reschedule {n}" for n in plan.moves]
     if status.state is JobState.PENDING:
         steps.append(f"tpufleet plan-xconnect {status.job.name} --apply")
     return steps

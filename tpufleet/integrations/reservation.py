@@ -67,6 +67,16 @@ KIND_SUB_BLOCK, KIND_BLOCK = "compute#reservationSubBlock", "compute#reservation
 # the fields of the API's list response besides `items` (its `kind` is its items' kind): with only these, no items
 _LIST_FIELDS = frozenset({"kind", "id", "selfLink", "nextPageToken", "warning"})
 REASON_PREFIX = "reservation: "  # marks the drains an import opened: the only faults a later import may clear
+CLOSING_IMPORT = "tpufleet import reservation SUB-BLOCKS.json --apply"  # gcloud's sub-block list, once it is over
+
+
+def clear_step(fault_id: str, reason: str) -> str:
+    """The command that closes a fault: a reservation's maintenance drain is closed by the import that no longer
+    finds the maintenance announced; cleared by hand while it is, the next import opens it again (and the cube,
+    back in the pool meanwhile, can take a slice that drain then stops)."""
+    return CLOSING_IMPORT if reason.startswith(REASON_PREFIX) else f"tpufleet clear-fault {fault_id}"
+
+
 MAX_ITEMS = 65_536  # 455 TPU7x superpods; a reservation of 16 holds 2,304 sub-blocks
 MAX_COUNT = 1_000_000
 # A sub-block's name: RFC 1035, 1-63 characters (the reference's pattern). Physical ids: documented only as strings.

@@ -15,6 +15,7 @@ from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
+from tpufleet.integrations.reservation import clear_step
 from tpufleet.ops.fleet import counted
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
@@ -98,14 +99,8 @@ def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why
     return list(dict.fromkeys([*(s for s in steps if s != wire), *one_by_one, *waits]))
 
 
-RESERVATION_CLEAR = "tpufleet import reservation SUB-BLOCKS.json --apply"  # gcloud's sub-block list, once it is over
-
-
 def _clear_step(f: Fault) -> str:
-    """The command that closes fault `f`: a reservation's maintenance drain is closed by the import that no longer
-    finds the maintenance announced; cleared by hand while it is, the next import opens it again (and the cube,
-    back in the pool meanwhile, can take a slice that drain then stops)."""
-    return RESERVATION_CLEAR if f.reason.startswith(RESERVATION_PREFIX) else f"tpufleet clear-fault {f.id}"
+    return clear_step(f.id, f.reason)
 
 
 def _reservation_whys(faults: list[Fault]) -> list[str]:
