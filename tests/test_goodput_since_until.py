@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import capacityfit, metrics, pipeline
+from tpufleet.goodput import capacityfit, chiptime, metrics, pipeline
 from tpufleet.ops.goodput import build
 from tpufleet.state import goodputlogs
 
@@ -181,7 +181,7 @@ def clipped_whole_log(path: Path, since: float, until: float) -> dict[str, Any]:
     spans (as a window or period row never reaches past it)."""
     log = goodputlogs.load([path], "native", False)
     accounts = pipeline.account_log(log, None, None, [], False)
-    steps = metrics.CapacitySteps(list(log.capacity))
+    steps = chiptime.CapacitySteps(list(log.capacity))
     first, last = pipeline.data_span(accounts, list(log.capacity))
     since, until = max(since, first), max(min(until, last), max(since, first))
     (row,) = metrics.windows_rows(accounts, steps, since, until, [("part", until - since)])

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from tpufleet.goodput.metrics import Capacity
+    from tpufleet.goodput.chiptime import Capacity
 
     Times = npt.NDArray[np.float64]
     Ints = npt.NDArray[np.int64]
@@ -90,7 +90,7 @@ def peak(accounts: list[JobAccount], t0: float) -> Capacity:
 def check(accounts: list[JobAccount], capacity: Capacity) -> None:
     """BadInput naming the first capacity step (its record's file:line, or the option) smaller than the chips
     the jobs hold while it is in force, or the first record of an accelerator whose jobs hold chips before it.
-    The capacity is a step function as `metrics.CapacitySteps` integrates it: none before the first step, each
+    The capacity is a step function as `chiptime.CapacitySteps` integrates it: none before the first step, each
     step until the next (at equal times, the last in (time, chips) order)."""
     import numpy as np
 

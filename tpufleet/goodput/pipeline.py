@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import capacityfit, eventrecords, events, metrics
+from tpufleet.goodput import capacityfit, chiptime, eventrecords, events, metrics
 from tpufleet.goodput.health import slice_efficiency
 from tpufleet.goodput.steps import columns
 from tpufleet.goodput.timeline import JobAccount, account, job_span, outside_part
@@ -151,7 +151,7 @@ def data_span(accounts: Sequence[Spanned], capacity: Sequence[events.CapacityRec
 
 def _capacity(
     log: events.Log, given: Sequence[tuple[str, int]], accounts: list[JobAccount], t0: float
-) -> tuple[metrics.Capacity, str]:
+) -> tuple[chiptime.Capacity, str]:
     """The capacity and its basis: `given` (--capacity: an option on the command line wins over the logs'
     capacity records), else the records, else the whole log's busiest moment's all-allocated chips (`accounts`:
     every job's, those outside --since/--until too)."""
@@ -173,7 +173,7 @@ def _named_as_logged(
     return [(other[acc] if acc not in used and other.get(acc) in used else acc, chips) for acc, chips in given]
 
 
-def _covered(accounts: list[JobAccount], capacity: metrics.Capacity) -> tuple[list[JobAccount], list[str]]:
+def _covered(accounts: list[JobAccount], capacity: chiptime.Capacity) -> tuple[list[JobAccount], list[str]]:
     """The jobs on an accelerator a given capacity names (those the fleet's SG, and so its other factors, count:
     the chip-time of the others over this capacity made SG above 1), and the accelerators of the others."""
     named = {step[1] for step in capacity}

@@ -493,7 +493,7 @@ def _within(times: Times, lo: float, hi: float) -> Times:
 
 def _steps_share(steps: Steps, bounds: Times, held: npt.NDArray[np.bool_], label: Ints, productive_s: float) -> float:
     """A part's productive steps for PG: the whole run's, in the share of its productive time the part holds, as
-    period and window rows share a job's ideal time out (`metrics._scaled`): the part's PG is the whole run's."""
+    period and window rows share a job's ideal time out (`chiptime._scaled`): the part's PG is the whole run's."""
     import numpy as np
 
     dur = np.diff(bounds)

@@ -33,7 +33,8 @@ from typing import Any
 
 from tpufleet.goodput import eventrecords
 from tpufleet.goodput import events as goodput_events
-from tpufleet.goodput.metrics import capacity_chip_s, size_class
+from tpufleet.goodput.chiptime import capacity_chip_s
+from tpufleet.goodput.metrics import size_class
 from tpufleet.simulation.log import Entry, EventTuple
 
 INF = math.inf
