@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpufleet.goodput.events import CODE, EVENT_NAMES, Job
-from tpufleet.goodput.timeline import BUCKETS, NETTED, PAIRS, PRIORITY, account
+from tpufleet.goodput.jobaccount import BUCKETS
+from tpufleet.goodput.timeline import NETTED, PAIRS, PRIORITY, account
 
 Record = tuple[float, int, int, int, str]
 _START = {s: b for b, (s, _e) in PAIRS.items()}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput
 from tpufleet.goodput.events import CapacityRecord
-from tpufleet.goodput.timeline import JobAccount
+from tpufleet.goodput.jobaccount import JobAccount
 
 if TYPE_CHECKING:
     import numpy as np

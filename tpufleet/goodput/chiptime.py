@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tpufleet.goodput.events import CapacityRecord
-from tpufleet.goodput.timeline import BUCKETS, LABEL, PRODUCTIVE, JobAccount
+from tpufleet.goodput.jobaccount import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 
 if TYPE_CHECKING:
     import numpy as np

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from tpufleet.goodput.timeline import JobAccount
+    from tpufleet.goodput.jobaccount import JobAccount
 
     Times = npt.NDArray[np.float64]
 

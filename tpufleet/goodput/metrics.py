@@ -20,7 +20,7 @@ from tpufleet.constants import DAY, HOUR, WEEK
 from tpufleet.errors import BadInput
 from tpufleet.goodput.chiptime import Capacity, CapacitySteps, rounded, window_sums
 from tpufleet.goodput.health import job_health
-from tpufleet.goodput.timeline import BUCKETS, JobAccount
+from tpufleet.goodput.jobaccount import BUCKETS, JobAccount
 
 Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, periods, jobs
 

@@ -14,8 +14,9 @@ from typing import Any, Protocol
 from tpufleet.errors import BadInput
 from tpufleet.goodput import capacityfit, chiptime, eventrecords, events, metrics
 from tpufleet.goodput.health import slice_efficiency
+from tpufleet.goodput.jobaccount import JobAccount
 from tpufleet.goodput.steps import columns
-from tpufleet.goodput.timeline import JobAccount, account, job_span, outside_part
+from tpufleet.goodput.timeline import account, job_span, outside_part
 from tpufleet.goodput.windows import Exclusion, merged
 
 __all__ = ["ReportOptions", "account_log", "from_accounts", "from_log", "timelines"]
@@ -52,7 +53,7 @@ def timelines(accounts: list[JobAccount], rows: list[dict[str, Any]], keep: int)
     MAX_SEGMENTS, sampled evenly beyond that), disruptions, checkpoint starts and badput seconds."""
     import numpy as np
 
-    from tpufleet.goodput.timeline import BUCKETS
+    from tpufleet.goodput.jobaccount import BUCKETS
 
     names = np.array(["productive", *BUCKETS])
     worst = {r["job"] for r in sorted(rows, key=lambda r: (r["mpg"] is None, r["mpg"] or 0, r["job"]))[:keep]}

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpufleet.goodput.health import SLOW_FACTOR
+from tpufleet.goodput.jobaccount import BUCKETS
 from tpufleet.goodput.metrics import Report
-from tpufleet.goodput.timeline import BUCKETS
 from tpufleet.text import markdown_text, printable, spreadsheet_cell
 
 COLUMNS = ("sg", "rg", "pg", "mpg")

@@ -30,17 +30,21 @@ all-allocated time by construction. Rules:
 * an account of part of the log (``since``/``until``) is the whole timeline, labelled from every event of the log,
   cut to the part: a job running when the part opens is charged from there in the state it was in, and PG counts
   the run's productive steps in the share of its productive time the part holds (as the rolling windows do).
+
+The buckets and the account are `jobaccount`'s; the labelled intervals are tallied into the account by
+`jobfigures`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
-from tpufleet.goodput.steps import Events, Steps, columns, first_after, inferred, startup, steps_of
-from tpufleet.goodput.windows import overlap
+from tpufleet.goodput.jobaccount import LABEL, JobAccount
+from tpufleet.goodput.jobfigures import allocated, finish, not_excluded, run_marks
+from tpufleet.goodput.steps import Events, columns, first_after, inferred, startup, steps_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,24 +53,7 @@ if TYPE_CHECKING:
     Times = npt.NDArray[np.float64]
     Ints = npt.NDArray[np.int64]
 
-BUCKETS = (
-    "tpu_initialization",
-    "training_prep",
-    "program_startup",
-    "data_loading_sync",
-    "checkpoint_save",
-    "checkpoint_restore",
-    "wasted_progress_from_disruption",
-    "infrastructure_recovery_from_disruption",
-    "custom_badput_events",
-    "elastic_slice_down",
-    "elastic_scale_up",
-    "elastic_reinitialization",
-    "other",
-)
-# label codes: 0 productive, 1.. buckets in BUCKETS order
-PRODUCTIVE = 0
-LABEL = {"productive": 0, **{b: i + 1 for i, b in enumerate(BUCKETS)}}
+
 PRIORITY = (
     "custom_badput_events",
     "checkpoint_save",
@@ -110,70 +97,8 @@ RESUME = (
     "elastic_reinit_start",
     "job_end",
 )
-# the buckets a restart costs (the "u0" of the checkpoint-interval advice)
-RESTART_COST = (
-    "infrastructure_recovery_from_disruption",
-    "tpu_initialization",
-    "training_prep",
-    "program_startup",
-    "checkpoint_restore",
-)
 # events that may precede the first job_start without being stray: the job waits for its chips
 BEFORE_START = ("submitted", "allocation")
-
-
-@dataclass
-class JobAccount:
-    job: Job
-    start: float
-    end: float
-    demand_s: float
-    all_allocated_s: float
-    productive_s: float
-    buckets: dict[str, float]
-    productive_steps: int
-    disruptions: int
-    checkpoint_saves: int
-    checkpoint_save_s: float
-    checkpoint_interval_s: float | None
-    restart_overhead_s: float
-    starts: Times | None = None  # elementary intervals, all-allocated only: start times
-    ends: Times | None = None
-    labels: npt.NDArray[np.int64] | None = None  # LABEL code of each interval
-    outside: int = 0  # entries stamped outside the job's span, dropped
-    repeated: int = 0  # events that repeat an earlier one exactly, dropped
-    inferred_disruptions: int = 0  # restarts with no disruption logged before them
-    disruption_times: Times | None = None
-    step_starts: Times | None = None  # the steps: start, end, step number, productive
-    step_ends: Times | None = None
-    step_numbers: Ints | None = None
-    step_productive: npt.NDArray[np.bool_] | None = None
-    checkpoint_starts: Times | None = None
-    excluded_s: float = 0.0  # all-allocated seconds inside exclusions, left out of everything
-    pg_steps: float | None = None  # a part's productive steps for PG (see _steps_share); None: productive_steps
-    estimated_ideal_step_s: float | None = None  # the empirical ideal (health.ideal_step) when none is declared
-    extra: dict[str, Any] = field(default_factory=dict)
-    # the job's all-allocated time over its whole span in the log (exclusions out), as time-ordered runs, whatever
-    # part is reported: the busiest moment, the capacity estimated when none is given, is the whole log's
-    whole_held: tuple[Times, Times] | None = None
-    in_part: bool = True  # False: the job ran wholly outside --since/--until, kept for `whole_held` alone
-
-    @property
-    def ideal_step_s(self) -> float | None:
-        return self.job.ideal_step_s if self.job.ideal_step_s is not None else self.estimated_ideal_step_s
-
-    @property
-    def pg_basis(self) -> str | None:
-        """``declared`` (ideal step time or FLOPs logged), ``estimated`` (empirical ideal) or None."""
-        if self.job.ideal_step_s is not None:
-            return "declared"
-        return "estimated" if self.estimated_ideal_step_s is not None else None
-
-    @property
-    def ideal_s(self) -> float | None:
-        ideal = self.ideal_step_s
-        steps = self.productive_steps if self.pg_steps is None else self.pg_steps
-        return None if ideal is None else ideal * steps
 
 
 @dataclass
@@ -265,51 +190,6 @@ def _label(
     return bounds, label
 
 
-def _allocated(job: Job, ev: Events, bounds: Times, begin: float) -> npt.NDArray[np.bool_]:
-    """Which elementary intervals have all the job's chips: from allocation events, else from the first start;
-    never between a `job_end` and the next `job_start` with no allocation logged since that end (`_ended`)."""
-    import numpy as np
-
-    alloc_sel = ev.code == CODE["allocation"]
-    if alloc_sel.any():
-        a_t, a_v = ev.t[alloc_sel], ev.chips[alloc_sel]
-        idx = np.searchsorted(a_t, bounds[:-1], side="right") - 1
-        held = np.where(idx >= 0, a_v[np.maximum(idx, 0)], 0)
-        full: npt.NDArray[np.bool_] = held >= job.chips
-    else:
-        full = bounds[:-1] >= begin
-    return full & ~_ended(ev, bounds[:-1])
-
-
-def _ended(ev: Events, lefts: Times) -> npt.NDArray[np.bool_]:
-    """Which intervals (by their left bound) lie after a `job_end` and before a later `job_start` (in log order
-    at one instant) with no `allocation` logged at or after that end: a job that has ended holds nothing until
-    it is allocated or started again (charging that gap as all-allocated time put it in SG and in `other`).
-    Events after an end that no start follows are the job's still, as before."""
-    import numpy as np
-
-    m_t, m_end = _run_marks(ev)
-    out = np.zeros(len(lefts), dtype=bool)
-    starts = np.flatnonzero(~m_end)
-    if not len(starts) or not m_end[: starts[-1]].any():  # no end before a later start: no gap
-        return out
-    k = np.searchsorted(m_t, lefts, side="right") - 1
-    after_end = (k >= 0) & m_end[np.maximum(k, 0)] & (k < starts[-1])
-    a_t = ev.t[ev.code == CODE["allocation"]]
-    j = np.searchsorted(a_t, lefts, side="right") - 1
-    reallocated = (j >= 0) & (np.append(a_t, -np.inf)[j] >= m_t[np.maximum(k, 0)])
-    out[:] = after_end & ~reallocated
-    return out
-
-
-def _run_marks(ev: Events) -> tuple[Times, npt.NDArray[np.bool_]]:
-    """The times of the job's starts and ends, in log order, and which of them are ends."""
-    marks = (ev.code == CODE["job_start"]) | (ev.code == CODE["job_end"])
-    is_end: npt.NDArray[np.bool_] = ev.code[marks] == CODE["job_end"]
-    times: Times = ev.t[marks]
-    return times, is_end
-
-
 def account(
     job: Job,
     records: Sequence[EventRecord] | EventColumns | Events,
@@ -359,7 +239,7 @@ def account(
     cuts = [span.start, span.end, *(x for pair in excl for x in pair)]  # the part's edges cut the timeline
     bounds, label = _label(start, end, ev.t, intervals, cuts)
     times = (span.start, span.end, span.begin)
-    done = _finish(job, ev, steps, intervals, bounds, label, times, disrupt, outside, inf_d, excl)
+    done = finish(job, ev, steps, intervals, bounds, label, times, disrupt, outside, inf_d, excl)
     done.repeated = repeated
     done.whole_held = _whole_held(job, ev, span, excl)
     return done
@@ -378,13 +258,13 @@ def outside_part(job: Job, records: Events, exclude: list[tuple[float, float]]) 
 
 
 def _whole_held(job: Job, ev: Events, span: _Span, exclude: list[tuple[float, float]]) -> tuple[Times, Times]:
-    """The job's all-allocated runs over its whole span, as `_finish` finds them (the same `_allocated` and
-    `_not_excluded`), on the only bounds they change at: its span's ends, first start, allocations and exclusions."""
+    """The job's all-allocated runs over its whole span, as `jobfigures.finish` finds them (the same `allocated`
+    and `not_excluded`), on the only bounds they change at: its span's ends, first start, allocations and exclusions."""
     import numpy as np
 
     start, end = span.whole
     allocations = ev.t[ev.code == CODE["allocation"]]
-    runs, is_end = _run_marks(ev)  # an end before a later start releases the chips until then (`_ended`)
+    runs, is_end = run_marks(ev)  # an end before a later start releases the chips until then (`jobfigures._ended`)
     if not len(allocations) and not exclude and not is_end[:-1].any():  # (common: held from the first start)
         lo = max(start, span.begin)
         run = [lo, end] if lo < end else []
@@ -393,139 +273,10 @@ def _whole_held(job: Job, ev: Events, span: _Span, exclude: list[tuple[float, fl
     marks = np.concatenate([allocations, runs, np.asarray(edges, dtype=np.float64)])
     bounds = _distinct(np.clip(marks, start, end))
     everywhere = np.ones(max(len(bounds) - 1, 0), dtype=bool)
-    full, _excluded_s = _not_excluded(_allocated(job, ev, bounds, span.begin), bounds, exclude, everywhere)
+    full, _excluded_s = not_excluded(allocated(job, ev, bounds, span.begin), bounds, exclude, everywhere)
     held = full & (np.diff(bounds) > 0)
     starts, ends = bounds[:-1][held], bounds[1:][held]
     if not len(starts):
         return starts, ends
     new_run = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # touching intervals joined
     return starts[np.r_[0, new_run]], ends[np.r_[new_run - 1, len(ends) - 1]]
-
-
-def _finish(
-    job: Job,
-    ev: Events,
-    steps: Steps,
-    intervals: dict[str, list[tuple[Times, Times]]],
-    bounds: Times,
-    label: Ints,
-    times: tuple[float, float, float],
-    disrupt: Times,
-    outside: int,
-    inferred: Times,
-    spans: list[tuple[float, float]],
-) -> JobAccount:
-    import numpy as np
-
-    start, end, begin_all = times  # the part's start and end, the job's first start
-    part = (bounds[:-1] >= start) & (bounds[1:] <= end)  # the elementary intervals inside the part
-    full, excluded_s = _not_excluded(_allocated(job, ev, bounds, begin_all), bounds, spans, part)
-    dur = np.diff(bounds)
-    held = full & (dur > 0)  # the whole timeline's all-allocated intervals
-    use = held & part
-    sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
-    ck_starts = _within(ev.at("checkpoint_start"), start, end)
-    interval = _checkpoint_interval(ck_starts, np.sort(np.concatenate([ev.at("job_start"), disrupt])))
-    disrupt = _within(disrupt, start, end)
-    restart_cost = sum(float(sums[LABEL[b]]) for b in RESTART_COST)
-    saves, save_s = _saves_inside(intervals["checkpoint_save"], start, end)
-    return JobAccount(
-        job=job,
-        start=start,
-        end=end,
-        # demand from the job's start: the first of its submission, allocation and start, not `submitted` alone
-        # (logged after the job held chips, by another clock, it made SG above 1)
-        demand_s=max(0.0, end - start - overlap(spans, start, end)),
-        all_allocated_s=float(dur[use].sum()),
-        productive_s=float(sums[PRODUCTIVE]),
-        buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
-        productive_steps=_productive_steps(steps, bounds, use, end),
-        disruptions=len(disrupt),
-        checkpoint_saves=saves,
-        checkpoint_save_s=save_s,
-        checkpoint_interval_s=interval,
-        restart_overhead_s=restart_cost / (len(disrupt) + 1),
-        starts=bounds[:-1][use],
-        ends=bounds[1:][use],
-        labels=label[use],
-        outside=outside,
-        inferred_disruptions=len(_within(inferred, start, end)),
-        disruption_times=disrupt,
-        step_starts=steps.st,
-        step_ends=steps.end,
-        step_numbers=steps.sn,
-        step_productive=steps.productive,
-        excluded_s=excluded_s,
-        checkpoint_starts=ck_starts,
-        pg_steps=None if part.all() else _steps_share(steps, bounds, held, label, float(sums[PRODUCTIVE])),
-    )
-
-
-def _saves_inside(saves: list[tuple[Times, Times]], lo: float, hi: float) -> tuple[int, float]:
-    """How many checkpoint saves start in [lo, hi], and their seconds: the same saves for both, so that the
-    advice's mean write cost is theirs (saves counted by their end but timed by their start gave a part that a
-    save straddles a mean of 0 s, or twice the cost)."""
-    count, seconds = 0, 0.0
-    for s, e in saves:
-        inside = (s >= lo) & (s <= hi)
-        count += int(inside.sum())
-        seconds += float((e - s)[inside].sum())
-    return count, seconds
-
-
-def _checkpoint_interval(ck_starts: Times, breaks: Times) -> float | None:
-    """The mean time between consecutive checkpoint starts of one run: a gap holding a restart or a disruption
-    also holds the time the job was down or waiting to be placed again, which is not the interval it saves at."""
-    import numpy as np
-
-    if len(ck_starts) < 2:
-        return None
-    a, b = ck_starts[:-1], ck_starts[1:]
-    same_run = np.searchsorted(breaks, b, side="right") == np.searchsorted(breaks, a, side="right")
-    return float((b - a)[same_run].mean()) if same_run.any() else None
-
-
-def _within(times: Times, lo: float, hi: float) -> Times:
-    """The times in [lo, hi] (all of a job's events when the part is the whole job)."""
-    inside: Times = times[(times >= lo) & (times <= hi)]
-    return inside
-
-
-def _steps_share(steps: Steps, bounds: Times, held: npt.NDArray[np.bool_], label: Ints, productive_s: float) -> float:
-    """A part's productive steps for PG: the whole run's, in the share of its productive time the part holds, as
-    period and window rows share a job's ideal time out (`chiptime._scaled`): the part's PG is the whole run's."""
-    import numpy as np
-
-    dur = np.diff(bounds)
-    whole = float(np.bincount(label[held], weights=dur[held], minlength=len(BUCKETS) + 1)[PRODUCTIVE])
-    counted = _productive_steps(steps, bounds, held, float(bounds[-1]))
-    return counted * productive_s / whole if whole > 0 else 0.0
-
-
-def _not_excluded(
-    full: npt.NDArray[np.bool_], bounds: Times, spans: list[tuple[float, float]], part: npt.NDArray[np.bool_]
-) -> tuple[npt.NDArray[np.bool_], float]:
-    """`full` without the intervals inside exclusions (their instants count nowhere; their boundaries are among
-    the bounds), and the all-allocated seconds so left out in the `part`."""
-    import numpy as np
-
-    if not spans:
-        return full, 0.0
-    lo, hi = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
-    k = np.searchsorted(lo, bounds[:-1], side="right") - 1
-    inside = (k >= 0) & (bounds[:-1] < hi[np.maximum(k, 0)])
-    return full & ~inside, float(np.diff(bounds)[full & inside & part].sum())
-
-
-def _productive_steps(steps: Steps, bounds: Times, use: npt.NDArray[np.bool_], end: float) -> int:
-    """Productive steps starting in a counted interval before the end. A step a disruption or restart stops at the
-    instant it starts did no work: it is not counted (each one added an ideal step with no time, PG 1.5 where it
-    was 1.0); steps logged at one instant, by a clock coarser than the steps, each have a next step and count."""
-    import numpy as np
-
-    m = len(bounds) - 1
-    if not len(steps.st) or not m:
-        return 0
-    pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
-    ran = (steps.end > steps.st) | steps.complete
-    return int(np.count_nonzero(steps.productive & ran & use[pos] & (steps.st < end)))

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpufleet.constants import HOUR
+from tpufleet.goodput.jobaccount import BUCKETS, LABEL
 from tpufleet.goodput.metrics import Report
 from tpufleet.goodput.render import capacity_gap
-from tpufleet.goodput.timeline import BUCKETS, LABEL
 
 FACTORS = ("mpg", "sg", "rg", "pg")
 COLOURS = {

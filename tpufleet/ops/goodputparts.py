@@ -26,8 +26,8 @@ from typing import Any
 
 from tpufleet.errors import Refused, TpufleetError
 from tpufleet.goodput import events, metrics
+from tpufleet.goodput.jobaccount import JobAccount
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
-from tpufleet.goodput.timeline import JobAccount
 from tpufleet.state import goodputlogs, goodputstreams
 
 __all__ = ["report", "shared_part", "summarize_part"]

@@ -57,7 +57,7 @@ Interval = tuple[float, float]
 
 @dataclass(frozen=True)
 class JobFigures:
-    """What the fleet and segment factors need of one job (`timeline.JobAccount`'s fields of the same names)."""
+    """What the fleet and segment factors need of one job (`jobaccount.JobAccount`'s fields of the same names)."""
 
     start: float
     end: float
