@@ -23,7 +23,8 @@ from conftest import Cli
 from pgserver import PgServer, db_name
 
 from tpufleet.state import crashpoints, pgurl, pgwriter
-from tpufleet.state.pgbackend import LOCK_KEY, PostgresBackend
+from tpufleet.state.pgbackend import PostgresBackend
+from tpufleet.state.pglock import LOCK_KEY
 from tpufleet.state.pgurl import redacted
 
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test

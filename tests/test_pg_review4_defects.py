@@ -15,7 +15,7 @@ from pgserver import PgServer, db_name
 
 from helpers import one_line
 from tpufleet.state import crashpoints
-from tpufleet.state.pgbackend import LOCK_KEY
+from tpufleet.state.pglock import LOCK_KEY
 
 CTX = multiprocessing.get_context("fork")
 

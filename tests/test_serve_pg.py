@@ -90,7 +90,7 @@ def test_a_commit_by_another_command_is_seen_on_the_next_request(busy):
 def test_reads_never_wait_for_the_write_lock(busy):
     import psycopg
 
-    from tpufleet.state.pgbackend import LOCK_KEY
+    from tpufleet.state.pglock import LOCK_KEY
 
     c = client(str(busy.state))
     serial = c.get("/api/v1/status").json()["serial"]
