@@ -12,7 +12,7 @@ import pytest
 from test_defects_sweep_sim import one_line, write
 
 from tpufleet.errors import BadStateFile
-from tpufleet.generations import _EXAMPLE, from_document
+from tpufleet.generations_document import _EXAMPLE, from_document
 
 SHIPPED_PROFILE = resources.files("tpufleet") / "data" / "hardware-profile.yaml"
 

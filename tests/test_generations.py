@@ -18,7 +18,8 @@ import yaml
 
 from tpufleet import constants
 from tpufleet.errors import BadInput, BadStateFile
-from tpufleet.generations import FIGURES, Generation, from_document, is_assumption, shape_text
+from tpufleet.generations import FIGURES, Generation, is_assumption, shape_text
+from tpufleet.generations_document import from_document
 from tpufleet.shapes import canonical_dims, parse_shape, require_allocatable
 from tpufleet.state import generations as shipped_generations
 from tpufleet.state.inputfiles import load_yaml

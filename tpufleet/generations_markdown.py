@@ -67,7 +67,7 @@ def markdown_table(gens: Sequence[Generation]) -> str:
     accepts, counted from its rule), every figure followed by its source's note number, **A** marking an
     ASSUMPTION; the notes (each source or assumption once, in full) under the table.
 
-    >>> from tpufleet.generations import _EXAMPLE, from_document
+    >>> from tpufleet.generations_document import _EXAMPLE, from_document
     >>> text = markdown_table([from_document(_EXAMPLE, "example.yaml")])
     >>> text.splitlines()[2]
     '| GKE accelerator label | `tpu7x` [1] |'
@@ -96,7 +96,7 @@ def _shape_counts(gen: Generation) -> str:
     reads it), and how many of them may be twisted; where the rule takes the sides in any order (v4), also both
     counts with the sides in every order (xpk's list).
 
-    >>> from tpufleet.generations import _EXAMPLE, from_document
+    >>> from tpufleet.generations_document import _EXAMPLE, from_document
     >>> _shape_counts(from_document(_EXAMPLE, "example.yaml"))
     '432 (7 twisted)'
     """

@@ -2,7 +2,7 @@
 
 Each file is read through `tpufleet.state.inputfiles.load_yaml` (bounded, no anchors, no NaN), checked against
 `GENERATION_SCHEMA` (built from `tpufleet.generations.FIGURES`, so the schema and the converter hold the same
-ranges), then turned into a `Generation` by `tpufleet.generations.from_document`, which also checks the figures
+ranges), then turned into a `Generation` by `tpufleet.generations_document.from_document`, which also checks the figures
 against each other. Every error names the file, the field and the value (exit 2).
 
 >>> names()
@@ -32,8 +32,8 @@ from tpufleet.generations import (
     TWIST_FAMILIES,
     Figure,
     Generation,
-    from_document,
 )
+from tpufleet.generations_document import from_document
 from tpufleet.state.inputfiles import load_yaml
 
 if TYPE_CHECKING:

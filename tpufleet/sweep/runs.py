@@ -35,7 +35,7 @@ AVAILABILITY_BY_SIZE = ("reconfigurable_ft", "reconfigurable", "reconfigurable_f
 def generation_of(params: Mapping[str, Any], shipped: Mapping[str, Any]) -> Generation | None:
     """The generation a point names (its profile document travels in `shipped["generations"]`, read by the
     state layer), None for the built-in TPU v4 pod."""
-    from tpufleet.generations import from_document
+    from tpufleet.generations_document import from_document
 
     name = params.get("generation")
     if name is None:
