@@ -20,7 +20,8 @@ from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, Slice,
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.ops.outcome import Outcome
 from tpufleet.routing import export, reuse
-from tpufleet.routing.report import RouteReport, evaluate
+from tpufleet.routing.figures import RouteReport
+from tpufleet.routing.report import evaluate
 
 EXPORT_FORMATS = ("npz", "json", "ibroute")
 SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study"

@@ -4,7 +4,7 @@ Tables made around a set of faults never use a link those faults took down, so o
 they still route on the live graph, which only gained links. Made afresh for the faults left, the tables can be
 heavier (4x4x8 with ocs x/0 and y/3 down: all-to-all max link load 129; x/0 alone: 130), so the stored set is one
 more candidate. It is kept only when it routes every pair on live links, is deadlock-free within the VC budget (the
-same analysis the router's own candidates get: `report.fitted_report`), and carries all-to-all with a strictly
+same analysis the router's own candidates get: `figures.fitted_report`), and carries all-to-all with a strictly
 lower maximum link load than the new tables. Its figures are then those of the live graph.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.routing.analysis import RouteTables, analyze
-from tpufleet.routing.report import RouteReport, fitted_report
+from tpufleet.routing.figures import RouteReport, fitted_report
 from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
