@@ -147,7 +147,8 @@ def test_ring_runs_repair_exactly_as_the_walks_do(name, shape, exp, alive, order
 @pytest.mark.parametrize("text", ["4x4x4", "4x4x8", "8x8x8", "4x8x12", "8x8x16"])
 def test_healthy_reference_loads_from_rings_equal_the_tables(text):
     from tpufleet.routing import dor, healthy
-    from tpufleet.routing.analysis import RouteTables, symmetric_load
+    from tpufleet.routing.analysis import RouteTables
+    from tpufleet.routing.loads import symmetric_load
 
     shape = parse_shape(text)
     exp = neighbors(shape)

@@ -14,7 +14,8 @@ sum of those counts over all states; each state takes the move that keeps the la
 the smaller sum of squares, so load spreads evenly).
 
 >>> from tpufleet.shapes import parse_shape
->>> from tpufleet.routing.analysis import RouteTables, symmetric_load
+>>> from tpufleet.routing.analysis import RouteTables
+>>> from tpufleet.routing.loads import symmetric_load
 >>> from tpufleet.topology import neighbors
 >>> shape = parse_shape("4x4x8", twisted=True)
 >>> P, L = balanced_twisted_tables(shape)

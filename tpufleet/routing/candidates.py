@@ -361,7 +361,7 @@ def _made(
 
 def _ranked_healthy(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[tuple[RouteTables, RouteInfo]]:
     """A healthy twisted torus: the load-balanced minimal tables and the plain ones, lighter first."""
-    from tpufleet.routing.analysis import symmetric_load
+    from tpufleet.routing.loads import symmetric_load
 
     out: list[tuple[tuple[float, int], RouteTables, RouteInfo]] = []
     for even in (True, False):

@@ -23,7 +23,7 @@ def traffic_loads(
     weight_load: npt.NDArray[np.float64] | None = None,
 ) -> dict[str, float]:
     """The maximum link load of each traffic on tables `rt` (all-to-all from `weight_load`, already counted)."""
-    from tpufleet.routing.analysis import ring_allreduce_load
+    from tpufleet.routing.loads import ring_allreduce_load
 
     out: dict[str, float] = {}
     for traffic in traffics:
@@ -52,8 +52,9 @@ def _healthy_reference(
 ) -> tuple[dict[str, float], Callable[[Shape], tuple[Any, Any]]]:
     """`healthy_loads`, and the maker of the healthy tables they are the loads of."""
     from tpufleet.routing import dor
-    from tpufleet.routing.analysis import analyze, symmetric, symmetric_load
+    from tpufleet.routing.analysis import analyze
     from tpufleet.routing.balanced import BALANCE_LIMIT, balanced_twisted_tables
+    from tpufleet.routing.loads import symmetric, symmetric_load
 
     if symmetric(shape) and not shape.twisted:
         return ring_healthy_loads(shape, expected, traffics), dor.tables
@@ -75,8 +76,8 @@ def _healthy_reference(
 def healthy_tables_broken(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> int:
     """`pairs_broken_by_faults`: the ordered pairs whose route in the tool's healthy tables (the ones
     `healthy_loads` measures) crosses a link the live graph lacks, whatever tables then route around it."""
-    from tpufleet.routing.analysis import symmetric
     from tpufleet.routing.dor import DEFAULT_ORDER
+    from tpufleet.routing.loads import symmetric
     from tpufleet.routing.tolerant import broken_pairs
 
     if bool((alive == expected).all()):

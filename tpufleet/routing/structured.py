@@ -97,7 +97,7 @@ def _routable(rt: RouteTables, wild_idx: npt.NDArray[np.int64]) -> BoolArray:
 def _load(rt: RouteTables) -> npt.NDArray[np.float64]:
     import numpy as np
 
-    from tpufleet.routing.analysis import symmetric_load
+    from tpufleet.routing.loads import symmetric_load
 
     assert rt.base is not None
     if rt.base.load is None:

@@ -151,7 +151,8 @@ def base_load(
     """
     import numpy as np
 
-    from tpufleet.routing.analysis import pair_load, swept_load, symmetric, symmetric_load
+    from tpufleet.routing.analysis import swept_load
+    from tpufleet.routing.loads import pair_load, symmetric, symmetric_load
 
     n = len(alive)
     if expected is not None and symmetric(shape):
