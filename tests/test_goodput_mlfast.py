@@ -105,10 +105,28 @@ OTHERS = [
 ]
 
 
-def report(path: Path, fast: bool, skip_bad: bool, stepped: bool | None = True, period: str = "day") -> tuple[Any, int]:
+class _CountedDecoder:
+    """A decoder that notes how many lines each piece it decodes holds (`pieces`), then decodes it."""
+
+    def __init__(self, real: Any, pieces: list[int]) -> None:
+        self.real, self.pieces = real, pieces
+
+    def decode_lines(self, piece: bytes) -> Any:
+        self.pieces.append(piece.count(b"\n"))
+        return self.real.decode_lines(piece)
+
+
+def report(
+    path: Path,
+    fast: bool,
+    skip_bad: bool,
+    stepped: bool | None = True,
+    period: str = "day",
+    pieces: list[int] | None = None,
+) -> tuple[Any, int]:
     """(the report or ("error", message), files the fast reader vouched for). `stepped`: each chunk of entries
     is tried the quick way first (step entries decoded with their three fields), else decoded whole; None: the
-    reader's own rule."""
+    reader's own rule. `pieces`: filled with the lines of each piece the fast reader decoded."""
     vouched: list[bool] = []
     with pytest.MonkeyPatch.context() as mp:
         if fast:
@@ -121,6 +139,9 @@ def report(path: Path, fast: bool, skip_bad: bool, stepped: bool | None = True, 
 
             mp.setattr(mlfast, "read", counted)
             mp.setattr(mlfast, "CHUNK_LINES", 7)  # entries decoded 7 at a time: chunk boundaries everywhere
+            if pieces is not None:
+                mp.setattr(mlfast, "_DECODER", _CountedDecoder(mlfast._DECODER, pieces))
+                mp.setattr(mlfast, "_STEPS", _CountedDecoder(mlfast._STEPS, pieces))
             if stepped is not None:
                 mp.setattr(mlfast, "OTHER_SHARE_LIMIT", 1.0 if stepped else -1.0)
         else:
@@ -168,8 +189,10 @@ def test_several_jobs_are_read_fast_in_the_standard_order(tmp_path):
     lines.append(json.dumps({"job_name": "job-1", "job_end_time": 1767571300.0}))
     path = tmp_path / "log.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    fast, vouched = report(path, True, False)
+    pieces: list[int] = []
+    fast, vouched = report(path, True, False, pieces=pieces)
     assert vouched == 1 and fast == report(path, False, False)[0]
+    assert len(pieces) >= len(lines) // 7 and max(pieces) <= 7  # read in chunks of 7 entries: 29 boundaries crossed
     assert len(fast["jobs"]) == 5 and {j["accelerator"] for j in fast["jobs"]} == {"unknown", "tpu-v5p"}
 
 
