@@ -295,3 +295,22 @@ def test_plan_spares_counts_the_pools_room_out_as_capacity_does(held_superpod):
     assert (spares["held_by_node_pools"], spares["free_healthy_cubes"]) == (137, 5)
     assert spares["free_healthy_cubes"] == capacity["free_healthy_cubes"]
     assert len(spares["hold_back"]) <= 5
+
+
+def test_a_pools_topology_written_in_another_order_is_the_same_shape(v5p, tmp_path):
+    doc = _v5p_doc()
+    members = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL) == "v5p-4x4x8"]
+    members[1]["metadata"]["labels"][TOPO] = "8x4x4"  # the same sides, as allocate and topology take them
+    r = v5p("import", "k8s", write(tmp_path, doc), "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    rows = {p["node_pool"]: p for p in r.json["node_pool_slices"]}
+    assert rows["v5p-4x4x8"]["shape"] == "4x4x8" and len(rows["v5p-4x4x8"]["nodes"]) == len(members)
+
+
+def test_a_node_that_disagrees_with_its_pool_is_named_by_its_item_as_other_fields_are(v5p, tmp_path):
+    doc = _v5p_doc()
+    odd = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL) == "v5p-4x4x8"][1]
+    odd["metadata"]["labels"][TOPO] = "4x4x4"
+    index = doc["items"].index(odd)
+    line = one_line(v5p("import", "k8s", write(tmp_path, doc)))
+    assert f"field items.{index} (node {odd['metadata']['name']}).metadata.labels.{TOPO}:" in line

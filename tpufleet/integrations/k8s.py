@@ -95,6 +95,8 @@ class Node:
     ready_reason: str
     unschedulable: bool
     taints: tuple[tuple[str, str], ...]  # (key, effect)
+    # its place in the list, as the messages name a field: `items.3 (node NAME)` (not part of what the node is)
+    item: str = field(default="items", compare=False)
 
 
 class _Where:
@@ -174,7 +176,7 @@ def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node
     unschedulable = spec.get("unschedulable", False)
     if type(unschedulable) is not bool:
         raise where.bad(f"{path}.spec.unschedulable", unschedulable, "must be true or false")
-    return Node(name, labels, ready, reason, unschedulable, _taints(spec, f"{path}.spec", where))
+    return Node(name, labels, ready, reason, unschedulable, _taints(spec, f"{path}.spec", where), path)
 
 
 def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelKeys) -> None:

@@ -14,9 +14,10 @@ generation (a pod without one is the built-in TPU v4 model, whose nodes are `tpu
   the generation; a node whose `tpufleet.io/pod` says otherwise is not placed (listed with why), as off a pool;
 - no label says which cubes it holds, so it is held *unplaced*: kept in the state (`k8s.node_pools`) and counted
   against its pod's free cubes by `status`, never given cubes by guess;
-- a pool whose nodes disagree on accelerator or topology, whose topology is not a slice of its generation, or
-  whose accelerator is no generation's, is bad input (exit 2, naming the node and the label); a pool with more
-  nodes than its topology has machines is not a slice (its nodes are listed with why).
+- a pool whose nodes disagree on accelerator or topology (its sides in another order are the same topology), whose
+  topology is not a slice of its generation, or whose accelerator is no generation's, is bad input (exit 2, naming
+  the node and the label); a pool with more nodes than its topology has machines is not a slice (its nodes are
+  listed with why).
 
 Nodes of 4x4x4 partitions (dynamic slicing's sub-blocks: "a node pool maps directly to a sub-block") are cubes of
 the pool of free capacity, as before, never a slice. A pool missing from the list says nothing (as a missing node
@@ -39,7 +40,7 @@ from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.fleetstate import FleetState
 from tpufleet.gkerecords import NodePoolSlice
 from tpufleet.ids import natural_key
-from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, Node
+from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, DEGRADED_PARTITION, K8sMapping, LabelKeys, Node
 from tpufleet.integrations.k8s_health import node_trouble
 from tpufleet.integrations.k8s_plan import Placement
 from tpufleet.model import Pod
@@ -188,7 +189,15 @@ def pods_of(state: FleetState, accelerator: str) -> list[Pod]:
 
 
 def _label_path(node: Node, key: str) -> str:
-    return f"items (node {node.name}).metadata.labels.{key}"
+    return f"{node.item}.metadata.labels.{key}"
+
+
+def _same_label(key: str, value: str, want: str, keys: LabelKeys) -> bool:
+    """Whether a pool's node says what its first node says: a topology is a slice's sides in any order (as a
+    shape is everywhere: 8x4x4 is 4x4x8), other labels as written."""
+    if key != keys.topology:
+        return value == want
+    return sorted(map(int, value.split("x"))) == sorted(map(int, want.split("x")))
 
 
 def _pool_shape(
@@ -204,7 +213,7 @@ def _pool_shape(
     accelerator, topology = first.labels[keys.accelerator], first.labels[keys.topology]
     for node in group[1:]:
         for key, want in ((keys.accelerator, accelerator), (keys.topology, topology)):
-            if node.labels[key] != want:
+            if not _same_label(key, node.labels[key], want, keys):
                 problem = f"node pool {pool} is {want} on node {first.name}: a node pool has one {key.split('/')[-1]}"
                 raise BadStateFile(source, _label_path(node, key), node.labels[key], problem)
     if accelerator not in known_accelerators:
