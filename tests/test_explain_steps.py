@@ -199,9 +199,8 @@ def test_an_evicted_slice_waiting_for_an_ocs_is_told_to_clear_only_that(cli):
     assert [f["id"] for f in _ok(cli, "faults", "-o", "json").json] == ["f2"]
 
 
-def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(reserved, tmp_path):
-    """Cleared by hand while its maintenance is announced, a reservation's drain is opened again by the next import
-    (the cube back in the pool meanwhile): explain names the import, never `clear-fault`, for it."""
+def _stopped_by_maintenance(reserved, tmp_path):
+    """Slices train and filler-0 (job filler) stopped by the reservation's drains of c05 and c130, no cube free."""
     import json
     from pathlib import Path
 
@@ -217,6 +216,12 @@ def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(res
         _ok(reserved, "allocate", name, "--shape", shape)
     _ok(reserved, "allocate", "filler", "--shape", "8x12x16", "--slices", "1")  # no cube left free
     _ok(reserved, "import", "reservation", ongoing, "--apply")  # c05 drained: train stops, nowhere to go
+
+
+def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(reserved, tmp_path):
+    """Cleared by hand while its maintenance is announced, a reservation's drain is opened again by the next import
+    (the cube back in the pool meanwhile): explain names the import, never `clear-fault`, for it."""
+    _stopped_by_maintenance(reserved, tmp_path)
     drain = next(f for f in reserved("faults", "-o", "json").json if f["target"] == "cube:c05")
     slice_ = reserved("explain", "train", "-o", "json").json
     assert slice_["state"] == "evicted"
@@ -229,3 +234,16 @@ def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(res
         assert row["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply"], (target, row["next"])
     _ok(reserved, "inject-fault", "host:c06/1")  # any other fault is still cleared by hand
     assert reserved("explain", "host:c06/1", "-o", "json").json["next"][0].startswith("tpufleet clear-fault f")
+
+
+def test_a_slice_stopped_by_a_reservation_drain_waits_for_the_maintenance_not_a_repair(reserved, tmp_path):
+    """Its step is the import that closes the drain, so its words say the maintenance, as for the cube."""
+    _stopped_by_maintenance(reserved, tmp_path)
+    drains = {f["target"]: f["id"] for f in reserved("faults", "-o", "json").json}
+    job = reserved("explain", "filler", "-o", "json").json
+    line = next(w for w in job["why"] if w.startswith("slice filler-0"))
+    assert f"it waits for the end of the maintenance behind drain {drains['cube:c130']}" in line, line
+    assert "repair" not in line
+    slice_ = reserved("explain", "train", "-o", "json").json
+    assert f"it moves once the maintenance behind drain {drains['cube:c05']} is over" in " ".join(slice_["why"])
+    assert not any("repaired" in w for w in slice_["why"])

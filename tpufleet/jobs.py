@@ -242,6 +242,7 @@ def job_tag(state: FleetState, sl: Slice) -> str:
 
 def explain_job(state: FleetState, name: str) -> Json:
     """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
+    from tpufleet.integrations.reservation import awaited
     from tpufleet.movesteps import steps_to_move, unjudged_note
 
     status = job_status(state, name)
@@ -255,7 +256,7 @@ def explain_job(state: FleetState, name: str) -> Json:
         if member.name in moves.stuck:
             line += f"; no place to move it to, even once its faults are cleared: {moves.stuck[member.name]}"
         elif needs := moves.needs.get(member.name):  # a reserved move too: `reschedule` refuses it until then
-            repair = f"{needs[0]}'s repair" if len(needs) == 1 else f"the repair of {', '.join(needs)}"
+            repair, _ = awaited([f for f in map(state.fault, needs) if f is not None])
             now = "no place to move it to now" if member.proposal is None else _refused(member, moves.waits)
             line += f"; {now}: it waits for {repair}"
         elif member.proposal is not None:

@@ -77,6 +77,24 @@ def clear_step(fault_id: str, reason: str) -> str:
     return CLOSING_IMPORT if reason.startswith(REASON_PREFIX) else f"tpufleet clear-fault {fault_id}"
 
 
+def awaited(faults: list[Fault]) -> tuple[str, str]:
+    """What a move waits for, in words (`it waits for ...`) and as a condition (`it moves once ...`): a fault's
+    repair, but a reservation's maintenance drain is never repaired: the maintenance ends and the import closes it."""
+    repairs = [f.id for f in faults if not f.reason.startswith(REASON_PREFIX)]
+    drains = [f.id for f in faults if f.reason.startswith(REASON_PREFIX)]
+    one, plural = len(drains) == 1, "" if len(drains) == 1 else "s"
+    words, once = [], []
+    if repairs:
+        words.append(f"{repairs[0]}'s repair" if len(repairs) == 1 else f"the repair of {', '.join(repairs)}")
+        once.append(f"{', '.join(repairs)} {'is' if len(repairs) == 1 else 'are'} repaired and cleared")
+    if drains:
+        behind = f"the maintenance behind drain{plural} {', '.join(drains)}"
+        closed = f"`tpufleet import reservation` closes {'it' if one else 'them'}"
+        words.append(f"the end of {behind} (the reservation's, {closed} then)")
+        once.append(f"{behind} is over and {closed}")
+    return " and ".join(words), " and ".join(once)
+
+
 MAX_ITEMS = 65_536  # 455 TPU7x superpods; a reservation of 16 holds 2,304 sub-blocks
 MAX_COUNT = 1_000_000
 # A sub-block's name: RFC 1035, 1-63 characters (the reference's pattern). Physical ids: documented only as strings.

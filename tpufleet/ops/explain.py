@@ -15,7 +15,7 @@ from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
-from tpufleet.integrations.reservation import clear_step
+from tpufleet.integrations.reservation import awaited, clear_step
 from tpufleet.ops.fleet import counted
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
@@ -186,8 +186,7 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
         why.append(f"reschedule cannot move it yet: {steps.waits[sl.name]}")
         if sl.name in steps.stuck:
             return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
-        ids = [f.id for f in steps.clears]
-        why += [f"it moves once {', '.join(ids)} {'is' if len(ids) == 1 else 'are'} repaired and cleared", *unjudged]
+        why += [f"it moves once {awaited(steps.clears)[1]}", *unjudged]
         why += _reservation_whys(steps.clears)
         clears = dict.fromkeys(_clear_step(f) for f in steps.clears)  # one import closes every reservation drain
         return why, [*clears, f"tpufleet reschedule {sl.name}"]
