@@ -319,3 +319,17 @@ def test_markdown_runbook_shows_the_notices_file_name_as_text(running, tmp_path)
     assert "<a " not in page and "<em>" not in page
     assert name in page.splitlines()[0]  # the heading
     assert "<code>tpufleet reschedule a</code>" in page
+
+
+def test_a_notice_from_a_reservations_open_drain_is_named_by_its_sub_block(reserved, tmp_path):
+    """The default notices are named by their sub-blocks: the reservation's open drains (c40, c99) as well as the
+    maintenance it announced for later."""
+    named = {
+        f"cube:{r['cube']}": r["sub_block"] for r in reserved("status", "-o", "json").json["reservation"]["maintenance"]
+    }
+    plan = reserved("plan-maintenance", "--out", tmp_path / "plan.json", "-o", "json")
+    assert plan.code == 0, plan.err
+    given = {n["target"]: (n.get("sub_block"), n["open_drain"] is not None) for n in plan.json["notices"]}
+    assert given == {t: (sub_block, True) for t, sub_block in named.items()} and len(given) == 2
+    assert f"sub-block {named['cube:c40']} is cube c40" in reserved("plan-maintenance").out
+    assert reserved("apply-maintenance", tmp_path / "plan.json", "--wave", "1", "--dry-run").code == 0

@@ -19,6 +19,7 @@ from tpufleet import maintenance
 from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
 from tpufleet.ids import CubeId, OcsId, natural_key
+from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.journalentry import JournalEntry
 from tpufleet.maintenance import Notice
 from tpufleet.ops import faults as fault_ops
@@ -36,9 +37,17 @@ JOURNAL_PLAN_KEY = "maintenance_plan"  # the journal details of an applied wave:
 
 
 def open_drain_notices(state: FleetState) -> list[Notice]:
-    """The open planned drains of whole cubes that carry a maintenance window (what `import reservation` opens)."""
+    """The open planned drains of whole cubes that carry a maintenance window (what `import reservation` opens),
+    a reservation's drain named by its cube's sub-block, as the maintenance it announced for later is."""
+    sub_blocks = {cube: name for cube, (name, _) in state.reservation.by_cube().items()}
     return [
-        Notice(f.target.cube, _stamp(f.window_start), _stamp(f.window_end) if f.window_end is not None else None, f.id)
+        Notice(
+            f.target.cube,
+            _stamp(f.window_start),
+            _stamp(f.window_end) if f.window_end is not None else None,
+            f.id,
+            sub_block=sub_blocks.get(f.target.cube) if f.reason.startswith(RESERVATION_PREFIX) else None,
+        )
         for f in state.open_faults()
         if f.planned and f.window_start is not None and isinstance(f.target, CubeId)
     ]
