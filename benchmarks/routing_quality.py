@@ -509,49 +509,6 @@ def three_ocs_table(rows: list[Row] | None = None) -> None:
             )  # fmt: skip
 
 
-# Whole OCS down on twisted 8x8x16 (the nine single OCS of the README's table, and two pairs)
-TWISTED_DEFAULT = (
-    (("x", 0),), (("x", 3),), (("x", 9),), (("y", 0),), (("y", 3),), (("y", 14),), (("z", 0),), (("z", 3),),
-    (("z", 7),), (("x", 3), ("z", 2)), (("x", 3), ("y", 2)),
-)  # fmt: skip
-
-
-def twisted_default_table(rows: list[Row] | None = None) -> None:
-    """Twisted 8x8x16 by default (3 VCs): the quick search over the pre-leg trees beside the same run without
-    them (the baseline: the split tables), against the healthy optimum 1189.33 (the distance bound, reached)."""
-    from unittest import mock
-
-    from tpufleet.routing import tree_families
-    from tpufleet.shapes import parse_shape
-    from tpufleet.topology import neighbors
-
-    shape = parse_shape("8x8x16", twisted=True)
-    expected = neighbors(shape)
-    healthy = 1189.33
-    print("\nTwisted 8x8x16 by default (3 VCs): the quick search over pre-leg trees against the split tables alone")
-    print(f"{'OCS down':<12} {'tool':>6} {'kept':>6} {'split':>6} {'kept':>6} {'CPU s':>6} {'split s':>7} {'x':>5}")
-    for faults in TWISTED_DEFAULT:
-        alive = ocs_failures(shape, expected, faults)
-        t = time.process_time()
-        tool, _, vcs, _ = tool_figures(shape, expected, alive, 3)
-        tool_s = time.process_time() - t
-        t = time.process_time()
-        with mock.patch.object(tree_families, "TWISTED_MESH_FAULT_LIMIT", 512):
-            split, _, split_vcs, _ = tool_figures(shape, expected, alive, 3)
-        split_s = time.process_time() - t
-        name = " + ".join(f"{d}/{i}" for d, i in faults)
-        print(
-            f"{name:<12} {tool:6.0f} {healthy / tool:6.3f} {split:6.0f} {healthy / split:6.3f} {tool_s:6.1f} "
-            f"{split_s:7.1f} {tool_s / split_s:5.1f}" + ("" if vcs == split_vcs == 3 else f"  VCs {vcs}, {split_vcs}"),
-            flush=True,
-        )
-        if rows is not None:
-            rows.append(
-                (f"routing, twisted 8x8x16 {name} by default", tool_s, "(no target)", split_s,
-                 f"max load {tool:g} against {split:g}; healthy optimum kept {healthy / tool:.3f}")
-            )  # fmt: skip
-
-
 def tool_figures(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int) -> tuple[float, float, int, float]:
     """(max all-to-all link load, healthy reference, VCs used, seconds) of `evaluate` with `auto` tables."""
     from tpufleet.routing.report import evaluate
@@ -648,7 +605,6 @@ def main(rows: list[Row] | None = None) -> list[dict[str, object]]:
         print(f"{case.name:<42} {optimum:9.3f} " + " ".join(f"{c:>14}" for c in cells), flush=True)
     out += checker_table(rows)
     three_ocs_table(rows)
-    twisted_default_table(rows)
     print("(figures printed only; under `make bench` the rows above also go to benchmarks/latest.json)", flush=True)
     return out
 
@@ -659,7 +615,5 @@ if __name__ == "__main__":
         checker_table()
     elif "--three-ocs" in sys.argv:
         three_ocs_table()
-    elif "--twisted-default" in sys.argv:
-        twisted_default_table()
     else:
         main()
