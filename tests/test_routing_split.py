@@ -35,13 +35,6 @@ def walked_load(rt) -> np.ndarray:
     raise AssertionError("a route loops")
 
 
-def _split_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No pre-leg trees (`tree_families`: made by default up to 1,024 chips, lighter): the split tables are kept."""
-    from tpufleet.routing import tree_families
-
-    monkeypatch.setattr(tree_families, "TWISTED_MESH_FAULT_LIMIT", 512)
-
-
 def _kept(text: str):
     shape = parse_shape(text, twisted=True)
     expected, alive = ocs_failure(shape, "x", 3)
@@ -52,8 +45,7 @@ def _kept(text: str):
     return report, s
 
 
-def test_one_x_ocs_on_twisted_8x8x16_keeps_nine_tenths_of_the_optimum_within_three_vcs(monkeypatch):
-    _split_only(monkeypatch)
+def test_one_x_ocs_on_twisted_8x8x16_keeps_nine_tenths_of_the_optimum_within_three_vcs():
     report, s = _kept("8x8x16")
     # one order, the best before: 1443 (0.824 of the healthy optimum 1189.33); both orders on dateline pairs: 1280 in 4 VCs
     assert s["max_link_load"]["all-to-all"] == 1303
@@ -89,10 +81,9 @@ def test_each_chip_takes_the_lightest_busiest_link_then_sum_then_port(scale):
     assert sorted(_lightest(at, key, total, port).tolist()) == sorted(expected.tolist())
 
 
-def test_an_x_and_a_z_ocs_on_twisted_8x8x16_trees_for_x_and_wild_first_for_z_within_three_vcs(monkeypatch):
+def test_an_x_and_a_z_ocs_on_twisted_8x8x16_trees_for_x_and_wild_first_for_z_within_three_vcs():
     """Two broken dimensions: trees for the destinations in x's broken rings, B = (z, y, x) meeting z's dead links
     on its first leg, repaired wild-first. The best single order carried 1535 (0.783 of the LP optimum 1202.53)."""
-    _split_only(monkeypatch)
     shape = parse_shape("8x8x16", twisted=True)
     expected, alive_x = ocs_failure(shape, "x", 3)
     _, alive_z = ocs_failure(shape, "z", 2)

@@ -228,7 +228,6 @@ def candidates(
     ranked: list[Ranked] = []
     skipping = Skipping(shape, expected)
     patterns = ocs_patterns(shape, expected, alive)
-    whole_ocs = whole_ocs_only(shape, expected, alive, patterns)
     for graph, note in [(alive, ""), *patterns]:
         made = _made(shape, expected, alive, graph, note, singles, skipping)
         # Decided per graph, from that graph's own tables: an optical link's candidates then include exactly
@@ -239,15 +238,16 @@ def candidates(
         ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping)
         if splits_apply(shape, expected, graph, max_vcs):
             ranked += split_made(shape, expected, alive, graph, note)
-        # made for every graph of whole OCS down, the live one or a pattern: a link gets the trees its OCS gets
-        if twisted_mesh_apply(shape, expected, graph, max_vcs, thorough) and (
-            whole_ocs
-            if graph is alive
-            else whole_ocs_only(shape, expected, graph, ocs_patterns(shape, expected, graph))
-        ):
-            ranked += twisted_mesh_made(shape, expected, alive, graph, note, thorough)
-    if not turned and whole_ocs and prelegs_apply(shape, expected, alive, max_vcs):
+    if (
+        not turned
+        and whole_ocs_only(shape, expected, alive, patterns)
+        and prelegs_apply(shape, expected, alive, max_vcs)
+    ):
         ranked.append(preleg_made(shape, expected, alive, alive, ""))
+    if whole_ocs_only(shape, expected, alive, patterns) and twisted_mesh_apply(
+        shape, expected, alive, max_vcs, thorough
+    ):
+        ranked += twisted_mesh_made(shape, expected, alive)
     return routable_first(ranked)
 
 

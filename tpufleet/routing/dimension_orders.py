@@ -135,7 +135,7 @@ def thorough_may_help(shape: Shape, chips: int, broken: int | None = None) -> bo
     """Thorough tables may keep more of this slice's throughput within 3 VCs, with `broken` dimensions broken
     (`broken_dims`; None: any number): order pairs above their size limit on an untwisted torus; on a twisted one
     (whose order pairs need 4 VCs) pre-leg trees in every dimension, relieved, where `tree_families` makes them
-    (twisted 8x8x16 with one x OCS down: 0.921 -> 0.965 of the healthy optimum; not on 8x16x16, where they take a
+    (twisted 8x8x16 with one x OCS down: 0.913 -> 0.965 of the healthy optimum; not on 8x16x16, where they take a
     minute or more: `routes --thorough` makes them there)."""
     if shape.twisted:
         from tpufleet.routing.relieve import RELIEVE_LIMIT

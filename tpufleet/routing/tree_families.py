@@ -204,11 +204,6 @@ TWISTED_MESH_FAULT_LIMIT = 1024
 # xyz 3511-3718); y/3 zyx 3130, yzx 3373; z/3 zyx 3098, yzx 3252.
 TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
 MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
-# of the healthy slice's distance bound (the healthy optimum of twisted 8x8x16, 1189.33, reached): the quick search
-# stops at the lower end of what the TPU v4 paper reports kept under one OCS (0.922)
-QUICK_KEPT = 0.92
-QUICK_PASSES = Passes(most=8, misses=3)  # twisted 8x8x16: one to three passes reach QUICK_KEPT, at 0.2-4.6 s a pass
-QUICK_ORDERS = 2  # dimension orders the quick search tries at most
 # the orders of the pre-leg trees in every dimension where those in `routing.preleg.ORDER` (zxy) leave a pair
 # unreached or do not fit 3 VCs (5 of 60 sets of three OCS on 8x8x8 drawn at random): zyx, then xyz, then yzx. On
 # those five, zyx kept MESH_GOOD of the cut bound on three (557-568), xyz on x/0, y/0, z/6 (557, after zyx left a
@@ -220,50 +215,34 @@ def twisted_mesh_apply(
     shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: int | None, thorough: bool
 ) -> bool:
     """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down in one or two dimensions,
-    with room for 3 VCs, above RELIEVE_LIMIT chips (below, the other candidates are relieved too and carry as
-    little or less: twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both): up to TWISTED_MESH_FAULT_LIMIT
-    chips by default (a quick search, 3-8 s of CPU on 8x8x16), up to TWISTED_MESH_LIMIT with `thorough` (12-20 s
-    on 8x8x16, 110-135 s on 8x16x16)."""
+    with room for 3 VCs, with `thorough`, above RELIEVE_LIMIT chips and up to TWISTED_MESH_LIMIT: relieving them
+    takes seconds there (5-12 s of CPU an order on 8x8x16, 20-70 s on 8x16x16); below, the other candidates are
+    relieved too and carry as little or less (twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both)."""
     from tpufleet.routing.relieve import RELIEVE_LIMIT
 
-    limit = TWISTED_MESH_LIMIT if thorough else TWISTED_MESH_FAULT_LIMIT
     return (
-        shape.twisted
-        and RELIEVE_LIMIT < len(expected) <= limit
+        thorough
+        and shape.twisted
+        and RELIEVE_LIMIT < len(expected) <= TWISTED_MESH_LIMIT
         and (max_vcs is None or max_vcs >= PRE_VCS)
         and 1 <= broken_dims(expected, graph) <= 2
     )
 
 
-def twisted_mesh_made(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str, thorough: bool
-) -> list[Ranked]:
-    """`routing.preleg_mesh`'s trees for a twisted torus made for `graph` (the live graph, or an OCS's failure
-    pattern: see `candidates._made`), relieved in passes (`_mesh_relieved`), the lightest of its dimension orders
-    tried in turn. Which order relieves well depends on the fault: where the relieving finds a deep move (tens of
-    thousands of entries in one pass) the load drops to 0.96-0.98 of the bound, else it stays near 0.92. With
-    `thorough`: the orders of TWISTED_MESH_ORDERS until one keeps MESH_GOOD of `graph`'s distance bound (a lower
-    bound of the LP optimum). Else a quick search (`_quick_orders`, QUICK_PASSES) that stops at QUICK_KEPT of the
-    healthy slice's distance bound. Empty when none can be made within 3 VCs."""
+def twisted_mesh_made(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[Ranked]:
+    """`routing.preleg_mesh`'s trees for a twisted torus, relieved in passes (`_mesh_relieved`), in the dimension
+    orders of TWISTED_MESH_ORDERS in turn until one keeps MESH_GOOD of the live graph's distance bound (a lower
+    bound of the LP optimum); the lightest. Which order relieves well depends on the fault: where the relieving
+    finds a deep move (tens of thousands of entries in one pass) the load drops to 0.96-0.98 of the bound, else it
+    stays near 0.92. Empty when none can be made within 3 VCs."""
     from tpufleet.routing.optimum import distance_bound
 
-    if thorough:
-        orders, passes = TWISTED_MESH_ORDERS, TWISTED_PASSES._replace(good=distance_bound(graph, shape) / MESH_GOOD)
-    else:
-        good = distance_bound(expected, shape) / QUICK_KEPT
-        orders, passes = _quick_orders(dead_dims_of(expected, graph)), QUICK_PASSES._replace(good=good)
-    made = _lightest_order(shape, expected, alive, graph, orders, passes)
+    good = distance_bound(alive, shape) / MESH_GOOD
+    made = _lightest_order(shape, expected, alive, alive, TWISTED_MESH_ORDERS, TWISTED_PASSES._replace(good=good))
     if made is None:
         return []
     rt, max_load, moved, how = made
-    return [_ranked(rt, max_load, moved, how + note, graph)]
-
-
-def _quick_orders(dead: set[int]) -> tuple[Order, ...]:
-    """The first QUICK_ORDERS of TWISTED_MESH_ORDERS, zyx first when z alone is broken (twisted 8x8x16: yzx relieves
-    a z OCS to 1297 in six passes, zyx to 1222 in one, 1289 in three)."""
-    first = (2, 1, 0) if dead == {2} else TWISTED_MESH_ORDERS[0]
-    return (first, *(o for o in TWISTED_MESH_ORDERS if o != first))[:QUICK_ORDERS]
+    return [_ranked(rt, max_load, moved, how, alive)]
 
 
 def _other_orders_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph) -> Relieved | None:
