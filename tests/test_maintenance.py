@@ -75,7 +75,7 @@ def test_twenty_notices_every_slice_moved_and_replay_leaves_none_evicted(running
     assert first["commands"] == [
         "tpufleet inject-fault cube:c00 --planned --reason "
         "'maintenance wave 1: 2026-07-01T09:00:00Z to 2026-07-01T13:00:00Z'",
-        "tpufleet reschedule a",
+        "tpufleet reschedule a --avoid " + ",".join(TWENTY[1:]),  # the cubes later waves drain: taken last
         "tpufleet plan-xconnect a --apply",
         "tpufleet routes a",
         "tpufleet clear-fault cube:c00",
@@ -201,7 +201,7 @@ def test_markdown_runbook(running, tmp_path):
     assert r.code == 0, r.err
     assert r.out.startswith("# Maintenance runbook (state serial 4, ")
     assert "## Wave 1: c00" in r.out and "## Wave 2: c60" in r.out
-    assert "2. `tpufleet reschedule a`" in r.out and "3. `tpufleet plan-xconnect a --apply`" in r.out
+    assert "2. `tpufleet reschedule a --avoid c60`" in r.out and "3. `tpufleet plan-xconnect a --apply`" in r.out
     assert "4. `tpufleet routes a`" in r.out
     assert "5. After the window ends: `tpufleet clear-fault cube:c00`" in r.out
     assert "1. `tpufleet inject-fault cube:c60 --planned --reason" in r.out

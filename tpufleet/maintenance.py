@@ -185,9 +185,11 @@ def drain_command(notice: Notice, reason: str) -> str:
     return f"tpufleet inject-fault {notice.target} --planned --reason {shlex.quote(reason)}"
 
 
-def move_commands(slice_name: str) -> list[str]:
+def move_commands(slice_name: str, avoid: Sequence[str] = ()) -> list[str]:
+    """A moved slice's commands; `avoid`, the cubes later waves drain, goes to `reschedule --avoid`."""
     name = shlex.quote(slice_name)
-    return [f"tpufleet reschedule {name}", f"tpufleet plan-xconnect {name} --apply", f"tpufleet routes {name}"]
+    move = f"tpufleet reschedule {name}" + (f" --avoid {','.join(avoid)}" if avoid else "")
+    return [move, f"tpufleet plan-xconnect {name} --apply", f"tpufleet routes {name}"]
 
 
 def clear_command(notice: Notice) -> str:

@@ -6,16 +6,25 @@ up when its pod cannot wire it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tpufleet import allocation, xconnect
 from tpufleet.allocation import ALL_MACHINES, Allocation
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Slice
+from tpufleet.health import Health
 from tpufleet.ids import LinkId, OcsId, TargetId
 
 Json = dict[str, Any]
+NOTHING_AVOIDED: frozenset[str] = frozenset()
+
+
+def _health(state: FleetState, avoid: frozenset[str]) -> Health:
+    """The state's health, the cubes `avoid` names counted as under announced maintenance: a move takes them only
+    when no other fits. A copy: the state's own health is shared by every reader of the state."""
+    health = state.health()
+    return replace(health, maintenance=health.maintenance | avoid) if avoid else health
 
 
 def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
@@ -32,8 +41,10 @@ def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
     return sorted(pods, key=held.count)  # stable: ties keep the fleet's order
 
 
-def _other_pod(state: FleetState, sl: Slice, avoid_pod: str, used: allocation.MachineUsage) -> Allocation:
-    health = state.health()
+def _other_pod(
+    state: FleetState, sl: Slice, avoid_pod: str, used: allocation.MachineUsage, avoid: frozenset[str] = NOTHING_AVOIDED
+) -> Allocation:
+    health = _health(state, avoid)
     last: Refused | None = None
     for pod in allocation.wirable_first(_pods_to_try(state, sl, avoid_pod), health, _wirable(sl)):
         try:
@@ -51,9 +62,12 @@ def _wirable(sl: Slice) -> allocation.Wirable:
     return "ports" if sl.fault_tolerant_routing else "ports+ocs"
 
 
-def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage) -> Allocation:
-    """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest."""
-    health = state.health()
+def _swap_lost_cubes(
+    state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage, avoid: frozenset[str]
+) -> Allocation:
+    """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest
+    (those under announced maintenance, or in `avoid`, last)."""
+    health = _health(state, avoid)
     lost = [c for c in sl.cubes if not health.cube_wirable(c) or c == avoid_cube]  # out, or a port down
     free = [  # cubes whose every optical port works: plan-xconnect refuses a failed or drained one
         c
@@ -70,19 +84,22 @@ def _swap_lost_cubes(state: FleetState, sl: Slice, avoid_cube: str | None, used:
     return Allocation(sl.pod, cubes, {swap.get(c, c): v for c, v in sl.coords.items()})
 
 
-def replacement_for(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Allocation:
+def replacement_for(
+    state: FleetState, sl: Slice, cause: TargetId | None = None, avoid: frozenset[str] = NOTHING_AVOIDED
+) -> Allocation:
     """Where an evicted slice would go. An open OCS fault as the cause means another pod (every cube of this
     one uses that OCS); an optical link means replacing the cube that owns the failed port. Refused if none.
-    Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered."""
+    Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered; cubes in
+    `avoid` are taken only when no other fits, as cubes under announced maintenance are."""
     used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId):
-        return _other_pod(state, sl, cause.pod, used)
+        return _other_pod(state, sl, cause.pod, used, avoid)
     avoid_cube = cause.cube if isinstance(cause, LinkId) else None
     if sl.shape.is_subcube:
         if avoid_cube or not state.health().cube_ok(sl.cubes[0]):
             used = {**used, sl.cubes[0]: set(ALL_MACHINES)}
-        return allocation.allocate(sl.shape, state.fleet, used, state.health(), pod=sl.pod)
-    return _swap_lost_cubes(state, sl, avoid_cube, used)
+        return allocation.allocate(sl.shape, state.fleet, used, _health(state, avoid), pod=sl.pod)
+    return _swap_lost_cubes(state, sl, avoid_cube, used, avoid)
 
 
 @dataclass
@@ -116,31 +133,36 @@ class Proposal:
         return out
 
 
-def propose_replacement(state: FleetState, sl: Slice, cause: TargetId | None = None) -> Proposal:
-    """The slice's reserved proposal while it is still good, else a new one."""
-    if sl.proposal is not None and _still_good(state, sl, sl.proposal, cause):
+def propose_replacement(
+    state: FleetState, sl: Slice, cause: TargetId | None = None, avoid: frozenset[str] = NOTHING_AVOIDED
+) -> Proposal:
+    """The slice's reserved proposal while it is still good (none of its new cubes in `avoid`), else a new one."""
+    if sl.proposal is not None and _still_good(state, sl, sl.proposal, cause, avoid):
         kept = _planned(state, sl, sl.proposal)
         if kept.ready:
             return kept
     try:
-        alloc = replacement_for(state, sl, cause)
+        alloc = replacement_for(state, sl, cause, avoid)
     except (Refused, BadInput) as exc:  # no place to move to is an answer: the fault is recorded regardless
         return Proposal(None, why=str(exc))
     proposal = _planned(state, sl, alloc)
     if proposal.ready or sl.fault_tolerant_routing or all(o.pod != alloc.pod for o in state.health().ocs_down):
         return proposal
     try:  # a slice without fault-tolerant routing cannot be wired in a pod with an OCS down: another pod can
-        elsewhere = _planned(state, sl, _other_pod(state, sl, alloc.pod, state.machine_usage(excluding=sl.name)))
+        used = state.machine_usage(excluding=sl.name)
+        elsewhere = _planned(state, sl, _other_pod(state, sl, alloc.pod, used, avoid))
     except Refused:
         return proposal
     return elsewhere if elsewhere.ready else proposal
 
 
-def propose_move(state: FleetState, sl: Slice) -> Proposal:
+def propose_move(state: FleetState, sl: Slice, avoid: frozenset[str] = NOTHING_AVOIDED) -> Proposal:
     """An evicted slice's move as it stands: away from the fault that evicted it while that fault is open
-    (`reschedule`, `explain`, and a later fault that lands on the reserved move)."""
+    (`reschedule`, `explain`, and a later fault that lands on the reserved move); cubes in `avoid` (`reschedule
+    --avoid`: a maintenance plan's later drains) only when no other fits."""
     evicting = state.fault(sl.evicted_by)
-    return propose_replacement(state, sl, evicting.target if evicting is not None and evicting.is_open else None)
+    cause = evicting.target if evicting is not None and evicting.is_open else None
+    return propose_replacement(state, sl, cause, avoid)
 
 
 def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:
@@ -148,9 +170,10 @@ def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:
     return Proposal(alloc, plan)
 
 
-def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId | None) -> bool:
-    """A reserved proposal can still be taken: healthy, free, and clear of the fault that caused the move."""
-    health = state.health()
+def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId | None, avoid: frozenset[str]) -> bool:
+    """A reserved proposal can still be taken: healthy, free, clear of the fault that caused the move, and of
+    cubes under announced maintenance or in `avoid` that it does not hold already."""
+    health = _health(state, avoid)
     used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId) and alloc.pod == cause.pod:
         return False
@@ -158,5 +181,5 @@ def _still_good(state: FleetState, sl: Slice, alloc: Allocation, cause: TargetId
         return False
     wanted = set(alloc.machines or ALL_MACHINES)
     if any(c in health.maintenance and c not in sl.cubes for c in alloc.cubes):
-        return False  # maintenance announced since it was reserved: proposed again, such a cube only if no other fits
+        return False  # maintenance announced since it was reserved (or avoided): proposed again, such a cube last
     return all(health.cube_ok(c) and not (used.get(c, set()) & wanted) for c in alloc.cubes)

@@ -266,10 +266,17 @@ def faults_cmd(
     )
 
 
-@app.command("reschedule", epilog=examples("tpufleet reschedule train"))
+@app.command("reschedule", epilog=examples("tpufleet reschedule train", "tpufleet reschedule train --avoid c120,c121"))
 def reschedule_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="An evicted slice")],
+    avoid: Annotated[
+        str | None,
+        typer.Option(
+            "--avoid",
+            help="Cubes (comma-separated) to take only when no other fits, as cubes under announced maintenance",
+        ),
+    ] = None,
     output: OutputOpt = Output.table,
     verbose: RoutingWorkOpt = False,
 ) -> None:
@@ -278,14 +285,31 @@ def reschedule_cmd(
     from tpufleet.ops import faults as fault_ops
     from tpufleet.routing import memo
 
+    avoided = _avoided_cubes(avoid)
     store = ctx.obj.store()
     # a landing among network faults is routed to judge it: with the repair cache, as `inject-fault` and
     # `routes` route, so the tables `routes` stores next are not worked out twice
     cache = store.table_cache()
     with routing_progress("rescheduling", verbose), memo.using(cache):
-        outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name))
+        outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name, avoided))
         cache.flush()
     emit(outcome.data, output, lambda: _rescheduled_text(name, outcome.data))
+
+
+def _avoided_cubes(text: str | None) -> list[str]:
+    """`--avoid c120,c121` (a cube also as its target id, `cube:c120`): the cubes, each named once; whether the
+    fleet has them is checked against the state in the transaction."""
+    from tpufleet.errors import BadInput, refuse_repeats
+
+    if text is None:
+        return []
+    cubes = [c.strip().removeprefix("cube:") for c in text.split(",")]
+    if not any(cubes):
+        raise BadInput(f"bad option --avoid: {text!r} names no cube (leave it out to avoid none)")
+    if "" in cubes:
+        raise BadInput(f"bad option --avoid: {text!r} names an empty cube (between two commas, or at an end)")
+    refuse_repeats("--avoid", cubes)
+    return cubes
 
 
 def _rescheduled_text(name: str, d: dict) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tpufleet import faults, moves, movesteps
-from tpufleet.errors import Refused
+from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId, natural_key
 from tpufleet.jobs import job_status, jobs_hit
@@ -180,12 +180,16 @@ def apply_import(
     return Outcome(plan, Change(summary, {"faults": sorted(filter(None, ids.values()), key=natural_key)}))
 
 
-def reschedule(state: FleetState, name: str) -> Outcome:
-    """Move an evicted slice onto its proposed replacement and wire it there."""
+def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outcome:
+    """Move an evicted slice onto its proposed replacement and wire it there; the cubes `avoid` names (a
+    maintenance plan's later drains) are taken only when no other fits, as cubes under announced maintenance."""
+    unknown = next((c for c in avoid if c not in state.fleet.cube_pod), None)
+    if unknown is not None:  # checked against this state's fleet: the one the command read may be older
+        raise BadInput(f"bad option --avoid: unknown cube {unknown!r}")
     sl = state.slice(name)
     if sl.state is not SliceState.EVICTED:
         raise Refused(f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule")
-    proposal = moves.propose_move(state, sl)
+    proposal = moves.propose_move(state, sl, frozenset(avoid))
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
     alloc, plan = proposal.alloc, proposal.plan

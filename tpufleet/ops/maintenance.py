@@ -81,6 +81,16 @@ class _Wave:
     fault_ids: set[str] = field(default_factory=set)
     steps: list[dict[str, Any]] = field(default_factory=list)  # what was done, in order (apply-maintenance)
     holders: dict[str, list[str]] = field(default_factory=dict)  # cube -> slices holding it before the wave
+    avoid: tuple[str, ...] = ()  # cubes its moves take only when no other fits: later waves' (`later_drains`)
+
+
+def later_drains(later: Sequence[Sequence[Notice]]) -> tuple[str, ...]:
+    """The cubes the plan's later waves drain that are not drained yet (a notice whose drain is open is out of
+    the pool already): a slice a wave moves goes there only when no other cube fits, or the later wave would
+    stop it again and move it back. Planning and applying both take them from the plan's waves, so a wave applied
+    makes the moves its printed commands (`reschedule NAME --avoid ...`) make."""
+    cubes = {n.cube for wave in later for n in wave if n.fault_id is None}
+    return tuple(sorted(cubes, key=natural_key))
 
 
 @dataclass(frozen=True)
@@ -148,13 +158,13 @@ def _move(sim: FleetState, wave: _Wave, name: str, run: _Run) -> None:
     before, on = list(sl.cubes), [n.target for n in wave.notices if n.cube in sl.cubes]
     row: dict[str, Any] = {"slice": name, "job": sl.job, "notice": on[0] if on else None, "pod": sl.pod}
     try:
-        done = fault_ops.reschedule(sim, name).data
+        done = fault_ops.reschedule(sim, name, wave.avoid).data
     except Refused as exc:
         if run.applying:
             raise Refused(f"wave {wave.number}: cannot move slice {name!r}: {exc}; plan again") from None
         wave.moves.append({**row, "status": "unserved", "reason": str(exc)})
         return
-    wave.commands.extend(maintenance.move_commands(name))
+    wave.commands.extend(maintenance.move_commands(name, wave.avoid))
     after = list(done["cubes"])
     out, into = [c for c in before if c not in after], [c for c in after if c not in before]
     wave.moves.append({**row, "status": "moved", "to_pod": done["pod"], "cubes_out": out, "cubes_in": into})
@@ -262,7 +272,8 @@ def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares
     rows = []
     for i, group in enumerate(groups):
         cleared = [n for j, g in enumerate(groups) if clears[j] == i for n in g]
-        rows.append(_run_wave(sim, _Wave(i + 1, list(group)), cleared, _Run(), spares))
+        wave = _Wave(i + 1, list(group), avoid=later_drains(groups[i + 1 :]))
+        rows.append(_run_wave(sim, wave, cleared, _Run(), spares))
     return Outcome(_document(state, notices, rows, max_parallel, spares, source))
 
 
@@ -400,7 +411,7 @@ def apply_wave(
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
     _not_back_yet_refused(state, saved, number, now)
     run = _Run(now, lambda s, name: _route(s, name, now, save_tables))
-    done = _Wave(number, list(wave.notices))
+    done = _Wave(number, list(wave.notices), avoid=later_drains([w.notices for w in saved.waves[number:]]))
     _clear_overdue(state, done, [n for w in saved.waves[: number - 1] for n in w.cleared_after], run)
     record = _run_wave(state, done, wave.cleared_after, run, 0)
     differ = _differs(wave, done, state)
