@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from tpufleet.topology import ChipGraph
 
 # chips: from this size on, split tables with the trees' later legs on dateline pairs too (twisted 8x16x16 3371 ->
-# 3338 with an x OCS down; on 8x8x16 they are never the lightest, 1317 against 1303, and cost 1.2x the CPU)
-LATER_PAIRS_MIN_CHIPS = 2048
+# 3338 with an x OCS down; on 8x8x16 x/9 1436 -> 1317 and y/14 1332 -> 1317, where x/3 keeps 1303, for 1.2x the CPU)
+LATER_PAIRS_MIN_CHIPS = 1024
 # chips: split tables with two broken dimensions on twisted tori (`_split_two_made`; measured up to 8x16x16: two
 # builds, 0.5-1.5 s each, beside 1.4-4.2 s for the single orders)
 SPLIT_TWO_LIMIT = 2048
