@@ -376,10 +376,11 @@ def _maintenance_ahead(state: FleetState, sl: Slice, now: str, why: list[str], n
             f"{m['sub_block']}): its drain"
         )
         why.append(f"cube {m['cube']}{when} stops the slice unless it is moved first")
-    if ahead:
-        next_steps.append(
-            "tpufleet plan-maintenance --out plan.json (then tpufleet apply-maintenance plan.json --wave N)"
+    if ahead:  # `next` holds commands as run: the plan's waves go in order, so wave 1 comes first
+        why.append(
+            "`tpufleet plan-maintenance` plans its move: apply the waves in order (`apply-maintenance plan.json --wave N`)"
         )
+        next_steps += ["tpufleet plan-maintenance --out plan.json", "tpufleet apply-maintenance plan.json --wave 1"]
 
 
 def _containing(state: FleetState, target: TargetId) -> list[Fault]:

@@ -1,0 +1,34 @@
+"""`explain`'s `next` for a slice on a cube whose maintenance the reservation announced: only commands, each
+runnable as written once those before it ran (README: `next` holds only commands, in the order to run them)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+WINDOW = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
+
+
+def test_explain_next_for_announced_maintenance_runs_as_written_and_moves_the_slice(fleet, tmp_path, monkeypatch):
+    """The step read `tpufleet plan-maintenance --out plan.json (then tpufleet apply-maintenance plan.json --wave
+    N)`: a parenthesis and a placeholder, which a shell refuses and the CLI cannot take."""
+    from tpufleet.state import store
+
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sb = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sb]))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0  # c00
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    steps = fleet("explain", "a", "-o", "json").json["next"]
+    maintenance = [s for s in steps if "maintenance" in s]
+    assert maintenance, steps
+    for step in maintenance:
+        words = shlex.split(step)  # a shell's reading: a parenthesis would end it
+        assert words[0] == "tpufleet" and not any(set(w) & set("()") or w == "N" for w in words), step
+        args = [str(tmp_path / w) if w.endswith(".json") else w for w in words[1:]]
+        r = fleet(*args)
+        assert r.code == 0, (step, r.err)
+    moved = {s["name"]: s for s in fleet("show", "slices", "-o", "json").json}["a"]
+    assert moved["state"] != "evicted" and "c00" not in moved["cubes"]
