@@ -82,6 +82,10 @@ def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
         raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
+    if datetime.fromisoformat(str(value)).tzinfo is None:  # read as UTC, a local time would drain hours off
+        raise BadInput(
+            f"{where}: field {key}: {shown(value)} has no UTC offset (RFC 3339: 2026-06-16T09:00:00Z, or +02:00)"
+        )
     return moment
 
 
