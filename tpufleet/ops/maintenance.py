@@ -10,6 +10,7 @@ the plan was made; afterwards the moves it made must be the plan's, or nothing i
 from __future__ import annotations
 
 import copy
+import shlex
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -332,7 +333,7 @@ def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, 
     if missing:
         raise Refused(
             f"wave {missing[0]} of plan {saved.path} is not applied yet: waves go in order "
-            f"(tpufleet apply-maintenance {saved.path} --wave {missing[0]})"
+            f"(tpufleet apply-maintenance {shlex.quote(str(saved.path))} --wave {missing[0]})"
         )
 
 
