@@ -21,7 +21,7 @@ from tpufleet.errors import BadInput, BadStateFile, Refused
 from tpufleet.fleetstate import Change, FleetState, SliceState
 from tpufleet.ids import CubeId, OcsId, natural_key
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
-from tpufleet.journalentry import JournalEntry
+from tpufleet.journalentry import FLEET_REPLACED, JournalEntry
 from tpufleet.maintenance import Notice
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops import routes as route_ops
@@ -307,18 +307,22 @@ class AppliedWaves:
     """What the journal says of a plan's applied waves: wave number -> the serial that applied it."""
 
     serials: dict[int, int]
+    replaced_at: int | None = None  # the serial of an `init --force` after the plan's: its fleet is gone
 
 
 def applied_waves(entries: Sequence[JournalEntry], saved: SavedMaintenancePlan) -> AppliedWaves:
-    """This plan's applied waves, from the journal's entries (this plan's id, after its serial)."""
-    serials = {}
+    """This plan's applied waves, from the journal's entries (this plan's id, after its serial), and the last
+    `init --force` since the plan was made, if any."""
+    serials, replaced_at = {}, None
     for e in entries:
+        if e.serial > saved.serial and FLEET_REPLACED in (e.details or {}):
+            replaced_at = e.serial
         mark = (e.details or {}).get(JOURNAL_PLAN_KEY)
         if isinstance(mark, Mapping) and mark.get("id") == saved.plan_id and e.serial > saved.serial:
             wave = mark.get("wave")
             if isinstance(wave, int):
                 serials[wave] = e.serial
-    return AppliedWaves(serials)
+    return AppliedWaves(serials, replaced_at)
 
 
 def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, applied: Mapping[int, int]) -> None:
@@ -403,6 +407,11 @@ def apply_wave(
     _unknown_cubes_refused(state, saved)
     check_fleet(saved, state.fleet)
     _order_refusal(state, saved, number, applied.serials)
+    if applied.replaced_at is not None:  # same names, another fleet: its spares and holders are not the plan's
+        raise Refused(
+            f"stale plan {saved.path}: made at serial {saved.serial}, and since then `init --force` replaced the "
+            f"fleet (serial {applied.replaced_at}); plan again"
+        )
     wave = saved.waves[number - 1]
     unserved = [m for m in wave.moves if m.status != "moved"]
     if unserved:
