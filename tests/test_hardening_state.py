@@ -15,10 +15,12 @@ import json
 import multiprocessing
 import os
 import resource
+import shlex
 import shutil
 import signal
 import socket
 import stat
+import subprocess
 import sys
 import threading
 from contextlib import contextmanager
@@ -566,12 +568,14 @@ def test_a_symlink_at_a_slices_tables_says_the_way_forward(routed, tmp_path, dan
     r = routed("explain", "s", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["routes"] == "missing"
-    assert r.json["next"][-2:] == [f"remove the symbolic link {tables} (never followed)", "tpufleet routes s"]
+    remove = r.json["next"][-2]
+    assert r.json["next"][-1] == "tpufleet routes s" and shlex.split(remove) == ["rm", "--", str(tables)]
     for args in (("routes", "s"), ("collective", "s", "--op", "all-reduce", "--bytes", "1MB")):
         one_line_error(routed(*args), 2, f"{tables} is a symbolic link", f"remove it (rm -- {tables})", "routes s`")
     assert tables.is_symlink() and snapshot(routed.state) == before
     assert dangling or outside.read_bytes()[:2] == b"PK"
-    tables.unlink()
+    subprocess.run(shlex.split(remove), check=True)  # `next` holds commands: run as printed, it removes the link
+    assert not tables.is_symlink() and not tables.exists()
     assert routed("routes", "s").code == 0 and routed("explain", "s", "-o", "json").json["routes"] == "fresh"
 
 

@@ -7,6 +7,7 @@ OCS): its open faults and the slices and stored routing tables that depend on it
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -331,8 +332,8 @@ def explain_slice(
     if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
         link = (linked_tables or {}).get(sl.name)
         if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)
-            why.append(f"a symbolic link stands where its routing tables belong: {link}")
-            next_steps.append(f"remove the symbolic link {link} (never followed)")
+            why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
+            next_steps.append(f"rm -- {shlex.quote(str(link))}")
         next_steps.append(f"tpufleet routes {sl.name}")
     return {
         "kind": "slice",
