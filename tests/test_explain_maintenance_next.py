@@ -32,3 +32,24 @@ def test_explain_next_for_announced_maintenance_runs_as_written_and_moves_the_sl
         assert r.code == 0, (step, r.err)
     moved = {s["name"]: s for s in fleet("show", "slices", "-o", "json").json}["a"]
     assert moved["state"] != "evicted" and "c00" not in moved["cubes"]
+
+
+def test_a_plans_drain_is_not_cleared_before_its_window_ends(fleet, tmp_path, monkeypatch):
+    """`explain cube:c00` on the drain a plan's wave opened said `next: tpufleet clear-fault f1` with the window
+    still ahead: run, it gave the cube back to the pool during the maintenance. Now the step waits for the window's
+    end (said in `why`), and is given once it has passed."""
+    from tpufleet.state import store
+
+    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
+    sb = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sb]))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0  # c00
+    assert fleet("plan-maintenance", "--out", tmp_path / "plan.json").code == 0
+    assert fleet("apply-maintenance", tmp_path / "plan.json", "--wave", "1").code == 0
+    (drain,) = [f for f in fleet("faults", "-o", "json").json if f["target"] == "cube:c00"]
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")  # within the window
+    during = fleet("explain", "cube:c00", "-o", "json").json
+    assert during["next"] == [] and any(drain["id"] in w and "2099-06-16T13:00:00Z" in w for w in during["why"])
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
+    assert fleet("explain", "cube:c00", "-o", "json").json["next"] == [f"tpufleet clear-fault {drain['id']}"]

@@ -465,6 +465,11 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
             )
             for m in _announced_on(state, {target.cube})
         ]
+    held = {f.id: end for f in faults if (end := _plan_window_ahead(f, now)) is not None}
+    why += [
+        f"{fid} is a maintenance plan's drain, its window until {end}: clear it once that has passed"
+        for fid, end in held.items()
+    ]
     return {
         "kind": target.kind,
         "target": str(target),
@@ -473,5 +478,16 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
         "slices": slices,
         "tables": [n for n in slices if n in state.routes],
         "why": why + _reservation_whys(faults),
-        "next": list(dict.fromkeys(_clear_step(f) for f in faults)),
+        "next": list(dict.fromkeys(_clear_step(f) for f in faults if f.id not in held)),
     }
+
+
+def _plan_window_ahead(f: Fault, now: str) -> str | None:
+    """The end of the window a maintenance plan's drain `f` holds its cube for (`maintenance.wave_reason`), while
+    it is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance."""
+    from tpufleet import maintenance
+
+    if not maintenance.a_plans_drain(f.reason):
+        return None
+    end = f.reason.rpartition(" to ")[2]
+    return end if end != "done" and end > now else None
