@@ -53,3 +53,15 @@ def test_a_plans_drain_is_not_cleared_before_its_window_ends(fleet, tmp_path, mo
     assert during["next"] == [] and any(drain["id"] in w and "2099-06-16T13:00:00Z" in w for w in during["why"])
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
     assert fleet("explain", "cube:c00", "-o", "json").json["next"] == [f"tpufleet clear-fault {drain['id']}"]
+
+
+def test_a_drain_whose_reason_only_looks_like_a_plans_is_not_held(fleet, monkeypatch):
+    """A drain recorded by hand with a reason that begins as a plan's but names no window end (`... to soon`) gets
+    its `clear-fault` step: only a plan's window, read as a time, holds it back."""
+    from tpufleet.state import store
+
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
+    r = fleet("inject-fault", "cube:c00", "--planned", "--reason", "maintenance wave 1: 2099-06-16T09:00:00Z to soon")
+    assert r.code == 0, r.err
+    (drain,) = fleet("faults", "-o", "json").json
+    assert fleet("explain", "cube:c00", "-o", "json").json["next"] == [f"tpufleet clear-fault {drain['id']}"]

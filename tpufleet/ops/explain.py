@@ -486,8 +486,9 @@ def _plan_window_ahead(f: Fault, now: str) -> str | None:
     """The end of the window a maintenance plan's drain `f` holds its cube for (`maintenance.wave_reason`), while
     it is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance."""
     from tpufleet import maintenance
+    from tpufleet.timeparse import utc_stamp
 
     if not maintenance.a_plans_drain(f.reason):
         return None
-    end = f.reason.rpartition(" to ")[2]
-    return end if end != "done" and end > now else None
+    end = utc_stamp(f.reason.rpartition(" to ")[2])  # None for `done`, or a reason typed by hand: not held
+    return end if end is not None and end > now else None
