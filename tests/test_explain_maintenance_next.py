@@ -65,3 +65,50 @@ def test_a_drain_whose_reason_only_looks_like_a_plans_is_not_held(fleet, monkeyp
     assert r.code == 0, r.err
     (drain,) = fleet("faults", "-o", "json").json
     assert fleet("explain", "cube:c00", "-o", "json").json["next"] == [f"tpufleet clear-fault {drain['id']}"]
+
+
+def test_a_slice_stopped_by_a_plans_drain_waits_for_its_window(fleet, monkeypatch):
+    """A plan run by hand (its printed `inject-fault ... --planned --reason 'maintenance wave 1: ...'`) stops a
+    slice with nowhere else to go. `explain SLICE` said `next: clear-fault fN, reschedule` inside the window: run,
+    that gives the cube back during the maintenance. Now both wait for the window's end (said in `why`)."""
+    from tpufleet.state import store
+
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T08:00:00Z")
+    assert fleet("allocate", "big", "--shape", "16x16x16").code == 0  # every cube of the pod
+    assert fleet("plan-xconnect", "big", "--apply").code == 0
+    reason = "maintenance wave 1: 2099-06-16T09:00:00Z to 2099-06-16T13:00:00Z"
+    assert fleet("inject-fault", "cube:c00", "--planned", "--reason", reason).code == 0
+    (drain,) = fleet("faults", "-o", "json").json
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")  # within the window
+    during = fleet("explain", "big", "-o", "json").json
+    assert during["state"] == "evicted" and during["next"] == []
+    assert any(drain["id"] in w and "2099-06-16T13:00:00Z" in w for w in during["why"]), during["why"]
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
+    after = fleet("explain", "big", "-o", "json").json["next"]
+    assert after == [f"tpufleet clear-fault {drain['id']}", "tpufleet reschedule big"]
+    for step in after:
+        assert fleet(*step.split()[1:]).code == 0, step
+    assert {s["name"]: s for s in fleet("show", "slices", "-o", "json").json}["big"]["state"] != "evicted"
+
+
+def test_a_job_stopped_by_a_plans_drain_waits_for_its_window(fleet, monkeypatch):
+    """The same for a job, in `explain JOB` and in `inject-fault`'s `jobs[].next`: both said `clear-fault f1`
+    and `reschedule llm-0` with the drain's window still ahead."""
+    from tpufleet.state import store
+
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T08:00:00Z")
+    assert fleet("allocate", "llm", "--shape", "8x8x8", "--slices", "8").code == 0  # every cube of the pod
+    assert fleet("plan-xconnect", "llm", "--apply").code == 0
+    reason = "maintenance wave 1: 2099-06-16T09:00:00Z to 2099-06-16T13:00:00Z"
+    r = fleet("inject-fault", "cube:c00", "--planned", "--reason", reason, "-o", "json")
+    assert r.code == 0, r.err
+    ((radius,),) = [r.json] if isinstance(r.json, list) else [[r.json]]
+    (job,) = radius["jobs"]
+    assert not [s for s in job["next"] if "clear-fault" in s or "reschedule" in s], job["next"]
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")  # within the window
+    during = fleet("explain", "llm", "-o", "json").json
+    assert not [s for s in during["next"] if "clear-fault" in s or "reschedule" in s], during["next"]
+    assert any("llm-0" in w and "2099-06-16T13:00:00Z" in w for w in during["why"]), during["why"]
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
+    after = fleet("explain", "llm", "-o", "json").json["next"]
+    assert after[:2] == [f"tpufleet clear-fault {radius['fault_id']}", "tpufleet reschedule llm-0"], after

@@ -89,7 +89,7 @@ def test_a_non_elastic_job_is_stopped_whole_with_one_replacement_slice_proposed(
     state = _state_with_job(None)
     _validates(state)
     (verdict,) = fault_verdicts(state, ["j-1"])
-    r = verdict.record(state)
+    r = verdict.record(state, "2099-01-01T00:00:00Z")
     assert (r["job"], r["action"], r["state"], r["active_slices"], r["total_slices"]) == ("j", "stop", "stopped", 3, 4)
     assert r["throughput_kept"] == 0.0 and r["step_slowdown"] is None
     assert [x["slice"] for x in r["replacements"]] == ["j-1"]  # only the broken slice is replaced
@@ -103,7 +103,7 @@ def test_a_non_elastic_job_is_stopped_whole_with_one_replacement_slice_proposed(
 def test_an_elastic_job_continues_on_n_minus_one_slices_and_says_what_it_keeps():
     state = _state_with_job(3)
     (verdict,) = fault_verdicts(state, ["j-1", "not-a-slice"])
-    r = verdict.record(state)
+    r = verdict.record(state, "2099-01-01T00:00:00Z")
     assert (r["action"], r["state"], r["active_slices"], r["total_slices"], r["elastic_min"]) == (
         "continue",
         "degraded",
@@ -129,8 +129,10 @@ def test_verdicts_name_only_the_jobs_hit():
     state.add_slice(Slice("solo", S448, "pod0", ("c06", "c07"), {"c06": (0, 0, 0), "c07": (0, 0, 1)}, E))
     assert fault_verdicts(state, ["solo"]) == []
     radius = {"slices": [{"slice": "solo", "action": "reschedule"}, {"slice": "j-1", "action": "reschedule"}]}
-    assert [r["job"] for r in jobs_hit(state, radius)] == ["j"]
-    assert jobs_hit(state, {"slices": [{"slice": "j-0", "action": "none"}]}) == []  # a bystander
+    assert [r["job"] for r in jobs_hit(state, radius, "2099-01-01T00:00:00Z")] == ["j"]
+    assert (
+        jobs_hit(state, {"slices": [{"slice": "j-0", "action": "none"}]}, "2099-01-01T00:00:00Z") == []
+    )  # a bystander
 
 
 def test_a_slice_of_a_job_goes_only_with_its_job():
@@ -276,7 +278,7 @@ def test_words_for_explain_and_the_map_legend():
     from tpufleet.jobs import explain_job, job_line, job_tag
 
     state = _state_with_job(None)
-    d = explain_job(state, "j")
+    d = explain_job(state, "j", "2099-01-01T00:00:00Z")
     assert (d["kind"], d["state"], d["next"]) == ("job", "stopped", ["tpufleet reschedule j-1"])
     assert d["why"][0] == (
         "job j: 3 of 4 slices active (not elastic), stopped: one evicted slice stops the whole job; "
@@ -286,6 +288,9 @@ def test_words_for_explain_and_the_map_legend():
     assert job_tag(state, state.slices["j-0"]) == "job j (stopped)"
     assert (job_line(state, state.slices["j-3"]) or "").startswith("one of the slices of job j: 3 of 4")
     elastic = _state_with_job(3)
-    assert "keeps 0.75 of its throughput, a step takes 1.333x as long" in explain_job(elastic, "j")["why"][0]
+    assert (
+        "keeps 0.75 of its throughput, a step takes 1.333x as long"
+        in explain_job(elastic, "j", "2099-01-01T00:00:00Z")["why"][0]
+    )
     solo = Slice("solo", S448, "pod0", (), {}, C)
     assert job_line(state, solo) is None and job_tag(state, solo) == ""

@@ -158,7 +158,7 @@ class JobVerdict:
             return "not running yet: some slices are not wired"
         return "runs on: no slice of it was evicted"
 
-    def record(self, state: FleetState) -> Json:
+    def record(self, state: FleetState, now: str) -> Json:
         """The job section of a blast radius (`inject-fault -o json` under "jobs")."""
         s = self.status
         return {
@@ -173,7 +173,7 @@ class JobVerdict:
             "throughput_kept": s.throughput_kept,
             "step_slowdown": s.step_slowdown,
             "replacements": [_replacement(state.slices[n]) for n in s.evicted],
-            "next": next_steps(state, s),
+            "next": next_steps(state, s, now),
         }
 
 
@@ -181,16 +181,18 @@ def _replacement(sl: Slice) -> Json:
     return {"slice": sl.name, "proposal": sl.proposal.record() if sl.proposal else None}
 
 
-def next_steps(state: FleetState, status: JobStatus) -> list[str]:
+def next_steps(state: FleetState, status: JobStatus, now: str) -> list[str]:
     """The commands that bring the job back to all its slices, in the order to run them, each working when run:
     the repairs its evicted slices wait for (`movesteps.steps_to_move`), then their moves; a slice that cannot move
-    even then gets no step."""
+    even then gets no step, nor one whose move waits for a maintenance plan's drain until its window ends."""
     from tpufleet.integrations.reservation import clear_step
+    from tpufleet.maintenance import plan_window_ahead
     from tpufleet.movesteps import steps_to_move
 
     plan = steps_to_move(state, [state.slices[name] for name in status.evicted])
-    clears = dict.fromkeys(clear_step(f.id, f.reason) for f in plan.clears)  # one import closes every drain of it
-    steps = [*clears] + [f"tpufleet reschedule {n}" for n in plan.moves]
+    held = {f.id for f in plan.clears if plan_window_ahead(f.reason, now) is not None}
+    clears = dict.fromkeys(clear_step(f.id, f.reason) for f in plan.clears if f.id not in held)  # one import: all
+    steps = [*clears] + [f"tpufleet reschedule {n}" for n in plan.moves if not held.intersection(plan.needs.get(n, ()))]
     if status.state is JobState.PENDING:
         steps.append(f"tpufleet plan-xconnect {status.job.name} --apply")
     return steps
@@ -207,10 +209,10 @@ def fault_verdicts(state: FleetState, slices_hit: Iterable[str]) -> list[JobVerd
     return [JobVerdict(job_status(state, job), tuple(names)) for job, names in sorted(hit.items())]
 
 
-def jobs_hit(state: FleetState, radius: Json) -> list[Json]:
+def jobs_hit(state: FleetState, radius: Json, now: str) -> list[Json]:
     """The "jobs" section for one blast radius (`BlastRadius.to_dict()`): its slices' jobs and their verdicts."""
     touched = [s["slice"] for s in radius.get("slices", []) if s.get("action") != "none"]
-    return [v.record(state) for v in fault_verdicts(state, touched)]
+    return [v.record(state, now) for v in fault_verdicts(state, touched)]
 
 
 # ---- words for `explain` and the map legend ----------------------------------------------------------------------
@@ -240,7 +242,7 @@ def job_tag(state: FleetState, sl: Slice) -> str:
     return "" if sl.job is None else f"job {sl.job} ({job_status(state, sl.job).state})"
 
 
-def explain_job(state: FleetState, name: str) -> Json:
+def explain_job(state: FleetState, name: str, now: str) -> Json:
     """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
     from tpufleet.integrations.reservation import awaited
     from tpufleet.movesteps import steps_to_move, unjudged_note
@@ -257,14 +259,22 @@ def explain_job(state: FleetState, name: str) -> Json:
             line += f"; no place to move it to, even once its faults are cleared: {moves.stuck[member.name]}"
         elif needs := moves.needs.get(member.name):  # a reserved move too: `reschedule` refuses it until then
             repair, _ = awaited([f for f in map(state.fault, needs) if f is not None])
-            now = "no place to move it to now" if member.proposal is None else _refused(member, moves.waits)
-            line += f"; {now}: it waits for {repair}"
+            placed = "no place to move it to now" if member.proposal is None else _refused(member, moves.waits)
+            line += f"; {placed}: it waits for {repair}{_windows(state, needs, now)}"
         elif member.proposal is not None:
             line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
         if member.name in moves.unjudged:
             line += f"; {unjudged_note(member, moves.unjudged[member.name])}"
         why.append(line)
-    return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status)}
+    return {"kind": "job", **status.record(), "why": why, "next": next_steps(state, status, now)}
+
+
+def _windows(state: FleetState, faults: Iterable[str], now: str) -> str:
+    """Where some of `faults` are maintenance plans' drains whose window is ahead: until when they hold."""
+    from tpufleet.maintenance import plan_window_ahead
+
+    ends = [(f.id, end) for f in map(state.fault, faults) if f and (end := plan_window_ahead(f.reason, now))]
+    return "".join(f" ({fid} is a maintenance plan's drain, its window until {end})" for fid, end in ends)
 
 
 def _refused(sl: Slice, waits: dict[str, str]) -> str:

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from tpufleet.errors import BadInput, shown
-from tpufleet.timeparse import parse_stamp, stamp_text
+from tpufleet.timeparse import parse_stamp, stamp_text, utc_stamp
 
 __all__ = [
     "KIND",
@@ -183,6 +183,15 @@ def wave_reason(number: int, wave: Sequence[Notice]) -> str:
 def a_plans_drain(reason: str) -> bool:
     """A drain a maintenance plan's wave opened (`wave_reason`), this plan's or one it replaces."""
     return reason.startswith(WAVE_REASON)
+
+
+def plan_window_ahead(reason: str, now: str) -> str | None:
+    """The end of the window a maintenance plan's drain (its `reason`, `wave_reason`) holds its cube for, while it
+    is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance."""
+    if not a_plans_drain(reason):
+        return None
+    end = utc_stamp(reason.rpartition(" to ")[2])  # None for `done`, or a reason typed by hand: not held
+    return end if end is not None and end > now else None
 
 
 def drain_command(notice: Notice, reason: str) -> str:

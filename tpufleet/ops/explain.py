@@ -56,7 +56,7 @@ def _explain_job(
     bring its evicted slices back; a running slice may still wait for its repairs, cross-connects or tables)."""
     from tpufleet.jobs import explain_job
 
-    row = explain_job(state, name)
+    row = explain_job(state, name, now)
     steps = job_wire_steps(state, name, row["next"], now, row["why"])
     reasons: dict[int, list[str]] = {}  # under each wired slice's line (row["why"][1 + i]): why its steps are there
     for i, sl in enumerate(state.job_slices(name)):
@@ -170,7 +170,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
     return why, steps
 
 
-def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
+def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[str]]:
     from tpufleet.moves import propose_move
     from tpufleet.movesteps import steps_to_move, unjudged_note
 
@@ -189,8 +189,10 @@ def _evicted(state: FleetState, sl: Slice) -> tuple[list[str], list[str]]:
             return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
         why += [f"it moves once {awaited(steps.clears)[1]}", *unjudged]
         why += _reservation_whys(steps.clears)
-        clears = dict.fromkeys(_clear_step(f) for f in steps.clears)  # one import closes every reservation drain
-        return why, [*clears, f"tpufleet reschedule {sl.name}"]
+        held = _held_whys(steps.clears, now)
+        clears = dict.fromkeys(_clear_step(f) for f in steps.clears if _plan_window_ahead(f, now) is None)
+        # one import closes every reservation drain; while a plan's drain holds, reschedule could not move it yet
+        return why + held, [*clears] if held else [*clears, f"tpufleet reschedule {sl.name}"]
     proposal = propose_move(state, sl).to_dict()
     where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
     if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
@@ -312,7 +314,7 @@ def explain_slice(
     if sl.state is SliceState.ALLOCATED:
         why, next_steps = _pending(state, sl, now)
     elif sl.state is SliceState.EVICTED:
-        why, next_steps = _evicted(state, sl)
+        why, next_steps = _evicted(state, sl, now)
     elif sl.state is SliceState.DEGRADED:
         why, next_steps = _degraded(sl)
     else:
@@ -465,11 +467,8 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
             )
             for m in _announced_on(state, {target.cube})
         ]
-    held = {f.id: end for f in faults if (end := _plan_window_ahead(f, now)) is not None}
-    why += [
-        f"{fid} is a maintenance plan's drain, its window until {end}: clear it once that has passed"
-        for fid, end in held.items()
-    ]
+    held = {f.id for f in faults if _plan_window_ahead(f, now) is not None}
+    why += _held_whys(faults, now)
     return {
         "kind": target.kind,
         "target": str(target),
@@ -482,13 +481,16 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
     }
 
 
-def _plan_window_ahead(f: Fault, now: str) -> str | None:
-    """The end of the window a maintenance plan's drain `f` holds its cube for (`maintenance.wave_reason`), while
-    it is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance."""
-    from tpufleet import maintenance
-    from tpufleet.timeparse import utc_stamp
+def _held_whys(faults: list[Fault], now: str) -> list[str]:
+    """Why the `clear-fault` step of each maintenance plan's drain among `faults` is held back, until when."""
+    return [
+        f"{f.id} is a maintenance plan's drain, its window until {end}: clear it once that has passed"
+        for f in faults
+        if (end := _plan_window_ahead(f, now)) is not None
+    ]
 
-    if not maintenance.a_plans_drain(f.reason):
-        return None
-    end = utc_stamp(f.reason.rpartition(" to ")[2])  # None for `done`, or a reason typed by hand: not held
-    return end if end is not None and end > now else None
+
+def _plan_window_ahead(f: Fault, now: str) -> str | None:
+    from tpufleet.maintenance import plan_window_ahead
+
+    return plan_window_ahead(f.reason, now)

@@ -44,7 +44,7 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
         radius = faults.inject(state, request.target, request.planned, request.reason, now)
         state.mark_routes_stale({s.slice for s in radius.slices if s.action != "none"}, f"fault {radius.fault_id}")
         entry = radius.to_dict()
-        hit = jobs_hit(state, entry)  # after this fault's evictions and reroutes: the job-level verdict
+        hit = jobs_hit(state, entry, now)  # after this fault's evictions and reroutes: the job-level verdict
         for job in hit:
             job["next"] = job_wire_steps(state, job["job"], job["next"], now)
         if hit:
