@@ -3,7 +3,7 @@ the same use cases `inject-fault`, `reschedule`, `plan-xconnect --apply`, `route
 
 Planning runs every wave on a copy of the fleet state (the state itself is never changed: the plan is a plan),
 each drain and clear at its notice's window. Applying runs one wave of a saved plan on the state, in one
-transaction, with the same step code (`_run_wave`), after checking that nothing the wave depends on moved since
+transaction, with the same step code (`run_wave`), after checking that nothing the wave depends on moved since
 the plan was made; afterwards the moves it made must be the plan's, or nothing is committed.
 """
 
@@ -11,21 +11,29 @@ from __future__ import annotations
 
 import copy
 import shlex
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tpufleet import maintenance
 from tpufleet.errors import BadInput, BadStateFile, Refused
-from tpufleet.fleetstate import Change, FleetState, SliceState
+from tpufleet.fleetstate import Change, FleetState
 from tpufleet.ids import CubeId, OcsId, natural_key
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.journalentry import FLEET_REPLACED, JournalEntry
 from tpufleet.maintenance import Notice
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops import routes as route_ops
-from tpufleet.ops import xconnect as xconnect_ops
+from tpufleet.ops.maintenance_waves import (
+    Run,
+    Wave,
+    evicted_by,
+    later_drains,
+    opened_drains,
+    run_wave,
+    slice_holders,
+    window_over,
+)
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.maintenanceplan import SavedMaintenancePlan, SavedWave, check_fleet
 from tpufleet.timeparse import utc_stamp
@@ -73,196 +81,6 @@ def _stamp(text: str) -> str:
     return utc_stamp(text) or text
 
 
-@dataclass
-class _Wave:
-    number: int
-    notices: list[Notice]
-    commands: list[str] = field(default_factory=list)
-    moves: list[dict[str, Any]] = field(default_factory=list)
-    fault_ids: set[str] = field(default_factory=set)
-    steps: list[dict[str, Any]] = field(default_factory=list)  # what was done, in order (apply-maintenance)
-    holders: dict[str, list[str]] = field(default_factory=dict)  # cube -> slices holding it before the wave
-    avoid: tuple[str, ...] = ()  # cubes its moves take only when no other fits: later waves' (`later_drains`)
-
-
-def later_drains(later: Sequence[Sequence[Notice]]) -> tuple[str, ...]:
-    """The cubes the plan's later waves drain that are not drained yet (a notice whose drain is open is out of
-    the pool already): a slice a wave moves goes there only when no other cube fits, or the later wave would
-    stop it again and move it back. Planning and applying both take them from the plan's waves, so a wave applied
-    makes the moves its printed commands (`reschedule NAME --avoid ...`) make."""
-    cubes = {n.cube for wave in later for n in wave if n.fault_id is None}
-    return tuple(sorted(cubes, key=natural_key))
-
-
-@dataclass(frozen=True)
-class _Run:
-    """How a wave runs: on a plan's copy (each step at its notice's window; a slice that cannot move is noted
-    as unserved) or applied (every step at `now`, the moved slices wired and routed; a refusal stops it all).
-    Applied, a clear closes a plan's drain (`maintenance.a_plans_drain`) only once its window is over at `now`."""
-
-    now: str | None = None
-    route: Callable[[FleetState, str], dict[str, Any]] | None = None
-
-    @property
-    def applying(self) -> bool:
-        return self.now is not None
-
-    def drain_time(self, n: Notice) -> str:
-        return self.now or n.window_start
-
-    def clear_time(self, n: Notice) -> str:
-        return self.now or n.window_end or n.window_start
-
-
-def _holders(state: FleetState) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = defaultdict(list)
-    for name in sorted(state.slices):
-        for c in state.slices[name].cubes:
-            out[c].append(name)
-    return out
-
-
-def _drain(sim: FleetState, wave: _Wave, run: _Run) -> None:
-    """Drain the wave's cubes (a notice whose drain is already open keeps it)."""
-    reason = maintenance.wave_reason(wave.number, wave.notices)
-    for n in wave.notices:
-        target = CubeId(n.cube)
-        existing = sim.open_fault_on(target)
-        if existing is not None:
-            wave.fault_ids.add(existing.id)
-            wave.steps.append({"step": "drain", "target": n.target, "fault_id": existing.id, "opened": False})
-            continue
-        wave.commands.append(maintenance.drain_command(n, reason))
-        request = fault_ops.FaultRequest(target, True, reason)
-        radius = fault_ops.inject(sim, [request], run.drain_time(n)).data[0]
-        wave.fault_ids.add(radius["fault_id"])
-        wave.steps.append({"step": "drain", "target": n.target, "fault_id": radius["fault_id"], "opened": True})
-        _stranded(sim, wave, n, radius["slices"], run)
-
-
-def _stranded(sim: FleetState, wave: _Wave, n: Notice, hits: Sequence[dict[str, Any]], run: _Run) -> None:
-    """A slice evicted before the wave whose reserved move the drain takes, no other place free: the drain strands
-    it (unserved, as a slice it stops; applied, a refusal). One it evicts is the wave's to move (`_move`)."""
-    for hit in hits:
-        sl = sim.slices[hit["slice"]]
-        if sl.evicted_by in wave.fault_ids or (hit.get("replacement") or {}).get("status") != "pending":
-            continue
-        reason = f"{hit['reason']} ({hit['replacement'].get('why', 'no move')})"
-        if run.applying:
-            raise Refused(f"wave {wave.number}: {n.target} strands slice {sl.name!r}: {reason}; plan again")
-        row = {"slice": sl.name, "job": sl.job, "notice": n.target, "pod": sl.pod}
-        wave.moves.append({**row, "status": "unserved", "reason": reason})
-
-
-def _move(sim: FleetState, wave: _Wave, name: str, run: _Run) -> None:
-    sl = sim.slices[name]
-    before, on = list(sl.cubes), [n.target for n in wave.notices if n.cube in sl.cubes]
-    row: dict[str, Any] = {"slice": name, "job": sl.job, "notice": on[0] if on else None, "pod": sl.pod}
-    try:
-        done = fault_ops.reschedule(sim, name, wave.avoid).data
-    except Refused as exc:
-        if run.applying:
-            raise Refused(f"wave {wave.number}: cannot move slice {name!r}: {exc}; plan again") from None
-        wave.moves.append({**row, "status": "unserved", "reason": str(exc)})
-        return
-    wave.commands.extend(maintenance.move_commands(name, wave.avoid))
-    after = list(done["cubes"])
-    out, into = [c for c in before if c not in after], [c for c in after if c not in before]
-    wave.moves.append({**row, "status": "moved", "to_pod": done["pod"], "cubes_out": out, "cubes_in": into})
-    # `reschedule` wires the slice where it lands: the cross-connects it adds and removes are this step's (the
-    # plan-xconnect step after it then finds them made).
-    wired_at_move = {k: done["xconnect_changes"][k] for k in ("add", "remove", "keep")}
-    step = {"step": "reschedule", "slice": name, "pod": done["pod"], "cubes_out": out, "cubes_in": into}
-    wave.steps.append({**step, **wired_at_move})
-    if run.route is not None and run.now is not None:
-        wired = xconnect_ops.plan_and_apply(sim, name, run.now).data["summary"]
-        wave.steps.append({"step": "plan-xconnect", "slice": name, **wired})
-        wave.steps.append({"step": "routes", **run.route(sim, name)})
-
-
-def _evicted_by(sim: FleetState, fault_ids: set[str]) -> list[str]:
-    return sorted(
-        name for name, sl in sim.slices.items() if sl.state is SliceState.EVICTED and sl.evicted_by in fault_ids
-    )
-
-
-def _free_healthy(sim: FleetState, pods: set[str]) -> int:
-    """The spares of the wave's pod that has fewest: free cubes a torus can use (in the pool, every port working).
-    Spares are a pod's: another pod's free cubes cannot stand in for them."""
-    health, used = sim.health(), sim.machine_usage()
-    per_pod = [health.free_room(p.name, p.cubes, used) for p in sim.fleet.pods if p.name in pods]
-    return min(per_pod, default=0)
-
-
-def _clear(sim: FleetState, wave: _Wave, notices: Sequence[Notice], run: _Run) -> None:
-    """Close the drains of the notices whose maintenance is over; a failure that was open on the cube before its
-    drain (not planned: the drain kept it) stays open, as the hardware is still broken, and so does a drain the
-    plan did not open (a reservation's, an operator's): it is left to whoever opened it, planned or applied, so
-    a plan never counts on a cube that applying it would leave down. Applied, a drain stays open until its window
-    ends."""
-    for n in notices:
-        existing = sim.open_fault_on(CubeId(n.cube))
-        step: dict[str, Any] = {"step": "clear", "target": n.target, "fault_ids": []}
-        if existing is not None and not existing.planned:
-            wave.steps.append({**step, "kept_failure": existing.id})
-            continue
-        if existing is not None and not maintenance.a_plans_drain(existing.reason):  # this plan's, or one it replaced
-            wave.steps.append({**step, "kept_drain": existing.id})
-            continue
-        wave.commands.append(maintenance.clear_command(n))
-        if existing is not None and run.applying and not _window_over(n, str(run.now)):
-            wave.steps.append({**step, "left_open": existing.id, "until": n.window_end})
-        elif existing is not None or not run.applying:
-            done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
-            wave.steps.append({**step, "fault_ids": [f["id"] for f in done["cleared"]]})
-        else:
-            wave.steps.append(step)  # cleared meanwhile (by hand): nothing open
-
-
-def _opened(wave: _Wave) -> list[str]:
-    """The drains this wave opened (not those it found open), in order."""
-    return [s["fault_id"] for s in wave.steps if s["step"] == "drain" and s["opened"]]
-
-
-def _window_over(n: Notice, now: str) -> bool:
-    """Whether the notice's maintenance window has ended at `now` (never, while its end is unknown)."""
-    return n.window_end is not None and n.window_end <= now
-
-
-def _run_wave(sim: FleetState, wave: _Wave, cleared: Sequence[Notice], run: _Run, spares: int) -> dict[str, Any]:
-    """One wave's steps, in the order of its commands: drains, the evicted slices' moves, then the clears that
-    fall at its end. The wave's record (cubes, moves, free healthy cubes during it) is returned."""
-    holders = _holders(sim)
-    _drain(sim, wave, run)
-    for name in _evicted_by(sim, wave.fault_ids):
-        _move(sim, wave, name, run)
-    record = _wave_record(sim, wave, spares)
-    moved = {m["slice"] for m in wave.moves}
-    touched = {n.cube for n in wave.notices} | {c for m in wave.moves for c in m.get("cubes_in", ())}
-    touched |= {c for c, names in holders.items() if moved & set(names)}
-    order = {c: i for i, c in enumerate(sim.fleet.cubes)}
-    record["holders_before"] = {c: holders.get(c, []) for c in sorted(touched, key=order.__getitem__)}
-    _clear(sim, wave, cleared, run)
-    kept = [s["target"] for s in wave.steps if s["step"] == "clear" and ("kept_drain" in s or "kept_failure" in s)]
-    return {**record, "cleared_after": [n.target for n in cleared], "kept_down": kept, "commands": wave.commands}
-
-
-def _wave_record(sim: FleetState, wave: _Wave, spares: int) -> dict[str, Any]:
-    start, end = maintenance.window(wave.notices)
-    pods = {sim.fleet.pod_of(n.cube).name for n in wave.notices}
-    free = _free_healthy(sim, pods)
-    return {
-        "wave": wave.number,
-        "window_start": start,
-        "window_end": end,
-        "cubes": [n.cube for n in wave.notices],
-        "already_drained": [n.target for n in wave.notices if n.fault_id is not None],
-        "moves": wave.moves,
-        "free_healthy_cubes": free,
-        "spares_held": free >= spares,
-    }
-
-
 def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares: int, source: str) -> Outcome:
     """The waves, each run on a copy of the state: drains, the evicted slices' moves (or why not), the free
     healthy cubes left during the window against the spare target, and the commands in order."""
@@ -273,8 +91,8 @@ def plan(state: FleetState, notices: Sequence[Notice], max_parallel: int, spares
     rows = []
     for i, group in enumerate(groups):
         cleared = [n for j, g in enumerate(groups) if clears[j] == i for n in g]
-        wave = _Wave(i + 1, list(group), avoid=later_drains(groups[i + 1 :]))
-        rows.append(_run_wave(sim, wave, cleared, _Run(), spares))
+        wave = Wave(i + 1, list(group), avoid=later_drains(groups[i + 1 :]))
+        rows.append(run_wave(sim, wave, cleared, Run(), spares))
     return Outcome(_document(state, notices, rows, max_parallel, spares, source))
 
 
@@ -348,7 +166,7 @@ def changed_since(state: FleetState, saved: SavedMaintenancePlan, wave: SavedWav
     know takes a spare the plan counted on, or the path it chose); a drain the plan found open, cleared. A slice
     allocated or released on other cubes, or a fault on another pod, does not matter to it."""
     why = []
-    holders = _holders(state)
+    holders = slice_holders(state)
     for cube, names in wave.holders_before.items():
         now = holders.get(cube, [])
         if list(names) != now:
@@ -374,7 +192,7 @@ def _drains_cleared(state: FleetState, wave: SavedWave) -> list[str]:
     return why
 
 
-def _differs(wave: SavedWave, done: _Wave, state: FleetState) -> list[str]:
+def _differs(wave: SavedWave, done: Wave, state: FleetState) -> list[str]:
     """How the wave as run differs from the plan's: other moves, or a slice left stopped."""
     planned = {m.slice: (set(m.cubes_out), set(m.cubes_in)) for m in wave.moves}
     made = {m["slice"]: (set(m["cubes_out"]), set(m["cubes_in"])) for m in done.moves}
@@ -385,7 +203,7 @@ def _differs(wave: SavedWave, done: _Wave, state: FleetState) -> list[str]:
             into = ",".join(sorted(made[name][1], key=natural_key)) or "-"
             was = ",".join(sorted(planned[name][1], key=natural_key)) or "-"
             why.append(f"slice {name!r} would move to {into} (the plan: {was})")
-    why += [f"slice {name!r} would be left evicted" for name in _evicted_by(state, done.fault_ids)]
+    why += [f"slice {name!r} would be left evicted" for name in evicted_by(state, done.fault_ids)]
     return why
 
 
@@ -398,7 +216,7 @@ def apply_wave(
     save_tables: SaveTables | None,
 ) -> Outcome:
     """`apply-maintenance PLAN --wave N`: check the order and that nothing the wave depends on moved, then run
-    its steps (`_run_wave`, as planning did) on `state`; refused, with nothing changed, when a step cannot be
+    its steps (`run_wave`, as planning did) on `state`; refused, with nothing changed, when a step cannot be
     made or the moves differ from the plan's. `save_tables` None: a dry run (tables made, not kept)."""
     if not saved.waves:
         raise BadInput(f"bad option --wave: plan {saved.path} has no waves (it was made from no notices)")
@@ -420,10 +238,10 @@ def apply_wave(
     if why:
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
     _not_back_yet_refused(state, saved, number, now)
-    run = _Run(now, lambda s, name: _route(s, name, now, save_tables))
-    done = _Wave(number, list(wave.notices), avoid=later_drains([w.notices for w in saved.waves[number:]]))
+    run = Run(now, lambda s, name: _route(s, name, now, save_tables))
+    done = Wave(number, list(wave.notices), avoid=later_drains([w.notices for w in saved.waves[number:]]))
     _clear_overdue(state, done, [n for w in saved.waves[: number - 1] for n in w.cleared_after], run)
-    record = _run_wave(state, done, wave.cleared_after, run, 0)
+    record = run_wave(state, done, wave.cleared_after, run, 0)
     differ = _differs(wave, done, state)
     if differ:
         raise Refused(f"wave {number} would not do what plan {saved.path} says: {_listed(differ)}; plan again")
@@ -438,7 +256,7 @@ def _not_back_yet_refused(state: FleetState, saved: SavedMaintenancePlan, number
     into = {c for m in wave.moves for c in m.cubes_in}
     for n in (n for w in saved.waves[: number - 1] for n in w.cleared_after if n.cube in into):
         drain = state.open_fault_on(CubeId(n.cube))
-        if drain is None or not maintenance.a_plans_drain(drain.reason) or _window_over(n, now):
+        if drain is None or not maintenance.a_plans_drain(drain.reason) or window_over(n, now):
             continue
         done = f"run `tpufleet clear-fault {n.target}` once its maintenance is done"
         when = f"its window ends {n.window_end}: apply wave {number} then, or {done}" if n.window_end else done
@@ -448,12 +266,12 @@ def _not_back_yet_refused(state: FleetState, saved: SavedMaintenancePlan, number
         )
 
 
-def _clear_overdue(state: FleetState, done: _Wave, notices: Sequence[Notice], run: _Run) -> None:
+def _clear_overdue(state: FleetState, done: Wave, notices: Sequence[Notice], run: Run) -> None:
     """Before a wave, clear the drains earlier waves of the plan opened and left open whose window is over (the
     plan counts on those cubes being back)."""
     for n in notices:
         existing = state.open_fault_on(CubeId(n.cube))
-        if existing is not None and maintenance.a_plans_drain(existing.reason) and _window_over(n, str(run.now)):
+        if existing is not None and maintenance.a_plans_drain(existing.reason) and window_over(n, str(run.now)):
             cleared = fault_ops.clear(state, n.target, str(run.now)).data["cleared"]
             done.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in cleared]})
 
@@ -492,9 +310,9 @@ def _route(state: FleetState, name: str, now: str, save_tables: SaveTables | Non
 
 
 def _applied(
-    state: FleetState, saved: SavedMaintenancePlan, done: _Wave, record: dict[str, Any], dry_run: bool
+    state: FleetState, saved: SavedMaintenancePlan, done: Wave, record: dict[str, Any], dry_run: bool
 ) -> Outcome:
-    opened = _opened(done)
+    opened = opened_drains(done)
     cleared = [f for s in done.steps if s["step"] == "clear" for f in s["fault_ids"]]
     moved = [{k: m[k] for k in ("slice", "pod", "to_pod", "cubes_out", "cubes_in")} for m in done.moves]
     data = {
