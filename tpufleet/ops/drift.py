@@ -21,7 +21,7 @@ from typing import Any
 from tpufleet.fleetstate import FleetState
 from tpufleet.integrations.gke_slices import SliceListInput
 from tpufleet.integrations.k8s import K8sMapping, Node
-from tpufleet.integrations.reservation import ReservationInput
+from tpufleet.integrations.reservation_document import ReservationInput
 from tpufleet.ops.fleetio import import_k8s
 from tpufleet.ops.gke_slices import import_slices
 from tpufleet.ops.outcome import Outcome

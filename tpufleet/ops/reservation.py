@@ -9,7 +9,8 @@ from typing import Any
 
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import CubeId, natural_key
-from tpufleet.integrations.reservation import REASON_PREFIX, Drain, ReservationInput, ReservationPlan, plan
+from tpufleet.integrations.reservation import REASON_PREFIX, Drain, ReservationPlan, plan
+from tpufleet.integrations.reservation_document import ReservationInput
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 

@@ -2,13 +2,13 @@
 --format=json` (and `blocks list`), read from a file or standard input through the bounded reader.
 
 The bytes are read and checked here (size cap, strict UTF-8, JSON depth and numbers) and the document handed to
-the core's decoder, `tpufleet.integrations.reservation.decode_reservation`.
+the core's decoder, `tpufleet.integrations.reservation_document.decode_reservation`.
 """
 
 from __future__ import annotations
 
 from tpufleet.constants import MiB
-from tpufleet.integrations.reservation import ReservationInput, decode_reservation
+from tpufleet.integrations.reservation_document import ReservationInput, decode_reservation
 from tpufleet.state.inputfiles import decode_utf8, load_json, read_file_or_stdin
 
 __all__ = ["MAX_RESERVATION_BYTES", "read_reservation"]

@@ -18,7 +18,7 @@ from tpufleet.constants import (
 from tpufleet.doccheck import Schema, Validator, check, compiled
 from tpufleet.errors import BadStateFile
 from tpufleet.generations import MAX_POD_CUBES
-from tpufleet.integrations.reservation import HEALTH_STATUSES, MAINTENANCE_STATUSES, MAINTENANCE_TYPES
+from tpufleet.integrations.reservation_document import HEALTH_STATUSES, MAINTENANCE_STATUSES, MAINTENANCE_TYPES
 from tpufleet.state import generations
 from tpufleet.state.references import check_references
 
