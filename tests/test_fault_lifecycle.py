@@ -129,7 +129,7 @@ def test_a_slice_rescheduled_where_an_ocs_is_down_runs_degraded_with_its_figures
     # routed with the repair cache, as inject-fault and routes are: its wild-first choices kept for them (the x
     # OCS's canonical form and its one mirrored image: 6 repairs and 2 analyses each; one more analysis where a
     # relieved set is relieved again)
-    assert r.err.startswith("tpufleet: rescheduling: 12 wild-first repairs, 5 route analyses in ")
+    assert r.err.startswith("tpufleet: rescheduling: 12 wild-first repairs, 7 route analyses in ")
     assert list((fleet.state / "cache").glob("*.npy"))
     assert (r.json["reroute"]["all_to_all_retained"], r.json["reroute"]["faults"]) == (0.9412, ["f2"])
     row = fleet("show", "slices", "-o", "json").json[0]
