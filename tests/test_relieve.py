@@ -8,6 +8,8 @@ link, hop counts, per-link load), and its channel dependency graph is rebuilt by
 
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -88,15 +90,20 @@ def test_a_healthy_slice_keeps_its_minimal_tables():
     assert all(s.tables.L[t, a] == distance[a][t] for t in graph for a in graph)  # every route minimal
 
 
-def test_an_optical_link_never_routes_worse_than_its_relieved_ocs():
-    shape = parse_shape("4x4x8", twisted=True)
-    expected, ocs_down = ocs_failure(shape, "x", 3)
+def _link_and_its_ocs(text: str, dim: str, index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The summaries of the twisted slice's tables with the first dead link of OCS dim/index down, and the OCS."""
+    shape = parse_shape(text, twisted=True)
+    expected, ocs_down = ocs_failure(shape, dim, index)
     one_link = expected.copy()
     s, p = np.argwhere((ocs_down < 0) & (expected >= 0))[0]
     one_link[s, p] = -1
     one_link[expected[s, p], p ^ 1] = -1
-    whole = evaluate(shape, expected, ocs_down, "auto", ("all-to-all",), max_vcs=3).summary
     link = evaluate(shape, expected, one_link, "auto", ("all-to-all",), max_vcs=3).summary
+    return link, evaluate(shape, expected, ocs_down, "auto", ("all-to-all",), max_vcs=3).summary
+
+
+def test_an_optical_link_never_routes_worse_than_its_relieved_ocs():
+    link, whole = _link_and_its_ocs("4x4x8", "x", 3)
     assert whole["entries_relieved"] > 0 and link["vcs"] <= 3
     assert link["max_link_load"]["all-to-all"] <= whole["max_link_load"]["all-to-all"]
 
@@ -105,14 +112,7 @@ def test_each_graphs_relieving_runs_its_passes_whatever_the_lightest_so_far():
     """Twisted 4x8x8, one optical link of x/4 (the first dead link of the OCS): the live graph's tables relieved to
     192 came first, and the OCS pattern's, whose first pass (193) did not beat them, were left there; their next
     pass reaches 191, as the whole OCS is relieved. A link routed worse than its OCS."""
-    shape = parse_shape("4x8x8", twisted=True)
-    expected, ocs_down = ocs_failure(shape, "x", 4)
-    one_link = expected.copy()
-    s, p = np.argwhere((ocs_down < 0) & (expected >= 0))[0]
-    one_link[s, p] = -1
-    one_link[expected[s, p], p ^ 1] = -1
-    whole = evaluate(shape, expected, ocs_down, "auto", ("all-to-all",), max_vcs=3).summary
-    link = evaluate(shape, expected, one_link, "auto", ("all-to-all",), max_vcs=3).summary
+    link, whole = _link_and_its_ocs("4x8x8", "x", 4)
     assert whole["max_link_load"]["all-to-all"] == 191 and link["vcs"] <= 3 and link["deadlock_free"]
     assert link["max_link_load"]["all-to-all"] == 191
 

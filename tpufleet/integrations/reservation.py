@@ -1,13 +1,8 @@
 """A Compute Engine reservation's sub-blocks as cubes: planning the import of `gcloud compute reservations sub-blocks
 list --format=json` against the state (pure: typed values in, a plan out; `reservation_document` decodes the list).
 
-In All-Capacity mode a TPU7x reservation comes as blocks and sub-blocks, one sub-block a 4x4x4 cube of 16 hosts.
-The fields read are those of the Compute Engine API's `ReservationSubBlock` resource (REST reference,
-`compute/docs/reference/rest/v1/reservationSubBlocks`): `name`, `count`, `inUseCount`, `physicalTopology`
-{`cluster`, `block`, `subBlock`}, `healthInfo` {`healthStatus`, `healthyHostCount`, `degradedHostCount`} and
-`reservationSubBlockMaintenance.upcomingGroupMaintenance` {`type`, `maintenanceStatus`, `windowStartTime`,
-`windowEndTime`}. Items of kind `compute#reservationBlock` (`reservations blocks list`) may be given in the same
-list: their `physicalTopology.block` is then the set of blocks a sub-block may name. Anything else is ignored.
+In All-Capacity mode a TPU7x reservation comes as blocks and sub-blocks, one sub-block a 4x4x4 cube of 16 hosts
+(the fields read: `reservation_document`).
 
 The plan, in steps:
 
