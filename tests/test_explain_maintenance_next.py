@@ -112,3 +112,38 @@ def test_a_job_stopped_by_a_plans_drain_waits_for_its_window(fleet, monkeypatch)
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
     after = fleet("explain", "llm", "-o", "json").json["next"]
     assert after[:2] == [f"tpufleet clear-fault {radius['fault_id']}", "tpufleet reschedule llm-0"], after
+
+
+def test_a_plans_drain_whose_window_end_is_unknown_is_held(fleet, tmp_path, monkeypatch):
+    """Maintenance announced without an end: the plan's wave drains the cube `... to done` and `apply-maintenance`
+    leaves the drain open (its window's end is unknown), yet `explain cube:c00` gave `next: clear-fault f1`, the
+    window not even started. Now it is not given, and `why` says the end is unknown."""
+    from tpufleet.state import store
+
+    upcoming = {"type": "SCHEDULED", "maintenanceStatus": "PENDING", "windowStartTime": "2099-06-16T09:00:00Z"}
+    sb = {"name": "sb-a", "physicalTopology": {"block": "b1"}}
+    sb["reservationSubBlockMaintenance"] = {"upcomingGroupMaintenance": upcoming}
+    (tmp_path / "sb.json").write_text(json.dumps([sb]))
+    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
+    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0  # c00
+    assert fleet("plan-maintenance", "--out", tmp_path / "plan.json").code == 0
+    assert fleet("apply-maintenance", tmp_path / "plan.json", "--wave", "1").code == 0
+    (drain,) = fleet("faults", "-o", "json").json
+    assert drain["reason"] == "maintenance wave 1: 2099-06-16T09:00:00Z to done"
+    cube = fleet("explain", "cube:c00", "-o", "json").json
+    assert cube["next"] == [] and any(drain["id"] in w and "unknown" in w for w in cube["why"]), cube
+
+
+def test_a_slice_and_a_job_stopped_by_a_plans_drain_of_unknown_end_are_held(fleet):
+    """The same drain run by hand from the plan (`inject-fault ... --planned --reason '... to done'`): `explain
+    SLICE`, `explain JOB` and `inject-fault`'s `jobs[].next` gave `clear-fault` and `reschedule`."""
+    reason = "maintenance wave 1: 2099-06-16T09:00:00Z to done"
+    assert fleet("allocate", "llm", "--shape", "8x8x8", "--slices", "8").code == 0  # every cube of the pod
+    assert fleet("plan-xconnect", "llm", "--apply").code == 0
+    r = fleet("inject-fault", "cube:c00", "--planned", "--reason", reason, "-o", "json")
+    assert r.code == 0, r.err
+    (job,) = r.json["jobs"]
+    for steps in (job["next"], fleet("explain", "llm", "-o", "json").json["next"]):
+        assert not [s for s in steps if "clear-fault" in s or "reschedule" in s], steps
+    one = fleet("explain", "llm-0", "-o", "json").json
+    assert one["state"] == "evicted" and one["next"] == [] and any("unknown" in w for w in one["why"]), one

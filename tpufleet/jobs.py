@@ -271,10 +271,10 @@ def explain_job(state: FleetState, name: str, now: str) -> Json:
 
 def _windows(state: FleetState, faults: Iterable[str], now: str) -> str:
     """Where some of `faults` are maintenance plans' drains whose window is ahead: until when they hold."""
-    from tpufleet.maintenance import plan_window_ahead
+    from tpufleet.maintenance import plan_drain_held
 
-    ends = [(f.id, end) for f in map(state.fault, faults) if f and (end := plan_window_ahead(f.reason, now))]
-    return "".join(f" ({fid} is a maintenance plan's drain, its window until {end})" for fid, end in ends)
+    held = [why for f in map(state.fault, faults) if f and (why := plan_drain_held(f.id, f.reason, now))]
+    return "".join(f" ({why})" for why in held)
 
 
 def _refused(sl: Slice, waits: dict[str, str]) -> str:

@@ -172,12 +172,13 @@ def clear_positions(plan: Sequence[Sequence[Notice]]) -> list[int]:
     return out
 
 
+UNKNOWN_END = "done"  # a wave's window end in its reason when a notice gave none
 WAVE_REASON = "maintenance wave "  # how a plan's drains begin: any plan's are a plan's to clear
 
 
 def wave_reason(number: int, wave: Sequence[Notice]) -> str:
     start, end = window(wave)
-    return f"{WAVE_REASON}{number}: {start} to {end or 'done'}"
+    return f"{WAVE_REASON}{number}: {start} to {end or UNKNOWN_END}"
 
 
 def a_plans_drain(reason: str) -> bool:
@@ -187,11 +188,27 @@ def a_plans_drain(reason: str) -> bool:
 
 def plan_window_ahead(reason: str, now: str) -> str | None:
     """The end of the window a maintenance plan's drain (its `reason`, `wave_reason`) holds its cube for, while it
-    is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance."""
+    is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance. A window with no
+    known end (`UNKNOWN_END`) holds it until the operator knows the maintenance is done, as `apply-maintenance`
+    leaves it open."""
     if not a_plans_drain(reason):
         return None
-    end = utc_stamp(reason.rpartition(" to ")[2])  # None for `done`, or a reason typed by hand: not held
+    head, to, end_text = reason.rpartition(" to ")
+    if to and end_text == UNKNOWN_END:  # a plan's when its start is a time, not `... soon to done` typed by hand
+        return UNKNOWN_END if utc_stamp(head.partition(": ")[2]) is not None else None
+    end = utc_stamp(end_text)  # None for a reason typed by hand: not held
     return end if end is not None and end > now else None
+
+
+def plan_drain_held(fault_id: str, reason: str, now: str) -> str | None:
+    """Why the `clear-fault` step of a maintenance plan's drain is held back at `now`, until when; None if not."""
+    end = plan_window_ahead(reason, now)
+    if end is None:
+        return None
+    if end == UNKNOWN_END:
+        unknown = "its window's end is unknown: clear it once the maintenance is done"
+        return f"{fault_id} is a maintenance plan's drain, {unknown}"
+    return f"{fault_id} is a maintenance plan's drain, its window until {end}: clear it once that has passed"
 
 
 def drain_command(notice: Notice, reason: str) -> str:

@@ -483,11 +483,9 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
 
 def _held_whys(faults: list[Fault], now: str) -> list[str]:
     """Why the `clear-fault` step of each maintenance plan's drain among `faults` is held back, until when."""
-    return [
-        f"{f.id} is a maintenance plan's drain, its window until {end}: clear it once that has passed"
-        for f in faults
-        if (end := _plan_window_ahead(f, now)) is not None
-    ]
+    from tpufleet.maintenance import plan_drain_held
+
+    return [why for f in faults if (why := plan_drain_held(f.id, f.reason, now)) is not None]
 
 
 def _plan_window_ahead(f: Fault, now: str) -> str | None:
