@@ -83,6 +83,8 @@ def test_a_slice_stopped_by_a_plans_drain_waits_for_its_window(fleet, monkeypatc
     during = fleet("explain", "big", "-o", "json").json
     assert during["state"] == "evicted" and during["next"] == []
     assert any(drain["id"] in w and "2099-06-16T13:00:00Z" in w for w in during["why"]), during["why"]
+    assert not [w for w in during["why"] if "repaired" in w], during["why"]  # a drain is never repaired
+    assert f"it moves once the maintenance behind drain {drain['id']} is over and it is cleared" in during["why"]
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
     after = fleet("explain", "big", "-o", "json").json["next"]
     assert after == [f"tpufleet clear-fault {drain['id']}", "tpufleet reschedule big"]

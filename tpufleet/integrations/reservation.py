@@ -45,14 +45,22 @@ def clear_step(fault_id: str, reason: str) -> str:
 
 def awaited(faults: list[Fault]) -> tuple[str, str]:
     """What a move waits for, in words (`it waits for ...`) and as a condition (`it moves once ...`): a fault's
-    repair, but a reservation's maintenance drain is never repaired: the maintenance ends and the import closes it."""
-    repairs = [f.id for f in faults if not f.reason.startswith(REASON_PREFIX)]
+    repair, but a maintenance drain is never repaired: the maintenance ends, and the import closes a reservation's
+    (a maintenance plan's is cleared then)."""
+    from tpufleet.maintenance import a_plans_drain
+
+    planned = [f.id for f in faults if a_plans_drain(f.reason)]  # a plan's wave: over when its window is
+    repairs = [f.id for f in faults if not f.reason.startswith(REASON_PREFIX) and f.id not in planned]
     drains = [f.id for f in faults if f.reason.startswith(REASON_PREFIX)]
     one, plural = len(drains) == 1, "" if len(drains) == 1 else "s"
     words, once = [], []
     if repairs:
         words.append(f"{repairs[0]}'s repair" if len(repairs) == 1 else f"the repair of {', '.join(repairs)}")
         once.append(f"{', '.join(repairs)} {'is' if len(repairs) == 1 else 'are'} repaired and cleared")
+    if planned:
+        behind = f"the maintenance behind drain{'' if len(planned) == 1 else 's'} {', '.join(planned)}"
+        words.append(f"the end of {behind} (a maintenance plan's, cleared then)")
+        once.append(f"{behind} is over and {'it is' if len(planned) == 1 else 'they are'} cleared")
     if drains:
         behind = f"the maintenance behind drain{plural} {', '.join(drains)}"
         closed = f"`tpufleet import reservation` closes {'it' if one else 'them'}"
