@@ -196,6 +196,7 @@ def test_several_jobs_are_read_fast_in_the_standard_order(tmp_path):
     assert len(fast["jobs"]) == 5 and {j["accelerator"] for j in fast["jobs"]} == {"unknown", "tpu-v5p"}
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # nothing on stderr but the answer (a step of 2**63 warned)
 @pytest.mark.parametrize("line", DEFECTS)
 def test_each_defect_alone_gives_the_standard_answer(tmp_path, line):
     base = [

@@ -211,7 +211,7 @@ class _Found:
         for k in range(len(TIMES)):
             column = block[:, k]
             mine = np.flatnonzero(~np.isnan(column))
-            steps = block[mine, len(TIMES)].astype(np.int64) if k == STEP_SLOT else None
+            steps = _step_numbers(block[mine, len(TIMES)]) if k == STEP_SLOT else None
             self.add_times(k, rows[mine], column[mine], steps)
         for key in self.keys:
             given = np.fromiter(map(is_not, map(attrgetter(key), entries), repeat(_U)), dtype=bool, count=len(entries))
@@ -236,6 +236,14 @@ class _Found:
             return None
         special = sorted(dict(self.special).items())  # an entry with both keys once, in order
         return Columns(self.jobs, list(self.index), times, step, special)
+
+
+def _step_numbers(given: Any) -> Ints:
+    """Step numbers as integers, those out of range (2**63 does not fit int64: cast, it warned on stderr) as -1,
+    which `columns` refuses as it refuses a negative one."""
+    import numpy as np
+
+    return np.where((given >= 0) & (given <= MAX_STEP), given, -1).astype(np.int64)
 
 
 # The intervals an entry may hold whole, as indices into TIMES (`mlgoodput._in_order` refuses them reversed).
