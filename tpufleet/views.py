@@ -235,9 +235,11 @@ def status(state: FleetState, missing: Collection[str] = (), linked: Mapping[str
         "open_faults": len(state.open_faults()),
         "faults": health_rows(state),
         "slices": slices,
-        "stale_routes": sorted(n for n, r in state.routes.items() if r.stale),
-        "missing_routes": sorted(n for n in state.routes if n in missing),
-        "linked_routes": {n: path for n, path in sorted((linked or {}).items()) if n in missing},
+        "stale_routes": sorted((n for n, r in state.routes.items() if r.stale), key=natural_key),
+        "missing_routes": sorted((n for n in state.routes if n in missing), key=natural_key),
+        "linked_routes": {
+            n: path for n, path in sorted((linked or {}).items(), key=lambda i: natural_key(i[0])) if n in missing
+        },
         "incomplete_wiring": [s["name"] for s in slices if s["missing_xconnects"]],
         "wiring_waits": {  # of those, the ones `plan-xconnect --apply` cannot program yet, and why
             s["name"]: why
