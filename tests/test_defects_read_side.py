@@ -14,3 +14,17 @@ def test_status_lists_stale_tables_by_slice_name_as_counted(fleet):
     status = fleet("status", "-o", "json").json
     assert status["stale_routes"] == ["s9", "s10"]
     assert fleet("status").out.splitlines()[-1].endswith(": s9, s10")
+
+
+def test_export_slices_lists_slices_as_counted(cli):
+    """`export slices` wrote the Slices in the text order of their slices' names (`s10` before `s9`), and named the
+    skipped ones so too, unlike `status` and `show slices`."""
+    assert cli("init", "--generation", "tpu7x", "--cubes-per-pod", "4").code == 0
+    for name in ("s9", "s10"):
+        assert cli("allocate", name, "--shape", "4x4x4").code == 0
+    for name in ("m9", "m10"):
+        assert cli("allocate", name, "--shape", "2x2x1").code == 0
+    r = cli("export", "slices", "-o", "json")
+    assert r.code == 0, r.err
+    assert [d["metadata"]["annotations"]["tpufleet.io/slice"] for d in r.json["items"]] == ["s9", "s10"]
+    assert [line.split()[3].rstrip(":") for line in r.err.splitlines()] == ["m9", "m10"]

@@ -23,7 +23,7 @@ from typing import Any
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, machine_of, natural_key
 from tpufleet.integrations.k8s import (
     BAD_PARTITION_STATES,
     DEFAULT_ACCELERATORS,
@@ -286,7 +286,7 @@ def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tupl
     theirs), else `slice_type`."""
     names, out, skipped, used = Names(state), [], [], set[str]()
     pod_types = {p.name: accelerator(p) for p in state.fleet.pods if p.generation is not None}
-    for name in sorted(state.slices):
+    for name in sorted(state.slices, key=natural_key):  # as every list of slices: s9 before s10
         sl = state.slices[name]
         kind = pod_types.get(sl.pod, slice_type)
         if sl.machines:
