@@ -28,3 +28,16 @@ def test_export_slices_lists_slices_as_counted(cli):
     assert r.code == 0, r.err
     assert [d["metadata"]["annotations"]["tpufleet.io/slice"] for d in r.json["items"]] == ["s9", "s10"]
     assert [line.split()[3].rstrip(":") for line in r.err.splitlines()] == ["m9", "m10"]
+
+
+def test_suspects_tied_on_p_value_are_listed_as_counted(fleet):
+    """Two hosts of one cube with as many faults (so the same p-value) were listed as text: `host:c01/10` before
+    `host:c01/2`, in the table, the JSON and the quarantine commands."""
+    for host in ("2", "10", "2", "10"):
+        assert fleet("inject-fault", f"host:c01/{host}").code == 0
+        assert fleet("clear-fault", f"host:c01/{host}").code == 0
+    rows = fleet("suspects", "-o", "json").json["suspects"]
+    hosts = [r["target"] for r in rows if r["kind"] == "host"]
+    assert hosts == ["host:c01/2", "host:c01/10"]
+    table = fleet("suspects").out
+    assert table.index("inject-fault host:c01/2 ") < table.index("inject-fault host:c01/10 ")

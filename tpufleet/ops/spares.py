@@ -413,7 +413,8 @@ def find_suspects(
         *spares.suspects({u: len(v) for u, v in ids.items() if u.startswith("cube:")}, cubes, p_value),
     ]
     window = f"{window_days:g}d"
-    rows = [_suspect_row(state, s, ids[s.unit], window) for s in sorted(found, key=lambda s: (s.p_value, s.unit))]
+    ranked = sorted(found, key=lambda s: (s.p_value, natural_key(s.unit)))  # ties as counted: c01/2 before c01/10
+    rows = [_suspect_row(state, s, ids[s.unit], window) for s in ranked]
     return Outcome(
         {
             "window_days": window_days,
