@@ -41,3 +41,20 @@ def test_suspects_tied_on_p_value_are_listed_as_counted(fleet):
     assert hosts == ["host:c01/2", "host:c01/10"]
     table = fleet("suspects").out
     assert table.index("inject-fault host:c01/2 ") < table.index("inject-fault host:c01/10 ")
+
+
+def test_diff_and_history_list_slices_as_counted(fleet):
+    """`diff` listed the slices added, removed and changed as text (`s10` before `s9`), and the journal's delta
+    (`history -o json`, `show journal -o json`) recorded them so."""
+    for name in ("s9", "s10"):
+        assert fleet("allocate", name, "--shape", "2x2x1").code == 0
+    d = fleet("diff", "1", "-o", "json").json
+    assert d["slices"]["added"] == ["s9", "s10"]
+    assert fleet("diff", "1").out.splitlines()[1:3] == ["  + slice s9", "  + slice s10"]
+    assert fleet("allocate", "j", "--shape", "2x2x1", "--slices", "11").code == 0
+    serial = fleet("status", "-o", "json").json["serial"]
+    assert fleet("release", "j").code == 0
+    counted = [f"j-{i}" for i in range(11)]
+    assert fleet("diff", str(serial), "-o", "json").json["slices"]["removed"] == counted
+    [line] = fleet("history", "--since", str(serial + 1), "-o", "json").json
+    assert line["delta"]["slices"]["removed"] == counted

@@ -34,12 +34,12 @@ def _field(sl: Doc, f: str) -> Any:
 def _slices(before: Doc, after: Doc) -> Doc:
     old, new = before.get("slices", {}), after.get("slices", {})
     changed = {}
-    for name in sorted(old.keys() & new.keys()):
+    for name in sorted(old.keys() & new.keys(), key=natural_key):  # s9 before s10, as slices are counted
         pairs = {f: [_field(old[name], f), _field(new[name], f)] for f in _SLICE_FIELDS}
         fields = {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
         if fields:
             changed[name] = fields
-    added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
+    added, removed = sorted(new.keys() - old.keys(), key=natural_key), sorted(old.keys() - new.keys(), key=natural_key)
     out: Doc = {"added": added, "removed": removed, "changed": changed}
     # What a released slice was and what a new one is, so that `combine` can show a slice released and made again
     # under the same name as a change of its fields.
@@ -75,9 +75,11 @@ def _ocs(before: Doc, after: Doc) -> Doc:
 
 def _routes(before: Doc, after: Doc) -> Doc:
     old, new = before.get("routes", {}), after.get("routes", {})
-    stored = sorted(n for n in new if n not in old or new[n].get("serial") != old[n].get("serial"))
-    stale = sorted(n for n in new if new[n].get("stale") and not old.get(n, {}).get("stale") and n not in stored)
-    return {"stored": stored, "dropped": sorted(old.keys() - new.keys()), "stale": stale}
+    stored = sorted((n for n in new if n not in old or new[n].get("serial") != old[n].get("serial")), key=natural_key)
+    stale = sorted(
+        (n for n in new if new[n].get("stale") and not old.get(n, {}).get("stale") and n not in stored), key=natural_key
+    )
+    return {"stored": stored, "dropped": sorted(old.keys() - new.keys(), key=natural_key), "stale": stale}
 
 
 def delta(before: Doc, after: Doc) -> Doc:
@@ -93,7 +95,7 @@ def _jobs_named(before: Doc, after: Doc, names: list[str]) -> dict[str, str]:
     """{slice: its job} for each slice named that is one slice of a job (before the change or after it)."""
     old, new = before.get("slices", {}), after.get("slices", {})
     out = {}
-    for name in sorted(set(names)):
+    for name in sorted(set(names), key=natural_key):
         job = new.get(name, {}).get("job") or old.get(name, {}).get("job")
         if isinstance(job, str):
             out[name] = job
@@ -220,10 +222,12 @@ class _Net:
         changed = {n: {f: v for f, v in fs.items() if v[0] != v[1]} for n, fs in self.changed.items()}
         return {
             "slices": {
-                "added": sorted(self.added),
-                "removed": sorted(self.removed),
+                "added": sorted(self.added, key=natural_key),  # as slices are counted: s9 before s10
+                "removed": sorted(self.removed, key=natural_key),
                 "changed": {
-                    n: fs for n, fs in sorted(changed.items()) if fs and n not in self.added and n not in self.removed
+                    n: fs
+                    for n, fs in sorted(changed.items(), key=lambda kv: natural_key(kv[0]))
+                    if fs and n not in self.added and n not in self.removed
                 },
             },
             "faults": {"opened": self.opened, "cleared": self.cleared},
