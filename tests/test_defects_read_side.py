@@ -58,3 +58,13 @@ def test_diff_and_history_list_slices_as_counted(fleet):
     assert fleet("diff", str(serial), "-o", "json").json["slices"]["removed"] == counted
     [line] = fleet("history", "--since", str(serial + 1), "-o", "json").json
     assert line["delta"]["slices"]["removed"] == counted
+
+
+def test_plan_spares_lists_jobs_across_pods_as_counted(cli):
+    """`plan-spares` listed the jobs spanning pods in the text order of their names (`j10` before `j9`)."""
+    assert cli("init", "--pods", "2", "--cubes-per-pod", "4").code == 0
+    for job in ("j9", "j10"):
+        assert cli("allocate", job, "--shape", "4x4x4", "--slices", "2", "--spread").code == 0
+    assert [j["job"] for j in cli("plan-spares", "-o", "json").json["jobs"]] == ["j9", "j10"]
+    lines = [line.split()[1] for line in cli("plan-spares").out.splitlines() if line.startswith("job ")]
+    assert lines == ["j9", "j10"]

@@ -169,7 +169,8 @@ def _jobs_across_pods(state: FleetState, chosen: Sequence[Slice]) -> dict[str, l
     for sl in chosen:
         if sl.job is not None:
             pods.setdefault(sl.job, set()).add(_runs_on(sl)[0])
-    return {job: sorted(ps, key=order.__getitem__) for job, ps in sorted(pods.items()) if len(ps) > 1}
+    by_name = sorted(pods.items(), key=lambda kv: natural_key(kv[0]))  # as jobs are counted: j9 before j10
+    return {job: sorted(ps, key=order.__getitem__) for job, ps in by_name if len(ps) > 1}
 
 
 def _joint(job: str, rows: Sequence[Mapping[str, Any]], confidence: float) -> dict[str, Any]:
