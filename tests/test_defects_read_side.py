@@ -68,3 +68,17 @@ def test_plan_spares_lists_jobs_across_pods_as_counted(cli):
     assert [j["job"] for j in cli("plan-spares", "-o", "json").json["jobs"]] == ["j9", "j10"]
     lines = [line.split()[1] for line in cli("plan-spares").out.splitlines() if line.startswith("job ")]
     assert lines == ["j9", "j10"]
+
+
+def test_status_does_not_tell_to_regenerate_the_tables_of_an_evicted_slice(routed):
+    """`status` told to regenerate an evicted slice's stale tables with `tpufleet routes SLICE`, which refuses an
+    evicted slice (exit 1, reschedule first); it now points to the move first, the JSON unchanged."""
+    assert routed("inject-fault", "host:c00/1").code == 0
+    status = routed("status", "-o", "json").json
+    assert status["stale_routes"] == ["s"] and status["slices"][0]["state"] == "evicted"
+    text = routed("status").out
+    assert not any(line.startswith("stale routing tables") for line in text.splitlines())
+    assert "evicted slice(s) to make again once moved (`tpufleet explain SLICE` says how): s" in text
+    assert routed("routes", "s").code == 1  # what the old step ran into
+    assert routed("reschedule", "s").code == 0
+    assert "stale routing tables (regenerate with `tpufleet routes SLICE`): s" in routed("status").out

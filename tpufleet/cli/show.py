@@ -224,12 +224,21 @@ def _status_text(s: dict) -> str:
 def _to_do_lines(s: dict) -> list[str]:
     """The slices with something to do, each with the command that mends it."""
     waits, linked = s["wiring_waits"], s["linked_routes"]
+    # `routes` refuses an evicted slice until `reschedule` moved it: its tables wait for that move
+    evicted = [sl["name"] for sl in s["slices"] if sl["state"] == "evicted"]
+    moving = [n for n in evicted if n in s["stale_routes"] or n in s["missing_routes"]]
     todo = {
         **s,
         "incomplete_wiring": [n for n in s["incomplete_wiring"] if n not in waits],
-        "missing_routes": [n for n in s["missing_routes"] if n not in linked],  # `routes` refuses those: below
+        "stale_routes": [n for n in s["stale_routes"] if n not in moving],
+        "missing_routes": [n for n in s["missing_routes"] if n not in linked and n not in moving],  # linked: below
     }
     lines = [f"{what} ({do}): {', '.join(todo[key])}" for key, what, do in _TO_DO if todo[key]]
+    if moving:
+        lines.append(
+            f"routing tables of evicted slice(s) to make again once moved (`tpufleet explain SLICE` says how): "
+            f"{', '.join(moving)}"
+        )
     lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
     return lines + [_linked_line(name, path) for name, path in linked.items()]
 
