@@ -82,3 +82,17 @@ def test_status_does_not_tell_to_regenerate_the_tables_of_an_evicted_slice(route
     assert routed("routes", "s").code == 1  # what the old step ran into
     assert routed("reschedule", "s").code == 0
     assert "stale routing tables (regenerate with `tpufleet routes SLICE`): s" in routed("status").out
+
+
+def test_diff_table_shows_a_slices_fields_in_words_not_python_notation(routed):
+    """`diff`'s table showed a changed field in Python's notation: `reroute None -> {'all_to_all_retained': 0.9412,
+    'faults': ['f1'], 'vcs': 3}`, `fault_tolerant_routing True -> False`."""
+    serial = routed("status", "-o", "json").json["serial"]
+    assert routed("inject-fault", "ocs:pod0/x/1").code == 0
+    assert routed("policy", "s", "--no-fault-tolerant-routing").code == 0
+    changed = routed("diff", str(serial), "-o", "json").json["slices"]["changed"]["s"]
+    assert changed["reroute"][0] is None and changed["fault_tolerant_routing"] == [True, False]
+    [line] = [line for line in routed("diff", str(serial)).out.splitlines() if line.startswith("  ~ slice s:")]
+    assert "None" not in line and "{" not in line and "True" not in line
+    assert "reroute - -> keeps " in line and "around f1" in line
+    assert "fault_tolerant_routing yes -> no" in line

@@ -7,7 +7,7 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 from tpufleet.ids import natural_key
-from tpufleet.text import printable
+from tpufleet.text import around, printable
 from tpufleet.timeparse import TIME_HELP
 
 LISTED = " (`tpufleet history` lists them)"
@@ -58,7 +58,23 @@ def history_cmd(
 
 
 def _shown(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    """A field of a slice as the diff's table shows it: words, not Python's notation (`None`, `{'vcs': 3}`)."""
+    if value is None or value == []:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ",".join(map(_shown, value))
+    if (
+        isinstance(value, dict) and {"all_to_all_retained", "vcs", "faults"} <= value.keys()
+    ):  # a reroute, as status says it
+        return (
+            f"keeps {_shown(value['all_to_all_retained'])} of all-to-all, {_shown(value['vcs'])} VCs, around "
+            + around([str(f) for f in value["faults"]] if isinstance(value["faults"], list) else [], ",")
+        )
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items())
+    return str(value)
 
 
 def _diff_text(d: dict[str, Any]) -> str:
