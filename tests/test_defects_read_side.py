@@ -3,6 +3,8 @@ small fleet: each test fails without its fix."""
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_status_lists_stale_tables_by_slice_name_as_counted(fleet):
     """`status` listed the slices with stale routing tables as text (`s10, s9`), unlike its own list of slices."""
@@ -96,3 +98,17 @@ def test_diff_table_shows_a_slices_fields_in_words_not_python_notation(routed):
     assert "None" not in line and "{" not in line and "True" not in line
     assert "reroute - -> keeps " in line and "around f1" in line
     assert "fault_tolerant_routing yes -> no" in line
+
+
+@pytest.mark.parametrize("role", ["block", "partition"])
+def test_export_kueue_topology_refuses_a_mapping_that_puts_the_host_label_above_the_hosts(fleet, tmp_path, role):
+    """A mapping giving `kubernetes.io/hostname` to the block or partition role exported a Topology with that label
+    above the host level, exit 0: Kueue's CRD refuses it (the hostname label only as the lowest level). It is now
+    bad input naming the file and the field, nothing written."""
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(f"labels:\n  {role}: kubernetes.io/hostname\n  hostname: example.com/host\n")
+    out = tmp_path / "kueue.yaml"
+    r = fleet("export", "kueue-topology", "--mapping", mapping, "--out", out)
+    assert r.code == 2, r.out
+    assert f"{mapping}: field labels.{role}:" in r.err and "kubernetes.io/hostname" in r.err
+    assert not out.exists()

@@ -173,8 +173,26 @@ def export_kueue_cmd(
     if api_version not in exports.KUEUE_API_VERSIONS:
         raise BadInput(f"bad option --api-version {api_version!r}: one of {', '.join(exports.KUEUE_API_VERSIONS)}")
     api = f"kueue.x-k8s.io/{api_version}"
-    docs = exports.kueue_topology(ctx.obj.store().load(), name, read_mapping(mapping).labels, api)
+    keys = read_mapping(mapping).labels
+    _refuse_hostname_above_hosts(keys, mapping)
+    docs = exports.kueue_topology(ctx.obj.store().load(), name, keys, api)
     _deliver("Kueue", _manifests(docs), _as_list(docs), len(docs), out, output)
+
+
+_KUEUE_HOST_LEVEL = "kubernetes.io/hostname"
+
+
+def _refuse_hostname_above_hosts(keys: Any, mapping: Path | None) -> None:
+    """Kueue's Topology takes kubernetes.io/hostname only as its last level (a validation rule of its CRD): a
+    mapping that gives that key to the block or partition role would export a Topology the API server refuses."""
+    from tpufleet.errors import BadInput
+
+    for role in ("block", "partition"):
+        if getattr(keys, role) == _KUEUE_HOST_LEVEL:
+            raise BadInput(
+                f"{mapping}: field labels.{role}: Kueue's Topology takes {_KUEUE_HOST_LEVEL} only as its last "
+                f"level, the host's; the {role} level needs a label of its own (value {_KUEUE_HOST_LEVEL!r})"
+            )
 
 
 class SlurmPlugin(str, enum.Enum):
