@@ -112,3 +112,13 @@ def test_export_kueue_topology_refuses_a_mapping_that_puts_the_host_label_above_
     assert r.code == 2, r.out
     assert f"{mapping}: field labels.{role}:" in r.err and "kubernetes.io/hostname" in r.err
     assert not out.exists()
+
+
+def test_capacity_names_the_option_given_without_confidence(fleet):
+    """`capacity --fault-rates shipped` (without --confidence) was refused as `bad option --horizon/--fault-rates`,
+    naming an option not given; the message now names the one given."""
+    r = fleet("capacity", "--fault-rates", "shipped")
+    assert r.code == 2
+    assert "bad option --fault-rates: it goes with --confidence" in r.err and "--horizon" not in r.err
+    r = fleet("capacity", "--horizon", "2w")
+    assert r.code == 2 and "bad option --horizon: it goes with --confidence" in r.err

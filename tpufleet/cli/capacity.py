@@ -93,8 +93,11 @@ def _expected(after: int | None, confidence: float | None, horizon: str | None, 
     from tpufleet.state.store import utc_now
 
     if confidence is None:
-        if fault_rates is not None or horizon is not None:
-            raise BadInput("bad option --horizon/--fault-rates: they go with --confidence")
+        given = [name for name, value in (("--horizon", horizon), ("--fault-rates", fault_rates)) if value is not None]
+        if given:  # named as given: an operator who typed only one is told of that one
+            raise BadInput(
+                f"bad option {'/'.join(given)}: {'they go' if len(given) > 1 else 'it goes'} with --confidence"
+            )
         return None
     if after is not None:
         raise BadInput("bad option --after: give --after K or --confidence P, not both")
