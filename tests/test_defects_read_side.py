@@ -122,3 +122,17 @@ def test_capacity_names_the_option_given_without_confidence(fleet):
     assert "bad option --fault-rates: it goes with --confidence" in r.err and "--horizon" not in r.err
     r = fleet("capacity", "--horizon", "2w")
     assert r.code == 2 and "bad option --horizon: it goes with --confidence" in r.err
+
+
+def test_diff_shows_a_sub_cube_slice_made_again_on_other_machines(cli):
+    """A sub-cube slice released and made again under its name on other machines of the same cube was no change to
+    `diff` (its delta recorded cubes, not machines): the operator was not told it moved."""
+    assert cli("init", "--cubes-per-pod", "1").code == 0
+    assert cli("allocate", "m", "--shape", "2x2x1").code == 0
+    serial = cli("status", "-o", "json").json["serial"]
+    for args in (("allocate", "f"), ("release", "m"), ("allocate", "g"), ("allocate", "m")):
+        assert cli(*args, *(["--shape", "2x2x1"] if args[0] == "allocate" else [])).code == 0
+    [m] = [s for s in cli("show", "slices", "-o", "json").json if s["name"] == "m"]
+    d = cli("diff", str(serial), "-o", "json").json
+    assert d["slices"]["changed"]["m"]["machines"] == [[0], m["machines"]] and m["machines"] != [0]
+    assert f"  ~ slice m: machines 0 -> {m['machines'][0]}" in cli("diff", str(serial)).out

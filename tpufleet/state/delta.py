@@ -22,7 +22,18 @@ from tpufleet.ids import natural_key
 Doc = dict[str, Any]
 # "reroute": a second fault on a degraded slice changes only its figures and the faults it routes around;
 # "proposal": a fault on an evicted slice's reserved move changes only where it moves (the cubes reserved)
-_SLICE_FIELDS = ("state", "cubes", "shape", "pod", "min_throughput", "fault_tolerant_routing", "reroute", "proposal")
+# `machines`: a sub-cube slice's own, so that one made again on other machines of the same cube is a change
+_SLICE_FIELDS = (
+    "state",
+    "cubes",
+    "machines",
+    "shape",
+    "pod",
+    "min_throughput",
+    "fault_tolerant_routing",
+    "reroute",
+    "proposal",
+)
 
 
 def _field(sl: Doc, f: str) -> Any:
