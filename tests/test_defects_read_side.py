@@ -3,6 +3,8 @@ small fleet: each test fails without its fix."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 
@@ -136,3 +138,31 @@ def test_diff_shows_a_sub_cube_slice_made_again_on_other_machines(cli):
     d = cli("diff", str(serial), "-o", "json").json
     assert d["slices"]["changed"]["m"]["machines"] == [[0], m["machines"]] and m["machines"] != [0]
     assert f"  ~ slice m: machines 0 -> {m['machines'][0]}" in cli("diff", str(serial)).out
+
+
+def _import_nodes_but(cli, tmp_path, left_out: set[str]) -> None:
+    nodes = cli("export", "node-labels", "-o", "json").json
+    nodes["items"] = [n for n in nodes["items"] if n["metadata"]["name"] not in left_out]
+    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
+    assert cli("import", "k8s", tmp_path / "nodes.json", "--apply").code == 0
+
+
+def test_slurm_torus3d_with_no_whole_cube_is_refused_and_partial_cubes_are_named(cli, tmp_path):
+    """With no cube all of whose machines are nodes, `--plugin torus3d` wrote a topology of no torus at all
+    (`toruses: []`), exit 0, replacing the file in use, where `--plugin block` refuses (exit 1, nothing written);
+    and the cubes left out of the regions for a missing node went unnamed, where the blocks name them."""
+    assert cli("init", "--cubes-per-pod", "2").code == 0
+    _import_nodes_but(cli, tmp_path, {"tpu-c00-m15", "tpu-c01-m15"})
+    out = tmp_path / "topology.yaml"
+    r = cli("export", "slurm-topology", "--plugin", "torus3d", "--format", "yaml", "--out", out)
+    assert r.code == 1 and "nothing written" in r.err and not out.exists()
+    assert "cube(s) c00, c01 left out of the torus regions" in r.err
+
+
+def test_slurm_torus3d_names_the_cubes_left_out_of_its_regions(cli, tmp_path):
+    assert cli("init", "--cubes-per-pod", "2").code == 0
+    _import_nodes_but(cli, tmp_path, {"tpu-c01-m15"})
+    r = cli("export", "slurm-topology", "--plugin", "torus3d", "--format", "yaml", "-o", "json")
+    assert r.code == 0, r.err
+    [torus] = r.json[0]["torus3d"]["toruses"]
+    assert len(torus["regions"]) == 1 and "cube(s) c01 left out of the torus regions" in r.err

@@ -128,13 +128,15 @@ def _note_left_out(machines: int) -> None:
 _OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-def _note_partial_cubes(cubes: list[str]) -> None:
-    if cubes:
-        typer.echo(
-            f"tpufleet: note: cube(s) {', '.join(cubes)} left out of the blocks: some of their machines are no "
-            "node, and Slurm refuses a block of fewer than a cube's 16 nodes",
-            err=True,
-        )
+def _note_partial_cubes(cubes: list[str], plugin: str) -> None:
+    why = {
+        "block": "left out of the blocks: some of their machines are no node, and Slurm refuses a block of fewer "
+        "than a cube's 16 nodes",
+        "torus3d": "left out of the torus regions: some of their machines are no node, and a region maps every "
+        "coordinate of its cube",
+    }
+    if cubes and plugin in why:
+        typer.echo(f"tpufleet: note: cube(s) {', '.join(cubes)} {why[plugin]}", err=True)
 
 
 @export_app.command(
@@ -240,8 +242,7 @@ def export_slurm_cmd(
     state = ctx.obj.store().load()
     exports.refuse_without_nodes(state, "Slurm topology")
     _note_left_out(exports.machines_without_node(state))
-    if plugin is SlurmPlugin.block:
-        _note_partial_cubes(slurm.slurm_blocks(state)[2])
+    _note_partial_cubes(slurm.partial_cubes(state), plugin.value)  # blocks and torus regions are whole cubes
     if file_format is SlurmFile.yaml:
         doc = slurm.slurm_topology_yaml(state, plugin.value)
         _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)

@@ -79,6 +79,13 @@ def _slurm_parts(state: FleetState) -> tuple[dict[str, str], list[tuple[str, lis
     return cube_nodes, [(pod, cubes) for pod, cubes in pods if cubes]
 
 
+def partial_cubes(state: FleetState) -> list[str]:
+    """The cubes some but not all of whose 16 machines are nodes of the imported cluster: no block (below the base
+    block size) and no torus region (a region maps every coordinate of its cube) can hold them."""
+    names = Names(state)
+    return [c for c in state.fleet.cubes if 0 < len(names.machines(c)) < MACHINES_PER_CUBE]
+
+
 def slurm_blocks(state: FleetState) -> tuple[list[tuple[str, str]], list[int], list[str]]:
     """(blocks: (cube, its nodes) in pod order, the block sizes in nodes, the cubes with nodes left out).
 
@@ -97,7 +104,7 @@ def slurm_blocks(state: FleetState) -> tuple[list[tuple[str, str]], list[int], l
             "no cube has all its 16 machines as nodes of the imported cluster: Slurm's topology/block needs "
             "blocks of at least one cube; nothing written"
         )
-    left_out = [c for c in state.fleet.cubes if c not in whole and names.machines(c)]
+    left_out = partial_cubes(state)
     per_pod = min(len(cubes) & -len(cubes) for cubes in per_pod_cubes if cubes)  # largest power of two dividing all
     sizes, size = [], 1
     while size <= per_pod:

@@ -29,6 +29,7 @@ from typing import Any
 
 from tpufleet.capacity import pod_shapes
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
+from tpufleet.errors import Refused
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import HostId
 from tpufleet.integrations.exports import Names
@@ -112,4 +113,9 @@ def torus3d_yaml(state: FleetState) -> list[Doc]:
         placements = [p for s in pod_shapes(pod) if not s.twisted and (p := _placement(s.dims, dims)) is not None]
         unique = list({repr(p): p for p in placements}.values())
         toruses.append({"name": names.block(pod.name), "dims": _xyz(dims), "regions": regions, "placements": unique})
+    if not toruses:  # an empty topology would replace the file in use, as `slurm_blocks` refuses for blocks
+        raise Refused(
+            "no cube has all its 16 machines as nodes of the imported cluster: Slurm's topology/torus3d needs a "
+            "region of at least one whole cube; nothing written"
+        )
     return [{"topology": "tpufleet-torus3d", "cluster_default": True, "torus3d": {"toruses": toruses}}]
