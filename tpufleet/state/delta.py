@@ -22,12 +22,14 @@ from tpufleet.ids import natural_key
 Doc = dict[str, Any]
 # "reroute": a second fault on a degraded slice changes only its figures and the faults it routes around;
 # "proposal": a fault on an evicted slice's reserved move changes only where it moves (the cubes reserved)
-# `machines`: a sub-cube slice's own, so that one made again on other machines of the same cube is a change
+# `machines` (a sub-cube slice's) and `twisted`: a slice made again on other machines of its cube, or twisted on the
+# same cubes, is a change
 _SLICE_FIELDS = (
     "state",
     "cubes",
     "machines",
     "shape",
+    "twisted",
     "pod",
     "min_throughput",
     "fault_tolerant_routing",
@@ -187,6 +189,15 @@ def jobs_of_slices(d: Doc) -> dict[str, str] | None:
     return jobs if isinstance(jobs, dict) else None
 
 
+def _comparable(was: Doc, now: Doc) -> list[str]:
+    """The fields a slice made again is compared on: those both records hold (a field a line of an older version
+    did not record is unknown, not changed), or, with one record missing (lines before `was` and `now`), every
+    field the other holds."""
+    if was and now:
+        return [f for f in _SLICE_FIELDS if f in was and f in now]
+    return [f for f in _SLICE_FIELDS if f in was or f in now]
+
+
 class _Net:
     """The running sum of deltas that `combine` keeps."""
 
@@ -215,7 +226,7 @@ class _Net:
                 continue
             self.removed.discard(name)  # released and made again within the range: net, its fields changed
             was, now = self.was.pop(name, {}), s.get("now", {}).get(name, {})
-            self.changed[name] = {f: [was.get(f), now.get(f)] for f in _SLICE_FIELDS if f in was or f in now}
+            self.changed[name] = {f: [was.get(f), now.get(f)] for f in _comparable(was, now)}
         for name, fields in s["changed"].items():
             net = self.changed.setdefault(name, {})
             for f, (old, new) in fields.items():
