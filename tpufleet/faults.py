@@ -21,7 +21,19 @@ from tpufleet.allocation import Allocation
 from tpufleet.constants import DIMS, HARDWARE_VCS, MAX_FAULT_ID_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, machine_of, parse_target
+from tpufleet.ids import (
+    ChipId,
+    CubeId,
+    HostId,
+    IciId,
+    LinkId,
+    OcsId,
+    TargetId,
+    canonical,
+    machine_of,
+    natural_key,
+    parse_target,
+)
 from tpufleet.model import Fleet, check_known, component_counts
 from tpufleet.moves import propose_move, propose_replacement
 
@@ -57,7 +69,7 @@ def machines_hit(target: TargetId) -> set[int] | None:
 def touched_slices(state: FleetState, target: TargetId) -> list[tuple[Slice, str]]:
     """(slice, "compute" | "network" | "bystander") for every slice the fault concerns, by name."""
     out = []
-    for name in sorted(state.slices):
+    for name in sorted(state.slices, key=natural_key):
         sl = state.slices[name]
         if isinstance(target, (ChipId, HostId, IciId, CubeId)):
             if target.cube in sl.cubes:
@@ -269,7 +281,7 @@ def _reserved_moves_hit(state: FleetState, target: TargetId, seen: set[str]) -> 
     proposed again, kept if still good, else another place is reserved (or none), and the slice is in the blast
     radius; `explain` and `reschedule` would otherwise find out only later."""
     out = []
-    for sl in sorted(state.slices.values(), key=lambda s: s.name):
+    for sl in sorted(state.slices.values(), key=lambda s: natural_key(s.name)):
         old = sl.proposal
         if sl.state is not SliceState.EVICTED or old is None or sl.name in seen or not _lands_on(target, old):
             continue

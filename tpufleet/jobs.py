@@ -206,7 +206,8 @@ def fault_verdicts(state: FleetState, slices_hit: Iterable[str]) -> list[JobVerd
         sl = state.slices.get(name)
         if sl is not None and sl.job is not None:
             hit.setdefault(sl.job, []).append(name)
-    return [JobVerdict(job_status(state, job), tuple(names)) for job, names in sorted(hit.items())]
+    ordered = sorted(hit.items(), key=lambda kv: natural_key(kv[0]))
+    return [JobVerdict(job_status(state, job), tuple(names)) for job, names in ordered]
 
 
 def jobs_hit(state: FleetState, radius: Json, now: str) -> list[Json]:

@@ -220,7 +220,7 @@ def _health_diff(state: FleetState, out: ReservationPlan) -> None:
     whichever source said it first (as `import k8s` takes a reservation's degraded cube); the sub-block's health is
     still recorded as read, and each source clears its own word."""
     known, held = state.reservation.sub_blocks, state.k8s.degraded
-    for name, record in sorted(out.mapped.items()):
+    for name, record in sorted(out.mapped.items(), key=lambda kv: natural_key(kv[1].cube)):
         was = known[name].degraded if name in known else False
         if record.degraded and not was:
             if record.cube not in held:

@@ -14,7 +14,7 @@ from typing import Any
 from tpufleet.errors import BadInput, Refused
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, parse_target
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, natural_key, parse_target
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import awaited, clear_step
 from tpufleet.ops.fleet import counted
@@ -418,7 +418,7 @@ def _dependents(state: FleetState, target: TargetId) -> list[str]:
         waiting = {
             s.name for s in state.slices.values() if s.pod == target.pod and not s.state.wired and not s.machines
         }
-        return sorted(n for n in wired | waiting if n)
+        return sorted((n for n in wired | waiting if n), key=natural_key)
     cube, machines = target.cube, machines_hit(target)
     names = set()
     for n, s in state.slices.items():
@@ -428,7 +428,7 @@ def _dependents(state: FleetState, target: TargetId) -> list[str]:
             names.add(n)
         if isinstance(target, CubeId) and s.proposal is not None and cube in s.proposal.cubes:
             names.add(n)
-    return sorted(names)
+    return sorted(names, key=natural_key)
 
 
 def _component_state(target: TargetId, faults: list[Fault]) -> str:

@@ -73,7 +73,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
     dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
     stale = state.mark_routes_stale(touched, "fault cleared")
-    missing = sorted(name for name, sl in state.slices.items() if missing_xconnects(state, sl))
+    missing = sorted((name for name, sl in state.slices.items() if missing_xconnects(state, sl)), key=natural_key)
     waits = {name: why for name in missing if (why := wiring_wait(state, state.slices[name]))}
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],

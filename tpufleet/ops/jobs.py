@@ -11,6 +11,7 @@ from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetparts import job_slice_names
 from tpufleet.fleetstate import Change, FleetState, Job, Slice
+from tpufleet.ids import natural_key
 from tpufleet.model import known_pod
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
@@ -172,8 +173,9 @@ def plan_and_apply_job(state: FleetState, name: str, now: str) -> Outcome:
     for pdoc in docs:
         pdoc.update(applied=True, serial=serial)
     doc = _job_plan_doc(state, name, docs, now)
-    doc.update(applied=True, routes_stale=sorted(stale), serial=serial)
-    return Outcome(doc, None if noop else _change(name, doc["summary"], sorted(stale)))
+    stale_names = sorted(stale, key=natural_key)
+    doc.update(applied=True, routes_stale=stale_names, serial=serial)
+    return Outcome(doc, None if noop else _change(name, doc["summary"], stale_names))
 
 
 def apply_saved_job(state: FleetState, job_plan: SavedJobPlan, now: str, journal: Journal | None = None) -> Outcome:

@@ -66,7 +66,7 @@ class Run:
 def slice_holders(state: FleetState) -> dict[str, list[str]]:
     """cube -> the slices holding it, by name."""
     out: dict[str, list[str]] = defaultdict(list)
-    for name in sorted(state.slices):
+    for name in sorted(state.slices, key=natural_key):
         for c in state.slices[name].cubes:
             out[c].append(name)
     return out

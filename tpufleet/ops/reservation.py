@@ -93,7 +93,7 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
         "out_of_pool": drain.cube in state.health().cubes_out,  # a fault or a drain holds it: it serves nothing now
         "drained_by": held.id if ahead and held is not None else None,
         "slices": on,
-        "jobs": sorted({j for n in on if (j := state.slices[n].job) is not None}),
+        "jobs": sorted({j for n in on if (j := state.slices[n].job) is not None}, key=natural_key),
     }
 
 
