@@ -185,3 +185,13 @@ def test_diff_shows_a_slice_made_again_twisted_on_the_same_cubes(cli, tmp_path):
             del record["twisted"], record["machines"]
     journal.write_text("".join(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n" for line in lines))
     assert cli("diff", "2", "-o", "json").json["slices"]["changed"] == {}
+
+
+def test_topology_table_has_no_empty_header_and_says_twisted_in_words(cli):
+    """The table began with an empty header line and a rule, and said `twisted  False`."""
+    lines = cli("topology", "4x4x8", "--twisted", state=False).out.splitlines()
+    assert lines[0].split() == ["shape", "4x4x8"]
+    assert ["twisted", "yes"] in [line.split() for line in lines]
+    assert (
+        "no" in dict(line.split(None, 1) for line in cli("topology", "4x4x8", state=False).out.splitlines())["twisted"]
+    )

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
-from tpufleet.cli.render import emit, grid
+from tpufleet.cli.render import emit
 
 
 @app.command(
@@ -29,10 +29,18 @@ def topology_cmd(
     from tpufleet.ops import views
 
     m = views.topology(shape, twisted, generation)
-    emit(m, output, lambda: grid([[k, _cell(k, v)] for k, v in m.items()], ["", ""]))
+    emit(m, output, lambda: _pairs(m))
+
+
+def _pairs(m: dict[str, object]) -> str:
+    """One line a figure, its name first (no header: a table of one thing)."""
+    width = max(map(len, m), default=0)
+    return "\n".join(f"{k:<{width}}  {_cell(k, v)}" for k, v in m.items())
 
 
 def _cell(key: str, value: object) -> object:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if key == "generations":  # the pods that could hold the shape
         return ", ".join(value) if isinstance(value, list) and value else "none (no pod of these generations holds it)"
     return value
