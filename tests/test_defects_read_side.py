@@ -195,3 +195,11 @@ def test_topology_table_has_no_empty_header_and_says_twisted_in_words(cli):
     assert (
         "no" in dict(line.split(None, 1) for line in cli("topology", "4x4x8", state=False).out.splitlines())["twisted"]
     )
+
+
+def test_a_number_too_small_to_tell_from_zero_is_not_told_to_be_given_as_zero(fleet):
+    """`suspects --p-value 1e-400` said `give 0 or a larger number`, and 0 is then refused (the p-value is
+    between 0 and 1, both excluded)."""
+    r = fleet("suspects", "--p-value", "1e-400")
+    assert r.code == 2 and "--p-value" in r.err and "give 0" not in r.err and "a larger number" in r.err
+    assert fleet("suspects", "--p-value", "0").code == 2

@@ -34,7 +34,7 @@ class _StrictNumber:
             if not math.isfinite(float(value)):
                 self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
             if _underflows(value):
-                self.fail(f"{shown(value)} is too small to be told from 0 (give 0 or a larger number)", param, ctx)  # type: ignore[attr-defined]
+                self.fail(f"{shown(value)} is too small to be told from 0 (give a larger number)", param, ctx)  # type: ignore[attr-defined]
         if isinstance(value, str):
             _refuse_outside(self, value, param, ctx)
         number = super().convert(value, param, ctx)  # type: ignore[misc]
