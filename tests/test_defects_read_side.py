@@ -203,3 +203,13 @@ def test_a_number_too_small_to_tell_from_zero_is_not_told_to_be_given_as_zero(fl
     r = fleet("suspects", "--p-value", "1e-400")
     assert r.code == 2 and "--p-value" in r.err and "give 0" not in r.err and "a larger number" in r.err
     assert fleet("suspects", "--p-value", "0").code == 2
+
+
+def test_a_groups_output_option_reaches_its_sub_command(fleet):
+    """`tpufleet export -o json slices` was refused (`No such option '-o'`), though the error itself came out as
+    JSON; -o before the sub-command now means what it means after it, and a format it cannot write is refused."""
+    before = fleet("export", "-o", "json", "node-labels")
+    assert before.code == 0, before.err
+    assert before.json == fleet("export", "node-labels", "-o", "json").json
+    assert fleet("export", "-o", "json", "node-labels", "-o", "yaml").out.startswith("apiVersion")  # its own wins
+    assert fleet("export", "-o", "html", "node-labels").code == 2

@@ -47,6 +47,26 @@ __all__ = [
 def command_group(name: str, description: str) -> typer.Typer:
     """A group of sub-commands (`tpufleet NAME ...`), registered on `app`; without a sub-command it shows its help."""
     group = typer.Typer(name=name, help=description, no_args_is_help=True, rich_markup_mode=None)
+
+    @group.callback()
+    def group_output(
+        ctx: typer.Context,
+        output: Annotated[
+            str | None,
+            typer.Option(
+                "-o",
+                "--output",
+                metavar="FORMAT",
+                help="Output format for the sub-command; the same as -o after it",
+                show_default=False,
+            ),
+        ] = None,
+    ) -> None:
+        # `tpufleet export -o json slices` reaches the sub-command as `-o` before the group does; the sub-command
+        # refuses a format it cannot write, and its own -o still wins
+        if output is not None:
+            ctx.default_map = {**(ctx.default_map or {}), **output_defaults(ctx.command, output)}
+
     app.add_typer(group, name=name)
     return group
 
