@@ -213,3 +213,17 @@ def test_a_groups_output_option_reaches_its_sub_command(fleet):
     assert before.json == fleet("export", "node-labels", "-o", "json").json
     assert fleet("export", "-o", "json", "node-labels", "-o", "yaml").out.startswith("apiVersion")  # its own wins
     assert fleet("export", "-o", "html", "node-labels").code == 2
+
+
+def test_status_does_not_tell_to_route_an_evicted_slice_behind_a_symbolic_link(routed, tmp_path):
+    """With a symbolic link in place of an evicted slice's tables, `status` said to remove it `then run tpufleet
+    routes s`, which refuses an evicted slice until it has moved; it now points to `explain s` for the move."""
+    assert routed("routes", "s").code == 0
+    tables = routed.state / "routes" / "s.npz"
+    tables.unlink()
+    tables.symlink_to(tmp_path / "gone.npz")
+    assert routed("inject-fault", "host:c00/1").code == 0  # evicts s
+    assert routed("routes", "s").code != 0
+    out = routed("status").out
+    (line,) = [x for x in out.splitlines() if "symbolic link" in x]
+    assert "tpufleet routes s" not in line and "tpufleet explain s" in line

@@ -240,16 +240,18 @@ def _to_do_lines(s: dict) -> list[str]:
             f"{', '.join(moving)}"
         )
     lines += [f"cross-connects missing on {name}: {why}" for name, why in waits.items()]
-    return lines + [_linked_line(name, path) for name, path in linked.items()]
+    return lines + [_linked_line(name, path, name in evicted) for name, path in linked.items()]
 
 
-def _linked_line(name: str, path: str) -> str:
-    """The step for tables missing behind a symbolic link: `routes` refuses the link, and tpufleet never removes it."""
+def _linked_line(name: str, path: str, evicted: bool) -> str:
+    """The step for tables missing behind a symbolic link: `routes` refuses the link, and tpufleet never removes it;
+    an evicted slice's tables are made once it has moved (`routes` refuses it until then)."""
     import shlex
 
+    then = f"`tpufleet explain {name}` says how to move it first" if evicted else f"run `tpufleet routes {name}`"
     return (
         f"routing tables of {name} missing: a symbolic link stands in their place, never followed "
-        f"(remove it, rm -- {shlex.quote(path)}, then run `tpufleet routes {name}`)"
+        f"(remove it, rm -- {shlex.quote(path)}, then {then})"
     )
 
 
