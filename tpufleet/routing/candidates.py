@@ -247,7 +247,8 @@ def candidates(
     if whole_ocs_only(shape, expected, alive, patterns) and twisted_mesh_apply(
         shape, expected, alive, max_vcs, thorough
     ):
-        ranked += twisted_mesh_made(shape, expected, alive)
+        lightest = min(ranked, key=lambda item: item[0])[1] if ranked else None  # its ring steps kept
+        ranked += twisted_mesh_made(shape, expected, alive, lightest)
     return routable_first(ranked)
 
 

@@ -63,6 +63,23 @@ def symmetric(shape: Shape) -> bool:
     return shape.wraps and all(d % 2 == 0 for d in shape.dims)
 
 
+def ring_step_pairs(shape: Shape, expected: ChipGraph) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(sources, destinations) of every step of the rings the collectives schedule (the snake ring, and every
+    dimension's rings in every order: on twisted tori some members are two or three hops apart), both ways round."""
+    import itertools
+
+    import numpy as np
+
+    from tpufleet.collectives.schedules import dim_phases, snake_ring
+
+    rings = [snake_ring(shape)]
+    for order in itertools.permutations(range(3)):
+        rings += [phase.rings for phase in dim_phases(shape, order, expected)]
+    a = np.concatenate([r.ravel() for r in rings])
+    b = np.concatenate([np.roll(r, -1, axis=1).ravel() for r in rings])
+    return np.concatenate([a, b]), np.concatenate([b, a])
+
+
 def ring_allreduce_load(rt: RouteTables, expected_nbr: ChipGraph) -> npt.NDArray[np.int64]:
     """Every chip sends one unit to each of its ring neighbours in every dimension (bidirectional rings)."""
     import numpy as np

@@ -44,6 +44,8 @@ PRE_PENALTY = 32  # all-to-all units a pre-leg hop must save on the busiest link
 BATCH = 8
 PASSES = 3  # 2: 746 alone, 608 relieved; 4: 608; 5: 605
 _NO_PRE = 99  # the pre-leg phase of a dimension without one
+# all-to-all units a hop off a ring step's given route costs (`ring_steps`): taken only where no other is legal
+RING_PENALTY = 1 << 20
 
 
 def preleg_tables(
@@ -87,6 +89,21 @@ class _PreLegTrees(_Trees):
         for position, dim in enumerate(pre):
             self.pre_phase[dim] = position - len(pre)  # before the first leg (phase 0): one pre-leg is phase -1
         self.pre_penalty = PRE_PENALTY
+        self.ring_steps: PortTable | None = None  # [t, s] the port a ring step's route should start by, or -1
+        self.dest: Int64Array = np.zeros(0, dtype=np.int64)
+
+    def build(self, dest: Int64Array, load: Int64Array) -> tuple[PortTable, HopTable, BoolArray]:
+        self.dest = dest
+        return super().build(dest, load)
+
+    def _off_ring_step(self, at_u: Int64Array, port: Int64Array) -> Int64Array | int:
+        """RING_PENALTY for an offer at a chip whose ring step to this destination `ring_steps` starts by another
+        port (a chip keeps the route the collectives' rings use wherever the trees' rules allow it)."""
+        if self.ring_steps is None:
+            return 0
+        want = self.ring_steps[self.dest[at_u // self.n], at_u % self.n]
+        penalty: Int64Array = ((want >= 0) & (port != want)) * RING_PENALTY
+        return penalty
 
     def _layer(
         self, s: _State, frontier: tuple[Int64Array, Int64Array], links: npt.NDArray[np.int64]
@@ -117,7 +134,7 @@ class _PreLegTrees(_Trees):
         hop_load = links.reshape(-1)[uu * 6 + port]
         key = np.maximum(hop_load, s.path_max.reshape(-1)[at_c])
         total = hop_load + s.path_sum.reshape(-1)[at_c]
-        pick = _lightest(at_u, key + pre * self.pre_penalty, total, port)
+        pick = _lightest(at_u, key + pre * self.pre_penalty + self._off_ring_step(at_u, port), total, port)
         at_u, uu, port, pre = at_u[pick], uu[pick], port[pick], pre[pick]
         s.port.reshape(-1)[at_u] = port
         phases[at_u] = np.where(pre, self.pre_phase[port // 2], self.phase_array[port // 2])

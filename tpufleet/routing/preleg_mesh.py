@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from tpufleet.constants import Int64Array
     from tpufleet.routing.analysis import RouteTables
-    from tpufleet.routing.dor import Order
+    from tpufleet.routing.dor import Order, PortTable
     from tpufleet.routing.split import _State
     from tpufleet.shapes import Shape
     from tpufleet.topology import ChipGraph
@@ -44,16 +44,19 @@ STUCK_PENALTY = 1 << 20  # a tree built again for its unreached chips: a pre-leg
 
 
 def mesh_preleg_tables(
-    shape: Shape, graph: ChipGraph, alive: ChipGraph, order: Order = ORDER
+    shape: Shape, graph: ChipGraph, alive: ChipGraph, order: Order = ORDER, ring_steps: PortTable | None = None
 ) -> tuple[RouteTables, Int64Array] | None:
     """(tables on `alive`, all-to-all load per directed link) of `order`'s trees made for `graph`, pre-legs along
-    every dimension in `order`'s sequence; None when some chip cannot reach some destination that way."""
+    every dimension in `order`'s sequence; None when some chip cannot reach some destination that way. With
+    `ring_steps` ([t, s] a port, or -1), a chip whose ring step to t has a given first hop takes it wherever the
+    trees' rules allow (`_PreLegTrees._off_ring_step`)."""
     import numpy as np
 
     from tpufleet.routing.analysis import RouteTables
 
     n = len(graph)
     trees = _MeshTrees(shape, graph, order, tuple(order))
+    trees.ring_steps = ring_steps
     P, L, wild, load = built(trees, n, MESH_BATCH)
     stuck = np.flatnonzero((P == -2).any(axis=1))
     if len(stuck):

@@ -306,20 +306,13 @@ def _ring_routes(rt: RouteTables, expected: ChipGraph) -> npt.NDArray[np.bool_]:
     apart), either way round. Ring all-reduce, all-gather and reduce-scatter send only along these, so the routes
     stay exactly as they are and so does the time of every ring collective. (All-to-all collectives send every
     pair, relieved ones included: direct all-to-all gains, dim-by-dim may lose a few percent.)"""
-    import itertools
-
     import numpy as np
 
-    from tpufleet.collectives.schedules import dim_phases, snake_ring
+    from tpufleet.routing.loads import ring_step_pairs
 
-    rings = [snake_ring(rt.shape)]
-    for order in itertools.permutations(range(3)):
-        rings += [phase.rings for phase in dim_phases(rt.shape, order, expected)]
-    a = np.concatenate([r.ravel() for r in rings])
-    b = np.concatenate([np.roll(r, -1, axis=1).ravel() for r in rings])
     n = rt.n
     out = np.zeros((n, n), dtype=bool)
-    t, cur = np.concatenate([b, a]), np.concatenate([a, b])
+    cur, t = ring_step_pairs(rt.shape, expected)
     Pf, nf = rt.P.ravel(), rt.nbr.ravel()
     for _ in range(n):
         moving = (cur != t) & (Pf[t * n + cur] >= 0)

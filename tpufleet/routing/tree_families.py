@@ -16,7 +16,7 @@ from tpufleet.shapes import Shape
 
 if TYPE_CHECKING:
     from tpufleet.routing.candidates import Ranked
-    from tpufleet.routing.dor import Order
+    from tpufleet.routing.dor import Order, PortTable
     from tpufleet.topology import ChipGraph
 
 # chips: from this size on, split tables with the trees' later legs on dateline pairs too (twisted 8x16x16 3371 ->
@@ -194,8 +194,8 @@ TWISTED_PASSES = Passes(most=30, misses=5)
 # chips: pre-leg trees on twisted tori with `thorough` (8x16x16 with one OCS down: 20-70 s an order; 16x16x32 not
 # measured)
 TWISTED_MESH_LIMIT = 2048
-# chips: where the fault path makes them for a slice's floor (`dimension_orders.thorough_may_help`): 12-20 s of CPU
-# on 8x8x16 (at worst every order, with the stopping line removed: 27-33 s); on 8x16x16 about two minutes, too long for
+# chips: where the fault path makes them for a slice's floor (`dimension_orders.thorough_may_help`): 10-12 s of CPU
+# on 8x8x16 (12-20 s before the orders were chosen by the broken dimension); on 8x16x16 37-90 s, too long for
 # `inject-fault` to wait
 TWISTED_MESH_FAULT_LIMIT = 1024
 # the dimension orders `twisted_mesh_made` tries, in turn. Twisted 8x8x16 over nine single OCS: yzx kept MESH_GOOD of
@@ -203,6 +203,11 @@ TWISTED_MESH_FAULT_LIMIT = 1024
 # three other orders were never the lightest by more than 3. 8x16x16: x/3 yzx 3239, zyx 3262, zxy 3348 (xzy, yxz,
 # xyz 3511-3718); y/3 zyx 3130, yzx 3373; z/3 zyx 3098, yzx 3252.
 TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
+# with ring steps kept (`ring_step_ports`), the orders tried: those whose last dimension has no dead link, in this
+# sequence. A broken dimension last sends a neighbour across its dead link the long way round its ring (15 hops on
+# twisted 8x8x16), and the modelled all-reduce takes 1.96-1.99x the healthy time; otherwise 1.63-1.71x (the split
+# tables 1.61x), all-to-all 1223-1245 over nine single OCS (0.955-0.972 of the healthy optimum).
+RING_KEEPING_ORDERS: tuple[Order, ...] = ((2, 0, 1), (2, 1, 0), (1, 2, 0))
 MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
 # the orders of the pre-leg trees in every dimension where those in `routing.preleg.ORDER` (zxy) leave a pair
 # unreached or do not fit 3 VCs (5 of 60 sets of three OCS on 8x8x8 drawn at random): zyx, then xyz, then yzx. On
@@ -229,16 +234,26 @@ def twisted_mesh_apply(
     )
 
 
-def twisted_mesh_made(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> list[Ranked]:
+def twisted_mesh_made(
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, prefer: RouteTables | None = None
+) -> list[Ranked]:
     """`routing.preleg_mesh`'s trees for a twisted torus, relieved in passes (`_mesh_relieved`), in the dimension
     orders of TWISTED_MESH_ORDERS in turn until one keeps MESH_GOOD of the live graph's distance bound (a lower
     bound of the LP optimum); the lightest. Which order relieves well depends on the fault: where the relieving
     finds a deep move (tens of thousands of entries in one pass) the load drops to 0.96-0.98 of the bound, else it
-    stays near 0.92. Empty when none can be made within 3 VCs."""
+    stays near 0.92. Empty when none can be made within 3 VCs. `prefer`: the tables whose ring steps the trees
+    keep where their rules allow (`ring_step_ports`: the lightest other candidate's, so the ring collectives lose
+    less)."""
     from tpufleet.routing.optimum import distance_bound
 
     good = distance_bound(alive, shape) / MESH_GOOD
-    made = _lightest_order(shape, expected, alive, alive, TWISTED_MESH_ORDERS, TWISTED_PASSES._replace(good=good))
+    steps, orders = None, TWISTED_MESH_ORDERS
+    if prefer is not None:
+        dead = dead_dims_of(expected, alive)
+        steps = ring_step_ports(prefer, expected)
+        orders = tuple(o for o in RING_KEEPING_ORDERS if o[-1] not in dead) or TWISTED_MESH_ORDERS
+    passes = TWISTED_PASSES._replace(good=good)
+    made = _lightest_order(shape, expected, alive, alive, orders, passes, steps)
     if made is None:
         return []
     rt, max_load, moved, how = made
@@ -254,8 +269,28 @@ def _other_orders_relieved(shape: Shape, expected: ChipGraph, alive: ChipGraph, 
     return _lightest_order(shape, expected, alive, graph, THREE_OCS_ORDERS, TWISTED_PASSES._replace(good=good))
 
 
+def ring_step_ports(rt: RouteTables, expected: ChipGraph) -> PortTable:
+    """[t, s]: the port `rt`'s route of a ring step from s to t starts by, for the steps two hops or more long
+    (`loads.ring_step_pairs`; a step to a neighbour goes straight in every table set); -1 elsewhere."""
+    import numpy as np
+
+    from tpufleet.routing.loads import ring_step_pairs
+
+    src, dst = ring_step_pairs(rt.shape, expected)
+    long = rt.L[dst, src] >= 2
+    out: PortTable = np.full(rt.P.shape, -1, dtype=np.int8)
+    out[dst[long], src[long]] = rt.P[dst[long], src[long]]
+    return out
+
+
 def _lightest_order(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, orders: tuple[Order, ...], passes: Passes
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    graph: ChipGraph,
+    orders: tuple[Order, ...],
+    passes: Passes,
+    ring_steps: PortTable | None = None,
 ) -> Relieved | None:
     """`_mesh_relieved` in each of `orders` in turn until one is relieved to `passes.good` or less; the lightest,
     its order named in how it was made (None when no order's trees reach every pair within PRE_VCS)."""
@@ -264,7 +299,7 @@ def _lightest_order(
     best: tuple[Relieved, Order] | None = None
     for order in orders:
         steps.plan("repair", 1)
-        made = _mesh_relieved(shape, expected, alive, graph, order, passes)
+        made = _mesh_relieved(shape, expected, alive, graph, order, passes, ring_steps)
         steps.advance("repair")
         if made is not None and (best is None or made[1] < best[0][1]):
             best = made, order
@@ -314,6 +349,7 @@ def _mesh_relieved(
     graph: ChipGraph,
     order: Order | None = None,
     passes: Passes = THREE_OCS_PASSES,
+    ring_steps: PortTable | None = None,
 ) -> Relieved | None:
     """`routing.preleg_mesh`'s trees in `order` (default: `routing.preleg.ORDER`) relieved in `passes` within their
     wild order, each pass kept only when it is lighter and still fits PRE_VCS; None when the trees leave a pair
@@ -324,7 +360,7 @@ def _mesh_relieved(
     from tpufleet.routing.relieve import relieve
 
     order = ORDER if order is None else order
-    made = mesh_preleg_tables(shape, graph, alive, order)
+    made = mesh_preleg_tables(shape, graph, alive, order, ring_steps)
     if made is None or not fits(analyzed(made[0], PRE_VCS)[0], PRE_VCS):
         return None
     rt, max_load, moved, misses = made[0], float(made[1].max()), 0, 0
