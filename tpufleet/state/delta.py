@@ -138,6 +138,33 @@ def is_delta(value: object) -> bool:
     return _slices_form(s) and _faults_form(f) and all(_ocs_form(c) for c in ocs.values()) and routes_form
 
 
+def in_fleet_order(value: Any) -> Any:
+    """A delta as read back from its journal line, its maps keyed by OCS or slice in the order the fleet counts
+    them (pod0/x/2 before pod0/x/10, s9 before s10): the line is written with its keys sorted as text. Anything
+    else (a hand-edited or damaged delta) is returned as it is.
+
+    >>> in_fleet_order({"ocs": {"pod0/x/10": 1, "pod0/x/2": 2}, "slices": {"changed": {"s10": 1, "s9": 2}}})
+    {'ocs': {'pod0/x/2': 2, 'pod0/x/10': 1}, 'slices': {'changed': {'s9': 2, 's10': 1}}}
+    """
+    if not isinstance(value, dict):
+        return value
+    out = {**value, "ocs": _counted(value["ocs"])} if "ocs" in value else dict(value)
+    slices = value.get("slices")
+    if isinstance(slices, dict):
+        out["slices"] = {k: _counted(v) if k in _BY_SLICE else v for k, v in slices.items()}
+    return out
+
+
+_BY_SLICE = ("changed", "jobs", "was", "now")  # a delta's maps keyed by slice name
+
+
+def _counted(value: Any) -> Any:
+    """A map's keys as the fleet counts them (anything but a map of string keys as it is)."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return value
+    return dict(sorted(value.items(), key=lambda kv: natural_key(kv[0])))
+
+
 def _names(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(n, str) for n in value)
 

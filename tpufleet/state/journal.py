@@ -32,6 +32,7 @@ from tpufleet.journalentry import MOVED_FAULTS, JournalEntry
 from tpufleet.jsontext import MAX_DEPTH, nested_deeper_than
 from tpufleet.state import journalfile, records
 from tpufleet.state.crashpoints import reached
+from tpufleet.state.delta import in_fleet_order
 from tpufleet.state.files import atomic_write, io_error, open_state_file, write_all
 from tpufleet.state.journalfile import MAX_LINE_BYTES, Line
 from tpufleet.state.lock import shown_command
@@ -119,6 +120,8 @@ def _parse(line: bytes) -> JournalEntry | None:
         return None
     if entry is not None and (shown := shown_command(entry.command)) != entry.command:
         entry = replace(entry, command=shown)  # written before commands were recorded so (a password, a lone byte)
+    if entry is not None and entry.delta is not None:  # the line's keys are sorted as text, not as the fleet counts
+        entry = replace(entry, delta=in_fleet_order(entry.delta))
     return entry
 
 
