@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from tpufleet.constants import HOUR
 from tpufleet.fleetstate import FleetState, SliceState
+from tpufleet.ids import natural_key
 from tpufleet.timeparse import parse_stamp
 from tpufleet.views import reservation_maintenance
 
@@ -70,7 +71,7 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
         "1 when a slice's indexed routing tables are no longer kept (a file removed by hand, or damaged).",
         labels=["slice"],
     )
-    for name in sorted(state.slices):
+    for name in sorted(state.slices, key=natural_key):  # s9 before s10, as slices are counted
         sl = state.slices[name]
         for value in SliceState:
             states.add_metric([name, value.value], 1 if sl.state is value else 0)

@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from tpufleet.fleetstate import FleetState, SliceState
-from tpufleet.ids import KINDS
+from tpufleet.ids import KINDS, natural_key
 from tpufleet.views import inventory, status
 
 FACTORS = ("sg", "rg", "pg", "mpg")
@@ -145,7 +145,7 @@ class FleetCollector(Collector):
             labels=["slice"],
             unit="ratio",
         )
-        for name in sorted(self.state.slices):
+        for name in sorted(self.state.slices, key=natural_key):  # s9 before s10, as slices are counted
             sl = self.state.slices[name]
             if sl.state.wired:
                 retained.add_metric([name], sl.reroute.retained if sl.reroute is not None else 1.0)
