@@ -247,13 +247,16 @@ def serve_cmd(
             f"tpufleet serve needs the serve extra ({exc.name} is missing): pip install 'tpufleet[serve]'"
         ) from None
     host, port = parse_listen(listen)
-    hosts = allowed_hosts(host, list(allow_host or []))  # (refused before listening, as --listen)
+    allowed_hosts(host, list(allow_host or []))  # a bad name refused before listening, as --listen
     token = read_token(token_file) if token_file is not None else None
     store = ctx.obj.store()
     serial = store.load().serial  # a missing or damaged state is refused before listening
     extras = goodput_extras(list(goodput or []), goodput_format)
     source = Source(store, [Path(log) for log in goodput or []], extras)
     sock = bind(host, port)
+    # loopback or not as bound, not as spelt: a name of this machine's loopback (its own host name, 127.0.1.1 on
+    # Debian) answering any Host would let a web page read the fleet through a name of its own (DNS rebinding)
+    hosts = allowed_hosts(sock.getsockname()[0], list(allow_host or []))
     shown = f"[{host}]" if ":" in host else host
     intake = "on" if token is not None else "off (no --token-file)"
     typer.echo(

@@ -75,9 +75,11 @@ def _loopback(host: str) -> bool:
     if host.lower() in LOOPBACK_NAMES:
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1, an IPv6 socket's name for 127.0.0.1
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def allowed_hosts(listen_host: str, named: list[str]) -> frozenset[str] | None:
