@@ -75,3 +75,16 @@ def test_an_ipv4_mapped_loopback_address_is_loopback():
 
     assert allowed_hosts("::ffff:127.0.0.1", []) is not None
     assert allowed_hosts("::ffff:10.0.0.7", []) is None
+
+
+@pytest.mark.parametrize("listen", ["[::1:9478", "[::1]]:9478", "[127.0.0.1:0", "::1]:0"])
+def test_a_listen_address_with_stray_brackets_is_bad_input(fleet, monkeypatch, listen):
+    """It was handed to the resolver: `cannot listen on [::1:9478: Name or service not known`, exit 1."""
+    from tpufleet.cli import serve
+
+    def bind(*args: object) -> None:
+        pytest.fail("listened")
+
+    monkeypatch.setattr(serve, "bind", bind)
+    r = fleet("serve", "--listen", listen)
+    assert r.code == 2 and f"bad option --listen {listen!r}" in r.err

@@ -38,12 +38,22 @@ def parse_listen(text: str) -> tuple[str, int]:
 
     >>> parse_listen("127.0.0.1:9478"), parse_listen("[::1]:0")
     (('127.0.0.1', 9478), ('::1', 0))
+    >>> parse_listen("[::1:9478")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --listen '[::1:9478': HOST:PORT, e.g. 127.0.0.1:9478 or [::1]:9478
     """
     from tpufleet.errors import BadInput
 
     host, sep, port = text.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
+    stray_bracket = "[" in host or "]" in host  # `[::1:9478`, `[::1]]`: no name has one, the resolver would be asked
+    if (
+        stray_bracket
+        or not sep
+        or not host
+        or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535)
+    ):
         raise BadInput(f"bad option --listen {text!r}: HOST:PORT, e.g. {DEFAULT_LISTEN} or [::1]:9478")
     return host, int(port)
 
