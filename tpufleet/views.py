@@ -22,9 +22,10 @@ Row = dict[str, Any]
 
 
 def cube_users(state: FleetState) -> dict[str, list[str]]:
-    """cube -> names of slices holding it (sub-cube slices may share a cube)."""
+    """cube -> names of slices holding it (sub-cube slices may share a cube), as the fleet counts them (s9 before
+    s10: the state file keeps its slices in the text order of their names)."""
     users: dict[str, list[str]] = {}
-    for name, sl in state.slices.items():
+    for name, sl in sorted(state.slices.items(), key=lambda kv: natural_key(kv[0])):
         for cube in sl.cubes:
             users.setdefault(cube, []).append(name)
     return users
