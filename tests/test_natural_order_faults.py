@@ -27,3 +27,16 @@ def test_clear_fault_lists_the_slices_to_wire_as_counted(fleet):
     cleared = fleet("clear-fault", "ocs:pod0/x/1", "-o", "json")
     assert cleared.code == 0, cleared.err
     assert cleared.json["rewire"] == ["s9", "s10"]
+
+
+def test_clear_fault_lists_the_tables_it_makes_stale_as_counted(fleet):
+    """`routes_stale` of `clear-fault` was in the text order of the names (s10 before s9), though `status` lists
+    the same stale tables as the fleet counts them."""
+    _two_slices(fleet)
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    for name in ("s10", "s9"):
+        assert fleet("routes", name).code == 0
+    cleared = fleet("clear-fault", "ocs:pod0/x/1", "-o", "json")
+    assert cleared.code == 0, cleared.err
+    assert cleared.json["routes_stale"] == ["s9", "s10"]
+    assert fleet("status", "-o", "json").json["stale_routes"] == ["s9", "s10"]

@@ -328,7 +328,7 @@ class FleetState:
         """Tables of these slices no longer match the network; `status` says so until they are made again.
         `moved`: the slices are on other cubes now, which is why, whatever made them stale before."""
         marked = []
-        for name in sorted({n for n in names if n is not None}):
+        for name in sorted({n for n in names if n is not None}, key=natural_key):  # s9 before s10, as counted
             record = self.routes.get(name)
             if record is not None and (moved or not record.stale):
                 marked += [] if record.stale else [name]
