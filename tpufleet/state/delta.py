@@ -139,23 +139,33 @@ def is_delta(value: object) -> bool:
 
 
 def in_fleet_order(value: Any) -> Any:
-    """A delta as read back from its journal line, its maps keyed by OCS or slice in the order the fleet counts
-    them (pod0/x/2 before pod0/x/10, s9 before s10): the line is written with its keys sorted as text. Anything
-    else (a hand-edited or damaged delta) is returned as it is.
+    """A delta as read back from its journal line, its maps keyed by OCS or slice, and its lists of slice names, in
+    the order the fleet counts them (pod0/x/2 before pod0/x/10, s9 before s10): the line is written with its keys
+    sorted as text, and lines written before 0.3 listed the names as text too. Anything else (a hand-edited or
+    damaged delta) is returned as it is.
 
     >>> in_fleet_order({"ocs": {"pod0/x/10": 1, "pod0/x/2": 2}, "slices": {"changed": {"s10": 1, "s9": 2}}})
     {'ocs': {'pod0/x/2': 2, 'pod0/x/10': 1}, 'slices': {'changed': {'s9': 2, 's10': 1}}}
+    >>> in_fleet_order({"slices": {"added": ["s10", "s9"]}, "routes": {"stale": ["s10", "s9"], "x": ["b", "a"]}})
+    {'slices': {'added': ['s9', 's10']}, 'routes': {'stale': ['s9', 's10'], 'x': ['b', 'a']}}
     """
     if not isinstance(value, dict):
         return value
     out = {**value, "ocs": _counted(value["ocs"])} if "ocs" in value else dict(value)
-    slices = value.get("slices")
-    if isinstance(slices, dict):
-        out["slices"] = {k: _counted(v) if k in _BY_SLICE else v for k, v in slices.items()}
+    for part in ("slices", "routes"):
+        if isinstance(value.get(part), dict):
+            out[part] = {k: _field_in_order(k, v) for k, v in value[part].items()}
     return out
 
 
 _BY_SLICE = ("changed", "jobs", "was", "now")  # a delta's maps keyed by slice name
+_SLICE_LISTS = ("added", "removed", "stored", "dropped", "stale")  # its lists of slice names (slices, routes)
+
+
+def _field_in_order(key: str, value: Any) -> Any:
+    if key in _BY_SLICE:
+        return _counted(value)
+    return sorted(value, key=natural_key) if key in _SLICE_LISTS and _names(value) else value
 
 
 def _counted(value: Any) -> Any:
