@@ -143,3 +143,15 @@ def test_two_hosts_get_400(state):
     client = _client(state, "0.0.0.0", [])
     r = client.get("/api/v1/status", headers=[("Host", "a.example"), ("Host", "b.example")])
     assert r.status_code == 400 and r.json()["error"].startswith("bad Host 'a.example, b.example': ")
+
+
+@pytest.mark.parametrize(
+    ("named", "host"),
+    [("fleet.example.com.", "fleet.example.com:9478"), ("fleet.example.com", "Fleet.Example.Com.:9478")],
+)
+def test_a_name_with_or_without_its_root_dot_is_one_host(state, named, host):
+    """`fleet.example.com.` and `fleet.example.com` name one host: a name given to --allow-host with its root dot
+    (as a zone file writes it) got 421 for every request naming it without, told to name it with --allow-host."""
+    c = _client(state, "127.0.0.1", [named])
+    assert c.get("/api/v1/status", headers={"Host": host}).status_code == 200
+    assert c.get("/api/v1/status", headers={"Host": "example.com."}).status_code == 421

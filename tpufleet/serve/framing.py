@@ -99,7 +99,13 @@ def allowed_hosts(listen_host: str, named: list[str]) -> frozenset[str] | None:
         return None
     if not named and not _loopback(listen_host):
         return None
-    return frozenset({"localhost", "localhost.", *(name.strip("[]").lower() for name in named)})
+    return frozenset({"localhost", "localhost.", *(_fully(name.strip("[]").lower()) for name in named)})
+
+
+def _fully(name: str) -> str:
+    """A DNS name without its root dot: `fleet.example.com.` and `fleet.example.com` name one host, and a Host
+    header may carry either (as typed in the browser)."""
+    return name.removesuffix(".") if name != "." else name
 
 
 # labels as a Host header's may have them (`_HOST_HEADER`, below): `_` too, so a container service name can be named
@@ -206,7 +212,7 @@ class KnownHost:
             return
         if sent and self.allowed is not None:
             host = host_name(sent[0])
-            if not (host in self.allowed or _loopback(host)):
+            if not (_fully(host) in self.allowed or _loopback(host)):
                 message = f"this server does not answer for the host {host!r}: name it with serve --allow-host"
                 await JSONResponse({"error": message, "status": 421}, 421, headers=_NOSNIFF)(scope, receive, send)
                 return
