@@ -314,3 +314,20 @@ def test_a_node_that_disagrees_with_its_pool_is_named_by_its_item_as_other_field
     index = doc["items"].index(odd)
     line = one_line(v5p("import", "k8s", write(tmp_path, doc)))
     assert f"field items.{index} (node {odd['metadata']['name']}).metadata.labels.{TOPO}:" in line
+
+
+def test_node_pool_slices_are_listed_as_counted(v5p, tmp_path):
+    """Node-pool slices, in `import k8s`'s plan and in `status` (its table, its JSON and serve's /api/v1/status),
+    were listed in the text order of the pools' names (pool-10 before pool-9), though every other list of slices
+    is as the fleet counts them."""
+    text = V5P.read_text().replace("v5p-4x4x8", "pool-10").replace("v5p-2x2x1", "pool-9")
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(text)
+    plan = v5p("import", "k8s", nodes, "-o", "json")
+    assert plan.code == 0, plan.err
+    assert [p["node_pool"] for p in plan.json["node_pool_slices"]] == ["pool-9", "pool-10"]
+    assert v5p("import", "k8s", nodes, "--apply").code == 0
+    status = v5p("status", "-o", "json").json
+    assert [p["name"] for p in status["k8s"]["unplaced_slices"]["slices"]] == ["pool-9", "pool-10"]
+    table = v5p("status").out
+    assert table.index("pool-9 ") < table.index("pool-10 ")

@@ -271,7 +271,7 @@ def _k8s_status(state: FleetState, free_by_pod: dict[str, int]) -> Row:
     held = unplaced_cubes(k8s.node_pools.values())
     pools = [
         {"name": name, "node_pool": name, **p.record(), "cubes": p.cubes, "machines": p.machines}
-        for name, p in sorted(k8s.node_pools.items())
+        for name, p in sorted(k8s.node_pools.items(), key=lambda kv: natural_key(kv[0]))  # pool-9 before pool-10
     ]
     by_pod = dict(sorted(held.items(), key=lambda kv: natural_key(kv[0])))
     unplaced = {"slices": pools, "cubes": sum(held.values()), "by_pod": by_pod}

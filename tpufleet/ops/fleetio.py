@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpufleet.fleetstate import FleetState
-from tpufleet.ids import CubeId
+from tpufleet.ids import CubeId, natural_key
 from tpufleet.integrations.k8s import K8sMapping, Node
 from tpufleet.integrations.k8s_health import HealthDiff, during_maintenance, health_diff, wanted
 from tpufleet.integrations.k8s_plan import Placement, check_mapping_fits, place
@@ -98,7 +98,7 @@ def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, plac
         return {**row, "cubes": p.cubes, "machines": p.machines, "nodes": list(p.nodes), "unhealthy_nodes": troubled}
 
     shown = {*pools.slices, *pools.removed}
-    data["node_pool_slices"] = [pool_row(n) for n in sorted(shown)]
+    data["node_pool_slices"] = [pool_row(n) for n in sorted(shown, key=natural_key)]  # as status lists them
     data["degraded_new"] = [degraded_row(c) for c in pools.degraded_new]
     data["degraded_cleared"] = [degraded_row(c) for c in pools.degraded_cleared]
     data["has_changes"] = data["has_changes"] or pools.has_changes
