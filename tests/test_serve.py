@@ -300,6 +300,14 @@ def test_without_the_token_nothing_changes(fleet):
     assert snapshot(fleet.state) == before
 
 
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
+def test_the_intake_off_is_404_to_every_method(fleet, method):
+    """Without --token-file, a PUT or DELETE got 405 with `Allow: POST, GET, HEAD`, naming methods that get 404."""
+    r = client(fleet.state, token=None).request(method, "/api/v1/alerts")
+    assert r.status_code == 404 and "--token-file" in r.json()["error"] and "allow" not in r.headers
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
 def test_each_alert_of_a_group_is_answered(fleet):
     d = post(client(fleet.state), "mixed.json").json()
     actions = [(a["target"], a["action"]) for a in d["alerts"]]

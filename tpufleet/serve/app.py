@@ -42,6 +42,7 @@ BODY_SECONDS = 10.0  # a body must arrive within this: a slow client cannot hold
 ALERTS_COMMAND = "tpufleet serve: POST /api/v1/alerts"
 ALERT_THREADS = 40  # alerts at once in threads of their own (as many as the reads' pool has)
 _COMMON = {"X-Content-Type-Options": "nosniff"}
+INTAKE_OFF = "alert intake is off: start tpufleet serve with --token-file FILE"
 _RETRY = {"Retry-After": "5"}
 _PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -137,7 +138,7 @@ class Server:
     # ---- the one write ---------------------------------------------------------------------------------------
     async def alerts(self, request: Request) -> Response:
         if self.token is None:
-            raise Problem(404, "alert intake is off: start tpufleet serve with --token-file FILE")
+            raise Problem(404, INTAKE_OFF)
         if not authorized(request.headers.get("authorization", ""), self.token):
             raise Problem(401, "missing or wrong token", {"WWW-Authenticate": 'Bearer realm="tpufleet"'})
         body = await bounded_body(request)
@@ -386,9 +387,10 @@ def build_app(server: Server) -> Starlette:
         )
     ]
     alerts: Callable[[Request], Awaitable[Response]] = server.alerts
-    # without a token the intake is off whatever the method: 404 saying so, not 405 for a GET
-    methods = ["POST"] if server.token is not None else ["GET", "POST"]
-    routes.append(Route("/api/v1/alerts", taking(alerts, None), methods=methods))
+    # without a token the intake is off whatever the method: 404 saying so (an ASGI app takes every method), not
+    # 405 for a GET or a PUT, whose Allow would name methods no more allowed
+    intake = Route("/api/v1/alerts", taking(alerts, None), methods=["POST"]) if server.token else None
+    routes.append(intake or Route("/api/v1/alerts", error(404, INTAKE_OFF)))
     handlers = {Problem: _problem, HTTPException: _http, TpufleetError: _unreadable}
     application = Starlette(routes=routes, exception_handlers=handlers)
     application.router.redirect_slashes = False  # /api/v1/status/ is no route: 404, not a redirect
