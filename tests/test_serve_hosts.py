@@ -155,3 +155,28 @@ def test_a_name_with_or_without_its_root_dot_is_one_host(state, named, host):
     c = _client(state, "127.0.0.1", [named])
     assert c.get("/api/v1/status", headers={"Host": host}).status_code == 200
     assert c.get("/api/v1/status", headers={"Host": "example.com."}).status_code == 421
+
+
+def test_a_host_not_in_utf8_is_named_with_each_byte_escaped_once():
+    """A Host byte that is not UTF-8 (as uvicorn hands it on) was named with its backslash escaped again
+    (`'h\\\\xe9llo'`)."""
+    import asyncio
+    import json
+
+    from tpufleet.serve.framing import KnownHost
+
+    sent: list[dict] = []
+
+    async def app(scope, receive, send):
+        raise AssertionError("the request reached the routes")
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [(b"host", b"h\xe9llo")]}
+    asyncio.run(KnownHost(app, None)(scope, receive, send))
+    assert sent[0]["status"] == 400
+    assert json.loads(sent[1]["body"])["error"].startswith("bad Host 'h\u00e9llo': ")

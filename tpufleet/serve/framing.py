@@ -186,6 +186,19 @@ def valid_host(value: bytes) -> bool:
     return True
 
 
+def _header_text(value: bytes) -> str:
+    """A header's bytes as text to name in a message: UTF-8, else Latin-1 (HTTP's own), so that `repr` escapes each
+    byte once (a byte that is not UTF-8 was shown with its backslash escaped again).
+
+    >>> _header_text(b"h\\xe9llo") == _header_text("h\\u00e9llo".encode()) == "h\\u00e9llo"
+    True
+    """
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}  # as every other answer: a browser never sniffs one for a page
 
 
@@ -204,7 +217,7 @@ class KnownHost:
         sent = [value for name, value in scope["headers"] if name == b"host"]
         # (no Host at all, HTTP/1.0: no browser sends that, so it is no page's request)
         if sent and (len(sent) > 1 or not valid_host(sent[0])):
-            shown = repr(b", ".join(sent).decode("utf-8", "backslashreplace")[:80])
+            shown = repr(_header_text(b", ".join(sent))[:80])
             message = (
                 f"bad Host {shown}: a host name, an IPv4 address or a bracketed IPv6 address, with an optional :PORT"
             )
