@@ -8,7 +8,7 @@ import os
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tpufleet.state import Store, journal, journalfile
@@ -39,6 +39,13 @@ def journals(draw):
 
 
 @given(journals(), st.integers(1, 12), st.sampled_from([1, 7, 64, 65536]), st.sampled_from([1, 5, 1 << 24]))
+# a torn end that repeats an earlier serial, read as an entry: its damaged lines are those after the repeat
+@example(
+    (b'{"serial": 1, "summary": ""}\n\n{"serial": 2, "summary": ""}\n{"serial": 3, "summary": ""}\n\n{"serial": 1}', 4),
+    1,
+    1,
+    1,
+)
 def test_the_tail_is_the_end_of_the_whole_reading(tmp_path_factory, case, count, block, chunk):
     raw, serial = case
     path = tmp_path_factory.mktemp("j") / "journal.jsonl"
@@ -63,15 +70,20 @@ def _read_tail(path, serial: int, count: int) -> journal.Scan:
 
 
 def _line_of(raw: bytes, serial: int) -> int:
-    """The number of the line holding the committed entry `serial` (no other line holds that serial)."""
+    """The number of the last line holding the entry `serial`: the tail's first entry is the latest line of that
+    serial (a torn end may repeat an earlier one, `{"serial": 1}` after the entry 3, read as an entry as a whole
+    reading reads it)."""
+    found = None
     for number, line in enumerate(raw.split(b"\n"), 1):
         try:
             doc = json.loads(line)
         except ValueError:
             continue
         if isinstance(doc, dict) and type(doc.get("serial")) is int and doc["serial"] == serial:
-            return number
-    raise AssertionError(serial)
+            found = number
+    if found is None:
+        raise AssertionError(serial)
+    return found
 
 
 def test_missing_journal_has_no_tail(tmp_path):
