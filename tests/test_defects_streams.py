@@ -32,6 +32,9 @@ def test_a_full_disk_on_stdout_is_exit_1_and_a_committed_change_stays(tmp_path):
             r = _run(state, *args, stdout=full)
             assert r.returncode == 1, (args, r.stderr)
             assert r.stderr.count("\n") == 1 and "cannot write the output" in r.stderr and "Traceback" not in r.stderr
+            # only `allocate` changed the state: a read-only command says it changed nothing
+            said = "committed as serial 2" if args[0] == "allocate" else "nothing changed"
+            assert said in r.stderr and ("committed" in r.stderr) == (args[0] == "allocate"), (args, r.stderr)
     assert [s["name"] for s in json.loads(_run(state, "show", "slices", "-o", "json").stdout)] == ["x"]
 
 

@@ -38,6 +38,7 @@ from tpufleet.cli import (  # noqa: F401
     xconnect,
 )
 from tpufleet.cli.app import app
+from tpufleet.state import committed
 
 if TYPE_CHECKING:
     import click
@@ -218,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
     SETTINGS.config_error = None
+    committed.SERIALS.clear()
     streams.reopen_closed_streams()
     command = _click_command()
     streams.carry_any_text()
@@ -273,6 +275,7 @@ def _output_failed(exc: OSError, fmt: str | None) -> int:
     from tpufleet.errors import EXIT_REFUSED
 
     streams.drop_stdout()
-    message = f"cannot write the output: {exc.strerror or exc} (any change the command made is committed: "
-    report_error(message + "`tpufleet history` shows it)", EXIT_REFUSED, [], fmt)
+    done = committed.SERIALS
+    said = f"its change is committed as serial {done[-1]}: `tpufleet history` shows it" if done else "nothing changed"
+    report_error(f"cannot write the output: {exc.strerror or exc} ({said})", EXIT_REFUSED, [], fmt)
     return EXIT_REFUSED

@@ -27,7 +27,7 @@ from tpufleet.fleetstate import Change, FleetState, RouteRecord
 from tpufleet.journalentry import JournalEntry, fault_numbers_used
 from tpufleet.jsontext import dumps_indented
 from tpufleet.model import Fleet
-from tpufleet.state import codec, dburl, inputfiles, journal, journalfile, records
+from tpufleet.state import codec, committed, dburl, inputfiles, journal, journalfile, records
 from tpufleet.state.backend import Backend, ChoiceCache, TablesSource, Writer
 from tpufleet.state.delta import delta
 from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
@@ -445,3 +445,4 @@ class Store:
         )
         _check_journal_line(entry)
         writer.commit(entry, data)
+        committed.SERIALS.append(state.serial)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tpufleet.errors import BadInput, BadStateFile, Refused
-from tpufleet.state import journal, journalfile
+from tpufleet.state import committed, journal, journalfile
 from tpufleet.state.filebackend import DirectoryBackend, DirectoryWriter
 from tpufleet.state.files import (
     atomic_write,
@@ -228,6 +228,7 @@ def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, A
             if changed:
                 _keeps_tables(source, target, directory.where, db.where)
                 _write_database(db, ready, source, target)
+                committed.SERIALS.append(source.serial)
     return _result(directory.where, db.where, source, changed)
 
 
@@ -289,6 +290,7 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         if changed:
             _keeps_tables(source, target, db.where, directory.where)
             _write_directory(writer, source, target)
+            committed.SERIALS.append(source.serial)
     return _result(db.where, directory.where, source, changed)
 
 
