@@ -38,7 +38,6 @@ from tpufleet.cli import (  # noqa: F401
     xconnect,
 )
 from tpufleet.cli.app import app
-from tpufleet.state import committed
 
 if TYPE_CHECKING:
     import click
@@ -219,7 +218,9 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
     SETTINGS.config_error = None
-    committed.SERIALS.clear()
+    done = sys.modules.get("tpufleet.state.committed")  # loaded by a command that wrote: --help stays light
+    if done is not None:  # in-process callers (tests) run main more than once
+        done.SERIALS.clear()
     streams.reopen_closed_streams()
     command = _click_command()
     streams.carry_any_text()
@@ -273,6 +274,7 @@ def _unhandled(exc: Exception, fmt: str | None) -> int:
 def _output_failed(exc: OSError, fmt: str | None) -> int:
     """Report a failed write of the output (a full disk) as a refusal: the command did its work."""
     from tpufleet.errors import EXIT_REFUSED
+    from tpufleet.state import committed
 
     streams.drop_stdout()
     done = committed.SERIALS
