@@ -9,9 +9,8 @@ import shlex
 WINDOW = {"windowStartTime": "2099-06-16T09:00:00Z", "windowEndTime": "2099-06-16T13:00:00Z"}
 
 
-def test_explain_next_for_announced_maintenance_runs_as_written_and_moves_the_slice(fleet, tmp_path, monkeypatch):
-    """The step read `tpufleet plan-maintenance --out plan.json (then tpufleet apply-maintenance plan.json --wave
-    N)`: a parenthesis and a placeholder, which a shell refuses and the CLI cannot take."""
+def _announce_c00(fleet, tmp_path, monkeypatch) -> None:
+    """The reservation announces maintenance of c00's sub-block in WINDOW; imported well before it starts."""
     from tpufleet.state import store
 
     upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
@@ -19,6 +18,13 @@ def test_explain_next_for_announced_maintenance_runs_as_written_and_moves_the_sl
     (tmp_path / "sb.json").write_text(json.dumps([sb]))
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
     assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0  # c00
+
+
+def test_explain_next_for_announced_maintenance_runs_as_written_and_moves_the_slice(fleet, tmp_path, monkeypatch):
+    """The step read `tpufleet plan-maintenance --out plan.json (then tpufleet apply-maintenance plan.json --wave
+    N)`: a parenthesis and a placeholder, which a shell refuses and the CLI cannot take."""
+
+    _announce_c00(fleet, tmp_path, monkeypatch)
     assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
     assert fleet("plan-xconnect", "a", "--apply").code == 0
     steps = fleet("explain", "a", "-o", "json").json["next"]
@@ -40,11 +46,7 @@ def test_a_plans_drain_is_not_cleared_before_its_window_ends(fleet, tmp_path, mo
     end (said in `why`), and is given once it has passed."""
     from tpufleet.state import store
 
-    upcoming = {"upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING", **WINDOW}}
-    sb = {"name": "sb-a", "physicalTopology": {"block": "b1"}, "reservationSubBlockMaintenance": upcoming}
-    (tmp_path / "sb.json").write_text(json.dumps([sb]))
-    monkeypatch.setattr(store, "utc_now", lambda: "2099-06-01T00:00:00Z")
-    assert fleet("import", "reservation", tmp_path / "sb.json", "--pod", "pod0", "--apply").code == 0  # c00
+    _announce_c00(fleet, tmp_path, monkeypatch)
     assert fleet("plan-maintenance", "--out", tmp_path / "plan.json").code == 0
     assert fleet("apply-maintenance", tmp_path / "plan.json", "--wave", "1").code == 0
     (drain,) = [f for f in fleet("faults", "-o", "json").json if f["target"] == "cube:c00"]

@@ -44,6 +44,11 @@ __all__ = [
 ]
 
 
+def _format_option(help_text: str) -> Any:
+    """`-o/--output FORMAT` before a command or a group's sub-command: passed on through `output_defaults`."""
+    return typer.Option("-o", "--output", metavar="FORMAT", help=help_text, show_default=False)
+
+
 def command_group(name: str, description: str) -> typer.Typer:
     """A group of sub-commands (`tpufleet NAME ...`), registered on `app`; without a sub-command it shows its help."""
     group = typer.Typer(name=name, help=description, no_args_is_help=True, rich_markup_mode=None)
@@ -52,14 +57,7 @@ def command_group(name: str, description: str) -> typer.Typer:
     def group_output(
         ctx: typer.Context,
         output: Annotated[
-            str | None,
-            typer.Option(
-                "-o",
-                "--output",
-                metavar="FORMAT",
-                help="Output format for the sub-command; the same as -o after it",
-                show_default=False,
-            ),
+            str | None, _format_option("Output format for the sub-command; the same as -o after it")
         ] = None,
     ) -> None:
         # `tpufleet export -o json slices` reaches the sub-command as `-o` before the group does; the sub-command
@@ -271,13 +269,9 @@ def root(
     ] = None,
     output: Annotated[
         str | None,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FORMAT",
-            help="Output format for the command: table, json or yaml (csv, md, html where it is a report); "
-            "the same as -o after the command",
-            show_default=False,
+        _format_option(
+            "Output format for the command: table, json or yaml (csv, md, html where it is a report); "
+            "the same as -o after the command"
         ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors")] = False,
