@@ -107,7 +107,8 @@ def test_explain_degraded_slice_matches_show_slices(fleet):
     shown = _ok(fleet, "show", "slices", "-o", "json").json[0]["degraded"]
     assert e["state"] == "degraded" and e["degraded"] == shown
     assert f"keeps {shown['all_to_all_retained']:.3f}" in e["why"][0]
-    assert e["next"] == ["tpufleet clear-fault f1", "tpufleet routes s"]  # no tables stored yet; no reschedule
+    # no tables stored yet: routed now around the fault, and again once it is cleared; no reschedule
+    assert e["next"] == ["tpufleet routes s", "tpufleet clear-fault f1", "tpufleet routes s"]
     _ok(fleet, "routes", "s")
     _ok(fleet, "clear-fault", "f1")
     e = _ok(fleet, "explain", "s", "-o", "json").json
@@ -393,3 +394,26 @@ def test_explain_of_a_fault_id_names_the_component_to_explain(fleet):
     assert "unknown" not in r.err
     assert fleet("explain", "ocs:pod0/x/3").code == 0
     assert "unknown slice or job 'f9'" in fleet("explain", "f9").err
+
+
+def test_explain_degraded_slice_routes_first_while_its_tables_cross_a_fault(fleet):
+    """A degraded slice whose stored tables predate its fault runs on tables through the failed part until `routes`
+    stores tables around it: `explain` gave `clear-fault` first, which waits for the repair."""
+    _ok(fleet, "allocate", "s", "--shape", "8x8x8")
+    _ok(fleet, "plan-xconnect", "s", "--apply")
+    _ok(fleet, "routes", "s")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/6")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert e["next"] == ["tpufleet routes s", "tpufleet clear-fault f1", "tpufleet routes s"]
+    assert "the stored ones predate f1" in " ".join(e["why"])
+    _ok(fleet, "routes", "s")
+    assert _ok(fleet, "explain", "s", "-o", "json").json["next"] == ["tpufleet clear-fault f1"]
+    _ok(fleet, "inject-fault", "ocs:pod0/y/2")
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert e["next"] == ["tpufleet routes s", "tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet routes s"]
+    assert "the stored ones predate f2" in " ".join(e["why"])  # not f1: they route around it
+    _ok(fleet, "routes", "s")
+    _ok(fleet, "clear-fault", "f2")  # stale again, yet around every fault still open: no need to route first
+    e = _ok(fleet, "explain", "s", "-o", "json").json
+    assert e["state"] == "degraded" and e["routes"] == "stale"
+    assert e["next"] == ["tpufleet clear-fault f1", "tpufleet routes s"]

@@ -263,3 +263,20 @@ def test_simulate_availability_takes_p_and_q_from_the_shipped_fault_rates(cli):
     )  # whole pod: p^1024
     both = cli("simulate-availability", "--fault-rates", "shipped", "--host-availability", "0.9", state=False)
     assert both.code == 2 and both.err.count("\n") == 1
+
+
+def test_inject_fault_names_the_tables_it_makes_stale_and_the_step_that_remakes_them(pod):
+    """A rerouted slice runs on tables that route around the fault only once `routes` stores them: `inject-fault`
+    said nothing of it (its tables, made before, cross the dead OCS). It lists the stale tables and the step."""
+    for name in "abc":
+        assert pod("routes", name).code == 0
+    r = pod("inject-fault", "ocs:pod0/x/3", "-o", "json")
+    assert r.code == 0 and actions(r.json) == {"a": "reroute", "b": "reroute", "c": "reschedule"}
+    assert r.json["routes_stale"] == ["a", "b", "c"]  # c's tables too, though its step is the move
+    again = pod("inject-fault", "link:c00/y/2/out")  # a's tables were stale already: still listed
+    assert again.code == 0
+    assert again.out.count("next: tpufleet routes a") == 1 and "routes b" not in again.out
+    assert pod("inject-fault", "link:c00/y/2/out", "-o", "json").json.get("routes_stale") is None  # a duplicate
+    assert pod("routes", "a").code == 0
+    text = pod("inject-fault", "ocs:pod0/y/4", "--dry-run").out
+    assert "next: tpufleet routes a" in text and "next: tpufleet routes b" in text and "routes c" not in text

@@ -210,7 +210,31 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
     return why, [f"tpufleet reschedule {sl.name}"]
 
 
-def _degraded(sl: Slice) -> tuple[list[str], list[str]]:
+def _faults_past_tables(state: FleetState, sl: Slice, tables: str) -> list[str]:
+    """The faults a degraded slice is rerouted around that its stored tables do not avoid: none stored (or none
+    readable), or made before the fault opened (they still route through the failed part)."""
+    r = sl.reroute
+    assert r is not None
+    record = state.routes.get(sl.name)
+    if tables == "fresh":  # a fault marks the tables of every slice it reroutes stale: these were made after
+        return []
+    if tables in ("none", "missing") or record is None:
+        return list(r.faults)
+    opened = {f: fault.opened_serial if (fault := state.fault(f)) is not None else None for f in r.faults}
+    return [f for f, serial in opened.items() if serial is None or serial > record.serial]
+
+
+def _degraded(state: FleetState, sl: Slice, tables: str, linked: bool) -> tuple[list[str], list[str]]:
+    why, steps = _degraded_figures(sl)
+    past = [] if sl.machines or linked else _faults_past_tables(state, sl, tables)
+    if past:  # the figures are what `routes` would store: until it does, the tables in use cross the faults
+        held = "none are stored" if tables == "none" else f"the stored ones predate {around(past)}"
+        why.append(f"it runs on tables around them only once `tpufleet routes {sl.name}` stores them: {held}")
+        steps.insert(0, f"tpufleet routes {sl.name}")
+    return why, steps
+
+
+def _degraded_figures(sl: Slice) -> tuple[list[str], list[str]]:
     r = sl.reroute
     assert r is not None  # degraded slices carry their reroute
     floor = (  # `policy` turns rerouting off (or raises the floor) without moving the slice
@@ -285,8 +309,8 @@ def _wiring_waits(
 def _wiring_steps(state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str]) -> bool:
     """Adds to `next_steps` what programs a wired slice's missing cross-connects (the clears they wait for, then
     `plan-xconnect --apply`) and says whether it did. A degraded slice waits for those clears on its rerouted
-    tables, so it is wired and routed once, after them: routed before, it would stay on degraded tables and be
-    routed again. A connected one is routed now (its tables do not route around the faults) and wired later."""
+    tables, so it is wired and routed once, after them (and routed first only when its tables predate a fault:
+    `_degraded`). A connected one is routed now (its tables do not route around the faults) and wired later."""
     by_ocs = _missing_by_ocs(state, sl)
     if not by_ocs:
         return False
@@ -316,7 +340,7 @@ def explain_slice(
     elif sl.state is SliceState.EVICTED:
         why, next_steps = _evicted(state, sl, now)
     elif sl.state is SliceState.DEGRADED:
-        why, next_steps = _degraded(sl)
+        why, next_steps = _degraded(state, sl, routes, sl.name in (linked_tables or {}))
     else:
         whole = not _faults_under(state, sl) and not missing_xconnects(state, sl)
         why, next_steps = ["wired" + (" and healthy" if whole else "")], []

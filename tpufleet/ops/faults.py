@@ -42,8 +42,12 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
     radii = []
     for request in requests:
         radius = faults.inject(state, request.target, request.planned, request.reason, now)
-        state.mark_routes_stale({s.slice for s in radius.slices if s.action != "none"}, f"fault {radius.fault_id}")
+        touched = [s.slice for s in radius.slices if s.action != "none"]
+        state.mark_routes_stale(touched, f"fault {radius.fault_id}")
         entry = radius.to_dict()
+        if not radius.duplicate_of:  # stale before this fault or by it: either way they cross it
+            stale = [n for n in touched if (r := state.routes.get(n)) is not None and r.stale]
+            entry["routes_stale"] = sorted(stale, key=natural_key)
         hit = jobs_hit(state, entry, now)  # after this fault's evictions and reroutes: the job-level verdict
         for job in hit:
             job["next"] = job_wire_steps(state, job["job"], job["next"], now)
