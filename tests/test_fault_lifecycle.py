@@ -39,8 +39,13 @@ def test_explain_does_not_send_a_rewire_a_failed_port_refuses(fleet):
     assert fleet("inject-fault", "link:c00/z/1/in").code == 0  # f2, a port of a deferred pair
     assert fleet("clear-fault", "f1").code == 0
     r = fleet("explain", "a", "-o", "json")
-    # the port's clear first; then the rewire, which works once it is repaired
-    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    # tables around the faults now (none are stored); the port's clear; then the rewire, which works once repaired
+    assert r.json["next"] == [
+        "tpufleet routes a",
+        "tpufleet clear-fault f2",
+        "tpufleet plan-xconnect a --apply",
+        "tpufleet routes a",
+    ]
     assert (
         "`plan-xconnect a --apply` refuses them until repaired: link:c00/z/1/in is down (faults f2) on ocs:pod0/z/1"
         in r.json["why"]
@@ -397,8 +402,13 @@ def test_explain_job_wires_its_slices_one_by_one_when_a_running_slice_has_a_port
     assert r.json["jobs"][0]["next"] == ["tpufleet plan-xconnect j-0 --apply"]
     r = fleet("explain", "j", "-o", "json")
     assert r.json["state"] == "pending"
-    # then j-1's own repair and tables, as `explain j-1` gives them
-    assert r.json["next"] == ["tpufleet plan-xconnect j-0 --apply", "tpufleet clear-fault f1", "tpufleet routes j-1"]
+    # then j-1's own tables around the fault, its repair and tables again, as `explain j-1` gives them
+    assert r.json["next"] == [
+        "tpufleet plan-xconnect j-0 --apply",
+        "tpufleet routes j-1",
+        "tpufleet clear-fault f1",
+        "tpufleet routes j-1",
+    ]
     for step in r.json["next"]:
         assert fleet(*step.split()[1:]).code == 0, step
     assert fleet("explain", "j", "-o", "json").json["state"] == "running"

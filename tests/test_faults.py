@@ -280,3 +280,20 @@ def test_inject_fault_names_the_tables_it_makes_stale_and_the_step_that_remakes_
     assert pod("routes", "a").code == 0
     text = pod("inject-fault", "ocs:pod0/y/4", "--dry-run").out
     assert "next: tpufleet routes a" in text and "next: tpufleet routes b" in text and "routes c" not in text
+
+
+def test_clear_fault_lists_every_stale_table_it_concerns_with_its_step(pod):
+    """`routes_stale` of `clear-fault` left out a slice whose tables an earlier clear had made stale, and its table
+    named no step: both now list every wired slice of the repair whose tables are stale."""
+    for name in "abc":
+        assert pod("routes", name).code == 0
+    for target in ("ocs:pod0/x/3", "ocs:pod0/y/4"):
+        assert pod("inject-fault", target).code == 0
+    assert pod("routes", "a").code == 0  # around both faults: stale at the first clear
+    first = pod("clear-fault", "f1", "-o", "json").json
+    assert first["routes_stale"] == ["a", "b"] and first["rewire"] == []
+    second = pod("clear-fault", "f2")
+    assert second.code == 0
+    for name in "ab":  # stale already, by the first clear (a) and by the faults (b): still named, with the step
+        assert f"  {name}: routing tables stale; run `tpufleet routes {name}`" in second.out
+    assert "  c:" not in second.out  # evicted by the OCS: its step is the move, not routing

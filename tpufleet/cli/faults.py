@@ -222,6 +222,12 @@ def clear_cmd(
         f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`"
         for n in d["rewire"]
     ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]
+    wiring = {*d["rewire"], *d["rewire_waits"]}  # routed once wired: their hints say what comes first
+    hint += [
+        f"  {n}: routing tables stale; run `tpufleet routes {n}` for tables on the network as it is now"
+        for n in d["routes_stale"]
+        if n not in wiring
+    ]
     emit(d, output, lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in d["cleared"]] + hint))
 
 

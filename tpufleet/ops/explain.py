@@ -66,8 +66,20 @@ def _explain_job(
             reasons[2 + i] = [f"slice {sl.name}: {line}" for line in own["why"][1:] if not line.startswith("wired")]
     for at in sorted(reasons, reverse=True):  # from the last, so the earlier places stay where they are
         row["why"][at:at] = reasons[at]
-    row["next"] = list(dict.fromkeys(steps))
+    row["next"] = _once_each(steps)
     return row
+
+
+def _once_each(steps: list[str]) -> list[str]:
+    """The slices' steps merged, a clear or move they share given once; a slice's `routes` may come twice in its
+    own steps (around a fault now, on the repaired network after its clear) and only its own steps give it."""
+    seen: set[str] = set()
+    out = []
+    for step in steps:
+        if step not in seen or step.startswith("tpufleet routes "):
+            out.append(step)
+        seen.add(step)
+    return out
 
 
 def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:

@@ -46,8 +46,7 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
         state.mark_routes_stale(touched, f"fault {radius.fault_id}")
         entry = radius.to_dict()
         if not radius.duplicate_of:  # stale before this fault or by it: either way they cross it
-            stale = [n for n in touched if (r := state.routes.get(n)) is not None and r.stale]
-            entry["routes_stale"] = sorted(stale, key=natural_key)
+            entry["routes_stale"] = sorted((n for n in touched if _stale(state, n)), key=natural_key)
         hit = jobs_hit(state, entry, now)  # after this fault's evictions and reroutes: the job-level verdict
         for job in hit:
             job["next"] = job_wire_steps(state, job["job"], job["next"], now)
@@ -76,7 +75,8 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
                 state.recover(sl.name)
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
     dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
-    stale = state.mark_routes_stale(touched, "fault cleared")
+    state.mark_routes_stale(touched, "fault cleared")
+    stale = [n for n in sorted(touched, key=natural_key) if state.slices[n].state.wired and _stale(state, n)]
     missing = sorted((name for name, sl in state.slices.items() if missing_xconnects(state, sl)), key=natural_key)
     waits = {name: why for name in missing if (why := wiring_wait(state, state.slices[name]))}
     data: dict[str, Any] = {
@@ -88,6 +88,10 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
         "serial": state.next_serial,
     }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
+
+
+def _stale(state: FleetState, name: str) -> bool:
+    return (record := state.routes.get(name)) is not None and record.stale
 
 
 def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
