@@ -47,9 +47,8 @@ def _describe(r: dict) -> str:
                 + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )
         lines.append(line)
-    rerouted = {s["slice"] for s in r["slices"] if s["action"] == "reroute"}
-    for name in (n for n in r.get("routes_stale", []) if n in rerouted):  # its stored tables cross the fault
-        lines.append(f"    next: tpufleet routes {name}   (its stored tables predate this fault)")
+        if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()):  # its stored tables cross the fault
+            lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
     for j in r.get("jobs", []):
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])
