@@ -196,14 +196,15 @@ def _differs(wave: SavedWave, done: Wave, state: FleetState) -> list[str]:
     """How the wave as run differs from the plan's: other moves, or a slice left stopped."""
     planned = {m.slice: (set(m.cubes_out), set(m.cubes_in)) for m in wave.moves}
     made = {m["slice"]: (set(m["cubes_out"]), set(m["cubes_in"])) for m in done.moves}
-    why = [f"slice {name!r} would not move" for name in sorted(planned.keys() - made.keys())]
-    why += [f"slice {name!r} would be moved too" for name in sorted(made.keys() - planned.keys())]
-    for name in sorted(planned.keys() & made.keys()):
+    why = [f"slice {name!r} would not move" for name in sorted(planned.keys() - made.keys(), key=natural_key)]
+    why += [f"slice {name!r} would be moved too" for name in sorted(made.keys() - planned.keys(), key=natural_key)]
+    for name in sorted(planned.keys() & made.keys(), key=natural_key):
         if planned[name] != made[name]:
             into = ",".join(sorted(made[name][1], key=natural_key)) or "-"
             was = ",".join(sorted(planned[name][1], key=natural_key)) or "-"
             why.append(f"slice {name!r} would move to {into} (the plan: {was})")
-    why += [f"slice {name!r} would be left evicted" for name in evicted_by(state, done.fault_ids)]
+    left = sorted(evicted_by(state, done.fault_ids), key=natural_key)
+    why += [f"slice {name!r} would be left evicted" for name in left]
     return why
 
 
