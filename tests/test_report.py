@@ -175,3 +175,39 @@ def test_report_renders_in_chromium(two_pods, tmp_path):
     dom = _chromium(tmp_path, "--dump-dom", out.as_uri())
     assert dom.stdout.count("<svg") == 2 and dom.stdout.count("<rect") == 2 * (64 + 48)
     assert json.dumps("Fleet report")[1:-1] in dom.stdout
+
+
+class _Cells(HTMLParser):
+    """The text of each table row's cells, one list a row."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_report_html_says_no_missing_cross_connects_as_0(two_pods, tmp_path):
+    """The html page's `missing cross-connects` cell was blank for a slice missing none; the table and md say 0."""
+    out = tmp_path / "fleet.html"
+    assert two_pods("report", "-o", "html", "--out", out).code == 0
+    cells = _Cells()
+    cells.feed(out.read_text())
+    rows = {row[0]: row for row in cells.rows if row and row[0] in ("big", "mid")}
+    assert rows["big"][5] == rows["mid"][5] == "0", rows
+    md = {row[0]: row[5] for name in ("big", "mid") for row in _md_rows(two_pods("report", "-o", "md").out, name)}
+    assert md == {"big": "0", "mid": "0"}
