@@ -4,6 +4,7 @@ moved onto a cube the next wave drains and back again; `apply-maintenance` makes
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,49 @@ def test_applying_the_plan_makes_its_moves(two_notices, tmp_path):
         moved = [(m["slice"], m["cubes_out"], m["cubes_in"]) for m in done.json["moved"]]
         assert moved == [(m["slice"], m["cubes_out"], m["cubes_in"]) for m in wave["moves"]]
     assert "c00" not in _cubes(two_notices, "train") and "c120" not in _cubes(two_notices, "train")
+
+
+def test_a_plan_made_before_avoid_is_applied_as_its_commands_were_made(fleet, tmp_path, monkeypatch):
+    """A plan saved before `--avoid` (its `reschedule` commands carry none, its moves made without it) was applied
+    with the later waves' cubes avoided: the wave moved the slice elsewhere than the plan (refused, exit 1) and
+    its commands showed `--avoid`. It is applied as it was made: the plan's move, the plan's commands."""
+    import tpufleet.ops.maintenance as maintenance_ops
+
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0  # c00
+    notices = [
+        {"target": "cube:c00", "window_start": "2099-07-01T09:00:00Z", "window_end": "2099-07-01T13:00:00Z"},
+        {"target": "cube:c01", "window_start": "2099-07-02T09:00:00Z", "window_end": "2099-07-02T13:00:00Z"},
+    ]
+    (tmp_path / "n.yaml").write_text(yaml.safe_dump(notices))
+    plan = tmp_path / "old.json"
+    with monkeypatch.context() as m:  # planned as before `--avoid`: no cube avoided
+        m.setattr(maintenance_ops, "later_drains", lambda later: ())
+        made = fleet("plan-maintenance", "--notices", tmp_path / "n.yaml", "--max-parallel", "1", "--out", plan)
+        assert made.code == 0, made.err
+    wave = yaml.safe_load(plan.read_text())["waves"][0]
+    assert "tpufleet reschedule s" in wave["commands"] and wave["moves"][0]["cubes_in"] == ["c01"]
+    r = fleet("apply-maintenance", plan, "--wave", "1", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["commands"] == wave["commands"] and r.json["moved"][0]["cubes_in"] == ["c01"]
+    assert _cubes(fleet, "s") == ["c01"]
+
+
+def test_a_plans_reschedule_commands_avoiding_different_cubes_are_a_bad_plan(fleet, tmp_path):
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("allocate", "t", "--shape", "4x4x4").code == 0  # c00, c01: both moved by wave 1
+    notices = [
+        {"target": f"cube:{c}", "window_start": f"2099-07-0{d}T09:00:00Z", "window_end": f"2099-07-0{d}T13:00:00Z"}
+        for c, d in (("c00", 1), ("c01", 1), ("c02", 2))
+    ]
+    (tmp_path / "n.yaml").write_text(yaml.safe_dump(notices))
+    plan = tmp_path / "p.json"
+    assert fleet("plan-maintenance", "--notices", tmp_path / "n.yaml", "--max-parallel", "2", "--out", plan).code == 0
+    doc = yaml.safe_load(plan.read_text())
+    commands = doc["waves"][0]["commands"]
+    assert commands.count("tpufleet reschedule s --avoid c02") == 1, commands
+    commands[commands.index("tpufleet reschedule s --avoid c02")] = "tpufleet reschedule s --avoid c03"
+    plan.write_text(json.dumps(doc))
+    before = snapshot(fleet.state)
+    r = fleet("apply-maintenance", plan, "--wave", "1")
+    assert r.code == 2 and "waves.0.commands" in r.err, r.err
+    assert snapshot(fleet.state) == before

@@ -240,7 +240,8 @@ def apply_wave(
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
     _not_back_yet_refused(state, saved, number, now)
     run = Run(now, lambda s, name: _route(s, name, now, save_tables))
-    done = Wave(number, list(wave.notices), avoid=later_drains([w.notices for w in saved.waves[number:]]))
+    avoid = wave.avoid if wave.avoid is not None else later_drains([w.notices for w in saved.waves[number:]])
+    done = Wave(number, list(wave.notices), avoid=avoid)  # as the plan's commands were made: an older plan's lack it
     _clear_overdue(state, done, [n for w in saved.waves[: number - 1] for n in w.cleared_after], run)
     record = run_wave(state, done, wave.cleared_after, run, 0)
     differ = _differs(wave, done, state)
@@ -282,7 +283,7 @@ def _unknown_cubes_refused(state: FleetState, saved: SavedMaintenancePlan) -> No
     known = state.fleet.cube_pod
     for i, wave in enumerate(saved.waves):
         named = [n.cube for n in (*wave.notices, *wave.cleared_after)] + list(wave.holders_before)
-        named += [c for m in wave.moves for c in (*m.cubes_out, *m.cubes_in)]
+        named += [c for m in wave.moves for c in (*m.cubes_out, *m.cubes_in)] + list(wave.avoid or ())
         unknown = next((c for c in named if c not in known), None)
         if unknown is not None:
             raise BadStateFile(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -110,6 +112,9 @@ class SavedWave:
     cleared_after: tuple[Notice, ...]  # the notices whose cubes come back at the end of this wave
     holders_before: dict[str, tuple[str, ...]]  # cube the wave touches -> the slices holding it before the wave
     commands: tuple[str, ...]
+    # the cubes its moves were made avoiding, as its `reschedule NAME --avoid CUBES` commands say (none: a plan made
+    # before the option, whose commands carry none); None when the wave has no reschedule command to say it
+    avoid: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +210,29 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> 
     if stray is not None:
         field, problem = f"waves.{i}.already_drained.{stray}", "not a notice of the wave with an open_drain"
         raise BadStateFile(where, field, drained[stray], problem)
-    return SavedWave(w["wave"], own, drained, moves, cleared, holders, tuple(w["commands"]))
+    avoid = _avoided(w["commands"], f"waves.{i}.commands", where)
+    return SavedWave(w["wave"], own, drained, moves, cleared, holders, tuple(w["commands"]), avoid)
+
+
+def _avoided(commands: list[str], at: str, where: str) -> tuple[str, ...] | None:
+    """The cubes the wave's `reschedule NAME [--avoid CUBES]` commands name (each the same): what its moves were
+    made with, an empty tuple for a plan written before `--avoid`; None when the wave has no reschedule command."""
+    found: tuple[str, ...] | None = None
+    for j, command in enumerate(commands):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue  # not a command the wave runs: only its moves' are read here
+        if words[:2] != ["tpufleet", "reschedule"]:
+            continue
+        given = words[words.index("--avoid") + 1 :][:1] if "--avoid" in words else []
+        cubes = tuple(given[0].split(",")) if given else ()
+        if any(not re.match(_CUBE, c) for c in cubes) or (given == [] and "--avoid" in words):
+            raise BadStateFile(where, f"{at}.{j}", command, "its --avoid is not a list of cubes (c120,c121)")
+        if found is not None and cubes != found:
+            raise BadStateFile(where, f"{at}.{j}", command, f"the wave's moves avoid {','.join(found) or 'no cube'}")
+        found = cubes
+    return found
 
 
 def _moves(docs: list[dict[str, Any]], at: str, where: str) -> tuple[SavedMove, ...]:
