@@ -236,7 +236,8 @@ def status(state: FleetState, missing: Collection[str] = (), linked: Mapping[str
         "open_faults": len(state.open_faults()),
         "faults": health_rows(state),
         "slices": slices,
-        "stale_routes": sorted((n for n, r in state.routes.items() if r.stale), key=natural_key),
+        # a slice whose stale tables are gone is missing only: one list, one alert, for one cause
+        "stale_routes": sorted((n for n, r in state.routes.items() if r.stale and n not in missing), key=natural_key),
         "missing_routes": sorted((n for n in state.routes if n in missing), key=natural_key),
         "linked_routes": {
             n: path for n, path in sorted((linked or {}).items(), key=lambda i: natural_key(i[0])) if n in missing

@@ -77,8 +77,9 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
             states.add_metric([name, value.value], 1 if sl.state is value else 0)
         floor.add_metric([name], sl.min_throughput)
         record = state.routes.get(name)
-        stale.add_metric([name], 1 if record is not None and record.stale else 0)
-        gone.add_metric([name], 1 if record is not None and name in missing else 0)
+        gone_now = record is not None and name in missing  # missing wins: the stale file is gone (`status`)
+        stale.add_metric([name], 1 if record is not None and record.stale and not gone_now else 0)
+        gone.add_metric([name], 1 if gone_now else 0)
     return [states, floor, stale, gone]
 
 

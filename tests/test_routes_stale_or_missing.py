@@ -1,0 +1,49 @@
+"""A slice whose stale routing tables' file is removed is in `missing_routes` only, not in `stale_routes` too
+(`status`, `report`), and counted once by the metrics (`tpufleet_missing_route_tables`, the per-slice
+`tpufleet_slice_route_tables_missing`), so one cause fires one alert."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def _samples(text: str) -> dict[tuple[str, str], float]:
+    return {
+        (s.name, s.labels.get("slice", "")): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if "route_tables" in s.name
+    }
+
+
+def test_stale_tables_removed_are_missing_only(routed):
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0  # the tables of s go stale
+    assert routed("status", "-o", "json").json["stale_routes"] == ["s"]
+    (routed.state / "routes" / "s.npz").unlink()
+    status = routed("status", "-o", "json").json
+    assert (status["stale_routes"], status["missing_routes"]) == ([], ["s"])
+    report = routed("report", "-o", "json").json
+    assert (report["stale_routes"], report["missing_routes"]) == ([], ["s"])
+    counts = _samples(routed("metrics").out)
+    assert counts[("tpufleet_stale_route_tables", "")] == 0 and counts[("tpufleet_missing_route_tables", "")] == 1
+
+
+def test_serve_gives_the_slice_one_series_at_1_missing(routed):
+    """`serve`'s per-slice series, which the mixin's alert reads, say missing only too."""
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    (routed.state / "routes" / "s.npz").unlink()
+    client = TestClient(build_app(Server(Source(Store(routed.state), [], None), metrics_inputs(), None, 5)))
+    series = _samples(client.get("/metrics").text)
+    assert series[("tpufleet_slice_route_tables_stale", "s")] == 0
+    assert series[("tpufleet_slice_route_tables_missing", "s")] == 1
+    assert client.get("/api/v1/status").json()["stale_routes"] == []
