@@ -178,6 +178,13 @@ class FleetState:
         imported), as against a failure."""
         return {f.target.cube for f in self.open_faults() if f.planned and isinstance(f.target, CubeId)}
 
+    def announced_end(self, target: TargetId) -> str | None:
+        """The end of the maintenance the reservation announced for the cube `target` (None: not a cube, or no end
+        known): a maintenance plan's drain there holds the cube until then (`maintenance.plan_window_ahead`)."""
+        found = self.reservation.by_cube().get(target.cube) if isinstance(target, CubeId) else None
+        window = found[1].maintenance if found is not None else None
+        return window.end if window is not None and window.drains else None
+
     def slices_holding(self, cube: str) -> list[str]:
         """The slices on `cube` that it would stop, by name (an evicted slice holds its cubes but runs nowhere)."""
         on = (n for n, sl in self.slices.items() if cube in sl.cubes and sl.state is not SliceState.EVICTED)

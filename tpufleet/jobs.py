@@ -190,7 +190,7 @@ def next_steps(state: FleetState, status: JobStatus, now: str) -> list[str]:
     from tpufleet.movesteps import steps_to_move
 
     plan = steps_to_move(state, [state.slices[name] for name in status.evicted])
-    held = {f.id for f in plan.clears if plan_window_ahead(f.reason, now) is not None}
+    held = {f.id for f in plan.clears if plan_window_ahead(f.reason, now, state.announced_end(f.target)) is not None}
     clears = dict.fromkeys(clear_step(f.id, f.reason) for f in plan.clears if f.id not in held)  # one import: all
     steps = [*clears] + [f"tpufleet reschedule {n}" for n in plan.moves if not held.intersection(plan.needs.get(n, ()))]
     if status.state is JobState.PENDING:
@@ -274,7 +274,8 @@ def _windows(state: FleetState, faults: Iterable[str], now: str) -> str:
     """Where some of `faults` are maintenance plans' drains whose window is ahead: until when they hold."""
     from tpufleet.maintenance import plan_drain_held
 
-    held = [why for f in map(state.fault, faults) if f and (why := plan_drain_held(f.id, f.reason, now))]
+    own = state.announced_end
+    held = [why for f in map(state.fault, faults) if f and (why := plan_drain_held(f.id, f.reason, now, own(f.target)))]
     return "".join(f" ({why})" for why in held)
 
 

@@ -186,23 +186,34 @@ def a_plans_drain(reason: str) -> bool:
     return reason.startswith(WAVE_REASON)
 
 
-def plan_window_ahead(reason: str, now: str) -> str | None:
+def plan_window_ahead(reason: str, now: str, own_end: str | None = None) -> str | None:
     """The end of the window a maintenance plan's drain (its `reason`, `wave_reason`) holds its cube for, while it
     is still ahead at `now`: cleared before, the cube goes back to the pool during the maintenance. A window with no
     known end (`UNKNOWN_END`) holds it until the operator knows the maintenance is done, as `apply-maintenance`
-    leaves it open."""
+    leaves it open. `own_end`: the end of the cube's own maintenance where the state knows it (the reservation's
+    announced window): a wave's reason carries its notices' latest end, and `apply-maintenance` clears each cube
+    after its own, so that end is taken when it lies within the wave's window.
+
+    >>> reason = "maintenance wave 1: 2099-06-16T09:00:00Z to 2099-06-16T14:00:00Z"
+    >>> [plan_window_ahead(reason, "2099-06-16T13:30:00Z", own) for own in (None, "2099-06-16T13:00:00Z")]
+    ['2099-06-16T14:00:00Z', None]
+    """
     if not a_plans_drain(reason):
         return None
     head, to, end_text = reason.rpartition(" to ")
+    start = utc_stamp(head.partition(": ")[2]) if to else None
+    own, end = utc_stamp(own_end) if own_end is not None else None, utc_stamp(end_text)
+    if start is not None and own is not None and start <= own and (end_text == UNKNOWN_END or own <= (end or "")):
+        return own if own > now else None  # the cube's own end, within the wave's window (`window`)
     if to and end_text == UNKNOWN_END:  # a plan's when its start is a time, not `... soon to done` typed by hand
-        return UNKNOWN_END if utc_stamp(head.partition(": ")[2]) is not None else None
-    end = utc_stamp(end_text)  # None for a reason typed by hand: not held
-    return end if end is not None and end > now else None
+        return UNKNOWN_END if start is not None else None
+    return end if end is not None and end > now else None  # end None: a reason typed by hand, not held
 
 
-def plan_drain_held(fault_id: str, reason: str, now: str) -> str | None:
-    """Why the `clear-fault` step of a maintenance plan's drain is held back at `now`, until when; None if not."""
-    end = plan_window_ahead(reason, now)
+def plan_drain_held(fault_id: str, reason: str, now: str, own_end: str | None = None) -> str | None:
+    """Why the `clear-fault` step of a maintenance plan's drain is held back at `now`, until when; None if not
+    (`own_end` as for `plan_window_ahead`)."""
+    end = plan_window_ahead(reason, now, own_end)
     if end is None:
         return None
     if end == UNKNOWN_END:

@@ -201,8 +201,8 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
             return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
         why += [f"it moves once {awaited(steps.clears)[1]}", *unjudged]
         why += _reservation_whys(steps.clears)
-        held = _held_whys(steps.clears, now)
-        clears = dict.fromkeys(_clear_step(f) for f in steps.clears if _plan_window_ahead(f, now) is None)
+        held = _held_whys(state, steps.clears, now)
+        clears = dict.fromkeys(_clear_step(f) for f in steps.clears if _plan_window_ahead(state, f, now) is None)
         # one import closes every reservation drain; while a plan's drain holds, reschedule could not move it yet
         return why + held, [*clears] if held else [*clears, f"tpufleet reschedule {sl.name}"]
     proposal = propose_move(state, sl).to_dict()
@@ -503,8 +503,8 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
             )
             for m in _announced_on(state, {target.cube})
         ]
-    held = {f.id for f in faults if _plan_window_ahead(f, now) is not None}
-    why += _held_whys(faults, now)
+    held = {f.id for f in faults if _plan_window_ahead(state, f, now) is not None}
+    why += _held_whys(state, faults, now)
     return {
         "kind": target.kind,
         "target": str(target),
@@ -517,14 +517,16 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
     }
 
 
-def _held_whys(faults: list[Fault], now: str) -> list[str]:
-    """Why the `clear-fault` step of each maintenance plan's drain among `faults` is held back, until when."""
+def _held_whys(state: FleetState, faults: list[Fault], now: str) -> list[str]:
+    """Why the `clear-fault` step of each maintenance plan's drain among `faults` is held back, until when (the
+    cube's own end where the state knows it, as `apply-maintenance` clears it)."""
     from tpufleet.maintenance import plan_drain_held
 
-    return [why for f in faults if (why := plan_drain_held(f.id, f.reason, now)) is not None]
+    own = state.announced_end
+    return [why for f in faults if (why := plan_drain_held(f.id, f.reason, now, own(f.target))) is not None]
 
 
-def _plan_window_ahead(f: Fault, now: str) -> str | None:
+def _plan_window_ahead(state: FleetState, f: Fault, now: str) -> str | None:
     from tpufleet.maintenance import plan_window_ahead
 
-    return plan_window_ahead(f.reason, now)
+    return plan_window_ahead(f.reason, now, state.announced_end(f.target))
