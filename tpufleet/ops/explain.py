@@ -183,6 +183,7 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[str]]:
+    from tpufleet.maintenance import a_plans_drain, move_commands
     from tpufleet.moves import propose_move
     from tpufleet.movesteps import steps_to_move, unjudged_note
 
@@ -219,7 +220,17 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
             else " (the reserved cubes are no longer usable)"
         )
     why += [f"reschedule would move it to {where}{note}", *unjudged]
+    if fault is not None and fault.is_open and a_plans_drain(fault.reason):
+        return [*why, _wave_moves_why(fault.id, sl.name)], move_commands(sl.name)  # as the wave moves a slice
     return why, [f"tpufleet reschedule {sl.name}"]
+
+
+def _wave_moves_why(fault_id: str, name: str) -> str:
+    return (
+        f"{fault_id} is a maintenance plan's drain: its wave moves a slice it stops with `reschedule`, "
+        f"`plan-xconnect --apply` and `routes`; where the plan printed `tpufleet reschedule {name} --avoid CUBES`, "
+        "run that one: it keeps the slice off the cubes the plan's later waves drain"
+    )
 
 
 def _faults_past_tables(state: FleetState, sl: Slice, tables: str) -> list[str]:
