@@ -1,0 +1,73 @@
+"""Words `explain` gives about faults, shared by a slice's and a component's explanation: a fault's row, its
+`clear-fault` step (or the import that closes a reservation's drain), and a maintenance drain's window."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from tpufleet.faults import machines_hit
+from tpufleet.fleetstate import Fault, FleetState, Slice
+from tpufleet.ids import OcsId
+from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
+from tpufleet.integrations.reservation import clear_step
+from tpufleet.views import reservation_maintenance
+
+Row = dict[str, Any]
+
+
+def clear_step_of(f: Fault) -> str:
+    return clear_step(f.id, f.reason)
+
+
+def reservation_whys(faults: list[Fault]) -> list[str]:
+    return [
+        f"{f.id} is the reservation's drain for maintenance ({f.reason.removeprefix(RESERVATION_PREFIX)}): "
+        "`tpufleet import reservation` closes it once the maintenance is no longer announced"
+        for f in faults
+        if f.reason.startswith(RESERVATION_PREFIX)
+    ]
+
+
+def fault_row(f: Fault) -> Row:
+    return {"id": f.id, "target": str(f.target), "planned": f.planned, "since": f.opened, "reason": f.reason}
+
+
+def announced_on(state: FleetState, cubes: Collection[str]) -> list[Row]:
+    """The maintenance the reservation announced for a later window on these cubes (no drain open yet)."""
+    return [m for m in reservation_maintenance(state) if m["cube"] in cubes and not m["drained"]]
+
+
+def window_started(m: Row, now: str) -> bool:
+    """Whether announced maintenance's window has started at `now`: its drain waits for the next import."""
+    return m["window_start"] is not None and m["window_start"] <= now
+
+
+def held_whys(state: FleetState, faults: list[Fault], now: str) -> list[str]:
+    """Why the `clear-fault` step of each maintenance plan's drain among `faults` is held back, until when (the
+    cube's own end where the state knows it, as `apply-maintenance` clears it)."""
+    from tpufleet.maintenance import plan_drain_held
+
+    own = state.announced_end
+    return [why for f in faults if (why := plan_drain_held(f.id, f.reason, now, own(f.target))) is not None]
+
+
+def plan_window_ahead_of(state: FleetState, f: Fault, now: str) -> str | None:
+    from tpufleet.maintenance import plan_window_ahead
+
+    return plan_window_ahead(f.reason, now, state.announced_end(f.target))
+
+
+def faults_under(state: FleetState, sl: Slice) -> list[Fault]:
+    """Open faults on what the slice uses: its cubes (for a sub-cube slice, its own machines) and, when it is
+    wired through the OCS (any whole-cube slice), the OCS of its pod."""
+    cubes, held = set(sl.cubes), set(sl.held_machines)
+    out = []
+    for f in state.open_faults():
+        t = f.target
+        if isinstance(t, OcsId):
+            if t.pod == sl.pod and not sl.machines:
+                out.append(f)
+        elif t.cube in cubes and (not sl.machines or (hit := machines_hit(t)) is None or bool(hit & held)):
+            out.append(f)
+    return out
