@@ -258,3 +258,21 @@ def test_a_slice_stopped_by_a_reservation_drain_waits_for_the_maintenance_not_a_
     slice_ = reserved("explain", "train", "-o", "json").json
     assert f"it moves once the maintenance behind drain {drains['cube:c05']} is over" in " ".join(slice_["why"])
     assert not any("repaired" in w for w in slice_["why"])
+
+
+def test_a_sub_cube_slice_moved_with_stored_tables_is_told_to_route_again(fleet):
+    """A sub-cube slice's tables, stored and then made stale by its move, were shown stale by `status`, while
+    `explain` called it wired and healthy with no step; one never routed still gets none (it needs no tables)."""
+    _ok(fleet, "allocate", "d", "--shape", "2x2x4", "--cubes", "c11")
+    _ok(fleet, "allocate", "e", "--shape", "2x2x4", "--cubes", "c12")
+    _ok(fleet, "routes", "d")
+    for cube in ("c11", "c12"):
+        _ok(fleet, "inject-fault", f"host:{cube}/0")
+    for name in "de":
+        _ok(fleet, "reschedule", name)
+    assert _ok(fleet, "status", "-o", "json").json["stale_routes"] == ["d"]
+    row = _ok(fleet, "explain", "d", "-o", "json").json
+    assert row["routes"] == "stale" and "its routing tables are stale (rescheduled: made before the move)" in row["why"]
+    assert _run_next(fleet, "d") == ["tpufleet routes d"]
+    assert _ok(fleet, "explain", "d", "-o", "json").json["next"] == []
+    assert _ok(fleet, "explain", "e", "-o", "json").json["next"] == []

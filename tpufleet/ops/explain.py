@@ -280,12 +280,14 @@ def explain_slice(
     if line is not None:
         why.insert(0, line)
     missing = missing_xconnects(state, sl)
-    if sl.state.wired and routes != "fresh" and not sl.machines:
+    # a sub-cube slice needs no tables to run (no optical links), but the ones stored for it go stale as any do
+    unfresh = sl.state.wired and routes != "fresh" and not (sl.machines and routes == "none")
+    if unfresh:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
     _maintenance_ahead(state, sl, now, why, next_steps)
     rewire = wiring_steps(state, sl, now, why, next_steps)
-    if sl.state.wired and not sl.machines and (routes != "fresh" or rewire):
+    if unfresh or (rewire and sl.state.wired and not sl.machines):
         link = (linked_tables or {}).get(sl.name)
         if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)
             why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
