@@ -37,3 +37,15 @@ def test_a_wave_differing_from_its_plan_names_the_slices_as_counted(fleet, tmp_p
     assert r.code == 1, r.err
     assert r.err.count("'s9'") == r.err.count("'s10'") == 1, r.err
     assert r.err.index("'s9'") < r.err.index("'s10'"), r.err
+
+
+def test_a_wave_moves_its_slices_as_the_fleet_counts_them(fleet, tmp_path):
+    """A wave moved the slices its drains stop in text order (s10 before s9), so s10 took the first free cube and
+    the plan listed its commands first; it now moves them as the fault path does, s9 first."""
+    wave = _plan(fleet, tmp_path)["waves"][0]
+    moved = [m["slice"] for m in wave["moves"]]
+    assert moved == ["s9", "s10"]
+    first, second = (m["cubes_in"] for m in wave["moves"])
+    assert first == ["c02"] and second == ["c03"]  # the first free cubes, in that order
+    reschedules = [c for c in wave["commands"] if c.startswith("tpufleet reschedule")]
+    assert [c.split()[2] for c in reschedules] == ["s9", "s10"]

@@ -131,8 +131,11 @@ def _move(sim: FleetState, wave: Wave, name: str, run: Run) -> None:
 
 
 def evicted_by(sim: FleetState, fault_ids: set[str]) -> list[str]:
+    """The slices these drains stopped, as the fleet counts them (s9 before s10): the order a wave moves them in,
+    first come first placed, as the fault path moves the slices of one blast radius."""
     return sorted(
-        name for name, sl in sim.slices.items() if sl.state is SliceState.EVICTED and sl.evicted_by in fault_ids
+        (name for name, sl in sim.slices.items() if sl.state is SliceState.EVICTED and sl.evicted_by in fault_ids),
+        key=natural_key,
     )
 
 
