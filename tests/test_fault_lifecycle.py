@@ -257,6 +257,22 @@ def test_a_rescheduled_slices_tables_say_they_are_stale_for_the_move(fleet):
     )
 
 
+def test_reschedule_names_the_stored_tables_its_move_leaves_stale(fleet):
+    """`reschedule` said nothing of the moved slice's stored tables, made on the cubes it left; a slice never routed
+    has none to name."""
+    for name in "ab":
+        assert fleet("allocate", name, "--shape", "4x4x4").code == 0
+        assert fleet("plan-xconnect", name, "--apply").code == 0
+    assert fleet("routes", "a").code == 0
+    for cube in fleet("show", "slices", "-o", "json").json:
+        assert fleet("inject-fault", f"host:{cube['cubes'][0]}/1").code == 0
+    moved = fleet("reschedule", "a")
+    assert moved.code == 0 and moved.out.endswith(
+        "\n  next: tpufleet routes a  (its stored tables were made before the move)\n"
+    )
+    assert fleet("reschedule", "b", "-o", "json").json["routes_stale"] == []
+
+
 def test_a_link_fault_on_a_slice_not_wired_yet_says_why_it_moves(fleet):
     """The reason read "slice is allocated, not wired", as if that were why it had to move."""
     assert fleet("allocate", "a", "--shape", "4x4x8").code == 0

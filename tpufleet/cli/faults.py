@@ -333,4 +333,6 @@ def _rescheduled_text(name: str, d: dict) -> str:
     if d.get("job"):
         j = d["job"]
         text += f"; job {j['name']} {j['state']} ({j['active_slices']} of {j['total_slices']} slices active)"
+    if name in d.get("routes_stale", ()) and not rr:
+        text += f"\n  next: tpufleet routes {name}  (its stored tables were made before the move)"
     return text

@@ -215,6 +215,7 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
     state.mark_routes_stale({name}, "rescheduled: made before the move", moved=True)
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
+    data["routes_stale"] = [name] if name in state.routes else []  # its stored tables are of the cubes it left
     if figures is not None:
         data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
     if sl.job is not None:  # the job runs again only when every slice is back
