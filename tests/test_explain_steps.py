@@ -276,3 +276,21 @@ def test_a_sub_cube_slice_moved_with_stored_tables_is_told_to_route_again(fleet)
     assert _run_next(fleet, "d") == ["tpufleet routes d"]
     assert _ok(fleet, "explain", "d", "-o", "json").json["next"] == []
     assert _ok(fleet, "explain", "e", "-o", "json").json["next"] == []
+
+
+def test_a_rewire_names_the_stale_tables_of_its_slice_even_if_a_clear_made_them_so(fleet, tmp_path):
+    """Rewired after the OCS repair whose clear had made its tables stale already, the slice was not in
+    `routes_stale` (only the tables the wiring itself made stale were), and the table said nothing."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")
+    _ok(fleet, "plan-xconnect", "a", "--apply")  # its pairs on z/0 deferred
+    _ok(fleet, "routes", "a")
+    _ok(fleet, "clear-fault", "f1")
+    plan = tmp_path / "a.plan"
+    _ok(fleet, "plan-xconnect", "a", "--out", plan)
+    applied = _ok(fleet, "apply-xconnect", plan)
+    assert applied.out.endswith("\n  next: tpufleet routes a  (its stored tables predate this wiring)\n")
+    assert _ok(fleet, "routes", "a").code == 0
+    _ok(fleet, "inject-fault", "ocs:pod0/z/0")
+    _ok(fleet, "clear-fault", "f2")
+    assert _ok(fleet, "plan-xconnect", "a", "--apply", "-o", "json").json["routes_stale"] == []  # nothing to rewire

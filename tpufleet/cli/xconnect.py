@@ -82,10 +82,17 @@ def plan_cmd(
     assert isinstance(planned, ops.Planned)
     if out is not None:
         planfile.write(out, planned.data)
-    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." if apply else "")
+    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." + _routes_steps(planned.data) if apply else "")
     emit(planned.data, output, lambda: _render_planned(name, planned, verbose) + tail)
     if detailed_exitcode and planned.has_changes:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
+
+
+def _routes_steps(d: dict) -> str:
+    """The `routes` each slice whose stored tables the wiring made stale needs (its cross-connects changed)."""
+    return "".join(
+        f"\n  next: tpufleet routes {n}  (its stored tables predate this wiring)" for n in d.get("routes_stale", ())
+    )
 
 
 def _render_planned(name: str, planned: "Planned", verbose: bool) -> str:
@@ -135,7 +142,7 @@ def apply_cmd(
     done = f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept"
     if d.get("already_applied"):
         done = already_applied_line(what, d["plan_cross_connects"], s["keep"])
-    emit(d, output, lambda: f"{done} (serial {d['serial']})")
+    emit(d, output, lambda: f"{done} (serial {d['serial']})" + _routes_steps(d))
 
 
 def already_applied_line(what: str, plan_pairs: int, slice_pairs: int) -> str:

@@ -61,7 +61,7 @@ def _cubes_out_under(state: FleetState, sl: Slice) -> list[str]:
 def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_reason: str) -> list[str]:
     """Make the changes on the OCS and mark the slice connected (degraded still while faults it routes around are
     open). Tables of the slice (when anything changed) and
-    of slices whose cross-connects were removed go stale; returns their names."""
+    of slices whose cross-connects were removed go stale; returns those of them that are wired with stale tables."""
     if already_wired(sl, changes):
         return []  # no re-wire: the slice keeps its state (degraded too) and its tables stay made for it
     owners = state.owner_of_ports()
@@ -73,7 +73,10 @@ def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_
     if was is not None and left:  # still routing around them: as after clearing one of its faults, the figures
         state.degrade(sl.name, replace(was, faults=left))  # stand until `routes` is run again
     changed = any(c.add or c.remove for c in changes)
-    return state.mark_routes_stale(({sl.name} if changed else set()) | touched, stale_reason)
+    concerned = sorted({n for n in ({sl.name} if changed else set()) | touched if n is not None}, key=natural_key)
+    state.mark_routes_stale(concerned, stale_reason)
+    # stale by this wiring or before it (a fault's clear): either way `routes` is their next step
+    return [n for n in concerned if state.slices[n].state.wired and (r := state.routes.get(n)) is not None and r.stale]
 
 
 def already_wired(sl: Slice, changes: list[xconnect.OcsChange]) -> bool:
