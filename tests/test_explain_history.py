@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from helpers import one_line
+
 
 def _ok(cli, *args):
     r = cli(*args)
@@ -60,6 +62,15 @@ def test_diff_nets_out_changes_undone_within_the_range(story):
 def test_diff_refuses_serials_out_of_range(story):
     r = story("diff", "4", "99")
     assert r.code == 2 and "current serial" in r.err
+
+
+@pytest.mark.parametrize("since", ["6", "99"])
+def test_history_since_a_serial_past_the_current_is_refused_as_diff_refuses_it(story, since):
+    assert story("diff", since).code == 2
+    r = story("history", "--since", since)
+    assert r.code == 2 and r.out == ""
+    assert one_line(r) == f"tpufleet: error: bad option --since '{since}': need SERIAL <= 5 (the current serial)"
+    assert [row["serial"] for row in _ok(story, "history", "--since", "5", "-o", "json").json] == [5]
 
 
 def test_history_filters(story):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, Refused, shown
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
 from tpufleet.serials import looks_like_serial, parse_serial
@@ -25,9 +25,12 @@ MAX_LOST_LISTED = 100_000  # serials `diff` lists as recorded without detail; mo
 
 def history(store: Store, since: str | None, slice_name: str | None) -> tuple[list[Doc], list[int]]:
     """`history`: the timeline's rows and the damaged lines skipped; with --since, the journal is read from its
-    end back to that point only."""
+    end back to that point only. A serial past the state's is refused, as `diff` refuses it."""
     now = datetime.now(UTC)
     read = read_journal(store, enough=_since_enough(since, now))
+    serial, _ = _after(since, now)
+    if serial is not None and serial > read.serial:
+        raise BadInput(f"bad option --since {shown(since)}: need SERIAL <= {read.serial} (the current serial)")
     return timeline(read.entries, since, slice_name, now), read.damaged
 
 
