@@ -172,7 +172,7 @@ def _rewrite_journal(state, change):
     path.write_text("".join(json.dumps(change(e)) + "\n" for e in lines))
 
 
-@pytest.mark.parametrize("bad", ["²", "999999w", "0001-01-01T00:00+01:00", "9" * 30])
+@pytest.mark.parametrize("bad", ["²", "0001-01-01T00:00+01:00", "9" * 30])
 def test_history_since_out_of_range_is_bad_input(fleet, bad):
     r = fleet("history", "--since", bad)
     assert r.code == 2 and r.err.startswith("tpufleet: error: bad option --since")

@@ -52,3 +52,12 @@ def test_the_longest_length_counted_is_read_or_refused_as_too_long(fleet):
     assert (
         said == "tpufleet: error: bad option --window: '999999d' is longer than a log's times span (to the year 2200)"
     )
+
+
+def test_an_age_past_the_calendar_start_is_everything_for_history_as_for_suspects(fleet):
+    """`suspects --window 999999w` took every fault; `history --since 999999w` was refused as outside the calendar."""
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("suspects", "--window", "999999w", "-o", "json").code == 0
+    r = fleet("history", "--since", "999999w", "-o", "json")
+    assert r.code == 0, r.err
+    assert [row["serial"] for row in r.json] == [1, 2]

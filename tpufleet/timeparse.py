@@ -36,14 +36,27 @@ def parse_time(text: str, option: str, now: datetime | None = None, also: str = 
     now = now or datetime.now(UTC)
     value = text.strip()
     try:
-        if is_length(value):  # an age: a length back from now
-            return now - timedelta(seconds=parse_length(value, option, zero=True))
+        if is_length(value):  # an age: a length back from now (999999w: the calendar's start, everything)
+            return back_from(now, timedelta(seconds=parse_length(value, option, zero=True)))
         moment = datetime.fromisoformat(value.replace("z", "Z"))
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
         raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}") from None
-    except OverflowError:  # an age or a zone that leaves the calendar (999999w, 0001-01-01T00:00+01:00)
+    except OverflowError:  # a zone that leaves the calendar (0001-01-01T00:00+01:00)
         raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
+
+
+def back_from(now: datetime, span: timedelta) -> datetime:
+    """The moment `span` before `now`; a span reaching before the calendar (`999999w`) starts at its beginning, so
+    everything is after it. The one reading of an age back from now (`history --since`, `suspects --window`).
+
+    >>> back_from(datetime(2026, 3, 10, tzinfo=UTC), timedelta(weeks=999999)) == datetime.min.replace(tzinfo=UTC)
+    True
+    """
+    try:
+        return now - span
+    except OverflowError:
+        return datetime.min.replace(tzinfo=now.tzinfo)
 
 
 def is_length(text: str) -> bool:

@@ -22,7 +22,7 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.state.journal import whole_from_first
 from tpufleet.state.store import Store
 from tpufleet.text import probability_text
-from tpufleet.timeparse import parse_stamp
+from tpufleet.timeparse import back_from, parse_stamp
 from tpufleet.views import reservation_maintenance
 
 MODEL = (  # every cube is judged as up now (no repair under way) or down now: failures before now do not count
@@ -390,10 +390,7 @@ def suspects_in(store: Store, window_days: float, p_value: float, now: datetime)
 def window_start(now: datetime, window_days: float, skew: timedelta = timedelta(0)) -> datetime:
     """When a window of `window_days` ending now starts (`skew` earlier); a window reaching before the calendar
     (`--window 999999w`) starts at its beginning: every fault is in it."""
-    try:
-        return now - timedelta(days=window_days) - skew
-    except OverflowError:
-        return datetime.min.replace(tzinfo=now.tzinfo)
+    return back_from(now, timedelta(days=window_days) + skew)
 
 
 def find_suspects(
