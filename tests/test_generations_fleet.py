@@ -264,6 +264,24 @@ def test_a_v5p_pods_slices_are_never_exported_as_another_type(cli):
         assert "not tpu-v5p-slice" in r.err and "tpu-v4-podslice" not in r.err
 
 
+def test_a_type_no_slice_takes_is_said_on_stderr_not_ignored_silently(superpod):
+    cli = superpod
+    assert cli("allocate", "s", "--shape", "4x4x8").code == 0
+    plain = cli("export", "slices", "-o", "json")
+    assert plain.code == 0 and plain.err == ""
+    for given in ("v6e", "tpu-v4-podslice"):  # the default, given: still a --type no Slice takes
+        r = cli("export", "slices", "--type", given, "-o", "json")
+        assert r.code == 0 and r.json == plain.json  # every pod has a generation: its Slices take its type
+        (note,) = r.err.splitlines()
+        assert note.startswith("tpufleet: note: ") and f"--type {given}" in note and "tpu7x" in note
+
+
+def test_a_type_some_pod_takes_is_not_said_ignored(fleet):
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    r = fleet("export", "slices", "--type", "v6e", "-o", "json")
+    assert r.code == 0 and r.err == "" and [sl["spec"]["type"] for sl in r.json["items"]] == ["v6e"]
+
+
 def test_in_a_mixed_fleet_moves_and_jobs_stay_on_their_generation(fleet):
     """A workload is built for one accelerator: a move never crosses generations, nor do a job's slices."""
     cli = fleet

@@ -268,6 +268,8 @@ def export_slices_cmd(
 ) -> None:
     """One GKE Slice (accelerator.gke.io/v1beta1) per whole-cube slice: topology, partition ids, Ready condition.
     Sub-cube slices are skipped and named on stderr."""
+    from click.core import ParameterSource
+
     from tpufleet.errors import BadInput
     from tpufleet.integrations import exports
     from tpufleet.integrations.k8s import DEFAULT_ACCELERATORS, LABEL_VALUE
@@ -280,7 +282,14 @@ def export_slices_cmd(
         raise BadInput(f"bad option --type {accelerator!r}: the Slice CRD's spec.type accepts {accepted}")
     if out is not None:
         check_output_path(out, "--out")
-    docs, skipped = exports.slices(ctx.obj.store().load(), accelerator)
+    state = ctx.obj.store().load()
+    if ctx.get_parameter_source("accelerator") is not ParameterSource.DEFAULT and (kinds := exports.types_of(state)):
+        typer.echo(
+            f"tpufleet: note: --type {accelerator} is ignored: every pod has a generation, which gives its Slices' "
+            f"type ({kinds})",
+            err=True,
+        )
+    docs, skipped = exports.slices(state, accelerator)
     for s in skipped:
         typer.echo(f"tpufleet: skipped slice {s['slice']}: {s['reason']}", err=True)
     _deliver("Slice", _manifests(docs), _as_list(docs), len(docs), out, output)

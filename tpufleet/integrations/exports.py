@@ -53,6 +53,15 @@ def accelerator(pod: Pod) -> str:
     return DEFAULT_ACCELERATORS[0] if pod.generation is None else pod.generation.gke_accelerator
 
 
+def types_of(state: FleetState) -> str:
+    """The Slice types the pods' generations give ("tpu7x", "tpu7x, v6e"), when every pod has a generation: then
+    no Slice takes `export slices --type`; "" when a pod takes it (one without a generation)."""
+    pods = state.fleet.pods
+    if not pods or any(p.generation is None for p in pods):
+        return ""
+    return ", ".join(sorted({accelerator(p) for p in pods}))
+
+
 class Names:
     """Node, partition and block names of the fleet's parts (imported, else made up from tpufleet's ids)."""
 
