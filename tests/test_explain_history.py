@@ -73,6 +73,20 @@ def test_history_since_a_serial_past_the_current_is_refused_as_diff_refuses_it(s
     assert [row["serial"] for row in _ok(story, "history", "--since", "5", "-o", "json").json] == [5]
 
 
+def test_every_view_of_the_journal_names_its_summary_as_the_json_does(story):
+    """`show journal` headed the column `summary`, as the JSON names the field; `history` and `report` said `change`."""
+    assert "summary" in _ok(story, "history", "-o", "json").json[0]
+    header = _ok(story, "show", "journal").out.splitlines()[0]
+    assert header.split() == ["serial", "time", "(UTC)", "user", "summary"]
+    assert _ok(story, "history").out.splitlines()[0] == header
+    report = _ok(story, "report").out.splitlines()
+    assert report[report.index("latest changes:") + 1] == header
+    md = _ok(story, "report", "-o", "md").out.splitlines()
+    cells = [cell.strip() for cell in md[md.index("## Latest changes") + 2].strip("|").split("|")]
+    assert cells == ["serial", "time (UTC)", "user", "summary"]
+    assert "<th>user</th><th>summary</th>" in _ok(story, "report", "-o", "html").out
+
+
 def test_history_filters(story):
     rows = _ok(story, "history", "-o", "json").json
     assert [r["serial"] for r in rows] == [1, 2, 3, 4, 5]

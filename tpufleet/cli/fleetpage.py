@@ -190,7 +190,7 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <div class="pods">{panels}</div>
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
 <div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}
-<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "change"], journal)}{_damaged(r["journal_damaged_lines"])}
+<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"])}
 </body></html>
 """
 

@@ -52,7 +52,7 @@ def history_cmd(
         output,
         lambda: grid(
             [[r["serial"], r["time"], printable(r["user"]), printable(r["summary"])] for r in rows],  # one line a row
-            ["serial", "time (UTC)", "user", "change"],
+            ["serial", "time (UTC)", "user", "summary"],  # as `show journal` and the JSON name it
         ),
     )
 

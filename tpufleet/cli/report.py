@@ -70,7 +70,7 @@ def _faults(r: Row) -> list[Row]:
 
 def _journal(r: Row) -> list[Row]:
     return [
-        {"serial": e["serial"], "time (UTC)": e["time"], "user": e["user"], "change": e["summary"]}
+        {"serial": e["serial"], "time (UTC)": e["time"], "user": e["user"], "summary": e["summary"]}
         for e in r["journal"]
     ]
 
