@@ -54,6 +54,23 @@ def test_plan_of_the_fixture_pod(fleet, tmp_path):
     assert snapshot(fleet.state) == before  # a plan changes nothing
 
 
+def test_kubernetes_names_are_listed_in_natural_order(fleet, tmp_path, node_list):
+    """node-10 was listed before node-9 (sorted as text), where every other list of names counts digits as numbers."""
+    doc = copy.deepcopy(node_list)
+    cpu = node_named(doc, "gke-default-pool")
+    names = ["cpu-node-10", "cpu-node-9", "cpu-node-100", "cpu-node-09a"]
+    doc["items"] += [{**cpu, "metadata": {**cpu["metadata"], "name": n}} for n in names]
+    d = fleet("import", "k8s", write(tmp_path, doc), "-o", "json").json
+    listed = [u["node"] for u in d["unplaced"] if u["node"].startswith("cpu-node-")]
+    assert listed == ["cpu-node-9", "cpu-node-09a", "cpu-node-10", "cpu-node-100"]
+    text = [
+        line.split()[3].rstrip(":")
+        for line in fleet("import", "k8s", write(tmp_path, doc)).out.splitlines()
+        if "not placed: cpu-node-" in line
+    ]
+    assert text == listed
+
+
 def test_detailed_exitcode_apply_and_repeat_is_a_no_op(fleet):
     assert fleet("import", "k8s", FIXTURE, "--detailed-exitcode").code == 4
     r = fleet("import", "k8s", FIXTURE, "--apply", "-o", "json")

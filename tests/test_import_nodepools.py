@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import one_line, snapshot
+from tpufleet.ids import natural_key
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "k8s"
 V5P = FIXTURES / "v5p-cluster-nodes.json"
@@ -32,7 +33,7 @@ def pools_of(path: Path) -> dict[str, tuple[str, str, list[str]]]:
         labels = node["metadata"]["labels"]
         if ACCEL in labels:
             out.setdefault(labels[POOL], (labels[ACCEL], labels[TOPO], []))[2].append(node["metadata"]["name"])
-    return {k: (a, t, sorted(n)) for k, (a, t, n) in out.items()}
+    return {k: (a, t, sorted(n, key=natural_key)) for k, (a, t, n) in out.items()}  # as every list of names
 
 
 def write(tmp_path: Path, doc: object, name: str = "nodes.json") -> Path:

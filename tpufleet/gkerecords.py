@@ -42,7 +42,7 @@ class NodePoolSlice:
 
     def record(self) -> dict[str, object]:
         out: dict[str, object] = {"shape": self.shape.text, "accelerator": self.accelerator, "pod": self.pod}
-        out["nodes"] = list(self.nodes)
+        out["nodes"] = sorted(self.nodes, key=natural_key)  # as every list of names: node-9 before node-10
         return out | ({"placed_cubes": list(self.placed_cubes)} if self.placed_cubes else {})
 
 

@@ -54,11 +54,12 @@ def _record(
         "nodes": len(nodes),
         "tpu_nodes": sum(1 for n in nodes if accelerator in n.labels),
         "placed": len(placement.hosts),
-        "unplaced": [{"node": n, "reason": why} for n, why in sorted(placement.unplaced)],
-        "pods_named": [{"block": b, "pod": p} for b, p in sorted(placement.blocks.items())],
-        "cubes_added": [{"partition": k, "cube": c} for k, c in sorted(placement.partitions.items())],
+        # Kubernetes names as every list of names: node-9 before node-10
+        "unplaced": [{"node": n, "reason": why} for n, why in sorted(placement.unplaced, key=_by_name)],
+        "pods_named": [{"block": b, "pod": p} for b, p in sorted(placement.blocks.items(), key=_by_name)],
+        "cubes_added": [{"partition": k, "cube": c} for k, c in sorted(placement.partitions.items(), key=_by_name)],
         "machines_named": len(placement.nodes),
-        "names_forgotten": sorted(placement.forget),
+        "names_forgotten": sorted(placement.forget, key=natural_key),
         "faults_opened": [w for w in opened if not w["planned"]],
         "drains_opened": [w for w in opened if w["planned"]],
         "faults_cleared": [
@@ -71,6 +72,11 @@ def _record(
     naming = placement.blocks or placement.partitions or placement.nodes or placement.forget
     data["has_changes"] = bool(naming or diff.open or diff.clear)
     return data
+
+
+def _by_name(item: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row keyed by a Kubernetes name (a node's, a block's, a partition's) in natural order, then the rest."""
+    return natural_key(item[0]), item[1:]
 
 
 def known_accelerators() -> frozenset[str]:
@@ -93,9 +99,10 @@ def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, plac
         change = "removed" if name in pools.removed else change
         row = {"node_pool": name, **p.record(), "placed": False, "change": change}
         troubled = [
-            {"node": n, "planned": planned, "reason": what} for n, planned, what in pools.troubled.get(name, [])
+            {"node": n, "planned": planned, "reason": what}
+            for n, planned, what in sorted(pools.troubled.get(name, []), key=_by_name)
         ]
-        return {**row, "cubes": p.cubes, "machines": p.machines, "nodes": list(p.nodes), "unhealthy_nodes": troubled}
+        return {**row, "cubes": p.cubes, "machines": p.machines, "unhealthy_nodes": troubled}
 
     shown = {*pools.slices, *pools.removed}
     data["node_pool_slices"] = [pool_row(n) for n in sorted(shown, key=natural_key)]  # as status lists them
