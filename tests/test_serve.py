@@ -345,6 +345,18 @@ def test_bad_options_are_refused_before_listening(fleet, tmp_path):
     assert "tpufleet init" in one_line(fleet("--state", tmp_path / "empty", "serve", state=False), code=1)
 
 
+@pytest.mark.parametrize(
+    ("listen", "host"),
+    [("256.0.0.1:8080", "256.0.0.1"), ("1.2.3:80", "1.2.3"), ("010.0.0.1:80", "010.0.0.1"), ("[::g]:80", "::g")],
+)
+def test_a_host_written_as_an_address_that_is_none_is_bad_input(fleet, listen, host):
+    """`--listen 256.0.0.1:8080` failed as a name not found (exit 1): a malformed address is bad input."""
+    from helpers import one_line
+
+    line = one_line(fleet("serve", "--listen", listen))
+    assert line.startswith(f"tpufleet: error: bad option --listen {listen!r}: {host} ")
+
+
 def test_a_port_in_use_is_one_line(fleet):
     from helpers import one_line
 

@@ -55,7 +55,34 @@ def parse_listen(text: str) -> tuple[str, int]:
         or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535)
     ):
         raise BadInput(f"bad option --listen {text!r}: HOST:PORT, e.g. {DEFAULT_LISTEN} or [::1]:9478")
+    _check_address(text, host)
     return host, int(port)
+
+
+def _check_address(text: str, host: str) -> None:
+    """A HOST written as an address must be one: digits and dots an IPv4 address (four numbers 0-255: the C
+    library would read `127.1` as 127.0.0.1 and `010.0.0.1` as 8.0.0.1, and `256.0.0.1` failed as a name not
+    found, exit 1), one with a colon an IPv6 address. BadInput naming --listen and the value otherwise.
+
+    >>> _check_address("256.0.0.1:8080", "256.0.0.1")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --listen '256.0.0.1:8080': 256.0.0.1 is not an IPv4 address (four numbers 0-255, as 127.0.0.1)
+    """
+    import ipaddress
+
+    from tpufleet.errors import BadInput
+
+    if ":" in host:
+        kind, example = "IPv6", "as ::1, written [::1]:PORT"
+    elif host.isascii() and all(c.isdigit() or c == "." for c in host):
+        kind, example = "IPv4", "four numbers 0-255, as 127.0.0.1"
+    else:
+        return  # a name: the resolver says whether it is one
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise BadInput(f"bad option --listen {text!r}: {host} is not an {kind} address ({example})") from None
 
 
 def read_token(path: Path) -> bytes:
