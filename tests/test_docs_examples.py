@@ -171,3 +171,53 @@ def test_the_command_reference_names_every_option_and_only_real_ones():
         assert named <= have, (name, sorted(named - have))
         if path[0] != "export":
             assert have <= named, (name, sorted(have - named))
+
+
+# ---- the README's JSON contract against what commands emit ------------------------------------------------------
+def _contract_fields(entry: str) -> tuple[set[str], set[str]]:
+    """The fields the README's JSON contract gives the object of `entry` (`- `report`: `{...}``): (those always
+    there, those marked `?`); a list's objects for a list; parenthesized notes and nested objects set aside."""
+    text = (ROOT / "README.md").read_text()
+    at = text.index(f"\n- `{entry}`: `") + len(entry) + 7
+    fields: tuple[set[str], set[str]] = (set(), set())
+    depth, level, i = 0, None, at
+    while True:
+        c = text[i]
+        if c == "(":  # a note: `"map" (as show map)`
+            i = _closing(text, i)
+        elif c in "{[":
+            depth += 1
+            level = depth if c == "{" and level is None else level
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return fields
+        elif c == '"':
+            end = text.index('"', i + 1)
+            if depth == level:
+                fields[text[end + 1] == "?"].add(text[i + 1 : end])
+            i = end
+        i += 1
+
+
+def _closing(text: str, i: int) -> int:
+    depth = 0
+    for j in range(i, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+        if depth == 0:
+            return j
+    raise AssertionError("unclosed note")
+
+
+def test_the_json_contract_of_report_names_every_field_it_emits(reserved, tmp_path):
+    """`report -o json` emitted `generations` on a fleet of shipped generations, which the README's contract left
+    out; `show health` (whose rows `report`'s faults repeat) the window of a maintenance drain."""
+    always, maybe = _contract_fields("report")
+    assert set(reserved("report", "-o", "json").json) == always | maybe  # a TPU7x superpod: its generations
+    v4 = tmp_path / "v4"  # the built-in TPU v4 model: no generation
+    assert reserved("--state", v4, "init", state=False).code == 0
+    assert always <= set(reserved("--state", v4, "report", "-o", "json", state=False).json) <= always | maybe
+    always, maybe = _contract_fields("show health")
+    rows = reserved("show", "health", "-o", "json").json
+    assert all(always <= row.keys() <= always | maybe for row in rows)
+    assert any(row.keys() == always | maybe for row in rows)  # a drain of announced maintenance
