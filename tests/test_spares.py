@@ -438,3 +438,12 @@ def test_capacitys_expected_case_does_not_round_its_probability_to_one(fleet):
     said = re.search(r"with probability (\S+) \(>= 0\.99999;", r.out)
     assert said is not None, r.out
     assert said[1] != "1.0000" and 0.99999 <= float(said[1]) < 1
+
+
+def test_suspects_and_plan_spares_write_their_days_in_digits(fleet):
+    """`suspects --window 999999w` said `in the last 6.99999e+06 days`; the days are now grouped digits, a fraction
+    of a day to three significant digits."""
+    r = fleet("suspects", "--window", "999999w")
+    assert r.code == 0 and r.out.startswith("0 unplanned faults in the last 6,999,993 days on "), r.out
+    assert fleet("suspects", "--window", "30m").out.startswith("0 unplanned faults in the last 0.0208 days on ")
+    assert fleet("plan-spares", "--horizon", "36h").out.startswith("confidence 0.95, horizon 1.5 days\n")

@@ -211,3 +211,15 @@ def seconds_text(value: float) -> str:
     """
     text = repr(float(value))
     return text.removesuffix(".0")
+
+
+def days_text(value: float) -> str:
+    """A number of days in words' digits: whole thousands grouped, never in exponent form (`:g` shows 999999
+    weeks as 6.99999e+06 days), a fraction of a day to three significant digits.
+
+    >>> days_text(7.0), days_text(6999993.0), days_text(1.5), days_text(1 / 48)
+    ('7', '6,999,993', '1.5', '0.0208')
+    """
+    if value >= 1:
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{value:.3g}"

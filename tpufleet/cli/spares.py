@@ -9,7 +9,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-from tpufleet.text import probability_text
+from tpufleet.text import days_text, probability_text
 
 
 def _unit_interval(value: float, option: str) -> float:
@@ -65,7 +65,7 @@ def _spares_table(result: dict[str, Any]) -> str:
                 (held[:60] + "...") if len(held) > 63 else (held or "-"),
             ]
         )
-    head = f"confidence {result['confidence']}, horizon {result['horizon_days']:g} days\n"
+    head = f"confidence {result['confidence']}, horizon {days_text(result['horizon_days'])} days\n"
     notes = [f"{p['pod']}: {p['note']}" for p in result["pods"] if p["note"]]
     notes += [_joint_line(j, result["confidence"]) for j in result["jobs"]]
     table = grid(
@@ -126,7 +126,7 @@ def plan_spares_cmd(
 
 def _suspects_table(result: dict[str, Any]) -> str:
     head = (
-        f"{result['faults_in_window']} unplanned faults in the last {result['window_days']:g} days on "
+        f"{result['faults_in_window']} unplanned faults in the last {days_text(result['window_days'])} days on "
         f"{result['hosts']} hosts and {result['cubes']} cubes; suspects at p < {result['p_value']:g}\n"
     )
     if not result["suspects"]:
