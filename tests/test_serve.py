@@ -357,6 +357,18 @@ def test_a_host_written_as_an_address_that_is_none_is_bad_input(fleet, listen, h
     assert line.startswith(f"tpufleet: error: bad option --listen {listen!r}: {host} ")
 
 
+@pytest.mark.parametrize("listen", ["::1:9478", "::1:80", "fe80::1:0"])
+def test_an_ipv6_address_without_brackets_is_bad_input(fleet, listen):
+    """`--listen ::1:80` was taken as host ::1 and port 80, though `::1:80` is an IPv6 address too: the address
+    is written in brackets, as the README says, and one without them is refused."""
+    from helpers import one_line
+
+    line = one_line(fleet("serve", "--listen", listen))
+    assert line == (
+        f"tpufleet: error: bad option --listen {listen!r}: an IPv6 address is written in brackets, e.g. [::1]:9478"
+    )
+
+
 def test_a_port_in_use_is_one_line(fleet):
     from helpers import one_line
 

@@ -38,6 +38,10 @@ def parse_listen(text: str) -> tuple[str, int]:
 
     >>> parse_listen("127.0.0.1:9478"), parse_listen("[::1]:0")
     (('127.0.0.1', 9478), ('::1', 0))
+    >>> parse_listen("::1:9478")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --listen '::1:9478': an IPv6 address is written in brackets, e.g. [::1]:9478
     >>> parse_listen("[::1:9478")
     Traceback (most recent call last):
     ...
@@ -46,7 +50,12 @@ def parse_listen(text: str) -> tuple[str, int]:
     from tpufleet.errors import BadInput
 
     host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    bracketed = host.startswith("[") and host.endswith("]")
+    if ":" in host and not (
+        "[" in host or "]" in host
+    ):  # `::1:80`: which colon ends the address? (`::1:80` is an address too)
+        raise BadInput(f"bad option --listen {text!r}: an IPv6 address is written in brackets, e.g. [::1]:9478")
+    host = host[1:-1] if bracketed else host
     stray_bracket = "[" in host or "]" in host  # `[::1:9478`, `[::1]]`: no name has one, the resolver would be asked
     if (
         stray_bracket
