@@ -65,6 +65,11 @@ def test_the_unit_tests_pass_and_cover_every_alert_firing_and_silent():
         ('tpufleet_slice_state{state="evicted"} == 1', 'tpufleet_slice_state{state="evicted"} == 0'),
         ('tpufleet_fault_opened_timestamp_seconds{planned="false"}', "tpufleet_fault_opened_timestamp_seconds"),
         ("> 6 * 3600", "> 8 * 3600"),
+        ("unless on (slice, instance, job) tpufleet_slice_route_tables_through_faults == 1", ""),
+        (
+            'tpufleet_slice_route_tables_through_faults == 1\n          and on (slice, instance, job) tpufleet_slice_state{state="degraded"}',
+            'tpufleet_slice_route_tables_through_faults == 1\n          and on (slice, instance, job) tpufleet_slice_state{state=~"degraded|connected"}',
+        ),
     ],
 )
 def test_a_planted_mistake_in_a_rule_fails_its_unit_test(tmp_path, old, new):

@@ -47,3 +47,29 @@ def test_serve_gives_the_slice_one_series_at_1_missing(routed):
     assert series[("tpufleet_slice_route_tables_stale", "s")] == 0
     assert series[("tpufleet_slice_route_tables_missing", "s")] == 1
     assert client.get("/api/v1/status").json()["stale_routes"] == []
+
+
+def test_serve_says_when_a_rerouted_slices_tables_still_cross_its_fault(routed):
+    """Rerouted around a fault its stored tables predate, the slice's traffic still crosses the failed part: a
+    series of its own (the mixin's critical alert), 0 again once `routes` stores tables around the fault."""
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    def through() -> float:
+        client = TestClient(build_app(Server(Source(Store(routed.state), [], None), metrics_inputs(), None, 5)))
+        return _samples(client.get("/metrics").text)[("tpufleet_slice_route_tables_through_faults", "s")]
+
+    assert through() == 0
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    assert through() == 1
+    assert routed("routes", "s").code == 0
+    assert through() == 0
+    assert routed("inject-fault", "link:c00/y/3/out").code == 0
+    assert routed("clear-fault", "f1").code == 0  # stale by the clear, still made before f2
+    assert through() == 1

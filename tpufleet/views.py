@@ -140,6 +140,18 @@ def wiring_wait(state: FleetState, sl: Slice) -> str | None:
     )
 
 
+def tables_predating(state: FleetState, sl: Slice) -> list[str]:
+    """The faults a degraded slice is rerouted around whose opening its stored tables predate: those tables still
+    route through the failed part until `tpufleet routes` stores tables around it. None for a slice that is not
+    rerouted, has no stored tables, or fresh ones (a fault makes the tables of every slice it reroutes stale); a
+    fault recorded before faults kept their serial counts as later than the tables."""
+    record = state.routes.get(sl.name)
+    if sl.reroute is None or record is None or not record.stale or sl.machines:
+        return []
+    opened = {f: fault.opened_serial if (fault := state.fault(f)) is not None else None for f in sl.reroute.faults}
+    return [f for f, serial in opened.items() if serial is None or serial > record.serial]
+
+
 def slice_rows(state: FleetState, missing: Collection[str] = ()) -> list[Row]:
     """`show slices`: each slice by name; `missing`: slices whose indexed tables are no longer kept (a file
     removed by hand), whose routes read "missing" rather than fresh or stale."""

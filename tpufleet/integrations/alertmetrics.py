@@ -1,7 +1,8 @@
 """The families the monitoring mixin's alerts need beside those of `tpufleet metrics` (pure).
 
 `tpufleet serve` adds them to its `/metrics`: each pod's spare target and free healthy cubes (as `plan-spares`
-works them out), each slice's state, throughput floor and table freshness, each open fault's opening time and the
+works them out), each slice's state, throughput floor and table freshness (and whether its tables still cross a
+fault it is rerouted around), each open fault's opening time and the
 repair time of its kind, and each maintenance a reservation announced for a later window with the slices still on
 its cube. A fleet has tens of slices and open faults, so labelling by slice and fault stays small.
 """
@@ -17,7 +18,7 @@ from tpufleet.constants import HOUR
 from tpufleet.fleetstate import FleetState, SliceState
 from tpufleet.ids import natural_key
 from tpufleet.timeparse import parse_stamp
-from tpufleet.views import reservation_maintenance
+from tpufleet.views import reservation_maintenance, tables_predating
 
 # The repair time that stands for each kind of component (the rate files' `repair_hours` keys): a chip, an
 # electrical link or a whole cube is repaired as its machine is.
@@ -71,6 +72,11 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
         "1 when a slice's indexed routing tables are no longer kept (a file removed by hand, or damaged).",
         labels=["slice"],
     )
+    through = GaugeMetricFamily(
+        "tpufleet_slice_route_tables_through_faults",
+        "1 when a rerouted slice's stored routing tables predate a fault it routes around: they still cross it.",
+        labels=["slice"],
+    )
     for name in sorted(state.slices, key=natural_key):  # s9 before s10, as slices are counted
         sl = state.slices[name]
         for value in SliceState:
@@ -80,7 +86,8 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
         gone_now = record is not None and name in missing  # missing wins: the stale file is gone (`status`)
         stale.add_metric([name], 1 if record is not None and record.stale and not gone_now else 0)
         gone.add_metric([name], 1 if gone_now else 0)
-    return [states, floor, stale, gone]
+        through.add_metric([name], 1 if tables_predating(state, sl) and not gone_now else 0)
+    return [states, floor, stale, gone, through]
 
 
 def _faults(state: FleetState, repair_hours: Mapping[str, float]) -> list[Metric]:

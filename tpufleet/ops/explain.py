@@ -29,7 +29,7 @@ from tpufleet.ops.explain_faults import (
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
-from tpufleet.views import missing_xconnects
+from tpufleet.views import missing_xconnects, tables_predating
 
 
 def explain(
@@ -209,17 +209,13 @@ def _wave_moves_why(fault_id: str, name: str) -> str:
 
 
 def _faults_past_tables(state: FleetState, sl: Slice, tables: str) -> list[str]:
-    """The faults a degraded slice is rerouted around that its stored tables do not avoid: none stored (or none
-    readable), or made before the fault opened (they still route through the failed part)."""
+    """The faults a degraded slice is rerouted around that its tables do not avoid: all of them when none are
+    stored (or readable), else those its stored tables predate."""
     r = sl.reroute
     assert r is not None
-    record = state.routes.get(sl.name)
-    if tables == "fresh":  # a fault marks the tables of every slice it reroutes stale: these were made after
-        return []
-    if tables in ("none", "missing") or record is None:
+    if tables in ("none", "missing"):
         return list(r.faults)
-    opened = {f: fault.opened_serial if (fault := state.fault(f)) is not None else None for f in r.faults}
-    return [f for f, serial in opened.items() if serial is None or serial > record.serial]
+    return tables_predating(state, sl)
 
 
 def _degraded(state: FleetState, sl: Slice, tables: str, linked: bool) -> tuple[list[str], list[str]]:
