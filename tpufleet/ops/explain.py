@@ -222,8 +222,14 @@ def _degraded(state: FleetState, sl: Slice, tables: str, linked: bool) -> tuple[
     why, steps = _degraded_figures(sl)
     past = [] if sl.machines or linked else _faults_past_tables(state, sl, tables)
     if past:  # the figures are what `routes` would store: until it does, the tables in use cross the faults
-        held = "none are stored" if tables == "none" else f"the stored ones predate {around(past)}"
-        why.append(f"it runs on tables around them only once `tpufleet routes {sl.name}` stores them: {held}")
+        it = "it" if len(past) == 1 else "them"
+        why.append(
+            f"{'no routing tables are stored for it' if tables == 'none' else 'its stored routing tables are gone'}: "
+            f"`tpufleet routes {sl.name}` makes the ones around {around(past)}"
+            if tables in ("none", "missing")
+            else f"its stored routing tables were made before {around(past)} and still route through {it} until "
+            f"`tpufleet routes {sl.name}` stores tables around {it}"
+        )
         steps.insert(0, f"tpufleet routes {sl.name}")
     return why, steps
 
