@@ -294,3 +294,22 @@ def test_a_rewire_names_the_stale_tables_of_its_slice_even_if_a_clear_made_them_
     _ok(fleet, "inject-fault", "ocs:pod0/z/0")
     _ok(fleet, "clear-fault", "f2")
     assert _ok(fleet, "plan-xconnect", "a", "--apply", "-o", "json").json["routes_stale"] == []  # nothing to rewire
+
+
+def test_explain_job_routes_each_degraded_slice_before_the_clear_they_share(fleet):
+    """Two slices of a job rerouted around one OCS: the clear both wait for was given once, at the first slice's
+    place, so the second slice's tables around the fault came after the clear (too late) and its `routes` twice in
+    a row. Each slice's order is now kept: both routed around the fault, the clear, both routed again."""
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    _ok(fleet, "plan-xconnect", "j", "--apply")
+    _ok(fleet, "routes", "j")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/5")  # f1
+    assert _run_next(fleet, "j") == [
+        "tpufleet routes j-0",
+        "tpufleet routes j-1",
+        "tpufleet clear-fault f1",
+        "tpufleet routes j-0",
+        "tpufleet routes j-1",
+    ]
+    for name in ("j-0", "j-1"):
+        _healthy(fleet, name)

@@ -64,12 +64,12 @@ def _explain_job(
     from tpufleet.jobs import explain_job
 
     row = explain_job(state, name, now)
-    steps = job_wire_steps(state, name, row["next"], now, row["why"])
+    steps = [job_wire_steps(state, name, row["next"], now, row["why"])]
     reasons: dict[int, list[str]] = {}  # under each wired slice's line (row["why"][1 + i]): why its steps are there
     for i, sl in enumerate(state.job_slices(name)):
         if sl.state.wired:
             own = explain_slice(state, sl, now, missing_tables, linked_tables)
-            steps += own["next"]
+            steps.append(own["next"])
             reasons[2 + i] = [f"slice {sl.name}: {line}" for line in own["why"][1:] if not line.startswith("wired")]
     for at in sorted(reasons, reverse=True):  # from the last, so the earlier places stay where they are
         row["why"][at:at] = reasons[at]
@@ -77,15 +77,22 @@ def _explain_job(
     return row
 
 
-def _once_each(steps: list[str]) -> list[str]:
-    """The slices' steps merged, a clear or move they share given once; a slice's `routes` may come twice in its
-    own steps (around a fault now, on the repaired network after its clear) and only its own steps give it."""
-    seen: set[str] = set()
-    out = []
-    for step in steps:
-        if step not in seen or step.startswith("tpufleet routes "):
-            out.append(step)
-        seen.add(step)
+def _once_each(lists: list[list[str]]) -> list[str]:
+    """The job's steps then each slice's merged, a clear or move they share given once and each list's order kept:
+    a slice's steps before a shared one go before it (its `routes` around a fault before the fault's clear, though
+    an earlier slice gave the clear). A slice's `routes` may come twice in its own steps (around a fault now, on the
+    repaired network after its clear) and only its own steps give it."""
+    out: list[str] = []
+    for steps in lists:
+        at = 0  # where this list's steps go: after every step of it already placed
+        for i, step in enumerate(steps):
+            if step in out and not step.startswith("tpufleet routes "):
+                at = max(at, out.index(step) + 1)
+                continue
+            later = [out.index(s) for s in steps[i + 1 :] if s in out[at:] and not s.startswith("tpufleet routes ")]
+            where = min(later) if later else len(out)  # before the next step it shares, else at the end
+            out.insert(where, step)
+            at = where + 1
     return out
 
 
