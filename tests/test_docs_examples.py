@@ -221,3 +221,12 @@ def test_the_json_contract_of_report_names_every_field_it_emits(reserved, tmp_pa
     rows = reserved("show", "health", "-o", "json").json
     assert all(always <= row.keys() <= always | maybe for row in rows)
     assert any(row.keys() == always | maybe for row in rows)  # a drain of announced maintenance
+
+
+def test_the_command_reference_gives_each_synopsis_one_row():
+    """Changes to `explain` and `history` each added their row again instead of editing it: the table gave
+    `explain` four rows and `history` two, each saying part of what the command does. One row each now."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| command | what it does |") : text.index("### Cross-connect planning")]
+    synopses = [line[3:].split("` |")[0] for line in table.splitlines() if line.startswith("| `")]
+    assert sorted(s for s in set(synopses) if synopses.count(s) > 1) == []
