@@ -313,3 +313,22 @@ def test_explain_job_routes_each_degraded_slice_before_the_clear_they_share(flee
     ]
     for name in ("j-0", "j-1"):
         _healthy(fleet, name)
+
+
+def test_a_slice_moved_among_faults_is_routed_first_though_its_old_tables_postdate_them(fleet):
+    """Routed around an OCS fault, then evicted by a cube fault and moved: its stored tables, made after the OCS
+    fault, were taken as avoiding it, so `explain` gave the clear first while the slice ran on the tables of the
+    cubes it left. A moved slice's tables now count as none: `routes` first."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/5")  # f1
+    _ok(fleet, "routes", "a")  # around f1
+    _ok(fleet, "inject-fault", "cube:c00")  # f2: evicts it
+    _ok(fleet, "reschedule", "a")  # lands rerouted around f1
+    r = _ok(fleet, "explain", "a", "-o", "json").json
+    assert (r["state"], r["routes"]) == ("degraded", "stale")
+    assert r["next"][:2] == ["tpufleet routes a", "tpufleet clear-fault f1"]
+    assert (
+        "its stored routing tables were made on the cubes it left: `tpufleet routes a` makes the ones around f1"
+        in r["why"]
+    )

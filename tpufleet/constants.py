@@ -85,3 +85,7 @@ HOURS_PER_DAY: Final = DAY // HOUR
 KiB: Final = 1024
 MiB: Final = 1024 * KiB
 GiB: Final = 1024 * MiB
+
+# why a rescheduled slice's tables are stale: made on the cubes it left, they route it nowhere now (whatever made
+# them stale before; `explain` gives its `routes` before any clear)
+MOVED_TABLES_REASON: Final = "rescheduled: made before the move"

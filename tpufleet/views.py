@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from tpufleet import xconnect
-from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
+from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, MOVED_TABLES_REASON, OPTICAL_LINKS_PER_CUBE
 from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
 from tpufleet.ids import LinkId, OcsId, natural_key
@@ -144,10 +144,13 @@ def tables_predating(state: FleetState, sl: Slice) -> list[str]:
     """The faults a degraded slice is rerouted around whose opening its stored tables predate: those tables still
     route through the failed part until `tpufleet routes` stores tables around it. None for a slice that is not
     rerouted, has no stored tables, or fresh ones (a fault makes the tables of every slice it reroutes stale); a
-    fault recorded before faults kept their serial counts as later than the tables."""
+    fault recorded before faults kept their serial counts as later than the tables. Tables made before a move
+    (`reschedule`) are of the cubes it left: they predate every fault, whenever they were made."""
     record = state.routes.get(sl.name)
     if sl.reroute is None or record is None or not record.stale or sl.machines:
         return []
+    if record.stale_reason == MOVED_TABLES_REASON:
+        return list(sl.reroute.faults)
     opened = {f: fault.opened_serial if (fault := state.fault(f)) is not None else None for f in sl.reroute.faults}
     return [f for f, serial in opened.items() if serial is None or serial > record.serial]
 

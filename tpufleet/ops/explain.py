@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
+from tpufleet.constants import MOVED_TABLES_REASON
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import OcsId, parse_target
@@ -225,15 +226,22 @@ def _faults_past_tables(state: FleetState, sl: Slice, tables: str) -> list[str]:
     return tables_predating(state, sl)
 
 
+def _moved(state: FleetState, sl: Slice) -> bool:
+    """Whether the slice's stored tables are stale for its move: made on the cubes it left, whenever made."""
+    return (record := state.routes.get(sl.name)) is not None and record.stale_reason == MOVED_TABLES_REASON
+
+
 def _degraded(state: FleetState, sl: Slice, tables: str, linked: bool) -> tuple[list[str], list[str]]:
     why, steps = _degraded_figures(sl)
     past = [] if sl.machines or linked else _faults_past_tables(state, sl, tables)
     if past:  # the figures are what `routes` would store: until it does, the tables in use cross the faults
         it = "it" if len(past) == 1 else "them"
+        gone = {"none": "no routing tables are stored for it", "missing": "its stored routing tables are gone"}
+        if _moved(state, sl) and tables == "stale":
+            gone["stale"] = "its stored routing tables were made on the cubes it left"
         why.append(
-            f"{'no routing tables are stored for it' if tables == 'none' else 'its stored routing tables are gone'}: "
-            f"`tpufleet routes {sl.name}` makes the ones around {around(past)}"
-            if tables in ("none", "missing")
+            f"{gone[tables]}: `tpufleet routes {sl.name}` makes the ones around {around(past)}"
+            if tables in gone
             else f"its stored routing tables were made before {around(past)} and still route through {it} until "
             f"`tpufleet routes {sl.name}` stores tables around {it}"
         )

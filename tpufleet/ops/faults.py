@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tpufleet import faults, moves, movesteps
+from tpufleet.constants import MOVED_TABLES_REASON
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId, natural_key
@@ -213,7 +214,7 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
     wire(state, sl, plan.changes, "rescheduled")
     if figures is not None:  # it runs on, degraded, as it would had the faults struck it there
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
-    state.mark_routes_stale({name}, "rescheduled: made before the move", moved=True)
+    state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
     data["routes_stale"] = [name] if name in state.routes else []  # its stored tables are of the cubes it left
     if figures is not None:
