@@ -332,3 +332,22 @@ def test_a_slice_moved_among_faults_is_routed_first_though_its_old_tables_postda
         "its stored routing tables were made on the cubes it left: `tpufleet routes a` makes the ones around f1"
         in r["why"]
     )
+
+
+def test_a_rerouted_slice_with_a_link_for_tables_has_it_removed_and_is_routed_before_the_clear(fleet, cli, tmp_path):
+    """A symbolic link where a rerouted slice's tables belong: `explain` gave the clear first and the link's removal
+    and `routes` only after it, so the slice ran around the fault with no tables of its own until the repair, as a
+    slice with none stored is not left. Now: the removal, `routes`, the clear, `routes` again."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "routes", "a")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/5")  # f1
+    tables = cli.state / "routes" / "a.npz"
+    tables.rename(tmp_path / "elsewhere.npz")
+    tables.symlink_to(tmp_path / "elsewhere.npz")
+    steps = _ok(fleet, "explain", "a", "-o", "json").json["next"]
+    assert steps == [f"rm -- {tables}", "tpufleet routes a", "tpufleet clear-fault f1", "tpufleet routes a"]
+    tables.unlink()
+    for step in steps[1:]:
+        _ok(fleet, *shlex.split(step)[1:])
+    _healthy(fleet, "a")

@@ -231,9 +231,9 @@ def _moved(state: FleetState, sl: Slice) -> bool:
     return (record := state.routes.get(sl.name)) is not None and record.stale_reason == MOVED_TABLES_REASON
 
 
-def _degraded(state: FleetState, sl: Slice, tables: str, linked: bool) -> tuple[list[str], list[str]]:
+def _degraded(state: FleetState, sl: Slice, tables: str, link: str | None) -> tuple[list[str], list[str]]:
     why, steps = _degraded_figures(sl)
-    past = [] if sl.machines or linked else _faults_past_tables(state, sl, tables)
+    past = [] if sl.machines else _faults_past_tables(state, sl, tables)
     if past:  # the figures are what `routes` would store: until it does, the tables in use cross the faults
         it = "it" if len(past) == 1 else "them"
         gone = {"none": "no routing tables are stored for it", "missing": "its stored routing tables are gone"}
@@ -245,8 +245,13 @@ def _degraded(state: FleetState, sl: Slice, tables: str, linked: bool) -> tuple[
             else f"its stored routing tables were made before {around(past)} and still route through {it} until "
             f"`tpufleet routes {sl.name}` stores tables around {it}"
         )
-        steps.insert(0, f"tpufleet routes {sl.name}")
+        steps[0:0] = [*([_rm_step(link)] if link is not None else []), f"tpufleet routes {sl.name}"]
     return why, steps
+
+
+def _rm_step(link: str) -> str:
+    """Removes the symbolic link standing where a slice's tables belong (`routes` refuses it; never followed)."""
+    return f"rm -- {shlex.quote(str(link))}"
 
 
 def _degraded_figures(sl: Slice) -> tuple[list[str], list[str]]:
@@ -287,7 +292,7 @@ def explain_slice(
     elif sl.state is SliceState.EVICTED:
         why, next_steps = _evicted(state, sl, now)
     elif sl.state is SliceState.DEGRADED:
-        why, next_steps = _degraded(state, sl, routes, sl.name in (linked_tables or {}))
+        why, next_steps = _degraded(state, sl, routes, (linked_tables or {}).get(sl.name))
     else:
         whole = not faults_under(state, sl) and not missing_xconnects(state, sl)
         why, next_steps = ["wired" + (" and healthy" if whole else "")], []
@@ -308,7 +313,7 @@ def explain_slice(
         link = (linked_tables or {}).get(sl.name)
         if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)
             why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
-            next_steps.append(f"rm -- {shlex.quote(str(link))}")
+            next_steps.extend([] if _rm_step(link) in next_steps else [_rm_step(link)])  # a degraded one's: first
         next_steps.append(f"tpufleet routes {sl.name}")
     return {
         "kind": "slice",
