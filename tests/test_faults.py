@@ -297,3 +297,25 @@ def test_clear_fault_lists_every_stale_table_it_concerns_with_its_step(pod):
     for name in "ab":  # stale already, by the first clear (a) and by the faults (b): still named, with the step
         assert f"  {name}: routing tables stale; run `tpufleet routes {name}`" in second.out
     assert "  c:" not in second.out  # evicted by the OCS: its step is the move, not routing
+
+
+def test_a_batch_gives_a_slice_its_routes_step_only_under_the_last_fault_that_hits_it(fleet, tmp_path):
+    """`--from` with an OCS fault that reroutes a slice, then its cube's fault that evicts it: the first fault's lines
+    said `next: tpufleet routes a`, which `routes` refuses for an evicted slice (and an OCS then another rerouting it
+    said it twice). The step comes only under the batch's last fault that hits the slice, when it is rerouted there."""
+    assert fleet("allocate", "a", "--shape", "4x4x4", "--cubes", "c00").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("routes", "a").code == 0
+    evicting = tmp_path / "evicting.yaml"
+    evicting.write_text("- target: ocs:pod0/x/5\n- target: cube:c00\n")
+    r = fleet("inject-fault", "--from", evicting, "--dry-run")
+    assert r.code == 0 and "next: tpufleet routes a" not in r.out
+    assert [e["routes_stale"] for e in fleet("inject-fault", "--from", evicting, "--dry-run", "-o", "json").json] == [
+        ["a"],
+        ["a"],
+    ]
+    rerouting = tmp_path / "rerouting.yaml"
+    rerouting.write_text("- target: ocs:pod0/x/5\n- target: ocs:pod0/y/5\n")
+    r = fleet("inject-fault", "--from", rerouting, "--dry-run")
+    assert r.code == 0 and r.out.count("next: tpufleet routes a") == 1
+    assert r.out.index("next: tpufleet routes a") > r.out.index("on ocs:pod0/y/5")

@@ -1,5 +1,6 @@
 """`tpufleet inject-fault`, `clear-fault`, `faults` and `reschedule`."""
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +16,12 @@ if TYPE_CHECKING:
     from tpufleet.ops.faults import FaultRequest
 
 
-def _describe(r: dict) -> str:
+def _hit_later(radii: list[dict], i: int) -> set[str]:
+    """The slices a later fault of the batch hits (`--from`, `--random`): its lines say what they need after both."""
+    return {s["slice"] for r in radii[i + 1 :] for s in r.get("slices", ()) if s["action"] != "none"}
+
+
+def _describe(r: dict, hit_later: Collection[str] = ()) -> str:
     if r.get("duplicate_of"):
         if r["planned"]:  # a failure found under a drain is not recorded apart: the drain's clear ends both
             return (
@@ -47,7 +53,8 @@ def _describe(r: dict) -> str:
                 + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )
         lines.append(line)
-        if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()):  # its stored tables cross the fault
+        # its stored tables cross the fault (a later fault of the batch that hits it says what it needs then)
+        if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
             lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
     for j in r.get("jobs", []):
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
@@ -147,7 +154,7 @@ def inject_cmd(
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
     note = "\n(dry run: nothing was changed)" if dry_run else ""
-    emit(result, output, lambda: "\n".join(_describe(r) for r in radii) + note)
+    emit(result, output, lambda: "\n".join(_describe(r, _hit_later(radii, i)) for i, r in enumerate(radii)) + note)
     errors = [e for r in radii for e in r.get("analysis_errors", [])]
     if errors:
         from tpufleet.errors import EXIT_INTERNAL
