@@ -351,3 +351,15 @@ def test_a_rerouted_slice_with_a_link_for_tables_has_it_removed_and_is_routed_be
     for step in steps[1:]:
         _ok(fleet, *shlex.split(step)[1:])
     _healthy(fleet, "a")
+def test_an_allocated_sub_cube_slice_is_told_to_be_wired(fleet):
+    """A sub-cube slice needs no cross-connects, yet it stays `allocated` (its job `pending`) until `plan-xconnect
+    --apply` marks it wired: `explain` gave it no step at all, while `explain JOB` gave the job's wiring."""
+    _ok(fleet, "allocate", "d", "--shape", "2x2x4")
+    _ok(fleet, "allocate", "j", "--shape", "2x2x4", "--slices", "2")
+    assert _run_next(fleet, "d") == ["tpufleet plan-xconnect d --apply"]
+    assert _run_next(fleet, "j-0") == ["tpufleet plan-xconnect j-0 --apply"]
+    rows = _ok(fleet, "show", "slices", "-o", "json").json
+    assert [(r["name"], r["state"]) for r in rows] == [("d", "connected"), ("j-0", "connected"), ("j-1", "allocated")]
+    assert _run_next(fleet, "j") == ["tpufleet plan-xconnect j --apply"]
+    assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"
+    assert [_ok(fleet, "explain", name, "-o", "json").json["next"] for name in ("d", "j")] == [[], []]

@@ -132,10 +132,11 @@ def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
 
     if sl.machines:
         broken = faults_under(state, sl)
-        if not broken:
+        if not broken:  # nothing to program, yet it runs (`connected`) only once `plan-xconnect --apply` says so
             return [
-                f"a sub-cube slice on machines {','.join(map(str, sl.machines))} of {sl.cubes[0]}: no cross-connects needed"
-            ], []
+                f"a sub-cube slice on machines {','.join(map(str, sl.machines))} of {sl.cubes[0]}: no cross-connects "
+                "needed; it is allocated but not wired until `plan-xconnect --apply` marks it so"
+            ], [f"tpufleet plan-xconnect {sl.name} --apply"]
         why = [f"fault {f.id} on {f.target} ({'drain' if f.planned else 'failure'}) is under it" for f in broken]
         return [*why, "release it and allocate it again on healthy machines"], [f"tpufleet release {sl.job or sl.name}"]
     try:
