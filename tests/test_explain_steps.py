@@ -363,3 +363,21 @@ def test_an_allocated_sub_cube_slice_is_told_to_be_wired(fleet):
     assert _run_next(fleet, "j") == ["tpufleet plan-xconnect j --apply"]
     assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"
     assert [_ok(fleet, "explain", name, "-o", "json").json["next"] for name in ("d", "j")] == [[], []]
+
+
+def test_a_slice_wired_around_a_down_ocs_but_not_routed_gets_every_step_to_healthy(fleet):
+    """Wired while an OCS was down (a pair deferred), never routed: `explain` gave only `routes`, its clear and the
+    rewire in words alone, so run in order its steps left the slice degraded. Now: `routes` (around the fault),
+    the clear, the rewire and `routes` again, as for the slice routed before."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "inject-fault", "ocs:pod0/y/2")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    steps = _run_next(fleet, "a")
+    assert steps == [
+        "tpufleet routes a",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect a --apply",
+        "tpufleet routes a",
+    ]
+    _healthy(fleet, "a")
+    assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == []

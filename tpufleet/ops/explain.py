@@ -309,7 +309,7 @@ def explain_slice(
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
     _maintenance_ahead(state, sl, now, why, next_steps)
-    rewire = wiring_steps(state, sl, now, why, next_steps)
+    rewire = wiring_steps(state, sl, now, why, next_steps, unrouted=unfresh)
     if unfresh or (rewire and sl.state.wired and not sl.machines):
         link = (linked_tables or {}).get(sl.name)
         if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)

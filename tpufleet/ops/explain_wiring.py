@@ -61,18 +61,23 @@ def _wiring_waits(
     return waits
 
 
-def wiring_steps(state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str]) -> bool:
+def wiring_steps(
+    state: FleetState, sl: Slice, now: str, why: list[str], next_steps: list[str], unrouted: bool = False
+) -> bool:
     """Adds to `next_steps` what programs a wired slice's missing cross-connects (the clears they wait for, then
     `plan-xconnect --apply`) and says whether it did. A degraded slice waits for those clears on its rerouted
     tables, so it is wired and routed once, after them (and routed first only when its tables predate a fault:
-    `explain._degraded`). A connected one is routed now (its tables do not route around the faults) and wired later."""
+    `explain._degraded`). A connected one without current tables (`unrouted`) is routed now (its tables do not
+    route around the faults), then wired and routed again after the clears."""
     by_ocs = _missing_by_ocs(state, sl)
     if not by_ocs:
         return False
     why.append(_missing_why(state, sl, by_ocs))
     waits = _wiring_waits(state, sl, now, by_ocs, why)
-    if waits is None or (waits and sl.state is not SliceState.DEGRADED):
+    if waits is None or (waits and sl.state is not SliceState.DEGRADED and not unrouted):
         return False
+    if waits and sl.state is not SliceState.DEGRADED:
+        next_steps.append(f"tpufleet routes {sl.name}")
     clears = [f"tpufleet clear-fault {f.id}" for f in waits]
     next_steps.extend(dict.fromkeys(step for step in clears if step not in next_steps))
     next_steps.append(f"tpufleet plan-xconnect {sl.name} --apply")  # wired first: tables made before go stale
