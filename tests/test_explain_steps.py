@@ -381,3 +381,17 @@ def test_a_slice_wired_around_a_down_ocs_but_not_routed_gets_every_step_to_healt
     ]
     _healthy(fleet, "a")
     assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == []
+
+
+def test_a_job_stopped_before_it_was_wired_gets_its_wiring_after_the_move(fleet):
+    """A job allocated, not wired, one slice evicted by a drain: `explain JOB` (and the fault's `jobs[].next`) gave
+    only that slice's `reschedule`, then stopped there with its other slice never wired (the wiring step was only
+    for a pending job). Now the job's `plan-xconnect JOB --apply` follows the move, and the job runs."""
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    cube = _ok(fleet, "show", "slices", "-o", "json").json[1]["cubes"][0]
+    hit = _ok(fleet, "inject-fault", f"host:{cube}/1", "--planned", "-o", "json").json
+    # the job's own wiring refuses while j-1 sits on the drained machine: j-0 is wired alone
+    expected = ["tpufleet reschedule j-1", "tpufleet plan-xconnect j-0 --apply"]
+    assert hit["jobs"][0]["next"] == expected
+    assert _run_next(fleet, "j")[:2] == expected
+    assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"

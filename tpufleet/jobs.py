@@ -184,7 +184,8 @@ def _replacement(sl: Slice) -> Json:
 def next_steps(state: FleetState, status: JobStatus, now: str) -> list[str]:
     """The commands that bring the job back to all its slices, in the order to run them, each working when run:
     the repairs its evicted slices wait for (`movesteps.steps_to_move`), then their moves; a slice that cannot move
-    even then gets no step, nor one whose move waits for a maintenance plan's drain until its window ends."""
+    even then gets no step, nor one whose move waits for a maintenance plan's drain until its window ends; then the
+    job's wiring, while a slice is not wired yet."""
     from tpufleet.integrations.reservation import clear_step
     from tpufleet.maintenance import plan_window_ahead
     from tpufleet.movesteps import steps_to_move
@@ -193,7 +194,10 @@ def next_steps(state: FleetState, status: JobStatus, now: str) -> list[str]:
     held = {f.id for f in plan.clears if plan_window_ahead(f.reason, now, state.announced_end(f.target)) is not None}
     clears = dict.fromkeys(clear_step(f.id, f.reason) for f in plan.clears if f.id not in held)  # one import: all
     steps = [*clears] + [f"tpufleet reschedule {n}" for n in plan.moves if not held.intersection(plan.needs.get(n, ()))]
-    if status.state is JobState.PENDING:
+    # pending, or stopped with slices never wired besides the evicted ones: `plan-xconnect JOB --apply` wires them
+    if status.state is JobState.PENDING or any(
+        s.state is SliceState.ALLOCATED for s in state.job_slices(status.job.name)
+    ):
         steps.append(f"tpufleet plan-xconnect {status.job.name} --apply")
     return steps
 
