@@ -395,3 +395,15 @@ def test_a_job_stopped_before_it_was_wired_gets_its_wiring_after_the_move(fleet)
     assert hit["jobs"][0]["next"] == expected
     assert _run_next(fleet, "j")[:2] == expected
     assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"
+
+
+def test_a_degraded_slice_on_fresh_tables_is_routed_again_after_its_clear(fleet):
+    """Rerouted around an OCS and routed since: `explain` gave the clear alone, though the clear makes its tables
+    stale (`clear-fault` says `routes` next); with tables made before the fault it gave `routes` after the clear."""
+    _ok(fleet, "allocate", "b", "--shape", "4x4x8")
+    _ok(fleet, "plan-xconnect", "b", "--apply")
+    _ok(fleet, "inject-fault", "ocs:pod0/z/3")
+    _ok(fleet, "routes", "b")
+    assert _run_next(fleet, "b") == ["tpufleet clear-fault f1", "tpufleet routes b"]
+    _healthy(fleet, "b")
+    assert _ok(fleet, "explain", "b", "-o", "json").json["next"] == []

@@ -310,7 +310,13 @@ def explain_slice(
         why.append(f"its routing tables are {routes}{reason}")
     _maintenance_ahead(state, sl, now, why, next_steps)
     rewire = wiring_steps(state, sl, now, why, next_steps, unrouted=unfresh)
-    if unfresh or (rewire and sl.state.wired and not sl.machines):
+    # a degraded slice's clears make its tables stale (the last one ends the reroute): routed again after them
+    cleared = (
+        sl.state is SliceState.DEGRADED
+        and not sl.machines
+        and any(s.startswith("tpufleet clear-fault ") for s in next_steps)
+    )
+    if unfresh or cleared or (rewire and sl.state.wired and not sl.machines):
         link = (linked_tables or {}).get(sl.name)
         if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)
             why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
