@@ -407,3 +407,16 @@ def test_a_degraded_slice_on_fresh_tables_is_routed_again_after_its_clear(fleet)
     assert _run_next(fleet, "b") == ["tpufleet clear-fault f1", "tpufleet routes b"]
     _healthy(fleet, "b")
     assert _ok(fleet, "explain", "b", "-o", "json").json["next"] == []
+
+
+def test_an_optical_link_down_on_its_cube_is_not_under_a_sub_cube_slice(fleet):
+    """A sub-cube slice is a mesh inside its cube and uses none of its optical links (`inject-fault` hits no slice):
+    `explain` of one allocated there named the link's fault as under it and gave `release`, a step that ends the
+    slice, though `plan-xconnect --apply` wires it."""
+    _ok(fleet, "allocate", "b", "--shape", "2x2x4", "--cubes", "c00")
+    assert _ok(fleet, "inject-fault", "link:c00/y/7/out", "-o", "json").json["slices"] == []
+    row = _ok(fleet, "explain", "b", "-o", "json").json
+    assert row["faults"] == []
+    assert _run_next(fleet, "b") == ["tpufleet plan-xconnect b --apply"]
+    assert _ok(fleet, "explain", "b", "-o", "json").json["next"] == []
+    assert _ok(fleet, "show", "slices", "-o", "json").json[0]["state"] == "connected"

@@ -8,7 +8,7 @@ from typing import Any
 
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice
-from tpufleet.ids import OcsId
+from tpufleet.ids import LinkId, OcsId
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import clear_step
 from tpufleet.views import reservation_maintenance
@@ -60,13 +60,13 @@ def plan_window_ahead_of(state: FleetState, f: Fault, now: str) -> str | None:
 
 def faults_under(state: FleetState, sl: Slice) -> list[Fault]:
     """Open faults on what the slice uses: its cubes (for a sub-cube slice, its own machines) and, when it is
-    wired through the OCS (any whole-cube slice), the OCS of its pod."""
+    wired through the OCS (any whole-cube slice), the optical links of its cubes and the OCS of its pod."""
     cubes, held = set(sl.cubes), set(sl.held_machines)
     out = []
     for f in state.open_faults():
         t = f.target
-        if isinstance(t, OcsId):
-            if t.pod == sl.pod and not sl.machines:
+        if isinstance(t, (OcsId, LinkId)):  # a sub-cube slice is a mesh inside its cube: no optical link of it
+            if (t.pod == sl.pod if isinstance(t, OcsId) else t.cube in cubes) and not sl.machines:
                 out.append(f)
         elif t.cube in cubes and (not sl.machines or (hit := machines_hit(t)) is None or bool(hit & held)):
             out.append(f)
