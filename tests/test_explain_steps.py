@@ -420,3 +420,17 @@ def test_an_optical_link_down_on_its_cube_is_not_under_a_sub_cube_slice(fleet):
     assert _run_next(fleet, "b") == ["tpufleet plan-xconnect b --apply"]
     assert _ok(fleet, "explain", "b", "-o", "json").json["next"] == []
     assert _ok(fleet, "show", "slices", "-o", "json").json[0]["state"] == "connected"
+
+
+def test_a_slice_its_plan_refuses_for_a_down_ocs_is_wired_after_the_clear(fleet):
+    """Allocated without fault-tolerant routing while an OCS is down: `explain` gave the policy and the clear, and
+    stopped there, the slice still not wired. Its wiring now follows them."""
+    _ok(fleet, "inject-fault", "ocs:pod0/y/2")
+    _ok(fleet, "allocate", "b", "--shape", "4x4x8", "--no-fault-tolerant-routing")
+    steps = _run_next(fleet, "b")
+    assert steps == [
+        "tpufleet policy b --fault-tolerant-routing",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect b --apply",
+    ]
+    assert _ok(fleet, "show", "slices", "-o", "json").json[0]["state"] == "connected"

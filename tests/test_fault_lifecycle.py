@@ -63,7 +63,11 @@ def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet
     assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--no-fault-tolerant-routing").code == 0
     assert fleet("plan-xconnect", "j", "--apply").code == 1
     r = fleet("explain", "j", "-o", "json")
-    assert r.json["next"] == ["tpufleet policy j --fault-tolerant-routing", "tpufleet clear-fault f1"]
+    assert r.json["next"] == [
+        "tpufleet policy j --fault-tolerant-routing",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect j --apply",
+    ]
     assert (
         "cannot wire slice 'j-0': 1 needed OCS or port(s) are failed or drained; choose other cubes "
         "(ocs:pod0/x/1 is down (faults f1))" in r.json["why"]

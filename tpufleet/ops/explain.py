@@ -124,7 +124,10 @@ def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why
             one_by_one.append(f"tpufleet plan-xconnect {sl.name} --apply")
     if not refused:
         return steps
-    return list(dict.fromkeys([*(s for s in steps if s != wire), *one_by_one, *waits]))
+    # a refused slice's own wiring, once its waits are done, is the job's: it wires every slice then
+    after = [wire] if any(w.startswith("tpufleet plan-xconnect ") for w in waits) else []
+    waits = [w for w in waits if not w.startswith("tpufleet plan-xconnect ")]
+    return list(dict.fromkeys([*(s for s in steps if s != wire), *one_by_one, *waits, *after]))
 
 
 def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[str]]:
@@ -157,7 +160,8 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
     if not down:
         return [*why, "release it and allocate it again on other cubes"], [f"tpufleet release {owner}"]
     why += [f"every cube of {sl.pod} needs {f.target}: clear {f.id} once it is repaired" for f in down]
-    steps = [f"tpufleet clear-fault {f.id}" for f in down]
+    # then the wiring the clears (or the policy) let through
+    steps = [*(f"tpufleet clear-fault {f.id}" for f in down), f"tpufleet plan-xconnect {sl.name} --apply"]
     if not sl.fault_tolerant_routing:
         why.append("with fault-tolerant routing it can be wired around the failed OCS now")
         steps.insert(0, f"tpufleet policy {owner} --fault-tolerant-routing")  # a job: every slice of it
