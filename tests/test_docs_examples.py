@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -231,10 +230,3 @@ def test_the_command_reference_gives_each_synopsis_one_row():
     table = text[text.index("| command | what it does |") : text.index("### Cross-connect planning")]
     synopses = [line[3:].split("` |")[0] for line in table.splitlines() if line.startswith("| `")]
     assert sorted(s for s in set(synopses) if synopses.count(s) > 1) == []
-def test_the_command_reference_gives_each_synopsis_one_row():
-    """`explain SLICE|JOB|TARGET` had three rows, each an older or newer copy of the others, each missing part of
-    what the others said. A synopsis has one row."""
-    text = (ROOT / "README.md").read_text()
-    table = text[text.index("| command | what it does |") : text.index("### Cross-connect planning")]
-    synopses = [line[3:].split("` |")[0] for line in table.splitlines() if line.startswith("| `")]
-    assert [s for s, n in Counter(synopses).items() if n > 1] == []
