@@ -351,6 +351,8 @@ def test_a_rerouted_slice_with_a_link_for_tables_has_it_removed_and_is_routed_be
     for step in steps[1:]:
         _ok(fleet, *shlex.split(step)[1:])
     _healthy(fleet, "a")
+
+
 def test_an_allocated_sub_cube_slice_is_told_to_be_wired(fleet):
     """A sub-cube slice needs no cross-connects, yet it stays `allocated` (its job `pending`) until `plan-xconnect
     --apply` marks it wired: `explain` gave it no step at all, while `explain JOB` gave the job's wiring."""
