@@ -333,14 +333,16 @@ class FleetState:
 
     def mark_routes_stale(self, names: Iterable[str | None], why: str, moved: bool = False) -> list[str]:
         """Tables of these slices no longer match the network; `status` says so until they are made again.
-        `moved`: the slices are on other cubes now, which is why, whatever made them stale before."""
-        marked = []
+        `moved`: the slices are on other cubes now, which is why, whatever made them stale before. Returns those
+        of them with stored tables, all stale now (by this or before: either way `routes` is their next step)."""
+        stale = []
         for name in sorted({n for n in names if n is not None}, key=natural_key):  # s9 before s10, as counted
             record = self.routes.get(name)
-            if record is not None and (moved or not record.stale):
-                marked += [] if record.stale else [name]
-                record.stale, record.stale_reason = True, why
-        return marked
+            if record is not None:
+                if moved or not record.stale:  # the first cause is kept, unless it moved
+                    record.stale, record.stale_reason = True, why
+                stale.append(name)
+        return stale
 
     # ---- Alertmanager alerts that opened faults ------------------------------------------------------------
     def note_alert(self, mark: AlertMark) -> None:

@@ -140,6 +140,11 @@ def wiring_wait(state: FleetState, sl: Slice) -> str | None:
     )
 
 
+def tables_moved(record: RouteRecord | None) -> bool:
+    """Whether stored tables are stale for a move (`reschedule`): made on the cubes the slice left."""
+    return record is not None and record.stale and record.stale_reason == MOVED_TABLES_REASON
+
+
 def tables_predating(state: FleetState, sl: Slice) -> list[str]:
     """The faults a degraded slice is rerouted around whose opening its stored tables predate: those tables still
     route through the failed part until `tpufleet routes` stores tables around it. None for a slice that is not
@@ -149,7 +154,7 @@ def tables_predating(state: FleetState, sl: Slice) -> list[str]:
     record = state.routes.get(sl.name)
     if sl.reroute is None or record is None or not record.stale or sl.machines:
         return []
-    if record.stale_reason == MOVED_TABLES_REASON:
+    if tables_moved(record):
         return list(sl.reroute.faults)
     opened = {f: fault.opened_serial if (fault := state.fault(f)) is not None else None for f in sl.reroute.faults}
     return [f for f, serial in opened.items() if serial is None or serial > record.serial]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
-from tpufleet.constants import MOVED_TABLES_REASON
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import OcsId, parse_target
@@ -30,7 +29,7 @@ from tpufleet.ops.explain_faults import (
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
-from tpufleet.views import missing_xconnects, tables_predating
+from tpufleet.views import missing_xconnects, tables_moved, tables_predating
 
 
 def explain(
@@ -221,28 +220,15 @@ def _wave_moves_why(fault_id: str, name: str) -> str:
     )
 
 
-def _faults_past_tables(state: FleetState, sl: Slice, tables: str) -> list[str]:
-    """The faults a degraded slice is rerouted around that its tables do not avoid: all of them when none are
-    stored (or readable), else those its stored tables predate."""
-    r = sl.reroute
-    assert r is not None
-    if tables in ("none", "missing"):
-        return list(r.faults)
-    return tables_predating(state, sl)
-
-
-def _moved(state: FleetState, sl: Slice) -> bool:
-    """Whether the slice's stored tables are stale for its move: made on the cubes it left, whenever made."""
-    return (record := state.routes.get(sl.name)) is not None and record.stale_reason == MOVED_TABLES_REASON
-
-
 def _degraded(state: FleetState, sl: Slice, tables: str, link: str | None) -> tuple[list[str], list[str]]:
     why, steps = _degraded_figures(sl)
-    past = [] if sl.machines else _faults_past_tables(state, sl, tables)
+    assert sl.reroute is not None
+    none_kept = tables in ("none", "missing")  # every fault it routes around is crossed until `routes` makes them
+    past = [] if sl.machines else list(sl.reroute.faults) if none_kept else tables_predating(state, sl)
     if past:  # the figures are what `routes` would store: until it does, the tables in use cross the faults
         it = "it" if len(past) == 1 else "them"
         gone = {"none": "no routing tables are stored for it", "missing": "its stored routing tables are gone"}
-        if _moved(state, sl) and tables == "stale":
+        if tables == "stale" and tables_moved(state.routes.get(sl.name)):
             gone["stale"] = "its stored routing tables were made on the cubes it left"
         why.append(
             f"{gone[tables]}: `tpufleet routes {sl.name}` makes the ones around {around(past)}"

@@ -43,11 +43,12 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
     radii = []
     for request in requests:
         radius = faults.inject(state, request.target, request.planned, request.reason, now)
-        touched = [s.slice for s in radius.slices if s.action != "none"]
-        state.mark_routes_stale(touched, f"fault {radius.fault_id}")
+        stale = state.mark_routes_stale(
+            [s.slice for s in radius.slices if s.action != "none"], f"fault {radius.fault_id}"
+        )
         entry = radius.to_dict()
         if not radius.duplicate_of:  # stale before this fault or by it: either way they cross it
-            entry["routes_stale"] = sorted((n for n in touched if _stale(state, n)), key=natural_key)
+            entry["routes_stale"] = stale
         hit = jobs_hit(state, entry, now)  # after this fault's evictions and reroutes: the job-level verdict
         for job in hit:
             job["next"] = job_wire_steps(state, job["job"], job["next"], now)
@@ -76,8 +77,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
                 state.recover(sl.name)
     touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
     dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
-    state.mark_routes_stale(touched, "fault cleared")
-    stale = [n for n in sorted(touched, key=natural_key) if state.slices[n].state.wired and _stale(state, n)]
+    stale = [n for n in state.mark_routes_stale(touched, "fault cleared") if state.slices[n].state.wired]
     missing = sorted((name for name, sl in state.slices.items() if missing_xconnects(state, sl)), key=natural_key)
     waits = {name: why for name in missing if (why := wiring_wait(state, state.slices[name]))}
     data: dict[str, Any] = {
@@ -89,10 +89,6 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
         "serial": state.next_serial,
     }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
-
-
-def _stale(state: FleetState, name: str) -> bool:
-    return (record := state.routes.get(name)) is not None and record.stale
 
 
 def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
@@ -214,9 +210,8 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
     wire(state, sl, plan.changes, "rescheduled")
     if figures is not None:  # it runs on, degraded, as it would had the faults struck it there
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
-    state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)
-    data = {"slice": name, "serial": state.next_serial, **proposal.to_dict()}
-    data["routes_stale"] = [name] if name in state.routes else []  # its stored tables are of the cubes it left
+    stale = state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)  # of the cubes it left
+    data = {"slice": name, "serial": state.next_serial, **proposal.to_dict(), "routes_stale": stale}
     if figures is not None:
         data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
     if sl.job is not None:  # the job runs again only when every slice is back

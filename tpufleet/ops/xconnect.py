@@ -73,10 +73,8 @@ def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_
     if was is not None and left:  # still routing around them: as after clearing one of its faults, the figures
         state.degrade(sl.name, replace(was, faults=left))  # stand until `routes` is run again
     changed = any(c.add or c.remove for c in changes)
-    concerned = sorted({n for n in ({sl.name} if changed else set()) | touched if n is not None}, key=natural_key)
-    state.mark_routes_stale(concerned, stale_reason)
-    # stale by this wiring or before it (a fault's clear): either way `routes` is their next step
-    return [n for n in concerned if state.slices[n].state.wired and (r := state.routes.get(n)) is not None and r.stale]
+    stale = state.mark_routes_stale(({sl.name} if changed else set()) | touched, stale_reason)
+    return [n for n in stale if state.slices[n].state.wired]
 
 
 def already_wired(sl: Slice, changes: list[xconnect.OcsChange]) -> bool:
