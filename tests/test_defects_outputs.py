@@ -240,7 +240,13 @@ def test_a_jobs_next_steps_are_commands_in_order(fleet):
     assert fleet("plan-xconnect", "j", "--apply").code == 0
     assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
     explained = fleet("explain", "j", "-o", "json").json
-    assert explained["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    assert explained["next"] == [
+        "tpufleet clear-fault f1",
+        "tpufleet reschedule j-0",
+        "tpufleet routes j-0",
+        "tpufleet reschedule j-1",
+        "tpufleet routes j-1",
+    ]
     assert any("waits for f1's repair" in line for line in explained["why"])
 
 
@@ -344,7 +350,12 @@ def test_a_jobs_next_steps_never_name_a_cleared_fault(fleet):
     assert fleet("plan-xconnect", "j", "--apply").code == 0
     assert fleet("inject-fault", "ocs:pod0/x/1").code == 0 and fleet("clear-fault", "f1").code == 0
     explained = fleet("explain", "j", "-o", "json").json
-    assert explained["next"] == ["tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    assert explained["next"] == [
+        "tpufleet reschedule j-0",
+        "tpufleet routes j-0",
+        "tpufleet reschedule j-1",
+        "tpufleet routes j-1",
+    ]
     assert not any("waits for" in line for line in explained["why"])
     for step in explained["next"]:
         assert fleet(*step.split()[1:]).code == 0, step

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -106,7 +107,7 @@ def test_explain_evicted_slice_names_the_reschedule_target(fleet):
     _ok(fleet, "inject-fault", f"cube:{cube}")
     e = _ok(fleet, "explain", "s", "-o", "json").json
     proposal = _ok(fleet, "show", "slices", "-o", "json").json[0]["proposal"]
-    assert e["state"] == "evicted" and e["next"] == ["tpufleet reschedule s"]
+    assert e["state"] == "evicted" and e["next"] == ["tpufleet reschedule s", "tpufleet routes s"]
     assert f"reschedule would move it to cubes {', '.join(proposal['cubes'])}" in " ".join(e["why"])
     assert [f["target"] for f in e["faults"]] == [f"cube:{cube}"]
     _ok(fleet, "reschedule", "s")
@@ -121,7 +122,19 @@ def test_explain_pending_slice_names_the_blocking_ocs(fleet):
     assert e["state"] == "allocated" and "cannot be wired" in text and "ocs:pod0/z/5" in text
     assert "tpufleet policy s --fault-tolerant-routing" in " ".join(e["next"])
     _ok(fleet, "policy", "s", "--fault-tolerant-routing")
-    assert _ok(fleet, "explain", "s", "-o", "json").json["next"] == ["tpufleet plan-xconnect s --apply"]
+    # wired and routed around the OCS now; once it is repaired, its deferred cross-connects and tables again
+    steps = _ok(fleet, "explain", "s", "-o", "json").json["next"]
+    assert steps == [
+        "tpufleet plan-xconnect s --apply",
+        "tpufleet routes s",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect s --apply",
+        "tpufleet routes s",
+    ]
+    for step in steps:
+        _ok(fleet, *shlex.split(step)[1:])
+    row = _ok(fleet, "show", "slices", "-o", "json").json[0]
+    assert (row["state"], row["routes"], row["missing_xconnects"]) == ("connected", "fresh", 0)
 
 
 def test_explain_degraded_slice_matches_show_slices(fleet):
@@ -232,11 +245,15 @@ def test_explain_evicted_without_a_replacement_then_after_repair(fleet):
     _ok(fleet, "plan-xconnect", "s", "--apply")
     _ok(fleet, "inject-fault", "ocs:pod0/z/7")
     e = _ok(fleet, "explain", "s", "-o", "json").json
-    assert e["state"] == "evicted" and e["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule s"]
+    assert e["state"] == "evicted" and e["next"] == [
+        "tpufleet clear-fault f1",
+        "tpufleet reschedule s",
+        "tpufleet routes s",
+    ]
     assert "reschedule cannot move it yet" in " ".join(e["why"])
     _ok(fleet, "clear-fault", "f1")
     e = _ok(fleet, "explain", "s", "-o", "json").json
-    assert e["next"] == ["tpufleet reschedule s"] and "fault f1 is cleared" in " ".join(e["why"])
+    assert e["next"] == ["tpufleet reschedule s", "tpufleet routes s"] and "fault f1 is cleared" in " ".join(e["why"])
     _ok(fleet, *e["next"][0].split()[1:])
 
 

@@ -89,7 +89,7 @@ def test_a_slice_stopped_by_a_plans_drain_waits_for_its_window(fleet, monkeypatc
     assert f"it moves once the maintenance behind drain {drain['id']} is over and it is cleared" in during["why"]
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
     after = fleet("explain", "big", "-o", "json").json["next"]
-    assert after == [f"tpufleet clear-fault {drain['id']}", "tpufleet reschedule big"]
+    assert after == [f"tpufleet clear-fault {drain['id']}", "tpufleet reschedule big", "tpufleet routes big"]
     for step in after:
         assert fleet(*step.split()[1:]).code == 0, step
     assert {s["name"]: s for s in fleet("show", "slices", "-o", "json").json}["big"]["state"] != "evicted"

@@ -153,7 +153,7 @@ def test_explain_foresees_a_pod_scale_move_below_the_floor(fleet, monkeypatch):
 
     monkeypatch.setattr(tpufleet.faults, "reroute_figures", counted)
     r = _ok(fleet, "explain", "j-0", "-o", "json").json
-    assert r["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert r["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet routes j-0"]
     assert (
         "reschedule cannot move it yet: rerouted, it would keep at most 0.9375 of its all-to-all throughput (the "
         "links left across a cut of its rings), below its floor of 0.99" in r["why"]
@@ -202,7 +202,7 @@ def test_an_evicted_slice_waiting_for_an_ocs_is_told_to_clear_only_that(cli):
     _ok(cli, "inject-fault", "host:c00/0")  # f2, evicts k
     _ok(cli, "policy", "k", "--no-fault-tolerant-routing")
     r = _ok(cli, "explain", "k", "-o", "json").json
-    assert r["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule k"]
+    assert r["next"] == ["tpufleet clear-fault f1", "tpufleet reschedule k", "tpufleet routes k"]
     assert "it moves once f1 is repaired and cleared" in r["why"]
     _run_next(cli, "k")
     row = next(s for s in _ok(cli, "show", "slices", "-o", "json").json if s["name"] == "k")
@@ -236,10 +236,18 @@ def test_a_reservation_drain_is_closed_by_import_reservation_not_clear_fault(res
     drain = next(f for f in reserved("faults", "-o", "json").json if f["target"] == "cube:c05")
     slice_ = reserved("explain", "train", "-o", "json").json
     assert slice_["state"] == "evicted"
-    assert slice_["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply", "tpufleet reschedule train"]
+    assert slice_["next"] == [
+        "tpufleet import reservation SUB-BLOCKS.json --apply",
+        "tpufleet reschedule train",
+        "tpufleet routes train",
+    ]
     assert any(w.startswith(f"{drain['id']} is the reservation's drain") for w in slice_["why"])
     job = reserved("explain", "filler", "-o", "json").json
-    assert job["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply", "tpufleet reschedule filler-0"]
+    assert job["next"] == [
+        "tpufleet import reservation SUB-BLOCKS.json --apply",
+        "tpufleet reschedule filler-0",
+        "tpufleet routes filler-0",
+    ]
     for target in ("cube:c05", "host:c05/3", "cube:c40"):
         row = reserved("explain", target, "-o", "json").json
         assert row["next"] == ["tpufleet import reservation SUB-BLOCKS.json --apply"], (target, row["next"])
@@ -393,9 +401,14 @@ def test_a_job_stopped_before_it_was_wired_gets_its_wiring_after_the_move(fleet)
     cube = _ok(fleet, "show", "slices", "-o", "json").json[1]["cubes"][0]
     hit = _ok(fleet, "inject-fault", f"host:{cube}/1", "--planned", "-o", "json").json
     # the job's own wiring refuses while j-1 sits on the drained machine: j-0 is wired alone
-    expected = ["tpufleet reschedule j-1", "tpufleet plan-xconnect j-0 --apply"]
+    expected = [
+        "tpufleet reschedule j-1",
+        "tpufleet routes j-1",
+        "tpufleet plan-xconnect j-0 --apply",
+        "tpufleet routes j-0",
+    ]
     assert hit["jobs"][0]["next"] == expected
-    assert _run_next(fleet, "j")[:2] == expected
+    assert _run_next(fleet, "j")[:4] == expected
     assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"
 
 
@@ -434,5 +447,38 @@ def test_a_slice_its_plan_refuses_for_a_down_ocs_is_wired_after_the_clear(fleet)
         "tpufleet policy b --fault-tolerant-routing",
         "tpufleet clear-fault f1",
         "tpufleet plan-xconnect b --apply",
+        "tpufleet routes b",
     ]
     assert _ok(fleet, "show", "slices", "-o", "json").json[0]["state"] == "connected"
+
+
+def test_an_evicted_slices_steps_end_with_its_tables(fleet, cli, tmp_path):
+    """`explain` of an evicted slice ended at `reschedule`, the slice wired on its new cubes but running on no
+    tables made for them, and only the next `explain` asked for `routes`. Now its steps end with the slice running:
+    the move, then its tables (a symbolic link standing where they belong removed first, as `routes` refuses it)."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "routes", "a")
+    tables = cli.state / "routes" / "a.npz"
+    tables.rename(tmp_path / "elsewhere.npz")
+    tables.symlink_to(tmp_path / "elsewhere.npz")
+    cube = _ok(fleet, "show", "slices", "-o", "json").json[0]["cubes"][0]
+    _ok(fleet, "inject-fault", f"cube:{cube}")
+    r = _ok(fleet, "explain", "a", "-o", "json").json
+    assert r["next"] == ["tpufleet reschedule a", f"rm -- {tables}", "tpufleet routes a"]
+    assert f"a symbolic link stands where its routing tables belong: {tables} (never followed: remove it)" in r["why"]
+    _ok(fleet, "reschedule", "a")
+    tables.unlink()
+    _ok(fleet, "routes", "a")
+    _healthy(fleet, "a")
+    assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == []
+
+
+def test_an_allocated_slices_steps_end_with_its_tables_a_sub_cube_ones_without(fleet):
+    """Allocated: its wiring, then its tables; a sub-cube slice (no optical links) needs none, so its wiring alone."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x8")
+    _ok(fleet, "allocate", "small", "--shape", "2x2x4")
+    assert _run_next(fleet, "a") == ["tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    _healthy(fleet, "a")
+    assert _run_next(fleet, "small") == ["tpufleet plan-xconnect small --apply"]
+    assert _ok(fleet, "explain", "small", "-o", "json").json["next"] == []

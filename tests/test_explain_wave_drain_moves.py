@@ -21,4 +21,4 @@ def test_a_slice_a_waves_drain_stopped_gets_the_waves_steps(routed):
 
 def test_a_slice_any_other_planned_drain_stopped_gets_reschedule(routed):
     assert routed("inject-fault", "cube:c00", "--planned", "--reason", "cooling work").code == 0
-    assert routed("explain", "s", "-o", "json").json["next"] == ["tpufleet reschedule s"]
+    assert routed("explain", "s", "-o", "json").json["next"] == ["tpufleet reschedule s", "tpufleet routes s"]

@@ -67,13 +67,19 @@ def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet
         "tpufleet policy j --fault-tolerant-routing",
         "tpufleet clear-fault f1",
         "tpufleet plan-xconnect j --apply",
+        "tpufleet routes j-0",
+        "tpufleet routes j-1",
     ]
     assert (
         "cannot wire slice 'j-0': 1 needed OCS or port(s) are failed or drained; choose other cubes "
         "(ocs:pod0/x/1 is down (faults f1))" in r.json["why"]
     )
     assert fleet("policy", "j", "--fault-tolerant-routing").code == 0
-    assert fleet("explain", "j", "-o", "json").json["next"] == ["tpufleet plan-xconnect j --apply"]
+    assert fleet("explain", "j", "-o", "json").json["next"] == [
+        "tpufleet plan-xconnect j --apply",
+        "tpufleet routes j-0",
+        "tpufleet routes j-1",
+    ]
     assert fleet("plan-xconnect", "j", "--apply").code == 0
 
 
@@ -188,7 +194,7 @@ def test_explain_job_clears_every_fault_its_move_waits_for(fleet):
     _full_pod_with_two_faults_under(fleet, "j-0")
     r = fleet("explain", "j", "-o", "json")
     # j-1 runs on, never routed: its own step comes after the move
-    moves = ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    moves = ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet routes j-0"]
     assert r.json["next"] == [*moves, "tpufleet routes j-1"]
     assert "no place to move it to now: it waits for the repair of f1, f2" in r.json["why"][1]
     _run(fleet, r.json["next"])
@@ -199,11 +205,16 @@ def test_explain_slice_names_the_other_fault_that_blocks_its_move(fleet):
     """`explain SLICE` suggested clearing only the fault that evicted it, and nothing once that was cleared."""
     _full_pod_with_two_faults_under(fleet, "j-0")
     r = fleet("explain", "j-0", "-o", "json")
-    assert r.json["next"] == ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert r.json["next"] == [
+        "tpufleet clear-fault f1",
+        "tpufleet clear-fault f2",
+        "tpufleet reschedule j-0",
+        "tpufleet routes j-0",
+    ]
     assert "it moves once f1, f2 are repaired and cleared" in r.json["why"]
     assert fleet("clear-fault", "f1").code == 0
     r = fleet("explain", "j-0", "-o", "json")
-    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0"]
+    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet routes j-0"]
     _run(fleet, r.json["next"])
 
 
@@ -215,7 +226,7 @@ def test_explain_of_a_move_below_the_floor_clears_what_it_would_route_around(fle
     assert fleet("inject-fault", "host:c00/1").code == 0
     assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
     r = fleet("explain", "a", "-o", "json")
-    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule a"]
+    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule a", "tpufleet routes a"]
     assert (
         "reschedule cannot move it yet: rerouted, it would keep 0.941176 of its all-to-all throughput, below its "
         "floor of 0.99" in r.json["why"]
@@ -307,7 +318,7 @@ def test_explain_leaves_a_pod_scale_landing_to_reschedule(fleet, monkeypatch):
 
     monkeypatch.setattr(tpufleet.faults, "reroute_figures", counted)
     r = fleet("explain", "j-0", "-o", "json")
-    assert r.json["next"] == ["tpufleet reschedule j-0"]
+    assert r.json["next"] == ["tpufleet reschedule j-0", "tpufleet routes j-0"]
     note = (
         "there it routes around f2, not checked here against its floor of 0.5 (routing 2048 chips takes seconds; "
         "no cut of its rings rules it out): `reschedule` works it out, and refuses, changing nothing, if it would "
@@ -315,7 +326,7 @@ def test_explain_leaves_a_pod_scale_landing_to_reschedule(fleet, monkeypatch):
     )
     assert note in r.json["why"]
     r = fleet("explain", "j", "-o", "json")
-    assert r.json["next"] == ["tpufleet reschedule j-0"] and r.json["why"][1].endswith(note)
+    assert r.json["next"] == ["tpufleet reschedule j-0", "tpufleet routes j-0"] and r.json["why"][1].endswith(note)
     assert routed == []
     monkeypatch.undo()
     r = fleet("reschedule", "j-0", "-o", "json")
@@ -369,7 +380,13 @@ def test_explain_job_does_not_send_a_reserved_move_reschedule_refuses(fleet):
         "throughput, below its floor of 0.99: it waits for f2's repair"
     )
     assert fleet("reschedule", "j-0").code == 1
-    assert r.json["next"] == ["tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    assert r.json["next"] == [
+        "tpufleet clear-fault f2",
+        "tpufleet reschedule j-0",
+        "tpufleet routes j-0",
+        "tpufleet reschedule j-1",
+        "tpufleet routes j-1",
+    ]
     _run(fleet, r.json["next"])
     assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"
 
@@ -419,12 +436,13 @@ def test_explain_job_wires_its_slices_one_by_one_when_a_running_slice_has_a_port
     cube = fleet("show", "slices", "-o", "json").json[1]["cubes"][0]
     r = fleet("inject-fault", f"link:{cube}/z/0/out", "-o", "json")
     assert r.json["slices"][0]["action"] == "reroute", r.out
-    assert r.json["jobs"][0]["next"] == ["tpufleet plan-xconnect j-0 --apply"]
+    assert r.json["jobs"][0]["next"] == ["tpufleet plan-xconnect j-0 --apply", "tpufleet routes j-0"]
     r = fleet("explain", "j", "-o", "json")
     assert r.json["state"] == "pending"
     # then j-1's own tables around the fault, its repair and tables again, as `explain j-1` gives them
     assert r.json["next"] == [
         "tpufleet plan-xconnect j-0 --apply",
+        "tpufleet routes j-0",
         "tpufleet routes j-1",
         "tpufleet clear-fault f1",
         "tpufleet routes j-1",

@@ -495,4 +495,9 @@ def test_a_fault_evicting_every_slice_of_a_job_does_not_speak_of_other_slices_he
         job["action"] == "stop"
         and job["reason"] == "not elastic: all 2 of its slices evicted; `reschedule` replaces each"
     )
-    assert job["next"] == ["tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+    assert job["next"] == [
+        "tpufleet reschedule j-0",
+        "tpufleet routes j-0",
+        "tpufleet reschedule j-1",
+        "tpufleet routes j-1",
+    ]

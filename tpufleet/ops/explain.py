@@ -97,7 +97,41 @@ def _once_each(lists: list[list[str]]) -> list[str]:
 
 
 def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
-    """A job's next steps (`explain JOB`, `inject-fault`'s `jobs[].next`) with its wiring step one that works:
+    """A job's next steps (`explain JOB`, `inject-fault`'s `jobs[].next`): its wiring step one that works
+    (`_job_wiring`), then the tables of every slice they wire or move (`then_routes`)."""
+    return then_routes(state, _job_wiring(state, name, steps, now, why))
+
+
+def then_routes(state: FleetState, steps: list[str], linked_tables: Mapping[str, str] | None = None) -> list[str]:
+    """`steps` with `tpufleet routes S` after the last step that wires or moves each slice S not wired now
+    (`plan-xconnect S|JOB --apply`, `reschedule S`), unless a `routes S` comes after it: a wired slice runs on
+    tables made for where it is, so the list ends with the slice running, not waiting for its tables. A sub-cube
+    slice needs none (no optical links) unless some are stored for it; a symbolic link standing where the tables
+    belong is removed first (`routes` refuses it)."""
+    last: dict[str, int] = {}  # slice -> index of the last step that wires or moves it
+    for i, argv in enumerate(map(shlex.split, steps)):
+        if len(argv) > 2 and argv[1] in ("plan-xconnect", "reschedule"):
+            named = state.job_slices(argv[2]) if argv[2] in state.jobs else [state.slices.get(argv[2])]
+            last.update((sl.name, i) for sl in named if sl is not None and not sl.state.wired)
+    out = list(steps)
+    for i in sorted(set(last.values()), reverse=True):  # from the last, so the earlier places stay where they are
+        out[i + 1 : i + 1] = [
+            step for name, at in last.items() if at == i for step in _routed(state, name, steps[i + 1 :], linked_tables)
+        ]
+    return out
+
+
+def _routed(state: FleetState, name: str, later: list[str], linked_tables: Mapping[str, str] | None) -> list[str]:
+    """`routes NAME` (a link in its place removed first), unless `later` routes it or it needs no tables."""
+    sl, routes = state.slices[name], f"tpufleet routes {shlex.quote(name)}"
+    if routes in later or (sl.machines and name not in state.routes):
+        return []
+    link = (linked_tables or {}).get(name)
+    return [*([_rm_step(link)] if link is not None else []), routes]
+
+
+def _job_wiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
+    """A job's next steps with its wiring step one that works:
     `plan-xconnect JOB --apply` plans every slice, wired ones too, and wires all or none, so where it would refuse
     one, the slices it would wire are wired one by one and the steps a refused unwired slice waits for (its own
     `explain`'s) come instead (a wired slice refused, say for a port down on its cube, runs on: its own `explain`
@@ -146,9 +180,16 @@ def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
     except Refused as exc:
         return _unwirable(state, sl, exc)
     why = [f"it is allocated but not wired: {plan.summary['add']} cross-connects to add"]
-    if plan.deferred:
-        why.append(f"cross-connects on {', '.join(map(str, plan.deferred))} would be deferred (OCS down)")
-    return why, [f"tpufleet plan-xconnect {sl.name} --apply"]
+    wire = f"tpufleet plan-xconnect {sl.name} --apply"
+    if not plan.deferred:
+        return why, [wire]
+    why.append(
+        f"cross-connects on {', '.join(map(str, plan.deferred))} would be deferred (OCS down): it runs rerouted "
+        "around them, and once they are repaired and cleared `plan-xconnect --apply` programs them"
+    )
+    down = dict.fromkeys(clear_step_of(f) for f in faults_under(state, sl) if f.target in plan.deferred)
+    # wired and routed around the OCS now, then wired whole and routed again (`then_routes`) after the repair
+    return why, [wire, f"tpufleet routes {sl.name}", *down, wire]
 
 
 def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], list[str]]:
@@ -306,12 +347,13 @@ def explain_slice(
         and not sl.machines
         and any(s.startswith("tpufleet clear-fault ") for s in next_steps)
     )
+    link = (linked_tables or {}).get(sl.name)
     if unfresh or cleared or (rewire and sl.state.wired and not sl.machines):
-        link = (linked_tables or {}).get(sl.name)
-        if link is not None:  # `routes` refuses it: the operator removes it (tpufleet never follows or removes it)
-            why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
-            next_steps.extend([] if _rm_step(link) in next_steps else [_rm_step(link)])  # a degraded one's: first
+        next_steps.extend([] if link is None or _rm_step(link) in next_steps else [_rm_step(link)])  # degraded: first
         next_steps.append(f"tpufleet routes {sl.name}")
+    next_steps = then_routes(state, next_steps, linked_tables)  # wired or moved, it is routed next
+    if link is not None and _rm_step(link) in next_steps:  # `routes` refuses it: tpufleet never follows or removes it
+        why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
     return {
         "kind": "slice",
         "name": sl.name,
