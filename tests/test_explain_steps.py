@@ -301,7 +301,7 @@ def test_a_rewire_names_the_stale_tables_of_its_slice_even_if_a_clear_made_them_
     assert _ok(fleet, "routes", "a").code == 0
     _ok(fleet, "inject-fault", "ocs:pod0/z/0")
     _ok(fleet, "clear-fault", "f2")
-    assert _ok(fleet, "plan-xconnect", "a", "--apply", "-o", "json").json["routes_stale"] == []  # nothing to rewire
+    assert _ok(fleet, "plan-xconnect", "a", "--apply", "-o", "json").json["routes_stale"] == ["a"]  # stale by the clear
 
 
 def test_explain_job_routes_each_degraded_slice_before_the_clear_they_share(fleet):

@@ -364,3 +364,24 @@ def test_a_plan_whose_shape_was_edited_is_called_edited_not_a_slice_that_changed
     assert r.code == 1 and "shape 4x4x8 (the slice is 4x4x4)" in r.err and "edited" in r.err
     assert "is now" not in r.err
     assert snapshot(fleet.state) == before
+
+
+def test_a_wiring_with_nothing_to_change_still_names_its_slices_stale_tables(fleet, tmp_path):
+    """`plan-xconnect --apply` (and `apply-xconnect`) with nothing to add or remove gave `routes_stale: []` though
+    the slice's stored tables were stale (a repair made them so), unlike every other wiring; now the slice is listed
+    and the table gives its `next: tpufleet routes SLICE`, and nothing is committed."""
+    for args in (("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert fleet(*args).code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/5").code == 0
+    assert fleet("clear-fault", "f1").code == 0  # a's tables are stale, its cross-connects all in place
+    plan = tmp_path / "a.plan"
+    assert fleet("plan-xconnect", "a", "--out", plan).code == 0
+    before = snapshot(fleet.state)
+    doc = fleet("plan-xconnect", "a", "--apply", "-o", "json").json
+    assert (doc["summary"]["add"], doc["summary"]["remove"], doc["routes_stale"]) == (0, 0, ["a"])
+    assert fleet("apply-xconnect", plan, "-o", "json").json["routes_stale"] == ["a"]
+    text = fleet("plan-xconnect", "a", "--apply").out
+    assert text.endswith("applied.\n  next: tpufleet routes a  (its stored tables are stale)\n")
+    assert snapshot(fleet.state) == before  # nothing committed
+    assert fleet("routes", "a").code == 0
+    assert fleet("plan-xconnect", "a", "--apply", "-o", "json").json["routes_stale"] == []

@@ -89,10 +89,11 @@ def plan_cmd(
 
 
 def _routes_steps(d: dict) -> str:
-    """The `routes` each slice whose stored tables the wiring made stale needs (its cross-connects changed)."""
-    return "".join(
-        f"\n  next: tpufleet routes {n}  (its stored tables predate this wiring)" for n in d.get("routes_stale", ())
-    )
+    """The `routes` each wired slice with stale stored tables needs: the wiring's (its cross-connects changed), or,
+    with nothing to add or remove, the slice's own made stale before (e.g. by a repair)."""
+    s = d["summary"]
+    why = "predate this wiring" if s["add"] or s["remove"] else "are stale"
+    return "".join(f"\n  next: tpufleet routes {n}  (its stored tables {why})" for n in d.get("routes_stale", ()))
 
 
 def _render_planned(name: str, planned: "Planned", verbose: bool) -> str:

@@ -63,7 +63,7 @@ def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_
     open). Tables of the slice (when anything changed) and
     of slices whose cross-connects were removed go stale; returns those of them that are wired with stale tables."""
     if already_wired(sl, changes):
-        return []  # no re-wire: the slice keeps its state (degraded too) and its tables stay made for it
+        return own_stale_tables(state, sl)  # no re-wire: the slice keeps its state (degraded too) and its tables
     owners = state.owner_of_ports()
     touched = {owners.get((c.ocs.pod, port)) for c in changes for pair in c.remove for port in pair}
     state.set_ocs(xconnect.apply(state.ocs, changes))
@@ -77,6 +77,13 @@ def wire(state: FleetState, sl: Slice, changes: list[xconnect.OcsChange], stale_
     return [n for n in stale if state.slices[n].state.wired]
 
 
+def own_stale_tables(state: FleetState, sl: Slice) -> list[str]:
+    """The wired slice itself when its stored tables are stale (by an earlier change): a wiring with nothing to add
+    or remove leaves them so, and `routes` is still their next step."""
+    record = state.routes.get(sl.name)
+    return [sl.name] if sl.state.wired and record is not None and record.stale else []
+
+
 def already_wired(sl: Slice, changes: list[xconnect.OcsChange]) -> bool:
     """A wired slice whose plan adds and removes nothing: applying it is no change at all (nothing committed)."""
     return sl.state.wired and not any(c.add or c.remove for c in changes)
@@ -86,7 +93,7 @@ def plan_and_apply(state: FleetState, name: str, now: str) -> Outcome:
     """`plan-xconnect --apply`: plan and apply in one locked step (nothing committed when all is in place)."""
     pdoc, plan = make_plan(state, name, now)
     if already_wired(state.slice(name), plan.changes):
-        pdoc.update(applied=True, routes_stale=[], serial=state.serial)
+        pdoc.update(applied=True, routes_stale=own_stale_tables(state, state.slice(name)), serial=state.serial)
         return Outcome(pdoc, None)
     stale = wire(state, state.slice(name), plan.changes, "cross-connects changed")
     pdoc.update(applied=True, routes_stale=stale, serial=state.next_serial)
@@ -159,7 +166,8 @@ def apply_saved(state: FleetState, saved: SavedPlan, now: str, journal: Journal 
         data = {"slice": saved.slice, "serial": state.serial, "summary": plan.summary, "applied": True}
         # the plan's own (its pairs on an OCS that was down were deferred: the slice may hold more since)
         data["plan_cross_connects"] = sum(len(c.add) + c.keep for c in saved.changes)
-        return Outcome({**data, "routes_stale": [], "already_applied": True}, None)
+        stale = own_stale_tables(state, state.slice(saved.slice))
+        return Outcome({**data, "routes_stale": stale, "already_applied": True}, None)
     if _comparable(saved.changes) != _comparable(plan.changes):
         _refuse_other_plan(state, saved, plan.changes)
     _refuse_edited(saved, _reviewed_fields_edited(state.slice(saved.slice), saved, plan.summary))
