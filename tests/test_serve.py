@@ -369,6 +369,42 @@ def test_an_ipv6_address_without_brackets_is_bad_input(fleet, listen):
     )
 
 
+def test_a_scoped_ipv6_address_is_bound_on_its_interface(monkeypatch):
+    """`--listen '[fe80::1%lo]:0'` failed at bind (exit 1, "Invalid argument"): the address was bound without its
+    interface, which a link-local address needs. It is bound with the interface's scope id now (here the interface
+    by number, so nothing depends on this machine's interfaces)."""
+    from tpufleet.cli import serve
+
+    bound = []
+
+    class Socket:
+        def __init__(self, *args):
+            pass
+
+        def setsockopt(self, *args):
+            pass
+
+        def bind(self, address):
+            bound.append(address)
+
+        def listen(self, backlog):
+            pass
+
+    monkeypatch.setattr(serve.socket, "socket", Socket)
+    serve.bind(*serve.parse_listen("[fe80::1%7]:9478"))
+    serve.bind(*serve.parse_listen("[::1]:9478"))
+    assert bound == [("fe80::1", 9478, 0, 7), ("::1", 9478, 0, 0)]
+
+
+def test_a_link_local_address_without_its_interface_is_bad_input(fleet):
+    """`--listen '[fe80::1]:9478'` failed at bind (exit 1, "Invalid argument"): every interface has such an
+    address, and the one meant is not said."""
+    from helpers import one_line
+
+    line = one_line(fleet("serve", "--listen", "[fe80::1]:9478"))
+    assert line.startswith("tpufleet: error: bad option --listen '[fe80::1]:9478': ")
+
+
 def test_a_port_in_use_is_one_line(fleet):
     from helpers import one_line
 

@@ -89,9 +89,13 @@ def _check_address(text: str, host: str) -> None:
     else:
         return  # a name: the resolver says whether it is one
     try:
-        ipaddress.ip_address(host)
+        address = ipaddress.ip_address(host)
     except ValueError:
         raise BadInput(f"bad option --listen {text!r}: {host} is not an {kind} address ({example})") from None
+    if isinstance(address, ipaddress.IPv6Address) and address.is_link_local and address.scope_id is None:
+        raise BadInput(  # every interface has one: which? (the bind failed, exit 1, "Invalid argument")
+            f"bad option --listen {text!r}: a link-local address is written with its interface, e.g. [fe80::1%eth0]:9478"
+        )
 
 
 def read_token(path: Path) -> bytes:
@@ -131,12 +135,21 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock.bind(_socket_address(host, port))
         sock.listen(2048)  # connections wait in the queue until uvicorn takes them
     except OSError as exc:
         sock.close()
         raise Refused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
+
+
+def _socket_address(host: str, port: int) -> tuple[Any, ...]:
+    """What `bind` takes: an IPv6 address as the C library reads it, its interface (`fe80::1%eth0`) made the scope
+    id a link-local address needs (bound as (host, port), the interface was dropped: "Invalid argument")."""
+    if ":" not in host:
+        return host, port
+    flags = socket.AI_NUMERICHOST  # an address, never a name looked up
+    return tuple(socket.getaddrinfo(host, port, socket.AF_INET6, socket.SOCK_STREAM, 0, flags)[0][4])
 
 
 def metrics_inputs() -> MetricsInputs:
@@ -303,7 +316,7 @@ def serve_cmd(
     # loopback or not as bound, not as spelt: a name of this machine's loopback (its own host name, 127.0.1.1 on
     # Debian) answering any Host would let a web page read the fleet through a name of its own (DNS rebinding)
     hosts = allowed_hosts(sock.getsockname()[0], list(allow_host or []))
-    shown = f"[{host}]" if ":" in host else host
+    shown = f"[{host.replace('%', '%25')}]" if ":" in host else host  # an interface's `%` as a URL writes it
     intake = "on" if token is not None else "off (no --token-file)"
     typer.echo(
         f"tpufleet: serving {store.where} (serial {serial}) at http://{shown}:{sock.getsockname()[1]}/ ; "
