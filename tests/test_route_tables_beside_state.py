@@ -149,3 +149,30 @@ def test_a_copy_of_tables_kept_under_another_name_is_not_deleted(routed):
     leftover.write_bytes(saved)
     assert routed("clear-fault", "f1").code == 0
     assert not leftover.exists() and kept.exists()
+
+
+def test_every_routes_hint_removes_a_symlink_at_the_slices_tables_first(routed, tmp_path):
+    """`inject-fault`, `clear-fault`, `plan-xconnect --apply`, `apply-xconnect` and `reschedule` said `next:
+    tpufleet routes SLICE` where a symbolic link stood in place of the slice's tables, which `routes` refuses;
+    `explain` gave the link's removal first. Each hint now gives it first too."""
+    tables, _ = linked_away(routed, tmp_path)
+    rm = f"rm -- {tables}"
+    out = routed("inject-fault", "ocs:pod0/x/5").out  # f1: s rerouted
+    assert f"    next: {rm}  " in out and out.index(rm) < out.index("    next: tpufleet routes s")
+    out = routed("clear-fault", "f1").out
+    assert f"  s: routing tables stale; {rm} " in out and out.index(rm) < out.index("`tpufleet routes s`")
+    plan = tmp_path / "s.plan"
+    assert routed("plan-xconnect", "s", "--out", plan).code == 0
+    for args in (("plan-xconnect", "s", "--apply"), ("apply-xconnect", plan)):
+        out = routed(*args).out
+        assert out.endswith(
+            f"\n  next: {rm}  (a symbolic link where its tables belong)\n  next: tpufleet routes s  (its stored tables are stale)\n"
+        )
+    assert routed("inject-fault", "host:c00/1").code == 0  # s evicted
+    out = routed("reschedule", "s").out
+    assert out.endswith(
+        f"\n  next: {rm}  (a symbolic link where its tables belong)\n  next: tpufleet routes s  (its stored tables were made before the move)\n"
+    )
+    tables.unlink()
+    assert routed("routes", "s").code == 0
+    assert "rm --" not in routed("plan-xconnect", "s", "--apply").out

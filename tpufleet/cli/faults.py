@@ -1,13 +1,13 @@
 """`tpufleet inject-fault`, `clear-fault`, `faults` and `reschedule`."""
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
-from tpufleet.cli.render import emit, grid
+from tpufleet.cli.render import emit, grid, link_steps
 
 MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
 
@@ -21,7 +21,7 @@ def _hit_later(radii: list[dict], i: int) -> set[str]:
     return {s["slice"] for r in radii[i + 1 :] for s in r.get("slices", ()) if s["action"] != "none"}
 
 
-def _describe(r: dict, hit_later: Collection[str] = ()) -> str:
+def _describe(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str] | None = None) -> str:
     if r.get("duplicate_of"):
         if r["planned"]:  # a failure found under a drain is not recorded apart: the drain's clear ends both
             return (
@@ -55,6 +55,7 @@ def _describe(r: dict, hit_later: Collection[str] = ()) -> str:
         lines.append(line)
         # its stored tables cross the fault (a later fault of the batch that hits it says what it needs then)
         if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
+            lines.extend(link_steps("    ", s["slice"], linked or {}))
             lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
     for j in r.get("jobs", []):
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
@@ -154,7 +155,17 @@ def inject_cmd(
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
     note = "\n(dry run: nothing was changed)" if dry_run else ""
-    emit(result, output, lambda: "\n".join(_describe(r, _hit_later(radii, i)) for i, r in enumerate(radii)) + note)
+    linked = store.linked_tables({n for r in radii for n in r.get("routes_stale", ())})
+    emit(
+        result,
+        output,
+        lambda: "\n".join(_describe(r, _hit_later(radii, i), linked) for i, r in enumerate(radii)) + note,
+    )
+    _exit_on_analysis_errors(radii, dry_run)
+
+
+def _exit_on_analysis_errors(radii: list[dict], dry_run: bool) -> None:
+    """Exit 70 (internal error) when analysing a blast radius failed, saying what was done all the same."""
     errors = [e for r in radii for e in r.get("analysis_errors", [])]
     if errors:
         from tpufleet.errors import EXIT_INTERNAL
@@ -219,6 +230,7 @@ def clear_cmd(
 ) -> None:
     """Repair: close the fault; its components return to the pool. Routing tables of affected slices go stale."""
     from tpufleet.ops import faults as fault_ops
+    from tpufleet.ops.explain import rm_step
     from tpufleet.state.store import utc_now
 
     now = utc_now()
@@ -229,8 +241,11 @@ def clear_cmd(
         for n in d["rewire"]
     ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]
     wiring = {*d["rewire"], *d["rewire_waits"]}  # routed once wired: their hints say what comes first
+    linked = ctx.obj.store().linked_tables(d["routes_stale"])
     hint += [
-        f"  {n}: routing tables stale; run `tpufleet routes {n}` for tables on the network as it is now"
+        f"  {n}: routing tables stale; "
+        + (f"{rm_step(linked[n])} (a symbolic link where they belong), then " if n in linked else "")
+        + f"run `tpufleet routes {n}` for tables on the network as it is now"
         for n in d["routes_stale"]
         if n not in wiring
     ]
@@ -308,7 +323,8 @@ def reschedule_cmd(
     with routing_progress("rescheduling", verbose), memo.using(cache):
         outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name, avoided))
         cache.flush()
-    emit(outcome.data, output, lambda: _rescheduled_text(name, outcome.data))
+    linked = store.linked_tables(outcome.data["routes_stale"])
+    emit(outcome.data, output, lambda: _rescheduled_text(name, outcome.data, linked))
 
 
 def _avoided_cubes(text: str | None) -> list[str]:
@@ -327,7 +343,7 @@ def _avoided_cubes(text: str | None) -> list[str]:
     return cubes
 
 
-def _rescheduled_text(name: str, d: dict) -> str:
+def _rescheduled_text(name: str, d: dict, linked: Mapping[str, str]) -> str:
     x = d["xconnect_changes"]
     text = f"rescheduled {name} onto {d['pod']} {','.join(d['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
     rr = d.get("reroute")
@@ -340,6 +356,8 @@ def _rescheduled_text(name: str, d: dict) -> str:
     if d.get("job"):
         j = d["job"]
         text += f"; job {j['name']} {j['state']} ({j['active_slices']} of {j['total_slices']} slices active)"
+    if name in d.get("routes_stale", ()):  # a link where its tables belong: removed before the `routes` named
+        text += "".join(f"\n{line}" for line in link_steps("  ", name, linked))
     if name in d.get("routes_stale", ()) and not rr:
         text += f"\n  next: tpufleet routes {name}  (its stored tables were made before the move)"
     return text

@@ -6,11 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
-from tpufleet.cli.render import emit
+from tpufleet.cli.render import emit, link_steps
 from tpufleet.constants import DIMS
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from tpufleet.ops.plans import Planned
 
 
@@ -82,18 +84,24 @@ def plan_cmd(
     assert isinstance(planned, ops.Planned)
     if out is not None:
         planfile.write(out, planned.data)
-    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." + _routes_steps(planned.data) if apply else "")
+    linked = ctx.obj.store().linked_tables(planned.data.get("routes_stale", ()))
+    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." + _routes_steps(planned.data, linked) if apply else "")
     emit(planned.data, output, lambda: _render_planned(name, planned, verbose) + tail)
     if detailed_exitcode and planned.has_changes:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
 
-def _routes_steps(d: dict) -> str:
+def _routes_steps(d: dict, linked: "Mapping[str, str]") -> str:
     """The `routes` each wired slice with stale stored tables needs: the wiring's (its cross-connects changed), or,
-    with nothing to add or remove, the slice's own made stale before (e.g. by a repair)."""
+    with nothing to add or remove, the slice's own made stale before (e.g. by a repair); a symbolic link standing
+    where its tables belong (`linked`) removed first."""
     s = d["summary"]
     why = "predate this wiring" if s["add"] or s["remove"] else "are stale"
-    return "".join(f"\n  next: tpufleet routes {n}  (its stored tables {why})" for n in d.get("routes_stale", ()))
+    return "".join(
+        "".join(f"\n{line}" for line in link_steps("  ", n, linked))
+        + f"\n  next: tpufleet routes {n}  (its stored tables {why})"
+        for n in d.get("routes_stale", ())
+    )
 
 
 def _render_planned(name: str, planned: "Planned", verbose: bool) -> str:
@@ -143,7 +151,8 @@ def apply_cmd(
     done = f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept"
     if d.get("already_applied"):
         done = already_applied_line(what, d["plan_cross_connects"], s["keep"])
-    emit(d, output, lambda: f"{done} (serial {d['serial']})" + _routes_steps(d))
+    linked = store.linked_tables(d["routes_stale"])
+    emit(d, output, lambda: f"{done} (serial {d['serial']})" + _routes_steps(d, linked))
 
 
 def already_applied_line(what: str, plan_pairs: int, slice_pairs: int) -> str:

@@ -127,7 +127,7 @@ def _routed(state: FleetState, name: str, later: list[str], linked_tables: Mappi
     if routes in later or (sl.machines and name not in state.routes):
         return []
     link = (linked_tables or {}).get(name)
-    return [*([_rm_step(link)] if link is not None else []), routes]
+    return [*([rm_step(link)] if link is not None else []), routes]
 
 
 def _job_wiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
@@ -277,11 +277,11 @@ def _degraded(state: FleetState, sl: Slice, tables: str, link: str | None) -> tu
             else f"its stored routing tables were made before {around(past)} and still route through {it} until "
             f"`tpufleet routes {sl.name}` stores tables around {it}"
         )
-        steps[0:0] = [*([_rm_step(link)] if link is not None else []), f"tpufleet routes {sl.name}"]
+        steps[0:0] = [*([rm_step(link)] if link is not None else []), f"tpufleet routes {sl.name}"]
     return why, steps
 
 
-def _rm_step(link: str) -> str:
+def rm_step(link: str) -> str:
     """Removes the symbolic link standing where a slice's tables belong (`routes` refuses it; never followed)."""
     return f"rm -- {shlex.quote(str(link))}"
 
@@ -349,10 +349,10 @@ def explain_slice(
     )
     link = (linked_tables or {}).get(sl.name)
     if unfresh or cleared or (rewire and sl.state.wired and not sl.machines):
-        next_steps.extend([] if link is None or _rm_step(link) in next_steps else [_rm_step(link)])  # degraded: first
+        next_steps.extend([] if link is None or rm_step(link) in next_steps else [rm_step(link)])  # degraded: first
         next_steps.append(f"tpufleet routes {sl.name}")
     next_steps = then_routes(state, next_steps, linked_tables)  # wired or moved, it is routed next
-    if link is not None and _rm_step(link) in next_steps:  # `routes` refuses it: tpufleet never follows or removes it
+    if link is not None and rm_step(link) in next_steps:  # `routes` refuses it: tpufleet never follows or removes it
         why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
     return {
         "kind": "slice",
