@@ -405,6 +405,21 @@ def test_a_link_local_address_without_its_interface_is_bad_input(fleet):
     assert line.startswith("tpufleet: error: bad option --listen '[fe80::1]:9478': ")
 
 
+@pytest.mark.parametrize("listen", ["[::1%lo]:9478", "[fd00::2%eth0]:9478"])
+def test_an_interface_with_an_address_not_link_local_is_bad_input(fleet, listen):
+    """`--listen '[::1%lo]:9478'` failed as a name not found (exit 1): the C library reads an interface with a
+    link-local address only (and by number, `[::%1]`, bound every interface, the interface set aside). It is bad
+    input, naming the option and the value."""
+    from helpers import one_line
+    from tpufleet.cli.serve import parse_listen
+    from tpufleet.errors import BadInput
+
+    line = one_line(fleet("serve", "--listen", listen))
+    assert line.startswith(f"tpufleet: error: bad option --listen {listen!r}: ")
+    with pytest.raises(BadInput):
+        parse_listen("[::%1]:0")
+
+
 def test_a_port_in_use_is_one_line(fleet):
     from helpers import one_line
 

@@ -23,6 +23,8 @@ import typer
 from tpufleet.cli.app import GoodputFormatOpt, GoodputLogsOpt, app, examples
 
 if TYPE_CHECKING:
+    import ipaddress
+
     from tpufleet.serve.documents import MetricsInputs
 
 MAX_TOKEN_BYTES = 4096
@@ -92,9 +94,31 @@ def _check_address(text: str, host: str) -> None:
         address = ipaddress.ip_address(host)
     except ValueError:
         raise BadInput(f"bad option --listen {text!r}: {host} is not an {kind} address ({example})") from None
-    if isinstance(address, ipaddress.IPv6Address) and address.is_link_local and address.scope_id is None:
-        raise BadInput(  # every interface has one: which? (the bind failed, exit 1, "Invalid argument")
+    if isinstance(address, ipaddress.IPv6Address):
+        _check_interface(text, address)
+
+
+def _check_interface(text: str, address: ipaddress.IPv6Address) -> None:
+    """An IPv6 address has its interface (`%eth0`) when it is link-local, and only then: every interface has a
+    link-local address (which is meant?), and the C library reads an interface with no other (`[::1%lo]` failed as
+    a name not found, exit 1). BadInput naming --listen and the value otherwise.
+
+    >>> import ipaddress
+    >>> _check_interface("[::1%lo]:9478", ipaddress.IPv6Address("::1%lo"))
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --listen '[::1%lo]:9478': only a link-local address (fe80::/10) is written with an interface (%lo)
+    """
+    from tpufleet.errors import BadInput
+
+    if address.is_link_local and address.scope_id is None:
+        raise BadInput(  # (the bind failed, exit 1, "Invalid argument")
             f"bad option --listen {text!r}: a link-local address is written with its interface, e.g. [fe80::1%eth0]:9478"
+        )
+    if not address.is_link_local and address.scope_id is not None:
+        raise BadInput(
+            f"bad option --listen {text!r}: only a link-local address (fe80::/10) is written with an interface "
+            f"(%{address.scope_id})"
         )
 
 
