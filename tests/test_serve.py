@@ -430,6 +430,22 @@ def test_a_port_in_use_is_one_line(fleet):
         assert f"cannot listen on 127.0.0.1:{port}" in one_line(fleet("serve", "--listen", f"127.0.0.1:{port}"), 1)
 
 
+def test_a_port_in_use_on_an_ipv6_address_names_it_in_brackets(fleet):
+    """`cannot listen on ::1:9478` (the address and port written as one IPv6 address, the way `--listen` refuses
+    as reading two ways): the address is written in brackets, as `--listen` takes it."""
+    from helpers import one_line
+
+    with socket.socket(socket.AF_INET6) as taken:
+        try:
+            taken.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback here")
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_line(fleet("serve", "--listen", f"[::1]:{port}"), 1)
+        assert line.startswith(f"tpufleet: error: cannot listen on [::1]:{port}: ")
+
+
 def raw(port: int, request: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(request)

@@ -163,7 +163,10 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(2048)  # connections wait in the queue until uvicorn takes them
     except OSError as exc:
         sock.close()
-        raise Refused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        where = (
+            f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        )  # as --listen writes it: `::1:80` reads two ways
+        raise Refused(f"cannot listen on {where}: {exc.strerror or exc}") from None
     return sock
 
 
