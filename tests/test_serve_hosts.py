@@ -104,6 +104,17 @@ def test_a_name_no_host_header_could_match_is_refused_before_listening(fleet, na
     assert "--allow-host" in r.err and repr(name) in r.err and "serving" not in r.err
 
 
+@pytest.mark.parametrize("name", ["fe80::1%eth0", "[fe80::1%25eth0]", "::1%1"])
+def test_an_address_with_its_interface_is_refused_by_allow_host(name):
+    """`--allow-host fe80::1%eth0` was taken, yet no Host header carries an interface (one that does gets 400):
+    every request naming the address got 421. It is refused as bad input, naming the option and the value."""
+    from tpufleet.errors import BadInput
+    from tpufleet.serve.framing import allowed_hosts
+
+    with pytest.raises(BadInput, match="--allow-host"):
+        allowed_hosts("127.0.0.1", [name])
+
+
 BAD_HOSTS = [
     "a b/c",
     "host:notaport",

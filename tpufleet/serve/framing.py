@@ -130,12 +130,16 @@ def _check_host_name(name: str) -> None:
     if name == "*" or (_HOST_NAME.fullmatch(name) and len(name) <= 253):
         return
     try:
-        ipaddress.ip_address(name.strip("[]"))
+        address = ipaddress.ip_address(name.strip("[]"))
     except ValueError:
         shown = repr(name)
         raise BadInput(
             f"bad option --allow-host {shown}: give a host name or address without a port or scheme (or * for any)"
         ) from None
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:  # `fe80::1%eth0`
+        raise BadInput(
+            f"bad option --allow-host {name!r}: give the address without its interface (a Host header never carries one)"
+        )
 
 
 def host_name(value: bytes) -> str:
