@@ -1,4 +1,5 @@
-"""Reading a Kubernetes node list (`kubectl get nodes -o json`) and the mapping file, as typed values (pure).
+"""Reading a Kubernetes node list (`kubectl get nodes -o json`) as typed values (pure); the mapping file is read
+by `k8s_mapping`.
 
 Only the fields the import uses are read: `metadata.name`, `metadata.labels`, `spec.unschedulable`,
 `spec.taints[].key/effect` and the `Ready` entry of `status.conditions`. Anything malformed in those is
@@ -13,13 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from functools import cache, cached_property
 from typing import Annotated, Any
 
 from tpufleet.constants import MiB
-from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, json_found, shown
-from tpufleet.ids import HostId, parse_target
+from tpufleet.errors import NO_VALUE, BadStateFile, json_found
+from tpufleet.ids import HostId
 from tpufleet.text import bounded
 
 # Values of `cloud.google.com/gke-tpu-partition-4x4x4-state`, as GKE documents them.
@@ -99,7 +100,7 @@ class Node:
     item: str = field(default="items", compare=False)
 
 
-class _Where:
+class Where:
     """Builds the messages of one input file: file, field path, value."""
 
     def __init__(self, file: str) -> None:
@@ -109,7 +110,7 @@ class _Where:
         return BadStateFile(self.file, path, value, problem)
 
 
-def _k(key: object) -> str:
+def k_text(key: object) -> str:
     """A key of the input as part of a field path: one line, cut to 60 characters like the values quoted."""
     return bounded(str(key), 60)
 
@@ -118,7 +119,7 @@ _MISSING: Any = object()
 _KIND: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
 
 
-def _get(obj: Mapping[str, Any], key: str, kind: type, where: _Where, path: str, default: Any = _MISSING) -> Any:
+def _get(obj: Mapping[str, Any], key: str, kind: type, where: Where, path: str, default: Any = _MISSING) -> Any:
     """obj[key], of type `kind`; `default` when absent, if one is given."""
     value = obj.get(key, _MISSING)
     field_path = f"{path}.{key}" if path else key  # a top-level field is named as itself, not `.items`
@@ -133,7 +134,7 @@ def _get(obj: Mapping[str, Any], key: str, kind: type, where: _Where, path: str,
 
 def parse_nodes(doc: object, file: str, keys: LabelKeys | None = None) -> list[Node]:
     """The nodes of a `kubectl get nodes -o json` document (a `List` or `NodeList` of `Node`)."""
-    where, keys = _Where(file), keys or LabelKeys()
+    where, keys = Where(file), keys or LabelKeys()
     if not isinstance(doc, dict):
         raise where.bad(
             "", NO_VALUE, f"must be a JSON object of kind List (kubectl get nodes -o json), not {json_found(doc)}"
@@ -146,7 +147,7 @@ def parse_nodes(doc: object, file: str, keys: LabelKeys | None = None) -> list[N
     return _read_items(items, where, keys)
 
 
-def _read_items(items: Iterable[object], where: _Where, keys: LabelKeys) -> list[Node]:
+def _read_items(items: Iterable[object], where: Where, keys: LabelKeys) -> list[Node]:
     nodes, seen = [], set()
     for i, item in enumerate(items):
         node = _parse_node(item, f"items.{i}", where, keys)
@@ -157,7 +158,7 @@ def _read_items(items: Iterable[object], where: _Where, keys: LabelKeys) -> list
     return nodes
 
 
-def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node:
+def _parse_node(item: object, path: str, where: Where, keys: LabelKeys) -> Node:
     if not isinstance(item, dict):
         raise where.bad(path, NO_VALUE, f"must be a Node object, not {json_found(item)}")
     if item.get("kind", "Node") != "Node":
@@ -179,19 +180,21 @@ def _parse_node(item: object, path: str, where: _Where, keys: LabelKeys) -> Node
     return Node(name, labels, ready, reason, unschedulable, _taints(spec, f"{path}.spec", where), path)
 
 
-def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelKeys) -> None:
+def _check_labels(labels: dict[str, Any], path: str, where: Where, keys: LabelKeys) -> None:
     if len(labels) > MAX_LABELS:
         raise where.bad(path, len(labels), f"more than {MAX_LABELS} labels")
     if not all(type(v) is str for v in labels.values()):
         key = next(k for k, v in labels.items() if type(v) is not str)
-        raise where.bad(f"{path}.{_k(key)}", labels[key], "a label value must be a string")
+        raise where.bad(f"{path}.{k_text(key)}", labels[key], "a label value must be a string")
     for key in keys.read:  # only the labels the import reads are checked in full (a node carries dozens)
         value = labels.get(key)
         if value is not None and not LABEL_VALUE.fullmatch(value):
-            raise where.bad(f"{path}.{_k(key)}", value, "not a label value (at most 63 letters, digits, '-', '_', '.')")
+            raise where.bad(
+                f"{path}.{k_text(key)}", value, "not a label value (at most 63 letters, digits, '-', '_', '.')"
+            )
     for key, what in ((keys.block, "its pod"), (keys.partition, "its cube")):
         if labels.get(key) == "":  # Kubernetes allows it, but an empty value names nothing the state could keep
-            raise where.bad(f"{path}.{_k(key)}", "", f"empty: this label names {what} (remove it or give a value)")
+            raise where.bad(f"{path}.{k_text(key)}", "", f"empty: this label names {what} (remove it or give a value)")
     topology = labels.get(keys.topology)
     if topology is not None and not TOPOLOGY.fullmatch(topology):
         raise where.bad(f"{path}.{keys.topology}", topology, "not a TPU topology such as 4x4x8 or 2x4")
@@ -208,7 +211,7 @@ def _check_labels(labels: dict[str, Any], path: str, where: _Where, keys: LabelK
         raise where.bad(f"{path}.{keys.cube}", cube, "not a cube id of the form cNN")
 
 
-def _ready(status: dict[str, Any], path: str, where: _Where) -> tuple[str | None, str]:
+def _ready(status: dict[str, Any], path: str, where: Where) -> tuple[str | None, str]:
     conditions = _get(status, "conditions", list, where, path, [])
     if len(conditions) > MAX_CONDITIONS:
         raise where.bad(f"{path}.conditions", len(conditions), f"more than {MAX_CONDITIONS} conditions")
@@ -225,7 +228,7 @@ def _ready(status: dict[str, Any], path: str, where: _Where) -> tuple[str | None
     return None, ""
 
 
-def _taints(spec: dict[str, Any], path: str, where: _Where) -> tuple[tuple[str, str], ...]:
+def _taints(spec: dict[str, Any], path: str, where: Where) -> tuple[tuple[str, str], ...]:
     taints = _get(spec, "taints", list, where, path, [])
     if len(taints) > MAX_TAINTS:
         raise where.bad(f"{path}.taints", len(taints), f"more than {MAX_TAINTS} taints")
@@ -255,7 +258,7 @@ def decode_node_list(data: bytes, file: str, keys: LabelKeys | None = None) -> l
     needs, so what is built stays a small part of the input; each node is then checked as by `parse_nodes`."""
     import msgspec
 
-    where, keys = _Where(file), keys or LabelKeys()
+    where, keys = Where(file), keys or LabelKeys()
     # each node has one "metadata" key (the list one more); elsewhere the text is only the end of a string that
     # ends in '"metadata', so the count bounds the nodes before any is built (~250 bytes a record, 40 a node)
     if data.count(b'"metadata"') > MAX_NODES + 1:
@@ -283,7 +286,7 @@ def decode_node_list(data: bytes, file: str, keys: LabelKeys | None = None) -> l
     return _read_items(one_at_a_time(), where, keys)
 
 
-def _decoder_problem(where: _Where, exc: Exception) -> BadStateFile:
+def _decoder_problem(where: Where, exc: Exception) -> BadStateFile:
     """The typed decoder's reason, at its path (`$.items[3].metadata` -> `items.3.metadata`)."""
     if isinstance(exc, RecursionError):
         return where.bad("", NO_VALUE, "nested too deeply")
@@ -344,137 +347,3 @@ def _typed_decoder(keys: LabelKeys) -> Any:
     )
     node_list = record("NodeList", ("items", list[item]), ("kind", str | None | optional, UNSET))  # type: ignore[valid-type]
     return msgspec.json.Decoder(node_list)
-
-
-# ---- the mapping file ---------------------------------------------------------------------------------------
-_MAPPING_KEYS = {"kind", "version", "labels", "accelerators", "pods", "cubes", "nodes", "drain_taints"}
-
-
-def parse_mapping(doc: object, file: str) -> K8sMapping:
-    """A mapping file (YAML or JSON, already loaded by the bounded reader); see the README for its fields."""
-    where = _Where(file)
-    if not isinstance(doc, dict):
-        raise where.bad(
-            "", NO_VALUE, f"must be a mapping of the fields kind, labels, pods, cubes, nodes..., not {json_found(doc)}"
-        )
-    unknown = sorted(set(map(str, doc)) - _MAPPING_KEYS)
-    if unknown:
-        raise where.bad(
-            _k(unknown[0]), doc.get(unknown[0]), f"unknown field (known: {', '.join(sorted(_MAPPING_KEYS))})"
-        )
-    if doc.get("kind", "tpufleet-k8s-mapping") != "tpufleet-k8s-mapping":
-        raise where.bad("kind", doc.get("kind"), "must be tpufleet-k8s-mapping")
-    if doc.get("version", 1) != 1:
-        raise where.bad("version", doc.get("version"), "must be 1")
-    return K8sMapping(
-        labels=_label_keys(doc, where),
-        accelerators=_accelerators(doc, where),
-        pods=_ids(doc, "pods", where, r"pod[0-9]{1,6}", "a pod name such as pod0"),
-        cubes=_ids(doc, "cubes", where, r"c[0-9]{2,6}", "a cube id such as c07"),
-        nodes=_hosts(doc, where),
-        drain_taints=_drain_taints(doc, where),
-        source=file,
-    )
-
-
-def _accelerators(doc: dict[str, Any], where: _Where) -> frozenset[str]:
-    """The accelerators of TPU nodes: the defaults when absent; given, exactly those (none would be no TPU node,
-    so an empty list is refused rather than read as the defaults)."""
-    if "accelerators" not in doc:
-        return frozenset(DEFAULT_ACCELERATORS)
-    given = _str_list(doc, "accelerators", where)
-    if not given:
-        raise where.bad(
-            "accelerators", given, "empty: no node would be a TPU node (leave the field out for the defaults)"
-        )
-    for i, value in enumerate(given):
-        if not (value and LABEL_VALUE.fullmatch(value)):
-            raise where.bad(f"accelerators.{i}", value, "not a label value (1-63 letters, digits, '-', '_', '.')")
-    return frozenset(given)
-
-
-def _drain_taints(doc: dict[str, Any], where: _Where) -> frozenset[str]:
-    """The taint keys that are drains: the defaults when absent; given, exactly those (`[]`: no taint is a drain,
-    a cordon still is)."""
-    if "drain_taints" not in doc:
-        return frozenset(DEFAULT_DRAIN_TAINTS)
-    given = _str_list(doc, "drain_taints", where)
-    for i, key in enumerate(given):
-        if not LABEL_KEY.fullmatch(key):
-            raise where.bad(f"drain_taints.{i}", key, "not a taint key (such as example.com/maintenance)")
-    return frozenset(given)
-
-
-def _label_keys(doc: dict[str, Any], where: _Where) -> LabelKeys:
-    """The label keys of the mapping's `labels`: known roles, Kubernetes label keys, one role a key (two roles on
-    one key would be one label in an export, and one level twice in a Kueue Topology)."""
-    labels = _str_map(doc, "labels", where)
-    names = {f.name for f in fields(LabelKeys)}
-    for role, key in labels.items():
-        if role not in names:
-            raise where.bad(f"labels.{_k(role)}", key, f"unknown label role (known: {', '.join(sorted(names))})")
-        if not LABEL_KEY.fullmatch(key):
-            raise where.bad(f"labels.{_k(role)}", key, "not a Kubernetes label key (such as example.com/rack)")
-    keys = replace(LabelKeys(), **labels)
-    first: dict[str, str] = {}
-    for f in fields(LabelKeys):
-        key = getattr(keys, f.name)
-        other = first.setdefault(key, f.name)
-        if other != f.name:
-            given, twin = (f.name, other) if f.name in labels else (other, f.name)
-            raise where.bad(f"labels.{given}", key, f"also the key of role {twin}")
-    return keys
-
-
-def _str_map(doc: dict[str, Any], key: str, where: _Where) -> dict[str, str]:
-    value = doc.get(key, {})
-    if not isinstance(value, dict):
-        raise where.bad(key, value, "must be a mapping of names to names")
-    for k, v in value.items():
-        if type(k) is not str or type(v) is not str:
-            raise where.bad(f"{key}.{_k(k)}", v, "keys and values must be strings")
-    return value
-
-
-def _str_list(doc: dict[str, Any], key: str, where: _Where) -> list[str]:
-    value = doc.get(key, [])
-    if not isinstance(value, list) or any(type(v) is not str for v in value):
-        raise where.bad(key, value, "must be a list of strings")
-    return value
-
-
-def _ids(doc: dict[str, Any], key: str, where: _Where, pattern: str, what: str) -> dict[str, str]:
-    value = _str_map(doc, key, where)
-    first: dict[str, str] = {}
-    for k, v in value.items():
-        if not (k and LABEL_VALUE.fullmatch(k)):  # the state keeps it as a name: an empty one names nothing
-            raise where.bad(f"{key}.{_k(k)}", k, "not a label value (1-63 letters, digits, '-', '_', '.')")
-        if not re.fullmatch(pattern, v):
-            raise where.bad(f"{key}.{_k(k)}", v, f"not {what}")
-        if v in first:  # two names for one part would make two nodes one machine
-            raise where.bad(f"{key}.{_k(k)}", v, f"{v} is also given to {shown(first[v])}")
-        first[v] = k
-    return value
-
-
-def _host(text: str, path: str, where: _Where) -> HostId:
-    try:
-        target = parse_target(text)
-    except BadInput as exc:
-        raise where.bad(path, text, str(exc)) from None
-    if not isinstance(target, HostId):
-        raise where.bad(path, text, "must name a machine (host:CUBE/M)")
-    return target
-
-
-def _hosts(doc: dict[str, Any], where: _Where) -> dict[str, HostId]:
-    out: dict[str, HostId] = {}
-    first: dict[HostId, str] = {}
-    for node, text in _str_map(doc, "nodes", where).items():
-        if not NODE_NAME.fullmatch(node):
-            raise where.bad(f"nodes.{_k(node)}", node, "not a Kubernetes node name (lower-case DNS name)")
-        host = _host(text, f"nodes.{node}", where)
-        if host in first:
-            raise where.bad(f"nodes.{node}", text, f"{host} is also given to {first[host]!r}")
-        first[host], out[node] = node, host
-    return out

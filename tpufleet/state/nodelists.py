@@ -2,7 +2,7 @@
 standard input through the bounded reader, and the mapping file.
 
 The bytes are read and checked here (size cap, strict UTF-8) and handed to the core's decoders
-(`tpufleet.integrations.k8s`: `decode_node_list` for kubectl's JSON, `parse_nodes` and `parse_mapping` for
+(`tpufleet.integrations.k8s`: `decode_node_list` for kubectl's JSON, `parse_nodes`, and `k8s_mapping.parse_mapping` for
 documents).
 """
 
@@ -20,9 +20,9 @@ from tpufleet.integrations.k8s import (
     LabelKeys,
     Node,
     decode_node_list,
-    parse_mapping,
     parse_nodes,
 )
+from tpufleet.integrations.k8s_mapping import parse_mapping
 from tpufleet.jsontext import decode_utf8
 from tpufleet.state.inputfiles import load_yaml, parse_yaml, read_file_or_stdin, size_text
 
