@@ -2,10 +2,13 @@
 
     python tools/record_outputs.py OUT.json            # record
     python tools/record_outputs.py NEW.json --against OUT.json   # record again and compare (exit 1 on a change)
+    python tools/record_outputs.py PG.json --state postgresql://USER@HOST/EMPTYDB --against OUT.json  # backends
 
 The runbook builds a fleet with slices, a job, wiring, routes, faults, an import, and calls the read commands in
 every shape they take. Times of day and the temporary directory are replaced by placeholders (they differ run to
-run); everything else must be byte-identical.
+run); everything else must be byte-identical. With --state URL the runbook runs on that PostgreSQL database (an
+empty one: the runbook starts with `init`) instead of a temporary directory; the URL and the database's place of a
+slice's tables (`routes/NAME.npz`) are written as the directory's, so the recording compares with a directory's.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
 _AGE = re.compile(r'"(age|age_seconds)": [^,}\n]+')
 _COMMAND = re.compile(r'"command": "[^"]*"')  # the recording process's own command line
 _EPOCH = re.compile(r'"value": 1[5-9][0-9]{8}(\.[0-9]+)?')  # seconds since the epoch (a metric's time of day)
+_DB_TABLES = re.compile(r"(?<![\w./-])routes/(?=[\w.-]+\.npz)")  # a database's place of a slice's tables
 
 
 def runbook(state: Path, tmp: Path) -> list[list[str]]:
@@ -82,7 +86,7 @@ def runbook(state: Path, tmp: Path) -> list[list[str]]:
     ]
 
 
-def call(state: Path, args: list[str]) -> dict[str, object]:
+def call(state: Path | str, args: list[str]) -> dict[str, object]:
     from tpufleet.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -95,19 +99,34 @@ def call(state: Path, args: list[str]) -> dict[str, object]:
     return {"args": args, "exit": code, "out": out.getvalue(), "err": err.getvalue()}
 
 
+def as_directory(text: str, url: str, state: Path) -> str:
+    """A database's output written as a state directory's: its URL (as typed and as messages name it, without a
+    password) as the directory, its place of a slice's tables (`routes/NAME.npz`) inside that directory."""
+    from tpufleet.state.pgurl import redacted
+
+    scheme, sep, rest = url.partition("://")
+    typed = {url, scheme.lower() + sep + rest}  # (tpufleet names a URL with its scheme in lower case)
+    for name in sorted(typed | {redacted(u) for u in typed}, key=len, reverse=True):
+        text = text.replace(name, str(state))
+    return _DB_TABLES.sub(f"{state}/routes/", text)
+
+
 def normalized(text: str, tmp: Path) -> str:
     # The checkout's own path (a shipped file's, a fixture's) too: two checkouts compared must differ in code only.
     text = _TIME.sub("TIME", text.replace(str(tmp), "TMP").replace(str(ROOT), "ROOT"))
     return _EPOCH.sub('"value": EPOCH', _COMMAND.sub('"command": CMD', _AGE.sub(r'"\1": AGE', text)))
 
 
-def record() -> list[dict[str, object]]:
+def record(url: str | None = None, upto: int | None = None) -> list[dict[str, object]]:
+    """The runbook's rows (its first `upto` commands), on a temporary directory or on the database at `url`."""
     with tempfile.TemporaryDirectory(prefix="tpufleet-record-") as name:
         tmp = Path(name)
         state = tmp / "state"
         rows = []
-        for args in runbook(state, tmp):
-            row = call(state, args)
+        for args in runbook(state, tmp)[:upto]:
+            row = call(url or state, args)
+            if url:
+                row = {k: as_directory(v, url, state) if isinstance(v, str) else v for k, v in row.items()}
             row["args"] = [normalized(a, tmp) for a in args]
             rows.append({k: normalized(v, tmp) if isinstance(v, str) else v for k, v in row.items()})
         return rows
@@ -117,8 +136,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--against", type=Path)
+    parser.add_argument("--state", metavar="URL", help="run on this (empty) PostgreSQL database, not a directory")
     opts = parser.parse_args()
-    rows = record()
+    if opts.state is not None and not opts.state.lower().startswith(("postgresql://", "postgres://")):
+        parser.error("--state takes a postgresql:// URL (without it the runbook runs on a temporary directory)")
+    rows = record(opts.state)
     opts.out.write_text(json.dumps(rows, indent=1) + "\n")
     if opts.against is None:
         print(f"recorded {len(rows)} commands to {opts.out}")
