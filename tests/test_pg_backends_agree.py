@@ -107,3 +107,11 @@ def test_bad_input_and_refusals_agree_and_change_nothing_on_either(tool, pg_serv
         assert on_directory["exit"] == code, (args, on_directory["err"])
         assert on_database == on_directory, args
         assert _database(pg_server, pg_url) == rows and _directory(state) == files, args
+
+
+@pytest.mark.parametrize("args", [["status"], ["show", "journal"], ["allocate", "a", "--shape", "4x4x4"]])
+def test_no_fleet_state_is_said_the_same_on_a_directory_and_a_database(tool, pg_url, tmp_path, args):
+    state = tmp_path / "state"
+    on_directory = _normalized(tool, tool.call(state, args), None, tmp_path)
+    on_database = _normalized(tool, tool.call(pg_url, args), pg_url, tmp_path)
+    assert on_directory["exit"] == 1 and on_database == on_directory

@@ -13,6 +13,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
 
+from tpufleet.errors import Refused
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -22,6 +24,11 @@ if TYPE_CHECKING:
     from tpufleet.journalentry import JournalEntry
     from tpufleet.state.journal import Enough, Scan
     from tpufleet.state.routetables import IndexedAs
+
+
+def no_fleet_state(where: object) -> Refused:
+    """The refusal of a command that needs a fleet where there is none: the same words on either backend."""
+    return Refused(f"no fleet state in {where} (run `tpufleet init` or pass --state DIR|URL)")
 
 
 class TablesSource(Protocol):

@@ -18,6 +18,7 @@ from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
+from tpufleet.state.backend import no_fleet_state
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
     check_state_dir,
@@ -103,7 +104,7 @@ class DirectoryBackend:
         return (_stat_key(self.state_path), tables)
 
     def no_state(self) -> Refused:
-        return Refused(f"no fleet state in {self.dir} (run `tpufleet init` or pass --state DIR)")
+        return no_fleet_state(self.dir)
 
     def read_state(self) -> bytes:
         path = self.state_path

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.errors import BadInput, LockTimeout, Refused, Unavailable
 from tpufleet.state import dburl, journal
+from tpufleet.state.backend import no_fleet_state
 from tpufleet.state.files import check_name
 from tpufleet.state.lock import login_name
 from tpufleet.state.pglock import PostgresLocking
@@ -285,7 +286,7 @@ class PostgresBackend(PostgresLocking):
     def read_state(self) -> bytes:
         row = self._state_row()
         if row is None:
-            raise Refused(f"no fleet state in {self.where} (run `tpufleet init` or pass --state DIR|URL)")
+            raise no_fleet_state(self.where)
         return row[1]
 
     def journal_bytes(self) -> bytes:

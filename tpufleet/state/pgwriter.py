@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.errors import BadStateFile, Refused, Unavailable
 from tpufleet.state import journal
+from tpufleet.state.backend import no_fleet_state
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.pgurl import first_line
 
@@ -56,7 +57,7 @@ class DatabaseWriter:
     def read_state(self) -> bytes:
         row = self._row()
         if row is None:
-            raise Refused(f"no fleet state in {self.backend.where} (run `tpufleet init` or pass --state DIR|URL)")
+            raise no_fleet_state(self.backend.where)
         return row[1]
 
     def recover(self, serial: int, replacing: bool = False) -> None:
