@@ -289,6 +289,19 @@ def test_a_change_to_a_state_directory_that_does_not_exist_makes_nothing_there(c
     assert not cli.state.exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("allocate", "a", "--shape", "4x4x4"), ("clear-fault", "f1"), ("release", "a")],
+)
+def test_a_change_to_an_empty_state_directory_leaves_it_empty(cli, command):
+    """An empty directory (made for the state, init not yet run): a change was refused as holding no fleet state,
+    but only after taking the lock, which left `.lock` and `.lock.info` in it."""
+    cli.state.mkdir()
+    r = cli(*command)
+    assert one_line(r, 1).startswith(f"tpufleet: error: no fleet state in {cli.state}")
+    assert sorted(p.name for p in cli.state.iterdir()) == []
+
+
 def test_a_state_path_through_a_file_is_still_named_as_such(cli, tmp_path):
     """Only a missing directory is "no fleet state": a path through a file says what is wrong with it."""
     (tmp_path / "afile").write_text("")

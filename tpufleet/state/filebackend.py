@@ -173,6 +173,8 @@ class DirectoryBackend:
                 raise self.no_state() from None
             except OSError:
                 pass
+            if os.path.isdir(self.dir) and not self.exists():  # nor in an empty one: refused as under the lock
+                raise self.no_state()
         made = _missing_dirs(self.dir)
         ensure_private_dir(self.dir)
         check_state_dir(self.dir)
