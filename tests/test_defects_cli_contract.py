@@ -259,6 +259,27 @@ def test_a_group_without_its_command_with_json_output_is_the_error_object(cli, g
     assert error == {"error": f"missing command: tpufleet {group} {commands}", "exit_code": 2, "items": []}
 
 
+@pytest.mark.parametrize(
+    "args", [("import", "-o", "json"), ("state", "--output", "json"), ("-o", "json", "export", "-o", "json")]
+)
+def test_a_group_given_options_but_no_command_is_the_same_error_object(cli, args):
+    """`tpufleet import -o json` (the -o after the group's name, as the README allows) said only `Missing
+    command.`, not the commands to choose from that `tpufleet -o json import` names; the same object now."""
+    r = cli(*args, state=False)
+    assert r.code == 2 and r.out == ""
+    group = next(a for a in args if a in ("import", "state", "export"))
+    assert json.loads(r.err)["error"].startswith(f"missing command: tpufleet {group} ")
+
+
+@pytest.mark.parametrize("args", [("import", "-o", "table"), ("--lock-timeout", "5")])
+def test_a_group_given_options_but_no_command_shows_its_help_as_without_them(cli, args):
+    """Without -o json a group without its command shows its help (exit 2); given an option (`tpufleet import -o
+    table`, `tpufleet --lock-timeout 5`), it said `Missing command.` instead."""
+    r = cli(*args, state=False)
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("Usage: tpufleet")
+
+
 @pytest.mark.parametrize("key", ["F1", "12", "xx"])
 def test_clear_fault_of_neither_an_id_nor_a_target_names_both_forms(fleet, key):
     """`clear-fault F1` said only `expected KIND:..., KIND one of cube, ...`, as if fault ids were not taken;

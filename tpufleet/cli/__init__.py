@@ -73,7 +73,7 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
     if name == "Abort":
         report_error("aborted", 130, [], fmt)
         return 130
-    if name == "NoArgsIsHelpError":  # a group without its command (`tpufleet import`)
+    if name == "NoArgsIsHelpError" or _group_without_command(exc):  # `tpufleet import`, `tpufleet import -o json`
         ctx = getattr(exc, "ctx", None)
         if fmt == "json" or ctx is None:  # a script reads the error object, as for every other bad input
             report_error(_missing_command(ctx), EXIT_BAD_INPUT, [], fmt)
@@ -85,6 +85,20 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
         report_error(_one_hint(" ".join(_click_message(exc).split())), code, [], fmt)
         return code
     return None
+
+
+def _group_without_command(exc: Exception) -> bool:
+    """A group given options but no command (`tpufleet import -o json`, `tpufleet --state DIR`): Click's plain
+    usage error, told from the others by its group context that invoked no command."""
+    ctx = getattr(exc, "ctx", None)
+    return (
+        type(exc).__name__ == "UsageError"
+        and ctx is not None
+        and bool(getattr(ctx.command, "commands", None))
+        and ctx.invoked_subcommand is None
+        and not ctx.args
+        and not getattr(ctx, "_protected_args", None)
+    )
 
 
 def _click_message(exc: Any) -> str:
