@@ -230,3 +230,10 @@ def test_the_command_reference_gives_each_synopsis_one_row():
     table = text[text.index("| command | what it does |") : text.index("### Cross-connect planning")]
     synopses = [line[3:].split("` |")[0] for line in table.splitlines() if line.startswith("| `")]
     assert sorted(s for s in set(synopses) if synopses.count(s) > 1) == []
+
+
+def test_the_json_contract_of_init_names_every_field_it_emits(cli):
+    """`init --generation` emitted `generation`, which the README's contract for `init` left out."""
+    always, maybe = _contract_fields("init")
+    assert set(cli("init", "-o", "json").json) == always
+    assert set(cli("init", "--force", "--generation", "tpu-v5p", "-o", "json").json) == always | maybe
