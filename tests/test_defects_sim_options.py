@@ -33,6 +33,23 @@ def test_a_float_option_that_is_0_or_representable_is_still_read(cli, given):
     assert r.json["host_availability"] == float(given)
 
 
+@pytest.mark.parametrize("scale", ["1e-400", "host=1e-400", "ocs=2, link=0.1e-330"])
+def test_a_fault_scale_that_reads_as_0_only_by_underflow_is_refused(cli, scale):
+    """`simulate-fleet --fault-scale 1e-400` ran with no faults of the kind (read as 0), though a number too small
+    to be told from 0 is refused at every numeric option; exit 2 naming the option and the value."""
+    r = cli("simulate-fleet", "--days", "0.01", "--fault-scale", scale, state=False)
+    line = one_line(r, 2)
+    assert line.startswith(f"tpufleet: error: bad option --fault-scale '{scale}'") and "too small" in line
+    assert cli("simulate-fleet", "--days", "0.01", "--fault-scale", "0e-400", state=False).code == 0
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+def test_a_goodput_window_edge_that_reads_as_0_only_by_underflow_is_refused(cli, option):
+    """`goodput-report --since 1e-400` read the POSIX seconds as 0, the epoch: exit 2 naming the option and value."""
+    r = cli("goodput-report", "fixtures/goodput/fleet.jsonl", option, "1e-400", state=False)
+    assert one_line(r, 2).startswith(f"tpufleet: error: bad option {option} '1e-400'")
+
+
 def test_assume_healthy_with_a_what_if_topology_is_refused_naming_both_options(cli):
     """`collective --topology 4x4 --assume-healthy` was accepted silently: a what-if has no stored tables."""
     r = cli("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "--assume-healthy", state=False)

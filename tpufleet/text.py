@@ -202,6 +202,17 @@ def plain_float(text: str) -> float | None:
     return float(stripped) if PLAIN_NUMBER.fullmatch(stripped) else None
 
 
+def underflows(text: str) -> bool:
+    """Whether `text`, a number float() reads, names one other than 0 that a float reads as 0 (1e-400): a digit
+    other than 0 before the exponent. Refused wherever a number is typed, as `0` would be read instead.
+
+    >>> underflows("1e-400"), underflows("0e-400"), underflows("0"), underflows("2.5")
+    (True, False, False, False)
+    """
+    mantissa = text.strip().lower().partition("e")[0]
+    return float(text) == 0 and any(c in "123456789" for c in mantissa)
+
+
 def seconds_text(value: float) -> str:
     """A number of seconds as the operator wrote it: the shortest text that reads back as the same number (`:g`
     shows 1e-320, a number below float's normal range, as 9.99989e-321).

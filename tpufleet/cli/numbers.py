@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from tpufleet.cli.paramchecks import ParamCheck
+from tpufleet.text import underflows
 
 _NUMERIC = {"FloatParamType", "FloatRange", "IntParamType", "IntRange"}
 
@@ -33,7 +34,7 @@ class _StrictNumber:
             # and passed 1e-400 as 0.0 (a host availability of 1e-400 became 0)
             if not math.isfinite(float(value)):
                 self.fail(f"{shown(value)} is not a finite number", param, ctx)  # type: ignore[attr-defined]
-            if _underflows(value):
+            if underflows(value):  # NaN and infinities are refused before this
                 self.fail(f"{shown(value)} is too small to be told from 0 (give a larger number)", param, ctx)  # type: ignore[attr-defined]
         if isinstance(value, str):
             _refuse_outside(self, value, param, ctx)
@@ -61,13 +62,6 @@ def _refuse_outside(param_type: Any, text: str, param: Any, ctx: Any) -> None:
 
 def _bound(value: float | None) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _underflows(text: str) -> bool:
-    """Whether the text names a number other than 0 that a float reads as 0 (1e-400): a digit other than 0 before
-    the exponent (NaN and infinities are refused before this)."""
-    mantissa = text.strip().lower().partition("e")[0]
-    return float(text) == 0 and any(c in "123456789" for c in mantissa)
 
 
 def _reads_as(text: str, whole: bool) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from tpufleet.errors import NO_VALUE, BadInput, shown
-from tpufleet.text import plain_float
+from tpufleet.text import plain_float, underflows
 
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
 MAX_TIME = 7258118400.0  # 2200-01-01T00:00:00Z
@@ -51,6 +51,8 @@ def parse_time(value: object, file: str, line: int, name: str = "time") -> float
         if len(text) > 64:
             raise BadRecord(file, line, name, value, "not an ISO 8601 time or POSIX seconds")
         seconds = plain_float(text)  # ASCII digits only: float() reads other scripts' digits and digit groups
+        if seconds is not None and underflows(text):  # 1e-400 would be read as 0, the epoch
+            raise BadRecord(file, line, name, value, _TOO_CLOSE)
         if seconds is not None:
             return in_range(seconds, value, file, line, name)
         try:

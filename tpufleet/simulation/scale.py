@@ -21,7 +21,7 @@ from tpufleet.simulation.inputs import (
     Options,
     Workload,
 )
-from tpufleet.text import plain_float
+from tpufleet.text import plain_float, underflows
 
 MAX_EVENTS = 3_000_000  # expected events logged by one run (about 270 MB of JSONL, 1.5 GB in memory; 30 days of one pod: 120,000, of 16 pods: 1.9 M)
 # Expected waiting-job visits of the scheduler (`expected_queue_work`): about a microsecond each, so about a
@@ -111,6 +111,7 @@ def parse_factors(text: str) -> dict[str, float]:
         factor = plain_float(text)
         if factor is None:
             raise bad
+        _told_from_zero(text, text)
         return dict.fromkeys(RATE_OF_KIND, factor)
     out: dict[str, float] = {}
     for item in text.split(","):
@@ -120,10 +121,20 @@ def parse_factors(text: str) -> dict[str, float]:
         number = plain_float(value) if sep else None
         if number is None:
             raise bad
+        _told_from_zero(value, text)
         if kind.strip() in out:
             raise BadInput(f"bad option --fault-scale {shown(text)}: kind {shown(kind.strip())} is given twice")
         out[kind.strip()] = number
     return out
+
+
+def _told_from_zero(number: str, text: str) -> None:
+    """Refuse a factor too small to be told from 0 (`1e-400`), which would be read as 0: no faults of the kind."""
+    if underflows(number):
+        raise BadInput(
+            f"bad option --fault-scale {shown(text)}: {number.strip()} is too small to be told from 0 (give a larger "
+            "number)"
+        )
 
 
 # ---- the run's size -----------------------------------------------------------------------------------------
