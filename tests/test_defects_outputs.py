@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from helpers import snapshot
@@ -409,3 +411,30 @@ def test_a_failure_on_a_drained_target_names_the_drain_it_is_folded_into(fleet):
     assert fleet("inject-fault", "host:c06/2", "-o", "json").json["duplicate_of"] == "f1"
     assert fleet("inject-fault", "host:c07/2").code == 0
     assert fleet("inject-fault", "host:c07/2").out.strip() == "host:c07/2 already has open fault f2: nothing changed"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("report", "--out"),
+        ("goodput-report", str(Path("fixtures/goodput/fleet.jsonl").resolve()), "--out"),
+        ("metrics", "--out"),
+        ("export", "kueue-topology", "--out"),
+        ("simulate-fleet", "--days", "0.01", "--out"),
+        ("plan-xconnect", "s", "--out"),
+        ("simulate-availability", "--trials", "10", "--cubes", "1", "--plot"),
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_written_file_is_named_on_one_line_with_its_controls_escaped(fleet, tmp_path, monkeypatch, args):
+    """`report --out` (and the others) named the file it wrote raw: a newline in the name split the line, an
+    escape sequence reached the terminal; the name is written escaped, on the line that says so, as errors write it."""
+    monkeypatch.chdir(tmp_path)
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    name = "q\nr\x1b[31m" + (".svg" if args[0] == "simulate-availability" else "")
+    r = fleet(*args, name)
+    assert r.code == 0, r.err
+    assert (tmp_path / name).exists()
+    said = r.out + r.err
+    assert "\x1b" not in said and "q\\nr\\x1b[31m" in said
+    assert "q\nr" not in said

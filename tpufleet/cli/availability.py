@@ -7,7 +7,7 @@ import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import emit, flat_table, grid
-from tpufleet.text import probability_text
+from tpufleet.text import printable, probability_text
 
 if TYPE_CHECKING:
     from tpufleet.generations import Generation
@@ -140,7 +140,7 @@ def simulate_cmd(
     emit(
         result,
         output,
-        lambda: _table(result) + (f"\nplot written to {plot}" if plot else ""),
+        lambda: _table(result) + (f"\nplot written to {printable(str(plot))}" if plot else ""),
         {"csv": lambda: flat_table(result["results"], "csv"), "md": lambda: flat_table(result["results"], "md")},
     )
 

@@ -19,6 +19,7 @@ from tpufleet.cli.app import (
     examples,
 )
 from tpufleet.cli.render import data_text, emit
+from tpufleet.text import printable
 
 if TYPE_CHECKING:
     pass
@@ -50,7 +51,7 @@ def _deliver(
 
     write_output(out, (text() if fixed else _artefact(text, as_json, output)).encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
-    emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {out}")
+    emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {printable(str(out))}")
 
 
 def _artefact(text: Callable[[], str], as_json: Any, output: Output) -> str:
@@ -458,4 +459,4 @@ def _write_textfile(out: Path, text: bytes, serial: int, output: Output) -> None
     if not out.name.endswith(".prom"):
         typer.echo("tpufleet: note: the node exporter's textfile collector reads only *.prom files", err=True)
     summary = {"file": str(out), "families": text.count(b"# TYPE "), "serial": serial}
-    emit(summary, output, lambda: f"wrote {summary['families']} metric families to {out}")
+    emit(summary, output, lambda: f"wrote {summary['families']} metric families to {printable(str(out))}")

@@ -22,6 +22,7 @@ from tpufleet.cli.app import (
 from tpufleet.cli.render import Renderers
 from tpufleet.goodput.events import LOG_FORMATS
 from tpufleet.goodput.metrics import PERIODS
+from tpufleet.text import printable
 from tpufleet.timeparse import TIME_HELP
 
 HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MPG first)
@@ -277,7 +278,7 @@ def _emit(pieces: Iterator[str], out: Path | None) -> None:
             buffer.write(piece)
         buffer.write("\n")
         write_output(out, buffer.getvalue().encode())
-        typer.echo(f"report written to {out}", err=True)
+        typer.echo(f"report written to {printable(str(out))}", err=True)
         return
     batch: list[str] = []
     size = 0

@@ -154,4 +154,4 @@ def report_cmd(
         typer.echo(text, nl=False)
         return
     write_output(out, text.encode())
-    typer.echo(f"wrote {out}", err=True)
+    typer.echo(f"wrote {printable(str(out))}", err=True)

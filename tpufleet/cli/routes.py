@@ -11,6 +11,7 @@ from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit
 from tpufleet.constants import MAX_TABLE_CAPACITY
 from tpufleet.ops.routes import EXPORT_FORMATS
+from tpufleet.text import printable
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -186,7 +187,7 @@ def routes_cmd(
     data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt or "npz", state, verbose)
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None and refusal in STUDY_ONLY and out is not None:  # study tables written where asked
-        typer.echo(f"tpufleet: tables for {name!r} not stored ({refusal}): written to {out}", err=True)
+        typer.echo(f"tpufleet: tables for {name!r} not stored ({refusal}): written to {printable(str(out))}", err=True)
     elif refusal is not None:
         export = "; export them with --out" if refusal in STUDY_ONLY else ""
         raise Refused(f"tables for {name!r} not stored: {refusal}{export}")

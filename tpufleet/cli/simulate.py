@@ -10,6 +10,7 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, app, examples, shipped_yaml_option
 from tpufleet.cli.render import emit
 from tpufleet.constants import CUBES_PER_POD
+from tpufleet.text import printable
 
 if TYPE_CHECKING:
     from tpufleet.generations import Generation
@@ -35,7 +36,8 @@ def _text(s: dict, out: Path | None) -> str:
         f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions; "
         f"{s['drain_moves']} job(s) moved by planned drains (no disruption)",
         *_multislice_lines(s.get("multislice"), f),
-        f"  {s['events']} events written to {out} (read them with `tpufleet goodput-report {out}`)"
+        f"  {s['events']} events written to {printable(str(out))} (read them with `tpufleet goodput-report "
+        f"{printable(str(out))}`)"
         if out is not None
         else f"  {s['events']} events, not written (--out FILE keeps them for goodput-report)",
     ]

@@ -9,6 +9,7 @@ from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, link_steps
 from tpufleet.constants import DIMS
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
+from tpufleet.text import printable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -86,6 +87,9 @@ def plan_cmd(
         planfile.write(out, planned.data)
     linked = ctx.obj.store().linked_tables(planned.data.get("routes_stale", ()))
     tail = (f"\nsaved to {out}" if out else "") + ("\napplied." + _routes_steps(planned.data, linked) if apply else "")
+    tail = (f"\nsaved to {printable(str(out))}" if out else "") + (
+        "\napplied." + _routes_steps(planned.data) if apply else ""
+    )
     emit(planned.data, output, lambda: _render_planned(name, planned, verbose) + tail)
     if detailed_exitcode and planned.has_changes:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
