@@ -501,3 +501,19 @@ def test_a_fault_evicting_every_slice_of_a_job_does_not_speak_of_other_slices_he
         "tpufleet reschedule j-1",
         "tpufleet routes j-1",
     ]
+    assert job["next"] == ["tpufleet reschedule j-0", "tpufleet reschedule j-1"]
+
+
+def test_diff_names_the_job_of_each_slice_it_names_as_a_journal_line_does(fleet):
+    """`diff` gives the net change "in the delta form", whose `slices` names each slice's job (`jobs`); it left
+    `jobs` out, so a range that added or released a job's slices did not say whose they were."""
+    assert fleet("allocate", "solo", "--shape", "2x2x1").code == 0
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    d = fleet("diff", "1", "-o", "json").json
+    assert d["slices"]["added"] == ["j-0", "j-1", "solo"]
+    assert d["slices"]["jobs"] == {"j-0": "j", "j-1": "j"}
+    serial = fleet("status", "-o", "json").json["serial"]
+    assert fleet("release", "j").code == 0
+    d = fleet("diff", str(serial), "-o", "json").json
+    assert d["slices"]["removed"] == ["j-0", "j-1"] and d["slices"]["jobs"] == {"j-0": "j", "j-1": "j"}
+    assert "jobs" not in fleet("diff", "1", "2", "-o", "json").json["slices"]  # the slice of no job

@@ -246,8 +246,10 @@ class _Net:
         self.cleared: list[str] = []
         self.ocs: dict[str, dict[tuple[int, ...], int]] = {}
         self.was: dict[str, dict[str, Any]] = {}  # a removed slice's fields as at the start of the range
+        self.jobs: dict[str, str] = {}  # {slice: its job}, as the latest line naming the slice gave it
 
     def slices(self, s: Doc) -> None:
+        self.jobs.update(s.get("jobs", {}))  # lines before 0.3 name no jobs
         for name in s["removed"]:
             if name in self.added:  # made and gone inside the range: no change at all, its changes neither
                 self.added.discard(name)
@@ -279,16 +281,20 @@ class _Net:
 
     def result(self) -> Doc:
         changed = {n: {f: v for f, v in fs.items() if v[0] != v[1]} for n, fs in self.changed.items()}
-        return {
-            "slices": {
-                "added": sorted(self.added, key=natural_key),  # as slices are counted: s9 before s10
-                "removed": sorted(self.removed, key=natural_key),
-                "changed": {
-                    n: fs
-                    for n, fs in sorted(changed.items(), key=lambda kv: natural_key(kv[0]))
-                    if fs and n not in self.added and n not in self.removed
-                },
+        slices: Doc = {
+            "added": sorted(self.added, key=natural_key),  # as slices are counted: s9 before s10
+            "removed": sorted(self.removed, key=natural_key),
+            "changed": {
+                n: fs
+                for n, fs in sorted(changed.items(), key=lambda kv: natural_key(kv[0]))
+                if fs and n not in self.added and n not in self.removed
             },
+        }
+        jobs = {n: self.jobs[n] for n in sorted(_slice_names(slices), key=natural_key) if n in self.jobs}
+        if jobs:  # as in a line's delta: the slices named that are one slice of a job
+            slices["jobs"] = jobs
+        return {
+            "slices": slices,
             "faults": {"opened": self.opened, "cleared": self.cleared},
             "ocs": {
                 key: {
