@@ -237,3 +237,16 @@ def test_the_json_contract_of_init_names_every_field_it_emits(cli):
     always, maybe = _contract_fields("init")
     assert set(cli("init", "-o", "json").json) == always
     assert set(cli("init", "--force", "--generation", "tpu-v5p", "-o", "json").json) == always | maybe
+
+
+def test_the_json_contract_of_show_journal_names_every_field_of_a_slices_delta(cli):
+    """A journal line's `delta.slices` carried `was` and `now` (the records of the slices removed and added, from
+    which `diff` tells a slice made again), which the README's contract for `show journal` did not name."""
+    text = (ROOT / "README.md").read_text()
+    entry = text[text.index("\n- `show journal`: `") : text.index("\n- `history`: `")]
+    assert cli("init").code == 0
+    assert cli("allocate", "s", "--shape", "2x2x1").code == 0
+    assert cli("release", "s").code == 0
+    keys = {k for line in cli("show", "journal", "-o", "json").json for k in line["delta"]["slices"]}
+    assert {"was", "now"} <= keys
+    assert [k for k in sorted(keys) if f'"{k}"' not in entry] == []
