@@ -31,7 +31,7 @@ from tpufleet.ids import natural_key
 from tpufleet.jobs import job_tag
 from tpufleet.model import known_pod, pod_ocs
 from tpufleet.text import around
-from tpufleet.views import cube_users
+from tpufleet.views import cube_users, reserved_cubes
 
 FREE, OUT, DRAINED, SHARED, RESERVED = ".", "X", "D", "+", "*"
 OCS_IDLE, OCS_IN_USE = ".", "o"
@@ -187,12 +187,7 @@ def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
         pod = known_pod(state.fleet, pod)  # (`show map --pod`)
     pods = [p for p in state.fleet.pods if pod is None or p.name == pod]
     health, users = state.health(), cube_users(state)
-    reserved = {
-        c: s.name
-        for s in state.slices.values()
-        if s.proposal is not None and not s.proposal.machines
-        for c in s.proposal.cubes
-    }
+    reserved = reserved_cubes(state)
     marks = slice_marks(state.slices)
     shown = {p.name for p in pods}
     maps = []

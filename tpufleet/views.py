@@ -31,10 +31,23 @@ def cube_users(state: FleetState) -> dict[str, list[str]]:
     return users
 
 
+def reserved_cubes(state: FleetState) -> dict[str, str]:
+    """cube -> the evicted slice whose move holds it (a whole-cube proposal: `allocate` does not take the cube)."""
+    return {
+        c: s.name
+        for s in state.slices.values()
+        if s.proposal is not None and not s.proposal.machines
+        for c in s.proposal.cubes
+    }
+
+
 def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
-    """One row a cube; a cube whose reservation sub-block is DEGRADED carries `degraded` (it still serves)."""
+    """One row a cube; a cube whose reservation sub-block is DEGRADED carries `degraded` (it still serves). A cube
+    reserved for an evicted slice's move is allocated, named by that slice, as `allocate` refuses it."""
     health = health or state.health()
     users = cube_users(state)
+    for cube, name in reserved_cubes(state).items():
+        users.setdefault(cube, []).append(name)
     degraded = degraded_cubes(state)
     for cube, part in k8s_degraded_cubes(state).items():
         degraded[cube] = {**degraded.get(cube, {}), **part}
