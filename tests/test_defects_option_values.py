@@ -95,3 +95,18 @@ def test_a_target_taken_as_the_reason_is_named(fleet, target):
         f"(--reason took '{target}' as its text: was the reason left out?)"
     )
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    "args, option, given",
+    [
+        (("plan-spares",), "--confidence", "1"),
+        (("capacity",), "--confidence", "0"),
+        (("suspects",), "--p-value", "1.00"),
+    ],
+)
+def test_a_probability_outside_0_to_1_is_refused_as_typed(fleet, args, option, given):
+    """`plan-spares --confidence 1` said `1.0 must be between 0 and 1 (exclusive)`: the number as converted, not as
+    typed, unlike every other range an option refuses (`'-1' is not between 0 and 86400`)."""
+    line = one_line(fleet(*args, option, given), 2)
+    assert line == f"tpufleet: error: bad option {option}: '{given}' is not between 0 and 1 (exclusive)"

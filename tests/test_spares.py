@@ -274,14 +274,14 @@ def test_a_quiet_fleet_has_no_suspects(fleet):
 @pytest.mark.parametrize(
     "args, named",
     [
-        (["plan-spares", "--confidence", "1.5"], "--confidence: 1.5"),
-        (["plan-spares", "--confidence", "0"], "--confidence: 0.0"),
+        (["plan-spares", "--confidence", "1.5"], "--confidence: '1.5'"),
+        (["plan-spares", "--confidence", "0"], "--confidence: '0'"),
         (["plan-spares", "--horizon", "soon"], "--horizon: 'soon'"),
         (["plan-spares", "--horizon", "99999999w"], "--horizon: '99999999w' is longer than this tool counts"),
         (["plan-spares", "--pod", "pod9"], "--pod: unknown pod 'pod9'"),
         (["suspects", "--window", "0d"], "--window: '0d'"),
         (["suspects", "--window", "2026-01-01"], "--window: '2026-01-01'"),
-        (["suspects", "--p-value", "2"], "--p-value: 2.0"),
+        (["suspects", "--p-value", "2"], "--p-value: '2'"),
     ],
 )
 def test_bad_options_exit_2_naming_option_and_value(fleet, args, named):

@@ -8,6 +8,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
+from tpufleet.cli.spares import open_unit_interval
 from tpufleet.text import probability_text
 
 
@@ -61,6 +62,7 @@ def capacity_cmd(
         float | None,
         typer.Option(
             "--confidence",
+            click_type=open_unit_interval(),
             help="Instead of --after: K = the cube failures not exceeded with this probability (plan-spares' model)",
         ),
     ] = None,
@@ -86,7 +88,7 @@ def capacity_cmd(
 
 def _expected(after: int | None, confidence: float | None, horizon: str | None, fault_rates: str | None) -> Any:
     """The expected case asked for (None: the worst case of --after); --after and --confidence exclude each other."""
-    from tpufleet.cli.spares import _rates_choice, _unit_interval
+    from tpufleet.cli.spares import _rates_choice
     from tpufleet.errors import BadInput
     from tpufleet.ops.capacity import Expected
     from tpufleet.spares import parse_days
@@ -101,9 +103,8 @@ def _expected(after: int | None, confidence: float | None, horizon: str | None, 
         return None
     if after is not None:
         raise BadInput("bad option --after: give --after K or --confidence P, not both")
-    level = _unit_interval(confidence, "--confidence")
     return Expected(
-        level,
+        confidence,
         parse_days("7d" if horizon is None else horizon, "--horizon"),
         _rates_choice(fault_rates),
         utc_now(),

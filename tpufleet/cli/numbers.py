@@ -51,10 +51,12 @@ def _refuse_outside(param_type: Any, text: str, param: Any, ctx: Any) -> None:
     if low is None and high is None:
         return
     number = (int if "Int" in type(param_type).__name__ else float)(text.strip())
-    if (low is None or number >= low) and (high is None or number <= high):
+    low_open, high_open = getattr(param_type, "min_open", False), getattr(param_type, "max_open", False)
+    above = low is None or (number > low if low_open else number >= low)
+    if above and (high is None or (number < high if high_open else number <= high)):
         return
     if low is not None and high is not None:
-        said = f"is not between {_bound(low)} and {_bound(high)}"
+        said = f"is not between {_bound(low)} and {_bound(high)}" + (" (exclusive)" if low_open or high_open else "")
     else:
         said = f"is below {_bound(low)}" if low is not None else f"is above {_bound(high)}"
     param_type.fail(f"{shown(text)} {said}", param, ctx)

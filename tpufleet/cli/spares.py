@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import click
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
@@ -12,12 +13,10 @@ from tpufleet.cli.render import emit, grid
 from tpufleet.text import days_text, probability_text
 
 
-def _unit_interval(value: float, option: str) -> float:
-    from tpufleet.errors import BadInput
-
-    if not 0.0 < value < 1.0:
-        raise BadInput(f"bad option {option}: {value!r} must be between 0 and 1 (exclusive)")
-    return value
+def open_unit_interval() -> click.FloatRange:
+    """A probability strictly between 0 and 1 (--confidence, --p-value): refused as typed, `'1' is not between 0
+    and 1 (exclusive)`, by the checks every numeric option gets (`tpufleet.cli.numbers`)."""
+    return click.FloatRange(0, 1, min_open=True, max_open=True)
 
 
 def _rates_choice(fault_rates: str | None) -> Any:
@@ -93,7 +92,10 @@ def _joint_line(job: dict[str, Any], confidence: float) -> str:
 )
 def plan_spares_cmd(
     ctx: typer.Context,
-    confidence: Annotated[float, typer.Option("--confidence", help="Probability the slices keep a placement")] = 0.95,
+    confidence: Annotated[
+        float,
+        typer.Option("--confidence", click_type=open_unit_interval(), help="Probability the slices keep a placement"),
+    ] = 0.95,
     horizon: Annotated[str, typer.Option("--horizon", metavar="AGE", help="How long: 7d, 12h, 2w")] = "7d",
     fault_rates: Annotated[
         str | None,
@@ -116,11 +118,10 @@ def plan_spares_cmd(
     from tpufleet.spares import parse_days
     from tpufleet.state.store import utc_now
 
-    level = _unit_interval(confidence, "--confidence")
     days = parse_days(horizon, "--horizon")
     choice = _rates_choice(fault_rates)
     state = ctx.obj.store().load()
-    result = ops.plan(state, choice, level, days, _names(slices), pod, utc_now()).data
+    result = ops.plan(state, choice, confidence, days, _names(slices), pod, utc_now()).data
     emit(result, output, lambda: _spares_table(result))
 
 
@@ -149,7 +150,10 @@ def suspects_cmd(
     window: Annotated[
         str, typer.Option("--window", metavar="AGE", help="Faults opened this recently: 30d, 2w")
     ] = "30d",
-    p_value: Annotated[float, typer.Option("--p-value", help="Flag a unit below this one-sided p-value")] = 0.01,
+    p_value: Annotated[
+        float,
+        typer.Option("--p-value", click_type=open_unit_interval(), help="Flag a unit below this one-sided p-value"),
+    ] = 0.01,
     output: OutputOpt = Output.table,
 ) -> None:
     """Hosts and cubes whose unplanned faults in the window (open, cleared, and those moved to the journal) are far
@@ -159,14 +163,13 @@ def suspects_cmd(
     from tpufleet.spares import parse_days
     from tpufleet.timeparse import parse_stamp
 
-    level = _unit_interval(p_value, "--p-value")
     days = parse_days(window, "--window")
     store = ctx.obj.store()
     from tpufleet.state.store import utc_now
 
     now = parse_stamp(utc_now())
     assert now is not None  # utc_now writes the tool's own stamp
-    outcome, damaged = ops.suspects_in(store, days, level, now)
+    outcome, damaged = ops.suspects_in(store, days, p_value, now)
     result = outcome.data
     from tpufleet.cli.history import warn_damaged
 
