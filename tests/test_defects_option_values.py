@@ -110,3 +110,11 @@ def test_a_probability_outside_0_to_1_is_refused_as_typed(fleet, args, option, g
     typed, unlike every other range an option refuses (`'-1' is not between 0 and 86400`)."""
     line = one_line(fleet(*args, option, given), 2)
     assert line == f"tpufleet: error: bad option {option}: '{given}' is not between 0 and 1 (exclusive)"
+
+
+@pytest.mark.parametrize("given", ["1001", "99999999999"])
+def test_capacity_after_beyond_its_bound_is_refused_as_typed_as_every_range_is(fleet, given):
+    """`capacity --after 99999999999` said `99999999999 is outside 0-1000`, unlike every other option's range
+    (`'-1' is below 0`, `'0' is not between 1 and 10000`)."""
+    line = one_line(fleet("capacity", "--after", given), 2)
+    assert line == f"tpufleet: error: bad option --after: '{given}' is not between 0 and 1000"

@@ -89,3 +89,4 @@ GiB: Final = 1024 * MiB
 # why a rescheduled slice's tables are stale: made on the cubes it left, they route it nowhere now (whatever made
 # them stale before; `explain` gives its `routes` before any clear)
 MOVED_TABLES_REASON: Final = "rescheduled: made before the move"
+MAX_AFTER: Final = 1000  # `capacity --after`: cube failures to plan for, more than any pod has cubes

@@ -9,6 +9,7 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 from tpufleet.cli.spares import open_unit_interval
+from tpufleet.constants import MAX_AFTER
 from tpufleet.text import probability_text
 
 
@@ -56,7 +57,8 @@ def _table(result: dict[str, Any]) -> str:
 def capacity_cmd(
     ctx: typer.Context,
     after: Annotated[
-        int | None, typer.Option("--after", min=0, help="Cube failures to survive (the worst K for each shape)")
+        int | None,
+        typer.Option("--after", min=0, max=MAX_AFTER, help="Cube failures to survive (the worst K for each shape)"),
     ] = None,
     confidence: Annotated[
         float | None,

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet import capacity, spares
+from tpufleet.constants import MAX_AFTER
 from tpufleet.errors import BadInput
 from tpufleet.fleetstate import FleetState
 from tpufleet.model import Pod, known_pod
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.spares import RatesChoice, cube_odds
-
-MAX_AFTER = 1000  # cube failures to plan for: more than any pod has cubes
 
 
 @dataclass(frozen=True)
