@@ -118,3 +118,25 @@ def test_capacity_after_beyond_its_bound_is_refused_as_typed_as_every_range_is(f
     (`'-1' is below 0`, `'0' is not between 1 and 10000`)."""
     line = one_line(fleet("capacity", "--after", given), 2)
     assert line == f"tpufleet: error: bad option --after: '{given}' is not between 0 and 1000"
+
+
+SPEC = "fixtures/sweeps/spare-cubes.yaml"
+
+
+@pytest.mark.parametrize(
+    "args, options",
+    [
+        (("simulate-availability", "--cubes", "1", "--chips", "64"), "--cubes and --chips"),
+        (("simulate-availability", "--fault-rates", "shipped", "--host-availability", "0.9"), "--fault-rates and"),
+        (("sweep", SPEC, "--out", "{tmp}/out", "--serial", "--workers", "2"), "--serial and --cluster/--workers"),
+        (("sweep", SPEC, "--out", "{tmp}/out", "--workers", "2", "--cluster", "tcp://h:1"), "--workers and --cluster"),
+        (("goodput-report", "log.jsonl", "--workers", "2", "--cluster", "tcp://h:1"), "--workers and --cluster"),
+    ],
+)
+def test_two_options_that_exclude_each_other_are_refused_as_bad_options(cli, tmp_path, args, options):
+    """`simulate-availability --cubes 1 --chips 64` said `give --cubes or --chips, not both` (and `sweep`,
+    `goodput-report` of --serial, --workers and --cluster alike), unlike every other refusal of an option's value,
+    `bad option(s) NAME: ...`; nothing is run."""
+    line = one_line(cli(*(a.format(tmp=tmp_path) for a in args), state=False), 2)
+    assert line.startswith(f"tpufleet: error: bad options {options}")
+    assert not (tmp_path / "out").exists()

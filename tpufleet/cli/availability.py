@@ -117,7 +117,7 @@ def simulate_cmd(
     from tpufleet.ops import availability as ops
 
     if cubes is not None and chips is not None:
-        raise BadInput("give --cubes or --chips, not both")
+        raise BadInput("bad options --cubes and --chips: give one of them, not both")
     gen = _generation(generation)
     p, q, source = _availabilities(host_availability, ocs_availability, fault_rates, gen)
     pod_cubes = None if gen is None else gen.pod_cubes
@@ -192,7 +192,9 @@ def _availabilities(
     if fault_rates is None:
         return (0.99 if p is None else p), (0.999 if q is None else q), "given"
     if p is not None or q is not None:
-        raise BadInput("give --fault-rates or --host-availability/--ocs-availability, not both")
+        raise BadInput(
+            "bad options --fault-rates and --host-availability/--ocs-availability: give one of them, not both"
+        )
     from tpufleet.ops.availability import availabilities_from_rates
     from tpufleet.state.siminputs import load_rates
 

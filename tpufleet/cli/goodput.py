@@ -180,7 +180,10 @@ def _dask(cluster: str | None, workers: int | None) -> tuple[str | None, int | N
     from tpufleet.sweep import backends
 
     if cluster is not None and workers:
-        raise BadInput("--workers sizes the local cluster; a --cluster is sized by its own workers")
+        raise BadInput(
+            "bad options --workers and --cluster: --workers sizes the local cluster; a --cluster is sized by its own "
+            "workers"
+        )
     return (None if cluster is None else backends.scheduler_address(cluster)), workers
 
 

@@ -56,9 +56,12 @@ def _executor(serial: bool, address: str | None, workers: int | None, timeout: f
     from tpufleet.sweep import backends
 
     if serial and (address is not None or workers):
-        raise BadInput("give --serial, or --cluster / --workers, not both")
+        raise BadInput("bad options --serial and --cluster/--workers: give one of them, not both")
     if address is not None and workers:
-        raise BadInput("--workers sizes the local cluster; a --cluster is sized by its own workers")
+        raise BadInput(
+            "bad options --workers and --cluster: --workers sizes the local cluster; a --cluster is sized by its own "
+            "workers"
+        )
     if serial:
         return backends.Serial(run_task)
     if address is None and not backends.dask_available():
