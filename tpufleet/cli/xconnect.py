@@ -86,9 +86,8 @@ def plan_cmd(
     if out is not None:
         planfile.write(out, planned.data)
     linked = ctx.obj.store().linked_tables(planned.data.get("routes_stale", ()))
-    tail = (f"\nsaved to {out}" if out else "") + ("\napplied." + _routes_steps(planned.data, linked) if apply else "")
     tail = (f"\nsaved to {printable(str(out))}" if out else "") + (
-        "\napplied." + _routes_steps(planned.data) if apply else ""
+        "\napplied." + _routes_steps(planned.data, linked) if apply else ""
     )
     emit(planned.data, output, lambda: _render_planned(name, planned, verbose) + tail)
     if detailed_exitcode and planned.has_changes:
