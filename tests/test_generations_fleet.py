@@ -349,6 +349,11 @@ def test_simulate_fleet_places_jobs_on_144_cube_tpu7x_pods(cli, tmp_path):
     jobs = [x for x in records if x["type"] == "job"]
     assert jobs and {j["accelerator"] for j in jobs} == {"tpu7x"}
     assert r.json["jobs_submitted"] == len(jobs)
+    assert r.json["generation"] == "tpu7x"  # the summary says which pods it simulated, as the events do
+    text = cli("simulate-fleet", "--days", "2", "--pods", "2", "--generation", "tpu7x", state=False).out
+    assert "2 tpu7x pod(s)" in text.splitlines()[0]
+    default = cli("simulate-fleet", "--days", "1", "-o", "json", state=False).json
+    assert default["generation"] == "tpu-v4"
     refused = cli("simulate-fleet", "--days", "1", "--generation", "tpu7x", "--mode", "static", state=False)
     assert refused.code == 2 and "static" in refused.err
 

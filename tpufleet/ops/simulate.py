@@ -121,6 +121,7 @@ def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
     return {
         "days": options.days,
         "pods": options.pods,
+        "generation": simulator.log.accelerator,  # the pods' (`--generation`), as the events name it
         "mode": options.mode,
         "seed": options.seed,
         "load_per_pod": options.load_per_pod,
