@@ -385,3 +385,25 @@ def test_a_wiring_with_nothing_to_change_still_names_its_slices_stale_tables(fle
     assert snapshot(fleet.state) == before  # nothing committed
     assert fleet("routes", "a").code == 0
     assert fleet("plan-xconnect", "a", "--apply", "-o", "json").json["routes_stale"] == []
+
+
+def test_a_wiring_names_the_wired_slices_with_no_tables_and_gives_their_routes_step(fleet, tmp_path):
+    """After `allocate`'s `next: plan-xconnect --apply`, the wiring said only `applied.`, though the slice runs on no
+    tables until `routes` stores some (`explain` gives that step): it lists them (`routes_none`) and the table gives
+    each its `routes` step; a sub-cube slice (no optical links) needs none, and routed tables end it."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("allocate", "small", "--shape", "2x2x4").code == 0
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    r = fleet("plan-xconnect", "a", "--apply", "-o", "json")
+    assert (r.json["routes_stale"], r.json["routes_none"]) == ([], ["a"])
+    assert "next: tpufleet routes a  (no tables stored for it)" in fleet("plan-xconnect", "a", "--apply").out
+    assert fleet("plan-xconnect", "small", "--apply", "-o", "json").json["routes_none"] == []
+    plan = tmp_path / "j.plan"
+    assert fleet("plan-xconnect", "j", "--out", plan).code == 0
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 0 and [line.strip() for line in r.out.splitlines() if "next:" in line] == [
+        "next: tpufleet routes j-0  (no tables stored for it)",
+        "next: tpufleet routes j-1  (no tables stored for it)",
+    ]
+    assert fleet("routes", "a").code == 0
+    assert fleet("plan-xconnect", "a", "--apply", "-o", "json").json["routes_none"] == []

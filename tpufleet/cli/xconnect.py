@@ -85,7 +85,9 @@ def plan_cmd(
     assert isinstance(planned, ops.Planned)
     if out is not None:
         planfile.write(out, planned.data)
-    linked = ctx.obj.store().linked_tables(planned.data.get("routes_stale", ()))
+    linked = ctx.obj.store().linked_tables(
+        [*planned.data.get("routes_stale", ()), *planned.data.get("routes_none", ())]
+    )
     tail = (f"\nsaved to {printable(str(out))}" if out else "") + (
         "\napplied." + _routes_steps(planned.data, linked) if apply else ""
     )
@@ -96,14 +98,16 @@ def plan_cmd(
 
 def _routes_steps(d: dict, linked: "Mapping[str, str]") -> str:
     """The `routes` each wired slice with stale stored tables needs: the wiring's (its cross-connects changed), or,
-    with nothing to add or remove, the slice's own made stale before (e.g. by a repair); a symbolic link standing
-    where its tables belong (`linked`) removed first."""
+    with nothing to add or remove, the slice's own made stale before (e.g. by a repair); and each wired slice with
+    none stored; a symbolic link standing where its tables belong (`linked`) removed first."""
     s = d["summary"]
-    why = "predate this wiring" if s["add"] or s["remove"] else "are stale"
+    why = "its stored tables " + ("predate this wiring" if s["add"] or s["remove"] else "are stale")
+    steps = [(n, why) for n in d.get("routes_stale", ())] + [
+        (n, "no tables stored for it") for n in d.get("routes_none", ())
+    ]
     return "".join(
-        "".join(f"\n{line}" for line in link_steps("  ", n, linked))
-        + f"\n  next: tpufleet routes {n}  (its stored tables {why})"
-        for n in d.get("routes_stale", ())
+        "".join(f"\n{line}" for line in link_steps("  ", n, linked)) + f"\n  next: tpufleet routes {n}  ({reason})"
+        for n, reason in steps
     )
 
 
@@ -154,7 +158,7 @@ def apply_cmd(
     done = f"applied plan for {what}: {s['add']} added, {s['remove']} removed, {s['keep']} kept"
     if d.get("already_applied"):
         done = already_applied_line(what, d["plan_cross_connects"], s["keep"])
-    linked = store.linked_tables(d["routes_stale"])
+    linked = store.linked_tables([*d["routes_stale"], *d["routes_none"]])
     emit(d, output, lambda: f"{done} (serial {d['serial']})" + _routes_steps(d, linked))
 
 

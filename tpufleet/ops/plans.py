@@ -41,8 +41,16 @@ def plan(state: FleetState, name: str, now: str, apply: bool) -> Planned:
             doc, made = xconnect.make_plan(state, name, now)
             change, has_changes = None, made.has_changes
         plans = [doc]
+    if apply:
+        doc["routes_none"] = unrouted(state, [p["slice"] for p in plans])
     cubes = {p["slice"]: _port_cubes(state, p) for p in plans}
     return Planned(doc, change, name in state.jobs, has_changes, cubes)
+
+
+def unrouted(state: FleetState, names: list[str]) -> list[str]:
+    """Those of the slices `names` wired with no routing tables stored (`routes` is their next step; a sub-cube
+    slice needs none: no optical links)."""
+    return [n for n in names if state.slices[n].state.wired and n not in state.routes and not state.slices[n].machines]
 
 
 def _port_cubes(state: FleetState, pdoc: dict[str, Any]) -> list[str]:
@@ -59,5 +67,9 @@ def apply(
     for part in saved.plans if isinstance(saved, SavedJobPlan) else [saved]:
         check_fleet(part, state.fleet)
     if isinstance(saved, SavedJobPlan):
-        return jobs.apply_saved_job(state, saved, now, journal)
-    return xconnect.apply_saved(state, saved, now, journal)
+        done = jobs.apply_saved_job(state, saved, now, journal)
+        names = [p.slice for p in saved.plans]
+    else:
+        done, names = xconnect.apply_saved(state, saved, now, journal), [saved.slice]
+    done.data["routes_none"] = unrouted(state, names)
+    return done
