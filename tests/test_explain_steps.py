@@ -482,3 +482,25 @@ def test_an_allocated_slices_steps_end_with_its_tables_a_sub_cube_ones_without(f
     _healthy(fleet, "a")
     assert _run_next(fleet, "small") == ["tpufleet plan-xconnect small --apply"]
     assert _ok(fleet, "explain", "small", "-o", "json").json["next"] == []
+
+
+def test_an_allocated_jobs_deferred_cross_connects_are_wired_after_the_clear(fleet):
+    """`explain JOB` of a job not wired yet, its cross-connects on a down OCS deferred, ended at `routes` of each
+    slice, and the next `explain` asked for their wiring again: the clear, then each slice's wiring and `routes`
+    follow now, as `explain SLICE` gives them."""
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/0")  # f1
+    assert _run_next(fleet, "j") == [
+        "tpufleet plan-xconnect j --apply",
+        "tpufleet routes j-0",
+        "tpufleet routes j-1",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect j-0 --apply",
+        "tpufleet routes j-0",
+        "tpufleet plan-xconnect j-1 --apply",
+        "tpufleet routes j-1",
+    ]
+    row = _ok(fleet, "explain", "j", "-o", "json").json
+    assert (row["state"], row["next"]) == ("running", [])
+    for name in ("j-0", "j-1"):
+        _healthy(fleet, name)

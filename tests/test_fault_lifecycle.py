@@ -75,9 +75,14 @@ def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet
         "(ocs:pod0/x/1 is down (faults f1))" in r.json["why"]
     )
     assert fleet("policy", "j", "--fault-tolerant-routing").code == 0
-    assert fleet("explain", "j", "-o", "json").json["next"] == [
+    assert fleet("explain", "j", "-o", "json").json["next"] == [  # its cross-connects on x/1 deferred until the clear
         "tpufleet plan-xconnect j --apply",
         "tpufleet routes j-0",
+        "tpufleet routes j-1",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect j-0 --apply",
+        "tpufleet routes j-0",
+        "tpufleet plan-xconnect j-1 --apply",
         "tpufleet routes j-1",
     ]
     assert fleet("plan-xconnect", "j", "--apply").code == 0

@@ -98,8 +98,34 @@ def _once_each(lists: list[list[str]]) -> list[str]:
 
 def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
     """A job's next steps (`explain JOB`, `inject-fault`'s `jobs[].next`): its wiring step one that works
-    (`_job_wiring`), then the tables of every slice they wire or move (`then_routes`)."""
-    return then_routes(state, _job_wiring(state, name, steps, now, why))
+    (`_job_wiring`), then the tables of every slice they wire or move (`then_routes`), and the repair of the
+    cross-connects its wiring defers (`_deferred_rewiring`)."""
+    return then_routes(state, _deferred_rewiring(state, name, _job_wiring(state, name, steps, now, why), now, why))
+
+
+def _deferred_rewiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None) -> list[str]:
+    """`steps` with, for each slice they wire (`plan-xconnect JOB|S --apply`) whose cross-connects on a down OCS
+    would be deferred, what `explain SLICE` gives it: its `routes` around the OCS right after its wiring, then the
+    clears, then its own wiring again (`then_routes` adds its `routes` again)."""
+    out, later, routed = list(steps), [], []
+    for sl in state.job_slices(name):
+        if sl.state is not SliceState.ALLOCATED or sl.machines:
+            continue
+        wires = [f"tpufleet plan-xconnect {s} --apply" for s in (sl.name, name)]
+        wire = next((w for w in wires if w in out), None)
+        reasons, own = _pending(state, sl, now)
+        if wire is None or len(own) < 4 or own[0] != own[-1]:  # wired as planned, or not wired by these steps
+            continue
+        at = out.index(wire) + 1
+        while at < len(out) and out[at] in routed:  # after the other slices' routes this wiring is followed by
+            at += 1
+        out.insert(at, own[1])  # its `routes` around the OCS
+        routed.append(own[1])
+        later += own[2:]
+        if why is not None:
+            why.append(f"slice {sl.name}: {reasons[-1]}")
+    clears = [s for s in later if s.startswith("tpufleet clear-fault ")]
+    return [*out, *dict.fromkeys(clears), *(s for s in later if s not in clears)]
 
 
 def then_routes(state: FleetState, steps: list[str], linked_tables: Mapping[str, str] | None = None) -> list[str]:
