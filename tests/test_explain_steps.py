@@ -504,3 +504,29 @@ def test_an_allocated_jobs_deferred_cross_connects_are_wired_after_the_clear(fle
     assert (row["state"], row["next"]) == ("running", [])
     for name in ("j-0", "j-1"):
         _healthy(fleet, name)
+
+
+def test_a_jobs_steps_remove_a_symbolic_link_before_its_slices_routes(fleet, cli, tmp_path):
+    """`explain JOB` and `inject-fault`'s `jobs[].next` gave an evicted slice's `routes` after its move without the
+    `rm` of a symbolic link standing where its tables belong, which `routes` refuses (exit 2); they give it first,
+    as `explain SLICE` does."""
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    _ok(fleet, "plan-xconnect", "j", "--apply")
+    _ok(fleet, "routes", "j")
+    tables = cli.state / "routes" / "j-0.npz"
+    tables.rename(tmp_path / "elsewhere.npz")
+    tables.symlink_to(tmp_path / "elsewhere.npz")
+    cube = _ok(fleet, "show", "slices", "-o", "json").json[0]["cubes"][0]
+    expected = ["tpufleet reschedule j-0", f"rm -- {tables}", "tpufleet routes j-0"]
+    assert _ok(fleet, "inject-fault", f"cube:{cube}", "-o", "json").json["jobs"][0]["next"] == expected
+    row = _ok(fleet, "explain", "j", "-o", "json").json
+    assert row["next"] == expected
+    assert (
+        f"slice j-0: a symbolic link stands where its routing tables belong: {tables} (never followed: remove it)"
+        in row["why"]
+    )
+    _ok(fleet, "reschedule", "j-0")
+    tables.unlink()
+    _ok(fleet, "routes", "j-0")
+    assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"
+    _healthy(fleet, "j-0")

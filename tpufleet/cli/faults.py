@@ -145,12 +145,13 @@ def inject_cmd(
     from tpufleet.routing import memo
 
     cache = store.table_cache()  # read by a dry run too; written only once the faults are recorded
+    links = store.linked_tables(snapshot.slices)  # the jobs' steps remove them before their slices' `routes`
     label = "recording and analysing" if not dry_run else "analysing"
     with routing_progress(label, verbose), memo.using(cache):
         if dry_run:  # works out the same on the state as loaded, without taking the lock
-            outcome = fault_ops.inject(snapshot, requests, now, dry_run=True)
+            outcome = fault_ops.inject(snapshot, requests, now, dry_run=True, linked_tables=links)
         else:
-            outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now))
+            outcome = ctx.obj.mutate(lambda state: fault_ops.inject(state, requests, now, linked_tables=links))
             cache.flush()
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
@@ -230,7 +231,7 @@ def clear_cmd(
 ) -> None:
     """Repair: close the fault; its components return to the pool. Routing tables of affected slices go stale."""
     from tpufleet.ops import faults as fault_ops
-    from tpufleet.ops.explain import rm_step
+    from tpufleet.ops.explain_routes import rm_step
     from tpufleet.state.store import utc_now
 
     now = utc_now()

@@ -116,7 +116,7 @@ def link_steps(indent: str, name: str, linked: Mapping[str, str]) -> list[str]:
     """The `next:` line that removes a symbolic link standing where the slice's routing tables belong, to go before
     its `tpufleet routes` (which refuses the link, never following it: `explain` gives the same step first); none
     without a link. `linked`: the store's `linked_tables`."""
-    from tpufleet.ops.explain import rm_step
+    from tpufleet.ops.explain_routes import rm_step
 
     link = linked.get(name)
     return [] if link is None else [f"{indent}next: {rm_step(link)}  (a symbolic link where its tables belong)"]

@@ -7,7 +7,6 @@ OCS): its open faults and the slices and stored routing tables that depend on it
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Collection, Mapping
 
 from tpufleet.errors import Refused
@@ -26,6 +25,7 @@ from tpufleet.ops.explain_faults import (
     reservation_whys,
     window_started,
 )
+from tpufleet.ops.explain_routes import link_why, rm_step, then_routes
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
@@ -64,13 +64,15 @@ def _explain_job(
     from tpufleet.jobs import explain_job
 
     row = explain_job(state, name, now)
-    steps = [job_wire_steps(state, name, row["next"], now, row["why"])]
+    steps = [job_wire_steps(state, name, row["next"], now, row["why"], linked_tables)]
     reasons: dict[int, list[str]] = {}  # under each wired slice's line (row["why"][1 + i]): why its steps are there
     for i, sl in enumerate(state.job_slices(name)):
         if sl.state.wired:
             own = explain_slice(state, sl, now, missing_tables, linked_tables)
             steps.append(own["next"])
             reasons[2 + i] = [f"slice {sl.name}: {line}" for line in own["why"][1:] if not line.startswith("wired")]
+        elif sl.name in linked_tables and rm_step(linked_tables[sl.name]) in steps[0]:  # moved or wired, then routed
+            reasons[2 + i] = [f"slice {sl.name}: {link_why(linked_tables[sl.name])}"]
     for at in sorted(reasons, reverse=True):  # from the last, so the earlier places stay where they are
         row["why"][at:at] = reasons[at]
     row["next"] = _once_each(steps)
@@ -96,11 +98,19 @@ def _once_each(lists: list[list[str]]) -> list[str]:
     return out
 
 
-def job_wire_steps(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
+def job_wire_steps(
+    state: FleetState,
+    name: str,
+    steps: list[str],
+    now: str,
+    why: list[str] | None = None,
+    linked_tables: Mapping[str, str] | None = None,
+) -> list[str]:
     """A job's next steps (`explain JOB`, `inject-fault`'s `jobs[].next`): its wiring step one that works
-    (`_job_wiring`), then the tables of every slice they wire or move (`then_routes`), and the repair of the
-    cross-connects its wiring defers (`_deferred_rewiring`)."""
-    return then_routes(state, _deferred_rewiring(state, name, _job_wiring(state, name, steps, now, why), now, why))
+    (`_job_wiring`), then the tables of every slice they wire or move (`then_routes`, a symbolic link standing
+    where they belong removed first), and the repair of the cross-connects its wiring defers (`_deferred_rewiring`)."""
+    wiring = _deferred_rewiring(state, name, _job_wiring(state, name, steps, now, why), now, why)
+    return then_routes(state, wiring, linked_tables)
 
 
 def _deferred_rewiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None) -> list[str]:
@@ -126,34 +136,6 @@ def _deferred_rewiring(state: FleetState, name: str, steps: list[str], now: str,
             why.append(f"slice {sl.name}: {reasons[-1]}")
     clears = [s for s in later if s.startswith("tpufleet clear-fault ")]
     return [*out, *dict.fromkeys(clears), *(s for s in later if s not in clears)]
-
-
-def then_routes(state: FleetState, steps: list[str], linked_tables: Mapping[str, str] | None = None) -> list[str]:
-    """`steps` with `tpufleet routes S` after the last step that wires or moves each slice S not wired now
-    (`plan-xconnect S|JOB --apply`, `reschedule S`), unless a `routes S` comes after it: a wired slice runs on
-    tables made for where it is, so the list ends with the slice running, not waiting for its tables. A sub-cube
-    slice needs none (no optical links) unless some are stored for it; a symbolic link standing where the tables
-    belong is removed first (`routes` refuses it)."""
-    last: dict[str, int] = {}  # slice -> index of the last step that wires or moves it
-    for i, argv in enumerate(map(shlex.split, steps)):
-        if len(argv) > 2 and argv[1] in ("plan-xconnect", "reschedule"):
-            named = state.job_slices(argv[2]) if argv[2] in state.jobs else [state.slices.get(argv[2])]
-            last.update((sl.name, i) for sl in named if sl is not None and not sl.state.wired)
-    out = list(steps)
-    for i in sorted(set(last.values()), reverse=True):  # from the last, so the earlier places stay where they are
-        out[i + 1 : i + 1] = [
-            step for name, at in last.items() if at == i for step in _routed(state, name, steps[i + 1 :], linked_tables)
-        ]
-    return out
-
-
-def _routed(state: FleetState, name: str, later: list[str], linked_tables: Mapping[str, str] | None) -> list[str]:
-    """`routes NAME` (a link in its place removed first), unless `later` routes it or it needs no tables."""
-    sl, routes = state.slices[name], f"tpufleet routes {shlex.quote(name)}"
-    if routes in later or (sl.machines and name not in state.routes):
-        return []
-    link = (linked_tables or {}).get(name)
-    return [*([rm_step(link)] if link is not None else []), routes]
 
 
 def _job_wiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
@@ -307,11 +289,6 @@ def _degraded(state: FleetState, sl: Slice, tables: str, link: str | None) -> tu
     return why, steps
 
 
-def rm_step(link: str) -> str:
-    """Removes the symbolic link standing where a slice's tables belong (`routes` refuses it; never followed)."""
-    return f"rm -- {shlex.quote(str(link))}"
-
-
 def _degraded_figures(sl: Slice) -> tuple[list[str], list[str]]:
     r = sl.reroute
     assert r is not None  # degraded slices carry their reroute
@@ -379,7 +356,7 @@ def explain_slice(
         next_steps.append(f"tpufleet routes {sl.name}")
     next_steps = then_routes(state, next_steps, linked_tables)  # wired or moved, it is routed next
     if link is not None and rm_step(link) in next_steps:  # `routes` refuses it: tpufleet never follows or removes it
-        why.append(f"a symbolic link stands where its routing tables belong: {link} (never followed: remove it)")
+        why.append(link_why(link))
     return {
         "kind": "slice",
         "name": sl.name,

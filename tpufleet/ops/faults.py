@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,9 +32,16 @@ class FaultRequest:
     reason: str = ""
 
 
-def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_run: bool = False) -> Outcome:
+def inject(
+    state: FleetState,
+    requests: Sequence[FaultRequest],
+    now: str,
+    dry_run: bool = False,
+    linked_tables: Mapping[str, str] | None = None,
+) -> Outcome:
     """Record the faults in order, each with its blast radius; the slices that must move are evicted and the
     tables of every slice a fault touches go stale. A dry run works out the same and commits nothing.
+    `linked_tables`: a symbolic link standing where a slice's tables belong, by slice (the jobs' steps remove it).
 
     The targets are checked against this state's fleet: the command checked them against the state it read
     before taking the lock, and another writer (`init --force`) may have changed the fleet since."""
@@ -51,7 +58,7 @@ def inject(state: FleetState, requests: Sequence[FaultRequest], now: str, dry_ru
             entry["routes_stale"] = stale
         hit = jobs_hit(state, entry, now)  # after this fault's evictions and reroutes: the job-level verdict
         for job in hit:
-            job["next"] = job_wire_steps(state, job["job"], job["next"], now)
+            job["next"] = job_wire_steps(state, job["job"], job["next"], now, linked_tables=linked_tables)
         if hit:
             entry["jobs"] = hit
         radii.append(entry)
