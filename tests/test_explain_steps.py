@@ -530,3 +530,35 @@ def test_a_jobs_steps_remove_a_symbolic_link_before_its_slices_routes(fleet, cli
     _ok(fleet, "routes", "j-0")
     assert _ok(fleet, "explain", "j", "-o", "json").json["state"] == "running"
     _healthy(fleet, "j-0")
+
+
+def test_a_symbolic_link_a_released_slice_left_is_removed_before_the_new_slices_routes(fleet, cli, tmp_path):
+    """`release` leaves a symbolic link standing where the slice's tables were (`linked_routes`); `explain` of a
+    slice allocated again under that name looked for links only where tables are indexed, so its steps gave
+    `routes`, which refuses the link (exit 2). They remove it first, before the first `routes` when its
+    cross-connects on a down OCS are deferred (routed around it, then again after the clear)."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "routes", "a")
+    tables = cli.state / "routes" / "a.npz"
+    tables.rename(tmp_path / "elsewhere.npz")
+    tables.symlink_to(tmp_path / "elsewhere.npz")
+    assert _ok(fleet, "release", "a", "-o", "json").json["linked_routes"] == {"a": str(tables)}
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/0")  # f1
+    r = _ok(fleet, "explain", "a", "-o", "json").json
+    assert r["next"] == [
+        "tpufleet plan-xconnect a --apply",
+        f"rm -- {tables}",
+        "tpufleet routes a",
+        "tpufleet clear-fault f1",
+        "tpufleet plan-xconnect a --apply",
+        "tpufleet routes a",
+    ]
+    assert f"a symbolic link stands where its routing tables belong: {tables} (never followed: remove it)" in r["why"]
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    tables.unlink()
+    for step in r["next"][2:]:
+        _ok(fleet, *shlex.split(step)[1:])
+    _healthy(fleet, "a")
+    assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == []

@@ -53,5 +53,5 @@ def explain_cmd(
 
     store = ctx.obj.store()
     state, missing = tables_as_stored(store, store.load())
-    r = explain(state, what, utc_now(), missing, store.linked_tables(missing)).data
+    r = explain(state, what, utc_now(), missing, store.linked_tables(state.slices)).data
     emit(r, output, lambda: _text(r))
