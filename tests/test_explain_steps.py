@@ -562,3 +562,29 @@ def test_a_symbolic_link_a_released_slice_left_is_removed_before_the_new_slices_
         _ok(fleet, *shlex.split(step)[1:])
     _healthy(fleet, "a")
     assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == []
+
+
+def test_a_move_whose_cross_connects_are_deferred_is_wired_again_after_the_clear(fleet):
+    """An evicted slice whose move lands with cross-connects on a down OCS deferred: `explain` ended at its
+    `reschedule` and `routes`, and the next `explain` asked for its wiring again. Its steps, in `explain SLICE`,
+    `explain JOB` and `inject-fault`'s `jobs[].next`, go on with the clear, its `plan-xconnect --apply` and `routes`."""
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "allocate", "j", "--shape", "4x4x4", "--slices", "2")
+    _ok(fleet, "plan-xconnect", "a", "--apply")
+    _ok(fleet, "plan-xconnect", "j", "--apply")
+    _ok(fleet, "routes", "a")
+    _ok(fleet, "routes", "j")
+    _ok(fleet, "inject-fault", "ocs:pod0/x/2")  # f1: every slice routed around it, its cross-connects in place
+    cubes = {s["name"]: s["cubes"][0] for s in _ok(fleet, "show", "slices", "-o", "json").json}
+    _ok(fleet, "inject-fault", f"cube:{cubes['a']}")
+    moved = ["tpufleet clear-fault f1", "tpufleet plan-xconnect {0} --apply", "tpufleet routes {0}"]
+    a_steps = ["tpufleet reschedule a", "tpufleet routes a", *(s.format("a") for s in moved)]
+    assert _ok(fleet, "explain", "a", "-o", "json").json["next"] == a_steps
+    hit = _ok(fleet, "inject-fault", f"cube:{cubes['j-0']}", "-o", "json").json
+    j_steps = ["tpufleet reschedule j-0", "tpufleet routes j-0", *(s.format("j-0") for s in moved)]
+    assert hit["jobs"][0]["next"] == j_steps
+    for name in ("a", "j"):
+        _run_next(fleet, name)
+        assert _ok(fleet, "explain", name, "-o", "json").json["next"] == []
+    for name in ("a", "j-0", "j-1"):
+        _healthy(fleet, name)

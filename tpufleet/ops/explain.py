@@ -14,6 +14,7 @@ from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import OcsId, parse_target
 from tpufleet.integrations.reservation import awaited
 from tpufleet.ops.explain_component import explain_target
+from tpufleet.ops.explain_deferred import deferred_rewiring, deferred_steps, deferred_why
 from tpufleet.ops.explain_faults import (
     Row,
     announced_on,
@@ -108,34 +109,9 @@ def job_wire_steps(
 ) -> list[str]:
     """A job's next steps (`explain JOB`, `inject-fault`'s `jobs[].next`): its wiring step one that works
     (`_job_wiring`), then the tables of every slice they wire or move (`then_routes`, a symbolic link standing
-    where they belong removed first), and the repair of the cross-connects its wiring defers (`_deferred_rewiring`)."""
-    wiring = _deferred_rewiring(state, name, _job_wiring(state, name, steps, now, why), now, why)
+    where they belong removed first), and the repair of the cross-connects its wiring defers (`deferred_rewiring`)."""
+    wiring = deferred_rewiring(state, name, _job_wiring(state, name, steps, now, why), now, why)
     return then_routes(state, wiring, linked_tables)
-
-
-def _deferred_rewiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None) -> list[str]:
-    """`steps` with, for each slice they wire (`plan-xconnect JOB|S --apply`) whose cross-connects on a down OCS
-    would be deferred, what `explain SLICE` gives it: its `routes` around the OCS right after its wiring, then the
-    clears, then its own wiring again (`then_routes` adds its `routes` again)."""
-    out, later, routed = list(steps), [], []
-    for sl in state.job_slices(name):
-        if sl.state is not SliceState.ALLOCATED or sl.machines:
-            continue
-        wires = [f"tpufleet plan-xconnect {s} --apply" for s in (sl.name, name)]
-        wire = next((w for w in wires if w in out), None)
-        reasons, own = _pending(state, sl, now)
-        if wire is None or len(own) < 4 or own[0] != own[-1]:  # wired as planned, or not wired by these steps
-            continue
-        at = out.index(wire) + 1
-        while at < len(out) and out[at] in routed:  # after the other slices' routes this wiring is followed by
-            at += 1
-        out.insert(at, own[1])  # its `routes` around the OCS
-        routed.append(own[1])
-        later += own[2:]
-        if why is not None:
-            why.append(f"slice {sl.name}: {reasons[-1]}")
-    clears = [s for s in later if s.startswith("tpufleet clear-fault ")]
-    return [*out, *dict.fromkeys(clears), *(s for s in later if s not in clears)]
 
 
 def _job_wiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None = None) -> list[str]:
@@ -188,16 +164,9 @@ def _pending(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
     except Refused as exc:
         return _unwirable(state, sl, exc)
     why = [f"it is allocated but not wired: {plan.summary['add']} cross-connects to add"]
-    wire = f"tpufleet plan-xconnect {sl.name} --apply"
-    if not plan.deferred:
-        return why, [wire]
-    why.append(
-        f"cross-connects on {', '.join(map(str, plan.deferred))} would be deferred (OCS down): it runs rerouted "
-        "around them, and once they are repaired and cleared `plan-xconnect --apply` programs them"
-    )
-    down = dict.fromkeys(clear_step_of(f) for f in faults_under(state, sl) if f.target in plan.deferred)
-    # wired and routed around the OCS now, then wired whole and routed again (`then_routes`) after the repair
-    return why, [wire, f"tpufleet routes {sl.name}", *down, wire]
+    # deferred: wired and routed around the OCS now, then wired whole and routed again after the repair
+    why += [deferred_why(plan.deferred)] if plan.deferred else []
+    return why, [f"tpufleet plan-xconnect {sl.name} --apply", *deferred_steps(state, sl.name, plan.deferred)]
 
 
 def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], list[str]]:
@@ -242,7 +211,8 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
         clears = dict.fromkeys(clear_step_of(f) for f in steps.clears if plan_window_ahead_of(state, f, now) is None)
         # one import closes every reservation drain; while a plan's drain holds, reschedule could not move it yet
         return why + held, [*clears] if held else [*clears, f"tpufleet reschedule {sl.name}"]
-    proposal = propose_move(state, sl).to_dict()
+    move = propose_move(state, sl)
+    proposal, deferred = move.to_dict(), list(move.plan.deferred) if move.plan is not None else []
     where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
     if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
         note = " (free now; nothing was reserved for it)"
@@ -258,7 +228,9 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
     why += [f"reschedule would move it to {where}{note}", *unjudged]
     if fault is not None and fault.is_open and a_plans_drain(fault.reason):
         return [*why, _wave_moves_why(fault.id, sl.name)], move_commands(sl.name)  # as the wave moves a slice
-    return why, [f"tpufleet reschedule {sl.name}"]
+    # deferred: moved and routed around the OCS now, then wired whole and routed again after the repair
+    why += [deferred_why(deferred)] if deferred else []
+    return why, [f"tpufleet reschedule {sl.name}", *deferred_steps(state, sl.name, deferred)]
 
 
 def _wave_moves_why(fault_id: str, name: str) -> str:
