@@ -226,11 +226,12 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
             else " (the reserved cubes are no longer usable)"
         )
     why += [f"reschedule would move it to {where}{note}", *unjudged]
-    if fault is not None and fault.is_open and a_plans_drain(fault.reason):
-        return [*why, _wave_moves_why(fault.id, sl.name)], move_commands(sl.name)  # as the wave moves a slice
     # deferred: moved and routed around the OCS now, then wired whole and routed again after the repair
+    later = deferred_steps(state, sl.name, deferred)
     why += [deferred_why(deferred)] if deferred else []
-    return why, [f"tpufleet reschedule {sl.name}", *deferred_steps(state, sl.name, deferred)]
+    if fault is not None and fault.is_open and a_plans_drain(fault.reason):  # as the wave moves a slice
+        return [*why, _wave_moves_why(fault.id, sl.name)], [*move_commands(sl.name), *later[1:]]
+    return why, [f"tpufleet reschedule {sl.name}", *later]
 
 
 def _wave_moves_why(fault_id: str, name: str) -> str:
