@@ -394,3 +394,20 @@ def test_a_cube_reserved_for_an_evicted_slices_move_is_not_counted_free(fleet):
     assert fleet("show", "map", "-o", "json").json["pods"][0]["counts"]["free"] == 62
     assert 'tpufleet_cubes{pod="pod0",state="free"} 62.0' in fleet("metrics").out
     assert fleet("allocate", "x", "--shape", "4x4x4", "--cubes", reserved).code == 1
+
+
+def test_a_cube_some_of_whose_machines_are_reserved_for_a_move_is_not_counted_free(fleet):
+    """A sub-cube slice's move reserves machines of another cube, which `allocate` then refuses whole and
+    `capacity` does not count free: `status`, `show inventory`, `metrics` and `show map` counted it free."""
+    assert fleet("allocate", "a", "--shape", "4x4x2").code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x2").code == 0
+    assert fleet("inject-fault", "host:c00/0").code == 0
+    (reserved,) = fleet("show", "slices", "-o", "json").json[0]["proposal"]["cubes"]
+    assert fleet("status", "-o", "json").json["cubes"] == {"free": 62, "allocated": 1, "out": 1}
+    row = next(r for r in fleet("show", "inventory", "-o", "json").json if r["cube"] == reserved)
+    assert (row["state"], row["slices"]) == ("allocated", ["a"])
+    counts = fleet("show", "map", "-o", "json").json["pods"][0]["counts"]
+    assert (counts["free"], counts["reserved"]) == (62, 1)
+    assert 'tpufleet_cubes{pod="pod0",state="free"} 62.0' in fleet("metrics").out
+    assert fleet("capacity", "-o", "json").json["pods"][0]["free_healthy_cubes"] == 62
+    assert fleet("allocate", "x", "--shape", "4x4x4", "--cubes", reserved).code == 1

@@ -151,7 +151,7 @@ def _cube_cell(
     cube: str,
     position: int,
     users: list[str],
-    reserved: dict[str, str],
+    reserved: dict[str, list[str]],
     marks: dict[str, str],
 ) -> CubeCell:
     xyz = (position % CUBE_EDGE, position // CUBE_EDGE % CUBE_EDGE, position // CUBE_EDGE**2)
@@ -161,7 +161,7 @@ def _cube_cell(
     elif users:
         kind, mark = "slice", (marks[users[0]] if len(users) == 1 else SHARED)
     elif cube in reserved:
-        kind, mark, users = "reserved", RESERVED, [reserved[cube]]
+        kind, mark, users = "reserved", RESERVED, reserved[cube]
     else:
         kind, mark = "free", FREE
     return CubeCell(cube, position, xyz, kind, mark, tuple(users), faults)

@@ -31,14 +31,14 @@ def cube_users(state: FleetState) -> dict[str, list[str]]:
     return users
 
 
-def reserved_cubes(state: FleetState) -> dict[str, str]:
-    """cube -> the evicted slice whose move holds it (a whole-cube proposal: `allocate` does not take the cube)."""
-    return {
-        c: s.name
-        for s in state.slices.values()
-        if s.proposal is not None and not s.proposal.machines
-        for c in s.proposal.cubes
-    }
+def reserved_cubes(state: FleetState) -> dict[str, list[str]]:
+    """cube -> the evicted slices whose moves hold it, whole or some of its machines (`allocate` does not take a
+    cube any of whose machines are reserved, as `capacity` does not count it free)."""
+    reserved: dict[str, list[str]] = {}
+    for name, sl in sorted(state.slices.items(), key=lambda kv: natural_key(kv[0])):
+        for cube in sl.proposal.cubes if sl.proposal is not None else ():
+            reserved.setdefault(cube, []).append(name)
+    return reserved
 
 
 def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
@@ -46,8 +46,9 @@ def inventory(state: FleetState, health: Health | None = None) -> list[Row]:
     reserved for an evicted slice's move is allocated, named by that slice, as `allocate` refuses it."""
     health = health or state.health()
     users = cube_users(state)
-    for cube, name in reserved_cubes(state).items():
-        users.setdefault(cube, []).append(name)
+    for cube, names in reserved_cubes(state).items():
+        held = users.setdefault(cube, [])
+        held.extend(n for n in names if n not in held)  # (a move to other machines of the cube it is on)
     degraded = degraded_cubes(state)
     for cube, part in k8s_degraded_cubes(state).items():
         degraded[cube] = {**degraded.get(cube, {}), **part}
