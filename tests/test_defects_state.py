@@ -4,6 +4,7 @@ commit, and text from outside reaching the terminal."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -300,6 +301,31 @@ def test_a_change_to_an_empty_state_directory_leaves_it_empty(cli, command):
     r = cli(*command)
     assert one_line(r, 1).startswith(f"tpufleet: error: no fleet state in {cli.state}")
     assert sorted(p.name for p in cli.state.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_change_waits_for_an_init_under_way_in_an_empty_directory(tmp_path):
+    """Only a directory with no lock file is refused at once: one whose lock is held (an `init` under way) is
+    waited for, and the change applies to the state written under that lock, as it did before the early refusal."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tpufleet.state.lock import exclusive
+
+    made, state = tmp_path / "made", tmp_path / "state"
+    with contextlib.suppress(SystemExit):
+        main(["--state", str(made), "init"])
+    state.mkdir(mode=0o700)
+    cli = [sys.executable, "-m", "tpufleet", "--state", str(state), "--lock-timeout", "60"]
+    with exclusive(state, 1, "tpufleet init"):
+        change = subprocess.Popen([*cli, "allocate", "a", "--shape", "4x4x4"], stdout=subprocess.DEVNULL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            change.wait(timeout=5)  # (refused at once: it ends here, before the state is there)
+        for name in ("state.json", "journal.jsonl"):
+            shutil.copy2(made / name, state / name)
+    assert change.wait(timeout=60) == 0
+    assert state_doc(state)["slices"]["a"]["state"] == "allocated"
 
 
 def test_a_state_path_through_a_file_is_still_named_as_such(cli, tmp_path):

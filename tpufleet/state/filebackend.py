@@ -173,7 +173,9 @@ class DirectoryBackend:
                 raise self.no_state() from None
             except OSError:
                 pass
-            if os.path.isdir(self.dir) and not self.exists():  # nor in an empty one: refused as under the lock
+            # nor in an empty one: refused as under the lock. One with a lock file waits for it: an `init` under
+            # way there holds it, and its state is what this change reads once the lock is released.
+            if os.path.isdir(self.dir) and not self.exists() and not os.path.lexists(self.dir / LOCK):
                 raise self.no_state()
         made = _missing_dirs(self.dir)
         ensure_private_dir(self.dir)
