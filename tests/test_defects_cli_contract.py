@@ -411,3 +411,20 @@ def test_a_cube_some_of_whose_machines_are_reserved_for_a_move_is_not_counted_fr
     assert 'tpufleet_cubes{pod="pod0",state="free"} 62.0' in fleet("metrics").out
     assert fleet("capacity", "-o", "json").json["pods"][0]["free_healthy_cubes"] == 62
     assert fleet("allocate", "x", "--shape", "4x4x4", "--cubes", reserved).code == 1
+
+
+def test_the_tables_file_routes_names_is_written_escaped(cli, capsys, tmp_path):
+    """A state directory's name may hold a newline: `routes` named the tables' file it stored raw, the line split
+    in two, and `release` the symbolic link it left where a slice's tables were."""
+    run = type(cli)(capsys, tmp_path / "n\nl")
+    assert run("init").code == 0
+    assert run("allocate", "a", "--shape", "4x4x4").code == 0
+    assert run("plan-xconnect", "a", "--apply").code == 0
+    for _ in range(2):  # stored, then already these
+        r = run("routes", "a")
+        assert r.code == 0 and "\nl/routes" not in r.out and "n\\nl/routes" in r.out
+    tables = run.state / "routes" / "a.npz"
+    tables.unlink()
+    tables.symlink_to(tmp_path)
+    r = run("release", "a")
+    assert r.code == 0 and "left the symbolic link" in r.out and "\nl/routes" not in r.out

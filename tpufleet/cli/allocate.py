@@ -6,6 +6,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
+from tpufleet.text import printable
 
 if TYPE_CHECKING:
     from tpufleet.ops.jobs import JobRequest
@@ -217,7 +218,7 @@ def release_cmd(
 def _links_left(linked: dict[str, str]) -> list[str]:
     """The symbolic links left where released slices' tables were: tpufleet neither follows nor removes them."""
     return [
-        f"left the symbolic link {path} where the routing tables of {name} were (never followed): remove it if "
+        f"left the symbolic link {printable(path)} where the routing tables of {name} were (never followed): remove it if "
         "it is no longer needed"
         for name, path in linked.items()
     ]

@@ -55,9 +55,9 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
     if stored and not s.get("changed", True):
-        lines.append(f"  tables in {stored} are already these: nothing changed")
+        lines.append(f"  tables in {printable(str(stored))} are already these: nothing changed")
     elif stored:
-        lines.append(f"  tables stored in {stored}")
+        lines.append(f"  tables stored in {printable(str(stored))}")  # a state directory's name may hold a newline
     return "\n".join(lines)
 
 
