@@ -251,3 +251,14 @@ def test_state_push_refuses_a_tables_file_larger_than_any_unread(fleet):
     r = _run_with_memory_cap(fleet.state, "state", "push", str(fleet.state), NO_DATABASE)
     assert r.returncode == 2, r.stderr[-500:]
     assert r.stderr.count("\n") == 1 and str(path) in r.stderr and "larger than any tables file" in r.stderr
+
+
+def test_state_push_of_an_empty_directory_says_there_is_nothing_to_push(cli, tmp_path):
+    """An empty directory (no `init` run there) was refused as a command's missing `--state` (`run tpufleet init or
+    pass --state`), not as `state push`'s own DIR: it is "no fleet state in DIR to push", exit 1, the directory
+    left empty."""
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    r = cli("state", "push", str(empty), NO_DATABASE)
+    assert r.code == 1 and "to push" in r.err and "--state" not in r.err, r.err
+    assert list(empty.iterdir()) == []

@@ -32,6 +32,7 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
+from tpufleet.state.lock import LOCK
 from tpufleet.state.pgbackend import PostgresBackend
 from tpufleet.state.pgschema import SCHEMA_VERSION
 from tpufleet.state.pgwriter import state_row_mismatch
@@ -211,7 +212,8 @@ def _result(source: str, target: str, fleet: Fleet, changed: bool) -> dict[str, 
 def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, Any]:
     """Copy the directory's fleet into the database (one transaction), unless the database's is newer."""
     directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
-    if not state_dir.is_dir():  # (taking its lock would make it)
+    # (taking its lock would make it; in an empty one, leave its lock files): one where a lock is held waits for it
+    if not state_dir.is_dir() or not (directory.exists() or os.path.lexists(state_dir / LOCK)):
         raise Refused(f"no fleet state in {directory.where} to push")
     with directory.writing(timeout, command, create=False) as writer:
         source = _directory_fleet(writer)
