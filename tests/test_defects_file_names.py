@@ -247,3 +247,20 @@ def test_a_goodput_log_given_twice_names_no_argument_the_command_lacks(fleet, ar
     as --goodput."""
     line = one_line(fleet(*args), 2)
     assert line.startswith(f"tpufleet: error: bad goodput logs: {GOODPUT_LOG} is given twice (also as ")
+
+
+def test_a_token_file_others_can_read_is_warned_of_on_one_line_its_name_escaped(tmp_path, capsys):
+    """`serve --token-file`'s warning that others can read the token wrote the file's name raw: a newline in it split
+    the line and an escape sequence reached the terminal. It is written escaped, as errors write it."""
+    from tpufleet.cli.serve import read_token
+
+    token = tmp_path / "tok\nen\x1b[31m"
+    token.write_text("0123456789abcdef0123456789abcdef\n")
+    token.chmod(0o644)
+    assert read_token(token) == b"0123456789abcdef0123456789abcdef"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert err.startswith("tpufleet: warning: ") and err.rstrip().endswith("can be read by others; chmod 600 it")
+    token.chmod(0o600)
+    read_token(token)
+    assert capsys.readouterr().err == ""

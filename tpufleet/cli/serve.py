@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tpufleet.cli.app import GoodputFormatOpt, GoodputLogsOpt, app, examples
+from tpufleet.text import printable
 
 if TYPE_CHECKING:
     import ipaddress
@@ -147,7 +148,7 @@ def read_token(path: Path) -> bytes:
             "ASCII characters without spaces (e.g. `openssl rand -hex 32`)"
         )
     if path.stat().st_mode & 0o077:
-        typer.echo(f"tpufleet: warning: {path} can be read by others; chmod 600 it", err=True)
+        typer.echo(f"tpufleet: warning: {printable(str(path))} can be read by others; chmod 600 it", err=True)
     return token
 
 
