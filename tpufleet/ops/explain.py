@@ -242,7 +242,7 @@ def _wave_moves_why(fault_id: str, name: str) -> str:
     )
 
 
-def _degraded(state: FleetState, sl: Slice, tables: str, link: str | None) -> tuple[list[str], list[str]]:
+def _degraded(state: FleetState, sl: Slice, tables: str) -> tuple[list[str], list[str]]:
     why, steps = _degraded_figures(sl)
     assert sl.reroute is not None
     none_kept = tables in ("none", "missing")  # every fault it routes around is crossed until `routes` makes them
@@ -258,7 +258,9 @@ def _degraded(state: FleetState, sl: Slice, tables: str, link: str | None) -> tu
             else f"its stored routing tables were made before {around(past)} and still route through {it} until "
             f"`tpufleet routes {sl.name}` stores tables around {it}"
         )
-        steps[0:0] = [*([rm_step(link)] if link is not None else []), f"tpufleet routes {sl.name}"]
+        steps.insert(
+            0, f"tpufleet routes {sl.name}"
+        )  # (a symbolic link in its tables' place removed first: `then_routes`)
     return why, steps
 
 
@@ -300,7 +302,7 @@ def explain_slice(
     elif sl.state is SliceState.EVICTED:
         why, next_steps = _evicted(state, sl, now)
     elif sl.state is SliceState.DEGRADED:
-        why, next_steps = _degraded(state, sl, routes, (linked_tables or {}).get(sl.name))
+        why, next_steps = _degraded(state, sl, routes)
     else:
         whole = not faults_under(state, sl) and not missing_xconnects(state, sl)
         why, next_steps = ["wired" + (" and healthy" if whole else "")], []
@@ -323,11 +325,11 @@ def explain_slice(
         and not sl.machines
         and any(s.startswith("tpufleet clear-fault ") for s in next_steps)
     )
-    link = (linked_tables or {}).get(sl.name)
     if unfresh or cleared or (rewire and sl.state.wired and not sl.machines):
-        next_steps.extend([] if link is None or rm_step(link) in next_steps else [rm_step(link)])  # degraded: first
         next_steps.append(f"tpufleet routes {sl.name}")
-    next_steps = then_routes(state, next_steps, linked_tables)  # wired or moved, it is routed next
+    # wired or moved, it is routed next; a symbolic link in its tables' place is removed before its first `routes`
+    next_steps = then_routes(state, next_steps, linked_tables)
+    link = (linked_tables or {}).get(sl.name)
     if link is not None and rm_step(link) in next_steps:  # `routes` refuses it: tpufleet never follows or removes it
         why.append(link_why(link))
     return {
