@@ -24,6 +24,7 @@ from tpufleet.cli import (  # noqa: F401
     history,
     init,
     maintenance,
+    metrics,
     reconcile,
     report,
     routes,

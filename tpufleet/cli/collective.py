@@ -186,6 +186,18 @@ def _job_slice_rows(d: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
+def _run_job(state: Any, name: str, request: tuple[int, float | None, bool, str], profile: Any, store: Any) -> Any:
+    """`collective JOB`: the job's hierarchical all-reduce (--layout checked here, as the other options are)."""
+    from tpufleet.errors import BadInput
+    from tpufleet.ops import collective_job
+
+    nbytes, flops, assume_healthy, layout = request
+    if layout not in collective_job.LAYOUTS:
+        raise BadInput(f"bad option --layout: {layout!r} is not one of {', '.join(collective_job.LAYOUTS)}")
+    jreq = collective_job.JobRequest(nbytes, flops, assume_healthy, layout)
+    return collective_job.run_job(state, name, jreq, profile, store.stored_tables)
+
+
 def _check_job_options(op: str, algorithm: str, dims: str | None, table_capacity: int | None) -> None:
     from tpufleet.errors import BadInput
 
@@ -358,10 +370,7 @@ def collective_cmd(
         raise BadInput(f"bad option {flag}: applies to a multislice job, not a slice")
     if name in state.jobs:
         _check_job_options(op, algorithm, dims, table_capacity)
-        if layout not in ops.LAYOUTS:
-            raise BadInput(f"bad option --layout: {layout!r} is not one of {', '.join(ops.LAYOUTS)}")
-        jreq = ops.JobRequest(nbytes, flops, assume_healthy, layout)
-        job_outcome = ops.run_job(state, name, jreq, profile, store.stored_tables)
+        job_outcome = _run_job(state, name, (nbytes, flops, assume_healthy, layout), profile, store)
         emit(job_outcome.data, output, lambda: _job_text(job_outcome.data))
         return
     source = store.stored_tables(name)

@@ -207,7 +207,7 @@ def goodput_extras(paths: Sequence[str | Path], fmt: str) -> Any:
     `goodput_read` 0 says so.
     A last line a writer has not finished is left for the next read, as are the lines after it. A log that is not
     a regular file (a FIFO put in its place, standard input) does not read, and is never opened to be read."""
-    from tpufleet.cli.fleetio import goodput_report
+    from tpufleet.cli.metrics import goodput_report
     from tpufleet.errors import TpufleetError
 
     # a bad log or format (--goodput-format without --goodput too) is refused before listening; no logs, no extras
