@@ -87,9 +87,9 @@ def _stored(place: str, name: str) -> bytes:
 def test_tables_whose_meta_lies_before_the_read_tail_are_read_whole(on, place, request, monkeypatch):
     """A database reads a row's last bytes for its `meta`; tables where those do not hold it are read whole, with
     the same answer."""
-    from tpufleet.state import routetables
+    from tpufleet.state import tablesindex
 
-    monkeypatch.setattr(routetables, "TAIL_BYTES", 64)
+    monkeypatch.setattr(tablesindex, "TAIL_BYTES", 64)
     assert on("status", "-o", "json").json["missing_routes"] == []
     _put(request, place, "a", _stored(place, "b"))
     assert on("status", "-o", "json").json["missing_routes"] == ["a"]

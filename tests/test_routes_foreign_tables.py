@@ -96,7 +96,7 @@ def test_status_lists_the_tables_directory_only_for_tables_not_indexed(two, monk
     """Each slice's fresh tables are told from their `meta` alone: `status` listed `routes/` for every slice (to
     find a dead writer's tables), so it grew with the square of the slices. Another slice's copy still gets the
     look for a dead writer's tables, and is missing."""
-    import tpufleet.state.files as files
+    import tpufleet.state.temps as files
 
     listed: list[object] = []
     real = files.dead_temps

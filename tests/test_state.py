@@ -22,9 +22,10 @@ from tpufleet.errors import BadInput, LockTimeout
 from tpufleet.fleetstate import Change
 from tpufleet.ids import parse_target
 from tpufleet.state import Store, crashpoints
-from tpufleet.state.files import remove_stale_temps, safe_child
+from tpufleet.state.files import safe_child
 from tpufleet.state.lock import exclusive
 from tpufleet.state.store import Transaction
+from tpufleet.state.temps import remove_stale_temps
 
 CTX = multiprocessing.get_context("fork")
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
     from tpufleet.journalentry import JournalEntry
     from tpufleet.state.journal import Enough, Scan
-    from tpufleet.state.routetables import IndexedAs
+    from tpufleet.state.tablesindex import IndexedAs
 
 
 def no_fleet_state(where: object) -> Refused:

@@ -36,8 +36,9 @@ from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
-    from tpufleet.state.routetables import IndexedAs, StoredTables
+    from tpufleet.state.routetables import StoredTables
     from tpufleet.state.tablecache import TableCache
+    from tpufleet.state.tablesindex import IndexedAs
 
 STATE_FILE = "state.json"
 ROUTES_DIR = "routes"
@@ -141,7 +142,7 @@ class DirectoryBackend:
         return StoredTables(name, self.table_place(name))
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
-        from tpufleet.state.routetables import holds_indexed
+        from tpufleet.state.tablesindex import holds_indexed
 
         return {
             name
@@ -150,8 +151,8 @@ class DirectoryBackend:
         }
 
     def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
-        from tpufleet.state.files import temp_owners
         from tpufleet.state.routetables import StoredTables
+        from tpufleet.state.temps import temp_owners
 
         by_file = {self.table_place(name).name: name for name in indexed}
         with_temps = {by_file[f] for f in temp_owners(self.routes_dir) if f in by_file}
@@ -263,7 +264,7 @@ class DirectoryWriter:
 
     def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
         """A writer killed between its state's rename and its tables' leaves the committed tables in a temp file
-        (`routetables.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
+        (`tablesindex.waiting_tables`): rename them in now (complete and fsynced: written before the commit).
         One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them (the
         tables of the slice their name gives: another file there, a copy kept under another name, is not ours).
         Other dead temps are left to `remove_stale_temps`. Costs a directory listing. Tables that cannot be renamed
@@ -271,7 +272,7 @@ class DirectoryWriter:
         routes = self.backend.routes_dir
         if not routes.is_dir() or routes.is_symlink():
             return []
-        from tpufleet.state.routetables import tables_of
+        from tpufleet.state.tablesindex import tables_of
 
         names = os.listdir(routes)
         orphans = [
@@ -290,7 +291,7 @@ class DirectoryWriter:
         return installed
 
     def _install_waiting(self, made: Mapping[str, IndexedAs]) -> list[str]:
-        from tpufleet.state.routetables import waiting_tables
+        from tpufleet.state.tablesindex import waiting_tables
 
         installed = []
         for name, entry in sorted(made.items()):

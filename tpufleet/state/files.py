@@ -22,10 +22,9 @@ from pathlib import Path
 
 from tpufleet.errors import BadInput, Refused
 from tpufleet.state.crashpoints import reached
+from tpufleet.state.temps import remove_stale_temps
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # with fullmatch: "$" would allow a final newline
-_TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp", re.ASCII)  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
-_TEMP_OF = re.compile(r"\.(.+)\." + _TEMP.pattern, re.ASCII | re.DOTALL)  # the whole ".NAME.PID.RANDOM.tmp"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -387,63 +386,6 @@ def sync_parent(path: Path) -> None:
             f"wrote {path}, but could not sync its directory {path.parent}: {error_reason(exc)} "
             "(the change is made; it may not survive a power cut)"
         ) from None
-
-
-def temp_owners(directory: Path) -> set[str]:
-    """The names of the files in `directory` that have a temp file beside them (a writer's, alive or dead)."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return set()
-    return {m[1] for name in names if (m := _TEMP_OF.fullmatch(name))}
-
-
-def dead_temps(path: Path) -> list[Path]:
-    """The temp files of `path` whose writer is dead (killed before its rename), oldest name first."""
-    prefix, found = f".{path.name}.", []
-    try:
-        names = sorted(os.listdir(path.parent))
-    except OSError:
-        return []
-    for name in names:
-        mine = _TEMP.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
-        if mine is not None and not _alive(int(mine[1])):
-            found.append(path.parent / name)
-    return found
-
-
-def remove_stale_temps(path: Path) -> list[Path]:
-    """Delete the temp files of `path` whose writer is dead (killed before its rename); return them.
-
-    A temp file carries its writer's pid. While that process lives its file is left alone, so this is safe
-    without a lock; a writer cannot come back to a file once its pid is gone. (Pids are per machine: the
-    directory must not be shared by writers on several machines, which the state lock assumes too.)
-    """
-    prefix, removed = f".{path.name}.", []
-    try:
-        names = os.listdir(path.parent)
-    except OSError:  # missing, or unreadable: then writing the temp file fails and says why
-        return []
-    for name in names:
-        mine = _TEMP.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
-        if mine is None or _alive(int(mine[1])):
-            continue
-        with contextlib.suppress(OSError):
-            os.unlink(path.parent / name)
-            removed.append(path.parent / name)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 def check_name(name: str, what: str = "name") -> None:

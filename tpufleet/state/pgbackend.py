@@ -330,8 +330,8 @@ class PostgresBackend(PostgresLocking):
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         """Rows are written with the state, in one transaction, but may be changed by hand (another slice's tables
         copied into a row, a row put back from a backup): each indexed row's `meta` is read, from its last bytes
-        (`routetables.TAIL_BYTES`), not the tables, in one round trip."""
-        from tpufleet.state.routetables import TAIL_BYTES, tail_holds_indexed
+        (`tablesindex.TAIL_BYTES`), not the tables, in one round trip."""
+        from tpufleet.state.tablesindex import TAIL_BYTES, tail_holds_indexed
 
         if not indexed:
             return set()

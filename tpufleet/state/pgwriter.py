@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
     from tpufleet.journalentry import JournalEntry
     from tpufleet.state.pgbackend import PostgresBackend
-    from tpufleet.state.routetables import IndexedAs
+    from tpufleet.state.tablesindex import IndexedAs
 
 _KEY = re.compile(r"[0-9a-f]{40}")
 

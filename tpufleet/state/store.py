@@ -360,7 +360,7 @@ class Store:
         if not the store's `lock_timeout` (what a caller that already waited has left of it).
         """
         command = command or command_line()
-        from tpufleet.state.routetables import indexed_as
+        from tpufleet.state.tablesindex import indexed_as
 
         with self.backend.writing(self.lock_timeout if timeout is None else timeout, command, create=False) as writer:
             before = checked_state(writer.read_state(), self.backend.state_label)

@@ -36,8 +36,8 @@ from tpufleet.state.lock import LOCK
 from tpufleet.state.pgbackend import PostgresBackend
 from tpufleet.state.pgschema import SCHEMA_VERSION
 from tpufleet.state.pgwriter import state_row_mismatch
-from tpufleet.state.routetables import IndexedAs
 from tpufleet.state.store import checked_state
+from tpufleet.state.tablesindex import IndexedAs
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def _indexed_tables(
     cannot be read as tables (cut short, say), which are not the fleet's tables and are not moved (`_keeps_tables`
     then keeps the target's copy of the indexed ones)."""
     from tpufleet.fleetstate import RouteRecord
-    from tpufleet.state.routetables import not_held
+    from tpufleet.state.tablesindex import not_held
 
     tables, missing = {}, {}
     for name, entry in doc.get("routes", {}).items():
