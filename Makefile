@@ -54,6 +54,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports || status=1; \
 	$(BIN)/python tools/check_core_io.py || status=1; \
 	$(BIN)/python tools/check_function_lengths.py || status=1; \
+	$(BIN)/python tools/check_module_lengths.py || status=1; \
 	exit $$status
 
 # Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it), PyArrow for

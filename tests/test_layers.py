@@ -80,6 +80,28 @@ def test_a_planted_long_function_is_caught(tmp_path):
     assert subprocess.run([sys.executable, str(tool)], capture_output=True, timeout=300).returncode == 0
 
 
+def test_the_module_length_tool_catches_a_long_module_and_a_listed_one_grown_or_shrunk(tmp_path):
+    root = _copy(tmp_path)
+    (root / "tpufleet" / "planted.py").write_text("".join(f"x{i} = {i}\n" for i in range(401)))
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from check_module_lengths import KNOWN
+    finally:
+        sys.path.pop(0)
+    listed, most = root / "tpufleet" / "state" / "store.py", KNOWN["tpufleet/state/store.py"][0]
+    lines = listed.read_text().splitlines()
+    listed.write_text("\n".join(lines + ["# grown"] * (most + 1 - len(lines))) + "\n")
+    shrunk = root / "tpufleet" / "fleetstate.py"
+    shrunk.write_text("\n".join(shrunk.read_text().splitlines()[:400]) + "\n")
+    tool = ROOT / "tools" / "check_module_lengths.py"
+    r = subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert "tpufleet/planted.py: 401 lines, over the 400 allowed" in r.stderr
+    assert f"tpufleet/state/store.py: {most + 1} lines, over the 400 allowed (listed at {most})" in r.stderr
+    assert "tpufleet/fleetstate.py: now within the limit: take it off KNOWN" in r.stderr
+    assert subprocess.run([sys.executable, str(tool)], capture_output=True, timeout=300).returncode == 0
+
+
 def test_the_core_contract_lists_every_core_module():
     """A new top-level module is core unless it is the shell, a use case or the state layer: import-linter must
     forbid it the upper layers too, so its contract lists exactly what `check_core_io` scans."""

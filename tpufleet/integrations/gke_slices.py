@@ -1,11 +1,7 @@
-"""GKE `Slice` objects (`kubectl get slices -o json`) against tpufleet's slices: decoding the list and planning
-its import (pure: documents in, typed values out).
+"""GKE `Slice` objects (`kubectl get slices -o json`) against tpufleet's slices: planning their import (pure:
+documents in, typed values out).
 
-A Slice (group `accelerator.gke.io`, GKE's "Slice" custom resource reference; the CRD of xpk's slice
-controller) has `spec.type` (`tpu7x`, or `v6e`), `spec.topology` (`AxBxC` chips) and `spec.partitionIds` (one
-4x4x4 partition per 64 chips); its state is the `reason` of its `Ready` condition: ACTIVATING, ACTIVE,
-ACTIVE_DEGRADED, FAILED, and in the controller also INCOMPLETE, DEACTIVATING, UNKNOWN and SliceCreationFailed;
-no `Ready` condition yet is CREATED, and a `metadata.deletionTimestamp` means it is being deleted.
+The list is decoded by `tpufleet.integrations.gke_slice_list`.
 
 The plan, in steps:
 
@@ -22,215 +18,35 @@ The plan, in steps:
    `cubes` (the two disagree on what the slice is), `state` (FAILED while tpufleet runs it, ACTIVE while tpufleet
    evicted it, degraded on one side only). A FAILED, SliceCreationFailed or DEACTIVATING Slice with no slice in
    tpufleet holds nothing: it is listed as ignored, not drift.
-
->>> doc = {"items": [{"metadata": {"name": "a"}, "spec": {"type": "tpu7x", "topology": "4x4x8",
-...         "partitionIds": ["p1", "p2"]}, "status": {"conditions": [{"type": "Ready", "status": "True",
-...         "reason": "ACTIVE"}]}}]}
->>> s = decode_slice_list(doc, "slices.json").slices[0]
->>> s.name, s.dims, s.partitions, s.state
-('a', (4, 4, 8), ('p1', 'p2'), 'ACTIVE')
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from tpufleet import allocation
-from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE, MACHINES_PER_CUBE
-from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused, json_found
+from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import natural_key
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
-from tpufleet.shapes import Shape, Vec, generation_shape, parse_dims, validate_dims
-from tpufleet.text import bounded
-from tpufleet.timeparse import utc_stamp
+from tpufleet.integrations.gke_slice_list import GkeSlice, SliceListInput, bad_slice
+from tpufleet.shapes import Shape, generation_shape, validate_dims
 
 __all__ = [
     "DRIFT_KINDS",
     "IGNORED_STATES",
-    "SLICE_STATES",
     "Drift",
-    "GkeSlice",
     "NewSlice",
-    "SliceListInput",
     "SlicePlan",
-    "decode_slice_list",
     "plan",
 ]
 
-# The Ready condition's reasons: GKE's Slice reference, and xpk's slice controller (internal/core/constants.go,
-# MMIGHealthStatus and SliceCreationFailed); CREATED is a Slice without a Ready condition yet.
-SLICE_STATES = (
-    "CREATED",
-    "INCOMPLETE",
-    "ACTIVATING",
-    "ACTIVE",
-    "ACTIVE_DEGRADED",
-    "DEACTIVATING",
-    "FAILED",
-    "UNKNOWN",
-    "SliceCreationFailed",
-)
 RUNNING = frozenset({"ACTIVE", "ACTIVE_DEGRADED"})
 FAILED = frozenset({"FAILED", "SliceCreationFailed"})
 IGNORED_STATES = FAILED | {"DEACTIVATING"}  # a Slice in these states with no tpufleet slice holds nothing
 DRIFT_KINDS = ("not_in_tpufleet", "conflict", "not_in_cluster", "shape", "cubes", "state")
 UNMODELLED = frozenset({"v6e"})  # Slice types of no tpufleet generation: such Slices are left aside
-ANNOTATION = "tpufleet.io/slice"
-MAX_ITEMS = 65_536
-NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")  # the Slice reference: ^[a-z]([-a-z0-9]*[a-z0-9])?$
-TOPOLOGY = re.compile(r"[0-9]{1,5}x[0-9]{1,5}(x[0-9]{1,5})?")  # the CRD's pattern, bounded
-PARTITION = re.compile(r"[\x21-\x7e]{1,128}")
-API_GROUP = "accelerator.gke.io/"
-
-
-@dataclass(frozen=True)
-class GkeSlice:
-    """One Slice of the list, as read."""
-
-    name: str
-    index: int  # its position in the list
-    kind: str  # spec.type
-    topology: str
-    dims: Vec | None  # the sides of a 3-D topology, in canonical order (None for a 2-D v6e one)
-    partitions: tuple[str, ...]
-    state: str  # the Ready condition's reason, or CREATED
-    deleting: bool
-    tpufleet_name: str | None  # the tpufleet.io/slice annotation
-
-    @property
-    def path(self) -> str:
-        return f"items.{self.index}"
-
-
-@dataclass(frozen=True)
-class SliceListInput:
-    slices: tuple[GkeSlice, ...]
-    file: str
-
-
-def _bad(file: str, path: str, value: object, problem: str, name: str | None = None) -> BadStateFile:
-    return BadStateFile(file, path, value, (f"Slice {bounded(name, 60)}: " if name else "") + problem)
-
-
-def decode_slice_list(doc: object, file: str) -> SliceListInput:
-    """The Slices of `kubectl get slices -o json` (a List with `items`). BadStateFile (exit 2) names the file,
-    the Slice, the field and the value."""
-    if not isinstance(doc, dict):
-        raise _bad(
-            file,
-            "",
-            NO_VALUE,
-            f"must be a list of Slices with `items` (kubectl get slices -o json), not {json_found(doc)}",
-        )
-    items = doc.get("items", NO_VALUE)  # its own value named, not the document's type (`{"items": {}}`: 'dict')
-    if not isinstance(items, list):
-        problem = "missing (must be a list of Slices, " if items is NO_VALUE else "must be a list of Slices ("
-        raise _bad(file, "items", items, problem + "kubectl get slices -o json)")
-    kind = doc.get("kind", "List")
-    if kind not in ("List", "SliceList"):  # another kind's list (NodeList, PodList...): a wrong file
-        raise _bad(file, "kind", kind, "must be List or SliceList (kubectl get slices -o json)")
-    if len(items) > MAX_ITEMS:
-        raise _bad(file, "items", len(items), f"more than {MAX_ITEMS:,} Slices")
-    slices = tuple(_slice(item, i, file) for i, item in enumerate(items))
-    seen: dict[str, int] = {}
-    for s in slices:
-        if seen.setdefault(s.name, s.index) != s.index:
-            raise _bad(file, f"{s.path}.metadata.name", s.name, f"also the name of item {seen[s.name]}", s.name)
-    return SliceListInput(slices, file)
-
-
-def _slice(item: object, i: int, file: str) -> GkeSlice:
-    path = f"items.{i}"
-    if not isinstance(item, dict):
-        raise _bad(file, path, NO_VALUE, f"must be an object (a Slice), not {json_found(item)}")
-    meta = _object(item, "metadata", path, file, None)
-    name = meta.get("name", NO_VALUE)
-    if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise _bad(file, f"{path}.metadata.name", name, "missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)")
-    if item.get("kind", "Slice") != "Slice":
-        raise _bad(file, f"{path}.kind", item.get("kind"), "must be Slice", name)
-    api = item.get("apiVersion", API_GROUP)
-    if not isinstance(api, str) or not api.startswith(API_GROUP):
-        raise _bad(file, f"{path}.apiVersion", api, f"must be of the group {API_GROUP.rstrip('/')}", name)
-    annotations = _object(meta, "annotations", f"{path}.metadata", file, name)
-    own = annotations.get(ANNOTATION)
-    if own is not None and not isinstance(own, str):
-        raise _bad(file, f"{path}.metadata.annotations.{ANNOTATION}", own, "must be a string", name)
-    spec = _object(item, "spec", path, file, name)
-    kind, topology, dims, partitions = _spec(spec, f"{path}.spec", file, name)
-    status = _object(item, "status", path, file, name)
-    state = _state(status, f"{path}.status", file, name)
-    deleting = meta.get("deletionTimestamp")
-    if deleting is not None and (not isinstance(deleting, str) or utc_stamp(deleting) is None):
-        raise _bad(file, f"{path}.metadata.deletionTimestamp", deleting, "must be a time (RFC 3339 text)", name)
-    return GkeSlice(name, i, kind, topology, dims, partitions, state, deleting is not None, own)
-
-
-def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | None) -> dict[str, Any]:
-    value = obj.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _bad(file, f"{path}.{key}", NO_VALUE, f"must be an object, not {json_found(value)}", name)
-    return value
-
-
-def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str, Vec | None, tuple[str, ...]]:
-    kind = spec.get("type")
-    if not isinstance(kind, str) or kind not in CRD_SLICE_TYPES:  # (a list or object is no type, and unhashable)
-        raise _bad(file, f"{path}.type", kind, f"must be {' or '.join(sorted(CRD_SLICE_TYPES))}", name)
-    topology = spec.get("topology")
-    if not isinstance(topology, str) or not TOPOLOGY.fullmatch(topology):
-        raise _bad(file, f"{path}.topology", topology, "not a topology (AxBxC chips, e.g. 4x4x8)", name)
-    dims: Vec | None = None
-    if topology.count("x") == 2:
-        dims = parse_dims(topology)
-        if min(dims) < CUBE_EDGE and kind == "tpu7x":  # as `export slices` skips sub-cube slices
-            problem = "smaller than a 4x4x4 partition: a Slice is made of whole partitions"
-            raise _bad(file, f"{path}.topology", topology, problem, name)
-    elif kind == "tpu7x":
-        raise _bad(file, f"{path}.topology", topology, "a tpu7x topology has three sides (AxBxC)", name)
-    ids = spec.get("partitionIds")
-    if not isinstance(ids, list) or not ids:
-        found = f"not {json_found(ids)}" if "partitionIds" in spec else "missing"
-        raise _bad(file, f"{path}.partitionIds", NO_VALUE, f"must be a non-empty list of strings, {found}", name)
-    for j, pid in enumerate(ids):
-        if not isinstance(pid, str) or not PARTITION.fullmatch(pid):
-            problem = "must be a partition id (1-128 visible ASCII characters)"
-            raise _bad(file, f"{path}.partitionIds.{j}", pid, problem, name)
-        if ids.index(pid) != j:
-            raise _bad(file, f"{path}.partitionIds.{j}", pid, f"also partition {ids.index(pid)}", name)
-    if dims is not None:
-        need = max(1, dims[0] * dims[1] * dims[2] // CHIPS_PER_CUBE)
-        if len(ids) != need:
-            problem = f"{topology} is {need} partition(s) of 64 chips, {len(ids)} given"
-            raise _bad(file, f"{path}.partitionIds", len(ids), problem, name)
-    return kind, topology, dims, tuple(ids)
-
-
-def _state(status: dict[str, Any], path: str, file: str, name: str) -> str:
-    """The Ready condition's reason (CREATED without one)."""
-    conditions = status.get("conditions", [])
-    if not isinstance(conditions, list):
-        raise _bad(file, f"{path}.conditions", NO_VALUE, f"must be a list, not {json_found(conditions)}", name)
-    for j, cond in enumerate(conditions):
-        if not isinstance(cond, dict):
-            raise _bad(file, f"{path}.conditions.{j}", NO_VALUE, f"must be an object, not {json_found(cond)}", name)
-        if cond.get("type") != "Ready":
-            continue
-        reason = cond.get("reason")
-        if reason not in SLICE_STATES:
-            problem = "not a Slice state (" + ", ".join(SLICE_STATES[1:]) + ")"
-            raise _bad(file, f"{path}.conditions.{j}.reason", reason, problem, name)
-        if cond.get("status") not in ("True", "False", "Unknown"):
-            problem = "must be True, False or Unknown"
-            raise _bad(file, f"{path}.conditions.{j}.status", cond.get("status", NO_VALUE), problem, name)
-        return str(reason)
-    return "CREATED"
 
 
 # ---- the plan -----------------------------------------------------------------------------------------------
@@ -318,7 +134,7 @@ def _resolve_all(state: FleetState, given: SliceListInput, out: SlicePlan) -> li
         elif s.kind not in pods_of and s.kind in UNMODELLED:
             out.ignored.append((s.name, s.state, f"type {s.kind}: tpufleet models no pod of that accelerator"))
         elif s.kind not in pods_of:
-            raise _bad(given.file, f"{s.path}.spec.type", s.kind, f"no pod of this fleet is {s.kind}", s.name)
+            raise bad_slice(given.file, f"{s.path}.spec.type", s.kind, f"no pod of this fleet is {s.kind}", s.name)
         else:
             placed.append(_resolve(state, s, ids, given.file))
     return placed
@@ -329,23 +145,25 @@ def _resolve(state: FleetState, s: GkeSlice, ids: dict[str, str], file: str) -> 
     for j, pid in enumerate(s.partitions):
         if pid not in ids:
             problem = "no such partition: not a partition id import k8s learnt, a reservation sub-block, nor a cube"
-            raise _bad(file, f"{s.path}.spec.partitionIds.{j}", pid, problem, s.name)
+            raise bad_slice(file, f"{s.path}.spec.partitionIds.{j}", pid, problem, s.name)
         cubes.append(ids[pid])
     if len(set(cubes)) != len(cubes):
-        raise _bad(file, f"{s.path}.spec.partitionIds", list(s.partitions), "two partitions are one cube", s.name)
+        raise bad_slice(file, f"{s.path}.spec.partitionIds", list(s.partitions), "two partitions are one cube", s.name)
     pods = sorted({state.fleet.cube_pod[c] for c in cubes}, key=natural_key)
     if len(pods) > 1:
-        raise _bad(file, f"{s.path}.spec.partitionIds", ",".join(cubes), f"cubes of pods {', '.join(pods)}", s.name)
+        raise bad_slice(
+            file, f"{s.path}.spec.partitionIds", ",".join(cubes), f"cubes of pods {', '.join(pods)}", s.name
+        )
     pod = state.fleet.pod_by_name[pods[0]]
     if accelerator(pod) != s.kind:
         problem = f"its partitions are cubes of {pod.name}, a {accelerator(pod)} pod"
-        raise _bad(file, f"{s.path}.spec.type", s.kind, problem, s.name)
+        raise bad_slice(file, f"{s.path}.spec.type", s.kind, problem, s.name)
     if s.dims is None:  # a 2-D topology (v6e's): tpufleet's pods are 3-D tori
-        raise _bad(file, f"{s.path}.spec.topology", s.topology, "not a 3-D shape (AxBxC) of this fleet", s.name)
+        raise bad_slice(file, f"{s.path}.spec.topology", s.topology, "not a 3-D shape (AxBxC) of this fleet", s.name)
     try:
         shape = generation_shape(s.dims, False, pod.generation) if pod.generation else validate_dims(s.dims)
     except BadInput as exc:
-        raise _bad(file, f"{s.path}.spec.topology", s.topology, str(exc), s.name) from None
+        raise bad_slice(file, f"{s.path}.spec.topology", s.topology, str(exc), s.name) from None
     return _Placed(s, pod.name, tuple(cubes), shape)
 
 

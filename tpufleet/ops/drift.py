@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet.fleetstate import FleetState
-from tpufleet.integrations.gke_slices import SliceListInput
+from tpufleet.integrations.gke_slice_list import SliceListInput
 from tpufleet.integrations.k8s import K8sMapping, Node
 from tpufleet.integrations.reservation_document import ReservationInput
 from tpufleet.ops.fleetio import import_k8s

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from tpufleet.fleetstate import Change, FleetState
-from tpufleet.integrations.gke_slices import SliceListInput, SlicePlan, plan
+from tpufleet.integrations.gke_slice_list import SliceListInput
+from tpufleet.integrations.gke_slices import SlicePlan, plan
 from tpufleet.ops import slices as slice_ops
 from tpufleet.ops.outcome import Outcome
 

@@ -2,13 +2,13 @@
 file or standard input through the bounded reader.
 
 The bytes are read and checked here (size cap, strict UTF-8, JSON depth and numbers) and the document handed to
-the core's decoder, `tpufleet.integrations.gke_slices.decode_slice_list`.
+the core's decoder, `tpufleet.integrations.gke_slice_list.decode_slice_list`.
 """
 
 from __future__ import annotations
 
 from tpufleet.constants import MiB
-from tpufleet.integrations.gke_slices import SliceListInput, decode_slice_list
+from tpufleet.integrations.gke_slice_list import SliceListInput, decode_slice_list
 from tpufleet.state.inputfiles import decode_utf8, load_json, read_file_or_stdin
 
 __all__ = ["MAX_SLICE_LIST_BYTES", "read_slice_list"]
