@@ -25,6 +25,17 @@ class Algorithm(str, enum.Enum):
     wild_first = "wild-first"
 
 
+def _against_optimum(s: dict, traffic: str) -> str:
+    """Where the healthy tables are not the healthy optimum (twisted tori), what is kept of the optimum too: the
+    retained figure alone is against the tables."""
+    kept = (s.get("throughput_retained_vs_optimum") or {}).get(traffic)
+    if kept is None or f"{kept:.3f}" == f"{s['throughput_retained'][traffic]:.3f}":
+        return ""
+    optimum = s["healthy_optimum_max_link_load"][traffic]
+    if not s.get("healthy_optimum_exact", True):  # a lower bound of the optimum's load: the share is at least this
+        return f" of the healthy tables, at least {kept:.3f} of the healthy optimum (its load >= {optimum:g})"
+    return f" of the healthy tables, {kept:.3f} of the healthy optimum ({optimum:g})"
+
 def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     lines = [
         f"slice {name}: {s['chips']} chips, algorithm {s['algorithm']} ({s['strategy']})",
@@ -40,7 +51,7 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     for traffic, load in s["max_link_load"].items():
         lines.append(
             f"  {traffic:<16} max link load {load:g} (healthy {s['healthy_max_link_load'][traffic]:g}), "
-            f"throughput retained {s['throughput_retained'][traffic]:.3f}"
+            f"throughput retained {s['throughput_retained'][traffic]:.3f}{_against_optimum(s, traffic)}"
         )
     if s["pairs_broken_by_faults"]:
         lines.append(
