@@ -270,6 +270,22 @@ def test_a_quiet_fleet_has_no_suspects(fleet):
     assert r.code == 0 and "no suspects" in r.out
 
 
+def test_the_only_cube_of_a_fleet_is_no_suspect_for_want_of_a_rest_to_compare(cli):
+    """A one-cube fleet: cube c00 has no rest of the fleet to take a rate from (it was flagged at p 0 against a
+    rate of 0); its hosts still have 15 others: host c00/5's 3 faults against host c00/1's 1 over 15 hosts."""
+    assert cli("init", "--cubes-per-pod", "1").code == 0
+    for target in ["host:c00/5"] * 3 + ["host:c00/1"]:
+        assert cli("inject-fault", target).code == 0
+        assert cli("clear-fault", target).code == 0
+    r = cli("suspects", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["cubes"] == 1 and r.json["hosts"] == 16 and r.json["faults_in_window"] == 4
+    assert [s["target"] for s in r.json["suspects"]] == ["host:c00/5"]
+    host = r.json["suspects"][0]
+    assert host["expected"] == pytest.approx(1 / 15, rel=1e-12)
+    assert host["p_value"] == pytest.approx(float(poisson.sf(2, 1 / 15)), rel=1e-12)
+
+
 # ---- bad options -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, named",

@@ -259,17 +259,20 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
 
     The mean is the rest of the fleet's count per unit (leave-one-out, so a noisy unit does not raise its own bar):
     (total - n) / (units - 1). A unit with fewer than `min_faults` faults is never a suspect (in a quiet fleet one
-    fault alone would be infinitely surprising).
+    fault alone would be infinitely surprising), nor is the only unit of its kind: there is no rest of the fleet to
+    take a rate from (a fleet of one cube).
 
     >>> [(s.unit, s.faults, f"{s.p_value:.2e}") for s in suspects({"host:c01/3": 4, "host:c02/0": 1}, 1024, 0.01)]
     [('host:c01/3', 4, '3.80e-14')]
     """
     from scipy.stats import poisson
 
+    if units < 2:
+        return []
     total = sum(counts.values())
     out = []
     for unit, n in counts.items():
-        mean = (total - n) / max(units - 1, 1)
+        mean = (total - n) / (units - 1)
         value = float(poisson.sf(n - 1, mean))
         if n >= min_faults and value < p_value:
             out.append(Suspect(unit, n, mean, value))
