@@ -36,6 +36,7 @@ def _against_optimum(s: dict, traffic: str) -> str:
         return f" of the healthy tables, at least {kept:.3f} of the healthy optimum (its load >= {optimum:g})"
     return f" of the healthy tables, {kept:.3f} of the healthy optimum ({optimum:g})"
 
+
 def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     lines = [
         f"slice {name}: {s['chips']} chips, algorithm {s['algorithm']} ({s['strategy']})",
