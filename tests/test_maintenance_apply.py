@@ -380,7 +380,7 @@ def test_bad_files_and_waves_exit_2(running, tmp_path):
     _plan(running, tmp_path)
     plan = tmp_path / "plan.json"
     before = snapshot(running.state)
-    assert "--wave: 4 is not a wave of plan" in one_line(running("apply-maintenance", plan, "--wave", "4"))
+    assert "--wave: '4' is not a wave of plan" in one_line(running("apply-maintenance", plan, "--wave", "4"))
     assert running("apply-maintenance", plan, "--wave", "0").code == 2
     assert running("apply-maintenance", plan).code == 2  # --wave is required
     assert "nope.json" in one_line(running("apply-maintenance", tmp_path / "nope.json", "--wave", "1"))

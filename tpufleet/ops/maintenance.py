@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet import maintenance
-from tpufleet.errors import BadInput, BadStateFile, Refused
+from tpufleet.errors import BadInput, BadStateFile, Refused, shown
 from tpufleet.fleetstate import Change, FleetState
 from tpufleet.ids import CubeId, OcsId, natural_key
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
@@ -222,7 +222,9 @@ def apply_wave(
     if not saved.waves:
         raise BadInput(f"bad option --wave: plan {saved.path} has no waves (it was made from no notices)")
     if not 1 <= number <= len(saved.waves):
-        raise BadInput(f"bad option --wave: {number} is not a wave of plan {saved.path} (1 to {len(saved.waves)})")
+        raise BadInput(
+            f"bad option --wave: {shown(str(number))} is not a wave of plan {saved.path} (1 to {len(saved.waves)})"
+        )
     _unknown_cubes_refused(state, saved)
     check_fleet(saved, state.fleet)
     _order_refusal(state, saved, number, applied.serials)
