@@ -23,6 +23,7 @@ the fleet state through the same code `inject-fault` and `reschedule` run.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,11 +78,22 @@ class Notice:
         }
 
 
+def _typed(value: object) -> str:
+    """A value for a message, a NaN or infinity as YAML writes it (`.nan`, `.inf`, `-.inf`), not as Python does.
+
+    >>> _typed(float("nan")), _typed(float("-inf")), _typed(12), _typed("soon")
+    ('.nan', '-.inf', '12', "'soon'")
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else f"{'-' if value < 0 else ''}.inf"
+    return shown(value)
+
+
 def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
     value = item.get(key)  # text, quoted or not: the YAML reader leaves times as text (`inputfiles.load_yaml`)
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
-        raise BadInput(f"{where}: field {key}: {shown(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
+        raise BadInput(f"{where}: field {key}: {_typed(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
     if datetime.fromisoformat(str(value)).tzinfo is None:  # read as UTC, a local time would drain hours off
         raise BadInput(
             f"{where}: field {key}: {shown(value)} has no UTC offset (RFC 3339: 2026-06-16T09:00:00Z, or +02:00)"
@@ -102,7 +114,7 @@ def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str], sub_bloc
             if sub_blocks
             else "(a sub-block's name needs `tpufleet import reservation --apply` first)"
         )
-        raise BadInput(f"{where}: field target: {shown(target)} is not a cube of the fleet (cube:cNN) {known}")
+        raise BadInput(f"{where}: field target: {_typed(target)} is not a cube of the fleet (cube:cNN) {known}")
     return cube
 
 

@@ -115,7 +115,10 @@ def plan_maintenance_cmd(
         found, source = ops.recorded_notices(state)
     else:
         sub_blocks = {name: r.cube for name, r in state.reservation.sub_blocks.items()}
-        found = notices_from_document(load_yaml(notices, "notices file"), str(notices), state.fleet.cubes, sub_blocks)
+        # no field of a notice is a number: a NaN or infinity is named by its notice and field, as other values are
+        found = notices_from_document(
+            load_yaml(notices, "notices file", finite=False), str(notices), state.fleet.cubes, sub_blocks
+        )
         source = str(notices)
     plan = ops.plan(state, found, max_parallel, spares, source).data
     if out is not None:
