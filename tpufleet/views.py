@@ -154,6 +154,12 @@ def wiring_wait(state: FleetState, sl: Slice) -> str | None:
     )
 
 
+def needs_tables(state: FleetState, sl: Slice) -> bool:
+    """Whether slice `sl` runs on routing tables: a slice of whole cubes always; a sub-cube slice (no optical
+    links) only when tables are stored for it (`routes` made some: they then go stale and are made again as any)."""
+    return not sl.machines or sl.name in state.routes
+
+
 def tables_moved(record: RouteRecord | None) -> bool:
     """Whether stored tables are stale for a move (`reschedule`): made on the cubes the slice left."""
     return record is not None and record.stale and record.stale_reason == MOVED_TABLES_REASON

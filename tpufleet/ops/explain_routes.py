@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Mapping
 
 from tpufleet.fleetstate import FleetState
+from tpufleet.views import needs_tables
 
 
 def then_routes(state: FleetState, steps: list[str], linked_tables: Mapping[str, str] | None = None) -> list[str]:
@@ -29,9 +30,9 @@ def then_routes(state: FleetState, steps: list[str], linked_tables: Mapping[str,
 
 
 def _routed(state: FleetState, name: str, later: list[str]) -> list[str]:
-    """`routes NAME`, unless `later` routes it or it needs no tables."""
-    sl, routes = state.slices[name], f"tpufleet routes {shlex.quote(name)}"
-    return [] if routes in later or (sl.machines and name not in state.routes) else [routes]
+    """`routes NAME`, unless `later` routes it or it needs no tables (`views.needs_tables`)."""
+    routes = f"tpufleet routes {shlex.quote(name)}"
+    return [] if routes in later or not needs_tables(state, state.slices[name]) else [routes]
 
 
 def _links_first(steps: list[str], linked_tables: Mapping[str, str]) -> list[str]:

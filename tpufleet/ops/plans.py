@@ -11,6 +11,7 @@ from tpufleet.fleetstate import FleetState
 from tpufleet.ops import jobs, xconnect
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.planfile import SavedJobPlan, SavedPlan, check_fleet
+from tpufleet.views import needs_tables
 
 
 @dataclass
@@ -48,9 +49,13 @@ def plan(state: FleetState, name: str, now: str, apply: bool) -> Planned:
 
 
 def unrouted(state: FleetState, names: list[str]) -> list[str]:
-    """Those of the slices `names` wired with no routing tables stored (`routes` is their next step; a sub-cube
-    slice needs none: no optical links)."""
-    return [n for n in names if state.slices[n].state.wired and n not in state.routes and not state.slices[n].machines]
+    """Those of the slices `names` wired with no routing tables stored that need some (`routes` is their next step;
+    `views.needs_tables`)."""
+    return [
+        n
+        for n in names
+        if state.slices[n].state.wired and n not in state.routes and needs_tables(state, state.slices[n])
+    ]
 
 
 def _port_cubes(state: FleetState, pdoc: dict[str, Any]) -> list[str]:
