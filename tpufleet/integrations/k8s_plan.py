@@ -12,7 +12,8 @@ Placement, for each TPU node (one whose accelerator is in the mapping's list), i
    the mapping's `pods` or an earlier import gave its `gce-topology-block`; a new block takes the first pod no
    block has yet (new partitions and blocks are met in the order of node names);
 3. its machine: the one an earlier import gave that node name, else the lowest machine of the cube that no node
-   of this list holds, in the order of `gce-topology-host`, then node name.
+   of this list holds, in the order of `gce-topology-host`, then node name (numbers in it as numbers: node-2
+   before node-10).
 
 Names are learnt once and kept in the state, so a second import of the same list places every node where the
 first did. A node that cannot be placed (not a TPU node, an accelerator not in the list, no partition label, no
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import FleetState
-from tpufleet.ids import HostId
+from tpufleet.ids import HostId, natural_key
 from tpufleet.integrations.k8s import K8sMapping, Node
 from tpufleet.model import Fleet
 
@@ -341,7 +342,7 @@ def _claim_machines(
             else:
                 later.append(node)
         if later:
-            later.sort(key=lambda n: (n.labels.get(mapping.labels.host, ""), n.name))
+            later.sort(key=lambda n: (n.labels.get(mapping.labels.host, ""), natural_key(n.name)))
             _fill(cube, later, holder, named, out)
     seen = {name for name in holder.values()}
     named_by = state.k8s.machine_node()
