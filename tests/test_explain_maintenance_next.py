@@ -151,3 +151,57 @@ def test_a_slice_and_a_job_stopped_by_a_plans_drain_of_unknown_end_are_held(flee
         assert not [s for s in steps if "clear-fault" in s or "reschedule" in s], steps
     one = fleet("explain", "llm-0", "-o", "json").json
     assert one["state"] == "evicted" and one["next"] == [] and any("unknown" in w for w in one["why"]), one
+
+
+def _stopped_by_the_waves_drain(fleet, tmp_path, ocs_down: bool = False) -> tuple[list[str], list[str]]:
+    """Job j (2 slices of 4x4x4, wired and routed) and a plan whose one wave drains c00 under j-0, its drain run
+    as the plan printed it (the wave's first command; an OCS of the pod down first when `ocs_down`): the plan's
+    commands, and `inject-fault`'s `jobs[].next` for the drain."""
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0  # c00, c01
+    assert fleet("plan-xconnect", "j", "--apply").code == 0
+    assert fleet("routes", "j").code == 0
+    if ocs_down:
+        assert fleet("inject-fault", "ocs:pod0/x/0").code == 0
+    notices = [{"target": "cube:c00", "window_start": WINDOW["windowStartTime"], "window_end": WINDOW["windowEndTime"]}]
+    (tmp_path / "notices.json").write_text(json.dumps(notices))
+    plan = fleet("plan-maintenance", "--notices", tmp_path / "notices.json", "-o", "json").json
+    drain = shlex.split(plan["commands"][0])
+    assert drain[1:3] == ["inject-fault", "cube:c00"] and "--planned" in drain, plan["commands"]
+    r = fleet(*drain[1:], "-o", "json")
+    assert r.code == 0, r.err
+    (job,) = r.json["jobs"]
+    return plan["commands"], job["next"]
+
+
+def _run_to_running(fleet, steps: list[str]) -> None:
+    for step in steps:
+        r = fleet(*shlex.split(step)[1:])
+        assert r.code == 0, (step, r.err)
+    assert fleet("explain", "j", "-o", "json").json["state"] == "running"
+    slices = [s for s in fleet("show", "slices", "-o", "json").json if s["job"] == "j"]
+    assert {(s["state"], s["routes"]) for s in slices} == {("connected", "fresh")}, slices
+
+
+def test_a_job_stopped_by_a_waves_drain_gets_the_waves_steps_as_its_slice_does(fleet, tmp_path):
+    """`explain j-0` gave the wave's steps (`reschedule`, `plan-xconnect --apply`, `routes`) and `explain j` and
+    `inject-fault`'s `jobs[].next` a plain `reschedule j-0` then `routes j-0`."""
+    commands, hinted = _stopped_by_the_waves_drain(fleet, tmp_path)
+    wave = ["tpufleet reschedule j-0", "tpufleet plan-xconnect j-0 --apply", "tpufleet routes j-0"]
+    assert commands[1:4] == wave
+    assert fleet("explain", "j-0", "-o", "json").json["next"] == wave
+    assert fleet("explain", "j", "-o", "json").json["next"] == wave
+    assert hinted == wave
+    _run_to_running(fleet, wave)
+
+
+def test_a_waves_move_whose_cross_connects_wait_for_an_ocs_gets_the_slices_steps_in_the_job(fleet, tmp_path):
+    """With an OCS of the pod down, the move's cross-connects on it are deferred: `explain j` gives j-0 the same
+    steps, in the same order, as `explain j-0` (the wave's, then the OCS's clear and the wiring again), and they
+    run in order to a running job."""
+    _, hinted = _stopped_by_the_waves_drain(fleet, tmp_path, ocs_down=True)
+    own = fleet("explain", "j-0", "-o", "json").json["next"]
+    assert own[:3] == ["tpufleet reschedule j-0", "tpufleet plan-xconnect j-0 --apply", "tpufleet routes j-0"]
+    steps = fleet("explain", "j", "-o", "json").json["next"]
+    for given in (steps, hinted):
+        assert [s for s in given if "j-1" not in s] == own, given
+    _run_to_running(fleet, steps)

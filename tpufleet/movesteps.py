@@ -203,3 +203,20 @@ def unjudged_note(sl: Slice, faults: list[str]) -> str:
         f"(routing {sl.shape.chips} chips takes seconds{bounded}): `reschedule` works it out, and refuses, "
         "changing nothing, if it would keep less"
     )
+
+
+def stopped_by_a_wave(state: FleetState, sl: Slice) -> bool:
+    """Whether an open drain of a maintenance plan's wave evicted the slice (`maintenance.a_plans_drain`)."""
+    from tpufleet.maintenance import a_plans_drain
+
+    fault = state.fault(sl.evicted_by)
+    return fault is not None and fault.is_open and a_plans_drain(fault.reason)
+
+
+def move_steps(state: FleetState, sl: Slice) -> list[str]:
+    """The commands that move an evicted slice that can move now: `reschedule`; where a maintenance plan's wave
+    stopped it, the wave's own (`maintenance.move_commands`: `reschedule`, `plan-xconnect --apply`, `routes`), in
+    `explain SLICE`, `explain JOB` and `inject-fault`'s `jobs[].next` alike."""
+    from tpufleet.maintenance import move_commands
+
+    return move_commands(sl.name) if stopped_by_a_wave(state, sl) else [f"tpufleet reschedule {sl.name}"]

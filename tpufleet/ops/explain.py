@@ -84,12 +84,13 @@ def _once_each(lists: list[list[str]]) -> list[str]:
     """The job's steps then each slice's merged, a clear or move they share given once and each list's order kept:
     a slice's steps before a shared one go before it (its `routes` around a fault before the fault's clear, though
     an earlier slice gave the clear). A slice's `routes` may come twice in its own steps (around a fault now, on the
-    repaired network after its clear) and only its own steps give it."""
+    repaired network after its clear) and only its own steps give it; so may its wiring (`plan-xconnect S --apply`
+    after its move, and again once the OCS its cross-connects wait for is cleared)."""
     out: list[str] = []
     for steps in lists:
         at = 0  # where this list's steps go: after every step of it already placed
         for i, step in enumerate(steps):
-            if step in out and not step.startswith("tpufleet routes "):
+            if step in out and step not in steps[:i] and not step.startswith("tpufleet routes "):
                 at = max(at, out.index(step) + 1)
                 continue
             later = [out.index(s) for s in steps[i + 1 :] if s in out[at:] and not s.startswith("tpufleet routes ")]
@@ -188,9 +189,8 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
 
 
 def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[str]]:
-    from tpufleet.maintenance import a_plans_drain, move_commands
     from tpufleet.moves import propose_move
-    from tpufleet.movesteps import steps_to_move, unjudged_note
+    from tpufleet.movesteps import move_steps, steps_to_move, stopped_by_a_wave, unjudged_note
 
     fault = state.fault(sl.evicted_by)
     why = [f"evicted by fault {sl.evicted_by}" + (f" on {fault.target} (since {fault.opened})" if fault else "")]
@@ -229,9 +229,10 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
     # deferred: moved and routed around the OCS now, then wired whole and routed again after the repair
     later = deferred_steps(state, sl.name, deferred)
     why += [deferred_why(deferred)] if deferred else []
-    if fault is not None and fault.is_open and a_plans_drain(fault.reason):  # as the wave moves a slice
-        return [*why, _wave_moves_why(fault.id, sl.name)], [*move_commands(sl.name), *later[1:]]
-    return why, [f"tpufleet reschedule {sl.name}", *later]
+    moving = move_steps(state, sl)  # the wave's steps where a maintenance plan's drain stopped it
+    if fault is not None and stopped_by_a_wave(state, sl):
+        return [*why, _wave_moves_why(fault.id, sl.name)], [*moving, *later[1:]]
+    return why, [*moving, *later]
 
 
 def _wave_moves_why(fault_id: str, name: str) -> str:

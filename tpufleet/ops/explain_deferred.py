@@ -9,13 +9,15 @@ from collections.abc import Collection
 from tpufleet.errors import Refused
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import OcsId
+from tpufleet.maintenance import move_commands
 from tpufleet.ops.explain_faults import clear_step_of
 
 
 def deferred_rewiring(state: FleetState, name: str, steps: list[str], now: str, why: list[str] | None) -> list[str]:
     """`steps` with, for each slice they wire or move (`plan-xconnect JOB|S --apply`, `reschedule S`) whose
     cross-connects on a down OCS would be deferred, what `explain SLICE` gives it: its `routes` around the OCS right
-    after that step, then the clears, then its own wiring again (`then_routes` adds its `routes` again)."""
+    after that step (a maintenance wave's move, `movesteps.move_steps`, has its own), then the clears, then its own
+    wiring again (`then_routes` adds its `routes` again)."""
     out, later, routed = list(steps), [], []
     for sl in state.job_slices(name):
         step, deferred = _deferring_step(state, name, sl, out, now)
@@ -25,10 +27,11 @@ def deferred_rewiring(state: FleetState, name: str, steps: list[str], now: str, 
             continue
         own = deferred_steps(state, sl.name, deferred)
         at = out.index(step) + 1
-        while at < len(out) and out[at] in routed:  # after the other slices' routes this step is followed by
-            at += 1
-        out.insert(at, own[0])  # its `routes` around the OCS
-        routed.append(own[0])
+        if out[at : at + 2] != move_commands(sl.name)[1:]:  # a wave's move is wired and routed by its own steps
+            while at < len(out) and out[at] in routed:  # after the other slices' routes this step is followed by
+                at += 1
+            out.insert(at, own[0])  # its `routes` around the OCS
+            routed.append(own[0])
         later += own[1:]
         if why is not None:
             why.append(f"slice {sl.name}: {deferred_why(deferred)}")
