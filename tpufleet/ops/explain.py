@@ -30,7 +30,7 @@ from tpufleet.ops.explain_routes import link_why, rm_step, then_routes
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import around
-from tpufleet.views import missing_xconnects, tables_moved, tables_predating
+from tpufleet.views import missing_xconnects, needs_tables, tables_moved, tables_predating
 
 
 def explain(
@@ -313,8 +313,7 @@ def explain_slice(
     if line is not None:
         why.insert(0, line)
     missing = missing_xconnects(state, sl)
-    # a sub-cube slice needs no tables to run (no optical links), but the ones stored for it go stale as any do
-    unfresh = sl.state.wired and routes != "fresh" and not (sl.machines and routes == "none")
+    unfresh = sl.state.wired and routes != "fresh" and needs_tables(state, sl)
     if unfresh:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
