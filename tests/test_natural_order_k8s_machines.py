@@ -52,3 +52,27 @@ def test_known_nodes_keep_their_machines_and_new_ones_fill_the_rest_in_natural_o
         "node-10": "host:c00/8",
         **{f"node-{n}": f"host:c00/{m}" for n, m in zip(new, range(9, 16), strict=True)},
     }
+
+
+def test_new_partitions_take_the_free_cubes_in_the_natural_order_of_their_nodes_names(cli, tmp_path):
+    """A partition the state does not know yet takes the pod's first free cube as its nodes are met: in the natural
+    order of their names, so `node-2`'s partition comes before `node-10`'s, as every list of ids is ordered."""
+    partition = "cloud.google.com/gke-tpu-partition-4x4x4-id"
+    assert cli("init", "--cubes-per-pod", "2").code == 0
+    doc = cli("export", "node-labels", "-o", "json").json
+    items = []
+    for cube, number in (("c00", 10), ("c01", 2)):  # node-10 listed first, as its name sorts first as text
+        node = json.loads(json.dumps(next(n for n in doc["items"] if n["metadata"]["labels"][CUBE] == cube)))
+        labels = node["metadata"]["labels"]
+        for key in (CUBE, MACHINE, POD):
+            del labels[key]
+        labels[partition] = f"part-{number}"
+        node["metadata"]["name"] = labels["kubernetes.io/hostname"] = f"node-{number}"
+        items.append(node)
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({**doc, "items": items}))
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    state = json.loads((cli.state / "state.json").read_text())["k8s"]
+    assert state["partitions"] == {"part-2": "c00", "part-10": "c01"}
+    assert state["nodes"] == {"node-2": "host:c00/0", "node-10": "host:c01/0"}

@@ -173,7 +173,7 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
     pending: dict[str, list[Node]] = defaultdict(list)  # cube -> nodes still without a machine
     explicit: list[tuple[Node, HostId]] = []
     disputed = _disputed_partitions(state, nodes, mapping)
-    for node in sorted(nodes, key=lambda n: n.name):
+    for node in sorted(nodes, key=lambda n: natural_key(n.name)):
         accelerator = node.labels.get(keys.accelerator)
         if accelerator is None:
             out.unplaced.append((node.name, f"not a TPU node (no {keys.accelerator} label)"))
@@ -202,8 +202,8 @@ def _disputed_partitions(state: FleetState, nodes: list[Node], mapping: K8sMappi
     stand-in) disagree: which node is mislabelled is a guess, so nothing is learnt for it (learnt from the first
     node, it would misplace the others and keep the wrong name)."""
     keys, fleet = mapping.labels, state.fleet
-    claims: dict[str, dict[str, str]] = defaultdict(dict)  # partition -> cube -> its first node (in name order)
-    for node in sorted(nodes, key=lambda n: n.name):
+    claims: dict[str, dict[str, str]] = defaultdict(dict)  # partition -> cube -> its first node (in natural order of names)
+    for node in sorted(nodes, key=lambda n: natural_key(n.name)):
         partition, pinned = node.labels.get(keys.partition), mapping.nodes.get(node.name)
         cube = pinned.cube if pinned else node.labels.get(keys.cube, partition)
         if partition is None or cube not in fleet.cube_pod or node.labels.get(keys.accelerator) is None:
