@@ -76,15 +76,3 @@ def test_new_partitions_take_the_free_cubes_in_the_natural_order_of_their_nodes_
     state = json.loads((cli.state / "state.json").read_text())["k8s"]
     assert state["partitions"] == {"part-2": "c00", "part-10": "c01"}
     assert state["nodes"] == {"node-2": "host:c00/0", "node-10": "host:c01/0"}
-
-
-def test_new_nodes_take_the_machines_in_the_natural_order_of_their_host_labels(cli, tmp_path):
-    """Where the nodes carry a host label, it orders them before their names do, numbers compared as numbers."""
-    assert cli("init", "--cubes-per-pod", "2").code == 0
-    doc = json.loads(_nodes(cli("export", "node-labels", "-o", "json").json, tmp_path, [0, 1]).read_text())
-    for node, host in zip(doc["items"], ("host-10", "host-2"), strict=True):
-        node["metadata"]["labels"]["cloud.google.com/gce-topology-host"] = host
-    path = tmp_path / "hosts.json"
-    path.write_text(json.dumps(doc))
-    assert cli("import", "k8s", path, "--apply").code == 0
-    assert _machines(cli) == {"node-1": "host:c00/0", "node-0": "host:c00/1"}

@@ -342,7 +342,7 @@ def _claim_machines(
             else:
                 later.append(node)
         if later:
-            later.sort(key=lambda n: (natural_key(n.labels.get(mapping.labels.host, "")), natural_key(n.name)))
+            later.sort(key=lambda n: (n.labels.get(mapping.labels.host, ""), natural_key(n.name)))
             _fill(cube, later, holder, named, out)
     seen = {name for name in holder.values()}
     named_by = state.k8s.machine_node()
