@@ -202,7 +202,8 @@ def _disputed_partitions(state: FleetState, nodes: list[Node], mapping: K8sMappi
     stand-in) disagree: which node is mislabelled is a guess, so nothing is learnt for it (learnt from the first
     node, it would misplace the others and keep the wrong name)."""
     keys, fleet = mapping.labels, state.fleet
-    claims: dict[str, dict[str, str]] = defaultdict(dict)  # partition -> cube -> its first node (in natural order of names)
+    # partition -> cube -> its first node (in the natural order of the names)
+    claims: dict[str, dict[str, str]] = defaultdict(dict)
     for node in sorted(nodes, key=lambda n: natural_key(n.name)):
         partition, pinned = node.labels.get(keys.partition), mapping.nodes.get(node.name)
         cube = pinned.cube if pinned else node.labels.get(keys.cube, partition)
