@@ -313,7 +313,7 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
         ):  # ids go out in order: cleared
             raise Refused(f"fault {key} is not open (cleared earlier; `tpufleet faults --all` lists it)")
         if hit is None:
-            raise Refused(f"unknown fault {key!r}")
+            raise Refused(f"unknown fault {key[:60]!r} (no fault has that id yet; {_open_ids(state)})")
         if hit.cleared:
             raise Refused(f"fault {key} was already cleared at {hit.cleared}")
         return [hit]
@@ -328,6 +328,17 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
         raise Refused(f"no open fault on {target}" + _open_inside(state, target))
     return hits
 
+
+def _open_ids(state: FleetState) -> str:
+    """The open faults' ids, as `tpufleet faults` lists them (the first SHOWN_OPEN), or that none is open."""
+    open_ids = [f.id for f in state.faults if f.is_open]
+    if not open_ids:
+        return "no fault is open"
+    more = f" and {len(open_ids) - SHOWN_OPEN} more" if len(open_ids) > SHOWN_OPEN else ""
+    return f"open: {', '.join(open_ids[:SHOWN_OPEN])}{more}"
+
+
+SHOWN_OPEN = 8  # open fault ids named when an unknown one is given
 
 SHOWN_INSIDE = 3  # open faults named when a target has none of its own
 
