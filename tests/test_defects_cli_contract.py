@@ -81,7 +81,7 @@ def test_a_blank_output_name_is_refused_as_an_empty_one(fleet, tmp_path, monkeyp
         (("collective", "s", "--op", "all-reduce", "--profile", ""), "option --profile"),
         (("inject-fault", "--from", ""), "option --from"),
         (("inject-fault", "--from="), "option --from"),
-        (("goodput-report", ""), "argument FILES"),
+        (("goodput-report", ""), "argument FILE"),
         (("metrics", "--goodput", ""), "option --goodput"),
         (("simulate-availability", "--fault-rates", ""), "option --fault-rates"),
         (("drift", "--nodes", ""), "option --nodes"),

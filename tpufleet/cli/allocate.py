@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 )
 def allocate_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name, or job name with --slices (letters, digits, . _ -)")],
+    name: Annotated[
+        str, typer.Argument(metavar="SLICE|JOB", help="Slice name, or job name with --slices (letters, digits, . _ -)")
+    ],
     shape: Annotated[str, typer.Option("--shape", help="AxBxC in chips, e.g. 8x8x8 or 2x2x4")],
     twisted: Annotated[bool, typer.Option("--twisted", help="Twisted torus ((4k,4k,8k) or (4k,8k,8k))")] = False,
     cubes: Annotated[
@@ -195,7 +197,7 @@ def _describe_job(d: dict) -> str:
 )
 def release_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name, or job name (all its slices)")],
+    name: Annotated[str, typer.Argument(metavar="SLICE|JOB", help="Slice name, or job name (all its slices)")],
     output: OutputOpt = Output.table,
 ) -> None:
     """Return a slice's cubes (or every slice of a job) to the pool. Cross-connects stay in place (a later slice
@@ -235,7 +237,7 @@ def _links_left(linked: dict[str, str]) -> list[str]:
 )
 def policy_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name, or job name (every slice of the job)")],
+    name: Annotated[str, typer.Argument(metavar="SLICE|JOB", help="Slice name, or job name (every slice of the job)")],
     min_throughput: Annotated[
         float | None,
         typer.Option(

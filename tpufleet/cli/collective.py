@@ -328,7 +328,9 @@ def collective_cmd(
         str | None, typer.Option("--wrap", help="With --topology: the dimensions that are tori, e.g. y (others: mesh)")
     ] = None,
     output: OutputOpt = Output.table,
-    name: Annotated[str | None, typer.Argument(help="Slice or multislice job name (none with --topology)")] = None,
+    name: Annotated[
+        str | None, typer.Argument(metavar="[SLICE|JOB]", help="Slice or multislice job name (none with --topology)")
+    ] = None,
 ) -> None:
     """Model a collective on the slice's current routing tables (healthy or rerouted, as `routes` stored them).
 

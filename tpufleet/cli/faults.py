@@ -226,7 +226,9 @@ def _requests(
 )
 def clear_cmd(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="A fault id (f12) or a target id (all its open faults)")],
+    key: Annotated[
+        str, typer.Argument(metavar="ID|TARGET", help="A fault id (f12) or a target id (all its open faults)")
+    ],
     output: OutputOpt = Output.table,
 ) -> None:
     """Repair: close the fault; its components return to the pool. Routing tables of affected slices go stale."""
@@ -300,7 +302,7 @@ def faults_cmd(
 @app.command("reschedule", epilog=examples("tpufleet reschedule train", "tpufleet reschedule train --avoid c120,c121"))
 def reschedule_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="An evicted slice")],
+    name: Annotated[str, typer.Argument(metavar="SLICE", help="An evicted slice")],
     avoid: Annotated[
         str | None,
         typer.Option(

@@ -44,6 +44,7 @@ def goodput_cmd(
         list[str],  # as typed: a message names `./a.jsonl` so, where a Path would drop the `./`
         typer.Argument(
             click_type=click.Path(path_type=str),
+            metavar="FILE...",
             help="Event logs: native JSONL or CSV (named *.csv, *.csv.gz), or ml-goodput-measurement entries; "
             "gzip-compressed or not; - for standard input (JSON lines)",
         ),

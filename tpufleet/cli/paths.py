@@ -57,7 +57,7 @@ def _takes_a_directory(param: Any) -> bool:
 def named(param: Any) -> str:
     """`option --from` or `argument PLAN`, as the command's help names it."""
     if getattr(param, "param_type_name", "") == "argument":
-        return f"argument {param.metavar or str(param.name).upper()}"
+        return f"argument {str(param.metavar or str(param.name).upper()).strip('[]').removesuffix('...')}"
     return f"option {max(param.opts, key=len)}"
 
 

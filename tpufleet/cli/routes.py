@@ -87,7 +87,12 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
 )
 def routes_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name, or a multislice job (each wired slice routed and stored)")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="SLICE|JOB", help="Slice name, or a multislice job (each wired slice routed and stored)"
+        ),
+    ],
     algorithm: Annotated[
         Algorithm,
         typer.Option(

@@ -56,7 +56,7 @@ def _render_plan(pdoc: dict, verbose: bool, cube_names: list[str]) -> str:
 )
 def plan_cmd(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Slice name, or job name (every slice of the job)")],
+    name: Annotated[str, typer.Argument(metavar="SLICE|JOB", help="Slice name, or job name (every slice of the job)")],
     out: Annotated[Path | None, typer.Option("--out", help="Save the plan to this file for apply-xconnect")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Plan and apply in one locked step")] = False,
     detailed_exitcode: Annotated[
