@@ -250,14 +250,14 @@ def _all_reduce_slowdown(report, alive) -> float:
 
 @pytest.mark.slow
 def test_twisted_8x8x16_with_one_x_ocs_down_keeps_096_of_the_healthy_optimum_when_thorough():
-    """Pre-leg trees in every dimension, relieved within their wild order: 1227 against 1303 for the split tables
-    (the healthy optimum 1189.33: 0.969 against 0.913); only with `thorough`, as the relieving takes seconds there.
+    """Pre-leg trees in every dimension, relieved within their wild order: 1227 against 1271 for the split tables
+    relieved (the healthy optimum 1189.33: 0.969 against 0.936); only with `thorough`, as the relieving takes seconds there.
     Order zxy, the only one tried with x broken (x last would send x's neighbours across the dead link the long way
     round), the ring steps kept as the split tables take them: the modelled all-reduce 1.71x the healthy time
     (1.89x in yzx, ring steps by load alone; the split tables 1.61x)."""
     shape, expected, alive = _twisted_down(("x", 3))
     quick = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3).summary
-    assert quick["max_link_load"]["all-to-all"] == 1303 and not quick["strategy"].startswith(MESH)
+    assert quick["max_link_load"]["all-to-all"] == 1271 and not quick["strategy"].startswith(MESH)
     _, load, _, report = _thorough_checked((2, 0, 1), ("x", 3))
     assert load <= 1189.33 / 0.96
     assert _all_reduce_slowdown(report, alive) < 1.75

@@ -15,6 +15,7 @@ from tpufleet.routing.report import evaluate
 from tpufleet.shapes import parse_shape
 
 SPLIT = "broken dimension last, destinations in broken rings by trees"
+RELIEVED = SPLIT + ", busiest links relieved"
 
 
 def walked_load(rt) -> np.ndarray:
@@ -35,37 +36,59 @@ def walked_load(rt) -> np.ndarray:
     raise AssertionError("a route loops")
 
 
-def _kept(text: str):
+def _kept(text: str, dim: str = "x", index: int = 3, how: str = SPLIT):
     shape = parse_shape(text, twisted=True)
-    expected, alive = ocs_failure(shape, "x", 3)
+    expected, alive = ocs_failure(shape, dim, index)
     report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
     s = report.summary
-    assert s["strategy"] == SPLIT and s["dimension_orders"] == 2
+    assert s["strategy"] == how and s["dimension_orders"] == 2
     assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["vcs"] == 3
     return report, s
 
 
-def test_one_x_ocs_on_twisted_8x8x16_keeps_nine_tenths_of_the_optimum_within_three_vcs():
-    report, s = _kept("8x8x16")
+@pytest.mark.parametrize(("dim", "load"), [("x", 1271), ("z", 1267)])
+def test_one_ocs_on_twisted_8x8x16_keeps_092_of_the_optimum_within_three_vcs(dim, load):
+    """x/3: the lightest split tables (1303) relieved to 1271; z/3: the lightest (1315) relieve only to 1294, above
+    the distance bound over 0.925 (1292.7), so the later-leg set (1352) is relieved too, to 1267. Both keep 0.92 of
+    the healthy optimum 1189.33 (the split tables as made: 0.913 and 0.904), checked by walking every route and by
+    the oracle's channel graph on 3 VCs."""
+    report, s = _kept("8x8x16", dim, 3, RELIEVED)
     # one order, the best before: 1443 (0.824 of the healthy optimum 1189.33); both orders on dateline pairs: 1280 in 4 VCs
-    assert s["max_link_load"]["all-to-all"] == 1303
-    assert s["throughput_retained_vs_optimum"]["all-to-all"] == round(1189.3333 / 1303, 4)
-    assert int(walked_load(report.tables).max()) == 1303
+    assert s["max_link_load"]["all-to-all"] == load
+    assert s["throughput_retained_vs_optimum"]["all-to-all"] == round(1189.3333 / load, 4) >= 0.92
+    assert int(walked_load(report.tables).max()) == load
     graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
     assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
 
 
+def test_relieving_the_split_tables_never_moves_a_ring_step(monkeypatch):
+    """Every entry on the route of a step of the collectives' rings (`relieve._ring_routes`) is the same in the
+    relieved split tables as in the split tables as made (no relieving above SPLIT_RELIEVE_LIMIT chips), so ring
+    all-reduce keeps its time (x/3 on twisted 8x8x16: the modelled 1 GiB all-reduce 1.61x the healthy time both)."""
+    from tpufleet.routing import split_relieve
+    from tpufleet.routing.relieve import _ring_routes
+
+    relieved, _ = _kept("8x8x16", "x", 3, RELIEVED)
+    monkeypatch.setattr(split_relieve, "SPLIT_RELIEVE_LIMIT", 512)
+    made, s = _kept("8x8x16", "x", 3, SPLIT)
+    assert s["max_link_load"]["all-to-all"] == 1303
+    shape = parse_shape("8x8x16", twisted=True)
+    on_rings = _ring_routes(made.tables, ocs_failure(shape, "x", 3)[0])
+    assert on_rings.sum() > 1024 and (relieved.tables.P != made.tables.P).sum() > 1000
+    assert (relieved.tables.P[on_rings] == made.tables.P[on_rings]).all()
+
+
 def test_the_later_leg_split_tables_are_a_candidate_on_twisted_8x8x16_too():
     """x/9 on twisted 8x8x16: the lighter order pair's split tables with the trees' later legs on dateline pairs
-    carry 1317, where the best of the others (wild-first) carried 1436 (0.828 of the healthy optimum 1189.33);
-    checked by walking every route and by the oracle's channel graph on 3 VCs."""
+    carry 1317, where the best of the others (wild-first) carried 1436 (0.828 of the healthy optimum 1189.33), and
+    relieved 1257; checked by walking every route and by the oracle's channel graph on 3 VCs."""
     shape = parse_shape("8x8x16", twisted=True)
     expected, alive = ocs_failure(shape, "x", 9)
     report = evaluate(shape, expected, alive, "auto", ("all-to-all",), max_vcs=3)
     s = report.summary
-    assert s["strategy"] == SPLIT and s["max_link_load"]["all-to-all"] == 1317
+    assert s["strategy"] == RELIEVED and s["max_link_load"]["all-to-all"] == 1257
     assert s["unroutable_pairs"] == 0 and s["deadlock_free"] and s["vcs"] == 3
-    assert int(walked_load(report.tables).max()) == 1317
+    assert int(walked_load(report.tables).max()) == 1257
     graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
     assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
 

@@ -51,6 +51,7 @@ def split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipG
     counts as broken and repaired."""
     from tpufleet.routing import steps
     from tpufleet.routing.split import split_orders
+    from tpufleet.routing.split_relieve import relieved_in_turn
 
     if broken_dims(expected, graph) == 2:
         return _split_two_made(shape, expected, alive, graph, note)
@@ -62,7 +63,7 @@ def split_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipG
     if later:
         lighter = min(range(len(pairs)), key=lambda i: out[i][0])
         out.append(_split_one(shape, expected, alive, graph, note, pairs[lighter], True))
-    return out
+    return relieved_in_turn(shape, expected, graph, out)
 
 
 def _split_two_made(shape: Shape, expected: ChipGraph, alive: ChipGraph, graph: ChipGraph, note: str) -> list[Ranked]:
