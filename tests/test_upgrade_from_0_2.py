@@ -156,3 +156,16 @@ def test_a_write_on_a_0_2_state_advances_the_serial_by_one_and_keeps_its_journal
     for argv in (a for a in READS if a != ["explain", "sub"]):  # released above
         r = old(*argv)
         assert r.code == 0, (argv, r.err)
+
+
+def test_diff_across_the_upgrade_gives_no_proposal_a_0_2_line_did_not_record(old):
+    """0.2 evicted `ev` at serial 18 without recording its proposal; this version's reschedule records it going.
+    From serial 17 (ev connected, no proposal) to now (moved, no proposal) its proposal did not change."""
+    r = old("reschedule", "ev")
+    assert r.code == 0, r.err
+    assert _serial(old) == SERIAL + 1
+    ev = old("diff", "17", "-o", "json").json["slices"]["changed"]["ev"]
+    assert ev["cubes"] == [["c04"], ["c02"]]
+    assert "proposal" not in ev
+    assert old("diff", "18", "-o", "json").json["slices"]["changed"]["ev"]["proposal"] == [["c02"], None]
+    assert "proposal" not in old("diff", "17").out

@@ -226,6 +226,17 @@ def jobs_of_slices(d: Doc) -> dict[str, str] | None:
     return jobs if isinstance(jobs, dict) else None
 
 
+def _proposal_by_state(fields: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """A slice's net fields with its proposal's ends as its state gives them: only an evicted slice has one. Lines of
+    0.2 did not record proposals, so the first one recorded after them is not the range's start when a 0.2 line
+    evicted the slice (nor its end when one moved it); the state each line records says."""
+    state, proposal = fields.get("state"), fields.get("proposal")
+    if state is None or proposal is None:
+        return fields
+    ends = [p if s == "evicted" else None for s, p in zip(state, proposal, strict=True)]
+    return {**fields, "proposal": ends}
+
+
 def _comparable(was: Doc, now: Doc) -> list[str]:
     """The fields a slice made again is compared on: those both records hold (a field a line of an older version
     did not record is unknown, not changed), or, with one record missing (lines before `was` and `now`), every
@@ -280,7 +291,9 @@ class _Net:
                 counts[tuple(p)] = counts.get(tuple(p), 0) - 1
 
     def result(self) -> Doc:
-        changed = {n: {f: v for f, v in fs.items() if v[0] != v[1]} for n, fs in self.changed.items()}
+        changed = {
+            n: {f: v for f, v in _proposal_by_state(fs).items() if v[0] != v[1]} for n, fs in self.changed.items()
+        }
         slices: Doc = {
             "added": sorted(self.added, key=natural_key),  # as slices are counted: s9 before s10
             "removed": sorted(self.removed, key=natural_key),
