@@ -339,7 +339,6 @@ def _open_ids(state: FleetState) -> str:
 
 
 SHOWN_OPEN = 8  # open fault ids named when an unknown one is given
-
 SHOWN_INSIDE = 3  # open faults named when a target has none of its own
 
 
