@@ -25,7 +25,7 @@ FILE_PARAMETERS = [
     (("metrics", "--drift-mapping"), "option --drift-mapping"),
     (("metrics", "--drift-reservation"), "option --drift-reservation"),
     (("metrics", "--drift-slices"), "option --drift-slices"),
-    (("goodput-report",), "argument FILES"),
+    (("goodput-report",), "argument FILE"),
     (("goodput-report", "log.jsonl", "--exclude"), "option --exclude"),
     (("goodput-report", "log.jsonl", "--out"), "option --out"),
     (("plan-maintenance", "--notices"), "option --notices"),
@@ -243,7 +243,7 @@ GOODPUT_LOG = Path(__file__).parent.parent / "fixtures/goodput/slow_steps.jsonl"
     ],
 )
 def test_a_goodput_log_given_twice_names_no_argument_the_command_lacks(fleet, args):
-    """A log given twice was `bad argument LOGS`: goodput-report's argument is FILES, and metrics takes the logs
+    """A log given twice was `bad argument LOGS`: goodput-report's argument is FILE..., and metrics takes the logs
     as --goodput."""
     line = one_line(fleet(*args), 2)
     assert line.startswith(f"tpufleet: error: bad goodput logs: {GOODPUT_LOG} is given twice (also as ")
