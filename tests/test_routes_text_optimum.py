@@ -44,3 +44,28 @@ def test_an_untwisted_slice_gives_one_figure(fleet, fault):
     kept = data["throughput_retained"]["all-to-all"]
     assert re.search(rf"throughput retained {kept:.3f}$", line), line
     assert "optimum" not in line
+
+
+def test_inject_fault_says_what_a_reroute_keeps_of_the_optimum_too(fleet):
+    """`inject-fault`'s reroute gives the share of the healthy optimum beside that of the healthy tables, as
+    `routes` does, in its JSON (`all_to_all_retained_vs_optimum`) and its line."""
+    _wired(fleet, "4x4x8", "--twisted")
+    assert fleet("routes", "s").code == 0
+    dry = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json").json
+    reroute = next(s for s in dry["slices"] if s["slice"] == "s")["reroute"]
+    r = fleet("inject-fault", "ocs:pod0/x/3")
+    assert r.code == 0
+    routed = fleet("routes", "s", "-o", "json").json
+    assert reroute["all_to_all_retained"] == routed["throughput_retained"]["all-to-all"]
+    assert reroute["all_to_all_retained_vs_optimum"] == routed["throughput_retained_vs_optimum"]["all-to-all"]
+    assert f"{reroute['all_to_all_retained']:.3f}" != f"{reroute['all_to_all_retained_vs_optimum']:.3f}"
+    assert (
+        f"all-to-all throughput retained {reroute['all_to_all_retained']:.3f} of the healthy tables, "
+        f"{reroute['all_to_all_retained_vs_optimum']:.3f} of the healthy optimum"
+    ) in r.out
+
+
+def test_inject_fault_on_an_untwisted_slice_gives_one_share(fleet):
+    _wired(fleet, "4x4x8")
+    r = fleet("inject-fault", "ocs:pod0/x/3")
+    assert r.code == 0 and "throughput retained" in r.out and "optimum" not in r.out

@@ -49,7 +49,7 @@ def _describe(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str
         if rr:
             line += (
                 f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
-                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
+                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}{_of_optimum(rr)}"
                 + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )
         lines.append(line)
@@ -61,6 +61,15 @@ def _describe(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])
     return "\n".join(lines)
+
+
+def _of_optimum(reroute: dict) -> str:
+    """What a reroute keeps of the healthy optimum, where that differs from the share of the healthy tables (twisted
+    tori, whose healthy tables are heavier than the optimum): the share alone is against the tables."""
+    kept = reroute.get("all_to_all_retained_vs_optimum")
+    if kept is None or f"{kept:.3f}" == f"{reroute['all_to_all_retained']:.3f}":
+        return ""
+    return f" of the healthy tables, {kept:.3f} of the healthy optimum"
 
 
 def _reason_took_target(target: str | None, reason: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tpufleet import faults, moves, movesteps
+from tpufleet import fault_clearing, faults, moves, movesteps
 from tpufleet.constants import MOVED_TABLES_REASON
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
@@ -71,7 +71,7 @@ def inject(
 
 def clear(state: FleetState, key: str, now: str) -> Outcome:
     """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
-    cleared = faults.faults_to_clear(state, key)
+    cleared = fault_clearing.faults_to_clear(state, key)
     for fault in cleared:
         state.clear_fault(fault, now)
     gone = {f.id for f in cleared}

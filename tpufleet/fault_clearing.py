@@ -1,0 +1,77 @@
+"""Which open faults `clear-fault ID|TARGET` closes, pure: the fault of an id, or every open fault on a target; a key
+that names none is refused, saying what is open (the faults open at all, or those inside the target)."""
+
+from __future__ import annotations
+
+from tpufleet.constants import MAX_FAULT_ID_CHARS
+from tpufleet.errors import BadInput, Refused
+from tpufleet.faults import machines_hit, normalize
+from tpufleet.fleetstate import Fault, FleetState
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, canonical
+
+
+def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
+    """The fault with this id, or every open fault on this target; Refused if there is none; BadInput for an id
+    whose number is not written as the tool writes it (ASCII digits, no leading zero)."""
+    if key.startswith("f") and key[1:].isdigit() and not (key[1:].isascii() and key[1] != "0"):
+        raise BadInput(f"bad fault id {key[:60]!r}: f and its number in ASCII digits, no leading zero (e.g. f3)")
+    if key.startswith("f") and key[1:].isdigit():
+        hit = state.fault(key)
+        if (
+            hit is None and len(key) <= MAX_FAULT_ID_CHARS and 0 < int(key[1:]) < state.next_fault
+        ):  # ids go out in order: cleared
+            raise Refused(f"fault {key} is not open (cleared earlier; `tpufleet faults --all` lists it)")
+        if hit is None:
+            raise Refused(f"unknown fault {key[:60]!r} (no fault has that id yet; {_open_ids(state)})")
+        if hit.cleared:
+            raise Refused(f"fault {key} was already cleared at {hit.cleared}")
+        return [hit]
+    if ":" not in key:  # neither a fault id nor a target (`F1`, `12`): say both forms, not only the target's
+        raise BadInput(
+            f"bad fault id or target {key[:60]!r}: give a fault id as `tpufleet faults` lists it (f12) or a target"
+            " id KIND:... (cube:c07, ocs:pod0/x/5)"
+        )
+    target = canonical(normalize(state.fleet, key))
+    hits = [f for f in state.faults if canonical(f.target) == target and f.is_open]
+    if not hits:
+        raise Refused(f"no open fault on {target}" + _open_inside(state, target))
+    return hits
+
+
+def _open_ids(state: FleetState) -> str:
+    """The open faults' ids, as `tpufleet faults` lists them (the first SHOWN_OPEN), or that none is open."""
+    open_ids = [f.id for f in state.faults if f.is_open]
+    if not open_ids:
+        return "no fault is open"
+    more = f" and {len(open_ids) - SHOWN_OPEN} more" if len(open_ids) > SHOWN_OPEN else ""
+    return f"open: {', '.join(open_ids[:SHOWN_OPEN])}{more}"
+
+
+SHOWN_OPEN = 8  # open fault ids named when an unknown one is given
+
+
+SHOWN_INSIDE = 3  # open faults named when a target has none of its own
+
+
+def _open_inside(state: FleetState, target: TargetId) -> str:
+    """The open faults on components inside `target` (a cube's hosts, a host's chips), said with how to clear
+    them: clearing a cube does not clear its hosts' faults, and the operator may not know one is open there."""
+    inside = [f for f in state.faults if f.is_open and _contains(target, f.target)]
+    if not inside:
+        return ""
+    named = ", ".join(f"{f.id} on {f.target}" for f in inside[:SHOWN_INSIDE])
+    more = f" and {len(inside) - SHOWN_INSIDE} more" if len(inside) > SHOWN_INSIDE else ""
+    return (
+        f"; open inside it: {named}{more} (clear each by its id or target, e.g. `tpufleet clear-fault "
+        f"{inside[0].id}`; `tpufleet faults` lists them)"
+    )
+
+
+def _contains(outer: TargetId, inner: TargetId) -> bool:
+    """Whether `inner` is a part of `outer` (not the same component): a cube holds its hosts, chips, electrical
+    and optical links; a host its chips and the electrical links between them."""
+    if isinstance(outer, CubeId):
+        return not isinstance(inner, (CubeId, OcsId)) and inner.cube == outer.cube
+    if isinstance(outer, HostId) and isinstance(inner, (ChipId, IciId)) and inner.cube == outer.cube:
+        return machines_hit(inner) == {outer.machine}
+    return False
