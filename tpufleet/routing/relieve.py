@@ -179,6 +179,7 @@ def relieve(
     seed: int = 0,
     wild_order: Order | None = None,
     dest_orders: bool = False,
+    stop_at: float | None = None,
 ) -> Relieved | None:
     """`rt`'s tables with their busiest links relieved, on the live graph `graph` the tables were made for, by
     moving subtrees or (`leaves`) single leaves, never an entry on a route the ring collectives use (their rings
@@ -188,7 +189,8 @@ def relieve(
     keeps it too: a hop of an earlier dimension, or the same dimension and port, and no wraparound. With
     `dest_orders` (leaves only: twisted tori's split tables, `routing.split_relieve`), a moved leaf's hop keeps its
     destination's own dimension order (`split_relieve.keeps_dest_order`), and the moves of a batch together keep
-    every link under the maximum (`split_relieve.under_top`)."""
+    every link under the maximum (`split_relieve.under_top`). With `stop_at`, the rounds end once the maximum is at
+    or under it."""
     import numpy as np
 
     from tpufleet.routing.analysis import Levels, datelines, flow, link_load, verify
@@ -218,9 +220,9 @@ def relieve(
     moved = 0
     for _ in range(MAX_ROUNDS):
         done = _round(tree, rng, leaves)
-        if not done:
-            break
         moved += done
+        if not done or (stop_at is not None and tree.load.max() <= stop_at):
+            break
     changed = tree.P != rt.P  # an entry may move twice, or back
     if not moved or not changed.any():
         return None

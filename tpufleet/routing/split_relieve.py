@@ -29,9 +29,13 @@ if TYPE_CHECKING:
     from tpufleet.shapes import Shape
     from tpufleet.topology import ChipGraph
 
-# chips: split tables relieved up to this size (twisted 8x8x16: 0.6-2.3 s of CPU a set; not measured above, where
-# `routing.split` alone takes 3-54 s)
-SPLIT_RELIEVE_LIMIT = 1024
+# chips: split tables relieved up to this size (twisted 8x8x16: 0.6-2.3 s of CPU a set; 8x16x16 below; not measured
+# above, where `routing.split` alone takes 3-54 s)
+SPLIT_RELIEVE_LIMIT = 2048
+# chips: above this, a set's rounds end once it is within SPLIT_GOOD of the distance bound (twisted 8x16x16, one OCS
+# down: relieved on, the rounds cost 0.2-0.3 s each near the end, 12-35 s of CPU a `routes` for 3119-3189; stopped,
+# 6.4-8.8 s for 3234, against 3.8-4.1 s for 3297-3338 as made)
+SPLIT_FULL_LIMIT = 1024
 # of the live graph's distance bound: a set relieved to this load ends the search (twisted 8x8x16: 1195.79 / 0.925
 # = 1292.7, 0.92 of the healthy optimum)
 SPLIT_GOOD = 0.925
@@ -41,30 +45,32 @@ SPLIT_VCS = 3  # what the split tables are made to fit (`tree_families.splits_ap
 def relieved_in_turn(shape: Shape, expected: ChipGraph, graph: ChipGraph, made: list[Ranked]) -> list[Ranked]:
     """`made` (`tree_families.split_made`'s sets for `graph`), each in turn relieved where that makes it lighter
     within SPLIT_VCS (the lightest first, then the others from the last made: the later-leg set, made from the
-    lighter pair, relieves best where the lightest does not, twisted 8x8x16 with z/0, z/3 or z/7 down), until one is within SPLIT_GOOD of `graph`'s distance bound; the rest as made. Up to
-    SPLIT_RELIEVE_LIMIT chips; above, `made` itself."""
+    lighter pair, relieves best where the lightest does not, twisted 8x8x16 with z/0, z/3 or z/7 down), until one
+    is within SPLIT_GOOD of `graph`'s distance bound; the rest as made. Above SPLIT_FULL_LIMIT chips a set's rounds
+    end there too. Up to SPLIT_RELIEVE_LIMIT chips; above, `made` itself."""
     from tpufleet.routing.optimum import distance_bound
 
     if len(expected) > SPLIT_RELIEVE_LIMIT:
         return made
     good = distance_bound(graph, shape) / SPLIT_GOOD
+    stop = good if len(expected) > SPLIT_FULL_LIMIT else None
     out = list(made)
     lightest = min(range(len(made)), key=lambda i: made[i][0])
     for i in [lightest, *(i for i in reversed(range(len(made))) if i != lightest)]:
-        out[i] = _relieved(made[i], expected, graph) or made[i]
+        out[i] = _relieved(made[i], expected, graph, stop) or made[i]
         if out[i][0][0] <= good:
             break
     return out
 
 
-def _relieved(ranked: Ranked, expected: ChipGraph, graph: ChipGraph) -> Ranked | None:
+def _relieved(ranked: Ranked, expected: ChipGraph, graph: ChipGraph, stop: float | None) -> Ranked | None:
     """One set relieved, its rank key and how it was made updated; None when that is no lighter or does not fit
-    SPLIT_VCS."""
+    SPLIT_VCS; with `stop`, its rounds end at or under that load."""
     from tpufleet.routing.fitting import analyzed, fits
     from tpufleet.routing.relieve import relieve
 
     (load, used), rt, info = ranked
-    done = relieve(rt, graph, expected, leaves=True, dest_orders=True)
+    done = relieve(rt, graph, expected, leaves=True, dest_orders=True, stop_at=stop)
     if done is None or done.max_load >= load or not fits(analyzed(done.tables, SPLIT_VCS)[0], SPLIT_VCS):
         return None
     how = f"{info['strategy']}, busiest links relieved"
