@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
-from tpufleet.cli.render import emit, grid, link_steps
+from tpufleet.cli.render import emit, grid, link_steps, of_the_optimum
 
 MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
 
@@ -49,7 +49,8 @@ def _describe(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str
         if rr:
             line += (
                 f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
-                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}{_of_optimum(rr)}"
+                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
+                f"{of_the_optimum(rr['all_to_all_retained'], rr.get('all_to_all_retained_vs_optimum'))}"
                 + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )
         lines.append(line)
@@ -61,15 +62,6 @@ def _describe(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])
     return "\n".join(lines)
-
-
-def _of_optimum(reroute: dict) -> str:
-    """What a reroute keeps of the healthy optimum, where that differs from the share of the healthy tables (twisted
-    tori, whose healthy tables are heavier than the optimum): the share alone is against the tables."""
-    kept = reroute.get("all_to_all_retained_vs_optimum")
-    if kept is None or f"{kept:.3f}" == f"{reroute['all_to_all_retained']:.3f}":
-        return ""
-    return f" of the healthy tables, {kept:.3f} of the healthy optimum"
 
 
 def _reason_took_target(target: str | None, reason: str) -> str:

@@ -120,3 +120,19 @@ def link_steps(indent: str, name: str, linked: Mapping[str, str]) -> list[str]:
 
     link = linked.get(name)
     return [] if link is None else [f"{indent}next: {rm_step(link)}  (a symbolic link where its tables belong)"]
+
+
+def of_the_optimum(kept: float, kept_of_optimum: float | None, optimum: float | None = None, exact: bool = True) -> str:
+    """After a throughput kept against the healthy tables (`kept`), what is kept of the healthy optimum, where the
+    two differ to three places (twisted tori, whose healthy tables are heavier than the optimum); "" elsewhere.
+    `optimum`: the optimum's max link load, named when given; not `exact`: a lower bound of it, so the share is at
+    least the figure."""
+    if kept_of_optimum is None or f"{kept_of_optimum:.3f}" == f"{kept:.3f}":
+        return ""
+    if optimum is None:
+        return f" of the healthy tables, {kept_of_optimum:.3f} of the healthy optimum"
+    if not exact:
+        return (
+            f" of the healthy tables, at least {kept_of_optimum:.3f} of the healthy optimum (its load >= {optimum:g})"
+        )
+    return f" of the healthy tables, {kept_of_optimum:.3f} of the healthy optimum ({optimum:g})"

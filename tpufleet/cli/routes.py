@@ -8,7 +8,7 @@ import click
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
-from tpufleet.cli.render import emit
+from tpufleet.cli.render import emit, of_the_optimum
 from tpufleet.constants import MAX_TABLE_CAPACITY
 from tpufleet.ops.routes import EXPORT_FORMATS
 from tpufleet.text import printable
@@ -25,16 +25,13 @@ class Algorithm(str, enum.Enum):
     wild_first = "wild-first"
 
 
-def _against_optimum(s: dict, traffic: str) -> str:
-    """Where the healthy tables are not the healthy optimum (twisted tori), what is kept of the optimum too: the
-    retained figure alone is against the tables."""
-    kept = (s.get("throughput_retained_vs_optimum") or {}).get(traffic)
-    if kept is None or f"{kept:.3f}" == f"{s['throughput_retained'][traffic]:.3f}":
-        return ""
-    optimum = s["healthy_optimum_max_link_load"][traffic]
-    if not s.get("healthy_optimum_exact", True):  # a lower bound of the optimum's load: the share is at least this
-        return f" of the healthy tables, at least {kept:.3f} of the healthy optimum (its load >= {optimum:g})"
-    return f" of the healthy tables, {kept:.3f} of the healthy optimum ({optimum:g})"
+def _optimum_share(s: dict, traffic: str) -> str:
+    return of_the_optimum(
+        s["throughput_retained"][traffic],
+        (s.get("throughput_retained_vs_optimum") or {}).get(traffic),
+        (s.get("healthy_optimum_max_link_load") or {}).get(traffic),
+        s.get("healthy_optimum_exact", True),
+    )
 
 
 def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
@@ -52,7 +49,7 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     for traffic, load in s["max_link_load"].items():
         lines.append(
             f"  {traffic:<16} max link load {load:g} (healthy {s['healthy_max_link_load'][traffic]:g}), "
-            f"throughput retained {s['throughput_retained'][traffic]:.3f}{_against_optimum(s, traffic)}"
+            f"throughput retained {s['throughput_retained'][traffic]:.3f}{_optimum_share(s, traffic)}"
         )
     if s["pairs_broken_by_faults"]:
         lines.append(
