@@ -161,7 +161,7 @@ def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):
 def test_the_pairs_behind_the_busiest_links_are_those_a_walk_of_every_route_finds(shape_text, twisted, faults, one_way):
     # the rounds find the pairs to move downwards from the busy links; every route walked in full is the oracle
     from tpufleet.routing.analysis import Levels, flow, link_load
-    from tpufleet.routing.relieve import _ring_routes, _Tree
+    from tpufleet.routing.relieve import Tree, _ring_routes
 
     shape = parse_shape(shape_text, twisted)
     expected = neighbors(shape)
@@ -173,7 +173,7 @@ def test_the_pairs_behind_the_busiest_links_are_those_a_walk_of_every_route_find
     rt, _ = candidates(shape, expected, alive, "wild-first")[0]
     weight, _ = flow(rt, np.ones((rt.n, rt.n), dtype=bool), Levels(rt.L), masks=False)
     load = link_load(rt, weight).ravel().astype(np.int64)
-    tree = _Tree(
+    tree = Tree(
         rt.P.copy(),
         np.zeros(rt.P.shape, dtype=bool) if rt.wild is None else rt.wild.copy(),
         alive,

@@ -67,7 +67,7 @@ class Relieved:
 
 
 @dataclass
-class _Tree:
+class Tree:
     """The tables being relieved: ports, wild marks, the live graph, per-link load and per-pair carried weight."""
 
     P: npt.NDArray[np.int8]
@@ -200,7 +200,7 @@ def relieve(
     if not routable[~np.eye(rt.n, dtype=bool)].all():
         return None
     weight, _ = flow(rt, routable, levels, masks=False)
-    tree = _Tree(
+    tree = Tree(
         rt.P.copy(),
         rt.wild.copy() if rt.wild is not None else np.zeros(rt.P.shape, dtype=bool),
         graph,
@@ -238,7 +238,7 @@ def relieve(
     return Relieved(tables, float(tree.load.max()), int(changed.sum()))
 
 
-def _round(tree: _Tree, rng: np.random.Generator, leaves: bool) -> int:
+def _round(tree: Tree, rng: np.random.Generator, leaves: bool) -> int:
     """One round at the current maximum, of subtrees at the busy links or of leaves behind them: the moves made,
     or 0 (and the tree as it was) when it did not help."""
     import numpy as np
@@ -268,7 +268,7 @@ def _round(tree: _Tree, rng: np.random.Generator, leaves: bool) -> int:
     return 0
 
 
-def _batch(tree: _Tree, t: I64, s: I64, top: int) -> int:
+def _batch(tree: Tree, t: I64, s: I64, top: int) -> int:
     """Move, of the pairs (t, s) whose route still crosses a link at `top`, those with a neighbour that takes the
     whole subtree under `top`; at most one a destination. Returns how many moved."""
     import numpy as np
@@ -310,7 +310,7 @@ def _batch(tree: _Tree, t: I64, s: I64, top: int) -> int:
     return len(t)
 
 
-def _keeps_wild_order(tree: _Tree, t: I64, s: I64, port: I64, w: I64) -> npt.NDArray[np.bool_]:
+def _keeps_wild_order(tree: Tree, t: I64, s: I64, port: I64, w: I64) -> npt.NDArray[np.bool_]:
     """Whether s's wild hop through `port` to w, followed by w's hop towards t, keeps the tables' wild order: w's
     hop is in order (or w is t), or it is wild too and comes later in the order (or is the same dimension and
     port), and s's hop crosses no wraparound."""
@@ -349,7 +349,7 @@ def _ring_routes(rt: RouteTables, expected: ChipGraph) -> npt.NDArray[np.bool_]:
     return out
 
 
-def _hops(tree: _Tree) -> npt.NDArray[np.int16]:
+def _hops(tree: Tree) -> npt.NDArray[np.int16]:
     """[t, s] hop counts of the tree's routes (-1 unroutable), by pointer doubling over all pairs at once."""
     import numpy as np
 

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
     from tpufleet.routing.analysis import RouteTables
     from tpufleet.routing.candidates import Ranked
-    from tpufleet.routing.relieve import I64
-    from tpufleet.routing.relieve import _Tree as Tree
+    from tpufleet.routing.relieve import I64, Tree
     from tpufleet.shapes import Shape
     from tpufleet.topology import ChipGraph
 
