@@ -241,6 +241,17 @@ def test_thorough_is_made_for_a_floor_on_twisted_tori_only_where_pre_leg_trees_a
     alive[ocs_failure(parse_shape("8x16x16", True), "x", 3)[1] < 0] = -1
     assert twisted_mesh_apply(parse_shape("8x16x16", True), expected, alive, 3, thorough=True)
     assert not twisted_mesh_apply(parse_shape("8x16x16", True), expected, alive, 3, thorough=False)
+    twisted_expected = neighbors(twisted)  # by default: two broken dimensions, up to 1,024 chips
+    one = twisted_expected.copy()
+    one[ocs_failure(twisted, "x", 3)[1] < 0] = -1
+    two = one.copy()
+    two[ocs_failure(twisted, "z", 2)[1] < 0] = -1
+    assert twisted_mesh_apply(twisted, twisted_expected, two, 3, thorough=False)
+    assert not twisted_mesh_apply(twisted, twisted_expected, one, 3, thorough=False)
+    assert not twisted_mesh_apply(twisted, twisted_expected, two, 2, thorough=False)
+    two_wide = alive.copy()
+    two_wide[ocs_failure(parse_shape("8x16x16", True), "z", 2)[1] < 0] = -1
+    assert not twisted_mesh_apply(parse_shape("8x16x16", True), expected, two_wide, 3, thorough=False)
     assert not thorough_may_help(parse_shape("4x8x8", True), 256, 1)
     full = parse_shape("16x16x16")
     assert thorough_may_help(full, 4096) and not thorough_may_help(parse_shape("8x16x16"), 2048)

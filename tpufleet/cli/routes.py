@@ -151,8 +151,9 @@ def routes_cmd(
             help="With --algorithm auto, also try per-destination dimension order pairs on slices above their size "
             "limit (2,048 chips, 9,216 with one broken dimension; twisted 512): two OCS down in different dimensions "
             "on a full pod keep 0.80 of the healthy all-to-all throughput instead of 0.69, in seconds more; on twisted "
-            "tori of 513-2,048 chips with OCS down, pre-leg trees in every dimension (twisted 8x8x16: 0.97 instead "
-            "of 0.91, 10-12 s of CPU; 8x16x16: 0.93-0.96 instead of 0.89-0.90, up to a minute and a half; the ring "
+            "tori of 513-2,048 chips with OCS down, pre-leg trees in every dimension (twisted 8x8x16, one OCS: 0.97 "
+            "instead of 0.94, 10-12 s of CPU; two OCS, made by default and relieved further here: 0.97 of the LP "
+            "instead of 0.94; 8x16x16: 0.93-0.96 instead of 0.92, up to a minute and a half; the ring "
             "collectives' steps kept as the default tables route them where the trees allow: the modelled "
             "all-reduce on them is up to 1.07x slower)",
         ),

@@ -209,7 +209,15 @@ TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
 # twisted 8x8x16), and the modelled all-reduce takes 1.96-1.99x the healthy time; otherwise 1.63-1.71x (the split
 # tables 1.61x), all-to-all 1223-1245 over nine single OCS (0.955-0.972 of the healthy optimum).
 RING_KEEPING_ORDERS: tuple[Order, ...] = ((2, 0, 1), (2, 1, 0), (1, 2, 0))
+# with x and y broken, none of those ends in a whole dimension: yxz then (twisted 8x8x16, x/3 and y/5: 1296 and the
+# all-reduce 2.00x, the default tables' figure; zxy, where ring steps were once kept, 1299 and 2.57x; xyz 1296 at
+# 1.3x the CPU)
+XY_BROKEN_ORDERS: tuple[Order, ...] = ((1, 0, 2),)
 MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
+# of the distance bound, by default (two broken dimensions, `twisted_mesh_apply`): 0.92 of the LP optimum, which is
+# within 1.0002 of the bound there. Twisted 8x8x16, x/3 and z/2: the trees 1672, relieved twice 1281 (0.939 of the LP
+# 1202.53) in 4.4 s of CPU; relieved to MESH_GOOD 1243 in 7.8 s
+MESH_ENOUGH = 0.925
 # the orders of the pre-leg trees in every dimension where those in `routing.preleg.ORDER` (zxy) leave a pair
 # unreached or do not fit 3 VCs (5 of 60 sets of three OCS on 8x8x8 drawn at random): zyx, then xyz, then yzx. On
 # those five, zyx kept MESH_GOOD of the cut bound on three (557-568), xyz on x/0, y/0, z/6 (557, after zyx left a
@@ -220,40 +228,42 @@ THREE_OCS_ORDERS: tuple[Order, ...] = ((2, 1, 0), (0, 1, 2), (1, 2, 0))
 def twisted_mesh_apply(
     shape: Shape, expected: ChipGraph, graph: ChipGraph, max_vcs: int | None, thorough: bool
 ) -> bool:
-    """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down in one or two dimensions,
-    with room for 3 VCs, with `thorough`, above RELIEVE_LIMIT chips and up to TWISTED_MESH_LIMIT: relieving them
-    takes seconds there (5-12 s of CPU an order on 8x8x16, 20-70 s on 8x16x16); below, the other candidates are
-    relieved too and carry as little or less (twisted 4x4x8, one x OCS: 76 against 78; 4x8x8: 191 both)."""
+    """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down, with room for 3 VCs, above
+    RELIEVE_LIMIT chips (below, the other candidates are relieved too and carry as little or less: twisted 4x4x8,
+    one x OCS: 76 against 78; 4x8x8: 191 both): by default with two broken dimensions up to TWISTED_MESH_FAULT_LIMIT
+    chips (twisted 8x8x16, x/3 and z/2: 1441 -> 1281, 0.834 -> 0.939 of the LP optimum, 2.3 -> 6.7 s of CPU), where
+    the split tables keep 0.83-0.84 of the LP; with `thorough`, one or two, up to TWISTED_MESH_LIMIT (relieving them
+    takes seconds: 5-12 s of CPU an order on 8x8x16, 20-70 s on 8x16x16)."""
     from tpufleet.routing.relieve import RELIEVE_LIMIT
 
+    limit, dims = (TWISTED_MESH_LIMIT, (1, 2)) if thorough else (TWISTED_MESH_FAULT_LIMIT, (2,))
     return (
-        thorough
-        and shape.twisted
-        and RELIEVE_LIMIT < len(expected) <= TWISTED_MESH_LIMIT
+        shape.twisted
+        and RELIEVE_LIMIT < len(expected) <= limit
         and (max_vcs is None or max_vcs >= PRE_VCS)
-        and 1 <= broken_dims(expected, graph) <= 2
+        and broken_dims(expected, graph) in dims
     )
 
 
 def twisted_mesh_made(
-    shape: Shape, expected: ChipGraph, alive: ChipGraph, prefer: RouteTables | None = None
+    shape: Shape, expected: ChipGraph, alive: ChipGraph, prefer: RouteTables | None = None, good: float = MESH_GOOD
 ) -> list[Ranked]:
     """`routing.preleg_mesh`'s trees for a twisted torus, relieved in passes (`_mesh_relieved`), in the dimension
-    orders of TWISTED_MESH_ORDERS in turn until one keeps MESH_GOOD of the live graph's distance bound (a lower
-    bound of the LP optimum); the lightest. Which order relieves well depends on the fault: where the relieving
-    finds a deep move (tens of thousands of entries in one pass) the load drops to 0.96-0.98 of the bound, else it
-    stays near 0.92. Empty when none can be made within 3 VCs. `prefer`: the tables whose ring steps the trees
-    keep where their rules allow (`ring_step_ports`: the lightest other candidate's, so the ring collectives lose
-    less)."""
+    orders of TWISTED_MESH_ORDERS (with `prefer`, RING_KEEPING_ORDERS) in turn until one keeps `good` of the live
+    graph's distance bound (a lower bound of the LP optimum); the lightest. Which order relieves well depends on the
+    fault: where the relieving finds a deep move (tens of thousands of entries in one pass) the load drops to
+    0.96-0.98 of the bound, else it stays near 0.92. Empty when none can be made within 3 VCs. `prefer`: the tables
+    whose ring steps the trees keep where their rules allow (`ring_step_ports`: the lightest other candidate's, so
+    the ring collectives lose less)."""
     from tpufleet.routing.optimum import distance_bound
 
-    good = distance_bound(alive, shape) / MESH_GOOD
+    enough = distance_bound(alive, shape) / good
     steps, orders = None, TWISTED_MESH_ORDERS
     if prefer is not None:
         dead = dead_dims_of(expected, alive)
         steps = ring_step_ports(prefer, expected)
-        orders = tuple(o for o in RING_KEEPING_ORDERS if o[-1] not in dead) or TWISTED_MESH_ORDERS
-    passes = TWISTED_PASSES._replace(good=good)
+        orders = tuple(o for o in RING_KEEPING_ORDERS if o[-1] not in dead) or XY_BROKEN_ORDERS
+    passes = TWISTED_PASSES._replace(good=enough)
     made = _lightest_order(shape, expected, alive, alive, orders, passes, steps)
     if made is None:
         return []
