@@ -352,6 +352,7 @@ ISSUE_CASES = (
     IssueCase("twisted 8x8x16, one x OCS (x/3)", "8x8x16", True, (("x", 3),)),
     IssueCase("twisted 8x8x16, one x OCS (x/3), --thorough", "8x8x16", True, (("x", 3),), thorough=True),
     IssueCase("twisted 8x8x16, x and z OCS, --thorough", "8x8x16", True, (("x", 3), ("z", 2)), thorough=True),
+    IssueCase("twisted 8x8x16, x and y OCS (x/3, y/5)", "8x8x16", True, (("x", 3), ("y", 5))),
     IssueCase("twisted 8x8x16, one y OCS (y/3)", "8x8x16", True, (("y", 3),)),
     IssueCase("twisted 8x8x16, one y OCS (y/3), --thorough", "8x8x16", True, (("y", 3),), thorough=True),
     IssueCase("twisted 8x8x16, one z OCS (z/3)", "8x8x16", True, (("z", 3),)),
