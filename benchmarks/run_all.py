@@ -25,6 +25,7 @@ CLI = [sys.executable, "-m", "tpufleet"]
 rows: list[tuple[str, float, str, float, str]] = []
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import peak as measure  # noqa: E402  # a child measured from outside (its own peak RSS)
+from bench_compound import installed_env  # noqa: E402  # tpufleet's bytecode cached, as installed
 from bench_routing_fast import median_of  # noqa: E402  # one median for every benchmark
 
 
@@ -300,14 +301,6 @@ def cli_times(args, repeat=3, env=None, before=None):
         end = os.times()
         cpus.append(end.children_user - start.children_user + end.children_system - start.children_system)
     return statistics.median(walls), statistics.median(cpus), os.getloadavg()[0]
-
-
-def installed_env(tmp):
-    """The environment of an installed tpufleet: its bytecode cached (here in a private prefix, so the work tree
-    stays clean), whatever PYTHONDONTWRITEBYTECODE the shell has."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = f"{tmp}/pycache"
-    return env
 
 
 def bench_fault_path(tmp):
