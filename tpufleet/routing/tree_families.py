@@ -209,9 +209,9 @@ TWISTED_MESH_ORDERS: tuple[Order, ...] = ((1, 2, 0), (2, 1, 0), (2, 0, 1))
 # twisted 8x8x16), and the modelled all-reduce takes 1.96-1.99x the healthy time; otherwise 1.63-1.71x (the split
 # tables 1.61x), all-to-all 1223-1245 over nine single OCS (0.955-0.972 of the healthy optimum).
 RING_KEEPING_ORDERS: tuple[Order, ...] = ((2, 0, 1), (2, 1, 0), (1, 2, 0))
-# with x and y broken, none of those ends in a whole dimension: yxz then (twisted 8x8x16, x/3 and y/5: 1296 and the
-# all-reduce 2.00x, the default tables' figure; zxy, where ring steps were once kept, 1299 and 2.57x; xyz 1296 at
-# 1.3x the CPU)
+# with x and y broken none of those ends in a whole dimension, so the trees are made in yxz (twisted 8x8x16, x/3 and
+# y/5: 1296 and the all-reduce 2.00x, the split tables' figure; in TWISTED_MESH_ORDERS, each ending in x or y, 1299
+# and 2.57x; xyz 1296 at 1.3x the CPU)
 XY_BROKEN_ORDERS: tuple[Order, ...] = ((1, 0, 2),)
 MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
 # of the distance bound, by default (two broken dimensions, `twisted_mesh_apply`): 0.92 of the LP optimum, which is
