@@ -286,6 +286,33 @@ def test_the_only_cube_of_a_fleet_is_no_suspect_for_want_of_a_rest_to_compare(cl
     assert host["p_value"] == pytest.approx(float(poisson.sf(2, 1 / 15)), rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("cubes_per_pod", "suspects"),
+    [
+        # two faults on one of two cubes: 1/4, no suspect; on one of 32 hosts: 1/1024, a suspect
+        (2, {"host:c00/3": 32.0**-2}),
+        # on one of 64 cubes and one of 1,024 hosts: both suspects
+        (None, {"host:c00/3": 1024.0**-2, "cube:c00": 64.0**-2}),
+    ],
+)
+def test_a_unit_with_every_fault_of_the_window_is_tested_on_the_chance_they_all_fell_on_it(
+    cli, cubes_per_pod, suspects
+):
+    """The rest of the fleet had no fault: its rate of 0 made any count impossible, so the unit was flagged at p 0
+    (with a quarantine of the cube) however few units there are; the p-value is now (1 / units) ** n."""
+    assert cli("init", *(["--cubes-per-pod", str(cubes_per_pod)] if cubes_per_pod else [])).code == 0
+    for _ in range(2):
+        assert cli("inject-fault", "host:c00/3").code == 0
+        assert cli("clear-fault", "host:c00/3").code == 0
+    r = cli("suspects", "-o", "json")
+    assert r.code == 0, r.err
+    got = {s["target"]: s for s in r.json["suspects"]}
+    assert set(got) == set(suspects)
+    for target, p in suspects.items():
+        assert got[target]["faults"] == 2 and got[target]["expected"] == 0.0
+        assert got[target]["p_value"] == pytest.approx(p, rel=1e-12)
+
+
 # ---- bad options -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, named",

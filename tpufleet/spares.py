@@ -260,7 +260,10 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
     The mean is the rest of the fleet's count per unit (leave-one-out, so a noisy unit does not raise its own bar):
     (total - n) / (units - 1). A unit with fewer than `min_faults` faults is never a suspect (in a quiet fleet one
     fault alone would be infinitely surprising), nor is the only unit of its kind: there is no rest of the fleet to
-    take a rate from (a fleet of one cube).
+    take a rate from (a fleet of one cube). Where the rest had no fault, its rate of 0 would make any count
+    impossible (p 0): the unit's n faults are then the fleet's, and the p-value is the chance that n faults all fall
+    on one given unit of `units` that fail alike, (1 / units) ** n (the test conditional on the fleet's count): two
+    faults on one of two cubes are no surprise (0.25), on one of 1,024 hosts they are (9.5e-07).
 
     >>> [(s.unit, s.faults, f"{s.p_value:.2e}") for s in suspects({"host:c01/3": 4, "host:c02/0": 1}, 1024, 0.01)]
     [('host:c01/3', 4, '3.80e-14')]
@@ -273,7 +276,7 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
     out = []
     for unit, n in counts.items():
         mean = (total - n) / (units - 1)
-        value = float(poisson.sf(n - 1, mean))
+        value = float(poisson.sf(n - 1, mean)) if mean > 0 else float(units) ** -n
         if n >= min_faults and value < p_value:
             out.append(Suspect(unit, n, mean, value))
     return sorted(out, key=lambda s: (s.p_value, -s.faults, natural_key(s.unit)))
