@@ -73,7 +73,9 @@ def test_routes_thorough_is_passed_to_the_router(fleet, monkeypatch: pytest.Monk
     assert thorough.json["max_link_load"][a2a] < plain.json["max_link_load"][a2a]
     assert again.json["kept_stored_tables"] and again.json["max_link_load"] == thorough.json["max_link_load"]
     said = [line for line in fleet("routes", "s", "--thorough").out.splitlines() if line.startswith("  thorough")]
-    assert said == ["  thorough: order pairs made whatever the slice's size"]  # the table says what the JSON says
+    assert said == [
+        "  thorough: candidates made past their size limits (--thorough)"
+    ]  # the table says what the JSON says
     assert "  thorough:" not in fleet("routes", "s").out
 
 

@@ -37,6 +37,19 @@ def test_three_ocs_on_8x8x8_within_three_vcs_by_pre_leg_trees():
     # 572 keeps 0.955 of it)
     assert s["max_link_load"]["all-to-all"] == 572
     assert int(walked_load(report.tables).max()) == 572
+    # most routes start with a pre-leg: more than the faults broke in the healthy tables, so the table says
+    # they start with a wild hop, not that they were repaired
+    assert report.tables.wild is not None
+    wild = report.tables.wild.copy()
+    np.fill_diagonal(wild, False)
+    assert s["pairs_repaired_wild"] == int(wild.sum()) > s["pairs_broken_by_faults"] > 0
+    from tpufleet.cli.routes import _text
+
+    said = [line for line in _text("s", s, None, []).splitlines() if "faults broke" in line]
+    assert said == [
+        f"  faults broke {s['pairs_broken_by_faults']} routes of the healthy tables; "
+        f"{s['pairs_repaired_wild']} routes here start with a wild hop"
+    ]
     graph, vcs = channel_graph(report.tables, *layout_vcs(report.tables, s["vc_layout"]))
     assert vcs == 3 and nx.is_directed_acyclic_graph(graph)
 

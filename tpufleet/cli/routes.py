@@ -53,12 +53,13 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         )
     if s["pairs_broken_by_faults"]:
         lines.append(
-            f"  faults broke {s['pairs_broken_by_faults']} routes; {s['pairs_repaired_wild']} repaired with wild first hops"
+            f"  faults broke {s['pairs_broken_by_faults']} routes of the healthy tables; "
+            f"{s['pairs_repaired_wild']} routes here start with a wild hop"
         )
     if s.get("entries_relieved"):
         lines.append(f"  {s['entries_relieved']} table entries moved off the busiest links (wild hops)")
     if s.get("thorough"):
-        lines.append("  thorough: order pairs made whatever the slice's size")
+        lines.append("  thorough: candidates made past their size limits (--thorough)")
     if s.get("kept_stored_tables"):
         lines.append("  stored tables kept: they still route every pair and are lighter than new ones")
     for pair in unroutable[:10]:
