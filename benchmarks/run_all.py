@@ -371,6 +371,20 @@ def bench_faults(state):
         "per-trial Python loop (scaled)",
         base,
     )
+    sizes = [1, 2, 4, 8, 16, 24, 32, 40, 48, 50, 56, 64]  # simulate-availability's defaults
+    c = time.process_time()
+    simulate(sizes, 0.5, 0.999, 20_000, 0, static=False)
+    draws = time.process_time() - c
+    for p in (0.99, 0.5, 0.0):  # the static search costs as much whatever the hosts down
+        c = time.process_time()
+        simulate(sizes, p, 0.999, 20_000, 0, static=True)
+        record(
+            f"simulate-availability's 20,000 trials, default sizes, host availability {p:g} (CPU)",
+            time.process_time() - c,
+            "(no target)",
+            "the same trials' host draws alone (CPU)",
+            draws,
+        )
 
     for n in range(8):
         subprocess.run(

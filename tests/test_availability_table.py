@@ -97,7 +97,7 @@ def test_the_help_gives_the_hosts_of_each_pod_the_work_is_counted_over(cli: Any)
     for name in ("tpu-v4", "tpu7x"):
         gen = shipped(name)
         assert f"{gen.pod_cubes * gen.hosts_per_cube:,} in a" in words, (name, words)
-    assert "two million on a pod with no static twin" in words
+    assert "about two million trials at the defaults, on a pod with no static twin too" in words
     trials = int(MAX_WORK // (shipped("tpu7x").pod_cubes * shipped("tpu7x").hosts_per_cube))
     assert 2_000_000 < trials < 2_500_000
     r = cli("simulate-availability", "--generation", "tpu7x", "--cubes", "1", "--trials", str(trials + 1), state=False)

@@ -35,6 +35,7 @@ from tpufleet.constants import (
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
     from tpufleet.constants import BoolArray, Int64Array
 
@@ -90,45 +91,45 @@ def _host_box(cube_box: Vec) -> Vec:
     return (hx * a, hy * b, hz * c)
 
 
-MAX_WORK = 5e9  # host draws plus static-box checks (`expected_work`): about 75 s on one core
+MAX_WORK = 5e9  # units of `expected_work`, a unit about a host draw's time: about 75 s on one core
+# word operations of the static search (`_fits`) a host draw's time buys: a 64-bit OR or shift over the trials' planes
+WORD_OPS_PER_DRAW = 10
 
 
-def expected_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_PER_POD) -> float:
-    """The Monte Carlo's work, before it runs: per trial, a draw for each of the pod's hosts, and for each host
-    expected to be down (1 - p of them), a mark on every z-plane of every static box tried (`_fits` loops over
-    the failed hosts and the box's planes; the time per unit is about that of a draw).
+def expected_work(ks: list[int], trials: int, pod_cubes: int = CUBES_PER_POD) -> float:
+    """The Monte Carlo's work, before it runs, in host draws: per trial, a draw for each of the pod's hosts, and on
+    a static pod the static search's word operations, (A + B + C) x Z for each box A x B x C tried (`_fits`),
+    WORD_OPS_PER_DRAW to a draw. Whatever the hosts' availability: the search is over planes of bits, not failures.
 
-    >>> f"{expected_work([64], 0.99, 20000):,.0f}"  # 1,024 draws + 10.24 failed hosts x 16 planes, per trial
-    '23,756,800'
+    >>> f"{expected_work([64], 20000):,.0f}"  # 1,024 draws + (8 + 8 + 16) x 16 / 10 for the one box, per trial
+    '21,504,000'
     """
     hosts = pod_cubes * MACHINES_PER_CUBE
-    planes = 0
+    word_ops = 0
     if pod_cubes == STATIC_POD_CUBES:
-        planes = sum(box[2] for box in {_host_box(cubes) for k in ks for cubes in static_boxes(k)})
-    return trials * (hosts + hosts * (1.0 - p) * planes)
+        z = STATIC_HOST_GRID[2]
+        word_ops = sum((a + b + c) * z for a, b, c in {_host_box(cubes) for k in ks for cubes in static_boxes(k)})
+    return trials * (hosts + word_ops / WORD_OPS_PER_DRAW)
 
 
-def check_work(ks: list[int], p: float, trials: int, pod_cubes: int = CUBES_PER_POD, from_rates: bool = False) -> None:
-    """Refuse (BadInput, exit 2) a Monte Carlo of more than MAX_WORK (`expected_work`) before it starts: the
-    static-pod search grows with the hosts down, so at p = 0 the allowed 10,000,000 trials would run for hours.
+def check_work(ks: list[int], trials: int, pod_cubes: int = CUBES_PER_POD) -> None:
+    """Refuse (BadInput, exit 2) a Monte Carlo of more than MAX_WORK (`expected_work`) before it starts.
 
-    The message names only what lowers the work: fewer trials always; fewer sizes and a higher host availability
-    (`--host-availability`, or lower host fault rates when p came from a fault-rate file, `from_rates`) only where
-    the static search runs, since a pod without a static twin costs a draw per host per trial whatever they are."""
+    The message names only what lowers the work: fewer trials always, fewer sizes only where the static search
+    runs (a pod without a static twin costs a draw per host per trial whatever the sizes)."""
     from tpufleet.errors import BadInput
 
-    work = expected_work(ks, p, trials, pod_cubes)
+    work = expected_work(ks, trials, pod_cubes)
     if work > MAX_WORK:
-        static = work > expected_work(ks, 1.0, trials, pod_cubes)  # the static search has a share
-        higher = "lower host fault rates or repair times" if from_rates else "a higher --host-availability"
+        static = work > expected_work([], trials, pod_cubes)  # the static search has a share
         what, hint = (
-            ("host draws and static-box checks", f"fewer --trials or --cubes, or {higher}")
+            ("host draws and static-box checks", "fewer --trials or --cubes")
             if static
             else ("host draws", "fewer --trials")
         )
         raise BadInput(
-            f"simulation too large: {trials:,} trials of {len(ks)} slice size(s) at host availability {p:g} are "
-            f"about {work:,.0f} units of work ({what}), over the limit of {MAX_WORK:,.0f} ({hint})"
+            f"simulation too large: {trials:,} trials of {len(ks)} slice size(s) are about {work:,.0f} units of "
+            f"work ({what}), over the limit of {MAX_WORK:,.0f} ({hint})"
         )
 
 
@@ -151,7 +152,6 @@ def simulate(
 
     rng = np.random.default_rng(seed)
     counts = {key: np.zeros(len(ks), dtype=np.int64) for key in ("reconfigurable", "reconfigurable_ft", "static")}
-    grid_hosts = STATIC_HOST_GRID
     boxes = {k: [_host_box(s) for s in static_boxes(k)] for k in ks} if static and pod_cubes == STATIC_POD_CUBES else {}
     ks_arr = np.array(ks)
     done = 0
@@ -168,7 +168,7 @@ def simulate(
         counts["reconfigurable_ft"] += enough.sum(axis=0)
         counts["reconfigurable"] += (enough & ocs_up[:, None]).sum(axis=0)
         if boxes:
-            counts["static"] += _static_batch(host_up, ks, boxes, grid_hosts)
+            counts["static"] += _static_batch(host_up, ks, boxes)
         if on_progress is not None:
             on_progress(m)
     return {key: v.tolist() for key, v in counts.items()}
@@ -190,74 +190,60 @@ def _host_coords() -> tuple[Int64Array, Int64Array, Int64Array]:
     return hx, hy, hz
 
 
-def _static_batch(host_up: BoolArray, ks: list[int], boxes: dict[int, list[Vec]], grid: Vec) -> Int64Array:
-    """Per k: trials in which some box of healthy hosts exists.
-
-    Failures are few, so instead of summing every box the search marks, per trial, the box origins each failed
-    host rules out: a 64-bit mask per z-plane of the 8 x 8 (x, y) origins; a box fits iff some plane is not full.
-    """
+def _static_batch(host_up: BoolArray, ks: list[int], boxes: dict[int, list[Vec]]) -> Int64Array:
+    """Per k: trials in which some box of healthy hosts exists (each box shape searched once, `_fits`)."""
     import numpy as np
 
-    m = len(host_up)
-    X, Y, Z = grid
-    hx, hy, hz = _host_coords()
-    rows, hosts = np.nonzero(~host_up)
-    per_row = np.bincount(rows, minlength=m)
-    width = int(per_row.max()) if len(rows) else 0
-    slot = np.arange(len(rows)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
-    failed = np.full((m, max(width, 1)), -1, dtype=np.int64)
-    failed[rows, slot] = hosts
-    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    planes = _failed_planes(host_up)
     out = []
     cache: dict[Vec, BoolArray] = {}
     for k in ks:
-        ok = np.zeros(m, dtype=bool)
-        for A, B, C in boxes.get(k, []):
-            key = (A, B, C)
-            if key not in cache:
-                cache[key] = _fits(failed, per_row, A, B, C, hx, hy, hz, X, Y, Z, full)
-            ok |= cache[key]
+        ok = np.zeros(len(host_up), dtype=bool)
+        for box in boxes.get(k, []):
+            if box not in cache:
+                cache[box] = _fits(planes, *box)
+            ok |= cache[box]
         out.append(int(ok.sum()))
     return np.array(out)
 
 
-def _fits(
-    failed: Int64Array,
-    per_row: Int64Array,
-    A: int,
-    B: int,
-    C: int,
-    hx: Int64Array,
-    hy: Int64Array,
-    hz: Int64Array,
-    X: int,
-    Y: int,
-    Z: int,
-    full: np.uint64,
-) -> BoolArray:
+def _failed_planes(host_up: BoolArray) -> npt.NDArray[np.uint64]:
+    """[trials, Z]: each z-plane of the static pod's host torus as one 64-bit word, bit x * Y + y set where that
+    host is down (X * Y is 64: 8 x 8)."""
     import numpy as np
 
-    m, width = failed.shape
-    if per_row.max(initial=0) * A * B * C < X * Y * Z:
-        return np.ones(m, dtype=bool)
-    # origins ruled out by a failure at (fx, fy), as bits x * 8 + y of one z-plane
-    table = np.zeros((X, Y), dtype=np.uint64)
-    for fx in range(X):
-        for fy in range(Y):
-            bits = 0
-            for dx in range(A):
-                for dy in range(B):
-                    bits |= 1 << (((fx - dx) % X) * Y + (fy - dy) % Y)
-            table[fx, fy] = bits
-    cover = np.zeros((m, Z), dtype=np.uint64)
-    for j in range(width):
-        rows = np.flatnonzero(failed[:, j] >= 0)
-        h = failed[rows, j]
-        bits = table[hx[h], hy[h]]
-        for dz in range(C):
-            planes = (hz[h] - dz) % Z
-            cover[rows, planes] |= bits
-    fits: BoolArray = (cover != full).any(axis=1)
+    X, Y, Z = STATIC_HOST_GRID
+    hx, hy, hz = _host_coords()
+    by_bit = np.lexsort((hy, hx, hz))  # plane by plane, each in bit order x * Y + y
+    down = ~host_up[:, by_bit].reshape(len(host_up), Z, X * Y)
+    packed = np.packbits(down, axis=2, bitorder="little")  # host x * Y + y is bit y of byte x
+    planes: npt.NDArray[np.uint64] = np.ascontiguousarray(packed).view("<u8").reshape(len(host_up), Z)
+    return planes
+
+
+_PER_ROW = 0x0101010101010101  # one bit in each of a plane word's eight rows (bytes) of Y bits
+
+
+def _fits(planes: npt.NDArray[np.uint64], A: int, B: int, C: int) -> BoolArray:
+    """Per trial, whether some A x B x C box of the host torus, at any origin, has no host down.
+
+    A host down at (fx, fy, fz) rules out the origins (fx - dx, fy - dy, fz - dz) for dx < A, dy < B, dz < C (with
+    wraparound): as bits of a plane word, the failures' word rotated down by dx rows, each row rotated by dy, and
+    the planes fz - dz. OR-ed over the three offsets in turn, a plane's word is full when no origin on it is left."""
+    import numpy as np
+
+    X, Y, _ = STATIC_HOST_GRID
+    out = planes.copy()
+    for dx in range(1, A):  # the row of Y bits dx further on
+        out |= (planes >> np.uint64(dx * Y)) | (planes << np.uint64(X * Y - dx * Y))
+    rows = out.copy()
+    for dy in range(1, B):  # within each row, the bit dy further on
+        low = np.uint64(_PER_ROW * ((1 << (Y - dy)) - 1))
+        out |= ((rows >> np.uint64(dy)) & low) | ((rows << np.uint64(Y - dy)) & ~low)
+    cover = out.copy()
+    for dz in range(1, C):
+        cover |= np.roll(out, -dz, axis=1)
+    fits: BoolArray = (cover != np.uint64(0xFFFFFFFFFFFFFFFF)).any(axis=1)
     return fits
 
 

@@ -109,8 +109,9 @@ def simulate_cmd(
     reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals).
 
     The Monte Carlo is capped by its work, trials x (the pod's hosts, 1,024 in a TPU v4 pod and 2,304 in a TPU7x one,
-    + on a 64-cube pod the hosts expected down x the static boxes' planes), at 5,000,000,000 (about a million trials
-    at the defaults, two million on a pod with no static twin): more is refused before it starts (exit 2)."""
+    + on a 64-cube pod the static search, about 1,200 at the default sizes), at 5,000,000,000 (about two million
+    trials at the defaults, on a pod with no static twin too), whatever the availability: more is refused before it
+    starts (exit 2)."""
     from tpufleet import availability
     from tpufleet.constants import CUBES_PER_POD
     from tpufleet.errors import BadInput

@@ -49,7 +49,7 @@ def report(
     from tpufleet.constants import CUBES_PER_POD
 
     cubes = CUBES_PER_POD if pod_cubes is None else pod_cubes
-    availability.check_work(list(sizes), p, trials, cubes, from_rates=source != "given")
+    availability.check_work(list(sizes), trials, cubes)
     result = availability.report(list(sizes), p, q, trials, seed, cubes, on_progress=on_progress)
     result["availability_source"] = source
     if pod_cubes is not None:

@@ -115,7 +115,7 @@ def check_point(
         from tpufleet.availability import check_work
 
         cubes = pod_cubes(params, shipped)
-        check_work(sizes_of(params), params["host_availability"], params["trials"], cubes or CUBES_PER_POD)
+        check_work(sizes_of(params), params["trials"], cubes or CUBES_PER_POD)
         return
     from tpufleet.model import default_fleet
     from tpufleet.simulation.draws import components
