@@ -233,6 +233,30 @@ def test_routes_that_do_not_commit_keep_the_old_tables(routed):
     assert tables.read_bytes() != before
 
 
+@pytest.mark.parametrize(
+    "commands",
+    [
+        [("release", "s")],
+        [("inject-fault", "host:c40/1")],
+        [("init", "--force"), ("allocate", "s2", "--shape", "4x4x4")],
+    ],
+)
+def test_tables_a_routes_killed_before_its_commit_left_go_with_the_next_commit(routed, commands):
+    """A `routes` killed before its commit left its new tables under their temporary name; only a later `routes` of
+    that slice removed them, so once the slice was released (or the fleet replaced) they stayed in `routes/` for
+    good. The next command that commits deletes them; a refused one leaves them."""
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    _crash(routed.state, "atomic_write.before_rename", "routes", "s")
+    routes = routed.state / "routes"
+    left = [p for p in routes.iterdir() if p.name.startswith(".s.npz.")]
+    assert len(left) == 1
+    assert routed("allocate", "s", "--shape", "4x4x4").code == 1  # refused: the files beside the state stay
+    assert left[0].exists()
+    for command in commands:
+        assert routed(*command).code == 0
+    assert not [p.name for p in routes.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_tables_are_swapped_in_only_after_the_state_is_committed(routed):
     tables = routed.state / "routes" / "s.npz"
     before = tables.read_bytes()

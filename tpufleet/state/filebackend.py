@@ -252,6 +252,8 @@ class DirectoryWriter:
         # None to delete). They are swapped in only after the state's rename, so a failed commit leaves them as
         # they were.
         self.side_files: list[tuple[Path, str | None]] = []
+        # temps of tables a writer killed before its commit left (`_uncommitted_temps`): deleted after this commit
+        self.leftover_temps: list[Path] = []
 
     def exists(self) -> bool:
         return self.backend.exists()
@@ -285,7 +287,10 @@ class DirectoryWriter:
         for name in orphans:
             with contextlib.suppress(OSError):  # (unreadable: it stays, and names itself if read)
                 _unlink_tables(routes / name)
-        installed = self._install_waiting(made) if any(n.endswith(".tmp") for n in names) else []
+        installed = []
+        if any(n.endswith(".tmp") for n in names):
+            installed = self._install_waiting(made)
+            self.leftover_temps = self._uncommitted_temps(made)
         if installed or orphans:
             sync_parent(routes / (orphans[0] if orphans else installed[0] + TABLE_SUFFIX))
         return installed
@@ -305,6 +310,21 @@ class DirectoryWriter:
                 continue
             installed.append(name)
         return installed
+
+    def _uncommitted_temps(self, made: Mapping[str, IndexedAs]) -> list[Path]:
+        """The temps of tables a dead writer made and never committed (no index entry names them: its slice
+        released or replaced since, and no `routes` of that slice to come would clear them); waiting tables that
+        could not be renamed in are not among them."""
+        from tpufleet.state.tablesindex import waiting_tables
+        from tpufleet.state.temps import dead_temps, temp_owners
+
+        found = []
+        for owner in sorted(temp_owners(self.backend.routes_dir)):
+            name, path = owner[: -len(TABLE_SUFFIX)], self.backend.routes_dir / owner
+            if owner.endswith(TABLE_SUFFIX):
+                waiting = waiting_tables(path, made[name]) if name in made else None
+                found += [temp for temp in dead_temps(path) if temp != waiting]
+        return found
 
     def journal_serial(self) -> int:
         """After `init` over a lost state file, keep numbering where the journal stopped."""
@@ -368,3 +388,6 @@ class DirectoryWriter:
                     raise io_error("delete" if tmp is None else "write", path, exc) from None
         if committed and self.side_files:
             sync_parent(self.side_files[0][0])
+        for temp in self.leftover_temps if committed else []:
+            with contextlib.suppress(OSError):  # (another's file: it stays)
+                _unlink_tables(temp)
