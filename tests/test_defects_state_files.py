@@ -262,3 +262,22 @@ def test_state_push_of_an_empty_directory_says_there_is_nothing_to_push(cli, tmp
     r = cli("state", "push", str(empty), NO_DATABASE)
     assert r.code == 1 and "to push" in r.err and "--state" not in r.err, r.err
     assert list(empty.iterdir()) == []
+
+
+def test_a_directory_planted_in_the_cache_stops_no_trim(tmp_path):
+    """A directory in `cache/` under a temp file's name, older than an hour: removing it failed, which ended every
+    trim there, so the cache kept every entry written after it, far past its 16 entries and 64 MB (631 after three
+    `inject-fault`s on a pod). It stays now, and the entries are trimmed around it."""
+    import numpy as np
+
+    from tpufleet.state import tablecache
+
+    cache = tablecache.TableCache(tmp_path)
+    stray = tmp_path / "cache" / ".abc.npy.123.xyz.tmp"
+    stray.mkdir(parents=True)
+    os.utime(stray, (1000, 1000))  # long ago: a dead writer's, the least recently used
+    for i in range(tablecache.MAX_ENTRIES + 4):
+        cache.put(f"{i + 1:040x}", np.full(8, i % 6, dtype=np.int8))
+        cache.flush()
+    files = [p for p in (tmp_path / "cache").iterdir() if p.is_file()]
+    assert len(files) == tablecache.MAX_ENTRIES and stray.is_dir()

@@ -173,13 +173,20 @@ class TableCache:
             if _ENTRY.fullmatch(entry.name):
                 entries.append((st.st_mtime, st.st_size, entry.path))
             elif entry.name.endswith(".tmp") and st.st_mtime < _now() - STALE_TEMP_SECONDS:
-                os.unlink(entry.path)
+                _remove(entry.path)
         entries.sort(reverse=True)
         total = 0
         for i, (_mtime, size, path) in enumerate(entries):
             total += size
             if i >= MAX_ENTRIES or total > MAX_BYTES:
-                os.unlink(path)
+                _remove(path)
+
+
+def _remove(path: str) -> None:
+    """Delete a cache file; one that cannot be (a directory put there under its name) stays, and the others still
+    go: one such name stopped every trim, and the cache grew without bound."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _now() -> float:
