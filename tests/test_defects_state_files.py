@@ -281,3 +281,23 @@ def test_a_directory_planted_in_the_cache_stops_no_trim(tmp_path):
         cache.flush()
     files = [p for p in (tmp_path / "cache").iterdir() if p.is_file()]
     assert len(files) == tablecache.MAX_ENTRIES and stray.is_dir()
+
+
+def test_routes_and_cache_directories_others_can_write_are_refused_as_the_state_directory_is(routed):
+    """`routes/` or `cache/` made writable by others (a `chmod -R 777`, a copy under a loose umask) was written into
+    as it was, so any account could put tables there that `collective` reads as the slice's, or cache entries the
+    router would use; the state directory itself is refused so. A write into either is refused now (exit 2, naming
+    it, nothing written; a cache entry is simply not kept), until `chmod go-w`."""
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    routes, cache = routed.state / "routes", routed.state / "cache"
+    routes.chmod(0o777)
+    before = snapshot(routed.state)
+    line = one_line(routed("routes", "s"), code=2)
+    assert str(routes) in line and "0777" in line and "chmod go-w" in line
+    assert snapshot(routed.state) == before
+    routes.chmod(0o700)
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(mode=0o700)
+    cache.chmod(0o777)
+    assert routed("routes", "s").code == 0
+    assert list(cache.iterdir()) == []

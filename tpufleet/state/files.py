@@ -175,8 +175,7 @@ def ensure_private_dir(path: Path) -> None:
 def check_state_dir(path: Path) -> None:
     """Refuse to write into a state directory someone else could change under us (exit 2, saying what is wrong).
 
-    It must be owned by the user running the command and writable by nobody else: a group- or world-writable
-    directory lets another account swap the journal or the lock for a symlink between two of our checks.
+    It must be the user's and writable by nobody else: another account could swap a file for a symlink meanwhile.
     """
     try:
         st = os.stat(path)
@@ -184,20 +183,20 @@ def check_state_dir(path: Path) -> None:
         raise io_error("access state directory", path, exc) from None
     if not stat.S_ISDIR(st.st_mode):
         raise BadInput(f"state directory {str(path)!r} is not a directory")
-    euid = os.geteuid()
-    if st.st_uid != euid:
-        raise BadInput(
-            f"state directory {str(path)!r} is owned by uid {st.st_uid}, not by you (uid {euid}); "
-            "run tpufleet as its owner"
-        )
-    mode = stat.S_IMODE(st.st_mode)
-    if SHARING.gid is None and mode & 0o050 == 0o050:
+    if SHARING.gid is None and stat.S_IMODE(st.st_mode) & 0o050 == 0o050:
         SHARING.gid = st.st_gid  # a directory opened to a group stays so: files follow it without --group
-    if mode & 0o022:
-        who = " and ".join(w for bit, w in ((0o020, "group"), (0o002, "others")) if mode & bit)
+    _check_own(path, st, "state directory")
+
+
+def _check_own(path: Path, st: os.stat_result, what: str) -> None:
+    """Its owner is the user and nobody else may write it (`routes/`, `cache/`: nor put tables or entries there)."""
+    if st.st_uid != (euid := os.geteuid()):
         raise BadInput(
-            f"state directory {str(path)!r} is writable by {who} (mode {mode:04o}); run chmod go-w {str(path)!r}"
+            f"{what} {str(path)!r} is owned by uid {st.st_uid}, not by you (uid {euid}); run tpufleet as its owner"
         )
+    if (mode := stat.S_IMODE(st.st_mode)) & 0o022:
+        who = " and ".join(w for bit, w in ((0o020, "group"), (0o002, "others")) if mode & bit)
+        raise BadInput(f"{what} {str(path)!r} is writable by {who} (mode {mode:04o}); run chmod go-w {str(path)!r}")
 
 
 def ensure_private_subdir(path: Path) -> None:
@@ -216,7 +215,8 @@ def ensure_private_subdir(path: Path) -> None:
     except OSError as exc:
         raise io_error("access", path, exc) from None
     check_subdir_mode(path, st.st_mode)
-    if SHARING.gid is not None and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o777 == 0o700:
+    _check_own(path, st, "directory")
+    if SHARING.gid is not None and stat.S_IMODE(st.st_mode) & 0o777 == 0o700:
         with contextlib.suppress(OSError):  # made before the state was shared: open it to the group as well
             _share(path, SHARING.dir_mode)
 
