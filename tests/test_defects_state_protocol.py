@@ -116,3 +116,30 @@ def test_a_state_of_a_newer_schema_is_refused_as_such_not_by_one_of_its_fields(f
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
     line = one_line(fleet("status"))
     assert f"{path}: field schema_version: written by a newer tpufleet" in line and "(value 2)" in line
+
+
+def test_a_lock_file_removed_while_held_lets_no_two_writers_commit_one_serial(fleet, monkeypatch):
+    """`rm .lock` while a command held it (as one clears a lock file thought stale) let the next command take a new
+    lock and commit beside the first: both committed serial 2 under one fault id, the journal held serial 2 twice and
+    the second state file replaced the first's change. The command whose lock is gone is refused now (exit 1, naming
+    `.lock`, nothing written); the other commits, and the refused one run again commits after it."""
+    original = store_module.Store.transaction
+    other: list[int] = []
+
+    @contextlib.contextmanager
+    def transaction(self, *args, **kwargs) -> Iterator[store_module.Transaction]:
+        with original(self, *args, **kwargs) as tx:
+            if not other:
+                other.append(-1)
+                (fleet.state / ".lock").unlink()
+                other[0] = fleet("inject-fault", "host:c07/1").code
+            yield tx
+
+    monkeypatch.setattr(store_module.Store, "transaction", transaction)
+    line = one_line(fleet("inject-fault", "host:c06/1"), code=1)
+    monkeypatch.setattr(store_module.Store, "transaction", original)
+    assert other == [0] and str(fleet.state / ".lock") in line
+    assert [f["target"] for f in fleet("-o", "json", "faults").json] == ["host:c07/1"]
+    assert fleet("inject-fault", "host:c06/1").code == 0
+    serials = [json.loads(x)["serial"] for x in (fleet.state / "journal.jsonl").read_text().splitlines()]
+    assert serials == [1, 2, 3]

@@ -355,8 +355,8 @@ def test_two_concurrent_inits_one_wins(tmp_path, monkeypatch):
     def exclusive(state_dir, timeout, command):
         if command == "second":
             second_waits.set()  # past any check made before the lock
-        with real(state_dir, timeout, command):
-            yield
+        with real(state_dir, timeout, command) as held:
+            yield held
 
     monkeypatch.setattr(store_module, "exclusive", exclusive)
     outcome: dict[str, object] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +32,7 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
-from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive
+from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
@@ -183,8 +183,8 @@ class DirectoryBackend:
         check_state_dir(self.dir)
         emptied = False
         try:
-            with exclusive(self.dir, timeout, command):
-                writer = DirectoryWriter(self)
+            with exclusive(self.dir, timeout, command) as held:
+                writer = DirectoryWriter(self, held)
                 try:
                     yield writer
                 finally:
@@ -245,9 +245,10 @@ def _remove_empty(dirs: list[Path]) -> None:
 
 
 class DirectoryWriter:
-    def __init__(self, backend: DirectoryBackend) -> None:
-        self.backend = backend
+    def __init__(self, backend: DirectoryBackend, lock_held: Callable[[], bool] = lambda: True) -> None:
+        self.backend, self.lock_held = backend, lock_held
         self.committed = False
+        self.read_key: tuple[int, int, int, int] | None = None  # the state file as read: the one `commit` replaces
         # Files beside the state that change with it: (final path, durable temp file holding the new content, or
         # None to delete). They are swapped in only after the state's rename, so a failed commit leaves them as
         # they were.
@@ -259,6 +260,7 @@ class DirectoryWriter:
         return self.backend.exists()
 
     def read_state(self) -> bytes:
+        self.read_key = _stat_key(self.backend.state_path)
         return self.backend.read_state()
 
     def recover(self, serial: int, replacing: bool = False) -> None:
@@ -312,9 +314,8 @@ class DirectoryWriter:
         return installed
 
     def _uncommitted_temps(self, made: Mapping[str, IndexedAs]) -> list[Path]:
-        """The temps of tables a dead writer made and never committed (no index entry names them: its slice
-        released or replaced since, and no `routes` of that slice to come would clear them); waiting tables that
-        could not be renamed in are not among them."""
+        """The temps of tables a dead writer made and never committed (no index entry names them); not the waiting
+        tables that could not be renamed in."""
         from tpufleet.state.tablesindex import waiting_tables
         from tpufleet.state.temps import dead_temps, temp_owners
 
@@ -360,6 +361,8 @@ class DirectoryWriter:
         rename, the line is taken back out: the files are as they were, and the error names the file. (Under the
         lock nobody else writes: the serial the state was read at is still the file's.)"""
         path = self.backend.state_path
+        if not self.lock_held() or self.read_key not in (None, _stat_key(path)):  # its `.lock` removed meanwhile
+            raise lock_lost(self.backend.dir)
         size = journal.append(self.backend.journal_path, entry)
         try:
             install(write_temp(path, data), path)

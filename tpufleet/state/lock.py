@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tpufleet.errors import BadInput, LockTimeout
+from tpufleet.errors import BadInput, LockTimeout, Refused
 from tpufleet.state.files import SHARING, io_error, kind_of, open_state_file, write_all
 from tpufleet.text import bounded, printable, seconds_text
 from tpufleet.timeparse import STAMP_FORMAT
@@ -118,7 +118,8 @@ def _acquire(lock: BaseFileLock, timeout: float, info_path: Path) -> None:
 
 
 @contextmanager
-def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
+def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[Callable[[], bool]]:
+    """Hold the lock; the value says whether the lock file is still the one held (not removed or replaced)."""
     from filelock import FileLock, Timeout
 
     lock_path, info_path = state_dir / LOCK, state_dir / LOCK_INFO
@@ -136,10 +137,30 @@ def exclusive(state_dir: Path, timeout: float, command: str) -> Iterator[None]:
         raise io_error("lock", lock_path, exc) from None
     try:
         _write_info(info_path, command)
-        yield
+        held = _identity(lock_path)
+        yield lambda: held is not None and _identity(lock_path) == held
     finally:
         _clear_info(info_path)
         lock.release()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file at `path` (device, inode); None when there is none."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def lock_lost(state_dir: Path) -> Refused:
+    """A commit refused because the lock file was removed or replaced while held: another command may have taken a
+    new one and be writing (or have written) the state meanwhile."""
+    return Refused(
+        f"the state lock {state_dir / LOCK} was removed or replaced while this command held it, or another command "
+        "wrote the state meanwhile: nothing was changed by this one; run it again (never remove .lock: a lock no "
+        "process holds is free already)"
+    )
 
 
 def command_line() -> str:
