@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,3 +144,41 @@ def test_a_lock_file_removed_while_held_lets_no_two_writers_commit_one_serial(fl
     assert fleet("inject-fault", "host:c06/1").code == 0
     serials = [json.loads(x)["serial"] for x in (fleet.state / "journal.jsonl").read_text().splitlines()]
     assert serials == [1, 2, 3]
+
+
+def _routes_with_a_directory_put_in_the_way(state: Path, err: Path) -> None:
+    """`routes s` in a process of its own (its temp file then a dead writer's), a directory put where the tables
+    go between the state's commit and their rename; its stderr into `err`."""
+    from tpufleet.state import filebackend
+
+    def reached(point: str) -> None:
+        if point == "transaction.before_side_files":
+            (state / "routes" / "s.npz").unlink()
+            (state / "routes" / "s.npz" / "in-the-way").mkdir(parents=True)
+
+    filebackend.reached = reached
+    sys.stderr = open(err, "w")  # noqa: SIM115  (the process exits through main: multiprocessing flushes it)
+    main(["--state", str(state), "routes", "s"])  # exits itself
+
+
+def test_tables_that_cannot_be_swapped_in_after_the_commit_say_the_change_is_committed(routed, tmp_path):
+    """Tables that could not be renamed in after the state's commit (an immutable file or a directory put in their
+    place meanwhile) gave `cannot write routes/s.npz: ...` alone, as a refusal of the command: run again, it made a
+    second commit. The message says the change is committed, as which serial, and that the next command that
+    changes the state renames the tables in; it does."""
+    place, err = routed.state / "routes" / "s.npz", tmp_path / "err"
+    assert routed("inject-fault", "link:c00/x/3/out").code == 0
+    proc = multiprocessing.get_context("fork").Process(
+        target=_routes_with_a_directory_put_in_the_way, args=(routed.state, err)
+    )
+    proc.start()
+    proc.join(300)
+    lines = err.read_text().splitlines()
+    assert proc.exitcode == 1 and len(lines) == 1
+    assert str(place) in lines[0] and "committed as serial 6" in lines[0]
+    assert routed("-o", "json", "history").json[-1]["serial"] == 6
+    (place / "in-the-way").rmdir()
+    place.rmdir()
+    assert routed("inject-fault", "host:c40/1").code == 0
+    status = routed("-o", "json", "status").json
+    assert status["stale_routes"] == status["missing_routes"] == []

@@ -19,14 +19,15 @@ from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
 from tpufleet.state.backend import no_fleet_state
+from tpufleet.state.committed import side_file_failed
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
     check_state_dir,
     check_subdir,
     ensure_private_dir,
     ensure_private_subdir,
+    error_reason,
     install,
-    io_error,
     read_state_file,
     safe_child,
     sync_parent,
@@ -387,8 +388,8 @@ class DirectoryWriter:
                 else:
                     os.unlink(tmp)
             except OSError as exc:
-                if committed:  # the state is committed: say which file is behind it
-                    raise io_error("delete" if tmp is None else "write", path, exc) from None
+                if committed:  # the state is committed: say so, and which file is behind it
+                    raise Refused(side_file_failed(path, tmp is None, error_reason(exc))) from None
         if committed and self.side_files:
             sync_parent(self.side_files[0][0])
         for temp in self.leftover_temps if committed else []:
