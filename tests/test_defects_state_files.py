@@ -301,3 +301,19 @@ def test_routes_and_cache_directories_others_can_write_are_refused_as_the_state_
     cache.chmod(0o777)
     assert routed("routes", "s").code == 0
     assert list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize("pid", ["99999999999999999999", "0"])
+def test_a_temp_file_name_with_a_pid_no_process_has_bricks_nothing(routed, pid):
+    """A file named as a writer's temp file but with a process number no process can have (one past what a pid
+    holds, planted or copied in) made every writer, and for `routes/` every reader too, exit 70 (OverflowError
+    asking whether that process runs); pid 0 was taken for a running writer (the signal went to our own process
+    group) and stayed for good. Such a name is a dead writer's: the next writer removes it."""
+    planted = [routed.state / f".state.json.{pid}.abc123.tmp", routed.state / "routes" / f".s.npz.{pid}.abc123.tmp"]
+    for path in planted:
+        path.write_bytes(b"junk")
+    assert routed("status").code == 0
+    assert routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB").code == 0
+    assert routed("inject-fault", "host:c40/1").code == 0
+    assert routed("routes", "s").code == 0
+    assert not [p for p in planted if p.exists()]

@@ -58,8 +58,12 @@ def remove_stale_temps(path: Path) -> list[Path]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (this one included). A number no process has (0, or more than a pid holds: a name
+    made to look like a temp file's) is no process: `os.kill` would signal the process group, or overflow."""
     if pid == os.getpid():
         return True
+    if not 0 < pid < 1 << 31:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
