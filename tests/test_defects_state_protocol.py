@@ -182,3 +182,20 @@ def test_tables_that_cannot_be_swapped_in_after_the_commit_say_the_change_is_com
     assert routed("inject-fault", "host:c40/1").code == 0
     status = routed("-o", "json", "status").json
     assert status["stale_routes"] == status["missing_routes"] == []
+
+
+def test_the_lock_message_never_names_a_killed_holder_of_a_directory(fleet):
+    """A holder killed with the lock leaves its `.lock.info`; the lock taken since by another program (`flock .lock
+    tar ...`, a backup) was said to be held by that dead pid, which an operator may then `kill`, another process by
+    now. As on a database, a note whose pid has exited names no holder: "an unknown process"."""
+    import fcntl
+
+    gone = multiprocessing.get_context("fork").Process(target=os.getpid)
+    gone.start()
+    gone.join(60)
+    note = {"pid": gone.pid, "command": "tpufleet routes s", "started": "2026-01-01T00:00:00Z"}
+    (fleet.state / ".lock.info").write_text(json.dumps(note))
+    with open(fleet.state / ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open of the file: it holds the lock against the command
+        line = one_line(fleet("--lock-timeout", "0", "inject-fault", "host:c01/1"), code=3)
+    assert "locked by an unknown process" in line and "tpufleet routes s" not in line

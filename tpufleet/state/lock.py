@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from tpufleet.errors import BadInput, LockTimeout, Refused
 from tpufleet.state.files import SHARING, io_error, kind_of, open_state_file, write_all
+from tpufleet.state.temps import alive
 from tpufleet.text import bounded, printable, seconds_text
 from tpufleet.timeparse import STAMP_FORMAT
 
@@ -57,6 +58,8 @@ def _holder(info_path: Path) -> str:
         # the holder's command line is another user's text: escaped, and cut short; its passwords hidden, as this
         # tpufleet records them (another writer's, an older tpufleet's, may hold one)
         command = bounded(shown_command(str(info["command"])), 200)
+        if type(info["pid"]) is int and not alive(info["pid"]):  # a killed holder's note: another holds the lock now
+            return printable(f"an unknown process (the lock's note names pid {info['pid']}, which has exited)")
         return printable(f"pid {info['pid']} ({command}, since {info['started']})")
     except (OSError, ValueError, KeyError, TypeError, RecursionError, BadInput):
         return "an unknown process"

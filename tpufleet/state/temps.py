@@ -30,7 +30,7 @@ def dead_temps(path: Path) -> list[Path]:
         return []
     for name in names:
         mine = _TEMP.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
-        if mine is not None and not _alive(int(mine[1])):
+        if mine is not None and not alive(int(mine[1])):
             found.append(path.parent / name)
     return found
 
@@ -49,7 +49,7 @@ def remove_stale_temps(path: Path) -> list[Path]:
         return []
     for name in names:
         mine = _TEMP.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
-        if mine is None or _alive(int(mine[1])):
+        if mine is None or alive(int(mine[1])):
             continue
         with contextlib.suppress(OSError):
             os.unlink(path.parent / name)
@@ -57,7 +57,7 @@ def remove_stale_temps(path: Path) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether process `pid` runs (this one included). A number no process has (0, or more than a pid holds: a name
     made to look like a temp file's) is no process: `os.kill` would signal the process group, or overflow."""
     if pid == os.getpid():
