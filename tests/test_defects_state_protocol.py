@@ -151,12 +151,12 @@ def _routes_with_a_directory_put_in_the_way(state: Path, err: Path) -> None:
     go between the state's commit and their rename; its stderr into `err`."""
     from tpufleet.state import filebackend
 
-    def reached(point: str) -> None:
-        if point == "transaction.before_side_files":
+    def reached(name: str) -> None:
+        if name == "transaction.before_side_files":
             (state / "routes" / "s.npz").unlink()
             (state / "routes" / "s.npz" / "in-the-way").mkdir(parents=True)
 
-    filebackend.reached = reached
+    filebackend.reached = reached  # type: ignore[attr-defined]  # its import of crashpoints.reached, this process only
     sys.stderr = open(err, "w")  # noqa: SIM115  (the process exits through main: multiprocessing flushes it)
     main(["--state", str(state), "routes", "s"])  # exits itself
 
