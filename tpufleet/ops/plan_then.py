@@ -44,14 +44,14 @@ def plan_when_made(state: FleetState, saved: SavedPlan, entries: Sequence[Journa
             pairs = ocs.setdefault(key, set())
             pairs.difference_update(tuple(p) for p in change["add"])
             pairs.update(tuple(p) for p in change["remove"])
-        for opened in delta["faults"]["opened"]:
-            down.pop(opened["id"], None)
-        for fid in delta["faults"]["cleared"]:
+        for fid in delta["faults"]["cleared"]:  # undone before the line's opens: a fault may be both
             if fid not in targets:
                 return None
             target = targets[fid]
             if isinstance(target, OcsId):
                 down[fid] = target
+        for opened in delta["faults"]["opened"]:
+            down.pop(opened["id"], None)
         policy = delta["slices"]["changed"].get(saved.slice, {}).get("fault_tolerant_routing")
         if isinstance(policy, list) and isinstance(policy[0], bool):
             tolerant = policy[0]

@@ -70,8 +70,9 @@ def _faults(before: Doc, after: Doc) -> Doc:
         {"id": i, "target": new[i]["target"], "planned": new[i].get("planned", False)} for i in new if i not in old
     ]
     # cleared in this change: still listed and now cleared, or open before and gone (cleared and moved to the
-    # journal in the same commit)
+    # journal in the same commit), or opened and cleared by this change (a maintenance wave whose window is over)
     cleared = [i for i in old if not old[i].get("cleared") and (i not in new or new[i].get("cleared"))]
+    cleared += [i for i in new if i not in old and new[i].get("cleared")]
     return {"opened": opened, "cleared": cleared}
 
 
