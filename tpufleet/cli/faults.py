@@ -2,7 +2,7 @@
 
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -253,7 +253,22 @@ def clear_cmd(
         for n in d["routes_stale"]
         if n not in wiring
     ]
-    emit(d, output, lambda: "\n".join([f"cleared {f['id']} on {f['target']}" for f in d["cleared"]] + hint))
+    cleared = [f"cleared {f['id']} on {f['target']}" for f in d["cleared"]]
+    emit(d, output, lambda: "\n".join(cleared + _dropped_lines(d["xconnects_dropped"]) + hint))
+
+
+def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
+    """The pairs the repaired OCS no longer holds (`xconnects_dropped`): a change to the OCS, said as the JSON says
+    it, so the table does not leave it out."""
+    lines = []
+    for d in dropped:
+        pairs = [f"{n} -> {s}" for n, s in d["pairs"]]
+        more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
+        lines.append(
+            f"  {d['ocs']}: dropped {len(pairs)} cross-connect(s) an earlier tenant left on ports wired since "
+            f"(north port -> south port: {', '.join(pairs[:8])}{more})"
+        )
+    return lines
 
 
 @app.command("faults", epilog=examples("tpufleet faults", "tpufleet faults --all -o json"))
