@@ -21,10 +21,15 @@ from tpufleet.ops.explain_faults import (
 
 def _containing(state: FleetState, target: TargetId) -> list[Fault]:
     """Open faults on the target itself or on what contains it: its cube, its machine, the OCS of an optical link.
-    For a cube, every fault that holds it out of the pool."""
+    For a cube, every fault that holds it out of the pool, and those of its optical links (in the pool, no
+    whole-cube slice can be wired on it: `allocate` and `plan-xconnect` refuse it naming them)."""
     if isinstance(target, CubeId):
         ids = set(state.health().cubes_out.get(target.cube, ()))
-        return [f for f in state.open_faults() if f.id in ids or f.target == target]
+        return [
+            f
+            for f in state.open_faults()
+            if f.id in ids or f.target == target or (isinstance(f.target, LinkId) and f.target.cube == target.cube)
+        ]
     machines = machines_hit(target)  # an electrical link: the machines at both its ends
     pod = None if isinstance(target, OcsId) else state.fleet.cube_pod.get(target.cube)
 
@@ -73,8 +78,13 @@ def _component_state(target: TargetId, faults: list[Fault]) -> str:
     if own:
         return kind
     # what contains the component failed (its cube, machine, OCS), or, for a cube, a part of it did
-    inside = isinstance(target, CubeId) and not isinstance(cause[0].target, CubeId)
-    return f"out of the pool: {cause[0].target} {kind}" if inside else f"{kind} with {cause[0].target}"
+    if not isinstance(target, CubeId):
+        return f"{kind} with {cause[0].target}"
+    out = [f for f in cause if not isinstance(f.target, LinkId)]  # an optical link's fault leaves it in the pool
+    if not out:
+        return f"optical port down: {cause[0].target} {kind}"
+    kind = "drained" if all(f.planned for f in out) else "failed"
+    return f"out of the pool: {out[0].target} {kind}"
 
 
 def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
