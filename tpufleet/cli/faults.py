@@ -379,4 +379,9 @@ def _rescheduled_text(name: str, d: dict, linked: Mapping[str, str]) -> str:
         text += "".join(f"\n{line}" for line in link_steps("  ", name, linked))
     if name in d.get("routes_stale", ()) and not rr:
         text += f"\n  next: tpufleet routes {name}  (its stored tables were made before the move)"
+    if d.get("deferred"):  # its pairs on a down OCS wait for the repair, as `explain` gives the steps after it
+        text += (
+            f"\n  cross-connects on {', '.join(d['deferred'])} deferred while down: once repaired and cleared, "
+            f"`tpufleet plan-xconnect {name} --apply` programs them, then `tpufleet routes {name}`"
+        )
     return text
