@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from tpufleet.errors import Refused
+from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import OcsId, parse_target
 from tpufleet.integrations.reservation import awaited
@@ -364,8 +364,24 @@ def _maintenance_ahead(state: FleetState, sl: Slice, now: str, why: list[str], n
             f"{m['sub_block']}): its drain"
         )
         why.append(f"cube {m['cube']}{when} stops the slice unless it is moved first")
-    if ahead:  # `next` holds commands as run: the plan's waves go in order, so wave 1 comes first
+    if ahead:  # `next` holds commands as run: the plan's waves go in order, up to the one that moves the slice
         why.append(
             "`tpufleet plan-maintenance` plans its move: apply the waves in order (`apply-maintenance plan.json --wave N`)"
         )
-        next_steps += ["tpufleet plan-maintenance --out plan.json", "tpufleet apply-maintenance plan.json --wave 1"]
+        waves = range(1, _moving_wave(state, sl.name) + 1)
+        next_steps += ["tpufleet plan-maintenance --out plan.json"]
+        next_steps += [f"tpufleet apply-maintenance plan.json --wave {n}" for n in waves]
+
+
+def _moving_wave(state: FleetState, name: str) -> int:
+    """The wave of the plan `plan-maintenance --out plan.json` makes now (its defaults: a cube a wave, no spare
+    target) that moves the slice; 1 when none does (the plan says why)."""
+    from tpufleet.ops import maintenance as maintenance_ops
+
+    notices, source = maintenance_ops.recorded_notices(state)
+    try:
+        doc = maintenance_ops.plan(state, notices, 1, 0, source).data
+    except (BadInput, Refused):  # a plan `plan-maintenance` refuses too: it says why, from wave 1 on
+        return 1
+    moving = [w["wave"] for w in doc["waves"] for m in w["moves"] if m["slice"] == name and m["status"] == "moved"]
+    return moving[0] if moving else 1
