@@ -342,7 +342,7 @@ def reschedule_cmd(
     with routing_progress("rescheduling", verbose), memo.using(cache):
         outcome = ctx.obj.mutate(lambda state: fault_ops.reschedule(state, name, avoided))
         cache.flush()
-    linked = store.linked_tables(outcome.data["routes_stale"])
+    linked = store.linked_tables([*outcome.data["routes_stale"], *outcome.data["routes_none"]])
     emit(outcome.data, output, lambda: _rescheduled_text(name, outcome.data, linked))
 
 
@@ -379,6 +379,9 @@ def _rescheduled_text(name: str, d: dict, linked: Mapping[str, str]) -> str:
         text += "".join(f"\n{line}" for line in link_steps("  ", name, linked))
     if name in d.get("routes_stale", ()) and not rr:
         text += f"\n  next: tpufleet routes {name}  (its stored tables were made before the move)"
+    if name in d.get("routes_none", ()) and not rr:  # wired by the move, never routed: as plan-xconnect says it
+        text += "".join(f"\n{line}" for line in link_steps("  ", name, linked))
+        text += f"\n  next: tpufleet routes {name}  (no tables stored for it)"
     if d.get("deferred"):  # its pairs on a down OCS wait for the repair, as `explain` gives the steps after it
         text += (
             f"\n  cross-connects on {', '.join(d['deferred'])} deferred while down: once repaired and cleared, "

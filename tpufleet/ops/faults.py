@@ -19,7 +19,7 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
 from tpufleet.text import around as around_text
-from tpufleet.views import missing_xconnects, wiring_wait
+from tpufleet.views import missing_xconnects, needs_tables, wiring_wait
 
 LISTED = ("id", "target", "planned", "opened", "cleared", "reason")
 WINDOW = ("window_start", "window_end")  # a drain of announced maintenance only (import reservation)
@@ -219,6 +219,7 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
     stale = state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)  # of the cubes it left
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict(), "routes_stale": stale}
+    data["routes_none"] = [name] if name not in state.routes and needs_tables(state, sl) else []
     if figures is not None:
         data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
     if sl.job is not None:  # the job runs again only when every slice is back
