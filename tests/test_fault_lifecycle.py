@@ -462,3 +462,27 @@ def test_explain_job_wires_its_slices_one_by_one_when_a_running_slice_has_a_port
     for step in r.json["next"]:
         assert fleet(*step.split()[1:]).code == 0, step
     assert fleet("explain", "j", "-o", "json").json["state"] == "running"
+
+
+def test_clear_fault_names_the_slices_its_fault_evicted_for_reschedule(fleet):
+    """A slice without fault-tolerant routing evicted by an OCS fault with no other pod to move to: clearing the
+    fault said nothing of it (only `explain` and `status` showed that `reschedule` brings it back now)."""
+    for name in ("a", "b"):
+        assert fleet("allocate", name, "--shape", "4x4x8", "--no-fault-tolerant-routing").code == 0
+        assert fleet("plan-xconnect", name, "--apply").code == 0
+    assert fleet("allocate", "c", "--shape", "2x2x2").code == 0
+    cube = fleet("show", "slices", "-o", "json").json[2]["cubes"][0]
+    assert fleet("inject-fault", f"host:{cube}/0").code == 0  # f1: c evicted, its cube out of the pool
+    r = fleet("inject-fault", "ocs:pod0/x/1", "-o", "json")  # f2
+    assert [(s["slice"], s["action"]) for s in r.json["slices"]] == [("a", "reschedule"), ("b", "reschedule")]
+    states = {s["name"]: s["state"] for s in fleet("show", "slices", "-o", "json").json}
+    assert states == dict.fromkeys("abc", "evicted")
+    r = fleet("clear-fault", "f2")
+    assert r.code == 0
+    # not c: f1, which evicted it, is still open
+    assert [line for line in r.out.splitlines() if "reschedule" in line] == [
+        "  a: evicted by the fault cleared; run `tpufleet reschedule a`",
+        "  b: evicted by the fault cleared; run `tpufleet reschedule b`",
+    ]
+    assert fleet("reschedule", "a").code == 0
+    assert fleet("clear-fault", "f1", "-o", "json").json["reschedule"] == ["c"]

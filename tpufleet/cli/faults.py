@@ -240,7 +240,8 @@ def clear_cmd(
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: fault_ops.clear(state, key, now))
     d = outcome.data
-    hint = [
+    hint = [f"  {n}: evicted by the fault cleared; run `tpufleet reschedule {n}`" for n in d["reschedule"]]
+    hint += [
         f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`"
         for n in d["rewire"]
     ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]

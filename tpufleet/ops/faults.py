@@ -89,6 +89,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     waits = {name: why for name in missing if (why := wiring_wait(state, state.slices[name]))}
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
+        "reschedule": _evicted_by(state, gone),
         "routes_stale": stale,
         "rewire": [name for name in missing if name not in waits],  # `plan-xconnect --apply` programs them now
         "rewire_waits": waits,
@@ -96,6 +97,13 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
         "serial": state.next_serial,
     }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
+
+
+def _evicted_by(state: FleetState, faults: set[str]) -> list[str]:
+    """The evicted slices one of `faults` evicted, by name: the fault that stopped them is repaired, so `reschedule`
+    may bring them back (onto their own cubes, when nothing else held them out), and nothing else says so."""
+    hit = [n for n, sl in state.slices.items() if sl.state is SliceState.EVICTED and sl.evicted_by in faults]
+    return sorted(hit, key=natural_key)
 
 
 def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
