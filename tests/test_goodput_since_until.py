@@ -367,3 +367,13 @@ def test_a_span_reaching_past_the_logs_is_their_part_of_it(cli, tmp_path):
     early = cli("goodput-report", log, "--since", str(B - 7200), "--until", str(B + 1800), "-o", "json", state=False)
     assert early.code == 0 and early.json["fleet"]["window"] == {"start": B, "end": B + 1800}
     assert early.json["fleet"]["sg"] == 0.5
+
+
+def test_a_span_meeting_the_logs_at_one_instant_is_refused_as_one_past_them(tmp_path):
+    """--since at the logs' last time (or --until at their first) met the jobs at one instant: the report listed
+    every job with no figure at all, exit 0, while a --since one second later was refused (exit 2)."""
+    path = steady_log(tmp_path / "log.jsonl")  # T .. T + 100
+    for since, until in ((T + 100, None), (None, T), (T + 100, T + 200), (T - 50, T)):
+        with pytest.raises(BadInput, match="inside --since/--until, and the logs span no time there"):
+            build([path], since=since, until=until)
+    assert build([path], since=T + 99)["fleet"]["jobs"] == 1  # a second of the logs is a report

@@ -231,7 +231,9 @@ def from_accounts(accounts: list[JobAccount], log: events.Log, options: ReportOp
     # logs a 24th of its --period row's)
     t0, t1 = data_span(everyone, records)
     t0, t1 = max(t0, since if since is not None else t0), min(t1, until if until is not None else t1)
-    if not accounts and t1 <= t0:  # no job in the window, nor any time of the data
+    # no job in the window, nor any time of the data; or a window meeting the data at one instant alone (--since
+    # at the logs' last time): it reported every job touching that instant with no figure, exit 0
+    if (not accounts or windowed) and t1 <= t0:
         where = " inside --since/--until" if windowed else ""
         spans = "the logs span" if everyone else "its capacity records span"
         raise NoJobEvents(f"no job events in the input{where}, and {spans} no time there")
