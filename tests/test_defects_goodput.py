@@ -626,3 +626,22 @@ def test_a_job_named_with_a_unicode_line_separator_is_one_record_not_two_halves(
     ml.write_text("\n".join(line(e) for e in entries), encoding="utf-8")
     (job,) = report(cli, ml, "--format", "ml-goodput")["jobs"]
     assert job["job"] == name
+
+
+def test_mpg_is_the_product_of_the_unrounded_factors(cli, tmp_path):
+    """SG 2/3, RG 1, PG 0.5: MPG is 1/3, 0.333333; the product of the factors already rounded to 6 places gave
+    0.333334 (job, fleet, segment, period and window rows alike)."""
+    log = write_lines(
+        tmp_path / "a.jsonl",
+        [
+            {"type": "job", "job": "a", "chips": 4, "ideal_step_s": 5},
+            {"type": "event", "job": "a", "time": B, "event": "submitted"},
+            {"type": "event", "job": "a", "time": B + 10, "event": "job_start"},
+            {"type": "event", "job": "a", "time": B + 10, "event": "step_start", "step": 1},
+            {"type": "event", "job": "a", "time": B + 20, "event": "step_start", "step": 2},
+            {"type": "event", "job": "a", "time": B + 30, "event": "job_end"},
+        ],
+    )
+    rep = report(cli, log, "--period", "day", "--window", "30s")
+    rows = [rep["fleet"], *rep["segments"], *rep["periods"], *rep["windows"], *rep["jobs"]]
+    assert [(r["sg"], r["rg"], r["pg"], r["mpg"]) for r in rows] == [(0.666667, 1.0, 0.5, 0.333333)] * len(rows)

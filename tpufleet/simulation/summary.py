@@ -34,7 +34,7 @@ from typing import Any
 from tpufleet.goodput import eventrecords
 from tpufleet.goodput import events as goodput_events
 from tpufleet.goodput.chiptime import capacity_chip_s
-from tpufleet.goodput.metrics import size_class
+from tpufleet.goodput.metrics import factors, ratio, size_class
 from tpufleet.simulation.log import Entry, EventTuple
 
 INF = math.inf
@@ -399,10 +399,6 @@ def _account(job: goodput_events.Job, events: list[EventTuple]) -> JobFigures:
     return JobFigures(a.start, a.end, a.demand_s, a.all_allocated_s, a.productive_s, a.productive_steps)
 
 
-def _ratio(a: float, b: float) -> float | None:
-    return round(a / b, 6) if b > 0 else None
-
-
 def _factors(accounts: list[tuple[goodput_events.Job, JobFigures]], capacity_s: float | None) -> dict[str, Any]:
     """`goodput.metrics`' fleet and segment factors, summed in the same order with the same expressions."""
     all_alloc = sum(f.all_allocated_s * j.chips for j, f in accounts)
@@ -411,11 +407,9 @@ def _factors(accounts: list[tuple[goodput_events.Job, JobFigures]], capacity_s: 
     with_pg = [(j, f, j.ideal_step_s * f.productive_steps) for j, f in accounts if j.ideal_step_s is not None]
     ideal = sum(ideal_s * j.chips for j, _, ideal_s in with_pg)
     prod_pg = sum(f.productive_s * j.chips for j, f, _ in with_pg)
-    sg = _ratio(all_alloc, capacity_s if capacity_s is not None else demand)
-    rg = _ratio(productive, all_alloc)
-    pg = _ratio(ideal, prod_pg) if with_pg else None
-    mpg = None if sg is None or rg is None or pg is None else round(sg * rg * pg, 6)
-    return {"sg": sg, "rg": rg, "pg": pg, "mpg": mpg, "jobs": len(accounts)}
+    sg = ratio(all_alloc, capacity_s if capacity_s is not None else demand)
+    pg = ratio(ideal, prod_pg) if with_pg else None
+    return {**factors(sg, ratio(productive, all_alloc), pg), "jobs": len(accounts)}
 
 
 def by_the_report(entries: Iterable[Entry]) -> dict[str, Any]:
