@@ -44,6 +44,18 @@ def test_declared_model_needs_the_slice_shape(cli, tmp_path, topology, field):
     assert r.code == 2 and f"field {field}" in r.err and r.err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("given", "missing"), [("flops_per_step", "peak_flops_per_chip"), ("peak_flops_per_chip", "flops_per_step")]
+)
+def test_half_the_flops_pair_is_refused_naming_the_other(cli, tmp_path, given, missing):
+    """flops_per_step without peak_flops_per_chip (or the reverse) was ignored: PG was estimated from the steps,
+    exit 0, as if the job had declared nothing."""
+    r = cli("goodput-report", _log(tmp_path, "half.jsonl", **{given: 1e15}), state=False)
+    assert r.code == 2 and f"half.jsonl:1: field {missing}:" in r.err
+    with_ideal = cli("goodput-report", _log(tmp_path, "i.jsonl", ideal_step_s=0.1, **{given: 1e15}), state=False)
+    assert with_ideal.code == 0, with_ideal.err  # ideal_step_s declares the ideal: the pair is not used
+
+
 @pytest.mark.parametrize("accelerator", ["tpu7x", "tpu-v5p", "tpu-v5p-slice"])
 def test_the_modelled_ideal_step_uses_the_job_accelerators_figures(cli, tmp_path, accelerator):
     """A TPU7x or v5p job (by generation name or GKE label) is modelled with its generation's peak FLOP/s and

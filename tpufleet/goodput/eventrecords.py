@@ -231,6 +231,9 @@ def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Pr
     )
 
 
+FLOPS_PAIR = ("flops_per_step", "peak_flops_per_chip")  # the ideal step: flops / (peak x chips), both or neither
+
+
 def _ideal_step(
     rec: Mapping[str, Any], chips: int, file: str, line: int, profiles: Mapping[str, Profile]
 ) -> float | None:
@@ -239,6 +242,9 @@ def _ideal_step(
     ideal = _float(rec, "ideal_step_s", file, line)
     source = "ideal_step_s"
     flops, peak = _float(rec, "flops_per_step", file, line), _float(rec, "peak_flops_per_chip", file, line)
+    if ideal is None and (flops is None) != (peak is None):  # half the pair: it was ignored, PG then estimated
+        missing, given = FLOPS_PAIR[::-1] if peak is None else FLOPS_PAIR
+        raise BadRecord(file, line, missing, NO_VALUE, f"is required with {given} (or give ideal_step_s)")
     if ideal is None and flops is not None and peak is not None:
         ideal, source = flops / (peak * chips), "flops_per_step"
         if not 0 < ideal < math.inf:
