@@ -57,3 +57,15 @@ def test_assume_healthy_with_a_what_if_topology_is_refused_naming_both_options(c
     assert "--assume-healthy" in line and "--topology" in line
     ok = cli("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "-o", "json", state=False)
     assert ok.code == 0 and ok.json["tables"]["source"] == "what-if"
+
+
+@pytest.mark.parametrize("name", ["events.csv", "events.csv.gz", "EVENTS.CSV"])
+def test_simulate_fleet_refuses_an_events_file_named_as_a_csv_log(cli, tmp_path, monkeypatch, name):
+    """`simulate-fleet --out events.csv` wrote JSON lines there and said to read them with `goodput-report
+    events.csv`, which reads a *.csv log as CSV and refused it (exit 2, a row past the header's columns)."""
+    monkeypatch.chdir(tmp_path)
+    r = cli("simulate-fleet", "--days", "0.01", "--out", name, state=False)
+    assert one_line(r, 2).startswith(f"tpufleet: error: bad option --out '{name}'")
+    assert not (tmp_path / name).exists()
+    assert cli("simulate-fleet", "--days", "0.01", "--out", "events.jsonl.gz", state=False).code == 0
+    assert cli("goodput-report", "events.jsonl.gz", state=False).code == 0

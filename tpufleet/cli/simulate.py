@@ -173,7 +173,6 @@ def simulate_cmd(
     from tpufleet.errors import BadInput
     from tpufleet.ops.simulate import run_fleet
     from tpufleet.simulation import Options
-    from tpufleet.state.outputs import check_output_path
 
     for option, value in (
         ("--days", days),
@@ -186,8 +185,7 @@ def simulate_cmd(
     if fault_rates is not None and str(fault_rates) == "shipped":  # as plan-spares, capacity, simulate-availability
         fault_rates = None
     if out is not None:
-        # before the run: a typo must not cost the whole simulation, nor the events replace a file the run reads
-        check_output_path(out, "--out", [workload, fault_rates])
+        _check_events_out(out, [workload, fault_rates])
     gen = _generation(generation, mode.value)
     pod_cubes = gen.pod_cubes if gen is not None else CUBES_PER_POD
     if spare_cubes >= pod_cubes:
@@ -208,3 +206,18 @@ def simulate_cmd(
         result = run_fleet(options, workload, fault_rates, fault_scale, out, progress=bar.set)
     summary = {**result.summary, "out": None if out is None else str(out)}
     emit(summary, output, lambda: _text(summary, out))
+
+
+def _check_events_out(out: Path, inputs: list[Path | None]) -> None:
+    """Before the run: a typo must not cost the whole simulation, nor the events replace a file the run reads;
+    and a name goodput-report would read as CSV (the events are JSON lines) is refused."""
+    from tpufleet.errors import BadInput
+    from tpufleet.state.goodputlogs import is_csv
+    from tpufleet.state.outputs import check_output_path
+
+    check_output_path(out, "--out", inputs)
+    if is_csv(out):
+        raise BadInput(
+            f"bad option --out {str(out)!r}: goodput-report reads a log named *.csv or *.csv.gz as CSV, "
+            "and the events are JSON lines: name it *.jsonl (or *.jsonl.gz)"
+        )
