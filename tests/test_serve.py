@@ -162,6 +162,11 @@ def test_openmetrics_when_the_scraper_asks_for_it(busy):
         ("application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2", True),
         ("application/openmetrics-text;q=0, text/plain", False),  # q=0: not acceptable (it was served)
         ("text/plain;q=0.9, application/openmetrics-text;q=0.5", False),
+        # text/plain weighed by the range that names it most closely (it was 0 unless named: OpenMetrics won)
+        ("application/openmetrics-text;q=0.6, */*;q=0.9", False),
+        ("application/openmetrics-text;q=0.6, text/*;q=0.9", False),
+        ("application/openmetrics-text;q=0.6, text/plain;q=0.1, */*;q=0.9", True),
+        ("*/*", False),
         ("", False),
     ],
 )

@@ -226,25 +226,25 @@ async def bounded_body(request: Request) -> bytes:
 
 
 def wants_openmetrics(accept: str) -> bool:
-    """Whether an Accept header prefers OpenMetrics to the Prometheus text format: its best weight is above 0 and
-    not below text/plain's (Prometheus asks for it at q=0.5 against 0.3; `q=0` is "not acceptable").
+    """Whether an Accept header prefers OpenMetrics to the Prometheus text format: its weight above 0 and not below
+    text/plain's, that of the range naming it most closely (text/*, */*) (Prometheus asks for q=0.5 against 0.3).
 
     >>> wants_openmetrics("application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3")
     True
     >>> wants_openmetrics("application/openmetrics-text;q=0, text/plain"), wants_openmetrics("*/*")
     (False, False)
     """
-    best = {"application/openmetrics-text": 0.0, "text/plain": 0.0}
+    weights: dict[str, float] = {}
     for part in accept.split(","):
         kind, *params = (p.strip().lower() for p in part.split(";"))
-        weights = [p[2:] for p in params if p.startswith("q=")]
         try:
-            q = float(weights[0]) if weights else 1.0
+            q = float(next((p[2:] for p in params if p.startswith("q=")), "1"))
         except ValueError:
             q = 0.0
-        if kind in best and 0.0 <= q <= 1.0:
-            best[kind] = max(best[kind], q)
-    return best["application/openmetrics-text"] > 0.0 and best["application/openmetrics-text"] >= best["text/plain"]
+        if 0.0 <= q <= 1.0:
+            weights[kind] = max(weights.get(kind, 0.0), q)
+    text = next((weights[k] for k in ("text/plain", "text/*", "*/*") if k in weights), 0.0)
+    return weights.get("application/openmetrics-text", 0.0) > 0.0 and weights["application/openmetrics-text"] >= text
 
 
 def tagged(request: Request, etag: str, body: Callable[[], bytes]) -> Response:
