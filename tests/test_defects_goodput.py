@@ -645,3 +645,15 @@ def test_mpg_is_the_product_of_the_unrounded_factors(cli, tmp_path):
     rep = report(cli, log, "--period", "day", "--window", "30s")
     rows = [rep["fleet"], *rep["segments"], *rep["periods"], *rep["windows"], *rep["jobs"]]
     assert [(r["sg"], r["rg"], r["pg"], r["mpg"]) for r in rows] == [(0.666667, 1.0, 0.5, 0.333333)] * len(rows)
+
+
+def test_a_record_without_type_shows_no_value_and_an_ml_goodput_entry_names_its_format(cli, tmp_path):
+    """A native log's record without `type` was refused with `(value None)`, as if it held null; an
+    ml-goodput-measurement log read as native (no --format) said nothing of the format either."""
+    entry = write_lines(tmp_path / "ml.jsonl", [{"job_name": "a", "job_start_time": 5.0}])
+    err = refused(cli, entry)
+    assert "ml.jsonl:1: field type:" in err and "(value" not in err and "--format ml-goodput" in err
+    plain = write_lines(tmp_path / "n.jsonl", [{"job": "a"}])
+    err = refused(cli, plain)
+    assert "n.jsonl:1: field type:" in err and "(value" not in err and "--format" not in err
+    assert "(value None)" in refused(cli, write_lines(tmp_path / "null.jsonl", [{"type": None, "job": "a"}]))

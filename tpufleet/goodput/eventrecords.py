@@ -152,7 +152,9 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
                 f"this reader knows schema version {SCHEMA_VERSION}",
             )
     else:
-        raise BadRecord(file, line, "type", kind, "must be job, event, capacity or schema")
+        # (absent: no value to show, as for any absent field; an ml-goodput-measurement entry says which --format)
+        hint = "; an ml-goodput-measurement entry: give --format ml-goodput" if "job_name" in rec else ""
+        raise BadRecord(file, line, "type", rec.get("type", NO_VALUE), f"must be job, event, capacity or schema{hint}")
     log.records += 1
 
 
