@@ -657,3 +657,21 @@ def test_a_record_without_type_shows_no_value_and_an_ml_goodput_entry_names_its_
     err = refused(cli, plain)
     assert "n.jsonl:1: field type:" in err and "(value" not in err and "--format" not in err
     assert "(value None)" in refused(cli, write_lines(tmp_path / "null.jsonl", [{"type": None, "job": "a"}]))
+
+
+def test_a_job_without_job_start_holds_its_chips_from_its_first_event_after_submission(cli, tmp_path):
+    """Submitted at 0, stepping from 50 to its end at 70, no job_start and no allocation logged: it was counted
+    all-allocated from its submission (70 s, SG 1, 50 s of `other`) instead of from its first step (20 s)."""
+    log = write_lines(
+        tmp_path / "q.jsonl",
+        [
+            {"type": "job", "job": "q", "chips": 4, "ideal_step_s": 10},
+            {"type": "event", "job": "q", "time": B, "event": "submitted"},
+            {"type": "event", "job": "q", "time": B + 50, "event": "step_start", "step": 1},
+            {"type": "event", "job": "q", "time": B + 60, "event": "step_start", "step": 2},
+            {"type": "event", "job": "q", "time": B + 70, "event": "job_end"},
+        ],
+    )
+    (job,) = report(cli, log)["jobs"]
+    assert (job["all_allocated_s"], job["demand_s"], job["productive_s"]) == (20.0, 70.0, 20.0)
+    assert (job["sg"], job["rg"], job["badput_s"]["other"]) == (0.285714, 1.0, 0.0)

@@ -128,7 +128,10 @@ def _span(ev: Events, since: float | None, until: float | None) -> _Span:
     start, end = job_span(ev)
     inside = (ev.t >= start) & (ev.t <= end)
     starts = ev.at("job_start")
-    begin = float(starts.min()) if len(starts) else float(ev.t[ev.code != CODE["submitted"]].min(initial=start))
+    # without a job_start, from its first event but `submitted` (`min(initial=start)` took the submission's time
+    # too, so a job held its chips while it queued: SG 1 for a job that waited most of its time)
+    later = ev.t[ev.code != CODE["submitted"]]
+    begin = float(starts.min()) if len(starts) else float(later.min()) if len(later) else start
     lo = start if since is None else max(start, since)
     hi = end if until is None else min(end, until)
     return _Span(lo, max(hi, lo), (start, end), begin, inside)
