@@ -675,3 +675,11 @@ def test_a_job_without_job_start_holds_its_chips_from_its_first_event_after_subm
     (job,) = report(cli, log)["jobs"]
     assert (job["all_allocated_s"], job["demand_s"], job["productive_s"]) == (20.0, 70.0, 20.0)
     assert (job["sg"], job["rg"], job["badput_s"]["other"]) == (0.285714, 1.0, 0.0)
+
+
+def test_a_raw_control_character_in_a_log_line_is_named_once_with_its_column(cli, tmp_path):
+    """A tab typed raw inside a job name was refused as "Invalid control character at at column 23"."""
+    log = tmp_path / "tab.jsonl"
+    log.write_text('{"type":"job","job":"a\tb","chips":4}\n')
+    err = refused(cli, log)
+    assert "tab.jsonl:1: field <line>: not valid JSON (" in err and "at column 23)" in err and " at at " not in err

@@ -205,9 +205,15 @@ def parse_json(text: str, written_by_us: bool = False) -> Any:
     except JsonProblem:
         raise
     except json.JSONDecodeError as exc:
-        raise JsonProblem(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise JsonProblem(f"not valid JSON ({_said(exc)} at line {exc.lineno} column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:  # an integer too long to parse; nesting (the scan bounds it)
         raise JsonProblem(f"not valid JSON ({_plain(exc)})") from None
+
+
+def _said(exc: json.JSONDecodeError) -> str:
+    """The decoder's problem, without the "at" some end with (a raw control character in a string: "Invalid
+    control character at", which read "... at at column 23" before the place)."""
+    return exc.msg.removesuffix(" at")
 
 
 def _text_only(value: Any, text: str) -> Any:
@@ -254,7 +260,7 @@ def _decode(decoder: json.JSONDecoder, text: str, one_line: bool) -> Any:
         raise
     except json.JSONDecodeError as exc:
         where = f"column {exc.colno}" if one_line else f"line {exc.lineno} column {exc.colno}"
-        raise JsonProblem(f"not valid JSON ({exc.msg} at {where})") from None
+        raise JsonProblem(f"not valid JSON ({_said(exc)} at {where})") from None
     except RecursionError:
         raise JsonProblem("nested too deeply") from None
     except ValueError as exc:  # an integer too long to parse
