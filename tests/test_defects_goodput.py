@@ -683,3 +683,19 @@ def test_a_raw_control_character_in_a_log_line_is_named_once_with_its_column(cli
     log.write_text('{"type":"job","job":"a\tb","chips":4}\n')
     err = refused(cli, log)
     assert "tab.jsonl:1: field <line>: not valid JSON (" in err and "at column 23)" in err and " at at " not in err
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_the_markdown_and_html_reports_say_what_the_input_lacks(cli, tmp_path, monkeypatch, fmt):
+    """`-o md` and `-o html` said nothing of the records --skip-bad skipped, nor of a gzip log cut off before its
+    end (the table, the JSON and stderr did): a report shared from them read as complete."""
+    records = [r for k in range(200) for r in training(f"job-{k}")]
+    whole = gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode(), mtime=0)
+    monkeypatch.chdir(tmp_path)
+    log = Path("cut.jsonl.gz")
+    log.write_bytes(whole[: len(whole) // 2])
+    r = cli("goodput-report", log, "--skip-bad", "-o", fmt, state=False)
+    assert r.code == 0, r.err
+    assert "skipped 1 malformed record(s)" in r.out
+    cut_line = cli("goodput-report", log, "--skip-bad", "-o", "json", state=False).json["input"]["cut_off"][0]["line"]
+    assert f"gzip stream cut off at {log}:{cut_line}: the rest of that log is missing" in r.out

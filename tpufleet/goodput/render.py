@@ -112,6 +112,7 @@ def to_markdown(report: Report) -> str:
         f"Window {_when(f['window']['start'])} to {_when(f['window']['end'])}, {f['jobs']} jobs, capacity basis "
         f"{f['capacity_basis']}{markdown_text(capacity_gap(f))}.",
         "",
+        *(f"Input: {markdown_text(note)}.\n" for note in input_notes(report)),
     ]
     table = [[markdown_text(r["scope"]), markdown_text(r["key"]), *[_f(r[c]) for c in COLUMNS]] for r in rows(report)]
     parts.append(
@@ -147,11 +148,17 @@ def to_table(report: Report, top: int = 15) -> str:
     lines += _job_lines(report, top)
     lines += _slow_lines(report, top)
     lines += _advice_lines(report["fleet"].get("checkpoint_advice"))
-    if report["input"]["skipped"]:
-        lines.append(f"(skipped {report['input']['skipped']} malformed record(s))")
-    for cut in report["input"].get("cut_off", ()):
-        lines.append(f"(gzip stream cut off at {cut['file']}:{cut['line']}: the rest of that log is missing)")
+    lines += [f"({note})" for note in input_notes(report)]
     return "\n".join(lines)
+
+
+def input_notes(report: Report) -> list[str]:
+    """What the figures lack of the input, which every rendering says (the Markdown and HTML reports said
+    nothing of it): the malformed records --skip-bad skipped, and the gzip logs cut off before their end."""
+    notes = [f"skipped {report['input']['skipped']} malformed record(s)"] if report["input"]["skipped"] else []
+    for cut in report["input"].get("cut_off", ()):
+        notes.append(f"gzip stream cut off at {cut['file']}:{cut['line']}: the rest of that log is missing")
+    return notes
 
 
 def _headline(report: Report) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 from tpufleet.constants import HOUR
 from tpufleet.goodput.jobaccount import BUCKETS, LABEL
 from tpufleet.goodput.metrics import Report
-from tpufleet.goodput.render import capacity_gap
+from tpufleet.goodput.render import capacity_gap, input_notes
 
 FACTORS = ("mpg", "sg", "rg", "pg")
 COLOURS = {
@@ -353,6 +353,7 @@ def to_html(report: Report, generated_at: float, timelines: dict[str, Any] | Non
             f"<p class='meta'>{e(_when(w['start']))} to {e(_when(w['end']))} · {f['jobs']:,} jobs · "
             f"{_hours(f['all_allocated_chip_s'])} all-allocated chip-hours · capacity basis "
             f"{e(str(f['capacity_basis']) + capacity_gap(f))} · generated at {e(_when(generated_at))}</p>",
+            "".join(f"<p class='meta'>Input: {e(note)}.</p>" for note in input_notes(report)),
             _tiles(report),
             "<div class='grid2'>" + "".join(charts) + "</div>",
             window_table,
