@@ -109,3 +109,16 @@ def test_study_tables_say_where_they_went_or_how_to_keep_them(fleet, tmp_path):
         "tpufleet: error: tables for 's' not stored: sparse tables (--table-capacity) are for study; "
         "export them with --out"
     )
+
+
+def test_routes_out_names_the_export_beside_the_stored_tables(fleet, tmp_path):
+    """`--out FILE` with the tables also stored: the output named the stored file only, not the one written."""
+    for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply")):
+        assert fleet(*step).code == 0, step
+    out = tmp_path / "s.json"
+    r = fleet("routes", "s", "--out", str(out), "--format", "json", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["stored"] is True and r.json["exported"] == str(out) and out.stat().st_size > 0
+    table = fleet("routes", "s", "--out", str(tmp_path / "t.npz")).out.splitlines()
+    assert f"  tables exported to {tmp_path / 't.npz'}" in table and (tmp_path / "t.npz").exists()
+    assert "exported" not in fleet("routes", "s", "-o", "json").json

@@ -64,6 +64,8 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
         lines.append("  stored tables kept: they still route every pair and are lighter than new ones")
     for pair in unroutable[:10]:
         lines.append(f"  unroutable: {pair}")
+    if s.get("exported"):
+        lines.append(f"  tables exported to {printable(s['exported'])}")
     if stored and not s.get("changed", True):
         lines.append(f"  tables in {printable(str(stored))} are already these: nothing changed")
     elif stored:
@@ -302,6 +304,7 @@ def _route_slice(
             export_format,
             lambda: routing_members(stored),
         )
-    if out is not None:
-        write_output(out, done.exported or b"")
-    return done.data, done.unroutable, done.refusal
+    if out is None:
+        return done.data, done.unroutable, done.refusal
+    write_output(out, done.exported or b"")
+    return {**done.data, "exported": str(out)}, done.unroutable, done.refusal
