@@ -420,16 +420,31 @@ def test_a_planned_drain_of_a_slice_not_wired_yet_checkpoints_nothing(fleet):
     )
 
 
-def test_an_ocs_repair_drops_a_pair_joining_two_cubes_of_one_slice_that_are_not_neighbours(fleet):
-    """c01 was a 4x4x4 joined to itself on every OCS; a 4x4x8 on c01,c02 wired while ocs z/8 was down deferred
-    its pairs there, so the self-loop stayed. The repair kept it (both ends the same slice's), and `explain`'s
-    `clear-fault f1`, `routes a` failed: "not wired as a 4x4x8: 2 miswired link(s)" (exit 1)."""
+def _wired_with_a_self_loop_left_on_a_down_ocs(fleet) -> None:
+    """c01 a 4x4x4 joined to itself on every OCS, released (its cross-connects stay); ocs z/8 down (f1); a 4x4x8 on
+    c01,c02 wired meanwhile, its pairs on z/8 deferred, so the self-loop stays there."""
     assert fleet("allocate", "x", "--shape", "4x4x4", "--cubes", "c01").code == 0
     assert fleet("plan-xconnect", "x", "--apply").code == 0
     assert fleet("release", "x").code == 0  # its cross-connects stay
     assert fleet("inject-fault", "ocs:pod0/z/8").code == 0  # f1
     assert fleet("allocate", "a", "--shape", "4x4x8", "--cubes", "c01,c02").code == 0
     assert fleet("plan-xconnect", "a", "--apply").code == 0
+
+
+def test_the_clear_fault_table_names_the_cross_connects_an_ocs_repair_dropped(fleet):
+    """The table left that change to the OCS out, saying only what was cleared (`-o json` had it)."""
+    _wired_with_a_self_loop_left_on_a_down_ocs(fleet)
+    r = fleet("clear-fault", "f1")
+    assert r.code == 0, r.err
+    dropped = [line for line in r.out.splitlines() if "ocs:pod0/z/8:" in line]
+    assert len(dropped) == 1 and " 1 cross-connect(s)" in dropped[0] and "1 -> 1" in dropped[0]
+
+
+def test_an_ocs_repair_drops_a_pair_joining_two_cubes_of_one_slice_that_are_not_neighbours(fleet):
+    """c01 was a 4x4x4 joined to itself on every OCS; a 4x4x8 on c01,c02 wired while ocs z/8 was down deferred
+    its pairs there, so the self-loop stayed. The repair kept it (both ends the same slice's), and `explain`'s
+    `clear-fault f1`, `routes a` failed: "not wired as a 4x4x8: 2 miswired link(s)" (exit 1)."""
+    _wired_with_a_self_loop_left_on_a_down_ocs(fleet)
     r = fleet("clear-fault", "f1", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["xconnects_dropped"] == [{"ocs": "ocs:pod0/z/8", "pairs": [[1, 1]]}]
