@@ -4,6 +4,8 @@ the slice, its wiring or the health of its links changed meanwhile (a fault on i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tpufleet.errors import Refused
@@ -122,3 +124,21 @@ def test_routes_out_names_the_export_beside_the_stored_tables(fleet, tmp_path):
     table = fleet("routes", "s", "--out", str(tmp_path / "t.npz")).out.splitlines()
     assert f"  tables exported to {tmp_path / 't.npz'}" in table and (tmp_path / "t.npz").exists()
     assert "exported" not in fleet("routes", "s", "-o", "json").json
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full to fail a write")
+def test_an_export_that_fails_after_the_commit_says_the_tables_were_stored(fleet):
+    """The tables are committed before `--out` is written: a failed export said only `cannot write FILE` (exit 1),
+    read as a refusal; it says the tables were stored, and a run again stores nothing and only exports."""
+    for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply")):
+        assert fleet(*step).code == 0, step
+    r = fleet("routes", "s", "--out", "/dev/full")
+    assert (
+        r.code == 1
+        and r.err.count("\n") == 1
+        and "/dev/full" in r.err
+        and "the tables of 's' were stored all the same" in r.err
+    )
+    assert fleet("status", "-o", "json").json["stale_routes"] == [] and (fleet.state / "routes" / "s.npz").exists()
+    again = fleet("routes", "s", "--out", "/dev/null", "-o", "json")
+    assert again.code == 0 and again.json["changed"] is False and again.json["exported"] == "/dev/null"

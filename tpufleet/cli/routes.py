@@ -272,7 +272,6 @@ def _route_slice(
     from tpufleet.cli.progress import routing_progress
     from tpufleet.ops import routes as ops
     from tpufleet.routing import memo
-    from tpufleet.state.outputs import write_output
     from tpufleet.state.routetables import routing_members
     from tpufleet.state.store import utc_now
 
@@ -306,5 +305,18 @@ def _route_slice(
         )
     if out is None:
         return done.data, done.unroutable, done.refusal
-    write_output(out, done.exported or b"")
+    _export(out, done.exported or b"", name, bool(done.data.get("changed")))
     return {**done.data, "exported": str(out)}, done.unroutable, done.refusal
+
+
+def _export(out: Path, data: bytes, name: str, committed: bool) -> None:
+    """Write `--out`; when the tables were committed first, a failure says they were (a run again only exports)."""
+    from tpufleet.errors import Refused
+    from tpufleet.state.outputs import write_output
+
+    try:
+        write_output(out, data)
+    except Refused as exc:
+        if not committed:
+            raise
+        raise Refused(f"{exc}; the tables of {name!r} were stored all the same (run again, it only exports)") from None
