@@ -39,10 +39,10 @@ from tpufleet.routing.dimension_orders import (
     single_orders,
 )
 from tpufleet.routing.patterns import ocs_patterns
+from tpufleet.routing.split_relieve import SPLIT_GOOD
 from tpufleet.routing.structured import DorBase
 from tpufleet.routing.tolerant import RouteInfo, base_load, broken_pairs, wild_first
 from tpufleet.routing.tree_families import (
-    MESH_ENOUGH,
     MESH_GOOD,
     preleg_made,
     prelegs_apply,
@@ -250,7 +250,7 @@ def candidates(
         shape, expected, alive, max_vcs, thorough
     ):
         lightest = min(ranked, key=lambda item: item[0])[1] if ranked else None  # its ring steps kept
-        ranked += twisted_mesh_made(shape, expected, alive, lightest, MESH_GOOD if thorough else MESH_ENOUGH)
+        ranked += twisted_mesh_made(shape, expected, alive, lightest, MESH_GOOD if thorough else SPLIT_GOOD)
     return routable_first(ranked)
 
 

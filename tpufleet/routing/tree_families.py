@@ -214,10 +214,6 @@ RING_KEEPING_ORDERS: tuple[Order, ...] = ((2, 0, 1), (2, 1, 0), (1, 2, 0))
 # and 2.57x; xyz 1296 at 1.3x the CPU)
 XY_BROKEN_ORDERS: tuple[Order, ...] = ((1, 0, 2),)
 MESH_GOOD = 0.96  # of the live graph's distance bound: an order relieved to this load ends the search
-# of the distance bound, by default (two broken dimensions, `twisted_mesh_apply`): 0.92 of the LP optimum, which is
-# within 1.0002 of the bound there. Twisted 8x8x16, x/3 and z/2: the trees 1672, relieved twice 1281 (0.939 of the LP
-# 1202.53) in 4.4 s of CPU; relieved to MESH_GOOD 1243 in 7.8 s
-MESH_ENOUGH = 0.925
 # the orders of the pre-leg trees in every dimension where those in `routing.preleg.ORDER` (zxy) leave a pair
 # unreached or do not fit 3 VCs (5 of 60 sets of three OCS on 8x8x8 drawn at random): zyx, then xyz, then yzx. On
 # those five, zyx kept MESH_GOOD of the cut bound on three (557-568), xyz on x/0, y/0, z/6 (557, after zyx left a
@@ -231,8 +227,10 @@ def twisted_mesh_apply(
     """Pre-leg trees in every dimension are made for a twisted torus with whole OCS down, with room for 3 VCs, above
     RELIEVE_LIMIT chips (below, the other candidates are relieved too and carry as little or less: twisted 4x4x8,
     one x OCS: 76 against 78; 4x8x8: 191 both): by default with two broken dimensions up to TWISTED_MESH_FAULT_LIMIT
-    chips (twisted 8x8x16, x/3 and z/2: 1441 -> 1281, 0.834 -> 0.939 of the LP optimum, 2.3 -> 6.7 s of CPU), where
-    the split tables keep 0.83-0.84 of the LP; with `thorough`, one or two, up to TWISTED_MESH_LIMIT (relieving them
+    chips, relieved by default only to the split tables' own stop (`split_relieve.SPLIT_GOOD` of the distance bound:
+    0.92 of the LP optimum, within 1.0002 of the bound there; twisted 8x8x16, x/3 and z/2: the trees 1672, relieved
+    twice 1281, 0.834 -> 0.939 of the LP, 2.3 -> 6.7 s of CPU; to MESH_GOOD 1243 in 7.8 s), where the split tables
+    keep 0.83-0.84 of the LP; with `thorough`, one or two, up to TWISTED_MESH_LIMIT (relieving them
     takes seconds: 5-12 s of CPU an order on 8x8x16, 20-70 s on 8x16x16)."""
     from tpufleet.routing.relieve import RELIEVE_LIMIT
 
