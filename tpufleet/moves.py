@@ -162,7 +162,23 @@ def propose_move(state: FleetState, sl: Slice, avoid: frozenset[str] = NOTHING_A
     --avoid`: a maintenance plan's later drains) only when no other fits."""
     evicting = state.fault(sl.evicted_by)
     cause = evicting.target if evicting is not None and evicting.is_open else None
-    return propose_replacement(state, sl, cause, avoid)
+    proposal = propose_replacement(state, sl, cause, avoid)
+    if proposal.ready or not isinstance(cause, OcsId):
+        return proposal
+    in_place = _in_place(state, sl, cause)
+    return in_place if in_place is not None and in_place.ready else proposal
+
+
+def _in_place(state: FleetState, sl: Slice, cause: OcsId) -> Proposal | None:
+    """The slice back on its own cubes, wired around the OCS of its pod that evicted it, when no other pod takes
+    it: what turning fault-tolerant routing on (or lowering its floor) after the eviction lets it do.
+    `reschedule` judges the reroute there against its floor, as for any move that lands among faults."""
+    if cause.pod != sl.pod or not sl.fault_tolerant_routing or sl.shape.is_subcube:
+        return None
+    health, used = state.health(), state.machine_usage(excluding=sl.name)
+    if not all(health.cube_wirable(c) and c not in used for c in sl.cubes):
+        return None
+    return _planned(state, sl, Allocation(sl.pod, sl.cubes, dict(sl.coords)))
 
 
 def _planned(state: FleetState, sl: Slice, alloc: Allocation) -> Proposal:

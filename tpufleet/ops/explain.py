@@ -22,6 +22,7 @@ from tpufleet.ops.explain_faults import (
     fault_row,
     faults_under,
     held_whys,
+    in_place_whys,
     plan_window_ahead_of,
     reservation_whys,
     window_started,
@@ -205,7 +206,7 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
         why.append(f"reschedule cannot move it yet: {steps.waits[sl.name]}")
         if sl.name in steps.stuck:
             return [*why, f"nor once its faults are cleared: {steps.stuck[sl.name]}"], []
-        why += [f"it moves once {awaited(steps.clears)[1]}", *unjudged]
+        why += [f"it moves once {awaited(steps.clears)[1]}", *unjudged, *in_place_whys(sl, fault)]
         why += reservation_whys(steps.clears)
         held = held_whys(state, steps.clears, now)
         clears = dict.fromkeys(clear_step_of(f) for f in steps.clears if plan_window_ahead_of(state, f, now) is None)
@@ -225,6 +226,8 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
             if late
             else " (the reserved cubes are no longer usable)"
         )
+    if proposal["cubes"] == list(sl.cubes) and fault is not None and fault.is_open and isinstance(fault.target, OcsId):
+        where, note = f"its own cubes ({', '.join(sl.cubes)})", f", rerouted around {fault.target}"  # moves._in_place
     why += [f"reschedule would move it to {where}{note}", *unjudged]
     # deferred: moved and routed around the OCS now, then wired whole and routed again after the repair
     later = deferred_steps(state, sl.name, deferred)

@@ -71,3 +71,18 @@ def faults_under(state: FleetState, sl: Slice) -> list[Fault]:
         elif t.cube in cubes and (not sl.machines or (hit := machines_hit(t)) is None or bool(hit & held)):
             out.append(f)
     return out
+
+
+def in_place_whys(sl: Slice, fault: Fault | None) -> list[str]:
+    """Where an OCS of its own pod evicted a slice that opted out of rerouting: rerouting would let it run again
+    on its own cubes now (`moves.propose_move`), its floor permitting."""
+    if fault is None or not fault.is_open or not isinstance(fault.target, OcsId) or fault.target.pod != sl.pod:
+        return []
+    if sl.fault_tolerant_routing or sl.shape.is_subcube:
+        return []
+    owner = sl.job or sl.name
+    return [
+        f"with fault-tolerant routing it may run again on its own cubes around {fault.target} now: "
+        f"`tpufleet policy {owner} --fault-tolerant-routing`, then `tpufleet explain {sl.name}` says whether its floor "
+        f"of {sl.min_throughput:g} is kept there"
+    ]
