@@ -28,7 +28,7 @@ def _text(s: dict, out: Path | None) -> str:
 
     d = s["disruptions"]
     lines = [
-        f"simulated {s['days']:g} days, {s['pods']} {s['generation']} pod(s), mode {s['mode']}, seed {s['seed']}",
+        f"simulated {s['days']:g} day{'' if s['days'] == 1 else 's'}, {s['pods']} {s['generation']} pod(s), mode {s['mode']}, seed {s['seed']}",
         f"  jobs: {s['jobs_submitted']} submitted, {s['jobs_finished']} finished",
         f"  SG {f(s['sg'])}  x  RG {f(s['rg'])}  x  PG {f(s['pg'])}  =  MPG {f(s['mpg'])}",
         f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS, "
