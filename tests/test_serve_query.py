@@ -89,3 +89,13 @@ def test_since_is_read_as_diff_and_history_read_a_serial(client, given, reason):
     """`?since=` had its own reading and message; it refuses what `diff` and `history --since` refuse, alike."""
     assert _refused(client, f"/api/v1/journal?since={given}") == f"bad query since {reason}"
     assert client.get("/api/v1/journal?since=-0").json() == client.get("/api/v1/journal?since=0").json()
+
+
+def test_since_past_the_current_serial_is_refused_as_diff_refuses_it(client, fleet):
+    """`?since=` past the state's serial was answered `[]`, while `diff` and `history --since` refuse that serial
+    (exit 2); it is 400 naming the parameter and the value as typed. The current serial itself is nothing new."""
+    current = client.get("/readyz").json()["serial"]
+    assert client.get(f"/api/v1/journal?since={current}").json() == []
+    assert fleet("history", "--since", str(current + 1)).code == 2
+    said = _refused(client, f"/api/v1/journal?since=0{current + 1}")
+    assert said == f"bad query since '0{current + 1}': need SERIAL <= {current} (the current serial)"

@@ -14,7 +14,6 @@ from pathlib import Path
 
 LIMIT = 400
 KNOWN: dict[str, tuple[int, str]] = {
-    "tpufleet/serve/app.py": (402, "every route of `serve` in one table, beside the error mapping they share"),
     "tpufleet/state/files.py": (
         406,
         "every open of a state file (no symlink, no FIFO, its mode) reviewed in one place",

@@ -46,3 +46,11 @@ def parse_serial(text: str, where: str, tail: str = "") -> int:
     if len(significant) > MAX_SERIAL_DIGITS:
         raise BadInput(f"bad {where} {shown(text)}: past the last serial tpufleet counts ({MAX_SERIAL_DIGITS} digits)")
     return int(significant)
+
+
+def not_past(serial: int, text: str, where: str, current: int) -> int:
+    """`serial` (read from `text`) when it is not past `current`, the state's serial; BadInput naming `where` and
+    the value as typed otherwise (`diff`, `history --since` and serve's `?since=` refuse it alike)."""
+    if serial > current:
+        raise BadInput(f"bad {where} {shown(text)}: need SERIAL <= {current} (the current serial)")
+    return serial

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -29,10 +28,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tpufleet.errors import BadInput, BadStateFile, LockTimeout, Refused, TpufleetError, Unavailable
 from tpufleet.ops.alerts import Alert
-from tpufleet.serials import parse_serial
 from tpufleet.serve import documents
 from tpufleet.serve.alertpayload import BadPayload, NotJson, parse
 from tpufleet.serve.framing import KnownHost, OneFraming, OriginForm
+from tpufleet.serve.queries import Problem, flag, serial_query, serial_within, taking
 from tpufleet.serve.snapshot import Snapshot, Source
 from tpufleet.text import seconds_text
 
@@ -45,14 +44,6 @@ _COMMON = {"X-Content-Type-Options": "nosniff"}
 INTAKE_OFF = "alert intake is off: start tpufleet serve with --token-file FILE"
 _RETRY = {"Retry-After": "5"}
 _PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
-
-
-class Problem(Exception):
-    """An answer with an error status (never a 500)."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.headers = status, headers or {}
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -133,6 +124,7 @@ class Server:
     def journal(self, request: Request) -> Response:
         since = serial_query(request, "since")
         snap = self.snapshot()
+        serial_within(request, "since", since, snap.serial)
         return tagged(request, documents.etag(snap), lambda: documents.journal(snap, since))
 
     # ---- the one write ---------------------------------------------------------------------------------------
@@ -256,56 +248,6 @@ def tagged(request: Request, etag: str, body: Callable[[], bytes]) -> Response:
         return Response(status_code=304, headers=headers)
     text = body()  # ended by a newline, as the CLI's `-o json` prints it: the same bytes
     return Response(text if text.endswith(b"\n") else text + b"\n", media_type="application/json", headers=headers)
-
-
-def known_query(request: Request, names: tuple[str, ...]) -> None:
-    """400 for a query parameter the route does not take (a typo, `?All=true`, would otherwise be answered as if
-    absent: every fault, the whole journal) or one given more than once (which of them holds would be a guess)."""
-    counts: dict[str, int] = {}
-    for name, _value in request.query_params.multi_items():
-        counts[name] = counts.get(name, 0) + 1
-    for name, count in counts.items():
-        if name not in names:
-            takes = f"only {', '.join(names)}" if names else "none"
-            raise Problem(400, f"bad query {name[:40]!r}: {request.url.path} takes {takes}")
-        if count > 1:
-            raise Problem(400, f"bad query {name}: given {count} times; give it once")
-
-
-def taking(endpoint: Callable[[Request], Any], names: tuple[str, ...] | None) -> Callable[[Request], Any]:
-    """`endpoint`, its query checked first (`known_query`); a coroutine function stays one (Starlette runs it in the
-    event loop, a plain function in a thread). `names` None: the route reads no query and ignores one, as the
-    page, the probes, /metrics and the alert intake do (a scraper's `params`, a probe's or a browser's cache
-    buster, a query in Alertmanager's webhook URL must not turn them away)."""
-    if names is None:
-        return endpoint
-    if inspect.iscoroutinefunction(endpoint):
-
-        async def checked_in_loop(request: Request) -> Any:
-            known_query(request, names)
-            return await endpoint(request)
-
-        return checked_in_loop
-
-    def checked(request: Request) -> Any:
-        known_query(request, names)
-        return endpoint(request)
-
-    return checked
-
-
-def flag(request: Request, name: str) -> bool:
-    value = request.query_params.get(name, "false").lower()
-    if value not in ("1", "true", "0", "false"):
-        raise Problem(400, f"bad query {name}: {value[:40]!r}; true or false")
-    return value in ("1", "true")
-
-
-def serial_query(request: Request, name: str) -> int:
-    try:  # as `diff` and `history --since` read a serial
-        return parse_serial(request.query_params.get(name, "0"), f"query {name}")
-    except BadInput as exc:
-        raise Problem(400, str(exc)) from None
 
 
 async def _problem(request: Request, exc: Exception) -> Response:
