@@ -13,16 +13,16 @@ from helpers import one_line
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("--chips", "0"), "bad option --chips: 0 is outside 64-4096 chips (1-64 cubes, the pod's)"),
-        (("--chips", "-64"), "bad option --chips: -64 is outside 64-4096 chips (1-64 cubes, the pod's)"),
-        (("--chips", "64,0"), "bad option --chips: 0 is outside 64-4096 chips (1-64 cubes, the pod's)"),
-        (("--chips", "4160"), "bad option --chips: 4160 is outside 64-4096 chips (1-64 cubes, the pod's)"),
-        (("--chips", "100"), "bad option --chips: 100 is not a whole number of cubes (multiples of 64)"),
-        (("--cubes", "0"), "bad option --cubes: 0 is outside 1-64 cubes (the pod's)"),
-        (("--cubes", "-1"), "bad option --cubes: -1 is outside 1-64 cubes (the pod's)"),
+        (("--chips", "0"), "bad option --chips: '0' is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "-64"), "bad option --chips: '-64' is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "64,0"), "bad option --chips: '0' is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "4160"), "bad option --chips: '4160' is outside 64-4096 chips (1-64 cubes, the pod's)"),
+        (("--chips", "100"), "bad option --chips: '100' is not a whole number of cubes (multiples of 64)"),
+        (("--cubes", "0"), "bad option --cubes: '0' is outside 1-64 cubes (the pod's)"),
+        (("--cubes", "-1"), "bad option --cubes: '-1' is outside 1-64 cubes (the pod's)"),
         (
             ("--chips", "9280", "--generation", "tpu7x"),
-            "bad option --chips: 9280 is outside 64-9216 chips (1-144 cubes, the pod's)",
+            "bad option --chips: '9280' is outside 64-9216 chips (1-144 cubes, the pod's)",
         ),
     ],
 )

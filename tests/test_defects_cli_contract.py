@@ -135,8 +135,8 @@ def test_a_bad_plot_name_is_refused_naming_the_value_given_and_why(cli, plot, sa
     "args, said",
     [
         (("routes", "s", "--traffic", "all-to-all, all-to-all"), "--traffic: 'all-to-all' is given twice"),
-        (("simulate-availability", "--cubes", "1,2,1"), "--cubes: 1 is given twice"),
-        (("simulate-availability", "--chips", "64,64"), "--chips: 64 is given twice"),
+        (("simulate-availability", "--cubes", "1,2,1"), "--cubes: '1' is given twice"),
+        (("simulate-availability", "--chips", "64,64"), "--chips: '64' is given twice"),
         (("allocate", "t", "--shape", "4x4x8", "--cubes", "c00,c00"), "--cubes: 'c00' is given twice"),
         (("plan-spares", "--slices", "s,s"), "--slices: 's' is given twice"),
     ],

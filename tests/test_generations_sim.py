@@ -341,7 +341,7 @@ def test_spare_cubes_are_bounded_by_the_generations_pod(cli):
     from helpers import one_line
 
     line = one_line(cli("simulate-fleet", "--days", "0.1", "--spare-cubes", "64"), 2)
-    assert "--spare-cubes 64" in line and "64 cubes" in line
+    assert "--spare-cubes: '64'" in line and "64 cubes" in line
     r = cli("simulate-fleet", "--days", "0.1", "--generation", "tpu7x", "--spare-cubes", "143", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["spare_cubes"] == 143

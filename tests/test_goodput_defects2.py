@@ -214,7 +214,7 @@ def test_chips_held_before_the_first_capacity_record_are_refused_naming_it(tmp_p
 def test_a_capacity_option_smaller_than_the_chips_held_is_refused_naming_the_option(cli, tmp_path):
     path = write(tmp_path / "a.jsonl", [job("A", 16), *ran("A", B, B + 10, chips=16)])
     err = refused(cli, path, "--capacity", "tpu-v4=12,tpu-v5p=4")
-    assert err == "tpufleet: error: bad option --capacity: tpu-v4=12, fewer chips than the 16 the jobs hold at " + (
+    assert err == "tpufleet: error: bad option --capacity: 'tpu-v4=12': fewer chips than the 16 the jobs hold at " + (
         "2026-01-05T00:00:00Z"
     )
     r = cli("goodput-report", path, "--capacity", "tpu-v4=16", "-o", "json", state=False)

@@ -153,10 +153,10 @@ def test_allocate_without_slices_is_unchanged(pods2):
 
 
 BAD_INPUT = [
-    (["new", "--slices", "0"], "--slices: 0"),
-    (["new", "--slices", "-2"], "--slices: -2"),
-    (["new", "--slices", "4", "--elastic", "5"], "--elastic: 5 is above --slices 4"),
-    (["new", "--slices", "4", "--elastic", "0"], "--elastic: 0 is below 1"),
+    (["new", "--slices", "0"], "--slices: '0'"),
+    (["new", "--slices", "-2"], "--slices: '-2'"),
+    (["new", "--slices", "4", "--elastic", "5"], "--elastic: '5' is above --slices 4"),
+    (["new", "--slices", "4", "--elastic", "0"], "--elastic: '0' is below 1"),
     (["new", "--elastic", "2"], "--elastic: only with --slices"),
     (["new", "--spread"], "--spread: only with --slices"),
     (["solo", "--slices", "2"], "job name 'solo' collides with slice 'solo'"),
@@ -166,7 +166,7 @@ BAD_INPUT = [
     (["new", "--slices", "2", "--cubes", "c00"], "--cubes: 'c00' with --slices"),
     (["new", "--slices", "2", "--pod", "pod0", "--pod", "pod0"], "--pod: 'pod0' is given twice"),
     (["new", "--slices", "2", "--pod", "pod0,pod9"], "unknown pod 'pod9'"),
-    (["new", "--pod", "pod0", "--pod", "pod1"], "--pod: pod0,pod1: a slice lives in one pod"),
+    (["new", "--pod", "pod0", "--pod", "pod1"], "--pod: 'pod0', 'pod1': a slice lives in one pod"),
     (["n" * 63, "--slices", "2"], "would pass 64 characters"),  # its slices' names would
 ]
 

@@ -46,10 +46,10 @@ def refuse_repeats(option: str, values: Iterable[object]) -> None:
     """A list option (`--traffic a,b`, `--cubes 1,2`, `--pod P --pod Q`) names each value once: a repeat is a typo,
     refused (BadInput, exit 2) naming the option and the value, never dropped silently.
 
-    >>> refuse_repeats("--cubes", [1, 2, 1])
+    >>> refuse_repeats("--traffic", ["ring", "all-to-all", "ring"])
     Traceback (most recent call last):
     ...
-    tpufleet.errors.BadInput: bad option --cubes: 1 is given twice
+    tpufleet.errors.BadInput: bad option --traffic: 'ring' is given twice
     """
     seen: set[object] = set()
     for value in values:

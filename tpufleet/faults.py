@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from tpufleet.allocation import Allocation
 from tpufleet.constants import DIMS, HARDWARE_VCS
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.fleetstate import Fault, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import (
     ChipId,
@@ -310,7 +310,7 @@ def random_targets(fleet: Fleet, count: int, seed: int, rates: DailyRates) -> li
     from tpufleet.constants import DIMS, FACE_LINKS, MACHINES_PER_CUBE, OCS_PER_DIM, POLARITIES
 
     if count < 1:
-        raise BadInput(f"bad option --random: {count} must be at least 1")
+        raise BadInput(f"bad option --random: {shown(str(count))} must be at least 1")
     rng = np.random.default_rng(seed)
     cubes, pods = fleet.cubes, [p.name for p in fleet.pods]
     counts = component_counts(fleet)

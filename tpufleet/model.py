@@ -91,7 +91,7 @@ def default_fleet(pods: int = 1, cubes_per_pod: int | None = None, generation: G
     ('c04', 'c05', 'c06', 'c07')
     """
     if not 1 <= pods <= MAX_PODS:
-        raise BadInput(f"bad option --pods: {pods} is outside 1-{MAX_PODS}")
+        raise BadInput(f"bad option --pods: {shown(str(pods))} is outside 1-{MAX_PODS}")
     return fleet_of([(cubes_per_pod, generation)] * pods)
 
 
@@ -120,7 +120,7 @@ def _pod_cubes(cubes: int | None, generation: Generation | None) -> int:
         count, limit = generation.pod_cubes if cubes is None else cubes, generation.ports_per_side
         what = f"a {generation.name} OCS has {generation.ocs_ports} ports"
     if not 1 <= count <= limit:
-        raise BadInput(f"bad option --cubes-per-pod: {count} is outside 1-{limit} ({what})")
+        raise BadInput(f"bad option --cubes-per-pod: {shown(str(count))} is outside 1-{limit} ({what})")
     return count
 
 

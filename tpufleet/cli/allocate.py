@@ -80,7 +80,7 @@ def allocate_cmd(
 ) -> None:
     """Reserve healthy free cubes (any of one pod) or machines inside a cube for a slice; with --slices N, N
     identical slices for one multislice job, all or none."""
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
     from tpufleet.shapes import ShapeText, parse_dims
     from tpufleet.state.store import utc_now
 
@@ -98,7 +98,9 @@ def allocate_cmd(
         if given_value:
             raise BadInput(f"bad option {option}: only with --slices N (a multislice job)")
     if len(pods) > 1:
-        raise BadInput(f"bad option --pod: {','.join(pods)}: a slice lives in one pod (several only with --slices N)")
+        raise BadInput(
+            f"bad option --pod: {', '.join(map(shown, pods))}: a slice lives in one pod (several only with --slices N)"
+        )
     given = [c.strip() for c in cubes.split(",")] if cubes is not None else None
     if given is not None and not any(given):
         raise BadInput(f"bad option --cubes: {cubes!r} names no cube (leave it out to let the tool choose)")
@@ -142,13 +144,13 @@ def _pods(given: list[str] | None) -> list[str]:
 
 
 def _check_job_options(count: int, elastic: int | None, cubes: str | None) -> None:
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
 
     if count < 1:
-        raise BadInput(f"bad option --slices: {count} (a job has at least one slice)")
+        raise BadInput(f"bad option --slices: {shown(str(count))} is below 1 (a job has at least one slice)")
     if elastic is not None and not 1 <= elastic <= count:
         where = "below 1" if elastic < 1 else f"above --slices {count}"
-        raise BadInput(f"bad option --elastic: {elastic} is {where} (the job's minimum of active slices)")
+        raise BadInput(f"bad option --elastic: {shown(str(elastic))} is {where} (the job's minimum of active slices)")
     if cubes is not None:
         raise BadInput(f"bad option --cubes: {cubes!r} with --slices (a job's slices are placed by the tool)")
 

@@ -170,7 +170,7 @@ def simulate_cmd(
     that the scheduler would visit waiting jobs more than 50,000,000 times, is refused before it starts (exit 2).
     A run in which no job arrives is a result (zero jobs, no goodput), not an error."""
     from tpufleet.cli.progress import progress
-    from tpufleet.errors import BadInput
+    from tpufleet.errors import BadInput, shown
     from tpufleet.ops.simulate import run_fleet
     from tpufleet.simulation import Options
 
@@ -189,7 +189,9 @@ def simulate_cmd(
     gen = _generation(generation, mode.value)
     pod_cubes = gen.pod_cubes if gen is not None else CUBES_PER_POD
     if spare_cubes >= pod_cubes:
-        raise BadInput(f"bad option --spare-cubes {spare_cubes}: a pod has {pod_cubes} cubes (at most {pod_cubes - 1})")
+        raise BadInput(
+            f"bad option --spare-cubes: {shown(str(spare_cubes))} is above {pod_cubes - 1} (a pod has {pod_cubes} cubes)"
+        )
     options = Options(
         generation=gen,
         cubes_per_pod=pod_cubes,

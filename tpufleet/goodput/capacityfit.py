@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.goodput.events import CapacityRecord
 from tpufleet.goodput.jobaccount import JobAccount
 
@@ -122,7 +122,8 @@ def _short(step: CapacityRecord | None, first: CapacityRecord, held: int, t: flo
         )
     if step[3] == CAPACITY_OPTION:
         return BadInput(
-            f"bad option {CAPACITY_OPTION}: {acc}={step[2]}, fewer chips than the {held:,} the jobs hold at {when}"
+            f"bad option {CAPACITY_OPTION}: {shown(f'{acc}={step[2]}')}: fewer chips than the {held:,} the jobs hold "
+            f"at {when}"
         )
     return BadInput(
         f"{step[3]}: field chips: fewer than the {held:,} {acc} chips the jobs hold at {when} (value {step[2]})"

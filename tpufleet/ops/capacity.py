@@ -8,7 +8,7 @@ from typing import Any
 
 from tpufleet import capacity, spares
 from tpufleet.constants import MAX_AFTER
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.fleetstate import FleetState
 from tpufleet.model import Pod, known_pod
 from tpufleet.ops.outcome import Outcome
@@ -43,7 +43,7 @@ def report(state: FleetState, after: int, pod: str | None = None, expected: Expe
     whether it still fits after the `after` cube failures that hurt it most (with `expected`: after the pod's
     expected failures at the confidence). Reads the state, changes nothing."""
     if not 0 <= after <= MAX_AFTER:
-        raise BadInput(f"bad option --after: {after} is outside 0-{MAX_AFTER}")
+        raise BadInput(f"bad option --after: {shown(str(after))} is outside 0-{MAX_AFTER}")
     if pod is not None:
         pod = known_pod(state.fleet, pod)
     used, health = state.machine_usage(), state.health()
