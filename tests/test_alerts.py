@@ -178,3 +178,19 @@ def test_bad_alert_marks_in_a_state_file_are_exit_2(fleet, marks, field):
     path.write_text(json.dumps(doc | {"alert_marks": marks}))
     r = fleet("status")
     assert r.code == 2 and f"field {field}" in r.err, r.err
+
+
+def test_a_resolution_naming_its_target_another_way_still_clears_its_fault(fleet):
+    """An id is written one way: a firing alert naming `host:c07/03` is ignored (saying `did you mean host:c07/3`).
+    Before that, such an alert opened its fault on host:c07/3 (as the first alert here did); its resolution, naming
+    the target the same way, must still clear that fault, not leave it open for good."""
+    c = client(fleet.state)
+    [fired] = send(c, alert("old1", "host:c07/3"))
+    assert fired["action"] == "opened"
+    [again] = send(c, alert("new1", "host:c07/03"))
+    assert again["action"] == "ignored" and "did you mean host:c07/3?" in again["why"]
+    [resolved] = send(c, alert("old1", "host:c07/03", firing=False))
+    assert (resolved["action"], resolved["fault"]) == ("cleared", fired["fault"])
+    assert faults(fleet)[fired["fault"]]["cleared"] is not None
+    [unknown] = send(c, alert("old2", "host:c999/03", firing=False))
+    assert unknown["action"] == "ignored"

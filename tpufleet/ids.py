@@ -46,15 +46,16 @@ def _as_number(digits: str) -> tuple[int, str]:
 _DIGIT_RUNS = re.compile(r"([0-9]+)")
 # ASCII digits only ("\d" would take other scripts' digits, which do not round-trip), whole strings only ("$"
 # would accept a trailing newline), and few enough digits that int() is cheap and cannot fail.
-_CUBE_RE = re.compile(r"c[0-9]{2,6}")
+_CUBE_RE = re.compile(r"c[0-9]{1,6}")  # c7 and c007 are read, then refused naming c07 (`parse_target`)
 _POD_RE = re.compile(r"pod[0-9]{1,6}")
 _NUMBER_RE = re.compile(r"[0-9]{1,6}")
 
 
 def _cube(text: str, whole: str) -> str:
+    """The cube as tpufleet writes it (`c7` and `c007` are `c07`: `parse_target` then says which was meant)."""
     if not _CUBE_RE.fullmatch(text):
         raise BadInput(f"bad id {shown(whole)}: cube part {shown(text)} is not of the form cNN (e.g. c07)")
-    return text
+    return cube_name(int(text[1:]))
 
 
 def _int_in(text: str, lo: int, hi: int, what: str, whole: str) -> int:
@@ -196,7 +197,36 @@ def _coords(text: str, whole: str) -> tuple[int, int, int]:
 
 
 def parse_target(text: str) -> TargetId:
-    """Parse a typed target id; raise BadInput naming the bad part."""
+    """Parse a typed target id; raise BadInput naming the bad part. An id is written one way: one written another
+    (`host:c00/01`, `cube:c000`, `ocs:pod00/x/5`) is refused, naming the id it may have meant (as a state file's
+    OCS key written another way is), rather than read as that id here and as no id there (an unknown cube).
+
+    >>> parse_target("host:c00/01")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad id 'host:c00/01': did you mean host:c00/1? (an id is written as tpufleet writes it: cNN, numbers without leading zeros)
+    """
+    target = _parse(text)
+    if str(target) != text:
+        raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({_ONE_FORM})")
+    return target
+
+
+def meant_target(text: str) -> TargetId | None:
+    """The id `text` names, written as tpufleet writes it or another way (`host:c00/01` is host:c00/1, which
+    `parse_target` refuses); None when it names none. For an alert's resolution only: the fault its firing opened
+    before ids had one form is still cleared."""
+    try:
+        return _parse(text)
+    except BadInput:
+        return None
+
+
+_ONE_FORM = "an id is written as tpufleet writes it: cNN, numbers without leading zeros"
+
+
+def _parse(text: str) -> TargetId:
+    """The id `text` names, its numbers read whatever their leading zeros (`parse_target` checks the form)."""
     if not isinstance(text, str) or ":" not in text:
         raise BadInput(f"bad id {shown(text)}: expected KIND:..., KIND one of {', '.join(KINDS)}")
     kind, _, rest = text.partition(":")
@@ -212,7 +242,7 @@ def parse_target(text: str) -> TargetId:
         if not _POD_RE.fullmatch(parts[0]):
             raise BadInput(f"bad id {shown(text)}: pod part {shown(parts[0])} is not of the form podN")
         dim = _choice(parts[1], DIMS, "dimension", text)
-        return OcsId(parts[0], dim, _int_in(parts[2], 0, FACE_LINKS - 1, "index", text))
+        return OcsId(f"pod{int(parts[0][3:])}", dim, _int_in(parts[2], 0, FACE_LINKS - 1, "index", text))
     cube = _cube(parts[0], text)
     if kind == "cube":
         return CubeId(cube)

@@ -28,7 +28,8 @@ from tpufleet.errors import BadInput
 from tpufleet.faults import normalize
 from tpufleet.fleetstate import Change, Fault, FleetState
 from tpufleet.gkerecords import AlertMark
-from tpufleet.ids import TargetId, canonical
+from tpufleet.ids import TargetId, canonical, meant_target
+from tpufleet.model import check_known
 from tpufleet.ops import faults as fault_ops
 from tpufleet.ops.outcome import Outcome
 from tpufleet.text import printable
@@ -129,7 +130,10 @@ def _one(state: FleetState, alert: Alert, now: str, acted: _Acted) -> dict[str, 
     try:
         target = normalize(state.fleet, text)
     except BadInput as exc:
-        return {"action": "ignored", "why": str(exc)}
+        meant = None if alert.firing else _resolved_target(state, text)
+        if meant is None:
+            return {"action": "ignored", "why": str(exc)}
+        target = meant
     if not alert.firing:
         return _resolve(state, alert, target, now, acted)
     seen = _seen(state, alert, target, acted.marked)
@@ -144,6 +148,19 @@ def _one(state: FleetState, alert: Alert, now: str, acted: _Acted) -> dict[str, 
     state.note_alert(AlertMark(alert.fingerprint, alert.starts_at, str(canonical(target)), radius["fault_id"]))
     row = {"action": "opened", "fault": radius["fault_id"], "slices": radius["slices"]}
     return row | ({"analysis_errors": radius["analysis_errors"]} if radius.get("analysis_errors") else {})
+
+
+def _resolved_target(state: FleetState, text: str) -> TargetId | None:
+    """A resolution's target written another way (`host:c00/01`): the component it names, when the fleet has it. An
+    alert firing before ids had one form opened its fault on that component; its resolution, naming it the same way,
+    must still clear it, not leave it open for good (Alertmanager does not send a resolution again)."""
+    target = meant_target(text)
+    if target is None:
+        return None
+    try:
+        return check_known(state.fleet, target)
+    except BadInput:
+        return None
 
 
 def _seen(state: FleetState, alert: Alert, target: TargetId, marked: _Marked) -> str | None:

@@ -1,0 +1,36 @@
+"""An id is written one way: `host:c00/01` was read as `host:c00/1` while `cube:c000` was an unknown cube and
+`cube:c7` was "not of the form cNN". Every kind now refuses an id written another way (exit 2, nothing changed),
+naming it as typed and the id it may have meant."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import one_line, snapshot
+
+MEANT = [
+    ("cube:c000", "cube:c00"),
+    ("cube:c7", "cube:c07"),
+    ("host:c00/01", "host:c00/1"),
+    ("host:c000/1", "host:c00/1"),
+    ("chip:c00/1,02,3", "chip:c00/1,2,3"),
+    ("ici:c00/01,0,0/+x", "ici:c00/1,0,0/+x"),
+    ("link:c00/x/05/out", "link:c00/x/5/out"),
+    ("ocs:pod00/x/5", "ocs:pod0/x/5"),
+    ("ocs:pod0/x/05", "ocs:pod0/x/5"),
+]
+
+
+@pytest.mark.parametrize(("typed", "meant"), MEANT)
+def test_an_id_written_another_way_is_refused_naming_the_id_meant(fleet, typed, meant):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("inject-fault", typed))
+    assert line.startswith(f"tpufleet: error: bad id '{typed}': did you mean {meant}?")
+    assert snapshot(fleet.state) == before
+    assert fleet("inject-fault", meant, "--dry-run").code == 0
+
+
+def test_an_electrical_link_named_from_its_other_end_is_still_one_id(fleet):
+    """`ici:c00/0,0,1/-z` is another name of one cable, not another way of writing one id: it is taken."""
+    r = fleet("inject-fault", "ici:c00/0,0,1/-z", "-o", "json")
+    assert r.code == 0, r.err
