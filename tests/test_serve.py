@@ -244,6 +244,20 @@ def test_a_bad_alert_is_named_by_its_field(fleet):
     assert r.status_code == 422 and r.json()["error"].startswith("alerts[0].fingerprint:")
 
 
+def test_an_alert_with_a_key_given_twice_is_refused_not_read_by_its_last(fleet):
+    """A second `tpufleet_target` label in one alert opened a fault on the last one (Python's decoder keeps the last,
+    other readers the first); the intake refuses it (422, naming the key), as every input file of the CLI does."""
+    before = snapshot(fleet.state)
+    text = (ALERTS / "firing.json").read_text()
+    twice = text.replace(
+        '"tpufleet_target": "host:c07/3"}', '"tpufleet_target": "host:c07/3", "tpufleet_target": "host:c08/1"}'
+    )
+    assert twice.count("host:c08/1") == 2
+    r = client(fleet.state).post("/api/v1/alerts", headers=bearer(), content=twice.encode())
+    assert r.status_code == 422 and r.json()["error"] == 'key "tpufleet_target" is given twice in one object', r.text
+    assert snapshot(fleet.state) == before
+
+
 def test_a_body_that_lies_about_its_length_is_still_bounded(fleet):
     before = snapshot(fleet.state)
 

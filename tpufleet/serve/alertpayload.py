@@ -33,7 +33,9 @@ class BadPayload(ValueError):
 def parse(body: bytes) -> list[Alert]:
     """The alerts of a webhook body, or NotJson / BadPayload naming what is wrong."""
     try:
-        doc = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+        doc = json.loads(body.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_keys_once)
+    except _KeyTwice as exc:
+        raise BadPayload(str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise NotJson(f"the body is not JSON: {type(exc).__name__}") from None
     if not isinstance(doc, dict):
@@ -46,6 +48,23 @@ def parse(body: bytes) -> list[Alert]:
     if len(alerts) > MAX_ALERTS:
         raise BadPayload(f"alerts: {len(alerts)} alerts; at most {MAX_ALERTS} in one notification")
     return [_alert(a, f"alerts[{i}]") for i, a in enumerate(alerts)]
+
+
+class _KeyTwice(ValueError):
+    """An object with a key given twice: which one holds would be a guess (Python keeps the last, other readers the
+    first: a second `tpufleet_target` label would open a fault on one of two targets), refused as every input file
+    of the command line refuses it."""
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(f"key {_short(key)} is given twice in one object")
+            seen.add(key)
+    return out
 
 
 def _no_constant(name: str) -> Any:
