@@ -13,6 +13,8 @@ pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
 
 from starlette.testclient import TestClient
 
+from tpufleet.errors import shown
+
 
 @pytest.fixture
 def client(fleet) -> TestClient:
@@ -99,3 +101,9 @@ def test_since_past_the_current_serial_is_refused_as_diff_refuses_it(client, fle
     assert fleet("history", "--since", str(current + 1)).code == 2
     said = _refused(client, f"/api/v1/journal?since=0{current + 1}")
     assert said == f"bad query since '0{current + 1}': need SERIAL <= {current} (the current serial)"
+
+
+@pytest.mark.parametrize("given", ["YES", "Nope", "x" * 100])
+def test_a_bad_all_is_named_as_typed(client, given):
+    """`?all=YES` was named 'yes', lowercased: not the value the client sent."""
+    assert _refused(client, f"/api/v1/faults?all={given}") == f"bad query all: {shown(given)}; true or false"

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, shown
 from tpufleet.serials import not_past, parse_serial
 
 
@@ -59,9 +59,11 @@ def taking(endpoint: Callable[[Request], Any], names: tuple[str, ...] | None) ->
 
 
 def flag(request: Request, name: str) -> bool:
-    value = request.query_params.get(name, "false").lower()
+    """true or false in any case (or 1, 0); the refusal names the value as typed (`?all=YES`, not 'yes')."""
+    typed = request.query_params.get(name, "false")
+    value = typed.lower()
     if value not in ("1", "true", "0", "false"):
-        raise Problem(400, f"bad query {name}: {value[:40]!r}; true or false")
+        raise Problem(400, f"bad query {name}: {shown(typed)}; true or false")
     return value in ("1", "true")
 
 
