@@ -258,6 +258,18 @@ def test_an_alert_with_a_key_given_twice_is_refused_not_read_by_its_last(fleet):
     assert snapshot(fleet.state) == before
 
 
+def test_an_alert_with_two_authorization_headers_is_refused_whichever_comes_first(fleet):
+    """The first of two `Authorization` headers was checked and the second ignored (a proxy in front may check the
+    other); two are refused (400), as two Host headers are, and nothing changes."""
+    before = snapshot(fleet.state)
+    body = (ALERTS / "firing.json").read_bytes()
+    for first, second in ((TOKEN, "wrong"), ("wrong", TOKEN)):
+        headers = [("Authorization", f"Bearer {first}"), ("Authorization", f"Bearer {second}")]
+        r = client(fleet.state).post("/api/v1/alerts", headers=headers, content=body)
+        assert r.status_code == 400 and "Authorization" in r.json()["error"], r.text
+    assert snapshot(fleet.state) == before
+
+
 def test_a_body_that_lies_about_its_length_is_still_bounded(fleet):
     before = snapshot(fleet.state)
 

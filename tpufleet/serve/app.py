@@ -131,6 +131,8 @@ class Server:
     async def alerts(self, request: Request) -> Response:
         if self.token is None:
             raise Problem(404, INTAKE_OFF)
+        if len(request.headers.getlist("authorization")) > 1:  # which one holds would be a guess (a proxy's may differ)
+            raise Problem(400, "Authorization given 2 times or more; send it once")
         if not authorized(request.headers.get("authorization", ""), self.token):
             raise Problem(401, "missing or wrong token", {"WWW-Authenticate": 'Bearer realm="tpufleet"'})
         body = await bounded_body(request)
