@@ -34,3 +34,23 @@ def test_an_electrical_link_named_from_its_other_end_is_still_one_id(fleet):
     """`ici:c00/0,0,1/-z` is another name of one cable, not another way of writing one id: it is taken."""
     r = fleet("inject-fault", "ici:c00/0,0,1/-z", "-o", "json")
     assert r.code == 0, r.err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ("allocate", "x", "--shape", "4x4x8", "--cubes", "c000,c01"),
+            "--cubes: unknown cube 'c000' (did you mean c00?)",
+        ),
+        (("allocate", "x", "--shape", "4x4x4", "--cubes", "c7"), "--cubes: unknown cube 'c7' (did you mean c07?)"),
+        (("allocate", "x", "--shape", "4x4x4", "--pod", "pod00"), "--pod: unknown pod 'pod00' (did you mean pod0?)"),
+        (("reschedule", "x", "--avoid", "c003"), "--avoid: unknown cube 'c003' (did you mean c03?)"),
+    ],
+)
+def test_a_cube_or_pod_option_written_another_way_names_the_one_meant(fleet, args, said):
+    """The options naming cubes and pods (not ids) refuse `c000` or `pod00` as unknown, as before, and say which
+    one of the fleet it may mean, as an id written another way is told."""
+    before = snapshot(fleet.state)
+    assert one_line(fleet(*args)) == f"tpufleet: error: bad option {said}"
+    assert snapshot(fleet.state) == before

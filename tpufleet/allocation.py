@@ -17,7 +17,7 @@ from typing import Literal, Protocol
 from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused, refuse_repeats
 from tpufleet.health import Health
-from tpufleet.ids import machine_of
+from tpufleet.ids import machine_of, meant
 from tpufleet.model import Fleet, Pod, known_pod
 from tpufleet.shapes import Shape, Vec, check_generation, require_allocatable
 
@@ -198,7 +198,7 @@ def _take_given(
     refuse_repeats("--cubes", cubes)
     for cube in cubes:
         if cube not in fleet.cube_pod:
-            raise BadInput(f"bad option --cubes: unknown cube {cube!r}")
+            raise BadInput(f"bad option --cubes: unknown cube {cube!r}{meant(cube, fleet.cube_pod)}")
     pods = {fleet.cube_pod[c] for c in cubes}
     if len(pods) > 1 or (pod and pod not in pods):
         raise BadInput(f"bad option --cubes: {_cubes_by_pod(fleet, cubes, pod)}")

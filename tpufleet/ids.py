@@ -18,6 +18,7 @@ LinkId(cube='c07', dim='x', index=5, polarity='out')
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -263,6 +264,22 @@ def _parse(text: str) -> TargetId:
     dim = _choice(parts[1], DIMS, "dimension", text)
     index = _int_in(parts[2], 0, FACE_LINKS - 1, "index", text)
     return LinkId(cube, dim, index, _choice(parts[3], POLARITIES, "polarity", text))
+
+
+def meant(name: str, known: Collection[str]) -> str:
+    """For a message refusing cube or pod `name` as unknown: ` (did you mean c07?)` when it is one of `known` written
+    another way (`c7`, `c007`; `pod00`), as `parse_target` says it of an id; else nothing.
+
+    >>> meant("c007", ["c07"]), meant("pod00", ["pod0"]), meant("c99", ["c07"])
+    (' (did you mean c07?)', ' (did you mean pod0?)', '')
+    """
+    if _CUBE_RE.fullmatch(name):
+        written = cube_name(int(name[1:]))
+    elif _POD_RE.fullmatch(name):
+        written = f"pod{int(name[3:])}"
+    else:
+        return ""
+    return f" (did you mean {written}?)" if written != name and written in known else ""
 
 
 def cube_name(number: int) -> str:

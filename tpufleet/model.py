@@ -32,7 +32,7 @@ from tpufleet.constants import (
 )
 from tpufleet.errors import BadInput, shown
 from tpufleet.generations import Generation
-from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name
+from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name, meant
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,8 @@ def known_pod(fleet: Fleet, name: str, option: str = "--pod") -> str:
     said it its own way, and only `allocate` read `' pod0'`)."""
     pod = name.strip()
     if pod not in fleet.pod_by_name:
-        raise BadInput(f"bad option {option}: unknown pod {shown(name)} (pods: {', '.join(fleet.pod_by_name)})")
+        said = meant(pod, fleet.pod_by_name) or f" (pods: {', '.join(fleet.pod_by_name)})"
+        raise BadInput(f"bad option {option}: unknown pod {shown(name)}{said}")
     return pod
 
 

@@ -10,7 +10,7 @@ from tpufleet import fault_clearing, faults, moves, movesteps
 from tpufleet.constants import MOVED_TABLES_REASON
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
-from tpufleet.ids import OcsId, TargetId, natural_key
+from tpufleet.ids import OcsId, TargetId, meant, natural_key
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
 from tpufleet.model import check_known
@@ -205,7 +205,7 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
     maintenance plan's later drains) are taken only when no other fits, as cubes under announced maintenance."""
     unknown = next((c for c in avoid if c not in state.fleet.cube_pod), None)
     if unknown is not None:  # checked against this state's fleet: the one the command read may be older
-        raise BadInput(f"bad option --avoid: unknown cube {unknown!r}")
+        raise BadInput(f"bad option --avoid: unknown cube {unknown!r}{meant(unknown, state.fleet.cube_pod)}")
     sl = state.slice(name)
     if sl.state is not SliceState.EVICTED:
         raise Refused(f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule")
