@@ -590,3 +590,28 @@ def test_a_real_browser_sees_a_new_fault_without_a_reload_by_hand(fleet):
         browser.wait()
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def test_a_compressed_alert_body_is_refused_saying_so(fleet):
+    """`Content-Encoding: gzip` was ignored: the gzip body was refused as "not JSON", a plain one taken though it
+    said gzip. Either is 415 naming the encoding, and nothing changes."""
+    import gzip
+
+    before = snapshot(fleet.state)
+    body = (ALERTS / "firing.json").read_bytes()
+    for sent in (gzip.compress(body), body):
+        r = client(fleet.state).post("/api/v1/alerts", headers={**bearer(), "Content-Encoding": "gzip"}, content=sent)
+        assert r.status_code == 415 and "'gzip'" in r.json()["error"], r.text
+    assert snapshot(fleet.state) == before
+    plain = client(fleet.state).post(
+        "/api/v1/alerts", headers={**bearer(), "Content-Encoding": "identity"}, content=body
+    )
+    assert plain.status_code == 200, plain.text
+
+
+@pytest.mark.parametrize("target", ["/api%2Fv1/status", "/api/v1%2Fslices", "/%6Detrics"])
+def test_a_percent_encoded_path_names_no_route(fleet, target):
+    """uvicorn decodes the path before routing: `/api%2Fv1/status` answered the status. The route table is
+    matched against the target as sent: 404."""
+    r = client(fleet.state).get(target)
+    assert r.status_code == 404, (target, r.status_code)

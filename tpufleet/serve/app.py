@@ -135,6 +135,9 @@ class Server:
             raise Problem(400, "Authorization given 2 times or more; send it once")
         if not authorized(request.headers.get("authorization", ""), self.token):
             raise Problem(401, "missing or wrong token", {"WWW-Authenticate": 'Bearer realm="tpufleet"'})
+        encoding = request.headers.get("content-encoding", "identity").strip()
+        if encoding.lower() not in ("", "identity"):  # read as it came, a gzip body was "not JSON": say what is wrong
+            raise Problem(415, f"Content-Encoding {encoding!r} is not taken; send the alerts uncompressed")
         body = await bounded_body(request)
         try:
             alerts = parse(body)

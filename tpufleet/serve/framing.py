@@ -42,7 +42,22 @@ class OriginForm:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(origin_form(scope) if scope["type"] == "http" else scope, receive, send)
+        await self.app(literal_path(origin_form(scope)) if scope["type"] == "http" else scope, receive, send)
+
+
+def literal_path(scope: Scope) -> Scope:
+    """The scope with its path as the target wrote it: the routes are matched against what was sent, so
+    `/api%2Fv1/status` (which uvicorn decodes to `/api/v1/status`) names no route, 404, as the route table says.
+
+    >>> literal_path({"raw_path": b"/api%2Fv1/status", "path": "/api/v1/status"})["path"]
+    '/api%2Fv1/status'
+    >>> literal_path({"raw_path": b"/metrics", "path": "/metrics"})["path"]
+    '/metrics'
+    """
+    raw = scope.get("raw_path")
+    if not raw or b"%" not in raw:
+        return scope
+    return {**scope, "path": raw.decode("ascii", "replace")}
 
 
 class OneFraming:
