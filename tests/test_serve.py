@@ -615,3 +615,24 @@ def test_a_percent_encoded_path_names_no_route(fleet, target):
     matched against the target as sent: 404."""
     r = client(fleet.state).get(target)
     assert r.status_code == 404, (target, r.status_code)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'{"version": "4",\n "alerts": [}', "line 2, column 13"),
+        (b'{"version": NaN}', "it holds NaN"),
+        (b'{"version": "\xff"}', "not UTF-8 at byte 13"),
+    ],
+)
+def test_a_body_that_is_not_json_is_named_where(fleet, body, said):
+    """The body was named only by the reader's error type (`JSONDecodeError`); it says where, as the CLI's readers."""
+    r = client(fleet.state).post("/api/v1/alerts", headers=bearer(), content=body)
+    assert r.status_code == 400 and said in r.json()["error"], r.text
+
+
+def test_an_alert_body_with_a_byte_order_mark_is_read(fleet):
+    """A leading byte-order mark was refused as not JSON, while the CLI's input files drop it."""
+    body = b"\xef\xbb\xbf" + (ALERTS / "firing.json").read_bytes()
+    r = client(fleet.state).post("/api/v1/alerts", headers=bearer(), content=body)
+    assert r.status_code == 200, r.text

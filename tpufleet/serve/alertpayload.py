@@ -33,10 +33,17 @@ class BadPayload(ValueError):
 def parse(body: bytes) -> list[Alert]:
     """The alerts of a webhook body, or NotJson / BadPayload naming what is wrong."""
     try:
-        doc = json.loads(body.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_keys_once)
+        text = body.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark dropped, as the CLI's readers do
+        doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_keys_once)
     except _KeyTwice as exc:
         raise BadPayload(str(exc)) from None
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except UnicodeDecodeError as exc:
+        raise NotJson(f"the body is not JSON: not UTF-8 at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:  # where, as the CLI's readers say it
+        raise NotJson(f"the body is not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except _Constant as exc:
+        raise NotJson(f"the body is not JSON: it holds {exc}") from None
+    except (ValueError, RecursionError) as exc:
         raise NotJson(f"the body is not JSON: {type(exc).__name__}") from None
     if not isinstance(doc, dict):
         raise BadPayload("the payload is not a JSON object")
@@ -67,8 +74,12 @@ def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class _Constant(ValueError):
+    """NaN, Infinity or -Infinity, which Python's reader takes and JSON has not."""
+
+
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _Constant(name)
 
 
 def _short(value: Any) -> str:
