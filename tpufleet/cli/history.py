@@ -20,6 +20,18 @@ def warn_damaged(journal_path: object, damaged: list[int]) -> None:
         typer.echo(f"tpufleet: warning: {journal_path}: damaged line(s) {lines} skipped", err=True)
 
 
+def warn_gap(journal_path: object, gap: tuple[int, int] | None) -> None:
+    """Say on stderr that the journal lacks the state's last serials (its lines lost: an older journal put back)."""
+    if gap is not None:
+        first, last = gap
+        serials = f"serial {first}" if first == last else f"serials {first}..{last}"
+        typer.echo(
+            f"tpufleet: warning: {journal_path}: its last entry is serial {first - 1}, the state's serial is {last}: "
+            f"the changes of {serials} are not in it (lines lost, or an older journal put back?)",
+            err=True,
+        )
+
+
 @app.command(
     "history",
     epilog=examples(
@@ -45,8 +57,9 @@ def history_cmd(
     if slice_name is not None:  # a released slice has a history too: only a name no slice can have is refused
         check_name(slice_name, "option --slice")
     store = ctx.obj.store()
-    rows, damaged = history(store, since, slice_name)
-    warn_damaged(store.journal_label, damaged)
+    rows, read = history(store, since, slice_name)
+    warn_damaged(store.journal_label, read.damaged)
+    warn_gap(store.journal_label, read.gap)
     emit(
         rows,
         output,
@@ -126,6 +139,7 @@ def diff_cmd(
     first = parse_serial(start, "argument SERIAL", LISTED)
     last = None if end is None else parse_serial(end, "argument SERIAL", LISTED)
     store = ctx.obj.store()
-    d, damaged = changes(store, first, last)
-    warn_damaged(store.journal_label, damaged)
+    d, read = changes(store, first, last)
+    warn_damaged(store.journal_label, read.damaged)
+    warn_gap(store.journal_label, read.gap)
     emit(d, output, lambda: _diff_text(d))

@@ -168,10 +168,11 @@ def show_cmd(
         fm = views.show_map(store, pod)
         emit(fm.record(), output, lambda: render_map(fm))
         return
-    from tpufleet.cli.history import warn_damaged
+    from tpufleet.cli.history import warn_damaged, warn_gap
 
     listing = views.show(store, what.value, tail)
     warn_damaged(store.journal_label, listing.damaged)
+    warn_gap(store.journal_label, listing.gap)
     emit(listing.rows, output, lambda: _table(what, listing.rows))
 
 

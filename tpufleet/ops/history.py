@@ -9,6 +9,8 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import read_journal
 from tpufleet.serials import looks_like_serial, not_past, parse_serial
+from tpufleet.ops.views import JournalRead, read_journal
+from tpufleet.serials import looks_like_serial, parse_serial
 from tpufleet.state.delta import combine, is_delta, jobs_of_slices, slices_named
 from tpufleet.state.journal import Enough, whole_from_first
 from tpufleet.state.store import Store
@@ -23,8 +25,8 @@ CLOCK_SKEW = timedelta(days=1)
 MAX_LOST_LISTED = 100_000  # serials `diff` lists as recorded without detail; more means another history
 
 
-def history(store: Store, since: str | None, slice_name: str | None) -> tuple[list[Doc], list[int]]:
-    """`history`: the timeline's rows and the damaged lines skipped; with --since, the journal is read from its
+def history(store: Store, since: str | None, slice_name: str | None) -> tuple[list[Doc], JournalRead]:
+    """`history`: the timeline's rows and the journal read (its damaged lines skipped, its gap); with --since, the journal is read from its
     end back to that point only. A serial past the state's is refused, as `diff` refuses it."""
     now = datetime.now(UTC)
     read = read_journal(store, enough=_since_enough(since, now))
@@ -32,12 +34,18 @@ def history(store: Store, since: str | None, slice_name: str | None) -> tuple[li
     if serial is not None and since is not None:
         not_past(serial, since, "option --since", read.serial)
     return timeline(read.entries, since, slice_name, now), read.damaged
+    if serial is not None and serial > read.serial:
+        raise BadInput(f"bad option --since {shown(since)}: need SERIAL <= {read.serial} (the current serial)")
+    return timeline(read.entries, since, slice_name, now), read
 
 
-def changes(store: Store, start: int, end: int | None) -> tuple[Doc, list[int]]:
-    """`diff`: the net change and the damaged lines skipped; the journal is read from its end back to `start`."""
+def changes(store: Store, start: int, end: int | None) -> tuple[Doc, JournalRead]:
+    """`diff`: the net change (with `journal_gap`: the serials the journal lacks at its end, or None) and the
+    journal read; the journal is read from its end back to `start`."""
     read = read_journal(store, enough=lambda entries: entries[0].serial <= start and whole_from_first(entries))
-    return diff(read.entries, start, end, read.serial), read.damaged
+    gap = read.gap
+    doc = diff(read.entries, start, end, read.serial)
+    return {**doc, "journal_gap": None if gap is None else {"from": gap[0], "to": gap[1]}}, read
 
 
 def _since_enough(since: str | None, now: datetime) -> Enough | None:

@@ -41,6 +41,7 @@ class Listing:
 
     rows: list[dict[str, Any]]
     damaged: list[int] = field(default_factory=list)
+    gap: tuple[int, int] | None = None  # serials the journal lacks at its end (journal only: see `journal_gap`)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,21 @@ class JournalRead:
     entries: list[JournalEntry]
     damaged: list[int]
     serial: int = 0  # the state's: the journal's last entry may be a damaged line's
+    high: int = 0  # the highest serial read (`Scan.high`)
+    trailing: int = 0  # damaged lines after the last entry (`Scan.kept`)
+
+    @property
+    def gap(self) -> tuple[int, int] | None:
+        """See `journal_gap`."""
+        return journal_gap(self.high, self.serial, self.trailing)
+
+
+def journal_gap(high: int, serial: int, trailing: int = 0) -> tuple[int, int] | None:
+    """The serials after the journal's last entry (`high`, the highest serial read) up to the state's `serial`
+    (first, last): its last lines are lost (an older journal put back, say), their changes shown nowhere. None when
+    it reaches the state's, or when as many damaged lines (named as such) follow its last entry as serials are
+    missing."""
+    return (high + 1, serial) if serial - high > trailing else None
 
 
 def read_journal(store: Store, tail: int | None = None, enough: Enough | None = None) -> JournalRead:
@@ -62,7 +78,7 @@ def read_journal(store: Store, tail: int | None = None, enough: Enough | None = 
         read = store.journal_back(enough, serial)
     else:
         read = store.journal_scan(serial)
-    return JournalRead(read.entries, read.damaged, serial)
+    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept))
 
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
@@ -72,7 +88,7 @@ def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
     read = read_journal(store, tail)
-    return Listing([e.record() for e in read.entries], read.damaged)
+    return Listing([e.record() for e in read.entries], read.damaged, read.gap)
 
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:
@@ -116,6 +132,7 @@ class Report:
 
     document: dict[str, Any]
     map: FleetMap
+    journal_gap: tuple[int, int] | None = None  # see `journal_gap`
 
 
 def report(store: Store, now: datetime) -> Report:
@@ -123,7 +140,7 @@ def report(store: Store, now: datetime) -> Report:
     state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
     document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))
-    return Report(document, fleet_map(state))
+    return Report(document, fleet_map(state), journal_gap(latest.high, state.serial, len(latest.kept)))
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:

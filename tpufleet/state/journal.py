@@ -137,6 +137,7 @@ class Scan:
     kept: list[tuple[int, int]] = field(default_factory=list)  # damaged lines after it (from, to): kept by recovery
     newline_missing: bool = False  # a torn last line that is committed history: recovery ends it
     beyond: list[int] = field(default_factory=list)  # serials of the entries after the committed range
+    high: int = 0  # the highest serial of the committed entries read (kept when `entries` is cut to a tail)
 
     def keep(self) -> list[tuple[int, int]]:
         """The pieces of the journal `recover` leaves (of the bytes read, followed by the newline
@@ -192,6 +193,7 @@ def scan_lines(lines: Iterable[Line], serial: int) -> Scan:
             out.kept.append((start, end))
         else:
             out.beyond.append(entry.serial)
+    out.high = max((e.serial for e in out.entries), default=0)
     return out
 
 

@@ -1,0 +1,64 @@
+"""Regression tests for a journal that ends before the state's serial (its last lines lost: an older journal put
+back). Every reader that presents the journal says which serials it lacks, and still works."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import snapshot
+
+
+@pytest.fixture
+def short(fleet):
+    """Serials 1..4 committed; the journal cut back to its first two lines."""
+    assert fleet("inject-fault", "cube:c03").code == 0
+    assert fleet("inject-fault", "cube:c04").code == 0
+    assert fleet("inject-fault", "cube:c05").code == 0
+    path = fleet.state / "journal.jsonl"
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:2]))
+    return fleet
+
+
+@pytest.mark.parametrize(
+    "command", [("history",), ("show", "journal"), ("show", "journal", "--tail", "1"), ("report",)]
+)
+def test_a_reader_of_a_journal_ending_before_the_state_says_which_serials_it_lacks(short, command):
+    before = snapshot(short.state)
+    r = short(*command, "-o", "json")
+    assert r.code == 0, r.err
+    assert "the changes of serials 3..4 are not in it" in r.err
+    assert snapshot(short.state) == before
+
+
+def test_diff_gives_the_journal_gap_in_its_json(short):
+    r = short("diff", "1", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["journal_gap"] == {"from": 3, "to": 4}
+    assert "the changes of serials 3..4 are not in it" in r.err
+
+
+def test_a_whole_journal_says_nothing_of_a_gap(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    r = fleet("diff", "0", "-o", "json")
+    assert r.json["journal_gap"] is None
+    for command in (("history",), ("show", "journal"), ("report",)):
+        assert "are not in it" not in fleet(*command).err
+
+
+def test_damaged_last_lines_are_named_as_damaged_not_as_a_gap(short):
+    path = short.state / "journal.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"serial": 3, garbage\n')
+    r = short("history")
+    assert "damaged line(s) 3 skipped" in r.err and "the changes of serials 3..4 are not in it" in r.err
+    path.write_bytes(path.read_bytes() + b"not json\n")
+    r = short("history")
+    assert "damaged line(s) 3, 4 skipped" in r.err and "are not in it" not in r.err
+
+
+def test_a_line_copied_by_hand_to_the_journals_end_is_no_gap(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    path = fleet.state / "journal.jsonl"
+    path.write_bytes(path.read_bytes() + path.read_bytes().splitlines(keepends=True)[0])  # serial 1 again, last
+    for command in (("show", "journal", "--tail", "1"), ("history",), ("report",)):
+        r = fleet(*command)
+        assert r.code == 0 and "are not in it" not in r.err
