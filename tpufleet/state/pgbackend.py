@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -60,6 +61,21 @@ TAIL_ROWS = 64  # journal lines read first for its last entries (then 4x more at
 # bytes never leave the database, and `state pull` writes a line `state push` takes back.
 OVERSIZE_LINE = b"\x00"
 _BOUNDED_LINE = "CASE WHEN octet_length(line) > %s THEN '\\x00'::bytea ELSE line END"
+
+
+def one_line(row: bytes) -> bytes:
+    """A journal row as the one line a state directory's journal holds of it (a journal line is one JSON object): a
+    row put in by hand may hold newline bytes, which would end the line there. In a row that is JSON they are
+    whitespace between its tokens and become spaces (the document unchanged); in one that is not (a newline inside
+    a string, where JSON allows no raw control character, or no JSON at all) they are written as JSON's escape
+    ``\\n``: a string keeps its newline, and a row that is no entry stays one damaged line."""
+    if b"\n" not in row:
+        return row
+    try:
+        json.loads(row)
+    except (ValueError, RecursionError):
+        return row.replace(b"\n", b"\\n")
+    return row.replace(b"\n", b" ")
 
 
 # ---- the backend -------------------------------------------------------------------------------------------------
@@ -292,9 +308,10 @@ class PostgresBackend(PostgresLocking):
     def journal_bytes(self) -> bytes:
         """The journal as a state directory's journal.jsonl holds it: every line, in order, each ended by a newline.
         A row longer than a journal line may be (one put in by hand: tpufleet refuses to write one) comes as the
-        damaged line `OVERSIZE_LINE`: never read into memory, as a state directory never reads such a line."""
+        damaged line `OVERSIZE_LINE`: never read into memory, as a state directory never reads such a line. A row
+        holding a newline comes as one line (`one_line`)."""
         rows = self._query(f"SELECT {_BOUNDED_LINE} FROM tpufleet_journal ORDER BY seq", (journal.MAX_LINE_BYTES,))
-        return b"".join(bytes(r[0]) + b"\n" for r in rows or [])
+        return b"".join(one_line(bytes(r[0])) + b"\n" for r in rows or [])
 
     def read_journal(self, serial: int) -> journal.Scan:
         return journal.scan(self.journal_bytes(), serial)
@@ -309,7 +326,8 @@ class PostgresBackend(PostgresLocking):
             )
             rows = rows or []
             whole = len(rows) < limit
-            found = journal.scan_back(b"".join(bytes(r[0]) + b"\n" for r in reversed(rows)), serial, enough, whole)
+            lines = b"".join(one_line(bytes(r[0])) + b"\n" for r in reversed(rows))
+            found = journal.scan_back(lines, serial, enough, whole)
             if found is not None:
                 break
             limit *= 4
