@@ -22,7 +22,6 @@ from tpufleet.state.backend import no_fleet_state
 from tpufleet.state.committed import side_file_failed
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
-    check_state_dir,
     check_subdir,
     ensure_private_dir,
     ensure_private_subdir,
@@ -34,6 +33,7 @@ from tpufleet.state.files import (
     write_temp,
 )
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
+from tpufleet.state.sidedirs import check_state_dirs
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
@@ -181,7 +181,7 @@ class DirectoryBackend:
                 raise self.no_state()
         made = _missing_dirs(self.dir)
         ensure_private_dir(self.dir)
-        check_state_dir(self.dir)
+        check_state_dirs(self.dir, self.routes_dir)
         emptied = False
         try:
             with exclusive(self.dir, timeout, command) as held:

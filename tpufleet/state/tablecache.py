@@ -113,10 +113,13 @@ class TableCache:
     def get(self, key: str) -> npt.NDArray[np.int8] | None:
 
         from tpufleet.state.files import check_subdir, read_state_file
+        from tpufleet.state.sidedirs import private
 
         try:
             path = self._path(key)
             if not check_subdir(self.dir):  # a real directory (never a symlink out of the state), or no cache
+                return None
+            if not private(self.dir):  # others may write it: an entry there proves nothing (writers refuse it)
                 return None
             if os.lstat(path).st_size > MAX_BYTES + len(MAGIC) + DIGEST_BYTES:
                 return None
