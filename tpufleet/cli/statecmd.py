@@ -44,10 +44,11 @@ def _moved_text(d: dict[str, Any]) -> str:
     source, target = printable(d["from"]), printable(d["to"])  # a directory's name may hold a newline
     if not d["changed"]:
         return f"{target} already holds serial {d['serial']} of {source}: nothing to move"
+    kept = d.get("damaged_kept")
     return (
         f"moved serial {d['serial']} from {source} to {target}: {d['journal_lines']} journal line(s), "
         f"{len(d['tables'])} routing table(s)"
-    )
+    ) + (f"\n  the damaged state file it replaced is kept as {printable(kept)}" if kept else "")
 
 
 @state_app.command(

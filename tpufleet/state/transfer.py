@@ -14,6 +14,7 @@ journal without a state file, which the next pull completes (it is the start of 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -278,22 +279,63 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         source = _database_fleet(db) if ready else None
         if source is None:
             raise Refused(f"no fleet state in {db.where} to pull")
-        target = _directory_fleet(writer, source.lines)
+        damaged = _damaged_state(writer)
+        target = None if damaged else _directory_fleet(writer, source.lines)
         # A journal without a state file that is the start of the source's is this history (a pull into a new
         # directory killed between its journal and its state leaves one): the pull completes it, losing nothing.
+        # So does one beside a state file that cannot be read as JSON (damaged): its serial is unknown, its journal
+        # says what it held.
         stateless = _journal_lines(directory) if target is None else []
         if stateless != source.lines[: len(stateless)]:
+            held = "a damaged state file (not JSON)" if damaged else "no state file"
             raise Refused(
-                f"{directory.where} holds a journal but no state file, and its journal is not the start of "
+                f"{directory.where} holds a journal but {held}, and its journal is not the start of "
                 f"{db.where}'s: another fleet's history, or one whose state was lost; nothing was moved (move the "
                 "journal aside to pull into it)"
             )
         changed = _judge(source, target, db.where, directory.where)
+        kept = None
         if changed:
             _keeps_tables(source, target, db.where, directory.where)
+            kept = _keep_damaged(directory, stateless) if damaged else None
             _write_directory(writer, source, target)
             committed.SERIALS.append(source.serial)
-    return _result(db.where, directory.where, source, changed)
+    return {**_result(db.where, directory.where, source, changed), "damaged_kept": kept}
+
+
+def _damaged_state(writer: DirectoryWriter) -> bool:
+    """Whether the directory's state file is there but cannot be read as JSON holding a serial (cut short, zeroed,
+    overwritten): a pull may replace it (`_keep_damaged`). One that is JSON but refused by a load's checks (a
+    later tpufleet's, say) is not damaged: the pull reads it as every command does, and is refused so."""
+    if not writer.exists():
+        return False
+    try:
+        doc = json.loads(writer.read_state())
+    except (ValueError, RecursionError):
+        return True
+    return not isinstance(doc, dict) or type(doc.get("serial")) is not int
+
+
+def _keep_damaged(directory: DirectoryBackend, lines: list[bytes | None]) -> str:
+    """Keep the damaged state file beside it, under a name of its own (`state.json.damaged-SERIAL`, SERIAL the
+    journal's last: what it held), before the pull replaces it: a second name for the same file, nothing copied (and
+    none more when a pull killed before its state file kept it already)."""
+    entries = [journal._parse(line) for line in lines if line is not None]
+    serial = max((e.serial for e in entries if e is not None), default=0)
+    path = directory.state_path
+    for n in range(1000):
+        kept = path.with_name(f"{path.name}.damaged-{serial}" + (f".{n}" if n else ""))
+        try:
+            os.link(path, kept, follow_symlinks=False)
+        except FileExistsError:
+            if os.path.samefile(path, kept):  # kept by a pull killed before its state file
+                return str(kept)
+            continue
+        except OSError as exc:
+            raise io_error("keep", kept, exc) from None
+        sync_parent(kept)
+        return str(kept)
+    raise Refused(f"{directory.where} holds 1000 damaged state files kept already; nothing was moved")
 
 
 def _journal_lines(backend: DirectoryBackend) -> list[bytes | None]:
