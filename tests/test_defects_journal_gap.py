@@ -62,3 +62,27 @@ def test_a_line_copied_by_hand_to_the_journals_end_is_no_gap(fleet):
     for command in (("show", "journal", "--tail", "1"), ("history",), ("report",)):
         r = fleet(*command)
         assert r.code == 0 and "are not in it" not in r.err
+
+
+@pytest.mark.parametrize(
+    "command", [("history",), ("diff", "0"), ("show", "journal"), ("show", "journal", "--tail", "1"), ("report",)]
+)
+def test_a_reader_of_a_state_file_older_than_its_journal_says_how_many_entries_it_does_not_show(fleet, command):
+    """A state file put back from an older backup: every writer refuses it (exit 2), and the readers showed the
+    shorter history without a word."""
+    backup = (fleet.state / "state.json").read_bytes()  # serial 1
+    for cube in ("c03", "c04", "c05"):
+        assert fleet("inject-fault", f"cube:{cube}").code == 0
+    (fleet.state / "state.json").write_bytes(backup)
+    before = snapshot(fleet.state)
+    r = fleet(*command)
+    assert r.code == 0 and "3 entries are beyond the state's serial 1 (up to serial 4)" in r.err
+    assert snapshot(fleet.state) == before
+
+
+def test_one_entry_beyond_the_state_a_crash_leaves_is_not_remarked(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    backup = (fleet.state / "state.json").read_bytes()
+    assert fleet("inject-fault", "cube:c04").code == 0
+    (fleet.state / "state.json").write_bytes(backup)  # as a crash between the journal line and the state leaves it
+    assert "beyond" not in fleet("history").err

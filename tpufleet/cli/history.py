@@ -32,6 +32,19 @@ def warn_gap(journal_path: object, gap: tuple[int, int] | None) -> None:
         )
 
 
+def warn_beyond(journal_path: object, serial: int, beyond: list[int]) -> None:
+    """Say on stderr that the journal holds more entries beyond the state's serial than a crash leaves (one): the
+    state file is older than its journal, which every writer refuses; readers show the state's serials only."""
+    if len(beyond) > 1:
+        typer.echo(
+            f"tpufleet: warning: {journal_path}: {len(beyond)} entries are beyond the state's serial {serial} (up "
+            f"to serial {max(beyond)}), where a crash leaves at most one: the state file is older than its journal "
+            "(restored from a backup?); they are not shown, and every change is refused until the state file of the "
+            "journal's last serial is put back or the journal is moved aside",
+            err=True,
+        )
+
+
 @app.command(
     "history",
     epilog=examples(
@@ -60,6 +73,7 @@ def history_cmd(
     rows, read = history(store, since, slice_name)
     warn_damaged(store.journal_label, read.damaged)
     warn_gap(store.journal_label, read.gap)
+    warn_beyond(store.journal_label, read.serial, read.beyond)
     emit(
         rows,
         output,
@@ -142,4 +156,5 @@ def diff_cmd(
     d, read = changes(store, first, last)
     warn_damaged(store.journal_label, read.damaged)
     warn_gap(store.journal_label, read.gap)
+    warn_beyond(store.journal_label, read.serial, read.beyond)
     emit(d, output, lambda: _diff_text(d))

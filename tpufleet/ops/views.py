@@ -42,6 +42,8 @@ class Listing:
     rows: list[dict[str, Any]]
     damaged: list[int] = field(default_factory=list)
     gap: tuple[int, int] | None = None  # serials the journal lacks at its end (journal only: see `journal_gap`)
+    beyond: list[int] = field(default_factory=list)  # serials of entries beyond the state's (`Scan.beyond`)
+    serial: int = 0  # the state's (journal only)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class JournalRead:
     serial: int = 0  # the state's: the journal's last entry may be a damaged line's
     high: int = 0  # the highest serial read (`Scan.high`)
     trailing: int = 0  # damaged lines after the last entry (`Scan.kept`)
+    beyond: list[int] = field(default_factory=list)  # serials of entries beyond the state's (`Scan.beyond`)
 
     @property
     def gap(self) -> tuple[int, int] | None:
@@ -78,7 +81,7 @@ def read_journal(store: Store, tail: int | None = None, enough: Enough | None = 
         read = store.journal_back(enough, serial)
     else:
         read = store.journal_scan(serial)
-    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept))
+    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept), read.beyond)
 
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
@@ -88,7 +91,7 @@ def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
     read = read_journal(store, tail)
-    return Listing([e.record() for e in read.entries], read.damaged, read.gap)
+    return Listing([e.record() for e in read.entries], read.damaged, read.gap, read.beyond, read.serial)
 
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:
@@ -133,6 +136,7 @@ class Report:
     document: dict[str, Any]
     map: FleetMap
     journal_gap: tuple[int, int] | None = None  # see `journal_gap`
+    journal_beyond: list[int] = field(default_factory=list)  # see `Scan.beyond`
 
 
 def report(store: Store, now: datetime) -> Report:
@@ -140,7 +144,8 @@ def report(store: Store, now: datetime) -> Report:
     state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
     document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))
-    return Report(document, fleet_map(state), journal_gap(latest.high, state.serial, len(latest.kept)))
+    gap = journal_gap(latest.high, state.serial, len(latest.kept))
+    return Report(document, fleet_map(state), gap, latest.beyond)
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:
