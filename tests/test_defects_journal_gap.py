@@ -86,3 +86,18 @@ def test_one_entry_beyond_the_state_a_crash_leaves_is_not_remarked(fleet):
     assert fleet("inject-fault", "cube:c04").code == 0
     (fleet.state / "state.json").write_bytes(backup)  # as a crash between the journal line and the state leaves it
     assert "beyond" not in fleet("history").err
+
+
+def test_serve_says_on_stderr_what_show_journal_says_of_the_journals_ends(short, capsys):
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from test_serve import client
+
+    said = short("show", "journal", "-o", "json")
+    capsys.readouterr()
+    r = client(short.state).get("/api/v1/journal")
+    assert r.status_code == 200 and r.text == said.out
+    err = capsys.readouterr().err
+    assert (
+        "the changes of serials 3..4 are not in it" in err and "the changes of serials 3..4 are not in it" in said.err
+    )

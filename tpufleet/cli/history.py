@@ -21,28 +21,20 @@ def warn_damaged(journal_path: object, damaged: list[int]) -> None:
 
 
 def warn_gap(journal_path: object, gap: tuple[int, int] | None) -> None:
-    """Say on stderr that the journal lacks the state's last serials (its lines lost: an older journal put back)."""
+    """Say on stderr that the journal lacks the state's last serials (`views.gap_note`)."""
+    from tpufleet.ops.views import gap_note
+
     if gap is not None:
-        first, last = gap
-        serials = f"serial {first}" if first == last else f"serials {first}..{last}"
-        typer.echo(
-            f"tpufleet: warning: {journal_path}: its last entry is serial {first - 1}, the state's serial is {last}: "
-            f"the changes of {serials} are not in it (lines lost, or an older journal put back?)",
-            err=True,
-        )
+        typer.echo(f"tpufleet: warning: {journal_path}: {gap_note(gap)}", err=True)
 
 
 def warn_beyond(journal_path: object, serial: int, beyond: list[int]) -> None:
-    """Say on stderr that the journal holds more entries beyond the state's serial than a crash leaves (one): the
-    state file is older than its journal, which every writer refuses; readers show the state's serials only."""
-    if len(beyond) > 1:
-        typer.echo(
-            f"tpufleet: warning: {journal_path}: {len(beyond)} entries are beyond the state's serial {serial} (up "
-            f"to serial {max(beyond)}), where a crash leaves at most one: the state file is older than its journal "
-            "(restored from a backup?); they are not shown, and every change is refused until the state file of the "
-            "journal's last serial is put back or the journal is moved aside",
-            err=True,
-        )
+    """Say on stderr that the journal holds more entries beyond the state's serial than a crash leaves
+    (`views.beyond_note`)."""
+    from tpufleet.ops.views import beyond_note
+
+    if (note := beyond_note(serial, beyond)) is not None:
+        typer.echo(f"tpufleet: warning: {journal_path}: {note}", err=True)
 
 
 @app.command(

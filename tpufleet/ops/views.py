@@ -71,6 +71,29 @@ def journal_gap(high: int, serial: int, trailing: int = 0) -> tuple[int, int] | 
     return (high + 1, serial) if serial - high > trailing else None
 
 
+def gap_note(gap: tuple[int, int]) -> str:
+    """What a reader says of `journal_gap`."""
+    first, last = gap
+    serials = f"serial {first}" if first == last else f"serials {first}..{last}"
+    return (
+        f"its last entry is serial {first - 1}, the state's serial is {last}: the changes of {serials} are not in it "
+        "(lines lost, or an older journal put back?)"
+    )
+
+
+def beyond_note(serial: int, beyond: list[int]) -> str | None:
+    """What a reader says of more entries beyond the state's serial than a crash leaves (one): the state file is
+    older than its journal, which every writer refuses; readers show the state's serials only. None for one."""
+    if len(beyond) <= 1:
+        return None
+    return (
+        f"{len(beyond)} entries are beyond the state's serial {serial} (up to serial {max(beyond)}), where a crash "
+        "leaves at most one: the state file is older than its journal (restored from a backup?); they are not shown, "
+        "and every change is refused until the state file of the journal's last serial is put back or the journal "
+        "is moved aside"
+    )
+
+
 def read_journal(store: Store, tail: int | None = None, enough: Enough | None = None) -> JournalRead:
     """The journal up to the state's serial (`history`, `diff`, `show journal`); `tail`: its last entries only,
     `enough`: back from its end until the entries read suffice (then the damaged lines among those read only)."""

@@ -79,15 +79,20 @@ def faults(snap: Snapshot, all_faults: bool) -> bytes:
 
 
 def journal(snap: Snapshot, since: int) -> bytes:
-    """`show journal -o json`, the entries after serial `since` only; damaged lines skipped are said on stderr,
-    once a state's serial, as `show journal` says them."""
+    """`show journal -o json`, the entries after serial `since` only; damaged lines skipped, and serials the journal
+    lacks at its end or holds beyond the state's, are said on stderr, once a state's serial, as `show journal` says
+    them."""
     from tpufleet.ops import views
 
     def read() -> list[dict[str, Any]]:
         listing = views.show(snap.store, "journal")
+        notes = [views.gap_note(listing.gap)] if listing.gap is not None else []
+        notes += [note] if (note := views.beyond_note(listing.serial, listing.beyond)) is not None else []
         if listing.damaged:
             lines = ", ".join(map(str, listing.damaged[:10])) + (" ..." if len(listing.damaged) > 10 else "")
-            print(f"tpufleet: warning: {snap.store.journal_label}: damaged line(s) {lines} skipped", file=sys.stderr)
+            notes.insert(0, f"damaged line(s) {lines} skipped")
+        for note in notes:
+            print(f"tpufleet: warning: {snap.store.journal_label}: {note}", file=sys.stderr)
         return listing.rows
 
     whole = snap.cached("journal", lambda: _Journal.of(read()))
