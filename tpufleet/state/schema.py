@@ -16,10 +16,10 @@ from tpufleet.constants import (
     PORTS_PER_SIDE,
 )
 from tpufleet.doccheck import Schema, Validator, check, compiled
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.generations import MAX_POD_CUBES
 from tpufleet.integrations.reservation_document import HEALTH_STATUSES, MAINTENANCE_STATUSES, MAINTENANCE_TYPES
-from tpufleet.state import generations
+from tpufleet.state import generations, inputfiles
 from tpufleet.state.references import check_references
 
 __all__ = ["SCHEMA_VERSION", "STATE_SCHEMA", "Schema", "Validator", "check", "compiled", "validate"]
@@ -335,3 +335,29 @@ def validate(doc: object, file: str) -> dict[str, Any]:
     assert isinstance(doc, dict)  # the schema's root is an object
     check_references(doc, file)
     return doc
+
+
+# what a command that cannot read the state's own file says to do about it (3 a.m.: the way out, not only the byte)
+DAMAGED_STATE_HINT = (
+    "; the state file is damaged: put back a copy, pull it from a database it was pushed to (`tpufleet state pull "
+    "URL DIR`), or start over (`tpufleet init --force`)"
+)
+
+
+def checked_state(raw: bytes, file: str, damaged_hint: str = "") -> dict[str, Any]:
+    """The state document in `raw`, with every check a load makes: the size limit, strict UTF-8, JSON without NaN
+    or Infinity, numbers written as integers where the schema wants integers, the schema, cross-references.
+    `damaged_hint` ends the message of bytes that are not JSON at all (the state's own file)."""
+    if len(raw) > inputfiles.MAX_STATE_BYTES:
+        raise BadStateFile(file, "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file")
+    # Nesting is bounded by the decoder's own recursion guard (the pre-scan `load_json` makes costs more than the
+    # parse on a big state).
+    try:
+        doc = inputfiles.parse_json_state(inputfiles.decode_utf8(raw, file))
+    except inputfiles.JsonProblem as exc:
+        raise BadStateFile(file, "", exc.value, exc.problem + damaged_hint) from None
+    except BadStateFile as exc:  # not UTF-8 (its offset named; the bytes there, shown after the hint, would read oddly)
+        if not damaged_hint:
+            raise
+        raise BadStateFile(file, exc.field, NO_VALUE, exc.problem + damaged_hint) from None
+    return validate(doc, file)

@@ -34,7 +34,7 @@ from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
 from tpufleet.state.journal import Enough, Scan, last
 from tpufleet.state.lock import command_line, login_name
-from tpufleet.state.schema import SCHEMA_VERSION, validate
+from tpufleet.state.schema import DAMAGED_STATE_HINT, SCHEMA_VERSION, checked_state
 from tpufleet.text import printable
 from tpufleet.timeparse import STAMP_FORMAT
 
@@ -119,20 +119,6 @@ class Transaction:
     def commit(self, change: Change | None) -> None:
         """Write the state when the block ends (None: the use case changed nothing; nothing is written)."""
         self.change = change
-
-
-def checked_state(raw: bytes, file: str) -> dict[str, Any]:
-    """The state document in `raw`, with every check a load makes: the size limit, strict UTF-8, JSON without NaN
-    or Infinity, numbers written as integers where the schema wants integers, the schema, cross-references."""
-    if len(raw) > inputfiles.MAX_STATE_BYTES:
-        raise BadStateFile(file, "", len(raw), f"is over the {inputfiles.MAX_STATE_BYTES}-byte limit of a state file")
-    # Nesting is bounded by the decoder's own recursion guard (the pre-scan `load_json` makes costs more than the
-    # parse on a big state).
-    try:
-        doc = inputfiles.parse_json_state(inputfiles.decode_utf8(raw, file))
-    except inputfiles.JsonProblem as exc:
-        raise BadStateFile(file, "", exc.value, exc.problem) from None
-    return validate(doc, file)
 
 
 def replaced_counts(doc: dict[str, Any]) -> dict[str, int]:
@@ -252,7 +238,7 @@ class Store:
         return codec.decode(self._load_doc())
 
     def _load_doc(self) -> dict[str, Any]:
-        return checked_state(self.backend.read_state(), self.backend.state_label)
+        return checked_state(self.backend.read_state(), self.backend.state_label, DAMAGED_STATE_HINT)
 
     def _serial(self, serial: int | None) -> int:
         """The serial a journal is read against: the state's unless given."""
@@ -363,7 +349,7 @@ class Store:
         from tpufleet.state.tablesindex import indexed_as
 
         with self.backend.writing(self.lock_timeout if timeout is None else timeout, command, create=False) as writer:
-            before = checked_state(writer.read_state(), self.backend.state_label)
+            before = checked_state(writer.read_state(), self.backend.state_label, DAMAGED_STATE_HINT)
             state = codec.decode(before)
             writer.recover(state.serial)
             writer.install_interrupted_tables({name: indexed_as(r) for name, r in state.routes.items()})

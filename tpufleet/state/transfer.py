@@ -37,7 +37,7 @@ from tpufleet.state.lock import LOCK
 from tpufleet.state.pgbackend import PostgresBackend
 from tpufleet.state.pgschema import SCHEMA_VERSION
 from tpufleet.state.pgwriter import state_row_mismatch
-from tpufleet.state.store import checked_state
+from tpufleet.state.schema import checked_state
 from tpufleet.state.tablesindex import IndexedAs
 
 
