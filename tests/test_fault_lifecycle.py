@@ -501,3 +501,21 @@ def test_clear_fault_names_the_slices_its_fault_evicted_for_reschedule(fleet):
     ]
     assert fleet("reschedule", "a").code == 0
     assert fleet("clear-fault", "f1", "-o", "json").json["reschedule"] == ["c"]
+
+
+def test_clear_fault_of_an_unrelated_fault_names_no_rewire(fleet):
+    """A slice left unwired after its OCS came back was named again by the clear of any later fault (a host of a
+    free cube), said to have had its cross-connects deferred during that fault."""
+    assert fleet("inject-fault", "ocs:pod0/z/1").code == 0  # f1
+    assert fleet("allocate", "b", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "b", "--apply").code == 0  # its pairs on z/1 deferred
+    assert fleet("clear-fault", "f1", "-o", "json").json["rewire"] == ["b"]
+    assert fleet("inject-fault", "host:c60/1").code == 0  # f2, on a free cube
+    r = fleet("clear-fault", "f2", "-o", "json")
+    assert (r.json["rewire"], r.json["rewire_waits"]) == ([], {})
+    assert fleet("inject-fault", "ocs:pod0/y/3").code == 0  # f3, an OCS under b: not what it waits for
+    r = fleet("clear-fault", "f3", "-o", "json")
+    assert (r.json["rewire"], r.json["rewire_waits"]) == ([], {})
+    assert fleet("inject-fault", "host:c61/1").code == 0  # f4
+    assert "b:" not in fleet("clear-fault", "f4").out
+    assert fleet("status", "-o", "json").json["incomplete_wiring"] == ["b"]  # status still says it

@@ -72,6 +72,7 @@ def inject(
 def clear(state: FleetState, key: str, now: str) -> Outcome:
     """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
     cleared = fault_clearing.faults_to_clear(state, key)
+    waited = _wiring_waits(state)  # before the repair: what it changes is what this clear names
     for fault in cleared:
         state.clear_fault(fault, now)
     gone = {f.id for f in cleared}
@@ -82,21 +83,41 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
                 state.degrade(sl.name, replace(sl.reroute, faults=left))
             else:
                 state.recover(sl.name)
-    touched = {sl.name for f in cleared for sl, how in faults.touched_slices(state, f.target) if how == "network"}
+    hits = [(sl.name, how) for f in cleared for sl, how in faults.touched_slices(state, f.target)]
+    touched = {name for name, how in hits if how == "network"}
     dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
     stale = [n for n in state.mark_routes_stale(touched, "fault cleared") if state.slices[n].state.wired]
-    missing = sorted((name for name, sl in state.slices.items() if missing_xconnects(state, sl)), key=natural_key)
-    waits = {name: why for name in missing if (why := wiring_wait(state, state.slices[name]))}
+    rewire, waits = _rewiring(waited, _wiring_waits(state), {name for name, _ in hits})
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
         "reschedule": _evicted_by(state, gone),
         "routes_stale": stale,
-        "rewire": [name for name in missing if name not in waits],  # `plan-xconnect --apply` programs them now
+        "rewire": rewire,  # `plan-xconnect --apply` programs them now
         "rewire_waits": waits,
         "xconnects_dropped": dropped,
         "serial": state.next_serial,
     }
     return Outcome(data, Change("clear-fault " + ", ".join(f"{f.id} {f.target}" for f in cleared)))
+
+
+def _wiring_waits(state: FleetState) -> dict[str, str | None]:
+    """Each wired slice missing cross-connects -> why `plan-xconnect --apply` cannot program them yet (None: it can
+    now), in natural order."""
+    missing = sorted((name for name, sl in state.slices.items() if missing_xconnects(state, sl)), key=natural_key)
+    return {name: wiring_wait(state, state.slices[name]) for name in missing}
+
+
+def _rewiring(
+    before: Mapping[str, str | None], after: Mapping[str, str | None], concerned: set[str]
+) -> tuple[list[str], dict[str, str]]:
+    """What a clear says of the slices missing cross-connects: `rewire`, those it lets `plan-xconnect --apply`
+    program now (they waited before it, or miss pairs since: pairs it dropped); `rewire_waits`, those still waiting
+    that it concerns or whose wait it changed. A slice that could be wired before it, or waits for the same
+    elsewhere, is no news of this repair (`status` keeps listing it)."""
+    changed = {name for name, why in after.items() if name not in before or before[name] != why}
+    rewire = [name for name, why in after.items() if why is None and name in changed]
+    waits = {name: why for name, why in after.items() if why and (name in changed or name in concerned)}
+    return rewire, waits
 
 
 def _evicted_by(state: FleetState, faults: set[str]) -> list[str]:
