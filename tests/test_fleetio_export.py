@@ -114,6 +114,17 @@ def test_faults_of_a_fleet_never_imported_come_back(fleet, tmp_path):
     assert fresh("import", "k8s", out, "--detailed-exitcode").code == 0
 
 
+def test_a_failed_machines_ready_message_ends_with_no_colon_when_its_fault_has_no_reason(fleet):
+    """A fault injected without --reason gave its node the message `f1 chip:c30/1,0,0:`, a colon before nothing."""
+    assert fleet("inject-fault", "chip:c30/1,0,0").code == 0
+    assert fleet("inject-fault", "host:c31/2", "--reason", "fan").code == 0
+    nodes = fleet("export", "node-labels", "-o", "json").json["items"]
+    messages = {
+        c["message"] for n in nodes for c in n["status"]["conditions"] if c["type"] == "Ready" and c["status"] != "True"
+    }
+    assert messages == {"f1 chip:c30/1,0,0", "f2 host:c31/2: fan"}
+
+
 def test_tpufleet_labels_only(imported):
     doc = imported("export", "node-labels", "--tpufleet-labels-only", "-o", "json").json
     assert {tuple(sorted(n["metadata"]["labels"])) for n in doc["items"]} == {

@@ -230,7 +230,7 @@ def _ready(down: Fault | None) -> Doc:
         return {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}
     reported = _NOT_READY.fullmatch(down.reason) if isinstance(down.target, HostId) else None
     status, reason = (reported.group(1), reported.group(2) or "") if reported else ("False", "TpufleetFault")
-    message = f"{down.id} {down.target}: {down.reason}".strip()
+    message = f"{down.id} {down.target}" + (f": {down.reason}" if down.reason.strip() else "")
     return {"type": "Ready", "status": status, "reason": reason, "message": message}
 
 
