@@ -29,6 +29,19 @@ def test_status_table_lists_the_reservations_degraded_sub_blocks(reserved):
     assert "c17 (1 of 16 hosts degraded)" in line and "c58 (2 of 16 hosts degraded)" in line
 
 
+def test_explain_of_a_degraded_cube_and_of_a_slice_on_it_says_it_is_degraded(reserved):
+    """`status` and `show inventory` listed c58 as degraded (2 of 16 hosts), `explain cube:c58` only "healthy",
+    and `explain` of a slice on it had no word of what GKE reports as ACTIVE_DEGRADED."""
+    said = "the reservation reports sub-block ironwood-superpod-block-0001-sub-0058 DEGRADED (2 of 16 hosts degraded)"
+    r = reserved("explain", "cube:c58", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["state"] == "healthy" and any(w.startswith(said) for w in r.json["why"])
+    assert not any("DEGRADED" in w for w in reserved("explain", "cube:c57", "-o", "json").json["why"])
+    assert reserved("allocate", "s", "--shape", "4x4x4", "--cubes", "c58").code == 0
+    why = reserved("explain", "s", "-o", "json").json["why"]
+    assert any(w.startswith(f"cube c58: {said}") for w in why)
+
+
 def _maintenance_announced_on(sub_blocks: list, index: int) -> list:
     """The fixture with a pending maintenance (far ahead) announced on sub-block `index`."""
     announced = copy.deepcopy(sub_blocks)

@@ -13,7 +13,7 @@ from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
 from tpufleet.ids import OcsId, parse_target
 from tpufleet.integrations.reservation import awaited
-from tpufleet.ops.explain_component import explain_target
+from tpufleet.ops.explain_component import degraded_whys, explain_target
 from tpufleet.ops.explain_deferred import deferred_rewiring, deferred_steps, deferred_why
 from tpufleet.ops.explain_faults import (
     Row,
@@ -320,6 +320,7 @@ def explain_slice(
     if unfresh:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
         why.append(f"its routing tables are {routes}{reason}")
+    why += [f"cube {cube}: {w}" for cube in sl.cubes for w in degraded_whys(state, cube)]
     _maintenance_ahead(state, sl, now, why, next_steps)
     rewire = wiring_steps(state, sl, now, why, next_steps, unrouted=unfresh)
     # a degraded slice's clears make its tables stale (the last one ends the reroute): routed again after them

@@ -17,6 +17,7 @@ from tpufleet.ops.explain_faults import (
     reservation_whys,
     window_started,
 )
+from tpufleet.views import degraded_cubes, k8s_degraded_cubes
 
 
 def _containing(state: FleetState, target: TargetId) -> list[Fault]:
@@ -87,6 +88,22 @@ def _component_state(target: TargetId, faults: list[Fault]) -> str:
     return f"out of the pool: {out[0].target} {kind}"
 
 
+def degraded_whys(state: FleetState, cube: str) -> list[str]:
+    """What `status` and `show inventory` say of a degraded cube (a DEGRADED reservation sub-block or GKE
+    partition): it still serves, and no fault holds it, so `explain` does not leave it out."""
+    why = []
+    if (r := degraded_cubes(state).get(cube)) is not None:
+        hosts = (
+            f" ({r['degraded_hosts']} of {r['healthy_hosts'] + r['degraded_hosts']} hosts degraded)"
+            if r["healthy_hosts"] is not None and r["degraded_hosts"] is not None
+            else ""
+        )
+        why.append(f"the reservation reports sub-block {r['sub_block']} DEGRADED{hosts}: the cube still serves")
+    if (p := k8s_degraded_cubes(state).get(cube)) is not None:
+        why.append(f"GKE reports partition {p['partition'] or cube} DEGRADED: the cube still serves")
+    return why
+
+
 def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
     target = canonical(target)  # an electrical link by either end's name is one component, recorded by one
     pods = [p.name for p in state.fleet.pods]
@@ -110,6 +127,8 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
             )
             for m in announced_on(state, {target.cube})
         ]
+    if isinstance(target, CubeId):
+        why += degraded_whys(state, target.cube)
     held = {f.id for f in faults if plan_window_ahead_of(state, f, now) is not None}
     why += held_whys(state, faults, now)
     return {
