@@ -319,3 +319,13 @@ def test_a_batch_gives_a_slice_its_routes_step_only_under_the_last_fault_that_hi
     r = fleet("inject-fault", "--from", rerouting, "--dry-run")
     assert r.code == 0 and r.out.count("next: tpufleet routes a") == 1
     assert r.out.index("next: tpufleet routes a") > r.out.index("on ocs:pod0/y/5")
+
+
+def test_a_planned_ocs_drain_is_called_a_drained_ocs_not_a_link_or_a_failure(pod):
+    """A planned drain of an OCS said each rerouted slice's "link drained before repair", and of a slice not wired
+    yet that plan-xconnect defers "the failed OCS's" pairs."""
+    assert pod("allocate", "f", "--shape", "4x4x4", "--cubes", "c12").code == 0  # not wired
+    r = pod("inject-fault", "ocs:pod0/z/9", "--planned", "--dry-run", "-o", "json")
+    reasons = {s["slice"]: s["reason"] for s in r.json["slices"]}
+    assert reasons["a"].startswith("OCS drained before repair")
+    assert reasons["f"] == "not wired yet: plan-xconnect defers the drained OCS's cross-connects"

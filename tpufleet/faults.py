@@ -226,7 +226,8 @@ def _impact(
     if how == "network" and sl.fault_tolerant_routing and sl.state is SliceState.ALLOCATED and kind == "ocs":
         # nothing runs yet: like a slice allocated now, its plan defers the failed OCS's pairs and routing
         # bridges them (its tables are checked against its floor when they are made)
-        return SliceImpact(sl.name, "none", "not wired yet: plan-xconnect defers the failed OCS's cross-connects")
+        down = "drained" if fault.planned else "failed"
+        return SliceImpact(sl.name, "none", f"not wired yet: plan-xconnect defers the {down} OCS's cross-connects")
     if how == "network" and sl.state is SliceState.ALLOCATED and isinstance(fault.target, LinkId):
         # nothing runs yet, and `plan-xconnect` refuses a cube with a port down: that cube is replaced
         why = f"not wired yet, and plan-xconnect refuses its cube {fault.target.cube} with {fault.target} down"
@@ -235,7 +236,7 @@ def _impact(
         why_not = reroute_verdict(figures, sl, HARDWARE_VCS)
         if why_not is None:
             why = (
-                "link drained before repair; fault-tolerant routing carries its traffic"
+                f"{'OCS' if kind == 'ocs' else kind} drained before repair; fault-tolerant routing carries its traffic"
                 if fault.planned
                 else "fault-tolerant routing absorbs it"
             )
