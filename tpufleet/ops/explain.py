@@ -319,7 +319,9 @@ def explain_slice(
     unfresh = sl.state.wired and routes != "fresh" and needs_tables(state, sl)
     if unfresh:
         reason = f" ({route.stale_reason})" if route is not None and route.stale_reason else ""
-        why.append(f"its routing tables are {routes}{reason}")
+        said = "no routing tables are stored for it" if routes == "none" else f"its routing tables are {routes}{reason}"
+        if not any(w.startswith(said) for w in why):  # a degraded slice's reroute says it already, with its step
+            why.append(said)
     why += [f"cube {cube}: {w}" for cube in sl.cubes for w in degraded_whys(state, cube)]
     _maintenance_ahead(state, sl, now, why, next_steps)
     rewire = wiring_steps(state, sl, now, why, next_steps, unrouted=unfresh)
