@@ -42,6 +42,17 @@ def test_explain_of_a_degraded_cube_and_of_a_slice_on_it_says_it_is_degraded(res
     assert any(w.startswith(f"cube c58: {said}") for w in why)
 
 
+def test_clear_fault_of_a_reservation_drain_says_the_next_import_opens_it_again(reserved):
+    """The reservation's drain (f1 on c40) was cleared by hand without a word, and the next `import reservation`
+    opened it again: `explain` gives the import as its step, never `clear-fault`."""
+    r = reserved("clear-fault", "f1")
+    assert r.code == 0 and "tpufleet import reservation" in r.err
+    again = reserved("import", "reservation", RESERVATION, "-o", "json").json["drains_opened"]
+    assert [d["target"] for d in again] == ["cube:c40"]
+    assert reserved("inject-fault", "host:c00/1").code == 0
+    assert reserved("clear-fault", "host:c00/1").err == ""  # a fault of its own: nothing to add
+
+
 def _maintenance_announced_on(sub_blocks: list, index: int) -> list:
     """The fixture with a pending maintenance (far ahead) announced on sub-block `index`."""
     announced = copy.deepcopy(sub_blocks)
