@@ -1,4 +1,4 @@
-"""What `explain` says of a slice's routing tables."""
+"""What `explain` says of a slice, and when other commands send an operator to it."""
 
 from __future__ import annotations
 
@@ -17,3 +17,17 @@ def test_a_slice_without_tables_is_said_to_have_none_once_in_words(fleet):
     assert [w for w in r["why"] if w.startswith(none)] == [
         f"{none}: `tpufleet routes s` makes the ones around f1"
     ] and not any("are none" in w for w in r["why"])
+
+
+def test_a_command_refused_for_an_evicted_slice_points_to_explain_when_reschedule_cannot_move_it(fleet):
+    """`routes`, `plan-xconnect` and `collective` of an evicted slice said only "run `tpufleet reschedule S`
+    first", which is refused while it has nowhere to go (one pod, an OCS down under a slice without fault-tolerant
+    routing); `explain` gives the steps that work: the clear first."""
+    assert fleet("allocate", "s", "--shape", "4x4x8", "--no-fault-tolerant-routing").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    assert fleet("reschedule", "s").code == 1  # no other pod
+    for args in (["routes", "s"], ["plan-xconnect", "s"], ["collective", "s", "--op", "all-reduce", "--bytes", "1MiB"]):
+        r = fleet(*args)
+        assert r.code == 1 and "`tpufleet explain s`" in r.err, args
+    assert fleet("explain", "s", "-o", "json").json["next"][0] == "tpufleet clear-fault f1"

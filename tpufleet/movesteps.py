@@ -14,6 +14,7 @@ from typing import Any
 
 from tpufleet import faults, xconnect
 from tpufleet.constants import HARDWARE_VCS
+from tpufleet.errors import Refused
 from tpufleet.fleetstate import Fault, FleetState, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId
 from tpufleet.moves import Proposal, propose_move
@@ -220,3 +221,12 @@ def move_steps(state: FleetState, sl: Slice) -> list[str]:
     from tpufleet.maintenance import move_commands
 
     return move_commands(sl.name) if stopped_by_a_wave(state, sl) else [f"tpufleet reschedule {sl.name}"]
+
+
+def evicted_refusal(name: str, what: str = "", also: str = "") -> Refused:
+    """The refusal of a command that needs the slice placed (`routes`, `plan-xconnect`, `collective`): `reschedule`
+    brings it back, though it may refuse until a repair (no place to move to yet), which `explain` says."""
+    return Refused(
+        f"slice {name!r} is evicted{what}; run `tpufleet reschedule {name}` first (`tpufleet explain {name}` says "
+        f"what it waits for when it cannot move yet){also}"
+    )

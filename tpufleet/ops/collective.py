@@ -54,10 +54,10 @@ def slice_tables(
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED and not assume_healthy:
         # its stored tables describe cubes it no longer holds, and `routes` refuses it until it is placed again
-        raise Refused(
-            f"slice {name!r} is evicted and runs nowhere; run `tpufleet reschedule {name}` first "
-            f"(or pass --assume-healthy to model the healthy tables of a {sl.shape})"
-        )
+        from tpufleet.movesteps import evicted_refusal
+
+        also = f"; or pass --assume-healthy to model the healthy tables of a {sl.shape}"
+        raise evicted_refusal(name, " and runs nowhere", also)
     record = None if sl.state is SliceState.EVICTED else state.routes.get(name)
     t = source.read() if record is not None else None
     if record is None or t is None:

@@ -18,6 +18,7 @@ from tpufleet.errors import BadStateFile, Refused
 from tpufleet.faults import kept_exactly, thorough_may_keep
 from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId
+from tpufleet.movesteps import evicted_refusal
 from tpufleet.ops.outcome import Outcome
 from tpufleet.routing import export, reuse
 from tpufleet.routing.figures import RouteReport
@@ -62,7 +63,7 @@ def compute(
     when the slice is not wired, miswired, or the tables have a channel-dependency cycle."""
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED:
-        raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
+        raise evicted_refusal(name)
     if not sl.state.wired and not sl.shape.is_subcube:
         raise Refused(f"slice {name!r} is {sl.state}, not wired; run `tpufleet plan-xconnect {name} --apply` first")
     graph = wiring.build(sl, state.fleet, state.ocs, state.health())

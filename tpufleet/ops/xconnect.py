@@ -14,6 +14,7 @@ from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Change, FleetState, Slice, SliceState
 from tpufleet.ids import LinkId, OcsId, natural_key
 from tpufleet.journalentry import JournalEntry
+from tpufleet.movesteps import evicted_refusal
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.plan_then import plan_when_made
 from tpufleet.state.planfile import SavedPlan, plan_doc
@@ -26,7 +27,7 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
     """The plan document for a slice (`plan-xconnect -o json`), and the plan; Refused if it cannot be wired."""
     sl = state.slice(name)
     if sl.state is SliceState.EVICTED:
-        raise Refused(f"slice {name!r} is evicted; run `tpufleet reschedule {name}` first")
+        raise evicted_refusal(name)
     health = state.health()
     bad_cubes = _cubes_out_under(state, sl)
     if bad_cubes:
