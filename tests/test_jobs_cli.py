@@ -516,3 +516,18 @@ def test_diff_names_the_job_of_each_slice_it_names_as_a_journal_line_does(fleet)
     d = fleet("diff", str(serial), "-o", "json").json
     assert d["slices"]["removed"] == ["j-0", "j-1"] and d["slices"]["jobs"] == {"j-0": "j", "j-1": "j"}
     assert "jobs" not in fleet("diff", "1", "2", "-o", "json").json["slices"]  # the slice of no job
+
+
+def test_allocate_of_a_job_gives_next_steps_that_work_with_an_ocs_down(fleet):
+    """`allocate JOB` always said "next: tpufleet plan-xconnect JOB --apply", which refuses slices without
+    fault-tolerant routing while an OCS of their pod is down: its steps are now `explain JOB`'s, each working."""
+    r = fleet("allocate", "j", "--shape", "4x4x8", "--slices", "2", "-o", "json")
+    assert r.json["next"][:3] == ["tpufleet plan-xconnect j --apply", "tpufleet routes j-0", "tpufleet routes j-1"]
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0  # f1
+    r = fleet("allocate", "n", "--shape", "4x4x4", "--slices", "2", "--no-fault-tolerant-routing", "-o", "json")
+    steps = r.json["next"]
+    assert steps.index("tpufleet clear-fault f1") < steps.index("tpufleet plan-xconnect n --apply")
+    assert steps == fleet("explain", "n", "-o", "json").json["next"]
+    for step in steps:
+        out = fleet(*step.split()[1:])
+        assert out.code == 0, (step, out.err)

@@ -190,7 +190,7 @@ def _describe_job(d: dict) -> str:
     lines += ["  " + _describe(s) for s in d["slices"]]
     if d["note"]:
         lines.append(f"  spread: {d['note']}")
-    lines.append(f"next: tpufleet plan-xconnect {d['job']} --apply")
+    lines += [f"next: {step}" for step in d["next"]]
     return "\n".join(lines)
 
 

@@ -123,9 +123,19 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
         "spread": req.spread,
         "elastic_min": req.elastic_min,
         "note": placement.note,
+        "next": _first_steps(state, req.name, now),
     }
     where = ", ".join(f"{pod} x{n}" for pod, n in placement.per_pod.items())
     return Outcome(data, Change(f"allocate job {req.name}: {req.count} x {shape} on {where}"))
+
+
+def _first_steps(state: FleetState, name: str, now: str) -> list[str]:
+    """The commands that wire and route a job just allocated, as `explain JOB` gives them: `plan-xconnect JOB
+    --apply` wires all or none, so where it would refuse (an OCS down under slices without fault-tolerant routing)
+    the clears it waits for come first."""
+    from tpufleet.ops.explain import job_wire_steps
+
+    return job_wire_steps(state, name, [f"tpufleet plan-xconnect {name} --apply"], now)
 
 
 def release_job(state: FleetState, name: str) -> Outcome:
