@@ -71,8 +71,9 @@ def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet
         "tpufleet routes j-1",
     ]
     assert (
-        "cannot wire slice 'j-0': 1 needed OCS or port(s) are failed or drained; choose other cubes "
-        "(ocs:pod0/x/1 is down (faults f1))" in r.json["why"]
+        "cannot wire slice 'j-0': 1 needed OCS or port(s) are failed or drained; an OCS serves every cube of its "
+        "pod: wait for its repair, or `tpufleet policy j-0 --fault-tolerant-routing` to wire it now with that OCS's "
+        "pairs deferred (ocs:pod0/x/1 is down (faults f1))" in r.json["why"]
     )
     assert fleet("policy", "j", "--fault-tolerant-routing").code == 0
     assert fleet("explain", "j", "-o", "json").json["next"] == [  # its cross-connects on x/1 deferred until the clear

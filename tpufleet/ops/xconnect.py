@@ -37,10 +37,24 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
     plan = xconnect.plan(sl.shape, state.fleet, sl.coords, state.ocs, health, sl.fault_tolerant_routing)
     if plan.blocked:
         raise Refused(
-            f"cannot wire slice {name!r}: {len(plan.blocked)} needed OCS or port(s) are failed or drained; choose other cubes",
+            f"cannot wire slice {name!r}: {len(plan.blocked)} needed OCS or port(s) are failed or drained; "
+            + _remedy(name, plan.blocked),
             plan.blocked,
         )
     return plan_doc(sl, state.serial, plan, now), plan
+
+
+def _remedy(name: str, blocked: list[str]) -> str:
+    """What wires a slice its plan refuses: other cubes avoid a port down, not an OCS down (every cube of the pod
+    is cabled to it), which only the repair or fault-tolerant routing (its pairs there deferred) get past."""
+    ocs = sum(1 for b in blocked if b.startswith("ocs:"))
+    if not ocs:
+        return "choose other cubes"
+    ports = "; other cubes for the ports" if ocs < len(blocked) else ""
+    return (
+        f"an OCS serves every cube of its pod: wait for its repair, or `tpufleet policy {name} "
+        f"--fault-tolerant-routing` to wire it now with that OCS's pairs deferred{ports}"
+    )
 
 
 def _cubes_out_under(state: FleetState, sl: Slice) -> list[str]:
