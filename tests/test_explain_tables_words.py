@@ -31,3 +31,12 @@ def test_a_command_refused_for_an_evicted_slice_points_to_explain_when_reschedul
         r = fleet(*args)
         assert r.code == 1 and "`tpufleet explain s`" in r.err, args
     assert fleet("explain", "s", "-o", "json").json["next"][0] == "tpufleet clear-fault f1"
+
+
+def test_explain_of_a_bare_cube_name_points_to_its_target_id(fleet):
+    """`explain c07` (a cube as `status` and `show map` write it) said only "unknown slice or job"."""
+    r = fleet("explain", "c07")
+    assert r.code == 1 and "`tpufleet explain cube:c07`" in r.err
+    assert fleet("explain", "cube:c07").code == 0
+    assert fleet("allocate", "c07", "--shape", "4x4x4").code == 0  # a slice of that name is the slice
+    assert fleet("explain", "c07", "-o", "json").json["kind"] == "slice"

@@ -54,6 +54,10 @@ def explain(
             f"{what!r} is a fault, not a slice or job; `tpufleet explain {fault.target}` explains the component "
             "it is on and what depends on it"
         )
+    if what not in state.slices and what in state.fleet.cube_pod:  # a cube's name as `status` writes it
+        raise Refused(
+            f"{what!r} is a cube, not a slice or job; `tpufleet explain cube:{what}` explains it and what depends on it"
+        )
     (sl,) = state.slices_named(what)  # explain takes either: an unknown name is told with both lists
     return Outcome(explain_slice(state, sl, now, missing_tables, linked_tables), None)
 
