@@ -142,6 +142,21 @@ def test_import_k8s_says_which_slice_a_not_ready_node_stops(reserved, tmp_path):
     assert f"! {plan.json['faults_opened'][0]['target']} stops slice train" in reserved("import", "k8s", nodes).out
 
 
+def test_clear_fault_of_a_fault_import_k8s_opened_says_the_next_import_opens_it_again(reserved, tmp_path):
+    """A NotReady node's fault, cleared by hand while the node list still reports it, came back with the next
+    `import k8s` without a word from `clear-fault`."""
+    labels = reserved("export", "node-labels", "-o", "json").json
+    node = next(n for n in labels["items"] if n["metadata"]["labels"]["tpufleet.io/cube"] == "c05")
+    node["status"]["conditions"][0]["status"] = "False"
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(labels))
+    opened = reserved("import", "k8s", nodes, "--apply", "-o", "json").json["faults_opened"]
+    r = reserved("clear-fault", opened[0]["id"])
+    assert r.code == 0 and "tpufleet import k8s" in r.err
+    again = reserved("import", "k8s", nodes, "-o", "json").json["faults_opened"]
+    assert [f["target"] for f in again] == [opened[0]["target"]]
+
+
 @pytest.mark.parametrize("file_format", ["conf", "yaml"])
 def test_slurm_topology_of_a_cluster_of_node_pools_is_refused_not_written_empty(cli, tmp_path, file_format):
     """A TPU v5p cluster of ordinary node pools places no node on a machine: the runbook's `export slurm-topology

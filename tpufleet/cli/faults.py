@@ -233,7 +233,6 @@ def clear_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Repair: close the fault; its components return to the pool. Routing tables of affected slices go stale."""
-    from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
     from tpufleet.ops import faults as fault_ops
     from tpufleet.ops.explain_routes import rm_step
     from tpufleet.state.store import utc_now
@@ -257,9 +256,8 @@ def clear_cmd(
     ]
     cleared = [f"cleared {f['id']} on {f['target']}" for f in d["cleared"]]
     emit(d, output, lambda: "\n".join(cleared + _dropped_lines(d["xconnects_dropped"]) + hint))
-    for f in (f for f in d["cleared"] if f["reason"].startswith(RESERVATION_PREFIX)):  # that import's to close
-        note = "the next `tpufleet import reservation` opens it again while the reservation announces that maintenance"
-        typer.echo(f"tpufleet: note: {f['id']} was the reservation's drain for maintenance: {note}", err=True)
+    for note in filter(None, map(fault_ops.reopen_note, d["cleared"])):  # an import's fault, cleared by hand
+        typer.echo(f"tpufleet: note: {note}", err=True)
 
 
 def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:

@@ -107,6 +107,25 @@ def _wiring_waits(state: FleetState) -> dict[str, str | None]:
     return {name: wiring_wait(state, state.slices[name]) for name in missing}
 
 
+def reopen_note(fault: Mapping[str, Any]) -> str | None:
+    """Of a fault an import opened and `clear-fault` closed by hand: the next import opens it again while its
+    source still reports it (the import's own run closes it once the source no longer does). None for another."""
+    from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_PREFIX
+    from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
+
+    if fault["reason"].startswith(RESERVATION_PREFIX):
+        return (
+            f"{fault['id']} was the reservation's drain for maintenance: the next `tpufleet import reservation` "
+            "opens it again while the reservation announces that maintenance"
+        )
+    if fault["reason"].startswith(K8S_PREFIX):
+        return (
+            f"{fault['id']} was opened by `tpufleet import k8s`: the next import opens it again while the node list "
+            "still reports it"
+        )
+    return None
+
+
 def _rewiring(
     before: Mapping[str, str | None], after: Mapping[str, str | None], concerned: set[str]
 ) -> tuple[list[str], dict[str, str]]:
