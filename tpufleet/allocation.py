@@ -125,9 +125,9 @@ def allocate(
         if len(free) - health.held.get(p.name, 0) >= shape.cubes:
             chosen = tuple(free[: shape.cubes])
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
-        unused = sum(1 for c in p.cubes if c not in used)
-        notes = _held_note(p.name, health) + _ports_note(p, used, health)
-        reports.append(f"{p.name}: {unused} free, {len(free)} of them healthy{notes}")
+        out = sum(1 for c in p.cubes if c not in used and not health.cube_ok(c))  # `status`: out of the pool
+        notes = _held_note(p.name, health) + (f", {out} out of the pool" if out else "") + _ports_note(p, used, health)
+        reports.append(f"{p.name}: {len(free)} healthy free{notes}")
     raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
 
 
