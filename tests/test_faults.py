@@ -329,3 +329,14 @@ def test_a_planned_ocs_drain_is_called_a_drained_ocs_not_a_link_or_a_failure(pod
     reasons = {s["slice"]: s["reason"] for s in r.json["slices"]}
     assert reasons["a"].startswith("OCS drained before repair")
     assert reasons["f"] == "not wired yet: plan-xconnect defers the drained OCS's cross-connects"
+
+
+def test_an_unknown_key_in_a_scenario_is_named_as_its_field(pod, tmp_path):
+    """`inject-fault --from` of an item with a key it does not take said `field 0: it must not contain {'severity'}
+    properties`, the validator's words with a Python set; the key is the field now, with the keys it takes."""
+    path = tmp_path / "s.yaml"
+    path.write_text("- {target: host:c20/1, severity: high}\n")
+    before = (pod.state / "state.json").read_bytes()
+    r = pod("inject-fault", "--from", path)
+    assert r.code == 2 and f"{path}: field 0.severity: is not a field here" in r.err and "{'" not in r.err
+    assert "(value 'high')" in r.err and (pod.state / "state.json").read_bytes() == before

@@ -51,12 +51,28 @@ def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
             field = ".".join([prefix, *parts, missing] if prefix else [*parts, missing])
             raise BadStateFile(file, field, NO_VALUE, "is required") from None
         field = ".".join([prefix, *parts] if prefix else parts)
+        _check_unknown_key(exc, file, field)
         if exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
             _check_alternatives(exc.rule_definition, exc.value, file, field)
         problem = _problem(exc.message, exc.name, exc.value, file.endswith((".yaml", ".yml")))
         if exc.rule == "propertyNames" and isinstance(exc.value, dict):
             problem = _bad_key(exc.rule_definition, exc.value) or problem
         raise BadStateFile(file, field, exc.value, problem[:160]) from None
+
+
+def _check_unknown_key(exc: Any, file: str, field: str) -> None:
+    """A key the mapping's schema does not know, named as its field with the keys it takes; the validator's own
+    words (`it must not contain {'x'} properties`) name no field and leave a Python set in the message."""
+    definition = exc.definition if isinstance(exc.definition, dict) else {}
+    known = definition.get("properties")
+    if exc.rule != "additionalProperties" or exc.rule_definition is not False or not isinstance(exc.value, dict):
+        return
+    if not isinstance(known, dict) or definition.get("patternProperties"):
+        return
+    extra = next((k for k in exc.value if k not in known), None)
+    if extra is not None:
+        name = ".".join(p for p in (field, _printable(str(extra))) if p)
+        raise BadStateFile(file, name, exc.value[extra], f"is not a field here (it takes {', '.join(known)})")
 
 
 def _check_alternatives(branches: list[Schema], value: object, file: str, field: str) -> None:
