@@ -113,7 +113,11 @@ def allocate_cmd(
     outcome = ctx.obj.mutate(
         lambda state: ops.allocate(state, name, ShapeText(shape, twisted), now, one_pod, given, not no_ft, floor)
     )
-    emit(outcome.data, output, lambda: _describe(outcome.data))
+    emit(
+        outcome.data,
+        output,
+        lambda: "\n".join([_describe(outcome.data), *(f"next: {s}" for s in outcome.data["next"])]),
+    )
 
 
 def _floor(min_throughput: float | None, no_ft: bool) -> float:

@@ -42,8 +42,17 @@ def allocate(
     alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes, wirable)
     sl = Slice.allocated(name, shape, alloc, fault_tolerant_routing, now, min_throughput)
     state.add_slice(sl)
-    data = {"slice": name, "serial": state.next_serial, **sl.record()}
+    data = {"slice": name, "serial": state.next_serial, **sl.record(), "next": _first_steps(state, name, now)}
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
+
+
+def _first_steps(state: FleetState, name: str, now: str) -> list[str]:
+    """The commands that wire and route a slice just allocated, as `explain SLICE` gives them (an OCS down under a
+    slice without fault-tolerant routing: its clear first, as `plan-xconnect` would refuse it until then)."""
+    from tpufleet.ops.explain import explain
+
+    steps: list[str] = explain(state, name, now).data["next"]
+    return steps
 
 
 def _shape_for(state: FleetState, text: ShapeText, pod: str | None, cubes: Sequence[str] | None) -> Shape:
