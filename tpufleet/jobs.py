@@ -363,7 +363,7 @@ def _place_in(
         alloc, why = _first_fit(shape, fleet, usage, health, order, wirable)
         if alloc is None:
             raise Refused(
-                f"not enough healthy free room for {count} slices of {shape}: {i} placed, then {why}"
+                f"not enough healthy free room for {count} slice{'' if count == 1 else 's'} of {shape}: {i} placed, then {why}"
                 " (nothing was allocated)"
             )
         placed.append(alloc)

@@ -48,7 +48,8 @@ def _deliver(
 
     write_output(out, (text() if fixed else _artefact(text, as_json, output)).encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
-    emit(summary, output, lambda: f"wrote {count} {kind} object(s) to {printable(str(out))}")
+    noun = kind if kind.endswith((" line", " topology")) else f"{kind} object"  # a Slurm file's are no objects
+    emit(summary, output, lambda: f"wrote {count} {noun}{'' if count == 1 else 's'} to {printable(str(out))}")
 
 
 def _artefact(text: Callable[[], str], as_json: Any, output: Output) -> str:
