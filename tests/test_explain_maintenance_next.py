@@ -115,7 +115,10 @@ def test_a_job_stopped_by_a_plans_drain_waits_for_its_window(fleet, monkeypatch)
     assert any("llm-0" in w and "2099-06-16T13:00:00Z" in w for w in during["why"]), during["why"]
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T14:00:00Z")  # after it
     after = fleet("explain", "llm", "-o", "json").json["next"]
-    assert after[:2] == [f"tpufleet clear-fault {radius['fault_id']}", "tpufleet reschedule llm-0"], after
+    # the running slices' own tables first (they wait for nothing), then the clear and the move
+    waits = after.index(f"tpufleet clear-fault {radius['fault_id']}")
+    assert after[waits + 1] == "tpufleet reschedule llm-0", after
+    assert after[:waits] == [f"tpufleet routes llm-{i}" for i in range(1, 8)], after
 
 
 def test_a_plans_drain_whose_window_end_is_unknown_is_held(fleet, tmp_path, monkeypatch):

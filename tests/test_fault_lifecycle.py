@@ -199,9 +199,9 @@ def test_explain_job_clears_every_fault_its_move_waits_for(fleet):
     `reschedule j-0`, which then failed "need 1 healthy free cube(s)"."""
     _full_pod_with_two_faults_under(fleet, "j-0")
     r = fleet("explain", "j", "-o", "json")
-    # j-1 runs on, never routed: its own step comes after the move
+    # j-1, never routed, waits for no repair: its own step comes before the clears the move waits for
     moves = ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet routes j-0"]
-    assert r.json["next"] == [*moves, "tpufleet routes j-1"]
+    assert r.json["next"] == ["tpufleet routes j-1", *moves]
     assert "no place to move it to now: it waits for the repair of f1, f2" in r.json["why"][1]
     _run(fleet, r.json["next"])
     assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"

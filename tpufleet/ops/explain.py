@@ -27,6 +27,7 @@ from tpufleet.ops.explain_faults import (
     reservation_whys,
     window_started,
 )
+from tpufleet.ops.explain_order import once_each
 from tpufleet.ops.explain_routes import link_why, rm_step, then_routes
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
@@ -81,28 +82,8 @@ def _explain_job(
             reasons[2 + i] = [f"slice {sl.name}: {link_why(linked_tables[sl.name])}"]
     for at in sorted(reasons, reverse=True):  # from the last, so the earlier places stay where they are
         row["why"][at:at] = reasons[at]
-    row["next"] = _once_each(steps)
+    row["next"] = once_each(steps)
     return row
-
-
-def _once_each(lists: list[list[str]]) -> list[str]:
-    """The job's steps then each slice's merged, a clear or move they share given once and each list's order kept:
-    a slice's steps before a shared one go before it (its `routes` around a fault before the fault's clear, though
-    an earlier slice gave the clear). A slice's `routes` may come twice in its own steps (around a fault now, on the
-    repaired network after its clear) and only its own steps give it; so may its wiring (`plan-xconnect S --apply`
-    after its move, and again once the OCS its cross-connects wait for is cleared)."""
-    out: list[str] = []
-    for steps in lists:
-        at = 0  # where this list's steps go: after every step of it already placed
-        for i, step in enumerate(steps):
-            if step in out and step not in steps[:i] and not step.startswith("tpufleet routes "):
-                at = max(at, out.index(step) + 1)
-                continue
-            later = [out.index(s) for s in steps[i + 1 :] if s in out[at:] and not s.startswith("tpufleet routes ")]
-            where = min(later) if later else len(out)  # before the next step it shares, else at the end
-            out.insert(where, step)
-            at = where + 1
-    return out
 
 
 def job_wire_steps(
