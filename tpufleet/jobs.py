@@ -182,11 +182,11 @@ def _replacement(sl: Slice) -> Json:
 
 
 def next_steps(state: FleetState, status: JobStatus, now: str) -> list[str]:
-    """The commands that bring the job back to all its slices, in the order to run them, each working when run:
-    the repairs its evicted slices wait for (`movesteps.steps_to_move`), then their moves (a slice a maintenance
-    plan's wave stopped, as its `explain` gives it: `movesteps.move_steps`); a slice that cannot move even then gets
-    no step, nor one whose move waits for a maintenance plan's drain until its window ends; then the job's wiring,
-    while a slice is not wired yet."""
+    """The commands that bring the job back to all its slices, in the order to run them, each working when run: the
+    moves worked out before the first that waits for a repair (an elastic job may run on them), the repairs the
+    others wait for (`movesteps.steps_to_move`), their moves (a slice a maintenance plan's wave stopped, as its
+    `explain` gives it: `movesteps.move_steps`); a slice that cannot move even then gets no step, nor one whose
+    move waits for a maintenance plan's drain until its window ends; then the job's wiring, while one is unwired."""
     from tpufleet.integrations.reservation import clear_step
     from tpufleet.maintenance import plan_window_ahead
     from tpufleet.movesteps import move_steps, steps_to_move
@@ -194,12 +194,15 @@ def next_steps(state: FleetState, status: JobStatus, now: str) -> list[str]:
     plan = steps_to_move(state, [state.slices[name] for name in status.evicted])
     held = {f.id for f in plan.clears if plan_window_ahead(f.reason, now, state.announced_end(f.target)) is not None}
     clears = dict.fromkeys(clear_step(f.id, f.reason) for f in plan.clears if f.id not in held)  # one import: all
-    steps = [*clears]
-    for n in plan.moves:
+    first_wait = next((i for i, n in enumerate(plan.moves) if n in plan.waits), 0)
+    steps: list[str] = []
+    for i, n in enumerate(plan.moves):
+        steps += [*clears] if i == first_wait else []
         if n in plan.waits:  # it moves once faults are cleared: `reschedule`, as its own `explain` gives it then
             steps += [] if held.intersection(plan.needs.get(n, ())) else [f"tpufleet reschedule {n}"]
         else:
             steps += move_steps(state, state.slices[n])
+    steps += [] if plan.moves else [*clears]
     # pending, or stopped with slices never wired besides the evicted ones: `plan-xconnect JOB --apply` wires them
     if status.state is JobState.PENDING or any(
         s.state is SliceState.ALLOCATED for s in state.job_slices(status.job.name)
