@@ -274,3 +274,19 @@ def test_why_the_same_chips_cannot_be_one_slice(cli, shape, slices, why):
     r = cli("collective", "j", "--op", "all-reduce", "--bytes", "1GiB", "--assume-healthy", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["one_slice"]["shape"] is None and r.json["one_slice"]["note"].endswith(why)
+
+
+def test_a_pending_jobs_refusal_names_the_steps_that_let_it_run(fleet):
+    """A job with one slice wired: the refusal's commands, run in order, leave it modelled (exit 0)."""
+    import re
+
+    assert fleet("allocate", "p", "--shape", "4x4x4", "--slices", "2").code == 0
+    assert fleet("plan-xconnect", "p-0", "--apply").code == 0
+    args = ("collective", "p", "--op", "all-reduce", "--bytes", "1MB")
+    r = fleet(*args)
+    assert r.code == 1
+    steps = re.findall(r"`tpufleet ([^`]+)`", r.err)
+    assert steps
+    for command in steps:
+        assert fleet(*command.split()).code == 0, command
+    assert fleet(*args).code == 0

@@ -25,9 +25,10 @@ class JobRequest:
     layout: str = "replicated"  # sharded: each chip of a slice holds its own share of the gradient
 
 
-def _members(state: FleetState, name: str) -> list[Any]:
+def _members(state: FleetState, name: str, req: JobRequest) -> list[Any]:
     """The slices the job runs on now: its active slices (an elastic job runs on without its evicted ones), or
-    every slice while it is still being wired. Refused when it is stopped."""
+    every slice while it is still being wired. Refused when it is stopped, and when it is pending and its tables
+    are read (the job's wiring, then its tables: one slice's `routes` leaves the others unwired)."""
     from tpufleet.jobs import JobState, job_status
 
     status = job_status(state, name)
@@ -38,6 +39,13 @@ def _members(state: FleetState, name: str) -> list[Any]:
         )
     slices = state.job_slices(name)
     if status.state is JobState.PENDING:
+        unwired = [s.name for s in slices if not s.state.wired and not s.shape.is_subcube]
+        if unwired and req.layout == "replicated" and not req.assume_healthy:
+            raise Refused(
+                f"job {name!r} is pending ({', '.join(unwired)} not wired yet) and has no routing tables for them; "
+                f"run `tpufleet plan-xconnect {name} --apply`, then `tpufleet routes {name}` (or pass "
+                f"--assume-healthy to model the healthy tables of a {state.job(name).shape})"
+            )
         return slices
     return [s for s in slices if s.name in status.active]
 
@@ -73,7 +81,7 @@ def run_job(
 
     check_fits_hbm(req.nbytes, profile, job=True)
     job = state.job(name)
-    members = _members(state, name)
+    members = _members(state, name, req)
     rows = [_slice_phases(state, sl, req, profile, tables_of(sl.name)) for sl in members]
     pods = sorted({sl.pod for sl in members})
     link = profile.dcn_link()
