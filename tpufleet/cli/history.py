@@ -1,6 +1,6 @@
 """`tpufleet history` (the journal as a timeline) and `tpufleet diff SERIAL [SERIAL]` (what changed between two)."""
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -9,6 +9,9 @@ from tpufleet.cli.render import emit, grid
 from tpufleet.ids import natural_key
 from tpufleet.text import around, printable
 from tpufleet.timeparse import TIME_HELP
+
+if TYPE_CHECKING:
+    from tpufleet.ops.views import JournalRead
 
 LISTED = " (`tpufleet history` lists them)"
 
@@ -37,6 +40,22 @@ def warn_beyond(journal_path: object, serial: int, beyond: list[int]) -> None:
         typer.echo(f"tpufleet: warning: {journal_path}: {note}", err=True)
 
 
+def warn_missing(journal_path: object, runs: list[tuple[int, int]]) -> None:
+    """Say on stderr that serials are missing inside the journal (`views.inner_gaps`)."""
+    from tpufleet.ops.views import inner_gap_note
+
+    if runs:
+        typer.echo(f"tpufleet: warning: {journal_path}: {inner_gap_note(runs)}", err=True)
+
+
+def warn_journal(journal_path: object, read: "JournalRead") -> None:
+    """Every warning of a journal read: damaged lines, serials missing inside it or at its end, entries beyond."""
+    warn_damaged(journal_path, read.damaged)
+    warn_missing(journal_path, read.missing)
+    warn_gap(journal_path, read.gap)
+    warn_beyond(journal_path, read.serial, read.beyond)
+
+
 @app.command(
     "history",
     epilog=examples(
@@ -63,9 +82,7 @@ def history_cmd(
         check_name(slice_name, "option --slice")
     store = ctx.obj.store()
     rows, read = history(store, since, slice_name)
-    warn_damaged(store.journal_label, read.damaged)
-    warn_gap(store.journal_label, read.gap)
-    warn_beyond(store.journal_label, read.serial, read.beyond)
+    warn_journal(store.journal_label, read)
     emit(
         rows,
         output,
@@ -146,7 +163,5 @@ def diff_cmd(
     last = None if end is None else parse_serial(end, "argument SERIAL", LISTED)
     store = ctx.obj.store()
     d, read = changes(store, first, last)
-    warn_damaged(store.journal_label, read.damaged)
-    warn_gap(store.journal_label, read.gap)
-    warn_beyond(store.journal_label, read.serial, read.beyond)
+    warn_journal(store.journal_label, read)
     emit(d, output, lambda: _diff_text(d))

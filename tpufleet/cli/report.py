@@ -133,7 +133,7 @@ def report_cmd(
     faults with their age and the latest changes."""
     from datetime import UTC, datetime
 
-    from tpufleet.cli.history import warn_beyond, warn_damaged, warn_gap
+    from tpufleet.cli.history import warn_beyond, warn_damaged, warn_gap, warn_missing
     from tpufleet.cli.mapview import render_map
     from tpufleet.ops import views
     from tpufleet.state.outputs import check_output_path, write_output
@@ -144,6 +144,7 @@ def report_cmd(
     fleet = views.report(store, datetime.now(UTC))
     r = fleet.document
     warn_damaged(store.journal_label, r["journal_damaged_lines"])  # as `show journal` says them
+    warn_missing(store.journal_label, fleet.journal_missing)
     warn_gap(store.journal_label, fleet.journal_gap)
     warn_beyond(store.journal_label, r["serial"], fleet.journal_beyond)
     colour = out is None and output is ReportOutput.table  # a file, or Markdown, never holds terminal styles

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
 from tpufleet import views
@@ -18,7 +19,7 @@ from tpufleet.fleetreport import report as fleet_report
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
-from tpufleet.state.journal import Enough
+from tpufleet.state.journal import Enough, Scan
 from tpufleet.state.store import Store
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class Listing:
     gap: tuple[int, int] | None = None  # serials the journal lacks at its end (journal only: see `journal_gap`)
     beyond: list[int] = field(default_factory=list)  # serials of entries beyond the state's (`Scan.beyond`)
     serial: int = 0  # the state's (journal only)
+    missing: list[tuple[int, int]] = field(default_factory=list)  # serials lost inside it (`inner_gaps`)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,32 @@ class JournalRead:
     def gap(self) -> tuple[int, int] | None:
         """See `journal_gap`."""
         return journal_gap(self.high, self.serial, self.trailing)
+
+    @property
+    def missing(self) -> list[tuple[int, int]]:
+        """See `inner_gaps`."""
+        return inner_gaps([e.serial for e in self.entries], len(self.damaged) - self.trailing)
+
+
+def of_scan(read: Scan, serial: int) -> JournalRead:
+    """The `JournalRead` of a scan of the journal against the state's `serial`."""
+    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept), read.beyond)
+
+
+def inner_gaps(serials: list[int], damaged: int = 0) -> list[tuple[int, int]]:
+    """The serials missing between the entries read (first, last for each run): lines lost inside the journal,
+    their changes shown nowhere. Empty when no more are missing than `damaged` lines (named as such, each of
+    which may be one of them) stand among the entries."""
+    ordered = sorted(set(serials))
+    runs = [(a + 1, b - 1) for a, b in pairwise(ordered) if b > a + 1]
+    return runs if sum(last - first + 1 for first, last in runs) > damaged else []
+
+
+def inner_gap_note(runs: list[tuple[int, int]]) -> str:
+    """What a reader says of `inner_gaps`."""
+    named = [f"{first}" if first == last else f"{first}..{last}" for first, last in runs[:5]]
+    more = " ..." if len(runs) > 5 else ""
+    return f"serials {', '.join(named)}{more} are missing inside it: their changes are not in it (lines lost?)"
 
 
 def journal_gap(high: int, serial: int, trailing: int = 0) -> tuple[int, int] | None:
@@ -104,7 +132,7 @@ def read_journal(store: Store, tail: int | None = None, enough: Enough | None = 
         read = store.journal_back(enough, serial)
     else:
         read = store.journal_scan(serial)
-    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept), read.beyond)
+    return of_scan(read, serial)
 
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
@@ -114,7 +142,8 @@ def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
     read = read_journal(store, tail)
-    return Listing([e.record() for e in read.entries], read.damaged, read.gap, read.beyond, read.serial)
+    rows = [e.record() for e in read.entries]
+    return Listing(rows, read.damaged, read.gap, read.beyond, read.serial, read.missing)
 
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:
@@ -160,6 +189,7 @@ class Report:
     map: FleetMap
     journal_gap: tuple[int, int] | None = None  # see `journal_gap`
     journal_beyond: list[int] = field(default_factory=list)  # see `Scan.beyond`
+    journal_missing: list[tuple[int, int]] = field(default_factory=list)  # see `inner_gaps`
 
 
 def report(store: Store, now: datetime) -> Report:
@@ -168,7 +198,8 @@ def report(store: Store, now: datetime) -> Report:
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
     document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))
     gap = journal_gap(latest.high, state.serial, len(latest.kept))
-    return Report(document, fleet_map(state), gap, latest.beyond)
+    lost = of_scan(latest, state.serial).missing
+    return Report(document, fleet_map(state), gap, latest.beyond, lost)
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:

@@ -80,13 +80,14 @@ def faults(snap: Snapshot, all_faults: bool) -> bytes:
 
 def journal(snap: Snapshot, since: int) -> bytes:
     """`show journal -o json`, the entries after serial `since` only; damaged lines skipped, and serials the journal
-    lacks at its end or holds beyond the state's, are said on stderr, once a state's serial, as `show journal` says
+    lacks inside it or at its end or holds beyond the state's, are said on stderr, once a state's serial, as `show journal` says
     them."""
     from tpufleet.ops import views
 
     def read() -> list[dict[str, Any]]:
         listing = views.show(snap.store, "journal")
-        notes = [views.gap_note(listing.gap)] if listing.gap is not None else []
+        notes = [views.inner_gap_note(listing.missing)] if listing.missing else []
+        notes += [views.gap_note(listing.gap)] if listing.gap is not None else []
         notes += [note] if (note := views.beyond_note(listing.serial, listing.beyond)) is not None else []
         if listing.damaged:
             lines = ", ".join(map(str, listing.damaged[:10])) + (" ..." if len(listing.damaged) > 10 else "")
