@@ -22,7 +22,9 @@ def holed(fleet):
     return fleet
 
 
-@pytest.mark.parametrize("command", [("history",), ("show", "journal"), ("report",), ("diff", "1")])
+@pytest.mark.parametrize(
+    "command", [("history",), ("show", "journal"), ("report",), ("diff", "1"), ("faults", "--all"), ("suspects",)]
+)
 def test_a_reader_of_a_journal_with_lost_lines_inside_says_which_serials_are_missing(holed, command):
     before = snapshot(holed.state)
     r = holed(*command, "-o", "json")
@@ -45,6 +47,27 @@ def test_a_damaged_line_inside_is_named_as_damaged_not_as_missing_serials(fleet)
 
 def test_a_whole_journal_says_nothing_of_missing_serials(fleet):
     assert fleet("inject-fault", "cube:c03").code == 0
-    for command in (("history",), ("report",)):
+    for command in (("history",), ("faults", "--all"), ("suspects",), ("report",)):
         r = fleet(*command, "-o", "json")
         assert r.code == 0 and "missing inside it" not in r.err, (command, r.err)
+
+
+@pytest.mark.parametrize("command", [("faults", "--all"), ("suspects",)])
+def test_a_reader_of_faults_in_the_journal_says_what_history_says_of_its_ends(fleet, command):
+    """Faults recorded in lines lost at the journal's end, or beyond an older state file, are not listed."""
+    for cube in ("c03", "c04", "c05"):
+        assert fleet("inject-fault", f"cube:{cube}").code == 0
+    path = fleet.state / "journal.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(b"".join(whole.splitlines(keepends=True)[:2]))
+    r = fleet(*command, "-o", "json")
+    assert r.code == 0 and "the changes of serials 3..4 are not in it" in r.err, r.err
+    path.write_bytes(whole)
+    state = (fleet.state / "state.json").read_bytes()
+    for cube in ("c06", "c07"):
+        assert fleet("inject-fault", f"cube:{cube}").code == 0
+    (fleet.state / "state.json").write_bytes(state)  # a state file older than its journal by two entries
+    before = snapshot(fleet.state)
+    r = fleet(*command, "-o", "json")
+    assert r.code == 0 and "2 entries are beyond the state's serial" in r.err, r.err
+    assert snapshot(fleet.state) == before

@@ -287,12 +287,13 @@ def faults_cmd(
     if not all_faults:
         rows = fault_ops.listing(store)
     else:  # cleared faults come from the journal too: a damaged line's are not listed
-        from tpufleet.cli.history import warn_damaged
+        from tpufleet.cli.history import warn_journal
+        from tpufleet.ops.views import of_scan
 
         state = store.load()  # the journal read against the state the listing shows
-        moved, damaged = store.fault_history(state.serial)
+        moved, found = store.fault_history(state.serial)
         rows = fault_ops.listing(store, True, moved, state)
-        warn_damaged(store.journal_label, damaged)
+        warn_journal(store.journal_label, of_scan(found, state.serial))
     emit(
         rows,
         output,

@@ -169,9 +169,9 @@ def suspects_cmd(
 
     now = parse_stamp(utc_now())
     assert now is not None  # utc_now writes the tool's own stamp
-    outcome, damaged = ops.suspects_in(store, days, p_value, now)
+    outcome, read = ops.suspects_in(store, days, p_value, now)
     result = outcome.data
-    from tpufleet.cli.history import warn_damaged
+    from tpufleet.cli.history import warn_journal
 
-    warn_damaged(store.journal_label, damaged)  # a damaged line's faults not counted
+    warn_journal(store.journal_label, read)  # a damaged or lost line's faults not counted
     emit(result, output, lambda: _suspects_table(result))

@@ -19,6 +19,7 @@ from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, natural_key, pa
 from tpufleet.model import Pod, check_known, known_pod
 from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.views import JournalRead, of_scan
 from tpufleet.state.journal import whole_from_first
 from tpufleet.state.store import Store
 from tpufleet.text import probability_text
@@ -374,17 +375,16 @@ def _host_of(target: TargetId) -> str | None:
     return None
 
 
-def suspects_in(store: Store, window_days: float, p_value: float, now: datetime) -> tuple[Outcome, list[int]]:
-    """`suspects` on the stored fleet, and the damaged journal lines read (their faults not counted): the journal
-    is read back from its end to a day before the window (`history.CLOCK_SKEW`), where every fault opened in the
-    window, and the line that moved it, lie."""
+def suspects_in(store: Store, window_days: float, p_value: float, now: datetime) -> tuple[Outcome, JournalRead]:
+    """`suspects` on the stored fleet, and the journal read (its damaged or lost lines' faults not counted): back
+    from its end to a day before the window (`history.CLOCK_SKEW`), where every fault opened in it was moved."""
     state = store.load()
     edge = window_start(now, window_days, CLOCK_SKEW)
     found = store.journal_back(lambda es: older_than(es[0].time, edge) and whole_from_first(es), state.serial)
     # faults a fleet `init --force` replaced were another fleet's, whatever its cubes are called
     since = max((i for i, entry in enumerate(found.entries) if entry.new_fleet), default=-1) + 1
     moved = [f for entry in found.entries[since:] for f in entry.moved_faults]
-    return find_suspects(state, moved, window_days, p_value, now), found.damaged
+    return find_suspects(state, moved, window_days, p_value, now), of_scan(found, state.serial)
 
 
 def window_start(now: datetime, window_days: float, skew: timedelta = timedelta(0)) -> datetime:

@@ -269,10 +269,10 @@ class Store:
         """The records of cleared faults that commits moved out of state.json into the journal, oldest first."""
         return _moved(self.journal())
 
-    def fault_history(self, serial: int | None = None) -> tuple[list[dict[str, Any]], list[int]]:
-        """`moved_faults` and `journal_damage` (whose lines' faults it lacks) from one reading of the journal."""
+    def fault_history(self, serial: int | None = None) -> tuple[list[dict[str, Any]], Scan]:
+        """`moved_faults` and the reading of the journal they come from (its damaged lines, gaps: faults it lacks)."""
         found = self.journal_scan(serial)
-        return _moved(found.entries), found.damaged
+        return _moved(found.entries), found
 
     def journal_damage(self, serial: int | None = None) -> list[int]:
         """Line numbers (from 1) of the journal lines `journal` skipped as damaged: blank, not JSON, no serial, or
