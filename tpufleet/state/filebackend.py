@@ -329,11 +329,10 @@ class DirectoryWriter:
         return found
 
     def journal_serial(self) -> int:
-        """After `init` over a lost state file, keep numbering where the journal stopped."""
-        path = self.backend.journal_path
-        serial = max((e.serial for e in journal.read(path, 1 << 62)), default=0)
-        journal.recover(path, serial)
-        return serial
+        """After `init` over a lost state file, keep numbering where the journal stopped (`initserial`)."""
+        from tpufleet.state.initserial import journal_serial
+
+        return journal_serial(self.backend.journal_path)
 
     def last_serial(self) -> int:
         try:
