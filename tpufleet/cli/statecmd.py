@@ -46,9 +46,17 @@ def _moved_text(d: dict[str, Any]) -> str:
         return f"{target} already holds serial {d['serial']} of {source}: nothing to move"
     kept = d.get("damaged_kept")
     return (
-        f"moved serial {d['serial']} from {source} to {target}: {d['journal_lines']} journal line(s), "
-        f"{len(d['tables'])} routing table(s)"
-    ) + (f"\n  the damaged state file it replaced is kept as {printable(kept)}" if kept else "")
+        (
+            f"moved serial {d['serial']} from {source} to {target}: {d['journal_lines']} journal line(s), "
+            f"{len(d['tables'])} routing table(s)"
+        )
+        + (f"\n  the damaged state file it replaced is kept as {printable(kept)}" if kept else "")
+        + (
+            f"\n  the journal with damaged lines it replaced is kept as {printable(d['journal_kept'])}"
+            if d.get("journal_kept")
+            else ""
+        )
+    )
 
 
 @state_app.command(

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -33,6 +33,7 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
+from tpufleet.state.journalrepair import keep_beside, repairable
 from tpufleet.state.lock import LOCK
 from tpufleet.state.pgbackend import PostgresBackend
 from tpufleet.state.pgschema import SCHEMA_VERSION
@@ -293,14 +294,19 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
                 f"{db.where}'s: another fleet's history, or one whose state was lost; nothing was moved (move the "
                 "journal aside to pull into it)"
             )
-        changed = _judge(source, target, db.where, directory.where)
-        kept = None
+        repaired = None  # the serial of a directory whose damaged journal lines the pull repairs
+        if target is not None and repairable(target.lines, source.lines):
+            repaired, target = target.serial, replace(target, lines=source.lines[: len(target.lines)])
+        changed = _judge(source, target, db.where, directory.where) or repaired is not None
+        kept = journal_kept = None
         if changed:
             _keeps_tables(source, target, db.where, directory.where)
+            if repaired is not None:
+                journal_kept = keep_beside(directory.journal_path, repaired, directory.where)
             kept = _keep_damaged(directory, stateless) if damaged else None
             _write_directory(writer, source, target)
             committed.SERIALS.append(source.serial)
-    return {**_result(db.where, directory.where, source, changed), "damaged_kept": kept}
+    return {**_result(db.where, directory.where, source, changed), "damaged_kept": kept, "journal_kept": journal_kept}
 
 
 def _damaged_state(writer: DirectoryWriter) -> bool:
@@ -322,20 +328,7 @@ def _keep_damaged(directory: DirectoryBackend, lines: list[bytes | None]) -> str
     none more when a pull killed before its state file kept it already)."""
     entries = [journal._parse(line) for line in lines if line is not None]
     serial = max((e.serial for e in entries if e is not None), default=0)
-    path = directory.state_path
-    for n in range(1000):
-        kept = path.with_name(f"{path.name}.damaged-{serial}" + (f".{n}" if n else ""))
-        try:
-            os.link(path, kept, follow_symlinks=False)
-        except FileExistsError:
-            if os.path.samefile(path, kept):  # kept by a pull killed before its state file
-                return str(kept)
-            continue
-        except OSError as exc:
-            raise io_error("keep", kept, exc) from None
-        sync_parent(kept)
-        return str(kept)
-    raise Refused(f"{directory.where} holds 1000 damaged state files kept already; nothing was moved")
+    return keep_beside(directory.state_path, serial, directory.where)
 
 
 def _journal_lines(backend: DirectoryBackend) -> list[bytes | None]:
