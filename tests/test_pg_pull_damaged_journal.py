@@ -60,3 +60,14 @@ def test_a_journal_whose_good_line_differs_from_the_databases_is_still_refused(p
     before = snapshot(pushed.state)
     assert pushed("state", "pull", pg_url, pushed.state, state=False).code == 1
     assert snapshot(pushed.state) == before
+
+
+def test_a_pull_repairs_a_damaged_journal_line_beside_a_damaged_state_file(pushed, pg_url):
+    path, state = pushed.state / "journal.jsonl", pushed.state / "state.json"
+    healthy, healthy_state = _replace_line(path, 1, b"garbage\n"), state.read_bytes()
+    state.write_bytes(b"{")
+    r = pushed("state", "pull", pg_url, pushed.state, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["journal_kept"] == str(pushed.state / "journal.jsonl.damaged-3")
+    assert r.json["damaged_kept"] == str(pushed.state / "state.json.damaged-3")
+    assert path.read_bytes() == healthy and state.read_bytes() == healthy_state

@@ -9,6 +9,7 @@ damaged: the pull replaces its journal with the database's, keeping the damaged 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from tpufleet.errors import Refused
@@ -16,13 +17,14 @@ from tpufleet.state import journal
 from tpufleet.state.files import io_error, sync_parent
 
 
-def repairable(held: list[bytes], source: list[bytes]) -> bool:
+def repairable(held: Sequence[bytes | None], source: list[bytes]) -> bool:
     """Whether the directory's journal lines `held` are the start of `source` but for damaged lines, each at a
-    place where `source` has a good line (and at least one such line: else there is nothing to repair)."""
+    place where `source` has a good line (and at least one such line: else there is nothing to repair). None: a
+    line longer than any commit writes (damaged)."""
     if len(held) > len(source) or held == source[: len(held)]:
         return False
     return all(
-        mine == theirs or (journal._parse(mine) is None and journal._parse(theirs) is not None)
+        mine == theirs or ((mine is None or journal._parse(mine) is None) and journal._parse(theirs) is not None)
         for mine, theirs in zip(held, source, strict=False)
     )
 

@@ -287,14 +287,7 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         # So does one beside a state file that cannot be read as JSON (damaged): its serial is unknown, its journal
         # says what it held.
         stateless = _journal_lines(directory) if target is None else []
-        if stateless != source.lines[: len(stateless)]:
-            held = "a damaged state file (not JSON)" if damaged else "no state file"
-            raise Refused(
-                f"{directory.where} holds a journal but {held}, and its journal is not the start of "
-                f"{db.where}'s: another fleet's history, or one whose state was lost; nothing was moved (move the "
-                "journal aside to pull into it)"
-            )
-        repaired = None  # the serial of a directory whose damaged journal lines the pull repairs
+        repaired = _stateless_repaired(stateless, source, damaged, directory.where, db.where)
         if target is not None and repairable(target.lines, source.lines):
             repaired, target = target.serial, replace(target, lines=source.lines[: len(target.lines)])
         changed = _judge(source, target, db.where, directory.where) or repaired is not None
@@ -307,6 +300,23 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
             _write_directory(writer, source, target)
             committed.SERIALS.append(source.serial)
     return {**_result(db.where, directory.where, source, changed), "damaged_kept": kept, "journal_kept": journal_kept}
+
+
+def _stateless_repaired(
+    stateless: list[bytes | None], source: Fleet, damaged: bool, where: str, source_name: str
+) -> int | None:
+    """Whether a journal beside no state file, or a damaged one, is the start of the source's (None), or is but for
+    damaged lines the pull repairs (its last serial, naming the damaged journal kept); Refused when it is not."""
+    if stateless == source.lines[: len(stateless)]:
+        return None
+    if repairable(stateless, source.lines):
+        entries = [journal._parse(line) for line in stateless if line is not None]
+        return max((e.serial for e in entries if e is not None), default=0)
+    held = "a damaged state file (not JSON)" if damaged else "no state file"
+    raise Refused(
+        f"{where} holds a journal but {held}, and its journal is not the start of {source_name}'s: another "
+        "fleet's history, or one whose state was lost; nothing was moved (move the journal aside to pull into it)"
+    )
 
 
 def _damaged_state(writer: DirectoryWriter) -> bool:
