@@ -129,3 +129,20 @@ def test_the_dashboard_draws_the_recording_rules():
         mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
         assert not cells & mine, p["title"]  # no panel on top of another
         cells |= mine
+
+
+def test_the_evicted_alert_names_a_command_that_shows_where_the_slice_would_move(fleet):
+    """The first command of TpufleetSliceEvicted's description, run on an evicted slice, names the cubes reschedule
+    would move it to (the proposal of `status -o json`)."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    cube = fleet("show", "slices", "-o", "json").json[0]["cubes"][0]
+    assert fleet("inject-fault", f"host:{cube}/1").code == 0
+    (row,) = fleet("status", "-o", "json").json["slices"]
+    assert row["state"] == "evicted" and row["proposal"] is not None
+    (alert,) = [r for r in rules() if r.get("alert") == "TpufleetSliceEvicted"]
+    description = alert["annotations"]["description"].replace("{{ $labels.slice }}", "a")
+    first = re.findall(r"`tpufleet ([^`]+)`", description)[0].split()
+    shown = fleet(*first)
+    assert shown.code == 0
+    assert all(c in shown.out for c in row["proposal"]["cubes"]), shown.out
