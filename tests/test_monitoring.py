@@ -146,3 +146,21 @@ def test_the_evicted_alert_names_a_command_that_shows_where_the_slice_would_move
     shown = fleet(*first)
     assert shown.code == 0
     assert all(c in shown.out for c in row["proposal"]["cubes"]), shown.out
+
+
+def test_the_below_floor_alert_sends_the_on_call_to_commands_that_take_a_degraded_slice(fleet):
+    """A slice under TpufleetSliceDegradedBelowFloor is degraded, which `reschedule` refuses (exit 1): the
+    description does not send the on-call there, and each command it gives in full runs on such a slice."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("show", "slices", "-o", "json").json[0]["state"] == "degraded"
+    assert fleet("reschedule", "a").code == 1
+    (alert,) = [r for r in rules() if r.get("alert") == "TpufleetSliceDegradedBelowFloor"]
+    description = alert["annotations"]["description"].replace("{{ $labels.slice }}", "a")
+    assert "reschedule" not in description
+    commands = [c.split() for c in re.findall(r"`tpufleet ([^`]+)`", description)]
+    full = [c for c in commands if len(c) > 1 and not any(w.isupper() for w in c)]
+    assert full
+    for command in full:
+        assert fleet(*command).code == 0, command
