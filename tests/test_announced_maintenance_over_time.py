@@ -92,3 +92,18 @@ def test_a_move_reserved_before_the_maintenance_was_announced_is_proposed_again(
     assert any("cubes c01, c11 in pod0 (the reserved c00: maintenance announced since" in w for w in why), why
     assert fleet("reschedule", "a").code == 0
     assert next(s for s in fleet("show", "slices", "-o", "json").json if s["name"] == "a")["cubes"] == ["c01", "c11"]
+
+
+def test_the_free_healthy_cubes_help_names_what_plan_spares_leaves_out(announced):
+    """The family is plan-spares' free healthy cubes, and its HELP says what that leaves out besides faults and
+    slices: cubes under maintenance announced within plan-spares' 7 days, and those unplaced node pools hold."""
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.integrations.alertmetrics import alert_families
+    from tpufleet.state.store import Store
+
+    state = Store(announced.state).load()
+    families = alert_families(state, metrics_inputs().spare_rows(state), {})
+    (family,) = [f for f in families if f.name == "tpufleet_pod_free_healthy_cubes"]
+    assert family.samples[0].value == announced("plan-spares", "-o", "json").json["pods"][0]["free_healthy_cubes"]
+    assert "maintenance announced" in family.documentation
+    assert "node pools" in family.documentation

@@ -45,7 +45,8 @@ def _spares(rows: Sequence[Mapping[str, Any]]) -> list[Metric]:
     )
     free = GaugeMetricFamily(
         "tpufleet_pod_free_healthy_cubes",
-        "Free cubes of a pod with no open fault and no slice or machine in use (as plan-spares counts them).",
+        "Free cubes of a pod that plan-spares counts as spares: no open fault, no slice or machine in use, no "
+        "maintenance announced within its 7 days, less those the cluster's unplaced node pools hold.",
         labels=["pod"],
     )
     for row in rows:
