@@ -156,3 +156,19 @@ def test_job_families_equal_show_jobs(cli):
         assert value(fams["tpufleet_job_slices"], multislice_job=name) == job["total_slices"] == 4
         assert value(fams["tpufleet_job_throughput_kept_ratio"], multislice_job=name) == job["throughput_kept"]
     assert jobs["e"]["throughput_kept"] == 0.75 and jobs["h"]["throughput_kept"] == 0.0
+
+
+def test_an_openmetrics_textfile_is_said_to_be_one_the_collector_drops(busy, tmp_path):
+    """The textfile collector parses the Prometheus text format only, which has no `info` type: an OpenMetrics
+    `.prom` file is dropped whole (promtool, the same parser, refuses it). Writing one says so; the default does
+    not."""
+    om, prom = tmp_path / "om.prom", tmp_path / "text.prom"
+    written = busy("metrics", "--format", "openmetrics", "--out", om)
+    assert written.code == 0 and om.read_text().endswith("# EOF\n")
+    assert "--format prometheus" in written.err
+    plain = busy("metrics", "--out", prom)
+    assert plain.code == 0 and plain.err == ""
+    promtool = shutil.which("promtool")
+    if promtool is not None:
+        done = subprocess.run([promtool, "check", "metrics"], input=om.read_bytes(), capture_output=True, check=False)
+        assert done.returncode != 0

@@ -108,7 +108,7 @@ def metrics_cmd(
     elif out is None:
         typer.echo(text.decode(), nl=False)
     else:
-        _write_textfile(out, text, state.serial, output)
+        _write_textfile(out, text, state.serial, output, openmetrics)
 
 
 def _metrics_inputs(
@@ -168,12 +168,18 @@ def goodput_report(
     return build(list(goodput), fmt, by=list(GOODPUT_SEGMENTS), whole_lines=whole_lines, files_only=files_only)
 
 
-def _write_textfile(out: Path, text: bytes, serial: int, output: Output) -> None:
+def _write_textfile(out: Path, text: bytes, serial: int, output: Output, openmetrics: bool) -> None:
     """Temp file beside it, fsync, rename: a textfile collector never reads half a file."""
     from tpufleet.state.outputs import write_output
 
     write_output(out, text)
     if not out.name.endswith(".prom"):
         typer.echo("tpufleet: note: the node exporter's textfile collector reads only *.prom files", err=True)
+    elif openmetrics:  # its parser refuses OpenMetrics' info families, and with them the whole file
+        typer.echo(
+            "tpufleet: note: the node exporter's textfile collector reads only the Prometheus text format "
+            "(--format prometheus); it would drop this OpenMetrics file",
+            err=True,
+        )
     summary = {"file": str(out), "families": text.count(b"# TYPE "), "serial": serial}
     emit(summary, output, lambda: f"wrote {summary['families']} metric families to {printable(str(out))}")
