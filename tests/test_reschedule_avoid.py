@@ -31,7 +31,7 @@ def evicted(fleet):
 def test_reschedule_avoid_takes_another_cube_than_the_reserved_avoided_one(evicted):
     r = evicted("reschedule", "a", "--avoid", "c00", "-o", "json")
     assert r.code == 0, r.err
-    assert r.json["cubes"] == ["c01", "c11"] and r.json["status"] == "proposed"
+    assert r.json["cubes"] == ["c01", "c11"] and r.json["status"] == "moved"  # (it said "proposed", as before the move)
     assert _cubes(evicted, "a") == ["c01", "c11"]
 
 

@@ -266,7 +266,7 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
     if figures is not None:  # it runs on, degraded, as it would had the faults struck it there
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
     stale = state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)  # of the cubes it left
-    data = {"slice": name, "serial": state.next_serial, **proposal.to_dict(), "routes_stale": stale}
+    data = {"slice": name, "serial": state.next_serial, **proposal.to_dict(), "status": "moved", "routes_stale": stale}
     data["routes_none"] = [name] if name not in state.routes and needs_tables(state, sl) else []
     if figures is not None:
         data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
