@@ -71,3 +71,13 @@ def test_a_pull_repairs_a_damaged_journal_line_beside_a_damaged_state_file(pushe
     assert r.json["journal_kept"] == str(pushed.state / "journal.jsonl.damaged-3")
     assert r.json["damaged_kept"] == str(pushed.state / "state.json.damaged-3")
     assert path.read_bytes() == healthy and state.read_bytes() == healthy_state
+
+
+def test_a_push_of_a_journal_the_database_holds_whole_names_the_pull_that_mends_it(pushed, pg_url):
+    """Refused, rightly, as another history; the refusal did not say that `state pull` repairs such a journal."""
+    _replace_line(pushed.state / "journal.jsonl", 1, b"garbage\n")
+    before = snapshot(pushed.state)
+    r = pushed("state", "push", pushed.state, pg_url, state=False)
+    assert r.code == 1 and "state pull" in r.err and "damaged lines" in r.err, r.err
+    assert snapshot(pushed.state) == before
+    assert pushed("state", "pull", pg_url, pushed.state, state=False).code == 0

@@ -98,9 +98,16 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
 
 
 def _another_history(source: Fleet, target: Fleet, source_name: str, target_name: str) -> NoReturn:
+    # a push of a directory whose journal lines are damaged where the database holds them whole: a pull mends it
+    mend = (
+        f" ({source_name}'s journal has damaged lines that {target_name} holds whole: `tpufleet state pull` from "
+        "it repairs them)"
+        if repairable(source.lines, target.lines)
+        else ""
+    )
     raise Refused(
         f"{target_name} (serial {target.serial}) holds another history than {source_name} (serial "
-        f"{source.serial}): its journal is not the start of the source's; nothing was moved"
+        f"{source.serial}): its journal is not the start of the source's; nothing was moved{mend}"
     )
 
 
