@@ -40,3 +40,15 @@ def test_explain_of_a_bare_cube_name_points_to_its_target_id(fleet):
     assert fleet("explain", "cube:c07").code == 0
     assert fleet("allocate", "c07", "--shape", "4x4x4").code == 0  # a slice of that name is the slice
     assert fleet("explain", "c07", "-o", "json").json["kind"] == "slice"
+
+
+def test_a_slice_rerouted_around_a_drain_returns_when_the_maintenance_is_done(fleet):
+    """Rerouted around a planned drain, `explain` said it returns to healthy tables when the drain is "repaired"."""
+    for args in (("allocate", "a", "--shape", "4x4x8"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert fleet(*args).code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1", "--planned").code == 0
+    why = fleet("explain", "a", "-o", "json").json["why"]
+    assert "it returns to healthy tables when f1 is cleared, once the maintenance is done" in why, why
+    assert fleet("inject-fault", "ocs:pod0/y/1").code == 0  # a failure too: that one is repaired
+    why = fleet("explain", "a", "-o", "json").json["why"]
+    assert "it returns to healthy tables when f1, f2 are repaired and cleared" in why, why

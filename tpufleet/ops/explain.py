@@ -232,7 +232,7 @@ def _wave_moves_why(fault_id: str, name: str) -> str:
 
 
 def _degraded(state: FleetState, sl: Slice, tables: str) -> tuple[list[str], list[str]]:
-    why, steps = _degraded_figures(sl)
+    why, steps = _degraded_figures(sl, {f.id for f in state.faults if f.planned})
     assert sl.reroute is not None
     none_kept = tables in ("none", "missing")  # every fault it routes around is crossed until `routes` makes them
     past = [] if sl.machines else list(sl.reroute.faults) if none_kept else tables_predating(state, sl)
@@ -253,7 +253,7 @@ def _degraded(state: FleetState, sl: Slice, tables: str) -> tuple[list[str], lis
     return why, steps
 
 
-def _degraded_figures(sl: Slice) -> tuple[list[str], list[str]]:
+def _degraded_figures(sl: Slice, drains: set[str]) -> tuple[list[str], list[str]]:
     r = sl.reroute
     assert r is not None  # degraded slices carry their reroute
     floor = (  # `policy` turns rerouting off (or raises the floor) without moving the slice
@@ -268,7 +268,8 @@ def _degraded_figures(sl: Slice) -> tuple[list[str], list[str]]:
     why = [
         f"running on rerouted tables around {around(r.faults)}: keeps {r.retained:.3f} of its all-to-all "
         f"throughput with {r.vcs} virtual channels{floor}",
-        f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} repaired and cleared"
+        f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} "
+        + ("cleared, once the maintenance is done" if drains.issuperset(r.faults) else "repaired and cleared")
         if r.faults
         else "it returns to healthy tables once wired again and routed",
     ]
