@@ -145,3 +145,23 @@ def read_in_blocks(mp: pytest.MonkeyPatch, size: int) -> LogBlocks:
     mp.setattr(goodputlogs, "_pieces", pieces)
     mp.setattr(goodputpieces, "_read", block)
     return seen
+
+
+def _run_crashing_at(state: str, point: str, *args: str) -> None:
+    from tpufleet.cli import main
+    from tpufleet.state import crashpoints
+
+    os.environ[crashpoints.ENV] = point
+    main(["--state", state, *args])  # exits itself
+
+
+def crash_at(state: Path, point: str, *args: str) -> None:
+    """Run `tpufleet --state STATE ARGS` in a forked process killed at the named crash point of the write protocol
+    (`tpufleet.state.crashpoints`): never after a sleep."""
+    import multiprocessing
+    import signal
+
+    proc = multiprocessing.get_context("fork").Process(target=_run_crashing_at, args=(str(state), point, *args))
+    proc.start()
+    proc.join(300)
+    assert proc.exitcode == -signal.SIGKILL

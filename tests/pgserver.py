@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,3 +173,15 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
         pg_server.start()  # a test may have stopped it
     with contextlib.suppress(Exception):
         pg_server.sql(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pushed(tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    """A state directory at serial 3 (`init`, `allocate`, `inject-fault`), pushed: the database holds the same fleet."""
+    from conftest import Cli
+
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("init").code == 0 and folder("allocate", "a", "--shape", "4x4x4").code == 0
+    assert folder("inject-fault", "host:c40/1").code == 0
+    assert folder("state", "push", folder.state, pg_url, state=False).code == 0
+    return folder

@@ -7,19 +7,15 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import multiprocessing
-import os
-import signal
 from pathlib import Path
 
 import pytest
 
-from helpers import one_line, snapshot
+from helpers import crash_at, one_line, snapshot
 from tpufleet.cli import main
-from tpufleet.state import Store, crashpoints
+from tpufleet.state import Store
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json"
-CTX = multiprocessing.get_context("fork")
 
 
 def state_doc(state: Path) -> dict:
@@ -187,22 +183,10 @@ def test_a_fault_cleared_and_moved_in_one_commit_is_in_that_commits_delta(fleet)
 
 
 # ---- files beside the state change only after its commit ---------------------------------------------------------
-def _run_crashing_at(state: str, point: str, *args: str) -> None:
-    os.environ[crashpoints.ENV] = point
-    main(["--state", state, *args])  # exits itself
-
-
-def _crash(state: Path, point: str, *args: str) -> None:
-    proc = CTX.Process(target=_run_crashing_at, args=(str(state), point, *args))
-    proc.start()
-    proc.join(300)
-    assert proc.exitcode == -signal.SIGKILL
-
-
 def test_a_release_that_does_not_commit_keeps_the_tables(routed):
     tables = routed.state / "routes" / "s.npz"
     before = tables.read_bytes()
-    _crash(routed.state, "atomic_write.before_rename", "release", "s")
+    crash_at(routed.state, "atomic_write.before_rename", "release", "s")
     assert tables.read_bytes() == before
     assert "s" in state_doc(routed.state)["routes"]
     assert routed("release", "s").code == 0
@@ -214,7 +198,7 @@ def test_tables_a_killed_release_leaves_behind_are_deleted_by_the_next_writer(ro
     """Killed after its commit, before deleting the tables: they are no longer indexed, so the next command that
     changes the state deletes them, and a new slice of that name starts with none."""
     tables = routed.state / "routes" / "s.npz"
-    _crash(routed.state, "transaction.before_side_files", *command)
+    crash_at(routed.state, "transaction.before_side_files", *command)
     assert "s" not in state_doc(routed.state)["routes"] and tables.exists()
     assert routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB").code != 0  # read: not indexed
     assert routed("inject-fault", "host:c40/1").code == 0
@@ -225,7 +209,7 @@ def test_routes_that_do_not_commit_keep_the_old_tables(routed):
     tables = routed.state / "routes" / "s.npz"
     before, index = tables.read_bytes(), state_doc(routed.state)["routes"]["s"]
     assert routed("inject-fault", "link:c00/x/3/out").code == 0
-    _crash(routed.state, "atomic_write.before_rename", "routes", "s")
+    crash_at(routed.state, "atomic_write.before_rename", "routes", "s")
     assert tables.read_bytes() == before
     assert state_doc(routed.state)["routes"]["s"]["serial"] == index["serial"]
     assert routed("routes", "s").code == 0  # and the next writer clears what the killed one left
@@ -246,7 +230,7 @@ def test_tables_a_routes_killed_before_its_commit_left_go_with_the_next_commit(r
     that slice removed them, so once the slice was released (or the fleet replaced) they stayed in `routes/` for
     good. The next command that commits deletes them; a refused one leaves them."""
     assert routed("inject-fault", "link:c00/x/3/out").code == 0
-    _crash(routed.state, "atomic_write.before_rename", "routes", "s")
+    crash_at(routed.state, "atomic_write.before_rename", "routes", "s")
     routes = routed.state / "routes"
     left = [p for p in routes.iterdir() if p.name.startswith(".s.npz.")]
     assert len(left) == 1
@@ -261,7 +245,7 @@ def test_tables_are_swapped_in_only_after_the_state_is_committed(routed):
     tables = routed.state / "routes" / "s.npz"
     before = tables.read_bytes()
     assert routed("inject-fault", "link:c00/x/3/out").code == 0
-    _crash(routed.state, "transaction.before_side_files", "routes", "s")
+    crash_at(routed.state, "transaction.before_side_files", "routes", "s")
     # the state is committed; the new tables wait beside the old ones under a temporary name
     assert state_doc(routed.state)["routes"]["s"]["stale"] is False
     assert tables.read_bytes() == before
@@ -370,7 +354,7 @@ def test_tables_waiting_to_be_swapped_in_are_shown_stale_as_collective_flags_the
     """Killed after its commit, before its tables were renamed in: the file holds the tables before them, which
     `collective` models flagged stale; `status`, `show slices`, `explain`, `report` and `metrics` showed them fresh."""
     assert routed("inject-fault", "link:c00/x/3/out").code == 0
-    _crash(routed.state, "transaction.before_side_files", "routes", "s")
+    crash_at(routed.state, "transaction.before_side_files", "routes", "s")
     r = routed("collective", "s", "--op", "all-to-all", "--bytes", "1MiB", "-o", "json")
     assert r.code == 0 and r.json["tables"]["stale"] is True
     status = routed("status", "-o", "json").json

@@ -7,7 +7,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import signal
 import stat
 import sys
 from collections.abc import Iterator
@@ -15,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import one_line, snapshot
+from helpers import crash_at, one_line, snapshot
 from tpufleet.cli import main
-from tpufleet.state import crashpoints
 from tpufleet.state import store as store_module
 
 
@@ -77,24 +75,12 @@ def test_a_key_given_twice_in_the_state_file_is_refused_naming_it(routed):
     assert snapshot(routed.state) == before
 
 
-def _run_crashing_at(state: str, point: str, *args: str) -> None:
-    os.environ[crashpoints.ENV] = point
-    main(["--state", state, *args])  # exits itself
-
-
-def _crash(state: Path, point: str, *args: str) -> None:
-    proc = multiprocessing.get_context("fork").Process(target=_run_crashing_at, args=(str(state), point, *args))
-    proc.start()
-    proc.join(300)
-    assert proc.exitcode == -signal.SIGKILL
-
-
 def test_tables_left_waiting_with_a_directory_in_their_place_stop_no_writer(routed):
     """Committed tables a killed `routes` left under their temporary name, and a directory put where they belong:
     every later writer, `inject-fault` included, exited 70 (IsADirectoryError renaming them in). They now wait,
     shown missing, the command goes on, and the first writer after the directory is gone renames them in."""
     assert routed("inject-fault", "link:c00/x/3/out").code == 0
-    _crash(routed.state, "transaction.before_side_files", "routes", "s")
+    crash_at(routed.state, "transaction.before_side_files", "routes", "s")
     place = routed.state / "routes" / "s.npz"
     place.unlink()
     place.mkdir()

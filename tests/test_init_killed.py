@@ -3,29 +3,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
-from pathlib import Path
-
-from tpufleet.cli import main
-from tpufleet.state import crashpoints
-
-
-def _run_crashing_at(state: str, point: str, *args: str) -> None:
-    os.environ[crashpoints.ENV] = point
-    main(["--state", state, *args])  # exits itself
-
-
-def _crash(state: Path, point: str, *args: str) -> None:
-    proc = multiprocessing.get_context("fork").Process(target=_run_crashing_at, args=(str(state), point, *args))
-    proc.start()
-    proc.join(300)
-    assert proc.exitcode == -signal.SIGKILL
+from helpers import crash_at
 
 
 def test_an_init_killed_after_its_journal_line_leaves_one_init_in_history(cli):
-    _crash(cli.state, "journal.after_fsync", "init")
+    crash_at(cli.state, "journal.after_fsync", "init")
     assert not (cli.state / "state.json").exists()
     r = cli("init", "-o", "json")
     assert r.code == 0, r.err
@@ -40,7 +22,7 @@ def test_an_init_killed_after_a_fleets_changes_keeps_them_and_numbers_on(cli):
     assert cli("init").code == 0
     assert cli("inject-fault", "cube:c03").code == 0
     (cli.state / "state.json").unlink()  # the state file lost: the journal's serials go on
-    _crash(cli.state, "journal.after_fsync", "init")
+    crash_at(cli.state, "journal.after_fsync", "init")
     assert cli("init").code == 0
     history = cli("history", "-o", "json")
     assert history.code == 0, history.err

@@ -7,22 +7,12 @@ from __future__ import annotations
 
 import pgserver
 import pytest
-from conftest import Cli
 
 from helpers import snapshot
 
 pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
 pg_url = pgserver.pg_url
-
-
-@pytest.fixture
-def pushed(tmp_path, pg_url, capsys) -> Cli:
-    """A directory at serial 3, pushed: the database holds the same fleet."""
-    folder = Cli(capsys, tmp_path / "d")
-    assert folder("init").code == 0 and folder("allocate", "a", "--shape", "4x4x4").code == 0
-    assert folder("inject-fault", "host:c40/1").code == 0
-    assert folder("state", "push", folder.state, pg_url, state=False).code == 0
-    return folder
+pushed = pgserver.pushed  # a directory at serial 3, pushed
 
 
 def _replace_line(path, index: int, line: bytes) -> bytes:

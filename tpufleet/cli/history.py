@@ -16,44 +16,13 @@ if TYPE_CHECKING:
 LISTED = " (`tpufleet history` lists them)"
 
 
-def warn_damaged(journal_path: object, damaged: list[int]) -> None:
-    """Name the journal's damaged lines (skipped by every reader) on stderr."""
-    if damaged:
-        lines = ", ".join(map(str, damaged[:10])) + (" ..." if len(damaged) > 10 else "")
-        typer.echo(f"tpufleet: warning: {journal_path}: damaged line(s) {lines} skipped", err=True)
-
-
-def warn_gap(journal_path: object, gap: tuple[int, int] | None) -> None:
-    """Say on stderr that the journal lacks the state's last serials (`views.gap_note`)."""
-    from tpufleet.ops.views import gap_note
-
-    if gap is not None:
-        typer.echo(f"tpufleet: warning: {journal_path}: {gap_note(gap)}", err=True)
-
-
-def warn_beyond(journal_path: object, serial: int, beyond: list[int]) -> None:
-    """Say on stderr that the journal holds more entries beyond the state's serial than a crash leaves
-    (`views.beyond_note`)."""
-    from tpufleet.ops.views import beyond_note
-
-    if (note := beyond_note(serial, beyond)) is not None:
-        typer.echo(f"tpufleet: warning: {journal_path}: {note}", err=True)
-
-
-def warn_missing(journal_path: object, runs: list[tuple[int, int]]) -> None:
-    """Say on stderr that serials are missing inside the journal (`views.inner_gaps`)."""
-    from tpufleet.ops.views import inner_gap_note
-
-    if runs:
-        typer.echo(f"tpufleet: warning: {journal_path}: {inner_gap_note(runs)}", err=True)
-
-
 def warn_journal(journal_path: object, read: "JournalRead") -> None:
-    """Every warning of a journal read: damaged lines, serials missing inside it or at its end, entries beyond."""
-    warn_damaged(journal_path, read.damaged)
-    warn_missing(journal_path, read.missing)
-    warn_gap(journal_path, read.gap)
-    warn_beyond(journal_path, read.serial, read.beyond)
+    """Say on stderr what a journal read found (`views.journal_notes`): damaged lines skipped, serials missing
+    inside it or at its end, entries beyond the state's serial."""
+    from tpufleet.ops.views import journal_notes
+
+    for note in journal_notes(read):
+        typer.echo(f"tpufleet: warning: {journal_path}: {note}", err=True)
 
 
 @app.command(

@@ -133,7 +133,7 @@ def report_cmd(
     faults with their age and the latest changes."""
     from datetime import UTC, datetime
 
-    from tpufleet.cli.history import warn_beyond, warn_damaged, warn_gap, warn_missing
+    from tpufleet.cli.history import warn_journal
     from tpufleet.cli.mapview import render_map
     from tpufleet.ops import views
     from tpufleet.state.outputs import check_output_path, write_output
@@ -143,10 +143,7 @@ def report_cmd(
     store = ctx.obj.store()
     fleet = views.report(store, datetime.now(UTC))
     r = fleet.document
-    warn_damaged(store.journal_label, r["journal_damaged_lines"])  # as `show journal` says them
-    warn_missing(store.journal_label, fleet.journal_missing)
-    warn_gap(store.journal_label, fleet.journal_gap)
-    warn_beyond(store.journal_label, r["serial"], fleet.journal_beyond)
+    warn_journal(store.journal_label, fleet.journal)  # as `show journal` says it
     colour = out is None and output is ReportOutput.table  # a file, or Markdown, never holds terminal styles
     map_text = render_map(fleet.map, colour=colour)
     if out is None and output in (ReportOutput.table, ReportOutput.json, ReportOutput.yaml):

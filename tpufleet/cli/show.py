@@ -168,13 +168,11 @@ def show_cmd(
         fm = views.show_map(store, pod)
         emit(fm.record(), output, lambda: render_map(fm))
         return
-    from tpufleet.cli.history import warn_beyond, warn_damaged, warn_gap, warn_missing
+    from tpufleet.cli.history import warn_journal
 
     listing = views.show(store, what.value, tail)
-    warn_damaged(store.journal_label, listing.damaged)
-    warn_missing(store.journal_label, listing.missing)
-    warn_gap(store.journal_label, listing.gap)
-    warn_beyond(store.journal_label, listing.serial, listing.beyond)
+    if listing.journal is not None:
+        warn_journal(store.journal_label, listing.journal)
     emit(listing.rows, output, lambda: _table(what, listing.rows))
 
 

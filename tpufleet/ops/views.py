@@ -41,11 +41,7 @@ class Listing:
     """The rows of one `show` part; `damaged`: journal line numbers skipped as damaged (journal only)."""
 
     rows: list[dict[str, Any]]
-    damaged: list[int] = field(default_factory=list)
-    gap: tuple[int, int] | None = None  # serials the journal lacks at its end (journal only: see `journal_gap`)
-    beyond: list[int] = field(default_factory=list)  # serials of entries beyond the state's (`Scan.beyond`)
-    serial: int = 0  # the state's (journal only)
-    missing: list[tuple[int, int]] = field(default_factory=list)  # serials lost inside it (`inner_gaps`)
+    journal: JournalRead | None = None  # `show journal`: the reading, for what it says of the journal's lines
 
 
 @dataclass(frozen=True)
@@ -109,6 +105,21 @@ def gap_note(gap: tuple[int, int]) -> str:
     )
 
 
+def journal_notes(read: JournalRead) -> list[str]:
+    """What every reader that presents the journal says of it on stderr (the command line and `serve` alike): its
+    damaged lines skipped, serials missing inside it or at its end, entries beyond the state's serial."""
+    notes = []
+    if read.damaged:
+        lines = ", ".join(map(str, read.damaged[:10])) + (" ..." if len(read.damaged) > 10 else "")
+        notes.append(f"damaged line(s) {lines} skipped")
+    if read.missing:
+        notes.append(inner_gap_note(read.missing))
+    if read.gap is not None:
+        notes.append(gap_note(read.gap))
+    beyond = beyond_note(read.serial, read.beyond)
+    return notes if beyond is None else [*notes, beyond]
+
+
 def beyond_note(serial: int, beyond: list[int]) -> str | None:
     """What a reader says of more entries beyond the state's serial than a crash leaves (one): the state file is
     older than its journal, which every writer refuses; readers show the state's serials only. None for one."""
@@ -142,8 +153,7 @@ def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
     if what != "journal":
         return Listing(_ROWS[what](store.load()))
     read = read_journal(store, tail)
-    rows = [e.record() for e in read.entries]
-    return Listing(rows, read.damaged, read.gap, read.beyond, read.serial, read.missing)
+    return Listing([e.record() for e in read.entries], read)
 
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:
@@ -187,9 +197,7 @@ class Report:
 
     document: dict[str, Any]
     map: FleetMap
-    journal_gap: tuple[int, int] | None = None  # see `journal_gap`
-    journal_beyond: list[int] = field(default_factory=list)  # see `Scan.beyond`
-    journal_missing: list[tuple[int, int]] = field(default_factory=list)  # see `inner_gaps`
+    journal: JournalRead  # the latest changes' reading, for what it says of the journal's lines
 
 
 def report(store: Store, now: datetime) -> Report:
@@ -197,9 +205,7 @@ def report(store: Store, now: datetime) -> Report:
     state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
     document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))
-    gap = journal_gap(latest.high, state.serial, len(latest.kept))
-    lost = of_scan(latest, state.serial).missing
-    return Report(document, fleet_map(state), gap, latest.beyond, lost)
+    return Report(document, fleet_map(state), of_scan(latest, state.serial))
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:

@@ -86,12 +86,7 @@ def journal(snap: Snapshot, since: int) -> bytes:
 
     def read() -> list[dict[str, Any]]:
         listing = views.show(snap.store, "journal")
-        notes = [views.inner_gap_note(listing.missing)] if listing.missing else []
-        notes += [views.gap_note(listing.gap)] if listing.gap is not None else []
-        notes += [note] if (note := views.beyond_note(listing.serial, listing.beyond)) is not None else []
-        if listing.damaged:
-            lines = ", ".join(map(str, listing.damaged[:10])) + (" ..." if len(listing.damaged) > 10 else "")
-            notes.insert(0, f"damaged line(s) {lines} skipped")
+        notes = views.journal_notes(listing.journal) if listing.journal is not None else []
         for note in notes:
             print(f"tpufleet: warning: {snap.store.journal_label}: {note}", file=sys.stderr)
         return listing.rows
