@@ -108,7 +108,7 @@ def rollback(path: Path, size: int) -> None:
             os.close(fd)
 
 
-def _parse(line: bytes) -> JournalEntry | None:
+def entry_of(line: bytes) -> JournalEntry | None:
     """A journal entry, or None for a damaged line (not JSON, nested deeper than any input tpufleet reads, or not an
     entry: see `JournalEntry.from_doc`). Deep nesting would reach the JSON and YAML writers of `history` and
     `show journal`, whose recursion it exceeds."""
@@ -198,7 +198,7 @@ def scan_lines(lines: Iterable[Line], serial: int) -> Scan:
 
 
 def _parse_line(line: Line) -> JournalEntry | None:
-    return None if line.text is None else _parse(line.text)
+    return None if line.text is None else entry_of(line.text)
 
 
 def _last_committed(parsed: list[JournalEntry | None], serial: int) -> int:
@@ -330,7 +330,7 @@ def _ends_committed(fd: int, size: int, serial: int) -> bool:
     if os.pread(fd, 1, size - 1) != b"\n":
         return False
     line = _last_line(fd, size)
-    entry = None if line is None else _parse(line)
+    entry = None if line is None else entry_of(line)
     return entry is not None and entry.serial <= serial
 
 

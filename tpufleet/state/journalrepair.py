@@ -24,7 +24,7 @@ def repairable(held: Sequence[bytes | None], source: list[bytes]) -> bool:
     if len(held) > len(source) or held == source[: len(held)]:
         return False
     return all(
-        mine == theirs or ((mine is None or journal._parse(mine) is None) and journal._parse(theirs) is not None)
+        mine == theirs or ((mine is None or journal.entry_of(mine) is None) and journal.entry_of(theirs) is not None)
         for mine, theirs in zip(held, source, strict=False)
     )
 

@@ -255,7 +255,7 @@ def _write_database(db: PostgresBackend, ready: bool, source: Fleet, target: Fle
         if not ready:
             db.migrate_in(conn)
         for line in source.lines[len(target.lines) if target else 0 :]:
-            entry = journal._parse(line)
+            entry = journal.entry_of(line)
             conn.execute(
                 "INSERT INTO tpufleet_journal (serial, line) VALUES (%s, %s)",
                 (None if entry is None else entry.serial, line),
@@ -317,7 +317,7 @@ def _stateless_repaired(
     if stateless == source.lines[: len(stateless)]:
         return None
     if repairable(stateless, source.lines):
-        entries = [journal._parse(line) for line in stateless if line is not None]
+        entries = [journal.entry_of(line) for line in stateless if line is not None]
         return max((e.serial for e in entries if e is not None), default=0)
     held = "a damaged state file (not JSON)" if damaged else "no state file"
     raise Refused(
@@ -343,7 +343,7 @@ def _keep_damaged(directory: DirectoryBackend, lines: list[bytes | None]) -> str
     """Keep the damaged state file beside it, under a name of its own (`state.json.damaged-SERIAL`, SERIAL the
     journal's last: what it held), before the pull replaces it: a second name for the same file, nothing copied (and
     none more when a pull killed before its state file kept it already)."""
-    entries = [journal._parse(line) for line in lines if line is not None]
+    entries = [journal.entry_of(line) for line in lines if line is not None]
     serial = max((e.serial for e in entries if e is not None), default=0)
     return keep_beside(directory.state_path, serial, directory.where)
 
