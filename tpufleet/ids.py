@@ -56,7 +56,17 @@ def _cube(text: str, whole: str) -> str:
     """The cube as tpufleet writes it (`c7` and `c007` are `c07`: `parse_target` then says which was meant)."""
     if not _CUBE_RE.fullmatch(text):
         raise BadInput(f"bad id {shown(whole)}: cube part {shown(text)} is not of the form cNN (e.g. c07)")
+    return _written_cube(text)
+
+
+def _written_cube(text: str) -> str:
+    """A cube name matching _CUBE_RE, as tpufleet writes it (`c7`, `c007`: `c07`)."""
     return cube_name(int(text[1:]))
+
+
+def _written_pod(text: str) -> str:
+    """A pod name matching _POD_RE, as tpufleet writes it (`pod00`: `pod0`)."""
+    return f"pod{int(text[3:])}"
 
 
 def _int_in(text: str, lo: int, hi: int, what: str, whole: str) -> int:
@@ -243,7 +253,7 @@ def _parse(text: str) -> TargetId:
         if not _POD_RE.fullmatch(parts[0]):
             raise BadInput(f"bad id {shown(text)}: pod part {shown(parts[0])} is not of the form podN")
         dim = _choice(parts[1], DIMS, "dimension", text)
-        return OcsId(f"pod{int(parts[0][3:])}", dim, _int_in(parts[2], 0, FACE_LINKS - 1, "index", text))
+        return OcsId(_written_pod(parts[0]), dim, _int_in(parts[2], 0, FACE_LINKS - 1, "index", text))
     cube = _cube(parts[0], text)
     if kind == "cube":
         return CubeId(cube)
@@ -274,9 +284,9 @@ def meant(name: str, known: Collection[str]) -> str:
     (' (did you mean c07?)', ' (did you mean pod0?)', '')
     """
     if _CUBE_RE.fullmatch(name):
-        written = cube_name(int(name[1:]))
+        written = _written_cube(name)
     elif _POD_RE.fullmatch(name):
-        written = f"pod{int(name[3:])}"
+        written = _written_pod(name)
     else:
         return ""
     return f" (did you mean {written}?)" if written != name and written in known else ""
