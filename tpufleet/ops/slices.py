@@ -51,7 +51,10 @@ def _first_steps(state: FleetState, name: str, now: str) -> list[str]:
     slice without fault-tolerant routing: its clear first, as `plan-xconnect` would refuse it until then)."""
     from tpufleet.ops.explain import explain
 
-    steps: list[str] = explain(state, name, now).data["next"]
+    try:
+        steps: list[str] = explain(state, name, now).data["next"]
+    except (Refused, BadInput):  # the allocation stands whatever its hint: `explain SLICE` then says why
+        return []
     return steps
 
 
