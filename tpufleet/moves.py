@@ -1,5 +1,6 @@
 """Where an evicted slice goes (pure): its proposed replacement, reserved against other allocations until
-`reschedule` takes it. A failed cube (or one with a port down) is swapped for a free one of the pod; an OCS fault
+`reschedule` takes it. A failed cube (or one with a port down) is swapped for a free one of the pod (the whole
+slice goes to another pod of its generation when its own has none); an OCS fault
 moves the slice to another pod of its generation; a slice without fault-tolerant routing goes where every OCS is
 up when its pod cannot wire it.
 """
@@ -88,12 +89,29 @@ def replacement_for(
     state: FleetState, sl: Slice, cause: TargetId | None = None, avoid: frozenset[str] = NOTHING_AVOIDED
 ) -> Allocation:
     """Where an evicted slice would go. An open OCS fault as the cause means another pod (every cube of this
-    one uses that OCS); an optical link means replacing the cube that owns the failed port. Refused if none.
-    Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered; cubes in
-    `avoid` are taken only when no other fits, as cubes under announced maintenance are."""
+        one uses that OCS); an optical link means replacing the cube that owns the failed port; a pod with no room
+    left for the swap, the whole slice in another pod of its generation. Refused if none.
+        Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered; cubes in
+        `avoid` are taken only when no other fits, as cubes under announced maintenance are."""
     used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId):
         return _other_pod(state, sl, cause.pod, used, avoid)
+    try:
+        return _in_own_pod(state, sl, cause, used, avoid)
+    except Refused as own_pod_full:
+        if len(_pods_to_try(state, sl, sl.pod)) == 0:
+            raise
+        try:  # no room left in its own pod: the whole slice to another pod of its generation, as for an OCS
+            return _other_pod(state, sl, sl.pod, used, avoid)
+        except Refused as exc:
+            raise Refused(f"{own_pod_full}, nor in another pod ({exc})") from None
+
+
+def _in_own_pod(
+    state: FleetState, sl: Slice, cause: TargetId | None, used: allocation.MachineUsage, avoid: frozenset[str]
+) -> Allocation:
+    """The slice kept in its pod: a sub-cube slice on another cube (or other machines), a larger one with its
+    lost cubes (failed, a port down, or the cube owning the failed optical link) swapped for free ones."""
     avoid_cube = cause.cube if isinstance(cause, LinkId) else None
     if sl.shape.is_subcube:
         if avoid_cube or not state.health().cube_ok(sl.cubes[0]):
