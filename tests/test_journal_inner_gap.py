@@ -71,3 +71,24 @@ def test_a_reader_of_faults_in_the_journal_says_what_history_says_of_its_ends(fl
     r = fleet(*command, "-o", "json")
     assert r.code == 0 and "2 entries are beyond the state's serial" in r.err, r.err
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "missing"),
+    [
+        ("1", None, [{"from": 3, "to": 4}]),
+        ("3", None, [{"from": 4, "to": 4}]),
+        ("1", "3", [{"from": 3, "to": 3}]),
+        ("4", None, []),
+        ("1", "2", []),
+    ],
+)
+def test_diff_gives_the_serials_missing_inside_its_range_in_its_json(holed, start, end, missing):
+    r = holed("diff", start, *([end] if end else []), "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["journal_missing"], r.json["journal_gap"]) == (missing, None)
+
+
+def test_diff_of_a_whole_journal_misses_nothing(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    assert fleet("diff", "0", "-o", "json").json["journal_missing"] == []

@@ -35,12 +35,23 @@ def history(store: Store, since: str | None, slice_name: str | None) -> tuple[li
 
 
 def changes(store: Store, start: int, end: int | None) -> tuple[Doc, JournalRead]:
-    """`diff`: the net change (with `journal_gap`: the serials the journal lacks at its end, or None) and the
-    journal read; the journal is read from its end back to `start`."""
+    """`diff`: the net change (with `journal_gap`: the serials the journal lacks at its end, or None, and
+    `journal_missing`: those lost inside it, in the range read) and the journal read; the journal is read from
+    its end back to `start`."""
     read = read_journal(store, enough=lambda entries: entries[0].serial <= start and whole_from_first(entries))
     gap = read.gap
     doc = diff(read.entries, start, end, read.serial)
-    return {**doc, "journal_gap": None if gap is None else {"from": gap[0], "to": gap[1]}}, read
+    last_serial = read.serial if end is None else end
+    missing = [
+        {"from": max(first, start + 1), "to": min(last, last_serial)}
+        for first, last in read.missing
+        if last > start and first <= last_serial
+    ]
+    return {
+        **doc,
+        "journal_gap": None if gap is None else {"from": gap[0], "to": gap[1]},
+        "journal_missing": missing,
+    }, read
 
 
 def _since_enough(since: str | None, now: datetime) -> Enough | None:
