@@ -118,3 +118,15 @@ def test_the_goodput_logs_option_says_standard_input_where_it_is_read(capsys):
     serve = " ".join(_help(capsys, ("serve",)).split())
     assert "--goodput FILE|- Goodput event logs (- for standard input)" in metrics
     assert "--goodput FILE|-" not in serve and "standard input" not in serve.partition("--goodput ")[2][:120]
+
+
+def test_collective_profile_help_names_every_profile_it_takes_by_name(capsys):
+    """`collective --help` gave --profile as "Hardware profile YAML" (metavar FILE) while it also takes a shipped
+    profile by name (`--profile tpu-v3`, the help's own example; a generation's, `tpu7x`), as the README says."""
+    from tpufleet.state.generations import names
+    from tpufleet.state.profiles import SHIPPED_PROFILES
+
+    text = " ".join(_help(capsys, ("collective",)).split())
+    option = text.partition("--profile ")[2].partition(" --table-capacity")[0]
+    assert option.startswith("FILE|NAME ")
+    assert [n for n in sorted({*SHIPPED_PROFILES, *names()}) if n not in option] == []

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tpufleet.cli.app import Output, OutputOpt, app, examples, shipped_yaml_option
+from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 from tpufleet.constants import MAX_TABLE_CAPACITY
 
@@ -288,8 +288,11 @@ def collective_cmd(
     ] = None,
     profile_file: Annotated[
         Path | None,
-        shipped_yaml_option(
-            "--profile", "Hardware profile", "profile of the slice's generation; TPU v4 for the built-in model"
+        typer.Option(
+            "--profile",
+            metavar="FILE|NAME",
+            help="Hardware profile YAML, or a shipped one by name: tpu-v4, tpu-v3, or a generation's, tpu-v5p, tpu7x "
+            "(default: the shipped profile of the slice's generation; TPU v4 for the built-in model)",
         ),
     ] = None,
     table_capacity: Annotated[
