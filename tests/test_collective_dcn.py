@@ -244,6 +244,14 @@ def test_a_replicated_gradient_larger_than_hbm_is_refused(fleet):
     assert r.code == 2 and "--layout: applies to a multislice job" in r.err
 
 
+def test_a_sharded_share_larger_than_hbm_is_refused_without_the_hint_to_shard(fleet):
+    """`collective JOB --layout sharded` of a share above HBM was told to "give each chip's share with --layout
+    sharded", which it had just done."""
+    assert fleet("allocate", "pw", "--shape", "4x4x8", "--slices", "2").code == 0
+    r = fleet("collective", "pw", "--op", "all-reduce", "--bytes", "40GiB", "--layout", "sharded", "--assume-healthy")
+    assert r.code == 2 and "more than a chip's HBM (34359738368 bytes" in r.err and "--layout" not in r.err
+
+
 def test_a_slice_with_stale_tables_is_flagged_in_the_jobs_table(cli):
     assert cli("init", "--pods", "3", "--cubes-per-pod", "8").code == 0
     for args in (("allocate", "S", "--shape", "4x4x8", "--slices", "2", "--spread"), ("plan-xconnect", "S", "--apply")):

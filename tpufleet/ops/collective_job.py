@@ -79,7 +79,7 @@ def run_job(
     share of a training step, and the same step on one ICI slice of as many chips."""
     from tpufleet.collectives import dcn
 
-    check_fits_hbm(req.nbytes, profile, job=True)
+    check_fits_hbm(req.nbytes, profile, job=req.layout != "sharded")  # sharded already: no hint to shard
     job = state.job(name)
     members = _members(state, name, req)
     rows = [_slice_phases(state, sl, req, profile, tables_of(sl.name)) for sl in members]
