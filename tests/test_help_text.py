@@ -130,3 +130,13 @@ def test_collective_profile_help_names_every_profile_it_takes_by_name(capsys):
     option = text.partition("--profile ")[2].partition(" --table-capacity")[0]
     assert option.startswith("FILE|NAME ")
     assert [n for n in sorted({*SHIPPED_PROFILES, *names()}) if n not in option] == []
+
+
+def test_import_reservation_help_gives_its_detailed_exit_code_as_it_is(capsys):
+    """`import reservation --detailed-exitcode` exits 4 for sub-blocks it cannot place as for changes (README,
+    "Exit codes"; `drift --reservation` counts them alike); its help said 4 for changes only."""
+    text = " ".join(_help(capsys, ("import", "reservation")).split())
+    said = text.partition("--detailed-exitcode ")[2].partition(" -o, --output")[0]
+    assert "sub- blocks it cannot place" in said or "sub-blocks it cannot place" in said, said
+    others = " ".join(_help(capsys, ("import", "k8s")).split())
+    assert "cannot place" not in others.partition("--detailed-exitcode ")[2].partition(" -o, --output")[0]

@@ -14,6 +14,7 @@ from tpufleet.cli.app import (
     examples,
 )
 from tpufleet.cli.render import emit
+from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
 from tpufleet.ops.fleet import counted
 
 if TYPE_CHECKING:
@@ -210,7 +211,13 @@ def import_reservation_cmd(
     ],
     pod: Annotated[str | None, typer.Option("--pod", metavar="POD", help="The pod a new physical block is")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Record it: cubes, health, drains opened and cleared")] = False,
-    detailed_exitcode: ImportDetailedExitcodeOpt = False,
+    detailed_exitcode: Annotated[
+        bool,
+        typer.Option(
+            "--detailed-exitcode",
+            help=f"Exit {EXIT_PLAN_HAS_CHANGES} when the import has changes or sub-blocks it cannot place, 0 when none",
+        ),
+    ] = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Compare a reservation's sub-blocks with the state: each a cube, DEGRADED ones degraded (still serving),
@@ -259,8 +266,6 @@ def run_import(
     """An import: the plan against the state as loaded, or with `--apply` the same in a transaction; rendered; a
     blast radius that could not be analysed said (exit 70); `--detailed-exitcode` 4 when a plan is `out_of_sync`
     (by default: it has changes)."""
-    from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
-
     store = ctx.obj.store()
     outcome = ctx.obj.mutate(lambda state: use_case(state, True)) if apply else use_case(store.load(), False)
     d = outcome.data
