@@ -140,3 +140,14 @@ def test_import_reservation_help_gives_its_detailed_exit_code_as_it_is(capsys):
     assert "sub- blocks it cannot place" in said or "sub-blocks it cannot place" in said, said
     others = " ".join(_help(capsys, ("import", "k8s")).split())
     assert "cannot place" not in others.partition("--detailed-exitcode ")[2].partition(" -o, --output")[0]
+
+
+def test_plan_xconnect_verbose_help_says_which_pairs_it_lists(fleet, capsys):
+    """`plan-xconnect -v` lists the pairs to add and to remove (a plan keeps only the count of those in place);
+    its help said it lists every port pair, so a wired slice's `-v`, listing none, looked broken."""
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "s", "--apply").code == 0
+    wired = fleet("plan-xconnect", "s", "-v")
+    assert wired.code == 0 and " -> S" not in wired.out and "48 already in place" in wired.out
+    text = " ".join(_help(capsys, ("plan-xconnect",)).split())
+    assert "-v, --verbose List every port pair to add or remove " in text

@@ -65,7 +65,7 @@ def plan_cmd(
             "--detailed-exitcode", help=f"Exit {EXIT_PLAN_HAS_CHANGES} when the plan has changes, 0 when none"
         ),
     ] = False,
-    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List every port pair")] = False,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List every port pair to add or remove")] = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Plan the OCS cross-connects of a slice (or of every slice of a job): coordinates, neighbours, port pairs,
