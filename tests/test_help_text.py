@@ -151,3 +151,14 @@ def test_plan_xconnect_verbose_help_says_which_pairs_it_lists(fleet, capsys):
     assert wired.code == 0 and " -> S" not in wired.out and "48 already in place" in wired.out
     text = " ".join(_help(capsys, ("plan-xconnect",)).split())
     assert "-v, --verbose List every port pair to add or remove " in text
+
+
+def test_export_slices_type_help_says_whose_slices_it_types(cli, capsys):
+    """`export slices --type` gives the type of the Slices of pods without a generation only (a TPU7x pod's are
+    `tpu7x` whatever it says, a note on stderr); its help said "spec.type of every Slice"."""
+    assert cli("init", "--generation", "tpu7x", "--cubes-per-pod", "8").code == 0
+    assert cli("allocate", "s", "--shape", "4x4x8").code == 0
+    r = cli("export", "slices", "--type", "v6e", "-o", "json")
+    assert r.code == 0 and [i["spec"]["type"] for i in r.json["items"]] == ["tpu7x"] and "--type" in r.err
+    text = " ".join(_help(capsys, ("export", "slices")).split())
+    assert "--type TEXT spec.type of the Slices of pods without a generation" in text

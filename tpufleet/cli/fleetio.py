@@ -261,7 +261,12 @@ def export_slurm_cmd(
 )
 def export_slices_cmd(
     ctx: typer.Context,
-    accelerator: Annotated[str, typer.Option("--type", help="spec.type of every Slice")] = "tpu-v4-podslice",
+    accelerator: Annotated[
+        str,
+        typer.Option(
+            "--type", help="spec.type of the Slices of pods without a generation (a pod's generation gives its own)"
+        ),
+    ] = "tpu-v4-podslice",
     out: OutOpt = None,
     output: OutputOpt = Output.table,
 ) -> None:
