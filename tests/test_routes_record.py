@@ -142,3 +142,31 @@ def test_an_export_that_fails_after_the_commit_says_the_tables_were_stored(fleet
     assert fleet("status", "-o", "json").json["stale_routes"] == [] and (fleet.state / "routes" / "s.npz").exists()
     again = fleet("routes", "s", "--out", "/dev/null", "-o", "json")
     assert again.code == 0 and again.json["changed"] is False and again.json["exported"] == "/dev/null"
+
+
+@pytest.mark.parametrize(
+    ("name", "given", "opens_as"),
+    [
+        ("s.json", None, "json"),
+        ("s.ibroute", None, "ibroute"),
+        ("s.npz", None, "npz"),
+        ("s.tables", None, "npz"),
+        ("s.json", "npz", "npz"),
+    ],
+)
+def test_routes_out_without_format_writes_what_the_suffix_names(fleet, tmp_path, name, given, opens_as):
+    """`--out s.json` without `--format` wrote an npz under the .json name; the suffix now names the format."""
+    import json
+    import zipfile
+
+    for step in (("allocate", "s", "--shape", "4x4x8"), ("plan-xconnect", "s", "--apply")):
+        assert fleet(*step).code == 0, step
+    out = tmp_path / name
+    assert fleet("routes", "s", "--out", str(out), *(("--format", given) if given else ())).code == 0
+    data = out.read_bytes()
+    if opens_as == "json":
+        assert json.loads(data)["shape"] == "4x4x8"
+    elif opens_as == "npz":
+        assert zipfile.is_zipfile(out)
+    else:
+        assert data.startswith(b"Unicast lids [0x0-0x7f] of switch chip 0 ")

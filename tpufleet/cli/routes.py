@@ -10,7 +10,7 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit, of_the_optimum
 from tpufleet.constants import MAX_TABLE_CAPACITY
-from tpufleet.ops.routes import EXPORT_FORMATS
+from tpufleet.ops.routes import EXPORT_FORMATS, export_format
 from tpufleet.text import printable
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def routes_cmd(
         typer.Option(
             "--format",
             click_type=click.Choice(EXPORT_FORMATS),
-            help="Export format for --out: npz (the default), json (<= 1024 chips), ibroute",
+            help="Export format for --out: npz, json (<= 1024 chips), ibroute (default: the one --out's suffix names, else npz)",
         ),
     ] = None,
     no_deadlock_check: Annotated[
@@ -202,7 +202,9 @@ def routes_cmd(
             raise BadInput("bad option --out/--table-capacity: give one slice of the job (JOB-k), not the whole job")
         _route_job(store, name, job, opts, output, verbose)
         return
-    data, unroutable, refusal = _route_slice(store, name, opts, table_capacity, out, fmt or "npz", state, verbose)
+    data, unroutable, refusal = _route_slice(
+        store, name, opts, table_capacity, out, export_format(str(out or ""), fmt), state, verbose
+    )
     emit(data, output, lambda: _text(name, data, data.get("tables"), unroutable))
     if refusal is not None and refusal in STUDY_ONLY and out is not None:  # study tables written where asked
         typer.echo(f"tpufleet: tables for {name!r} not stored ({refusal}): written to {printable(str(out))}", err=True)
@@ -292,7 +294,7 @@ def _route_slice(
 
     with routing_progress(f"routing {name}", verbose), memo.using(cache):
         snapshot = state if state is not None else store.load()
-        export_format = None if out is None else fmt
+        exported_as = None if out is None else fmt
         done = ops.route_slice(
             snapshot,
             name,
@@ -300,7 +302,7 @@ def _route_slice(
             utc_now(),
             store_tables,
             table_capacity,
-            export_format,
+            exported_as,
             lambda: routing_members(stored),
         )
     if out is None:

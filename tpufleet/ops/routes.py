@@ -25,6 +25,22 @@ from tpufleet.routing.figures import RouteReport
 from tpufleet.routing.report import evaluate
 
 EXPORT_FORMATS = ("npz", "json", "ibroute")
+
+
+def export_format(out: str, given: str | None) -> str:
+    """The format of `routes --out`: `given` (--format), else the one the file's suffix names, else npz.
+
+    >>> export_format("t.json", None), export_format("t.IBROUTE", None), export_format("t.bin", None)
+    ('json', 'ibroute', 'npz')
+    >>> export_format("t.json", "npz")
+    'npz'
+    """
+    if given is not None:
+        return given
+    suffix = out.rpartition(".")[2].lower() if "." in out.rpartition("/")[2] else ""
+    return suffix if suffix in EXPORT_FORMATS else "npz"
+
+
 SPARSE_NOT_STORED = "sparse tables (--table-capacity) are for study"
 # the working tables are known to be deadlock-free: unchecked ones never replace them
 UNCHECKED_NOT_STORED = "tables not checked for deadlock (--no-deadlock-check) are for study"
