@@ -219,7 +219,8 @@ def parse_target(text: str) -> TargetId:
     """
     target = _parse(text)
     if str(target) != text:
-        raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({_ONE_FORM})")
+        form = "podN" if isinstance(target, OcsId) else "cNN"
+        raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({_ONE_FORM.format(form=form)})")
     return target
 
 
@@ -233,7 +234,7 @@ def meant_target(text: str) -> TargetId | None:
         return None
 
 
-_ONE_FORM = "an id is written as tpufleet writes it: cNN, numbers without leading zeros"
+_ONE_FORM = "an id is written as tpufleet writes it: {form}, numbers without leading zeros"
 
 
 def _parse(text: str) -> TargetId:
