@@ -203,14 +203,37 @@ def test_a_malformed_pool_is_refused_naming_node_and_label(v5p, tmp_path, label,
 
 def test_a_pool_with_more_nodes_than_its_shape_has_machines_is_no_slice(v5p, tmp_path):
     doc = _v5p_doc()
-    extra = copy.deepcopy(_first_of(doc, "v5p-2x2x1"))
+    extra = copy.deepcopy(_first_of(doc, "v5p-4x4x8"))
     extra["metadata"]["name"] += "-b"
     doc["items"].append(extra)
     r = v5p("import", "k8s", write(tmp_path, doc), "-o", "json")
     assert r.code == 0, r.err
-    assert [p["node_pool"] for p in r.json["node_pool_slices"]] == ["v5p-4x4x8"]
+    assert [p["node_pool"] for p in r.json["node_pool_slices"]] == ["v5p-2x2x1"]
     why = {u["node"]: u["reason"] for u in r.json["unplaced"]}
-    assert sum("node pool v5p-2x2x1 has 2 nodes" in w and "1 machine" in w for w in why.values()) == 2
+    assert sum("node pool v5p-4x4x8 has 33 nodes" in w and "32 machine" in w for w in why.values()) == 33
+
+
+def test_a_single_host_pool_of_several_nodes_is_a_slice_a_node(v5p, tmp_path):
+    """GKE scales a single-host pool (2x2x1: one machine) node by node, each node a slice of its own."""
+    doc = _v5p_doc()
+    first = _first_of(doc, "v5p-2x2x1")
+    for suffix in ("-b", "-c"):
+        extra = copy.deepcopy(first)
+        extra["metadata"]["name"] += suffix
+        doc["items"].append(extra)
+    path = write(tmp_path, doc)
+    r = v5p("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    rows = {p["node_pool"]: p for p in r.json["node_pool_slices"]}
+    assert sorted(rows) == ["v5p-2x2x1", "v5p-4x4x8"]
+    assert (len(rows["v5p-2x2x1"]["nodes"]), rows["v5p-2x2x1"]["machines"]) == (3, 3)
+    assert not [u for u in r.json["unplaced"] if "v5p-2x2x1" in u["reason"]]
+    before = snapshot(v5p.state)
+    again = v5p("import", "k8s", path, "--apply", "--detailed-exitcode", "-o", "json")
+    assert (again.code, again.json["has_changes"]) == (0, False)
+    assert snapshot(v5p.state) == before
+    held = v5p("status", "-o", "json").json["k8s"]["unplaced_slices"]
+    assert held["cubes"] == 2 + 1  # the 4x4x8 pool's 2 cubes, the three 2x2x1 machines rounded up to one cube
 
 
 def test_pools_of_another_generation_are_not_placed_on_this_pod(v5p):

@@ -34,8 +34,16 @@ class NodePoolSlice:
         return 0 if self.shape.is_subcube else max(0, self.shape.cubes - len(self.placed_cubes))
 
     @property
+    def single_host(self) -> bool:
+        """A one-machine topology (2x2x1): GKE scales such a pool node by node, each node a slice of its own."""
+        return self.shape.machines == 1
+
+    @property
     def machines(self) -> int:
-        """Machines it holds unplaced: none once any of a sub-cube slice's nodes is on a named cube."""
+        """Machines it holds unplaced: none once any of a sub-cube slice's nodes is on a named cube (a single-host
+        pool: one per node, each its own slice)."""
+        if self.single_host:
+            return len(self.nodes)
         if self.shape.is_subcube:
             return 0 if self.placed_cubes else self.shape.machines
         return self.cubes * MACHINES_PER_CUBE

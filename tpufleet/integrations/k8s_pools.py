@@ -17,7 +17,8 @@ generation (a pod without one is the built-in TPU v4 model, whose nodes are `tpu
 - a pool whose nodes disagree on accelerator or topology (its sides in another order are the same topology), whose
   topology is not a slice of its generation, or whose accelerator is no generation's, is bad input (exit 2, naming
   the node and the label); a pool with more nodes than its topology has machines is not a slice (its nodes are
-  listed with why).
+  listed with why), except a single-host pool (a one-machine topology such as 2x2x1), which GKE scales node by
+  node: each of its nodes is a slice of its own, the pool holding a machine per node.
 
 Nodes of 4x4x4 partitions (dynamic slicing's sub-blocks: "a node pool maps directly to a sub-block") are cubes of
 the pool of free capacity, as before, never a slice. A pool missing from the list says nothing (as a missing node
@@ -232,7 +233,7 @@ def _pool_shape(
 def _why_no_slice(pool: str, group: list[Node], shape: Shape | None, pods: list[Pod], key: str) -> str | None:
     if shape is None:
         return f"node pool {pool}: no pod of the fleet has {key.split('/')[-1]} {group[0].labels[key]}"
-    if len(group) > shape.machines:
+    if len(group) > shape.machines > 1:  # a single-host pool (2x2x1) is a slice per node: GKE scales it by node
         return f"node pool {pool} has {len(group)} nodes, but a {shape.text} slice has {shape.machines} machine(s)"
     return None
 
@@ -271,8 +272,9 @@ def _pod_for(
     labelled = {n.labels[mapping.labels.pod] for n in group if mapping.labels.pod in n.labels}
     # the pod the nodes' own `tpufleet.io/pod` names, when they agree on one of the generation's pods
     pod = labelled.pop() if len(labelled) == 1 and labelled <= set(names) else None
-    pod = pod or next((p for p in names if rooms.get(p, 0) >= shape.machines), names[0])
-    rooms[pod] = rooms.get(pod, 0) - shape.machines
+    needs = len(group) if shape.machines == 1 else shape.machines  # a single-host pool: one machine a node
+    pod = pod or next((p for p in names if rooms.get(p, 0) >= needs), names[0])
+    rooms[pod] = rooms.get(pod, 0) - needs
     return pod
 
 
