@@ -15,6 +15,7 @@ from test_fleetio_import import FIXTURE
 from helpers import snapshot
 
 LEVEL_LIMIT = 16  # Kueue: a Topology has 1-16 levels
+PARTITION_STATE = "cloud.google.com/gke-tpu-partition-4x4x4-state"
 SLICE_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
@@ -144,14 +145,30 @@ def test_kueue_topology_matches_the_published_fields_and_the_nodes(imported):
     assert flavor["kind"] == "ResourceFlavor" and flavor["spec"]["topologyName"] == topology["metadata"]["name"]
     nodes = imported("export", "node-labels", "-o", "json").json["items"]
     selected = [n for n in nodes if flavor["spec"]["nodeLabels"].items() <= n["metadata"]["labels"].items()]
-    assert len(selected) == len(nodes) == 1023
+    healthy = [n for n in nodes if n["metadata"]["labels"][PARTITION_STATE] == "HEALTHY"]  # as xpk's flavor
+    assert selected == healthy and (len(selected), len(nodes)) == (960, 1023)
     assert all(level in n["metadata"]["labels"] for n in selected for level in levels)  # TAS needs every level
     # each partition domain is one cube's machines; each block domain one pod
     domains: dict[str, set[str]] = {}
     for n in selected:
         domains.setdefault(n["metadata"]["labels"][levels[1]], set()).add(n["metadata"]["labels"]["tpufleet.io/cube"])
-    assert len(domains) == 64 and all(len(cubes) == 1 for cubes in domains.values())
+    assert len(domains) == 60 and all(len(cubes) == 1 for cubes in domains.values())
     assert len({n["metadata"]["labels"][levels[0]] for n in selected}) == 1
+
+
+def test_kueue_flavor_selects_the_clusters_nodes_whose_topology_label_is_their_pools(imported):
+    """On a dynamic-slicing cluster a node's gke-tpu-topology is its node pool's (4x8x8), not its partition's: the
+    flavor selects the nodes of the list itself, by accelerator and healthy partition, whatever that label says."""
+    r = imported("export", "kueue-topology", "-o", "json")
+    assert r.code == 0, r.err
+    flavor = next(d for d in r.json["items"] if d["kind"] == "ResourceFlavor")
+    nodes = json.loads(FIXTURE.read_text())["items"]
+    for node in nodes:
+        if "cloud.google.com/gke-tpu-topology" in node["metadata"]["labels"]:
+            node["metadata"]["labels"]["cloud.google.com/gke-tpu-topology"] = "4x8x8"
+    selected = [n for n in nodes if flavor["spec"]["nodeLabels"].items() <= n["metadata"]["labels"].items()]
+    healthy = [n for n in nodes if n["metadata"]["labels"].get(PARTITION_STATE) == "HEALTHY"]
+    assert selected == healthy and len(selected) > 900
 
 
 def test_kueue_bad_name_is_exit_2(fleet):

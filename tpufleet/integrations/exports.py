@@ -28,6 +28,7 @@ from tpufleet.integrations.k8s import (
     BAD_PARTITION_STATES,
     DEFAULT_ACCELERATORS,
     DEFAULT_DRAIN_TAINTS,
+    HEALTHY_PARTITION,
     LABEL_VALUE,
     LabelKeys,
 )
@@ -153,7 +154,7 @@ def node_labels(
 def _partition_state(cube: str, down: dict[str, str], degraded: frozenset[str]) -> str:
     """A failed cube's partition is as it was reported (UNHEALTHY for a fault opened otherwise); a degraded one's
     (it still serves) DEGRADED, as GKE reports it."""
-    return down.get(cube, "DEGRADED" if cube in degraded else "HEALTHY")
+    return down.get(cube, "DEGRADED" if cube in degraded else HEALTHY_PARTITION)
 
 
 # what `import k8s` gives the faults it opens for a partition's state and for a node's drain taint, as read
@@ -273,7 +274,9 @@ def kueue_topology(
             "kind": "ResourceFlavor",
             "metadata": {"name": f"{name}-{acc}"},
             "spec": {
-                "nodeLabels": {keys.accelerator: acc, keys.topology: "4x4x4"},
+                # xpk's super-slicing flavor: not the topology label, which on a dynamic-slicing node is its pool's
+                # (4x8x8, 8x16x16), not the partition's; a partition's state selects its nodes, healthy ones
+                "nodeLabels": {keys.accelerator: acc, keys.partition_state: HEALTHY_PARTITION},
                 "topologyName": name,
                 "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
             },

@@ -29,6 +29,7 @@ PARTITION_STATES = ("HEALTHY", "DEGRADED", "UNHEALTHY", "UNSET", "INCOMPLETE")
 # DEGRADED is not one of them: GKE documents a DEGRADED sub-block as still usable (a degraded cube that serves).
 BAD_PARTITION_STATES = frozenset({"UNHEALTHY", "INCOMPLETE"})
 DEGRADED_PARTITION = "DEGRADED"
+HEALTHY_PARTITION = "HEALTHY"
 DEFAULT_ACCELERATORS = ("tpu-v4-podslice", "tpu-v5p-slice", "tpu7x")  # pods built of 4x4x4 cubes
 # Taints that announce planned work on a node (a cordon adds the first); NoSchedule or NoExecute only.
 DEFAULT_DRAIN_TAINTS = (
