@@ -244,3 +244,42 @@ def test_a_slice_of_a_generation_the_fleet_has_not_exits_2(cli, slices, tmp_path
 def test_help_has_examples(cli):
     r = cli("import", "slices", "--help", state=False)
     assert r.code == 0 and "Examples:" in r.out
+
+
+def test_export_slices_as_written_imports_back_in_sync(reserved, tmp_path):
+    """`export slices` writes YAML, a Slice a document (`---` between them), for `kubectl apply -f`: `import
+    slices` and `drift --slices` read that file back, in sync, as they read kubectl's JSON."""
+    for name, cubes in (("train", "c70,c71"), ("serve", "c72")):
+        assert reserved("allocate", name, "--shape", "4x4x8" if "," in cubes else "4x4x4", "--cubes", cubes).code == 0
+    out = tmp_path / "slices.yaml"
+    assert reserved("export", "slices", "--out", out).code == 0
+    assert out.read_text().count("kind: Slice") == 2
+    before = snapshot(reserved.state)
+    r = reserved("import", "slices", out, "--apply", "--detailed-exitcode", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["matched"], r.json["in_sync"], r.json["drift"], r.json["has_changes"]) == (2, 2, [], False)
+    assert reserved("drift", "--slices", out).code == 0
+    assert snapshot(reserved.state) == before
+
+
+def test_kubectl_yaml_of_the_list_reads_as_its_json(reserved, slices, tmp_path):
+    import yaml
+
+    as_json = reserved("import", "slices", FIXTURE, "-o", "json").json
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump(slices))
+    as_yaml = reserved("import", "slices", path, "-o", "json")
+    assert as_yaml.code == 0, as_yaml.err
+    assert {k: v for k, v in as_yaml.json.items() if k != "source"} == {
+        k: v for k, v in as_json.items() if k != "source"
+    }
+
+
+@pytest.mark.parametrize("text", ["# nothing\n", "---\n---\n"], ids=["comment", "separators"])
+def test_yaml_without_a_document_exits_2(reserved, tmp_path, text):
+    path = tmp_path / "slices.yaml"
+    path.write_text(text)
+    before = snapshot(reserved.state)
+    line = one_line(reserved("import", "slices", path, "--apply"))
+    assert line.startswith(f"tpufleet: error: {path}: field <root>:")
+    assert snapshot(reserved.state) == before

@@ -292,9 +292,10 @@ def _loader_class() -> type[Any]:
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
 
-        # libyaml's own composer would run in C, where no alias or depth can be seen: compose in Python.
-        get_single_node = Checks.get_single_node
-        compose_document = Checks.compose_document
+        # libyaml's own composer would run in C, where no alias or depth can be seen: compose in Python (one
+        # document, or a stream of them one at a time)
+        get_single_node, compose_document = Checks.get_single_node, Checks.compose_document
+        check_node, get_node = Checks.check_node, Checks.get_node
 
     return FastLoader
 
@@ -314,9 +315,10 @@ def _problem(exc: BaseException) -> str:
     return " ".join(text.split())[:160]
 
 
-def parse_yaml(text: str, file: str, finite: bool = True) -> Any:
+def parse_yaml(text: str, file: str, finite: bool = True, stream: bool = False) -> Any:
     """The YAML (or JSON) document in `text`, safe-loaded and bounded; BadStateFile naming the file if not.
-    `finite=False` leaves NaN and infinities for the caller's schema to refuse (a text field then says so)."""
+    `finite=False` leaves NaN and infinities for the caller's schema to refuse (a text field then says so);
+    `stream=True`: the list of the documents of a stream (`---` between them), as `kubectl apply -f` reads it."""
     global _LOADER
     import yaml
 
@@ -329,7 +331,7 @@ def parse_yaml(text: str, file: str, finite: bool = True) -> Any:
     loader = None
     try:
         loader = _LOADER(text)
-        data = loader.get_single_data()
+        data = _documents(loader) if stream else loader.get_single_data()
     except yaml.YAMLError as exc:
         raise BadStateFile(file, "", NO_VALUE, f"not valid YAML/JSON ({_problem(exc)})") from None
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an integer of more than 4,300 digits
@@ -340,6 +342,13 @@ def parse_yaml(text: str, file: str, finite: bool = True) -> Any:
     if finite:
         check_finite(data, file, "")
     return data
+
+
+def _documents(loader: Any) -> list[Any]:
+    out = []
+    while loader.check_data():
+        out.append(loader.get_data())
+    return out
 
 
 def load_yaml(path: Path | str, what: str, limit: int = MAX_SPEC_BYTES, finite: bool = True) -> Any:
