@@ -141,6 +141,9 @@ class SubBlockRecord:
     healthy_hosts: int | None = None
     degraded_hosts: int | None = None
     maintenance: MaintenanceWindow | None = None
+    # physicalTopology.subBlock, the value of its nodes' `cloud.google.com/gce-topology-subblock` label: how
+    # `import k8s` finds the cube of a partition whose id is no sub-block's name (not compared: fixed by the name)
+    position: str | None = field(default=None, compare=False)
 
     @property
     def degraded(self) -> bool:

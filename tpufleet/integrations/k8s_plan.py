@@ -8,7 +8,9 @@ Placement, for each TPU node (one whose accelerator is in the mapping's list), i
 2. else its 4x4x4 partition: the cube the mapping file's `cubes`, or an earlier import, gave that partition id
    (a partition id that is a cube id no partition is known by is the stand-in `export node-labels` writes: that
    cube, no name learnt);
-   a new partition takes the first cube of its pod (by position) that no partition has yet. Its pod is the one
+   a new partition takes the cube of the reservation sub-block whose `physicalTopology.subBlock` is its nodes'
+   `gce-topology-subblock` (`import reservation` keeps it), else the first cube of its pod (by position) that no
+   partition or sub-block has yet. Its pod is the one
    the mapping's `pods` or an earlier import gave its `gce-topology-block`; a new block takes the first pod no
    block has yet (new partitions and blocks are met in the order of node names);
 3. its machine: the one an earlier import gave that node name, else the lowest machine of the cube that no node
@@ -136,11 +138,26 @@ class _Namer:
         known = self.out.blocks.get(block) or self.state.k8s.blocks.get(block)
         return pinned or known or self.state.reservation.blocks.get(block)
 
-    def new_cube(self, partition: str, pod: str) -> str | None:
+    def new_cube(self, partition: str, pod: str, subblock: str | None = None) -> str | None:
+        """The cube of the reservation sub-block at the partition's physical sub-block (its nodes'
+        `gce-topology-subblock` is the sub-block's `physicalTopology.subBlock`), if no partition names it yet;
+        else the pod's first cube neither import holds."""
+        cube = self._sub_block_cube(subblock, pod)
+        if cube is not None:  # a sub-block's cube: held by the reservation, named by this partition now
+            self.out.partitions[partition] = cube
+            self.taken_cubes.add(cube)
+            return cube
         cube = next((c for c in self.fleet.pod_by_name[pod].cubes if c not in self.taken_cubes), None)
         if cube is not None:
             _claim(self.out.partitions, self.taken_cubes, partition, cube, None)
         return cube
+
+    def _sub_block_cube(self, subblock: str | None, pod: str) -> str | None:
+        if subblock is None:
+            return None
+        named = {*self.state.k8s.partitions.values(), *self.mapping.cubes.values(), *self.out.partitions.values()}
+        cubes = (r.cube for r in self.state.reservation.sub_blocks.values() if r.position == subblock)
+        return next((c for c in cubes if self.fleet.cube_pod.get(c) == pod and c not in named), None)
 
     def learn(self, partition: str | None, block: str | None, cube: str) -> str | None:
         """Names a node's explicit cube confirms; the reason when they contradict what is known. A partition that
@@ -278,7 +295,7 @@ def _resolve(
     mismatch = _generation_mismatch(namer.state, namer.fleet.pod_by_name[pod].cubes[0], accelerator)
     if mismatch is not None:
         return None, None, mismatch
-    cube = namer.new_cube(partition, pod)
+    cube = namer.new_cube(partition, pod, labels.get(keys.subblock))
     if cube is None:
         return None, None, f"no cube of {pod} left for partition {partition}"
     return cube, machine, None

@@ -69,7 +69,9 @@ class SubBlock:
     maintenance: MaintenanceWindow | None
 
     def record(self, cube: str) -> SubBlockRecord:
-        return SubBlockRecord(cube, self.block, self.health, self.healthy_hosts, self.degraded_hosts, self.maintenance)
+        return SubBlockRecord(
+            cube, self.block, self.health, self.healthy_hosts, self.degraded_hosts, self.maintenance, self.position
+        )
 
 
 @dataclass(frozen=True)

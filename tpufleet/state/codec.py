@@ -67,7 +67,13 @@ def _decode_reservation(res: Doc) -> ReservationNames:
         if m is not None:
             window = MaintenanceWindow(m["status"], m.get("type"), m.get("window_start"), m.get("window_end"))
         sub_blocks[name] = SubBlockRecord(
-            r["cube"], r["block"], r["health"], r.get("healthy_hosts"), r.get("degraded_hosts"), window
+            r["cube"],
+            r["block"],
+            r["health"],
+            r.get("healthy_hosts"),
+            r.get("degraded_hosts"),
+            window,
+            r.get("sub_block"),
         )
     return ReservationNames(dict(res.get("blocks", {})), sub_blocks)
 

@@ -102,7 +102,8 @@ def _window_doc(m: MaintenanceWindow) -> Doc:
 def sub_block_doc(r: SubBlockRecord) -> Doc:
     maintenance = _window_doc(r.maintenance) if r.maintenance is not None else None
     out: Doc = {"cube": r.cube, "block": r.block, "health": r.health}
-    return with_set(out, healthy_hosts=r.healthy_hosts, degraded_hosts=r.degraded_hosts, maintenance=maintenance)
+    hosts = {"healthy_hosts": r.healthy_hosts, "degraded_hosts": r.degraded_hosts}
+    return with_set(out, **hosts, maintenance=maintenance, sub_block=r.position)
 
 
 def node_pool_doc(p: NodePoolSlice) -> Doc:

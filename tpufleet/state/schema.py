@@ -107,6 +107,7 @@ _RESERVATION = {
                     "health": {"enum": list(HEALTH_STATUSES)},
                     "healthy_hosts": _COUNT,
                     "degraded_hosts": _COUNT,
+                    "sub_block": _PHYSICAL_ID,
                     "maintenance": {
                         "type": "object",
                         "required": ["status"],

@@ -1,0 +1,58 @@
+"""`import k8s` after `import reservation`, with partition ids that are no sub-block's name (GKE shows them as
+opaque hex ids): a new partition is the cube of the sub-block its nodes' `cloud.google.com/gce-topology-subblock`
+names (the sub-block's `physicalTopology.subBlock`, as `gce-topology-block` is its `physicalTopology.block`), not
+"no cube left" on a superpod whose every cube is a sub-block."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers import snapshot
+
+RESERVATION = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+
+
+def _nodes(sub_blocks: list[dict[str, Any]], indices: dict[int, str]) -> dict[str, Any]:
+    """16 Ready TPU7x nodes on each sub-block of `indices` (index -> partition state), partition ids hex."""
+    items = []
+    for i, state in indices.items():
+        where = sub_blocks[i]["physicalTopology"]
+        partition = hashlib.sha256(f"partition {i}".encode()).hexdigest()[:32]
+        for m in range(16):
+            name = f"gke-iw-np-{i:03d}-{m:02d}"
+            labels = {
+                "cloud.google.com/gke-nodepool": f"np-{i:03d}",
+                "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                "cloud.google.com/gke-tpu-topology": "4x4x4",
+                "cloud.google.com/gce-topology-block": where["block"],
+                "cloud.google.com/gce-topology-subblock": where["subBlock"],
+                "cloud.google.com/gke-tpu-partition-4x4x4-id": partition,
+                "cloud.google.com/gke-tpu-partition-4x4x4-state": state,
+                "kubernetes.io/hostname": name,
+            }
+            ready = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+            items.append(
+                {"kind": "Node", "metadata": {"name": name, "labels": labels}, "status": {"conditions": ready}}
+            )
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def test_partitions_of_a_reservation_are_its_sub_blocks_cubes(cli, tmp_path):
+    sub_blocks = json.loads(RESERVATION.read_text())
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", RESERVATION, "--apply").code == 0  # every cube a sub-block, c17 DEGRADED
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(_nodes(sub_blocks, {5: "HEALTHY", 17: "DEGRADED"})))
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["placed"], r.json["unplaced"]) == (32, [])
+    assert sorted(row["cube"] for row in r.json["cubes_added"]) == ["c05", "c17"]
+    assert r.json["degraded_new"] == []  # c17's partition DEGRADED: the reservation already holds it degraded
+    before = snapshot(cli.state)
+    again = cli("import", "k8s", path, "--apply", "--detailed-exitcode", "-o", "json")
+    assert (again.code, again.json["has_changes"]) == (0, False)
+    assert cli("drift", "--nodes", path, "--reservation", RESERVATION).code == 0
+    assert snapshot(cli.state) == before
