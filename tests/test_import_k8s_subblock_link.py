@@ -56,3 +56,25 @@ def test_partitions_of_a_reservation_are_its_sub_blocks_cubes(cli, tmp_path):
     assert (again.code, again.json["has_changes"]) == (0, False)
     assert cli("drift", "--nodes", path, "--reservation", RESERVATION).code == 0
     assert snapshot(cli.state) == before
+
+
+def test_sub_blocks_of_the_nodes_partitions_are_their_cubes(cli, tmp_path):
+    """The other order: the node list first (its partitions take the pod's first free cubes), then the reservation,
+    whose sub-blocks found "no cube left": each is now the cube of the partition at its physical sub-block."""
+    sub_blocks = json.loads(RESERVATION.read_text())
+    assert cli("init", "--generation", "tpu7x").code == 0
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(_nodes(sub_blocks, {i: "HEALTHY" for i in range(144)} | {17: "DEGRADED"})))
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert (r.code, r.json["placed"]) == (0, 2304), r.err
+    cube_of = {row["partition"]: row["cube"] for row in r.json["cubes_added"]}
+    r = cli("import", "reservation", RESERVATION, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["mapped"], r.json["unplaced"]) == (144, [])
+    by_name = {row["sub_block"]: row["cube"] for row in r.json["sub_blocks_new"]}
+    partition = {i: hashlib.sha256(f"partition {i}".encode()).hexdigest()[:32] for i in range(144)}
+    assert by_name == {sb["name"]: cube_of[partition[i]] for i, sb in enumerate(sub_blocks)}
+    before = snapshot(cli.state)
+    assert cli("drift", "--nodes", path, "--reservation", RESERVATION).code == 0
+    assert cli("import", "reservation", RESERVATION, "--apply", "--detailed-exitcode").code == 0
+    assert snapshot(cli.state) == before

@@ -369,18 +369,13 @@ class FleetState:
         partitions: Mapping[str, str],
         nodes: Mapping[str, HostId],
         forget: Iterable[str] = (),
+        sub_blocks: Mapping[str, str] | None = None,
     ) -> K8sNames:
         """The names `name_in_k8s` would record (without recording them), so a plan is refused like its apply."""
-        gone = set(forget)
-        kept = {name: host for name, host in self.k8s.nodes.items() if name not in gone}
-        merged = K8sNames(
-            {**self.k8s.blocks, **blocks},
-            {**self.k8s.partitions, **partitions},
-            {**kept, **nodes},
-            self.k8s.degraded,
-            self.k8s.node_pools,
-        )
-        return one_name_each(merged)
+        gone, k8s = set(forget), self.k8s
+        kept = {name: host for name, host in k8s.nodes.items() if name not in gone}
+        named = ({**k8s.blocks, **blocks}, {**k8s.partitions, **partitions}, {**kept, **nodes})
+        return one_name_each(K8sNames(*named, k8s.degraded, k8s.node_pools, {**k8s.sub_blocks, **(sub_blocks or {})}))
 
     def record_k8s_health(
         self, degraded: Iterable[str], node_pools: Mapping[str, NodePoolSlice], removed: Iterable[str] = ()

@@ -72,6 +72,10 @@ class Names:
         self.imported = bool(self.node_of or state.k8s.node_pools)
         self.partition_of = state.partition_names()
         self.block_of = state.block_names()
+        # cube -> its physical sub-block (`gce-topology-subblock`): the reservation's, else its nodes' as imported
+        positions = ((r.cube, r.position) for r in state.reservation.sub_blocks.values())
+        self.subblock_of = {c: p for c, p in positions if p and LABEL_VALUE.fullmatch(p)}
+        self.subblock_of |= {cube: sub_block for sub_block, cube in state.k8s.sub_blocks.items()}
 
     def node(self, host: HostId) -> str:
         return self.node_of.get(host) or f"tpu-{host.cube}-m{host.machine:02d}"
@@ -143,6 +147,8 @@ def node_labels(
                 }
                 if not LABEL_VALUE.fullmatch(name):  # a node name of 64-253 characters is no label value
                     del labels[keys.hostname]
+                if cube in names.subblock_of:
+                    labels[keys.subblock] = names.subblock_of[cube]
                 sub_block = health.maintenance.get(host) or health.maintenance.get(cube)
                 if sub_block is not None:
                     labels[keys.maintenance] = sub_block

@@ -66,6 +66,7 @@ class Placement:
     hosts: dict[str, HostId] = field(default_factory=dict)  # every placed node -> its machine
     blocks: dict[str, str] = field(default_factory=dict)  # names learnt now: block -> pod
     partitions: dict[str, str] = field(default_factory=dict)  # partition -> cube
+    sub_blocks: dict[str, str] = field(default_factory=dict)  # a new partition's gce-topology-subblock -> cube
     nodes: dict[str, HostId] = field(default_factory=dict)  # node -> machine (new or moved)
     forget: list[str] = field(default_factory=list)  # node names whose machine a node of this list took over
     unplaced: list[tuple[str, str]] = field(default_factory=list)
@@ -209,8 +210,16 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
                 pending[cube].append(node)
             if cube is not None and why is None:
                 _note_state(out, cube, node, mapping)
+                _note_sub_block(state, out, cube, node.labels.get(keys.subblock))
     _claim_machines(state, out, explicit, pending, mapping)
     return out
+
+
+def _note_sub_block(state: FleetState, out: Placement, cube: str, sub_block: str | None) -> None:
+    """The physical sub-block (`gce-topology-subblock`) of a partition this import names, kept for `import
+    reservation`: a sub-block at that position (`physicalTopology.subBlock`) is this cube."""
+    if sub_block is not None and sub_block not in state.k8s.sub_blocks and cube in out.partitions.values():
+        out.sub_blocks.setdefault(sub_block, cube)
 
 
 def _disputed_partitions(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> dict[str, str]:

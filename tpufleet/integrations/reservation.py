@@ -171,10 +171,12 @@ def _place_blocks(state: FleetState, given: ReservationInput, pod: str | None, o
 
 def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[str, str], out: ReservationPlan) -> None:
     """Known names keep their cube, as do the partitions `import k8s` learnt (a sub-block's name is its nodes'
-    partition id); new ones take the pod's cubes neither import holds, in physical order."""
+    partition id), and a sub-block at a partition's physical sub-block (its nodes' `gce-topology-subblock`);
+    new ones take the pod's cubes neither import holds, in physical order."""
     known, learnt = state.reservation.sub_blocks, state.k8s.partitions
     taken = {r.cube for r in known.values()} | set(learnt.values())
     free = {p.name: [c for c in p.cubes if c not in taken] for p in state.fleet.pods}
+    at = _partitions_at(state, given, pod_of)
     order = sorted(given.sub_blocks, key=lambda sb: (sb.position is None, natural_key(sb.position or ""), sb.index))
     for sb in order:
         pod = pod_of.get(sb.block)
@@ -188,6 +190,9 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
                 continue
             if sb.name not in known:
                 out.new.append(sb.name)
+        elif sb.name in at:
+            cube = at[sb.name]
+            out.new.append(sb.name)
         elif free[pod]:
             cube = free[pod].pop(0)
             out.new.append(sb.name)
@@ -198,6 +203,21 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
         if sb.name in known and known[sb.name] != out.mapped[sb.name]:
             out.updated.append(sb.name)
     out.unplaced.sort()
+
+
+def _partitions_at(state: FleetState, given: ReservationInput, pod_of: dict[str, str]) -> dict[str, str]:
+    """New sub-block -> the cube of the partition `import k8s` learnt at its physical position (`physicalTopology.
+    subBlock` = its nodes' `gce-topology-subblock`), when that cube is of its block's pod and no sub-block's yet."""
+    known, learnt = state.reservation.sub_blocks, state.k8s.partitions
+    held = {r.cube for r in known.values()} | {learnt[sb.name] for sb in given.sub_blocks if sb.name in learnt}
+    out: dict[str, str] = {}
+    for sb in given.sub_blocks:
+        cube = state.k8s.sub_blocks.get(sb.position or "")
+        if sb.name in known or cube is None or cube in held or state.fleet.cube_pod.get(cube) != pod_of.get(sb.block):
+            continue
+        out[sb.name] = cube
+        held.add(cube)
+    return out
 
 
 def _no_cube_left(state: FleetState, pod: str, out: ReservationPlan) -> str:

@@ -30,7 +30,9 @@ def import_k8s(
     data = _record(nodes, placement, diff, source, mapping)
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
-    names = state.k8s_names_after(placement.blocks, placement.partitions, placement.nodes, placement.forget)
+    names = state.k8s_names_after(
+        placement.blocks, placement.partitions, placement.nodes, placement.forget, placement.sub_blocks
+    )
     requests = [fault_ops.FaultRequest(w.target, w.planned, w.reason) for w in diff.open]
     requests += [fault_ops.FaultRequest(CubeId(d.cube), True, d.reason) for d in diff.handed_back]
     clear_ids = [f.id for f in diff.clear]

@@ -120,7 +120,8 @@ def _decode_k8s(names: Doc) -> K8sNames:
         for name, p in names.get("node_pools", {}).items()
     }
     degraded = frozenset(names.get("degraded_cubes", ()))
-    return K8sNames(dict(names.get("blocks", {})), dict(names.get("partitions", {})), nodes, degraded, pools)
+    blocks, partitions, sub_blocks = (dict(names.get(k, {})) for k in ("blocks", "partitions", "sub_blocks"))
+    return K8sNames(blocks, partitions, nodes, degraded, pools, sub_blocks)
 
 
 def _decode_fault(f: Doc) -> Fault:
@@ -188,6 +189,8 @@ def encode(state: FleetState) -> Doc:
             "partitions": dict(sorted(state.k8s.partitions.items())),
             "nodes": {node: str(host) for node, host in sorted(state.k8s.nodes.items())},
         }
+        if state.k8s.sub_blocks:  # only once a partition's nodes gave their physical sub-block
+            doc["k8s"]["sub_blocks"] = dict(sorted(state.k8s.sub_blocks.items()))
         if state.k8s.degraded:  # only once a partition was DEGRADED: other states keep the file's old shape
             doc["k8s"]["degraded_cubes"] = sorted(state.k8s.degraded)
         if state.k8s.node_pools:  # only once a node pool was held unplaced
