@@ -47,11 +47,12 @@ def explain_cmd(
 ) -> None:
     """Explain a slice's state (the faults, ports and cubes behind it, and what `reschedule` would do) or a
     component's dependants."""
-    from tpufleet.ops.explain import explain
+    from tpufleet.ops.explain import explain, slices_told
     from tpufleet.ops.views import tables_as_stored
     from tpufleet.state.store import utc_now
 
     store = ctx.obj.store()
-    state, missing = tables_as_stored(store, store.load())
+    loaded = store.load()
+    state, missing = tables_as_stored(store, loaded, slices_told(loaded, what))
     r = explain(state, what, utc_now(), missing, store.linked_tables(state.slices)).data
     emit(r, output, lambda: _text(r))

@@ -63,6 +63,16 @@ def explain(
     return Outcome(explain_slice(state, sl, now, missing_tables, linked_tables), None)
 
 
+def slices_told(state: FleetState, what: str) -> set[str]:
+    """The slices whose stored tables `explain WHAT` tells of (fresh, stale or missing): a job's, or the one slice's;
+    none for a component (its dependants' tables are told from the index)."""
+    if ":" in what:
+        return set()
+    if what in state.jobs:
+        return {sl.name for sl in state.job_slices(what)}
+    return {what} & state.slices.keys()
+
+
 def _explain_job(
     state: FleetState, name: str, now: str, missing_tables: Collection[str], linked_tables: Mapping[str, str]
 ) -> Row:

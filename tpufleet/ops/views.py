@@ -23,6 +23,8 @@ from tpufleet.state.journal import Enough, Scan
 from tpufleet.state.store import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from tpufleet.shapes import Shape
 
 ShowWhat = Literal["inventory", "health", "slices", "jobs", "ocs", "journal"]
@@ -168,22 +170,27 @@ def status(store: Store) -> dict[str, Any]:
     return views.status(state, missing, store.linked_tables(missing))
 
 
-def missing_tables(store: Store, state: FleetState) -> set[str]:
+def missing_tables(store: Store, state: FleetState, only: Collection[str] | None = None) -> set[str]:
     """The slices whose indexed routing tables are no longer kept (a file removed by hand, damaged, or replaced by
-    another slice's)."""
-    return set(state.routes) - store.tables_present(state.routes)
+    another slice's); with `only`, of those slices alone (each file checked is read through: a command that shows
+    a few slices reads no other's)."""
+    indexed = state.routes if only is None else {name: state.routes[name] for name in only if name in state.routes}
+    return set(indexed) - store.tables_present(indexed)
 
 
-def tables_as_stored(store: Store, state: FleetState) -> tuple[FleetState, set[str]]:
+def tables_as_stored(
+    store: Store, state: FleetState, only: Collection[str] | None = None
+) -> tuple[FleetState, set[str]]:
     """The state with its tables' index entries as the stored tables stand, and the slices whose tables are missing
-    (`missing_tables`). Tables a command killed between its commit and their rename left waiting under a temporary
-    name are not in place yet: the file holds the ones before them, which `collective` models flagged stale until
-    the next change installs them; their entries read stale here too (in this copy only: nothing is written)."""
+    (`missing_tables`, of the slices `only` names when given). Tables a command killed between its commit and their
+    rename left waiting under a temporary name are not in place yet: the file holds the ones before them, which
+    `collective` models flagged stale until the next change installs them; their entries read stale here too (in
+    this copy only: nothing is written)."""
     from dataclasses import replace
 
     from tpufleet.collectives.tables import WAITING_REASON
 
-    missing = missing_tables(store, state)
+    missing = missing_tables(store, state, only)
     kept = {name: entry for name, entry in state.routes.items() if name not in missing and not entry.stale}
     waiting = {
         name: replace(kept[name], stale=True, stale_reason=WAITING_REASON) for name in store.tables_waiting(kept)
