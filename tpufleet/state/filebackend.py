@@ -143,13 +143,9 @@ class DirectoryBackend:
         return StoredTables(name, self.table_place(name))
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
-        from tpufleet.state.tablesindex import holds_indexed
+        from tpufleet.state.tablesindex import files_holding_indexed
 
-        return {
-            name
-            for name, entry in indexed.items()
-            if os.path.isfile(path := self.table_place(name)) and holds_indexed(path, name, entry)
-        }
+        return files_holding_indexed(self.table_place, indexed)
 
     def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         from tpufleet.state.routetables import StoredTables

@@ -5,9 +5,10 @@ database rows and the tables a writer killed between its state's rename and thei
 from __future__ import annotations
 
 import math
+import os
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,30 @@ def holds_indexed(path: Path, name: str, entry: RouteRecord) -> bool:
         return True
     # only then look for a dead writer's tables: a listing of routes/ for every slice made `status` quadratic
     return waiting_tables(path, indexed_as(entry)) is not None and not_indexed(meta, name, entry, True) is None
+
+
+# Threads reading stored tables files through at once (`files_holding_indexed`): at least two, at most four
+TABLE_READERS = max(2, min(4, os.cpu_count() or 1))
+
+
+def files_holding_indexed(place: Callable[[str], Path], indexed: Mapping[str, RouteRecord]) -> set[str]:
+    """Those of the `indexed` slices whose file (at `place(name)`) is a regular file that `holds_indexed` their
+    entry. Each is read through: zlib lets go of the interpreter while it inflates, so the files are read on a few
+    threads at once (sixteen routed TPU7x superpods: 3.3 s -> 1.3 s on two cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def held(item: tuple[str, RouteRecord]) -> bool:
+        name, entry = item
+        return os.path.isfile(path := place(name)) and holds_indexed(path, name, entry)
+
+    items = list(indexed.items())
+    if len(items) < 2:
+        return {name for name, entry in items if held((name, entry))}
+    pool = ThreadPoolExecutor(min(len(items), TABLE_READERS), thread_name_prefix="tables")
+    try:
+        return {name for (name, _), ok in zip(items, pool.map(held, items), strict=True) if ok}
+    finally:  # interrupted (Ctrl-C), the files not yet started are not read
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # The end of a stored tables file that holds its `meta` (written last, a few hundred bytes deflated) and the zip's
