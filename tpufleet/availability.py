@@ -32,6 +32,7 @@ from tpufleet.constants import (
     OCS_PER_POD,
     STATIC_CUBE_GRID,
 )
+from tpufleet.tails import binom_sf
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,9 +55,7 @@ Z95 = 1.959963984540054
 
 
 def reconfigurable_exact(k: int, p: float, pod_cubes: int = CUBES_PER_POD, q: float | None = None) -> float:
-    from scipy.stats import binom
-
-    value = float(binom.sf(k - 1, pod_cubes, p**MACHINES_PER_CUBE))
+    value = binom_sf(k - 1, pod_cubes, p**MACHINES_PER_CUBE)
     return value * (q**OCS_PER_POD if q is not None else 1.0)
 
 

@@ -46,6 +46,7 @@ from typing import Final
 
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
 from tpufleet.ids import natural_key
+from tpufleet.tails import binom_sf, poisson_sf
 
 __all__ = [
     "BLOG_CUBES",
@@ -160,9 +161,7 @@ def at_least(ps: Sequence[float], k: int) -> float:
     if k > len(ps):
         return 0.0
     if _alike(ps):
-        from scipy.stats import binom
-
-        return float(binom.sf(k - 1, len(ps), ps[0]))
+        return binom_sf(k - 1, len(ps), ps[0])
     return min(1.0, sum(poisson_binomial(ps)[k:]))
 
 
@@ -173,9 +172,7 @@ def cubes_at_confidence(ps: Sequence[float], confidence: float) -> int:
     8
     """
     if _alike(ps) and ps:
-        from scipy.stats import binom
-
-        tails = [float(binom.sf(k - 1, len(ps), ps[0])) for k in range(len(ps) + 1)]
+        tails = [binom_sf(k - 1, len(ps), ps[0]) for k in range(len(ps) + 1)]
     else:
         pmf = poisson_binomial(ps)
         tails = [sum(pmf[k:]) for k in range(len(ps) + 1)]
@@ -215,9 +212,7 @@ def spare_curve(
     (2, 0.9841, [0.6561, 0.9185, 0.9841, 0.9973])
     """
     if _alike([*own, *candidates]) and own:
-        from scipy.stats import binom
-
-        probs = [float(binom.sf(needed - 1, len(own) + s, own[0])) * ocs for s in range(len(candidates) + 1)]
+        probs = [binom_sf(needed - 1, len(own) + s, own[0]) * ocs for s in range(len(candidates) + 1)]
     else:
         probs = _incremental_tails(own, candidates, needed, ocs)
     meets = next((s for s, p in enumerate(probs) if p >= confidence), None)
@@ -268,15 +263,13 @@ def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: 
     >>> [(s.unit, s.faults, f"{s.p_value:.2e}") for s in suspects({"host:c01/3": 4, "host:c02/0": 1}, 1024, 0.01)]
     [('host:c01/3', 4, '3.80e-14')]
     """
-    from scipy.stats import poisson
-
     if units < 2:
         return []
     total = sum(counts.values())
     out = []
     for unit, n in counts.items():
         mean = (total - n) / (units - 1)
-        value = float(poisson.sf(n - 1, mean)) if mean > 0 else float(units) ** -n
+        value = poisson_sf(n - 1, mean) if mean > 0 else float(units) ** -n
         if n >= min_faults and value < p_value:
             out.append(Suspect(unit, n, mean, value))
     return sorted(out, key=lambda s: (s.p_value, -s.faults, natural_key(s.unit)))
