@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpufleet.errors import Unavailable
 from tpufleet.fleetstate import FleetState
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state.store import Store
+
+if TYPE_CHECKING:
+    from tpufleet.fleetparts import RouteRecord
 
 Key = tuple[Hashable, ...]
 
@@ -39,6 +42,22 @@ class PinnedStore(Store):
         super().__init__(store.backend, store.lock_timeout)
         self.state = state
         self._journal: list[JournalEntry] | None = None
+        self._kept: dict[str, bool] = {}  # whether each indexed slice's stored tables are kept, once read
+        self._kept_turn = threading.Lock()
+
+    def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
+        """As the store answers, each of the state's own index entries read once for the snapshot: every document
+        of it checked every file through again (on a database, read each row's tail), which on sixteen routed
+        superpods is seconds a document; entries of another state are read as asked."""
+        own = {name: entry for name, entry in indexed.items() if entry is self.state.routes.get(name)}
+        with self._kept_turn:  # one reads, another asking meanwhile waits for it
+            unread = {name: entry for name, entry in own.items() if name not in self._kept}
+            if unread:
+                found = super().tables_present(unread)
+                self._kept.update({name: name in found for name in unread})
+            kept = {name for name in own if self._kept[name]}
+        others = {name: entry for name, entry in indexed.items() if name not in own}
+        return kept | (super().tables_present(others) if others else set())
 
     def load(self) -> FleetState:
         return self.state
