@@ -4,6 +4,7 @@ files are read on a few threads at once. Which tables count as kept is what read
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,8 @@ def _one_by_one(store: Store, indexed) -> set[str]:
     return {
         name
         for name, entry in indexed.items()
-        if os.path.isfile(path := store.backend.table_place(name)) and tablesindex.holds_indexed(path, name, entry)
+        if os.path.isfile(path := Path(store.backend.table_place(name)))
+        and tablesindex.holds_indexed(path, name, entry)
     }
 
 
