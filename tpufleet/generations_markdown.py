@@ -85,7 +85,10 @@ def markdown_table(gens: Sequence[Generation]) -> str:
             cells.append(f"{text(gen)}{mark} [{number}]")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     counts = [_shape_counts(g) for g in gens]
-    lines.append("| accepted slice shapes (sides A <= B <= C), counted from the rule | " + " | ".join(counts) + " |")
+    lines.append(
+        "| accepted slice shapes (sides A <= B <= C), counted from the rule (N twisted: N of them may also be twisted, "
+        "a shape of its own in `capacity`) | " + " | ".join(counts) + " |"
+    )
     lines += ["", "**A**: an assumption (no public figure), its reasoning in the note. Notes:", ""]
     lines += [f"- [{n}] {_cell(source)}" for source, n in notes.items()]
     return "\n".join(lines)
