@@ -1,0 +1,43 @@
+"""An option on the wrong side of the command's name is refused naming the option and the command line that runs."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import one_line, snapshot
+
+
+def test_the_tools_option_after_the_command_gives_the_line_with_it_before(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("status", "--state", str(fleet.state), state=False), 2)
+    assert line.startswith("tpufleet: error: bad option --state: ")
+    assert line.endswith(f"run `tpufleet --state {fleet.state} status`")
+    assert snapshot(fleet.state) == before
+
+
+def test_a_commands_option_before_the_command_gives_the_line_with_it_after(fleet):
+    before = snapshot(fleet.state)
+    r = fleet("--dry-run", "inject-fault", "cube:c10", "-o", "json")
+    said = json.loads(r.err)
+    assert r.code == 2 and said["exit_code"] == 2
+    assert said["error"].startswith("bad option --dry-run: ")
+    assert said["error"].endswith(f"run `tpufleet --state {fleet.state} inject-fault cube:c10 -o json --dry-run`")
+    assert snapshot(fleet.state) == before
+
+
+def test_an_option_of_a_groups_command_before_it_names_the_command(fleet):
+    line = one_line(fleet("--apply", "import", "k8s", "nodes.json"), 2)
+    assert "`import k8s`" in line
+    assert line.endswith(f"run `tpufleet --state {fleet.state} import k8s nodes.json --apply`")
+
+
+def test_an_option_with_its_value_moves_with_it(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("--shape", "4x4x8", "allocate", "q"), 2)
+    assert line.endswith(f"run `tpufleet --state {fleet.state} allocate q --shape 4x4x8`")
+    assert snapshot(fleet.state) == before
+
+
+def test_an_option_no_command_has_is_refused_as_before(fleet):
+    line = one_line(fleet("--bogus", "status"), 2)
+    assert "--bogus" in line and "run `" not in line

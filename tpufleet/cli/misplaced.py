@@ -1,0 +1,75 @@
+"""An option given on the wrong side of the command name: the tool's own (`status --state DIR`) after it, or a
+command's (`--dry-run inject-fault ...`) before it. Click says only `No such option '--state'`; the operator, who
+typed an option that exists, is told where it goes and given the command line with it there."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+
+def misplaced_hint(exc: Any, argv: list[str]) -> str:
+    """The message for Click's NoSuchOption when the option is the tool's given after the command, or a command's
+    given before it; '' otherwise (a misspelt option: Click's own "Did you mean" says it)."""
+    option, ctx = str(getattr(exc, "option_name", "") or ""), getattr(exc, "ctx", None)
+    if ctx is None or not option.startswith("--") or "--" in argv:
+        return ""
+    root = ctx.find_root().command
+    at = _position(argv, option)
+    if at is None:
+        return ""
+    if ctx.parent is not None and _option_of(root, option) is not None:
+        taken = _taken(argv, at, option, _option_of(root, option))
+        moved = argv[at : at + taken]
+        fixed = [*moved, *argv[:at], *argv[at + taken :]]
+        return f"bad option {option}: an option of tpufleet itself, given after the command; run `{_line(fixed)}`"
+    if ctx.parent is None:
+        return _command_option_hint(root, argv, at, option)
+    return ""
+
+
+def _command_option_hint(root: Any, argv: list[str], at: int, option: str) -> str:
+    """The hint for a command's option given before the command's name (argv[at] is the option)."""
+    names = getattr(root, "commands", {})
+    after = [i for i, arg in enumerate(argv) if i > at and arg in names]
+    if not after:
+        return ""
+    command, path = names[argv[after[0]]], argv[after[0]]
+    param = _option_of(command, option)
+    if param is None:
+        path, param = _sub_option(command, path, argv[after[0] + 1 :], option)
+    if param is None:
+        return ""
+    taken = _taken(argv, at, option, param)
+    moved = argv[at : at + taken]
+    fixed = [*argv[:at], *argv[at + taken :], *moved]
+    return f"bad option {option}: an option of `{path}`, given before the command; run `{_line(fixed)}`"
+
+
+def _sub_option(group: Any, path: str, rest: list[str], option: str) -> tuple[str, Any]:
+    """The name and option of the group's command named first in `rest` (`import k8s`); (path, None) if none."""
+    subs = getattr(group, "commands", {})
+    named = next((arg for arg in rest if arg in subs), None)
+    return (f"{path} {named}", _option_of(subs[named], option)) if named is not None else (path, None)
+
+
+def _option_of(command: Any, option: str) -> Any:
+    for param in getattr(command, "params", []):
+        if option in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())):
+            return param
+    return None
+
+
+def _position(argv: list[str], option: str) -> int | None:
+    return next((i for i, arg in enumerate(argv) if arg == option or arg.startswith(option + "=")), None)
+
+
+def _taken(argv: list[str], at: int, option: str, param: Any) -> int:
+    """How many arguments from `at` the option spans: 1, or 2 when its value is the next argument."""
+    flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
+    joined = argv[at] != option
+    return 1 if flag or joined or at + 1 >= len(argv) else 2
+
+
+def _line(argv: list[str]) -> str:
+    return shlex.join(["tpufleet", *argv])
