@@ -448,7 +448,7 @@ def test_an_unknown_name_where_a_job_is_taken_lists_the_jobs_too(fleet, args):
     before = snapshot(fleet.state)
     r = fleet(*args)
     assert r.code == 1 and r.out == ""
-    assert r.err.strip() == "tpufleet: error: unknown slice or job 'jx' (slices: j-0, j-1, s; jobs: j)"
+    assert r.err.strip() == "tpufleet: error: unknown slice or job 'jx'; did you mean j? (slices: j-0, j-1, s; jobs: j)"
     assert snapshot(fleet.state) == before
 
 

@@ -46,7 +46,7 @@ from tpufleet.health import Health, health_of
 from tpufleet.ids import CubeId, HostId, OcsId, TargetId, canonical, natural_key
 from tpufleet.integrations.k8s import LABEL_VALUE
 from tpufleet.model import Fleet
-from tpufleet.text import printable
+from tpufleet.text import printable, unknown_name
 
 # The parts most use cases and views import with FleetState, from here.
 __all__ = [
@@ -169,8 +169,8 @@ class FleetState:
         if name in self.jobs:
             return self.job_slices(name)
         if name not in self.slices:
-            slices, jobs = (", ".join(sorted(names, key=natural_key)) or "none" for names in (self.slices, self.jobs))
-            raise Refused(f"unknown slice or job {name!r} (slices: {slices}; jobs: {jobs})")
+            slices, jobs = (sorted(names, key=natural_key) for names in (self.slices, self.jobs))
+            raise Refused(unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}))
         return [self.slices[name]]
 
     def cubes_drained(self) -> set[str]:
@@ -412,5 +412,4 @@ def _known(named: Mapping[str, _Named], name: str, what: str) -> _Named:
     try:
         return named[name]
     except KeyError:
-        known = ", ".join(sorted(named, key=natural_key)) or "none"
-        raise Refused(f"unknown {what} {name!r} ({what}s: {known})") from None
+        raise Refused(unknown_name(what, name, {f"{what}s": sorted(named, key=natural_key)})) from None

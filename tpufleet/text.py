@@ -234,3 +234,47 @@ def days_text(value: float) -> str:
     if value >= 1:
         return f"{value:,.2f}".rstrip("0").rstrip(".")
     return f"{value:.3g}"
+
+
+# Names listed in a refusal of an unknown one: past this many, the rest are counted (a fleet of hundreds of slices
+# would otherwise print them all on the one error line).
+NAMES_LISTED = 20
+
+
+def closest(name: str, known: Sequence[str]) -> str | None:
+    """The known name `name` is a near miss of (a typo, another case), for a refusal's `did you mean`; else None.
+
+    >>> closest("lmm", ["llm", "small"]), closest("LLM", ["llm"]), closest("zzz", ["llm"])
+    ('llm', 'llm', None)
+    """
+    import difflib
+
+    by_lower = {n.lower(): n for n in known}
+    if name.lower() in by_lower and by_lower[name.lower()] != name:
+        return by_lower[name.lower()]
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[found[0]] if found else None
+
+
+def names_listed(names: Sequence[str]) -> str:
+    """`a, b, c`, `none`, or the first NAMES_LISTED and `... and N more`.
+
+    >>> names_listed([]), names_listed(["a", "b"]), names_listed([f"s{i}" for i in range(22)])[-19:]
+    ('none', 'a, b', 's18, s19 and 2 more')
+    """
+    if not names:
+        return "none"
+    shown = ", ".join(names[:NAMES_LISTED])
+    return shown if len(names) <= NAMES_LISTED else f"{shown} and {len(names) - NAMES_LISTED} more"
+
+
+def unknown_name(what: str, name: str, lists: dict[str, Sequence[str]]) -> str:
+    """The refusal of an unknown name: the near miss it may mean, then each kind's names.
+
+    >>> unknown_name("slice or job", "lmm", {"slices": ["llm"], "jobs": []})
+    "unknown slice or job 'lmm'; did you mean llm? (slices: llm; jobs: none)"
+    """
+    near = closest(name, [known for names in lists.values() for known in names])
+    meant = f"; did you mean {near}?" if near else ""
+    listed = "; ".join(f"{kind}: {names_listed(names)}" for kind, names in lists.items())
+    return f"unknown {what} {name!r}{meant} ({listed})"
