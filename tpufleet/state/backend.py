@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
 
-from tpufleet.errors import Refused
+from tpufleet.errors import BadInput, Refused
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,6 +29,20 @@ if TYPE_CHECKING:
 def no_fleet_state(where: object) -> Refused:
     """The refusal of a command that needs a fleet where there is none: the same words on either backend."""
     return Refused(f"no fleet state in {where} (run `tpufleet init` or pass --state DIR|URL)")
+
+
+# The files of a state directory that an operator may give as --state in its place.
+_STATE_FILES = ("state.json", "journal.jsonl")
+
+
+def not_a_state_dir(path: Path) -> BadInput:
+    """The refusal of a --state that is a file, saying what to pass instead: the state's directory when it is one of
+    a state's files (`--state DIR/state.json`), else a directory or a database URL."""
+    if path.name in _STATE_FILES or path.name.startswith(tuple(f"{name}." for name in _STATE_FILES)):
+        fix = f"it is a file of the state in {str(path.parent)!r}: pass that directory (--state {path.parent})"
+    else:
+        fix = "pass the directory `tpufleet init` made (--state DIR) or a postgresql:// URL"
+    return BadInput(f"state directory {str(path)!r} is not a directory; {fix}")
 
 
 class TablesSource(Protocol):

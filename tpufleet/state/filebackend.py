@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, Refused
+from tpufleet.errors import NO_VALUE, BadStateFile, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
-from tpufleet.state.backend import no_fleet_state
+from tpufleet.state.backend import no_fleet_state, not_a_state_dir
 from tpufleet.state.committed import side_file_failed
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
@@ -115,7 +115,7 @@ class DirectoryBackend:
         except FileNotFoundError:
             raise self.no_state() from None
         except NotADirectoryError:
-            raise BadInput(f"state directory {str(self.dir)!r} is not a directory") from None
+            raise not_a_state_dir(self.dir) from None
         except OSError as exc:
             raise BadStateFile(str(path), "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
         if len(raw) > MAX_STATE_BYTES:  # read no further than the limit: a huge or sparse file is not read whole
@@ -175,6 +175,8 @@ class DirectoryBackend:
             # way there holds it, and its state is what this change reads once the lock is released.
             if os.path.isdir(self.dir) and not self.exists() and not os.path.lexists(self.dir / LOCK):
                 raise self.no_state()
+        if os.path.isfile(self.dir):  # `--state DIR/state.json`: the refusal says what to pass instead
+            raise not_a_state_dir(self.dir)
         made = _missing_dirs(self.dir)
         ensure_private_dir(self.dir)
         check_state_dirs(self.dir, self.routes_dir)
