@@ -7,7 +7,7 @@ from tpufleet.constants import MAX_FAULT_ID_CHARS
 from tpufleet.errors import BadInput, Refused
 from tpufleet.faults import machines_hit, normalize
 from tpufleet.fleetstate import Fault, FleetState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, canonical
+from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, canonical, near_id
 
 
 def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
@@ -27,9 +27,11 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
             raise Refused(f"fault {key} was already cleared at {hit.cleared}")
         return [hit]
     if ":" not in key:  # neither a fault id nor a target (`F1`, `12`): say both forms, not only the target's
+        number = key[1:] if key[:1] == "F" else key
+        near = f"f{int(number)}" if number.isascii() and number.isdigit() else near_id(key)
         raise BadInput(
             f"bad fault id or target {key[:60]!r}: give a fault id as `tpufleet faults` lists it (f12) or a target"
-            " id KIND:... (cube:c07, ocs:pod0/x/5)"
+            " id KIND:... (cube:c07, ocs:pod0/x/5)" + (f"; did you mean {near}?" if near else "")
         )
     target = canonical(normalize(state.fleet, key))
     hits = [f for f in state.faults if canonical(f.target) == target and f.is_open]

@@ -217,7 +217,11 @@ def parse_target(text: str) -> TargetId:
     ...
     tpufleet.errors.BadInput: bad id 'host:c00/01': did you mean host:c00/1? (an id is written as tpufleet writes it: cNN, numbers without leading zeros)
     """
-    target = _parse(text)
+    try:
+        target = _parse(text)
+    except BadInput as exc:
+        near = near_id(text)
+        raise BadInput(f"{exc}; did you mean {near}?" if near else str(exc)) from None
     if str(target) != text:
         form = "podN" if isinstance(target, OcsId) else "cNN"
         raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({_ONE_FORM.format(form=form)})")
@@ -235,6 +239,29 @@ def meant_target(text: str) -> TargetId | None:
 
 
 _ONE_FORM = "an id is written as tpufleet writes it: {form}, numbers without leading zeros"
+
+
+def near_id(text: str) -> str | None:
+    """The id a mistyped one may mean, for a refusal's `did you mean`: its kind left out (`c07` is cube:c07,
+    `c07/3` host:c07/3), misspelt (`hots:c07/3`) or in capitals (`HOST:C07/3`); None when no guess names an id.
+
+    >>> near_id("c07"), near_id("c07/3"), near_id("HOST:C07/3"), near_id("hots:c07/3"), near_id("zz")
+    ('cube:c07', 'host:c07/3', 'host:c07/3', 'host:c07/3', None)
+    """
+    import difflib
+
+    typed = text.strip().lower() if isinstance(text, str) else ""
+    kind, colon, rest = typed.partition(":")
+    if not colon:
+        guesses = [f"{each}:{typed}" for each in KINDS]
+    else:
+        guesses = [f"{each}:{rest}" for each in [kind, *difflib.get_close_matches(kind, KINDS, n=1, cutoff=0.5)]]
+    for guess in guesses:
+        try:
+            return str(_parse(guess))
+        except BadInput:
+            continue
+    return None
 
 
 def _parse(text: str) -> TargetId:
