@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from helpers import snapshot
+from helpers import one_line, snapshot
 
 
 @pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
@@ -42,3 +44,19 @@ def test_a_target_with_nothing_open_inside_says_only_that(fleet):
     assert fleet("inject-fault", "host:c06/2").code == 0
     r = fleet("clear-fault", "host:c06/1")
     assert r.code == 1 and "no open fault on host:c06/1" in r.err and "f1" not in r.err
+
+
+def test_a_target_with_nothing_open_inside_says_where_the_open_faults_are_listed(fleet):
+    """`clear-fault host:c06/1` (meaning host:c06/2) said only "no open fault on host:c06/1": no way on."""
+    assert fleet("inject-fault", "host:c06/2").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("clear-fault", "host:c06/1", "-o", "json")
+    said = json.loads(r.err)
+    assert r.code == 1 and said["exit_code"] == 1
+    assert said["error"].endswith("open faults elsewhere: 1 (`tpufleet faults` lists them)")
+    assert snapshot(fleet.state) == before
+
+
+def test_a_target_cleared_in_a_fleet_with_nothing_open_says_so(fleet):
+    line = one_line(fleet("clear-fault", "host:c06/1"), 1)
+    assert line.endswith("no open fault on host:c06/1; no fault is open")

@@ -59,8 +59,9 @@ def _open_inside(state: FleetState, target: TargetId) -> str:
     """The open faults on components inside `target` (a cube's hosts, a host's chips), said with how to clear
     them: clearing a cube does not clear its hosts' faults, and the operator may not know one is open there."""
     inside = [f for f in state.faults if f.is_open and _contains(target, f.target)]
-    if not inside:
-        return ""
+    if not inside:  # a mistyped target: say where the open ones are listed
+        others = sum(1 for f in state.faults if f.is_open)
+        return f"; open faults elsewhere: {others} (`tpufleet faults` lists them)" if others else "; no fault is open"
     named = ", ".join(f"{f.id} on {f.target}" for f in inside[:SHOWN_INSIDE])
     more = f" and {len(inside) - SHOWN_INSIDE} more" if len(inside) > SHOWN_INSIDE else ""
     return (
