@@ -1,6 +1,6 @@
 """`tpufleet allocate` and `tpufleet release`."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -208,19 +208,32 @@ def release_cmd(
 ) -> None:
     """Return a slice's cubes (or every slice of a job) to the pool. Cross-connects stay in place (a later slice
     may reuse them). A slice of a job goes only with its job."""
-    from tpufleet.ops import slices
+    from tpufleet.errors import Refused
     from tpufleet.ops.pool import release_words
 
     store = ctx.obj.store()
+    try:
+        outcome, linked = _release(store, name)
+    except Refused as refused:  # `release` run twice: say which commit released it
+        from tpufleet.ops.history import released_earlier
+
+        raise released_earlier(store, name) or refused from None
+    d = {**outcome.data, "linked_routes": linked}
+    what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name
+    emit(d, output, lambda: "\n".join([f"released {what}: {release_words(d)}", *_links_left(linked)]))
+
+
+def _release(store: Any, name: str) -> tuple[Any, dict[str, str]]:
+    """The release in one transaction: its outcome and the symbolic links left where tables were."""
+    from tpufleet.ops import slices
+
     with store.transaction() as tx:
         outcome, gone = slices.release_named(tx.state, name)
         for slice_name in gone:
             store.delete_tables(tx, slice_name)  # deleted once the release is committed (a symbolic link stays)
         linked = store.linked_tables(gone)
         tx.commit(outcome.change)
-    d = {**outcome.data, "linked_routes": linked}
-    what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name
-    emit(d, output, lambda: "\n".join([f"released {what}: {release_words(d)}", *_links_left(linked)]))
+    return outcome, linked
 
 
 def _links_left(linked: dict[str, str]) -> list[str]:

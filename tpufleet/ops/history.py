@@ -164,3 +164,27 @@ def diff(entries: list[JournalEntry], start: int, end: int | None, now: int | No
         **combine([e.delta for e in recorded]),
         "without_detail": sorted([e.serial for e in span if not is_delta(e.delta)] + lost),
     }
+
+
+def _removes(entry: JournalEntry, name: str) -> bool:
+    """Whether the journal line removed slice or job `name` (a release, an `init --force`, an import)."""
+    delta = entry.delta if is_delta(entry.delta) else {}
+    removed = delta.get("slices", {}).get("removed", []) if isinstance(delta, dict) else []
+    return name in removed or entry.summary.startswith((f"release {name}:", f"release job {name}:"))
+
+
+def released_earlier(store: Store, name: str) -> Refused | None:
+    """For `release` of a slice or job the state lacks: the refusal saying which commit removed it (`release`
+    run twice), or None when the state has it or the journal never removed it (a typo: the command's own refusal
+    says what it may mean). The journal is read back from its end to that commit only."""
+    state = store.load()
+    if name in state.slices or name in state.jobs:
+        return None
+    read = read_journal(store, enough=lambda entries: any(_removes(e, name) for e in entries))
+    last = next((e for e in reversed(read.entries) if _removes(e, name)), None)
+    if last is None:
+        return None
+    return Refused(
+        f"{name!r} is already released: serial {last.serial} removed it ({last.time}, `{last.command}`); nothing to "
+        "release (`tpufleet show slices` lists the slices)"
+    )
