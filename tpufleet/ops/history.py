@@ -142,7 +142,8 @@ def diff(entries: list[JournalEntry], start: int, end: int | None, now: int | No
     now = now if now is not None else entries[-1].serial if entries else 0
     end = now if end is None else end
     if not 0 <= start <= end <= now:
-        raise BadInput(f"bad serials {start} {end}: need 0 <= SERIAL <= SERIAL <= {now} (the current serial)")
+        swapped = f"; swap them: `tpufleet diff {end} {start}`" if 0 <= end < start <= now else ""
+        raise BadInput(f"bad serials {start} {end}: need 0 <= SERIAL <= SERIAL <= {now} (the current serial){swapped}")
     first: dict[int, JournalEntry] = {}
     for e in entries:  # a serial twice (a line copied by hand) is one commit
         if start < e.serial <= end:

@@ -1,0 +1,23 @@
+"""`diff` with its serials the wrong way round: refused (exit 2, nothing changed) with the command that has them
+in order."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import one_line, snapshot
+
+
+def test_reversed_serials_give_the_command_with_them_swapped(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x4").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("diff", "3", "1", "-o", "json")
+    said = json.loads(r.err)
+    assert r.code == 2 and said["exit_code"] == 2
+    assert said["error"].startswith("bad serials 3 1:") and said["error"].endswith("swap them: `tpufleet diff 1 3`")
+    assert snapshot(fleet.state) == before
+
+
+def test_a_serial_past_the_current_one_is_not_told_to_swap(fleet):
+    assert "swap" not in one_line(fleet("diff", "5", "0"), 2)
