@@ -248,7 +248,10 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
         raise BadInput(f"bad option --avoid: unknown cube {unknown!r}{meant(unknown, state.fleet.cube_pod)}")
     sl = state.slice(name)
     if sl.state is not SliceState.EVICTED:
-        raise Refused(f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule")
+        raise Refused(
+            f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule (`tpufleet explain {name}` says what it "
+            "needs, if anything)"
+        )
     proposal = moves.propose_move(state, sl, frozenset(avoid))
     if not proposal.ready or proposal.alloc is None or proposal.plan is None:
         raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
