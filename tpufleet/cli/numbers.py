@@ -28,7 +28,7 @@ class _StrictNumber:
         if isinstance(value, str) and not _reads_as(value, whole="Int" in type(self).__name__):
             # Click would say "not a valid integer range", naming its own type rather than what was wanted
             what = "a whole number" if "Int" in type(self).__name__ else "a number"
-            self.fail(f"{shown(value)} is not {what}", param, ctx)  # type: ignore[attr-defined]
+            self.fail(f"{shown(value)} is not {what}{_fraction_meant(self, value)}", param, ctx)  # type: ignore[attr-defined]
         if isinstance(value, str) and "Float" in type(self).__name__:
             # before Click's range check, which named 1e400 as "inf is not in the range", a value never typed,
             # and passed 1e-400 as 0.0 (a host availability of 1e-400 became 0)
@@ -59,7 +59,20 @@ def _refuse_outside(param_type: Any, text: str, param: Any, ctx: Any) -> None:
         said = f"is not between {_bound(low)} and {_bound(high)}" + (" (exclusive)" if low_open or high_open else "")
     else:
         said = f"is below {_bound(low)}" if low is not None else f"is above {_bound(high)}"
-    param_type.fail(f"{shown(text)} {said}", param, ctx)
+    param_type.fail(f"{shown(text)} {said}{_fraction_meant(param_type, text)}", param, ctx)
+
+
+def _fraction_meant(param_type: Any, text: str) -> str:
+    """`; did you mean 0.8?` for a percentage (`80`, `80%`) given where a fraction of 0-1 is taken (--min-throughput,
+    --confidence, --host-availability); else nothing."""
+    if (getattr(param_type, "min", None), getattr(param_type, "max", None)) != (0, 1):
+        return ""
+    typed = text.strip().removesuffix("%")
+    if not _reads_as(typed, whole=False) or not typed.isascii() or "_" in typed:
+        return ""
+    percent = float(typed)
+    lowest = 0 if text.strip().endswith("%") else 5  # `1.5` may be anything; `80` and `2%` are percentages
+    return f"; did you mean {percent / 100:g}?" if lowest < percent <= 100 else ""
 
 
 def _bound(value: float | None) -> str:
