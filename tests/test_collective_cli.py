@@ -141,7 +141,8 @@ def test_a_table_capacity_of_0_is_bad_input_not_a_refusal(routed):
     [
         (
             ["--op", "scatter", "--bytes", "1GiB"],
-            "bad option --op: 'scatter' is not one of all-reduce, reduce-scatter, all-gather, all-to-all",
+            "bad option --op: 'scatter' is not one of all-reduce, reduce-scatter, all-gather, all-to-all"
+            "; did you mean reduce-scatter?",
         ),
         (["--op", "all-reduce", "--bytes", "-1"], "bad option --bytes: '-1' must be at least 1 byte"),
         (

@@ -244,14 +244,17 @@ NAMES_LISTED = 20
 def closest(name: str, known: Sequence[str]) -> str | None:
     """The known name `name` is a near miss of (a typo, another case), for a refusal's `did you mean`; else None.
 
-    >>> closest("lmm", ["llm", "small"]), closest("LLM", ["llm"]), closest("zzz", ["llm"])
-    ('llm', 'llm', None)
+    >>> closest("lmm", ["llm", "small"]), closest("LLM", ["llm"]), closest("zzz", ["llm"]), closest("prom", ["prometheus"])
+    ('llm', 'llm', None, 'prometheus')
     """
     import difflib
 
     by_lower = {n.lower(): n for n in known}
     if name.lower() in by_lower and by_lower[name.lower()] != name:
         return by_lower[name.lower()]
+    started = [n for n in by_lower if name and n.startswith(name.lower())]
+    if len(started) == 1:  # a name cut short (`prom` for prometheus)
+        return by_lower[started[0]]
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
     return by_lower[found[0]] if found else None
 
@@ -278,3 +281,9 @@ def unknown_name(what: str, name: str, lists: dict[str, Sequence[str]]) -> str:
     meant = f"; did you mean {near}?" if near else ""
     listed = "; ".join(f"{kind}: {names_listed(names)}" for kind, names in lists.items())
     return f"unknown {what} {name!r}{meant} ({listed})"
+
+
+def meant_of(value: str, choices: Sequence[str]) -> str:
+    """`; did you mean X?` for a value refused as not one of `choices`, when it is a near miss of one; else ''."""
+    near = closest(value, choices)
+    return f"; did you mean {near}?" if near else ""

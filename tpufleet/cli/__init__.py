@@ -214,6 +214,7 @@ def _click_command() -> click.Command:
     import typer
 
     from tpufleet.cli.arghelp import argument_help
+    from tpufleet.cli.choices import CHOICE_MEANT
     from tpufleet.cli.dashes import typographic_dashes
     from tpufleet.cli.numbers import STRICT_NUMBER
     from tpufleet.cli.optionvalues import NOT_AN_OPTION
@@ -225,7 +226,7 @@ def _click_command() -> click.Command:
     command = typer.main.get_command(app)
     plain_metavars(command)
     argument_help(command)
-    give_checks(command, [STRICT_NUMBER, FILE_NAME, NOT_AN_OPTION])
+    give_checks(command, [STRICT_NUMBER, FILE_NAME, NOT_AN_OPTION, CHOICE_MEANT])
     negative_numbers_as_arguments(command)
     typographic_dashes(command)
     options_once(command)

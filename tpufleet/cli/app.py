@@ -298,11 +298,14 @@ def root(
     (keys: state, output, lock_timeout, group).
     """
     from tpufleet.errors import BadInput, TpufleetError, shown
+    from tpufleet.text import closest
 
     formats = [f.value for f in ReportOutput]
     if output is not None and output not in formats:
         # as a command's own -o says it
-        raise BadInput(f"bad option --output: {shown(output)} is not one of {', '.join(map(repr, formats))}")
+        near = closest(output, formats)
+        meant = f"; did you mean {near}?" if near else ""
+        raise BadInput(f"bad option --output: {shown(output)} is not one of {', '.join(map(repr, formats))}{meant}")
     if group == "":  # as `--state ''` and the config file's `group = ""`: it meant the config's group, or none, unsaid
         raise BadInput("bad option --group: the group is empty (''); name a group, or leave the option out")
     if not 0 <= lock_timeout <= DAY:  # also refuses nan, which every comparison fails

@@ -352,11 +352,14 @@ def collective_cmd(
     from tpufleet.collectives.profile import parse_size
     from tpufleet.errors import BadInput
     from tpufleet.ops import collective as ops
+    from tpufleet.text import meant_of
 
     if op not in OPS:
-        raise BadInput(f"bad option --op: {op!r} is not one of {', '.join(OPS)}")
+        raise BadInput(f"bad option --op: {op!r} is not one of {', '.join(OPS)}{meant_of(op, OPS)}")
     if algorithm not in ALGORITHMS:
-        raise BadInput(f"bad option --algorithm: {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+        raise BadInput(
+            f"bad option --algorithm: {algorithm!r} is not one of {', '.join(ALGORITHMS)}{meant_of(algorithm, ALGORITHMS)}"
+        )
     check_algorithm(op, algorithm)
     nbytes = parse_size(size)
     order = parse_order(dims) if dims is not None else None

@@ -23,7 +23,7 @@ from tpufleet.cli.app import (
 from tpufleet.cli.render import Renderers
 from tpufleet.goodput.events import LOG_FORMATS
 from tpufleet.goodput.metrics import PERIODS
-from tpufleet.text import printable
+from tpufleet.text import meant_of, printable
 from tpufleet.timeparse import TIME_HELP
 
 HTML_TIMELINES = 50  # jobs whose timeline the HTML page can show (the lowest MPG first)
@@ -217,7 +217,9 @@ def _parse(
         raise BadInput(f"bad option --by: {shown(by)} names an empty segment (between two commas, or at an end)")
     for d in dims:
         if d not in DIMENSIONS:
-            raise BadInput(f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}")
+            raise BadInput(
+                f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}{meant_of(d, DIMENSIONS)}"
+            )
     refuse_repeats("--by", dims)
     t0, t1 = _window(since, until)
     pairs = parse_capacity(capacity) if capacity is not None and capacity != "state" else None

@@ -12,6 +12,8 @@ from tpufleet.cli.render import emit, of_the_optimum
 from tpufleet.constants import MAX_TABLE_CAPACITY
 from tpufleet.ops.routes import EXPORT_FORMATS, export_format
 from tpufleet.text import printable
+from tpufleet.ops.routes import EXPORT_FORMATS
+from tpufleet.text import meant_of, printable
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -183,7 +185,7 @@ def routes_cmd(
         raise BadInput(f"bad option --traffic: {traffic!r} names no traffic pattern (one of {', '.join(TRAFFICS)})")
     for t in traffics:
         if t not in TRAFFICS:
-            raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}")
+            raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}{meant_of(t, TRAFFICS)}")
     refuse_repeats("--traffic", traffics)
     if thorough and algorithm is not Algorithm.auto:
         raise BadInput(f"bad option --thorough: it makes more auto candidates; --algorithm {algorithm.value} has none")
