@@ -33,6 +33,7 @@ from tpufleet.constants import (
 from tpufleet.errors import BadInput, shown
 from tpufleet.generations import Generation
 from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name, meant
+from tpufleet.text import closest
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,13 @@ def known_pod(fleet: Fleet, name: str, option: str = "--pod") -> str:
     said it its own way, and only `allocate` read `' pod0'`)."""
     pod = name.strip()
     if pod not in fleet.pod_by_name:
-        said = meant(pod, fleet.pod_by_name) or f" (pods: {', '.join(fleet.pod_by_name)})"
+        typed = f"pod{pod}" if pod.isascii() and pod.isdigit() else pod.lower()  # a pod's number alone, POD0
+        well_formed = typed.startswith("pod") and typed[3:].isascii() and typed[3:].isdigit()
+        near = closest(typed, list(fleet.pod_by_name)) if not well_formed else typed if typed != pod else None
+        near = near if near in fleet.pod_by_name else None
+        said = meant(pod, fleet.pod_by_name) or (
+            f" (did you mean {near}?)" if near else f" (pods: {', '.join(fleet.pod_by_name)})"
+        )
         raise BadInput(f"bad option {option}: unknown pod {shown(name)}{said}")
     return pod
 
