@@ -52,6 +52,10 @@ def history_cmd(
     store = ctx.obj.store()
     rows, read = history(store, since, slice_name)
     warn_journal(store.journal_label, read)
+    if slice_name is not None and not rows and since is None:  # a mistyped name: say so, not a silent `(none)`
+        from tpufleet.ops.history import never_named
+
+        typer.echo(f"tpufleet: note: {never_named(store, slice_name)}", err=True)
     emit(
         rows,
         output,

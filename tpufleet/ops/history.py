@@ -189,3 +189,13 @@ def released_earlier(store: Store, name: str) -> Refused | None:
         f"{name!r} is already released: serial {last.serial} removed it ({last.time}, `{last.command}`); nothing to "
         "release (`tpufleet show slices` lists the slices)"
     )
+
+
+def never_named(store: Store, name: str) -> str:
+    """What `history --slice NAME` says when no change in the journal touched NAME: the slice or job it may mean."""
+    from tpufleet.text import closest
+
+    state = store.load()
+    near = closest(name, [*state.slices, *state.jobs])
+    meant = f" (did you mean {near}? `tpufleet history --slice {near}`)" if near else ""
+    return f"no change in the journal touched a slice or job named {name!r}{meant}"
