@@ -24,6 +24,7 @@ from tpufleet.jsontext import MAX_SPEC_BYTES
 from tpufleet.maintenance import KIND, Notice, window
 from tpufleet.model import Fleet
 from tpufleet.state.inputfiles import load_json_file
+from tpufleet.state.planfile import JOB_PLAN_KIND, PLAN_KIND
 from tpufleet.timeparse import utc_stamp
 
 __all__ = ["SCHEMA", "SavedMaintenancePlan", "SavedMove", "SavedWave", "check_fleet", "read"]
@@ -132,6 +133,9 @@ def read(path: Path) -> SavedMaintenancePlan:
     value otherwise."""
     doc = load_json_file(path, "maintenance plan", MAX_SPEC_BYTES, written_by_us=True)
     where = str(path)
+    if isinstance(doc, dict) and doc.get("kind") in (PLAN_KIND, JOB_PLAN_KIND):  # the other command's plan
+        run = f"tpufleet apply-xconnect {shlex.quote(where)}"
+        raise BadStateFile(where, "kind", doc["kind"], f"a cross-connect plan, not a maintenance plan: run `{run}`")
     check(SCHEMA, doc, where)
     notices = _notices(doc["notices"], where)
     if notices and not doc["waves"]:

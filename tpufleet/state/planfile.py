@@ -8,6 +8,7 @@ slice's plan file is.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import Slice
 from tpufleet.ids import OcsId
 from tpufleet.jsontext import MAX_SPEC_BYTES, dumps_indented
+from tpufleet.maintenance import KIND as MAINTENANCE_KIND
 from tpufleet.model import Fleet
 from tpufleet.state.inputfiles import load_json_file
 from tpufleet.timeparse import utc_stamp
@@ -232,6 +234,9 @@ def read_any(path: Path) -> SavedPlan | SavedJobPlan:
     """A saved plan of a slice or of a job (by its `kind`), checked against its schema; BadStateFile naming the
     file, field and value otherwise."""
     doc = load_json_file(path, "plan file", MAX_SPEC_BYTES, written_by_us=True)
+    if isinstance(doc, dict) and doc.get("kind") == MAINTENANCE_KIND:  # the other command's plan
+        run = f"tpufleet apply-maintenance {shlex.quote(str(path))} --wave N"
+        raise BadStateFile(str(path), "kind", doc["kind"], f"a maintenance plan, not a cross-connect plan: run `{run}`")
     if isinstance(doc, dict) and doc.get("kind") == JOB_PLAN_KIND:
         return _job_plan(doc, str(path))
     return _slice_plan(doc, path)
