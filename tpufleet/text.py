@@ -241,7 +241,7 @@ def days_text(value: float) -> str:
 NAMES_LISTED = 20
 
 
-def closest(name: str, known: Sequence[str]) -> str | None:
+def closest(name: str, known: Sequence[str], cutoff: float = 0.6) -> str | None:
     """The known name `name` is a near miss of (a typo, another case), for a refusal's `did you mean`; else None.
 
     >>> closest("lmm", ["llm", "small"]), closest("LLM", ["llm"]), closest("zzz", ["llm"]), closest("prom", ["prometheus"])
@@ -255,7 +255,7 @@ def closest(name: str, known: Sequence[str]) -> str | None:
     started = [n for n in by_lower if name and n.startswith(name.lower())]
     if len(started) == 1:  # a name cut short (`prom` for prometheus)
         return by_lower[started[0]]
-    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=cutoff)
     return by_lower[found[0]] if found else None
 
 

@@ -23,7 +23,7 @@ from typing import BinaryIO, cast
 from tpufleet.constants import MiB
 from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.state.files import kind_of
-from tpufleet.state.inputfiles import MissingFile, open_input, size_text
+from tpufleet.state.inputfiles import MissingFile, near_file, open_input, size_text
 
 _GZIP = b"\x1f\x8b"
 
@@ -70,7 +70,9 @@ def _open(path: Path, files_only: bool = False) -> Iterator[BinaryIO]:
             try:
                 raw = stack.enter_context(_open_file(path, files_only))
             except FileNotFoundError:
-                raise MissingFile(name, "", NO_VALUE, "cannot be read: no such goodput log") from None
+                raise MissingFile(
+                    name, "", NO_VALUE, f"cannot be read: no such goodput log{near_file(str(path))}"
+                ) from None
             except OSError as exc:
                 raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
         head = _read(raw, name, len(_GZIP))

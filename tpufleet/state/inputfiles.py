@@ -143,6 +143,28 @@ def open_input(path: Path | str) -> BinaryIO:
     return cast(BinaryIO, _Started(head, fh)) if head else fh
 
 
+NEAR_FILES_READ = 10_000  # names of a missing file's directory compared with it, at most
+
+
+def near_file(name: str) -> str:
+    """`; did you mean plan.json?` for a missing input file whose directory holds a file of a name close to its
+    (`plan.jsn`, `Nodes.json`); else ''."""
+    import shlex
+
+    from tpufleet.text import closest
+
+    path = Path(name)
+    try:
+        with os.scandir(path.parent) as entries:
+            names = [e.name for _, e in zip(range(NEAR_FILES_READ), entries, strict=False) if e.is_file()]
+    except OSError:
+        return ""
+    near = closest(path.name, names, cutoff=0.8)  # a typo in a name, not another file
+    if near is None or near == path.name:
+        return ""
+    return f"; did you mean {shlex.quote(str(path.parent / near))}?"
+
+
 def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
     """The file's bytes, at most `limit` of them; BadStateFile if it cannot be read or is larger."""
     name = str(path)
@@ -152,7 +174,7 @@ def read_bytes(path: Path | str, what: str, limit: int) -> bytes:
     except FileNotFoundError:
         if name == "-":  # the commands that read standard input take '-' before this; "no such file" misled
             raise MissingFile(name, "", NO_VALUE, f"'-' is not standard input here; give the {what}'s name") from None
-        raise MissingFile(name, "", NO_VALUE, f"cannot be read: no such {what}") from None
+        raise MissingFile(name, "", NO_VALUE, f"cannot be read: no such {what}{near_file(name)}") from None
     except OSError as exc:
         raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > limit:
