@@ -18,7 +18,7 @@ from tpufleet.constants import CUBE_EDGE, MACHINES_PER_CUBE
 from tpufleet.errors import BadInput, Refused, refuse_repeats
 from tpufleet.health import Health
 from tpufleet.ids import machine_of, meant
-from tpufleet.model import Fleet, Pod, known_pod
+from tpufleet.model import Fleet, Pod, cubes_held, known_pod
 from tpufleet.shapes import Shape, Vec, check_generation, require_allocatable
 
 MachineUsage = Mapping[str, set[int]]  # cube -> machines already held in it
@@ -198,7 +198,8 @@ def _take_given(
     refuse_repeats("--cubes", cubes)
     for cube in cubes:
         if cube not in fleet.cube_pod:
-            raise BadInput(f"bad option --cubes: unknown cube {cube!r}{meant(cube, fleet.cube_pod)}")
+            said = meant(cube, fleet.cube_pod) or f" ({cubes_held(fleet)})"
+            raise BadInput(f"bad option --cubes: unknown cube {cube!r}{said}")
     pods = {fleet.cube_pod[c] for c in cubes}
     if len(pods) > 1 or (pod and pod not in pods):
         raise BadInput(f"bad option --cubes: {_cubes_by_pod(fleet, cubes, pod)}")

@@ -32,7 +32,7 @@ from tpufleet.constants import (
 )
 from tpufleet.errors import BadInput, shown
 from tpufleet.generations import Generation
-from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name, meant
+from tpufleet.ids import ChipId, HostId, IciId, LinkId, OcsId, TargetId, cube_name, meant, natural_key
 from tpufleet.text import closest
 
 
@@ -184,8 +184,15 @@ def check_known(fleet: Fleet, target: TargetId) -> TargetId:
         if target.pod not in fleet.pod_by_name:
             raise BadInput(f"unknown pod {target.pod!r} in {target} (fleet has {', '.join(fleet.pod_by_name)})")
     elif target.cube not in fleet.cube_pod:
-        raise BadInput(f"unknown cube {target.cube!r} in {target} (fleet has {len(fleet.cube_pod)} cubes)")
+        raise BadInput(f"unknown cube {target.cube!r} in {target} ({cubes_held(fleet)})")
     return target
+
+
+def cubes_held(fleet: Fleet) -> str:
+    """`fleet has 64 cubes: c00-c63`, for the refusal of a cube it lacks (the names it has, first to last)."""
+    names = sorted(fleet.cube_pod, key=natural_key)
+    span = f": {names[0]}-{names[-1]}" if names else ""
+    return f"fleet has {len(names)} cubes{span}"
 
 
 def known_pod(fleet: Fleet, name: str, option: str = "--pod") -> str:

@@ -7,6 +7,7 @@ from tpufleet.errors import BadInput
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, natural_key
+from tpufleet.model import cubes_held
 from tpufleet.ops.explain_faults import (
     Row,
     announced_on,
@@ -110,7 +111,7 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
     if isinstance(target, OcsId) and target.pod not in pods:
         raise BadInput(f"unknown pod {target.pod!r} in {target} (pods: {', '.join(pods)})")
     if not isinstance(target, OcsId) and target.cube not in state.fleet.cube_pod:
-        raise BadInput(f"unknown cube {target.cube!r} in {target}")
+        raise BadInput(f"unknown cube {target.cube!r} in {target} ({cubes_held(state.fleet)})")
     faults = _containing(state, target)
     slices = _dependents(state, target)
     why = [] if faults else [f"`tpufleet inject-fault {target} --dry-run` shows what a failure here would do"]

@@ -13,7 +13,7 @@ from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
 from tpufleet.ids import OcsId, TargetId, meant, natural_key
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
-from tpufleet.model import check_known
+from tpufleet.model import check_known, cubes_held
 from tpufleet.ops.explain import job_wire_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
@@ -245,7 +245,8 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
     maintenance plan's later drains) are taken only when no other fits, as cubes under announced maintenance."""
     unknown = next((c for c in avoid if c not in state.fleet.cube_pod), None)
     if unknown is not None:  # checked against this state's fleet: the one the command read may be older
-        raise BadInput(f"bad option --avoid: unknown cube {unknown!r}{meant(unknown, state.fleet.cube_pod)}")
+        said = meant(unknown, state.fleet.cube_pod) or f" ({cubes_held(state.fleet)})"
+        raise BadInput(f"bad option --avoid: unknown cube {unknown!r}{said}")
     sl = state.slice(name)
     if sl.state is not SliceState.EVICTED:
         raise Refused(
