@@ -27,6 +27,7 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
             raise Refused(f"fault {key} was already cleared at {hit.cleared}")
         return [hit]
     if ":" not in key:  # neither a fault id nor a target (`F1`, `12`): say both forms, not only the target's
+        refuse_a_slice(state, key)
         number = key[1:] if key[:1] == "F" else key
         near = f"f{int(number)}" if number.isascii() and number.isdigit() else near_id(key)
         raise BadInput(
@@ -38,6 +39,17 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
     if not hits:
         raise Refused(f"no open fault on {target}" + _open_inside(state, target))
     return hits
+
+
+def refuse_a_slice(state: FleetState, key: str) -> None:
+    """BadInput when `key`, given where a component's id is taken (`inject-fault`, `clear-fault`), is the name of
+    a slice or job: the operator meant its cubes, which `explain` names."""
+    kind = "job" if key in state.jobs else "slice" if key in state.slices else None
+    if kind is not None:
+        raise BadInput(
+            f"bad id {key[:60]!r}: the name of a {kind}, not a component's id (cube:c07, host:c07/3, ocs:pod0/x/5); "
+            f"`tpufleet explain {key}` names its cubes and faults"
+        )
 
 
 def _open_ids(state: FleetState) -> str:

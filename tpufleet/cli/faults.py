@@ -144,6 +144,10 @@ def inject_cmd(
         raise BadInput("bad option --seed: only with --random")
     store = ctx.obj.store()
     snapshot = store.load()
+    if target is not None:
+        from tpufleet.fault_clearing import refuse_a_slice
+
+        refuse_a_slice(snapshot, target)
     requests = _requests(snapshot.fleet, target, from_file, random_count, seed or 0, planned, reason)
     now = utc_now()
     from tpufleet.cli.progress import routing_progress
