@@ -144,12 +144,21 @@ def shipped(name: str) -> Generation:
     return gen
 
 
+# Names operators call a generation by that are not its profile's: the refusal names the profile meant.
+_OTHER_NAMES = {"ironwood": "tpu7x", "tpu-v7": "tpu7x", "tpuv7": "tpu7x", "v7": "tpu7x"}
+
+
 def named_by_option(name: str, option: str = "--generation") -> Generation:
     """The shipped generation a command-line option names: BadInput naming the option, the value and the known
     generations for a name that is none of them (`shipped`'s own message names no option: a state or spec file's
     field says where the name came from there)."""
     if name not in names():
-        raise BadInput(f"bad option {option}: unknown generation {name!r}; known: {', '.join(names())}")
+        from tpufleet.text import meant_of
+
+        known = names()
+        alias = _OTHER_NAMES.get(name.strip().lower())
+        meant = f"; did you mean {alias}?" if alias in known else meant_of(name, known)
+        raise BadInput(f"bad option {option}: unknown generation {name!r}; known: {', '.join(known)}{meant}")
     return shipped(name)
 
 
