@@ -38,6 +38,24 @@ def _directory(text: str) -> Path:
     return Path(text).expanduser()
 
 
+def _in_order(command: str, directory: str, url: str) -> None:
+    """BadInput when `state push DIR URL` or `state pull URL DIR` was given the URL where the directory goes and a
+    directory where the URL goes: the arguments swapped, said with the command in order (password hidden)."""
+    import shlex
+
+    from tpufleet.errors import BadInput
+    from tpufleet.state.dburl import redacted
+    from tpufleet.state.store import is_database_url
+
+    if is_database_url(directory) and not is_database_url(url):
+        shown = [shlex.quote(url), shlex.quote(redacted(directory))]
+        line = " ".join(shown if command == "push" else shown[::-1])
+        order = "DIR URL" if command == "push" else "URL DIR"
+        raise BadInput(
+            f"bad arguments: `state {command}` takes {order}, given the other way round; run `tpufleet state {command} {line}`"
+        )
+
+
 def _moved_text(d: dict[str, Any]) -> str:
     from tpufleet.text import printable
 
@@ -97,6 +115,7 @@ def push_cmd(
     from tpufleet.state import transfer
     from tpufleet.state.lock import command_line
 
+    _in_order("push", directory, url)
     d = transfer.push(_directory(directory), _url(url, "URL"), ctx.obj.lock_timeout, command_line())
     emit(d, output, lambda: _moved_text(d))
 
@@ -116,5 +135,6 @@ def pull_cmd(
     from tpufleet.state import transfer
     from tpufleet.state.lock import command_line
 
+    _in_order("pull", directory, url)
     d = transfer.pull(_url(url, "URL"), _directory(directory), ctx.obj.lock_timeout, command_line())
     emit(d, output, lambda: _moved_text(d))
