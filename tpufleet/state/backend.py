@@ -45,6 +45,28 @@ def not_a_state_dir(path: Path) -> BadInput:
     return BadInput(f"state directory {str(path)!r} is not a directory; {fix}")
 
 
+NEAR_DIRS_READ = 10_000  # names beside a --state with no fleet compared with it, at most
+
+
+def near_state_dir(path: Path) -> str | None:
+    """A directory beside `path` (which holds no fleet) of a close name that holds one (`~/tpufleet-stat` for
+    `~/tpufleet-state`), as --state would name it; else None."""
+    import os
+    import shlex
+
+    from tpufleet.text import closest
+
+    try:
+        with os.scandir(path.parent) as entries:
+            names = [e.name for _, e in zip(range(NEAR_DIRS_READ), entries, strict=False) if e.is_dir()]
+    except OSError:
+        return None
+    near = closest(path.name, [n for n in names if n != path.name], cutoff=0.8)
+    if near is None or not os.path.isfile(path.parent / near / "state.json"):
+        return None
+    return shlex.quote(str(path.parent / near))
+
+
 class TablesSource(Protocol):
     """A slice's stored routing tables, read only when a use case asks."""
 

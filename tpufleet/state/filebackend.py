@@ -18,7 +18,7 @@ from tpufleet.errors import NO_VALUE, BadStateFile, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
-from tpufleet.state.backend import no_fleet_state, not_a_state_dir
+from tpufleet.state.backend import near_state_dir, no_fleet_state, not_a_state_dir
 from tpufleet.state.committed import side_file_failed
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
@@ -106,7 +106,9 @@ class DirectoryBackend:
         return (_stat_key(self.state_path), tables)
 
     def no_state(self) -> Refused:
-        return no_fleet_state(self.dir)
+        refused = no_fleet_state(self.dir)
+        near = near_state_dir(self.dir)
+        return Refused(f"{refused}; did you mean --state {near}?") if near else refused
 
     def read_state(self) -> bytes:
         path = self.state_path
