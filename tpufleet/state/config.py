@@ -69,6 +69,8 @@ def load_config() -> Config:
 
 
 def _parse(doc: dict[str, object], file: str) -> Config:
+    from tpufleet.text import meant_of
+
     known = {"state": str, "output": str, "lock_timeout": (int, float), "group": str}
     words = {
         "state": "a directory or a postgresql:// URL in quotes",
@@ -78,12 +80,15 @@ def _parse(doc: dict[str, object], file: str) -> Config:
     }
     for key, value in doc.items():
         if key not in known:
-            raise BadStateFile(file, key, value, f"unknown setting; known: {', '.join(known)}")
+            raise BadStateFile(
+                file, key, value, f"unknown setting; known: {', '.join(known)}{meant_of(key, list(known))}"
+            )
         if not isinstance(value, known[key]) or isinstance(value, bool):  # type: ignore[arg-type]
             raise BadStateFile(file, key, value, f"must be {words[key]}")
     output, timeout = doc.get("output"), doc.get("lock_timeout")
     if output is not None and output not in OUTPUT_FORMATS:
-        raise BadStateFile(file, "output", output, f"must be one of {', '.join(OUTPUT_FORMATS)}")
+        said = meant_of(output, list(OUTPUT_FORMATS)) if isinstance(output, str) else ""
+        raise BadStateFile(file, "output", output, f"must be one of {', '.join(OUTPUT_FORMATS)}{said}")
     if isinstance(timeout, (int, float)) and not 0 <= timeout <= DAY:
         raise BadStateFile(file, "lock_timeout", timeout, f"must be between 0 and {DAY} seconds")
     for key in ("state", "group"):
