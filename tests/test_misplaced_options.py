@@ -41,3 +41,24 @@ def test_an_option_with_its_value_moves_with_it(fleet):
 def test_an_option_no_command_has_is_refused_as_before(fleet):
     line = one_line(fleet("--bogus", "status"), 2)
     assert "--bogus" in line and "run `" not in line
+
+
+def test_two_names_where_one_is_taken_say_what_the_command_takes(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x4").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("release", "a", "b", "-o", "json")
+    said = json.loads(r.err)
+    assert r.code == 2 and said["exit_code"] == 2
+    assert "(b)" in said["error"] and said["error"].endswith("`release` takes SLICE|JOB: one command for each")
+    assert snapshot(fleet.state) == before
+
+
+def test_an_argument_to_a_command_without_any_says_so(fleet):
+    assert one_line(fleet("status", "extra"), 2).endswith("`status` takes no argument")
+
+
+def test_a_groups_command_is_named_whole(fleet):
+    assert one_line(fleet("import", "k8s", "a.json", "b.json"), 2).endswith(
+        "`import k8s` takes FILE|-: one command for each"
+    )

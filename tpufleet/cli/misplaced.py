@@ -73,3 +73,18 @@ def _taken(argv: list[str], at: int, option: str, param: Any) -> int:
 
 def _line(argv: list[str]) -> str:
     return shlex.join(["tpufleet", *argv])
+
+
+def extra_argument_hint(exc: Any) -> str:
+    """`; release takes SLICE|JOB: one command for each` for Click's refusal of an extra argument (`release a b`,
+    `inject-fault cube:c10 cube:c11`), naming what the command takes; '' for any other usage error."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None or type(exc).__name__ != "UsageError" or "unexpected extra argument" not in str(exc.message):
+        return ""
+    taken = [p for p in ctx.command.params if getattr(p, "param_type_name", "") == "argument"]
+    path = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip() or ctx.command_path
+    if not taken:
+        return f"; `{path}` takes no argument"
+    names = " ".join(str(p.make_metavar(ctx)) for p in taken)
+    each = ": one command for each" if len(taken) == 1 else ""  # `release a b`: two releases
+    return f"; `{path}` takes {names}{each}"
