@@ -62,3 +62,12 @@ def test_a_groups_command_is_named_whole(fleet):
     assert one_line(fleet("import", "k8s", "a.json", "b.json"), 2).endswith(
         "`import k8s` takes FILE|-: one command for each"
     )
+
+
+def test_a_shape_typed_without_its_option_gives_the_line_with_it(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("allocate", "a", "4x4x8", "--twisted"), 2)
+    assert "--shape" in line and line.endswith(
+        f"run `tpufleet --state {fleet.state} allocate a --shape 4x4x8 --twisted`"
+    )
+    assert snapshot(fleet.state) == before

@@ -83,15 +83,16 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
         return EXIT_BAD_INPUT
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
         code = EXIT_BAD_INPUT if name in _USAGE_ERRORS or exc.exit_code == 2 else int(exc.exit_code)
-        from tpufleet.cli.misplaced import extra_argument_hint
+        from tpufleet.cli.app import SETTINGS
+        from tpufleet.cli.misplaced import extra_argument_hint, shape_without_option_hint
 
         message = _one_hint(" ".join(_click_message(exc).split()))
         if name == "NoSuchOption":
-            from tpufleet.cli.app import SETTINGS
             from tpufleet.cli.misplaced import misplaced_hint
 
             message = misplaced_hint(exc, list(SETTINGS.argv)) or message
-        report_error(message + extra_argument_hint(exc), code, [], fmt)
+        hint = extra_argument_hint(exc) or shape_without_option_hint(exc, list(SETTINGS.argv))
+        report_error(message.rstrip(".") + hint if hint else message, code, [], fmt)
         return code
     return None
 

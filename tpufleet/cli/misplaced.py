@@ -88,3 +88,17 @@ def extra_argument_hint(exc: Any) -> str:
     names = " ".join(str(p.make_metavar(ctx)) for p in taken)
     each = ": one command for each" if len(taken) == 1 else ""  # `release a b`: two releases
     return f"; `{path}` takes {names}{each}"
+
+
+def shape_without_option_hint(exc: Any, argv: list[str]) -> str:
+    """`; run tpufleet allocate a --shape 4x4x4` for `allocate a 4x4x4`: --shape missing, a shape typed as an
+    argument; '' otherwise."""
+    import re
+
+    param = getattr(exc, "param", None)
+    if type(exc).__name__ != "MissingParameter" or "--shape" not in getattr(param, "opts", ()):
+        return ""
+    at = next((i for i, arg in enumerate(argv) if re.fullmatch(r"[0-9]+x[0-9]+x[0-9]+", arg)), None)
+    if at is None or "--" in argv:
+        return ""
+    return f"; run `{_line([*argv[:at], '--shape', *argv[at:]])}`"
