@@ -34,7 +34,7 @@ def test_leading_zeros_are_read_as_every_number_reads_them(fleet):
 @pytest.mark.parametrize(
     ("value", "said"),
     [
-        ("7D", NOT_A_LENGTH),
+        ("7D", NOT_A_LENGTH + "; did you mean 7d?"),
         ("1.5h", NOT_A_LENGTH),
         ("0h", "must be longer than zero"),
         ("1000000d", "is longer than this tool counts (999999 of a unit)"),

@@ -41,9 +41,27 @@ def parse_time(text: str, option: str, now: datetime | None = None, also: str = 
         moment = datetime.fromisoformat(value.replace("z", "Z"))
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
-        raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}") from None
+        raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}{length_meant(text)}") from None
     except OverflowError:  # a zone that leaves the calendar (0001-01-01T00:00+01:00)
         raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
+
+
+# A length as people write it in words: `7 days`, `1 hour ago`, `30min`, `-2h` (as `ls -t` users count back)
+_WORDY_LENGTH = re.compile(
+    r"-?\s*([0-9]+)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?)(\s+ago)?", re.IGNORECASE
+)
+
+
+def length_meant(text: str) -> str:
+    """`; did you mean 7d?` for a length written in words or with a sign (`7 days`, `1 hour ago`, `-2h`); else ''.
+
+    >>> length_meant("1 hour ago"), length_meant("7days"), length_meant("-30m"), length_meant("7d"), length_meant("x")
+    ('; did you mean 1h?', '; did you mean 7d?', '; did you mean 30m?', '', '')
+    """
+    found = _WORDY_LENGTH.fullmatch(text.strip())
+    if found is None or is_length(text):
+        return ""
+    return f"; did you mean {int(found.group(1))}{found.group(2)[0].lower()}?"
 
 
 def back_from(now: datetime, span: timedelta) -> datetime:
@@ -76,7 +94,7 @@ def length_parts(text: str, option: str, zero: bool = False) -> tuple[int, str]:
     """
     match = _LENGTH.fullmatch(text.strip())
     if match is None:
-        raise BadInput(f"bad option {option}: {shown(text)} is not {LENGTH_HELP}")
+        raise BadInput(f"bad option {option}: {shown(text)} is not {LENGTH_HELP}{length_meant(text)}")
     digits = match[1].lstrip("0") or "0"
     if len(digits) > len(str(MAX_LENGTH_COUNT)):
         raise BadInput(
