@@ -99,11 +99,7 @@ def inject_cmd(
         ),
     ] = None,
     planned: Annotated[
-        bool,
-        typer.Option(
-            "--planned",
-            help="Record a maintenance drain (cleared with clear-fault once the work is done), not a failure",
-        ),
+        bool, typer.Option("--planned", help="A maintenance drain (cleared once the work is done), not a failure")
     ] = False,
     reason: Annotated[str, typer.Option("--reason", help="Free text kept with the fault")] = "",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the blast radius; change nothing")] = False,

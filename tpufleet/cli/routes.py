@@ -11,8 +11,6 @@ from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit, of_the_optimum
 from tpufleet.constants import MAX_TABLE_CAPACITY
 from tpufleet.ops.routes import EXPORT_FORMATS, export_format
-from tpufleet.text import printable
-from tpufleet.ops.routes import EXPORT_FORMATS
 from tpufleet.text import meant_of, printable
 
 if TYPE_CHECKING:

@@ -11,10 +11,9 @@ from collections.abc import Collection, Mapping
 
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import FleetState, Slice, SliceState
-from tpufleet.ids import OcsId, near_id, parse_target
+from tpufleet.ids import OcsId, parse_target
 from tpufleet.integrations.reservation import awaited
-from tpufleet.model import check_known
-from tpufleet.ops.explain_component import degraded_whys, explain_target
+from tpufleet.ops.explain_component import component_meant, degraded_whys, explain_target
 from tpufleet.ops.explain_deferred import deferred_rewiring, deferred_steps, deferred_why
 from tpufleet.ops.explain_faults import (
     Row,
@@ -32,7 +31,7 @@ from tpufleet.ops.explain_order import once_each
 from tpufleet.ops.explain_routes import link_why, rm_step, then_routes
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
-from tpufleet.text import around, closest
+from tpufleet.text import around
 from tpufleet.views import missing_xconnects, needs_tables, tables_moved, tables_predating
 
 
@@ -60,7 +59,7 @@ def explain(
         raise Refused(
             f"{what!r} is a cube, not a slice or job; `tpufleet explain cube:{what}` explains it and what depends on it"
         )
-    near = _component_meant(state, what) if what not in state.slices else None
+    near = component_meant(state, what) if what not in state.slices else None
     if near is not None:  # `c7`, `pod0/x/5`: a component's id without its kind, as no slice or job is named
         raise Refused(f"{what!r} is no slice or job; did you mean {near}? (`tpufleet explain {near}`)")
     (sl,) = state.slices_named(what)  # explain takes either: an unknown name is told with both lists
@@ -75,16 +74,6 @@ def slices_told(state: FleetState, what: str) -> set[str]:
     if what in state.jobs:
         return {sl.name for sl in state.job_slices(what)}
     return {what} & state.slices.keys()
-def _component_meant(state: FleetState, what: str) -> str | None:
-    """The fleet's component `what` may name (`c7` is cube:c07), when it is no near miss of a slice or job."""
-    near = near_id(what)
-    if near is None or closest(what, [*state.slices, *state.jobs]) is not None:
-        return None
-    try:
-        check_known(state.fleet, parse_target(near))
-    except BadInput:
-        return None
-    return near
 
 
 def _explain_job(

@@ -6,8 +6,20 @@ from __future__ import annotations
 from tpufleet.errors import BadInput
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState
-from tpufleet.ids import ChipId, CubeId, HostId, IciId, LinkId, OcsId, TargetId, canonical, natural_key
-from tpufleet.model import cubes_held
+from tpufleet.ids import (
+    ChipId,
+    CubeId,
+    HostId,
+    IciId,
+    LinkId,
+    OcsId,
+    TargetId,
+    canonical,
+    natural_key,
+    near_id,
+    parse_target,
+)
+from tpufleet.model import check_known, cubes_held
 from tpufleet.ops.explain_faults import (
     Row,
     announced_on,
@@ -18,6 +30,7 @@ from tpufleet.ops.explain_faults import (
     reservation_whys,
     window_started,
 )
+from tpufleet.text import closest
 from tpufleet.views import degraded_cubes, k8s_degraded_cubes
 
 
@@ -142,3 +155,15 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
         "why": why + reservation_whys(faults),
         "next": list(dict.fromkeys(clear_step_of(f) for f in faults if f.id not in held)),
     }
+
+
+def component_meant(state: FleetState, what: str) -> str | None:
+    """The fleet's component `what` may name (`c7` is cube:c07), when it is no near miss of a slice or job."""
+    near = near_id(what)
+    if near is None or closest(what, [*state.slices, *state.jobs]) is not None:
+        return None
+    try:
+        check_known(state.fleet, parse_target(near))
+    except BadInput:
+        return None
+    return near
