@@ -103,6 +103,10 @@ def test_a_state_of_a_newer_schema_is_refused_as_such_not_by_one_of_its_fields(f
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
     line = one_line(fleet("status"))
     assert f"{path}: field schema_version: written by a newer tpufleet" in line and "(value 2)" in line
+    from tpufleet import __version__
+    from tpufleet.state.schema import SCHEMA_VERSION
+
+    assert f"(this one, {__version__}, reads state schema {SCHEMA_VERSION})" in line
 
 
 def test_a_lock_file_removed_while_held_lets_no_two_writers_commit_one_serial(fleet, monkeypatch):

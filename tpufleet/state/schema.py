@@ -321,6 +321,12 @@ STATE_SCHEMA = {
 }
 
 
+def _version() -> str:
+    from tpufleet import __version__
+
+    return __version__
+
+
 def validate(doc: object, file: str) -> dict[str, Any]:
     """Validate a loaded state document: its schema version, the schema, then cross-references."""
     version = doc.get("schema_version") if isinstance(doc, dict) else None
@@ -329,7 +335,8 @@ def validate(doc: object, file: str) -> dict[str, Any]:
             file,
             "schema_version",
             version,
-            f"written by a newer tpufleet (this one reads state schema {SCHEMA_VERSION}): run that tpufleet or a later one"
+            f"written by a newer tpufleet (this one, {_version()}, reads state schema {SCHEMA_VERSION}): run that "
+            "tpufleet or a later one"
             if version > SCHEMA_VERSION
             else f"no state schema of tpufleet (this one reads schema {SCHEMA_VERSION})",
         )
