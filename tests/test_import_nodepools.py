@@ -228,7 +228,10 @@ def test_a_single_host_pool_of_several_nodes_is_a_slice_a_node(v5p, tmp_path):
     rows = {p["node_pool"]: p for p in r.json["node_pool_slices"]}
     assert sorted(rows) == ["v5p-2x2x1", "v5p-4x4x8"]
     assert (len(rows["v5p-2x2x1"]["nodes"]), rows["v5p-2x2x1"]["machines"]) == (3, 3)
+    assert (rows["v5p-2x2x1"]["single_host"], rows["v5p-4x4x8"]["single_host"]) == (True, False)
     assert not [u for u in r.json["unplaced"] if "v5p-2x2x1" in u["reason"]]
+    plan = v5p("import", "k8s", path).out
+    assert "node pool v5p-2x2x1: 3 single-host 2x2x1 slices (one a node) on pod0" in plan, plan
     before = snapshot(v5p.state)
     again = v5p("import", "k8s", path, "--apply", "--detailed-exitcode", "-o", "json")
     assert (again.code, again.json["has_changes"]) == (0, False)

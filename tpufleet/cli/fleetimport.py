@@ -75,12 +75,21 @@ def _placed_part(pool: dict[str, Any]) -> str:
     return f"; its nodes on {', '.join(cubes)} are machines of named cubes, not held" if cubes else ""
 
 
+def _pool_slices(pool: dict[str, Any]) -> str:
+    """What a pool holds: one slice of its nodes, or, a single-host pool (GKE scales it node by node), a slice a
+    node."""
+    nodes, shape = len(pool["nodes"]), pool["shape"]
+    if pool.get("single_host") and nodes > 1:
+        return f"{nodes} single-host {shape} slices (one a node)"
+    return f"{shape} slice of {nodes} node" + ("" if nodes == 1 else "s")
+
+
 def _pool_lines(d: dict[str, Any]) -> list[str]:
     """Node pools held as unplaced slices, and partitions DEGRADED (degraded cubes that still serve)."""
     sign = {"new": "+", "changed": "~", "unchanged": "="}
     rows = d.get("node_pool_slices", [])
     lines = [
-        f"  {sign[p['change']]} node pool {p['node_pool']}: {p['shape']} slice of {len(p['nodes'])} node(s) on "
+        f"  {sign[p['change']]} node pool {p['node_pool']}: {_pool_slices(p)} on "
         f"{p['pod']}, unplaced (no label says which cubes; counted against {p['pod']}'s free cubes)" + _placed_part(p)
         for p in rows
         if p["change"] != "removed"

@@ -104,7 +104,8 @@ def _record_pools(data: dict[str, Any], state: FleetState, pools: PoolPlan, plac
             {"node": n, "planned": planned, "reason": what}
             for n, planned, what in sorted(pools.troubled.get(name, []), key=_by_name)
         ]
-        return {**row, "cubes": p.cubes, "machines": p.machines, "unhealthy_nodes": troubled}
+        held = {"cubes": p.cubes, "machines": p.machines, "single_host": p.single_host}
+        return {**row, **held, "unhealthy_nodes": troubled}
 
     shown = {*pools.slices, *pools.removed}
     data["node_pool_slices"] = [pool_row(n) for n in sorted(shown, key=natural_key)]  # as status lists them
