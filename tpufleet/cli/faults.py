@@ -1,67 +1,21 @@
 """`tpufleet inject-fault`, `clear-fault`, `faults` and `reschedule`."""
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
-from tpufleet.cli.render import emit, grid, link_steps, of_the_optimum
+from tpufleet.cli.blastradius import blast_radius_text, hit_later
+from tpufleet.cli.render import emit, grid, link_steps
+from tpufleet.timeparse import TIME_HELP, parse_time
 
 MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
 
 if TYPE_CHECKING:
     from tpufleet.model import Fleet
     from tpufleet.ops.faults import FaultRequest
-
-
-def _hit_later(radii: list[dict], i: int) -> set[str]:
-    """The slices a later fault of the batch hits (`--from`, `--random`): its lines say what they need after both."""
-    return {s["slice"] for r in radii[i + 1 :] for s in r.get("slices", ()) if s["action"] != "none"}
-
-
-def _describe(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str] | None = None) -> str:
-    if r.get("duplicate_of"):
-        if r["planned"]:  # a failure found under a drain is not recorded apart: the drain's clear ends both
-            return (
-                f"{r['target']} already has open planned drain {r['duplicate_of']}: nothing changed (it also "
-                f"stands for a failure found during it: clear {r['duplicate_of']} only once repaired)"
-            )
-        return f"{r['target']} already has open fault {r['duplicate_of']}: nothing changed"
-    kind = "planned drain" if r["planned"] else "fault"
-    lines = [f"{kind} {r['fault_id']} on {r['target']}"]
-    lines.append(f"  cubes out of the pool: {', '.join(r['cubes_out']) or 'none'}")
-    if not r["slices"]:
-        lines.append("  slices hit: none")
-    for s in r["slices"]:
-        line = f"  slice {s['slice']}: {s['action']} ({s['reason']})"
-        rep = s.get("replacement")
-        if rep:
-            if rep["status"] == "pending":
-                line += f" -> pending: {rep['why']}"
-            else:
-                x = rep["xconnect_changes"]
-                line += (
-                    f" -> {rep['pod']} {','.join(rep['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
-                )
-        rr = s.get("reroute")
-        if rr:
-            line += (
-                f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
-                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
-                f"{of_the_optimum(rr['all_to_all_retained'], rr.get('all_to_all_retained_vs_optimum'))}"
-                + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
-            )
-        lines.append(line)
-        # its stored tables cross the fault (a later fault of the batch that hits it says what it needs then)
-        if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
-            lines.extend(link_steps("    ", s["slice"], linked or {}))
-            lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
-    for j in r.get("jobs", []):
-        lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
-        lines.extend(f"    next: {step}" for step in j["next"])
-    return "\n".join(lines)
 
 
 def _reason_took_target(target: str | None, reason: str) -> str:
@@ -165,7 +119,7 @@ def inject_cmd(
     emit(
         result,
         output,
-        lambda: "\n".join(_describe(r, _hit_later(radii, i), linked) for i, r in enumerate(radii)) + note,
+        lambda: "\n".join(blast_radius_text(r, hit_later(radii, i), linked) for i, r in enumerate(radii)) + note,
     )
     _exit_on_analysis_errors(radii, dry_run)
 
@@ -278,15 +232,21 @@ def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-@app.command("faults", epilog=examples("tpufleet faults", "tpufleet faults --all -o json"))
+@app.command(
+    "faults", epilog=examples("tpufleet faults", "tpufleet faults --all -o json", "tpufleet faults --all --since 7d")
+)
 def faults_cmd(
     ctx: typer.Context,
     all_faults: Annotated[bool, typer.Option("--all", help="Include cleared faults")] = False,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="TIME", help=f"Only faults opened since {TIME_HELP}")
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """List open faults (with --all, cleared ones too)."""
     from tpufleet.ops import faults as fault_ops
 
+    opened_from = None if since is None else parse_time(since, "--since")
     store = ctx.obj.store()
     if not all_faults:
         rows = fault_ops.listing(store)
@@ -298,6 +258,8 @@ def faults_cmd(
         moved, found = store.fault_history(state.serial)
         rows = fault_ops.listing(store, True, moved, state)
         warn_journal(store.journal_label, of_scan(found, state.serial))
+    if opened_from is not None:
+        rows = fault_ops.opened_since(rows, opened_from)
     emit(
         rows,
         output,

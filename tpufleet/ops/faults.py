@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from tpufleet import fault_clearing, faults, moves, movesteps
@@ -199,6 +200,20 @@ def listing(
         # a journal line's records are read as written: one whose id is damaged sorts first, not exit 70
         records = sorted([*_once(moved, records), *records], key=lambda r: fault_number(r.get("id")))
     return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
+
+
+def opened_since(rows: list[dict[str, Any]], moment: datetime) -> list[dict[str, Any]]:
+    """`faults --since`: the rows of faults opened at `moment` or later (a row whose time is unreadable, a damaged
+    journal record's, is left out)."""
+    out = []
+    for row in rows:
+        try:
+            opened = datetime.fromisoformat(str(row.get("opened")).replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if opened.tzinfo is not None and opened >= moment:
+            out.append(row)
+    return out
 
 
 def _once(moved: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,38 @@
+"""`faults --since TIME`: only the faults opened at that time or later (with --all, cleared ones too), so an operator
+asks what failed this week without reading every fault the fleet ever had."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import snapshot
+
+
+def _backdate(fleet, fault_id: str, opened: str) -> None:
+    """The fault's opening time as a fault opened then would carry it (the state file's `opened`)."""
+    path = fleet.state / "state.json"
+    doc = json.loads(path.read_text())
+    (fault,) = [f for f in doc["faults"] if f["id"] == fault_id]
+    fault["opened"] = opened
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+
+
+def test_since_lists_only_the_faults_opened_then_or_later(fleet):
+    for target in ("cube:c03", "cube:c04", "cube:c05"):
+        assert fleet("inject-fault", target).code == 0
+    assert fleet("clear-fault", "f3").code == 0
+    _backdate(fleet, "f1", "2026-01-02T00:00:00Z")
+    ids = lambda *args: [r["id"] for r in fleet("faults", *args, "-o", "json").json]  # noqa: E731
+    assert ids() == ["f1", "f2"]
+    assert ids("--since", "2026-06-01") == ["f2"]
+    assert ids("--all", "--since", "2026-06-01") == ["f2", "f3"]
+    assert ids("--all", "--since", "2026-01-02T00:00:00Z") == ["f1", "f2", "f3"]
+    assert ids("--since", "999999w") == ["f1", "f2"]  # an age back to the calendar's start: everything
+
+
+def test_a_bad_since_is_exit_2_and_changes_nothing(fleet):
+    assert fleet("inject-fault", "cube:c03").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("faults", "--since", "yesterday")
+    assert r.code == 2 and "--since" in r.err and "'yesterday'" in r.err
+    assert snapshot(fleet.state) == before

@@ -1,0 +1,55 @@
+"""The text of a fault's blast radius, as `inject-fault` prints it (its JSON is the use case's)."""
+
+from collections.abc import Collection, Mapping
+
+from tpufleet.cli.render import link_steps, of_the_optimum
+
+
+def hit_later(radii: list[dict], i: int) -> set[str]:
+    """The slices a later fault of the batch hits (`--from`, `--random`): its lines say what they need after both."""
+    return {s["slice"] for r in radii[i + 1 :] for s in r.get("slices", ()) if s["action"] != "none"}
+
+
+def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[str, str] | None = None) -> str:
+    """`inject-fault`'s lines for one fault: what it opened, the cubes out of the pool, each slice and job it hits
+    and their next steps (`hit_later`: slices a later fault of the batch hits, which are told their steps there)."""
+    if r.get("duplicate_of"):
+        if r["planned"]:  # a failure found under a drain is not recorded apart: the drain's clear ends both
+            return (
+                f"{r['target']} already has open planned drain {r['duplicate_of']}: nothing changed (it also "
+                f"stands for a failure found during it: clear {r['duplicate_of']} only once repaired)"
+            )
+        return f"{r['target']} already has open fault {r['duplicate_of']}: nothing changed"
+    kind = "planned drain" if r["planned"] else "fault"
+    lines = [f"{kind} {r['fault_id']} on {r['target']}"]
+    lines.append(f"  cubes out of the pool: {', '.join(r['cubes_out']) or 'none'}")
+    if not r["slices"]:
+        lines.append("  slices hit: none")
+    for s in r["slices"]:
+        line = f"  slice {s['slice']}: {s['action']} ({s['reason']})"
+        rep = s.get("replacement")
+        if rep:
+            if rep["status"] == "pending":
+                line += f" -> pending: {rep['why']}"
+            else:
+                x = rep["xconnect_changes"]
+                line += (
+                    f" -> {rep['pod']} {','.join(rep['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
+                )
+        rr = s.get("reroute")
+        if rr:
+            line += (
+                f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
+                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
+                f"{of_the_optimum(rr['all_to_all_retained'], rr.get('all_to_all_retained_vs_optimum'))}"
+                + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
+            )
+        lines.append(line)
+        # its stored tables cross the fault (a later fault of the batch that hits it says what it needs then)
+        if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
+            lines.extend(link_steps("    ", s["slice"], linked or {}))
+            lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
+    for j in r.get("jobs", []):
+        lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
+        lines.extend(f"    next: {step}" for step in j["next"])
+    return "\n".join(lines)
