@@ -78,3 +78,27 @@ def test_sub_blocks_of_the_nodes_partitions_are_their_cubes(cli, tmp_path):
     assert cli("drift", "--nodes", path, "--reservation", RESERVATION).code == 0
     assert cli("import", "reservation", RESERVATION, "--apply", "--detailed-exitcode").code == 0
     assert snapshot(cli.state) == before
+
+
+def test_a_reservation_imported_before_positions_were_kept_learns_them_again(cli, tmp_path):
+    """A state whose sub-blocks an earlier version recorded without their physical position: importing the same
+    list again records the positions (they are changes), so `import k8s` then finds each partition's cube."""
+    sub_blocks = json.loads(RESERVATION.read_text())
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", RESERVATION, "--apply").code == 0
+    state_file = cli.state / "state.json"
+    doc = json.loads(state_file.read_text())
+    for record in doc["reservation"]["sub_blocks"].values():
+        del record["sub_block"]  # as the previous version wrote it
+    state_file.write_text(json.dumps(doc))
+    planned = cli("import", "reservation", RESERVATION, "--detailed-exitcode", "-o", "json")
+    assert (planned.code, planned.json["has_changes"], len(planned.json["sub_blocks_updated"])) == (4, True, 144)
+    assert cli("import", "reservation", RESERVATION, "--apply").code == 0
+    kept = json.loads(state_file.read_text())["reservation"]["sub_blocks"]
+    assert sum("sub_block" in record for record in kept.values()) == 144
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(_nodes(sub_blocks, {5: "HEALTHY"})))
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert (r.code, r.json["placed"], r.json["unplaced"]) == (0, 16, []), r.err
+    assert [row["cube"] for row in r.json["cubes_added"]] == ["c05"]
+    assert cli("import", "reservation", RESERVATION, "--apply", "--detailed-exitcode").code == 0

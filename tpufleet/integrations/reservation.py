@@ -101,7 +101,8 @@ class ReservationPlan:
     mapped: dict[str, SubBlockRecord] = field(default_factory=dict)  # every placed sub-block -> its record now
     pods: dict[str, str] = field(default_factory=dict)  # placed sub-block -> pod
     new: list[str] = field(default_factory=list)  # sub-blocks mapped for the first time
-    updated: list[str] = field(default_factory=list)  # known sub-blocks whose health or maintenance changed
+    updated: list[str] = field(default_factory=list)  # known sub-blocks whose health or maintenance changed, or
+    # whose physical position (`physicalTopology.subBlock`) is given for the first time
     unplaced: list[tuple[str, str]] = field(default_factory=list)  # (sub-block, why)
     degraded_new: list[str] = field(default_factory=list)
     degraded_cleared: list[str] = field(default_factory=list)
@@ -200,7 +201,8 @@ def _place_sub_blocks(state: FleetState, given: ReservationInput, pod_of: dict[s
             out.unplaced.append((sb.name, _no_cube_left(state, pod, out)))
             continue
         out.mapped[sb.name], out.pods[sb.name] = sb.record(cube), pod
-        if sb.name in known and known[sb.name] != out.mapped[sb.name]:
+        was = known.get(sb.name)  # a record of an older version has no position: one given now is learnt
+        if was is not None and (was != out.mapped[sb.name] or (was.position is None and sb.position is not None)):
             out.updated.append(sb.name)
     out.unplaced.sort()
 
