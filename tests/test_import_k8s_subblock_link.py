@@ -102,3 +102,33 @@ def test_a_reservation_imported_before_positions_were_kept_learns_them_again(cli
     assert (r.code, r.json["placed"], r.json["unplaced"]) == (0, 16, []), r.err
     assert [row["cube"] for row in r.json["cubes_added"]] == ["c05"]
     assert cli("import", "reservation", RESERVATION, "--apply", "--detailed-exitcode").code == 0
+
+
+def _two_blocks(sub_blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sub-blocks 0-1 of the fixture's block, and a second block whose sub-blocks sit at the same positions
+    (`physicalTopology.subBlock` names a sub-block within its block)."""
+    other = json.loads(json.dumps(sub_blocks[:2]))
+    for sb in other:
+        sb["name"] = sb["name"].replace("block-0001", "block-0002")
+        sb["id"] = sb["id"][:-1] + "9"
+        sb["physicalTopology"]["block"] = "block-other"
+    return sub_blocks[:2] + other
+
+
+def test_sub_blocks_at_the_same_position_in_two_blocks_are_each_their_partitions_cube(cli, tmp_path):
+    """Two superpods whose blocks hold sub-blocks at the same positions: each partition's position is kept for its
+    own cube, and each sub-block takes the cube of the partition at its position in its own block's pod."""
+    listed = _two_blocks(json.loads(RESERVATION.read_text()))
+    assert cli("init", "--generation", "tpu7x", "--pods", "2").code == 0
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(_nodes(listed, {i: "HEALTHY" for i in range(4)})))
+    r = cli("import", "k8s", path, "--apply", "-o", "json")
+    assert (r.code, r.json["placed"]) == (0, 64), r.err
+    cube_of = {row["partition"]: row["cube"] for row in r.json["cubes_added"]}
+    reservation = tmp_path / "sub-blocks.json"
+    reservation.write_text(json.dumps(listed))
+    r = cli("import", "reservation", reservation, "--apply", "-o", "json")
+    assert (r.code, r.json["mapped"], r.json["unplaced"]) == (0, 4, []), r.err
+    by_name = {row["sub_block"]: row["cube"] for row in r.json["sub_blocks_new"]}
+    partition = {i: hashlib.sha256(f"partition {i}".encode()).hexdigest()[:32] for i in range(4)}
+    assert by_name == {sb["name"]: cube_of[partition[i]] for i, sb in enumerate(listed)}

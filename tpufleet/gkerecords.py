@@ -66,8 +66,8 @@ class K8sNames:
     nodes: dict[str, HostId] = field(default_factory=dict)  # node name -> machine
     degraded: frozenset[str] = frozenset()  # cubes whose partition GKE reports DEGRADED
     node_pools: dict[str, NodePoolSlice] = field(default_factory=dict)  # node pool name -> its unplaced slice
-    # `gce-topology-subblock` value -> cube, of the partitions learnt: `import reservation` gives a sub-block at
-    # that physical position (`physicalTopology.subBlock`) the cube of its nodes' partition
+    # cube -> its nodes' `gce-topology-subblock`, of the partitions learnt: `import reservation` gives a sub-block at
+    # that physical position (`physicalTopology.subBlock`, named within its block) in the cube's pod that cube
     sub_blocks: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -86,8 +86,7 @@ class K8sNames:
 
 def one_name_each(names: K8sNames) -> K8sNames:
     """`names`, Refused if two Kubernetes names would stand for one pod, cube or machine."""
-    named_by = (("pod", names.blocks), ("cube", names.partitions), ("machine", names.nodes), ("cube", names.sub_blocks))
-    for what, named in named_by:
+    for what, named in (("pod", names.blocks), ("cube", names.partitions), ("machine", names.nodes)):
         counts = Counter(named.values())
         if len(counts) != len(named):
             twice = sorted((str(p) for p, n in counts.items() if n > 1), key=natural_key)

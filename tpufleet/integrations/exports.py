@@ -75,7 +75,7 @@ class Names:
         # cube -> its physical sub-block (`gce-topology-subblock`): the reservation's, else its nodes' as imported
         positions = ((r.cube, r.position) for r in state.reservation.sub_blocks.values())
         self.subblock_of = {c: p for c, p in positions if p and LABEL_VALUE.fullmatch(p)}
-        self.subblock_of |= {cube: sub_block for sub_block, cube in state.k8s.sub_blocks.items()}
+        self.subblock_of |= state.k8s.sub_blocks
 
     def node(self, host: HostId) -> str:
         return self.node_of.get(host) or f"tpu-{host.cube}-m{host.machine:02d}"

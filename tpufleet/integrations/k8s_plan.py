@@ -66,7 +66,7 @@ class Placement:
     hosts: dict[str, HostId] = field(default_factory=dict)  # every placed node -> its machine
     blocks: dict[str, str] = field(default_factory=dict)  # names learnt now: block -> pod
     partitions: dict[str, str] = field(default_factory=dict)  # partition -> cube
-    sub_blocks: dict[str, str] = field(default_factory=dict)  # a new partition's gce-topology-subblock -> cube
+    sub_blocks: dict[str, str] = field(default_factory=dict)  # a new partition's cube -> its gce-topology-subblock
     nodes: dict[str, HostId] = field(default_factory=dict)  # node -> machine (new or moved)
     forget: list[str] = field(default_factory=list)  # node names whose machine a node of this list took over
     unplaced: list[tuple[str, str]] = field(default_factory=list)
@@ -217,9 +217,10 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
 
 def _note_sub_block(state: FleetState, out: Placement, cube: str, sub_block: str | None) -> None:
     """The physical sub-block (`gce-topology-subblock`) of a partition this import names, kept for `import
-    reservation`: a sub-block at that position (`physicalTopology.subBlock`) is this cube."""
-    if sub_block is not None and sub_block not in state.k8s.sub_blocks and cube in out.partitions.values():
-        out.sub_blocks.setdefault(sub_block, cube)
+    reservation`: a sub-block at that position (`physicalTopology.subBlock`) of the cube's pod is this cube (two
+    blocks may hold sub-blocks at the same position: it names a sub-block within its block)."""
+    if sub_block is not None and cube not in state.k8s.sub_blocks and cube in out.partitions.values():
+        out.sub_blocks.setdefault(cube, sub_block)
 
 
 def _disputed_partitions(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> dict[str, str]:

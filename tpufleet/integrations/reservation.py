@@ -212,10 +212,12 @@ def _partitions_at(state: FleetState, given: ReservationInput, pod_of: dict[str,
     subBlock` = its nodes' `gce-topology-subblock`), when that cube is of its block's pod and no sub-block's yet."""
     known, learnt = state.reservation.sub_blocks, state.k8s.partitions
     held = {r.cube for r in known.values()} | {learnt[sb.name] for sb in given.sub_blocks if sb.name in learnt}
+    # (pod, position): a position names a sub-block within its block, and two blocks may use the same ones
+    at = {(state.fleet.cube_pod.get(cube), position): cube for cube, position in state.k8s.sub_blocks.items()}
     out: dict[str, str] = {}
     for sb in given.sub_blocks:
-        cube = state.k8s.sub_blocks.get(sb.position or "")
-        if sb.name in known or cube is None or cube in held or state.fleet.cube_pod.get(cube) != pod_of.get(sb.block):
+        cube = at.get((pod_of.get(sb.block), sb.position)) if sb.position is not None else None
+        if sb.name in known or cube is None or cube in held:
             continue
         out[sb.name] = cube
         held.add(cube)

@@ -60,7 +60,7 @@ _K8S = {
     "properties": {
         "blocks": {"type": "object", "propertyNames": _LABEL_VALUE, "additionalProperties": {"type": "string"}},
         "partitions": {"type": "object", "propertyNames": _LABEL_VALUE, "additionalProperties": _CUBE},
-        "sub_blocks": {"type": "object", "propertyNames": _LABEL_VALUE, "additionalProperties": _CUBE},
+        "sub_blocks": {"type": "object", "propertyNames": _CUBE, "additionalProperties": _LABEL_VALUE},
         "nodes": {
             "type": "object",
             "propertyNames": _NODE_NAME,
