@@ -314,6 +314,7 @@ def test_kubernetes_names_round_trip_and_old_states_have_none(tmp_path):
         ({"nodes": {"n": "host:c01/16"}}, "k8s.nodes.n"),
         ({"nodes": {"n": "host:c01/2", "m": "host:c01/2"}}, "k8s.nodes.m"),
         ({"nodes": {"Bad_Name": "host:c01/2"}}, "k8s.nodes"),
+        ({"sub_blocks": {"c99": "sb-0000-0000"}}, "k8s.sub_blocks.c99"),
     ],
 )
 def test_bad_kubernetes_names_in_a_state_file_are_exit_2(tmp_path, capsys, names, field):

@@ -148,6 +148,9 @@ def _check_k8s(names: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, st
     for j, cube in enumerate(names.get("degraded_cubes", [])):
         if cube not in pod_of:
             raise BadStateFile(file, f"k8s.degraded_cubes.{j}", cube, f"no cube {cube} in the fleet")
+    for cube in names.get("sub_blocks", {}):
+        if cube not in pod_of:
+            raise BadStateFile(file, f"k8s.sub_blocks.{cube}", cube, f"no cube {cube} in the fleet")
     _check_node_pools(names.get("node_pools", {}), pods, pod_of, file)
 
 
