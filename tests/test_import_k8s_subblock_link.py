@@ -132,3 +132,32 @@ def test_sub_blocks_at_the_same_position_in_two_blocks_are_each_their_partitions
     by_name = {row["sub_block"]: row["cube"] for row in r.json["sub_blocks_new"]}
     partition = {i: hashlib.sha256(f"partition {i}".encode()).hexdigest()[:32] for i in range(4)}
     assert by_name == {sb["name"]: cube_of[partition[i]] for i, sb in enumerate(listed)}
+
+
+def test_partitions_learnt_before_positions_were_kept_learn_them_from_the_same_list(cli, tmp_path):
+    """A state whose partitions an earlier version learnt, without their nodes' `gce-topology-subblock`: the same
+    node list imported again records each partition's position (a change), so the reservation's sub-blocks then
+    take their partitions' cubes, not free ones."""
+    sub_blocks = json.loads(RESERVATION.read_text())
+    assert cli("init", "--generation", "tpu7x").code == 0
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(_nodes(sub_blocks, {5: "HEALTHY", 6: "HEALTHY"})))
+    cube_of = {
+        row["partition"]: row["cube"] for row in cli("import", "k8s", path, "--apply", "-o", "json").json["cubes_added"]
+    }
+    state_file = cli.state / "state.json"
+    doc = json.loads(state_file.read_text())
+    del doc["k8s"]["sub_blocks"]  # as the previous version wrote it
+    state_file.write_text(json.dumps(doc))
+    planned = cli("import", "k8s", path, "--detailed-exitcode", "-o", "json")
+    assert (planned.code, planned.json["cubes_added"]) == (4, [])
+    positions = {5: sub_blocks[5]["physicalTopology"]["subBlock"], 6: sub_blocks[6]["physicalTopology"]["subBlock"]}
+    partition = {i: hashlib.sha256(f"partition {i}".encode()).hexdigest()[:32] for i in (5, 6)}
+    learnt = [{"cube": cube_of[partition[i]], "sub_block": positions[i]} for i in (5, 6)]
+    assert planned.json["sub_blocks_learnt"] == learnt
+    assert cli("import", "k8s", path, "--apply").code == 0
+    r = cli("import", "reservation", RESERVATION, "--apply", "-o", "json")
+    by_name = {row["sub_block"]: row["cube"] for row in r.json["sub_blocks_new"]}
+    assert [by_name[sub_blocks[i]["name"]] for i in (5, 6)] == [cube_of[partition[i]] for i in (5, 6)]
+    again = cli("import", "k8s", path, "--detailed-exitcode", "-o", "json")
+    assert (again.code, again.json["sub_blocks_learnt"]) == (0, [])

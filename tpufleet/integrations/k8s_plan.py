@@ -216,10 +216,15 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
 
 
 def _note_sub_block(state: FleetState, out: Placement, cube: str, sub_block: str | None) -> None:
-    """The physical sub-block (`gce-topology-subblock`) of a partition this import names, kept for `import
-    reservation`: a sub-block at that position (`physicalTopology.subBlock`) of the cube's pod is this cube (two
-    blocks may hold sub-blocks at the same position: it names a sub-block within its block)."""
-    if sub_block is not None and cube not in state.k8s.sub_blocks and cube in out.partitions.values():
+    """The physical sub-block (`gce-topology-subblock`) of a partition this import names or an earlier one learnt
+    (before positions were kept), kept for `import reservation`: a sub-block at that position (`physicalTopology.
+    subBlock`) of the cube's pod is this cube (two blocks may hold sub-blocks at the same position: it names a
+    sub-block within its block). Not when the reservation's sub-block on the cube already has that position."""
+    if sub_block is None or cube in state.k8s.sub_blocks or cube in out.sub_blocks:
+        return
+    named = cube in out.partitions.values() or cube in state.k8s.partitions.values()
+    reserved = state.reservation.by_cube().get(cube, (None, None))[1]
+    if named and (reserved is None or reserved.position != sub_block):
         out.sub_blocks.setdefault(cube, sub_block)
 
 

@@ -62,6 +62,9 @@ def _record(
         "cubes_added": [{"partition": k, "cube": c} for k, c in sorted(placement.partitions.items(), key=_by_name)],
         "machines_named": len(placement.nodes),
         "names_forgotten": sorted(placement.forget, key=natural_key),
+        "sub_blocks_learnt": [
+            {"cube": c, "sub_block": p} for c, p in sorted(placement.sub_blocks.items(), key=_by_name)
+        ],
         "faults_opened": [w for w in opened if not w["planned"]],
         "drains_opened": [w for w in opened if w["planned"]],
         "faults_cleared": [
@@ -71,7 +74,7 @@ def _record(
         "unchanged_faults": diff.kept,
         "applied": False,
     }
-    naming = placement.blocks or placement.partitions or placement.nodes or placement.forget
+    naming = placement.blocks or placement.partitions or placement.nodes or placement.forget or placement.sub_blocks
     data["has_changes"] = bool(naming or diff.open or diff.clear)
     return data
 
