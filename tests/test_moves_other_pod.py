@@ -55,3 +55,27 @@ def test_every_pod_full_names_both_refusals(cli):
     assert _slice(cli, "s3")["state"] == "evicted"
     assert _ok(cli, "explain", "s3", "-o", "json").json["next"][0] == "tpufleet clear-fault f1"
     assert cli("reschedule", "s3").code == 1
+
+
+def test_a_move_onto_an_avoided_cube_goes_to_another_pods_clean_room(cli):
+    """`reschedule --avoid` (a maintenance plan's later drains): with only an avoided cube left in its own pod, the
+    slice goes to another pod with clean room, moved once, not onto the cube a later wave would move it off."""
+    _ok(cli, "init", "--pods", "2")
+    for name, shape in [*((f"s{i}", "8x8x8") for i in range(7)), ("a", "4x4x8"), ("b", "4x4x8"), ("c", "4x4x8")]:
+        _ok(cli, "allocate", name, "--shape", shape, "--pod", "pod0")
+    _ok(cli, "allocate", "d", "--shape", "4x4x4", "--pod", "pod0")  # pod0 holds 63 cubes: c63 alone is free
+    _ok(cli, "inject-fault", "cube:c25")
+    assert _slice(cli, "s3")["proposal"]["cubes"].count("c63") == 1  # the swap in its own pod, as before
+    moved = _ok(cli, "reschedule", "s3", "--avoid", "c63", "-o", "json").json
+    assert moved["pod"] == "pod1" and "c63" not in moved["cubes"]
+
+
+def test_an_avoided_cube_is_still_taken_when_no_other_pod_has_room(cli):
+    _ok(cli, "init", "--pods", "2")
+    for name, shape in [*((f"s{i}", "8x8x8") for i in range(7)), ("a", "4x4x8"), ("b", "4x4x8"), ("c", "4x4x8")]:
+        _ok(cli, "allocate", name, "--shape", shape, "--pod", "pod0")
+    _ok(cli, "allocate", "d", "--shape", "4x4x4", "--pod", "pod0")
+    _ok(cli, "allocate", "other", "--shape", "16x16x16", "--pod", "pod1")
+    _ok(cli, "inject-fault", "cube:c25")
+    moved = _ok(cli, "reschedule", "s3", "--avoid", "c63", "-o", "json").json
+    assert moved["pod"] == "pod0" and "c63" in moved["cubes"]

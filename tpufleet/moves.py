@@ -29,9 +29,9 @@ def _health(state: FleetState, avoid: frozenset[str]) -> Health:
 
 
 def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
-    """Every pod of the slice's generation but `avoid_pod`, in the fleet's order; for a slice of a job spread across pods, the pods holding
-    fewest of the job's other slices first (a sibling already moving counts where its replacement is reserved),
-    so that the move keeps the job as spread as room allows."""
+    """Every pod of the slice's generation but `avoid_pod`, in the fleet's order; for a slice of a job spread
+    across pods, the pods holding fewest of the job's other slices first (a sibling already moving counts where its
+    replacement is reserved), so that the move keeps the job as spread as room allows."""
     generation = state.fleet.pod_by_name[sl.pod].generation_name  # a workload runs on the chips it was built for
     pods = [p.name for p in state.fleet.pods if p.name != avoid_pod and p.generation_name == generation]
     job = state.jobs.get(sl.job) if sl.job is not None else None
@@ -89,22 +89,37 @@ def replacement_for(
     state: FleetState, sl: Slice, cause: TargetId | None = None, avoid: frozenset[str] = NOTHING_AVOIDED
 ) -> Allocation:
     """Where an evicted slice would go. An open OCS fault as the cause means another pod (every cube of this
-        one uses that OCS); an optical link means replacing the cube that owns the failed port; a pod with no room
-    left for the swap, the whole slice in another pod of its generation. Refused if none.
-        Cubes held by other slices, or reserved for the moves of other evicted slices, are not offered; cubes in
-        `avoid` are taken only when no other fits, as cubes under announced maintenance are."""
+    one uses that OCS); an optical link means replacing the cube that owns the failed port; a pod with no room
+    left for the swap (or room only on cubes in `avoid` or under announced maintenance, where another pod has
+    clean room), the whole slice in another pod of its generation. Refused if none. Cubes held by other slices,
+    or reserved for the moves of other evicted slices, are not offered; cubes in `avoid` are taken only when no
+    other fits, as cubes under announced maintenance are."""
     used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId):
         return _other_pod(state, sl, cause.pod, used, avoid)
+    elsewhere = bool(_pods_to_try(state, sl, sl.pod))
     try:
-        return _in_own_pod(state, sl, cause, used, avoid)
+        own = _in_own_pod(state, sl, cause, used, avoid)
     except Refused as own_pod_full:
-        if len(_pods_to_try(state, sl, sl.pod)) == 0:
+        if not elsewhere:
             raise
         try:  # no room left in its own pod: the whole slice to another pod of its generation, as for an OCS
             return _other_pod(state, sl, sl.pod, used, avoid)
         except Refused as exc:
             raise Refused(f"{own_pod_full}, nor in another pod ({exc})") from None
+    if not elsewhere or not _lands_on_avoided(state, sl, own, avoid):
+        return own
+    try:  # a cube a later wave drains would move it twice: another pod's clean room moves it once
+        other = _other_pod(state, sl, sl.pod, used, avoid)
+    except Refused:
+        return own
+    return own if _lands_on_avoided(state, sl, other, avoid) else other
+
+
+def _lands_on_avoided(state: FleetState, sl: Slice, alloc: Allocation, avoid: frozenset[str]) -> bool:
+    """Whether `alloc` takes a cube in `avoid` or under announced maintenance that the slice does not hold."""
+    shunned = _health(state, avoid).maintenance
+    return any(c in shunned and c not in sl.cubes for c in alloc.cubes)
 
 
 def _in_own_pod(
