@@ -28,6 +28,7 @@ from tpufleet.integrations.k8s import (
     BAD_PARTITION_STATES,
     DEFAULT_ACCELERATORS,
     DEFAULT_DRAIN_TAINTS,
+    DEGRADED_PARTITION,
     HEALTHY_PARTITION,
     LABEL_VALUE,
     LabelKeys,
@@ -160,7 +161,7 @@ def node_labels(
 def _partition_state(cube: str, down: dict[str, str], degraded: frozenset[str]) -> str:
     """A failed cube's partition is as it was reported (UNHEALTHY for a fault opened otherwise); a degraded one's
     (it still serves) DEGRADED, as GKE reports it."""
-    return down.get(cube, "DEGRADED" if cube in degraded else HEALTHY_PARTITION)
+    return down.get(cube, DEGRADED_PARTITION if cube in degraded else HEALTHY_PARTITION)
 
 
 # what `import k8s` gives the faults it opens for a partition's state and for a node's drain taint, as read
