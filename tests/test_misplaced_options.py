@@ -71,3 +71,12 @@ def test_a_shape_typed_without_its_option_gives_the_line_with_it(fleet):
         f"run `tpufleet --state {fleet.state} allocate a --shape 4x4x8 --twisted`"
     )
     assert snapshot(fleet.state) == before
+
+
+def test_an_option_without_its_value_never_moves_the_commands_name_as_its_value(fleet):
+    before = snapshot(fleet.state)
+    line = one_line(fleet("--shape", "allocate", "q"), 2)
+    assert "--shape" in line and "run `" not in line
+    line = one_line(fleet("status", "--group", state=False), 2)
+    assert "--group" in line and "run `" not in line
+    assert snapshot(fleet.state) == before

@@ -20,6 +20,8 @@ def misplaced_hint(exc: Any, argv: list[str]) -> str:
         return ""
     if ctx.parent is not None and _option_of(root, option) is not None:
         taken = _taken(argv, at, option, _option_of(root, option))
+        if taken == 0:
+            return f"bad option {option}: an option of tpufleet itself, given after the command without its value; give it, with one, before the command"
         moved = argv[at : at + taken]
         fixed = [*moved, *argv[:at], *argv[at + taken :]]
         return f"bad option {option}: an option of tpufleet itself, given after the command; run `{_line(fixed)}`"
@@ -40,7 +42,9 @@ def _command_option_hint(root: Any, argv: list[str], at: int, option: str) -> st
         path, param = _sub_option(command, path, argv[after[0] + 1 :], option)
     if param is None:
         return ""
-    taken = _taken(argv, at, option, param)
+    taken = _taken(argv, at, option, param, stop=after[0])
+    if taken == 0:
+        return f"bad option {option}: an option of `{path}`, given before the command without its value; give it, with one, after the command"
     moved = argv[at : at + taken]
     fixed = [*argv[:at], *argv[at + taken :], *moved]
     return f"bad option {option}: an option of `{path}`, given before the command; run `{_line(fixed)}`"
@@ -64,11 +68,14 @@ def _position(argv: list[str], option: str) -> int | None:
     return next((i for i, arg in enumerate(argv) if arg == option or arg.startswith(option + "=")), None)
 
 
-def _taken(argv: list[str], at: int, option: str, param: Any) -> int:
-    """How many arguments from `at` the option spans: 1, or 2 when its value is the next argument."""
+def _taken(argv: list[str], at: int, option: str, param: Any, stop: int | None = None) -> int:
+    """How many arguments from `at` the option spans: 1, or 2 when its value is the next argument; 0 when it takes
+    a value and none is there before `stop` (the command's name, which is no value to move with it)."""
     flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
-    joined = argv[at] != option
-    return 1 if flag or joined or at + 1 >= len(argv) else 2
+    if flag or argv[at] != option:
+        return 1
+    end = len(argv) if stop is None else stop
+    return 2 if at + 1 < end else 0
 
 
 def _line(argv: list[str]) -> str:
