@@ -80,3 +80,12 @@ def test_an_option_without_its_value_never_moves_the_commands_name_as_its_value(
     line = one_line(fleet("status", "--group", state=False), 2)
     assert "--group" in line and "run `" not in line
     assert snapshot(fleet.state) == before
+
+
+def test_the_tools_option_on_both_sides_gives_no_line_that_repeats_the_refused_one(fleet):
+    before = snapshot(fleet.state)
+    r = fleet("status", "--state", str(fleet.state), "-o", "json")
+    said = json.loads(r.err)
+    assert r.code == 2 and said["exit_code"] == 2
+    assert said["error"].startswith("bad option --state: ") and "run `" not in said["error"]
+    assert snapshot(fleet.state) == before

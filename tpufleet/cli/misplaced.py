@@ -15,19 +15,28 @@ def misplaced_hint(exc: Any, argv: list[str]) -> str:
     if ctx is None or not option.startswith("--") or "--" in argv:
         return ""
     root = ctx.find_root().command
-    at = _position(argv, option)
-    if at is None:
-        return ""
     if ctx.parent is not None and _option_of(root, option) is not None:
-        taken = _taken(argv, at, option, _option_of(root, option))
-        if taken == 0:
-            return f"bad option {option}: an option of tpufleet itself, given after the command without its value; give it, with one, before the command"
-        moved = argv[at : at + taken]
-        fixed = [*moved, *argv[:at], *argv[at + taken :]]
-        return f"bad option {option}: an option of tpufleet itself, given after the command; run `{_line(fixed)}`"
-    if ctx.parent is None:
+        return _tool_option_hint(root, argv, option)
+    at = _position(argv, option)
+    if ctx.parent is None and at is not None:
         return _command_option_hint(root, argv, at, option)
     return ""
+
+
+def _tool_option_hint(root: Any, argv: list[str], option: str) -> str:
+    """The hint for one of the tool's own options given after the command's name."""
+    command_at = next((i for i, arg in enumerate(argv) if arg in getattr(root, "commands", {})), len(argv))
+    at = _position(argv, option, command_at + 1)
+    if at is None:
+        return ""
+    said = f"bad option {option}: an option of tpufleet itself, given after the command"
+    if _position(argv, option) != at:  # also before it: moved, it would be given twice
+        return f"{said} and before it too; give it once, before the command"
+    taken = _taken(argv, at, option, _option_of(root, option))
+    if taken == 0:
+        return f"{said} without its value; give it, with one, before the command"
+    moved = argv[at : at + taken]
+    return f"{said}; run `{_line([*moved, *argv[:at], *argv[at + taken :]])}`"
 
 
 def _command_option_hint(root: Any, argv: list[str], at: int, option: str) -> str:
@@ -64,8 +73,9 @@ def _option_of(command: Any, option: str) -> Any:
     return None
 
 
-def _position(argv: list[str], option: str) -> int | None:
-    return next((i for i, arg in enumerate(argv) if arg == option or arg.startswith(option + "=")), None)
+def _position(argv: list[str], option: str, start: int = 0) -> int | None:
+    at = (i for i, arg in enumerate(argv) if i >= start and (arg == option or arg.startswith(option + "=")))
+    return next(at, None)
 
 
 def _taken(argv: list[str], at: int, option: str, param: Any, stop: int | None = None) -> int:
