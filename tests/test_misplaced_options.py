@@ -89,3 +89,11 @@ def test_the_tools_option_on_both_sides_gives_no_line_that_repeats_the_refused_o
     assert r.code == 2 and said["exit_code"] == 2
     assert said["error"].startswith("bad option --state: ") and "run `" not in said["error"]
     assert snapshot(fleet.state) == before
+
+
+def test_a_shape_that_is_the_name_or_another_options_value_gets_no_line(fleet):
+    before = snapshot(fleet.state)
+    for argv in (["allocate", "4x4x4"], ["allocate", "--pod", "4x4x4", "q"]):
+        line = one_line(fleet(*argv), 2)
+        assert "--shape" in line and "run `" not in line
+    assert snapshot(fleet.state) == before

@@ -109,13 +109,33 @@ def extra_argument_hint(exc: Any) -> str:
 
 def shape_without_option_hint(exc: Any, argv: list[str]) -> str:
     """`; run tpufleet allocate a --shape 4x4x4` for `allocate a 4x4x4`: --shape missing, a shape typed as an
-    argument; '' otherwise."""
+    argument after the name; '' otherwise (`allocate 4x4x4`, where it is the name, or another option's value)."""
     import re
 
-    param = getattr(exc, "param", None)
-    if type(exc).__name__ != "MissingParameter" or "--shape" not in getattr(param, "opts", ()):
+    param, ctx = getattr(exc, "param", None), getattr(exc, "ctx", None)
+    if type(exc).__name__ != "MissingParameter" or "--shape" not in getattr(param, "opts", ()) or ctx is None:
         return ""
-    at = next((i for i, arg in enumerate(argv) if re.fullmatch(r"[0-9]+x[0-9]+x[0-9]+", arg)), None)
-    if at is None or "--" in argv:
+    if "--" in argv or ctx.info_name not in argv:
         return ""
-    return f"; run `{_line([*argv[:at], '--shape', *argv[at:]])}`"
+    at = next(
+        (
+            i
+            for i in _positionals(ctx.command, argv, argv.index(ctx.info_name))[1:]
+            if re.fullmatch(r"[0-9]+x[0-9]+x[0-9]+", argv[i])
+        ),
+        None,
+    )
+    return "" if at is None else f"; run `{_line([*argv[:at], '--shape', *argv[at:]])}`"
+
+
+def _positionals(command: Any, argv: list[str], named_at: int) -> list[int]:
+    """Where the command's arguments are in argv (its name at `named_at`): neither an option nor an option's value."""
+    found, i = [], named_at + 1
+    while i < len(argv):
+        if argv[i].startswith("-"):
+            param = _option_of(command, argv[i].split("=", 1)[0])
+            i += 1 if param is None or "=" in argv[i] else _taken(argv, i, argv[i], param)
+            continue
+        found.append(i)
+        i += 1
+    return found
