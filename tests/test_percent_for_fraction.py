@@ -31,3 +31,10 @@ def test_plan_spares_confidence_as_a_percentage_names_the_fraction(fleet):
 def test_a_number_that_is_no_percentage_gets_no_guess(fleet, typed):
     assert fleet("allocate", "llm", "--shape", "4x4x4").code == 0
     assert "did you mean" not in one_line(fleet("policy", "llm", "--min-throughput", typed), 2)
+
+
+def test_a_whole_percentage_where_1_is_refused_names_no_fraction(fleet):
+    for typed in ("100", "100%"):
+        line = one_line(fleet("plan-spares", "--confidence", typed), 2)
+        assert "--confidence" in line and "did you mean" not in line
+    assert "did you mean 0.99?" in one_line(fleet("plan-spares", "--confidence", "99%"), 2)

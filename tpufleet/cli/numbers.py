@@ -72,7 +72,8 @@ def _fraction_meant(param_type: Any, text: str) -> str:
         return ""
     percent = float(typed)
     lowest = 0 if text.strip().endswith("%") else 5  # `1.5` may be anything; `80` and `2%` are percentages
-    return f"; did you mean {percent / 100:g}?" if lowest < percent <= 100 else ""
+    below_top = percent < 100 if getattr(param_type, "max_open", False) else percent <= 100  # --confidence: not 1
+    return f"; did you mean {percent / 100:g}?" if lowest < percent and below_top else ""
 
 
 def _bound(value: float | None) -> str:
