@@ -26,3 +26,9 @@ def test_a_length_option_in_words_names_the_length(fleet, args):
 
 def test_a_word_that_is_no_length_gets_no_guess(fleet):
     assert "did you mean" not in one_line(fleet("history", "--since", "yesterday"), 2)
+
+
+def test_zero_in_words_where_zero_is_refused_names_no_length(fleet):
+    line = one_line(fleet("suspects", "--window", "0 days"), 2)
+    assert "--window" in line and "did you mean" not in line
+    assert "did you mean 3d?" in one_line(fleet("suspects", "--window", "3 days"), 2)

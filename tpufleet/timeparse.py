@@ -52,14 +52,14 @@ _WORDY_LENGTH = re.compile(
 )
 
 
-def length_meant(text: str) -> str:
+def length_meant(text: str, zero: bool = True) -> str:
     """`; did you mean 7d?` for a length written in words or with a sign (`7 days`, `1 hour ago`, `-2h`); else ''.
 
     >>> length_meant("1 hour ago"), length_meant("7days"), length_meant("-30m"), length_meant("7d"), length_meant("x")
     ('; did you mean 1h?', '; did you mean 7d?', '; did you mean 30m?', '', '')
     """
     found = _WORDY_LENGTH.fullmatch(text.strip())
-    if found is None or is_length(text):
+    if found is None or is_length(text) or not (zero or int(found.group(1))):  # `0d` where zero is refused
         return ""
     return f"; did you mean {int(found.group(1))}{found.group(2)[0].lower()}?"
 
@@ -94,7 +94,7 @@ def length_parts(text: str, option: str, zero: bool = False) -> tuple[int, str]:
     """
     match = _LENGTH.fullmatch(text.strip())
     if match is None:
-        raise BadInput(f"bad option {option}: {shown(text)} is not {LENGTH_HELP}{length_meant(text)}")
+        raise BadInput(f"bad option {option}: {shown(text)} is not {LENGTH_HELP}{length_meant(text, zero)}")
     digits = match[1].lstrip("0") or "0"
     if len(digits) > len(str(MAX_LENGTH_COUNT)):
         raise BadInput(
