@@ -41,3 +41,14 @@ def test_clear_fault_of_a_near_miss_names_the_fault_or_target(fleet, typed, mean
     line = one_line(fleet("clear-fault", typed), 2)
     assert line.endswith(f"did you mean {meant}?")
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("typed", ["F1", "3", "0", "F0", "1" * 5000])
+def test_clear_fault_of_a_number_no_open_fault_has_names_none(fleet, typed):
+    add_fault(fleet.state, "cube:c10")  # f1 is open; none of these can clear it or another
+    if typed == "F1":
+        fleet("clear-fault", "f1")
+    before = snapshot(fleet.state)
+    line = one_line(fleet("clear-fault", typed), 2)
+    assert "did you mean" not in line
+    assert snapshot(fleet.state) == before

@@ -28,8 +28,7 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
         return [hit]
     if ":" not in key:  # neither a fault id nor a target (`F1`, `12`): say both forms, not only the target's
         refuse_a_slice(state, key)
-        number = key[1:] if key[:1] == "F" else key
-        near = f"f{int(number)}" if number.isascii() and number.isdigit() else near_id(key)
+        near = _open_fault_meant(state, key[1:] if key[:1] == "F" else key) or near_id(key)
         raise BadInput(
             f"bad fault id or target {key[:60]!r}: give a fault id as `tpufleet faults` lists it (f12) or a target"
             " id KIND:... (cube:c07, ocs:pod0/x/5)" + (f"; did you mean {near}?" if near else "")
@@ -39,6 +38,13 @@ def faults_to_clear(state: FleetState, key: str) -> list[Fault]:
     if not hits:
         raise Refused(f"no open fault on {target}" + _open_inside(state, target))
     return hits
+
+
+def _open_fault_meant(state: FleetState, number: str) -> str | None:
+    """`f3` for `F3`, `3` or `003` when fault f3 is open, the one clear-fault could close; else None."""
+    digits = number.lstrip("0") if number.isascii() and number.isdigit() else ""
+    hit = state.fault(f"f{digits}") if digits and len(digits) < MAX_FAULT_ID_CHARS else None
+    return hit.id if hit is not None and hit.is_open else None
 
 
 def refuse_a_slice(state: FleetState, key: str) -> None:
