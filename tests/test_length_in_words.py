@@ -32,3 +32,10 @@ def test_zero_in_words_where_zero_is_refused_names_no_length(fleet):
     line = one_line(fleet("suspects", "--window", "0 days"), 2)
     assert "--window" in line and "did you mean" not in line
     assert "did you mean 3d?" in one_line(fleet("suspects", "--window", "3 days"), 2)
+
+
+@pytest.mark.parametrize("count", ["1" * 5000, "1000000"])
+def test_a_count_no_length_takes_in_words_is_refused_naming_no_length(fleet, count):
+    for argv in (["history", "--since", f"{count} days"], ["suspects", "--window", f"{count}days"]):
+        line = one_line(fleet(*argv), 2)
+        assert "did you mean" not in line

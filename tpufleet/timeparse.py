@@ -59,9 +59,11 @@ def length_meant(text: str, zero: bool = True) -> str:
     ('; did you mean 1h?', '; did you mean 7d?', '; did you mean 30m?', '', '')
     """
     found = _WORDY_LENGTH.fullmatch(text.strip())
-    if found is None or is_length(text) or not (zero or int(found.group(1))):  # `0d` where zero is refused
-        return ""
-    return f"; did you mean {int(found.group(1))}{found.group(2)[0].lower()}?"
+    digits = (found.group(1).lstrip("0") or "0") if found is not None else ""
+    too_many = len(digits) > len(str(MAX_LENGTH_COUNT)) or int(digits or 0) > MAX_LENGTH_COUNT
+    if found is None or is_length(text) or (digits == "0" and not zero) or too_many:
+        return ""  # `0d` where zero is refused, or a count no length takes: nothing to mean
+    return f"; did you mean {digits}{found.group(2)[0].lower()}?"
 
 
 def back_from(now: datetime, span: timedelta) -> datetime:
