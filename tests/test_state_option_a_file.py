@@ -26,3 +26,12 @@ def test_another_file_as_state_says_to_pass_a_directory(fleet, tmp_path):
     assert r.code == 2 and said["exit_code"] == 2
     assert "notes.txt" in said["error"] and "(--state DIR)" in said["error"]
     assert other.read_text() == "hi\n"
+
+
+def test_a_states_file_in_a_directory_with_a_space_names_it_as_the_shell_takes_it(cli, tmp_path):
+    import shlex
+
+    state = tmp_path / "my fleet"
+    assert cli("--state", str(state), "init", state=False).code == 0
+    line = one_line(cli("--state", str(state / "state.json"), "status", state=False), 2)
+    assert f"pass that directory (--state {shlex.quote(str(state))})" in line

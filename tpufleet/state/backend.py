@@ -39,7 +39,10 @@ def not_a_state_dir(path: Path) -> BadInput:
     """The refusal of a --state that is a file, saying what to pass instead: the state's directory when it is one of
     a state's files (`--state DIR/state.json`), else a directory or a database URL."""
     if path.name in _STATE_FILES or path.name.startswith(tuple(f"{name}." for name in _STATE_FILES)):
-        fix = f"it is a file of the state in {str(path.parent)!r}: pass that directory (--state {path.parent})"
+        import shlex
+
+        shown = shlex.quote(str(path.parent))  # as the shell takes it back: `--state 'my fleet'`
+        fix = f"it is a file of the state in {str(path.parent)!r}: pass that directory (--state {shown})"
     else:
         fix = "pass the directory `tpufleet init` made (--state DIR) or a postgresql:// URL"
     return BadInput(f"state directory {str(path)!r} is not a directory; {fix}")
