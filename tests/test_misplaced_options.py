@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from helpers import one_line, snapshot
 
 
@@ -96,4 +98,19 @@ def test_a_shape_that_is_the_name_or_another_options_value_gets_no_line(fleet):
     for argv in (["allocate", "4x4x4"], ["allocate", "--pod", "4x4x4", "q"]):
         line = one_line(fleet(*argv), 2)
         assert "--shape" in line and "run `" not in line
+    assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--dry-run", "inject-fault", "cube:c10", "--dry-run"],
+        ["--shape", "4x4x4", "allocate", "q", "--shape", "4x4x4"],
+        ["--pod", "pod0", "allocate", "q", "--shape", "4x4x4", "--pod", "pod0"],
+    ],
+)
+def test_a_commands_option_on_both_sides_gives_no_line_that_repeats_it(fleet, argv):
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*argv), 2)
+    assert f"bad option {argv[0]}: " in line and "run `" not in line
     assert snapshot(fleet.state) == before

@@ -51,12 +51,21 @@ def _command_option_hint(root: Any, argv: list[str], at: int, option: str) -> st
         path, param = _sub_option(command, path, argv[after[0] + 1 :], option)
     if param is None:
         return ""
+    said = f"bad option {option}: an option of `{path}`, given before the command"
     taken = _taken(argv, at, option, param, stop=after[0])
     if taken == 0:
-        return f"bad option {option}: an option of `{path}`, given before the command without its value; give it, with one, after the command"
+        return f"{said} without its value; give it, with one, after the command"
     moved = argv[at : at + taken]
-    fixed = [*argv[:at], *argv[at + taken :], *moved]
-    return f"bad option {option}: an option of `{path}`, given before the command; run `{_line(fixed)}`"
+    if _given_after(argv, after[0], moved, getattr(param, "multiple", False)):
+        return f"{said} and after it too; give it once, after the command"  # moved, it would be given twice
+    return f"{said}; run `{_line([*argv[:at], *argv[at + taken :], *moved])}`"
+
+
+def _given_after(argv: list[str], start: int, moved: list[str], multiple: bool) -> bool:
+    """Whether the option in `moved` is given again after argv[start]: at all, or with the same value when it may
+    be given more than once (`--pod pod0 --pod pod0` is refused as a repeat)."""
+    again = [i for i in range(start + 1, len(argv)) if _position(argv[i : i + 1], moved[0].split("=", 1)[0]) == 0]
+    return any(not multiple or argv[i : i + len(moved)] == moved for i in again)
 
 
 def _sub_option(group: Any, path: str, rest: list[str], option: str) -> tuple[str, Any]:
