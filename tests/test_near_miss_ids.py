@@ -52,3 +52,18 @@ def test_clear_fault_of_a_number_no_open_fault_has_names_none(fleet, typed):
     line = one_line(fleet("clear-fault", typed), 2)
     assert "did you mean" not in line
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("verb", [("inject-fault",), ("explain",), ("clear-fault",)])
+@pytest.mark.parametrize("typed", ["cube:c99", "cub:c99", "host:c99/1", "ocs:pod09/x/5"])
+def test_a_near_miss_the_fleet_lacks_is_not_named(fleet, verb, typed):
+    before = snapshot(fleet.state)
+    line = one_line(fleet(*verb, typed), 2)
+    assert "did you mean" not in line
+    assert snapshot(fleet.state) == before
+
+
+def test_a_near_miss_the_fleet_has_is_still_named(fleet):
+    assert one_line(fleet("explain", "cube:c7"), 2).endswith(
+        "did you mean cube:c07? (an id is written as tpufleet writes it: cNN, numbers without leading zeros)"
+    )

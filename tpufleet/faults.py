@@ -49,7 +49,15 @@ class DailyRates(Protocol):
 
 
 def normalize(fleet: Fleet, text: str) -> TargetId:
-    return check_known(fleet, parse_target(text))
+    return check_known(fleet, parse_target(text, known=lambda target: _known(fleet, target)))
+
+
+def _known(fleet: Fleet, target: TargetId) -> bool:
+    try:
+        check_known(fleet, target)
+    except BadInput:
+        return False
+    return True
 
 
 def machines_hit(target: TargetId) -> set[int] | None:

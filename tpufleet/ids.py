@@ -18,7 +18,7 @@ LinkId(cube='c07', dim='x', index=5, polarity='out')
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -207,7 +207,7 @@ def _coords(text: str, whole: str) -> tuple[int, int, int]:
     return tuple(_int_in(p, 0, CUBE_EDGE - 1, f"coordinate {DIMS[i]}", whole) for i, p in enumerate(parts))  # type: ignore[return-value]
 
 
-def parse_target(text: str) -> TargetId:
+def parse_target(text: str, known: Callable[[TargetId], bool] | None = None) -> TargetId:
     """Parse a typed target id; raise BadInput naming the bad part. An id is written one way: one written another
     (`host:c00/01`, `cube:c000`, `ocs:pod00/x/5`) is refused, naming the id it may have meant (as a state file's
     OCS key written another way is), rather than read as that id here and as no id there (an unknown cube).
@@ -221,10 +221,13 @@ def parse_target(text: str) -> TargetId:
         target = _parse(text)
     except BadInput as exc:
         near = near_id(text)
+        near = near if near is None or known is None or known(_parse(near)) else None  # never one the fleet lacks
         raise BadInput(f"{exc}; did you mean {near}?" if near else str(exc)) from None
     if str(target) != text:
-        form = "podN" if isinstance(target, OcsId) else "cNN"
-        raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({_ONE_FORM.format(form=form)})")
+        form = _ONE_FORM.format(form="podN" if isinstance(target, OcsId) else "cNN")
+        if known is not None and not known(target):  # `cube:c9` in a fleet of c00-c07: no cube:c09 to name
+            raise BadInput(f"bad id {shown(text)}: {form}")
+        raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({form})")
     return target
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from tpufleet.errors import BadInput, Refused
+from tpufleet.faults import normalize
 from tpufleet.fleetstate import FleetState, Slice, SliceState
-from tpufleet.ids import OcsId, parse_target
+from tpufleet.ids import OcsId
 from tpufleet.integrations.reservation import awaited
 from tpufleet.ops.explain_component import component_meant, degraded_whys, explain_target
 from tpufleet.ops.explain_deferred import deferred_rewiring, deferred_steps, deferred_why
@@ -46,7 +47,7 @@ def explain(
     `missing_tables`: slices whose indexed tables are no longer kept; `linked_tables`: the path of a symbolic link
     standing where a slice's tables belong (`routes` refuses it), by slice (the shell looks)."""
     if ":" in what:
-        return Outcome(explain_target(state, parse_target(what), now), None)
+        return Outcome(explain_target(state, normalize(state.fleet, what), now), None)
     if what in state.jobs:
         return Outcome(_explain_job(state, what, now, missing_tables, linked_tables or {}), None)
     fault = state.fault(what) if what not in state.slices else None
