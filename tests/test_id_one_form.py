@@ -26,7 +26,7 @@ def test_an_id_written_another_way_is_refused_naming_the_id_meant(fleet, typed, 
     before = snapshot(fleet.state)
     line = one_line(fleet("inject-fault", typed))
     assert line.startswith(f"tpufleet: error: bad id '{typed}': did you mean {meant}?")
-    form = "podN" if typed.startswith("ocs:") else "cNN"  # the form of the part it names first
+    form = "pods podN" if typed.startswith("ocs:") else "cubes cNN"  # the form of the part it names first
     assert f"tpufleet writes it: {form}," in line
     assert snapshot(fleet.state) == before
     assert fleet("inject-fault", meant, "--dry-run").code == 0

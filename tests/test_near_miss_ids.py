@@ -65,5 +65,5 @@ def test_a_near_miss_the_fleet_lacks_is_not_named(fleet, verb, typed):
 
 def test_a_near_miss_the_fleet_has_is_still_named(fleet):
     assert one_line(fleet("explain", "cube:c7"), 2).endswith(
-        "did you mean cube:c07? (an id is written as tpufleet writes it: cNN, numbers without leading zeros)"
+        "did you mean cube:c07? (an id is written as tpufleet writes it: cubes cNN, other numbers without leading zeros)"
     )

@@ -215,7 +215,7 @@ def parse_target(text: str, known: Callable[[TargetId], bool] | None = None) -> 
     >>> parse_target("host:c00/01")
     Traceback (most recent call last):
     ...
-    tpufleet.errors.BadInput: bad id 'host:c00/01': did you mean host:c00/1? (an id is written as tpufleet writes it: cNN, numbers without leading zeros)
+    tpufleet.errors.BadInput: bad id 'host:c00/01': did you mean host:c00/1? (an id is written as tpufleet writes it: cubes cNN, other numbers without leading zeros)
     """
     try:
         target = _parse(text)
@@ -224,7 +224,7 @@ def parse_target(text: str, known: Callable[[TargetId], bool] | None = None) -> 
         near = near if near is None or known is None or known(_parse(near)) else None  # never one the fleet lacks
         raise BadInput(f"{exc}; did you mean {near}?" if near else str(exc)) from None
     if str(target) != text:
-        form = _ONE_FORM.format(form="podN" if isinstance(target, OcsId) else "cNN")
+        form = _ONE_FORM.format(form="pods podN" if isinstance(target, OcsId) else "cubes cNN")
         if known is not None and not known(target):  # `cube:c9` in a fleet of c00-c07: no cube:c09 to name
             raise BadInput(f"bad id {shown(text)}: {form}")
         raise BadInput(f"bad id {shown(text)}: did you mean {target}? ({form})")
@@ -241,7 +241,7 @@ def meant_target(text: str) -> TargetId | None:
         return None
 
 
-_ONE_FORM = "an id is written as tpufleet writes it: {form}, numbers without leading zeros"
+_ONE_FORM = "an id is written as tpufleet writes it: {form}, other numbers without leading zeros"
 
 
 def near_id(text: str) -> str | None:
