@@ -3,7 +3,6 @@
 import logging
 import math
 import re
-import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -242,6 +241,8 @@ def _window(since: str | None, until: str | None) -> tuple[float | None, float |
     said = f"bad options: --until {shown(until)} is not after --since {shown(since)}"
     if t1 == t0:
         raise BadInput(f"{said}; give a later --until")
+    import shlex
+
     raise BadInput(f"{said}; swap them: --since {shlex.quote(str(until))} --until {shlex.quote(str(since))}")
 
 

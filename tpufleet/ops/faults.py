@@ -20,6 +20,7 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
 from tpufleet.text import around as around_text
+from tpufleet.timeparse import parse_stamp
 from tpufleet.views import missing_xconnects, needs_tables, wiring_wait
 
 LISTED = ("id", "target", "planned", "opened", "cleared", "reason")
@@ -205,15 +206,8 @@ def listing(
 def opened_since(rows: list[dict[str, Any]], moment: datetime) -> list[dict[str, Any]]:
     """`faults --since`: the rows of faults opened at `moment` or later (a row whose time is unreadable, a damaged
     journal record's, is left out)."""
-    out = []
-    for row in rows:
-        try:
-            opened = datetime.fromisoformat(str(row.get("opened")).replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        if opened.tzinfo is not None and opened >= moment:
-            out.append(row)
-    return out
+    opened = [(row, parse_stamp(row["opened"]) if isinstance(row.get("opened"), str) else None) for row in rows]
+    return [row for row, when in opened if when is not None and when >= moment]
 
 
 def _once(moved: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
