@@ -31,12 +31,17 @@ def warn_journal(journal_path: object, read: "JournalRead") -> None:
         "tpufleet history --since 24h",
         "tpufleet history --slice train-a      # every change that touched the slice (or the job's slices)",
         "tpufleet history --since 120 -o json",
+        "tpufleet history --since 2026-11-30 --until 2026-12-01T06:00   # one night's changes",
     ),
 )
 def history_cmd(
     ctx: typer.Context,
     since: Annotated[
         str | None, typer.Option("--since", metavar="SERIAL|TIME", help=f"From this serial, or from {TIME_HELP}")
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="SERIAL|TIME", help="Up to this serial or time, included (the same forms)"),
     ] = None,
     slice_name: Annotated[
         str | None, typer.Option("--slice", help="Only changes that touched this slice, or any slice of this job")
@@ -50,9 +55,11 @@ def history_cmd(
     if slice_name is not None:  # a released slice has a history too: only a name no slice can have is refused
         check_name(slice_name, "option --slice")
     store = ctx.obj.store()
-    rows, read = history(store, since, slice_name)
+    rows, read = history(store, since, slice_name, until)
     warn_journal(store.journal_label, read)
-    if slice_name is not None and not rows and since is None:  # a mistyped name: say so, not a silent `(none)`
+    if (
+        slice_name is not None and not rows and since is None and until is None
+    ):  # a mistyped name: say so, not a silent `(none)`
         from tpufleet.ops.history import never_named
 
         typer.echo(f"tpufleet: note: {never_named(store, slice_name)}", err=True)

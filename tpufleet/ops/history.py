@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tpufleet.errors import BadInput, Refused
+from tpufleet.errors import BadInput, Refused, shown
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import JournalRead, read_journal
 from tpufleet.serials import looks_like_serial, not_past, parse_serial
@@ -23,15 +23,35 @@ CLOCK_SKEW = timedelta(days=1)
 MAX_LOST_LISTED = 100_000  # serials `diff` lists as recorded without detail; more means another history
 
 
-def history(store: Store, since: str | None, slice_name: str | None) -> tuple[list[Doc], JournalRead]:
-    """`history`: the timeline's rows and the journal read (its damaged lines skipped, its gap); with --since, the journal is read from its
-    end back to that point only. A serial past the state's is refused, as `diff` refuses it."""
+def history(
+    store: Store, since: str | None, slice_name: str | None, until: str | None = None
+) -> tuple[list[Doc], JournalRead]:
+    """`history`: the timeline's rows and the journal read (its damaged lines skipped, its gap); with --since, the
+    journal is read from its end back to that point only. A serial past the state's is refused, as `diff` refuses
+    it, and so is an --until before --since."""
     now = datetime.now(UTC)
+    _check_range(since, until, now)
     read = read_journal(store, enough=_since_enough(since, now))
-    serial, _ = _after(since, now)
-    if serial is not None and since is not None:
-        not_past(serial, since, "option --since", read.serial)
-    return timeline(read.entries, since, slice_name, now), read
+    for option, value in (("--since", since), ("--until", until)):
+        serial, _ = _after(value, now, option)
+        if serial is not None and value is not None:
+            not_past(serial, value, f"option {option}", read.serial)
+    return timeline(read.entries, since, slice_name, now, until), read
+
+
+def _check_range(since: str | None, until: str | None, now: datetime) -> None:
+    """BadInput when --until comes before --since, both serials or both times (the corrected line named); a serial
+    and a time are not compared: an empty timeline says they do not meet."""
+    (from_serial, from_time), (to_serial, to_time) = _after(since, now), _after(until, now, "--until")
+    serials = from_serial is not None and to_serial is not None and to_serial < from_serial
+    if not serials and not (from_time is not None and to_time is not None and to_time < from_time):
+        return
+    import shlex
+
+    raise BadInput(
+        f"bad options: --until {shown(until)} is before --since {shown(since)}; swap them: "
+        f"--since {shlex.quote(str(until))} --until {shlex.quote(str(since))}"
+    )
 
 
 def changes(store: Store, start: int, end: int | None) -> tuple[Doc, JournalRead]:
@@ -74,13 +94,13 @@ def older_than(stamp: str, edge: datetime) -> bool:
     return moment is not None and moment < edge
 
 
-def _after(since: str | None, now: datetime | None) -> tuple[int | None, datetime | None]:
-    """--since as (a serial, or a moment); both None when not given."""
+def _after(since: str | None, now: datetime | None, option: str = "--since") -> tuple[int | None, datetime | None]:
+    """--since (or --until) as (a serial, or a moment); both None when not given."""
     if since is None:
         return None, None
     if looks_like_serial(since):  # `+1`, `1_000` and `-1` too: refused as `diff` refuses them, not "not a date"
-        return parse_serial(since, "option --since", f"; or give {TIME_HELP}"), None
-    return None, parse_time(since, "--since", now, also="a serial (40), ")
+        return parse_serial(since, f"option {option}", f"; or give {TIME_HELP}"), None
+    return None, parse_time(since, option, now, also="a serial (40), ")
 
 
 def _summary_names(e: JournalEntry, name: str) -> bool:
@@ -119,21 +139,32 @@ class _NameFilter:
 
 
 def timeline(
-    entries: list[JournalEntry], since: str | None, slice_name: str | None, now: datetime | None = None
+    entries: list[JournalEntry],
+    since: str | None,
+    slice_name: str | None,
+    now: datetime | None = None,
+    until: str | None = None,
 ) -> list[Doc]:
-    """`history`: the committed lines from a serial or a moment on, optionally only those touching a slice or job."""
+    """`history`: the committed lines from a serial or a moment on (up to another, both included), optionally only
+    those touching a slice or job."""
     serial, moment = _after(since, now)
+    last, end = _after(until, now, "--until")
     wanted = _NameFilter(slice_name) if slice_name is not None else None
     rows = []
     for e in entries:
         if wanted is not None and not wanted.touches(e):  # read before --since too: it learns a job's slices
             continue
-        if serial is not None and e.serial < serial:
+        if (serial is not None and e.serial < serial) or (last is not None and e.serial > last):
             continue
-        if moment is not None and ((stamp := parse_stamp(e.time)) is None or stamp < moment):
+        if (moment is not None or end is not None) and not _within(parse_stamp(e.time), moment, end):
             continue
         rows.append({k: v for k, v in e.record().items() if k in _KEPT})
     return rows
+
+
+def _within(stamp: datetime | None, start: datetime | None, end: datetime | None) -> bool:
+    """Whether a line's time is inside [start, end] (a bound None is open; a time that cannot be read is not)."""
+    return stamp is not None and (start is None or stamp >= start) and (end is None or stamp <= end)
 
 
 def diff(entries: list[JournalEntry], start: int, end: int | None, now: int | None = None) -> Doc:
