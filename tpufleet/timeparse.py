@@ -41,7 +41,8 @@ def parse_time(text: str, option: str, now: datetime | None = None, also: str = 
         moment = datetime.fromisoformat(value.replace("z", "Z"))
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
-        raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}{length_meant(text)}") from None
+        meant = length_meant(text) or words_meant(text, now)
+        raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}{meant}") from None
     except OverflowError:  # a zone that leaves the calendar (0001-01-01T00:00+01:00)
         raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
 
@@ -64,6 +65,27 @@ def length_meant(text: str, zero: bool = True) -> str:
     if found is None or is_length(text) or (digits == "0" and not zero) or too_many:
         return ""  # `0d` where zero is refused, or a count no length takes: nothing to mean
     return f"; did you mean {digits}{found.group(2)[0].lower()}?"
+
+
+_WORDS_BACK = {"yesterday": 1, "today": 0}  # a day named in words: its date, counted back from today
+_WORDS_LENGTH = {"last hour": "1h", "last day": "1d", "last week": "7d", "last month": "30d", "now": "0s"}
+
+
+def words_meant(text: str, now: datetime) -> str:
+    """`; did you mean 2026-03-09 (or 1d)?` for a day or a span written in words (`yesterday`, `last week`); else ''.
+
+    >>> now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    >>> words_meant("Yesterday", now), words_meant("last week", now), words_meant("today", now), words_meant("x", now)
+    ('; did you mean 2026-03-09 (its start), or 1d?', '; did you mean 7d?', '; did you mean 2026-03-10 (its start)?', '')
+    """
+    said = " ".join(text.lower().split())
+    if said in _WORDS_LENGTH:
+        return f"; did you mean {_WORDS_LENGTH[said]}?"
+    if said not in _WORDS_BACK:
+        return ""
+    back = _WORDS_BACK[said]
+    day = (now - timedelta(days=back)).date().isoformat()
+    return f"; did you mean {day} (its start)" + (f", or {back}d?" if back else "?")
 
 
 def back_from(now: datetime, span: timedelta) -> datetime:
