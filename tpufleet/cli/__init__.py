@@ -88,9 +88,12 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
 
         message = _one_hint(" ".join(_click_message(exc).split()))
         if name == "NoSuchOption":
-            from tpufleet.cli.misplaced import misplaced_hint
+            from tpufleet.cli.misplaced import generation_option_hint, misplaced_hint
 
-            message = misplaced_hint(exc, list(SETTINGS.argv)) or message
+            pod_instead = generation_option_hint(exc)
+            message = misplaced_hint(exc, list(SETTINGS.argv)) or (
+                message.rstrip(".") + pod_instead if pod_instead else message
+            )
         hint = extra_argument_hint(exc) or shape_without_option_hint(exc, list(SETTINGS.argv))
         report_error(message.rstrip(".") + hint if hint else message, code, [], fmt)
         return code

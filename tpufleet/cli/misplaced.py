@@ -148,3 +148,16 @@ def _positionals(command: Any, argv: list[str], named_at: int) -> list[int]:
         found.append(i)
         i += 1
     return found
+
+
+def generation_option_hint(exc: Any) -> str:
+    """`; allocate works in the generation of the pod it is given: ...` for `--generation` given to a command that
+    takes `--pod` instead (a fleet's generation is its pods'); '' for any other option."""
+    option, ctx = str(getattr(exc, "option_name", "") or ""), getattr(exc, "ctx", None)
+    if ctx is None or option != "--generation" or _option_of(ctx.command, "--pod") is None:
+        return ""
+    path = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip() or ctx.command_path
+    return (
+        f"; `{path}` works in the generation of the pod it is given: choose the pod with --pod POD "
+        "(`tpufleet status` names each pod's generation)"
+    )
