@@ -373,7 +373,8 @@ def test_bad_options_are_refused_before_listening(fleet, tmp_path):
     short.write_text("abc\n")
     assert "--token-file" in one_line(fleet("serve", "--token-file", short))
     assert "--token-file" in one_line(fleet("serve", "--token-file", tmp_path / "missing"))
-    assert "tpufleet init" in one_line(fleet("--state", tmp_path / "empty", "serve", state=False), code=1)
+    empty = tmp_path / "empty"
+    assert f"`tpufleet --state {empty} init`" in one_line(fleet("--state", empty, "serve", state=False), code=1)
 
 
 @pytest.mark.parametrize(

@@ -203,8 +203,11 @@ def report_error(message: str, code: int, items: list[str], fmt: str | None) -> 
 
         print(json.dumps({"error": message, "exit_code": code, "items": items}, ensure_ascii=False), file=sys.stderr)
         return
+    from tpufleet.cli.app import SETTINGS
+    from tpufleet.cli.suggested import on_this_state
     from tpufleet.text import printable
 
+    message = on_this_state(message, SETTINGS.state_option)  # the commands it suggests run on the same fleet
     print(f"tpufleet: error: {printable(message)}", file=sys.stderr)
     for line in items[:50]:
         print(f"  {printable(line)}", file=sys.stderr)
@@ -245,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
-    SETTINGS.config_error = None
+    SETTINGS.config_error, SETTINGS.state_option = None, None
     done = sys.modules.get("tpufleet.state.committed")  # loaded by a command that wrote: --help stays light
     if done is not None:  # in-process callers (tests) run main more than once
         done.SERIALS.clear()

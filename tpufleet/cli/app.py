@@ -143,6 +143,7 @@ def dask_cluster_option(help_text: str) -> Any:
 @dataclass
 class Settings:
     state: str | None = None  # as typed: "" must reach resolve_state_dir, which refuses it
+    state_option: str | None = None  # the state as given by --state on the command line (not $TPUFLEET_STATE)
     debug: bool = False
     lock_timeout: float = 30.0
     argv: tuple[str, ...] = ()  # the command line `main` was given (a command's --help survives a bad config)
@@ -213,6 +214,8 @@ def _apply_config(
     from tpufleet.state.config import load_config
 
     config = load_config()
+    given = ctx.get_parameter_source("state") is ParameterSource.COMMANDLINE
+    SETTINGS.state_option = state if given else None  # the commands suggested to people carry it (cli/suggested)
     if state is None and "TPUFLEET_STATE" not in os.environ:
         state = config.state
     if ctx.get_parameter_source("lock_timeout") is ParameterSource.DEFAULT and config.lock_timeout is not None:

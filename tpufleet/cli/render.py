@@ -63,9 +63,12 @@ def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | N
     elif value in ("json", "yaml"):
         typer.echo(data_text(data, value), nl=False)
     else:
+        from tpufleet.cli.app import SETTINGS
+        from tpufleet.cli.suggested import on_this_state
         from tpufleet.text import terminal_safe
 
-        typer.echo(terminal_safe(table()))  # values from outside never drive the terminal (ESC, bidi, NUL)
+        text = on_this_state(table(), SETTINGS.state_option)  # a command it suggests runs on the same fleet
+        typer.echo(terminal_safe(text))  # values from outside never drive the terminal (ESC, bidi, NUL)
 
 
 def grid(rows: list[list], headers: list[str]) -> str:

@@ -1,0 +1,42 @@
+"""A command a table or an error suggests carries the `--state` the operator gave on the command line, so the line
+copied runs on the same fleet, not on ./.tpufleet or $TPUFLEET_STATE. JSON and YAML keep the commands as the
+contract gives them, and a state from $TPUFLEET_STATE reaches the next command by itself."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+
+def _cli(cli, state, *args):
+    return cli("--state", state, *args, state=False)  # as printed: the fixture's reading left out
+
+
+def test_next_lines_carry_the_state_and_run_on_it(cli, tmp_path):
+    state = tmp_path / "my fleet"
+    assert _cli(cli, state, "init").code == 0
+    r = _cli(cli, state, "allocate", "a", "--shape", "4x4x4")
+    steps = [line.removeprefix("next: ") for line in r.out.splitlines() if line.startswith("next: ")]
+    quoted = shlex.quote(str(state))
+    assert steps == [f"tpufleet --state {quoted} plan-xconnect a --apply", f"tpufleet --state {quoted} routes a"]
+    for step in steps:  # copied as printed: each runs on this fleet
+        assert cli(*shlex.split(step)[1:], state=False).code == 0
+    assert json.loads(_cli(cli, state, "status", "-o", "json").out)["slices"][0]["state"] == "connected"
+
+
+def test_an_error_suggests_the_command_with_the_state(cli, tmp_path):
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    assert _cli(cli, state, "inject-fault", "ocs:pod0/x/3").code == 0
+    r = _cli(cli, state, "explain", "f1")
+    assert r.code == 1 and f"`tpufleet --state {state} explain ocs:pod0/x/3`" in r.err
+
+
+def test_json_and_an_environment_state_keep_the_commands_as_they_are(cli, tmp_path, monkeypatch):
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    r = _cli(cli, state, "allocate", "a", "--shape", "4x4x4", "-o", "json")
+    assert json.loads(r.out)["next"] == ["tpufleet plan-xconnect a --apply", "tpufleet routes a"]
+    monkeypatch.setenv("TPUFLEET_STATE", str(state))
+    r = cli("allocate", "b", "--shape", "4x4x4", state=False)
+    assert r.code == 0 and "next: tpufleet plan-xconnect b --apply" in r.out.splitlines()
