@@ -115,12 +115,11 @@ def _timed(fn: Any) -> float:
 
 
 def paper_001(profile: Any) -> None:
-    from tpufleet.collectives import tables
     from tpufleet.collectives.algorithms import Context, estimate
-    from tpufleet.shapes import Shape
+    from tpufleet.collectives.whatif import what_if_tables
 
-    print("Paper 001 (128x32 2D torus, 4,096 chips, 1 GiB all-reduce), X links slower; baseline: dim-by-dim, Y first")
-    t = tables.healthy(Shape((128, 32, 1)))
+    print("Paper 001 (128x32: mesh in X, tori in Y; 4,096 chips, 1 GiB all-reduce), X links slower; baseline: Y first")
+    t = what_if_tables((128, 32, 1), (False, True, False))
     for share in (1.0, 0.5, 0.25):
         pr = dataclasses.replace(profile, dimension_bandwidth={"x": profile.link_bandwidth * share})
         ctx = Context(t, pr)

@@ -108,9 +108,9 @@ def paper_profile(x_share):
 
 @pytest.mark.parametrize("x_share", [0.5, 0.25])
 def test_paper_001_slow_x_links_large_payload_on_y_wins(x_share):
-    """A 2D-like slice (X long, torus Y) whose X links are slower: dim-by-dim with the large payload on Y beats a
-    1D ring and the other order, as in the TPU-v3 multipod of "Exploring the limits of concurrency in ML training
-    on Google TPUs"."""
+    """A 2D-like torus slice (X long) whose X links are slower: dim-by-dim with the large payload on Y beats a 1D
+    ring and the other order, as in the TPU-v3 multipod of "Exploring the limits of concurrency in ML training on
+    Google TPUs" (whose X is a mesh: tests/test_collective_whatif.py and tests/test_paper_figures.py)."""
     ctx = ctx_of(Shape((128, 32, 1)), paper_profile(x_share))
     y_first = one(ctx, "all-reduce", "dim-by-dim", (1, 0))
     x_first = one(ctx, "all-reduce", "dim-by-dim", (0, 1))
