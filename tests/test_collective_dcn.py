@@ -2,6 +2,8 @@
 multislice job through the CLI, bad input, and the two-island result of "Pathways: Asynchronous Distributed
 Dataflow for ML" (section 5.3 and appendix D)."""
 
+from pathlib import Path
+
 import pytest
 
 from tpufleet.collectives.cost import collective_time
@@ -216,21 +218,35 @@ def test_two_islands_of_512_chips_keep_the_pathways_share_of_throughput(fleet, t
     assert step(flops, 1024, default_profile(), 0.0).compute_s == compute
 
 
-@pytest.mark.parametrize(("params", "paper_bytes"), [(64e9, 457e9), (136e9, 1030e9)])
-def test_bytes_of_a_global_reduction_between_two_islands(fleet, params, paper_bytes):
-    """Pathways section 5.3 reports 457 GB per global reduction for the 64B model on two islands and 1,030 GB for
-    the 136B model on 2 x 1,024 cores (two islands of 512 chips). The model's DCN all-reduce between two islands
-    moves every host's share of the fp32 gradient once to its peer, each way: 2 x 4 B x parameters in all (512 GB
-    and 1,088 GB). The paper's figures are 0.89 and 0.95 of that, 1.79 and 1.89 times the fp32 gradient: more
-    than a bf16 gradient each way (1.0x) could give, less than an fp32 one; the paper says no more."""
-    nbytes = params * GRAD_BYTES / CHIPS
-    assert fleet("allocate", "pw", "--shape", "8x8x8", "--slices", "2").code == 0
+@pytest.mark.parametrize(
+    ("params", "paper_bytes", "shape", "chips"), [(64e9, 457e9, "8x8x8", 512), (136e9, 1030e9, "8x8x16", 1024)]
+)
+def test_bytes_of_a_global_reduction_between_two_islands(fleet, params, paper_bytes, shape, chips):
+    """Pathways section 5.3 reports 457 GB per global reduction for the 64B model on two islands of 512 cores and
+    1,030 GB for the 136B model on two islands of 1,024 cores (appendix D counts the 64B run's 512 cores an island
+    as 512 chips, 128 host pairs; so the 136B run's islands are 1,024 chips, 256 hosts each). The model's DCN
+    all-reduce between two islands moves every host's share of the fp32 gradient once to its peer, each way:
+    2 x 4 B x parameters in all (512 GB and 1,088 GB). The paper's figures are 0.89 and 0.95 of that, 1.79 and 1.89
+    times the fp32 gradient: more than a bf16 gradient each way (1.0x) could give, less than an fp32 one; the
+    paper says no more."""
+    nbytes = params * GRAD_BYTES / chips
+    assert fleet("allocate", "pw", "--shape", shape, "--slices", "2").code == 0
     r = fleet("collective", "pw", "--op", "all-reduce", "--bytes", f"{nbytes:.0f}", "--layout", "sharded", "-o", "json")
     assert r.code == 0, r.err
     per_host = r.json["phases"][1]["bytes_per_host"]
-    total = per_host * 128 * 2  # 128 hosts an island (8x8x8: 512 chips, 4 a host), two islands
+    total = per_host * (chips // 4) * 2  # 4 chips a host, two islands
     assert total == pytest.approx(2 * GRAD_BYTES * params, rel=1e-12)
     assert 0.85 < paper_bytes / total < 1.0 and paper_bytes / (params * 2) > 1.0  # above bf16 each way
+
+
+def test_the_readme_gives_the_136b_runs_islands_as_the_paper_does():
+    """The README once called the 136B run's two islands of 1,024 cores "two islands of 512 chips", against the
+    paper's own count (512 cores an island are 512 chips in its appendix D)."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("Bytes per global reduction:")
+    paragraph = " ".join(text[start : text.index("\n\n", start)].split())
+    assert "two islands of 1,024 cores" in paragraph and "1,024 chips" in paragraph
+    assert "two islands of 512 chips" not in paragraph
 
 
 def test_a_replicated_gradient_larger_than_hbm_is_refused(fleet):
