@@ -1,6 +1,6 @@
 """Sparse routing tables: every chip holds at most N destinations.
 
-The "Exploring the limits of concurrency in ML training on Google TPUs" paper (section 2) ran a 4,096-chip
+The "Exploring the limits of concurrency in ML training on Google TPUs" paper (section 1) ran a 4,096-chip
 TPU-v3 multipod whose routing tables had only 1,024 entries: each chip saw only the chips on its own rows and
 columns, which was enough for peak all-reduce throughput. Here a chip keeps, in this order of priority: the
 members of its own rings of each dimension (the rings dimension-by-dimension collectives run on; on a twisted

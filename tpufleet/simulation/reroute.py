@@ -195,7 +195,7 @@ def slowdown(
 
 
 # The "Resiliency at Scale" paper (NSDI 2024) reports production step times +0.5% to +8.6% longer on tables
-# routed around one OCS failure. The seed's text of the paper stops before its section 4 and names no workload's
+# routed around one OCS failure. The copy of the paper followed here stops before its section 4 and names no workload's
 # step mix, so the range is checked through what it pins down: the all-reduce share of the step.
 PAPER_RANGE = (0.005, 0.086)
 
