@@ -40,3 +40,11 @@ def test_json_and_an_environment_state_keep_the_commands_as_they_are(cli, tmp_pa
     monkeypatch.setenv("TPUFLEET_STATE", str(state))
     r = cli("allocate", "b", "--shape", "4x4x4", state=False)
     assert r.code == 0 and "next: tpufleet plan-xconnect b --apply" in r.out.splitlines()
+
+
+def test_a_note_on_stderr_suggests_the_command_with_the_state(cli, tmp_path):
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    assert _cli(cli, state, "allocate", "train", "--shape", "4x4x4").code == 0
+    r = _cli(cli, state, "history", "--slice", "trian")
+    assert r.code == 0 and f"`tpufleet --state {state} history --slice train`" in r.err

@@ -214,8 +214,10 @@ def clear_cmd(
     ]
     cleared = [f"cleared {f['id']} on {f['target']}" for f in d["cleared"]]
     emit(d, output, lambda: "\n".join(cleared + _dropped_lines(d["xconnects_dropped"]) + hint))
+    from tpufleet.cli.suggested import say
+
     for note in filter(None, map(fault_ops.reopen_note, d["cleared"])):  # an import's fault, cleared by hand
-        typer.echo(f"tpufleet: note: {note}", err=True)
+        say(f"tpufleet: note: {note}")
 
 
 def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:

@@ -60,9 +60,10 @@ def history_cmd(
     if (
         slice_name is not None and not rows and since is None and until is None
     ):  # a mistyped name: say so, not a silent `(none)`
+        from tpufleet.cli.suggested import say
         from tpufleet.ops.history import never_named
 
-        typer.echo(f"tpufleet: note: {never_named(store, slice_name)}", err=True)
+        say(f"tpufleet: note: {never_named(store, slice_name)}")
     emit(
         rows,
         output,

@@ -38,3 +38,12 @@ def _suggested() -> re.Pattern[str]:
     names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     words = "|".join(sorted((re.escape(n) for n in names if n), key=len, reverse=True))
     return re.compile(rf"(?:(?<=next: )|(?<=`)|(?<=run ))tpufleet (?=(?:{words})(?:[\s`'\")]|$))", re.MULTILINE)
+
+
+def say(line: str) -> None:
+    """A remark on stderr (`tpufleet: note: ...`), the commands it suggests carrying the state given."""
+    import typer
+
+    from tpufleet.cli.app import SETTINGS
+
+    typer.echo(on_this_state(line, SETTINGS.state_option), err=True)
