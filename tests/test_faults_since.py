@@ -36,3 +36,18 @@ def test_a_bad_since_is_exit_2_and_changes_nothing(fleet):
     r = fleet("faults", "--since", "yesterday")
     assert r.code == 2 and "--since" in r.err and "'yesterday'" in r.err
     assert snapshot(fleet.state) == before
+
+
+def test_until_bounds_the_listing_and_a_reversed_range_gives_the_swapped_line(fleet):
+    for target in ("cube:c03", "cube:c04", "cube:c05"):
+        assert fleet("inject-fault", target).code == 0
+    _backdate(fleet, "f1", "2026-01-02T00:00:00Z")
+    _backdate(fleet, "f2", "2026-03-02T00:00:00Z")
+    ids = lambda *args: [r["id"] for r in fleet("faults", *args, "-o", "json").json]  # noqa: E731
+    assert ids("--until", "2026-01-02T00:00:00Z") == ["f1"]  # the bound itself included
+    assert ids("--since", "2026-02-01", "--until", "2026-04-01") == ["f2"]
+    assert ids("--until", "2000-01-01") == []
+    before = snapshot(fleet.state)
+    r = fleet("faults", "--since", "1d", "--until", "7d")
+    assert r.code == 2 and "swap them: --since 7d --until 1d" in r.err
+    assert snapshot(fleet.state) == before

@@ -67,6 +67,17 @@ def length_meant(text: str, zero: bool = True) -> str:
     return f"; did you mean {digits}{found.group(2)[0].lower()}?"
 
 
+def refuse_reversed(since: str, until: str) -> None:
+    """BadInput for an --until that comes before --since (both given, already found so), giving the line swapped:
+    an age read the wrong way round (`--since 1d --until 7d`) is the usual cause."""
+    import shlex
+
+    raise BadInput(
+        f"bad options: --until {shown(until)} is before --since {shown(since)}; swap them: "
+        f"--since {shlex.quote(until)} --until {shlex.quote(since)}"
+    )
+
+
 _WORDS_BACK = {"yesterday": 1, "today": 0}  # a day named in words: its date, counted back from today
 _WORDS_LENGTH = {"last hour": "1h", "last day": "1d", "last week": "7d", "last month": "30d", "now": "0s"}
 

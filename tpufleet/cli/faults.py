@@ -235,7 +235,13 @@ def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
 
 
 @app.command(
-    "faults", epilog=examples("tpufleet faults", "tpufleet faults --all -o json", "tpufleet faults --all --since 7d")
+    "faults",
+    epilog=examples(
+        "tpufleet faults",
+        "tpufleet faults --all -o json",
+        "tpufleet faults --all --since 7d",
+        "tpufleet faults --all --since 14d --until 7d   # what failed the week before",
+    ),
 )
 def faults_cmd(
     ctx: typer.Context,
@@ -243,12 +249,19 @@ def faults_cmd(
     since: Annotated[
         str | None, typer.Option("--since", metavar="TIME", help=f"Only faults opened since {TIME_HELP}")
     ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", metavar="TIME", help="Only faults opened up to this time (the same forms)")
+    ] = None,
     output: OutputOpt = Output.table,
 ) -> None:
     """List open faults (with --all, cleared ones too)."""
     from tpufleet.ops import faults as fault_ops
+    from tpufleet.timeparse import refuse_reversed
 
     opened_from = None if since is None else parse_time(since, "--since")
+    opened_to = None if until is None else parse_time(until, "--until")
+    if opened_from is not None and opened_to is not None and opened_to < opened_from:
+        refuse_reversed(str(since), str(until))
     store = ctx.obj.store()
     if not all_faults:
         rows = fault_ops.listing(store)
@@ -260,8 +273,8 @@ def faults_cmd(
         moved, found = store.fault_history(state.serial)
         rows = fault_ops.listing(store, True, moved, state)
         warn_journal(store.journal_label, of_scan(found, state.serial))
-    if opened_from is not None:
-        rows = fault_ops.opened_since(rows, opened_from)
+    if opened_from is not None or opened_to is not None:
+        rows = fault_ops.opened_between(rows, opened_from, opened_to)
     emit(
         rows,
         output,

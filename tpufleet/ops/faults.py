@@ -203,11 +203,15 @@ def listing(
     return [{k: r.get(k) for k in LISTED} | {k: r[k] for k in WINDOW if k in r} for r in records]
 
 
-def opened_since(rows: list[dict[str, Any]], moment: datetime) -> list[dict[str, Any]]:
-    """`faults --since`: the rows of faults opened at `moment` or later (a row whose time is unreadable, a damaged
-    journal record's, is left out)."""
+def opened_between(rows: list[dict[str, Any]], start: datetime | None, end: datetime | None) -> list[dict[str, Any]]:
+    """`faults --since/--until`: the rows of faults opened at `start` or later and at `end` or before (a bound None
+    is open; a row whose time is unreadable, a damaged journal record's, is left out)."""
     opened = [(row, parse_stamp(row["opened"]) if isinstance(row.get("opened"), str) else None) for row in rows]
-    return [row for row, when in opened if when is not None and when >= moment]
+    return [
+        row
+        for row, when in opened
+        if when is not None and (start is None or when >= start) and (end is None or when <= end)
+    ]
 
 
 def _once(moved: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tpufleet.errors import BadInput, Refused, shown
+from tpufleet.errors import BadInput, Refused
 from tpufleet.journalentry import JournalEntry
 from tpufleet.ops.views import JournalRead, read_journal
 from tpufleet.serials import looks_like_serial, not_past, parse_serial
 from tpufleet.state.delta import combine, is_delta, jobs_of_slices, slices_named
 from tpufleet.state.journal import Enough, whole_from_first
 from tpufleet.state.store import Store
-from tpufleet.timeparse import TIME_HELP, parse_stamp, parse_time
+from tpufleet.timeparse import TIME_HELP, parse_stamp, parse_time, refuse_reversed
 
 Doc = dict[str, Any]
 _SLICE_COMMANDS = {"allocate", "release", "policy", "apply-xconnect", "routes", "reschedule"}
@@ -44,14 +44,8 @@ def _check_range(since: str | None, until: str | None, now: datetime) -> None:
     and a time are not compared: an empty timeline says they do not meet."""
     (from_serial, from_time), (to_serial, to_time) = _after(since, now), _after(until, now, "--until")
     serials = from_serial is not None and to_serial is not None and to_serial < from_serial
-    if not serials and not (from_time is not None and to_time is not None and to_time < from_time):
-        return
-    import shlex
-
-    raise BadInput(
-        f"bad options: --until {shown(until)} is before --since {shown(since)}; swap them: "
-        f"--since {shlex.quote(str(until))} --until {shlex.quote(str(since))}"
-    )
+    if serials or (from_time is not None and to_time is not None and to_time < from_time):
+        refuse_reversed(str(since), str(until))
 
 
 def changes(store: Store, start: int, end: int | None) -> tuple[Doc, JournalRead]:
