@@ -25,7 +25,7 @@ def test_a_length_option_in_words_names_the_length(fleet, args):
 
 
 def test_a_word_that_is_no_length_gets_no_guess(fleet):
-    assert "did you mean" not in one_line(fleet("history", "--since", "yesterday"), 2)
+    assert "did you mean" not in one_line(fleet("history", "--since", "someday"), 2)  # `yesterday`: test_time_words
 
 
 def test_zero_in_words_where_zero_is_refused_names_no_length(fleet):

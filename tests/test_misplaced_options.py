@@ -28,14 +28,14 @@ def test_a_commands_option_before_the_command_gives_the_line_with_it_after(fleet
 
 
 def test_an_option_of_a_groups_command_before_it_names_the_command(fleet):
-    line = one_line(fleet("--apply", "import", "k8s", "nodes.json"), 2)
+    line = one_line(fleet("--state", fleet.state, "--apply", "import", "k8s", "nodes.json", state=False), 2)
     assert "`import k8s`" in line
     assert line.endswith(f"run `tpufleet --state {fleet.state} import k8s nodes.json --apply`")
 
 
 def test_an_option_with_its_value_moves_with_it(fleet):
     before = snapshot(fleet.state)
-    line = one_line(fleet("--shape", "4x4x8", "allocate", "q"), 2)
+    line = one_line(fleet("--state", fleet.state, "--shape", "4x4x8", "allocate", "q", state=False), 2)
     assert line.endswith(f"run `tpufleet --state {fleet.state} allocate q --shape 4x4x8`")
     assert snapshot(fleet.state) == before
 
@@ -68,7 +68,7 @@ def test_a_groups_command_is_named_whole(fleet):
 
 def test_a_shape_typed_without_its_option_gives_the_line_with_it(fleet):
     before = snapshot(fleet.state)
-    line = one_line(fleet("allocate", "a", "4x4x8", "--twisted"), 2)
+    line = one_line(fleet("--state", fleet.state, "allocate", "a", "4x4x8", "--twisted", state=False), 2)
     assert "--shape" in line and line.endswith(
         f"run `tpufleet --state {fleet.state} allocate a --shape 4x4x8 --twisted`"
     )
