@@ -22,13 +22,19 @@ class Mode(str, enum.Enum):
     reconfigurable_ft = "reconfigurable-ft"
 
 
+class SchedulerOpt(str, enum.Enum):
+    priority = "priority"
+    extra_large_first = "extra-large-first"
+
+
 def _text(s: dict, out: Path | None) -> str:
     def f(v):
         return "-" if v is None else f"{v:.4f}"
 
     d = s["disruptions"]
     lines = [
-        f"simulated {s['days']:g} day{'' if s['days'] == 1 else 's'}, {s['pods']} {s['generation']} pod(s), mode {s['mode']}, seed {s['seed']}",
+        f"simulated {s['days']:g} day{'' if s['days'] == 1 else 's'}, {s['pods']} {s['generation']} pod(s), mode {s['mode']}, seed {s['seed']}"
+        + ("" if s["scheduler"] == "priority" else f", scheduler {s['scheduler']}"),
         f"  jobs: {s['jobs_submitted']} submitted, {s['jobs_finished']} finished",
         f"  SG {f(s['sg'])}  x  RG {f(s['rg'])}  x  PG {f(s['pg'])}  =  MPG {f(s['mpg'])}",
         f"  faults: {s['faults']['host']} machine, {s['faults']['link']} optical link, {s['faults']['ocs']} OCS, "
@@ -143,6 +149,14 @@ def simulate_cmd(
             help="Healthy free cubes per pod kept back for jobs a fault displaced (fewer than a pod's cubes)",
         ),
     ] = 0,
+    scheduler: Annotated[
+        SchedulerOpt,
+        typer.Option(
+            "--scheduler",
+            help="priority: the queue and preemption by priority; extra-large-first: extra-large jobs also go "
+            "first, may preempt any smaller job and are never preempted",
+        ),
+    ] = SchedulerOpt.priority,
     fault_scale: Annotated[
         str | None,
         typer.Option(
@@ -203,6 +217,7 @@ def simulate_cmd(
         restart_overhead_s=restart_overhead * 60.0,
         load_per_pod=load_per_pod,
         spare_cubes=spare_cubes,
+        scheduler=scheduler.value,
     )
     with progress("simulating days", days) as bar:
         result = run_fleet(options, workload, fault_rates, fault_scale, out, progress=bar.set)

@@ -123,6 +123,7 @@ def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
         "pods": options.pods,
         "generation": simulator.log.accelerator,  # the pods' (`--generation`), as the events name it
         "mode": options.mode,
+        "scheduler": options.scheduler,
         "seed": options.seed,
         "load_per_pod": options.load_per_pod,
         "spare_cubes": options.spare_cubes,

@@ -7,6 +7,8 @@ exactly where `inject-fault` would reroute, and otherwise evicts the job, as a m
 evicted or preempted job restarts from its last checkpoint after a restart overhead (TPU initialisation, training
 preparation, compilation, restore). Preemption frees room for a higher-priority job, evicting lower-priority
 jobs medium-sized first, then large, small and extra-large last (the ML Productivity Goodput paper, section 5).
+The `extra-large-first` scheduler policy (`Options.scheduler`) also puts extra-large jobs at the head of the queue,
+lets them preempt any smaller job and never preempts them, the paper's reason for their high scheduling goodput.
 
 Modes: ``static`` places a job only on a contiguous box of cubes of the pod's fixed 4x4x4 cube torus, has no
 fault-tolerant routing, and cannot wire a spare cube in: a job hit by a machine fault keeps its block (still

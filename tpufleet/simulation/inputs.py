@@ -32,6 +32,7 @@ from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.generations import Generation
 from tpufleet.shapes import Shape, allocatable, parse_shape
 from tpufleet.simulation.multislice import SECTION_SCHEMA, SLICES_SCHEMA, MultisliceMix, check_listed, mix_from_doc
+from tpufleet.simulation.policy import SCHEDULER_POLICIES, SchedulerPolicy
 from tpufleet.simulation.reroute import STEP_MODEL_SCHEMA, RerouteCosts, StepModel, step_model_at, step_models
 
 if TYPE_CHECKING:
@@ -132,10 +133,12 @@ class Options:
     load_per_pod: float = 1.0  # each pod gets this multiple of the workload's arrival rate
     spare_cubes: int = 0  # healthy free cubes per pod kept for jobs a fault displaced
     generation: Generation | None = None  # the pods' generation (None: the built-in TPU v4 model)
+    scheduler: SchedulerPolicy = "priority"  # how the wait queue ranks jobs and whom they may preempt (`policy`)
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise BadInput(f"bad mode {self.mode!r}: not one of {', '.join(MODES)}")
+        for key, choice, choices in (("mode", self.mode, MODES), ("scheduler", self.scheduler, SCHEDULER_POLICIES)):
+            if choice not in choices:
+                raise BadInput(f"bad {key} {choice!r}: not one of {', '.join(choices)}")
         if self.macro_steps < 1:
             raise BadInput(f"bad macro_steps {self.macro_steps}: must be at least 1")
         for name, value, lo, hi in (

@@ -14,6 +14,7 @@ from tpufleet.simulation.inputs import Options
 from tpufleet.simulation.job import VICTIM_ORDER, Job, JobState
 from tpufleet.simulation.log import EventLog, Stats
 from tpufleet.simulation.placement import Placement
+from tpufleet.simulation.policy import may_preempt, queue_rank
 from tpufleet.simulation.runner import JobRunner
 
 RESTART_DELAY_S = 1e-3  # a job waiting in place restarts just after its machine's repair
@@ -54,9 +55,10 @@ class Scheduler:
         self.schedule(t)
 
     def schedule(self, t: float) -> None:
-        """Place waiting jobs, highest priority first, preempting lower priorities where that makes room; keep
-        going over the queue while anything was placed."""
-        self.waiting.sort(key=lambda j: (j.priority, j.seq))
+        """Place waiting jobs in queue order (`queue_rank`), preempting where that makes room (`may_preempt`);
+        keep going over the queue while anything was placed."""
+        policy = self.options.scheduler
+        self.waiting.sort(key=lambda j: queue_rank(j, policy))
         placed = True
         while placed:
             placed = False
@@ -102,9 +104,10 @@ class Scheduler:
                 del self.short[job.id]
 
     def _preempt_for(self, job: Job, t: float) -> bool:
-        """Evict the fewest lower-priority jobs of one pod (medium first, extra-large last) that let `job` fit;
-        none if no set of them would."""
-        victims = [j for j in self.runner.running.values() if j.priority > job.priority]
+        """Evict the fewest jobs it may preempt (`may_preempt`) of one pod (medium first, extra-large last) that let
+        `job` fit; none if no set of them would."""
+        policy = self.options.scheduler
+        victims = [j for j in self.runner.running.values() if may_preempt(job, j, policy)]
         if not victims:
             return False
         for pod in self.fleet.pods:

@@ -23,6 +23,7 @@ from tpufleet.simulation.inputs import (
     MAX_WEIGHT,
     MODES,
 )
+from tpufleet.simulation.policy import SCHEDULER_POLICIES
 
 Simulation = Literal["fleet", "availability"]
 SIMULATIONS: tuple[Simulation, ...] = ("fleet", "availability")
@@ -41,6 +42,7 @@ FLEET: dict[str, dict[str, Any]] = {
     "days": {**_NUMBER, "exclusiveMinimum": 0, "maximum": MAX_DAYS},
     "pods": {"type": "integer", "minimum": 1, "maximum": MAX_SWEEP_PODS},
     "mode": {"enum": list(MODES)},
+    "scheduler": {"enum": list(SCHEDULER_POLICIES)},
     "checkpoint_interval_min": {**_NUMBER, "minimum": 1, "maximum": MAX_CHECKPOINT_INTERVAL_S / 60},
     "restart_overhead_min": {**_NUMBER, "minimum": 0, "maximum": MAX_RESTART_OVERHEAD_S / 60},
     "load_per_pod": {**_NUMBER, "minimum": 0, "maximum": MAX_LOAD_PER_POD},
