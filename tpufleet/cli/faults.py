@@ -1,6 +1,7 @@
 """`tpufleet inject-fault`, `clear-fault`, `faults` and `reschedule`."""
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -234,6 +235,17 @@ def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _opened_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """--since and --until as moments (None: not given); an --until before --since is refused, the line swapped."""
+    from tpufleet.timeparse import refuse_reversed
+
+    opened_from = None if since is None else parse_time(since, "--since")
+    opened_to = None if until is None else parse_time(until, "--until")
+    if opened_from is not None and opened_to is not None and opened_to < opened_from:
+        refuse_reversed(str(since), str(until))
+    return opened_from, opened_to
+
+
 @app.command(
     "faults",
     epilog=examples(
@@ -256,12 +268,8 @@ def faults_cmd(
 ) -> None:
     """List open faults (with --all, cleared ones too)."""
     from tpufleet.ops import faults as fault_ops
-    from tpufleet.timeparse import refuse_reversed
 
-    opened_from = None if since is None else parse_time(since, "--since")
-    opened_to = None if until is None else parse_time(until, "--until")
-    if opened_from is not None and opened_to is not None and opened_to < opened_from:
-        refuse_reversed(str(since), str(until))
+    opened_from, opened_to = _opened_window(since, until)
     store = ctx.obj.store()
     if not all_faults:
         rows = fault_ops.listing(store)
