@@ -48,3 +48,11 @@ def test_a_note_on_stderr_suggests_the_command_with_the_state(cli, tmp_path):
     assert _cli(cli, state, "allocate", "train", "--shape", "4x4x4").code == 0
     r = _cli(cli, state, "history", "--slice", "trian")
     assert r.code == 0 and f"`tpufleet --state {state} history --slice train`" in r.err
+
+
+def test_a_database_urls_password_is_never_printed_in_a_suggestion():
+    from tpufleet.cli.suggested import on_this_state
+
+    for url in ("postgresql://ops:s3cr%40t@db:5432/fleet", "postgresql://ops@db/fleet?sslmode=require&password=s3cr@t"):
+        line = on_this_state("next: tpufleet routes s1", url)
+        assert "s3cr" not in line and line.startswith("next: tpufleet --state ") and line.endswith(" routes s1")

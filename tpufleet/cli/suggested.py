@@ -19,12 +19,16 @@ def on_this_state(text: str, state: str | None) -> str:
 
     >>> on_this_state("next: tpufleet routes s1  (`tpufleet explain s1`)", "/srv/my fleet")
     "next: tpufleet --state '/srv/my fleet' routes s1  (`tpufleet --state '/srv/my fleet' explain s1`)"
+    >>> on_this_state("run `tpufleet routes s1`", "postgresql://ops:s3cret@db/fleet")  # the password left out
+    'run `tpufleet --state postgresql://ops@db/fleet routes s1`'
     >>> on_this_state("locked by pid 7 (tpufleet routes s1); see /opt/tpufleet status", "d")  # described: left
     'locked by pid 7 (tpufleet routes s1); see /opt/tpufleet status'
     """
     if state is None or "tpufleet " not in text:
         return text
-    option = f"--state {shlex.quote(state)} "
+    from tpufleet.state.dburl import redacted_arg
+
+    option = f"--state {shlex.quote(redacted_arg(state))} "  # a database URL's password is never printed
     return _suggested().sub(lambda found: found.group(0) + option, text)
 
 
