@@ -118,12 +118,15 @@ class Cli:
         machine = any(
             f"{a} {b}" in {"-o json", "-o yaml", "--output json", "--output yaml"} for a, b in itertools.pairwise(argv)
         )
-        if not state or machine or {"--output=json", "--output=yaml"} & set(argv):  # JSON and YAML are left as written
-            return Result(code, captured.out, captured.err)
         # A table or an error suggests commands with the --state given (`next: tpufleet --state DIR routes s`, see
         # tpufleet/cli/suggested.py): read here as the contract gives them; tests/test_suggested_state.py passes
         # --state itself and reads them as printed.
         given = f"tpufleet --state {shlex.quote(str(self.state))} "
+        if not state:
+            return Result(code, captured.out, captured.err)
+        if machine or {"--output=json", "--output=yaml"} & set(argv):  # JSON and YAML are left as written
+            said = captured.err if captured.err.lstrip().startswith("{") else captured.err.replace(given, "tpufleet ")
+            return Result(code, captured.out, said)  # a note on stderr is text still
         return Result(code, captured.out.replace(given, "tpufleet "), captured.err.replace(given, "tpufleet "))
 
 

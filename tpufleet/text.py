@@ -244,8 +244,13 @@ NAMES_LISTED = 20
 def closest(name: str, known: Sequence[str], cutoff: float = 0.6) -> str | None:
     """The known name `name` is a near miss of (a typo, another case), for a refusal's `did you mean`; else None.
 
+    Two names equally near (`pod` for pod0 and pod1) give None: a guess either way could send the operator to the
+    wrong one, and the refusal lists both.
+
     >>> closest("lmm", ["llm", "small"]), closest("LLM", ["llm"]), closest("zzz", ["llm"]), closest("prom", ["prometheus"])
     ('llm', 'llm', None, 'prometheus')
+    >>> closest("pod", ["pod0", "pod1"]), closest("pod00", ["pod0", "pod1"])
+    (None, 'pod0')
     """
     import difflib
 
@@ -255,8 +260,17 @@ def closest(name: str, known: Sequence[str], cutoff: float = 0.6) -> str | None:
     started = [n for n in by_lower if name and n.startswith(name.lower())]
     if len(started) == 1:  # a name cut short (`prom` for prometheus)
         return by_lower[started[0]]
-    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=cutoff)
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=2, cutoff=cutoff)
+    if len(found) == 2 and _likeness(name.lower(), found[0]) == _likeness(name.lower(), found[1]):
+        return None
     return by_lower[found[0]] if found else None
+
+
+def _likeness(a: str, b: str) -> float:
+    """difflib's ratio of two names, the score `get_close_matches` ranks them by."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, b, a).ratio()
 
 
 def names_listed(names: Sequence[str]) -> str:
