@@ -114,3 +114,15 @@ def test_a_commands_option_on_both_sides_gives_no_line_that_repeats_it(fleet, ar
     line = one_line(fleet(*argv), 2)
     assert f"bad option {argv[0]}: " in line and "run `" not in line
     assert snapshot(fleet.state) == before
+
+
+def test_every_tool_option_after_the_command_moves_in_one_line(fleet):
+    """`status --state DIR --lock-timeout 5 --debug` moved only --state: each run then fixed one option more."""
+    before = snapshot(fleet.state)
+    args = ("status", "--state", str(fleet.state), "--lock-timeout", "5", "-o", "json", "--debug")
+    said = json.loads(fleet(*args, state=False).err)["error"]
+    assert said.startswith("bad option --state (and --debug, --lock-timeout): options of tpufleet itself")
+    line = said.split("run `", 1)[1].rstrip("`")
+    assert line == f"tpufleet --state {fleet.state} --lock-timeout 5 --debug status -o json"
+    assert fleet(*line.split()[1:], state=False).code == 0  # the line given runs
+    assert snapshot(fleet.state) == before

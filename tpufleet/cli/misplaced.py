@@ -16,15 +16,16 @@ def misplaced_hint(exc: Any, argv: list[str]) -> str:
         return ""
     root = ctx.find_root().command
     if ctx.parent is not None and _option_of(root, option) is not None:
-        return _tool_option_hint(root, argv, option)
+        return _tool_option_hint(root, ctx.command, argv, option)
     at = _position(argv, option)
     if ctx.parent is None and at is not None:
         return _command_option_hint(root, argv, at, option)
     return ""
 
 
-def _tool_option_hint(root: Any, argv: list[str], option: str) -> str:
-    """The hint for one of the tool's own options given after the command's name."""
+def _tool_option_hint(root: Any, command: Any, argv: list[str], option: str) -> str:
+    """The hint for one of the tool's own options given after the command's name; the line given moves every such
+    option (`status --state DIR --lock-timeout 5`), not only the first one Click met."""
     command_at = next((i for i, arg in enumerate(argv) if arg in getattr(root, "commands", {})), len(argv))
     at = _position(argv, option, command_at + 1)
     if at is None:
@@ -35,8 +36,32 @@ def _tool_option_hint(root: Any, argv: list[str], option: str) -> str:
     taken = _taken(argv, at, option, _option_of(root, option))
     if taken == 0:
         return f"{said} without its value; give it, with one, before the command"
-    moved = argv[at : at + taken]
-    return f"{said}; run `{_line([*moved, *argv[:at], *argv[at + taken :]])}`"
+    spans = [(at, taken), *_other_tool_options(root, command, argv, command_at, at)]
+    moved = [arg for i, n in sorted(spans) for arg in argv[i : i + n]]
+    dropped = {j for i, n in spans for j in range(i, i + n)}
+    others = sorted({argv[i].split("=", 1)[0] for i, _ in spans} - {option})
+    if others:
+        said = f"bad option {option} (and {', '.join(others)}): options of tpufleet itself, given after the command"
+    return f"{said}; run `{_line([*moved, *(a for j, a in enumerate(argv) if j not in dropped)])}`"
+
+
+def _other_tool_options(root: Any, command: Any, argv: list[str], command_at: int, skip: int) -> list[tuple[int, int]]:
+    """(position, arguments spanned) of the tool's other options after the command that the command does not take
+    itself (`-o` is both), each given once and with its value; none if any is given twice or without one, which
+    the next run's refusal then says."""
+    spans, i = [], command_at + 1
+    while i < len(argv):
+        name = argv[i].split("=", 1)[0]
+        param = _option_of(root, name) if name.startswith("--") and i != skip else None
+        if param is None or _option_of(command, name) is not None:
+            i += 1
+            continue
+        taken = _taken(argv, i, name, param)
+        if taken == 0 or _position(argv, name) != i:
+            return []
+        spans.append((i, taken))
+        i += taken
+    return spans
 
 
 def _command_option_hint(root: Any, argv: list[str], at: int, option: str) -> str:
