@@ -30,6 +30,8 @@ def long_functions(root: Path) -> dict[str, tuple[int, int]]:
     out = {}
     for path in sorted((root / "tpufleet").rglob("*.py")):
         key = path.relative_to(root).as_posix()
+        if key.startswith("tpufleet/generated/"):  # written by tools/make_*.py, not by hand
+            continue
         limit = CLI_LIMIT if key.startswith("tpufleet/cli/") else LIMIT
         for node in ast.walk(ast.parse(path.read_text(), key)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and body_lines(node) > limit:

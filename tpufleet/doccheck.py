@@ -38,12 +38,13 @@ def compiled(schema: Schema) -> Validator:
     return _validators[key]
 
 
-def check(schema: Schema, doc: object, file: str, prefix: str = "") -> None:
-    """Validate `doc` against `schema`; BadStateFile naming file, field path and value on the first problem."""
+def check(schema: Schema, doc: object, file: str, prefix: str = "", validator: Validator | None = None) -> None:
+    """Validate `doc` against `schema` (with `validator`, one already made from it, if given); BadStateFile naming
+    file, field path and value on the first problem."""
     import fastjsonschema
 
     try:
-        compiled(schema)(doc)
+        (validator or compiled(schema))(doc)
     except fastjsonschema.JsonSchemaValueException as exc:
         parts = [_printable(str(p)) for p in (exc.path or [])][1:]  # drop the leading "data"
         missing = _missing_key(exc)

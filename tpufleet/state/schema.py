@@ -5,6 +5,7 @@ Errors name the file, the field path (dotted, list positions as numbers) and the
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tpufleet.constants import (
@@ -327,6 +328,28 @@ def _version() -> str:
     return __version__
 
 
+def schema_key(schema: Schema) -> str:
+    """A digest of the schema's JSON: what a generated validator names the schema it was made from by."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+
+
+@functools.cache
+def _state_validator() -> Validator:
+    """The validator generated from STATE_SCHEMA and kept as a module (tools/make_state_validator.py), whose
+    bytecode Python caches: compiling it at start cost every command 0.06-0.1 s. One made from another schema or
+    by another fastjsonschema is not used: the validator is compiled then, as before."""
+    import fastjsonschema
+
+    from tpufleet.generated import state_validator as made
+
+    if schema_key(STATE_SCHEMA) == made.SCHEMA_KEY and fastjsonschema.VERSION == made.FASTJSONSCHEMA_VERSION:
+        return made.validate
+    return compiled(STATE_SCHEMA)
+
+
 def validate(doc: object, file: str) -> dict[str, Any]:
     """Validate a loaded state document: its schema version, the schema, then cross-references."""
     version = doc.get("schema_version") if isinstance(doc, dict) else None
@@ -340,7 +363,7 @@ def validate(doc: object, file: str) -> dict[str, Any]:
             if version > SCHEMA_VERSION
             else f"no state schema of tpufleet (this one reads schema {SCHEMA_VERSION})",
         )
-    check(STATE_SCHEMA, doc, file)
+    check(STATE_SCHEMA, doc, file, validator=_state_validator())
     assert isinstance(doc, dict)  # the schema's root is an object
     check_references(doc, file)
     return doc
