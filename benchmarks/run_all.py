@@ -87,7 +87,7 @@ def bench_first_validation(state):
     generated (tpufleet/generated/state_validator.py, its bytecode cached) against compiling it at start."""
     with tempfile.TemporaryDirectory() as tmp:
         env = installed_env(tmp)
-        times = {}
+        times: dict[str, list[float]] = {}
         for how in ("kept", "compiled", "kept", "compiled", "kept", "compiled"):
             argv = [sys.executable, "-c", _FIRST_VALIDATION, f"{state}/state.json", how]
             out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env, cwd=ROOT).stdout
