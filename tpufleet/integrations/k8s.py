@@ -199,8 +199,6 @@ def _check_labels(labels: dict[str, Any], path: str, where: Where, keys: LabelKe
     topology = labels.get(keys.topology)
     if topology is not None and not TOPOLOGY.fullmatch(topology):
         raise where.bad(f"{path}.{keys.topology}", topology, "not a TPU topology such as 4x4x8 or 2x4")
-    if keys.accelerator in labels and keys.topology not in labels:
-        raise where.bad(f"{path}.{keys.topology}", NO_VALUE, f"missing on a TPU node (it has {keys.accelerator})")
     state = labels.get(keys.partition_state)
     if state is not None and state not in PARTITION_STATES:
         raise where.bad(f"{path}.{keys.partition_state}", state, f"not one of {', '.join(PARTITION_STATES)}")

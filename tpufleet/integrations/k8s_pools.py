@@ -18,7 +18,9 @@ generation (a pod without one is the built-in TPU v4 model, whose nodes are `tpu
   topology is not a slice of its generation, or whose accelerator is no generation's, is bad input (exit 2, naming
   the node and the label); a pool with more nodes than its topology has machines is not a slice (its nodes are
   listed with why), except a single-host pool (a one-machine topology such as 2x2x1), which GKE scales node by
-  node: each of its nodes is a slice of its own, the pool holding a machine per node.
+  node: each of its nodes is a slice of its own, the pool holding a machine per node;
+- a node of such a pool without the topology label has no slice shape: it is listed as not placed, with why, and
+  its pool is the slice of its other nodes (the list is not refused for it).
 
 Nodes of 4x4x4 partitions (dynamic slicing's sub-blocks: "a node pool maps directly to a sub-block") are cubes of
 the pool of free capacity, as before, never a slice. A pool missing from the list says nothing (as a missing node
@@ -86,15 +88,10 @@ def plan_pools(
     BadStateFile (exit 2) for a pool the labels contradict; `known_accelerators`: every generation's."""
     out = PoolPlan()
     keys = mapping.labels
-    unplaced = {name for name, _ in placement.unplaced}
-    members: dict[str, list[Node]] = defaultdict(list)
-    for node in nodes:
-        pool = node.labels.get(keys.node_pool)
-        if pool and node.name in unplaced and _poolable(node, mapping):
-            members[pool].append(node)
+    members, shapeless = _members(nodes, mapping, {name for name, _ in placement.unplaced})
     pooled = {n.name for group in members.values() for n in group}
     on_machines = _cubes_of_placed_members(state, nodes, keys.node_pool, placement)
-    placement.unplaced = [u for u in placement.unplaced if u[0] not in pooled]
+    placement.unplaced = [(n, shapeless.get(n, why)) for n, why in placement.unplaced if n not in pooled]
     rooms = _rooms(state)
     for pool in sorted(members):
         group = sorted(members[pool], key=lambda n: n.name)
@@ -122,6 +119,27 @@ def plan_pools(
     _moved_away(state, out, placement)
     _degraded(state, placement, out)
     return out
+
+
+def _members(
+    nodes: list[Node], mapping: K8sMapping, unplaced: set[str]
+) -> tuple[dict[str, list[Node]], dict[str, str]]:
+    """pool -> its nodes the placement left unplaced that are a slice's (`_poolable`), and node -> why not placed for
+    those that would be but carry no topology label: a pool is a slice of its topology, so without it the node is
+    listed as not placed, not guessed, and the rest of the list is imported as usual."""
+    keys = mapping.labels
+    members: dict[str, list[Node]] = defaultdict(list)
+    shapeless: dict[str, str] = {}
+    for node in nodes:
+        if node.name not in unplaced or not _poolable(node, mapping):
+            continue
+        pool = node.labels.get(keys.node_pool)
+        if keys.topology not in node.labels:
+            of = f" (node pool {pool})" if pool else ""
+            shapeless[node.name] = f"no {keys.topology} label, so no slice shape{of}"
+        elif pool:
+            members[pool].append(node)
+    return members, shapeless
 
 
 def _moved_away(state: FleetState, out: PoolPlan, placement: Placement) -> None:
