@@ -157,7 +157,8 @@ def export_kueue_cmd(
     out: OutOpt = None,
     output: OutputOpt = Output.table,
 ) -> None:
-    """A Kueue Topology (block, 4x4x4 partition, host) and a ResourceFlavor of the TPU nodes that uses it."""
+    """A Kueue Topology (block, 4x4x4 partition, host) and a ResourceFlavor of the TPU nodes that uses it; for node
+    pools, a ResourceFlavor per accelerator and topology (alone, for a cluster of node pools only)."""
     from tpufleet.errors import BadInput
     from tpufleet.integrations import exports
     from tpufleet.integrations.k8s import LABEL_VALUE

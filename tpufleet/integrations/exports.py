@@ -266,8 +266,13 @@ def kueue_topology(
 ) -> list[Doc]:
     """A Kueue `Topology` (block -> 4x4x4 partition -> host: a slice's chips in one partition share an
     electrical mesh, in one block an OCS pod) and a `ResourceFlavor` of the fleet's TPU nodes that uses it, one
-    per accelerator of its pods (in pod order; a fleet of one generation has one)."""
+    per accelerator of its pods (in pod order; a fleet of one generation has one); and a flavor per accelerator and
+    topology of the imported node pools (`_pool_flavors`). A cluster of ordinary node pools only (no node on a
+    machine: no partition labels) gets those alone: its nodes carry no partition label or state to select."""
     keys = keys or LabelKeys()
+    pools = _pool_flavors(state, name, keys, api)
+    if pools and machines_without_node(state) == len(state.fleet.cubes) * MACHINES_PER_CUBE:
+        return pools
     levels = [keys.block, keys.partition, keys.hostname]
     topology = {
         "apiVersion": api,
@@ -290,7 +295,29 @@ def kueue_topology(
         }
         for acc in dict.fromkeys(accelerator(p) for p in state.fleet.pods)  # one per accelerator, in pod order
     ]
-    return [topology, *flavors]
+    return [topology, *flavors, *pools]
+
+
+def _pool_flavors(state: FleetState, name: str, keys: LabelKeys, api: str) -> list[Doc]:
+    """A `ResourceFlavor` per accelerator and topology of the node pools `import k8s` recorded, selecting the labels
+    their nodes carry (`gke-tpu-accelerator` and `gke-tpu-topology`, as xpk's TPU flavors and GKE's nodeSelectors
+    do; a pool is one slice, so the topology picks whole slices), no `topologyName`: they have no partition level."""
+    kinds = dict.fromkeys(
+        (pool.accelerator, pool.shape.text)
+        for _, pool in sorted(state.k8s.node_pools.items(), key=lambda item: natural_key(item[0]))
+    )
+    return [
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": f"{name}-{acc}-{topology}"},
+            "spec": {
+                "nodeLabels": {keys.accelerator: acc, keys.topology: topology},
+                "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        }
+        for acc, topology in kinds
+    ]
 
 
 # ---- GKE Slice objects -------------------------------------------------------------------------------------
