@@ -32,11 +32,16 @@ DEGRADED_PARTITION = "DEGRADED"
 HEALTHY_PARTITION = "HEALTHY"
 DEFAULT_ACCELERATORS = ("tpu-v4-podslice", "tpu-v5p-slice", "tpu7x")  # pods built of 4x4x4 cubes
 # Taints that announce planned work on a node (a cordon adds the first); NoSchedule or NoExecute only.
+CORDON_TAINT = "node.kubernetes.io/unschedulable"  # what any cordon adds, `kubectl cordon` or GKE's upgrade alike
 DEFAULT_DRAIN_TAINTS = (
-    "node.kubernetes.io/unschedulable",
-    "cloud.google.com/impending-node-termination",
-    "ToBeDeletedByClusterAutoscaler",
+    CORDON_TAINT,
+    "cloud.google.com/impending-node-termination",  # GKE: graceful termination for maintenance (GPU/TPU nodes)
+    "ToBeDeletedByClusterAutoscaler",  # the cluster autoscaler is removing the node
 )
+DRAIN_EFFECTS = ("NoSchedule", "NoExecute")
+# The value GKE gives `cloud.google.com/active-node-maintenance` (`LabelKeys.node_maintenance`) while it services
+# the node's host ("Manage GKE node disruption for GPUs and TPUs")
+MAINTENANCE_ONGOING = "ONGOING"
 NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain
 LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -70,6 +75,8 @@ class LabelKeys:
     # the reservation sub-block whose maintenance a node's NotReady (or its partition's failure) is, as `export
     # node-labels` writes it for a drain `import k8s` opened during that maintenance: read back as that drain
     maintenance: str = "tpufleet.io/maintenance"
+    # GKE's own: ONGOING while GKE services the node (host maintenance of a GPU/TPU node): its NotReady is planned
+    node_maintenance: str = "cloud.google.com/active-node-maintenance"
 
     @cached_property
     def read(self) -> tuple[str, ...]:

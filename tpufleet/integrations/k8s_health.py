@@ -1,7 +1,8 @@
 """From a placed Kubernetes node list to faults (pure): what each node and partition says is failed or drained
 (`wanted`), and how that differs from the state's open faults (`health_diff`).
 
-`Ready` False or Unknown is a fault on the node's machine; otherwise a cordon or a drain taint
+`Ready` False or Unknown is a fault on the node's machine (a planned drain when GKE's own signal on the node says
+it services it: `gke_maintenance`); otherwise a cordon or a drain taint
 (`NoSchedule`/`NoExecute`) is a planned drain on it; a partition UNHEALTHY or INCOMPLETE is a fault on its cube
 (a partition DEGRADED still serves: a degraded cube, `k8s_pools`, not a fault). Faults the import opens carry the
 reason prefix `k8s: `; it only ever clears those, and only on machines and cubes the list reports healthy (a node
@@ -17,12 +18,20 @@ from typing import Any
 from tpufleet.constants import MACHINES_PER_CUBE
 from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.ids import ChipId, CubeId, HostId, IciId, OcsId, TargetId, machine_of, natural_key
-from tpufleet.integrations.k8s import BAD_PARTITION_STATES, K8sMapping, Node
+from tpufleet.integrations.k8s import (
+    BAD_PARTITION_STATES,
+    CORDON_TAINT,
+    DRAIN_EFFECTS,
+    MAINTENANCE_ONGOING,
+    K8sMapping,
+    Node,
+)
 from tpufleet.integrations.k8s_plan import REASON_PREFIX, Placement
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import Drain
 
 MAINTENANCE_OF = " during the maintenance of sub-block "  # ends the reason of a failure reported during maintenance
+GKE_MAINTENANCE = " during GKE maintenance "  # a NotReady GKE's own signal on the node says is planned
 
 
 # ---- health ---------------------------------------------------------------------------------------------------
@@ -63,10 +72,13 @@ def wanted(nodes: list[Node], placement: Placement, mapping: K8sMapping) -> tupl
 
 
 def maintenance_drain(want: Want, sub_block: str | None) -> Want:
-    """A failure reported while the provider services the cube (`sub_block` named) as the planned drain it is."""
-    if sub_block is None or want.planned:
+    """A failure reported while the provider services the cube (`sub_block` named) as the planned drain it is. A
+    NotReady GKE's signal made planned (`gke_maintenance`) is the sub-block's maintenance too: the sub-block named
+    is what `export node-labels` writes back (`tpufleet.io/maintenance`), so its reason wins."""
+    if sub_block is None or (want.planned and GKE_MAINTENANCE not in want.reason):
         return want
-    return Want(want.target, True, f"{want.reason}{MAINTENANCE_OF}{sub_block}")
+    failure = want.reason.rpartition(GKE_MAINTENANCE)[0] if want.planned else want.reason
+    return Want(want.target, True, f"{failure}{MAINTENANCE_OF}{sub_block}")
 
 
 def during_maintenance(state: FleetState, wants: dict[TargetId, Want], now: str) -> dict[TargetId, Want]:
@@ -93,16 +105,34 @@ def _node_want(node: Node, host: HostId, mapping: K8sMapping) -> Want | None:
 
 
 def node_trouble(node: Node, mapping: K8sMapping) -> tuple[bool, str] | None:
-    """(planned, what) when the node reports a failure (NotReady: not planned) or a drain (a cordon or a drain
-    taint: planned), else None."""
+    """(planned, what) when the node reports a failure (NotReady: not planned, unless GKE says it services the
+    node: `gke_maintenance`) or a drain (a cordon or a drain taint: planned), else None."""
     if node.ready in ("False", "Unknown"):
         why = f" ({node.ready_reason})" if node.ready_reason else ""
+        said = gke_maintenance(node, mapping)
+        if said is not None:
+            return True, f"Ready={node.ready}{why}{GKE_MAINTENANCE}({said})"
         return False, f"Ready={node.ready}{why}"
     if node.unschedulable:
         return True, "cordoned"
     for key, effect in node.taints:
-        if key in mapping.drain_taints and effect in ("NoSchedule", "NoExecute"):
+        if key in mapping.drain_taints and effect in DRAIN_EFFECTS:
             return True, f"tainted {key}:{effect}"
+    return None
+
+
+def gke_maintenance(node: Node, mapping: K8sMapping) -> str | None:
+    """What on a node says its NotReady is planned work, else None: GKE's label `cloud.google.com/active-node-
+    maintenance: ONGOING` (set while GKE services the node's host), or a drain taint other than the cordon's
+    (`cloud.google.com/impending-node-termination`, GKE's graceful termination before maintenance;
+    `ToBeDeletedByClusterAutoscaler`, a node being removed; the mapping's `drain_taints`). A cordon alone is not:
+    `kubectl cordon` and GKE's upgrade set the same, so a cordoned node going NotReady stays a failure."""
+    key = mapping.labels.node_maintenance
+    if node.labels.get(key) == MAINTENANCE_ONGOING:
+        return f"{key}={MAINTENANCE_ONGOING}"
+    for key, effect in node.taints:
+        if key in mapping.drain_taints and key != CORDON_TAINT and effect in DRAIN_EFFECTS:
+            return f"tainted {key}:{effect}"
     return None
 
 
