@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from tpufleet.constants import BoolArray, IntArray
+    from tpufleet.constants import BoolArray
     from tpufleet.routing.dor import HopTable, PortTable
     from tpufleet.routing.rings import RingPaths
     from tpufleet.topology import ChipGraph
@@ -95,45 +95,6 @@ def broken_pairs(P: PortTable, expected: ChipGraph, alive: ChipGraph) -> npt.NDA
     return np.flatnonzero(bad)
 
 
-def _walk_max(P: PortTable, nbr: ChipGraph, extra: Load, start: IntArray, t: IntArray, limit: int) -> Load:
-    """Max detour traffic on the links of the routes from `start` to `t` (vectorized walk)."""
-    import numpy as np
-
-    n = len(nbr)
-    cur = start.copy()
-    worst = np.zeros(len(cur), dtype=np.int64)
-    for _ in range(limit):
-        moving = cur != t
-        if not moving.any():
-            break
-        p = P.ravel()[t * n + cur]
-        step = moving & (p >= 0)
-        if not step.any():
-            break
-        link = cur * 6 + np.maximum(p, 0)
-        worst = np.where(step, np.maximum(worst, extra[link]), worst)
-        cur = np.where(step, nbr.ravel()[link], cur)
-    return worst
-
-
-def _walk_add(P: PortTable, nbr: ChipGraph, extra: Load, start: IntArray, t: IntArray, limit: int) -> None:
-    import numpy as np
-
-    n = len(nbr)
-    cur, t = start.copy(), t.copy()
-    for _ in range(limit):
-        moving = cur != t
-        cur, t = cur[moving], t[moving]
-        if not len(cur):
-            break
-        p = P.ravel()[t * n + cur]
-        keep = p >= 0
-        cur, t, p = cur[keep], t[keep], p[keep]
-        link = cur * 6 + p
-        np.add.at(extra, link, 1)
-        cur = nbr.ravel()[link]
-
-
 def base_load(
     P: PortTable,
     L: HopTable,
@@ -190,6 +151,8 @@ def wild_first(
     """
     import numpy as np
 
+    from tpufleet.routing import walked
+
     n = len(alive)
     wild = np.zeros(P.shape, dtype=bool)
     if len(broken) == 0:
@@ -214,10 +177,14 @@ def wild_first(
             if len(todo) == len(broken):
                 break
             continue
-        for batch in np.array_split(todo, batches):
-            fixed, rest = _repair_batch(P, alive, batch, round_no, bad, extra, limit, (Pf, Lf, Wf))
-            fixed_any |= fixed
-            left.append(rest)
+        if round_no == 0:
+            bounds = _batch_bounds(len(todo))
+            fixed_any, left = walked.repair_round(alive, todo, bounds, bad, extra, limit, (Pf, Lf, Wf), 0)
+        else:
+            for batch in np.array_split(todo, batches):
+                fixed, rest = walked._repair_batch(P, alive, batch, round_no, bad, extra, limit, (Pf, Lf, Wf))
+                fixed_any |= fixed
+                left.append(rest)
         todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)
         if not fixed_any:
             break
@@ -381,47 +348,6 @@ def _rows(
     flat: npt.NDArray[Any] = pairs.astype(index, copy=False)
     _, s = split(flat, n)
     return flat - s, s
-
-
-def _repair_batch(
-    P: PortTable, alive: ChipGraph, batch: npt.NDArray[np.int64], round_no: int, bad: BoolArray,
-    extra: Load, limit: int, flat: tuple[npt.NDArray[np.int8], npt.NDArray[np.int16], BoolArray],
-) -> tuple[bool, npt.NDArray[np.int64]]:  # fmt: skip
-    """One batch of broken pairs (flat indices `t * n + s`) in one round of `wild_first`: each takes
-    the first hop to a neighbour whose whole new route has the lightest busiest link. Returns whether any pair was
-    repaired, and the pairs left broken."""
-    import numpy as np
-
-    Pf, Lf, Wf = flat
-    n = len(alive)
-    t, s = np.divmod(batch, n)
-    cand = alive[s]  # [k, 6]
-    valid = cand >= 0
-    cidx = t[:, None] * n + np.maximum(cand, 0)
-    valid &= ~bad[cidx]
-    valid &= (cand == t[:, None]) | (Pf[cidx] >= 0)
-    if round_no == 0:
-        valid &= ~Wf[cidx]  # first round: only neighbours on their own intact route
-    k = len(batch)
-    cost = np.full((k, 6), np.iinfo(np.int64).max, dtype=np.int64)
-    rows, ports = np.nonzero(valid)
-    if len(rows):
-        w = cand[rows, ports].astype(np.int64)
-        tt = t[rows]
-        first = extra[s[rows] * 6 + ports]
-        path = _walk_max(P, alive, extra, w, tt, limit)
-        hops = Lf[tt * n + w].astype(np.int64)
-        jitter = (s[rows] * 7 + tt * 13 + ports * 5 + round_no) % 6
-        cost[rows, ports] = (np.maximum(first, path) * 64 + hops) * 8 + jitter
-    pick = np.argmin(cost, axis=1)
-    ok = valid[np.arange(k), pick]
-    if not ok.any():
-        return False, batch
-    from tpufleet.routing.wildrings import take_picks
-
-    wb, tb = take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, (Pf, Lf, Wf), bad, extra, n)
-    _walk_add(P, alive, extra, wb, tb, limit)
-    return True, batch[~ok]
 
 
 def _first_round(
