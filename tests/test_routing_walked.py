@@ -101,3 +101,19 @@ def test_broken_pairs_not_closed_upstream_fall_back_to_the_batch_walks(monkeypat
     for fast, slow in zip(*results, strict=True):
         assert np.array_equal(fast, slow)
     assert any(w is None for w in seen) and any(w is not None for w in seen)
+
+
+def test_chain_rounds_walk_no_route_batch_by_batch(monkeypatch):
+    """Chain rounds (pairs with no intact neighbour) read every route from their chunk's walk or from the pairs
+    repaired before them, none walked again in a batch."""
+    shape, exp, graphs = _graphs("8x8x8")
+    alive = graphs["x+z+link"]
+    P, L = dor.tables(shape)
+    broken = broken_pairs(P, exp, alive)
+    base = base_load(P, L, alive, broken, shape, exp)
+    rounds = []
+    chunk = walked._walk
+    monkeypatch.setattr(walked, "_walk", lambda *a: rounds.append(a[-1]) or chunk(*a))
+    monkeypatch.setattr(walked, "_walk_max", lambda *a: pytest.fail("a route walked in a batch"))
+    wild_first(P, L, alive, broken, base=base)
+    assert max(rounds) >= 1

@@ -166,26 +166,17 @@ def wild_first(
     for round_no in range(MAX_CHAIN_ROUNDS):
         if not len(todo):
             break
-        fixed_any = False
-        left: list[npt.NDArray[np.int64]] = []
-        batches = batch_count(len(todo))
         if round_no == 0 and paths is not None:
-            if _first_round(P, L, wild, alive, broken, todo, bad, extra, paths, batches, seed):
+            if _first_round(P, L, wild, alive, broken, todo, bad, extra, paths, batch_count(len(todo)), seed):
                 todo = np.empty(0, dtype=np.int64)
                 break
             todo = todo[bad[todo]]
             if len(todo) == len(broken):
                 break
             continue
-        if round_no == 0:
-            bounds = _batch_bounds(len(todo))
-            fixed_any, left = walked.repair_round(alive, todo, bounds, bad, extra, limit, (Pf, Lf, Wf), 0)
-        else:
-            for batch in np.array_split(todo, batches):
-                fixed, rest = walked._repair_batch(P, alive, batch, round_no, bad, extra, limit, (Pf, Lf, Wf))
-                fixed_any |= fixed
-                left.append(rest)
-        todo = np.concatenate(left) if left else np.empty(0, dtype=np.int64)
+        bounds = _batch_bounds(len(todo))
+        fixed_any, left = walked.repair_round(alive, todo, bounds, bad, extra, limit, (Pf, Lf, Wf), round_no)
+        todo = np.concatenate(left)
         if not fixed_any:
             break
     Pf[todo] = -2

@@ -6,8 +6,11 @@ valid is fixed before the first batch (a pair the round repairs turns wild, and 
 then), and an intact route reads only table entries of pairs that are not broken, which the round never changes.
 So a candidate's links, hop count and tie-break are the same whenever its batch comes; only the loads change. A
 chunk's candidates are walked together, their links kept step by step (padded with the first hop's link), and a
-batch then costs a gather and a maximum. Should a route read an entry of a pair still broken or cross a dead link
-(broken pairs handed over that are not closed upstream), that chunk is repaired batch by batch, walking (`_repair_batch`).
+batch then costs a gather and a maximum. In a chain round a candidate valid as its chunk starts stays valid (a
+pair only ever gains a route, and a route once made never changes), so the same holds for it; a neighbour
+repaired in an earlier batch of the chunk is walked in its batch, as before. Should a route read an entry of a
+pair still broken or cross a dead link (broken pairs handed over that are not closed upstream), that chunk is
+repaired batch by batch, walking (`_repair_batch`).
 """
 
 from __future__ import annotations
@@ -41,14 +44,18 @@ class _Walked:
     static: I64  # the cost without the load: hops * 8 + jitter
     links: I64  # [1 + steps, k]: the first hop's link, then the route's link per step (the first hop's past its end)
     length: I64  # steps of the route
+    pairs: I64  # the chunk's pairs (flat t * N + s), and the order that sorts them
+    order: I64
+    routes: I64  # [pairs, 1 + limit]: a pair's links once repaired in the round (its first hop's past the end)
+    route_length: I64
 
 
 def repair_round(
     alive: npt.NDArray[np.int32], todo: I64, bounds: list[int], bad: npt.NDArray[np.bool_], extra: I64,
     limit: int, flat: Flat, round_no: int,
 ) -> tuple[bool, list[I64]]:  # fmt: skip
-    """Round `round_no` of `wild_first` over `todo`, cut at `bounds` into batches (the first round: `tolerant`
-    walks the chain rounds batch by batch); whether any pair was repaired, and the pairs left, batch by batch."""
+    """Round `round_no` of `wild_first` over `todo`, cut at `bounds` into batches; whether any pair was repaired,
+    and the pairs left, batch by batch."""
     import numpy as np
 
     fixed_any, left = False, []
@@ -96,7 +103,10 @@ def _walk(
     if steps is None:
         return None
     links, length = steps
-    return _Walked(rows.astype(np.int64), ports.astype(np.int64), static, links, length)
+    routes = np.zeros((len(chunk), limit + 1), dtype=np.int64)
+    made = _Walked(rows.astype(np.int64), ports.astype(np.int64), static, links, length, chunk, np.argsort(chunk), routes,
+        np.zeros(len(chunk), dtype=np.int64))  # fmt: skip
+    return made
 
 
 def _route_links(
@@ -148,22 +158,76 @@ def _pick(
     e0, e1 = (int(e) for e in np.searchsorted(walked.rows, [offset, offset + k]))
     rows, ports = walked.rows[e0:e1] - offset, walked.ports[e0:e1]
     cost = np.full((k, 6), np.iinfo(np.int64).max, dtype=np.int64)
-    which = np.full((k, 6), -1, dtype=np.int64)  # the candidate walked
+    which = np.full((k, 6), -1, dtype=np.int64)  # the candidate walked; -2 - r: the chunk's pair r repaired since
     if e1 > e0:
         worst = np.take(extra, walked.links[:, e0:e1]).max(axis=0)
         cost[rows, ports] = worst * 512 + walked.static[e0:e1]
         which[rows, ports] = np.arange(e0, e1)
     t, s = np.divmod(batch, n)
+    if round_no:  # a chain round: neighbours repaired since the chunk started serve too
+        _newly_valid(cost, which, (t, s), walked, state, limit, flat, round_no)
     pick = np.argmin(cost, axis=1)
     chosen = which[np.arange(k), pick]
     ok = chosen != -1
     if not ok.any():
         return False, batch
     take_picks(batch[ok], t[ok], s[ok], pick[ok], alive, flat, bad, extra, n)
-    links = walked.links[1:, chosen[ok]]
-    on = np.arange(1, len(walked.links))[:, None] <= walked.length[chosen[ok]]
+    fixed = np.arange(offset, offset + k)[ok]
+    _record(walked, fixed, chosen[ok], s[ok] * 6 + pick[ok], limit)
+    links = walked.routes[fixed, 1:]
+    on = np.arange(1, limit + 1) < walked.route_length[fixed][:, None]
     extra += np.bincount(links[on], minlength=len(extra))
     return True, batch[~ok]
+
+
+def _record(walked: _Walked, fixed: I64, chosen: I64, first: I64, limit: int) -> None:
+    """The routes of the chunk's pairs `fixed` (their first hops `first`, then the `chosen` candidate's route:
+    walked, or -2 - r for the chunk's pair r repaired in an earlier batch), as a walk of `limit` steps from the
+    neighbour reads them."""
+    import numpy as np
+
+    routes, length = walked.routes, walked.route_length
+    routes[fixed] = first[:, None]
+    mine = chosen >= 0
+    steps = len(walked.links)
+    routes[fixed[mine], 1:steps] = walked.links[1:, chosen[mine]].T
+    length[fixed[mine]] = 1 + walked.length[chosen[mine]]
+    later = -2 - chosen[~mine]
+    routes[fixed[~mine], 1:] = routes[later, :limit]
+    length[fixed[~mine]] = 1 + np.minimum(length[later], limit)
+
+
+def _newly_valid(
+    cost: I64, which: I64, pairs: tuple[I64, I64], walked: _Walked,
+    state: tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], I64], limit: int, flat: Flat, round_no: int,
+) -> None:  # fmt: skip
+    """Cost (as `_repair_batch` has it) of the batch's candidates that were not valid as the chunk started and are
+    now: their neighbour's pair, repaired in an earlier batch of this chain round, is one of the chunk's, whose
+    route is kept (-2 - its place in the chunk, in `which`)."""
+    import numpy as np
+
+    alive, bad, extra = state
+    Pf, Lf, _ = flat
+    n = len(alive)
+    t, s = pairs
+    cand = alive[s]
+    valid = (cand >= 0) & (which == -1)
+    cidx = t[:, None] * n + np.maximum(cand, 0)
+    valid &= ~bad[cidx]
+    valid &= (cand == t[:, None]) | (Pf[cidx] >= 0)
+    rows, ports = np.nonzero(valid)
+    if not len(rows):
+        return
+    w = cand[rows, ports].astype(np.int64)
+    tt = t[rows]
+    order = walked.order
+    later = order[np.searchsorted(walked.pairs, tt * n + w, sorter=order)]
+    path = np.take(extra, walked.routes[later, :limit]).max(axis=1)
+    first = extra[s[rows] * 6 + ports]
+    hops = Lf[tt * n + w].astype(np.int64)
+    jitter = (s[rows] * 7 + tt * 13 + ports * 5 + round_no) % 6
+    cost[rows, ports] = (np.maximum(first, path) * 64 + hops) * 8 + jitter
+    which[rows, ports] = -2 - later
 
 
 def _repair_batch(
