@@ -4,7 +4,8 @@ one pod, then what-ifs (`inject-fault --dry-run`) on top of the faults already o
 Every figure is printed beside `tpufleet status` on the same state (a process that loads the state and does
 nothing else), as a ratio: the what-if costs that many plain commands.
 
-Run alone with `python benchmarks/bench_compound.py` (about two minutes); `make bench` runs it too. Every process
+Run alone with `python benchmarks/bench_compound.py` (about three minutes; `--open-faults` for the rows of
+`bench_open_faults` alone); `make bench` runs it too. Every process
 runs with tpufleet's bytecode cached, as an installed package has it (`installed_env`: a private cache prefix,
 whatever PYTHONDONTWRITEBYTECODE the shell has; without it each process compiled about 60 modules first, 0.1-0.15 s).
 """
@@ -122,6 +123,39 @@ def bench(record: Record, repeat: int = 3) -> None:
             record(name, took, f"goal <= {GOAL:g} s; issue: {issue}", "status", status)
 
 
+def _slice(base: Path, name: str, generation: str | None, shape: str) -> Path:
+    """A fleet of one pod (of `generation`) with one slice of `shape`, wired and routed."""
+    state = base / name
+    _ok(state, "init", *(["--generation", generation] if generation else []))
+    _ok(state, "allocate", "s", "--shape", shape)
+    _ok(state, "plan-xconnect", "s", "--apply")
+    _ok(state, "routes", "s")
+    return state
+
+
+def bench_open_faults(record: Record, repeat: int = 3) -> None:
+    """What-ifs on a slice with faults already open, where the repairs are not the ring runs' (per-destination
+    orders, chain rounds): an 8x8x16 with x/3 and a z link down, and an OCS on a fully routed TPU7x superpod
+    (16x24x24, 9,216 chips). CPU time is what `routing.walked` changed; each row beside `status` on its state."""
+    with tempfile.TemporaryDirectory(prefix="tpufleet-open-faults-") as tmp:
+        base = Path(tmp)
+        slice_ = _slice(base, "8x8x16", None, "8x8x16")
+        for target in ("ocs:pod0/x/3", "link:c09/z/7/out"):
+            _ok(slice_, "inject-fault", target)
+        superpod = _slice(base, "superpod", "tpu7x", "16x24x24")
+        cases = [
+            ("8x8x16, x/3 and link:c09/z/7/out open; --dry-run link:c05/y/2/out", slice_, "link:c05/y/2/out"),
+            ("8x8x16, x/3 and link:c09/z/7/out open; --dry-run ocs y/5", slice_, "ocs:pod0/y/5"),
+            ("TPU7x superpod, 16x24x24 routed; --dry-run ocs x/3", superpod, "ocs:pod0/x/3"),
+        ]
+        for label, state, target in cases:
+            took, cpu, out = _median(state, ("inject-fault", target, "--dry-run"), repeat)
+            load = os.getloadavg()[0]
+            status, status_cpu, _ = _median(state, ("status",), 3)
+            name = f"{label}: {_verdict(out)} [cpu {cpu:.2f} s, status cpu {status_cpu:.2f} s, load {load:.1f}]"
+            record(name, took, f"goal <= {GOAL:g} s", "status", status)
+
+
 def main() -> None:
     sys.path[:0] = [str(ROOT)]
 
@@ -129,7 +163,9 @@ def main() -> None:
         ratio = value / baseline if baseline else float("inf")
         print(f"{name}\n    {value:7.2f} s ({target})  {baseline_name} {baseline:5.2f} s: {ratio:.1f}x", flush=True)
 
-    bench(show)
+    if "--open-faults" not in sys.argv[1:]:
+        bench(show)
+    bench_open_faults(show)
 
 
 if __name__ == "__main__":
