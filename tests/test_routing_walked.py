@@ -2,6 +2,8 @@
 loads and leftovers of the batch-by-batch walks they replace, on any tables: plain dimension orders (twisted too),
 per-destination orders, and broken pairs that are not closed upstream (the chunk falls back to the batch walks)."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -48,6 +50,7 @@ def _graphs(text, twisted=False):
     return shape, exp, {"x": x, "x+z": both, "x+z+link": link}
 
 
+REPAIRS: list[Any] = [wild_first, _batch_by_batch]  # the walk kept for a chunk, and a walk a batch (as before)
 CASES = [(text, name) for text in ("4x4x8", "8x8x8") for name in ("x", "x+z", "x+z+link")]
 
 
@@ -57,7 +60,7 @@ def test_walked_once_a_chunk_repairs_exactly_as_batch_by_batch(text, name, order
     shape, exp, graphs = _graphs(text)
     alive = graphs[name]
     results = []
-    for repair in (wild_first, _batch_by_batch):
+    for repair in REPAIRS:
         P, L = dor.tables(shape, order)
         broken = broken_pairs(P, exp, alive)
         base = base_load(P, L, alive, broken, shape, exp)
@@ -73,7 +76,7 @@ def test_per_destination_orders_repair_exactly_as_batch_by_batch():
     shape, exp, graphs = _graphs("4x4x8")
     alive = graphs["x+z+link"]
     results = []
-    for repair in (wild_first, _batch_by_batch):
+    for repair in REPAIRS:
         P, L, _, _, broken = choose_orders(shape, exp, alive, None, [(0, 1, 2), (2, 1, 0)], False, None)
         base = base_load(P, L, alive, broken, shape)
         out = repair(P, L, alive, broken, base=base) if repair is wild_first else repair(P, L, alive, broken, base)
@@ -88,11 +91,16 @@ def test_broken_pairs_not_closed_upstream_fall_back_to_the_batch_walks(monkeypat
     monkeypatch.setattr(walked, "CHUNK_PAIRS", 64)
     seen = []
     chunk = walked._walk
-    monkeypatch.setattr(walked, "_walk", lambda *a: seen.append(chunk(*a)) or seen[-1])
+
+    def walk(*args: Any) -> Any:
+        seen.append(chunk(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(walked, "_walk", walk)
     shape, exp, graphs = _graphs("4x4x8", twisted=True)
     alive = graphs["x+z"]
     results = []
-    for repair in (wild_first, _batch_by_batch):
+    for repair in REPAIRS:
         P, L = dor.tables(shape)
         broken = np.delete(broken_pairs(P, exp, alive), np.s_[::97])
         base = base_load(P, L, alive, broken, shape)
@@ -113,7 +121,12 @@ def test_chain_rounds_walk_no_route_batch_by_batch(monkeypatch):
     base = base_load(P, L, alive, broken, shape, exp)
     rounds = []
     chunk = walked._walk
-    monkeypatch.setattr(walked, "_walk", lambda *a: rounds.append(a[-1]) or chunk(*a))
+
+    def walk(*args: Any) -> Any:
+        rounds.append(args[-1])
+        return chunk(*args)
+
+    monkeypatch.setattr(walked, "_walk", walk)
     monkeypatch.setattr(walked, "_walk_max", lambda *a: pytest.fail("a route walked in a batch"))
     wild_first(P, L, alive, broken, base=base)
     assert max(rounds) >= 1

@@ -27,8 +27,6 @@ KNOWN: dict[str, tuple[int, str]] = {
     ),
     "tpufleet/ops/spares.py": (446, "plan-spares and suspects read the same rates, probabilities and cubes"),
     "tpufleet/simulation/inputs.py": (449, "the simulation files' schemas beside the types and ranges they fill"),
-    "tpufleet/routing/tolerant.py": (447, "the repair pipeline (broken pairs, wild-first repair, reach rounds)"),
-    "tpufleet/simulation/inputs.py": (446, "the simulation files' schemas beside the types and ranges they fill"),
     "tpufleet/state/store.py": (448, "the transaction protocol (lock, serial, journal, commit order) in one class"),
 }
 
