@@ -56,3 +56,10 @@ def test_a_database_urls_password_is_never_printed_in_a_suggestion():
     for url in ("postgresql://ops:s3cr%40t@db:5432/fleet", "postgresql://ops@db/fleet?sslmode=require&password=s3cr@t"):
         line = on_this_state("next: tpufleet routes s1", url)
         assert "s3cr" not in line and line.startswith("next: tpufleet --state ") and line.endswith(" routes s1")
+
+
+def test_a_suggested_command_never_prints_the_database_password(cli):
+    url = "postgresql://bob:s3cret@127.0.0.1:1/fleet"
+    r = cli("--state", url, "allocate", "a", "--generation", "v4", state=False)  # refused before connecting
+    assert r.code == 2 and "s3cret" not in r.err + r.out
+    assert "`tpufleet --state postgresql://bob@127.0.0.1:1/fleet status`" in r.err
