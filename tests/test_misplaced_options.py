@@ -126,3 +126,14 @@ def test_every_tool_option_after_the_command_moves_in_one_line(fleet):
     assert line == f"tpufleet --state {fleet.state} --lock-timeout 5 --debug status -o json"
     assert fleet(*line.split()[1:], state=False).code == 0  # the line given runs
     assert snapshot(fleet.state) == before
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "--state", "postgresql://bob:s3cret@127.0.0.1:1/f"],
+        ["--state=postgresql://bob:s3cret@127.0.0.1:1/f", "allocate", "a", "4x4x4"],
+    ],
+)
+def test_the_line_given_never_prints_a_database_password(cli, argv):
+    r = cli(*argv, state=False)  # refused before any connection
+    assert r.code == 2 and "s3cret" not in r.out + r.err
+    assert "postgresql://bob@127.0.0.1:1/f" in r.err

@@ -123,7 +123,10 @@ def _taken(argv: list[str], at: int, option: str, param: Any, stop: int | None =
 
 
 def _line(argv: list[str]) -> str:
-    return shlex.join(["tpufleet", *argv])
+    """The command line to run, a postgresql:// URL in it without its password (never printed)."""
+    from tpufleet.state.dburl import redacted_arg
+
+    return shlex.join(["tpufleet", *(redacted_arg(a) if "://" in a else a for a in argv)])
 
 
 def extra_argument_hint(exc: Any) -> str:
