@@ -136,14 +136,26 @@ def test_a_sweep_point_runs_the_scheduler_it_names(tmp_path):
 
     path = tmp_path / "spec.yaml"
     path.write_text(
-        "schema_version: 1\nsimulation: fleet\nfixed: {days: 30}\n"
-        "points: [{scheduler: extra-large-first}, {scheduler: priority}, {pods: 1}]\n"
+        "schema_version: 1\nsimulation: fleet\nfixed: {days: 30}\npoints: [{scheduler: extra-large-first}, {pods: 1}]\n"
     )
     points = load_spec(path).points
     summaries = [simulate(*fleet_inputs(p.params, {}, 1, shipped_inputs())).summary for p in points]
-    assert [s["scheduler"] for s in summaries] == ["extra-large-first", "priority", "priority"]
+    assert [s["scheduler"] for s in summaries] == ["extra-large-first", "priority"]
     sg = [{r["value"]: r["sg"] for r in s["segments"]}["extra-large"] for s in summaries]
-    assert sg[0] >= PAPER_SG > sg[1] == sg[2]
+    assert sg[0] >= PAPER_SG > sg[1]
     path.write_text("schema_version: 1\nsimulation: fleet\ngrid: {scheduler: [size]}\n")
     with pytest.raises(BadStateFile, match="scheduler"):
+        load_spec(path)
+
+
+def test_a_sweep_point_without_a_scheduler_shows_and_counts_as_priority(tmp_path):
+    """A point that leaves `scheduler` out runs `priority` and says so (sweep.csv's column is no null), and the
+    same point written with `scheduler: priority` is the same point: refused as given twice, never run twice."""
+    from tpufleet.state.sweepstore import load_spec
+
+    path = tmp_path / "spec.yaml"
+    path.write_text("schema_version: 1\nsimulation: fleet\npoints: [{scheduler: extra-large-first}, {days: 2}]\n")
+    assert [p.params["scheduler"] for p in load_spec(path).points] == ["extra-large-first", "priority"]
+    path.write_text("schema_version: 1\nsimulation: fleet\npoints: [{scheduler: priority}, {days: 30}]\n")
+    with pytest.raises(BadStateFile, match="points"):
         load_spec(path)

@@ -106,6 +106,7 @@ DEFAULTS: dict[Simulation, dict[str, Any]] = {
         "restart_overhead_min": 10.0,
         "load_per_pod": 1.0,
         "spare_cubes": 0,
+        "scheduler": "priority",
     },
     "availability": {
         "host_availability": 0.99,

@@ -78,7 +78,7 @@ def fleet_inputs(
         restart_overhead_s=float(params["restart_overhead_min"]) * 60.0,
         load_per_pod=float(params["load_per_pod"]),
         spare_cubes=int(params["spare_cubes"]),
-        scheduler=params.get("scheduler") or "priority",
+        scheduler=params["scheduler"],
     )
     return workload, rates, options
 
