@@ -51,3 +51,12 @@ def test_until_bounds_the_listing_and_a_reversed_range_gives_the_swapped_line(fl
     r = fleet("faults", "--since", "1d", "--until", "7d")
     assert r.code == 2 and "swap them: --since 7d --until 1d" in r.err
     assert snapshot(fleet.state) == before
+
+
+def test_until_a_date_takes_that_whole_day(fleet):
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    _backdate(fleet, "f1", "2026-11-30T15:00:00Z")
+    r = fleet("faults", "--since", "2026-11-30", "--until", "2026-11-30", "-o", "json")
+    assert r.code == 0 and [f["id"] for f in r.json] == ["f1"]
+    r = fleet("faults", "--until", "2026-11-29", "-o", "json")
+    assert r.code == 0 and r.json == []

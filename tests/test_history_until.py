@@ -43,3 +43,11 @@ def test_until_before_since_is_exit_2_with_the_swapped_line(fleet):
     r = fleet("history", "--until", "someday")
     assert r.code == 2 and "--until" in r.err and "'someday'" in r.err
     assert snapshot(fleet.state) == before
+
+
+def test_until_a_date_takes_that_whole_day(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    rows = fleet("history", "-o", "json").json
+    day = rows[-1]["time"][:10]  # the day the lines were written, as they record it (UTC)
+    on_the_day = [row["serial"] for row in rows if row["time"].startswith(day)]
+    assert on_the_day and _serials(fleet, "--since", day, "--until", day) == on_the_day

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import TypeGuard
 
 from tpufleet.errors import BadInput, shown
@@ -25,23 +25,31 @@ LENGTH_HELP = "a length of time such as 7d, 12h, 30m or 2w (a whole number and o
 TIME_HELP = "a date (2026-01-06), an ISO time (2026-01-06T10:30, UTC unless it has a zone) or an age (7d, 12h, 30m)"
 
 
+_DATE = re.compile(r"[0-9]{4}-?[0-9]{2}-?[0-9]{2}")  # a day, no time of it: an --until takes the whole day
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the tool writes a moment
 # A time as a provider writes it (a reservation's maintenance window): RFC 3339, a zone offset or Z, fractions allowed
 RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
 
 
-def parse_time(text: str, option: str, now: datetime | None = None, also: str = "") -> datetime:
+def parse_time(text: str, option: str, now: datetime | None = None, also: str = "", end: bool = False) -> datetime:
     """The moment `text` names, as an aware UTC datetime; BadInput naming the option and the value otherwise (and
-    `also`, the option's other forms, `a serial (40), `, among what it takes)."""
+    `also`, the option's other forms, `a serial (40), `, among what it takes). With `end` (an --until, its end
+    included), a date is its day's last moment: `--since 2026-11-30 --until 2026-11-30` is that whole day.
+
+    >>> str(parse_time("2026-01-06", "--until", end=True)), str(parse_time("9999-12-31", "--until", end=True))
+    ('2026-01-06 23:59:59.999999+00:00', '9999-12-31 23:59:59.999999+00:00')
+    """
     now = now or datetime.now(UTC)
     value = text.strip()
     try:
         if is_length(value):  # an age: a length back from now (999999w: the calendar's start, everything)
             return back_from(now, timedelta(seconds=parse_length(value, option, zero=True)))
         moment = datetime.fromisoformat(value.replace("z", "Z"))
+        if end and _DATE.fullmatch(value):
+            return datetime.combine(moment.date(), time.max, UTC)
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
-        meant = length_meant(text) or words_meant(text, now)
+        meant = length_meant(text) or words_meant(text, now, end)
         raise BadInput(f"bad option {option}: {shown(text)} is not {also}{TIME_HELP}{meant}") from None
     except OverflowError:  # a zone that leaves the calendar (0001-01-01T00:00+01:00)
         raise BadInput(f"bad option {option}: {shown(text)} is outside the calendar") from None
@@ -82,12 +90,14 @@ _WORDS_BACK = {"yesterday": 1, "today": 0}  # a day named in words: its date, co
 _WORDS_LENGTH = {"last hour": "1h", "last day": "1d", "last week": "7d", "last month": "30d", "now": "0s"}
 
 
-def words_meant(text: str, now: datetime) -> str:
+def words_meant(text: str, now: datetime, end: bool = False) -> str:
     """`; did you mean 2026-03-09 (or 1d)?` for a day or a span written in words (`yesterday`, `last week`); else ''.
 
     >>> now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
     >>> words_meant("Yesterday", now), words_meant("last week", now), words_meant("today", now), words_meant("x", now)
     ('; did you mean 2026-03-09 (its start), or 1d?', '; did you mean 7d?', '; did you mean 2026-03-10 (its start)?', '')
+    >>> words_meant("yesterday", now, end=True)  # an --until
+    '; did you mean 2026-03-09 (to its end)?'
     """
     said = " ".join(text.lower().split())
     if said in _WORDS_LENGTH:
@@ -96,6 +106,8 @@ def words_meant(text: str, now: datetime) -> str:
         return ""
     back = _WORDS_BACK[said]
     day = (now - timedelta(days=back)).date().isoformat()
+    if end:  # an --until: the date is the whole day, an age would cut it at this time of day
+        return f"; did you mean {day} (to its end)?"
     return f"; did you mean {day} (its start)" + (f", or {back}d?" if back else "?")
 
 

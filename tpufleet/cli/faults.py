@@ -240,7 +240,7 @@ def _opened_window(since: str | None, until: str | None) -> tuple[datetime | Non
     from tpufleet.timeparse import refuse_reversed
 
     opened_from = None if since is None else parse_time(since, "--since")
-    opened_to = None if until is None else parse_time(until, "--until")
+    opened_to = None if until is None else parse_time(until, "--until", end=True)
     if opened_from is not None and opened_to is not None and opened_to < opened_from:
         refuse_reversed(str(since), str(until))
     return opened_from, opened_to

@@ -94,7 +94,7 @@ def _after(since: str | None, now: datetime | None, option: str = "--since") -> 
         return None, None
     if looks_like_serial(since):  # `+1`, `1_000` and `-1` too: refused as `diff` refuses them, not "not a date"
         return parse_serial(since, f"option {option}", f"; or give {TIME_HELP}"), None
-    return None, parse_time(since, option, now, also="a serial (40), ")
+    return None, parse_time(since, option, now, also="a serial (40), ", end=option == "--until")
 
 
 def _summary_names(e: JournalEntry, name: str) -> bool:
