@@ -63,3 +63,10 @@ def test_a_suggested_command_never_prints_the_database_password(cli):
     r = cli("--state", url, "allocate", "a", "--generation", "v4", state=False)  # refused before connecting
     assert r.code == 2 and "s3cret" not in r.err + r.out
     assert "`tpufleet --state postgresql://bob@127.0.0.1:1/fleet status`" in r.err
+
+
+def test_a_state_that_is_a_file_is_never_put_in_a_suggested_command(cli, tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("x\n")
+    r = _cli(cli, file, "status")
+    assert r.code == 2 and f"--state {file} " not in r.err and "not a directory" in r.err

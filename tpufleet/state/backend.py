@@ -44,7 +44,7 @@ def not_a_state_dir(path: Path) -> BadInput:
         shown = shlex.quote(str(path.parent))  # as the shell takes it back: `--state 'my fleet'`
         fix = f"it is a file of the state in {str(path.parent)!r}: pass that directory (--state {shown})"
     else:
-        fix = "pass the directory `tpufleet init` made (--state DIR) or a postgresql:// URL"
+        fix = "pass the directory init made (--state DIR) or a postgresql:// URL"  # described: no `tpufleet init`
     return BadInput(f"state directory {str(path)!r} is not a directory; {fix}")
 
 
