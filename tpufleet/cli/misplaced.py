@@ -178,13 +178,21 @@ def _positionals(command: Any, argv: list[str], named_at: int) -> list[int]:
     return found
 
 
-def generation_option_hint(exc: Any) -> str:
+def generation_option_hint(exc: Any, argv: list[str]) -> str:
     """`; allocate works in the generation of the pod it is given: ...` for `--generation` given to a command that
-    takes `--pod` instead (a fleet's generation is its pods'); '' for any other option."""
+    takes `--pod` instead (a fleet's generation is its pods'), after its name or before it (`tpufleet --generation
+    tpu-v4 allocate ...`); '' for any other option."""
     option, ctx = str(getattr(exc, "option_name", "") or ""), getattr(exc, "ctx", None)
-    if ctx is None or option != "--generation" or _option_of(ctx.command, "--pod") is None:
+    if ctx is None or option != "--generation":
         return ""
-    path = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip() or ctx.command_path
+    command, path = ctx.command, ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip()
+    if ctx.parent is None:  # before the command's name: the first command named after it
+        commands = getattr(command, "commands", {})
+        path = next((arg for arg in argv[(_position(argv, option) or 0) :] if arg in commands), "")
+        command = commands.get(path)
+    if _option_of(command, "--pod") is None:
+        return ""
+    path = path or ctx.command_path
     return (
         f"; `{path}` works in the generation of the pod it is given: choose the pod with --pod POD "
         "(`tpufleet status` names each pod's generation)"
