@@ -126,6 +126,8 @@ def test_every_tool_option_after_the_command_moves_in_one_line(fleet):
     assert line == f"tpufleet --state {fleet.state} --lock-timeout 5 --debug status -o json"
     assert fleet(*line.split()[1:], state=False).code == 0  # the line given runs
     assert snapshot(fleet.state) == before
+
+
 @pytest.mark.parametrize(
     "argv",
     [
