@@ -70,3 +70,18 @@ def test_a_state_that_is_a_file_is_never_put_in_a_suggested_command(cli, tmp_pat
     file.write_text("x\n")
     r = _cli(cli, file, "status")
     assert r.code == 2 and f"--state {file} " not in r.err and "not a directory" in r.err
+
+
+def test_a_markdown_runbooks_commands_carry_the_state(cli, tmp_path):
+    """`plan-maintenance -o md` is a runbook pasted into a change ticket: its commands run on the same fleet."""
+    state, notices = tmp_path / "fleet", tmp_path / "notices.yaml"
+    notices.write_text(
+        "- {target: 'cube:c00', window_start: '2026-07-01T09:00:00Z', window_end: '2026-07-01T13:00:00Z'}\n"
+    )
+    assert _cli(cli, state, "init").code == 0
+    assert _cli(cli, state, "allocate", "a", "--shape", "4x4x4").code == 0
+    r = _cli(cli, state, "plan-maintenance", "--notices", notices, "-o", "md")
+    steps = [line for line in r.out.splitlines() if line[:1].isdigit()]
+    assert r.code == 0 and steps and all(f"`tpufleet --state {state} " in line for line in steps), r.out
+    plain = json.loads(_cli(cli, state, "plan-maintenance", "--notices", notices, "-o", "json").out)
+    assert all(c.startswith("tpufleet ") and "--state" not in c for w in plain["waves"] for c in w["commands"])

@@ -59,7 +59,13 @@ def emit(data: Any, fmt: Any, table: Callable[[], str], renderers: Renderers | N
             from tpufleet.errors import BadInput
 
             raise BadInput(f"bad option -o/--output: this command does not write {value}")
-        typer.echo(renderers[value](), color=True)  # the data as the format escapes it, never stripped by Click
+        text = renderers[value]()
+        if value == "md":  # a runbook people copy from: its commands run on the same fleet (cli/suggested)
+            from tpufleet.cli.app import SETTINGS
+            from tpufleet.cli.suggested import on_this_state
+
+            text = on_this_state(text, SETTINGS.state_option)
+        typer.echo(text, color=True)  # the data as the format escapes it, never stripped by Click
     elif value in ("json", "yaml"):
         typer.echo(data_text(data, value), nl=False)
     else:
