@@ -23,6 +23,9 @@ CLOCK_SKEW = timedelta(days=1)
 MAX_LOST_LISTED = 100_000  # serials `diff` lists as recorded without detail; more means another history
 
 
+Bound = tuple[int | None, datetime | None]  # --since or --until read: (a serial, or a moment), both None if not given
+
+
 def history(
     store: Store, since: str | None, slice_name: str | None, until: str | None = None
 ) -> tuple[list[Doc], JournalRead]:
@@ -30,19 +33,19 @@ def history(
     journal is read from its end back to that point only. A serial past the state's is refused, as `diff` refuses
     it, and so is an --until before --since."""
     now = datetime.now(UTC)
-    _check_range(since, until, now)
-    read = read_journal(store, enough=_since_enough(since, now))
-    for option, value in (("--since", since), ("--until", until)):
-        serial, _ = _after(value, now, option)
+    first, last = _after(since, now), _after(until, now, "--until")
+    _check_range(since, until, first, last)
+    read = read_journal(store, enough=_since_enough(first))
+    for option, value, (serial, _) in (("--since", since, first), ("--until", until, last)):
         if serial is not None and value is not None:
             not_past(serial, value, f"option {option}", read.serial)
-    return timeline(read.entries, since, slice_name, now, until), read
+    return timeline(read.entries, first, slice_name, last), read
 
 
-def _check_range(since: str | None, until: str | None, now: datetime) -> None:
+def _check_range(since: str | None, until: str | None, first: Bound, last: Bound) -> None:
     """BadInput when --until comes before --since, both serials or both times (the corrected line named); a serial
     and a time are not compared: an empty timeline says they do not meet."""
-    (from_serial, from_time), (to_serial, to_time) = _after(since, now), _after(until, now, "--until")
+    (from_serial, from_time), (to_serial, to_time) = first, last
     serials = from_serial is not None and to_serial is not None and to_serial < from_serial
     if serials or (from_time is not None and to_time is not None and to_time < from_time):
         refuse_reversed(str(since), str(until))
@@ -68,9 +71,9 @@ def changes(store: Store, start: int, end: int | None) -> tuple[Doc, JournalRead
     }, read
 
 
-def _since_enough(since: str | None, now: datetime) -> Enough | None:
+def _since_enough(since: Bound) -> Enough | None:
     """When the entries read back from the journal's end cover --since (None: read it whole)."""
-    serial, moment = _after(since, now)
+    serial, moment = since
     if serial is not None:
         return lambda entries: entries[0].serial < serial and whole_from_first(entries)
     if moment is None:
@@ -88,7 +91,7 @@ def older_than(stamp: str, edge: datetime) -> bool:
     return moment is not None and moment < edge
 
 
-def _after(since: str | None, now: datetime | None, option: str = "--since") -> tuple[int | None, datetime | None]:
+def _after(since: str | None, now: datetime | None, option: str = "--since") -> Bound:
     """--since (or --until) as (a serial, or a moment); both None when not given."""
     if since is None:
         return None, None
@@ -132,17 +135,10 @@ class _NameFilter:
         return hit
 
 
-def timeline(
-    entries: list[JournalEntry],
-    since: str | None,
-    slice_name: str | None,
-    now: datetime | None = None,
-    until: str | None = None,
-) -> list[Doc]:
+def timeline(entries: list[JournalEntry], since: Bound, slice_name: str | None, until: Bound) -> list[Doc]:
     """`history`: the committed lines from a serial or a moment on (up to another, both included), optionally only
     those touching a slice or job."""
-    serial, moment = _after(since, now)
-    last, end = _after(until, now, "--until")
+    (serial, moment), (last, end) = since, until
     wanted = _NameFilter(slice_name) if slice_name is not None else None
     rows = []
     for e in entries:
