@@ -22,7 +22,7 @@ def test_the_wave_to_apply_first_is_a_command_that_runs_with_a_plan_path_holding
     assert made.code == 0, made.err
     r = fleet("apply-maintenance", plan, "--wave", "2")
     assert r.code == 1, (r.code, r.err)
-    found = re.search(r"\((tpufleet apply-maintenance .*)\)", r.err)
+    found = re.search(r"`(tpufleet apply-maintenance [^`]*)`", r.err)
     assert found, r.err
     words = shlex.split(found.group(1))
     assert words == ["tpufleet", "apply-maintenance", str(plan), "--wave", "1"], words

@@ -85,3 +85,34 @@ def test_a_markdown_runbooks_commands_carry_the_state(cli, tmp_path):
     assert r.code == 0 and steps and all(f"`tpufleet --state {state} " in line for line in steps), r.out
     plain = json.loads(_cli(cli, state, "plan-maintenance", "--notices", notices, "-o", "json").out)
     assert all(c.startswith("tpufleet ") and "--state" not in c for w in plain["waves"] for c in w["commands"])
+
+
+def test_a_wave_applied_out_of_order_names_the_earlier_wave_on_the_same_fleet(cli, tmp_path):
+    """The refusal gave the wave to apply first in parentheses, which were left as written: copied, it ran on
+    another fleet."""
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    assert _cli(cli, state, "allocate", "a", "--shape", "4x4x4").code == 0  # c00
+    notices = tmp_path / "notices.yaml"
+    notices.write_text(
+        "- {target: cube:c00, window_start: 2099-07-01T09:00:00Z, window_end: 2099-07-01T13:00:00Z}\n"
+        "- {target: cube:c05, window_start: 2099-07-02T09:00:00Z, window_end: 2099-07-02T13:00:00Z}\n"
+    )
+    plan = tmp_path / "plan.json"
+    assert _cli(cli, state, "plan-maintenance", "--notices", notices, "--max-parallel", "1", "--out", plan).code == 0
+    r = _cli(cli, state, "apply-maintenance", plan, "--wave", "2")
+    first = f"tpufleet --state {state} apply-maintenance {plan} --wave 1"
+    assert r.code == 1 and f"`{first}`" in r.err, r.err
+    assert cli(*shlex.split(first)[1:], state=False).code == 0
+
+
+def test_a_stale_tables_note_names_each_routes_command_on_the_same_fleet(cli, tmp_path):
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    assert _cli(cli, state, "allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    assert _cli(cli, state, "plan-xconnect", "j", "--apply").code == 0
+    assert _cli(cli, state, "routes", "j").code == 0
+    assert _cli(cli, state, "inject-fault", "ocs:pod0/x/0").code == 0  # rerouted around: both tables stale
+    r = _cli(cli, state, "collective", "j", "--op", "all-reduce", "--bytes", "1GiB")
+    assert r.code == 0, r.err
+    assert f"`tpufleet --state {state} routes j-0`, `tpufleet --state {state} routes j-1`" in r.out, r.out

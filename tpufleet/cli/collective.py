@@ -132,7 +132,7 @@ def _job_text(d: dict[str, Any]) -> str:
     if stale:
         lines.append(
             f"note: the stored tables of {', '.join(stale)} are stale (the network changed since): run "
-            + "; ".join(f"tpufleet routes {name}" for name in stale)
+            + ", ".join(f"`tpufleet routes {name}`" for name in stale)
         )
     return "\n".join(lines)
 

@@ -193,7 +193,7 @@ def _announced_line(a: dict[str, Any]) -> str:
         now = "out of the pool now (a fault holds it)"
     jobs = f" of job(s) {', '.join(a['jobs'])}" if a["jobs"] else ""
     on = (
-        f"; slice(s) on it: {', '.join(a['slices'])}{jobs} (move them first: tpufleet plan-maintenance)"
+        f"; slice(s) on it: {', '.join(a['slices'])}{jobs} (move them first: `tpufleet plan-maintenance`)"
         if a["slices"]
         else ""
     )

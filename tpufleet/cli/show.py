@@ -200,7 +200,7 @@ def _status_text(s: dict) -> str:
     for f in s["faults"][:10]:
         lines.append(f"  {f['fault']:>5}  {f['target']:<28} {f['effect']}")
     if len(s["faults"]) > 10:
-        lines.append(f"  ... {len(s['faults']) - 10} more (tpufleet show health)")
+        lines.append(f"  ... {len(s['faults']) - 10} more (`tpufleet show health`)")
     lines.append(f"slices: {len(s['slices'])}")
     for sl in s["slices"]:
         shape = sl["shape"] + (" twisted" if sl["twisted"] else "")
@@ -274,14 +274,14 @@ def _reservation_lines(reservation: dict | None) -> list[str]:
 
         now = utc_now()
         cubes = ", ".join(_maintenance_text(m, now) for m in ahead)
-        lines.append(f"maintenance announced (serving until its window; tpufleet plan-maintenance): {cubes}")
+        lines.append(f"maintenance announced (serving until its window; `tpufleet plan-maintenance`): {cubes}")
     return lines
 
 
 def _maintenance_text(m: dict, now: str) -> str:
     """One cube under announced maintenance; past its window's start the drain waits for the next import."""
     start = m["window_start"]
-    due = " (started: tpufleet import reservation opens its drain)" if start is not None and start <= now else ""
+    due = " (started: `tpufleet import reservation` opens its drain)" if start is not None and start <= now else ""
     on = f" ({', '.join(m['slices'])} on it)" if m["slices"] else ""
     return f"{m['cube']} from {start or '?'}{due}{on}"
 

@@ -154,8 +154,8 @@ def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, 
     missing = [k for k in range(1, number) if k not in applied]
     if missing:
         raise Refused(
-            f"wave {missing[0]} of plan {saved.path} is not applied yet: waves go in order "
-            f"(tpufleet apply-maintenance {shlex.quote(str(saved.path))} --wave {missing[0]})"
+            f"wave {missing[0]} of plan {saved.path} is not applied yet: waves go in order; run "
+            f"`tpufleet apply-maintenance {shlex.quote(str(saved.path))} --wave {missing[0]}` first"
         )
 
 
