@@ -116,3 +116,15 @@ def test_a_stale_tables_note_names_each_routes_command_on_the_same_fleet(cli, tm
     r = _cli(cli, state, "collective", "j", "--op", "all-reduce", "--bytes", "1GiB")
     assert r.code == 0, r.err
     assert f"`tpufleet --state {state} routes j-0`, `tpufleet --state {state} routes j-1`" in r.out, r.out
+
+
+def test_the_items_under_an_error_line_suggest_commands_on_the_same_fleet(capsys, monkeypatch):
+    from tpufleet.cli import report_error
+    from tpufleet.cli.app import SETTINGS
+
+    monkeypatch.setattr(SETTINGS, "state_option", "/srv/fleet")
+    report_error("the plan does not meet its notices", 1, ["wave 1: slice a: run `tpufleet explain a`"], None)
+    assert capsys.readouterr().err.splitlines() == [
+        "tpufleet: error: the plan does not meet its notices",
+        "  wave 1: slice a: run `tpufleet --state /srv/fleet explain a`",
+    ]

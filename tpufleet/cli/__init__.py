@@ -209,8 +209,8 @@ def report_error(message: str, code: int, items: list[str], fmt: str | None) -> 
 
     message = on_this_state(message, SETTINGS.state_option)  # the commands it suggests run on the same fleet
     print(f"tpufleet: error: {printable(message)}", file=sys.stderr)
-    for line in items[:50]:
-        print(f"  {printable(line)}", file=sys.stderr)
+    for line in items[:50]:  # an item may suggest a command too
+        print(f"  {printable(on_this_state(line, SETTINGS.state_option))}", file=sys.stderr)
     if len(items) > 50:
         print(f"  ... {len(items) - 50} more", file=sys.stderr)
 
