@@ -157,7 +157,9 @@ def _applied_text(d: dict[str, Any]) -> str:
             )
         elif "left_open" in s:
             until = f"its window ends {s['until']}" if s["until"] else "its window's end is unknown"
-            lines.append(f"  clear {s['target']}: {s['left_open']} left open ({until}: `tpufleet clear-fault` then)")
+            lines.append(
+                f"  clear {s['target']}: {s['left_open']} left open ({until}: `tpufleet clear-fault {s['left_open']}` then)"
+            )
         else:
             lines.append(f"  clear {s['target']}: {', '.join(s['fault_ids']) or 'nothing open'}")
     tail = "nothing was changed (dry run)" if d["dry_run"] else f"applied (serial {d['serial']})"
