@@ -1,4 +1,7 @@
-"""goodput-report with --until before --since: refused (exit 2) naming both values and the options swapped."""
+"""goodput-report's --since/--until read as `history` and `faults` read theirs: a date given to --until runs to its
+day's end (`--since D --until D` is that whole day), an --until before --since is refused (exit 2) in the same words,
+naming both values and the options swapped; one at the very moment --since is (a window of no time, which has no
+figures) is refused too, naming both."""
 
 from __future__ import annotations
 
@@ -9,21 +12,43 @@ import pytest
 
 from helpers import one_line
 
-LOG = Path(__file__).parent.parent / "fixtures/goodput/fleet.jsonl"
+LOG = Path(__file__).parent.parent / "fixtures/goodput/fleet.jsonl"  # 2026-01-05, from 00:00:00 to 00:10:30
+
+
+def _fleet(cli, *args: str) -> dict:
+    r = cli("goodput-report", LOG, *args, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    return r.json["fleet"]
 
 
 @pytest.mark.parametrize(
     "since, until",
-    [("2026-12-01", "2026-11-01"), ("1d", "7d")],
+    [("2026-12-01", "2026-11-01"), ("1d", "7d"), ("2026-01-06", "2026-01-05")],
 )
 def test_a_reversed_window_names_both_and_the_swap(cli, since, until):
     r = cli("goodput-report", LOG, "--since", since, "--until", until, "-o", "json", state=False)
     said = json.loads(r.err)
     assert r.code == 2 and said["exit_code"] == 2
-    assert f"--until '{until}'" in said["error"] and f"--since '{since}'" in said["error"]
+    assert f"--until '{until}' is before --since '{since}'" in said["error"]
     assert said["error"].endswith(f"swap them: --since {until} --until {since}")
 
 
-def test_an_empty_window_asks_for_a_later_until(cli):
-    line = one_line(cli("goodput-report", LOG, "--since", "2026-01-05", "--until", "2026-01-05", state=False), 2)
+def test_an_empty_window_names_both_and_asks_for_a_later_until(cli):
+    r = cli("goodput-report", LOG, "--since", "2026-01-05T00:05Z", "--until", "2026-01-05T00:05:00Z", state=False)
+    line = one_line(r, 2)
+    assert "--until '2026-01-05T00:05:00Z' is the moment --since '2026-01-05T00:05Z'" in line
     assert line.endswith("give a later --until")
+
+
+def test_until_a_date_takes_that_whole_day(cli):
+    whole = _fleet(cli)
+    assert _fleet(cli, "--since", "2026-01-05", "--until", "2026-01-05") == whole
+    assert _fleet(cli, "--until", "2026-01-05") == whole
+    assert _fleet(cli, "--until", "20260105T2359Z") == whole  # a time is that moment: the same day's end
+    r = cli("goodput-report", LOG, "--until", "2026-01-04", state=False)  # the day before the logs: nothing
+    assert r.code == 2 and "--since/--until" in r.err
+
+
+def test_until_in_words_is_told_the_date_to_its_end(cli):
+    line = one_line(cli("goodput-report", LOG, "--until", "yesterday", state=False), 2)
+    assert "--until" in line and "(to its end)" in line

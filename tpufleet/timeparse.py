@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, time, timedelta
-from typing import TypeGuard
+from typing import NoReturn, TypeGuard
 
 from tpufleet.errors import BadInput, shown
 
@@ -75,7 +75,7 @@ def length_meant(text: str, zero: bool = True) -> str:
     return f"; did you mean {digits}{found.group(2)[0].lower()}?"
 
 
-def refuse_reversed(since: str, until: str) -> None:
+def refuse_reversed(since: str, until: str) -> NoReturn:
     """BadInput for an --until that comes before --since (both given, already found so), giving the line swapped:
     an age read the wrong way round (`--since 1d --until 7d`) is the usual cause."""
     import shlex
@@ -83,6 +83,15 @@ def refuse_reversed(since: str, until: str) -> None:
     raise BadInput(
         f"bad options: --until {shown(until)} is before --since {shown(since)}; swap them: "
         f"--since {shlex.quote(until)} --until {shlex.quote(since)}"
+    )
+
+
+def refuse_empty(since: str, until: str) -> NoReturn:
+    """BadInput for an --until at the very moment --since is, where a window of no time means nothing (goodput-report's
+    figures are shares of the window's time), in refuse_reversed's words."""
+    raise BadInput(
+        f"bad options: --until {shown(until)} is the moment --since {shown(since)} is, a window of no time; "
+        "give a later --until"
     )
 
 

@@ -63,7 +63,10 @@ def goodput_cmd(
         typer.Option("--since", metavar="TIME", help=f"Start of the window: POSIX seconds, {TIME_HELP}"),
     ] = None,
     until: Annotated[
-        str | None, typer.Option("--until", metavar="TIME", help="End of the window (the same forms as --since)")
+        str | None,
+        typer.Option(
+            "--until", metavar="TIME", help="End of the window (the same forms; a date runs to its day's end)"
+        ),
     ] = None,
     capacity: Annotated[
         str | None,
@@ -204,6 +207,7 @@ def _parse(
     """The options checked before any file is read: (segments, --since, --until, --capacity pairs, windows)."""
     from tpufleet.errors import BadInput, refuse_repeats, shown
     from tpufleet.goodput.metrics import DIMENSIONS
+    from tpufleet.goodput.times import option_window
     from tpufleet.goodput.windows import parse_windows
     from tpufleet.state.outputs import check_output_path
 
@@ -220,30 +224,12 @@ def _parse(
                 f"bad option --by: {shown(d)} is not one of {', '.join(DIMENSIONS)}{meant_of(d, DIMENSIONS)}"
             )
     refuse_repeats("--by", dims)
-    t0, t1 = _window(since, until)
+    t0, t1 = option_window(since, until)
     pairs = parse_capacity(capacity) if capacity is not None and capacity != "state" else None
     windows = parse_windows(window) if window is not None else None
     if out is not None:
         check_output_path(out, "--out", [*map(Path, files), exclude])  # the report must not replace a log it reads
     return dims, t0, t1, pairs, windows
-
-
-def _window(since: str | None, until: str | None) -> tuple[float | None, float | None]:
-    """--since and --until as times; BadInput naming both when --until is not after --since (reversed: swap them,
-    as an age read the wrong way round, `--since 1d --until 7d`, gives)."""
-    from tpufleet.errors import BadInput, shown
-    from tpufleet.goodput.times import option_time
-
-    t0 = option_time(since, "--since") if since is not None else None
-    t1 = option_time(until, "--until") if until is not None else None
-    if t0 is None or t1 is None or t1 > t0:
-        return t0, t1
-    said = f"bad options: --until {shown(until)} is not after --since {shown(since)}"
-    if t1 == t0:
-        raise BadInput(f"{said}; give a later --until")
-    import shlex
-
-    raise BadInput(f"{said}; swap them: --since {shlex.quote(str(until))} --until {shlex.quote(str(since))}")
 
 
 def parse_capacity(text: str) -> list[tuple[str, int]]:

@@ -69,10 +69,11 @@ def parse_time(value: object, file: str, line: int, name: str = "time") -> float
     raise BadRecord(file, line, name, value, "not a time")
 
 
-def option_time(value: str, option: str) -> float:
+def option_time(value: str, option: str, end: bool = False) -> float:
     """A time given as a command-line option, as POSIX seconds: POSIX seconds or an ISO time with its zone (as in
     the logs), or what operators type elsewhere (a date, an ISO time in UTC, an age such as 7d;
-    tpufleet.timeparse). The logs' bounds apply to every form. BadInput naming the option."""
+    tpufleet.timeparse). With `end` (an --until), a date runs to its day's end (its last moment, 23:59:59.999999,
+    as `history` and `faults` read it). The logs' bounds apply to every form. BadInput naming the option."""
     try:
         return parse_time(value, option, 0, "value")
     except BadRecord as exc:
@@ -81,7 +82,7 @@ def option_time(value: str, option: str) -> float:
 
     if first.problem.startswith("outside") or _looks_numeric(value):  # the form was right, the value is not
         raise BadInput(f"bad option {option} {shown(value)}: {first.problem}") from None
-    moment = operator_time(value, option).timestamp()
+    moment = operator_time(value, option, end=end).timestamp()
     try:
         return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
     except BadRecord as exc:
@@ -90,3 +91,18 @@ def option_time(value: str, option: str) -> float:
 
 def _looks_numeric(value: str) -> bool:
     return plain_float(value) is not None
+
+
+def option_window(since: str | None, until: str | None) -> tuple[float | None, float | None]:
+    """--since and --until as POSIX seconds (None: not given), a date given to --until to its day's end, as `history`
+    and `faults` read them. An --until before --since is refused with the line swapped, as they refuse it; one at
+    the very moment --since is, too (they list that moment's lines): a window of no time has no figures."""
+    from tpufleet.timeparse import refuse_empty, refuse_reversed
+
+    t0 = None if since is None else option_time(since, "--since")
+    t1 = None if until is None else option_time(until, "--until", end=True)
+    if since is None or until is None or t0 is None or t1 is None or t1 > t0:
+        return t0, t1
+    if t1 < t0:
+        refuse_reversed(since, until)
+    refuse_empty(since, until)
