@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from tpufleet.constants import BoolArray, Int64Array
+    from tpufleet.static_torus import TorusPod
 
 Vec = tuple[int, int, int]
 
@@ -95,32 +96,41 @@ MAX_WORK = 5e9  # units of `expected_work`, a unit about a host draw's time: abo
 WORD_OPS_PER_DRAW = 10
 
 
-def expected_work(ks: list[int], trials: int, pod_cubes: int = CUBES_PER_POD) -> float:
+def expected_work(
+    ks: list[int], trials: int, pod_cubes: int = CUBES_PER_POD, static_pod: TorusPod | None = None
+) -> float:
     """The Monte Carlo's work, before it runs, in host draws: per trial, a draw for each of the pod's hosts, and on
     a static pod the static search's word operations, (A + B + C) x Z for each box A x B x C tried (`_fits`),
     WORD_OPS_PER_DRAW to a draw. Whatever the hosts' availability: the search is over planes of bits, not failures.
+    With `static_pod` (another pod, `static_torus`), its own hosts' draws and its search instead of the twin's.
 
     >>> f"{expected_work([64], 20000):,.0f}"  # 1,024 draws + (8 + 8 + 16) x 16 / 10 for the one box, per trial
     '21,504,000'
     """
     hosts = pod_cubes * MACHINES_PER_CUBE
     word_ops = 0
-    if pod_cubes == STATIC_POD_CUBES:
+    if static_pod is not None:
+        from tpufleet import static_torus
+
+        boxes = {box for k in ks for box in static_torus.host_boxes(static_pod, CHIPS_PER_CUBE * k)}
+        hosts += static_pod.hosts
+        word_ops = static_torus.search_ops(static_pod, boxes)
+    elif pod_cubes == STATIC_POD_CUBES:
         z = STATIC_HOST_GRID[2]
         word_ops = sum((a + b + c) * z for a, b, c in {_host_box(cubes) for k in ks for cubes in static_boxes(k)})
     return trials * (hosts + word_ops / WORD_OPS_PER_DRAW)
 
 
-def check_work(ks: list[int], trials: int, pod_cubes: int = CUBES_PER_POD) -> None:
+def check_work(ks: list[int], trials: int, pod_cubes: int = CUBES_PER_POD, static_pod: TorusPod | None = None) -> None:
     """Refuse (BadInput, exit 2) a Monte Carlo of more than MAX_WORK (`expected_work`) before it starts.
 
     The message names only what lowers the work: fewer trials always, fewer sizes only where the static search
     runs (a pod without a static twin costs a draw per host per trial whatever the sizes)."""
     from tpufleet.errors import BadInput
 
-    work = expected_work(ks, trials, pod_cubes)
+    work = expected_work(ks, trials, pod_cubes, static_pod)
     if work > MAX_WORK:
-        static = work > expected_work([], trials, pod_cubes)  # the static search has a share
+        static = work > expected_work([], trials, pod_cubes, static_pod)  # the static search has a share
         what, hint = (
             ("host draws and static-box checks", "fewer --trials or --cubes")
             if static
@@ -142,16 +152,21 @@ def simulate(
     static: bool = True,
     batch: int = 4000,
     on_progress: Callable[[int], None] | None = None,
+    static_pod: TorusPod | None = None,
 ) -> dict[str, list[int]]:
     """Monte Carlo successes per k: {"reconfigurable", "reconfigurable_ft", "static"} -> list of counts.
 
     `on_progress(m)` is called after each batch of m trials (for a progress bar; it does not change the result).
+    With `static_pod`, "static" counts that pod's (`static_torus`), its hosts drawn from a stream of their own: the
+    reconfigurable counts are those of the same seed without it.
     """
     import numpy as np
 
     rng = np.random.default_rng(seed)
     counts = {key: np.zeros(len(ks), dtype=np.int64) for key in ("reconfigurable", "reconfigurable_ft", "static")}
-    boxes = {k: [_host_box(s) for s in static_boxes(k)] for k in ks} if static and pod_cubes == STATIC_POD_CUBES else {}
+    twin = static and static_pod is None and pod_cubes == STATIC_POD_CUBES
+    boxes = {k: [_host_box(s) for s in static_boxes(k)] for k in ks} if twin else {}
+    other = _OtherPod(static_pod, ks, seed) if static and static_pod is not None else None
     ks_arr = np.array(ks)
     done = 0
     while done < trials:
@@ -168,9 +183,30 @@ def simulate(
         counts["reconfigurable"] += (enough & ocs_up[:, None]).sum(axis=0)
         if boxes:
             counts["static"] += _static_batch(host_up, ks, boxes)
+        if other is not None:
+            counts["static"] += other.successes(m, p)
         if on_progress is not None:
             on_progress(m)
     return {key: v.tolist() for key, v in counts.items()}
+
+
+class _OtherPod:
+    """A static pod other than the twin (`static_torus`): its boxes per size, and its hosts' own random stream."""
+
+    def __init__(self, pod: TorusPod, ks: list[int], seed: int) -> None:
+        import numpy as np
+
+        from tpufleet import static_torus
+
+        self.pod = pod
+        self.boxes = [static_torus.host_boxes(pod, CHIPS_PER_CUBE * k) for k in ks]
+        self.rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+
+    def successes(self, m: int, p: float) -> Int64Array:
+        from tpufleet import static_torus
+
+        host_up = self.rng.random((m, self.pod.hosts)) < p
+        return static_torus.successes(self.pod, host_up, self.boxes)
 
 
 def _host_coords() -> tuple[Int64Array, Int64Array, Int64Array]:
@@ -254,10 +290,12 @@ def report(
     seed: int,
     pod_cubes: int = CUBES_PER_POD,
     on_progress: Callable[[int], None] | None = None,
+    static_pod: TorusPod | None = None,
 ) -> dict[str, Any]:
     """Each size's availabilities, exact and Monte Carlo with its 95% interval, at full float precision: six
-    decimals made 0.9999997 read 1.0 (never down) and 3e-08 read 0.0 (never up)."""
-    sims = simulate(ks, p, q, trials, seed, pod_cubes, on_progress=on_progress)
+    decimals made 0.9999997 read 1.0 (never down) and 3e-08 read 0.0 (never up). The static values are the 64-cube
+    pod's static twin's, or `static_pod`'s (`static_torus`; `static_pod` names it, null without either)."""
+    sims = simulate(ks, p, q, trials, seed, pod_cubes, on_progress=on_progress, static_pod=static_pod)
     rows = []
     for i, k in enumerate(ks):
         exact_ft = reconfigurable_exact(k, p, pod_cubes)
@@ -274,25 +312,43 @@ def report(
             "reconfigurable_ft_mc": float(sims["reconfigurable_ft"][i] / trials),
             "reconfigurable_ft_mc_ci": [float(v) for v in wilson(sims["reconfigurable_ft"][i], trials)],
         }
-        if pod_cubes == STATIC_POD_CUBES:
-            boxes = static_boxes(k)
-            row["static_boxes"] = ["x".join(map(str, b)) for b in boxes]
-            if all(math.prod(b) == pod_cubes for b in boxes):  # only the whole pod holds it (49-64 cubes)
-                row["static"] = float(p ** (pod_cubes * MACHINES_PER_CUBE))
-                row["static_method"] = "exact"
-            else:
-                row["static"] = float(sims["static"][i] / trials)
-                row["static_method"] = "monte-carlo"
-            row["static_ci"] = [float(v) for v in wilson(sims["static"][i], trials)]
+        if static_pod is not None or pod_cubes == STATIC_POD_CUBES:
+            row.update(_static_fields(k, p, sims["static"][i], trials, static_pod))
         rows.append(row)
+    twin = "tpu-v4" if pod_cubes == STATIC_POD_CUBES else None
     return {
         "host_availability": p,
         "ocs_availability": q,
         "trials": trials,
         "seed": seed,
         "pod_cubes": pod_cubes,
+        "static_pod": twin if static_pod is None else static_pod.name,
         "results": rows,
     }
+
+
+def _static_fields(k: int, p: float, successes: int, trials: int, static_pod: TorusPod | None) -> dict[str, Any]:
+    """A size's static values: the twin's boxes in cubes (`2x2x4`), another pod's as its slices' chips (`16x32`);
+    exact where only the whole pod holds the job (every host up) or none does (0: the pod is smaller)."""
+    from tpufleet import static_torus
+
+    if static_pod is None:
+        boxes: list[tuple[int, ...]] = list(static_boxes(k))
+        shapes = ["x".join(map(str, b)) for b in boxes]
+        hosts, whole = STATIC_POD_CUBES * MACHINES_PER_CUBE, STATIC_POD_CUBES
+    else:
+        host_boxes = static_torus.host_boxes(static_pod, CHIPS_PER_CUBE * k)
+        boxes, shapes = list(host_boxes), static_torus.chip_shapes(static_pod, host_boxes)
+        hosts = whole = static_pod.hosts
+    out: dict[str, Any] = {"static_boxes": shapes}
+    if not boxes:
+        out["static"], out["static_method"] = 0.0, "exact"
+    elif all(math.prod(b) == whole for b in boxes):  # only the whole pod holds it (the twin: 49-64 cubes)
+        out["static"], out["static_method"] = float(p**hosts), "exact"
+    else:
+        out["static"], out["static_method"] = float(successes / trials), "monte-carlo"
+    out["static_ci"] = [float(v) for v in wilson(successes, trials)]
+    return out
 
 
 def plot(result: dict[str, Any], image_format: str) -> bytes:
@@ -308,7 +364,9 @@ def plot(result: dict[str, Any], image_format: str) -> bytes:
     chips = [r["chips"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     if "static" in rows[0]:
-        ax.plot(chips, [r["static"] for r in rows], "o-", label="static pod (contiguous block)")
+        other = result["static_pod"] not in (None, "tpu-v4")
+        name = f"static {result['static_pod']} pod" if other else "static pod"
+        ax.plot(chips, [r["static"] for r in rows], "o-", label=f"{name} (contiguous block)")
     ax.plot(chips, [r["reconfigurable"] for r in rows], "s-", label="reconfigurable (OCS)")
     ax.plot(chips, [r["reconfigurable_ft"] for r in rows], "^-", label="reconfigurable + fault-tolerant routing")
     ax.set_xlabel("slice size (chips)")
@@ -322,55 +380,3 @@ def plot(result: dict[str, Any], image_format: str) -> bytes:
     fig.savefig(buf, format=image_format)
     plt.close(fig)
     return buf.getvalue()
-
-
-def parse_sizes(text: str, unit: str, pod_cubes: int = CUBES_PER_POD) -> list[int]:
-    """`--cubes` or `--chips` as cube counts, sorted; BadInput naming a bad size as typed (`'0' is outside ...`)."""
-    from tpufleet.errors import BadInput, shown
-
-    sizes = _typed_sizes(text, unit)
-    seen: dict[int, str] = {}
-    for item, v in sizes:
-        if v in seen:
-            again = "" if seen[v] == item else f" (as {shown(seen[v])})"
-            raise BadInput(f"bad option --{unit}: {shown(item)} is given twice{again}")
-        seen[v] = item
-    for item, v in sizes:
-        if unit == "chips":
-            _check_chips(item, v, pod_cubes)
-        elif not 1 <= v <= pod_cubes:
-            raise BadInput(f"bad option --cubes: {shown(item)} is outside 1-{pod_cubes} cubes (the pod's)")
-    return sorted(v // CHIPS_PER_CUBE if unit == "chips" else v for _, v in sizes)
-
-
-def _typed_sizes(text: str, unit: str) -> list[tuple[str, int]]:
-    """The sizes of a `--cubes`/`--chips` list, each with its text as typed."""
-    from tpufleet.errors import BadInput, shown
-
-    try:
-        if not text.isascii() or "_" in text:  # int() reads digits of every script, and 1_0 as 10
-            raise ValueError(text)
-        items = [v.strip() for v in text.split(",")]
-        if "" in items and text.strip():  # an empty item is a typo (`1,,2`), not nothing
-            raise ValueError(text)
-        sizes = [(v, int(v)) for v in items if v]
-    except ValueError:
-        raise BadInput(f"bad option --{unit}: {shown(text)} is not a comma-separated list of whole numbers") from None
-    if not sizes:
-        raise BadInput(f"bad option --{unit}: empty list")
-    return sizes
-
-
-def _check_chips(item: str, chips: int, pod_cubes: int) -> None:
-    """A `--chips` size: whole cubes of one pod (out of range first: 0 and -64 are multiples of 64 but no slice)."""
-    from tpufleet.errors import BadInput, shown
-
-    if not CHIPS_PER_CUBE <= chips <= pod_cubes * CHIPS_PER_CUBE:
-        raise BadInput(
-            f"bad option --chips: {shown(item)} is outside {CHIPS_PER_CUBE}-{pod_cubes * CHIPS_PER_CUBE} chips "
-            f"(1-{pod_cubes} cubes, the pod's)"
-        )
-    if chips % CHIPS_PER_CUBE:
-        raise BadInput(
-            f"bad option --chips: {shown(item)} is not a whole number of cubes (multiples of {CHIPS_PER_CUBE})"
-        )

@@ -3,6 +3,7 @@
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import click
 import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from tpufleet.generations import Generation
 
 DEFAULT_CUBES = "1,2,4,8,16,24,32,40,48,50,56,64"
+STATIC_POD_NAMES = ("tpu-v4", "tpu-v3")  # the 64-cube pod's static twin, and static_torus.STATIC_PODS
 
 
 def _static_cell(row: dict) -> str:
@@ -38,15 +40,23 @@ def _table(result: dict) -> str:
                 probability_text(r["reconfigurable_ft_mc"]),
             ]
         )
+    other = result["static_pod"] not in (None, "tpu-v4")
     head = (
         f"host availability {result['host_availability']}, OCS availability {result['ocs_availability']}, "
         f"{result['trials']} Monte Carlo trials (seed {result['seed']})\n"
+        + (
+            f"static: a {result['static_pod']} pod (its own hosts, as available), beside the reconfigurable pod\n"
+            if other
+            else ""
+        )
     )
-    table = grid(
-        rows, ["cubes", "chips", "static [MC 95% CI]", "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"]
-    )
-    if any(r.get("static_method") == "exact" for r in result["results"]):
+    static = f"static {result['static_pod']} [MC 95% CI]" if other else "static [MC 95% CI]"
+    table = grid(rows, ["cubes", "chips", static, "reconfigurable", "reconfig. + FT", "reconfig. + FT (MC)"])
+    exact = [r for r in result["results"] if r.get("static_method") == "exact"]
+    if any(r["static"] or r["static_boxes"] for r in exact):
         table += "\nstatic exact: only the whole pod holds the slice (every host up); [ ] is the Monte Carlo's interval"
+    if any(not r["static_boxes"] for r in exact):
+        table += f"\nstatic exact 0: larger than the {result['static_pod']} pod, which never holds the slice"
     return head + table
 
 
@@ -56,6 +66,7 @@ def _table(result: dict) -> str:
         "tpufleet simulate-availability                               # the operating point of the paper's Fig. 1",
         "tpufleet simulate-availability --host-availability 0.995 --cubes 16,32,64",
         "tpufleet simulate-availability --fault-rates shipped --plot availability.png",
+        "tpufleet simulate-availability --static-pod tpu-v3 --chips 64,128,256,512,1024   # the paper's TPU v3 curve",
     ),
 )
 def simulate_cmd(
@@ -90,6 +101,15 @@ def simulate_cmd(
         str | None,
         typer.Option("--generation", help="Pods of this generation (its pod size; tpu7x: 144 cubes, no static twin)"),
     ] = None,
+    static_pod: Annotated[
+        str | None,
+        typer.Option(
+            "--static-pod",
+            click_type=click.Choice(STATIC_POD_NAMES),
+            help="The static pod compared: tpu-v4, the pod's own 4x4x4 cube torus wired fixed (the default on 64-cube "
+            "pods), or tpu-v3, a TPU v3 pod of 32x32 chips (the static curve the paper's Fig. 1 measured)",
+        ),
+    ] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, max=10_000_000, help="Monte Carlo trials")] = 20000,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="Random seed, 0 or more")] = 0,
     plot_name: Annotated[
@@ -109,10 +129,10 @@ def simulate_cmd(
     reconfigurable pod with fault-tolerant routing (exact binomial values, Monte Carlo with 95% intervals).
 
     The Monte Carlo is capped by its work, trials x (the pod's hosts, 1,024 in a TPU v4 pod and 2,304 in a TPU7x one,
-    + on a 64-cube pod the static search, about 1,200 at the default sizes), at 5,000,000,000 (about two million
-    trials at the defaults, on a pod with no static twin too), whatever the availability: more is refused before it
-    starts (exit 2)."""
-    from tpufleet import availability
+    + on a 64-cube pod the static search, about 1,200 at the default sizes, or with --static-pod tpu-v3 that pod's 256
+    hosts and its search, about 670), at 5,000,000,000 (about two million trials at the defaults, on a pod with no
+    static twin too), whatever the availability: more is refused before it starts (exit 2)."""
+    from tpufleet import availability, availability_sizes
     from tpufleet.constants import CUBES_PER_POD
     from tpufleet.errors import BadInput
     from tpufleet.ops import availability as ops
@@ -122,17 +142,18 @@ def simulate_cmd(
     gen = _generation(generation)
     p, q, source = _availabilities(host_availability, ocs_availability, fault_rates, gen)
     pod_cubes = None if gen is None else gen.pod_cubes
+    other = _static_pod(static_pod, gen)
     default = DEFAULT_CUBES if pod_cubes in (None, CUBES_PER_POD) else ",".join(map(str, _sizes_up_to(pod_cubes)))
     ks = (
-        availability.parse_sizes(chips, "chips", pod_cubes or CUBES_PER_POD)
+        availability_sizes.parse_sizes(chips, "chips", pod_cubes or CUBES_PER_POD)
         if chips is not None
-        else availability.parse_sizes(default if cubes is None else cubes, "cubes", pod_cubes or CUBES_PER_POD)
+        else availability_sizes.parse_sizes(default if cubes is None else cubes, "cubes", pod_cubes or CUBES_PER_POD)
     )
     plot = _plot_file(plot_name)
     from tpufleet.cli.progress import progress
 
     with progress("simulating pods", trials) as bar:
-        result = ops.report(ks, p, q, trials, seed, source, on_progress=bar.advance, pod_cubes=pod_cubes)
+        result = ops.report(ks, p, q, trials, seed, source, bar.advance, pod_cubes, other)
     if plot is not None:
         from tpufleet.state.outputs import write_output
 
@@ -171,6 +192,22 @@ def _generation(name: str | None) -> "Generation | None":
     from tpufleet.state.generations import named_by_option
 
     return named_by_option(name)
+
+
+def _static_pod(name: str | None, gen: "Generation | None") -> str | None:
+    """--static-pod as the other static pod compared (None: the 64-cube pod's own twin, or none on other pods);
+    tpu-v4, the twin, is refused beside pods of another size."""
+    from tpufleet.constants import CUBES_PER_POD
+    from tpufleet.errors import BadInput
+
+    if name != "tpu-v4":
+        return name
+    if gen is not None and gen.pod_cubes != CUBES_PER_POD:
+        raise BadInput(
+            f"bad option --static-pod 'tpu-v4': the static twin is the 64-cube pod's 4x4x4 cube torus, and "
+            f"{gen.name} pods have {gen.pod_cubes} cubes (--static-pod tpu-v3 compares a TPU v3 pod with them)"
+        )
+    return None
 
 
 def _sizes_up_to(pod_cubes: int) -> list[int]:

@@ -42,15 +42,19 @@ def report(
     source: str,
     on_progress: Callable[[int], None] | None = None,
     pod_cubes: int | None = None,
+    static_pod: str | None = None,
 ) -> dict[str, Any]:
     """The report for pods of `pod_cubes` cubes (None: the built-in TPU v4 pod of 64, with its static twin; a pod
-    of any other size has no static twin, a 4x4x4 grid of cubes, to compare with)."""
+    of any other size has no static twin, a 4x4x4 grid of cubes, to compare with), beside `static_pod` (a name of
+    `static_torus.STATIC_PODS`, such as tpu-v3) instead of the twin."""
     from tpufleet import availability
     from tpufleet.constants import CUBES_PER_POD
+    from tpufleet.static_torus import STATIC_PODS
 
     cubes = CUBES_PER_POD if pod_cubes is None else pod_cubes
-    availability.check_work(list(sizes), trials, cubes)
-    result = availability.report(list(sizes), p, q, trials, seed, cubes, on_progress=on_progress)
+    other = None if static_pod is None else STATIC_PODS[static_pod]
+    availability.check_work(list(sizes), trials, cubes, other)
+    result = availability.report(list(sizes), p, q, trials, seed, cubes, on_progress=on_progress, static_pod=other)
     result["availability_source"] = source
     if pod_cubes is not None:
         result["pod_cubes"] = pod_cubes
