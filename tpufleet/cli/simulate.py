@@ -25,6 +25,8 @@ class Mode(str, enum.Enum):
 class SchedulerOpt(str, enum.Enum):
     priority = "priority"
     extra_large_first = "extra-large-first"
+    reserve = "reserve"
+    extra_large_first_reserve = "extra-large-first-reserve"
 
 
 def _text(s: dict, out: Path | None) -> str:
@@ -42,6 +44,7 @@ def _text(s: dict, out: Path | None) -> str:
         f"  disruptions: {d['failure']} failures, {d['eviction']} evictions, {d['preemption']} preemptions; "
         f"{s['drain_moves']} job(s) moved by planned drains (no disruption)",
         *_multislice_lines(s.get("multislice"), f),
+        *_reservation_lines(s.get("reservations")),
         f"  {s['events']} events written to {printable(str(out))} (read them with `tpufleet goodput-report "
         f"{printable(str(out))}`)"
         if out is not None
@@ -66,6 +69,15 @@ def _multislice_lines(m: dict | None, f) -> list[str]:
                 f"  ({k['jobs']} jobs)"
             )
     return lines
+
+
+def _reservation_lines(r: dict | None) -> list[str]:
+    if r is None:
+        return []
+    return [
+        f"  reservations: {r['made']} made at the head of the queue, {r['late']} started after their shadow time "
+        f"(a fault or a job ranked ahead intervened); {r['backfilled']} job(s) backfilled"
+    ]
 
 
 def _generation(name: str | None, mode: str) -> "Generation | None":
@@ -154,7 +166,9 @@ def simulate_cmd(
         typer.Option(
             "--scheduler",
             help="priority: the queue and preemption by priority; extra-large-first: extra-large jobs also go "
-            "first, may preempt any smaller job and are never preempted",
+            "first, may preempt any smaller job and are never preempted; reserve, extra-large-first-reserve: as "
+            "those, and the first job that cannot start holds a reservation at the time running jobs' known ends "
+            "free room for it, which later jobs may only backfill around (EASY backfill)",
         ),
     ] = SchedulerOpt.priority,
     fault_scale: Annotated[

@@ -14,6 +14,7 @@ from tpufleet.goodput.events import DISRUPTIONS
 from tpufleet.simulation import FaultRates, Options, Simulator, Workload
 from tpufleet.simulation.engine import Progress
 from tpufleet.simulation.log import Entry, Record
+from tpufleet.simulation.policy import reserves
 from tpufleet.simulation.reroute import RerouteCosts
 
 SEGMENT_KEYS = ("value", "jobs", "sg", "rg", "pg", "mpg")
@@ -141,6 +142,7 @@ def summarize(records: Iterable[Entry], simulator: Simulator) -> dict[str, Any]:
         "events": len(records),
         "segments": [{k: segment[k] for k in SEGMENT_KEYS} for segment in report["segments"]],
         "multislice": _multislice(simulator, report, multislice),
+        "reservations": _reservations(simulator),
         **waits(simulator),
     }
 
@@ -160,6 +162,16 @@ def _multislice(simulator: Simulator, report: dict[str, Any], ids: set[str]) -> 
         "multislice": kinds.get("multislice"),
         "single_slice": kinds.get("single_slice"),
     }
+
+
+def _reservations(simulator: Simulator) -> dict[str, int] | None:
+    """Under a reserving policy: the runs of jobs given a reservation at the head of the queue, how many of them
+    started after their shadow time (a fault, or a job ranked ahead, intervened), and the jobs that started
+    behind a reserved head; None under the others."""
+    if not reserves(simulator.options.scheduler):
+        return None
+    stats = simulator.stats
+    return {"made": stats.reservations, "late": stats.reservations_late, "backfilled": stats.backfilled}
 
 
 def waits(simulator: Simulator) -> dict[str, dict[str, float]]:

@@ -9,6 +9,8 @@ preparation, compilation, restore). Preemption frees room for a higher-priority 
 jobs medium-sized first, then large, small and extra-large last (the ML Productivity Goodput paper, section 5).
 The `extra-large-first` scheduler policy (`Options.scheduler`) also puts extra-large jobs at the head of the queue,
 lets them preempt any smaller job and never preempts them, the paper's reason for their high scheduling goodput.
+The `reserve` policies (`reserve`, `extra-large-first-reserve`) add EASY backfill: the first job that cannot start
+holds a reservation at the time the running jobs' predicted ends free room for it (`reservation`).
 
 Modes: ``static`` places a job only on a contiguous box of cubes of the pod's fixed 4x4x4 cube torus, has no
 fault-tolerant routing, and cannot wire a spare cube in: a job hit by a machine fault keeps its block (still
@@ -23,6 +25,7 @@ displaced, so they restart at once instead of queueing behind new arrivals.
 Parts: `inputs` (workload, fault rates, options; their schemas and loaders), `scale` (the fleet's job stream,
 fault-rate factors, the event budget), `events` (typed events and their queue), `job`, `placement` (the fleet's
 occupancy, health and cross-connects), `runner` (running jobs' timelines), `scheduler` (wait queue, preemption),
+`reservation` (the head's reservation and backfill around it),
 `fault_response`, `draws` (arrivals and faults), `log` (records, counters, the JSON-lines writer) and `engine`
 (the `Simulator` that composes them and runs the event loop).
 

@@ -52,6 +52,7 @@ class Job:
     first_start: float | None = None  # when it first started (None: still waiting)
     runs: int = 0  # starts so far; an eviction notice names the run it was given in
     version: int = 0  # bumped whenever a pending completion event goes stale
+    expected_end: float = 0.0  # when its pending completion event says it ends (while it runs)
     t_mark: float = 0.0  # the time the timeline below has been brought up to
     progress: float = 0.0  # seconds of compute done (since the start, counting restored work)
     saved: float = 0.0  # progress in the last checkpoint

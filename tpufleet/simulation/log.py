@@ -90,6 +90,9 @@ class Stats:
     faults: dict[str, int] = field(default_factory=lambda: {kind: 0 for kind in FAULT_KINDS})
     xconnect_changes: int = 0  # cross-connects added plus removed
     jobs_finished: int = 0
+    reservations: int = 0  # `reserve` policies: runs of a job given a reservation at the head of the queue
+    reservations_late: int = 0  # of those, started after the shadow time (a fault or a higher rank intervened)
+    backfilled: int = 0  # jobs started behind a reserved head
     restart_waits: dict[str, list[float]] = field(default_factory=dict)  # by size: seconds from a fault to the restart
 
 

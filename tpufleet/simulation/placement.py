@@ -150,10 +150,25 @@ class Placement:
         pods = self._pods_for(beside) if beside is not None else None
         return self._find(shape, rerouting, self.used, spares, commit=True, pods=pods)
 
-    def would_fit(self, shape: Shape, rerouting: bool, without: Collection[str], spares: bool = False) -> bool:
-        """Whether the shape would fit if the jobs `without` (every slice of them) were gone; nothing is changed.
-        Their machines are taken off a view of the usage, not recounted from every job placed."""
-        freed: dict[str, set[int]] = {}
+    def find(
+        self, shape: Shape, rerouting: bool, spares: bool = False, beside: list[Allocation] | None = None
+    ) -> Allocation | None:
+        """Where `place` would put the shape now (the same answer from the same state); nothing is changed."""
+        pods = self._pods_for(beside) if beside is not None else None
+        return self._find(shape, rerouting, self.used, spares, commit=False, pods=pods)
+
+    def would_fit(
+        self,
+        shape: Shape,
+        rerouting: bool,
+        without: Collection[str],
+        spares: bool = False,
+        plus: Collection[Allocation] = (),
+    ) -> bool:
+        """Whether the shape would fit if the jobs `without` (every slice of them) were gone and the allocations
+        `plus` were held too; nothing is changed. Their machines are taken off (or put on) a view of the usage,
+        not recounted from every job placed."""
+        changed: dict[str, set[int]] = {}
         for job_id in without:
             keys = itertools.takewhile(lambda k: k in self.placed, (slice_key(job_id, k) for k in itertools.count(1)))
             for key in [job_id, *keys]:
@@ -162,8 +177,13 @@ class Placement:
                     continue
                 machines = set(alloc.machines or allocation.ALL_MACHINES)
                 for cube in alloc.cubes:
-                    freed[cube] = freed.get(cube, self.used.get(cube, set())) - machines
-        return self._find(shape, rerouting, _Without(self.used, freed), spares, commit=False) is not None
+                    changed[cube] = changed.get(cube, self.used.get(cube, set())) - machines
+        for alloc in plus:
+            for cube in alloc.cubes:
+                changed[cube] = changed.get(cube, self.used.get(cube, set())) | set(
+                    alloc.machines or allocation.ALL_MACHINES
+                )
+        return self._find(shape, rerouting, _Without(self.used, changed), spares, commit=False) is not None
 
     def place_slices(
         self, shape: Shape, count: int, rerouting: bool, spares: bool = False, spread: bool = False
@@ -320,7 +340,7 @@ class Placement:
 
 
 class _Without(Mapping[str, set[int]]):
-    """The machine usage with some cubes' machines taken off (a cube left with none is free)."""
+    """The machine usage with some cubes' machines changed (a cube left with none is free)."""
 
     def __init__(self, used: Mapping[str, set[int]], changed: Mapping[str, set[int]]) -> None:
         self.used, self.changed = used, changed
@@ -337,7 +357,8 @@ class _Without(Mapping[str, set[int]]):
         return cube in self.used
 
     def __iter__(self) -> Iterator[str]:
-        return (c for c in self.used if self.changed.get(c, True))
+        added = (c for c, machines in self.changed.items() if machines and c not in self.used)
+        return itertools.chain((c for c in self.used if self.changed.get(c, True)), added)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

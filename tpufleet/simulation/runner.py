@@ -138,18 +138,32 @@ class JobRunner:
 
     # ---- completion -----------------------------------------------------------------------------------------
     def _remaining_wall(self, job: Job) -> float:
-        rest = sum(s.remaining_s for s in job.startup) + (job.checkpoint_left or 0.0)
-        work = job.work - job.progress
-        rest += work * job.slowdown
-        if job.phase == "training" and work > job.to_checkpoint:
-            writes = math.floor((work - job.to_checkpoint) / self.checkpoint_interval_s) + 1
+        startup = sum(s.remaining_s for s in job.startup) + (job.checkpoint_left or 0.0)
+        return self._compute_wall(job, startup, job.work - job.progress, job.to_checkpoint, job.slowdown)
+
+    def _compute_wall(self, job: Job, rest: float, work: float, to_checkpoint: float, slowdown: float) -> float:
+        """`rest` wall seconds, then `work` compute seconds at `slowdown` with the checkpoint writes a training job
+        makes (added in this order, so a prediction is the same to the last bit)."""
+        rest += work * slowdown
+        if job.phase == "training" and work > to_checkpoint:
+            writes = math.floor((work - to_checkpoint) / self.checkpoint_interval_s) + 1
             rest += writes * self.checkpoint_write_s
         return rest
+
+    def wall_if_started(self, job: Job) -> float:
+        """How long the waiting job would run if started now on all its slices with nothing failing: its start-up
+        stages, then its compute from its last checkpoint with the checkpoint writes (as `start` sets it up)."""
+        overhead = self.options.restart_overhead_s
+        startup = sum(share * overhead for _, share in STARTUP_SHARES)
+        startup += RESTORE_SHARE * overhead if job.saved > 0 else 0.0
+        to_checkpoint = self.checkpoint_interval_s if job.phase == "training" else math.inf
+        return self._compute_wall(job, startup, job.work - job.saved, to_checkpoint, 1.0)
 
     def schedule_completion(self, job: Job) -> None:
         """(Re)predict the job's end; any earlier prediction goes stale."""
         job.version += 1
-        self.queue.push(Completion(job.t_mark + self._remaining_wall(job), job.id, job.version))
+        job.expected_end = job.t_mark + self._remaining_wall(job)
+        self.queue.push(Completion(job.expected_end, job.id, job.version))
 
     def begin_checkpoint(self, job: Job, t: float) -> None:
         self.log.event(job, t, "checkpoint_start", step=job.step)

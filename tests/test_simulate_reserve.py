@@ -1,0 +1,236 @@
+"""`simulate-fleet --scheduler reserve` (and `extra-large-first-reserve`): EASY backfill around a reservation.
+
+The first single-slice job in the queue that cannot start is given a shadow time, the earliest predicted end of the
+running jobs by which enough of the pod is free for it; a job behind it starts only if it ends by then or leaves
+that room free. The head starts no later than its shadow time unless a fault or a job ranked ahead intervenes."""
+
+import dataclasses
+import json
+
+import pytest
+
+from tpufleet.ops.goodput import build
+from tpufleet.ops.simulate import summarize
+from tpufleet.simulation import Options, Simulator, scheduler
+from tpufleet.simulation.fault_response import FaultResponse
+from tpufleet.simulation.log import jsonl
+from tpufleet.simulation.placement import Placement
+from tpufleet.simulation.policy import queue_rank
+from tpufleet.simulation.reservation import BACKFILL_SLACK_S, reserve
+from tpufleet.state.reroutecosts import shipped_costs
+from tpufleet.state.siminputs import load_rates, load_workload
+
+SIZES = ("small", "medium", "large", "extra-large")
+
+
+def simulated(policy, seed, days=30.0, workload=None, rates=None, **kw):
+    options = Options(days=days, seed=seed, scheduler=policy)
+    sim = Simulator(
+        workload or load_workload(None), rates or load_rates(None), options, reroute_costs=shipped_costs(), **kw
+    )
+    sim.simulate()
+    return sim
+
+
+def one_priority_no_faults():
+    """The shipped workload's shapes and durations, every job `batch` (no job ranked ahead of an earlier one), and
+    no fault of any kind."""
+    workload = dataclasses.replace(load_workload(None), priorities=("batch",), priority_weights=(1.0,))
+    rates = dataclasses.replace(
+        load_rates(None), host_per_day=0.0, link_per_day=0.0, ocs_per_day=0.0, drain_per_day=0.0
+    )
+    return workload, rates
+
+
+def record_reservations(monkeypatch):
+    """(job id, run, shadow time, time made) of the first reservation of each run of a job, and the times faults
+    struck."""
+    made: dict[tuple[str, int], tuple[float, float]] = {}
+    strikes: list[float] = []
+    now = [0.0]
+    schedule, strike = scheduler.Scheduler.schedule, FaultResponse.strike
+
+    def timed_schedule(self, t):
+        now[0] = t
+        schedule(self, t)
+
+    def kept_reserve(placement, head, rerouting, running):
+        r = reserve(placement, head, rerouting, running)
+        if r.shadow != float("inf"):
+            made.setdefault((head.id, head.runs), (r.shadow, now[0]))
+        return r
+
+    def timed_strike(self, event):
+        strikes.append(event.time)
+        strike(self, event)
+
+    monkeypatch.setattr(scheduler.Scheduler, "schedule", timed_schedule)
+    monkeypatch.setattr(scheduler, "reserve", kept_reserve)
+    monkeypatch.setattr(FaultResponse, "strike", timed_strike)
+    return made, strikes
+
+
+def starts(sim):
+    """job id -> the times of its runs' starts, in order."""
+    out: dict[str, list[float]] = {}
+    for job_id, t, name, _, _ in (e for e in sim.log.entries if isinstance(e, tuple)):
+        if name == "job_start":
+            out.setdefault(job_id, []).append(t)
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_the_head_starts_by_its_shadow_time_when_nothing_intervenes(monkeypatch, seed):
+    """One priority, no faults: every job given a reservation starts by the shadow time worked out when it was
+    made, while other jobs start behind it (backfilled)."""
+    made, _ = record_reservations(monkeypatch)
+    workload, rates = one_priority_no_faults()
+    sim = simulated("reserve", seed, workload=workload, rates=rates)
+    began = starts(sim)
+    assert len(made) > 50 and sim.stats.backfilled > 50
+    late = [
+        (job_id, run, shadow)
+        for (job_id, run), (shadow, _) in made.items()
+        if run < len(began.get(job_id, [])) and began[job_id][run] > shadow + BACKFILL_SLACK_S
+    ]
+    assert late == []
+    assert sim.stats.reservations == len(made) and sim.stats.reservations_late == 0
+    never = [key for key, (shadow, _) in made.items() if len(began.get(key[0], [])) <= key[1]]
+    assert all(made[key][0] > sim.end for key in never)  # only those whose shadow time is past the run's end
+
+
+def test_a_late_head_had_a_fault_or_a_job_ranked_ahead_in_its_way(monkeypatch):
+    """The shipped workload with faults: a reservation started after its shadow time had a fault strike, or a job
+    ranked ahead of it submitted, between the reservation and its start; the summary counts them."""
+    made, strikes = record_reservations(monkeypatch)
+    sim = simulated("reserve", 3)
+    began, jobs = starts(sim), {j.id: j for j in sim.jobs}
+    late = 0
+    for (job_id, run), (shadow, at) in made.items():
+        if run >= len(began.get(job_id, [])) or began[job_id][run] <= shadow + BACKFILL_SLACK_S:
+            continue
+        late += 1
+        start, rank = began[job_id][run], queue_rank(jobs[job_id], "reserve")
+        ahead = [j for j in sim.jobs if at <= j.submitted <= start and queue_rank(j, "reserve") < rank]
+        assert ahead or any(at <= s <= start for s in strikes), (job_id, run, shadow, at, start)
+    summary = summarize(sim.log.entries, sim)
+    assert summary["reservations"] == {"made": len(made), "late": late, "backfilled": sim.stats.backfilled}
+    assert 0 < late < len(made)
+
+
+def _held_twice(placement):
+    seen, twice = set(), []
+    for alloc in placement.placed.values():
+        for cube in alloc.cubes:
+            for machine in alloc.machines or range(16):
+                twice += [(cube, machine)] if (cube, machine) in seen else []
+                seen.add((cube, machine))
+    return twice
+
+
+def _unallocated(events, job_id):
+    mine = sorted((e for e in events if e[0] == job_id), key=lambda e: e[1])
+    off, chips, t0 = 0.0, 0, mine[0][1]
+    for _, t, name, _, held in mine:
+        off += (t - t0) if chips == 0 else 0.0
+        t0 = t
+        chips = held if name == "allocation" else chips
+    return off
+
+
+@pytest.mark.parametrize("policy", ["reserve", "extra-large-first-reserve"])
+def test_reserve_invariants(monkeypatch, tmp_path, policy):
+    """No placement takes a machine another job holds or a cube out of the pool; a preempted training job's lost
+    steps are wasted progress from disruption and its time off the pod demand without allocation."""
+    hold = Placement.hold
+    clashes: list[tuple[str, object]] = []
+
+    def checked_hold(self, job_id, alloc):
+        clashes.extend((cube, "out") for cube in alloc.cubes if not self.health().cube_ok(cube))
+        hold(self, job_id, alloc)
+        clashes.extend(_held_twice(self))
+
+    monkeypatch.setattr(Placement, "hold", checked_hold)
+    sim = simulated(policy, 4)
+    assert clashes == [] and sim.stats.backfilled > 50
+    events = [e for e in sim.log.entries if isinstance(e, tuple)]
+    jobs = {j.id: j for j in sim.jobs}
+    preempted = {e[0] for e in events if e[2] == "preemption"}
+    assert len(preempted) > 50
+    if policy == "extra-large-first-reserve":
+        assert not [j for j in preempted if jobs[j].size == "extra-large"]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(jsonl(sim.log.entries))
+    rows = {r["job"]: r for r in build([path])["jobs"]}
+    lost = [rows[j]["badput_s"]["wasted_progress_from_disruption"] for j in preempted if jobs[j].phase == "training"]
+    assert sum(w > 0 for w in lost) > len(lost) / 2
+    for job_id in preempted:
+        row = rows[job_id]
+        assert row["demand_s"] - row["all_allocated_s"] == pytest.approx(_unallocated(events, job_id), abs=0.01)
+
+
+def test_reserve_is_deterministic_and_the_fit_shortcuts_change_no_event():
+    first = simulated("reserve", 3, days=4)
+    again = simulated("reserve", 3, days=4)
+    plain = simulated("reserve", 3, days=4, fit_shortcuts=False)
+    assert first.stats.backfilled > 10
+    assert jsonl(first.log.entries) == jsonl(again.log.entries) == jsonl(plain.log.entries)
+
+
+def test_the_reservations_are_in_the_summary_only_under_a_reserving_policy(cli):
+    r = cli("simulate-fleet", "--days", "2", "--seed", "3", "--scheduler", "reserve", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    summary = r.json
+    assert summary["scheduler"] == "reserve"
+    assert set(summary["reservations"]) == {"made", "late", "backfilled"}
+    assert summary["reservations"]["made"] > 0 and summary["reservations"]["backfilled"] > 0
+    text = cli("simulate-fleet", "--days", "2", "--seed", "3", "--scheduler", "reserve", state=False)
+    assert f"reservations: {summary['reservations']['made']} made" in text.out
+    plain = cli("simulate-fleet", "--days", "2", "--seed", "3", "-o", "json", state=False)
+    assert (
+        plain.json["reservations"] is None
+        and "reservations" not in cli("simulate-fleet", "--days", "2", "--seed", "3", state=False).out
+    )
+    assert json.loads(json.dumps(summary)) == summary
+
+
+def test_a_sweep_point_runs_a_reserving_policy(tmp_path):
+    from tpufleet.ops.simulate import simulate
+    from tpufleet.state.siminputs import shipped_inputs
+    from tpufleet.state.sweepstore import load_spec
+    from tpufleet.sweep.runs import fleet_inputs
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "schema_version: 1\nsimulation: fleet\nfixed: {days: 3}\n"
+        "grid: {scheduler: [reserve, extra-large-first-reserve, priority]}\n"
+    )
+    points = load_spec(path).points
+    summaries = [simulate(*fleet_inputs(p.params, {}, 3, shipped_inputs())).summary for p in points]
+    assert [s["scheduler"] for s in summaries] == ["reserve", "extra-large-first-reserve", "priority"]
+    assert [s["reservations"] is None for s in summaries] == [False, False, True]
+
+
+def test_multislice_jobs_backfill_without_sharing_a_machine(monkeypatch, tmp_path):
+    """Multislice jobs (some elastic) over two pods under `reserve`: a reservation is made for single-slice heads,
+    jobs backfill around it, and no placement takes a machine another slice holds."""
+    from tpufleet.state.siminputs import default_rates
+
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "schema_version: 1\narrival_rate_per_hour: 3\nshapes: [{shape: 4x4x8, weight: 3}, {shape: 8x8x16, weight: 1}]\n"
+        "multislice: {share: 0.4, slices: {'2': 1, '3': 1}, elastic_share: 0.5}\n"
+    )
+    hold = Placement.hold
+    clashes: list[tuple[str, int]] = []
+
+    def checked_hold(self, job_id, alloc):
+        hold(self, job_id, alloc)
+        clashes.extend(_held_twice(self))
+
+    monkeypatch.setattr(Placement, "hold", checked_hold)
+    sim = Simulator(load_workload(path), default_rates(), Options(days=2, seed=4, pods=2, scheduler="reserve"))
+    sim.simulate()
+    assert clashes == []
+    assert sim.stats.reservations > 5 and sim.stats.backfilled > 50
+    assert any(j.slices > 1 and j.first_start is not None for j in sim.jobs)
