@@ -160,7 +160,7 @@ def export_kueue_cmd(
     """A Kueue Topology (block, 4x4x4 partition, host) and a ResourceFlavor of the TPU nodes that uses it; for node
     pools, a ResourceFlavor per accelerator and topology (alone, for a cluster of node pools only)."""
     from tpufleet.errors import BadInput
-    from tpufleet.integrations import exports
+    from tpufleet.integrations import kueue
     from tpufleet.integrations.k8s import LABEL_VALUE
     from tpufleet.state.nodelists import read_mapping
     from tpufleet.state.outputs import check_output_path
@@ -172,12 +172,12 @@ def export_kueue_cmd(
         )
     if out is not None:
         check_output_path(out, "--out", [mapping])  # the export must not replace the mapping it reads
-    if api_version not in exports.KUEUE_API_VERSIONS:
-        raise BadInput(f"bad option --api-version {api_version!r}: one of {', '.join(exports.KUEUE_API_VERSIONS)}")
+    if api_version not in kueue.KUEUE_API_VERSIONS:
+        raise BadInput(f"bad option --api-version {api_version!r}: one of {', '.join(kueue.KUEUE_API_VERSIONS)}")
     api = f"kueue.x-k8s.io/{api_version}"
     keys = read_mapping(mapping).labels
     _refuse_hostname_above_hosts(keys, mapping)
-    docs = exports.kueue_topology(ctx.obj.store().load(), name, keys, api)
+    docs = kueue.kueue_topology(ctx.obj.store().load(), name, keys, api)
     _deliver("Kueue", _manifests(docs), _as_list(docs), len(docs), out, output)
 
 

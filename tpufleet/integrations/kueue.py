@@ -1,0 +1,77 @@
+"""Kueue's objects of the fleet (pure): a `Topology` of the dynamic-slicing partitions and the `ResourceFlavor`s of
+the fleet's TPU nodes, those of its partitions and those of the ordinary node pools `import k8s` recorded. The
+names (blocks, partitions, nodes) are `exports.Names`'; the accelerator of a pod `exports.accelerator`."""
+
+from __future__ import annotations
+
+from tpufleet.constants import MACHINES_PER_CUBE
+from tpufleet.fleetstate import FleetState
+from tpufleet.ids import natural_key
+from tpufleet.integrations.exports import Doc, accelerator, machines_without_node
+from tpufleet.integrations.k8s import HEALTHY_PARTITION, LabelKeys
+
+# Kueue's API versions: v1beta2 is served from Kueue 0.15 on; v1beta1 is deprecated (no longer served from 0.20,
+# kubernetes-sigs/kueue#13957). Topology and
+# ResourceFlavor have the same fields in both (levels[].nodeLabel; nodeLabels, topologyName, tolerations).
+KUEUE_API_VERSIONS = ("v1beta2", "v1beta1")
+KUEUE_API = f"kueue.x-k8s.io/{KUEUE_API_VERSIONS[0]}"
+TPU_TAINT = "google.com/tpu"  # GKE taints TPU nodes with it; pods (and Kueue flavors) must tolerate it
+
+
+def kueue_topology(
+    state: FleetState, name: str = "tpufleet", keys: LabelKeys | None = None, api: str = KUEUE_API
+) -> list[Doc]:
+    """A Kueue `Topology` (block -> 4x4x4 partition -> host: a slice's chips in one partition share an
+    electrical mesh, in one block an OCS pod) and a `ResourceFlavor` of the fleet's TPU nodes that uses it, one
+    per accelerator of its pods (in pod order; a fleet of one generation has one); and a flavor per accelerator and
+    topology of the imported node pools (`_pool_flavors`). A cluster of ordinary node pools only (no node on a
+    machine: no partition labels) gets those alone: its nodes carry no partition label or state to select."""
+    keys = keys or LabelKeys()
+    pools = _pool_flavors(state, name, keys, api)
+    if pools and machines_without_node(state) == len(state.fleet.cubes) * MACHINES_PER_CUBE:
+        return pools
+    levels = [keys.block, keys.partition, keys.hostname]
+    topology = {
+        "apiVersion": api,
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": label} for label in levels]},
+    }
+    flavors = [
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": f"{name}-{acc}"},
+            "spec": {
+                # xpk's super-slicing flavor: not the topology label, which on a dynamic-slicing node is its pool's
+                # (4x8x8, 8x16x16), not the partition's; a partition's state selects its nodes, healthy ones
+                "nodeLabels": {keys.accelerator: acc, keys.partition_state: HEALTHY_PARTITION},
+                "topologyName": name,
+                "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        }
+        for acc in dict.fromkeys(accelerator(p) for p in state.fleet.pods)  # one per accelerator, in pod order
+    ]
+    return [topology, *flavors, *pools]
+
+
+def _pool_flavors(state: FleetState, name: str, keys: LabelKeys, api: str) -> list[Doc]:
+    """A `ResourceFlavor` per accelerator and topology of the node pools `import k8s` recorded, selecting the labels
+    their nodes carry (`gke-tpu-accelerator` and `gke-tpu-topology`, as xpk's TPU flavors and GKE's nodeSelectors
+    do; a pool is one slice, so the topology picks whole slices), no `topologyName`: they have no partition level."""
+    kinds = dict.fromkeys(
+        (pool.accelerator, pool.shape.text)
+        for _, pool in sorted(state.k8s.node_pools.items(), key=lambda item: natural_key(item[0]))
+    )
+    return [
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": f"{name}-{acc}-{topology}"},
+            "spec": {
+                "nodeLabels": {keys.accelerator: acc, keys.topology: topology},
+                "tolerations": [{"key": TPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        }
+        for acc, topology in kinds
+    ]
