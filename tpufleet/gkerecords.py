@@ -27,6 +27,14 @@ class NodePoolSlice:
     # the cubes of its other nodes, which carry 4x4x4 partition ids (a pool partly relabelled): those nodes are
     # machines of named cubes of the free pool, so the pool no longer holds these cubes as an unplaced slice
     placed_cubes: tuple[str, ...] = ()
+    # the `gke-tpu-topology` values its nodes carry, as written, when not just the shape's text (`8x4x4` for a 4x4x8
+    # pool): a Kueue flavor selects the label as written (() for the shape's text, and in states written before)
+    topology: tuple[str, ...] = ()
+
+    @property
+    def topology_labels(self) -> tuple[str, ...]:
+        """The `gke-tpu-topology` values its nodes carry: as imported, else the shape's text."""
+        return self.topology or (self.shape.text,)
 
     @property
     def cubes(self) -> int:
@@ -51,7 +59,8 @@ class NodePoolSlice:
     def record(self) -> dict[str, object]:
         out: dict[str, object] = {"shape": self.shape.text, "accelerator": self.accelerator, "pod": self.pod}
         out["nodes"] = sorted(self.nodes, key=natural_key)  # as every list of names: node-9 before node-10
-        return out | ({"placed_cubes": list(self.placed_cubes)} if self.placed_cubes else {})
+        out |= {"placed_cubes": list(self.placed_cubes)} if self.placed_cubes else {}
+        return out | ({"topology": list(self.topology)} if self.topology else {})
 
 
 @dataclass

@@ -107,7 +107,9 @@ def plan_pools(
             continue
         accelerator = group[0].labels[keys.accelerator]
         placed = tuple(sorted(on_machines.get(pool, ()), key=natural_key))
-        out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group), placed)
+        written = tuple(sorted({n.labels[keys.topology] for n in group}))  # as a Kueue flavor must select it
+        written = () if written == (shape.text,) else written
+        out.slices[pool] = NodePoolSlice(shape, accelerator, pod, tuple(n.name for n in group), placed, written)
         troubles = ((n.name, node_trouble(n, mapping)) for n in group)
         out.troubled[pool] = [(name, *t) for name, t in troubles if t is not None]
         known = state.k8s.node_pools.get(pool)

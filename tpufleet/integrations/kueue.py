@@ -58,10 +58,13 @@ def kueue_topology(
 def _pool_flavors(state: FleetState, name: str, keys: LabelKeys, api: str) -> list[Doc]:
     """A `ResourceFlavor` per accelerator and topology of the node pools `import k8s` recorded, selecting the labels
     their nodes carry (`gke-tpu-accelerator` and `gke-tpu-topology`, as xpk's TPU flavors and GKE's nodeSelectors
-    do; a pool is one slice, so the topology picks whole slices), no `topologyName`: they have no partition level."""
+    do; a pool is one slice, so the topology picks whole slices), no `topologyName`: they have no partition level.
+    The topology is the label's value as the nodes write it (`8x4x4`, not the shape's `4x4x8`: a node selector
+    matches the text), so one shape written two ways is two flavors."""
     kinds = dict.fromkeys(
-        (pool.accelerator, pool.shape.text)
+        (pool.accelerator, topology)
         for _, pool in sorted(state.k8s.node_pools.items(), key=lambda item: natural_key(item[0]))
+        for topology in pool.topology_labels
     )
     return [
         {

@@ -116,6 +116,7 @@ def _decode_k8s(names: Doc) -> K8sNames:
             p["pod"],
             tuple(p["nodes"]),
             tuple(p.get("placed_cubes", ())),
+            tuple(p.get("topology", ())),  # absent from states written before it was kept
         )
         for name, p in names.get("node_pools", {}).items()
     }

@@ -108,7 +108,7 @@ def sub_block_doc(r: SubBlockRecord) -> Doc:
 
 def node_pool_doc(p: NodePoolSlice) -> Doc:
     out: Doc = {"shape": p.shape.text, "accelerator": p.accelerator, "pod": p.pod, "nodes": list(p.nodes)}
-    return with_set(out, placed_cubes=list(p.placed_cubes) or None)
+    return with_set(out, placed_cubes=list(p.placed_cubes) or None, topology=list(p.topology) or None)
 
 
 def journal_doc(e: JournalEntry) -> Doc:

@@ -155,8 +155,8 @@ def _check_k8s(names: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, st
 
 
 def _check_node_pools(pools: dict[str, Any], pods: dict[str, Any], pod_of: dict[str, str], file: str) -> None:
-    """Each unplaced node-pool slice is on a pod of the fleet, has a slice's shape, its placed cubes are cubes of
-    that pod, and no node is in two pools."""
+    """Each unplaced node-pool slice is on a pod of the fleet, has a slice's shape (its nodes' topology labels, as
+    written, are that shape), its placed cubes are cubes of that pod, and no node is in two pools."""
     from tpufleet.errors import BadInput
     from tpufleet.shapes import Shape, parse_dims, require_allocatable
 
@@ -168,6 +168,10 @@ def _check_node_pools(pools: dict[str, Any], pods: dict[str, Any], pod_of: dict[
             require_allocatable(Shape(parse_dims(pool["shape"])))
         except BadInput as exc:
             raise BadStateFile(file, f"k8s.node_pools.{name}.shape", pool["shape"], str(exc)) from None
+        for j, text in enumerate(pool.get("topology", [])):  # the shape as its nodes write it: its sides, any order
+            if parse_dims(text) != parse_dims(pool["shape"]):
+                problem = f"not the pool's shape {pool['shape']} (its sides in any order)"
+                raise BadStateFile(file, f"k8s.node_pools.{name}.topology.{j}", text, problem)
         for j, cube in enumerate(pool.get("placed_cubes", [])):
             if pod_of.get(cube) != pool["pod"]:
                 problem = f"no cube {cube} in {pool['pod']}"

@@ -55,6 +55,7 @@ _ORIGIN = {
 # Kubernetes names: a label value (at most 63 characters) for blocks and partitions, a DNS subdomain for nodes.
 _LABEL_VALUE = {"type": "string", "pattern": r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"}
 _NODE_NAME = {"type": "string", "maxLength": 253, "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z"}
+_TOPOLOGY_LABEL = {"type": "string", "pattern": r"^[1-9][0-9]{0,2}x[1-9][0-9]{0,2}x[1-9][0-9]{0,2}\Z"}
 _K8S = {
     "type": "object",
     "additionalProperties": False,
@@ -82,6 +83,8 @@ _K8S = {
                     "pod": _POD,
                     "nodes": {"type": "array", "items": _NODE_NAME, "uniqueItems": True},
                     "placed_cubes": {"type": "array", "items": _CUBE, "uniqueItems": True},
+                    # its nodes' `gke-tpu-topology` values as written, when not just the shape's text
+                    "topology": {"type": "array", "items": _TOPOLOGY_LABEL, "minItems": 1, "uniqueItems": True},
                 },
             },
         },
