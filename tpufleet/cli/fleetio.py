@@ -158,7 +158,8 @@ def export_kueue_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """A Kueue Topology (block, 4x4x4 partition, host) and a ResourceFlavor of the TPU nodes that uses it; for node
-    pools, a ResourceFlavor per accelerator and topology (alone, for a cluster of node pools only)."""
+    pools, a ResourceFlavor per accelerator and topology (alone, for a cluster of node pools only; per pool beside
+    partitions of its accelerator)."""
     from tpufleet.errors import BadInput
     from tpufleet.integrations import kueue
     from tpufleet.integrations.k8s import LABEL_VALUE
