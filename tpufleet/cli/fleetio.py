@@ -148,7 +148,12 @@ def _note_partial_cubes(cubes: list[str], plugin: str) -> None:
 def export_kueue_cmd(
     ctx: typer.Context,
     name: Annotated[
-        str, typer.Option("--name", help="Name of the Topology (the ResourceFlavor is NAME-ACCELERATOR)")
+        str,
+        typer.Option(
+            "--name",
+            help="Name of the Topology; the flavors are NAME-ACCELERATOR (partitions), NAME-ACCELERATOR-TOPOLOGY "
+            "(node pools) or NAME-nodepool-POOL-TOPOLOGY (pools beside partitions)",
+        ),
     ] = "tpufleet",
     mapping: LabelMappingOpt = None,
     api_version: Annotated[
