@@ -44,7 +44,11 @@ def _every_candidate(monkeypatch: pytest.MonkeyPatch, shape: Any, exp: Any, aliv
 
     with monkeypatch.context() as m:
         m.setattr(Skipping, "worth_making", lambda self, graph, variant: True)
-        m.setattr(cand, "routable_first", lambda ranked: [(rt, i) for _, rt, i in sorted(ranked, key=lambda r: r[0])])
+        m.setattr(
+            cand,
+            "routable_first",
+            lambda ranked, routable=False: [(rt, i) for _, rt, i in sorted(ranked, key=lambda r: r[0])],
+        )
         return cand.candidates(shape, exp, alive, "auto", 3)
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tpufleet.routing import dor
 from tpufleet.routing.analysis import RouteTables
+from tpufleet.routing.ceiling import Pruned, check
 from tpufleet.routing.dimension_orders import (
     all_orders,
     broken_first_alternating,
@@ -79,6 +80,7 @@ def _repair(
     order: Order = dor.DEFAULT_ORDER,
     balanced: bool = False,
     alternate: int | None = None,
+    ceiling: float | None = None,
 ) -> tuple[RouteTables, RouteInfo]:
     import numpy as np
 
@@ -100,6 +102,7 @@ def _repair(
 
                 paths = RingPaths(shape, order)
             start = base_load(P, L, alive, broken, shape, plain, paths)
+            check(ceiling, start, alive, broken, info["orders_used"])
             wild, left, load = wild_first(P, L, alive, broken, base=start, paths=paths)
             info["max_load"] = float(load.max())
             info["repaired_wild"] = int(len(broken) - len(left))
@@ -197,6 +200,7 @@ def candidates(
     max_vcs: int | None = None,
     thorough: bool = False,
     turned: bool = False,
+    ceiling: float | None = None,
 ) -> list[tuple[RouteTables, RouteInfo]]:
     """Table sets for the live graph `alive` of a slice whose healthy graph is `expected`, best first.
 
@@ -211,7 +215,9 @@ def candidates(
     form, whose tables are turned back onto the live graph, so no pre-leg trees (`routing.preleg`): their pre-legs
     keep off the canonical form's wraparounds, which turned back lie elsewhere, and the live graph's own are made
     whenever the turned tables do not fit (on 8x8x8 with x/3, y/5 and z/2 down they were made twice, 9.3 s of CPU
-    against 5.4 made once).
+    against 5.4 made once). `ceiling`: no wild-first candidate proved to reach it is made (`routing.ceiling`), so
+    the first that fits is the same whenever it is lighter than `ceiling` (untwisted tori, above the good-enough
+    load); the list may then be empty.
     """
     from tpufleet.routing.balanced import BALANCE_LIMIT
 
@@ -227,17 +233,20 @@ def candidates(
 
     singles, mixed, pairs = variants_of(shape, expected, alive, max_vcs, balance, thorough)
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
+    if shape.twisted or (ceiling is not None and ceiling <= good_enough):  # whether pairs are made; `lightest`
+        ceiling = None
     ranked: list[Ranked] = []
     skipping = Skipping(shape, expected)
     patterns = ocs_patterns(shape, expected, alive)
+    pruned: list[int] = []  # pairs left unroutable by each candidate not made (`ceiling`)
     for graph, note in [(alive, ""), *patterns]:
-        made = _made(shape, expected, alive, graph, note, singles, skipping)
+        made = _made(shape, expected, alive, graph, note, singles, skipping, (ceiling, pruned))
         # Decided per graph, from that graph's own tables: an optical link's candidates then include exactly
         # those its whole OCS's failure gets alone, so the link never routes worse than the OCS. Tables that
         # leave pairs unroutable are no answer, however light.
         if pairs and min((item[0][0] for item in made if not _left(item[2])), default=float("inf")) > good_enough:
-            made += _made(shape, expected, alive, graph, note, pairs, skipping)
-        ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping)
+            made += _made(shape, expected, alive, graph, note, pairs, skipping, (ceiling, pruned))
+        ranked += made + _made(shape, expected, alive, graph, note, mixed, skipping, (ceiling, pruned))
         if splits_apply(shape, expected, graph, max_vcs):
             ranked += split_made(shape, expected, alive, graph, note)
     if (
@@ -251,14 +260,14 @@ def candidates(
     ):
         lightest = min(ranked, key=lambda item: item[0])[1] if ranked else None  # its ring steps kept
         ranked += twisted_mesh_made(shape, expected, alive, lightest, MESH_GOOD if thorough else SPLIT_GOOD)
-    return routable_first(ranked)
+    return routable_first(ranked, 0 in pruned)
 
 
-def routable_first(ranked: list[Ranked]) -> list[tuple[RouteTables, RouteInfo]]:
-    """The candidates by rank; when one routes every pair, none that leaves pairs unroutable: however light, such
-    tables strand the pairs they leave, and ranked by load alone they came first (they carry fewer routes)."""
+def routable_first(ranked: list[Ranked], routable: bool = False) -> list[tuple[RouteTables, RouteInfo]]:
+    """The candidates by rank; when one routes every pair (`routable`: or one not made), none that leaves pairs
+    unroutable: however light, such tables strand the pairs they leave (ranked by load alone they came first)."""
     ranked = sorted(ranked, key=lambda item: item[0])
-    if any(not _left(info) for _, _, info in ranked):
+    if routable or any(not _left(info) for _, _, info in ranked):
         ranked = [item for item in ranked if not _left(item[2])]
     return [(rt, info) for _, rt, info in ranked]
 
@@ -329,10 +338,11 @@ def _made(
     note: str,
     variants: list[Variant],
     skipping: Skipping,
+    bound: tuple[float | None, list[int]] = (None, []),
 ) -> list[Ranked]:
     """Each variant's wild-first tables made for `graph` (the live graph, or an OCS's whole failure pattern),
     with its rank key (max all-to-all load, orders used) and how it was made; not those `skipping` finds would
-    be dropped."""
+    be dropped, nor those proved to reach the ceiling `bound[0]` (their pairs left added to `bound[1]`)."""
     from tpufleet.routing import steps
 
     out: list[Ranked] = []
@@ -342,7 +352,13 @@ def _made(
         if not skipping.worth_making(graph, variant):
             steps.advance("repair")
             continue
-        rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even, alternate)
+        try:
+            rt, info = _repair(shape, expected, graph, "wild-first", mixed, penalty, order, even, alternate, bound[0])
+        except Pruned as heavy:
+            skipping.made(heavy.left)
+            steps.advance("repair")
+            bound[1].extend([heavy.left] if mixed is None or heavy.orders_used > 1 else [])  # as it would be ranked
+            continue
         skipping.made(_left(info))
         steps.advance("repair")
         if mixed is not None and info["orders_used"] == 1:

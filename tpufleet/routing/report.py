@@ -161,9 +161,32 @@ def _with_own_where_poor(
     kept = kept_at_most(shape, alive, healthy)
     if kept is None or healthy / kept >= MADE_AS_IS_BELOW * _a2a(turned):
         return turned
-    own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
+    own = _made_lighter(shape, expected, alive, traffics, max_vcs, thorough, _a2a(turned) if PRUNE else None)
+    if own is None:
+        return turned
     fitting = own.summary["deadlock_free"] and (max_vcs is None or own.summary["vcs"] <= max_vcs)
     return own if fitting and _a2a(own) < _a2a(turned) else turned
+
+
+PRUNE = True  # `_with_own_where_poor` makes no candidate proved to reach the turned tables' load (tests compare)
+
+
+def _made_lighter(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    thorough: bool,
+    ceiling: float | None,
+) -> RouteReport | None:
+    """`_made_for`'s `auto` tables of the live graph as it is, whenever they carry all-to-all below `ceiling` (the
+    candidates proved to reach it are not made: `routing.ceiling`); otherwise they may be others, or None."""
+    from tpufleet.routing.candidates import candidates
+
+    relieving = len(expected) <= RELIEVE_LIMIT and bool((alive != expected).any())  # relieves the fitting ones
+    options = candidates(shape, expected, alive, "auto", max_vcs, thorough, ceiling=None if relieving else ceiling)
+    return _kept(shape, expected, alive, "auto", traffics, max_vcs, options) if options else None
 
 
 def _with_whole_ocs(
@@ -240,6 +263,19 @@ def _made_for(
     if not deadlock_check:
         rt, info = options[0]
         return report_of(shape, expected, traffics, False, algorithm, rt, info, analyze(rt, deadlock=False))
+    return _kept(shape, expected, alive, algorithm, traffics, max_vcs, options)
+
+
+def _kept(
+    shape: Shape,
+    expected: ChipGraph,
+    alive: ChipGraph,
+    algorithm: str,
+    traffics: Sequence[str],
+    max_vcs: int | None,
+    options: list[tuple[RouteTables, RouteInfo]],
+) -> RouteReport:
+    """The report of the first of the ranked `options` that fits `max_vcs` (else the leanest), relieved."""
     # Relieving makes routes non-minimal: never on a healthy slice, whose tables stay the minimal ones.
     relieving = algorithm == "auto" and len(expected) <= RELIEVE_LIMIT and bool((alive != expected).any())
     kept, fitting = first_fitting(options, max_vcs, relieving)
