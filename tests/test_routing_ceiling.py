@@ -96,3 +96,34 @@ def test_unroutable_candidates_are_dropped_when_only_a_skipped_one_routes_every_
     ranked = [((1.0, 1), object(), info)]
     assert cand.routable_first(ranked, routable=True) == []  # type: ignore[arg-type]
     assert len(cand.routable_first(ranked)) == 1  # type: ignore[arg-type]
+
+
+def _link(alive, shape, dim: str, index: int, nth: int) -> None:
+    """Take down the `nth` link of OCS `dim`/`index` (both directions), as a link fault does."""
+    _, pattern = ocs_failure(shape, dim, index)
+    d = "xyz".index(dim)
+    chip = np.flatnonzero(pattern[:, 2 * d] < 0)[nth]
+    alive[alive[chip, 2 * d], 2 * d + 1] = -1
+    alive[chip, 2 * d] = -1
+
+
+def test_a_whole_ocs_pattern_skips_candidates_no_lighter_than_the_answer_so_far(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """x/3 and a link each of z/7 and y/2 down: the live graph's own tables carry 2400; the pattern of all three OCS
+    is made as it is beside its turned tables (2507), and only tables lighter than 2400 could still change the
+    answer, so all six of its order pairs (repairs starting at 2416-2528) are skipped, not only the four starting at
+    2507 or more. The same answer as with every candidate made."""
+    shape, expected, alive = _down(("x", 3))
+    _link(alive, shape, "z", 7, 9)
+    _link(alive, shape, "y", 2, 5)
+    made = {}
+    for prune in (False, True):
+        monkeypatch.setattr(report, "PRUNE", prune)
+        report._forms_made.cache_clear()
+        repairs = _repairs(monkeypatch)
+        made[prune] = (evaluate(shape, expected, alive, "auto", TRAFFICS, max_vcs=3), len(repairs))
+        monkeypatch.undo()
+    (without, every), (with_ceiling, fewer) = made[False], made[True]
+    assert _same(without, with_ceiling) and without.summary["max_link_load"]["all-to-all"] == 2400
+    assert every - fewer == 6

@@ -82,7 +82,8 @@ def _turned_or_made(
     traffics: Sequence[str],
     max_vcs: int | None,
     thorough: bool = False,
-    seen: dict[bytes, RouteReport] | None = None,
+    seen: dict[bytes, tuple[float, RouteReport]] | None = None,
+    below: float = float("inf"),
 ) -> RouteReport:
     """`evaluate` of `auto` tables checked for deadlock: the fault's canonical form's tables turned back
     (`_turned`), else the best candidate made as it is; then a whole OCS's pattern's tables instead where they
@@ -91,18 +92,20 @@ def _turned_or_made(
 
     `seen`: the answers already made in this evaluation, by live graph. Patterns reach the same graph many ways
     (links of OCS a, b and c: expanding a then b, or b then a, or all three at once): each of the 2^k graphs of k
-    OCS is made once, not once per path (3 links of 3 OCS on 8x8x8: 8 graphs made, not 20)."""
+    OCS is made once, not once per path (3 links of 3 OCS on 8x8x8: 8 graphs made, not 20). `below`: the caller
+    keeps only an answer lighter than this; one that is not may be another not lighter either (`_with_own_where_poor`
+    skips candidates); a seen answer serves any `below` up to the one it was made for."""
     seen = {} if seen is None else seen
     key = alive.tobytes()
-    if key not in seen:
+    if key not in seen or seen[key][0] < below:
         own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit thorough lifts
         if own is None:
             own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
         elif "all-to-all" in traffics and _whole_ocs(shape, expected, alive):  # the live graph's own may be lighter
             own = _with_pre_legs(shape, expected, alive, traffics, max_vcs, own)
-            own = _with_own_where_poor(shape, expected, alive, traffics, max_vcs, own, thorough)
-        seen[key] = _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own, seen)
-    return seen[key]
+            own = _with_own_where_poor(shape, expected, alive, traffics, max_vcs, own, thorough, below)
+        seen[key] = (below, _with_whole_ocs(shape, expected, alive, traffics, max_vcs, own, seen, below))
+    return seen[key][1]
 
 
 def _whole_ocs(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> bool:
@@ -140,6 +143,7 @@ def _with_pre_legs(
 
 # of the cut bound: turned tables of whole OCS down that keep less are checked against the live graph's own
 MADE_AS_IS_BELOW = 0.92
+PRUNE = True  # `_with_own_where_poor` makes no candidate proved to reach the turned tables' load (tests compare)
 
 
 def _with_own_where_poor(
@@ -150,25 +154,25 @@ def _with_own_where_poor(
     max_vcs: int | None,
     turned: RouteReport,
     thorough: bool,
+    below: float = float("inf"),
 ) -> RouteReport:
     """`turned`, or the tables made for the live graph as it is where the turned ones keep less than
     MADE_AS_IS_BELOW of the cut bound and those are lighter. Which image of a fault routes well is luck (the
     repairs name dimensions and directions): 8x8x16 with x/5 and z/5 down carries 2477 in its canonical form and
-    2214 as it is (cut bound 2184.53). Whole OCS down, all-to-all reported (the caller's condition)."""
+    2214 as it is (cut bound 2184.53). Whole OCS down, all-to-all reported (the caller's condition). Candidates
+    proved to reach `turned`'s load or `below` are not made: the same answer wherever it is lighter than `below`."""
     from tpufleet.routing.optimum import kept_at_most
 
     healthy = float(turned.summary["healthy_max_link_load"]["all-to-all"])
     kept = kept_at_most(shape, alive, healthy)
     if kept is None or healthy / kept >= MADE_AS_IS_BELOW * _a2a(turned):
         return turned
-    own = _made_lighter(shape, expected, alive, traffics, max_vcs, thorough, _a2a(turned) if PRUNE else None)
+    ceiling = min(_a2a(turned), below) if PRUNE else None
+    own = _made_lighter(shape, expected, alive, traffics, max_vcs, thorough, ceiling)
     if own is None:
         return turned
     fitting = own.summary["deadlock_free"] and (max_vcs is None or own.summary["vcs"] <= max_vcs)
     return own if fitting and _a2a(own) < _a2a(turned) else turned
-
-
-PRUNE = True  # `_with_own_where_poor` makes no candidate proved to reach the turned tables' load (tests compare)
 
 
 def _made_lighter(
@@ -196,7 +200,8 @@ def _with_whole_ocs(
     traffics: Sequence[str],
     max_vcs: int | None,
     own: RouteReport,
-    seen: dict[bytes, RouteReport],
+    seen: dict[bytes, tuple[float, RouteReport]],
+    below: float = float("inf"),
 ) -> RouteReport:
     """`own`, or the tables a whole OCS's failure pattern containing the dead optical links gets on its own, when
     they carry all-to-all with a lower maximum load: they never use a link the pattern lacks, so they serve the
@@ -209,7 +214,7 @@ def _with_whole_ocs(
     if "all-to-all" not in best.summary["max_link_load"] or patterns_combined(shape, len(expected)):
         return best  # no canonical form: the live graph's candidates already hold each pattern's own tables
     for graph, _ in ocs_patterns(shape, expected, alive):
-        other = _as_the_pattern_gets(shape, expected, graph, alive, traffics, max_vcs, seen)
+        other = _as_the_pattern_gets(shape, expected, graph, alive, traffics, max_vcs, seen, min(below, _a2a(best)))
         if other is not None and _a2a(other) < _a2a(best):
             best = other
     return best
@@ -222,7 +227,8 @@ def _as_the_pattern_gets(
     alive: ChipGraph,
     traffics: Sequence[str],
     max_vcs: int | None,
-    seen: dict[bytes, RouteReport],
+    seen: dict[bytes, tuple[float, RouteReport]],
+    below: float = float("inf"),
 ) -> RouteReport | None:
     """The tables a whole OCS's failure `pattern` gets on its own (its canonical form included), on the live
     graph `alive` (they never use a link the pattern lacks); None when they do not route every pair within
@@ -233,7 +239,7 @@ def _as_the_pattern_gets(
     made again."""
     import dataclasses
 
-    made = _turned_or_made(shape, expected, pattern, traffics, max_vcs, seen=seen)
+    made = _turned_or_made(shape, expected, pattern, traffics, max_vcs, seen=seen, below=below)
     if made.summary["unroutable_pairs"] or not fits(made.analysis, max_vcs):
         return None
     tables = dataclasses.replace(made.tables, nbr=alive)
