@@ -52,3 +52,10 @@ def test_until_a_date_takes_that_whole_day(cli):
 def test_until_in_words_is_told_the_date_to_its_end(cli):
     line = one_line(cli("goodput-report", LOG, "--until", "yesterday", state=False), 2)
     assert "--until" in line and "(to its end)" in line
+
+
+def test_until_the_bounds_last_date_is_taken_to_the_bound(cli):
+    # 2200-01-01 is inside the logs' bounds (1970-01-01 .. 2200-01-01): its day runs to the bound, not past it
+    assert _fleet(cli, "--until", "2200-01-01") == _fleet(cli)
+    r = cli("goodput-report", LOG, "--until", "2200-01-02", state=False)
+    assert r.code == 2 and "--until" in r.err

@@ -73,7 +73,8 @@ def option_time(value: str, option: str, end: bool = False) -> float:
     """A time given as a command-line option, as POSIX seconds: POSIX seconds or an ISO time with its zone (as in
     the logs), or what operators type elsewhere (a date, an ISO time in UTC, an age such as 7d;
     tpufleet.timeparse). With `end` (an --until), a date runs to its day's end (its last moment, 23:59:59.999999,
-    as `history` and `faults` read it). The logs' bounds apply to every form. BadInput naming the option."""
+    as `history` and `faults` read it; 2200-01-01, the bounds' last day, to their end). The logs' bounds apply to
+    every form. BadInput naming the option."""
     try:
         return parse_time(value, option, 0, "value")
     except BadRecord as exc:
@@ -83,6 +84,8 @@ def option_time(value: str, option: str, end: bool = False) -> float:
     if first.problem.startswith("outside") or _looks_numeric(value):  # the form was right, the value is not
         raise BadInput(f"bad option {option} {shown(value)}: {first.problem}") from None
     moment = operator_time(value, option, end=end).timestamp()
+    if end and moment > MAX_TIME >= operator_time(value, option).timestamp():  # the bounds' own last day
+        return MAX_TIME
     try:
         return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
     except BadRecord as exc:
