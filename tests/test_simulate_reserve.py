@@ -234,3 +234,13 @@ def test_multislice_jobs_backfill_without_sharing_a_machine(monkeypatch, tmp_pat
     assert clashes == []
     assert sim.stats.reservations > 5 and sim.stats.backfilled > 50
     assert any(j.slices > 1 and j.first_start is not None for j in sim.jobs)
+
+
+def test_no_job_counts_as_backfilled_behind_a_head_no_running_job_makes_room_for(cli):
+    # a static pod under a hundred times the faults: the heads' boxes are held by faults, so no running job's end
+    # makes room for them and none gets a reservation; the jobs behind them start as they fit, backfilled around
+    # no reservation
+    args = ("--days", "2", "--mode", "static", "--fault-scale", "100", "--scheduler", "reserve", "-o", "json")
+    r = cli("simulate-fleet", *args, state=False)
+    assert r.code == 0, r.err
+    assert r.json["reservations"] == {"made": 0, "late": 0, "backfilled": 0}

@@ -80,7 +80,7 @@ class Scheduler:
                 continue
             slices = self._place(job, t) if head is None else self._backfill(job, t, head, kind)
             if slices:
-                self._start(job, slices, t, backfill=head is not None)
+                self._start(job, slices, t, backfill=head is not None and math.isfinite(head.shadow))
                 placed = True
                 hopeless.clear()
                 if head is not None:
