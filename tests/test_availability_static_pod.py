@@ -85,3 +85,10 @@ def test_the_table_names_the_pod_and_its_exact_zero(cli: Any) -> None:
     r = cli("simulate-availability", "--static-pod", "tpu-v3", "--cubes", "16,17", "--trials", "100", state=False)
     assert r.code == 0, r.err
     assert "static tpu-v3 [MC 95% CI]" in r.out and "larger than the tpu-v3 pod" in r.out
+
+
+def test_a_size_larger_than_the_pod_has_no_monte_carlo_interval(cli: Any) -> None:
+    # no box of the pod holds it: 0 whatever the draws, so its interval is [0, 0], not the Wilson interval of 0
+    # successes, which reads as a chance of up to 0.0019 at 2,000 trials
+    rows = _json(cli, "--cubes", "17,64", "--static-pod", "tpu-v3")["results"]
+    assert [(row["static"], row["static_ci"]) for row in rows] == [(0.0, [0.0, 0.0])] * 2

@@ -329,7 +329,8 @@ def report(
 
 def _static_fields(k: int, p: float, successes: int, trials: int, static_pod: TorusPod | None) -> dict[str, Any]:
     """A size's static values: the twin's boxes in cubes (`2x2x4`), another pod's as its slices' chips (`16x32`);
-    exact where only the whole pod holds the job (every host up) or none does (0: the pod is smaller)."""
+    exact where only the whole pod holds the job (every host up) or none does (0: the pod is smaller, an interval
+    of [0, 0]: no Monte Carlo draw decides it)."""
     from tpufleet import static_torus
 
     if static_pod is None:
@@ -341,9 +342,10 @@ def _static_fields(k: int, p: float, successes: int, trials: int, static_pod: To
         boxes, shapes = list(host_boxes), static_torus.chip_shapes(static_pod, host_boxes)
         hosts = whole = static_pod.hosts
     out: dict[str, Any] = {"static_boxes": shapes}
-    if not boxes:
-        out["static"], out["static_method"] = 0.0, "exact"
-    elif all(math.prod(b) == whole for b in boxes):  # only the whole pod holds it (the twin: 49-64 cubes)
+    if not boxes:  # no draw decides it: the interval is the value
+        out["static"], out["static_method"], out["static_ci"] = 0.0, "exact", [0.0, 0.0]
+        return out
+    if all(math.prod(b) == whole for b in boxes):  # only the whole pod holds it (the twin: 49-64 cubes)
         out["static"], out["static_method"] = float(p**hosts), "exact"
     else:
         out["static"], out["static_method"] = float(successes / trials), "monte-carlo"
