@@ -244,3 +244,34 @@ def test_no_job_counts_as_backfilled_behind_a_head_no_running_job_makes_room_for
     r = cli("simulate-fleet", *args, state=False)
     assert r.code == 0, r.err
     assert r.json["reservations"] == {"made": 0, "late": 0, "backfilled": 0}
+
+
+def test_an_elastic_job_takes_a_slice_back_beside_a_head_without_a_reservation(monkeypatch):
+    """Static pods under fifty times the faults: heads whose room a fault holds get no reservation (no running job's
+    end makes room for them), so no room is kept free for them and an elastic job short of slices takes one back
+    wherever it fits, as the jobs behind such a head start wherever they fit."""
+    from pathlib import Path
+
+    refused: list[str] = []
+    leaves = scheduler.Scheduler._regrow_leaves_room
+
+    def recorded(self, job, head, beside):
+        ok = leaves(self, job, head, beside)
+        stuck = not ok and head.shadow == float("inf")  # a slice found is then refused for no reservation
+        if stuck and self.placement.find(job.shape, self.rerouting(job), True, beside) is not None:
+            refused.append(job.id)
+        return ok
+
+    monkeypatch.setattr(scheduler.Scheduler, "_regrow_leaves_room", recorded)
+    rates = load_rates(None)
+    rates = dataclasses.replace(
+        rates,
+        host_per_day=rates.host_per_day * 50,
+        link_per_day=rates.link_per_day * 50,
+        ocs_per_day=rates.ocs_per_day * 50,
+    )
+    workload = load_workload(Path(__file__).parent.parent / "fixtures" / "multislice-workload.yaml")
+    sim = Simulator(workload, rates, Options(days=3, seed=2, pods=2, scheduler="reserve", mode="static"))
+    sim.simulate()
+    assert refused == []
+    assert sim.scheduler.slices_regained >= 1

@@ -62,7 +62,10 @@ def leaves_room(
     placement: Placement, reservation: Reservation, running: Iterable[Job], plus: Collection[Allocation]
 ) -> bool:
     """Whether the head would still fit at its shadow time, every running job predicted to end by then gone, with
-    the allocations `plus` held as well."""
+    the allocations `plus` held as well. Always, with no shadow time: no running job's end makes room for the head
+    (a fault holds it), so no room is reserved."""
     head, shadow = reservation.job, reservation.shadow
+    if math.isinf(shadow):
+        return True
     ending = [j.id for j in running if j.expected_end <= shadow]
     return placement.would_fit(head.shape, reservation.rerouting, ending, head.displaced, plus)
