@@ -6,6 +6,7 @@ that room free. The head starts no later than its shadow time unless a fault or 
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -236,14 +237,38 @@ def test_multislice_jobs_backfill_without_sharing_a_machine(monkeypatch, tmp_pat
     assert any(j.slices > 1 and j.first_start is not None for j in sim.jobs)
 
 
-def test_no_job_counts_as_backfilled_behind_a_head_no_running_job_makes_room_for(cli):
-    # a static pod under a hundred times the faults: the heads' boxes are held by faults, so no running job's end
-    # makes room for them and none gets a reservation; the jobs behind them start as they fit, backfilled around
-    # no reservation
+def test_a_job_waiting_on_a_repair_holds_no_room_and_the_next_job_blocked_is_the_head(cli, monkeypatch):
+    """A static pod under a hundred times the faults: some jobs' boxes are held by faults, so no running job's end
+    makes room for them. Such a job holds no room (as Slurm passes over a job no node can run now): the next job
+    that cannot start gets the reservation, and only jobs behind a reservation count as backfilled."""
+    calls: list[tuple[str, int, float] | None] = []  # None marks the start of a pass over the queue
+    heads: list[float] = []
+    real_reserve, real_backfill, real_pass = reserve, scheduler.Scheduler._backfill, scheduler.Scheduler._pass
+
+    def recorded_reserve(placement, head, rerouting, running):
+        found = real_reserve(placement, head, rerouting, running)
+        calls.append((head.id, head.runs, found.shadow))
+        return found
+
+    def recorded_backfill(self, job, t, head, kind):
+        heads.append(head.shadow)
+        return real_backfill(self, job, t, head, kind)
+
+    def recorded_pass(self, t):
+        calls.append(None)
+        return real_pass(self, t)
+
+    monkeypatch.setattr(scheduler, "reserve", recorded_reserve)
+    monkeypatch.setattr(scheduler.Scheduler, "_backfill", recorded_backfill)
+    monkeypatch.setattr(scheduler.Scheduler, "_pass", recorded_pass)
     args = ("--days", "2", "--mode", "static", "--fault-scale", "100", "--scheduler", "reserve", "-o", "json")
     r = cli("simulate-fleet", *args, state=False)
     assert r.code == 0, r.err
-    assert r.json["reservations"] == {"made": 0, "late": 0, "backfilled": 0}
+    passes = "".join("|" if c is None else ("i" if math.isinf(c[2]) else "f") for c in calls).split("|")
+    assert any("if" in p for p in passes), passes  # passed over one waiting on a repair, then reserved for the next
+    assert heads and all(math.isfinite(h) for h in heads)  # no job behind a head that holds no room
+    made = {(job, runs) for job, runs, shadow in filter(None, calls) if math.isfinite(shadow)}
+    assert r.json["reservations"]["made"] == len(made)
 
 
 def test_an_elastic_job_takes_a_slice_back_beside_a_head_without_a_reservation(monkeypatch):

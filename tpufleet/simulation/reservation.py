@@ -1,6 +1,8 @@
 """EASY backfill (the `reserve` scheduler policies): the reservation held by the job at the head of the queue.
 
-The head is the first single-slice job in queue order that cannot start now (nor by preempting). Its shadow time is
+The head is the first single-slice job in queue order that cannot start now (nor by preempting) and that some
+running job's end makes room for (one waiting on a repair holds no room: the scheduler passes over it). Its shadow
+time is
 the earliest running job's predicted end (`Job.expected_end`) by which the jobs ending free room for it: the
 placement is asked, through the same allocator and cross-connect planning as a start, whether it would fit with
 those jobs gone (in an OCS pod any free healthy cubes can form the slice, wired through the OCS). A job behind the
@@ -62,10 +64,7 @@ def leaves_room(
     placement: Placement, reservation: Reservation, running: Iterable[Job], plus: Collection[Allocation]
 ) -> bool:
     """Whether the head would still fit at its shadow time, every running job predicted to end by then gone, with
-    the allocations `plus` held as well. Always, with no shadow time: no running job's end makes room for the head
-    (a fault holds it), so no room is reserved."""
+    the allocations `plus` held as well."""
     head, shadow = reservation.job, reservation.shadow
-    if math.isinf(shadow):
-        return True
     ending = [j.id for j in running if j.expected_end <= shadow]
     return placement.would_fit(head.shape, reservation.rerouting, ending, head.displaced, plus)

@@ -80,7 +80,7 @@ class Scheduler:
                 continue
             slices = self._place(job, t) if head is None else self._backfill(job, t, head, kind)
             if slices:
-                self._start(job, slices, t, backfill=head is not None and math.isfinite(head.shadow))
+                self._start(job, slices, t, backfill=head is not None)
                 placed = True
                 hopeless.clear()
                 if head is not None:
@@ -100,10 +100,14 @@ class Scheduler:
         self.runner.start(job, slices[0], t, slices[1:])
         self.joined(job, t)
 
-    def _reserve(self, job: Job) -> Reservation:
-        """The head's reservation; the first shadow time of each of its runs is kept (`reserved`)."""
+    def _reserve(self, job: Job) -> Reservation | None:
+        """The head's reservation; the first shadow time of each of its runs is kept (`reserved`). None when no
+        running job's end makes room for it (it waits on a repair, as Slurm passes over a job no node can run now):
+        it holds no room, and the next job that cannot start may be the head."""
         head = reserve(self.placement, job, self.rerouting(job), self.runner.running.values())
-        if math.isfinite(head.shadow) and (job.id, job.runs) not in self.reserved:
+        if not math.isfinite(head.shadow):
+            return None
+        if (job.id, job.runs) not in self.reserved:
             self.reserved[job.id, job.runs] = head.shadow
             self.stats.reservations += 1
         return head
