@@ -280,7 +280,7 @@ def test_a_slice_with_stale_tables_is_flagged_in_the_jobs_table(cli):
     assert r.code == 0, r.err
     rows = {line.split()[0]: line for line in r.out.splitlines() if line.startswith("S-")}
     assert "stored, STALE" in rows["S-1"] and "STALE" not in rows["S-0"]
-    assert "run tpufleet routes S-1" in r.out
+    assert "run `tpufleet routes S-1`" in r.out
     j = cli("collective", "S", "--op", "all-reduce", "--bytes", "1GiB", "-o", "json").json
     assert [s["tables"].get("stale", False) for s in j["per_slice"]] == [False, True]
 
