@@ -254,6 +254,29 @@ def test_bad_notices_exit_2(running, tmp_path, doc, said):
 
 
 @pytest.mark.parametrize(
+    ("target", "meant"),
+    [
+        ("c05", "did you mean cube:c05?"),
+        ("cube:c5", "did you mean cube:c05?"),
+        ("CUBE:C05", "did you mean cube:c05?"),
+        ("host:c05/3", "did you mean cube:c05? (a notice drains a whole cube)"),
+        ("link:c05/x/1/in", "did you mean cube:c05? (a notice drains a whole cube)"),
+        ("c999", None),
+        ("ocs:pod0/x/1", None),
+    ],
+)
+def test_a_notice_target_naming_a_cube_another_way_is_told_the_cube(running, tmp_path, target, meant):
+    """A notice's target typed as `c05` (its kind left out) was told "'c05' is not a cube of the fleet": c05 is one.
+    As every id typed another way, it is refused naming the cube it may mean; a part of a cube names its cube."""
+    before = snapshot(running.state)
+    doc = [{"target": target, "window_start": "2026-07-01T09:00:00Z", "window_end": "2026-07-01T10:00:00Z"}]
+    r = running("plan-maintenance", "--notices", write(tmp_path, doc))
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert (meant in r.err) if meant else ("did you mean" not in r.err), r.err
+    assert snapshot(running.state) == before
+
+
+@pytest.mark.parametrize(
     ("line", "said"),
     [
         (

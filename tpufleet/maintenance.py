@@ -114,8 +114,28 @@ def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str], sub_bloc
             if sub_blocks
             else "(a sub-block's name needs `tpufleet import reservation --apply` first)"
         )
-        raise BadInput(f"{where}: field target: {_typed(target)} is not a cube of the fleet (cube:cNN) {known}")
+        raise BadInput(
+            f"{where}: field target: {_typed(target)} is not a cube of the fleet (cube:cNN) {known}"
+            f"{_meant_cube(target, cubes)}"
+        )
     return cube
+
+
+def _meant_cube(target: object, cubes: Sequence[str]) -> str:
+    """For a refused notice target: `; did you mean cube:c05?` when it names a cube of the fleet another way (`c05`,
+    `cube:c5`, `CUBE:C05`) or a part of one (`host:c05/3`: a notice drains the whole cube); else nothing.
+
+    >>> _meant_cube("c05", ["c05"]), _meant_cube("host:c05/3", ["c05"]), _meant_cube("c99", ["c05"])
+    ('; did you mean cube:c05?', '; did you mean cube:c05? (a notice drains a whole cube)', '')
+    """
+    from tpufleet.ids import CubeId, OcsId, near_id, parse_target
+
+    near = near_id(target) if isinstance(target, str) else None
+    meant = parse_target(near) if near is not None else None
+    if meant is None or isinstance(meant, OcsId) or meant.cube not in cubes:
+        return ""
+    whole = "" if isinstance(meant, CubeId) else " (a notice drains a whole cube)"
+    return f"; did you mean cube:{meant.cube}?{whole}"
 
 
 def _notice(item: Any, where: str, cubes: Sequence[str], sub_blocks: Mapping[str, str]) -> Notice:
