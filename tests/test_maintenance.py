@@ -226,7 +226,12 @@ def test_markdown_runbook(running, tmp_path):
             [{"target": "cube:c01", "window_start": "2026-07-01T09:00:00Z", "window_end": "2026-07-01T08:00:00Z"}],
             "field window_end",
         ),
-        ([{"target": "cube:c01", "window_start": "2026-07-01T09:00:00Z"}], "field window_end: None"),
+        ([{"target": "cube:c01", "window_start": "2026-07-01T09:00:00Z"}], "field window_end: is required"),
+        ([{"window_start": "2026-07-01T09:00:00Z", "window_end": "2026-07-01T10:00:00Z"}], "field target: is required"),
+        (
+            [{"target": "cube:c01", "window_start": None, "window_end": "2026-07-01T10:00:00Z"}],
+            "field window_start: None is not",
+        ),
         (
             [
                 {

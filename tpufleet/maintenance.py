@@ -90,7 +90,8 @@ def _typed(value: object) -> str:
 
 
 def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
-    value = item.get(key)  # text, quoted or not: the YAML reader leaves times as text (`inputfiles.load_yaml`)
+    _required(item, key, where)
+    value = item[key]  # text, quoted or not: the YAML reader leaves times as text (`inputfiles.load_yaml`)
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
         raise BadInput(f"{where}: field {key}: {_typed(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
@@ -101,10 +102,17 @@ def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
     return moment
 
 
+def _required(item: Mapping[str, Any], key: str, where: str) -> None:
+    """A field left out is named as required, as every input file's is; one holding null shows its value."""
+    if key not in item:
+        raise BadInput(f"{where}: field {key}: is required")
+
+
 def _cube_of(item: Mapping[str, Any], where: str, cubes: Sequence[str], sub_blocks: Mapping[str, str]) -> str:
     """The cube a notice's target names: `cube:cNN`, or a reservation sub-block's name (as Compute Engine's
     maintenance notices name it) that the state's reservation maps to a cube."""
-    target = item.get("target")
+    _required(item, "target", where)
+    target = item["target"]
     if isinstance(target, str) and target in sub_blocks:
         return sub_blocks[target]
     cube = target[5:] if isinstance(target, str) and target.startswith("cube:") else None
