@@ -128,3 +128,19 @@ def test_the_items_under_an_error_line_suggest_commands_on_the_same_fleet(capsys
         "tpufleet: error: the plan does not meet its notices",
         "  wave 1: slice a: run `tpufleet --state /srv/fleet explain a`",
     ]
+
+
+def test_suspects_quarantine_commands_carry_the_state_and_run_on_it(cli, tmp_path):
+    """`suspects`' quarantine commands, each on a line of its own, were printed without the --state given: copied,
+    they ran on another fleet. Each carries it now, and runs as printed."""
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    for _ in range(3):
+        assert _cli(cli, state, "inject-fault", "host:c05/2").code == 0
+        assert _cli(cli, state, "clear-fault", "host:c05/2").code == 0
+    r = _cli(cli, state, "suspects")
+    lines = r.out.splitlines()
+    commands = lines[lines.index("to quarantine:") + 1 :]
+    assert r.code == 0 and commands, r.out
+    assert all(c.startswith(f"tpufleet --state {state} inject-fault ") for c in commands), commands
+    assert cli(*shlex.split(commands[0])[1:], state=False).code == 0

@@ -21,6 +21,8 @@ def on_this_state(text: str, state: str | None) -> str:
     "next: tpufleet --state '/srv/my fleet' routes s1  (`tpufleet --state '/srv/my fleet' explain s1`)"
     >>> on_this_state("run `tpufleet routes s1`", "postgresql://ops:s3cret@db/fleet")  # the password left out
     'run `tpufleet --state postgresql://ops@db/fleet routes s1`'
+    >>> on_this_state("to quarantine:\\ntpufleet inject-fault host:c00/1 --planned", "d")  # a line of commands
+    'to quarantine:\\ntpufleet --state d inject-fault host:c00/1 --planned'
     >>> on_this_state("locked by pid 7 (tpufleet routes s1); see /opt/tpufleet status", "d")  # described: left
     'locked by pid 7 (tpufleet routes s1); see /opt/tpufleet status'
     """
@@ -34,14 +36,16 @@ def on_this_state(text: str, state: str | None) -> str:
 
 @functools.cache
 def _suggested() -> re.Pattern[str]:
-    """`tpufleet ` where it starts a suggested command: after `next: `, a backtick or `run `, and before one of the
-    tool's command names (a command already given `--state` is left as it is; a command described, such as the
-    lock holder's `(tpufleet import ...)`, is not a suggestion)."""
+    """`tpufleet ` where it starts a suggested command: after `next: `, a backtick or `run `, or at the start of a
+    line (`suspects`' quarantine commands, one a line), and before one of the tool's command names (a command
+    already given `--state` is left as it is; a command described, such as the lock holder's
+    `(tpufleet import ...)`, is not a suggestion)."""
     from tpufleet.cli.app import app
 
     names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     words = "|".join(sorted((re.escape(n) for n in names if n), key=len, reverse=True))
-    return re.compile(rf"(?:(?<=next: )|(?<=`)|(?<=run ))tpufleet (?=(?:{words})(?:[\s`'\")]|$))", re.MULTILINE)
+    starts = r"(?:^|(?<=next: )|(?<=`)|(?<=run ))"
+    return re.compile(rf"{starts}tpufleet (?=(?:{words})(?:[\s`'\")]|$))", re.MULTILINE)
 
 
 def say(line: str) -> None:
