@@ -102,17 +102,19 @@ def allocate(
     pod: str | None = None,
     cubes: Sequence[str] | None = None,
     wirable: Wirable = "ports",
+    holders: Mapping[str, str] | None = None,
 ) -> Allocation:
     """Cubes for the shape: the given ones, else the first free ones of the first pod that has enough that can be
     wired (`wirable`: "ports" skips cubes with a failed or drained optical link, which `plan-xconnect` refuses;
     "ports+ocs", for a slice without fault-tolerant routing, also tries pods with every OCS up first: one with an
     OCS down can take it, but it waits for the repair to be wired; "pool" only asks that cubes be in the pool, for
-    a caller that judges the wiring itself, as the fleet simulation does)."""
+    a caller that judges the wiring itself, as the fleet simulation does). `holders`: for a given cube already held,
+    who holds it (`held by slice a`), as the refusal names it."""
     require_allocatable(shape)
     if pod is not None:
         pod = known_pod(fleet, pod)
     if cubes:
-        return _take_given(shape, fleet, used, health, pod, cubes)
+        return _take_given(shape, fleet, used, health, pod, cubes, holders or {})
     pods = fitting_pods(shape, [fleet.pod_by_name[pod]] if pod else list(fleet.pods))
     if shape.is_subcube:
         return _best_fit_subcube(shape, pods, used, health)
@@ -193,7 +195,13 @@ def _cubes_by_pod(fleet: Fleet, cubes: Sequence[str], pod: str | None) -> str:
 
 
 def _take_given(
-    shape: Shape, fleet: Fleet, used: MachineUsage, health: Health, pod: str | None, cubes: Sequence[str]
+    shape: Shape,
+    fleet: Fleet,
+    used: MachineUsage,
+    health: Health,
+    pod: str | None,
+    cubes: Sequence[str],
+    holders: Mapping[str, str],
 ) -> Allocation:
     refuse_repeats("--cubes", cubes)
     for cube in cubes:
@@ -217,11 +225,8 @@ def _take_given(
             for c in cubes
             if health.cube_ok(c) and not health.cube_wirable(c)
         ]
-        problems += [
-            f"{c} is already allocated (held by a slice, or reserved for an evicted slice's move)"
-            for c in cubes
-            if c in used
-        ]
+        unknown = "held by a slice, or reserved for an evicted slice's move"
+        problems += [f"{c} is already allocated ({holders.get(c, unknown)})" for c in cubes if c in used]
         problems += _held_problem(fleet.pod_by_name[next(iter(pods))], cubes, used, health)
     if problems:
         raise Refused(f"cannot use the given cubes for {shape}: " + "; ".join(problems), problems)
