@@ -42,6 +42,15 @@ def test_explain_of_a_bare_cube_name_points_to_its_target_id(fleet):
     assert fleet("explain", "c07", "-o", "json").json["kind"] == "slice"
 
 
+def test_explain_of_a_pods_name_points_to_its_map(fleet):
+    """`explain pod0` (a pod as `status` and `show map` write it) said only "unknown slice or job", listing slices."""
+    r = fleet("explain", "pod0")
+    assert r.code == 1 and "'pod0' is a pod" in r.err and "`tpufleet show map --pod pod0`" in r.err, r.err
+    assert fleet("show", "map", "--pod", "pod0").code == 0
+    assert fleet("allocate", "pod0", "--shape", "4x4x4").code == 0  # a slice of that name is the slice
+    assert fleet("explain", "pod0", "-o", "json").json["kind"] == "slice"
+
+
 def test_a_slice_rerouted_around_a_drain_returns_when_the_maintenance_is_done(fleet):
     """Rerouted around a planned drain, `explain` said it returns to healthy tables when the drain is "repaired"."""
     for args in (("allocate", "a", "--shape", "4x4x8"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):

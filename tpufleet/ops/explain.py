@@ -60,6 +60,11 @@ def explain(
         raise Refused(
             f"{what!r} is a cube, not a slice or job; `tpufleet explain cube:{what}` explains it and what depends on it"
         )
+    if what not in state.slices and what in state.fleet.pod_by_name:  # a pod's name, as `status` writes it
+        raise Refused(
+            f"{what!r} is a pod, not a slice or job; `tpufleet show map --pod {what}` pictures it (explain takes a "
+            f"slice, a job or a component of it: cube:CUBE, ocs:{what}/x/0)"
+        )
     near = component_meant(state, what) if what not in state.slices else None
     if near is not None:  # `c7`, `pod0/x/5`: a component's id without its kind, as no slice or job is named
         raise Refused(f"{what!r} is no slice or job; did you mean {near}? (`tpufleet explain {near}`)")
