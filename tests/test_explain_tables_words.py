@@ -51,6 +51,17 @@ def test_explain_of_a_pods_name_points_to_its_map(fleet):
     assert fleet("explain", "pod0", "-o", "json").json["kind"] == "slice"
 
 
+def test_explain_of_a_fault_id_in_capitals_or_zero_padded_points_to_its_component(fleet):
+    """`explain f1` was told the component to explain, but `explain F1` (as `clear-fault` takes it) was refused as an
+    unknown slice or job, listing slices."""
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    for typed in ("F1", "f01"):
+        r = fleet("explain", typed)
+        assert r.code == 1 and f"'{typed}' is fault f1" in r.err and "`tpufleet explain ocs:pod0/x/3`" in r.err, r.err
+    r = fleet("explain", "F2")  # no such fault: the unknown name, as before
+    assert r.code == 1 and "unknown slice or job 'F2'" in r.err
+
+
 def test_a_slice_rerouted_around_a_drain_returns_when_the_maintenance_is_done(fleet):
     """Rerouted around a planned drain, `explain` said it returns to healthy tables when the drain is "repaired"."""
     for args in (("allocate", "a", "--shape", "4x4x8"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):

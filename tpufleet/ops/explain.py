@@ -20,6 +20,7 @@ from tpufleet.ops.explain_faults import (
     Row,
     announced_on,
     clear_step_of,
+    fault_meant,
     fault_row,
     faults_under,
     held_whys,
@@ -50,11 +51,11 @@ def explain(
         return Outcome(explain_target(state, normalize(state.fleet, what), now), None)
     if what in state.jobs:
         return Outcome(_explain_job(state, what, now, missing_tables, linked_tables or {}), None)
-    fault = state.fault(what) if what not in state.slices else None
+    fault = fault_meant(state, what) if what not in state.slices else None
     if fault is not None:  # a fault id, as `faults` lists it: the component it is on is what explain takes
         raise Refused(
-            f"{what!r} is a fault, not a slice or job; `tpufleet explain {fault.target}` explains the component "
-            "it is on and what depends on it"
+            f"{what!r} is {'a fault' if fault.id == what else f'fault {fault.id}'}, not a slice or job; "
+            f"`tpufleet explain {fault.target}` explains the component it is on and what depends on it"
         )
     if what not in state.slices and what in state.fleet.cube_pod:  # a cube's name as `status` writes it
         raise Refused(

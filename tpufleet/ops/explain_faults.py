@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -14,6 +15,15 @@ from tpufleet.integrations.reservation import clear_step
 from tpufleet.views import reservation_maintenance
 
 Row = dict[str, Any]
+
+
+def fault_meant(state: FleetState, what: str) -> Fault | None:
+    """The fault `what` names: its id as `faults` lists it (`f3`), or typed in capitals or with leading zeros (`F3`,
+    `f03`), as `clear-fault` takes them."""
+    hit = state.fault(what)
+    if hit is None and re.fullmatch(r"[fF]0*[1-9][0-9]{0,17}", what):
+        hit = state.fault("f" + what[1:].lstrip("0"))
+    return hit
 
 
 def clear_step_of(f: Fault) -> str:
