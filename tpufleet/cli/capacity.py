@@ -10,13 +10,13 @@ from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 from tpufleet.cli.spares import open_unit_interval
 from tpufleet.constants import MAX_AFTER
-from tpufleet.text import probability_text
+from tpufleet.text import days_text, probability_text
 
 
 def _expected_line(result: dict[str, Any], p: dict[str, Any]) -> str:
     e, days = p["expected_failures"], result["horizon_days"]
     return (
-        f"  expected case: at most {e['failures']} of {e['cubes_up']} cubes fail over {days:g} "
+        f"  expected case: at most {e['failures']} of {e['cubes_up']} cubes fail over {days_text(days)} "
         f"day{'' if days == 1 else 's'} with probability {probability_text(e['probability'], result['confidence'])} (>= {result['confidence']}; {e['rates_source']})"
     )
 
