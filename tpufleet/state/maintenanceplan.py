@@ -23,7 +23,7 @@ from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.jsontext import MAX_SPEC_BYTES
 from tpufleet.maintenance import KIND, Notice, window
 from tpufleet.model import Fleet
-from tpufleet.state.inputfiles import load_json_file
+from tpufleet.state.inputfiles import MissingFile, load_json_file, read_bytes
 from tpufleet.state.planfile import JOB_PLAN_KIND, PLAN_KIND
 from tpufleet.timeparse import utc_stamp
 
@@ -126,13 +126,39 @@ class SavedMaintenancePlan:
     waves: tuple[SavedWave, ...]
 
 
+_NOTICE_KEY = re.compile(rb"^\s*-?\s*target\s*:", re.MULTILINE)
+
+
+def _notices_file(path: Path) -> bool:
+    """Whether a file that is no JSON reads as maintenance notices in YAML (a list of `target:` entries)."""
+    try:
+        data = read_bytes(path, "maintenance plan", MAX_SPEC_BYTES)
+    except BadStateFile:  # too large, or unreadable: as refused
+        return False
+    return bool(_NOTICE_KEY.search(data))
+
+
+def _notices_not_plan(where: str) -> BadStateFile:
+    run = f"tpufleet plan-maintenance --notices {shlex.quote(where)} --out plan.json"
+    return BadStateFile(where, "<root>", NO_VALUE, f"maintenance notices, not a maintenance plan: run `{run}` first")
+
+
 def read(path: Path) -> SavedMaintenancePlan:
     """A saved maintenance plan, checked against the schema and for consistency (waves numbered 1, 2, ... in
     order, each cube and clear one of its notices, each notice given once and drained by a wave, each slice
     moved once a wave, `holders_before` naming every cube a wave touches); BadStateFile naming the file, field and
     value otherwise."""
-    doc = load_json_file(path, "maintenance plan", MAX_SPEC_BYTES, written_by_us=True)
     where = str(path)
+    try:
+        doc = load_json_file(path, "maintenance plan", MAX_SPEC_BYTES, written_by_us=True)
+    except MissingFile:
+        raise
+    except BadStateFile:
+        if _notices_file(path):  # the file the plan is made from, in YAML
+            raise _notices_not_plan(where) from None
+        raise
+    if isinstance(doc, list) and doc and all(isinstance(n, dict) and "target" in n for n in doc):
+        raise _notices_not_plan(where)  # the file the plan is made from, in JSON
     if isinstance(doc, dict) and doc.get("kind") in (PLAN_KIND, JOB_PLAN_KIND):  # the other command's plan
         run = f"tpufleet apply-xconnect {shlex.quote(where)}"
         raise BadStateFile(where, "kind", doc["kind"], f"a cross-connect plan, not a maintenance plan: run `{run}`")
