@@ -21,4 +21,22 @@ def test_a_given_cube_already_held_names_its_holder(cli):
     [moved_to] = cli("show", "slices", "-o", "json").json[1]["proposal"]["cubes"]
     r = cli("allocate", "x", "--shape", "4x4x4", "--cubes", moved_to, "-o", "json")
     assert r.code == 1
-    assert json.loads(r.err)["items"] == [f"{moved_to} is already allocated (reserved for the move of evicted slice b)"]
+    refused = json.loads(r.err)
+    assert refused["error"].endswith(f": {moved_to} is already allocated (reserved for the move of evicted slice b)")
+
+
+def test_each_problem_is_given_once(cli):
+    """The error line joined every problem, and the lines under it listed them again."""
+    assert cli("init").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8", "--cubes", "c00,c01").code == 0
+    r = cli("allocate", "b", "--shape", "4x4x8", "--cubes", "c00,c01")
+    assert r.code == 1
+    assert r.err.splitlines() == [
+        "tpufleet: error: cannot use the given cubes for 4x4x8: 2 problems",
+        "  c00 is already allocated (held by slice a)",
+        "  c01 is already allocated (held by slice a)",
+    ]
+    r = cli("allocate", "c", "--shape", "4x4x4", "--cubes", "c00")
+    assert r.err.splitlines() == [
+        "tpufleet: error: cannot use the given cubes for 4x4x4: c00 is already allocated (held by slice a)"
+    ]

@@ -228,8 +228,10 @@ def _take_given(
         unknown = "held by a slice, or reserved for an evicted slice's move"
         problems += [f"{c} is already allocated ({holders.get(c, unknown)})" for c in cubes if c in used]
         problems += _held_problem(fleet.pod_by_name[next(iter(pods))], cubes, used, health)
-    if problems:
-        raise Refused(f"cannot use the given cubes for {shape}: " + "; ".join(problems), problems)
+    if len(problems) == 1:
+        raise Refused(f"cannot use the given cubes for {shape}: {problems[0]}")
+    if problems:  # one line each, under the error's (not repeated in it)
+        raise Refused(f"cannot use the given cubes for {shape}: {len(problems)} problems", problems)
     if shape.is_subcube:
         return _best_fit_subcube(shape, [fleet.pod_by_name[pods.pop()]], used, health, only=cubes[0])
     return Allocation(pods.pop(), tuple(cubes), grid_coords(shape, cubes))
