@@ -34,6 +34,13 @@ def _reason_took_target(target: str | None, reason: str) -> str:
     return f" (--reason took {reason!r} as its text: was the reason left out?)"
 
 
+# the ids and `next:` steps a dry run prints are those the faults get once recorded, not steps to run now
+DRY_RUN_NOTE = (
+    "\n(dry run: nothing was changed; the fault ids and next steps above are those of the faults once recorded: "
+    "run the command again without --dry-run to record them)"
+)
+
+
 @app.command(
     "inject-fault",
     epilog=examples(
@@ -115,7 +122,7 @@ def inject_cmd(
             cache.flush()
     radii = outcome.data
     result = radii[0] if len(radii) == 1 and target is not None else radii
-    note = "\n(dry run: nothing was changed)" if dry_run else ""
+    note = DRY_RUN_NOTE if dry_run else ""
     linked = store.linked_tables({n for r in radii for n in r.get("routes_stale", ())})
     emit(
         result,
