@@ -224,6 +224,7 @@ def _click_command() -> click.Command:
 
     from tpufleet.cli.arghelp import argument_help
     from tpufleet.cli.choices import CHOICE_MEANT
+    from tpufleet.cli.commandorder import in_workflow_order
     from tpufleet.cli.dashes import typographic_dashes
     from tpufleet.cli.numbers import STRICT_NUMBER
     from tpufleet.cli.optionvalues import NOT_AN_OPTION
@@ -239,6 +240,7 @@ def _click_command() -> click.Command:
     negative_numbers_as_arguments(command)
     typographic_dashes(command)
     options_once(command)
+    in_workflow_order(command)
     return command
 
 
