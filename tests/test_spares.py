@@ -490,3 +490,12 @@ def test_suspects_and_plan_spares_write_their_days_in_digits(fleet):
     assert r.code == 0 and r.out.startswith("0 unplanned faults in the last 6,999,993 days on "), r.out
     assert fleet("suspects", "--window", "30m").out.startswith("0 unplanned faults in the last 0.0208 days on ")
     assert fleet("plan-spares", "--horizon", "36h").out.startswith("confidence 0.95, horizon 1.5 days\n")
+
+
+def test_suspects_counts_one_of_each_in_the_singular(cli, tmp_path):
+    """`1 unplanned faults ... 1 cubes` on a one-cube fleet."""
+    state = tmp_path / "one"
+    assert cli("--state", state, "init", "--cubes-per-pod", "1", state=False).code == 0
+    assert cli("--state", state, "inject-fault", "host:c00/1", state=False).code == 0
+    r = cli("--state", state, "suspects", "--window", "1d", state=False)
+    assert r.code == 0 and r.out.startswith("1 unplanned fault in the last 1 day on 16 hosts and 1 cube;"), r.out

@@ -241,6 +241,15 @@ def days_text(value: float) -> str:
 NAMES_LISTED = 20
 
 
+def counted(count: int, noun: str) -> str:
+    """A count and its noun, singular for one (an English plural by `s`).
+
+    >>> counted(1, "cube"), counted(64, "cube"), counted(0, "unplanned fault")
+    ('1 cube', '64 cubes', '0 unplanned faults')
+    """
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def closest(name: str, known: Sequence[str], cutoff: float = 0.6) -> str | None:
     """The known name `name` is a near miss of (a typo, another case), for a refusal's `did you mean`; else None.
 

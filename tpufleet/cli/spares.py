@@ -10,7 +10,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-from tpufleet.text import days_text, probability_text
+from tpufleet.text import counted, days_text, probability_text
 
 
 def open_unit_interval() -> click.FloatRange:
@@ -127,8 +127,9 @@ def plan_spares_cmd(
 
 def _suspects_table(result: dict[str, Any]) -> str:
     head = (
-        f"{result['faults_in_window']} unplanned faults in the last {days_text(result['window_days'])} days on "
-        f"{result['hosts']} hosts and {result['cubes']} cubes; suspects at p < {result['p_value']:g}\n"
+        f"{counted(result['faults_in_window'], 'unplanned fault')} in the last {days_text(result['window_days'])} "
+        f"day{'' if result['window_days'] == 1 else 's'} on {counted(result['hosts'], 'host')} and "
+        f"{counted(result['cubes'], 'cube')}; suspects at p < {result['p_value']:g}\n"
     )
     if not result["suspects"]:
         return head + "no suspects"
