@@ -40,6 +40,14 @@ def test_an_empty_window_names_both_and_asks_for_a_later_until(cli):
     assert line.endswith("give a later --until")
 
 
+def test_the_same_age_at_both_ends_is_an_empty_window(cli):
+    """The two ages were counted back from two moments a few microseconds apart, so `--since 1d --until 1d` was
+    no empty window, and the run went on to find no job events in it."""
+    r = cli("goodput-report", LOG, "--since", "1d", "--until", "1d", state=False)
+    line = one_line(r, 2)
+    assert "--until '1d' is the moment --since '1d'" in line and line.endswith("give a later --until")
+
+
 def test_until_a_date_takes_that_whole_day(cli):
     whole = _fleet(cli)
     assert _fleet(cli, "--since", "2026-01-05", "--until", "2026-01-05") == whole

@@ -69,12 +69,13 @@ def parse_time(value: object, file: str, line: int, name: str = "time") -> float
     raise BadRecord(file, line, name, value, "not a time")
 
 
-def option_time(value: str, option: str, end: bool = False) -> float:
+def option_time(value: str, option: str, end: bool = False, now: dt.datetime | None = None) -> float:
     """A time given as a command-line option, as POSIX seconds: POSIX seconds or an ISO time with its zone (as in
     the logs), or what operators type elsewhere (a date, an ISO time in UTC, an age such as 7d;
     tpufleet.timeparse). With `end` (an --until), a date runs to its day's end (its last moment, 23:59:59.999999,
     as `history` and `faults` read it; 2200-01-01, the bounds' last day, to their end). The logs' bounds apply to
-    every form. BadInput naming the option."""
+    every form. `now`: the moment an age counts back from (one for both ends of a window). BadInput naming the
+    option."""
     try:
         return parse_time(value, option, 0, "value")
     except BadRecord as exc:
@@ -83,8 +84,8 @@ def option_time(value: str, option: str, end: bool = False) -> float:
 
     if first.problem.startswith("outside") or _looks_numeric(value):  # the form was right, the value is not
         raise BadInput(f"bad option {option} {shown(value)}: {first.problem}") from None
-    moment = operator_time(value, option, end=end).timestamp()
-    if end and moment > MAX_TIME >= operator_time(value, option).timestamp():  # the bounds' own last day
+    moment = operator_time(value, option, now, end=end).timestamp()
+    if end and moment > MAX_TIME >= operator_time(value, option, now).timestamp():  # the bounds' own last day
         return MAX_TIME
     try:
         return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
@@ -102,8 +103,9 @@ def option_window(since: str | None, until: str | None) -> tuple[float | None, f
     the very moment --since is, too (they list that moment's lines): a window of no time has no figures."""
     from tpufleet.timeparse import refuse_empty, refuse_reversed
 
-    t0 = None if since is None else option_time(since, "--since")
-    t1 = None if until is None else option_time(until, "--until", end=True)
+    now = dt.datetime.now(dt.UTC)  # one moment for both: `--since 1d --until 1d` is a window of no time
+    t0 = None if since is None else option_time(since, "--since", now=now)
+    t1 = None if until is None else option_time(until, "--until", end=True, now=now)
     if since is None or until is None or t0 is None or t1 is None or t1 > t0:
         return t0, t1
     if t1 < t0:
