@@ -67,3 +67,13 @@ def test_until_the_bounds_last_date_is_taken_to_the_bound(cli):
     assert _fleet(cli, "--until", "2200-01-01") == _fleet(cli)
     r = cli("goodput-report", LOG, "--until", "2200-01-02", state=False)
     assert r.code == 2 and "--until" in r.err
+
+
+def test_eight_digits_that_are_a_date_are_refused_naming_both_readings(cli):
+    """`--until 20260105` was read as POSIX seconds, 1970-08-23, and the report of January's logs was empty."""
+    r = cli("goodput-report", LOG, "--until", "20260105", state=False)
+    line = one_line(r, 2)
+    assert "POSIX seconds (1970-08-23) or the date 2026-01-05?" in line and "20260105.0" in line
+    assert _fleet(cli, "--until", "2026-01-05") == _fleet(cli)  # the date, given as the refusal says
+    seconds = cli("goodput-report", LOG, "--since", "1767571200", "-o", "json", state=False)  # 2026-01-05T00:00Z
+    assert seconds.code == 0 and seconds.json["fleet"] == _fleet(cli)  # other numbers are seconds, as before

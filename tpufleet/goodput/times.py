@@ -76,6 +76,7 @@ def option_time(value: str, option: str, end: bool = False, now: dt.datetime | N
     as `history` and `faults` read it; 2200-01-01, the bounds' last day, to their end). The logs' bounds apply to
     every form. `now`: the moment an age counts back from (one for both ends of a window). BadInput naming the
     option."""
+    _refuse_compact_date(value, option)
     try:
         return parse_time(value, option, 0, "value")
     except BadRecord as exc:
@@ -91,6 +92,25 @@ def option_time(value: str, option: str, end: bool = False, now: dt.datetime | N
         return parse_time(moment, option, 0, "value")  # the same bounds as a time in the logs
     except BadRecord as exc:
         raise BadInput(f"bad option {option} {shown(value)}: {exc.problem}") from None
+
+
+def _refuse_compact_date(value: str, option: str) -> None:
+    """Eight digits that are also a date (`20260105`) are refused as ambiguous: POSIX seconds in 1970, or the date
+    an operator typed without its dashes? Seconds with a point (`20260105.0`) stay seconds."""
+    text = value.strip()
+    if len(text) != 8 or not text.isascii() or not text.isdigit():
+        return
+    try:
+        day = dt.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+    except ValueError:
+        return
+    if day.year < 1971:
+        return
+    seconds = dt.datetime.fromtimestamp(int(text), dt.UTC).date()
+    raise BadInput(
+        f"bad option {option} {shown(value)}: POSIX seconds ({seconds}) or the date {day}? give the date as "
+        f"{day} (or the seconds as {text}.0)"
+    )
 
 
 def _looks_numeric(value: str) -> bool:
