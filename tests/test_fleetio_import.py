@@ -137,6 +137,18 @@ def test_a_replaced_node_takes_over_its_machine(fleet, tmp_path, node_list):
     assert fleet("import", "k8s", write(tmp_path, doc), "--detailed-exitcode").code == 0
 
 
+def test_the_plan_text_names_the_node_names_it_forgets(fleet, tmp_path, node_list):
+    """`drift` counts a forgotten name as drift (`names_forgotten`): the import's plan says which it is."""
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    doc = copy.deepcopy(node_list)
+    old = node_named(doc, "gke-tpu-v4-p00-03-")
+    old_name = old["metadata"]["name"]
+    old["metadata"]["name"] = old["metadata"]["labels"]["kubernetes.io/hostname"] = "gke-tpu-v4-p00-03-new-node"
+    r = fleet("import", "k8s", write(tmp_path, doc))
+    assert r.code == 0, r.err
+    assert old_name in r.out
+
+
 def test_stdin(fleet, monkeypatch):
     import io
 

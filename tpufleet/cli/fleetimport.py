@@ -34,6 +34,14 @@ def _import_text(d: dict[str, Any]) -> str:
         lines.append(f"  + {len(d['cubes_added'])} cube(s) named by their partition ids")
     if d["machines_named"]:
         lines.append(f"  + {d['machines_named']} machine(s) named by their nodes")
+    if d.get("names_forgotten"):
+        lines.append(
+            "  - node name(s) forgotten (their machines are other nodes' now): " + ", ".join(d["names_forgotten"])
+        )
+    lines += [
+        f"  + {s['cube']}: sub-block position {s['sub_block']} learnt from its nodes"
+        for s in d.get("sub_blocks_learnt", [])
+    ]
     for key, sign, kind in (
         ("faults_opened", "+", "fault"),
         ("drains_opened", "+", "drain"),
