@@ -128,6 +128,17 @@ def test_what_cannot_be_placed(superpod, tmp_path, sub_blocks):
     assert r.json["mapped"] == 144
 
 
+def test_a_block_no_pod_takes_is_one_line_not_one_per_sub_block(cli):
+    """Two pods and no --pod: the 144 sub-blocks of the block are unplaced for one reason, said once."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2").code == 0
+    r = cli("import", "reservation", FIXTURE)
+    assert r.code == 0, r.err
+    not_placed = [line for line in r.out.splitlines() if "not placed" in line]
+    assert len(not_placed) == 2, r.out  # the reason once, and the verdict that counts them
+    assert "144 sub-blocks" in not_placed[0] and "sub-0000" in not_placed[0] and "sub-0143" in not_placed[0]
+    assert len(cli("import", "reservation", FIXTURE, "-o", "json").json["unplaced"]) == 144
+
+
 def test_unknown_pod_is_bad_input(superpod):
     r = superpod("import", "reservation", FIXTURE, "--pod", "pod7")
     assert r.code == 2 and "--pod" in r.err and "pod0" in r.err

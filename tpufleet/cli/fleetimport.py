@@ -189,8 +189,21 @@ def _reservation_text(d: dict[str, Any]) -> str:
     lines += [f"  ~ reschedule {f['id']} {f['target']}: {f['reason']}" for f in d["drains_rescheduled"]]
     lines += [_announced_line(a) for a in d["maintenance_announced"]]
     lines += _hit_lines(d)
-    lines += [f"  ? not placed: {u['sub_block']}: {u['reason']}" for u in d["unplaced"]]
+    lines += _unplaced_sub_block_lines(d["unplaced"])
     return "\n".join([*lines, _plan_verdict(d)])
+
+
+def _unplaced_sub_block_lines(rows: list[dict[str, str]]) -> list[str]:
+    """One line per reason: a block no pod takes is every one of its sub-blocks, 144 lines of one reason else."""
+    by_reason: dict[str, list[str]] = {}
+    for u in rows:
+        by_reason.setdefault(u["reason"], []).append(u["sub_block"])
+    return [
+        f"  ? not placed: {names[0]}: {reason}"
+        if len(names) == 1
+        else f"  ? not placed: {len(names)} sub-blocks ({names[0]} ... {names[-1]}): {reason}"
+        for reason, names in by_reason.items()
+    ]
 
 
 def _announced_line(a: dict[str, Any]) -> str:
