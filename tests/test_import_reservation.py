@@ -139,6 +139,20 @@ def test_a_block_no_pod_takes_is_one_line_not_one_per_sub_block(cli):
     assert len(cli("import", "reservation", FIXTURE, "-o", "json").json["unplaced"]) == 144
 
 
+def test_a_block_without_a_pod_is_told_which_pods_it_could_be(cli, sub_blocks, tmp_path):
+    """The reason names the pods no block holds, for --pod; and which block holds the --pod given."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "2").code == 0
+    unplaced = cli("import", "reservation", FIXTURE, "-o", "json").json["unplaced"]
+    assert "pod0, pod1" in unplaced[0]["reason"] and "--pod" in unplaced[0]["reason"]
+    assert cli("import", "reservation", FIXTURE, "--pod", "pod0", "--apply").code == 0
+    other = copy.deepcopy(sub_blocks)
+    for sb in other:
+        sb["physicalTopology"]["block"] = "block-elsewhere"
+    r = cli("import", "reservation", write(tmp_path, other), "--pod", "pod0", "-o", "json")
+    reason = r.json["unplaced"][0]["reason"]
+    assert "block-5d21e0b4" in reason and "pod1" in reason, reason
+
+
 def test_unknown_pod_is_bad_input(superpod):
     r = superpod("import", "reservation", FIXTURE, "--pod", "pod7")
     assert r.code == 2 and "--pod" in r.err and "pod0" in r.err
