@@ -108,7 +108,8 @@ def _diff_text(d: dict[str, Any]) -> str:
     if d["without_detail"]:
         lines.append(f"  (serials {', '.join(map(str, d['without_detail']))} were recorded without detail)")
     lines = [printable(line) for line in lines]  # names from a hand-edited journal: one line each, no escapes
-    return "\n".join(lines) if len(lines) > 1 else lines[0] + "\n  no changes"
+    # diff compares these three alone: an import's names, sub-blocks or degraded cubes may have changed
+    return "\n".join(lines) if len(lines) > 1 else lines[0] + "\n  no change to slices, faults or cross-connects"
 
 
 def _ocs_lines(ocs: dict[str, dict[str, list]]) -> list[str]:
