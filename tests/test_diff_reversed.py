@@ -38,3 +38,8 @@ def test_a_commit_diff_does_not_compare_is_not_called_no_change(cli):
     r = cli("diff", "1")
     assert r.code == 0
     assert "no changes" not in r.out and "slices, faults or cross-connects" in r.out
+
+
+def test_one_commit_is_said_in_the_singular(fleet):
+    assert fleet("allocate", "a", "--shape", "4x4x4").code == 0
+    assert fleet("diff", "1").out.splitlines()[0] == "serial 1 -> 2 (1 commit)"

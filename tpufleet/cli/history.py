@@ -7,6 +7,7 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
 from tpufleet.ids import natural_key
+from tpufleet.ops.fleet import counted
 from tpufleet.text import around, printable
 from tpufleet.timeparse import TIME_HELP
 
@@ -95,7 +96,7 @@ def _shown(value: Any) -> str:
 
 
 def _diff_text(d: dict[str, Any]) -> str:
-    lines = [f"serial {d['from']} -> {d['to']} ({d['commits']} commits)"]
+    lines = [f"serial {d['from']} -> {d['to']} ({counted(d['commits'], 'commits')})"]
     s, f = d["slices"], d["faults"]
     lines += [f"  + slice {n}" for n in s["added"]] + [f"  - slice {n}" for n in s["removed"]]
     for name, fields in s["changed"].items():
