@@ -141,6 +141,17 @@ def test_metrics_carry_the_drift_of_drift(in_sync):
     assert samples[("slices", "conflict")] == 1 and sum(samples.values()) == 1
 
 
+def test_metrics_warn_of_an_empty_reservation_list_as_drift_does(in_sync, tmp_path):
+    """gcloud prints `[]` for a block or zone it does not find: no drift counted, so the cron's metrics say why."""
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    said = in_sync("drift", "--reservation", empty)
+    r = in_sync("metrics", "--drift-reservation", empty)
+    assert (said.code, r.code) == (0, 0)
+    assert "warning" in said.err and r.err == said.err
+    assert drift_samples(r.out)[("reservation", "unplaced")] == 0
+
+
 def test_metrics_without_drift_options_have_no_drift_family(in_sync):
     names = {f.name for f in text_string_to_metric_families(in_sync("metrics").out)}
     assert "tpufleet_cubes" in names and "tpufleet_drift_items" not in names

@@ -173,9 +173,7 @@ def drift_cmd(
     given = read_drift_inputs(nodes, mapping, reservation, slices)
     d = drift(ctx.obj.store().load(), given, utc_now()).data
     emit(d, output, lambda: _drift_text(d))
-    for source in d["sources"].values():  # as its import says it (an empty reservation list: a mistyped query?)
-        if source["plan"].get("warning"):
-            typer.echo(f"tpufleet: warning: {source['plan']['warning']}", err=True)
+    _warn(d)
     if not d["in_sync"]:
         raise typer.Exit(EXIT_PLAN_HAS_CHANGES)
 
@@ -188,4 +186,12 @@ def drift_kinds(state: Any, given: DriftInputs | None) -> dict[str, dict[str, in
     from tpufleet.state.store import utc_now
 
     d = drift(state, given, utc_now()).data
+    _warn(d)  # a cron's metrics say it too: an empty list counts no drift
     return {source: s["kinds"] for source, s in d["sources"].items()}
+
+
+def _warn(d: dict[str, Any]) -> None:
+    """Each source's warning on stderr, as its import says it (an empty reservation list: a mistyped query?)."""
+    for source in d["sources"].values():
+        if source["plan"].get("warning"):
+            typer.echo(f"tpufleet: warning: {source['plan']['warning']}", err=True)
