@@ -293,6 +293,12 @@ def test_faults_lists_a_maintenance_drains_window(superpod):
     assert len(windows) == 2 and all(start < end for _, start, end in windows)
 
 
+def test_the_faults_table_says_a_maintenance_window_once(superpod):
+    assert superpod("import", "reservation", FIXTURE, "--apply").code == 0
+    [line] = [line for line in superpod("faults").out.splitlines() if "cube:c40" in line]
+    assert line.count(DRAINED["cube:c40"]) == 1, line
+
+
 def test_a_list_naming_no_block_exports_nodes_that_import_again(superpod, sub_blocks, tmp_path):
     """Sub-blocks without `physicalTopology.block` are one block with no name: the exports name its pod by the
     pod's name, never by an empty label value that `import k8s` (and Slurm) would refuse."""

@@ -302,8 +302,7 @@ def faults_cmd(
                         "drain" if r["planned"] else "fault",
                         r["opened"],
                         r["cleared"] or "open",
-                        (r["reason"] or "")
-                        + (f" [{r['window_start']} .. {r['window_end']}]" if "window_start" in r else ""),
+                        (r["reason"] or "") + _window_part(r),
                     ]
                     for r in rows
                 ],
@@ -388,3 +387,11 @@ def _rescheduled_text(name: str, d: dict, linked: Mapping[str, str]) -> str:
             f"`tpufleet plan-xconnect {name} --apply` programs them, then `tpufleet routes {name}`"
         )
     return text
+
+
+def _window_part(row: dict[str, Any]) -> str:
+    """A drain's window, unless its reason says it already (a reservation's drain names its window)."""
+    if "window_start" not in row:
+        return ""
+    window = f"{row['window_start']} to {row['window_end']}"
+    return "" if window in (row["reason"] or "") else f" [{row['window_start']} .. {row['window_end']}]"
