@@ -4,6 +4,7 @@ fix). Against the real server tests/pgserver.py starts; these tests skip, saying
 from __future__ import annotations
 
 import json
+import shlex
 
 import pgserver
 import pytest
@@ -91,3 +92,17 @@ def test_a_journal_row_longer_than_a_line_is_read_as_a_damaged_line_never_whole(
     assert folder("state", "pull", pg_url, tmp_path / "d", state=False).code == 0
     lines = (tmp_path / "d" / "journal.jsonl").read_bytes().split(b"\n")
     assert b"x" * 5000 not in lines and b"\x00" in lines
+
+
+def test_a_refusal_onto_a_newer_fleet_gives_the_command_that_moves_it_the_other_way(tmp_path, pg_url, capsys):
+    """ "move the newer fleet the other way" named no command; it gives the pull (or push) to run, and it runs."""
+    directory = Cli(capsys, tmp_path / "d")
+    assert directory("init").code == 0
+    assert directory("state", "push", tmp_path / "d", pg_url, state=False).code == 0
+    assert Cli(capsys, pg_url)("inject-fault", "host:c01/1").code == 0  # the database moves on
+    said = one_line(directory("state", "push", tmp_path / "d", pg_url, state=False), 1)
+    assert f"`tpufleet state pull {shlex.quote(pg_url)} {tmp_path / 'd'}`" in said, said
+    assert directory("state", "pull", pg_url, tmp_path / "d", state=False).code == 0
+    assert directory("inject-fault", "host:c02/1").code == 0  # now the directory is newer
+    said = one_line(directory("state", "pull", pg_url, tmp_path / "d", state=False), 1)
+    assert f"`tpufleet state push {tmp_path / 'd'} {shlex.quote(pg_url)}`" in said, said

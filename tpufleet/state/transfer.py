@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,7 +82,7 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
     if target.serial > source.serial:
         raise Refused(
             f"{target_name} holds serial {target.serial}, newer than {source_name}'s {source.serial}; nothing was "
-            "moved (move the newer fleet the other way)"
+            f"moved (move the newer fleet the other way: `{_other_way(source_name, target_name)}`)"
         )
     same_start = source.lines[: len(target.lines)] == target.lines
     if target.serial == source.serial and target.state == source.state and same_start:
@@ -95,6 +96,12 @@ def _judge(source: Fleet, target: Fleet | None, source_name: str, target_name: s
     if target.serial == source.serial or not same_start:
         _another_history(source, target, source_name, target_name)
     return True
+
+
+def _other_way(source_name: str, target_name: str) -> str:
+    """The command that moves the target's fleet onto the source: a pull from a database, else a push to it."""
+    verb = "pull" if target_name.startswith(("postgresql:", "postgres:")) else "push"
+    return f"tpufleet state {verb} {shlex.quote(target_name)} {shlex.quote(source_name)}"
 
 
 def _another_history(source: Fleet, target: Fleet, source_name: str, target_name: str) -> NoReturn:
