@@ -149,6 +149,19 @@ def test_the_plan_text_names_the_node_names_it_forgets(fleet, tmp_path, node_lis
     assert old_name in r.out
 
 
+def test_a_node_of_another_accelerator_is_told_whose_list_it_is_not_in(fleet, tmp_path):
+    """Without --mapping there is no mapping's list to speak of: the reason names the accelerators taken, and the
+    mapping file when one sets them."""
+    r = fleet("import", "k8s", FIXTURE, "-o", "json")
+    reasons = {u["node"]: u["reason"] for u in r.json["unplaced"]}
+    v5e = next(why for node, why in reasons.items() if "v5e" in node)
+    assert "mapping" not in v5e and "tpu-v5-lite-podslice" in v5e and "tpu7x" in v5e, v5e
+    mapping = write(tmp_path, {"accelerators": ["tpu-v4-podslice"]}, "mapping.json")
+    r = fleet("import", "k8s", FIXTURE, "--mapping", mapping, "-o", "json")
+    v5e = next(u["reason"] for u in r.json["unplaced"] if "v5e" in u["node"])
+    assert str(mapping) in v5e or "mapping.json" in v5e, v5e
+
+
 def test_stdin(fleet, monkeypatch):
     import io
 

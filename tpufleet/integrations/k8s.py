@@ -95,6 +95,13 @@ class K8sMapping:
     drain_taints: frozenset[str] = frozenset(DEFAULT_DRAIN_TAINTS)
     source: str = "<no mapping file>"  # the file it was read from, named by the checks against the fleet
 
+    def not_listed(self, accelerator: str) -> str:
+        """Why a node of another accelerator is no TPU node: the accelerators taken, and whose list they are."""
+        taken = ", ".join(sorted(self.accelerators))
+        if self.accelerators == frozenset(DEFAULT_ACCELERATORS):
+            return f"accelerator {accelerator} is not a TPU accelerator tpufleet models ({taken})"
+        return f"accelerator {accelerator} is not in the accelerators of {self.source} ({taken})"
+
 
 @dataclass(frozen=True)
 class Node:

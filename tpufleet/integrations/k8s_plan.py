@@ -196,7 +196,7 @@ def place(state: FleetState, nodes: list[Node], mapping: K8sMapping) -> Placemen
         if accelerator is None:
             out.unplaced.append((node.name, f"not a TPU node (no {keys.accelerator} label)"))
         elif accelerator not in mapping.accelerators:
-            out.unplaced.append((node.name, f"accelerator {accelerator} is not in the mapping's accelerators"))
+            out.unplaced.append((node.name, mapping.not_listed(accelerator)))
         elif node.labels.get(keys.partition) in disputed:
             out.unplaced.append((node.name, disputed[node.labels[keys.partition]]))
         else:
