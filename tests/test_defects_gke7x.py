@@ -475,7 +475,10 @@ def test_status_says_a_started_window_waits_for_the_import_and_a_failed_cube_is_
     assert {a["cube"]: a["out_of_pool"] for a in plan["maintenance_announced"]} == {"c05": False, "c06": True}
     monkeypatch.setattr(store, "utc_now", lambda: "2099-06-16T10:00:00Z")
     line = next(x for x in reserved("status").out.splitlines() if x.startswith("maintenance announced"))
-    assert "c05 from 2099-06-16T09:00:00Z (started: `tpufleet import reservation` opens its drain)" in line
+    assert (
+        "c05 from 2099-06-16T09:00:00Z (started: `tpufleet import reservation SUB-BLOCKS.json --apply` opens its drain)"
+        in line
+    )
     assert "c06" not in line
     why = reserved("explain", "cube:c06", "-o", "json").json["why"]
     assert any("a fault holds the cube out of the pool now" in w for w in why)

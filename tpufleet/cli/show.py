@@ -281,7 +281,11 @@ def _reservation_lines(reservation: dict | None) -> list[str]:
 def _maintenance_text(m: dict, now: str) -> str:
     """One cube under announced maintenance; past its window's start the drain waits for the next import."""
     start = m["window_start"]
-    due = " (started: `tpufleet import reservation` opens its drain)" if start is not None and start <= now else ""
+    due = (
+        " (started: `tpufleet import reservation SUB-BLOCKS.json --apply` opens its drain)"
+        if start is not None and start <= now
+        else ""
+    )
     on = f" ({', '.join(m['slices'])} on it)" if m["slices"] else ""
     return f"{m['cube']} from {start or '?'}{due}{on}"
 

@@ -63,7 +63,7 @@ def awaited(faults: list[Fault]) -> tuple[str, str]:
         once.append(f"{behind} is over and {'it is' if len(planned) == 1 else 'they are'} cleared")
     if drains:
         behind = f"the maintenance behind drain{plural} {', '.join(drains)}"
-        closed = f"`tpufleet import reservation` closes {'it' if one else 'them'}"
+        closed = f"`tpufleet import reservation SUB-BLOCKS.json --apply` closes {'it' if one else 'them'}"
         words.append(f"the end of {behind} (the reservation's, {closed} then)")
         once.append(f"{behind} is over and {closed}")
     return " and ".join(words), " and ".join(once)

@@ -370,7 +370,7 @@ def _maintenance_ahead(state: FleetState, sl: Slice, now: str, why: list[str], n
     for m in ahead:
         when = (
             f"'s maintenance window started at {m['window_start']} (reservation sub-block {m['sub_block']}): the "
-            "next `tpufleet import reservation` opens its drain, which"
+            "next `tpufleet import reservation SUB-BLOCKS.json --apply` opens its drain, which"
             if window_started(m, now)
             else f" goes into maintenance at {m['window_start'] or 'an unknown time'} (reservation sub-block "
             f"{m['sub_block']}): its drain"

@@ -135,7 +135,7 @@ def explain_target(state: FleetState, target: TargetId, now: str) -> Row:
             + (
                 "a fault holds the cube out of the pool now"
                 if m["out_of_pool"]
-                else "its window has started: the next `tpufleet import reservation` opens its drain"
+                else "its window has started: the next `tpufleet import reservation SUB-BLOCKS.json --apply` opens its drain"
                 if window_started(m, now)
                 else "the cube serves until then"
             )

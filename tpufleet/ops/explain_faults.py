@@ -33,7 +33,7 @@ def clear_step_of(f: Fault) -> str:
 def reservation_whys(faults: list[Fault]) -> list[str]:
     return [
         f"{f.id} is the reservation's drain for maintenance ({f.reason.removeprefix(RESERVATION_PREFIX)}): "
-        "`tpufleet import reservation` closes it once the maintenance is no longer announced"
+        "`tpufleet import reservation SUB-BLOCKS.json --apply` closes it once the maintenance is no longer announced"
         for f in faults
         if f.reason.startswith(RESERVATION_PREFIX)
     ]

@@ -117,7 +117,7 @@ def reopen_note(fault: Mapping[str, Any]) -> str | None:
 
     if fault["reason"].startswith(RESERVATION_PREFIX):
         return (
-            f"{fault['id']} was the reservation's drain for maintenance: the next `tpufleet import reservation` "
+            f"{fault['id']} was the reservation's drain for maintenance: the next `tpufleet import reservation SUB-BLOCKS.json --apply` "
             "opens it again while the reservation announces that maintenance"
         )
     if fault["reason"].startswith(K8S_PREFIX):
