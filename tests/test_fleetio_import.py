@@ -149,6 +149,17 @@ def test_the_plan_text_names_the_node_names_it_forgets(fleet, tmp_path, node_lis
     assert old_name in r.out
 
 
+def test_the_history_line_of_an_import_counts_the_names_it_forgot(fleet, tmp_path, node_list):
+    """An import that only replaced a node's name read as all zeros in `history`."""
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    doc = copy.deepcopy(node_list)
+    old = node_named(doc, "gke-tpu-v4-p00-03-")
+    old["metadata"]["name"] = old["metadata"]["labels"]["kubernetes.io/hostname"] = "gke-tpu-v4-p00-03-new-node"
+    assert fleet("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    summary = fleet("history", "-o", "json").json[-1]["summary"]
+    assert "1 node name(s) forgotten" in summary, summary
+
+
 def test_a_node_of_another_accelerator_is_told_whose_list_it_is_not_in(fleet, tmp_path):
     """Without --mapping there is no mapping's list to speak of: the reason names the accelerators taken, and the
     mapping file when one sets them."""

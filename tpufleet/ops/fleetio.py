@@ -127,6 +127,9 @@ def _summary(data: dict[str, Any], source: str) -> str:
         f"{len(data['reservation_drains_opened'])} reservation drain(s) handed back",
         f"{len(data['faults_cleared'])} cleared",
     ]
+    extra = {"pods_named": "pod(s) named", "names_forgotten": "node name(s) forgotten"}
+    extra["sub_blocks_learnt"] = "sub-block position(s) learnt"
+    parts += [f"{len(data[key])} {words}" for key, words in extra.items() if data[key]]  # only when there are
     return f"import k8s {source}: " + ", ".join(parts)
 
 
