@@ -293,6 +293,21 @@ def test_faults_lists_a_maintenance_drains_window(superpod):
     assert len(windows) == 2 and all(start < end for _, start, end in windows)
 
 
+def test_a_window_moved_later_is_not_out_of_the_pool_by_the_drain_the_import_clears(superpod, sub_blocks, tmp_path):
+    """The drain for c99's started window is cleared once the window moves later: the plan said the cube stayed out
+    of the pool (`out_of_pool`, "a fault holds it") on the strength of that very drain."""
+    assert superpod("import", "reservation", FIXTURE, "--apply").code == 0
+    later = copy.deepcopy(sub_blocks)
+    window = later[99]["reservationSubBlockMaintenance"]["upcomingGroupMaintenance"]
+    window["windowStartTime"], window["windowEndTime"] = "2099-02-20T09:00:00Z", "2099-02-20T13:00:00Z"
+    path = write(tmp_path, later)
+    plan = superpod("import", "reservation", path, "-o", "json").json
+    assert [f["target"] for f in plan["drains_cleared"]] == ["cube:c99"]
+    assert {a["cube"]: a["out_of_pool"] for a in plan["maintenance_announced"]} == {"c99": False}
+    applied = superpod("import", "reservation", path, "--apply", "-o", "json").json
+    assert {a["cube"]: a["out_of_pool"] for a in applied["maintenance_announced"]} == {"c99": False}
+
+
 def test_the_faults_table_says_a_maintenance_window_once(superpod):
     assert superpod("import", "reservation", FIXTURE, "--apply").code == 0
     [line] = [line for line in superpod("faults").out.splitlines() if "cube:c40" in line]

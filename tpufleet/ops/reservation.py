@@ -63,7 +63,9 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         "drains_opened": [d.record() for d in diff.open],
         "drains_cleared": [{"id": f.id, "target": str(f.target), "reason": f.reason} for f in diff.clear],
         "drains_rescheduled": [{"id": f.id, **d.record()} for f, d in diff.moved],
-        "maintenance_announced": [_announced_row(state, d, diff.pods[d.sub_block]) for d in diff.announced],
+        "maintenance_announced": [
+            _announced_row(state, d, diff.pods[d.sub_block], {f.id for f in diff.clear}) for d in diff.announced
+        ],
         "unchanged_drains": diff.kept,
         "unplaced": [{"sub_block": n, "reason": why} for n, why in diff.unplaced],
         "applied": False,
@@ -74,9 +76,10 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
     return data
 
 
-def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
+def _announced_row(state: FleetState, drain: Drain, pod: str, cleared: set[str]) -> dict[str, Any]:
     """Maintenance whose window starts later: the cube serves until then; the slices on it now are the ones
-    `plan-maintenance` moves first."""
+    `plan-maintenance` moves first. Out of the pool when a fault holds it that this import leaves open (its own
+    drain, for a window moved later, it clears)."""
     w = drain.window
     held = state.open_fault_on(CubeId(drain.cube))
     # drained ahead of the window (a maintenance wave, by hand): out of service now, whatever the window says
@@ -90,7 +93,7 @@ def _announced_row(state: FleetState, drain: Drain, pod: str) -> dict[str, Any]:
         "status": w.status,
         "window_start": w.start,
         "window_end": w.end,
-        "out_of_pool": drain.cube in state.health().cubes_out,  # a fault or a drain holds it: it serves nothing now
+        "out_of_pool": bool(set(state.health().cubes_out.get(drain.cube, ())) - cleared),  # it serves nothing now
         "drained_by": held.id if ahead and held is not None else None,
         "slices": on,
         "jobs": sorted({j for n in on if (j := state.slices[n].job) is not None}, key=natural_key),
