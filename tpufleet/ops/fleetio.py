@@ -28,6 +28,7 @@ def import_k8s(
     wants, scope = wanted(nodes, placement, mapping)
     diff = health_diff(state, during_maintenance(state, wants, now), scope, now)
     data = _record(nodes, placement, diff, source, mapping)
+    data["warning"] = _accelerators_on_no_node(nodes, mapping)
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
     names = state.k8s_names_after(
@@ -77,6 +78,18 @@ def _record(
     naming = placement.blocks or placement.partitions or placement.nodes or placement.forget or placement.sub_blocks
     data["has_changes"] = bool(naming or diff.open or diff.clear)
     return data
+
+
+def _accelerators_on_no_node(nodes: list[Node], mapping: K8sMapping) -> str | None:
+    """A mapping whose accelerators are on no node of a list whose nodes carry other ones (a typo, `tpu7` for
+    `tpu7x`): every node is left unplaced, which is no change and no drift, so it is said (None: nothing to say)."""
+    carried = sorted({n.labels[mapping.labels.accelerator] for n in nodes if mapping.labels.accelerator in n.labels})
+    if not carried or mapping.accelerators.intersection(carried):
+        return None
+    return (
+        f"{mapping.source}: field accelerators: none of {', '.join(sorted(mapping.accelerators))} is on a node of the "
+        f"list, whose nodes carry {', '.join(carried)}: every node is left unplaced"
+    )
 
 
 def _by_name(item: tuple[Any, ...]) -> tuple[Any, ...]:
