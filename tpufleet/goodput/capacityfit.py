@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     Times = npt.NDArray[np.float64]
     Ints = npt.NDArray[np.int64]
 
-__all__ = ["CAPACITY_OPTION", "check", "peak"]
+__all__ = ["CAPACITY_OPTION", "check", "held_runs", "peak"]
 
 CAPACITY_OPTION = "--capacity"  # where a capacity step given on the command line is said to come from
 
@@ -58,8 +58,20 @@ def _held_runs(a: JobAccount, whole: bool) -> tuple[Times, Times] | None:
     """The job's all-allocated time as runs (joined already in `whole_held`); None if it holds none."""
     if whole and a.whole_held is not None:
         return a.whole_held if len(a.whole_held[0]) else None
+    if not whole and a.part_held is not None:
+        return a.part_held if len(a.part_held[0]) else None
     if a.starts is None or a.ends is None or not len(a.starts):
         return None
+    return _runs(a.starts, a.ends)
+
+
+def held_runs(a: JobAccount) -> tuple[Times, Times]:
+    """The job's all-allocated runs in the part reported, from its intervals (none without them): what `check`
+    reads of a job, made where it is accounted (its `part_held`)."""
+    import numpy as np
+
+    if a.starts is None or a.ends is None or not len(a.starts):
+        return np.zeros(0), np.zeros(0)
     return _runs(a.starts, a.ends)
 
 

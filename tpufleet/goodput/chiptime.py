@@ -127,6 +127,7 @@ class _Part:
         self.jobs: list[JobAccount] = []
         self.dense: list[tuple[Ints, Ints, Times, Times]] = []  # (job, window, seconds, by label) rows
         self.sparse: list[tuple[int, Intervals, int, int]] = []  # (job, intervals, first window, window after)
+        self.given: list[tuple[Ints, Ints, Times]] = []  # (job, window, TERMS) rows made apart
         self.size = 0  # intervals
 
     def add(self, a: JobAccount, own: Intervals, first: int, stop: int) -> None:
@@ -144,16 +145,34 @@ class _Part:
         else:
             self.sparse.append((job, own, first, stop))
 
-    def added_to(self, sums: Times) -> Times:
-        """`sums` (TERMS by window) with the part's jobs added one after the other, in job order."""
+    def add_given(self, a: JobAccount, windows: Ints, terms: Times) -> None:
+        """The job `a` by its TERMS in `windows`, made apart (`job_window_terms`)."""
+        import numpy as np
+
+        self.given.append((np.full(len(windows), len(self.jobs)), windows, terms))
+        self.jobs.append(a)
+        self.size += len(windows)
+
+    def rows(self) -> list[tuple[Ints, Ints, Times]]:
+        """The part's (job, window, TERMS) rows, each job's in window order."""
         import numpy as np
 
         rows = [*self.dense, _by_pieces(self.sparse, self.lo, self.hi)] if self.sparse else self.dense
         if not rows:
-            return sums
+            return self.given
         job, window, seconds, by_label = (np.concatenate(column) for column in zip(*rows, strict=True))
+        return [(job, window, _scaled(self.jobs, job, seconds, by_label)), *self.given]
+
+    def added_to(self, sums: Times) -> Times:
+        """`sums` (TERMS by window) with the part's jobs added one after the other, in job order."""
+        import numpy as np
+
+        rows = self.rows()
+        if not rows:
+            return sums
+        job, window, terms = (np.concatenate(column) for column in zip(*rows, strict=True))
         order = np.argsort(job, kind="stable")  # job order (each job's rows are in window order already)
-        return _with_terms(sums, window[order], _scaled(self.jobs, job[order], seconds[order], by_label[order]))
+        return _with_terms(sums, window[order], terms[order])
 
 
 def _by_slices(own: Intervals, lo: Times, hi: Times) -> tuple[Times, Times]:
@@ -243,10 +262,11 @@ def _with_terms(sums: Times, windows: Ints, terms: Times) -> Times:
     return _added(cells, np.concatenate([sums, terms]).ravel(), count * width).reshape(count, width)
 
 
-def window_sums(accounts: list[JobAccount], lo: Times, hi: Times) -> Times:
+def window_sums(accounts: list[JobAccount], lo: Times, hi: Times, grid: Times | None = None) -> Times:
     """TERMS of each window [lo[k], hi[k]] (lo and hi ascending), each a running sum over the jobs that reach
     into it (their end after its start, their start before its end), in job order, as adding job after job gives
-    it; about _BATCH intervals at a time (the memory stays bounded however long the log)."""
+    it; about _BATCH intervals at a time (the memory stays bounded however long the log). A job's `window_terms`,
+    made apart, stand for its intervals: `grid` gives each window's period start (uncut by the report's span)."""
     import bisect
 
     import numpy as np
@@ -254,6 +274,9 @@ def window_sums(accounts: list[JobAccount], lo: Times, hi: Times) -> Times:
     lo_s, hi_s = lo.tolist(), hi.tolist()
     sums, part = np.zeros((len(lo), len(TERMS))), _Part(lo, hi)
     for a in accounts:
+        if a.window_terms is not None:
+            part.add_given(a, *_on_grid(a.window_terms, grid))
+            continue
         own = _intervals(a)
         first, stop = bisect.bisect_right(hi_s, a.start), bisect.bisect_left(lo_s, a.end)
         if own is not None and first < stop:
@@ -261,6 +284,36 @@ def window_sums(accounts: list[JobAccount], lo: Times, hi: Times) -> Times:
         if part.size >= _BATCH:
             sums, part = part.added_to(sums), _Part(lo, hi)
     return part.added_to(sums)
+
+
+def job_window_terms(a: JobAccount, lo: Times, hi: Times) -> tuple[Times, Times]:
+    """What `window_sums` adds of the job `a` alone over the windows [lo[k], hi[k]] (a period grid covering its
+    span, lo and hi ascending): the start of each window it adds to, and its TERMS there. Its intervals lie in the
+    report's span, so a window cut at the span's ends gives it the same pieces as the whole period."""
+    import bisect
+
+    import numpy as np
+
+    own, part = _intervals(a), _Part(lo, hi)
+    first, stop = bisect.bisect_right(hi.tolist(), a.start), bisect.bisect_left(lo.tolist(), a.end)
+    if own is None or first >= stop:
+        return np.zeros(0), np.zeros((0, len(TERMS)))
+    part.add(a, own, first, stop)
+    _job, window, terms = part.rows()[0]
+    return lo[window], terms
+
+
+def _on_grid(given: tuple[Times, Times], grid: Times | None) -> tuple[Ints, Times]:
+    """A job's `window_terms` as (window, TERMS) rows of the windows whose period starts are `grid`; a row of a
+    period the grid lacks adds nothing (a job of no length at the span's very end), and is left out."""
+    import numpy as np
+
+    if grid is None:
+        raise ValueError("window_terms are made for --period rows only")
+    starts, terms = given
+    at = np.minimum(np.searchsorted(grid, starts), max(len(grid) - 1, 0))
+    keep = grid[at] == starts if len(grid) else np.zeros(len(starts), dtype=bool)
+    return at[keep], terms[keep]
 
 
 def rounded(values: Times) -> list[list[float]]:

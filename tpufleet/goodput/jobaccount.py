@@ -76,6 +76,11 @@ class JobAccount:
     # part is reported: the busiest moment, the capacity estimated when none is given, is the whole log's
     whole_held: tuple[Times, Times] | None = None
     in_part: bool = True  # False: the job ran wholly outside --since/--until, kept for `whole_held` alone
+    # made where the job is accounted on a cluster, in place of its intervals (starts, ends, labels), which then
+    # do not travel: its all-allocated runs in the part reported (`capacityfit.held_runs`), and the period start
+    # and TERMS of each period it adds to (`chiptime.job_window_terms`; None: no --period)
+    part_held: tuple[Times, Times] | None = None
+    window_terms: tuple[Times, Times] | None = None
 
     @property
     def ideal_step_s(self) -> float | None:

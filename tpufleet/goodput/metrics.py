@@ -200,13 +200,19 @@ def period_bounds(t0: float, t1: float, period: str) -> list[tuple[float, float]
 
 
 def _window_rows(
-    accounts: list[JobAccount], capacity: CapacitySteps | None, lo: list[float], hi: list[float], labels: list[str]
+    accounts: list[JobAccount],
+    capacity: CapacitySteps | None,
+    lo: list[float],
+    hi: list[float],
+    labels: list[str],
+    grid: list[float] | None = None,
 ) -> list[dict[str, Any]]:
-    """The factors of each window [lo[k], hi[k]] (lo and hi ascending), labelled labels[k]."""
+    """The factors of each window [lo[k], hi[k]] (lo and hi ascending), labelled labels[k]; `grid`: the period
+    start of each (see `chiptime.window_sums`)."""
     import numpy as np
 
     lo_s, hi_s = np.array(lo, dtype=float), np.array(hi, dtype=float)
-    sums = window_sums(accounts, lo_s, hi_s)
+    sums = window_sums(accounts, lo_s, hi_s, None if grid is None else np.array(grid, dtype=float))
     caps = capacity.integrals(None, lo_s, hi_s).tolist() if capacity else [None] * len(lo)
     rows = []
     for label, start, end, exact, shown, cap in zip(labels, lo, hi, sums.tolist(), rounded(sums), caps, strict=True):
@@ -239,7 +245,7 @@ def _periods(
     days = np.array([lo for lo, _ in bounds], dtype=float).astype(np.int64).astype("datetime64[s]")
     labels: list[str] = np.datetime_as_string(days, unit="D").tolist()  # UTC dates, as %Y-%m-%d
     lo, hi = [max(lo, t0) for lo, _ in bounds], [min(hi, t1) for _, hi in bounds]
-    rows = _window_rows(accounts, steps, lo, hi, labels)
+    rows = _window_rows(accounts, steps, lo, hi, labels, [lo for lo, _ in bounds])
     for row, (whole_lo, whole_hi) in zip(rows, bounds, strict=True):
         row["partial"] = row["end"] - row["start"] < whole_hi - whole_lo  # the window cuts it: not a whole period
     return rows

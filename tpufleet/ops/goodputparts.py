@@ -27,7 +27,7 @@ from typing import Any
 from tpufleet.errors import Refused, TpufleetError
 from tpufleet.goodput import events, metrics
 from tpufleet.goodput.jobaccount import JobAccount
-from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
+from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log, travelling
 from tpufleet.state import goodputlogs, goodputstreams
 
 __all__ = ["report", "shared_part", "summarize_part"]
@@ -39,14 +39,19 @@ Summary = tuple[set[str], set[str], set[str], list[JobAccount], goodputlogs.Cont
 
 def summarize_part(
     path: str, fmt: str, skip_bad: bool, since: float | None, until: float | None,
-    spans: list[tuple[float, float]], timelines: bool,
+    spans: list[tuple[float, float]], timelines: bool, period: str | None, windows: bool,
 ) -> Summary:  # fmt: skip
-    """Run on a worker: one log read and every job it names accounted; the log itself is dropped."""
+    """Run on a worker: one log read and every job it names accounted; the log itself is dropped. Without
+    `windows` (--window rows) or `timelines`, the accounts come back without their intervals: what the report
+    reads of them is made here (`pipeline.travelling`), so the result is a few KiB a job, not 16 MiB a log."""
     log, content = goodputlogs.load_part(Path(path), fmt, skip_bad)
     names = events.job_names(log)
     with_events, with_records = set(log.events), set(log.jobs)
     counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
-    return names, with_events, with_records, account_log(log, since, until, spans, timelines), content, counts
+    accounts = account_log(log, since, until, spans, timelines)
+    if not windows and not timelines:
+        accounts = travelling(accounts, period)
+    return names, with_events, with_records, accounts, content, counts
 
 
 def shared_part(path: str, fmt: str, skip_bad: bool, names: set[str]) -> events.Log:
@@ -98,8 +103,10 @@ def _on_cluster(
     """(every job's account in job order, the merged capacity and counts, None); no log if a task failed (with
     its error) or the logs together name too many jobs."""
     spans, since, until, timelines = options.spans, options.since, options.until, options.keep_timelines > 0
+    asked = (options.period, bool(options.windows))
     tasks = [
-        client.submit(summarize_part, str(p), fmt, skip_bad, since, until, spans, timelines, pure=False) for p in paths
+        client.submit(summarize_part, str(p), fmt, skip_bad, since, until, spans, timelines, *asked, pure=False)
+        for p in paths
     ]
     try:
         summaries = _fetched(tasks)
