@@ -96,7 +96,9 @@ def test_a_cut_json_array_of_entries_is_named_as_cut(cli, tmp_path):
 
 def test_a_dask_worker_reads_a_cut_log_as_the_report_does(tmp_path):
     whole, line = cut_gzip("\n".join(varied_log(4, 6, 0)) + "\n", tmp_path / "log.jsonl.gz")
-    *_, counts = goodputparts.summarize_part(str(tmp_path / "log.jsonl.gz"), "native", True, None, None, [], False)
+    *_, counts = goodputparts.summarize_part(
+        str(tmp_path / "log.jsonl.gz"), "native", True, None, None, [], False, None, False
+    )
     assert counts.cut_off == [(str(tmp_path / "log.jsonl.gz"), line)] and counts.skipped == 1
     log, _content = goodputlogs.load_part(tmp_path / "log.jsonl.gz", "native", True)
     assert log.records == len(whole.splitlines())
