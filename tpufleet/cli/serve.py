@@ -49,6 +49,10 @@ def parse_listen(text: str) -> tuple[str, int]:
     Traceback (most recent call last):
     ...
     tpufleet.errors.BadInput: bad option --listen '[::1:9478': HOST:PORT, e.g. 127.0.0.1:9478 or [::1]:9478
+    >>> parse_listen("127.0.0.1:65536")
+    Traceback (most recent call last):
+    ...
+    tpufleet.errors.BadInput: bad option --listen '127.0.0.1:65536': port 65536 is out of range (0-65535)
     """
     from tpufleet.errors import BadInput
 
@@ -66,6 +70,8 @@ def parse_listen(text: str) -> tuple[str, int]:
         or not host
         or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535)
     ):
+        if sep and host and not stray_bracket and port.isascii() and port.isdigit():  # the form right, the number not
+            raise BadInput(f"bad option --listen {text!r}: port {int(port)} is out of range (0-65535)")
         raise BadInput(f"bad option --listen {text!r}: HOST:PORT, e.g. {DEFAULT_LISTEN} or [::1]:9478")
     _check_address(text, host)
     return host, int(port)
