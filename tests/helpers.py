@@ -165,3 +165,15 @@ def crash_at(state: Path, point: str, *args: str) -> None:
     proc.start()
     proc.join(300)
     assert proc.exitcode == -signal.SIGKILL
+
+
+def held_twice(placement: Any) -> list[tuple[str, int]]:
+    """(cube, machine) pairs two allocations of a simulation's placement hold at once."""
+    seen: set[tuple[str, int]] = set()
+    twice: list[tuple[str, int]] = []
+    for alloc in placement.placed.values():
+        for cube in alloc.cubes:
+            for machine in alloc.machines or range(16):
+                twice += [(cube, machine)] if (cube, machine) in seen else []
+                seen.add((cube, machine))
+    return twice

@@ -40,6 +40,18 @@ def _repairs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return made
 
 
+def _without_and_with_pruning(monkeypatch: pytest.MonkeyPatch, shape, expected, alive) -> tuple[tuple, tuple]:
+    """((tables with every candidate made, repairs made), (tables with the pruning, repairs made))."""
+    made = {}
+    for prune in (False, True):
+        monkeypatch.setattr(report, "PRUNE", prune)
+        report._forms_made.cache_clear()
+        repairs = _repairs(monkeypatch)
+        made[prune] = (evaluate(shape, expected, alive, "auto", TRAFFICS, max_vcs=3), len(repairs))
+        monkeypatch.undo()
+    return made[False], made[True]
+
+
 def _same(a, b) -> bool:
     fields = ("P", "L", "wild", "dest_class")
     arrays = all(
@@ -62,14 +74,7 @@ def test_whole_ocs_faults_get_the_same_tables_with_heavy_candidates_skipped(
     monkeypatch: pytest.MonkeyPatch, faults: tuple[tuple[str, int], ...]
 ) -> None:
     shape, expected, alive = _down(*faults)
-    made: dict[bool, tuple[object, int]] = {}
-    for prune in (False, True):
-        monkeypatch.setattr(report, "PRUNE", prune)
-        report._forms_made.cache_clear()
-        repairs = _repairs(monkeypatch)
-        made[prune] = (evaluate(shape, expected, alive, "auto", TRAFFICS, max_vcs=3), len(repairs))
-        monkeypatch.undo()
-    (without, every), (with_ceiling, fewer) = made[False], made[True]
+    (without, every), (with_ceiling, fewer) = _without_and_with_pruning(monkeypatch, shape, expected, alive)
     assert _same(without, with_ceiling)
     assert fewer < every  # candidates were skipped: the comparison tests something
 
@@ -117,13 +122,6 @@ def test_a_whole_ocs_pattern_skips_candidates_no_lighter_than_the_answer_so_far(
     shape, expected, alive = _down(("x", 3))
     _link(alive, shape, "z", 7, 9)
     _link(alive, shape, "y", 2, 5)
-    made = {}
-    for prune in (False, True):
-        monkeypatch.setattr(report, "PRUNE", prune)
-        report._forms_made.cache_clear()
-        repairs = _repairs(monkeypatch)
-        made[prune] = (evaluate(shape, expected, alive, "auto", TRAFFICS, max_vcs=3), len(repairs))
-        monkeypatch.undo()
-    (without, every), (with_ceiling, fewer) = made[False], made[True]
+    (without, every), (with_ceiling, fewer) = _without_and_with_pruning(monkeypatch, shape, expected, alive)
     assert _same(without, with_ceiling) and without.summary["max_link_load"]["all-to-all"] == 2400
     assert every - fewer == 6

@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from helpers import held_twice
 from tpufleet.ops.goodput import build
 from tpufleet.ops.simulate import summarize
 from tpufleet.simulation import Options, Simulator, scheduler
@@ -119,16 +120,6 @@ def test_a_late_head_had_a_fault_or_a_job_ranked_ahead_in_its_way(monkeypatch):
     assert 0 < late < len(made)
 
 
-def _held_twice(placement):
-    seen, twice = set(), []
-    for alloc in placement.placed.values():
-        for cube in alloc.cubes:
-            for machine in alloc.machines or range(16):
-                twice += [(cube, machine)] if (cube, machine) in seen else []
-                seen.add((cube, machine))
-    return twice
-
-
 def _unallocated(events, job_id):
     mine = sorted((e for e in events if e[0] == job_id), key=lambda e: e[1])
     off, chips, t0 = 0.0, 0, mine[0][1]
@@ -149,7 +140,7 @@ def test_reserve_invariants(monkeypatch, tmp_path, policy):
     def checked_hold(self, job_id, alloc):
         clashes.extend((cube, "out") for cube in alloc.cubes if not self.health().cube_ok(cube))
         hold(self, job_id, alloc)
-        clashes.extend(_held_twice(self))
+        clashes.extend(held_twice(self))
 
     monkeypatch.setattr(Placement, "hold", checked_hold)
     sim = simulated(policy, 4)
@@ -227,7 +218,7 @@ def test_multislice_jobs_backfill_without_sharing_a_machine(monkeypatch, tmp_pat
 
     def checked_hold(self, job_id, alloc):
         hold(self, job_id, alloc)
-        clashes.extend(_held_twice(self))
+        clashes.extend(held_twice(self))
 
     monkeypatch.setattr(Placement, "hold", checked_hold)
     sim = Simulator(load_workload(path), default_rates(), Options(days=2, seed=4, pods=2, scheduler="reserve"))

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from helpers import held_twice
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.ops.goodput import build
 from tpufleet.ops.simulate import summarize
@@ -52,17 +53,6 @@ def test_extra_large_first_keeps_every_size_above_95_percent_at_half_the_load():
     assert set(new) == set(SIZES) and all(sg >= PAPER_SG for sg in new.values()), new
 
 
-def _held_twice(placement):
-    """(cube, machine) pairs two allocations hold at once."""
-    seen, twice = set(), []
-    for alloc in placement.placed.values():
-        for cube in alloc.cubes:
-            for machine in alloc.machines or range(16):
-                twice += [(cube, machine)] if (cube, machine) in seen else []
-                seen.add((cube, machine))
-    return twice
-
-
 def test_extra_large_first_invariants(monkeypatch, tmp_path):
     """No placement takes a machine another job holds or a cube out of the pool; chips held never exceed the
     pod's; no extra-large job is preempted; a preempted training job's lost steps are wasted progress from
@@ -73,7 +63,7 @@ def test_extra_large_first_invariants(monkeypatch, tmp_path):
     def checked_hold(self, job_id, alloc):
         clashes.extend((cube, "out") for cube in alloc.cubes if not self.health().cube_ok(cube))
         hold(self, job_id, alloc)
-        clashes.extend(_held_twice(self))
+        clashes.extend(held_twice(self))
 
     monkeypatch.setattr(Placement, "hold", checked_hold)
     sim = simulated("extra-large-first", 3)
