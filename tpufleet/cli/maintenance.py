@@ -138,6 +138,8 @@ def plan_maintenance_cmd(
 
 def _applied_text(d: dict[str, Any]) -> str:
     head = f"{'dry run of ' if d['dry_run'] else ''}wave {d['wave']} of {d['waves']} ({', '.join(d['cubes'])})"
+    if d.get("already_applied"):
+        return f"{head}, plan {d['plan']}: applied at serial {d['applied_serial']} already; nothing to do"
     lines = [f"{head}, plan {d['plan']} made at serial {d['plan_serial']}"]
     for s in d["steps"]:
         if s["step"] == "drain":
@@ -183,9 +185,9 @@ def apply_maintenance_cmd(
     """Apply one wave of a saved maintenance plan in one transaction: its drains, the moves of the slices they
     stop (reschedule, cross-connects, routing tables) and the clears of the drains it and earlier waves opened
     whose window is over (others stay open until then). Refused (exit 1, nothing
-    changed) when an earlier wave is not applied, the wave was, or something the wave depends on changed since
-    the plan was made (a slice or fault on a cube it touches, an OCS fault in its pod); changes elsewhere do not
-    matter."""
+    changed) when an earlier wave is not applied, or something the wave depends on changed since the plan was made
+    (a slice or fault on a cube it touches, an OCS fault in its pod); changes elsewhere do not matter. A wave
+    applied before has nothing to do: exit 0, nothing changed (a runbook run twice)."""
     from tpufleet.ops import maintenance as ops
     from tpufleet.state.maintenanceplan import read
     from tpufleet.state.store import utc_now

@@ -144,13 +144,11 @@ def applied_waves(entries: Sequence[JournalEntry], saved: SavedMaintenancePlan) 
 
 
 def _order_refusal(state: FleetState, saved: SavedMaintenancePlan, number: int, applied: Mapping[int, int]) -> None:
-    """Refused when the plan is newer than the state, the wave was applied, or an earlier one was not."""
+    """Refused when the plan is newer than the state, or an earlier wave was not applied."""
     if saved.serial > state.serial:
         raise Refused(
             f"plan {saved.path} was made at serial {saved.serial}, after this state ({state.serial}); plan again"
         )
-    if number in applied:
-        raise Refused(f"wave {number} of plan {saved.path} was applied at serial {applied[number]}; nothing to do")
     missing = [k for k in range(1, number) if k not in applied]
     if missing:
         raise Refused(
@@ -233,6 +231,8 @@ def apply_wave(
             f"stale plan {saved.path}: made at serial {saved.serial}, and since then `init --force` replaced the "
             f"fleet (serial {applied.replaced_at}); plan again"
         )
+    if number in applied.serials:  # a runbook run twice: the wave is in place, as `apply-xconnect` of a plan applied
+        return _already_applied(state, saved, number, applied.serials[number], save_tables is None)
     wave = saved.waves[number - 1]
     unserved = [m for m in wave.moves if m.status != "moved"]
     if unserved:
@@ -311,6 +311,29 @@ def _route(state: FleetState, name: str, now: str, save_tables: SaveTables | Non
         raise Refused(f"tables for slice {name!r} cannot be stored: {done.refusal}; nothing was changed")
     s = done.data
     return {"slice": name, "vcs": s["vcs"], "routable_pairs": s["routable_pairs"], "stored": save_tables is not None}
+
+
+def _already_applied(state: FleetState, saved: SavedMaintenancePlan, number: int, at: int, dry_run: bool) -> Outcome:
+    """The result of a wave the journal says was applied (at serial `at`): nothing to do, nothing committed."""
+    wave = saved.waves[number - 1]
+    data = {
+        "plan": saved.path,
+        "plan_id": saved.plan_id,
+        "plan_serial": saved.serial,
+        "wave": number,
+        "waves": len(saved.waves),
+        "dry_run": dry_run,
+        "cubes": [n.cube for n in wave.notices],
+        "steps": [],
+        "moved": [],
+        "faults_opened": [],
+        "faults_cleared": [],
+        "commands": list(wave.commands),
+        "serial": state.serial,
+        "already_applied": True,
+        "applied_serial": at,
+    }
+    return Outcome(data, None)
 
 
 def _applied(
