@@ -98,7 +98,7 @@ def test_a_scenario_reason_too_long_once_escaped_names_the_file_and_item(fleet, 
     for extra in ([], ["--dry-run"]):
         line = one_line(fleet("inject-fault", "--from", scenario, *extra))
         assert line == (
-            f"tpufleet: error: {scenario}: item 1: bad fault reason: 600 characters (2,400 once its control "
+            f"tpufleet: error: {scenario}: field 1.reason: bad fault reason: 600 characters (2,400 once its control "
             "characters are escaped); at most 1,024 are kept"
         )
     assert snapshot(fleet.state) == before

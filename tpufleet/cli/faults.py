@@ -178,11 +178,14 @@ def _requests(
         items = [{"target": target}]
     out = []
     for i, item in enumerate(items):
+        # the file's items numbered as its schema's messages number them (`field 1.planned`: from 0)
+        field = "target"
         try:
             parsed = normalize(fleet, item["target"])
+            field = "reason"
             fault_reason(item.get("reason", reason))
         except BadInput as exc:
-            raise BadInput(f"{from_file}: item {i}: {exc}" if from_file else str(exc)) from None
+            raise BadInput(f"{from_file}: field {i}.{field}: {exc}" if from_file else str(exc)) from None
         out.append(fault_ops.FaultRequest(parsed, item.get("planned", planned), item.get("reason", reason)))
     return out
 
