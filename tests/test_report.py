@@ -211,3 +211,43 @@ def test_report_html_says_no_missing_cross_connects_as_0(two_pods, tmp_path):
     assert rows["big"][5] == rows["mid"][5] == "0", rows
     md = {row[0]: row[5] for name in ("big", "mid") for row in _md_rows(two_pods("report", "-o", "md").out, name)}
     assert md == {"big": "0", "mid": "0"}
+
+
+class _Items(HTMLParser):
+    """The text of each list item."""
+
+    def __init__(self):
+        super().__init__()
+        self.items: list[str] = []
+        self._item: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "li":
+            self._item = []
+
+    def handle_endtag(self, tag):
+        if tag == "li" and self._item is not None:
+            self.items.append("".join(self._item))
+            self._item = None
+
+    def handle_data(self, data):
+        if self._item is not None:
+            self._item.append(data)
+
+
+def _items(page: str) -> list[str]:
+    items = _Items()
+    items.feed(page)
+    return items.items
+
+
+def test_report_html_notes_what_the_maps_legend_says_of_a_slice(fleet):
+    """The table and md reports' map legend says what evicted a slice, the cubes reserved for it and the command
+    that moves it; the html page said none of it."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x4").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0
+    note = "evicted by f1; c03,c01 reserved: `tpufleet reschedule a`"
+    assert f"  A  a                4x4x8            evicted  ({note})" in fleet("report").out.splitlines()
+    assert f"  A  a                4x4x8            evicted  ({note})" in fleet("report", "-o", "md").out.splitlines()
+    assert _items(fleet("report", "-o", "html").out) == [f"A a: {note}"]  # b, allocated, has nothing to add

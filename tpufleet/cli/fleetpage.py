@@ -1,7 +1,8 @@
 """`tpufleet report -o html`: one self-contained page (inline CSS and SVG, no script, nothing fetched).
 
 Sized for a 1920x1080 wall screen: the pods' maps across the top (one panel per pod, every cube and OCS with a
-hover title naming it, its slice and its faults), then the slices, the open faults with their age and the latest
+hover title naming it, its slice and its faults) and what the map's legend says of a slice (as the table report's
+map gives it), then the slices, the open faults with their age and the latest
 changes.
 """
 
@@ -40,6 +41,7 @@ h1{font-size:26px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 6px;color:#c9d1
 table{border-collapse:collapse;font-size:16px}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #30363d}
 th{color:#9aa4ae;font-weight:600}.bad{color:#ff7b72}.warn{color:#f2cc60}.ok{color:#7ee787}
 .key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
+.notes{margin:8px 0 0;padding:0;list-style:none}
 svg text{fill:#9aa4ae;font:13px system-ui,sans-serif}
 """
 
@@ -187,12 +189,24 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
 <div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {len(r["faults"])} open fault(s)</div>
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
-<div class="pods">{panels}</div>
+<div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
 <div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}
 <h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"])}
 </body></html>
 """
+
+
+def _legend_notes(legend: list[Row], colours: dict[str, str]) -> str:
+    """Under the maps, what the terminal map's legend adds of a slice (rerouted around which faults, evicted by
+    which, the cubes reserved for it and the command that moves it), with its colour and letter."""
+    notes = [
+        f'<li><span class="key" style="background:{colours.get(e["slice"], "#555")}"></span>'
+        f"{escape(e['mark'])} {escape(e['slice'])}: {escape(e['detail'])}</li>"
+        for e in legend
+        if e["detail"]
+    ]
+    return f'<ul class="sub notes">{"".join(notes)}</ul>' if notes else ""
 
 
 def _jobs_section(r: Row) -> str:
