@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from html.parser import HTMLParser
 
 
 def _cli(cli, state, *args):
@@ -144,3 +145,54 @@ def test_suspects_quarantine_commands_carry_the_state_and_run_on_it(cli, tmp_pat
     assert r.code == 0 and commands, r.out
     assert all(c.startswith(f"tpufleet --state {state} inject-fault ") for c in commands), commands
     assert cli(*shlex.split(commands[0])[1:], state=False).code == 0
+
+
+class _Texts(HTMLParser):
+    """The text of each list item and paragraph of a page, as a browser shows it (entities read)."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts: list[str] = []
+        self._open: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("li", "p"):
+            self._open = []
+
+    def handle_endtag(self, tag):
+        if tag in ("li", "p") and self._open is not None:
+            self.texts.append("".join(self._open))
+            self._open = None
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._open.append(data)
+
+
+def test_the_md_and_html_reports_suggest_commands_on_the_same_fleet(cli, tmp_path):
+    """`report -o md|html` (and the table written with --out) gave the map legend's `tpufleet reschedule a` and the
+    damaged journal note's `tpufleet show journal` without the --state given, as the table on stdout gives them."""
+    state = tmp_path / "a&b <fleet>"  # the html page escapes the quoted state with the rest of its text
+    quoted = shlex.quote(str(state))
+    for step in (("init",), ("allocate", "a", "--shape", "4x4x8"), ("inject-fault", "host:c00/1")):
+        assert _cli(cli, state, *step).code == 0, step
+    journal = state / "journal.jsonl"
+    journal.write_bytes(journal.read_bytes() + b'{"serial": 4, damaged\n')
+    move = f"evicted by f1; c02,c01 reserved: `tpufleet --state {quoted} reschedule a`"
+    legend = f"  A  a                4x4x8            evicted  ({move})"
+    note = (
+        f"Damaged journal line(s) 4 skipped: a change may be missing here (`tpufleet --state {quoted} show journal` "
+        "names them)."
+    )
+    assert legend in _cli(cli, state, "report").out.splitlines()  # the rule: the table on a terminal
+    md = _cli(cli, state, "report", "-o", "md").out.splitlines()
+    assert legend in md and note in md
+    table = tmp_path / "report.txt"
+    assert _cli(cli, state, "report", "--out", table).code == 0
+    assert legend in table.read_text().splitlines()
+    page = _cli(cli, state, "report", "-o", "html").out
+    assert "<fleet>" not in page
+    texts = _Texts()
+    texts.feed(page)
+    assert texts.texts == [f"A a: {move}", note]
+    assert _cli(cli, state, "reschedule", "a").code == 0  # the command as suggested runs on this fleet

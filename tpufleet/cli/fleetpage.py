@@ -173,8 +173,9 @@ def _journal_rows(r: Row) -> list[list[str]]:
     ]
 
 
-def render_page(r: Row, refresh: int | None = None) -> str:
-    """The page; `refresh`: seconds after which the browser reloads it (a meta refresh, no script)."""
+def render_page(r: Row, refresh: int | None = None, state: str | None = None) -> str:
+    """The page; `refresh`: seconds after which the browser reloads it (a meta refresh, no script); `state`: the
+    `--state` given on the command line, which the commands the page suggests carry (cli/suggested)."""
     colours = slice_colours(r["map"]["legend"])
     panels, keys = _pod_panels(r, colours), _map_keys()
     faults, journal = _fault_rows(r), _journal_rows(r)
@@ -189,20 +190,22 @@ def render_page(r: Row, refresh: int | None = None) -> str:
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
 <div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {len(r["faults"])} open fault(s)</div>
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
-<div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours)}
+<div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
 <div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}
-<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"])}
+<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"], state)}
 </body></html>
 """
 
 
-def _legend_notes(legend: list[Row], colours: dict[str, str]) -> str:
+def _legend_notes(legend: list[Row], colours: dict[str, str], state: str | None) -> str:
     """Under the maps, what the terminal map's legend adds of a slice (rerouted around which faults, evicted by
     which, the cubes reserved for it and the command that moves it), with its colour and letter."""
+    from tpufleet.cli.suggested import on_this_state
+
     notes = [
         f'<li><span class="key" style="background:{colours.get(e["slice"], "#555")}"></span>'
-        f"{escape(e['mark'])} {escape(e['slice'])}: {escape(e['detail'])}</li>"
+        f"{escape(e['mark'])} {escape(e['slice'])}: {escape(on_this_state(e['detail'], state))}</li>"
         for e in legend
         if e["detail"]
     ]
@@ -226,10 +229,11 @@ def _ocs_text(ocs: Row) -> str:
     return f"{ocs['failed']} failed{drained} of {ocs['total']}"
 
 
-def _damaged(lines: list[int]) -> str:
+def _damaged(lines: list[int], state: str | None) -> str:
     """A note under the latest changes when damaged journal lines were skipped (an entry may be missing)."""
     if not lines:
         return ""
     from tpufleet.cli.report import damaged_note
+    from tpufleet.cli.suggested import on_this_state
 
-    return f'<p class="warn">{escape(damaged_note(lines))}</p>'
+    return f'<p class="warn">{escape(on_this_state(damaged_note(lines), state))}</p>'

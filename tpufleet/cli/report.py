@@ -102,12 +102,17 @@ def _table(r: Row, map_text: str) -> str:
 
 
 def _text(r: Row, fmt: ReportOutput, map_text: str) -> str:
-    """The report as one text in a format that is not emitted as data (html, md, table for a file)."""
-    if fmt is ReportOutput.html:
+    """The report as one text in a format that is not emitted as data (html, md, table for a file); the commands it
+    suggests carry the `--state` given, as the table on a terminal's do (cli/suggested)."""
+    from tpufleet.cli.app import SETTINGS
+    from tpufleet.cli.suggested import on_this_state
+
+    if fmt is ReportOutput.html:  # the page quotes each command's state itself, before it escapes the text
         from tpufleet.cli.fleetpage import render_page
 
-        return render_page(r)
-    return _markdown(r, map_text) if fmt is ReportOutput.md else _table(r, map_text) + "\n"
+        return render_page(r, state=SETTINGS.state_option)
+    text = _markdown(r, map_text) if fmt is ReportOutput.md else _table(r, map_text) + "\n"
+    return on_this_state(text, SETTINGS.state_option)
 
 
 @app.command(
