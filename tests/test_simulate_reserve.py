@@ -291,3 +291,29 @@ def test_an_elastic_job_takes_a_slice_back_beside_a_head_without_a_reservation(m
     sim.simulate()
     assert refused == []
     assert sim.scheduler.slices_regained >= 1
+
+
+def test_a_sweep_counts_the_reservations_of_a_reserving_point_as_the_simulation_does(cli, tmp_path):
+    """sweep's figures left out the reservations simulate-fleet counts under `reserve`: a sweep comparing the
+    policies could not say how many jobs waited behind a reserved head. A reserving point has them, as the
+    simulation's own summary counts them; a point under another policy has none, and a plot of them is refused
+    where no point gives them."""
+    from tpufleet.ops.simulate import simulate
+    from tpufleet.state.siminputs import shipped_inputs
+    from tpufleet.state.sweepstore import load_spec
+    from tpufleet.sweep.runs import fleet_inputs
+
+    spec = tmp_path / "spec.yaml"
+    head = "schema_version: 1\nsimulation: fleet\nseeds: 1\nfixed: {days: 3}\nplot: {metric: reservations.made}\n"
+    spec.write_text(head + "points: [{scheduler: reserve}, {scheduler: priority}]\n")
+    r = cli("sweep", spec, "--out", tmp_path / "out", "--serial", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    reserving = load_spec(spec).points[0]
+    direct = simulate(*fleet_inputs(reserving.params, {}, load_spec(spec).seeds[0], shipped_inputs())).summary
+    figures = {k: v["mean"] for k, v in r.json["points"][0]["metrics"].items() if k.startswith("reservations.")}
+    assert figures == {f"reservations.{k}": v for k, v in direct["reservations"].items()}
+    assert figures["reservations.made"] > 0
+    assert not [k for k in r.json["points"][1]["metrics"] if k.startswith("reservations.")]
+    spec.write_text(head + "points: [{scheduler: priority}, {pods: 2}]\n")
+    refused = cli("sweep", spec, "--out", tmp_path / "out2", "--serial", state=False)
+    assert refused.code == 2 and "plot.metric" in refused.err and "reservations.made" in refused.err

@@ -29,6 +29,8 @@ FLEET_FIGURES = (
     *(f"disruptions.{kind}" for kind in DISRUPTIONS), "reroutes",
 )  # fmt: skip
 FLEET_BY_SIZE = ("sg", "rg", "wait_hours", "restart_wait_hours")
+# a run under a reserving scheduler (`reserve`, `extra-large-first-reserve`) also counts its reservations
+RESERVATION_FIGURES = ("reservations.made", "reservations.late", "reservations.backfilled")
 AVAILABILITY_BY_SIZE = ("reconfigurable_ft", "reconfigurable", "reconfigurable_ft_exact", "static")
 
 
@@ -150,6 +152,8 @@ def fleet_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
     for kind in DISRUPTIONS:
         metrics[f"disruptions.{kind}"] = summary["disruptions"][kind]
     metrics["reroutes"] = summary["reroutes"]
+    for name, count in (summary.get("reservations") or {}).items():
+        metrics[f"reservations.{name}"] = count
     for segment in summary["segments"]:
         metrics[f"sg.{segment['value']}"] = segment["sg"]
         metrics[f"rg.{segment['value']}"] = segment["rg"]
@@ -167,9 +171,15 @@ def figure_names(
     cubes). `shipped`: what the runs are sent, with the profiles of the generations the points name."""
     if simulation == "fleet":
         from tpufleet.goodput.metrics import SIZE_CLASSES
+        from tpufleet.simulation.policy import reserves
 
         sizes = [name for _, name in SIZE_CLASSES]
-        return {*FLEET_FIGURES, *(f"{family}.{size}" for family in FLEET_BY_SIZE for size in sizes)}
+        reserving = any(reserves(p.get("scheduler", "priority")) for p in points)
+        return {
+            *FLEET_FIGURES,
+            *(f"{family}.{size}" for family in FLEET_BY_SIZE for size in sizes),
+            *(RESERVATION_FIGURES if reserving else ()),
+        }
     names = set()
     for params in points:
         static = _static_twin(params, shipped or {})
