@@ -63,12 +63,30 @@ def test_kubernetes_names_are_listed_in_natural_order(fleet, tmp_path, node_list
     d = fleet("import", "k8s", write(tmp_path, doc), "-o", "json").json
     listed = [u["node"] for u in d["unplaced"] if u["node"].startswith("cpu-node-")]
     assert listed == ["cpu-node-9", "cpu-node-09a", "cpu-node-10", "cpu-node-100"]
-    text = [
-        line.split()[3].rstrip(":")
-        for line in fleet("import", "k8s", write(tmp_path, doc)).out.splitlines()
-        if "not placed: cpu-node-" in line
+    # the table says them in one line, the first and last of that order
+    (line,) = [line for line in fleet("import", "k8s", write(tmp_path, doc)).out.splitlines() if "cpu-node-" in line]
+    assert "5 nodes (cpu-node-9 ... gke-default-pool-3f2a9c1e-x7qz)" in line
+
+
+def test_alike_unplaced_nodes_are_one_line_with_a_count(fleet, tmp_path, node_list):
+    """A cluster's CPU nodes are never placed: a thousand of them were a thousand alike lines. The table says each
+    reason once, with the count and the first and last node; JSON keeps every node."""
+    doc = copy.deepcopy(node_list)
+    cpu = node_named(doc, "gke-default-pool")
+    doc["items"] += [{**cpu, "metadata": {**cpu["metadata"], "name": f"cpu-node-{i}"}} for i in range(1, 1001)]
+    path = write(tmp_path, doc)
+    unplaced = fleet("import", "k8s", path, "-o", "json").json["unplaced"]
+    assert len(unplaced) == 1003 and [u["node"] for u in unplaced[:2]] == ["cpu-node-1", "cpu-node-2"]
+    r = fleet("import", "k8s", path)
+    assert r.code == 0, r.err
+    assert [line for line in r.out.splitlines() if "not placed" in line] == [
+        "  ? not placed: 1001 nodes (cpu-node-1 ... gke-default-pool-3f2a9c1e-x7qz): not a TPU node (no "
+        "cloud.google.com/gke-tpu-accelerator label)",
+        "  ? not placed: gke-tpu-v4-spare-0b7e44d1-q9ws: no cloud.google.com/gke-tpu-partition-4x4x4-id label (and no "
+        "tpufleet.io/cube)",
+        "  ? not placed: gke-tpu-v5e-pool-81c0d2aa-m4k2: accelerator tpu-v5-lite-podslice is not a TPU accelerator "
+        "tpufleet models (tpu-v4-podslice, tpu-v5p-slice, tpu7x)",
     ]
-    assert text == listed
 
 
 def test_detailed_exitcode_apply_and_repeat_is_a_no_op(fleet):

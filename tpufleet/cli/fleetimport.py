@@ -53,8 +53,7 @@ def _import_text(d: dict[str, Any]) -> str:
             lines.append(f"  {sign} {kind}{ident} {f['target']}: {f['reason']}")
     lines += _hit_lines(d)
     lines += _pool_lines(d)
-    for u in d["unplaced"]:
-        lines.append(f"  ? not placed: {u['node']}: {u['reason']}")
+    lines += _unplaced_lines(d["unplaced"], "node", "nodes")
     return "\n".join([*lines, _plan_verdict(d)])
 
 
@@ -189,19 +188,24 @@ def _reservation_text(d: dict[str, Any]) -> str:
     lines += [f"  ~ reschedule {f['id']} {f['target']}: {f['reason']}" for f in d["drains_rescheduled"]]
     lines += [_announced_line(a) for a in d["maintenance_announced"]]
     lines += _hit_lines(d)
-    lines += _unplaced_sub_block_lines(d["unplaced"])
+    lines += _unplaced_lines(d["unplaced"], "sub_block", "sub-blocks")
     return "\n".join([*lines, _plan_verdict(d)])
 
 
-def _unplaced_sub_block_lines(rows: list[dict[str, str]]) -> list[str]:
-    """One line per reason: a block no pod takes is every one of its sub-blocks, 144 lines of one reason else."""
+def _unplaced_lines(rows: list[dict[str, str]], key: str, plural: str) -> list[str]:
+    """One line per reason, naming the first and last of its rows' `key` (in the rows' order): a block no pod takes
+    is every one of its sub-blocks, a cluster's CPU nodes are a thousand nodes of one reason, one line each else.
+
+    >>> _unplaced_lines([{"node": f"cpu-{i}", "reason": "not a TPU node"} for i in (1, 2, 3)], "node", "nodes")
+    ['  ? not placed: 3 nodes (cpu-1 ... cpu-3): not a TPU node']
+    """
     by_reason: dict[str, list[str]] = {}
     for u in rows:
-        by_reason.setdefault(u["reason"], []).append(u["sub_block"])
+        by_reason.setdefault(u["reason"], []).append(u[key])
     return [
         f"  ? not placed: {names[0]}: {reason}"
         if len(names) == 1
-        else f"  ? not placed: {len(names)} sub-blocks ({names[0]} ... {names[-1]}): {reason}"
+        else f"  ? not placed: {len(names)} {plural} ({names[0]} ... {names[-1]}): {reason}"
         for reason, names in by_reason.items()
     ]
 
