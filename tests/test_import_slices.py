@@ -283,3 +283,72 @@ def test_yaml_without_a_document_exits_2(reserved, tmp_path, text):
     line = one_line(reserved("import", "slices", path, "--apply"))
     assert line.startswith(f"tpufleet: error: {path}: field <root>:")
     assert snapshot(reserved.state) == before
+
+
+def _ready(doc: dict, index: int, name: str, sub_block: str, status: str | None, reason: str = "ACTIVE") -> dict:
+    """Item `index` of the list as a 4x4x4 Slice `name` on `sub_block`, its Ready condition `status` / `reason`
+    (none with None)."""
+    item = copy.deepcopy(doc["items"][index])
+    item["metadata"]["name"] = name
+    item["spec"].update(topology="4x4x4", partitionIds=[f"ironwood-superpod-block-0001-sub-{sub_block}"])
+    condition = {"lastTransitionTime": "2026-06-14T10:00:00Z", "message": "", "reason": reason, "type": "Ready"}
+    item["status"] = {"conditions": [{**condition, "status": status}] if status else []}
+    return item
+
+
+def test_a_slice_not_ready_is_state_drift_while_tpufleet_runs_it(reserved, slices, tmp_path):
+    """A Slice runs when its Ready condition is True and its reason ACTIVE or ACTIVE_DEGRADED: one not Ready
+    (ACTIVE but Ready False, ACTIVATING, no Ready condition yet) whose tpufleet slice is wired was in sync."""
+    items = [
+        _ready(slices, 0, "serve-1", "0027", "False"),
+        _ready(slices, 0, "rl-rollout-0", "0024", "False", "ACTIVATING"),
+        _ready(slices, 0, "eval-0", "0026", None),
+        _ready(slices, 0, "serve-2", "0028", "True"),  # running: in sync
+    ]
+    for item in items:
+        cube = f"c{item['spec']['partitionIds'][0][-2:]}"
+        name = item["metadata"]["name"]
+        assert reserved("allocate", name, "--shape", "4x4x4", "--cubes", cube).code == 0
+        assert reserved("plan-xconnect", name, "--apply").code == 0
+    d = reserved("import", "slices", write(tmp_path, {"kind": "List", "items": items}), "-o", "json").json
+    assert (d["matched"], d["in_sync"]) == (4, 1)
+    assert {i["slice"]: (i["kind"], i["reason"]) for i in d["drift"]} == {
+        "serve-1": ("state", "GKE reports ACTIVE (Ready False): not running; tpufleet runs it (connected)"),
+        "rl-rollout-0": ("state", "GKE reports ACTIVATING (Ready False): not running; tpufleet runs it (connected)"),
+        "eval-0": ("state", "GKE reports CREATED (no Ready condition): not running; tpufleet runs it (connected)"),
+    }
+
+
+def test_a_slice_not_ready_is_not_taken_as_running_for_cubes_tpufleet_holds_free(reserved, slices, tmp_path):
+    """Two Slices tpufleet does not know on one cube: the running one has it, whatever the names' order; one whose
+    Ready condition is False is said not Ready, though its reason is ACTIVE, and recorded after the running."""
+    items = [
+        _ready(slices, 0, "a-standby", "0027", "False"),
+        _ready(slices, 0, "b-serve", "0027", "True"),
+        _ready(slices, 0, "c-warm", "0028", "False"),
+    ]
+    d = reserved("import", "slices", write(tmp_path, {"kind": "List", "items": items}), "-o", "json").json
+    assert d["slices_new"] == [
+        {"slice": "b-serve", "topology": "4x4x4", "state": "ACTIVE", "ready": "True", "pod": "pod0", "cubes": ["c27"]},
+        {"slice": "c-warm", "topology": "4x4x4", "state": "ACTIVE", "ready": "False", "pod": "pod0", "cubes": ["c28"]},
+    ]
+    reasons = {i["slice"]: (i["kind"], i["reason"]) for i in d["drift"]}
+    assert reasons["c-warm"] == ("not_in_tpufleet", "ACTIVE (Ready False) 4x4x4 on cubes tpufleet holds free: c28")
+    assert reasons["a-standby"][0] == "conflict"
+    assert reasons["a-standby"][1].startswith("ACTIVE (Ready False) on c27: ")
+
+
+def test_two_ready_conditions_exit_2_naming_the_slice_and_field(reserved, slices, tmp_path):
+    """Conditions are keyed by their type: with two Ready conditions the Slice's state is not known (the first one
+    was taken)."""
+    doc = copy.deepcopy(slices)
+    conditions = doc["items"][1]["status"]["conditions"]
+    conditions.append({**conditions[0], "status": "False", "reason": "FAILED"})
+    path = write(tmp_path, doc)
+    before = snapshot(reserved.state)
+    line = one_line(reserved("import", "slices", path, "--apply"))
+    assert line == (
+        f"tpufleet: error: {path}: field items.1.status.conditions.1.type: Slice llm-train-1: also the type of "
+        "condition 0 (one condition of a type) (value 'Ready')"
+    )
+    assert snapshot(reserved.state) == before

@@ -5,14 +5,20 @@ A Slice (group `accelerator.gke.io`, GKE's "Slice" custom resource reference; th
 controller) has `spec.type` (`tpu7x`, or `v6e`), `spec.topology` (`AxBxC` chips) and `spec.partitionIds` (one
 4x4x4 partition per 64 chips); its state is the `reason` of its `Ready` condition: ACTIVATING, ACTIVE,
 ACTIVE_DEGRADED, FAILED, and in the controller also INCOMPLETE, DEACTIVATING, UNKNOWN and SliceCreationFailed;
-no `Ready` condition yet is CREATED, and a `metadata.deletionTimestamp` means it is being deleted.
+no `Ready` condition yet is CREATED, and a `metadata.deletionTimestamp` means it is being deleted. A Slice runs
+when its `Ready` condition's status is True and its reason ACTIVE or ACTIVE_DEGRADED: a Slice not Ready is not
+running, whatever the reason says. Conditions are keyed by their type, so a type given twice is malformed.
 
 >>> doc = {"items": [{"metadata": {"name": "a"}, "spec": {"type": "tpu7x", "topology": "4x4x8",
 ...         "partitionIds": ["p1", "p2"]}, "status": {"conditions": [{"type": "Ready", "status": "True",
 ...         "reason": "ACTIVE"}]}}]}
 >>> s = decode_slice_list(doc, "slices.json").slices[0]
->>> s.name, s.dims, s.partitions, s.state
-('a', (4, 4, 8), ('p1', 'p2'), 'ACTIVE')
+>>> s.name, s.dims, s.partitions, s.state, s.running
+('a', (4, 4, 8), ('p1', 'p2'), 'ACTIVE', True)
+>>> doc["items"][0]["status"]["conditions"][0]["status"] = "False"
+>>> s = decode_slice_list(doc, "slices.json").slices[0]
+>>> s.state, s.ready, s.running, s.said
+('ACTIVE', 'False', False, 'ACTIVE (Ready False)')
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ SLICE_STATES = (
     "UNKNOWN",
     "SliceCreationFailed",
 )
+RUNNING = frozenset({"ACTIVE", "ACTIVE_DEGRADED"})  # with Ready True
 
 
 ANNOTATION = "tpufleet.io/slice"
@@ -73,12 +80,25 @@ class GkeSlice:
     dims: Vec | None  # the sides of a 3-D topology, in canonical order (None for a 2-D v6e one)
     partitions: tuple[str, ...]
     state: str  # the Ready condition's reason, or CREATED
+    ready: str | None  # the Ready condition's status (True, False, Unknown), None without one
     deleting: bool
     tpufleet_name: str | None  # the tpufleet.io/slice annotation
 
     @property
     def path(self) -> str:
         return f"items.{self.index}"
+
+    @property
+    def running(self) -> bool:
+        """Ready, and ACTIVE or ACTIVE_DEGRADED: a Slice whose Ready condition is not True is not running."""
+        return self.ready == "True" and self.state in RUNNING
+
+    @property
+    def said(self) -> str:
+        """Its state as the plan says it: the reason, with the Ready status unless the Slice is running."""
+        if self.running:
+            return self.state
+        return f"{self.state} (no Ready condition)" if self.ready is None else f"{self.state} (Ready {self.ready})"
 
 
 @dataclass(frozen=True)
@@ -138,11 +158,11 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     spec = _object(item, "spec", path, file, name)
     kind, topology, dims, partitions = _spec(spec, f"{path}.spec", file, name)
     status = _object(item, "status", path, file, name)
-    state = _state(status, f"{path}.status", file, name)
+    state, ready = _state(status, f"{path}.status", file, name)
     deleting = meta.get("deletionTimestamp")
     if deleting is not None and (not isinstance(deleting, str) or utc_stamp(deleting) is None):
         raise bad_slice(file, f"{path}.metadata.deletionTimestamp", deleting, "must be a time (RFC 3339 text)", name)
-    return GkeSlice(name, i, kind, topology, dims, partitions, state, deleting is not None, own)
+    return GkeSlice(name, i, kind, topology, dims, partitions, state, ready, deleting is not None, own)
 
 
 def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | None) -> dict[str, Any]:
@@ -187,24 +207,35 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
     return kind, topology, dims, tuple(ids)
 
 
-def _state(status: dict[str, Any], path: str, file: str, name: str) -> str:
-    """The Ready condition's reason (CREATED without one)."""
+def _state(status: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str | None]:
+    """The Ready condition's reason and status (CREATED and None without one). A condition type given twice is
+    malformed: conditions are keyed by their type, and two Ready conditions leave the Slice's state unknown."""
     conditions = status.get("conditions", [])
     if not isinstance(conditions, list):
         raise bad_slice(file, f"{path}.conditions", NO_VALUE, f"must be a list, not {json_found(conditions)}", name)
+    found: tuple[str, str | None] = ("CREATED", None)
+    seen: dict[str, int] = {}
     for j, cond in enumerate(conditions):
         if not isinstance(cond, dict):
             raise bad_slice(
                 file, f"{path}.conditions.{j}", NO_VALUE, f"must be an object, not {json_found(cond)}", name
             )
-        if cond.get("type") != "Ready":
-            continue
-        reason = cond.get("reason")
-        if reason not in SLICE_STATES:
-            problem = "not a Slice state (" + ", ".join(SLICE_STATES[1:]) + ")"
-            raise bad_slice(file, f"{path}.conditions.{j}.reason", reason, problem, name)
-        if cond.get("status") not in ("True", "False", "Unknown"):
-            problem = "must be True, False or Unknown"
-            raise bad_slice(file, f"{path}.conditions.{j}.status", cond.get("status", NO_VALUE), problem, name)
-        return str(reason)
-    return "CREATED"
+        kind = cond.get("type")
+        if isinstance(kind, str) and seen.setdefault(kind, j) != j:
+            problem = f"also the type of condition {seen[kind]} (one condition of a type)"
+            raise bad_slice(file, f"{path}.conditions.{j}.type", kind, problem, name)
+        if kind == "Ready":
+            found = _ready(cond, f"{path}.conditions.{j}", file, name)
+    return found
+
+
+def _ready(cond: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str]:
+    """The Ready condition's reason (a Slice state) and status."""
+    reason = cond.get("reason")
+    if reason not in SLICE_STATES:
+        problem = "not a Slice state (" + ", ".join(SLICE_STATES[1:]) + ")"
+        raise bad_slice(file, f"{path}.reason", reason, problem, name)
+    status = cond.get("status")
+    if status not in ("True", "False", "Unknown"):
+        raise bad_slice(file, f"{path}.status", cond.get("status", NO_VALUE), "must be True, False or Unknown", name)
+    return str(reason), str(status)

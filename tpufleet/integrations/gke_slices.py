@@ -15,9 +15,10 @@ The plan, in steps:
 3. Drift, by kind: `not_in_tpufleet` (a Slice on cubes tpufleet holds free: `--apply` makes it a slice of its
    shape on those cubes), `conflict` (a Slice on cubes tpufleet cannot give it: held by another slice, out of
    the pool, another Slice's), `not_in_cluster` (a slice a Slice could describe, and none does), `shape` and
-   `cubes` (the two disagree on what the slice is), `state` (FAILED while tpufleet runs it, ACTIVE while tpufleet
-   evicted it, degraded on one side only). A FAILED, SliceCreationFailed or DEACTIVATING Slice with no slice in
-   tpufleet holds nothing: it is listed as ignored, not drift.
+   `cubes` (the two disagree on what the slice is), `state` (not running, FAILED or not Ready, while tpufleet
+   runs it; running while tpufleet evicted it; degraded on one side only). A Slice runs only when Ready (its
+   `Ready` condition True) and ACTIVE or ACTIVE_DEGRADED. A FAILED, SliceCreationFailed or DEACTIVATING Slice with
+   no slice in tpufleet holds nothing: it is listed as ignored, not drift.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ __all__ = [
     "plan",
 ]
 
-RUNNING = frozenset({"ACTIVE", "ACTIVE_DEGRADED"})
 FAILED = frozenset({"FAILED", "SliceCreationFailed"})
 IGNORED_STATES = FAILED | {"DEACTIVATING"}  # a Slice in these states with no tpufleet slice holds nothing
 DRIFT_KINDS = ("not_in_tpufleet", "conflict", "not_in_cluster", "shape", "cubes", "state")
@@ -70,10 +70,11 @@ class NewSlice:
     pod: str
     cubes: tuple[str, ...]
     state: str  # the Slice's
+    ready: str | None  # its Ready condition's status
 
     def record(self) -> dict[str, object]:
-        return {"slice": self.name, "topology": self.shape.text, "state": self.state, "pod": self.pod,
-                "cubes": list(self.cubes)}  # fmt: skip
+        return {"slice": self.name, "topology": self.shape.text, "state": self.state, "ready": self.ready,
+                "pod": self.pod, "cubes": list(self.cubes)}  # fmt: skip
 
 
 @dataclass
@@ -194,22 +195,27 @@ def _compare(p: _Placed, sl: Slice) -> list[Drift]:
     elif set(p.cubes) != set(sl.cubes):
         why = f"the Slice is on {_cube_text(p.cubes)}, tpufleet's slice on {_cube_text(sl.cubes)}"
         found.append(Drift("cubes", s.name, sl.name, why))
-    disagree = _state_drift(s.state, sl)
+    disagree = _state_drift(s, sl)
     if disagree is not None:
         found.append(Drift("state", s.name, sl.name, disagree))
     return found
 
 
-def _state_drift(gke: str, sl: Slice) -> str | None:
+def _state_drift(gke: GkeSlice, sl: Slice) -> str | None:
     """Why the Slice's state and the slice's disagree; None when they do not (an allocated slice, not yet
-    wired in tpufleet's twin, agrees with any: GKE's controller wires it)."""
-    if sl.state.wired and gke in FAILED:
-        return f"GKE reports {gke}; tpufleet runs it ({sl.state})"
-    if sl.state is SliceState.EVICTED and gke in RUNNING:
-        return f"GKE reports {gke}; tpufleet evicted it (fault {sl.evicted_by})"
-    if sl.state is SliceState.CONNECTED and gke == "ACTIVE_DEGRADED":
+    wired in tpufleet's twin, agrees with any: GKE's controller wires it). A Slice not Ready is not running,
+    whatever its reason says."""
+    if sl.state.wired and gke.state in FAILED:
+        return f"GKE reports {gke.state}; tpufleet runs it ({sl.state})"
+    if sl.state.wired and not gke.running:
+        return f"GKE reports {gke.said}: not running; tpufleet runs it ({sl.state})"
+    if not gke.running:
+        return None
+    if sl.state is SliceState.EVICTED:
+        return f"GKE reports {gke.state}; tpufleet evicted it (fault {sl.evicted_by})"
+    if sl.state is SliceState.CONNECTED and gke.state == "ACTIVE_DEGRADED":
         return "GKE reports ACTIVE_DEGRADED; tpufleet knows no fault on it (connected)"
-    if sl.state is SliceState.DEGRADED and gke == "ACTIVE":
+    if sl.state is SliceState.DEGRADED and gke.state == "ACTIVE":
         faults = ", ".join(sl.reroute.faults) if sl.reroute else "?"
         return f"GKE reports ACTIVE; tpufleet runs it degraded around faults {faults}"
     return None
@@ -220,7 +226,7 @@ def _new_or_conflict(state: FleetState, unmatched: list[_Placed], out: SlicePlan
     used = state.machine_usage()
     health = state.health()
     rank = {st: i for i, st in enumerate(("ACTIVE", "ACTIVE_DEGRADED"))}
-    for p in sorted(unmatched, key=lambda p: (rank.get(p.gke.state, 2), p.gke.name)):
+    for p in sorted(unmatched, key=lambda p: (rank.get(p.gke.state, 2) if p.gke.running else 2, p.gke.name)):
         s = p.gke
         if s.state in IGNORED_STATES:
             out.ignored.append((s.name, s.state, f"{s.state} and not a tpufleet slice: holds no cubes"))
@@ -233,12 +239,12 @@ def _new_or_conflict(state: FleetState, unmatched: list[_Placed], out: SlicePlan
         except (Refused, BadInput) as exc:
             why = str(exc)
         if why is not None:
-            out.drift.append(Drift("conflict", s.name, None, f"{s.state} on {_cube_text(p.cubes)}: {why}"))
+            out.drift.append(Drift("conflict", s.name, None, f"{s.said} on {_cube_text(p.cubes)}: {why}"))
             continue
         for cube in alloc.cubes:
             used.setdefault(cube, set()).update(alloc.machines or range(MACHINES_PER_CUBE))
-        out.new.append(NewSlice(s.name, p.shape, p.pod, p.cubes, s.state))
-        why = f"{s.state} {p.shape.text} on cubes tpufleet holds free: {_cube_text(p.cubes)}"
+        out.new.append(NewSlice(s.name, p.shape, p.pod, p.cubes, s.state, s.ready))
+        why = f"{s.said} {p.shape.text} on cubes tpufleet holds free: {_cube_text(p.cubes)}"
         out.drift.append(Drift("not_in_tpufleet", s.name, None, why))
     out.ignored.sort()
 
