@@ -127,3 +127,18 @@ def test_steps_after_an_end_with_no_start_after_it_are_still_held(tmp_path):
     runs: list[Run] = [*RUNS[:4], ("step_start", 20, 3), ("step_start", 30, 4), ("job_end", 40, 0)]
     j = the_job(build([write_jsonl(tmp_path / "a.jsonl", native(runs))]))
     assert (j["all_allocated_s"], j["productive_s"], j["productive_steps"]) == (40.0, 40.0, 4)
+
+
+def test_a_job_that_starts_at_until_or_ends_at_since_is_not_in_the_report(tmp_path):
+    """A job starting at the very moment of --until (or ending at --since) has no time in the window, yet it was
+    counted among the report's jobs with no figures (SG null, demand 0): two jobs back to back, a window that ends
+    (or starts) where the second begins, holds the one job that ran in it, as a window ending before it would."""
+    second = [{**JOB, "job": "b"}] + [
+        {**r, "job": "b", "time": r["time"] + 20} for r in native(RUNS[:4])[1:]
+    ]  # b runs B+20..B+40, a B..B+20
+    log = write_jsonl(tmp_path / "ab.jsonl", native(RUNS[:4]) + second)
+    for window, ran in (({"until": B + 20}, "a"), ({"since": B + 20}, "b")):
+        rep = build([log], **window)
+        assert [j["job"] for j in rep["jobs"]] == [ran] and rep["fleet"]["jobs"] == 1, window
+        assert the_job(rep)["sg"] == 1.0 and the_job(rep)["demand_s"] == 20.0
+    assert [j["job"] for j in build([log], until=B + 20.5)["jobs"]] == ["a", "b"]  # half a second of b: it is in

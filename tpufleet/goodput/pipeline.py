@@ -123,7 +123,8 @@ def _account_job(
 
     ev = columns(records)
     start, end = job_span(ev)
-    if not (start <= (np.inf if until is None else until) and end >= (-np.inf if since is None else since)):
+    # a job that starts at --until, or ends at --since, has no time in the window: outside it, as one after it
+    if not (start < (np.inf if until is None else until) and end > (-np.inf if since is None else since)):
         return outside_part(log.jobs[job_id], ev, spans)  # wholly outside the window: the chips it holds alone
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
     counts = log.slices.get(job_id, [])
