@@ -273,7 +273,10 @@ def status(state: FleetState, missing: Collection[str] = (), linked: Mapping[str
             "drained": ocs_down.count("drained"),
             "xconnects": sum(len(p) for p in state.ocs.values()),
         },
+        # `open_faults` counts both, as it always did; the metrics' `tpufleet_open_faults` is `unplanned_faults`
         "open_faults": len(state.open_faults()),
+        "unplanned_faults": sum(1 for f in state.open_faults() if not f.planned),
+        "planned_drains": sum(1 for f in state.open_faults() if f.planned),
         "faults": health_rows(state),
         "slices": slices,
         # a slice whose stale tables are gone is missing only: one list, one alert, for one cause

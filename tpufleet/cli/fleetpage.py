@@ -166,6 +166,12 @@ def _fault_rows(r: Row) -> list[list[str]]:
     ]
 
 
+def _faults_text(faults: list[Row]) -> str:
+    """'3 open fault(s), 1 planned drain(s)': open faults are the unplanned ones, as `tpufleet_open_faults` counts."""
+    drains = sum(1 for f in faults if f["planned"])
+    return f"{len(faults) - drains} open fault(s)" + (f", {drains} planned drain(s)" if drains else "")
+
+
 def _journal_rows(r: Row) -> list[list[str]]:
     return [
         [str(e["serial"]), escape(str(e["time"])), escape(str(e["user"])), escape(str(e["summary"]))]
@@ -188,7 +194,7 @@ def render_page(r: Row, refresh: int | None = None, state: str | None = None) ->
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">{reload}
 <title>tpufleet report, serial {r["serial"]}</title><style>{CSS}</style></head><body>
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
-<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {len(r["faults"])} open fault(s)</div>
+<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {_faults_text(r["faults"])}</div>
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
 <div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>

@@ -195,10 +195,12 @@ def _status_text(s: dict) -> str:
         f"OCS: {s['ocs']['failed']} failed, "
         + (f"{s['ocs']['drained']} drained, " if s["ocs"]["drained"] else "")
         + f"{s['ocs']['xconnects']} cross-connects in place",
-        f"open faults: {s['open_faults']}",
+        _faults_line(s),
     ]
     for f in s["faults"][:10]:
-        lines.append(f"  {f['fault']:>5}  {f['target']:<28} {f['effect']}")
+        lines.append(
+            f"  {f['fault']:>5}  {f['target']:<28} {f['effect']}" + (" (planned drain)" if f["planned"] else "")
+        )
     if len(s["faults"]) > 10:
         lines.append(f"  ... {len(s['faults']) - 10} more (`tpufleet show health`)")
     lines.append(f"slices: {len(s['slices'])}")
@@ -220,6 +222,14 @@ def _status_text(s: dict) -> str:
             )
     lines += _to_do_lines(s)
     return "\n".join([*lines, *_k8s_lines(s.get("k8s"), cubes["free"]), *_reservation_lines(s.get("reservation"))])
+
+
+def _faults_line(s: dict) -> str:
+    """'3 open faults, 1 planned drain': open faults are the unplanned ones, as `tpufleet_open_faults` counts them."""
+    from tpufleet.ops.fleet import counted
+
+    drains = s["planned_drains"]
+    return counted(s["unplanned_faults"], "open_faults") + (f", {counted(drains, 'planned_drains')}" if drains else "")
 
 
 def _to_do_lines(s: dict) -> list[str]:

@@ -1,0 +1,39 @@
+"""Open faults said alike by `status` and the metrics (drains apart), the export summaries' kinds, the Slurm
+topology's serial, and a config file's state path as the file means it."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def _metric_sum(text: str, name: str) -> float:
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    return sum(s.value for s in fams[name].samples)
+
+
+def test_status_counts_open_faults_as_the_metrics_do_and_drains_apart(fleet):
+    assert fleet("inject-fault", "host:c03/5").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
+    assert fleet("inject-fault", "cube:c07", "--planned", "--reason", "maintenance").code == 0
+    status = fleet("status", "-o", "json").json
+    metrics = fleet("metrics").out
+    assert (status["unplanned_faults"], status["planned_drains"], status["open_faults"]) == (2, 1, 3)
+    assert _metric_sum(metrics, "tpufleet_open_faults") == status["unplanned_faults"]
+    assert _metric_sum(metrics, "tpufleet_planned_drains") == status["planned_drains"]
+    text = fleet("status").out
+    assert "2 open faults, 1 planned drain" in text.splitlines()
+    assert [line for line in text.splitlines() if line.endswith("(planned drain)")] == [
+        line for line in text.splitlines() if "cube:c07" in line
+    ]
+
+
+def test_status_without_drains_names_open_faults_only(fleet):
+    assert fleet("inject-fault", "host:c03/5").code == 0
+    assert "1 open fault" in fleet("status").out.splitlines()
+
+
+def test_report_page_counts_open_faults_and_drains_apart(fleet):
+    assert fleet("inject-fault", "host:c03/5").code == 0
+    assert fleet("inject-fault", "cube:c07", "--planned", "--reason", "maintenance").code == 0
+    page = fleet("report", "-o", "html").out
+    assert "; 1 open fault(s), 1 planned drain(s)</div>" in page
