@@ -3,7 +3,12 @@ topology's serial, and a config file's state path as the file means it."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from test_fleetio_import import FIXTURE
 
 
 def _metric_sum(text: str, name: str) -> float:
@@ -37,3 +42,34 @@ def test_report_page_counts_open_faults_and_drains_apart(fleet):
     assert fleet("inject-fault", "cube:c07", "--planned", "--reason", "maintenance").code == 0
     page = fleet("report", "-o", "html").out
     assert "; 1 open fault(s), 1 planned drain(s)</div>" in page
+
+
+# Every export's summary `kind`, kebab-case as its command, and what the table output says it wrote
+EXPORTS = [
+    (["node-labels"], "node-labels", "wrote 1023 Node objects"),
+    (["kueue-topology"], "kueue-topology", "wrote 2 Kueue objects"),
+    (["slurm-topology"], "slurm-topology-conf", "wrote 65 topology.conf lines"),
+    (["slurm-topology", "--format", "yaml"], "slurm-topology-yaml", "wrote 1 topology.yaml topology"),
+    (["slices", "--type", "tpu7x"], "slices", "wrote 1 Slice object"),
+]
+
+
+@pytest.mark.parametrize(("args", "kind", "said"), EXPORTS, ids=[e[1] for e in EXPORTS])
+def test_export_summaries_name_their_kind_in_one_style(fleet, tmp_path, args, kind, said):
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
+    out = tmp_path / "export.out"
+    objects = int(said.split()[1])
+    for fmt, parse in (("json", json.loads), ("yaml", yaml.safe_load)):
+        r = fleet("export", *args, "--out", out, "-o", fmt)
+        assert r.code == 0, r.err
+        assert parse(r.out) == {"kind": kind, "file": str(out), "objects": objects}
+    r = fleet("export", *args, "--out", out)
+    assert r.code == 0, r.err
+    assert r.out == f"{said} to {out}\n"
+
+
+def test_every_export_kind_is_tested_above():
+    from tpufleet.cli.fleetio import EXPORT_KINDS
+
+    assert sorted(kind for _, kind, _ in EXPORTS) == sorted(EXPORT_KINDS)

@@ -237,7 +237,7 @@ def test_export_to_a_file_and_json_summary(imported, tmp_path):
     assert out.read_text().startswith("# topology.conf")
     r = imported("export", "slurm-topology", "--out", out, "-o", "json")
     assert r.code == 0, r.err
-    assert r.json == {"kind": "topology.conf line", "file": str(out), "objects": 65}
+    assert r.json == {"kind": "slurm-topology-conf", "file": str(out), "objects": 65}
     assert out.read_text().startswith("# topology.conf")  # the file Slurm reads, whatever -o says
     assert imported("export", "slurm-topology", "--out", tmp_path / "missing" / "t.conf").code == 2
 

@@ -31,13 +31,23 @@ OutOpt = Annotated[
 LabelMappingOpt = Annotated[Path | None, typer.Option("--mapping", help="Label keys of your own (as for import)")]
 
 
+# The `kind` of each export's summary (kebab-case, as the export commands are named) -> what its `objects` count
+EXPORT_KINDS = {
+    "node-labels": "Node object",
+    "kueue-topology": "Kueue object",
+    "slurm-topology-conf": "topology.conf line",  # a Slurm file's are no objects
+    "slurm-topology-yaml": "topology.yaml topology",
+    "slices": "Slice object",
+}
+
+
 def _deliver(
     kind: str, text: Callable[[], str], as_json: Any, count: int, out: Path | None, output: Output, fixed: bool = False
 ) -> None:
     """Without --out the artefact itself goes to stdout (-o json and -o yaml: its data, the same in both); with
     --out the file gets what stdout would (`_artefact`), or with `fixed` (a file its reader knows in one format
     only, as Slurm's, which --format chooses) the artefact's own text; stdout a summary: {"kind", "file",
-    "objects"}."""
+    "objects"}, `kind` one of `EXPORT_KINDS`."""
     if out is None:
         if getattr(output, "value", output) in ("json", "yaml"):
             emit(as_json, output, text)
@@ -48,7 +58,7 @@ def _deliver(
 
     write_output(out, (text() if fixed else _artefact(text, as_json, output)).encode())
     summary = {"kind": kind, "file": str(out), "objects": count}
-    noun = kind if kind.endswith((" line", " topology")) else f"{kind} object"  # a Slurm file's are no objects
+    noun = EXPORT_KINDS[kind]
     emit(summary, output, lambda: f"wrote {count} {noun}{'' if count == 1 else 's'} to {printable(str(out))}")
 
 
@@ -112,7 +122,7 @@ def export_node_labels_cmd(
     given = read_mapping(mapping)
     doc = exports.node_labels(state, given.labels, own_only, given.drain_taints)
     _note_left_out(exports.machines_without_node(state))
-    _deliver("Node", _manifests([doc]), doc, len(doc["items"]), out, output)
+    _deliver("node-labels", _manifests([doc]), doc, len(doc["items"]), out, output)
 
 
 def _note_left_out(machines: int) -> None:
@@ -184,7 +194,7 @@ def export_kueue_cmd(
     keys = read_mapping(mapping).labels
     _refuse_hostname_above_hosts(keys, mapping)
     docs = kueue.kueue_topology(ctx.obj.store().load(), name, keys, api)
-    _deliver("Kueue", _manifests(docs), _as_list(docs), len(docs), out, output)
+    _deliver("kueue-topology", _manifests(docs), _as_list(docs), len(docs), out, output)
 
 
 _KUEUE_HOST_LEVEL = "kubernetes.io/hostname"
@@ -251,12 +261,12 @@ def export_slurm_cmd(
     _note_partial_cubes(slurm.partial_cubes(state), plugin.value)  # blocks and torus regions are whole cubes
     if file_format is SlurmFile.yaml:
         doc = slurm.slurm_topology_yaml(state, plugin.value)
-        _deliver("topology.yaml topology", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)
+        _deliver("slurm-topology-yaml", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)
         return
     text = slurm.slurm_topology(state, plugin.value)
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     data = {"plugin": plugin.value, "lines": lines}
-    _deliver("topology.conf line", lambda: text, data, len(lines), out, output, fixed=True)
+    _deliver("slurm-topology-conf", lambda: text, data, len(lines), out, output, fixed=True)
 
 
 @export_app.command(
@@ -303,4 +313,4 @@ def export_slices_cmd(
     docs, skipped = exports.slices(state, accelerator)
     for s in skipped:
         typer.echo(f"tpufleet: skipped slice {s['slice']}: {s['reason']}", err=True)
-    _deliver("Slice", _manifests(docs), _as_list(docs), len(docs), out, output)
+    _deliver("slices", _manifests(docs), _as_list(docs), len(docs), out, output)
