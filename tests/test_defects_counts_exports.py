@@ -73,3 +73,20 @@ def test_every_export_kind_is_tested_above():
     from tpufleet.cli.fleetio import EXPORT_KINDS
 
     assert sorted(kind for _, kind, _ in EXPORTS) == sorted(EXPORT_KINDS)
+
+
+@pytest.mark.parametrize("plugin", ["tree", "block", "torus3d"])
+def test_slurm_topology_yaml_names_the_serial_as_topology_conf_does(fleet, tmp_path, plugin):
+    assert fleet("import", "k8s", FIXTURE, "--apply").code == 0
+    serial = fleet("status", "-o", "json").json["serial"]
+    r = fleet("export", "slurm-topology", "--plugin", plugin, "--format", "yaml")
+    assert r.code == 0, r.err
+    first = r.out.splitlines()[0]
+    assert first == f"# topology.yaml for Slurm's topology/{plugin} plugin, written by tpufleet (serial {serial})"
+    assert yaml.safe_load(r.out)[0]["topology"] == f"tpufleet-{plugin}"
+    out = tmp_path / "topology.yaml"
+    assert fleet("export", "slurm-topology", "--plugin", plugin, "--format", "yaml", "--out", out).code == 0
+    assert out.read_text() == r.out
+    if plugin != "torus3d":  # topology.conf's header says the same of its file
+        conf = fleet("export", "slurm-topology", "--plugin", plugin).out.splitlines()[0]
+        assert conf == first.replace("topology.yaml", "topology.conf")

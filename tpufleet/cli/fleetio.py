@@ -69,12 +69,12 @@ def _artefact(text: Callable[[], str], as_json: Any, output: Output) -> str:
     return text() if data is None else data
 
 
-def _yaml_text(doc: Any) -> str:
-    """A document as block-style YAML, its keys in the order written (topology.yaml wants `topology` first)."""
+def _yaml_text(doc: Any, header: str) -> str:
+    """A document as block-style YAML under its `header` line, its keys in the order written (topology.yaml
+    wants `topology` first)."""
     from tpufleet.cli import yamltext
 
-    header = "# topology.yaml for Slurm (topology.yaml(5)), written by tpufleet\n"
-    return header + yamltext.dump(doc, sort_keys=False, default_flow_style=False)
+    return header + "\n" + yamltext.dump(doc, sort_keys=False, default_flow_style=False)
 
 
 def _manifests(docs: list[dict[str, Any]]) -> Callable[[], str]:
@@ -261,7 +261,8 @@ def export_slurm_cmd(
     _note_partial_cubes(slurm.partial_cubes(state), plugin.value)  # blocks and torus regions are whole cubes
     if file_format is SlurmFile.yaml:
         doc = slurm.slurm_topology_yaml(state, plugin.value)
-        _deliver("slurm-topology-yaml", lambda: _yaml_text(doc), doc, len(doc), out, output, fixed=True)
+        header = slurm.header("topology.yaml", plugin.value, state.serial)
+        _deliver("slurm-topology-yaml", lambda: _yaml_text(doc, header), doc, len(doc), out, output, fixed=True)
         return
     text = slurm.slurm_topology(state, plugin.value)
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]

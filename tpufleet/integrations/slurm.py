@@ -113,10 +113,19 @@ def slurm_blocks(state: FleetState) -> tuple[list[tuple[str, str]], list[int], l
     return blocks, sizes, left_out
 
 
+def header(file: str, plugin: str, serial: int) -> str:
+    """The comment line a Slurm file starts with, naming the state's serial it was written from.
+
+    >>> header("topology.yaml", "tree", 7)
+    "# topology.yaml for Slurm's topology/tree plugin, written by tpufleet (serial 7)"
+    """
+    return f"# {file} for Slurm's topology/{plugin} plugin, written by tpufleet (serial {serial})"
+
+
 def slurm_topology(state: FleetState, plugin: str = "tree") -> str:
     """topology.conf. tree: a switch per cube (its 16 machines), one per pod (its cubes), one over the pods.
     block: a block per whole cube, and the block sizes of `slurm_blocks`."""
-    lines = [f"# topology.conf for Slurm's topology/{plugin} plugin, written by tpufleet (serial {state.serial})"]
+    lines = [header("topology.conf", plugin, state.serial)]
     if plugin == "tree":
         cube_nodes, pods = _slurm_parts(state)
         for pod, cubes in pods:
