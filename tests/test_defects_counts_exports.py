@@ -90,3 +90,31 @@ def test_slurm_topology_yaml_names_the_serial_as_topology_conf_does(fleet, tmp_p
     if plugin != "torus3d":  # topology.conf's header says the same of its file
         conf = fleet("export", "slurm-topology", "--plugin", plugin).out.splitlines()[0]
         assert conf == first.replace("topology.yaml", "topology.conf")
+
+
+def test_serve_names_the_config_files_state_normalised_beside_the_file(cli, tmp_path, monkeypatch):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    conf = tmp_path / "conf"
+    (conf / "cfg").mkdir(parents=True)
+    config = conf / "config.toml"
+    config.write_text('state = "cfg/../s1"\n')
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
+    monkeypatch.chdir(tmp_path)
+    r = cli("init", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["state_dir"] == str(conf / "s1")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    command = [sys.executable, "-m", "tpufleet", "serve", "--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert line.startswith(f"tpufleet: serving {conf / 's1'} (serial 1) at http://127.0.0.1:"), line

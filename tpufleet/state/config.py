@@ -116,11 +116,18 @@ def _parse(doc: dict[str, object], file: str) -> Config:
 
 def state_beside(state: str, file: str) -> str:
     """The file's `state` with a relative directory taken from the file's own directory: read from wherever the
-    command runs, `state = "fleet"` named another fleet in every directory (and `init` made one there)."""
+    command runs, `state = "fleet"` named another fleet in every directory (and `init` made one there). The
+    directory is normalised, so that messages, `init`'s `state_dir` and `serve` name it once, one way.
+
+    >>> state_beside("cfg/../s1", "/etc/tpufleet/config.toml")
+    '/etc/tpufleet/s1'
+    >>> state_beside("/srv//fleet/./a/..", "config.toml"), state_beside("postgresql://db/f", "config.toml")
+    ('/srv/fleet', 'postgresql://db/f')
+    """
     if "://" in state:
         return state
     place = Path(state).expanduser()
-    return state if place.is_absolute() else str(Path(file).absolute().parent / place)
+    return os.path.normpath(place if place.is_absolute() else Path(file).absolute().parent / place)
 
 
 def _check_places(doc: dict[str, object], file: str) -> None:
