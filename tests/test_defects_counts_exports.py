@@ -26,7 +26,7 @@ def test_status_counts_open_faults_as_the_metrics_do_and_drains_apart(fleet):
     assert _metric_sum(metrics, "tpufleet_open_faults") == status["unplanned_faults"]
     assert _metric_sum(metrics, "tpufleet_planned_drains") == status["planned_drains"]
     text = fleet("status").out
-    assert "2 open faults, 1 planned drain" in text.splitlines()
+    assert "open faults: 3 (2 unplanned, 1 planned drain)" in text.splitlines()  # the JSON's total, drains apart
     assert [line for line in text.splitlines() if line.endswith("(planned drain)")] == [
         line for line in text.splitlines() if "cube:c07" in line
     ]
@@ -34,14 +34,14 @@ def test_status_counts_open_faults_as_the_metrics_do_and_drains_apart(fleet):
 
 def test_status_without_drains_names_open_faults_only(fleet):
     assert fleet("inject-fault", "host:c03/5").code == 0
-    assert "1 open fault" in fleet("status").out.splitlines()
+    assert "open faults: 1" in fleet("status").out.splitlines()
 
 
 def test_report_page_counts_open_faults_and_drains_apart(fleet):
     assert fleet("inject-fault", "host:c03/5").code == 0
     assert fleet("inject-fault", "cube:c07", "--planned", "--reason", "maintenance").code == 0
     page = fleet("report", "-o", "html").out
-    assert "; 1 open fault(s), 1 planned drain(s)</div>" in page
+    assert "; 2 open fault(s) (1 unplanned, 1 planned drain(s))</div>" in page
 
 
 # Every export's summary `kind`, kebab-case as its command, and what the table output says it wrote

@@ -167,9 +167,11 @@ def _fault_rows(r: Row) -> list[list[str]]:
 
 
 def _faults_text(faults: list[Row]) -> str:
-    """'3 open fault(s), 1 planned drain(s)': open faults are the unplanned ones, as `tpufleet_open_faults` counts."""
+    """'3 open fault(s) (2 unplanned, 1 planned drain(s))', as `status` says them: the unplanned ones apart are
+    what `tpufleet_open_faults` counts."""
     drains = sum(1 for f in faults if f["planned"])
-    return f"{len(faults) - drains} open fault(s)" + (f", {drains} planned drain(s)" if drains else "")
+    apart = f" ({len(faults) - drains} unplanned, {drains} planned drain(s))" if drains else ""
+    return f"{len(faults)} open fault(s){apart}"
 
 
 def _journal_rows(r: Row) -> list[list[str]]:

@@ -225,11 +225,13 @@ def _status_text(s: dict) -> str:
 
 
 def _faults_line(s: dict) -> str:
-    """'3 open faults, 1 planned drain': open faults are the unplanned ones, as `tpufleet_open_faults` counts them."""
+    """'open faults: 3 (2 unplanned, 1 planned drain)': the JSON's `open_faults`, and apart the unplanned ones that
+    `tpufleet_open_faults` counts."""
     from tpufleet.ops.fleet import counted
 
     drains = s["planned_drains"]
-    return counted(s["unplanned_faults"], "open_faults") + (f", {counted(drains, 'planned_drains')}" if drains else "")
+    apart = f" ({s['unplanned_faults']} unplanned, {counted(drains, 'planned_drains')})" if drains else ""
+    return f"open faults: {s['open_faults']}{apart}"
 
 
 def _to_do_lines(s: dict) -> list[str]:
