@@ -3,6 +3,7 @@ by the `browser` tests, which `make test-browser` runs)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -251,3 +252,129 @@ def test_report_html_notes_what_the_maps_legend_says_of_a_slice(fleet):
     assert f"  A  a                4x4x8            evicted  ({note})" in fleet("report").out.splitlines()
     assert f"  A  a                4x4x8            evicted  ({note})" in fleet("report", "-o", "md").out.splitlines()
     assert _items(fleet("report", "-o", "html").out) == [f"A a: {note}"]  # b, allocated, has nothing to add
+
+
+# ---- what the provider reports: DEGRADED cubes and maintenance announced ----------------------------------------
+RESERVATION = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
+SUB = "ironwood-superpod-block-0001-sub-"
+
+
+@pytest.fixture
+def announced(reserved, tmp_path):
+    """The reserved superpod (c17, c58, c121 DEGRADED; c40, c99 drained for maintenance past) with `train` on c04
+    and c05 and maintenance announced far ahead on c05's sub-block: c05 still serves."""
+    assert reserved("allocate", "train", "--shape", "4x4x8", "--cubes", "c04,c05").code == 0
+    sub_blocks = json.loads(RESERVATION.read_text())
+    upcoming = copy.deepcopy(sub_blocks[40]["reservationSubBlockMaintenance"])
+    upcoming["upcomingGroupMaintenance"].update(
+        windowStartTime="2099-06-16T09:00:00Z", windowEndTime="2099-06-16T13:00:00Z"
+    )
+    sub_blocks[5]["reservationSubBlockMaintenance"] = upcoming
+    given = tmp_path / "announced.json"
+    given.write_text(json.dumps(sub_blocks))
+    r = reserved("import", "reservation", given, "--apply")
+    assert r.code == 0, r.err
+    return reserved
+
+
+def _reported(cube: str, hosts: str) -> list[str]:
+    return [cube, "pod0", f"reservation sub-block {SUB}0{cube[1:]:>03}", hosts]
+
+
+DEGRADED_ROWS = [_reported("c17", "1 of 16"), _reported("c58", "2 of 16"), _reported("c121", "1 of 16")]
+MAINTENANCE_ROWS = [
+    ["c40", "pod0", f"{SUB}0040", "PENDING", "2026-06-16T09:00:00Z", "2026-06-16T13:00:00Z", "drained"],
+    ["c99", "pod0", f"{SUB}0099", "PENDING", "2026-06-18T09:00:00Z", "2026-06-18T13:00:00Z", "drained"],
+    ["c05", "pod0", f"{SUB}0005", "PENDING", "2099-06-16T09:00:00Z", "2099-06-16T13:00:00Z", "serving (train on it)"],
+]
+
+
+def test_report_json_carries_the_providers_degraded_cubes_and_maintenance(announced):
+    """`status` named the reservation's DEGRADED sub-blocks and its announced maintenance; the report, the page an
+    operator hands on, said nothing of them."""
+    provider = announced("report", "-o", "json").json["provider"]
+    assert provider["degraded_cubes"] == [
+        {"cube": "c17", "pod": "pod0", "sub_block": f"{SUB}0017", "healthy_hosts": 15, "degraded_hosts": 1}
+        | {"source": "reservation"},
+        {"cube": "c58", "pod": "pod0", "sub_block": f"{SUB}0058", "healthy_hosts": 14, "degraded_hosts": 2}
+        | {"source": "reservation"},
+        {"cube": "c121", "pod": "pod0", "sub_block": f"{SUB}0121", "healthy_hosts": 15, "degraded_hosts": 1}
+        | {"source": "reservation"},
+    ]
+    assert provider["maintenance"] == announced("status", "-o", "json").json["reservation"]["maintenance"]
+    assert [(m["cube"], m["window_start"], m["window_end"], m["slices"]) for m in provider["maintenance"]] == [
+        ("c40", "2026-06-16T09:00:00Z", "2026-06-16T13:00:00Z", []),
+        ("c99", "2026-06-18T09:00:00Z", "2026-06-18T13:00:00Z", []),
+        ("c05", "2099-06-16T09:00:00Z", "2099-06-16T13:00:00Z", ["train"]),
+    ]
+    import yaml
+
+    assert yaml.safe_load(announced("report", "-o", "yaml").out)["provider"] == provider
+
+
+def _section(text: str, title: str) -> list[list[str]]:
+    """The rows of the table report's section `title` (the lines between its dashes and the blank line after)."""
+    lines = text.split(f"\n{title}:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[2:]]
+
+
+def _md_section(md: str, title: str) -> list[list[str]]:
+    """The rows of the md report's section `title` (under its header and separator lines)."""
+    lines = md.split(f"\n## {title}\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+
+
+def test_report_table_md_and_html_show_the_providers_degraded_cubes_and_maintenance(announced, tmp_path):
+    table = announced("report").out
+    assert _section(table, "degraded cubes (still serving)") == DEGRADED_ROWS
+    assert _section(table, "maintenance announced") == MAINTENANCE_ROWS
+    assert table.index("open faults:") < table.index("degraded cubes") < table.index("maintenance announced:")
+    assert table.index("maintenance announced:") < table.index("latest changes:")
+    assert announced("report", "--out", tmp_path / "fleet.txt").code == 0
+    assert _section((tmp_path / "fleet.txt").read_text(), "maintenance announced") == MAINTENANCE_ROWS
+    md = announced("report", "-o", "md").out
+    assert "\n## Degraded cubes (still serving)\n\n| cube " in md and "\n## Maintenance announced\n\n| cube " in md
+    assert _md_section(md, "Degraded cubes (still serving)") == DEGRADED_ROWS
+    assert _md_section(md, "Maintenance announced") == MAINTENANCE_ROWS
+    page = announced("report", "-o", "html").out
+    cells = _Cells()
+    cells.feed(page)
+    assert [row for row in cells.rows if row and row[0] in ("c17", "c58", "c121")] == DEGRADED_ROWS
+    assert [row for row in cells.rows if len(row) == 7 and row[0] in ("c40", "c99", "c05")] == MAINTENANCE_ROWS
+    assert "<h2>Degraded cubes (still serving)</h2>" in page and "<h2>Maintenance announced</h2>" in page
+
+
+def test_report_shows_a_gke_partition_degraded(fleet):
+    """A cube whose GKE partition the node list reports DEGRADED (`import k8s`) is listed as the reservation's are."""
+    assert (
+        fleet("import", "k8s", Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json", "--apply").code == 0
+    )
+    partition = fleet("status", "-o", "json").json["k8s"]["degraded_cubes"][0]["partition"]
+    provider = fleet("report", "-o", "json").json["provider"]
+    assert provider == {
+        "degraded_cubes": [{"cube": "c17", "pod": "pod0", "partition": partition, "source": "k8s"}],
+        "maintenance": [],
+    }
+    row = ["c17", "pod0", f"GKE partition {partition}", ""]
+    assert _section(fleet("report").out, "degraded cubes (still serving)") == [row[:3]]  # no hosts counted
+    assert _md_section(fleet("report", "-o", "md").out, "Degraded cubes (still serving)") == [row]
+    assert "maintenance announced" not in fleet("report").out.lower()
+
+
+def test_report_without_an_import_has_no_provider_sections(two_pods):
+    assert two_pods("report", "-o", "json").json["provider"] == {"degraded_cubes": [], "maintenance": []}
+    for fmt in ("table", "md", "html"):
+        text = two_pods("report", "-o", fmt).out.lower()
+        assert "degraded cubes" not in text and "maintenance announced" not in text, fmt
+
+
+def test_report_html_escapes_the_providers_names(announced):
+    """The sub-block's name is the provider's text: the page escapes it as every cell."""
+    from tpufleet.cli.fleetpage import render_page
+
+    doc = announced("report", "-o", "json").json
+    doc["provider"]["maintenance"][0]["sub_block"] = "<img src=x>"
+    doc["provider"]["degraded_cubes"][0]["sub_block"] = "a&b"
+    page = render_page(doc)
+    assert "<img" not in page and "<td>&lt;img src=x&gt;</td>" in page
+    assert "<td>reservation sub-block a&amp;b</td>" in page

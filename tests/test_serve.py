@@ -187,6 +187,14 @@ def test_the_page_reloads_itself_and_shows_states_and_reasons(busy):
     assert "default-src 'none'" in r.headers["content-security-policy"]
 
 
+def test_the_page_shows_the_cubes_the_reservation_reports_degraded_or_under_maintenance(reserved):
+    """serve's page is `report -o html`'s: it lists the DEGRADED sub-blocks' cubes and the maintenance announced."""
+    html = client(reserved.state).get("/").text
+    assert "<h2>Degraded cubes (still serving)</h2>" in html and "<h2>Maintenance announced</h2>" in html
+    assert "<td>reservation sub-block ironwood-superpod-block-0001-sub-0058</td><td>2 of 16</td>" in html
+    assert "<td>2026-06-18T09:00:00Z</td><td>2026-06-18T13:00:00Z</td><td>drained</td>" in html
+
+
 def test_a_damaged_state_is_not_ready_and_says_why(busy):
     (busy.state / "state.json").write_text("{")
     c = client(busy.state)

@@ -1,4 +1,5 @@
-"""The data of `tpufleet report` (pure): the map, the slices, open faults with their age, the latest changes."""
+"""The data of `tpufleet report` (pure): the map, the slices, open faults with their age, what the provider reports
+of its cubes (DEGRADED, maintenance announced), the latest changes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from tpufleet import views
 from tpufleet.constants import DAY, HOUR
 from tpufleet.fleetmap import fleet_map
 from tpufleet.fleetstate import FleetState
+from tpufleet.ids import natural_key
 from tpufleet.journalentry import JournalEntry
 from tpufleet.timeparse import STAMP_FORMAT, parse_stamp
 
@@ -44,6 +46,24 @@ def _faults(state: FleetState, now: datetime) -> list[Row]:
     return rows
 
 
+def provider(summary: Row) -> Row:
+    """What the provider reports of its cubes, from `status`' `reservation` and `k8s` (`summary`): the cubes that
+    still serve while their reservation sub-block (`source` "reservation") or GKE partition (`source` "k8s") is
+    DEGRADED, as the fleet counts them (a cube both sources report is listed under each), and the reservation's
+    announced or ongoing maintenance, earliest window first (both empty without an import).
+
+    >>> provider({"k8s": {"degraded_cubes": [{"cube": "c17", "pod": "pod0", "partition": "p17"}]}})
+    {'degraded_cubes': [{'cube': 'c17', 'pod': 'pod0', 'partition': 'p17', 'source': 'k8s'}], 'maintenance': []}
+    """
+    reservation, k8s = summary.get("reservation", {}), summary.get("k8s", {})
+    degraded = [{**g, "source": "reservation"} for g in reservation.get("degraded_cubes", [])]
+    degraded += [{**g, "source": "k8s"} for g in k8s.get("degraded_cubes", [])]
+    return {
+        "degraded_cubes": sorted(degraded, key=lambda g: natural_key(g["cube"])),  # stable: the sub-block's first
+        "maintenance": reservation.get("maintenance", []),
+    }
+
+
 def report(
     state: FleetState,
     journal: Sequence[JournalEntry],
@@ -72,6 +92,7 @@ def report(
         "missing_routes": summary["missing_routes"],
         "linked_routes": summary["linked_routes"],
         "incomplete_wiring": summary["incomplete_wiring"],
+        "provider": provider(summary),
         "journal": [
             {"serial": e.serial, "time": e.time, "user": e.user, "summary": e.summary}
             for e in journal[-JOURNAL_LINES:][::-1]

@@ -2,8 +2,8 @@
 
 Sized for a 1920x1080 wall screen: the pods' maps across the top (one panel per pod, every cube and OCS with a
 hover title naming it, its slice and its faults) and what the map's legend says of a slice (as the table report's
-map gives it), then the slices, the open faults with their age and the latest
-changes.
+map gives it), then the slices, the open faults with their age, the cubes the provider reports DEGRADED or under
+maintenance (when there are any) and the latest changes.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def render_page(r: Row, refresh: int | None = None, state: str | None = None) ->
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
 <div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
-<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}
+<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}{_provider_sections(r)}
 <h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"], state)}
 </body></html>
 """
@@ -222,13 +222,25 @@ def _legend_notes(legend: list[Row], colours: dict[str, str], state: str | None)
 
 def _jobs_section(r: Row) -> str:
     """The multislice jobs (as the table and md reports give them), only when the fleet has any."""
-    if not r["jobs"]:
-        return ""
     from tpufleet.cli.report import report_job_rows
 
-    rows = report_job_rows(r)
+    return _rows_section("Multislice jobs", report_job_rows(r)) if r["jobs"] else ""
+
+
+def _provider_sections(r: Row) -> str:
+    """The cubes the provider reports DEGRADED (still serving) and its maintenance announced (as the table and md
+    reports give them), each only when there are any."""
+    from tpufleet.cli.report import DEGRADED_TITLE, MAINTENANCE_TITLE, degraded_cube_rows, maintenance_rows
+
+    return _rows_section(DEGRADED_TITLE, degraded_cube_rows(r)) + _rows_section(MAINTENANCE_TITLE, maintenance_rows(r))
+
+
+def _rows_section(title: str, rows: list[Row]) -> str:
+    """A titled table of the table report's rows, every cell escaped; nothing when there are none."""
+    if not rows:
+        return ""
     cells = [[escape(str(v)) for v in row.values()] for row in rows]
-    return f"<h2>Multislice jobs</h2>{_table(list(rows[0]), cells)}"
+    return f"<h2>{escape(title)}</h2>{_table(list(rows[0]), cells)}"
 
 
 def _ocs_text(ocs: Row) -> str:

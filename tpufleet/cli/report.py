@@ -1,4 +1,5 @@
-"""`tpufleet report`: the fleet on one page (map, slices, open faults with age, latest changes); html for a wall."""
+"""`tpufleet report`: the fleet on one page (map, slices, open faults with age, the cubes the provider reports DEGRADED
+or under maintenance, latest changes); html for a wall."""
 
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,6 +11,9 @@ from tpufleet.cli.render import data_text, emit, flat_table, grid
 from tpufleet.text import around, printable
 
 Row = dict[str, Any]
+DEGRADED_TITLE, MAINTENANCE_TITLE = "Degraded cubes (still serving)", "Maintenance announced"
+MD_TITLES = ("Slices", "Multislice jobs", "Open faults", DEGRADED_TITLE, MAINTENANCE_TITLE, "Latest changes")
+TABLE_TITLES = tuple(title.lower() for title in MD_TITLES)
 
 
 def _degraded(s: Row) -> str:
@@ -49,10 +53,58 @@ def report_job_rows(r: Row) -> list[Row]:
     ]
 
 
-def _sections(r: Row, titles: tuple[str, str, str, str]) -> list[tuple[str, list[Row]]]:
-    """(title, rows) of each section in order; the jobs' only when the fleet has any."""
-    jobs = [(titles[1], report_job_rows(r))] if r["jobs"] else []
-    return [(titles[0], _slices(r)), *jobs, (titles[2], _faults(r)), (titles[3], _journal(r))]
+def degraded_cube_rows(r: Row) -> list[Row]:
+    """The cubes that still serve while the provider reports them DEGRADED, one row a source (none without any)."""
+    return [
+        {
+            "cube": g["cube"],
+            "pod": g["pod"],
+            "reported DEGRADED": _degraded_by(g),
+            "hosts degraded": (
+                f"{g['degraded_hosts']} of {g['healthy_hosts'] + g['degraded_hosts']}" if "degraded_hosts" in g else ""
+            ),
+        }
+        for g in r["provider"]["degraded_cubes"]
+    ]
+
+
+def _degraded_by(g: Row) -> str:
+    if g["source"] == "reservation":
+        return f"reservation sub-block {g['sub_block']}"
+    return f"GKE partition {g['partition'] or '?'}"
+
+
+def maintenance_rows(r: Row) -> list[Row]:
+    """The reservation's announced or ongoing maintenance, one row a cube (none without any)."""
+    return [
+        {
+            "cube": m["cube"],
+            "pod": m["pod"],
+            "sub-block": m["sub_block"],
+            "status": m["status"],
+            "window start": m["window_start"] or "?",
+            "window end": m["window_end"] or "?",
+            "now": _maintenance_now(m),
+        }
+        for m in r["provider"]["maintenance"]
+    ]
+
+
+def _maintenance_now(m: Row) -> str:
+    """drained (its drain is among the open faults), out of the pool (a fault holds it), else serving until then."""
+    if m["drained"] or m["out_of_pool"]:
+        return "drained" if m["drained"] else "out of the pool"
+    return "serving" + (f" ({', '.join(m['slices'])} on it)" if m["slices"] else "")
+
+
+def _sections(r: Row, titles: tuple[str, ...]) -> list[tuple[str, list[Row]]]:
+    """(title, rows) of each section in order; the jobs', the degraded cubes' and the maintenance's only when there
+    are any (titles: slices, jobs, faults, degraded cubes, maintenance, latest changes)."""
+    slices, jobs, faults, degraded, maintenance, journal = titles
+    provider = [(degraded, degraded_cube_rows(r)), (maintenance, maintenance_rows(r))]
+    shown_jobs = [(jobs, report_job_rows(r))] if r["jobs"] else []
+    shown_provider = [(title, rows) for title, rows in provider if rows]
+    return [(slices, _slices(r)), *shown_jobs, (faults, _faults(r)), *shown_provider, (journal, _journal(r))]
 
 
 def _faults(r: Row) -> list[Row]:
@@ -86,7 +138,7 @@ def damaged_note(lines: list[int]) -> str:
 def _markdown(r: Row, map_text: str) -> str:
     """Markdown with every cell escaped (render.flat_table): a user or slice name cannot inject HTML or columns."""
     parts = [f"# Fleet report, serial {r['serial']} ({r['generated']})", "", "```", map_text, "```"]
-    for title, rows in _sections(r, ("Slices", "Multislice jobs", "Open faults", "Latest changes")):
+    for title, rows in _sections(r, MD_TITLES):
         parts += ["", f"## {title}", "", flat_table(rows, "md") or "none"]
     if r["journal_damaged_lines"]:
         parts += ["", damaged_note(r["journal_damaged_lines"])]
@@ -95,7 +147,7 @@ def _markdown(r: Row, map_text: str) -> str:
 
 def _table(r: Row, map_text: str) -> str:
     parts = [map_text]
-    for title, rows in _sections(r, ("slices", "multislice jobs", "open faults", "latest changes")):
+    for title, rows in _sections(r, TABLE_TITLES):
         cells = [[printable(v) if isinstance(v, str) else v for v in row.values()] for row in rows]  # one line each
         parts.append(f"{title}:\n" + grid(cells, list(rows[0]) if rows else []))
     return "\n\n".join(parts)
@@ -135,7 +187,7 @@ def report_cmd(
     ] = None,
 ) -> None:
     """The fleet on one page: a map of each pod, the slices (degraded, stale tables, missing cross-connects), open
-    faults with their age and the latest changes."""
+    faults with their age, the cubes the provider reports DEGRADED or under maintenance, and the latest changes."""
     from datetime import UTC, datetime
 
     from tpufleet.cli.history import warn_journal
