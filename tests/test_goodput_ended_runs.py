@@ -137,8 +137,8 @@ def test_a_job_that_starts_at_until_or_ends_at_since_is_not_in_the_report(tmp_pa
         {**r, "job": "b", "time": r["time"] + 20} for r in native(RUNS[:4])[1:]
     ]  # b runs B+20..B+40, a B..B+20
     log = write_jsonl(tmp_path / "ab.jsonl", native(RUNS[:4]) + second)
-    for window, ran in (({"until": B + 20}, "a"), ({"since": B + 20}, "b")):
-        rep = build([log], **window)
-        assert [j["job"] for j in rep["jobs"]] == [ran] and rep["fleet"]["jobs"] == 1, window
+    for since, until, ran in ((None, B + 20, "a"), (B + 20, None, "b")):
+        rep = build([log], since=since, until=until)
+        assert [j["job"] for j in rep["jobs"]] == [ran] and rep["fleet"]["jobs"] == 1, (since, until)
         assert the_job(rep)["sg"] == 1.0 and the_job(rep)["demand_s"] == 20.0
     assert [j["job"] for j in build([log], until=B + 20.5)["jobs"]] == ["a", "b"]  # half a second of b: it is in
