@@ -361,6 +361,21 @@ def test_report_shows_a_gke_partition_degraded(fleet):
     assert "maintenance announced" not in fleet("report").out.lower()
 
 
+def test_a_degraded_cube_of_no_known_partition_reads_alike_in_status_and_report(fleet):
+    """A cube the state holds DEGRADED by GKE whose partition id it does not know was 'partition None' in status
+    (the report's '?'): both say '?'."""
+    assert (
+        fleet("import", "k8s", Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json", "--apply").code == 0
+    )
+    file = fleet.state / "state.json"
+    doc = json.loads(file.read_text())
+    doc["k8s"]["partitions"] = {k: cube for k, cube in doc["k8s"]["partitions"].items() if cube != "c17"}
+    file.write_text(json.dumps(doc))
+    line = next(x for x in fleet("status").out.splitlines() if x.startswith("degraded cubes (GKE"))
+    assert line.endswith(": c17 (partition ?)")
+    assert _section(fleet("report").out, "degraded cubes (still serving)") == [["c17", "pod0", "GKE partition ?"]]
+
+
 def test_report_without_an_import_has_no_provider_sections(two_pods):
     assert two_pods("report", "-o", "json").json["provider"] == {"degraded_cubes": [], "maintenance": []}
     for fmt in ("table", "md", "html"):

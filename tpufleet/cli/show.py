@@ -328,7 +328,7 @@ def _k8s_lines(k8s: dict | None, free: int) -> list[str]:
             for pod, n in k8s.get("over_committed", {}).items()
         ]
     if k8s["degraded_cubes"]:
-        cubes = ", ".join(f"{g['cube']} (partition {g['partition']})" for g in k8s["degraded_cubes"])
+        cubes = ", ".join(f"{g['cube']} (partition {g['partition'] or '?'})" for g in k8s["degraded_cubes"])
         lines.append(f"degraded cubes (GKE partition DEGRADED, still serving): {cubes}")
     return lines
 
