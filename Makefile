@@ -86,6 +86,7 @@ bench: $(STAMP) sweep-deps
 	$(BIN)/python benchmarks/bench_goodput.py
 	$(BIN)/python benchmarks/bench_input_memory.py
 	$(BIN)/python benchmarks/bench_generations.py
+	$(BIN)/python benchmarks/bench_everyday.py
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_inprocess.py
 	$(BIN)/python benchmarks/bench_compound.py

@@ -27,9 +27,9 @@ def reads(monkeypatch):
     seen: list[str] = []
     real = tablesindex.holds_indexed
 
-    def spy(path, name, entry):
+    def spy(path, name, entry, *whole):
         seen.append(name)
-        return real(path, name, entry)
+        return real(path, name, entry, *whole)
 
     monkeypatch.setattr(tablesindex, "holds_indexed", spy)
     return seen

@@ -41,9 +41,9 @@ def reads(monkeypatch):
     seen: Counter[str] = Counter()
     real = tablesindex.holds_indexed
 
-    def counting(path, name, entry):
+    def counting(path, name, entry, *whole):
         seen[name] += 1
-        return real(path, name, entry)
+        return real(path, name, entry, *whole)
 
     monkeypatch.setattr(tablesindex, "holds_indexed", counting)
     return seen

@@ -28,10 +28,10 @@ def test_two_tables_files_are_read_at_once(five_routed, monkeypatch):
     met = threading.Barrier(2, timeout=10)
     real = tablesindex.holds_indexed
 
-    def meeting(path, name, entry):
+    def meeting(path, name, entry, *whole):
         if name in ("a", "b"):
             met.wait()
-        return real(path, name, entry)
+        return real(path, name, entry, *whole)
 
     monkeypatch.setattr(tablesindex, "holds_indexed", meeting)
     r = five_routed("status", "-o", "json")

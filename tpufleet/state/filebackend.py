@@ -146,8 +146,9 @@ class DirectoryBackend:
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         from tpufleet.state.tablesindex import files_holding_indexed
+        from tpufleet.state.wholetables import WholeTables
 
-        return files_holding_indexed(self.table_place, indexed)
+        return files_holding_indexed(self.table_place, indexed, WholeTables(self.dir))
 
     def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         from tpufleet.state.routetables import StoredTables
