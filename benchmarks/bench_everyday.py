@@ -1,5 +1,5 @@
-"""Everyday commands on a routed TPU7x superpod state (one 16x24x24 slice: 144 cubes, 9,216 chips), each beside a
-baseline in the same run, printed as a ratio (the baseline's time over this one's).
+"""Everyday commands on a routed TPU7x superpod state (one 16x24x24 slice: 144 cubes, 9,216 chips) and at start,
+each beside a baseline in the same run, printed as a ratio (the baseline's time over this one's).
 
     python benchmarks/bench_everyday.py
 
@@ -7,6 +7,8 @@ baseline in the same run, printed as a ratio (the baseline's time over this one'
    ask: in-process (CPU), the file's bytes found whole before (hashed whole, the members' headers read) against
    reading every member through for the zip's CRC-32 (what every such command did); then `status` end to end with
    the list of tables found whole (`cache/whole-tables`) against `status` with the list removed before each run.
+2. Start: `tpufleet --help` and `status` on a state without tables against the same commands in a process that
+   first imports the modules they import no longer (what each process paid for them).
 
 Each command runs with tpufleet's bytecode cached (`bench_compound.installed_env`); medians of 9 runs.
 """
@@ -27,6 +29,24 @@ from bench_compound import installed_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 9
+# What `tpufleet --help` imported at start before, and `status` on a state without tables too
+HELP_NO_LONGER = (
+    "logging",
+    "socket",
+    "tpufleet.ids",
+    "tpufleet.ops.fleet",
+    "tpufleet.ops.routes",
+    "tpufleet.goodput.events",
+    "tpufleet.goodput.metrics",
+)
+STATUS_NO_LONGER = (
+    *HELP_NO_LONGER,
+    "zipfile",
+    "concurrent.futures",
+    "tpufleet.fleetmap",
+    "tpufleet.state.tablesindex",
+    "tpufleet.collectives.tables",
+)
 
 
 def row(name: str, seconds: float, baseline_name: str, baseline: float) -> None:
@@ -64,6 +84,12 @@ def tpufleet(state: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "tpufleet", "--state", str(state), *args]
 
 
+def preloaded(modules: tuple[str, ...], *args: str) -> list[str]:
+    """`tpufleet ARGS` in a process that imports `modules` first."""
+    code = f"import runpy, sys\nfor m in {modules!r}: __import__(m)\nsys.argv = ['tpufleet', *sys.argv[1:]]\n"
+    return [sys.executable, "-c", code + "runpy.run_module('tpufleet', run_name='__main__')", *args]
+
+
 def tables(tmp: Path, env: dict[str, str]) -> None:
     from tpufleet.state.filebackend import DirectoryBackend
     from tpufleet.state.store import Store
@@ -91,10 +117,26 @@ def tables(tmp: Path, env: dict[str, str]) -> None:
     row("status, one routed superpod (median CPU)", kept[1], "read through", through[1])
 
 
+def start(tmp: Path, env: dict[str, str]) -> None:
+    state = tmp / "small"
+    subprocess.run(tpufleet(state, "init"), cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    floor = command([sys.executable, "-c", "import typer"], env)
+    print(f"  python -c 'import typer': {floor[0]:.3f} s wall, {floor[1]:.3f} s CPU")
+    for name, argv, modules in (
+        ("tpufleet --help", ["--help"], HELP_NO_LONGER),
+        ("status, a state without tables", ["--state", str(state), "status"], STATUS_NO_LONGER),
+    ):
+        now = command([sys.executable, "-m", "tpufleet", *argv], env)
+        before = command(preloaded(modules, *argv), env)
+        row(f"{name} (median wall)", now[0], "imports as before", before[0])
+        row(f"{name} (median CPU)", now[1], "imports as before", before[1])
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         env = installed_env(name)
         tables(Path(name), env)
+        start(Path(name), env)
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 

@@ -430,7 +430,7 @@ def test_a_scoped_ipv6_address_is_bound_on_its_interface(monkeypatch):
         def listen(self, backlog):
             pass
 
-    monkeypatch.setattr(serve.socket, "socket", Socket)
+    monkeypatch.setattr(socket, "socket", Socket)
     serve.bind(*serve.parse_listen("[fe80::1%7]:9478"))
     serve.bind(*serve.parse_listen("[::1]:9478"))
     assert bound == [("fe80::1", 9478, 0, 7), ("::1", 9478, 0, 0)]

@@ -90,3 +90,5 @@ GiB: Final = 1024 * MiB
 # them stale before; `explain` gives its `routes` before any clear)
 MOVED_TABLES_REASON: Final = "rescheduled: made before the move"
 MAX_AFTER: Final = 1000  # `capacity --after`: cube failures to plan for, more than any pod has cubes
+# the files `routes --out` writes (`--format`; else the one the file's suffix names, else npz)
+EXPORT_FORMATS: Final = ("npz", "json", "ibroute")

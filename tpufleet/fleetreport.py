@@ -9,7 +9,6 @@ from typing import Any
 
 from tpufleet import views
 from tpufleet.constants import DAY, HOUR
-from tpufleet.fleetmap import fleet_map
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import natural_key
 from tpufleet.journalentry import JournalEntry
@@ -76,6 +75,8 @@ def report(
     tables are no longer kept (as `status` says them: "missing", not fresh or stale); `damaged`: the journal's
     damaged lines skipped among those read for the latest changes (as `show journal --tail` names them); `linked`:
     the symbolic links standing where slices' tables belong, as `status` names them."""
+    from tpufleet.fleetmap import fleet_map  # (here: `status`, which imports this module, draws no map)
+
     summary = views.status(state, missing, linked)
     return {
         "generated": now.strftime(STAMP_FORMAT),

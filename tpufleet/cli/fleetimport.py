@@ -15,7 +15,6 @@ from tpufleet.cli.app import (
 )
 from tpufleet.cli.render import emit
 from tpufleet.errors import EXIT_PLAN_HAS_CHANGES
-from tpufleet.ops.fleet import counted
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -169,6 +168,8 @@ def import_k8s_cmd(
 
 
 def _reservation_text(d: dict[str, Any]) -> str:
+    from tpufleet.ops.fleet import counted
+
     lines = [
         f"{d['source']}: {counted(d['sub_blocks'], 'sub-blocks')}, {d['mapped']} mapped to cubes "
         f"({len(d['sub_blocks_new'])} new, {d['sub_blocks_known']} known), {len(d['degraded'])} degraded",

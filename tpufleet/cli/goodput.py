@@ -1,6 +1,5 @@
 """`tpufleet goodput-report`: ML Productivity Goodput (SG x RG x PG) from job event logs."""
 
-import logging
 import math
 import re
 from collections.abc import Iterator
@@ -20,8 +19,7 @@ from tpufleet.cli.app import (
     report_output_option,
 )
 from tpufleet.cli.render import Renderers
-from tpufleet.goodput.events import LOG_FORMATS
-from tpufleet.goodput.metrics import PERIODS
+from tpufleet.goodput import LOG_FORMATS, PERIODS
 from tpufleet.text import meant_of, printable
 from tpufleet.timeparse import TIME_HELP
 
@@ -126,19 +124,20 @@ def _quiet_task_failures() -> Iterator[None]:
     """Dask's worker log of a task that raised (a bad record in a log read on a worker) left out: the log is read
     again here and its error is the one line said. The local cluster's workers are forked from this process with
     the filter in place (a remote cluster's workers log on their own machines)."""
-    worker_log, quiet = logging.getLogger("distributed.worker"), _TaskFailures()
-    worker_log.addFilter(quiet)
+    import logging  # (here: the other commands never log)
+
+    worker_log = logging.getLogger("distributed.worker")
+    worker_log.addFilter(_not_a_task_failure)
     try:
         yield
     finally:
-        worker_log.removeFilter(quiet)
+        worker_log.removeFilter(_not_a_task_failure)
 
 
-class _TaskFailures(logging.Filter):
-    """Drops the worker's record of a failed task (its key, state, exception and a traceback, on ~7 lines)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Compute Failed")
+def _not_a_task_failure(record: Any) -> bool:
+    """A log filter dropping the worker's record of a failed task (its key, state, exception and a traceback, on
+    ~7 lines)."""
+    return not str(record.msg).startswith("Compute Failed")
 
 
 def _notes(report: dict[str, Any], capacity: str | None) -> None:

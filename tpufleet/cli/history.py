@@ -6,8 +6,6 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-from tpufleet.ids import natural_key
-from tpufleet.ops.fleet import counted
 from tpufleet.text import around, printable
 from tpufleet.timeparse import TIME_HELP
 
@@ -96,6 +94,8 @@ def _shown(value: Any) -> str:
 
 
 def _diff_text(d: dict[str, Any]) -> str:
+    from tpufleet.ops.fleet import counted
+
     lines = [f"serial {d['from']} -> {d['to']} ({counted(d['commits'], 'commits')})"]
     s, f = d["slices"], d["faults"]
     lines += [f"  + slice {n}" for n in s["added"]] + [f"  - slice {n}" for n in s["removed"]]
@@ -115,6 +115,8 @@ def _diff_text(d: dict[str, Any]) -> str:
 
 def _ocs_lines(ocs: dict[str, dict[str, list]]) -> list[str]:
     """One line per OCS when few changed; else one line per pod and dimension (a wired slice touches dozens)."""
+    from tpufleet.ids import natural_key
+
     if len(ocs) <= 6:
         return [f"  ~ ocs:{k}: +{len(c['add'])} -{len(c['remove'])} cross-connects" for k, c in ocs.items()]
     groups: dict[str, list[int]] = {}

@@ -157,7 +157,7 @@ def goodput_report(
     """The goodput report the metrics export (None without logs); `whole_lines`: logs still being written;
     `files_only`: logs read again as they change, which must be regular files."""
     from tpufleet.errors import BadInput
-    from tpufleet.goodput.events import LOG_FORMATS
+    from tpufleet.goodput import LOG_FORMATS
 
     if fmt not in LOG_FORMATS:
         raise BadInput(f"bad option --goodput-format {fmt!r}: {' or '.join(LOG_FORMATS)}")

@@ -9,8 +9,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit, of_the_optimum
-from tpufleet.constants import MAX_TABLE_CAPACITY
-from tpufleet.ops.routes import EXPORT_FORMATS, export_format
+from tpufleet.constants import EXPORT_FORMATS, MAX_TABLE_CAPACITY
 from tpufleet.text import meant_of, printable
 
 if TYPE_CHECKING:
@@ -174,7 +173,7 @@ def routes_cmd(
     """
     from tpufleet.constants import HARDWARE_VCS
     from tpufleet.errors import BadInput, Refused, refuse_repeats
-    from tpufleet.ops.routes import STUDY_ONLY, RouteRequest
+    from tpufleet.ops.routes import STUDY_ONLY, RouteRequest, export_format
     from tpufleet.routing.report import TRAFFICS
     from tpufleet.state.outputs import check_output_path
 

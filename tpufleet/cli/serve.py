@@ -10,9 +10,7 @@ behind: the process exits all the same, rather than wait on the thread for good.
 from __future__ import annotations
 
 import os
-import socket
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +23,8 @@ from tpufleet.text import printable
 
 if TYPE_CHECKING:
     import ipaddress
+    import socket
+    import threading
 
     from tpufleet.serve.documents import MetricsInputs
 
@@ -160,6 +160,8 @@ def read_token(path: Path) -> bytes:
 
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a port in use is one clear line (and port 0 a free port)."""
+    import socket
+
     from tpufleet.errors import Refused
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -180,6 +182,8 @@ def bind(host: str, port: int) -> socket.socket:
 def _socket_address(host: str, port: int) -> tuple[Any, ...]:
     """What `bind` takes: an IPv6 address as the C library reads it, its interface (`fe80::1%eth0`) made the scope
     id a link-local address needs (bound as (host, port), the interface was dropped: "Invalid argument")."""
+    import socket
+
     if ":" not in host:
         return host, port
     flags = socket.AI_NUMERICHOST  # an address, never a name looked up
@@ -275,6 +279,8 @@ def run(application: Any, sock: socket.socket) -> str | None:
 def left_running(grace: float = THREADS_GRACE_SECONDS) -> list[threading.Thread]:
     """The threads but this one still running once the server has stopped, given `grace` seconds to end: requests
     stuck (in a read that never returns, say), which the interpreter would otherwise wait for at exit, for good."""
+    import threading
+
     deadline = time.monotonic() + grace
     running = []
     for thread in threading.enumerate():

@@ -88,9 +88,6 @@ DISRUPTIONS: tuple[Disruption, ...] = get_args(Disruption)
 # A planned stop (`drain`): the run ends there as at a disruption, but nothing failed: it is no disruption, counts
 # in no MTBF, and no disruption is inferred at the restart that follows it.
 Stop = Disruption | Literal["drain"]
-# The event logs `goodput-report` and `import-goodput` read: tpufleet's own, or the ml-goodput package's export.
-LogFormat = Literal["native", "ml-goodput"]
-LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
 
 EventRecord = tuple[float, int, int, int, str]
 SliceCounts = tuple[

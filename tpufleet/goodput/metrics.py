@@ -14,7 +14,7 @@ The period and window rows' chip-seconds, all windows at once, are `chiptime`'s.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, get_args
+from typing import Any
 
 from tpufleet.constants import DAY, HOUR, WEEK
 from tpufleet.errors import BadInput
@@ -26,8 +26,6 @@ Report = dict[str, Any]  # the goodput report (JSON-shaped): fleet, segments, pe
 
 SIZE_CLASSES = ((64, "small"), (512, "medium"), (2048, "large"), (math.inf, "extra-large"))
 DIMENSIONS = ("accelerator", "size", "phase", "framework", "slices")
-Period = Literal["day", "week"]  # --period: UTC days or ISO weeks
-PERIODS: tuple[Period, ...] = get_args(Period)
 MAX_PERIODS = 100_000  # rows of --period (1970..2200 is 83,950 days)
 
 

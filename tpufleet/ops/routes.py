@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet import wiring
-from tpufleet.constants import HARDWARE_VCS
+from tpufleet.constants import EXPORT_FORMATS, HARDWARE_VCS
 from tpufleet.errors import BadStateFile, Refused
 from tpufleet.faults import kept_exactly, thorough_may_keep
 from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, Slice, SliceState
@@ -23,8 +23,6 @@ from tpufleet.ops.outcome import Outcome
 from tpufleet.routing import export, reuse
 from tpufleet.routing.figures import RouteReport
 from tpufleet.routing.report import evaluate
-
-EXPORT_FORMATS = ("npz", "json", "ibroute")
 
 
 def export_format(out: str, given: str | None) -> str:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tpufleet import views
 from tpufleet.errors import BadInput
-from tpufleet.fleetmap import FleetMap, fleet_map
 from tpufleet.fleetreport import JOURNAL_LINES
 from tpufleet.fleetreport import report as fleet_report
 from tpufleet.fleetstate import FleetState
@@ -25,6 +24,7 @@ from tpufleet.state.store import Store
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from tpufleet.fleetmap import FleetMap
     from tpufleet.shapes import Shape
 
 ShowWhat = Literal["inventory", "health", "slices", "jobs", "ocs", "journal"]
@@ -160,6 +160,8 @@ def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
 
 def show_map(store: Store, pod: str | None = None) -> FleetMap:
     """The picture of each pod (or of `pod` only)."""
+    from tpufleet.fleetmap import fleet_map
+
     return fleet_map(store.load(), pod)
 
 
@@ -186,16 +188,17 @@ def tables_as_stored(
     rename left waiting under a temporary name are not in place yet: the file holds the ones before them, which
     `collective` models flagged stale until the next change installs them; their entries read stale here too (in
     this copy only: nothing is written)."""
+    missing = missing_tables(store, state, only)
+    kept = {name: entry for name, entry in state.routes.items() if name not in missing and not entry.stale}
+    waiting = store.tables_waiting(kept)
+    if not waiting:
+        return state, missing
     from dataclasses import replace
 
     from tpufleet.collectives.tables import WAITING_REASON
 
-    missing = missing_tables(store, state, only)
-    kept = {name: entry for name, entry in state.routes.items() if name not in missing and not entry.stale}
-    waiting = {
-        name: replace(kept[name], stale=True, stale_reason=WAITING_REASON) for name in store.tables_waiting(kept)
-    }
-    return (replace(state, routes={**state.routes, **waiting}) if waiting else state), missing
+    stale = {name: replace(kept[name], stale=True, stale_reason=WAITING_REASON) for name in waiting}
+    return replace(state, routes={**state.routes, **stale}), missing
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,8 @@ class Report:
 
 def report(store: Store, now: datetime) -> Report:
     """`tpufleet report`: slices, open faults with their age at `now`, the latest changes, and the map."""
+    from tpufleet.fleetmap import fleet_map
+
     state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
     document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))

@@ -314,13 +314,13 @@ class Store:
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         """Those of the `indexed` slices whose routing tables are kept (a file removed by hand is not, nor one
         replaced by another slice's, holding other tables than indexed or that cannot be read as tables), reading no
-        more than the zip's directory and `meta`."""
-        return self.backend.tables_present(indexed)
+        more than the zip's directory and `meta` (none indexed: nothing read, nor the readers imported)."""
+        return self.backend.tables_present(indexed) if indexed else set()
 
     def tables_waiting(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         """Those of the `indexed` slices whose tables a writer killed after its commit left waiting under a
-        temporary name (`TablesSource.waiting`), looking at the tables' place once."""
-        return self.backend.tables_waiting(indexed)
+        temporary name (`TablesSource.waiting`), looking at the tables' place once (none indexed: not at all)."""
+        return self.backend.tables_waiting(indexed) if indexed else set()
 
     def table_cache(self) -> ChoiceCache:
         """The repair cache (wild-first choices by fault pattern): written by `flush` once a command committed."""
