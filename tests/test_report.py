@@ -393,3 +393,58 @@ def test_report_html_escapes_the_providers_names(announced):
     page = render_page(doc)
     assert "<img" not in page and "<td>&lt;img src=x&gt;</td>" in page
     assert "<td>reservation sub-block a&amp;b</td>" in page
+
+
+# ---- the node pools `import k8s` holds as unplaced slices ---------------------------------------------------------
+POOLS_ROWS = [
+    ["v5p-2x2x1", "2x2x1", "tpu-v5p-slice", "pod0", "1", "1 machine(s)"],
+    ["v5p-4x4x8", "4x4x8", "tpu-v5p-slice", "pod0", "32", "2 cube(s)"],
+]
+POOLS_NOTE = "2 node pool(s) hold 3 cube(s), which ones unknown: 137 of the 140 free cubes are left to allocate"
+
+
+@pytest.fixture
+def pools(cli):
+    """A TPU v5p cluster of ordinary node pools: a 4x4x8 pool and a 2x2x1 pool, held as unplaced slices."""
+    assert cli("init", "--generation", "tpu-v5p").code == 0
+    nodes = Path(__file__).parent.parent / "fixtures" / "k8s" / "v5p-cluster-nodes.json"
+    r = cli("import", "k8s", nodes, "--apply")
+    assert r.code == 0, r.err
+    return cli
+
+
+def test_report_json_carries_the_node_pools_status_counts(pools):
+    """`status`, `capacity` and `plan-spares` counted the node pools' cubes out of the free ones (137 of 140 left);
+    the report, and serve's page made of it, said "140 free" and "slices: (none)" with not a word of the pools."""
+    status = pools("status", "-o", "json").json
+    doc = pools("report", "-o", "json").json
+    assert doc["node_pools"] == {**status["k8s"]["unplaced_slices"], "free_after_unplaced": 137}
+    assert [p["node_pool"] for p in doc["node_pools"]["slices"]] == ["v5p-2x2x1", "v5p-4x4x8"]
+    import yaml
+
+    assert yaml.safe_load(pools("report", "-o", "yaml").out)["node_pools"] == doc["node_pools"]
+
+
+def test_report_table_md_and_html_show_the_node_pools(pools):
+    table = pools("report").out
+    assert _section(table, "unplaced node-pool slices") == [*POOLS_ROWS, [POOLS_NOTE]]
+    assert table.index("slices:") < table.index("unplaced node-pool slices:") < table.index("open faults:")
+    md = pools("report", "-o", "md").out
+    assert _md_section(md, "Unplaced node-pool slices") == POOLS_ROWS
+    assert f"\n\n{POOLS_NOTE}\n\n## Open faults" in md
+    page = pools("report", "-o", "html").out
+    cells = _Cells()
+    cells.feed(page)
+    assert [row for row in cells.rows if row and row[0].startswith("v5p-")] == POOLS_ROWS
+    assert "<h2>Unplaced node-pool slices</h2>" in page and POOLS_NOTE in page
+
+
+def test_report_without_node_pools_has_no_pools_section(two_pods):
+    assert two_pods("report", "-o", "json").json["node_pools"] == {
+        "slices": [],
+        "cubes": 0,
+        "by_pod": {},
+        "free_after_unplaced": two_pods("status", "-o", "json").json["cubes"]["free"],
+    }
+    for fmt in ("table", "md", "html"):
+        assert "node pool" not in two_pods("report", "-o", fmt).out.lower(), fmt

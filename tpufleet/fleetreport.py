@@ -1,5 +1,5 @@
-"""The data of `tpufleet report` (pure): the map, the slices, open faults with their age, what the provider reports
-of its cubes (DEGRADED, maintenance announced), the latest changes."""
+"""The data of `tpufleet report` (pure): the map, the slices, the node pools held as unplaced slices, open faults
+with their age, what the provider reports of its cubes (DEGRADED, maintenance announced), the latest changes."""
 
 from __future__ import annotations
 
@@ -63,6 +63,19 @@ def provider(summary: Row) -> Row:
     }
 
 
+def node_pools(summary: Row) -> Row:
+    """The node pools `import k8s` holds as unplaced slices, as `status`' `k8s.unplaced_slices` (`slices`, the
+    `cubes` they hold, `by_pod`), and `free_after_unplaced`: the free cubes left to allocate once they are counted
+    (the free cubes when there are none).
+
+    >>> node_pools({"cubes": {"free": 64}})
+    {'slices': [], 'cubes': 0, 'by_pod': {}, 'free_after_unplaced': 64}
+    """
+    k8s = summary.get("k8s", {})
+    pools = k8s.get("unplaced_slices", {"slices": [], "cubes": 0, "by_pod": {}})
+    return {**pools, "free_after_unplaced": k8s.get("free_after_unplaced", summary["cubes"]["free"])}
+
+
 def report(
     state: FleetState,
     journal: Sequence[JournalEntry],
@@ -88,6 +101,7 @@ def report(
         "map": fleet_map(state).record(),
         "slices": summary["slices"],
         "jobs": summary["jobs"],
+        "node_pools": node_pools(summary),
         "faults": _faults(state, now),
         "stale_routes": summary["stale_routes"],
         "missing_routes": summary["missing_routes"],

@@ -2,8 +2,8 @@
 
 Sized for a 1920x1080 wall screen: the pods' maps across the top (one panel per pod, every cube and OCS with a
 hover title naming it, its slice and its faults) and what the map's legend says of a slice (as the table report's
-map gives it), then the slices, the open faults with their age, the cubes the provider reports DEGRADED or under
-maintenance (when there are any) and the latest changes.
+map gives it), then the slices, the node pools held as unplaced slices, the open faults with their age, the cubes the
+provider reports DEGRADED or under maintenance (when there are any) and the latest changes.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def render_page(r: Row, refresh: int | None = None, state: str | None = None) ->
 <div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
 <div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
-<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}{_provider_sections(r)}
+<div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}{_node_pools_section(r)}{_provider_sections(r)}
 <h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"], state)}
 </body></html>
 """
@@ -225,6 +225,15 @@ def _jobs_section(r: Row) -> str:
     from tpufleet.cli.report import report_job_rows
 
     return _rows_section("Multislice jobs", report_job_rows(r)) if r["jobs"] else ""
+
+
+def _node_pools_section(r: Row) -> str:
+    """The node pools held as unplaced slices and the free cubes they leave (as the table and md reports give them),
+    only when there are any."""
+    from tpufleet.cli.report import POOLS_TITLE, node_pool_rows, node_pools_note
+
+    section = _rows_section(POOLS_TITLE, node_pool_rows(r))
+    return section and f'{section}<div class="sub">{escape(node_pools_note(r))}</div>'
 
 
 def _provider_sections(r: Row) -> str:

@@ -1,5 +1,5 @@
-"""`tpufleet report`: the fleet on one page (map, slices, open faults with age, the cubes the provider reports DEGRADED
-or under maintenance, latest changes); html for a wall."""
+"""`tpufleet report`: the fleet on one page (map, slices, node pools held as unplaced slices, open faults with age, the
+cubes the provider reports DEGRADED or under maintenance, latest changes); html for a wall."""
 
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +12,16 @@ from tpufleet.text import around, printable
 
 Row = dict[str, Any]
 DEGRADED_TITLE, MAINTENANCE_TITLE = "Degraded cubes (still serving)", "Maintenance announced"
-MD_TITLES = ("Slices", "Multislice jobs", "Open faults", DEGRADED_TITLE, MAINTENANCE_TITLE, "Latest changes")
+POOLS_TITLE = "Unplaced node-pool slices"
+MD_TITLES = (
+    "Slices",
+    "Multislice jobs",
+    POOLS_TITLE,
+    "Open faults",
+    DEGRADED_TITLE,
+    MAINTENANCE_TITLE,
+    "Latest changes",
+)
 TABLE_TITLES = tuple(title.lower() for title in MD_TITLES)
 
 
@@ -51,6 +60,33 @@ def report_job_rows(r: Row) -> list[Row]:
         }
         for j in r["jobs"]
     ]
+
+
+def node_pool_rows(r: Row) -> list[Row]:
+    """The node pools held as unplaced slices, one row each (as `status` lists them; none without any): the cubes
+    each holds against its pod's free cubes, which ones unknown (a sub-cube pool its machines)."""
+    return [
+        {
+            "node pool": p["node_pool"],
+            "shape": p["shape"],
+            "accelerator": p["accelerator"],
+            "pod": p["pod"],
+            "nodes": len(p["nodes"]),
+            "holds": f"{p['cubes']} cube(s)" if p["cubes"] or not p["machines"] else f"{p['machines']} machine(s)",
+        }
+        for p in r["node_pools"]["slices"]
+    ]
+
+
+def node_pools_note(r: Row) -> str:
+    """What the pools leave of the free cubes, as `status` says it; empty without any."""
+    pools = r["node_pools"]
+    if not pools["slices"]:
+        return ""
+    return (
+        f"{len(pools['slices'])} node pool(s) hold {pools['cubes']} cube(s), which ones unknown: "
+        f"{pools['free_after_unplaced']} of the {r['cubes']['free']} free cubes are left to allocate"
+    )
 
 
 def degraded_cube_rows(r: Row) -> list[Row]:
@@ -98,13 +134,15 @@ def _maintenance_now(m: Row) -> str:
 
 
 def _sections(r: Row, titles: tuple[str, ...]) -> list[tuple[str, list[Row]]]:
-    """(title, rows) of each section in order; the jobs', the degraded cubes' and the maintenance's only when there
-    are any (titles: slices, jobs, faults, degraded cubes, maintenance, latest changes)."""
-    slices, jobs, faults, degraded, maintenance, journal = titles
+    """(title, rows) of each section in order; the jobs', the node pools', the degraded cubes' and the maintenance's
+    only when there are any (titles: slices, jobs, node pools, faults, degraded cubes, maintenance, latest changes)."""
+    slices, jobs, pools, faults, degraded, maintenance, journal = titles
     provider = [(degraded, degraded_cube_rows(r)), (maintenance, maintenance_rows(r))]
     shown_jobs = [(jobs, report_job_rows(r))] if r["jobs"] else []
+    shown_pools = [(pools, node_pool_rows(r))] if r["node_pools"]["slices"] else []
     shown_provider = [(title, rows) for title, rows in provider if rows]
-    return [(slices, _slices(r)), *shown_jobs, (faults, _faults(r)), *shown_provider, (journal, _journal(r))]
+    head = [(slices, _slices(r)), *shown_jobs, *shown_pools]
+    return [*head, (faults, _faults(r)), *shown_provider, (journal, _journal(r))]
 
 
 def _faults(r: Row) -> list[Row]:
@@ -140,6 +178,7 @@ def _markdown(r: Row, map_text: str) -> str:
     parts = [f"# Fleet report, serial {r['serial']} ({r['generated']})", "", "```", map_text, "```"]
     for title, rows in _sections(r, MD_TITLES):
         parts += ["", f"## {title}", "", flat_table(rows, "md") or "none"]
+        parts += ["", node_pools_note(r)] if title == POOLS_TITLE else []  # numbers only: nothing to escape
     if r["journal_damaged_lines"]:
         parts += ["", damaged_note(r["journal_damaged_lines"])]
     return "\n".join(parts) + "\n"
@@ -149,7 +188,8 @@ def _table(r: Row, map_text: str) -> str:
     parts = [map_text]
     for title, rows in _sections(r, TABLE_TITLES):
         cells = [[printable(v) if isinstance(v, str) else v for v in row.values()] for row in rows]  # one line each
-        parts.append(f"{title}:\n" + grid(cells, list(rows[0]) if rows else []))
+        note = f"\n{node_pools_note(r)}" if title == POOLS_TITLE.lower() else ""
+        parts.append(f"{title}:\n" + grid(cells, list(rows[0]) if rows else []) + note)
     return "\n\n".join(parts)
 
 
