@@ -499,3 +499,15 @@ def test_suspects_counts_one_of_each_in_the_singular(cli, tmp_path):
     assert cli("--state", state, "inject-fault", "host:c00/1", state=False).code == 0
     r = cli("--state", state, "suspects", "--window", "1d", state=False)
     assert r.code == 0 and r.out.startswith("1 unplanned fault in the last 1 day on 16 hosts and 1 cube;"), r.out
+
+
+def test_a_degraded_cube_is_held_back_after_the_healthy_ones(reserved):
+    """The reservation reports c58 DEGRADED (2 of its 16 hosts): it still serves, but among free cubes of equal odds
+    plan-spares held it back by its place in the pod (c55-c66), as a cube to move a displaced slice onto, while
+    healthy free cubes were left over. It comes after them now; the figures are those of the same odds."""
+    assert reserved("allocate", "train", "--shape", "12x12x24").code == 0  # c00-c54 without c40
+    pod = reserved("plan-spares", "-o", "json").json["pods"][0]
+    assert pod["spares"] == 12 and pod["free_healthy_cubes"] == 88
+    assert "c58" not in pod["hold_back"] and "c121" not in pod["hold_back"]
+    assert pod["hold_back"] == ["c55", "c56", "c57", *(f"c{n}" for n in range(59, 68))]
+    assert "c55,c56,c57,c59," in reserved("plan-spares").out

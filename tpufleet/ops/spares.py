@@ -213,13 +213,13 @@ def _pod_plan(
     clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, up_now=True)
     odds = _odds(ctx, pod, rates, hosts, horizon)
     own = list(dict.fromkeys(c for s in slices for c in _runs_on(s)[1]))  # sub-cube slices sharing a cube: once
-    position = {c: i for i, c in enumerate(pod.cubes)}
     # a cube up now is free however small its odds (they underflow to 0 over a long horizon): only down is not
     lost = ctx.down | ctx.maintenance
     free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in lost]
-    free.sort(key=lambda c: (-odds[c], position[c]))
-    # the cluster's node pools tpufleet has not placed hold some of them (which, unknown): as many are no spares,
-    # counted off the least reliable end
+    position = {c: i for i, c in enumerate(pod.cubes)}
+    degraded = ctx.state.degraded_cubes()  # at the same odds a DEGRADED cube (still serving) after the others
+    free.sort(key=lambda c: (-odds[c], c in degraded, position[c]))
+    # node pools tpufleet has not placed hold some (which, unknown): as many are no spares, off the least reliable end
     held = min(ctx.state.health().held.get(pod.name, 0), len(free))
     free = free[: len(free) - held]
     ocs = _ocs_term(ctx.state, pod, slices, rates, horizon, gen)
