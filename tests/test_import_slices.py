@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import one_line, snapshot
 
@@ -152,6 +153,21 @@ def test_an_exported_slice_matches_by_its_annotation(reserved, tmp_path):
     assert item["metadata"]["name"].startswith("job-a-")  # "Job.A" made valid, with a suffix hashed from it
     d = reserved("import", "slices", write(tmp_path, exported), "-o", "json").json
     assert (d["matched"], d["in_sync"], d["drift"]) == (1, 1, [])
+
+
+def test_an_export_of_no_slice_imports_back_in_sync(reserved, tmp_path):
+    """With no Slice to write (no whole-cube TPU7x slice yet, or only sub-cube ones), `export slices` wrote an empty
+    file, which `import slices` refused as empty (exit 2): the round trip the README promises failed, and a cron
+    running `drift --slices` on it broke. It writes an empty `v1 List`, as `kubectl get slices -o yaml` does."""
+    assert reserved("allocate", "dev", "--shape", "2x2x4").code == 0  # a sub-cube slice: no Slice for it
+    out = tmp_path / "slices.yaml"
+    assert reserved("export", "slices", "--out", out).code == 0
+    assert yaml.safe_load(out.read_text()) == {"apiVersion": "v1", "kind": "List", "items": []}
+    assert reserved("export", "slices").out == out.read_text()  # stdout: the same manifests
+    r = reserved("import", "slices", out, "--detailed-exitcode", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["slices"], r.json["drift"], r.json["has_changes"]) == (0, [], False)
+    assert reserved("drift", "--slices", out).code == 0
 
 
 def test_stdin(reserved, monkeypatch):

@@ -78,12 +78,16 @@ def _yaml_text(doc: Any, header: str) -> str:
 
 
 def _manifests(docs: list[dict[str, Any]]) -> Callable[[], str]:
-    """The documents as YAML, made only when asked for (16,384 nodes take seconds even with libyaml)."""
+    """The documents as YAML, made only when asked for (16,384 nodes take seconds even with libyaml); none as an
+    empty `v1 List`, as `kubectl get -o yaml` prints one: an empty file is no document, which `import slices`
+    refuses, so `export slices` of a fleet with no Slice to write would not import back."""
 
     def text() -> str:
         from tpufleet.cli import yamltext
 
-        return yamltext.dump_all(docs, sort_keys=False, default_flow_style=False) if docs else ""
+        if not docs:
+            return yamltext.dump(_as_list([]), sort_keys=False, default_flow_style=False)
+        return yamltext.dump_all(docs, sort_keys=False, default_flow_style=False)
 
     return text
 
