@@ -33,3 +33,25 @@ def test_a_file_that_is_neither_is_still_refused_as_not_json(fleet, tmp_path):
     other.write_text("hello: world\n")
     r = fleet("apply-maintenance", other, "--wave", "1")
     assert r.code == 2 and "maintenance notices" not in r.err, r.err
+
+
+def test_notices_written_as_the_readme_writes_them_are_told_too(fleet, tmp_path):
+    """The README's `notices.yaml` writes each notice in flow style, `- {target: cube:c00, ...}`: given to
+    `apply-maintenance`, that file was refused as "not valid JSON", with no word of what it is or what to run."""
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    readme_notices = text.split("# notices.yaml\n", 1)[1].split("```", 1)[0]
+    assert readme_notices.startswith("- {target: cube:c00,")
+    for name, body in (
+        ("readme.yaml", readme_notices),
+        (
+            "quoted.yaml",
+            "- {'target': cube:c01, window_start: 2099-07-01T09:00:00Z, window_end: 2099-07-01T13:00:00Z}\n",
+        ),
+        ("keyed.yaml", 'notices:\n  - {"target": cube:c01, window_start: 2099-07-01T09:00:00Z}\n'),
+    ):
+        notices = tmp_path / name
+        notices.write_text(body)
+        r = fleet("apply-maintenance", notices, "--wave", "1")
+        assert r.code == 2, (r.code, r.err)
+        assert "maintenance notices, not a maintenance plan" in r.err, (name, r.err)
+        assert f"`tpufleet plan-maintenance --notices {notices} --out plan.json`" in r.err, r.err

@@ -126,7 +126,9 @@ class SavedMaintenancePlan:
     waves: tuple[SavedWave, ...]
 
 
-_NOTICE_KEY = re.compile(rb"^\s*-?\s*target\s*:", re.MULTILINE)
+# a `target:` key at a line's start, in block or flow style (`- {target: cube:c00, ...}`, as the README writes
+# notices), quoted or not
+_NOTICE_KEY = re.compile(rb"""^\s*-?\s*\{?\s*["']?target["']?\s*:""", re.MULTILINE)
 
 
 def _notices_file(path: Path) -> bool:
