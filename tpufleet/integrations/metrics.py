@@ -89,6 +89,7 @@ class FleetCollector(Collector):
         for (pod_name, cube_state), n in counts.items():
             cubes.add_metric([pod_name, cube_state], n)
         yield cubes
+        yield from self._node_pools()
         opened = CounterMetricFamily("tpufleet_faults_opened", "Faults and drains ever recorded.")
         opened.add_metric([], self.state.next_fault - 1)  # ids are handed out in order from f1
         yield opened
@@ -119,6 +120,22 @@ class FleetCollector(Collector):
         yield ocs
         yield failed
         yield drained
+
+    def _node_pools(self) -> Iterator[Metric]:
+        """`tpufleet_node_pool_cubes{pod}`: the free cubes the cluster's node pools hold as unplaced slices (which
+        ones unknown; status' `k8s.unplaced_slices.by_pod`), so free less these is what is left to allocate; only in
+        a fleet `import k8s` recorded node pools in, whose other metrics stay as they were."""
+        if not self.state.k8s.node_pools:
+            return
+        family = GaugeMetricFamily(
+            "tpufleet_node_pool_cubes",
+            "Free cubes held by the cluster's node pools tpufleet has not placed (which ones unknown), by pod.",
+            labels=["pod"],
+        )
+        held = self.state.health().held
+        for pod in self.state.fleet.pods:
+            family.add_metric([pod.name], held.get(pod.name, 0))
+        yield family
 
     def _slices(self) -> Iterator[Metric]:
         view = status(self.state, self.missing)
