@@ -359,3 +359,28 @@ def test_node_pool_slices_are_listed_as_counted(v5p, tmp_path):
     assert [p["name"] for p in status["k8s"]["unplaced_slices"]["slices"]] == ["pool-9", "pool-10"]
     table = v5p("status").out
     assert table.index("pool-9 ") < table.index("pool-10 ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "v5p-4x4x8"),
+        ("release", "v5p-4x4x8"),
+        ("routes", "v5p-4x4x8"),
+        ("policy", "v5p-4x4x8"),
+        ("plan-spares", "--slices", "v5p-4x4x8"),
+    ],
+)
+def test_a_pool_named_where_a_slice_is_taken_is_said_to_be_a_pool(v5p, args):
+    """`status` lists the pool among the "unplaced node-pool slices", by its name; given that name, `explain`,
+    `release`, `plan-spares --slices` and the rest answered "unknown slice or job 'v5p-4x4x8' (slices: none ...)",
+    as of a name never seen. They say what it is and why no command acts on it; the exit code stays 1."""
+    assert v5p("import", "k8s", V5P, "--apply").code == 0
+    assert "v5p-4x4x8" in v5p("status").out
+    r = v5p(*args)
+    assert r.code == 1, (r.code, r.err)
+    assert "unknown slice or job 'v5p-4x4x8'" in r.err
+    assert (
+        "v5p-4x4x8 is a node pool `import k8s` holds as an unplaced slice on pod0: no label says which cubes" in r.err
+    )
+    assert "a node pool" not in v5p(*[a.replace("v5p-4x4x8", "nope") for a in args]).err

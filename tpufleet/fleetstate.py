@@ -62,6 +62,10 @@ __all__ = [
 ]
 
 _Named = TypeVar("_Named")
+POOL_NOT_A_SLICE = (  # a name `status` lists among the unplaced node-pool slices, given where a slice is taken
+    "; {name} is a node pool `import k8s` holds as an unplaced slice on {pod}: no label says which cubes, so it only"
+    " counts against that pod's free cubes; no command acts on it"
+)
 
 
 @dataclass
@@ -170,7 +174,9 @@ class FleetState:
             return self.job_slices(name)
         if name not in self.slices:
             slices, jobs = (sorted(names, key=natural_key) for names in (self.slices, self.jobs))
-            raise Refused(unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}))
+            pool = self.k8s.node_pools.get(name)  # status lists it among the unplaced node-pool slices
+            held = "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod)
+            raise Refused(unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}) + held)
         return [self.slices[name]]
 
     def cubes_drained(self) -> set[str]:
