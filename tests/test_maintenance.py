@@ -178,7 +178,18 @@ def test_spare_target(running, tmp_path):
     assert held.code == 0 and [w["spares_held"] for w in held.json["waves"]] == [True, True]
     short = running("plan-maintenance", "--notices", path, "--spares", "24", "-o", "json")
     assert short.code == 1 and short.json["spare_shortfall_waves"] == [1, 2] and short.json["unserved"] == []
-    assert json.loads(short.err)["items"] == ["wave 1: too few spare cubes", "wave 2: too few spare cubes"]
+    # each wave's shortfall is named with its figures, not only its number
+    assert (
+        json.loads(short.err)["items"]
+        == [
+            f"wave {w}: too few spare cubes: {free} free healthy, --spares 24 wanted"
+            for w, free in ((w["wave"], w["free_healthy_cubes"]) for w in short.json["waves"])
+        ]
+        == [
+            "wave 1: too few spare cubes: 23 free healthy, --spares 24 wanted",
+            "wave 2: too few spare cubes: 23 free healthy, --spares 24 wanted",
+        ]
+    )
     assert json.loads(short.err)["error"] == "the plan does not meet its notices: 2 wave(s) short of spares"
 
 

@@ -128,7 +128,11 @@ def plan_maintenance_cmd(
         from tpufleet.errors import Refused
 
         stopped = [f"wave {m['wave']}: slice {m['slice']}: {m['reason']}" for m in plan["unserved"]]
-        short = [f"wave {w}: too few spare cubes" for w in plan["spare_shortfall_waves"]]
+        free = {w["wave"]: w["free_healthy_cubes"] for w in plan["waves"]}
+        short = [
+            f"wave {w}: too few spare cubes: {free[w]} free healthy, --spares {spares} wanted"
+            for w in plan["spare_shortfall_waves"]
+        ]
         what = [
             f"{len(stopped)} slice(s) stopped" if stopped else "",
             f"{len(short)} wave(s) short of spares" if short else "",
