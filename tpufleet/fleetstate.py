@@ -118,7 +118,16 @@ class FleetState:
             raise Refused(
                 f"{name!r} is a multislice job, not a slice: give one of its slices ({', '.join(job.slices)}{which})"
             )
-        return _known(self.slices, name, "slice")
+        if name not in self.slices:
+            raise Refused(
+                unknown_name("slice", name, {"slices": sorted(self.slices, key=natural_key)}) + self._pool_note(name)
+            )
+        return self.slices[name]
+
+    def _pool_note(self, name: str) -> str:
+        """What a name `status` lists among the unplaced node-pool slices is, said where a slice is taken."""
+        pool = self.k8s.node_pools.get(name)
+        return "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod)
 
     def add_slice(self, sl: Slice) -> None:
         if sl.name in self.slices:
@@ -174,9 +183,7 @@ class FleetState:
             return self.job_slices(name)
         if name not in self.slices:
             slices, jobs = (sorted(names, key=natural_key) for names in (self.slices, self.jobs))
-            pool = self.k8s.node_pools.get(name)  # status lists it among the unplaced node-pool slices
-            held = "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod)
-            raise Refused(unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}) + held)
+            raise Refused(unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}) + self._pool_note(name))
         return [self.slices[name]]
 
     def cubes_drained(self) -> set[str]:
