@@ -320,7 +320,11 @@ def test_a_list_naming_no_block_exports_nodes_that_import_again(superpod, sub_bl
     doc = copy.deepcopy(sub_blocks[:4])
     for sb in doc:
         del sb["physicalTopology"]["block"]
-    assert superpod("import", "reservation", write(tmp_path, doc), "--apply").code == 0
+    imported = superpod("import", "reservation", write(tmp_path, doc), "--apply")
+    assert imported.code == 0, imported.err
+    assert [line for line in imported.out.splitlines() if "pod named" in line] == [
+        "  pod named: pod0 = the reservation's one block (no sub-block names its physicalTopology.block)"
+    ]
     r = superpod("export", "node-labels", "-o", "json")
     assert r.code == 0, r.err
     assert {n["metadata"]["labels"]["cloud.google.com/gce-topology-block"] for n in r.json["items"]} == {"pod0"}

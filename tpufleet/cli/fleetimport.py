@@ -174,7 +174,7 @@ def _reservation_text(d: dict[str, Any]) -> str:
         f"{d['source']}: {counted(d['sub_blocks'], 'sub-blocks')}, {d['mapped']} mapped to cubes "
         f"({len(d['sub_blocks_new'])} new, {d['sub_blocks_known']} known), {len(d['degraded'])} degraded",
     ]
-    lines += [f"  pod named: {b['pod']} = block {b['block']}" for b in d["blocks_named"]]
+    lines += [f"  pod named: {b['pod']} = {_block_text(b['block'])}" for b in d["blocks_named"]]
     if d["sub_blocks_new"]:
         lines.append(f"  + {len(d['sub_blocks_new'])} sub-block(s) named as cubes")
     if d["sub_blocks_updated"]:
@@ -322,3 +322,8 @@ def _check_analysis(d: dict[str, Any]) -> None:
             err=True,
         )
         raise typer.Exit(EXIT_INTERNAL)
+
+
+def _block_text(block: str) -> str:
+    """'block NAME', or what a reservation's one block is when its sub-blocks name none (`physicalTopology.block`)."""
+    return f"block {block}" if block else "the reservation's one block (no sub-block names its physicalTopology.block)"
