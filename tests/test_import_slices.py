@@ -207,7 +207,12 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         ((1, "status.conditions.0.reason", "Running"), "items.1.status.conditions.0.reason", "not a Slice state"),
         ((1, "metadata.name", "Bad_Name"), "items.1.metadata.name", "not a Slice name"),
         ((1, "metadata.name", "llm-train-0"), "items.1.metadata.name", "also the name of item 0"),
-        ((1, "kind", "Node"), "items.1.kind", "must be Slice"),
+        ((1, "kind", "Pod"), "items.1.kind", "must be Slice"),
+        (
+            (1, "kind", "Node"),
+            "items.1.kind",
+            "this is a node list (kubectl get nodes -o json), which `tpufleet import k8s`",
+        ),
         ((1, "metadata.deletionTimestamp", 5), "items.1.metadata.deletionTimestamp", "must be a time"),
         ((1, "metadata.deletionTimestamp", "not a time"), "items.1.metadata.deletionTimestamp", "must be a time"),
     ],
@@ -218,7 +223,7 @@ def test_malformed_slices_exit_2_naming_the_slice_and_field(reserved, slices, tm
     line = one_line(reserved("import", "slices", path, "--apply"))
     assert f"field {field}:" in line and words in line, line
     name = slices["items"][edit[0]]["metadata"]["name"]
-    assert edit[1] == "metadata.name" or f"Slice {name}:" in line
+    assert edit[1] == "metadata.name" or edit[2] == "Node" or f"Slice {name}:" in line
     assert snapshot(reserved.state) == before
 
 

@@ -138,6 +138,13 @@ def decode_slice_list(doc: object, file: str) -> SliceListInput:
     return SliceListInput(slices, file)
 
 
+def _not_a_slice(kind: object) -> str:
+    """What is wrong with an item of another kind; a node list has its own import."""
+    if kind == "Node":
+        return "a Node, not a Slice: this is a node list (kubectl get nodes -o json), which `tpufleet import k8s` reads"
+    return "must be Slice (kubectl get slices -o json)"
+
+
 def _slice(item: object, i: int, file: str) -> GkeSlice:
     path = f"items.{i}"
     if not isinstance(item, dict):
@@ -147,7 +154,8 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise bad_slice(file, f"{path}.metadata.name", name, "missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)")
     if item.get("kind", "Slice") != "Slice":
-        raise bad_slice(file, f"{path}.kind", item.get("kind"), "must be Slice", name)
+        kind = item.get("kind")
+        raise bad_slice(file, f"{path}.kind", kind, _not_a_slice(kind), None if kind == "Node" else name)
     api = item.get("apiVersion", API_GROUP)
     if not isinstance(api, str) or not api.startswith(API_GROUP):
         raise bad_slice(file, f"{path}.apiVersion", api, f"must be of the group {API_GROUP.rstrip('/')}", name)
