@@ -377,6 +377,15 @@ def test_markdown_runbook_shows_the_notices_file_name_as_text(running, tmp_path)
     assert "<code>tpufleet reschedule a</code>" in page
 
 
+def test_a_runbook_of_waves_already_drained_says_there_is_nothing_to_run(running):
+    """The reservation's drains are open already and no slice is on them: a wave's list of commands was empty, an
+    empty list and a second blank line under the wave; it says there is nothing to run."""
+    md = running("plan-maintenance", "-o", "md").out
+    assert "\n\n\n" not in md.rstrip("\n")
+    waves = md.split("\n## Wave ")[1:]
+    assert len(waves) == 2 and all(w.rstrip("\n").endswith("\n- nothing to run in this wave") for w in waves)
+
+
 def test_a_notice_from_a_reservations_open_drain_is_named_by_its_sub_block(reserved, tmp_path):
     """The default notices are named by their sub-blocks: the reservation's open drains (c40, c99) as well as the
     maintenance it announced for later."""

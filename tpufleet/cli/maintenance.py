@@ -66,6 +66,9 @@ def _runbook(plan: dict[str, Any]) -> str:
             f"- stays down after its window (its drain or failure is not the plan's to clear): {md(t)}"
             for t in w.get("kept_down", [])
         ]
+        if not w["commands"]:  # every cube drained already, nothing stopped: the list would be empty
+            out.append("- nothing to run in this wave")
+            continue
         out.append("")
         for i, command in enumerate(w["commands"], 1):
             after = "After the window ends: " if command.startswith("tpufleet clear-fault ") else ""
