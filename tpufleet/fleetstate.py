@@ -62,10 +62,6 @@ __all__ = [
 ]
 
 _Named = TypeVar("_Named")
-POOL_NOT_A_SLICE = (  # a name `status` lists among the unplaced node-pool slices, given where a slice is taken
-    "; {name} is a node pool `import k8s` holds as an unplaced slice on {pod}: no label says which cubes, so it only"
-    " counts against that pod's free cubes; no command acts on it"
-)
 
 
 @dataclass
@@ -120,14 +116,9 @@ class FleetState:
             )
         if name not in self.slices:
             raise Refused(
-                unknown_name("slice", name, {"slices": sorted(self.slices, key=natural_key)}) + self._pool_note(name)
+                unknown_name("slice", name, {"slices": sorted(self.slices, key=natural_key)}) + self.k8s.pool_note(name)
             )
         return self.slices[name]
-
-    def _pool_note(self, name: str) -> str:
-        """What a name `status` lists among the unplaced node-pool slices is, said where a slice is taken."""
-        pool = self.k8s.node_pools.get(name)
-        return "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod)
 
     def add_slice(self, sl: Slice) -> None:
         if sl.name in self.slices:
@@ -183,7 +174,9 @@ class FleetState:
             return self.job_slices(name)
         if name not in self.slices:
             slices, jobs = (sorted(names, key=natural_key) for names in (self.slices, self.jobs))
-            raise Refused(unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}) + self._pool_note(name))
+            raise Refused(
+                unknown_name("slice or job", name, {"slices": slices, "jobs": jobs}) + self.k8s.pool_note(name)
+            )
         return [self.slices[name]]
 
     def cubes_drained(self) -> set[str]:

@@ -63,6 +63,12 @@ class NodePoolSlice:
         return out | ({"topology": list(self.topology)} if self.topology else {})
 
 
+POOL_NOT_A_SLICE = (  # a name `status` lists among the unplaced node-pool slices, given where a slice is taken
+    "; {name} is a node pool `import k8s` holds as an unplaced slice on {pod}: no label says which cubes, so it only"
+    " counts against that pod's free cubes; no command acts on it"
+)
+
+
 @dataclass
 class K8sNames:
     """What a Kubernetes cluster calls the fleet's parts, learnt by `import k8s` and kept so that later imports
@@ -91,6 +97,11 @@ class K8sNames:
 
     def machine_node(self) -> dict[HostId, str]:
         return {host: node for node, host in self.nodes.items()}
+
+    def pool_note(self, name: str) -> str:
+        """What a name `status` lists among the unplaced node-pool slices is, said where a slice is taken."""
+        pool = self.node_pools.get(name)
+        return "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod)
 
 
 def one_name_each(names: K8sNames) -> K8sNames:
