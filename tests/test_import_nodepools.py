@@ -325,6 +325,19 @@ def test_plan_spares_counts_the_pools_room_out_as_capacity_does(held_superpod):
     assert len(spares["hold_back"]) <= 5
 
 
+def test_plan_spares_of_a_pod_only_pools_use_says_their_needs_are_not_counted(v5p):
+    """No slice tpufleet placed, node pools holding 3 cubes: 'no running slices in this pod' read as an idle pod;
+    the note says the pools' cubes are not placed, so what they need is not counted (the JSON's
+    held_by_node_pools)."""
+    assert v5p("import", "k8s", V5P, "--apply").code == 0
+    [pod] = v5p("plan-spares", "-o", "json").json["pods"]
+    assert pod["held_by_node_pools"] == 3 and pod["slices"] == []
+    assert pod["note"] == (
+        "no slice tpufleet placed runs in this pod: nothing to hold back (the 3 cube(s) its node pools hold are not "
+        "placed, so what they need is not counted)"
+    )
+
+
 def test_a_pools_topology_written_in_another_order_is_the_same_shape(v5p, tmp_path):
     doc = _v5p_doc()
     members = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL) == "v5p-4x4x8"]

@@ -254,6 +254,7 @@ def _pod_plan(
             confidence,
             _caps(ocs, lost.intersection(own), _ocs_down_now(ctx, pod, slices)),
             ctx.named,
+            held,
         ),
     }
 
@@ -315,13 +316,25 @@ def _caps(ocs: float, own_lost: Collection[str], ocs_down: str = "") -> str:
 
 
 def _note(
-    slices: list[Slice], curve: spares.SpareCurve, free: int, confidence: float, caps: str, named: bool = False
+    slices: list[Slice],
+    curve: spares.SpareCurve,
+    free: int,
+    confidence: float,
+    caps: str,
+    named: bool = False,
+    pools: int = 0,
 ) -> str | None:
     """`caps`: what holds the probability down once more spares stop helping (`_caps`); `named`: the slices are
-    those `--slices` names (a pod with none of them may well run others)."""
+    those `--slices` names (a pod with none of them may well run others); `pools`: the cubes node pools tpufleet
+    has not placed hold in the pod (which ones unknown: their odds, so their spares, cannot be counted)."""
     if not slices:
         if named:
             return "none of the slices --slices names runs in this pod: nothing to hold back for them"
+        if pools:
+            return (
+                f"no slice tpufleet placed runs in this pod: nothing to hold back (the {pools} cube(s) its node "
+                "pools hold are not placed, so what they need is not counted)"
+            )
         return "no running slices in this pod: nothing to hold back"
     if curve.spares is None:
         if curve.best >= free:
