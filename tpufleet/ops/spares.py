@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -19,10 +19,10 @@ from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, natural_key, pa
 from tpufleet.model import Pod, check_known, known_pod
 from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.spares_notes import caps_text, pod_note
 from tpufleet.ops.views import JournalRead, of_scan
 from tpufleet.state.journal import whole_from_first
 from tpufleet.state.store import Store
-from tpufleet.text import probability_text
 from tpufleet.timeparse import back_from, parse_stamp
 from tpufleet.views import reservation_maintenance
 
@@ -247,12 +247,12 @@ def _pod_plan(
         "best_spares": curve.best,
         "hold_back": free[: curve.best],
         "curve": [{"spares": s, "probability": p} for s, p in enumerate(curve.probabilities[: shown_to + 1])],
-        "note": _note(
+        "note": pod_note(
             slices,
             curve,
             len(free),
             confidence,
-            _caps(ocs, lost.intersection(own), _ocs_down_now(ctx, pod, slices)),
+            caps_text(ocs, lost.intersection(own), _ocs_down_now(ctx, pod, slices)),
             ctx.named,
             held,
         ),
@@ -302,50 +302,6 @@ def _ocs_down_now(ctx: _Context, pod: Pod, slices: Sequence[Slice]) -> str:
     if not down or not rigid:
         return ""
     return f"{', '.join(down)} down now, which {', '.join(rigid)} (no fault-tolerant routing) cannot run without"
-
-
-def _caps(ocs: float, own_lost: Collection[str], ocs_down: str = "") -> str:
-    """What caps the probability when spares stop helping: an OCS down now (the OCS term is then 0: said by its
-    id, since "the OCS term" alone reads as a small risk, not as a switch to repair), the OCS term, the slices'
-    cubes lost (down now, or to announced maintenance within the horizon), or else the slices' own cubes' odds of
-    staying healthy over the horizon (a long horizon)."""
-    ocs_cause = (ocs_down if ocs == 0.0 and ocs_down else "the OCS term") if ocs < 1.0 else ""
-    causes = [ocs_cause, "the cubes down now or under maintenance" if own_lost else ""]
-    named = " and ".join(c for c in causes if c)
-    return named or "the slices' own cubes, unlikely to stay healthy over the horizon"
-
-
-def _note(
-    slices: list[Slice],
-    curve: spares.SpareCurve,
-    free: int,
-    confidence: float,
-    caps: str,
-    named: bool = False,
-    pools: int = 0,
-) -> str | None:
-    """`caps`: what holds the probability down once more spares stop helping (`_caps`); `named`: the slices are
-    those `--slices` names (a pod with none of them may well run others); `pools`: the cubes node pools tpufleet
-    has not placed hold in the pod (which ones unknown: their odds, so their spares, cannot be counted)."""
-    if not slices:
-        if named:
-            return "none of the slices --slices names runs in this pod: nothing to hold back for them"
-        if pools:
-            return (
-                f"no slice tpufleet placed runs in this pod: nothing to hold back (the {pools} cube(s) its node "
-                "pools hold are not placed, so what they need is not counted)"
-            )
-        return "no running slices in this pod: nothing to hold back"
-    if curve.spares is None:
-        if curve.best >= free:
-            why = "every free cube held back: the pod has no more"
-        else:
-            why = f"more do not help: limited by {caps}"
-        return (
-            f"the confidence is out of reach: at most {probability_text(curve.probability, confidence)}, with {curve.best} of the {free} free "
-            f"healthy cubes held back ({why})"
-        )
-    return None
 
 
 # ---- suspects ------------------------------------------------------------------------------------------------
