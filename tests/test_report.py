@@ -344,6 +344,34 @@ def test_report_table_md_and_html_show_the_providers_degraded_cubes_and_maintena
     assert "<h2>Degraded cubes (still serving)</h2>" in page and "<h2>Maintenance announced</h2>" in page
 
 
+def test_a_degraded_sub_block_without_host_counts_is_listed_without_them(cli, tmp_path):
+    """A DEGRADED sub-block may come without its host counts (they are optional): `status`, the report and serve's
+    page (`report -o html`) added them up and stopped with an internal error; the cube is listed without them."""
+    sub_blocks = json.loads(RESERVATION.read_text())
+    (item,) = [s for s in sub_blocks if s["name"] == f"{SUB}0017"]
+    item["healthInfo"] = {"healthStatus": "DEGRADED"}
+    given = tmp_path / "no-counts.json"
+    given.write_text(json.dumps(sub_blocks))
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", given, "--apply").code == 0
+    status = cli("status")
+    assert status.code == 0, status.err
+    assert status.out.splitlines()[-1] == (
+        "degraded cubes (reservation sub-block DEGRADED, still serving): c17, c58 (2 of 16 hosts degraded), "
+        "c121 (1 of 16 hosts degraded)"
+    )
+    rows = [_reported("c17", ""), *DEGRADED_ROWS[1:]]
+    table = cli("report")
+    assert table.code == 0, table.err
+    assert _section(table.out, "degraded cubes (still serving)") == [rows[0][:3], *rows[1:]]
+    md = cli("report", "-o", "md")
+    assert md.code == 0, md.err
+    assert _md_section(md.out, "Degraded cubes (still serving)") == rows
+    page = cli("report", "-o", "html")
+    assert page.code == 0, page.err
+    assert f"<td>reservation sub-block {SUB}0017</td><td></td>" in page.out
+
+
 def test_report_shows_a_gke_partition_degraded(fleet):
     """A cube whose GKE partition the node list reports DEGRADED (`import k8s`) is listed as the reservation's are."""
     assert (

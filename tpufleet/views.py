@@ -82,6 +82,17 @@ def degraded_cubes(state: FleetState) -> dict[str, Row]:
     }
 
 
+def hosts_degraded(row: Row) -> str | None:
+    """'1 of 16': the hosts of a DEGRADED sub-block's row (`degraded_cubes`) the reservation reports degraded, of
+    all its hosts; None when it gave no host counts (they are optional: the cube still serves all the same).
+
+    >>> hosts_degraded({"healthy_hosts": 15, "degraded_hosts": 1}), hosts_degraded({"healthy_hosts": None})
+    ('1 of 16', None)
+    """
+    healthy, degraded = row.get("healthy_hosts"), row.get("degraded_hosts")
+    return None if healthy is None or degraded is None else f"{degraded} of {healthy + degraded}"
+
+
 def k8s_degraded_cubes(state: FleetState) -> dict[str, Row]:
     """cube -> its DEGRADED 4x4x4 partition (imported by `import k8s`)."""
     partition_of = state.partition_names()

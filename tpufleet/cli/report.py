@@ -91,14 +91,14 @@ def node_pools_note(r: Row) -> str:
 
 def degraded_cube_rows(r: Row) -> list[Row]:
     """The cubes that still serve while the provider reports them DEGRADED, one row a source (none without any)."""
+    from tpufleet.views import hosts_degraded
+
     return [
         {
             "cube": g["cube"],
             "pod": g["pod"],
             "reported DEGRADED": _degraded_by(g),
-            "hosts degraded": (
-                f"{g['degraded_hosts']} of {g['healthy_hosts'] + g['degraded_hosts']}" if "degraded_hosts" in g else ""
-            ),
+            "hosts degraded": hosts_degraded(g) or "",  # none counted: a GKE partition, a sub-block without counts
         }
         for g in r["provider"]["degraded_cubes"]
     ]

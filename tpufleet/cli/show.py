@@ -275,10 +275,10 @@ def _reservation_lines(reservation: dict | None) -> list[str]:
         return []
     lines = []
     if reservation["degraded_cubes"]:
-        cubes = ", ".join(
-            f"{g['cube']} ({g['degraded_hosts']} of {g['healthy_hosts'] + g['degraded_hosts']} hosts degraded)"
-            for g in reservation["degraded_cubes"]
-        )
+        from tpufleet.views import hosts_degraded
+
+        hosts = [(g["cube"], hosts_degraded(g)) for g in reservation["degraded_cubes"]]  # counts are optional
+        cubes = ", ".join(cube + (f" ({of} hosts degraded)" if of else "") for cube, of in hosts)
         lines.append(f"degraded cubes (reservation sub-block DEGRADED, still serving): {cubes}")
     ahead = [m for m in reservation["maintenance"] if not m["out_of_pool"]]
     if ahead:
