@@ -22,6 +22,25 @@ def test_show_inventory_table_says_which_cubes_are_degraded(reserved):
     assert by_cube["c00"].rstrip().endswith("-")
 
 
+def test_a_degraded_sub_block_without_host_counts_reads_none_nowhere(cli, tmp_path):
+    """A DEGRADED sub-block may come without its host counts (they are optional): `import reservation` said
+    `None degraded host(s)` of it and `show inventory` `None host(s) degraded`; they say it without counts."""
+    sub_blocks = json.loads(RESERVATION.read_text())
+    sub_block = "ironwood-superpod-block-0001-sub-0017"
+    (item,) = [s for s in sub_blocks if s["name"] == sub_block]
+    item["healthInfo"] = {"healthStatus": "DEGRADED"}
+    given = tmp_path / "no-counts.json"
+    given.write_text(json.dumps(sub_blocks))
+    assert cli("init", "--generation", "tpu7x").code == 0
+    r = cli("import", "reservation", given, "--apply")
+    assert r.code == 0, r.err
+    said = [line for line in r.out.splitlines() if line.startswith("  + degraded ")]
+    assert said[0] == f"  + degraded c17 ({sub_block})" and said[1].endswith("): 2 degraded host(s)")
+    rows = {line.split()[0]: line for line in cli("show", "inventory").out.splitlines() if line.startswith("c")}
+    assert rows["c17"].endswith("  sub-block DEGRADED") and rows["c58"].endswith("  2 host(s) degraded")
+    assert "None" not in cli("show", "inventory").out
+
+
 def test_status_table_lists_the_reservations_degraded_sub_blocks(reserved):
     r = reserved("status")
     assert r.code == 0, r.err

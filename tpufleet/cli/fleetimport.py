@@ -179,8 +179,9 @@ def _reservation_text(d: dict[str, Any]) -> str:
         lines.append(f"  + {len(d['sub_blocks_new'])} sub-block(s) named as cubes")
     if d["sub_blocks_updated"]:
         lines.append(f"  ~ {len(d['sub_blocks_updated'])} sub-block(s) with new health or maintenance")
-    for g in d["degraded_new"]:
-        lines.append(f"  + degraded {g['cube']} ({g['sub_block']}): {g['degraded_hosts']} degraded host(s)")
+    for g in d["degraded_new"]:  # the host counts are optional
+        hosts = "" if g["degraded_hosts"] is None else f": {g['degraded_hosts']} degraded host(s)"
+        lines.append(f"  + degraded {g['cube']} ({g['sub_block']}){hosts}")
     lines += [f"  - degraded {g['cube']} ({g['sub_block']}): healthy again" for g in d["degraded_cleared"]]
     for f in d["drains_opened"]:
         ident = f" {f['id']}" if f.get("id") else ""

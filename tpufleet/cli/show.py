@@ -64,10 +64,14 @@ def _inventory_table(rows: list[dict]) -> str:
 
 
 def _degraded_text(degraded: dict | None) -> str:
-    """'1 host(s) degraded' (reservation sub-block), 'partition DEGRADED' (GKE node labels), both, or '-'."""
+    """'1 host(s) degraded' (reservation sub-block; 'sub-block DEGRADED' where it gave no host counts), 'partition
+    DEGRADED' (GKE node labels), both, or '-'."""
     if not degraded:
         return "-"
-    said = [f"{degraded['degraded_hosts']} host(s) degraded"] if "degraded_hosts" in degraded else []
+    hosts = degraded.get("degraded_hosts")
+    said = (
+        [f"{hosts} host(s) degraded" if hosts is not None else "sub-block DEGRADED"] if "sub_block" in degraded else []
+    )
     return ", ".join(said + (["partition DEGRADED"] if "partition" in degraded else []))
 
 
