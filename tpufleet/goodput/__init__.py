@@ -2,7 +2,7 @@
 
 from typing import Literal, get_args
 
-# The event logs `goodput-report` and `import-goodput` read: tpufleet's own, or the ml-goodput package's export.
+# The event logs `goodput-report` reads: tpufleet's own, or the ml-goodput package's export.
 # (Here, not in `events`, so that the command line names the choices without importing the readers.)
 LogFormat = Literal["native", "ml-goodput"]
 LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)

@@ -170,8 +170,7 @@ def _reservations(simulator: Simulator) -> dict[str, int] | None:
     behind a reserved head; None under the others."""
     if not reserves(simulator.options.scheduler):
         return None
-    stats = simulator.stats
-    return {"made": stats.reservations, "late": stats.reservations_late, "backfilled": stats.backfilled}
+    return simulator.stats.reservation_counts()
 
 
 def waits(simulator: Simulator) -> dict[str, dict[str, float]]:

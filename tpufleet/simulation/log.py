@@ -81,6 +81,9 @@ def as_record(event: EventTuple) -> Record:
     return record
 
 
+RESERVATION_COUNTS = ("made", "late", "backfilled")  # `reservations` in simulate-fleet's JSON, a sweep's figures
+
+
 @dataclass
 class Stats:
     preemptions: int = 0
@@ -94,6 +97,10 @@ class Stats:
     reservations_late: int = 0  # of those, started after the shadow time (a fault or a higher rank intervened)
     backfilled: int = 0  # jobs started behind a reserved head
     restart_waits: dict[str, list[float]] = field(default_factory=dict)  # by size: seconds from a fault to the restart
+
+    def reservation_counts(self) -> dict[str, int]:
+        """The reserving policies' figures under their names in a run's JSON (`reservations`) and a sweep's."""
+        return dict(zip(RESERVATION_COUNTS, (self.reservations, self.reservations_late, self.backfilled), strict=True))
 
 
 def jsonl(records: Iterable[Entry]) -> bytes:

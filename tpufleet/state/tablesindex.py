@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.errors import BadInput, BadStateFile, Refused, TpufleetError
 from tpufleet.state.routetables import opened, read_meta
-from tpufleet.state.wholetables import file_digest
+from tpufleet.state.wholetables import READ_CHUNK, file_digest
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
@@ -210,9 +210,6 @@ _MEMBER_FORMS: dict[str, tuple[str, Callable[[int], tuple[int, ...]]]] = {
 }
 
 
-_CHUNK = 1 << 20
-
-
 def _members_sound(zf: zipfile.ZipFile, meta: dict[str, Any], through: bool = True) -> bool:
     """Whether the members `collective` reads besides `meta` hold arrays of the form it takes for the slice `meta`
     names (their .npy header: dtype and shape) and their data is whole: read to the end in pieces, none kept,
@@ -236,6 +233,6 @@ def _members_sound(zf: zipfile.ZipFile, meta: dict[str, Any], through: bool = Tr
             form = kind == "" or (np.issubdtype(dtype, np.integer) if kind == "i" else dtype == np.dtype(kind))
             if not form or tuple(shape) != shape_of(chips):
                 return False
-            while through and fh.read(_CHUNK):  # the CRC is checked at the member's end
+            while through and fh.read(READ_CHUNK):  # the CRC is checked at the member's end
                 pass
     return True

@@ -29,7 +29,7 @@ WHOLE_FILE = "whole-tables"  # in the state directory's `cache/` (tablecache.CAC
 MAGIC = "TPUFLEET-WHOLE-TABLES-1"  # bumped when what a read through checks changes: older digests then read again
 MAX_DIGESTS = 4096  # 65 bytes each: a fleet's every slice, at most 266 KB
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-_CHUNK = 1 << 20
+READ_CHUNK = 1 << 20  # bytes read at a time when a tables file is hashed or its members read through
 
 
 def file_digest(fh: IO[bytes]) -> str:
@@ -39,7 +39,7 @@ def file_digest(fh: IO[bytes]) -> str:
 
     digest = hashlib.sha256()
     fh.seek(0)
-    while chunk := fh.read(_CHUNK):
+    while chunk := fh.read(READ_CHUNK):
         digest.update(chunk)
     return digest.hexdigest()
 

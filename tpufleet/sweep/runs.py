@@ -19,6 +19,7 @@ from tpufleet.goodput.events import DISRUPTIONS
 from tpufleet.shapes import parse_shape
 from tpufleet.simulation import FaultRates, Options, Workload
 from tpufleet.simulation.inputs import FAULT_KINDS
+from tpufleet.simulation.log import RESERVATION_COUNTS
 
 Task = dict[str, Any]
 Result = dict[str, Any]
@@ -30,7 +31,7 @@ FLEET_FIGURES = (
 )  # fmt: skip
 FLEET_BY_SIZE = ("sg", "rg", "wait_hours", "restart_wait_hours")
 # a run under a reserving scheduler (`reserve`, `extra-large-first-reserve`) also counts its reservations
-RESERVATION_FIGURES = ("reservations.made", "reservations.late", "reservations.backfilled")
+RESERVATION_FIGURES = tuple(f"reservations.{count}" for count in RESERVATION_COUNTS)
 AVAILABILITY_BY_SIZE = ("reconfigurable_ft", "reconfigurable", "reconfigurable_ft_exact", "static")
 
 
