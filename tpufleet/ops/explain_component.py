@@ -31,7 +31,7 @@ from tpufleet.ops.explain_faults import (
     window_started,
 )
 from tpufleet.text import closest
-from tpufleet.views import degraded_cubes, k8s_degraded_cubes
+from tpufleet.views import degraded_cubes, hosts_degraded, k8s_degraded_cubes
 
 
 def _containing(state: FleetState, target: TargetId) -> list[Fault]:
@@ -107,11 +107,8 @@ def degraded_whys(state: FleetState, cube: str) -> list[str]:
     partition): it still serves, and no fault holds it, so `explain` does not leave it out."""
     why = []
     if (r := degraded_cubes(state).get(cube)) is not None:
-        hosts = (
-            f" ({r['degraded_hosts']} of {r['healthy_hosts'] + r['degraded_hosts']} hosts degraded)"
-            if r["healthy_hosts"] is not None and r["degraded_hosts"] is not None
-            else ""
-        )
+        counted = hosts_degraded(r)
+        hosts = "" if counted is None else f" ({counted} hosts degraded)"
         why.append(f"the reservation reports sub-block {r['sub_block']} DEGRADED{hosts}: the cube still serves")
     if (p := k8s_degraded_cubes(state).get(cube)) is not None:
         why.append(f"GKE reports partition {p['partition'] or cube} DEGRADED: the cube still serves")
