@@ -195,11 +195,28 @@ def propose_move(state: FleetState, sl: Slice, avoid: frozenset[str] = NOTHING_A
     --avoid`: a maintenance plan's later drains) only when no other fits."""
     evicting = state.fault(sl.evicted_by)
     cause = evicting.target if evicting is not None and evicting.is_open else None
+    back = _back_home(state, sl, avoid) if cause is None else None
+    if back is not None:
+        return back
     proposal = propose_replacement(state, sl, cause, avoid)
     if proposal.ready or not isinstance(cause, OcsId):
         return proposal
     in_place = _in_place(state, sl, cause)
     return in_place if in_place is not None and in_place.ready else proposal
+
+
+def _back_home(state: FleetState, sl: Slice, avoid: frozenset[str]) -> Proposal | None:
+    """The slice back on its own cubes once the fault that evicted it is cleared (a host alert that fired and
+    resolved, say), rather than on the replacement reserved while it was open: its cubes are still its own and its
+    cross-connects still in place, so the move changes none. Only while each of its cubes is healthy, free of other
+    slices, clear of announced maintenance and of `avoid`, and every pair it needs can be programmed now."""
+    if sl.machines or sl.shape.is_subcube:
+        return None
+    health, used = _health(state, avoid), state.machine_usage(excluding=sl.name)
+    if not all(health.cube_wirable(c) and c not in used and c not in health.maintenance for c in sl.cubes):
+        return None
+    home = _planned(state, sl, Allocation(sl.pod, sl.cubes, dict(sl.coords)))
+    return home if home.ready and home.plan is not None and not home.plan.deferred else None
 
 
 def _in_place(state: FleetState, sl: Slice, cause: OcsId) -> Proposal | None:

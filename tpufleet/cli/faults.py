@@ -232,8 +232,7 @@ def clear_cmd(
 
 
 def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
-    """The pairs the repaired OCS no longer holds (`xconnects_dropped`): a change to the OCS, said as the JSON says
-    it, so the table does not leave it out."""
+    """The pairs the repaired OCS no longer holds (`xconnects_dropped`), said as the JSON says them."""
     lines = []
     for d in dropped:
         pairs = [f"{n} -> {s}" for n, s in d["pairs"]]
@@ -379,8 +378,9 @@ def _rescheduled_text(name: str, d: dict, linked: Mapping[str, str]) -> str:
         text += f"; job {j['name']} {j['state']} ({j['active_slices']} of {j['total_slices']} slices active)"
     if name in d.get("routes_stale", ()):  # a link where its tables belong: removed before the `routes` named
         text += "".join(f"\n{line}" for line in link_steps("  ", name, linked))
-    if name in d.get("routes_stale", ()) and not rr:
-        text += f"\n  next: tpufleet routes {name}  (its stored tables were made before the move)"
+    if name in d.get("routes_stale", ()) and not rr:  # back in place: stale as the eviction left them
+        made = "went stale while it was evicted" if d.get("in_place") else "were made before the move"
+        text += f"\n  next: tpufleet routes {name}  (its stored tables {made})"
     if name in d.get("routes_none", ()) and not rr:  # wired by the move, never routed: as plan-xconnect says it
         text += "".join(f"\n{line}" for line in link_steps("  ", name, linked))
         text += f"\n  next: tpufleet routes {name}  (no tables stored for it)"

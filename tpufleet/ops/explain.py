@@ -25,6 +25,7 @@ from tpufleet.ops.explain_faults import (
     faults_under,
     held_whys,
     in_place_whys,
+    move_where,
     plan_window_ahead_of,
     reservation_whys,
     window_started,
@@ -219,21 +220,7 @@ def _evicted(state: FleetState, sl: Slice, now: str) -> tuple[list[str], list[st
         return why + held, [*clears] if held else [*clears, f"tpufleet reschedule {sl.name}"]
     move = propose_move(state, sl)
     proposal, deferred = move.to_dict(), list(move.plan.deferred) if move.plan is not None else []
-    where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
-    if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
-        note = " (free now; nothing was reserved for it)"
-    elif list(sl.proposal.cubes) == proposal["cubes"]:
-        note = " (reserved for it)"
-    else:
-        late = [c for c in sl.proposal.cubes if c in state.health().maintenance and c not in sl.cubes]
-        note = (
-            f" (the reserved {', '.join(late)}: maintenance announced since, taken only when no other cube fits)"
-            if late
-            else " (the reserved cubes are no longer usable)"
-        )
-    if proposal["cubes"] == list(sl.cubes) and fault is not None and fault.is_open and isinstance(fault.target, OcsId):
-        where, note = f"its own cubes ({', '.join(sl.cubes)})", f", rerouted around {fault.target}"  # moves._in_place
-    why += [f"reschedule would move it to {where}{note}", *unjudged]
+    why += [f"reschedule would move it to {move_where(state, sl, fault, proposal)}", *unjudged]
     # deferred: moved and routed around the OCS now, then wired whole and routed again after the repair
     later = deferred_steps(state, sl.name, deferred)
     why += [deferred_why(deferred)] if deferred else []

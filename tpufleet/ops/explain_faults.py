@@ -96,3 +96,27 @@ def in_place_whys(sl: Slice, fault: Fault | None) -> list[str]:
         f"`tpufleet policy {owner} --fault-tolerant-routing`, then `tpufleet explain {sl.name}` says whether its floor "
         f"of {sl.min_throughput:g} is kept there"
     ]
+
+
+def move_where(state: FleetState, sl: Slice, fault: Fault | None, proposal: Row) -> str:
+    """Where `reschedule` would move an evicted slice (`proposal`, as `moves.propose_move` makes it), and why there:
+    the cubes reserved for it, or its own cubes again (around the OCS of its pod that evicted it, or back in place
+    once the fault that evicted it is cleared)."""
+    if proposal["cubes"] == list(sl.cubes) and proposal["pod"] == sl.pod:
+        if fault is not None and fault.is_open and isinstance(fault.target, OcsId):
+            return f"its own cubes ({', '.join(sl.cubes)}), rerouted around {fault.target}"  # moves._in_place
+        if fault is None or not fault.is_open:  # moves._back_home
+            cleared = f" now that {fault.id} is cleared" if fault is not None else ""
+            unreserved = " (nothing was reserved for it)" if sl.proposal is None else ""
+            return f"its own cubes ({', '.join(sl.cubes)}) in {sl.pod}, back in place{cleared}{unreserved}"
+    where = f"cubes {', '.join(proposal['cubes'])} in {proposal['pod']}"
+    if sl.proposal is None:  # nowhere was free when the fault struck: nothing was reserved
+        return f"{where} (free now; nothing was reserved for it)"
+    if list(sl.proposal.cubes) == proposal["cubes"]:
+        return f"{where} (reserved for it)"
+    late = [c for c in sl.proposal.cubes if c in state.health().maintenance and c not in sl.cubes]
+    if late:
+        return (
+            f"{where} (the reserved {', '.join(late)}: maintenance announced since, taken only when no other cube fits)"
+        )
+    return f"{where} (the reserved cubes are no longer usable)"

@@ -278,12 +278,17 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
             f"cannot reschedule {name!r} yet: moved to {alloc.pod} {','.join(alloc.cubes)} around {around_text(around)}, "
             f"{why_not}; it moves once {around_text(around)} {'is' if len(around) == 1 else 'are'} cleared{floor}"
         )
+    home = alloc.pod == sl.pod and tuple(alloc.cubes) == tuple(sl.cubes)  # back on its own cubes
     state.move(name, alloc)
     wire(state, sl, plan.changes, "rescheduled")
     if figures is not None:  # it runs on, degraded, as it would had the faults struck it there
         state.degrade(name, Reroute(figures["all_to_all_retained"], figures["vcs"], tuple(around)))
-    stale = state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)  # of the cubes it left
+    if home:  # its tables are of these cubes: stale only as they were (the fault that evicted it made them so)
+        stale = [name] if (record := state.routes.get(name)) is not None and record.stale else []
+    else:
+        stale = state.mark_routes_stale({name}, MOVED_TABLES_REASON, moved=True)  # of the cubes it left
     data = {"slice": name, "serial": state.next_serial, **proposal.to_dict(), "status": "moved", "routes_stale": stale}
+    data["in_place"] = home
     data["routes_none"] = [name] if name not in state.routes and needs_tables(state, sl) else []
     if figures is not None:
         data["reroute"] = {**{k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}, "faults": around}
