@@ -379,3 +379,22 @@ def reservation_maintenance(state: FleetState) -> list[Row]:
             }
         )
     return sorted(rows, key=lambda row: (row["window_start"] or "", natural_key(row["cube"])))
+
+
+def cube_holders(state: FleetState) -> dict[str, str]:
+    """cube -> who holds it, for a refusal of given cubes (`allocate --cubes`, a Slice `import slices` cannot place):
+    the slices on it (an evicted one keeps its cubes until it moves) and evicted slices whose move is reserved there.
+
+    >>> from tpufleet.fleetstate import FleetState
+    >>> from tpufleet.model import default_fleet
+    >>> cube_holders(FleetState(default_fleet()))
+    {}
+    """
+    said: dict[str, list[str]] = {}
+    for sl in sorted(state.slices.values(), key=lambda s: natural_key(s.name)):
+        for c in sl.cubes:
+            said.setdefault(c, []).append(f"held by slice {sl.name}")
+        for c in sl.proposal.cubes if sl.proposal is not None else ():
+            if c not in sl.cubes:
+                said.setdefault(c, []).append(f"reserved for the move of evicted slice {sl.name}")
+    return {c: "; ".join(words) for c, words in said.items()}

@@ -33,6 +33,7 @@ from tpufleet.ids import natural_key
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
 from tpufleet.integrations.gke_slice_list import GkeSlice, SliceListInput, bad_slice
 from tpufleet.shapes import Shape, generation_shape, validate_dims
+from tpufleet.views import cube_holders
 
 __all__ = [
     "DRIFT_KINDS",
@@ -223,7 +224,7 @@ def _state_drift(gke: GkeSlice, sl: Slice) -> str | None:
 
 def _new_or_conflict(state: FleetState, unmatched: list[_Placed], out: SlicePlan) -> None:
     """Slices tpufleet does not know: running ones first, each on its cubes if tpufleet can give them."""
-    used = state.machine_usage()
+    used, holders = state.machine_usage(), cube_holders(state)
     health = state.health()
     rank = {st: i for i, st in enumerate(("ACTIVE", "ACTIVE_DEGRADED"))}
     for p in sorted(unmatched, key=lambda p: (rank.get(p.gke.state, 2) if p.gke.running else 2, p.gke.name)):
@@ -235,18 +236,30 @@ def _new_or_conflict(state: FleetState, unmatched: list[_Placed], out: SlicePlan
         try:
             if why is None:
                 # the cluster runs it there: the room unplaced node pools hold is no reason to refuse it
-                alloc = allocation.allocate(p.shape, state.fleet, used, replace(health, held={}), p.pod, p.cubes)
+                free = replace(health, held={})
+                alloc = allocation.allocate(p.shape, state.fleet, used, free, p.pod, p.cubes, holders=holders)
         except (Refused, BadInput) as exc:
-            why = str(exc)
+            why = _in_full(exc)
         if why is not None:
             out.drift.append(Drift("conflict", s.name, None, f"{s.said} on {_cube_text(p.cubes)}: {why}"))
             continue
         for cube in alloc.cubes:
             used.setdefault(cube, set()).update(alloc.machines or range(MACHINES_PER_CUBE))
+            holders[cube] = f"taken by Slice {s.name} of this list"
         out.new.append(NewSlice(s.name, p.shape, p.pod, p.cubes, s.state, s.ready))
         why = f"{s.said} {p.shape.text} on cubes tpufleet holds free: {_cube_text(p.cubes)}"
         out.drift.append(Drift("not_in_tpufleet", s.name, None, why))
     out.ignored.sort()
+
+
+def _in_full(exc: Refused | BadInput, most: int = 8) -> str:
+    """A refusal with the problems it lists one a line on the command line (`7 problems`), in the one line a drift
+    item has: each cube's problem named, the first `most` of them."""
+    details = [str(d) for d in exc.details] if isinstance(exc, Refused) else []
+    if not details:
+        return str(exc)
+    more = f"; and {len(details) - most} more" if len(details) > most else ""
+    return f"{exc}: {'; '.join(details[:most])}{more}"
 
 
 def _name_taken(state: FleetState, name: str) -> str | None:

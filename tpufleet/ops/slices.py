@@ -8,11 +8,11 @@ from tpufleet import allocation
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice
 from tpufleet.generations import Generation
-from tpufleet.ids import natural_key
 from tpufleet.ops.jobs import name_clash, release_job
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
 from tpufleet.shapes import Shape, ShapeText
+from tpufleet.views import cube_holders
 
 
 def allocate(
@@ -40,31 +40,12 @@ def allocate(
     if clash is not None:  # a name given to both could not tell `release` or `plan-xconnect` which is meant
         raise BadInput(f"bad slice name: {clash}")
     wirable: allocation.Wirable = "ports" if fault_tolerant_routing else "ports+ocs"  # only what plan-xconnect wires
-    holders = _holders(state) if cubes else None
+    holders = cube_holders(state) if cubes else None
     alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes, wirable, holders)
     sl = Slice.allocated(name, shape, alloc, fault_tolerant_routing, now, min_throughput)
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record(), "next": _first_steps(state, name, now)}
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
-
-
-def _holders(state: FleetState) -> dict[str, str]:
-    """cube -> who holds it, for a refusal of `--cubes`: the slices on it (an evicted one keeps its cubes until it
-    moves) and the evicted slices whose move is reserved there.
-
-    >>> from tpufleet.fleetstate import FleetState
-    >>> from tpufleet.model import default_fleet
-    >>> _holders(FleetState(default_fleet()))
-    {}
-    """
-    said: dict[str, list[str]] = {}
-    for sl in sorted(state.slices.values(), key=lambda s: natural_key(s.name)):
-        for c in sl.cubes:
-            said.setdefault(c, []).append(f"held by slice {sl.name}")
-        for c in sl.proposal.cubes if sl.proposal is not None else ():
-            if c not in sl.cubes:
-                said.setdefault(c, []).append(f"reserved for the move of evicted slice {sl.name}")
-    return {c: "; ".join(words) for c, words in said.items()}
 
 
 def _first_steps(state: FleetState, name: str, now: str) -> list[str]:
