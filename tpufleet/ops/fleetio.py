@@ -28,7 +28,7 @@ def import_k8s(
     wants, scope = wanted(nodes, placement, mapping)
     diff = health_diff(state, during_maintenance(state, wants, now), scope, now)
     data = _record(nodes, placement, diff, source, mapping)
-    data["warning"] = _accelerators_on_no_node(nodes, mapping)
+    data["warning"] = _accelerators_on_no_node(nodes, mapping) or _no_pod_takes(state, nodes, mapping, data["placed"])
     _record_pools(data, state, pools, placement)
     data["serial"] = state.serial
     names = state.k8s_names_after(
@@ -89,6 +89,24 @@ def _accelerators_on_no_node(nodes: list[Node], mapping: K8sMapping) -> str | No
     return (
         f"{mapping.source}: field accelerators: none of {', '.join(sorted(mapping.accelerators))} is on a node of the "
         f"list, whose nodes carry {', '.join(carried)}: every node is left unplaced"
+    )
+
+
+def _no_pod_takes(state: FleetState, nodes: list[Node], mapping: K8sMapping, placed: int) -> str | None:
+    """A list whose TPU nodes carry only accelerators no pod of the fleet has (another cluster's node list, or a
+    state made with another `init --generation`): every node is left unplaced, which is no change and no drift, so
+    it is said, as for a mistyped mapping (None: nothing to say; a pod of the built-in model takes any)."""
+    key = mapping.labels.accelerator
+    carried = {n.labels[key] for n in nodes if key in n.labels} & set(mapping.accelerators)
+    if placed or not carried or any(p.generation is None for p in state.fleet.pods):
+        return None
+    taken = {p.generation.gke_accelerator for p in state.fleet.pods if p.generation is not None}
+    if carried & taken:
+        return None
+    return (
+        f"no pod of the fleet takes the nodes' {', '.join(sorted(carried))}: its pods are {', '.join(sorted(taken))} "
+        f"({', '.join(p.name for p in state.fleet.pods)}), so every TPU node is left unplaced (another cluster's "
+        "node list?)"
     )
 
 
