@@ -38,16 +38,24 @@ def make_plan(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], x
     if plan.blocked:
         raise Refused(
             f"cannot wire slice {name!r}: {len(plan.blocked)} needed OCS or port(s) are failed or drained; "
-            + _remedy(name, plan.blocked),
+            + _remedy(state, sl, plan.blocked),
             plan.blocked,
         )
     return plan_doc(sl, state.serial, plan, now), plan
 
 
-def _remedy(name: str, blocked: list[str]) -> str:
+def _remedy(state: FleetState, sl: Slice, blocked: list[str]) -> str:
     """What wires a slice its plan refuses: other cubes avoid a port down, not an OCS down (every cube of the pod
-    is cabled to it), which only the repair or fault-tolerant routing (its pairs there deferred) get past."""
-    ocs = sum(1 for b in blocked if b.startswith("ocs:"))
+    is cabled to it), which only the repair or fault-tolerant routing (its pairs there deferred) get past. A slice
+    wired already runs on around a port down (its cross-connect stays): the clear, once repaired, lets it be planned."""
+    name, ocs = sl.name, sum(1 for b in blocked if b.startswith("ocs:"))
+    down = {f.id for f in state.open_faults() if isinstance(f.target, LinkId) and f.target.cube in sl.cubes}
+    if not ocs and sl.state.wired and down:
+        clears = ", ".join(f"`tpufleet clear-fault {i}`" for i in sorted(down, key=natural_key))
+        return (
+            f"it is wired and runs on around them: {clears} once repaired, then plan again "
+            f"(other cubes only by `tpufleet release {sl.job or name}` and allocating again)"
+        )
     if not ocs:
         return "choose other cubes"
     ports = "; other cubes for the ports" if ocs < len(blocked) else ""
