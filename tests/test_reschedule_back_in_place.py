@@ -46,3 +46,18 @@ def test_a_fault_still_open_keeps_the_reserved_move(fleet):
     reserved = hit["slices"][0]["replacement"]["cubes"]
     moved = json.loads(fleet("reschedule", "train", "-o", "json").out)
     assert moved["cubes"] == reserved and moved["in_place"] is False
+
+
+def test_explain_job_says_the_slice_goes_back_in_place_as_explain_slice_does(fleet):
+    assert fleet("allocate", "llm", "--shape", "4x4x8", "--slices", "2").code == 0
+    assert fleet("plan-xconnect", "llm", "--apply").code == 0
+    hit = json.loads(fleet("inject-fault", "host:c01/2", "-o", "json").out)
+    reserved = ",".join(hit["slices"][0]["replacement"]["cubes"])
+    why = json.loads(fleet("explain", "llm", "-o", "json").out)["why"]
+    assert any(f"reschedule moves it to pod0 {reserved} (reserved)" in w for w in why), why
+    assert fleet("clear-fault", "f1").code == 0
+    why = json.loads(fleet("explain", "llm", "-o", "json").out)["why"]
+    line = next(w for w in why if w.startswith("slice llm-0:"))
+    assert line.endswith("reschedule moves it back onto its own cubes now that f1 is cleared"), line
+    moved = json.loads(fleet("reschedule", "llm-0", "-o", "json").out)
+    assert moved["in_place"] is True and moved["job"]["state"] == "running"

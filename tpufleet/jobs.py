@@ -259,7 +259,7 @@ def job_tag(state: FleetState, sl: Slice) -> str:
 def explain_job(state: FleetState, name: str, now: str) -> Json:
     """`explain JOB`: its state in words, each slice's, and the commands that bring every slice back."""
     from tpufleet.integrations.reservation import awaited
-    from tpufleet.movesteps import steps_to_move, unjudged_note
+    from tpufleet.movesteps import move_to, steps_to_move, unjudged_note
 
     status = job_status(state, name)
     why = [summary(status)]
@@ -276,7 +276,7 @@ def explain_job(state: FleetState, name: str, now: str) -> Json:
             placed = "no place to move it to now" if member.proposal is None else _refused(member, moves.waits)
             line += f"; {placed}: it waits for {repair}{_windows(state, needs, now)}"
         elif member.proposal is not None:
-            line += f"; reschedule moves it to {member.proposal.pod} {','.join(member.proposal.cubes)} (reserved)"
+            line += f"; reschedule moves it {move_to(state, member)}"
         if member.name in moves.unjudged:
             line += f"; {unjudged_note(member, moves.unjudged[member.name])}"
         why.append(line)

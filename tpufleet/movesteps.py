@@ -230,3 +230,16 @@ def evicted_refusal(name: str, what: str = "", also: str = "") -> Refused:
         f"slice {name!r} is evicted{what}; run `tpufleet reschedule {name}` first (`tpufleet explain {name}` says "
         f"what it waits for when it cannot move yet){also}"
     )
+
+
+def move_to(state: FleetState, sl: Slice) -> str:
+    """Where `reschedule` moves an evicted slice with a reserved move (`explain JOB`): there, or back onto its own
+    cubes once the fault that evicted it is cleared (`propose_move`), as `explain SLICE` says."""
+    assert sl.proposal is not None
+    fault = state.fault(sl.evicted_by)
+    if fault is None or not fault.is_open:
+        alloc = propose_move(state, sl).alloc
+        if alloc is not None and alloc.pod == sl.pod and tuple(alloc.cubes) == tuple(sl.cubes):
+            cleared = f" now that {fault.id} is cleared" if fault is not None else ""
+            return f"back onto its own cubes{cleared}"
+    return f"to {sl.proposal.pod} {','.join(sl.proposal.cubes)} (reserved)"
