@@ -52,7 +52,7 @@ def _import_text(d: dict[str, Any]) -> str:
             lines.append(f"  {sign} {kind}{ident} {f['target']}: {f['reason']}")
     lines += _hit_lines(d)
     lines += _pool_lines(d)
-    lines += _unplaced_lines(d["unplaced"], "node", "nodes")
+    lines += unplaced_lines(d["unplaced"], "node", "nodes")
     return "\n".join([*lines, _plan_verdict(d)])
 
 
@@ -190,15 +190,16 @@ def _reservation_text(d: dict[str, Any]) -> str:
     lines += [f"  ~ reschedule {f['id']} {f['target']}: {f['reason']}" for f in d["drains_rescheduled"]]
     lines += [_announced_line(a) for a in d["maintenance_announced"]]
     lines += _hit_lines(d)
-    lines += _unplaced_lines(d["unplaced"], "sub_block", "sub-blocks")
+    lines += unplaced_lines(d["unplaced"], "sub_block", "sub-blocks")
     return "\n".join([*lines, _plan_verdict(d)])
 
 
-def _unplaced_lines(rows: list[dict[str, str]], key: str, plural: str) -> list[str]:
+def unplaced_lines(rows: list[dict[str, str]], key: str, plural: str) -> list[str]:
     """One line per reason, naming the first and last of its rows' `key` (in the rows' order): a block no pod takes
-    is every one of its sub-blocks, a cluster's CPU nodes are a thousand nodes of one reason, one line each else.
+    is every one of its sub-blocks, a cluster's CPU nodes are a thousand nodes of one reason, one line each else
+    (`import k8s`, `import reservation`, and `drift` for the reservation's sub-blocks, which are drift there).
 
-    >>> _unplaced_lines([{"node": f"cpu-{i}", "reason": "not a TPU node"} for i in (1, 2, 3)], "node", "nodes")
+    >>> unplaced_lines([{"node": f"cpu-{i}", "reason": "not a TPU node"} for i in (1, 2, 3)], "node", "nodes")
     ['  ? not placed: 3 nodes (cpu-1 ... cpu-3): not a TPU node']
     """
     by_reason: dict[str, list[str]] = {}

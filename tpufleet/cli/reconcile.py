@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tpufleet.cli.app import ImportDetailedExitcodeOpt, Output, OutputOpt, app, examples
-from tpufleet.cli.fleetimport import import_app, run_import, state_before_standard_input
+from tpufleet.cli.fleetimport import import_app, run_import, state_before_standard_input, unplaced_lines
 from tpufleet.cli.render import emit
 
 if TYPE_CHECKING:
@@ -140,6 +140,10 @@ def _drift_text(d: dict[str, Any]) -> str:
         )
         if source == "slices":
             lines += [f"  {i['kind']} {i['slice'] or i['tpufleet_slice']}: {i['reason']}" for i in s["plan"]["drift"]]
+        if source == "reservation" and s["plan"]["unplaced"]:  # drift: why each is not placed, as its import says
+            lines += unplaced_lines(s["plan"]["unplaced"], "sub_block", "sub-blocks")
+            if any("give --pod POD" in u["reason"] for u in s["plan"]["unplaced"]):  # an option of the import's
+                lines.append(f"  (`tpufleet import reservation {s['file']} --pod POD` places a block no pod holds)")
     lines.append("in sync" if d["in_sync"] else f"drift: {d['drift']} item(s) (serial {d['serial']})")
     return "\n".join(lines)
 
