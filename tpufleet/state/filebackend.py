@@ -34,6 +34,7 @@ from tpufleet.state.files import (
 )
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
 from tpufleet.state.sidedirs import check_state_dirs
+from tpufleet.state.wholetables import WholeTables, data_digest
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import RouteRecord
@@ -146,7 +147,6 @@ class DirectoryBackend:
 
     def tables_present(self, indexed: Mapping[str, RouteRecord]) -> set[str]:
         from tpufleet.state.tablesindex import files_holding_indexed
-        from tpufleet.state.wholetables import WholeTables
 
         return files_holding_indexed(self.table_place, indexed, WholeTables(self.dir))
 
@@ -257,6 +257,7 @@ class DirectoryWriter:
         self.side_files: list[tuple[Path, str | None]] = []
         # temps of tables a writer killed before its commit left (`_uncommitted_temps`): deleted after this commit
         self.leftover_temps: list[Path] = []
+        self.tables_written: list[str] = []  # their SHA-256: remembered whole (`wholetables`) once in place
 
     def exists(self) -> bool:
         return self.backend.exists()
@@ -351,6 +352,7 @@ class DirectoryWriter:
         ensure_private_subdir(self.backend.routes_dir)
         path = self.backend.table_place(name)
         self.side_files.append((path, write_temp(path, data)))
+        self.tables_written.append(data_digest(data))
         return path
 
     def delete_tables(self, name: str) -> None:
@@ -392,6 +394,7 @@ class DirectoryWriter:
                     raise Refused(side_file_failed(path, tmp is None, error_reason(exc))) from None
         if committed and self.side_files:
             sync_parent(self.side_files[0][0])
+            WholeTables(self.backend.dir).remember(self.tables_written)  # made whole here, and in place now
         for temp in self.leftover_temps if committed else []:
             with contextlib.suppress(OSError):  # (another's file: it stays)
                 _unlink_tables(temp)

@@ -107,16 +107,9 @@ def files_holding_indexed(
     place: Callable[[str], Path], indexed: Mapping[str, RouteRecord], whole: WholeTables | None = None
 ) -> set[str]:
     """Those of the `indexed` slices whose file (at `place(name)`) is a regular file that `holds_indexed` their
-    entry. Each is read through unless `whole` remembers its bytes (the files found whole now are remembered
-    after): zlib and hashlib let go of the interpreter, so the files are read on a few threads at once (sixteen
-    routed TPU7x superpods: 3.3 s -> 1.3 s on two cores)."""
-    held = set(_holding(place, indexed, whole))
-    if whole is not None:
-        whole.flush()
-    return held
-
-
-def _holding(place: Callable[[str], Path], indexed: Mapping[str, RouteRecord], whole: WholeTables | None) -> set[str]:
+    entry. Each is read through unless `whole` knows its bytes whole (`wholetables`): zlib and hashlib let go of
+    the interpreter, so the files are read on a few threads at once (sixteen routed TPU7x superpods: 3.3 s -> 1.3 s
+    on two cores)."""
     from concurrent.futures import ThreadPoolExecutor
 
     def held(item: tuple[str, RouteRecord]) -> bool:
@@ -194,8 +187,6 @@ def _meta_or_none(
             remembered = whole is not None and digest is not None and whole.holds(digest)
             if not _members_sound(zf, meta, through=not remembered):
                 return None
-            if whole is not None and digest is not None:
-                whole.add(digest)
             return meta
     except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile, TpufleetError):
         return None

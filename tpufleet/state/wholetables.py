@@ -1,16 +1,19 @@
-"""The tables files already read through and found whole, remembered by the SHA-256 digest of all their bytes in
-the state directory's ``cache/whole-tables``, so that `status`, `show slices`, `explain`, `report`, `metrics` and
-`serve` read an unchanged file's members to their end (the zip's CRC-32: 0.15-0.2 s of CPU for a TPU7x superpod's
-tables, two thirds of it in zlib) once, not on every command.
+"""The tables files known whole, remembered by the SHA-256 digest of all their bytes in the state directory's
+``cache/whole-tables``, so that `status`, `show slices`, `explain`, `report`, `metrics` and `serve` need not read an
+unchanged file's members to their end (the zip's CRC-32: 0.15-0.2 s of CPU for a TPU7x superpod's tables, two thirds
+of it in zlib) on every command.
 
-Whether the members' data is whole is a property of the file's bytes alone, so it is remembered by them, never by
-the file's name, size, times or inode: a file is hashed whole each time (about 6 ms for a superpod's 7.9 MB), and
-bytes damaged since, however the damage kept the file's size and times, hash otherwise and are read through again.
-As the repair cache, the list is never needed and never trusted beyond that: one that cannot be read, lacks our
-header line or sits in a `cache/` others may write is empty; a line that is no digest is skipped; any failure to
-write it is ignored (a read-only state directory, another user's state). Written to a temp file and renamed into
-place, at most MAX_DIGESTS digests, the least recently found whole going first. (Whoever may write the state
-directory may also write a digest there; the directory's owner check guards that, as for the state itself.)
+The command that writes tables (`routes`, a reroute, `apply-maintenance`...) remembers their digest once they are
+in place, after its commit, as every file beside the state changes; a command that only reads writes nothing (tables
+from before, never remembered, are read through as ever). Whether the members' data is whole is a property of the
+file's bytes alone, so it is remembered by them, never by the file's name, size, times or inode: a file is hashed
+whole each time (about 6 ms for a superpod's 7.9 MB), and bytes damaged since, however the damage kept the file's
+size and times, hash otherwise and are read through again. As the repair cache, the list is never needed and never
+trusted beyond that: one that cannot be read, lacks our header line or sits in a `cache/` others may write is
+empty; a line that is no digest is skipped; any failure to write it is ignored (a read-only state directory).
+Written to a temp file and renamed into place, at most MAX_DIGESTS digests, the oldest going first. (Whoever may
+write the state directory may also write a digest there; the directory's owner check guards that, as for the state
+itself.)
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import contextlib
 import os
 import re
 import tempfile
-import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -30,6 +33,13 @@ MAGIC = "TPUFLEET-WHOLE-TABLES-1"  # bumped when what a read through checks chan
 MAX_DIGESTS = 4096  # 65 bytes each: a fleet's every slice, at most 266 KB
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 READ_CHUNK = 1 << 20  # bytes read at a time when a tables file is hashed or its members read through
+
+
+def data_digest(data: bytes) -> str:
+    """The SHA-256 of tables written (`file_digest` of the file they make)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def file_digest(fh: IO[bytes]) -> str:
@@ -45,18 +55,14 @@ def file_digest(fh: IO[bytes]) -> str:
 
 
 class WholeTables:
-    """The digests of the tables files of one state directory found whole (`known`, read when made), and those a
-    command found whole now (`add`), written by `flush`."""
+    """The digests of the tables files of one state directory known whole (`known`, read when made)."""
 
     def __init__(self, state_dir: Path) -> None:
         from tpufleet.state.tablecache import CACHE_DIR
 
         self.state_dir = state_dir
         self.dir = state_dir / CACHE_DIR
-        self.known: dict[str, None] = self._read()  # in the order found whole, the oldest first
-        self.used: dict[str, None] = {}
-        self.found: dict[str, None] = {}
-        self._turn = threading.Lock()
+        self.known: dict[str, None] = self._read()  # in the order remembered, the oldest first
 
     def _read(self) -> dict[str, None]:
         from tpufleet.state.files import check_subdir, read_state_file
@@ -74,28 +80,18 @@ class WholeTables:
         return {line: None for line in lines[1 : MAX_DIGESTS + 1] if _DIGEST.fullmatch(line)}
 
     def holds(self, digest: str) -> bool:
-        """Whether a file of these bytes was read through and found whole before."""
-        if digest not in self.known:
-            return False
-        with self._turn:
-            self.used[digest] = None
-        return True
+        """Whether a file of these bytes is known whole."""
+        return digest in self.known
 
-    def add(self, digest: str) -> None:
-        """A file of these bytes was read through now and found whole."""
-        with self._turn:
-            self.found[digest] = None
-
-    def flush(self) -> None:
-        """Write the list with the digests found whole now (nothing when there are none); errors are ignored."""
-        new = [digest for digest in self.found if digest not in self.known]
+    def remember(self, digests: Sequence[str]) -> None:
+        """Files of these bytes were written whole and are in place: the list is written with them last (nothing
+        when all are known); errors are ignored."""
+        new = [digest for digest in dict.fromkeys(digests) if digest not in self.known]
         if not new:
             return
-        kept = [digest for digest in self.known if digest not in self.used] + list(self.used) + new
-        self._write("".join(f"{line}\n" for line in [MAGIC, *kept[-MAX_DIGESTS:]]).encode("ascii"))
-        self.known = dict.fromkeys(kept[-MAX_DIGESTS:])
-        self.used.clear()
-        self.found.clear()
+        kept = [*self.known, *new][-MAX_DIGESTS:]
+        self._write("".join(f"{line}\n" for line in [MAGIC, *kept]).encode("ascii"))
+        self.known = dict.fromkeys(kept)
 
     def _write(self, data: bytes) -> None:
         from tpufleet.state.files import check_state_dir, ensure_private_subdir
