@@ -45,6 +45,7 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
                 + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )
         lines.append(line)
+        lines.extend(f"    next: {step}" for step in s.get("next", []))  # an evicted slice of no job
         # its stored tables cross the fault (a later fault of the batch that hits it says what it needs then)
         if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
             lines.extend(link_steps("    ", s["slice"], linked or {}))

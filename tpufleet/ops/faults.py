@@ -63,12 +63,22 @@ def inject(
             job["next"] = job_wire_steps(state, job["job"], job["next"], now, linked_tables=linked_tables)
         if hit:
             entry["jobs"] = hit
+        _evicted_steps(state, entry["slices"])
         radii.append(entry)
     new = [r for r in radii if not r.get("duplicate_of")]
     if not new or dry_run:
         return Outcome(radii)
     summary = "inject-fault " + ", ".join(f"{r['fault_id']} {r['target']}" for r in new)
     return Outcome(radii, Change(summary, {"faults": [r["fault_id"] for r in new]}))
+
+
+def _evicted_steps(state: FleetState, hit: list[dict[str, Any]]) -> None:
+    """Each evicted slice of no job (a job's come with the job's verdict): `next`, `tpufleet reschedule SLICE` when
+    cubes are reserved for it, else `tpufleet explain SLICE`, which says what it waits for."""
+    for s in hit:
+        if s["action"] == "reschedule" and state.slices[s["slice"]].job is None:
+            ready = (s.get("replacement") or {}).get("status") == "proposed"
+            s["next"] = [f"tpufleet {'reschedule' if ready else 'explain'} {s['slice']}"]
 
 
 def clear(state: FleetState, key: str, now: str) -> Outcome:
