@@ -27,15 +27,7 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         lines.append("  slices hit: none")
     for s in r["slices"]:
         line = f"  slice {s['slice']}: {s['action']} ({s['reason']})"
-        rep = s.get("replacement")
-        if rep:
-            if rep["status"] == "pending":
-                line += f" -> pending: {rep['why']}"
-            else:
-                x = rep["xconnect_changes"]
-                line += (
-                    f" -> {rep['pod']} {','.join(rep['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
-                )
+        line += _replacement_text(s.get("replacement"))
         rr = s.get("reroute")
         if rr:
             line += (
@@ -54,3 +46,13 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])
     return "\n".join(lines)
+
+
+def _replacement_text(rep: dict | None) -> str:
+    """Where an evicted slice would go: ' -> pod0 c08,c01,...; cross-connects +96 -96 =288', or why it waits."""
+    if not rep:
+        return ""
+    if rep["status"] == "pending":
+        return f" -> pending: {rep['why']}"
+    x = rep["xconnect_changes"]
+    return f" -> {rep['pod']} {','.join(rep['cubes'])}; cross-connects +{x['add']} -{x['remove']} ={x['keep']}"
