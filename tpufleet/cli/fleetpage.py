@@ -36,8 +36,9 @@ CSS = """
 body{margin:0;padding:18px 24px;background:#16191d;color:#e6e6e6;font:17px/1.35 system-ui,sans-serif}
 h1{font-size:26px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 6px;color:#c9d1d9}
 .sub{color:#9aa4ae;margin-bottom:10px}.pods{display:flex;flex-wrap:wrap;gap:14px}
-.panel{background:#1e2228;border:1px solid #30363d;border-radius:6px;padding:8px 10px}
-.panel h3{margin:0 0 4px;font-size:15px}.cols{display:flex;gap:28px;flex-wrap:wrap}
+.panel{background:#1e2228;border:1px solid #30363d;border-radius:6px;padding:8px 10px;max-width:100%;box-sizing:border-box;overflow-x:auto}
+.panel h3{margin:0 0 4px;font-size:15px}.cols{display:flex;gap:28px;flex-wrap:wrap}.cols>div{min-width:0;max-width:100%}
+.wide{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;font-size:16px}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #30363d}
 th{color:#9aa4ae;font-weight:600}.bad{color:#ff7b72}.warn{color:#f2cc60}.ok{color:#7ee787}
 .key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
@@ -100,7 +101,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
         return '<p class="sub">none</p>'
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:

@@ -1,0 +1,48 @@
+"""The fleet page's layout in a real browser (headless Chromium, skipped without it): nothing runs off the window.
+
+Each test measures a copy of the page with a line of script appended (the page itself has none): the width of the
+document and how far right each table reaches, against the window's width."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine; `make test-browser` installs one"),
+]
+MEASURE = (
+    "<script>document.title=JSON.stringify({window:innerWidth,page:document.documentElement.scrollWidth,"
+    "tables:[...document.querySelectorAll('table')].map(t=>Math.ceil(t.getBoundingClientRect().right))})</script>"
+)
+
+
+def _layout(tmp_path: Path, page: str, width: int) -> dict:
+    """The window's width, the page's and each table's right edge, with the page laid out `width` pixels wide."""
+    measured = tmp_path / f"measured-{width}.html"
+    measured.write_text(page.replace("</body>", MEASURE + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},1000"]
+    profile = f"--user-data-dir={tmp_path / f'profile-{width}'}"
+    cmd = [CHROMIUM or "chromium", *flags, profile, "--dump-dom", measured.as_uri()]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    found = re.search(r"<title>(\{.*?\})</title>", r.stdout)
+    assert found, r.stderr[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+@pytest.mark.parametrize("width", [1400, 500])  # (500: the narrowest window headless Chromium lays out)
+def test_a_superpods_map_stays_within_the_window(cli, tmp_path, width):
+    """A TPU7x superpod's map (nine layers of cubes, 1422 pixels) ran past the window's right edge on anything
+    narrower than a wall screen, its panel cut; the map scrolls in its panel and the page keeps to the window."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    page = cli("report", "-o", "html").out
+    layout = _layout(tmp_path, page, width)
+    assert layout["page"] <= layout["window"], layout
