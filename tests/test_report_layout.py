@@ -46,3 +46,20 @@ def test_a_superpods_map_stays_within_the_window(cli, tmp_path, width):
     page = cli("report", "-o", "html").out
     layout = _layout(tmp_path, page, width)
     assert layout["page"] <= layout["window"], layout
+
+
+def test_a_long_list_of_cubes_wraps_within_the_window(cli, tmp_path):
+    """An allocation's journal line and an evicted slice's note name each of its cubes ('c00,c01,...', 64 of them
+    on a TPU7x 16x16x16, no space to break at): the latest changes' table and the note under the map ran far past
+    the window's right edge; both wrap."""
+    steps = [
+        ("init", "--generation", "tpu7x"),
+        ("allocate", "eval", "--shape", "16x16x16"),
+        ("inject-fault", "host:c00/1"),
+    ]
+    for step in steps:
+        assert cli(*step).code == 0, step
+    page = cli("report", "-o", "html").out
+    assert "c00,c01," in page and " reserved: " in page  # the journal's line and the evicted slice's note
+    layout = _layout(tmp_path, page, 1400)
+    assert layout["page"] <= layout["window"] and max(layout["tables"]) <= layout["window"], layout

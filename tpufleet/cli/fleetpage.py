@@ -42,7 +42,7 @@ h1{font-size:26px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 6px;color:#c9d1
 table{border-collapse:collapse;font-size:16px}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #30363d}
 th{color:#9aa4ae;font-weight:600}.bad{color:#ff7b72}.warn{color:#f2cc60}.ok{color:#7ee787}
 .key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
-.notes{margin:8px 0 0;padding:0;list-style:none}
+.notes{margin:8px 0 0;padding:0;list-style:none}.notes li,.journal td:last-child{overflow-wrap:anywhere}.journal td:last-child{min-width:12em}
 svg text{fill:#9aa4ae;font:13px system-ui,sans-serif}
 """
 
@@ -96,12 +96,14 @@ def pod_svg(pod: Row, colours: dict[str, str], legend: dict[str, Row]) -> str:
     return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="map of {escape(pod["pod"])}">{"".join(parts)}</svg>'
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
+def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+    """`cls`: the table's class ("journal": its last column, a change's summary, wraps even a list without spaces)."""
     if not rows:
         return '<p class="sub">none</p>'
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in r) + "</tr>" for r in rows)
-    return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    attr = f' class="{cls}"' if cls else ""
+    return f'<div class="wide"><table{attr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:
@@ -202,7 +204,7 @@ def render_page(r: Row, refresh: int | None = None, state: str | None = None) ->
 <div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
 <div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}{_node_pools_section(r)}{_provider_sections(r)}
-<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal)}{_damaged(r["journal_damaged_lines"], state)}
+<h2>Latest changes</h2>{_table(["serial", "time (UTC)", "user", "summary"], journal, "journal")}{_damaged(r["journal_damaged_lines"], state)}
 </body></html>
 """
 
