@@ -476,3 +476,14 @@ def test_report_without_node_pools_has_no_pools_section(two_pods):
     }
     for fmt in ("table", "md", "html"):
         assert "node pool" not in two_pods("report", "-o", fmt).out.lower(), fmt
+
+
+def test_report_html_map_keys_name_every_colour_of_an_ocs(two_pods, tmp_path):
+    """The page's keys named only an OCS in use: a failed OCS (drawn in the red of a cube out of the pool), a drained
+    one and an unused one went unexplained, where the table map's legend names each."""
+    assert two_pods("inject-fault", "ocs:pod1/y/2", "--planned").code == 0
+    page = two_pods("report", "-o", "html").out
+    keys = dict(re.findall(r'<span class="key" style="background:(#\w+)"></span>(OCS [^<]+)', page))
+    drawn = set(re.findall(r'<rect x="\d+" y="\d+" width="15" height="15" rx="2" fill="(#\w+)"/>', page))
+    assert len(drawn) == 4 and drawn <= set(keys), (drawn, keys)  # unused, in use, failed, drained
+    assert {keys[c] for c in drawn} == {"OCS unused", "OCS in use", "OCS failed", "OCS drained"}

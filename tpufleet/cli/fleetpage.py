@@ -149,7 +149,10 @@ def _map_keys() -> str:
             ("reserved for an evicted slice", _STATE_FILL["reserved"]),
             ("out of the pool", _STATE_FILL["out"]),
             ("drained", _STATE_FILL["drained"]),
+            ("OCS unused", _OCS_FILL["ok"]),
             ("OCS in use", _OCS_FILL["in_use"]),
+            ("OCS failed", _OCS_FILL["failed"]),
+            ("OCS drained", _OCS_FILL["drained"]),
         )
     )
 
