@@ -21,12 +21,16 @@ pytestmark = [
 ]
 MEASURE = (
     "<script>document.title=JSON.stringify({window:innerWidth,page:document.documentElement.scrollWidth,"
-    "tables:[...document.querySelectorAll('table')].map(t=>Math.ceil(t.getBoundingClientRect().right))})</script>"
+    "tables:[...document.querySelectorAll('table')].map(t=>Math.ceil(t.getBoundingClientRect().right)),"
+    "apart:[...document.querySelectorAll('.key')].filter(k=>{const r=document.createRange();"
+    "r.selectNodeContents(k.nextSibling);const t=r.getClientRects()[0];"
+    "return Math.abs(t.top-k.getBoundingClientRect().top)>12}).map(k=>k.nextSibling.textContent)})</script>"
 )
 
 
 def _layout(tmp_path: Path, page: str, width: int) -> dict:
-    """The window's width, the page's and each table's right edge, with the page laid out `width` pixels wide."""
+    """The window's width, the page's, each table's right edge and the labels on another line than their key, with
+    the page laid out `width` pixels wide."""
     measured = tmp_path / f"measured-{width}.html"
     measured.write_text(page.replace("</body>", MEASURE + "</body>"))
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},1000"]
@@ -63,3 +67,15 @@ def test_a_long_list_of_cubes_wraps_within_the_window(cli, tmp_path):
     assert "c00,c01," in page and " reserved: " in page  # the journal's line and the evicted slice's note
     layout = _layout(tmp_path, page, 1400)
     assert layout["page"] <= layout["window"] and max(layout["tables"]) <= layout["window"], layout
+
+
+def test_a_key_keeps_to_its_label_in_a_narrow_window(cli, tmp_path):
+    """In a narrow window the line of the map's keys broke between a colour and its label (the red square at the
+    end of one line, 'out of the pool' on the next), and a slice's name fell under its colour; each stays by its
+    key."""
+    steps = [("init",), ("allocate", "a-long-slice-name", "--shape", "4x4x8"), ("inject-fault", "host:c00/1")]
+    for step in steps:
+        assert cli(*step).code == 0, step
+    for width in (500, 640, 800):
+        layout = _layout(tmp_path, cli("report", "-o", "html").out, width)
+        assert layout["apart"] == [], (width, layout)

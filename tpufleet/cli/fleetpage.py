@@ -41,7 +41,7 @@ h1{font-size:26px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 6px;color:#c9d1
 .wide{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;font-size:16px}th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #30363d}
 th{color:#9aa4ae;font-weight:600}.bad{color:#ff7b72}.warn{color:#f2cc60}.ok{color:#7ee787}
-.key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
+.keyed{white-space:nowrap}.key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
 .notes{margin:8px 0 0;padding:0;list-style:none}.notes li,.journal td:last-child{overflow-wrap:anywhere}.journal td:last-child{min-width:12em}
 svg text{fill:#9aa4ae;font:13px system-ui,sans-serif}
 """
@@ -115,7 +115,7 @@ def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:
         key = f'<span class="key" style="background:{colours.get(s["name"], "#555")}"></span>'
         rows.append(
             [
-                key + escape(s["name"]),
+                f'<span class="keyed">{key}{escape(s["name"])}</span>',
                 escape(s["shape"] + (" twisted" if s["twisted"] else "")),
                 f'<span class="{state_class}">{escape(s["state"])}</span>',
                 str(len(s["cubes"])),
@@ -143,7 +143,7 @@ def _pod_panels(r: Row, colours: dict[str, str]) -> str:
 
 def _map_keys() -> str:
     return "".join(
-        f'<span class="key" style="background:{c}"></span>{escape(k)}'
+        f'<span class="keyed"><span class="key" style="background:{c}"></span>{escape(k)}</span>'
         for k, c in (
             ("free", _STATE_FILL["free"]),
             ("reserved for an evicted slice", _STATE_FILL["reserved"]),
@@ -203,7 +203,7 @@ def render_page(r: Row, refresh: int | None = None, state: str | None = None) ->
 <title>tpufleet report, serial {r["serial"]}</title><style>{CSS}</style></head><body>
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
 <div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {_faults_text(r["faults"])}</div>
-<div class="sub">{keys}<span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</div>
+<div class="sub">{keys}<span class="keyed"><span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</span></div>
 <div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
 <div><h2>Open faults</h2>{_table(fault_heads, faults)}</div></div>{_jobs_section(r)}{_node_pools_section(r)}{_provider_sections(r)}
