@@ -254,6 +254,18 @@ def test_report_html_notes_what_the_maps_legend_says_of_a_slice(fleet):
     assert _items(fleet("report", "-o", "html").out) == [f"A a: {note}"]  # b, allocated, has nothing to add
 
 
+def test_the_legend_of_a_slice_whose_fault_was_cleared_names_no_reserved_cubes(fleet):
+    """Once the fault that evicted it is cleared, `reschedule` takes a slice back onto its own cubes when they
+    serve, not onto the ones reserved while it was open: the legend said `c03,c01 reserved` still."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "host:c00/1").code == 0
+    assert fleet("clear-fault", "f1").code == 0
+    note = "evicted by f1, cleared since: `tpufleet reschedule a`"
+    assert f"  A  a                4x4x8            evicted  ({note})" in fleet("report").out.splitlines()
+    moved = fleet("reschedule", "a", "-o", "json")
+    assert moved.code == 0 and moved.json["in_place"] is True, moved.err
+
+
 # ---- what the provider reports: DEGRADED cubes and maintenance announced ----------------------------------------
 RESERVATION = Path(__file__).parent.parent / "fixtures" / "gke" / "tpu7x-reservation-subblocks.json"
 SUB = "ironwood-superpod-block-0001-sub-"

@@ -129,9 +129,12 @@ def slice_marks(names: Iterable[str]) -> dict[str, str]:
     return marks
 
 
-def _slice_detail(sl: Slice) -> str:
+def _slice_detail(state: FleetState, sl: Slice) -> str:
     if sl.reroute is not None:
         return f"rerouted around {around(sl.reroute.faults)}: keeps {sl.reroute.retained:.3f} of all-to-all"
+    evicting = state.fault(sl.evicted_by) if sl.evicted_by else None
+    if evicting is not None and not evicting.is_open:  # back onto its own cubes, if they serve, not the reserved
+        return f"evicted by {sl.evicted_by}, cleared since: `tpufleet reschedule {sl.name}`"
     if sl.evicted_by and sl.proposal is not None:
         return f"evicted by {sl.evicted_by}; {','.join(sl.proposal.cubes)} reserved: `tpufleet reschedule {sl.name}`"
     if sl.evicted_by:
@@ -201,7 +204,7 @@ def fleet_map(state: FleetState, pod: str | None = None) -> FleetMap:
             name,
             sl.shape.text + (" twisted" if sl.shape.twisted else ""),
             sl.state.value,
-            "; ".join(filter(None, (job_tag(state, sl), _slice_detail(sl)))),
+            "; ".join(filter(None, (job_tag(state, sl), _slice_detail(state, sl)))),
             sl.job,
         )
         for name, sl in sorted(state.slices.items(), key=lambda kv: natural_key(kv[0]))
