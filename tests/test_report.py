@@ -499,3 +499,13 @@ def test_report_html_map_keys_name_every_colour_of_an_ocs(two_pods, tmp_path):
     drawn = set(re.findall(r'<rect x="\d+" y="\d+" width="15" height="15" rx="2" fill="(#\w+)"/>', page))
     assert len(drawn) == 4 and drawn <= set(keys), (drawn, keys)  # unused, in use, failed, drained
     assert {keys[c] for c in drawn} == {"OCS unused", "OCS in use", "OCS failed", "OCS drained"}
+
+
+def test_report_html_keys_say_what_the_plus_on_a_cube_is(fleet):
+    """Two sub-cube slices on one cube mark it `+` on the map, which the table map's legend explains and the page's
+    keys did not."""
+    assert fleet("allocate", "a", "--shape", "2x2x1").code == 0
+    assert fleet("allocate", "b", "--shape", "2x2x1").code == 0
+    page = fleet("report", "-o", "html").out
+    assert ">+</text>" in page  # drawn on the shared cube
+    assert "<b>+</b>&nbsp;a cube shared by sub-cube slices</span>" in page

@@ -142,7 +142,8 @@ def _pod_panels(r: Row, colours: dict[str, str]) -> str:
 
 
 def _map_keys() -> str:
-    return "".join(
+    shared = '<span class="keyed"><b>+</b>&nbsp;a cube shared by sub-cube slices</span>'  # its mark, as the table map's
+    return shared + "".join(
         f'<span class="keyed"><span class="key" style="background:{c}"></span>{escape(k)}</span>'
         for k, c in (
             ("free", _STATE_FILL["free"]),
