@@ -440,7 +440,10 @@ POOLS_ROWS = [
     ["v5p-2x2x1", "2x2x1", "tpu-v5p-slice", "pod0", "1", "1 machine(s)"],
     ["v5p-4x4x8", "4x4x8", "tpu-v5p-slice", "pod0", "32", "2 cube(s)"],
 ]
-POOLS_NOTE = "2 node pool(s) hold 3 cube(s), which ones unknown: 137 of the 140 free cubes are left to allocate"
+POOLS_NOTE = (  # a 2x2x1 pool holds 1 machine, rounded up to a cube in the count; its row says the machine
+    "2 node pool(s) hold 3 cube(s) (machines of sub-cube pools rounded up to whole cubes), which ones unknown: 137 of "
+    "the 140 free cubes are left to allocate"
+)
 
 
 @pytest.fixture

@@ -83,8 +83,11 @@ def node_pools_note(r: Row) -> str:
     pools = r["node_pools"]
     if not pools["slices"]:
         return ""
+    rounded = any(p["machines"] and not p["cubes"] for p in pools["slices"])  # a row says machines, not cubes
     return (
-        f"{len(pools['slices'])} node pool(s) hold {pools['cubes']} cube(s), which ones unknown: "
+        f"{len(pools['slices'])} node pool(s) hold {pools['cubes']} cube(s)"
+        + (" (machines of sub-cube pools rounded up to whole cubes)" if rounded else "")
+        + ", which ones unknown: "
         f"{pools['free_after_unplaced']} of the {r['cubes']['free']} free cubes are left to allocate"
     )
 
