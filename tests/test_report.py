@@ -504,6 +504,16 @@ def test_report_html_map_keys_name_every_colour_of_an_ocs(two_pods, tmp_path):
     assert {keys[c] for c in drawn} == {"OCS unused", "OCS in use", "OCS failed", "OCS drained"}
 
 
+def test_report_html_summary_sets_the_drained_cubes_apart_as_the_panels_do(fleet):
+    """A drained cube is 'out of the pool' in the page's summary line and 'drained', not 'out', in its pod's panel:
+    the summary says how many of the out are drained."""
+    assert fleet("inject-fault", "cube:c05", "--planned").code == 0
+    assert fleet("inject-fault", "host:c07/0").code == 0
+    page = fleet("report", "-o", "html").out
+    assert "cubes 62 free, 0 allocated, 2 out of the pool (1 of them drained); OCS" in page
+    assert "0 reserved, 1 out, 1 drained</span>" in page
+
+
 def test_report_html_keys_say_what_the_plus_on_a_cube_is(fleet):
     """Two sub-cube slices on one cube mark it `+` on the map, which the table map's legend explains and the page's
     keys did not."""

@@ -141,6 +141,15 @@ def _pod_panels(r: Row, colours: dict[str, str]) -> str:
     )
 
 
+def _cubes_text(r: Row) -> str:
+    """'140 free, 0 allocated, 2 out of the pool (2 of them drained)': the out as the summary counts them, the
+    drained apart, as each pod's panel counts them."""
+    cubes = r["cubes"]
+    drained = sum(p["counts"]["drained"] for p in r["map"]["pods"])
+    apart = f" ({drained} of them drained)" if drained else ""
+    return f"{cubes['free']} free, {cubes['allocated']} allocated, {cubes['out']} out of the pool{apart}"
+
+
 def _map_keys() -> str:
     shared = '<span class="keyed"><b>+</b>&nbsp;a cube shared by sub-cube slices</span>'  # its mark, as the table map's
     return shared + "".join(
@@ -197,13 +206,13 @@ def render_page(r: Row, refresh: int | None = None, state: str | None = None) ->
     fault_heads = ["fault", "target", "kind", "age", "effect"] + (
         ["reason"] if any("reason" in f for f in r["faults"]) else []
     )
-    inv, cubes = r["inventory"], r["cubes"]
+    inv = r["inventory"]
     reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">{reload}
 <title>tpufleet report, serial {r["serial"]}</title><style>{CSS}</style></head><body>
 <h1>Fleet report <span class="sub">serial {r["serial"]}, generated {escape(r["generated"])}</span></h1>
-<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {cubes["free"]} free, {cubes["allocated"]} allocated, {cubes["out"]} out of the pool; OCS {_ocs_text(r["ocs"])}; {_faults_text(r["faults"])}</div>
+<div class="sub">{inv["pods"]} pod(s), {inv["cubes"]} cubes, {inv["chips"]} chips; cubes {_cubes_text(r)}; OCS {_ocs_text(r["ocs"])}; {_faults_text(r["faults"])}</div>
 <div class="sub">{keys}<span class="keyed"><span class="key" style="border:2px solid #f2cc60"></span>degraded slice (rerouted)</span></div>
 <div class="pods">{panels}</div>{_legend_notes(r["map"]["legend"], colours, state)}
 <div class="cols"><div><h2>Slices</h2>{_table(["slice", "shape", "state", "cubes", "tables", "missing cross-connects", "degraded"], _slice_rows(r, colours))}</div>
