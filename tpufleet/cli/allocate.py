@@ -291,8 +291,24 @@ def policy_cmd(
 
 def _policy_line(name: str, d: dict) -> str:
     if not d["fault_tolerant_routing"]:
-        return f"slice {name}: fault-tolerant routing off, rescheduled on any network fault"
+        line = f"slice {name}: fault-tolerant routing off, rescheduled on any network fault"
+    else:
+        line = (
+            f"slice {name}: fault-tolerant routing on, "
+            f"rerouted only while keeping at least {d['min_throughput']:g} of its healthy all-to-all throughput"
+        )
+    return line + _running_below(name, d)
+
+
+def _running_below(name: str, d: dict) -> str:
+    """A slice running rerouted now, below the floor (or without the rerouting) just set: nothing moves it for
+    that, as `explain` says; the policy is judged when a fault strikes it."""
+    rr = d.get("reroute")
+    if d.get("state") != "degraded" or not rr:
+        return ""
+    if d["fault_tolerant_routing"] and rr["all_to_all_retained"] >= d["min_throughput"]:
+        return ""
     return (
-        f"slice {name}: fault-tolerant routing on, "
-        f"rerouted only while keeping at least {d['min_throughput']:g} of its healthy all-to-all throughput"
+        f"\n  note: it runs rerouted around {', '.join(rr['faults'])} now, keeping {rr['all_to_all_retained']:.3f}: "
+        f"nothing moves it for that (the policy is judged when a fault strikes it; `tpufleet explain {name}`)"
     )
