@@ -252,6 +252,18 @@ def test_a_bad_alert_is_named_by_its_field(fleet):
     assert r.status_code == 422 and r.json()["error"].startswith("alerts[0].fingerprint:")
 
 
+@pytest.mark.parametrize(
+    ("drop", "said"),
+    [("version", 'version: missing; this server takes Alertmanager\'s version "4"'), ("alerts", "alerts: missing")],
+)
+def test_a_payload_missing_a_field_says_it_is_missing(fleet, drop, said):
+    """A payload without `version` was refused as `version: null`, one without `alerts` as `alerts: not a list`."""
+    payload = json.loads((ALERTS / "firing.json").read_text())
+    del payload[drop]
+    r = client(fleet.state).post("/api/v1/alerts", headers=bearer(), json=payload)
+    assert r.status_code == 422 and r.json()["error"] == said, r.text
+
+
 def test_an_alert_with_a_key_given_twice_is_refused_not_read_by_its_last(fleet):
     """A second `tpufleet_target` label in one alert opened a fault on the last one (Python's decoder keeps the last,
     other readers the first); the intake refuses it (422, naming the key), as every input file of the CLI does."""

@@ -48,10 +48,11 @@ def parse(body: bytes) -> list[Alert]:
     if not isinstance(doc, dict):
         raise BadPayload("the payload is not a JSON object")
     if doc.get("version") != "4":
-        raise BadPayload(f'version: {_short(doc.get("version"))}; this server takes Alertmanager\'s version "4"')
+        given = _short(doc["version"]) if "version" in doc else "missing"
+        raise BadPayload(f'version: {given}; this server takes Alertmanager\'s version "4"')
     alerts = doc.get("alerts")
     if not isinstance(alerts, list):
-        raise BadPayload("alerts: not a list")
+        raise BadPayload("alerts: missing" if "alerts" not in doc else "alerts: not a list")
     if len(alerts) > MAX_ALERTS:
         raise BadPayload(f"alerts: {len(alerts)} alerts; at most {MAX_ALERTS} in one notification")
     return [_alert(a, f"alerts[{i}]") for i, a in enumerate(alerts)]
