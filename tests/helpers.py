@@ -19,6 +19,12 @@ def snapshot(state: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(state.rglob("*")) if p.is_file() and not p.name.startswith(".lock")}
 
 
+def wired(fleet: Any, name: str, shape: str, *extra: str) -> None:
+    """Slice (or job) `name` allocated and its cross-connects applied, through the CLI fixture `fleet`."""
+    assert fleet("allocate", name, "--shape", shape, *extra).code == 0
+    assert fleet("plan-xconnect", name, "--apply").code == 0
+
+
 def add_fault(state: Path, target: str, planned: bool = False) -> str:
     """Open a fault directly in the state (as healthd or the pod manager would report it)."""
     from tpufleet.fleetstate import Change

@@ -7,17 +7,12 @@ import json
 import networkx as nx
 import pytest
 
-from helpers import snapshot
-
-
-def _wired(fleet, name: str, shape: str, *extra: str) -> None:
-    assert fleet("allocate", name, "--shape", shape, *extra).code == 0
-    assert fleet("plan-xconnect", name, "--apply").code == 0
+from helpers import snapshot, wired
 
 
 def test_a_second_ocs_failure_is_recorded_and_answered(fleet):
     """Two OCS failures in different dimensions once crashed the deadlock check (exit 70) and lost the fault."""
-    _wired(fleet, "s", "8x8x16")
+    wired(fleet, "s", "8x8x16")
     first = fleet("inject-fault", "ocs:pod0/y/9", "-o", "json")
     assert first.code == 0, first.err
     second = fleet("inject-fault", "ocs:pod0/z/11", "-o", "json")
@@ -31,7 +26,7 @@ def test_a_second_ocs_failure_is_recorded_and_answered(fleet):
 
 
 def test_the_fault_is_recorded_even_when_analysing_it_fails(fleet, monkeypatch):
-    _wired(fleet, "s", "8x8x8")
+    wired(fleet, "s", "8x8x8")
     from tpufleet import faults
 
     def broken(*args, **kwargs):
@@ -97,7 +92,7 @@ def fleet_pod(r):
 
 
 def test_a_what_if_never_replaces_working_tables(fleet):
-    _wired(fleet, "s", "8x8x8")
+    wired(fleet, "s", "8x8x8")
     assert fleet("inject-fault", "ocs:pod0/y/3").code == 0
     good = fleet("routes", "s", "-o", "json")
     assert good.code == 0 and good.json["stored"]
@@ -114,7 +109,7 @@ def test_a_what_if_never_replaces_working_tables(fleet):
 
 @pytest.mark.slow
 def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
-    _wired(fleet, "s", "8x8x8")
+    wired(fleet, "s", "8x8x8")
     assert fleet("inject-fault", "ocs:pod0/y/5").code == 0
     assert fleet("inject-fault", "ocs:pod0/z/2").code == 0  # 554 within 3 VCs; relieved, the same orders need 8
     within = fleet("routes", "s", "-o", "json").json
@@ -128,7 +123,7 @@ def test_tables_beyond_the_hardware_vcs_are_studied_not_stored(fleet, tmp_path):
 
 
 def test_a_slice_below_its_throughput_floor_is_rescheduled(fleet):
-    _wired(fleet, "strict", "8x8x8", "--min-throughput", "0.95")
+    wired(fleet, "strict", "8x8x8", "--min-throughput", "0.95")
     r = fleet("inject-fault", "ocs:pod0/x/3", "--dry-run", "-o", "json")
     (impact,) = r.json["slices"]
     assert impact["action"] == "reschedule" and "below its floor of 0.95" in impact["reason"]
@@ -139,7 +134,7 @@ def test_a_slice_below_its_throughput_floor_is_rescheduled(fleet):
 
 @pytest.mark.parametrize("link", ["link:c01/x/3/out", "link:c04/z/10/in"])
 def test_a_failed_link_never_routes_worse_than_its_whole_ocs(fleet, link):
-    _wired(fleet, "s", "8x8x8")
+    wired(fleet, "s", "8x8x8")
     ocs = "ocs:pod0/{}/{}".format(*link.split("/")[1:3])
     by_link = fleet("inject-fault", link, "--dry-run", "-o", "json").json["slices"][0]["reroute"]
     by_ocs = fleet("inject-fault", ocs, "--dry-run", "-o", "json").json["slices"][0]["reroute"]
@@ -149,7 +144,7 @@ def test_a_failed_link_never_routes_worse_than_its_whole_ocs(fleet, link):
 
 
 def test_graph_and_route_lengths_are_reported_apart(fleet):
-    _wired(fleet, "s", "4x4x8", "--twisted")
+    wired(fleet, "s", "4x4x8", "--twisted")
     assert fleet("inject-fault", "ocs:pod0/z/5").code == 0
     r = fleet("routes", "s", "-o", "json").json
     from tpufleet import wiring
@@ -173,7 +168,7 @@ def test_a_recorded_fault_leaves_its_repair_for_routes_which_makes_the_same_tabl
 
     import numpy as np
 
-    _wired(fleet, "s", "8x8x8")
+    wired(fleet, "s", "8x8x8")
     before = snapshot(fleet.state)
     assert fleet("inject-fault", "ocs:pod0/x/3", "--dry-run").code == 0
     assert snapshot(fleet.state) == before
@@ -195,7 +190,7 @@ def test_a_recorded_fault_leaves_its_repair_for_routes_which_makes_the_same_tabl
 def test_a_budget_no_table_set_fits_shows_the_leanest_but_keeps_the_working_tables(fleet):
     """`--max-vcs 1` on a torus with a fault: nothing fits, so the leanest tables (3 VCs, worse) are shown; they once
     replaced the slice's better working tables with exit 0."""
-    _wired(fleet, "s", "8x8x8")
+    wired(fleet, "s", "8x8x8")
     assert fleet("inject-fault", "ocs:pod0/x/3").code == 0
     good = fleet("routes", "s", "-o", "json").json
     assert good["stored"] and good["throughput_retained"]["all-to-all"] >= 0.9
@@ -211,7 +206,7 @@ def test_slices_of_one_shape_hit_by_one_ocs_share_one_routing_analysis(fleet, mo
     from tpufleet.routing import report
 
     for name in "ab":
-        _wired(fleet, name, "4x4x8")
+        wired(fleet, name, "4x4x8")
     made = []
     real = report.evaluate
 

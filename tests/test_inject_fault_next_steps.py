@@ -4,14 +4,11 @@ waits); a slice of a multislice job gets the job's steps instead."""
 
 from __future__ import annotations
 
-
-def _wired(fleet, name: str, shape: str, *extra: str) -> None:
-    assert fleet("allocate", name, "--shape", shape, *extra).code == 0
-    assert fleet("plan-xconnect", name, "--apply").code == 0
+from helpers import wired
 
 
 def test_an_evicted_slice_with_cubes_reserved_is_told_to_reschedule(fleet):
-    _wired(fleet, "train", "8x8x8")
+    wired(fleet, "train", "8x8x8")
     r = fleet("inject-fault", "host:c00/0", "-o", "json")
     assert r.code == 0, r.err
     [row] = r.json["slices"]
@@ -23,7 +20,7 @@ def test_an_evicted_slice_with_cubes_reserved_is_told_to_reschedule(fleet):
 
 
 def test_the_table_gives_the_step_and_it_runs(fleet):
-    _wired(fleet, "train", "8x8x8")
+    wired(fleet, "train", "8x8x8")
     out = fleet("inject-fault", "host:c00/0").out
     assert out.splitlines()[-1] == "    next: tpufleet reschedule train"
     moved = fleet("reschedule", "train", "-o", "json")
@@ -31,7 +28,7 @@ def test_the_table_gives_the_step_and_it_runs(fleet):
 
 
 def test_an_evicted_slice_nowhere_to_go_is_told_to_explain(fleet):
-    _wired(fleet, "big", "16x16x16")  # the whole pod: no cube is free to reserve
+    wired(fleet, "big", "16x16x16")  # the whole pod: no cube is free to reserve
     r = fleet("inject-fault", "host:c00/0", "-o", "json")
     [row] = r.json["slices"]
     assert (row["action"], row["replacement"]["status"], row["next"]) == (
@@ -43,7 +40,7 @@ def test_an_evicted_slice_nowhere_to_go_is_told_to_explain(fleet):
 
 
 def test_a_jobs_slice_gets_the_jobs_steps_not_its_own(fleet):
-    _wired(fleet, "llm", "4x4x8", "--slices", "2")
+    wired(fleet, "llm", "4x4x8", "--slices", "2")
     r = fleet("inject-fault", "host:c00/0", "-o", "json")
     assert r.code == 0, r.err
     [row] = r.json["slices"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import wired
+
 NOTE = (
     "  note: it runs rerouted around f1 now, keeping {kept}: nothing moves it for that (the policy is judged when a "
     "fault strikes it; `tpufleet explain train`)"
@@ -13,8 +15,7 @@ NOTE = (
 
 @pytest.fixture
 def rerouted(fleet):
-    assert fleet("allocate", "train", "--shape", "8x8x8").code == 0
-    assert fleet("plan-xconnect", "train", "--apply").code == 0
+    wired(fleet, "train", "8x8x8")
     assert fleet("policy", "train", "--min-throughput", "0.5").code == 0
     r = fleet("inject-fault", "ocs:pod0/x/3", "-o", "json")
     [row] = r.json["slices"]
