@@ -183,11 +183,9 @@ def _meta_or_none(
             meta = read_meta(zf, file)
             if not members:
                 return meta
-            digest = None if whole is None or zf.fp is None else file_digest(zf.fp)
-            remembered = whole is not None and digest is not None and whole.holds(digest)
-            if not _members_sound(zf, meta, through=not remembered):
-                return None
-            return meta
+            # hashed only when some file is known whole (tables never remembered are read through, unhashed)
+            known = whole is not None and whole.known and zf.fp is not None and whole.holds(file_digest(zf.fp))
+            return meta if _members_sound(zf, meta, through=not known) else None
     except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile, TpufleetError):
         return None
 
