@@ -205,6 +205,19 @@ def test_spares_are_a_pods_and_a_cube_with_a_port_down_is_none(cli, tmp_path):
         r = cli("plan-maintenance", "--notices", path, "--max-parallel", parallel, "--spares", "1", "-o", "json")
         assert r.code == 1 and 1 in r.json["spare_shortfall_waves"], (parallel, r.json["waves"])
         assert r.json["waves"][0]["free_healthy_cubes"] == 0  # c00's slice moved onto c06: no wirable cube left
+        assert r.json["waves"][0]["free_healthy_pod"] == "pod0"  # pod1 keeps 5 of its free cubes
+    # in a fleet of several pods the table and the runbook say whose spares the count is
+    table = cli("plan-maintenance", "--notices", path, "--max-parallel", "2", "--spares", "1")
+    assert table.code == 1 and table.out.splitlines()[3].endswith("  0 in pod0 (short)"), table.out
+    runbook = cli("plan-maintenance", "--notices", path, "--max-parallel", "2", "--spares", "1", "-o", "md")
+    assert "; 0 free healthy cube(s) left in pod0 during it." in runbook.out, runbook.out
+
+
+def test_one_pods_spares_are_not_named_by_pod(running, tmp_path):
+    r = running("plan-maintenance", "--notices", write(tmp_path, notices(["c00"])), "--spares", "23")
+    assert r.code == 0 and r.out.splitlines()[3].endswith("  23"), r.out
+    runbook = running("plan-maintenance", "--notices", write(tmp_path, notices(["c00"])), "-o", "md")
+    assert "; 23 free healthy cube(s) left during it." in runbook.out, runbook.out
 
 
 def test_markdown_runbook(running, tmp_path):

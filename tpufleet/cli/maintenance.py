@@ -39,10 +39,12 @@ def _sub_blocks_named(plan: dict[str, Any]) -> list[str]:
     return [f"sub-block {n['sub_block']} is cube {n['target'][5:]}" for n in plan["notices"] if n.get("sub_block")]
 
 
-def _table(plan: dict[str, Any]) -> str:
+def _table(plan: dict[str, Any], several_pods: bool) -> str:
+    """The waves, one a row; in a fleet of several pods each wave's spares are those of its pod with fewest, named."""
     rows = []
     for w in plan["waves"]:
-        free = f"{w['free_healthy_cubes']}{'' if w['spares_held'] else ' (short)'}"
+        where = f" in {w['free_healthy_pod']}" if several_pods and w["free_healthy_pod"] else ""
+        free = f"{w['free_healthy_cubes']}{where}{'' if w['spares_held'] else ' (short)'}"
         rows.append([w["wave"], w["window_start"], w["window_end"] or "-", ",".join(w["cubes"]), _moves_text(w), free])
     table = grid(rows, ["wave", "start", "end", "cubes", "moves (out -> in)", "free healthy"])
     named = [f"  {line}" for line in _sub_blocks_named(plan)]
@@ -50,7 +52,7 @@ def _table(plan: dict[str, Any]) -> str:
     return f"{head}\n{table}\n" + "\n".join(_verdict(plan))
 
 
-def _runbook(plan: dict[str, Any]) -> str:
+def _runbook(plan: dict[str, Any], several_pods: bool) -> str:
     """The plan as a Markdown runbook. What came from outside (the notices' file name, reasons, targets) is shown as
     text, never as Markdown; each command is one code span, whatever backticks its quoted reason holds."""
     md = markdown_text
@@ -59,7 +61,8 @@ def _runbook(plan: dict[str, Any]) -> str:
     for w in plan["waves"]:
         out += ["", f"## Wave {w['wave']}: {md(', '.join(w['cubes']))}", ""]
         out.append(f"Window {w['window_start']} to {w['window_end'] or 'when done'}; ")
-        out[-1] += f"{w['free_healthy_cubes']} free healthy cube(s) left during it."
+        where = f" in {w['free_healthy_pod']}" if several_pods and w["free_healthy_pod"] else ""
+        out[-1] += f"{w['free_healthy_cubes']} free healthy cube(s) left{where} during it."
         out += [f"- already drained: {md(t)}" for t in w["already_drained"]]
         out += [f"- cannot move {md(m['slice'])}: {md(m['reason'])}" for m in w["moves"] if m["status"] != "moved"]
         out += [
@@ -126,7 +129,8 @@ def plan_maintenance_cmd(
     plan = ops.plan(state, found, max_parallel, spares, source).data
     if out is not None:
         write_output(out, (to_json(plan) + "\n").encode())
-    emit(plan, output, lambda: _table(plan), {"md": lambda: _runbook(plan)})
+    several = len(state.fleet.pods) > 1
+    emit(plan, output, lambda: _table(plan, several), {"md": lambda: _runbook(plan, several)})
     if not plan["served"]:
         from tpufleet.errors import Refused
 

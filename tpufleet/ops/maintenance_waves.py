@@ -139,12 +139,12 @@ def evicted_by(sim: FleetState, fault_ids: set[str]) -> list[str]:
     )
 
 
-def _free_healthy(sim: FleetState, pods: set[str]) -> int:
-    """The spares of the wave's pod that has fewest: free cubes a torus can use (in the pool, every port working).
-    Spares are a pod's: another pod's free cubes cannot stand in for them."""
+def _free_healthy(sim: FleetState, pods: set[str]) -> tuple[int, str | None]:
+    """The spares of the wave's pod that has fewest, and that pod: free cubes a torus can use (in the pool, every
+    port working). Spares are a pod's: another pod's free cubes cannot stand in for them."""
     health, used = sim.health(), sim.machine_usage()
-    per_pod = [health.free_room(p.name, p.cubes, used) for p in sim.fleet.pods if p.name in pods]
-    return min(per_pod, default=0)
+    per_pod = [(health.free_room(p.name, p.cubes, used), p.name) for p in sim.fleet.pods if p.name in pods]
+    return min(per_pod, default=(0, None))
 
 
 def _clear(sim: FleetState, wave: Wave, notices: Sequence[Notice], run: Run) -> None:
@@ -203,7 +203,7 @@ def run_wave(sim: FleetState, wave: Wave, cleared: Sequence[Notice], run: Run, s
 def _wave_record(sim: FleetState, wave: Wave, spares: int) -> dict[str, Any]:
     start, end = maintenance.window(wave.notices)
     pods = {sim.fleet.pod_of(n.cube).name for n in wave.notices}
-    free = _free_healthy(sim, pods)
+    free, fewest = _free_healthy(sim, pods)
     return {
         "wave": wave.number,
         "window_start": start,
@@ -212,5 +212,6 @@ def _wave_record(sim: FleetState, wave: Wave, spares: int) -> dict[str, Any]:
         "already_drained": [n.target for n in wave.notices if n.fault_id is not None],
         "moves": wave.moves,
         "free_healthy_cubes": free,
+        "free_healthy_pod": fewest,
         "spares_held": free >= spares,
     }
