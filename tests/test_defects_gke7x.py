@@ -286,6 +286,8 @@ def test_apply_maintenance_steps_account_for_the_cross_connects_the_move_made(cl
     assert next(s for s in cli("show", "slices", "-o", "json").json if s["name"] == "train")["state"] == "connected"
     text = [line for line in dry.out.splitlines() if line.startswith("  move train:")]
     assert len(text) == 1 and text[0].endswith(f"wired +{added} -0 =0"), dry.out
+    # the wire step after the move has nothing left to do, and says so rather than `+0 -0 =N`
+    assert f"  wire train: all {added} in place already" in dry.out.splitlines(), dry.out
 
 
 @pytest.mark.parametrize(

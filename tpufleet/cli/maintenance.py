@@ -159,7 +159,9 @@ def _applied_text(d: dict[str, Any]) -> str:
             moved = f"{','.join(s['cubes_out'])} -> {','.join(s['cubes_in']) or '-'}"
             lines.append(f"  move {s['slice']}: {moved}, wired +{s['add']} -{s['remove']} ={s['keep']}")
         elif s["step"] == "plan-xconnect":
-            lines.append(f"  wire {s['slice']}: +{s['add']} -{s['remove']} ={s['keep']}")
+            done = not s["add"] and not s["remove"]  # the move before it wired the slice where it landed
+            change = f"all {s['keep']} in place already" if done else f"+{s['add']} -{s['remove']} ={s['keep']}"
+            lines.append(f"  wire {s['slice']}: {change}")
         elif s["step"] == "routes":
             lines.append(f"  routes {s['slice']}: {s['routable_pairs']} routable pairs, {s['vcs']} VCs")
         elif "kept_failure" in s:
