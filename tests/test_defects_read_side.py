@@ -85,7 +85,10 @@ def test_status_does_not_tell_to_regenerate_the_tables_of_an_evicted_slice(route
     assert "evicted slice(s) to make again once moved (`tpufleet explain SLICE` says how): s" in text
     assert routed("routes", "s").code == 1  # what the old step ran into
     assert routed("reschedule", "s").code == 0
-    assert "stale routing tables (regenerate with `tpufleet routes SLICE`): s" in routed("status").out
+    assert (
+        "stale routing tables (regenerate with `tpufleet routes SLICE`, all: `tpufleet routes --stale`): s"
+        in routed("status").out
+    )
 
 
 def test_diff_table_shows_a_slices_fields_in_words_not_python_notation(routed):

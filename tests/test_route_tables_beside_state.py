@@ -34,7 +34,10 @@ def test_status_gives_the_step_routes_takes_for_a_symlink_at_a_slices_tables(rou
     tables.unlink()
     r = routed("status", "-o", "json")
     assert r.json["missing_routes"] == ["s"] and r.json["linked_routes"] == {}
-    assert "routing tables missing (make them with `tpufleet routes SLICE`): s" in routed("status").out
+    assert (
+        "routing tables missing (make them with `tpufleet routes SLICE`, all: `tpufleet routes --stale`): s"
+        in routed("status").out
+    )
     assert routed("routes", "s").code == 0 and routed("status", "-o", "json").json["missing_routes"] == []
 
 

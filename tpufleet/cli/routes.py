@@ -87,11 +87,21 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
 def routes_cmd(
     ctx: typer.Context,
     name: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            metavar="SLICE|JOB", help="Slice name, or a multislice job (each wired slice routed and stored)"
+            metavar="SLICE|JOB",
+            help="Slice name, or a multislice job (each wired slice routed and stored); none with --stale",
+            show_default=False,
         ),
-    ],
+    ] = None,
+    stale: Annotated[
+        bool,
+        typer.Option(
+            "--stale",
+            help="Every slice whose stored tables are stale or missing (as `status` lists them), each routed and "
+            "stored in turn; an evicted slice waits for its move",
+        ),
+    ] = False,
     algorithm: Annotated[
         Algorithm,
         typer.Option(
@@ -169,21 +179,18 @@ def routes_cmd(
     deadlock-free and they fit the hardware's virtual channels; otherwise the figures are shown, --out still
     exports them for study, and the command exits 1 saying why.
 
-    For a multislice job, every wired slice is routed and stored in turn (one transaction each).
+    For a multislice job, every wired slice is routed and stored in turn (one transaction each); with --stale,
+    every slice whose stored tables are stale or missing.
     """
     from tpufleet.constants import HARDWARE_VCS
-    from tpufleet.errors import BadInput, Refused, refuse_repeats
+    from tpufleet.errors import BadInput, Refused
     from tpufleet.ops.routes import STUDY_ONLY, RouteRequest, export_format
-    from tpufleet.routing.report import TRAFFICS
     from tpufleet.state.outputs import check_output_path
 
-    traffics = [t.strip() for t in traffic.split(",") if t.strip()]
-    if not traffics:
-        raise BadInput(f"bad option --traffic: {traffic!r} names no traffic pattern (one of {', '.join(TRAFFICS)})")
-    for t in traffics:
-        if t not in TRAFFICS:
-            raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}{meant_of(t, TRAFFICS)}")
-    refuse_repeats("--traffic", traffics)
+    traffics = _traffics(traffic)
+    if (name is None) is not stale:
+        said = "it names the slices itself: give no SLICE|JOB" if stale else "give SLICE|JOB, or --stale"
+        raise BadInput(f"bad option --stale: {said}")
     if thorough and algorithm is not Algorithm.auto:
         raise BadInput(f"bad option --thorough: it makes more auto candidates; --algorithm {algorithm.value} has none")
     if fmt is not None and out is None:
@@ -193,13 +200,14 @@ def routes_cmd(
     store = ctx.obj.store()
     vcs = HARDWARE_VCS if max_vcs is None else max_vcs
     opts = RouteRequest(algorithm.value, traffics, not no_deadlock_check, vcs, thorough)
-    state = store.load()  # read once here; each job slice reads the state its own transaction left
-    state.slices_named(name)  # an unknown name: Refused listing the slices and the jobs
-    job = _job_of(state, name)
-    if job is not None:
+    state = store.load()  # read once here; each slice of several reads the state its own transaction left
+    if name is not None:
+        state.slices_named(name)  # an unknown name: Refused listing the slices and the jobs
+    if name is None or _job_of(state, name) is not None:
         if out is not None or table_capacity is not None:
-            raise BadInput("bad option --out/--table-capacity: give one slice of the job (JOB-k), not the whole job")
-        _route_job(store, name, job, opts, output, verbose)
+            one = "one slice of the job (JOB-k), not the whole job" if name else "one SLICE, not --stale"
+            raise BadInput(f"bad option --out/--table-capacity: give {one}")
+        _route_many(store, name, opts, output, verbose)
         return
     data, unroutable, refusal = _route_slice(
         store, name, opts, table_capacity, out, export_format(str(out or ""), fmt), state, verbose
@@ -212,6 +220,21 @@ def routes_cmd(
         raise Refused(f"tables for {name!r} not stored: {refusal}{export}")
 
 
+def _traffics(traffic: str) -> list[str]:
+    """The patterns `--traffic` names, each known and named once."""
+    from tpufleet.errors import BadInput, refuse_repeats
+    from tpufleet.routing.report import TRAFFICS
+
+    traffics = [t.strip() for t in traffic.split(",") if t.strip()]
+    if not traffics:
+        raise BadInput(f"bad option --traffic: {traffic!r} names no traffic pattern (one of {', '.join(TRAFFICS)})")
+    for t in traffics:
+        if t not in TRAFFICS:
+            raise BadInput(f"bad option --traffic: {t!r} is not one of {', '.join(TRAFFICS)}{meant_of(t, TRAFFICS)}")
+    refuse_repeats("--traffic", traffics)
+    return traffics
+
+
 def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] | None:
     """The slices of the multislice job `name` to route now (wired, or sub-cube ones, which need no wiring) and
     the others with their state (None when `name` is no job)."""
@@ -222,39 +245,34 @@ def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] 
     return routed, {sl.name: sl.state.value for sl in slices if sl.name not in routed}
 
 
-def _route_job(
-    store: "Store",
-    name: str,
-    job: tuple[list[str], dict[str, str]],
-    opts: "RouteRequest",
-    output: Output,
-    verbose: bool = False,
-) -> None:
-    """Route each wired slice of the job, each stored in its own transaction as `routes SLICE` does; the others
-    are listed as skipped with their state."""
+def _route_many(store: "Store", job: str | None, opts: "RouteRequest", output: Output, verbose: bool) -> None:
+    """Route each wired slice of the job (`job`), or with --stale (`job` None) each slice whose stored tables are
+    stale or missing, each stored in its own transaction as `routes SLICE` does; the others are listed as skipped
+    with their state (and, with --stale, why)."""
     from tpufleet.errors import Refused
+    from tpufleet.ops.views import tables_to_remake
 
-    slices, skipped = job
-    if not slices:
-        raise Refused(f"job {name!r} has no wired slice to route: `tpufleet plan-xconnect {name} --apply` wires them")
+    if job is not None:
+        slices, skipped = _job_of(store.load(), job) or ([], {})
+        if not slices:
+            raise Refused(f"job {job!r} has no wired slice to route: `tpufleet plan-xconnect {job} --apply` wires them")
+    else:
+        slices, skipped = tables_to_remake(store)
     results = [(sl, *_route_slice(store, sl, opts, None, None, "npz", verbose=verbose)) for sl in slices]
     data = {
-        "job": name,
+        **({"job": job} if job is not None else {"stale": slices}),
         "slices": [d for _, d, _, _ in results],
-        "skipped": [{"slice": sl, "state": state} for sl, state in skipped.items()],
+        "skipped": [{"slice": sl, ("state" if job else "reason"): why} for sl, why in skipped.items()],
         "stored": all(refusal is None for _, _, _, refusal in results),
     }
-    skipped_text = [f"slice {sl}: skipped ({state})" for sl, state in skipped.items()]
-    emit(
-        data,
-        output,
-        lambda: "\n".join([*(_text(sl, d, d.get("tables"), u) for sl, d, u, _ in results), *skipped_text]),
-    )
+    lines = [*(_text(sl, d, d.get("tables"), u) for sl, d, u, _ in results)]
+    lines += [f"slice {sl}: skipped ({why})" for sl, why in skipped.items()]
+    nothing = "no stale or missing routing tables" if job is None and not slices and not skipped else ""
+    emit(data, output, lambda: "\n".join(lines) or nothing)
     refused = [f"{sl}: {refusal}" for sl, _, _, refusal in results if refusal is not None]
     if refused:
-        from tpufleet.errors import Refused
-
-        raise Refused(f"tables of {len(refused)} slice(s) of job {name!r} not stored", refused)
+        of = f"of job {job!r}" if job else "with stale or missing tables"
+        raise Refused(f"tables of {len(refused)} slice(s) {of} not stored", refused)
 
 
 def _route_slice(

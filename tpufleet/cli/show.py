@@ -182,8 +182,12 @@ def show_cmd(
 
 _TO_DO = (  # status keys listing slices with something to do: what is wrong, and the command that mends it
     ("incomplete_wiring", "cross-connects missing", "run `tpufleet plan-xconnect SLICE --apply`"),
-    ("stale_routes", "stale routing tables", "regenerate with `tpufleet routes SLICE`"),
-    ("missing_routes", "routing tables missing", "make them with `tpufleet routes SLICE`"),
+    ("stale_routes", "stale routing tables", "regenerate with `tpufleet routes SLICE`, all: `tpufleet routes --stale`"),
+    (
+        "missing_routes",
+        "routing tables missing",
+        "make them with `tpufleet routes SLICE`, all: `tpufleet routes --stale`",
+    ),
 )
 
 

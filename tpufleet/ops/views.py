@@ -15,7 +15,8 @@ from tpufleet import views
 from tpufleet.errors import BadInput
 from tpufleet.fleetreport import JOURNAL_LINES
 from tpufleet.fleetreport import report as fleet_report
-from tpufleet.fleetstate import FleetState
+from tpufleet.fleetstate import FleetState, SliceState
+from tpufleet.ids import natural_key
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
 from tpufleet.state.journal import Enough, Scan
@@ -178,6 +179,23 @@ def missing_tables(store: Store, state: FleetState, only: Collection[str] | None
     a few slices reads no other's)."""
     indexed = state.routes if only is None else {name: state.routes[name] for name in only if name in state.routes}
     return set(indexed) - store.tables_present(indexed)
+
+
+def tables_to_remake(store: Store) -> tuple[list[str], dict[str, str]]:
+    """`routes --stale`: the slices whose stored tables are stale or missing, as `status` lists them, in name
+    order, and those of them `routes` cannot remake now, each with why: an evicted slice's tables wait for its move
+    (`reschedule`), and a symbolic link standing where a slice's tables belong is never written through."""
+    state, missing = tables_as_stored(store, store.load())
+    linked = store.linked_tables(missing)
+    wanted = sorted((n for n, r in state.routes.items() if r.stale or n in missing), key=natural_key)
+    skipped = {
+        n: "evicted: `tpufleet reschedule` moves it first"
+        if state.slices[n].state is SliceState.EVICTED
+        else f"a symbolic link stands where its tables belong ({linked[n]}): remove it first"
+        for n in wanted
+        if state.slices[n].state is SliceState.EVICTED or n in linked
+    }
+    return [n for n in wanted if n not in skipped], skipped
 
 
 def tables_as_stored(

@@ -1,0 +1,86 @@
+"""`routes --stale` makes again every slice's stale or missing routing tables, as `status` lists them, each in its
+own transaction, and says which it cannot make now and why (an evicted slice waits for its move)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import one_line, snapshot
+
+
+@pytest.fixture
+def three(fleet):
+    """Slices a, b, c (one cube each: c00, c01, c02) wired and routed."""
+    for name in "abc":
+        assert fleet("allocate", name, "--shape", "4x4x4").code == 0
+        assert fleet("plan-xconnect", name, "--apply").code == 0
+        assert fleet("routes", name).code == 0
+    return fleet
+
+
+def _to_do(fleet) -> tuple[list[str], list[str]]:
+    status = fleet("status", "-o", "json").json
+    return status["stale_routes"], status["missing_routes"]
+
+
+def test_stale_and_missing_tables_made_again_in_one_command(three):
+    assert three("inject-fault", "link:c00/x/3/out").code == 0
+    assert three("inject-fault", "link:c01/y/3/out").code == 0
+    (three.state / "routes" / "c.npz").unlink()
+    assert _to_do(three) == (["a", "b"], ["c"])
+    serial = three("status", "-o", "json").json["serial"]
+    r = three("routes", "--stale", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["stale"] == ["a", "b", "c"] and r.json["skipped"] == [] and r.json["stored"] is True
+    assert [d["tables"] for d in r.json["slices"]] == [str(three.state / "routes" / f"{n}.npz") for n in "abc"]
+    assert _to_do(three) == ([], [])
+    assert three("status", "-o", "json").json["serial"] == serial + 3  # one transaction per slice
+    again = three("routes", "--stale")
+    assert (again.code, again.out.strip()) == (0, "no stale or missing routing tables")
+
+
+def test_status_names_the_command(three):
+    assert three("inject-fault", "link:c00/x/3/out").code == 0
+    assert "stale routing tables (regenerate with `tpufleet routes SLICE`, all: `tpufleet routes --stale`): a" in (
+        three("status").out
+    )
+
+
+def test_an_evicted_slice_is_skipped_saying_why(three):
+    assert three("inject-fault", "host:c00/1").code == 0  # a is evicted, its tables stale
+    assert three("inject-fault", "link:c01/y/3/out").code == 0
+    r = three("routes", "--stale", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["stale"] == ["b"]
+    assert r.json["skipped"] == [{"slice": "a", "reason": "evicted: `tpufleet reschedule` moves it first"}]
+    assert _to_do(three) == (["a"], [])
+    text = three("routes", "--stale").out
+    assert "slice a: skipped (evicted: `tpufleet reschedule` moves it first)" in text
+
+
+def test_a_job_is_still_routed_by_name(fleet):
+    assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2").code == 0
+    assert fleet("plan-xconnect", "j", "--apply").code == 0
+    r = fleet("routes", "j", "-o", "json")
+    assert r.code == 0, r.err
+    assert (r.json["job"], len(r.json["slices"]), r.json["stored"]) == ("j", 2, True)
+    assert "stale" not in r.json
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("routes",),
+        ("routes", "a", "--stale"),
+        ("routes", "--stale", "--out", "t.npz"),
+        ("routes", "--stale", "--table-capacity", "16"),
+    ],
+)
+def test_slice_or_stale_exactly_one_and_nothing_changes(three, args):
+    assert three("inject-fault", "link:c00/x/3/out").code == 0
+    before = snapshot(three.state)
+    r = three(*args)
+    assert r.code == 2
+    said = one_line(r).removeprefix("tpufleet: error: ")
+    assert said.startswith(("bad option --stale: ", "bad option --out/--table-capacity: ")) and "--stale" in said
+    assert snapshot(three.state) == before
