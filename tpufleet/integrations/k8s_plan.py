@@ -39,6 +39,7 @@ from tpufleet.integrations.k8s import K8sMapping, Node
 from tpufleet.model import Fleet
 
 REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
+CLOSING_IMPORT = "tpufleet import k8s NODES.json --apply"  # `kubectl get nodes -o json`, once the node is well
 _WORST_FIRST = ("UNHEALTHY", "INCOMPLETE", "DEGRADED", "UNSET", "HEALTHY")
 
 

@@ -38,9 +38,15 @@ CLOSING_IMPORT = "tpufleet import reservation SUB-BLOCKS.json --apply"  # gcloud
 
 def clear_step(fault_id: str, reason: str) -> str:
     """The command that closes a fault: a reservation's maintenance drain is closed by the import that no longer
-    finds the maintenance announced; cleared by hand while it is, the next import opens it again (and the cube,
-    back in the pool meanwhile, can take a slice that drain then stops)."""
-    return CLOSING_IMPORT if reason.startswith(REASON_PREFIX) else f"tpufleet clear-fault {fault_id}"
+    finds the maintenance announced, and a fault `import k8s` opened by the import whose node list no longer
+    reports it; cleared by hand while its source still reports it, the next import opens it again (and the cube,
+    back in the pool meanwhile, can take a slice that fault then stops)."""
+    from tpufleet.integrations.k8s_plan import CLOSING_IMPORT as K8S_CLOSING_IMPORT
+    from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_PREFIX
+
+    if reason.startswith(REASON_PREFIX):
+        return CLOSING_IMPORT
+    return K8S_CLOSING_IMPORT if reason.startswith(K8S_PREFIX) else f"tpufleet clear-fault {fault_id}"
 
 
 def awaited(faults: list[Fault]) -> tuple[str, str]:

@@ -10,6 +10,8 @@ from typing import Any
 from tpufleet.faults import machines_hit
 from tpufleet.fleetstate import Fault, FleetState, Slice
 from tpufleet.ids import LinkId, OcsId
+from tpufleet.integrations.k8s_plan import CLOSING_IMPORT as K8S_CLOSING_IMPORT
+from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_PREFIX
 from tpufleet.integrations.reservation import REASON_PREFIX as RESERVATION_PREFIX
 from tpufleet.integrations.reservation import clear_step
 from tpufleet.views import reservation_maintenance
@@ -31,11 +33,16 @@ def clear_step_of(f: Fault) -> str:
 
 
 def reservation_whys(faults: list[Fault]) -> list[str]:
+    """Why a fault an import opened is closed by that import again, not `clear-fault`."""
     return [
         f"{f.id} is the reservation's drain for maintenance ({f.reason.removeprefix(RESERVATION_PREFIX)}): "
         "`tpufleet import reservation SUB-BLOCKS.json --apply` closes it once the maintenance is no longer announced"
-        for f in faults
         if f.reason.startswith(RESERVATION_PREFIX)
+        else f"{f.id} was opened by `tpufleet import k8s` ({f.reason.removeprefix(K8S_PREFIX)}): "
+        f"`{K8S_CLOSING_IMPORT}` closes it once the node list no longer reports it (cleared by hand before, that "
+        "import opens it again)"
+        for f in faults
+        if f.reason.startswith((RESERVATION_PREFIX, K8S_PREFIX))
     ]
 
 
