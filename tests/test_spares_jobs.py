@@ -3,9 +3,12 @@ placement only when every one of its pods does, the product of their figures (po
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture
@@ -44,3 +47,70 @@ def test_a_job_reaching_the_confidence_across_pods_is_not_called_below(spread):
 
 def test_a_job_in_one_pod_or_one_slice_of_it_is_not_listed(spread):
     assert spread("plan-spares", "--slices", "j2-0", "-o", "json").json["jobs"] == []
+
+
+# ---- the spares a job across pods needs -------------------------------------------------------------------
+def test_the_job_is_told_the_fewest_spares_per_pod_that_reach_the_confidence(spread):
+    """Each pod's own spares reach 0.95, the job's product does not: the job's line names how many to hold in each
+    pod, and which cubes besides; a smaller total reaches no 0.95 (checked on the curves the JSON gives)."""
+    doc = spread("plan-spares", "--confidence", "0.95", "-o", "json").json
+    [job] = doc["jobs"]
+    rows = {p["pod"]: p for p in doc["pods"]}
+    held = job["spares_for_job"]
+    assert set(held) == {"pod0", "pod1"} and all(held[p] >= rows[p]["spares"] for p in held)
+    curves = {p: {c["spares"]: c["probability"] for c in rows[p]["curve"]} for p in held}
+    assert job["probability_at_spares_for_job"] == pytest.approx(math.prod(curves[p][held[p]] for p in held))
+    assert job["probability_at_spares_for_job"] >= 0.95
+    total = sum(held.values())
+    for a in curves["pod0"]:
+        for b in curves["pod1"]:
+            if a + b < total:
+                assert curves["pod0"][a] * curves["pod1"][b] < 0.95, (a, b)
+    more = sum(held[p] - rows[p]["spares"] for p in held)
+    assert len(job["hold_back_for_job"]) == more > 0
+    assert not set(job["hold_back_for_job"]) & {c for p in rows.values() for c in p["hold_back"]}
+    table = spread("plan-spares", "--confidence", "0.95").out
+    said = ", ".join(f"{p} {n}" for p, n in held.items())
+    assert f"  the job reaches it holding {said} spares" in table
+    assert f"{more} more to hold back: {','.join(job['hold_back_for_job'])}" in table
+
+
+def test_a_job_no_spares_can_lift_says_so(spread):
+    doc = spread("plan-spares", "--confidence", "0.9999999", "--horizon", "90d", "-o", "json").json
+    [job] = doc["jobs"]
+    assert job["spares_for_job"] is None and job["hold_back_for_job"] == []
+    assert (
+        "no number of the pods' free cubes reaches it"
+        in spread("plan-spares", "--confidence", "0.9999999", "--horizon", "90d").out
+    )
+
+
+def test_a_job_at_the_confidence_needs_no_more_than_its_pods_hold(spread):
+    doc = spread("plan-spares", "--confidence", "0.9", "-o", "json").json
+    [job] = doc["jobs"]
+    assert job["spares_for_job"] == {p["pod"]: p["spares"] for p in doc["pods"]}
+    assert job["hold_back_for_job"] == []
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6), min_size=1, max_size=3),
+    st.floats(0.05, 0.999),
+)
+def test_joint_spares_is_the_fewest_total_by_exhaustion(raw, confidence):
+    """Against every allocation: the fewest spares in all, and among those the highest product."""
+    from tpufleet.spares import joint_spares
+
+    curves = [sorted(c) for c in raw]  # a curve rises with the spares held
+    got = joint_spares(curves, confidence)
+    options = [
+        (sum(held), -math.prod(c[h] for c, h in zip(curves, held, strict=True)), held)
+        for held in itertools.product(*(range(len(c)) for c in curves))
+        if math.prod(c[h] for c, h in zip(curves, held, strict=True)) >= confidence
+    ]
+    if not options:
+        assert got is None
+        return
+    fewest, best, _ = min(options)
+    assert got is not None and sum(got) == fewest
+    assert math.prod(c[h] for c, h in zip(curves, got, strict=True)) == pytest.approx(-best)

@@ -25,7 +25,6 @@ KNOWN: dict[str, tuple[int, str]] = {
         440,
         "one pass per job over a run's events; its interval helpers serve it alone",
     ),
-    "tpufleet/ops/spares.py": (415, "plan-spares and suspects read the same rates, probabilities and cubes"),
     "tpufleet/simulation/inputs.py": (449, "the simulation files' schemas beside the types and ranges they fill"),
     "tpufleet/state/store.py": (448, "the transaction protocol (lock, serial, journal, commit order) in one class"),
 }

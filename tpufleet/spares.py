@@ -59,6 +59,7 @@ __all__ = [
     "cube_healthy",
     "cubes_at_confidence",
     "failures_at_confidence",
+    "joint_spares",
     "ocs_all_up",
     "parse_days",
     "poisson_binomial",
@@ -220,6 +221,45 @@ def spare_curve(
         best = next(s for s, p in enumerate(probs) if p >= max(probs) * (1.0 - 1e-9))
         return SpareCurve(needed, tuple(probs), None, probs[best], best)
     return SpareCurve(needed, tuple(probs), meets, probs[meets], meets)
+
+
+def joint_spares(curves: Sequence[Sequence[float]], confidence: float) -> tuple[int, ...] | None:
+    """The fewest spares in all, one count per pod, at which the product of the pods' curves (each pod's
+    probability at 0, 1, ... spares, as `spare_curve` gives it) reaches the confidence: what a job across pods needs,
+    pods being independent in the model; among equal totals, the highest product. None when holding every candidate
+    of every pod does not reach it.
+
+    Exact: the best product at each total, pod by pod (a pod's curve rises with its spares, but not always by less
+    each time, so holding the next spare where it helps most could miss the fewest).
+
+    >>> joint_spares([[0.5, 0.9, 0.96, 0.99], [0.5, 0.9, 0.96, 0.99]], 0.95)
+    (3, 2)
+    >>> joint_spares([[0.5, 0.9], [0.99]], 0.95) is None
+    True
+    """
+    import numpy as np
+
+    best = np.ones(1)  # the best product of the pods so far at each total of their spares
+    choices: list[np.ndarray] = []  # per pod: at each total, the spares that pod holds in that best product
+    for curve in curves:
+        values = np.asarray(curve, dtype=float)
+        merged = np.full(len(best) + len(values) - 1, -1.0)
+        pick = np.zeros(len(merged), dtype=np.int64)
+        for held, p in enumerate(values):
+            window = merged[held : held + len(best)]
+            better = best * p > window
+            window[better] = (best * p)[better]
+            pick[held : held + len(best)][better] = held
+        best = merged
+        choices.append(pick)
+    reached = np.flatnonzero(best >= confidence)
+    if not len(reached):
+        return None
+    total, held_by_pod = int(reached[0]), []
+    for pick in reversed(choices):
+        held_by_pod.append(int(pick[total]))
+        total -= held_by_pod[-1]
+    return tuple(reversed(held_by_pod))
 
 
 def _incremental_tails(own: Sequence[float], candidates: Sequence[float], needed: int, ocs: float) -> list[float]:

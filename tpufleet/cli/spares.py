@@ -74,12 +74,29 @@ def _spares_table(result: dict[str, Any]) -> str:
 
 
 def _joint_line(job: dict[str, Any], confidence: float) -> str:
-    """A job across pods: the probability every one of its pods holds (each pod's figure is for that pod alone)."""
+    """A job across pods: the probability every one of its pods holds (each pod's figure is for that pod alone)
+    and, below the confidence, the spares per pod that reach it, or that none do."""
     below = f", below the confidence {confidence:g}" if job["below_confidence"] else ""
-    return (
+    line = (
         f"job {job['job']} spans pods {', '.join(job['pods'])}: P(every pod holds) "
         f"{probability_text(job['probability'], confidence)}{below}"
     )
+    if not job["below_confidence"]:
+        return line
+    if job["spares_for_job"] is None:
+        return line + "; no number of the pods' free cubes reaches it"
+    held = ", ".join(f"{pod} {n}" for pod, n in job["spares_for_job"].items())
+    more = job["hold_back_for_job"]
+    return (
+        f"{line}\n  the job reaches it holding {held} spares "
+        f"({probability_text(job['probability_at_spares_for_job'], confidence)}): "
+        f"{len(more)} more to hold back: {_cubes_text(more)}"
+    )
+
+
+def _cubes_text(cubes: list[str]) -> str:
+    text = ",".join(cubes)
+    return (text[:60] + "...") if len(text) > 63 else text
 
 
 @app.command(

@@ -4,7 +4,6 @@ from the fleet state: each pod's rates, each cube's probability, the slices' cub
 
 from __future__ import annotations
 
-import math
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, natural_key, pa
 from tpufleet.model import Pod, check_known, known_pod
 from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
+from tpufleet.ops.spares_jobs import Spares, jobs_across_pods, joint_figures, runs_on
 from tpufleet.ops.spares_notes import caps_text, pod_note
 from tpufleet.ops.views import JournalRead, of_scan
 from tpufleet.state.journal import whole_from_first
@@ -142,57 +142,26 @@ def plan(
         pod_name = known_pod(state.fleet, pod_name)
     chosen = _selected(state, slice_names)
     spanning = {
-        job: pods for job, pods in _jobs_across_pods(state, chosen).items() if pod_name in (None, *pods)
+        job: pods for job, pods in jobs_across_pods(state, chosen).items() if pod_name in (None, *pods)
     }  # with --pod, the jobs with a slice there: their other pods are planned too, for the joint figure only
     needed = {pod for pods in spanning.values() for pod in pods}
     maintenance = maintenance_within(state, now, horizon_days)
     context = _Context(
         state, _history(state), _down_now(state), state.machine_usage(), maintenance, slice_names is not None
     )
-    rows = {
+    planned_pods = {
         pod.name: _pod_plan(
-            context, pod, [s for s in chosen if _runs_on(s)[0] == pod.name], choice, confidence, horizon_days
+            context, pod, [s for s in chosen if runs_on(s)[0] == pod.name], choice, confidence, horizon_days
         )
         for pod in state.fleet.pods
         if pod_name in (None, pod.name) or pod.name in needed
     }
-    jobs = [_joint(job, [rows[p] for p in pods], confidence) for job, pods in spanning.items()]
+    rows = {name: row for name, (row, _) in planned_pods.items()}
+    jobs = [joint_figures(job, [planned_pods[p] for p in pods], confidence) for job, pods in spanning.items()]
     planned = [rows[p.name] for p in state.fleet.pods if pod_name in (None, p.name)]
     return Outcome(
         {"confidence": confidence, "horizon_days": horizon_days, "model": MODEL, "pods": planned, "jobs": jobs}
     )
-
-
-def _jobs_across_pods(state: FleetState, chosen: Sequence[Slice]) -> dict[str, list[str]]:
-    """Each multislice job whose chosen slices run in more than one pod -> those pods, in the fleet's order."""
-    order = {p.name: i for i, p in enumerate(state.fleet.pods)}
-    pods: dict[str, set[str]] = {}
-    for sl in chosen:
-        if sl.job is not None:
-            pods.setdefault(sl.job, set()).add(_runs_on(sl)[0])
-    by_name = sorted(pods.items(), key=lambda kv: natural_key(kv[0]))  # as jobs are counted: j9 before j10
-    return {job: sorted(ps, key=order.__getitem__) for job, ps in by_name if len(ps) > 1}
-
-
-def _joint(job: str, rows: Sequence[Mapping[str, Any]], confidence: float) -> dict[str, Any]:
-    """A job across pods keeps a healthy placement only when every one of its pods does: pods are independent in
-    the model, so its probability is the product of its pods' (each at the spares it holds back), and may fall
-    below the confidence though each pod reaches it."""
-    joint = math.prod(float(r["probability"]) for r in rows)
-    return {
-        "job": job,
-        "pods": [r["pod"] for r in rows],
-        "probability": joint,
-        "below_confidence": joint < confidence,
-    }
-
-
-def _runs_on(sl: Slice) -> tuple[str, tuple[str, ...]]:
-    """The pod and cubes the slice is to run on: an evicted slice's reserved move (it runs on none of its old
-    cubes, and the move's cubes, held for it, stand in for the broken one), else its own."""
-    if sl.state is SliceState.EVICTED and sl.proposal is not None:
-        return sl.proposal.pod, sl.proposal.cubes
-    return sl.pod, sl.cubes
 
 
 @dataclass(frozen=True)
@@ -207,12 +176,12 @@ class _Context:
 
 def _pod_plan(
     ctx: _Context, pod: Pod, slices: list[Slice], choice: RatesChoice, confidence: float, horizon: float
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Spares]:
     rates, source, gen = _pod_rates(pod, choice)
     hosts = gen.hosts_per_cube if gen is not None else MACHINES_PER_CUBE
     clean = spares.cube_healthy(rates, horizon, hosts, OPTICAL_LINKS_PER_CUBE, up_now=True)
     odds = _odds(ctx, pod, rates, hosts, horizon)
-    own = list(dict.fromkeys(c for s in slices for c in _runs_on(s)[1]))  # sub-cube slices sharing a cube: once
+    own = list(dict.fromkeys(c for s in slices for c in runs_on(s)[1]))  # sub-cube slices sharing a cube: once
     # a cube up now is free however small its odds (they underflow to 0 over a long horizon): only down is not
     lost = ctx.down | ctx.maintenance
     free = [c for c in pod.cubes if c not in own and not ctx.usage.get(c) and c not in lost]
@@ -225,7 +194,7 @@ def _pod_plan(
     ocs = _ocs_term(ctx.state, pod, slices, rates, horizon, gen)
     curve = spares.spare_curve([odds[c] for c in own], [odds[c] for c in free], len(own), ocs, confidence)
     shown_to = min(len(free), curve.best + 2)
-    return {
+    row = {
         "pod": pod.name,
         "generation": gen.name if gen is not None else None,
         "rates_source": source,
@@ -257,6 +226,7 @@ def _pod_plan(
             held,
         ),
     }
+    return row, Spares(curve.probabilities, free)
 
 
 def _odds(ctx: _Context, pod: Pod, rates: spares.ComponentRates, hosts: int, horizon: float) -> dict[str, float]:
