@@ -335,7 +335,11 @@ def test_a_slice_not_ready_is_state_drift_while_tpufleet_runs_it(reserved, slice
     assert (d["matched"], d["in_sync"]) == (4, 1)
     assert {i["slice"]: (i["kind"], i["reason"]) for i in d["drift"]} == {
         "serve-1": ("state", "GKE reports ACTIVE (Ready False): not running; tpufleet runs it (connected)"),
-        "rl-rollout-0": ("state", "GKE reports ACTIVATING (Ready False): not running; tpufleet runs it (connected)"),
+        "rl-rollout-0": (
+            "state",
+            "GKE reports ACTIVATING (Ready False) since 2026-06-14T10:00:00Z, over 30 minutes: stuck: not running; "
+            "tpufleet runs it (connected)",
+        ),
         "eval-0": ("state", "GKE reports CREATED (no Ready condition): not running; tpufleet runs it (connected)"),
     }
 
@@ -373,3 +377,52 @@ def test_two_ready_conditions_exit_2_naming_the_slice_and_field(reserved, slices
         "condition 0 (one condition of a type) (value 'Ready')"
     )
     assert snapshot(reserved.state) == before
+
+
+@pytest.mark.parametrize(
+    ("now", "drift"),
+    [("2026-06-14T10:05:00Z", False), ("2026-06-14T10:30:00Z", False), ("2026-06-14T10:30:01Z", True)],
+)
+def test_a_slice_activating_after_tpufleet_wired_it_is_in_sync_for_30_minutes(
+    reserved, slices, tmp_path, monkeypatch, now, drift
+):
+    """Wired in the twin by `plan-xconnect --apply`, a Slice is ACTIVATING while GKE brings it up: `drift` (for
+    cron) called that state drift at once, exit 4. Within 30 minutes of its Ready condition's change it is in sync
+    and listed as activating; after, it is stuck, state drift naming since when."""
+    from tpufleet.state import store
+
+    item = _ready(slices, 0, "rl-rollout-0", "0024", "False", "ACTIVATING")  # changed at 2026-06-14T10:00:00Z
+    assert reserved("allocate", "rl-rollout-0", "--shape", "4x4x4", "--cubes", "c24").code == 0
+    assert reserved("plan-xconnect", "rl-rollout-0", "--apply").code == 0
+    path = write(tmp_path, {"kind": "List", "items": [item]})
+    monkeypatch.setattr(store, "utc_now", lambda: now)
+    d = reserved("import", "slices", path, "-o", "json").json
+    assert d["in_sync"] == (0 if drift else 1)
+    assert [i["kind"] for i in d["drift"]] == (["state"] if drift else [])
+    expected = (
+        [] if drift else [{"slice": "rl-rollout-0", "tpufleet_slice": "rl-rollout-0", "since": "2026-06-14T10:00:00Z"}]
+    )
+    assert d["activating"] == expected
+    r = reserved("drift", "--slices", path, "-o", "json")
+    assert r.code == (4 if drift else 0), r.err
+    if not drift:
+        assert "  . activating rl-rollout-0 since 2026-06-14T10:00:00Z: GKE is bringing up what tpufleet wired" in (
+            reserved("import", "slices", path).out
+        )
+
+
+def test_an_activating_slice_tpufleet_has_not_wired_stays_allocated_and_in_sync(reserved, slices, tmp_path):
+    """An allocated slice agrees with any Slice state (GKE's controller wires it): not listed as activating."""
+    item = _ready(slices, 0, "rl-rollout-0", "0024", "False", "ACTIVATING")
+    assert reserved("allocate", "rl-rollout-0", "--shape", "4x4x4", "--cubes", "c24").code == 0
+    d = reserved("import", "slices", write(tmp_path, {"kind": "List", "items": [item]}), "-o", "json").json
+    assert (d["in_sync"], d["drift"], d["activating"]) == (1, [], [])
+
+
+def test_a_ready_condition_time_that_is_no_time_is_refused_naming_it(reserved, slices, tmp_path):
+    item = _ready(slices, 0, "rl-rollout-0", "0024", "False", "ACTIVATING")
+    item["status"]["conditions"][0]["lastTransitionTime"] = "yesterday"
+    path = write(tmp_path, {"kind": "List", "items": [item]})
+    r = reserved("import", "slices", path)
+    assert r.code == 2
+    assert all(part in r.err for part in (str(path), "items.0.status.conditions.0.lastTransitionTime", "'yesterday'"))

@@ -28,6 +28,12 @@ def _slices_text(d: dict[str, Any]) -> str:
         who = " / ".join(filter(None, (item["slice"], item["tpufleet_slice"] and f"tpufleet {item['tpufleet_slice']}")))
         lines.append(f"  {signs[item['kind']]} {item['kind']} {who}: {item['reason']}")
     lines += [f"  . ignored {g['slice']} ({g['state']}): {g['reason']}" for g in d["ignored"]]
+    lines += [
+        f"  . activating {a['slice']}"
+        + (f" / tpufleet {a['tpufleet_slice']}" if a["tpufleet_slice"] != a["slice"] else "")
+        + f" since {a['since'] or '?'}: GKE is bringing up what tpufleet wired (in sync)"
+        for a in d["activating"]
+    ]
     if not d["has_changes"]:
         verdict = "  no changes" + (" (the drift above is not for import to settle)" if d["drift"] else "")
     elif d["applied"]:

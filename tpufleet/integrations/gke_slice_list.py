@@ -83,6 +83,7 @@ class GkeSlice:
     ready: str | None  # the Ready condition's status (True, False, Unknown), None without one
     deleting: bool
     tpufleet_name: str | None  # the tpufleet.io/slice annotation
+    since: str | None = None  # the Ready condition's lastTransitionTime (UTC, as the tool writes times)
 
     @property
     def path(self) -> str:
@@ -166,11 +167,11 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     spec = _object(item, "spec", path, file, name)
     kind, topology, dims, partitions = _spec(spec, f"{path}.spec", file, name)
     status = _object(item, "status", path, file, name)
-    state, ready = _state(status, f"{path}.status", file, name)
+    state, ready, since = _state(status, f"{path}.status", file, name)
     deleting = meta.get("deletionTimestamp")
     if deleting is not None and (not isinstance(deleting, str) or utc_stamp(deleting) is None):
         raise bad_slice(file, f"{path}.metadata.deletionTimestamp", deleting, "must be a time (RFC 3339 text)", name)
-    return GkeSlice(name, i, kind, topology, dims, partitions, state, ready, deleting is not None, own)
+    return GkeSlice(name, i, kind, topology, dims, partitions, state, ready, deleting is not None, own, since)
 
 
 def _object(obj: Mapping[str, Any], key: str, path: str, file: str, name: str | None) -> dict[str, Any]:
@@ -215,13 +216,14 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
     return kind, topology, dims, tuple(ids)
 
 
-def _state(status: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str | None]:
-    """The Ready condition's reason and status (CREATED and None without one). A condition type given twice is
-    malformed: conditions are keyed by their type, and two Ready conditions leave the Slice's state unknown."""
+def _state(status: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str | None, str | None]:
+    """The Ready condition's reason, status and time (CREATED, None and None without one). A condition type given
+    twice is malformed: conditions are keyed by their type, and two Ready conditions leave the Slice's state
+    unknown."""
     conditions = status.get("conditions", [])
     if not isinstance(conditions, list):
         raise bad_slice(file, f"{path}.conditions", NO_VALUE, f"must be a list, not {json_found(conditions)}", name)
-    found: tuple[str, str | None] = ("CREATED", None)
+    found: tuple[str, str | None, str | None] = ("CREATED", None, None)
     seen: dict[str, int] = {}
     for j, cond in enumerate(conditions):
         if not isinstance(cond, dict):
@@ -237,8 +239,8 @@ def _state(status: dict[str, Any], path: str, file: str, name: str) -> tuple[str
     return found
 
 
-def _ready(cond: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str]:
-    """The Ready condition's reason (a Slice state) and status."""
+def _ready(cond: dict[str, Any], path: str, file: str, name: str) -> tuple[str, str, str | None]:
+    """The Ready condition's reason (a Slice state), status and lastTransitionTime (None when not given)."""
     reason = cond.get("reason")
     if reason not in SLICE_STATES:
         problem = "not a Slice state (" + ", ".join(SLICE_STATES[1:]) + ")"
@@ -246,4 +248,8 @@ def _ready(cond: dict[str, Any], path: str, file: str, name: str) -> tuple[str, 
     status = cond.get("status")
     if status not in ("True", "False", "Unknown"):
         raise bad_slice(file, f"{path}.status", cond.get("status", NO_VALUE), "must be True, False or Unknown", name)
-    return str(reason), str(status)
+    since = cond.get("lastTransitionTime")
+    stamp = utc_stamp(since) if isinstance(since, str) else None
+    if since is not None and stamp is None:
+        raise bad_slice(file, f"{path}.lastTransitionTime", since, "must be a time (RFC 3339 text)", name)
+    return str(reason), str(status), stamp

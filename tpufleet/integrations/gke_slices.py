@@ -16,7 +16,8 @@ The plan, in steps:
    shape on those cubes), `conflict` (a Slice on cubes tpufleet cannot give it: held by another slice, out of
    the pool, another Slice's), `not_in_cluster` (a slice a Slice could describe, and none does), `shape` and
    `cubes` (the two disagree on what the slice is), `state` (not running, FAILED or not Ready, while tpufleet
-   runs it; running while tpufleet evicted it; degraded on one side only). A Slice runs only when Ready (its
+   runs it, but ACTIVATING within ACTIVATION_GRACE of its last change: GKE bringing up what tpufleet wired;
+   running while tpufleet evicted it; degraded on one side only). A Slice runs only when Ready (its
    `Ready` condition True) and ACTIVE or ACTIVE_DEGRADED. A FAILED, SliceCreationFailed or DEACTIVATING Slice with
    no slice in tpufleet holds nothing: it is listed as ignored, not drift.
 """
@@ -24,6 +25,7 @@ The plan, in steps:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 from tpufleet import allocation
 from tpufleet.constants import MACHINES_PER_CUBE
@@ -33,6 +35,7 @@ from tpufleet.ids import natural_key
 from tpufleet.integrations.exports import CRD_SLICE_TYPES, accelerator
 from tpufleet.integrations.gke_slice_list import GkeSlice, SliceListInput, bad_slice
 from tpufleet.shapes import Shape, generation_shape, validate_dims
+from tpufleet.timeparse import parse_stamp
 from tpufleet.views import cube_holders
 
 __all__ = [
@@ -47,6 +50,9 @@ __all__ = [
 FAILED = frozenset({"FAILED", "SliceCreationFailed"})
 IGNORED_STATES = FAILED | {"DEACTIVATING"}  # a Slice in these states with no tpufleet slice holds nothing
 DRIFT_KINDS = ("not_in_tpufleet", "conflict", "not_in_cluster", "shape", "cubes", "state")
+# How long a Slice may stay ACTIVATING after tpufleet wired its slice before they disagree: GKE's controller brings
+# it up (programs the OCS, starts the hosts) after the twin's `plan-xconnect --apply`; longer, it is stuck.
+ACTIVATION_GRACE = timedelta(minutes=30)
 UNMODELLED = frozenset({"v6e"})  # Slice types of no tpufleet generation: such Slices are left aside
 
 
@@ -85,6 +91,7 @@ class SlicePlan:
     ignored: list[tuple[str, str, str]] = field(default_factory=list)  # (Slice, state, why)
     matched: dict[str, str] = field(default_factory=dict)  # Slice -> tpufleet slice
     in_sync: int = 0
+    activating: list[tuple[str, str, str | None]] = field(default_factory=list)  # (Slice, slice, since): in sync
 
     def counts(self) -> dict[str, int]:
         return {kind: sum(1 for d in self.drift if d.kind == kind) for kind in DRIFT_KINDS}
@@ -100,12 +107,12 @@ class _Placed:
     shape: Shape
 
 
-def plan(state: FleetState, given: SliceListInput) -> SlicePlan:
-    """The import of `given` against `state` (steps 1-3 of the module docstring); BadStateFile for a Slice that
-    does not describe this fleet."""
+def plan(state: FleetState, given: SliceListInput, now: str | None = None) -> SlicePlan:
+    """The import of `given` against `state` at `now` (steps 1-3 of the module docstring); BadStateFile for a Slice
+    that does not describe this fleet."""
     out = SlicePlan()
     placed = _resolve_all(state, given, out)
-    unmatched = _match(state, placed, out)
+    unmatched = _match(state, placed, out, now)
     _new_or_conflict(state, unmatched, out)
     described = set(out.matched.values())
     for name in sorted(state.slices, key=natural_key):
@@ -169,7 +176,7 @@ def _resolve(state: FleetState, s: GkeSlice, ids: dict[str, str], file: str) -> 
     return _Placed(s, pod.name, tuple(cubes), shape)
 
 
-def _match(state: FleetState, placed: list[_Placed], out: SlicePlan) -> list[_Placed]:
+def _match(state: FleetState, placed: list[_Placed], out: SlicePlan, now: str | None) -> list[_Placed]:
     """Pair Slices with tpufleet slices (annotation, name, then exactly the same cubes); compare each pair."""
     by_cubes = {frozenset(sl.cubes): sl.name for sl in state.slices.values()}
     unmatched = []
@@ -182,13 +189,16 @@ def _match(state: FleetState, placed: list[_Placed], out: SlicePlan) -> list[_Pl
             unmatched.append(p)
             continue
         out.matched[s.name] = name
-        found = _compare(p, state.slices[name])
+        sl = state.slices[name]
+        if sl.state.wired and _activating(s, now):
+            out.activating.append((s.name, name, s.since))
+        found = _compare(p, sl, now)
         out.drift += found
         out.in_sync += not found
     return unmatched
 
 
-def _compare(p: _Placed, sl: Slice) -> list[Drift]:
+def _compare(p: _Placed, sl: Slice, now: str | None) -> list[Drift]:
     s, found = p.gke, []
     if p.shape.dims != sl.shape.dims:
         why = f"the Slice is {p.shape.text}, tpufleet's slice {sl.shape.text}"
@@ -196,10 +206,19 @@ def _compare(p: _Placed, sl: Slice) -> list[Drift]:
     elif set(p.cubes) != set(sl.cubes):
         why = f"the Slice is on {_cube_text(p.cubes)}, tpufleet's slice on {_cube_text(sl.cubes)}"
         found.append(Drift("cubes", s.name, sl.name, why))
-    disagree = _state_drift(s, sl)
+    disagree = None if sl.state.wired and _activating(s, now) else _state_drift(s, sl)
     if disagree is not None:
         found.append(Drift("state", s.name, sl.name, disagree))
     return found
+
+
+def _activating(gke: GkeSlice, now: str | None) -> bool:
+    """Whether the Slice is being brought up, within ACTIVATION_GRACE of its Ready condition's last change (no
+    time given, or no `now`: taken as within)."""
+    if gke.state != "ACTIVATING" or gke.ready == "True":
+        return False
+    since, at = parse_stamp(gke.since or ""), parse_stamp(now or "")
+    return since is None or at is None or at - since <= ACTIVATION_GRACE
 
 
 def _state_drift(gke: GkeSlice, sl: Slice) -> str | None:
@@ -209,7 +228,9 @@ def _state_drift(gke: GkeSlice, sl: Slice) -> str | None:
     if sl.state.wired and gke.state in FAILED:
         return f"GKE reports {gke.state}; tpufleet runs it ({sl.state})"
     if sl.state.wired and not gke.running:
-        return f"GKE reports {gke.said}: not running; tpufleet runs it ({sl.state})"
+        grace = int(ACTIVATION_GRACE.total_seconds() // 60)
+        stuck = f" since {gke.since}, over {grace} minutes: stuck" if gke.state == "ACTIVATING" and gke.since else ""
+        return f"GKE reports {gke.said}{stuck}: not running; tpufleet runs it ({sl.state})"
     if not gke.running:
         return None
     if sl.state is SliceState.EVICTED:

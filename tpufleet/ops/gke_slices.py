@@ -17,7 +17,7 @@ from tpufleet.ops.outcome import Outcome
 
 def import_slices(state: FleetState, given: SliceListInput, source: str, now: str, apply: bool = False) -> Outcome:
     """The drift of the Slice list against the state; with `apply`, record the Slices tpufleet can hold."""
-    diff = plan(state, given)
+    diff = plan(state, given, now)
     data = record(state, given, diff, source)
     if not apply or not data["has_changes"]:
         return Outcome(data)
@@ -39,6 +39,7 @@ def record(state: FleetState, given: SliceListInput, diff: SlicePlan, source: st
         "drift": [d.record() for d in diff.drift],
         "drift_counts": diff.counts(),
         "ignored": [{"slice": n, "state": st, "reason": why} for n, st, why in diff.ignored],
+        "activating": [{"slice": n, "tpufleet_slice": sl, "since": t} for n, sl, t in diff.activating],
         "has_changes": bool(diff.new),
         "applied": False,
         "serial": state.serial,
