@@ -84,3 +84,36 @@ def test_slice_or_stale_exactly_one_and_nothing_changes(three, args):
     said = one_line(r).removeprefix("tpufleet: error: ")
     assert said.startswith(("bad option --stale: ", "bad option --out/--table-capacity: ")) and "--stale" in said
     assert snapshot(three.state) == before
+
+
+def test_a_slice_whose_wiring_can_be_finished_now_is_skipped_until_it_is(fleet):
+    """Wired while an OCS was down, its pairs there deferred; the OCS repaired, tables made now would go stale
+    again at `plan-xconnect --apply`: that step is named first, and after it `routes --stale` routes it."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("routes", "a").code == 0
+    assert fleet("clear-fault", "f1").code == 0
+    r = fleet("routes", "--stale", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["stale"] == [] and r.json["skipped"] == [
+        {"slice": "a", "reason": "cross-connects missing: `tpufleet plan-xconnect a --apply` first"}
+    ]
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("routes", "--stale", "-o", "json").json["stale"] == ["a"]
+    assert _to_do(fleet) == ([], [])
+
+
+def test_fault_and_clear_name_it_when_several_slices_need_tables(three):
+    hit = three("inject-fault", "ocs:pod0/x/1").out
+    assert hit.count("(its stored tables predate this fault)") == 3
+    assert hit.rstrip().endswith("all of them at once: tpufleet routes --stale")
+    cleared = three("clear-fault", "f1").out
+    assert "all of them at once: `tpufleet routes --stale`" in cleared
+    assert three("routes", "--stale").code == 0
+    assert _to_do(three) == ([], [])
+
+
+def test_one_slice_needing_tables_gets_no_line_for_all(three):
+    assert "all of them at once" not in three("inject-fault", "link:c00/x/3/out").out
+    assert "all of them at once" not in three("clear-fault", "f1").out

@@ -42,6 +42,8 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
             lines.extend(link_steps("    ", s["slice"], linked or {}))
             lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
+    if sum(line.endswith("(its stored tables predate this fault)") for line in lines) > 1:
+        lines.append("  all of them at once: tpufleet routes --stale")
     for j in r.get("jobs", []):
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])

@@ -216,13 +216,13 @@ def clear_cmd(
     ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]
     wiring = {*d["rewire"], *d["rewire_waits"]}  # routed once wired: their hints say what comes first
     linked = ctx.obj.store().linked_tables(d["routes_stale"])
+    stale = [n for n in d["routes_stale"] if n not in wiring]
     hint += [
         f"  {n}: routing tables stale; "
         + (f"{rm_step(linked[n])} (a symbolic link where they belong), then " if n in linked else "")
         + f"run `tpufleet routes {n}` for tables on the network as it is now"
-        for n in d["routes_stale"]
-        if n not in wiring
-    ]
+        for n in stale
+    ] + (["  all of them at once: `tpufleet routes --stale`"] if len(stale) > 1 else [])
     cleared = [f"cleared {f['id']} on {f['target']}" for f in d["cleared"]]
     emit(d, output, lambda: "\n".join(cleared + _dropped_lines(d["xconnects_dropped"]) + hint))
     from tpufleet.cli.suggested import say

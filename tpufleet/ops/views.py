@@ -183,19 +183,26 @@ def missing_tables(store: Store, state: FleetState, only: Collection[str] | None
 
 def tables_to_remake(store: Store) -> tuple[list[str], dict[str, str]]:
     """`routes --stale`: the slices whose stored tables are stale or missing, as `status` lists them, in name
-    order, and those of them `routes` cannot remake now, each with why: an evicted slice's tables wait for its move
-    (`reschedule`), and a symbolic link standing where a slice's tables belong is never written through."""
+    order, and those of them `routes` should not remake now, each with why: an evicted slice's tables wait for its
+    move (`reschedule`), a slice whose missing cross-connects can be programmed now for its wiring (tables made
+    first would go stale again), and a symbolic link standing where a slice's tables belong is never written
+    through."""
     state, missing = tables_as_stored(store, store.load())
     linked = store.linked_tables(missing)
     wanted = sorted((n for n, r in state.routes.items() if r.stale or n in missing), key=natural_key)
-    skipped = {
-        n: "evicted: `tpufleet reschedule` moves it first"
-        if state.slices[n].state is SliceState.EVICTED
-        else f"a symbolic link stands where its tables belong ({linked[n]}): remove it first"
-        for n in wanted
-        if state.slices[n].state is SliceState.EVICTED or n in linked
-    }
+    skipped = {n: why for n in wanted if (why := _not_now(state, n, linked)) is not None}
     return [n for n in wanted if n not in skipped], skipped
+
+
+def _not_now(state: FleetState, name: str, linked: dict[str, str]) -> str | None:
+    sl = state.slices[name]
+    if sl.state is SliceState.EVICTED:
+        return "evicted: `tpufleet reschedule` moves it first"
+    if views.missing_xconnects(state, sl) and views.wiring_wait(state, sl) is None:
+        return f"cross-connects missing: `tpufleet plan-xconnect {name} --apply` first"
+    if name in linked:
+        return f"a symbolic link stands where its tables belong ({linked[name]}): remove it first"
+    return None
 
 
 def tables_as_stored(
