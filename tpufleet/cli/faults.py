@@ -396,5 +396,6 @@ def _window_part(row: dict[str, Any]) -> str:
     """A drain's window, unless its reason says it already (a reservation's drain names its window)."""
     if "window_start" not in row:
         return ""
-    window = f"{row['window_start']} to {row['window_end']}"
-    return "" if window in (row["reason"] or "") else f" [{row['window_start']} .. {row['window_end']}]"
+    end = row.get("window_end") or "?"  # an end the reservation did not give (its drain's reason says `to ?`)
+    window = f"{row['window_start']} to {end}"
+    return "" if window in (row["reason"] or "") else f" [{row['window_start']} .. {end}]"
