@@ -103,13 +103,15 @@ def allocate(
     cubes: Sequence[str] | None = None,
     wirable: Wirable = "ports",
     holders: Mapping[str, str] | None = None,
+    degraded_last: bool = False,
 ) -> Allocation:
     """Cubes for the shape: the given ones, else the first free ones of the first pod that has enough that can be
     wired (`wirable`: "ports" skips cubes with a failed or drained optical link, which `plan-xconnect` refuses;
     "ports+ocs", for a slice without fault-tolerant routing, also tries pods with every OCS up first: one with an
     OCS down can take it, but it waits for the repair to be wired; "pool" only asks that cubes be in the pool, for
     a caller that judges the wiring itself, as the fleet simulation does). `holders`: for a given cube already held,
-    who holds it (`held by slice a`), as the refusal names it."""
+    who holds it (`held by slice a`), as the refusal names it. `degraded_last` (a move): DEGRADED cubes after the
+    healthy ones, as `plan-spares` holds them back; a new slice takes the free cubes in order."""
     require_allocatable(shape)
     if pod is not None:
         pod = known_pod(fleet, pod)
@@ -123,7 +125,7 @@ def allocate(
     reports = []
     for p in pods:
         free = [c for c in p.cubes if c not in used and usable(c)]
-        free.sort(key=lambda c: c in health.maintenance)  # stable: cubes under announced maintenance last
+        free.sort(key=health.last_resort if degraded_last else lambda c: c in health.maintenance)  # stable
         if len(free) - health.held.get(p.name, 0) >= shape.cubes:
             chosen = tuple(free[: shape.cubes])
             return Allocation(p.name, chosen, grid_coords(shape, chosen))
@@ -240,7 +242,7 @@ def _take_given(
 def _best_fit_subcube(
     shape: Shape, pods: Sequence[Pod], used: MachineUsage, health: Health, only: str | None = None
 ) -> Allocation:
-    best: tuple[tuple[bool, int, int, int], str, str, Vec, tuple[int, ...]] | None = None
+    best: tuple[tuple[bool, bool, int, int, int], str, str, Vec, tuple[int, ...]] | None = None
     for i, p in enumerate(pods):
         # a whole free cube a torus can use is one the pod's unplaced node pools may hold, when they hold all it
         # has left (a cube with a port down is none they could use)
@@ -255,8 +257,8 @@ def _best_fit_subcube(
                 if taken.isdisjoint(machines):
                     # Best fit: the fullest cube that still fits keeps whole cubes free for big slices; among
                     # equals the first in the fleet's order (c64 before c100, as names they sort the other way);
-                    # a cube under announced maintenance only when no other fits
-                    key = (cube in health.maintenance, -len(taken), i, j)
+                    # a DEGRADED cube only when no healthy one fits, one under announced maintenance after it
+                    key = (*health.last_resort(cube), -len(taken), i, j)
                     if best is None or key < best[0]:
                         best = (key, p.name, cube, origin, machines)
                     break

@@ -93,8 +93,8 @@ class FleetState:
         if self._health is None:
             from tpufleet.integrations.k8s_pools import unplaced_cubes
 
-            self._health = health_of(self.faults)
-            self._health.held = unplaced_cubes(self.k8s.node_pools.values())
+            health = self._health = health_of(self.faults)
+            health.held, health.degraded = unplaced_cubes(self.k8s.node_pools.values()), self.degraded_cubes()
             self._health.maintenance = frozenset(
                 r.cube
                 for r in self.reservation.sub_blocks.values()

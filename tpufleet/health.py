@@ -30,6 +30,14 @@ class Health:
     # cubes in the pool whose maintenance the reservation announced for a later window: an allocation takes them
     # last, so a new slice or a move does not land where a drain is due
     maintenance: frozenset[str] = frozenset()
+    # cubes whose reservation sub-block or GKE partition is DEGRADED: they serve, but an allocation takes them after
+    # the healthy ones (as `plan-spares` holds them back last), so a new slice or a move does not land on them
+    degraded: frozenset[str] = frozenset()
+
+    def last_resort(self, cube: str) -> tuple[bool, bool]:
+        """The order an allocation takes free cubes in: healthy ones first, a DEGRADED one after them, one under
+        announced maintenance last (its drain is due)."""
+        return cube in self.maintenance, cube in self.degraded
 
     def room(self, pod: str, cubes: Iterable[str], used: Iterable[str]) -> int:
         """Free cubes of a pod (its `cubes`; `used` those slices hold) a torus can use (every port working), less

@@ -49,7 +49,9 @@ def _other_pod(
     last: Refused | None = None
     for pod in allocation.wirable_first(_pods_to_try(state, sl, avoid_pod), health, _wirable(sl)):
         try:
-            return allocation.allocate(sl.shape, state.fleet, used, health, pod=pod, wirable=_wirable(sl))
+            return allocation.allocate(
+                sl.shape, state.fleet, used, health, pod=pod, wirable=_wirable(sl), degraded_last=True
+            )
         except Refused as exc:
             last = exc
         except BadInput as exc:  # a pod of another generation that cannot hold the shape: not a place to move to
@@ -67,7 +69,7 @@ def _swap_lost_cubes(
     state: FleetState, sl: Slice, avoid_cube: str | None, used: allocation.MachineUsage, avoid: frozenset[str]
 ) -> Allocation:
     """Keep the slice's healthy cubes and their grid positions; put free healthy cubes of the pod in the rest
-    (those under announced maintenance, or in `avoid`, last)."""
+    (DEGRADED ones after the others, those under announced maintenance, or in `avoid`, last)."""
     health = _health(state, avoid)
     lost = [c for c in sl.cubes if not health.cube_wirable(c) or c == avoid_cube]  # out, or a port down
     free = [  # cubes whose every optical port works: plan-xconnect refuses a failed or drained one
@@ -75,7 +77,7 @@ def _swap_lost_cubes(
         for c in state.fleet.pod_by_name[sl.pod].cubes
         if c not in used and c not in sl.cubes and health.cube_wirable(c)
     ]
-    free.sort(key=lambda c: c in health.maintenance)  # stable: cubes under announced maintenance last, as allocate
+    free.sort(key=health.last_resort)  # stable: as allocate, DEGRADED cubes after the others, maintenance last
     held = health.held.get(sl.pod, 0)  # node pools tpufleet has not placed: their room stays free
     if len(free) - held < len(lost):
         note = f" ({held} of them held by node pools tpufleet has not placed)" if held else ""

@@ -396,6 +396,5 @@ def _window_part(row: dict[str, Any]) -> str:
     """A drain's window, unless its reason says it already (a reservation's drain names its window)."""
     if "window_start" not in row:
         return ""
-    end = row.get("window_end") or "?"  # an end the reservation did not give (its drain's reason says `to ?`)
-    window = f"{row['window_start']} to {end}"
-    return "" if window in (row["reason"] or "") else f" [{row['window_start']} .. {end}]"
+    start, end = row["window_start"], row.get("window_end") or "?"  # no end given: its reason says `to ?`
+    return "" if f"{start} to {end}" in (row["reason"] or "") else f" [{start} .. {end}]"
