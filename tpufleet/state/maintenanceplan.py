@@ -23,7 +23,7 @@ from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.jsontext import MAX_SPEC_BYTES
 from tpufleet.maintenance import KIND, Notice, window
 from tpufleet.model import Fleet
-from tpufleet.state.inputfiles import MissingFile, load_json_file, read_bytes
+from tpufleet.state.inputfiles import MissingFile, load_json_file, load_yaml, read_bytes
 from tpufleet.state.planfile import JOB_PLAN_KIND, PLAN_KIND
 from tpufleet.timeparse import utc_stamp
 
@@ -131,13 +131,20 @@ class SavedMaintenancePlan:
 _NOTICE_KEY = re.compile(rb"""^\s*-?\s*\{?\s*["']?target["']?\s*:""", re.MULTILINE)
 
 
-def _notices_file(path: Path) -> bool:
-    """Whether a file that is no JSON reads as maintenance notices in YAML (a list of `target:` entries)."""
+def _yaml_instead(path: Path) -> str | None:
+    """What a file that is no JSON holds read as YAML: "notices" (a list of `target:` entries, the file a plan is
+    made from), "plan" (a plan as `plan-maintenance -o yaml` prints it), or None (a plan cut short, or anything
+    else: the JSON error says where it breaks)."""
+    if not _NOTICE_KEY.search(read_bytes(path, "maintenance plan", MAX_SPEC_BYTES)):
+        return None
     try:
-        data = read_bytes(path, "maintenance plan", MAX_SPEC_BYTES)
-    except BadStateFile:  # too large, or unreadable: as refused
-        return False
-    return bool(_NOTICE_KEY.search(data))
+        doc = load_yaml(path, "maintenance plan")
+    except BadStateFile:
+        return None
+    if isinstance(doc, dict) and doc.get("kind") == KIND and "waves" in doc:
+        return "plan"
+    entries = doc.get("notices") if isinstance(doc, dict) else doc  # a list, or one under `notices:`
+    return "notices" if isinstance(entries, list) and entries and all(isinstance(n, dict) for n in entries) else None
 
 
 def _notices_not_plan(where: str) -> BadStateFile:
@@ -156,8 +163,14 @@ def read(path: Path) -> SavedMaintenancePlan:
     except MissingFile:
         raise
     except BadStateFile:
-        if _notices_file(path):  # the file the plan is made from, in YAML
+        instead = _yaml_instead(path)
+        if instead == "notices":  # the file the plan is made from, in YAML
             raise _notices_not_plan(where) from None
+        if instead == "plan":
+            problem = (
+                "a maintenance plan in YAML: apply-maintenance reads the JSON file `plan-maintenance --out` writes"
+            )
+            raise BadStateFile(where, "<root>", NO_VALUE, problem) from None
         raise
     if isinstance(doc, list) and doc and all(isinstance(n, dict) and "target" in n for n in doc):
         raise _notices_not_plan(where)  # the file the plan is made from, in JSON
