@@ -259,7 +259,9 @@ def _impact(
         why = f"{kind} fault stops its machines"
     if fault.planned:  # nothing runs on a slice not wired yet: there is nothing to notify or checkpoint
         then = "the job is notified and checkpoints before it moves" if sl.state.wired else "not wired yet, it moves"
-        why = f"planned drain of its {kind}: {then}"
+        # a network drain moves a running slice only when rerouting cannot carry it: which test failed, as unplanned
+        cause = f"; {why}" if how == "network" and sl.state.wired else ""
+        why = f"planned drain of its {kind}{cause}: {then}"
     proposal = propose_replacement(state, sl, fault.target)
     state.evict(sl.name, fault.id, proposal.alloc if proposal.ready else None)
     return SliceImpact(sl.name, "reschedule", why, replacement=proposal.to_dict())
