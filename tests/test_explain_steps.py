@@ -544,7 +544,7 @@ def test_a_symbolic_link_a_released_slice_left_is_removed_before_the_new_slices_
     tables.rename(tmp_path / "elsewhere.npz")
     tables.symlink_to(tmp_path / "elsewhere.npz")
     assert _ok(fleet, "release", "a", "-o", "json").json["linked_routes"] == {"a": str(tables)}
-    _ok(fleet, "allocate", "a", "--shape", "4x4x4")
+    _ok(fleet, "allocate", "a", "--shape", "4x4x4", "--cubes", "c01")  # not c00, whose x/0 pairs stand already
     _ok(fleet, "inject-fault", "ocs:pod0/x/0")  # f1
     r = _ok(fleet, "explain", "a", "-o", "json").json
     assert r["next"] == [

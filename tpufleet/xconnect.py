@@ -158,10 +158,14 @@ def plan(
     not a refusal: no cube set avoids it, so its pairs are deferred until repair and routing bridges the gap."""
     wanted = wanted_pairs(shape, fleet, coords)
     deferred: list[OcsId] = []
+    checked = wanted
     if tolerate_down_ocs:
-        deferred = [k for k in wanted if k in health.ocs_down]
-        wanted = {k: v for k, v in wanted.items() if k not in health.ocs_down}
-    return Plan(diff(wanted, ocs_state), unusable(wanted, fleet, health), deferred)
+        # a down OCS already holding every pair the slice needs on it needs nothing: kept, not deferred
+        standing = {k for k in wanted if k in health.ocs_down and set(wanted[k]) <= ocs_state.get(k, frozenset())}
+        deferred = [k for k in wanted if k in health.ocs_down and k not in standing]
+        wanted = {k: v for k, v in wanted.items() if k not in deferred}
+        checked = {k: v for k, v in wanted.items() if k not in standing}
+    return Plan(diff(wanted, ocs_state), unusable(checked, fleet, health), deferred)
 
 
 def apply(ocs_state: OcsState, changes: list[OcsChange]) -> dict[OcsId, frozenset[Pair]]:
