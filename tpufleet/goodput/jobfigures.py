@@ -95,7 +95,8 @@ def finish(
 
     start, end, begin_all = times  # the part's start and end, the job's first start
     part = (bounds[:-1] >= start) & (bounds[1:] <= end)  # the elementary intervals inside the part
-    full, excluded_s = not_excluded(allocated(job, ev, bounds, begin_all), bounds, spans, part)
+    run = allocated(job, ev, bounds, begin_all)
+    full, excluded_s = not_excluded(run, bounds, spans, part)
     dur = np.diff(bounds)
     held = full & (dur > 0)  # the whole timeline's all-allocated intervals
     use = held & part
@@ -133,7 +134,11 @@ def finish(
         step_productive=steps.productive,
         excluded_s=excluded_s,
         checkpoint_starts=ck_starts,
-        pg_steps=None if part.all() else _steps_share(steps, bounds, held, label, float(sums[PRODUCTIVE])),
+        # a part (cut by --since/--until, or with time excluded) gets the whole run's PG, exclusions and all: a step
+        # begun before an exclusion and counted whole beside only its time outside made PG above 1
+        pg_steps=None
+        if part.all() and not excluded_s
+        else _steps_share(steps, bounds, run & (dur > 0), label, float(sums[PRODUCTIVE])),
     )
 
 
