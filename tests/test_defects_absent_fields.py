@@ -46,7 +46,7 @@ def test_a_profile_without_a_figure_names_it_without_a_value(cli, tmp_path, old,
             {"type": "event", "job": "a", "event": "allocation", "time": None, "chips": 4},
             "field time: not a time (value None)",
         ),
-        ({"type": "schema"}, "field version: this reader knows schema version 1"),
+        ({"type": "schema"}, "field version: is required"),
     ],
 )
 def test_a_goodput_record_without_a_field_names_it_without_a_value(cli, tmp_path, record, said):

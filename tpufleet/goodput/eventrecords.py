@@ -142,15 +142,10 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
         when = parse_time(rec.get("time", NO_VALUE), file, line)
         accelerator = _str(rec, "accelerator", file, line, "unknown")
         log.capacity.append((when, accelerator, _int(rec, "chips", file, line, required=True), f"{file}:{line}"))
-    elif kind == "schema":
-        if rec.get("version") != SCHEMA_VERSION:
-            raise BadRecord(
-                file,
-                line,
-                "version",
-                rec.get("version", NO_VALUE),
-                f"this reader knows schema version {SCHEMA_VERSION}",
-            )
+    elif kind == "schema":  # a whole number, as every count (a CSV cell is text: `1`)
+        if _int(rec, "version", file, line, required=True) != SCHEMA_VERSION:
+            problem = f"this reader knows schema version {SCHEMA_VERSION} only"
+            raise BadRecord(file, line, "version", rec["version"], problem)
     else:
         # (absent: no value to show, as for any absent field; an ml-goodput-measurement entry says which --format)
         hint = "; an ml-goodput-measurement entry: give --format ml-goodput" if "job_name" in rec else ""
