@@ -73,3 +73,30 @@ def test_serve_says_when_a_rerouted_slices_tables_still_cross_its_fault(routed):
     assert routed("inject-fault", "link:c00/y/3/out").code == 0
     assert routed("clear-fault", "f1").code == 0  # stale by the clear, still made before f2
     assert through() == 1
+
+
+def test_a_degraded_slice_never_routed_is_said_to_cross_its_fault(fleet):
+    """Wired, never routed, then rerouted around a fault: no stored tables, so neither stale nor missing, and no
+    series said its traffic crosses the fault (no alert ever fired), though `explain` gives `routes` first."""
+    pytest.importorskip("starlette", reason="tpufleet serve needs the serve extra (starlette, uvicorn)")
+    pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from tpufleet.cli.serve import metrics_inputs
+    from tpufleet.serve.app import Server, build_app
+    from tpufleet.serve.snapshot import Source
+    from tpufleet.state import Store
+
+    def through() -> float:
+        client = TestClient(build_app(Server(Source(Store(fleet.state), [], None), metrics_inputs(), None, 5)))
+        return _samples(client.get("/metrics").text)[("tpufleet_slice_route_tables_through_faults", "e")]
+
+    assert fleet("allocate", "e", "--shape", "4x4x4").code == 0
+    assert fleet("plan-xconnect", "e", "--apply").code == 0
+    assert through() == 0  # connected, not yet routed: nothing crosses a fault
+    assert fleet("inject-fault", "link:c00/z/4/out").code == 0
+    assert fleet("status", "-o", "json").json["slices"][0]["state"] == "degraded"
+    assert through() == 1
+    assert fleet("explain", "e", "-o", "json").json["next"][0] == "tpufleet routes e"
+    assert fleet("routes", "e").code == 0
+    assert through() == 0

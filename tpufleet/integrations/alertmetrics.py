@@ -18,7 +18,7 @@ from tpufleet.constants import HOUR
 from tpufleet.fleetstate import FleetState, SliceState
 from tpufleet.ids import natural_key
 from tpufleet.timeparse import parse_stamp
-from tpufleet.views import reservation_maintenance, tables_predating
+from tpufleet.views import needs_tables, reservation_maintenance, tables_predating
 
 # The repair time that stands for each kind of component (the rate files' `repair_hours` keys): a chip, an
 # electrical link or a whole cube is repaired as its machine is.
@@ -75,7 +75,8 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
     )
     through = GaugeMetricFamily(
         "tpufleet_slice_route_tables_through_faults",
-        "1 when a rerouted slice's stored routing tables predate a fault it routes around: they still cross it.",
+        "1 when a rerouted slice's stored routing tables predate a fault it routes around, or it has none stored: "
+        "its traffic still crosses the failed part.",
         labels=["slice"],
     )
     for name in sorted(state.slices, key=natural_key):  # s9 before s10, as slices are counted
@@ -87,7 +88,8 @@ def _slices(state: FleetState, missing: Collection[str]) -> list[Metric]:
         gone_now = record is not None and name in missing  # missing wins: the stale file is gone (`status`)
         stale.add_metric([name], 1 if record is not None and record.stale and not gone_now else 0)
         gone.add_metric([name], 1 if gone_now else 0)
-        through.add_metric([name], 1 if tables_predating(state, sl) and not gone_now else 0)
+        unrouted = record is None and sl.reroute is not None and needs_tables(state, sl)  # none made around it
+        through.add_metric([name], 1 if (tables_predating(state, sl) or unrouted) and not gone_now else 0)
     return [states, floor, stale, gone, through]
 
 
