@@ -117,6 +117,7 @@ def export_node_labels_cmd(
     """Every machine as a Kubernetes Node: placement labels, cordons for drains, Ready=False for failures.
     `import k8s` reads it back."""
     from tpufleet.integrations import exports
+    from tpufleet.integrations.k8s_plan import check_mapping_fits
     from tpufleet.state.nodelists import read_mapping
     from tpufleet.state.outputs import check_output_path
 
@@ -124,6 +125,7 @@ def export_node_labels_cmd(
         check_output_path(out, "--out", [mapping])  # the export must not replace the mapping it reads
     state = ctx.obj.store().load()
     given = read_mapping(mapping)
+    check_mapping_fits(state.fleet, given)  # as `import k8s` and `drift` judge the same file
     doc = exports.node_labels(state, given.labels, own_only, given.drain_taints)
     _note_left_out(exports.machines_without_node(state))
     _deliver("node-labels", _manifests([doc]), doc, len(doc["items"]), out, output)
@@ -182,6 +184,7 @@ def export_kueue_cmd(
     from tpufleet.errors import BadInput
     from tpufleet.integrations import kueue
     from tpufleet.integrations.k8s import LABEL_VALUE
+    from tpufleet.integrations.k8s_plan import check_mapping_fits
     from tpufleet.state.nodelists import read_mapping
     from tpufleet.state.outputs import check_output_path
 
@@ -195,9 +198,10 @@ def export_kueue_cmd(
     if api_version not in kueue.KUEUE_API_VERSIONS:
         raise BadInput(f"bad option --api-version {api_version!r}: one of {', '.join(kueue.KUEUE_API_VERSIONS)}")
     api = f"kueue.x-k8s.io/{api_version}"
-    keys = read_mapping(mapping).labels
-    _refuse_hostname_above_hosts(keys, mapping)
-    docs = kueue.kueue_topology(ctx.obj.store().load(), name, keys, api)
+    given, state = read_mapping(mapping), ctx.obj.store().load()
+    check_mapping_fits(state.fleet, given)  # as `import k8s` and `drift` judge the same file
+    _refuse_hostname_above_hosts(given.labels, mapping)
+    docs = kueue.kueue_topology(state, name, given.labels, api)
     _deliver("kueue-topology", _manifests(docs), _as_list(docs), len(docs), out, output)
 
 
