@@ -128,7 +128,10 @@ def _account_job(
         return outside_part(log.jobs[job_id], ev, spans)  # wholly outside the window: the chips it holds alone
     a = account(log.jobs[job_id], ev, until=until, since=since, exclude=spans)
     counts = log.slices.get(job_id, [])
-    a.extra["slices"] = slice_efficiency(counts, a.start, a.end)
+    # from when the job first holds chips or starts, as the package counts from the job's start: time queued is
+    # SG's, not slices lost (counted from its submission, a job never short of slices showed 0.5)
+    held = np.concatenate([ev.at("allocation"), ev.at("job_start")])
+    a.extra["slices"] = slice_efficiency(counts, max(a.start, float(held.min())) if len(held) else a.start, a.end)
     if counts and a.job.slices == 1:  # a job record that does not say: its slice counts do
         a.job.slices = max(c[3] for c in counts)
     return metrics.with_health(a)
