@@ -62,7 +62,7 @@ def history_cmd(
         from tpufleet.cli.suggested import say
         from tpufleet.ops.history import never_named
 
-        say(f"tpufleet: note: {never_named(store, slice_name)}")
+        say(f"tpufleet: note: {never_named(store, slice_name, read.entries)}")
     emit(
         rows,
         output,

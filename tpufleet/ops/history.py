@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -212,11 +213,16 @@ def released_earlier(store: Store, name: str) -> Refused | None:
     )
 
 
-def never_named(store: Store, name: str) -> str:
-    """What `history --slice NAME` says when no change in the journal touched NAME: the slice or job it may mean."""
+def never_named(store: Store, name: str, entries: Sequence[JournalEntry] = ()) -> str:
+    """What `history --slice NAME` says when no change in the journal touched NAME: the slice or job it may mean,
+    of the state's or of those the journal's `entries` name (released ones too: their history is what is asked)."""
     from tpufleet.text import closest
 
     state = store.load()
-    near = closest(name, [*state.slices, *state.jobs])
+    known = dict.fromkeys([*state.slices, *state.jobs])
+    for e in entries:
+        if is_delta(e.delta):
+            known.update(dict.fromkeys([*slices_named(e.delta), *(jobs_of_slices(e.delta) or {}).values()]))
+    near = closest(name, list(known))
     meant = f" (did you mean {near}? `tpufleet history --slice {near}`)" if near else ""
     return f"no change in the journal touched a slice or job named {name!r}{meant}"
