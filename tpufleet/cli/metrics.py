@@ -101,7 +101,7 @@ def metrics_cmd(
     as_json = getattr(output, "value", output) in ("json", "yaml") and out is None
     openmetrics = fmt is MetricsFormat.openmetrics and not as_json  # the JSON is read back from the 0.0.4 text
     drift = drift_kinds(state, given)
-    changed = last_change(store.journal_tail(1, state.serial).entries)
+    changed = last_change(store.journal_tail(1, state.serial).entries, state.serial)
     text = exposition(state, changed, report, __version__, openmetrics, drift, missing)
     if as_json:
         emit(_families_json(text), output, str)

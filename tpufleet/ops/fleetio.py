@@ -164,17 +164,20 @@ def _summary(data: dict[str, Any], source: str) -> str:
     return f"import k8s {source}: " + ", ".join(parts)
 
 
-def last_change(entries: Sequence[JournalEntry]) -> float | None:
+def last_change(entries: Sequence[JournalEntry], serial: int | None = None) -> float | None:
     """Unix time of the state's last committed change, from the last of its journal `entries` (None if there is
-    none, or its time is not the journal's UTC stamp).
+    none, its time is not the journal's UTC stamp, or it is not the change of the state's `serial`: the line of
+    the last commit damaged, an earlier change's time is no answer).
 
     >>> last_change([JournalEntry(1, "1970-01-02T00:00:00Z")]), last_change([])
     (86400.0, None)
+    >>> last_change([JournalEntry(1, "1970-01-02T00:00:00Z")], serial=2) is None
+    True
     """
     import calendar
     import time
 
-    if not entries:
+    if not entries or (serial is not None and entries[-1].serial != serial):
         return None
     try:
         return float(calendar.timegm(time.strptime(entries[-1].time, STAMP_FORMAT)))

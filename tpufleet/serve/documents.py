@@ -148,7 +148,7 @@ def _exposition(snap: Snapshot, extras: Mapping[str, Any], openmetrics: bool, in
 
     state, missing = tables_as_stored(snap.store, snap.store.state)
     registry = CollectorRegistry(auto_describe=False)
-    changed = last_change(snap.store.journal_tail(1).entries)
+    changed = last_change(snap.store.journal_tail(1).entries, state.serial)
     registry.register(FleetCollector(state, changed, extras.get("goodput"), __version__, missing=missing))
     registry.register(_Families(alert_families(state, inputs.spare_rows(state), inputs.repair_hours, missing)))
     if "goodput_read" in extras:  # (`serve --goodput`)
