@@ -25,6 +25,7 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
     lines.append(f"  cubes out of the pool: {', '.join(r['cubes_out']) or 'none'}")
     if not r["slices"]:
         lines.append("  slices hit: none")
+    to_route = 0  # slices told to run `routes`: several get the one command for all
     for s in r["slices"]:
         line = f"  slice {s['slice']}: {s['action']} ({s['reason']})"
         line += _replacement_text(s.get("replacement"))
@@ -42,7 +43,8 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
             lines.extend(link_steps("    ", s["slice"], linked or {}))
             lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
-    if sum(line.endswith("(its stored tables predate this fault)") for line in lines) > 1:
+            to_route += 1
+    if to_route > 1:
         lines.append("  all of them at once: tpufleet routes --stale")
     for j in r.get("jobs", []):
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")

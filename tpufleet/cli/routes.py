@@ -185,6 +185,7 @@ def routes_cmd(
     from tpufleet.constants import HARDWARE_VCS
     from tpufleet.errors import BadInput, Refused
     from tpufleet.ops.routes import STUDY_ONLY, RouteRequest, export_format
+    from tpufleet.ops.views import tables_to_remake
     from tpufleet.state.outputs import check_output_path
 
     traffics = _traffics(traffic)
@@ -203,11 +204,12 @@ def routes_cmd(
     state = store.load()  # read once here; each slice of several reads the state its own transaction left
     if name is not None:
         state.slices_named(name)  # an unknown name: Refused listing the slices and the jobs
-    if name is None or _job_of(state, name) is not None:
+    many = _job_of(state, name) if name is not None else tables_to_remake(store, state)
+    if name is None or many is not None:
         if out is not None or table_capacity is not None:
             one = "one slice of the job (JOB-k), not the whole job" if name else "one SLICE, not --stale"
             raise BadInput(f"bad option --out/--table-capacity: give {one}")
-        _route_many(store, name, opts, output, verbose)
+        _route_many(store, name, many or ([], {}), opts, output, verbose)
         return
     data, unroutable, refusal = _route_slice(
         store, name, opts, table_capacity, out, export_format(str(out or ""), fmt), state, verbose
@@ -245,19 +247,22 @@ def _job_of(state: "FleetState", name: str) -> tuple[list[str], dict[str, str]] 
     return routed, {sl.name: sl.state.value for sl in slices if sl.name not in routed}
 
 
-def _route_many(store: "Store", job: str | None, opts: "RouteRequest", output: Output, verbose: bool) -> None:
-    """Route each wired slice of the job (`job`), or with --stale (`job` None) each slice whose stored tables are
-    stale or missing, each stored in its own transaction as `routes SLICE` does; the others are listed as skipped
-    with their state (and, with --stale, why)."""
+def _route_many(
+    store: "Store",
+    job: str | None,
+    many: tuple[list[str], dict[str, str]],
+    opts: "RouteRequest",
+    output: Output,
+    verbose: bool,
+) -> None:
+    """Route the `many` slices of the job (`job`), or with --stale (`job` None) those whose stored tables are stale
+    or missing, each stored in its own transaction as `routes SLICE` does; the others are listed as skipped with
+    their state (with --stale, why)."""
     from tpufleet.errors import Refused
-    from tpufleet.ops.views import tables_to_remake
 
-    if job is not None:
-        slices, skipped = _job_of(store.load(), job) or ([], {})
-        if not slices:
-            raise Refused(f"job {job!r} has no wired slice to route: `tpufleet plan-xconnect {job} --apply` wires them")
-    else:
-        slices, skipped = tables_to_remake(store)
+    slices, skipped = many
+    if job is not None and not slices:
+        raise Refused(f"job {job!r} has no wired slice to route: `tpufleet plan-xconnect {job} --apply` wires them")
     results = [(sl, *_route_slice(store, sl, opts, None, None, "npz", verbose=verbose)) for sl in slices]
     data = {
         **({"job": job} if job is not None else {"stale": slices}),

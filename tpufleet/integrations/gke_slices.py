@@ -190,15 +190,16 @@ def _match(state: FleetState, placed: list[_Placed], out: SlicePlan, now: str | 
             continue
         out.matched[s.name] = name
         sl = state.slices[name]
-        if sl.state.wired and _activating(s, now):
+        activating = sl.state.wired and _activating(s, now)  # GKE bringing up what tpufleet wired: in sync
+        if activating:
             out.activating.append((s.name, name, s.since))
-        found = _compare(p, sl, now)
+        found = _compare(p, sl, activating)
         out.drift += found
         out.in_sync += not found
     return unmatched
 
 
-def _compare(p: _Placed, sl: Slice, now: str | None) -> list[Drift]:
+def _compare(p: _Placed, sl: Slice, activating: bool) -> list[Drift]:
     s, found = p.gke, []
     if p.shape.dims != sl.shape.dims:
         why = f"the Slice is {p.shape.text}, tpufleet's slice {sl.shape.text}"
@@ -206,7 +207,7 @@ def _compare(p: _Placed, sl: Slice, now: str | None) -> list[Drift]:
     elif set(p.cubes) != set(sl.cubes):
         why = f"the Slice is on {_cube_text(p.cubes)}, tpufleet's slice on {_cube_text(sl.cubes)}"
         found.append(Drift("cubes", s.name, sl.name, why))
-    disagree = None if sl.state.wired and _activating(s, now) else _state_drift(s, sl)
+    disagree = None if activating else _state_drift(s, sl)
     if disagree is not None:
         found.append(Drift("state", s.name, sl.name, disagree))
     return found

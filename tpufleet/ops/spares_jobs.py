@@ -30,20 +30,22 @@ def joint_figures(job: str, pods: Sequence[tuple[dict[str, Any], Spares]], confi
     below the confidence though each pod reaches it. Then the fewest spares per pod that lift the product to the
     confidence (`spares_for_job`, None when no number of the free cubes does) and the cubes to hold besides."""
     joint = math.prod(float(row["probability"]) for row, _ in pods)
-    held = spares.joint_spares([c.probabilities for _, c in pods], confidence)
-    return {
+    figures: dict[str, Any] = {
         "job": job,
         "pods": [row["pod"] for row, _ in pods],
         "probability": joint,
         "below_confidence": joint < confidence,
-        "spares_for_job": None if held is None else {row["pod"]: n for (row, _), n in zip(pods, held, strict=True)},
-        "probability_at_spares_for_job": None
-        if held is None
-        else math.prod(c.probabilities[n] for (_, c), n in zip(pods, held, strict=True)),
-        "hold_back_for_job": []
-        if held is None
-        else [cube for (row, c), n in zip(pods, held, strict=True) for cube in c.free[len(row["hold_back"]) : n]],
+        "spares_for_job": None,
+        "probability_at_spares_for_job": None,
+        "hold_back_for_job": [],
     }
+    held = spares.joint_spares([c.probabilities for _, c in pods], confidence)
+    if held is not None:
+        at = list(zip(pods, held, strict=True))
+        figures["spares_for_job"] = {row["pod"]: n for (row, _), n in at}
+        figures["probability_at_spares_for_job"] = math.prod(c.probabilities[n] for (_, c), n in at)
+        figures["hold_back_for_job"] = [cube for (row, c), n in at for cube in c.free[len(row["hold_back"]) : n]]
+    return figures
 
 
 @dataclass(frozen=True)

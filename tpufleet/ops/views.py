@@ -181,13 +181,13 @@ def missing_tables(store: Store, state: FleetState, only: Collection[str] | None
     return set(indexed) - store.tables_present(indexed)
 
 
-def tables_to_remake(store: Store) -> tuple[list[str], dict[str, str]]:
+def tables_to_remake(store: Store, state: FleetState) -> tuple[list[str], dict[str, str]]:
     """`routes --stale`: the slices whose stored tables are stale or missing, as `status` lists them, in name
     order, and those of them `routes` should not remake now, each with why: an evicted slice's tables wait for its
     move (`reschedule`), a slice whose missing cross-connects can be programmed now for its wiring (tables made
     first would go stale again), and a symbolic link standing where a slice's tables belong is never written
     through."""
-    state, missing = tables_as_stored(store, store.load())
+    state, missing = tables_as_stored(store, state)
     linked = store.linked_tables(missing)
     wanted = sorted((n for n, r in state.routes.items() if r.stale or n in missing), key=natural_key)
     skipped = {n: why for n in wanted if (why := _not_now(state, n, linked)) is not None}

@@ -23,7 +23,7 @@ from tpufleet.errors import NO_VALUE, BadStateFile
 from tpufleet.jsontext import MAX_SPEC_BYTES
 from tpufleet.maintenance import KIND, Notice, window
 from tpufleet.model import Fleet
-from tpufleet.state.inputfiles import MissingFile, load_json_file, load_yaml, read_bytes
+from tpufleet.state.inputfiles import MissingFile, decode_utf8, load_json_file, parse_yaml, read_bytes
 from tpufleet.state.planfile import JOB_PLAN_KIND, PLAN_KIND
 from tpufleet.timeparse import utc_stamp
 
@@ -135,11 +135,12 @@ def _yaml_instead(path: Path) -> str | None:
     """What a file that is no JSON holds read as YAML: "notices" (a list of `target:` entries, the file a plan is
     made from), "plan" (a plan as `plan-maintenance -o yaml` prints it), or None (a plan cut short, or anything
     else: the JSON error says where it breaks)."""
-    if not _NOTICE_KEY.search(read_bytes(path, "maintenance plan", MAX_SPEC_BYTES)):
-        return None
     try:
-        doc = load_yaml(path, "maintenance plan")
-    except BadStateFile:
+        data = read_bytes(path, "maintenance plan", MAX_SPEC_BYTES)
+        if not _NOTICE_KEY.search(data):
+            return None
+        doc = parse_yaml(decode_utf8(data, str(path)), str(path))
+    except BadStateFile:  # too large, unreadable, or no YAML either: the JSON error stands
         return None
     if isinstance(doc, dict) and doc.get("kind") == KIND and "waves" in doc:
         return "plan"
