@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.gkerecords import MaintenanceWindow, SubBlockRecord
 from tpufleet.ids import CubeId, natural_key
+from tpufleet.integrations.k8s_plan import CLOSING_IMPORT as K8S_CLOSING_IMPORT
+from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_PREFIX
 from tpufleet.integrations.reservation_document import ReservationInput
 from tpufleet.model import known_pod
 from tpufleet.text import bounded
@@ -41,9 +43,6 @@ def clear_step(fault_id: str, reason: str) -> str:
     finds the maintenance announced, and a fault `import k8s` opened by the import whose node list no longer
     reports it; cleared by hand while its source still reports it, the next import opens it again (and the cube,
     back in the pool meanwhile, can take a slice that fault then stops)."""
-    from tpufleet.integrations.k8s_plan import CLOSING_IMPORT as K8S_CLOSING_IMPORT
-    from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_PREFIX
-
     if reason.startswith(REASON_PREFIX):
         return CLOSING_IMPORT
     return K8S_CLOSING_IMPORT if reason.startswith(K8S_PREFIX) else f"tpufleet clear-fault {fault_id}"
