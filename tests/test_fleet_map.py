@@ -97,3 +97,21 @@ def test_colour_only_where_the_terminal_shows_it(monkeypatch, env, styled):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert ("\x1b[" in _paint("A", set())) is styled
+
+
+def test_cubes_the_provider_reports_degraded_are_marked(reserved):
+    """c17, c58 and c121 (the fixture reservation's DEGRADED sub-blocks) serve: free, marked `~`, flagged in JSON;
+    a slice on one keeps its letter and the flag."""
+    assert reserved("allocate", "s", "--shape", "4x4x4", "--cubes", "c17").code == 0
+    out = reserved("show", "map", "-o", "json")
+    assert out.code == 0, out.err
+    cubes = {c["cube"]: c for c in out.json["pods"][0]["cubes"]}
+    assert sorted((n for n, c in cubes.items() if c["degraded"]), key=lambda n: int(n[1:])) == ["c17", "c58", "c121"]
+    assert cubes["c58"]["state"] == "free" and cubes["c58"]["mark"] == "~"
+    assert cubes["c17"]["state"] == "slice" and cubes["c17"]["mark"] == "A"
+    assert sum(c["mark"] == "~" for c in cubes.values()) == 2
+    assert out.json["pods"][0]["counts"]["free"] == 144 - 1 - 2  # still free: they serve
+    text = reserved("show", "map").out
+    assert "~ free, reported DEGRADED" in text
+    y2 = text.splitlines()[4].split()  # c58 (x2 of z=3) and c121 (x1 of z=7) are both in row y2
+    assert y2[0] == "y2" and [i for i, m in enumerate(y2[1:]) if m == "~"] == [3 * 4 + 2, 7 * 4 + 1]

@@ -6,8 +6,10 @@ small grid per z layer), which is the order `show inventory` lists them in. Each
     .   free                 A..Z, a..z, AA..  the slice holding it (legend)
     X   out of the pool (a fault)              D   drained (only planned maintenance holds it out)
     +   several sub-cube slices share it        *   reserved as an evicted slice's replacement
+    ~   free, but the provider reports it DEGRADED (it serves; allocations take it after the healthy ones)
 
-A slice running on rerouted tables is `degraded`; its cubes carry its letter and the legend says so. The OCS
+A slice running on rerouted tables is `degraded`; its cubes carry its letter and the legend says so. A cube's
+`degraded` says the provider reports it DEGRADED, whatever its mark (a slice's letter wins over `~`). The OCS
 strip has one mark per switch: `.` healthy and unused, `o` healthy with cross-connects in use, `X` failed,
 `D` drained.
 
@@ -33,7 +35,7 @@ from tpufleet.model import known_pod, pod_ocs
 from tpufleet.text import around
 from tpufleet.views import cube_users, reserved_cubes
 
-FREE, OUT, DRAINED, SHARED, RESERVED = ".", "X", "D", "+", "*"
+FREE, OUT, DRAINED, SHARED, RESERVED, FREE_DEGRADED = ".", "X", "D", "+", "*", "~"
 OCS_IDLE, OCS_IN_USE = ".", "o"
 # Slice labels never use the status marks (D drained, X out), so a cube's letter is never ambiguous.
 _LETTERS = "".join(c for c in string.ascii_uppercase + string.ascii_lowercase if c not in "DXdx")
@@ -48,6 +50,7 @@ class CubeCell:
     mark: str
     slices: tuple[str, ...]
     faults: tuple[str, ...]
+    degraded: bool = False  # its reservation sub-block or GKE partition is reported DEGRADED
 
 
 @dataclass(frozen=True)
@@ -166,8 +169,8 @@ def _cube_cell(
     elif cube in reserved:
         kind, mark, users = "reserved", RESERVED, reserved[cube]
     else:
-        kind, mark = "free", FREE
-    return CubeCell(cube, position, xyz, kind, mark, tuple(users), faults)
+        kind, mark = "free", FREE_DEGRADED if cube in health.degraded else FREE
+    return CubeCell(cube, position, xyz, kind, mark, tuple(users), faults, cube in health.degraded)
 
 
 def _ocs_cells(state: FleetState, health: Health, pod: str) -> list[OcsCell]:

@@ -59,12 +59,14 @@ def _cube_rect(c: Row, x: int, y: int, colours: dict[str, str], legend: dict[str
         title += f"; slice {name} {e.get('shape', '')} {e.get('state', '')}"
     if c["faults"]:
         title += f"; faults {', '.join(c['faults'])}"
+    if c.get("degraded"):
+        title += "; reported DEGRADED by the provider (it serves; allocations take it after the healthy cubes)"
     stroke = (
         ' stroke="#f2cc60" stroke-width="2"'
         if any(legend.get(n, {}).get("state") == "degraded" for n in c["slices"])
         else ""
     )
-    label = escape(c["mark"]) if c["state"] != "free" else ""
+    label = escape(c["mark"]) if c["state"] != "free" or c.get("degraded") else ""
     return (
         f'<g><title>{escape(title)}</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" rx="3" fill="{fill}"{stroke}/>'
         f'<text x="{x + CELL / 2}" y="{y + CELL / 2 + 5}" text-anchor="middle" style="fill:#fff;font-size:14px">{label}</text></g>'

@@ -11,10 +11,29 @@ import os
 import click
 
 from tpufleet.constants import CUBE_EDGE
-from tpufleet.fleetmap import DRAINED, FREE, OCS_IN_USE, OUT, RESERVED, SHARED, FleetMap, PodMap, ocs_rows_by_dim
+from tpufleet.fleetmap import (
+    DRAINED,
+    FREE,
+    FREE_DEGRADED,
+    OCS_IN_USE,
+    OUT,
+    RESERVED,
+    SHARED,
+    FleetMap,
+    PodMap,
+    ocs_rows_by_dim,
+)
 
 _PALETTE = ("cyan", "green", "magenta", "blue", "bright_cyan", "bright_green", "bright_magenta", "bright_blue")
-_FIXED = {OUT: "red", DRAINED: "yellow", FREE: "bright_black", SHARED: "white", RESERVED: "cyan", OCS_IN_USE: "green"}
+_FIXED = {
+    OUT: "red",
+    DRAINED: "yellow",
+    FREE: "bright_black",
+    FREE_DEGRADED: "yellow",
+    SHARED: "white",
+    RESERVED: "cyan",
+    OCS_IN_USE: "green",
+}
 
 
 def _no_colour() -> bool:
@@ -63,6 +82,11 @@ def render_map(fm: FleetMap, colour: bool = True) -> str:
     lines.append(
         f"cubes: {FREE} free  {OUT} out of the pool (fault)  {DRAINED} drained  {SHARED} shared by sub-cube slices"
         f"  {RESERVED} reserved for an evicted slice"
+        + (
+            f"  {FREE_DEGRADED} free, reported DEGRADED"
+            if any(c.mark == FREE_DEGRADED for p in fm.pods for c in p.cubes)
+            else ""
+        )
     )
     lines.append(f"OCS:   {FREE} healthy, unused  {OCS_IN_USE} cross-connects in use  {OUT} failed  {DRAINED} drained")
     if fm.legend:
