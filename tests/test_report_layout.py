@@ -79,3 +79,28 @@ def test_a_key_keeps_to_its_label_in_a_narrow_window(cli, tmp_path):
     for width in (500, 640, 800):
         layout = _layout(tmp_path, cli("report", "-o", "html").out, width)
         assert layout["apart"] == [], (width, layout)
+
+
+def test_a_changes_time_keeps_to_one_line_in_a_narrow_window(cli, tmp_path):
+    """The latest changes' time (2026-12-02T14:43:29Z, no space to break at) broke over two or three lines beside a
+    long summary in a narrow window; it keeps to one, the summary wraps."""
+    steps = [("init", "--generation", "tpu7x"), ("allocate", "eval", "--shape", "16x16x16")]
+    for step in steps:
+        assert cli(*step).code == 0, step
+    script = (
+        "<script>document.title=JSON.stringify([...document.querySelectorAll('table.journal tbody tr')].map(tr=>{"
+        "const r=document.createRange();r.selectNodeContents(tr.children[1]);"
+        "const tops=new Set([...r.getClientRects()].map(q=>Math.round(q.top)));"
+        "const s=document.createRange();s.selectNodeContents(tr.children[3]);"
+        "return [tops.size,new Set([...s.getClientRects()].map(q=>Math.round(q.top))).size]}))</script>"
+    )
+    page = tmp_path / "page.html"
+    page.write_text(cli("report", "-o", "html").out.replace("</body>", script + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=500,1000"]
+    cmd = [CHROMIUM or "chromium", *flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    found = re.search(r"<title>(\[.*?\])</title>", r.stdout)
+    assert found, r.stderr[-2000:]
+    rows = json.loads(found.group(1))
+    assert len(rows) == 2 and max(summary for _, summary in rows) > 1  # the allocation's long line wraps
+    assert [time for time, _ in rows] == [1, 1], rows

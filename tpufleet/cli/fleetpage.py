@@ -43,6 +43,7 @@ table{border-collapse:collapse;font-size:16px}th,td{padding:3px 10px;text-align:
 th{color:#9aa4ae;font-weight:600}.bad{color:#ff7b72}.warn{color:#f2cc60}.ok{color:#7ee787}
 .keyed{white-space:nowrap}.key{display:inline-block;width:12px;height:12px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
 .notes{margin:8px 0 0;padding:0;list-style:none}.notes li,.journal td:last-child{overflow-wrap:anywhere}.journal td:last-child{min-width:12em}
+.journal td:nth-child(2){white-space:nowrap}
 svg text{fill:#9aa4ae;font:13px system-ui,sans-serif}
 """
 
