@@ -608,3 +608,21 @@ def test_a_wave_applied_before_the_cube_it_moves_onto_is_back_says_when_not_plan
     assert snapshot(cli.state) == before
     assert cli("clear-fault", "cube:c00").code == 0  # the work done early: the cube is back
     assert cli("apply-maintenance", tmp_path / "plan.json", "--wave", "2").code == 0
+
+
+@pytest.mark.parametrize("edited", ["notices.0.target", "waves.0.cubes.0"])
+def test_a_notice_and_its_waves_cube_apart_are_both_named(running, tmp_path, edited):
+    """A notice's target edited (or its wave's cube): the wave's cube has no notice and the notice no wave, and which
+    side was edited cannot be told, so the message names both."""
+    plan = _plan(running, tmp_path)
+    cube = plan["waves"][0]["cubes"][0]
+    notice = next(i for i, n in enumerate(plan["notices"]) if n["target"] == f"cube:{cube}")
+    field = f"notices.{notice}.target" if edited.startswith("notices") else edited
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edit(plan, field, "cube:c140" if edited.startswith("notices") else "c140")))
+    before = snapshot(running.state)
+    line = one_line(running("apply-maintenance", bad, "--wave", "1"))
+    wave_cube, notice_target = ("c00", "cube:c140") if edited.startswith("notices") else ("c140", "cube:c00")
+    assert "field waves.0.cubes.0: it is not one of the plan's notices" in line and f"(value {wave_cube!r})" in line
+    assert f"no wave's cubes name notices.{notice}.target {notice_target}" in line
+    assert snapshot(running.state) == before

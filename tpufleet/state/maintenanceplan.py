@@ -182,7 +182,7 @@ def read(path: Path) -> SavedMaintenancePlan:
     notices = _notices(doc["notices"], where)
     if notices and not doc["waves"]:
         raise BadStateFile(where, "waves", doc["waves"], f"no wave for {len(notices)} notice(s)")
-    waves = tuple(_wave(w, i, notices, where) for i, w in enumerate(doc["waves"]))
+    waves = tuple(_wave(w, i, notices, where, _undrained(doc)) for i, w in enumerate(doc["waves"]))
     _drained_before_cleared(waves, where)
     _every_notice_drained(doc["notices"], waves, where)
     for i, (w, wave) in enumerate(zip(doc["waves"], waves, strict=True)):
@@ -234,16 +234,27 @@ def _check_window(record: dict[str, Any], at: str, where: str) -> None:
         raise BadStateFile(where, f"{at}window_end", end, "it must not be before window_start")
 
 
-def _notice(notices: dict[str, Notice], target: str, where: str, field: str) -> Notice:
+def _notice(notices: dict[str, Notice], target: str, where: str, field: str, undrained: str = "") -> Notice:
     if target not in notices:
-        raise BadStateFile(where, field, target, "it is not one of the plan's notices")
+        value = target if field.rsplit(".", 2)[-2] != "cubes" else target.removeprefix("cube:")  # as the field says it
+        raise BadStateFile(where, field, value, f"it is not one of the plan's notices{undrained}")
     return notices[target]
 
 
-def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str) -> SavedWave:
+def _undrained(doc: dict[str, Any]) -> str:
+    """The notices no wave's cubes name, for the message of a wave's cube with no notice: an edit of either side
+    leaves both, and which one was edited cannot be told."""
+    drained = {f"cube:{c}" for w in doc["waves"] for c in w["cubes"]}
+    alone = [f"notices.{i}.target {n['target']}" for i, n in enumerate(doc["notices"]) if n["target"] not in drained]
+    return f" (and no wave's cubes name {', '.join(alone)}: was one of them edited?)" if alone else ""
+
+
+def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str, undrained: str = "") -> SavedWave:
     if w["wave"] != i + 1:
         raise BadStateFile(where, f"waves.{i}.wave", w["wave"], f"waves must be numbered in order (expected {i + 1})")
-    own = tuple(_notice(notices, f"cube:{c}", where, f"waves.{i}.cubes.{j}") for j, c in enumerate(w["cubes"]))
+    own = tuple(
+        _notice(notices, f"cube:{c}", where, f"waves.{i}.cubes.{j}", undrained) for j, c in enumerate(w["cubes"])
+    )
     _check_window(w, f"waves.{i}.", where)
     cleared = tuple(
         _notice(notices, t, where, f"waves.{i}.cleared_after.{j}") for j, t in enumerate(w["cleared_after"])
