@@ -213,6 +213,21 @@ def test_spares_are_a_pods_and_a_cube_with_a_port_down_is_none(cli, tmp_path):
     assert "; 0 free healthy cube(s) left in pod0 during it." in runbook.out, runbook.out
 
 
+def test_spares_count_in_the_pod_a_move_lands_in(cli, tmp_path):
+    """A wave whose move lands in another pod takes that pod's free cubes: its spares are that pod's when it has
+    fewer, not only the notice's pod's (pod0 full but for the moved slice's cubes, pod1 left none)."""
+    assert cli("init", "--pods", "2", "--cubes-per-pod", "8").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8", "--pod", "pod0").code == 0  # c00, c01
+    assert cli("allocate", "fill", "--shape", "4x4x24", "--pod", "pod0").code == 0  # c02-c07: pod0 full
+    assert cli("allocate", "b", "--shape", "4x4x24", "--pod", "pod1").code == 0  # 2 of pod1's cubes free
+    r = cli("plan-maintenance", "--notices", write(tmp_path, notices(["c00"])), "--spares", "1", "-o", "json")
+    (move,) = r.json["waves"][0]["moves"]
+    assert move["to_pod"] == "pod1" and len(move["cubes_in"]) == 2
+    wave = r.json["waves"][0]
+    assert (wave["free_healthy_cubes"], wave["free_healthy_pod"]) == (0, "pod1")  # pod0 keeps c01
+    assert r.code == 1 and r.json["spare_shortfall_waves"] == [1] and wave["spares_held"] is False
+
+
 def test_one_pods_spares_are_not_named_by_pod(running, tmp_path):
     r = running("plan-maintenance", "--notices", write(tmp_path, notices(["c00"])), "--spares", "23")
     assert r.code == 0 and r.out.splitlines()[3].endswith("  23"), r.out

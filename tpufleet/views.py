@@ -11,11 +11,12 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from tpufleet import xconnect
-from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, MOVED_TABLES_REASON, OPTICAL_LINKS_PER_CUBE
+from tpufleet.constants import CHIPS_PER_CUBE, MACHINES_PER_CUBE, OPTICAL_LINKS_PER_CUBE
 from tpufleet.fleetstate import FleetState, RouteRecord, Slice
 from tpufleet.health import Health
 from tpufleet.ids import LinkId, OcsId, natural_key
 from tpufleet.model import Pod, inventory_counts, pod_ocs
+from tpufleet.tableneeds import degraded_without_tables
 from tpufleet.xconnect import missing_pairs
 
 Row = dict[str, Any]
@@ -165,32 +166,6 @@ def wiring_wait(state: FleetState, sl: Slice) -> str | None:
     )
 
 
-def needs_tables(state: FleetState, sl: Slice) -> bool:
-    """Whether slice `sl` runs on routing tables: a slice of whole cubes always; a sub-cube slice (no optical
-    links) only when tables are stored for it (`routes` made some: they then go stale and are made again as any)."""
-    return not sl.machines or sl.name in state.routes
-
-
-def tables_moved(record: RouteRecord | None) -> bool:
-    """Whether stored tables are stale for a move (`reschedule`): made on the cubes the slice left."""
-    return record is not None and record.stale and record.stale_reason == MOVED_TABLES_REASON
-
-
-def tables_predating(state: FleetState, sl: Slice) -> list[str]:
-    """The faults a degraded slice is rerouted around whose opening its stored tables predate: those tables still
-    route through the failed part until `tpufleet routes` stores tables around it. None for a slice that is not
-    rerouted, has no stored tables, or fresh ones (a fault makes the tables of every slice it reroutes stale); a
-    fault recorded before faults kept their serial counts as later than the tables. Tables made before a move
-    (`reschedule`) are of the cubes it left: they predate every fault, whenever they were made."""
-    record = state.routes.get(sl.name)
-    if sl.reroute is None or record is None or not record.stale or sl.machines:
-        return []
-    if tables_moved(record):
-        return list(sl.reroute.faults)
-    opened = {f: fault.opened_serial if (fault := state.fault(f)) is not None else None for f in sl.reroute.faults}
-    return [f for f, serial in opened.items() if serial is None or serial > record.serial]
-
-
 def slice_rows(state: FleetState, missing: Collection[str] = ()) -> list[Row]:
     """`show slices`: each slice by name; `missing`: slices whose indexed tables are no longer kept (a file
     removed by hand), whose routes read "missing" rather than fresh or stale."""
@@ -293,6 +268,7 @@ def status(state: FleetState, missing: Collection[str] = (), linked: Mapping[str
         # a slice whose stale tables are gone is missing only: one list, one alert, for one cause
         "stale_routes": sorted((n for n, r in state.routes.items() if r.stale and n not in missing), key=natural_key),
         "missing_routes": sorted((n for n in state.routes if n in missing), key=natural_key),
+        "degraded_without_routes": degraded_without_tables(state),  # through their faults until `routes`
         "linked_routes": {
             n: path for n, path in sorted((linked or {}).items(), key=lambda i: natural_key(i[0])) if n in missing
         },

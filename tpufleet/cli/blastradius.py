@@ -40,9 +40,10 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         lines.append(line)
         lines.extend(f"    next: {step}" for step in s.get("next", []))  # an evicted slice of no job
         # its stored tables cross the fault (a later fault of the batch that hits it says what it needs then)
-        if s["action"] == "reroute" and s["slice"] in r.get("routes_stale", ()) and s["slice"] not in hit_later:
+        why = _why_route(r, s)
+        if why and s["slice"] not in hit_later:
             lines.extend(link_steps("    ", s["slice"], linked or {}))
-            lines.append(f"    next: tpufleet routes {s['slice']}  (its stored tables predate this fault)")
+            lines.append(f"    next: tpufleet routes {s['slice']}  ({why})")
             to_route += 1
     if to_route > 1:
         lines.append("  all of them at once: tpufleet routes --stale")
@@ -50,6 +51,16 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])
     return "\n".join(lines)
+
+
+def _why_route(r: dict, s: dict) -> str | None:
+    """Why a rerouted slice's next step is `routes`: its stored tables cross the fault, or it has none."""
+    if s["action"] != "reroute":
+        return None
+    if s["slice"] in r.get("routes_stale", ()):
+        return "its stored tables predate this fault"
+    none = s["slice"] in r.get("routes_none", ())
+    return "it has no stored tables: until then it runs through the fault" if none else None
 
 
 def _replacement_text(rep: dict | None) -> str:

@@ -188,6 +188,11 @@ _TO_DO = (  # status keys listing slices with something to do: what is wrong, an
         "routing tables missing",
         "make them with `tpufleet routes SLICE`, all: `tpufleet routes --stale`",
     ),
+    (
+        "degraded_without_routes",
+        "degraded with no routing tables, running through their faults",
+        "make them with `tpufleet routes SLICE`, all: `tpufleet routes --stale`",
+    ),
 )
 
 

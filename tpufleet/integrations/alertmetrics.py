@@ -17,8 +17,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from tpufleet.constants import HOUR
 from tpufleet.fleetstate import FleetState, SliceState
 from tpufleet.ids import natural_key
+from tpufleet.tableneeds import needs_tables, tables_predating
 from tpufleet.timeparse import parse_stamp
-from tpufleet.views import needs_tables, reservation_maintenance, tables_predating
+from tpufleet.views import reservation_maintenance
 
 # The repair time that stands for each kind of component (the rate files' `repair_hours` keys): a chip, an
 # electrical link or a whole cube is repaired as its machine is.

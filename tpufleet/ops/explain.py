@@ -34,8 +34,9 @@ from tpufleet.ops.explain_order import once_each
 from tpufleet.ops.explain_routes import link_why, rm_step, then_routes
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
+from tpufleet.tableneeds import needs_tables, tables_moved, tables_predating
 from tpufleet.text import around
-from tpufleet.views import missing_xconnects, needs_tables, tables_moved, tables_predating
+from tpufleet.views import missing_xconnects
 
 
 def explain(

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Mapping
 
 from tpufleet.fleetstate import FleetState
-from tpufleet.views import needs_tables
+from tpufleet.tableneeds import needs_tables
 
 
 def then_routes(state: FleetState, steps: list[str], linked_tables: Mapping[str, str] | None = None) -> list[str]:

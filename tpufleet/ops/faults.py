@@ -19,9 +19,10 @@ from tpufleet.ops.explain import job_wire_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import wire
 from tpufleet.state.store import Store
+from tpufleet.tableneeds import degraded_without_tables, needs_tables
 from tpufleet.text import around as around_text
 from tpufleet.timeparse import parse_stamp
-from tpufleet.views import missing_xconnects, needs_tables, wiring_wait
+from tpufleet.views import missing_xconnects, wiring_wait
 
 LISTED = ("id", "target", "planned", "opened", "cleared", "reason")
 WINDOW = ("window_start", "window_end")  # a drain of announced maintenance only (import reservation)
@@ -58,6 +59,8 @@ def inject(
         entry = radius.to_dict()
         if not radius.duplicate_of:  # stale before this fault or by it: either way they cross it
             entry["routes_stale"] = stale
+            rerouted = {s.slice for s in radius.slices if s.action == "reroute"}
+            entry["routes_none"] = [n for n in degraded_without_tables(state) if n in rerouted]  # cross it too
         hit = jobs_hit(state, entry, now)  # after this fault's evictions and reroutes: the job-level verdict
         for job in hit:
             job["next"] = job_wire_steps(state, job["job"], job["next"], now, linked_tables=linked_tables)

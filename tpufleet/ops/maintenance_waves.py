@@ -202,7 +202,8 @@ def run_wave(sim: FleetState, wave: Wave, cleared: Sequence[Notice], run: Run, s
 
 def _wave_record(sim: FleetState, wave: Wave, spares: int) -> dict[str, Any]:
     start, end = maintenance.window(wave.notices)
-    pods = {sim.fleet.pod_of(n.cube).name for n in wave.notices}
+    # spares are counted in the notices' pods and in every pod a move lands in: a move takes that pod's free cubes
+    pods = {sim.fleet.pod_of(n.cube).name for n in wave.notices} | {m["to_pod"] for m in wave.moves if "to_pod" in m}
     free, fewest = _free_healthy(sim, pods)
     return {
         "wave": wave.number,

@@ -11,7 +11,7 @@ from tpufleet.fleetstate import FleetState
 from tpufleet.ops import jobs, xconnect
 from tpufleet.ops.outcome import Outcome
 from tpufleet.state.planfile import SavedJobPlan, SavedPlan, check_fleet
-from tpufleet.views import needs_tables
+from tpufleet.tableneeds import needs_tables
 
 
 @dataclass

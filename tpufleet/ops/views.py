@@ -21,6 +21,7 @@ from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
 from tpufleet.state.journal import Enough, Scan
 from tpufleet.state.store import Store
+from tpufleet.tableneeds import degraded_without_tables
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -189,7 +190,10 @@ def tables_to_remake(store: Store, state: FleetState) -> tuple[list[str], dict[s
     through."""
     state, missing = tables_as_stored(store, state)
     linked = store.linked_tables(missing)
-    wanted = sorted((n for n, r in state.routes.items() if r.stale or n in missing), key=natural_key)
+    wanted = sorted(
+        {*(n for n, r in state.routes.items() if r.stale or n in missing), *degraded_without_tables(state)},
+        key=natural_key,
+    )
     skipped = {n: why for n in wanted if (why := _not_now(state, n, linked)) is not None}
     return [n for n in wanted if n not in skipped], skipped
 
