@@ -438,3 +438,18 @@ def test_a_written_file_is_named_on_one_line_with_its_controls_escaped(fleet, tm
     said = r.out + r.err
     assert "\x1b" not in said and "q\\nr\\x1b[31m" in said
     assert "q\nr" not in said
+
+
+def test_a_share_stored_as_0_9275_reads_0_928(fleet):
+    """512/552 = 0.927536 is stored and given in JSON as 0.9275; the float 0.9275 is just below it, so three places
+    of it read 0.927 in every table and line. They read 0.928, as the README's worked figure and a reader's rounding
+    of the JSON have it."""
+    assert fleet("allocate", "p", "--shape", "8x8x8").code == 0
+    assert fleet("plan-xconnect", "p", "--apply").code == 0
+    r = fleet("inject-fault", "ocs:pod0/x/4", "-o", "json")
+    assert r.json["slices"][0]["reroute"]["all_to_all_retained"] == 0.9275
+    assert "(keeps 0.928 of all-to-all" in fleet("status").out
+    assert "keeps 0.928 of its all-to-all" in fleet("explain", "p").out
+    assert "keeps 0.928, 3 VCs" in fleet("report").out
+    routed = fleet("routes", "p")
+    assert "throughput retained 0.928" in routed.out and "0.927 " not in routed.out

@@ -32,7 +32,7 @@ from tpufleet.health import Health
 from tpufleet.ids import natural_key
 from tpufleet.jobs import job_tag
 from tpufleet.model import known_pod, pod_ocs
-from tpufleet.text import around
+from tpufleet.text import around, share_text
 from tpufleet.views import cube_users, reserved_cubes
 
 FREE, OUT, DRAINED, SHARED, RESERVED, FREE_DEGRADED = ".", "X", "D", "+", "*", "~"
@@ -134,7 +134,7 @@ def slice_marks(names: Iterable[str]) -> dict[str, str]:
 
 def _slice_detail(state: FleetState, sl: Slice) -> str:
     if sl.reroute is not None:
-        return f"rerouted around {around(sl.reroute.faults)}: keeps {sl.reroute.retained:.3f} of all-to-all"
+        return f"rerouted around {around(sl.reroute.faults)}: keeps {share_text(sl.reroute.retained)} of all-to-all"
     evicting = state.fault(sl.evicted_by) if sl.evicted_by else None
     if evicting is not None and not evicting.is_open:  # back onto its own cubes, if they serve, not the reserved
         return f"evicted by {sl.evicted_by}, cleared since: `tpufleet reschedule {sl.name}`"

@@ -177,6 +177,19 @@ class ReportOutput(str, enum.Enum):
     html = "html"
 
 
+def share_text(value: float) -> str:
+    """A throughput share in three places, rounded half up from the figure as stored and shown in JSON (four
+    places): 0.9275 (512/552) reads 0.928, as a reader rounds it, where `f"{0.9275:.3f}"` gives 0.927 (the float
+    is just below).
+
+    >>> share_text(0.9275), share_text(0.934), share_text(1.0)
+    ('0.928', '0.934', '1.000')
+    """
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(repr(float(value))).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
 def around(faults: Sequence[str], sep: str = ", ") -> str:
     """What a degraded slice's tables route around: its faults, or, with none open (wired while an OCS was down
     and routed after its repair, before it was wired again), the cross-connects it still lacks.

@@ -6,7 +6,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit
-from tpufleet.text import printable
+from tpufleet.text import printable, share_text
 
 if TYPE_CHECKING:
     from tpufleet.ops.jobs import JobRequest
@@ -309,6 +309,6 @@ def _running_below(name: str, d: dict) -> str:
     if d["fault_tolerant_routing"] and rr["all_to_all_retained"] >= d["min_throughput"]:
         return ""
     return (
-        f"\n  note: it runs rerouted around {', '.join(rr['faults'])} now, keeping {rr['all_to_all_retained']:.3f}: "
+        f"\n  note: it runs rerouted around {', '.join(rr['faults'])} now, keeping {share_text(rr['all_to_all_retained'])}: "
         f"nothing moves it for that (the policy is judged when a fault strikes it; `tpufleet explain {name}`)"
     )

@@ -3,6 +3,7 @@
 from collections.abc import Collection, Mapping
 
 from tpufleet.cli.render import link_steps, of_the_optimum
+from tpufleet.text import share_text
 
 
 def hit_later(radii: list[dict], i: int) -> set[str]:
@@ -33,7 +34,7 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
         if rr:
             line += (
                 f": fully routable, {'deadlock-free' if rr['deadlock_free'] else 'DEADLOCK'}, {rr['vcs']} VCs, "
-                f"all-to-all throughput retained {rr['all_to_all_retained']:.3f}"
+                f"all-to-all throughput retained {share_text(rr['all_to_all_retained'])}"
                 f"{of_the_optimum(rr['all_to_all_retained'], rr.get('all_to_all_retained_vs_optimum'))}"
                 + (" (thorough tables: the quick ones fell below its floor)" if rr.get("thorough") else "")
             )

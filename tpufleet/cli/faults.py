@@ -9,7 +9,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.blastradius import blast_radius_text, hit_later
-from tpufleet.cli.render import emit, grid, link_steps
+from tpufleet.cli.render import emit, grid, link_steps, share_text
 from tpufleet.timeparse import TIME_HELP, parse_time
 
 MAX_RANDOM_FAULTS = 10_000  # a batch is one transaction: bounded so a typo cannot exhaust memory
@@ -370,7 +370,7 @@ def _rescheduled_text(name: str, d: dict, linked: Mapping[str, str]) -> str:
     if rr:  # landed where an OCS (or optical link) is down: it runs on around it, as the fault path leaves it
         text += (
             f"; degraded: routed around {', '.join(rr['faults'])} it keeps "
-            f"{rr['all_to_all_retained']:.3f} of its all-to-all throughput with {rr['vcs']} VCs (`tpufleet routes {name}` "
+            f"{share_text(rr['all_to_all_retained'])} of its all-to-all throughput with {rr['vcs']} VCs (`tpufleet routes {name}` "
             "stores those tables)"
         )
     if d.get("job"):

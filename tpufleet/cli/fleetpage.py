@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from tpufleet.constants import CUBE_EDGE, DIMS
-from tpufleet.text import around
+from tpufleet.text import around, share_text
 
 Row = dict[str, Any]
 CELL, GAP, LAYER_GAP = 30, 4, 22
@@ -114,7 +114,9 @@ def _slice_rows(r: Row, colours: dict[str, str]) -> list[list[str]]:
     for s in r["slices"]:
         state_class = {"degraded": "warn", "evicted": "bad", "connected": "ok"}.get(s["state"], "")
         d = s["degraded"]
-        degraded = f"keeps {d['all_to_all_retained']:.3f}, {d['vcs']} VCs, around {around(d['faults'])}" if d else ""
+        degraded = (
+            f"keeps {share_text(d['all_to_all_retained'])}, {d['vcs']} VCs, around {around(d['faults'])}" if d else ""
+        )
         key = f'<span class="key" style="background:{colours.get(s["name"], "#555")}"></span>'
         rows.append(
             [

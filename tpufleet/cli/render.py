@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from tpufleet.text import share_text
+
 
 def finite(data: Any) -> Any:
     """The same data with NaN and infinities as null: strict JSON has no such numbers (documented). Numbers and
@@ -136,12 +138,10 @@ def of_the_optimum(kept: float, kept_of_optimum: float | None, optimum: float | 
     two differ to three places (twisted tori, whose healthy tables are heavier than the optimum); "" elsewhere.
     `optimum`: the optimum's max link load, named when given; not `exact`: a lower bound of it, so the share is at
     least the figure."""
-    if kept_of_optimum is None or f"{kept_of_optimum:.3f}" == f"{kept:.3f}":
+    if kept_of_optimum is None or f"{share_text(kept_of_optimum)}" == f"{share_text(kept)}":
         return ""
     if optimum is None:
-        return f" of the healthy tables, {kept_of_optimum:.3f} of the healthy optimum"
+        return f" of the healthy tables, {share_text(kept_of_optimum)} of the healthy optimum"
     if not exact:
-        return (
-            f" of the healthy tables, at least {kept_of_optimum:.3f} of the healthy optimum (its load >= {optimum:g})"
-        )
-    return f" of the healthy tables, {kept_of_optimum:.3f} of the healthy optimum ({optimum:g})"
+        return f" of the healthy tables, at least {share_text(kept_of_optimum)} of the healthy optimum (its load >= {optimum:g})"
+    return f" of the healthy tables, {share_text(kept_of_optimum)} of the healthy optimum ({optimum:g})"

@@ -8,7 +8,7 @@ import typer
 
 from tpufleet.cli.app import ReportOutput, app, examples, report_output_option
 from tpufleet.cli.render import data_text, emit, flat_table, grid
-from tpufleet.text import around, printable
+from tpufleet.text import around, printable, share_text
 
 Row = dict[str, Any]
 DEGRADED_TITLE, MAINTENANCE_TITLE = "Degraded cubes (still serving)", "Maintenance announced"
@@ -27,7 +27,9 @@ TABLE_TITLES = tuple(title.lower() for title in MD_TITLES)
 
 def _degraded(s: Row) -> str:
     d = s["degraded"]
-    return f"keeps {d['all_to_all_retained']:.3f}, {d['vcs']} VCs, around {around(d['faults'], ',')}" if d else ""
+    return (
+        f"keeps {share_text(d['all_to_all_retained'])}, {d['vcs']} VCs, around {around(d['faults'], ',')}" if d else ""
+    )
 
 
 def _slices(r: Row) -> list[Row]:
@@ -54,7 +56,7 @@ def report_job_rows(r: Row) -> list[Row]:
             "state": j["state"],
             "active slices": f"{j['active_slices']}/{j['total_slices']}",
             "pods": ", ".join(j["pods"]),
-            "throughput kept": "" if j["throughput_kept"] is None else f"{j['throughput_kept']:.3f}",
+            "throughput kept": "" if j["throughput_kept"] is None else f"{share_text(j['throughput_kept'])}",
             "evicted": ", ".join(j["evicted"]),
             "rerouted": ", ".join(j["rerouted"]),
         }

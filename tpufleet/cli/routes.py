@@ -10,7 +10,7 @@ import typer
 from tpufleet.cli.app import Output, OutputOpt, RoutingWorkOpt, app, examples
 from tpufleet.cli.render import emit, of_the_optimum
 from tpufleet.constants import EXPORT_FORMATS, MAX_TABLE_CAPACITY
-from tpufleet.text import meant_of, printable
+from tpufleet.text import meant_of, printable, share_text
 
 if TYPE_CHECKING:
     from tpufleet.fleetstate import FleetState
@@ -48,7 +48,7 @@ def _text(name: str, s: dict, stored: str | None, unroutable: list[str]) -> str:
     for traffic, load in s["max_link_load"].items():
         lines.append(
             f"  {traffic:<16} max link load {load:g} (healthy {s['healthy_max_link_load'][traffic]:g}), "
-            f"throughput retained {s['throughput_retained'][traffic]:.3f}{_optimum_share(s, traffic)}"
+            f"throughput retained {share_text(s['throughput_retained'][traffic])}{_optimum_share(s, traffic)}"
         )
     if s["pairs_broken_by_faults"]:
         lines.append(

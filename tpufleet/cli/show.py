@@ -7,7 +7,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples
 from tpufleet.cli.render import emit, grid
-from tpufleet.text import around, printable
+from tpufleet.text import around, printable, share_text
 
 
 class What(str, enum.Enum):
@@ -94,7 +94,7 @@ def _slices_table(rows: list[dict]) -> str:
                 len(r["cubes"]),
                 r["state"],
                 r["routes"],
-                f"{r['degraded']['all_to_all_retained']:.3f}" if r["degraded"] else "-",
+                f"{share_text(r['degraded']['all_to_all_retained'])}" if r["degraded"] else "-",
                 r["job"] or "-",
             ]
             for r in rows
@@ -224,7 +224,7 @@ def _status_text(s: dict) -> str:
             line += f"  job {sl['job']}"
         if sl["degraded"]:
             d = sl["degraded"]
-            line += f"  (keeps {d['all_to_all_retained']:.3f} of all-to-all, {d['vcs']} VCs, around {around(d['faults'], ',')})"
+            line += f"  (keeps {share_text(d['all_to_all_retained'])} of all-to-all, {d['vcs']} VCs, around {around(d['faults'], ',')})"
         lines.append(line)
     if s["jobs"]:
         lines.append(f"jobs: {len(s['jobs'])}")

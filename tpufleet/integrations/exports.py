@@ -36,6 +36,7 @@ from tpufleet.integrations.k8s import (
 from tpufleet.integrations.k8s_health import MAINTENANCE_OF
 from tpufleet.integrations.k8s_plan import REASON_PREFIX as K8S_REASON_PREFIX
 from tpufleet.model import Pod
+from tpufleet.text import share_text
 
 Doc = dict[str, Any]
 SLICE_API = "accelerator.gke.io/v1beta1"
@@ -328,6 +329,6 @@ def _condition(sl: Slice) -> Doc:
         SliceState.EVICTED: ("False", "FAILED", f"stopped by fault {sl.evicted_by}"),
     }[sl.state]
     if sl.state is SliceState.DEGRADED and sl.reroute is not None:
-        message += f" (all-to-all throughput retained {sl.reroute.retained:.3f})"
+        message += f" (all-to-all throughput retained {share_text(sl.reroute.retained)})"
     since = sl.created or "1970-01-01T00:00:00Z"
     return {"type": "Ready", "status": status, "reason": reason, "message": message, "lastTransitionTime": since}

@@ -35,7 +35,7 @@ from tpufleet.ops.explain_routes import link_why, rm_step, then_routes
 from tpufleet.ops.explain_wiring import wiring_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.tableneeds import needs_tables, tables_moved, tables_predating
-from tpufleet.text import around
+from tpufleet.text import around, share_text
 from tpufleet.views import missing_xconnects
 
 
@@ -274,7 +274,7 @@ def _degraded_figures(sl: Slice, drains: set[str]) -> tuple[list[str], list[str]
         else f" (its floor is {sl.min_throughput:g}; below it, it is rescheduled)"
     )
     why = [
-        f"running on rerouted tables around {around(r.faults)}: keeps {r.retained:.3f} of its all-to-all "
+        f"running on rerouted tables around {around(r.faults)}: keeps {share_text(r.retained)} of its all-to-all "
         f"throughput with {r.vcs} virtual channels{floor}",
         f"it returns to healthy tables when {', '.join(r.faults)} {'is' if len(r.faults) == 1 else 'are'} "
         + ("cleared, once the maintenance is done" if drains.issuperset(r.faults) else "repaired and cleared")
