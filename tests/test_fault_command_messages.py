@@ -22,6 +22,18 @@ def test_a_scenario_reason_that_is_not_text_is_refused_as_not_text(fleet, tmp_pa
     assert snapshot(fleet.state) == before
 
 
+@pytest.mark.parametrize(("item", "value"), [("null", "None"), ("5", "5"), ("[host:c06/2]", "['host:c06/2']")])
+def test_a_scenario_item_neither_id_nor_mapping_names_both_forms(fleet, tmp_path, item, value):
+    """`- null` in a scenario was refused as "must be a mapping", though a target id alone is as good an item."""
+    scenario = tmp_path / "faults.yaml"
+    scenario.write_text(f"- host:c05/1\n- {item}\n")
+    before = snapshot(fleet.state)
+    line = one_line(fleet("inject-fault", "--from", scenario))
+    said = "field 1: must be a target id (such as cube:c05) or a mapping {target, planned?, reason?}"
+    assert line == f"tpufleet: error: {scenario}: {said} (value {value})"
+    assert snapshot(fleet.state) == before
+
+
 def test_clearing_a_cube_with_no_fault_of_its_own_names_the_faults_inside_it(fleet):
     """`clear-fault cube:c06` with only a host of it down said "no open fault on cube:c06", and nothing of the host's."""
     assert fleet("inject-fault", "host:c06/2").code == 0

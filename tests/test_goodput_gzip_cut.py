@@ -121,3 +121,21 @@ def test_a_log_being_written_reads_its_whole_lines_without_an_error(tmp_path):
     whole, _line = cut_gzip("\n".join(varied_log(6, 4, 0)) + "\n", tmp_path / "log.jsonl.gz")
     log = goodputlogs.load([tmp_path / "log.jsonl.gz"], "native", False, whole_lines=True)
     assert log.records == len(whole.splitlines()) and not log.cut_off and not log.skipped
+
+
+def test_a_cut_stream_on_standard_input_is_named_as_input_files_names_it(tmp_path):
+    """`input.cut_off[].file` gave `<stdin>` where `input.files` gives `-`: a script matching one against the other
+    found no file. Both say `-`; the table and the warning say standard input's name, `<stdin>`."""
+    import subprocess
+    import sys
+
+    _, line = cut_gzip("\n".join(varied_log(3, 6, 0)) + "\n", tmp_path / "cut.gz")
+    cmd = [sys.executable, "-m", "tpufleet", "goodput-report", "-", "--skip-bad"]
+    data = (tmp_path / "cut.gz").read_bytes()
+    r = subprocess.run([*cmd, "-o", "json"], input=data, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    read = json.loads(r.stdout)["input"]
+    assert read["files"] == ["-"] and read["cut_off"] == [{"file": "-", "line": line}]
+    assert f"<stdin>:{line}: the gzip stream is cut off" in r.stderr.decode()
+    table = subprocess.run(cmd, input=data, capture_output=True, timeout=120)
+    assert f"gzip stream cut off at <stdin>:{line}" in table.stdout.decode()

@@ -144,8 +144,9 @@ def _notes(report: dict[str, Any], capacity: str | None) -> None:
     """What the figures rest on that they do not show, on stderr."""
     read = report["input"]
     for cut in read["cut_off"]:
+        where = "<stdin>" if cut["file"] == "-" else cut["file"]
         typer.echo(
-            f"tpufleet: warning: {cut['file']}:{cut['line']}: the gzip stream is cut off here (the file is "
+            f"tpufleet: warning: {where}:{cut['line']}: the gzip stream is cut off here (the file is "
             "truncated): the lines before it are counted, the rest of this log is missing",
             err=True,
         )

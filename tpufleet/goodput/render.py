@@ -157,7 +157,8 @@ def input_notes(report: Report) -> list[str]:
     nothing of it): the malformed records --skip-bad skipped, and the gzip logs cut off before their end."""
     notes = [f"skipped {report['input']['skipped']} malformed record(s)"] if report["input"]["skipped"] else []
     for cut in report["input"].get("cut_off", ()):
-        notes.append(f"gzip stream cut off at {cut['file']}:{cut['line']}: the rest of that log is missing")
+        where = "<stdin>" if cut["file"] == "-" else cut["file"]  # standard input, as `input.files` gives it
+        notes.append(f"gzip stream cut off at {where}:{cut['line']}: the rest of that log is missing")
     return notes
 
 

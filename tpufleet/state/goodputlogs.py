@@ -111,7 +111,7 @@ def _after_cut(fh: BinaryIO, name: str, line: int, reading: _Reading, log: event
     if not reading.skip_bad:
         raise BadRecord(name, line, "<line>", NO_VALUE, _CUT_SHORT)
     log.skipped += 1
-    log.cut_off.append((name, line))
+    log.cut_off.append((STDIN if name == shown_name(Path(STDIN)) else name, line))  # as `input.files` names it
 
 
 _CUT_SHORT = "the gzip stream is cut off here, before its end (the file is truncated: a copy or upload stopped)"

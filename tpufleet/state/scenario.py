@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tpufleet.constants import MAX_REASON_CHARS
-from tpufleet.errors import BadInput
+from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.state.inputfiles import check_finite, load_yaml
 from tpufleet.state.schema import check
 
@@ -39,6 +39,10 @@ def read(path: Path) -> list[dict[str, Any]]:
     data = load_yaml(path, "fault scenario file", finite=False)
     if isinstance(data, list):  # a bare string is shorthand for {target: ...}
         data = [{"target": d} if isinstance(d, str) else d for d in data]
+        bad = next((i for i, d in enumerate(data) if not isinstance(d, dict)), None)
+        if bad is not None:  # the schema would say "must be a mapping", though a target id is as good
+            problem = "must be a target id (such as cube:c05) or a mapping {target, planned?, reason?}"
+            raise BadStateFile(str(path), str(bad), data[bad], problem)
     check(SCENARIO_SCHEMA, data, str(path))
     check_finite(data, str(path))  # the schema admits no number, so this only guards a schema grown one
     if not data:
