@@ -626,3 +626,23 @@ def test_a_notice_and_its_waves_cube_apart_are_both_named(running, tmp_path, edi
     assert "field waves.0.cubes.0: it is not one of the plan's notices" in line and f"(value {wave_cube!r})" in line
     assert f"no wave's cubes name notices.{notice}.target {notice_target}" in line
     assert snapshot(running.state) == before
+
+
+def test_each_drain_of_a_wave_is_held_until_its_own_cubes_window_ends(running, tmp_path, monkeypatch):
+    """Wave 1 drains c00 (maintenance until 13:00) and c01 (until 14:00). Every drain's reason carried the wave's
+    latest end, so at 13:30 `explain cube:c00` held its clear until 14:00 while `apply-maintenance` named 13:00;
+    each drain carries its own cube's window and both say 13:00."""
+    from tpufleet.state import store
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(_plan(running, tmp_path)))
+    monkeypatch.setattr(store, "utc_now", lambda: "2026-06-30T00:00:00Z")
+    assert running("apply-maintenance", plan, "--wave", "1").code == 0
+    reasons = {f["target"]: f["reason"] for f in running("faults", "-o", "json").json if f["planned"]}
+    assert reasons["cube:c00"] == "maintenance wave 1: 2026-07-01T09:00:00Z to 2026-07-01T13:00:00Z"
+    assert reasons["cube:c01"] == "maintenance wave 1: 2026-07-01T10:00:00Z to 2026-07-01T14:00:00Z"
+    monkeypatch.setattr(store, "utc_now", lambda: "2026-07-01T13:30:00Z")
+    c00, c01 = (running("explain", f"cube:{c}", "-o", "json").json for c in ("c00", "c01"))
+    assert any(step.startswith("tpufleet clear-fault") for step in c00["next"]), c00
+    assert not any(step.startswith("tpufleet clear-fault") for step in c01["next"]), c01
+    assert any("2026-07-01T14:00:00Z" in why for why in c01["why"]), c01

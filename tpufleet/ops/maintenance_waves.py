@@ -73,9 +73,10 @@ def slice_holders(state: FleetState) -> dict[str, list[str]]:
 
 
 def _drain(sim: FleetState, wave: Wave, run: Run) -> None:
-    """Drain the wave's cubes (a notice whose drain is already open keeps it)."""
-    reason = maintenance.wave_reason(wave.number, wave.notices)
+    """Drain the wave's cubes (a notice whose drain is already open keeps it), each drain's reason carrying its own
+    notice's window: the cube is cleared after its own end, and `explain` tells that end, not the wave's latest."""
     for n in wave.notices:
+        reason = maintenance.wave_reason(wave.number, [n])
         target = CubeId(n.cube)
         existing = sim.open_fault_on(target)
         if existing is not None:
