@@ -233,6 +233,14 @@ def _edit(doc: dict, path: str, value: object) -> dict:
         ("waves.0.cubes", ["c00", "c00"], "field waves.0.cubes"),
         ("waves.1.cubes.1", "c00", "field waves.1.cubes.1"),  # c00 is wave 1's
         ("waves.0.cleared_after", ["cube:c02"], "field waves.0.cleared_after.0"),  # c02 is drained in wave 2
+        ("notices.0.open_drain", "f99", "field notices.0.open_drain: no such fault in the state"),
+        ("notices.0.open_drain", "f1", "field notices.0.open_drain: a fault of cube:c40, not of cube:c00"),
+        ("notices.0.open_drain", "x", "field notices.0.open_drain"),
+        ("max_parallel", 0, "field max_parallel"),
+        ("spares", -1, "field spares"),
+        ("waves.0.free_healthy_cubes", -5, "field waves.0.free_healthy_cubes"),
+        ("waves.0.moves.0.pod", "pod 9", "field waves.0.moves.0.pod"),
+        ("waves.0.moves.0.cubes_in", ["c120", "c120"], "field waves.0.moves.0.cubes_in"),
     ],
 )
 def test_bad_plan_files_exit_2_naming_the_field(running, tmp_path, path, value, field):
@@ -646,3 +654,41 @@ def test_each_drain_of_a_wave_is_held_until_its_own_cubes_window_ends(running, t
     assert any(step.startswith("tpufleet clear-fault") for step in c00["next"]), c00
     assert not any(step.startswith("tpufleet clear-fault") for step in c01["next"]), c01
     assert any("2026-07-01T14:00:00Z" in why for why in c01["why"]), c01
+
+
+def test_a_move_whose_cubes_out_were_edited_is_told_by_the_cubes_it_leaves(running, tmp_path):
+    """A plan's `cubes_out` edited: the refusal said `would move to X (the plan: X)`, the cubes it lands on, the same
+    on both sides; it names the cubes the move leaves."""
+    plan = _plan(running, tmp_path)
+    move = plan["waves"][0]["moves"][0]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edit(plan, "waves.0.moves.0.cubes_out", move["cubes_out"][:1])))
+    before = snapshot(running.state)
+    r = running("apply-maintenance", bad, "--wave", "1")
+    left = ",".join(move["cubes_out"])
+    assert r.code == 1 and f"slice {move['slice']!r} would leave {left} (the plan: {move['cubes_out'][0]})" in r.err
+    assert snapshot(running.state) == before
+
+
+def test_a_plan_of_another_state_at_the_same_serial_is_not_called_stale(running, tmp_path):
+    """Applied to another state that has reached the plan's serial too, the refusal said `stale plan ...: made at
+    serial 4, and since then cube c00 is held by ...`, though nothing happened since: it says the plan is not this
+    state's."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(_plan(running, tmp_path)))
+    other = ["--state", str(tmp_path / "other")]
+    steps = [
+        ("init", "--generation", "tpu7x"),
+        ("import", "reservation", FIXTURE, "--apply"),
+        ("allocate", "b", "--shape", "16x16x16"),  # the other order: c00 is b's here
+        ("allocate", "a", "--shape", "12x12x24"),
+    ]
+    for step in steps:
+        assert running(*other, *step, state=False).code == 0, step
+    assert running(*other, "status", "-o", "json", state=False).json["serial"] == json.loads(plan.read_text())["serial"]
+    before = snapshot(tmp_path / "other")
+    r = running(*other, "apply-maintenance", plan, "--wave", "1", state=False)
+    assert (
+        r.code == 1 and f"plan {plan} was not made from this state: made at serial 4, the state's serial, yet" in r.err
+    )
+    assert "stale" not in r.err and snapshot(tmp_path / "other") == before

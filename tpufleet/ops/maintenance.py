@@ -197,10 +197,11 @@ def _differs(wave: SavedWave, done: Wave, state: FleetState) -> list[str]:
     why = [f"slice {name!r} would not move" for name in sorted(planned.keys() - made.keys(), key=natural_key)]
     why += [f"slice {name!r} would be moved too" for name in sorted(made.keys() - planned.keys(), key=natural_key)]
     for name in sorted(planned.keys() & made.keys(), key=natural_key):
-        if planned[name] != made[name]:
-            into = ",".join(sorted(made[name][1], key=natural_key)) or "-"
-            was = ",".join(sorted(planned[name][1], key=natural_key)) or "-"
-            why.append(f"slice {name!r} would move to {into} (the plan: {was})")
+        for side, verb in ((1, "move to"), (0, "leave")):  # where it lands first: the cubes it leaves follow from it
+            if planned[name][side] != made[name][side]:
+                did, was = (",".join(sorted(m[name][side], key=natural_key)) or "-" for m in (made, planned))
+                why.append(f"slice {name!r} would {verb} {did} (the plan: {was})")
+                break
     left = sorted(evicted_by(state, done.fault_ids), key=natural_key)
     why += [f"slice {name!r} would be left evicted" for name in left]
     return why
@@ -224,7 +225,7 @@ def apply_wave(
             f"bad option --wave: {shown(str(number))} is not a wave of plan {saved.path} (1 to {len(saved.waves)})"
         )
     _unknown_cubes_refused(state, saved)
-    check_fleet(saved, state.fleet)
+    check_fleet(saved, state.fleet, {f.id: str(f.target) for f in state.faults})
     _order_refusal(state, saved, number, applied.serials)
     if applied.replaced_at is not None:  # same names, another fleet: its spares and holders are not the plan's
         raise Refused(
@@ -238,6 +239,11 @@ def apply_wave(
     if unserved:
         raise Refused(f"wave {number} of plan {saved.path} stops slice {unserved[0].slice!r}: {unserved[0].reason}")
     why = changed_since(state, saved, wave, set(applied.serials.values()))
+    if why and state.serial == saved.serial and not applied.serials:  # nothing happened since: not this state's
+        raise Refused(
+            f"plan {saved.path} was not made from this state: made at serial {saved.serial}, the state's serial, "
+            f"yet {_listed(why)}"
+        )
     if why:
         raise Refused(f"stale plan {saved.path}: made at serial {saved.serial}, and since then {_listed(why)}")
     _not_back_yet_refused(state, saved, number, now)

@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -34,7 +35,9 @@ _CUBE: Final = r"^c[0-9]{1,6}\Z"
 _TARGET: Final = r"^cube:c[0-9]{1,6}\Z"
 _STAMP: Final = {"type": "string", "maxLength": 64}  # as the tool writes times: `_check_window` says which are
 _END: Final = {"type": ["string", "null"], "maxLength": 64}  # an end may be unknown
-_CUBES: Final = {"type": "array", "items": {"type": "string", "pattern": _CUBE}}
+_CUBES: Final = {"type": "array", "items": {"type": "string", "pattern": _CUBE}, "uniqueItems": True}
+_POD: Final = {"type": "string", "pattern": r"^pod[0-9]+\Z"}
+_COUNT: Final = {"type": "integer", "minimum": 0}
 
 _MOVE: Final = {
     "type": "object",
@@ -44,7 +47,8 @@ _MOVE: Final = {
         "status": {"enum": ["moved", "unserved"]},
         "cubes_out": _CUBES,
         "cubes_in": _CUBES,
-        "to_pod": {"type": "string", "pattern": r"^pod[0-9]+\Z"},
+        "pod": _POD,
+        "to_pod": _POD,
         "reason": {"type": "string"},
     },
 }
@@ -56,7 +60,9 @@ _WAVE: Final = {
         "wave": {"type": "integer", "minimum": 1},
         "window_start": _STAMP,  # its notices' earliest start and latest end (null: one end unknown)
         "window_end": _END,
-        "cubes": {**_CUBES, "minItems": 1, "uniqueItems": True},
+        "cubes": {**_CUBES, "minItems": 1},
+        "free_healthy_cubes": _COUNT,  # (informational: `apply-maintenance` counts again)
+        "free_healthy_pod": {**_POD, "type": ["string", "null"]},
         "already_drained": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
         "moves": {"type": "array", "items": _MOVE},
         "cleared_after": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
@@ -76,6 +82,8 @@ SCHEMA: Final = {
     "properties": {
         "kind": {"const": KIND},
         "serial": {"type": "integer", "minimum": 0},
+        "max_parallel": {"type": "integer", "minimum": 1},
+        "spares": _COUNT,
         "notices": {
             "type": "array",
             "items": {
@@ -85,7 +93,7 @@ SCHEMA: Final = {
                     "target": {"type": "string", "pattern": _TARGET},
                     "window_start": _STAMP,
                     "window_end": _END,
-                    "open_drain": {"type": ["string", "null"]},
+                    "open_drain": {"type": ["string", "null"], "pattern": r"^f[0-9]+\Z"},
                 },
             },
         },
@@ -124,6 +132,7 @@ class SavedMaintenancePlan:
     plan_id: str  # digest of the plan's content: the journal records applied waves under it
     serial: int
     waves: tuple[SavedWave, ...]
+    notices: tuple[Notice, ...] = ()  # in the file's order (`notices.N`)
 
 
 # a `target:` key at a line's start, in block or flow style (`- {target: cube:c00, ...}`, as the README writes
@@ -189,7 +198,8 @@ def read(path: Path) -> SavedMaintenancePlan:
         _holders_cover(w["holders_before"], wave, f"waves.{i}.holders_before", where)
     _windows_of_notices(doc["waves"], waves, where)
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-    return SavedMaintenancePlan(where, hashlib.sha256(canonical).hexdigest()[:16], doc["serial"], waves)
+    digest = hashlib.sha256(canonical).hexdigest()[:16]
+    return SavedMaintenancePlan(where, digest, doc["serial"], waves, tuple(notices.values()))
 
 
 def _notices(docs: list[dict[str, Any]], where: str) -> dict[str, Notice]:
@@ -348,9 +358,17 @@ def _drained_before_cleared(waves: tuple[SavedWave, ...], where: str) -> None:
                 raise BadStateFile(where, f"waves.{i}.cleared_after.{j}", n.target, "cleared before a wave drains it")
 
 
-def check_fleet(saved: SavedMaintenancePlan, fleet: Fleet) -> None:
+def check_fleet(saved: SavedMaintenancePlan, fleet: Fleet, fault_targets: Mapping[str, str] | None = None) -> None:
     """The checks of a saved plan that need the fleet it is applied to: each move's `to_pod` is a pod of the
-    fleet, and the pod of the cubes it moves into; BadStateFile (exit 2) naming the file, field and value."""
+    fleet, and the pod of the cubes it moves into; each notice's `open_drain` a fault of the state
+    (`fault_targets`: every fault's id -> its target) on that cube. BadStateFile (exit 2) naming the file, field
+    and value."""
+    for i, n in enumerate(saved.notices):
+        if fault_targets is None or n.fault_id is None or fault_targets.get(n.fault_id) == n.target:
+            continue
+        on = fault_targets.get(n.fault_id)
+        problem = "no such fault in the state" if on is None else f"a fault of {on}, not of {n.target}"
+        raise BadStateFile(saved.path, f"notices.{i}.open_drain", n.fault_id, problem)
     for i, wave in enumerate(saved.waves):
         for j, move in enumerate(wave.moves):
             if not move.to_pod:
