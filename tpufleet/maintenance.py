@@ -27,7 +27,7 @@ import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from tpufleet.errors import BadInput, shown
@@ -94,12 +94,27 @@ def _when(item: Mapping[str, Any], key: str, where: str) -> datetime:
     value = item[key]  # text, quoted or not: the YAML reader leaves times as text (`inputfiles.load_yaml`)
     moment = parse_stamp(value) if isinstance(value, str) else None
     if moment is None:
+        if isinstance(value, str) and _written_as_time(value):  # 0001-01-01T00:00:00+01:00 is the year 0 in UTC
+            raise BadInput(f"{where}: field {key}: {shown(value)} lies outside the years 1 to 9999 once in UTC")
         raise BadInput(f"{where}: field {key}: {_typed(value)} is not an RFC 3339 time such as 2026-06-16T09:00:00Z")
     if datetime.fromisoformat(str(value)).tzinfo is None:  # read as UTC, a local time would drain hours off
         raise BadInput(
             f"{where}: field {key}: {shown(value)} has no UTC offset (RFC 3339: 2026-06-16T09:00:00Z, or +02:00)"
         )
     return moment
+
+
+def _written_as_time(text: str) -> bool:
+    """Whether `text` reads as a time with an offset whose UTC moment falls outside the calendar."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return moment.tzinfo is not None
+    return False
 
 
 def _required(item: Mapping[str, Any], key: str, where: str) -> None:
