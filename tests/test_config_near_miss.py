@@ -27,3 +27,14 @@ def test_a_setting_like_none_gets_no_guess(fleet, tmp_path, monkeypatch):
     config.write_text("colour = 1\n")
     monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
     assert "did you mean" not in one_line(fleet("status"), 2)
+
+
+def test_a_config_file_that_is_no_toml_shows_none_of_its_text(fleet, tmp_path, monkeypatch):
+    """A syntax error quoted the file's first 40 characters as its value: a database URL's password with them."""
+    config = tmp_path / "config.toml"
+    config.write_text('state = "postgresql://ops:s3cret@db/fleet"\noutput = json\n')  # json unquoted: no TOML
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
+    for extra in ([], ["-o", "json"]):
+        r = fleet("status", *extra)
+        assert r.code == 2 and str(config) in r.err and "not valid TOML" in r.err and "line 2" in r.err
+        assert "s3cret" not in r.err + r.out and "postgresql" not in r.err + r.out

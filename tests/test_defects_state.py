@@ -366,3 +366,23 @@ def test_tables_waiting_to_be_swapped_in_are_shown_stale_as_collective_flags_the
     assert "tpufleet_stale_route_tables 1.0" in routed("metrics").out
     assert routed("inject-fault", "host:c40/1").code == 0  # the next change installs them
     assert routed("show", "slices", "-o", "json").json[0]["routes"] == "fresh"
+
+
+def test_a_release_whose_tables_cannot_be_deleted_says_it_is_committed(routed, monkeypatch):
+    """`release s` committed, then could not delete routes/s.npz: the message said `'s' is already released: serial
+    5 removed it ...; nothing to release`, the command's own commit taken for an earlier one. It says the change is
+    committed, names the file and that the next command tries again."""
+    import errno
+
+    from tpufleet.state import filebackend
+
+    def refuse(path):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(filebackend, "_unlink_tables", refuse)
+    serial = routed("status", "-o", "json").json["serial"]
+    r = routed("release", "s")
+    assert r.code == 1 and r.err.count("\n") == 1, r.err
+    assert f"cannot delete {routed.state / 'routes' / 's.npz'}" in r.err
+    assert f"its change is committed as serial {serial + 1}" in r.err and "already released" not in r.err
+    assert routed("show", "slices", "-o", "json").json == []

@@ -48,6 +48,9 @@ def test_an_electrical_link_named_from_its_other_end_is_still_one_id(fleet):
         (("allocate", "x", "--shape", "4x4x4", "--cubes", "c7"), "--cubes: unknown cube 'c7' (did you mean c07?)"),
         (("allocate", "x", "--shape", "4x4x4", "--pod", "pod00"), "--pod: unknown pod 'pod00' (did you mean pod0?)"),
         (("reschedule", "x", "--avoid", "c003"), "--avoid: unknown cube 'c003' (did you mean c03?)"),
+        (("allocate", "x", "--shape", "4x4x4", "--cubes", "C30"), "--cubes: unknown cube 'C30' (did you mean c30?)"),
+        (("allocate", "x", "--shape", "4x4x4", "--pod", "Pod0"), "--pod: unknown pod 'Pod0' (did you mean pod0?)"),
+        (("reschedule", "x", "--avoid", "C22"), "--avoid: unknown cube 'C22' (did you mean c22?)"),
     ],
 )
 def test_a_cube_or_pod_option_written_another_way_names_the_one_meant(fleet, args, said):
@@ -56,3 +59,10 @@ def test_a_cube_or_pod_option_written_another_way_names_the_one_meant(fleet, arg
     before = snapshot(fleet.state)
     assert one_line(fleet(*args)) == f"tpufleet: error: bad option {said}"
     assert snapshot(fleet.state) == before
+
+
+def test_allocate_takes_a_cube_as_its_target_id_as_reschedule_avoid_does(fleet):
+    """`--cubes cube:c30` was refused as an unknown cube, though `reschedule --avoid cube:c22` is taken."""
+    r = fleet("allocate", "x", "--shape", "4x4x8", "--cubes", "cube:c30,c31", "-o", "json")
+    assert r.code == 0, r.err
+    assert fleet("show", "slices", "-o", "json").json[0]["cubes"] == ["c30", "c31"]

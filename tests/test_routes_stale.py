@@ -107,7 +107,7 @@ def test_a_slice_whose_wiring_can_be_finished_now_is_skipped_until_it_is(fleet):
 def test_fault_and_clear_name_it_when_several_slices_need_tables(three):
     hit = three("inject-fault", "ocs:pod0/x/1").out
     assert hit.count("(its stored tables predate this fault)") == 3
-    assert hit.rstrip().endswith("all of them at once: tpufleet routes --stale")
+    assert hit.rstrip().endswith("all of them at once: `tpufleet routes --stale`")
     cleared = three("clear-fault", "f1").out
     assert "all of them at once: `tpufleet routes --stale`" in cleared
     assert three("routes", "--stale").code == 0

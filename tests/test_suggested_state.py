@@ -196,3 +196,15 @@ def test_the_md_and_html_reports_suggest_commands_on_the_same_fleet(cli, tmp_pat
     texts.feed(page)
     assert texts.texts == [f"A a: {move}", note]
     assert _cli(cli, state, "reschedule", "a").code == 0  # the command as suggested runs on this fleet
+
+
+def test_inject_faults_one_command_for_all_stale_tables_carries_the_state(cli, tmp_path):
+    """`all of them at once: tpufleet routes --stale` under a fault hitting two slices went without the `--state`
+    given: copied, it routed another fleet's slices."""
+    state = tmp_path / "fleet"
+    assert _cli(cli, state, "init").code == 0
+    for name in ("a", "b"):
+        for step in (("allocate", name, "--shape", "4x4x8"), ("plan-xconnect", name, "--apply"), ("routes", name)):
+            assert _cli(cli, state, *step).code == 0, step
+    r = _cli(cli, state, "inject-fault", "ocs:pod0/z/0")
+    assert r.code == 0 and r.out.rstrip().endswith(f"all of them at once: `tpufleet --state {state} routes --stale`")

@@ -11,14 +11,15 @@ from tpufleet.cli import yamltext
 
 # YAML 1.2 core schema numbers, written here independently of tpufleet's pattern
 YAML_1_2_INT_OR_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+")
-NUMBER_LIKE = ["1e3", "1E-3", "0o17", "0x1f", "12e10"]  # names allocate takes
+# names allocate takes; the last ones go-yaml (kubectl) alone reads as booleans, or as numbers without the underscores
+NUMBER_LIKE = ["1e3", "1E-3", "0o17", "0x1f", "12e10", "y", "N", "1_0e3", "0o1_7"]
 
 
 @given(st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12))
 def test_any_printable_string_round_trips_and_1_2_numbers_are_quoted(text):
     out = yamltext.dump({"k": text}, sort_keys=False)
     assert yaml.safe_load(out) == {"k": text}
-    if YAML_1_2_INT_OR_FLOAT.fullmatch(text):
+    if YAML_1_2_INT_OR_FLOAT.fullmatch(text.replace("_", "")) or text in ("y", "Y", "n", "N"):
         value = out.split(":", 1)[1].strip()
         assert value[0] in "'\"", out
 

@@ -311,13 +311,13 @@ def meant(name: str, known: Collection[str]) -> str:
     """For a message refusing cube or pod `name` as unknown: ` (did you mean c07?)` when it is one of `known` written
     another way (`c7`, `c007`; `pod00`), as `parse_target` says it of an id; else nothing.
 
-    >>> meant("c007", ["c07"]), meant("pod00", ["pod0"]), meant("c99", ["c07"])
-    (' (did you mean c07?)', ' (did you mean pod0?)', '')
+    >>> meant("c007", ["c07"]), meant("pod00", ["pod0"]), meant("c99", ["c07"]), meant("C07", ["c07"])
+    (' (did you mean c07?)', ' (did you mean pod0?)', '', ' (did you mean c07?)')
     """
-    if _CUBE_RE.fullmatch(name):
-        written = _written_cube(name)
-    elif _POD_RE.fullmatch(name):
-        written = _written_pod(name)
+    if _CUBE_RE.fullmatch(name.lower()):
+        written = _written_cube(name.lower())
+    elif _POD_RE.fullmatch(name.lower()):
+        written = _written_pod(name.lower())
     else:
         return ""
     return f" (did you mean {written}?)" if written != name and written in known else ""

@@ -101,7 +101,7 @@ def allocate_cmd(
         raise BadInput(
             f"bad option --pod: {', '.join(map(shown, pods))}: a slice lives in one pod (several only with --slices N)"
         )
-    given = [c.strip() for c in cubes.split(",")] if cubes is not None else None
+    given = [c.strip().removeprefix("cube:") for c in cubes.split(",")] if cubes is not None else None
     if given is not None and not any(given):
         raise BadInput(f"bad option --cubes: {cubes!r} names no cube (leave it out to let the tool choose)")
     if given is not None and "" in given:
@@ -216,7 +216,10 @@ def release_cmd(
         outcome, linked = _release(store, name)
     except Refused as refused:  # `release` run twice: say which commit released it
         from tpufleet.ops.history import released_earlier
+        from tpufleet.state import committed
 
+        if committed.SERIALS:  # released by this very command: its tables could not be deleted after the commit
+            raise
         raise released_earlier(store, name) or refused from None
     d = {**outcome.data, "linked_routes": linked}
     what = f"job {name} ({', '.join(d['slices'])})" if "job" in d else name

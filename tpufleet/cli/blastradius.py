@@ -47,7 +47,7 @@ def blast_radius_text(r: dict, hit_later: Collection[str] = (), linked: Mapping[
             lines.append(f"    next: tpufleet routes {s['slice']}  ({why})")
             to_route += 1
     if to_route > 1:
-        lines.append("  all of them at once: tpufleet routes --stale")
+        lines.append("  all of them at once: `tpufleet routes --stale`")
     for j in r.get("jobs", []):
         lines.append(f"  job {j['job']}: {j['action']} ({j['reason']})")
         lines.extend(f"    next: {step}" for step in j["next"])

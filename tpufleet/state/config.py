@@ -62,7 +62,7 @@ def load_config() -> Config:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise BadStateFile(str(path), "", text[:40], f"not valid TOML: {exc}") from None
+        raise BadStateFile(str(path), "", NO_VALUE, f"not valid TOML: {exc}") from None
     except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits; nesting the scan missed
         raise BadStateFile(str(path), "", NO_VALUE, f"not valid TOML ({type(exc).__name__}: {str(exc)[:80]})") from None
     return _parse(doc, str(path))
