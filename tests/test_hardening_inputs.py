@@ -705,3 +705,22 @@ def test_csv_keeps_a_value_that_starts_with_the_quote_apart_from_a_quoted_one(cl
     from tpufleet.cli.render import flat_table
 
     assert flat_table([{"n": -1.5, "name": "-x", "quoted": "'-x"}], "csv") == "n,name,quoted\n-1.5,'-x,''-x"
+
+
+@pytest.mark.parametrize(
+    ("summary", "field"),
+    [("x", "summary"), (None, "summary"), (1.5, "summary"), ({}, "summary.add"), ({"add": -1}, "summary.add")],
+)
+def test_a_plans_summary_not_of_counts_is_bad_input(fleet, tmp_path, summary, field):
+    """A malformed `summary` was refused as "edited after it was made?" (exit 1), a plan of other counts; it is
+    bad input naming the field (exit 2), as any other field of the wrong type."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "p.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    doc["summary"] = {**doc["summary"], **summary} if isinstance(summary, dict) and summary else summary  # {}: none
+    plan.write_text(json.dumps(doc))
+    before = snapshot(fleet.state)
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 2 and f"{plan}: field {field}" in r.err and r.err.count("\n") == 1, r.err
+    assert snapshot(fleet.state) == before

@@ -206,6 +206,11 @@ def _window(**times: str):
             "is past year 9999 in UTC",
         ),
         (
+            _window(windowStartTime="0001-01-01T00:30:00+01:00"),
+            "upcomingGroupMaintenance.windowStartTime",
+            "is before year 1 in UTC",
+        ),
+        (
             _window(windowStartTime="2026-13-45T09:00:00Z"),
             "upcomingGroupMaintenance.windowStartTime",
             "must be an RFC 3339 time of the calendar",

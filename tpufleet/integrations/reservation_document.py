@@ -240,11 +240,11 @@ def _time(obj: Mapping[str, Any], key: str, path: str, where: _Where, name: str)
 def _time_problem(written: str | None) -> str:
     """Why a time is refused: RFC 3339 allows a leap second and offsets that leave year 9999 in UTC, which are
     times all the same, but none the tool can keep (`real_time` checks the calendar; a real time `utc_stamp`
-    refuses can only be past year 9999 once in UTC)."""
+    refuses can only be past year 9999 once in UTC, or before year 1 for a time of 0001-01-01 ahead of UTC)."""
     if written is not None and written[17:19] == "60" and real_time(f"{written[:17]}59{written[19:]}"):
         return "is a leap second (:60), which the tool cannot keep: give the second before or after"
     if written is not None and real_time(written):
-        return "is past year 9999 in UTC, which the tool cannot keep"
+        return f"is {'before year 1' if written.startswith('0001-') else 'past year 9999'} in UTC, which the tool cannot keep"
     return "must be an RFC 3339 time of the calendar (2026-06-16T09:00:00Z)"
 
 

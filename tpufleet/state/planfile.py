@@ -36,6 +36,14 @@ _PAIRS = {
 _OCS_ID = r"^ocs:pod[0-9]+/[xyz]/[0-9]+\Z"
 _COORD = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 3, "maxItems": 3}
 
+_COUNT = {"type": "integer", "minimum": 0}
+# the counts the operator reviewed (`apply-xconnect` checks them against the plan's changes)
+_SUMMARY = {
+    "type": "object",
+    "required": ["add", "remove", "keep"],
+    "properties": dict.fromkeys(("add", "remove", "keep"), _COUNT),
+}
+
 PLAN_SCHEMA = {
     "type": "object",
     "required": ["kind", "schema_version", "slice", "serial", "shape", "twisted", "cubes", "ocs", "summary"],
@@ -66,7 +74,7 @@ PLAN_SCHEMA = {
                 },
             },
         },
-        "summary": {"type": "object"},
+        "summary": _SUMMARY,
         "blocked": {"type": "array", "items": {"type": "string"}},
         "deferred": {"type": "array", "items": {"type": "string", "pattern": _OCS_ID}},
     },
@@ -82,6 +90,7 @@ JOB_PLAN_SCHEMA = {
         "serial": {"type": "integer", "minimum": 0},
         "made": {"type": "string", "maxLength": 64},
         "plans": {"type": "array", "minItems": 1},
+        "summary": _SUMMARY,  # the parts' counts added up
     },
 }
 
