@@ -200,3 +200,26 @@ def test_a_fleet_without_its_journal_moved_again_unchanged_is_left_alone(tmp_pat
         r = folder("state", "push", str(folder.state), pg_url, "-o", "json", state=False)
         assert r.code == 0, r.err
     assert r.json["changed"] is False
+
+
+def test_one_journal_row_beyond_the_state_row_is_told_by_readers_and_refused_by_pull(
+    pg_server: PgServer, pg_url, capsys, tmp_path
+):
+    """A database's commit writes its journal row and its state row together, so one row beyond the state's serial
+    is already a state put back under its journal: every writer refused it, but `history` said nothing (the
+    directory's threshold, where a crash leaves one line), and `state pull` copied the fleet, dropping the row and
+    handing its serial out again."""
+    import json as jsonlib
+
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0 and cli("allocate", "a", "--shape", "4x4x4").code == 0
+    ((line,),) = pg_server.sql("SELECT line FROM tpufleet_journal ORDER BY seq DESC LIMIT 1", db_name(pg_url))
+    later = jsonlib.loads(bytes(line) if not isinstance(line, str) else line)
+    later.update(serial=3, summary="from a backup")
+    row = jsonlib.dumps(later).replace("'", "''")
+    pg_server.sql(f"INSERT INTO tpufleet_journal (serial, line) VALUES (3, '{row}')", db_name(pg_url))
+    assert "1 entries are beyond the state's serial 2 (up to serial 3), where a crash leaves none" in cli("history").err
+    copy = tmp_path / "copy"
+    line = one_line(Cli(capsys, tmp_path)("state", "pull", pg_url, copy, state=False), 2)
+    assert "field serial: 1 entries are beyond the state's serial 2, where a commit leaves none" in line
+    assert not (copy / "state.json").exists()

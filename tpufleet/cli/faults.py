@@ -289,7 +289,7 @@ def faults_cmd(
         state = store.load()  # the journal read against the state the listing shows
         moved, found = store.fault_history(state.serial)
         rows = fault_ops.listing(store, True, moved, state)
-        warn_journal(store.journal_label, of_scan(found, state.serial))
+        warn_journal(store.journal_label, of_scan(found, state.serial, store))
     if opened_from is not None or opened_to is not None:
         rows = fault_ops.opened_between(rows, opened_from, opened_to)
     emit(

@@ -323,7 +323,7 @@ def suspects_in(store: Store, window_days: float, p_value: float, now: datetime)
     # faults a fleet `init --force` replaced were another fleet's, whatever its cubes are called
     since = max((i for i, entry in enumerate(found.entries) if entry.new_fleet), default=-1) + 1
     moved = [f for entry in found.entries[since:] for f in entry.moved_faults]
-    return find_suspects(state, moved, window_days, p_value, now), of_scan(found, state.serial)
+    return find_suspects(state, moved, window_days, p_value, now), of_scan(found, state.serial, store)
 
 
 def window_start(now: datetime, window_days: float, skew: timedelta = timedelta(0)) -> datetime:

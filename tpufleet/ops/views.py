@@ -58,6 +58,7 @@ class JournalRead:
     high: int = 0  # the highest serial read (`Scan.high`)
     trailing: int = 0  # damaged lines after the last entry (`Scan.kept`)
     beyond: list[int] = field(default_factory=list)  # serials of entries beyond the state's (`Scan.beyond`)
+    crash_leaves: int = 1  # entries beyond the state's serial a crash may leave: one in a directory, none in a database
 
     @property
     def gap(self) -> tuple[int, int] | None:
@@ -70,9 +71,13 @@ class JournalRead:
         return inner_gaps([e.serial for e in self.entries], len(self.damaged) - self.trailing)
 
 
-def of_scan(read: Scan, serial: int) -> JournalRead:
-    """The `JournalRead` of a scan of the journal against the state's `serial`."""
-    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept), read.beyond)
+def of_scan(read: Scan, serial: int, store: Store | None = None) -> JournalRead:
+    """The `JournalRead` of a scan of the journal against the state's `serial` (of `store`'s journal: a database's
+    commit writes its row and the state's at once, so no crash leaves an entry beyond its serial)."""
+    from tpufleet.state.store import is_database_url
+
+    leaves = 0 if store is not None and is_database_url(store.where) else 1
+    return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept), read.beyond, leaves)
 
 
 def inner_gaps(serials: list[int], damaged: int = 0) -> list[tuple[int, int]]:
@@ -120,18 +125,20 @@ def journal_notes(read: JournalRead) -> list[str]:
         notes.append(inner_gap_note(read.missing))
     if read.gap is not None:
         notes.append(gap_note(read.gap))
-    beyond = beyond_note(read.serial, read.beyond)
+    beyond = beyond_note(read.serial, read.beyond, read.crash_leaves)
     return notes if beyond is None else [*notes, beyond]
 
 
-def beyond_note(serial: int, beyond: list[int]) -> str | None:
-    """What a reader says of more entries beyond the state's serial than a crash leaves (one): the state file is
-    older than its journal, which every writer refuses; readers show the state's serials only. None for one."""
-    if len(beyond) <= 1:
+def beyond_note(serial: int, beyond: list[int], crash_leaves: int = 1) -> str | None:
+    """What a reader says of more entries beyond the state's serial than a crash leaves (one in a directory, none
+    in a database): the state is older than its journal, which every writer refuses; readers show the state's
+    serials only. None for no more than that."""
+    if len(beyond) <= crash_leaves:
         return None
     return (
         f"{len(beyond)} entries are beyond the state's serial {serial} (up to serial {max(beyond)}), where a crash "
-        "leaves at most one: the state file is older than its journal (restored from a backup?); they are not shown, "
+        f"leaves {'at most one' if crash_leaves else 'none'}: the state is older than its journal (restored from a "
+        "backup?); they are not shown, "
         "and every change is refused until the state file of the journal's last serial is put back or the journal "
         "is moved aside"
     )
@@ -147,7 +154,7 @@ def read_journal(store: Store, tail: int | None = None, enough: Enough | None = 
         read = store.journal_back(enough, serial)
     else:
         read = store.journal_scan(serial)
-    return of_scan(read, serial)
+    return of_scan(read, serial, store)
 
 
 def show(store: Store, what: ShowWhat, tail: int | None = None) -> Listing:
@@ -246,7 +253,7 @@ def report(store: Store, now: datetime) -> Report:
     state, missing = tables_as_stored(store, store.load())
     latest = store.journal_tail(JOURNAL_LINES, state.serial)
     document = fleet_report(state, latest.entries, now, missing, latest.damaged, store.linked_tables(missing))
-    return Report(document, fleet_map(state), of_scan(latest, state.serial))
+    return Report(document, fleet_map(state), of_scan(latest, state.serial, store))
 
 
 def topology(shape: str, twisted: bool, generation: str | None) -> dict[str, Any]:

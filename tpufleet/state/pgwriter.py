@@ -36,6 +36,19 @@ def state_row_mismatch(where: str, row_serial: int, doc_serial: int) -> BadState
     )
 
 
+def rows_beyond(label: str, count: int, high: int, serial: int) -> BadStateFile:
+    """A database's journal with `count` rows beyond its state row's `serial` (up to `high`): refused by every writer
+    and by `state pull`, lest those serials be handed out again."""
+    return BadStateFile(
+        label,
+        "serial",
+        high,
+        f"{count} entries are beyond the state's serial {serial}, where a commit leaves none: the state row is "
+        "older than its journal (put back from a backup of that table alone?); nothing was changed. Put back the "
+        "state of the journal's last serial (restore the whole database)",
+    )
+
+
 class DatabaseWriter:
     """One locked write: the state row read, the tables staged, then one database transaction."""
 
@@ -68,14 +81,7 @@ class DatabaseWriter:
             raise state_row_mismatch(self.backend.state_label, self.read_serial, serial)
         rows = self.backend._query("SELECT count(*), max(serial) FROM tpufleet_journal WHERE serial > %s", (serial,))
         if rows and rows[0][0]:
-            raise BadStateFile(
-                self.backend.journal_label,
-                "serial",
-                int(rows[0][1]),
-                f"{rows[0][0]} entries are beyond the state's serial {serial}, where a commit leaves none: the state "
-                "row is older than its journal (put back from a backup of that table alone?); nothing was changed. "
-                "Put back the state of the journal's last serial (restore the whole database)",
-            )
+            raise rows_beyond(self.backend.journal_label, int(rows[0][0]), int(rows[0][1]), serial)
 
     def install_interrupted_tables(self, made: Mapping[str, IndexedAs]) -> list[str]:
         return []  # tables are committed in the state's own transaction: nothing waits

@@ -38,7 +38,7 @@ from tpufleet.state.journalrepair import keep_beside, repairable
 from tpufleet.state.lock import LOCK
 from tpufleet.state.pgbackend import PostgresBackend
 from tpufleet.state.pgschema import SCHEMA_VERSION
-from tpufleet.state.pgwriter import state_row_mismatch
+from tpufleet.state.pgwriter import rows_beyond, state_row_mismatch
 from tpufleet.state.schema import checked_state
 from tpufleet.state.tablesindex import IndexedAs
 
@@ -197,7 +197,11 @@ def _database_fleet(db: PostgresBackend) -> Fleet | None:
     if doc["serial"] != serial:
         raise state_row_mismatch(db.state_label, serial, doc["serial"])
     tables, missing = _indexed_tables(doc, db.table_bytes, lambda name: f"row {name!r} in tpufleet_tables")
-    return Fleet(raw, serial, _lines(db.journal_bytes()), tables, _index(doc), missing)
+    lines = _lines(db.journal_bytes())
+    beyond = [e.serial for line in lines if line is not None and (e := journal.entry_of(line)) and e.serial > serial]
+    if beyond:  # a pull would drop them and hand their serials out again, as a writer there refuses to
+        raise rows_beyond(db.journal_label, len(beyond), max(beyond), serial)
+    return Fleet(raw, serial, lines, tables, _index(doc), missing)
 
 
 def _keeps_tables(source: Fleet, target: Fleet | None, source_name: str, target_name: str) -> None:
