@@ -428,3 +428,18 @@ def test_the_tables_file_routes_names_is_written_escaped(cli, capsys, tmp_path):
     tables.symlink_to(tmp_path)
     r = run("release", "a")
     assert r.code == 0 and "left the symbolic link" in r.out and "\nl/routes" not in r.out
+
+
+def test_init_force_over_a_damaged_state_says_what_it_held_is_unknown(cli):
+    """`init --force` over a state file cut short reported `"replaced": {"pods": 0, "slices": 0, ...}` and journaled
+    "replaced a state of 0 pods": a state that held a pod and a slice, recorded as empty."""
+    assert cli("init").code == 0 and cli("allocate", "s", "--shape", "4x4x4").code == 0
+    state = cli.state / "state.json"
+    state.write_bytes(state.read_bytes()[:200])
+    r = cli("init", "--force", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["replaced"] == {"damaged": True}
+    (last,) = cli("history", "-o", "json").json[-1:]
+    assert last["summary"].endswith("(replaced a damaged state, which could not be read: what it held is unknown)")
+    r = cli("init", "--force", "-o", "json")  # this time over a whole one: counted
+    assert r.json["replaced"]["pods"] == 1 and "damaged" not in r.json["replaced"]

@@ -62,6 +62,6 @@ def init_cmd(
             + (f", generation {data['generation']}" if "generation" in data else "")
             + "): "
             + fleet_ops.count_words(counts)
-            + (f"\nreplaced a state of {fleet_ops.dropped_words(data['replaced'])}" if "replaced" in data else "")
+            + (f"\nreplaced {fleet_ops.replaced_words(data['replaced'])}" if "replaced" in data else "")
         ),
     )

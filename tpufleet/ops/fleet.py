@@ -8,7 +8,7 @@ from tpufleet.model import inventory_counts
 from tpufleet.ops.outcome import Outcome
 
 
-def init(state: FleetState, replaced: dict[str, int] | None) -> Outcome:
+def init(state: FleetState, replaced: dict[str, int | bool] | None) -> Outcome:
     """Describe the fleet a new state starts with (the caller's `Store.creation` made it), and what the state it
     replaces held (`replaced`: counts, None when there was none); a fleet of a generation says which."""
     pods = state.fleet.pods
@@ -21,8 +21,15 @@ def init(state: FleetState, replaced: dict[str, int] | None) -> Outcome:
     if replaced is None:
         return Outcome(data, Change(summary))
     data["replaced"] = replaced
-    summary += f" (replaced a state of {dropped_words(replaced)})"
+    summary += f" (replaced {replaced_words(replaced)})"
     return Outcome(data, Change(summary, {FLEET_REPLACED: True}))
+
+
+def replaced_words(replaced: dict[str, int | bool]) -> str:
+    """'a state of 4 pods, 3 slices', or of a damaged state, which could not be read: what it held is unknown."""
+    if replaced.get("damaged"):
+        return "a damaged state, which could not be read: what it held is unknown"
+    return f"a state of {dropped_words({k: int(v) for k, v in replaced.items()})}"
 
 
 # The things a fleet's counts count (`inventory_counts`, a replaced state's), each as one of them is called.

@@ -111,8 +111,9 @@ class Transaction:
     state: FleetState
     writer: Writer  # the backend's side of this write (staged routing tables)
     change: Change | None = None
-    # `init --force`: what the state being replaced held (counts), for the use case to say and journal
-    replaced: dict[str, int] | None = None
+    # `init --force`: what the state being replaced held (counts; {"damaged": True} when it could not be read), for
+    # the use case to say and journal
+    replaced: dict[str, int | bool] | None = None
     # `init --force`: the replaced state's fault records, moved into the journal (`faults --all`, `suspects`)
     retired_faults: tuple[dict[str, Any], ...] = ()
 
@@ -368,12 +369,13 @@ class Store:
             if exists and not replace:
                 raise Refused(f"a fleet state already exists in {self.where}; use --force to replace it")
             serial = writer.last_serial() if exists else writer.journal_serial()
-            before = self._replaced_doc(writer) if exists else {}
+            read = self._replaced_doc(writer) if exists else {}
+            before = read or {}
             now = utc_now()
             tx = Transaction(FleetState(fleet, serial=serial, created=now), writer)
             tx.state.next_fault = self._next_fault_after(writer, serial, before)
             if exists:
-                tx.replaced = replaced_counts(before)
+                tx.replaced = replaced_counts(before) if read is not None else {"damaged": True}
                 tx.retired_faults = _retired(before, now)
                 for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
                     with contextlib.suppress(BadInput):  # a damaged state's odd name: nothing of ours to delete
@@ -390,12 +392,12 @@ class Store:
         used = fault_numbers_used(self.backend.read_journal(serial).entries)
         return max(used + 1, int(before.get("next_fault", 1)))
 
-    def _replaced_doc(self, writer: Writer) -> dict[str, Any]:
-        """The state `init --force` replaces, for its journal delta (empty when it cannot be read)."""
+    def _replaced_doc(self, writer: Writer) -> dict[str, Any] | None:
+        """The state `init --force` replaces, for its journal delta (None when it cannot be read)."""
         try:
             return checked_state(writer.read_state(), self.backend.state_label)
         except (BadInput, Refused):  # damaged or unreadable: the delta then lists only what the new state has
-            return {}
+            return None
 
     def _commit(
         self,
