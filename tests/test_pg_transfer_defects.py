@@ -214,7 +214,8 @@ def test_one_journal_row_beyond_the_state_row_is_told_by_readers_and_refused_by_
     cli = Cli(capsys, pg_url)
     assert cli("init").code == 0 and cli("allocate", "a", "--shape", "4x4x4").code == 0
     ((line,),) = pg_server.sql("SELECT line FROM tpufleet_journal ORDER BY seq DESC LIMIT 1", db_name(pg_url))
-    later = jsonlib.loads(bytes(line) if not isinstance(line, str) else line)
+    assert isinstance(line, (str, bytes))
+    later = jsonlib.loads(line)
     later.update(serial=3, summary="from a backup")
     row = jsonlib.dumps(later).replace("'", "''")
     pg_server.sql(f"INSERT INTO tpufleet_journal (serial, line) VALUES (3, '{row}')", db_name(pg_url))

@@ -99,7 +99,10 @@ def test_every_single_ocs_failure_is_survived(text, twisted, dim):
         s = evaluate(shape, exp, alive, traffics=("all-to-all",)).summary
         assert s["unroutable_pairs"] == 0, (dim, index)
         assert s["deadlock_free"] is True, (dim, index)
-        worst = min(worst, s["throughput_retained"]["all-to-all"])
+        # against the healthy optimum: on twisted tori the tables made around a fault may carry all-to-all lighter
+        # than the healthy ones (76 against 78 on 4x4x8), but never reach the optimum the fault takes links from
+        kept = (s.get("throughput_retained_vs_optimum") or s["throughput_retained"])["all-to-all"]
+        worst = min(worst, kept)
         assert s["throughput_retained"]["all-to-all"] >= 0.85, (dim, index, s)
     assert worst < 1.0  # the faults really cost something
 
@@ -272,3 +275,19 @@ def test_balanced_tables_lighten_healthy_twisted_4x4x8_within_two_vcs():
                 load[(at, port)] = load.get((at, port), 0) + 1
                 at = int(nbr[at, port])
     assert max(load.values()) == 78
+
+
+@pytest.mark.slow
+def test_one_ocs_down_on_twisted_4x4x8_is_one_fault_whichever_it_is():
+    """A twisted torus is a Cayley graph: a translation takes any OCS of a dimension onto any other, so they are one
+    fault. The tables were made for each as it is, their greedy choices naming chips, and carried 76 to 82 by
+    index (a floor of 0.96 rescheduled the slice for x/0 and rerouted it for x/3). Each is routed in its canonical
+    form too, translated (and translations of that form): every one carries 76."""
+    shape = parse_shape("4x4x8", True)
+    loads = {}
+    for dim in "xyz":
+        for index in range(16):
+            expected, alive = ocs_failure(shape, dim, index)
+            summary = evaluate(shape, expected, alive, traffics=("all-to-all",)).summary
+            loads[dim, index] = summary["max_link_load"]["all-to-all"]
+    assert set(loads.values()) == {76.0}, loads

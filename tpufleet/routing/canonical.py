@@ -39,6 +39,7 @@ CANONICAL_LIMIT = 1024  # chips
 # chips: every mirrored image of the canonical form is made too (4x4x8: at most 8 forms of a tenth of a second each;
 # on 8x8x8 a form of three OCS down takes seconds)
 FORMS_LIMIT = 256
+TWISTED_FORMS = 8  # forms of a twisted torus's fault: its canonical form and translations of it
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,13 @@ def canonical_turn(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> Turn 
     from tpufleet.topology import coordinates
 
     n = len(expected)
-    if not shape.wraps or shape.twisted or n > CANONICAL_LIMIT or min(shape.dims) < 3:
+    if not shape.wraps or n > CANONICAL_LIMIT or min(shape.dims) < 3:
         return None
     gone = (expected >= 0) & (alive != expected)
     if not gone.any() or not ((alive == expected) | (alive < 0)).all():
         return None
+    if shape.twisted:  # (their forms are weighed against the live graph's own tables: `report._turned_or_made`)
+        return _canonical_translation(shape, expected, gone) if n <= FORMS_LIMIT else None
     dims = np.array(shape.dims)
     xyz = coordinates(shape.dims).astype(np.int64)
     a, p = np.nonzero(gone)
@@ -120,6 +123,49 @@ def canonical_turn(shape: Shape, expected: ChipGraph, alive: ChipGraph) -> Turn 
     return turn
 
 
+def translations(shape: Shape, expected: ChipGraph) -> npt.NDArray[np.int64]:
+    """[v, p]: chip p moved by chip v's offset from chip 0, p + v, stepping + along each dimension as many times as
+    v's coordinate (a twisted torus is a Cayley graph of an abelian group: every such translation keeps its links and
+    their ports, where the coordinates' plain sums would not follow its twisted wraps).
+
+    >>> from tpufleet.shapes import parse_shape
+    >>> from tpufleet.topology import neighbors
+    >>> shape = parse_shape("4x4x8", twisted=True)
+    >>> t = translations(shape, neighbors(shape))
+    >>> t.shape, sorted(t[5].tolist()) == list(range(128)), int(t[5][0]), int(t[1][t[4]][0])
+    ((128, 128), True, 5, 5)
+    """
+    import numpy as np
+
+    from tpufleet.topology import coordinates
+
+    n = len(expected)
+    xyz = coordinates(shape.dims)
+    out = np.empty((n, n), dtype=np.int64)
+    out[0] = np.arange(n)
+    for v in range(1, n):  # in coordinate order: v less one step along its last nonzero dimension came before
+        d = int(np.flatnonzero(xyz[v])[-1])
+        back = int(expected[v, 2 * d + 1])  # v's - neighbour along d: v - e_d
+        out[v] = expected[out[back], 2 * d]
+    return out
+
+
+def _canonical_translation(shape: Shape, expected: ChipGraph, gone: npt.NDArray[np.bool_]) -> Turn | None:
+    """A twisted torus's fault turned to its canonical form by translations only (its mirrorings and swaps of
+    dimensions need not keep its twisted wraps): the translation giving the smallest image of its dead links."""
+    import numpy as np
+
+    n = len(expected)
+    a, p = np.nonzero(gone)
+    b = expected[a, p].astype(np.int64)
+    moved = translations(shape, expected)
+    ia, ib = moved[:, a], moved[:, b]
+    keys = np.sort(np.minimum(ia, ib) * n + np.maximum(ia, ib), axis=1)
+    v = int(np.lexsort(keys.T[::-1])[0])
+    turn = Turn(moved[v], np.arange(6, dtype=np.int64), (0, 1, 2))
+    return turn if (turn.graph(expected) == expected).all() else None  # a check: it must keep the healthy torus
+
+
 def _turn(axes: tuple[int, ...], signs: tuple[int, ...], chips: npt.NDArray[np.int64]) -> Turn:
     """Real dimension axes[r] becomes turned dimension r, its + direction the sign_r direction."""
     import numpy as np
@@ -146,6 +192,8 @@ def mirrors(shape: Shape, expected: ChipGraph, canonical: ChipGraph) -> list[Tur
     _, ports = np.nonzero((expected >= 0) & (canonical != expected))
     if n > FORMS_LIMIT or len(np.unique(ports // 2)) != 1:
         return turns
+    if shape.twisted:  # a mirroring need not keep its twisted wraps: other translations of the form instead
+        return _translated_forms(shape, expected, canonical, turns)
     dims = np.array(shape.dims)
     xyz = coordinates(shape.dims).astype(np.int64)
     seen = {canonical.tobytes()}
@@ -156,4 +204,23 @@ def mirrors(shape: Shape, expected: ChipGraph, canonical: ChipGraph) -> list[Tur
         if image not in seen:
             seen.add(image)
             turns.append(mirror)
+    return turns
+
+
+def _translated_forms(shape: Shape, expected: ChipGraph, canonical: ChipGraph, turns: list[Turn]) -> list[Turn]:
+    """The identity, then the translations of a twisted torus's canonical form that give other graphs, in chip
+    order, up to TWISTED_FORMS forms in all: like the mirrored images of an untwisted one's, they depend on the
+    canonical form only."""
+    import numpy as np
+
+    seen = {canonical.tobytes()}
+    moved = translations(shape, expected)
+    for v in range(1, len(moved)):
+        turn = Turn(moved[v], np.arange(6, dtype=np.int64), (0, 1, 2))
+        image = turn.graph(canonical).tobytes()
+        if image not in seen:
+            seen.add(image)
+            turns.append(turn)
+            if len(turns) == TWISTED_FORMS:
+                break
     return turns

@@ -151,3 +151,11 @@ def _lengths(rt: RouteTables, a: Analysis) -> tuple[int, Any, Any, int, float]:
     diameter = int(lengths.max()) if lengths.size else 0
     mean = round(float(lengths.mean()), 6) if lengths.size else 0.0
     return int(ok.sum()), bad_t, bad_s, diameter, mean
+
+
+def lighter(kept: RouteReport, other: RouteReport, max_vcs: int | None) -> RouteReport:
+    """`other` where it routes every pair, fits `max_vcs` deadlock-free and carries all-to-all lighter than `kept`,
+    else `kept`."""
+    fitting = other.summary["deadlock_free"] and (max_vcs is None or other.summary["vcs"] <= max_vcs)
+    load, than = (float(r.summary["max_link_load"]["all-to-all"]) for r in (other, kept))
+    return other if fitting and not other.summary["unroutable_pairs"] and load < than else kept

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.routing import memo
 from tpufleet.routing.analysis import RouteTables, analyze
-from tpufleet.routing.figures import RouteReport, fitted_report, report_of
+from tpufleet.routing.figures import RouteReport, fitted_report, lighter, report_of
 from tpufleet.routing.fitting import first_fitting, fits, relieved
 from tpufleet.routing.relieve import RELIEVE_LIMIT
 from tpufleet.shapes import Shape
@@ -101,6 +101,8 @@ def _turned_or_made(
         own = _turned(shape, expected, alive, traffics, max_vcs)  # canonical forms: within every limit thorough lifts
         if own is None:
             own = _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough)
+        elif shape.twisted and "all-to-all" in traffics:  # translated forms miss what the live graph's own may find
+            own = lighter(own, _made_for(shape, expected, alive, "auto", traffics, True, max_vcs, thorough), max_vcs)
         elif "all-to-all" in traffics and _whole_ocs(shape, expected, alive):  # the live graph's own may be lighter
             own = _with_pre_legs(shape, expected, alive, traffics, max_vcs, own)
             own = _with_own_where_poor(shape, expected, alive, traffics, max_vcs, own, thorough, below)
@@ -171,8 +173,7 @@ def _with_own_where_poor(
     own = _made_lighter(shape, expected, alive, traffics, max_vcs, thorough, ceiling)
     if own is None:
         return turned
-    fitting = own.summary["deadlock_free"] and (max_vcs is None or own.summary["vcs"] <= max_vcs)
-    return own if fitting and _a2a(own) < _a2a(turned) else turned
+    return lighter(turned, own, max_vcs)
 
 
 def _made_lighter(
