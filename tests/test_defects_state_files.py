@@ -317,3 +317,18 @@ def test_a_temp_file_name_with_a_pid_no_process_has_bricks_nothing(routed, pid):
     assert routed("inject-fault", "host:c40/1").code == 0
     assert routed("routes", "s").code == 0
     assert not [p for p in planted if p.exists()]
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_init_over_a_state_file_that_is_no_file_says_so_with_or_without_force(cli, kind):
+    """`init` said a fleet state already exists and to use --force; `init --force` then refused the directory (or
+    FIFO) where the state file belongs. Both say what stands there."""
+    import os
+
+    cli.state.mkdir()
+    where = cli.state / "state.json"
+    where.mkdir() if kind == "directory" else os.mkfifo(where)
+    for args in (("init",), ("init", "--force")):
+        r = cli(*args)
+        assert r.code == 2 and r.err.count("\n") == 1, (args, r.err)
+        assert f"{where} is a {kind if kind == 'directory' else 'FIFO'}" in r.err and "--force" not in r.err, r.err

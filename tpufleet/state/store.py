@@ -367,6 +367,7 @@ class Store:
         with self.backend.writing(self.lock_timeout, command) as writer:
             exists = writer.exists()
             if exists and not replace:
+                writer.read_state()  # a directory or a FIFO where the state belongs is refused as such (--force is)
                 raise Refused(f"a fleet state already exists in {self.where}; use --force to replace it")
             serial = writer.last_serial() if exists else writer.journal_serial()
             read = self._replaced_doc(writer) if exists else {}
