@@ -8,6 +8,7 @@ import shlex
 import pytest
 
 from helpers import one_line
+from tpufleet.text import share_text
 
 
 def _ok(cli, *args):
@@ -144,7 +145,7 @@ def test_explain_degraded_slice_matches_show_slices(fleet):
     e = _ok(fleet, "explain", "s", "-o", "json").json
     shown = _ok(fleet, "show", "slices", "-o", "json").json[0]["degraded"]
     assert e["state"] == "degraded" and e["degraded"] == shown
-    assert f"keeps {shown['all_to_all_retained']:.3f}" in e["why"][0]
+    assert f"keeps {share_text(shown['all_to_all_retained'])}" in e["why"][0]
     # no tables stored yet: routed now around the fault, and again once it is cleared; no reschedule
     assert e["next"] == ["tpufleet routes s", "tpufleet clear-fault f1", "tpufleet routes s"]
     _ok(fleet, "routes", "s")

