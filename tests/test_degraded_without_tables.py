@@ -32,11 +32,13 @@ def test_status_lists_them_and_routes_stale_makes_their_tables(two_unrouted):
     assert fleet("inject-fault", "ocs:pod0/z/0").code == 0
     status = fleet("status", "-o", "json").json
     assert status["degraded_without_routes"] == ["a"] and status["stale_routes"] == ["b"]
+    assert "tpufleet_degraded_slices_without_route_tables 1.0" in fleet("metrics").out
     assert "degraded with no routing tables, running through their faults" in fleet("status").out
     r = fleet("routes", "--stale", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["stale"] == ["a", "b"] and r.json["stored"] is True and r.json["skipped"] == []
     after = fleet("status", "-o", "json").json
+    assert "tpufleet_degraded_slices_without_route_tables 0.0" in fleet("metrics").out
     assert after["degraded_without_routes"] == [] and after["stale_routes"] == []
     assert [row["routes"] for row in fleet("show", "slices", "-o", "json").json] == ["fresh", "fresh"]
 

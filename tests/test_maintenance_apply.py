@@ -241,6 +241,8 @@ def _edit(doc: dict, path: str, value: object) -> dict:
         ("waves.0.free_healthy_cubes", -5, "field waves.0.free_healthy_cubes"),
         ("waves.0.moves.0.pod", "pod 9", "field waves.0.moves.0.pod"),
         ("waves.0.moves.0.cubes_in", ["c120", "c120"], "field waves.0.moves.0.cubes_in"),
+        ("waves.0.kept_down", ["cube:c77"], "field waves.0.kept_down.0: not one of the wave's cleared_after"),
+        ("waves.0.commands", ["tpufleet reschedule a --avoid c55,c55"], "field waves.0.commands.0"),
     ],
 )
 def test_bad_plan_files_exit_2_naming_the_field(running, tmp_path, path, value, field):

@@ -154,6 +154,11 @@ class FleetCollector(Collector):
             len(view["missing_routes"]),
         )
         yield GaugeMetricFamily(
+            "tpufleet_degraded_slices_without_route_tables",
+            "Degraded slices with no stored routing tables: they run on their healthy ones through their faults.",
+            len(view["degraded_without_routes"]),
+        )
+        yield GaugeMetricFamily(
             "tpufleet_incomplete_wiring_slices", "Wired slices missing cross-connects.", len(view["incomplete_wiring"])
         )
         retained = GaugeMetricFamily(

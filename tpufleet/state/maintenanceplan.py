@@ -66,7 +66,7 @@ _WAVE: Final = {
         "already_drained": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
         "moves": {"type": "array", "items": _MOVE},
         "cleared_after": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
-        "kept_down": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},
+        "kept_down": {"type": "array", "items": {"type": "string", "pattern": _TARGET}},  # (of `cleared_after`)
         "holders_before": {
             "type": "object",
             "propertyNames": {"pattern": _CUBE},
@@ -196,6 +196,7 @@ def read(path: Path) -> SavedMaintenancePlan:
     _every_notice_drained(doc["notices"], waves, where)
     for i, (w, wave) in enumerate(zip(doc["waves"], waves, strict=True)):
         _holders_cover(w["holders_before"], wave, f"waves.{i}.holders_before", where)
+        _kept_down_cleared(w, f"waves.{i}.kept_down", where)
     _windows_of_notices(doc["waves"], waves, where)
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     digest = hashlib.sha256(canonical).hexdigest()[:16]
@@ -296,6 +297,8 @@ def _avoided(commands: list[str], at: str, where: str) -> tuple[str, ...] | None
         cubes = tuple(given[0].split(",")) if given else ()
         if any(not re.match(_CUBE, c) for c in cubes) or (given == [] and "--avoid" in words):
             raise BadStateFile(where, f"{at}.{j}", command, "its --avoid is not a list of cubes (c120,c121)")
+        if len(set(cubes)) < len(cubes):  # as `reschedule --avoid` refuses it
+            raise BadStateFile(where, f"{at}.{j}", command, "its --avoid names a cube twice")
         if found is not None and cubes != found:
             raise BadStateFile(where, f"{at}.{j}", command, f"the wave's moves avoid {','.join(found) or 'no cube'}")
         found = cubes
@@ -323,6 +326,13 @@ def _moves(docs: list[dict[str, Any]], at: str, where: str) -> tuple[SavedMove, 
             raise BadStateFile(where, f"{at}.{j}.reason", m.get("reason", NO_VALUE), "an unserved move must say why")
         moves.append(move)
     return tuple(moves)
+
+
+def _kept_down_cleared(w: dict[str, Any], at: str, where: str) -> None:
+    """`kept_down` names notices of the wave's `cleared_after` (those whose cube applying it leaves down)."""
+    stray = next((j for j, t in enumerate(w.get("kept_down", ())) if t not in w["cleared_after"]), None)
+    if stray is not None:
+        raise BadStateFile(where, f"{at}.{stray}", w["kept_down"][stray], "not one of the wave's cleared_after")
 
 
 def _holders_cover(holders: dict[str, list[str]], wave: SavedWave, at: str, where: str) -> None:
