@@ -443,3 +443,14 @@ def test_init_force_over_a_damaged_state_says_what_it_held_is_unknown(cli):
     assert last["summary"].endswith("(replaced a damaged state, which could not be read: what it held is unknown)")
     r = cli("init", "--force", "-o", "json")  # this time over a whole one: counted
     assert r.json["replaced"]["pods"] == 1 and "damaged" not in r.json["replaced"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"), [(("explain", ""), "bad argument SLICE|JOB|TARGET ''"), (("release", " "), "bad name ' '")]
+)
+def test_a_name_no_slice_can_have_is_bad_input_as_allocate_says(fleet, args, said):
+    """`explain ""` and `release ""` exited 1 (an unknown slice) where `allocate ""` exits 2: no slice, job or
+    component can be named so."""
+    before = snapshot(fleet.state)
+    assert one_line(fleet(*args), 2).startswith(f"tpufleet: error: {said}")
+    assert snapshot(fleet.state) == before

@@ -210,7 +210,9 @@ def release_cmd(
     may reuse them). A slice of a job goes only with its job."""
     from tpufleet.errors import Refused
     from tpufleet.ops.pool import release_words
+    from tpufleet.state.files import check_name
 
+    check_name(name)  # no slice or job is named so (`allocate` refuses such a name): bad input, not unknown
     store = ctx.obj.store()
     try:
         outcome, linked = _release(store, name)

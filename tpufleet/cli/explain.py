@@ -47,10 +47,13 @@ def explain_cmd(
 ) -> None:
     """Explain a slice's state (the faults, ports and cubes behind it, and what `reschedule` would do) or a
     component's dependants."""
+    from tpufleet.errors import BadInput
     from tpufleet.ops.explain import explain, slices_told
     from tpufleet.ops.views import tables_as_stored
     from tpufleet.state.store import utc_now
 
+    if not what.strip():  # no slice, job or component is named so: bad input, as `allocate ""` is
+        raise BadInput(f"bad argument SLICE|JOB|TARGET {what!r}: name a slice, a job or a component id (cube:c12)")
     store = ctx.obj.store()
     loaded = store.load()
     state, missing = tables_as_stored(store, loaded, slices_told(loaded, what))
