@@ -30,3 +30,17 @@ def test_a_plan_made_before_init_force_is_refused_on_the_replaced_fleet(cli, tmp
         assert r.code == 1, (r.code, r.out)
         assert str(plan) in r.err and "init --force" in r.err and "plan again" in r.err, r.err
     assert snapshot(cli.state) == before
+
+
+def test_a_plan_with_an_open_drain_made_before_init_force_is_told_the_fleet_was_replaced(reserved, tmp_path):
+    """The reservation's maintenance drains c40 and c99 (f1, f2), which the plan's notices name (`open_drain`):
+    after `init --force` those faults are the old fleet's, retired to the journal, and the plan was refused as a bad
+    file naming one (exit 2), not as a plan of a replaced fleet."""
+    plan = tmp_path / "plan.json"
+    assert reserved("plan-maintenance", "--out", plan).code == 0
+    assert '"open_drain": "f1"' in plan.read_text()
+    assert reserved("init", "--force", "--generation", "tpu7x").code == 0
+    before = snapshot(reserved.state)
+    r = reserved("apply-maintenance", plan, "--wave", "1")
+    assert r.code == 1 and "init --force" in r.err and "plan again" in r.err and "field notices" not in r.err, r.err
+    assert snapshot(reserved.state) == before

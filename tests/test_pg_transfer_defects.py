@@ -224,3 +224,22 @@ def test_one_journal_row_beyond_the_state_row_is_told_by_readers_and_refused_by_
     line = one_line(Cli(capsys, tmp_path)("state", "pull", pg_url, copy, state=False), 2)
     assert "field serial: 1 entries are beyond the state's serial 2, where a commit leaves none" in line
     assert not (copy / "state.json").exists()
+
+
+def test_a_push_of_the_whole_history_repairs_a_state_row_put_back(pg_server: PgServer, pg_url, capsys, tmp_path):
+    """The refusal of a state row older than its journal advises putting back the state of the journal's last
+    serial: a push of a directory holding that history does so (the check that refuses a pull from such a database
+    refused this push too)."""
+    folder = Cli(capsys, tmp_path / "d")
+    assert folder("init").code == 0 and folder("allocate", "a", "--shape", "4x4x4").code == 0
+    assert folder("state", "push", str(folder.state), pg_url, state=False).code == 0
+    pg_server.sql("CREATE TABLE backup AS SELECT * FROM tpufleet_state", db_name(pg_url))
+    db = Cli(capsys, pg_url)
+    assert db("inject-fault", "host:c40/1").code == 0  # serial 3
+    copy = tmp_path / "e"
+    assert folder("state", "pull", pg_url, str(copy), state=False).code == 0
+    pg_server.sql("UPDATE tpufleet_state s SET serial = b.serial, doc = b.doc FROM backup b", db_name(pg_url))
+    assert "1 entries are beyond the state's serial 2" in one_line(db("inject-fault", "host:c41/1"))
+    r = folder("state", "push", str(copy), pg_url, state=False)
+    assert r.code == 0, r.err
+    assert db("status", "-o", "json").json["serial"] == 3 and db("inject-fault", "host:c41/1").code == 0

@@ -225,7 +225,8 @@ def apply_wave(
             f"bad option --wave: {shown(str(number))} is not a wave of plan {saved.path} (1 to {len(saved.waves)})"
         )
     _unknown_cubes_refused(state, saved)
-    check_fleet(saved, state.fleet, {f.id: str(f.target) for f in state.faults})
+    faults = {f.id: str(f.target) for f in state.faults} if applied.replaced_at is None else None  # else refused below
+    check_fleet(saved, state.fleet, faults)
     _order_refusal(state, saved, number, applied.serials)
     if applied.replaced_at is not None:  # same names, another fleet: its spares and holders are not the plan's
         raise Refused(

@@ -188,7 +188,10 @@ def _tables_file(path: Path) -> bytes | None:
     return data
 
 
-def _database_fleet(db: PostgresBackend) -> Fleet | None:
+def _database_fleet(db: PostgresBackend, source: bool = False) -> Fleet | None:
+    """The database's fleet; as a `source` (a pull), refused when journal rows lie beyond its state row's serial:
+    the pull would drop them and hand their serials out again (a push onto it puts the state of its last serial
+    back, as the refusal of every writer there advises)."""
     row = db._state_row()
     if row is None:
         return None
@@ -199,7 +202,7 @@ def _database_fleet(db: PostgresBackend) -> Fleet | None:
     tables, missing = _indexed_tables(doc, db.table_bytes, lambda name: f"row {name!r} in tpufleet_tables")
     lines = _lines(db.journal_bytes())
     beyond = [e.serial for line in lines if line is not None and (e := journal.entry_of(line)) and e.serial > serial]
-    if beyond:  # a pull would drop them and hand their serials out again, as a writer there refuses to
+    if beyond and source:
         raise rows_beyond(db.journal_label, len(beyond), max(beyond), serial)
     return Fleet(raw, serial, lines, tables, _index(doc), missing)
 
@@ -295,7 +298,7 @@ def pull(url: str, state_dir: Path, timeout: float, command: str) -> dict[str, A
         raise Refused(f"no fleet state in {db.where} to pull")
     # The directory's lock first, as `push` takes them: two moves in opposite directions never wait on each other.
     with directory.writing(timeout, command) as writer, db.locked(timeout, command) as ready:
-        source = _database_fleet(db) if ready else None
+        source = _database_fleet(db, source=True) if ready else None
         if source is None:
             raise Refused(f"no fleet state in {db.where} to pull")
         damaged = _damaged_state(writer)
