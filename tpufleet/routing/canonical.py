@@ -210,7 +210,10 @@ def mirrors(shape: Shape, expected: ChipGraph, canonical: ChipGraph) -> list[Tur
 def _translated_forms(shape: Shape, expected: ChipGraph, canonical: ChipGraph, turns: list[Turn]) -> list[Turn]:
     """The identity, then the translations of a twisted torus's canonical form that give other graphs, in chip
     order, up to TWISTED_FORMS forms in all: like the mirrored images of an untwisted one's, they depend on the
-    canonical form only."""
+    canonical form only. Unlike those, they are not every image: the fault's own tables, made beside them
+    (`report._turned_or_made`), may be lighter, so one fault a translation away may still carry another load
+    (twisted 4x8x8, one x OCS: 191 to 195 by index, where x/3's tables, turned, carry 191 on every one; making all
+    16 images as they are would find them, at about 4.5 s of CPU a fault on 4x8x8 against 0.5)."""
     import numpy as np
 
     seen = {canonical.tobytes()}
