@@ -110,10 +110,12 @@ def _written_as_time(text: str) -> bool:
         moment = datetime.fromisoformat(text)
     except ValueError:
         return False
+    if moment.tzinfo is None:
+        return False
     try:
         moment.astimezone(UTC)
     except OverflowError:
-        return moment.tzinfo is not None
+        return True
     return False
 
 

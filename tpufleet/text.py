@@ -182,10 +182,13 @@ def share_text(value: float) -> str:
     places): 0.9275 (512/552) reads 0.928, as a reader rounds it, where `f"{0.9275:.3f}"` gives 0.927 (the float
     is just below).
 
-    >>> share_text(0.9275), share_text(0.934), share_text(1.0)
-    ('0.928', '0.934', '1.000')
+    >>> share_text(0.9275), share_text(0.934), share_text(1.0), share_text(float("nan"))
+    ('0.928', '0.934', '1.000', 'nan')
     """
     from decimal import ROUND_HALF_UP, Decimal
+
+    if not math.isfinite(value):  # no share is, but a figure shown must never fail the command
+        return f"{value:.3f}"
 
     return str(Decimal(repr(float(value))).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
 

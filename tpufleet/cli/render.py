@@ -138,7 +138,7 @@ def of_the_optimum(kept: float, kept_of_optimum: float | None, optimum: float | 
     two differ to three places (twisted tori, whose healthy tables are heavier than the optimum); "" elsewhere.
     `optimum`: the optimum's max link load, named when given; not `exact`: a lower bound of it, so the share is at
     least the figure."""
-    if kept_of_optimum is None or f"{share_text(kept_of_optimum)}" == f"{share_text(kept)}":
+    if kept_of_optimum is None or share_text(kept_of_optimum) == share_text(kept):
         return ""
     if optimum is None:
         return f" of the healthy tables, {share_text(kept_of_optimum)} of the healthy optimum"

@@ -56,7 +56,7 @@ def report_job_rows(r: Row) -> list[Row]:
             "state": j["state"],
             "active slices": f"{j['active_slices']}/{j['total_slices']}",
             "pods": ", ".join(j["pods"]),
-            "throughput kept": "" if j["throughput_kept"] is None else f"{share_text(j['throughput_kept'])}",
+            "throughput kept": "" if j["throughput_kept"] is None else share_text(j["throughput_kept"]),
             "evicted": ", ".join(j["evicted"]),
             "rerouted": ", ".join(j["rerouted"]),
         }

@@ -94,7 +94,7 @@ def _slices_table(rows: list[dict]) -> str:
                 len(r["cubes"]),
                 r["state"],
                 r["routes"],
-                f"{share_text(r['degraded']['all_to_all_retained'])}" if r["degraded"] else "-",
+                share_text(r["degraded"]["all_to_all_retained"]) if r["degraded"] else "-",
                 r["job"] or "-",
             ]
             for r in rows

@@ -20,7 +20,7 @@ from tpufleet.ids import natural_key
 from tpufleet.journalentry import JournalEntry
 from tpufleet.state import generations
 from tpufleet.state.journal import Enough, Scan
-from tpufleet.state.store import Store
+from tpufleet.state.store import Store, is_database_url
 from tpufleet.tableneeds import degraded_without_tables
 
 if TYPE_CHECKING:
@@ -74,8 +74,6 @@ class JournalRead:
 def of_scan(read: Scan, serial: int, store: Store | None = None) -> JournalRead:
     """The `JournalRead` of a scan of the journal against the state's `serial` (of `store`'s journal: a database's
     commit writes its row and the state's at once, so no crash leaves an entry beyond its serial)."""
-    from tpufleet.state.store import is_database_url
-
     leaves = 0 if store is not None and is_database_url(store.where) else 1
     return JournalRead(read.entries, read.damaged, serial, read.high, len(read.kept), read.beyond, leaves)
 
@@ -191,7 +189,8 @@ def missing_tables(store: Store, state: FleetState, only: Collection[str] | None
 
 def tables_to_remake(store: Store, state: FleetState) -> tuple[list[str], dict[str, str]]:
     """`routes --stale`: the slices whose stored tables are stale or missing, as `status` lists them, in name
-    order, and those of them `routes` should not remake now, each with why: an evicted slice's tables wait for its
+    order, with the degraded slices that have none (they run through their faults: `status` lists them too), and
+    those of them `routes` should not remake now, each with why: an evicted slice's tables wait for its
     move (`reschedule`), a slice whose missing cross-connects can be programmed now for its wiring (tables made
     first would go stale again), and a symbolic link standing where a slice's tables belong is never written
     through."""

@@ -191,7 +191,8 @@ def read(path: Path) -> SavedMaintenancePlan:
     notices = _notices(doc["notices"], where)
     if notices and not doc["waves"]:
         raise BadStateFile(where, "waves", doc["waves"], f"no wave for {len(notices)} notice(s)")
-    waves = tuple(_wave(w, i, notices, where, _undrained(doc)) for i, w in enumerate(doc["waves"]))
+    undrained = _undrained(doc)
+    waves = tuple(_wave(w, i, notices, where, undrained) for i, w in enumerate(doc["waves"]))
     _drained_before_cleared(waves, where)
     _every_notice_drained(doc["notices"], waves, where)
     for i, (w, wave) in enumerate(zip(doc["waves"], waves, strict=True)):
@@ -245,9 +246,13 @@ def _check_window(record: dict[str, Any], at: str, where: str) -> None:
         raise BadStateFile(where, f"{at}window_end", end, "it must not be before window_start")
 
 
-def _notice(notices: dict[str, Notice], target: str, where: str, field: str, undrained: str = "") -> Notice:
+def _notice(
+    notices: dict[str, Notice], target: str, where: str, field: str, undrained: str = "", written: str | None = None
+) -> Notice:
+    """The notice of `target`; BadStateFile naming `field` and its value (`written`, as the file has it: a wave's
+    cube `c140`, where the notice's target is `cube:c140`) when the plan has none."""
     if target not in notices:
-        value = target if field.rsplit(".", 2)[-2] != "cubes" else target.removeprefix("cube:")  # as the field says it
+        value = target if written is None else written
         raise BadStateFile(where, field, value, f"it is not one of the plan's notices{undrained}")
     return notices[target]
 
@@ -264,7 +269,7 @@ def _wave(w: dict[str, Any], i: int, notices: dict[str, Notice], where: str, und
     if w["wave"] != i + 1:
         raise BadStateFile(where, f"waves.{i}.wave", w["wave"], f"waves must be numbered in order (expected {i + 1})")
     own = tuple(
-        _notice(notices, f"cube:{c}", where, f"waves.{i}.cubes.{j}", undrained) for j, c in enumerate(w["cubes"])
+        _notice(notices, f"cube:{c}", where, f"waves.{i}.cubes.{j}", undrained, c) for j, c in enumerate(w["cubes"])
     )
     _check_window(w, f"waves.{i}.", where)
     cleared = tuple(

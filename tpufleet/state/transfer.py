@@ -201,8 +201,8 @@ def _database_fleet(db: PostgresBackend, source: bool = False) -> Fleet | None:
         raise state_row_mismatch(db.state_label, serial, doc["serial"])
     tables, missing = _indexed_tables(doc, db.table_bytes, lambda name: f"row {name!r} in tpufleet_tables")
     lines = _lines(db.journal_bytes())
-    beyond = [e.serial for line in lines if line is not None and (e := journal.entry_of(line)) and e.serial > serial]
-    if beyond and source:
+    beyond = [e.serial for line in lines if (e := journal.entry_of(line)) and e.serial > serial] if source else []
+    if beyond:
         raise rows_beyond(db.journal_label, len(beyond), max(beyond), serial)
     return Fleet(raw, serial, lines, tables, _index(doc), missing)
 
