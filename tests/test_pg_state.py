@@ -444,3 +444,22 @@ def test_routes_run_again_with_nothing_changed_commits_nothing_on_either_backend
     assert again.code == 0 and again.json["stored"] is True and again.json["changed"] is False
     assert on("status", "-o", "json").json["serial"] == serial
     assert len(on("show", "journal", "-o", "json").json) == serial
+
+
+def test_init_force_over_a_damaged_state_deletes_its_tables(on, place, request):
+    """A damaged state's index of tables cannot be read: `init --force` over it left every slice's tables kept,
+    named by no slice of the new fleet (a later slice of the same name found another fleet's tables beside it)."""
+    assert on("init").code == 0
+    for args in (("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert on(*args).code == 0
+    if place.startswith("postgresql"):
+        server, db = request.getfixturevalue("pg_server"), db_name(place)
+        server.sql("UPDATE tpufleet_state SET doc = substring(doc from 1 for 200)", db)
+        kept = lambda: [row[0] for row in server.sql("SELECT name FROM tpufleet_tables", db)]  # noqa: E731
+    else:
+        (Path(place) / "state.json").write_bytes((Path(place) / "state.json").read_bytes()[:200])
+        kept = lambda: sorted(p.name for p in (Path(place) / "routes").iterdir())  # noqa: E731
+    assert kept() != []
+    r = on("init", "--force", "-o", "json")
+    assert r.code == 0 and r.json["replaced"] == {"damaged": True}
+    assert kept() == []

@@ -135,6 +135,11 @@ class Writer(Protocol):
         """Stage the deletion of a slice's routing tables, done only if the state commits."""
         ...
 
+    def stored_table_names(self) -> list[str]:
+        """The names of every slice's tables kept, indexed or not: what `init --force` over a damaged state, whose
+        index cannot be read, deletes."""
+        ...
+
     def commit(self, entry: JournalEntry, data: bytes) -> None:
         """Journal `entry` and install `data` as the state, atomically; the staged tables follow. Refused when
         another writer committed since this one read the state (the serial checked), with nothing written."""

@@ -359,6 +359,15 @@ class DirectoryWriter:
         if check_subdir(self.backend.routes_dir):
             self.side_files.append((self.backend.table_place(name), None))
 
+    def stored_table_names(self) -> list[str]:
+        """The regular files `routes/NAME.npz` (what `delete_tables` would delete; temporary files are not)."""
+        try:
+            with os.scandir(self.backend.routes_dir) as entries:
+                files = [e.name for e in entries if e.name.endswith(TABLE_SUFFIX) and e.is_file(follow_symlinks=False)]
+        except OSError:
+            return []  # no routes directory, or not one: nothing of ours to delete
+        return sorted(f.removesuffix(TABLE_SUFFIX) for f in files)
+
     def commit(self, entry: JournalEntry, data: bytes) -> None:
         """Journal line first (durable), then the state file renamed into place. Should anything fail before the
         rename, the line is taken back out: the files are as they were, and the error names the file. (Under the

@@ -106,6 +106,10 @@ class DatabaseWriter:
         self.backend.table_place(name)
         self.staged[name] = None
 
+    def stored_table_names(self) -> list[str]:
+        rows = self.backend._query("SELECT name FROM tpufleet_tables ORDER BY name") if self.ready else None
+        return [str(row[0]) for row in rows or ()]
+
     def commit(self, entry: JournalEntry, data: bytes) -> None:
         """One database transaction: schema (on an empty database), journal line, state row (serial checked),
         staged tables. A connection lost during it: the server keeps all of it or none of it."""

@@ -378,7 +378,9 @@ class Store:
             if exists:
                 tx.replaced = replaced_counts(before) if read is not None else {"damaged": True}
                 tx.retired_faults = _retired(before, now)
-                for name in before.get("routes", {}):  # the old slices' tables go with them, after the commit
+                # the old slices' tables go with them, after the commit: a damaged state's, whose index cannot be
+                # read, are every table kept
+                for name in before.get("routes", {}) if read is not None else writer.stored_table_names():
                     with contextlib.suppress(BadInput):  # a damaged state's odd name: nothing of ours to delete
                         writer.delete_tables(name)
             yield tx
