@@ -88,11 +88,13 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
 
         message = _one_hint(" ".join(_click_message(exc).split()))
         if name == "NoSuchOption":
-            from tpufleet.cli.misplaced import generation_option_hint, misplaced_hint
+            from tpufleet.cli.misplaced import generation_option_hint, misplaced_hint, no_output_hint
 
             pod_instead = generation_option_hint(exc, list(SETTINGS.argv))  # not Click's `Did you mean '--version'?`
-            message = misplaced_hint(exc, list(SETTINGS.argv)) or (
-                message.split(" Did you mean ")[0].rstrip(".") + pod_instead if pod_instead else message
+            message = (
+                no_output_hint(exc)
+                or misplaced_hint(exc, list(SETTINGS.argv))
+                or (message.split(" Did you mean ")[0].rstrip(".") + pod_instead if pod_instead else message)
             )
         hint = extra_argument_hint(exc) or shape_without_option_hint(exc, list(SETTINGS.argv))
         report_error(message.rstrip(".") + hint if hint else message, code, [], fmt)

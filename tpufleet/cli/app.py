@@ -242,7 +242,9 @@ def _check_takes_output(ctx: typer.Context) -> None:
     name = ctx.invoked_subcommand
     sub = ctx.command.get_command(ctx, name) if name and isinstance(ctx.command, click.Group) else None
     if sub is not None and not getattr(sub, "commands", None) and all(p.name != "output" for p in sub.params):
-        raise BadInput(f"bad option -o/--output: `{name}` takes none; leave -o out")
+        from tpufleet.cli.misplaced import takes_no_output
+
+        raise BadInput(takes_no_output(name))
 
 
 def _state_location(state: str | None) -> Path | str | None:

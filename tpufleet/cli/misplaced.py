@@ -23,6 +23,20 @@ def misplaced_hint(exc: Any, argv: list[str]) -> str:
     return ""
 
 
+def takes_no_output(path: str) -> str:
+    """The refusal of -o for a command that writes no document (`serve`, whose output is its HTTP answers)."""
+    return f"bad option -o/--output: `{path}` takes none; leave -o out"
+
+
+def no_output_hint(exc: Any) -> str:
+    """`takes_no_output` for Click's NoSuchOption of -o given after such a command's name (`serve -o json`), which
+    Click calls no such option though the tool has one; '' for any other."""
+    option, ctx = str(getattr(exc, "option_name", "") or ""), getattr(exc, "ctx", None)
+    if ctx is None or ctx.parent is None or option not in ("-o", "--output"):
+        return ""
+    return takes_no_output(ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip())
+
+
 def _tool_option_hint(root: Any, command: Any, argv: list[str], option: str) -> str:
     """The hint for one of the tool's own options given after the command's name; the line given moves every such
     option (`status --state DIR --lock-timeout 5`), not only the first one Click met."""

@@ -90,7 +90,7 @@ def scale_rates(rates: FaultRates, factors: Mapping[str, float]) -> FaultRates:
         if kind not in RATE_OF_KIND:
             raise BadInput(f"bad fault kind {shown(kind)}: not one of {', '.join(FAULT_KINDS)}")
         if not 0 <= factor <= 1000:  # also refuses NaN
-            raise BadInput(f"bad fault-rate factor {factor!r} for {kind}: must be a number from 0 to 1000")
+            raise BadInput(f"bad fault-rate factor {factor:g} for {kind}: must be a number from 0 to 1000")
         name = RATE_OF_KIND[kind]
         value = getattr(rates, name) * factor
         if value > MAX_RATE_PER_DAY:
