@@ -33,7 +33,7 @@ from tpufleet.state.files import (
     write_temp,
 )
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
-from tpufleet.state.sidedirs import check_state_dirs
+from tpufleet.state.sidedirs import check_state_dirs, table_names, unlink_tables
 from tpufleet.state.wholetables import WholeTables, data_digest
 
 if TYPE_CHECKING:
@@ -199,19 +199,6 @@ class DirectoryBackend:
                 _remove_empty(made)
 
 
-def _unlink_tables(path: Path) -> None:
-    """Delete tables no longer indexed, only when a regular file: what tpufleet writes there. A symbolic link (the
-    operator's, perhaps on purpose: `routes` refuses it and leaves it to them), a directory or a FIFO stays, and
-    what a link points to is never touched."""
-    import stat
-
-    try:
-        if stat.S_ISREG(os.lstat(path).st_mode):
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 def _missing_dirs(path: Path) -> list[Path]:
     """The directories making `path` would make: it and its missing parents, innermost first."""
     missing = []
@@ -291,7 +278,7 @@ class DirectoryWriter:
         ]
         for name in orphans:
             with contextlib.suppress(OSError):  # (unreadable: it stays, and names itself if read)
-                _unlink_tables(routes / name)
+                unlink_tables(routes / name)
         installed = []
         if any(n.endswith(".tmp") for n in names):
             installed = self._install_waiting(made)
@@ -360,13 +347,7 @@ class DirectoryWriter:
             self.side_files.append((self.backend.table_place(name), None))
 
     def stored_table_names(self) -> list[str]:
-        """The regular files `routes/NAME.npz` (what `delete_tables` would delete; temporary files are not)."""
-        try:
-            with os.scandir(self.backend.routes_dir) as entries:
-                files = [e.name for e in entries if e.name.endswith(TABLE_SUFFIX) and e.is_file(follow_symlinks=False)]
-        except OSError:
-            return []  # no routes directory, or not one: nothing of ours to delete
-        return sorted(f.removesuffix(TABLE_SUFFIX) for f in files)
+        return table_names(self.backend.routes_dir, TABLE_SUFFIX)
 
     def commit(self, entry: JournalEntry, data: bytes) -> None:
         """Journal line first (durable), then the state file renamed into place. Should anything fail before the
@@ -393,7 +374,7 @@ class DirectoryWriter:
             try:
                 if tmp is None:
                     if committed:
-                        _unlink_tables(path)
+                        unlink_tables(path)
                 elif committed:
                     os.replace(tmp, path)
                 else:
@@ -406,4 +387,4 @@ class DirectoryWriter:
             WholeTables(self.backend.dir).remember(self.tables_written)  # made whole here, and in place now
         for temp in self.leftover_temps if committed else []:
             with contextlib.suppress(OSError):  # (another's file: it stays)
-                _unlink_tables(temp)
+                unlink_tables(temp)

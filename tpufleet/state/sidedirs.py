@@ -35,3 +35,24 @@ def private(path: Path) -> bool:
     except OSError:
         return False
     return st.st_uid == os.geteuid() and not stat.S_IMODE(st.st_mode) & 0o022
+
+
+def table_names(routes_dir: Path, suffix: str) -> list[str]:
+    """The names of the regular files `routes/NAME{suffix}` (what `unlink_tables` deletes; temporary files not)."""
+    try:
+        with os.scandir(routes_dir) as entries:
+            files = [e.name for e in entries if e.name.endswith(suffix) and e.is_file(follow_symlinks=False)]
+    except OSError:
+        return []  # no routes directory, or not one: nothing of ours to delete
+    return sorted(f.removesuffix(suffix) for f in files)
+
+
+def unlink_tables(path: Path) -> None:
+    """Delete tables no longer indexed, only when a regular file: what tpufleet writes there. A symbolic link (the
+    operator's, perhaps on purpose: `routes` refuses it and leaves it to them), a directory or a FIFO stays, and
+    what a link points to is never touched."""
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
