@@ -244,7 +244,7 @@ def _check_takes_output(ctx: typer.Context) -> None:
     if sub is not None and not getattr(sub, "commands", None) and all(p.name != "output" for p in sub.params):
         from tpufleet.cli.misplaced import takes_no_output
 
-        raise BadInput(takes_no_output(name))
+        raise BadInput(takes_no_output(sub.name or ""))
 
 
 def _state_location(state: str | None) -> Path | str | None:
