@@ -121,7 +121,8 @@ def test_explain_pending_slice_names_the_blocking_ocs(fleet):
     e = _ok(fleet, "explain", "s", "-o", "json").json
     text = " ".join(e["why"])
     assert e["state"] == "allocated" and "cannot be wired" in text and "ocs:pod0/z/5" in text
-    assert "tpufleet policy s --fault-tolerant-routing" in " ".join(e["next"])
+    assert "`tpufleet policy s --fault-tolerant-routing`" in text and e["next"][0] == "tpufleet clear-fault f1"
+    assert not any("policy" in step for step in e["next"])  # another way, not a step to run after the clear
     _ok(fleet, "policy", "s", "--fault-tolerant-routing")
     # wired and routed around the OCS now; once it is repaired, its deferred cross-connects and tables again
     steps = _ok(fleet, "explain", "s", "-o", "json").json["next"]

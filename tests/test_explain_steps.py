@@ -439,12 +439,13 @@ def test_an_optical_link_down_on_its_cube_is_not_under_a_sub_cube_slice(fleet):
 
 def test_a_slice_its_plan_refuses_for_a_down_ocs_is_wired_after_the_clear(fleet):
     """Allocated without fault-tolerant routing while an OCS is down: `explain` gave the policy and the clear, and
-    stopped there, the slice still not wired. Its wiring now follows them."""
+    stopped there, the slice still not wired. Its wiring now follows the clear; the policy, which would wire it
+    before the repair, is said in `why`, not run as a step (in order, its steps would undo the operator's policy and
+    then clear a fault not repaired)."""
     _ok(fleet, "inject-fault", "ocs:pod0/y/2")
     _ok(fleet, "allocate", "b", "--shape", "4x4x8", "--no-fault-tolerant-routing")
     steps = _run_next(fleet, "b")
     assert steps == [
-        "tpufleet policy b --fault-tolerant-routing",
         "tpufleet clear-fault f1",
         "tpufleet plan-xconnect b --apply",
         "tpufleet routes b",

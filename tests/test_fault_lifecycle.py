@@ -64,7 +64,6 @@ def test_explain_job_gives_the_steps_of_a_slice_plan_xconnect_would_refuse(fleet
     assert fleet("plan-xconnect", "j", "--apply").code == 1
     r = fleet("explain", "j", "-o", "json")
     assert r.json["next"] == [
-        "tpufleet policy j --fault-tolerant-routing",
         "tpufleet clear-fault f1",
         "tpufleet plan-xconnect j --apply",
         "tpufleet routes j-0",

@@ -186,11 +186,14 @@ def _unwirable(state: FleetState, sl: Slice, exc: Refused) -> tuple[list[str], l
     if not down:
         return [*why, "release it and allocate it again on other cubes"], [f"tpufleet release {owner}"]
     why += [f"every cube of {sl.pod} needs {f.target}: clear {f.id} once it is repaired" for f in down]
-    # then the wiring the clears (or the policy) let through
+    # then the wiring the clears let through; the policy that would wire it now is another way, said, not a step
+    # (run in order after it, the clears would close faults not repaired, and undo the policy the operator chose)
     steps = [*(f"tpufleet clear-fault {f.id}" for f in down), f"tpufleet plan-xconnect {sl.name} --apply"]
-    if not sl.fault_tolerant_routing:
-        why.append("with fault-tolerant routing it can be wired around the failed OCS now")
-        steps.insert(0, f"tpufleet policy {owner} --fault-tolerant-routing")  # a job: every slice of it
+    if not sl.fault_tolerant_routing:  # a job: every slice of it
+        why.append(
+            "or, with fault-tolerant routing, wire it around the failed OCS now: "
+            f"`tpufleet policy {owner} --fault-tolerant-routing`, then `tpufleet plan-xconnect {sl.name} --apply`"
+        )
     if len(state.fleet.pods) > 1:
         why.append("or release it and allocate it in another pod")
     return why, steps
