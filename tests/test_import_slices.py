@@ -426,3 +426,31 @@ def test_a_ready_condition_time_that_is_no_time_is_refused_naming_it(reserved, s
     r = reserved("import", "slices", path)
     assert r.code == 2
     assert all(part in r.err for part in (str(path), "items.0.status.conditions.0.lastTransitionTime", "'yesterday'"))
+
+
+def test_a_running_slice_is_recorded_whatever_unplaced_node_pools_hold(cli, tmp_path):
+    """The plan adopts a Slice the cluster runs whatever unplaced node pools hold (they may be that very Slice's
+    nodes), but `--apply` allocated it with the pools counted against the free cubes, and exited 1: a pool of 140
+    cubes on a superpod of 144 kept an 8-cube Slice from ever being recorded, `drift` reporting it for ever."""
+    labels = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": "16x20x28",
+        "cloud.google.com/gke-nodepool": "big",
+    }
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    node = lambda i: {"metadata": {"name": f"gke-big-{i}", "labels": labels}, "spec": {}, "status": ready}  # noqa: E731
+    pool = write(tmp_path, {"apiVersion": "v1", "kind": "List", "items": [node(i) for i in range(2240)]}, "pool.json")
+    running = {"type": "Ready", "status": "True", "reason": "ACTIVE", "lastTransitionTime": "2026-12-01T00:00:00Z"}
+    spec = {"type": "tpu7x", "topology": "8x8x8", "partitionIds": [f"c{i:02d}" for i in range(8)]}
+    item = {"apiVersion": "accelerator.gke.io/v1beta1", "kind": "Slice", "metadata": {"name": "s8"}, "spec": spec}
+    listed = write(
+        tmp_path, {"apiVersion": "v1", "kind": "List", "items": [{**item, "status": {"conditions": [running]}}]}
+    )
+    assert cli("init", "--generation", "tpu7x").code == 0 and cli("import", "k8s", pool, "--apply").code == 0
+    assert cli("import", "slices", listed, "--detailed-exitcode").code == 4  # the plan: it would be recorded
+    r = cli("import", "slices", listed, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["applied"] and [s["slice"] for s in r.json["slices_new"]] == ["s8"]
+    (row,) = cli("show", "slices", "-o", "json").json
+    assert row["name"] == "s8" and row["cubes"] == spec["partitionIds"]
+    assert cli("drift", "--slices", listed).code == 0

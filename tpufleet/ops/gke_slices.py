@@ -22,7 +22,7 @@ def import_slices(state: FleetState, given: SliceListInput, source: str, now: st
     if not apply or not data["has_changes"]:
         return Outcome(data)
     for new in diff.new:
-        slice_ops.allocate(state, new.name, new.shape, now, pod=new.pod, cubes=new.cubes)
+        slice_ops.allocate(state, new.name, new.shape, now, pod=new.pod, cubes=new.cubes, running=True)
     data["applied"], data["serial"] = True, state.next_serial
     summary = f"import slices {source}: {len(diff.new)} slice(s) recorded from Slices"
     return Outcome(data, Change(summary, {"slices": [n.name for n in diff.new]}))

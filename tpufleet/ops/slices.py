@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tpufleet import allocation
 from tpufleet.errors import BadInput, Refused
@@ -24,10 +25,12 @@ def allocate(
     cubes: Sequence[str] | None = None,
     fault_tolerant_routing: bool = True,
     min_throughput: float = DEFAULT_MIN_THROUGHPUT,
+    running: bool = False,
 ) -> Outcome:
     """Reserve healthy free cubes (any of one pod, or the given ones) or machines inside a cube; a shape as
     written is checked against the rule of the pod's generation (of the first generation that takes it, when
-    the slice may go to pods of several)."""
+    the slice may go to pods of several). `running`: a slice the cluster already runs on the given cubes (`import
+    slices`), which the room node pools tpufleet has not placed hold does not refuse."""
     if isinstance(shape, ShapeText):  # first, as when the command line parsed it
         shape = _shape_for(state, shape, pod, cubes)
     twin = next((other for other in state.slices if other.casefold() == name.casefold()), None)
@@ -41,7 +44,8 @@ def allocate(
         raise BadInput(f"bad slice name: {clash}")
     wirable: allocation.Wirable = "ports" if fault_tolerant_routing else "ports+ocs"  # only what plan-xconnect wires
     holders = cube_holders(state) if cubes else None
-    alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), state.health(), pod, cubes, wirable, holders)
+    health = replace(state.health(), held={}) if running else state.health()
+    alloc = allocation.allocate(shape, state.fleet, state.machine_usage(), health, pod, cubes, wirable, holders)
     sl = Slice.allocated(name, shape, alloc, fault_tolerant_routing, now, min_throughput)
     state.add_slice(sl)
     data = {"slice": name, "serial": state.next_serial, **sl.record(), "next": _first_steps(state, name, now)}
