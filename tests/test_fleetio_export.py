@@ -13,6 +13,7 @@ import yaml
 from test_fleetio_import import FIXTURE
 
 from helpers import snapshot
+from tpufleet.integrations.exports import MAX_SLICE_NAME
 
 LEVEL_LIMIT = 16  # Kueue: a Topology has 1-16 levels
 PARTITION_STATE = "cloud.google.com/gke-tpu-partition-4x4x4-state"
@@ -287,7 +288,7 @@ def test_slices_export(imported):
     partition_of = {cube: pid for pid, cube in state["k8s"]["partitions"].items()}
     for doc in docs:
         assert doc["apiVersion"] == "accelerator.gke.io/v1beta1" and doc["kind"] == "Slice"
-        assert SLICE_NAME.fullmatch(doc["metadata"]["name"]) and len(doc["metadata"]["name"]) <= 49
+        assert SLICE_NAME.fullmatch(doc["metadata"]["name"]) and len(doc["metadata"]["name"]) <= MAX_SLICE_NAME
         sl = state["slices"][doc["metadata"]["annotations"]["tpufleet.io/slice"]]
         assert doc["spec"]["topology"] == sl["shape"]
         assert doc["spec"]["partitionIds"] == [partition_of[c] for c in sl["cubes"]]
@@ -332,8 +333,8 @@ def test_slice_names_are_valid_and_depend_on_the_name_alone():
     used: set[str] = set()
     names = [_k8s_name(n, used) for n in ("a.b", "a_b", "a-b", "9lives", "x" * 80, "-")]
     assert names == [f"a-b-{tag('a.b')}", f"a-b-{tag('a_b')}", "a-b", f"s-9lives-{tag('9lives')}",
-                     "x" * 42 + f"-{tag('x' * 80)}", f"slice-{tag('-')}"]  # fmt: skip
-    assert all(SLICE_NAME.fullmatch(n) and len(n) <= 49 for n in names)
+                     "x" * 47 + f"-{tag('x' * 80)}", f"slice-{tag('-')}"]  # fmt: skip
+    assert all(SLICE_NAME.fullmatch(n) and len(n) <= MAX_SLICE_NAME for n in names)
     alone = [_k8s_name(n, set()) for n in ("a.b", "a-b")]
     assert alone == names[0:1] + names[2:3]  # the same names whatever else is exported
 

@@ -206,6 +206,7 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         ((3, "spec.partitionIds", ["c26", "c27"]), "items.3.spec.partitionIds", "1 partition(s)"),
         ((1, "status.conditions.0.reason", "Running"), "items.1.status.conditions.0.reason", "not a Slice state"),
         ((1, "metadata.name", "Bad_Name"), "items.1.metadata.name", "not a Slice name"),
+        ((1, "metadata.name", "l" * 55), "items.1.metadata.name", "55 characters, over a Slice name's 54"),
         ((1, "metadata.name", "llm-train-0"), "items.1.metadata.name", "also the name of item 0"),
         ((1, "kind", "Pod"), "items.1.kind", "must be Slice"),
         (
@@ -454,3 +455,15 @@ def test_a_running_slice_is_recorded_whatever_unplaced_node_pools_hold(cli, tmp_
     (row,) = cli("show", "slices", "-o", "json").json
     assert row["name"] == "s8" and row["cubes"] == spec["partitionIds"]
     assert cli("drift", "--slices", listed).code == 0
+
+
+def test_a_slice_of_the_longest_name_is_exported_under_it(reserved, slices, tmp_path):
+    """A Slice named with 50 to 63 characters was recorded under its name, then exported under a shorter one
+    (`export slices` made names of at most 49): `kubectl apply` of the export added a second Slice on the same
+    partitions. Names are read and written within the same limit, 54 (GKE's Slice reference)."""
+    name = "llm-train-" + "x" * 44
+    doc = _edit(slices, 0, "metadata.name", name)
+    assert reserved("import", "slices", write(tmp_path, doc), "--apply").code == 0
+    exported = reserved("export", "slices", "-o", "json").json
+    assert name in [item["metadata"]["name"] for item in exported["items"]]
+    assert reserved("drift", "--slices", write(tmp_path, exported, "exported.json")).code == 0

@@ -257,7 +257,10 @@ def _node(name: str, labels: dict[str, str], drain: tuple[str, str] | None, down
 
 # ---- GKE Slice objects -------------------------------------------------------------------------------------
 _SLICE_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-MAX_SLICE_NAME = 49  # the Slice reference: the controller appends "-" and an 8-character hash within 63
+# The Slice reference: at most 54 characters, as the controller appends a hyphen and an 8-character cluster hash to
+# make Compute Engine names, of at most 63. A longer slice name takes a hashed suffix, and `import slices` refuses a
+# Slice named longer: it could not be exported under its name (`kubectl apply` would add a second Slice).
+MAX_SLICE_NAME = 54
 
 
 def slices(state: FleetState, slice_type: str = DEFAULT_ACCELERATORS[0]) -> tuple[list[Doc], list[Doc]]:

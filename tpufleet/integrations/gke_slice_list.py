@@ -30,7 +30,7 @@ from typing import Any
 
 from tpufleet.constants import CHIPS_PER_CUBE, CUBE_EDGE
 from tpufleet.errors import NO_VALUE, BadStateFile, json_found
-from tpufleet.integrations.exports import CRD_SLICE_TYPES
+from tpufleet.integrations.exports import CRD_SLICE_TYPES, MAX_SLICE_NAME
 from tpufleet.shapes import Vec, parse_dims
 from tpufleet.text import bounded
 from tpufleet.timeparse import utc_stamp
@@ -57,7 +57,8 @@ ANNOTATION = "tpufleet.io/slice"
 MAX_ITEMS = 65_536
 
 
-NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")  # the Slice reference: ^[a-z]([-a-z0-9]*[a-z0-9])?$
+NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # the Slice reference: ^[a-z]([-a-z0-9]*[a-z0-9])?$
+# ... and at most MAX_SLICE_NAME characters: one read with a longer name could not be exported under it
 
 
 TOPOLOGY = re.compile(r"[0-9]{1,5}x[0-9]{1,5}(x[0-9]{1,5})?")  # the CRD's pattern, bounded
@@ -154,6 +155,10 @@ def _slice(item: object, i: int, file: str) -> GkeSlice:
     name = meta.get("name", NO_VALUE)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise bad_slice(file, f"{path}.metadata.name", name, "missing or not a Slice name ([a-z]([-a-z0-9]*[a-z0-9])?)")
+    if len(name) > MAX_SLICE_NAME:
+        raise bad_slice(
+            file, f"{path}.metadata.name", name, f"{len(name)} characters, over a Slice name's {MAX_SLICE_NAME}"
+        )
     if item.get("kind", "Slice") != "Slice":
         kind = item.get("kind")
         raise bad_slice(file, f"{path}.kind", kind, _not_a_slice(kind), None if kind == "Node" else name)
