@@ -171,3 +171,19 @@ def test_promtool_accepts_the_drift_family(in_sync):
 def test_drift_help_has_examples(cli):
     r = cli("drift", "--help", state=False)
     assert r.code == 0 and "Examples:" in r.out
+
+
+def test_one_sub_block_change_is_one_drift_item(in_sync, tmp_path):
+    """A sub-block turned DEGRADED (or back) was two items, `degraded_new` and `sub_blocks_updated`, and one whose
+    maintenance began two, `drains_opened` and `sub_blocks_updated`: each change is counted once, by what it is."""
+    doc = json.loads(RESERVATION.read_text())
+    doc[5]["healthInfo"] = {"healthStatus": "DEGRADED", "healthyHostCount": 15, "degradedHostCount": 1}
+    doc[7]["physicalTopology"].pop("subBlock")  # not a change: a list without positions keeps the recorded ones
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(doc))
+    d = in_sync("drift", "--reservation", changed, "-o", "json").json["sources"]["reservation"]
+    assert d["plan"]["sub_blocks_updated"] == [doc[5]["name"]]  # the import's own list: every record it writes
+    assert d["drift"] == 1 and {k: n for k, n in d["kinds"].items() if n} == {"degraded_new": 1}
+    assert in_sync("import", "reservation", changed, "--apply").code == 0
+    r = in_sync("drift", "--reservation", RESERVATION, "-o", "json").json["sources"]["reservation"]
+    assert r["drift"] == 1 and {k: n for k, n in r["kinds"].items() if n} == {"degraded_cleared": 1}

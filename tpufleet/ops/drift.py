@@ -7,7 +7,8 @@ What counts as drift, per source:
   (`faults_opened`, `cubes_added`, ...; `machines_named` is a count). Unplaced nodes are not drift: a cluster's
   CPU nodes are never placed.
 * `reservation` (`import reservation`): what its `--apply` would record, counted per list of the plan, and the
-  sub-blocks it cannot place (`unplaced`). The lists of degraded cubes and of maintenance announced for a later
+  sub-blocks it cannot place (`unplaced`); a sub-block updated counts only where no other list names it (a DEGRADED
+  sub-block is one `degraded_new`, not also one `sub_blocks_updated`). The lists of degraded cubes and of maintenance announced for a later
   window are the reservation as it is, not drift (a newly announced window is: its sub-block is updated).
 * `slices` (`import slices`): every drift item, by kind (`not_in_tpufleet`, `conflict`, `not_in_cluster`,
   `shape`, `cubes`, `state`), whether or not `--apply` would settle it.
@@ -32,6 +33,8 @@ SOURCES = ("nodes", "reservation", "slices")
 # would do (`slices_hit`: the slices the faults and drains opened would stop, counted as those faults already).
 _NOT_DRIFT = {"nodes": {"unplaced", "slices_hit"}, "reservation": {"degraded", "maintenance_announced", "slices_hit"}}
 _COUNTS = {"nodes": {"machines_named"}}  # counts (not lists) that are drift
+# The reservation's lists whose rows name a sub-block whose record changed (it is in `sub_blocks_updated` too)
+_NAMING_SUB_BLOCKS = ("degraded_new", "degraded_cleared", "drains_opened", "drains_cleared", "drains_rescheduled")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ def counts(source: str, plan: dict[str, Any]) -> dict[str, int]:
         for key, value in plan.items()
         if key not in _NOT_DRIFT.get(source, set()) and (isinstance(value, list) or key in _COUNTS.get(source, set()))
     }
+    if source == "reservation":  # one change, one item: a sub-block another list names is not counted again
+        named = {row.get("sub_block") for key in _NAMING_SUB_BLOCKS for row in plan[key]}
+        kinds["sub_blocks_updated"] = len(set(plan["sub_blocks_updated"]) - named)
     if source == "nodes" and not plan["has_changes"]:
         kinds = dict.fromkeys(kinds, 0)  # lists beside the changes (names forgotten...) only count with them
     elif plan["has_changes"] and not any(kinds.values()):

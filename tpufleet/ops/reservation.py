@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpufleet.fleetstate import FleetState
+from tpufleet.fleetstate import Fault, FleetState
 from tpufleet.ids import CubeId, natural_key
 from tpufleet.integrations.reservation import REASON_PREFIX, Drain, ReservationPlan, plan
 from tpufleet.integrations.reservation_document import ReservationInput
@@ -32,6 +32,12 @@ def import_reservation(
     for fault, drain in diff.moved:
         state.set_fault_window(fault.id, drain.window.start, drain.window.end, drain.reason)
     return fault_ops.apply_import(state, data, clear_ids, requests, data["drains_opened"], now, _summary(data, source))
+
+
+def _cleared_row(fault: Fault, diff: ReservationPlan) -> dict[str, Any]:
+    """A drain an import opened that its sub-block's maintenance no longer asks for, with that sub-block."""
+    sub_block = next((n for n, r in diff.mapped.items() if str(fault.target) == f"cube:{r.cube}"), None)
+    return {"id": fault.id, "target": str(fault.target), "sub_block": sub_block, "reason": fault.reason}
 
 
 def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, source: str) -> dict[str, Any]:
@@ -61,7 +67,7 @@ def _record(state: FleetState, given: ReservationInput, diff: ReservationPlan, s
         "degraded_new": [degraded_row(n) for n in diff.degraded_new],
         "degraded_cleared": [cube_row(n) for n in diff.degraded_cleared],
         "drains_opened": [d.record() for d in diff.open],
-        "drains_cleared": [{"id": f.id, "target": str(f.target), "reason": f.reason} for f in diff.clear],
+        "drains_cleared": [_cleared_row(f, diff) for f in diff.clear],
         "drains_rescheduled": [{"id": f.id, **d.record()} for f, d in diff.moved],
         "maintenance_announced": [
             _announced_row(state, d, diff.pods[d.sub_block], {f.id for f in diff.clear}) for d in diff.announced
