@@ -309,3 +309,39 @@ def test_a_sub_block_degraded_on_a_cube_the_node_list_holds_degraded_is_no_news(
     r = superpod("import", "reservation", _write(tmp_path, "res.json", res), "--apply", "-o", "json")
     assert [g["cube"] for g in r.json["degraded_cleared"]] == ["c05"]  # its own word, cleared
     assert "c05" in {g["cube"] for g in superpod("status", "-o", "json").json["k8s"]["degraded_cubes"]}
+
+
+def _partition_nodes(partition: str, subblock: str) -> dict[str, Any]:
+    """16 TPU7x nodes of one partition of the reservation's block, at the physical sub-block `subblock`."""
+    block = json.loads(RESERVATION.read_text())[0]["physicalTopology"]["block"]
+    labels = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": "4x4x4",
+        "cloud.google.com/gce-topology-block": block,
+        "cloud.google.com/gce-topology-subblock": subblock,
+        PARTITION: partition,
+    }
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    items = [
+        {"metadata": {"name": f"{partition}-{i}", "labels": {**labels, "cloud.google.com/gce-topology-host": f"h{i}"}},
+         "spec": {}, "status": ready}
+        for i in range(16)
+    ]  # fmt: skip
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def test_a_partition_at_no_sub_block_is_told_so(cli, tmp_path):
+    """Nodes whose physical sub-block is no sub-block of the reservation (or one another partition holds) were
+    refused as "no cube of pod0 left", with 142 cubes free: the reason names the sub-block."""
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", RESERVATION, "--apply").code == 0
+    position = json.loads(RESERVATION.read_text())[3]["physicalTopology"]["subBlock"]
+    r = cli("import", "k8s", _write(tmp_path, "a.json", _partition_nodes("part-a", "sb-none")), "-o", "json")
+    (reason,) = {row["reason"] for row in r.json["unplaced"]}
+    assert "gce-topology-subblock sb-none is the position of no sub-block the reservation has in pod0" in reason
+    assert cli("import", "k8s", _write(tmp_path, "b.json", _partition_nodes("part-b", position)), "--apply").code == 0
+    r = cli("import", "k8s", _write(tmp_path, "c.json", _partition_nodes("part-c", position)), "-o", "json")
+    (reason,) = {row["reason"] for row in r.json["unplaced"]}
+    assert (
+        f"the sub-block at cloud.google.com/gce-topology-subblock {position}, cube c03, is partition part-b" in reason
+    )

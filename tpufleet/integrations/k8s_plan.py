@@ -36,6 +36,7 @@ from tpufleet.errors import BadStateFile
 from tpufleet.fleetstate import FleetState
 from tpufleet.ids import HostId, natural_key
 from tpufleet.integrations.k8s import K8sMapping, Node
+from tpufleet.integrations.k8s_subblocks import no_sub_block, sub_block_cube
 from tpufleet.model import Fleet
 
 REASON_PREFIX = "k8s: "  # marks the faults an import opened: the only ones a later import may clear
@@ -144,7 +145,8 @@ class _Namer:
         """The cube of the reservation sub-block at the partition's physical sub-block (its nodes'
         `gce-topology-subblock` is the sub-block's `physicalTopology.subBlock`), if no partition names it yet;
         else the pod's first cube neither import holds."""
-        cube = self._sub_block_cube(subblock, pod)
+        named = {*self.state.k8s.partitions.values(), *self.mapping.cubes.values(), *self.out.partitions.values()}
+        cube = sub_block_cube(self.state, named, subblock, pod)
         if cube is not None:  # a sub-block's cube: held by the reservation, named by this partition now
             self.out.partitions[partition] = cube
             self.taken_cubes.add(cube)
@@ -153,13 +155,6 @@ class _Namer:
         if cube is not None:
             _claim(self.out.partitions, self.taken_cubes, partition, cube, None)
         return cube
-
-    def _sub_block_cube(self, subblock: str | None, pod: str) -> str | None:
-        if subblock is None:
-            return None
-        named = {*self.state.k8s.partitions.values(), *self.mapping.cubes.values(), *self.out.partitions.values()}
-        cubes = (r.cube for r in self.state.reservation.sub_blocks.values() if r.position == subblock)
-        return next((c for c in cubes if self.fleet.cube_pod.get(c) == pod and c not in named), None)
 
     def learn(self, partition: str | None, block: str | None, cube: str) -> str | None:
         """Names a node's explicit cube confirms; the reason when they contradict what is known. A partition that
@@ -313,7 +308,9 @@ def _resolve(
         return None, None, mismatch
     cube = namer.new_cube(partition, pod, labels.get(keys.subblock))
     if cube is None:
-        return None, None, f"no cube of {pod} left for partition {partition}"
+        named = {**namer.mapping.cubes, **namer.state.k8s.partitions, **namer.out.partitions}
+        why = no_sub_block(namer.state, named, pod, keys.subblock, labels.get(keys.subblock))
+        return None, None, f"no cube of {pod} left for partition {partition}{why}"
     return cube, machine, None
 
 
