@@ -519,3 +519,23 @@ def test_clear_fault_of_an_unrelated_fault_names_no_rewire(fleet):
     assert fleet("inject-fault", "host:c61/1").code == 0  # f4
     assert "b:" not in fleet("clear-fault", "f4").out
     assert fleet("status", "-o", "json").json["incomplete_wiring"] == ["b"]  # status still says it
+
+
+def test_a_move_reschedule_would_refuse_for_the_floor_is_not_reserved(fleet):
+    """A slice running rerouted around an OCS, its floor raised above what it keeps, evicted by a host fault: the
+    blast radius reserved a move to the same pod (`"status": "proposed"`, next `reschedule a`), which `reschedule`
+    refused (rerouted there, below its floor) and `explain` called waiting for the OCS: the radius agrees now."""
+    for args in (
+        ("allocate", "a", "--shape", "4x8x8"),
+        ("plan-xconnect", "a", "--apply"),
+        ("inject-fault", "ocs:pod0/y/3"),
+    ):
+        assert fleet(*args).code == 0
+    assert fleet("policy", "a", "--min-throughput", "0.99").code == 0
+    r = fleet("inject-fault", "host:c00/2", "-o", "json")
+    (hit,) = r.json["slices"]
+    assert hit["action"] == "reschedule" and hit["replacement"]["status"] == "pending"
+    assert "below its floor of 0.99" in hit["replacement"]["why"] and hit["next"] == ["tpufleet explain a"]
+    (row,) = fleet("show", "slices", "-o", "json").json
+    assert row["state"] == "evicted" and row["proposal"] is None  # no cubes held for a move that cannot be made
+    assert fleet("explain", "a", "-o", "json").json["next"][:2] == ["tpufleet clear-fault f1", "tpufleet reschedule a"]

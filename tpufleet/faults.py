@@ -35,7 +35,7 @@ from tpufleet.ids import (
     parse_target,
 )
 from tpufleet.model import Fleet, check_known, component_counts
-from tpufleet.moves import propose_move, propose_replacement
+from tpufleet.moves import Proposal, propose_move, propose_replacement
 
 Json = dict[str, Any]
 
@@ -262,9 +262,20 @@ def _impact(
         # a network drain moves a running slice only when rerouting cannot carry it: which test failed, as unplanned
         cause = f"; {why}" if how == "network" and sl.state.wired else ""
         why = f"planned drain of its {kind}{cause}: {then}"
-    proposal = propose_replacement(state, sl, fault.target)
+    proposal = _movable(state, sl, propose_replacement(state, sl, fault.target))
     state.evict(sl.name, fault.id, proposal.alloc if proposal.ready else None)
     return SliceImpact(sl.name, "reschedule", why, replacement=proposal.to_dict())
+
+
+def _movable(state: FleetState, sl: Slice, proposal: Proposal) -> Proposal:
+    """The proposal, unless `reschedule` would refuse that move (rerouted where it lands, around faults still open,
+    it would keep less than its floor): then pending, saying why, and no cubes reserved for it."""
+    from tpufleet.movesteps import why_unmovable
+
+    why = why_unmovable(state, sl, proposal) if proposal.ready else None
+    if why is None or proposal.alloc is None:
+        return proposal
+    return Proposal(None, why=f"moved to {proposal.alloc.pod} {','.join(proposal.alloc.cubes)}: {why}")
 
 
 def inject(state: FleetState, target: TargetId, planned: bool, reason: str, now: str) -> BlastRadius:
@@ -298,7 +309,7 @@ def _reserved_moves_hit(state: FleetState, target: TargetId, seen: set[str]) -> 
         old = sl.proposal
         if sl.state is not SliceState.EVICTED or old is None or sl.name in seen or not _lands_on(target, old):
             continue
-        proposal = propose_move(state, sl)
+        proposal = _movable(state, sl, propose_move(state, sl))
         if proposal.ready and proposal.alloc == old:
             continue
         state.evict(sl.name, sl.evicted_by or "", proposal.alloc if proposal.ready else None)

@@ -131,7 +131,7 @@ def steps_to_move(state: FleetState, slices: list[Slice]) -> MoveSteps:
 def _attempt(state: FleetState, sl: Slice, clear: list[Fault]) -> tuple[FleetState, Proposal, str | None]:
     attempt = _cleared(state, clear)
     proposal = propose_move(attempt, attempt.slices[sl.name])
-    return attempt, proposal, _why_unmovable(attempt, attempt.slices[sl.name], proposal)
+    return attempt, proposal, why_unmovable(attempt, attempt.slices[sl.name], proposal)
 
 
 # faults of a stage whose need is tried one by one (each try a move proposal, routed if the slice reroutes);
@@ -181,7 +181,7 @@ def _cleared(state: FleetState, gone: list[Fault]) -> FleetState:
     return replace(state, faults=[replace(f, cleared="(cleared)") if f.id in ids else f for f in state.faults])
 
 
-def _why_unmovable(state: FleetState, sl: Slice, proposal: Proposal) -> str | None:
+def why_unmovable(state: FleetState, sl: Slice, proposal: Proposal) -> str | None:
     """Why `reschedule` would refuse the slice's move (None: it moves)."""
     if not proposal.ready:
         return str(proposal.to_dict().get("why") or "no replacement")
