@@ -129,7 +129,7 @@ def test_capacity_after_k_is_every_k_cube_failure_tried(cli, tmp_path):
     assert sum(brute[1].values()) > sum(brute[3].values()) > 0  # the failures do cost shapes, not every one
 
 
-def test_suspects_p_values_are_scipys_poisson_against_the_rest_of_the_fleet(cli):
+def test_suspects_p_values_are_scipys_binomial_given_the_fleets_count(cli):
     assert cli("init", "--cubes-per-pod", "8").code == 0
     plan = ["host:c02/5"] * 3 + ["host:c04/1", "host:c04/2", "host:c04/7", "cube:c04", "link:c04/y/2/in"]
     plan += ["chip:c01/0,0,0", "host:c06/3", "ocs:pod0/x/1"]
@@ -142,16 +142,33 @@ def test_suspects_p_values_are_scipys_poisson_against_the_rest_of_the_fleet(cli)
     assert d["faults_in_window"] == 12 and d["hosts"] == 128 and d["cubes"] == 8
     # host faults: c02/5 x3; c04/1, c04/2, c04/7, c01/0 (its chip), c06/3, c07/0 once each
     # cube faults: c02 3, c04 5 (three hosts, the cube, an optical link), c01, c06, c07 1 each; the OCS none
-    want = {
-        "host:c02/5": (3, 6 / 127, float(stats.poisson.sf(2, 6 / 127))),
-        "cube:c04": (5, 6 / 7, float(stats.poisson.sf(4, 6 / 7))),
+    want = {  # the chance that n of the kind's 9 host (11 cube) faults fall on one of 128 hosts (8 cubes)
+        "host:c02/5": (3, 6 / 127, float(stats.binom.sf(2, 9, 1 / 128))),
+        "cube:c04": (5, 6 / 7, float(stats.binom.sf(4, 11, 1 / 8))),
     }
     got = {s["target"]: (s["faults"], s["expected"], s["p_value"]) for s in d["suspects"]}
     assert set(got) == set(want)
     for target, (n, expected, p) in want.items():
         assert got[target][0] == n
         assert got[target][1:] == pytest.approx((expected, p), rel=1e-12)
-    assert stats.poisson.sf(2, 8 / 7) > 0.01  # cube c02, 3 faults, is not flagged
+    assert stats.binom.sf(2, 11, 1 / 8) > 0.01  # cube c02, 3 faults, is not flagged
+
+
+def test_a_fault_elsewhere_never_makes_a_unit_more_suspect(cli):
+    """Two faults on cube c03 of 8, none elsewhere: p = (1/8)^2 = 0.0156. One fault on c05 then made it 0.0093 (a
+    Poisson test against the rest's rate, 1/7), a suspect at 0.01 for a fault on another cube; given the fleet's
+    count the chance of 2 of 3 faults on one cube is 0.043, and it only rises with more faults elsewhere."""
+    assert cli("init", "--cubes-per-pod", "8").code == 0
+    values = []
+    for target in ("host:c03/1", "host:c03/1", "host:c05/2", "host:c06/2"):
+        assert cli("inject-fault", target).code == 0 and cli("clear-fault", target).code == 0
+        d = cli("suspects", "--p-value", "0.999999", "-o", "json").json
+        values.append(next((s["p_value"] for s in d["suspects"] if s["target"] == "cube:c03"), None))
+    assert values[0] is None  # one fault: never a suspect
+    assert values[1:] == pytest.approx([1 / 64, float(stats.binom.sf(1, 3, 1 / 8)), float(stats.binom.sf(1, 4, 1 / 8))])
+    assert values[1] < values[2] < values[3]
+    flagged = [s["target"] for s in cli("suspects", "-o", "json").json["suspects"]]
+    assert flagged == ["host:c03/1"]  # at 0.01 the host is (2 of 4 faults on one of 128), the cube is not
 
 
 def _clopper_pearson(hits: int, n: int, alpha: float) -> tuple[float, float]:

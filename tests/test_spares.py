@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from scipy.stats import binom, poisson
+from scipy.stats import binom
 
 from helpers import snapshot
 from tpufleet import availability, spares
@@ -243,9 +243,9 @@ def test_suspects_finds_the_planted_noisy_host(noisy):
     host = found["host:c05/3"]
     # chip c05/2,2,0 and ici c05/2,3,0/+x are on machine 3 too: 4 faults in the window; the other hosts 3 in all
     assert host["faults"] == 4 and host["expected"] == pytest.approx(3 / 1023)
-    assert host["p_value"] == pytest.approx(float(poisson.sf(3, 3 / 1023)), rel=1e-12)
+    assert host["p_value"] == pytest.approx(float(binom.sf(3, 7, 1 / 1024)), rel=1e-12)  # 4 of the 7 host faults
     cube = found["cube:c05"]
-    assert cube["faults"] == 4 and cube["p_value"] == pytest.approx(float(poisson.sf(3, 4 / 63)), rel=1e-12)
+    assert cube["faults"] == 4 and cube["p_value"] == pytest.approx(float(binom.sf(3, 8, 1 / 64)), rel=1e-12)
     assert host["quarantine"].startswith("tpufleet inject-fault host:c05/3 --planned --reason ")
     assert not host["quarantined"]
     table = noisy("suspects")
@@ -271,8 +271,8 @@ def test_a_quiet_fleet_has_no_suspects(fleet):
 
 
 def test_the_only_cube_of_a_fleet_is_no_suspect_for_want_of_a_rest_to_compare(cli):
-    """A one-cube fleet: cube c00 has no rest of the fleet to take a rate from (it was flagged at p 0 against a
-    rate of 0); its hosts still have 15 others: host c00/5's 3 faults against host c00/1's 1 over 15 hosts."""
+    """A one-cube fleet: cube c00 has no rest of the fleet to compare with (it was flagged at p 0 against a rate of
+    0); its hosts still have 15 others: host c00/5 holds 3 of the 4 host faults of 16 hosts."""
     assert cli("init", "--cubes-per-pod", "1").code == 0
     for target in ["host:c00/5"] * 3 + ["host:c00/1"]:
         assert cli("inject-fault", target).code == 0
@@ -283,7 +283,7 @@ def test_the_only_cube_of_a_fleet_is_no_suspect_for_want_of_a_rest_to_compare(cl
     assert [s["target"] for s in r.json["suspects"]] == ["host:c00/5"]
     host = r.json["suspects"][0]
     assert host["expected"] == pytest.approx(1 / 15, rel=1e-12)
-    assert host["p_value"] == pytest.approx(float(poisson.sf(2, 1 / 15)), rel=1e-12)
+    assert host["p_value"] == pytest.approx(float(binom.sf(2, 4, 1 / 16)), rel=1e-12)
 
 
 @pytest.mark.parametrize(

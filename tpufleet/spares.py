@@ -46,7 +46,7 @@ from typing import Final
 
 from tpufleet.constants import MACHINES_PER_CUBE, OCS_PER_POD, OPTICAL_LINKS_PER_CUBE
 from tpufleet.ids import natural_key
-from tpufleet.tails import binom_sf, poisson_sf
+from tpufleet.tails import binom_sf
 
 __all__ = [
     "BLOG_CUBES",
@@ -290,28 +290,28 @@ class Suspect:
 
 
 def suspects(counts: Mapping[str, int], units: int, p_value: float, min_faults: int = 2) -> list[Suspect]:
-    """Units whose count n has a one-sided Poisson p-value P(X >= n | mean) below `p_value`, most surprising first.
+    """Units whose count n is too many for units that fail alike, most surprising first: the one-sided exact test
+    conditional on the fleet's count, p = P(X >= n) for X ~ Binomial(total, 1 / units), the chance that at least n
+    of the `total` faults of the kind fall on one given unit. Where the rest of the fleet had none it is
+    (1 / units) ** n: two faults on one of two cubes are no surprise (0.25), on one of 1,024 hosts they are
+    (9.5e-07); and it only rises as the rest of the fleet has more (a Poisson test against the rest's rate fell
+    from that value when one fault came elsewhere, flagging a unit for a fault on another).
 
-    The mean is the rest of the fleet's count per unit (leave-one-out, so a noisy unit does not raise its own bar):
-    (total - n) / (units - 1). A unit with fewer than `min_faults` faults is never a suspect (in a quiet fleet one
-    fault alone would be infinitely surprising), nor is the only unit of its kind: there is no rest of the fleet to
-    take a rate from (a fleet of one cube). Where the rest had no fault, its rate of 0 would make any count
-    impossible (p 0): the unit's n faults are then the fleet's, and the p-value is the chance that n faults all fall
-    on one given unit of `units` that fail alike, (1 / units) ** n (the test conditional on the fleet's count): two
-    faults on one of two cubes are no surprise (0.25), on one of 1,024 hosts they are (9.5e-07).
+    `expected` is the rest of the fleet's count per unit (leave-one-out), as reported. A unit with fewer than
+    `min_faults` faults is never a suspect (in a quiet fleet one fault alone would be surprising), nor is the only
+    unit of its kind: there is no rest of the fleet to compare with (a fleet of one cube).
 
     >>> [(s.unit, s.faults, f"{s.p_value:.2e}") for s in suspects({"host:c01/3": 4, "host:c02/0": 1}, 1024, 0.01)]
-    [('host:c01/3', 4, '3.80e-14')]
+    [('host:c01/3', 4, '4.54e-12')]
     """
     if units < 2:
         return []
     total = sum(counts.values())
     out = []
     for unit, n in counts.items():
-        mean = (total - n) / (units - 1)
-        value = poisson_sf(n - 1, mean) if mean > 0 else float(units) ** -n
+        value = binom_sf(n - 1, total, 1.0 / units)
         if n >= min_faults and value < p_value:
-            out.append(Suspect(unit, n, mean, value))
+            out.append(Suspect(unit, n, (total - n) / (units - 1), value))
     return sorted(out, key=lambda s: (s.p_value, -s.faults, natural_key(s.unit)))
 
 

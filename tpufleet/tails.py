@@ -1,4 +1,4 @@
-"""Upper tails of the binomial and Poisson distributions, as `scipy.stats` computes them (the same special
+"""Upper tails of the binomial distribution, as `scipy.stats` computes them (the same special
 functions, so the same floats), without importing `scipy.stats`: that import alone took 0.5 s of CPU and 60 MB,
 most of `suspects`' and `plan-spares`' time."""
 
@@ -26,15 +26,3 @@ def binom_sf(k: int, n: int, p: float) -> float:
 
         return float(binom.sf(k, n, p))
     return float(_binom_sf(k, n, p))
-
-
-def poisson_sf(k: int, mean: float) -> float:
-    """`scipy.stats.poisson.sf(k, mean)`: P(X > k) for X of Poisson law with this mean (> 0).
-
-    >>> poisson_sf(3, 0.5), poisson_sf(-1, 0.5)
-    (0.001751622556290824, 1.0)
-    """
-    from scipy.special import pdtrc
-
-    k = math.floor(k)
-    return 1.0 if k < 0 else float(pdtrc(k, mean))

@@ -371,7 +371,7 @@ def _hosts_per_cube(pod: Pod) -> int:
 
 def _suspect_row(state: FleetState, s: spares.Suspect, fault_ids: list[str], window: str) -> dict[str, Any]:
     target = parse_target(s.unit)
-    reason = f"suspect: {s.faults} faults in {window}, fleet rate {s.expected:.3g}, Poisson p={s.p_value:.3g}"
+    reason = f"suspect: {s.faults} faults in {window}, fleet rate {s.expected:.3g}, p={s.p_value:.3g}"
     open_fault: Fault | None = state.open_fault_on(target)
     return {
         "target": s.unit,
