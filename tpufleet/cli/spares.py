@@ -175,8 +175,8 @@ def suspects_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Hosts and cubes whose unplanned faults in the window (open, cleared, and those moved to the journal) are far
-    above the rest of the fleet's rate (one-sided Poisson test), each with the `inject-fault --planned` that
-    quarantines it."""
+    more than units that fail alike would have (one-sided exact test given the fleet's count), each with the
+    `inject-fault --planned` that quarantines it."""
     from tpufleet.ops import spares as ops
     from tpufleet.spares import parse_days
     from tpufleet.timeparse import parse_stamp

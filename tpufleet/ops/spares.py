@@ -335,8 +335,8 @@ def window_start(now: datetime, window_days: float, skew: timedelta = timedelta(
 def find_suspects(
     state: FleetState, moved: Sequence[Mapping[str, Any]], window_days: float, p_value: float, now: datetime
 ) -> Outcome:
-    """Hosts and cubes whose unplanned faults in the window fail a one-sided Poisson test against the rest of the
-    fleet's rate, each with the `inject-fault --planned` that quarantines it (read only: no change)."""
+    """Hosts and cubes whose unplanned faults in the window fail a one-sided exact test given the fleet's count
+    (`spares.suspects`), each with the `inject-fault --planned` that quarantines it (read only: no change)."""
     events = _events(state, moved, window_start(now, window_days))
     ids: dict[str, list[str]] = {}
     for e in events:
