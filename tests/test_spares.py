@@ -511,3 +511,19 @@ def test_a_degraded_cube_is_held_back_after_the_healthy_ones(reserved):
     assert "c58" not in pod["hold_back"] and "c121" not in pod["hold_back"]
     assert pod["hold_back"] == ["c55", "c56", "c57", *(f"c{n}" for n in range(59, 68))]
     assert "c55,c56,c57,c59," in reserved("plan-spares").out
+
+
+def test_a_jobs_joint_figure_leaves_out_the_other_slices_of_its_pods(cli):
+    """A 1-cube slice without fault-tolerant routing in one of a job's pods (its OCS term 0.874) made the
+    fault-tolerant job across two pods "unreachable at any spares" (0.8496), though `--slices JOB` reaches it."""
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("allocate", "j", "--shape", "8x8x16", "--slices", "2", "--spread").code == 0
+    alone = cli("plan-spares", "--slices", "j", "-o", "json").json["jobs"][0]
+    assert cli("allocate", "nf", "--shape", "4x4x4", "--no-fault-tolerant-routing").code == 0
+    d = cli("plan-spares", "-o", "json").json
+    (job,) = d["jobs"]
+    assert job["spares_for_job"] == alone["spares_for_job"] == {"pod0": 6, "pod1": 5}
+    assert job["probability_at_spares_for_job"] == alone["probability_at_spares_for_job"] >= 0.95
+    pod0 = d["pods"][0]
+    assert pod0["probability"] < 0.875 and len(pod0["hold_back"]) > 6  # the pod holds more, for nf
+    assert job["probability"] >= alone["probability"] and not job["below_confidence"] and job["hold_back_for_job"] == []

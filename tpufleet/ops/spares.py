@@ -18,7 +18,7 @@ from tpufleet.ids import ChipId, HostId, IciId, OcsId, TargetId, natural_key, pa
 from tpufleet.model import Pod, check_known, known_pod
 from tpufleet.ops.history import CLOCK_SKEW, older_than
 from tpufleet.ops.outcome import Outcome
-from tpufleet.ops.spares_jobs import Spares, jobs_across_pods, joint_figures, runs_on
+from tpufleet.ops.spares_jobs import Spares, job_pods, jobs_across_pods, joint_figures, runs_on
 from tpufleet.ops.spares_notes import caps_text, pod_note
 from tpufleet.ops.views import JournalRead, of_scan
 from tpufleet.state.journal import whole_from_first
@@ -157,7 +157,14 @@ def plan(
         if pod_name in (None, pod.name) or pod.name in needed
     }
     rows = {name: row for name, (row, _) in planned_pods.items()}
-    jobs = [joint_figures(job, [planned_pods[p] for p in pods], confidence) for job, pods in spanning.items()]
+
+    def plan_for(pod: str, slices: list[Slice]) -> tuple[dict[str, Any], Spares]:
+        return _pod_plan(context, state.fleet.pod_by_name[pod], slices, choice, confidence, horizon_days)
+
+    jobs = [
+        joint_figures(job, job_pods(job, pods, chosen, planned_pods, plan_for), confidence)
+        for job, pods in spanning.items()
+    ]
     planned = [rows[p.name] for p in state.fleet.pods if pod_name in (None, p.name)]
     return Outcome(
         {"confidence": confidence, "horizon_days": horizon_days, "model": MODEL, "pods": planned, "jobs": jobs}

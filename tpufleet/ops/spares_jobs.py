@@ -4,7 +4,7 @@ confidence (pure)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,26 @@ def jobs_across_pods(state: FleetState, chosen: Sequence[Slice]) -> dict[str, li
             pods.setdefault(sl.job, set()).add(runs_on(sl)[0])
     by_name = sorted(pods.items(), key=lambda kv: natural_key(kv[0]))  # as jobs are counted: j9 before j10
     return {job: sorted(ps, key=order.__getitem__) for job, ps in by_name if len(ps) > 1}
+
+
+def job_pods(
+    job: str,
+    pods: Sequence[str],
+    chosen: Sequence[Slice],
+    planned: Mapping[str, tuple[dict[str, Any], Spares]],
+    plan_for: Callable[[str, list[Slice]], tuple[dict[str, Any], Spares]],
+) -> list[tuple[dict[str, Any], Spares]]:
+    """Each of a job's pods planned (`plan_for`) for the job's slices alone, at the spares the pod holds back
+    (`planned`: each pod's plan for all its slices): another slice there (one without fault-tolerant routing, whose
+    OCS term is lower) is no part of whether the job keeps its placement, and made a job that `--slices JOB` finds
+    reachable unreachable."""
+    out = []
+    for name in pods:
+        row, curve = plan_for(name, [s for s in chosen if s.job == job and runs_on(s)[0] == name])
+        held = planned[name][0]["hold_back"]
+        at = curve.probabilities[min(len(held), len(curve.probabilities) - 1)]
+        out.append(({**row, "hold_back": held, "probability": at}, curve))
+    return out
 
 
 def joint_figures(job: str, pods: Sequence[tuple[dict[str, Any], Spares]], confidence: float) -> dict[str, Any]:
