@@ -379,7 +379,7 @@ def test_a_release_whose_tables_cannot_be_deleted_says_it_is_committed(routed, m
     def refuse(path):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
-    monkeypatch.setattr(filebackend, "_unlink_tables", refuse)
+    monkeypatch.setattr(filebackend, "unlink_tables", refuse)
     serial = routed("status", "-o", "json").json["serial"]
     r = routed("release", "s")
     assert r.code == 1 and r.err.count("\n") == 1, r.err

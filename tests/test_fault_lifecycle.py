@@ -201,7 +201,10 @@ def test_explain_job_clears_every_fault_its_move_waits_for(fleet):
     # j-1, never routed, waits for no repair: its own step comes before the clears the move waits for
     moves = ["tpufleet clear-fault f1", "tpufleet clear-fault f2", "tpufleet reschedule j-0", "tpufleet routes j-0"]
     assert r.json["next"] == ["tpufleet routes j-1", *moves]
-    assert "no place to move it to now: it waits for the repair of f1, f2" in r.json["why"][1]
+    assert (
+        "reschedule cannot move it yet: need 2 healthy free cube(s) in pod0, 0 available: it waits for the repair "
+        "of f1, f2" in r.json["why"][1]
+    )
     _run(fleet, r.json["next"])
     assert fleet("show", "jobs", "-o", "json").json[0]["state"] == "running"
 
@@ -381,14 +384,16 @@ def test_explain_of_a_rerouted_slice_whose_rerouting_policy_turned_off_names_it(
 
 def test_explain_job_does_not_send_a_reserved_move_reschedule_refuses(fleet):
     """A reserved move that now lands where an OCS is down, below the slice's floor: `explain JOB` said
-    "reschedule moves it to pod0 c02 (reserved)", which `reschedule` refuses."""
+    "reschedule moves it to pod0 c02 (reserved)", which `reschedule` refuses. The fault that downs the OCS gives
+    the reservation up (its landing is judged as `reschedule` judges it); `explain` says why the slice waits."""
     assert fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--min-throughput", "0.99").code == 0
     assert fleet("plan-xconnect", "j", "--apply").code == 0
     assert fleet("inject-fault", "host:c00/1").code == 0  # f1: j-0 evicted, its move to c02 reserved
-    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0  # f2: j-1 evicted too; j-0's move now lands around it
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0  # f2: j-1 evicted too; j-0's move would land around it
+    assert fleet("show", "slices", "-o", "json").json[0]["proposal"] is None
     r = fleet("explain", "j", "-o", "json")
     assert r.json["why"][1].endswith(
-        "reschedule cannot move it to pod0 c02 (reserved) yet: rerouted, it would keep 0.941176 of its all-to-all "
+        "reschedule cannot move it yet: rerouted, it would keep 0.941176 of its all-to-all "
         "throughput, below its floor of 0.99: it waits for f2's repair"
     )
     assert fleet("reschedule", "j-0").code == 1

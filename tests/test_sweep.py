@@ -133,6 +133,8 @@ def test_other_bad_specs(cli, tmp_path):
         "schema_version: 1\nsimulation: fleet\nfixed: {days: 3650, pods: 16}\ngrid: {seeds_x: [1]}\n": "grid.seeds_x",
         "schema_version: 1\nsimulation: fleet\ngrid: {days: [3650]}\nfixed: {pods: 16}\n": "simulation too large",
         "schema_version: 1\nsimulation: fleet\ngrid: {fault_scale: [{host: -1}]}\n": "grid.fault_scale.0",
+        # simulate-fleet refuses --days 0.005: a point it would refuse is refused too (it ran, its figures empty)
+        "schema_version: 1\nsimulation: fleet\ngrid: {days: [0.0001]}\n": "grid.days.0",
         "schema_version: 1\nsimulation: fleet\ngrid: {size_mix: [{5x5x5: 1}]}\n": "bad shape",
         "schema_version: 1\nsimulation: fleet\ngrid: {workload: [missing.yaml]}\n": "missing.yaml",
         "schema_version: 1\nsimulation: availability\ngrid: {checkpoint_interval_min: [1]}\n": "unknown availability",
@@ -307,3 +309,14 @@ def test_the_code_version_follows_every_module_and_shipped_input(tmp_path):
     assert changed != code_version() and changed.startswith(tpufleet.__version__ + "+")
     (copy / "data" / "fault-rates.yaml").write_bytes((copy / "data" / "fault-rates.yaml").read_bytes() + b"#\n")
     assert code_version(copy) not in (changed, code_version())
+
+
+def test_keep_events_on_an_availability_sweep_is_refused(cli, tmp_path):
+    """`--keep-events` on an availability sweep was accepted and made an empty `events/`: it keeps a fleet run's."""
+    spec = write(
+        tmp_path, "schema_version: 1\nsimulation: availability\nseeds: 1\nfixed: {trials: 50}\ngrid: {cubes: [[64]]}\n"
+    )
+    (tmp_path / "o").mkdir()
+    r = cli("sweep", spec, "--out", tmp_path / "o", "--serial", "--keep-events", state=False)
+    assert r.code == 2 and "bad option --keep-events" in r.err
+    assert list((tmp_path / "o").iterdir()) == []

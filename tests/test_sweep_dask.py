@@ -76,3 +76,15 @@ def test_the_default_is_a_local_cluster_sized_by_workers(cli, tmp_path):
     r = cli("sweep", path, "--out", tmp_path / "o", "--workers", "1", "-o", "json", state=False)
     assert r.code == 0, r.err
     assert r.json["executor"] == {"kind": "local", "workers": 1} and r.json["points_finished"] == 2
+
+
+def test_a_local_cluster_has_no_more_workers_than_runs(cli, tmp_path):
+    """`--workers 200` for a sweep of one run started 200 worker processes on a 2-core machine: minutes before the
+    one run began. The local cluster takes no more workers than the sweep has runs."""
+    path = tmp_path / "one.yaml"
+    path.write_text(
+        "schema_version: 1\nsimulation: availability\nseeds: 1\nfixed: {trials: 50}\ngrid: {cubes: [[64]]}\n"
+    )
+    r = cli("sweep", path, "--out", tmp_path / "o", "--workers", "200", "-o", "json", state=False)
+    assert r.code == 0, r.err
+    assert r.json["executor"] == {"kind": "local", "workers": 1}

@@ -81,6 +81,9 @@ MINUTE: Final = 60
 HOUR: Final = 60 * MINUTE
 DAY: Final = 24 * HOUR
 WEEK: Final = 7 * DAY
+# simulated days of `simulate-fleet` and of a sweep's fleet points: at least a quarter hour, at most ten years
+MIN_SIM_DAYS: Final = 0.01
+MAX_SIM_DAYS: Final = 3650
 HOURS_PER_DAY: Final = DAY // HOUR
 KiB: Final = 1024
 MiB: Final = 1024 * KiB

@@ -273,7 +273,7 @@ def explain_job(state: FleetState, name: str, now: str) -> Json:
             line += f"; no place to move it to, even once its faults are cleared: {moves.stuck[member.name]}"
         elif needs := moves.needs.get(member.name):  # a reserved move too: `reschedule` refuses it until then
             repair, _ = awaited([f for f in map(state.fault, needs) if f is not None])
-            placed = "no place to move it to now" if member.proposal is None else _refused(member, moves.waits)
+            placed = _refused(member, moves.waits)
             line += f"; {placed}: it waits for {repair}{_windows(state, needs, now)}"
         elif member.proposal is not None:
             line += f"; reschedule moves it {move_to(state, member)}"
@@ -293,7 +293,8 @@ def _windows(state: FleetState, faults: Iterable[str], now: str) -> str:
 
 
 def _refused(sl: Slice, waits: dict[str, str]) -> str:
-    assert sl.proposal is not None
+    if sl.proposal is None:
+        return f"reschedule cannot move it yet: {waits[sl.name]}" if sl.name in waits else "no place to move it to now"
     where = f"{sl.proposal.pod} {','.join(sl.proposal.cubes)}"
     return f"reschedule cannot move it to {where} (reserved) yet: {waits[sl.name]}"
 

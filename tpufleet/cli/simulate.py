@@ -9,7 +9,7 @@ import typer
 
 from tpufleet.cli.app import Output, OutputOpt, app, examples, shipped_yaml_option
 from tpufleet.cli.render import emit
-from tpufleet.constants import CUBES_PER_POD
+from tpufleet.constants import CUBES_PER_POD, MAX_SIM_DAYS, MIN_SIM_DAYS
 from tpufleet.text import printable
 
 if TYPE_CHECKING:
@@ -105,7 +105,10 @@ def _generation(name: str | None, mode: str) -> "Generation | None":
     ),
 )
 def simulate_cmd(
-    days: Annotated[float, typer.Option("--days", min=0.01, max=3650, help="Simulated days (up to 3650)")],
+    days: Annotated[
+        float,
+        typer.Option("--days", min=MIN_SIM_DAYS, max=MAX_SIM_DAYS, help=f"Simulated days (up to {MAX_SIM_DAYS:g})"),
+    ],
     out: Annotated[
         Path | None,
         typer.Option(

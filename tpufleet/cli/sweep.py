@@ -49,8 +49,10 @@ def _text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _executor(serial: bool, address: str | None, workers: int | None, timeout: float) -> Any:
-    """Serial, a local Dask cluster or the scheduler at `address` (checked by `backends.scheduler_address`)."""
+def _executor(serial: bool, address: str | None, workers: int | None, timeout: float, tasks: int) -> Any:
+    """Serial, a local Dask cluster (of no more workers than the sweep has `tasks`: each worker is a process, and
+    200 of them for one run took minutes to start) or the scheduler at `address` (checked by
+    `backends.scheduler_address`)."""
     from tpufleet.errors import BadInput
     from tpufleet.ops.sweep import run_task
     from tpufleet.sweep import backends
@@ -67,7 +69,8 @@ def _executor(serial: bool, address: str | None, workers: int | None, timeout: f
     if address is None and not backends.dask_available():
         print(f"tpufleet: Dask is not installed, running serially ({backends.INSTALL_HINT})", file=sys.stderr)
         return backends.Serial(run_task)
-    executor = backends.Dask(run_task, address, workers, timeout)
+    local = None if address is not None else min(workers or backends.local_workers(), tasks)
+    executor = backends.Dask(run_task, address, local, timeout)
     if sys.stderr.isatty() and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
         print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
     return executor
@@ -117,7 +120,7 @@ def sweep_cmd(
     outcome, executor = sweep.run(
         spec_file,
         out,
-        lambda: _executor(serial, address, workers, cluster_timeout),
+        lambda tasks: _executor(serial, address, workers, cluster_timeout, tasks),
         resume=resume,
         keep_events=keep_events,
         progress=lambda: progress("sweep", None, count=True),

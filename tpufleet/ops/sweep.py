@@ -29,18 +29,23 @@ ProgressBar = Callable[[], AbstractContextManager[Any]]  # a context whose value
 def run(
     spec_file: Path,
     out: Path,
-    executor: Callable[[], Executor],
+    executor: Callable[[int], Executor],
     *,
     resume: bool = False,
     keep_events: bool = False,
     progress: ProgressBar,
     warn: driver.Warn,
 ) -> tuple[driver.Outcome, Executor]:
-    """Run the sweep of `spec_file` into `out` on the executor `executor()` makes once every point is checked
-    (then closes it); the outcome and the executor (its kind and workers say how the sweep ran)."""
+    """Run the sweep of `spec_file` into `out` on the executor `executor(tasks)` makes once every point is checked
+    (then closes it; `tasks`: the runs, which no more workers could share); the outcome and the executor (its kind
+    and workers say how the sweep ran)."""
+    from tpufleet.errors import BadInput
+
     sweepstore.check_out(out)
     sweep = sweepstore.load_spec(spec_file)  # every point is checked before any work starts
-    runner = executor()
+    if keep_events and sweep.simulation != "fleet":
+        raise BadInput(f"bad option --keep-events: {sweep.simulation} sweeps have no events to keep (fleet sweeps do)")
+    runner = executor(len(sweep.points) * len(sweep.seeds))
     try:
         with progress() as bar:
             points = sweepstore.prepare(out, resume, keep_events)

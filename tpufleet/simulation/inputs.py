@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from tpufleet.constants import CUBES_PER_POD, DAY, HOUR, STATIC_CUBE_GRID, WEEK
+from tpufleet.constants import CUBES_PER_POD, DAY, HOUR, MAX_SIM_DAYS, MIN_SIM_DAYS, STATIC_CUBE_GRID, WEEK
 from tpufleet.doccheck import check
 from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.generations import Generation
@@ -56,7 +56,6 @@ MAX_SIGMA = 10.0  # lognormal sigma of durations
 MAX_WEIGHT = 1_000_000.0  # any mix weight; a mix also needs a positive total
 MAX_CHECKPOINT_WRITE_S = float(DAY)
 MAX_LISTED_JOBS = 100_000
-MAX_DAYS = 3650.0
 MIN_CHECKPOINT_INTERVAL_S = 60.0  # --checkpoint-interval >= 1 minute (10 logged steps per interval)
 MAX_CHECKPOINT_INTERVAL_S = float(WEEK)
 MAX_RESTART_OVERHEAD_S = float(DAY)
@@ -142,7 +141,7 @@ class Options:
         if self.macro_steps < 1:
             raise BadInput(f"bad macro_steps {self.macro_steps}: must be at least 1")
         for name, value, lo, hi in (
-            ("days", self.days, 0.0, MAX_DAYS),
+            ("days", self.days, MIN_SIM_DAYS, MAX_SIM_DAYS),
             (
                 "checkpoint interval (s)",
                 self.checkpoint_interval_s,
@@ -153,7 +152,7 @@ class Options:
             ("load per pod", self.load_per_pod, 0.0, MAX_LOAD_PER_POD),
             ("spare cubes", self.spare_cubes, 0, self.cubes_per_pod - 1),
         ):
-            if not lo <= value <= hi or (name == "days" and value == 0):  # also refuses NaN
+            if not lo <= value <= hi:  # also refuses NaN
                 raise BadInput(f"bad {name} {value!r}: must be a number from {lo:g} to {hi:g}")
         if not 0 <= self.seed <= MAX_SEED:
             raise BadInput(f"bad seed {self.seed}: must be from 0 to {MAX_SEED}")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from tpufleet.constants import MAX_SIM_DAYS, MIN_SIM_DAYS
 from tpufleet.generations import MAX_POD_CUBES, NAME_PATTERN
 from tpufleet.simulation.inputs import (
     FAULT_KINDS,
     MAX_ARRIVALS_PER_HOUR,
     MAX_CHECKPOINT_INTERVAL_S,
-    MAX_DAYS,
     MAX_LOAD_PER_POD,
     MAX_RESTART_OVERHEAD_S,
     MAX_WEIGHT,
@@ -39,7 +39,7 @@ _SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_POD_CUBES}  # at most t
 _GENERATION = {"type": "string", "pattern": NAME_PATTERN}
 
 FLEET: dict[str, dict[str, Any]] = {
-    "days": {**_NUMBER, "exclusiveMinimum": 0, "maximum": MAX_DAYS},
+    "days": {**_NUMBER, "minimum": MIN_SIM_DAYS, "maximum": MAX_SIM_DAYS},
     "pods": {"type": "integer", "minimum": 1, "maximum": MAX_SWEEP_PODS},
     "mode": {"enum": list(MODES)},
     "scheduler": {"enum": list(SCHEDULER_POLICIES)},
