@@ -343,7 +343,9 @@ def test_simulate_fleet_with_no_job_is_a_result_not_bad_input(cli, tmp_path):
     r = cli("simulate-fleet", "--days", "1", "--load-per-pod", "0", "--out", out, "-o", "json", state=False)
     assert r.code == 0, r.err
     doc = r.json
-    assert doc["jobs_submitted"] == doc["jobs_finished"] == 0 and doc["mpg"] is None and doc["segments"] == []
+    assert (
+        doc["jobs_submitted"] == doc["jobs_finished"] == 0 and doc["sg"] == doc["mpg"] == 0.0 and doc["segments"] == []
+    )
     assert sum(doc["disruptions"].values()) == 0
     # its log's report says what the summary says: a day of idle capacity, SG 0, nothing else measured
     report = cli("goodput-report", out, "-o", "json", state=False)

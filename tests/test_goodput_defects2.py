@@ -155,7 +155,7 @@ def test_a_capacity_of_another_accelerator_gives_no_fleet_sg_above_1(cli, tmp_pa
     assert r.code == 0, r.err
     fleet = r.json["fleet"]
     assert fleet["accelerators_without_capacity"] == ["tpu-v4"] and fleet["jobs"] == 0
-    assert fleet["sg"] == 0.0 and fleet["mpg"] is None and fleet["all_allocated_chip_s"] == 0  # tpu-v5p unused
+    assert fleet["sg"] == 0.0 and fleet["mpg"] == 0.0 and fleet["all_allocated_chip_s"] == 0  # tpu-v5p unused
     assert [s["sg"] for s in r.json["segments"] if s["value"] == "tpu-v4"] == [None]
     assert len(r.json["jobs"]) == 1  # the job keeps its row
     assert "tpufleet: note: no capacity for 'tpu-v4': its jobs are left out of the fleet, period and window" in r.err
@@ -323,3 +323,24 @@ def test_the_records_taken_from_a_log_keep_its_order():
         log.add_event(name, B, 0)
     taken = take_jobs(log, names)
     assert list(taken.jobs) == list(taken.events) == list(reversed(list(names)))
+
+
+def test_a_fleet_with_no_productive_time_has_an_mpg_of_zero(cli, tmp_path):
+    """Every job stuck in its TPU's start: RG 0, PG not known (no productive time), and MPG was null, so the
+    metrics had no `factor="mpg"` sample and the alert on it stayed silent when goodput was at its worst."""
+    log = write(
+        tmp_path / "stuck.jsonl",
+        [
+            {"type": "capacity", "time": B, "accelerator": "tpu-v4", "chips": 1000},
+            job("big", chips=512),
+            {"type": "event", "job": "big", "time": B, "event": "job_start"},
+            {"type": "event", "job": "big", "time": B, "event": "tpu_init_start"},
+            {"type": "event", "job": "big", "time": B + 3600, "event": "job_end"},
+        ],
+    )
+    fleet = cli("goodput-report", log, "-o", "json", state=False).json["fleet"]
+    assert (fleet["sg"], fleet["rg"], fleet["pg"], fleet["mpg"]) == (0.512, 0.0, None, 0.0)
+    assert cli("init").code == 0
+    text = cli("metrics", "--goodput", log).out
+    assert 'tpufleet_goodput_ratio{dimension="fleet",factor="mpg",segment="all"} 0.0\n' in text
+    assert 'factor="pg"' not in text

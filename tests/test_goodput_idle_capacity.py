@@ -89,9 +89,9 @@ def test_a_simulated_fleet_idle_most_of_the_run_has_a_low_sg(cli, tmp_path):
 
 
 def test_a_run_no_job_arrived_in_stood_idle():
-    """SG 0 (not unknown): a sweep's mean then counts the run."""
+    """SG 0 (not unknown), and so MPG 0: a sweep's mean then counts the run."""
     from tpufleet.simulation.summary import goodput
 
     held = [{"type": "capacity", "time": t, "accelerator": "tpu-v4", "chips": 64} for t in (0.0, DAY)]
     fleet = goodput(held)["fleet"]
-    assert fleet["sg"] == 0.0 and fleet["rg"] is None and fleet["mpg"] is None
+    assert fleet["sg"] == 0.0 and fleet["rg"] is None and fleet["mpg"] == 0.0

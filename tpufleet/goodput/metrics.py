@@ -43,8 +43,15 @@ def ratio(a: float, b: float) -> float | None:
 
 def factors(sg: float | None, rg: float | None, pg: float | None) -> dict[str, float | None]:
     """SG, RG, PG and MPG, each rounded to 6 places, MPG the product of the unrounded factors (the product of the
-    rounded ones was off in the 6th place: SG 2/3, RG 1, PG 0.5 gave MPG 0.333334)."""
-    mpg = None if sg is None or rg is None or pg is None else sg * rg * pg
+    rounded ones was off in the 6th place: SG 2/3, RG 1, PG 0.5 gave MPG 0.333334). A factor of 0 makes MPG 0
+    even beside one not known (PG has no figure without productive time): every job stuck in its TPU's start
+    gave no MPG, and the alert on MPG stayed silent when goodput was at its worst.
+
+    >>> factors(0.5, 0.0, None)["mpg"], factors(0.5, 1.0, None)["mpg"]
+    (0.0, None)
+    """
+    known = [f for f in (sg, rg, pg) if f is not None]
+    mpg = None if len(known) < 3 and 0 not in known else math.prod(known)
     return {"sg": _round(sg), "rg": _round(rg), "pg": _round(pg), "mpg": _round(mpg)}
 
 
