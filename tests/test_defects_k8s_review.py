@@ -119,3 +119,23 @@ def test_a_partly_relabelled_pools_named_cube_stays_when_its_nodes_are_missing_f
     assert cli("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 138
     doc["items"] = [n for n in doc["items"] if n not in relabelled]  # those nodes being repaired: not listed
     assert cli("import", "k8s", write(tmp_path, doc), "--detailed-exitcode").code == 0
+
+
+def test_a_node_with_two_ready_conditions_is_refused_whichever_comes_first(fleet, tmp_path):
+    """Two `Ready` conditions on one node, True then False: no change; False then True: a fault opened. Conditions
+    are keyed by their type (as `import slices` reads them): two of one type are malformed, exit 2, state kept."""
+    pod64 = Path(__file__).parent.parent / "fixtures" / "k8s" / "pod-64.json"
+    assert fleet("import", "k8s", pod64, "--apply").code == 0
+    before = snapshot(fleet.state)
+    for first, second in (("True", "False"), ("False", "True")):
+        doc = json.loads(pod64.read_text())
+        node = doc["items"][5]
+        ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+        others = [c for c in node["status"]["conditions"] if c["type"] != "Ready"]
+        node["status"]["conditions"] = [*others, {**ready, "status": first}, {**ready, "status": second}]
+        r = fleet("import", "k8s", write(tmp_path, doc), "--apply")
+        assert r.code == 2 and r.err.count("\n") == 1, r.err
+        n = len(others) + 1  # the second Ready condition's place
+        assert f"field items.5 (node {node['metadata']['name']}).status.conditions.{n}.type: also the type of " in r.err
+        assert f"condition {n - 1} (value 'Ready')" in r.err
+        assert snapshot(fleet.state) == before

@@ -228,17 +228,23 @@ def _ready(status: dict[str, Any], path: str, where: Where) -> tuple[str | None,
     conditions = _get(status, "conditions", list, where, path, [])
     if len(conditions) > MAX_CONDITIONS:
         raise where.bad(f"{path}.conditions", len(conditions), f"more than {MAX_CONDITIONS} conditions")
+    found: tuple[str | None, str] = (None, "")
+    seen: dict[str, int] = {}
     for j, cond in enumerate(conditions):
         if not isinstance(cond, dict):
             raise where.bad(f"{path}.conditions.{j}", cond, "must be an object")
-        if cond.get("type") == "Ready":
+        kind = cond.get("type")
+        # conditions are keyed by their type: of two Ready conditions, which says the node's state is not known
+        if isinstance(kind, str) and seen.setdefault(kind, j) != j:
+            raise where.bad(f"{path}.conditions.{j}.type", kind, f"also the type of condition {seen[kind]}")
+        if kind == "Ready":
             state = cond.get("status")
             if state not in ("True", "False", "Unknown"):
                 raise where.bad(f"{path}.conditions.{j}.status", state, "must be True, False or Unknown")
             reason = cond.get("reason", "")
             # kept with the fault it opens: one line, cut short (Kubernetes' own limit is 1,024 characters)
-            return state, bounded(reason, NODE_REASON_CHARS) if isinstance(reason, str) else ""
-    return None, ""
+            found = state, bounded(reason, NODE_REASON_CHARS) if isinstance(reason, str) else ""
+    return found
 
 
 def _taints(spec: dict[str, Any], path: str, where: Where) -> tuple[tuple[str, str], ...]:
