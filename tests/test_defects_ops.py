@@ -427,3 +427,16 @@ def test_node_pools_holding_more_than_their_pod_has_free_are_over_committed(flee
     assert fleet("release", "a").code == 0
     k8s = fleet("status", "-o", "json").json["k8s"]
     assert k8s["free_after_unplaced"] == 5 and "over_committed" not in k8s
+
+
+def test_plan_xconnect_detailed_exitcode_counts_a_slice_not_wired_yet_as_a_change(fleet):
+    """A sub-cube slice, allocated: its plan adds no cross-connect, and `--detailed-exitcode` said 0 (no changes),
+    yet `--apply` commits a serial and marks it connected. A cron that applies on exit 4 left it allocated."""
+    assert fleet("allocate", "sc", "--shape", "2x2x2").code == 0
+    assert fleet("allocate", "j", "--shape", "2x2x2", "--slices", "2").code == 0
+    for name in ("sc", "j"):
+        serial = fleet("status", "-o", "json").json["serial"]
+        assert fleet("plan-xconnect", name, "--detailed-exitcode").code == 4
+        assert fleet("plan-xconnect", name, "--apply", "-o", "json").json["serial"] == serial + 1
+        assert fleet("plan-xconnect", name, "--detailed-exitcode").code == 0
+    assert {s["state"] for s in fleet("show", "slices", "-o", "json").json} == {"connected"}

@@ -160,13 +160,14 @@ def _job_plan_doc(state: FleetState, name: str, plans: list[dict[str, Any]], now
 
 
 def plan_job(state: FleetState, name: str, now: str) -> tuple[dict[str, Any], bool]:
-    """Every slice's plan (each against the OCS as they stand), and whether any has changes; Refused if any
-    slice cannot be wired (an evicted slice is rescheduled first)."""
+    """Every slice's plan (each against the OCS as they stand), and whether applying changes anything (cross-
+    connects, or a slice not wired yet marked connected); Refused if any slice cannot be wired (an evicted slice is
+    rescheduled first)."""
     docs, changes = [], False
     for sl in state.job_slices(name):
         pdoc, plan = make_plan(state, sl.name, now)
         docs.append(pdoc)
-        changes = changes or plan.has_changes
+        changes = changes or not already_wired(sl, plan.changes)
     return _job_plan_doc(state, name, docs, now), changes
 
 

@@ -19,7 +19,8 @@ class Planned(Outcome):
     """A plan of a slice or a job (`data`: its document), with what its rendering needs."""
 
     job: bool = False
-    has_changes: bool = False  # anything to add or remove (False once applied)
+    # anything to add or remove, or a slice not wired yet that applying marks connected (False once applied)
+    has_changes: bool = False
     port_cubes: dict[str, list[str]] = field(default_factory=dict)  # slice -> the cube at each OCS port of its pod
 
 
@@ -40,7 +41,7 @@ def plan(state: FleetState, name: str, now: str, apply: bool) -> Planned:
             doc, change, has_changes = done.data, done.change, False
         else:
             doc, made = xconnect.make_plan(state, name, now)
-            change, has_changes = None, made.has_changes
+            change, has_changes = None, not xconnect.already_wired(state.slice(name), made.changes)
         plans = [doc]
     if apply:
         doc["routes_none"] = unrouted(state, [p["slice"] for p in plans])
