@@ -168,7 +168,8 @@ def test_a_drain_on_an_evicted_slices_reserved_move_strands_it_and_says_so(cli, 
     assert "its reserved move to c07 in pod0 is hit" in r.json["unserved"][0]["reason"]
     before = cli("show", "slices", "-o", "json").json
     applied = cli("apply-maintenance", out, "--wave", "1")
-    assert applied.code == 1 and "stops slice 'x'" in applied.err
+    assert applied.code == 1 and "stops slice 'x'" in applied.err and applied.err.count("\n") == 1
+    assert applied.err.rstrip().endswith("run the wave's steps by hand (`plan-maintenance -o md`), which stop it")
     assert cli("show", "slices", "-o", "json").json == before
 
 

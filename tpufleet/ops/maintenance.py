@@ -238,7 +238,10 @@ def apply_wave(
     wave = saved.waves[number - 1]
     unserved = [m for m in wave.moves if m.status != "moved"]
     if unserved:
-        raise Refused(f"wave {number} of plan {saved.path} stops slice {unserved[0].slice!r}: {unserved[0].reason}")
+        raise Refused(  # a wave applies only as planned: it never evicts a slice on its own
+            f"wave {number} of plan {saved.path} stops slice {unserved[0].slice!r}: {unserved[0].reason}; free cubes "
+            "in its pod and plan again, or run the wave's steps by hand (`plan-maintenance -o md`), which stop it"
+        )
     why = changed_since(state, saved, wave, set(applied.serials.values()))
     if why and state.serial == saved.serial and not applied.serials:  # nothing happened since: not this state's
         raise Refused(
