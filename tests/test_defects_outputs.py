@@ -453,3 +453,17 @@ def test_a_share_stored_as_0_9275_reads_0_928(fleet):
     assert "keeps 0.928, 3 VCs" in fleet("report").out
     routed = fleet("routes", "p")
     assert "throughput retained 0.928" in routed.out and "0.927 " not in routed.out
+
+
+def test_a_repair_names_the_never_wired_slice_whose_plan_it_refused(fleet):
+    """`nf` (no fault-tolerant routing) allocated while y/3 was down: its `plan-xconnect --apply` was refused. The
+    repair's `rewire` named only wired slices missing pairs, never `nf`; it names it, and its step works. A slice
+    not wired whose plan the fault never refused (a sub-cube one) is no news of the repair."""
+    assert fleet("inject-fault", "ocs:pod0/y/3").code == 0  # f1
+    assert fleet("allocate", "nf", "--shape", "4x4x8", "--no-fault-tolerant-routing").code == 0
+    assert fleet("plan-xconnect", "nf", "--apply").code == 1
+    assert fleet("allocate", "sc", "--shape", "2x2x2").code == 0
+    r = fleet("clear-fault", "f1", "-o", "json")
+    assert r.code == 0 and r.json["rewire"] == ["nf"], r.json
+    assert fleet("plan-xconnect", "nf", "--apply").code == 0
+    assert {s["name"]: s["state"] for s in fleet("show", "slices", "-o", "json").json}["nf"] == "connected"

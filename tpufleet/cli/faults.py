@@ -211,7 +211,7 @@ def clear_cmd(
     d = outcome.data
     hint = [f"  {n}: evicted by the fault cleared; run `tpufleet reschedule {n}`" for n in d["reschedule"]]
     hint += [
-        f"  {n}: cross-connects deferred during the fault; run `tpufleet plan-xconnect {n} --apply`"
+        f"  {n}: cross-connects the fault held back can be programmed now; run `tpufleet plan-xconnect {n} --apply`"
         for n in d["rewire"]
     ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]
     wiring = {*d["rewire"], *d["rewire_waits"]}  # routed once wired: their hints say what comes first

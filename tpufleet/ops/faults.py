@@ -17,7 +17,7 @@ from tpufleet.journalentry import fault_number
 from tpufleet.model import check_known, cubes_held
 from tpufleet.ops.explain import job_wire_steps
 from tpufleet.ops.outcome import Outcome
-from tpufleet.ops.xconnect import wire
+from tpufleet.ops.xconnect import make_plan, wire
 from tpufleet.state.store import Store
 from tpufleet.tableneeds import degraded_without_tables, needs_tables
 from tpufleet.text import around as around_text
@@ -88,6 +88,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
     cleared = fault_clearing.faults_to_clear(state, key)
     waited = _wiring_waits(state)  # before the repair: what it changes is what this clear names
+    unwired = _unwired_refused(state)
     for fault in cleared:
         state.clear_fault(fault, now)
     gone = {f.id for f in cleared}
@@ -103,6 +104,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     dropped = _foreign_pairs_dropped(state, [f.target for f in cleared if isinstance(f.target, OcsId)])
     stale = [n for n in state.mark_routes_stale(touched, "fault cleared") if state.slices[n].state.wired]
     rewire, waits = _rewiring(waited, _wiring_waits(state), {name for name, _ in hits})
+    rewire = sorted({*rewire, *(unwired - _unwired_refused(state))}, key=natural_key)
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
         "reschedule": _evicted_by(state, gone),
@@ -120,6 +122,19 @@ def _wiring_waits(state: FleetState) -> dict[str, str | None]:
     now), in natural order."""
     missing = sorted((name for name, sl in state.slices.items() if missing_xconnects(state, sl)), key=natural_key)
     return {name: wiring_wait(state, state.slices[name]) for name in missing}
+
+
+def _unwired_refused(state: FleetState) -> set[str]:
+    """The slices allocated and never wired whose `plan-xconnect --apply` is refused now (an OCS or port down, a
+    cube out of the pool): a repair that lifts the refusal names them in `rewire`, as it names wired slices."""
+    refused = set()
+    for name, sl in state.slices.items():
+        if sl.state is SliceState.ALLOCATED:
+            try:
+                make_plan(state, name, "")
+            except Refused:
+                refused.add(name)
+    return refused
 
 
 def reopen_note(fault: Mapping[str, Any]) -> str | None:
