@@ -136,13 +136,15 @@ def _resolve_all(state: FleetState, given: SliceListInput, out: SlicePlan) -> li
     ids, pods_of = _lookup(state), dict[str, list[str]]()
     for pod in state.fleet.pods:
         pods_of.setdefault(accelerator(pod), []).append(pod.name)
+    # a pod without a generation stands for whatever reservation `export slices --type` named: any type's Slice
+    generic = any(pod.generation is None for pod in state.fleet.pods)
     placed = []
     for s in given.slices:
         if s.deleting:
             out.ignored.append((s.name, s.state, "being deleted (metadata.deletionTimestamp)"))
         elif s.kind not in pods_of and s.kind in UNMODELLED:
             out.ignored.append((s.name, s.state, f"type {s.kind}: tpufleet models no pod of that accelerator"))
-        elif s.kind not in pods_of:
+        elif s.kind not in pods_of and not generic:
             raise bad_slice(given.file, f"{s.path}.spec.type", s.kind, f"no pod of this fleet is {s.kind}", s.name)
         else:
             placed.append(_resolve(state, s, ids, given.file))
@@ -164,7 +166,7 @@ def _resolve(state: FleetState, s: GkeSlice, ids: dict[str, str], file: str) -> 
             file, f"{s.path}.spec.partitionIds", ",".join(cubes), f"cubes of pods {', '.join(pods)}", s.name
         )
     pod = state.fleet.pod_by_name[pods[0]]
-    if accelerator(pod) != s.kind:
+    if pod.generation is not None and accelerator(pod) != s.kind:
         problem = f"its partitions are cubes of {pod.name}, a {accelerator(pod)} pod"
         raise bad_slice(file, f"{s.path}.spec.type", s.kind, problem, s.name)
     if s.dims is None:  # a 2-D topology (v6e's): tpufleet's pods are 3-D tori
