@@ -139,3 +139,36 @@ def test_a_node_with_two_ready_conditions_is_refused_whichever_comes_first(fleet
         assert f"field items.5 (node {node['metadata']['name']}).status.conditions.{n}.type: also the type of " in r.err
         assert f"condition {n - 1} (value 'Ready')" in r.err
         assert snapshot(fleet.state) == before
+
+
+NODEPOOLS = Path(__file__).parent.parent / "fixtures" / "k8s" / "v4-nodepools.json"
+
+
+def _held(fleet) -> list[str]:
+    return [s["node_pool"] for s in fleet("status", "-o", "json").json["k8s"]["unplaced_slices"]["slices"]]
+
+
+def test_a_pool_made_for_a_slice_of_its_name_is_that_slice_not_more_cubes(fleet):
+    """`allocate tpu-v4-4x4x8`, then GKE's pool of that name imported: `status` listed the slice's 2 cubes and the
+    pool's 2 more, one slice counted twice. The pool is the slice: its nodes are listed as not placed, saying
+    what places them, and hold nothing more."""
+    assert fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x8").code == 0
+    r = fleet("import", "k8s", NODEPOOLS, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert _held(fleet) == ["tpu-v4-2x2x1"]
+    why = {u["reason"] for u in r.json["unplaced"] if "tpu-v4-4x4x8-" in u["node"]}
+    assert why == {
+        "node pool tpu-v4-4x4x8 is tpufleet's slice of its name: its nodes name none of its machines "
+        "(`tpufleet export node-labels`)"
+    }
+
+
+def test_a_held_pool_a_slice_of_its_name_is_allocated_for_goes_at_the_next_import(fleet):
+    """The other order: the pool held first, then `allocate` of its name; the next import lets the pool go."""
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    assert _held(fleet) == ["tpu-v4-2x2x1", "tpu-v4-4x4x8"]
+    assert fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x8").code == 0
+    assert fleet("import", "k8s", NODEPOOLS, "--detailed-exitcode").code == 4
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    assert _held(fleet) == ["tpu-v4-2x2x1"]
+    assert fleet("import", "k8s", NODEPOOLS, "--detailed-exitcode").code == 0

@@ -107,7 +107,8 @@ def _pool_lines(d: dict[str, Any]) -> list[str]:
         for u in p.get("unhealthy_nodes", [])
     ]
     lines += [
-        f"  - node pool {p['node_pool']}: gone, its nodes now in other pools or on machines"
+        f"  - node pool {p['node_pool']}: gone, its nodes now in other pools, on machines, or tpufleet's slice of "
+        "its name"
         for p in rows
         if p["change"] == "removed"
     ]

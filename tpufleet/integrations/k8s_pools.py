@@ -96,7 +96,7 @@ def plan_pools(
     for pool in sorted(members):
         group = sorted(members[pool], key=lambda n: n.name)
         shape, pods = _pool_shape(state, pool, group, mapping, source, known_accelerators)
-        why = _why_no_slice(pool, group, shape, pods, keys.accelerator)
+        why = _why_no_slice(pool, group, shape, pods, keys.accelerator) if pool not in state.slices else _OWN % pool
         if why is not None:
             placement.unplaced += [(n.name, why) for n in group]
             continue
@@ -147,10 +147,11 @@ def _members(
 def _moved_away(state: FleetState, out: PoolPlan, placement: Placement) -> None:
     """Known pools the list does not name as a slice but lists nodes of in other pools, or places on machines (their
     nodes now carry 4x4x4 partition ids: cubes of the pool of free capacity, counted there), are gone
-    (`PoolPlan.removed`); a pool missing with its nodes says nothing, and stays."""
+    (`PoolPlan.removed`), as is one a slice of its name was allocated for since; a pool missing with its nodes
+    says nothing, and stays."""
     listed = {node for sl in out.slices.values() for node in sl.nodes} | set(placement.hosts)
     for name, known in sorted(state.k8s.node_pools.items()):
-        if name not in out.slices and any(n in listed for n in known.nodes):
+        if name not in out.slices and (name in state.slices or any(n in listed for n in known.nodes)):
             out.removed.append(name)
 
 
@@ -248,6 +249,12 @@ def _pool_shape(
     except BadInput as exc:
         raise BadStateFile(source, _label_path(first, keys.topology), topology, f"not a slice: {exc}") from None
     return shape, pods
+
+
+# a pool of a slice's name is that slice (made for it after `allocate`), not another slice holding more cubes
+_OWN = (
+    "node pool %s is tpufleet's slice of its name: its nodes name none of its machines (`tpufleet export node-labels`)"
+)
 
 
 def _why_no_slice(pool: str, group: list[Node], shape: Shape | None, pods: list[Pod], key: str) -> str | None:
