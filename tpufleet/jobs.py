@@ -294,7 +294,7 @@ def _windows(state: FleetState, faults: Iterable[str], now: str) -> str:
 
 def _refused(sl: Slice, waits: dict[str, str]) -> str:
     if sl.proposal is None:
-        return f"reschedule cannot move it yet: {waits[sl.name]}" if sl.name in waits else "no place to move it to now"
+        return f"reschedule cannot move it yet: {waits[sl.name]}"  # a slice that waits has a why
     where = f"{sl.proposal.pod} {','.join(sl.proposal.cubes)}"
     return f"reschedule cannot move it to {where} (reserved) yet: {waits[sl.name]}"
 

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from tpufleet.errors import BadInput
 from tpufleet.ops.availability import report as availability_report
 from tpufleet.ops.simulate import simulate
 from tpufleet.state import sweepstore
@@ -39,8 +40,6 @@ def run(
     """Run the sweep of `spec_file` into `out` on the executor `executor(tasks)` makes once every point is checked
     (then closes it; `tasks`: the runs, which no more workers could share); the outcome and the executor (its kind
     and workers say how the sweep ran)."""
-    from tpufleet.errors import BadInput
-
     sweepstore.check_out(out)
     sweep = sweepstore.load_spec(spec_file)  # every point is checked before any work starts
     if keep_events and sweep.simulation != "fleet":
