@@ -163,12 +163,53 @@ def test_a_pool_made_for_a_slice_of_its_name_is_that_slice_not_more_cubes(fleet)
     }
 
 
-def test_a_held_pool_a_slice_of_its_name_is_allocated_for_goes_at_the_next_import(fleet):
-    """The other order: the pool held first, then `allocate` of its name; the next import lets the pool go."""
+def test_allocate_of_a_held_pools_name_places_that_pool(fleet):
+    """The other order: the pool held first, then `allocate` of its name. Until the next import `status` counted
+    the pool's 2 cubes beside the slice's 2. The slice is the pool: the pool holds nothing from the allocation on
+    (`node_pool` in the answer), and the next import has nothing to change."""
     assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
     assert _held(fleet) == ["tpu-v4-2x2x1", "tpu-v4-4x4x8"]
-    assert fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x8").code == 0
-    assert fleet("import", "k8s", NODEPOOLS, "--detailed-exitcode").code == 4
-    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    free = fleet("status", "-o", "json").json["k8s"]["free_after_unplaced"]
+    r = fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x8", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["node_pool"] == "tpu-v4-4x4x8" and len(r.json["cubes"]) == 2
     assert _held(fleet) == ["tpu-v4-2x2x1"]
+    assert fleet("status", "-o", "json").json["k8s"]["free_after_unplaced"] == free  # the pool's 2, now the slice's
     assert fleet("import", "k8s", NODEPOOLS, "--detailed-exitcode").code == 0
+    assert "node_pool" not in fleet("allocate", "other", "--shape", "4x4x4", "-o", "json").json
+
+
+def test_allocate_of_a_held_pools_name_in_another_shape_is_refused(fleet):
+    """The name says the slice is the pool: another shape under it is bad input (exit 2), nothing changes; the
+    pool's own topology written the other way round (8x4x4) is the same slice."""
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    before = snapshot(fleet.state)
+    r = fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x4")
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert "'tpu-v4-4x4x8' is a node pool `import k8s` holds unplaced on pod0 as a 4x4x8 slice" in r.err
+    assert "allocate it as 4x4x8" in r.err
+    assert snapshot(fleet.state) == before
+    assert fleet("allocate", "tpu-v4-4x4x8", "--shape", "8x4x4").code == 0
+    assert _held(fleet) == ["tpu-v4-2x2x1"]
+
+
+def test_allocate_of_a_held_pools_name_takes_the_room_the_pool_held(fleet):
+    """The pool's room is the slice's: with every other cube taken, the pool's own name still fits on the cubes
+    the pool held (before, they were kept free for the pool, and `allocate` was refused). The 2x2x1 pool keeps its
+    cube."""
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    for name, shape in (
+        ("a", "8x8x16"),
+        ("b", "8x8x16"),
+        ("c", "8x8x16"),
+        ("d", "8x8x8"),
+        ("e", "4x8x8"),
+        ("f", "4x4x4"),
+    ):
+        assert fleet("allocate", name, "--shape", shape).code == 0, name
+    assert fleet("status", "-o", "json").json["k8s"]["free_after_unplaced"] == 0
+    assert fleet("allocate", "other", "--shape", "4x4x8").code == 1
+    r = fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x8", "-o", "json")
+    assert r.code == 0, r.err
+    status = fleet("status", "-o", "json").json
+    assert (status["cubes"]["free"], status["k8s"]["free_after_unplaced"]) == (1, 0)  # the 2x2x1 pool's cube

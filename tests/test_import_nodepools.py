@@ -389,7 +389,7 @@ def test_node_pool_slices_are_listed_as_counted(v5p, tmp_path):
 def test_a_pool_named_where_a_slice_is_taken_is_said_to_be_a_pool(v5p, args):
     """`status` lists the pool among the "unplaced node-pool slices", by its name; given that name, `explain`,
     `release`, `plan-spares --slices` and the rest answered "unknown slice or job 'v5p-4x4x8' (slices: none ...)",
-    as of a name never seen. They say what it is and why no command acts on it; the exit code stays 1."""
+    as of a name never seen. They say what it is and the command that places it; the exit code stays 1."""
     assert v5p("import", "k8s", V5P, "--apply").code == 0
     assert "v5p-4x4x8" in v5p("status").out
     r = v5p(*args)
@@ -398,4 +398,5 @@ def test_a_pool_named_where_a_slice_is_taken_is_said_to_be_a_pool(v5p, args):
     assert (
         "v5p-4x4x8 is a node pool `import k8s` holds as an unplaced slice on pod0: no label says which cubes" in r.err
     )
+    assert "`tpufleet allocate v5p-4x4x8 --shape 4x4x8` places it" in r.err
     assert "a node pool" not in v5p(*[a.replace("v5p-4x4x8", "nope") for a in args]).err

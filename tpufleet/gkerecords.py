@@ -65,7 +65,8 @@ class NodePoolSlice:
 
 POOL_NOT_A_SLICE = (  # a name `status` lists among the unplaced node-pool slices, given where a slice is taken
     "; {name} is a node pool `import k8s` holds as an unplaced slice on {pod}: no label says which cubes, so it only"
-    " counts against that pod's free cubes; no command acts on it"
+    " counts against that pod's free cubes; `tpufleet allocate {name} --shape {shape}` places it (or `export"
+    " node-labels` once such a slice runs on its nodes)"
 )
 
 
@@ -101,7 +102,7 @@ class K8sNames:
     def pool_note(self, name: str) -> str:
         """What a name `status` lists among the unplaced node-pool slices is, said where a slice is taken."""
         pool = self.node_pools.get(name)
-        return "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod)
+        return "" if pool is None else POOL_NOT_A_SLICE.format(name=name, pod=pool.pod, shape=pool.shape.text)
 
 
 def one_name_each(names: K8sNames) -> K8sNames:
