@@ -151,6 +151,17 @@ def test_a_port_that_accepts_and_never_answers_is_given_the_timeout(cli, tmp_pat
     assert f"127.0.0.1:{port}" in line and "did not answer within 0.5 s" in line and "--cluster-timeout" in line
 
 
+@pytest.mark.parametrize("runner", [[], ["--serial"], ["--workers", "1"]])
+def test_cluster_timeout_without_a_cluster_is_refused(cli, tmp_path, runner):
+    """`--cluster-timeout` bounds a scheduler's answers; without `--cluster` it was accepted and did nothing.
+    Bad input (exit 2) before any run, nothing written."""
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, AVAILABILITY), "--out", out, *runner, "--cluster-timeout", "5", state=False)
+    assert r.code == 2
+    assert "bad option --cluster-timeout" in one_line(r.err) and "--cluster" in r.err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     "garbage", [b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4, b"\x10" + b"\x00" * 7 + b"\xff" * 64, b"\x00" * 8]
 )

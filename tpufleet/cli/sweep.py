@@ -49,7 +49,7 @@ def _text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _executor(serial: bool, address: str | None, workers: int | None, timeout: float, tasks: int) -> Any:
+def _executor(serial: bool, address: str | None, workers: int | None, timeout: float | None, tasks: int) -> Any:
     """Serial, a local Dask cluster (of no more workers than the sweep has `tasks`: each worker is a process, and
     200 of them for one run took minutes to start) or the scheduler at `address` (checked by
     `backends.scheduler_address`)."""
@@ -70,7 +70,7 @@ def _executor(serial: bool, address: str | None, workers: int | None, timeout: f
         print(f"tpufleet: Dask is not installed, running serially ({backends.INSTALL_HINT})", file=sys.stderr)
         return backends.Serial(run_task)
     local = None if address is not None else min(workers or backends.local_workers(), tasks)
-    executor = backends.Dask(run_task, address, local, timeout)
+    executor = backends.Dask(run_task, address, local, backends.CONNECT_TIMEOUT_S if timeout is None else timeout)
     if sys.stderr.isatty() and executor.kind == "remote":  # the scheduler's own view of the tasks, per worker
         print(f"tpufleet: Dask dashboard {executor.dashboard()}", file=sys.stderr)
     return executor
@@ -83,15 +83,16 @@ def sweep_cmd(
     resume: Annotated[bool, typer.Option("--resume", help="Keep the points already finished in --out")] = False,
     cluster: Annotated[str | None, dask_cluster_option("Run on this Dask scheduler")] = None,
     cluster_timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--cluster-timeout",
             min=0.1,
             max=HOUR,
             metavar="SECONDS",
-            help="How long the --cluster scheduler may take to answer (its workers get 30 s more to appear)",
+            help="How long the --cluster scheduler may take to answer (its workers get 30 s more to appear) "
+            "[default: 10]",
         ),
-    ] = 10.0,
+    ] = None,
     workers: Annotated[
         int | None, dask_workers_option("Worker processes of the local cluster [default: the cores]")
     ] = None,
@@ -115,6 +116,8 @@ def sweep_cmd(
     from tpufleet.sweep import backends
 
     address = None if cluster is None else backends.scheduler_address(cluster)  # before the spec's work
+    if cluster_timeout is not None and address is None:  # a local cluster is started, not waited on
+        raise BadInput("bad option --cluster-timeout: it bounds a --cluster scheduler's answers; give --cluster too")
     if plot_format not in ("png", "svg"):
         raise BadInput(f"bad option --plot-format {shown(plot_format)}: png or svg")
     outcome, executor = sweep.run(
