@@ -128,3 +128,55 @@ def test_the_other_names_of_a_job_are_refused_empty_too(cli, tmp_path, field, pr
     )
     ok = cli("goodput-report", csv_log, "-o", "json", state=False)
     assert ok.code == 0 and ok.json["jobs"][0]["phase"] == "serving"
+
+
+CAPACITY = {"type": "capacity", "time": B, "accelerator": "", "chips": 100000}
+
+
+@pytest.mark.parametrize("reader", ["standard", "msgspec", "columns"])
+def test_a_capacity_record_with_an_empty_accelerator_is_refused_by_every_reader(tmp_path, reader):
+    """A capacity record's `"accelerator": ""` was read as "unknown": its 100,000 chips went into the fleet's
+    capacity and the fleet's SG fell 50x with no word. Refused as in a job record; `--skip-bad` skips it."""
+    if reader == "msgspec" and not fastread.available():
+        pytest.skip("msgspec is not installed")
+    if reader == "columns" and not columnar.available():
+        pytest.skip("PyArrow is not installed")
+    path = tmp_path / "a.jsonl"
+    good = {**JOB, "framework": "jax"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [good, CAPACITY, *EVENTS]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
+        if reader != "msgspec":
+            mp.setattr(fastread, "_DECODER", None)
+        if reader == "standard":
+            mp.setattr(columnar, "pa", None)
+        with pytest.raises(BadInput, match=r"a\.jsonl:2: field accelerator: must not be empty \(leave the field out"):
+            build([path])
+        skipped = build([path], skip_bad=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in [good, *EVENTS]))
+        without = build([path])
+    assert skipped["input"]["skipped"] == 1
+    assert skipped["fleet"] == without["fleet"]
+
+
+def test_a_capacity_row_with_an_empty_accelerator_cell_is_unknown(cli, tmp_path):
+    """In CSV an empty cell is no field: the row is a capacity of no named accelerator, exactly as the JSON record
+    that leaves the key out."""
+    rows = [
+        "type,job,time,event,step,accelerator,chips,ideal_step_s",
+        "job,a,,,,tpu-v4,8,10",
+        f"capacity,,{B},,,,16,",
+        f"event,a,{B},job_start,,,,",
+        f"event,a,{B},step_start,1,,,",
+        f"event,a,{B + 40},job_end,,,,",
+    ]
+    csv = tmp_path / "a.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    capacity = {"type": "capacity", "time": B, "chips": 16}
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in [{**JOB, "framework": "jax"}, capacity, *EVENTS]))
+    from_csv = cli("goodput-report", csv, "-o", "json", state=False)
+    from_json = cli("goodput-report", jsonl, "-o", "json", state=False)
+    assert from_csv.code == from_json.code == 0, from_csv.err + from_json.err
+    assert from_csv.json["fleet"] == from_json.json["fleet"]
+    assert from_json.json["fleet"]["capacity_chip_s"] == 16 * 40

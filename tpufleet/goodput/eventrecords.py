@@ -31,6 +31,8 @@ from tpufleet.text import plain_float
 if TYPE_CHECKING:
     from tpufleet.collectives.profile import Profile
 
+UNKNOWN = "unknown"  # the accelerator (and framework) of a record that names none
+
 
 def check_allocation(log: Log, job: str, chips: int, part: int, file: str, line: int) -> None:
     """An allocation against the job's record read before it: at most the record's chips, and (a slice's) a slice
@@ -140,7 +142,9 @@ def add_record(log: Log, rec: object, file: str, line: int) -> None:
         log.add_job(_job(rec, file, line, log.step_profiles))
     elif kind == "capacity":
         when = parse_time(rec.get("time", NO_VALUE), file, line)
-        accelerator = _str(rec, "accelerator", file, line, "unknown")
+        if rec.get("accelerator") == "":  # as in a job record: "" is no name (a CSV cell's "" is no field)
+            raise BadRecord(file, line, "accelerator", "", f"must not be empty (leave the field out: {UNKNOWN})")
+        accelerator = _str(rec, "accelerator", file, line, UNKNOWN)
         log.capacity.append((when, accelerator, _int(rec, "chips", file, line, required=True), f"{file}:{line}"))
     elif kind == "schema":  # a whole number, as every count (a CSV cell is text: `1`)
         if _int(rec, "version", file, line, required=True) != SCHEMA_VERSION:
@@ -193,10 +197,10 @@ def fold_slices(log: Log) -> None:
 
 # A job record's names and what leaving each out means (an empty CSV cell is left out).
 NAMED_DEFAULTS = {
-    "accelerator": "unknown",
+    "accelerator": UNKNOWN,
     "topology": "",
     "phase": "training",
-    "framework": "unknown",
+    "framework": UNKNOWN,
     "priority": "",
 }
 
@@ -216,11 +220,11 @@ def _job(rec: Mapping[str, Any], file: str, line: int, profiles: Mapping[str, Pr
             raise BadRecord(file, line, key, "", f"must not be empty (leave the field out{absent and ': '}{absent})")
     return Job(
         job,
-        _str(rec, "accelerator", file, line, "unknown"),
+        _str(rec, "accelerator", file, line, UNKNOWN),
         chips,
         _str(rec, "topology", file, line),
         phase,
-        _str(rec, "framework", file, line, "unknown"),
+        _str(rec, "framework", file, line, UNKNOWN),
         _str(rec, "priority", file, line),
         ideal,
         max(1, _int(rec, "slices", file, line, minimum=1, maximum=MAX_SLICES)),
