@@ -197,6 +197,9 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         ((0, "spec.topology", "eight"), "items.0.spec.topology", "not a topology"),
         ((3, "spec.topology", "4x4x6"), "items.3.spec.topology", "multiples of 4"),
         ((3, "spec.topology", "2x2x1"), "items.3.spec.topology", "smaller than a 4x4x4 partition"),
+        # not whole partitions: the shape rule names the topology (a count of 80 chips' partitions was "1", wrong)
+        ((2, "spec.topology", "4x4x5"), "items.2.spec.topology", "multiples of 4"),
+        ((2, "spec.topology", "4x4x0"), "items.2.spec.topology", "a side of 0 chips"),
         ((0, "spec.type", "tpu-v4-podslice"), "items.0.spec.type", "must be tpu7x or v6e"),
         ((0, "spec.type", 7), "items.0.spec.type", "must be tpu7x or v6e"),
         ((2, "spec.partitionIds.1", "no-such-sub-block"), "items.2.spec.partitionIds.1", "no such partition"),

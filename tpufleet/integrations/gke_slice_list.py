@@ -198,6 +198,9 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
     dims: Vec | None = None
     if topology.count("x") == 2:
         dims = parse_dims(topology)
+        chips = dims[0] * dims[1] * dims[2]
+        if not chips:
+            raise bad_slice(file, f"{path}.topology", topology, "a side of 0 chips", name)
         if min(dims) < CUBE_EDGE and kind == "tpu7x":  # as `export slices` skips sub-cube slices
             problem = "smaller than a 4x4x4 partition: a Slice is made of whole partitions"
             raise bad_slice(file, f"{path}.topology", topology, problem, name)
@@ -213,7 +216,8 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
             raise bad_slice(file, f"{path}.partitionIds.{j}", pid, problem, name)
         if ids.index(pid) != j:
             raise bad_slice(file, f"{path}.partitionIds.{j}", pid, f"also partition {ids.index(pid)}", name)
-    if dims is not None:
+    # (a topology of no whole number of partitions is no shape of the generation: that rule names it, not a count)
+    if dims is not None and not (dims[0] * dims[1] * dims[2] % CHIPS_PER_CUBE and min(dims) >= CUBE_EDGE):
         need = max(1, dims[0] * dims[1] * dims[2] // CHIPS_PER_CUBE)
         if len(ids) != need:
             problem = f"{topology} is {need} partition(s) of 64 chips, {len(ids)} given"
