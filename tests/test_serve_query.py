@@ -106,4 +106,16 @@ def test_since_past_the_current_serial_is_refused_as_diff_refuses_it(client, fle
 @pytest.mark.parametrize("given", ["YES", "Nope", "x" * 100])
 def test_a_bad_all_is_named_as_typed(client, given):
     """`?all=YES` was named 'yes', lowercased: not the value the client sent."""
-    assert _refused(client, f"/api/v1/faults?all={given}") == f"bad query all: {shown(given)}; true or false"
+    said = _refused(client, f"/api/v1/faults?all={given}")
+    assert said == f"bad query all: {shown(given)}; true or false (or 1, 0)"
+
+
+def test_all_takes_1_and_0_as_the_readme_says(client, fleet):
+    """1 and 0 are true and false, as the refusal and the README say (the README listed true/false only)."""
+    assert fleet("inject-fault", "ocs:pod0/x/0").code == 0
+    assert fleet("clear-fault", "f1").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/1").code == 0
+    every, open_only = client.get("/api/v1/faults?all=true").json(), client.get("/api/v1/faults?all=false").json()
+    assert len(every) == 2 and len(open_only) == 1
+    assert client.get("/api/v1/faults?all=1").json() == every
+    assert client.get("/api/v1/faults?all=0").json() == open_only

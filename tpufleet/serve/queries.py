@@ -63,7 +63,7 @@ def flag(request: Request, name: str) -> bool:
     typed = request.query_params.get(name, "false")
     value = typed.lower()
     if value not in ("1", "true", "0", "false"):
-        raise Problem(400, f"bad query {name}: {shown(typed)}; true or false")
+        raise Problem(400, f"bad query {name}: {shown(typed)}; true or false (or 1, 0)")
     return value in ("1", "true")
 
 
