@@ -142,6 +142,7 @@ def test_a_node_with_two_ready_conditions_is_refused_whichever_comes_first(fleet
 
 
 NODEPOOLS = Path(__file__).parent.parent / "fixtures" / "k8s" / "v4-nodepools.json"
+POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
 def _held(fleet) -> list[str]:
@@ -213,3 +214,30 @@ def test_allocate_of_a_held_pools_name_takes_the_room_the_pool_held(fleet):
     assert r.code == 0, r.err
     status = fleet("status", "-o", "json").json
     assert (status["cubes"]["free"], status["k8s"]["free_after_unplaced"]) == (1, 0)  # the 2x2x1 pool's cube
+
+
+def test_a_jobs_slices_place_the_held_pools_of_their_names(fleet, tmp_path):
+    """GKE's multislice pools carry the slices' names (`train-0`, `train-1`): `allocate --slices 2 train` places
+    them as `allocate` of one name does. The pools hold nothing more (`node_pools` in the answer), and another
+    shape under their names is refused (exit 2, nothing changed)."""
+    doc = json.loads(NODEPOOLS.read_text())
+    nodes = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL_LABEL) == "tpu-v4-4x4x8"]
+    assert len(nodes) == 32  # 128 chips, 4 a machine
+    copies = []
+    for k in (0, 1):
+        for node in json.loads(json.dumps(nodes)):
+            node["metadata"]["labels"][POOL_LABEL] = f"train-{k}"
+            node["metadata"]["name"] = node["metadata"]["name"].replace("tpu-v4-4x4x8", f"train-{k}")
+            copies.append(node)
+    doc["items"] = [n for n in doc["items"] if n not in nodes] + copies
+    assert fleet("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    assert _held(fleet) == ["tpu-v4-2x2x1", "train-0", "train-1"]
+    before = snapshot(fleet.state)
+    r = fleet("allocate", "train", "--shape", "4x4x4", "--slices", "2")
+    assert r.code == 2 and "'train-0' is a node pool `import k8s` holds unplaced on pod0 as a 4x4x8 slice" in r.err
+    assert snapshot(fleet.state) == before
+    r = fleet("allocate", "train", "--shape", "4x4x8", "--slices", "2", "-o", "json")
+    assert r.code == 0, r.err
+    assert r.json["node_pools"] == ["train-0", "train-1"]
+    assert _held(fleet) == ["tpu-v4-2x2x1"]
+    assert "node_pools" not in fleet("allocate", "eval", "--shape", "4x4x4", "--slices", "2", "-o", "json").json

@@ -13,6 +13,7 @@ from tpufleet.fleetparts import job_slice_names
 from tpufleet.fleetstate import Change, FleetState, Job, Slice
 from tpufleet.ids import natural_key
 from tpufleet.model import known_pod
+from tpufleet.ops import heldpools
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
 from tpufleet.ops.xconnect import Journal, already_wired, apply_saved, make_plan, wire
@@ -103,8 +104,10 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
     for pod in req.pods:
         known_pod(state.fleet, pod)
     wirable: allocation.Wirable = "ports" if req.fault_tolerant_routing else "ports+ocs"
+    pools = heldpools.placed_pools(state, names, shape)  # held node pools these slices are: their room is theirs
+    health = heldpools.health_without(state, pools)
     placement = jobs.place_slices(
-        shape, req.count, state.fleet, state.machine_usage(), state.health(), req.pods, req.spread, wirable
+        shape, req.count, state.fleet, state.machine_usage(), health, req.pods, req.spread, wirable
     )
     members = [
         Slice.allocated(name, shape, alloc, req.fault_tolerant_routing, now, req.min_throughput, req.name)
@@ -112,6 +115,7 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
     ]
     job = Job(req.name, shape, tuple(names), req.elastic_min, req.spread, now)
     state.add_job(job, members)
+    heldpools.let_go(state, pools)
     data = {
         "job": req.name,
         "serial": state.next_serial,
@@ -123,6 +127,7 @@ def allocate_job(state: FleetState, req: JobRequest, now: str) -> Outcome:
         "spread": req.spread,
         "elastic_min": req.elastic_min,
         "note": placement.note,
+        **({"node_pools": sorted(pools, key=natural_key)} if pools else {}),
         "next": _first_steps(state, req.name, now),
     }
     where = ", ".join(f"{pod} x{n}" for pod, n in placement.per_pod.items())

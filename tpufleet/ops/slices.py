@@ -9,8 +9,7 @@ from tpufleet import allocation
 from tpufleet.errors import BadInput, Refused
 from tpufleet.fleetstate import DEFAULT_MIN_THROUGHPUT, Change, FleetState, Slice
 from tpufleet.generations import Generation
-from tpufleet.gkerecords import NodePoolSlice
-from tpufleet.integrations.k8s_pools import unplaced_cubes
+from tpufleet.ops import heldpools
 from tpufleet.ops.jobs import name_clash, release_job
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.pool import pool_after, released
@@ -46,43 +45,23 @@ def allocate(
         raise BadInput(f"bad slice name: {clash}")
     wirable: allocation.Wirable = "ports" if fault_tolerant_routing else "ports+ocs"  # only what plan-xconnect wires
     holders = cube_holders(state) if cubes else None
-    pool = _held_pool(state, name, shape)
-    health = replace(state.health(), held={} if running else _held_by_others(state, name))
-    place = (state.fleet, state.machine_usage(), health)
-    if pool is not None and pod is None and not cubes:  # the pool's pod first: its nodes are there
+    pools = heldpools.placed_pools(state, [name], shape)
+    health = heldpools.health_without(state, pools)
+    place = (state.fleet, state.machine_usage(), replace(health, held={}) if running else health)
+    if pools and pod is None and not cubes:  # the pool's pod first: its nodes are there
         try:
-            alloc = allocation.allocate(shape, *place, pool.pod, cubes, wirable, holders)
+            alloc = allocation.allocate(shape, *place, pools[name].pod, cubes, wirable, holders)
         except Refused:
             alloc = allocation.allocate(shape, *place, pod, cubes, wirable, holders)
     else:
         alloc = allocation.allocate(shape, *place, pod, cubes, wirable, holders)
     sl = Slice.allocated(name, shape, alloc, fault_tolerant_routing, now, min_throughput)
     state.add_slice(sl)
+    heldpools.let_go(state, pools)
     data = {"slice": name, "serial": state.next_serial, **sl.record()}
-    if pool is not None:  # the pool is this slice now: it holds no room of its own any more
-        state.record_k8s_health(state.k8s.degraded, {}, removed=[name])
-        data["node_pool"] = name
+    data |= {"node_pool": name} if pools else {}
     data["next"] = _first_steps(state, name, now)
     return Outcome(data, Change(f"allocate {name}: {shape} on {','.join(alloc.cubes)}"))
-
-
-def _held_pool(state: FleetState, name: str, shape: Shape) -> NodePoolSlice | None:
-    """The node pool of the slice's name `import k8s` holds unplaced, which this slice places; BadInput (exit 2) if
-    its topology is another shape (the name says the slice is that pool)."""
-    pool = state.k8s.node_pools.get(name)
-    if pool is not None and sorted(pool.shape.dims) != sorted(shape.dims):
-        raise BadInput(
-            f"bad slice name: {name!r} is a node pool `import k8s` holds unplaced on {pool.pod} as a "
-            f"{pool.shape.text} slice, not {shape.text}: allocate it as {pool.shape.text}, or choose another name"
-        )
-    return pool
-
-
-def _held_by_others(state: FleetState, name: str) -> dict[str, int]:
-    """pod -> cubes the unplaced node pools hold, but the pool of the slice's name (which the slice places)."""
-    if name not in state.k8s.node_pools:
-        return state.health().held
-    return unplaced_cubes(p for pool, p in state.k8s.node_pools.items() if pool != name)
 
 
 def _first_steps(state: FleetState, name: str, now: str) -> list[str]:
