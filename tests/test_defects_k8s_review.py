@@ -241,3 +241,18 @@ def test_a_jobs_slices_place_the_held_pools_of_their_names(fleet, tmp_path):
     assert r.json["node_pools"] == ["train-0", "train-1"]
     assert _held(fleet) == ["tpu-v4-2x2x1"]
     assert "node_pools" not in fleet("allocate", "eval", "--shape", "4x4x4", "--slices", "2", "-o", "json").json
+
+
+def test_a_pool_of_a_slices_name_in_another_shape_says_the_names_disagree(fleet):
+    """A 4x4x4 slice named tpu-v4-4x4x8, then GKE's 4x4x8 pool of that name: its nodes were listed as the slice's
+    ("its nodes name none of its machines"), which `export node-labels` cannot mend. They say the two disagree,
+    and what settles it; the pool holds nothing (one name, one slice)."""
+    assert fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x4").code == 0
+    r = fleet("import", "k8s", NODEPOOLS, "--apply", "-o", "json")
+    assert r.code == 0, r.err
+    assert _held(fleet) == ["tpu-v4-2x2x1"]
+    why = {u["reason"] for u in r.json["unplaced"] if "tpu-v4-4x4x8-" in u["node"]}
+    assert why == {
+        "node pool tpu-v4-4x4x8 is 4x4x8, but tpufleet's slice of its name is 4x4x4: one of the two is misnamed "
+        "(release the slice, or rename the pool)"
+    }

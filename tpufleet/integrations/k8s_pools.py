@@ -96,7 +96,11 @@ def plan_pools(
     for pool in sorted(members):
         group = sorted(members[pool], key=lambda n: n.name)
         shape, pods = _pool_shape(state, pool, group, mapping, source, known_accelerators)
-        why = _why_no_slice(pool, group, shape, pods, keys.accelerator) if pool not in state.slices else _OWN % pool
+        why = (
+            _why_no_slice(pool, group, shape, pods, keys.accelerator)
+            if pool not in state.slices
+            else _own(state, pool, shape)
+        )
         if why is not None:
             placement.unplaced += [(n.name, why) for n in group]
             continue
@@ -255,6 +259,18 @@ def _pool_shape(
 _OWN = (
     "node pool %s is tpufleet's slice of its name: its nodes name none of its machines (`tpufleet export node-labels`)"
 )
+
+
+def _own(state: FleetState, pool: str, shape: Shape | None) -> str:
+    """Why the nodes of a pool of a slice's name are not placed: they are the slice's, or (another topology) the
+    name is the slice's and the pool another slice, which only a rename or a release settles."""
+    mine = state.slices[pool].shape
+    if shape is None or sorted(shape.dims) == sorted(mine.dims):
+        return _OWN % pool
+    return (
+        f"node pool {pool} is {shape.text}, but tpufleet's slice of its name is {mine.text}: one of the two is "
+        f"misnamed (release the slice, or rename the pool)"
+    )
 
 
 def _why_no_slice(pool: str, group: list[Node], shape: Shape | None, pods: list[Pod], key: str) -> str | None:
