@@ -376,6 +376,21 @@ def test_a_released_jobs_cubes_are_listed_in_the_pods_order(cli):
     assert r.json["released_cubes"] == r.json["back_in_pool"] == ["c98", "c99", "c100", "c101"]
 
 
+def test_a_spread_jobs_cubes_are_listed_as_the_fleet_counts_them_not_slice_by_slice(cli):
+    """Spread over two pods, a job's release listed c00,c01,c64,c65,c02,c03: slice by slice. The cubes are in the
+    fleet's order, in JSON and in the table line, each once."""
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("allocate", "j", "--shape", "4x4x8", "--slices", "3", "--spread").code == 0
+    placed = sorted(c for s in cli("show", "slices", "-o", "json").json for c in s["cubes"])
+    r = cli("release", "j", "-o", "json")
+    assert r.code == 0, r.err
+    assert sorted(r.json["released_cubes"]) == placed and len(placed) == 6
+    assert r.json["released_cubes"] == r.json["back_in_pool"] == sorted(placed, key=lambda c: int(c[1:]))
+    assert cli("allocate", "j", "--shape", "4x4x8", "--slices", "3", "--spread").code == 0
+    line = cli("release", "j").out
+    assert ",".join(r.json["released_cubes"]) + " back in the pool" in line
+
+
 @pytest.mark.parametrize(
     ("edit", "named"),
     [

@@ -146,13 +146,13 @@ def _first_steps(state: FleetState, name: str, now: str) -> list[str]:
 def release_job(state: FleetState, name: str) -> Outcome:
     """Return every slice of the job to the pool; cross-connects stay for later slices to reuse."""
     gone = state.release_job(name)
-    cubes = [c for s in gone for c in released(s)]
+    cubes = released(gone)
     data = {
         "job": name,
         "serial": state.next_serial,
         "slices": [s.name for s in gone],
         "released_cubes": cubes,
-        **pool_after(state, list(dict.fromkeys(cubes))),  # each slice's cubes in its order, each once
+        **pool_after(state, cubes),
     }
     return Outcome(data, Change(f"release job {name}: {', '.join(s.name for s in gone)}"))
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from tpufleet.fleetstate import FleetState, Slice
+from tpufleet.ids import natural_key
 
 
-def released(sl: Slice) -> list[str]:
-    """The cubes a release gives up: the slice's, then those reserved for an evicted slice's move."""
-    reserved = sl.proposal.cubes if sl.proposal is not None else ()
-    return [*sl.cubes, *(c for c in reserved if c not in sl.cubes)]
+def released(slices: Iterable[Slice]) -> list[str]:
+    """The cubes a release gives up, each once, as the fleet counts them (c2 before c10, whichever slice): the
+    slices' own and those reserved for an evicted slice's move."""
+    cubes = {c for sl in slices for c in (*sl.cubes, *(sl.proposal.cubes if sl.proposal is not None else ()))}
+    return sorted(cubes, key=natural_key)
 
 
 def pool_after(state: FleetState, cubes: Sequence[str]) -> dict[str, list[str]]:

@@ -103,7 +103,7 @@ def _shape_for(state: FleetState, text: ShapeText, pod: str | None, cubes: Seque
 def release(state: FleetState, name: str) -> Outcome:
     """Return a slice's cubes to the pool; its cross-connects stay for a later slice to reuse."""
     sl = state.release(name)
-    cubes = released(sl)
+    cubes = released([sl])
     data = {"slice": name, "serial": state.next_serial, "released_cubes": cubes, **pool_after(state, cubes)}
     return Outcome(data, Change(f"release {name}: {','.join(cubes)}"))
 
