@@ -501,11 +501,29 @@ def test_clear_fault_names_the_slices_its_fault_evicted_for_reschedule(fleet):
     assert r.code == 0
     # not c: f1, which evicted it, is still open
     assert [line for line in r.out.splitlines() if "reschedule" in line] == [
-        "  a: evicted by the fault cleared; run `tpufleet reschedule a`",
-        "  b: evicted by the fault cleared; run `tpufleet reschedule b`",
+        "  a: evicted, and free to move now; run `tpufleet reschedule a`",
+        "  b: evicted, and free to move now; run `tpufleet reschedule b`",
     ]
     assert fleet("reschedule", "a").code == 0
     assert fleet("clear-fault", "f1", "-o", "json").json["reschedule"] == ["c"]
+
+
+def test_a_slice_held_out_by_two_faults_is_named_by_the_clear_of_the_last(fleet):
+    """Evicted by f1 with f2 down too: `clear-fault f1` said "run `tpufleet reschedule a`", which then failed
+    ("ocs:pod0/z/0 is down"), and `clear-fault f2`, after which it works, said nothing. The first clear says what
+    the move still waits for (`reschedule_waits`); the second names the slice for `reschedule`, which then works."""
+    assert fleet("allocate", "a", "--shape", "4x4x8", "--no-fault-tolerant-routing").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("inject-fault", "ocs:pod0/x/0").code == 0  # f1 evicts a: no other pod
+    assert fleet("inject-fault", "ocs:pod0/z/0").code == 0  # f2
+    first = fleet("clear-fault", "f1", "-o", "json").json
+    assert first["reschedule"] == [] and list(first["reschedule_waits"]) == ["a"]
+    assert "f2" in first["reschedule_waits"]["a"] or "ocs:pod0/z/0" in first["reschedule_waits"]["a"]
+    refused = fleet("reschedule", "a")
+    assert refused.code == 1 and first["reschedule_waits"]["a"] in refused.err
+    text = fleet("clear-fault", "f2").out
+    assert "  a: evicted, and free to move now; run `tpufleet reschedule a`" in text.splitlines()
+    assert fleet("reschedule", "a").code == 0
 
 
 def test_clear_fault_of_an_unrelated_fault_names_no_rewire(fleet):

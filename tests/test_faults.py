@@ -297,7 +297,10 @@ def test_clear_fault_lists_every_stale_table_it_concerns_with_its_step(pod):
     assert second.code == 0
     for name in "ab":  # stale already, by the first clear (a) and by the faults (b): still named, with the step
         assert f"  {name}: routing tables stale; run `tpufleet routes {name}`" in second.out
-    assert "  c:" not in second.out  # evicted by the OCS: its step is the move, not routing
+    assert "  c: routing" not in second.out  # evicted by the OCS: its step is the move, not routing
+    # held out by f2 after f1's clear: named for the move by the clear that frees it
+    assert list(first["reschedule_waits"]) == ["c"] and first["reschedule"] == []
+    assert "  c: evicted, and free to move now; run `tpufleet reschedule c`" in second.out
 
 
 def test_a_batch_gives_a_slice_its_routes_step_only_under_the_last_fault_that_hits_it(fleet, tmp_path):

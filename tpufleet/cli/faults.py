@@ -209,7 +209,10 @@ def clear_cmd(
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: fault_ops.clear(state, key, now))
     d = outcome.data
-    hint = [f"  {n}: evicted by the fault cleared; run `tpufleet reschedule {n}`" for n in d["reschedule"]]
+    hint = [f"  {n}: evicted, and free to move now; run `tpufleet reschedule {n}`" for n in d["reschedule"]]
+    hint += [
+        f"  {n}: evicted by the fault cleared; reschedule waits: {why}" for n, why in d["reschedule_waits"].items()
+    ]
     hint += [
         f"  {n}: cross-connects the fault held back can be programmed now; run `tpufleet plan-xconnect {n} --apply`"
         for n in d["rewire"]

@@ -10,7 +10,7 @@ from typing import Any
 from tpufleet import fault_clearing, faults, moves, movesteps
 from tpufleet.constants import MOVED_TABLES_REASON
 from tpufleet.errors import BadInput, Refused
-from tpufleet.fleetstate import Change, FleetState, Reroute, SliceState
+from tpufleet.fleetstate import Change, FleetState, Reroute, Slice, SliceState
 from tpufleet.ids import OcsId, TargetId, meant, natural_key
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
@@ -88,6 +88,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
     cleared = fault_clearing.faults_to_clear(state, key)
     waited = _wiring_waits(state)  # before the repair: what it changes is what this clear names
+    movable = _movable(state)
     unwired = _unwired_refused(state)
     for fault in cleared:
         state.clear_fault(fault, now)
@@ -107,7 +108,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     rewire = sorted({*rewire, *(unwired - _unwired_refused(state))}, key=natural_key)
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
-        "reschedule": _evicted_by(state, gone),
+        **_moves_now(state, movable, gone),
         "routes_stale": stale,
         "rewire": rewire,  # `plan-xconnect --apply` programs them now
         "rewire_waits": waits,
@@ -169,11 +170,15 @@ def _rewiring(
     return rewire, waits
 
 
-def _evicted_by(state: FleetState, faults: set[str]) -> list[str]:
-    """The evicted slices one of `faults` evicted, by name: the fault that stopped them is repaired, so `reschedule`
-    may bring them back (onto their own cubes, when nothing else held them out), and nothing else says so."""
-    hit = [n for n, sl in state.slices.items() if sl.state is SliceState.EVICTED and sl.evicted_by in faults]
-    return sorted(hit, key=natural_key)
+def _moves_now(state: FleetState, before: Mapping[str, str | None], faults: set[str]) -> dict[str, Any]:
+    """What a clear says of the evicted slices: `reschedule`, those `reschedule` can move now that one of `faults`
+    had evicted or that could not move before it (a second fault held them out); `reschedule_waits`, those one of
+    `faults` had evicted that still cannot move, and why (a slice waiting on two faults is named by the clear of the
+    last, not sent to a `reschedule` that fails)."""
+    after = _movable(state)
+    ours = {n for n in after if state.slices[n].evicted_by in faults}
+    now = [n for n, why in after.items() if why is None and (n in ours or before.get(n) is not None)]
+    return {"reschedule": now, "reschedule_waits": {n: why for n, why in after.items() if why and n in ours}}
 
 
 def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
@@ -294,18 +299,12 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
             f"slice {name!r} is {sl.state}, not evicted; nothing to reschedule (`tpufleet explain {name}` says what it "
             "needs, if anything)"
         )
-    proposal = moves.propose_move(state, sl, frozenset(avoid))
-    if not proposal.ready or proposal.alloc is None or proposal.plan is None:
-        raise Refused(f"cannot reschedule {name!r} yet: {proposal.to_dict()['why']}")
+    landing = _landing(state, sl, avoid)
+    if isinstance(landing, str):
+        raise Refused(f"cannot reschedule {name!r} yet: {landing}")
+    proposal, figures, around = landing
+    assert proposal.alloc is not None and proposal.plan is not None
     alloc, plan = proposal.alloc, proposal.plan
-    figures, why_not = movesteps.landing(state, sl, proposal)  # judged as the fault path judges a wired slice
-    around = [f.id for f in movesteps.landing_faults(state, alloc.pod, alloc.cubes)]
-    if why_not is not None:
-        floor = f", or lower its floor (`tpufleet policy {name} --min-throughput F`)" if "floor" in why_not else ""
-        raise Refused(
-            f"cannot reschedule {name!r} yet: moved to {alloc.pod} {','.join(alloc.cubes)} around {around_text(around)}, "
-            f"{why_not}; it moves once {around_text(around)} {'is' if len(around) == 1 else 'are'} cleared{floor}"
-        )
     home = alloc.pod == sl.pod and tuple(alloc.cubes) == tuple(sl.cubes)  # back on its own cubes
     state.move(name, alloc)
     wire(state, sl, plan.changes, "rescheduled")
@@ -324,6 +323,31 @@ def reschedule(state: FleetState, name: str, avoid: Sequence[str] = ()) -> Outco
         data["job"] = job_status(state, sl.job).record()
     s = plan.summary
     return Outcome(data, Change(f"reschedule {name}: {','.join(sl.cubes)} (+{s['add']} -{s['remove']})"))
+
+
+def _landing(state: FleetState, sl: Slice, avoid: Sequence[str] = ()) -> tuple[Any, Any, list[str]] | str:
+    """Where `reschedule` would move the evicted slice now: its proposal, the reroute figures of its landing (None
+    on healthy cubes) and the faults it lands around; else why it cannot move yet."""
+    proposal = moves.propose_move(state, sl, frozenset(avoid))
+    if not proposal.ready or proposal.alloc is None or proposal.plan is None:
+        why: str = proposal.to_dict()["why"]
+        return why
+    alloc = proposal.alloc
+    figures, why_not = movesteps.landing(state, sl, proposal)  # judged as the fault path judges a wired slice
+    around = [f.id for f in movesteps.landing_faults(state, alloc.pod, alloc.cubes)]
+    if why_not is not None:
+        floor = f", or lower its floor (`tpufleet policy {sl.name} --min-throughput F`)" if "floor" in why_not else ""
+        return (
+            f"moved to {alloc.pod} {','.join(alloc.cubes)} around {around_text(around)}, {why_not}; it moves once "
+            f"{around_text(around)} {'is' if len(around) == 1 else 'are'} cleared{floor}"
+        )
+    return proposal, figures, around
+
+
+def _movable(state: FleetState) -> dict[str, str | None]:
+    """Each evicted slice -> why `reschedule` cannot move it now (None: it can), in natural order."""
+    evicted = sorted((n for n, sl in state.slices.items() if sl.state is SliceState.EVICTED), key=natural_key)
+    return {name: (w if isinstance(w := _landing(state, state.slices[name]), str) else None) for name in evicted}
 
 
 def import_preview(
