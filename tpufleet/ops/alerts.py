@@ -199,7 +199,7 @@ def _resolve(state: FleetState, alert: Alert, target: TargetId, now: str, acted:
         # resolved, its fault cleared: a late repeat finds that fault among the cleared ones the state keeps
         state.forget_alert(alert.fingerprint)
     for fault in hits:
-        fault_ops.clear(state, fault.id, now)
+        fault_ops.clear(state, fault.id, now, moves=False)
         acted.cleared.append(fault.id)
     return {"action": "cleared", "fault": hits[0].id} | ({"faults": [f.id for f in hits]} if len(hits) > 1 else {})
 

@@ -84,11 +84,13 @@ def _evicted_steps(state: FleetState, hit: list[dict[str, Any]]) -> None:
             s["next"] = [f"tpufleet {'reschedule' if ready else 'explain'} {s['slice']}"]
 
 
-def clear(state: FleetState, key: str, now: str) -> Outcome:
-    """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale."""
+def clear(state: FleetState, key: str, now: str, moves: bool = True) -> Outcome:
+    """Close a fault (by id) or every open fault on a target; network faults make the touched slices' tables stale.
+    `moves`: judge which evicted slices `reschedule` can move now (a move proposed for each evicted slice, before and
+    after: the command's answer; the imports, alerts and maintenance waves that clear in bulk read none of it)."""
     cleared = fault_clearing.faults_to_clear(state, key)
     waited = _wiring_waits(state)  # before the repair: what it changes is what this clear names
-    movable = _movable(state)
+    movable = _movable(state) if moves else None
     unwired = _unwired_refused(state)
     for fault in cleared:
         state.clear_fault(fault, now)
@@ -108,7 +110,7 @@ def clear(state: FleetState, key: str, now: str) -> Outcome:
     rewire = sorted({*rewire, *(unwired - _unwired_refused(state))}, key=natural_key)
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
-        **_moves_now(state, movable, gone),
+        **(_moves_now(state, movable, gone) if movable is not None else {"reschedule": [], "reschedule_waits": {}}),
         "routes_stale": stale,
         "rewire": rewire,  # `plan-xconnect --apply` programs them now
         "rewire_waits": waits,
@@ -273,7 +275,7 @@ def apply_import(
     (None: its target has that fault open already), and a drain of announced maintenance its window; the plan
     gets the analysis errors of the blast radii and the serial of the change, marked applied."""
     for fault_id in clear_ids:
-        clear(state, fault_id, now)
+        clear(state, fault_id, now, moves=False)
     radii = inject(state, requests, now).data if requests else []
     ids = {r["target"]: r["fault_id"] for r in radii if not r.get("duplicate_of")}
     plan["analysis_errors"] = [e for r in radii for e in r.get("analysis_errors", [])]

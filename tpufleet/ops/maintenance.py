@@ -286,7 +286,7 @@ def _clear_overdue(state: FleetState, done: Wave, notices: Sequence[Notice], run
     for n in notices:
         existing = state.open_fault_on(CubeId(n.cube))
         if existing is not None and maintenance.a_plans_drain(existing.reason) and window_over(n, str(run.now)):
-            cleared = fault_ops.clear(state, n.target, str(run.now)).data["cleared"]
+            cleared = fault_ops.clear(state, n.target, str(run.now), moves=False).data["cleared"]
             done.steps.append({"step": "clear", "target": n.target, "fault_ids": [f["id"] for f in cleared]})
 
 

@@ -167,7 +167,7 @@ def _clear(sim: FleetState, wave: Wave, notices: Sequence[Notice], run: Run) -> 
         if existing is not None and run.applying and not window_over(n, str(run.now)):
             wave.steps.append({**step, "left_open": existing.id, "until": n.window_end})
         elif existing is not None or not run.applying:
-            done = fault_ops.clear(sim, n.target, run.clear_time(n)).data
+            done = fault_ops.clear(sim, n.target, run.clear_time(n), moves=False).data
             wave.steps.append({**step, "fault_ids": [f["id"] for f in done["cleared"]]})
         else:
             wave.steps.append(step)  # cleared meanwhile (by hand): nothing open
