@@ -694,3 +694,32 @@ def test_a_plan_of_another_state_at_the_same_serial_is_not_called_stale(running,
         r.code == 1 and f"plan {plan} was not made from this state: made at serial 4, the state's serial, yet" in r.err
     )
     assert "stale" not in r.err and snapshot(tmp_path / "other") == before
+
+
+def test_a_wave_that_takes_a_reserved_cube_says_where_the_move_goes(cli, tmp_path):
+    """An evicted slice's move reserved on c02,c03; wave 2 drains c02. The plan showed no move for the wave, the
+    apply only the drain, yet the reservation went to other cubes (only `diff` showed it). Both say it now, and the
+    apply does what the plan said."""
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("allocate", "a", "--shape", "4x4x8").code == 0
+    assert cli("inject-fault", "host:c00/3").code == 0
+    assert cli("inject-fault", "host:c01/3").code == 0
+    reserved = next(s for s in cli("show", "slices", "-o", "json").json if s["name"] == "a")["proposal"]["cubes"]
+    assert reserved == ["c02", "c03"]
+    notices = [_notice(c, "01T09", "01T13") for c in ("c02", "c00")]
+    (tmp_path / "n.yaml").write_text(yaml.safe_dump(notices))
+    plan = tmp_path / "p.json"
+    made = cli("plan-maintenance", "--notices", tmp_path / "n.yaml", "--out", plan, "-o", "json")
+    assert made.code == 0, made.err
+    waves = {tuple(w["cubes"]): w for w in made.json["waves"]}
+    assert waves[("c00",)]["reservations_moved"] == []
+    moved = waves[("c02",)]["reservations_moved"]
+    assert [(m["slice"], m["cubes_out"]) for m in moved] == [("a", ["c02"])] and len(moved[0]["cubes_in"]) == 1
+    assert "a reserved: c02 -> " in cli("plan-maintenance", "--notices", tmp_path / "n.yaml").out
+    number = waves[("c02",)]["wave"]
+    for wave in range(1, number + 1):
+        applied = cli("apply-maintenance", plan, "--wave", str(wave), "-o", "json")
+        assert applied.code == 0, applied.err
+    assert applied.json["reservations_moved"] == moved
+    after = next(s for s in cli("show", "slices", "-o", "json").json if s["name"] == "a")["proposal"]["cubes"]
+    assert sorted(after) == sorted(["c03", *moved[0]["cubes_in"]])

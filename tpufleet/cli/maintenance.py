@@ -20,7 +20,12 @@ def _moves_text(wave: dict[str, Any]) -> str:
             parts.append(f"{m['slice']}: {','.join(m['cubes_out'])} -> {','.join(m['cubes_in']) or '-'}")
         else:
             parts.append(f"{m['slice']}: UNSERVED")
+    parts += [f"{r['slice']} reserved: {_out_in(r)}" for r in wave.get("reservations_moved", [])]
     return "; ".join(parts) or "-"
+
+
+def _out_in(move: dict[str, Any]) -> str:
+    return f"{','.join(move['cubes_out']) or '-'} -> {','.join(move['cubes_in']) or '-'}"
 
 
 def _verdict(plan: dict[str, Any]) -> list[str]:
@@ -65,6 +70,10 @@ def _runbook(plan: dict[str, Any], several_pods: bool) -> str:
         out[-1] += f"{w['free_healthy_cubes']} free healthy cube(s) left{where} during it."
         out += [f"- already drained: {md(t)}" for t in w["already_drained"]]
         out += [f"- cannot move {md(m['slice'])}: {md(m['reason'])}" for m in w["moves"] if m["status"] != "moved"]
+        out += [
+            f"- the move reserved for evicted slice {md(r['slice'])} goes to other cubes: {md(_out_in(r))}"
+            for r in w.get("reservations_moved", [])
+        ]
         out += [
             f"- stays down after its window (its drain or failure is not the plan's to clear): {md(t)}"
             for t in w.get("kept_down", [])
@@ -177,6 +186,7 @@ def _applied_text(d: dict[str, Any]) -> str:
             )
         else:
             lines.append(f"  clear {s['target']}: {', '.join(s['fault_ids']) or 'nothing open'}")
+    lines += [f"  {r['slice']} (evicted): its reserved move goes {_out_in(r)}" for r in d["reservations_moved"]]
     tail = "nothing was changed (dry run)" if d["dry_run"] else f"applied (serial {d['serial']})"
     return "\n".join([*lines, tail])
 

@@ -30,6 +30,7 @@ class Wave:
     moves: list[dict[str, Any]] = field(default_factory=list)
     fault_ids: set[str] = field(default_factory=set)
     steps: list[dict[str, Any]] = field(default_factory=list)  # what was done, in order (apply-maintenance)
+    reserved: list[dict[str, Any]] = field(default_factory=list)  # evicted slices whose reserved move a drain moved
     holders: dict[str, list[str]] = field(default_factory=dict)  # cube -> slices holding it before the wave
     avoid: tuple[str, ...] = ()  # cubes its moves take only when no other fits: later waves' (`later_drains`)
 
@@ -85,10 +86,28 @@ def _drain(sim: FleetState, wave: Wave, run: Run) -> None:
             continue
         wave.commands.append(maintenance.drain_command(n, reason))
         request = fault_ops.FaultRequest(target, True, reason)
+        reserved = _reserved(sim)
         radius = fault_ops.inject(sim, [request], run.drain_time(n)).data[0]
         wave.fault_ids.add(radius["fault_id"])
         wave.steps.append({"step": "drain", "target": n.target, "fault_id": radius["fault_id"], "opened": True})
+        _reservations_moved(sim, wave, reserved)
         _stranded(sim, wave, n, radius["slices"], run)
+
+
+def _reserved(sim: FleetState) -> dict[str, tuple[str, ...]]:
+    """Evicted slice -> the cubes reserved for its move."""
+    return {n: sl.proposal.cubes for n, sl in sim.slices.items() if sl.proposal is not None}
+
+
+def _reservations_moved(sim: FleetState, wave: Wave, before: dict[str, tuple[str, ...]]) -> None:
+    """A drain on a cube reserved for an evicted slice's move reserves it other cubes: said in the wave's
+    `reservations_moved` (`holders_before` names the slices on cubes, not the moves reserved there)."""
+    after = _reserved(sim)
+    for name in sorted(before.keys() & after.keys(), key=natural_key):
+        if before[name] != after[name]:
+            out = [c for c in before[name] if c not in after[name]]
+            into = [c for c in after[name] if c not in before[name]]
+            wave.reserved.append({"slice": name, "cubes_out": out, "cubes_in": into})
 
 
 def _stranded(sim: FleetState, wave: Wave, n: Notice, hits: Sequence[dict[str, Any]], run: Run) -> None:
@@ -213,6 +232,7 @@ def _wave_record(sim: FleetState, wave: Wave, spares: int) -> dict[str, Any]:
         "cubes": [n.cube for n in wave.notices],
         "already_drained": [n.target for n in wave.notices if n.fault_id is not None],
         "moves": wave.moves,
+        "reservations_moved": wave.reserved,
         "free_healthy_cubes": free,
         "free_healthy_pod": fewest,
         "spares_held": free >= spares,
