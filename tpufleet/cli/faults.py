@@ -202,49 +202,19 @@ def clear_cmd(
     output: OutputOpt = Output.table,
 ) -> None:
     """Repair: close the fault; its components return to the pool. Routing tables of affected slices go stale."""
+    from tpufleet.cli.clearedtext import cleared_text
     from tpufleet.ops import faults as fault_ops
-    from tpufleet.ops.explain_routes import rm_step
     from tpufleet.state.store import utc_now
 
     now = utc_now()
     outcome = ctx.obj.mutate(lambda state: fault_ops.clear(state, key, now))
     d = outcome.data
-    hint = [f"  {n}: evicted, and free to move now; run `tpufleet reschedule {n}`" for n in d["reschedule"]]
-    hint += [
-        f"  {n}: evicted by the fault cleared; reschedule waits: {why}" for n, why in d["reschedule_waits"].items()
-    ]
-    hint += [
-        f"  {n}: cross-connects the fault held back can be programmed now; run `tpufleet plan-xconnect {n} --apply`"
-        for n in d["rewire"]
-    ] + [f"  {n}: cross-connects still missing: {why}" for n, why in d["rewire_waits"].items()]
-    wiring = {*d["rewire"], *d["rewire_waits"]}  # routed once wired: their hints say what comes first
     linked = ctx.obj.store().linked_tables(d["routes_stale"])
-    stale = [n for n in d["routes_stale"] if n not in wiring]
-    hint += [
-        f"  {n}: routing tables stale; "
-        + (f"{rm_step(linked[n])} (a symbolic link where they belong), then " if n in linked else "")
-        + f"run `tpufleet routes {n}` for tables on the network as it is now"
-        for n in stale
-    ] + (["  all of them at once: `tpufleet routes --stale`"] if len(stale) > 1 else [])
-    cleared = [f"cleared {f['id']} on {f['target']}" for f in d["cleared"]]
-    emit(d, output, lambda: "\n".join(cleared + _dropped_lines(d["xconnects_dropped"]) + hint))
+    emit(d, output, lambda: cleared_text(d, linked))
     from tpufleet.cli.suggested import say
 
     for note in filter(None, map(fault_ops.reopen_note, d["cleared"])):  # an import's fault, cleared by hand
         say(f"tpufleet: note: {note}")
-
-
-def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
-    """The pairs the repaired OCS no longer holds (`xconnects_dropped`), said as the JSON says them."""
-    lines = []
-    for d in dropped:
-        pairs = [f"{n} -> {s}" for n, s in d["pairs"]]
-        more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
-        lines.append(
-            f"  {d['ocs']}: dropped {len(pairs)} cross-connect(s) an earlier tenant left on ports wired since "
-            f"(north port -> south port: {', '.join(pairs[:8])}{more})"
-        )
-    return lines
 
 
 def _opened_window(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
