@@ -86,6 +86,21 @@ def test_diff_takes_a_delta_of_the_wrong_shape_as_without_detail(fleet, edit):
     assert r.json["without_detail"] == [2] and r.json["commits"] == 3 and r.json["slices"]["added"] == ["b"]
 
 
+@pytest.mark.parametrize("key", ["pod0/x", "garbage", "pod0/w/1", "pod0/x/1/2"])
+def test_diff_takes_a_line_of_a_key_that_is_no_ocs_as_without_detail(fleet, key):
+    """A wiring's line touches dozens of OCS (grouped by pod and dimension in the table): a key that was no OCS
+    id (`pod0/x`) ended `diff`'s table in exit 70. Such a line is one without detail, as any damaged delta."""
+    assert fleet("allocate", "a", "--shape", "4x4x8").code == 0
+    assert fleet("plan-xconnect", "a", "--apply").code == 0
+    assert fleet("allocate", "b", "--shape", "4x4x4").code == 0
+    _edit_journal(fleet.state, 2, lambda d: d["delta"]["ocs"].update({key: {"add": [[1, 2]], "remove": []}}))
+    for output in ("table", "json"):
+        r = fleet("diff", "2", "-o", output)
+        assert r.code == 0, r.err
+    assert r.json["without_detail"] == [3] and r.json["slices"]["added"] == ["b"] and r.json["ocs"] == {}
+    assert "serials 3 were recorded without detail" in fleet("diff", "2").out
+
+
 def test_diff_counts_a_damaged_line_as_a_commit_without_detail(fleet):
     for name in ("a", "b", "c"):
         assert fleet("allocate", name, "--shape", "4x4x4").code == 0

@@ -15,6 +15,7 @@ readers say so instead of guessing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tpufleet.ids import natural_key
@@ -136,7 +137,8 @@ def is_delta(value: object) -> bool:
     routes_form = isinstance(routes, dict) and all(
         _names(routes[k]) for k in ("stored", "stale", "dropped") if k in routes
     )
-    return _slices_form(s) and _faults_form(f) and all(_ocs_form(c) for c in ocs.values()) and routes_form
+    ocs_form = all(isinstance(k, str) and _OCS_KEY.fullmatch(k) and _ocs_form(c) for k, c in ocs.items())
+    return _slices_form(s) and _faults_form(f) and ocs_form and routes_form
 
 
 def in_fleet_order(value: Any) -> Any:
@@ -159,6 +161,7 @@ def in_fleet_order(value: Any) -> Any:
     return out
 
 
+_OCS_KEY = re.compile(r"pod[0-9]{1,6}/[xyz]/[0-9]{1,6}")  # an OCS's key, as `OcsId.key` writes it (`diff` splits it)
 _BY_SLICE = ("changed", "jobs", "was", "now")  # a delta's maps keyed by slice name
 _SLICE_LISTS = ("added", "removed", "stored", "dropped", "stale")  # its lists of slice names (slices, routes)
 
