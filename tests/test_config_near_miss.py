@@ -38,3 +38,28 @@ def test_a_config_file_that_is_no_toml_shows_none_of_its_text(fleet, tmp_path, m
         r = fleet("status", *extra)
         assert r.code == 2 and str(config) in r.err and "not valid TOML" in r.err and "line 2" in r.err
         assert "s3cret" not in r.err + r.out and "postgresql" not in r.err + r.out
+
+
+@pytest.mark.parametrize(
+    "text, field, problem",
+    [
+        ("lock_timeout = 1e-400\n", "lock_timeout", "too small to be told from 0"),
+        ("lock_timeout = 5e-324000\n", "lock_timeout", "too small to be told from 0"),
+        ("state = 1e-400\n", "state", "must be a directory"),
+    ],
+)
+def test_a_number_too_small_to_tell_from_0_is_refused_as_at_the_option(
+    fleet, tmp_path, monkeypatch, text, field, problem
+):
+    """`--lock-timeout 1e-400` is refused (it would be read as 0: no wait), but the config file's `lock_timeout =
+    1e-400` was taken as 0. Refused naming the file, the key and the value as written; 0.0 itself stays 0."""
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    monkeypatch.setenv("TPUFLEET_CONFIG", str(config))
+    before = snapshot(fleet.state)
+    line = one_line(fleet("status"), 2)
+    value = text.split("= ")[1].strip()
+    assert str(config) in line and f"field {field}: {problem}" in line and f"(value '{value}')" in line
+    assert snapshot(fleet.state) == before
+    config.write_text("lock_timeout = 0.0\n")
+    assert fleet("status").code == 0

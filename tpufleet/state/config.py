@@ -23,7 +23,7 @@ from tpufleet.constants import DAY
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.state.dburl import WRITE_A_URL, is_mistyped_url, redacted
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
-from tpufleet.text import ReportOutput
+from tpufleet.text import ReportOutput, underflows
 
 OUTPUT_FORMATS = tuple(f.value for f in ReportOutput)  # what the config file's `output` may name
 _MAX_CONFIG_BYTES = 64 * 1024
@@ -60,12 +60,20 @@ def load_config() -> Config:
     if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
         raise BadStateFile(str(path), "", NO_VALUE, f"nested more than {MAX_DEPTH} levels deep")
     try:
-        doc = tomllib.loads(text)
+        doc = tomllib.loads(text, parse_float=_float)
     except tomllib.TOMLDecodeError as exc:
         raise BadStateFile(str(path), "", NO_VALUE, f"not valid TOML: {exc}") from None
     except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits; nesting the scan missed
         raise BadStateFile(str(path), "", NO_VALUE, f"not valid TOML ({type(exc).__name__}: {str(exc)[:80]})") from None
     return _parse(doc, str(path))
+
+
+class _Underflow(str):
+    """A TOML float that is not 0 but reads as 0 (1e-400), kept as written: `_parse` refuses it by its key."""
+
+
+def _float(text: str) -> float | _Underflow:
+    return _Underflow(text) if underflows(text) else float(text)
 
 
 def _parse(doc: dict[str, object], file: str) -> Config:
@@ -83,6 +91,9 @@ def _parse(doc: dict[str, object], file: str) -> Config:
             raise BadStateFile(
                 file, key, value, f"unknown setting; known: {', '.join(known)}{meant_of(key, list(known))}"
             )
+        if isinstance(value, _Underflow):  # as every numeric option refuses it: 0 would be read instead
+            small = "too small to be told from 0 (give a larger number)"
+            raise BadStateFile(file, key, str(value), small if known[key] != str else f"must be {words[key]}")
         if not isinstance(value, known[key]) or isinstance(value, bool):  # type: ignore[arg-type]
             raise BadStateFile(file, key, value, f"must be {words[key]}")
     output, timeout = doc.get("output"), doc.get("lock_timeout")
