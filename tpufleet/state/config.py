@@ -93,7 +93,7 @@ def _parse(doc: dict[str, object], file: str) -> Config:
             )
         if isinstance(value, _Underflow):  # as every numeric option refuses it: 0 would be read instead
             small = "too small to be told from 0 (give a larger number)"
-            raise BadStateFile(file, key, str(value), small if known[key] != str else f"must be {words[key]}")
+            raise BadStateFile(file, key, str(value), small if known[key] is not str else f"must be {words[key]}")
         if not isinstance(value, known[key]) or isinstance(value, bool):  # type: ignore[arg-type]
             raise BadStateFile(file, key, value, f"must be {words[key]}")
     output, timeout = doc.get("output"), doc.get("lock_timeout")
