@@ -262,9 +262,11 @@ class DirectoryWriter:
         One killed there by `release` or `init --force` leaves tables its state no longer indexes: delete them (the
         tables of the slice their name gives: another file there, a copy kept under another name, is not ours).
         Other dead temps are left to `remove_stale_temps`. Costs a directory listing. Tables that cannot be renamed
-        in (a directory in their place) stay waiting: no writer is stopped by what stands in `routes/`."""
+        in (a directory in their place) stay waiting: no writer is stopped by what stands in `routes/`. `routes/`
+        itself a symbolic link or a file: BadInput (exit 2) before anything is written, as every reader of tables
+        refuses it (a writer that touched no table committed on it)."""
         routes = self.backend.routes_dir
-        if not routes.is_dir() or routes.is_symlink():
+        if not check_subdir(routes):
             return []
         from tpufleet.state.tablesindex import tables_of
 
