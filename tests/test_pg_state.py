@@ -463,3 +463,26 @@ def test_init_force_over_a_damaged_state_deletes_its_tables(on, place, request):
     r = on("init", "--force", "-o", "json")
     assert r.code == 0 and r.json["replaced"] == {"damaged": True}
     assert kept() == []
+
+
+def test_a_damaged_state_names_ways_out_that_work_where_it_is_kept(on, place, request):
+    """A damaged row in a database was told to "put back a copy, pull it from a database it was pushed to": the
+    pull reads this same damaged row, and `state push` of a copy over it is refused. A database names its own ways
+    out (a backup, or `init --force`, which keeps the journal and goes on counting), and the one it names works."""
+    assert on("init").code == 0
+    assert on("allocate", "a", "--shape", "4x4x4").code == 0
+    if place.startswith("postgresql"):
+        request.getfixturevalue("pg_server").sql(
+            "UPDATE tpufleet_state SET doc = substring(doc from 1 for 100)", db_name(place)
+        )
+    else:
+        (Path(place) / "state.json").write_bytes((Path(place) / "state.json").read_bytes()[:100])
+    r = on("status")
+    assert r.code == 2
+    if place.startswith("postgresql"):
+        assert "the state row is damaged: restore the database from a backup" in r.err and "state pull" not in r.err
+    else:
+        assert "put back a copy" in r.err and "state pull URL DIR" in r.err
+    assert "init --force" in r.err
+    assert on("init", "--force").code == 0
+    assert on("status", "-o", "json").json["serial"] == 3  # the journal's two commits, then this one

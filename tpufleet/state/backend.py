@@ -158,6 +158,11 @@ class Backend(Protocol):
         ...
 
     @property
+    def damaged_hint(self) -> str:
+        """The ways out of a damaged state document, said after what is wrong with it."""
+        ...
+
+    @property
     def journal_label(self) -> str:
         """The journal, as a warning about its damaged lines names it."""
         ...

@@ -88,6 +88,12 @@ class DirectoryBackend:
         return str(self.state_path)
 
     @property
+    def damaged_hint(self) -> str:
+        from tpufleet.state.schema import DAMAGED_STATE_HINT
+
+        return DAMAGED_STATE_HINT
+
+    @property
     def journal_label(self) -> str:
         return str(self.journal_path)
 

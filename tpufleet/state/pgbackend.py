@@ -100,6 +100,12 @@ class PostgresBackend(PostgresLocking):
         return self.where
 
     @property
+    def damaged_hint(self) -> str:
+        from tpufleet.state.schema import DAMAGED_ROW_HINT
+
+        return DAMAGED_ROW_HINT
+
+    @property
     def journal_label(self) -> str:
         return f"{self.where} (journal)"
 

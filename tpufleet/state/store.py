@@ -34,7 +34,7 @@ from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
 from tpufleet.state.journal import Enough, Scan, last
 from tpufleet.state.lock import command_line, login_name
-from tpufleet.state.schema import DAMAGED_STATE_HINT, SCHEMA_VERSION, checked_state
+from tpufleet.state.schema import SCHEMA_VERSION, checked_state
 from tpufleet.text import printable
 from tpufleet.timeparse import STAMP_FORMAT
 
@@ -239,7 +239,7 @@ class Store:
         return codec.decode(self._load_doc())
 
     def _load_doc(self) -> dict[str, Any]:
-        return checked_state(self.backend.read_state(), self.backend.state_label, DAMAGED_STATE_HINT)
+        return checked_state(self.backend.read_state(), self.backend.state_label, self.backend.damaged_hint)
 
     def _serial(self, serial: int | None) -> int:
         """The serial a journal is read against: the state's unless given."""
@@ -350,7 +350,7 @@ class Store:
         from tpufleet.state.tablesindex import indexed_as
 
         with self.backend.writing(self.lock_timeout if timeout is None else timeout, command, create=False) as writer:
-            before = checked_state(writer.read_state(), self.backend.state_label, DAMAGED_STATE_HINT)
+            before = checked_state(writer.read_state(), self.backend.state_label, self.backend.damaged_hint)
             state = codec.decode(before)
             writer.recover(state.serial)
             writer.install_interrupted_tables({name: indexed_as(r) for name, r in state.routes.items()})
