@@ -354,3 +354,41 @@ def test_a_relative_state_in_the_config_file_is_taken_from_the_files_directory(c
     monkeypatch.chdir(tmp_path / "b")
     assert cli("status", "-o", "json", state=False).json["serial"] == 1
     assert not (tmp_path / "a" / "fleet").exists() and not (tmp_path / "b" / "fleet").exists()
+
+
+def _two_groups() -> list[str]:
+    """Two groups this user may give files to (root: any two), else the test is skipped."""
+    import grp
+
+    if os.geteuid() == 0:
+        names = [g.gr_name for g in grp.getgrall()][:2]
+    else:
+        names = [grp.getgrgid(g).gr_name for g in sorted(set(os.getgroups()))][:2]
+    if len(names) < 2:
+        pytest.skip("this user can give files to one group only")
+    return names
+
+
+def _modes(state: Path) -> dict[str, tuple[int, int]]:
+    """Every file and directory of the state, but the lock's note: (mode, gid)."""
+    paths = [state, *state.rglob("*")]
+    return {str(p.relative_to(state)): (stat.S_IMODE(p.stat().st_mode), p.stat().st_gid) for p in paths}
+
+
+def test_a_group_given_later_takes_the_tables_and_the_cache_with_it(cli):
+    """`--group G` on a state made private (or shared with another group) shared the state file and the journal,
+    but left `routes/`, `cache/` and the tables 0700/0600 (a group member's `status` called every table missing),
+    or left the directory with the old group (no one could read it). The whole state goes to the group."""
+    import grp
+
+    first, second = _two_groups()
+    for args in (("init",), ("allocate", "a", "--shape", "4x4x4"), ("plan-xconnect", "a", "--apply"), ("routes", "a")):
+        assert cli(*args).code == 0
+    assert (cli.state / "routes" / "a.npz").exists() and (cli.state / "cache").is_dir()
+    for group in (first, second):
+        assert cli("--group", group, "inject-fault", "host:c40/1").code == 0
+        assert cli("clear-fault", "host:c40/1").code == 0
+        gid = grp.getgrnam(group).gr_gid
+        modes = _modes(cli.state)
+        assert {m for m in modes.values()} == {(0o750, gid), (0o640, gid)}, modes
+        assert modes["routes/a.npz"] == modes["state.json"] == (0o640, gid) and modes["routes"] == (0o750, gid)

@@ -33,7 +33,7 @@ from tpufleet.state.files import (
     write_temp,
 )
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
-from tpufleet.state.sidedirs import check_state_dirs, table_names, unlink_tables
+from tpufleet.state.sidedirs import check_state_dirs, share_with_group, table_names, unlink_tables
 from tpufleet.state.wholetables import WholeTables, data_digest
 
 if TYPE_CHECKING:
@@ -187,6 +187,7 @@ class DirectoryBackend:
         if os.path.isfile(self.dir):  # `--state DIR/state.json`: the refusal says what to pass instead
             raise not_a_state_dir(self.dir)
         made = _missing_dirs(self.dir)
+        share_with_group(self.dir)  # before the directory is opened to the group: its contents too
         ensure_private_dir(self.dir)
         check_state_dirs(self.dir, self.routes_dir)
         emptied = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from tpufleet.state.files import _check_own, check_state_dir, io_error
@@ -56,3 +57,38 @@ def unlink_tables(path: Path) -> None:
             os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def share_with_group(state_dir: Path) -> None:
+    """A writer given a group (`--group`, the config's `group`) for a state directory kept private, or shared with
+    another group: the directory, `routes/`, `cache/` and their files go to that group (0750 directories, 0640
+    files). The files a commit writes are shared as written, but the tables and cache entries already there were
+    not: `status` then called every table of a group member missing, and `collective` could not read them. Only
+    what the user owns and is no symbolic link is changed; what cannot be is left for the checks that read it."""
+    from tpufleet.state.files import SHARING, _share
+
+    try:
+        st = os.stat(state_dir)
+    except OSError:
+        return  # made by `ensure_private_dir`, shared as it is made
+    private = stat.S_IMODE(st.st_mode) & 0o777 == 0o700
+    if SHARING.gid is None or st.st_uid != os.geteuid() or not (private or st.st_gid != SHARING.gid):
+        return
+    for path in [state_dir, *(state_dir / name for name in os.listdir(state_dir))]:
+        try:
+            here = os.lstat(path)
+            if here.st_uid != os.geteuid() or stat.S_ISLNK(here.st_mode):
+                continue
+            if path == state_dir or (stat.S_ISDIR(here.st_mode) and path.name in ("routes", "cache")):
+                _share(path, SHARING.dir_mode)
+                inside: Iterable[os.DirEntry[str]] = [] if path == state_dir else os.scandir(path)
+                for entry in inside:
+                    if (
+                        entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+                    ):
+                        _share(Path(entry.path), SHARING.file_mode)
+            elif stat.S_ISREG(here.st_mode):
+                _share(path, SHARING.file_mode)
+        except OSError:
+            continue  # (best effort, as `_share` is for the group: the mode is what guards)
