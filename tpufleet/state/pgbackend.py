@@ -101,9 +101,11 @@ class PostgresBackend(PostgresLocking):
 
     @property
     def damaged_hint(self) -> str:
-        from tpufleet.state.schema import DAMAGED_ROW_HINT
-
-        return DAMAGED_ROW_HINT
+        # `state push` takes no copy over a damaged row: it cannot tell whose history the row was
+        return (
+            "; the state row is damaged: restore the database from a backup, or start over (`tpufleet --state URL "
+            "init --force`; the journal stays, and the serials go on)"
+        )
 
     @property
     def journal_label(self) -> str:

@@ -377,11 +377,6 @@ DAMAGED_STATE_HINT = (
     "; the state file is damaged: put back a copy, pull it from a database it was pushed to (`tpufleet state pull "
     "URL DIR`), or start over (`tpufleet init --force`)"
 )
-# a database's: `state push` takes no copy over a damaged row (it cannot tell whose history the row was)
-DAMAGED_ROW_HINT = (
-    "; the state row is damaged: restore the database from a backup, or start over (`tpufleet --state URL init "
-    "--force`; the journal stays, and the serials go on)"
-)
 
 
 def checked_state(raw: bytes, file: str, damaged_hint: str = "") -> dict[str, Any]:
