@@ -146,7 +146,8 @@ POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
 def _held(fleet) -> list[str]:
-    return [s["node_pool"] for s in fleet("status", "-o", "json").json["k8s"]["unplaced_slices"]["slices"]]
+    k8s = fleet("status", "-o", "json").json.get("k8s", {})  # (absent: no pool held, no partition degraded)
+    return [s["node_pool"] for s in k8s.get("unplaced_slices", {"slices": []})["slices"]]
 
 
 def test_a_pool_made_for_a_slice_of_its_name_is_that_slice_not_more_cubes(fleet):
@@ -256,3 +257,28 @@ def test_a_pool_of_a_slices_name_in_another_shape_says_the_names_disagree(fleet)
         "node pool tpu-v4-4x4x8 is 4x4x8, but tpufleet's slice of its name is 4x4x4: one of the two is misnamed "
         "(release the slice, or rename the pool)"
     }
+
+
+def test_import_slices_takes_a_slice_under_a_held_pools_name_whatever_its_shape(cli, tmp_path):
+    """A held 4x4x4 pool named as a running 4x4x8 Slice: `import slices --apply` was refused whole (exit 2, "choose
+    another name", a name GKE chose), though its plan listed the slice. The Slice the cluster runs takes the name;
+    the pool holds nothing more."""
+    gke = Path(__file__).parent.parent / "fixtures" / "gke"
+    doc = json.loads(NODEPOOLS.read_text())
+    nodes = [n for n in doc["items"] if n["metadata"]["labels"].get(POOL_LABEL) == "tpu-v4-4x4x8"][:16]
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        labels[POOL_LABEL] = "rl-rollout-0"
+        labels["cloud.google.com/gke-tpu-accelerator"], labels["cloud.google.com/gke-tpu-topology"] = "tpu7x", "4x4x4"
+        node["metadata"]["name"] = node["metadata"]["name"].replace("tpu-v4-4x4x8", "rl-rollout-0")
+    doc["items"] = nodes
+    assert cli("init", "--generation", "tpu7x").code == 0
+    assert cli("import", "reservation", gke / "tpu7x-reservation-subblocks.json", "--apply").code == 0
+    assert cli("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    assert _held(cli) == ["rl-rollout-0"]
+    slices = gke / "tpu7x-slices.json"
+    assert any(s["metadata"]["name"] == "rl-rollout-0" for s in json.loads(slices.read_text())["items"])
+    r = cli("import", "slices", slices, "--apply")
+    assert r.code == 0, r.err
+    assert "rl-rollout-0" in {s["name"] for s in cli("show", "slices", "-o", "json").json}
+    assert _held(cli) == []

@@ -200,6 +200,7 @@ def _edit(doc: dict, index: int, path: str, value: object) -> dict:
         # not whole partitions: the shape rule names the topology (a count of 80 chips' partitions was "1", wrong)
         ((2, "spec.topology", "4x4x5"), "items.2.spec.topology", "multiples of 4"),
         ((2, "spec.topology", "4x4x0"), "items.2.spec.topology", "a side of 0 chips"),
+        ((2, "spec.topology", "8x8x6"), "items.2.spec.topology", "multiples of 4"),  # 6 partitions' chips
         ((0, "spec.type", "tpu-v4-podslice"), "items.0.spec.type", "must be tpu7x or v6e"),
         ((0, "spec.type", 7), "items.0.spec.type", "must be tpu7x or v6e"),
         ((2, "spec.partitionIds.1", "no-such-sub-block"), "items.2.spec.partitionIds.1", "no such partition"),

@@ -217,7 +217,7 @@ def _spec(spec: dict[str, Any], path: str, file: str, name: str) -> tuple[str, s
         if ids.index(pid) != j:
             raise bad_slice(file, f"{path}.partitionIds.{j}", pid, f"also partition {ids.index(pid)}", name)
     # (a topology of no whole number of partitions is no shape of the generation: that rule names it, not a count)
-    if dims is not None and not (dims[0] * dims[1] * dims[2] % CHIPS_PER_CUBE and min(dims) >= CUBE_EDGE):
+    if dims is not None and not (any(d % CUBE_EDGE for d in dims) and min(dims) >= CUBE_EDGE):
         need = max(1, dims[0] * dims[1] * dims[2] // CHIPS_PER_CUBE)
         if len(ids) != need:
             problem = f"{topology} is {need} partition(s) of 64 chips, {len(ids)} given"

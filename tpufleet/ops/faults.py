@@ -15,6 +15,7 @@ from tpufleet.ids import OcsId, TargetId, meant, natural_key
 from tpufleet.jobs import job_status, jobs_hit
 from tpufleet.journalentry import fault_number
 from tpufleet.model import check_known, cubes_held
+from tpufleet.ops import clearmoves
 from tpufleet.ops.explain import job_wire_steps
 from tpufleet.ops.outcome import Outcome
 from tpufleet.ops.xconnect import make_plan, wire
@@ -90,7 +91,7 @@ def clear(state: FleetState, key: str, now: str, moves: bool = True) -> Outcome:
     after: the command's answer; the imports, alerts and maintenance waves that clear in bulk read none of it)."""
     cleared = fault_clearing.faults_to_clear(state, key)
     waited = _wiring_waits(state)  # before the repair: what it changes is what this clear names
-    movable = _movable(state) if moves else None
+    movable = clearmoves.before(state, cleared) if moves else None
     unwired = _unwired_refused(state)
     for fault in cleared:
         state.clear_fault(fault, now)
@@ -110,7 +111,11 @@ def clear(state: FleetState, key: str, now: str, moves: bool = True) -> Outcome:
     rewire = sorted({*rewire, *(unwired - _unwired_refused(state))}, key=natural_key)
     data: dict[str, Any] = {
         "cleared": [f.record() for f in cleared],
-        **(_moves_now(state, movable, gone) if movable is not None else {"reschedule": [], "reschedule_waits": {}}),
+        **(
+            clearmoves.moves_now(state, movable, cleared)
+            if movable is not None
+            else {"reschedule": [], "reschedule_waits": {}}
+        ),
         "routes_stale": stale,
         "rewire": rewire,  # `plan-xconnect --apply` programs them now
         "rewire_waits": waits,
@@ -170,17 +175,6 @@ def _rewiring(
     rewire = [name for name, why in after.items() if why is None and name in changed]
     waits = {name: why for name, why in after.items() if why and (name in changed or name in concerned)}
     return rewire, waits
-
-
-def _moves_now(state: FleetState, before: Mapping[str, str | None], faults: set[str]) -> dict[str, Any]:
-    """What a clear says of the evicted slices: `reschedule`, those `reschedule` can move now that one of `faults`
-    had evicted or that could not move before it (a second fault held them out); `reschedule_waits`, those one of
-    `faults` had evicted that still cannot move, and why (a slice waiting on two faults is named by the clear of the
-    last, not sent to a `reschedule` that fails)."""
-    after = _movable(state)
-    ours = {n for n in after if state.slices[n].evicted_by in faults}
-    now = [n for n, why in after.items() if why is None and (n in ours or before.get(n) is not None)]
-    return {"reschedule": now, "reschedule_waits": {n: why for n, why in after.items() if why and n in ours}}
 
 
 def _foreign_pairs_dropped(state: FleetState, repaired: Sequence[OcsId]) -> list[dict[str, Any]]:
@@ -344,12 +338,6 @@ def _landing(state: FleetState, sl: Slice, avoid: Sequence[str] = ()) -> tuple[A
             f"{around_text(around)} {'is' if len(around) == 1 else 'are'} cleared{floor}"
         )
     return proposal, figures, around
-
-
-def _movable(state: FleetState) -> dict[str, str | None]:
-    """Each evicted slice -> why `reschedule` cannot move it now (None: it can), in natural order."""
-    evicted = sorted((n for n, sl in state.slices.items() if sl.state is SliceState.EVICTED), key=natural_key)
-    return {name: (w if isinstance(w := _landing(state, state.slices[name]), str) else None) for name in evicted}
 
 
 def import_preview(

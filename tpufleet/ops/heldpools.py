@@ -16,12 +16,15 @@ from tpufleet.integrations.k8s_pools import unplaced_cubes
 from tpufleet.shapes import Shape
 
 
-def placed_pools(state: FleetState, names: Iterable[str], shape: Shape) -> dict[str, NodePoolSlice]:
+def placed_pools(
+    state: FleetState, names: Iterable[str], shape: Shape, running: bool = False
+) -> dict[str, NodePoolSlice]:
     """The held pools among `names` (new slices of `shape`); BadInput (exit 2) for one whose topology is another
-    shape: the name says the slice is that pool."""
+    shape: the name says the slice is that pool. `running`: a Slice the cluster runs (`import slices`), whose name
+    GKE chose: it takes the name whatever the pool held under it (the next `import k8s` says the two disagree)."""
     pools = {name: pool for name in names if (pool := state.k8s.node_pools.get(name)) is not None}
     for name, pool in pools.items():
-        if sorted(pool.shape.dims) != sorted(shape.dims):
+        if sorted(pool.shape.dims) != sorted(shape.dims) and not running:
             raise BadInput(
                 f"bad slice name: {name!r} is a node pool `import k8s` holds unplaced on {pool.pod} as a "
                 f"{pool.shape.text} slice, not {shape.text}: allocate it as {pool.shape.text}, or choose another name"

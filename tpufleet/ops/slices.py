@@ -45,7 +45,7 @@ def allocate(
         raise BadInput(f"bad slice name: {clash}")
     wirable: allocation.Wirable = "ports" if fault_tolerant_routing else "ports+ocs"  # only what plan-xconnect wires
     holders = cube_holders(state) if cubes else None
-    pools = heldpools.placed_pools(state, [name], shape)
+    pools = heldpools.placed_pools(state, [name], shape, running)
     health = heldpools.health_without(state, pools)
     place = (state.fleet, state.machine_usage(), replace(health, held={}) if running else health)
     if pools and pod is None and not cubes:  # the pool's pod first: its nodes are there
