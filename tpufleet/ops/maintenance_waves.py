@@ -209,6 +209,8 @@ def run_wave(sim: FleetState, wave: Wave, cleared: Sequence[Notice], run: Run, s
     _drain(sim, wave, run)
     for name in evicted_by(sim, wave.fault_ids):
         _move(sim, wave, name, run)
+    stopped = {m["slice"] for m in wave.moves}  # their moves say where they go: a reservation on the way is no news
+    wave.reserved = [r for r in wave.reserved if r["slice"] not in stopped]
     record = _wave_record(sim, wave, spares)
     moved = {m["slice"] for m in wave.moves}
     touched = {n.cube for n in wave.notices} | {c for m in wave.moves for c in m.get("cubes_in", ())}
