@@ -5,6 +5,8 @@ file, line, field and value, or skipped with `--skip-bad`. In a CSV log an empty
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +48,27 @@ def test_a_framework_left_out_or_null_is_unknown(cli, tmp_path):
         assert r.code == 0 and r.json["jobs"][0]["framework"] == "unknown"
 
 
-@pytest.mark.parametrize("reader", ["standard", "msgspec", "columns"])
-def test_every_json_lines_reader_refuses_it_alike(tmp_path, reader):
+@contextmanager
+def only_reader(reader: str) -> Iterator[None]:
+    """Logs read in this process by one reader alone: the standard one, msgspec's or the columnar one (skipped
+    where its library is not installed)."""
     if reader == "msgspec" and not fastread.available():
         pytest.skip("msgspec is not installed")
     if reader == "columns" and not columnar.available():
         pytest.skip("PyArrow is not installed")
-    path = log(tmp_path, JOB)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
         if reader != "msgspec":
             mp.setattr(fastread, "_DECODER", None)
         if reader == "standard":
             mp.setattr(columnar, "pa", None)
+        yield
+
+
+@pytest.mark.parametrize("reader", ["standard", "msgspec", "columns"])
+def test_every_json_lines_reader_refuses_it_alike(tmp_path, reader):
+    path = log(tmp_path, JOB)
+    with only_reader(reader):
         with pytest.raises(BadInput, match=r"a\.jsonl:2: field framework: must not be empty"):
             build([path])
         assert build([path], skip_bad=True)["input"]["skipped"] == 1
@@ -137,19 +147,10 @@ CAPACITY = {"type": "capacity", "time": B, "accelerator": "", "chips": 100000}
 def test_a_capacity_record_with_an_empty_accelerator_is_refused_by_every_reader(tmp_path, reader):
     """A capacity record's `"accelerator": ""` was read as "unknown": its 100,000 chips went into the fleet's
     capacity and the fleet's SG fell 50x with no word. Refused as in a job record; `--skip-bad` skips it."""
-    if reader == "msgspec" and not fastread.available():
-        pytest.skip("msgspec is not installed")
-    if reader == "columns" and not columnar.available():
-        pytest.skip("PyArrow is not installed")
     path = tmp_path / "a.jsonl"
     good = {**JOB, "framework": "jax"}
     path.write_text("".join(json.dumps(r) + "\n" for r in [good, CAPACITY, *EVENTS]))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
-        if reader != "msgspec":
-            mp.setattr(fastread, "_DECODER", None)
-        if reader == "standard":
-            mp.setattr(columnar, "pa", None)
+    with only_reader(reader):
         with pytest.raises(BadInput, match=r"a\.jsonl:2: field accelerator: must not be empty \(leave the field out"):
             build([path])
         skipped = build([path], skip_bad=True)
