@@ -724,3 +724,21 @@ def test_a_plans_summary_not_of_counts_is_bad_input(fleet, tmp_path, summary, fi
     r = fleet("apply-xconnect", plan)
     assert r.code == 2 and f"{plan}: field {field}" in r.err and r.err.count("\n") == 1, r.err
     assert snapshot(fleet.state) == before
+
+
+@pytest.mark.parametrize("shape", ["4x4", "axbxc", "4x4x8x2", "", "4 x 4 x 8"])
+def test_a_plans_shape_that_is_no_shape_is_bad_input(fleet, tmp_path, shape):
+    """A `shape` that is no AxBxC was refused as "edited after it was made?" (exit 1), a plan of another shape; it
+    is bad input naming the field (exit 2). A well-formed other shape stays the refusal of an edited plan."""
+    assert fleet("allocate", "s", "--shape", "4x4x8").code == 0
+    plan = tmp_path / "p.json"
+    assert fleet("plan-xconnect", "s", "--out", plan).code == 0
+    doc = json.loads(plan.read_text())
+    plan.write_text(json.dumps({**doc, "shape": shape}))
+    before = snapshot(fleet.state)
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 2 and f"{plan}: field shape" in r.err and r.err.count("\n") == 1, r.err
+    plan.write_text(json.dumps({**doc, "shape": "8x4x4"}))
+    r = fleet("apply-xconnect", plan)
+    assert r.code == 1 and "edited after it was made?" in r.err, r.err
+    assert snapshot(fleet.state) == before

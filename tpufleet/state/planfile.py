@@ -53,7 +53,7 @@ PLAN_SCHEMA = {
         "slice": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"},
         "serial": {"type": "integer", "minimum": 0},
         "made": {"type": "string", "maxLength": 64},
-        "shape": {"type": "string"},
+        "shape": {"type": "string", "pattern": r"^[0-9]{1,4}x[0-9]{1,4}x[0-9]{1,4}\Z"},  # as `plan-xconnect` writes it
         "twisted": {"type": "boolean"},
         "cubes": {
             "type": "object",
