@@ -181,6 +181,15 @@ def test_allocate_of_a_held_pools_name_places_that_pool(fleet):
     assert "node_pool" not in fleet("allocate", "other", "--shape", "4x4x4", "-o", "json").json
 
 
+def test_allocate_says_in_its_table_which_held_pool_the_slice_places(fleet):
+    """The table said nothing of the pool the slice places (only `-o json` had `node_pool`): an operator reading
+    it could not tell the slice's room from new room taken beside the pool's."""
+    assert fleet("import", "k8s", NODEPOOLS, "--apply").code == 0
+    r = fleet("allocate", "tpu-v4-4x4x8", "--shape", "4x4x8")
+    assert r.code == 0 and "node pool tpu-v4-4x4x8, held unplaced until now, is this slice" in r.out, r.out
+    assert "node pool" not in fleet("allocate", "other", "--shape", "4x4x4").out
+
+
 def test_allocate_of_a_held_pools_name_in_another_shape_is_refused(fleet):
     """The name says the slice is the pool: another shape under it is bad input (exit 2), nothing changes; the
     pool's own topology written the other way round (8x4x4) is the same slice."""
@@ -240,6 +249,9 @@ def test_a_jobs_slices_place_the_held_pools_of_their_names(fleet, tmp_path):
     r = fleet("allocate", "train", "--shape", "4x4x8", "--slices", "2", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["node_pools"] == ["train-0", "train-1"]
+    assert fleet("release", "train").code == 0 and fleet("import", "k8s", write(tmp_path, doc), "--apply").code == 0
+    r = fleet("allocate", "train", "--shape", "4x4x8", "--slices", "2")  # the table says so too
+    assert r.code == 0 and "node pools held unplaced until now, these slices: train-0, train-1" in r.out, r.out
     assert _held(fleet) == ["tpu-v4-2x2x1"]
     assert "node_pools" not in fleet("allocate", "eval", "--shape", "4x4x4", "--slices", "2", "-o", "json").json
 

@@ -183,7 +183,8 @@ def _describe(d: dict) -> str:
         if d.get("machines")
         else f"cubes {','.join(d['cubes'])}"
     )
-    return f"slice {d['slice']}: {shape} in {d['pod']}, {where} ({d['state']})"
+    pool = f"; node pool {d['node_pool']}, held unplaced until now, is this slice" if d.get("node_pool") else ""
+    return f"slice {d['slice']}: {shape} in {d['pod']}, {where} ({d['state']}){pool}"
 
 
 def _describe_job(d: dict) -> str:
@@ -191,6 +192,8 @@ def _describe_job(d: dict) -> str:
     kind = f"elastic, runs on at least {d['elastic_min']}" if d["elastic_min"] is not None else "all or none"
     per_pod = ", ".join(f"{pod}: {n}" for pod, n in d["per_pod"].items())
     lines = [f"job {d['job']}: {len(d['slices'])} x {shape} ({kind}) over {per_pod}"]
+    if d.get("node_pools"):
+        lines.append(f"  node pools held unplaced until now, these slices: {', '.join(d['node_pools'])}")
     lines += ["  " + _describe(s) for s in d["slices"]]
     if d["note"]:
         lines.append(f"  spread: {d['note']}")
