@@ -162,6 +162,30 @@ def test_cluster_timeout_without_a_cluster_is_refused(cli, tmp_path, runner):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("method", ["bogus", "Spawn"])
+def test_a_bad_worker_start_method_is_bad_input_naming_the_variable(cli, tmp_path, monkeypatch, method):
+    """`TPUFLEET_DASK_START` (README, sweep) took any value to Dask, whose workers then failed to start: exit 70
+    under a screen of Dask's traceback. Bad input (exit 2) naming the variable and its values, before any run."""
+    monkeypatch.setenv("TPUFLEET_DASK_START", method)
+    out = tmp_path / "o"
+    r = cli("sweep", write(tmp_path, AVAILABILITY), "--out", out, "--workers", "2", state=False)
+    assert r.code == 2 and out.exists() is False
+    assert f"bad environment variable TPUFLEET_DASK_START '{method}': fork, forkserver, spawn" in one_line(r.err)
+    assert cli("sweep", write(tmp_path, AVAILABILITY), "--out", out, "--serial", state=False).code == 0  # unused
+
+
+def test_a_bad_worker_start_method_is_bad_input_to_a_goodput_report_too(cli, tmp_path, monkeypatch):
+    pytest.importorskip(
+        "distributed", reason="the goodput report starts a local cluster only with Dask (make sweep-deps)"
+    )
+    monkeypatch.setenv("TPUFLEET_DASK_START", "bogus")
+    logs = [
+        write(tmp_path, '{"type":"capacity","time":0,"accelerator":"tpu-v4","chips":64}\n', f"{k}.jsonl") for k in "ab"
+    ]
+    r = cli("goodput-report", *logs, "--workers", "2", state=False)
+    assert r.code == 2 and "bad environment variable TPUFLEET_DASK_START 'bogus'" in one_line(r.err)
+
+
 @pytest.mark.parametrize(
     "garbage", [b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4, b"\x10" + b"\x00" * 7 + b"\xff" * 64, b"\x00" * 8]
 )

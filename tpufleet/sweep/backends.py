@@ -102,6 +102,20 @@ def _tpufleet_version() -> str | None:
     return __version__
 
 
+START_METHODS = ("fork", "forkserver", "spawn")  # multiprocessing's, as Dask takes them
+
+
+def start_method() -> str | None:
+    """How `TPUFLEET_DASK_START` says the local cluster's workers start (None: unset or empty, the default);
+    BadInput for a method multiprocessing has not (Dask's nanny would fail with its traceback)."""
+    method = os.environ.get("TPUFLEET_DASK_START") or None
+    if method is not None and method not in START_METHODS:
+        raise BadInput(
+            f"bad environment variable TPUFLEET_DASK_START {shown(method)}: {', '.join(START_METHODS)} (or unset)"
+        )
+    return method
+
+
 def _local_cluster(dd: Any, workers: int) -> Any:
     """A LocalCluster of `workers` one-thread processes. On Linux they are forked from this process, which has
     the simulation imported already: spawning a fresh interpreter per worker (Dask's default, for platforms
@@ -115,7 +129,7 @@ def _local_cluster(dd: Any, workers: int) -> Any:
     import dask
 
     forks = sys.platform == "linux" and threading.active_count() == 1
-    method = os.environ.get("TPUFLEET_DASK_START") or ("fork" if forks else "forkserver")
+    method = start_method() or ("fork" if forks else "forkserver")
     import tpufleet.sweep.runs  # noqa: F401  # imported before the fork, so no worker imports it again
 
     # Dask's statistical profiler samples every worker's stack every 10 ms in a thread of its own, for a
@@ -203,6 +217,8 @@ class Dask:
         self.run_task = run_task
         if not dask_available():
             raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
+        if address is None:
+            start_method()  # a bad one said before a worker starts
         dd = _distributed()
         self.cluster: Any = None
         self.client: Any = None
