@@ -340,6 +340,8 @@ def test_a_static_figure_of_pods_without_a_static_twin_is_refused_before_any_run
         ("{young_daly_for: 9x9x9}", "plot.young_daly_for"),
         ("{young_daly_for: 8x8x8 sideways}", "plot.young_daly_for"),
         ("{young_daly_for: ''}", "plot.young_daly_for"),
+        ("{young_daly_for: 3x3x3}", "plot.young_daly_for"),  # no slice's shape (`topology` refuses it): was drawn
+        ("{young_daly_for: 1x1x1}", "plot.young_daly_for"),
     ],
 )
 def test_a_fleet_spec_with_a_plot_it_cannot_draw_is_refused_before_any_run(cli, tmp_path, plot, field):

@@ -169,7 +169,7 @@ def _plot(
 
 def _young_daly_shape(file: str, simulation: P.Simulation, text: str | None) -> str | None:
     """`plot.young_daly_for` checked: a fleet sweep's shape, optionally followed by ``twisted``."""
-    from tpufleet.shapes import parse_shape
+    from tpufleet.shapes import parse_shape, require_allocatable
 
     if text is None:
         return None
@@ -180,7 +180,7 @@ def _young_daly_shape(file: str, simulation: P.Simulation, text: str | None) -> 
     if not words or words[1:] not in ([], ["twisted"]):
         raise BadStateFile(file, field, text, "give a shape, optionally followed by 'twisted' (8x16x16 twisted)")
     try:
-        parse_shape(words[0], twisted=words[1:] == ["twisted"])
+        require_allocatable(parse_shape(words[0], twisted=words[1:] == ["twisted"]))  # a slice's, as `topology`'s
     except BadInput as exc:
         raise BadStateFile(file, field, text, str(exc)) from None
     return text
