@@ -87,6 +87,23 @@ def test_a_move_without_fault_tolerant_routing_goes_to_a_pod_with_every_ocs_up(c
     assert cli("reschedule", "a", "-o", "json").json["pod"] == "pod1"
 
 
+def test_a_fault_tolerant_slice_goes_to_a_pod_with_every_ocs_up_too(cli):
+    """It went to the first pod with room, OCS down or not: a slice with a floor of 0.99 was placed on pod0 with
+    ocs:pod0/y/6 down (pod1 wholly free), wired with 8 pairs deferred and routed at 0.928 of its throughput, below
+    its floor, where `reschedule` refuses to land it. A pod with an OCS down comes after the healthy ones, for a
+    move too; it still takes the slice when it alone has room."""
+    assert cli("init", "--pods", "2").code == 0
+    assert cli("inject-fault", "ocs:pod0/y/6").code == 0
+    r = cli("allocate", "a", "--shape", "8x8x8", "--min-throughput", "0.99", "-o", "json")
+    assert r.code == 0 and r.json["pod"] == "pod1", r.json
+    assert cli("allocate", "b", "--shape", "8x8x8", "-o", "json").json["pod"] == "pod1"
+    assert cli("plan-xconnect", "a", "--apply").code == 0
+    assert cli("inject-fault", "cube:" + cli("show", "slices", "-o", "json").json[0]["cubes"][0]).code == 0
+    assert cli("reschedule", "a", "-o", "json").json["pod"] == "pod1"  # pod1 still has room: not onto the OCS
+    full = cli("allocate", "c", "--shape", "16x16x16", "-o", "json")  # only pod0 has 64 free cubes
+    assert full.code == 0 and full.json["pod"] == "pod0"
+
+
 def fleet_pod(r):
     return r.json["slices"][0]["replacement"]["pod"]
 

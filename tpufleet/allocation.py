@@ -106,9 +106,9 @@ def allocate(
     degraded_last: bool = False,
 ) -> Allocation:
     """Cubes for the shape: the given ones, else the first free ones of the first pod that has enough that can be
-    wired (`wirable`: "ports" skips cubes with a failed or drained optical link, which `plan-xconnect` refuses;
-    "ports+ocs", for a slice without fault-tolerant routing, also tries pods with every OCS up first: one with an
-    OCS down can take it, but it waits for the repair to be wired; "pool" only asks that cubes be in the pool, for
+    wired (`wirable`: "ports" skips cubes with a failed or drained optical link, which `plan-xconnect` refuses, and
+    tries pods with every OCS up first; "ports+ocs" is "ports" for a slice without fault-tolerant routing: a pod
+    with an OCS down can take it, but it waits for the repair to be wired; "pool" only asks that cubes be in the pool, for
     a caller that judges the wiring itself, as the fleet simulation does). `holders`: for a given cube already held,
     who holds it (`held by slice a`), as the refusal names it. `degraded_last` (a move): DEGRADED cubes after the
     healthy ones, as `plan-spares` holds them back; a new slice takes the free cubes in order."""
@@ -136,9 +136,11 @@ def allocate(
 
 
 def wirable_first(pods: Sequence[str], health: Health, wirable: Wirable) -> list[str]:
-    """The pods in the order to try them: for "ports+ocs", those with every OCS up first (stable: each group in
-    the order given), since a slice without fault-tolerant routing waits for an OCS's repair to be wired."""
-    if wirable != "ports+ocs":
+    """The pods in the order to try them: those with every OCS up first (stable: each group in the order given),
+    since a slice without fault-tolerant routing waits for an OCS's repair to be wired, and one with it runs
+    rerouted around the OCS, below its healthy throughput (perhaps below its floor) while a healthy pod had room;
+    "pool" (a caller that judges the wiring itself) in the order given."""
+    if wirable == "pool":
         return list(pods)
     down = {o.pod for o in health.ocs_down}
     return sorted(pods, key=lambda p: p in down)
