@@ -150,3 +150,33 @@ def test_a_ring_what_if_takes_its_one_dimension_as_the_order(cli):
     assert d["bandwidth_s"] == pytest.approx(2 * 127 * (1 << 30) / 256 / 50e9)  # bidirectional: n / 2p a step
     r = cli("collective", "--topology", "4x4", "--dims", "x", *args)
     assert r.code == 2 and "bad option --dims: 'x' leaves out y, a dimension of 4 chips" in r.err
+
+
+@pytest.mark.parametrize(
+    ("dims", "wraps"),
+    [
+        ((2, 2, 4), (False, False, False)),  # a sub-cube slice's mesh
+        ((2, 4, 4), (False, False, False)),
+        ((8, 8, 1), (False, False, False)),
+        ((8, 8, 1), (True, False, False)),  # the snake closes over y, which does not wrap
+        ((16, 16, 16), (False, False, False)),
+        ((3, 4, 5), (False, True, False)),
+    ],
+)
+def test_a_ring_through_every_chip_of_a_mesh_takes_mesh_links_only(dims, wraps):
+    """The snake closed over a wraparound the mesh has not: a route of up to 15 hops whose links the ring's steps
+    the other way round also take, so a bidirectional ring was no faster than a ring (2x2x4: 40.36 ms each) and
+    `auto` chose a slower algorithm. A ring of neighbours exists wherever the chips are even in number and
+    not one line: every step is one link, each link carries one message, and bidir-ring is the closed form."""
+    import networkx as nx
+
+    t = what_if_tables(dims, wraps)
+    ctx = Context(t, read_profile("tpu-v4"))
+    ring = ctx.snake()[0].tolist()
+    graph = nx.Graph((s, int(d)) for s in range(t.n) for d in t.nbr[s] if d >= 0)
+    assert sorted(ring) == list(range(t.n))
+    assert all(graph.has_edge(a, b) for a, b in zip(ring, ring[1:] + ring[:1], strict=True))
+    (bidir,) = estimate(ctx, "all-reduce", GIB, "bidir-ring", None)
+    p, n, B = t.n, float(GIB), ctx.profile.link_bandwidth
+    assert bidir.bandwidth == pytest.approx((p - 1) / p * n / B, rel=1e-12)
+    assert [(ph.pattern.max_messages, ph.pattern.hops) for ph in bidir.phases] == [(1, 1)]

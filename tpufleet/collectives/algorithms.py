@@ -54,7 +54,7 @@ class Context:
 
     def snake(self) -> npt.NDArray[np.int64]:
         if "snake" not in self.rings:
-            self.rings["snake"] = snake_ring(self.tables.shape)
+            self.rings["snake"] = snake_ring(self.tables.shape, self.tables.healthy_nbr)
         return self.rings["snake"]
 
     def dim_phases(self, order: tuple[int, ...]) -> list[Phase]:

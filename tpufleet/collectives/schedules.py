@@ -47,10 +47,12 @@ class Phase:
         )
 
 
-def snake_ring(shape: Shape) -> Int64Array:
+def snake_ring(shape: Shape, nbr: npt.NDArray[np.int32] | None = None) -> Int64Array:
     """[1, N] a ring through every chip: a back-and-forth path over x in each row, rows back and forth in each
     z plane, planes alternately reversed; on even sides consecutive chips are neighbours and the ring closes
-    through a z (or y) wraparound, which no twist shifts."""
+    through a z (or y) wraparound, which no twist shifts. Where that wraparound is no link (`nbr`, the healthy
+    neighbours: a mesh, a sub-cube slice or a what-if `--wrap` leaves out; without `nbr`, a sub-cube shape), a
+    ring of neighbours over mesh links alone (`_mesh_cycle`) where the mesh has one."""
     import numpy as np
 
     X, Y, Z = shape.dims
@@ -59,7 +61,38 @@ def snake_ring(shape: Shape) -> Int64Array:
     for z in range(Z):
         for x, y in plane if z % 2 == 0 else reversed(plane):
             order.append((x * Y + y) * Z + z)
+    closes = shape.wraps if nbr is None else len(order) < 2 or order[0] in nbr[order[-1]]
+    mesh = None if closes else _mesh_cycle(shape.dims)
+    if mesh is not None:
+        order = [(x * Y + y) * Z + z for x, y, z in mesh]
     return np.array([order], dtype=np.int64)
+
+
+def _mesh_cycle(dims: Vec) -> list[Vec] | None:
+    """A ring of neighbours through every chip of a mesh (no wraparound to close the snake over), or None where a
+    mesh has none (an odd number of chips, or a line of more than two). One side `r` of two or more is the rows;
+    the other two sides, snaked, are a path of M columns, M even (an even side is among them): down the rows 1..
+    of each column in turn, back and forth, then home along row 0. The snake closed over a 3-hop route instead,
+    whose links the ring's own steps the other way round also take: a bidirectional ring no faster than one way.
+
+    >>> _mesh_cycle((2, 2, 1))
+    [(0, 1, 0), (1, 1, 0), (1, 0, 0), (0, 0, 0)]
+    """
+    sides = [d for d in range(3) if dims[d] >= 2]
+    even = [d for d in sides if dims[d] % 2 == 0]
+    if len(sides) < 2 or not even:
+        return None
+    r = next(d for d in sides if d != even[0])
+    p, q = (d for d in range(3) if d != r)
+    path = [(u if v % 2 == 0 else dims[p] - 1 - u, v) for v in range(dims[q]) for u in range(dims[p])]
+    order = [(i, j) for j in range(len(path)) for i in (range(1, dims[r]) if j % 2 == 0 else range(dims[r] - 1, 0, -1))]
+    order += [(0, j) for j in reversed(range(len(path)))]
+    cycle = []
+    for i, j in order:
+        at = [0, 0, 0]
+        at[r], (at[p], at[q]) = i, path[j]
+        cycle.append((at[0], at[1], at[2]))
+    return cycle
 
 
 def _apply(nbr: npt.NDArray[np.int32], chips: Int64Array, moves: tuple[Move, ...], times: int = 1) -> Int64Array:

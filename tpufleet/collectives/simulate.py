@@ -195,7 +195,7 @@ def _plans(
         from tpufleet.collectives.algorithms import folded
 
         return [[(ph.rings, True) for ph in dim_phases(t.shape, order, t.healthy_nbr, folded(t))]], [1]
-    return [[(snake_ring(t.shape), algorithm == "bidir-ring")]], [1]
+    return [[(snake_ring(t.shape, t.healthy_nbr), algorithm == "bidir-ring")]], [1]
 
 
 def simulate(

@@ -72,7 +72,7 @@ def ring_step_pairs(shape: Shape, expected: ChipGraph) -> tuple[npt.NDArray[np.i
 
     from tpufleet.collectives.schedules import dim_phases, snake_ring
 
-    rings = [snake_ring(shape)]
+    rings = [snake_ring(shape, expected)]
     for order in itertools.permutations(range(3)):
         rings += [phase.rings for phase in dim_phases(shape, order, expected)]
     a = np.concatenate([r.ravel() for r in rings])
