@@ -19,7 +19,7 @@ from itertools import product
 from typing import TYPE_CHECKING
 
 from tpufleet.constants import DIMS
-from tpufleet.shapes import Shape
+from tpufleet.shapes import Shape, Vec
 
 if TYPE_CHECKING:
     import numpy as np
