@@ -154,7 +154,13 @@ def test_a_bad_dcn_figure_exits_2_naming_file_field_and_value(job, tmp_path, lin
         (["j", "--op", "all-reduce", "--bytes", "-1"], 2, "--bytes"),
         (["j", "--op", "all-gather", "--bytes", "1GiB"], 2, "all-reduce only"),
         (["j", "--op", "all-reduce", "--bytes", "1GiB", "--algorithm", "ring"], 2, "--algorithm"),
-        (["j", "--op", "all-reduce", "--bytes", "1GiB", "--model-flops-per-step", "-5"], 2, "--model-flops-per-step"),
+        (
+            ["j", "--op", "all-reduce", "--bytes", "1GiB", "--model-flops-per-step", "-5"],
+            2,
+            "--model-flops-per-step: '-5'",
+        ),
+        (["j", "--op", "all-reduce", "--bytes", "1GiB", "--model-flops-per-step", "nan"], 2, "'nan' is not a finite"),
+        (["j", "--op", "all-reduce", "--bytes", "1GiB", "--model-flops-per-step", "0"], 2, "step: 0 FLOPs: give a"),
         (["j-0", "--op", "all-reduce", "--bytes", "1GiB", "--model-flops-per-step", "1e15"], 2, "multislice job"),
     ],
 )

@@ -257,7 +257,7 @@ def _flops(value: float | None) -> float | None:
     from tpufleet.errors import BadInput
 
     if value is not None and (not math.isfinite(value) or value <= 0):
-        raise BadInput(f"bad option --model-flops-per-step: {value!r} must be a positive number")
+        raise BadInput(f"bad option --model-flops-per-step: {value:g} FLOPs: give a number above 0")
     return value
 
 
@@ -311,6 +311,7 @@ def collective_cmd(
         float | None,
         typer.Option(
             "--model-flops-per-step",
+            min=0.0,
             help="Job only: model FLOPs of one training step (all chips), for the step time and the all-reduce's share",
         ),
     ] = None,

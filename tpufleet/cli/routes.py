@@ -190,8 +190,9 @@ def routes_cmd(
 
     traffics = _traffics(traffic)
     if (name is None) is not stale:
-        said = "it names the slices itself: give no SLICE|JOB" if stale else "give SLICE|JOB, or --stale"
-        raise BadInput(f"bad option --stale: {said}")
+        if not stale:  # neither given: the argument is what is missing, not an option never typed
+            raise BadInput("missing argument SLICE|JOB: give the slice or job to route, or --stale for every stale one")
+        raise BadInput("bad option --stale: it names the slices itself: give no SLICE|JOB")
     if thorough and algorithm is not Algorithm.auto:
         raise BadInput(f"bad option --thorough: it makes more auto candidates; --algorithm {algorithm.value} has none")
     if fmt is not None and out is None:
