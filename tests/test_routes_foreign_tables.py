@@ -37,6 +37,16 @@ def test_another_slices_tables_copied_in_are_refused_and_shown_missing(two):
     assert _routes_shown(two, "a") == {"fresh"}
 
 
+def test_another_slices_tables_of_another_shape_are_named_as_theirs_with_the_file(two):
+    """Of another shape, they were refused as tables "for a 8x8x8" naming neither the file nor whose they are."""
+    assert two("allocate", "c", "--shape", "8x8x8").code == 0
+    assert two("plan-xconnect", "c", "--apply").code == 0 and two("routes", "c").code == 0
+    routes = two.state / "routes"
+    shutil.copyfile(routes / "c.npz", routes / "a.npz")
+    r = two("collective", "a", "--op", "all-reduce", "--bytes", "1MiB")
+    assert r.code == 1 and f"{routes / 'a.npz'} holds the tables of slice 'c', not of 'a'" in r.err, r.err
+
+
 def test_the_slices_own_older_tables_put_back_are_not_the_indexed_ones(two, monkeypatch):
     from tpufleet.state import store
 

@@ -68,15 +68,15 @@ def slice_tables(
                 f"(or pass --assume-healthy to model the healthy tables of a {sl.shape})"
             )
         return tables.healthy(sl.shape), {"source": "assumed-healthy", "routing": "dor"}
+    # a command killed after its commit, before its tables were renamed in: the file holds the ones before them
+    waiting = source.waiting(record)
+    foreign = tables.not_indexed(t.meta, name, record, waiting)
+    if foreign is not None:  # first: another slice's tables of another shape are named as theirs, with the file
+        raise Refused(f"{source.path} {foreign}; run `tpufleet routes {name}`")
     if t.shape != sl.shape:
         raise Refused(
             f"the tables of {name!r} are for a {t.shape}, the slice is a {sl.shape}; run `tpufleet routes {name}`"
         )
-    # a command killed after its commit, before its tables were renamed in: the file holds the ones before them
-    waiting = source.waiting(record)
-    foreign = tables.not_indexed(t.meta, name, record, waiting)
-    if foreign is not None:
-        raise Refused(f"{source.path} {foreign}; run `tpufleet routes {name}`")
     info = {
         "source": "stored",
         "file": str(source.path),
