@@ -93,3 +93,28 @@ def test_plan_spares_slices_says_a_pod_runs_none_of_them_not_that_it_runs_none(c
     assert "no running slices" not in pods["pod1"]["note"] and "--slices" in pods["pod1"]["note"]
     bare = {p["pod"]: p for p in cli("plan-spares", "-o", "json").json["pods"]}
     assert bare["pod1"]["slices"] == ["b"] and bare["pod1"]["note"] is None
+
+
+SUB_CUBE_WORKLOAD = """schema_version: 1
+arrival_rate_per_hour: 1.6
+duration_hours: {median: 5.0, sigma: 1.0, max: 96.0}
+shapes:
+  - {shape: 2x2x1, weight: 1}
+  - {shape: 2x4x4, weight: 1}
+"""
+
+
+def test_a_sub_cube_job_hit_by_a_machine_fault_in_a_static_pod_moves_as_it_needs_no_wiring(cli, tmp_path: Path) -> None:
+    """`static` kept every job a machine fault hit on its block until the repair (8 h), sub-cube ones too, which
+    need no optical wiring: their restart wait was the whole repair on an almost empty pod. They move as in the
+    reconfigurable mode now: the same restart waits and disruptions, seed for seed."""
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SUB_CUBE_WORKLOAD)
+    runs = {}
+    for mode in ("static", "reconfigurable"):
+        args = ("simulate-fleet", "--days", "5", "--mode", mode, "--workload", workload, "--fault-scale", "host=20")
+        r = cli(*args, "--seed", "1", "-o", "json", state=False)
+        assert r.code == 0, r.err
+        runs[mode] = r.json
+    assert runs["static"]["disruptions"]["failure"] == 2  # the faults hit jobs: the case is exercised
+    assert runs["static"]["restart_wait_hours"] == runs["reconfigurable"]["restart_wait_hours"] == {"small": 0.0}

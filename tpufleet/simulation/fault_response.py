@@ -79,7 +79,7 @@ class FaultResponse:
 
     def _machine_down(self, t: float, machine: HostId, repair_at: float) -> None:
         for job in self.runner.on_cube(machine.cube, machine.machine):
-            if self.options.static:
+            if self.options.static and not job.shape.is_subcube:  # a sub-cube job needs no wiring to move
                 self.scheduler.wait_in_place(job, t, repair_at)
             else:
                 self._lose_slices(job, t, [a for a in job.held if _hits(machine, a)], "failure")
