@@ -291,6 +291,23 @@ def test_a_spread_jobs_slice_moved_off_a_failed_ocs_goes_to_the_pod_with_fewest_
     assert _slices(cli)["j-0"]["pod"] == expected_pod
 
 
+def test_a_spread_job_keeps_one_pod_each_beside_a_pod_with_an_ocs_down(cli):
+    """Pods with every OCS up first broke the spread: with ocs:pod0/y/6 down both slices of a spread job went to
+    pod1, "pod0 had no room" said of a pod with 64 free cubes, and a sub-cube job (which uses no OCS) did the same.
+    The spread comes first; a pod with every OCS up breaks ties (the first slice goes to pod1), and a job without
+    fault-tolerant routing, which pod0 could not wire before the repair, still packs into pod1."""
+    assert cli("init", "--pods", "2").code == 0 and cli("inject-fault", "ocs:pod0/y/6").code == 0
+    job = _ok(cli("allocate", "j", "--shape", "4x4x8", "--slices", "2", "--spread", "-o", "json"))
+    assert [s["pod"] for s in job["slices"]] == ["pod1", "pod0"] and job["note"] == "one pod each (pod1, pod0)"
+    small = _ok(cli("allocate", "k", "--shape", "2x2x4", "--slices", "2", "--spread", "-o", "json"))
+    assert [s["pod"] for s in small["slices"]] == ["pod0", "pod1"]
+    rigid = ("--spread", "--no-fault-tolerant-routing", "-o", "json")
+    assert [s["pod"] for s in _ok(cli("allocate", "r", "--shape", "4x4x8", "--slices", "2", *rigid))["slices"]] == [
+        "pod1",
+        "pod1",
+    ]
+
+
 def test_two_slices_moved_off_one_failed_ocs_go_to_different_pods(cli):
     """Four pods of 4 cubes; a spread job of 4 slices sits two and two in pod0 and pod1. An OCS fault in pod0
     moves both of its slices: the first to pod2, the second (seeing the first's reservation) to pod3."""

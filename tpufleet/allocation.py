@@ -121,7 +121,7 @@ def allocate(
     if shape.is_subcube:
         return _best_fit_subcube(shape, pods, used, health)
     usable = health.cube_ok if wirable == "pool" else health.cube_wirable
-    pods = [fleet.pod_by_name[name] for name in wirable_first([p.name for p in pods], health, wirable)]
+    pods = [fleet.pod_by_name[name] for name in wirable_first([p.name for p in pods], health, wirable, shape)]
     reports = []
     for p in pods:
         free = [c for c in p.cubes if c not in used and usable(c)]
@@ -135,15 +135,26 @@ def allocate(
     raise Refused(f"not enough healthy free cubes for {shape}: need {shape.cubes}; " + "; ".join(reports))
 
 
-def wirable_first(pods: Sequence[str], health: Health, wirable: Wirable) -> list[str]:
-    """The pods in the order to try them: those with every OCS up first (stable: each group in the order given),
-    since a slice without fault-tolerant routing waits for an OCS's repair to be wired, and one with it runs
-    rerouted around the OCS, below its healthy throughput (perhaps below its floor) while a healthy pod had room;
-    "pool" (a caller that judges the wiring itself) in the order given."""
-    if wirable == "pool":
-        return list(pods)
+def wirable_first(
+    pods: Sequence[str],
+    health: Health,
+    wirable: Wirable,
+    shape: Shape | None = None,
+    held: Mapping[str, int] | None = None,
+) -> list[str]:
+    """The pods in the order to try them (stable: ties keep the order given). `held`: a spread job's slices in each
+    pod, fewest first. Pods with every OCS up come first for a slice without fault-tolerant routing ("ports+ocs":
+    it waits for an OCS's repair to be wired), before the spread; for one with it ("ports") after the spread, as
+    the tie-break: it runs rerouted around the OCS, below its healthy throughput (perhaps below its floor) while a
+    healthy pod had room. A sub-cube shape uses no OCS, and "pool" (a caller that judges the wiring itself) asks
+    nothing of them."""
+    counts = held or {}
+    if wirable == "pool" or (shape is not None and shape.is_subcube):
+        return sorted(pods, key=lambda p: counts.get(p, 0))
     down = {o.pod for o in health.ocs_down}
-    return sorted(pods, key=lambda p: p in down)
+    if wirable == "ports+ocs":
+        return sorted(pods, key=lambda p: (p in down, counts.get(p, 0)))
+    return sorted(pods, key=lambda p: (counts.get(p, 0), p in down))
 
 
 def _held_problem(pod: Pod, cubes: Sequence[str], used: MachineUsage, health: Health) -> list[str]:

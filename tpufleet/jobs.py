@@ -361,9 +361,8 @@ def _place_in(
     usage = {cube: set(machines) for cube, machines in used.items()}
     placed: list[Allocation] = []
     for i in range(count):
-        counts = Counter(a.pod for a in placed)
-        order = sorted(candidates, key=lambda p: counts[p]) if spread else candidates  # stable: ties keep order
-        order = allocation.wirable_first(order, health, wirable)
+        counts = Counter(a.pod for a in placed) if spread else None
+        order = allocation.wirable_first(candidates, health, wirable, shape, counts)
         alloc, why = _first_fit(shape, fleet, usage, health, order, wirable)
         if alloc is None:
             raise Refused(

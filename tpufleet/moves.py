@@ -7,6 +7,7 @@ up when its pod cannot wire it.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,18 +29,19 @@ def _health(state: FleetState, avoid: frozenset[str]) -> Health:
     return replace(health, maintenance=health.maintenance | avoid) if avoid else health
 
 
-def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
-    """Every pod of the slice's generation but `avoid_pod`, in the fleet's order; for a slice of a job spread
-    across pods, the pods holding fewest of the job's other slices first (a sibling already moving counts where its
-    replacement is reserved), so that the move keeps the job as spread as room allows."""
+def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str, health: Health) -> list[str]:
+    """Every pod of the slice's generation but `avoid_pod`, in the order `allocation.wirable_first` gives the
+    fleet's; for a slice of a job spread across pods, the pods holding fewest of the job's other slices first (a
+    sibling already moving counts where its replacement is reserved), so that the move keeps the job as spread as
+    room allows."""
     generation = state.fleet.pod_by_name[sl.pod].generation_name  # a workload runs on the chips it was built for
     pods = [p.name for p in state.fleet.pods if p.name != avoid_pod and p.generation_name == generation]
     job = state.jobs.get(sl.job) if sl.job is not None else None
-    if job is None or not job.spread:
-        return pods
-    siblings = [state.slices[n] for n in job.slices if n != sl.name and n in state.slices]
-    held = [s.proposal.pod if s.proposal is not None else s.pod for s in siblings]  # where each is, or is going
-    return sorted(pods, key=held.count)  # stable: ties keep the fleet's order
+    held = None
+    if job is not None and job.spread:
+        siblings = [state.slices[n] for n in job.slices if n != sl.name and n in state.slices]
+        held = Counter(s.proposal.pod if s.proposal is not None else s.pod for s in siblings)  # where each is, or goes
+    return allocation.wirable_first(pods, health, _wirable(sl), sl.shape, held)
 
 
 def _other_pod(
@@ -47,7 +49,7 @@ def _other_pod(
 ) -> Allocation:
     health = _health(state, avoid)
     last: Refused | None = None
-    for pod in allocation.wirable_first(_pods_to_try(state, sl, avoid_pod), health, _wirable(sl)):
+    for pod in _pods_to_try(state, sl, avoid_pod, health):
         try:
             return allocation.allocate(
                 sl.shape, state.fleet, used, health, pod=pod, wirable=_wirable(sl), degraded_last=True
@@ -99,7 +101,7 @@ def replacement_for(
     used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId):
         return _other_pod(state, sl, cause.pod, used, avoid)
-    elsewhere = bool(_pods_to_try(state, sl, sl.pod))
+    elsewhere = bool(_pods_to_try(state, sl, sl.pod, state.health()))
     try:
         own = _in_own_pod(state, sl, cause, used, avoid)
     except Refused as own_pod_full:
