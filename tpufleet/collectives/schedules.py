@@ -61,7 +61,11 @@ def snake_ring(shape: Shape, nbr: npt.NDArray[np.int32] | None = None) -> Int64A
     for z in range(Z):
         for x, y in plane if z % 2 == 0 else reversed(plane):
             order.append((x * Y + y) * Z + z)
-    closes = shape.wraps if nbr is None else len(order) < 2 or order[0] in nbr[order[-1]]
+    if nbr is None:  # a mesh's snake closes where its ends are neighbours (2x2x2), as the neighbour table says
+        ends = [divmod(divmod(c, Z)[0], Y) + (c % Z,) for c in (order[0], order[-1])]
+        closes = shape.wraps or sum(abs(a - b) for a, b in zip(*ends, strict=True)) <= 1
+    else:
+        closes = len(order) < 2 or order[0] in nbr[order[-1]]
     mesh = None if closes else _mesh_cycle(shape.dims)
     if mesh is not None:
         order = [(x * Y + y) * Z + z for x, y, z in mesh]
