@@ -62,7 +62,7 @@ def snake_ring(shape: Shape, nbr: npt.NDArray[np.int32] | None = None) -> Int64A
         for x, y in plane if z % 2 == 0 else reversed(plane):
             order.append((x * Y + y) * Z + z)
     if nbr is None:  # a mesh's snake closes where its ends are neighbours (2x2x2), as the neighbour table says
-        ends = [divmod(divmod(c, Z)[0], Y) + (c % Z,) for c in (order[0], order[-1])]
+        ends = [(*divmod(divmod(c, Z)[0], Y), c % Z) for c in (order[0], order[-1])]
         closes = shape.wraps or sum(abs(a - b) for a, b in zip(*ends, strict=True)) <= 1
     else:
         closes = len(order) < 2 or order[0] in nbr[order[-1]]
