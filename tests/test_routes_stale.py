@@ -52,10 +52,10 @@ def test_an_evicted_slice_is_skipped_saying_why(three):
     r = three("routes", "--stale", "-o", "json")
     assert r.code == 0, r.err
     assert r.json["stale"] == ["b"]
-    assert r.json["skipped"] == [{"slice": "a", "reason": "evicted: `tpufleet reschedule` moves it first"}]
+    assert r.json["skipped"] == [{"slice": "a", "reason": "evicted: `tpufleet reschedule a` moves it first"}]
     assert _to_do(three) == (["a"], [])
     text = three("routes", "--stale").out
-    assert "slice a: skipped (evicted: `tpufleet reschedule` moves it first)" in text
+    assert "slice a: skipped (evicted: `tpufleet reschedule a` moves it first)" in text
 
 
 def test_a_job_is_still_routed_by_name(fleet):

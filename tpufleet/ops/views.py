@@ -207,7 +207,7 @@ def tables_to_remake(store: Store, state: FleetState) -> tuple[list[str], dict[s
 def _not_now(state: FleetState, name: str, linked: dict[str, str]) -> str | None:
     sl = state.slices[name]
     if sl.state is SliceState.EVICTED:
-        return "evicted: `tpufleet reschedule` moves it first"
+        return f"evicted: `tpufleet reschedule {name}` moves it first"
     if views.missing_xconnects(state, sl) and views.wiring_wait(state, sl) is None:
         return f"cross-connects missing: `tpufleet plan-xconnect {name} --apply` first"
     if name in linked:
