@@ -343,8 +343,13 @@ def test_new_slices_get_cubes_and_pods_they_can_be_wired_on(fleet):
     assert b["pod"] == "pod1" and fleet("plan-xconnect", "b", "--apply").code == 0
     j = fleet("allocate", "j", "--shape", "4x4x4", "--slices", "2", "--no-fault-tolerant-routing", "-o", "json").json
     assert {s["pod"] for s in j["slices"]} == {"pod1"} and fleet("plan-xconnect", "j", "--apply").code == 0
-    ft = fleet("allocate", "c", "--shape", "4x4x4", "-o", "json").json  # routing bridges a down OCS: pod0 is fine
-    assert ft["pod"] == "pod0" and "c00" not in ft["cubes"] and fleet("plan-xconnect", "c", "--apply").code == 0
+    # routing would bridge the down OCS, but below the slice's healthy throughput: pod1, every OCS up, has room
+    ft = fleet("allocate", "c", "--shape", "4x4x4", "-o", "json").json
+    assert ft["pod"] == "pod1" and fleet("plan-xconnect", "c", "--apply").code == 0
+    # pod1 without room, pod0 takes it, its OCS down or not (routed around), never on c00's failed port
+    assert fleet("allocate", "d", "--shape", "8x16x16", "-o", "json").json["pod"] == "pod1"  # 32 of its 59 free
+    e = fleet("allocate", "e", "--shape", "8x16x16", "-o", "json").json
+    assert e["pod"] == "pod0" and "c00" not in e["cubes"] and fleet("plan-xconnect", "e", "--apply").code == 0
 
 
 def test_a_jobs_next_steps_never_name_a_cleared_fault(fleet):
