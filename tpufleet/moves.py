@@ -34,14 +34,19 @@ def _pods_to_try(state: FleetState, sl: Slice, avoid_pod: str, health: Health) -
     fleet's; for a slice of a job spread across pods, the pods holding fewest of the job's other slices first (a
     sibling already moving counts where its replacement is reserved), so that the move keeps the job as spread as
     room allows."""
-    generation = state.fleet.pod_by_name[sl.pod].generation_name  # a workload runs on the chips it was built for
-    pods = [p.name for p in state.fleet.pods if p.name != avoid_pod and p.generation_name == generation]
+    pods = _generation_pods(state, sl, avoid_pod)
     job = state.jobs.get(sl.job) if sl.job is not None else None
     held = None
     if job is not None and job.spread:
         siblings = [state.slices[n] for n in job.slices if n != sl.name and n in state.slices]
         held = Counter(s.proposal.pod if s.proposal is not None else s.pod for s in siblings)  # where each is, or goes
     return allocation.wirable_first(pods, health, _wirable(sl), sl.shape, held)
+
+
+def _generation_pods(state: FleetState, sl: Slice, avoid_pod: str) -> list[str]:
+    """The pods of the slice's generation but `avoid_pod`: a workload runs on the chips it was built for."""
+    generation = state.fleet.pod_by_name[sl.pod].generation_name
+    return [p.name for p in state.fleet.pods if p.name != avoid_pod and p.generation_name == generation]
 
 
 def _other_pod(
@@ -101,7 +106,7 @@ def replacement_for(
     used = state.machine_usage(excluding=sl.name)
     if isinstance(cause, OcsId):
         return _other_pod(state, sl, cause.pod, used, avoid)
-    elsewhere = bool(_pods_to_try(state, sl, sl.pod, state.health()))
+    elsewhere = bool(_generation_pods(state, sl, sl.pod))  # (their order does not matter here)
     try:
         own = _in_own_pod(state, sl, cause, used, avoid)
     except Refused as own_pod_full:
