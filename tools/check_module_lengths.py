@@ -14,10 +14,6 @@ from pathlib import Path
 
 LIMIT = 400
 KNOWN: dict[str, tuple[int, str]] = {
-    "tpufleet/state/files.py": (
-        406,
-        "every open of a state file (no symlink, no FIFO, its mode) reviewed in one place",
-    ),
     "tpufleet/routing/cdg.py": (410, "the hop keys' bit layout and the cycle search that unpacks it"),
     "tpufleet/fleetstate.py": (421, "every transition of the fleet state in one place"),
     "tpufleet/routing/analysis.py": (438, "the level-by-level passes (arrival, load, VCs) share one block layout"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 # Command modules register themselves on `app`.
 from tpufleet.cli import (  # noqa: F401
@@ -196,7 +196,15 @@ def requested_format(argv: list[str]) -> str | None:
 
 
 def report_error(message: str, code: int, items: list[str], fmt: str | None) -> None:
-    """One error on stderr: a line for people, or with -o json one JSON object (documented in the README)."""
+    """One error on stderr: a line for people, or with -o json one JSON object (documented in the README). A stderr
+    that cannot be written (`2>/dev/full`, a closed pipe) loses the message, never the exit code."""
+    try:
+        _print_error(message, code, items, fmt)
+    except OSError:
+        streams.drop_stderr()
+
+
+def _print_error(message: str, code: int, items: list[str], fmt: str | None) -> None:
     from tpufleet.text import quoted_short
 
     message = quoted_short(message)  # every quoted value at most 60 characters, whoever wrote the message
@@ -259,25 +267,46 @@ def main(argv: list[str] | None = None) -> None:
     streams.reopen_closed_streams()
     command = _click_command()
     streams.carry_any_text()
+    stdout = sys.stdout
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
         sys.stdout.flush()  # a full disk is met here, not at exit
         if code == 130:  # Typer turns Ctrl-C into a silent return of 130
-            print(INTERRUPTED, file=sys.stderr)
+            print(_interrupted(), file=sys.stderr)
     except TpufleetError as exc:
         _traceback_if_debug()
         code = exc.exit_code
         report_error(str(exc), code, exc.details if isinstance(exc, Refused) else [], requested_format(argv))
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+        print(_interrupted(), file=sys.stderr)
         code = 130
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
+        code = _pipe_closed(stdout)
+    except SystemExit:
+        if sys.stdout is stdout:
+            raise
+        code = _pipe_closed(stdout)  # Click met the closed pipe first: it swapped the streams and exits 1, silent
     except Exception as exc:  # noqa: BLE001 - the last resort: Click's signalling, a lost output, else a bug (70)
         code = _unhandled(exc, requested_format(argv))
     sys.exit(code)
+
+
+def _pipe_closed(stdout: TextIO) -> int:
+    """The reader of the output went away (`| head -1`): the command's work is done, as a command whose output is
+    cut short by its reader (exit 0, nothing more written to the pipe)."""
+    sys.stdout = stdout
+    os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+    return 0
+
+
+def _interrupted() -> str:
+    """What an interrupt left: nothing, or a change committed before it came (the commit is the state file's
+    rename: whatever the command did after it, tables stored or output printed, may be missing)."""
+    done = sys.modules.get("tpufleet.state.committed")
+    if done is None or not done.SERIALS:
+        return INTERRUPTED
+    return f"tpufleet: interrupted after its change was committed as serial {done.SERIALS[-1]} (`tpufleet history` shows it)"
 
 
 def _traceback_if_debug() -> None:

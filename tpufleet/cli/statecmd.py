@@ -27,6 +27,7 @@ def _url(text: str, what: str) -> str:
 def _directory(text: str) -> Path:
     from tpufleet.errors import BadInput
     from tpufleet.state.dburl import is_mistyped_url, redacted
+    from tpufleet.state.paths import expanded
     from tpufleet.state.store import is_database_url
 
     if text == "" or is_database_url(text) or is_mistyped_url(text):
@@ -35,7 +36,7 @@ def _directory(text: str) -> Path:
         raise BadInput(
             "bad argument DIR '-': '-' is not standard input or output here; name a directory (for one so named: ./-)"
         )
-    return Path(text).expanduser()
+    return expanded(text, "argument DIR")
 
 
 def _in_order(command: str, directory: str, url: str) -> None:

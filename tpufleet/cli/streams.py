@@ -11,6 +11,7 @@ import errno
 import io
 import os
 import sys
+from typing import TextIO
 
 ESCAPE = "tpufleet-escape"
 _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
@@ -52,8 +53,17 @@ def is_write_failure(exc: OSError) -> bool:
 
 def drop_stdout() -> None:
     """Point stdout at /dev/null: what could not be written is not tried again at exit."""
+    _drop(sys.stdout)
+
+
+def drop_stderr() -> None:
+    """The same for stderr, where an error line could not be written (`2>/dev/full`)."""
+    _drop(sys.stderr)
+
+
+def _drop(stream: TextIO) -> None:
     with contextlib.suppress(OSError, ValueError):  # no real file descriptor (an in-process caller's stream)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 class _ClosedOutput(io.TextIOBase):

@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 
 
 def no_fleet_state(where: object) -> Refused:
-    """The refusal of a command that needs a fleet where there is none: the same words on either backend."""
+    """The refusal of a command that needs a fleet where there is none: the same words on either backend; a
+    directory behind a symbolic link to nothing (an unmounted volume) is named so, not a fleet to `init`."""
+    from tpufleet.state.paths import dangling_link
+
+    if isinstance(where, Path) and (dangling := dangling_link(where)) is not None:
+        return Refused(f"no fleet state in {where}: {dangling}")
     return Refused(f"no fleet state in {where} (run `tpufleet init` or pass --state DIR|URL)")
 
 

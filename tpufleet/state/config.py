@@ -23,6 +23,7 @@ from tpufleet.constants import DAY
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
 from tpufleet.state.dburl import WRITE_A_URL, is_mistyped_url, redacted
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
+from tpufleet.state.paths import expanded
 from tpufleet.text import ReportOutput, underflows
 
 OUTPUT_FORMATS = tuple(f.value for f in ReportOutput)  # what the config file's `output` may name
@@ -38,20 +39,34 @@ class Config:
     source: str | None = None  # the file read, if any
 
 
-def config_path() -> Path:
+def config_path() -> Path | None:
+    """The config file to read: $TPUFLEET_CONFIG, else the user's; None when the user has no home directory to
+    hold one (HOME unset, in a container whose user has no passwd entry)."""
     env = os.environ.get("TPUFLEET_CONFIG")
     if env is not None:
         if env == "":
             raise BadInput("bad environment variable TPUFLEET_CONFIG: it is set but empty; unset it or name a file")
-        return Path(env).expanduser()
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "tpufleet" / "config.toml"
+        return expanded(env, "environment variable TPUFLEET_CONFIG")
+    try:
+        home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    except RuntimeError:
+        return None
+    return Path(home) / "tpufleet" / "config.toml"
 
 
 def load_config() -> Config:
-    """The defaults from the config file; Config() when there is none. An explicitly named missing file is bad input."""
+    """The defaults from the config file; Config() when there is none. An explicitly named missing file is bad input;
+    the user's own file is skipped where it cannot even be looked at (HOME left at another user's directory)."""
     path = config_path()
-    if not path.exists():
-        if os.environ.get("TPUFLEET_CONFIG"):
+    named = bool(os.environ.get("TPUFLEET_CONFIG"))
+    try:
+        found = path is not None and path.exists()
+    except PermissionError as exc:
+        if named:
+            raise BadInput(f"config file {path} (from TPUFLEET_CONFIG): {exc.strerror}") from None
+        found = False
+    if path is None or not found:
+        if named:
             raise BadInput(f"config file {path} (from TPUFLEET_CONFIG) does not exist")
         return Config()
     if not path.is_file():  # a FIFO or a device would block the read, a directory cannot be one
@@ -137,7 +152,7 @@ def state_beside(state: str, file: str) -> str:
     """
     if "://" in state:
         return state
-    place = Path(state).expanduser()
+    place = expanded(state, f"state in {file}")
     return os.path.normpath(place if place.is_absolute() else Path(file).absolute().parent / place)
 
 

@@ -1,8 +1,6 @@
-"""The state directory as a backend (see store.py for its layout): files, an flock, fsync and renames.
-
-A commit appends and fsyncs the journal line, then renames the new state file into place (the commit point);
-routing tables are written under a temporary name first and swapped in, or deleted, only after that rename.
-"""
+"""The state directory as a backend (see store.py for its layout): files, an flock, fsync and renames. A commit
+appends and fsyncs the journal line, then renames the new state file into place (the commit point); routing tables
+are written under a temporary name first and swapped in, or deleted, only after that rename."""
 
 from __future__ import annotations
 
@@ -360,17 +358,20 @@ class DirectoryWriter:
 
     def commit(self, entry: JournalEntry, data: bytes) -> None:
         """Journal line first (durable), then the state file renamed into place. Should anything fail before the
-        rename, the line is taken back out: the files are as they were, and the error names the file. (Under the
-        lock nobody else writes: the serial the state was read at is still the file's.)"""
+        rename, the line is taken back out and the error names the file; an interrupt just after it lets the
+        command finish, committed. (Under the lock nobody else writes: the state read is still the file's.)"""
         path = self.backend.state_path
         if not self.lock_held() or self.read_key not in (None, _stat_key(path)):  # its `.lock` removed meanwhile
             raise lock_lost(self.backend.dir)
-        size = journal.append(self.backend.journal_path, entry)
+        size, renamed = journal.append(self.backend.journal_path, entry), (-1, 0, 0, 0)
         try:
-            install(write_temp(path, data), path)
+            tmp = write_temp(path, data)
+            renamed = _stat_key(Path(tmp))  # what the state file is once renamed
+            install(tmp, path)
         except BaseException:
-            journal.rollback(self.backend.journal_path, size)
-            raise
+            if _stat_key(path) != renamed:
+                journal.rollback(self.backend.journal_path, size)
+                raise
         self.committed = True  # the state file is renamed into place: the files beside it follow
         sync_parent(path)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tpufleet.errors import BadInput, Refused
 from tpufleet.state.crashpoints import reached
+from tpufleet.state.paths import dangling_link, hard_linked
 from tpufleet.state.temps import remove_stale_temps
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # with fullmatch: "$" would allow a final newline
@@ -135,16 +136,6 @@ def _not_regular(path: Path | str, mode: int) -> BadInput:
     return BadInput(f"{path} is a {what}, not a regular file; move it out of the state directory")
 
 
-def _linked(path: Path | str, links: int) -> BadInput:
-    import shlex
-
-    name, copy = shlex.quote(str(path)), shlex.quote(f"{path}.copy")
-    return BadInput(
-        f"{path} is a hard link ({links} names for one file): writing it would change the file under its other "
-        f"names too; give it a copy of its own: cp -p {name} {copy} && mv {copy} {name}"
-    )
-
-
 # ---- the state directory ---------------------------------------------------------------------------------------
 
 
@@ -157,6 +148,8 @@ def ensure_private_dir(path: Path) -> None:
             path.mkdir(parents=True, mode=0o700)
             _share(path, SHARING.dir_mode)
         except FileExistsError:  # made by a concurrent command: check it as any existing one
+            if (dangling := dangling_link(path)) is not None:  # not a race: an unmounted volume behind a link
+                raise Refused(f"cannot create state directory {path}: {dangling}") from None
             ensure_private_dir(path)
         except OSError as exc:
             raise io_error("create state directory", path, exc) from None
@@ -276,15 +269,16 @@ def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
         raise _not_regular(path, st.st_mode)
     if flags & (os.O_WRONLY | os.O_RDWR) and st.st_nlink > 1:
         os.close(fd)
-        raise _linked(path, st.st_nlink)
+        raise hard_linked(path, st.st_nlink)
     if truncate:
         try:
             os.ftruncate(fd, 0)
         except OSError:
             os.close(fd)
             raise
-    loose = stat.S_IMODE(st.st_mode) & ~SHARING.file_mode  # world-readable, say: copied back from a backup
-    if flags & os.O_CREAT and (SHARING.gid is not None or loose) and st.st_uid == os.geteuid():
+    now = stat.S_IMODE(st.st_mode)  # off: world-readable (copied back from a backup), or unreadable (umask 0277)
+    off = SHARING.gid is not None or now & ~SHARING.file_mode or now & 0o600 != 0o600
+    if flags & os.O_CREAT and off and st.st_uid == os.geteuid():
         with contextlib.suppress(OSError):  # made before the group was set, under a tight or a loose umask
             _share(fd, SHARING.file_mode)
     return fd

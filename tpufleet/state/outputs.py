@@ -23,6 +23,7 @@ from tpufleet.state.files import (
     refuse_state_dir,
     write_all,
 )
+from tpufleet.state.temps import remove_stale_temps
 
 
 def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = ()) -> None:
@@ -138,6 +139,7 @@ def _write_through(path: Path, data: bytes) -> None:
 
 
 def _replace_regular(target: Path, data: bytes, old: os.stat_result | None) -> None:
+    remove_stale_temps(target)  # a killed earlier writer's (`timeout` around a cron job's `metrics --out`)
     tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o666)  # umask applies

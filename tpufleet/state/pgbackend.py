@@ -113,10 +113,21 @@ class PostgresBackend(PostgresLocking):
 
     # -- connection and errors --
 
+    def _driver(self) -> None:
+        """Refused, saying how to install it, where the PostgreSQL driver (the `postgres` extra) is missing."""
+        import importlib.util
+
+        if importlib.util.find_spec("psycopg") is None:
+            raise Refused(
+                f"the state {self.where} is a PostgreSQL database: install the driver with "
+                "pip install 'tpufleet[postgres]'"
+            )
+
     @contextmanager
     def errors(self, doing: str = "use", lost: tuple[str, str] | None = None) -> Iterator[None]:
         """A database error as one line naming the URL (never its password): exit 1. `lost`: what was being done and
         what to do, said of a lost connection instead (around a transaction: it may have committed)."""
+        self._driver()
         import psycopg
 
         try:
@@ -134,13 +145,9 @@ class PostgresBackend(PostgresLocking):
     def connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        try:
-            import psycopg
-        except ImportError:
-            raise Refused(
-                f"the state {self.where} is a PostgreSQL database: install the driver with "
-                "pip install 'tpufleet[postgres]'"
-            ) from None
+        self._driver()
+        import psycopg
+
         from tpufleet.state import pgwait
 
         params = self._checked()
@@ -155,6 +162,7 @@ class PostgresBackend(PostgresLocking):
         """The URL's parameters as libpq reads them; BadInput (exit 2) for what libpq would only refuse once it
         connects (exit 1, as if the server were down): a control character, a password libpq reads otherwise than
         it is written, a port, number or choice that is not one. Messages never quote a piece of a password."""
+        self._driver()
         import psycopg
 
         if CONTROL_CHARACTERS.search(self.url):
@@ -267,6 +275,7 @@ class PostgresBackend(PostgresLocking):
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
         """The rows of a read of tpufleet's tables; None when the database has no such table (no schema yet, or
         one of another version: then Refused saying so)."""
+        self._driver()
         import psycopg
 
         conn = self.connection()

@@ -91,11 +91,11 @@ class PostgresLocking:
         `lock_timeout` alone, set for its transaction: a `statement_timeout` of the role or the database (a DBA's
         ALTER ROLE ... SET) must not end it early as an error (exit 1) instead of the lock's timeout (exit 3), and
         the session's own settings come back after it. (A session lock taken in a transaction outlives it.)"""
-        import psycopg
+        with self.errors("lock"):  # first: it says how to install a missing driver
+            import psycopg
 
-        from tpufleet.state import pgwait
+            from tpufleet.state import pgwait
 
-        with self.errors("lock"):
             conn, free = self._lock_now()
             if free or seconds <= 0:  # free (the usual case: one round trip), or no wait asked
                 return free

@@ -34,6 +34,7 @@ from tpufleet.state.filebackend import ROUTES_DIR, DirectoryBackend
 from tpufleet.state.files import safe_child
 from tpufleet.state.journal import Enough, Scan, last
 from tpufleet.state.lock import command_line, login_name
+from tpufleet.state.paths import expanded
 from tpufleet.state.schema import SCHEMA_VERSION, checked_state
 from tpufleet.text import printable
 from tpufleet.timeparse import STAMP_FORMAT
@@ -97,7 +98,7 @@ def _location(text: str) -> Path | str:
     other = _OTHER_URL.match(text)
     if other:  # a URL of another kind, not a directory named "mysql:" (its password never shown)
         raise BadInput(f"bad state location: a {other.group(1)}:// URL; give a directory or a postgresql:// URL")
-    return Path(text).expanduser()
+    return expanded(text, "state location")
 
 
 def utc_now() -> str:
