@@ -90,6 +90,7 @@ bench: $(STAMP) sweep-deps
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_inprocess.py
 	$(BIN)/python benchmarks/bench_compound.py
+	$(BIN)/python benchmarks/bench_rescue.py
 	$(BIN)/python benchmarks/bench_pg.py
 	$(BIN)/python benchmarks/bench_serve.py
 

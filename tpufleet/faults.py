@@ -143,6 +143,7 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
     from tpufleet import wiring
     from tpufleet.routing.dimension_orders import broken_dims
     from tpufleet.routing.report import evaluate, verdict_summary
+    from tpufleet.routing.rescue import rescued
 
     if not sl.state.wired:
         return {"fully_routable": False, "why": f"slice is {sl.state}, not wired"}
@@ -153,7 +154,9 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
         routed[key] = verdict_summary(sl.shape, graph.expected, graph.nbr, ("all-to-all",), HARDWARE_VCS)
     s, thorough_made = routed[key], False
     broken = broken_dims(graph.expected, graph.nbr)
-    if thorough_may_keep(sl, len(graph.expected), s["unroutable_pairs"] == 0, kept_exactly(s), broken):
+    if not rescued(s) and thorough_may_keep(
+        sl, len(graph.expected), s["unroutable_pairs"] == 0, kept_exactly(s), broken
+    ):
         # kept apart: another slice of this graph, with a lower floor, keeps the quick tables' figures
         thorough = (f"thorough {key[0]}", *key[1:])
         if thorough not in routed:
@@ -174,6 +177,18 @@ def reroute_figures(state: FleetState, sl: Slice, routed: RoutedGraphs | None = 
         "missing_links": len(graph.missing),
         "thorough": thorough_made,
     }
+
+
+def routed_around(state: FleetState, sl: Slice) -> tuple[str, ...]:
+    """The open network faults a wired slice's rerouted tables avoid: every OCS fault of its pod and optical-link
+    fault of its cubes, whenever it was opened (one open before the slice was wired left its pairs deferred)."""
+    cubes = set(sl.cubes)
+    return tuple(
+        f.id
+        for f in state.open_faults()
+        if isinstance(f.target, (OcsId, LinkId))
+        and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes)
+    )
 
 
 def kept_exactly(s: Json) -> float:
@@ -248,7 +263,7 @@ def _impact(
                 if fault.planned
                 else "fault-tolerant routing absorbs it"
             )
-            avoided = tuple(sorted({*(sl.reroute.faults if sl.reroute else ()), fault.id}, key=lambda f: int(f[1:])))
+            avoided = routed_around(state, sl)  # this fault, and those open before it was wired (deferred pairs)
             state.degrade(sl.name, Reroute(figures["all_to_all_retained"], figures["vcs"], avoided))
             shown = {k: v for k, v in figures.items() if k != "all_to_all_kept_exactly"}  # the rounded one is shown
             return SliceImpact(sl.name, "reroute", why, reroute=shown)

@@ -15,9 +15,8 @@ from typing import Any
 from tpufleet import wiring
 from tpufleet.constants import EXPORT_FORMATS, HARDWARE_VCS
 from tpufleet.errors import BadStateFile, Refused
-from tpufleet.faults import kept_exactly, thorough_may_keep
+from tpufleet.faults import kept_exactly, routed_around, thorough_may_keep
 from tpufleet.fleetstate import Change, FleetState, Reroute, RouteRecord, Slice, SliceState
-from tpufleet.ids import LinkId, OcsId
 from tpufleet.movesteps import evicted_refusal
 from tpufleet.ops.outcome import Outcome
 from tpufleet.routing import export, reuse
@@ -119,9 +118,10 @@ def _below_floor(sl: Slice, graph: wiring.SliceGraph, report: RouteReport) -> bo
     """The quick tables route every pair but keep less of the all-to-all throughput than the slice's floor, where
     thorough tables may keep more (`faults.thorough_may_keep`); measured when `--traffic` left all-to-all out."""
     from tpufleet.routing.dimension_orders import broken_dims, thorough_may_help
+    from tpufleet.routing.rescue import rescued
 
     s, chips, broken = report.summary, len(graph.expected), broken_dims(graph.expected, graph.nbr)
-    if s["unroutable_pairs"] or not thorough_may_help(sl.shape, chips, broken):
+    if s["unroutable_pairs"] or rescued(s) or not thorough_may_help(sl.shape, chips, broken):
         return False
     exact = "all-to-all" in s["max_link_load"] and "all-to-all" in s.get("healthy_max_link_load", {})
     kept = kept_exactly(s) if exact else all_to_all_kept(sl, graph, report)
@@ -263,17 +263,10 @@ def _update_degraded(state: FleetState, routed: RoutedSlice) -> None:
     if not routed.graph.missing and not s["pairs_broken_by_faults"]:
         state.recover(sl.name)
         return
-    cubes = set(sl.cubes)
-    avoided = tuple(
-        f.id
-        for f in state.open_faults()
-        if isinstance(f.target, (OcsId, LinkId))
-        and (f.target.pod == sl.pod if isinstance(f.target, OcsId) else f.target.cube in cubes)
-    )
     kept = s["throughput_retained"].get("all-to-all", routed.all_to_all_kept)
     if kept is None:  # `route_slice` measures it for every table set it stores
         raise ValueError(f"tables of {routed.name!r} recorded without their all-to-all throughput kept")
-    state.degrade(sl.name, Reroute(kept, s["vcs"] or 0, avoided))
+    state.degrade(sl.name, Reroute(kept, s["vcs"] or 0, routed_around(state, sl)))
 
 
 # ---- `routes SLICE`: the whole operation ---------------------------------------------------------------------

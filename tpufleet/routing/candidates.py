@@ -181,17 +181,6 @@ def _max_load(rt: RouteTables) -> float:
     return float(link_load(rt, weight).max())
 
 
-def min_vcs(rt: RouteTables) -> int:
-    """The fewest VCs the tables can need (`cdg.verdict` packs no tighter): two dateline VCs per dimension order on
-    a torus (one on a mesh), each further order one more (its block overlapping the previous one), and one VC for
-    wild hops; with several orders, legs placed one by one (`routing.legs`) may fit any number of them in one
-    order's VCs and one more."""
-    per_order = 2 if rt.shape.wraps else 1
-    orders = len(set(rt.dest_class.tolist())) if rt.dest_class is not None else 1
-    wild = rt.wild is not None and bool(rt.wild.any())
-    return per_order + 1 if orders > 1 or wild else per_order
-
-
 def candidates(
     shape: Shape,
     expected: ChipGraph,
@@ -232,6 +221,11 @@ def candidates(
     from tpufleet.routing.reach import Skipping
 
     singles, mixed, pairs = variants_of(shape, expected, alive, max_vcs, balance, thorough)
+    from tpufleet.routing.rescue import NOTE, rescuing
+
+    rescue = [] if pairs or thorough or turned else rescuing(shape, expected, alive, max_vcs)
+    if rescue:  # every other candidate leaves pairs these route: only they are made
+        return routable_first(_made(shape, expected, alive, alive, NOTE, rescue, Skipping(shape, expected)))
     good_enough = _good_enough_load(shape, expected) if pairs else 0.0
     if shape.twisted or (ceiling is not None and ceiling <= good_enough):  # whether pairs are made; `lightest`
         ceiling = None

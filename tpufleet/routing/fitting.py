@@ -45,7 +45,6 @@ def first_fitting(
 ) -> tuple[Checked, list[Checked]]:
     """The best-ranked table set that fits (else the leanest), and, when `relieving`, the first RELIEVED_CANDIDATES
     that fit of each graph the sets were made for (so an optical link's include its whole OCS's)."""
-    from tpufleet.routing.candidates import min_vcs
 
     first: Checked | None = None
     leanest: Checked | None = None
@@ -114,3 +113,14 @@ def fits(a: Analysis, max_vcs: int | None) -> bool:
 def fewer_vcs(a: Analysis, than: Analysis) -> bool:
     """Prefer deadlock-free tables, then fewer VCs."""
     return (not a.deadlock_free, a.vcs) < (not than.deadlock_free, than.vcs)
+
+
+def min_vcs(rt: RouteTables) -> int:
+    """The fewest VCs the tables can need (`cdg.verdict` packs no tighter): two dateline VCs per dimension order on
+    a torus (one on a mesh), each further order one more (its block overlapping the previous one), and one VC for
+    wild hops; with several orders, legs placed one by one (`routing.legs`) may fit any number of them in one
+    order's VCs and one more."""
+    per_order = 2 if rt.shape.wraps else 1
+    orders = len(set(rt.dest_class.tolist())) if rt.dest_class is not None else 1
+    wild = rt.wild is not None and bool(rt.wild.any())
+    return per_order + 1 if orders > 1 or wild else per_order

@@ -37,7 +37,19 @@ def fewest_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: in
     """The fewest pairs any `auto` candidate of `candidates` leaves unroutable when every one leaves some, else
     None; found without making a table set (`tolerant.left_unrepaired`), so a verdict that no candidate serves
     every pair costs a fraction of the repairs. None too when which candidates are made depends on their loads
-    (order pairs, added only when no single order is good enough).
+    (order pairs, added only when no single order is good enough), and when the order pairs withheld by size
+    route every pair where the others leave some (`routing.rescue`: then they are made).
+    """
+    from tpufleet.routing.rescue import rescuing
+
+    left = defaults_left(shape, expected, alive, max_vcs)
+    if left is not None and rescuing(shape, expected, alive, max_vcs, defaults_leave=True):
+        return None
+    return left
+
+
+def defaults_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int | None) -> int | None:
+    """`fewest_left` of the candidates `candidates` makes by default (no rescue).
 
     The candidates are checked in order, the first that routes every pair ending the search; the live graph's
     first one alone (a reroute waits for nothing else), then a thread prepares each next candidate while this one
@@ -68,6 +80,19 @@ def fewest_left(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: in
         lefts.append(left)
     found = [left for left in lefts if left is not None]
     return min(found) if found else None
+
+
+def routing_every_pair(shape: Shape, expected: ChipGraph, alive: ChipGraph, variants: list[Variant]) -> list[Variant]:
+    """The variants whose wild-first repair on `alive` would route every pair (reach checks, no table made)."""
+    from tpufleet.routing import steps
+
+    graph = _Graph(alive, torus_bits(shape, expected, alive))
+    steps.plan("reach", len(variants))
+    lefts = []
+    for left in _checked(shape, expected, [(graph, variant) for variant in variants]):
+        steps.advance("reach")
+        lefts.append(left)
+    return [variant for variant, left in zip(variants, lefts, strict=True) if left == 0]
 
 
 REACH_THREADS = 2  # 1: no thread ahead: each check made whole, one after the other
