@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,14 +98,20 @@ def test_a_database_state_without_the_driver_says_how_to_install_it(cli, monkeyp
     )
 
 
-def test_an_interrupt_after_the_commit_says_the_change_is_committed(fleet, monkeypatch) -> None:
-    from tpufleet.state import filebackend
+@pytest.mark.parametrize(
+    ("module", "point"),
+    [("files", "atomic_write.before_dir_fsync"), ("filebackend", "transaction.before_side_files")],
+)
+def test_an_interrupt_after_the_commit_says_the_change_is_committed(fleet, monkeypatch, module, point) -> None:
+    """From the rename on (the directory's fsync, slow on a network disk, comes after it), the change stands."""
+    import importlib
 
     def interrupt_after_the_commit(name: str) -> None:
-        if name == "transaction.before_side_files":
+        if name == point:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(filebackend, "reached", interrupt_after_the_commit)  # the named point, as a Ctrl-C there
+    # the named point, as a Ctrl-C there
+    monkeypatch.setattr(importlib.import_module(f"tpufleet.state.{module}"), "reached", interrupt_after_the_commit)
     r = fleet("allocate", "a", "--shape", "2x2x1")
     assert r.code == 130
     assert r.err.strip().splitlines()[-1] == (
@@ -129,8 +136,16 @@ def test_an_interrupt_before_the_commit_says_nothing_was_committed(fleet, monkey
     assert fleet("show", "slices", "-o", "json").json == []
 
 
-@pytest.mark.parametrize("args", [["status"], ["allocate", "w", "--shape", "2x2x1", "-o", "json"]])
-def test_a_reader_gone_before_the_output_is_exit_0_and_silent(fleet, args) -> None:
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["status"], 0),
+        (["allocate", "w", "--shape", "2x2x1", "-o", "json"], 0),
+        (["plan-xconnect", "s", "--detailed-exitcode"], 4),  # the command's own code, not Click's 1 nor a 0
+    ],
+)
+def test_a_reader_gone_before_the_output_leaves_the_commands_own_exit_code(fleet, args, code) -> None:
+    assert fleet("allocate", "s", "--shape", "4x4x4").code == 0
     read, write = os.pipe()
     os.close(read)  # the reader is gone before anything is written: every write meets EPIPE
     try:
@@ -143,9 +158,9 @@ def test_a_reader_gone_before_the_output_is_exit_0_and_silent(fleet, args) -> No
         )
     finally:
         os.close(write)
-    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (proc.returncode, proc.stderr) == (code, "")
     if args[0] == "allocate":
-        assert [s["name"] for s in fleet("show", "slices", "-o", "json").json] == ["w"]
+        assert [s["name"] for s in fleet("show", "slices", "-o", "json").json] == ["s", "w"]
 
 
 def test_an_interrupt_just_after_the_rename_keeps_the_journal_line_and_the_tables(fleet, monkeypatch) -> None:
@@ -174,17 +189,23 @@ def test_an_interrupt_just_after_the_rename_keeps_the_journal_line_and_the_table
 
 def test_an_output_file_written_again_removes_a_killed_writers_temp_file(fleet, tmp_path) -> None:
     """`timeout 10 tpufleet metrics --out m.prom` from cron, killed before its rename, left its temp file beside
-    the output for good; the next write removes it (a live writer's stays)."""
+    the output for good; the next write removes it once an hour old (a live writer's stays, and a recent one, which
+    may be another machine's on a shared disk)."""
     finished = subprocess.Popen([sys.executable, "-c", "pass"])
     finished.wait()
     out = tmp_path / "m.prom"
     dead = tmp_path / f".m.prom.{finished.pid}.0badc0de.tmp"
     live = tmp_path / f".m.prom.{os.getpid()}.0badc0de.tmp"
-    for temp in (dead, live):
+    recent = tmp_path / f".m.prom.{finished.pid}.0badcafe.tmp"  # maybe another machine's writer, still writing
+    for temp in (dead, live, recent):
         temp.write_bytes(b"# half a metrics file")
+    for temp in (dead, live):
+        os.utime(temp, (time.time() - 7200, time.time() - 7200))
     assert fleet("metrics", "--out", out).code == 0
     assert out.read_text().startswith("# HELP")
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".m.prom")) == [live.name]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".m.prom")) == sorted(
+        [live.name, recent.name]
+    )
 
 
 def test_state_files_are_readable_by_their_owner_whatever_the_umask(tmp_path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 # Command modules register themselves on `app`.
 from tpufleet.cli import (  # noqa: F401
@@ -256,7 +256,6 @@ def _click_command() -> click.Command:
 
 def main(argv: list[str] | None = None) -> None:
     from tpufleet.cli.app import SETTINGS
-    from tpufleet.errors import Refused, TpufleetError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug, SETTINGS.argv = False, tuple(argv)  # in-process callers (tests) run main more than once
@@ -267,7 +266,18 @@ def main(argv: list[str] | None = None) -> None:
     streams.reopen_closed_streams()
     command = _click_command()
     streams.carry_any_text()
-    stdout = sys.stdout
+    stdout, sys.stdout = sys.stdout, streams.ReaderMayGo(sys.stdout)
+    try:
+        code = _run(command, argv)
+    finally:
+        sys.stdout = stdout  # in-process callers (tests, `serve`) get their own stream back
+    sys.exit(code)
+
+
+def _run(command: click.Command, argv: list[str]) -> int:
+    """The command's exit code, its error reported (one line, or with -o json one object)."""
+    from tpufleet.errors import Refused, TpufleetError
+
     try:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
@@ -281,23 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print(_interrupted(), file=sys.stderr)
         code = 130
-    except BrokenPipeError:
-        code = _pipe_closed(stdout)
-    except SystemExit:
-        if sys.stdout is stdout:
-            raise
-        code = _pipe_closed(stdout)  # Click met the closed pipe first: it swapped the streams and exits 1, silent
     except Exception as exc:  # noqa: BLE001 - the last resort: Click's signalling, a lost output, else a bug (70)
         code = _unhandled(exc, requested_format(argv))
-    sys.exit(code)
-
-
-def _pipe_closed(stdout: TextIO) -> int:
-    """The reader of the output went away (`| head -1`): the command's work is done, as a command whose output is
-    cut short by its reader (exit 0, nothing more written to the pipe)."""
-    sys.stdout = stdout
-    os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
-    return 0
+    return code
 
 
 def _interrupted() -> str:

@@ -11,7 +11,7 @@ import errno
 import io
 import os
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 ESCAPE = "tpufleet-escape"
 _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
@@ -61,9 +61,38 @@ def drop_stderr() -> None:
     _drop(sys.stderr)
 
 
+class ReaderMayGo:
+    """Standard output whose reader may go away (`tpufleet status | head -1`): the write or flush that meets the
+    closed pipe points the descriptor at /dev/null, and the command goes on to its own exit code (Click would stop
+    it there, exit 1, silent; `plan-xconnect --detailed-exitcode` must still say 4). Anything else is the stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _drop(self._stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _drop(self._stream)
+            with contextlib.suppress(BrokenPipeError):  # what the buffer held goes to /dev/null now
+                self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _drop(stream: TextIO) -> None:
     with contextlib.suppress(OSError, ValueError):  # no real file descriptor (an in-process caller's stream)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
 
 
 class _ClosedOutput(io.TextIOBase):

@@ -45,7 +45,6 @@ def first_fitting(
 ) -> tuple[Checked, list[Checked]]:
     """The best-ranked table set that fits (else the leanest), and, when `relieving`, the first RELIEVED_CANDIDATES
     that fit of each graph the sets were made for (so an optical link's include its whole OCS's)."""
-
     first: Checked | None = None
     leanest: Checked | None = None
     per_graph: dict[int, list[Checked]] = {}

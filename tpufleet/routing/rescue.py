@@ -1,4 +1,4 @@
-"""Order pairs for a large slice that no default candidate can serve, pure.
+"""Order pairs for a large slice that no default candidate can serve, pure (but for a memo of its answers).
 
 `candidates` makes per-destination order pairs (`dimension_orders.order_pairs`) only up to a size limit (2,048
 chips, 9,216 with one broken dimension): above it they cost seconds more a repair, and `routes --thorough` makes
@@ -16,6 +16,7 @@ tables (`candidates`).
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from tpufleet.routing.candidates import Variant, variants_of
@@ -27,12 +28,17 @@ if TYPE_CHECKING:
 NOTE = ", order pairs (no single order serves every pair)"  # how the rescued tables were made, in their strategy
 _KEPT = 4  # live graphs whose answer is kept
 _answers: dict[str, list[Variant]] = {}
+_answering = threading.Lock()
 
 
 def withheld(shape: Shape, expected: ChipGraph, alive: ChipGraph, max_vcs: int | None) -> list[Variant]:
     """The order-pair variants `candidates` leaves out by size on this live graph: [] where it makes them anyway,
-    and on twisted tori and meshes (their order pairs need 4 VCs or gain nothing: `dimension_orders`)."""
-    if shape.twisted or not shape.wraps or bool((alive == expected).all()):
+    on twisted tori and meshes (their order pairs need 4 VCs or gain nothing: `dimension_orders`), and where
+    optical links are down apart from whole OCS (`candidates` then makes each OCS's failure pattern too, which the
+    rescue would have to make as well to keep what `--thorough` keeps: left to `--thorough`)."""
+    from tpufleet.routing.patterns import ocs_patterns
+
+    if shape.twisted or not shape.wraps or bool((alive == expected).all()) or ocs_patterns(shape, expected, alive):
         return []
     if variants_of(shape, expected, alive, max_vcs, [False])[2]:
         return []
@@ -50,17 +56,18 @@ def rescuing(
     variants = withheld(shape, expected, alive, max_vcs)
     if not variants:
         return []
-    key = memo.key(shape.text, shape.twisted, max_vcs, expected, alive)
-    if key not in _answers:
-        if defaults_leave is None:
-            defaults_leave = defaults_left(shape, expected, alive, max_vcs) is not None
-        while len(_answers) >= _KEPT:
-            del _answers[next(iter(_answers))]
-        _answers[key] = routing_every_pair(shape, expected, alive, variants) if defaults_leave else []
-    return _answers[key]
+    key = memo.key(shape.text, shape.twisted, max_vcs, repr(variants), expected, alive)
+    with _answering:  # one answer made at a time (`serve` routes in its request threads)
+        if key not in _answers:
+            if defaults_leave is None:
+                defaults_leave = defaults_left(shape, expected, alive, max_vcs) is not None
+            while len(_answers) >= _KEPT:
+                del _answers[next(iter(_answers))]
+            _answers[key] = routing_every_pair(shape, expected, alive, variants) if defaults_leave else []
+        return _answers[key]
 
 
 def rescued(summary: dict[str, object]) -> bool:
     """The tables of this routing summary were made here: `--thorough` makes the same ones (it adds only these
     order pairs above the size limit, and drops the candidates that leave pairs), so it need not be tried."""
-    return str(summary.get("strategy", "")).endswith(NOTE)
+    return NOTE in str(summary.get("strategy", ""))

@@ -17,7 +17,7 @@ from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
 from tpufleet.state.backend import near_state_dir, no_fleet_state, not_a_state_dir
-from tpufleet.state.committed import side_file_failed
+from tpufleet.state.committed import SERIALS, side_file_failed
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.files import (
     check_subdir,
@@ -31,6 +31,7 @@ from tpufleet.state.files import (
     write_temp,
 )
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
+from tpufleet.state.paths import missing_dirs, remove_empty_dirs
 from tpufleet.state.sidedirs import check_state_dirs, share_with_group, table_names, unlink_tables
 from tpufleet.state.wholetables import WholeTables, data_digest
 
@@ -184,7 +185,7 @@ class DirectoryBackend:
                 raise self.no_state()
         if os.path.isfile(self.dir):  # `--state DIR/state.json`: the refusal says what to pass instead
             raise not_a_state_dir(self.dir)
-        made = _missing_dirs(self.dir)
+        made = missing_dirs(self.dir)
         share_with_group(self.dir)  # before the directory is opened to the group: its contents too
         ensure_private_dir(self.dir)
         check_state_dirs(self.dir, self.routes_dir)
@@ -201,16 +202,7 @@ class DirectoryBackend:
                     emptied = bool(made) and not writer.committed and _lock_files_removed(self.dir)
         finally:
             if emptied:
-                _remove_empty(made)
-
-
-def _missing_dirs(path: Path) -> list[Path]:
-    """The directories making `path` would make: it and its missing parents, innermost first."""
-    missing = []
-    while not os.path.lexists(path) and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    return missing
+                remove_empty_dirs(made)
 
 
 def _lock_files_removed(state_dir: Path) -> bool:
@@ -227,15 +219,6 @@ def _lock_files_removed(state_dir: Path) -> bool:
     except OSError:
         return False
     return True
-
-
-def _remove_empty(dirs: list[Path]) -> None:
-    """Remove the directories, innermost first, as long as each is empty."""
-    for path in dirs:
-        try:
-            os.rmdir(path)
-        except OSError:
-            return
 
 
 class DirectoryWriter:
@@ -363,16 +346,21 @@ class DirectoryWriter:
         path = self.backend.state_path
         if not self.lock_held() or self.read_key not in (None, _stat_key(path)):  # its `.lock` removed meanwhile
             raise lock_lost(self.backend.dir)
-        size, renamed = journal.append(self.backend.journal_path, entry), (-1, 0, 0, 0)
+        size = journal.append(self.backend.journal_path, entry)
+        renamed = None  # what the state file is once renamed: the temp file's identity
         try:
             tmp = write_temp(path, data)
-            renamed = _stat_key(Path(tmp))  # what the state file is once renamed
+            renamed = _stat_key(Path(tmp))
             install(tmp, path)
-        except BaseException:
-            if _stat_key(path) != renamed:
+        except KeyboardInterrupt:
+            if renamed is None or renamed[1] == 0 or _stat_key(path) != renamed:
                 journal.rollback(self.backend.journal_path, size)
                 raise
+        except BaseException:
+            journal.rollback(self.backend.journal_path, size)
+            raise
         self.committed = True  # the state file is renamed into place: the files beside it follow
+        SERIALS.append(entry.serial)  # said so should an interrupt come from here on
         sync_parent(path)
 
     def finish_side_files(self) -> None:

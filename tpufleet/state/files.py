@@ -276,9 +276,9 @@ def open_state_file(path: Path, flags: int, mode: int | None = None) -> int:
         except OSError:
             os.close(fd)
             raise
-    now = stat.S_IMODE(st.st_mode)  # off: world-readable (copied back from a backup), or unreadable (umask 0277)
-    off = SHARING.gid is not None or now & ~SHARING.file_mode or now & 0o600 != 0o600
-    if flags & os.O_CREAT and off and st.st_uid == os.geteuid():
+    perms = stat.S_IMODE(st.st_mode)  # world-readable (copied back from a backup), or unreadable (umask 0277)
+    to_mend = SHARING.gid is not None or perms & ~SHARING.file_mode or perms & 0o600 != 0o600
+    if flags & os.O_CREAT and to_mend and st.st_uid == os.geteuid():
         with contextlib.suppress(OSError):  # made before the group was set, under a tight or a loose umask
             _share(fd, SHARING.file_mode)
     return fd

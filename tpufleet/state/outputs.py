@@ -25,6 +25,8 @@ from tpufleet.state.files import (
 )
 from tpufleet.state.temps import remove_stale_temps
 
+STALE_OUTPUT_TEMP_SECONDS = 3600.0
+
 
 def check_output_path(path: Path, option: str, inputs: Sequence[Path | None] = ()) -> None:
     """Refuse (BadInput, exit 2) an output path that cannot be written: its directory is missing, or it is one,
@@ -139,7 +141,9 @@ def _write_through(path: Path, data: bytes) -> None:
 
 
 def _replace_regular(target: Path, data: bytes, old: os.stat_result | None) -> None:
-    remove_stale_temps(target)  # a killed earlier writer's (`timeout` around a cron job's `metrics --out`)
+    # a killed earlier writer's (`timeout` around a cron job's `metrics --out`); an hour old, as the directory may
+    # be shared with writers on other machines, whose pids say nothing here
+    remove_stale_temps(target, older_than=STALE_OUTPUT_TEMP_SECONDS)
     tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o666)  # umask applies

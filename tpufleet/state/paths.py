@@ -1,7 +1,9 @@
-"""Paths an operator names, made usable or refused in one line: `~user` expanded, a symbolic link to nothing named."""
+"""Paths made usable or refused in one line: `~user` expanded, a symbolic link to nothing named, a state file with
+other names (hard links) refused, directories made and removed again."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -26,7 +28,8 @@ def dangling_link(path: Path) -> str | None:
     None when there is none."""
     for part in [*reversed(path.parents), path]:
         if part.is_symlink() and not part.exists():
-            return f"{part} is a symbolic link to {os.readlink(part)}, which does not exist"
+            said = "which loops" if _loops(part) else "which does not exist"
+            return f"{part} is a symbolic link to {os.readlink(part)}, {said}"
     return None
 
 
@@ -39,3 +42,29 @@ def hard_linked(path: Path | str, links: int) -> BadInput:
         f"{path} is a hard link ({links} names for one file): writing it would change the file under its other "
         f"names too; give it a copy of its own: cp -p {name} {copy} && mv {copy} {name}"
     )
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """The directories making `path` would make: it and its missing parents, innermost first."""
+    missing = []
+    while not os.path.lexists(path) and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def remove_empty_dirs(dirs: list[Path]) -> None:
+    """Remove the directories, innermost first, as long as each is empty."""
+    for path in dirs:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+
+
+def _loops(link: Path) -> bool:
+    try:
+        os.stat(link)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False

@@ -81,6 +81,9 @@ def one_line(row: bytes) -> bytes:
 # ---- the backend -------------------------------------------------------------------------------------------------
 
 
+_INSTALL = "pip install 'tpufleet[postgres]'"
+
+
 class PostgresBackend(PostgresLocking):
     """One database connection per process, opened at first use (autocommit: each write is an explicit
     transaction)."""
@@ -114,14 +117,14 @@ class PostgresBackend(PostgresLocking):
     # -- connection and errors --
 
     def _driver(self) -> None:
-        """Refused, saying how to install it, where the PostgreSQL driver (the `postgres` extra) is missing."""
-        import importlib.util
-
-        if importlib.util.find_spec("psycopg") is None:
-            raise Refused(
-                f"the state {self.where} is a PostgreSQL database: install the driver with "
-                "pip install 'tpufleet[postgres]'"
-            )
+        """Refused, saying how to install it, where the PostgreSQL driver (the `postgres` extra) is missing or cannot
+        load (installed without its binary wheel, and no libpq)."""
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            why = "" if exc.name == "psycopg" else f" (the one installed cannot load: {str(exc).splitlines()[0]})"
+            said = f"the state {self.where} is a PostgreSQL database: install the driver with {_INSTALL}{why}"
+            raise Refused(said) from None
 
     @contextmanager
     def errors(self, doing: str = "use", lost: tuple[str, str] | None = None) -> Iterator[None]:

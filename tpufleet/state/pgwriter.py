@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tpufleet.errors import BadStateFile, Refused, Unavailable
 from tpufleet.state import journal
 from tpufleet.state.backend import no_fleet_state
+from tpufleet.state.committed import SERIALS
 from tpufleet.state.crashpoints import reached
 from tpufleet.state.pgurl import first_line
 
@@ -135,6 +136,7 @@ class DatabaseWriter:
                 "nothing was written"
             ) from None
         self.committed = True
+        SERIALS.append(entry.serial)  # said so should an interrupt come from here on
         reached("atomic_write.before_dir_fsync")
         reached("transaction.before_side_files")
 

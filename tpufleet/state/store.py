@@ -437,4 +437,5 @@ class Store:
         )
         _check_journal_line(entry)
         writer.commit(entry, data)
-        committed.SERIALS.append(state.serial)
+        if committed.SERIALS[-1:] != [state.serial]:  # a writer may say so at its own commit point
+            committed.SERIALS.append(state.serial)

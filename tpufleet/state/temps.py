@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from pathlib import Path
 
 _TEMP = re.compile(r"(\d+)\.[a-z0-9_]+\.tmp", re.ASCII)  # after ".NAME.": PID.RANDOM.tmp (mkstemp's random part)
@@ -35,12 +36,13 @@ def dead_temps(path: Path) -> list[Path]:
     return found
 
 
-def remove_stale_temps(path: Path) -> list[Path]:
+def remove_stale_temps(path: Path, older_than: float = 0.0) -> list[Path]:
     """Delete the temp files of `path` whose writer is dead (killed before its rename); return them.
 
     A temp file carries its writer's pid. While that process lives its file is left alone, so this is safe
     without a lock; a writer cannot come back to a file once its pid is gone. (Pids are per machine: the
-    directory must not be shared by writers on several machines, which the state lock assumes too.)
+    directory must not be shared by writers on several machines, which the state lock assumes too; where nothing
+    assures it, an output's directory on a shared disk, only files untouched for `older_than` seconds go.)
     """
     prefix, removed = f".{path.name}.", []
     try:
@@ -52,6 +54,8 @@ def remove_stale_temps(path: Path) -> list[Path]:
         if mine is None or alive(int(mine[1])):
             continue
         with contextlib.suppress(OSError):
+            if older_than and time.time() - os.lstat(path.parent / name).st_mtime < older_than:
+                continue
             os.unlink(path.parent / name)
             removed.append(path.parent / name)
     return removed
