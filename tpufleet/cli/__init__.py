@@ -33,6 +33,7 @@ from tpufleet.cli import (  # noqa: F401
     simulate,
     spares,
     statecmd,
+    stopsignals,
     streams,
     sweep,
     topology,
@@ -268,7 +269,8 @@ def main(argv: list[str] | None = None) -> None:
     streams.carry_any_text()
     stdout, sys.stdout = sys.stdout, streams.ReaderMayGo(sys.stdout)
     try:
-        code = _run(command, argv)
+        with stopsignals.stopping_as_interrupt():
+            code = _run(command, argv)
     finally:
         sys.stdout = stdout  # in-process callers (tests, `serve`) get their own stream back
     sys.exit(code)
@@ -282,15 +284,16 @@ def _run(command: click.Command, argv: list[str]) -> int:
         rc = command.main(args=argv, prog_name="tpufleet", standalone_mode=False)
         code = rc if isinstance(rc, int) else 0
         sys.stdout.flush()  # a full disk is met here, not at exit
-        if code == 130:  # Typer turns Ctrl-C into a silent return of 130
+        if code == 130:  # Typer turns Ctrl-C (and a SIGTERM's KeyboardInterrupt) into a silent return of 130
             print(_interrupted(), file=sys.stderr)
+            code = stopsignals.interrupt_exit_code()
     except TpufleetError as exc:
         _traceback_if_debug()
         code = exc.exit_code
         report_error(str(exc), code, exc.details if isinstance(exc, Refused) else [], requested_format(argv))
     except KeyboardInterrupt:
         print(_interrupted(), file=sys.stderr)
-        code = 130
+        code = stopsignals.interrupt_exit_code()
     except Exception as exc:  # noqa: BLE001 - the last resort: Click's signalling, a lost output, else a bug (70)
         code = _unhandled(exc, requested_format(argv))
     return code
@@ -300,9 +303,11 @@ def _interrupted() -> str:
     """What an interrupt left: nothing, or a change committed before it came (the commit is the state file's
     rename: whatever the command did after it, tables stored or output printed, may be missing)."""
     done = sys.modules.get("tpufleet.state.committed")
+    signal_name = stopsignals.stopped_by()
+    stopped = f"tpufleet: stopped by {signal_name}" if signal_name else "tpufleet: interrupted"
     if done is None or not done.SERIALS:
-        return INTERRUPTED
-    return f"tpufleet: interrupted after its change was committed as serial {done.SERIALS[-1]} (`tpufleet history` shows it)"
+        return INTERRUPTED.replace("tpufleet: interrupted", stopped)
+    return f"{stopped} after its change was committed as serial {done.SERIALS[-1]} (`tpufleet history` shows it)"
 
 
 def _traceback_if_debug() -> None:

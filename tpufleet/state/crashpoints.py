@@ -3,7 +3,9 @@
 `reached(name)` does nothing unless the environment variable ``TPUFLEET_CRASH_AT`` names that point: then the
 process sends itself SIGKILL right there (no cleanup, no flush, no `finally`: as a power cut would leave it,
 minus the page cache). ``TPUFLEET_CRASH_AT=NAME:N`` kills at the N-th time the point is reached (from 1).
-Unset, the cost is one environment lookup per call.
+Unset, the cost is one environment lookup per call. ``TPUFLEET_CRASH_SIGNAL=TERM`` (or HUP, INT) sends that
+signal instead of SIGKILL: the stop an operator's `kill`, `timeout` or a closed terminal sends, which the command
+is to clean up after.
 
 The points, in the order a commit reaches them (`Store` appends the journal line, then replaces the state file
 through `files.write_temp`, `files.install` and `files.sync_parent`, the three steps of `files.atomic_write`):
@@ -31,6 +33,7 @@ import os
 import signal
 
 ENV = "TPUFLEET_CRASH_AT"
+SIGNAL_ENV = "TPUFLEET_CRASH_SIGNAL"
 
 POINTS = (
     "journal.before_write",
@@ -46,7 +49,8 @@ _seen: dict[str, int] = {}
 
 
 def reached(name: str) -> None:
-    """Kill this process with SIGKILL if ``$TPUFLEET_CRASH_AT`` is `name` (or `name:N` and this is the N-th time)."""
+    """Kill this process with SIGKILL (or ``$TPUFLEET_CRASH_SIGNAL``) if ``$TPUFLEET_CRASH_AT`` is `name` (or `name:N`
+    and this is the N-th time)."""
     spec = os.environ.get(ENV)
     if not spec:
         return
@@ -55,4 +59,4 @@ def reached(name: str) -> None:
         return
     count = _seen[name] = _seen.get(name, 0) + 1
     if count == (int(nth) if nth else 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.Signals["SIG" + os.environ.get(SIGNAL_ENV, "KILL")])

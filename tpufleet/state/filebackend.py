@@ -30,6 +30,7 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
+from tpufleet.state.heldsignals import stops_held
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
 from tpufleet.state.paths import missing_dirs, remove_empty_dirs
 from tpufleet.state.sidedirs import check_state_dirs, share_with_group, table_names, unlink_tables
@@ -196,7 +197,8 @@ class DirectoryBackend:
                 try:
                     yield writer
                 finally:
-                    writer.finish_side_files()
+                    with stops_held() if writer.committed else contextlib.nullcontext():
+                        writer.finish_side_files()
                     # a directory this command made and wrote nothing into (a pull refused or timed out on the
                     # database's lock): its lock files removed while it is held, the directories after
                     emptied = bool(made) and not writer.committed and _lock_files_removed(self.dir)

@@ -365,8 +365,8 @@ def write_temp(path: Path, data: bytes | Callable[[int], None]) -> str:
 
 def install(tmp: str, path: Path) -> None:
     """The second half: rename the temp file over `path` (the commit point of a state save)."""
-    reached("atomic_write.before_rename")
-    with discarded_on_error(tmp, path):
+    with discarded_on_error(tmp, path):  # a stop signalled at the named point removes the temp file too
+        reached("atomic_write.before_rename")
         os.replace(tmp, path)
 
 

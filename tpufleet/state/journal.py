@@ -86,11 +86,13 @@ def append(path: Path, entry: JournalEntry) -> int:
             reached("journal.before_fsync")
             os.fsync(fd)
             reached("journal.after_fsync")
-        except OSError as exc:
+        except BaseException as exc:  # an interrupt (Ctrl-C, SIGTERM) too: the commit it belonged to is not made
             with contextlib.suppress(OSError):  # no half line left behind (recovery would drop it anyway)
                 os.ftruncate(fd, start)
                 os.fsync(fd)
-            raise io_error("write", path, exc) from None
+            if isinstance(exc, OSError):
+                raise io_error("write", path, exc) from None
+            raise
     finally:
         os.close(fd)
     return start
