@@ -38,6 +38,24 @@ def test_a_full_disk_on_stdout_is_exit_1_and_a_committed_change_stays(tmp_path):
     assert [s["name"] for s in json.loads(_run(state, "show", "slices", "-o", "json").stdout)] == ["x"]
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device whose writes fail: disk full)")
+def test_a_full_stderr_keeps_the_exit_code_of_help_traceback_and_interrupt(tmp_path):
+    state = tmp_path / "s"
+    assert _run(state, "init").returncode == 0
+    cases = [
+        (("import",), {}, 2),  # a group without its command shows its help on stderr
+        (("--debug", "inject-fault", "bogus:1"), {}, 2),  # the traceback before the error line
+        (("allocate", "a", "--shape", "4x4x4"), {"TPUFLEET_CRASH_AT": "atomic_write.before_rename"}, 143),
+    ]
+    with open("/dev/full", "w") as full:
+        for args, env, code in cases:
+            signal_env = {"TPUFLEET_CRASH_SIGNAL": "TERM"} if env else {}
+            command = [sys.executable, "-m", "tpufleet", "--state", str(state), *args]
+            done = subprocess.run(command, env={**os.environ, **env, **signal_env}, stderr=full, check=False)
+            assert done.returncode == code, args
+    assert _run(state, "show", "slices", "-o", "json").stdout.strip() == "[]"  # the stopped allocate left nothing
+
+
 def test_an_output_encoding_without_the_characters_escapes_them(tmp_path):
     state = tmp_path / "s"
     assert _run(state, "init").returncode == 0

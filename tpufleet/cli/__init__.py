@@ -80,7 +80,7 @@ def _framework_exit(exc: Exception, fmt: str | None) -> int | None:
         if fmt == "json" or ctx is None:  # a script reads the error object, as for every other bad input
             report_error(_missing_command(ctx), EXIT_BAD_INPUT, [], fmt)
         else:
-            print(ctx.get_help(), file=sys.stderr)
+            streams.tell(ctx.get_help())
         return EXIT_BAD_INPUT
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
         code = EXIT_BAD_INPUT if name in _USAGE_ERRORS or exc.exit_code == 2 else int(exc.exit_code)
@@ -285,14 +285,14 @@ def _run(command: click.Command, argv: list[str]) -> int:
         code = rc if isinstance(rc, int) else 0
         sys.stdout.flush()  # a full disk is met here, not at exit
         if code == 130:  # Typer turns Ctrl-C (and a SIGTERM's KeyboardInterrupt) into a silent return of 130
-            print(_interrupted(), file=sys.stderr)
+            streams.tell(_interrupted())
             code = stopsignals.interrupt_exit_code()
     except TpufleetError as exc:
         _traceback_if_debug()
         code = exc.exit_code
         report_error(str(exc), code, exc.details if isinstance(exc, Refused) else [], requested_format(argv))
     except KeyboardInterrupt:
-        print(_interrupted(), file=sys.stderr)
+        streams.tell(_interrupted())
         code = stopsignals.interrupt_exit_code()
     except Exception as exc:  # noqa: BLE001 - the last resort: Click's signalling, a lost output, else a bug (70)
         code = _unhandled(exc, requested_format(argv))
@@ -316,7 +316,7 @@ def _traceback_if_debug() -> None:
     if _debug_requested():
         import traceback
 
-        traceback.print_exc(file=sys.stderr)
+        streams.tell(traceback.format_exc().rstrip())
 
 
 def _unhandled(exc: Exception, fmt: str | None) -> int:

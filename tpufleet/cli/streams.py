@@ -61,6 +61,16 @@ def drop_stderr() -> None:
     _drop(sys.stderr)
 
 
+def tell(text: str) -> None:
+    """Print to stderr what is not an error line (help shown for a missing command, the interrupt's line, a
+    traceback): a stderr that cannot be written loses it, never the command's exit code."""
+    try:
+        print(text, file=sys.stderr)
+        sys.stderr.flush()
+    except OSError:
+        drop_stderr()
+
+
 class ReaderMayGo:
     """Standard output whose reader may go away (`tpufleet status | head -1`): the write or flush that meets the
     closed pipe points the descriptor at /dev/null, and the command goes on to its own exit code (Click would stop
