@@ -35,8 +35,12 @@ def test_init_on_a_symbolic_link_to_nothing_names_the_link(cli, tmp_path) -> Non
 @pytest.mark.parametrize(
     ("args", "env", "named"),
     [
-        (["--state", "~nosuchuser-tpufleet/x", "status"], {}, "bad state location '~nosuchuser-tpufleet/x'"),
-        (["status"], {"TPUFLEET_STATE": "~nosuchuser-tpufleet"}, "bad state location '~nosuchuser-tpufleet'"),
+        (["--state", "~nosuchuser-tpufleet/x", "status"], {}, "bad option --state '~nosuchuser-tpufleet/x'"),
+        (
+            ["status"],
+            {"TPUFLEET_STATE": "~nosuchuser-tpufleet"},
+            "bad environment variable TPUFLEET_STATE '~nosuchuser-tpufleet'",
+        ),
         (["state", "pull", "postgresql://db/f", "~nosuchuser-tpufleet/s"], {}, "bad argument DIR"),
         (["--state", "s", "status"], {"TPUFLEET_CONFIG": "~nosuchuser-tpufleet/c.toml"}, "TPUFLEET_CONFIG"),
     ],

@@ -21,7 +21,7 @@ from typing import Any
 
 from tpufleet.constants import DAY
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile
-from tpufleet.state.dburl import WRITE_A_URL, is_mistyped_url, redacted
+from tpufleet.state.dburl import WRITE_A_URL, is_mistyped_url, other_scheme, redacted
 from tpufleet.state.inputfiles import MAX_DEPTH, nested_deeper_than, read_text
 from tpufleet.state.paths import expanded
 from tpufleet.text import ReportOutput, underflows
@@ -127,6 +127,9 @@ def _parse(doc: dict[str, object], file: str) -> Config:
             raise BadStateFile(
                 file, key, redacted(str(doc[key])), f"is no postgresql:// URL ({WRITE_A_URL} for a directory so named)"
             )
+        scheme = other_scheme(doc[key]) if key == "state" and isinstance(doc.get(key), str) else None
+        if scheme:  # as --state refuses it (the URL's password never shown)
+            raise BadStateFile(file, key, f"{scheme}://...", "is no directory nor postgresql:// URL")
         if "\x00" in str(doc.get(key, "")):  # (a database URL's password not shown)
             raise BadStateFile(file, key, redacted(str(doc[key])), "holds a NUL character")
     _check_places(doc, file)

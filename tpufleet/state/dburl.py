@@ -39,6 +39,7 @@ _URL_IN_ARG = re.compile(r"(?is)postgres(?:ql)?://.*")
 # What a mistyped PostgreSQL URL starts with: the scheme's name and a colon, with a slash too few or a space before
 # it ("postgresql:/bob:pw@db/f"). Taken for a directory, it was a state directory made under that name, password
 # and all, named in every message.
+_OTHER_URL = re.compile(r"(?i)\A([a-z][a-z0-9+.-]*)://")
 _NEAR_MISS = re.compile(r"(?i)\A\s*postgres(?:ql)?:/*")
 
 
@@ -56,6 +57,16 @@ def is_mistyped_url(text: str) -> bool:
     (True, True, False)
     """
     return not is_database_url(text) and _NEAR_MISS.match(text) is not None
+
+
+def other_scheme(text: str) -> str | None:
+    """The scheme of a URL of another kind than PostgreSQL's (not a directory named "mysql:"), else None.
+
+    >>> other_scheme("mysql://u:pw@db/f"), other_scheme("postgresql://db/f"), other_scheme("fleet/a:b")
+    ('mysql', None, None)
+    """
+    found = _OTHER_URL.match(text)
+    return None if found is None or is_database_url(text) or is_mistyped_url(text) else found.group(1)
 
 
 def _split(url: str) -> tuple[str, str, str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -71,34 +70,31 @@ def resolve_state_dir(option: str | os.PathLike[str] | None) -> Path | str:
             raise BadInput("bad option --state: the directory is empty ('')")
         if text == "-":
             raise BadInput(f"bad option --state '-': {NOT_STANDARD_INPUT}")
-        return _location(text)
+        return _location(text, "option --state")
     env = os.environ.get("TPUFLEET_STATE")
     if env is not None:
         if env == "":
             raise BadInput("bad environment variable TPUFLEET_STATE: it is set but empty; unset it or name a directory")
         if env == "-":
             raise BadInput(f"bad environment variable TPUFLEET_STATE '-': {NOT_STANDARD_INPUT}")
-        return _location(env)
+        return _location(env, "environment variable TPUFLEET_STATE")
     return Path(".tpufleet")
 
 
-_OTHER_URL = re.compile(r"(?i)\A([a-z][a-z0-9+.-]*)://")
-
-
-def _location(text: str) -> Path | str:
+def _location(text: str, given_as: str) -> Path | str:
     if "\x00" in text:
-        raise BadInput(f"bad state location {text!r}: it holds a NUL character")
+        raise BadInput(f"bad {given_as} {text!r}: it holds a NUL character")
     if is_database_url(text):
         return text
     if dburl.is_mistyped_url(text):
         raise BadInput(
-            f"bad state location {printable(dburl.redacted(text))!r}: it is no postgresql:// URL "
+            f"bad {given_as} {printable(dburl.redacted(text))!r}: it is no postgresql:// URL "
             f"({dburl.WRITE_A_URL} for a directory so named)"
         )
-    other = _OTHER_URL.match(text)
-    if other:  # a URL of another kind, not a directory named "mysql:" (its password never shown)
-        raise BadInput(f"bad state location: a {other.group(1)}:// URL; give a directory or a postgresql:// URL")
-    return expanded(text, "state location")
+    other = dburl.other_scheme(text)
+    if other:  # its password never shown
+        raise BadInput(f"bad {given_as}: a {other}:// URL; give a directory or a postgresql:// URL")
+    return expanded(text, given_as)
 
 
 def utc_now() -> str:
