@@ -264,6 +264,15 @@ def test_state_push_of_an_empty_directory_says_there_is_nothing_to_push(cli, tmp
     assert list(empty.iterdir()) == []
 
 
+def test_state_push_of_a_file_is_bad_input_as_state_of_a_file_is(cli, tmp_path):
+    """`state push FILE URL` was "no fleet state in FILE to push", exit 1, where `--state FILE` is bad input (2)."""
+    afile = tmp_path / "fleet.txt"
+    afile.write_text("x\n")
+    r = cli("state", "push", str(afile), NO_DATABASE)
+    assert r.code == 2 and f"state directory '{afile}' is not a directory" in r.err, r.err
+    assert afile.read_text() == "x\n"
+
+
 def test_a_directory_planted_in_the_cache_stops_no_trim(tmp_path):
     """A directory in `cache/` under a temp file's name, older than an hour: removing it failed, which ended every
     trim there, so the cache kept every entry written after it, far past its 16 entries and 64 MB (631 after three
