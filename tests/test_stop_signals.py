@@ -11,12 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pgserver
 import pytest
 
 from helpers import GUARD_S, wired
 from tpufleet.state import Store
 from tpufleet.state.crashpoints import POINTS
 
+pg_server = pgserver.pg_server  # the fixtures: a server for the session, a new database per test
+pg_url = pgserver.pg_url
 COMMITTED_FROM = POINTS.index("atomic_write.before_dir_fsync")  # the state file's rename is the commit point
 
 
@@ -93,3 +96,24 @@ def test_a_forked_child_dies_of_the_signal_as_without_the_handler():
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
     assert RECEIVED == []  # nor did the parent take it for its own stop
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # and the handler is gone after the command
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_sigterm_at_each_point_of_a_database_commit(pg_url, capsys, point):
+    """On PostgreSQL the stop rolls the open transaction back (the server would at the disconnect anyway) or, past
+    its COMMIT, says the serial it committed; the session's lock goes with it."""
+    from conftest import Cli
+
+    cli = Cli(capsys, pg_url)
+    assert cli("init").code == 0
+    r = _tpufleet(pg_url, point, "TERM", "inject-fault", "host:c01/1", "--reason", "stop test")  # type: ignore[arg-type]
+    committed = POINTS.index(point) >= COMMITTED_FROM
+    said = (
+        "after its change was committed as serial 2 (`tpufleet history` shows it)"
+        if committed
+        else "(a transaction in progress was not committed)"
+    )
+    assert (r.returncode, r.stderr) == (128 + signal.SIGTERM, f"tpufleet: stopped by SIGTERM {said}\n")
+    assert cli("status", "-o", "json").json["serial"] == 1 + committed
+    assert len(cli("faults", "-o", "json").json) == committed
+    assert cli("--lock-timeout", "0", "inject-fault", "host:c02/2").code == 0  # the lock is free
