@@ -49,6 +49,8 @@ DEFECTS = [
     '{"type":"event","job":"j0","time":1767571300.0,"event":"allocation","chips":8,"slice":0}',
     '{"type": "job", "job": "j0", "chips": 8, "ideal_step_s": 1}',
     '{"type":"job","job":"j9","chips":"8"}',
+    '{"type":"job","job":"j9","chips":"\uff18"}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"step_start","step":"1_0"}',
     '{"type":"job","job":"j9","chips":0}',
     '{"type":"job","job":"j9","chips":8,"framework":""}',
     '{"type":"job","job":"j9","chips":8,"phase":""}',

@@ -344,3 +344,21 @@ def test_a_fleet_with_no_productive_time_has_an_mpg_of_zero(cli, tmp_path):
     text = cli("metrics", "--goodput", log).out
     assert 'tpufleet_goodput_ratio{dimension="fleet",factor="mpg",segment="all"} 0.0\n' in text
     assert 'factor="pg"' not in text
+
+
+@pytest.mark.parametrize("written", ["2_56", "\u0663", "\uff12\uff15\uff16", "25 6"])
+def test_a_whole_number_in_digits_other_than_ascii_is_refused_in_csv_and_json(cli, tmp_path, written):
+    """Python's int() reads `2_56`, Arabic-Indic and full-width digits: a log's chips or step so written was taken
+    (full-width 256 as 256), where every decimal field and every option refuses them. Both formats, both readers."""
+    records = [job("A"), *ran("A", B, B + 40)]
+    as_json = write(tmp_path / "a.jsonl", records)
+    as_json.write_text(as_json.read_text().replace('"step": 2', f'"step": {json.dumps(written)}'))
+    as_csv = tmp_path / "a.csv"
+    as_csv.write_text(f"type,job,chips\njob,A,{written}\n")
+    for path, line, field in ((as_json, 5, "step"), (as_csv, 2, "chips")):
+        r = cli("goodput-report", path, state=False)
+        assert r.code == 2 and f"{path}:{line}: field {field}: must be a whole number from " in r.err, r.err
+    spaced = tmp_path / "b.csv"
+    events = "event,A,2026-01-05T00:00:00Z,job_start,\nevent,A,2026-01-05T00:01:00Z,job_end,\n"
+    spaced.write_text("type,job,time,event,chips\njob,A,,, 256 \n" + events)  # spaces around digits: still read
+    assert cli("goodput-report", spaced, "-o", "json", state=False).code == 0

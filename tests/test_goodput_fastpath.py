@@ -28,6 +28,7 @@ MALFORMED = [  # (line, field named in the error)
     ('{"type":"event","job":"j1","time":1e400,"event":"job_end"}', "time"),
     ('{"type":"event","job":"j2","time":1767571200.0,"event":"lunch"}', "event"),
     ('{"type":"job","job":"j0","chips":0}', "chips"),
+    ('{"type":"job","job":"j0","chips":"\u0668"}', "chips"),
     ('{"type":"event","job":"j1","time":1767571200.0,"event":"allocation"}', "chips"),
     ('{"type":"event","job":"j0","time":17675', "<line>"),
     ("[1, 2]", "<record>"),

@@ -8,6 +8,7 @@ the simulator): every reader of every form comes here, so a record means the sam
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,9 @@ def check_allocation(log: Log, job: str, chips: int, part: int, file: str, line:
         )
 
 
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
 def _int(
     rec: Mapping[str, Any], key: str, file: str, line: int, required: bool = False, minimum: int = 0, maximum: int = 0
 ) -> int:
@@ -70,9 +74,15 @@ def _int(
     maximum = maximum or (MAX_STEP if key == "step" else MAX_CHIPS)
     if type(value) is int and minimum <= value <= maximum:  # the common case first
         return value
+    if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value.strip()):
+        value_ok = (
+            False  # ASCII digits only, as every number tpufleet reads: not "2_56", Arabic-Indic or full-width digits
+        )
+    else:
+        value_ok = isinstance(value, (int, float, str)) and not isinstance(value, bool)
     try:
-        number = int(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
-    except (ValueError, OverflowError):  # "x", a 5,000-digit string, infinity
+        number = int(value) if value_ok else None
+    except (ValueError, OverflowError):  # a 5,000-digit string, infinity
         number = None
     if number is None or (isinstance(value, float) and not value.is_integer()) or not minimum <= number <= maximum:
         raise BadRecord(file, line, key, value, f"must be a whole number from {minimum} to {maximum:,}")
