@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from helpers import read_in_blocks
+from helpers import one_line, read_in_blocks
 from tpufleet.goodput import eventlines, events
 
 DEMO = Path(__file__).resolve().parents[1] / "tpufleet" / "data" / "demo-goodput.jsonl.gz"
@@ -510,6 +510,18 @@ def test_a_lone_surrogate_in_an_exclusion_is_bad_input(cli, tmp_path):
     spans.write_text('[{"start": 1767571200, "end": 1767571300, "reason": "\\ud800"}]')
     r = cli("goodput-report", str(DEMO), "--exclude", str(spans), "-o", "json")
     assert r.code == 2 and "spans.json" in r.err and "surrogate" in r.err, r.err
+
+
+def test_an_exclusion_file_that_is_no_list_is_named_as_a_whole_file(cli, tmp_path):
+    """It was named at a "line 0" no editor has (`spans.json:0: field <file>`), where every other file refused
+    as a whole is `FILE: field <root>`."""
+    spans = tmp_path / "spans.json"
+    spans.write_text('{"start": 1}')
+    r = cli("goodput-report", str(DEMO), "--exclude", str(spans), state=False)
+    assert r.code == 2
+    assert one_line(r) == (
+        f"tpufleet: error: {spans}: field <root>: must be a JSON list of {{start, end, reason}} (value {{'start': 1}})"
+    )
 
 
 START = '{"jsonPayload": {"job_name": "a", "job_start_time": 1767571200}}'

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tpufleet.constants import DAY, HOUR, MINUTE, WEEK
-from tpufleet.errors import NO_VALUE, BadInput, shown
+from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
 from tpufleet.goodput.events import MAX_TEXT
 from tpufleet.goodput.times import MAX_TIME, BadRecord, parse_time
 from tpufleet.timeparse import length_parts
@@ -57,9 +57,9 @@ def parse_exclusions(data: Any, file: str) -> list[Exclusion]:
     """The entries of an exclusions file; BadRecord naming the file, the entry (as its line: 1-based) and field
     (an unknown key too)."""
     if not isinstance(data, list):
-        raise BadRecord(file, 0, "<file>", data, "must be a JSON list of {start, end, reason}")
+        raise BadStateFile(file, "<root>", data, "must be a JSON list of {start, end, reason}")
     if len(data) > MAX_EXCLUSIONS:
-        raise BadRecord(file, 0, "<file>", len(data), f"more than {MAX_EXCLUSIONS:,} entries")
+        raise BadStateFile(file, "<root>", len(data), f"more than {MAX_EXCLUSIONS:,} entries")
     out = []
     for i, entry in enumerate(data, start=1):
         if not isinstance(entry, dict):
