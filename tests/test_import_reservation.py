@@ -153,6 +153,20 @@ def test_a_block_without_a_pod_is_told_which_pods_it_could_be(cli, sub_blocks, t
     assert "block-5d21e0b4" in reason and "pod1" in reason, reason
 
 
+def test_a_second_block_in_one_input_is_told_which_block_holds_the_pod(cli, sub_blocks, tmp_path):
+    """On a fresh state the input's first block takes the one pod; the reason for the second named the holder
+    "another", as only the blocks of earlier imports were looked at."""
+    assert cli("init", "--generation", "tpu7x", "--pods", "1").code == 0
+    two = copy.deepcopy(sub_blocks[:4])
+    two[1]["physicalTopology"]["block"] = "other-block"
+    r = cli("import", "reservation", write(tmp_path, two), "-o", "json")
+    assert r.code == 0, r.err
+    (unplaced,) = r.json["unplaced"]
+    assert unplaced["reason"] == (
+        "unknown block 'other-block': pod0 already holds block block-5d21e0b4 (every pod holds a block already)"
+    )
+
+
 def test_unknown_pod_is_bad_input(superpod):
     r = superpod("import", "reservation", FIXTURE, "--pod", "pod7")
     assert r.code == 2 and "--pod" in r.err and "pod0" in r.err

@@ -166,20 +166,21 @@ def _place_blocks(state: FleetState, given: ReservationInput, pod: str | None, o
             why = f"unknown block {bounded(block, 60)!r}: {target} is block {bounded(nodes_on[target], 60)} (its "
             why += "nodes' gce-topology-block, import k8s)"
         else:
-            why = f"unknown block {bounded(block, 60)!r}: " + _no_pod(state, target, held | nodes_on.keys())
+            why = f"unknown block {bounded(block, 60)!r}: " + _no_pod(state, target, held | nodes_on.keys(), pod_of)
         if why:
             pod_of.pop(block, None)
             out.unplaced += [(sb.name, why) for sb in given.sub_blocks if sb.block == block]
     return pod_of
 
 
-def _no_pod(state: FleetState, target: str | None, taken: set[str]) -> str:
-    """Why a new block has no pod, naming the pods it could be (those no block holds yet)."""
+def _no_pod(state: FleetState, target: str | None, taken: set[str], planned: dict[str, str]) -> str:
+    """Why a new block has no pod, naming the pods it could be (those no block holds yet) and the block that holds
+    its pod: known to the state, or placed there by this same input (`planned`)."""
     free = [p.name for p in state.fleet.pods if p.name not in taken]
     could = f"pods no block holds: {', '.join(free)}" if free else "every pod holds a block already"
     if target is None:
         return f"give --pod POD to place it ({could})"
-    blocks = sorted(b for b, p in {**state.k8s.blocks, **state.reservation.blocks}.items() if p == target)
+    blocks = sorted(b for b, p in {**state.k8s.blocks, **state.reservation.blocks, **planned}.items() if p == target)
     return f"{target} already holds block {bounded(', '.join(blocks), 60) or 'another'} ({could})"
 
 
