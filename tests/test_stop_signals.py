@@ -117,3 +117,38 @@ def test_sigterm_at_each_point_of_a_database_commit(pg_url, capsys, point):
     assert cli("status", "-o", "json").json["serial"] == 1 + committed
     assert len(cli("faults", "-o", "json").json) == committed
     assert cli("--lock-timeout", "0", "inject-fault", "host:c02/2").code == 0  # the lock is free
+
+
+STOPPED_IN_EXEC = """
+import importlib
+import sys
+
+app = importlib.import_module("tpufleet.cli.app")  # (the package's own `app` is the Typer application)
+
+located = app._state_location
+
+
+def stopped_while_a_module_loads(state):  # the signal handled inside exec(), as while a dataclass is made
+    exec("import os, signal\\nos.kill(os.getpid(), signal.SIG%s)\\nfor _ in range(10**6): pass")
+    return located(state)
+
+
+app._state_location = stopped_while_a_module_loads
+from tpufleet.cli import main
+
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("name", ["TERM", "HUP"])
+def test_a_stop_inside_exec_still_exits_with_the_signals_code(tmp_path, name):
+    """A KeyboardInterrupt that left an `exec` marks CPython's interpreter, which then ended the process by SIGINT
+    (130) whatever `sys.exit` said, under `python -m`: a SIGTERM while a module's dataclass was being made came
+    out as a Ctrl-C."""
+    (tmp_path / "stopped_in_exec.py").write_text(STOPPED_IN_EXEC % name)  # run with -m, as `python -m tpufleet`
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent.parent}{os.pathsep}{tmp_path}"}
+    command = [sys.executable, "-m", "stopped_in_exec", "--state", str(tmp_path / "s"), "status"]
+    r = subprocess.run(command, capture_output=True, text=True, env=env, timeout=GUARD_S, check=False)
+    number = signal.Signals[f"SIG{name}"]
+    said = f"tpufleet: stopped by SIG{name} (a transaction in progress was not committed)\n"
+    assert (r.returncode, r.stderr) == (128 + number, said)

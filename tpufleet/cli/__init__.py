@@ -273,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
             code = _run(command, argv)
     finally:
         sys.stdout = stdout  # in-process callers (tests, `serve`) get their own stream back
+    stopsignals.exit_stopped(code)
     sys.exit(code)
 
 

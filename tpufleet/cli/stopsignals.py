@@ -57,3 +57,20 @@ def stopped_by() -> str | None:
 def interrupt_exit_code() -> int:
     """128 + the stopping signal's number (143 for SIGTERM, 129 for SIGHUP), as a shell reports it; 130 for Ctrl-C."""
     return 128 + RECEIVED[0] if RECEIVED else 128 + signal.SIGINT
+
+
+def exit_stopped(code: int) -> None:
+    """End a process a signal stopped with `code`, whatever Python would do at its exit: a KeyboardInterrupt that
+    left an `exec` on its way (a dataclass being made while a command loads a module) marks the interpreter, and
+    CPython then ends the process by SIGINT, exit 130, overriding `sys.exit`. Exit handlers still run. Only for a
+    stop by SIGTERM or SIGHUP: a Ctrl-C's 130 is what the shell reports either way."""
+    import atexit
+    import sys
+
+    if not RECEIVED:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
