@@ -27,3 +27,14 @@ def test_a_figure_out_of_range_is_named_as_the_number_given(cli, tmp_path, writt
     args = ("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "--profile", profile)
     line = one_line(cli(*args, state=False))
     assert line == f"tpufleet: error: {profile}: field chip.peak_flops: {problem}"
+
+
+@pytest.mark.parametrize(("written", "shown"), [("true", "True"), ("1.0", "1.0")])
+def test_a_schema_version_that_only_equals_1_in_python_is_refused(cli, tmp_path, written, shown):
+    """`schema_version: true` and `1.0` were taken (Python's True == 1.0 == 1) where every other input file
+    refuses them."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text(SHIPPED.replace("schema_version: 1\n", f"schema_version: {written}\n", 1))
+    args = ("collective", "--topology", "4x4", "--op", "all-reduce", "--bytes", "1MiB", "--profile", profile)
+    line = one_line(cli(*args, state=False))
+    assert line == f"tpufleet: error: {profile}: field schema_version: must be 1 (value {shown})"

@@ -368,6 +368,7 @@ MALFORMED = [
     ("ici.link_bandwidth.source", "", "ici.link_bandwidth.source"),
     ("pod.colour", {"value": 1, "source": "x"}, "pod"),
     ("schema_version", 2, "schema_version"),
+    ("schema_version", 1.0, "schema_version"),  # equal to 1 in Python, not the integer the file holds
     ("ici.link_bandwidth.value", float("nan"), "ici.link_bandwidth.value"),
     ("pod.cubes.value", 10**30, "pod.cubes.value"),
 ]

@@ -159,6 +159,8 @@ def test_the_reroute_table_is_handed_in_and_used_only_for_its_profile():
     assert looked_up == modelled
     with pytest.raises(BadStateFile, match=r"costs\.json: field op: must be all-reduce"):
         costs_from_doc({**table, "op": "all-gather"}, "costs.json")
+    with pytest.raises(BadStateFile, match=r"costs\.json: field schema_version: must be 1 \(value True\)"):
+        costs_from_doc({**table, "schema_version": True}, "costs.json")  # True == 1 in Python: not a version
     assert "read_text" not in (ROOT / "tpufleet" / "simulation" / "reroute.py").read_text()
 
 

@@ -47,7 +47,7 @@ def from_document(doc: object, file: str) -> Generation:
     one OCS per dimension and face position, enough OCS ports for every cube, a slice no larger than the pod).
     """
     top = _mapping(doc, "", file, TOP_KEYS)
-    if top.get("schema_version") != SCHEMA_VERSION or isinstance(top.get("schema_version"), bool):
+    if type(top.get("schema_version")) is not int or top["schema_version"] != SCHEMA_VERSION:  # not true nor 1.0
         raise BadStateFile(file, "schema_version", top.get("schema_version"), f"must be {SCHEMA_VERSION}")
     for section in SECTIONS:
         keys = tuple(p.split(".", 1)[1] for p in FIGURES if p.startswith(section + "."))

@@ -166,7 +166,8 @@ def profile_from_doc(doc: object, file: str, shipped: bool = False) -> Profile:
     for k in doc:
         if k not in allowed:
             raise BadStateFile(file, str(k), doc[k], f"unknown key; expected {', '.join(sorted(allowed))}")
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    version = doc.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:  # not `true` nor 1.0, which equal 1 in Python
         raise BadStateFile(file, "schema_version", doc.get("schema_version", NO_VALUE), f"must be {SCHEMA_VERSION}")
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip():

@@ -107,7 +107,11 @@ def costs_from_doc(doc: object, file: str) -> RerouteCosts:
     if not isinstance(doc, dict):
         raise BadStateFile(file, "<root>", doc, "must be a mapping")
     checks = (
-        ("schema_version", doc.get("schema_version") == SCHEMA_VERSION, f"must be {SCHEMA_VERSION}"),
+        (
+            "schema_version",
+            type(doc.get("schema_version")) is int and doc["schema_version"] == SCHEMA_VERSION,
+            f"must be {SCHEMA_VERSION}",
+        ),
         ("op", doc.get("op") == OP, f"must be {OP}"),
         ("profile", isinstance(doc.get("profile"), dict), "must be a mapping of the profile's ICI figures"),
         ("shapes", isinstance(doc.get("shapes"), dict), "must be a mapping of shapes to their terms"),
