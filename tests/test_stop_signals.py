@@ -106,7 +106,7 @@ def test_sigterm_at_each_point_of_a_database_commit(pg_url, capsys, point):
 
     cli = Cli(capsys, pg_url)
     assert cli("init").code == 0
-    r = _tpufleet(pg_url, point, "TERM", "inject-fault", "host:c01/1", "--reason", "stop test")  # type: ignore[arg-type]
+    r = _tpufleet(pg_url, point, "TERM", "inject-fault", "host:c01/1", "--reason", "stop test")
     committed = POINTS.index(point) >= COMMITTED_FROM
     said = (
         "after its change was committed as serial 2 (`tpufleet history` shows it)"

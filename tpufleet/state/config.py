@@ -127,7 +127,8 @@ def _parse(doc: dict[str, object], file: str) -> Config:
             raise BadStateFile(
                 file, key, redacted(str(doc[key])), f"is no postgresql:// URL ({WRITE_A_URL} for a directory so named)"
             )
-        scheme = other_scheme(doc[key]) if key == "state" and isinstance(doc.get(key), str) else None
+        given = doc.get(key)
+        scheme = other_scheme(given) if key == "state" and isinstance(given, str) else None
         if scheme:  # as --state refuses it (the URL's password never shown)
             raise BadStateFile(file, key, f"{scheme}://...", "is no directory nor postgresql:// URL")
         if "\x00" in str(doc.get(key, "")):  # (a database URL's password not shown)
