@@ -271,6 +271,10 @@ def test_state_push_of_a_file_is_bad_input_as_state_of_a_file_is(cli, tmp_path):
     r = cli("state", "push", str(afile), NO_DATABASE)
     assert r.code == 2 and f"state directory '{afile}' is not a directory" in r.err, r.err
     assert afile.read_text() == "x\n"
+    dangling = tmp_path / "gone"
+    dangling.symlink_to(tmp_path / "unmounted")  # a link to nothing is no file: there is no fleet to push
+    r = cli("state", "push", str(dangling), NO_DATABASE)
+    assert r.code == 1 and "no fleet state in" in r.err, r.err
 
 
 def test_a_directory_planted_in_the_cache_stops_no_trim(tmp_path):

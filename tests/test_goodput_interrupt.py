@@ -29,7 +29,8 @@ def start_then_ctrl_c(process):
     start(process)
     started.append(process)
     if len(started) == int(sys.argv[2]):  # a terminal's Ctrl-C reaches the whole process group, `kill -INT` one
-        os.killpg(0, signal.SIGINT) if sys.argv[3] == "group" else os.kill(os.getpid(), signal.SIGINT)
+        stop = signal.Signals["SIG" + sys.argv[4]]
+        os.killpg(0, stop) if sys.argv[3] == "group" else os.kill(os.getpid(), stop)
 
 multiprocessing.process.BaseProcess.start = start_then_ctrl_c
 from tpufleet.cli import main
@@ -61,7 +62,27 @@ def test_ctrl_c_while_decoding_workers_start_is_the_one_line_interrupt(tmp_path,
         pytest.skip("no msgspec: the reading process decodes alone")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path.cwd()), *sys.path) if p)}
     log = _log(tmp_path / "log.jsonl")
-    args = [sys.executable, "-c", _REPORT_INTERRUPTED_AT_A_WORKERS_START, str(log), str(worker), target]
+    args = [sys.executable, "-c", _REPORT_INTERRUPTED_AT_A_WORKERS_START, str(log), str(worker), target, "INT"]
+    assert _stopped(args, env) == (130, INTERRUPTED + "\n")
+
+
+@pytest.mark.parametrize("worker", [1, 2])
+def test_sigterm_while_decoding_workers_start_is_the_one_line_stop(tmp_path, worker):
+    """SIGTERM stops a command as Ctrl-C does, so it is held back while a worker starts as Ctrl-C is (not blocked:
+    the pool stops its workers by SIGTERM): the stop's line and exit 143, no worker left for the exit to wait on."""
+    from tpufleet.goodput import fastread
+
+    if not fastread.available():
+        pytest.skip("no msgspec: the reading process decodes alone")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path.cwd()), *sys.path) if p)}
+    log = _log(tmp_path / "log.jsonl")
+    args = [sys.executable, "-c", _REPORT_INTERRUPTED_AT_A_WORKERS_START, str(log), str(worker), "process", "TERM"]
+    said = "tpufleet: stopped by SIGTERM (a transaction in progress was not committed)\n"
+    assert _stopped(args, env) == (128 + signal.SIGTERM, said)
+
+
+def _stopped(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """The report's exit code and stderr; a report that never ends fails the test once the guard runs out."""
     with subprocess.Popen(
         args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
     ) as proc:
@@ -71,4 +92,4 @@ def test_ctrl_c_while_decoding_workers_start_is_the_one_line_interrupt(tmp_path,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             pytest.fail("the interrupted report waited for a worker for ever")
-    assert (proc.returncode, err) == (130, INTERRUPTED + "\n")
+    return proc.returncode, err

@@ -55,7 +55,7 @@ def parse_windows(text: str) -> list[tuple[str, float]]:
 
 def parse_exclusions(data: Any, file: str) -> list[Exclusion]:
     """The entries of an exclusions file; BadRecord naming the file, the entry (as its line: 1-based) and field
-    (an unknown key too)."""
+    (an unknown key too); BadStateFile for the file as a whole (not a list, too many entries)."""
     if not isinstance(data, list):
         raise BadStateFile(file, "<root>", data, "must be a JSON list of {start, end, reason}")
     if len(data) > MAX_EXCLUSIONS:

@@ -83,23 +83,22 @@ def _interrupts_held() -> Iterator[None]:
     were gone (its traceback on stderr). SIGINT is blocked meanwhile, not only handled: the fork server a submit
     starts, and every worker it forks, keep that mask, so a terminal's Ctrl-C reaches the reading process alone
     (workers leave interrupts to it: `_leave_interrupts` only begins once a worker has started). Only the main
-    thread is interrupted: elsewhere nothing is held."""
+    thread is interrupted: elsewhere nothing is held. SIGTERM and SIGHUP, which stop a command as Ctrl-C does, are
+    held too but not blocked: the pool stops its workers with SIGTERM, which a worker must not inherit blocked."""
     import signal
     import threading
+
+    from tpufleet.state.heldsignals import stops_held
 
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda _signal, _frame: caught.append(1))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches the handler above
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
-    if caught:
-        raise KeyboardInterrupt
+    with stops_held():  # each stop sent again to its own handler once the block is done
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches stops_held's recorder
 
 
 def decode_piece(piece: bytes) -> fastread.Decoded | None:

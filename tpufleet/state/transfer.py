@@ -237,7 +237,7 @@ def push(state_dir: Path, url: str, timeout: float, command: str) -> dict[str, A
     """Copy the directory's fleet into the database (one transaction), unless the database's is newer."""
     directory, db = DirectoryBackend(state_dir), PostgresBackend(url)
     # (taking its lock would make it; in an empty one, leave its lock files): one where a lock is held waits for it
-    if os.path.lexists(state_dir) and not state_dir.is_dir():  # bad input, as `--state FILE` is everywhere
+    if state_dir.is_file():  # bad input, as `--state FILE` is everywhere (a dangling link: no fleet, below)
         raise not_a_state_dir(state_dir)
     if not state_dir.is_dir() or not (directory.exists() or os.path.lexists(state_dir / LOCK)):
         raise Refused(f"no fleet state in {directory.where} to push")
