@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # heldsignals.STOPS less SIGINT (the state package: not at start)
 RECEIVED: list[int] = []  # the stopping signals this command got, first first
 _OWNER: list[int] = []  # the pid that installed the handler
 

@@ -74,14 +74,12 @@ def _int(
     maximum = maximum or (MAX_STEP if key == "step" else MAX_CHIPS)
     if type(value) is int and minimum <= value <= maximum:  # the common case first
         return value
-    if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value.strip()):
-        value_ok = (
-            False  # ASCII digits only, as every number tpufleet reads: not "2_56", Arabic-Indic or full-width digits
-        )
-    else:
-        value_ok = isinstance(value, (int, float, str)) and not isinstance(value, bool)
+    # text in ASCII digits only, as every number tpufleet reads: int() takes "2_56", Arabic-Indic and full-width ones
+    text_ok = not isinstance(value, str) or _WHOLE_NUMBER.fullmatch(value.strip()) is not None
     try:
-        number = int(value) if value_ok else None
+        number = (
+            int(value) if text_ok and isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+        )
     except (ValueError, OverflowError):  # a 5,000-digit string, infinity
         number = None
     if number is None or (isinstance(value, float) and not value.is_integer()) or not minimum <= number <= maximum:

@@ -36,10 +36,10 @@ _URL_IN_TEXT = re.compile(r"(?i)postgres(?:ql)?://[^ ]*")
 _URL_IN_ARG = re.compile(r"(?is)postgres(?:ql)?://.*")
 
 
+_OTHER_URL = re.compile(r"(?i)\A([a-z][a-z0-9+.-]*)://")  # any scheme, `mysql://`: no directory name
 # What a mistyped PostgreSQL URL starts with: the scheme's name and a colon, with a slash too few or a space before
 # it ("postgresql:/bob:pw@db/f"). Taken for a directory, it was a state directory made under that name, password
 # and all, named in every message.
-_OTHER_URL = re.compile(r"(?i)\A([a-z][a-z0-9+.-]*)://")
 _NEAR_MISS = re.compile(r"(?i)\A\s*postgres(?:ql)?:/*")
 
 
