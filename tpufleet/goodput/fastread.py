@@ -343,17 +343,38 @@ def _grouped(jobs: list[str]) -> tuple[list[str], Any, Any]:
     n = len(jobs)
     names = np.array(jobs, dtype=object)
     starts = np.flatnonzero(np.concatenate(([True], names[1:] != names[:-1])))
-    ids: dict[str, int] = {}
     if len(starts) * 8 <= n:
-        run_id = [ids.setdefault(j, len(ids)) for j in names[starts].tolist()]
-        job_id = np.repeat(np.array(run_id, dtype=np.int64), np.diff(np.append(starts, n)))
-    else:  # interleaved jobs: a look-up a row
-        ids = {j: k for k, j in enumerate(dict.fromkeys(jobs))}
-        job_id = np.fromiter(map(ids.__getitem__, jobs), dtype=np.int64, count=n)
+        return _run_groups(names[starts].tolist(), starts, n)
+    # interleaved jobs: a look-up a row
+    ids = {j: k for k, j in enumerate(dict.fromkeys(jobs))}
+    return _groups(ids, np.fromiter(map(ids.__getitem__, jobs), dtype=np.int64, count=n))
+
+
+def _run_groups(run_names: list[str], starts: Any, n: int) -> tuple[list[str], Any, Any]:
+    """`_grouped` of n rows given as runs: run k (rows starts[k] up to the next start) is run_names[k]'s."""
+    import numpy as np
+
+    ids: dict[str, int] = {}
+    run_id = [ids.setdefault(j, len(ids)) for j in run_names]
+    return _groups(ids, np.repeat(np.array(run_id, dtype=np.int64), np.diff(np.append(starts, n))))
+
+
+def _groups(ids: dict[str, int], job_id: Any) -> tuple[list[str], Any, Any]:
+    import numpy as np
+
+    n = len(job_id)
     if len(ids) == 1:
         return list(ids), None, np.array([0, n])
     order = np.argsort(job_id, kind="stable")
     return list(ids), order, np.searchsorted(job_id[order], np.arange(len(ids) + 1))
+
+
+def group_runs(run_names: list[str], starts: Any, t: Any, code: Any, step: Any, chips: Any) -> Batch:
+    """Event columns in log order, given each run of one job's rows (its first row and the job), as a Batch."""
+    jobs, order, bounds = _run_groups(run_names, starts, len(t))
+    if order is not None:
+        t, code, step, chips = t[order], code[order], step[order], chips[order]
+    return Batch(jobs, bounds, t, code, step, chips, {})
 
 
 _CODE, _STEP_START, _ALLOCATION = CODE, CODE["step_start"], CODE["allocation"]

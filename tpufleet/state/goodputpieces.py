@@ -164,7 +164,10 @@ def _first_line_end(data: bytes) -> int:
 
 def _line_ends(data: bytes) -> int:
     """How many lines end in `data` (a CR LF is one end)."""
-    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    feeds = data.count(b"\n")
+    if b"\r" not in data:  # the usual log: one count, where the others took twice its time again
+        return feeds
+    return feeds + data.count(b"\r") - data.count(b"\r\n")
 
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what `surrogateescape` makes of a byte that is not UTF-8

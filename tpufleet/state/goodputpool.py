@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpufleet.constants import MiB
 from tpufleet.errors import BadInput
-from tpufleet.goodput import columnar, fastread
+from tpufleet.goodput import columnar, fastread, linescan
 from tpufleet.state.goodputpieces import _bom
 
 if TYPE_CHECKING:
@@ -22,19 +22,19 @@ if TYPE_CHECKING:
 
 
 def _decoded(
-    pieces: Iterator[tuple[bytes, int]], pool: Pool | None
+    pieces: Iterator[tuple[bytes, int]], pool: Pool | None, compiled: bool = False
 ) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
     """Each piece with its decoding (None: read it the standard way, as a piece starting with a byte-order mark
-    is, which that reader drops)."""
+    is, which that reader drops); `compiled`: event lines by the compiled loop first (`compiled_for`)."""
     if pool is not None:
-        yield from _decoded_ahead(pieces, pool)
+        yield from _decoded_ahead(pieces, pool, compiled)
         return
     for piece, offset in pieces:
-        yield piece, offset, None if _bom(piece, offset) else decode_piece(piece)
+        yield piece, offset, None if _bom(piece, offset) else decode_piece(piece, compiled)
 
 
 def _decoded_ahead(
-    pieces: Iterator[tuple[bytes, int]], pool: Pool
+    pieces: Iterator[tuple[bytes, int]], pool: Pool, compiled: bool
 ) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
     """`_decoded` with up to two pieces a worker decoded ahead in the pool. An error reading the file (too
     large, unreadable) is raised after the pieces before it are given, as reading one at a time would. Once a
@@ -54,26 +54,26 @@ def _decoded_ahead(
             except BadInput as exc:
                 failure = exc
                 break
-            job = None if _bom(piece, offset) else _submitted(pool, piece)
+            job = None if _bom(piece, offset) else _submitted(pool, piece, compiled)
             ahead.append((piece, offset, job))
         if not ahead:
             if failure is not None:
                 raise failure
             if broken:
-                yield from _decoded(pieces, None)
+                yield from _decoded(pieces, None, compiled)
             return
         piece, offset, job = ahead.popleft()
         try:
             decoded = None if job is None else job.result()
         except BrokenProcessPool:
-            broken, decoded = True, decode_piece(piece)
+            broken, decoded = True, decode_piece(piece, compiled)
         yield piece, offset, decoded
 
 
-def _submitted(pool: Pool, piece: bytes) -> Any:
+def _submitted(pool: Pool, piece: bytes, compiled: bool) -> Any:
     """The piece handed to the pool, Ctrl-C held back meanwhile (`_interrupts_held`): a submit may start a worker."""
     with _interrupts_held():
-        return pool.submit(decode_piece, piece)
+        return pool.submit(decode_piece, piece, compiled)
 
 
 @contextmanager
@@ -101,15 +101,29 @@ def _interrupts_held() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches stops_held's recorder
 
 
-def decode_piece(piece: bytes) -> fastread.Decoded | None:
+def decode_piece(piece: bytes, compiled: bool = False) -> fastread.Decoded | None:
     """A piece as msgspec's records, else as Arrow's typed columns (when one of them vouches for all of it); None:
     read it the standard way. The same answers each way; msgspec first, as the faster here (benchmarks/
-    bench_goodput.py measures both)."""
+    bench_goodput.py measures both). With `compiled`, the compiled loop of event lines goes before them all."""
+    decoded = linescan.decode_piece(piece) if compiled else None
+    if decoded is not None:
+        return decoded
     decoded = fastread.decode_piece(piece)
     return columnar.decode_piece(piece) if decoded is None else decoded
 
 
 PARALLEL_MIN_BYTES = 64 * MiB  # native logs at least this large are decoded in worker processes too
+
+# Native logs at least this large have their event lines read by the compiled loop (`linescan`), when Numba is
+# installed: loading Numba and the loop costs about a second (compiling it the first time, a few more), which the
+# loop wins back at about this size (benchmarks/bench_goodput.py).
+COMPILED_MIN_BYTES = 128 * MiB
+
+
+def compiled_for(size: int) -> bool:
+    """Whether native logs of `size` bytes in all are read with the compiled loop (read at call time: tests set
+    COMPILED_MIN_BYTES)."""
+    return size >= COMPILED_MIN_BYTES and linescan.available()
 
 
 MAX_WORKERS = 4

@@ -1,0 +1,259 @@
+"""The compiled loop that reads large native logs' event lines (`tpufleet.goodput.linescan`) against msgspec's
+reader and the standard line-by-line reader: the same columns bit for bit where it takes a piece, and the same
+report, table and first error (file, line, field, value) on generated logs with random defects."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_goodput_columnar import DEFECTS, with_defects
+
+from tpufleet.errors import BadInput
+from tpufleet.goodput import columnar, fastread, linescan, render
+from tpufleet.goodput.events import EVENT_NAMES, MAX_TEXT
+from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
+from tpufleet.ops.goodput import build
+from tpufleet.state import goodputpool, goodputstreams
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="Numba is not installed (make sweep-deps): no compiled loop"
+)
+
+B = 1767571200.0
+# Times and counts in forms the loop must leave to msgspec, or take with msgspec's value.
+NUMBER_DEFECTS = [
+    '{"type":"event","job":"j0","time":1767571300.1234567,"event":"job_start"}',  # 17 significant digits
+    '{"type":"event","job":"j0","time":1767571300.123456,"event":"job_start"}',  # 16
+    '{"type":"event","job":"j0","time":1767571300.12345,"event":"job_start"}',  # 15: taken
+    '{"type":"event","job":"j0","time":1.7675713e9,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":01767571300,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":1767571300.,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":7258118400.0000001,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":7258118400.1,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":0.000001,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":0.0000009,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"step_start","step":01}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"step_start","step":1000000000000001}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"step_start","step":1000000000000000}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"step_start","chips":8,"step":3}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"allocation","chips":8,"chips":9}',
+    '{"type":"event","job":"j[0]","time":1767571300.0,"event":"job_start"}',
+    '{"type":"event","job":"j{0}","time":1767571300.0,"event":"job_start"}',
+    '{"type":"event","job":"j\\u0030","time":1767571300.0,"event":"job_start"}',
+    '{"type":"event","job":"j\u00e9","time":1767571300.0,"event":"job_start"}',
+    '{"type":"event","job":"j\x7f","time":1767571300.0,"event":"job_start"}',
+    '{"type":"event","job":"' + "x" * (MAX_TEXT + 1) + '","time":1767571300.0,"event":"job_start"}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"slice_counts"}',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"job_start" }',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"job_start"}\x0c',
+    '{"type":"event","job":"j0","time":1767571300.0,"event":"step_start"}',
+]
+
+
+def _compact(line: str, rng: random.Random) -> str:
+    """Most lines in tpufleet's own compact form (what the loop takes), some as json.dumps writes them."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(record, dict) or rng.random() < 0.1:
+        return line
+    return json.dumps(record, separators=(",", ":"))
+
+
+def report(paths: list[Path], compiled: bool, skip_bad: bool, chunk: int) -> tuple[Any, int]:
+    """((report, table) or ("error", message), pieces the loop took): every large-input reader off but the loop,
+    or all off (every line read the standard way)."""
+    taken: list[bool] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputpool, "PARALLEL_MIN_BYTES", 1 << 62)
+        mp.setattr(columnar, "pa", None)
+        if compiled:
+            real = linescan.decode_piece
+
+            def counted(piece: bytes) -> Any:
+                decoded = real(piece)
+                taken.append(decoded is not None)
+                return decoded
+
+            mp.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
+            mp.setattr(linescan, "decode_piece", counted)
+        else:
+            mp.setattr(fastread, "_DECODER", None)
+            mp.setattr(goodputpool, "COMPILED_MIN_BYTES", 1 << 62)
+        try:
+            r = build(paths, by=["accelerator", "phase"], period="day", skip_bad=skip_bad)
+        except BadInput as exc:
+            return ("error", str(exc)), sum(taken)
+    return (r, render.to_table(r, top=50)), sum(taken)
+
+
+@settings(max_examples=25, derandomize=True, deadline=None)
+@given(
+    st.integers(0, 10**6),
+    st.integers(1, 5),
+    st.integers(0, 3),
+    st.booleans(),
+    st.sampled_from([512, 8192, 1 << 20]),
+)
+def test_the_loop_and_the_line_reader_give_the_same_report_and_first_error(
+    tmp_path_factory, seed, jobs, defects, skip_bad, chunk
+):
+    rng = random.Random(seed)
+    lines = [_compact(line, rng) for line in with_defects(seed, jobs, defects)]
+    for _ in range(rng.randint(0, 2)):
+        lines.insert(rng.randrange(1, len(lines) + 1), rng.choice(NUMBER_DEFECTS))
+    directory = tmp_path_factory.mktemp("logs")
+    half = len(lines) // 2  # two files: a job's events may span both
+    paths = [directory / "a.jsonl", directory / "b.jsonl"]
+    paths[0].write_text("\n".join(lines[:half]) + "\n")
+    paths[1].write_text("\n".join(lines[half:]))
+    compiled, _ = report(paths, True, skip_bad, chunk)
+    assert compiled == report(paths, False, skip_bad, chunk)[0]
+
+
+def test_every_defect_gives_the_line_readers_report_or_error(tmp_path):
+    """Each defect alone in a clean log, read by the loop and by the standard reader: the same outcome, and the
+    clean lines around it are taken by the loop (the comparison is not of two standard readings)."""
+    base = [_compact(line, random.Random(0)) for line in with_defects(7, 2, 0)]
+    taken_somewhere = 0
+    for k, defect in enumerate(NUMBER_DEFECTS + DEFECTS):
+        path = tmp_path / f"d{k}.jsonl"
+        path.write_text("\n".join([*base[:5], defect, *base[5:]]) + "\n")
+        for skip_bad in (False, True):
+            compiled, taken = report([path], True, skip_bad, 1 << 10)
+            assert compiled == report([path], False, skip_bad, 1 << 10)[0], defect
+            taken_somewhere += taken
+    assert taken_somewhere > 0
+
+
+def _event(job: str, time: str, rng: random.Random) -> str:
+    extra = rng.choice(["", ',"step":7', ',"chips":8', ',"step":0,"chips":64', ',"chips":1,"step":2'])
+    name = rng.choice([n for n in EVENT_NAMES if n != "slice_counts"])
+    needed = {"step_start": "step", "allocation": "chips"}.get(name)
+    if needed and needed not in extra:
+        extra += f',"{needed}":3'  # an event without the field it needs is the standard reader's to name
+    return f'{{"type":"event","job":"{job}","time":{time},"event":"{name}"{extra}}}'
+
+
+def _same(got: Any, expected: Any) -> None:
+    assert expected is not None
+    assert (got.lines, got.others, got.batch.jobs, got.batch.labels) == (
+        expected.lines,
+        expected.others,
+        expected.batch.jobs,
+        expected.batch.labels,
+    )
+    for field in ("bounds", "t", "code", "step", "chips"):
+        a, b = getattr(got.batch, field), getattr(expected.batch, field)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), field
+
+
+def _decimal(mantissa: int, decimals: int) -> str:
+    digits = str(mantissa).rjust(decimals + 1, "0")
+    return f"{digits[: len(digits) - decimals]}.{digits[len(digits) - decimals :]}" if decimals else digits
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.one_of(st.integers(0, 10**8), st.integers(0, 10**17)), st.integers(0, 24), st.randoms())
+def test_the_loop_reads_a_time_as_msgspec_and_python_do(mantissa, decimals, rng):
+    """A time of 1 to 18 digits with 0 to 24 after the point: taken exactly when it has at most 15 significant
+    digits and 22 decimals and lies in the reader's range; then the columns are msgspec's bit for bit and the
+    time is Python's float() of the text (a correctly rounded parse)."""
+    text = _decimal(mantissa, decimals)
+    piece = (_event("job-1", text, rng) + "\n").encode()
+    got = linescan.decode_piece(piece)
+    significant = len(str(mantissa)) if mantissa else 0
+    takeable = significant <= 15 and decimals <= 22 and SMALLEST_TIME <= float(text) <= MAX_TIME
+    assert (got is not None) == takeable
+    if got is not None:
+        _same(got, fastread.decode_piece(piece))
+        assert got.batch.t.tolist() == [float(text)]
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**10), st.integers(0, 6), st.integers(0, 3)), min_size=1, max_size=60))
+def test_a_piece_of_many_jobs_is_grouped_as_msgspecs_reader_groups_it(events):
+    """Jobs interleaved in runs: the same jobs in first-seen order, bounds and columns as msgspec's reader."""
+    rng = random.Random(len(events))
+    lines = [_event(f"job-{job}", _decimal(m, d), rng) for m, d, job in events if m >= 10**d]
+    if not lines:
+        return
+    piece = "\n".join(lines).encode()
+    got = linescan.decode_piece(piece)
+    assert got is not None
+    _same(got, fastread.decode_piece(piece))
+
+
+def test_a_piece_in_tpufleets_form_is_taken_whole():
+    """The form the loop is for is read by it (not handed back), jobs in first-seen order, records beside it."""
+    lines = [
+        '{"type":"job","job":"b","accelerator":"tpu-v4","chips":8}',
+        '{"type":"event","job":"b","time":1767571200.5,"event":"job_start"}',
+        '{"type":"event","job":"a","time":1767571201,"event":"allocation","chips":8}',
+        '{"type":"event","job":"b","time":1767571202.25,"event":"step_start","step":1}',
+    ]
+    decoded = linescan.decode_piece("\n".join(lines).encode())
+    assert decoded is not None and decoded.lines == 4
+    assert decoded.batch.jobs == ["b", "a"] and decoded.batch.bounds.tolist() == [0, 2, 3]
+    assert decoded.batch.t.tolist() == [1767571200.5, 1767571202.25, 1767571201.0]
+    assert decoded.batch.step.tolist() == [-1, 1, -1] and decoded.batch.chips.tolist() == [-1, -1, 8]
+    assert decoded.others == [(0, "job", {"job": "b", "accelerator": "tpu-v4", "chips": 8})]
+    assert np.asarray(decoded.batch.code).tolist() == [2, 10, 1]
+
+
+def test_a_log_over_the_threshold_is_read_by_the_loop(tmp_path, monkeypatch):
+    """`goodput-report`'s reading uses the loop from COMPILED_MIN_BYTES of native logs on, and not below."""
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(_compact(line, random.Random(1)) for line in with_defects(3, 2, 0)) + "\n")
+    calls: list[int] = []
+    real = linescan.decode_piece
+
+    def counted(piece: bytes) -> Any:
+        calls.append(1)
+        return real(piece)
+
+    monkeypatch.setattr(linescan, "decode_piece", counted)
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", path.stat().st_size + 1)
+    below = build([path], by=[], period=None, skip_bad=False)
+    assert calls == []
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", path.stat().st_size)
+    assert build([path], by=[], period=None, skip_bad=False) == below
+    assert calls
+
+
+@pytest.mark.parametrize(
+    ("time", "taken"),
+    [("1000000000.12345", True), ("1000000000.123456", False), ("9007199254.7409930", False), ("1e9", False)],
+)
+def test_a_time_past_15_significant_digits_is_left_to_msgspec(time, taken):
+    piece = f'{{"type":"event","job":"a","time":{time},"event":"drain"}}\n'.encode()
+    assert (linescan.decode_piece(piece) is not None) == taken
+
+
+def test_a_loop_that_cannot_be_loaded_leaves_the_other_readers(tmp_path, monkeypatch):
+    """Numba present but the loop failing to compile or load (a broken install, say): the report is read by the
+    other readers, with the same answers, and says nothing of it."""
+    import sys
+
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(_compact(line, random.Random(2)) for line in with_defects(4, 2, 0)) + "\n")
+    expected = build([path], by=[], period=None, skip_bad=False)
+    monkeypatch.setitem(sys.modules, "tpufleet.goodput.linekernel", None)  # its import fails
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
+    linescan._kernel.cache_clear()
+    try:
+        assert not linescan.available()
+        assert linescan.decode_piece(path.read_bytes()) is None
+        assert build([path], by=[], period=None, skip_bad=False) == expected
+    finally:
+        linescan._kernel.cache_clear()

@@ -1,0 +1,120 @@
+"""Native JSON lines a piece at a time, event lines read by a compiled loop (pure; used for large inputs when Numba
+is installed).
+
+msgspec's decoder (`fastread`) builds a Python record a line before the events become columns: at 10 M events that
+is most of the report's time. Here `linekernel.scan` reads each event line written in tpufleet's own form straight
+from the bytes into the columns, with the values msgspec gives, and leaves every other line to msgspec, one line
+each: job, capacity and schema records are judged as before; a line in any other form that is an event (spaces, a
+label, a time written another way) sends the whole piece back to msgspec's reader, and so does a line msgspec
+refuses. The result is `fastread.Decoded`, added to the Log as the msgspec reader's is: the same answers.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from tpufleet.goodput import fastread
+from tpufleet.goodput.events import CODE, EVENT_NAMES, MAX_CHIPS, MAX_STEP, MAX_TEXT
+from tpufleet.goodput.fastread import Decoded, _odd_breaks, flat_lines, group_runs
+from tpufleet.goodput.fastread import available as msgspec_available
+from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
+
+__all__ = ["available", "decode_piece"]
+
+_TAKEN_NAMES = tuple(n for n in EVENT_NAMES if n != "slice_counts")  # per-slice counts: the standard reader
+_STEP_START, _ALLOCATION = CODE["step_start"], CODE["allocation"]
+
+
+def available() -> bool:
+    """Whether the compiled loop can be used: Numba installed and the loop compiled or loaded from its cache (the
+    first call pays for that; a failure there, an unwritable cache say, leaves the other readers)."""
+    return _kernel() is not None
+
+
+@functools.cache
+def _kernel() -> Any:
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("numba") is None:
+        return None
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # Numba warns of a cache it cannot write: the loop is compiled each time
+            warnings.simplefilter("ignore")
+            linekernel = importlib.import_module("tpufleet.goodput.linekernel")
+            _scanned(linekernel, b'{"type":"event","job":"j","time":1,"event":"drain"}\n')  # compiled (or loaded) now
+    except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
+        return None
+    return linekernel
+
+
+@functools.cache
+def _tables() -> tuple[Any, Any, Any, Any, Any]:
+    import numpy as np
+
+    encoded = [n.encode() for n in _TAKEN_NAMES]
+    return (
+        np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        np.cumsum([0] + [len(n) for n in encoded]).astype(np.int64),
+        np.array([CODE[n] for n in _TAKEN_NAMES], dtype=np.int64),
+        np.array([MAX_TEXT, MAX_STEP, MAX_CHIPS], dtype=np.int64),
+        np.array([SMALLEST_TIME, MAX_TIME], dtype=np.float64),
+    )
+
+
+def decode_piece(piece: bytes) -> Decoded | None:
+    """A piece of whole lines decoded as `fastread.decode_piece` does (the same Decoded); None when it is not
+    in the taken form, the caller then gives it to msgspec's reader."""
+    kernel = _kernel()
+    if kernel is None or not msgspec_available():
+        return None
+    import numpy as np
+
+    lines, t, cols, (events, runs, other) = _scanned(kernel, piece)
+    code, step, chips = cols[0, :events].astype(np.int8), cols[1, :events].copy(), cols[2, :events].copy()
+    if (((code == _STEP_START) & (step < 0)) | ((code == _ALLOCATION) & (chips < 0))).any():
+        return None  # a field its event needs is missing: the standard reader names it
+    others = _others(piece, cols[6:9, :other].tolist())
+    if others is None:
+        return None
+    names = [piece[a:b].decode("ascii") for a, b in zip(cols[4, :runs].tolist(), cols[5, :runs].tolist(), strict=True)]
+    return Decoded(lines, group_runs(names, cols[3, :runs], t[:events], code, step, chips), others)
+
+
+def _scanned(kernel: Any, piece: bytes) -> tuple[int, Any, Any, tuple[int, int, int]]:
+    """The loop run over a piece: its lines, time column, other columns and (events, runs, other lines)."""
+    import numpy as np
+
+    buf = np.frombuffer(piece, dtype=np.uint8)
+    lines = kernel.line_count(buf)  # a line feed ends a line: other breaks are judged with the lines left
+    t = np.empty(lines, dtype=np.float64)
+    cols = np.empty((9, lines), dtype=np.int64)
+    return lines, t, cols, kernel.scan(buf, *_tables(), t, cols)
+
+
+def _others(piece: bytes, spans: list[list[int]]) -> list[tuple[int, str, dict[str, Any]]] | None:
+    """The lines the loop left, decoded one by one: each must be a job, capacity or schema record that msgspec's
+    reader would take in its piece (one flat object, no other line break, no per-slice key), else None."""
+    rest = []
+    for row, start, end in zip(*spans, strict=True):
+        line = piece[start:end]
+        if flat_lines(line) != 1 or _odd_breaks(line) or b'"slice"' in line:
+            return None
+        record = typed_record(line)
+        if record is None:
+            return None
+        rest.append((row, *record))
+    return rest
+
+
+def typed_record(line: bytes) -> tuple[str, dict[str, Any]] | None:
+    """A job, capacity or schema record's type and fields as `fastread.decode_piece` gives them; None for an
+    event or a line msgspec refuses."""
+    try:
+        record = fastread._DECODER.decode(line)
+    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+        return None
+    return None if type(record) is fastread._EVENT else (record.__struct_config__.tag, fastread._fields(record))
