@@ -160,17 +160,22 @@ def ml_entries(entries: int, seed: int = 1) -> list[dict[str, Any]]:
     return out
 
 
-def child(paths: list[Path], fmt: str, one_process: bool = False, build: bool = True) -> tuple[float, float, float]:
+def child(
+    paths: list[Path], fmt: str, one_process: bool = False, build: bool = True, loop: bool | None = None
+) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak MiB) of pipeline.build in a fresh interpreter (imports not counted in the
     times). The peak is measured from outside (benchmarks/peak.py: this process, grown by the generated input,
     would otherwise lend the child its own peak); it is the largest of the child and the forked workers that
     decode large inputs (a worker's includes the pages it shares with the child), and CPU includes the workers'.
-    `one_process` turns the workers off; `build=False` only imports (the baseline of the peak)."""
+    `one_process` turns the workers off; `build=False` only imports (the baseline of the peak); `loop` True or
+    False turns the compiled loop of event lines on or off whatever the size (None: from its threshold, as
+    goodput-report does; its loading is timed, as the report pays for it)."""
     code = (
         "import resource, sys, time; from pathlib import Path; from tpufleet.ops import goodput\n"
         "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs\n"
         "import tpufleet.state.goodputpool as pool\n"
         f"if {one_process}: pool.PARALLEL_MIN_BYTES = 1 << 62\n"
+        f"if {loop} is not None: pool.COMPILED_MIN_BYTES = 0 if {loop} else 1 << 62\n"
         "t, c = time.perf_counter(), time.process_time()\n"
         f"if {build}: goodput.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
         " ['accelerator','size','phase','framework'], 'day')\n"
@@ -317,6 +322,9 @@ def bench_columnar(events: int, files: int) -> None:
         lines = sum(p.read_bytes().count(b"\n") for p in paths)
         ours = child(paths, "native", one_process=True)
         bare = child(paths, "native", build=False)[2]
+        loop = importlib.util.find_spec("numba") is not None
+        without = child(paths, "native", one_process=True, loop=False) if loop else None
+        forced = child(paths, "native", one_process=True, loop=True) if loop else None
         rows = {}
         for name, (setup, code) in _DECODERS.items():
             if importlib.util.find_spec(name) is not None:
@@ -327,6 +335,13 @@ def bench_columnar(events: int, files: int) -> None:
         f"peak {ours[2]:.0f} MiB ({ours[2] - bare:.0f} MiB over the bare import; decoded columns {columns:.0f} MiB: "
         f"{(ours[2] - bare) / columns:.1f}x, goal <= 2x)"
     )
+    if without is not None and forced is not None:
+        print(
+            f"  report without the compiled loop (msgspec's reader): {without[0]:.2f} s wall, {without[1]:.2f} s CPU,"
+            f" peak {without[2]:.0f} MiB   report / this: {ours[0] / without[0]:.2f}x wall, {ours[1] / without[1]:.2f}x"
+            f" CPU\n  report with the loop forced on (Numba loaded in the time): {forced[0]:.2f} s wall, "
+            f"{forced[1]:.2f} s CPU   / without: {forced[0] / without[0]:.2f}x wall, {forced[1] / without[1]:.2f}x CPU"
+        )
     for name, (wall, cpu, peak) in rows.items():
         what = {"duckdb": "read + group-by", "tpufleet": "read only (the report's decode)"}.get(name, "read only")
         print(
