@@ -257,3 +257,32 @@ def test_a_loop_that_cannot_be_loaded_leaves_the_other_readers(tmp_path, monkeyp
         assert build([path], by=[], period=None, skip_bad=False) == expected
     finally:
         linescan._kernel.cache_clear()
+
+
+def test_a_loop_that_misreads_its_check_line_is_not_used(monkeypatch):
+    """The loaded loop must read a known line as its time and step (Numba's NUMBA_DISABLE_JIT debug switch runs it
+    as Python on numpy bytes, which wrap: 1767571300 read as 100); one that does not is never used."""
+    monkeypatch.setattr(linescan, "_CHECK_LINE", linescan._CHECK_LINE.replace(b"1767571300.5", b"1767571300.25"))
+    linescan._kernel.cache_clear()
+    try:
+        assert not linescan.available()
+    finally:
+        linescan._kernel.cache_clear()
+
+
+def test_numbas_debug_switch_leaves_the_other_readers():
+    import subprocess
+    import sys
+
+    code = "from tpufleet.goodput import linescan; print(linescan.available())"
+    env = {**__import__("os").environ, "NUMBA_DISABLE_JIT": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_piece_of_very_short_lines_is_left_to_msgspec():
+    """Columns cost 80 bytes a line: a piece of empty or tiny lines (ten times its size in columns) is not scanned."""
+    assert linescan.decode_piece(b"\n" * 100_000) is None
+    assert linescan.decode_piece(b"{}\n" * 100_000) is None
+    line = b'{"type":"event","job":"j","time":1767571300.5,"event":"drain"}\n'
+    assert linescan.decode_piece(line * 1000) is not None

@@ -45,10 +45,20 @@ def _kernel() -> Any:
         with warnings.catch_warnings():  # Numba warns of a cache it cannot write: the loop is compiled each time
             warnings.simplefilter("ignore")
             linekernel = importlib.import_module("tpufleet.goodput.linekernel")
-            _scanned(linekernel, b'{"type":"event","job":"j","time":1,"event":"drain"}\n')  # compiled (or loaded) now
+            if linekernel.numba.config.DISABLE_JIT:  # Numba's debug switch: the loop would run as Python on numpy
+                return None  # bytes (uint8 arithmetic that wraps), and slowly
+            _, t, cols, counts = _scanned(linekernel, _CHECK_LINE) or (0, [0], [[0]], ())  # compiled (or loaded) now
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
-    return linekernel
+    return linekernel if (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) else None
+
+
+# A line the loop must read as this time and step: checked once it is loaded, so a loop that would misread them
+# (a Numba that does not compile, say) is never used.
+_CHECK_LINE = b'{"type":"event","job":"j","time":1767571300.5,"event":"step_start","step":300}\n'
+# Lines shorter than this on average are left to msgspec's reader: the shortest line the loop takes is 52 bytes,
+# and its columns cost 80 bytes a line (a piece of empty lines would cost ten times its size).
+MIN_MEAN_LINE_BYTES = 32
 
 
 @functools.cache
@@ -73,33 +83,41 @@ def decode_piece(piece: bytes) -> Decoded | None:
         return None
     import numpy as np
 
-    lines, t, cols, (events, runs, other) = _scanned(kernel, piece)
+    scanned = _scanned(kernel, piece)
+    if scanned is None:
+        return None
+    lines, t, cols, (events, runs, other) = scanned
     code, step, chips = cols[0, :events].astype(np.int8), cols[1, :events].copy(), cols[2, :events].copy()
     if (((code == _STEP_START) & (step < 0)) | ((code == _ALLOCATION) & (chips < 0))).any():
         return None  # a field its event needs is missing: the standard reader names it
-    others = _others(piece, cols[6:9, :other].tolist())
+    others = _others(piece, cols[6:9, :other])
     if others is None:
         return None
     names = [piece[a:b].decode("ascii") for a, b in zip(cols[4, :runs].tolist(), cols[5, :runs].tolist(), strict=True)]
     return Decoded(lines, group_runs(names, cols[3, :runs], t[:events], code, step, chips), others)
 
 
-def _scanned(kernel: Any, piece: bytes) -> tuple[int, Any, Any, tuple[int, int, int]]:
-    """The loop run over a piece: its lines, time column, other columns and (events, runs, other lines)."""
+def _scanned(kernel: Any, piece: bytes) -> tuple[int, Any, Any, tuple[int, int, int]] | None:
+    """The loop run over a piece: its lines, time column, other columns and (events, runs, other lines); None
+    for a piece of lines too short to be worth columns (MIN_MEAN_LINE_BYTES)."""
     import numpy as np
 
     buf = np.frombuffer(piece, dtype=np.uint8)
     lines = kernel.line_count(buf)  # a line feed ends a line: other breaks are judged with the lines left
+    if lines * MIN_MEAN_LINE_BYTES > max(len(piece), MIN_MEAN_LINE_BYTES):
+        return None
     t = np.empty(lines, dtype=np.float64)
     cols = np.empty((9, lines), dtype=np.int64)
     return lines, t, cols, kernel.scan(buf, *_tables(), t, cols)
 
 
-def _others(piece: bytes, spans: list[list[int]]) -> list[tuple[int, str, dict[str, Any]]] | None:
-    """The lines the loop left, decoded one by one: each must be a job, capacity or schema record that msgspec's
-    reader would take in its piece (one flat object, no other line break, no per-slice key), else None."""
+def _others(piece: bytes, spans: Any) -> list[tuple[int, str, dict[str, Any]]] | None:
+    """The lines the loop left (rows of line number, start, end), decoded one by one: each must be a job, capacity
+    or schema record that msgspec's reader would take in its piece (one flat object, no other line break, no
+    per-slice key), else None at the first that is not."""
     rest = []
-    for row, start, end in zip(*spans, strict=True):
+    for k in range(spans.shape[1]):
+        row, start, end = (int(v) for v in spans[:, k])
         line = piece[start:end]
         if flat_lines(line) != 1 or _odd_breaks(line) or b'"slice"' in line:
             return None
