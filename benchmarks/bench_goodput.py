@@ -161,7 +161,12 @@ def ml_entries(entries: int, seed: int = 1) -> list[dict[str, Any]]:
 
 
 def child(
-    paths: list[Path], fmt: str, one_process: bool = False, build: bool = True, loop: bool | None = None
+    paths: list[Path],
+    fmt: str,
+    one_process: bool = False,
+    build: bool = True,
+    loop: bool | None = None,
+    threads: bool = True,
 ) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak MiB) of pipeline.build in a fresh interpreter (imports not counted in the
     times). The peak is measured from outside (benchmarks/peak.py: this process, grown by the generated input,
@@ -169,13 +174,15 @@ def child(
     decode large inputs (a worker's includes the pages it shares with the child), and CPU includes the workers'.
     `one_process` turns the workers off; `build=False` only imports (the baseline of the peak); `loop` True or
     False turns the compiled loop of event lines on or off whatever the size (None: from its threshold, as
-    goodput-report does; its loading is timed, as the report pays for it)."""
+    goodput-report does; its loading is timed, as the report pays for it). `threads` False: the loop and the jobs'
+    accounting on the one thread, as on a machine of one CPU."""
     code = (
         "import resource, sys, time; from pathlib import Path; from tpufleet.ops import goodput\n"
         "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs\n"
         "import tpufleet.state.goodputpool as pool\n"
         f"if {one_process}: pool.PARALLEL_MIN_BYTES = 1 << 62\n"
         f"if {loop} is not None: pool.COMPILED_MIN_BYTES = 0 if {loop} else 1 << 62\n"
+        f"if not {threads}: pool._usable_cpus = lambda: 1\n"
         "t, c = time.perf_counter(), time.process_time()\n"
         f"if {build}: goodput.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
         " ['accelerator','size','phase','framework'], 'day')\n"
@@ -325,6 +332,7 @@ def bench_columnar(events: int, files: int) -> None:
         loop = importlib.util.find_spec("numba") is not None
         without = child(paths, "native", one_process=True, loop=False) if loop else None
         forced = child(paths, "native", one_process=True, loop=True) if loop else None
+        single = child(paths, "native", one_process=True, threads=False)
         rows = {}
         for name, (setup, code) in _DECODERS.items():
             if importlib.util.find_spec(name) is not None:
@@ -334,6 +342,10 @@ def bench_columnar(events: int, files: int) -> None:
         f"goodput-report native {lines:,} events (one process): {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU, "
         f"peak {ours[2]:.0f} MiB ({ours[2] - bare:.0f} MiB over the bare import; decoded columns {columns:.0f} MiB: "
         f"{(ours[2] - bare) / columns:.1f}x, goal <= 2x)"
+    )
+    print(
+        f"  report on one thread (the loop and the accounting): {single[0]:.2f} s wall, {single[1]:.2f} s CPU, "
+        f"peak {single[2]:.0f} MiB   report / this: {ours[0] / single[0]:.2f}x wall, {ours[1] / single[1]:.2f}x CPU"
     )
     if without is not None and forced is not None:
         print(

@@ -4,6 +4,7 @@ report, table and first error (file, line, field, value) on generated logs with 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import random
@@ -21,7 +22,7 @@ from tpufleet.goodput import columnar, fastread, linescan, render
 from tpufleet.goodput.events import EVENT_NAMES, MAX_TEXT
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputpool, goodputstreams
+from tpufleet.state import goodputpieces, goodputpool, goodputstreams
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="Numba is not installed (make sweep-deps): no compiled loop"
@@ -286,3 +287,19 @@ def test_a_piece_of_very_short_lines_is_left_to_msgspec():
     assert linescan.decode_piece(b"{}\n" * 100_000) is None
     line = b'{"type":"event","job":"j","time":1767571300.5,"event":"drain"}\n'
     assert linescan.decode_piece(line * 1000) is not None
+
+
+@settings(max_examples=50, derandomize=True, deadline=None)
+@given(st.binary(max_size=300).map(lambda b: b.replace(b"a", b"\n").replace(b"b", b"\r")))
+def test_the_loops_count_of_line_feeds_is_bytes_count(data):
+    """Once the loop is loaded, the pieces' lines are counted by it (`goodputpieces._line_ends`): the same count."""
+    assert linescan.available()
+    assert linescan.line_feeds(data) == data.count(b"\n")
+    assert goodputpieces._line_ends(data) == data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def test_line_feeds_are_counted_by_the_loop_only_once_it_is_loaded(monkeypatch):
+    """Counting a piece's lines never loads Numba: before the loop is loaded, bytes.count counts them."""
+    monkeypatch.setattr(linescan, "_kernel", functools.cache(lambda: pytest.fail("the loop was loaded to count")))
+    assert linescan.line_feeds(b"a\nb\n") is None
+    assert goodputpieces._line_ends(b"a\nb\nc") == 2

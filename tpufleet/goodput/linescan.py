@@ -20,7 +20,7 @@ from tpufleet.goodput.fastread import Decoded, _odd_breaks, flat_lines, group_ru
 from tpufleet.goodput.fastread import available as msgspec_available
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
-__all__ = ["available", "decode_piece"]
+__all__ = ["available", "decode_piece", "line_feeds"]
 
 _TAKEN_NAMES = tuple(n for n in EVENT_NAMES if n != "slice_counts")  # per-slice counts: the standard reader
 _STEP_START, _ALLOCATION = CODE["step_start"], CODE["allocation"]
@@ -53,6 +53,22 @@ def _kernel() -> Any:
     return linekernel if (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) else None
 
 
+def line_feeds(data: bytes) -> int | None:
+    """The line feeds in `data`, counted by the compiled loop's count once the loop is loaded (four times as fast
+    as ``bytes.count``, and run without the interpreter's lock); None when it is not loaded (nothing is loaded
+    here: the reading that uses the loop loads it)."""
+    if not _kernel.cache_info().currsize:
+        return None
+    kernel = _kernel()
+    if kernel is None:
+        return None
+    import numpy as np
+
+    lines = int(kernel.line_count(np.frombuffer(data, dtype=np.uint8)))
+    return lines - (len(data) > 0 and data[-1] != _LINE_FEED)  # (a last line without a feed counts as a line)
+
+
+_LINE_FEED = ord("\n")
 # A line the loop must read as this time and step: checked once it is loaded, so a loop that would misread them
 # (a Numba that does not compile, say) is never used.
 _CHECK_LINE = b'{"type":"event","job":"j","time":1767571300.5,"event":"step_start","step":300}\n'

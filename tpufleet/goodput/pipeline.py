@@ -7,7 +7,7 @@ Pure: `tpufleet.state.goodputlogs` reads the logs (files, standard input, gzip, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +22,13 @@ from tpufleet.goodput.windows import Exclusion, merged
 __all__ = ["ReportOptions", "account_log", "from_accounts", "from_log", "timelines", "travelling"]
 
 MAX_SEGMENTS = 3000  # drawn pieces of one job's timeline on the HTML page
+
+# How the jobs are accounted: `map` (one after another), or an executor's map (``ThreadPoolExecutor.map``) that runs
+# them side by side and gives the accounts in job order. Each job's account depends on its own records alone, so
+# the accounts are the same either way.
+Mapper = Callable[[Callable[[str], JobAccount], Iterable[str]], Iterator[JobAccount]]
+# (the --period of a report that reads no job's intervals, `travelling`), or None: the accounts keep them
+Travel = tuple[str | None] | None
 
 
 @dataclass(frozen=True)
@@ -89,15 +96,23 @@ def _timeline(a: JobAccount, segments: list[list[Any]]) -> dict[str, Any]:
 
 
 def _accounts(
-    log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
+    log: events.Log,
+    since: float | None,
+    until: float | None,
+    spans: list[tuple[float, float]],
+    timelines: bool,
+    mapper: Mapper = map,
+    travel: Travel = None,
 ) -> list[JobAccount]:
     """Each job's account (of a job that ran wholly outside --since/--until, its whole-log allocation alone), in
-    job order. Each job's events leave the log once accounted, so the two are not held at once."""
-    out = []
-    for job_id in sorted(log.events):
-        a = _account_job(log, log.events.pop(job_id), job_id, since, until, spans)
-        out.append(_compact(a, timelines))
-    return out
+    job order. Each job's events leave the log once accounted, so the two are not held at once, and with `travel`
+    its intervals leave the account (`travelling`)."""
+
+    def accounted(job_id: str) -> JobAccount:
+        a = _compact(_account_job(log, log.events.pop(job_id), job_id, since, until, spans), timelines)
+        return a if travel is None else travelling([a], travel[0])[0]
+
+    return list(mapper(accounted, sorted(log.events)))
 
 
 def _compact(a: JobAccount, timelines: bool) -> JobAccount:
@@ -186,24 +201,35 @@ def _covered(accounts: list[JobAccount], capacity: chiptime.Capacity) -> tuple[l
     return (accounts, []) if not left_out else ([a for a in accounts if a.job.accelerator in named], left_out)
 
 
-def from_log(log: events.Log, options: ReportOptions = ReportOptions()) -> metrics.Report:
+def from_log(log: events.Log, options: ReportOptions = ReportOptions(), mapper: Mapper = map) -> metrics.Report:
     """The report of the records in `log` (read by `state.goodputlogs`, or a simulation's in memory); the log's
-    events are consumed (each job's leave it as it is accounted)."""
-    accounts = account_log(log, options.since, options.until, options.spans, options.keep_timelines > 0)
+    events are consumed (each job's leave it as it is accounted); the jobs are accounted by `mapper`. A report
+    without --window rows or timelines reads no job's intervals once its account is made: each leaves them there
+    (`travelling`), so they are never all held at once (about 17 bytes an event)."""
+    travel = (options.period,) if not options.windows and not options.keep_timelines else None
+    timelines = options.keep_timelines > 0
+    accounts = account_log(log, options.since, options.until, options.spans, timelines, mapper, travel)
     return from_accounts(accounts, log, options)
 
 
 def account_log(
-    log: events.Log, since: float | None, until: float | None, spans: list[tuple[float, float]], timelines: bool
+    log: events.Log,
+    since: float | None,
+    until: float | None,
+    spans: list[tuple[float, float]],
+    timelines: bool,
+    mapper: Mapper = map,
+    travel: Travel = None,
 ) -> list[JobAccount]:
     """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
     any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order). A job that ran
-    wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment."""
+    wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment.
+    With `travel` (the report's --period, as a 1-tuple), the accounts are `travelling`'s, made job by job."""
     eventrecords.fold_slices(log)
     for job, job_events in log.events.items():
         if job not in log.jobs:  # (a job with events was admitted with them)
             log.jobs[job] = events.Job(job, chips=_largest_allocation(job_events), inferred=True)
-    return _accounts(log, since, until, spans, timelines)
+    return _accounts(log, since, until, spans, timelines, mapper, travel)
 
 
 def travelling(accounts: list[JobAccount], period: str | None) -> list[JobAccount]:
@@ -220,7 +246,8 @@ def travelling(accounts: list[JobAccount], period: str | None) -> list[JobAccoun
                 bounds = metrics.period_bounds(a.start, a.end, period)
             except BadInput:  # too many periods: the report refuses them, from the intervals as before
                 continue
-            lo, hi = (np.array(edge, dtype=float) for edge in zip(*bounds, strict=True))
+            # (a job of one instant lies in no period: no bounds, no terms)
+            lo, hi = (np.array([edges[k] for edges in bounds], dtype=float) for k in (0, 1))
             a.window_terms = chiptime.job_window_terms(a, lo, hi)
         a.part_held = capacityfit.held_runs(a)
         a.starts = a.ends = a.labels = None

@@ -13,7 +13,7 @@ from pathlib import Path
 from tpufleet.constants import CHIPS_PER_CUBE
 from tpufleet.errors import BadInput
 from tpufleet.goodput import metrics
-from tpufleet.goodput.pipeline import NoJobEvents, ReportOptions, from_log
+from tpufleet.goodput.pipeline import NoJobEvents, ReportOptions
 from tpufleet.model import Fleet
 from tpufleet.ops import goodputparts
 from tpufleet.state import goodputlogs
@@ -86,9 +86,8 @@ def build(
         if cluster is not None or workers:
             result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
         else:
-            result = from_log(
-                goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines, files_only=files_only), options
-            )
+            log = goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines, files_only=files_only)
+            result = goodputparts.report_here(log, options)
     except NoJobEvents as exc:
         raise BadInput(f"{exc} ({_named(paths)})") from None
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}

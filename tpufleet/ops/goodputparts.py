@@ -27,10 +27,10 @@ from typing import Any
 from tpufleet.errors import Refused, TpufleetError
 from tpufleet.goodput import events, metrics
 from tpufleet.goodput.jobaccount import JobAccount
-from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log, travelling
-from tpufleet.state import goodputlogs, goodputstreams
+from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
+from tpufleet.state import goodputlogs, goodputpool, goodputstreams
 
-__all__ = ["report", "shared_part", "summarize_part"]
+__all__ = ["report", "report_here", "shared_part", "summarize_part"]
 
 Summary = tuple[set[str], set[str], set[str], list[JobAccount], goodputlogs.Content, events.Log]
 # (every job the log names, those with events, those with a job record, every job's account, what it held, its
@@ -48,9 +48,7 @@ def summarize_part(
     names = events.job_names(log)
     with_events, with_records = set(log.events), set(log.jobs)
     counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
-    accounts = account_log(log, since, until, spans, timelines)
-    if not windows and not timelines:
-        accounts = travelling(accounts, period)
+    accounts = account_log(log, since, until, spans, timelines, travel=None if windows or timelines else (period,))
     return names, with_events, with_records, accounts, content, counts
 
 
@@ -72,7 +70,7 @@ def report(
     from tpufleet.sweep import backends
 
     if any(str(p) == goodputlogs.STDIN for p in paths) or (len(paths) < 2 and address is None):
-        return from_log(goodputlogs.load(paths, fmt, skip_bad), options)  # nothing to share out
+        return report_here(goodputlogs.load(paths, fmt, skip_bad), options)  # nothing to share out
     executor = backends.Dask(None, address, workers)
     try:
         accounts, log, failure = _on_cluster(executor.client, paths, fmt, skip_bad, options)
@@ -81,8 +79,15 @@ def report(
     if log is None:  # refused somewhere: the serial reading says where, as it always has
         if failure is not None and goodputstreams.on_disk_bytes(paths) > goodputlogs.MAX_TOTAL_LOG_BYTES:
             raise _beyond_one_process(failure)
-        return from_log(goodputlogs.load(paths, fmt, skip_bad), options)
+        return report_here(goodputlogs.load(paths, fmt, skip_bad), options)
     return from_accounts(accounts, log, options)
+
+
+def report_here(log: events.Log, options: ReportOptions) -> metrics.Report:
+    """The report of a log read in this process, its jobs accounted side by side on this machine's CPUs when it
+    is large (`goodputpool.job_threads`): the same report as one after another."""
+    with goodputpool.job_threads(log.records) as threads:
+        return from_log(log, options, map if threads is None else threads.map)
 
 
 def _beyond_one_process(failure: Exception) -> Exception:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from tpufleet.errors import BadStateFile
-from tpufleet.goodput import eventlines, events
+from tpufleet.goodput import eventlines, events, linescan
 from tpufleet.goodput.times import BadRecord
 from tpufleet.jsontext import parse_json_line
 from tpufleet.state import goodputstreams
@@ -25,15 +25,18 @@ _BOM = b"\xef\xbb\xbf"
 _TOO_LONG = b"<a line over the limit>\n"  # stands in for a skipped over-long line: bad to every reader
 
 
-def _pieces(fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool) -> Iterator[tuple[bytes, int]]:
+def _pieces(
+    fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool, most: int | None = None
+) -> Iterator[tuple[bytes, int]]:
     """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
-    whole file is never held. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
+    whole file is never held; read CHUNK_BYTES at a time, or `most` when that is less. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
     it is decoded: an over-long line is an error naming its line (raised once the lines before it are given), or
     with `skip_bad` one bad line (its bytes are dropped as they come). With `whole_lines`, a last line a writer has
     not finished is left out (`_finished`)."""
     total = consumed = lines = 0
     rest, dropping, after_cr = b"", False, False
-    while block := _read(fh, name, goodputstreams.CHUNK_BYTES):
+    chunk = goodputstreams.CHUNK_BYTES if most is None else min(most, goodputstreams.CHUNK_BYTES)
+    while block := _read(fh, name, chunk):
         total += len(block)
         if total > limit:
             raise _too_large(name, limit)
@@ -164,7 +167,9 @@ def _first_line_end(data: bytes) -> int:
 
 def _line_ends(data: bytes) -> int:
     """How many lines end in `data` (a CR LF is one end)."""
-    feeds = data.count(b"\n")
+    feeds = linescan.line_feeds(data)
+    if feeds is None:
+        feeds = data.count(b"\n")
     if b"\r" not in data:  # the usual log: one count, where the others took twice its time again
         return feeds
     return feeds + data.count(b"\r") - data.count(b"\r\n")

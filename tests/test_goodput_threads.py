@@ -1,0 +1,160 @@
+"""A large log's jobs accounted on several threads (`goodputpool.job_threads`), its pieces read by the compiled
+loop on threads beside the reading (`goodputpool._loop_threads`), and each job's intervals left once its account
+is made when the report reads none of them (`pipeline.travelling`): the report one thread gives, and every job
+accounted once, on the threads."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_goodput_fastpath import B, varied_log
+
+from tpufleet.errors import BadInput
+from tpufleet.goodput import pipeline
+from tpufleet.ops.goodput import build
+from tpufleet.state import goodputlogs, goodputpool, goodputstreams
+
+
+def report(paths: list[Path], cpus: int, **options: Any) -> tuple[Any, list[str]]:
+    """(the report, or ("error", message); the thread each job was accounted on), with `cpus` CPUs to use and
+    the job threads on whatever the log's size."""
+    names: list[str] = []
+    real = pipeline._account_job
+
+    def recorded(*args: Any) -> Any:
+        names.append(threading.current_thread().name)
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(goodputpool, "_usable_cpus", lambda: cpus)
+        mp.setattr(goodputpool, "JOB_THREADS_MIN_RECORDS", 0)
+        mp.setattr(pipeline, "_account_job", recorded)
+        try:
+            return build(paths, **options), names
+        except BadInput as exc:
+            return ("error", str(exc)), names
+
+
+@settings(max_examples=20, derandomize=True, deadline=None)
+@given(
+    st.integers(0, 10**6),
+    st.integers(2, 6),
+    st.integers(0, 2),
+    st.sampled_from([None, "day", "hour"]),
+    st.sampled_from([{}, {"windows": [("1h", 3600.0)]}, {"keep_timelines": 2}, {"since": B + 60.0}]),
+)
+def test_jobs_accounted_on_threads_give_the_one_thread_report(tmp_path_factory, seed, jobs, malformed, period, more):
+    path = tmp_path_factory.mktemp("logs") / "a.jsonl"
+    path.write_text("\n".join(varied_log(seed, jobs, malformed)) + "\n")
+    options = {"by": ["accelerator", "phase"], "period": period, "skip_bad": True, **more}
+    threaded, on = report([path], 2, **options)
+    alone, here = report([path], 1, **options)
+    assert threaded == alone
+    assert len(on) == len(here) == jobs  # each job accounted once (none outside --since: the jobs start before it)
+    assert all(name.startswith("goodput-jobs") for name in on) and set(here) == {"MainThread"}
+
+
+def test_a_small_log_is_accounted_on_this_thread(tmp_path, monkeypatch):
+    """Below JOB_THREADS_MIN_RECORDS the jobs are accounted one after another here: no thread for a small log."""
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(varied_log(7, 3, 0)) + "\n")
+    records = len(path.read_text().splitlines())
+    monkeypatch.setattr(goodputpool, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(goodputpool, "JOB_THREADS_MIN_RECORDS", records + 1)
+    with goodputpool.job_threads(records) as threads:
+        assert threads is None
+    monkeypatch.setattr(goodputpool, "JOB_THREADS_MIN_RECORDS", records)
+    with goodputpool.job_threads(records) as threads:
+        assert threads is not None and threads._max_workers == 2
+
+
+@pytest.mark.parametrize("more", [{}, {"period": "day"}, {"period": "hour", "since": B + 60.0, "until": B + 200.0}])
+def test_accounts_without_their_intervals_make_the_same_report(tmp_path, more):
+    """A report without --window rows or timelines drops each job's intervals as its account is made: the report
+    of the accounts that keep them, byte for byte."""
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(varied_log(11, 5, 0)) + "\n")
+    options = pipeline.ReportOptions(by=["accelerator"], **more)
+    travelled = pipeline.from_log(goodputlogs.load([path], "native", False), options)
+    log = goodputlogs.load([path], "native", False)
+    accounts = pipeline.account_log(log, options.since, options.until, options.spans, False)
+    assert all(a.starts is not None for a in accounts)  # (kept: the report below reads them)
+    assert pipeline.from_accounts(accounts, log, options) == travelled
+    log = goodputlogs.load([path], "native", False)
+    travelling = pipeline.account_log(log, options.since, options.until, options.spans, False, travel=(options.period,))
+    assert all(a.starts is None and a.part_held is not None for a in travelling)
+
+
+@pytest.mark.parametrize("period", ["day", "week"])
+def test_a_job_of_one_instant_leaves_its_intervals_too(tmp_path, period):
+    """A job whose events are all at one instant lies in no period: it adds nothing to the --period rows, as the
+    report of its intervals says (leaving them once failed to unpack no period)."""
+    lines = varied_log(4, 2, 0)
+    lines += [
+        '{"type":"job","job":"still","chips":8}',
+        f'{{"type":"event","job":"still","time":{B},"event":"job_start"}}',
+    ]
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    options = pipeline.ReportOptions(by=["accelerator"], period=period)
+    travelled = pipeline.from_log(goodputlogs.load([path], "native", False), options)
+    log = goodputlogs.load([path], "native", False)
+    accounts = pipeline.account_log(log, None, None, [], False)
+    assert pipeline.from_accounts(accounts, log, options) == travelled
+    assert "still" in {row["job"] for row in travelled["jobs"]}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="Numba is not installed: no compiled loop")
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_the_compiled_loop_runs_on_threads_beside_the_reading(tmp_path, monkeypatch, cpus):
+    """With two CPUs the loop reads the pieces on threads (none with one), and the report is the one msgspec's
+    reader gives."""
+    rng = random.Random(5)
+    lines = [
+        f'{{"type":"event","job":"j{k % 3}","time":{B + k:.1f},"event":"step_start","step":{k}}}' for k in range(3000)
+    ]
+    lines.insert(0, '{"type":"capacity","time":1767571200,"accelerator":"tpu-v4","chips":64}')
+    lines.insert(rng.randrange(1, len(lines)), '{"type":"job","job":"j1","chips":8}')
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 4096)  # about 60 pieces
+    monkeypatch.setattr(goodputpool, "_usable_cpus", lambda: cpus)
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 1 << 62)
+    expected = build([path], by=["accelerator"], period="day")
+    from tpufleet.goodput import linescan
+
+    where: list[tuple[str, bool]] = []
+    real = linescan.decode_piece
+
+    def recorded(piece: bytes) -> Any:
+        decoded = real(piece)
+        where.append((threading.current_thread().name, decoded is not None))
+        return decoded
+
+    monkeypatch.setattr(linescan, "decode_piece", recorded)
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
+    assert build([path], by=["accelerator"], period="day") == expected
+    assert len(where) > 50 and all(taken for _, taken in where)
+    threads = {name.split("_")[0] for name, _ in where}
+    assert threads == ({"goodput-loop"} if cpus == 2 else {"MainThread"})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="Numba is not installed: no compiled loop")
+def test_a_bad_line_past_the_pieces_on_threads_is_named(tmp_path, monkeypatch):
+    """A piece the threads decode ahead of a bad line: the error names the bad line, and nothing after it."""
+    lines = [f'{{"type":"event","job":"j0","time":{B + k:.1f},"event":"drain"}}' for k in range(2000)]
+    lines[1500] = '{"type":"event","job":"j0","time":"soon","event":"drain"}'
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(goodputpool, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
+    with pytest.raises(BadInput, match=r"a\.jsonl:1501: field time: .*soon"):
+        build([path], by=[], period=None)
