@@ -95,26 +95,6 @@ def _timeline(a: JobAccount, segments: list[list[Any]]) -> dict[str, Any]:
     }
 
 
-def _accounts(
-    log: events.Log,
-    since: float | None,
-    until: float | None,
-    spans: list[tuple[float, float]],
-    timelines: bool,
-    mapper: Mapper = map,
-    travel: Travel = None,
-) -> list[JobAccount]:
-    """Each job's account (of a job that ran wholly outside --since/--until, its whole-log allocation alone), in
-    job order. Each job's events leave the log once accounted, so the two are not held at once, and with `travel`
-    its intervals leave the account (`travelling`)."""
-
-    def accounted(job_id: str) -> JobAccount:
-        a = _compact(_account_job(log, log.events.pop(job_id), job_id, since, until, spans), timelines)
-        return a if travel is None else travelling([a], travel[0])[0]
-
-    return list(mapper(accounted, sorted(log.events)))
-
-
 def _compact(a: JobAccount, timelines: bool) -> JobAccount:
     """The account without what the report no longer reads: the steps (read for the step-time health, done),
     and unless the HTML page draws timelines, the disruption and checkpoint times; labels as bytes."""
@@ -224,12 +204,18 @@ def account_log(
     """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
     any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order). A job that ran
     wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment.
-    With `travel` (the report's --period, as a 1-tuple), the accounts are `travelling`'s, made job by job."""
+    With `travel` (the report's --period, as a 1-tuple), each job's intervals leave its account once it is made
+    (`travelling`). Each job's events leave the log once accounted, so the two are not held at once."""
     eventrecords.fold_slices(log)
     for job, job_events in log.events.items():
         if job not in log.jobs:  # (a job with events was admitted with them)
             log.jobs[job] = events.Job(job, chips=_largest_allocation(job_events), inferred=True)
-    return _accounts(log, since, until, spans, timelines, mapper, travel)
+
+    def accounted(job_id: str) -> JobAccount:
+        a = _compact(_account_job(log, log.events.pop(job_id), job_id, since, until, spans), timelines)
+        return a if travel is None else travelling([a], travel[0])[0]
+
+    return list(mapper(accounted, sorted(log.events)))
 
 
 def travelling(accounts: list[JobAccount], period: str | None) -> list[JobAccount]:

@@ -210,19 +210,27 @@ def _fork_pool(wanted: bool) -> Iterator[ProcessPoolExecutor | None]:
 
 
 @contextmanager
-def _loop_threads(wanted: bool) -> Iterator[Pool | None]:
+def _loop_threads(wanted: bool) -> Iterator[ThreadPoolExecutor | None]:
     """Threads that run the compiled loop (`linescan`) on pieces ahead of the reading, when `wanted` and there are
     CPUs for them; None otherwise. The loop holds no interpreter lock while it runs (Numba's ``nogil``), so the
     pieces are read on every CPU while this thread reads the file and adds the columns, with nothing copied: the
     decoding worker processes lost to the loop alone (pieces and columns crossed pipes), threads do not. Taken
     without the idle check of `_fork_pool`: a thread that finds no free CPU costs its share of the time, no more."""
+    with _threads(wanted, "goodput-loop") as pool:
+        yield pool
+
+
+@contextmanager
+def _threads(wanted: bool, name: str) -> Iterator[ThreadPoolExecutor | None]:
+    """Up to LOOP_THREADS threads named `name` when `wanted` and this process may use two CPUs or more; else None.
+    Shut down on the way out, the pieces or jobs not started cancelled (Ctrl-C waits for those running alone)."""
     from concurrent.futures import ThreadPoolExecutor
 
     cpus = _usable_cpus()
     if not wanted or cpus < 2:
         yield None
         return
-    pool = ThreadPoolExecutor(min(cpus, LOOP_THREADS), thread_name_prefix="goodput-loop")
+    pool = ThreadPoolExecutor(min(cpus, LOOP_THREADS), thread_name_prefix=name)
     try:
         yield pool
     finally:
@@ -238,17 +246,8 @@ def job_threads(records: int) -> Iterator[ThreadPoolExecutor | None]:
     large enough (JOB_THREADS_MIN_RECORDS) and there are CPUs for them; None otherwise. A job's account is numpy
     on its own columns, whose loops run without the interpreter's lock: two threads account 10 M events in 0.67 of
     the time one takes, with nothing copied (processes would pickle every job's columns to them)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    cpus = _usable_cpus()
-    if records < JOB_THREADS_MIN_RECORDS or cpus < 2:
-        yield None
-        return
-    pool = ThreadPoolExecutor(min(cpus, LOOP_THREADS), thread_name_prefix="goodput-jobs")
-    try:
+    with _threads(records >= JOB_THREADS_MIN_RECORDS, "goodput-jobs") as pool:
         yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 JOB_THREADS_MIN_RECORDS = 200_000  # below this, the report's accounting takes a tenth of a second
