@@ -22,6 +22,11 @@ from tpufleet.ops.goodput import build
 from tpufleet.state import goodputlogs, goodputpool, goodputstreams
 
 
+def any_map(mapper: Any) -> Any:
+    """A job mapper, to map anything (it is typed for jobs' accounts)."""
+    return mapper
+
+
 def report(paths: list[Path], cpus: int, **options: Any) -> tuple[Any, list[str]]:
     """(the report, or ("error", message); the thread each job was accounted on), with `cpus` CPUs to use and
     the job threads on whatever the log's size."""
@@ -68,11 +73,37 @@ def test_a_small_log_is_accounted_on_this_thread(tmp_path, monkeypatch):
     records = len(path.read_text().splitlines())
     monkeypatch.setattr(goodputpool, "_usable_cpus", lambda: 2)
     monkeypatch.setattr(goodputpool, "JOB_THREADS_MIN_RECORDS", records + 1)
-    with goodputpool.job_threads(records) as threads:
-        assert threads is None
+    with goodputpool.job_threads(records) as mapper:
+        assert mapper is map
     monkeypatch.setattr(goodputpool, "JOB_THREADS_MIN_RECORDS", records)
-    with goodputpool.job_threads(records) as threads:
-        assert threads is not None and threads._max_workers == 2
+    with goodputpool.job_threads(records) as mapper:
+        assert mapper is not map
+        names = list(any_map(mapper)(lambda job: (job, threading.current_thread().name), ["a", "b", "c"]))
+    assert [job for job, _ in names] == ["a", "b", "c"] and all(n.startswith("goodput-jobs") for _, n in names)
+
+
+def test_jobs_on_threads_are_given_in_order_with_few_queued(monkeypatch):
+    """Many jobs: each given in job order, whichever thread finishes first, and never more than JOBS_AHEAD and
+    the threads' own queued at once (a future each for 100,000 jobs was as much again as their accounts)."""
+    monkeypatch.setattr(goodputpool, "_usable_cpus", lambda: 2)
+    queued, most = [0], [0]
+    lock = threading.Lock()
+
+    def work(job: int) -> int:
+        with lock:
+            most[0] = max(most[0], queued[0])
+            queued[0] -= 1
+        return job * job
+
+    def jobs():
+        for k in range(500):
+            with lock:
+                queued[0] += 1
+            yield k
+
+    with goodputpool.job_threads(goodputpool.JOB_THREADS_MIN_RECORDS) as mapper:
+        assert list(any_map(mapper)(work, jobs())) == [k * k for k in range(500)]
+    assert most[0] <= goodputpool.JOBS_AHEAD + 2
 
 
 @pytest.mark.parametrize("more", [{}, {"period": "day"}, {"period": "hour", "since": B + 60.0, "until": B + 200.0}])

@@ -86,8 +86,8 @@ def report(
 def report_here(log: events.Log, options: ReportOptions) -> metrics.Report:
     """The report of a log read in this process, its jobs accounted side by side on this machine's CPUs when it
     is large (`goodputpool.job_threads`): the same report as one after another."""
-    with goodputpool.job_threads(log.records) as threads:
-        return from_log(log, options, map if threads is None else threads.map)
+    with goodputpool.job_threads(log.records) as mapper:
+        return from_log(log, options, mapper)
 
 
 def _beyond_one_process(failure: Exception) -> Exception:
