@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_goodput_fastpath import B, varied_log
 
+from helpers import GUARD_S
 from tpufleet.errors import BadInput
 from tpufleet.goodput import pipeline
 from tpufleet.ops.goodput import build
@@ -41,6 +42,7 @@ def report(paths: list[Path], cpus: int, **options: Any) -> tuple[Any, list[str]
         mp.setattr(goodputpool, "_usable_cpus", lambda: cpus)
         mp.setattr(goodputpool, "JOB_THREADS_MIN_RECORDS", 0)
         mp.setattr(pipeline, "_account_job", recorded)
+        mp.setattr(pipeline, "TRAVEL_MIN_INTERVALS", 0)  # (the generated jobs are small: let them travel too)
         try:
             return build(paths, **options), names
         except BadInput as exc:
@@ -106,10 +108,11 @@ def test_jobs_on_threads_are_given_in_order_with_few_queued(monkeypatch):
     assert most[0] <= goodputpool.JOBS_AHEAD + 2
 
 
-@pytest.mark.parametrize("more", [{}, {"period": "day"}, {"period": "hour", "since": B + 60.0, "until": B + 200.0}])
-def test_accounts_without_their_intervals_make_the_same_report(tmp_path, more):
+@pytest.mark.parametrize("more", [{}, {"period": "day"}, {"period": "week", "since": B + 60.0, "until": B + 200.0}])
+def test_accounts_without_their_intervals_make_the_same_report(tmp_path, monkeypatch, more):
     """A report without --window rows or timelines drops each job's intervals as its account is made: the report
     of the accounts that keep them, byte for byte."""
+    monkeypatch.setattr(pipeline, "TRAVEL_MIN_INTERVALS", 0)  # (these jobs are small)
     path = tmp_path / "a.jsonl"
     path.write_text("\n".join(varied_log(11, 5, 0)) + "\n")
     options = pipeline.ReportOptions(by=["accelerator"], **more)
@@ -119,14 +122,17 @@ def test_accounts_without_their_intervals_make_the_same_report(tmp_path, more):
     assert all(a.starts is not None for a in accounts)  # (kept: the report below reads them)
     assert pipeline.from_accounts(accounts, log, options) == travelled
     log = goodputlogs.load([path], "native", False)
-    travelling = pipeline.account_log(log, options.since, options.until, options.spans, False, travel=(options.period,))
+    travelling = pipeline.account_log(
+        log, options.since, options.until, options.spans, False, travel=(options.period, 0)
+    )
     assert all(a.starts is None and a.part_held is not None for a in travelling)
 
 
 @pytest.mark.parametrize("period", ["day", "week"])
-def test_a_job_of_one_instant_leaves_its_intervals_too(tmp_path, period):
+def test_a_job_of_one_instant_leaves_its_intervals_too(tmp_path, monkeypatch, period):
     """A job whose events are all at one instant lies in no period: it adds nothing to the --period rows, as the
     report of its intervals says (leaving them once failed to unpack no period)."""
+    monkeypatch.setattr(pipeline, "TRAVEL_MIN_INTERVALS", 0)  # (these jobs are small)
     lines = varied_log(4, 2, 0)
     lines += [
         '{"type":"job","job":"still","chips":8}',
@@ -189,3 +195,129 @@ def test_a_bad_line_past_the_pieces_on_threads_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
     with pytest.raises(BadInput, match=r"a\.jsonl:1501: field time: .*soon"):
         build([path], by=[], period=None)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="Numba is not installed: no compiled loop")
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_log_over_its_size_is_refused_after_the_same_lines_by_every_reader(tmp_path, monkeypatch, compiled):
+    """The compiled loop's smaller pieces are cut from the same reads: a log over its size limit is refused at the
+    same read whichever reader decodes it, before a bad line the other would have named (the limit of a log is any
+    number once earlier logs used most of the total)."""
+    lines = [f'{{"type":"event","job":"j0","time":{B + k:.1f},"event":"step_start","step":{k}}}' for k in range(100)]
+    lines[60] = '{"type":"event","job":"j0","time":"soon","event":"drain"}'  # past the last whole read under the limit
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 0 if compiled else 1 << 62)
+    monkeypatch.setattr(goodputstreams, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(goodputlogs, "LOOP_PIECE_BYTES", 1024)
+    monkeypatch.setattr(goodputlogs, "MAX_LOG_BYTES", 6000)
+    assert sum(len(line) + 1 for line in lines[:60]) > 4096
+    with pytest.raises(BadInput, match=r"a\.jsonl: field <root>: larger than the 6,000 bytes allowed"):
+        build([path])
+
+
+def test_a_job_spanning_more_periods_than_it_has_intervals_keeps_them(tmp_path, monkeypatch):
+    """A job submitted years before it ran spans a thousand days with a handful of intervals: it keeps them (its
+    TERMS a day would be the larger, and made a day at a time), the others leave theirs; the same report."""
+    monkeypatch.setattr(pipeline, "TRAVEL_MIN_INTERVALS", 0)  # (these jobs are small)
+    lines = varied_log(9, 3, 0)
+    lines += [
+        f'{{"type":"event","job":"early","time":{B - 3 * 365 * 86400},"event":"submitted"}}',
+        f'{{"type":"event","job":"early","time":{B + 5},"event":"job_start"}}',
+        f'{{"type":"event","job":"early","time":{B + 65},"event":"job_end"}}',
+    ]
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    options = pipeline.ReportOptions(by=["accelerator"], period="day")
+    log = goodputlogs.load([path], "native", False)
+    kept = {a.job.id: a.starts is not None for a in pipeline.account_log(log, None, None, [], False, travel=("day", 0))}
+    assert kept == {"early": True, "j0": False, "j1": False, "j2": False}
+    travelled = pipeline.from_log(goodputlogs.load([path], "native", False), options)
+    log = goodputlogs.load([path], "native", False)
+    assert pipeline.from_accounts(pipeline.account_log(log, None, None, [], False), log, options) == travelled
+    assert len(travelled["periods"]) > 1000
+
+
+def test_a_report_made_here_keeps_small_jobs_intervals(tmp_path, monkeypatch):
+    """Below TRAVEL_MIN_INTERVALS a job keeps its intervals in a report made in this process (dropping them would
+    cost more than it saves), above it they leave; the report is the same either way."""
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(varied_log(12, 4, 0)) + "\n")
+    kept: list[bool] = []
+    real = pipeline.travelling
+
+    def recorded(accounts: Any, period: Any, fewest: int = 0) -> Any:
+        out = real(accounts, period, fewest)
+        kept.extend(a.starts is not None for a in out)
+        return out
+
+    monkeypatch.setattr(pipeline, "travelling", recorded)
+    options = pipeline.ReportOptions(by=["accelerator"], period="day")
+    small = pipeline.from_log(goodputlogs.load([path], "native", False), options)
+    assert kept == [True] * 4
+    kept.clear()
+    monkeypatch.setattr(pipeline, "TRAVEL_MIN_INTERVALS", 0)
+    assert pipeline.from_log(goodputlogs.load([path], "native", False), options) == small
+    assert kept == [False] * 4
+
+
+_REPORT_INTERRUPTED_WHILE_A_JOB_IS_ACCOUNTED = """
+import os, signal, sys, threading
+from tpufleet.goodput import pipeline
+from tpufleet.state import goodputpool
+goodputpool.JOB_THREADS_MIN_RECORDS = 0  # the job threads, whatever the log's size
+goodputpool._usable_cpus = lambda: 2
+account = pipeline._account_job
+
+def large_job(*args):
+    if args[2] == "j0":  # the first job: Ctrl-C comes while it is accounted (the report waits for its account)
+        os.killpg(0, signal.SIGINT)
+        threading.Event().wait()  # an account that never ends: the report must not wait for it
+    return account(*args)
+
+pipeline._account_job = large_job
+from tpufleet.cli import main
+main(["goodput-report", sys.argv[1]])
+"""
+
+
+def test_ctrl_c_while_a_job_is_accounted_on_a_thread_is_the_one_line_interrupt(tmp_path):
+    """Ctrl-C while a thread accounts a large job: the interrupt line and exit 130, the job not waited for (an
+    executor's threads were, for seconds, and a second Ctrl-C in that wait printed a traceback). The job here never
+    ends: the guard only tells a hang."""
+    import subprocess
+    import sys
+
+    from tpufleet.cli import INTERRUPTED
+
+    log = tmp_path / "a.jsonl"
+    log.write_text("\n".join(varied_log(3, 3, 0)) + "\n")
+    result = subprocess.run(
+        [sys.executable, "-c", _REPORT_INTERRUPTED_WHILE_A_JOB_IS_ACCOUNTED, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+        start_new_session=True,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")
+
+
+def test_the_process_exits_without_waiting_for_a_job_running():
+    """A report stopped while a thread accounts a job exits without waiting for it: the threads are daemons
+    (an executor's are joined at exit: a second Ctrl-C in that wait printed a traceback)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "from tpufleet.state.workthreads import WorkThreads\n"
+        "started = threading.Event()\n"
+        "def job():\n"
+        "    started.set(); threading.Event().wait()\n"  # a job that never ends
+        "pool = WorkThreads(2, 'goodput-jobs')\n"
+        "pool.submit(job); started.wait(60)\n"
+        "pool.shutdown(wait=False)\n"
+        "raise SystemExit(130)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=GUARD_S)
+    assert (result.returncode, result.stderr) == (130, "")  # (the guard only tells a hang)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tpufleet.constants import DAY, WEEK
 from tpufleet.errors import BadInput
 from tpufleet.goodput import capacityfit, chiptime, eventrecords, events, metrics
 from tpufleet.goodput.health import slice_efficiency
@@ -27,8 +28,9 @@ MAX_SEGMENTS = 3000  # drawn pieces of one job's timeline on the HTML page
 # them side by side and gives the accounts in job order. Each job's account depends on its own records alone, so
 # the accounts are the same either way.
 Mapper = Callable[[Callable[[str], JobAccount], Iterable[str]], Iterator[JobAccount]]
-# (the --period of a report that reads no job's intervals, `travelling`), or None: the accounts keep them
-Travel = tuple[str | None] | None
+# (the --period of a report that reads no job's intervals, the fewest a job's intervals must be to leave: see
+# `travelling`), or None: the accounts keep them
+Travel = tuple[str | None, int] | None
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,8 @@ def from_log(log: events.Log, options: ReportOptions = ReportOptions(), mapper: 
     events are consumed (each job's leave it as it is accounted); the jobs are accounted by `mapper`. A report
     without --window rows or timelines reads no job's intervals once its account is made: each leaves them there
     (`travelling`), so they are never all held at once (about 17 bytes an event)."""
-    travel = (options.period,) if not options.windows and not options.keep_timelines else None
+    reads_intervals = options.windows or options.keep_timelines
+    travel = None if reads_intervals else (options.period, TRAVEL_MIN_INTERVALS)
     timelines = options.keep_timelines > 0
     accounts = account_log(log, options.since, options.until, options.spans, timelines, mapper, travel)
     return from_accounts(accounts, log, options)
@@ -204,8 +207,8 @@ def account_log(
     """Each job's account, in job order (the log's events consumed): the part of a report that can be made of
     any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order). A job that ran
     wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment.
-    With `travel` (the report's --period, as a 1-tuple), each job's intervals leave its account once it is made
-    (`travelling`). Each job's events leave the log once accounted, so the two are not held at once."""
+    With `travel` (the report's --period and the fewest intervals worth it), each job's intervals leave its account
+    once it is made (`travelling`). Each job's events leave the log once accounted, so the two are not held at once."""
     eventrecords.fold_slices(log)
     for job, job_events in log.events.items():
         if job not in log.jobs:  # (a job with events was admitted with them)
@@ -213,19 +216,22 @@ def account_log(
 
     def accounted(job_id: str) -> JobAccount:
         a = _compact(_account_job(log, log.events.pop(job_id), job_id, since, until, spans), timelines)
-        return a if travel is None else travelling([a], travel[0])[0]
+        return a if travel is None else travelling([a], *travel)[0]
 
     return list(mapper(accounted, sorted(log.events)))
 
 
-def travelling(accounts: list[JobAccount], period: str | None) -> list[JobAccount]:
+def travelling(accounts: list[JobAccount], period: str | None, fewest: int = 0) -> list[JobAccount]:
     """The accounts as a cluster's worker hands them back for a report without --window rows or timelines: each
     job's intervals (17 bytes each, about one a step) replaced by all the report reads of them, its all-allocated
-    runs (the capacity check's) and with a `period` its TERMS in each period (`JobAccount.part_held`)."""
+    runs (the capacity check's) and with a `period` its TERMS in each period (`JobAccount.part_held`). A job with
+    fewer intervals than the periods it spans keeps them: they are the smaller, and its TERMS would cost a Python
+    step a period (a job submitted years before it ran, say); so does one with fewer than `fewest` (the report made
+    here keeps small jobs' intervals: dropping them saves little and costs a third of a millisecond a job)."""
     import numpy as np
 
     for a in accounts:
-        if a.starts is None:
+        if a.starts is None or len(a.starts) < max(fewest, _periods_spanned(a, period)):
             continue
         if period is not None:
             try:
@@ -238,6 +244,14 @@ def travelling(accounts: list[JobAccount], period: str | None) -> list[JobAccoun
         a.part_held = capacityfit.held_runs(a)
         a.starts = a.ends = a.labels = None
     return accounts
+
+
+TRAVEL_MIN_INTERVALS = 1024  # 17 KiB of intervals: a job with fewer keeps them in a report made here (`from_log`)
+
+
+def _periods_spanned(a: JobAccount, period: str | None) -> float:
+    """About how many --period rows the job's span touches (one more than fit in it); 0 without --period."""
+    return 0.0 if period is None else (a.end - a.start) / (WEEK if period == "week" else DAY) + 1
 
 
 def _largest_allocation(columns: events.EventColumns) -> int:

@@ -48,7 +48,7 @@ def summarize_part(
     names = events.job_names(log)
     with_events, with_records = set(log.events), set(log.jobs)
     counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
-    accounts = account_log(log, since, until, spans, timelines, travel=None if windows or timelines else (period,))
+    accounts = account_log(log, since, until, spans, timelines, travel=None if windows or timelines else (period, 0))
     return names, with_events, with_records, accounts, content, counts
 
 

@@ -29,14 +29,14 @@ def _pieces(
     fh: BinaryIO, name: str, limit: int, skip_bad: bool, whole_lines: bool, most: int | None = None
 ) -> Iterator[tuple[bytes, int]]:
     """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
-    whole file is never held; read CHUNK_BYTES at a time, or `most` when that is less. The size is checked as the pieces come, and each line against MAX_LINE_BYTES before
-    it is decoded: an over-long line is an error naming its line (raised once the lines before it are given), or
+    whole file is never held: read CHUNK_BYTES at a time, each read's lines given in pieces of about `most` bytes
+    when that is less (`_smaller`). The size is checked as the reads come, and each line against MAX_LINE_BYTES
+    before it is decoded: an over-long line is an error naming its line (raised once the lines before it are given), or
     with `skip_bad` one bad line (its bytes are dropped as they come). With `whole_lines`, a last line a writer has
     not finished is left out (`_finished`)."""
     total = consumed = lines = 0
     rest, dropping, after_cr = b"", False, False
-    chunk = goodputstreams.CHUNK_BYTES if most is None else min(most, goodputstreams.CHUNK_BYTES)
-    while block := _read(fh, name, chunk):
+    while block := _read(fh, name, goodputstreams.CHUNK_BYTES):
         total += len(block)
         if total > limit:
             raise _too_large(name, limit)
@@ -56,10 +56,10 @@ def _pieces(
                 after_cr = rest.endswith(b"\r")  # the line's end (`_split_at_line_end` keeps a CR last in the rest)
                 data, rest, dropping = data + _TOO_LONG, b"", not after_cr
         if too_long is not None:  # its piece's lines before it are read first: the first bad line is the one named
-            yield data, consumed
+            yield from _smaller(data, consumed, most)
             raise too_long
         lines += _line_ends(data)
-        yield data, consumed
+        yield from _smaller(data, consumed, most)
         consumed += len(data)
     if getattr(fh, "cut_short", False):
         rest = rest[: _last_line_end(rest)]  # a line the cut runs through is not read (`goodputlogs._after_cut`)
@@ -67,6 +67,21 @@ def _pieces(
         rest = b""
     if rest:
         yield rest, consumed
+
+
+def _smaller(data: bytes, offset: int, most: int | None) -> Iterator[tuple[bytes, int]]:
+    """Whole lines `data` at `offset` in pieces of about `most` bytes, each cut after a line feed (whole when `most`
+    is None). Cut after the read, not read in smaller blocks: the size limit is checked a read at a time, and a log
+    over it must be refused after the same lines whichever reader decodes it."""
+    start = 0
+    while most is not None and len(data) - start > most:
+        cut = data.find(b"\n", start + most - 1)
+        if cut < 0:
+            break
+        yield data[start : cut + 1], offset + start
+        start = cut + 1
+    if start < len(data) or not data:
+        yield data[start:], offset + start
 
 
 def _last_line_end(data: bytes) -> int:

@@ -17,10 +17,11 @@ from tpufleet.constants import MiB
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread, linescan
 from tpufleet.state.goodputpieces import _bom
+from tpufleet.state.workthreads import WorkThreads
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor as Pool
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor
 
     from tpufleet.goodput.pipeline import Mapper
 
@@ -40,8 +41,8 @@ def _decoded(
 def _decoded_ahead(
     pieces: Iterator[tuple[bytes, int]], pool: Pool, compiled: bool
 ) -> Iterator[tuple[bytes, int, fastread.Decoded | None]]:
-    """`_decoded` with up to two pieces a worker (a process, or a thread of the compiled loop) decoded ahead in
-    the pool. An error reading the file (too large, unreadable) is raised after the pieces before it are given,
+    """`_decoded` with pieces a worker (a process, or a thread of the compiled loop) decoded ahead in the pool
+    (`_ahead`). An error reading the file (too large, unreadable) is raised after the pieces before it are given,
     as reading one at a time would. Once a worker process has died (killed for memory, say), the pieces left are
     decoded here: the same answers, where waiting for a piece no worker will hand back would wait for good."""
     from concurrent.futures.process import BrokenProcessPool
@@ -77,9 +78,7 @@ def _decoded_ahead(
 def _submitted(pool: Pool, piece: bytes, compiled: bool) -> Any:
     """The piece handed to the pool, Ctrl-C held back meanwhile (`_interrupts_held`): a submit may start a worker
     process (a thread needs nothing held: it is stopped by the pool's shutdown, its piece done)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    if isinstance(pool, ThreadPoolExecutor):
+    if isinstance(pool, WorkThreads):
         return pool.submit(decode_piece, piece, compiled)
     with _interrupts_held():
         return pool.submit(decode_piece, piece, compiled)
@@ -213,7 +212,7 @@ def _fork_pool(wanted: bool) -> Iterator[ProcessPoolExecutor | None]:
 
 
 @contextmanager
-def _loop_threads(wanted: bool) -> Iterator[ThreadPoolExecutor | None]:
+def _loop_threads(wanted: bool) -> Iterator[WorkThreads | None]:
     """Threads that run the compiled loop (`linescan`) on pieces ahead of the reading, when `wanted` and there are
     CPUs for them; None otherwise. The loop holds no interpreter lock while it runs (Numba's ``nogil``), so the
     pieces are read on every CPU while this thread reads the file and adds the columns, with nothing copied: the
@@ -224,20 +223,25 @@ def _loop_threads(wanted: bool) -> Iterator[ThreadPoolExecutor | None]:
 
 
 @contextmanager
-def _threads(wanted: bool, name: str) -> Iterator[ThreadPoolExecutor | None]:
+def _threads(wanted: bool, name: str) -> Iterator[WorkThreads | None]:
     """Up to LOOP_THREADS threads named `name` when `wanted` and this process may use two CPUs or more; else None.
-    Shut down on the way out, the pieces or jobs not started cancelled (Ctrl-C waits for those running alone)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    Shut down on the way out, the pieces or jobs not started cancelled; on an error or Ctrl-C, those running are
+    not waited for (`workthreads`: a large job's account takes seconds)."""
     cpus = _usable_cpus()
     if not wanted or cpus < 2:
         yield None
         return
-    pool = ThreadPoolExecutor(min(cpus, LOOP_THREADS), thread_name_prefix=name)
+    try:
+        pool = WorkThreads(min(cpus, LOOP_THREADS), name)
+    except RuntimeError:  # no thread can be started: this one does the work, with the same answers
+        yield None
+        return
     try:
         yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        pool.shutdown(wait=False)
+        raise
+    pool.shutdown(wait=True)
 
 
 LOOP_THREADS = 2
@@ -285,6 +289,4 @@ def _workers(pool: Pool) -> int:
 def _ahead(pool: Pool) -> int:
     """How many pieces are decoded ahead: two a worker process (one crossing a pipe while it decodes the other);
     one a thread and one more (a thread hands its columns over in place: more would hold pieces for nothing)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    return _workers(pool) + 1 if isinstance(pool, ThreadPoolExecutor) else 2 * _workers(pool)
+    return _workers(pool) + 1 if isinstance(pool, WorkThreads) else 2 * _workers(pool)
