@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from tpufleet.errors import BadInput
 from tpufleet.goodput import pipeline
 from tpufleet.ops.goodput import build
 from tpufleet.state import goodputlogs, goodputpool, goodputstreams
+from tpufleet.state.workthreads import WorkThreads
 
 
 def any_map(mapper: Any) -> Any:
@@ -318,6 +320,46 @@ def test_the_process_exits_without_waiting_for_a_job_running():
         "pool.submit(job); started.wait(60)\n"
         "pool.shutdown(wait=False)\n"
         "raise SystemExit(130)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=GUARD_S)
+    assert (result.returncode, result.stderr) == (130, "")  # (the guard only tells a hang)
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no per-thread signal masks on this platform")
+def test_work_threads_leave_the_stopping_signals_to_the_main_thread():
+    """A work thread blocks Ctrl-C, SIGTERM and SIGHUP, so the kernel hands them to the main thread: one a work
+    thread took left the main thread asleep in its wait for that thread's result (a report that never stopped)."""
+    pool = WorkThreads(2, "goodput-jobs")
+    try:
+        masks = [pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result() for _ in range(4)]
+    finally:
+        pool.shutdown()
+    assert all({signal.SIGINT, signal.SIGTERM, signal.SIGHUP} <= mask for mask in masks)
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # this thread's mask is its own
+
+
+def test_a_ctrl_c_another_thread_took_ends_the_wait_for_a_result():
+    """A Ctrl-C that a thread other than the main one took, or that came just before the main thread slept, ends
+    its wait for a result that never comes (Python only raises it between the main thread's instructions)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import signal, threading\n"
+        "from concurrent.futures import Future\n"
+        "from tpufleet.state.workthreads import waited\n"
+        "never = Future()\n"
+        "import sys\n"
+        "def interrupt():\n"  # once the main thread waits, a Ctrl-C this thread takes: nothing wakes that wait
+        "    while sys._current_frames()[threading.main_thread().ident].f_code.co_name != 'wait':\n"
+        "        threading.Event().wait(0.01)\n"
+        "    threading.Event().wait(0.1)\n"  # (asleep by then, not still in the wait's first instructions)
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+        "try:\n"
+        "    threading.Thread(target=interrupt).start()\n"
+        "    waited(never)\n"
+        "except KeyboardInterrupt:\n"
+        "    raise SystemExit(130)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=GUARD_S)
     assert (result.returncode, result.stderr) == (130, "")  # (the guard only tells a hang)

@@ -17,7 +17,7 @@ from tpufleet.constants import MiB
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread, linescan
 from tpufleet.state.goodputpieces import _bom
-from tpufleet.state.workthreads import WorkThreads
+from tpufleet.state.workthreads import WorkThreads, waited
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor as Pool
@@ -69,7 +69,7 @@ def _decoded_ahead(
             return
         piece, offset, job = ahead.popleft()
         try:
-            decoded = None if job is None else job.result()
+            decoded = None if job is None else waited(job)
         except BrokenProcessPool:
             broken, decoded = True, decode_piece(piece, compiled)
         yield piece, offset, decoded
@@ -264,9 +264,9 @@ def _in_order(pool: Pool, function: Callable[[str], Any], jobs: Iterable[str]) -
     for job in jobs:
         queued.append(pool.submit(function, job))
         if len(queued) > JOBS_AHEAD:
-            yield queued.popleft().result()
+            yield waited(queued.popleft())
     while queued:
-        yield queued.popleft().result()
+        yield waited(queued.popleft())
 
 
 JOBS_AHEAD = 16

@@ -13,8 +13,11 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import Any
+from typing import Any, TypeVar
 
+from tpufleet.state.heldsignals import STOPS
+
+T = TypeVar("T")
 _Call = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
@@ -40,6 +43,7 @@ class WorkThreads(Executor):
         return future
 
     def _work(self) -> None:
+        _leave_stops_to_the_main_thread()
         while (call := self._calls.get()) is not None:
             future, function, args, kwargs = call
             if not future.set_running_or_notify_cancel():
@@ -64,3 +68,30 @@ class WorkThreads(Executor):
         if wait:
             for thread in self._threads:
                 thread.join()
+
+
+def _leave_stops_to_the_main_thread() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP blocked in this thread, so that the kernel hands them to the main thread.
+
+    The kernel gives a signal sent to the process to any thread that does not block it, and Python only runs the
+    handler between the main thread's instructions: one taken by a work thread left the main thread asleep in its
+    wait for that thread's result, which for a job that never ends was for ever."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+
+
+def waited(future: Future[T]) -> T:
+    """`future.result()`, waited for WAKE_SECONDS at a time, so that a Ctrl-C reaches the main thread however it
+    came. Python notes a signal at once but raises it between instructions: one noted just before a wait without
+    an end (after its last check, before the thread slept) was raised when the wait ended, which for a job that
+    never ends was never. A wait with an end goes back to the instructions, and the interrupt with it."""
+    from concurrent.futures import wait
+
+    while not future.done():
+        wait([future], timeout=WAKE_SECONDS)
+    return future.result()
+
+
+WAKE_SECONDS = 0.2  # the longest a Ctrl-C waits in `waited`: the wait costs a wake-up in each of these
