@@ -47,14 +47,14 @@ def _jit(function: _F) -> _F:
 
 
 @_jit
-def _literal(buf: Any, i: int, lit: Any) -> int:
-    """The index after `lit` if the bytes at `i` are `lit`, else -1."""
+def _matches(buf: Any, i: int, lit: Any) -> bool:
+    """Whether the bytes at `i` are `lit`."""
     if i < 0 or i + len(lit) > len(buf):
-        return -1
-    for k in range(len(lit)):
+        return False
+    for k in range(len(lit)):  # noqa: SIM110  (a loop Numba compiles; all() of a generator it would not)
         if buf[i + k] != lit[k]:
-            return -1
-    return i + len(lit)
+            return False
+    return True
 
 
 @_jit
@@ -144,39 +144,6 @@ def _same_job(buf: Any, a: int, b: int, pa: int, pb: int) -> bool:
 
 
 @_jit
-def _counts(buf: Any, j: int, step_limit: int, chips_limit: int) -> tuple[int, int, int]:
-    """(step, chips, index of the closing brace) of the optional keys after the event name; -1 for one absent;
-    the index -1 when they are not in the taken form."""
-    step, chips = -1, -1
-    while True:
-        k = _literal(buf, j, _STEP)
-        if k >= 0 and step < 0:
-            step, j = _whole(buf, k, step_limit)
-        else:
-            k = _literal(buf, j, _CHIPS)
-            if k < 0 or chips >= 0:
-                break
-            chips, j = _whole(buf, k, chips_limit)
-        if j < 0:
-            return -1, -1, -1
-    return step, chips, j
-
-
-@_jit
-def _event_line(buf: Any, i: int, names: Any, name_at: Any, name_code: Any, limits: Any, times: Any) -> Any:
-    """(job start, job end, time, code, step, chips, index after the line) of an event line in the taken form at
-    `i`; the last -1 when it is not."""
-    a = _literal(buf, i, _PREFIX)
-    b = -1 if a < 0 else _job_end(buf, a, limits[0])
-    value, j = _time(buf, _literal(buf, b, _TIME), times[0], times[1]) if b >= 0 else (-1.0, -1)
-    code, j = _name(buf, _literal(buf, j, _EVENT), names, name_at, name_code) if j >= 0 else (-1, -1)
-    step, chips, j = _counts(buf, j, limits[1], limits[2]) if code >= 0 else (-1, -1, -1)
-    if j < 0 or j >= len(buf) or buf[j] != CLOSE or (j + 1 < len(buf) and buf[j + 1] != NEWLINE):
-        return a, b, value, code, step, chips, -1
-    return a, b, value, code, step, chips, j + 2
-
-
-@_jit
 def line_count(buf: Any) -> int:
     """Lines in the piece: line feeds, and a last line without one (a loop here is twice as fast as bytes.count)."""
     feeds = 0
@@ -186,14 +153,37 @@ def line_count(buf: Any) -> int:
 
 
 @_jit
+def _line_end(buf: Any, i: int) -> int:
+    """The index of the line feed ending the line at `i` (the piece's length for a last line without one)."""
+    while i < len(buf) and buf[i] != NEWLINE:
+        i += 1
+    return i
+
+
+# `scan` reads a line in its own body and calls only helpers that return one or two numbers: a helper returning the
+# whole line's seven values, called once a line, cost as much as the rest of the loop (Numba builds and passes the
+# tuple through its calling convention), and so did an open-ended loop over the optional keys.
+
+
+@_jit
 def scan(buf: Any, names: Any, name_at: Any, name_code: Any, limits: Any, times: Any, out: Any, cols: Any) -> Any:
     """Read a piece of whole lines: per event line taken, its time (`out[0]`), code, step and chips (`cols[0:3]`);
     where a run of one job's events begins, the event's index and the id's bytes (`cols[3:6]`); per other line,
     its number in the piece and its bytes (`cols[6:9]`). Returns (events, runs, other lines)."""
     i, line, events, runs, others, last_a, last_b = 0, 0, 0, 0, 0, -1, -1
     while i < len(buf):
-        a, b, value, code, step, chips, after = _event_line(buf, i, names, name_at, name_code, limits, times)
-        if after >= 0:
+        a, step, chips = i + len(_PREFIX), -1, -1
+        b = _job_end(buf, a, limits[0]) if _matches(buf, i, _PREFIX) else -1
+        value, j = _time(buf, b + len(_TIME), times[0], times[1]) if _matches(buf, b, _TIME) else (-1.0, -1)
+        code, j = _name(buf, j + len(_EVENT), names, name_at, name_code) if _matches(buf, j, _EVENT) else (-1, -1)
+        for _ in range(2 if code >= 0 else 0):  # ,"step":<n> and ,"chips":<n>, each at most once, either order
+            if step < 0 and _matches(buf, j, _STEP):
+                step, j = _whole(buf, j + len(_STEP), limits[1])
+            elif chips < 0 and _matches(buf, j, _CHIPS):
+                chips, j = _whole(buf, j + len(_CHIPS), limits[2])
+            else:
+                break
+        if code >= 0 and j >= 0 and j < len(buf) and buf[j] == CLOSE and (j + 1 == len(buf) or buf[j + 1] == NEWLINE):
             out[events] = value
             cols[0, events], cols[1, events], cols[2, events] = code, step, chips
             if not _same_job(buf, a, b, last_a, last_b):
@@ -201,11 +191,9 @@ def scan(buf: Any, names: Any, name_at: Any, name_code: Any, limits: Any, times:
                 runs += 1
                 last_a, last_b = a, b
             events += 1
-            i = after
+            i = j + 2
         else:
-            end = i
-            while end < len(buf) and buf[end] != NEWLINE:
-                end += 1
+            end = _line_end(buf, i)
             cols[6, others], cols[7, others], cols[8, others] = line, i, end
             others += 1
             i = end + 1
