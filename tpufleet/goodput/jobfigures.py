@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tpufleet.goodput.compiledaccount import searchsorted
 from tpufleet.goodput.events import CODE, Job
 from tpufleet.goodput.jobaccount import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 from tpufleet.goodput.steps import Events, Steps
@@ -207,6 +208,6 @@ def _productive_steps(steps: Steps, bounds: Times, use: npt.NDArray[np.bool_], e
     m = len(bounds) - 1
     if not len(steps.st) or not m:
         return 0
-    pos = np.clip(np.searchsorted(bounds, steps.st, side="right") - 1, 0, m - 1)
+    pos = np.clip(searchsorted(bounds, steps.st, "right") - 1, 0, m - 1)
     ran = (steps.end > steps.st) | steps.complete
     return int(np.count_nonzero(steps.productive & ran & use[pos] & (steps.st < end)))

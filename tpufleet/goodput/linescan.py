@@ -20,7 +20,7 @@ from tpufleet.goodput.fastread import Decoded, _odd_breaks, flat_lines, group_ru
 from tpufleet.goodput.fastread import available as msgspec_available
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 
-__all__ = ["available", "decode_piece", "line_feeds"]
+__all__ = ["available", "decode_piece", "line_feeds", "loaded"]
 
 _COMMON = ("step_start", "data_loading_start", "data_loading_end", "checkpoint_start", "checkpoint_end")
 # per-slice counts are left to the standard reader; the loop tries names in this order, a training log's commonest
@@ -56,15 +56,18 @@ def _kernel() -> Any:
     return linekernel if (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) else None
 
 
+def loaded() -> bool:
+    """Whether the compiled loop is loaded already (nothing is loaded here: the reading that uses it loads it)."""
+    return bool(_kernel.cache_info().currsize) and _kernel() is not None
+
+
 def line_feeds(data: bytes) -> int | None:
     """The line feeds in `data`, counted by the compiled loop's count once the loop is loaded (four times as fast
     as ``bytes.count``, and run without the interpreter's lock); None when it is not loaded (nothing is loaded
     here: the reading that uses the loop loads it)."""
-    if not _kernel.cache_info().currsize:
+    if not loaded():
         return None
     kernel = _kernel()
-    if kernel is None:
-        return None
     import numpy as np
 
     lines = int(kernel.line_count(np.frombuffer(data, dtype=np.uint8)))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from tpufleet.goodput.compiledaccount import searchsorted
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def first_after(times: Times, points: Times, inclusive: bool = False) -> Times:
     import numpy as np
 
     side: Literal["left", "right"] = "left" if inclusive else "right"
-    idx = np.searchsorted(times, points, side=side)
+    idx = searchsorted(times, points, side)
     padded = np.append(times, np.inf)
     return padded[np.minimum(idx, len(times))]
 
@@ -145,7 +146,7 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     nxt = np.append(st[1:], np.inf)
     stop = np.minimum(np.minimum(first_after(stops, st), first_after(disrupt, st, inclusive=True)), end)
     step_end = np.minimum(nxt, stop)
-    run = np.searchsorted(restarts, st, side="right")  # which (re)start each step belongs to
+    run = searchsorted(restarts, st, "right")  # which (re)start each step belongs to
     productive = np.ones(len(st), dtype=bool)
     if job.phase == "training" and len(st):
         productive &= sn < _done_again_from(sn)
@@ -210,7 +211,7 @@ def _covered_upto(cov: tuple[Times, Times, Times], x: Times) -> Times:
     a, b, before = cov
     if not len(a):
         return np.zeros(len(x))
-    k = np.searchsorted(a, x, side="right") - 1
+    k = searchsorted(a, x, "right") - 1
     kk = np.maximum(k, 0)
     inside = np.clip(x - a[kk], 0, b[kk] - a[kk])
     return np.where(k >= 0, before[kk] + inside, 0.0)

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tpufleet.goodput.compiledaccount import compiled_paint, searchsorted
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 from tpufleet.goodput.jobaccount import LABEL, JobAccount
 from tpufleet.goodput.jobfigures import allocated, finish, not_excluded, run_marks
@@ -180,6 +181,8 @@ def _label(
     bounds = _distinct(np.clip(np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in pieces]), start, end))
     m = len(bounds) - 1
     label: Ints = np.full(m, LABEL["other"], dtype=np.int64)
+    if compiled_paint(bounds, start, end, [(LABEL[name], intervals[name]) for name in reversed(PRIORITY)], label):
+        return bounds, label
     for name in reversed(PRIORITY):  # each label painted over the lower ones: the highest cover wins
         pairs = intervals[name]
         if not pairs:
@@ -214,7 +217,7 @@ def account(
         ev = ev.keep(span.inside)
     explicit = np.sort(np.concatenate([ev.at(d) for d in DISRUPTIONS]))
     sel = ev.code == CODE["step_start"]
-    run0 = np.searchsorted(ev.at("job_start"), ev.t[sel], side="right")
+    run0 = searchsorted(ev.at("job_start"), ev.t[sel], "right")
     inf_d, inf_r = inferred(ev, ev.t[sel], ev.step[sel], run0)
     disrupt = np.sort(np.concatenate([explicit, inf_d]))
     stops = np.unique(np.concatenate([ev.at("job_start"), ev.at("job_end"), ev.at("drain"), disrupt, [end]]))

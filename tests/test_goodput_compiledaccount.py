@@ -1,0 +1,158 @@
+"""The accounting's compiled helpers (`accountkernel`, used once the reading of a large log has loaded Numba)
+against what they stand in for: `timeline`'s numpy painting of a job's elementary intervals and
+``numpy.searchsorted``. The same labels and indices exactly, and numpy wherever the kernel is not loaded."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from tpufleet.goodput import compiledaccount, linescan, timeline
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="Numba is not installed (make sweep-deps): no compiled helpers"
+)
+
+# times on a coarse grid, so that ends meet, repeat and fall on the bounds as a real job's do; some outside the span
+_TIME = st.integers(-3, 43).map(lambda k: k / 4)
+_PAIRS = st.lists(st.tuples(_TIME, _TIME), max_size=12)
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Any:
+    loaded = compiledaccount._kernel()
+    assert loaded is not None, "the compiled helpers did not load"
+    return loaded
+
+
+@pytest.fixture
+def loop_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(linescan, "loaded", lambda: True)
+
+
+def _label(monkeypatch: pytest.MonkeyPatch, compiled: bool, *args: Any) -> tuple[Any, Any]:
+    monkeypatch.setattr(linescan, "loaded", lambda: compiled)
+    return timeline._label(*args)
+
+
+@given(
+    span=st.tuples(_TIME, _TIME),
+    times=st.lists(_TIME, max_size=20),
+    groups=st.dictionaries(st.sampled_from(timeline.PRIORITY), st.lists(_PAIRS, max_size=3), max_size=8),
+    cuts=st.lists(_TIME, max_size=3),
+)
+def test_the_compiled_painting_gives_numpys_labels(
+    kernel: Any, span: tuple[float, float], times: list[float], groups: dict[str, Any], cuts: list[float]
+) -> None:
+    start, end = min(span), max(span)
+    t = np.sort(np.array(times, dtype=np.float64))
+    intervals: dict[str, list[tuple[Any, Any]]] = {name: [] for name in timeline.PRIORITY}
+    for name, lists in groups.items():
+        for pairs in lists:
+            s = np.array([a for a, _ in pairs], dtype=np.float64)
+            e = np.array([b for _, b in pairs], dtype=np.float64)
+            intervals[name].append((s, e))
+    with pytest.MonkeyPatch.context() as patch:
+        bounds, expected = _label(patch, False, start, end, t, intervals, cuts)
+        again, label = _label(patch, True, start, end, t, intervals, cuts)
+    assert again.tolist() == bounds.tolist()
+    assert label.tolist() == expected.tolist()
+
+
+def test_the_kernel_paints_when_the_loop_is_loaded(kernel: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(The property above would pass with numpy painting both: here the kernel is seen painting.)"""
+    bounds, label = np.array([0.0, 1.0]), np.zeros(1, dtype=np.int64)
+    groups = [(3, [(np.array([0.0]), np.array([1.0]))])]
+    monkeypatch.setattr(linescan, "loaded", lambda: False)
+    assert not compiledaccount.compiled_paint(bounds, 0.0, 1.0, groups, label)
+    assert label.tolist() == [0]
+    monkeypatch.setattr(linescan, "loaded", lambda: True)
+    assert compiledaccount.compiled_paint(bounds, 0.0, 1.0, groups, label)
+    assert label.tolist() == [3]
+
+
+@given(
+    a=st.lists(_TIME, max_size=40).map(sorted),
+    v=_TIME,
+    hint=st.integers(-5, 50),
+    right=st.booleans(),
+)
+def test_the_search_from_a_hint_is_numpys_searchsorted(
+    kernel: Any, a: list[float], v: float, hint: int, right: bool
+) -> None:
+    array = np.array(a, dtype=np.float64)
+    side: Literal["left", "right"] = "right" if right else "left"
+    assert kernel.first_index(array, v, hint, right) == int(np.searchsorted(array, v, side=side))
+
+
+_ODD = st.sampled_from([float("nan"), float("inf"), float("-inf")])
+
+
+@given(
+    a=st.lists(st.one_of(_TIME, _TIME, _TIME, _ODD), max_size=30),
+    v=st.lists(st.one_of(_TIME, _TIME, _TIME, _ODD), max_size=30),
+    in_order=st.booleans(),
+    right=st.booleans(),
+)
+@example(a=[5.0, 1.0, 2.0, 3.0], v=[2.0], in_order=False, right=False)  # unsorted: numpy bisects, the kernel would not
+def test_searchsorted_is_numpys_whatever_it_is_given(
+    kernel: Any, a: list[float], v: list[float], in_order: bool, right: bool
+) -> None:
+    """Sorted or not (numpy's answer for an unsorted array is its own), NaNs or not: numpy's indices."""
+    array = np.sort(np.array(a, dtype=np.float64)) if in_order else np.array(a, dtype=np.float64)
+    values = np.array(v, dtype=np.float64)
+    side: Literal["left", "right"] = "right" if right else "left"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        found = compiledaccount.searchsorted(array, values, side)
+    assert found.tolist() == np.searchsorted(array, values, side=side).tolist()
+
+
+def test_searchsorted_takes_values_in_time_order_by_the_kernel(kernel: Any, loop_loaded: None) -> None:
+    a = np.arange(0.0, 1000.0)
+    values = np.array([3.5, 3.5, 10.0, 999.0, 2000.0, -1.0])
+    calls = []
+    real = kernel.search_sorted
+
+    def counted(*args: Any) -> bool:
+        calls.append(1)
+        return bool(real(*args))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernel, "search_sorted", counted)
+        found = compiledaccount.searchsorted(a, values, "right")
+        assert compiledaccount.searchsorted(a[::2], values).tolist() == np.searchsorted(a[::2], values).tolist()
+    assert found.tolist() == [4, 4, 11, 1000, 1000, 0]
+    assert calls == [1]  # the strided array went to numpy: the kernel is compiled for contiguous ones alone
+
+
+def test_a_nan_leaves_the_painting_to_numpy(kernel: Any) -> None:
+    label = np.zeros(2, dtype=np.int64)
+    s, e = np.array([0.0, np.nan]), np.array([1.0, 2.0])
+    done = kernel.paint(np.array([0.0, 1.0, 2.0]), 0.0, 2.0, s, e, np.array([0, 2]), np.array([5]), label)
+    assert not done
+    assert label.tolist() == [0, 0]
+
+
+def test_a_kernel_that_cannot_load_leaves_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails(name: str) -> object:
+        raise RuntimeError("no compiler")
+
+    compiledaccount._kernel.cache_clear()
+    monkeypatch.setattr(importlib, "import_module", fails)
+    monkeypatch.setattr(linescan, "loaded", lambda: True)
+    try:
+        assert compiledaccount._kernel() is None
+        label = np.zeros(1, dtype=np.int64)
+        assert not compiledaccount.compiled_paint(np.array([0.0, 1.0]), 0.0, 1.0, [(3, [])], label)
+        assert compiledaccount.searchsorted(np.array([1.0]), np.array([2.0])).tolist() == [1]
+    finally:
+        monkeypatch.undo()
+        compiledaccount._kernel.cache_clear()
+    assert compiledaccount._kernel() is not None

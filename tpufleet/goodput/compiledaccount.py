@@ -1,0 +1,88 @@
+"""The accounting's compiled helpers (`accountkernel`), used once the reading of a large log has loaded Numba
+(`linescan.loaded`), else numpy: the painting of a job's elementary intervals (`timeline._label`) and searches of
+sorted times. The same answers either way, integers all: the kernel is loaded only after a check example comes out
+right, and each helper leaves to numpy what it does not take (a NaN, an array out of order)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from tpufleet.goodput import linescan
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Times = npt.NDArray[np.float64]
+    Ints = npt.NDArray[np.int64]
+
+    Groups = Sequence[tuple[int, Sequence[tuple[Times, Times]]]]
+
+
+def compiled_paint(bounds: Times, start: float, end: float, groups: Groups, label: Ints) -> bool:
+    """Paint `label` (one code an interval of `bounds`) with each group's code over the intervals its pairs of
+    (starts, ends) cover, clipped to [start, end], a later group over an earlier; False, with nothing painted,
+    when the kernel is not loaded or a time is NaN: the caller paints then."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not _plain(bounds) or label.dtype != np.int64 or not label.flags.c_contiguous:
+        return False
+    codes, at = [code for code, _ in groups], np.zeros(len(groups) + 1, dtype=np.int64)
+    at[1:] = np.cumsum([sum(len(s) for s, _ in pairs) for _, pairs in groups])
+    s = np.concatenate([np.zeros(0), *(s for _, pairs in groups for s, _ in pairs)]).astype(np.float64, copy=False)
+    e = np.concatenate([np.zeros(0), *(e for _, pairs in groups for _, e in pairs)]).astype(np.float64, copy=False)
+    done = kernel.paint(bounds, float(start), float(end), s, e, at, np.array(codes, dtype=np.int64), label)
+    return bool(done)
+
+
+def searchsorted(a: Times, v: Times, side: Literal["left", "right"] = "left") -> Ints:
+    """``numpy.searchsorted(a, v, side)`` for a sorted 1-D `a` and 1-D `v` of floats; by the kernel when it is
+    loaded (values mostly in time order are found in a step or two each, where numpy bisects all of `a`)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is not None and _plain(a) and _plain(v):
+        out = np.empty(len(v), dtype=np.int64)
+        if kernel.search_sorted(a, v, side == "right", out):
+            return out
+    found: Ints = np.searchsorted(a, v, side=side)
+    return found
+
+
+def _plain(array: Any) -> bool:
+    """An array of the one type the kernel is compiled for (another would be compiled on first use, a second)."""
+    import numpy as np
+
+    return (
+        isinstance(array, np.ndarray)
+        and array.dtype == np.float64
+        and array.ndim == 1
+        and array.flags.c_contiguous
+        and array.flags.writeable
+    )
+
+
+@functools.cache
+def _kernel() -> Any:
+    """The compiled helpers, compiled or loaded from their cache now; None when that fails (numpy is used then)
+    or they get the check examples wrong."""
+    import importlib
+    import warnings
+
+    import numpy as np
+
+    try:
+        with warnings.catch_warnings():  # Numba warns of a cache it cannot write: the kernel is compiled each time
+            warnings.simplefilter("ignore")
+            kernel = importlib.import_module("tpufleet.goodput.accountkernel")
+            label = np.zeros(3, dtype=np.int64)
+            check = (np.array([0.5, 2.0]), np.array([1.5, 9.0]), np.array([0, 1, 2]), np.array([4, 7]))
+            done = kernel.paint(np.array([0.0, 1.0, 2.0, 3.0]), 0.0, 3.0, *check, label)
+            found = np.zeros(3, dtype=np.int64)
+            done &= kernel.search_sorted(np.array([1.0, 2.0, 2.0]), np.array([0.5, 2.0, 3.0]), True, found)
+    except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
+        return None
+    return kernel if done and label.tolist() == [0, 4, 7] and found.tolist() == [0, 3, 3] else None
