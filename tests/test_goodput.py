@@ -299,6 +299,39 @@ def test_a_step_stopped_at_the_instant_it_starts_is_not_a_productive_step(cli, t
     assert jobs["c"]["productive_steps"] == 6
 
 
+def test_a_failure_after_a_run_ended_cleanly_loses_none_of_its_steps(cli, tmp_path):
+    # a run saves step 1, ends at 40 (job_end), a failure is logged at 45 while the job is down, and a restart at 50
+    # goes on from step 4: steps 2 and 3 were not lost (the run had ended), all five steps are productive. The end
+    # and the restarts were searched joined unsorted, the end missed: steps 2 and 3 were counted lost to the failure.
+    lines: list[dict[str, object]] = [
+        {"type": "job", "job": "e", "accelerator": "tpu-v4", "chips": 8, "phase": "training", "ideal_step_s": 10}
+    ]
+
+    def ev(t: float, name: str, **extra: int) -> None:
+        lines.append({"type": "event", "job": "e", "time": t, "event": name, **extra})
+
+    ev(0, "allocation", chips=8)
+    ev(0, "job_start")
+    for k, t in enumerate((10, 20, 30), start=1):
+        ev(t, "step_start", step=k)
+    ev(15, "checkpoint_start", step=1)
+    ev(16, "checkpoint_end", step=1)
+    ev(40, "job_end")
+    ev(45, "failure")
+    ev(50, "job_start")
+    ev(50, "step_start", step=4)
+    ev(60, "step_start", step=5)
+    ev(70, "job_end")
+    lines.sort(key=lambda x: float(x.get("time", -1)))  # type: ignore[arg-type]
+    log = tmp_path / "ended.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = cli("goodput-report", log, "-o", "json", state=False)
+    assert r.code == 0, r.err
+    (job,) = r.json["jobs"]
+    assert job["productive_steps"] == 5
+    assert job["badput_s"].get("wasted_progress_from_disruption", 0) == 0
+
+
 def test_an_accelerator_without_capacity_is_named_escaped_in_the_table(cli, tmp_path):
     # the headline names the accelerators the capacity leaves out: a name holding a colour (or conceal, ESC[8m)
     # code reached the terminal live, and a newline forged a line of the report

@@ -156,3 +156,76 @@ def test_a_kernel_that_cannot_load_leaves_numpy(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.undo()
         compiledaccount._kernel.cache_clear()
     assert compiledaccount._kernel() is not None
+
+
+_KINDS = (
+    "job_start",
+    "job_end",
+    "step_start",
+    "step_start",
+    "step_start",
+    "checkpoint_start",
+    "checkpoint_end",
+    "failure",
+    "preemption",
+    "data_loading_start",
+    "data_loading_end",
+    "drain",
+)
+
+
+@given(
+    entries=st.lists(
+        st.tuples(st.integers(0, 60), st.sampled_from(_KINDS), st.integers(0, 12)), min_size=1, max_size=40
+    ),
+    phase=st.sampled_from(["training", "serving"]),
+)
+def test_a_jobs_account_is_the_same_with_the_kernel_and_without(
+    kernel: Any, entries: list[tuple[int, str, int]], phase: str
+) -> None:
+    """The whole account (labels, steps and which are productive, figures) of a job of random events, restarts,
+    disruptions and checkpoints, with the compiled helpers and with numpy alone: equal, every float to the bit."""
+    from tpufleet.goodput.events import CODE, Job
+    from tpufleet.goodput.steps import Events
+
+    entries = sorted(entries, key=lambda entry: entry[0])
+    t = np.array([when / 2 for when, _, _ in entries], dtype=np.float64)
+    code = np.array([CODE[kind] for _, kind, _ in entries], dtype=np.int64)
+    step = np.array([n if kind.startswith(("step", "checkpoint")) else -1 for _, kind, n in entries], dtype=np.int64)
+    job = Job("j", chips=8, phase=phase, ideal_step_s=1.0)
+    accounts = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            events = Events(t.copy(), code.copy(), step.copy(), np.full(len(t), -1, dtype=np.int64))
+            accounts.append(timeline.account(job, events))
+    numpy_alone, with_kernel = accounts
+    for name in ("labels", "starts", "ends", "step_starts", "step_ends", "step_numbers", "step_productive"):
+        a, b = getattr(numpy_alone, name), getattr(with_kernel, name)
+        assert (a is None) == (b is None) and (a is None or a.tolist() == b.tolist()), name
+    assert numpy_alone.buckets == with_kernel.buckets
+    figures = ("productive_s", "all_allocated_s", "productive_steps", "disruptions", "restart_overhead_s")
+    assert [getattr(numpy_alone, f) for f in figures] == [getattr(with_kernel, f) for f in figures]
+
+
+@given(
+    saves=st.lists(st.tuples(_TIME, st.integers(0, 12)), max_size=12),
+    steps=st.lists(st.tuples(_TIME, _TIME, st.integers(0, 12)), max_size=20),
+)
+def test_the_checkpoint_rule_by_the_kernel_is_the_rule(
+    kernel: Any, saves: list[tuple[float, int]], steps: list[tuple[float, float, int]]
+) -> None:
+    """Each step's run start and disruption, and the checkpoints' times and steps, at random: a step stays
+    productive exactly when a checkpoint between the two saved its number (checked one step at a time here)."""
+    saves = sorted(saves)
+    saves_t, saves_step = np.array([t for t, _ in saves]), np.array([n for _, n in saves], dtype=np.int64)
+    lo, hi = np.array([min(a, b) for a, b, _ in steps]), np.array([max(a, b) for a, b, _ in steps])
+    sn = np.array([n for _, _, n in steps], dtype=np.int64)
+    productive = np.ones(len(steps), dtype=np.bool_)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        ks = np.arange(len(steps))
+        assert compiledaccount.unsaved_steps(ks, lo, hi, (saves_t, saves_step), sn, productive)
+    for k in range(len(steps)):
+        inside = saves_step[(saves_t >= lo[k]) & (saves_t <= hi[k])]
+        assert productive[k] == (sn[k] <= (inside.max() if len(inside) else -1))

@@ -88,3 +88,23 @@ def search_sorted(a: Any, v: Any, right: bool, out: Any) -> bool:
         at = first_index(a, v[k], at, right)
         out[k] = at
     return True
+
+
+@_jit
+def unsaved_steps(ks: Any, run_start: Any, cut: Any, saves_t: Any, saves_step: Any, sn: Any, productive: Any) -> None:
+    """`steps.steps_of`'s checkpoint rule, in place: step k of `ks` (steps whose run a disruption ends, at cut[k])
+    is not productive unless a checkpoint in [run_start[k], cut[k]] saved its step number (sorted `saves_t`: such
+    checkpoints are one stretch of them, found once for the steps that share the run and the disruption)."""
+    last_lo, last_hi, saved = np.nan, np.nan, -1
+    lo_at = hi_at = 0
+    for k in ks:
+        lo, hi = run_start[k], cut[k]
+        if lo != last_lo or hi != last_hi:
+            lo_at = first_index(saves_t, lo, lo_at, False)
+            hi_at = first_index(saves_t, hi, hi_at, True)
+            saved = -1
+            for i in range(lo_at, hi_at):
+                saved = saves_step[i] if i == lo_at else max(saved, saves_step[i])
+            last_lo, last_hi = lo, hi
+        if sn[k] > saved:
+            productive[k] = False

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     Times = npt.NDArray[np.float64]
     Ints = npt.NDArray[np.int64]
+    Bools = npt.NDArray[np.bool_]
 
     Groups = Sequence[tuple[int, Sequence[tuple[Times, Times]]]]
 
@@ -52,13 +53,34 @@ def searchsorted(a: Times, v: Times, side: Literal["left", "right"] = "left") ->
     return found
 
 
-def _plain(array: Any) -> bool:
-    """An array of the one type the kernel is compiled for (another would be compiled on first use, a second)."""
+def unsaved_steps(
+    ks: Ints, run_start: Times, cut: Times, saves: tuple[Times, Ints], sn: Ints, productive: Bools
+) -> bool:
+    """`steps.steps_of`'s checkpoint rule by the kernel, in place: step k of `ks` (its run ended by a disruption at
+    cut[k]) stays productive only if a checkpoint saved between run_start[k] and cut[k] holds its step number
+    (`saves`: the checkpoints' sorted times and step numbers); False, nothing changed, when the kernel is not
+    loaded or the times are not in order or hold a NaN: the caller applies the rule then."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    saves_t, saves_step = saves
+    if kernel is None or not all(_plain(a) for a in (run_start, cut, saves_t)):
+        return False
+    if not all(_plain(a, np.int64) for a in (ks, saves_step, sn)) or not _plain(productive, np.bool_):
+        return False
+    if np.isnan(run_start).any() or np.isnan(cut).any() or not (saves_t[1:] >= saves_t[:-1]).all():
+        return False  # (a NaN in saves_t fails the order)
+    kernel.unsaved_steps(ks, run_start, cut, saves_t, saves_step, sn, productive)
+    return True
+
+
+def _plain(array: Any, dtype: Any = None) -> bool:
+    """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
 
     return (
         isinstance(array, np.ndarray)
-        and array.dtype == np.float64
+        and array.dtype == (np.float64 if dtype is None else dtype)
         and array.ndim == 1
         and array.flags.c_contiguous
         and array.flags.writeable
@@ -83,6 +105,10 @@ def _kernel() -> Any:
             done = kernel.paint(np.array([0.0, 1.0, 2.0, 3.0]), 0.0, 3.0, *check, label)
             found = np.zeros(3, dtype=np.int64)
             done &= kernel.search_sorted(np.array([1.0, 2.0, 2.0]), np.array([0.5, 2.0, 3.0]), True, found)
+            productive = np.ones(3, dtype=np.bool_)
+            starts, cuts, saved = np.array([0.0, 0.0, 5.0]), np.array([4.0, 4.0, 9.0]), np.array([2.0, 6.0])
+            kernel.unsaved_steps(np.arange(3), starts, cuts, saved, np.array([7, 9]), np.array([7, 8, 9]), productive)
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
-    return kernel if done and label.tolist() == [0, 4, 7] and found.tolist() == [0, 3, 3] else None
+    right = label.tolist() == [0, 4, 7] and found.tolist() == [0, 3, 3] and productive.tolist() == [True, False, True]
+    return kernel if done and right else None

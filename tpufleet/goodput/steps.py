@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tpufleet.goodput.compiledaccount import searchsorted
+from tpufleet.goodput.compiledaccount import searchsorted, unsaved_steps
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 
 if TYPE_CHECKING:
@@ -154,8 +154,12 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
         if len(saves_t) and len(explicit):
             run_start = np.append([-np.inf], restarts)[run]
             cut = first_after(explicit, st)
-            ends_run = cut < first_after(np.append(restarts, ev.at("job_end")), st)
+            # (sorted: an end logged before a later restart is the run's end, which a search of the two joined
+            # unsorted could miss, ending the run at that restart instead, after the disruption)
+            ends_run = cut < first_after(np.sort(np.concatenate([restarts, ev.at("job_end")])), st)
             ks = np.flatnonzero(ends_run)
+            if unsaved_steps(ks, run_start, cut, (saves_t, saves_step), sn, productive):
+                return Steps(st, sn, step_end, run, productive, nxt <= stop)
             # one group per (run, disruption) pair: few, whatever the number of steps
             key = run[ks] * (len(explicit) + 1) + np.searchsorted(explicit, cut[ks])
             groups, first, which = np.unique(key, return_index=True, return_inverse=True)
