@@ -71,6 +71,9 @@ def paint(bounds: Any, start: float, end: float, s: Any, e: Any, at: Any, codes:
     return True
 
 
+_WALK = 8  # values in time order are mostly a step or two on from the last one's answer: walked that far, then searched
+
+
 @_jit
 def search_sorted(a: Any, v: Any, right: bool, out: Any) -> bool:
     """``numpy.searchsorted(a, v, side)`` into `out`, each value searched from the last one's answer (values in
@@ -81,11 +84,18 @@ def search_sorted(a: Any, v: Any, right: bool, out: Any) -> bool:
         ordered &= a[k - 1] <= a[k]
     if not ordered:
         return False
-    at = 0
+    at, n = 0, len(a)
     for k in range(len(v)):
-        if v[k] != v[k]:
+        x = v[k]
+        if x != x:
             return False
-        at = first_index(a, v[k], at, right)
+        if at == 0 or (a[at - 1] <= x if right else a[at - 1] < x):  # the answer is at or after the last one's
+            step = at  # a few steps on (values in time order): walked, else searched from there
+            while step < n and step < at + _WALK and (a[step] <= x if right else a[step] < x):
+                step += 1
+            at = step if step < at + _WALK or step == n else first_index(a, x, step, right)
+        else:
+            at = first_index(a, x, at, right)
         out[k] = at
     return True
 
