@@ -159,7 +159,8 @@ def _bom(piece: bytes, offset: int) -> bool:
 def _split_at_line_end(data: bytes) -> tuple[bytes, bytes]:
     """The whole lines of `data` and the rest. A line ends at a line feed, CR LF or a lone CR (`eventlines.log_lines`:
     a log written with CRs alone was one over-long line here); a CR last may be half a CR LF, so no cut after it."""
-    cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
+    cut = data.rfind(b"\n") + 1
+    cut = max(cut, data.rfind(b"\r", cut, len(data) - 1) + 1)  # a CR after it only: a log has none, or few
     return data[:cut], data[cut:]
 
 
