@@ -92,3 +92,14 @@ def test_a_log_read_in_pieces_gives_what_it_gives_read_in_one(
     assert blocks.as_asked() and len(blocks.reads) == 1
     if form == "plain" and whole[0] != "error":  # (an error ends the reading at its piece)
         assert len(blocks.reads[0]) == -(-len(data) // chunk)
+
+
+@given(st.binary(max_size=40).map(lambda raw: bytes(b"ab\r\n"[byte % 4] for byte in raw)))
+def test_a_read_is_cut_after_its_last_line_end(data: bytes) -> None:
+    """The whole lines of a read end at its last line feed, or at a later CR that is not its last byte (that one
+    may be half a CR LF): the rest is a line still to come."""
+    from tpufleet.state.goodputpieces import _split_at_line_end
+
+    ends = [i + 1 for i, byte in enumerate(data) if byte == 10 or (byte == 13 and i < len(data) - 1)]
+    cut = max(ends, default=0)
+    assert _split_at_line_end(data) == (data[:cut], data[cut:])
