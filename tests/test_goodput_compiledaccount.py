@@ -132,6 +132,26 @@ def test_searchsorted_takes_values_in_time_order_by_the_kernel(kernel: Any, loop
     assert calls == [1]  # the strided array went to numpy: the kernel is compiled for contiguous ones alone
 
 
+@given(
+    bounds=st.lists(_TIME, max_size=8).map(lambda times: sorted(set(times))),
+    pairs=_PAIRS,
+    span=st.tuples(_TIME, _TIME),
+)
+def test_the_painting_covers_what_the_intervals_cover_whatever_the_bounds(
+    kernel: Any, bounds: list[float], pairs: list[tuple[float, float]], span: tuple[float, float]
+) -> None:
+    """Bounds that do not hold the span's ends (never so from `_label`, which puts them in): no write outside the
+    arrays, and an elementary interval painted exactly when an interval's ends, found in the bounds, enclose it."""
+    start, end = min(span), max(span)
+    label = np.zeros(max(len(bounds) - 1, 0), dtype=np.int64)
+    s, e = np.array([a for a, _ in pairs], dtype=np.float64), np.array([b for _, b in pairs], dtype=np.float64)
+    at, codes = np.array([0, len(pairs)], dtype=np.int64), np.array([5], dtype=np.int64)
+    assert kernel.paint(np.array(bounds, dtype=np.float64), start, end, s, e, at, codes, label)
+    clip = [(min(max(a, start), end), min(max(b, start), end)) for a, b in pairs]
+    ends = [(int(np.searchsorted(bounds, a)), int(np.searchsorted(bounds, b))) for a, b in clip if b > a]
+    assert label.tolist() == [5 if any(lo <= x < hi for lo, hi in ends) else 0 for x in range(len(label))]
+
+
 def test_a_nan_leaves_the_painting_to_numpy(kernel: Any) -> None:
     label = np.zeros(2, dtype=np.int64)
     s, e = np.array([0.0, np.nan]), np.array([1.0, 2.0])

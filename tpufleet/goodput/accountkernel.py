@@ -50,7 +50,7 @@ def paint(bounds: Any, start: float, end: float, s: Any, e: Any, at: Any, codes:
         if s[k] != s[k] or e[k] != e[k]:
             return False
     m = len(bounds) - 1
-    depth = np.zeros(max(m + 1, 0), dtype=np.int64)
+    depth = np.zeros(m + 2, dtype=np.int64)  # an end past bounds[-1] lands at m + 1 (`_label`'s bounds hold end)
     for g in range(len(codes)):
         if at[g] == at[g + 1]:
             continue
