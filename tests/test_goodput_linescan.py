@@ -81,8 +81,8 @@ def report(paths: list[Path], compiled: bool, skip_bad: bool, chunk: int) -> tup
         if compiled:
             real = linescan.decode_piece
 
-            def counted(piece: bytes) -> Any:
-                decoded = real(piece)
+            def counted(piece: bytes, feeds: int | None = None) -> Any:
+                decoded = real(piece, feeds)
                 taken.append(decoded is not None)
                 return decoded
 
@@ -219,9 +219,9 @@ def test_a_log_over_the_threshold_is_read_by_the_loop(tmp_path, monkeypatch):
     calls: list[int] = []
     real = linescan.decode_piece
 
-    def counted(piece: bytes) -> Any:
+    def counted(piece: bytes, feeds: int | None = None) -> Any:
         calls.append(1)
-        return real(piece)
+        return real(piece, feeds)
 
     monkeypatch.setattr(linescan, "decode_piece", counted)
     monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", path.stat().st_size + 1)

@@ -103,3 +103,73 @@ def test_a_read_is_cut_after_its_last_line_end(data: bytes) -> None:
     ends = [i + 1 for i, byte in enumerate(data) if byte == 10 or (byte == 13 and i < len(data) - 1)]
     cut = max(ends, default=0)
     assert _split_at_line_end(data) == (data[:cut], data[cut:])
+
+
+def _cut(data: bytes, chunk: int, most: int | None, skip_bad: bool) -> tuple[bytes, Any]:
+    """The pieces `_pieces` cuts `data` into, read `chunk` bytes at a time in pieces of about `most`, checked to
+    follow each other (each at the offset the one before ended, each but the last empty or ended by a line end), joined;
+    and the over-long line it stopped at, as (its first bytes, the lines ended before it), or None."""
+    import io
+
+    from tpufleet.state import goodputpieces, goodputstreams
+
+    pieces: list[bytes] = []
+    stopped = None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(events, "MAX_LINE_BYTES", LIMIT)
+        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
+        try:
+            for piece, offset in goodputpieces._pieces(io.BytesIO(data), "log", 1 << 30, skip_bad, False, most):
+                assert offset == sum(map(len, pieces))
+                pieces.append(piece)
+        except goodputpieces.LongLine as exc:
+            stopped = (exc.text, sum(goodputpieces._line_ends(p) for p in pieces))
+    assert all(p.endswith((b"\n", b"\r")) for p in pieces[:-1] if p)  # (a read with no line end gives an empty one)
+    return b"".join(pieces), stopped
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(
+    logs(),
+    st.sampled_from([1, 2, 7, 64, LIMIT + 1, 4 * LIMIT]),
+    st.sampled_from([None, 1, 40, LIMIT]),
+    st.booleans(),
+)
+def test_a_log_is_cut_into_the_same_lines_whatever_the_reads_and_pieces(data, chunk, most, skip_bad):
+    """Read a few bytes at a time in pieces of any size, or in one read in one piece: the same bytes in the same
+    order (an over-long line put as one bad line with --skip-bad), and without it the same over-long line, after
+    the same lines. Lines in one read are cut without joining or copying the read (`_whole_lines`) where no line
+    can be over the limit, joined and scanned where one may be: both ways here."""
+    whole = _cut(data, len(data) + 1, None, skip_bad)
+    assert _cut(data, chunk, most, skip_bad) == whole
+    if whole[1] is None and not skip_bad:
+        assert whole[0] == data
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(
+    st.lists(st.sampled_from(GOOD[:6]), min_size=1, max_size=40),
+    st.sampled_from([1, 7, 64, 1000]),
+    st.sampled_from(["one process", "loop threads"]),
+)
+def test_what_a_log_held_is_its_size_and_crc_whatever_the_pieces(lines, chunk, how):
+    """What tells a log from a copy (`Content`): its bytes' size and CRC-32 (zlib's, of them all), with each
+    piece's CRC taken where it is decoded and joined in order, whatever the pieces (a copy read otherwise, a gzip
+    one say, is cut otherwise)."""
+    import io
+    import zlib
+
+    from tpufleet.goodput import linescan
+    from tpufleet.state import goodputstreams
+
+    data = b"\n".join(lines) + b"\n"
+    if how == "loop threads" and not linescan.available():
+        pytest.skip("the compiled loop needs Numba (make sweep-deps)")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
+        mp.setattr(goodputlogs, "LOOP_PIECE_BYTES", max(1, chunk // 3))
+        reading = goodputlogs._Reading(skip_bad=False, compiled=how == "loop threads")
+        with goodputpool._loop_threads(reading.compiled) as threads:
+            log = events.Log(job_limit=events.MAX_JOBS)
+            content = goodputlogs._read_native_file(io.BytesIO(data), "log", 1 << 30, log, reading, threads)
+    assert content == (len(data), zlib.crc32(data))

@@ -97,15 +97,16 @@ def _tables() -> tuple[Any, Any, Any, Any, Any]:
     )
 
 
-def decode_piece(piece: bytes) -> Decoded | None:
+def decode_piece(piece: bytes, feeds: int | None = None) -> Decoded | None:
     """A piece of whole lines decoded as `fastread.decode_piece` does (the same Decoded); None when it is not
-    in the taken form, the caller then gives it to msgspec's reader."""
+    in the taken form, the caller then gives it to msgspec's reader. `feeds`: its line feeds, when counted already
+    (`line_feeds`)."""
     kernel = _kernel()
     if kernel is None or not msgspec_available():
         return None
     import numpy as np
 
-    scanned = _scanned(kernel, piece)
+    scanned = _scanned(kernel, piece, feeds)
     if scanned is None:
         return None
     lines, t, cols, (events, runs, other) = scanned
@@ -119,13 +120,15 @@ def decode_piece(piece: bytes) -> Decoded | None:
     return Decoded(lines, group_runs(names, cols[3, :runs], t[:events], code, step, chips), others)
 
 
-def _scanned(kernel: Any, piece: bytes) -> tuple[int, Any, Any, tuple[int, int, int]] | None:
-    """The loop run over a piece: its lines, time column, other columns and (events, runs, other lines); None
-    for a piece of lines too short to be worth columns (MIN_MEAN_LINE_BYTES)."""
+def _scanned(kernel: Any, piece: bytes, feeds: int | None = None) -> tuple[int, Any, Any, tuple[int, int, int]] | None:
+    """The loop run over a piece (of `feeds` line feeds, when counted already): its lines, time column, other
+    columns and (events, runs, other lines); None for a piece of lines too short to be worth columns
+    (MIN_MEAN_LINE_BYTES)."""
     import numpy as np
 
     buf = np.frombuffer(piece, dtype=np.uint8)
-    lines = kernel.line_count(buf)  # a line feed ends a line: other breaks are judged with the lines left
+    # a line feed ends a line (other breaks are judged with the lines left), and so does the piece's end
+    lines = kernel.line_count(buf) if feeds is None else feeds + (len(piece) > 0 and piece[-1] != _LINE_FEED)
     if lines * MIN_MEAN_LINE_BYTES > max(len(piece), MIN_MEAN_LINE_BYTES):
         return None
     t = np.empty(lines, dtype=np.float64)

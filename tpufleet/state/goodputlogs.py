@@ -25,9 +25,16 @@ from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
 from tpufleet.goodput import eventlines, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
-from tpufleet.state import goodputpool
+from tpufleet.state import crcjoin, goodputpool
 from tpufleet.state.generations import StepProfiles
-from tpufleet.state.goodputpieces import _json_array, _last_line_end, _pieces, _text_lines, _without_unfinished
+from tpufleet.state.goodputpieces import (
+    LongLine,
+    _json_array,
+    _last_line_end,
+    _pieces,
+    _text_lines,
+    _without_unfinished,
+)
 from tpufleet.state.goodputpool import _decoded, _fork_pool, _loop_threads
 from tpufleet.state.goodputstreams import NOT_READ_AGAIN, STDIN, _open, _read_whole, _size, shown_name
 from tpufleet.state.inputfiles import MAX_LOG_BYTES, MAX_SPEC_BYTES, decode_utf8, load_json_file
@@ -126,25 +133,32 @@ def _read_native_file(
 ) -> Content:
     """Each piece by msgspec when it can vouch for all of it, else by the standard reader (same answers); with
     a pool, pieces are decoded ahead in its worker processes and added here in file order. What was read."""
-    line = read = crc = 0
-    skip_bad = reading.skip_bad
-    for piece, offset, decoded in _decoded(
-        _pieces(fh, name, limit, skip_bad, reading.whole_lines, LOOP_PIECE_BYTES if reading.compiled else None),
-        pool,
-        reading.compiled,
-    ):
-        read, crc = offset + len(piece), zlib.crc32(piece, crc)  # 4 GB/s: a twentieth of the decode's time
-        fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, name, log)
-        if fast:
-            line += fast
-            continue
-        lines, bad = _text_lines(piece, name, offset, line, skip_bad, log)
-        eventlines.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
-        if bad is not None:
-            raise bad
-        line += len(lines)
+    pieces = _pieces(
+        fh, name, limit, reading.skip_bad, reading.whole_lines, LOOP_PIECE_BYTES if reading.compiled else None
+    )
+    line = read = crc = ended = 0
+    try:
+        for piece, offset, decoded, piece_crc, ends in _decoded(pieces, pool, reading.compiled):
+            read, crc, ended = offset + len(piece), crcjoin.joined(crc, piece_crc, len(piece)), ended + ends
+            line += _add_piece(piece, offset, decoded, name, line, log, reading.skip_bad)
+    except LongLine as exc:
+        raise exc.numbered(name, ended) from None
     _after_cut(fh, name, line + 1, reading, log)
     return Content(read, crc)
+
+
+def _add_piece(
+    piece: bytes, offset: int, decoded: fastread.Decoded | None, name: str, line: int, log: events.Log, skip_bad: bool
+) -> int:
+    """A piece's records into `log` (`line`: the lines before it); how many lines it held."""
+    fast = 0 if decoded is None else fastread.add_decoded(decoded, line + 1, name, log)
+    if fast:
+        return fast
+    lines, bad = _text_lines(piece, name, offset, line, skip_bad, log)
+    eventlines.read_native_lines(enumerate(lines, start=line + 1), name, log, skip_bad)
+    if bad is not None:
+        raise bad
+    return len(lines)
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from tpufleet.errors import BadStateFile
+from tpufleet.errors import BadInput, BadStateFile
 from tpufleet.goodput import eventlines, events, linescan
 from tpufleet.goodput.times import BadRecord
 from tpufleet.jsontext import parse_json_line
@@ -31,10 +31,10 @@ def _pieces(
     """The stream in pieces of whole lines (each ends at a newline but the last) with their byte offsets, so the
     whole file is never held: read CHUNK_BYTES at a time, each read's lines given in pieces of about `most` bytes
     when that is less (`_smaller`). The size is checked as the reads come, and each line against MAX_LINE_BYTES
-    before it is decoded: an over-long line is an error naming its line (raised once the lines before it are given), or
-    with `skip_bad` one bad line (its bytes are dropped as they come). With `whole_lines`, a last line a writer has
-    not finished is left out (`_finished`)."""
-    total = consumed = lines = 0
+    before it is decoded: an over-long line is LongLine, raised once the lines before it are given (whoever counts
+    the lines given numbers it), or with `skip_bad` one bad line (its bytes are dropped as they come). With
+    `whole_lines`, a last line a writer has not finished is left out (`_finished`)."""
+    total = consumed = 0
     rest, dropping, after_cr = b"", False, False
     while block := _read(fh, name, goodputstreams.CHUNK_BYTES):
         total += len(block)
@@ -47,20 +47,25 @@ def _pieces(
             block, dropping, after_cr = _after_first_line(block)
             if dropping:
                 continue
-        data, rest = _split_at_line_end(rest + block)
-        data, too_long = _without_long_lines(data, name, lines, skip_bad)
+        lines = _whole_lines(rest, block)
+        too_long = None
+        if lines is None:  # a line may be over the limit (or no line feed in the block): the lines joined, scanned
+            data, rest = _split_at_line_end(rest + block)
+            data, too_long = _without_long_lines(data, skip_bad)
+            lines = (b"", data, len(data))
+        else:
+            rest = block[lines[2] :]
         if too_long is None and len(rest) - rest.endswith(b"\r") > events.MAX_LINE_BYTES:  # (a CR last ends the line)
             if not skip_bad:
-                too_long = _too_long(name, lines + _line_ends(data) + 1, rest)
+                too_long = LongLine(rest)
             else:
                 after_cr = rest.endswith(b"\r")  # the line's end (`_split_at_line_end` keeps a CR last in the rest)
-                data, rest, dropping = data + _TOO_LONG, b"", not after_cr
+                data = _part(*lines, 0, len(lines[0]) + lines[2]) + _TOO_LONG
+                lines, rest, dropping = (b"", data, len(data)), b"", not after_cr
+        yield from _smaller(*lines, consumed, most)
         if too_long is not None:  # its piece's lines before it are read first: the first bad line is the one named
-            yield from _smaller(data, consumed, most)
             raise too_long
-        lines += _line_ends(data)
-        yield from _smaller(data, consumed, most)
-        consumed += len(data)
+        consumed += len(lines[0]) + lines[2]
     if getattr(fh, "cut_short", False):
         rest = rest[: _last_line_end(rest)]  # a line the cut runs through is not read (`goodputlogs._after_cut`)
     elif rest and whole_lines and _still_written(rest, at_start=not consumed):
@@ -69,19 +74,58 @@ def _pieces(
         yield rest, consumed
 
 
-def _smaller(data: bytes, offset: int, most: int | None) -> Iterator[tuple[bytes, int]]:
-    """Whole lines `data` at `offset` in pieces of about `most` bytes, each cut after a line feed (whole when `most`
-    is None). Cut after the read, not read in smaller blocks: the size limit is checked a read at a time, and a log
-    over it must be refused after the same lines whichever reader decodes it."""
-    start = 0
-    while most is not None and len(data) - start > most:
-        cut = data.find(b"\n", start + most - 1)
-        if cut < 0:
+class LongLine(BadInput):
+    """The line after the pieces `_pieces` gave is over MAX_LINE_BYTES. Its number is the count of the lines
+    they held, plus one: the reader counts them (`numbered`), where they are decoded, so the reading thread
+    makes no pass over the bytes to count them."""
+
+    def __init__(self, text: bytes) -> None:
+        super().__init__("a line over the limit")
+        self.text = text[:40]
+
+    def numbered(self, name: str, lines_before: int) -> BadRecord:
+        return _too_long(name, lines_before + 1, self.text)
+
+
+def _whole_lines(rest: bytes, block: bytes) -> tuple[bytes, bytes, int] | None:
+    """The whole lines of `rest` + `block`, not joined (the rest, the block and where in it they end: each join or
+    cut of a block copies it, and those copies were a third of the reading thread's time), when the usual checks
+    show no line over MAX_LINE_BYTES: a line feed in the block, the first line (with the rest) under half the
+    limit, and a line feed in every half-limit of the block after it. None otherwise: `_split_at_line_end` and
+    `_without_long_lines` judge the lines joined."""
+    half = events.MAX_LINE_BYTES // 2
+    first = block.find(b"\n")
+    if first < 0 or len(rest) + first >= half:
+        return None
+    cut = block.rfind(b"\n") + 1
+    cut = max(cut, block.rfind(b"\r", cut, len(block) - 1) + 1)  # as `_split_at_line_end` cuts
+    if not all(block.find(b"\n", i, i + half) >= 0 for i in range(first + 1, cut, half)):
+        return None
+    return rest, block, cut
+
+
+def _smaller(head: bytes, block: bytes, cut: int, offset: int, most: int | None) -> Iterator[tuple[bytes, int]]:
+    """The whole lines `head` + `block[:cut]` at `offset` in pieces of about `most` bytes, each cut after a line
+    feed (whole when `most` is None), each copied once from the two (`_part`). Cut after the read, not read in
+    smaller blocks: the size limit is checked a read at a time, and a log over it must be refused after the same
+    lines whichever reader decodes it."""
+    skip, total, start = len(head), len(head) + cut, 0
+    while most is not None and total - start > most:
+        at = block.find(b"\n", max(start + most - 1 - skip, 0), cut)  # (`head` holds no line feed)
+        if at < 0:
             break
-        yield data[start : cut + 1], offset + start
-        start = cut + 1
-    if start < len(data) or not data:
-        yield data[start:], offset + start
+        yield _part(head, block, cut, start, skip + at + 1), offset + start
+        start = skip + at + 1
+    if start < total or not total:
+        yield _part(head, block, cut, start, total), offset + start
+
+
+def _part(head: bytes, block: bytes, cut: int, start: int, end: int) -> bytes:
+    """Bytes `start` to `end` of `head` + `block[:cut]` (the block itself when that is all of it: no copy)."""
+    skip = len(head)
+    if start >= skip:
+        return block[start - skip : end - skip]
+    return head[start:] + block[: end - skip] if end > skip else head[start:end]
 
 
 def _last_line_end(data: bytes) -> int:
@@ -119,7 +163,7 @@ def _json_array(data: bytes) -> bool:
     return data.lstrip().removeprefix(_BOM).lstrip()[:1] == b"["
 
 
-def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: bool) -> tuple[bytes, BadRecord | None]:
+def _without_long_lines(data: bytes, skip_bad: bool) -> tuple[bytes, LongLine | None]:
     """Whole lines with each one over MAX_LINE_BYTES put as one bad line with `skip_bad`; else the lines before the
     first one and its error (raised once they are read): a newline in every half-limit of bytes (a few memchr
     calls a piece) rules any out; else a vectorised scan."""
@@ -138,7 +182,7 @@ def _without_long_lines(data: bytes, name: str, lines_before: int, skip_bad: boo
         return data, None
     first = int(starts[long[0]])
     if not skip_bad:
-        return data[:first], _too_long(name, lines_before + int(long[0]) + 1, data[first : first + 40])
+        return data[:first], LongLine(data[first : first + 40])
     kept, done = [], 0
     for k in long.tolist():
         kept += [data[done : int(starts[k])], _TOO_LONG]
@@ -181,9 +225,10 @@ def _first_line_end(data: bytes) -> int:
     return min(ends) if ends else -1
 
 
-def _line_ends(data: bytes) -> int:
-    """How many lines end in `data` (a CR LF is one end)."""
-    feeds = linescan.line_feeds(data)
+def _line_ends(data: bytes, feeds: int | None = None) -> int:
+    """How many lines end in `data` (a CR LF is one end); `feeds`: its line feeds, when counted already."""
+    if feeds is None:
+        feeds = linescan.line_feeds(data)
     if feeds is None:
         feeds = data.count(b"\n")
     if b"\r" not in data:  # the usual log: one count, where the others took twice its time again
