@@ -218,7 +218,9 @@ def account_log(
         a = _compact(_account_job(log, log.events.pop(job_id), job_id, since, until, spans), timelines)
         return a if travel is None else travelling([a], *travel)[0]
 
-    return list(mapper(accounted, sorted(log.events)))
+    accounts = list(mapper(accounted, sorted(log.events)))
+    log.events.clear()  # (those a mapper accounted in other processes are still here)
+    return accounts
 
 
 def travelling(accounts: list[JobAccount], period: str | None, fewest: int = 0) -> list[JobAccount]:

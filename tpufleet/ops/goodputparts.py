@@ -85,8 +85,9 @@ def report(
 
 def report_here(log: events.Log, options: ReportOptions) -> metrics.Report:
     """The report of a log read in this process, its jobs accounted side by side on this machine's CPUs when it
-    is large (`goodputpool.job_threads`): the same report as one after another."""
-    with goodputpool.job_threads(log.records) as mapper:
+    is large (`goodputpool.job_mapper`: processes forked from this one, or threads): the same report as one after
+    another."""
+    with goodputpool.job_mapper(log.records) as mapper:
         return from_log(log, options, mapper)
 
 

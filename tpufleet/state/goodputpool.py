@@ -258,6 +258,27 @@ LOOP_THREADS = 2
 
 
 @contextmanager
+def job_mapper(records: int) -> Iterator[Mapper]:
+    """How the jobs of a log of `records` records are accounted (`pipeline.Mapper`): in this process and processes
+    forked from it when it is large enough (JOB_PROCESSES_MIN_RECORDS), there are CPUs for them and forking is
+    safe here (`forkedjobs.can_fork`); else as `job_threads` says."""
+    from tpufleet.state import forkedjobs
+
+    cpus = _usable_cpus()
+    if records >= JOB_PROCESSES_MIN_RECORDS and cpus >= 2 and forkedjobs.can_fork():
+        yield functools.partial(forkedjobs.forked_map, children=min(cpus, MAX_JOB_PROCESSES) - 1)
+        return
+    with job_threads(records) as mapper:
+        yield mapper
+
+
+# Below this the accounting takes about a quarter of a second: forking a child to share it (its page tables are a
+# copy of this process's, a few milliseconds a GiB) and its accounts pickled back are not worth it.
+JOB_PROCESSES_MIN_RECORDS = 1_000_000
+MAX_JOB_PROCESSES = 4  # this one and three forked
+
+
+@contextmanager
 def job_threads(records: int) -> Iterator[Mapper]:
     """How the jobs of a log of `records` records are accounted (`pipeline.Mapper`): side by side on threads when
     it is large enough (JOB_THREADS_MIN_RECORDS) and there are CPUs for them, else `map`. A job's account is numpy
