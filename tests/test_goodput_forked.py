@@ -308,3 +308,36 @@ def test_a_log_of_one_job_forks_no_child(reaped):
     """One job: nothing to share, so no child (one that took the job would only hand its account back)."""
     assert list(forkedjobs.forked_map(lambda job: (job, os.getpid()), ["only"], children=3)) == [("only", os.getpid())]
     assert not reaped()  # (no child forked at all)
+
+
+_PARENT_KILLED_WHILE_A_CHILD_ACCOUNTS = """
+import os, signal, sys, threading
+import multiprocessing
+from tpufleet.state import forkedjobs
+parent, child_busy = os.getpid(), multiprocessing.get_context("fork").Event()
+
+def job(name):
+    if os.getpid() != parent:
+        print(os.getpid(), flush=True)  # the child's pid, for the test to look for
+        child_busy.set()
+        threading.Event().wait()  # a job that never ends
+    assert child_busy.wait(30)
+    os.kill(parent, signal.SIGKILL)  # no `finally` runs here: nothing of this process kills the child
+
+list(forkedjobs.forked_map(job, ["a", "b", "c"]))
+"""
+
+
+def test_a_child_dies_with_its_parent_killed_outright():
+    """The reading process killed with SIGKILL (the OOM killer's signal) while a child accounts a job that never
+    ends: the child goes too, at once (Linux's parent-death signal), not at its next account. It holds the
+    output's pipe: the run's end is its end (the guard only tells a hang)."""
+    import signal
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-c", _PARENT_KILLED_WHILE_A_CHILD_ACCOUNTS], capture_output=True, text=True, timeout=GUARD_S
+    )
+    assert result.returncode == -signal.SIGKILL
+    stat = Path(f"/proc/{int(result.stdout)}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # gone, or dead unreaped

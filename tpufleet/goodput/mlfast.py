@@ -148,7 +148,7 @@ def _line_starts(data: bytes) -> Ints | None:
     if not data or _odd_breaks(data):
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(buf == ord("\n"))
+    ends = _line_feeds(buf)
     if data[-1:] != b"\n":
         ends = np.append(ends, len(data))
     starts: Ints = np.concatenate(([0], ends + 1)).astype(np.int64)
@@ -163,6 +163,17 @@ def _line_starts(data: bytes) -> Ints | None:
         return None  # each line one object: an entry over two lines and two on another would even out in a count
     starts[-1] = len(data)
     return starts
+
+
+def _line_feeds(buf: Any) -> Ints:
+    """Where the line feeds are, looked for a MiB at a time: a mask of the whole log at once cost its size again in
+    fresh memory, whose first touch was most of the search (0.3 s for an 80 MB log, against 0.05 s)."""
+    import numpy as np
+
+    step = 1 << 20
+    found = [np.flatnonzero(buf[at : at + step] == ord("\n")) + at for at in range(0, len(buf), step)]
+    feeds: Ints = np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+    return feeds
 
 
 class _Found:

@@ -47,19 +47,37 @@ def forked_map(function: Callable[[str], T], jobs: Iterable[str], children: int 
         return
     context = multiprocessing.get_context("fork")
     counter, lock = context.RawValue("q", 0), context.Lock()  # the next job to take
-    pipes, pids = [], []
+    pipes: list[Any] = []
+    pids: list[int] = []
     try:
         for _ in range(children):
             receive, send = context.Pipe(duplex=False)
-            pid = os.fork()
-            if pid == 0:  # the child: it never returns from here
-                _child(function, names, counter, lock, send)
-            send.close()
             pipes.append(receive)
-            pids.append(pid)
+            with _stops_blocked() as unblocked:  # a Ctrl-C now comes once the child is known, to be killed
+                pid = os.fork()
+                if pid == 0:  # the child: it never returns from here
+                    _child(function, names, counter, lock, send, unblocked)
+                pids.append(pid)
+            send.close()
         yield from _gathered(function, names, counter, lock, pipes)
     finally:
         _ended(pids)
+
+
+@contextlib.contextmanager
+def _stops_blocked() -> Iterator[Any]:
+    """Ctrl-C, SIGTERM and SIGHUP blocked in this thread for the block (one that comes meanwhile is raised as it
+    ends): between a fork and the note of the child's pid, an interrupt left a child no one killed. Gives the
+    mask to restore (the child restores it too, once it ignores Ctrl-C)."""
+    import signal
+
+    from tpufleet.state.heldsignals import STOPS
+
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        yield mask
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _taken(counter: Any, lock: Any, count: int) -> int | None:
@@ -72,15 +90,18 @@ def _taken(counter: Any, lock: Any, count: int) -> int | None:
     return index
 
 
-def _child(function: Callable[[str], Any], names: list[str], counter: Any, lock: Any, send: Any) -> None:
-    """Take jobs and send back (index, account) for each, (index, _FAILED marker) for one that failed (then stop);
-    leave by ``os._exit``, never into the caller's code (its `finally` blocks, its exit handlers, its buffers)."""
+def _child(function: Callable[[str], Any], names: list[str], counter: Any, lock: Any, send: Any, mask: Any) -> None:
+    """Take jobs and send back (index, account) for each, (index, None, True) for one that failed (then stop);
+    leave by ``os._exit``, never into the caller's code (its `finally` blocks, its exit handlers, its buffers).
+    Ctrl-C is ignored (the parent stops, and kills this child), and the child is killed with its parent."""
     import pickle
     import signal
 
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        _die_with_parent()
         while (index := _taken(counter, lock, len(names))) is not None:
             try:
                 account = function(names[index])
@@ -92,6 +113,22 @@ def _child(function: Callable[[str], Any], names: list[str], counter: Any, lock:
         code = 1
     finally:
         os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL for this child when the process that forked it ends, however it ends (a parent killed with SIGKILL
+    runs no `finally`): Linux's PR_SET_PDEATHSIG. A parent gone already (before the call) ends the child now."""
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):  # (no C library to call: the child ends at its pipe)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _gathered(function: Callable[[str], T], names: list[str], counter: Any, lock: Any, pipes: list[Any]) -> Iterator[T]:

@@ -231,8 +231,10 @@ def _load_one(
         data = data[: _last_line_end(data)]  # the line the cut runs through is not read (`_after_cut`)
     elif reading.whole_lines:
         data = _without_unfinished(data)
-    cut_at = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n") + 1
-    if getattr(fh, "cut_short", False) and not reading.whole_lines and _json_array(data):
+    cut_short = getattr(fh, "cut_short", False)
+    # the line a cut runs through, named only for a cut stream: three passes over the log (0.15 s at 80 MB) else
+    cut_at = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n") + 1 if cut_short else 0
+    if cut_short and not reading.whole_lines and _json_array(data):
         raise BadRecord(name, cut_at, "<line>", NO_VALUE, f"{_CUT_SHORT}; a JSON array of entries is read whole")
     _read_whole_log(data, name, fmt, log, reading.skip_bad)
     _after_cut(fh, name, cut_at, reading, log)
