@@ -87,17 +87,17 @@ def schedule(monkeypatch):
     """The jobs taken by a fixed rule (this process the even ones, the child the odd ones), still stopped by the
     shared counter: failures and deaths at named jobs of a named process. Returns the jobs made in this process."""
     parent, made_here = os.getpid(), []
+    following = {True: 0, False: 1}  # the next job each takes
 
-    def taken(counter: Any, lock: Any, count: int) -> int | None:
+    def taken(jobs: Any, give_up: Any = None) -> int | None:
         here = os.getpid() == parent
-        mine = taken.next[here]  # type: ignore[attr-defined]
-        if counter.value >= count or mine >= count:
+        mine = following[here]
+        if jobs.counter.value >= jobs.count or mine >= jobs.count:
             return None
-        taken.next[here] = mine + 2  # type: ignore[attr-defined]
+        following[here] = mine + 2
         return mine
 
-    taken.next = {True: 0, False: 1}  # type: ignore[attr-defined]
-    monkeypatch.setattr(forkedjobs, "_taken", taken)
+    monkeypatch.setattr(forkedjobs._Jobs, "taken", taken)
 
     def in_parent(job: str) -> bool:
         if os.getpid() == parent:
@@ -341,3 +341,42 @@ def test_a_child_dies_with_its_parent_killed_outright():
     assert result.returncode == -signal.SIGKILL
     stat = Path(f"/proc/{int(result.stdout)}/stat")
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # gone, or dead unreaped
+
+
+def test_a_child_that_dies_holding_the_counters_lock_is_made_good_here(monkeypatch, reaped):
+    """A child killed while it holds the lock of the shared counter (the lock is never released): this process
+    stops waiting for it once the child is gone, and accounts every job no child handed back."""
+    parent, real, child_holds = os.getpid(), forkedjobs._Jobs.taken, _FORK.Event()
+
+    def taken(jobs: Any, give_up: Any = None) -> int | None:
+        if os.getpid() != parent:
+            jobs.lock.acquire()
+            child_holds.set()
+            os._exit(9)
+        return real(jobs, give_up)
+
+    def work(job: str) -> str:  # (this process's next job is taken with the lock held by the dead child)
+        assert child_holds.wait(GUARD_S), "the child never took the lock"
+        return job.upper()
+
+    monkeypatch.setattr(forkedjobs._Jobs, "taken", taken)
+    assert list(forkedjobs.forked_map(work, JOBS)) == [j.upper() for j in JOBS]
+    assert reaped()
+
+
+def test_a_report_forks_where_children_are_reaped_by_the_system():
+    """Started by a parent that ignores SIGCHLD (the setting outlives exec), the system reaps the children: the
+    accounts as ever, no "internal error" from reaping them here."""
+    import signal
+
+    meeting = Meeting()
+
+    def work(job: str) -> str:
+        meeting.met()
+        return job.upper()
+
+    before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert list(forkedjobs.forked_map(work, JOBS)) == [j.upper() for j in JOBS]
+    finally:
+        signal.signal(signal.SIGCHLD, before)

@@ -208,7 +208,8 @@ def account_log(
     any set of whole jobs apart (`from_accounts` takes the accounts of all of them, in job order). A job that ran
     wholly outside --since/--until has an account too (`in_part` False), for the whole log's busiest moment.
     With `travel` (the report's --period and the fewest intervals worth it), each job's intervals leave its account
-    once it is made (`travelling`). Each job's events leave the log once accounted, so the two are not held at once."""
+    once it is made (`travelling`). Each job's events leave the log once accounted, so the two are not held at once
+    (those of jobs a `mapper` accounts in other processes stay here until the end: about half, forked)."""
     eventrecords.fold_slices(log)
     for job, job_events in log.events.items():
         if job not in log.jobs:  # (a job with events was admitted with them)

@@ -27,7 +27,7 @@ __all__ = ["can_fork", "forked_map"]
 
 T = TypeVar("T")
 
-_FAILED = object()  # a child's word that a job's account failed there (its error is made again here)
+_FAILED = object()  # a job no child handed back (it failed there, or the child died): made again here
 
 
 def can_fork() -> bool:
@@ -45,23 +45,59 @@ def forked_map(function: Callable[[str], T], jobs: Iterable[str], children: int 
     if children < 1:
         yield from map(function, names)
         return
-    context = multiprocessing.get_context("fork")
-    counter, lock = context.RawValue("q", 0), context.Lock()  # the next job to take
+    shared = _Jobs(multiprocessing.get_context("fork"), len(names))
     pipes: list[Any] = []
     pids: list[int] = []
     try:
         for _ in range(children):
-            receive, send = context.Pipe(duplex=False)
-            pipes.append(receive)
+            receive, send = shared.context.Pipe(duplex=False)
             with _stops_blocked() as unblocked:  # a Ctrl-C now comes once the child is known, to be killed
                 pid = os.fork()
                 if pid == 0:  # the child: it never returns from here
-                    _child(function, names, counter, lock, send, unblocked)
+                    _child(function, names, shared, send, unblocked, [*pipes, receive])
                 pids.append(pid)
+            pipes.append(receive)
             send.close()
-        yield from _gathered(function, names, counter, lock, pipes)
+        yield from _gathered(function, names, shared, pipes, pids)
     finally:
         _ended(pids)
+
+
+class _Jobs:
+    """The next job to take, shared by the processes: a counter in shared memory, under a lock."""
+
+    def __init__(self, context: Any, count: int) -> None:
+        self.context, self.count = context, count
+        self.counter, self.lock = context.RawValue("q", 0), context.Lock()
+
+    def taken(self, give_up: Callable[[], bool] | None = None) -> int | None:
+        """The next job's index; None once every job is taken, or when `give_up` says to stop waiting for the
+        lock (a child died: it may have died holding it)."""
+        if not self._locked(give_up):
+            return None
+        try:
+            index = int(self.counter.value)
+            if index >= self.count:
+                return None
+            self.counter.value = index + 1
+            return index
+        finally:
+            self.lock.release()
+
+    def stop(self, give_up: Callable[[], bool]) -> None:
+        """No job taken from now on, here or in a child."""
+        if self._locked(give_up):
+            self.counter.value = self.count
+            self.lock.release()
+
+    def _locked(self, give_up: Callable[[], bool] | None) -> bool:
+        while not self.lock.acquire(timeout=_WAKE_SECONDS):
+            if give_up is not None and give_up():
+                return False
+        return True
+
+
+_DONE = -1  # a child's last word: it took every job it could (a pipe that ends without it, a child that died)
 
 
 @contextlib.contextmanager
@@ -80,35 +116,31 @@ def _stops_blocked() -> Iterator[Any]:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _taken(counter: Any, lock: Any, count: int) -> int | None:
-    """The next job's index, taken from the shared counter; None once every job is taken."""
-    with lock:
-        index = int(counter.value)
-        if index >= count:
-            return None
-        counter.value = index + 1
-    return index
-
-
-def _child(function: Callable[[str], Any], names: list[str], counter: Any, lock: Any, send: Any, mask: Any) -> None:
-    """Take jobs and send back (index, account) for each, (index, None, True) for one that failed (then stop);
-    leave by ``os._exit``, never into the caller's code (its `finally` blocks, its exit handlers, its buffers).
-    Ctrl-C is ignored (the parent stops, and kills this child), and the child is killed with its parent."""
-    import pickle
-    import signal
-
+def _child(
+    function: Callable[[str], Any], names: list[str], shared: _Jobs, send: Any, mask: Any, read_ends: list[Any]
+) -> None:
+    """Take jobs and send back (index, account, False) for each, (index, None, True) for one that failed (then
+    stop), and (_DONE, None, False) last; leave by ``os._exit``, never into the caller's code (its `finally`
+    blocks, its exit handlers, its buffers). Ctrl-C is ignored (the parent stops, and kills this child), the child
+    is killed with its parent, and holds no pipe's reading end (a write to a parent gone fails at once)."""
     code = 0
     try:
+        import pickle
+        import signal
+
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _die_with_parent()
-        while (index := _taken(counter, lock, len(names))) is not None:
+        for end in read_ends:
+            end.close()
+        while (index := shared.taken()) is not None:
             try:
                 account = function(names[index])
             except BaseException:  # noqa: BLE001  (made again in the parent, which raises it)
                 send.send_bytes(pickle.dumps((index, None, True), pickle.HIGHEST_PROTOCOL))
                 break
             send.send_bytes(pickle.dumps((index, account, False), pickle.HIGHEST_PROTOCOL))
+        send.send_bytes(pickle.dumps((_DONE, None, False), pickle.HIGHEST_PROTOCOL))
     except BaseException:  # noqa: BLE001  (a pipe closed by the parent: it accounts what is missing)
         code = 1
     finally:
@@ -131,25 +163,32 @@ def _die_with_parent() -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _gathered(function: Callable[[str], T], names: list[str], counter: Any, lock: Any, pipes: list[Any]) -> Iterator[T]:
+def _gathered(
+    function: Callable[[str], T], names: list[str], shared: _Jobs, pipes: list[Any], pids: list[int]
+) -> Iterator[T]:
     """Take jobs here while the children do, then give every account in job order: a job a child did not hand
     back (it failed there, or the child died) accounted here. A failure here stops the taking: every job before it
-    is already taken, so the first failure in job order is raised, wherever it came from."""
+    is already taken, so the first failure in job order is raised, wherever it came from. Once a child has died,
+    the others are killed too (one may wait for good on the lock the dead one held): what they did not hand back
+    is accounted here."""
     done: dict[int, Any] = {}
-    readers = [threading.Thread(target=_receive, args=(pipe, done), daemon=True) for pipe in pipes]
+    died = threading.Event()
+    readers = [threading.Thread(target=_receive, args=(pipe, done, died), daemon=True) for pipe in pipes]
     for reader in readers:
         reader.start()
     failure: tuple[int, BaseException] | None = None
-    while (index := _taken(counter, lock, len(names))) is not None:
+    while (index := shared.taken(died.is_set)) is not None:
         try:
             done[index] = function(names[index])
         except Exception as exc:  # noqa: BLE001  (raised below, once the jobs before it are known to be right)
-            with lock:
-                counter.value = len(names)  # nothing more is taken, here or in a child
+            shared.stop(died.is_set)
             failure = (index, exc)
             break
     for reader in readers:
-        _joined(reader)
+        while reader.is_alive():  # a little at a time, so that a Ctrl-C reaches this thread however it came
+            reader.join(_WAKE_SECONDS)
+            if died.is_set():
+                _killed(pids)
     for index, name in enumerate(names):
         if failure is not None and index == failure[0]:
             raise failure[1]
@@ -157,35 +196,41 @@ def _gathered(function: Callable[[str], T], names: list[str], counter: Any, lock
         yield function(name) if account is _FAILED else account
 
 
-def _receive(pipe: Any, done: dict[int, Any]) -> None:
-    """A child's accounts, until it closes its pipe (done, failed or killed)."""
+def _receive(pipe: Any, done: dict[int, Any], died: threading.Event) -> None:
+    """A child's accounts, until it closes its pipe; `died` set when it did without its last word."""
     import pickle
 
+    finished = False
     try:
         while True:
             index, account, failed = pickle.loads(pipe.recv_bytes())
-            if not failed:
+            if index == _DONE:
+                finished = True
+            elif not failed:
                 done[index] = account
-    except (EOFError, OSError):
+    except Exception:  # noqa: BLE001  (the pipe's end, or a word cut short: the child is gone either way)
         pass
     finally:
         pipe.close()
-
-
-def _joined(thread: threading.Thread) -> None:
-    """Wait for `thread` a little at a time, so that a Ctrl-C reaches this thread however it came."""
-    while thread.is_alive():
-        thread.join(_WAKE_SECONDS)
+        if not finished:
+            died.set()
 
 
 _WAKE_SECONDS = 0.2
 
 
-def _ended(pids: list[int]) -> None:
-    """The children stopped (any still at work: the report is done with them, or failed) and reaped."""
+def _killed(pids: list[int]) -> None:
     import signal
 
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+
+
+def _ended(pids: list[int]) -> None:
+    """The children stopped (any still at work: the report is done with them, or failed) and reaped (by this
+    process: where SIGCHLD is ignored, the system reaped them already)."""
+    _killed(pids)
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
