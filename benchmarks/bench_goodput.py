@@ -170,8 +170,9 @@ def child(
 ) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak MiB) of pipeline.build in a fresh interpreter (imports not counted in the
     times). The peak is measured from outside (benchmarks/peak.py: this process, grown by the generated input,
-    would otherwise lend the child its own peak); it is the largest of the child and the forked workers that
-    decode large inputs (a worker's includes the pages it shares with the child), and CPU includes the workers'.
+    would otherwise lend the child its own peak); it is the largest of the child, the forked workers that decode
+    large inputs and the children forked to account jobs (each one's includes the pages it shares with the child),
+    and CPU includes theirs.
     `one_process` turns the workers off; `build=False` only imports (the baseline of the peak); `loop` True or
     False turns the compiled loop of event lines on or off whatever the size (None: from its threshold, as
     goodput-report does; its loading is timed, as the report pays for it). `threads` False: the loop and the jobs'
