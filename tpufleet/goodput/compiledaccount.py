@@ -97,8 +97,8 @@ def _kernel() -> Any:
     import numpy as np
 
     try:
-        with warnings.catch_warnings():  # Numba warns of a cache it cannot write: the kernel is compiled each time
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(), linescan.without_scipy_blas():  # Numba warns of a cache it cannot write:
+            warnings.simplefilter("ignore")  # the kernel is compiled each time
             kernel = importlib.import_module("tpufleet.goodput.accountkernel")
             label = np.zeros(3, dtype=np.int64)
             check = (np.array([0.5, 2.0]), np.array([1.5, 9.0]), np.array([0, 1, 2]), np.array([4, 7]))

@@ -12,6 +12,8 @@ refuses. The result is `fastread.Decoded`, added to the Log as the msgspec reade
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tpufleet.goodput import fastread
@@ -45,8 +47,8 @@ def _kernel() -> Any:
     import warnings
 
     try:
-        with warnings.catch_warnings():  # Numba warns of a cache it cannot write: the loop is compiled each time
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(), without_scipy_blas():  # Numba warns of a cache it cannot write: the loop is
+            warnings.simplefilter("ignore")  # compiled each time
             linekernel = importlib.import_module("tpufleet.goodput.linekernel")
             if linekernel.numba.config.DISABLE_JIT:  # Numba's debug switch: the loop would run as Python on numpy
                 return None  # bytes (uint8 arithmetic that wraps), and slowly
@@ -54,6 +56,31 @@ def _kernel() -> Any:
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
     return linekernel if (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) else None
+
+
+@contextmanager
+def without_scipy_blas() -> Iterator[None]:
+    """SciPy's BLAS and LAPACK bindings hidden while Numba loads a kernel: Numba imports them (and `scipy.linalg`)
+    as it first types array code, for its `np.linalg` support, which no tpufleet loop uses: 0.15 s of every large
+    report's start. Hidden for the block only (an import of them then fails, which Numba takes as no SciPy);
+    anything importing them later gets them. Only while this thread is the process's one: another (a server's)
+    could be importing SciPy meanwhile, and would be refused."""
+    import sys
+    import threading
+
+    alone = threading.active_count() == 1
+    hidden = [name for name in _SCIPY_BLAS if name not in sys.modules] if alone else []
+    for name in hidden:  # (an import of a module set to None fails at once)
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+_SCIPY_BLAS = ("scipy.linalg.cython_blas", "scipy.linalg.cython_lapack")
 
 
 def loaded() -> bool:
