@@ -71,7 +71,7 @@ def report(
 
     if any(str(p) == goodputlogs.STDIN for p in paths) or (len(paths) < 2 and address is None):
         return report_here(goodputlogs.load(paths, fmt, skip_bad), options)  # nothing to share out
-    executor = backends.Dask(None, address, workers)
+    executor = backends.Dask(None, address, workers, worker_module=__name__)
     try:
         accounts, log, failure = _on_cluster(executor.client, paths, fmt, skip_bad, options)
     finally:

@@ -105,6 +105,14 @@ def _tpufleet_version() -> str | None:
 START_METHODS = ("fork", "forkserver", "spawn")  # multiprocessing's, as Dask takes them
 
 
+def local_start_method() -> str:
+    """How a local cluster's workers start: as `TPUFLEET_DASK_START` says, else from a fork server on Linux (see
+    `_local_cluster`), else spawned (Dask's default)."""
+    import sys
+
+    return start_method() or ("forkserver" if sys.platform == "linux" else "spawn")
+
+
 def start_method() -> str | None:
     """How `TPUFLEET_DASK_START` says the local cluster's workers start (None: unset or empty, the default);
     BadInput for a method multiprocessing has not (Dask's nanny would fail with its traceback)."""
@@ -117,21 +125,15 @@ def start_method() -> str | None:
 
 
 def _local_cluster(dd: Any, workers: int) -> Any:
-    """A LocalCluster of `workers` one-thread processes. On Linux they are forked from this process, which has
-    the simulation imported already: spawning a fresh interpreter per worker (Dask's default, for platforms
-    without fork) took 6 s on a busy 2-core machine against 0.6 s forked, more than a short sweep's runs. Only
-    while this process runs one thread: forked with another thread running (another cluster's event loop, a
-    server's), a worker inherits whatever lock that thread held and can wait on it forever; then from a fork
-    server, a fresh single-threaded process."""
-    import sys
-    import threading
-
+    """A LocalCluster of `workers` one-thread processes. On Linux they start from a fork server, a fresh
+    single-threaded process that imported what a worker runs: forked from this process, as they once were, a
+    worker is forked while Dask's own threads run here (the scheduler's event loop, the nanny's), and can inherit a
+    lock one of them held (a logging stream's, in a hang seen under load) and wait on it forever. Spawning a fresh
+    interpreter a worker (Dask's default, for platforms without fork) took 6 s on a busy 2-core machine; the fork
+    server costs about 0.3 s once a process, then forks. `TPUFLEET_DASK_START` chooses another method."""
     import dask
 
-    forks = sys.platform == "linux" and threading.active_count() == 1
-    method = start_method() or ("fork" if forks else "forkserver")
-    import tpufleet.sweep.runs  # noqa: F401  # imported before the fork, so no worker imports it again
-
+    method = local_start_method()
     # Dask's statistical profiler samples every worker's stack every 10 ms in a thread of its own, for a
     # dashboard this cluster does not serve: off, a 24-point sweep on 2 cores runs 1.68-1.70x -> 1.76x serial.
     config = {"distributed.worker.multiprocessing-method": method, "distributed.worker.profile.enabled": False}
@@ -145,6 +147,18 @@ def _local_cluster(dd: Any, workers: int) -> Any:
             dashboard_address=":0",
             silence_logs=logging.ERROR,
         )
+
+
+def start_fork_server(worker_module: str) -> None:
+    """Start the fork server now, to import Dask's package and `worker_module` (whose functions the workers run)
+    while this process goes on: imported there once, not by each worker, and alongside this process's own work.
+    Set before Dask's first call sets its list (Dask's package alone), which only holds for a server not yet
+    started: one already running (the report's decoding workers') keeps its own, and its workers import more."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", worker_module])
+    forkserver.ensure_running()
 
 
 def scheduler_address(text: str) -> str:
@@ -205,7 +219,7 @@ class Dask:
     """Runs tasks with `run_task` (a module-level function: the workers import it) on a Dask cluster: a local one
     of `workers` processes, or the scheduler at `address` (checked by `scheduler_address`), which must answer
     within `timeout` seconds. Without `run_task` only its `client` is for use (`goodput-report` submits its own
-    tasks to it)."""
+    tasks to it). A local cluster's fork server imports `worker_module` (by default `run_task`'s module)."""
 
     def __init__(
         self,
@@ -213,12 +227,13 @@ class Dask:
         address: str | None = None,
         workers: int | None = None,
         timeout: float = CONNECT_TIMEOUT_S,
+        worker_module: str | None = None,
     ):
         self.run_task = run_task
         if not dask_available():
             raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
-        if address is None:
-            start_method()  # a bad one said before a worker starts
+        if address is None and local_start_method() == "forkserver":  # (a bad method said before a worker starts)
+            start_fork_server(worker_module or getattr(run_task, "__module__", None) or __name__)
         dd = _distributed()
         self.cluster: Any = None
         self.client: Any = None
