@@ -8,11 +8,13 @@ test), so CI is reproducible and a failure prints the blob to replay it. "dev" d
 
 from __future__ import annotations
 
+import faulthandler
 import itertools
 import json
 import os
 import shlex
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +54,27 @@ def hypothesis_line(config: pytest.Config) -> str:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return hypothesis_line(config)
+
+
+# No test takes more than a minute or two, even on a busy machine: one still running after this has hung (a lock a
+# forked process inherited held, a child never answering). Every thread's stack is then dumped to the real stderr
+# and the test's process ended, so the run goes on (pytest-xdist reports the test as crashed and starts another
+# worker) and says where it hung, rather than waiting until the CI runner's own limit ends it with no word.
+HANG_S = 900
+_REAL_STDERR: list[int] = []  # fd 2 as pytest_configure finds it: during a test fd 2 is pytest's capture file
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _REAL_STDERR.append(os.dup(2))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    faulthandler.dump_traceback_later(HANG_S, exit=True, file=_REAL_STDERR[0])
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
