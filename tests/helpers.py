@@ -183,3 +183,23 @@ def held_twice(placement: Any) -> list[tuple[str, int]]:
                 twice += [(cube, machine)] if (cube, machine) in seen else []
                 seen.add((cube, machine))
     return twice
+
+
+def report_interrupted(script: str, tmp_path: Path) -> tuple[int, str, str]:
+    """`script` (which stops its own report, a Ctrl-C to its process group) run by a fresh Python in a session of
+    its own, on a small varied native log: its exit code, stdout and stderr (the guard only tells a hang)."""
+    import subprocess
+    import sys
+
+    from test_goodput_fastpath import varied_log
+
+    log = tmp_path / "a.jsonl"
+    log.write_text("\n".join(varied_log(3, 3, 0)) + "\n")
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+        start_new_session=True,
+    )
+    return result.returncode, result.stdout, result.stderr

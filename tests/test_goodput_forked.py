@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_goodput_fastpath import B, varied_log
 
-from helpers import GUARD_S
+from helpers import GUARD_S, report_interrupted
 from tpufleet.errors import BadInput
 from tpufleet.goodput import pipeline
 from tpufleet.ops.goodput import build
@@ -287,21 +287,9 @@ def test_ctrl_c_while_a_child_accounts_is_the_one_line_interrupt_and_no_child_is
     """Ctrl-C (to the whole process group, as a terminal sends it) while a forked child accounts a job that never
     ends: the interrupt line and exit 130 at once, the child ignoring it and killed on the way out (the guard only
     tells a hang, and a child left would hold the pipe of the output open)."""
-    import subprocess
-    import sys
-
     from tpufleet.cli import INTERRUPTED
 
-    log = tmp_path / "a.jsonl"
-    log.write_text("\n".join(varied_log(3, 3, 0)) + "\n")
-    result = subprocess.run(
-        [sys.executable, "-c", _REPORT_INTERRUPTED_WHILE_A_CHILD_ACCOUNTS, str(log)],
-        capture_output=True,
-        text=True,
-        timeout=GUARD_S,
-        start_new_session=True,
-    )
-    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")
+    assert report_interrupted(_REPORT_INTERRUPTED_WHILE_A_CHILD_ACCOUNTS, tmp_path) == (130, "", INTERRUPTED + "\n")
 
 
 def test_a_log_of_one_job_forks_no_child(reaped):

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_goodput_fastpath import B, varied_log
 
-from helpers import GUARD_S
+from helpers import GUARD_S, report_interrupted
 from tpufleet.errors import BadInput
 from tpufleet.goodput import pipeline
 from tpufleet.ops.goodput import build
@@ -287,21 +287,9 @@ def test_ctrl_c_while_a_job_is_accounted_on_a_thread_is_the_one_line_interrupt(t
     """Ctrl-C while a thread accounts a large job: the interrupt line and exit 130, the job not waited for (an
     executor's threads were, for seconds, and a second Ctrl-C in that wait printed a traceback). The job here never
     ends: the guard only tells a hang."""
-    import subprocess
-    import sys
-
     from tpufleet.cli import INTERRUPTED
 
-    log = tmp_path / "a.jsonl"
-    log.write_text("\n".join(varied_log(3, 3, 0)) + "\n")
-    result = subprocess.run(
-        [sys.executable, "-c", _REPORT_INTERRUPTED_WHILE_A_JOB_IS_ACCOUNTED, str(log)],
-        capture_output=True,
-        text=True,
-        timeout=GUARD_S,
-        start_new_session=True,
-    )
-    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")
+    assert report_interrupted(_REPORT_INTERRUPTED_WHILE_A_JOB_IS_ACCOUNTED, tmp_path) == (130, "", INTERRUPTED + "\n")
 
 
 def test_the_process_exits_without_waiting_for_a_job_running():
