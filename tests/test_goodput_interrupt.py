@@ -93,3 +93,30 @@ def _stopped(args: list[str], env: dict[str, str]) -> tuple[int, str]:
             proc.communicate()
             pytest.fail("the interrupted report waited for a worker for ever")
     return proc.returncode, err
+
+
+_FORK_SERVER_STARTED_WITH_INTERRUPTS_HELD = """
+import os
+from multiprocessing import forkserver
+from tpufleet.state import goodputpool
+with goodputpool._interrupts_held():
+    forkserver.ensure_running()  # as the pool's first worker starts it
+children = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+servers = [pid for pid in children if b"multiprocessing.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read()]
+status = dict(line.split(":", 1) for line in open(f"/proc/{servers[0]}/status"))
+print(len(servers), int(status["SigBlk"], 16) >> 1 & 1)  # SIGINT is signal 2: the mask's second bit
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads a process's signal mask from /proc")
+def test_the_fork_server_starts_with_ctrl_c_blocked_for_every_worker_it_forks():
+    """In a fresh process (the fork server is one a process): the server started while interrupts are held keeps
+    SIGINT blocked, and so does every worker it forks. Multiprocessing's resource tracker, started with the
+    server, unblocked it in the starting thread, so the server ran without it: the tracker now starts first."""
+    result = subprocess.run(
+        [sys.executable, "-c", _FORK_SERVER_STARTED_WITH_INTERRUPTS_HELD],
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+    )
+    assert (result.returncode, result.stdout) == (0, "1 1\n"), result.stderr

@@ -64,3 +64,41 @@ def test_a_local_clusters_workers_come_from_one_fork_server_that_imported_their_
         [sys.executable, "-c", _WORKERS_PARENTS], capture_output=True, text=True, timeout=GUARD_S * 4
     )
     assert (result.returncode, result.stdout) == (0, "1 False True\n"), result.stderr[-2000:]
+
+
+_SWEEP_INTERRUPTED_AT_ITS_FIRST_RESULT = """
+import os, signal, sys, threading
+from tpufleet.sweep import backends
+result = backends.Dask._result
+
+def first(future, task):
+    os.killpg(0, signal.SIGINT)  # a terminal's Ctrl-C: to the whole process group, workers and fork server too
+    threading.Event().wait()  # the interrupt must reach this process
+    return result(future, task)
+
+backends.Dask._result = staticmethod(first)
+from tpufleet.cli import main
+main(["sweep", sys.argv[1], "--out", sys.argv[2], "--workers", "2"])
+"""
+
+
+def test_ctrl_c_during_a_sweep_on_a_local_cluster_is_the_one_line_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C once the first run has come back: the interrupt line and exit 130, nothing else. The workers took
+    it too and printed Dask's tracebacks under that line; they start with it blocked now (from the fork server),
+    and the command, which alone takes it, closes the cluster."""
+    pytest.importorskip("dask.distributed", reason="the local cluster needs the sweep extra (make sweep-deps)")
+    from tpufleet.cli import INTERRUPTED
+
+    monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "schema_version: 1\nsimulation: availability\nseeds: 2\nfixed: {trials: 100}\ngrid: {cubes: [8, 64]}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _SWEEP_INTERRUPTED_AT_ITS_FIRST_RESULT, str(spec), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S * 4,
+        start_new_session=True,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")

@@ -110,6 +110,10 @@ def _interrupts_held() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
+    from multiprocessing import resource_tracker
+
+    # (The resource tracker the fork server needs started first: starting, it unblocks SIGINT in this thread.)
+    resource_tracker.ensure_running()
     with stops_held():  # each stop sent again to its own handler once the block is done
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:

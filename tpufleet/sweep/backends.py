@@ -155,10 +155,23 @@ def start_fork_server(worker_module: str) -> None:
     Set before Dask's first call sets its list (Dask's package alone), which only holds for a server not yet
     started: one already running (the report's decoding workers') keeps its own, and its workers import more."""
     import multiprocessing
-    from multiprocessing import forkserver
+    import signal
+    from multiprocessing import forkserver, resource_tracker
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", worker_module])
-    forkserver.ensure_running()
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        forkserver.ensure_running()
+        return
+    # Ctrl-C blocked while the server starts: it keeps that mask, and so does every worker it forks. A terminal's
+    # Ctrl-C reaches the whole process group, and workers that took it printed Dask's tracebacks under the
+    # interrupt's one line; the command alone takes it now, and closing the cluster stops the workers.
+    # (The resource tracker first: starting, it unblocks SIGINT in this thread, as the server would inherit it.)
+    resource_tracker.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def scheduler_address(text: str) -> str:
