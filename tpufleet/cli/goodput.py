@@ -122,22 +122,19 @@ def goodput_cmd(
 @contextmanager
 def _quiet_task_failures() -> Iterator[None]:
     """Dask's worker log of a task that raised (a bad record in a log read on a worker) left out: the log is read
-    again here and its error is the one line said. The local cluster's workers are forked from this process with
-    the filter in place (a remote cluster's workers log on their own machines)."""
+    again here and its error is the one line said. For workers forked from this process (`TPUFLEET_DASK_START=fork`)
+    with the filter in place; those from the fork server have it from `sweep.workerlog` (a remote cluster's workers
+    log on their own machines)."""
     import logging  # (here: the other commands never log)
 
-    worker_log = logging.getLogger("distributed.worker")
-    worker_log.addFilter(_not_a_task_failure)
+    from tpufleet.sweep import workerlog
+
+    worker_log = logging.getLogger(workerlog.WORKER_LOG)
+    worker_log.addFilter(workerlog.not_a_task_failure)
     try:
         yield
     finally:
-        worker_log.removeFilter(_not_a_task_failure)
-
-
-def _not_a_task_failure(record: Any) -> bool:
-    """A log filter dropping the worker's record of a failed task (its key, state, exception and a traceback, on
-    ~7 lines)."""
-    return not str(record.msg).startswith("Compute Failed")
+        worker_log.removeFilter(workerlog.not_a_task_failure)
 
 
 def _notes(report: dict[str, Any], capacity: str | None) -> None:

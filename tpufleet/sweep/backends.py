@@ -150,15 +150,17 @@ def _local_cluster(dd: Any, workers: int) -> Any:
 
 
 def start_fork_server(worker_module: str) -> None:
-    """Start the fork server now, to import Dask's package and `worker_module` (whose functions the workers run)
-    while this process goes on: imported there once, not by each worker, and alongside this process's own work.
-    Set before Dask's first call sets its list (Dask's package alone), which only holds for a server not yet
-    started: one already running (the report's decoding workers') keeps its own, and its workers import more."""
+    """Start the fork server now, to import Dask's package, what the workers start with (`workerlog`) and
+    `worker_module` (whose functions they run) while this process goes on: imported there once, not by each
+    worker, and alongside this process's own work. Set before Dask's first call sets its list (Dask's package
+    alone), which only holds for a server not yet started: one already running (the report's decoding workers')
+    keeps its own, and its workers import more (and log a failed task: the one line said here comes after)."""
     import multiprocessing
     import signal
     from multiprocessing import forkserver, resource_tracker
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", worker_module])
+    preload = ["distributed", "tpufleet.sweep.workerlog", worker_module]
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         forkserver.ensure_running()
         return
