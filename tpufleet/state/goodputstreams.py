@@ -76,8 +76,7 @@ def _open(path: Path, files_only: bool = False) -> Iterator[BinaryIO]:
             except OSError as exc:
                 raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
         head = _read(raw, name, len(_GZIP))
-        stream = _Prefixed(head, raw)
-        plain = cast(BinaryIO, stream)
+        plain = _rewound(raw, head) if str(path) != STDIN else cast(BinaryIO, _Prefixed(head, raw))
         yield cast(BinaryIO, _Gunzipped(gzip.GzipFile(fileobj=plain, mode="rb"))) if head == _GZIP else plain
 
 
@@ -129,6 +128,15 @@ def _open_file(path: Path, files_only: bool) -> BinaryIO:
 def _refuse_not_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
         raise BadStateFile(shown_name(path), "", NO_VALUE, f"cannot be read: a {kind_of(mode)}, not a regular file")
+
+
+def _rewound(raw: BinaryIO, head: bytes) -> BinaryIO:
+    """A file's stream from its start again, the few bytes read to tell gzip from text put back: sought back when
+    the file can seek (a regular file), where putting them in front cost a copy of the whole log (0.1 s at 80 MB)."""
+    if raw.seekable():
+        raw.seek(-len(head), os.SEEK_CUR)
+        return raw
+    return cast(BinaryIO, _Prefixed(head, raw))
 
 
 class _Prefixed:
