@@ -382,21 +382,14 @@ _CODE, _STEP_START, _ALLOCATION = CODE, CODE["step_start"], CODE["allocation"]
 
 def _append(log: Log, b: Batch) -> None:
     """Append each job's events in log order (the order the accounting keeps at equal times)."""
+    import numpy as np
+
     for k, job in enumerate(b.jobs):
         lo, hi = int(b.bounds[k]), int(b.bounds[k + 1])
         columns = log.columns(job)
         if b.labels:
             base = len(columns) - lo
             columns.labels.update({base + i: label for i, label in b.labels.items() if lo <= i < hi})
-        columns.t.frombytes(_bytes_of(b.t, lo, hi))
-        columns.code.frombytes(_bytes_of(b.code, lo, hi))
-        columns.step.frombytes(_bytes_of(b.step, lo, hi))
-        columns.chips.frombytes(_bytes_of(b.chips, lo, hi))
-
-
-def _bytes_of(column: Any, lo: int, hi: int) -> memoryview:
-    """Rows lo:hi of a numpy column as bytes, with nothing copied (their copy by ``tobytes`` was a third of the
-    columns' adding: 10 M events, 0.07 s)."""
-    import numpy as np
-
-    return np.ascontiguousarray(column[lo:hi]).data.cast("B")
+        # each column's rows as bytes with nothing copied (``tobytes`` copied them: 0.07 s at 10 M events)
+        for have, given in ((columns.t, b.t), (columns.code, b.code), (columns.step, b.step), (columns.chips, b.chips)):
+            have.frombytes(np.ascontiguousarray(given[lo:hi]).data.cast("B"))
