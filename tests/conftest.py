@@ -59,13 +59,19 @@ def pytest_report_header(config: pytest.Config) -> str:
 # No test takes more than a minute or two, even on a busy machine: one still running after this has hung (a lock a
 # forked process inherited held, a child never answering). Every thread's stack is then dumped to the real stderr
 # and the test's process ended, so the run goes on (pytest-xdist reports the test as crashed and starts another
-# worker) and says where it hung, rather than waiting until the CI runner's own limit ends it with no word.
+# worker) and says where it hung, rather than waiting until the CI runner's own limit ends it with no word. A process
+# a test forks while the timer runs must leave by os._exit (as every one here does): its copy of the timer's state
+# would make a normal exit wait for a thread it has not.
 HANG_S = 900
 _REAL_STDERR: list[int] = []  # fd 2 as pytest_configure finds it: during a test fd 2 is pytest's capture file
 
 
 def pytest_configure(config: pytest.Config) -> None:
     _REAL_STDERR.append(os.dup(2))
+
+
+def pytest_enter_pdb(config: pytest.Config, pdb: object) -> None:
+    faulthandler.cancel_dump_traceback_later()  # a debugging session is no hang
 
 
 @pytest.hookimpl(hookwrapper=True)

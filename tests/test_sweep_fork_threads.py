@@ -8,37 +8,59 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from helpers import GUARD_S
 
+SPEC = "schema_version: 1\nsimulation: availability\nseeds: 2\nfixed: {trials: 100}\ngrid: {cubes: [8, 64]}\n"
+
 
 def test_a_local_cluster_starts_from_a_fork_server_whatever_thread_runs(monkeypatch):
+    """The fork server by default, another thread running or not; spawned when the server cannot start (its
+    socket's path too long under a long TMPDIR: it was exit 70); the operator's choice holds. The settings last
+    until the cluster is closed: a worker the nanny restarts reads them then."""
     dask = pytest.importorskip("dask", reason="the local cluster needs the sweep extra (make sweep-deps)")
-    from tpufleet.sweep import backends
+    from tpufleet.sweep import localcluster
 
+    method = "distributed.worker.multiprocessing-method"
     seen: list[object] = []
+    servers: list[str] = []
 
     class Distributed:  # stands in for dask.distributed: records the start method the cluster would use
         @staticmethod
         def LocalCluster(**kwargs: object) -> str:
-            seen.append(dask.config.get("distributed.worker.multiprocessing-method"))
+            seen.append(dask.config.get(method, None))
             return "cluster"
 
+    def opened_and_closed() -> None:
+        cluster, closed = localcluster.opened(Distributed, 2, "tpufleet.ops.sweep")
+        assert (cluster, dask.config.get(method, None)) == ("cluster", seen[-1])  # still in force
+        closed()
+        assert dask.config.get(method, None) == before
+
+    before = dask.config.get(method, None)
     monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
-    backends._local_cluster(Distributed, 2)
+    monkeypatch.setattr(localcluster, "start_fork_server", servers.append)
+    opened_and_closed()
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert backends._local_cluster(Distributed, 2) == "cluster"
+        opened_and_closed()
     finally:
         stop.set()
         other.join()
+
+    def no_socket(module: str) -> None:
+        raise OSError("AF_UNIX path too long")
+
+    monkeypatch.setattr(localcluster, "start_fork_server", no_socket)
+    opened_and_closed()
     monkeypatch.setenv("TPUFLEET_DASK_START", "fork")  # the operator's choice still holds
-    backends._local_cluster(Distributed, 2)
-    assert seen == ["forkserver", "forkserver", "fork"]
+    opened_and_closed()
+    assert (seen, servers) == (["forkserver", "forkserver", "spawn", "fork"], ["tpufleet.ops.sweep"] * 2)
 
 
 _WORKERS_PARENTS = """
@@ -91,9 +113,7 @@ def test_ctrl_c_during_a_sweep_on_a_local_cluster_is_the_one_line_interrupt(tmp_
 
     monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
     spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "schema_version: 1\nsimulation: availability\nseeds: 2\nfixed: {trials: 100}\ngrid: {cubes: [8, 64]}\n"
-    )
+    spec.write_text(SPEC)
     result = subprocess.run(
         [sys.executable, "-c", _SWEEP_INTERRUPTED_AT_ITS_FIRST_RESULT, str(spec), str(tmp_path / "out")],
         capture_output=True,
@@ -102,3 +122,25 @@ def test_ctrl_c_during_a_sweep_on_a_local_cluster_is_the_one_line_interrupt(tmp_
         start_new_session=True,
     )
     assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")
+
+
+def test_the_workers_of_the_tpufleet_command_import_nothing_from_the_working_directory(tmp_path, monkeypatch):
+    """The `tpufleet` command's own path leaves the working directory out; the fork server, run as ``python -c``,
+    put it first, so a `distributed.py` (or a copy of tpufleet) in the directory a sweep ran from was imported by
+    every worker. Here one that would leave a mark, and break the workers, is not imported at all."""
+    pytest.importorskip("dask.distributed", reason="the local cluster needs the sweep extra (make sweep-deps)")
+    command = Path(sys.executable).with_name("tpufleet")
+    if not command.exists():
+        pytest.skip(f"no tpufleet command beside {sys.executable} (the package is not installed in this Python)")
+    monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    (tmp_path / "distributed.py").write_text("open('IMPORTED', 'w').close()\nraise ImportError('not Dask')\n")
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    result = subprocess.run(
+        [str(command), "sweep", "spec.yaml", "--out", "out", "--workers", "2", "-o", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S * 4,
+    )
+    assert (result.returncode, (tmp_path / "IMPORTED").exists()) == (0, False), result.stderr[-2000:]

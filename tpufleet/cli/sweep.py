@@ -113,11 +113,11 @@ def sweep_cmd(
     from tpufleet.cli.progress import progress
     from tpufleet.errors import BadInput, shown
     from tpufleet.ops import sweep
-    from tpufleet.sweep import backends
+    from tpufleet.sweep import backends, localcluster
 
     address = None if cluster is None else backends.scheduler_address(cluster)  # before the spec's work
     if address is None and not serial and backends.dask_available():  # (without Dask it runs serially: unused)
-        backends.start_method()  # a bad TPUFLEET_DASK_START, before the spec's work too
+        localcluster.start_method()  # a bad TPUFLEET_DASK_START, before the spec's work too
     if cluster_timeout is not None and address is None:  # a local cluster is started, not waited on
         raise BadInput("bad option --cluster-timeout: it bounds a --cluster scheduler's answers; give --cluster too")
     if plot_format not in ("png", "svg"):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import logging
 import os
 import re
 import threading
@@ -26,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from tpufleet.errors import BadInput, Refused, shown
+from tpufleet.sweep import localcluster
 from tpufleet.sweep.runs import Result, Task
 
 WORKER_WAIT_S = 30.0  # how long a remote cluster may take to show its first worker
@@ -102,80 +102,6 @@ def _tpufleet_version() -> str | None:
     return __version__
 
 
-START_METHODS = ("fork", "forkserver", "spawn")  # multiprocessing's, as Dask takes them
-
-
-def local_start_method() -> str:
-    """How a local cluster's workers start: as `TPUFLEET_DASK_START` says, else from a fork server on Linux (see
-    `_local_cluster`), else spawned (Dask's default)."""
-    import sys
-
-    return start_method() or ("forkserver" if sys.platform == "linux" else "spawn")
-
-
-def start_method() -> str | None:
-    """How `TPUFLEET_DASK_START` says the local cluster's workers start (None: unset or empty, the default);
-    BadInput for a method multiprocessing has not (Dask's nanny would fail with its traceback)."""
-    method = os.environ.get("TPUFLEET_DASK_START") or None
-    if method is not None and method not in START_METHODS:
-        raise BadInput(
-            f"bad environment variable TPUFLEET_DASK_START {shown(method)}: {', '.join(START_METHODS)} (or unset)"
-        )
-    return method
-
-
-def _local_cluster(dd: Any, workers: int) -> Any:
-    """A LocalCluster of `workers` one-thread processes. On Linux they start from a fork server, a fresh
-    single-threaded process that imported what a worker runs: forked from this process, as they once were, a
-    worker is forked while Dask's own threads run here (the scheduler's event loop, the nanny's), and can inherit a
-    lock one of them held (a logging stream's, in a hang seen under load) and wait on it forever. Spawning a fresh
-    interpreter a worker (Dask's default, for platforms without fork) took 6 s on a busy 2-core machine; the fork
-    server costs about 0.3 s once a process, then forks. `TPUFLEET_DASK_START` chooses another method."""
-    import dask
-
-    method = local_start_method()
-    # Dask's statistical profiler samples every worker's stack every 10 ms in a thread of its own, for a
-    # dashboard this cluster does not serve: off, a 24-point sweep on 2 cores runs 1.68-1.70x -> 1.76x serial.
-    config = {"distributed.worker.multiprocessing-method": method, "distributed.worker.profile.enabled": False}
-    with dask.config.set(config):
-        return dd.LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            # None still serves the scheduler's HTTP routes on 8787, and warns on stderr when another cluster (a
-            # second report, a sweep) holds it: any free port instead, never a word
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        )
-
-
-def start_fork_server(worker_module: str) -> None:
-    """Start the fork server now, to import Dask's package, what the workers start with (`workerlog`) and
-    `worker_module` (whose functions they run) while this process goes on: imported there once, not by each
-    worker, and alongside this process's own work. Set before Dask's first call sets its list (Dask's package
-    alone), which only holds for a server not yet started: one already running (the report's decoding workers')
-    keeps its own, and its workers import more (and log a failed task: the one line said here comes after)."""
-    import multiprocessing
-    import signal
-    from multiprocessing import forkserver, resource_tracker
-
-    preload = ["distributed", "tpufleet.sweep.workerlog", worker_module]
-    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        forkserver.ensure_running()
-        return
-    # Ctrl-C blocked while the server starts: it keeps that mask, and so does every worker it forks. A terminal's
-    # Ctrl-C reaches the whole process group, and workers that took it printed Dask's tracebacks under the
-    # interrupt's one line; the command alone takes it now, and closing the cluster stops the workers.
-    # (The resource tracker first: starting, it unblocks SIGINT in this thread, as the server would inherit it.)
-    resource_tracker.ensure_running()
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
 def scheduler_address(text: str) -> str:
     """`--cluster` checked and spelt out: ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (scheme tcp and port 8786
     when left out); BadInput naming the option and the value otherwise.
@@ -247,15 +173,17 @@ class Dask:
         self.run_task = run_task
         if not dask_available():
             raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
-        if address is None and local_start_method() == "forkserver":  # (a bad method said before a worker starts)
-            start_fork_server(worker_module or getattr(run_task, "__module__", None) or __name__)
+        if address is None:
+            localcluster.start_method()  # a bad one said before a worker starts
         dd = _distributed()
         self.cluster: Any = None
         self.client: Any = None
+        self._settings_undone: Callable[[], None] | None = None
         try:
             if address is None:
                 self.workers = workers or local_workers()
-                self.cluster = _local_cluster(dd, self.workers)
+                module = worker_module or getattr(run_task, "__module__", None) or __name__
+                self.cluster, self._settings_undone = localcluster.opened(dd, self.workers, module)
                 self.client = dd.Client(self.cluster)
                 self.kind = "local"
             else:
@@ -350,3 +278,6 @@ class Dask:
             if part is not None:
                 with contextlib.suppress(Exception):
                     part.close()
+        undone, self._settings_undone = getattr(self, "_settings_undone", None), None
+        if undone is not None:
+            undone()
