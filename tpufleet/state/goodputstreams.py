@@ -133,7 +133,8 @@ def _refuse_not_regular(path: Path, mode: int) -> None:
 def _rewound(raw: BinaryIO, head: bytes) -> BinaryIO:
     """A file's stream from its start again, the few bytes read to tell gzip from text put back: sought back when
     the file can seek (a regular file), where putting them in front cost a copy of the whole log (0.1 s at 80 MB)."""
-    if raw.seekable():
+    seekable = getattr(raw, "seekable", None)  # (a FIFO's stream, its first bytes waited for, has no seek)
+    if seekable is not None and seekable():
         raw.seek(-len(head), os.SEEK_CUR)
         return raw
     return cast(BinaryIO, _Prefixed(head, raw))
