@@ -144,3 +144,39 @@ def test_the_workers_of_the_tpufleet_command_import_nothing_from_the_working_dir
         timeout=GUARD_S * 4,
     )
     assert (result.returncode, (tmp_path / "IMPORTED").exists()) == (0, False), result.stderr[-2000:]
+
+
+_SWEEP_INTERRUPTED_AS_A_WORKER_STARTS = """
+import multiprocessing.process, os, signal, sys
+start = multiprocessing.process.BaseProcess.start
+
+def start_then_ctrl_c(process):  # the nanny starting a worker process, the cluster half made
+    start(process)
+    if process.name.startswith("Dask Worker"):
+        multiprocessing.process.BaseProcess.start = start
+        os.killpg(0, signal.SIGINT)
+
+multiprocessing.process.BaseProcess.start = start_then_ctrl_c
+from tpufleet.cli import main
+main(["sweep", sys.argv[1], "--out", sys.argv[2], "--workers", "2"])
+"""
+
+
+def test_ctrl_c_while_the_local_cluster_starts_is_the_one_line_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C as the first worker process starts, the cluster half made: the interrupt line and exit 130, nothing
+    else. Taken at once, it cut the workers' handshakes and Dask's start-up: a page of their errors followed. It is
+    held until the cluster has started, which is then closed as any other (a second Ctrl-C would go through)."""
+    pytest.importorskip("dask.distributed", reason="the local cluster needs the sweep extra (make sweep-deps)")
+    from tpufleet.cli import INTERRUPTED
+
+    monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    result = subprocess.run(
+        [sys.executable, "-c", _SWEEP_INTERRUPTED_AS_A_WORKER_STARTS, str(spec), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S * 4,
+        start_new_session=True,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tpufleet.errors import NO_VALUE, BadStateFile, Refused
+from tpufleet.heldsignals import stops_held
 from tpufleet.journalentry import JournalEntry
 from tpufleet.jsontext import MAX_STATE_BYTES
 from tpufleet.state import journal
@@ -30,7 +31,6 @@ from tpufleet.state.files import (
     sync_parent,
     write_temp,
 )
-from tpufleet.state.heldsignals import stops_held
 from tpufleet.state.lock import LOCK, LOCK_INFO, exclusive, lock_lost
 from tpufleet.state.paths import missing_dirs, remove_empty_dirs
 from tpufleet.state.sidedirs import check_state_dirs, share_with_group, table_names, unlink_tables

@@ -107,7 +107,7 @@ def _stops_blocked() -> Iterator[Any]:
     mask to restore (the child restores it too, once it ignores Ctrl-C)."""
     import signal
 
-    from tpufleet.state.heldsignals import STOPS
+    from tpufleet.heldsignals import STOPS
 
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     try:

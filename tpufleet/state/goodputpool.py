@@ -105,7 +105,7 @@ def _interrupts_held() -> Iterator[None]:
     import signal
     import threading
 
-    from tpufleet.state.heldsignals import stops_held
+    from tpufleet.heldsignals import stops_held
 
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield

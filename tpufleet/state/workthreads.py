@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
-from tpufleet.state.heldsignals import STOPS
+from tpufleet.heldsignals import STOPS
 
 T = TypeVar("T")
 _Call = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from tpufleet.errors import BadInput, Refused, shown
+from tpufleet.heldsignals import stops_held
 from tpufleet.sweep import localcluster
 from tpufleet.sweep.runs import Result, Task
 
@@ -91,6 +92,10 @@ def local_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _module_of(run_task: Runner | None) -> str:
+    return getattr(run_task, "__module__", None) or __name__
 
 
 def _tpufleet_version() -> str | None:
@@ -181,19 +186,24 @@ class Dask:
         self._settings_undone: Callable[[], None] | None = None
         try:
             if address is None:
-                self.workers = workers or local_workers()
-                module = worker_module or getattr(run_task, "__module__", None) or __name__
-                self.cluster, self._settings_undone = localcluster.opened(dd, self.workers, module)
-                self.client = dd.Client(self.cluster)
-                self.kind = "local"
+                self._start_local(dd, workers or local_workers(), worker_module or _module_of(run_task))
             else:
                 self._connect(dd, address, timeout)
         except OSError as exc:  # no port or process for the local cluster
             self.close()
             raise Refused(f"cannot start a local Dask cluster: {exc}") from None
-        except Refused:
+        except BaseException:  # Refused, or a stop (Ctrl-C) taken once the local cluster had started
             self.close()
             raise
+
+    def _start_local(self, dd: Any, workers: int, worker_module: str) -> None:
+        """The local cluster and its client, stops held back meanwhile (a second one goes through): Ctrl-C while
+        it started printed its workers' errors and Dask's own, their handshakes cut; taken once it has started, it
+        is closed as any other."""
+        self.workers, self.kind = workers, "local"
+        with stops_held(second_stops=True):
+            self.cluster, self._settings_undone = localcluster.opened(dd, workers, worker_module)
+            self.client = dd.Client(self.cluster)
 
     def _connect(self, dd: Any, address: str, timeout: float) -> None:
         """Connect to the scheduler, wait for a worker, count the workers and check their versions, each under

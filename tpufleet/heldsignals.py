@@ -6,13 +6,17 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from types import FrameType
+from typing import Any
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
-def stops_held() -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP held back for the block, each sent again to its own handler once it is done.
+def stops_held(second_stops: bool = False) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP held back for the block, each sent again to its own handler once it is done;
+    with `second_stops`, a second stop while one is held goes to its handler at once (a block that waits on other
+    processes, a Dask cluster starting, is never stuck).
 
     Once the state is committed, the routing tables it indexes are renamed into place: a few renames, which an
     interrupt between would leave half done (the state naming tables still under their temporary names until the
@@ -24,11 +28,15 @@ def stops_held() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    kept = {
-        s: signal.signal(s, lambda signum, _frame: caught.append(signum))
-        for s in STOPS
-        if signal.getsignal(s) not in (signal.SIG_IGN, None)
-    }
+
+    def held(signum: int, frame: FrameType | None) -> None:
+        if second_stops and caught:
+            caught.clear()  # (this one stops the block: none is sent again after it)
+            _to_handler(signum, kept[signal.Signals(signum)], frame)
+            return
+        caught.append(signum)
+
+    kept = {s: signal.signal(s, held) for s in STOPS if signal.getsignal(s) not in (signal.SIG_IGN, None)}
     try:
         yield
     finally:
@@ -36,3 +44,12 @@ def stops_held() -> Iterator[None]:
             signal.signal(s, handler)
         for signum in dict.fromkeys(caught):  # each once, in the order they came
             signal.raise_signal(signum)
+
+
+def _to_handler(signum: int, handler: Any, frame: FrameType | None) -> None:
+    """The signal to the handler it had before the block (the default action once it is back, if it had none)."""
+    if callable(handler):
+        handler(signum, frame)
+        return
+    signal.signal(signum, handler)
+    signal.raise_signal(signum)
