@@ -110,6 +110,20 @@ def test_a_well_formed_address_gets_past_the_check(cli, tmp_path, monkeypatch):
         assert r.code == 2 and "sweep extra" in r.err, (address, r.err)  # the next check: Dask is needed
 
 
+def test_a_dask_that_is_installed_but_cannot_be_imported_is_bad_input(cli, tmp_path, monkeypatch):
+    """Found (Dask is looked for without importing it, so that a local cluster's fork server imports it alongside)
+    but broken, a dependency of its own missing: the one line saying so and how to install it, exit 2."""
+    from tpufleet.sweep import backends
+
+    def broken() -> None:
+        raise ImportError("No module named 'tornado'")
+
+    monkeypatch.setattr(backends, "dask_available", lambda: True)
+    monkeypatch.setattr(backends, "_distributed", broken)
+    r = cli("sweep", write(tmp_path, AVAILABILITY), "--out", tmp_path / "o", "--cluster", "scheduler", state=False)
+    assert r.code == 2 and "Dask cannot be imported (No module named 'tornado')" in r.err, r.err
+
+
 @contextmanager
 def peer(answer: bytes | None) -> Iterator[int]:
     """A local port that accepts connections and then never answers (None), or answers with `answer` and waits."""
