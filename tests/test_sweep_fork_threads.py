@@ -108,20 +108,10 @@ def test_ctrl_c_during_a_sweep_on_a_local_cluster_is_the_one_line_interrupt(tmp_
     """Ctrl-C once the first run has come back: the interrupt line and exit 130, nothing else. The workers took
     it too and printed Dask's tracebacks under that line; they start with it blocked now (from the fork server),
     and the command, which alone takes it, closes the cluster."""
-    pytest.importorskip("dask.distributed", reason="the local cluster needs the sweep extra (make sweep-deps)")
     from tpufleet.cli import INTERRUPTED
 
     monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC)
-    result = subprocess.run(
-        [sys.executable, "-c", _SWEEP_INTERRUPTED_AT_ITS_FIRST_RESULT, str(spec), str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=GUARD_S * 4,
-        start_new_session=True,
-    )
-    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")
+    assert _sweep_stopped(_SWEEP_INTERRUPTED_AT_ITS_FIRST_RESULT, tmp_path) == (130, "", INTERRUPTED + "\n")
 
 
 def test_the_workers_of_the_tpufleet_command_import_nothing_from_the_working_directory(tmp_path, monkeypatch):
@@ -166,17 +156,23 @@ def test_ctrl_c_while_the_local_cluster_starts_is_the_one_line_interrupt(tmp_pat
     """Ctrl-C as the first worker process starts, the cluster half made: the interrupt line and exit 130, nothing
     else. Taken at once, it cut the workers' handshakes and Dask's start-up: a page of their errors followed. It is
     held until the cluster has started, which is then closed as any other (a second Ctrl-C would go through)."""
-    pytest.importorskip("dask.distributed", reason="the local cluster needs the sweep extra (make sweep-deps)")
     from tpufleet.cli import INTERRUPTED
 
     monkeypatch.delenv("TPUFLEET_DASK_START", raising=False)
+    assert _sweep_stopped(_SWEEP_INTERRUPTED_AS_A_WORKER_STARTS, tmp_path) == (130, "", INTERRUPTED + "\n")
+
+
+def _sweep_stopped(script: str, tmp_path: Path) -> tuple[int, str, str]:
+    """`script` (which stops its own sweep on a 2-worker local cluster, a Ctrl-C to its process group) run by a
+    fresh Python in a session of its own: its exit code, stdout and stderr (the guard only tells a hang)."""
+    pytest.importorskip("dask.distributed", reason="the local cluster needs the sweep extra (make sweep-deps)")
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     result = subprocess.run(
-        [sys.executable, "-c", _SWEEP_INTERRUPTED_AS_A_WORKER_STARTS, str(spec), str(tmp_path / "out")],
+        [sys.executable, "-c", script, str(spec), str(tmp_path / "out")],
         capture_output=True,
         text=True,
         timeout=GUARD_S * 4,
         start_new_session=True,
     )
-    assert (result.returncode, result.stdout, result.stderr) == (130, "", INTERRUPTED + "\n")
+    return result.returncode, result.stdout, result.stderr
