@@ -139,3 +139,22 @@ def test_a_cut_stream_on_standard_input_is_named_as_input_files_names_it(tmp_pat
     assert f"<stdin>:{line}: the gzip stream is cut off" in r.stderr.decode()
     table = subprocess.run(cmd, input=data, capture_output=True, timeout=120)
     assert f"gzip stream cut off at <stdin>:{line}" in table.stdout.decode()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_standard_input_redirected_from_a_file_or_piped_is_the_files_report(tmp_path, packed):
+    """`-` read from a file it was redirected from (a stream that can seek: it is sought back over the bytes that
+    told gzip from text) or from a pipe (they are put in front): the same report as the file named, but its name."""
+    import subprocess
+    import sys
+
+    text = "\n".join(varied_log(4, 5, 0)) + "\n"
+    path = tmp_path / ("log.jsonl.gz" if packed else "log.jsonl")
+    path.write_bytes(gzip.compress(text.encode(), mtime=0) if packed else text.encode())
+    cmd = [sys.executable, "-m", "tpufleet", "goodput-report", "-o", "json"]
+    named = json.loads(subprocess.run([*cmd, str(path)], capture_output=True, check=True, timeout=120).stdout)
+    with path.open("rb") as redirected:
+        sought = subprocess.run([*cmd, "-"], stdin=redirected, capture_output=True, check=True, timeout=120)
+    piped = subprocess.run([*cmd, "-"], input=path.read_bytes(), capture_output=True, check=True, timeout=120)
+    named["input"]["files"] = ["-"]
+    assert json.loads(sought.stdout) == json.loads(piped.stdout) == named
