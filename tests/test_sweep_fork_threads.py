@@ -35,7 +35,7 @@ def test_a_local_cluster_starts_from_a_fork_server_whatever_thread_runs(monkeypa
             return "cluster"
 
     def opened_and_closed() -> None:
-        cluster, closed = localcluster.opened(Distributed, 2, "tpufleet.ops.sweep")
+        cluster, closed = localcluster.opened(Distributed, 2, localcluster.prepared("tpufleet.ops.sweep"))
         assert (cluster, dask.config.get(method, None)) == ("cluster", seen[-1])  # still in force
         closed()
         assert dask.config.get(method, None) == before

@@ -53,3 +53,23 @@ def _to_handler(signum: int, handler: Any, frame: FrameType | None) -> None:
         return
     signal.signal(signum, handler)
     signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def interrupts_blocked() -> Iterator[None]:
+    """Ctrl-C (SIGINT) blocked in this thread for the block, not only handled: a process started there keeps that
+    mask, and so does every process it forks (a fork server's workers), so that a terminal's Ctrl-C, sent to the
+    whole process group, reaches this process alone. Multiprocessing's resource tracker is started first: starting,
+    it unblocks SIGINT in the calling thread, and a fork server started after would run without the block. Only
+    from the main thread (elsewhere nothing is blocked)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches the handler

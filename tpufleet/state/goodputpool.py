@@ -102,24 +102,11 @@ def _interrupts_held() -> Iterator[None]:
     (workers leave interrupts to it: `_leave_interrupts` only begins once a worker has started). Only the main
     thread is interrupted: elsewhere nothing is held. SIGTERM and SIGHUP, which stop a command as Ctrl-C does, are
     held too but not blocked: the pool stops its workers with SIGTERM, which a worker must not inherit blocked."""
-    import signal
-    import threading
+    from tpufleet.heldsignals import interrupts_blocked, stops_held
 
-    from tpufleet.heldsignals import stops_held
-
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    # (the mask restored first: a Ctrl-C pending then reaches stops_held's recorder, which sends it again after)
+    with stops_held(), interrupts_blocked():
         yield
-        return
-    from multiprocessing import resource_tracker
-
-    # (The resource tracker the fork server needs started first: starting, it unblocks SIGINT in this thread.)
-    resource_tracker.ensure_running()
-    with stops_held():  # each stop sent again to its own handler once the block is done
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one pending now reaches stops_held's recorder
 
 
 def decode_piece(piece: bytes, compiled: bool = False, feeds: int | None = None) -> fastread.Decoded | None:

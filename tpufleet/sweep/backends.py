@@ -178,10 +178,8 @@ class Dask:
         self.run_task = run_task
         if not dask_available():
             raise BadInput(f"Dask is not installed: {INSTALL_HINT}")
-        if address is None and localcluster.local_start_method() == "forkserver":  # (a bad method said first)
-            # started before Dask is imported here: the server imports it alongside (0.4 s each)
-            with contextlib.suppress(OSError):  # (`localcluster.opened` tries again, and spawns if it cannot)
-                localcluster.start_fork_server(worker_module or _module_of(run_task))
+        # (a bad TPUFLEET_DASK_START said first; the fork server started before Dask is imported here)
+        method = None if address is not None else localcluster.prepared(worker_module or _module_of(run_task))
         try:
             dd = _distributed()
         except ImportError as exc:  # found, but broken (a dependency of its own missing)
@@ -190,10 +188,11 @@ class Dask:
         self.client: Any = None
         self._settings_undone: Callable[[], None] | None = None
         try:
-            if address is None:
-                self._start_local(dd, workers or local_workers(), worker_module or _module_of(run_task))
-            else:
+            if address is not None:
                 self._connect(dd, address, timeout)
+            else:
+                assert method is not None
+                self._start_local(dd, workers or local_workers(), method)
         except OSError as exc:  # no port or process for the local cluster
             self.close()
             raise Refused(f"cannot start a local Dask cluster: {exc}") from None
@@ -201,13 +200,13 @@ class Dask:
             self.close()
             raise
 
-    def _start_local(self, dd: Any, workers: int, worker_module: str) -> None:
+    def _start_local(self, dd: Any, workers: int, method: str) -> None:
         """The local cluster and its client, stops held back meanwhile (a second one goes through): Ctrl-C while
         it started printed its workers' errors and Dask's own, their handshakes cut; taken once it has started, it
         is closed as any other."""
         self.workers, self.kind = workers, "local"
         with stops_held(second_stops=True):
-            self.cluster, self._settings_undone = localcluster.opened(dd, workers, worker_module)
+            self.cluster, self._settings_undone = localcluster.opened(dd, workers, method)
             self.client = dd.Client(self.cluster)
 
     def _connect(self, dd: Any, address: str, timeout: float) -> None:

@@ -14,11 +14,11 @@ import contextlib
 import logging
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from tpufleet.errors import BadInput, shown
+from tpufleet.heldsignals import interrupts_blocked
 
 START_METHODS = ("fork", "forkserver", "spawn")  # multiprocessing's, as Dask takes them
 
@@ -39,19 +39,26 @@ def local_start_method() -> str:
     return start_method() or ("forkserver" if sys.platform == "linux" else "spawn")
 
 
-def opened(dd: Any, workers: int, worker_module: str) -> tuple[Any, Callable[[], None]]:
-    """A LocalCluster of `workers` one-thread processes, and what to call once it is closed. Its Dask settings hold
-    until then, not only while it starts: a worker the nanny restarts (one killed for memory) reads them again, and
-    under Dask's defaults would be spawned, with none of what the fork server gives a worker. A fork server that
-    cannot start (its socket's path too long under a long TMPDIR) leaves the workers spawned."""
-    import dask
-
+def prepared(worker_module: str) -> str:
+    """How the workers will start (`local_start_method`), their fork server started now if they start from one,
+    before the command imports Dask, so that both import it at once (0.4 s each). A fork server that cannot start
+    (its socket's path too long under a long TMPDIR) leaves the workers spawned."""
     method = local_start_method()
     if method == "forkserver":
         try:
             start_fork_server(worker_module)
         except OSError:
-            method = "spawn"
+            return "spawn"
+    return method
+
+
+def opened(dd: Any, workers: int, method: str) -> tuple[Any, Callable[[], None]]:
+    """A LocalCluster of `workers` one-thread processes started by `method` (`prepared`), and what to call once it
+    is closed. Its Dask settings hold until then, not only while it starts: a worker the nanny restarts (one killed
+    for memory) reads them again, and under Dask's defaults would be spawned, with none of what the fork server
+    gives a worker."""
+    import dask
+
     # Dask's statistical profiler samples every worker's stack every 10 ms in a thread of its own, for a
     # dashboard this cluster does not serve: off, a 24-point sweep on 2 cores runs 1.68-1.70x -> 1.76x serial.
     settings: Any = dask.config.set(
@@ -80,15 +87,15 @@ def start_fork_server(worker_module: str) -> None:
     report's decoding workers') keeps its own, and its workers import more (and log a failed task: the one line
     said here comes after)."""
     import multiprocessing
-    from multiprocessing import forkserver, resource_tracker
+    from multiprocessing import forkserver
 
     preload = ["distributed", "tpufleet.sweep.workerlog", worker_module]
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
-    with _this_path_only():
-        # (The resource tracker first: starting, it unblocks SIGINT in this thread, as the server would inherit.)
-        resource_tracker.ensure_running()
-        with _interrupts_blocked():
-            forkserver.ensure_running()
+    # Ctrl-C blocked while it starts: the server and every worker it forks keep that mask. A terminal's Ctrl-C
+    # reaches the whole process group, and workers that took it printed Dask's tracebacks under the interrupt's one
+    # line; the command alone takes it, and closing the cluster stops the workers.
+    with _this_path_only(), interrupts_blocked():
+        forkserver.ensure_running()
 
 
 @contextlib.contextmanager
@@ -105,21 +112,3 @@ def _this_path_only() -> Iterator[None]:
         yield
     finally:
         del os.environ["PYTHONSAFEPATH"]
-
-
-@contextlib.contextmanager
-def _interrupts_blocked() -> Iterator[None]:
-    """Ctrl-C blocked in the block, in this thread: a process started there keeps that mask, and so does every
-    worker the fork server forks. A terminal's Ctrl-C reaches the whole process group, and workers that took it
-    printed Dask's tracebacks under the interrupt's one line; the command alone takes it, and closing the cluster
-    stops the workers. Only from the main thread (no other takes Python's signals)."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
