@@ -118,3 +118,145 @@ def unsaved_steps(ks: Any, run_start: Any, cut: Any, saves_t: Any, saves_step: A
             last_lo, last_hi = lo, hi
         if sn[k] > saved:
             productive[k] = False
+
+
+_PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE: a sum of up to this many values is 8 running sums, then added up
+
+
+@_jit
+def block_sum(a: Any, lo: int, n: int) -> float:
+    """numpy's sum of a block of a[lo:lo + n] (n at most 128): in turn under 8 values, else 8 running sums."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0, r1, r2, r3 = r0 + a[lo + i], r1 + a[lo + i + 1], r2 + a[lo + i + 2], r3 + a[lo + i + 3]
+        r4, r5, r6, r7 = r4 + a[lo + i + 4], r5 + a[lo + i + 5], r6 + a[lo + i + 6], r7 + a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return float(res)
+
+
+@_jit
+def pairwise_sum(a: Any, lo: int, n: int) -> float:
+    """The sum of a[lo:lo + n] as ``numpy.sum`` adds a contiguous float64 array, in its order (its pairwise
+    summation: blocks of at most 128 summed by `block_sum`, the halves of a longer stretch added), so to the last
+    bit. A loop over a stack of halves, not a recursion: Numba's cache loads a recursive function wrongly."""
+    starts, sizes, stage = np.empty(128, np.int64), np.empty(128, np.int64), np.empty(128, np.int64)
+    sums, held = np.empty(128), 0
+    starts[0], sizes[0], stage[0], depth = lo, n, 0, 1
+    while depth:
+        top = depth - 1
+        first, size = starts[top], sizes[top]
+        half = size // 2 - (size // 2) % 8
+        if size <= _PAIRWISE_BLOCK or stage[top] == 2:  # a block, or both halves summed: this stretch's sum
+            if size <= _PAIRWISE_BLOCK:
+                sums[held], held = block_sum(a, first, size), held + 1
+            else:
+                sums[held - 2], held = sums[held - 2] + sums[held - 1], held - 1
+            depth -= 1
+            continue
+        stage[top] += 1  # its first half, then its second
+        starts[depth] = first if stage[top] == 1 else first + half
+        sizes[depth] = half if stage[top] == 1 else size - half
+        stage[depth], depth = 0, depth + 1
+    return float(sums[0])
+
+
+@_jit
+def covered(s: Any, e: Any) -> Any:
+    """`steps._covered`: the union of the intervals [s, e) (those with e > s) as disjoint sorted [a, b), with the
+    covered length before each a; b is at least 0 (numpy's is the largest end of its group, or 0)."""
+    keep = np.flatnonzero(e > s)
+    starts, ends = s[keep], e[keep]
+    order = np.argsort(starts, kind="mergesort")
+    a, b = np.empty(len(keep)), np.empty(len(keep))
+    groups, reach = 0, -np.inf
+    for j in range(len(order)):
+        x, y = starts[order[j]], ends[order[j]]
+        if j == 0 or x > reach:
+            a[groups], b[groups] = x, 0.0
+            groups += 1
+        b[groups - 1] = max(b[groups - 1], y)
+        reach = max(reach, y)
+    before = np.zeros(groups)
+    for g in range(1, groups):
+        before[g] = before[g - 1] + (b[g - 1] - a[g - 1])
+    return a[:groups], b[:groups], before
+
+
+@_jit
+def covered_upto(a: Any, b: Any, before: Any, x: float, hint: int) -> Any:
+    """`steps._covered_upto` of one time: the covered length up to x, and where x was found (the next hint)."""
+    k = first_index(a, x, hint, True) - 1
+    if k < 0:
+        return 0.0, 0
+    return before[k] + min(max(x - a[k], 0.0), b[k] - a[k]), k
+
+
+@_jit
+def free_until(a: Any, b: Any, s0: float, amount: float) -> float:
+    """`steps._free_until`: the first time at which [s0, then] holds `amount` seconds the union (a, b) leaves."""
+    t, left = s0, amount
+    for i in range(first_index(b, s0, 0, True), len(a)):
+        gap = max(0.0, a[i] - t)
+        if gap >= left:
+            return t + left
+        left -= gap
+        t = max(t, b[i])
+    return t + left
+
+
+@_jit
+def startup(st: Any, end: Any, run: Any, complete: Any, productive: Any, s: Any, e: Any, out_s: Any, out_e: Any) -> int:
+    """`steps.startup`, in place: the first step of each run, when complete, measured against the mean of the
+    run's other complete productive steps, all net of the intervals (s, e); its excess placed from its start on
+    the time they leave free: out_s[:n], out_e[:n], n returned. -1, nothing placed, when a time is NaN."""
+    for x in (st, end, s, e):
+        for k in range(len(x)):
+            if x[k] != x[k]:
+                return -1
+    a, b, before = covered(s, e)
+    net = np.empty(len(st))
+    at_start = at_end = 0
+    for k in range(len(st)):
+        upto_end, at_end = covered_upto(a, b, before, end[k], at_end) if len(a) else (0.0, 0)
+        upto_start, at_start = covered_upto(a, b, before, st[k], at_start) if len(a) else (0.0, 0)
+        net[k] = (end[k] - st[k]) - (upto_end - upto_start)
+    placed, lo, others = 0, 0, np.empty(len(st))
+    while lo < len(st):
+        hi = lo + 1
+        while hi < len(st) and run[hi] == run[lo]:
+            hi += 1
+        used = 0
+        for k in range(lo + 1, hi):
+            if complete[k] and productive[k]:
+                others[used] = net[k]
+                used += 1
+        if hi - lo >= 2 and complete[lo] and used:
+            excess = net[lo] - pairwise_sum(others, 0, used) / used
+            if excess > 0:
+                out_s[placed], out_e[placed] = st[lo], free_until(a, b, st[lo], excess)
+                placed += 1
+        lo = hi
+    return placed
+
+
+@_jit
+def first_after(times: Any, points: Any, inclusive: bool, out: Any) -> bool:
+    """`steps.first_after` into `out`: for each point, the first of the sorted `times` after it (at or after it
+    when `inclusive`), else +inf; False, `out` unfinished, where `search_sorted` leaves the search to numpy."""
+    at = np.empty(len(points), dtype=np.int64)
+    if not search_sorted(times, points, not inclusive, at):
+        return False
+    for k in range(len(points)):
+        out[k] = times[at[k]] if at[k] < len(times) else np.inf
+    return True

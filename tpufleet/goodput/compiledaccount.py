@@ -53,6 +53,18 @@ def searchsorted(a: Times, v: Times, side: Literal["left", "right"] = "left") ->
     return found
 
 
+def first_after(times: Times, points: Times, inclusive: bool) -> Times | None:
+    """`steps.first_after` by the kernel (one pass, no index array), or None when it is not loaded or leaves the
+    search to numpy (a NaN, times out of order)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not (_plain(times) and _plain(points)):
+        return None
+    out = np.empty(len(points))
+    return out if kernel.first_after(times, points, inclusive, out) else None
+
+
 def unsaved_steps(
     ks: Ints, run_start: Times, cut: Times, saves: tuple[Times, Ints], sn: Ints, productive: Bools
 ) -> bool:
@@ -72,6 +84,29 @@ def unsaved_steps(
         return False  # (a NaN in saves_t fails the order)
     kernel.unsaved_steps(ks, run_start, cut, saves_t, saves_step, sn, productive)
     return True
+
+
+def compiled_startup(
+    steps: tuple[Times, Times, Ints, Bools, Bools], netted: Sequence[tuple[Times, Times]]
+) -> list[tuple[float, float]] | None:
+    """`steps.startup` by the kernel: each run's start-up excess as (start, end), from the steps' (starts, ends,
+    runs, complete, productive) and the intervals their time is netted of; None when the kernel is not loaded or
+    a time is NaN (the caller measures then). The run's mean is numpy's sum, in numpy's order, to the bit."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    st, end, run, complete, productive = steps
+    if kernel is None or not (_plain(st) and _plain(end) and _plain(run, np.int64)):
+        return None
+    if not (_plain(complete, np.bool_) and _plain(productive, np.bool_)):
+        return None
+    s = np.concatenate([np.zeros(0), *(s for s, _ in netted)]).astype(np.float64, copy=False)
+    e = np.concatenate([np.zeros(0), *(e for _, e in netted)]).astype(np.float64, copy=False)
+    out_s, out_e = np.empty(len(st)), np.empty(len(st))
+    placed = kernel.startup(st, end, run, complete, productive, s, e, out_s, out_e)
+    if placed < 0:
+        return None
+    return list(zip(out_s[:placed].tolist(), out_e[:placed].tolist(), strict=True))
 
 
 def _plain(array: Any, dtype: Any = None) -> bool:
@@ -108,7 +143,17 @@ def _kernel() -> Any:
             productive = np.ones(3, dtype=np.bool_)
             starts, cuts, saved = np.array([0.0, 0.0, 5.0]), np.array([4.0, 4.0, 9.0]), np.array([2.0, 6.0])
             kernel.unsaved_steps(np.arange(3), starts, cuts, saved, np.array([7, 9]), np.array([7, 8, 9]), productive)
+            after = np.zeros(2)
+            done &= kernel.first_after(np.array([1.0, 3.0]), np.array([1.0, 3.0]), False, after)
+            st, placed = np.array([0.0, 10.0, 12.0, 14.0]), (np.zeros(1), np.zeros(1))
+            flags = np.ones(4, dtype=np.bool_)
+            runs = np.zeros(4, dtype=np.int64)
+            done &= (
+                kernel.startup(st, st + 2 + 8 * (st == 0), runs, flags, flags, np.ones(1), np.full(1, 2.0), *placed)
+                == 1
+            )
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
     right = label.tolist() == [0, 4, 7] and found.tolist() == [0, 3, 3] and productive.tolist() == [True, False, True]
+    right &= after.tolist() == [3.0, np.inf] and [placed[0][0], placed[1][0]] == [0.0, 8.0]
     return kernel if done and right else None

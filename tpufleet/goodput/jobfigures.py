@@ -39,9 +39,9 @@ def allocated(job: Job, ev: Events, bounds: Times, begin: float) -> npt.NDArray[
     never between a `job_end` and the next `job_start` with no allocation logged since that end (`_ended`)."""
     import numpy as np
 
-    alloc_sel = ev.code == CODE["allocation"]
-    if alloc_sel.any():
-        a_t, a_v = ev.t[alloc_sel], ev.chips[alloc_sel]
+    alloc_at = ev.where("allocation")
+    if len(alloc_at):
+        a_t, a_v = ev.t[alloc_at], ev.chips[alloc_at]
         idx = np.searchsorted(a_t, bounds[:-1], side="right") - 1
         held = np.where(idx >= 0, a_v[np.maximum(idx, 0)], 0)
         full: npt.NDArray[np.bool_] = held >= job.chips
@@ -64,7 +64,7 @@ def _ended(ev: Events, lefts: Times) -> npt.NDArray[np.bool_]:
         return out
     k = np.searchsorted(m_t, lefts, side="right") - 1
     after_end = (k >= 0) & m_end[np.maximum(k, 0)] & (k < starts[-1])
-    a_t = ev.t[ev.code == CODE["allocation"]]
+    a_t = ev.at("allocation")
     j = np.searchsorted(a_t, lefts, side="right") - 1
     reallocated = (j >= 0) & (np.append(a_t, -np.inf)[j] >= m_t[np.maximum(k, 0)])
     out[:] = after_end & ~reallocated
@@ -73,7 +73,9 @@ def _ended(ev: Events, lefts: Times) -> npt.NDArray[np.bool_]:
 
 def run_marks(ev: Events) -> tuple[Times, npt.NDArray[np.bool_]]:
     """The times of the job's starts and ends, in log order, and which of them are ends."""
-    marks = (ev.code == CODE["job_start"]) | (ev.code == CODE["job_end"])
+    import numpy as np
+
+    marks = np.sort(np.concatenate([ev.where("job_start"), ev.where("job_end")]))
     is_end: npt.NDArray[np.bool_] = ev.code[marks] == CODE["job_end"]
     times: Times = ev.t[marks]
     return times, is_end

@@ -8,11 +8,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tpufleet.goodput.compiledaccount import searchsorted, unsaved_steps
+from tpufleet.goodput.compiledaccount import compiled_startup, searchsorted, unsaved_steps
+from tpufleet.goodput.compiledaccount import first_after as compiled_first_after
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 
 if TYPE_CHECKING:
@@ -27,6 +29,9 @@ def first_after(times: Times, points: Times, inclusive: bool = False) -> Times:
     """For each point, the first time in sorted `times` after it (>= with inclusive), or +inf."""
     import numpy as np
 
+    found = compiled_first_after(times, points, inclusive)
+    if found is not None:
+        return found
     side: Literal["left", "right"] = "left" if inclusive else "right"
     idx = searchsorted(times, points, side)
     padded = np.append(times, np.inf)
@@ -43,8 +48,28 @@ class Events:
     chips: Ints
 
     def at(self, name: str) -> Times:
-        times: Times = self.t[self.code == CODE[name]]
+        """The times of the events of one kind, in order."""
+        times: Times = self.t[self.where(name)]
         return times
+
+    def where(self, name: str) -> Ints:
+        """The positions of the events of one kind, in order."""
+        order, edges = self._by_kind
+        code = CODE[name]
+        found: Ints = order[edges[code] : edges[code + 1]]
+        return found
+
+    @functools.cached_property
+    def _by_kind(self) -> tuple[Ints, Ints]:
+        """The events' positions grouped by kind (in order within one), and where each kind's begin: one stable
+        sort of the codes as bytes (numpy sorts them by radix), where comparing the whole column with each kind
+        the accounting asks for cost a millisecond a job of 20,000 events."""
+        import numpy as np
+
+        order: Ints = np.argsort(self.code.astype(np.int8), kind="stable")  # (codes are < len(CODE) <= 127)
+        edges = np.zeros(len(CODE) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.code, minlength=len(CODE))[: len(CODE)], out=edges[1:])
+        return order, edges
 
     def keep(self, mask: npt.NDArray[np.bool_]) -> Events:
         return Events(self.t[mask], self.code[mask], self.step[mask], self.chips[mask])
@@ -140,7 +165,7 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     a step logged at that very time ends at once."""
     import numpy as np
 
-    sel = ev.code == CODE["step_start"]
+    sel = ev.where("step_start")
     st, sn = ev.t[sel], ev.step[sel]
     restarts = ev.at("job_start")
     nxt = np.append(st[1:], np.inf)
@@ -150,7 +175,7 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     productive = np.ones(len(st), dtype=bool)
     if job.phase == "training" and len(st):
         productive &= sn < _done_again_from(sn)
-        saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.code == CODE["checkpoint_end"]]
+        saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.where("checkpoint_end")]
         if len(saves_t) and len(explicit):
             run_start = np.append([-np.inf], restarts)[run]
             cut = first_after(explicit, st)
@@ -244,7 +269,9 @@ _CHUNK = 64
 def startup(steps: Steps, netted: list[tuple[Times, Times]]) -> list[tuple[float, float]]:
     """The first step's excess over the run's other complete productive steps, all net of `netted`; placed
     on the first step's time that `netted` leaves free."""
-
+    placed = compiled_startup((steps.st, steps.end, steps.run, steps.complete, steps.productive), netted)
+    if placed is not None:
+        return placed
     cov = _covered(netted)
     net = (steps.end - steps.st) - (_covered_upto(cov, steps.end) - _covered_upto(cov, steps.st))
     out = []

@@ -142,7 +142,7 @@ def _pair_ends(ev: Events, s_name: str, e_name: str) -> tuple[Times, Times]:
     """Each start with the first end after it in log order (not merely at or after its time)."""
     import numpy as np
 
-    s_pos, e_pos = np.flatnonzero(ev.code == CODE[s_name]), np.flatnonzero(ev.code == CODE[e_name])
+    s_pos, e_pos = ev.where(s_name), ev.where(e_name)
     j = np.searchsorted(e_pos, s_pos, side="right")
     ends = np.append(ev.t[e_pos], np.inf)[j]
     starts: Times = ev.t[s_pos]
@@ -216,7 +216,7 @@ def account(
     if not span.inside.all():
         ev = ev.keep(span.inside)
     explicit = np.sort(np.concatenate([ev.at(d) for d in DISRUPTIONS]))
-    sel = ev.code == CODE["step_start"]
+    sel = ev.where("step_start")
     run0 = searchsorted(ev.at("job_start"), ev.t[sel], "right")
     inf_d, inf_r = inferred(ev, ev.t[sel], ev.step[sel], run0)
     disrupt = np.sort(np.concatenate([explicit, inf_d]))
@@ -231,7 +231,7 @@ def account(
     steps = steps_of(job, ev, np.sort(np.concatenate([disrupt, ev.at("drain")])), explicit, stops, end)
     intervals["productive"].append((steps.st[steps.productive], steps.end[steps.productive]))
     intervals["wasted_progress_from_disruption"].append((steps.st[~steps.productive], steps.end[~steps.productive]))
-    if len(steps.st) and not (ev.code == CODE["compile_start"]).any():
+    if len(steps.st) and not len(ev.where("compile_start")):
         for s0, e0 in startup(steps, [pair for name in NETTED for pair in intervals[name]]):
             intervals["program_startup"].append((np.array([s0]), np.array([e0])))
     if len(explicit):
@@ -269,7 +269,7 @@ def _whole_held(job: Job, ev: Events, span: _Span, exclude: list[tuple[float, fl
     import numpy as np
 
     start, end = span.whole
-    allocations = ev.t[ev.code == CODE["allocation"]]
+    allocations = ev.at("allocation")
     runs, is_end = run_marks(ev)  # an end before a later start releases the chips until then (`jobfigures._ended`)
     if not len(allocations) and not exclude and not is_end[:-1].any():  # (common: held from the first start)
         lo = max(start, span.begin)

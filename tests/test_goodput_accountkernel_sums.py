@@ -1,0 +1,164 @@
+"""The accounting's compiled start-up measure (`accountkernel.startup`) and first-after search against `steps`'
+numpy: the same placements and times to the bit. The run's mean step is a float sum, so the kernel adds as
+``numpy.sum`` does (`pairwise_sum`): checked here against numpy on every branch of its summation."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tpufleet.goodput import compiledaccount, linescan, steps
+from tpufleet.goodput.events import CODE
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="Numba is not installed (make sweep-deps): no compiled helpers"
+)
+
+_TIME = st.integers(-3, 43).map(lambda k: k / 4)
+_ODD = st.sampled_from([float("nan"), float("inf"), float("-inf")])
+# values whose sum depends on the order they are added in: magnitudes 12 decades apart, either sign
+_VALUE = st.builds(lambda m, e: m * 10.0**e, st.floats(-1.0, 1.0, allow_nan=False), st.integers(-3, 9))
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Any:
+    loaded = compiledaccount._kernel()
+    assert loaded is not None, "the compiled helpers did not load"
+    return loaded
+
+
+@given(values=st.lists(_VALUE, max_size=300), lo=st.integers(0, 3))
+def test_the_kernels_sum_is_numpys_to_the_bit(kernel: Any, values: list[float], lo: int) -> None:
+    """Under 8 values, a block of up to 128 and halves above it; from any offset (numpy's sum of a slice)."""
+    a = np.array(values, dtype=np.float64)
+    lo = min(lo, len(a))
+    assert kernel.pairwise_sum(a, lo, len(a) - lo) == np.sum(a[lo:])
+
+
+@pytest.mark.parametrize("size", [127, 128, 129, 136, 255, 256, 257, 1000, 8191, 8192, 8193, 20_000, 100_003])
+def test_long_sums_are_numpys_to_the_bit(kernel: Any, size: int) -> None:
+    """Sizes at the edges of numpy's blocks and of its 8192-value buffer: the order of the halves is numpy's."""
+    rng = np.random.default_rng(size)
+    a = rng.standard_normal(size) * 10.0 ** rng.integers(-3, 9, size)
+    assert kernel.pairwise_sum(a, 0, size) == np.sum(a)
+    assert kernel.pairwise_sum(a, 0, size) / size == a.mean()
+
+
+def _steps(rows: list[tuple[float, float, int, bool, bool]]) -> steps.Steps:
+    """Steps in time order from (start, length, run, complete, productive), runs never decreasing."""
+    rows = sorted(rows, key=lambda row: (row[2], row[0]))
+    start = np.maximum.accumulate(np.array([r[0] for r in rows], dtype=np.float64)) if rows else np.zeros(0)
+    return steps.Steps(
+        st=start,
+        sn=np.arange(len(rows), dtype=np.int64),
+        end=start + np.array([r[1] for r in rows], dtype=np.float64),
+        run=np.array([r[2] for r in rows], dtype=np.int64),
+        productive=np.array([r[4] for r in rows], dtype=np.bool_),
+        complete=np.array([r[3] for r in rows], dtype=np.bool_),
+    )
+
+
+def _startup(compiled: bool, run_steps: steps.Steps, netted: list[tuple[Any, Any]]) -> list[tuple[float, float]]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: compiled)
+        return steps.startup(run_steps, netted)
+
+
+_STEP = st.tuples(_TIME, st.integers(0, 12).map(lambda k: k / 4), st.integers(0, 3), st.booleans(), st.booleans())
+_NETTED = st.lists(st.lists(st.tuples(_TIME, _TIME), max_size=10), max_size=4)
+
+
+@given(rows=st.lists(_STEP, max_size=60), netted=_NETTED)
+def test_the_kernels_startup_is_numpys(kernel: Any, rows: list[Any], netted: list[list[tuple[float, float]]]) -> None:
+    """Runs of complete and incomplete, productive and lost steps, netted of overlapping intervals (some empty
+    or reversed): the same start-up intervals, each end to the bit."""
+    pairs = [(np.array([a for a, _ in p], dtype=np.float64), np.array([b for _, b in p])) for p in netted]
+    run_steps = _steps(rows)
+    assert _startup(True, run_steps, pairs) == _startup(False, run_steps, pairs)
+
+
+def test_a_long_runs_startup_is_numpys(kernel: Any) -> None:
+    """Runs of hundreds of steps (their mean a pairwise sum of several blocks) and thousands of netted intervals."""
+    rng = np.random.default_rng(7)
+    start = np.cumsum(rng.uniform(5, 15, 4000)) + 1.7e9
+    run = np.repeat(np.arange(8), 500).astype(np.int64)
+    ends = np.minimum(np.append(start[1:], np.inf), start + 11)
+    ends[::500] += rng.uniform(10, 300, 8)  # each run's first step is slow: a start-up to place
+    run_steps = steps.Steps(start, np.arange(4000), ends, run, rng.random(4000) < 0.9, rng.random(4000) < 0.95)
+    lo = start[::3] + rng.uniform(0, 2, len(start[::3]))
+    netted = [(lo, lo + rng.uniform(0, 4, len(lo)))]
+    placed = _startup(True, run_steps, netted)
+    assert len(placed) == 8
+    assert placed == _startup(False, run_steps, netted)
+
+
+def test_the_startup_is_measured_by_the_kernel_when_loaded(kernel: Any) -> None:
+    """(The properties above would pass with numpy measuring both: here the kernel is seen placing.)"""
+    run_steps = _steps([(0.0, 10.0, 0, True, True), (10.0, 2.0, 0, True, True), (12.0, 2.0, 0, True, True)])
+    calls = []
+    real = kernel.startup
+
+    def counted(*args: Any) -> int:
+        calls.append(1)
+        return int(real(*args))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        patch.setattr(kernel, "startup", counted)
+        assert steps.startup(run_steps, []) == [(0.0, 8.0)]
+        assert calls == [1]
+        patch.setattr(linescan, "loaded", lambda: False)
+        assert compiledaccount.compiled_startup(_columns(run_steps), []) is None
+
+
+def test_a_nan_leaves_the_startup_to_numpy(kernel: Any) -> None:
+    run_steps = _steps([(0.0, 10.0, 0, True, True), (10.0, 2.0, 0, True, True), (12.0, 2.0, 0, True, True)])
+    netted = [(np.array([np.nan]), np.array([1.0]))]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.compiled_startup(_columns(run_steps), netted) is None
+        assert steps.startup(run_steps, netted) == _startup(False, run_steps, netted)
+
+
+def _columns(run_steps: steps.Steps) -> Any:
+    return run_steps.st, run_steps.end, run_steps.run, run_steps.complete, run_steps.productive
+
+
+@given(
+    times=st.lists(st.one_of(_TIME, _TIME, _TIME, _ODD), max_size=30),
+    points=st.lists(st.one_of(_TIME, _TIME, _TIME, _ODD), max_size=30),
+    in_order=st.booleans(),
+    inclusive=st.booleans(),
+)
+def test_first_after_by_the_kernel_is_numpys(
+    kernel: Any, times: list[float], points: list[float], in_order: bool, inclusive: bool
+) -> None:
+    """Sorted or not, NaNs or not: the kernel's answer where it gives one, numpy's otherwise, the same."""
+    a = np.array(sorted(times) if in_order else times, dtype=np.float64)
+    v = np.array(points, dtype=np.float64)
+    found = []
+    for compiled in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            found.append(steps.first_after(a, v, inclusive))
+    np.testing.assert_array_equal(found[0], found[1])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        by_kernel = compiledaccount.first_after(a, v, inclusive)
+    plain = bool((a[1:] >= a[:-1]).all()) and not np.isnan(a).any() and not np.isnan(v).any()
+    assert (by_kernel is not None) == plain  # the kernel answers wherever its answer is numpy's
+
+
+@given(codes=st.lists(st.sampled_from(sorted(CODE.values())), max_size=60))
+def test_a_kinds_events_are_those_of_its_code(codes: list[int]) -> None:
+    """`Events.where` and `at` (one sort of the codes) against a comparison of the whole column, kind by kind."""
+    code = np.array(codes, dtype=np.int64)
+    ev = steps.Events(np.arange(len(codes), dtype=np.float64) / 2, code, np.zeros_like(code), np.zeros_like(code))
+    for name, value in CODE.items():
+        assert ev.where(name).tolist() == np.flatnonzero(code == value).tolist()
+        assert ev.at(name).tolist() == ev.t[code == value].tolist()
