@@ -162,3 +162,46 @@ def test_a_kinds_events_are_those_of_its_code(codes: list[int]) -> None:
     for name, value in CODE.items():
         assert ev.where(name).tolist() == np.flatnonzero(code == value).tolist()
         assert ev.at(name).tolist() == ev.t[code == value].tolist()
+
+
+@given(
+    bounds=st.lists(_TIME, min_size=1, max_size=30).map(lambda times: sorted(set(times))),
+    groups=st.lists(st.lists(st.tuples(_TIME, _TIME), max_size=40), min_size=1, max_size=4),
+    in_order=st.booleans(),
+)
+def test_painting_straight_or_by_depth_is_numpys(
+    kernel: Any, bounds: list[float], groups: list[list[tuple[float, float]]], in_order: bool
+) -> None:
+    """Groups of up to 40 overlapping intervals, their starts in time order (painted straight) or not (more than
+    a few steps back: painted by depth): the labels numpy's painting gives, a later group over an earlier."""
+    from tpufleet.goodput import timeline
+
+    start, end = bounds[0], bounds[-1]
+    names = timeline.PRIORITY[-len(groups) :]
+    intervals: dict[str, list[tuple[Any, Any]]] = {name: [] for name in timeline.PRIORITY}
+    for name, pairs in zip(names, groups, strict=True):
+        pairs = sorted(pairs) if in_order else pairs
+        intervals[name].append((np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])))
+    labels = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            labels.append(timeline._label(start, end, np.array(bounds), intervals, [])[1].tolist())
+    assert labels[0] == labels[1]
+
+
+@given(values=st.lists(st.one_of(_TIME, _TIME, _ODD, st.sampled_from([0.0, -0.0])), max_size=40))
+def test_distinct_values_by_the_kernel_are_numpys(kernel: Any, values: list[float]) -> None:
+    """NaNs as one, and of equal zeros the first (the sort is stable): numpy's own pass, every bit."""
+    from tpufleet.goodput import timeline
+
+    a = np.array(values, dtype=np.float64)
+    found = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            found.append(timeline._distinct(a.copy()))
+    assert found[0].tobytes() == found[1].tobytes()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.distinct_sorted(np.sort(a, kind="stable")) is not None

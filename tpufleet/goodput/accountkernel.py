@@ -49,26 +49,74 @@ def paint(bounds: Any, start: float, end: float, s: Any, e: Any, at: Any, codes:
     for k in range(len(s)):
         if s[k] != s[k] or e[k] != e[k]:
             return False
-    m = len(bounds) - 1
-    depth = np.zeros(m + 2, dtype=np.int64)  # an end past bounds[-1] lands at m + 1 (`_label`'s bounds hold end)
+    depth = np.zeros(len(bounds) + 1, dtype=np.int64)  # an end past bounds[-1] lands at m + 1 (`_label`'s hold end)
     for g in range(len(codes)):
-        if at[g] == at[g + 1]:
-            continue
-        depth[:] = 0
-        low = high = 0
-        for k in range(at[g], at[g + 1]):
-            a, b = min(max(s[k], start), end), min(max(e[k], start), end)
-            if b > a:
-                low = first_index(bounds, a, low, False)
-                high = first_index(bounds, b, high, False)
-                depth[low] += 1
-                depth[high] -= 1
-        covered = 0
-        for x in range(m):
-            covered += depth[x]
-            if covered > 0:
-                label[x] = codes[g]
+        if at[g] < at[g + 1] and not _painted_in_order(bounds, start, end, s, e, at[g], at[g + 1], codes[g], label):
+            _painted_by_depth(bounds, start, end, s, e, at[g], at[g + 1], codes[g], label, depth)
     return True
+
+
+_RESTARTS = 8  # a group whose starts go back in time more often than this is painted by depth (`_painted_by_depth`)
+
+
+@_jit
+def _painted_in_order(
+    bounds: Any, start: float, end: float, s: Any, e: Any, lo: int, hi: int, code: int, label: Any
+) -> bool:
+    """Paint one group's intervals s[lo:hi], e[lo:hi] straight onto `label`, each elementary interval once: the
+    starts come in time order (a group is a few arrays, each in order), so what lies before the furthest end
+    painted is painted already. False, with what was painted left (the caller paints it all again), once the
+    starts have gone back in time more than _RESTARTS times: overlapping stretches would be painted again each."""
+    low = high = reach = 0
+    restarts, last = 0, -np.inf
+    for k in range(lo, hi):
+        a, b = min(max(s[k], start), end), min(max(e[k], start), end)
+        if a < last:
+            restarts, reach = restarts + 1, 0
+            if restarts > _RESTARTS:
+                return False
+        last = a
+        if b > a:
+            low = first_index(bounds, a, low, False)
+            high = first_index(bounds, b, high, False)
+            for x in range(max(low, reach), min(high, len(label))):
+                label[x] = code
+            reach = max(reach, high)
+    return True
+
+
+@_jit
+def _painted_by_depth(
+    bounds: Any, start: float, end: float, s: Any, e: Any, lo: int, hi: int, code: int, label: Any, depth: Any
+) -> None:
+    """Paint one group's intervals by the depth of cover of each elementary interval: a pass over all of them."""
+    depth[:] = 0
+    low = high = 0
+    for k in range(lo, hi):
+        a, b = min(max(s[k], start), end), min(max(e[k], start), end)
+        if b > a:
+            low = first_index(bounds, a, low, False)
+            high = first_index(bounds, b, high, False)
+            depth[low] += 1
+            depth[high] -= 1
+    covered = 0
+    for x in range(len(label)):
+        covered += depth[x]
+        if covered > 0:
+            label[x] = code
+
+
+@_jit
+def distinct_sorted(values: Any, out: Any) -> int:
+    """`timeline._distinct`'s pass over its sorted `values`: each value once (the first of equal ones), NaNs
+    (sorted last) as one, into out[:n]; n returned."""
+    n = 0
+    for k in range(len(values)):
+        x = values[k]
+        if k == 0 or (x != values[k - 1] and not (x != x and values[k - 1] != values[k - 1])):
+            out[n] = x
+            n += 1
+    return n
 
 
 _WALK = 8  # values in time order are mostly a step or two on from the last one's answer: walked that far, then searched

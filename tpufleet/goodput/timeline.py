@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tpufleet.goodput.compiledaccount import compiled_paint, searchsorted
+from tpufleet.goodput.compiledaccount import compiled_paint, distinct_sorted, searchsorted
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 from tpufleet.goodput.jobaccount import LABEL, JobAccount
 from tpufleet.goodput.jobfigures import allocated, finish, not_excluded, run_marks
@@ -155,6 +155,9 @@ def _distinct(values: Times) -> Times:
     import numpy as np
 
     aux = np.sort(values, kind="stable")
+    once = distinct_sorted(aux)
+    if once is not None:
+        return once
     keep = np.empty(len(aux), dtype=bool)
     keep[:1] = True
     np.not_equal(aux[1:], aux[:-1], out=keep[1:])
