@@ -205,3 +205,43 @@ def test_distinct_values_by_the_kernel_are_numpys(kernel: Any, values: list[floa
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(linescan, "loaded", lambda: True)
         assert compiledaccount.distinct_sorted(np.sort(a, kind="stable")) is not None
+
+
+def _ideal(compiled: bool, durations: Any) -> float | None:
+    from tpufleet.goodput import health
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: compiled)
+        return health.ideal_step(durations)
+
+
+# step times on a coarse grid (medians fall between two of them, distances tie) and a few wide ones
+_DURATION = st.one_of(st.integers(0, 40).map(lambda k: k / 8), st.floats(0.0, 1e6, allow_nan=False))
+
+
+@given(durations=st.lists(_DURATION, max_size=80))
+def test_the_kernels_ideal_step_is_numpys(kernel: Any, durations: list[float]) -> None:
+    """Odd and even counts, ties at the median and around it, steps under a second and slow outliers: the same
+    ideal, to the bit, or None alike."""
+    d = np.array(durations, dtype=np.float64)
+    assert _ideal(True, d) == _ideal(False, d)
+
+
+@pytest.mark.parametrize("size", [2, 3, 1000, 13_163, 13_164])
+def test_a_long_runs_ideal_step_is_numpys(kernel: Any, size: int) -> None:
+    rng = np.random.default_rng(size)
+    d = np.round(rng.normal(10.0, 0.3, size), 3)
+    d[rng.integers(0, size, size // 20)] *= 8  # checkpoint saves and stalls: the anomalies the MAD leaves out
+    ideal = _ideal(True, d)
+    assert ideal is not None and ideal == _ideal(False, d)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.ideal_step(d, 1.0, 3.0) == (True, ideal)  # (the kernel's, not numpy's)
+        assert compiledaccount.ideal_step(np.append(d, np.nan), 1.0, 3.0) == (False, None)
+
+
+@given(durations=st.lists(_DURATION, min_size=1, max_size=60))
+def test_the_kernels_median_and_mad_are_numpys(kernel: Any, durations: list[float]) -> None:
+    d = np.array(durations, dtype=np.float64)
+    median = np.median(d)
+    assert kernel.median_and_mad(np.sort(d)) == (median, np.median(np.abs(d - median)))

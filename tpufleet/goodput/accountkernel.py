@@ -308,3 +308,41 @@ def first_after(times: Any, points: Any, inclusive: bool, out: Any) -> bool:
     for k in range(len(points)):
         out[k] = times[at[k]] if at[k] < len(times) else np.inf
     return True
+
+
+@_jit
+def median_and_mad(ordered: Any) -> Any:
+    """``numpy.median`` of the sorted, NaN-free `ordered` (not empty), and the median of their distances from it
+    (the MAD), each as numpy takes it: the middle value, or the mean of the middle two (their sum from 0.0,
+    halved). The distances fall on each side of the median, the smallest nearest it: one walk outwards."""
+    n = len(ordered)
+    med = (0.0 + ordered[n // 2]) / 1.0 if n % 2 else (0.0 + ordered[n // 2 - 1] + ordered[n // 2]) / 2.0
+    below = np.searchsorted(ordered, med) - 1  # the distances below the median grow leftwards from here
+    above = below + 1  # and those above it rightwards from here; the smallest n // 2 + 1 are walked
+    nearest, previous = 0.0, 0.0
+    for _ in range(n // 2 + 1):
+        left = abs(ordered[below] - med) if below >= 0 else np.inf
+        right = abs(ordered[above] - med) if above < n else np.inf
+        previous = nearest
+        if left <= right:
+            nearest, below = left, below - 1
+        else:
+            nearest, above = right, above + 1
+    return med, (0.0 + nearest) / 1.0 if n % 2 else (0.0 + previous + nearest) / 2.0
+
+
+@_jit
+def ideal_step(durations: Any, ordered: Any, limit: float, mad_limit: float) -> float:
+    """`health.ideal_step` of `durations` (NaN-free) with `ordered`, the sorted durations of at least `limit`:
+    the mean of those at most median + mad_limit x MAD, in the durations' order as numpy sums them; NaN for
+    none."""
+    if len(ordered) == 0:
+        return np.nan
+    med, mad = median_and_mad(ordered)
+    bound = med + mad_limit * mad
+    normal, count = np.empty(len(ordered)), 0
+    for x in durations:
+        if x >= limit and x <= bound:
+            normal[count] = x
+            count += 1
+    return pairwise_sum(normal, 0, count) / count if count else np.nan

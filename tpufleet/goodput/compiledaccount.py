@@ -122,6 +122,19 @@ def compiled_startup(
     return list(zip(out_s[:placed].tolist(), out_e[:placed].tolist(), strict=True))
 
 
+def ideal_step(durations: Times, limit: float, mad_limit: float) -> tuple[bool, float | None]:
+    """`health.ideal_step` by the kernel: (True, the ideal or None), or (False, None) when the kernel is not
+    loaded or a duration is NaN (the caller finds it then). The medians come from one sort of the durations
+    (numpy's, vectorized), where numpy's median partitions them twice."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not _plain(durations) or np.isnan(durations).any():
+        return False, None
+    ideal = float(kernel.ideal_step(durations, np.sort(durations[durations >= limit]), limit, mad_limit))
+    return True, None if np.isnan(ideal) else ideal
+
+
 def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
@@ -173,6 +186,8 @@ def _answers_right(kernel: Any) -> bool:
     runs = np.zeros(4, dtype=np.int64)
     right &= kernel.startup(st, st + 2 + 8 * (st == 0), runs, flags, flags, np.ones(1), np.full(1, 2.0), *placed) == 1
     right &= [placed[0][0], placed[1][0]] == [0.0, 8.0]
+    durations = np.array([3.0, 1.0, 2.0, 100.0, 2.5, 0.5])  # median 2.5, MAD 0.5: 100 s is no ideal step
+    right &= kernel.ideal_step(durations, np.sort(durations[durations >= 1.0]), 1.0, 3.0) == 2.125
     once = np.zeros(5)
     right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
     return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tpufleet.constants import HOUR
+from tpufleet.goodput.compiledaccount import ideal_step as compiled_ideal_step
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,6 +53,9 @@ def ideal_step(durations: Times) -> float | None:
     """ml-goodput-measurement's empirical ideal step time, or None without a step of at least a second."""
     import numpy as np
 
+    compiled, ideal = compiled_ideal_step(durations, MIN_STEP_S, MAD_LIMIT)
+    if compiled:
+        return ideal
     d = durations[durations >= MIN_STEP_S]
     if not len(d):
         return None
