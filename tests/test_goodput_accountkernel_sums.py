@@ -245,3 +245,32 @@ def test_the_kernels_median_and_mad_are_numpys(kernel: Any, durations: list[floa
     d = np.array(durations, dtype=np.float64)
     median = np.median(d)
     assert kernel.median_and_mad(np.sort(d)) == (median, np.median(np.abs(d - median)))
+
+
+@given(
+    bounds=st.lists(st.one_of(_TIME, _TIME, _TIME, _ODD), min_size=1, max_size=40).map(sorted),
+    labels=st.lists(st.integers(0, 13), max_size=40),
+    full=st.lists(st.booleans(), max_size=40),
+    part=st.tuples(_TIME, _TIME),
+)
+def test_the_kernels_tally_is_numpys(
+    kernel: Any, bounds: list[float], labels: list[int], full: list[bool], part: tuple[float, float]
+) -> None:
+    """Intervals in and out of the part, all-allocated or not, of no length or NaN: the same intervals counted,
+    the same seconds by label and in all (numpy's bincount and sum), to the bit."""
+    from tpufleet.goodput import jobfigures
+
+    m = len(bounds) - 1
+    b = np.array(bounds, dtype=np.float64)
+    label = np.array((labels * (m + 1))[:m] if labels else [0] * m, dtype=np.int64)
+    run = np.array((full * (m + 1))[:m] if full else [True] * m, dtype=np.bool_)
+    found = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch, np.errstate(invalid="ignore"):  # (inf - inf)
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            use, sums, total, whole, excluded = jobfigures._tallied(b, label, run, (min(part), max(part)), [])
+            found.append((use.tolist(), sums.tobytes(), np.float64(total).tobytes(), whole, excluded))
+    assert found[0] == found[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.tally(b, label, run, (min(part), max(part)), 14) is not None

@@ -346,3 +346,21 @@ def ideal_step(durations: Any, ordered: Any, limit: float, mad_limit: float) -> 
             normal[count] = x
             count += 1
     return pairwise_sum(normal, 0, count) / count if count else np.nan
+
+
+@_jit
+def tally(bounds: Any, label: Any, full: Any, start: float, end: float, sums: Any, use: Any, durations: Any) -> Any:
+    """`jobfigures.finish`'s tally of the elementary intervals: those all-allocated (`full`), of some length and
+    inside [start, end] are marked in `use`, their lengths added into sums[label] in order (``numpy.bincount``'s
+    weights) and kept in durations[:n]; (n, their total as numpy sums them, whether every interval is inside)."""
+    count, inside_all = 0, True
+    for x in range(len(label)):
+        d = bounds[x + 1] - bounds[x]
+        inside = bounds[x] >= start and bounds[x + 1] <= end
+        inside_all &= inside
+        use[x] = full[x] and d > 0 and inside
+        if use[x]:
+            sums[label[x]] += d
+            durations[count] = d
+            count += 1
+    return count, pairwise_sum(durations, 0, count), inside_all

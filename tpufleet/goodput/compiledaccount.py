@@ -135,6 +135,28 @@ def ideal_step(durations: Times, limit: float, mad_limit: float) -> tuple[bool, 
     return True, None if np.isnan(ideal) else ideal
 
 
+def tally(
+    bounds: Times, label: Ints, full: Bools, part: tuple[float, float], bins: int
+) -> tuple[Bools, Times, float, bool] | None:
+    """`jobfigures.finish`'s tally by the kernel: which intervals it counts (all-allocated, of some length, in
+    the `part`), their seconds by label (`bins` of them), their total, and whether every interval is in the part;
+    None when the kernel is not loaded (the caller tallies then)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not (_plain(bounds) and _plain(label, np.int64) and _plain(full, np.bool_)):
+        return None
+    if (
+        len(label) != len(bounds) - 1
+        or len(full) != len(label)
+        or (len(label) and not 0 <= label.min() <= label.max() < bins)
+    ):
+        return None
+    use, sums, durations = np.empty(len(label), dtype=np.bool_), np.zeros(bins), np.empty(len(label))
+    _, total, inside_all = kernel.tally(bounds, label, full, float(part[0]), float(part[1]), sums, use, durations)
+    return use, sums, float(total), bool(inside_all)
+
+
 def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
@@ -188,6 +210,10 @@ def _answers_right(kernel: Any) -> bool:
     right &= [placed[0][0], placed[1][0]] == [0.0, 8.0]
     durations = np.array([3.0, 1.0, 2.0, 100.0, 2.5, 0.5])  # median 2.5, MAD 0.5: 100 s is no ideal step
     right &= kernel.ideal_step(durations, np.sort(durations[durations >= 1.0]), 1.0, 3.0) == 2.125
+    use, sums, spans = np.zeros(3, dtype=np.bool_), np.zeros(4), np.zeros(3)
+    bounds, full = np.array([0.0, 1.0, 3.0, 6.0]), np.array([True, True, False])
+    right &= kernel.tally(bounds, np.array([1, 3, 3]), full, 0.0, 6.0, sums, use, spans)[:2] == (2, 3.0)
+    right &= sums.tolist() == [0.0, 1.0, 0.0, 2.0] and use.tolist() == [True, True, False]
     once = np.zeros(5)
     right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
     return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

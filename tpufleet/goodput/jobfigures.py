@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tpufleet.goodput.compiledaccount import searchsorted
+from tpufleet.goodput.compiledaccount import searchsorted, tally
 from tpufleet.goodput.events import CODE, Job
 from tpufleet.goodput.jobaccount import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 from tpufleet.goodput.steps import Events, Steps
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     Times = npt.NDArray[np.float64]
     Ints = npt.NDArray[np.int64]
+    Bools = npt.NDArray[np.bool_]
 
 
 # the buckets a restart costs (the "u0" of the checkpoint-interval advice)
@@ -97,13 +98,8 @@ def finish(
     import numpy as np
 
     start, end, begin_all = times  # the part's start and end, the job's first start
-    part = (bounds[:-1] >= start) & (bounds[1:] <= end)  # the elementary intervals inside the part
     run = allocated(job, ev, bounds, begin_all)
-    full, excluded_s = not_excluded(run, bounds, spans, part)
-    dur = np.diff(bounds)
-    held = full & (dur > 0)  # the whole timeline's all-allocated intervals
-    use = held & part
-    sums = np.bincount(label[use], weights=dur[use], minlength=len(BUCKETS) + 1)
+    use, sums, all_allocated_s, whole, excluded_s = _tallied(bounds, label, run, (start, end), spans)
     ck_starts = _within(ev.at("checkpoint_start"), start, end)
     interval = _checkpoint_interval(ck_starts, np.sort(np.concatenate([ev.at("job_start"), disrupt])))
     disrupt = _within(disrupt, start, end)
@@ -116,7 +112,7 @@ def finish(
         # demand from the job's start: the first of its submission, allocation and start, not `submitted` alone
         # (logged after the job held chips, by another clock, it made SG above 1)
         demand_s=max(0.0, end - start - overlap(spans, start, end)),
-        all_allocated_s=float(dur[use].sum()),
+        all_allocated_s=all_allocated_s,
         productive_s=float(sums[PRODUCTIVE]),
         buckets={b: float(sums[i + 1]) for i, b in enumerate(BUCKETS)},
         productive_steps=_productive_steps(steps, bounds, use, end),
@@ -140,9 +136,30 @@ def finish(
         # a part (cut by --since/--until, or with time excluded) gets the whole run's PG, exclusions and all: a step
         # begun before an exclusion and counted whole beside only its time outside made PG above 1
         pg_steps=None
-        if part.all() and not excluded_s
-        else _steps_share(steps, bounds, run & (dur > 0), label, float(sums[PRODUCTIVE])),
+        if whole and not excluded_s
+        else _steps_share(steps, bounds, run & (np.diff(bounds) > 0), label, float(sums[PRODUCTIVE])),
     )
+
+
+def _tallied(
+    bounds: Times, label: Ints, run: Bools, part: tuple[float, float], spans: list[tuple[float, float]]
+) -> tuple[Bools, Times, float, bool, float]:
+    """The elementary intervals counted (all-allocated, not excluded, of some length, in the `part`), their
+    seconds by label and in all, whether every interval is in the part, and the all-allocated seconds the
+    exclusions (`spans`) take from it."""
+    import numpy as np
+
+    bins = len(BUCKETS) + 1
+    tallied = None if spans else tally(bounds, label, run, part, bins)
+    if tallied is not None:
+        use, sums, total, whole = tallied
+        return use, sums, total, whole, 0.0
+    inside = (bounds[:-1] >= part[0]) & (bounds[1:] <= part[1])  # the elementary intervals inside the part
+    full, excluded_s = not_excluded(run, bounds, spans, inside)
+    dur = np.diff(bounds)
+    use = full & (dur > 0) & inside  # (full & dur > 0: the whole timeline's all-allocated intervals)
+    by_label: Times = np.bincount(label[use], weights=dur[use], minlength=bins).astype(np.float64, copy=False)
+    return use, by_label, float(dur[use].sum()), bool(inside.all()), excluded_s
 
 
 def _saves_inside(saves: list[tuple[Times, Times]], lo: float, hi: float) -> tuple[int, float]:
