@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tpufleet.goodput import compiledaccount, linescan, steps
@@ -274,3 +274,37 @@ def test_the_kernels_tally_is_numpys(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(linescan, "loaded", lambda: True)
         assert compiledaccount.tally(b, label, run, (min(part), max(part)), 14) is not None
+
+
+_SORTED_TIMES = st.lists(st.one_of(_TIME, _TIME, _TIME, _TIME, _TIME, _ODD, st.sampled_from([0.0, -0.0])), max_size=20)
+
+
+@given(
+    st_=_SORTED_TIMES, stops=_SORTED_TIMES, disrupt=_SORTED_TIMES, restarts=_SORTED_TIMES, end=st.one_of(_TIME, _ODD)
+)
+@example(st_=[0.0, 1.0], stops=[1.0], disrupt=[], restarts=[], end=5.0)  # the next step at the stop: complete
+@example(st_=[0.0, 1.0], stops=[], disrupt=[0.0, 1.0], restarts=[0.0], end=1.0)  # a disruption at its start
+@example(st_=[-1.0, 0.0], stops=[-0.0], disrupt=[], restarts=[], end=5.0)  # equal zeros: numpy's minimum's
+def test_the_kernels_step_ends_are_numpys(
+    kernel: Any, st_: list[float], stops: list[float], disrupt: list[float], restarts: list[float], end: float
+) -> None:
+    """Steps cut by the next step, a stop after them, a disruption at or after them or the end; their runs: the
+    same ends, runs and completeness (numpy's answer wherever the kernel leaves one: a NaN, an array unsorted)."""
+    starts, stop_at, disrupt_at = (np.sort(np.array(a, dtype=np.float64)) for a in (st_, stops, disrupt))
+    found = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            ends, run, complete = steps._ends_and_runs(starts, stop_at, disrupt_at, end, np.sort(np.array(restarts)))
+            found.append((ends.tobytes(), run.tolist(), complete.tolist()))
+    assert found[0] == found[1]
+
+
+@given(numbers=st.lists(st.integers(-3, 12), max_size=40))
+def test_steps_done_again_by_the_kernel_are_numpys(kernel: Any, numbers: list[int]) -> None:
+    sn = np.array(numbers, dtype=np.int64)
+    productive = np.ones(len(sn), dtype=np.bool_)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.not_done_again(sn, productive)
+    assert productive.tolist() == (sn < steps._done_again_from(sn)).tolist()

@@ -1,7 +1,9 @@
-"""The accounting's compiled helpers (`accountkernel`), used once the reading of a large log has loaded Numba
-(`linescan.loaded`), else numpy: the painting of a job's elementary intervals (`timeline._label`) and searches of
-sorted times. The same answers either way, integers all: the kernel is loaded only after a check example comes out
-right, and each helper leaves to numpy what it does not take (a NaN, an array out of order)."""
+"""The accounting's compiled helpers (`accountkernel`, with `sumkernel`'s), used once the reading of a large log
+has loaded Numba (`linescan.loaded`), else numpy: the painting of a job's elementary intervals (`timeline._label`)
+and their tally, searches of sorted times, the steps' ends, runs and rules, start-up and the empirical ideal step.
+The same answers either way, to the bit: the helpers that add floats add in numpy's order; the kernel is loaded
+only after check examples come out right, and each helper leaves to numpy what it does not take (a NaN, an array
+out of order)."""
 
 from __future__ import annotations
 
@@ -157,6 +159,31 @@ def tally(
     return use, sums, float(total), bool(inside_all)
 
 
+def step_ends(st: Times, stops: Times, disrupt: Times, end: float, restarts: Times) -> tuple[Times, Ints, Bools] | None:
+    """`steps.steps_of`'s step ends, runs and whether each is complete, by the kernel in one pass; None when it is
+    not loaded or a time is NaN or out of order (the caller finds them then)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not all(_plain(a) for a in (st, stops, disrupt, restarts)):
+        return None
+    out, run, complete = np.empty(len(st)), np.empty(len(st), dtype=np.int64), np.empty(len(st), dtype=np.bool_)
+    return (
+        (out, run, complete) if kernel.step_ends(st, stops, disrupt, float(end), restarts, out, run, complete) else None
+    )
+
+
+def not_done_again(sn: Ints, productive: Bools) -> bool:
+    """`steps._done_again_from`'s rule by the kernel, in place; False, nothing changed, when it is not loaded."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not (_plain(sn, np.int64) and _plain(productive, np.bool_)):
+        return False
+    kernel.not_done_again(sn, productive)
+    return True
+
+
 def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
@@ -214,6 +241,16 @@ def _answers_right(kernel: Any) -> bool:
     bounds, full = np.array([0.0, 1.0, 3.0, 6.0]), np.array([True, True, False])
     right &= kernel.tally(bounds, np.array([1, 3, 3]), full, 0.0, 6.0, sums, use, spans)[:2] == (2, 3.0)
     right &= sums.tolist() == [0.0, 1.0, 0.0, 2.0] and use.tolist() == [True, True, False]
+    ends, runs, complete = np.zeros(3), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.bool_)
+    right &= kernel.step_ends(
+        np.array([0.0, 1.0, 5.0]), np.array([2.0]), np.array([5.0]), 9.0, np.array([0.0, 4.0]), ends, runs, complete
+    )
+    right &= (
+        ends.tolist() == [1.0, 2.0, 5.0] and runs.tolist() == [1, 1, 2] and complete.tolist() == [True, False, False]
+    )
+    done_again = np.ones(3, dtype=np.bool_)
+    kernel.not_done_again(np.array([1, 2, 2]), done_again)
+    right &= done_again.tolist() == [True, False, True]
     once = np.zeros(5)
     right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
     return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tpufleet.goodput.compiledaccount import compiled_startup, searchsorted, unsaved_steps
+from tpufleet.goodput.compiledaccount import compiled_startup, not_done_again, searchsorted, unsaved_steps
 from tpufleet.goodput.compiledaccount import first_after as compiled_first_after
+from tpufleet.goodput.compiledaccount import step_ends as compiled_step_ends
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 
 if TYPE_CHECKING:
@@ -168,13 +169,11 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
     sel = ev.where("step_start")
     st, sn = ev.t[sel], ev.step[sel]
     restarts = ev.at("job_start")
-    nxt = np.append(st[1:], np.inf)
-    stop = np.minimum(np.minimum(first_after(stops, st), first_after(disrupt, st, inclusive=True)), end)
-    step_end = np.minimum(nxt, stop)
-    run = searchsorted(restarts, st, "right")  # which (re)start each step belongs to
+    step_end, run, complete = _ends_and_runs(st, stops, disrupt, end, restarts)
     productive = np.ones(len(st), dtype=bool)
     if job.phase == "training" and len(st):
-        productive &= sn < _done_again_from(sn)
+        if not not_done_again(sn, productive):
+            productive &= sn < _done_again_from(sn)
         saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.where("checkpoint_end")]
         if len(saves_t) and len(explicit):
             run_start = np.append([-np.inf], restarts)[run]
@@ -184,7 +183,7 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
             ends_run = cut < first_after(np.sort(np.concatenate([restarts, ev.at("job_end")])), st)
             ks = np.flatnonzero(ends_run)
             if unsaved_steps(ks, run_start, cut, (saves_t, saves_step), sn, productive):
-                return Steps(st, sn, step_end, run, productive, nxt <= stop)
+                return Steps(st, sn, step_end, run, productive, complete)
             # one group per (run, disruption) pair: few, whatever the number of steps
             key = run[ks] * (len(explicit) + 1) + np.searchsorted(explicit, cut[ks])
             groups, first, which = np.unique(key, return_index=True, return_inverse=True)
@@ -196,7 +195,23 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
                 saved = saves_step[ok].max() if ok.any() else -1
                 mine = ks[by_group[bounds[g] : bounds[g + 1]]]
                 productive[mine] &= sn[mine] <= saved
-    return Steps(st, sn, step_end, run, productive, nxt <= stop)
+    return Steps(st, sn, step_end, run, productive, complete)
+
+
+def _ends_and_runs(
+    st: Times, stops: Times, disrupt: Times, end: float, restarts: Times
+) -> tuple[Times, Ints, npt.NDArray[np.bool_]]:
+    """Where each step ends (the next step's start, or the first stop after it, disruption at or after it or the
+    job's end if sooner), its run (the restarts at or before it), and whether the next step came first."""
+    import numpy as np
+
+    found = compiled_step_ends(st, stops, disrupt, end, restarts)
+    if found is not None:
+        return found
+    nxt = np.append(st[1:], np.inf)
+    stop = np.minimum(np.minimum(first_after(stops, st), first_after(disrupt, st, inclusive=True)), end)
+    run = searchsorted(restarts, st, "right")  # which (re)start each step belongs to
+    return np.minimum(nxt, stop), run, nxt <= stop
 
 
 def _done_again_from(sn: Ints) -> Ints:
