@@ -154,14 +154,25 @@ def test_first_after_by_the_kernel_is_numpys(
     assert (by_kernel is not None) == plain  # the kernel answers wherever its answer is numpy's
 
 
-@given(codes=st.lists(st.sampled_from(sorted(CODE.values())), max_size=60))
-def test_a_kinds_events_are_those_of_its_code(codes: list[int]) -> None:
-    """`Events.where` and `at` (one sort of the codes) against a comparison of the whole column, kind by kind."""
+@given(codes=st.lists(st.sampled_from(sorted(CODE.values())), max_size=60), compiled=st.booleans())
+def test_a_kinds_events_are_those_of_its_code(kernel: Any, codes: list[int], compiled: bool) -> None:
+    """`Events.where` and `at` (one sort of the codes, numpy's or the kernel's counting sort) against a comparison
+    of the whole column, kind by kind."""
     code = np.array(codes, dtype=np.int64)
     ev = steps.Events(np.arange(len(codes), dtype=np.float64) / 2, code, np.zeros_like(code), np.zeros_like(code))
-    for name, value in CODE.items():
-        assert ev.where(name).tolist() == np.flatnonzero(code == value).tolist()
-        assert ev.at(name).tolist() == ev.t[code == value].tolist()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: compiled)
+        for name, value in CODE.items():
+            assert ev.where(name).tolist() == np.flatnonzero(code == value).tolist()
+            assert ev.at(name).tolist() == ev.t[code == value].tolist()
+        assert (compiledaccount.group_by_kind(code, len(CODE)) is not None) == compiled
+
+
+def test_a_code_out_of_range_leaves_the_grouping_to_numpy(kernel: Any) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.group_by_kind(np.array([0, len(CODE)]), len(CODE)) is None
+        assert compiledaccount.group_by_kind(np.array([-1]), len(CODE)) is None
 
 
 @given(
@@ -308,3 +319,32 @@ def test_steps_done_again_by_the_kernel_are_numpys(kernel: Any, numbers: list[in
         patch.setattr(linescan, "loaded", lambda: True)
         assert compiledaccount.not_done_again(sn, productive)
     assert productive.tolist() == (sn < steps._done_again_from(sn)).tolist()
+
+
+@given(
+    cuts=st.lists(st.one_of(_TIME, st.sampled_from([0.0, -0.0])), min_size=1, max_size=40).map(sorted),
+    labels=st.lists(st.integers(0, 13), min_size=1, max_size=40),
+    windows=st.lists(st.tuples(_TIME, st.integers(0, 20).map(lambda k: k / 4)), max_size=6),
+)
+def test_a_jobs_seconds_in_windows_by_the_kernel_are_numpys(
+    kernel: Any, cuts: list[float], labels: list[int], windows: list[tuple[float, float]]
+) -> None:
+    """A job's intervals end to end (some of no length, an equal zero of either sign) cut by windows that start
+    and end anywhere, overlap or lie apart: the seconds in each, all and by label, to the bit."""
+    from tpufleet.goodput import chiptime
+
+    bounds = np.array(cuts, dtype=np.float64)
+    own = (bounds[:-1].copy(), bounds[1:].copy(), np.array((labels * len(cuts))[: len(cuts) - 1], dtype=np.int64))
+    windows = sorted(windows)
+    lo = np.array([a for a, _ in windows], dtype=np.float64)
+    hi = np.maximum.accumulate(lo + np.array([w for _, w in windows])) if windows else np.zeros(0)
+    found = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            seconds, by_label = chiptime._by_slices(own, lo, hi)
+            found.append((seconds.tobytes(), by_label.tobytes()))
+    assert found[0] == found[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.by_slices(own, lo, hi, 14) is not None

@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from tpufleet.goodput.linekernel import _jit
+from tpufleet.goodput.sumkernel import by_slices as by_slices
 from tpufleet.goodput.sumkernel import ideal_step as ideal_step
 from tpufleet.goodput.sumkernel import median_and_mad as median_and_mad
 from tpufleet.goodput.sumkernel import pairwise_sum as pairwise_sum
 from tpufleet.goodput.sumkernel import startup as startup
+from tpufleet.goodput.sumkernel import step_ends as step_ends
 from tpufleet.goodput.sumkernel import tally as tally
 
 
@@ -187,43 +189,6 @@ def first_after(times: Any, points: Any, inclusive: bool, out: Any) -> bool:
 
 
 @_jit
-def step_ends(st: Any, stops: Any, disrupt: Any, end: float, restarts: Any, out: Any, run: Any, complete: Any) -> bool:
-    """`steps.steps_of`'s ends of the steps starting at `st`: the next step's start, or the first of `stops` after
-    the start, of `disrupt` at or after it and `end`, if sooner (`complete` when the next step came first); and each
-    step's run, the number of `restarts` at or before its start. False, nothing finished, unless every time is a
-    number and every array in order (numpy's minimum and search answer then)."""
-    for a in (st, stops, disrupt, restarts):
-        for k in range(len(a)):
-            if a[k] != a[k] or (k and a[k] < a[k - 1]):
-                return False
-    if end != end:
-        return False
-    after_stop = at_disrupt = started = 0
-    for k in range(len(st)):
-        t = st[k]
-        while after_stop < len(stops) and stops[after_stop] <= t:
-            after_stop += 1
-        while at_disrupt < len(disrupt) and disrupt[at_disrupt] < t:
-            at_disrupt += 1
-        while started < len(restarts) and restarts[started] <= t:
-            started += 1
-        stop = _least(
-            stops[after_stop] if after_stop < len(stops) else np.inf,
-            disrupt[at_disrupt] if at_disrupt < len(disrupt) else np.inf,
-        )
-        stop = _least(stop, end)
-        following = st[k + 1] if k + 1 < len(st) else np.inf
-        out[k], complete[k], run[k] = _least(following, stop), following <= stop, started
-    return True
-
-
-@_jit
-def _least(a: float, b: float) -> float:
-    """``numpy.minimum`` of two numbers: of equal ones (0.0 and -0.0), the second, where Python's `min` takes the first."""
-    return a if a < b else b
-
-
-@_jit
 def not_done_again(sn: Any, productive: Any) -> None:
     """`steps._done_again_from`'s rule, in place: a step whose number is at or past the lowest logged after it
     was done again (its work lost): not productive."""
@@ -232,3 +197,22 @@ def not_done_again(sn: Any, productive: Any) -> None:
         if sn[k] >= lowest:
             productive[k] = False
         lowest = min(lowest, sn[k])
+
+
+@_jit
+def group_by_kind(code: Any, order: Any, edges: Any) -> bool:
+    """`steps.Events`'s events by kind, by a counting sort: order[edges[c]:edges[c + 1]] are the positions of
+    the events of code c, in order (a stable sort of the codes); False, unfinished, for a code out of range."""
+    kinds = len(edges) - 1
+    edges[:] = 0
+    for c in code:
+        if c < 0 or c >= kinds:
+            return False
+        edges[c + 1] += 1
+    for c in range(kinds):
+        edges[c + 1] += edges[c]
+    place = edges[:-1].copy()
+    for i in range(len(code)):
+        order[place[code[i]]] = i
+        place[code[i]] += 1
+    return True

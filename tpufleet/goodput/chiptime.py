@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tpufleet.goodput.compiledaccount import by_slices as compiled_by_slices
 from tpufleet.goodput.events import CapacityRecord
 from tpufleet.goodput.jobaccount import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 
@@ -179,6 +180,9 @@ def _by_slices(own: Intervals, lo: Times, hi: Times) -> tuple[Times, Times]:
     """A job's seconds in each window [lo[k], hi[k]], all and by label, each window's intervals a slice."""
     import numpy as np
 
+    compiled = compiled_by_slices(own, lo, hi, len(BUCKETS) + 1)
+    if compiled is not None:
+        return compiled
     starts, ends, labels = own
     seconds, by_label = np.zeros(len(lo)), np.zeros((len(lo), len(BUCKETS) + 1))
     for k in range(len(lo)):

@@ -184,6 +184,39 @@ def not_done_again(sn: Ints, productive: Bools) -> bool:
     return True
 
 
+def group_by_kind(code: Ints, kinds: int) -> tuple[Ints, Ints] | None:
+    """The events' positions grouped by kind (in order within one) and where each of the `kinds` begins, by the
+    kernel's counting sort; None when it is not loaded or a code is out of range."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not _plain(code, np.int64):
+        return None
+    order, edges = np.empty(len(code), dtype=np.int64), np.empty(kinds + 1, dtype=np.int64)
+    return (order, edges) if kernel.group_by_kind(code, order, edges) else None
+
+
+def by_slices(own: tuple[Times, Times, Ints], lo: Times, hi: Times, width: int) -> tuple[Times, Times] | None:
+    """`chiptime._by_slices` by the kernel: a job's seconds in each window, all and by label (`width` of them);
+    None when it is not loaded or a time is NaN or out of order (the caller finds them then)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    starts, ends, labels = own
+    if kernel is None or not (_plain(starts) and _plain(ends) and _plain(lo) and _plain(hi)):
+        return None
+    if (
+        not isinstance(labels, np.ndarray)
+        or labels.ndim != 1
+        or labels.dtype.kind not in "iu"
+        or len(labels) != len(starts)
+    ):
+        return None
+    seconds, by_label = np.zeros(len(lo)), np.zeros((len(lo), width))
+    done = kernel.by_slices(starts, ends, np.ascontiguousarray(labels), lo, hi, seconds, by_label)
+    return (seconds, by_label) if done else None
+
+
 def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
@@ -251,6 +284,20 @@ def _answers_right(kernel: Any) -> bool:
     done_again = np.ones(3, dtype=np.bool_)
     kernel.not_done_again(np.array([1, 2, 2]), done_again)
     right &= done_again.tolist() == [True, False, True]
+    order, edges = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
+    right &= kernel.group_by_kind(np.array([2, 0, 2, 1]), order, edges)
+    right &= order.tolist() == [1, 3, 0, 2] and edges.tolist() == [0, 1, 2, 4]
+    seconds, by_label = np.zeros(1), np.zeros((1, 3))
+    right &= kernel.by_slices(
+        np.array([0.0, 2.0]),
+        np.array([2.0, 5.0]),
+        np.array([1, 2]),
+        np.array([1.0]),
+        np.array([4.0]),
+        seconds,
+        by_label,
+    )
+    right &= seconds.tolist() == [3.0] and by_label.tolist() == [[0.0, 1.0, 2.0]]
     once = np.zeros(5)
     right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
     return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

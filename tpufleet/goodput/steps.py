@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tpufleet.goodput.compiledaccount import compiled_startup, not_done_again, searchsorted, unsaved_steps
+from tpufleet.goodput.compiledaccount import (
+    compiled_startup,
+    group_by_kind,
+    not_done_again,
+    searchsorted,
+    unsaved_steps,
+)
 from tpufleet.goodput.compiledaccount import first_after as compiled_first_after
 from tpufleet.goodput.compiledaccount import step_ends as compiled_step_ends
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
@@ -67,6 +73,9 @@ class Events:
         the accounting asks for cost a millisecond a job of 20,000 events."""
         import numpy as np
 
+        grouped = group_by_kind(self.code, len(CODE))
+        if grouped is not None:
+            return grouped
         order: Ints = np.argsort(self.code.astype(np.int8), kind="stable")  # (codes are < len(CODE) <= 127)
         edges = np.zeros(len(CODE) + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.code, minlength=len(CODE))[: len(CODE)], out=edges[1:])

@@ -1,7 +1,8 @@
-"""The accounting's compiled helpers that add floats (`compiledaccount` uses them once Numba is loaded): each
-adds in the order numpy does, so that its figures are numpy's to the last bit, not merely close. ``numpy.sum``
-and ``mean`` of a contiguous float64 array add pairwise (`pairwise_sum`), ``numpy.bincount``'s weights one after
-another; a median is the middle value of the sorted values, or the mean of the middle two.
+"""The accounting's compiled helpers whose floats must be numpy's to the last bit (`compiledaccount` uses them once
+Numba is loaded): sums added in numpy's order (``numpy.sum`` and ``mean`` of a contiguous float64 array add
+pairwise, `pairwise_sum`; ``numpy.bincount``'s weights one after another), a median as numpy takes it (the middle
+value of the sorted values, or the mean of the middle two), and of two equal numbers (0.0 and -0.0) the one
+``numpy.minimum`` and ``maximum`` give.
 
 Kept apart from `accountkernel` and calling nothing of it: Numba's cache of a function is renewed when its own file
 changes, not when a function of another file it calls does (tests/test_goodput_accountkernel_sums.py checks these
@@ -215,3 +216,69 @@ def tally(bounds: Any, label: Any, full: Any, start: float, end: float, sums: An
             durations[count] = d
             count += 1
     return count, pairwise_sum(durations, 0, count), inside_all
+
+
+@_jit
+def step_ends(st: Any, stops: Any, disrupt: Any, end: float, restarts: Any, out: Any, run: Any, complete: Any) -> bool:
+    """`steps.steps_of`'s ends of the steps starting at `st`: the next step's start, or the first of `stops` after
+    the start, of `disrupt` at or after it and `end`, if sooner (`complete` when the next step came first); and each
+    step's run, the number of `restarts` at or before its start. False, nothing finished, unless every time is a
+    number and every array in order (numpy's minimum and search answer then)."""
+    for a in (st, stops, disrupt, restarts):
+        for k in range(len(a)):
+            if a[k] != a[k] or (k and a[k] < a[k - 1]):
+                return False
+    if end != end:
+        return False
+    after_stop = at_disrupt = started = 0
+    for k in range(len(st)):
+        t = st[k]
+        while after_stop < len(stops) and stops[after_stop] <= t:
+            after_stop += 1
+        while at_disrupt < len(disrupt) and disrupt[at_disrupt] < t:
+            at_disrupt += 1
+        while started < len(restarts) and restarts[started] <= t:
+            started += 1
+        stop = _least(
+            stops[after_stop] if after_stop < len(stops) else np.inf,
+            disrupt[at_disrupt] if at_disrupt < len(disrupt) else np.inf,
+        )
+        stop = _least(stop, end)
+        following = st[k + 1] if k + 1 < len(st) else np.inf
+        out[k], complete[k], run[k] = _least(following, stop), following <= stop, started
+    return True
+
+
+@_jit
+def _least(a: float, b: float) -> float:
+    """``numpy.minimum`` of two numbers: of equal ones (0.0 and -0.0), the second, where Python's `min` takes the first."""
+    return a if a < b else b
+
+
+@_jit
+def _greatest(a: float, b: float) -> float:
+    """``numpy.maximum`` of two numbers: of equal ones, the second, as `_least`."""
+    return a if a > b else b
+
+
+@_jit
+def by_slices(starts: Any, ends: Any, labels: Any, lo: Any, hi: Any, seconds: Any, by_label: Any) -> bool:
+    """`chiptime._by_slices` into `seconds` and `by_label` (zeros): a job's seconds in each window [lo[k], hi[k]]
+    of its intervals, all (a numpy sum) and by label (bincount's order); False, unfinished, unless the times are
+    numbers in order and the labels within by_label's columns (numpy answers then)."""
+    for a in (starts, ends, lo, hi):
+        for k in range(len(a)):
+            if a[k] != a[k] or (k and a[k] < a[k - 1]):
+                return False
+    for code in labels:
+        if code < 0 or code >= by_label.shape[1]:
+            return False
+    inside = np.empty(len(starts))
+    for k in range(len(lo)):
+        first, last = np.searchsorted(ends, lo[k], side="right"), np.searchsorted(starts, hi[k], side="left")
+        for i in range(first, last):
+            piece = _least(ends[i], hi[k]) - _greatest(starts[i], lo[k])
+            inside[i - first] = _greatest(piece, 0.0)
+            by_label[k, labels[i]] += inside[i - first]
+        seconds[k] = pairwise_sum(inside, 0, max(last - first, 0))
+    return True

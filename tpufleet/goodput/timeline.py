@@ -131,7 +131,7 @@ def _span(ev: Events, since: float | None, until: float | None) -> _Span:
     starts = ev.at("job_start")
     # without a job_start, from its first event but `submitted` (`min(initial=start)` took the submission's time
     # too, so a job held its chips while it queued: SG 1 for a job that waited most of its time)
-    later = ev.t[ev.code != CODE["submitted"]]
+    later = ev.t[ev.code != CODE["submitted"]] if not len(starts) else starts  # (a pass over all: only if needed)
     begin = float(starts.min()) if len(starts) else float(later.min()) if len(later) else start
     lo = start if since is None else max(start, since)
     hi = end if until is None else min(end, until)
