@@ -348,3 +348,31 @@ def test_a_jobs_seconds_in_windows_by_the_kernel_are_numpys(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(linescan, "loaded", lambda: True)
         assert compiledaccount.by_slices(own, lo, hi, 14) is not None
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["checkpoint_start", "checkpoint_end", "step_start"]), max_size=40),
+    times=st.lists(st.one_of(_TIME, st.sampled_from([0.0, -0.0])), max_size=40),
+    stops=_SORTED_TIMES,
+    end=st.one_of(_TIME, _ODD),
+)
+@example(kinds=["checkpoint_start", "checkpoint_end"], times=[-1.0, 0.0], stops=[-0.0], end=5.0)  # equal zeros
+def test_paired_activities_by_the_kernel_are_numpys(
+    kernel: Any, kinds: list[str], times: list[float], stops: list[float], end: float
+) -> None:
+    """Starts and ends in any order of the log (an end before any start, two starts before an end, none), cut at
+    stops and the end: each start's end as numpy's searches and minimum give it, to the sign of a zero."""
+    from tpufleet.goodput import timeline
+
+    n = min(len(kinds), len(times))
+    t = np.sort(np.array(times[:n], dtype=np.float64), kind="stable")
+    code = np.array([CODE[kind] for kind in kinds[:n]], dtype=np.int64)
+    ev = steps.Events(t, code, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    cut = np.sort(np.array(stops, dtype=np.float64))
+    found = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            s, e = timeline._paired(ev, "checkpoint_start", "checkpoint_end", cut, end)
+            found.append((s.tobytes(), e.tobytes()))
+    assert found[0] == found[1]

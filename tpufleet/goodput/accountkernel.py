@@ -18,6 +18,7 @@ from tpufleet.goodput.linekernel import _jit
 from tpufleet.goodput.sumkernel import by_slices as by_slices
 from tpufleet.goodput.sumkernel import ideal_step as ideal_step
 from tpufleet.goodput.sumkernel import median_and_mad as median_and_mad
+from tpufleet.goodput.sumkernel import pair_ends as pair_ends
 from tpufleet.goodput.sumkernel import pairwise_sum as pairwise_sum
 from tpufleet.goodput.sumkernel import startup as startup
 from tpufleet.goodput.sumkernel import step_ends as step_ends

@@ -217,6 +217,18 @@ def by_slices(own: tuple[Times, Times, Ints], lo: Times, hi: Times, width: int) 
     return (seconds, by_label) if done else None
 
 
+def pair_ends(t: Times, starts: Ints, ends: Ints, stops: Times, end: float) -> tuple[Times, Times] | None:
+    """`timeline._paired` by the kernel: the starts' times and their ends; None when it is not loaded or a time is
+    NaN or out of order (the caller pairs them then)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    if kernel is None or not (_plain(t) and _plain(stops) and _plain(starts, np.int64) and _plain(ends, np.int64)):
+        return None
+    out_s, out_e = np.empty(len(starts)), np.empty(len(starts))
+    return (out_s, out_e) if kernel.pair_ends(t, starts, ends, stops, float(end), out_s, out_e) else None
+
+
 def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
@@ -298,6 +310,10 @@ def _answers_right(kernel: Any) -> bool:
         by_label,
     )
     right &= seconds.tolist() == [3.0] and by_label.tolist() == [[0.0, 1.0, 2.0]]
+    paired = np.zeros(2), np.zeros(2)
+    times, stops = np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.5])
+    right &= kernel.pair_ends(times, np.array([0, 2]), np.array([1, 3]), stops, 9.0, *paired)
+    right &= paired[0].tolist() == [0.0, 2.0] and paired[1].tolist() == [1.0, 2.5]
     once = np.zeros(5)
     right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
     return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

@@ -282,3 +282,27 @@ def by_slices(starts: Any, ends: Any, labels: Any, lo: Any, hi: Any, seconds: An
             by_label[k, labels[i]] += inside[i - first]
         seconds[k] = pairwise_sum(inside, 0, max(last - first, 0))
     return True
+
+
+@_jit
+def pair_ends(t: Any, starts: Any, ends: Any, stops: Any, end: float, out_s: Any, out_e: Any) -> bool:
+    """`timeline.account`'s paired activities: each start (positions `starts` into the sorted times `t`) with the
+    first end after it in log order (positions `ends`), else +inf, cut at the first of `stops` after its time and
+    at `end` (numpy's minimum, in that order); False, unfinished, unless the times are numbers in order."""
+    for a in (t, stops):
+        for k in range(len(a)):
+            if a[k] != a[k] or (k and a[k] < a[k - 1]):
+                return False
+    if end != end:
+        return False
+    matched = after = 0
+    for k in range(len(starts)):
+        while matched < len(ends) and ends[matched] <= starts[k]:
+            matched += 1
+        at = t[starts[k]]
+        while after < len(stops) and stops[after] <= at:
+            after += 1
+        paired = t[ends[matched]] if matched < len(ends) else np.inf
+        cut = stops[after] if after < len(stops) else np.inf
+        out_s[k], out_e[k] = at, _least(_least(paired, cut), end)
+    return True

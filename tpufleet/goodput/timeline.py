@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tpufleet.goodput.compiledaccount import compiled_paint, distinct_sorted, searchsorted
+from tpufleet.goodput.compiledaccount import compiled_paint, distinct_sorted, pair_ends, searchsorted
 from tpufleet.goodput.events import CODE, DISRUPTIONS, EventColumns, EventRecord, Job
 from tpufleet.goodput.jobaccount import LABEL, JobAccount
 from tpufleet.goodput.jobfigures import allocated, finish, not_excluded, run_marks
@@ -138,15 +138,19 @@ def _span(ev: Events, since: float | None, until: float | None) -> _Span:
     return _Span(lo, max(hi, lo), (start, end), begin, inside)
 
 
-def _pair_ends(ev: Events, s_name: str, e_name: str) -> tuple[Times, Times]:
-    """Each start with the first end after it in log order (not merely at or after its time)."""
+def _paired(ev: Events, s_name: str, e_name: str, stops: Times, end: float) -> tuple[Times, Times]:
+    """Each start with the first end after it in log order (not merely at or after its time), cut at the next
+    restart, disruption or job end (`stops`, after it) and at the job's `end`."""
     import numpy as np
 
     s_pos, e_pos = ev.where(s_name), ev.where(e_name)
+    compiled = pair_ends(ev.t, s_pos, e_pos, stops, end)
+    if compiled is not None:
+        return compiled
     j = np.searchsorted(e_pos, s_pos, side="right")
     ends = np.append(ev.t[e_pos], np.inf)[j]
     starts: Times = ev.t[s_pos]
-    return starts, ends
+    return starts, np.minimum(np.minimum(ends, first_after(stops, starts)), end)
 
 
 def _distinct(values: Times) -> Times:
@@ -227,9 +231,9 @@ def account(
 
     intervals: dict[str, list[tuple[Times, Times]]] = {name: [] for name in PRIORITY}
     for bucket, (s_name, e_name) in PAIRS.items():
-        s, matched = _pair_ends(ev, s_name, e_name)
+        s, e = _paired(ev, s_name, e_name, stops, end)
         if len(s):
-            intervals[bucket].append((s, np.minimum(np.minimum(matched, first_after(stops, s)), end)))
+            intervals[bucket].append((s, e))
     # a step logged at the very instant of a drain ends there, as at a disruption (the run restarts from it)
     steps = steps_of(job, ev, np.sort(np.concatenate([disrupt, ev.at("drain")])), explicit, stops, end)
     intervals["productive"].append((steps.st[steps.productive], steps.end[steps.productive]))
