@@ -289,10 +289,9 @@ def pair_ends(t: Any, starts: Any, ends: Any, stops: Any, end: float, out_s: Any
     """`timeline.account`'s paired activities: each start (positions `starts` into the sorted times `t`) with the
     first end after it in log order (positions `ends`), else +inf, cut at the first of `stops` after its time and
     at `end` (numpy's minimum, in that order); False, unfinished, unless the times are numbers in order."""
-    for a in (t, stops):
-        for k in range(len(a)):
-            if a[k] != a[k] or (k and a[k] < a[k - 1]):
-                return False
+    for k in range(len(stops)):
+        if stops[k] != stops[k] or (k and stops[k] < stops[k - 1]):
+            return False
     if end != end:
         return False
     matched = after = 0
@@ -300,6 +299,8 @@ def pair_ends(t: Any, starts: Any, ends: Any, stops: Any, end: float, out_s: Any
         while matched < len(ends) and ends[matched] <= starts[k]:
             matched += 1
         at = t[starts[k]]
+        if at != at or (k and at < t[starts[k - 1]]) or (matched < len(ends) and t[ends[matched]] != t[ends[matched]]):
+            return False  # (only the times it reads: a pass over all of them for each kind cost more than numpy)
         while after < len(stops) and stops[after] <= at:
             after += 1
         paired = t[ends[matched]] if matched < len(ends) else np.inf
