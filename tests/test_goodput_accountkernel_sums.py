@@ -376,3 +376,27 @@ def test_paired_activities_by_the_kernel_are_numpys(
             s, e = timeline._paired(ev, "checkpoint_start", "checkpoint_end", cut, end)
             found.append((s.tobytes(), e.tobytes()))
     assert found[0] == found[1]
+
+
+@given(
+    bounds=st.lists(_TIME, min_size=1, max_size=30).map(sorted),
+    rows=st.lists(_STEP, max_size=40),
+    counted=st.lists(st.booleans(), min_size=1, max_size=30),
+    end=_TIME,
+)
+def test_productive_steps_counted_by_the_kernel_are_numpys(
+    kernel: Any, bounds: list[float], rows: list[Any], counted: list[bool], end: float
+) -> None:
+    """Steps before, inside and after the bounds, of no length or complete, productive or lost, in counted
+    intervals or not, before the end or not: the same count."""
+    from tpufleet.goodput import jobfigures
+
+    b = np.array(bounds, dtype=np.float64)
+    use = np.array((counted * len(bounds))[: len(bounds) - 1], dtype=np.bool_)
+    run_steps = _steps(rows)
+    found = []
+    for compiled in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
+            found.append(jobfigures._productive_steps(run_steps, b, use, end))
+    assert found[0] == found[1]

@@ -217,3 +217,22 @@ def group_by_kind(code: Any, order: Any, edges: Any) -> bool:
         order[place[code[i]]] = i
         place[code[i]] += 1
     return True
+
+
+@_jit
+def counted_steps(bounds: Any, st: Any, ends: Any, complete: Any, productive: Any, use: Any, end: float) -> int:
+    """`jobfigures._productive_steps`: the productive steps that ran (of some length, or complete), started in a
+    counted elementary interval (`use`) and before `end`; -1 unless the times are numbers in order."""
+    m = len(bounds) - 1
+    for a in (bounds, st):
+        for k in range(len(a)):
+            if a[k] != a[k] or (k and a[k] < a[k - 1]):
+                return -1
+    count, at = 0, 0  # at: the bounds at or before the step's start
+    for k in range(len(st)):
+        while at < len(bounds) and bounds[at] <= st[k]:
+            at += 1
+        where = min(max(at - 1, 0), m - 1)
+        if productive[k] and (ends[k] > st[k] or complete[k]) and use[where] and st[k] < end:
+            count += 1
+    return count

@@ -229,6 +229,21 @@ def pair_ends(t: Times, starts: Ints, ends: Ints, stops: Times, end: float) -> t
     return (out_s, out_e) if kernel.pair_ends(t, starts, ends, stops, float(end), out_s, out_e) else None
 
 
+def counted_steps(bounds: Times, steps: tuple[Times, Times, Bools, Bools], use: Bools, end: float) -> int | None:
+    """`jobfigures._productive_steps` by the kernel, from the steps' (starts, ends, complete, productive); None when
+    it is not loaded or a time is NaN or out of order (the caller counts them then)."""
+    import numpy as np
+
+    kernel = _kernel() if linescan.loaded() else None
+    st, ends, complete, productive = steps
+    if kernel is None or not (_plain(bounds) and _plain(st) and _plain(ends)):
+        return None
+    if not all(_plain(a, np.bool_) for a in (complete, productive, use)) or len(use) != len(bounds) - 1:
+        return None
+    count = int(kernel.counted_steps(bounds, st, ends, complete, productive, use, float(end)))
+    return None if count < 0 else count
+
+
 def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
@@ -314,6 +329,9 @@ def _answers_right(kernel: Any) -> bool:
     times, stops = np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.5])
     right &= kernel.pair_ends(times, np.array([0, 2]), np.array([1, 3]), stops, 9.0, *paired)
     right &= paired[0].tolist() == [0.0, 2.0] and paired[1].tolist() == [1.0, 2.5]
+    flags, use = np.ones(3, dtype=np.bool_), np.array([True, False])
+    st = np.array([0.0, 1.0, 1.5])
+    right &= kernel.counted_steps(np.array([0.0, 1.0, 2.0]), st, st + 0.5, flags, flags, use, 9.0) == 1
     once = np.zeros(5)
     right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
     return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tpufleet.goodput.compiledaccount import searchsorted, tally
+from tpufleet.goodput.compiledaccount import counted_steps, searchsorted, tally
 from tpufleet.goodput.events import CODE, Job
 from tpufleet.goodput.jobaccount import BUCKETS, LABEL, PRODUCTIVE, JobAccount
 from tpufleet.goodput.steps import Events, Steps
@@ -227,6 +227,9 @@ def _productive_steps(steps: Steps, bounds: Times, use: npt.NDArray[np.bool_], e
     m = len(bounds) - 1
     if not len(steps.st) or not m:
         return 0
+    counted = counted_steps(bounds, (steps.st, steps.end, steps.complete, steps.productive), use, end)
+    if counted is not None:
+        return counted
     pos = np.clip(searchsorted(bounds, steps.st, "right") - 1, 0, m - 1)
     ran = (steps.end > steps.st) | steps.complete
     return int(np.count_nonzero(steps.productive & ran & use[pos] & (steps.st < end)))
