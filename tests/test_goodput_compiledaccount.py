@@ -228,24 +228,44 @@ def test_a_jobs_account_is_the_same_with_the_kernel_and_without(
     assert [getattr(numpy_alone, f) for f in figures] == [getattr(with_kernel, f) for f in figures]
 
 
+_SORTED = st.lists(_TIME, max_size=6).map(sorted)
+
+
 @given(
     saves=st.lists(st.tuples(_TIME, st.integers(0, 12)), max_size=12),
-    steps=st.lists(st.tuples(_TIME, _TIME, st.integers(0, 12)), max_size=20),
+    steps=st.lists(st.tuples(_TIME, st.integers(0, 12)), max_size=20),
+    restarts=_SORTED,
+    ends=_SORTED,
+    explicit=_SORTED,
 )
 def test_the_checkpoint_rule_by_the_kernel_is_the_rule(
-    kernel: Any, saves: list[tuple[float, int]], steps: list[tuple[float, float, int]]
+    kernel: Any,
+    saves: list[tuple[float, int]],
+    steps: list[tuple[float, int]],
+    restarts: list[float],
+    ends: list[float],
+    explicit: list[float],
 ) -> None:
-    """Each step's run start and disruption, and the checkpoints' times and steps, at random: a step stays
-    productive exactly when a checkpoint between the two saved its number (checked one step at a time here)."""
-    saves = sorted(saves)
+    """Steps, restarts, job ends, disruptions and checkpoints at random: a step whose run a disruption ends (the
+    first disruption after it before the first restart or end after it) stays productive exactly when a
+    checkpoint between its run's start and that disruption saved its number (checked one step at a time here)."""
+    saves, steps = sorted(saves), sorted(steps)
     saves_t, saves_step = np.array([t for t, _ in saves]), np.array([n for _, n in saves], dtype=np.int64)
-    lo, hi = np.array([min(a, b) for a, b, _ in steps]), np.array([max(a, b) for a, b, _ in steps])
-    sn = np.array([n for _, _, n in steps], dtype=np.int64)
+    st_ = np.array([t for t, _ in steps], dtype=np.float64)
+    sn = np.array([n for _, n in steps], dtype=np.int64)
+    starts, cuts = np.array(restarts, dtype=np.float64), np.array(explicit, dtype=np.float64)
+    run_ends = np.sort(np.concatenate([starts, np.array(ends, dtype=np.float64)]))
+    run = np.searchsorted(starts, st_, side="right").astype(np.int64)
     productive = np.ones(len(steps), dtype=np.bool_)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(linescan, "loaded", lambda: True)
-        ks = np.arange(len(steps))
-        assert compiledaccount.unsaved_steps(ks, lo, hi, (saves_t, saves_step), sn, productive)
-    for k in range(len(steps)):
-        inside = saves_step[(saves_t >= lo[k]) & (saves_t <= hi[k])]
+        marks = (starts, run_ends, cuts)
+        assert compiledaccount.checkpoint_rule((st_, sn, run), marks, (saves_t, saves_step), productive)
+    for k, t in enumerate(st_.tolist()):
+        cut = min([x for x in explicit if x > t], default=np.inf)
+        if not cut < min([x for x in run_ends.tolist() if x > t], default=np.inf):
+            assert productive[k]
+            continue
+        lo = max([x for x in restarts if x <= t], default=-np.inf)
+        inside = saves_step[(saves_t >= lo) & (saves_t <= cut)]
         assert productive[k] == (sn[k] <= (inside.max() if len(inside) else -1))

@@ -158,23 +158,47 @@ def search_sorted(a: Any, v: Any, right: bool, out: Any) -> bool:
 
 
 @_jit
-def unsaved_steps(ks: Any, run_start: Any, cut: Any, saves_t: Any, saves_step: Any, sn: Any, productive: Any) -> None:
-    """`steps.steps_of`'s checkpoint rule, in place: step k of `ks` (steps whose run a disruption ends, at cut[k])
-    is not productive unless a checkpoint in [run_start[k], cut[k]] saved its step number (sorted `saves_t`: such
-    checkpoints are one stretch of them, found once for the steps that share the run and the disruption)."""
+def checkpoint_rule(
+    st: Any,
+    sn: Any,
+    run: Any,
+    restarts: Any,
+    run_ends: Any,
+    explicit: Any,
+    saves: Any,
+    saved_steps: Any,
+    productive: Any,
+) -> bool:
+    """`steps.steps_of`'s checkpoint rule, in place: a step whose run a disruption ends (the first of `explicit`
+    after the step's start comes before the first of `run_ends`, its restarts and job ends) is not productive
+    unless a checkpoint saved between its run's start (the `run`-th of `restarts`) and that disruption holds its
+    step number (checkpoints at sorted times `saves`: such checkpoints are one stretch of them, found once for the
+    steps that share the run and the disruption). False, nothing changed, unless the times are numbers in order."""
+    for a in (st, restarts, run_ends, explicit, saves):
+        for k in range(len(a)):
+            if a[k] != a[k] or (k and a[k] < a[k - 1]):
+                return False
     last_lo, last_hi, saved = np.nan, np.nan, -1
-    lo_at = hi_at = 0
-    for k in ks:
-        lo, hi = run_start[k], cut[k]
+    lo_at = hi_at = cut_at = end_at = 0
+    for k in range(len(st)):
+        while cut_at < len(explicit) and explicit[cut_at] <= st[k]:
+            cut_at += 1
+        while end_at < len(run_ends) and run_ends[end_at] <= st[k]:
+            end_at += 1
+        hi = explicit[cut_at] if cut_at < len(explicit) else np.inf
+        if not hi < (run_ends[end_at] if end_at < len(run_ends) else np.inf):
+            continue  # (its run ends by a restart or an end first, or nothing ends it)
+        lo = restarts[run[k] - 1] if run[k] > 0 else -np.inf
         if lo != last_lo or hi != last_hi:
-            lo_at = first_index(saves_t, lo, lo_at, False)
-            hi_at = first_index(saves_t, hi, hi_at, True)
+            lo_at = first_index(saves, lo, lo_at, False)
+            hi_at = first_index(saves, hi, hi_at, True)
             saved = -1
             for i in range(lo_at, hi_at):
-                saved = saves_step[i] if i == lo_at else max(saved, saves_step[i])
+                saved = saved_steps[i] if i == lo_at else max(saved, saved_steps[i])
             last_lo, last_hi = lo, hi
         if sn[k] > saved:
             productive[k] = False
+    return True
 
 
 @_jit

@@ -80,25 +80,22 @@ def first_after(times: Times, points: Times, inclusive: bool) -> Times | None:
     return out if kernel.first_after(times, points, inclusive, out) else None
 
 
-def unsaved_steps(
-    ks: Ints, run_start: Times, cut: Times, saves: tuple[Times, Ints], sn: Ints, productive: Bools
+def checkpoint_rule(
+    steps: tuple[Times, Ints, Ints], marks: tuple[Times, Times, Times], saves: tuple[Times, Ints], productive: Bools
 ) -> bool:
-    """`steps.steps_of`'s checkpoint rule by the kernel, in place: step k of `ks` (its run ended by a disruption at
-    cut[k]) stays productive only if a checkpoint saved between run_start[k] and cut[k] holds its step number
-    (`saves`: the checkpoints' sorted times and step numbers); False, nothing changed, when the kernel is not
-    loaded or the times are not in order or hold a NaN: the caller applies the rule then."""
+    """`steps.steps_of`'s checkpoint rule by the kernel, in place, from the steps' (starts, numbers, runs), the
+    job's (restarts, sorted restarts and ends, sorted explicit disruptions) and the checkpoints' (sorted times,
+    steps); False, nothing changed, when the kernel is not loaded or a time is NaN or out of order (the caller
+    applies the rule then)."""
     import numpy as np
 
     kernel = _kernel() if linescan.loaded() else None
-    saves_t, saves_step = saves
-    if kernel is None or not all(_plain(a) for a in (run_start, cut, saves_t)):
+    (st, sn, run), (saves_t, saves_step) = steps, saves
+    if kernel is None or not all(_plain(a) for a in (st, *marks, saves_t)) or not _plain(productive, np.bool_):
         return False
-    if not all(_plain(a, np.int64) for a in (ks, saves_step, sn)) or not _plain(productive, np.bool_):
+    if not all(_plain(a, np.int64) for a in (sn, run, saves_step)):
         return False
-    if np.isnan(run_start).any() or np.isnan(cut).any() or not (saves_t[1:] >= saves_t[:-1]).all():
-        return False  # (a NaN in saves_t fails the order)
-    kernel.unsaved_steps(ks, run_start, cut, saves_t, saves_step, sn, productive)
-    return True
+    return bool(kernel.checkpoint_rule(st, sn, run, *marks, saves_t, saves_step, productive))
 
 
 def compiled_startup(
@@ -268,70 +265,9 @@ def _kernel() -> Any:
         with warnings.catch_warnings(), linescan.without_scipy_blas():  # Numba warns of a cache it cannot write:
             warnings.simplefilter("ignore")  # the kernel is compiled each time
             kernel = importlib.import_module("tpufleet.goodput.accountkernel")
-            right = _answers_right(kernel)
+            from tpufleet.goodput import kernelchecks
+
+            right = kernelchecks.answers_right(kernel)
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
     return kernel if right else None
-
-
-def _answers_right(kernel: Any) -> bool:
-    """Whether each helper answers a check example right (each is compiled, or loaded, on its first call)."""
-    import numpy as np
-
-    label = np.zeros(3, dtype=np.int64)
-    check = (np.array([0.5, 2.0]), np.array([1.5, 9.0]), np.array([0, 1, 2]), np.array([4, 7]))
-    right = kernel.paint(np.array([0.0, 1.0, 2.0, 3.0]), 0.0, 3.0, *check, label) and label.tolist() == [0, 4, 7]
-    found = np.zeros(3, dtype=np.int64)
-    right &= kernel.search_sorted(np.array([1.0, 2.0, 2.0]), np.array([0.5, 2.0, 3.0]), True, found)
-    right &= found.tolist() == [0, 3, 3]
-    productive = np.ones(3, dtype=np.bool_)
-    starts, cuts, saved = np.array([0.0, 0.0, 5.0]), np.array([4.0, 4.0, 9.0]), np.array([2.0, 6.0])
-    kernel.unsaved_steps(np.arange(3), starts, cuts, saved, np.array([7, 9]), np.array([7, 8, 9]), productive)
-    right &= productive.tolist() == [True, False, True]
-    after = np.zeros(2)
-    right &= kernel.first_after(np.array([1.0, 3.0]), np.array([1.0, 3.0]), False, after)
-    right &= after.tolist() == [3.0, np.inf]
-    st, placed, flags = np.array([0.0, 10.0, 12.0, 14.0]), (np.zeros(1), np.zeros(1)), np.ones(4, dtype=np.bool_)
-    runs = np.zeros(4, dtype=np.int64)
-    right &= kernel.startup(st, st + 2 + 8 * (st == 0), runs, flags, flags, np.ones(1), np.full(1, 2.0), *placed) == 1
-    right &= [placed[0][0], placed[1][0]] == [0.0, 8.0]
-    durations = np.array([3.0, 1.0, 2.0, 100.0, 2.5, 0.5])  # median 2.5, MAD 0.5: 100 s is no ideal step
-    right &= kernel.ideal_step(durations, np.sort(durations[durations >= 1.0]), 1.0, 3.0) == 2.125
-    use, sums, spans = np.zeros(3, dtype=np.bool_), np.zeros(4), np.zeros(3)
-    bounds, full = np.array([0.0, 1.0, 3.0, 6.0]), np.array([True, True, False])
-    right &= kernel.tally(bounds, np.array([1, 3, 3]), full, 0.0, 6.0, sums, use, spans)[:2] == (2, 3.0)
-    right &= sums.tolist() == [0.0, 1.0, 0.0, 2.0] and use.tolist() == [True, True, False]
-    ends, runs, complete = np.zeros(3), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.bool_)
-    right &= kernel.step_ends(
-        np.array([0.0, 1.0, 5.0]), np.array([2.0]), np.array([5.0]), 9.0, np.array([0.0, 4.0]), ends, runs, complete
-    )
-    right &= (
-        ends.tolist() == [1.0, 2.0, 5.0] and runs.tolist() == [1, 1, 2] and complete.tolist() == [True, False, False]
-    )
-    done_again = np.ones(3, dtype=np.bool_)
-    kernel.not_done_again(np.array([1, 2, 2]), done_again)
-    right &= done_again.tolist() == [True, False, True]
-    order, edges = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
-    right &= kernel.group_by_kind(np.array([2, 0, 2, 1]), order, edges)
-    right &= order.tolist() == [1, 3, 0, 2] and edges.tolist() == [0, 1, 2, 4]
-    seconds, by_label = np.zeros(1), np.zeros((1, 3))
-    right &= kernel.by_slices(
-        np.array([0.0, 2.0]),
-        np.array([2.0, 5.0]),
-        np.array([1, 2]),
-        np.array([1.0]),
-        np.array([4.0]),
-        seconds,
-        by_label,
-    )
-    right &= seconds.tolist() == [3.0] and by_label.tolist() == [[0.0, 1.0, 2.0]]
-    paired = np.zeros(2), np.zeros(2)
-    times, stops = np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.5])
-    right &= kernel.pair_ends(times, np.array([0, 2]), np.array([1, 3]), stops, 9.0, *paired)
-    right &= paired[0].tolist() == [0.0, 2.0] and paired[1].tolist() == [1.0, 2.5]
-    flags, use = np.ones(3, dtype=np.bool_), np.array([True, False])
-    st = np.array([0.0, 1.0, 1.5])
-    right &= kernel.counted_steps(np.array([0.0, 1.0, 2.0]), st, st + 0.5, flags, flags, use, 9.0) == 1
-    once = np.zeros(5)
-    right &= kernel.distinct_sorted(np.array([1.0, 1.0, 2.0, np.nan, np.nan]), once) == 3
-    return bool(right and once[:2].tolist() == [1.0, 2.0] and np.isnan(once[2]))

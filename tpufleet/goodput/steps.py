@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from tpufleet.goodput.compiledaccount import (
+    checkpoint_rule,
     compiled_startup,
     group_by_kind,
     not_done_again,
     searchsorted,
-    unsaved_steps,
 )
 from tpufleet.goodput.compiledaccount import first_after as compiled_first_after
 from tpufleet.goodput.compiledaccount import step_ends as compiled_step_ends
@@ -185,14 +185,15 @@ def steps_of(job: Job, ev: Events, disrupt: Times, explicit: Times, stops: Times
             productive &= sn < _done_again_from(sn)
         saves_t, saves_step = ev.at("checkpoint_end"), ev.step[ev.where("checkpoint_end")]
         if len(saves_t) and len(explicit):
-            run_start = np.append([-np.inf], restarts)[run]
-            cut = first_after(explicit, st)
             # (sorted: an end logged before a later restart is the run's end, which a search of the two joined
             # unsorted could miss, ending the run at that restart instead, after the disruption)
-            ends_run = cut < first_after(np.sort(np.concatenate([restarts, ev.at("job_end")])), st)
-            ks = np.flatnonzero(ends_run)
-            if unsaved_steps(ks, run_start, cut, (saves_t, saves_step), sn, productive):
+            run_ends = np.sort(np.concatenate([restarts, ev.at("job_end")]))
+            marks = (restarts, run_ends, explicit)
+            if checkpoint_rule((st, sn, run), marks, (saves_t, saves_step), productive):
                 return Steps(st, sn, step_end, run, productive, complete)
+            run_start = np.append([-np.inf], restarts)[run]
+            cut = first_after(explicit, st)
+            ks = np.flatnonzero(cut < first_after(run_ends, st))
             # one group per (run, disruption) pair: few, whatever the number of steps
             key = run[ks] * (len(explicit) + 1) + np.searchsorted(explicit, cut[ks])
             groups, first, which = np.unique(key, return_index=True, return_inverse=True)
